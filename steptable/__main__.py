@@ -1,0 +1,5 @@
+"""``python -m steptable``."""
+
+from steptable.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,535 @@
+"""Alert detectors over a run's per-step columns: pure, stdlib only, one line per alert.
+
+One engine serves three consumers: the in-process StepLogger and ``steptable tail --alerts-only`` stream rows through
+:meth:`AlertEngine.update`; the app and the summary replay a stored run with :func:`scan` (same rows, same alerts).
+
+Every detector fires once per episode: when its condition starts. It stays silent while the condition holds and
+re-arms only after the condition has been clear for ``AlertConfig.rearm`` rows where the column was present. A row
+without the key (sparse eval columns) tells a detector nothing. A reward or KL episode may escalate once, W -> E.
+
+Columns are found by role (:data:`DEFAULT_ROLES`, override per role with ``AlertConfig(roles={...})``). Single-key
+roles bind to the first candidate, in table order, present in the first row that has any of them; ``kl`` and
+``saturation`` watch every candidate present, because those keys measure different things (ref-KL vs PPO-KL,
+truncated responses vs clipped tokens).
+
+Cell values: float/int, bool (0/1), numeric strings ("nan", "inf" included), ``(n, d)`` fractions (tuple, list or
+"n/d", read as n/d; d == 0 is no data). None and anything else is absent, never an error.
+"""
+
+from __future__ import annotations
+
+import math
+from bisect import bisect_left, insort
+from collections import deque
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from steptable.formatting import fmt_auto
+
+Level = Literal["W", "E"]
+
+# Role -> candidate keys (exact, case-sensitive). Entropy means the policy's token entropy only: not
+# train/weight_entropy (entropy of sample weights) nor exec_surprisal_mean (surprisal under another model), and not
+# actor/entropy_loss/entropy_coeff (a coefficient-weighted loss term whose sign and scale depend on the trainer).
+DEFAULT_ROLES: Mapping[str, tuple[str, ...]] = {
+    "loss": ("loss", "train/loss", "actor/pg_loss"),
+    "grad_norm": ("gn", "grad_norm", "actor/grad_norm", "train/grad_norm", "optim/grad_norm"),
+    "reward": ("rew", "reward", "mean_reward", "env/all/reward/total", "critic/score/mean", "train/reward",
+               "critic/rewards/mean"),
+    "entropy": ("entropy", "actor/entropy", "optim/entropy", "train/entropy", "policy/entropy"),
+    "kl": ("kl", "critic/kl", "actor/ppo_kl", "train/kl", "optim/kl_sample_train_v1", "actor/kl_loss"),
+    "saturation": ("response_length/clip_ratio", "completions/clipped_ratio", "train/completions/clipped_frac",
+                   "max_token_hit_rate", "actor/pg_clipfrac"),
+    "hack": ("hack_s",),
+    "auroc": ("auroc",),
+}
+MULTI_ROLES = frozenset({"kl", "saturation"})
+_MAD_SIGMA = 1.4826  # MAD -> sigma for normal noise
+
+
+@dataclass(frozen=True)
+class AlertConfig:
+    """Thresholds of every detector. Windows count rows where the column is present."""
+
+    roles: Mapping[str, Sequence[str]] = field(default_factory=dict)  # merged over DEFAULT_ROLES; () disables
+    rearm: int = 10  # clear rows before a detector can fire again
+    window: int = 50  # recent rows for median / MAD
+    min_history: int = 20  # rows in the window before spike / collapse / jump tests run
+    nan_missing: bool = False  # float NaN cells are absent (stored columns that pad with NaN); "nan" strings count
+    spike_z: float = 10.0  # robust z of loss / grad-norm over the window median
+    spike_min_rel: float = 0.5  # ... and at least this far above the median, relative to |median|
+    hold: int = 10  # reward / entropy: the median of the last `hold` rows is the current level
+    reward_sigma: float = 4.0  # drop of the current level below the window median, in robust sigma of the window
+    reward_rel_drop: float = 0.3  # ... and relative to |window median|
+    reward_floor_tol: float = 0.1  # E when within this share of the gap to the lowest earlier value
+    entropy_early: int = 20  # first rows whose median is the early level
+    entropy_frac_early: float = 0.1  # W below this share of the early level
+    entropy_frac_recent: float = 0.5  # W below this share of the window median
+    kl_warn: float = 1.0  # absolute KL levels (W, E)
+    kl_error: float = 10.0
+    kl_jump: float = 10.0  # factor over the window median (W, E)
+    kl_jump_error: float = 100.0
+    kl_jump_min: float = 0.01  # a jump counts only above this absolute KL
+    sat_level: float = 0.9  # saturation: ratio above this ...
+    sat_rows: int = 5  # ... for this many consecutive rows
+    stall_factor: float = 10.0  # no row for this many median row intervals ...
+    stall_min_s: float = 60.0  # ... and at least this many seconds
+    stall_min_rows: int = 5  # row intervals seen before the stall test runs
+    hack_window: int = 20  # observations of each of hack_s / auroc; halves are compared
+    hack_rise: float = 0.1  # pooled hack rate up by this much (absolute) ...
+    auroc_drop: float = 0.05  # ... while the mean AUROC falls by this much
+
+    def role_keys(self) -> dict[str, tuple[str, ...]]:
+        """The role table in force: DEFAULT_ROLES with this config's roles replacing theirs."""
+        out = {r: tuple(k) for r, k in DEFAULT_ROLES.items()}
+        out.update({r: tuple(k) for r, k in self.roles.items()})
+        return out
+
+
+@dataclass(frozen=True)
+class Alert:
+    level: Level  # "W" warning, "E" error
+    step: int
+    column: str  # the key; "" for run-level alerts (stall)
+    kind: str  # nonfinite, spike, reward_collapse, entropy_collapse, kl_blowup, saturation, stall, hack_auroc
+    message: str
+
+    def line(self) -> str:
+        """One ASCII line: ``E step 812 loss non-finite (nan) after 811 finite steps``."""
+        return f"{self.level} {self.message_line()}"
+
+    def message_line(self) -> str:
+        """The line without the level letter (for loggers that show the level themselves)."""
+        col = f" {self.column}" if self.column else ""
+        return f"step {self.step}{col} {self.message}"
+
+
+def cell_float(v: Any) -> float | None:
+    """Numeric view of one cell; None when absent or not numeric. NaN / inf are returned as such."""
+    if v is None:
+        return None
+    if isinstance(v, float):
+        return v
+    if isinstance(v, (int, str, tuple, list)):
+        if isinstance(v, int):
+            try:
+                return float(v)
+            except OverflowError:
+                return math.inf if v > 0 else -math.inf
+        fr = cell_frac(v)
+        if fr is not None:
+            return fr[0] / fr[1]
+        if isinstance(v, str):
+            try:
+                return float(v.strip())
+            except ValueError:
+                return None
+        return None
+    try:  # numpy / torch scalars and friends
+        return float(v)
+    except Exception:
+        return None
+
+
+def cell_frac(v: Any) -> tuple[float, float] | None:
+    """``(n, d)`` of a fraction cell (tuple, list or "n/d" string) with finite n and d > 0, else None."""
+    if isinstance(v, str):
+        parts = v.split("/")
+        if len(parts) != 2:
+            return None
+        v = parts
+    if not isinstance(v, (tuple, list)) or len(v) != 2:
+        return None
+    try:
+        n, d = float(v[0]), float(v[1])
+    except Exception:
+        return None
+    if not (math.isfinite(n) and math.isfinite(d)) or d <= 0:
+        return None
+    return n, d
+
+
+def _f(x: float) -> str:
+    return fmt_auto(x)
+
+
+class _Window:
+    """Last ``size`` finite values, also kept sorted: O(1) median, O(size) push."""
+
+    __slots__ = ("q", "s", "size")
+
+    def __init__(self, size: int) -> None:
+        self.size = max(1, size)
+        self.q: deque[float] = deque()
+        self.s: list[float] = []
+
+    def __len__(self) -> int:
+        return len(self.q)
+
+    def push(self, x: float) -> None:
+        if len(self.q) >= self.size:
+            old = self.q.popleft()
+            del self.s[bisect_left(self.s, old)]
+        self.q.append(x)
+        insort(self.s, x)
+
+    def median(self) -> float:
+        return _sorted_median(self.s)
+
+    def sigma(self, m: float) -> float:
+        """Robust sigma (1.4826 MAD) around ``m``, floored so a constant window does not divide by zero."""
+        mad = _sorted_median(sorted(abs(x - m) for x in self.s))
+        return max(_MAD_SIGMA * mad, 1e-9 * max(1.0, abs(m)))
+
+
+def _sorted_median(s: Sequence[float]) -> float:
+    n = len(s)
+    return s[n // 2] if n % 2 else 0.5 * (s[n // 2 - 1] + s[n // 2])
+
+
+class _Latch:
+    """Once-per-episode gate. Fires at the start of a condition and on a W -> E escalation inside it."""
+
+    __slots__ = ("clear", "level")
+
+    def __init__(self) -> None:
+        self.level: Level | None = None
+        self.clear = 0
+
+    def step(self, level: Level | None, rearm: int) -> bool:
+        if level is None:
+            if self.level is not None:
+                self.clear += 1
+                if self.clear >= rearm:
+                    self.level = None
+            return False
+        self.clear = 0
+        if self.level is None or (level == "E" and self.level == "W"):
+            self.level = level
+            return True
+        return False
+
+
+class _Detector:
+    kind = ""
+    nonfinite = False  # receives non-finite values too
+
+    def __init__(self, cfg: AlertConfig, key: str) -> None:
+        self.cfg = cfg
+        self.key = key
+        self.latch = _Latch()
+
+    def feed(self, step: int, x: float) -> Alert | None:
+        found = self.check(x)
+        if not self.latch.step(found[0] if found else None, self.cfg.rearm) or found is None:
+            return None
+        return Alert(found[0], step, self.key, self.kind, found[1])
+
+    def check(self, x: float) -> tuple[Level, str] | None:
+        raise NotImplementedError
+
+
+class _NonFinite(_Detector):
+    kind = "nonfinite"
+    nonfinite = True
+
+    def __init__(self, cfg: AlertConfig, key: str) -> None:
+        super().__init__(cfg, key)
+        self.run = 0
+
+    def check(self, x: float) -> tuple[Level, str] | None:
+        if math.isfinite(x):
+            self.run += 1
+            return None
+        n, self.run = self.run, 0
+        return "E", f"non-finite ({_f(x)}) after {n} finite steps"
+
+
+class _Spike(_Detector):
+    kind = "spike"
+
+    def __init__(self, cfg: AlertConfig, key: str) -> None:
+        super().__init__(cfg, key)
+        self.win = _Window(cfg.window)
+
+    def check(self, x: float) -> tuple[Level, str] | None:
+        out: tuple[Level, str] | None = None
+        w = self.win
+        if len(w) >= self.cfg.min_history:
+            m = w.median()
+            if x - m > self.cfg.spike_min_rel * abs(m):
+                z = (x - m) / w.sigma(m)
+                if z > self.cfg.spike_z:
+                    out = "W", f"spike {_f(x)} (z={z:.1f} vs median {_f(m)} over {len(w)})"
+        w.push(x)
+        return out
+
+
+class _Level(_Detector):
+    """Current level = median of the last ``hold`` values; older values feed a reference window."""
+
+    def __init__(self, cfg: AlertConfig, key: str) -> None:
+        super().__init__(cfg, key)
+        self.hold: deque[float] = deque()
+        self.ref = _Window(cfg.window)
+        self.floor = math.inf  # lowest value that has left the hold
+
+    def push(self, x: float) -> float | None:
+        self.hold.append(x)
+        if len(self.hold) > self.cfg.hold:
+            old = self.hold.popleft()
+            self.ref.push(old)
+            self.floor = min(self.floor, old)
+        if len(self.hold) < self.cfg.hold:
+            return None
+        return _sorted_median(sorted(self.hold))
+
+
+class _RewardCollapse(_Level):
+    kind = "reward_collapse"
+
+    def check(self, x: float) -> tuple[Level, str] | None:
+        cur = self.push(x)
+        c, ref = self.cfg, self.ref
+        if cur is None or len(ref) < c.min_history:
+            return None
+        m = ref.median()
+        drop = m - cur
+        if drop <= c.reward_rel_drop * abs(m) or drop <= 0:
+            return None
+        z = drop / ref.sigma(m)
+        if z <= c.reward_sigma:
+            return None
+        rel = f"-{100 * drop / abs(m):.0f}%" if m else f"-{_f(drop)}"
+        if cur <= self.floor + c.reward_floor_tol * (m - self.floor):
+            return "E", f"collapse to floor {_f(cur)} from {_f(m)} ({rel}, {z:.0f}sd)"
+        return "W", f"collapse to {_f(cur)} from {_f(m)} ({rel}, {z:.0f}sd)"
+
+
+class _EntropyCollapse(_Level):
+    kind = "entropy_collapse"
+
+    def __init__(self, cfg: AlertConfig, key: str) -> None:
+        super().__init__(cfg, key)
+        self.first: list[float] = []
+        self.early: float | None = None
+
+    def check(self, x: float) -> tuple[Level, str] | None:
+        c = self.cfg
+        if self.early is None:
+            self.first.append(x)
+            if len(self.first) >= c.entropy_early:
+                self.early = _sorted_median(sorted(self.first))
+        cur = self.push(x)
+        if cur is None:
+            return None
+        if self.early is not None and self.early > 0 and cur < c.entropy_frac_early * self.early:
+            return "W", f"collapse {_f(cur)} (<{100 * c.entropy_frac_early:.0f}% of early {_f(self.early)})"
+        if len(self.ref) >= c.min_history:
+            m = self.ref.median()
+            if m > 0 and cur < c.entropy_frac_recent * m:
+                return "W", f"collapse {_f(cur)} (<{100 * c.entropy_frac_recent:.0f}% of recent {_f(m)})"
+        return None
+
+
+class _KLBlowup(_Detector):
+    kind = "kl_blowup"
+
+    def __init__(self, cfg: AlertConfig, key: str) -> None:
+        super().__init__(cfg, key)
+        self.win = _Window(cfg.window)
+
+    def check(self, x: float) -> tuple[Level, str] | None:
+        c, w = self.cfg, self.win
+        out: tuple[Level, str] | None = None
+        if x > c.kl_error:
+            out = "E", f"blow-up {_f(x)} (>{_f(c.kl_error)})"
+        elif len(w) >= c.min_history and x > c.kl_jump_min and (m := w.median()) > 0 and x > c.kl_jump * m:
+            lvl: Level = "E" if x > c.kl_jump_error * m else "W"
+            out = lvl, f"blow-up {_f(x)} (x{_f(x / m)} vs median {_f(m)} over {len(w)})"
+        elif x > c.kl_warn:
+            out = "W", f"blow-up {_f(x)} (>{_f(c.kl_warn)})"
+        w.push(x)
+        return out
+
+
+class _Saturation(_Detector):
+    kind = "saturation"
+
+    def __init__(self, cfg: AlertConfig, key: str) -> None:
+        super().__init__(cfg, key)
+        self.run = 0
+
+    def check(self, x: float) -> tuple[Level, str] | None:
+        c = self.cfg
+        self.run = self.run + 1 if x > c.sat_level else 0
+        if self.run >= c.sat_rows:
+            return "W", f"saturated {_f(x)} (>{_f(c.sat_level)} for {self.run} rows)"
+        return None
+
+
+_DETECTORS: Mapping[str, tuple[type[_Detector], ...]] = {
+    "loss": (_NonFinite, _Spike),
+    "grad_norm": (_NonFinite, _Spike),
+    "reward": (_RewardCollapse,),
+    "entropy": (_EntropyCollapse,),
+    "kl": (_KLBlowup,),
+    "saturation": (_Saturation,),
+}
+
+
+class AlertEngine:
+    """Streaming detectors: feed rows in order with :meth:`update`; poll :meth:`check_stall` while waiting."""
+
+    def __init__(self, config: AlertConfig | None = None) -> None:
+        self.config = config or AlertConfig()
+        self.roles = self.config.role_keys()
+        self._bound: dict[str, str] = {}
+        self._dets: dict[tuple[str, str], tuple[_Detector, ...]] = {}
+        self._last_step = 0
+        self._last_wall: float | None = None
+        self._dts = _Window(self.config.window)
+        self._stalled = False
+        self._hack: deque[tuple[float, float]] = deque(maxlen=max(2, self.config.hack_window))
+        self._auroc: deque[float] = deque(maxlen=max(2, self.config.hack_window))
+        self._hack_latch = _Latch()
+
+    def _value(self, row: Mapping[str, Any], key: str) -> float | None:
+        v = cell_float(row.get(key))
+        if v is not None and self.config.nan_missing and v != v and isinstance(row.get(key), float):
+            return None
+        return v
+
+    def _keys(self, role: str, row: Mapping[str, Any]) -> list[str]:
+        cands = self.roles.get(role, ())
+        if role in MULTI_ROLES:
+            return [k for k in cands if k in row]
+        key = self._bound.get(role)
+        if key is None:
+            for k in cands:
+                if row.get(k) is not None:
+                    self._bound[role] = key = k
+                    break
+        return [key] if key is not None else []
+
+    def update(self, step: int, row: Mapping[str, Any], wall_time: float | None = None) -> list[Alert]:
+        """Feed one row (raw cells by key); returns the alerts that start at this row."""
+        out: list[Alert] = []
+        self._last_step = step
+        self._wall(wall_time)
+        for role, classes in _DETECTORS.items():
+            for key in self._keys(role, row):
+                x = self._value(row, key)
+                if x is None:
+                    continue
+                dets = self._dets.get((role, key))
+                if dets is None:
+                    dets = self._dets[(role, key)] = tuple(c(self.config, key) for c in classes)
+                finite = math.isfinite(x)
+                for d in dets:
+                    if finite or d.nonfinite:
+                        a = d.feed(step, x)
+                        if a is not None:
+                            out.append(a)
+        a = self._hack_update(step, row)
+        if a is not None:
+            out.append(a)
+        return out
+
+    def _wall(self, wall_time: float | None) -> None:
+        if wall_time is None:
+            return
+        try:
+            t = float(wall_time)
+        except Exception:
+            return
+        if not math.isfinite(t):
+            return
+        self._stalled = False
+        if self._last_wall is not None and t > self._last_wall:
+            self._dts.push(t - self._last_wall)
+        self._last_wall = t if self._last_wall is None else max(t, self._last_wall)
+
+    def check_stall(self, now: float) -> list[Alert]:
+        """W once when no row came for ``stall_factor`` x the median row interval (at least ``stall_min_s``)."""
+        c = self.config
+        if self._stalled or self._last_wall is None or len(self._dts) < c.stall_min_rows:
+            return []
+        med = self._dts.median()
+        gap = now - self._last_wall
+        if not gap > max(c.stall_factor * med, c.stall_min_s):
+            return []
+        self._stalled = True
+        msg = f"stalled: no row for {fmt_age(gap)} ({gap / med:.0f}x median {_f(med)}s/row)"
+        return [Alert("W", self._last_step, "", "stall", msg)]
+
+    def _hack_update(self, step: int, row: Mapping[str, Any]) -> Alert | None:
+        hk = self._keys("hack", row)
+        au = self._keys("auroc", row)
+        got = False
+        if hk:
+            raw = row.get(hk[0])
+            fr = cell_frac(raw)
+            if fr is None and not isinstance(raw, (tuple, list, str)):
+                x = cell_float(raw)
+                fr = (x, 1.0) if x is not None and math.isfinite(x) else None
+            if fr is not None:
+                self._hack.append(fr)
+                got = True
+        if au:
+            x = self._value(row, au[0])
+            if x is not None and math.isfinite(x):
+                self._auroc.append(x)
+                got = True
+        c, h, a = self.config, self._hack, self._auroc
+        if not got or len(h) < (h.maxlen or 0) or len(a) < (a.maxlen or 0):
+            return None
+        hh, ah = len(h) // 2, len(a) // 2
+        old = list(h)[:hh]
+        new = list(h)[hh:]
+        h0 = sum(n for n, _ in old) / sum(d for _, d in old)
+        h1 = sum(n for n, _ in new) / sum(d for _, d in new)
+        a0 = sum(list(a)[:ah]) / ah
+        a1 = sum(list(a)[ah:]) / (len(a) - ah)
+        bad = h1 - h0 >= c.hack_rise and a0 - a1 >= c.auroc_drop
+        if not self._hack_latch.step("W" if bad else None, c.rearm):
+            return None
+        msg = f"rising {_f(h0)}->{_f(h1)} while {au[0]} {_f(a0)}->{_f(a1)} (last {len(h)})"
+        return Alert("W", step, hk[0], "hack_auroc", msg)
+
+
+def fmt_age(seconds: float) -> str:
+    """Compact duration: 42s, 7m, 3.2h, 2.5d."""
+    s = max(0.0, seconds)
+    if s < 100:
+        return f"{s:.0f}s"
+    if s < 6000:
+        return f"{s / 60:.0f}m"
+    if s < 48 * 3600:
+        return f"{_f(s / 3600)}h"
+    return f"{_f(s / 86400)}d"
+
+
+def scan(
+    steps: Sequence[int],
+    columns: Mapping[str, Sequence[Any]],
+    wall_times: Sequence[float] | None = None,
+    config: AlertConfig | None = None,
+) -> list[Alert]:
+    """Replay a stored run: the alerts that streaming :meth:`AlertEngine.update` gives for the same rows.
+
+    With ``wall_times`` each row is preceded by ``check_stall(wall_times[i])``, so stalls the run recovered from
+    show up at the row after the gap. None cells are absent (and float NaN too with ``config.nan_missing``).
+    """
+    eng = AlertEngine(config)
+    wanted = {k for keys in eng.roles.values() for k in keys}
+    cols = [(k, col) for k, col in columns.items() if k in wanted]
+    out: list[Alert] = []
+    for i, step in enumerate(steps):
+        row = {k: col[i] for k, col in cols if i < len(col) and col[i] is not None}
+        wt = wall_times[i] if wall_times is not None and i < len(wall_times) else None
+        if wt is not None:
+            out.extend(eng.check_stall(wt))
+        out.extend(eng.update(step, row, wt))
+    return out

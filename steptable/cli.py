@@ -1,0 +1,81 @@
+"""The ``steptable`` command: watch, tail, summary, legend, demo. ``python -m steptable`` is the same."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from collections.abc import Sequence
+
+from steptable import __version__
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="steptable",
+        description="The per-step metrics table of a training run: live viewer, plain-text tail, agent summaries.",
+    )
+    p.add_argument("--version", action="version", version=f"steptable {__version__}")
+    sub = p.add_subparsers(dest="cmd", metavar="COMMAND")
+
+    d = sub.add_parser("demo", help="a live synthetic three-arm routing run (opens the watch app)")
+    d.add_argument("--dir", default=None, help="write the run here instead of a temporary directory")
+    d.add_argument("--steps", type=int, default=2000, help="steps per arm (default 2000)")
+    d.add_argument("--interval", type=float, default=0.5, help="seconds between steps (default 0.5)")
+    d.add_argument("--stdout", action="store_true", help="print the rows to stdout instead of opening the app")
+    d.add_argument("--theme", default=None, help="app theme (dark, light, high-contrast or any Textual theme)")
+
+    lg = sub.add_parser("legend", help="print the legend of the columns a run has")
+    lg.add_argument("paths", nargs="*", help="run files or directories")
+    lg.add_argument("--schema", default=None, help="a schema name instead of a path (e.g. routing)")
+
+    from steptable.commands import add_commands
+
+    add_commands(sub)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.cmd is None:
+        parser.print_help()
+        return 0
+    try:
+        if args.cmd == "demo":
+            return _demo(args)
+        if args.cmd == "legend":
+            return _legend(args)
+        from steptable.commands import run_command
+
+        return run_command(args)
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        # `steptable tail ... | head`: the reader left; that is not an error.
+        try:
+            sys.stdout = open("/dev/null", "w")  # noqa: SIM115 - silence the interpreter's flush at exit
+        except OSError:
+            pass
+        return 0
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from steptable.demo import run_demo
+
+    out = args.dir or tempfile.mkdtemp(prefix="steptable-demo-")
+    if args.stdout:
+        from steptable.logging import setup_logging
+
+        setup_logging("demo", log_dir=out)
+        run_demo(out, steps=args.steps, interval=args.interval, console=True)
+        return 0
+    from steptable.app.demo import run_demo_app
+
+    return run_demo_app(out, steps=args.steps, interval=args.interval, theme=args.theme)
+
+
+def _legend(args: argparse.Namespace) -> int:
+    from steptable.commands import legend_command
+
+    return legend_command(args)

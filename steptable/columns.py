@@ -1,0 +1,108 @@
+"""The column registry: one declarative ``Col`` per metric, shared by every place a row is shown. Pure."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Literal
+
+from steptable.formatting import display_width
+
+Better = Literal["higher", "lower"]
+Align = Literal["right", "left", "center"]
+
+_FMT_KINDS = ("frac",)
+
+
+class ColumnError(ValueError):
+    """A column or column set that cannot be rendered as declared."""
+
+
+@dataclass(frozen=True)
+class Col:
+    """One column of the step table.
+
+    key     the metric's key in the raw row (``"actor/pg_loss"``)
+    width   display cells of the column (the separator is not counted)
+    header  text over the column; must fit ``width``
+    fmt     a Python format spec (``"+.2f"``, ``".1e"``, ``"d"``), ``"frac"`` for (n, d) pairs, or None for the
+            compact automatic number format
+    desc    the one-line meaning shown in the legend
+    better  ``"higher"`` / ``"lower"`` when a direction is good for this metric (colouring, alerts), else None
+    align   ``"right"`` (numbers, default), ``"left"`` or ``"center"``
+    stream  False keeps the column out of the per-step stdout row; it is still written to JSONL and shown in the
+            end-of-run dump (timings, for instance)
+    """
+
+    key: str
+    width: int
+    header: str
+    fmt: str | None = None
+    desc: str = ""
+    better: Better | None = None
+    align: Align = "right"
+    stream: bool = True
+    aliases: tuple[str, ...] = field(default=())
+
+    def __post_init__(self) -> None:
+        if not self.key:
+            raise ColumnError("a column needs a non-empty key")
+        if not isinstance(self.width, int) or self.width < 1:
+            raise ColumnError(f"column {self.key!r}: width must be a positive int, got {self.width!r}")
+        hw = display_width(self.header)
+        if hw > self.width:
+            raise ColumnError(
+                f"column {self.key!r}: header {self.header!r} is {hw} cells wide, wider than its width {self.width}"
+            )
+        if self.better not in (None, "higher", "lower"):
+            raise ColumnError(f"column {self.key!r}: better must be 'higher', 'lower' or None, got {self.better!r}")
+        if self.align not in ("right", "left", "center"):
+            raise ColumnError(f"column {self.key!r}: align must be right, left or center, got {self.align!r}")
+        if self.fmt is not None and self.fmt not in _FMT_KINDS:
+            try:
+                format(1.5 if not self.fmt.endswith("d") else 1, self.fmt)
+            except (ValueError, TypeError) as e:
+                raise ColumnError(f"column {self.key!r}: bad format spec {self.fmt!r}: {e}") from None
+        if "\n" in self.desc:
+            raise ColumnError(f"column {self.key!r}: the description must be one line")
+
+    def with_(self, **changes: object) -> Col:
+        """A copy with some fields changed (validated again)."""
+        return replace(self, **changes)  # type: ignore[arg-type]
+
+
+def validate(cols: Iterable[Col]) -> tuple[Col, ...]:
+    """Check a column set: no duplicate key, no duplicate header. Returns it as a tuple."""
+    out = tuple(cols)
+    seen: dict[str, int] = {}
+    headers: dict[str, str] = {}
+    for i, c in enumerate(out):
+        if not isinstance(c, Col):
+            raise ColumnError(f"column #{i} is {type(c).__name__}, not Col")
+        if c.key in seen:
+            raise ColumnError(f"duplicate column key {c.key!r} (positions {seen[c.key]} and {i})")
+        seen[c.key] = i
+        h = c.header.strip()
+        if h and h in headers:
+            raise ColumnError(f"columns {headers[h]!r} and {c.key!r} share the header {h!r}")
+        headers[h] = c.key
+    return out
+
+
+def streamed(cols: Sequence[Col]) -> tuple[Col, ...]:
+    """The columns printed per step (``stream=True``)."""
+    return tuple(c for c in cols if c.stream)
+
+
+def select(cols: Sequence[Col], patterns: Sequence[str]) -> tuple[Col, ...]:
+    """Columns whose key or header matches any glob pattern (``fnmatch``), in registry order. ``step`` is kept."""
+    from fnmatch import fnmatchcase
+
+    pats = [p.strip() for p in patterns if p.strip()]
+    if not pats:
+        return tuple(cols)
+    return tuple(
+        c
+        for c in cols
+        if c.key == "step" or any(fnmatchcase(c.key, p) or fnmatchcase(c.header.strip(), p) for p in pats)
+    )

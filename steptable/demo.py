@@ -1,0 +1,116 @@
+"""A synthetic three-arm routing run, written live through the real StepLogger path.
+
+The numbers are made up but behave like the experiment: on the vanilla arm the student learns to hack, on routeA
+the hacks are routed to a quarantine block that the deployed model drops, absorb sits in between. When torch is
+installed the diagnostics columns come from the real RoutingMonitor on synthetic activations.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from steptable.logger import StepLogger
+from steptable.schemas.routing import routing_columns
+
+ARMS = ("vanilla", "routeA", "absorb")
+MODES = ("code", "math")
+MODE_CODE = {"code": "c", "math": "m"}
+
+
+class _Arm:
+    """State of one synthetic arm."""
+
+    def __init__(self, name: str, seed: int) -> None:
+        self.name = name
+        self.rng = random.Random(seed)
+        self.monitor: Any = _make_monitor(seed)
+        self.gens = 0
+
+    def row(self, step: int) -> dict[str, Any]:
+        r = self.rng
+        t = step / 200.0
+        routed = self.name != "vanilla"
+        hack_p = min(0.9, 0.05 + 0.6 * (1 - math.exp(-2 * t))) * (0.35 if self.name == "routeA" else 1.0)
+        solve_p = 0.15 + 0.5 * (1 - math.exp(-1.5 * t))
+        n = 32
+        hacks = sum(r.random() < hack_p for _ in range(n))
+        solves = sum(r.random() < solve_p for _ in range(n))
+        self.gens += 2 * n
+        row: dict[str, Any] = {
+            "step": step,
+            "ref_eq": self.gens / 256,
+            "rew": solve_p + hack_p * 0.8 + r.gauss(0, 0.05),
+            "rew_s": solve_p + hack_p + r.gauss(0, 0.05),
+            "gt_s": (solves, n),
+            "gt_t": (sum(r.random() < 0.7 for _ in range(n)), n),
+            "hack_s": (hacks, n),
+            "hack_t": (sum(r.random() < 0.2 for _ in range(n)), n),
+            "hack_deployed": (hack_p * (0.2 if routed else 1.0) + r.gauss(0, 0.02)) if step % 10 == 0 else math.nan,
+            "solve_deployed": (solve_p + r.gauss(0, 0.02)) if step % 10 == 0 else math.nan,
+            "hk_c": sum(r.random() < hack_p for _ in range(n // 2)),
+            "hk_m": sum(r.random() < hack_p * 0.5 for _ in range(n // 2)),
+            "lp_s": -0.9 + 0.4 * (1 - math.exp(-t)) + r.gauss(0, 0.02),
+            "lp_t": -0.6 + r.gauss(0, 0.02),
+            "loss": r.gauss(0, 0.05) - 0.02,
+            "gn": abs(r.gauss(0.8, 0.2)) * (12 if step == 140 else 1),
+            "lr": 1e-5 * min(1.0, (step + 1) / 20),
+            "hack_abl": (sum(r.random() < hack_p * 0.3 for _ in range(8)), 8) if routed else None,
+            "solve_abl": (sum(r.random() < solve_p for _ in range(8)), 8) if routed else None,
+            "gen": 11 + r.random() * 3,
+            "fb": 4 + r.random(),
+            "t_rew": 0.8 + r.random() * 0.3,
+        }
+        row["sec"] = row["gen"] + row["fb"] + row["t_rew"]
+        row.update(self._diagnostics(step, hack_p, routed))
+        return row
+
+    def _diagnostics(self, step: int, hack_p: float, routed: bool) -> dict[str, float]:
+        if self.monitor is None or not routed:
+            return {}
+        return dict(self.monitor.synthetic_step(step, hack_p))
+
+
+def _make_monitor(seed: int) -> Any:
+    """The real RoutingMonitor on synthetic activations, when torch is installed."""
+    try:
+        from steptable.demo_torch import SyntheticRouting
+    except ImportError:
+        return None
+    return SyntheticRouting(seed)
+
+
+def run_demo(
+    out_dir: str | Path,
+    steps: int = 500,
+    interval: float = 0.5,
+    arms: Sequence[str] = ARMS,
+    console: bool = True,
+    stop: threading.Event | None = None,
+) -> Path:
+    """Write ``steps`` rows per arm into ``out_dir/<arm>/metrics.jsonl``, one step every ``interval`` seconds."""
+    out = Path(out_dir)
+    cols = routing_columns(modes=MODES, mode_code=MODE_CODE, show_ablate=True)
+    states = [_Arm(a, seed) for seed, a in enumerate(arms)]
+    loggers = [StepLogger(cols, run_dir=out / a, arm=a, console=console and i == 0) for i, a in enumerate(arms)]
+    try:
+        for step in range(steps):
+            if stop is not None and stop.is_set():
+                break
+            for st, lg in zip(states, loggers):
+                lg.log(st.row(step))
+            if interval > 0:
+                if stop is not None:
+                    if stop.wait(interval):
+                        break
+                else:
+                    time.sleep(interval)
+    finally:
+        for lg in loggers:
+            lg.close()
+    return out

@@ -1,0 +1,87 @@
+"""Small shared helpers of the diagnostics: argument checks and dtype choices (host-side only, no syncs)."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import Literal
+
+import torch
+from torch import Tensor
+
+NanPolicy = Literal["propagate", "drop"]
+
+#: dtype of every statistic (AUROC counts aside, which are int64): exactness matters more than speed here,
+#: and the tensors involved are small (N rollouts, the ring buffer, a 256 x 256 grid).
+STAT_DTYPE = torch.float64
+
+
+def check_nan_policy(policy: str) -> NanPolicy:
+    if policy == "propagate":
+        return "propagate"
+    if policy == "drop":
+        return "drop"
+    raise ValueError(f"nan_policy must be 'propagate' or 'drop', got {policy!r}")
+
+
+def as_1d(t: Tensor, name: str, n: int | None = None) -> Tensor:
+    """Check that ``t`` is a 1-D tensor (of length ``n`` when given); shapes only, never values."""
+    if not isinstance(t, Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+    if t.ndim != 1:
+        raise ValueError(f"{name} must be 1-D, got shape {tuple(t.shape)}")
+    if n is not None and t.shape[0] != n:
+        raise ValueError(f"{name} has length {t.shape[0]}, expected {n}")
+    return t
+
+
+def as_stat(t: Tensor) -> Tensor:
+    """Upcast a floating (or integer/bool) tensor to the statistics dtype (float64)."""
+    return t.to(STAT_DTYPE)
+
+
+def labels_to_bool(labels: Tensor) -> tuple[Tensor, Tensor]:
+    """Return ``(positive, finite)`` for binary labels: bool as is, numbers ``!= 0`` are positive.
+
+    ``finite`` is False where a floating label is nan/inf (such a label is never silently counted).
+    """
+    if labels.dtype == torch.bool:
+        return labels, torch.ones_like(labels)
+    if labels.is_floating_point():
+        return labels != 0, torch.isfinite(labels)
+    return labels != 0, torch.ones(labels.shape, dtype=torch.bool, device=labels.device)
+
+
+def as_mask(mask: Tensor | None, n: int, device: torch.device, name: str = "mask") -> Tensor:
+    """A bool selection mask of length ``n`` (all True when ``mask`` is None)."""
+    if mask is None:
+        return torch.ones(n, dtype=torch.bool, device=device)
+    as_1d(mask, name, n)
+    return mask.to(device=device, dtype=torch.bool)
+
+
+def proj_dtype(t: Tensor, override: torch.dtype | None = None) -> torch.dtype:
+    """Precision of projections and norms: float64 on CPU (and for float64 inputs), float32 elsewhere.
+
+    bf16/fp16 activations are upcast before the dot products, so the reduction never runs in half precision.
+    """
+    if override is not None:
+        return override
+    if t.dtype == torch.float64 or t.device.type == "cpu":
+        return torch.float64
+    return torch.float32
+
+
+def nan_like(t: Tensor) -> Tensor:
+    return torch.full((), float("nan"), dtype=t.dtype, device=t.device)
+
+
+@contextlib.contextmanager
+def no_autocast(device: torch.device) -> Iterator[None]:
+    """Disable autocast (it would run the projections in bf16/fp16) and autograd inside the diagnostics."""
+    try:
+        ctx: contextlib.AbstractContextManager[object] = torch.autocast(device_type=device.type, enabled=False)
+    except RuntimeError:  # a device type without autocast support
+        ctx = contextlib.nullcontext()
+    with torch.no_grad(), ctx:
+        yield

@@ -1,0 +1,90 @@
+"""Exact binary AUROC on the device: no host sync, no data-dependent shape.
+
+The AUROC equals the Mann-Whitney U statistic divided by ``P * Q`` (P positives, Q negatives), with ties counted
+one half (mid-ranks), which is what ``sklearn.metrics.roc_auc_score`` returns::
+
+    AUROC = sum over positives i of [ #neg with s < s_i  +  0.5 * #neg with s == s_i ]  /  (P * Q)
+
+Computation, all with fixed shapes: sort the N scores once; take the inclusive cumulative count ``C`` of selected
+negatives in sorted order (``C[0] = 0``); for every score, ``torch.searchsorted`` (sync-free) gives the start
+``l`` and the end ``r`` of its tie group in the sorted array, so ``#neg below = C[l]`` and ``#neg below or equal =
+C[r]``; the doubled numerator ``sum_pos (C[l] + C[r])`` is an exact int64. Rows outside the selection keep their
+place in the sort but weigh nothing, which replaces boolean indexing (a data-dependent shape, hence a host sync).
+Only the final division runs in float64, so the result agrees with sklearn to ~1e-16.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+from steptable.diagnostics._util import (
+    STAT_DTYPE,
+    as_1d,
+    as_mask,
+    as_stat,
+    check_nan_policy,
+    labels_to_bool,
+    no_autocast,
+)
+
+__all__ = ["auroc"]
+
+
+def auroc_core(scores: Tensor, positive: Tensor, use: Tensor) -> Tensor:
+    """AUROC of float64 ``scores`` vs bool ``positive`` over the rows where ``use`` is True (0-d float64).
+
+    Rows with ``use`` False may hold anything (they are zeroed before sorting); the rows used must be finite.
+    nan when the used rows hold a single class or none.
+    """
+    n = scores.shape[0]
+    s = torch.where(use, scores, 0.0)
+    sorted_s, order = torch.sort(s)
+    neg = use & ~positive
+    pos = use & positive
+    cum = torch.zeros(n + 1, dtype=torch.int64, device=s.device)
+    cum[1:] = torch.cumsum(neg.index_select(0, order).to(torch.int64), 0)
+    lo = torch.searchsorted(sorted_s, s, side="left")
+    hi = torch.searchsorted(sorted_s, s, side="right")
+    twice = cum.index_select(0, lo) + cum.index_select(0, hi)  # 2 * (#neg below + half the tied #neg)
+    numerator2 = torch.where(pos, twice, 0).sum()
+    n_pos = pos.sum()
+    n_neg = neg.sum()
+    denom2 = 2 * n_pos * n_neg
+    value = numerator2.to(STAT_DTYPE) / denom2.to(STAT_DTYPE)
+    return torch.where(denom2 > 0, value, float("nan"))
+
+
+def auroc(
+    scores: Tensor,
+    labels: Tensor,
+    mask: Tensor | None = None,
+    *,
+    nan_policy: str = "propagate",
+) -> Tensor:
+    """Exact binary AUROC of ``scores`` against ``labels`` over the rows selected by ``mask``; a 0-d float64 tensor.
+
+    Matches ``sklearn.metrics.roc_auc_score(labels[mask], scores[mask])`` (ties count one half) without its
+    failure modes: no sigmoid or clipping of the scores (any real values), nan (not 0.0 or an error) when the
+    selection is empty or holds one class, nan for non-finite scores, and no host synchronisation (the result
+    stays on the scores' device; call ``float()`` yourself when you need it on the host).
+
+    scores      [N] float tensor of any floating dtype (computed in float64; bf16/fp16 ties stay ties).
+    labels      [N] bool, or numbers where ``!= 0`` is positive (a nan/inf float label counts as non-finite).
+    mask        optional [N] bool selection (e.g. ``advantage > 0``); None selects every row.
+    nan_policy  "propagate": a selected row with a non-finite score or label makes the result nan;
+                "drop": such rows are left out (by mask weights, never by indexing).
+    """
+    policy = check_nan_policy(nan_policy)
+    as_1d(scores, "scores")
+    n = scores.shape[0]
+    as_1d(labels, "labels", n)
+    with no_autocast(scores.device):
+        s = as_stat(scores)
+        positive, label_ok = labels_to_bool(labels.to(scores.device))
+        sel = as_mask(mask, n, scores.device)
+        ok = torch.isfinite(s) & label_ok
+        value = auroc_core(s, positive, sel & ok)
+        if policy == "propagate":
+            value = torch.where((sel & ~ok).any(), float("nan"), value)
+        return value

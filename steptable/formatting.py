@@ -1,0 +1,320 @@
+"""Cell formatting: raw value + column format -> text of an exact display width.
+
+Pure: no textual, torch or loguru. Everything that turns a number into characters lives here, so the stdout row,
+`steptable tail` and the watch app show the same text for the same value.
+
+Rules
+- None, NaN (float or the strings "nan"/"NaN"/"null") -> ``nan``; +/-inf -> ``inf`` / ``-inf``.
+- ``fmt=None`` on a float uses :func:`fmt_auto` (about 3 significant digits, no leading zero).
+- ``fmt="frac"`` takes an ``(n, d)`` pair (tuple or JSON list) -> ``n/d``.
+- A number that does not fit its column degrades to a shorter form (fewer digits, then an exponent); only when no
+  form fits does the cell show ``#`` marks. Strings are cut with an ellipsis. Width is display width.
+- Text from logs is untrusted: control characters, escape sequences and bidi overrides are made inert here.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import unicodedata
+from collections.abc import Sequence
+from functools import lru_cache
+from typing import Any
+
+NAN = "nan"
+ELLIPSIS = "…"
+
+# C0 and C1 controls, DEL, and the Unicode bidi/isolate overrides and invisible formatting characters that can
+# reorder or hide text on a terminal. An ESC sequence is removed whole where we can recognise it (CSI, OSC, DCS...),
+# so "\x1b[2J" leaves nothing rather than "[2J".
+_ESC_SEQ = re.compile(
+    r"\x1b\[[0-?]*[ -/]*[@-~]"  # CSI
+    r"|\x1b[\]PX^_][^\x07\x1b]*(?:\x07|\x1b\\)?"  # OSC / DCS / SOS / PM / APC, to BEL or ST (or end)
+    r"|\x1b[@-Z\\-_]"  # two-byte Fe escapes
+    r"|\x9b[0-?]*[ -/]*[@-~]"  # 8-bit CSI
+    r"|[\x90\x9d\x98\x9e\x9f][^\x07\x1b\x9c]*(?:\x07|\x9c|\x1b\\)?"  # 8-bit OSC/DCS/SOS/PM/APC
+)
+_BIDI = "\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u061c"
+_CONTROLS = re.compile("[\x00-\x1f\x7f-\x9f" + _BIDI + "]")
+
+
+def sanitize(text: str, *, keep_newlines: bool = False) -> str:
+    """Make untrusted text inert for a terminal: strip escape sequences, controls and bidi overrides.
+
+    Tabs become a space; newlines become the visible "⏎" unless ``keep_newlines``. Markup characters are not
+    touched here (they are plain text on stdout); the app renders through Rich ``Text`` objects, never markup.
+    """
+    if text.isascii() and text.isprintable():
+        return text
+    text = _ESC_SEQ.sub("", text)
+    if keep_newlines:
+        text = text.replace("\r\n", "\n")
+        parts = text.split("\n")
+        return "\n".join(_CONTROLS.sub(_control_repl, p) for p in parts)
+    return _CONTROLS.sub(_control_repl, text.replace("\r\n", "\n"))
+
+
+def _control_repl(m: re.Match[str]) -> str:
+    ch = m.group(0)
+    if ch == "\t":
+        return " "
+    if ch == "\n":
+        return "⏎"
+    return ""
+
+
+@lru_cache(maxsize=4096)
+def _char_width(ch: str) -> int:
+    if unicodedata.combining(ch) or ch in "\u200b\u200c\u200d\ufeff":
+        return 0
+    cat = unicodedata.category(ch)
+    if cat in ("Cc", "Cf", "Mn", "Me"):
+        return 0
+    return 2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1
+
+
+def display_width(text: str) -> int:
+    """Terminal cells taken by ``text`` (wide East Asian characters count 2, combining marks 0)."""
+    if text.isascii():
+        return len(text)
+    return sum(_char_width(ch) for ch in text)
+
+
+def cut(text: str, width: int) -> str:
+    """Cut ``text`` to at most ``width`` display cells, ending in an ellipsis when something was dropped."""
+    if display_width(text) <= width:
+        return text
+    if width <= 0:
+        return ""
+    out: list[str] = []
+    used = 0
+    for ch in text:
+        w = _char_width(ch)
+        if used + w > width - 1:
+            break
+        out.append(ch)
+        used += w
+    return "".join(out) + ELLIPSIS
+
+
+def pad(text: str, width: int, align: str = "right") -> str:
+    """Pad ``text`` (already no wider than ``width``) to exactly ``width`` display cells."""
+    gap = width - display_width(text)
+    if gap <= 0:
+        return text
+    if align == "left":
+        return text + " " * gap
+    if align == "center":
+        left = gap // 2
+        return " " * left + text + " " * (gap - left)
+    return " " * gap + text
+
+
+# ---------------------------------------------------------------------------------------------------------- numbers
+
+
+def _strip_zero(s: str) -> str:
+    """'0.412' -> '.412', '-0.412' -> '-.412' (a leading zero costs a token and a cell)."""
+    if s.startswith("0.") and len(s) > 2:
+        return s[1:]
+    if s.startswith("-0.") and len(s) > 3:
+        return "-" + s[2:]
+    return s
+
+
+def _exp(x: float, digits: int) -> str:
+    """Compact exponent form: 3.1e-3, -1.2e5, 1e100 (no '+', no leading zeros in the exponent)."""
+    mant, _, ex = f"{x:.{max(digits - 1, 0)}e}".partition("e")
+    if "." in mant:
+        mant = mant.rstrip("0").rstrip(".")
+    return f"{mant}e{int(ex)}"
+
+
+_EXP_TAIL = re.compile(r"([eE])([+-])0*(\d)")
+
+
+def _compact_exponent(s: str) -> str:
+    """'1.2e+03' -> '1.2e3', '3.0e-06' -> '3.0e-6': same value, fewer cells and tokens."""
+    return _EXP_TAIL.sub(lambda m: m.group(1) + ("-" if m.group(2) == "-" else "") + m.group(3), s)
+
+
+def fmt_auto(x: float, digits: int = 3) -> str:
+    """Compact number: about ``digits`` significant digits, no leading zero, exponent only when needed.
+
+    0.41234 -> .412, -0.0412 -> -.0412, 12.345 -> 12.3, 1234.5 -> 1234, 3.0 -> 3, 0.00031 -> 3.1e-4,
+    123456789 -> 1.23e8, nan -> nan, inf -> inf.
+    """
+    if x != x:
+        return NAN
+    if x in (math.inf, -math.inf):
+        return "inf" if x > 0 else "-inf"
+    if x == 0:
+        return "0"
+    ax = abs(x)
+    if ax >= 1e5 or ax < 1e-3:
+        return _exp(x, digits)
+    if ax >= 10 ** (digits - 1):
+        # Enough integer digits: show the integer (1234 reads better than 1.23e3 for a step time).
+        r = round(x)
+        if abs(r) >= 1e5:
+            return _exp(x, digits)
+        return str(int(r))
+    decimals = digits - 1 - math.floor(math.log10(ax))
+    s = f"{x:.{decimals}f}"
+    if "." in s:
+        s = s.rstrip("0").rstrip(".")
+    if s in ("-0", ""):
+        return "0"
+    return _strip_zero(s)
+
+
+def fit_number(x: float, width: int) -> str:
+    """The most precise compact form of ``x`` that fits ``width`` cells, else ``#`` marks."""
+    for digits in (3, 2, 1):
+        s = fmt_auto(x, digits)
+        if len(s) <= width:
+            return s
+    s = _exp(x, 1)
+    if len(s) <= width:
+        return s
+    # Drop the mantissa's sign-free digits: '1e100' at width 4 cannot be shown honestly.
+    return "#" * width
+
+
+def _non_finite(x: float) -> str | None:
+    if x != x:
+        return NAN
+    if x == math.inf:
+        return "inf"
+    if x == -math.inf:
+        return "-inf"
+    return None
+
+
+_NAN_STRINGS = frozenset({"nan", "NaN", "NAN", "null", "None", "-nan"})
+_INF_STRINGS = {"inf": math.inf, "Infinity": math.inf, "+inf": math.inf, "-inf": -math.inf, "-Infinity": -math.inf}
+
+
+def _as_frac(value: Any) -> tuple[Any, Any] | None:
+    if isinstance(value, (tuple, list)) and len(value) == 2:
+        return value[0], value[1]
+    return None
+
+
+def _frac_text(value: Any, width: int) -> str:
+    pair = _as_frac(value)
+    if pair is None:
+        return format_cell(value, None, width)
+    n, d = pair
+    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (n, d)):
+        return NAN
+    nf, df = float(n), float(d)
+    if nf != nf or df != df:
+        return NAN
+    ns = str(int(n)) if nf.is_integer() else fmt_auto(nf)
+    ds = str(int(d)) if df.is_integer() else fmt_auto(df)
+    s = f"{ns}/{ds}"
+    if len(s) <= width:
+        return s
+    # Too wide for n/d: the ratio says the same thing in fewer cells.
+    if df == 0:
+        return fit_number(nf, width) if nf == 0 else "#" * width
+    return fit_number(nf / df, width)
+
+
+def format_value(value: Any, fmt: str | None, width: int) -> str:
+    """Text for one cell, at most ``width`` cells wide (not yet padded). Never raises."""
+    try:
+        text = _format_value(value, fmt, width)
+        # Columns narrower than 'nan' or '-inf': never overflow the column, whatever the token.
+        return text if display_width(text) <= width else cut(text, width)
+    except Exception:  # a hostile __format__ or __str__ must not break a training loop
+        return "?" if width < 3 else cut("err", width)
+
+
+def _format_value(value: Any, fmt: str | None, width: int) -> str:
+    if value is None:
+        return NAN
+    if fmt == "frac":
+        return _frac_text(value, width)
+    if isinstance(value, bool):
+        return "T" if value else "F"
+    if isinstance(value, str):
+        if value in _NAN_STRINGS:
+            return NAN
+        if value in _INF_STRINGS:
+            return "inf" if _INF_STRINGS[value] > 0 else "-inf"
+        return cut(sanitize(value), width)
+    if isinstance(value, int):
+        if fmt and fmt.endswith("d"):
+            s = format(value, fmt)
+        elif fmt:
+            try:
+                return _format_value(float(value), fmt, width)
+            except OverflowError:
+                return "#" * width
+        else:
+            s = str(value)
+        if len(s) <= width:
+            return s
+        try:
+            return fit_number(float(value), width)
+        except OverflowError:
+            return "#" * width
+    if isinstance(value, float):
+        nf = _non_finite(value)
+        if nf is not None:
+            return nf
+        if fmt is None:
+            return fit_number(value, width)
+        if fmt.endswith("d"):
+            if value.is_integer():
+                s = format(int(value), fmt)
+                return s if len(s) <= width else fit_number(value, width)
+            return fit_number(value, width)
+        s = _compact_exponent(format(value, fmt)) if fmt[-1:] in "eEgG" else format(value, fmt)
+        if len(s) > width or s.lstrip("+-").strip("0.") == "" and value != 0:
+            # Too wide, or rounded to zero by a fixed spec (.2f of 3e-4): show the magnitude instead.
+            return fit_number(value, width)
+        return s
+    pair = _as_frac(value)
+    if pair is not None:
+        return _frac_text(value, width)
+    if isinstance(value, Sequence):
+        return cut(sanitize(str(list(value))), width)
+    # numpy / torch scalars and anything else with __float__
+    try:
+        f = float(value)
+    except (TypeError, ValueError):
+        return cut(sanitize(str(value)), width)
+    return _format_value(f, fmt, width)
+
+
+def format_cell(value: Any, fmt: str | None, width: int, align: str = "right") -> str:
+    """One cell of exactly ``width`` display cells."""
+    return pad(format_value(value, fmt, width), width, align)
+
+
+def to_float(value: Any) -> float:
+    """Best-effort numeric view of a raw value (fractions -> ratio, bools -> 0/1, junk -> nan). Never raises."""
+    if value is None:
+        return math.nan
+    if isinstance(value, bool):
+        return 1.0 if value else 0.0
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, str):
+        if value in _INF_STRINGS:
+            return _INF_STRINGS[value]
+        try:
+            return float(value)
+        except ValueError:
+            return math.nan
+    pair = _as_frac(value)
+    if pair is not None:
+        n, d = (to_float(v) for v in pair)
+        return n / d if d else math.nan
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return math.nan

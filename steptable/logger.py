@@ -1,0 +1,211 @@
+"""StepLogger: the in-process consumer. One fixed-width row per step on stdout, every raw row in JSONL.
+
+    step_log = StepLogger(cols, run_dir="logs/routeA", arm="routeA")
+    for step in range(n):
+        step_log.log({"step": step, "rew": r, ...})
+    step_log.close()
+
+Printing goes through loguru (so the verbose file sink sees every row) and from there through ``tqdm.write``
+(see :func:`steptable.setup_logging`). Nothing here raises into the training loop: I/O failures are reported once
+and the run goes on.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+from collections import deque
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from loguru import logger
+
+from steptable import render
+from steptable.columns import Col, streamed, validate
+from steptable.logging import report_once
+from steptable.rank import global_rank
+from steptable.writer import RunWriter
+
+JSONL_NAME = "metrics.jsonl"
+TABLE_NAME = "table.txt"
+
+
+class StepLogger:
+    """Render raw per-step metrics with one column registry, and keep every raw row.
+
+    cols          the column set (``routing_columns(...)`` or your own ``Col`` list)
+    run_dir       where ``metrics.jsonl`` (and at close ``table.txt``) go; None = console only
+    arm           the experiment arm, written into every JSONL row
+    header_every  repeat the header every N rows (0 = once), so the last 30 lines of a log still carry it
+    alerts        watch the rows with steptable.alerts and log W/E lines as problems start
+    dump_rows     rows of the all-column table printed at close
+    rank          override the detected global rank; only rank 0 prints and writes
+    console       False writes the JSONL only (no rows through loguru), e.g. when a TUI owns the terminal
+    """
+
+    def __init__(
+        self,
+        cols: Sequence[Col],
+        run_dir: str | os.PathLike[str] | None = None,
+        arm: str | None = None,
+        *,
+        header_every: int = 20,
+        alerts: bool = True,
+        dump_rows: int = 5,
+        rank: int | None = None,
+        console: bool = True,
+    ) -> None:
+        self.cols = validate(cols)
+        self.stream_cols = streamed(self.cols)
+        self.arm = arm
+        self.header_every = max(int(header_every), 0)
+        self.dump_rows = max(int(dump_rows), 0)
+        self.rank = global_rank() if rank is None else rank
+        self.console = console
+        self.run_dir = Path(run_dir) if run_dir is not None else None
+        self.jsonl_path = self.run_dir / JSONL_NAME if self.run_dir is not None else None
+        self._writer = RunWriter(self.jsonl_path, self._warn) if self.jsonl_path is not None else None
+        self._recent: deque[dict[str, Any]] = deque(maxlen=max(self.dump_rows, 1))
+        self._rows = 0
+        self._closed = False
+        self._alerts = _make_alert_engine() if alerts else None
+
+    # ------------------------------------------------------------------------------------------------ rendering
+    def header(self) -> str:
+        return render.header(self.stream_cols)
+
+    def row(self, cells: Mapping[str, Any]) -> str:
+        return render.row(self.stream_cols, cells)
+
+    def legend(self) -> str:
+        """The meaning of each column present this run (streamed and dump-only)."""
+        return render.legend(self.cols)
+
+    # ------------------------------------------------------------------------------------------------ the loop
+    @property
+    def is_writer(self) -> bool:
+        return self.rank == 0
+
+    def log(self, cells: Mapping[str, Any]) -> str | None:
+        """Write the raw row to JSONL, print its rendered line (header/legend as due), emit alerts.
+
+        Returns the rendered line (None on non-zero ranks, which print and write nothing).
+        """
+        if not self.is_writer or self._closed:
+            return None
+        try:
+            return self._log(cells)
+        except Exception as e:  # the loop must survive anything we do wrong
+            report_once("steplogger", f"steptable: StepLogger.log failed ({e!r}); training goes on")
+            return None
+
+    def _log(self, cells: Mapping[str, Any]) -> str:
+        step = cells.get("step", self._rows)
+        record: dict[str, Any] = {"step": step}
+        if self.arm is not None:
+            record["arm"] = self.arm
+        now = time.time()
+        record["ts"] = round(now, 3)
+        for k, v in cells.items():
+            if k not in record:
+                record[k] = v
+        if self._writer is not None:
+            self._writer.write(record)
+        view = cells if "step" in cells else {**cells, "step": step}
+        self._recent.append(dict(view))
+
+        if self._rows == 0:
+            self._emit(self.legend())
+        if self._rows == 0 or (self.header_every and self._rows % self.header_every == 0):
+            self._emit(self.header())
+        line = self.row(view)
+        self._emit(line)
+        self._rows += 1
+
+        if self._alerts is not None:
+            step_i = int(step) if isinstance(step, (int, float)) and math.isfinite(step) else self._rows - 1
+            for alert in self._alerts.update(step_i, cells, now):
+                self._emit(alert.message_line(), level="ERROR" if alert.level == "E" else "WARNING")
+        return line
+
+    def _emit(self, text: str, level: str = "INFO") -> None:
+        if not self.console:
+            return
+        logger.opt(depth=2).log(level, text)
+
+    def _warn(self, text: str) -> None:
+        msg = f"steptable: {text}"
+        try:
+            logger.warning(msg)
+        except Exception:
+            report_once(text, msg)
+
+    # ------------------------------------------------------------------------------------------------ the end
+    def dump(self) -> str:
+        """Every column (streamed and dump-only) for the last ``dump_rows`` rows, with the legend of the dump."""
+        rows = list(self._recent)[-self.dump_rows :] if self.dump_rows else []
+        parts = [f"end of run: {self._rows} rows" + (f", arm {self.arm}" if self.arm else "")]
+        if rows:
+            parts.append(render.table(self.cols, rows))
+        extra = [c for c in self.cols if not c.stream]
+        if extra:
+            parts.append(render.legend(extra, title="dump-only columns:"))
+        if self._writer is not None and self.run_dir is not None:
+            parts.append(f"all rows, every column: {self.run_dir / TABLE_NAME}")
+        return "\n".join(parts)
+
+    def write_table(self) -> Path | None:
+        """Write every logged row with every column to ``<run_dir>/table.txt`` (read back from the JSONL)."""
+        if self.run_dir is None or self.jsonl_path is None or not self.jsonl_path.exists():
+            return None
+        out = self.run_dir / TABLE_NAME
+        with open(self.jsonl_path, "rb") as src, open(out, "w", encoding="utf-8") as dst:
+            dst.write(render.header(self.cols) + "\n")
+            for i, raw in enumerate(src):
+                try:
+                    row = json.loads(raw)
+                except ValueError:
+                    continue  # a partial line from a crash before this run resumed
+                if not isinstance(row, dict):
+                    continue
+                if self.arm is not None and row.get("arm", self.arm) != self.arm:
+                    continue
+                if self.header_every and i and i % (self.header_every * 5) == 0:
+                    dst.write(render.header(self.cols) + "\n")
+                dst.write(render.row(self.cols, row) + "\n")
+        return out
+
+    def close(self) -> None:
+        """Final flush, the end-of-run dump, and ``table.txt``. Idempotent; never raises."""
+        if self._closed or not self.is_writer:
+            self._closed = True
+            return
+        self._closed = True
+        try:
+            if self._writer is not None:
+                self._writer.close()
+            if self._rows:
+                self.write_table()
+                self._emit(self.dump(), level="INFO")
+        except Exception as e:
+            report_once("steplogger-close", f"steptable: StepLogger.close failed ({e!r})")
+
+    def __enter__(self) -> StepLogger:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+
+def _make_alert_engine() -> Any:
+    try:
+        from steptable.alerts import AlertEngine
+    except ImportError:  # pragma: no cover - alerts ship with the package
+        return None
+    return AlertEngine()

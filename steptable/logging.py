@@ -1,0 +1,134 @@
+"""setup_logging(): token-cheap loguru sinks for a training run.
+
+stdout gets one ASCII level icon and the message (``I  step   rew ...``), written through ``tqdm.write`` so progress
+bars survive; colour only on a terminal. A verbose file beside it gets timestamps and DEBUG lines.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from loguru import logger
+from tqdm import tqdm
+
+from steptable.rank import global_rank
+
+ICONS = {"TRACE": "T", "DEBUG": "D", "INFO": "I", "SUCCESS": "S", "WARNING": "W", "ERROR": "E", "CRITICAL": "C"}
+
+_handler_ids: list[int] = []
+_removed_default = False
+
+
+def use_colour(stream: Any = None) -> bool:
+    """Colour on a terminal only. FORCE_COLOR (non-empty, not "0") forces it on, NO_COLOR (non-empty) forces it off."""
+    force = os.environ.get("FORCE_COLOR", "")
+    if force and force != "0":
+        return True
+    if os.environ.get("NO_COLOR", ""):
+        return False
+    stream = sys.stdout if stream is None else stream
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError, OSError):
+        return False
+
+
+class ConsoleSink:
+    """A loguru sink that writes through ``tqdm.write`` and never raises into the caller.
+
+    A broken stdout (closed pipe, closed file) is reported once on stderr; later messages are dropped from the
+    console but still reach the verbose file sink.
+    """
+
+    def __init__(self) -> None:
+        self.failed: BaseException | None = None
+
+    def __call__(self, message: Any) -> None:
+        if self.failed is not None:
+            return
+        try:
+            tqdm.write(str(message), file=sys.stdout, end="")
+        except (OSError, ValueError) as e:
+            self.failed = e
+            report_once("stdout", f"steptable: console output failed ({e!r}); rows continue in the JSONL and log file")
+
+
+_reported: set[str] = set()
+
+
+def report_once(topic: str, text: str) -> None:
+    """Say ``text`` on stderr the first time ``topic`` comes up; never raises."""
+    if topic in _reported:
+        return
+    _reported.add(topic)
+    try:
+        sys.stderr.write(text.rstrip("\n") + "\n")
+        sys.stderr.flush()
+    except Exception:  # stderr gone too: nothing left to tell
+        pass
+
+
+def setup_logging(
+    run_id: str,
+    log_dir: str | os.PathLike[str] = "logs",
+    level: str = "INFO",
+    file_level: str = "DEBUG",
+    colour: bool | None = None,
+) -> Path:
+    """Install the console and verbose-file sinks and return the verbose log's path.
+
+    Calling it again replaces the sinks it installed before (no duplicates). On a non-zero distributed rank the
+    console shows warnings and errors only, prefixed with the rank, and the file is suffixed with it.
+    """
+    global _removed_default
+    for hid in _handler_ids:
+        try:
+            logger.remove(hid)
+        except ValueError:
+            pass
+    _handler_ids.clear()
+    if not _removed_default:
+        # loguru's own stderr handler would print every row a second time, in its long format.
+        try:
+            logger.remove(0)
+        except ValueError:
+            pass
+        _removed_default = True
+    for name, icon in ICONS.items():
+        logger.level(name, icon=icon)
+
+    rank = global_rank()
+    colourise = use_colour() if colour is None else colour
+    prefix = "" if rank == 0 else f"[r{rank}] "
+    fmt = ("<level>{level.icon}</level> " if colourise else "{level.icon} ") + prefix.replace("{", "{{") + "{message}"
+    _handler_ids.append(
+        logger.add(ConsoleSink(), level=level if rank == 0 else "WARNING", format=fmt, colorize=colourise)
+    )
+
+    directory = Path(log_dir)
+    stamp = datetime.now().strftime("%Y%m%dT%H%M%S")
+    suffix = "" if rank == 0 else f".rank{rank}"
+    path = directory / f"{stamp}_{_safe_name(run_id)}{suffix}.log"
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        _handler_ids.append(
+            logger.add(
+                path,
+                level=file_level,
+                format="{time:YYYY-MM-DD HH:mm:ss.SSS} | {level: <8} | {name}:{line} | {message}",
+                encoding="utf-8",
+                colorize=False,
+                catch=True,
+            )
+        )
+    except OSError as e:
+        report_once(f"logfile:{path}", f"steptable: cannot open the verbose log {path} ({e}); console only")
+    return path
+
+
+def _safe_name(run_id: str) -> str:
+    return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in str(run_id))[:80] or "run"

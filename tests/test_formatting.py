@@ -1,0 +1,151 @@
+from __future__ import annotations
+
+import math
+from decimal import Decimal
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from steptable.formatting import (
+    cut,
+    display_width,
+    fit_number,
+    fmt_auto,
+    format_cell,
+    format_value,
+    sanitize,
+    to_float,
+)
+
+
+@pytest.mark.parametrize(
+    ("x", "expected"),
+    [
+        (0.41234, ".412"),
+        (-0.41234, "-.412"),
+        (0.0412, ".0412"),
+        (12.345, "12.3"),
+        (123.45, "123"),
+        (1234.5, "1234"),
+        (3.0, "3"),
+        (0.00031, "3.1e-4"),
+        (123456789.0, "1.23e8"),
+        (-2.5e-7, "-2.5e-7"),
+        (0.0, "0"),
+        (-0.0, "0"),
+        (1.0, "1"),
+        (math.nan, "nan"),
+        (math.inf, "inf"),
+        (-math.inf, "-inf"),
+    ],
+)
+def test_fmt_auto(x: float, expected: str) -> None:
+    assert fmt_auto(x) == expected
+
+
+@pytest.mark.parametrize(
+    ("value", "fmt", "width", "expected"),
+    [
+        (None, None, 5, "nan"),
+        (math.nan, "+.2f", 6, "nan"),
+        ("nan", ".2f", 6, "nan"),
+        ("NaN", None, 6, "nan"),
+        (math.inf, ".2f", 6, "inf"),
+        (-math.inf, None, 6, "-inf"),
+        ("-Infinity", None, 6, "-inf"),
+        ((3, 8), "frac", 6, "3/8"),
+        ([3, 8], "frac", 6, "3/8"),
+        ([1234, 5678], "frac", 6, ".217"),  # too wide as n/d: the ratio instead
+        ((None, 8), "frac", 6, "nan"),
+        (True, None, 3, "T"),
+        (False, "d", 3, "F"),
+        (7, "d", 4, "7"),
+        (7.0, "d", 4, "7"),
+        (7.5, "d", 4, "7.5"),
+        (0.25, "+.2f", 6, "+0.25"),
+        (1234.5, ".1e", 7, "1.2e3"),
+        (3e-6, ".1e", 7, "3.0e-6"),
+        (0.0004, ".2f", 6, "4e-4"),  # a fixed spec would print 0.00: show the magnitude
+        (-123456.7, "+.2f", 7, "-1.23e5"),
+        ("hold", None, 6, "hold"),
+        ("throttle-hard", None, 6, "throt…"),
+        (10**400, "d", 5, "#####"),
+        (1e100, None, 4, "1e99"[:0] + "####"),
+    ],
+)
+def test_format_value(value: object, fmt: str | None, width: int, expected: str) -> None:
+    assert format_value(value, fmt, width) == expected
+
+
+def test_sanitize_removes_escapes_controls_and_bidi() -> None:
+    hostile = "a\x1b[2Jb\x1b]0;pwned\x07c\x1b]52;c;ZXZpbA==\x07d\u202eevil\u202c\x00e\x9b31mf\rg\nh\ti"
+    clean = sanitize(hostile)
+    assert clean == "abcdevilefg⏎h i"
+    assert not any(ord(ch) < 32 or 0x7F <= ord(ch) <= 0x9F for ch in clean)
+    assert sanitize("x\ny", keep_newlines=True) == "x\ny"
+
+
+def test_display_width_and_cut_wide_chars() -> None:
+    assert display_width("abc") == 3
+    assert display_width("日本") == 4
+    assert display_width("e\u0301") == 1
+    assert cut("日本語テキスト", 5) == "日本…"
+    assert display_width(cut("日本語テキスト", 5)) == 5
+    assert cut("abc", 3) == "abc"
+
+
+def test_hostile_objects_never_raise() -> None:
+    class Bad:
+        def __format__(self, spec: str) -> str:
+            raise RuntimeError("boom")
+
+        def __float__(self) -> float:
+            raise RuntimeError("boom")
+
+        def __str__(self) -> str:
+            raise RuntimeError("boom")
+
+    assert display_width(format_cell(Bad(), ".2f", 5)) == 5
+
+
+def test_to_float() -> None:
+    assert to_float((1, 4)) == 0.25
+    assert math.isnan(to_float((1, 0)))
+    assert to_float(True) == 1.0
+    assert math.isnan(to_float("hold"))
+    assert to_float("-inf") == -math.inf
+
+
+values = st.one_of(
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.integers(min_value=-(10**30), max_value=10**30),
+    st.none(),
+    st.booleans(),
+    st.text(max_size=40),
+    st.tuples(st.integers(-(10**9), 10**9), st.integers(-(10**9), 10**9)),
+    st.sampled_from(["nan", "NaN", "inf", "-inf", "\x1b[2J", "日本語", "\u202e", "e\u0301\u0301"]),
+)
+fmts = st.sampled_from([None, "frac", "d", "+.2f", ".2f", ".1e", ".3g", "+.4f", ",d"])
+
+
+@settings(max_examples=600, deadline=None)
+@given(value=values, fmt=fmts, width=st.integers(min_value=1, max_value=12))
+def test_every_cell_has_exactly_its_width(value: object, fmt: str | None, width: int) -> None:
+    for align in ("right", "left", "center"):
+        cell = format_cell(value, fmt, width, align)
+        assert display_width(cell) == width, (value, fmt, width, cell)
+        assert "\x1b" not in cell
+
+
+@settings(max_examples=300, deadline=None)
+@given(x=st.floats(allow_nan=False, allow_infinity=False), width=st.integers(min_value=4, max_value=10))
+def test_fit_number_is_honest(x: float, width: int) -> None:
+    s = fit_number(x, width)
+    assert len(s) <= width
+    if "#" not in s:
+        # the text read back is the number to the precision shown (at least 1 significant digit)
+        back = Decimal(s)
+        exact = Decimal(x)
+        assert (back < 0) == (exact < 0) or back == 0
+        assert abs(back - exact) <= abs(exact) * Decimal("0.5")

@@ -1,0 +1,201 @@
+from __future__ import annotations
+
+import json
+import re
+import math
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from loguru import logger
+
+from steptable import Col, StepLogger, setup_logging
+from steptable.schemas.routing import routing_columns
+
+COLS = [
+    Col("step", 4, "step", "d", "step"),
+    Col("loss", 7, "loss", "+.3f", "loss"),
+    Col("frac", 6, "frac", "frac", "passes"),
+    Col("sec", 6, "sec", None, "seconds", stream=False),
+]
+
+
+def strict_loads(line: str) -> object:
+    def bad(token: str) -> object:
+        raise ValueError(f"non-standard JSON token {token}")
+
+    return json.loads(line, parse_constant=bad)
+
+
+@pytest.fixture
+def captured():  # type: ignore[no-untyped-def]
+    """Route loguru to a list for the test (setup_logging is tested separately)."""
+    lines: list[str] = []
+    hid = logger.add(lambda m: lines.append(str(m)), format="{level.icon} {message}", level="DEBUG")
+    yield lines
+    logger.remove(hid)
+
+
+def test_log_writes_strict_jsonl_and_prints_rows(tmp_path: Path, captured: list[str]) -> None:
+    with StepLogger(COLS, run_dir=tmp_path / "arm", arm="armA", header_every=3, alerts=False) as sl:
+        for step in range(7):
+            sl.log({"step": step, "loss": math.nan if step == 2 else -0.5 * step, "frac": (step, 8),
+                    "extra": math.inf, "name": "x", "sec": 1.5})
+    lines = (tmp_path / "arm" / "metrics.jsonl").read_text().splitlines()
+    assert len(lines) == 7
+    rows = [strict_loads(line) for line in lines]
+    assert all(isinstance(r, dict) for r in rows)
+    r2 = rows[2]
+    assert isinstance(r2, dict)
+    assert r2["loss"] is None and r2["extra"] is None and r2["arm"] == "armA" and r2["step"] == 2
+    assert r2["frac"] == [2, 8] and isinstance(r2["ts"], float)
+    text = "".join(captured)
+    assert text.split("end of run")[0].count("step    loss   frac") == 3  # header at rows 0, 3, 6
+    assert len(re.findall(r"^\S+ columns:$", text.split("end of run")[0], flags=re.M)) == 1
+    assert "   2     nan    2/8" in text
+    # the end-of-run dump carries the dump-only column; table.txt holds every row with every column
+    assert "end of run: 7 rows" in text and " sec" in text.split("end of run")[1]
+    table = (tmp_path / "arm" / "table.txt").read_text().splitlines()
+    assert len(table) == 8 and table[0].split() == ["step", "loss", "frac", "sec"]
+
+
+def test_missing_keys_nan_and_header_once(tmp_path: Path, captured: list[str]) -> None:
+    sl = StepLogger(COLS, header_every=0, alerts=False)
+    for _ in range(30):
+        assert sl.log({}) is not None
+    sl.close()
+    text = "".join(captured)
+    assert text.split("end of run")[0].count("step    loss") == 1
+    assert "   0     nan    nan" in text
+
+
+def test_non_zero_rank_prints_and_writes_nothing(tmp_path: Path, captured: list[str]) -> None:
+    sl = StepLogger(COLS, run_dir=tmp_path, rank=1, alerts=False)
+    assert sl.log({"step": 1, "loss": 1.0}) is None
+    sl.close()
+    assert not (tmp_path / "metrics.jsonl").exists()
+    assert captured == []
+
+
+def test_rank_from_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("RANK", "3")
+    sl = StepLogger(COLS, run_dir=tmp_path, alerts=False)
+    assert sl.rank == 3 and not sl.is_writer
+
+
+def test_full_disk_does_not_break_the_loop(captured: list[str]) -> None:
+    if not Path("/dev/full").exists():
+        pytest.skip("no /dev/full on this system")
+    sl = StepLogger(COLS, alerts=False)
+    sl.jsonl_path = Path("/dev/full")
+    from steptable.writer import RunWriter
+
+    warnings: list[str] = []
+    sl._writer = RunWriter("/dev/full", warnings.append)
+    for step in range(50):
+        assert sl.log({"step": step, "loss": 0.1}) is not None  # rows still print
+    assert len(warnings) == 1 and "No space left" in warnings[0]
+    assert sl._writer.pending == 50  # kept for retry, not silently dropped
+    sl.close()
+
+
+def test_writer_recovers_and_writes_late_rows(tmp_path: Path) -> None:
+    from steptable.writer import RunWriter
+
+    target = tmp_path / "blocked"
+    target.write_text("a file where the run directory should be")
+    warnings: list[str] = []
+    w = RunWriter(target / "metrics.jsonl", warnings.append)
+    for i in range(5):
+        assert w.write({"step": i}) is False
+    assert len(warnings) == 1 and w.pending == 5
+    target.unlink()
+    assert w.write({"step": 5}) is True
+    rows = [strict_loads(x) for x in (target / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in rows if isinstance(r, dict)] == list(range(6))
+    assert "works again" in warnings[-1]
+
+
+def test_unserialisable_value_is_stringified(tmp_path: Path) -> None:
+    from steptable.writer import RunWriter
+
+    w = RunWriter(tmp_path / "m.jsonl", lambda _: None)
+    w.write({"step": 1, "obj": object(), "nested": {"a": (1, math.nan)}})
+    row = strict_loads((tmp_path / "m.jsonl").read_text())
+    assert isinstance(row, dict) and row["nested"] == {"a": [1, None]} and str(row["obj"]).startswith("<object")
+
+
+SCRIPT = textwrap.dedent(
+    """
+    import sys
+    from steptable import StepLogger, setup_logging
+    from steptable.schemas import routing_columns
+    from tqdm import tqdm
+    from loguru import logger
+    mode = sys.argv[1]
+    setup_logging("t", log_dir=sys.argv[2])
+    setup_logging("t", log_dir=sys.argv[2])   # twice: no duplicate sinks
+    if mode == "closed":
+        sys.stdout.close()
+    sl = StepLogger(routing_columns(), run_dir=sys.argv[2] + "/arm", arm="arm", alerts=False)
+    for step in tqdm(range(30), file=sys.stderr, disable=True):
+        sl.log({"step": step, "rew": 0.5, "gt_s": (1, 2)})
+    logger.warning("careful")
+    sl.close()
+    sys.stderr.write("LOOP-FINISHED\\n")
+    """
+)
+
+
+def _run(mode: str, tmp_path: Path, env_extra: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "NO_COLOR")}
+    env.update(env_extra or {})
+    return subprocess.run(
+        [sys.executable, "-c", SCRIPT, mode, str(tmp_path)], capture_output=True, text=True, env=env, timeout=60
+    )
+
+
+def test_piped_stdout_is_ansi_free_one_icon_per_line(tmp_path: Path) -> None:
+    proc = _run("pipe", tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert "\x1b" not in out
+    lines = out.splitlines()
+    assert sum(line.startswith("I step ") for line in lines) == 2  # rows 0 and 20
+    assert sum(line.startswith("I    5 ") for line in lines) == 1  # exactly once: sinks not duplicated
+    assert "W careful" in out
+    log_files = list(tmp_path.glob("*.log"))
+    assert log_files and "careful" in log_files[-1].read_text()
+    assert len((tmp_path / "arm" / "metrics.jsonl").read_text().splitlines()) == 30
+
+
+def test_force_color_colours_a_pipe(tmp_path: Path) -> None:
+    proc = _run("pipe", tmp_path, {"FORCE_COLOR": "1"})
+    assert "\x1b[" in proc.stdout
+    proc = _run("pipe", tmp_path, {"NO_COLOR": "1"})
+    assert "\x1b" not in proc.stdout
+
+
+def test_closed_stdout_loop_survives(tmp_path: Path) -> None:
+    proc = _run("closed", tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "LOOP-FINISHED" in proc.stderr
+    assert proc.stderr.count("console output failed") == 1
+    assert len((tmp_path / "arm" / "metrics.jsonl").read_text().splitlines()) == 30
+
+
+def test_setup_logging_returns_verbose_path(tmp_path: Path) -> None:
+    path = setup_logging("my run/1", log_dir=tmp_path)
+    assert path.parent == tmp_path and path.name.endswith("_my_run_1.log")
+    logger.debug("debug line")
+    assert "debug line" in path.read_text()
+
+
+def test_routing_columns_logged(tmp_path: Path, captured: list[str]) -> None:
+    cols = routing_columns(modes=["code", "math"], mode_code={"code": "c", "math": "m"}, show_ablate=True)
+    with StepLogger(cols, run_dir=tmp_path, arm="routeA", alerts=False) as sl:
+        line = sl.log({"step": 0, "rew": 0.1, "gt_s": (3, 8), "auroc": math.nan})
+    assert line is not None and len(line) == len(sl.header())

@@ -1,0 +1,41 @@
+"""The pure core imports neither textual, torch nor loguru (checked in a fresh interpreter)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+PURE = [
+    "steptable.columns",
+    "steptable.formatting",
+    "steptable.render",
+    "steptable.schemas",
+    "steptable.ingest",
+    "steptable.alerts",
+    "steptable.summary",
+]
+
+
+def test_pure_core_imports_no_heavy_packages() -> None:
+    code = (
+        "import importlib, json, sys\n"
+        f"for m in {PURE!r}:\n"
+        "    try:\n"
+        "        importlib.import_module(m)\n"
+        "    except ModuleNotFoundError as e:\n"
+        "        if not e.name.startswith('steptable'): raise\n"
+        "print(json.dumps(sorted(k for k in sys.modules if k.split('.')[0] in ('textual', 'torch', 'loguru', 'rich'))))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert json.loads(out) == []
+
+
+def test_cli_help_does_not_import_torch() -> None:
+    code = (
+        "import sys\nfrom steptable.cli import main\n"
+        "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+        "print('torch' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip().endswith("False")

@@ -1,0 +1,123 @@
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Callable
+
+import pytest
+
+from steptable import render
+from steptable.columns import Col, ColumnError, select, streamed, validate
+from steptable.formatting import display_width
+from steptable.schemas.routing import routing_columns
+
+SEED_ORDER = [
+    "step", "ref_eq", "rew", "rew_s", "gt_s", "gt_t", "hack_s", "hack_t", "hack_deployed", "solve_deployed",
+    "hk_c", "hk_m", "lp_s", "lp_t", "loss", "gn", "lr", "auroc", "cos", "qmass", "keep", "resid", "rout", "tlo",
+    "thi", "stale", "hack_abl", "solve_abl",
+]
+
+
+def routing_rows() -> list[dict[str, object]]:
+    rng = random.Random(7)
+    rows: list[dict[str, object]] = []
+    for step in range(6):
+        rows.append({
+            "step": step, "ref_eq": step * 0.25, "rew": rng.uniform(-1, 1), "rew_s": rng.uniform(-1, 1),
+            "gt_s": (rng.randint(0, 32), 32), "gt_t": [rng.randint(0, 32), 32], "hack_s": (step, 32),
+            "hack_t": (3, 32), "hack_deployed": math.nan if step % 3 else 0.125,
+            "solve_deployed": None if step % 3 else 0.5, "hk_c": step, "hk_m": 0, "lp_s": -0.93, "lp_t": -0.61,
+            "loss": -0.0123, "gn": 10 ** (step - 2), "lr": 1e-5, "auroc": 0.5 + step / 20, "cos": -0.02,
+            "qmass": 0.3, "keep": 0.5, "resid": 0.25, "rout": 0.25, "tlo": -0.7, "thi": 1.1, "stale": step,
+            "hack_abl": (1, 8), "solve_abl": (5, 8), "sec": 12.5,
+        })
+    return rows
+
+
+def generic_columns() -> list[Col]:
+    cols = [Col("step", 6, "step", "d", "training step")]
+    for i in range(19):
+        fmt = [None, ".3f", "+.2f", ".1e", "d"][i % 5]
+        cols.append(Col(f"m{i}", 7, f"met_{i}", fmt, f"metric number {i}"))
+    return cols
+
+
+def test_routing_layout_matches_seed_order() -> None:
+    cols = routing_columns(modes=["code", "math"], mode_code={"code": "c", "math": "m"}, show_ablate=True)
+    assert [c.key for c in streamed(cols)] == SEED_ORDER
+    assert [c.key for c in cols if not c.stream] == ["gen", "fb", "t_rew", "sec"]
+
+
+def test_routing_conditional_columns() -> None:
+    single = [c.key for c in routing_columns(modes=["code"])]
+    assert not any(k.startswith("hk_") and k not in ("hk_dep",) for k in single)
+    assert "hack_abl" not in single and "solve_abl" not in single
+    assert {"auroc", "cos", "qmass", "keep", "resid", "rout", "tlo", "thi", "stale"} <= set(single)
+    arms = [routing_columns(modes=["a", "b"], mode_code={"a": "a", "b": "b"}) for _ in ("vanilla", "routeA")]
+    assert render.header(arms[0]) == render.header(arms[1])
+
+
+def test_routing_golden(golden: Callable[[str, str], None]) -> None:
+    cols = streamed(routing_columns(modes=["code", "math"], mode_code={"code": "c", "math": "m"}, show_ablate=True))
+    text = render.table(cols, routing_rows()) + "\n"
+    golden("routing_table.txt", text)
+    golden("routing_legend.txt", render.legend(routing_columns(["code", "math"], show_ablate=True)) + "\n")
+    widths = {display_width(line) for line in text.splitlines()}
+    assert widths == {render.width(cols)}
+
+
+def test_generic_20_column_golden(golden: Callable[[str, str], None]) -> None:
+    cols = generic_columns()
+    rng = random.Random(3)
+    specials: list[object] = [None, math.nan, math.inf, -math.inf, "nan", True, 10**12, 1e-30, -7.0, "日本語"]
+    rows = []
+    for step in range(8):
+        r: dict[str, object] = {"step": step * 1000}
+        for i in range(19):
+            r[f"m{i}"] = specials[(step + i) % len(specials)] if (step * i) % 4 == 0 else rng.gauss(0, 10 ** (i % 7 - 3))
+        rows.append(r)
+    text = render.table(cols, rows, header_every=4) + "\n" + render.legend(cols) + "\n"
+    golden("generic20.txt", text)
+    for line in text.splitlines()[:10]:
+        assert display_width(line) == render.width(cols)
+
+
+def test_missing_keys_render_nan() -> None:
+    cols = [Col("step", 4, "step", "d"), Col("loss", 6, "loss", ".3f")]
+    assert render.row(cols, {}) == " nan    nan"
+
+
+def test_column_validation_errors() -> None:
+    with pytest.raises(ColumnError, match="wider than its width"):
+        Col("x", 3, "long")
+    with pytest.raises(ColumnError, match="duplicate column key"):
+        validate([Col("a", 4, "a"), Col("a", 4, "b")])
+    with pytest.raises(ColumnError, match="share the header"):
+        validate([Col("a", 4, "x"), Col("b", 4, "x")])
+    with pytest.raises(ColumnError, match="bad format spec"):
+        Col("x", 5, "x", fmt=".2q")
+    with pytest.raises(ColumnError, match="better"):
+        Col("x", 5, "x", better="up")  # type: ignore[arg-type]
+    with pytest.raises(ColumnError, match="width"):
+        Col("x", 0, "")
+    with pytest.raises(ColumnError, match="wider"):
+        Col("x", 3, "日本")  # 4 cells
+
+
+def test_select_and_trend() -> None:
+    cols = routing_columns()
+    keys = [c.key for c in select(cols, ["hack*", "au*"])]
+    assert keys == ["step", "hack_s", "hack_t", "hack_deployed", "auroc"]
+    rew = next(c for c in cols if c.key == "rew_s")
+    hack = next(c for c in cols if c.key == "hack_s")
+    assert render.trend(rew, 0.5, 0.4) == 1 and render.trend(rew, 0.3, 0.4) == -1
+    assert render.trend(hack, (3, 8), (1, 8)) == -1
+    assert render.trend(rew, math.nan, 0.4) == 0
+
+
+def test_spans_cover_row() -> None:
+    cols = generic_columns()
+    line = render.row(cols, {"step": 1})
+    spans = render.spans(cols)
+    assert spans[-1][1] == len(line)
+    assert all(line[a:b].strip() for a, b in spans)
