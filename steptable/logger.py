@@ -61,6 +61,7 @@ class StepLogger:
     ) -> None:
         self.cols = validate(cols)
         self.stream_cols = streamed(self.cols)
+        self._render_row = render.compile_row(self.stream_cols)
         self.arm = arm
         self.header_every = max(int(header_every), 0)
         self.dump_rows = max(int(dump_rows), 0)
@@ -79,7 +80,7 @@ class StepLogger:
         return render.header(self.stream_cols)
 
     def row(self, cells: Mapping[str, Any]) -> str:
-        return render.row(self.stream_cols, cells)
+        return self._render_row(cells)
 
     def legend(self) -> str:
         """The meaning of each column present this run (streamed and dump-only)."""

@@ -164,8 +164,8 @@ def test_piped_stdout_is_ansi_free_one_icon_per_line(tmp_path: Path) -> None:
     out = proc.stdout
     assert "\x1b" not in out
     lines = out.splitlines()
-    assert sum(line.startswith("I step ") for line in lines) == 2  # rows 0 and 20
-    assert sum(line.startswith("I    5 ") for line in lines) == 1  # exactly once: sinks not duplicated
+    assert sum(line.startswith("I   step ") for line in lines) == 2  # rows 0 and 20
+    assert sum(line.startswith("I      5 ") for line in lines) == 1  # exactly once: sinks not duplicated
     assert "W careful" in out
     log_files = list(tmp_path.glob("*.log"))
     assert log_files and "careful" in log_files[-1].read_text()

@@ -5,6 +5,8 @@ import random
 from collections.abc import Callable
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from steptable import render
 from steptable.columns import Col, ColumnError, select, streamed, validate
@@ -121,3 +123,27 @@ def test_spans_cover_row() -> None:
     spans = render.spans(cols)
     assert spans[-1][1] == len(line)
     assert all(line[a:b].strip() for a, b in spans)
+
+
+_values = st.one_of(
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.floats(min_value=-2, max_value=2),
+    st.floats(min_value=-1e-3, max_value=1e-3),
+    st.integers(min_value=-(10**7), max_value=10**7),
+    st.none(),
+    st.booleans(),
+    st.sampled_from([0.0, -0.0, 0.004, -0.005, 10.0, 1e-5, "nan", "hold", (3, 8), [3, 8], (3.0, 8), (1, 0)]),
+    st.tuples(st.integers(-(10**6), 10**6), st.integers(0, 10**6)),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(data=st.data())
+def test_compiled_row_equals_cell_by_cell(data: st.DataObject) -> None:
+    for cols in (
+        tuple(streamed(routing_columns(["code", "math"], show_ablate=True))),
+        tuple(generic_columns()),
+        (Col("a", 5, "a", "+.1%"), Col("b", 8, "b", ".3e"), Col("c", 6, "c", None, align="left"), Col("d", 6, "d", ">6.2f")),
+    ):
+        row = {c.key: data.draw(_values) for c in cols}
+        assert render.compile_row(cols)(row) == render.SEP.join(render.cells(cols, row))

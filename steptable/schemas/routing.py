@@ -17,7 +17,8 @@ from steptable.columns import Col, validate
 DIAGNOSTIC_KEYS = ("auroc", "cos", "qmass", "keep", "resid", "rout", "tlo", "thi", "stale")
 
 _HEAD = (
-    Col("step", 4, "step", "d", "optimizer step of the GRPO loop"),
+    # The seed had width 4: from step 10000 every step would read "1e4". 6 cells hold a million steps.
+    Col("step", 6, "step", "d", "optimizer step of the GRPO loop"),
     Col("ref_eq", 6, "ref_eq", ".2f", "step expressed in vanilla-equivalent units: generations so far / 256"),
     Col("rew", 6, "rew", "+.2f", "mean reward over the whole batch (student and teacher rollouts)", "higher"),
     Col("rew_s", 6, "rew_s↑", "+.2f", "mean reward of the student's own rollouts", "higher"),

@@ -1,0 +1,533 @@
+"""steptable.diagnostics against sklearn / scikit-image, plus the no-host-sync contract of RoutingMonitor."""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+skimage_filters = pytest.importorskip("skimage.filters")
+sklearn_metrics = pytest.importorskip("sklearn.metrics")
+
+from skimage.exposure import histogram as sk_histogram  # noqa: E402
+from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
+
+from steptable.diagnostics import (  # noqa: E402
+    COLUMNS,
+    RoutingMonitor,
+    auroc,
+    cosine_mean,
+    multiotsu,
+    quarantine_mass,
+    shares,
+)
+from steptable.diagnostics.otsu import histogram  # noqa: E402
+
+roc_auc_score = sklearn_metrics.roc_auc_score
+threshold_multiotsu = skimage_filters.threshold_multiotsu
+NAN = float("nan")
+
+
+def same(a: float, b: float, tol: float = 0.0) -> bool:
+    return (math.isnan(a) and math.isnan(b)) or abs(a - b) <= tol
+
+
+def sk_auroc(y: np.ndarray, s: np.ndarray) -> float:
+    if y.size == 0 or y.min() == y.max():
+        return NAN  # sklearn raises (or warns and returns nan): nan is the contract here
+    return float(roc_auc_score(y, s))
+
+
+def sk_otsu(x: np.ndarray) -> tuple[float, float]:
+    try:
+        lo, hi = threshold_multiotsu(x.astype(np.float64), classes=3, nbins=256)
+    except ValueError:  # fewer than 3 distinct binned values
+        return NAN, NAN
+    return float(lo), float(hi)
+
+
+# ---------------------------------------------------------------------------------------------------- AUROC
+
+
+def _random_scores(rng: np.random.Generator, n: int, kind: int) -> np.ndarray:
+    if kind == 0:
+        return rng.normal(size=n)
+    if kind == 1:  # heavy ties: integer-valued scores
+        return rng.integers(0, int(rng.choice([2, 3, 10])), n).astype(np.float64)
+    if kind == 2:  # N(20, 5): where torchmetrics' sigmoid saturates into ties
+        return rng.normal(20.0, 5.0, n)
+    if kind == 3:  # float32-rounded values, some exact duplicates
+        return np.round(rng.normal(size=n), 2).astype(np.float32).astype(np.float64)
+    return rng.exponential(size=n) * 1e3
+
+
+def test_auroc_matches_sklearn_random() -> None:
+    rng = np.random.default_rng(1234)
+    sizes = [int(x) for x in rng.integers(2, 300, 320)] + [int(x) for x in rng.integers(300, 5000, 20)]
+    sizes += [100_000, 100_000]
+    checked = nan_cases = 0
+    for case, n in enumerate(sizes):
+        s = _random_scores(rng, n, case % 5)
+        y = rng.random(n) < rng.choice([0.5, 0.2, 0.03])
+        s = s + y * rng.choice([0.0, 0.3, 2.0])  # some signal
+        mask = rng.random(n) < rng.choice([1.0, 0.5, 0.1])
+        got = auroc(torch.from_numpy(s), torch.from_numpy(y), torch.from_numpy(mask)).item()
+        want = sk_auroc(y[mask], s[mask])
+        assert same(got, want, 1e-12), (case, n, got, want)
+        checked += 1
+        nan_cases += math.isnan(want)
+    assert checked == len(sizes) and 0 < nan_cases < checked // 4
+
+
+def test_auroc_edge_cases() -> None:
+    s = torch.arange(10, dtype=torch.float64)
+    y = s >= 5
+    assert auroc(s, y).item() == 1.0  # perfect
+    assert auroc(-s, y).item() == 0.0  # reversed
+    assert auroc(torch.zeros(10), y).item() == 0.5  # constant: all ties
+    assert math.isnan(auroc(s, torch.zeros(10, dtype=torch.bool)).item())  # one class
+    assert math.isnan(auroc(s, torch.ones(10, dtype=torch.bool)).item())
+    assert math.isnan(auroc(s, y, torch.zeros(10, dtype=torch.bool)).item())  # empty selection
+    assert math.isnan(auroc(s[:0], y[:0]).item())  # empty input
+    # label encodings: bool, int 0/1, float 0/1 agree
+    r = torch.randn(50, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    lab = r + torch.randn(50, generator=torch.Generator().manual_seed(1), dtype=torch.float64) > 0
+    ref = auroc(r, lab).item()
+    assert auroc(r, lab.long()).item() == ref and auroc(r, lab.double()).item() == ref
+    assert same(ref, sk_auroc(lab.numpy(), r.numpy()), 1e-12)
+
+
+def test_auroc_no_sigmoid_saturation() -> None:
+    """N(20, 5) scores: torchmetrics' binary_auroc squashes them with a sigmoid (0.5565 in the spec's example)."""
+    rng = np.random.default_rng(7)
+    y = rng.random(4000) < 0.4
+    s = rng.normal(20, 5, 4000) + 1.5 * y
+    got = auroc(torch.from_numpy(s), torch.from_numpy(y)).item()
+    assert same(got, float(roc_auc_score(y, s)), 1e-12)
+    squashed = torch.sigmoid(torch.from_numpy(s).float())  # what a sigmoid does to these scores: mostly 1.0
+    assert auroc(squashed, torch.from_numpy(y)).item() < got - 0.01
+
+
+def test_auroc_nan_policy() -> None:
+    rng = np.random.default_rng(3)
+    s = rng.normal(size=200)
+    y = rng.random(200) < 0.5
+    s_bad = s.copy()
+    s_bad[[3, 50]] = [np.nan, np.inf]
+    sel = np.ones(200, dtype=bool)
+    t, ty = torch.from_numpy(s_bad), torch.from_numpy(y)
+    assert math.isnan(auroc(t, ty).item())  # propagate (default)
+    keep = np.isfinite(s_bad)
+    assert same(auroc(t, ty, nan_policy="drop").item(), sk_auroc(y[keep], s[keep]), 1e-12)
+    # a non-finite score outside the mask does not matter
+    sel[[3, 50]] = False
+    assert same(auroc(t, ty, torch.from_numpy(sel)).item(), sk_auroc(y[sel], s[sel]), 1e-12)
+    # nan labels are non-finite rows too
+    yl = torch.from_numpy(y.astype(np.float64))
+    yl[7] = NAN
+    assert math.isnan(auroc(torch.from_numpy(s), yl).item())
+    with pytest.raises(ValueError):
+        auroc(t, ty, nan_policy="ignore")
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32])
+def test_auroc_low_precision_inputs(dtype: torch.dtype) -> None:
+    rng = np.random.default_rng(11)
+    y = rng.random(3000) < 0.3
+    s = torch.from_numpy(rng.normal(size=3000) + 0.5 * y).to(dtype)  # bf16 rounding creates many ties
+    got = auroc(s, torch.from_numpy(y))
+    assert got.dtype == torch.float64
+    assert same(got.item(), float(roc_auc_score(y, s.double().numpy())), 1e-12)
+
+
+# ---------------------------------------------------------------------------------------------------- Otsu
+
+
+def _random_values(rng: np.random.Generator, n: int, kind: int) -> np.ndarray:
+    if kind == 0:
+        return rng.normal(size=n)
+    if kind == 1:  # two or three modes
+        parts = [rng.normal(m, w, n) for m, w in [(0, 1), (4, 0.5), (-3, 0.3)][: int(rng.integers(2, 4))]]
+        return np.concatenate(parts)[rng.permutation(len(parts) * n)[:n]]
+    if kind == 2:  # ties: few distinct integers (2, 3, ... values)
+        return rng.integers(0, int(rng.integers(2, 12)), n).astype(np.float64)
+    if kind == 3:
+        return rng.standard_t(2, n)
+    if kind == 4:  # values sitting exactly on bin edges: 0..255
+        return rng.integers(0, 256, n).astype(np.float64)
+    return (rng.exponential(size=n) - 1.0) / 0.7  # z-score-like, skewed
+
+
+def _sigma(counts: np.ndarray, i: int, j: int) -> float:
+    """skimage's objective (with its two quirks) for the split (i, j), in float64 from integer counts."""
+    w = np.cumsum(counts.astype(np.float64))
+    m = np.cumsum(np.maximum(np.arange(counts.size), 1) * counts.astype(np.float64))
+
+    def v(a: int, b: int) -> float:
+        ww = w[b] - (w[a - 1] if a else 0.0)
+        mm = m[b] - (m[a - 1] if a else 0.0)
+        return mm * mm / ww if ww > 0 else 0.0
+
+    return (v(0, i) if i else 0.0) + v(j + 1, counts.size - 1) + v(i + 1, j)
+
+
+def test_multiotsu_matches_skimage_random() -> None:
+    """Thresholds equal skimage's; the rare differences are float32 near-ties of skimage's own arithmetic.
+
+    skimage accumulates its moments in float32; our grid is float64 from exact integer counts. Splits made of the
+    same bins tie bit-exactly in both (first pair wins in both). Two *different* splits whose objective differs
+    by less than float32 rounding (or ties exactly, e.g. a symmetric histogram of integer values) may be ordered
+    differently: then our pair must be the (near-)exact maximum and skimage's within 1e-6 relative of it.
+    """
+    rng = np.random.default_rng(2024)
+    sizes = [int(x) for x in rng.integers(3, 400, 260)] + [int(x) for x in rng.integers(400, 5000, 30)]
+    sizes += [65_536, 65_536]
+    mismatches = raised = 0
+    for case, n in enumerate(sizes):
+        x = _random_values(rng, n, case % 6)
+        tx = torch.from_numpy(x)
+        counts, centers, broken = histogram(tx, torch.ones(n, dtype=torch.bool), 256)
+        ref_counts, ref_centers = sk_histogram(x, 256, source_range="image")
+        assert not broken.item()
+        np.testing.assert_array_equal(counts.numpy(), ref_counts)  # numpy's binning, bit for bit
+        np.testing.assert_array_equal(centers.numpy(), ref_centers)
+        lo, hi = (t.item() for t in multiotsu(tx))
+        want = sk_otsu(x)
+        if math.isnan(want[0]):
+            raised += 1
+            assert math.isnan(lo) and math.isnan(hi), case
+            continue
+        if (lo, hi) != want:
+            mismatches += 1
+            ours = (int(np.flatnonzero(ref_centers == lo)[0]), int(np.flatnonzero(ref_centers == hi)[0]))
+            theirs = (int(np.flatnonzero(ref_centers == want[0])[0]), int(np.flatnonzero(ref_centers == want[1])[0]))
+            s_ours, s_theirs = _sigma(ref_counts, *ours), _sigma(ref_counts, *theirs)
+            assert s_ours >= s_theirs * (1 - 1e-12), (case, ours, theirs)
+            assert (s_ours - s_theirs) / s_ours < 1e-6, (case, ours, theirs, s_ours, s_theirs)
+    assert raised > 5  # the few-distinct-values cases were exercised
+    assert mismatches <= len(sizes) // 50, mismatches
+
+
+def test_multiotsu_edge_cases() -> None:
+    def otsu(v: Any, **kw: Any) -> tuple[float, float]:
+        lo, hi = multiotsu(torch.as_tensor(v, dtype=torch.float64), **kw)
+        return lo.item(), hi.item()
+
+    assert all(math.isnan(t) for t in otsu(np.full(100, 3.0)))  # constant
+    assert all(math.isnan(t) for t in otsu([1.0, 2.0, 1.0, 2.0]))  # two values
+    assert all(math.isnan(t) for t in otsu(np.zeros(0)))  # empty
+    three = np.array([0.0, 0.0, 5.0, 7.0, 7.0, 7.0])  # exactly three values: skimage's special case
+    assert otsu(three) == sk_otsu(three)
+    four = np.array([0.0, 1.0, 1.0, 5.0, 9.0, 9.0, 10.0])
+    assert otsu(four) == sk_otsu(four)
+    x = np.random.default_rng(5).normal(size=500)
+    bad = x.copy()
+    bad[10] = np.nan
+    assert all(math.isnan(t) for t in otsu(bad))
+    assert otsu(bad, nan_policy="drop") == sk_otsu(np.delete(x, 10))
+    m = np.random.default_rng(6).random(500) < 0.5
+    assert otsu(x, mask=torch.from_numpy(m)) == sk_otsu(x[m])
+    lo, hi = multiotsu(torch.from_numpy(x).to(torch.bfloat16))  # low precision in, float64 out
+    assert lo.dtype == torch.float64 and (lo.item(), hi.item()) == sk_otsu(
+        torch.from_numpy(x).to(torch.bfloat16).double().numpy()
+    )
+    with pytest.raises(ValueError):
+        multiotsu(torch.from_numpy(x), nbins=2)
+
+
+# ---------------------------------------------------------------------------------------------------- shares, cos, qmass
+
+
+def test_shares() -> None:
+    z = torch.tensor([-2.0, -1.0, -0.5, 0.0, 0.5, 1.0, 2.0, 3.0], dtype=torch.float64)
+    got = shares(z, -0.5, 1.0).tolist()  # digitize: z == tlo is resid, z == thi is rout
+    assert got == [2 / 8, 3 / 8, 3 / 8]
+    assert shares(z, torch.tensor(-0.5), torch.tensor(1.0)).tolist() == got
+    assert shares(z, -math.inf, math.inf).tolist() == [0.0, 1.0, 0.0]  # warmup convention
+    assert all(math.isnan(v) for v in shares(z, NAN, 1.0).tolist())  # never a silent "all resid"
+    assert all(math.isnan(v) for v in shares(z[:0], -1.0, 1.0).tolist())
+    zb = z.clone()
+    zb[0] = NAN
+    assert all(math.isnan(v) for v in shares(zb, -0.5, 1.0).tolist())
+    assert shares(zb, -0.5, 1.0, nan_policy="drop").tolist() == [1 / 7, 3 / 7, 3 / 7]
+    mask = torch.tensor([True] * 4 + [False] * 4)
+    assert shares(z, -0.5, 1.0, mask).tolist() == [0.5, 0.5, 0.0]
+
+
+def test_cosine_mean() -> None:
+    g = torch.Generator().manual_seed(0)
+    act = torch.randn(64, 32, generator=g, dtype=torch.float64)
+    v = torch.randn(32, generator=g, dtype=torch.float64)
+    a, vv = act.numpy(), v.numpy()
+    want = float(np.mean(a @ vv / (np.linalg.norm(a, axis=1) * np.linalg.norm(vv))))
+    assert same(cosine_mean(act, v).item(), want, 1e-12)
+    got16 = cosine_mean(act.to(torch.bfloat16), v.to(torch.bfloat16)).item()
+    assert abs(got16 - want) < 1e-2
+    act[5] = 0.0  # a zero row has no direction: nan, not a clamped 0
+    assert math.isnan(cosine_mean(act, v).item())
+    rest = np.delete(a, 5, axis=0)
+    want_rest = float(np.mean(rest @ vv / (np.linalg.norm(rest, axis=1) * np.linalg.norm(vv))))
+    assert same(cosine_mean(act, v, nan_policy="drop").item(), want_rest, 1e-12)
+    assert math.isnan(cosine_mean(act, torch.zeros(32, dtype=torch.float64), nan_policy="drop").item())
+
+
+def test_quarantine_mass() -> None:
+    keep = [torch.full((3,), 1.0), torch.full((2, 2), 1.0), None]  # |g_keep| = sqrt(7)
+    quar = [torch.full((9,), 1.0, dtype=torch.bfloat16)]  # |g_quar| = 3
+    assert same(quarantine_mass(keep, quar).item(), 3 / (3 + math.sqrt(7)), 1e-12)
+    assert quarantine_mass(keep, []).item() == 0.0
+    assert quarantine_mass([], quar).item() == 1.0
+    assert math.isnan(quarantine_mass([torch.zeros(3)], [torch.zeros(3)]).item())  # 0/0
+    assert math.isnan(quarantine_mass([], []).item())
+    assert math.isnan(quarantine_mass([torch.tensor([math.inf])], quar).item())  # not a silent 0
+    assert math.isnan(quarantine_mass(keep, [torch.tensor([NAN])]).item())
+    big = [torch.full((1000,), 300.0, dtype=torch.float16)]  # squares overflow fp16: norms are upcast
+    assert same(quarantine_mass(big, big).item(), 0.5, 1e-12)
+
+
+# ---------------------------------------------------------------------------------------------------- monitor
+
+
+def _batch(g: Any, n: int, d: int = 16, dtype: Any = torch.float32) -> tuple[Any, Any, Any, Any]:
+    hack = torch.rand(n, generator=g) < 0.25
+    v = torch.randn(d, generator=g)
+    act = torch.randn(n, d, generator=g) + hack[:, None] * 0.4 * v
+    adv = torch.randn(n, generator=g)
+    return act.to(dtype), v.to(dtype), hack, adv
+
+
+def test_columns_match_routing_schema() -> None:
+    from steptable.schemas.routing import DIAGNOSTIC_KEYS
+
+    assert COLUMNS == tuple(DIAGNOSTIC_KEYS) and RoutingMonitor.COLUMNS == COLUMNS
+
+
+def test_monitor_against_references() -> None:
+    g = torch.Generator().manual_seed(0)
+    mon = RoutingMonitor(capacity=1000, warmup=400)
+    seen: list[np.ndarray] = []
+    for t in range(6):
+        act, v, hack, adv = _batch(g, 150)
+        row = mon.step(act, v, hack, adv)
+        assert list(row) == list(COLUMNS) and all(type(x) is float for x in row.values())
+        s = act.double().numpy() @ v.double().numpy()
+        seen.append(s)
+        sel = adv.numpy() > 0
+        assert same(row["auroc"], sk_auroc(hack.numpy()[sel], s[sel]), 1e-12)
+        a = act.double().numpy()
+        cos = s / (np.linalg.norm(a, axis=1) * np.linalg.norm(v.double().numpy()))
+        assert same(row["cos"], float(cos.mean()), 1e-12)
+        assert math.isnan(row["qmass"])  # no gradients given
+        buf = np.concatenate(seen)[-1000:]
+        np.testing.assert_allclose(mon.buffer().numpy(), buf, rtol=1e-12, atol=1e-12)
+        if buf.size < 400:  # warmup: no split, everything resid
+            assert math.isnan(row["tlo"]) and math.isnan(row["thi"])
+            assert (row["keep"], row["resid"], row["rout"]) == (0.0, 1.0, 0.0)
+            continue
+        z_buf = mon.buffer(zscored=True).numpy()
+        np.testing.assert_allclose(z_buf, (buf - buf.mean()) / buf.std(), rtol=0, atol=1e-12)
+        assert (row["tlo"], row["thi"]) == sk_otsu(z_buf)
+        z = (s - buf.mean()) / buf.std()
+        cls = np.digitize(z, [row["tlo"], row["thi"]])
+        want = [float(np.mean(cls == k)) for k in range(3)]
+        assert all(same(a_, b_, 1e-12) for a_, b_ in zip([row["keep"], row["resid"], row["rout"]], want, strict=True))
+    assert mon.steps == 6
+
+
+def test_monitor_ring_buffer_wraps() -> None:
+    g = torch.Generator().manual_seed(1)
+    mon = RoutingMonitor(capacity=64, warmup=10)
+    chunks = []
+    for n in (30, 50, 7, 200, 0, 13):
+        s = torch.randn(n, generator=g, dtype=torch.float64)
+        chunks.append(s)
+        mon.step(scores=s, hack=torch.zeros(n, dtype=torch.bool))
+        np.testing.assert_array_equal(mon.buffer().numpy(), torch.cat(chunks)[-64:].numpy())
+
+
+def test_monitor_stale_and_refresh() -> None:
+    mon = RoutingMonitor(capacity=32, warmup=0)
+    s, y = torch.randn(8, dtype=torch.float64), torch.arange(8) % 2
+    got = [mon.step(scores=s, hack=y)["stale"] for _ in range(3)]
+    got.append(mon.step(scores=s, hack=y, refreshed=True)["stale"])
+    got.append(mon.step(scores=s, hack=y)["stale"])
+    mon.mark_refreshed()
+    assert mon.stale == 0
+    got.append(mon.step(scores=s, hack=y)["stale"])
+    assert got == [0.0, 1.0, 2.0, 0.0, 1.0, 0.0]
+
+
+def test_monitor_qmass_scores_path_and_dtypes() -> None:
+    g = torch.Generator().manual_seed(2)
+    act, v, hack, adv = _batch(g, 300, dtype=torch.bfloat16)
+    mon = RoutingMonitor(capacity=4096, warmup=100)
+    row = mon.step(act, v, hack, adv, g_keep=[torch.ones(4)], g_quar=[torch.ones(4, dtype=torch.float16) * 3])
+    assert same(row["qmass"], 0.75, 1e-12)
+    s = act.double() @ v.double()  # bf16 inputs are upcast before the product
+    sel = (adv > 0).numpy()
+    assert same(row["auroc"], sk_auroc(hack.numpy()[sel], s.numpy()[sel]), 1e-12)
+    mon2 = RoutingMonitor(capacity=4096, warmup=100)
+    row2 = mon2.step(scores=s.half(), hack=hack.long(), adv=adv.half())
+    assert math.isnan(row2["cos"])  # no activations given
+    assert same(row2["auroc"], sk_auroc(hack.numpy()[sel], s.half().double().numpy()[sel]), 1e-12)
+    with pytest.raises(TypeError):
+        mon.step(act, None, hack, adv)
+    with pytest.raises(ValueError):
+        mon.step(act[:10], v, hack, adv)
+
+
+def test_monitor_nan_policy() -> None:
+    g = torch.Generator().manual_seed(3)
+    act, v, hack, adv = _batch(g, 400)
+    adv[0] = 1.0
+    bad = act.clone()
+    bad[0, 0] = NAN
+    prop = RoutingMonitor(capacity=2048, warmup=100)
+    row = prop.step(bad, v, hack, adv)
+    for k in ("auroc", "cos", "keep", "resid", "rout", "tlo", "thi"):
+        assert math.isnan(row[k]), k
+    assert prop.buffer().numel() == 399  # the nan score never enters the buffer
+    drop = RoutingMonitor(capacity=2048, warmup=100, nan_policy="drop")
+    clean = RoutingMonitor(capacity=2048, warmup=100)
+    got = drop.step(bad, v, hack, adv)
+    want = clean.step(act[1:], v, hack[1:], adv[1:])
+    assert all(same(got[k], want[k], 1e-12) for k in COLUMNS), (got, want)
+    adv_bad = adv.clone()
+    adv_bad[5] = NAN  # a nan advantage: is the row selected? unknown, so auroc is nan
+    assert math.isnan(RoutingMonitor(capacity=2048).step(act, v, hack, adv_bad)["auroc"])
+
+
+def test_monitor_state_dict_roundtrip() -> None:
+    g = torch.Generator().manual_seed(4)
+    a = RoutingMonitor(capacity=256, warmup=50)
+    for _ in range(3):
+        a.step(*_batch(g, 60))
+    b = RoutingMonitor(capacity=256, warmup=50)
+    b.load_state_dict(a.state_dict())
+    batch = _batch(g, 60)
+    assert a.step(*batch) == pytest.approx(b.step(*batch), nan_ok=True)
+    with pytest.raises(ValueError):
+        RoutingMonitor(capacity=10, warmup=11)
+
+
+# ---------------------------------------------------------------------------------------------------- host syncs
+
+# Ops that force (or imply) a device -> host synchronisation or a data-dependent output shape.
+_SYNC_OPS = {
+    "_local_scalar_dense",
+    "item",
+    "is_nonzero",
+    "equal",
+    "nonzero",
+    "nonzero_static",
+    "argwhere",
+    "masked_select",
+    "unique_consecutive",
+    "unique_dim",
+    "_unique",
+    "_unique2",
+    "bincount",
+    "repeat_interleave",
+    "masked_scatter",
+}
+
+
+class HostSyncRecorder(TorchDispatchMode):
+    """Records every aten op and flags the host-bound ones: sync ops, boolean-mask indexing, copies to the CPU.
+
+    On a CPU tensor a copy "to the host" is invisible unless it names the device, so the monitor's final
+    transfer is an explicit ``.to(device="cpu", copy=True)``: it shows up here as ``_to_copy(device=cpu)``.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ops: list[str] = []
+        self.host_bound: list[tuple[int, str]] = []
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        kwargs = kwargs or {}
+        name = func.overloadpacket.__name__
+        self.ops.append(name)
+        flag = name in _SYNC_OPS
+        if name in ("index", "index_put", "index_put_"):
+            flag = any(isinstance(t, torch.Tensor) and t.dtype == torch.bool for t in (args[1] or []))
+        if name == "_to_copy" and kwargs.get("device") is not None:
+            flag = flag or torch.device(kwargs["device"]).type == "cpu"
+        if name == "copy_":
+            flag = flag or (args[0].device.type == "cpu" and args[1].device.type != "cpu")
+        if flag:
+            self.host_bound.append((len(self.ops) - 1, name))
+        return func(*args, **kwargs)
+
+
+def test_recorder_catches_syncs() -> None:
+    """The recorder is not vacuous: .item(), float(), bool(), boolean-mask indexing, nonzero, .cpu-like copies."""
+    x = torch.randn(8)
+    for fn in (
+        lambda: x.sum().item(),
+        lambda: float(x.sum()),
+        lambda: bool(x.sum() > 0),
+        lambda: x[x > 0],
+        lambda: torch.nonzero(x),
+        lambda: torch.unique(x),
+        lambda: x.to(device="cpu", copy=True),
+    ):
+        with HostSyncRecorder() as rec:
+            fn()
+        assert rec.host_bound, fn
+
+
+@pytest.mark.parametrize("nan_policy", ["propagate", "drop"])
+def test_monitor_step_has_exactly_one_host_transfer(nan_policy: str) -> None:
+    g = torch.Generator().manual_seed(5)
+    mon = RoutingMonitor(capacity=1024, warmup=200, nan_policy=nan_policy)
+    mon.step(*_batch(g, 300))  # lazy allocation happens outside the recorded step
+    act, v, hack, adv = _batch(g, 300, dtype=torch.bfloat16)
+    grads = {"g_keep": [torch.randn(5, generator=g), None], "g_quar": [torch.randn(3, generator=g)]}
+    with HostSyncRecorder() as rec:
+        pending = mon.step_async(act, v, hack, adv, refreshed=True, **grads)
+    assert rec.host_bound == [], rec.host_bound  # nothing inside the step touches the host
+    with HostSyncRecorder() as rec:
+        row = pending.get()
+    assert [name for _, name in rec.host_bound] == ["_to_copy"]
+    assert rec.host_bound[0][0] == len(rec.ops) - 1  # ... and it is the very last op
+    assert not math.isnan(row["tlo"])  # past warmup: the full path (Otsu, shares) ran
+    with HostSyncRecorder() as rec:
+        mon.step(act, v, hack, adv, **grads)
+    assert [name for _, name in rec.host_bound] == ["_to_copy"] and rec.host_bound[0][0] == len(rec.ops) - 1
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_monitor_cuda_no_sync() -> None:
+    dev = torch.device("cuda")
+    g = torch.Generator().manual_seed(6)
+    mon = RoutingMonitor(capacity=65536, warmup=1000, device=dev)
+    batches = [tuple(t.to(dev) for t in _batch(g, 4096, d=256, dtype=torch.bfloat16)) for _ in range(3)]
+    grads = [torch.randn(1000, device=dev)]
+    pending = []
+    torch.cuda.synchronize()
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        for b in batches:
+            pending.append(mon.step_async(*b, g_keep=grads, g_quar=grads))
+    finally:
+        torch.cuda.set_sync_debug_mode(0)
+    rows = [p.get() for p in pending]
+    cpu = RoutingMonitor(capacity=65536, warmup=1000)
+    for b, row in zip(batches, rows, strict=True):
+        ref = cpu.step(*(t.cpu() for t in b), g_keep=[grads[0].cpu()], g_quar=[grads[0].cpu()])
+        for k in COLUMNS:  # float32 projections on the GPU vs float64 on the CPU
+            assert same(row[k], ref[k], 1e-4), (k, row[k], ref[k])
+
+
+def test_import_is_lazy() -> None:
+    code = "import sys, steptable.diagnostics; assert 'torch' not in sys.modules; print('ok')"
+    root = str(Path(__file__).resolve().parents[1])
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=root, timeout=60)
+    assert out.stdout.strip() == "ok", out.stderr

@@ -1,0 +1,201 @@
+"""Run summaries: golden layouts, size, markdown validity, arms alignment and odd columns."""
+
+from __future__ import annotations
+
+import math
+import random
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from steptable.alerts import Alert
+from steptable.summary import column_stats, rate_text, summarize, trend_pct
+
+Golden = Callable[[str, str], None]
+NOW = 1_700_100_000.0
+
+
+@dataclass
+class FakeRun:
+    run: str
+    arm: str
+    cols: dict[str, list[Any]]
+    steps: list[int]
+    resumes: list[int] = field(default_factory=list)
+    bad_count: int = 0
+    last_update: float | None = None
+    wall_times: list[float] = field(default_factory=list)
+
+    @property
+    def keys(self) -> list[str]:
+        return list(self.cols)
+
+    def column(self, key: str) -> Sequence[Any]:
+        return self.cols.get(key, [math.nan] * len(self.steps))
+
+    def __len__(self) -> int:
+        return len(self.steps)
+
+
+def make_run(arm: str, seed: int, n: int = 400, hack: float = 0.3) -> FakeRun:
+    rng = random.Random(seed)
+    cols: dict[str, list[Any]] = {
+        "step": list(range(n)),
+        "rew": [0.2 + 0.5 * (1 - math.exp(-i / 100)) + rng.gauss(0, 0.03) for i in range(n)],
+        "hack_s": [(sum(rng.random() < hack * i / n for _ in range(16)), 16) for i in range(n)],
+        "loss": [rng.gauss(-0.02, 0.05) for _ in range(n)],
+        "gn": [abs(rng.gauss(0.8, 0.1)) * (15 if i == 250 else 1) for i in range(n)],
+        "lr": [1e-5 * min(1.0, (i + 1) / 50) for i in range(n)],
+        "eval_acc": [0.3 + i / 2000 if i % 50 == 0 else math.nan for i in range(n)],
+        "const": [1.0] * n,
+        "phase": ["warmup" if i < 50 else "train" for i in range(n)],
+        "tok_s": [12000 + 10 * i for i in range(n)],
+    }
+    walls = [NOW - 3600 + 9 * i for i in range(n)]
+    return FakeRun("exp7", arm, cols, list(range(n)), [200], 2, walls[-1] if walls else None, walls)
+
+
+def test_golden_single(golden: Golden) -> None:
+    run = make_run("vanilla", 1)
+    run.cols["loss"][300] = math.nan  # NaN reads as missing in stored columns: no alert for it
+    run.cols["loss"][310] = "inf"
+    golden("summary_single.txt", summarize([run], now=NOW + 42))
+
+
+def test_golden_arms_text_and_md(golden: Golden) -> None:
+    runs = [make_run("vanilla", 1), make_run("routeA", 2, hack=0.05), make_run("absorb", 3, hack=0.15)]
+    runs[2].resumes = []
+    runs[2].bad_count = 0
+    golden("summary_arms.txt", summarize(runs, now=NOW + 42))
+    golden("summary_arms_md.txt", summarize(runs, now=NOW + 42, fmt="md", columns=["rew", "hack_s", "gn", "x"]))
+
+
+def test_size_of_20_column_10k_step_run() -> None:
+    rng = random.Random(0)
+    n = 10_000
+    names = ["rew", "loss", "gn", "kl", "entropy", "lr", "hack_s", "hack_t", "gt_s", "gt_t", "lp_s", "lp_t",
+             "ref_eq", "gen", "fb", "sec", "auroc", "cos", "qmass", "keep"]
+    cols: dict[str, list[Any]] = {}
+    for j, k in enumerate(names):
+        scale = 10.0 ** rng.randint(-4, 3)
+        cols[k] = [scale * (1 + j / 10 + 0.2 * math.sin(i / 300) + rng.gauss(0, 0.1)) for i in range(n)]
+    walls = [NOW - 2 * n + 2.0 * i for i in range(n)]
+    run = FakeRun("run", "arm", cols, list(range(n)), [3000, 7000], 1, walls[-1], walls)
+    text = summarize([run], now=NOW)
+    assert text.count("\n") == 2 + 20 + 1  # header, table head, 20 rows, alerts
+    assert len(text) < 1200, len(text)
+
+
+def _md_tables(text: str) -> list[list[str]]:
+    tables: list[list[str]] = []
+    prev = False
+    for line in text.splitlines():
+        is_row = line.startswith("|")
+        if is_row and not prev:
+            tables.append([])
+        if is_row:
+            tables[-1].append(line)
+        prev = is_row
+    return tables
+
+
+def _md_cells(line: str) -> list[str]:
+    assert line.startswith("| ") and line.endswith(" |")
+    return [c.strip() for c in re.split(r"(?<!\\)\|", line[1:-1])]
+
+
+def test_md_is_a_valid_table() -> None:
+    runs = [make_run("a", 1), make_run("b|pipe", 2)]
+    runs[0].cols["we|ird"] = [f"v|{i}" for i in range(400)]
+    text = summarize(runs, now=NOW, fmt="md", columns=["rew", "we|ird", "gn"])
+    tables = _md_tables(text)
+    assert len(tables) == 1
+    head, sep, *rows = tables[0]
+    width = len(_md_cells(head))
+    assert all(re.fullmatch(r"-{3}|-{2}:", c) for c in _md_cells(sep))
+    assert all(len(_md_cells(r)) == width for r in [sep, *rows])
+    assert len(rows) == 6 and r"we\|ird" in text and r"v\|399" in text
+    # a blank line before and after the table, header lines as a list
+    lines = text.splitlines()
+    i = lines.index(head)
+    assert lines[i - 1] == "" and lines[i + 2 + len(rows)] == ""
+
+
+def test_arms_line_up() -> None:
+    runs = [make_run("vanilla", 1), make_run("routeA", 2, n=100), make_run("absorb", 3, n=0)]
+    text = summarize(runs, now=NOW, columns=["rew", "gn", "tok_s"])
+    lines = text.splitlines()
+    assert lines[0].startswith("a: exp7/vanilla: steps 0-399") and lines[2] == "c: exp7/absorb: no rows, resumed 200, bad 2"
+    table = lines[3:13]
+    assert table[0].split() == ["col", "arm", "first", "last", "min", "max", "tr%"]
+    # numbers right-aligned: every value column ends at the same offset on every row
+    ends = [m.end() for m in re.finditer(r"\S+", table[1])][2:6]
+    for row in table[2:]:
+        assert [m.end() for m in re.finditer(r"\S+", row)][-5:-1] == ends or row.split()[-4:] == ["-"] * 4
+    assert [r.split()[0] for r in table[1:]] == ["rew", "b", "c", "gn", "b", "c", "tok_s", "b", "c"]
+    assert table[3].split() == ["c", "-", "-", "-", "-", "-"]
+
+
+def test_empty_run_and_no_runs() -> None:
+    empty = FakeRun("r", "", {}, [])
+    assert summarize([empty], now=NOW) == "r: no rows\nalerts 0\n"
+    assert summarize([empty], now=NOW, fmt="md") == "**r**: no rows\n\n- alerts 0\n"
+    assert summarize([], now=NOW) == "no runs\n"
+
+
+def test_all_nan_and_non_numeric_columns() -> None:
+    run = make_run("x", 4, n=50)
+    run.cols["dead"] = [math.nan] * 50
+    run.cols["none"] = [None] * 50
+    auto = summarize([run], now=NOW)
+    names = [line.split()[0] for line in auto.splitlines()[2:-1]]
+    assert names == ["rew", "hack_s", "loss", "gn", "lr", "tok_s"]  # no step, const, phase, dead, none, nor
+    # eval_acc: one value in 50 rows does not vary
+    text = summarize([run], now=NOW, columns=["dead", "phase", "none", "missing"])
+    rows = [line.split() for line in text.splitlines()[2:6]]
+    assert rows == [["dead", "-", "-", "-", "-", "-"], ["phase", "-", "warmup", "-", "-", "-"],
+                    ["none", "-", "-", "-", "-", "-"], ["missing", "-", "-", "-", "-", "-"]]
+
+
+def test_fractions_bools_and_strings_summarise_as_rates() -> None:
+    st = column_stats([(1, 4), [3, 4], "1/2", (1, 0), True, "0.25", "abc", None, math.inf])
+    assert (st.present, st.first, st.last, st.lo, st.hi) == (5, 0.25, 0.25, 0.25, 1.0)
+
+
+def test_trend_and_rate() -> None:
+    assert trend_pct([1.0] * 90 + [2.0] * 10) == pytest.approx(100.0)
+    assert trend_pct([5.0]) is None and trend_pct([1.0, 1.0]) == 0.0
+    xs = [(-1) ** i * 0.05 for i in range(90)] + [0.01] * 10  # crosses zero: relative to median |x| / 4
+    assert trend_pct(xs) == pytest.approx(100 * 0.01 / 0.0125)
+    assert rate_text([0, 1, 2, 3], [0.0, 2.0, 4.0, 6.0]) == "2 s/step"
+    assert rate_text([0, 10, 20], [0.0, 2.0, 4.0]) == "300 step/min"
+    assert rate_text([0, 1], []) is None and rate_text([0, 0, 0], [1.0, 2.0, 3.0]) is None
+
+
+def test_alerts_given_selected_and_limited() -> None:
+    run = make_run("v", 5, n=60)
+    found = [Alert("W", s, "gn", "spike", f"spike {s}") for s in (1, 2, 3, 4)] + [Alert("E", 9, "loss", "nonfinite",
+                                                                                    "non-finite (nan)")]
+    text = summarize([run], now=NOW, columns=["rew"], alerts={"exp7": found})
+    assert text.splitlines()[-4:] == ["alerts 5 (1E 4W, last 3):", "W step 3 gn spike 3", "W step 4 gn spike 4",
+                                      "E step 9 loss non-finite (nan)"]
+    by_arm = summarize([run], now=NOW, columns=["rew"], alerts={"exp7/v": found[:1], "exp7": found})
+    assert by_arm.splitlines()[-2:] == ["alerts 1 (1W):", "W step 1 gn spike 1"]
+    assert summarize([run], now=NOW, columns=["rew"], alerts={}).endswith("alerts 0\n")
+
+
+def test_max_columns_prefers_present_columns_and_now_defaults() -> None:
+    run = make_run("v", 6, n=200)
+    text = summarize([run], max_columns=3)
+    names = [line.split()[0] for line in text.splitlines()[2:5]]
+    assert names == ["rew", "hack_s", "loss"] and "eval_acc" not in text
+    assert "upd " in text
+
+
+def test_hostile_names_are_inert() -> None:
+    run = FakeRun("\x1b[31mred", "arm\n2", {"k\x1b[2J": [1.0, 2.0]}, [0, 1])
+    text = summarize([run], now=NOW)
+    assert "\x1b" not in text and text.count("\n") == 4
