@@ -1,0 +1,100 @@
+"""Console tokens per step (o200k, counted offline) for a 20-metric RL step.
+
+steptable's row (with the 1-character level icon), plus its header (repeated every 20 rows) and legend (once),
+amortised over 100 steps, against an HF-Trainer-style dict print of the same step measured in the same run.
+Goal: <= 60 tokens per step. The columns are declared as a schema would declare them: whole seconds for timings,
+whole tokens for lengths and throughput, the compact automatic format (about 3 significant digits) elsewhere. Run: python bench/bench_tokens.py  (needs: pip install bpe-openai)
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from typing import Any
+
+from bpe_openai import get_encoding
+
+from steptable import render
+from steptable.columns import Col
+from steptable.schemas import auto_col
+
+COLS = [
+    Col("step", 5, "step", "d", "optimizer step"),
+    Col("loss", 6, "loss", None, "policy-gradient loss"),
+    Col("grad_norm", 5, "gn", None, "gradient norm before clipping"),
+    Col("learning_rate", 6, "lr", ".0e", "learning rate"),
+    Col("reward", 5, "rew", None, "mean reward", "higher"),
+    Col("reward_std", 5, "rstd", None, "reward std within groups"),
+    Col("kl", 5, "kl", None, "KL to the reference policy"),
+    Col("entropy", 5, "ent", None, "mean token entropy"),
+    Col("clip_ratio", 5, "clip", None, "share of tokens clipped"),
+    Col("completion_len", 5, "len", ".0f", "mean completion length (tokens)"),
+    Col("completion_len_max", 5, "lmax", ".0f", "longest completion"),
+    Col("accuracy", 5, "acc", None, "share of correct answers", "higher"),
+    Col("format_ok", 5, "fmt", None, "share with valid format", "higher"),
+    Col("advantage", 5, "adv", None, "mean advantage"),
+    Col("is_ratio", 5, "isr", None, "mean importance ratio"),
+    Col("throughput", 5, "tps", ".0f", "tokens per second"),
+    Col("mfu", 5, "mfu", None, "model flops utilisation"),
+    Col("t_gen", 5, "tgen", ".0f", "seconds generating"),
+    Col("t_update", 5, "tupd", ".0f", "seconds updating"),
+    Col("t_step", 5, "tstep", ".0f", "seconds per step"),
+]
+
+
+def step_values(step: int, rng: random.Random) -> dict[str, Any]:
+    return {
+        "step": step, "loss": rng.gauss(0, 0.05), "grad_norm": abs(rng.gauss(0.4, 0.1)),
+        "learning_rate": 1e-6 * min(1.0, step / 50), "reward": rng.uniform(0.2, 0.8), "reward_std": rng.uniform(0.1, 0.4),
+        "kl": abs(rng.gauss(0.002, 0.001)), "entropy": rng.uniform(0.3, 0.9), "clip_ratio": rng.uniform(0, 0.02),
+        "completion_len": rng.uniform(300, 900), "completion_len_max": float(rng.randint(900, 2048)),
+        "accuracy": rng.uniform(0.3, 0.7), "format_ok": rng.uniform(0.9, 1.0), "advantage": rng.gauss(0, 0.01),
+        "is_ratio": rng.uniform(0.98, 1.02), "throughput": rng.uniform(2000, 4000), "mfu": rng.uniform(0.3, 0.5),
+        "t_gen": rng.uniform(20, 40), "t_update": rng.uniform(5, 10), "t_step": rng.uniform(30, 55),
+    }
+
+
+def hf_style(values: dict[str, Any]) -> str:
+    """What HF Trainer's console logging prints: a Python dict, loss rounded to 4 places, floats as repr."""
+    shown = {k: (round(v, 4) if k == "loss" else v) for k, v in values.items() if k != "step"}
+    shown["epoch"] = round(values["step"] / 1000, 2)
+    return repr(shown)
+
+
+def fitted(cols: list[Col], rows: list[dict[str, Any]]) -> list[Col]:
+    """The same columns with widths from the data (what the generic schema's auto_col does): no padding to pay."""
+    out = []
+    for c in cols:
+        auto = auto_col(c.key, [r[c.key] for r in rows], header=c.header, desc=c.desc)
+        out.append(c.with_(width=auto.width))
+    return out
+
+
+def count(enc: Any, cols: list[Col], rows: list[dict[str, Any]]) -> tuple[float, float, str]:
+    lines = [f"I {line}" for line in render.legend(cols).splitlines()]
+    for i, r in enumerate(rows):
+        if i % 20 == 0:
+            lines.append("I " + render.header(cols))
+        lines.append("I " + render.row(cols, r))
+    total = sum(len(enc.encode(line + "\n")) for line in lines)
+    row_only = sum(len(enc.encode("I " + render.row(cols, r) + "\n")) for r in rows)
+    return total / len(rows), row_only / len(rows), lines[-1]
+
+
+def main() -> None:
+    enc = get_encoding("o200k_base")
+    rng = random.Random(0)
+    steps = 100
+    rows = [step_values(s, rng) for s in range(1, steps + 1)]
+    hf = sum(len(enc.encode(hf_style(r) + "\n")) for r in rows) / steps
+    print(f"20-metric RL step, {steps} steps, o200k tokens; header every 20 rows and legend once, amortised")
+    print(f"HF-Trainer dict print (anchor): {hf:6.1f} tokens/step")
+    for name, cols in (("fixed widths (5/6 cells)", COLS), ("widths fitted to the data", fitted(COLS, rows))):
+        per_step, row_only, sample = count(enc, cols, rows)
+        print(f"steptable, {name:26s}: {per_step:5.1f} tokens/step (row alone {row_only:4.1f})"
+              f"   ratio {per_step / hf:.2f}x anchor   goal <= 60")
+        print(f"  sample: {sample}")
+
+
+if __name__ == "__main__":
+    main()
