@@ -4,24 +4,88 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from typing import Any
 
 
 def add_commands(sub: Any) -> None:
     """Register the data commands on the CLI's sub-parsers."""
+    from steptable.tailcmd import add_parser
+
+    w = sub.add_parser("watch", help="the live viewer: per-arm tables, legend, diagnostics, charts")
+    w.add_argument("paths", nargs="+", help="log directories or metrics files (searched recursively)")
+    w.add_argument("--poll", type=float, default=None, help="poll files every SECONDS instead of notifications")
+    w.add_argument("--theme", default=None, help="dark, light, high-contrast or any Textual theme")
+    w.add_argument("--schema", default=None, help="column set to use instead of the detected one")
+
+    add_parser(sub)
+
+    s = sub.add_parser("summary", help="one compact block per run (for agents, CI logs and reports)")
+    s.add_argument("paths", nargs="+", help="metrics files or directories")
+    s.add_argument("--columns", default="", help="comma-separated keys to summarise (default: the most informative)")
+    s.add_argument("--max-columns", type=int, default=20, help="columns chosen automatically (default 20)")
+    s.add_argument("--format", choices=("text", "md"), default="text")
 
 
 def run_command(args: argparse.Namespace) -> int:
+    if args.cmd == "tail":
+        from steptable.tailcmd import run_tail
+
+        return run_tail(args)
+    if args.cmd == "summary":
+        return summary_command(args)
+    if args.cmd == "watch":
+        from steptable.app import run_watch
+
+        return run_watch(list(args.paths), poll=args.poll, theme=args.theme, schema=args.schema)
     raise SystemExit(f"steptable: unknown command {args.cmd!r}")
+
+
+def summary_command(args: argparse.Namespace) -> int:
+    from steptable.alerts import scan
+    from steptable.formatting import sanitize
+    from steptable.ingest import Follower
+    from steptable.summary import summarize
+
+    follower = Follower(args.paths)
+    follower.scan()
+    for line in follower.errors:
+        sys.stderr.write(sanitize(line) + "\n")
+    stores = [follower.stores[k] for k in sorted(follower.stores)]
+    if not stores:
+        sys.stderr.write("steptable summary: no metrics files found under " + ", ".join(args.paths) + "\n")
+        return 2
+    alerts = {
+        s.run: scan(s.steps, {k: s.column(k) for k in s.keys}, s.wall_times if len(s.wall_times) else None)
+        for s in stores
+    }
+    columns = [c.strip() for c in args.columns.split(",") if c.strip()] or None
+    text = summarize(stores, columns=columns, now=time.time(), fmt=args.format, alerts=alerts,
+                     max_columns=args.max_columns)
+    sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    return 0
 
 
 def legend_command(args: argparse.Namespace) -> int:
     from steptable import render
-    from steptable.schemas.routing import routing_columns
+    from steptable.schemas import detect, get_schema, layout
 
-    if args.schema == "routing" or (not args.paths and args.schema is None):
-        cols = routing_columns(modes=("code", "math"), mode_code={"code": "c", "math": "m"}, show_ablate=True)
-        sys.stdout.write(render.legend(cols) + "\n")
-        return 0
-    sys.stderr.write("steptable legend: only --schema routing is available in this build\n")
-    return 2
+    if args.paths:
+        from steptable.ingest import Follower
+
+        follower = Follower(args.paths)
+        follower.scan()
+        stores = [follower.stores[k] for k in sorted(follower.stores)]
+        if not stores:
+            sys.stderr.write("steptable legend: no metrics files found under " + ", ".join(args.paths) + "\n")
+            return 2
+        schema = get_schema(args.schema) if args.schema else detect(stores[0].path, stores[0].keys)
+        cols = layout(stores, schema)
+    else:
+        try:
+            cols = get_schema(args.schema or "routing").cols
+        except KeyError as e:
+            sys.stderr.write(f"steptable legend: {e.args[0]}\n")
+            return 2
+    sys.stdout.write(render.legend(cols) + "\n")
+    return 0

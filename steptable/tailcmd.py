@@ -1,0 +1,222 @@
+"""`steptable tail`: a run's table (or normalised rows) on stdout, optionally following the files live.
+
+The same renderer as StepLogger; several runs share one column layout and are printed as labelled blocks.
+Bad lines go to stderr as ``path:line: reason``. ``--alerts-only`` prints nothing but alert lines and exits 1
+when an error-level alert fired.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import shutil
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from typing import Any, TextIO
+
+from steptable import render
+from steptable.alerts import Alert, AlertEngine
+from steptable.columns import Col, select
+from steptable.formatting import sanitize
+from steptable.ingest import Follower, RunStore
+from steptable.schemas import detect, fit, get_schema, layout
+from steptable.writer import encode_row
+
+DEFAULT_WIDTH = 200  # cells, when stdout is not a terminal (an agent pays for every column)
+
+
+def add_parser(sub: Any) -> None:
+    t = sub.add_parser("tail", help="print runs as the fixed-width table (or jsonl/csv/md), optionally live")
+    t.add_argument("paths", nargs="+", help="metrics files or directories (searched recursively)")
+    t.add_argument("-f", "--follow", action="store_true", help="keep printing new rows as they are written")
+    t.add_argument("-n", "--last", type=int, default=20, help="rows per run to print first (default 20, 0 = all)")
+    t.add_argument("--columns", default="", help="comma-separated globs of keys/headers to show (step is kept)")
+    t.add_argument("--format", choices=("text", "jsonl", "csv", "md"), default="text")
+    t.add_argument("--schema", default=None, help="column set to use instead of the detected one")
+    t.add_argument("--width", type=int, default=None, help="max row width in cells (default: terminal, 0 = any)")
+    t.add_argument("--header-every", type=int, default=20, help="repeat the header every N rows (0 = once)")
+    t.add_argument("--alerts-only", action="store_true", help="print only alerts; exit 1 if an error alert fired")
+    t.add_argument("--poll", type=float, default=None, help="poll files every SECONDS instead of notifications")
+
+
+class Tail:
+    """Prints what is new in each run since the last call of :meth:`emit`."""
+
+    def __init__(self, args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
+        self.args = args
+        self.out, self.err = out, err
+        self.printed: dict[str, int] = {}  # run -> rows printed (index into the store)
+        self.versions: dict[str, tuple[int, int]] = {}  # run -> (resumes, len) seen, to notice resets
+        self.since_header: dict[str, int] = {}
+        self.errors_seen = 0
+        self.engines: dict[str, AlertEngine] = {}
+        self.error_alert = False
+        self.cols: tuple[Col, ...] = ()
+        self.last_run: str | None = None
+        self.keys_seen: set[str] = set()
+
+    # -------------------------------------------------------------------------------------------- layout
+    def _layout(self, stores: Sequence[RunStore]) -> tuple[Col, ...]:
+        a = self.args
+        schema = get_schema(a.schema) if a.schema else (detect(stores[0].path, stores[0].keys) if stores else None)
+        cols = layout(stores, schema)
+        if a.columns:
+            cols = select(cols, a.columns.split(","))
+        width = a.width
+        if width is None:
+            width = shutil.get_terminal_size((DEFAULT_WIDTH, 24)).columns if self.out.isatty() else DEFAULT_WIDTH
+        return tuple(fit(cols, width)) if width and width > 0 else tuple(cols)
+
+    # -------------------------------------------------------------------------------------------- output
+    def emit(self, follower: Follower, first: bool) -> None:
+        stores = [follower.stores[k] for k in sorted(follower.stores)]
+        for line in follower.errors[self.errors_seen :]:
+            self.err.write(sanitize(line) + "\n")
+        self.errors_seen = len(follower.errors)
+        if not stores:
+            return
+        keys = {k for s in stores for k in s.keys}
+        if keys != self.keys_seen:
+            # New runs or keys (a sparse eval column appearing late): lay out again and re-print the header.
+            self.keys_seen = keys
+            cols = self._layout(stores)
+            if cols != self.cols:
+                self.cols = cols
+                self.since_header.clear()
+        for store in stores:
+            self._emit_run(store, first, multi=len(stores) > 1)
+        self.out.flush()
+
+    def _emit_run(self, store: RunStore, first: bool, multi: bool) -> None:
+        a, run = self.args, store.run
+        n = len(store)
+        seen = self.versions.get(run)
+        done = self.printed.get(run)
+        if done is None:
+            done = max(n - a.last, 0) if (a.last and not a.alerts_only) else 0
+            if a.alerts_only:
+                done = 0
+        elif seen is not None and (n < seen[1] or len(store.resumes) != seen[0]):
+            # The file was truncated/replaced or the run resumed from a checkpoint: rows from that point changed.
+            at = store.resumes[-1] if store.resumes else None
+            if not a.alerts_only and a.format == "text":
+                self.out.write(f"── {sanitize(run)}: " + (f"resumed at step {at}" if at is not None else "file reset") + " ──\n")
+            done = min(done, store.index_of_step(at) if at is not None else 0)
+            self.since_header[run] = 0
+        self.versions[run] = (len(store.resumes), n)
+        rows = store.rows(done, n)
+        self.printed[run] = n
+        if a.alerts_only:
+            self._alerts(store, done, rows)
+            return
+        if not rows:
+            return
+        label = f"{store.arm or run}" + (f" ({run})" if store.arm and store.arm != run else "")
+        if a.format == "jsonl":
+            for r in rows:
+                self.out.write(encode_row({"run": run, "arm": store.arm, **r}).decode("utf-8"))
+        elif a.format == "csv":
+            self._csv(store, rows, header=first or done == 0)
+        elif a.format == "md":
+            self._md(label, rows)
+        else:
+            if multi and self.last_run != run:
+                self.out.write(render.title_line(label, render.width(self.cols)) + "\n")
+                self.since_header[run] = 0
+            self.last_run = run
+            every = a.header_every
+            for r in rows:
+                k = self.since_header.get(run, 0)
+                if k == 0 or (every and k % every == 0):
+                    self.out.write(render.header(self.cols) + "\n")
+                self.out.write(render.row(self.cols, r) + "\n")
+                self.since_header[run] = k + 1
+
+    def _csv(self, store: RunStore, rows: list[dict[str, Any]], header: bool) -> None:
+        keys = [c.key for c in self.cols]
+        buf = io.StringIO()
+        w = csv.writer(buf, lineterminator="\n")
+        if header:
+            w.writerow(["run", "arm", *keys])
+        for r in rows:
+            w.writerow([store.run, store.arm, *(_csv_cell(r.get(k)) for k in keys)])
+        self.out.write(buf.getvalue())
+
+    def _md(self, label: str, rows: list[dict[str, Any]]) -> None:
+        heads = [c.header.strip().replace("|", "\\|") for c in self.cols]
+        self.out.write(f"\n**{_md_escape(label)}**\n\n| " + " | ".join(heads) + " |\n")
+        self.out.write("|" + "|".join("---:" if c.align == "right" else ":---" for c in self.cols) + "|\n")
+        for r in rows:
+            cells = [_md_escape(x.strip()) for x in render.cells(self.cols, r)]
+            self.out.write("| " + " | ".join(cells) + " |\n")
+
+    def _alerts(self, store: RunStore, start: int, rows: list[dict[str, Any]]) -> None:
+        eng = self.engines.setdefault(store.run, AlertEngine())
+        walls = store.wall_times
+        label = store.arm or store.run
+        for i, r in enumerate(rows, start):
+            wall = walls[i] if i < len(walls) else None
+            for alert in eng.update(int(store.steps[i]), r, wall):
+                self._alert(label, alert)
+
+    def check_stalls(self, now: float) -> None:
+        for run, eng in self.engines.items():
+            for alert in eng.check_stall(now):
+                self._alert(run, alert)
+        self.out.flush()
+
+    def _alert(self, label: str, alert: Alert) -> None:
+        self.out.write(f"{alert.level} [{sanitize(label)}] {alert.message_line()}\n")
+        if alert.level == "E":
+            self.error_alert = True
+
+
+def _csv_cell(v: Any) -> Any:
+    if isinstance(v, float) and v != v:
+        return ""
+    if isinstance(v, (tuple, list)):
+        return "/".join(str(x) for x in v)
+    if isinstance(v, str):
+        return sanitize(v)
+    return "" if v is None else v
+
+
+def _md_escape(text: str) -> str:
+    return sanitize(text).replace("|", "\\|")
+
+
+def run_tail(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
+    out = out or sys.stdout
+    err = err or sys.stderr
+    follower = Follower(args.paths, poll=args.poll)
+    tail = Tail(args, out, err)
+    follower.scan()
+    tail.emit(follower, first=True)
+    if not args.follow:
+        if not follower.stores and not args.alerts_only:
+            err.write("steptable tail: no metrics files found under " + ", ".join(args.paths) + "\n")
+            return 2
+        return 1 if tail.error_alert else 0
+    stop = threading.Event()
+    lock = threading.Lock()
+
+    def changed(_runs: set[str]) -> None:
+        with lock:
+            tail.emit(follower, first=False)
+
+    worker = threading.Thread(target=follower.run, args=(stop, changed), daemon=True, name="steptable-tail")
+    worker.start()
+    try:
+        while worker.is_alive():
+            worker.join(timeout=5.0)
+            if args.alerts_only:
+                with lock:
+                    tail.check_stalls(time.time())
+    except KeyboardInterrupt:
+        pass
+    finally:
+        stop.set()
+    return 1 if tail.error_alert else 0
