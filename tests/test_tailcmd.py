@@ -1,0 +1,156 @@
+"""`steptable tail` / `summary` / `legend` end to end on files written like a real run."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from steptable.cli import main
+from steptable.demo import run_demo
+
+HOSTILE = "evil\x1b[2J\x1b]0;title\x07\x1b]52;c;ZXZpbA==\x07\u202e[bold red]markup[/]"
+
+
+def run_cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    rc = main(argv)
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+@pytest.fixture(scope="module")
+def demo_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    d = tmp_path_factory.mktemp("demo")
+    run_demo(d, steps=30, interval=0, console=False)
+    return d
+
+
+def write_rows(path: Path, rows: list[dict[str, object]]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a", encoding="utf-8") as f:
+        for r in rows:
+            f.write(json.dumps(r) + "\n")
+
+
+def test_tail_text_blocks_per_arm_same_layout(demo_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rc, out, err = run_cli(["tail", str(demo_dir), "-n", "5", "--width", "0"], capsys)
+    assert rc == 0, err
+    blocks = [b for b in out.split("── ") if b.strip()]
+    assert [b.split()[0] for b in blocks] == ["absorb", "routeA", "vanilla"]
+    headers = {line for line in out.splitlines() if line.lstrip().startswith("step ")}
+    assert len(headers) == 1  # identical column layout for every arm
+    header = headers.pop()
+    assert all(len(line) == len(header) for b in blocks for line in b.splitlines()[1:])
+    assert out.count("\n    29 ") == 3 and "\n    25 " in out and "\n    24 " not in out
+
+
+def test_tail_jsonl_is_strict_and_complete(demo_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rc, out, _ = run_cli(["tail", str(demo_dir), "-n", "0", "--format", "jsonl"], capsys)
+    assert rc == 0
+    rows = [json.loads(line, parse_constant=lambda c: (_ for _ in ()).throw(ValueError(c))) for line in out.splitlines()]
+    assert len(rows) == 90
+    assert {r["arm"] for r in rows} == {"vanilla", "routeA", "absorb"}
+    assert all(isinstance(r["step"], int) for r in rows)
+    assert any(r.get("hack_deployed", 0) is None for r in rows)  # nan written as null
+
+
+def test_tail_csv_and_md(demo_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rc, out, _ = run_cli(["tail", str(demo_dir / "routeA"), "-n", "2", "--format", "csv", "--columns", "rew*,gt_s"], capsys)
+    lines = out.splitlines()
+    assert rc == 0 and lines[0] == "run,arm,step,rew,rew_s,gt_s" and len(lines) == 3
+    assert lines[1].split(",")[5].count("/") == 1
+    rc, out, _ = run_cli(["tail", str(demo_dir / "routeA"), "-n", "2", "--format", "md", "--columns", "rew"], capsys)
+    table = [line for line in out.splitlines() if line.startswith("|")]
+    assert table[0].startswith("| step | rew |") and table[1].startswith("|---:|") and len(table) == 4
+
+
+def test_tail_hostile_strings_are_inert(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    write_rows(tmp_path / "run" / "metrics.jsonl", [{"step": i, "loss": 0.5, "note": HOSTILE} for i in range(3)])
+    for fmt in ("text", "csv", "md"):
+        rc, out, _ = run_cli(["tail", str(tmp_path), "--format", fmt], capsys)
+        assert rc == 0
+        assert "\x1b" not in out and "\x07" not in out and "\u202e" not in out
+    rc, out, _ = run_cli(["tail", str(tmp_path), "--format", "jsonl"], capsys)
+    assert "\x1b" not in out  # JSON escapes control characters
+
+
+def test_tail_reports_bad_lines_to_stderr(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    p = tmp_path / "metrics.jsonl"
+    p.write_bytes(b'{"step": 0, "loss": 1}\n{"step": 1, "loss": \n{"step": 2, "loss": NaN}\n')
+    rc, out, err = run_cli(["tail", str(p)], capsys)
+    assert rc == 0
+    assert "metrics.jsonl:2:" in err
+    assert out.splitlines() == ["step loss", "   0    1", "   2  nan"]
+
+
+def test_tail_missing_path(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rc, _, err = run_cli(["tail", str(tmp_path / "nope")], capsys)
+    assert rc == 2 and "no metrics files" in err
+
+
+def test_alerts_only_exit_status(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rows: list[dict[str, object]] = [{"step": i, "loss": 1.0 + 0.01 * (i % 3), "gn": 1.0} for i in range(60)]
+    write_rows(tmp_path / "ok" / "metrics.jsonl", rows)
+    rc, out, _ = run_cli(["tail", "--alerts-only", str(tmp_path / "ok")], capsys)
+    assert rc == 0 and out == ""
+    rows[40]["loss"] = math.nan
+    write_rows(tmp_path / "bad" / "metrics.jsonl", rows)
+    rc, out, _ = run_cli(["tail", "--alerts-only", str(tmp_path / "bad")], capsys)
+    assert rc == 1
+    assert out.count("\n") == 1 and out.startswith("E [bad] step 40 loss")
+
+
+def test_follow_prints_appended_rows_once(tmp_path: Path) -> None:
+    path = tmp_path / "arm" / "metrics.jsonl"
+    write_rows(path, [{"step": i, "loss": 0.1 * i} for i in range(3)])
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "steptable", "tail", "-f", "--poll", "0.1", "--format", "jsonl", str(tmp_path)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+    )
+    try:
+        assert proc.stdout is not None
+        seen: list[int] = []
+        reader = threading.Thread(target=lambda: seen.extend(json.loads(x)["step"] for x in proc.stdout), daemon=True)
+        reader.start()
+        deadline = time.time() + 20
+        while len(seen) < 3 and time.time() < deadline:
+            time.sleep(0.05)
+        with open(path, "a") as f:  # a row written in two pieces: printed once, when complete
+            f.write('{"step": 3, "lo')
+            f.flush()
+            time.sleep(0.3)
+            f.write('ss": 0.3}\n{"step": 4, "loss": 0.4}\n')
+        while len(seen) < 5 and time.time() < deadline:
+            time.sleep(0.05)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+    assert seen == [0, 1, 2, 3, 4]
+
+
+def test_summary_and_legend(demo_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rc, out, _ = run_cli(["summary", str(demo_dir)], capsys)
+    assert rc == 0 and "routeA" in out and "vanilla" in out
+    rc, out, _ = run_cli(["summary", str(demo_dir), "--format", "md"], capsys)
+    assert rc == 0 and "|" in out
+    rc, out, _ = run_cli(["legend", str(demo_dir / "routeA")], capsys)
+    assert rc == 0 and "hack_s?" in out and "rollouts" in out
+    rc, out, _ = run_cli(["legend", "--schema", "routing"], capsys)
+    assert rc == 0 and "auroc" in out
+    rc, _, err = run_cli(["legend", "--schema", "nope"], capsys)
+    assert rc == 2 and "unknown schema" in err
+
+
+def test_python_dash_m_works() -> None:
+    out = subprocess.run([sys.executable, "-m", "steptable", "--version"], capture_output=True, text=True, check=True)
+    assert out.stdout.startswith("steptable ")
+
+
