@@ -70,10 +70,23 @@ class _Arm:
         row.update(self._diagnostics(step, hack_p, routed))
         return row
 
-    def _diagnostics(self, step: int, hack_p: float, routed: bool) -> dict[str, float]:
-        if self.monitor is None or not routed:
-            return {}
-        return dict(self.monitor.synthetic_step(step, hack_p))
+    def _diagnostics(self, step: int, hack_p: float, routed: bool) -> dict[str, float | int]:
+        if not routed:
+            return {}  # vanilla has no gate: its diagnostics columns stay nan, but keep their place
+        if self.monitor is not None:
+            return dict(self.monitor.synthetic_step(step, hack_p))
+        # Without torch: numbers of the same shape, made up here (the real ones need steptable[torch]).
+        r = self.rng
+        warm = step < 8
+        rout = 0.0 if warm else min(0.9, hack_p * 0.9 + r.gauss(0, 0.02))
+        keep = 0.0 if warm else max(0.0, 0.45 + r.gauss(0, 0.03))
+        return {
+            "auroc": min(1.0, 0.85 + r.gauss(0, 0.03)), "cos": 0.08 + r.gauss(0, 0.01),
+            "qmass": max(0.0, hack_p * 0.8 + r.gauss(0, 0.02)), "keep": keep,
+            "resid": max(0.0, 1.0 - keep - rout), "rout": rout,
+            "tlo": math.nan if warm else -0.5 + r.gauss(0, 0.03), "thi": math.nan if warm else 0.7 + r.gauss(0, 0.03),
+            "stale": step % 50,
+        }
 
 
 def _make_monitor(seed: int) -> Any:
@@ -97,7 +110,8 @@ def run_demo(
     out = Path(out_dir)
     cols = routing_columns(modes=MODES, mode_code=MODE_CODE, show_ablate=True)
     states = [_Arm(a, seed) for seed, a in enumerate(arms)]
-    loggers = [StepLogger(cols, run_dir=out / a, arm=a, console=console and i == 0) for i, a in enumerate(arms)]
+    shown = "routeA" if "routeA" in arms else arms[0]  # stdout carries one arm; every arm goes to its JSONL
+    loggers = [StepLogger(cols, run_dir=out / a, arm=a, console=console and a == shown) for a in arms]
     try:
         for step in range(steps):
             if stop is not None and stop.is_set():
