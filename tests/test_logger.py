@@ -199,3 +199,13 @@ def test_routing_columns_logged(tmp_path: Path, captured: list[str]) -> None:
     with StepLogger(cols, run_dir=tmp_path, arm="routeA", alerts=False) as sl:
         line = sl.log({"step": 0, "rew": 0.1, "gt_s": (3, 8), "auroc": math.nan})
     assert line is not None and len(line) == len(sl.header())
+
+
+def test_alerts_are_logged_as_they_happen(captured: list[str]) -> None:
+    sl = StepLogger([Col("step", 5, "step", "d"), Col("loss", 7, "loss", "+.3f"), Col("gn", 6, "gn")])
+    for step in range(60):
+        sl.log({"step": step, "loss": math.nan if step in (30, 31, 32) else 1.0 + 0.01 * (step % 4), "gn": 1.0})
+    sl.close()
+    errors = [line for line in captured if line.startswith("E ")]
+    assert len(errors) == 1  # once per episode, not once per bad step
+    assert errors[0].startswith("E step 30 loss") and "non-finite" in errors[0]
