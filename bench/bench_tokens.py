@@ -3,12 +3,12 @@
 steptable's row (with the 1-character level icon), plus its header (repeated every 20 rows) and legend (once),
 amortised over 100 steps, against an HF-Trainer-style dict print of the same step measured in the same run.
 Goal: <= 60 tokens per step. The columns are declared as a schema would declare them: whole seconds for timings,
-whole tokens for lengths and throughput, the compact automatic format (about 3 significant digits) elsewhere. Run: python bench/bench_tokens.py  (needs: pip install bpe-openai)
+whole tokens for lengths and throughput, the compact automatic format (about 3 significant digits) elsewhere.
+Run: python bench/bench_tokens.py  (needs: pip install bpe-openai)
 """
 
 from __future__ import annotations
 
-import math
 import random
 from typing import Any
 
@@ -45,7 +45,8 @@ COLS = [
 def step_values(step: int, rng: random.Random) -> dict[str, Any]:
     return {
         "step": step, "loss": rng.gauss(0, 0.05), "grad_norm": abs(rng.gauss(0.4, 0.1)),
-        "learning_rate": 1e-6 * min(1.0, step / 50), "reward": rng.uniform(0.2, 0.8), "reward_std": rng.uniform(0.1, 0.4),
+        "learning_rate": 1e-6 * min(1.0, step / 50), "reward": rng.uniform(0.2, 0.8),
+        "reward_std": rng.uniform(0.1, 0.4),
         "kl": abs(rng.gauss(0.002, 0.001)), "entropy": rng.uniform(0.3, 0.9), "clip_ratio": rng.uniform(0, 0.02),
         "completion_len": rng.uniform(300, 900), "completion_len_max": float(rng.randint(900, 2048)),
         "accuracy": rng.uniform(0.3, 0.7), "format_ok": rng.uniform(0.9, 1.0), "advantage": rng.gauss(0, 0.01),

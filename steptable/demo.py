@@ -116,7 +116,7 @@ def run_demo(
         for step in range(steps):
             if stop is not None and stop.is_set():
                 break
-            for st, lg in zip(states, loggers):
+            for st, lg in zip(states, loggers, strict=True):
                 lg.log(st.row(step))
             if interval > 0:
                 if stop is not None:

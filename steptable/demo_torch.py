@@ -19,7 +19,8 @@ class SyntheticRouting:
 
     @staticmethod
     def _unit(v: torch.Tensor) -> torch.Tensor:
-        return v / v.norm()
+        out: torch.Tensor = v / v.norm()
+        return out
 
     def synthetic_step(self, step: int, hack_p: float) -> dict[str, float | int]:
         g = self.gen

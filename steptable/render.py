@@ -66,7 +66,8 @@ def compile_row(cols: tuple[Col, ...]) -> Callable[[Mapping[str, Any]], str]:
             continue
         if fmt == "frac":
             lines += [
-                "    if (type(v) is tuple or type(v) is list) and len(v) == 2 and type(v[0]) is int and type(v[1]) is int:",
+                "    if (type(v) is tuple or type(v) is list) and len(v) == 2"
+                " and type(v[0]) is int and type(v[1]) is int:",
                 f"        {name} = f'{{v[0]}}/{{v[1]}}'.rjust({w})",
                 f"        if len({name}) != {w}: {slow}",
                 f"    else: {slow}",

@@ -103,7 +103,8 @@ class Tail:
             # The file was truncated/replaced or the run resumed from a checkpoint: rows from that point changed.
             at = store.resumes[-1] if store.resumes else None
             if not a.alerts_only and a.format == "text":
-                self.out.write(f"── {sanitize(run)}: " + (f"resumed at step {at}" if at is not None else "file reset") + " ──\n")
+                what = f"resumed at step {at}" if at is not None else "file reset"
+                self.out.write(f"── {sanitize(run)}: {what} ──\n")
             done = min(done, store.index_of_step(at) if at is not None else 0)
             self.since_header[run] = 0
         self.versions[run] = (len(store.resumes), n)

@@ -76,7 +76,8 @@ def test_generic_20_column_golden(golden: Callable[[str, str], None]) -> None:
     for step in range(8):
         r: dict[str, object] = {"step": step * 1000}
         for i in range(19):
-            r[f"m{i}"] = specials[(step + i) % len(specials)] if (step * i) % 4 == 0 else rng.gauss(0, 10 ** (i % 7 - 3))
+            special = (step * i) % 4 == 0
+            r[f"m{i}"] = specials[(step + i) % len(specials)] if special else rng.gauss(0, 10 ** (i % 7 - 3))
         rows.append(r)
     text = render.table(cols, rows, header_every=4) + "\n" + render.legend(cols) + "\n"
     golden("generic20.txt", text)
@@ -143,7 +144,8 @@ def test_compiled_row_equals_cell_by_cell(data: st.DataObject) -> None:
     for cols in (
         tuple(streamed(routing_columns(["code", "math"], show_ablate=True))),
         tuple(generic_columns()),
-        (Col("a", 5, "a", "+.1%"), Col("b", 8, "b", ".3e"), Col("c", 6, "c", None, align="left"), Col("d", 6, "d", ">6.2f")),
+        (Col("a", 5, "a", "+.1%"), Col("b", 8, "b", ".3e"), Col("c", 6, "c", None, align="left"),
+         Col("d", 6, "d", ">6.2f")),
     ):
         row = {c.key: data.draw(_values) for c in cols}
         assert render.compile_row(cols)(row) == render.SEP.join(render.cells(cols, row))

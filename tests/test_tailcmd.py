@@ -54,7 +54,10 @@ def test_tail_text_blocks_per_arm_same_layout(demo_dir: Path, capsys: pytest.Cap
 def test_tail_jsonl_is_strict_and_complete(demo_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
     rc, out, _ = run_cli(["tail", str(demo_dir), "-n", "0", "--format", "jsonl"], capsys)
     assert rc == 0
-    rows = [json.loads(line, parse_constant=lambda c: (_ for _ in ()).throw(ValueError(c))) for line in out.splitlines()]
+    def strict(c: str) -> object:
+        raise ValueError(c)
+
+    rows = [json.loads(line, parse_constant=strict) for line in out.splitlines()]
     assert len(rows) == 90
     assert {r["arm"] for r in rows} == {"vanilla", "routeA", "absorb"}
     assert all(isinstance(r["step"], int) for r in rows)
@@ -62,7 +65,8 @@ def test_tail_jsonl_is_strict_and_complete(demo_dir: Path, capsys: pytest.Captur
 
 
 def test_tail_csv_and_md(demo_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    rc, out, _ = run_cli(["tail", str(demo_dir / "routeA"), "-n", "2", "--format", "csv", "--columns", "rew*,gt_s"], capsys)
+    argv = ["tail", str(demo_dir / "routeA"), "-n", "2", "--format", "csv", "--columns", "rew*,gt_s"]
+    rc, out, _ = run_cli(argv, capsys)
     lines = out.splitlines()
     assert rc == 0 and lines[0] == "run,arm,step,rew,rew_s,gt_s" and len(lines) == 3
     assert lines[1].split(",")[5].count("/") == 1
