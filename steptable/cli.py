@@ -51,10 +51,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         return run_command(args)
     except KeyboardInterrupt:
         return 130
+    except (KeyError, ValueError) as e:
+        from steptable.schemas import SchemaFileError
+
+        if isinstance(e, SchemaFileError):  # a user's schema file: name the file and line, no traceback
+            sys.stderr.write(f"steptable: {e}\n")
+            return 2
+        if isinstance(e, KeyError) and "unknown schema" in str(e):
+            sys.stderr.write(f"steptable: {e.args[0]}\n")
+            return 2
+        raise
     except BrokenPipeError:
         # `steptable tail ... | head`: the reader left; that is not an error.
         try:
-            sys.stdout = open("/dev/null", "w")  # noqa: SIM115 - silence the interpreter's flush at exit
+            sys.stdout = open("/dev/null", "w")
         except OSError:
             pass
         return 0

@@ -67,8 +67,7 @@ def summary_command(args: argparse.Namespace) -> int:
 
 
 def legend_command(args: argparse.Namespace) -> int:
-    from steptable import render
-    from steptable.schemas import detect, get_schema, layout
+    from steptable.schemas import get_schema, legend_for
 
     if args.paths:
         from steptable.ingest import Follower
@@ -79,13 +78,12 @@ def legend_command(args: argparse.Namespace) -> int:
         if not stores:
             sys.stderr.write("steptable legend: no metrics files found under " + ", ".join(args.paths) + "\n")
             return 2
-        schema = get_schema(args.schema) if args.schema else detect(stores[0].path, stores[0].keys)
-        cols = layout(stores, schema)
+        text = legend_for(stores, get_schema(args.schema, near=args.paths[0]) if args.schema else None)
     else:
         try:
-            cols = get_schema(args.schema or "routing").cols
+            text = legend_for(get_schema(args.schema or "routing"))
         except KeyError as e:
             sys.stderr.write(f"steptable legend: {e.args[0]}\n")
             return 2
-    sys.stdout.write(render.legend(cols) + "\n")
+    sys.stdout.write(text.rstrip("\n") + "\n")
     return 0

@@ -14,15 +14,15 @@ import shutil
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, TextIO
 
 from steptable import render
 from steptable.alerts import Alert, AlertEngine
-from steptable.columns import Col, select
+from steptable.columns import Col
 from steptable.formatting import sanitize
 from steptable.ingest import Follower, RunStore
-from steptable.schemas import detect, fit, get_schema, layout
+from steptable.schemas import Schema, detect, fit, get_schema, layout
 from steptable.writer import encode_row
 
 DEFAULT_WIDTH = 200  # cells, when stdout is not a terminal (an agent pays for every column)
@@ -57,14 +57,14 @@ class Tail:
         self.cols: tuple[Col, ...] = ()
         self.last_run: str | None = None
         self.keys_seen: set[str] = set()
+        self.schema: Schema | None = None
 
     # -------------------------------------------------------------------------------------------- layout
     def _layout(self, stores: Sequence[RunStore]) -> tuple[Col, ...]:
         a = self.args
-        schema = get_schema(a.schema) if a.schema else (detect(stores[0].path, stores[0].keys) if stores else None)
-        cols = layout(stores, schema)
-        if a.columns:
-            cols = select(cols, a.columns.split(","))
+        self.schema = get_schema(a.schema, near=a.paths[0]) if a.schema else detect(stores[0].path, stores[0].keys)
+        patterns = [p for p in a.columns.split(",") if p.strip()] if a.columns else None
+        cols = layout(stores, self.schema, patterns=patterns)
         width = a.width
         if width is None:
             width = shutil.get_terminal_size((DEFAULT_WIDTH, 24)).columns if self.out.isatty() else DEFAULT_WIDTH
@@ -108,7 +108,7 @@ class Tail:
             done = min(done, store.index_of_step(at) if at is not None else 0)
             self.since_header[run] = 0
         self.versions[run] = (len(store.resumes), n)
-        rows = store.rows(done, n)
+        rows = [self.schema.derive(r) for r in store.rows(done, n)] if self.schema else store.rows(done, n)
         self.printed[run] = n
         if a.alerts_only:
             self._alerts(store, done, rows)
@@ -136,7 +136,7 @@ class Tail:
                 self.out.write(render.row(self.cols, r) + "\n")
                 self.since_header[run] = k + 1
 
-    def _csv(self, store: RunStore, rows: list[dict[str, Any]], header: bool) -> None:
+    def _csv(self, store: RunStore, rows: Sequence[Mapping[str, Any]], header: bool) -> None:
         keys = [c.key for c in self.cols]
         buf = io.StringIO()
         w = csv.writer(buf, lineterminator="\n")
@@ -146,7 +146,7 @@ class Tail:
             w.writerow([store.run, store.arm, *(_csv_cell(r.get(k)) for k in keys)])
         self.out.write(buf.getvalue())
 
-    def _md(self, label: str, rows: list[dict[str, Any]]) -> None:
+    def _md(self, label: str, rows: Sequence[Mapping[str, Any]]) -> None:
         heads = [c.header.strip().replace("|", "\\|") for c in self.cols]
         self.out.write(f"\n**{_md_escape(label)}**\n\n| " + " | ".join(heads) + " |\n")
         self.out.write("|" + "|".join("---:" if c.align == "right" else ":---" for c in self.cols) + "|\n")
@@ -154,7 +154,7 @@ class Tail:
             cells = [_md_escape(x.strip()) for x in render.cells(self.cols, r)]
             self.out.write("| " + " | ".join(cells) + " |\n")
 
-    def _alerts(self, store: RunStore, start: int, rows: list[dict[str, Any]]) -> None:
+    def _alerts(self, store: RunStore, start: int, rows: Sequence[Mapping[str, Any]]) -> None:
         eng = self.engines.setdefault(store.run, AlertEngine())
         walls = store.wall_times
         label = store.arm or store.run

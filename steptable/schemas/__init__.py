@@ -1,50 +1,81 @@
 """Declarative column sets for the trainers steptable reads, and their detection.
 
-    schema = detect(path, keys)          # the best-fitting built-in (or user) schema; "generic" otherwise
-    cols = layout(runs, schema, max_width=terminal_width)
+    schema = detect(path, keys)                  # best-fitting user or built-in schema; "generic" otherwise
+    cols = layout(runs, schema, max_width=80)    # one layout for all runs shown together
+    for row in rows:
+        line = render.row(cols, schema.derive(row))   # derive() adds derived and aliased values
+
+Built-ins: routing, retrain, verl, tinyzero, tinker, trl, maxent-grpo, generic. User schemas: TOML files
+(``steptable.user``). ``side_file(path)`` says which files hold no step rows; ``classify_log_entry`` sorts a
+``trainer_state.json`` log_history entry into train / eval / summary.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from pathlib import Path
-
-from steptable.columns import streamed
-from steptable.schemas.base import Schema, auto_col, fit, layout
-from steptable.schemas.routing import routing_columns
-
-__all__ = ["SCHEMAS", "Schema", "auto_col", "detect", "fit", "get_schema", "layout", "routing_columns"]
-
-
-def _routing_match(path: Path, keys: Sequence[str]) -> float:
-    ks = set(keys)
-    hits = len(ks & {"hack_s", "gt_s", "rew_s", "auroc", "qmass", "ref_eq", "hack_t", "gt_t"})
-    return min(hits / 5, 1.0)
-
-
-ROUTING = Schema(
-    "routing",
-    streamed(routing_columns(modes=("code", "math"), mode_code={"code": "c", "math": "m"}, show_ablate=True)),
-    "gradient-routing arms (vanilla / routeA / absorb)",
-    _routing_match,
+from steptable.schemas.base import (
+    META_KEYS,
+    STEP_KEYS,
+    Derived,
+    Rule,
+    RunView,
+    Schema,
+    SideFile,
+    auto_col,
+    derive_rows,
+    fit,
+    hidden_keys,
+    informative,
+    layout,
+    ratio_pair,
+    step_key_of,
 )
-GENERIC = Schema("generic", (), "any JSONL: columns chosen from the data")
+from steptable.schemas.headers import short_header, short_headers
+from steptable.schemas.legend import legend_for
+from steptable.schemas.registry import (
+    GENERIC,
+    ROUTING,
+    SCHEMAS,
+    detect,
+    get_schema,
+    schema_names,
+    side_file,
+    user_schemas,
+)
+from steptable.schemas.routing import routing_columns
+from steptable.schemas.trl import classify_log_entry
+from steptable.schemas.user import SchemaFileError, config_dir, load_schema_file, schema_files
 
-SCHEMAS: dict[str, Schema] = {s.name: s for s in (ROUTING, GENERIC)}
-
-
-def get_schema(name: str) -> Schema:
-    try:
-        return SCHEMAS[name]
-    except KeyError:
-        raise KeyError(f"unknown schema {name!r}; known: {', '.join(sorted(SCHEMAS))}") from None
-
-
-def detect(path: Path, keys: Sequence[str]) -> Schema:
-    """The schema that fits a file best; generic when none scores at least 0.5."""
-    best, score = GENERIC, 0.0
-    for s in SCHEMAS.values():
-        m = s.match(path, keys)
-        if m > score:
-            best, score = s, m
-    return best if score >= 0.5 else GENERIC
+__all__ = [
+    "GENERIC",
+    "META_KEYS",
+    "ROUTING",
+    "SCHEMAS",
+    "STEP_KEYS",
+    "Derived",
+    "Rule",
+    "RunView",
+    "Schema",
+    "SchemaFileError",
+    "SideFile",
+    "auto_col",
+    "classify_log_entry",
+    "config_dir",
+    "derive_rows",
+    "detect",
+    "fit",
+    "get_schema",
+    "hidden_keys",
+    "informative",
+    "layout",
+    "legend_for",
+    "load_schema_file",
+    "ratio_pair",
+    "routing_columns",
+    "schema_files",
+    "schema_names",
+    "short_header",
+    "short_headers",
+    "side_file",
+    "step_key_of",
+    "user_schemas",
+]

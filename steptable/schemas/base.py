@@ -2,21 +2,46 @@
 
 The seam between ingest and every viewer: ``layout(runs)`` gives the one column layout shared by all arms shown
 together, so their tables line up column for column.
+
+A schema declares, besides its ``Col`` list:
+
+- ``rules``: descriptions, direction hints and visibility for keys it cannot list one by one (``val-core/*``,
+  ``time/*``). ``hide=True`` keeps matching keys out of the default layout; a column filter still reaches them.
+- ``derived``: columns computed from other keys of the same row (``Derived``). Their values are not in the raw
+  rows: a viewer passes each row through ``schema.derive(row)`` (or reads ``schema.column(run, key)``) before
+  rendering. ``Col.aliases`` are filled the same way: a column shows its first alias when its own key is absent.
+- ``side_files``: files of the run that are not step rows (sampled completions, rollout summaries, checkpoint
+  marks, the run config). Discovery asks ``schema.side_file(path)`` and hands them to the viewers by kind.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
+from fnmatch import fnmatchcase
+from functools import cached_property
+from pathlib import Path, PurePath
 from typing import Any, Protocol
 
-from steptable.columns import Col
+from steptable.columns import Better, Col, ColumnError, validate
 from steptable.formatting import display_width, format_value
+from steptable.schemas.headers import short_headers
+from steptable.schemas.parts import SIDE_KINDS, Derived, Rule, SideFile, ratio_pair
+
+__all__ = [
+    "META_KEYS", "SIDE_KINDS", "STEP_KEYS", "Derived", "Rule", "RunView", "Schema", "SideFile", "auto_col",
+    "by_key", "derive_rows", "fit", "hidden_keys", "informative", "layout", "ratio_pair", "step_key_of",
+]
 
 #: keys that are bookkeeping, not metrics (never auto-columns)
-META_KEYS = frozenset({"arm", "ts", "timestamp", "_timestamp", "wall_time", "run", "condition"})
+META_KEYS = frozenset({"arm", "ts", "timestamp", "_timestamp", "wall_time", "run", "condition", "_runtime"})
+
+#: step keys real trainers use, most common first; ``layout`` uses the first one present
+STEP_KEYS = (
+    "step", "iteration", "iter", "global_step", "training/global_step", "progress/batch", "_step",
+    "time/total_timesteps",
+)
 
 
 class RunView(Protocol):
@@ -29,6 +54,10 @@ class RunView(Protocol):
     def __len__(self) -> int: ...
 
 
+def _no_match(path: Path, keys: Sequence[str]) -> float:
+    return 0.0
+
+
 @dataclass(frozen=True)
 class Schema:
     """A named column set. ``match(path, keys)`` scores how well a file fits (0 = not at all, 1 = certain)."""
@@ -36,15 +65,87 @@ class Schema:
     name: str
     cols: tuple[Col, ...]
     description: str = ""
-    match: Callable[[Path, Sequence[str]], float] = field(default=lambda path, keys: 0.0, compare=False)
+    match: Callable[[Path, Sequence[str]], float] = field(default=_no_match, compare=False)
     #: show keys the schema does not declare as auto columns after the declared ones
     extend: bool = True
+    rules: tuple[Rule, ...] = ()
+    derived: tuple[Derived, ...] = ()
+    side_files: tuple[SideFile, ...] = ()
+    #: where the schema comes from: "built-in" or the path of the TOML file that declared it
+    source: str = "built-in"
+
+    def __post_init__(self) -> None:
+        validate(self.cols)
+        keys = {c.key for c in self.cols}
+        for d in self.derived:
+            if d.key not in keys:
+                raise ColumnError(f"schema {self.name!r}: derived column {d.key!r} has no declared Col")
 
     def col(self, key: str) -> Col | None:
         for c in self.cols:
             if c.key == key:
                 return c
         return None
+
+    def rule(self, key: str) -> Rule | None:
+        for r in self.rules:
+            if r.matches(key):
+                return r
+        return None
+
+    def hidden(self, key: str) -> bool:
+        r = self.rule(key)
+        return r is not None and r.hide
+
+    def side_file(self, path: str | PurePath) -> SideFile | None:
+        for s in self.side_files:
+            if s.matches(path):
+                return s
+        return None
+
+    @cached_property
+    def _fills(self) -> tuple[tuple[Col, ...], tuple[Derived, ...]]:
+        return tuple(c for c in self.cols if c.aliases), self.derived
+
+    def derive(self, row: Mapping[str, Any]) -> Mapping[str, Any]:
+        """The row with derived and aliased values added (a new dict; the row itself when nothing applies)."""
+        aliased, derived = self._fills
+        if not aliased and not derived:
+            return row
+        out = dict(row)
+        for c in aliased:
+            if c.key not in out:
+                for a in c.aliases:
+                    if a in out:
+                        out[c.key] = out[a]
+                        break
+        for d in derived:
+            if d.key not in out:
+                v = d.value(out)
+                if v is not None:
+                    out[d.key] = v
+        return out
+
+    def column(self, run: RunView, key: str) -> list[Any]:
+        """All values of ``key`` in ``run``, derived or aliased ones included (None where missing)."""
+        if key in run.keys:
+            return list(run.column(key))
+        c = self.col(key)
+        for a in c.aliases if c is not None else ():
+            if a in run.keys:
+                return list(run.column(a))
+        for d in self.derived:
+            if d.key == key and all(n in run.keys for n in d.needs):
+                cols = {n: run.column(n) for n in d.needs}
+                return [d.value({n: v[i] for n, v in cols.items()}) for i in range(len(run))]
+        return [None] * len(run)
+
+
+def derive_rows(schema: Schema | None, rows: Iterable[Mapping[str, Any]]) -> Iterable[Mapping[str, Any]]:
+    """``schema.derive`` over rows (the rows unchanged when there is no schema)."""
+    if schema is None:
+        return rows
+    return (schema.derive(r) for r in rows)
 
 
 def _sample(run: RunView, key: str, limit: int = 200) -> list[Any]:
@@ -53,28 +154,58 @@ def _sample(run: RunView, key: str, limit: int = 200) -> list[Any]:
     if n <= limit:
         return list(col)
     step = max(n // limit, 1)
-    return [col[i] for i in range(0, n, step)][:limit] + [col[n - 1]]
+    return [*[col[i] for i in range(0, n, step)][:limit], col[n - 1]]
 
 
-def auto_col(key: str, samples: Sequence[Any], header: str | None = None, desc: str = "") -> Col:
+def _is_missing(v: Any) -> bool:
+    return v is None or (isinstance(v, float) and math.isnan(v)) or (isinstance(v, str) and v.lower() in ("nan", ""))
+
+
+def _is_number(v: Any) -> bool:
+    if isinstance(v, bool):
+        return False
+    if isinstance(v, (int, float)):
+        return True
+    return isinstance(v, (tuple, list)) and len(v) == 2 and all(_is_number(x) for x in v)
+
+
+def auto_col(
+    key: str,
+    samples: Sequence[Any],
+    header: str | None = None,
+    desc: str = "",
+    better: Better | None = None,
+    fmt: str | None = None,
+) -> Col:
     """A column for an undeclared key: width from the header and the data, compact number format."""
     h = header if header is not None else key
-    fmt = "frac" if any(isinstance(v, (tuple, list)) and len(v) == 2 for v in samples) else None
-    is_str = any(isinstance(v, str) and v.lower() not in ("nan", "inf", "-inf") for v in samples)
+    if fmt is None and any(isinstance(v, (tuple, list)) and len(v) == 2 for v in samples):
+        fmt = "frac"
+    is_str = any(isinstance(v, str) and not _is_missing(v) and v.lower() not in ("inf", "-inf") for v in samples)
     widths = [display_width(format_value(v, fmt, 12)) for v in samples if v is not None]
     data_w = max(widths, default=3)
     w = max(display_width(h), min(data_w, 12 if is_str else 8), 3)
-    return Col(key, w, h, fmt, desc or f"{key} (as logged)", align="left" if is_str else "right")
+    return Col(key, w, h, fmt, desc or f"{key} (as logged)", better, align="left" if is_str else "right")
 
 
 def informative(run: RunView, key: str) -> float:
-    """How much a key tells: share of rows present times 1 if it varies (0.2 if constant)."""
+    """How much a key tells: share of rows present, times 1 if it varies (0.2 if constant), times a weight that
+    favours numbers (text and nested values count a quarter)."""
     vals = _sample(run, key)
-    present = [v for v in vals if v is not None and not (isinstance(v, float) and math.isnan(v))]
+    present = [v for v in vals if not _is_missing(v)]
     if not present:
         return 0.0
     distinct = len({repr(v) for v in present[:50]})
-    return len(present) / max(len(vals), 1) * (1.0 if distinct > 1 else 0.2)
+    numeric = sum(1 for v in present if _is_number(v)) / len(present)
+    return len(present) / max(len(vals), 1) * (1.0 if distinct > 1 else 0.2) * (0.25 + 0.75 * numeric)
+
+
+def step_key_of(runs: Sequence[RunView], default: str = "step") -> str:
+    """The step key the runs use: ``default`` when any run has it, else the first of ``STEP_KEYS`` present."""
+    keys = {k for r in runs for k in r.keys}
+    if default in keys:
+        return default
+    return next((k for k in STEP_KEYS if k in keys), default)
 
 
 def layout(
@@ -82,39 +213,79 @@ def layout(
     schema: Schema | None = None,
     max_width: int | None = None,
     step_key: str = "step",
+    patterns: Sequence[str] | None = None,
 ) -> tuple[Col, ...]:
-    """One column layout for all ``runs``: the schema's declared columns present in any run, in declared order,
-    then (if the schema extends) the other keys by information, fitted to ``max_width`` cells when given."""
+    """One column layout for all ``runs``: the step, the schema's declared columns present in any run (directly,
+    by an alias, or derived), in declared order, then (if the schema extends) promoted rule matches, then the
+    other keys by information, with short unambiguous headers; fitted to ``max_width`` cells when given.
+
+    ``patterns`` (``columns.select`` globs over keys and headers) filters the layout; with patterns, hidden keys,
+    aliases, derived inputs and undeclared keys of non-extending schemas are candidates too, so a filter reaches
+    every key.
+    """
     keys: dict[str, None] = {}
     for r in runs:
         for k in r.keys:
             keys.setdefault(k, None)
+    step_key = step_key_of(runs, step_key)
     out: list[Col] = []
-    used: set[str] = set()
-    headers: set[str] = set()
+    used: set[str] = {step_key}
+    consumed: set[str] = set()  # aliases read by a declared column, inputs of a shown derived column
     if schema is not None:
+        ok = {d.key: d for d in schema.derived if all(n in keys for n in d.needs)}
         for c in schema.cols:
-            if c.key in keys or c.key == step_key:
+            aliases = [a for a in c.aliases if a in keys]
+            if c.key in keys or c.key == step_key or c.key in ok or aliases:
                 out.append(c)
                 used.add(c.key)
-                headers.add(c.header.strip())
-    if schema is None or schema.extend:
-        if step_key not in used:
-            samples = [v for r in runs if step_key in r.keys for v in _sample(r, step_key)]
-            out.insert(0, auto_col(step_key, samples or [0]))
-            used.add(step_key)
-        rest = [k for k in keys if k not in used and k not in META_KEYS]
-        scored = sorted(rest, key=lambda k: -max((informative(r, k) for r in runs if k in r.keys), default=0.0))
-        for k in scored:
-            samples = [v for r in runs if k in r.keys for v in _sample(r, k)]
-            header = k
-            if header in headers:
-                continue
-            out.append(auto_col(k, samples, header))
-            headers.add(header)
+                consumed.update(aliases)
+        for d in ok.values():
+            if d.hide_inputs:
+                consumed.update(d.needs)
+    if not any(c.key == step_key for c in out) and (step_key in keys or schema is None or schema.extend):
+        samples = [v for r in runs if step_key in r.keys for v in _sample(r, step_key)]
+        desc = "training step" if step_key == "step" else f"training step (logged as {step_key})"
+        out.insert(0, auto_col(step_key, samples or [0], "step", desc))
+    if schema is None or schema.extend or patterns:
+        skip = used if patterns else used | consumed
+        out += _auto_cols(runs, schema, [k for k in keys if k not in skip], out, bool(patterns))
+    if patterns:
+        out = _filter(out, patterns, step_key)
     if max_width is not None:
         out = fit(out, max_width)
     return tuple(out)
+
+
+def _auto_cols(
+    runs: Sequence[RunView], schema: Schema | None, rest: list[str], declared: list[Col], show_hidden: bool
+) -> list[Col]:
+    rest = [k for k in rest if k not in META_KEYS and (show_hidden or schema is None or not schema.hidden(k))]
+    rules = {k: schema.rule(k) if schema is not None else None for k in rest}
+    promoted = [k for k in rest if (r := rules[k]) is not None and r.promote]
+    score = {k: max((informative(r, k) for r in runs if k in r.keys), default=0.0) for k in rest if k not in promoted}
+    ranked = sorted(score, key=lambda k: -score[k])  # stable: equal scores keep file order
+    order = promoted + ranked
+    headers = short_headers(order, reserved=[c.header for c in declared])
+    cols: list[Col] = []
+    for k in order:
+        samples = [v for r in runs if k in r.keys for v in _sample(r, k)]
+        rule = rules[k]
+        if rule is None:
+            cols.append(auto_col(k, samples, headers[k]))
+        else:
+            cols.append(auto_col(k, samples, headers[k], rule.describe(k), rule.better, rule.fmt))
+    return cols
+
+
+def _filter(cols: Sequence[Col], patterns: Sequence[str], step_key: str) -> list[Col]:
+    pats = [p.strip() for p in patterns if p.strip()]
+    if not pats:
+        return list(cols)
+    return [
+        c
+        for c in cols
+        if c.key == step_key or any(fnmatchcase(c.key, p) or fnmatchcase(c.header.strip(), p) for p in pats)
+    ]
 
 
 def fit(cols: Sequence[Col], max_width: int) -> list[Col]:
@@ -132,3 +303,12 @@ def fit(cols: Sequence[Col], max_width: int) -> list[Col]:
 
 def by_key(cols: Sequence[Col]) -> Mapping[str, Col]:
     return {c.key: c for c in cols}
+
+
+def hidden_keys(runs: Sequence[RunView], schema: Schema | None, cols: Sequence[Col]) -> list[str]:
+    """Keys the runs have that ``cols`` do not show (hidden by a rule, fitted away, or derived inputs)."""
+    shown = {c.key for c in cols} | {a for c in cols for a in c.aliases}
+    if schema is not None:
+        shown |= {n for d in schema.derived if d.key in shown and d.hide_inputs for n in d.needs}
+    keys = dict.fromkeys(k for r in runs for k in r.keys)
+    return [k for k in keys if k not in shown and k not in META_KEYS]

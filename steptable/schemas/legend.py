@@ -1,0 +1,62 @@
+"""``legend_for``: the legend text of ``steptable legend PATH|--schema NAME``. Pure."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from steptable import render
+from steptable.schemas.base import RunView, Schema, hidden_keys, layout
+from steptable.schemas.registry import detect
+
+
+def _runs(target: Any) -> list[RunView] | None:
+    if hasattr(target, "keys") and hasattr(target, "column") and not isinstance(target, (list, tuple)):
+        return [target]
+    if isinstance(target, (list, tuple)):
+        return list(target)
+    return None
+
+
+_ARROW = {"higher": " (higher is better)", "lower": " (lower is better)"}
+
+
+def _schema_text(schema: Schema) -> str:
+    title = f"{schema.name}: {schema.description}"
+    parts = [render.legend(schema.cols, title=title) if schema.cols else f"{title}\n  (no declared columns)"]
+    described = [r for r in schema.rules if r.desc and not r.hide]
+    if described:
+        w = max(len(r.pattern) for r in described)
+        parts.append("keys matched by pattern:")
+        for r in described:
+            text = r.desc.replace(" ({key})", "").replace("{key}", "the key")
+            parts.append(f"  {r.pattern:<{w}}  {text}{_ARROW.get(r.better or '', '')}")
+    hidden = [r.pattern for r in schema.rules if r.hide]
+    if hidden:
+        parts.append("kept out of the default layout (a column filter shows them): " + ", ".join(hidden))
+    if schema.side_files:
+        parts.append("side files:")
+        parts += [f"  {s.pattern} ({s.kind}): {s.desc}" for s in schema.side_files]
+    return "\n".join(parts)
+
+
+def legend_for(target: Schema | RunView | Sequence[RunView], schema: Schema | None = None) -> str:
+    """The legend of a schema (every declared column, pattern rules and side files), or of runs: the columns the
+    runs actually have, in layout order, under the given schema or the one detected from the first run's file."""
+    if isinstance(target, Schema):
+        return _schema_text(target)
+    runs = _runs(target)
+    if runs is None:
+        raise TypeError(f"legend_for wants a Schema, a run or a list of runs, not {type(target).__name__}")
+    if schema is None:
+        path = getattr(runs[0], "path", None) if runs else None
+        schema = detect(Path(path), runs[0].keys) if path is not None else None
+    cols = layout(runs, schema)
+    name = schema.name if schema is not None else "generic"
+    text = render.legend(cols, title=f"{name} columns:")
+    rest = hidden_keys(runs, schema, cols)
+    if rest:
+        text += f"\n{len(rest)} more key(s) kept out of the default layout (a column filter shows them): "
+        text += ", ".join(rest[:12]) + (" ..." if len(rest) > 12 else "")
+    return text

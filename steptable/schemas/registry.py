@@ -1,0 +1,101 @@
+"""The built-in schemas, user schemas on top of them, and detection.
+
+Detection scores every candidate with its ``match(path, keys)`` (0..1) and takes the best; user schemas are asked
+first, so on a tie the user's wins, and a file nothing claims with at least 0.5 gets the generic schema.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path, PurePath
+
+from steptable.columns import streamed
+from steptable.schemas import generic, retrain, tinker, tinyzero, trl, verl
+from steptable.schemas.base import Rule, Schema, SideFile
+from steptable.schemas.routing import DIAGNOSTIC_KEYS, routing_columns
+from steptable.schemas.user import load_user_schemas
+
+#: the routing arms' distinctive keys
+ROUTING_MARKERS = frozenset({"hack_s", "gt_s", "rew_s", "ref_eq", "hack_t", "gt_t", *DIAGNOSTIC_KEYS})
+
+
+def _routing_match(path: Path, keys: Sequence[str]) -> float:
+    hits = len(set(keys) & ROUTING_MARKERS)
+    return min(hits / 5, 1.0)
+
+
+_ROUTING_ALL = routing_columns(modes=("code", "math"), mode_code={"code": "c", "math": "m"}, show_ablate=True)
+
+ROUTING = Schema(
+    "routing",
+    streamed(_ROUTING_ALL),
+    "gradient-routing arms (vanilla / routeA / absorb)",
+    _routing_match,
+    # the dump-only timing columns stay out of the table, as in the per-step stdout row
+    rules=tuple(Rule(c.key, c.desc, c.better, c.fmt, hide=True) for c in _ROUTING_ALL if not c.stream),
+)
+
+GENERIC = generic.SCHEMA
+
+#: built-in schemas, by name
+SCHEMAS: dict[str, Schema] = {
+    s.name: s
+    for s in (ROUTING, retrain.SCHEMA, verl.SCHEMA, tinyzero.SCHEMA, tinker.SCHEMA, trl.TRL, trl.MAXENT, GENERIC)
+}
+
+
+def user_schemas(near: str | os.PathLike[str] | None = None) -> list[Schema]:
+    """User schemas that apply at ``near`` (a run file or directory), highest priority first."""
+    return load_user_schemas(near, SCHEMAS)
+
+
+def schema_names(near: str | os.PathLike[str] | None = None) -> list[str]:
+    """Every schema name ``get_schema`` accepts at ``near``."""
+    return sorted({*SCHEMAS, *(s.name for s in user_schemas(near))})
+
+
+def get_schema(name: str, near: str | os.PathLike[str] | None = None) -> Schema:
+    """A schema by name (``--schema NAME``): a user schema of that name first, then a built-in."""
+    for s in user_schemas(near):
+        if s.name == name:
+            return s
+    try:
+        return SCHEMAS[name]
+    except KeyError:
+        raise KeyError(f"unknown schema {name!r}; known: {', '.join(schema_names(near))}") from None
+
+
+def detect(path: str | os.PathLike[str], keys: Sequence[str], user: bool = True) -> Schema:
+    """The schema that fits a file best; generic when none scores at least 0.5. ``user=False`` skips user schemas.
+
+    Built-in rules (scores in 0..1; see each schema module):
+    routing   five or more of its arm keys (hack_s, gt_s, rew_s, auroc, qmass, ...)
+    retrain   its own keys (mean_reward, correct_rate, sepa_*, bp_*, num_datums, ...); emergence/steps.jsonl
+    verl      two or more verl key prefixes (actor/, critic/, timing_s/, perf/, val-core/, ...), or validation
+              keys alone (step 0); current-verl markers and a JSON file tell it from tinyzero
+    tinyzero  the same family with TinyZero markers (mfu/actor, actor/entropy_loss, val/test_score/), or a console
+              log (not JSON)
+    tinker    progress/*, env/all/*, optim/* keys
+    trl       trainer_state.json, and HF/TRL keys (loss, learning_rate, reward, completions/..., eval_loss)
+    maxent-grpo  train/ prefixed keys that only MaxEnt-GRPO logs (train/tau, train/beta, train/weight_entropy, ...)
+    """
+    p = Path(path)
+    candidates = (user_schemas(p) if user else []) + list(SCHEMAS.values())
+    best, score = GENERIC, 0.0
+    for s in candidates:
+        m = s.match(p, keys)
+        if m > score:
+            best, score = s, m
+    return best if score >= 0.5 else GENERIC
+
+
+def side_file(path: str | os.PathLike[str], schema: Schema | None = None) -> tuple[Schema, SideFile] | None:
+    """The schema and side-file declaration a file belongs to when it is not a step-row file (``schema``'s first,
+    then every built-in's); None for a file of step rows."""
+    p = PurePath(path)
+    for s in ([schema] if schema is not None else []) + list(SCHEMAS.values()):
+        sf = s.side_file(p)
+        if sf is not None:
+            return s, sf
+    return None

@@ -1,0 +1,173 @@
+"""HF Trainer / TRL (GRPOTrainer) and MaxEnt-GRPO: ``trainer_state.json`` ``log_history``.
+
+``log_history`` mixes three kinds of entries; ``classify_log_entry`` tells them apart for ingest:
+
+- ``"train"``: the metrics of a logging window (``loss``, ``reward``, ``learning_rate`` ... or MaxEnt's ``train/...``);
+- ``"eval"``: an evaluation at a step (every metric key starts with ``eval_`` / ``eval/``, or ``test_`` / ``test/``
+  after ``trainer.predict``); it shares its step with a train entry and is merged into that step's row;
+- ``"summary"``: the entry written once at the end of training (``train_runtime``, ``train_loss``, ``total_flos``,
+  ...): run metadata, not a step row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+from steptable.columns import Col
+from steptable.schemas.base import Rule, Schema, SideFile
+
+LogEntryKind = Literal["train", "eval", "summary"]
+
+#: keys that only the end-of-training summary entry carries
+SUMMARY_KEYS = frozenset({
+    "train_runtime", "train_samples_per_second", "train_steps_per_second", "total_flos", "train_loss",
+})
+#: bookkeeping keys present on every kind of entry
+_BOOKKEEPING = frozenset({"step", "epoch", "global_step", "train/global_step", "train/epoch", "num_input_tokens_seen"})
+_EVAL_PREFIXES = ("eval_", "eval/", "test_", "test/")
+
+
+def classify_log_entry(entry: Mapping[str, Any]) -> LogEntryKind:
+    """Whether a ``log_history`` entry is a training window, an evaluation, or the final run summary."""
+    keys = set(entry)
+    if keys & SUMMARY_KEYS and "loss" not in keys and "train/loss" not in keys:
+        return "summary"
+    metrics = [k for k in keys if k not in _BOOKKEEPING]
+    if metrics and all(k.startswith(_EVAL_PREFIXES) for k in metrics):
+        return "eval"
+    return "train"
+
+
+# ------------------------------------------------------------------------------------------------ detection
+
+TRL_MARKERS = frozenset({
+    "loss", "grad_norm", "learning_rate", "epoch", "reward", "reward_std", "kl", "entropy", "frac_reward_zero_std",
+    "completions/mean_length", "completions/clipped_ratio", "clip_ratio/region_mean", "num_tokens", "eval_loss",
+})
+MAXENT_COMMON = frozenset({
+    "train/loss", "train/reward", "train/reward_std", "train/kl", "train/grad_norm", "train/learning_rate",
+})
+MAXENT_SPECIFIC = frozenset({
+    "train/tau", "train/beta", "train/weight_entropy", "train/q_entropy_mean", "train/loss/policy", "train/loss/kl",
+    "train/maxent_objective", "train/completions/mean_length_sampled", "train/grpo_objective",
+})
+
+
+def maxent_match(path: Path, keys: Sequence[str]) -> float:
+    ks = set(keys)
+    specific = len(ks & MAXENT_SPECIFIC)
+    if not specific:
+        return 0.0
+    state = 0.1 if path.name == "trainer_state.json" else 0.0
+    return min(0.5 + 0.1 * specific + 0.1 * len(ks & MAXENT_COMMON) + state, 1.0)
+
+
+def trl_match(path: Path, keys: Sequence[str]) -> float:
+    state = path.name == "trainer_state.json"
+    if maxent_match(path, keys) >= 0.5:
+        return 0.3 if state else 0.0
+    hits = len(set(keys) & TRL_MARKERS)
+    return min((0.6 if state else 0.0) + 0.1 * hits, 1.0)
+
+
+# ---------------------------------------------------------------------------------------------------- TRL
+
+TRL_COLS = (
+    Col("step", 5, "step", "d", "optimizer step (global_step) of the logging window"),
+    Col(
+        "loss", 7, "loss", None,
+        "training loss averaged over the logging window (for GRPO it follows the advantages: no good direction)",
+    ),
+    Col("reward", 6, "reward", None, "mean reward of the sampled completions (all reward functions summed)", "higher"),
+    Col("reward_std", 7, "rew_std", None, "standard deviation of rewards within a prompt's group, averaged"),
+    Col(
+        "frac_reward_zero_std", 7, "zero_sd", None,
+        "share of prompts whose completions all got the same reward (no learning signal from them)",
+    ),
+    Col("kl", 6, "kl", None, "KL between the policy and the reference model"),
+    Col("entropy", 7, "entropy", None, "mean token entropy of the policy on its completions"),
+    Col("completions/mean_length", 6, "len", None, "mean completion length in tokens"),
+    Col(
+        "completions/clipped_ratio", 8, "len_clip", None,
+        "share of completions cut at the maximum completion length", "lower",
+    ),
+    Col("clip_ratio/region_mean", 6, "clip", None, "share of tokens whose probability ratio was clipped"),
+    Col("grad_norm", 6, "gnorm", None, "gradient norm before clipping"),
+    Col("learning_rate", 6, "lr", None, "learning rate from the scheduler"),
+    Col("epoch", 5, "epoch", None, "fractional epoch over the training data"),
+    Col("eval_loss", 9, "eval_loss", None, "loss on the evaluation set (evaluation steps only)"),
+    Col("eval_reward", 8, "eval_rew", None, "mean reward on the evaluation prompts (evaluation steps only)", "higher"),
+)
+
+TRL_RULES = (
+    Rule("rewards/*/mean", "mean reward of one reward function ({key})", "higher", promote=True),
+    Rule("rewards/*", "reward function statistic ({key})"),
+    Rule("completions/*", "completion length statistic in tokens ({key})"),
+    Rule("clip_ratio/*", "share of tokens clipped by the probability-ratio bounds ({key})"),
+    Rule("eval_runtime", "seconds the evaluation took", hide=True),
+    Rule("eval_*_per_second", "evaluation throughput ({key})", hide=True),
+    Rule("eval_*", "evaluation metric, present on evaluation steps only ({key})", promote=True),
+    Rule("num_tokens", "tokens processed so far"),
+    Rule("train_*", "end-of-training summary value ({key})", hide=True),
+    Rule("total_flos", "floating-point operations of the whole run", hide=True),
+)
+
+TRL = Schema(
+    "trl",
+    TRL_COLS,
+    "Hugging Face Trainer / TRL trainers: trainer_state.json log_history (train and eval entries)",
+    trl_match,
+    rules=TRL_RULES,
+)
+
+# ------------------------------------------------------------------------------------------------- MaxEnt
+
+MAXENT_COLS = (
+    Col("step", 5, "step", "d", "optimizer step"),
+    Col("train/loss", 7, "loss", None, "total training loss (policy + KL terms)"),
+    Col("train/loss/policy", 8, "pol_loss", None, "policy part of the loss (no good direction: follows advantages)"),
+    Col("train/loss/kl", 7, "kl_loss", None, "KL part of the loss"),
+    Col("train/reward", 6, "reward", None, "mean reward of the sampled completions", "higher"),
+    Col("train/reward_std", 7, "rew_std", None, "standard deviation of the rewards"),
+    Col("train/kl", 6, "kl", None, "KL between the policy and the reference model"),
+    Col("train/tau", 6, "tau", None, "temperature of the maximum-entropy weighting over completions"),
+    Col("train/beta", 6, "beta", None, "KL coefficient (beta) of the objective"),
+    Col("train/weight_entropy", 6, "w_ent", None, "entropy of the weights given to a prompt's completions"),
+    Col("train/completions/mean_length_sampled", 6, "len", None, "mean length of the sampled completions (tokens)"),
+    Col(
+        "train/completions/clipped_frac", 8, "len_clip", None,
+        "share of completions cut at the maximum completion length", "lower",
+    ),
+    Col("train/grad_norm", 6, "gnorm", None, "gradient norm before clipping"),
+    Col("train/learning_rate", 6, "lr", None, "learning rate from the scheduler"),
+)
+
+MAXENT_RULES = (
+    Rule("train/global_step", "the trainer's step counter (same as step)", hide=True),
+    Rule("train/epoch", "fractional epoch over the training data"),
+    Rule("eval/reward*", "evaluation reward ({key}); evaluation steps only", "higher", promote=True),
+    Rule("eval/*", "evaluation metric, present on evaluation steps only ({key})", promote=True),
+    Rule("train/rewards/*/mean", "mean reward of one reward function ({key})", "higher"),
+    Rule("train/rewards/*", "reward function statistic ({key})"),
+    Rule("train/loss/*", "loss component ({key})"),
+    Rule("train/clip_ratio*", "share of tokens clipped by the ratio bounds ({key})"),
+    Rule("train/completions/*", "completion statistic ({key})"),
+    Rule("train/kl_per_token_bucket*", "KL by token-position bucket ({key})", hide=True),
+    Rule("train/weighting/*", "weighting configuration value ({key})", hide=True),
+)
+
+MAXENT = Schema(
+    "maxent-grpo",
+    MAXENT_COLS,
+    "MaxEnt-GRPO (TRL-based): trainer_state.json log_history with train/ and eval/ prefixed keys",
+    maxent_match,
+    rules=MAXENT_RULES,
+    side_files=(
+        SideFile(
+            "rich_completions/*_step_*.json", "generations",
+            "sampled completions of a step as a {columns, data} table", None, r"_step_(\d+)\.json$",
+        ),
+    ),
+)

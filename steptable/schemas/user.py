@@ -1,0 +1,345 @@
+"""User schemas: TOML files declaring columns with the same fields as ``Col``, extending or overriding a built-in.
+
+Where they are read from (nearest first when several match a file):
+
+1. ``steptable.toml`` in the run's directory or one of its four nearest parents (the log directory);
+2. ``$XDG_CONFIG_HOME/steptable/schemas/*.toml`` (``~/.config/steptable/schemas/*.toml`` without XDG_CONFIG_HOME).
+
+The format (every field but ``schema.name`` and ``columns.key`` is optional)::
+
+    [schema]
+    name = "mine"                  # a built-in's name overrides that built-in (and extends it)
+    extends = "verl"               # start from this schema's columns, rules, derived columns and side files
+    description = "my PPO runs"
+    extend = true                  # also show undeclared keys after the declared ones
+    hide = ["timing_per_token_ms/*"]   # globs kept out of the default layout (a filter still reaches them)
+    drop = ["actor/lr"]            # inherited columns to remove
+
+    [match]                        # without it, the schema matches whatever its base matches
+    files = ["*.jsonl"]            # path patterns, matched from the right (PurePath.match)
+    keys = ["my/loss"]             # globs; each must match a key of the file
+
+    [[columns]]                    # a key the base declares is overridden in place (unset fields inherited)
+    key = "my/loss"
+    width = 7                      # default: wide enough for the header (and at least 6)
+    header = "myloss"              # default: the short header of the key
+    fmt = ".3f"                    # Python format spec, "frac", or omitted for the compact automatic format
+    desc = "my loss"
+    better = "lower"               # "higher" | "lower"; omitted when no direction is clearly good
+    align = "right"                # "right" | "left" | "center"
+    stream = true
+    aliases = ["old/loss"]         # read this key when the column's own key is absent
+    after = "actor/pg_loss"        # position; default: at the end (an override keeps its place)
+
+    [[rules]]                      # keys matched by a glob: legend text, direction, hiding, promotion
+    pattern = "my/*"
+    desc = "my metric ({key})"
+    better = "higher"
+    hide = false
+    promote = true
+
+A file that cannot be used raises ``SchemaFileError`` whose text is ``<file>:<line>: <what is wrong>``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+from pathlib import Path
+from typing import Any
+
+from steptable.columns import Col, ColumnError
+from steptable.formatting import display_width
+from steptable.schemas.base import Rule, Schema
+from steptable.schemas.headers import short_header
+
+
+def _toml() -> Any:
+    """The TOML parser, imported on first use: ``tomllib`` (3.11+) or the ``tomli`` package it came from (3.10)."""
+    try:
+        import tomllib  # type: ignore[import-not-found, unused-ignore]
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib  # type: ignore[import-not-found, no-redef, unused-ignore]
+    return tomllib
+
+#: file name of a log directory's schema
+LOCAL_NAME = "steptable.toml"
+#: parents of a run file searched for LOCAL_NAME
+LOCAL_DEPTH = 4
+
+_SCHEMA_FIELDS: dict[str, type] = {
+    "name": str, "extends": str, "description": str, "extend": bool, "hide": list, "drop": list,
+}
+_MATCH_FIELDS: dict[str, type] = {"files": list, "keys": list}
+_COLUMN_FIELDS: dict[str, type] = {
+    "key": str, "width": int, "header": str, "fmt": str, "desc": str, "better": str, "align": str, "stream": bool,
+    "aliases": list, "after": str,
+}
+_RULE_FIELDS: dict[str, type] = {"pattern": str, "desc": str, "better": str, "fmt": str, "hide": bool, "promote": bool}
+_TABLES: dict[str, dict[str, type]] = {
+    "schema": _SCHEMA_FIELDS, "match": _MATCH_FIELDS, "columns": _COLUMN_FIELDS, "rules": _RULE_FIELDS,
+}
+
+
+class SchemaFileError(ValueError):
+    """A user schema file that cannot be used; ``str()`` is ``<file>:<line>: <message>``."""
+
+    def __init__(self, path: str, line: int | None, message: str) -> None:
+        self.path = path
+        self.line = line
+        self.message = message
+        super().__init__(f"{path}:{line}: {message}" if line else f"{path}: {message}")
+
+
+def config_dir() -> Path:
+    """The directory of the user's own schemas."""
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "steptable" / "schemas"
+
+
+def schema_files(near: str | os.PathLike[str] | None = None) -> list[Path]:
+    """User schema files that apply to runs at ``near``: the nearest log-directory file first, then the user's."""
+    out: list[Path] = []
+    if near is not None:
+        p = Path(near)
+        start = p if p.is_dir() else p.parent
+        for d in [start, *list(start.parents)[:LOCAL_DEPTH]]:
+            f = d / LOCAL_NAME
+            if f.is_file():
+                out.append(f)
+                break
+    cfg = config_dir()
+    if cfg.is_dir():
+        out += sorted(f for f in cfg.glob("*.toml") if f.is_file())
+    return out
+
+
+@dataclass
+class _Doc:
+    """A parsed file: its text (for line numbers) and its data."""
+
+    path: str
+    text: str
+    data: dict[str, Any]
+
+    def fail(self, message: str, table: str | None = None, index: int | None = None, key: str | None = None) -> None:
+        raise SchemaFileError(self.path, _line_of(self.text, table, index, key), message)
+
+
+_TABLE_LINE = re.compile(r"^\s*(\[\[?)\s*([^\]]+?)\s*\]\]?\s*(#.*)?$")
+
+
+def _line_of(text: str, table: str | None, index: int | None, key: str | None) -> int | None:
+    """1-based line of ``key`` inside the ``index``-th ``[[table]]`` (or ``[table]``; or at the top level)."""
+    lines = text.splitlines()
+    start, seen = -1, -1
+    if table is not None:
+        for i, line in enumerate(lines):
+            m = _TABLE_LINE.match(line)
+            if m and m.group(2).strip("\"'") == table and (m.group(1) == "[[") == (index is not None):
+                seen += 1
+                if index is None or seen == index:
+                    start = i
+                    break
+        if start < 0:  # an inline table or array: point at the key that holds it
+            key, table = table, None
+    found = re.compile(rf"^\s*[\"']?{re.escape(key)}[\"']?\s*=") if key is not None else None
+    for j in range(start + 1, len(lines)):
+        if start >= 0 and _TABLE_LINE.match(lines[j]):
+            break
+        if found is not None and found.match(lines[j]):
+            return j + 1
+    return start + 1 if start >= 0 else None
+
+
+def _read(path: Path) -> _Doc:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise SchemaFileError(str(path), None, f"cannot read the file ({e})") from None
+    toml = _toml()
+    try:
+        data = toml.loads(text)
+    except toml.TOMLDecodeError as e:
+        m = re.search(r"line (\d+)", str(e))
+        raise SchemaFileError(str(path), int(m.group(1)) if m else None, f"not valid TOML: {e}") from None
+    return _Doc(str(path), text, data)
+
+
+def _check_fields(doc: _Doc, table: str, entry: Any, index: int | None) -> dict[str, Any]:
+    fields = _TABLES[table]
+    where = f"[[{table}]] #{index + 1}" if index is not None else f"[{table}]"
+    if not isinstance(entry, dict):
+        doc.fail(f"{where} must be a table", table, index)
+    for k, v in entry.items():
+        want = fields.get(k)
+        if want is None:
+            doc.fail(f"{where}: unknown field {k!r} (known: {', '.join(fields)})", table, index, k)
+        elif not isinstance(v, want) or (want is int and isinstance(v, bool)):
+            doc.fail(f"{where}: {k} must be {want.__name__}, got {type(v).__name__} {v!r}", table, index, k)
+        elif isinstance(v, list) and not all(isinstance(x, str) for x in v):
+            doc.fail(f"{where}: {k} must be a list of strings", table, index, k)
+    return dict(entry)
+
+
+def _column_error_field(message: str) -> str | None:
+    for word, field in (("header", "header"), ("format", "fmt"), ("width", "width"), ("better", "better"),
+                        ("align", "align"), ("description", "desc"), ("key", "key")):
+        if word in message:
+            return field
+    return None
+
+
+def _build_col(doc: _Doc, spec: dict[str, Any], i: int, base: Col | None) -> Col:
+    fields = {k: v for k, v in spec.items() if k not in ("after",)}
+    if "aliases" in fields:
+        fields["aliases"] = tuple(fields["aliases"])
+    try:
+        if base is not None:
+            if "header" in fields and "width" not in fields:
+                fields["width"] = max(base.width, display_width(fields["header"]))
+            return base.with_(**fields)
+        header = fields.get("header", short_header(spec["key"]))
+        fields["header"] = header
+        fields.setdefault("width", max(display_width(header), 6))
+        return Col(**fields)
+    except (ColumnError, TypeError) as e:
+        doc.fail(f"[[columns]] #{i + 1} ({spec['key']!r}): {e}", "columns", i, _column_error_field(str(e)))
+        raise  # unreachable: fail() raises
+
+
+def _rule(doc: _Doc, spec: dict[str, Any], i: int) -> Rule:
+    if "pattern" not in spec:
+        doc.fail(f"[[rules]] #{i + 1}: a rule needs a pattern", "rules", i)
+    try:
+        return Rule(**spec)
+    except ColumnError as e:
+        doc.fail(f"[[rules]] #{i + 1}: {e}", "rules", i, "better")
+        raise
+
+
+def schema_from_doc(doc: _Doc, bases: Mapping[str, Schema]) -> Schema:
+    for top in doc.data:
+        if top not in _TABLES:
+            doc.fail(f"unknown table {top!r} (known: {', '.join(_TABLES)})", top, None, top)
+    head = _check_fields(doc, "schema", doc.data.get("schema", {}), None)
+    name = head.get("name", "").strip()
+    if not name or any(c.isspace() for c in name):
+        doc.fail("[schema] needs a name without spaces", "schema", None, "name")
+    extends = head.get("extends", name if name in bases else None)
+    base = bases.get(extends) if extends is not None else None
+    if extends is not None and base is None:
+        doc.fail(f"[schema] extends unknown schema {extends!r} (known: {', '.join(sorted(bases))})", "schema", None,
+                 "extends")
+    cols = list(base.cols) if base is not None else []
+    for k in head.get("drop", []):
+        if not any(c.key == k for c in cols):
+            doc.fail(f"[schema] drop: {k!r} is not a column of {extends!r}", "schema", None, "drop")
+        cols = [c for c in cols if c.key != k]
+    raw_cols = doc.data.get("columns", [])
+    if not isinstance(raw_cols, list):
+        doc.fail("columns must be an array of tables: [[columns]]", "columns", None, "columns")
+    user_index: dict[str, int] = {}
+    for i, entry in enumerate(raw_cols):
+        spec = _check_fields(doc, "columns", entry, i)
+        if "key" not in spec or not spec["key"]:
+            doc.fail(f"[[columns]] #{i + 1}: a column needs a key", "columns", i)
+        if spec["key"] in user_index:
+            doc.fail(f"[[columns]] #{i + 1}: key {spec['key']!r} declared twice", "columns", i, "key")
+        pos = next((j for j, c in enumerate(cols) if c.key == spec["key"]), None)
+        col = _build_col(doc, spec, i, cols[pos] if pos is not None else None)
+        after = spec.get("after")
+        if after is not None:
+            if pos is not None:
+                cols.pop(pos)
+            at = next((j for j, c in enumerate(cols) if c.key == after), None)
+            if at is None:
+                doc.fail(f"[[columns]] #{i + 1}: after {after!r}: no such column", "columns", i, "after")
+            cols.insert(at + 1, col)  # type: ignore[operator]
+        elif pos is not None:
+            cols[pos] = col
+        else:
+            cols.append(col)
+        user_index[col.key] = i
+    headers: dict[str, str] = {}
+    for c in cols:
+        h = c.header.strip()
+        if h in headers:
+            i = user_index.get(c.key, user_index.get(headers[h], 0))
+            doc.fail(f"columns {headers[h]!r} and {c.key!r} share the header {h!r}", "columns", i, "header")
+        headers[h] = c.key
+    raw_rules = doc.data.get("rules", [])
+    if not isinstance(raw_rules, list):
+        doc.fail("rules must be an array of tables: [[rules]]", "rules", None, "rules")
+    rules = [_rule(doc, _check_fields(doc, "rules", r, i), i) for i, r in enumerate(raw_rules)]
+    rules += [Rule(p, hide=True) for p in head.get("hide", [])]
+    match_spec = _check_fields(doc, "match", doc.data.get("match", {}), None)
+    keys = {c.key for c in cols}
+    return Schema(
+        name,
+        tuple(cols),
+        head.get("description", base.description if base is not None else f"user schema from {doc.path}"),
+        _matcher(match_spec.get("files", []), match_spec.get("keys", []), base),
+        head.get("extend", base.extend if base is not None else True),
+        rules=tuple(rules) + (base.rules if base is not None else ()),
+        derived=tuple(d for d in base.derived if d.key in keys) if base is not None else (),
+        side_files=base.side_files if base is not None else (),
+        source=doc.path,
+    )
+
+
+def _matcher(files: Sequence[str], key_globs: Sequence[str], base: Schema | None) -> Any:
+    def match(path: Path, keys: Sequence[str]) -> float:
+        if files and not any(Path(path).match(p) for p in files):
+            return 0.0
+        if key_globs and not all(any(fnmatchcase(k, g) for k in keys) for g in key_globs):
+            return 0.0
+        if files or key_globs:
+            return 1.0
+        return base.match(path, keys) if base is not None else 0.0
+
+    return match
+
+
+_CACHE: dict[Path, tuple[tuple[int, int], _Doc]] = {}
+
+
+def _doc(path: Path) -> _Doc:
+    try:
+        st = path.stat()
+        stamp = (st.st_mtime_ns, st.st_size)
+    except OSError:
+        stamp = (-1, -1)
+    hit = _CACHE.get(path)
+    if hit is not None and hit[0] == stamp:
+        return hit[1]
+    doc = _read(path)
+    _CACHE[path] = (stamp, doc)
+    return doc
+
+
+def load_schema_file(path: str | os.PathLike[str], bases: Mapping[str, Schema] | None = None) -> Schema:
+    """The schema a TOML file declares; ``bases`` are the schemas it may extend (default: the built-ins)."""
+    if bases is None:
+        from steptable.schemas.registry import SCHEMAS
+
+        bases = SCHEMAS
+    return schema_from_doc(_doc(Path(path)), bases)
+
+
+def load_user_schemas(near: str | os.PathLike[str] | None, bases: Mapping[str, Schema]) -> list[Schema]:
+    """The user schemas that apply at ``near``, highest priority first. User files may extend built-ins and the
+    user's own config schemas; the log-directory file may extend any of them."""
+    files = schema_files(near)
+    local = [f for f in files if f.name == LOCAL_NAME and f.parent != config_dir()]
+    order = [f for f in files if f not in local] + local  # config files first, so the local one can extend them
+    known = dict(bases)
+    loaded: dict[Path, Schema] = {}
+    for f in order:
+        s = schema_from_doc(_doc(f), known)
+        known[s.name] = s
+        loaded[f] = s
+    return [loaded[f] for f in files]

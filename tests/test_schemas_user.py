@@ -1,0 +1,186 @@
+"""User schemas: TOML files that extend or override built-ins, where they are found, and their errors."""
+
+from __future__ import annotations
+
+import os
+import textwrap
+from pathlib import Path
+
+import pytest
+from fixtures_gen import write_verl
+
+from steptable.ingest import load
+from steptable.schemas import SchemaFileError, detect, get_schema, layout, load_schema_file, schema_files
+from steptable.schemas.user import config_dir
+
+
+@pytest.fixture(autouse=True)
+def xdg(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    return tmp_path / "xdg" / "steptable" / "schemas"
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(text).lstrip("\n"), encoding="utf-8")
+    return path
+
+
+MINE = """
+[schema]
+name = "mine"
+extends = "verl"
+description = "verl with my loss"
+hide = ["timing_per_token_ms/*"]
+drop = ["actor/lr"]
+
+[match]
+files = ["*.jsonl"]
+keys = ["my/loss"]
+
+[[columns]]
+key = "my/loss"
+width = 7
+header = "myloss"
+fmt = ".3f"
+desc = "my own loss"
+better = "lower"
+after = "actor/pg_loss"
+
+[[columns]]
+key = "critic/score/mean"
+header = "task_score"
+
+[[rules]]
+pattern = "my/*"
+desc = "mine: {key}"
+promote = true
+"""
+
+
+def test_extend_override_insert_drop_hide(tmp_path: Path) -> None:
+    s = load_schema_file(write(tmp_path / "mine.toml", MINE))
+    assert s.name == "mine" and s.source.endswith("mine.toml") and s.description == "verl with my loss"
+    keys = [c.key for c in s.cols]
+    assert keys[:5] == ["step", "critic/score/mean", "critic/rewards/mean", "actor/pg_loss", "my/loss"]
+    assert "actor/lr" not in keys
+    score = s.col("critic/score/mean")
+    assert score is not None and score.header == "task_score" and score.width == 10 and score.better == "higher"
+    mine = s.col("my/loss")
+    assert mine is not None and (mine.width, mine.fmt, mine.better, mine.desc) == (7, ".3f", "lower", "my own loss")
+    assert s.hidden("timing_per_token_ms/gen") and not s.hidden("timing_s/gen")
+    assert s.rule("my/other") is not None and s.rule("val-core/x/mean@1") is not None  # own rules, then the base's
+    assert s.match(Path("a/b.jsonl"), ["step", "my/loss"]) == 1.0
+    assert s.match(Path("a/b.log"), ["step", "my/loss"]) == 0.0
+    assert s.match(Path("a/b.jsonl"), ["step", "actor/pg_loss"]) == 0.0
+
+
+def test_local_file_beats_builtin_and_applies_to_its_runs(tmp_path: Path) -> None:
+    path = write_verl(tmp_path / "logs" / "proj" / "exp.jsonl")
+    run = next(iter(load(path).values()))
+    assert detect(run.path, run.keys).name == "verl"
+    write(tmp_path / "logs" / "steptable.toml", """
+        [schema]
+        name = "verl"
+
+        [[columns]]
+        key = "actor/entropy"
+        header = "H"
+        width = 5
+    """)
+    s = detect(run.path, run.keys)
+    assert s.name == "verl" and s.source.endswith("steptable.toml")
+    cols = layout([run], s)
+    assert [c.header for c in cols if c.key == "actor/entropy"] == ["H"]
+    assert get_schema("verl", near=path).source.endswith("steptable.toml")
+    assert get_schema("verl").source == "built-in"  # elsewhere, the built-in
+    assert detect(run.path, run.keys, user=False).source == "built-in"
+
+
+def test_config_dir_schema_matches_by_keys(tmp_path: Path, xdg: Path) -> None:
+    write(xdg / "lab.toml", """
+        [schema]
+        name = "lab"
+        extend = false
+
+        [match]
+        keys = ["lab/*"]
+
+        [[columns]]
+        key = "lab/acc"
+        better = "higher"
+    """)
+    assert config_dir() == xdg
+    assert schema_files() == [xdg / "lab.toml"]
+    s = detect(tmp_path / "x.jsonl", ["step", "lab/acc", "other"])
+    assert s.name == "lab"
+    col = s.col("lab/acc")
+    assert col is not None and col.header == "acc" and col.width == 6 and col.better == "higher"
+    assert detect(tmp_path / "x.jsonl", ["step", "other"]).name == "generic"
+    assert get_schema("lab").name == "lab"
+
+
+def test_local_schema_may_extend_a_config_schema(tmp_path: Path, xdg: Path) -> None:
+    write(xdg / "base.toml", '[schema]\nname = "labbase"\n\n[[columns]]\nkey = "lab/acc"\n')
+    write(tmp_path / "run" / "steptable.toml", '[schema]\nname = "labrun"\nextends = "labbase"\n\n'
+                                               '[match]\nfiles = ["*.jsonl"]\n')
+    s = detect(tmp_path / "run" / "m.jsonl", ["lab/acc"])
+    assert s.name == "labrun" and [c.key for c in s.cols] == ["lab/acc"]
+
+
+def test_home_config_without_xdg(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.delenv("XDG_CONFIG_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert config_dir() == tmp_path / ".config" / "steptable" / "schemas"
+
+
+def test_edits_are_picked_up(tmp_path: Path) -> None:
+    f = write(tmp_path / "s.toml", '[schema]\nname = "one"\n')
+    assert load_schema_file(f).name == "one"
+    f.write_text('[schema]\nname = "two"\ndescription = "changed"\n')
+    st = f.stat()
+    os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))
+    assert load_schema_file(f).name == "two"
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "words"),
+    [
+        ('[schema]\nname = "x"\n[[columns]]\nkey = "a"\nwidth = = 3\n', 5, "not valid TOML"),
+        ('[schema]\nname = "x"\n\n[[columns]]\nkey = "a"\n\n[[columns]]\nkey = "b"\nwidht = 3\n', 9,
+         "unknown field 'widht'"),
+        ('[schema]\nname = "x"\n[[columns]]\nkey = "a"\nwidth = "7"\n', 5, "width must be int"),
+        ('[schema]\nname = "x"\n[[columns]]\nkey = "a"\nwidth = 0\n', 5, "width must be a positive int"),
+        ('[schema]\nname = "x"\n[[columns]]\nkey = "a"\nwidth = 3\nheader = "longer"\n', 6, "wider than its width"),
+        ('[schema]\nname = "x"\n[[columns]]\nkey = "a"\nfmt = ".2q"\n', 5, "bad format spec"),
+        ('[schema]\nname = "x"\n[[columns]]\nkey = "a"\nbetter = "up"\n', 5, "better must be"),
+        ('[schema]\nname = "x"\nextends = "nope"\n', 3, "extends unknown schema 'nope'"),
+        ('[schema]\nname = "x"\n[[columns]]\nkey = "a"\nheader = "h"\n[[columns]]\nkey = "b"\nheader = "h"\n', 8,
+         "share the header 'h'"),
+        ('[schema]\nname = "x"\nextends = "verl"\n[[columns]]\nkey = "m"\nheader = "score"\n', 6, "share the header"),
+        ('[schema]\nname = "x"\n[colums]\nkey = "a"\n', 3, "unknown table 'colums'"),
+        ('[schema]\ndescription = "no name"\n', 1, "needs a name"),
+        ('[schema]\nname = "x"\n[[columns]]\nwidth = 4\n', 3, "needs a key"),
+        ('[schema]\nname = "x"\nextends = "verl"\ndrop = ["nope"]\n', 4, "drop: 'nope'"),
+        ('[schema]\nname = "x"\n[[columns]]\nkey = "a"\nafter = "zzz"\n', 5, "after 'zzz'"),
+        ('[schema]\nname = "x"\n[match]\nkeys = "my/loss"\n', 4, "keys must be list"),
+        ('[schema]\nname = "x"\n[[rules]]\ndesc = "d"\n', 3, "needs a pattern"),
+        ('[schema]\nname = "x"\ncolumns = 3\n', 3, "unknown field 'columns'"),
+        ('columns = [{ key = "a", width = -1 }]\n[schema]\nname = "x"\n', 1, "width must be a positive int"),
+    ],
+)
+def test_errors_name_file_and_line(tmp_path: Path, text: str, line: int, words: str) -> None:
+    f = write(tmp_path / "bad.toml", text)
+    with pytest.raises(SchemaFileError) as info:
+        load_schema_file(f)
+    err = info.value
+    assert (err.path, err.line) == (str(f), line), str(err)
+    assert str(err).startswith(f"{f}:{line}: ")
+    assert words in str(err)
+
+
+def test_bad_config_file_is_reported_by_detect(tmp_path: Path, xdg: Path) -> None:
+    write(xdg / "broken.toml", "[schema\nname = 'x'\n")
+    with pytest.raises(SchemaFileError, match=r"broken\.toml:1: not valid TOML"):
+        detect(tmp_path / "m.jsonl", ["step"])
+    assert detect(tmp_path / "m.jsonl", ["step"], user=False).name == "generic"

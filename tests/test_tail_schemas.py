@@ -1,0 +1,31 @@
+"""`steptable tail` output for every trainer format (golden files): detection, layout and derived columns end to end."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from fixtures_gen import write_all
+from steptable.cli import main
+
+NAMES = ["routing", "retrain", "retrain_emergence", "verl", "tinyzero", "tinker", "trl", "maxent", "generic"]
+
+
+@pytest.fixture(scope="module")
+def fixtures(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    return write_all(tmp_path_factory.mktemp("formats"))
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_tail_golden_per_format(
+    name: str, fixtures: dict[str, Path], capsys: pytest.CaptureFixture[str], golden: Callable[[str, str], None]
+) -> None:
+    rc = main(["tail", str(fixtures[name]), "-n", "0", "--width", "160"])
+    out, err = capsys.readouterr()
+    assert rc == 0, err
+    root = str(fixtures[name].parent)
+    golden(f"tail_{name}.txt", out.replace(root, "<dir>") + ("--stderr--\n" + err.replace(root, "<dir>") if err else ""))
+    lines = out.splitlines()
+    assert lines and all(len(line) == len(lines[0]) for line in lines if not line.startswith("──"))
