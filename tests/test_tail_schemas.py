@@ -6,8 +6,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-
 from fixtures_gen import write_all
+
 from steptable.cli import main
 
 NAMES = ["routing", "retrain", "retrain_emergence", "verl", "tinyzero", "tinker", "trl", "maxent", "generic"]
@@ -26,6 +26,7 @@ def test_tail_golden_per_format(
     out, err = capsys.readouterr()
     assert rc == 0, err
     root = str(fixtures[name].parent)
-    golden(f"tail_{name}.txt", out.replace(root, "<dir>") + ("--stderr--\n" + err.replace(root, "<dir>") if err else ""))
+    text = out.replace(root, "<dir>") + ("--stderr--\n" + err.replace(root, "<dir>") if err else "")
+    golden(f"tail_{name}.txt", text)
     lines = out.splitlines()
     assert lines and all(len(line) == len(lines[0]) for line in lines if not line.startswith("──"))
