@@ -34,6 +34,15 @@ threshold_multiotsu = skimage_filters.threshold_multiotsu
 NAN = float("nan")
 
 
+@pytest.fixture(autouse=True, scope="module")
+def _one_torch_thread() -> Any:
+    """Small tensors on a shared 2-core machine: intra-op threads only add OpenMP contention (restored after)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
 def same(a: float, b: float, tol: float = 0.0) -> bool:
     return (math.isnan(a) and math.isnan(b)) or abs(a - b) <= tol
 
@@ -241,7 +250,7 @@ def test_multiotsu_edge_cases() -> None:
         multiotsu(torch.from_numpy(x), nbins=2)
 
 
-# ---------------------------------------------------------------------------------------------------- shares, cos, qmass
+# ------------------------------------------------------------------------------------------ shares, cos, qmass
 
 
 def test_shares() -> None:
@@ -312,7 +321,7 @@ def test_monitor_against_references() -> None:
     g = torch.Generator().manual_seed(0)
     mon = RoutingMonitor(capacity=1000, warmup=400)
     seen: list[np.ndarray] = []
-    for t in range(6):
+    for _ in range(6):
         act, v, hack, adv = _batch(g, 150)
         row = mon.step(act, v, hack, adv)
         assert list(row) == list(COLUMNS) and all(type(x) is float for x in row.values())
@@ -503,27 +512,42 @@ def test_monitor_step_has_exactly_one_host_transfer(nan_policy: str) -> None:
     assert [name for _, name in rec.host_bound] == ["_to_copy"] and rec.host_bound[0][0] == len(rec.ops) - 1
 
 
+def test_standalone_functions_do_not_sync() -> None:
+    g = torch.Generator().manual_seed(8)
+    act, v, hack, adv = _batch(g, 500, dtype=torch.bfloat16)
+    s = torch.randn(500, generator=g, dtype=torch.float64)
+    with HostSyncRecorder() as rec:
+        auroc(s, hack, adv > 0, nan_policy="drop")
+        lo, hi = multiotsu(s, mask=adv > -1)
+        shares(s, lo, hi)
+        cosine_mean(act, v)
+        quarantine_mass([act], [v])
+    assert rec.host_bound == [] and len(rec.ops) > 50
+
+
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 def test_monitor_cuda_no_sync() -> None:
     dev = torch.device("cuda")
     g = torch.Generator().manual_seed(6)
-    mon = RoutingMonitor(capacity=65536, warmup=1000, device=dev)
     batches = [tuple(t.to(dev) for t in _batch(g, 4096, d=256, dtype=torch.bfloat16)) for _ in range(3)]
     grads = [torch.randn(1000, device=dev)]
+    default = RoutingMonitor(capacity=8192, warmup=1000, device=dev)  # float32 projections
+    exact = RoutingMonitor(capacity=8192, warmup=1000, device=dev, proj_dtype=torch.float64)
     pending = []
     torch.cuda.synchronize()
-    torch.cuda.set_sync_debug_mode("error")
+    torch.cuda.set_sync_debug_mode("error")  # any synchronising call inside the steps raises
     try:
         for b in batches:
-            pending.append(mon.step_async(*b, g_keep=grads, g_quar=grads))
+            default.step_async(*b, g_keep=grads, g_quar=grads)
+            pending.append(exact.step_async(*b, g_keep=grads, g_quar=grads))
     finally:
         torch.cuda.set_sync_debug_mode(0)
     rows = [p.get() for p in pending]
-    cpu = RoutingMonitor(capacity=65536, warmup=1000)
+    cpu = RoutingMonitor(capacity=8192, warmup=1000)
     for b, row in zip(batches, rows, strict=True):
         ref = cpu.step(*(t.cpu() for t in b), g_keep=[grads[0].cpu()], g_quar=[grads[0].cpu()])
-        for k in COLUMNS:  # float32 projections on the GPU vs float64 on the CPU
-            assert same(row[k], ref[k], 1e-4), (k, row[k], ref[k])
+        for k in COLUMNS:  # float64 on both sides; only reduction order differs
+            assert same(row[k], ref[k], 1e-9), (k, row[k], ref[k])
 
 
 def test_import_is_lazy() -> None:

@@ -44,6 +44,9 @@ def histogram(values: Tensor, use: Tensor, nbins: int) -> tuple[Tensor, Tensor, 
     or when no value is used. Unused rows go to a trash bin, so every shape is fixed.
     """
     dev = values.device
+    if values.numel() == 0:  # a host-known shape: stand in one unused value so the reductions are defined
+        values = torch.zeros(1, dtype=values.dtype, device=dev)
+        use = torch.zeros(1, dtype=torch.bool, device=dev)
     lo = torch.where(use, values, float("inf")).amin()
     hi = torch.where(use, values, float("-inf")).amax()
     same = lo == hi
@@ -68,28 +71,39 @@ def histogram(values: Tensor, use: Tensor, nbins: int) -> tuple[Tensor, Tensor, 
     return counts[:nbins], centers, broken
 
 
+_PENALTY: dict[tuple[int, torch.device], Tensor] = {}
+
+
+def _pair_penalty(nbins: int, device: torch.device) -> Tensor:
+    """0 on the pairs skimage searches (0 <= i < j <= nbins - 2), -inf elsewhere ([nbins, nbins] float64, cached)."""
+    key = (nbins, device)
+    cached = _PENALTY.get(key)
+    if cached is None:
+        ar = torch.arange(nbins, device=device)
+        allowed = (ar[None, :] > ar[:, None]) & (ar[None, :] <= nbins - 2)
+        cached = torch.zeros(nbins, nbins, dtype=STAT_DTYPE, device=device).masked_fill_(~allowed, float("-inf"))
+        _PENALTY[key] = cached
+    return cached
+
+
 def _best_pair(counts: Tensor) -> tuple[Tensor, Tensor]:
     """Indices (i, j) of skimage's 3-class split of a histogram (see the module docstring)."""
     nbins = counts.shape[0]
     dev = counts.device
     c = counts.to(STAT_DTYPE)
-    weight = torch.arange(nbins, dtype=STAT_DTYPE, device=dev)
-    weight[0] = 1.0  # skimage quirk: first_moment[0] = prob[0]
+    # bin k weighs k in the first moment, except bin 0 which weighs 1 (skimage quirk: first_moment[0] = prob[0])
+    weight = torch.arange(nbins, dtype=STAT_DTYPE, device=dev).clamp(min=1.0)
     w_cum = torch.cumsum(c, 0)  # integers below 2**53: exact in any summation order
     m_cum = torch.cumsum(weight * c, 0)
-    wi, mi = w_cum[:, None], m_cum[:, None]
-    wj, mj = w_cum[None, :], m_cum[None, :]
     w_all, m_all = w_cum[-1], m_cum[-1]
-    ar = torch.arange(nbins, device=dev)
-    ii, jj = ar[:, None], ar[None, :]
-    low = torch.where((ii > 0) & (wi > 0), mi * mi / wi, 0.0)  # V(0, i); skimage's LUT leaves V(0, 0) = 0
-    w_top = w_all - wj
-    top = torch.where(w_top > 0, (m_all - mj) * (m_all - mj) / w_top, 0.0)  # V(j+1, nbins-1)
-    w_mid = wj - wi
-    mid = torch.where(w_mid > 0, (mj - mi) * (mj - mi) / w_mid, 0.0)  # V(i+1, j)
-    sigma = (low + top) + mid
-    allowed = (jj > ii) & (jj <= nbins - 2)
-    sigma = torch.where(allowed, sigma, float("-inf"))
+    # V(a, b) = S1^2 / S0, and 0 for an empty class. Counts are integers, so a non-empty class has S0 >= 1 and an
+    # empty one has S1 = 0: clamping S0 at 0.5 gives exactly 0 for empty classes and changes nothing else.
+    low = m_cum * m_cum / w_cum.clamp(min=0.5)  # V(0, i)
+    low = torch.cat([torch.zeros(1, dtype=STAT_DTYPE, device=dev), low[1:]])  # skimage's LUT leaves V(0, 0) = 0
+    top = (m_all - m_cum) * (m_all - m_cum) / (w_all - w_cum).clamp(min=0.5)  # V(j+1, nbins-1)
+    dm = m_cum[None, :] - m_cum[:, None]
+    mid = dm * dm / (w_cum[None, :] - w_cum[:, None]).clamp(min=0.5)  # V(i+1, j), valid for j > i
+    sigma = (low[:, None] + top[None, :]) + mid + _pair_penalty(nbins, dev)
     flat = torch.argmax(sigma.reshape(-1))  # first maximum in row-major = (i, j) lexicographic order
     return flat // nbins, flat % nbins
 
@@ -102,8 +116,8 @@ def otsu_core(values: Tensor, use: Tensor, nbins: int = 256) -> tuple[Tensor, Te
     n_values = nonempty.sum()
     # exactly three non-empty bins: skimage returns the first two of them
     nz_rank = torch.cumsum(nonempty.to(torch.int64), 0)
-    first_nz = torch.argmax((nz_rank >= 1).to(torch.int8))
-    second_nz = torch.argmax((nz_rank >= 2).to(torch.int8))
+    first_nz = torch.argmax((nz_rank >= 1).to(torch.int32))
+    second_nz = torch.argmax((nz_rank >= 2).to(torch.int32))
     three = n_values == 3
     i = torch.where(three, first_nz, i)
     j = torch.where(three, second_nz, j)

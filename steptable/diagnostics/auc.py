@@ -5,12 +5,13 @@ one half (mid-ranks), which is what ``sklearn.metrics.roc_auc_score`` returns::
 
     AUROC = sum over positives i of [ #neg with s < s_i  +  0.5 * #neg with s == s_i ]  /  (P * Q)
 
-Computation, all with fixed shapes: sort the N scores once; take the inclusive cumulative count ``C`` of selected
-negatives in sorted order (``C[0] = 0``); for every score, ``torch.searchsorted`` (sync-free) gives the start
-``l`` and the end ``r`` of its tie group in the sorted array, so ``#neg below = C[l]`` and ``#neg below or equal =
-C[r]``; the doubled numerator ``sum_pos (C[l] + C[r])`` is an exact int64. Rows outside the selection keep their
-place in the sort but weigh nothing, which replaces boolean indexing (a data-dependent shape, hence a host sync).
-Only the final division runs in float64, so the result agrees with sklearn to ~1e-16.
+Computation, all with fixed shapes: sort the N scores once; take the cumulative count ``C`` of selected negatives
+in sorted order (``C[0] = 0``); tie groups are delimited by ``sorted[k] != sorted[k-1]``, and every sorted
+position gets the start ``l`` and the end ``r`` (exclusive) of its group from a running max of group starts and a
+reversed running min of group ends (``cummax``/``cummin``, O(N), no ``unique``), so ``#neg below = C[l]`` and
+``#neg below or equal = C[r]``; the doubled numerator ``sum_pos (C[l] + C[r])`` is an exact int64. Rows outside
+the selection keep their place in the sort but weigh nothing, which replaces boolean indexing (a data-dependent
+shape, hence a host sync). Only the final division runs in float64: the result agrees with sklearn to ~1e-16.
 """
 
 from __future__ import annotations
@@ -38,15 +39,21 @@ def auroc_core(scores: Tensor, positive: Tensor, use: Tensor) -> Tensor:
     nan when the used rows hold a single class or none.
     """
     n = scores.shape[0]
+    dev = scores.device
     s = torch.where(use, scores, 0.0)
     sorted_s, order = torch.sort(s)
-    neg = use & ~positive
-    pos = use & positive
-    cum = torch.zeros(n + 1, dtype=torch.int64, device=s.device)
-    cum[1:] = torch.cumsum(neg.index_select(0, order).to(torch.int64), 0)
-    lo = torch.searchsorted(sorted_s, s, side="left")
-    hi = torch.searchsorted(sorted_s, s, side="right")
-    twice = cum.index_select(0, lo) + cum.index_select(0, hi)  # 2 * (#neg below + half the tied #neg)
+    pos = (use & positive).index_select(0, order)
+    neg = (use & ~positive).index_select(0, order)
+    cum = torch.zeros(n + 1, dtype=torch.int64, device=dev)
+    cum[1:] = torch.cumsum(neg.to(torch.int64), 0)
+    # tie groups of the sorted scores: [first, last) in sorted positions, by a running max / reversed running min
+    k = torch.arange(n, device=dev)
+    new_group = torch.ones(n, dtype=torch.bool, device=dev)
+    new_group[1:] = sorted_s[1:] != sorted_s[:-1]
+    first = torch.cummax(torch.where(new_group, k, 0), 0).values
+    ends_group = torch.roll(new_group, -1, 0)  # position k is the last of its group
+    last = torch.cummin(torch.where(ends_group, k + 1, n).flip(0), 0).values.flip(0)
+    twice = cum.index_select(0, first) + cum.index_select(0, last)  # 2 * (#neg below + half the tied #neg)
     numerator2 = torch.where(pos, twice, 0).sum()
     n_pos = pos.sum()
     n_neg = neg.sum()

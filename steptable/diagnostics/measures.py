@@ -1,0 +1,196 @@
+"""Per-step routing measures: keep/resid/rout shares, mean cosine to v_act, quarantine gradient mass.
+
+Every function returns device tensors and never synchronises with the host.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import torch
+from torch import Tensor
+
+from steptable.diagnostics._util import (
+    STAT_DTYPE,
+    as_1d,
+    as_mask,
+    as_stat,
+    check_nan_policy,
+    no_autocast,
+    proj_dtype,
+)
+
+__all__ = ["cosine_mean", "quarantine_mass", "shares"]
+
+_NAN = float("nan")
+_CPU_CHUNK = 1 << 16  # elements per upcast chunk on the CPU (512 KiB of float64)
+
+
+def shares_core(z: Tensor, tlo: Tensor, thi: Tensor, use: Tensor) -> Tensor:
+    """[keep, resid, rout] shares of ``z[use]`` (float64 [3]): ``z < tlo``, ``tlo <= z < thi``, ``z >= thi``.
+
+    The bins are ``numpy.digitize(z, [tlo, thi])``. ``tlo = -inf, thi = +inf`` puts everything in resid; a nan
+    threshold or an empty selection gives nan shares (never a silent "all resid").
+    """
+    keep = use & (z < tlo)
+    rout = use & (z >= thi)
+    resid = use & ~(z < tlo) & ~(z >= thi)
+    counts = torch.stack([keep.sum(), resid.sum(), rout.sum()]).to(STAT_DTYPE)
+    out = counts / use.sum().to(STAT_DTYPE)
+    return torch.where(torch.isnan(tlo) | torch.isnan(thi), _NAN, out)
+
+
+def shares(
+    z: Tensor,
+    tlo: Tensor | float,
+    thi: Tensor | float,
+    mask: Tensor | None = None,
+    *,
+    nan_policy: str = "propagate",
+) -> Tensor:
+    """Shares ``[keep, resid, rout]`` (float64 [3] tensor) of the selected ``z`` below ``tlo``, in
+    ``[tlo, thi)`` and at/above ``thi``.
+
+    tlo, thi    thresholds (0-d tensors or floats); nan thresholds give nan shares; ``-inf``/``+inf`` are allowed
+                (``shares(z, -inf, inf)`` is the warmup convention: everything resid).
+    mask        optional [N] bool selection.
+    nan_policy  "propagate": a selected non-finite z makes the shares nan; "drop": it is left out.
+    """
+    policy = check_nan_policy(nan_policy)
+    as_1d(z, "z")
+    dev = z.device
+    with no_autocast(dev):
+        zz = as_stat(z)
+        lo = _threshold(tlo, dev)
+        hi = _threshold(thi, dev)
+        sel = as_mask(mask, zz.shape[0], dev)
+        ok = torch.isfinite(zz)
+        out = shares_core(zz, lo, hi, sel & ok)
+        if policy == "propagate":
+            out = torch.where((sel & ~ok).any(), _NAN, out)
+        return out
+
+
+def _threshold(t: Tensor | float, device: torch.device) -> Tensor:
+    if isinstance(t, Tensor):
+        return t.to(device=device, dtype=STAT_DTYPE).reshape(())
+    return torch.full((), float(t), dtype=STAT_DTYPE, device=device)  # a fill kernel, not a host copy
+
+
+def project(act: Tensor, v_act: Tensor, dtype: torch.dtype | None = None) -> tuple[Tensor, Tensor]:
+    """Scores ``act @ v_act`` and per-row cosines, both float64 [N], from an upcast of ``act`` (chunked on CPU).
+
+    The products run in ``dtype`` (default: float64 on CPU, float32 elsewhere; see ``proj_dtype``). A zero row
+    or a zero ``v_act`` gives a nan cosine (0/0), not a clamped 0.
+    """
+    if act.ndim != 2:
+        raise ValueError(f"act must be [N, D], got shape {tuple(act.shape)}")
+    as_1d(v_act, "v_act", act.shape[1])
+    dt = proj_dtype(act, dtype)
+    if v_act.device != act.device:
+        v_act = v_act.to(act.device)
+    v = v_act.to(dt)
+    v_norm = torch.linalg.vector_norm(v)
+    n, d = act.shape
+    # On the CPU the upcast copy runs in row chunks that stay in cache (one [N, D] float64 copy would cost more
+    # than the products); on an accelerator one upcast of the whole block is cheaper than many launches.
+    step = n if act.device.type != "cpu" or act.dtype == dt else max(1, _CPU_CHUNK // max(d, 1))
+    tmp = act.new_empty((min(step, n), d), dtype=dt) if step < n else None  # reused: no allocation per chunk
+    dots, norms = [], []
+    for lo in range(0, n, step):  # host-side shapes only
+        chunk = act[lo : lo + step]
+        a = chunk.to(dt) if tmp is None else tmp[: chunk.shape[0]].copy_(chunk)
+        dots.append(torch.mv(a, v))
+        norms.append(torch.linalg.vector_norm(a, dim=1))
+    if not dots:
+        empty = torch.zeros(0, dtype=STAT_DTYPE, device=act.device)
+        return empty, empty
+    dot = torch.cat(dots) if len(dots) > 1 else dots[0]
+    norm = torch.cat(norms) if len(norms) > 1 else norms[0]
+    return dot.to(STAT_DTYPE), (dot / (norm * v_norm)).to(STAT_DTYPE)
+
+
+def cosine_mean(
+    act: Tensor,
+    v_act: Tensor,
+    mask: Tensor | None = None,
+    *,
+    nan_policy: str = "propagate",
+    dtype: torch.dtype | None = None,
+) -> Tensor:
+    """Mean over the selected rows of ``cos(act_i, v_act)`` (0-d float64 tensor; nan for an empty selection).
+
+    act [N, D] and v_act [D] of any floating dtype (bf16/fp16 are upcast, see ``project``). nan_policy as in
+    ``auroc``: a selected non-finite cosine (nan/inf activations, a zero row, a zero v_act) makes the mean nan,
+    or is left out under "drop".
+    """
+    policy = check_nan_policy(nan_policy)
+    with no_autocast(act.device):
+        _, cos = project(act, v_act, dtype)
+        sel = as_mask(mask, cos.shape[0], cos.device)
+        return cosine_mean_core(cos, sel, policy == "propagate")
+
+
+def cosine_mean_core(cos: Tensor, use: Tensor, propagate: bool) -> Tensor:
+    ok = torch.isfinite(cos)
+    keep = use & ok
+    mean = torch.where(keep, cos, 0.0).sum() / keep.sum().to(STAT_DTYPE)
+    if propagate:
+        mean = torch.where((use & ~ok).any(), _NAN, mean)
+    return mean
+
+
+def grad_sq_norm(grads: Iterable[Tensor | None], device: torch.device) -> Tensor:
+    """Sum of squared L2 norms of ``grads`` (None entries skipped) as a 0-d float64 tensor on ``device``.
+
+    Each tensor's norm is taken on its own device in float32 (float64 on CPU or for float64 grads), never in
+    half precision; the per-tensor results are combined in float64.
+    """
+    parts = []
+    for g in grads:
+        if g is None:
+            continue
+        g = g.detach()
+        dt = torch.float64 if (g.device.type == "cpu" or g.dtype == torch.float64) else torch.float32
+        n = torch.linalg.vector_norm(g, dtype=dt)
+        if n.device != device:
+            # non_blocking only towards an accelerator: a non-blocking copy to the host could be read too early
+            n = n.to(device, non_blocking=device.type != "cpu")
+        n = n.to(STAT_DTYPE)
+        parts.append(n * n)
+    if not parts:
+        return torch.zeros((), dtype=STAT_DTYPE, device=device)
+    return torch.stack(parts).sum()
+
+
+def qmass_from_sq(keep_sq: Tensor, quar_sq: Tensor) -> Tensor:
+    """``|g_quar| / (|g_keep| + |g_quar|)`` from squared norms; nan for 0/0 and for any non-finite norm."""
+    k = torch.sqrt(keep_sq)
+    q = torch.sqrt(quar_sq)
+    ratio = q / (k + q)
+    return torch.where(torch.isfinite(k) & torch.isfinite(q), ratio, _NAN)
+
+
+def quarantine_mass(
+    g_keep: Iterable[Tensor | None],
+    g_quar: Iterable[Tensor | None],
+    *,
+    device: torch.device | str | None = None,
+) -> Tensor:
+    """Quarantine gradient mass ``||g_quar|| / (||g_keep|| + ||g_quar||)`` over two lists of gradient tensors.
+
+    The norms are global L2 norms over each list (None entries, e.g. ``p.grad`` of frozen parameters, are
+    skipped; an empty list has norm 0). 0-d float64 tensor on ``device`` (default: the first gradient's device,
+    else CPU); nan when both norms are 0 or either is non-finite. Norms are of the tensors given, i.e. per rank:
+    with DDP the gradients are already all-reduced after backward, so every rank gets the same value; with
+    sharded gradients (FSDP/ZeRO) use ``RoutingMonitor(sharded_grads=True)``, which sums squared norms across ranks.
+    """
+    keep = list(g_keep)
+    quar = list(g_quar)
+    if device is None:
+        first = next((g for g in [*keep, *quar] if g is not None), None)
+        dev = first.device if first is not None else torch.device("cpu")
+    else:
+        dev = torch.device(device)
+    with no_autocast(dev):
+        return qmass_from_sq(grad_sq_norm(keep, dev), grad_sq_norm(quar, dev))
