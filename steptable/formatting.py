@@ -273,7 +273,7 @@ def _format_value(value: Any, fmt: str | None, width: int) -> str:
                 return s if len(s) <= width else fit_number(value, width)
             return fit_number(value, width)
         s = _compact_exponent(format(value, fmt)) if fmt[-1:] in "eEgG" else format(value, fmt)
-        if len(s) > width or s.lstrip("+-").strip("0.") == "" and value != 0:
+        if len(s) > width or (s.lstrip("+-").strip("0.") == "" and value != 0):
             # Too wide, or rounded to zero by a fixed spec (.2f of 3e-4): show the magnitude instead.
             return fit_number(value, width)
         return s

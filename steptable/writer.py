@@ -109,7 +109,7 @@ class RunWriter:
     def _open(self) -> BinaryIO:
         if self._fh is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._fh = open(self.path, "ab", buffering=0)  # noqa: SIM115 - lives as long as the writer
+            self._fh = open(self.path, "ab", buffering=0)
         return self._fh
 
     def _close_fh(self) -> None:

@@ -1,9 +1,9 @@
 from __future__ import annotations
 
 import json
-import re
 import math
 import os
+import re
 import subprocess
 import sys
 import textwrap
