@@ -1,49 +1,47 @@
-"""Alert detectors over a run's per-step columns: pure, stdlib only, one line per alert.
+"""Alert detectors over a run's per-step columns: pure, stdlib only, one ASCII line per alert.
 
-One engine serves three consumers: the in-process StepLogger and ``steptable tail --alerts-only`` stream rows through
-:meth:`AlertEngine.update`; the app and the summary replay a stored run with :func:`scan` (same rows, same alerts).
+The StepLogger and ``steptable tail --alerts-only`` stream rows through :meth:`AlertEngine.update`; the app and the
+summary replay a stored run with :func:`scan` (same rows, same alerts).
 
-Every detector fires once per episode: when its condition starts. It stays silent while the condition holds and
-re-arms only after the condition has been clear for ``AlertConfig.rearm`` rows where the column was present. A row
-without the key (sparse eval columns) tells a detector nothing. A reward or KL episode may escalate once, W -> E.
-
-Columns are found by role (:data:`DEFAULT_ROLES`, override per role with ``AlertConfig(roles={...})``). Single-key
-roles bind to the first candidate, in table order, present in the first row that has any of them; ``kl`` and
-``saturation`` watch every candidate present, because those keys measure different things (ref-KL vs PPO-KL,
-truncated responses vs clipped tokens).
-
-Cell values: float/int, bool (0/1), numeric strings ("nan", "inf" included), ``(n, d)`` fractions (tuple, list or
-"n/d", read as n/d; d == 0 is no data). None and anything else is absent, never an error.
+Each detector fires once per episode: when its condition starts; silent while it holds; re-armed after
+``AlertConfig.rearm`` clear rows where the column was present (a row without the key tells a detector nothing).
+An episode may escalate once, W -> E. Columns are found by role (:data:`DEFAULT_ROLES`, replaced per role by
+``AlertConfig(roles=...)``): a single-key role binds to its first candidate (table order) in the first row having
+any; ``kl`` and ``saturation`` watch every candidate present (ref-KL vs PPO-KL, truncation vs token clipping).
+Cells: numbers, bools (0/1), numeric strings ("nan"/"inf" too), ``(n, d)`` fractions (tuple, list, "n/d"; d == 0
+is no data). None and anything else is absent, never an error.
 """
 
 from __future__ import annotations
 
 import math
-from bisect import bisect_left, insort
 from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from statistics import median as _median
+from types import MappingProxyType
 from typing import Any, Literal
 
-from steptable.formatting import fmt_auto
+from steptable.formatting import fmt_auto as _f
+from steptable.formatting import sanitize
 
 Level = Literal["W", "E"]
 
-# Role -> candidate keys (exact, case-sensitive). Entropy means the policy's token entropy only: not
-# train/weight_entropy (entropy of sample weights) nor exec_surprisal_mean (surprisal under another model), and not
-# actor/entropy_loss/entropy_coeff (a coefficient-weighted loss term whose sign and scale depend on the trainer).
-DEFAULT_ROLES: Mapping[str, tuple[str, ...]] = {
+# Role -> candidate keys (exact, case-sensitive). Entropy is the policy's mean token entropy only: not
+# train/weight_entropy (an entropy of weights, not of the policy), not exec_surprisal_mean (surprisal of sampled
+# tokens, another quantity), not actor/entropy_loss or entropy_coeff (loss terms whose sign and scale vary).
+DEFAULT_ROLES: Mapping[str, tuple[str, ...]] = MappingProxyType({
     "loss": ("loss", "train/loss", "actor/pg_loss"),
     "grad_norm": ("gn", "grad_norm", "actor/grad_norm", "train/grad_norm", "optim/grad_norm"),
     "reward": ("rew", "reward", "mean_reward", "env/all/reward/total", "critic/score/mean", "train/reward",
                "critic/rewards/mean"),
-    "entropy": ("entropy", "actor/entropy", "optim/entropy", "train/entropy", "policy/entropy"),
+    "entropy": ("entropy", "actor/entropy", "optim/entropy", "train/entropy"),
     "kl": ("kl", "critic/kl", "actor/ppo_kl", "train/kl", "optim/kl_sample_train_v1", "actor/kl_loss"),
-    "saturation": ("response_length/clip_ratio", "completions/clipped_ratio", "train/completions/clipped_frac",
-                   "max_token_hit_rate", "actor/pg_clipfrac"),
+    "saturation": ("response_length/clip_ratio", "completions/clipped_ratio", "train/completions/clipped_ratio",
+                   "train/completions/clipped_frac", "max_token_hit_rate", "actor/pg_clipfrac"),
     "hack": ("hack_s",),
     "auroc": ("auroc",),
-}
+})
 MULTI_ROLES = frozenset({"kl", "saturation"})
 _MAD_SIGMA = 1.4826  # MAD -> sigma for normal noise
 
@@ -59,16 +57,16 @@ class AlertConfig:
     nan_missing: bool = False  # float NaN cells are absent (stored columns that pad with NaN); "nan" strings count
     spike_z: float = 10.0  # robust z of loss / grad-norm over the window median
     spike_min_rel: float = 0.5  # ... and at least this far above the median, relative to |median|
-    hold: int = 10  # reward / entropy: the median of the last `hold` rows is the current level
-    reward_sigma: float = 4.0  # drop of the current level below the window median, in robust sigma of the window
-    reward_rel_drop: float = 0.3  # ... and relative to |window median|
-    reward_floor_tol: float = 0.1  # E when within this share of the gap to the lowest earlier value
+    hold: int = 10  # reward / entropy: the low median of the last `hold` rows is the current level
+    drop_sigma: float = 4.0  # reward / entropy drop below the window median, in robust sigma of the window ...
+    reward_rel_drop: float = 0.3  # ... and for reward relative to |window median|
+    reward_floor_tol: float = 0.1  # E within this share of the gap to the floor (0, or the lowest value if < 0)
     entropy_early: int = 20  # first rows whose median is the early level
     entropy_frac_early: float = 0.1  # W below this share of the early level
     entropy_frac_recent: float = 0.5  # W below this share of the window median
     kl_warn: float = 1.0  # absolute KL levels (W, E)
     kl_error: float = 10.0
-    kl_jump: float = 10.0  # factor over the window median (W, E)
+    kl_jump: float = 10.0  # factor over the window median (W, E), with a robust z above spike_z
     kl_jump_error: float = 100.0
     kl_jump_min: float = 0.01  # a jump counts only above this absolute KL
     sat_level: float = 0.9  # saturation: ratio above this ...
@@ -102,32 +100,23 @@ class Alert:
     def message_line(self) -> str:
         """The line without the level letter (for loggers that show the level themselves)."""
         col = f" {self.column}" if self.column else ""
-        return f"step {self.step}{col} {self.message}"
+        return sanitize(f"step {self.step}{col} {self.message}")
 
 
 def cell_float(v: Any) -> float | None:
     """Numeric view of one cell; None when absent or not numeric. NaN / inf are returned as such."""
-    if v is None:
-        return None
-    if isinstance(v, float):
+    if v is None or isinstance(v, float):
         return v
-    if isinstance(v, (int, str, tuple, list)):
-        if isinstance(v, int):
-            try:
-                return float(v)
-            except OverflowError:
-                return math.inf if v > 0 else -math.inf
+    if isinstance(v, (str, tuple, list)):
         fr = cell_frac(v)
         if fr is not None:
             return fr[0] / fr[1]
-        if isinstance(v, str):
-            try:
-                return float(v.strip())
-            except ValueError:
-                return None
-        return None
-    try:  # numpy / torch scalars and friends
+        if not isinstance(v, str):
+            return None
+    try:  # ints, bools, numeric strings, numpy / torch scalars
         return float(v)
+    except OverflowError:  # an int beyond float range
+        return (math.inf if v > 0 else -math.inf) if isinstance(v, int) else None
     except Exception:
         return None
 
@@ -135,57 +124,26 @@ def cell_float(v: Any) -> float | None:
 def cell_frac(v: Any) -> tuple[float, float] | None:
     """``(n, d)`` of a fraction cell (tuple, list or "n/d" string) with finite n and d > 0, else None."""
     if isinstance(v, str):
-        parts = v.split("/")
-        if len(parts) != 2:
-            return None
-        v = parts
+        v = v.split("/")
     if not isinstance(v, (tuple, list)) or len(v) != 2:
         return None
     try:
         n, d = float(v[0]), float(v[1])
     except Exception:
         return None
-    if not (math.isfinite(n) and math.isfinite(d)) or d <= 0:
-        return None
-    return n, d
+    return (n, d) if math.isfinite(n) and math.isfinite(d) and d > 0 else None
 
 
-def _f(x: float) -> str:
-    return fmt_auto(x)
-
-
-class _Window:
-    """Last ``size`` finite values, also kept sorted: O(1) median, O(size) push."""
-
-    __slots__ = ("q", "s", "size")
-
-    def __init__(self, size: int) -> None:
-        self.size = max(1, size)
-        self.q: deque[float] = deque()
-        self.s: list[float] = []
-
-    def __len__(self) -> int:
-        return len(self.q)
-
-    def push(self, x: float) -> None:
-        if len(self.q) >= self.size:
-            old = self.q.popleft()
-            del self.s[bisect_left(self.s, old)]
-        self.q.append(x)
-        insort(self.s, x)
+class _Window(deque[float]):
+    """The last ``maxlen`` finite values with robust statistics."""
 
     def median(self) -> float:
-        return _sorted_median(self.s)
+        return _median(self)
 
     def sigma(self, m: float) -> float:
         """Robust sigma (1.4826 MAD) around ``m``, floored so a constant window does not divide by zero."""
-        mad = _sorted_median(sorted(abs(x - m) for x in self.s))
+        mad = _median(abs(x - m) for x in self)
         return max(_MAD_SIGMA * mad, 1e-9 * max(1.0, abs(m)))
-
-
-def _sorted_median(s: Sequence[float]) -> float:
-    n = len(s)
-    return s[n // 2] if n % 2 else 0.5 * (s[n // 2 - 1] + s[n // 2])
 
 
 class _Latch:
@@ -199,44 +157,37 @@ class _Latch:
 
     def step(self, level: Level | None, rearm: int) -> bool:
         if level is None:
-            if self.level is not None:
-                self.clear += 1
-                if self.clear >= rearm:
-                    self.level = None
+            self.clear += 1
+            self.level = None if self.clear >= rearm else self.level
             return False
-        self.clear = 0
-        if self.level is None or (level == "E" and self.level == "W"):
-            self.level = level
-            return True
-        return False
+        fire = self.level is None or (level == "E" and self.level == "W")
+        self.clear, self.level = 0, level if fire else self.level
+        return fire
 
 
 class _Detector:
+    """One condition on one key. ``check`` sees every finite value in order (non-finite too if ``nonfinite``)."""
+
     kind = ""
-    nonfinite = False  # receives non-finite values too
+    nonfinite = False
 
     def __init__(self, cfg: AlertConfig, key: str) -> None:
-        self.cfg = cfg
-        self.key = key
-        self.latch = _Latch()
+        self.cfg, self.key, self.latch = cfg, key, _Latch()
+        self.win = _Window(maxlen=max(1, cfg.window))
+        self.run = 0
 
     def feed(self, step: int, x: float) -> Alert | None:
         found = self.check(x)
-        if not self.latch.step(found[0] if found else None, self.cfg.rearm) or found is None:
-            return None
-        return Alert(found[0], step, self.key, self.kind, found[1])
+        if self.latch.step(found[0] if found else None, self.cfg.rearm) and found:
+            return Alert(found[0], step, self.key, self.kind, found[1])
+        return None
 
     def check(self, x: float) -> tuple[Level, str] | None:
         raise NotImplementedError
 
 
 class _NonFinite(_Detector):
-    kind = "nonfinite"
-    nonfinite = True
-
-    def __init__(self, cfg: AlertConfig, key: str) -> None:
-        super().__init__(cfg, key)
-        self.run = 0
+    kind, nonfinite = "nonfinite", True
 
     def check(self, x: float) -> tuple[Level, str] | None:
         if math.isfinite(x):
@@ -249,60 +200,50 @@ class _NonFinite(_Detector):
 class _Spike(_Detector):
     kind = "spike"
 
-    def __init__(self, cfg: AlertConfig, key: str) -> None:
-        super().__init__(cfg, key)
-        self.win = _Window(cfg.window)
-
     def check(self, x: float) -> tuple[Level, str] | None:
         out: tuple[Level, str] | None = None
-        w = self.win
-        if len(w) >= self.cfg.min_history:
-            m = w.median()
-            if x - m > self.cfg.spike_min_rel * abs(m):
-                z = (x - m) / w.sigma(m)
-                if z > self.cfg.spike_z:
-                    out = "W", f"spike {_f(x)} (z={z:.1f} vs median {_f(m)} over {len(w)})"
-        w.push(x)
+        c, w = self.cfg, self.win
+        if len(w) >= c.min_history and x - (m := w.median()) > c.spike_min_rel * abs(m):
+            z = (x - m) / w.sigma(m)
+            if z > c.spike_z:
+                out = "W", f"spike {_f(x)} (z={z:.0f} vs median {_f(m)} over {len(w)})"
+        w.append(x)
         return out
 
 
 class _Level(_Detector):
-    """Current level = median of the last ``hold`` values; older values feed a reference window."""
+    """Current level = low median of the last ``hold`` values; older values go to the window (``self.win``)."""
 
     def __init__(self, cfg: AlertConfig, key: str) -> None:
         super().__init__(cfg, key)
         self.hold: deque[float] = deque()
-        self.ref = _Window(cfg.window)
         self.floor = math.inf  # lowest value that has left the hold
+        self.first: list[float] = []
+        self.early: float | None = None
 
-    def push(self, x: float) -> float | None:
+    def level(self, x: float) -> float | None:
         self.hold.append(x)
         if len(self.hold) > self.cfg.hold:
             old = self.hold.popleft()
-            self.ref.push(old)
+            self.win.append(old)
             self.floor = min(self.floor, old)
-        if len(self.hold) < self.cfg.hold:
-            return None
-        return _sorted_median(sorted(self.hold))
+        return sorted(self.hold)[(len(self.hold) - 1) // 2] if len(self.hold) >= self.cfg.hold else None
 
 
 class _RewardCollapse(_Level):
     kind = "reward_collapse"
 
     def check(self, x: float) -> tuple[Level, str] | None:
-        cur = self.push(x)
-        c, ref = self.cfg, self.ref
-        if cur is None or len(ref) < c.min_history:
+        c, cur, w = self.cfg, self.level(x), self.win
+        if cur is None or len(w) < c.min_history:
             return None
-        m = ref.median()
+        m = w.median()
         drop = m - cur
-        if drop <= c.reward_rel_drop * abs(m) or drop <= 0:
-            return None
-        z = drop / ref.sigma(m)
-        if z <= c.reward_sigma:
+        if drop <= 0 or drop <= c.reward_rel_drop * abs(m) or (z := drop / w.sigma(m)) <= c.drop_sigma:
             return None
         rel = f"-{100 * drop / abs(m):.0f}%" if m else f"-{_f(drop)}"
-        if cur <= self.floor + c.reward_floor_tol * (m - self.floor):
+        floor = min(self.floor, 0.0)  # 0 for a reward never seen negative, else the lowest earlier value
+        if cur <= floor + c.reward_floor_tol * (m - floor):
             return "E", f"collapse to floor {_f(cur)} from {_f(m)} ({rel}, {z:.0f}sd)"
         return "W", f"collapse to {_f(cur)} from {_f(m)} ({rel}, {z:.0f}sd)"
 
@@ -310,62 +251,49 @@ class _RewardCollapse(_Level):
 class _EntropyCollapse(_Level):
     kind = "entropy_collapse"
 
-    def __init__(self, cfg: AlertConfig, key: str) -> None:
-        super().__init__(cfg, key)
-        self.first: list[float] = []
-        self.early: float | None = None
-
     def check(self, x: float) -> tuple[Level, str] | None:
         c = self.cfg
         if self.early is None:
             self.first.append(x)
             if len(self.first) >= c.entropy_early:
-                self.early = _sorted_median(sorted(self.first))
-        cur = self.push(x)
+                self.early = _median(self.first)
+        cur = self.level(x)
         if cur is None:
             return None
         if self.early is not None and self.early > 0 and cur < c.entropy_frac_early * self.early:
             return "W", f"collapse {_f(cur)} (<{100 * c.entropy_frac_early:.0f}% of early {_f(self.early)})"
-        if len(self.ref) >= c.min_history:
-            m = self.ref.median()
-            if m > 0 and cur < c.entropy_frac_recent * m:
-                return "W", f"collapse {_f(cur)} (<{100 * c.entropy_frac_recent:.0f}% of recent {_f(m)})"
-        return None
+        w = self.win
+        if len(w) < c.min_history or (m := w.median()) <= 0 or cur >= c.entropy_frac_recent * m:
+            return None
+        if (m - cur) / w.sigma(m) <= c.drop_sigma:  # a drop within the noise
+            return None
+        return "W", f"collapse {_f(cur)} (<{100 * c.entropy_frac_recent:.0f}% of recent {_f(m)})"
 
 
 class _KLBlowup(_Detector):
     kind = "kl_blowup"
-
-    def __init__(self, cfg: AlertConfig, key: str) -> None:
-        super().__init__(cfg, key)
-        self.win = _Window(cfg.window)
 
     def check(self, x: float) -> tuple[Level, str] | None:
         c, w = self.cfg, self.win
         out: tuple[Level, str] | None = None
         if x > c.kl_error:
             out = "E", f"blow-up {_f(x)} (>{_f(c.kl_error)})"
-        elif len(w) >= c.min_history and x > c.kl_jump_min and (m := w.median()) > 0 and x > c.kl_jump * m:
-            lvl: Level = "E" if x > c.kl_jump_error * m else "W"
-            out = lvl, f"blow-up {_f(x)} (x{_f(x / m)} vs median {_f(m)} over {len(w)})"
+        elif (len(w) >= c.min_history and x > c.kl_jump_min and (m := w.median()) > 0 and x > c.kl_jump * m
+              and (x - m) / w.sigma(m) > c.spike_z):
+            out = "E" if x > c.kl_jump_error * m else "W", f"blow-up {_f(x)} (x{_f(x / m)} vs median {_f(m)})"
         elif x > c.kl_warn:
             out = "W", f"blow-up {_f(x)} (>{_f(c.kl_warn)})"
-        w.push(x)
+        w.append(x)
         return out
 
 
 class _Saturation(_Detector):
     kind = "saturation"
 
-    def __init__(self, cfg: AlertConfig, key: str) -> None:
-        super().__init__(cfg, key)
-        self.run = 0
-
     def check(self, x: float) -> tuple[Level, str] | None:
-        c = self.cfg
-        self.run = self.run + 1 if x > c.sat_level else 0
-        if self.run >= c.sat_rows:
-            return "W", f"saturated {_f(x)} (>{_f(c.sat_level)} for {self.run} rows)"
+        self.run = self.run + 1 if x > self.cfg.sat_level else 0
+        if self.run >= self.cfg.sat_rows:
+            return "W", f"saturated {_f(x)} (>{_f(self.cfg.sat_level)} for {self.run} rows)"
         return None
 
 
@@ -389,7 +317,7 @@ class AlertEngine:
         self._dets: dict[tuple[str, str], tuple[_Detector, ...]] = {}
         self._last_step = 0
         self._last_wall: float | None = None
-        self._dts = _Window(self.config.window)
+        self._dts = _Window(maxlen=max(1, self.config.window))
         self._stalled = False
         self._hack: deque[tuple[float, float]] = deque(maxlen=max(2, self.config.hack_window))
         self._auroc: deque[float] = deque(maxlen=max(2, self.config.hack_window))
@@ -429,26 +357,19 @@ class AlertEngine:
                 finite = math.isfinite(x)
                 for d in dets:
                     if finite or d.nonfinite:
-                        a = d.feed(step, x)
-                        if a is not None:
+                        if (a := d.feed(step, x)) is not None:
                             out.append(a)
-        a = self._hack_update(step, row)
-        if a is not None:
+        if (a := self._hack_update(step, row)) is not None:
             out.append(a)
         return out
 
     def _wall(self, wall_time: float | None) -> None:
-        if wall_time is None:
-            return
-        try:
-            t = float(wall_time)
-        except Exception:
-            return
-        if not math.isfinite(t):
+        t = cell_float(wall_time)
+        if t is None or not math.isfinite(t):
             return
         self._stalled = False
         if self._last_wall is not None and t > self._last_wall:
-            self._dts.push(t - self._last_wall)
+            self._dts.append(t - self._last_wall)
         self._last_wall = t if self._last_wall is None else max(t, self._last_wall)
 
     def check_stall(self, now: float) -> list[Alert]:
@@ -465,33 +386,26 @@ class AlertEngine:
         return [Alert("W", self._last_step, "", "stall", msg)]
 
     def _hack_update(self, step: int, row: Mapping[str, Any]) -> Alert | None:
-        hk = self._keys("hack", row)
-        au = self._keys("auroc", row)
-        got = False
+        """W when the pooled hack rate rises while AUROC falls, comparing the two halves of the window."""
+        hk, au, got = self._keys("hack", row), self._keys("auroc", row), False
         if hk:
             raw = row.get(hk[0])
             fr = cell_frac(raw)
-            if fr is None and not isinstance(raw, (tuple, list, str)):
-                x = cell_float(raw)
-                fr = (x, 1.0) if x is not None and math.isfinite(x) else None
+            if fr is None and (x := cell_float(raw)) is not None and math.isfinite(x):
+                fr = (x, 1.0)
             if fr is not None:
                 self._hack.append(fr)
                 got = True
-        if au:
-            x = self._value(row, au[0])
-            if x is not None and math.isfinite(x):
-                self._auroc.append(x)
-                got = True
-        c, h, a = self.config, self._hack, self._auroc
-        if not got or len(h) < (h.maxlen or 0) or len(a) < (a.maxlen or 0):
+        if au and (x := self._value(row, au[0])) is not None and math.isfinite(x):
+            self._auroc.append(x)
+            got = True
+        c, h, a = self.config, list(self._hack), list(self._auroc)
+        if not got or len(h) < (self._hack.maxlen or 0) or len(a) < (self._auroc.maxlen or 0):
             return None
         hh, ah = len(h) // 2, len(a) // 2
-        old = list(h)[:hh]
-        new = list(h)[hh:]
-        h0 = sum(n for n, _ in old) / sum(d for _, d in old)
-        h1 = sum(n for n, _ in new) / sum(d for _, d in new)
-        a0 = sum(list(a)[:ah]) / ah
-        a1 = sum(list(a)[ah:]) / (len(a) - ah)
+        h0 = sum(n for n, _ in h[:hh]) / sum(d for _, d in h[:hh])
+        h1 = sum(n for n, _ in h[hh:]) / sum(d for _, d in h[hh:])
+        a0, a1 = sum(a[:ah]) / ah, sum(a[ah:]) / (len(a) - ah)
         bad = h1 - h0 >= c.hack_rise and a0 - a1 >= c.auroc_drop
         if not self._hack_latch.step("W" if bad else None, c.rearm):
             return None
@@ -500,14 +414,11 @@ class AlertEngine:
 
 
 def fmt_age(seconds: float) -> str:
-    """Compact duration: 42s, 7m, 3.2h, 2.5d."""
-    s = max(0.0, seconds)
-    if s < 100:
-        return f"{s:.0f}s"
-    if s < 6000:
-        return f"{s / 60:.0f}m"
-    if s < 48 * 3600:
-        return f"{_f(s / 3600)}h"
+    """Compact duration: 42s, 7.5m, 3.2h, 2.5d."""
+    s = max(0.0, seconds) if seconds == seconds else 0.0
+    for unit, size, below in (("s", 1, 100), ("m", 60, 6000), ("h", 3600, 172800)):
+        if s < below:
+            return f"{s:.0f}s" if unit == "s" else f"{_f(s / size)}{unit}"
     return f"{_f(s / 86400)}d"
 
 
@@ -528,8 +439,8 @@ def scan(
     out: list[Alert] = []
     for i, step in enumerate(steps):
         row = {k: col[i] for k, col in cols if i < len(col) and col[i] is not None}
-        wt = wall_times[i] if wall_times is not None and i < len(wall_times) else None
-        if wt is not None:
+        wt = cell_float(wall_times[i]) if wall_times is not None and i < len(wall_times) else None
+        if wt is not None and math.isfinite(wt):
             out.extend(eng.check_stall(wt))
         out.extend(eng.update(step, row, wt))
     return out

@@ -1,22 +1,25 @@
 """Compact run summaries for agents and reports: ``steptable summary PATH...``. Pure, stdlib only.
 
-One block per call. Per run, a header line: steps done, rate, age of the last row, resume points, bad lines. Then
-one table row per key column (first / last / min / max / trend), and the alerts so far. Several runs (arms) share
-one table: one row per column per arm, the name only on the first, arms lettered a, b, c... in the header lines,
-so the values of a column sit right under each other. Text is fixed-width; ``fmt="md"`` gives a markdown table.
+Per run a header line (steps done, rate, age of the last row, resume points, bad lines; zero counts left out),
+one table row per key column (first / last / min / max / tr%), then the alerts so far. Several runs (arms) share
+one table, one row per column per arm (name on the first only, arms lettered a, b, ... in the header lines) so the
+values of a column sit under each other. ``fmt="text"``: the name column fixed-width, the other cells one space
+apart in header order, because every run of padding spaces is an o200k token: aligning the numbers too costs ~15%
+more (about 370 vs 320 tokens for bench/bench_agent.py's 20 x 10k run). ``align=True`` aligns them: right, each
+column one width (at least 4, enough for 2 significant digits of all its values), each value the most digits
+(<= 3) that fit it. ``fmt="md"``: a markdown table.
 
 Definitions
 - Values are read with :func:`steptable.alerts.cell_float`: (n, d) fractions are rates n/d, bools 0/1, numeric
-  strings numbers; NaN (missing in stored columns) and other text are skipped. min / max over finite values.
-- trend: mean of the last 10% of a column's values vs the 10% before (at least one value each). Shown as a signed
-  percentage of |previous mean| (``+12%``); when the previous mean is under a tenth of the column's largest |value|
-  (a column that crosses zero) it is the signed absolute change instead (``+.031``, no %).
-- rate: median over the last 200 row pairs of seconds per step: ``1.93 s/step`` at 1 s/step or slower, else
-  ``step/min``.
-- key columns (when ``columns`` is None): numeric, non-constant, most often present first, at most
-  ``max_columns``, step and time keys excluded; shown in first-seen order.
-- alerts: passed per run (keyed by ``run.run`` or ``"run/arm"``); when ``alerts`` is None they are computed with
-  :func:`steptable.alerts.scan` (NaN cells treated as missing). At most 3 are listed: errors first, then the latest.
+  strings numbers; NaN (missing in stored columns), inf and other text are skipped. ``-``: no value.
+- tr% = 100 * (mean of the last 10% of the values - mean of the 10% before) / max(|mean before|, median |x| / 4),
+  rounded to an integer (``+12``, ``-3``, ``0``). The median |x| term keeps columns that cross zero readable.
+- rate: median over the last 200 row pairs of seconds per step: ``1.93s/step`` at 1 s/step or slower, else
+  ``120 step/min``.
+- key columns (when ``columns`` is None): numeric and non-constant, the most often present first, at most
+  ``max_columns``, step / time keys excluded; shown in first-seen order.
+- alerts: given per run (keyed ``"run/arm"`` or ``run.run``); when ``alerts`` is None they are computed with
+  :func:`steptable.alerts.scan` (NaN cells read as missing). At most 3 lines: errors first, then the latest.
 """
 
 from __future__ import annotations
@@ -28,20 +31,31 @@ from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from steptable.alerts import Alert, AlertConfig, cell_float, fmt_age, scan
-from steptable.formatting import cut, fmt_auto, sanitize
+from steptable.formatting import cut, fit_number, fmt_auto, sanitize
 
 
 class RunLike(Protocol):
-    run: str
-    arm: str
-    keys: list[str]
-    steps: Sequence[int]
-    resumes: list[int]
-    bad_count: int
-    last_update: float | None
-    wall_times: Sequence[float]
+    """What a summary reads of a run. Read-only properties, so that plain attributes of any subtype (a ``list[int]``
+    for ``steps``) satisfy it."""
 
-    def column(self, key: str) -> Sequence[Any]: ...
+    @property
+    def run(self) -> str: ...
+    @property
+    def arm(self) -> str: ...
+    @property
+    def keys(self) -> list[str]: ...  # first-seen order
+    @property
+    def steps(self) -> Sequence[int]: ...  # ascending
+    @property
+    def resumes(self) -> list[int]: ...
+    @property
+    def bad_count(self) -> int: ...
+    @property
+    def last_update(self) -> float | None: ...  # unix time of the latest row
+    @property
+    def wall_times(self) -> Sequence[float]: ...  # per row unix time (may be empty)
+
+    def column(self, key: str) -> Sequence[Any]: ...  # aligned with steps: floats (nan = missing), (n, d), str, ...
 
     def __len__(self) -> int: ...
 
@@ -50,28 +64,24 @@ SKIP_KEYS = frozenset({"step", "_step", "global_step", "ts", "time", "timestamp"
                        "_runtime", "run", "arm"})
 MAX_ALERTS = 3
 TREND_SHARE = 0.1
-_HEAD = ("first", "last", "min", "max", "trend")
+_HEAD = ("first", "last", "min", "max", "tr%")
 
 
 @dataclass
 class ColStats:
-    present: int = 0  # numeric finite values
-    other: int = 0  # non-numeric present cells (text)
+    """Raw statistics of one column; ``present`` counts finite numeric values."""
+
+    present: int = 0
     first: float = math.nan
     last: float = math.nan
     lo: float = math.nan
     hi: float = math.nan
-    trend: str = "-"
-    last_text: str = ""
+    trend: float | None = None  # percent, see the module doc
+    last_text: str = ""  # last non-numeric text cell, shown when the column has no numbers
 
     @property
     def varies(self) -> bool:
         return self.present >= 2 and self.lo != self.hi
-
-    def cells(self) -> list[str]:
-        if not self.present:
-            return ["-", cut(sanitize(self.last_text), 12) if self.last_text else "-", "-", "-", "-"]
-        return [fmt_auto(self.first), fmt_auto(self.last), fmt_auto(self.lo), fmt_auto(self.hi), self.trend]
 
 
 def column_stats(values: Sequence[Any]) -> ColStats:
@@ -79,39 +89,66 @@ def column_stats(values: Sequence[Any]) -> ColStats:
     st = ColStats()
     xs: list[float] = []
     for v in values:
-        x = cell_float(v)
+        x = v if type(v) is float else cell_float(v)
         if x is None:
             if isinstance(v, str) and v.strip():
-                st.other += 1
                 st.last_text = v
-            continue
-        if math.isfinite(x):
+        elif math.isfinite(x):
             xs.append(x)
-    if not xs:
-        return st
-    st.present = len(xs)
-    st.first, st.last, st.lo, st.hi = xs[0], xs[-1], min(xs), max(xs)
-    st.trend = _trend(xs, max(abs(st.lo), abs(st.hi)))
+    if xs:
+        st.present = len(xs)
+        st.first, st.last, st.lo, st.hi = xs[0], xs[-1], min(xs), max(xs)
+        st.trend = trend_pct(xs)
     return st
 
 
-def _trend(xs: Sequence[float], scale: float) -> str:
+def trend_pct(xs: Sequence[float]) -> float | None:
+    """100 * (mean of the last 10% - mean of the 10% before) / max(|mean before|, median |x| / 4)."""
     n = len(xs)
     if n < 2:
-        return "-"
+        return None
     k = min(max(1, round(n * TREND_SHARE)), n // 2)
     prev = sum(xs[n - 2 * k : n - k]) / k
     last = sum(xs[n - k :]) / k
-    delta = last - prev
-    if abs(prev) >= 0.1 * scale and prev != 0:
-        pct = 100 * delta / abs(prev)
-        if abs(pct) < 0.5:
-            return "0%"
-        body = f"{abs(pct):.0f}" if abs(pct) < 1000 else fmt_auto(abs(pct))
-        return f"{'+' if pct > 0 else '-'}{body}%"
-    if delta == 0:
+    mags = sorted(abs(x) for x in xs)
+    den = max(abs(prev), mags[n // 2] / 4)
+    return 100 * (last - prev) / den if den > 0 else 0.0
+
+
+def _trend_text(t: float | None) -> str:
+    if t is None:
+        return "-"
+    if abs(t) < 0.5:
         return "0"
-    return ("+" if delta > 0 else "") + fmt_auto(delta)
+    return ("+" if t > 0 else "-") + (f"{abs(t):.0f}" if abs(t) < 999.5 else fmt_auto(abs(t)))
+
+
+def _short(x: float, digits: int) -> str:
+    """fmt_auto, but positional for 1e-5 <= |x| < 1e-3: ``.00077`` is 3 o200k tokens where ``7.7e-4`` is 7."""
+    if not 1e-5 <= abs(x) < 1e-3:
+        return fmt_auto(x, digits)
+    s = f"{x:.{digits - 1 - math.floor(math.log10(abs(x)))}f}".rstrip("0")
+    return s.replace("0.", ".", 1)
+
+
+def _cells(stats: Sequence[ColStats], align: bool) -> list[list[str]]:
+    """Formatted first / last / min / max / tr% per row. With ``align`` each number column gets one width (at least
+    4, enough for 2 significant digits of every value) and every value the most digits (up to 3) that fit it, so
+    aligning costs few padding tokens; a positional small number only where it fits."""
+    cols = [[getattr(st, f) for st in stats if st.present] for f in ("first", "last", "lo", "hi")]
+    widths = [max([4, *(len(fmt_auto(x, 2)) for x in c)]) for c in cols]
+    out = []
+    for st in stats:
+        if not st.present:
+            last = cut(sanitize(st.last_text), 12) if st.last_text else "-"
+            out.append(["-", last, "-", "-", "-"])
+            continue
+        nums = []
+        for x, w in zip((st.first, st.last, st.lo, st.hi), widths, strict=True):
+            a, b = _short(x, 3), _short(x, 2)
+            nums.append(a if not align or len(a) <= w else b if len(b) <= w else fit_number(x, w))
+        out.append([*nums, _trend_text(st.trend)])
+    return out
 
 
 def run_label(run: RunLike) -> str:
@@ -136,11 +173,11 @@ def rate_text(steps: Sequence[int], wall_times: Sequence[float], pairs: int = 20
     per.sort()
     m = len(per)
     sps = per[m // 2] if m % 2 else 0.5 * (per[m // 2 - 1] + per[m // 2])
-    return f"{fmt_auto(sps)} s/step" if sps >= 1 else f"{fmt_auto(60 / sps)} step/min"
+    return f"{fmt_auto(sps)}s/step" if sps >= 1 else f"{fmt_auto(60 / sps)} step/min"
 
 
 def header_text(run: RunLike, now: float) -> str:
-    """``steps 0-9999, 1.93 s/step, upd 42s ago, resumed 2500,7000, bad 3`` (zero counts left out)."""
+    """``steps 0-9999, 1.93s/step, upd 42s ago, resumed 2500,7000, bad 3`` (zero counts left out)."""
     steps = run.steps
     parts: list[str] = []
     if len(steps) == 0:
@@ -154,8 +191,9 @@ def header_text(run: RunLike, now: float) -> str:
         rate = rate_text(steps, run.wall_times)
         if rate:
             parts.append(rate)
-    if run.last_update is not None and math.isfinite(run.last_update):
-        parts.append(f"upd {fmt_age(now - run.last_update)} ago")
+    last = run.last_update if run.last_update is not None else (run.wall_times[-1] if run.wall_times else None)
+    if last is not None and math.isfinite(last):
+        parts.append(f"upd {fmt_age(now - last)} ago")
     if run.resumes:
         shown = ",".join(str(r) for r in run.resumes[:5])
         more = f" +{len(run.resumes) - 5}" if len(run.resumes) > 5 else ""
@@ -211,21 +249,22 @@ def alerts_text(found: Sequence[Alert], limit: int = MAX_ALERTS) -> list[str]:
     return [f"alerts {len(found)} ({counts}{more}):", *(a.line() for a in shown)]
 
 
-def _table_text(head: list[str], rows: list[list[str]], left: int) -> list[str]:
-    """Fixed width: the first ``left`` cells left-aligned, the rest right-aligned, one space between."""
+def _table_text(head: list[str], rows: list[list[str]], align: bool) -> list[str]:
+    """Name column padded, one space between cells. With ``align`` the arm column padded too, numbers right-aligned
+    and the trend (last, so that a short value leaves no padding token before it) left-aligned."""
     widths = [max(len(r[j]) for r in [head, *rows]) for j in range(len(head))]
-    out = []
-    for r in [head, *rows]:
-        cells = [c.ljust(w) if j < left else c.rjust(w) for j, (c, w) in enumerate(zip(r, widths))]
-        out.append(" ".join(cells).rstrip())
-    return out
+    if not align:
+        widths = [w if h == "col" else 0 for h, w in zip(head, widths, strict=True)]
+    num = [h in _HEAD[:4] for h in head]
+    return [" ".join(c.rjust(w) if n else c.ljust(w) for c, w, n in zip(r, widths, num, strict=True)).rstrip()
+            for r in [head, *rows]]
 
 
-def _table_md(head: list[str], rows: list[list[str]], left: int) -> list[str]:
+def _table_md(head: list[str], rows: list[list[str]]) -> list[str]:
     def esc(c: str) -> str:
         return c.replace("\\", "\\\\").replace("|", "\\|") or " "
 
-    sep = ["---" if j < left else "--:" for j in range(len(head))]
+    sep = ["--:" if h in _HEAD else "---" for h in head]
     return ["| " + " | ".join(esc(c) for c in r) + " |" for r in [head, sep, *rows]]
 
 
@@ -237,41 +276,39 @@ def summarize(
     fmt: Literal["text", "md"] = "text",
     alerts: Mapping[str, Sequence[Alert]] | None = None,
     max_columns: int = 20,
+    align: bool = False,
 ) -> str:
     """One compact block for ``runs`` (see the module doc); several runs share one table."""
+    if not runs:
+        return "no runs\n"
+    md, multi = fmt == "md", len(runs) > 1
     now = time.time() if now is None else now
-    multi = len(runs) > 1
-    tags = [_arm_tag(i) for i in range(len(runs))]
+    tags = [_arm_tag(i) for i in range(len(runs))] if multi else [""]
     stats: dict[tuple[int, str], ColStats] = {}
     for i, r in enumerate(runs):
-        for key in r.keys if columns is None else [k for k in columns if k in r.keys]:
+        present = set(r.keys)
+        for key in r.keys if columns is None else [k for k in columns if k in present]:
             stats[(i, key)] = column_stats(r.column(key))
     keys = pick_columns(runs, stats, max_columns) if columns is None else list(columns)
 
     lines: list[str] = []
-    for i, r in enumerate(runs):
-        label = f"{tags[i]}: {run_label(r)}" if multi else run_label(r)
-        text = f"{label}: {header_text(r, now)}"
-        lines.append(f"- {text}" if fmt == "md" and multi else (f"**{label}**: {header_text(r, now)}"
-                                                                 if fmt == "md" else text))
-    if fmt == "md":
-        lines.append("")
-    rows: list[list[str]] = []
-    for key in keys:
-        for i in range(len(runs)):
-            name = sanitize(key) if i == 0 else ""
-            st = stats.get((i, key), ColStats())
-            rows.append([name, tags[i], *st.cells()] if multi else [name, *st.cells()])
+    for tag, r in zip(tags, runs, strict=True):
+        label = f"{tag}: {run_label(r)}" if multi else run_label(r)
+        head = f"**{label}**" if md and not multi else label
+        lines.append(f"{'- ' if md and multi else ''}{head}: {header_text(r, now)}")
+    order = [(key, i) for key in keys for i in range(len(runs))]
+    cells = _cells([stats.get((i, key), ColStats()) for key, i in order], align and not md)
+    rows = [[sanitize(key) if i == 0 else "", *([tags[i]] if multi else []), *c]
+            for (key, i), c in zip(order, cells, strict=True)]
     if rows:
-        head = ["col", "arm", *_HEAD] if multi else ["col", *_HEAD]
-        lines.extend((_table_md if fmt == "md" else _table_text)(head, rows, 2 if multi else 1))
-    if fmt == "md":
+        head_row = ["col", *(["arm"] if multi else []), *_HEAD]
+        lines.extend(["", *_table_md(head_row, rows), ""] if md else _table_text(head_row, rows, align))
+    elif md:
         lines.append("")
-    for i, r in enumerate(runs):
-        al = alerts_text(_alerts_for(r, alerts))
-        if multi:
-            al[0] = f"{tags[i]} {al[0]}"
-        lines.extend(f"- {a}" if fmt == "md" and j else a for j, a in enumerate(al))
+    for tag, r in zip(tags, runs, strict=True):
+        first, *rest = alerts_text(_alerts_for(r, alerts))
+        first = f"{tag} {first}" if multi else first
+        lines.extend([f"- {first}", *(f"  - {x}" for x in rest)] if md else [first, *rest])
     return "\n".join(lines) + "\n"
 
 

@@ -146,6 +146,12 @@ def test_entropy_collapse_vs_early_and_recent() -> None:
     assert len(got) == 1 and 400 <= got[0].step <= 410 and "(<50% of recent .499)" in got[0].message
 
 
+def test_entropy_second_episode_after_recovery() -> None:
+    xs = noise(9, 200, 0.8, 0.03) + noise(10, 50, 0.03, 0.005) + noise(11, 200, 0.8, 0.03) + noise(12, 50, 0.03, 0.005)
+    got = stream(series("entropy", xs))
+    assert [a.kind for a in got] == ["entropy_collapse"] * 2 and 450 <= got[1].step <= 460
+
+
 def test_entropy_slow_decay_is_silent() -> None:
     rng = random.Random(11)
     xs = [0.8 - 0.3 * i / 2000 + rng.gauss(0, 0.03) for i in range(2000)]
@@ -161,6 +167,12 @@ def test_kl_jump_and_escalation() -> None:
     got = stream(series("kl", xs))
     assert kinds(got) == [("W", 300, "kl", "kl_blowup"), ("E", 302, "kl", "kl_blowup")]
     assert got[0].line() == "W step 300 kl blow-up .2 (x19.6 vs median .0102)"
+
+
+def test_kl_two_episodes() -> None:
+    xs = noise(12, 400, 0.01, 0.002, abs)
+    xs[100] = xs[300] = 0.5
+    assert [(a.level, a.step) for a in stream(series("train/kl", xs))] == [("W", 100), ("W", 300)]
 
 
 def test_kl_absolute_threshold_and_multi_keys() -> None:
@@ -234,15 +246,16 @@ def test_stall_needs_history_and_wall_times() -> None:
 def test_hack_rising_while_auroc_falls() -> None:
     rng = random.Random(15)
     rows: list[Row] = []
-    for i in range(200):
-        p, au = (0.1, 0.9) if i < 100 else (0.5, 0.75)
+    for i in range(400):
+        p, au = (0.1, 0.9) if i % 200 < 100 else (0.5, 0.75)  # two episodes: at 100 and at 300
         row: Row = {"hack_s": (sum(rng.random() < p for _ in range(32)), 32)}
         if i % 2 == 0:
             row["auroc"] = au + rng.gauss(0, 0.01)  # sparse column
         rows.append(row)
     got = stream(rows)
-    assert kinds(got) == [("W", got[0].step, "hack_s", "hack_auroc")]
-    assert 100 <= got[0].step <= 120 and "while auroc" in got[0].message
+    assert [(a.level, a.column, a.kind) for a in got] == [("W", "hack_s", "hack_auroc")] * 2
+    assert 100 <= got[0].step <= 120 and 300 <= got[1].step <= 320
+    assert got[0].message.startswith("rising ") and " while auroc " in got[0].message
 
 
 @pytest.mark.parametrize("seed", SEEDS)
@@ -293,7 +306,7 @@ def test_cell_parsing() -> None:
 def test_nan_missing_config() -> None:
     rows: list[Row] = [{"loss": 1.0}, {"loss": math.nan}, {"loss": 1.0}]
     assert stream(rows, AlertConfig(nan_missing=True)) == []
-    assert len(stream(rows + [{"loss": "nan"}], AlertConfig(nan_missing=True))) == 1
+    assert len(stream([*rows, {"loss": "nan"}], AlertConfig(nan_missing=True))) == 1
     assert len(stream(rows)) == 1
 
 

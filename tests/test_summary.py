@@ -70,6 +70,7 @@ def test_golden_arms_text_and_md(golden: Golden) -> None:
     runs[2].resumes = []
     runs[2].bad_count = 0
     golden("summary_arms.txt", summarize(runs, now=NOW + 42))
+    golden("summary_arms_aligned.txt", summarize(runs, now=NOW + 42, align=True))
     golden("summary_arms_md.txt", summarize(runs, now=NOW + 42, fmt="md", columns=["rew", "hack_s", "gn", "x"]))
 
 
@@ -126,9 +127,10 @@ def test_md_is_a_valid_table() -> None:
 
 def test_arms_line_up() -> None:
     runs = [make_run("vanilla", 1), make_run("routeA", 2, n=100), make_run("absorb", 3, n=0)]
-    text = summarize(runs, now=NOW, columns=["rew", "gn", "tok_s"])
+    text = summarize(runs, now=NOW, columns=["rew", "gn", "tok_s"], align=True)
     lines = text.splitlines()
-    assert lines[0].startswith("a: exp7/vanilla: steps 0-399") and lines[2] == "c: exp7/absorb: no rows, resumed 200, bad 2"
+    assert lines[0].startswith("a: exp7/vanilla: steps 0-399")
+    assert lines[2] == "c: exp7/absorb: no rows, resumed 200, bad 2"
     table = lines[3:13]
     assert table[0].split() == ["col", "arm", "first", "last", "min", "max", "tr%"]
     # numbers right-aligned: every value column ends at the same offset on every row
@@ -137,6 +139,10 @@ def test_arms_line_up() -> None:
         assert [m.end() for m in re.finditer(r"\S+", row)][-5:-1] == ends or row.split()[-4:] == ["-"] * 4
     assert [r.split()[0] for r in table[1:]] == ["rew", "b", "c", "gn", "b", "c", "tok_s", "b", "c"]
     assert table[3].split() == ["c", "-", "-", "-", "-", "-"]
+    # compact (default): same cells, names and arms padded, values one space apart
+    compact = summarize(runs, now=NOW, columns=["rew", "gn", "tok_s"]).splitlines()
+    assert [r.split() for r in compact] == [r.split() for r in lines]
+    assert all(r[6] in "abc" and r[7] == " " and "  " not in r[6:] for r in compact[4:13])
 
 
 def test_empty_run_and_no_runs() -> None:
@@ -170,7 +176,7 @@ def test_trend_and_rate() -> None:
     assert trend_pct([5.0]) is None and trend_pct([1.0, 1.0]) == 0.0
     xs = [(-1) ** i * 0.05 for i in range(90)] + [0.01] * 10  # crosses zero: relative to median |x| / 4
     assert trend_pct(xs) == pytest.approx(100 * 0.01 / 0.0125)
-    assert rate_text([0, 1, 2, 3], [0.0, 2.0, 4.0, 6.0]) == "2 s/step"
+    assert rate_text([0, 1, 2, 3], [0.0, 2.0, 4.0, 6.0]) == "2s/step"
     assert rate_text([0, 10, 20], [0.0, 2.0, 4.0]) == "300 step/min"
     assert rate_text([0, 1], []) is None and rate_text([0, 0, 0], [1.0, 2.0, 3.0]) is None
 
