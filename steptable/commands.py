@@ -45,6 +45,7 @@ def summary_command(args: argparse.Namespace) -> int:
     from steptable.alerts import scan
     from steptable.formatting import sanitize
     from steptable.ingest import Follower
+    from steptable.schemas import detect, layout
     from steptable.summary import summarize
 
     follower = Follower(args.paths)
@@ -60,8 +61,10 @@ def summary_command(args: argparse.Namespace) -> int:
         for s in stores
     }
     columns = [c.strip() for c in args.columns.split(",") if c.strip()] or None
+    # Rows are named by the same short headers as the table (pg_loss for actor/pg_loss).
+    labels = {c.key: c.header.strip() for c in layout(stores, detect(stores[0].path, stores[0].keys))}
     text = summarize(stores, columns=columns, now=time.time(), fmt=args.format, alerts=alerts,
-                     max_columns=args.max_columns)
+                     max_columns=args.max_columns, labels=labels)
     sys.stdout.write(text if text.endswith("\n") else text + "\n")
     return 0
 

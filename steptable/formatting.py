@@ -141,8 +141,12 @@ def _compact_exponent(s: str) -> str:
 def fmt_auto(x: float, digits: int = 3) -> str:
     """Compact number: about ``digits`` significant digits, no leading zero, exponent only when needed.
 
-    0.41234 -> .412, -0.0412 -> -.0412, 12.345 -> 12.3, 1234.5 -> 1234, 3.0 -> 3, 0.00031 -> 3.1e-4,
-    123456789 -> 1.23e8, nan -> nan, inf -> inf.
+    0.41234 -> .412, -0.0412 -> -.0412, 12.345 -> 12.3, 1234.5 -> 1234, 3.0 -> 3, 0.00031 -> .00031,
+    123456.7 -> 123457, 123456789 -> 1.23e8, 3.1e-5 -> 3.1e-5, nan -> nan, inf -> inf.
+
+    Positional digits are preferred over an exponent between 1e-4 and 1e6 because they cost far fewer tokens at
+    the same width (o200k: '.00031' is 2 tokens, '3.1e-4' is 6; '123457' is 2, '1.23e5' is 6). A column too
+    narrow for them still gets the exponent form through :func:`fit_number`.
     """
     if x != x:
         return NAN
@@ -151,14 +155,11 @@ def fmt_auto(x: float, digits: int = 3) -> str:
     if x == 0:
         return "0"
     ax = abs(x)
-    if ax >= 1e5 or ax < 1e-3:
+    if ax >= 999_999.5 or ax < 1e-4:
         return _exp(x, digits)
     if ax >= 10 ** (digits - 1):
         # Enough integer digits: show the integer (1234 reads better than 1.23e3 for a step time).
-        r = round(x)
-        if abs(r) >= 1e5:
-            return _exp(x, digits)
-        return str(int(r))
+        return str(int(round(x)))
     decimals = digits - 1 - math.floor(math.log10(ax))
     s = f"{x:.{decimals}f}"
     if "." in s:
@@ -174,9 +175,10 @@ def fit_number(x: float, width: int) -> str:
         s = fmt_auto(x, digits)
         if len(s) <= width:
             return s
-    s = _exp(x, 1)
-    if len(s) <= width:
-        return s
+    for digits in (3, 2, 1):  # the positional form is too wide at any precision: the exponent, as precise as fits
+        s = _exp(x, digits)
+        if len(s) <= width:
+            return s
     # Drop the mantissa's sign-free digits: '1e100' at width 4 cannot be shown honestly.
     return "#" * width
 

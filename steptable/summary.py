@@ -151,8 +151,11 @@ def _cells(stats: Sequence[ColStats], align: bool) -> list[list[str]]:
     return out
 
 
-def run_label(run: RunLike) -> str:
+def run_label(run: RunLike, unique_arm: bool = True) -> str:
+    """The arm when it names the run unambiguously (cheapest for a reader), else ``run/arm``."""
     name, arm = sanitize(str(run.run)), sanitize(str(run.arm or ""))
+    if arm and unique_arm:
+        return arm
     return name if not arm or arm == name else f"{name}/{arm}"
 
 
@@ -277,8 +280,12 @@ def summarize(
     alerts: Mapping[str, Sequence[Alert]] | None = None,
     max_columns: int = 20,
     align: bool = False,
+    labels: Mapping[str, str] | None = None,
 ) -> str:
-    """One compact block for ``runs`` (see the module doc); several runs share one table."""
+    """One compact block for ``runs`` (see the module doc); several runs share one table.
+
+    ``labels`` names a key's row (the table's short header, e.g. ``pg_loss`` for ``actor/pg_loss``); default: the key.
+    """
     if not runs:
         return "no runs\n"
     md, multi = fmt == "md", len(runs) > 1
@@ -293,12 +300,14 @@ def summarize(
 
     lines: list[str] = []
     for tag, r in zip(tags, runs, strict=True):
-        label = f"{tag}: {run_label(r)}" if multi else run_label(r)
+        unique = sum(1 for o in runs if o.arm == r.arm) == 1
+        label = f"{tag}: {run_label(r, unique)}" if multi else run_label(r, unique)
         head = f"**{label}**" if md and not multi else label
         lines.append(f"{'- ' if md and multi else ''}{head}: {header_text(r, now)}")
     order = [(key, i) for key in keys for i in range(len(runs))]
     cells = _cells([stats.get((i, key), ColStats()) for key, i in order], align and not md)
-    rows = [[sanitize(key) if i == 0 else "", *([tags[i]] if multi else []), *c]
+    names = labels or {}
+    rows = [[sanitize(names.get(key, key)) if i == 0 else "", *([tags[i]] if multi else []), *c]
             for (key, i), c in zip(order, cells, strict=True)]
     if rows:
         head_row = ["col", *(["arm"] if multi else []), *_HEAD]

@@ -129,8 +129,8 @@ def test_arms_line_up() -> None:
     runs = [make_run("vanilla", 1), make_run("routeA", 2, n=100), make_run("absorb", 3, n=0)]
     text = summarize(runs, now=NOW, columns=["rew", "gn", "tok_s"], align=True)
     lines = text.splitlines()
-    assert lines[0].startswith("a: exp7/vanilla: steps 0-399")
-    assert lines[2] == "c: exp7/absorb: no rows, resumed 200, bad 2"
+    assert lines[0].startswith("a: vanilla: steps 0-399")
+    assert lines[2] == "c: absorb: no rows, resumed 200, bad 2"
     table = lines[3:13]
     assert table[0].split() == ["col", "arm", "first", "last", "min", "max", "tr%"]
     # numbers right-aligned: every value column ends at the same offset on every row

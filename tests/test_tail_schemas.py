@@ -30,3 +30,11 @@ def test_tail_golden_per_format(
     golden(f"tail_{name}.txt", text)
     lines = out.splitlines()
     assert lines and all(len(line) == len(lines[0]) for line in lines if not line.startswith("──"))
+
+
+def test_summary_uses_the_tables_short_headers(fixtures: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    rc = main(["summary", str(fixtures["verl"])])
+    out = capsys.readouterr().out
+    assert rc == 0
+    names = {line.split()[0] for line in out.splitlines()[2:] if line.strip()}
+    assert "pg_loss" in names and not any("/" in n and n.startswith("actor") for n in names)

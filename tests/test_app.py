@@ -1,0 +1,399 @@
+"""The watch app driven with Pilot: every binding, follow mode, arms, panels, generations, status, themes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from test_app_support import (
+    ARMS,
+    HOSTILE,
+    SIZE,
+    T0,
+    append,
+    make_runs,
+    manual_app,
+    screen_text,
+    sync,
+    write_generations,
+    write_rows,
+)
+from textual import events
+from textual.widgets import Static
+
+from steptable import render
+from steptable.app.screens.events import EventsScreen
+from steptable.app.screens.generations import GenerationsScreen
+from steptable.app.screens.prompt import PromptScreen
+from steptable.app.widgets.arm import ArmPanel
+from steptable.app.widgets.grid import StepGrid
+from steptable.app.widgets.panels import ChartPanel, DiagnosticsPanel, LegendPanel
+from steptable.app.widgets.status import StatusBar
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+def static_text(w: Static) -> str:
+    return str(w.render())
+
+
+async def test_one_table_per_arm_same_layout(tmp_path: Path) -> None:
+    app, follower, _ = manual_app(make_runs(tmp_path))
+    async with app.run_test(size=SIZE) as pilot:
+        await sync(pilot, follower)
+        panels = list(app.query(ArmPanel))
+        assert [p.label for p in panels] == sorted(ARMS)  # discovery order: sorted directories
+        layouts = {tuple(c.key for c in p.grid.cols) for p in panels}
+        assert len(layouts) == 1  # every arm shows the same columns in the same order
+        cols = panels[0].grid.cols
+        assert cols[0].key == "step" and "auroc" in {c.key for c in cols}
+        for p in panels:
+            assert p.grid.rows == 40
+            title = static_text(p.title_bar)
+            assert p.label in title and "40 rows" in title and "5s ago" in title and "following" in title
+        # the newest row is on screen, formatted by render (same text as the stdout row)
+        grid = panels[0].grid
+        last = render.cells(grid.cols, grid.store.row(39))  # type: ignore[union-attr]
+        assert render.SEP.join(last)[:30] in screen_text(app)
+
+
+async def test_follow_mode_append_scroll_up_end(tmp_path: Path) -> None:
+    root = make_runs(tmp_path, steps=60, arms=("solo",))
+    app, follower, _ = manual_app(root)
+    async with app.run_test(size=SIZE) as pilot:
+        await sync(pilot, follower)
+        grid = app.query_one(StepGrid)
+        assert grid.follow and grid.scroll_y == grid.max_scroll_y
+        append(root, "solo", 60, 80)
+        await sync(pilot, follower)
+        assert grid.rows == 80 and grid.follow and grid.scroll_y == grid.max_scroll_y
+        assert "    79 " in screen_text(app)  # the newest step is on screen
+
+        grid.focus()
+        await pilot.press("pageup")
+        assert not grid.follow
+        top = grid.scroll_y
+        append(root, "solo", 80, 90)
+        await sync(pilot, follower)
+        assert grid.rows == 90 and grid.scroll_y == top and not grid.follow  # stays where the user put it
+        assert "paused" in static_text(app.query_one(ArmPanel).title_bar)
+
+        await pilot.press("end")
+        assert grid.follow and grid.scroll_y == grid.max_scroll_y
+        await pilot.press("up")
+        assert not grid.follow
+        await pilot.press("G")
+        assert grid.follow and grid.scroll_y == grid.max_scroll_y
+
+        # mouse wheel up pauses too; wheel back to the bottom follows again
+        grid.post_message(events.MouseScrollUp(grid, 2, 2, 0, -1, 0, False, False, False))
+        await pilot.pause()
+        assert not grid.follow
+        for _ in range(5):
+            grid.post_message(events.MouseScrollDown(grid, 2, 2, 0, 1, 0, False, False, False))
+        await pilot.pause()
+        assert grid.follow
+        await pilot.press("home")
+        assert grid.scroll_y == 0 and not grid.follow
+        await pilot.press("f")  # follow all
+        assert grid.follow and grid.scroll_y == grid.max_scroll_y
+
+
+async def test_column_cursor_chart_and_pin(tmp_path: Path) -> None:
+    app, follower, _ = manual_app(make_runs(tmp_path))
+    async with app.run_test(size=SIZE) as pilot:
+        await sync(pilot, follower)
+        grids = list(app.query(StepGrid))
+        grids[0].focus()
+        first = app.session.selected
+        await pilot.press("right")
+        key = app.session.selected
+        assert key != first and all(g.selected == key for g in grids)
+        await pilot.press("left")
+        assert app.session.selected == first
+        await pilot.press("right", "right")
+        key = app.session.selected
+        assert key is not None
+
+        await pilot.press("c")
+        chart = app.query_one(ChartPanel)
+        assert chart.display and chart.key == key
+        text = static_text(chart)
+        assert all(label in text for label in ARMS) and "min" in text and "max" in text and "last" in text
+        await pilot.press("c")
+        assert not chart.display
+
+        await pilot.press("p")
+        assert app.session.pins == [key]
+        assert grids[1].fixed == 2 and grids[1].cols[1].key == key  # pinned next to the step column
+        await pilot.press("p")
+        assert app.session.pins == [] and grids[1].fixed == 1
+
+        # a click on a header cell picks that column
+        target = grids[0].cols[1]
+        await pilot.click(grids[0], offset=(grids[0].cols[0].width + 2, 0))
+        assert app.session.selected == target.key
+
+
+async def test_horizontal_scroll_keeps_step_column(tmp_path: Path) -> None:
+    app, follower, _ = manual_app(make_runs(tmp_path, arms=("solo",)))
+    async with app.run_test(size=(60, 24)) as pilot:
+        await sync(pilot, follower)
+        grid = app.query_one(StepGrid)
+        grid.focus()
+        assert grid.virtual_size.width > grid.size.width
+        for _ in range(len(grid.cols)):
+            await pilot.press("right")
+        assert grid.scroll_x > 0 and grid.selected == grid.cols[-1].key
+        header = screen_text(app).splitlines()[1]
+        assert header.lstrip().startswith("step")  # pinned while the rest scrolled
+        assert grid.cols[-1].header.strip() in header
+
+
+async def test_legend_and_diagnostics(tmp_path: Path) -> None:
+    app, follower, _ = manual_app(make_runs(tmp_path))
+    async with app.run_test(size=SIZE) as pilot:
+        await sync(pilot, follower)
+        await pilot.press("l")
+        legend = app.query_one(LegendPanel)
+        assert app.query_one("#legend-box").display
+        assert "probability" not in static_text(legend)
+        assert "how well dot(act, v_act) separates" in static_text(legend)
+        await pilot.press("l")
+        assert not app.query_one("#legend-box").display
+
+        await pilot.press("d")
+        diag = app.query_one(DiagnosticsPanel)
+        text = static_text(diag)
+        for key in ("auroc", "cos", "qmass", "keep", "resid", "rout", "tlo", "thi", "stale"):
+            assert key in text
+        assert all(label in text for label in ARMS)
+        assert "▁" in text or "█" in text
+        await pilot.press("d")
+        assert not diag.display
+
+
+async def test_filter_jump_prompts(tmp_path: Path) -> None:
+    app, follower, _ = manual_app(make_runs(tmp_path))
+    async with app.run_test(size=SIZE) as pilot:
+        await sync(pilot, follower)
+        await pilot.press("slash")
+        assert isinstance(app.screen, PromptScreen)
+        await pilot.press(*"rew*", "enter")
+        grid = app.query_one(StepGrid)
+        assert [c.key for c in grid.cols] == ["step", "rew", "rew_s"]
+        await pilot.press("slash", "escape")  # cancel keeps the filter
+        assert [c.key for c in grid.cols] == ["step", "rew", "rew_s"]
+        await pilot.press("slash")
+        await pilot.press(*["backspace"] * 4, "enter")
+        assert len(grid.cols) > 3
+
+        for key in ("colon", "g"):
+            await pilot.press(key)
+            assert isinstance(app.screen, PromptScreen)
+            await pilot.press("1", "2", "enter")
+            for g in app.query(StepGrid):
+                assert g.top_index == 12 and not g.follow
+            await pilot.press("G")
+        await pilot.press("g", "x", "enter")  # not a step: a warning, nothing moves
+        assert not isinstance(app.screen, PromptScreen)
+
+
+async def test_toggle_arms_and_layout(tmp_path: Path) -> None:
+    app, follower, _ = manual_app(make_runs(tmp_path), stacked=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await sync(pilot, follower)
+        panels = list(app.query(ArmPanel))
+        arms = app.query_one("#arms")
+        assert arms.has_class("side")
+        await pilot.press("s")
+        assert arms.has_class("stacked") and not arms.has_class("side")
+        await pilot.press("s")
+        assert arms.has_class("side")
+
+        await pilot.press("2")
+        assert not panels[1].display and panels[0].display
+        await pilot.press("3")
+        await pilot.press("1")  # the last visible arm stays
+        assert panels[0].display and not panels[2].display
+        await pilot.press("2")
+        assert panels[1].display
+        await pilot.press("0")
+        assert all(p.display for p in panels)
+        await pilot.press("9")  # no ninth arm: nothing happens
+        assert all(p.display for p in panels)
+
+
+async def test_generations_viewer_hostile_text(tmp_path: Path) -> None:
+    root = make_runs(tmp_path)
+    write_generations(root / "routeA")
+    app, follower, _ = manual_app(root)
+    async with app.run_test(size=SIZE) as pilot:
+        await sync(pilot, follower)
+        await pilot.press("v")
+        screen = app.screen
+        assert isinstance(screen, GenerationsScreen)
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert screen.step == 20  # following: the newest step with samples
+        await pilot.press("left")
+        assert screen.step == 10
+        shown = static_text(screen.query_one("#gen-text", Static))
+        assert "\x1b" not in shown and "\u202e" not in shown and "\x07" not in shown
+        assert "[bold red]markup[/]" in shown and "[link=https://evil.example]click[/link]" in shown
+        assert "reward +1" in shown and "12 tokens" in shown
+        assert "clearscreen" in shown and "titlepwned" not in shown
+        await pilot.press("right", "right")
+        assert screen.step == 20
+        await pilot.press("a")  # one arm with generations: stays
+        await pilot.press("escape")
+        assert not isinstance(app.screen, GenerationsScreen)
+
+
+async def test_generations_absent_notifies(tmp_path: Path) -> None:
+    app, follower, _ = manual_app(make_runs(tmp_path, arms=("solo",)))
+    async with app.run_test(size=SIZE) as pilot:
+        await sync(pilot, follower)
+        await pilot.press("v")
+        assert not isinstance(app.screen, GenerationsScreen)
+
+
+async def test_status_shows_bad_lines_alerts_and_stalls(tmp_path: Path) -> None:
+    root = make_runs(tmp_path, arms=("solo",))
+    path = root / "solo" / "metrics.jsonl"
+    write_rows(path, [], extra='{"step": 40, "loss": \n')
+    app, follower, clock = manual_app(root)
+    async with app.run_test(size=SIZE) as pilot:
+        await sync(pilot, follower)
+        status = static_text(app.query_one(StatusBar))
+        assert "bad lines" in status
+        assert f"{path}:41:" in status
+
+        write_rows(path, [{"step": 41, "loss": None, "ts": T0 + 82}, {"step": 42, "loss": float("nan"), "ts": T0 + 84}])
+        await sync(pilot, follower)
+        assert app.session.counts.get("E", 0) >= 1
+        assert "loss non-finite" in static_text(app.query_one(StatusBar))
+
+        clock.now = T0 + 84 + 3600  # an hour without a row, usual step 2 s
+        app._on_tick()
+        await pilot.pause()
+        panel = app.query_one(ArmPanel)
+        assert "STALLED" in static_text(panel.title_bar) and panel.has_class("-stalled")
+        assert "stalled: no row for" in static_text(app.query_one(StatusBar))
+
+        await pilot.press("e")
+        assert isinstance(app.screen, EventsScreen)
+        assert "non-finite" in str(app.screen.query_one(Static).render())
+        await pilot.press("escape")
+        assert not isinstance(app.screen, EventsScreen)
+
+
+async def test_themes_and_command_palette(tmp_path: Path) -> None:
+    app, follower, _ = manual_app(make_runs(tmp_path, arms=("solo",)), theme="light")
+    async with app.run_test(size=SIZE) as pilot:
+        await sync(pilot, follower)
+        assert app.theme == "light" and not app.current_theme.dark
+        assert {"dark", "light", "high-contrast"} <= set(app.available_themes)
+        app.theme = "high-contrast"
+        await pilot.pause()
+        names = {c.title for c in app.get_system_commands(app.screen)}
+        assert {"Theme", "Legend", "Diag", "Chart", "Filter", "Jump", "Pin", "Layout", "Gens"} <= names
+        await pilot.press("ctrl+p")
+        await pilot.press(*"Legend", "enter")
+        await pilot.pause()
+        assert app.query_one("#legend-box").display
+
+
+async def test_unknown_theme_falls_back(tmp_path: Path) -> None:
+    app, follower, _ = manual_app(make_runs(tmp_path, arms=("solo",)), theme="no-such-theme")
+    async with app.run_test(size=SIZE) as pilot:
+        await sync(pilot, follower)
+        assert app.theme != "no-such-theme"
+
+
+async def test_preview_then_full_store(tmp_path: Path) -> None:
+    root = make_runs(tmp_path, steps=2000, arms=("big",))
+    from steptable.app import feed as feed_mod
+    from test_app_support import ManualFollower
+
+    follower = ManualFollower([root])
+    feed = feed_mod.Feed([str(root)], follower=follower, preview_min_bytes=1)
+    old = feed_mod.PREVIEW_BYTES
+    feed_mod.PREVIEW_BYTES = 20_000
+    try:
+        from steptable.app import make_app
+
+        app = make_app([str(root)], feed=feed, clock=lambda: T0 + 4000, tick=3600)
+        async with app.run_test(size=SIZE) as pilot:
+            assert follower.ready.wait(10)
+            await pilot.pause()
+            panel = app.query_one(ArmPanel)
+            assert panel.preview is not None and 0 < panel.grid.rows < 2000
+            assert "preview" in static_text(panel.title_bar)
+            assert "1999" in screen_text(app)  # the newest rows first
+            await sync(pilot, follower)
+            assert panel.preview is None and panel.grid.rows == 2000
+    finally:
+        feed_mod.PREVIEW_BYTES = old
+
+
+async def test_live_follower_thread(tmp_path: Path) -> None:
+    """The real Follower.run in the app's thread worker (stat polling): appended rows reach the table."""
+    from steptable.app import make_app
+
+    root = make_runs(tmp_path, arms=("solo",))
+    app = make_app([str(root)], poll=0.02, clock=lambda: T0 + 100, tick=3600)
+    async with app.run_test(size=SIZE) as pilot:
+        grid = None
+        for _ in range(500):
+            await pilot.pause(0.01)
+            grids = list(app.query(StepGrid))
+            if grids and grids[0].rows == 40:
+                grid = grids[0]
+                break
+        assert grid is not None
+        append(root, "solo", 40, 45)
+        for _ in range(500):
+            await pilot.pause(0.01)
+            if grid.rows == 45:
+                break
+        assert grid.rows == 45 and grid.scroll_y == grid.max_scroll_y
+
+
+def test_run_watch_missing_path(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from steptable.app import run_watch
+
+    assert run_watch([str(tmp_path / "nope")]) == 2
+    assert "no such file" in capsys.readouterr().err
+
+
+def test_run_demo_app_stops_writer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import threading
+
+    from steptable.app import demo
+
+    seen: list[Path] = []
+
+    class FakeApp:
+        return_code = 0
+
+        def run(self) -> None:
+            for _ in range(2000):  # wait (bounded) until the writer thread produced files
+                if list(tmp_path.glob("*/metrics.jsonl")):
+                    break
+                threading.Event().wait(0.005)
+            seen.extend(tmp_path.glob("*/metrics.jsonl"))
+
+    monkeypatch.setattr(demo, "make_app", lambda paths, theme=None: FakeApp())
+    assert demo.run_demo_app(tmp_path, steps=1000, interval=0.01) == 0
+    assert seen
+    assert not any(t.name == "steptable-demo-writer" and t.is_alive() for t in threading.enumerate())
+
+
+def test_hostile_constant_is_hostile() -> None:
+    assert "\x1b[2J" in HOSTILE and "\x1b]52;" in HOSTILE and "\u202e" in HOSTILE and "[bold red]" in HOSTILE

@@ -1,0 +1,148 @@
+"""Bad input, one test each: every good row is kept, every bad line is reported as ``path:line: reason``."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import steptable.ingest.tail as tail_mod
+from steptable.ingest import Follower, RunStore
+
+
+def good(step: int) -> bytes:
+    return (json.dumps({"step": step, "loss": step + 0.5, "phase": "train"}) + "\n").encode()
+
+
+def ingest(tmp_path: Path, data: bytes, name: str = "metrics.jsonl") -> tuple[Follower, RunStore, str]:
+    path = tmp_path / "runs" / "arm" / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+    f = Follower([tmp_path / "runs"])
+    f.scan()
+    return f, f.stores[f"arm/{name}"], str(path)
+
+
+def assert_rows(store: RunStore, expected_steps: list[int]) -> None:
+    assert list(store.steps) == expected_steps
+    for i, s in enumerate(expected_steps):
+        assert store.value(i, "loss") == s + 0.5
+
+
+def test_malformed_json_mid_file(tmp_path: Path) -> None:
+    data = good(0) + good(1) + b'{"step": 2, "loss": \n' + good(3) + b"}{\n" + good(4)
+    f, store, path = ingest(tmp_path, data)
+    assert_rows(store, [0, 1, 3, 4])
+    assert [(b.lineno, b.reason[:14]) for b in store.bad] == [(3, "malformed JSON"), (5, "malformed JSON")]
+    assert store.bad_count == 2 and f.errors[0].startswith(f"{path}:3: malformed JSON (")
+
+
+def test_non_utf8_bytes(tmp_path: Path) -> None:
+    data = good(0) + b'{"step": 1, "loss": 1.5, "phase": "tr\xff\xfeain"}\n' + good(2) + b"\xff\xfe\n" + good(3)
+    _, store, path = ingest(tmp_path, data)
+    assert_rows(store, [0, 1, 2, 3])
+    assert store.value(1, "phase") == "tr\ufffd\ufffdain"
+    assert [(b.lineno, b.reason) for b in store.bad] == [
+        (2, "invalid UTF-8 replaced with U+FFFD (row kept)"),
+        (4, "malformed JSON (invalid character (byte 0))"),
+    ]
+
+
+def test_utf8_bom_is_stripped(tmp_path: Path) -> None:
+    _, store, _ = ingest(tmp_path, b"\xef\xbb\xbf" + good(0) + good(1))
+    assert_rows(store, [0, 1])
+    assert store.keys == ["step", "loss", "phase"] and store.bad == []
+
+
+def test_crlf_line_endings(tmp_path: Path) -> None:
+    _, store, _ = ingest(tmp_path, (good(0) + good(1) + good(2)).replace(b"\n", b"\r\n"))
+    assert_rows(store, [0, 1, 2])
+    assert store.value(2, "phase") == "train" and store.bad == []
+
+
+def test_line_of_8_mib_or_more_is_skipped(tmp_path: Path) -> None:
+    huge = b'{"step": 1, "blob": "' + b"x" * (8 * 1024 * 1024) + b'"}\n'
+    _, store, path = ingest(tmp_path, good(0) + huge + good(2) + good(3))
+    assert_rows(store, [0, 2, 3])
+    assert [str(b) for b in store.bad] == [f"{path}:2: line of 8 MiB or more skipped"]
+
+
+def test_json_value_that_is_not_an_object(tmp_path: Path) -> None:
+    _, store, _ = ingest(tmp_path, good(0) + b"[1, 2]\n" + b"null\n" + b'"text"\n' + good(4))
+    assert_rows(store, [0, 4])
+    assert [(b.lineno, b.reason) for b in store.bad] == [
+        (2, "not a JSON object (list)"), (3, "not a JSON object (NoneType)"), (4, "not a JSON object (str)")]
+
+
+def test_number_out_of_range(tmp_path: Path) -> None:
+    _, store, _ = ingest(tmp_path, good(0) + b'{"step": 1, "loss": 1.5, "big": 1e999}\n' + good(2))
+    assert_rows(store, [0, 1, 2])
+    assert store.value(1, "big") == math.inf and math.isnan(store.column("big")[0])
+    assert [(b.lineno, b.reason) for b in store.bad] == [(2, "number out of range read as inf (row kept)")]
+
+
+def test_rows_without_a_step(tmp_path: Path) -> None:
+    _, store, path = ingest(tmp_path, good(0) + good(1) + b'{"loss": 1.5, "extra": 7}\n' + good(2))
+    assert list(store.steps) == [0, 1, 2]
+    assert store.value(1, "extra") == 7  # kept under the previous step, merged into that row
+    assert [str(b) for b in store.bad] == [f"{path}:3: step 'step' missing: row kept under step 1"]
+
+
+def test_file_without_any_step_key_numbers_rows_by_position(tmp_path: Path) -> None:
+    rows = b"".join((json.dumps({"loss": i + 0.5}) + "\n").encode() for i in range(4))
+    _, store, _ = ingest(tmp_path, rows)
+    assert_rows(store, [0, 1, 2, 3])
+    assert store.bad == [] and store.keys == ["loss"]
+
+
+def test_empty_file(tmp_path: Path) -> None:
+    f, store, _ = ingest(tmp_path, b"")
+    assert len(store) == 0 and store.bad == [] and f.errors == []
+    path = tmp_path / "runs" / "arm" / "metrics.jsonl"
+    path.write_bytes(good(0))
+    assert f.scan() == {"arm/metrics.jsonl"} and list(store.steps) == [0]
+
+
+def test_unreadable_file_is_reported_once_and_retried(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "runs" / "arm" / "metrics.jsonl"
+    path.parent.mkdir(parents=True)
+    path.write_bytes(good(0) + good(1))
+    real_open = tail_mod.open_binary
+
+    def denied(p: Path) -> Any:
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(tail_mod, "open_binary", denied)
+    f = Follower([tmp_path / "runs"])
+    f.scan()
+    f.scan()
+    store = f.stores["arm/metrics.jsonl"]
+    assert len(store) == 0
+    assert f.errors == [f"{path}: unreadable (Permission denied); will retry"] and store.bad_count == 1
+    monkeypatch.setattr(tail_mod, "open_binary", real_open)
+    f.scan()
+    assert_rows(store, [0, 1])
+
+
+def test_directory_that_does_not_exist_yet(tmp_path: Path) -> None:
+    root = tmp_path / "later"
+    f = Follower([root])
+    assert f.scan() == set() and f.stores == {} and f.errors == []
+    (root / "armB").mkdir(parents=True)
+    (root / "armB" / "metrics.jsonl").write_bytes(good(0))
+    assert f.scan() == {"armB/metrics.jsonl"}
+    assert f.stores["armB/metrics.jsonl"].arm == "armB"
+
+
+def test_bad_lines_in_a_big_file_keep_their_numbers(tmp_path: Path) -> None:
+    """Bad lines deep in a file that the fast path reads in chunks: same numbers, all good rows."""
+    lines = [good(i) for i in range(6000)]
+    lines[4321] = b'{"step": 4321, "loss": oops}\n'
+    lines[5000] = b'{"step": 5000, "loss": NaN, "phase": "train"}\n'
+    _, store, _ = ingest(tmp_path, b"".join(lines))
+    assert len(store) == 5999 and store.index_of_step(4322) == 4321
+    assert [(b.lineno, b.reason[:14]) for b in store.bad] == [(4322, "malformed JSON")]
+    assert math.isnan(store.value(4999, "loss"))

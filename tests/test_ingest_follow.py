@@ -1,0 +1,140 @@
+"""Discovery (runs, arms, side files), the Follower (scan and threaded loops), preview_tail."""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from steptable.ingest import Follower, discover, preview_tail
+
+
+def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as f:
+        f.write("".join(json.dumps(r) + "\n" for r in rows))
+
+
+def rows(start: int, stop: int) -> list[dict[str, Any]]:
+    return [{"step": s, "rew": s / 100} for s in range(start, stop)]
+
+
+def test_discover_runs_arms_and_side_files(tmp_path: Path) -> None:
+    for arm in ("vanilla", "routeA", "absorb"):
+        write_jsonl(tmp_path / "logs" / arm / "metrics.jsonl", rows(0, 2))
+    write_jsonl(tmp_path / "logs" / "routeA" / "generations.jsonl", [{"step": 0, "prompt": "p", "reward": 1}])
+    write_jsonl(tmp_path / "logs" / "routeA" / "custom_eval.jsonl", [{"iteration": 0, "acc": 0.5, "f1": 0.4}])
+    write_jsonl(tmp_path / "logs" / "routeA" / "prompts.jsonl", [{"id": "a", "text": "b"}])
+    (tmp_path / "logs" / "routeA" / "config.json").write_text("{}")
+    cands = {c.run_id: c for c in discover([tmp_path / "logs"])}
+    assert sorted(cands) == ["absorb/metrics.jsonl", "routeA/custom_eval.jsonl", "routeA/metrics.jsonl",
+                             "routeA/prompts.jsonl", "vanilla/metrics.jsonl"]
+    assert cands["routeA/metrics.jsonl"].arm == "routeA" and cands["routeA/metrics.jsonl"].confirmed
+    assert not cands["routeA/custom_eval.jsonl"].confirmed  # decided by its content
+    assert sorted(cands["routeA/metrics.jsonl"].side_files) == ["config", "generations"]
+    f = Follower([tmp_path / "logs"])
+    f.scan()
+    assert sorted(f.stores) == ["absorb/metrics.jsonl", "routeA/custom_eval.jsonl", "routeA/metrics.jsonl",
+                                "vanilla/metrics.jsonl"]  # prompts.jsonl holds no metric rows
+    assert f.stores["routeA/custom_eval.jsonl"].arm == "custom_eval"
+
+
+def test_several_roots_prefix_run_ids(tmp_path: Path) -> None:
+    write_jsonl(tmp_path / "a" / "x" / "metrics.jsonl", rows(0, 1))
+    write_jsonl(tmp_path / "b" / "x" / "metrics.jsonl", rows(0, 1))
+    f = Follower([tmp_path / "a", tmp_path / "b"])
+    f.scan()
+    assert sorted(f.stores) == [f"{tmp_path.as_posix()}/a/x/metrics.jsonl", f"{tmp_path.as_posix()}/b/x/metrics.jsonl"]
+
+
+def test_a_file_given_directly(tmp_path: Path) -> None:
+    path = tmp_path / "exp7" / "logs" / "odd_name.txt"
+    path.parent.mkdir(parents=True)
+    path.write_text("step:0 - a:1\n")
+    f = Follower([path])
+    f.scan()
+    assert list(f.stores) == ["odd_name.txt"] and f.stores["odd_name.txt"].arm == "odd_name"
+
+
+def test_run_created_after_start_is_picked_up(tmp_path: Path) -> None:
+    write_jsonl(tmp_path / "logs" / "a" / "metrics.jsonl", rows(0, 3))
+    f = Follower([tmp_path / "logs"])
+    assert f.scan() == {"a/metrics.jsonl"}
+    write_jsonl(tmp_path / "logs" / "b" / "metrics.jsonl", rows(0, 2))
+    write_jsonl(tmp_path / "logs" / "a" / "metrics.jsonl", rows(3, 4))
+    assert f.scan() == {"a/metrics.jsonl", "b/metrics.jsonl"}
+    assert len(f.stores["a/metrics.jsonl"]) == 4 and len(f.stores["b/metrics.jsonl"]) == 2
+
+
+def run_loop(f: Follower) -> tuple[threading.Event, threading.Thread, list[set[str]], threading.Event]:
+    stop = threading.Event()
+    got = threading.Event()
+    seen: list[set[str]] = []
+
+    def on_change(ids: set[str]) -> None:
+        seen.append(ids)
+        got.set()
+
+    t = threading.Thread(target=f.run, args=(stop, on_change), daemon=True)
+    t.start()
+    return stop, t, seen, got
+
+
+def wait_for(cond: Any, got: threading.Event, timeout: float = 10.0) -> None:
+    while not cond():
+        got.clear()
+        if cond():
+            return
+        assert got.wait(timeout), "no change reported"
+
+
+@pytest.mark.parametrize("poll", [0.05, None], ids=["polling", "notify"])
+def test_threaded_loop_follows_appends_and_new_runs(tmp_path: Path, poll: float | None) -> None:
+    root = tmp_path / "logs"
+    write_jsonl(root / "a" / "metrics.jsonl", rows(0, 2))
+    f = Follower([root], poll=poll, recheck=0.2)
+    stop, t, seen, got = run_loop(f)
+    try:
+        wait_for(lambda: "a/metrics.jsonl" in f.stores and len(f.stores["a/metrics.jsonl"]) == 2, got)
+        write_jsonl(root / "a" / "metrics.jsonl", rows(2, 5))
+        wait_for(lambda: len(f.stores["a/metrics.jsonl"]) == 5, got)
+        write_jsonl(root / "b" / "metrics.jsonl", rows(0, 1))
+        wait_for(lambda: "b/metrics.jsonl" in f.stores and len(f.stores["b/metrics.jsonl"]) == 1, got)
+    finally:
+        stop.set()
+        t.join(5)
+    assert not t.is_alive() and f.mode == ("poll" if poll else "notify")
+    assert {"a/metrics.jsonl"} in seen and f.errors == []
+
+
+def test_notify_failure_falls_back_to_polling(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import watchfiles
+
+    def broken(*args: Any, **kw: Any) -> Any:
+        raise OSError(28, "inotify watch limit reached")
+
+    monkeypatch.setattr(watchfiles, "watch", broken)
+    write_jsonl(tmp_path / "a" / "metrics.jsonl", rows(0, 1))
+    f = Follower([tmp_path], recheck=0.2)
+    stop, t, _, got = run_loop(f)
+    try:
+        wait_for(lambda: "a/metrics.jsonl" in f.stores, got)
+        write_jsonl(tmp_path / "a" / "metrics.jsonl", rows(1, 2))
+        wait_for(lambda: len(f.stores["a/metrics.jsonl"]) == 2, got)
+    finally:
+        stop.set()
+        t.join(5)
+    assert f.mode == "poll" and "polling every" in f.errors[0]
+
+
+def test_preview_tail_reads_only_the_end(tmp_path: Path) -> None:
+    path = tmp_path / "r" / "metrics.jsonl"
+    write_jsonl(path, rows(0, 2000))
+    store = preview_tail(path, max_bytes=4000)
+    size = path.stat().st_size
+    assert 0 < len(store) < 200 and store.steps[-1] == 1999 and store.bad == []
+    assert store.steps[0] == 2000 - len(store) and store.meta["preview_offset"] > size - 4000
+    assert len(preview_tail(path, max_bytes=10**9)) == 2000
