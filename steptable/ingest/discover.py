@@ -1,0 +1,204 @@
+"""Find runs under one or more paths: metrics files, their kind, run id, arm, run directory and side files. Pure.
+
+What is a metrics file (by name first, then by content where the name does not say):
+
+- ``metrics.jsonl``, ``progress.json`` (SB3, JSONL despite the name), ``log_<ts>.jsonl`` (torchtune), ``steps.jsonl``
+  (retrain emergence), ``wandb-history.jsonl``: JSONL metrics, followed at once (even while empty);
+- ``trainer_state.json`` (HF / TRL): the run is its directory (the parent of ``checkpoint-N/``), read whole;
+- any other ``*.jsonl``: metrics when its first line is an object with a step key or mostly numbers (``sniff``),
+  except the known non-metric JSONL, which are side files of the run: ``checkpoints.jsonl``, ``*generations*.jsonl``,
+  ``*rollout_summaries.jsonl``, ``timing_spans.jsonl``;
+- ``*.log``, ``*.txt``, ``*.out``: console logs, a run once a TinyZero ``step:N - key:value`` line shows up.
+
+Run id: the file's path relative to the root given (prefixed by the root when several roots are given). Arm: the
+file's stem when it is specific (verl's ``<experiment>.jsonl``), else the nearest directory whose name is not generic
+(``logs``, ``train``, ``metrics``, ``checkpoint-N``...): ``logs/routeA/metrics.jsonl`` -> ``routeA``,
+``exp1/logs/train/metrics.jsonl`` -> ``exp1``. The run directory (where side files are looked for) is that
+directory, kept inside the root.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Final
+
+from steptable.ingest.parse import STEP_KEYS, LineError, decode_line, flatten
+
+JSONL_NAMES: Final = frozenset({"metrics.jsonl", "progress.json", "steps.jsonl", "wandb-history.jsonl"})
+CONSOLE_SUFFIXES: Final = frozenset({".log", ".txt", ".out"})
+SKIP_DIRS: Final = frozenset({".git", "__pycache__", "node_modules", ".venv", "venv", ".mypy_cache", ".ruff_cache",
+                              ".pytest_cache", ".hypothesis", "site-packages", ".ipynb_checkpoints"})
+GENERIC_DIRS: Final = frozenset({
+    "logs", "log", "train", "training", "metrics", "outputs", "output", "out", "results", "result", "runs", "run",
+    "files", "emergence", "eval", "evals", "evaluation", "wandb", "tensorboard", "tb", "latest-run", "data",
+    "default", "trainer", "checkpoints", "lightning_logs", "console", "stdout", "tmp", ".",
+})
+GENERIC_STEMS: Final = frozenset({
+    "metrics", "progress", "steps", "log", "logs", "train", "training", "history", "wandb-history", "events",
+    "scalars", "trainer_state", "output", "out", "stdout", "stderr", "console", "nohup",
+})
+_GENERIC_PATTERN: Final = re.compile(
+    r"^(?:log_\d+|version_\d+|checkpoint-\d+|global_step_?\d+|iteration_\d+|step_?\d+|run-\d{8}_\d{6}-\w+|\d+)$")
+_TORCHTUNE: Final = re.compile(r"^log_\d+\.jsonl$")
+
+
+def side_category(path: Path) -> str | None:
+    """The side-file category of a file next to a run (None: not a side file)."""
+    name = path.name.lower()
+    if name == "checkpoints.jsonl":
+        return "checkpoints"
+    if name.endswith("rollout_summaries.jsonl"):
+        return "rollout_summaries"
+    if name.endswith(".jsonl") and "generations" in name:
+        return "generations"
+    if name == "timing_spans.jsonl":
+        return "timing_spans"
+    if name.endswith("_logtree.json"):
+        return "logtree"
+    if name in ("config.json", "config.yaml", "config.yml", "hparams.yaml", "args.json"):
+        return "config"
+    if path.parent.name == "rich_completions" and name.endswith(".json"):
+        return "rich_completions"
+    return None
+
+
+@dataclass
+class Candidate:
+    """One possible run. ``key`` identifies it (the file; for trainer_state the run directory)."""
+
+    key: Path
+    path: Path
+    kind: str  # "jsonl" | "trainer_state" | "console"
+    run_id: str
+    arm: str
+    run_dir: Path
+    confirmed: bool  # the name says it is metrics; otherwise its content must (sniff / first console line)
+    side_files: dict[str, list[Path]] = field(default_factory=dict)
+
+
+def is_generic(name: str) -> bool:
+    return name.lower() in GENERIC_DIRS or _GENERIC_PATTERN.match(name) is not None
+
+
+def arm_and_run_dir(path: Path, root: Path, *, run_dir: Path | None = None) -> tuple[str, Path]:
+    """(arm, run directory) of a metrics file found under ``root`` (see the module docstring)."""
+    base = root if root.is_dir() else root.parent
+    if run_dir is None:
+        stem = path.stem
+        if stem.lower() not in GENERIC_STEMS and _GENERIC_PATTERN.match(stem) is None:
+            return stem, path.parent
+        run_dir = path.parent
+    inside: list[Path] = []  # from the file's directory up to the root
+    d = run_dir
+    while True:
+        inside.append(d)
+        if d == base or d == d.parent:
+            break
+        d = d.parent
+    for d in inside:
+        name = d.absolute().name
+        if name and not is_generic(name):
+            return name, d
+    for d in base.absolute().parents:  # above the root: the name only, side files stay inside the root
+        if d.name and not is_generic(d.name):
+            return d.name, base
+    return run_dir.absolute().name or "run", run_dir
+
+
+def _walk(root: Path) -> Iterator[Path]:
+    if not root.is_dir():
+        if root.is_file():
+            yield root
+        return
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and not d.startswith("."))
+        base = Path(dirpath)
+        for name in sorted(filenames):
+            yield base / name
+
+
+def _run_id(path: Path, root: Path, label: str | None) -> str:
+    rel = path.name if root == path else path.relative_to(root).as_posix()
+    return f"{label}/{rel}" if label else rel
+
+
+def discover(paths: Iterable[str | Path]) -> list[Candidate]:
+    """Every candidate run under ``paths`` (missing paths give nothing yet), side files attached."""
+    roots = [Path(p) for p in paths]
+    many = len(roots) > 1
+    found: dict[Path, Candidate] = {}
+    sides: list[tuple[str, Path]] = []
+    for root in roots:
+        label = root.as_posix().rstrip("/") if many else None
+        explicit = root.is_file()
+        for path in _walk(root):
+            cand = classify(path, root, label, explicit=explicit)
+            if cand is None:
+                cat = side_category(path)
+                if cat is not None:
+                    sides.append((cat, path))
+            elif cand.key not in found:
+                found[cand.key] = cand
+    cands = list(found.values())
+    for cat, path in sides:
+        owners = [c for c in cands if path.is_relative_to(c.run_dir)]
+        if owners:
+            depth = max(len(c.run_dir.parts) for c in owners)
+            for c in owners:
+                if len(c.run_dir.parts) == depth:
+                    c.side_files.setdefault(cat, []).append(path)
+    return cands
+
+
+def classify(path: Path, root: Path, label: str | None = None, *, explicit: bool = False) -> Candidate | None:
+    """The candidate run a file stands for, or None (not metrics, or a side file)."""
+    name = path.name
+    low = name.lower()
+    if low == "trainer_state.json":
+        run_dir = path.parent.parent if _GENERIC_PATTERN.match(path.parent.name) else path.parent
+        if not run_dir.is_relative_to(root if root.is_dir() else root.parent):
+            run_dir = path.parent
+        rid = _run_id(run_dir / "trainer_state.json", root, label) if run_dir != root else (
+            f"{label}/trainer_state.json" if label else "trainer_state.json")
+        arm, _ = arm_and_run_dir(run_dir / "trainer_state.json", root, run_dir=run_dir)
+        return Candidate(run_dir, path, "trainer_state", rid, arm, run_dir, True)
+    if side_category(path) is not None and not explicit:
+        return None
+    suffix = path.suffix.lower()
+    if low in JSONL_NAMES or _TORCHTUNE.match(low) or suffix == ".jsonl":
+        confirmed = explicit or low in JSONL_NAMES or _TORCHTUNE.match(low) is not None
+        arm, run_dir = arm_and_run_dir(path, root)
+        return Candidate(path, path, "jsonl", _run_id(path, root, label), arm, run_dir, confirmed)
+    if suffix in CONSOLE_SUFFIXES:
+        arm, run_dir = arm_and_run_dir(path, root)
+        return Candidate(path, path, "console", _run_id(path, root, label), arm, run_dir, explicit)
+    return None
+
+
+def sniff_jsonl(path: Path, limit: int = 1 << 16) -> bool | None:
+    """Does a ``*.jsonl`` hold metric rows? From its first line: an object with a step key or mostly numbers.
+
+    None: no complete first line yet (ask again later)."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(limit)
+    except OSError:
+        return None
+    lines = head.split(b"\n")
+    for line in lines[:-1]:  # complete lines only
+        try:
+            obj = decode_line(line)
+        except LineError:
+            return False
+        if obj is None:
+            continue
+        row = flatten(obj)
+        if any(k in row for k in STEP_KEYS):
+            return True
+        numeric = sum(type(v) in (int, float) for v in row.values())
+        return numeric >= 2 and numeric * 2 >= len(row)
+    return False if len(head) >= limit else None

@@ -1,0 +1,229 @@
+"""Follower: keep the RunStores of every run under some paths up to date (watchfiles, with stat polling as fallback).
+
+Use ``scan()`` for one synchronous pass (discover, read everything new), or ``run(stop, on_change)`` in a worker
+thread: notification through ``watchfiles`` (debounced to ``DEBOUNCE_MS``), a full re-check every ``recheck``
+seconds even then (network filesystems drop events; rotations of a file root), and stat polling every ``poll``
+seconds when asked for (``poll=0.5``) or when notification is unavailable or fails.
+
+Threads: the follower thread is the only writer. ``stores`` is replaced, never mutated (copy on write), so a reader
+can iterate the dict it got; each store follows the rules in :mod:`steptable.ingest.store` (per-batch lock,
+``version``). ``on_change`` is called on the follower thread with the ids of the runs that changed: post a message
+from it, do not draw. ``scan()`` and ``run()`` may be called from different threads; passes never overlap.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from steptable.ingest.discover import Candidate, discover, sniff_jsonl
+from steptable.ingest.parse import BadLine
+from steptable.ingest.source import Source, make_source
+from steptable.ingest.store import RunStore
+from steptable.ingest.tail import MAX_LINE
+
+FALLBACK_POLL = 0.5  # seconds between polls when notification is unavailable
+DEBOUNCE_MS = 40  # longest a burst of events is gathered before it is handled
+STEP_MS = 10
+MAX_ERRORS = 10_000
+_WATCHED_SUFFIXES = frozenset({".jsonl", ".json", ".log", ".txt", ".out"})
+
+
+class _Either:
+    """``is_set()`` of either event: watchfiles stops on it (the user's stop, or our restart)."""
+
+    def __init__(self, a: threading.Event, b: threading.Event) -> None:
+        self.a, self.b = a, b
+
+    def is_set(self) -> bool:
+        return self.a.is_set() or self.b.is_set()
+
+
+class Follower:
+    def __init__(self, paths: Iterable[str | Path] | str | Path, poll: float | None = None, recheck: float = 2.0,
+                 *, max_line: int = MAX_LINE) -> None:
+        self.roots = [Path(paths)] if isinstance(paths, (str, Path)) else [Path(p) for p in paths]
+        self.poll = poll
+        self.recheck = recheck
+        self.max_line = max_line
+        self.stores: dict[str, RunStore] = {}
+        self.mode = "idle"  # "notify" | "poll" while run() runs
+        self.error_count = 0
+        self._errors: deque[str] = deque(maxlen=MAX_ERRORS)
+        self._sources: dict[Path, Source] = {}
+        self._by_file: dict[str, Source] = {}  # absolute path -> source (watchfiles reports absolute paths)
+        self._rejected: dict[Path, tuple[int, int]] = {}  # not metrics: path -> (inode, size) when judged
+        self._pass = threading.RLock()
+
+    # --- public -----------------------------------------------------------------------------------------------
+
+    @property
+    def errors(self) -> list[str]:
+        """Every reported problem so far (the latest ``MAX_ERRORS``), as ``path:line: reason``."""
+        return list(self._errors)
+
+    def scan(self) -> set[str]:
+        """Discover runs and read everything new now. Returns the ids of the runs that changed."""
+        return self._tick(discover=True)
+
+    def run(self, stop: threading.Event, on_change: Callable[[set[str]], None]) -> None:
+        """Follow until ``stop`` is set (blocking: call it in a worker thread)."""
+        self._emit(self.scan(), on_change)
+        if self.poll is None:
+            try:
+                self._run_notify(stop, on_change)
+                return
+            except Exception as e:  # no inotify, too many watches, a vanished root...: poll instead
+                if stop.is_set():
+                    return
+                self._note(f"file notification failed ({type(e).__name__}: {e}); polling every {FALLBACK_POLL} s")
+        self._run_poll(stop, on_change, self.poll or FALLBACK_POLL)
+
+    # --- passes -----------------------------------------------------------------------------------------------
+
+    def _tick(self, discover: bool, only: Iterable[Source] | None = None) -> set[str]:
+        with self._pass:
+            if discover:
+                self._discover()
+            changed: set[str] = set()
+            for src in list(self._sources.values()) if only is None else only:
+                if src.poll():
+                    changed.add(src.store.run)
+                if src.dead:
+                    self._drop(src)
+                elif src.exposed and src.store.run not in self.stores:
+                    self.stores = {**self.stores, src.store.run: src.store}
+                    changed.add(src.store.run)
+            return changed
+
+    def _discover(self) -> None:
+        for cand in discover(self.roots):
+            src = self._sources.get(cand.key)
+            if src is not None:
+                src.store.side_files = cand.side_files
+                continue
+            self._add(cand)
+
+    def _add(self, cand: Candidate) -> None:
+        if not cand.confirmed and cand.path in self._rejected:
+            try:
+                st = cand.path.stat()
+            except OSError:
+                return
+            ino, size = self._rejected[cand.path]
+            if st.st_ino == ino and st.st_size >= size:  # same file, only grown: its first line is still the same
+                return
+        if cand.kind == "jsonl" and not cand.confirmed:
+            verdict = sniff_jsonl(cand.path)
+            if verdict is None:
+                return
+            if not verdict:
+                self._reject(cand.path)
+                return
+            cand.confirmed = True
+        src = make_source(cand, self._report, self.max_line)
+        self._sources[cand.key] = src
+        self._by_file[os.path.abspath(cand.path)] = src
+
+    def _reject(self, path: Path) -> None:
+        try:
+            st = path.stat()
+            self._rejected[path] = (st.st_ino, st.st_size)
+        except OSError:
+            pass
+
+    def _drop(self, src: Source) -> None:
+        self._sources.pop(src.cand.key, None)
+        self._by_file.pop(os.path.abspath(src.cand.path), None)
+        self._reject(src.cand.path)
+
+    def _report(self, bad: BadLine) -> None:
+        self.error_count += 1
+        self._errors.append(str(bad))
+
+    def _note(self, message: str) -> None:
+        self._report(BadLine("steptable", 0, message))
+
+    @staticmethod
+    def _emit(changed: set[str], on_change: Callable[[set[str]], None]) -> None:
+        if changed:
+            on_change(changed)
+
+    # --- loops ------------------------------------------------------------------------------------------------
+
+    def _run_poll(self, stop: threading.Event, on_change: Callable[[set[str]], None], interval: float) -> None:
+        self.mode = "poll"
+        last_full = time.monotonic()
+        while True:
+            t0 = time.monotonic()
+            full = t0 - last_full >= self.recheck
+            if full:
+                last_full = t0
+            self._emit(self._tick(discover=full), on_change)
+            if stop.wait(max(0.0, interval - (time.monotonic() - t0))):
+                return
+
+    def _run_notify(self, stop: threading.Event, on_change: Callable[[set[str]], None]) -> None:
+        import watchfiles  # imported here: ``scan()`` users never pay for it
+
+        self.mode = "notify"
+        while not stop.is_set():
+            targets = [r for r in self.roots if r.exists()]
+            if not targets:  # nothing to watch yet: look again every re-check
+                if stop.wait(self.recheck):
+                    return
+                self._emit(self.scan(), on_change)
+                continue
+            restart = threading.Event()
+            idents = self._root_idents()
+            last_full = time.monotonic()
+            for changes in watchfiles.watch(*targets, stop_event=_Either(stop, restart), debounce=DEBOUNCE_MS,
+                                            step=STEP_MS, rust_timeout=max(int(self.recheck * 1000), 50),
+                                            yield_on_timeout=True, raise_interrupt=False,
+                                            ignore_permission_denied=True):
+                changed = self._on_events({Path(p) for _, p in changes})
+                if time.monotonic() - last_full >= self.recheck:
+                    last_full = time.monotonic()
+                    changed |= self.scan()
+                    if self._root_idents() != idents:  # a root appeared, vanished or was replaced: watch anew
+                        restart.set()
+                self._emit(changed, on_change)
+
+    def _root_idents(self) -> list[Any]:
+        out: list[Any] = []
+        for r in self.roots:
+            try:
+                st = r.stat()
+                out.append((st.st_dev, st.st_ino))
+            except OSError:
+                out.append(None)
+        return out
+
+    def _on_events(self, paths: set[Path]) -> set[str]:
+        hit: list[Source] = []
+        unknown = False
+        with self._pass:
+            for p in paths:
+                src = self._by_file.get(os.path.abspath(p))
+                if src is None and p.name == "trainer_state.json":
+                    src = next((s for s in self._sources.values() if s.cand.kind == "trainer_state"
+                                and p.is_relative_to(s.cand.run_dir.absolute())), None)
+                if src is not None:
+                    hit.append(src)
+                elif p.suffix.lower() in _WATCHED_SUFFIXES or p.is_dir():
+                    unknown = True
+            if unknown:
+                return self._tick(discover=True)
+            return self._tick(discover=False, only=hit)
+
+
+def load(paths: Iterable[str | Path] | str | Path) -> dict[str, RunStore]:
+    """Every run under ``paths``, read once (for one-shot commands: ``tail``, ``summary``)."""
+    follower = Follower(paths)
+    follower.scan()
+    return follower.stores

@@ -1,0 +1,83 @@
+"""HF Trainer / TRL ``trainer_state.json``: one JSON document whose ``log_history`` is the run's rows. Pure.
+
+The Trainer rewrites the whole file (indent=2, bare NaN) at every checkpoint, into a new ``checkpoint-N/`` directory,
+so a run is its directory and its current file is the newest ``trainer_state.json`` under it. A changed file is read
+again whole and the run rebuilt from it; a half-written file (a decode error on a file still changing) is retried.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from steptable.ingest.parse import MISSING, flatten, has_nonfinite, quote_bignums, quote_nonfinite, step_of
+from steptable.ingest.store import Parsed
+
+_CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
+_DECODER = msgspec.json.Decoder()
+
+
+def newest_trainer_state(run_dir: Path) -> Path | None:
+    """The newest ``trainer_state.json`` of a run directory: in it or in its ``checkpoint-N/`` subdirectories.
+
+    Newest = latest modification time; ties go to the higher checkpoint number (the top-level file counts as the
+    highest, the Trainer writes it last at the end of training)."""
+    best: tuple[int, int] | None = None
+    best_path: Path | None = None
+    try:
+        entries = list(os.scandir(run_dir))
+    except OSError:
+        return None
+    for entry in entries:
+        if entry.name == "trainer_state.json":
+            path, number = Path(entry.path), 1 << 62
+        else:
+            m = _CHECKPOINT.match(entry.name)
+            if m is None:
+                continue
+            path, number = Path(entry.path) / "trainer_state.json", int(m.group(1))
+        try:
+            mtime = path.stat().st_mtime_ns
+        except OSError:
+            continue
+        if best is None or (mtime, number) > best:
+            best, best_path = (mtime, number), path
+    return best_path
+
+
+def decode_document(data: bytes) -> Any:
+    """Decode one JSON document that may hold bare NaN / Infinity and out-of-range numbers."""
+    if has_nonfinite(data):
+        data = quote_nonfinite(data)
+    try:
+        return _DECODER.decode(data)
+    except msgspec.ValidationError:  # a number out of range
+        return _DECODER.decode(quote_bignums(data))
+
+
+def parse_trainer_state(data: bytes) -> Parsed:
+    """Rows of ``log_history`` (keyed by their ``step``). Raises ValueError when the document is not usable."""
+    try:
+        doc = decode_document(data)
+    except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError) as e:
+        raise ValueError(f"invalid JSON: {e}") from None
+    history = doc.get("log_history") if type(doc) is dict else None
+    if type(history) is not list:
+        raise ValueError("no log_history list")
+    steps: list[int] = []
+    rows: list[dict[str, Any]] = []
+    last = 0
+    for entry in history:
+        if type(entry) is not dict:
+            continue
+        row = flatten(entry)
+        step = step_of(row.get("step", MISSING))
+        step = last if step is None else step
+        row["step"] = last = step
+        steps.append(step)
+        rows.append(row)
+    return Parsed(steps=steps, rows=rows, step_key="step")

@@ -1,0 +1,56 @@
+"""preview_tail: rows from the end of a huge file, for a first frame before the full parse is done. Pure."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from steptable.ingest.console import ConsoleParser
+from steptable.ingest.discover import CONSOLE_SUFFIXES
+from steptable.ingest.hf import parse_trainer_state
+from steptable.ingest.jsonl import JsonlParser
+from steptable.ingest.parse import BadLine
+from steptable.ingest.store import RunStore
+from steptable.ingest.tail import BLOCK
+
+PREVIEW_BYTES = 4 * 1024 * 1024
+
+
+def preview_tail(path: str | Path, max_bytes: int = PREVIEW_BYTES, kind: str | None = None) -> RunStore:
+    """A store of the complete lines within the last ``max_bytes`` of ``path`` (from the first full line there).
+
+    ``meta["preview_offset"]`` is the byte offset the window starts at (0: the whole file was read). Line numbers in
+    ``bad`` count from the start of the window; a file without a step key is numbered from 0 within the window.
+    """
+    path = Path(path)
+    if kind is None:
+        kind = ("trainer_state" if path.name == "trainer_state.json"
+                else "console" if path.suffix.lower() in CONSOLE_SUFFIXES else "jsonl")
+    store = RunStore(path.name, path, kind)
+    with open(path, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        if kind == "trainer_state":  # one JSON document: there is no tail to take
+            store.meta["preview_offset"] = 0
+            try:
+                store.add(parse_trainer_state(f.read()))
+            except ValueError as e:
+                store.add_bad([BadLine(str(path), 0, str(e))])
+            return store
+        start = max(0, size - max_bytes)
+        f.seek(start)
+        data = f.read(size - start)
+    if start > 0:
+        data = data[data.find(b"\n") + 1 :] if b"\n" in data else b""
+    data = data[: data.rfind(b"\n") + 1]
+    store.meta["preview_offset"] = size - len(data) if start > 0 else 0
+    label = str(path)
+    parser = ConsoleParser(label) if kind == "console" else JsonlParser(label)
+    pos, lineno = 0, 1
+    while pos < len(data):
+        end = data.find(b"\n", pos + BLOCK)
+        end = len(data) if end < 0 else end + 1
+        chunk = data[pos:end]
+        store.add(parser.parse(chunk, lineno))
+        lineno += chunk.count(b"\n")
+        pos = end
+    return store

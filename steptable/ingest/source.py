@@ -1,0 +1,150 @@
+"""Sources: one followed file (or HF run directory) feeding one RunStore. Pure; driven by the Follower.
+
+``poll()`` reads what is new and says whether the store changed. Every problem goes to the store's ``bad`` list and
+to the ``report`` callable the follower passes (its ``errors``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Protocol
+
+from steptable.ingest.console import ConsoleParser
+from steptable.ingest.discover import Candidate
+from steptable.ingest.hf import newest_trainer_state, parse_trainer_state
+from steptable.ingest.jsonl import JsonlParser, LineNo
+from steptable.ingest.parse import BadLine
+from steptable.ingest.store import Parsed, RunStore
+from steptable.ingest.tail import MAX_LINE, RESET, FileTail, Lines
+
+#: an unconfirmed console log without a single metrics line in its first bytes is not a run
+CONSOLE_GIVE_UP = 32 * 1024 * 1024
+MAX_META = 4 * 1024 * 1024
+
+Report = Callable[[BadLine], None]
+
+
+class _Parser(Protocol):
+    def reset(self) -> None: ...
+
+    def parse(self, chunk: bytes, lineno: LineNo) -> Parsed: ...
+
+
+class Source:
+    def __init__(self, cand: Candidate, report: Report) -> None:
+        self.cand = cand
+        self.report = report
+        self.store = RunStore(cand.run_id, cand.path, cand.kind, cand.arm)
+        self.store.side_files = cand.side_files
+        self.exposed = cand.confirmed and cand.kind != "console"
+        self.dead = False  # not a run after all: the follower drops it
+        _load_meta(self.store, cand)
+
+    def poll(self) -> bool:
+        raise NotImplementedError
+
+    def _bad(self, lines: list[BadLine]) -> None:
+        for b in lines:
+            self.report(b)
+
+
+class TailSource(Source):
+    """A JSONL metrics file or a console log, tailed."""
+
+    def __init__(self, cand: Candidate, report: Report, max_line: int = MAX_LINE) -> None:
+        super().__init__(cand, report)
+        label = str(cand.path)
+        self.tail = FileTail(cand.path, label, max_line=max_line)
+        self.parser: _Parser = ConsoleParser(label) if cand.kind == "console" else JsonlParser(label)
+
+    def poll(self) -> bool:
+        changed = False
+        store = self.store
+        for ev in self.tail.poll():
+            if ev is RESET:
+                self.parser.reset()
+                store.reset()
+                changed = True
+            elif isinstance(ev, BadLine):
+                store.add_bad([ev])
+                self._bad([ev])
+                changed = True
+            elif isinstance(ev, Lines):
+                parsed = self.parser.parse(ev.data, ev.first_line)  # lines are counted only if needed
+                if parsed.steps or parsed.bad:
+                    store.add(parsed)
+                    self._bad(parsed.bad)
+                    changed = True
+        if not self.exposed and len(store):
+            self.exposed = True
+        elif not self.exposed and self.tail.offset >= CONSOLE_GIVE_UP:
+            self.dead = True
+        return changed and self.exposed
+
+
+class StateSource(Source):
+    """An HF ``trainer_state.json`` run: the newest file of the run directory, re-read whole when it changes."""
+
+    def __init__(self, cand: Candidate, report: Report) -> None:
+        super().__init__(cand, report)
+        self._sig: tuple[str, int, int, int] | None = None
+        self._failed: tuple[str, int, int, int] | None = None
+        self._reported: tuple[str, int, int, int] | None = None
+
+    def poll(self) -> bool:
+        path = newest_trainer_state(self.cand.run_dir) or self.cand.path
+        try:
+            st = os.stat(path)
+            sig = (str(path), st.st_ino, st.st_size, st.st_mtime_ns)
+            if sig == self._sig:
+                return False
+            with open(path, "rb") as f:
+                data = f.read()
+        except FileNotFoundError:
+            return False
+        except OSError as e:
+            return self._fail(("", 0, 0, 0), BadLine(str(path), 0, f"unreadable ({e.strerror or e}); will retry"))
+        try:
+            parsed = parse_trainer_state(data)
+        except ValueError as e:
+            if self._failed != sig:  # maybe half-written: report only when the same bytes fail twice
+                self._failed = sig
+                return False
+            return self._fail(sig, BadLine(str(path), 0, str(e)))
+        with self.store.lock:
+            self.store.reset()
+            self.store.path = path
+            self.store.add(parsed)
+        self._sig = sig
+        return True
+
+    def _fail(self, sig: tuple[str, int, int, int], bad: BadLine) -> bool:
+        if self._reported == sig:
+            return False
+        self._reported = sig
+        self.store.add_bad([bad])
+        self.report(bad)
+        return True
+
+
+def make_source(cand: Candidate, report: Report, max_line: int = MAX_LINE) -> Source:
+    if cand.kind == "trainer_state":
+        return StateSource(cand, report)
+    return TailSource(cand, report, max_line)
+
+
+def _load_meta(store: RunStore, cand: Candidate) -> None:
+    """``config.json`` next to the metrics file or in the run directory (tinker writes one) -> ``meta["config"]``."""
+    for d in (cand.path.parent, cand.run_dir):
+        path = Path(d) / "config.json"
+        try:
+            if path.stat().st_size > MAX_META:
+                continue
+            store.meta["config"] = json.loads(path.read_bytes())
+            store.meta["config_path"] = path
+            return
+        except (OSError, ValueError):
+            continue

@@ -1,0 +1,229 @@
+"""FileTail: read a growing file from a byte offset, complete lines only, and notice when it is no longer the same file.
+
+A poll stats the file and reads only when (device, inode, size, mtime) changed. It is a *reset* (start again from
+byte 0; the caller rebuilds the run from the new content) when the inode changed (rotation: rename + new file;
+delete + recreate), the size is below our offset (truncation; verl truncates on every launch), or bytes we already
+read changed (the first up to 512 bytes, or the 64 bytes just before our offset: a rewrite that grew past our offset
+between two polls). A partial last line is kept until its newline arrives. A line of ``max_line`` bytes or more is
+reported and skipped while reading on in bounded blocks, never held whole. The file is opened per poll, never kept
+open, so renames, deletions and many runs cost no descriptors.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO
+
+from steptable.ingest.parse import BadLine
+
+BLOCK = 256 * 1024
+MAX_LINE = 8 * 1024 * 1024
+HEAD = 512
+TAIL = 64
+
+
+@dataclass(slots=True)
+class Lines:
+    """Complete lines (ending with a newline) starting at byte ``offset`` of the file."""
+
+    data: bytes
+    offset: int
+    tail: FileTail
+
+    def first_line(self) -> int:
+        """1-based number of the first line, counted on demand: a chunk that parses cleanly never needs it."""
+        return self.tail.line_at(self.offset) + 1
+
+
+class Reset:
+    """Yielded first when the file must be read again from the start."""
+
+    __slots__ = ()
+
+
+RESET = Reset()
+TailEvent = Lines | BadLine | Reset
+
+
+def open_binary(path: Path) -> BinaryIO:
+    """The one place a tailed file is opened (tests replace it to simulate an unreadable file)."""
+    return open(path, "rb")
+
+
+class FileTail:
+    def __init__(self, path: str | Path, label: str | None = None, *, block: int = BLOCK,
+                 max_line: int = MAX_LINE) -> None:
+        if block >= max_line:
+            raise ValueError("block must be smaller than max_line")
+        self.path = Path(path)
+        self.label = label if label is not None else str(path)
+        self.block = block
+        self.max_line = max_line
+        self.missing = False  # it existed and is gone now
+        self.error: str | None = None  # the file-level problem last reported (reported once until it changes)
+        self._restart()
+        self._ident: tuple[int, int] | None = None
+        self._sig: tuple[int, int, int, int] | None = None
+
+    def _restart(self) -> None:
+        self.offset = 0  # bytes read, including a pending partial line
+        self._start = 0  # offset of the first byte after the last complete (or skipped) line
+        self._mark = (0, 0)  # (offset, lines before it): where the line count is known
+        self._pending = b""
+        self._skipping = False
+        self._skip_lineno = 0
+        self._head = b""
+        self._tail = b""
+
+    @property
+    def lineno(self) -> int:
+        """Complete lines consumed so far."""
+        return self.line_at(self._start)
+
+    def line_at(self, offset: int) -> int:
+        """Lines before byte ``offset`` (a line start already read). Counted lazily from the last known point:
+        counting newlines costs as much as a tenth of the parse, and only reports need it."""
+        mark_off, mark_line = self._mark
+        if offset < mark_off:
+            mark_off, mark_line = 0, 0
+        if offset > mark_off:
+            mark_line += self._count(mark_off, offset)
+            self._mark = (offset, mark_line)
+        return mark_line
+
+    def _count(self, start: int, end: int) -> int:
+        n = 0
+        try:
+            with open_binary(self.path) as f:
+                f.seek(start)
+                while start < end:
+                    block = f.read(min(end - start, 1 << 20))
+                    if not block:
+                        break
+                    n += block.count(b"\n")
+                    start += len(block)
+        except OSError:
+            pass
+        return n
+
+    @property
+    def pending(self) -> int:
+        """Bytes of a partial last line waiting for their newline."""
+        return len(self._pending)
+
+    def poll(self) -> Iterator[TailEvent]:
+        """New complete lines since the last poll (a ``RESET`` first when the file must be re-read from 0)."""
+        try:
+            st = os.stat(self.path)
+        except FileNotFoundError:
+            if self._ident is not None:
+                self.missing = True
+            return
+        except OSError as e:
+            yield from self._fail(f"cannot stat: {e.strerror or e}")
+            return
+        if not stat.S_ISREG(st.st_mode):
+            yield from self._fail("not a regular file")
+            return
+        sig = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+        if sig == self._sig:
+            return
+        try:
+            f = open_binary(self.path)
+        except FileNotFoundError:
+            return
+        except OSError as e:
+            yield from self._fail(f"unreadable ({e.strerror or e}); will retry")
+            return
+        with f:
+            ident = (st.st_dev, st.st_ino)
+            known = self._ident is not None
+            if known and (ident != self._ident or st.st_size < self.offset or not self._same_bytes(f)):
+                self._restart()
+                yield RESET
+            self._ident = ident
+            self.missing = False
+            self.error = None
+            f.seek(self.offset)
+            yield from self._read(f)
+            if len(self._head) < HEAD and self.offset > len(self._head):
+                f.seek(0)
+                self._head = f.read(min(self.offset, HEAD))
+        self._sig = sig
+
+    def _fail(self, reason: str) -> Iterator[BadLine]:
+        if reason != self.error:
+            self.error = reason
+            yield BadLine(self.label, 0, reason)
+
+    def _same_bytes(self, f: BinaryIO) -> bool:
+        if self._head:
+            f.seek(0)
+            if f.read(len(self._head)) != self._head:
+                return False
+        if self._tail:
+            f.seek(self.offset - len(self._tail))
+            if f.read(len(self._tail)) != self._tail:
+                return False
+        return True
+
+    def _read(self, f: BinaryIO) -> Iterator[TailEvent]:
+        while True:
+            data = f.read(self.block)
+            if not data:
+                return
+            base = self.offset  # file offset of data[0]
+            self.offset += len(data)
+            self._tail = data[-TAIL:] if len(data) >= TAIL else (self._tail + data)[-TAIL:]
+            if self._skipping:  # inside an over-long line: drop bytes up to its newline
+                nl = data.find(b"\n")
+                if nl < 0:
+                    continue
+                self._skipping = False
+                self._line_done(base + nl + 1, self._skip_lineno)
+                data, base = data[nl + 1 :], base + nl + 1
+            if self._pending:
+                nl = data.find(b"\n")
+                if nl < 0:
+                    if len(self._pending) + len(data) >= self.max_line:
+                        yield self._skip_long()
+                    else:
+                        self._pending += data
+                    continue
+                if len(self._pending) + nl >= self.max_line:
+                    lineno = self.line_at(self._start) + 1
+                    yield self._too_long(lineno)
+                    self._pending = b""
+                    self._line_done(base + nl + 1, lineno)
+                    data, base = data[nl + 1 :], base + nl + 1
+                else:
+                    base -= len(self._pending)
+                    data = self._pending + data
+                    self._pending = b""
+            end = data.rfind(b"\n") + 1
+            if end < len(data):
+                self._pending = data[end:]
+                data = data[:end]
+            if data:
+                yield Lines(data, base, self)
+                self._start = base + len(data)
+
+    def _line_done(self, offset: int, lineno: int) -> None:
+        """A skipped line ends just before ``offset``; it was line ``lineno``."""
+        self._start = offset
+        self._mark = (offset, lineno)
+
+    def _too_long(self, lineno: int) -> BadLine:
+        mib = self.max_line / (1024 * 1024)
+        size = f"{mib:g} MiB" if mib >= 1 else f"{self.max_line} bytes"
+        return BadLine(self.label, lineno, f"line of {size} or more skipped")
+
+    def _skip_long(self) -> BadLine:
+        self._pending = b""
+        self._skipping = True
+        self._skip_lineno = self.line_at(self._start) + 1
+        return self._too_long(self._skip_lineno)
