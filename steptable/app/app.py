@@ -1,0 +1,376 @@
+"""The watch app: per-arm step tables over one shared column layout, with legend, diagnostics, chart, generations,
+alerts. Thin: the Session holds the state, widgets draw through render, the Feed (a thread worker) only posts."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any, ClassVar
+
+from textual import on, work
+from textual.app import App, ComposeResult, SystemCommand
+from textual.binding import Binding, BindingType
+from textual.containers import Container, Horizontal, VerticalScroll
+from textual.screen import Screen
+from textual.widgets import Footer
+
+from steptable import render
+from steptable.app.feed import Feed
+from steptable.app.messages import AlertsFound, FeedProblem, PreviewReady, RunsChanged
+from steptable.app.model import Store
+from steptable.app.screens.events import EventsScreen
+from steptable.app.screens.generations import GenerationsScreen
+from steptable.app.screens.prompt import PromptScreen
+from steptable.app.session import Session
+from steptable.app.sidefiles import side_paths
+from steptable.app.themes import DEFAULT_THEME, load_themes
+from steptable.app.widgets.arm import ArmPanel
+from steptable.app.widgets.grid import StepGrid
+from steptable.app.widgets.panels import ChartPanel, DiagnosticsPanel, LegendPanel
+from steptable.app.widgets.status import StatusBar
+
+Clock = Callable[[], float]
+
+
+class StepTableApp(App[int]):
+    TITLE = "steptable"
+    CSS = """
+    #body { height: 1fr; }
+    #arms { width: 1fr; height: 1fr; }
+    #arms.side { layout: horizontal; }
+    #arms.stacked { layout: vertical; }
+    #arms.side > ArmPanel { border-right: vkey $panel; }
+    #legend-box { width: 42%; height: 1fr; display: none; }
+    #legend-box.-open { display: block; }
+    ChartPanel, DiagnosticsPanel { display: none; }
+    ChartPanel.-open, DiagnosticsPanel.-open { display: block; }
+    """
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("q", "quit", "Quit"),
+        Binding("l", "toggle_legend", "Legend"),
+        Binding("d", "toggle_diagnostics", "Diag"),
+        Binding("c", "toggle_chart", "Chart"),
+        Binding("slash", "filter", "Filter"),
+        Binding("colon,g", "jump", "Jump"),
+        Binding("p", "pin", "Pin"),
+        Binding("s", "switch_layout", "Layout"),
+        Binding("v", "generations", "Gens"),
+        Binding("f", "follow_all", "Follow all", show=False),
+        Binding("e", "events", "Events", show=False),
+        Binding("0", "show_all_arms", "All arms", show=False),
+        *(Binding(str(k), f"toggle_arm({k - 1})", f"Arm {k}", show=False) for k in range(1, 10)),
+    ]
+
+    def __init__(
+        self,
+        feed: Feed,
+        *,
+        theme: str | None = None,
+        schema: str | None = None,
+        clock: Clock = time.time,
+        tick: float = 1.0,
+        stacked: bool | None = None,
+    ) -> None:
+        super().__init__()
+        self.feed = feed
+        self.session = Session(schema_name=schema)
+        self.clock = clock
+        self.tick = tick
+        self.stacked = stacked
+        self.panels: dict[str, ArmPanel] = {}
+        self.problem = ""
+        self._stop = threading.Event()
+        self._want_theme = theme
+        self.themes = load_themes()
+        for t in self.themes.values():
+            self.register_theme(t)
+
+    # ---------------------------------------------------------------------------------------------- layout
+
+    def compose(self) -> ComposeResult:
+        with Horizontal(id="body"):
+            yield Container(id="arms", classes="side")
+            with VerticalScroll(id="legend-box"):
+                yield LegendPanel(id="legend")
+        yield ChartPanel(id="chart")
+        yield DiagnosticsPanel(id="diagnostics")
+        yield StatusBar(id="status")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        name = self._want_theme or DEFAULT_THEME
+        if name in self.available_themes:
+            self.theme = name
+        else:
+            self.notify(f"unknown theme {name!r}; known: {', '.join(sorted(self.available_themes))}",
+                        severity="warning")
+        self._refresh_status()
+        self.set_interval(self.tick, self._on_tick)
+        self._follow()
+
+    @work(thread=True, exclusive=True, group="feed", exit_on_error=False)
+    def _follow(self) -> None:
+        self.feed.run(self._stop, self.post_message)
+
+    def on_unmount(self) -> None:
+        self._stop.set()
+
+    # ---------------------------------------------------------------------------------------------- data in
+
+    def on_runs_changed(self, message: RunsChanged) -> None:
+        ids = self.feed.take()
+        stores = self.feed.stores
+        for rid, store in stores.items():  # in discovery order, so arms keep their places
+            if rid not in ids:
+                continue
+            run = self.session.runs.get(rid)
+            if run is not None and run.preview is not None and len(store) == 0:
+                continue  # keep the preview until the full parse has rows
+            self._take(rid, store, None)
+        self._after_data()
+
+    def on_preview_ready(self, message: PreviewReady) -> None:
+        run = self.session.runs.get(message.run)
+        if run is None or run.preview is not None or run.rows == 0:
+            self._take(message.run, message.store, message.note)
+            self._after_data()
+        self.call_after_refresh(self.feed.drawn.set)
+
+    def on_alerts_found(self, message: AlertsFound) -> None:
+        self.session.add_alerts(message.run, message.alerts)
+        self._refresh_status()
+
+    def on_feed_problem(self, message: FeedProblem) -> None:
+        self.problem = message.text
+        self.notify(message.text, severity="error", timeout=30)
+        self._refresh_status()
+
+    def _take(self, rid: str, store: Store, preview: str | None) -> None:
+        relayout = self.session.update(rid, store, preview)
+        panel = self.panels.get(rid)
+        if panel is None:
+            panel = self.panels[rid] = ArmPanel(rid, rid)
+            self.query_one("#arms").mount(panel)
+            relayout = True
+        if relayout:
+            self._apply_columns()
+        run = self.session.runs[rid]
+        panel.preview = preview
+        panel.grid.set_rows(store, run.rows)
+        panel.refresh_title(self.clock())
+
+    def _after_data(self) -> None:
+        labels = self.session.labels()
+        for rid, panel in self.panels.items():
+            if panel.label != labels.get(rid, rid):
+                panel.label = labels.get(rid, rid)
+                panel.refresh_title(self.clock())
+        self._apply_arrangement()
+        self._refresh_panels()
+        self._refresh_status()
+
+    def _apply_columns(self) -> None:
+        cols, fixed = self.session.columns()
+        for panel in self.panels.values():
+            panel.grid.set_columns(cols, fixed, self.session.selected)
+        self.query_one(LegendPanel).show_cols(cols)
+        self._apply_arrangement()
+
+    def _refresh_panels(self) -> None:
+        arms = [(self.panels[rid].label, r.store, r.rows) for rid, r in self.session.runs.items()
+                if rid not in self.session.hidden and rid in self.panels]
+        cols = self.session.layout
+        chart = self.query_one(ChartPanel)
+        chart.key = self.session.selected
+        for panel in (chart, self.query_one(DiagnosticsPanel)):
+            if panel.has_class("-open"):
+                panel.show_arms(arms, cols)
+
+    def _refresh_status(self) -> None:
+        s = self.session
+        self.query_one(StatusBar).show(s.events(recent=3), s.status_counts(), self.problem)
+
+    def _on_tick(self) -> None:
+        now = self.clock()
+        stalls = self.session.check_stalls(now)
+        for rid, panel in self.panels.items():
+            panel.stalled = stalls.get(rid)
+            panel.refresh_title(now)
+        self._refresh_status()
+
+    # ---------------------------------------------------------------------------------------------- grids
+
+    def grids(self) -> list[StepGrid]:
+        return [p.grid for rid, p in self.panels.items() if rid not in self.session.hidden]
+
+    def focused_grid(self) -> StepGrid | None:
+        f = self.focused
+        if isinstance(f, StepGrid):
+            return f
+        grids = self.grids()
+        return grids[0] if grids else None
+
+    @on(StepGrid.ColumnPicked)
+    def _column_picked(self, message: StepGrid.ColumnPicked) -> None:
+        self.session.selected = message.key
+        for g in self.grids():
+            if g is not message.grid:
+                g.select(message.key)
+        self._refresh_panels()
+
+    @on(StepGrid.FollowChanged)
+    def _follow_changed(self, message: StepGrid.FollowChanged) -> None:
+        for panel in self.panels.values():
+            if panel.grid is message.grid:
+                panel.refresh_title(self.clock())
+
+    # ---------------------------------------------------------------------------------------------- actions
+
+    def _toggle(self, selector: str) -> bool:
+        w = self.query_one(selector)
+        w.toggle_class("-open")
+        return w.has_class("-open")
+
+    def action_toggle_legend(self) -> None:
+        self._toggle("#legend-box")
+
+    def action_toggle_diagnostics(self) -> None:
+        self._toggle("#diagnostics")
+        self._refresh_panels()
+
+    def action_toggle_chart(self) -> None:
+        self._toggle("#chart")
+        self._refresh_panels()
+
+    def action_switch_layout(self) -> None:
+        self.stacked = not self.is_stacked()
+        self._apply_arrangement()
+
+    def is_stacked(self) -> bool:
+        """The user's choice, else stacked when the tables do not fit side by side."""
+        if self.stacked is not None:
+            return self.stacked
+        n = len(self.session.visible())
+        cols, _ = self.session.columns()
+        return n > 1 and n * (render.width(cols) + 2) > self.size.width
+
+    def _apply_arrangement(self) -> None:
+        stacked = self.is_stacked()
+        arms = self.query_one("#arms")
+        arms.set_class(stacked, "stacked")
+        arms.set_class(not stacked, "side")
+
+    def action_filter(self) -> None:
+        def done(pattern: str | None) -> None:
+            if pattern is not None:
+                self.session.pattern = pattern.strip()
+                self._apply_columns()
+
+        self.push_screen(
+            PromptScreen("Show columns matching (globs, comma or space separated; empty shows all):",
+                         self.session.pattern, "rew* kl* loss", "a word without * matches anywhere in the key"),
+            done,
+        )
+
+    def action_jump(self) -> None:
+        self.push_screen(PromptScreen("Jump to step:", "", "e.g. 1200"), self._jump)
+
+    def _jump(self, answer: str | None) -> None:
+        if not answer:
+            return
+        try:
+            step = int(float(answer.strip()))
+        except ValueError:
+            self.notify(f"not a step: {answer!r}", severity="warning")
+            return
+        self.jump_to_step(step)
+
+    def jump_to_step(self, step: int) -> None:
+        """Every visible table shows ``step`` (or the first step after it) at the top; following pauses."""
+        for rid, panel in self.panels.items():
+            if rid in self.session.hidden or panel.grid.store is None:
+                continue
+            panel.grid.scroll_to_index(panel.grid.store.index_of_step(step))
+
+    def action_pin(self) -> None:
+        self.session.toggle_pin(self.session.selected)
+        self._apply_columns()
+
+    def action_follow_all(self) -> None:
+        for g in self.grids():
+            g.action_follow()
+
+    def action_toggle_arm(self, index: int) -> None:
+        rid = self.session.toggle_arm(index)
+        if rid is not None:
+            self._apply_hidden()
+
+    def action_show_all_arms(self) -> None:
+        self.session.hidden.clear()
+        self._apply_hidden()
+
+    def _apply_hidden(self) -> None:
+        for rid, panel in self.panels.items():
+            panel.display = rid not in self.session.hidden
+        self._apply_arrangement()
+        self._refresh_panels()
+
+    def action_events(self) -> None:
+        self.push_screen(EventsScreen(self.session.events()))
+
+    def action_generations(self) -> None:
+        labels = self.session.labels()
+        sources = []
+        for rid, run in self.session.runs.items():
+            files = side_paths(getattr(run.store, "side_files", {}) or {})
+            if files and rid not in self.session.hidden:
+                sources.append((labels.get(rid, rid), files))
+        if not sources:
+            self.notify("no generations side files (generations.jsonl, *_rollout_summaries.jsonl) in these runs")
+            return
+        grid = self.focused_grid()
+        step = None
+        if grid is not None and grid.store is not None and grid.rows and not grid.follow:
+            step = int(grid.store.step_at(min(grid.top_index, grid.rows - 1)))
+        self.push_screen(GenerationsScreen(sources, step))
+
+    def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
+        yield from super().get_system_commands(screen)
+        for b in self.BINDINGS:
+            if isinstance(b, Binding) and b.action not in ("quit",) and not b.action.startswith("toggle_arm"):
+                yield SystemCommand(b.description, f"key {b.key}", self._runner(b.action))
+
+    def _runner(self, action: str) -> Callable[[], Any]:
+        return lambda: self.run_action(action)
+
+
+def make_app(
+    paths: list[str] | list[Path],
+    poll: float | None = None,
+    theme: str | None = None,
+    schema: str | None = None,
+    *,
+    clock: Clock = time.time,
+    feed: Feed | None = None,
+    stacked: bool | None = None,
+    tick: float = 1.0,
+) -> StepTableApp:
+    """The app over ``paths`` (files or directories of runs)."""
+    feed = feed if feed is not None else Feed([str(p) for p in paths], poll=poll)
+    return StepTableApp(feed, theme=theme, schema=schema, clock=clock, stacked=stacked, tick=tick)
+
+
+def run_watch(paths: list[str], poll: float | None = None, theme: str | None = None, schema: str | None = None) -> int:
+    """``steptable watch PATH...``: run the app until the user quits. Returns the exit code."""
+    missing = [p for p in paths if not Path(p).exists()]
+    if missing:
+        import sys
+
+        print(f"steptable watch: no such file or directory: {', '.join(missing)}", file=sys.stderr)
+        return 2
+    app = make_app(paths, poll=poll, theme=theme, schema=schema)
+    app.run()
+    return app.return_code or 0

@@ -1,0 +1,41 @@
+"""Messages from the follower thread to the app (dataclass messages: data only, never widgets)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from textual.message import Message
+
+from steptable.alerts import Alert
+from steptable.app.model import Store
+
+
+@dataclass
+class RunsChanged(Message):
+    """Some runs have new rows. The ids travel through the feed's inbox (``Feed.take``), so a burst of changes
+    coalesces into one message while the app is busy; ``can_replace`` also folds queued duplicates."""
+
+    def can_replace(self, message: Message) -> bool:
+        return isinstance(message, RunsChanged)
+
+
+@dataclass
+class PreviewReady(Message):
+    """The tail of a big file, parsed ahead of the whole file: shown until the full store has rows."""
+
+    run: str
+    store: Store
+    note: str
+
+
+@dataclass
+class AlertsFound(Message):
+    run: str
+    alerts: list[Alert] = field(default_factory=list)
+
+
+@dataclass
+class FeedProblem(Message):
+    """The follower could not start or stopped with an error."""
+
+    text: str

@@ -1,0 +1,212 @@
+"""What the app knows about a run besides its rows: the store protocol it reads, sparklines, summaries, stalls.
+
+Pure (no textual): the widgets call these, and tests call them directly.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
+from pathlib import Path
+from typing import Any, Protocol
+
+from steptable.columns import Col
+from steptable.formatting import to_float
+
+
+class Bad(Protocol):
+    path: Any
+    lineno: int
+    reason: str
+
+
+class Store(Protocol):
+    """The part of ``steptable.ingest.RunStore`` the app reads (read-only)."""
+
+    keys: list[str]
+
+    @property
+    def run(self) -> str: ...
+
+    @property
+    def arm(self) -> str: ...
+
+    @property
+    def path(self) -> Any: ...
+
+    @property
+    def bad(self) -> Sequence[Any]: ...
+
+    @property
+    def wall_times(self) -> Sequence[float]: ...
+
+    @property
+    def last_update(self) -> float | None: ...
+
+    @property
+    def side_files(self) -> Mapping[str, Sequence[Path]]: ...
+
+    @property
+    def generation(self) -> int: ...
+
+    @property
+    def bad_count(self) -> int: ...
+
+    @property
+    def steps(self) -> Sequence[int]: ...
+
+    def __len__(self) -> int: ...
+
+    def column(self, key: str) -> Sequence[Any]: ...
+
+    def row(self, i: int) -> dict[str, Any]: ...
+
+    def value(self, i: int, key: str) -> Any: ...
+
+    def step_at(self, i: int) -> int: ...
+
+    def index_of_step(self, step: int) -> int: ...
+
+
+SPARK_CHARS = "▁▂▃▄▅▆▇█"
+
+
+def finite(values: Sequence[Any]) -> list[float]:
+    out: list[float] = []
+    for v in values:
+        x = to_float(v)
+        if math.isfinite(x):
+            out.append(x)
+    return out
+
+
+def downsample(values: Sequence[Any], buckets: int, per_bucket: int = 16, n: int | None = None) -> list[float]:
+    """``buckets`` means over equal slices of ``values`` (nan where a slice has no finite value).
+
+    A slice longer than ``per_bucket`` is read at ``per_bucket`` evenly spaced points, so the cost stays
+    O(buckets * per_bucket) on a million-row column. ``n`` reads only the first n values.
+    """
+    n = len(values) if n is None else min(n, len(values))
+    if n == 0 or buckets <= 0:
+        return []
+    if n <= buckets:
+        return [to_float(values[i]) for i in range(n)]
+    out: list[float] = []
+    for b in range(buckets):
+        lo, hi = n * b // buckets, n * (b + 1) // buckets
+        stride = max((hi - lo) // per_bucket, 1)
+        xs = [x for x in (to_float(values[i]) for i in range(lo, hi, stride)) if math.isfinite(x)]
+        out.append(sum(xs) / len(xs) if xs else math.nan)
+    return out
+
+
+def spark(values: Sequence[float], lo: float | None = None, hi: float | None = None) -> str:
+    """One block character per value, scaled between ``lo`` and ``hi`` (their min / max by default); nan -> space."""
+    xs = [v for v in values if math.isfinite(v)]
+    if not xs:
+        return " " * len(values)
+    lo = min(xs) if lo is None else lo
+    hi = max(xs) if hi is None else hi
+    span = hi - lo
+    top = len(SPARK_CHARS) - 1
+    chars = []
+    for v in values:
+        if not math.isfinite(v):
+            chars.append(" ")
+        elif span <= 0:
+            chars.append(SPARK_CHARS[top // 2])
+        else:
+            chars.append(SPARK_CHARS[min(max(round((v - lo) / span * top), 0), top)])
+    return "".join(chars)
+
+
+@dataclass
+class Summary:
+    """min / max / last finite value of a column, kept up to date incrementally as rows are appended."""
+
+    seen: int = 0
+    lo: float = math.inf
+    hi: float = -math.inf
+    last: float = math.nan
+
+    def update(self, values: Sequence[Any], n: int | None = None) -> Summary:
+        n = len(values) if n is None else min(n, len(values))
+        if n < self.seen:  # the run was rewritten (resume, truncation): start over
+            self.seen, self.lo, self.hi, self.last = 0, math.inf, -math.inf, math.nan
+        for i in range(self.seen, n):
+            x = to_float(values[i])
+            if math.isfinite(x):
+                self.lo = min(self.lo, x)
+                self.hi = max(self.hi, x)
+                self.last = x
+        self.seen = n
+        return self
+
+
+@dataclass
+class Summaries:
+    """Summary per (run, key)."""
+
+    items: dict[tuple[str, str], Summary] = field(default_factory=dict)
+
+    def get(self, run: str, key: str, values: Sequence[Any], n: int | None = None) -> Summary:
+        s = self.items.get((run, key))
+        if s is None:
+            s = self.items[(run, key)] = Summary()
+        return s.update(values, n)
+
+
+def usual_interval(wall_times: Sequence[float], window: int = 50) -> float | None:
+    """Median seconds between the last ``window`` rows, or None with fewer than 5 intervals."""
+    ts = [t for t in wall_times[-(window + 1):] if t is not None and math.isfinite(t)]
+    dts = [b - a for a, b in itertools.pairwise(ts) if b > a]
+    return statistics.median(dts) if len(dts) >= 5 else None
+
+
+def stalled_for(
+    wall_times: Sequence[float], last_update: float | None, now: float, factor: float = 10.0, min_s: float = 60.0
+) -> float | None:
+    """Seconds since the last row when that is much longer than the run's usual row interval, else None."""
+    if last_update is None:
+        return None
+    med = usual_interval(wall_times)
+    gap = now - last_update
+    if med is None or not gap > max(factor * med, min_s):
+        return None
+    return gap
+
+
+def display_order(cols: Sequence[Col], pinned: Sequence[str], step_key: str = "step") -> tuple[Col, ...]:
+    """The step column, then pinned columns (in pin order), then the rest in layout order."""
+    by = {c.key: c for c in cols}
+    head = [by[step_key]] if step_key in by else list(cols[:1])
+    keys = {c.key for c in head}
+    pins = [by[k] for k in pinned if k in by and k not in keys]
+    keys |= {c.key for c in pins}
+    return (*head, *pins, *(c for c in cols if c.key not in keys))
+
+
+def filter_cols(cols: Sequence[Col], pattern: str, keep: Sequence[str] = ()) -> tuple[Col, ...]:
+    """Columns whose key or header matches any comma/space separated glob (``kl*,rew*``); ``keep`` always stays.
+
+    A pattern without glob characters matches as a substring (``/loss`` finds ``actor/pg_loss``).
+    """
+    pats = [p for p in pattern.replace(",", " ").split() if p]
+    if not pats:
+        return tuple(cols)
+    globs = [p if any(ch in p for ch in "*?[") else f"*{p}*" for p in pats]
+    return tuple(
+        c
+        for i, c in enumerate(cols)
+        if i == 0 or c.key in keep or any(fnmatchcase(c.key, g) or fnmatchcase(c.header.strip(), g) for g in globs)
+    )
+
+
+def arm_label(store: Store, dup_arms: set[str]) -> str:
+    """The arm name, or the run id when two runs share an arm name."""
+    arm = store.arm or store.run
+    return store.run if arm in dup_arms else arm

@@ -1,0 +1,155 @@
+"""The state of a watch session, apart from widgets: runs shown, the shared column layout, filter / pins / hidden
+arms, alerts, stalls and bad lines. Pure (no textual); the app calls it and hands the results to widgets."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from steptable.alerts import Alert, fmt_age
+from steptable.app.model import Store, display_order, filter_cols, stalled_for, usual_interval
+from steptable.app.widgets.status import Event, bad_line
+from steptable.columns import Col
+from steptable.schemas import Schema, detect, get_schema, layout
+
+MAX_ALERTS = 5000
+
+
+@dataclass
+class Run:
+    store: Store
+    rows: int = 0
+    generation: int = -1
+    preview: str | None = None  # a note while this is the tail preview of a file still being parsed
+
+
+@dataclass
+class Session:
+    schema_name: str | None = None
+    runs: dict[str, Run] = field(default_factory=dict)
+    layout: tuple[Col, ...] = ()
+    pattern: str = ""
+    pins: list[str] = field(default_factory=list)
+    hidden: set[str] = field(default_factory=set)
+    selected: str | None = None
+    alerts: list[Event] = field(default_factory=list)
+    counts: dict[str, int] = field(default_factory=dict)
+    stalls: dict[str, float] = field(default_factory=dict)
+    _keys: frozenset[str] = frozenset()
+    _schema: Schema | None = None
+
+    # ------------------------------------------------------------------------------------------------ runs
+
+    def update(self, run_id: str, store: Store, preview: str | None = None) -> bool:
+        """Take the latest state of a run; True when the column layout changed (new keys)."""
+        run = self.runs.get(run_id)
+        if run is None or run.store is not store:
+            run = self.runs[run_id] = Run(store)
+        run.preview = preview
+        run.rows = len(store)
+        run.generation = store.generation
+        return self._relayout()
+
+    def _relayout(self) -> bool:
+        keys = frozenset(k for r in self.runs.values() for k in r.store.keys)
+        if keys == self._keys and self.layout:
+            return False
+        if not any(len(r.store) for r in self.runs.values()):
+            return False  # no data yet: widths would be guesses
+        self._keys = keys
+        self.layout = layout([r.store for r in self.runs.values()], self.schema())
+        if self.selected not in {c.key for c in self.layout}:
+            self.selected = self.layout[1].key if len(self.layout) > 1 else None
+        return True
+
+    def schema(self) -> Schema:
+        if self._schema is None:
+            if self.schema_name:
+                self._schema = get_schema(self.schema_name)
+            else:
+                first = next((r.store for r in self.runs.values() if r.store.keys), None)
+                if first is None:
+                    return get_schema("generic")
+                self._schema = detect(first.path, first.keys)
+        return self._schema
+
+    def labels(self) -> dict[str, str]:
+        names = [r.store.arm or rid for rid, r in self.runs.items()]
+        dup = {n for n in names if names.count(n) > 1}
+        return {rid: (rid if n in dup else n) for (rid, r), n in zip(self.runs.items(), names, strict=True)}
+
+    def visible(self) -> list[str]:
+        return [rid for rid in self.runs if rid not in self.hidden]
+
+    def toggle_arm(self, index: int) -> str | None:
+        """Hide / show the ``index``-th run (0-based); never hides the last visible one. Returns its id."""
+        ids = list(self.runs)
+        if not 0 <= index < len(ids):
+            return None
+        rid = ids[index]
+        if rid in self.hidden:
+            self.hidden.discard(rid)
+        elif len(self.visible()) > 1:
+            self.hidden.add(rid)
+        return rid
+
+    # ------------------------------------------------------------------------------------------------ columns
+
+    def columns(self) -> tuple[tuple[Col, ...], int]:
+        """The columns every table shows, in display order, and how many stay fixed when scrolling sideways."""
+        cols = filter_cols(self.layout, self.pattern, keep=self.pins)
+        shown = display_order(cols, self.pins)
+        fixed = 1 + sum(1 for k in self.pins if any(c.key == k for c in shown[1:]))
+        return shown, fixed
+
+    def toggle_pin(self, key: str | None) -> None:
+        if key is None or (self.layout and key == self.layout[0].key):
+            return
+        if key in self.pins:
+            self.pins.remove(key)
+        else:
+            self.pins.append(key)
+
+    # ------------------------------------------------------------------------------------------------ events
+
+    def add_alerts(self, run_id: str, alerts: Sequence[Alert]) -> None:
+        label = self.labels().get(run_id, run_id)
+        for a in alerts:
+            self.counts[a.level] = self.counts.get(a.level, 0) + 1
+            self.alerts.append(Event(a.level, label, a.message_line()))
+        del self.alerts[:-MAX_ALERTS]
+
+    def check_stalls(self, now: float) -> dict[str, float]:
+        """Runs not written for much longer than their usual row interval: run id -> seconds since the last row."""
+        self.stalls = {}
+        for rid, r in self.runs.items():
+            if r.preview is None:
+                gap = stalled_for(r.store.wall_times, r.store.last_update, now)
+                if gap is not None:
+                    self.stalls[rid] = gap
+        return self.stalls
+
+    def bad_total(self) -> int:
+        return sum(r.store.bad_count for r in self.runs.values())
+
+    def events(self, recent: int | None = None) -> list[Event]:
+        """Stalled runs first, then errors, bad lines and warnings, newest first within each (all when no limit)."""
+        labels = self.labels()
+        out = []
+        for rid, gap in self.stalls.items():
+            r = self.runs[rid]
+            med = usual_interval(r.store.wall_times)
+            usual = f" (usual {med:.3g}s/row)" if med is not None and math.isfinite(med) else ""
+            out.append(Event("S", labels[rid], f"stalled: no row for {fmt_age(gap)}{usual}"))
+        errors = [e for e in reversed(self.alerts) if e.level == "E"]
+        warnings = [e for e in reversed(self.alerts) if e.level != "E"]
+        bad: list[Event] = []
+        for rid, r in self.runs.items():
+            for b in reversed(r.store.bad[-(recent or len(r.store.bad)):]):
+                bad.append(Event("B", labels[rid], bad_line(b.path, b.lineno, b.reason)))
+        out += errors + bad + warnings
+        return out if recent is None else out[:recent]
+
+    def status_counts(self) -> dict[str, int]:
+        return {**self.counts, "S": len(self.stalls), "B": self.bad_total()}

@@ -1,0 +1,171 @@
+"""Generations side files: which steps have samples, and the samples of one step. Pure (no textual).
+
+Two shapes are read:
+- retrain ``emergence/generations.jsonl``: several rows per step ``{step, prompt, completion, reward, num_tokens}``;
+- tinker ``iteration_NNNNNN/<split>_rollout_summaries.jsonl``: one row per trajectory ``{total_reward, steps: [...]}``
+  (the step is the iteration number of the directory).
+
+The index keeps byte offsets, not text, so a multi-GB generations file costs a few bytes per row; a step's rows are
+read when it is shown. Lines are decoded by the ingest's tolerant decoder. Text stays raw here: the viewer makes it
+inert (sanitize + Rich Text).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from bisect import bisect_left
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from steptable.ingest.parse import LineError, decode_line
+
+_ITER_DIR = re.compile(r"iteration_(\d+)$")
+_STEP_RE = re.compile(rb'"(?:step|iteration)"\s*:\s*(-?\d+)')
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One generation: what was asked, what came back, what it scored."""
+
+    step: int
+    title: str
+    reward: float | None
+    prompt: str
+    completion: str
+    extra: str = ""
+
+
+@dataclass
+class SideIndex:
+    """Steps with samples and where each step's rows live."""
+
+    # step -> [(path, offset, length)]
+    where: dict[int, list[tuple[Path, int, int]]] = field(default_factory=dict)
+    steps: list[int] = field(default_factory=list)
+
+    def nearest(self, step: int) -> int | None:
+        """The step with samples closest to ``step`` at or before it (else the first after it)."""
+        if not self.steps:
+            return None
+        i = bisect_left(self.steps, step)
+        if i < len(self.steps) and self.steps[i] == step:
+            return step
+        return self.steps[i - 1] if i > 0 else self.steps[0]
+
+    def samples(self, step: int) -> list[Sample]:
+        out: list[Sample] = []
+        for path, off, length in self.where.get(step, ()):
+            try:
+                with open(path, "rb") as fh:
+                    fh.seek(off)
+                    data = fh.read(length)
+            except OSError as e:
+                out.append(Sample(step, f"{path}: unreadable", None, "", str(e)))
+                continue
+            for lineno, line in enumerate(data.split(b"\n")):
+                try:
+                    obj = decode_line(line)
+                except LineError as e:
+                    out.append(Sample(step, f"{path.name}: bad line {lineno}", None, "", str(e)))
+                    continue
+                if obj is not None:
+                    out.append(to_sample(step, obj, path))
+        return out
+
+
+def side_paths(side_files: Mapping[str, Iterable[Path]]) -> list[Path]:
+    """The generations-like files among a run's side files (whatever key ingest filed them under)."""
+    out = []
+    for paths in side_files.values():
+        for p in paths:
+            p = Path(p)
+            if p.name.endswith("generations.jsonl") or p.name.endswith("_rollout_summaries.jsonl"):
+                out.append(p)
+    return sorted(set(out))
+
+
+def build_index(paths: Iterable[Path]) -> SideIndex:
+    """Index the given side files (generations.jsonl by the step of each line; rollout summaries by directory)."""
+    idx = SideIndex()
+    for path in paths:
+        m = _ITER_DIR.search(path.parent.name)
+        if m is not None and path.name.endswith("_rollout_summaries.jsonl"):
+            try:
+                size = path.stat().st_size
+            except OSError:
+                continue
+            idx.where.setdefault(int(m.group(1)), []).append((path, 0, size))
+        else:
+            _index_lines(path, idx)
+    idx.steps = sorted(idx.where)
+    return idx
+
+
+def _index_lines(path: Path, idx: SideIndex) -> None:
+    """Runs of consecutive lines with the same step become one (offset, length) span."""
+    try:
+        fh = open(path, "rb")
+    except OSError:
+        return
+    with fh:
+        off = 0
+        cur: int | None = None
+        start = 0
+        for line in fh:
+            if not line.endswith(b"\n"):  # a partial last line: the writer is not done with it
+                break
+            m = _STEP_RE.search(line)
+            step = int(m.group(1)) if m is not None else cur
+            if step != cur:
+                if cur is not None:
+                    idx.where.setdefault(cur, []).append((path, start, off - start))
+                cur, start = step, off
+            off += len(line)
+        if cur is not None and off > start:
+            idx.where.setdefault(cur, []).append((path, start, off - start))
+
+
+def _num(v: Any) -> float | None:
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return None
+    return float(v)
+
+
+def _text(v: Any) -> str:
+    if v is None:
+        return ""
+    return v if isinstance(v, str) else str(v)
+
+
+def to_sample(step: int, obj: dict[str, Any], path: Path) -> Sample:
+    if "completion" in obj or "prompt" in obj:
+        bits = []
+        if obj.get("num_tokens") is not None:
+            bits.append(f"{_text(obj.get('num_tokens'))} tokens")
+        tops = obj.get("top_surprisal_tokens")
+        if isinstance(tops, list) and tops:
+            toks = [t for t in tops[:5] if isinstance(t, dict)]
+            bits.append("surprising: " + ", ".join(f"{_text(t.get('token'))!r}" for t in toks))
+        return Sample(step, "generation", _num(obj.get("reward")), _text(obj.get("prompt")),
+                      _text(obj.get("completion")), " · ".join(bits))
+    if "total_reward" in obj or "steps" in obj:
+        title = f"{_text(obj.get('split') or 'rollout')} group {_text(obj.get('group_idx'))} " \
+                f"traj {_text(obj.get('traj_idx'))}"
+        lines = []
+        for st in obj.get("steps") or []:
+            if not isinstance(st, dict):
+                continue
+            r = _num(st.get("reward"))
+            rs = "nan" if r is None or math.isnan(r) else f"{r:g}"
+            lines.append(f"turn {_text(st.get('step_idx'))}: observation {_text(st.get('ob_len'))} tok, "
+                         f"action {_text(st.get('ac_len'))} tok, reward {rs}")
+            logs = st.get("logs")
+            if isinstance(logs, dict):
+                lines.extend(f"  {_text(k)}: {_text(v)}" for k, v in logs.items())
+        metrics = obj.get("trajectory_metrics")
+        extra = ", ".join(f"{k}={_text(v)}" for k, v in metrics.items()) if isinstance(metrics, dict) else ""
+        return Sample(step, title, _num(obj.get("total_reward")), "", "\n".join(lines), extra)
+    return Sample(step, path.name, _num(obj.get("reward")), "", "\n".join(f"{k}: {_text(v)}" for k, v in obj.items()))

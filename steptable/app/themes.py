@@ -1,0 +1,77 @@
+"""steptable's themes: ``themes/<name>.tcss`` files of Textual CSS variables, turned into Textual ``Theme`` objects.
+
+Where the files are looked up, first hit wins per name:
+1. ``$STEPTABLE_THEMES`` (a directory; users drop their own ``<name>.tcss`` there);
+2. the installed package: ``importlib.resources.files("steptable") / "themes"`` (the wheel ships them as package
+   data);
+3. the source checkout: ``<repo>/themes`` next to the ``steptable`` package.
+
+A file holds ``$variable: value;`` lines. Variables named after ``textual.theme.Theme`` fields (``dark``,
+``luminosity-spread`` and ``text-alpha`` included) set those fields; any other variable goes to ``Theme.variables``.
+Each theme is registered under the file's stem (``dark``, ``light``, ``high-contrast``); ``--theme`` also takes any
+built-in Textual theme name, and the command palette's theme picker lists them all.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from importlib import resources
+from pathlib import Path
+
+from textual.theme import Theme
+
+DEFAULT_THEME = "dark"
+_VAR = re.compile(r"^\s*\$([A-Za-z0-9_-]+)\s*:\s*([^;]+?)\s*;", re.M)
+_COMMENT = re.compile(r"/\*.*?\*/", re.S)
+
+
+def theme_dirs() -> list[Path]:
+    out: list[Path] = []
+    env = os.environ.get("STEPTABLE_THEMES")
+    if env:
+        out.append(Path(env))
+    try:
+        packaged = resources.files("steptable") / "themes"
+        if packaged.is_dir():
+            out.append(Path(str(packaged)))
+    except (ModuleNotFoundError, TypeError, OSError):
+        pass
+    out.append(Path(__file__).resolve().parents[2] / "themes")
+    return out
+
+
+def parse_theme(name: str, text: str) -> Theme:
+    """A Theme from the variables of a theme file. Raises ValueError without ``$primary``."""
+    values = {k: v for k, v in _VAR.findall(_COMMENT.sub("", text))}
+    if "primary" not in values:
+        raise ValueError(f"theme {name!r}: no $primary")
+    get = values.pop
+    dark = get("dark", "true").strip().lower() not in ("false", "0", "no")
+    spread = float(get("luminosity-spread", "0.15"))
+    alpha = float(get("text-alpha", "0.95"))
+    return Theme(
+        name=name, primary=get("primary"), secondary=get("secondary", None), warning=get("warning", None),
+        error=get("error", None), success=get("success", None), accent=get("accent", None),
+        foreground=get("foreground", None), background=get("background", None), surface=get("surface", None),
+        panel=get("panel", None), boost=get("boost", None), dark=dark, luminosity_spread=spread, text_alpha=alpha,
+        variables=values,
+    )
+
+
+def load_themes(dirs: list[Path] | None = None) -> dict[str, Theme]:
+    """Every readable theme file, by name (earlier directories win)."""
+    out: dict[str, Theme] = {}
+    for d in theme_dirs() if dirs is None else dirs:
+        try:
+            files = sorted(d.glob("*.tcss"))
+        except OSError:
+            continue
+        for f in files:
+            if f.stem in out:
+                continue
+            try:
+                out[f.stem] = parse_theme(f.stem, f.read_text(encoding="utf-8"))
+            except (OSError, ValueError, UnicodeDecodeError):
+                continue  # a broken user theme must not stop the app; the theme is just not offered
+    return out

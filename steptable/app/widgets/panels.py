@@ -1,0 +1,157 @@
+"""Side panels: the legend, the routing diagnostics across arms, and the selected column as a chart across arms.
+
+Each panel is a Static fed plain data by the app; it builds Rich ``Text`` (never markup) from render / model
+functions, at the width it has.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from rich.text import Text
+from textual import events
+from textual.widgets import Static
+
+from steptable import render
+from steptable.app.model import Store, Summaries, Summary, downsample, spark
+from steptable.columns import Col
+from steptable.formatting import cut, display_width, format_value, pad, sanitize
+from steptable.schemas.routing import DIAGNOSTIC_KEYS
+
+Arm = tuple[str, Store, int]  # (label, store, rows shown)
+
+
+def _shared_scale(series: Sequence[tuple[Summary, list[float]]]) -> tuple[float | None, float | None]:
+    """One scale for all arms' sparklines of a key, so their heights compare."""
+    los = [s.lo for s, _ in series if math.isfinite(s.lo)]
+    his = [s.hi for s, _ in series if math.isfinite(s.hi)]
+    return (min(los) if los else None), (max(his) if his else None)
+
+
+class LegendPanel(Static):
+    """One line per present column: header, meaning, direction."""
+
+    DEFAULT_CSS = """
+    LegendPanel { width: 1fr; height: auto; padding: 0 1; background: $panel; color: $foreground; }
+    """
+
+    def show_cols(self, cols: Sequence[Col]) -> None:
+        text = render.legend(cols, title="Legend (l closes)")
+        self.update(Text(sanitize(text, keep_newlines=True), no_wrap=False))
+
+
+def _label_width(arms: Sequence[Arm]) -> int:
+    return min(max((display_width(label) for label, _, _ in arms), default=4), 16)
+
+
+class _ArmPanel(Static):
+    """Shared plumbing: remember the inputs, redraw when resized."""
+
+    DEFAULT_CSS = """
+    _ArmPanel { height: auto; width: 1fr; padding: 0 1; background: $panel; color: $foreground; }
+    """
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__("", id=id, markup=False)
+        self.arms: list[Arm] = []
+        self.cols: dict[str, Col] = {}
+        self.summaries = Summaries()
+
+    def show_arms(self, arms: Sequence[Arm], cols: Sequence[Col]) -> None:
+        self.arms = list(arms)
+        self.cols = {c.key: c for c in cols}
+        self.redraw()
+
+    def on_resize(self, event: events.Resize) -> None:
+        self.redraw()
+
+    def redraw(self) -> None:
+        if self.display:
+            self.update(self.build(max(self.size.width, 40)))
+
+    def build(self, width: int) -> Text:
+        raise NotImplementedError
+
+    def _series(self, store: Store, key: str, rows: int, width: int) -> tuple[Summary, list[float]]:
+        vals = store.column(key) if key in store.keys else ()
+        return self.summaries.get(store.run, key, vals, rows), downsample(vals, width, n=rows)
+
+    def _fmt(self, key: str, x: float, width: int = 6) -> str:
+        x = math.nan if math.isinf(x) else x  # summaries hold finite values only: inf means none yet
+        c = self.cols.get(key)
+        return format_value(x, c.fmt if c is not None and c.fmt != "frac" else None, width)
+
+
+class DiagnosticsPanel(_ArmPanel):
+    """Latest routing diagnostics per arm, each with a sparkline over steps: arms side by side per key."""
+
+    DEFAULT_CSS = """
+    DiagnosticsPanel { height: auto; max-height: 14; }
+    """
+
+    def present(self) -> list[str]:
+        keys = {k for _, store, _ in self.arms for k in store.keys}
+        return [k for k in DIAGNOSTIC_KEYS if k in keys]
+
+    def build(self, width: int) -> Text:
+        keys = self.present()
+        out = Text(no_wrap=True, overflow="crop")
+        out.append("Routing diagnostics (d closes): latest value and its course over steps, per arm", "bold")
+        if not keys or not self.arms:
+            out.append("\n  no routing diagnostics keys (auroc, cos, qmass, ...) in these runs", "italic")
+            return out
+        kw = 6
+        cell = max((width - kw - 2) // len(self.arms) - 1, 12)
+        spark_w = max(cell - 8, 4)
+        out.append("\n" + " " * kw)
+        for label, _, _ in self.arms:
+            out.append(" " + pad(cut(sanitize(label), cell), cell, "left"), "bold")
+        for key in keys:
+            out.append("\n" + pad(cut(sanitize(self.cols[key].header if key in self.cols else key), kw), kw, "left"))
+            rows_of = [self._series(store, key, rows, spark_w) for _, store, rows in self.arms]
+            lo, hi = _shared_scale(rows_of)
+            for s, line in rows_of:
+                out.append(" " + pad(self._fmt(key, s.last), 6) + " ")
+                out.append(pad(spark(line, lo, hi), cell - 7, "left"))
+        return out
+
+
+class ChartPanel(_ArmPanel):
+    """The selected column over steps, one sparkline per arm, with min / max / last."""
+
+    DEFAULT_CSS = """
+    ChartPanel { height: auto; max-height: 14; }
+    """
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.key: str | None = None
+
+    def show_key(self, key: str | None) -> None:
+        self.key = key
+        self.redraw()
+
+    def build(self, width: int) -> Text:
+        out = Text(no_wrap=True, overflow="crop")
+        key = self.key
+        col = self.cols.get(key) if key is not None else None
+        if key is None or col is None:
+            out.append("Chart (c closes): pick a column with ◀ ▶ or a click", "bold")
+            return out
+        title = f"{col.header.strip()} ({key})" if col.header.strip() != key else key
+        out.append(sanitize(f"Chart of {title} over steps (c closes); ") + sanitize(col.desc), "bold")
+        lw = _label_width(self.arms)
+        spans = [f"  steps {st.step_at(0)}-{st.step_at(rows - 1)}" if rows else "" for _, st, rows in self.arms]
+        stats_w = 34 + max((len(t) for t in spans), default=0)
+        spark_w = max(width - lw - 1 - stats_w, 8)
+        series = [self._series(store, key, rows, spark_w) for _, store, rows in self.arms]
+        lo, hi = _shared_scale(series)
+        for (label, _, _), (s, line), span in zip(self.arms, series, spans, strict=True):
+            out.append("\n" + pad(cut(sanitize(label), lw), lw, "left") + " ", "bold")
+            out.append(pad(spark(line, lo, hi), spark_w, "left"))
+            out.append(f" min {self._fmt(key, s.lo, 6)}", "dim")
+            out.append(f" max {self._fmt(key, s.hi, 6)}", "dim")
+            out.append(f" last {self._fmt(key, s.last, 6)}")
+            out.append(span, "dim")
+        return out

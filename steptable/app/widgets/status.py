@@ -1,0 +1,67 @@
+"""StatusBar: alerts, stalled runs and bad lines, one summary line plus the most recent few."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import ClassVar
+
+from rich.style import Style
+from rich.text import Text
+from textual.widgets import Static
+
+from steptable.formatting import sanitize
+
+
+@dataclass(frozen=True)
+class Event:
+    """One line of the status area: ``level`` E / W / B (bad line) / S (stalled) / I (info)."""
+
+    level: str
+    arm: str
+    text: str
+
+    def line(self) -> str:
+        return sanitize(f"{self.level} {self.arm}: {self.text}")
+
+
+def bad_line(path: object, lineno: int, reason: str) -> str:
+    """``path:line: reason`` as the status area shows a line the parser could not read."""
+    return f"{path}:{lineno}: {reason}"
+
+
+class StatusBar(Static):
+    """The status area over the footer."""
+
+    COMPONENT_CLASSES: ClassVar[set[str]] = {"status--E", "status--W", "status--S", "status--B", "status--I"}
+
+    DEFAULT_CSS = """
+    StatusBar { height: auto; max-height: 4; width: 1fr; background: $panel; color: $foreground; padding: 0 1; }
+    StatusBar > .status--E { color: $text-error; text-style: bold; }
+    StatusBar > .status--W { color: $text-warning; }
+    StatusBar > .status--S { color: $text-warning; text-style: bold; }
+    StatusBar > .status--B { color: $text-muted; }
+    StatusBar > .status--I { color: $text-muted; }
+    """
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__("", id=id, markup=False)
+        self.recent = 3
+
+    def show(self, events: Sequence[Event], counts: dict[str, int], note: str = "") -> None:
+        """``events``: the most relevant first; ``counts``: per level (E, W, S, B) over the whole session."""
+        out = Text(no_wrap=True, overflow="ellipsis")
+        names = {"E": "errors", "W": "warnings", "S": "stalled", "B": "bad lines"}
+        parts = [f"{counts.get(k, 0)} {names[k]}" for k in ("E", "W", "S", "B") if counts.get(k)]
+        out.append("● " + (" · ".join(parts) if parts else "no alerts"), self._style("I" if not parts else "W"))
+        if note:
+            out.append("  " + sanitize(note), self._style("I"))
+        if parts:
+            out.append("  (e: all events)", self._style("I"))
+        for ev in events[: self.recent]:
+            out.append("\n")
+            out.append(ev.line(), self._style(ev.level))
+        self.update(out)
+
+    def _style(self, level: str) -> Style:
+        return self.get_component_rich_style(f"status--{level}", partial=True)
