@@ -10,6 +10,7 @@ import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import lru_cache
+from operator import itemgetter
 from typing import Any
 
 from steptable.columns import Col
@@ -166,13 +167,13 @@ def _memo() -> dict[str, Any]:
     return {"MEMO_EXP": {}, "MEMO_FRAC": {}, "remember": remember}
 
 
-def _keys_getter(cols: tuple[Col, ...]) -> Callable[[Mapping[str, Any]], tuple[Any, ...]]:
+def _keys_getter(cols: tuple[Col, ...]) -> Callable[[Mapping[str, Any]], Any]:
+    """All of a row's values in one C call; a missing key raises KeyError (the per-cell path renders it as nan)."""
     keys = tuple(c.key for c in cols)
-
-    def get(values: Mapping[str, Any]) -> tuple[Any, ...]:
-        return tuple(map(values.get, keys))
-
-    return get
+    if len(keys) == 1:
+        one = itemgetter(keys[0])
+        return lambda values: (one(values),)
+    return itemgetter(*keys)
 
 
 def _fast_path(cols: tuple[Col, ...]) -> list[str]:
@@ -180,7 +181,10 @@ def _fast_path(cols: tuple[Col, ...]) -> list[str]:
     exp = [i for i, c in enumerate(cols) if _fast_kind(c) == "exp"]
     lines = [
         "def render_fast(values):",
-        "    vals = KEYS_GET(values)",
+        "    try:",
+        "        vals = KEYS_GET(values)",
+        "    except (KeyError, TypeError):",
+        "        return render_row(values)",
         "    if tuple(map(type, vals)) != FAST_SIG:",
         "        return render_row(values)",
     ]
