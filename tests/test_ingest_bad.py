@@ -42,7 +42,7 @@ def test_malformed_json_mid_file(tmp_path: Path) -> None:
 
 def test_non_utf8_bytes(tmp_path: Path) -> None:
     data = good(0) + b'{"step": 1, "loss": 1.5, "phase": "tr\xff\xfeain"}\n' + good(2) + b"\xff\xfe\n" + good(3)
-    _, store, path = ingest(tmp_path, data)
+    _, store, _ = ingest(tmp_path, data)
     assert_rows(store, [0, 1, 2, 3])
     assert store.value(1, "phase") == "tr\ufffd\ufffdain"
     assert [(b.lineno, b.reason) for b in store.bad] == [

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+import steptable.ingest.follow as follow_mod
 from steptable.ingest import Follower, discover, preview_tail
 
 
@@ -95,7 +96,7 @@ def wait_for(cond: Any, got: threading.Event, timeout: float = 10.0) -> None:
 def test_threaded_loop_follows_appends_and_new_runs(tmp_path: Path, poll: float | None) -> None:
     root = tmp_path / "logs"
     write_jsonl(root / "a" / "metrics.jsonl", rows(0, 2))
-    f = Follower([root], poll=poll, recheck=0.2)
+    f = Follower([root], poll=poll, recheck=0.2 if poll else 60.0)  # notify: events alone must do it
     stop, t, seen, got = run_loop(f)
     try:
         wait_for(lambda: "a/metrics.jsonl" in f.stores and len(f.stores["a/metrics.jsonl"]) == 2, got)
@@ -108,6 +109,29 @@ def test_threaded_loop_follows_appends_and_new_runs(tmp_path: Path, poll: float 
         t.join(5)
     assert not t.is_alive() and f.mode == ("poll" if poll else "notify")
     assert {"a/metrics.jsonl"} in seen and f.errors == []
+
+
+def test_notify_events_alone_deliver(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No idle stat, no re-check: once the watch is up, appends and new runs arrive through events only."""
+    monkeypatch.setattr(follow_mod, "IDLE_POLL", 60.0)
+    root = tmp_path / "logs"
+    write_jsonl(root / "a" / "metrics.jsonl", rows(0, 1))
+    f = Follower([root], recheck=60.0)
+    stop, t, _, got = run_loop(f)
+    try:
+        wait_for(lambda: "a/metrics.jsonl" in f.stores, got)
+        store = f.stores["a/metrics.jsonl"]
+        for n in range(1, 100):  # until the watch is up (rows appended before it are seen by the next event)
+            write_jsonl(root / "a" / "metrics.jsonl", rows(n, n + 1))
+            if got.wait(0.1) and len(store) == n + 1:
+                break
+            got.clear()
+        assert len(store) == n + 1
+        write_jsonl(root / "b" / "metrics.jsonl", rows(0, 1))
+        wait_for(lambda: "b/metrics.jsonl" in f.stores and len(f.stores["b/metrics.jsonl"]) == 1, got)
+    finally:
+        stop.set()
+        t.join(5)
 
 
 def test_notify_failure_falls_back_to_polling(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -138,3 +162,20 @@ def test_preview_tail_reads_only_the_end(tmp_path: Path) -> None:
     assert 0 < len(store) < 200 and store.steps[-1] == 1999 and store.bad == []
     assert store.steps[0] == 2000 - len(store) and store.meta["preview_offset"] > size - 4000
     assert len(preview_tail(path, max_bytes=10**9)) == 2000
+
+
+def test_a_failing_source_does_not_stop_the_others(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    write_jsonl(tmp_path / "a" / "metrics.jsonl", rows(0, 2))
+    write_jsonl(tmp_path / "b" / "metrics.jsonl", rows(0, 2))
+    f = Follower([tmp_path])
+    f.scan()
+    broken = f._sources[tmp_path / "a" / "metrics.jsonl"]
+
+    def boom() -> bool:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(broken, "poll", boom)
+    write_jsonl(tmp_path / "b" / "metrics.jsonl", rows(2, 3))
+    f.scan()
+    assert len(f.stores["b/metrics.jsonl"]) == 3
+    assert f.errors == [f"{tmp_path / 'a' / 'metrics.jsonl'}: internal error (RuntimeError: boom)"]

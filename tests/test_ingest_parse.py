@@ -174,3 +174,36 @@ def test_fast_path_falls_back_on_new_key_type_change_and_bad_line() -> None:
 
 def test_missing_is_not_nan() -> None:
     assert MISSING is not None and repr(MISSING) == "MISSING"
+
+
+def _chunks(rows: list[dict[str, Any]], size: int) -> list[bytes]:
+    lines = _dump(rows).splitlines(keepends=True)
+    return [b"".join(lines[i : i + size]) for i in range(0, len(lines), size)]
+
+
+def test_fast_path_nested_step_and_verl_envelope() -> None:
+    rows = [{"training": {"global_step": 10 * s}, "data": {"actor/pg_loss": s / 10, "perf": {"mfu": 0.5}}}
+            for s in range(80)]
+    store, parser = _feed(_chunks(rows, 10))
+    assert parser.fast_chunks >= 6 and parser.step_key == "training/global_step"
+    assert list(store.steps) == [10 * s for s in range(80)]
+    assert store.keys == ["training/global_step", "actor/pg_loss", "perf/mfu"]
+    assert store.value(79, "actor/pg_loss") == 7.9
+
+
+def test_fast_path_resume_and_merge_in_later_chunks() -> None:
+    rows = [{"step": s, "loss": float(s), "lr": 0.1} for s in range(50)]
+    rows += [{"step": s, "loss": 100.0 + s, "lr": 0.2} for s in range(30, 60)]  # resumed at 30
+    rows.insert(20, {"step": 19, "test/acc": 0.5, "lr": 0.1})  # a late eval row, next to its step
+    store, parser = _feed(_chunks(rows, 10))
+    assert parser.fast_chunks >= 4 and store.resumes == [30]
+    assert list(store.steps) == list(range(60)) and store.value(30, "loss") == 130.0
+    assert store.row(19) == {"step": 19, "loss": 19.0, "lr": 0.1, "test/acc": 0.5}
+
+
+def test_nan_heavy_chunks_are_rewritten_before_decoding() -> None:
+    data = b"".join(b'{"step": %d, "a": NaN, "b": -Infinity, "s": "x NaN"}\n' % s for s in range(100))
+    lines = data.splitlines(keepends=True)
+    store, parser = _feed([b"".join(lines[i : i + 10]) for i in range(0, 100, 10)])
+    assert parser.fast_chunks == 9 and parser._fix_first
+    assert math.isnan(store.value(99, "a")) and store.value(99, "b") == -math.inf and store.value(99, "s") == "x NaN"

@@ -114,4 +114,4 @@ def test_filetail_events_and_long_line_in_bounded_memory(tmp_path: Path) -> None
     assert [e.first_line() for e in events if isinstance(e, Lines)] == [3]
     assert tail.lineno == 4 and tail.offset == os.path.getsize(path)
     path.write_bytes(line(9))
-    assert list(tail.poll())[0] is RESET
+    assert next(iter(tail.poll())) is RESET

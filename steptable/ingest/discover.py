@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
@@ -126,23 +126,17 @@ def _run_id(path: Path, root: Path, label: str | None) -> str:
     return f"{label}/{rel}" if label else rel
 
 
+def _label(root: Path, roots: Sequence[Path]) -> str | None:
+    return root.as_posix().rstrip("/") if len(roots) > 1 else None
+
+
 def discover(paths: Iterable[str | Path]) -> list[Candidate]:
     """Every candidate run under ``paths`` (missing paths give nothing yet), side files attached."""
     roots = [Path(p) for p in paths]
-    many = len(roots) > 1
     found: dict[Path, Candidate] = {}
     sides: list[tuple[str, Path]] = []
     for root in roots:
-        label = root.as_posix().rstrip("/") if many else None
-        explicit = root.is_file()
-        for path in _walk(root):
-            cand = classify(path, root, label, explicit=explicit)
-            if cand is None:
-                cat = side_category(path)
-                if cat is not None:
-                    sides.append((cat, path))
-            elif cand.key not in found:
-                found[cand.key] = cand
+        _collect(root, root, _label(root, roots), found, sides)
     cands = list(found.values())
     for cat, path in sides:
         owners = [c for c in cands if path.is_relative_to(c.run_dir)]
@@ -152,6 +146,36 @@ def discover(paths: Iterable[str | Path]) -> list[Candidate]:
                 if len(c.run_dir.parts) == depth:
                     c.side_files.setdefault(cat, []).append(path)
     return cands
+
+
+def discover_at(path: str | Path, roots: Sequence[str | Path]) -> list[Candidate]:
+    """Candidates at or under ``path`` (a file or directory that just appeared, e.g. an absolute path from a file
+    event), named relative to the root that holds it exactly as :func:`discover` names them; side files are left to
+    the next full discovery."""
+    target = Path(os.path.abspath(path))
+    root_paths = [Path(r) for r in roots]
+    for root in root_paths:
+        root_abs = Path(os.path.abspath(root))
+        if target != root_abs and not target.is_relative_to(root_abs):
+            continue
+        found: dict[Path, Candidate] = {}
+        under = root if target == root_abs else root / target.relative_to(root_abs)
+        _collect(root, under, _label(root, root_paths), found, [])
+        return list(found.values())
+    return []
+
+
+def _collect(root: Path, under: Path, label: str | None, found: dict[Path, Candidate],
+             sides: list[tuple[str, Path]]) -> None:
+    explicit = root.is_file()
+    for path in _walk(under):
+        cand = classify(path, root, label, explicit=explicit)
+        if cand is None:
+            cat = side_category(path)
+            if cat is not None:
+                sides.append((cat, path))
+        elif cand.key not in found:
+            found[cand.key] = cand
 
 
 def classify(path: Path, root: Path, label: str | None = None, *, explicit: bool = False) -> Candidate | None:

@@ -1,9 +1,10 @@
 """Follower: keep the RunStores of every run under some paths up to date (watchfiles, with stat polling as fallback).
 
 Use ``scan()`` for one synchronous pass (discover, read everything new), or ``run(stop, on_change)`` in a worker
-thread: notification through ``watchfiles`` (debounced to ``DEBOUNCE_MS``), a full re-check every ``recheck``
-seconds even then (network filesystems drop events; rotations of a file root), and stat polling every ``poll``
-seconds when asked for (``poll=0.5``) or when notification is unavailable or fails.
+thread: notification through ``watchfiles`` (debounced to ``DEBOUNCE_MS``), a stat of every followed file after
+``IDLE_POLL`` seconds without events and a full re-check (discovery included) every ``recheck`` seconds even then
+(network filesystems drop events; rotations of a file root; events before the watch began), and stat polling every
+``poll`` seconds when asked for (``poll=0.5``) or when notification is unavailable or fails.
 
 Threads: the follower thread is the only writer. ``stores`` is replaced, never mutated (copy on write), so a reader
 can iterate the dict it got; each store follows the rules in :mod:`steptable.ingest.store` (per-batch lock,
@@ -21,14 +22,15 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from steptable.ingest.discover import Candidate, discover, sniff_jsonl
+from steptable.ingest.discover import Candidate, discover, discover_at, sniff_jsonl
 from steptable.ingest.parse import BadLine
-from steptable.ingest.source import Source, make_source
+from steptable.ingest.source import Source, load_meta, make_source
 from steptable.ingest.store import RunStore
 from steptable.ingest.tail import MAX_LINE
 
 FALLBACK_POLL = 0.5  # seconds between polls when notification is unavailable
 DEBOUNCE_MS = 40  # longest a burst of events is gathered before it is handled
+IDLE_POLL = 0.5  # with notification: seconds without events after which every source is stat'ed anyway
 STEP_MS = 10
 MAX_ERRORS = 10_000
 _WATCHED_SUFFIXES = frozenset({".jsonl", ".json", ".log", ".txt", ".out"})
@@ -92,7 +94,11 @@ class Follower:
                 self._discover()
             changed: set[str] = set()
             for src in list(self._sources.values()) if only is None else only:
-                if src.poll():
+                try:
+                    if src.poll():
+                        changed.add(src.store.run)
+                except Exception as e:  # a bug of ours on one file must not stop the others
+                    self._report(BadLine(str(src.cand.path), 0, f"internal error ({type(e).__name__}: {e})"))
                     changed.add(src.store.run)
                 if src.dead:
                     self._drop(src)
@@ -106,6 +112,8 @@ class Follower:
             src = self._sources.get(cand.key)
             if src is not None:
                 src.store.side_files = cand.side_files
+                if "config" in cand.side_files and "config" not in src.store.meta:
+                    load_meta(src.store, cand)  # a config.json written after the run started
                 continue
             self._add(cand)
 
@@ -182,11 +190,14 @@ class Follower:
             restart = threading.Event()
             idents = self._root_idents()
             last_full = time.monotonic()
+            idle_ms = max(int(min(self.recheck, IDLE_POLL) * 1000), 50)
             for changes in watchfiles.watch(*targets, stop_event=_Either(stop, restart), debounce=DEBOUNCE_MS,
-                                            step=STEP_MS, rust_timeout=max(int(self.recheck * 1000), 50),
-                                            yield_on_timeout=True, raise_interrupt=False,
-                                            ignore_permission_denied=True):
-                changed = self._on_events({Path(p) for _, p in changes})
+                                            step=STEP_MS, rust_timeout=idle_ms, yield_on_timeout=True,
+                                            raise_interrupt=False, ignore_permission_denied=True):
+                if changes:
+                    changed = self._on_events({Path(p) for _, p in changes})
+                else:  # idle: stat every source (cheap), for events lost before the watch began or dropped
+                    changed = self._tick(discover=False)
                 if time.monotonic() - last_full >= self.recheck:
                     last_full = time.monotonic()
                     changed |= self.scan()
@@ -205,8 +216,9 @@ class Follower:
         return out
 
     def _on_events(self, paths: set[Path]) -> set[str]:
+        """Read the sources the events name; classify new files and directories where they appeared (a full
+        discovery would walk every root on every burst of events)."""
         hit: list[Source] = []
-        unknown = False
         with self._pass:
             for p in paths:
                 src = self._by_file.get(os.path.abspath(p))
@@ -216,10 +228,13 @@ class Follower:
                 if src is not None:
                     hit.append(src)
                 elif p.suffix.lower() in _WATCHED_SUFFIXES or p.is_dir():
-                    unknown = True
-            if unknown:
-                return self._tick(discover=True)
-            return self._tick(discover=False, only=hit)
+                    for cand in discover_at(p, self.roots):
+                        if cand.key not in self._sources:
+                            self._add(cand)
+                            new = self._sources.get(cand.key)
+                            if new is not None:
+                                hit.append(new)
+            return self._tick(discover=False, only=list(dict.fromkeys(hit)))
 
 
 def load(paths: Iterable[str | Path] | str | Path) -> dict[str, RunStore]:

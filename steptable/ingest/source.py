@@ -41,7 +41,7 @@ class Source:
         self.store.side_files = cand.side_files
         self.exposed = cand.confirmed and cand.kind != "console"
         self.dead = False  # not a run after all: the follower drops it
-        _load_meta(self.store, cand)
+        load_meta(self.store, cand)
 
     def poll(self) -> bool:
         raise NotImplementedError
@@ -80,8 +80,8 @@ class TailSource(Source):
                     changed = True
         if not self.exposed and len(store):
             self.exposed = True
-        elif not self.exposed and self.tail.offset >= CONSOLE_GIVE_UP:
-            self.dead = True
+        elif not self.exposed and not self.cand.confirmed and self.tail.offset >= CONSOLE_GIVE_UP:
+            self.dead = True  # a log that was not named explicitly and shows no metrics line: not a run
         return changed and self.exposed
 
 
@@ -136,7 +136,7 @@ def make_source(cand: Candidate, report: Report, max_line: int = MAX_LINE) -> So
     return TailSource(cand, report, max_line)
 
 
-def _load_meta(store: RunStore, cand: Candidate) -> None:
+def load_meta(store: RunStore, cand: Candidate) -> None:
     """``config.json`` next to the metrics file or in the run directory (tinker writes one) -> ``meta["config"]``."""
     for d in (cand.path.parent, cand.run_dir):
         path = Path(d) / "config.json"

@@ -1,0 +1,312 @@
+"""ColumnTable: aligned columns, steps and wall times -- the storage under RunStore. Pure; no locking, no policy.
+
+One ``array('d')`` per numeric key (NaN where absent; JSON null is a present NaN), one list per other key (text,
+bools, ``(n, d)`` fractions, lists; None where absent), a presence bitmap (``bytearray``, 1 = present) only for
+columns that ever had a gap, ``array('q')`` steps, ``array('d')`` wall-clock times. No per-row dicts and no per-cell
+float objects are kept: a 100k x 43 all-numeric run holds ~34 MB of doubles and little else.
+
+The hot path appends a parsed chunk column by column: ``struct.pack`` of a column's values into its array (one C
+call); a column whose values are not all numbers (nulls, non-finite sentinels, absent cells) takes a slower path,
+and one that receives text or bools becomes a list.
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+from array import array
+from collections.abc import Mapping, Sequence
+from functools import lru_cache
+from itertools import islice
+from typing import Any
+
+from steptable.ingest.parse import MISSING, NONFINITE, norm_value
+
+NAN = math.nan
+WALL_KEYS = ("ts", "timestamp", "_timestamp", "time", "wall_time")
+#: what a numeric column may receive: numbers, null, absent cells, non-finite spellings (checked per value)
+_NUMERIC_CELLS = frozenset({int, float, type(None), type(MISSING), str})
+#: the gaps of a numeric column as floats (dict.get in C is ~5x faster than a Python test per cell)
+_GAPS: dict[Any, float] = {None: NAN, MISSING: NAN, "NaN": NAN, "Infinity": math.inf, "-Infinity": -math.inf}
+
+
+def epoch_seconds(v: Any) -> float | None:
+    """A unix time in seconds from a cell that looks like one (seconds or milliseconds since 2001..2286), else None."""
+    if type(v) is float or type(v) is int:
+        if 1e9 <= v < 1e10:
+            return float(v)
+        if 1e12 <= v < 1e13:
+            return v / 1000.0
+    return None
+
+
+def _as_float(v: Any) -> float | None:
+    """A numeric cell as float; None when the value is not a number (the column must become a list)."""
+    t = type(v)
+    if t is float:
+        return v  # type: ignore[no-any-return]
+    if t is int:
+        try:
+            return float(v)
+        except OverflowError:
+            return math.inf if v > 0 else -math.inf
+    if v is None or v is MISSING:
+        return NAN
+    if t is str and len(v) <= 9:
+        return NONFINITE.get(v.lower())
+    return None
+
+
+class ColumnTable:
+    """Rows as aligned columns. Subclassed by RunStore, which adds locking, placement and run metadata."""
+
+    def __init__(self) -> None:
+        self._clear_table()
+
+    def _clear_table(self) -> None:
+        self.keys: list[str] = []
+        self._num: dict[str, array[float]] = {}
+        self._obj: dict[str, list[Any]] = {}
+        self._pres: dict[str, bytearray] = {}
+        self._ints: set[str] = set()
+        self._steps: array[int] = array("q")
+        self._walls: array[float] = array("d")
+        self._wall_key: str | None = None
+
+    def __len__(self) -> int:
+        return len(self._steps)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._num or key in self._obj
+
+    # --- cells --------------------------------------------------------------------------------------------------
+
+    def _cell(self, i: int, key: str) -> Any:
+        pres = self._pres.get(key)
+        if pres is not None and not pres[i]:
+            return None
+        arr = self._num.get(key)
+        if arr is not None:
+            v = arr[i]
+            return int(v) if key in self._ints and math.isfinite(v) else v
+        col = self._obj.get(key)
+        return col[i] if col is not None else None
+
+    def _row(self, i: int) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for key in self.keys:
+            pres = self._pres.get(key)
+            if pres is not None and not pres[i]:
+                continue
+            arr = self._num.get(key)
+            if arr is not None:
+                v = arr[i]
+                out[key] = int(v) if key in self._ints and math.isfinite(v) else v
+            else:
+                out[key] = self._obj[key][i]
+        return out
+
+    def _present(self, i: int, key: str) -> bool:
+        if key not in self._num and key not in self._obj:
+            return False
+        pres = self._pres.get(key)
+        return pres is None or pres[i] == 1
+
+    # --- rows in place ------------------------------------------------------------------------------------------
+
+    def _truncate(self, i: int) -> None:
+        for arr in self._num.values():
+            del arr[i:]
+        for col in self._obj.values():
+            del col[i:]
+        for pres in self._pres.values():
+            del pres[i:]
+        del self._steps[i:]
+        del self._walls[i:]
+
+    def _insert_empty(self, i: int, step: int, wall: float) -> None:
+        """An empty row at index ``i`` (every cell absent)."""
+        for key in self.keys:
+            self._presence(key).insert(i, 0)
+            arr = self._num.get(key)
+            if arr is not None:
+                arr.insert(i, NAN)
+            else:
+                self._obj[key].insert(i, None)
+        self._walls.insert(i, wall)
+        self._steps.insert(i, step)
+
+    def _merge(self, i: int, row: dict[str, Any], now: float) -> None:
+        n = len(self._steps)
+        for key, v in row.items():
+            if key not in self._num and key not in self._obj:
+                self._create(key, v, n)
+            arr = self._num.get(key)
+            if arr is not None:
+                f = _as_float(v)
+                if f is None:
+                    self._to_obj(key)
+                else:
+                    arr[i] = f
+                    if type(v) is not int and key in self._ints and math.isfinite(f):
+                        self._ints.discard(key)
+            col = self._obj.get(key)
+            if col is not None:
+                col[i] = norm_value(v)
+            pres = self._pres.get(key)
+            if pres is not None:
+                pres[i] = 1
+        wall = self._row_wall(row)
+        self._walls[i] = wall if wall is not None else now
+
+    # --- columns ------------------------------------------------------------------------------------------------
+
+    def _presence(self, key: str) -> bytearray:
+        pres = self._pres.get(key)
+        if pres is None:
+            pres = self._pres[key] = bytearray(b"\x01") * len(self._steps)
+        return pres
+
+    def _create(self, key: str, sample: Any, base: int) -> None:
+        """A new column with ``base`` absent cells; numeric unless ``sample`` says otherwise."""
+        if sample is MISSING or sample is None or (_as_float(sample) is not None and type(sample) is not bool):
+            self._num[key] = array("d", [NAN]) * base
+            if type(sample) is int:
+                self._ints.add(key)
+        else:
+            self._obj[key] = [None] * base
+        if base:
+            self._pres[key] = bytearray(base)
+        self.keys.append(key)
+
+    def _to_obj(self, key: str) -> None:
+        arr = self._num.pop(key)
+        ints = key in self._ints
+        self._ints.discard(key)
+        col: list[Any] = [int(v) if ints and math.isfinite(v) else v for v in arr]
+        pres = self._pres.get(key)
+        if pres is not None:
+            col = [v if p else None for v, p in zip(col, pres, strict=True)]
+        self._obj[key] = col
+
+    def _append(self, steps: Sequence[int], cols: Mapping[str, Sequence[Any]], int_keys: frozenset[str] | None,
+                now: float) -> None:
+        base = len(self._steps)
+        n = len(steps)
+        packer = _doubles(n)
+        num, pres, ints = self._num, self._pres, self._ints
+        for key, vals in cols.items():
+            arr = num.get(key)
+            if arr is not None and int_keys is not None:  # the hot path, inlined: one C call per column
+                try:
+                    arr.frombytes(packer.pack(*vals))
+                except (struct.error, OverflowError):
+                    pass
+                else:
+                    if key in ints and key not in int_keys:
+                        ints.discard(key)
+                    if key in pres:
+                        pres[key].extend(b"\x01" * n)
+                    continue
+            if arr is None and key not in self._obj:
+                self._create(key, next((v for v in vals if v is not MISSING and v is not None), MISSING), base)
+            if key in num:
+                self._extend_num(key, vals, int_keys)
+            if key in self._obj:  # (also after _extend_num turned the column into a list)
+                self._extend_obj(key, vals)
+        if len(cols) < len(self.keys):
+            for key in self.keys:
+                if key not in cols:
+                    self._presence(key).extend(bytes(n))
+                    arr = num.get(key)
+                    if arr is not None:
+                        arr.extend(array("d", [NAN]) * n)
+                    else:
+                        self._obj[key].extend([None] * n)
+        self._walls.extend(self._col_walls(cols, base, n, now))
+        self._steps.extend(array("q", steps) if type(steps) is not array else steps)  # last: len() grows once
+
+    def _extend_num(self, key: str, vals: Sequence[Any], int_keys: frozenset[str] | None) -> None:
+        """Numeric cells that did not pack as they are: nulls, non-finite sentinels, absent cells (or from rows)."""
+        arr = self._num[key]
+        if int_keys is None:  # nothing guaranteed: bools would pass as 1.0, so look at the types first
+            types = set(map(type, vals))
+            if bool in types or not types <= _NUMERIC_CELLS:
+                self._to_obj(key)
+                return
+            all_int = float not in types or all(type(v) is not float or not math.isfinite(v) for v in vals)
+        else:
+            all_int = key in int_keys
+        conv = list(map(_GAPS.get, vals, vals))  # None / MISSING / "NaN"... -> float, in C; the rest as is
+        try:
+            arr.frombytes(_doubles(len(conv)).pack(*conv))
+        except (struct.error, OverflowError):  # text that is not a number, another NaN spelling, a huge int
+            floats = [_as_float(v) for v in vals]
+            if None in floats:
+                self._to_obj(key)
+                return
+            arr.fromlist(floats)  # type: ignore[arg-type]  # no None left
+        if not all_int:
+            self._ints.discard(key)
+        if MISSING in vals:
+            self._presence(key).extend(bytes(v is not MISSING for v in vals))
+        elif key in self._pres:
+            self._pres[key].extend(b"\x01" * len(vals))
+
+    def _extend_obj(self, key: str, lst: Sequence[Any]) -> None:
+        col = self._obj[key]
+        if MISSING in lst:
+            self._presence(key).extend(bytes(v is not MISSING for v in lst))
+            col.extend([None if v is MISSING else norm_value(v) for v in lst])
+            return
+        col.extend(map(norm_value, lst))
+        if key in self._pres:
+            self._pres[key].extend(b"\x01" * len(lst))
+
+    # --- wall times and arm -------------------------------------------------------------------------------------
+
+    def _row_wall(self, row: dict[str, Any]) -> float | None:
+        keys = (self._wall_key,) if self._wall_key is not None else WALL_KEYS
+        for k in keys:
+            if k is not None and k in row:
+                t = epoch_seconds(row[k])
+                if t is not None:
+                    self._wall_key = k
+                    return t
+        return None
+
+    def _col_walls(self, cols: Mapping[str, Sequence[Any]], base: int, n: int, now: float) -> array[float]:
+        keys = (self._wall_key,) if self._wall_key is not None else WALL_KEYS
+        for k in keys:
+            vals = cols.get(k) if k is not None else None
+            if vals and any(epoch_seconds(v) is not None for v in islice(vals, 0, 8)):
+                self._wall_key = k
+                arr = self._num.get(k)
+                if arr is not None:  # usually: unix seconds throughout, checked in C
+                    seg = arr[base:]
+                    if len(seg) == n and 1e9 <= min(seg) and max(seg) < 1e10 and not math.isnan(sum(seg)):
+                        return seg
+                return array("d", [t if (t := epoch_seconds(v)) is not None else now for v in vals])
+        return array("d", [now]) * n
+
+
+
+@lru_cache(maxsize=64)
+def _doubles(n: int) -> struct.Struct:
+    return struct.Struct(f"{n}d")
+
+
+def rows_to_cols(rows: list[dict[str, Any]]) -> dict[str, list[Any]]:
+    if len(rows) == 1:
+        return {k: [v] for k, v in rows[0].items()}
+    keys = dict.fromkeys(k for r in rows for k in r)
+    return {k: [r.get(k, MISSING) for r in rows] for k in keys}
+
+
+def cols_to_rows(cols: dict[str, Sequence[Any]], n: int) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = [{} for _ in range(n)]
+    for key, vals in cols.items():
+        for r, v in zip(rows, vals, strict=True):
+            if v is not MISSING:
+                r[key] = v
+    return rows
