@@ -16,6 +16,7 @@ import msgspec
 
 from steptable.ingest.parse import MISSING, flatten, has_nonfinite, quote_bignums, quote_nonfinite, step_of
 from steptable.ingest.store import Parsed
+from steptable.schemas.trl import classify_log_entry
 
 _CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
 _DECODER = msgspec.json.Decoder()
@@ -71,8 +72,13 @@ def parse_trainer_state(data: bytes) -> Parsed:
     steps: list[int] = []
     rows: list[dict[str, Any]] = []
     last = 0
+    summary: dict[str, Any] = {}
     for entry in history:
         if type(entry) is not dict:
+            continue
+        if classify_log_entry(entry) == "summary":
+            # The Trainer's closing entry (train_runtime, train_loss, ...) describes the run, not a step.
+            summary.update(flatten(entry))
             continue
         row = flatten(entry)
         step = step_of(row.get("step", MISSING))
@@ -80,4 +86,4 @@ def parse_trainer_state(data: bytes) -> Parsed:
         row["step"] = last = step
         steps.append(step)
         rows.append(row)
-    return Parsed(steps=steps, rows=rows, step_key="step")
+    return Parsed(steps=steps, rows=rows, step_key="step", meta={"train_summary": summary} if summary else {})

@@ -53,6 +53,8 @@ class Parsed:
     int_keys: frozenset[str] | None = None
     bad: list[BadLine] = field(default_factory=list)
     step_key: str | None = None
+    #: run-level facts found by the parser (HF's final training summary), merged into ``RunStore.meta``
+    meta: dict[str, Any] = field(default_factory=dict)
 
 
 class RunStore(ColumnTable):
@@ -163,6 +165,8 @@ class RunStore(ColumnTable):
                 self.add_bad(parsed.bad)
             if parsed.step_key is not None:
                 self.step_key = parsed.step_key
+            if parsed.meta:
+                self.meta.update(parsed.meta)
             steps = parsed.steps
             if steps:
                 if parsed.cols is not None and self._appendable(steps):
