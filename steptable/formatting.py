@@ -159,7 +159,7 @@ def fmt_auto(x: float, digits: int = 3) -> str:
         return _exp(x, digits)
     if ax >= 10 ** (digits - 1):
         # Enough integer digits: show the integer (1234 reads better than 1.23e3 for a step time).
-        return str(int(round(x)))
+        return str(round(x))
     decimals = digits - 1 - math.floor(math.log10(ax))
     s = f"{x:.{decimals}f}"
     if "." in s:
@@ -248,6 +248,11 @@ def _format_value(value: Any, fmt: str | None, width: int) -> str:
             return "inf" if _INF_STRINGS[value] > 0 else "-inf"
         return cut(sanitize(value), width)
     if isinstance(value, int):
+        if value.bit_length() > 1000:  # never fits a column; str() of a 4300-digit int even raises
+            try:
+                return fit_number(float(value), width)
+            except OverflowError:
+                return "#" * width
         if fmt and fmt.endswith("d"):
             s = format(value, fmt)
         elif fmt:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import threading
 import time
 from collections import deque
 from collections.abc import Mapping, Sequence
@@ -73,6 +74,9 @@ class StepLogger:
         self._recent: deque[dict[str, Any]] = deque(maxlen=max(self.dump_rows, 1))
         self._rows = 0
         self._closed = False
+        # log() may be called from several threads (an eval thread beside the loop): rows, header cadence and the
+        # writer's pending queue are shared state. Uncontended, the lock costs well under a microsecond per row.
+        self._lock = threading.RLock()
         self._alerts = _make_alert_engine() if alerts else None
 
     # ------------------------------------------------------------------------------------------------ rendering
@@ -99,7 +103,10 @@ class StepLogger:
         if not self.is_writer or self._closed:
             return None
         try:
-            return self._log(cells)
+            with self._lock:
+                if self._closed:
+                    return None
+                return self._log(cells)
         except Exception as e:  # the loop must survive anything we do wrong
             report_once("steplogger", f"steptable: StepLogger.log failed ({e!r}); training goes on")
             return None
@@ -182,6 +189,10 @@ class StepLogger:
 
     def close(self) -> None:
         """Final flush, the end-of-run dump, and ``table.txt``. Idempotent; never raises."""
+        with self._lock:
+            self._close()
+
+    def _close(self) -> None:
         if self._closed or not self.is_writer:
             self._closed = True
             return

@@ -82,7 +82,7 @@ def compile_row(cols: tuple[Col, ...]) -> Callable[[Mapping[str, Any]], str]:
             ]
         elif fmt.endswith("d"):
             lines += [
-                "    if type(v) is int:",
+                f"    if type(v) is int and -{10 ** w} < v < {10 ** w}:",  # a huge int: str() may even raise
                 f"        {name} = f'{{v:{_aligned(fmt, w)}}}'",
                 f"        if len({name}) != {w}: {slow}",
                 f"    else: {slow}",
@@ -100,7 +100,7 @@ def compile_row(cols: tuple[Col, ...]) -> Callable[[Mapping[str, Any]], str]:
             prec = int(fmt.split(".")[1][:-1]) if "." in fmt else 6
             thr = 0.5 * 10 ** -(prec + (2 if fmt.endswith("%") else 0))
             lines += [
-                f"    if type(v) is float and -INF < v < INF and (v == 0 or v >= {thr!r} or v <= {-thr!r}):",
+                f"    if type(v) is float and -INF < v < INF and (v == 0 or v > {thr!r} or v < {-thr!r}):",
                 f"        {name} = f'{{v:{_aligned(fmt, w)}}}'",
                 f"        if len({name}) != {w}: {slow}",
                 f"    else: {slow}",
@@ -134,7 +134,9 @@ def _fast_kind(c: Col) -> str | None:
     if c.fmt == "frac":
         return "frac"
     m = _SAFE_SPEC.fullmatch(c.fmt)
-    if m is None:
+    if m is None or m.group(3) == "%" or (m.group(3) != "d" and m.group(2) == ".0"):
+        # '%' scales by 100, which a %-template cannot; ".0f" can round a value to a bare "0" that the zero check
+        # below cannot tell from a true zero: both go the per-cell way.
         return None
     return {"d": "int", "e": "exp"}.get(m.group(3), "float")
 
@@ -205,16 +207,19 @@ def _fast_path(cols: tuple[Col, ...]) -> list[str]:
         for i in frac:
             lines += [
                 f"    v = vals[{i}]",
+                # types first: the memo must not see unhashable members, nor (True, 1) == (1, 1)
+                "    if len(v) != 2 or type(v[0]) is not int or type(v[1]) is not int: return render_row(values)",
                 "    t = MEMO_FRAC.get(v)",
                 "    if t is None:",
-                "        n, d = v if len(v) == 2 else (None, None)",
-                "        if type(n) is not int or type(d) is not int: return render_row(values)",
-                "        t = remember(MEMO_FRAC, v, f'{n}/{d}')",
+                "        t = remember(MEMO_FRAC, v, f'{v[0]}/{v[1]}')",
                 f"    vals[{i}] = t",
             ]
         lines.append("    vals = tuple(vals)")
     lines += [
-        "    text = TEMPLATE % vals",
+        "    try:",
+        "        text = TEMPLATE % vals",
+        "    except ValueError:",  # an int past the str() digit limit
+        "        return render_row(values)",
         "    if len(text) != WIDTH or ZERO.search(text) is not None:",
         "        return render_row(values)",
         "    if 'n' in text:",

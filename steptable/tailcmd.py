@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import csv
 import io
+import re
 import shutil
 import sys
 import threading
@@ -118,7 +119,7 @@ class Tail:
         label = f"{store.arm or run}" + (f" ({run})" if store.arm and store.arm != run else "")
         if a.format == "jsonl":
             for r in rows:
-                self.out.write(encode_row({"run": run, "arm": store.arm, **r}).decode("utf-8"))
+                self.out.write(_inert_json(encode_row({"run": run, "arm": store.arm, **r}).decode("utf-8")))
         elif a.format == "csv":
             self._csv(store, rows, header=first or done == 0)
         elif a.format == "md":
@@ -140,10 +141,11 @@ class Tail:
         keys = [c.key for c in self.cols]
         buf = io.StringIO()
         w = csv.writer(buf, lineterminator="\n")
-        if header:
-            w.writerow(["run", "arm", *keys])
+        if header:  # keys, run and arm come from the files too
+            w.writerow(["run", "arm", *(sanitize(k) for k in keys)])
+        run, arm = sanitize(store.run), sanitize(store.arm)
         for r in rows:
-            w.writerow([store.run, store.arm, *(_csv_cell(r.get(k)) for k in keys)])
+            w.writerow([run, arm, *(_csv_cell(r.get(k)) for k in keys)])
         self.out.write(buf.getvalue())
 
     def _md(self, label: str, rows: Sequence[Mapping[str, Any]]) -> None:
@@ -185,6 +187,15 @@ def _csv_cell(v: Any) -> Any:
     return "" if v is None else v
 
 
+# JSON escapes C0 controls, but not C1 ones (U+009B is CSI) nor bidi overrides: those may only occur inside JSON
+# strings, where a \uXXXX escape is the same text, so escaping them keeps the row exact and the terminal safe.
+_JSON_UNSAFE = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def _inert_json(text: str) -> str:
+    return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
 def _md_escape(text: str) -> str:
     return sanitize(text).replace("|", "\\|")
 
@@ -203,10 +214,19 @@ def run_tail(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | 
         return 1 if tail.error_alert else 0
     stop = threading.Event()
     lock = threading.Lock()
+    broken: list[BrokenPipeError] = []
 
     def changed(_runs: set[str]) -> None:
+        # Runs in the follower thread: a reader that left (`| head`) must end the command, not kill the thread
+        # with a traceback (the follower would first take it for a failed notifier and poll on).
         with lock:
-            tail.emit(follower, first=False)
+            if stop.is_set():
+                return
+            try:
+                tail.emit(follower, first=False)
+            except BrokenPipeError as e:
+                broken.append(e)
+                stop.set()
 
     worker = threading.Thread(target=follower.run, args=(stop, changed), daemon=True, name="steptable-tail")
     worker.start()
@@ -220,4 +240,6 @@ def run_tail(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | 
         pass
     finally:
         stop.set()
+    if broken:
+        raise broken[0]  # the CLI treats a closed pipe as a normal end
     return 1 if tail.error_alert else 0

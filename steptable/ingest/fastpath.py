@@ -13,18 +13,20 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
 from msgspec.structs import astuple
 
-from steptable.ingest.parse import MISSING, NONFINITE, norm_value
+from steptable.ingest.parse import MISSING, NONFINITE, STEP_MAX, STEP_MIN, norm_value
 
 Shape = dict[str, Any]  # values: str kinds or nested Shape
 
 _RANK = {"none": 0, "int": 1, "float": 2, "obj": 3}
 _INT = int | str | None  # str: the quoted non-finite sentinels
 _FLOAT = float | str | None
+#: msgspec decodes ints up to 2**64 - 1; the store keeps steps as int64
+_STEP = Annotated[int, msgspec.Meta(ge=STEP_MIN, le=STEP_MAX)]
 _names = itertools.count()
 
 
@@ -101,7 +103,8 @@ class TypedDecoder:
             flat = prefix + key
             if flat == self.step_key:
                 self._step_found = True
-                fields.append((name, int))  # required: a row without its step goes the tolerant way
+                # required: a row without its step (or with one beyond int64) goes the tolerant way
+                fields.append((name, _STEP))
                 self.int_keys.add(flat)
             elif kind == "int":
                 fields.append((name, _INT, MISSING))

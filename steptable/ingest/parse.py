@@ -204,19 +204,27 @@ def _flatten_into(out: dict[str, Any], obj: dict[str, Any], prefix: str) -> None
             out[prefix + k] = norm_value(v)
 
 
+#: the range of a stored step (the store keeps steps in an ``array('q')``)
+STEP_MIN: Final = -(2**63)
+STEP_MAX: Final = 2**63 - 1
+
+
 def step_of(value: Any) -> int | None:
-    """An integer step from a cell, or None (bools, text, non-integral floats are not steps)."""
+    """An integer step from a cell, or None (bools, text, non-integral floats and steps beyond int64 are not
+    steps: a hostile 1e30 must be one bad line, not an OverflowError that loses the whole run)."""
     t = type(value)
     if t is int:
-        return int(value)
-    if t is float and value.is_integer():
-        return int(value)
-    if t is str:
+        step = value
+    elif t is float and value.is_integer():
+        step = int(value)
+    elif t is str and len(value) <= 40:
         try:
-            return int(value)
+            step = int(value)
         except ValueError:
             return None
-    return None
+    else:
+        return None
+    return int(step) if STEP_MIN <= step <= STEP_MAX else None
 
 
 # --- one line ---------------------------------------------------------------------------------------------------
