@@ -50,6 +50,7 @@ def summary_command(args: argparse.Namespace) -> int:
 
     follower = Follower(args.paths)
     follower.scan()
+    follower.finish()
     for line in follower.errors:
         sys.stderr.write(sanitize(line) + "\n")
     stores = [follower.stores[k] for k in sorted(follower.stores)]
@@ -77,6 +78,7 @@ def legend_command(args: argparse.Namespace) -> int:
 
         follower = Follower(args.paths)
         follower.scan()
+        follower.finish()
         stores = [follower.stores[k] for k in sorted(follower.stores)]
         if not stores:
             sys.stderr.write("steptable legend: no metrics files found under " + ", ".join(args.paths) + "\n")

@@ -206,6 +206,8 @@ def run_tail(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | 
     follower = Follower(args.paths, poll=args.poll)
     tail = Tail(args, out, err)
     follower.scan()
+    if not args.follow:
+        follower.finish()  # a file that will not grow: its unterminated last line is a row too
     tail.emit(follower, first=True)
     if not args.follow:
         if not follower.stores and not args.alerts_only:

@@ -73,6 +73,19 @@ class Follower:
         """Discover runs and read everything new now. Returns the ids of the runs that changed."""
         return self._tick(discover=True)
 
+    def finish(self) -> set[str]:
+        """For one-shot reads (``tail`` without ``-f``, ``summary``): also parse each file's unterminated last line,
+        which a follower leaves waiting for its newline. Returns the runs that changed."""
+        with self._pass:
+            changed: set[str] = set()
+            for src in list(self._sources.values()):
+                finish = getattr(src, "finish", None)
+                if finish is not None and finish():
+                    changed.add(src.store.run)
+                    if src.store.run not in self.stores:
+                        self.stores = {**self.stores, src.store.run: src.store}
+            return changed
+
     def run(self, stop: threading.Event, on_change: Callable[[set[str]], None]) -> None:
         """Follow until ``stop`` is set (blocking: call it in a worker thread)."""
         self._emit(self.scan(), on_change)
@@ -241,4 +254,5 @@ def load(paths: Iterable[str | Path] | str | Path) -> dict[str, RunStore]:
     """Every run under ``paths``, read once (for one-shot commands: ``tail``, ``summary``)."""
     follower = Follower(paths)
     follower.scan()
+    follower.finish()
     return follower.stores

@@ -78,6 +78,22 @@ class TailSource(Source):
                     store.add(parsed)
                     self._bad(parsed.bad)
                     changed = True
+        return self._expose(changed)
+
+    def finish(self) -> bool:
+        """One-shot reads: parse a last line that has no newline (a follower never calls this)."""
+        ev = self.tail.final_line()
+        if ev is None:
+            return False
+        parsed = self.parser.parse(ev.data, ev.first_line)
+        if not (parsed.steps or parsed.bad):
+            return False
+        self.store.add(parsed)
+        self._bad(parsed.bad)
+        return self._expose(True)
+
+    def _expose(self, changed: bool) -> bool:
+        store = self.store
         if not self.exposed and len(store):
             self.exposed = True
         elif not self.exposed and not self.cand.confirmed and self.tail.offset >= CONSOLE_GIVE_UP:

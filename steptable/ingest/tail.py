@@ -115,6 +115,13 @@ class FileTail:
         """Bytes of a partial last line waiting for their newline."""
         return len(self._pending)
 
+    def final_line(self) -> Lines | None:
+        """The partial last line as if its newline had come (for one-shot reads of a file that will not grow;
+        some writers never end the file with a newline). Nothing is consumed: a follower keeps waiting."""
+        if not self._pending or self._skipping or not self._pending.strip():
+            return None
+        return Lines(self._pending + b"\n", self._start, self)
+
     def poll(self) -> Iterator[TailEvent]:
         """New complete lines since the last poll (a ``RESET`` first when the file must be re-read from 0)."""
         try:
