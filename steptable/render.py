@@ -109,7 +109,7 @@ def compile_row(cols: tuple[Col, ...]) -> Callable[[Mapping[str, Any]], str]:
     lines += _fast_path(cols)
     env: dict[str, Any] = {
         "KEYS": tuple(c.key for c in cols), "COLS": cols, "cell": format_cell, "auto": fmt_auto,
-        "INF": math.inf, "SEP": SEP, "ZERO": _ZERO_CELL, "WIDTH": width(cols), "KEYS_GET": _keys_getter(cols),
+        "INF": math.inf, "SEP": SEP, "WIDTH": width(cols), "KEYS_GET": _keys_getter(cols),
         "FAST_SIG": _fast_signature(cols), "TEMPLATE": _template(cols), **_memo(),
     }
     exec(compile("\n".join(lines), f"<steptable row {len(cols)} cols>", "exec"), env)
@@ -123,9 +123,16 @@ def compile_row(cols: tuple[Col, ...]) -> Callable[[Mapping[str, Any]], str]:
 # and its text is checked afterwards: a too-wide cell changes the row's length, a non-finite value prints as
 # "nan"/"inf" (fixed up in place), and a fixed spec that rounded a value to zero is redone by the per-cell path.
 
-# A conservative pre-check: any "0.0...0" not followed by a digit (a zero cell, or 10.00) sends the row to the
-# per-cell path, which tells a true zero from a value rounded away.
-_ZERO_CELL = re.compile(r"0\.0+(?!\d)")
+
+
+def _zero_check(cols: tuple[Col, ...]) -> str:
+    """Generated condition that is true when some fixed-spec cell reads as zero ("+0.00"), so the per-cell path
+    can tell a true zero from a value rounded away. Plain substring tests (a regex costs several times more); a
+    false alarm ("10.00") only costs the slower path."""
+    needles = sorted({"0." + "0" * int((m.group(2) or ".6")[1:]) for c in cols if _fast_kind(c) == "float"
+                      for m in [_SAFE_SPEC.fullmatch(c.fmt or "")] if m is not None})
+    tests = [f"{(n + SEP)!r} in text" for n in needles] + [f"text.endswith({n!r})" for n in needles]
+    return " or ".join(tests) or "False"
 
 
 def _fast_kind(c: Col) -> str | None:
@@ -220,7 +227,7 @@ def _fast_path(cols: tuple[Col, ...]) -> list[str]:
         "        text = TEMPLATE % vals",
         "    except ValueError:",  # an int past the str() digit limit
         "        return render_row(values)",
-        "    if len(text) != WIDTH or ZERO.search(text) is not None:",
+        f"    if len(text) != WIDTH or {_zero_check(cols)}:",
         "        return render_row(values)",
         "    if 'n' in text:",
         "        text = text.replace('+nan', ' nan').replace('-nan', ' nan').replace('+inf', ' inf')",

@@ -160,3 +160,12 @@ def test_tail_csv_and_jsonl_keep_control_sequences_inert(tmp_path: Path) -> None
         if fmt == "jsonl":
             row = json.loads(text)
             assert row["arm"] == "a\x1b]0;T\x07b\x9b2J" and row["s"] == "\u202eabc\x9b31m"  # escaped, not lost
+
+
+def test_spec_without_precision_does_not_round_a_value_to_zero() -> None:
+    from steptable import render
+    from steptable.columns import Col
+
+    cols = (Col("a", 9, "a", "f"), Col("b", 9, "b", "+f"))
+    for row in ({"a": 1e-9, "b": 0.5}, {"a": 0.5, "b": -1e-9}, {"a": 0.0, "b": 0.0}):
+        assert render.compile_row(cols)(row) == render.SEP.join(render.cells(cols, row))
