@@ -10,9 +10,11 @@ from test_app_support import (
     HOSTILE,
     SIZE,
     T0,
+    ManualFollower,
     append,
     make_runs,
     manual_app,
+    row,
     screen_text,
     sync,
     write_generations,
@@ -22,11 +24,14 @@ from textual import events
 from textual.widgets import Static
 
 from steptable import render
+from steptable.app import feed as feed_mod
+from steptable.app import make_app
 from steptable.app.screens.events import EventsScreen
 from steptable.app.screens.generations import GenerationsScreen
 from steptable.app.screens.prompt import PromptScreen
 from steptable.app.widgets.arm import ArmPanel
 from steptable.app.widgets.grid import StepGrid
+from steptable.app.widgets.keys import KeyBar
 from steptable.app.widgets.panels import ChartPanel, DiagnosticsPanel, LegendPanel
 from steptable.app.widgets.status import StatusBar
 
@@ -153,6 +158,36 @@ async def test_horizontal_scroll_keeps_step_column(tmp_path: Path) -> None:
         header = screen_text(app).splitlines()[1]
         assert header.lstrip().startswith("step")  # pinned while the rest scrolled
         assert grid.cols[-1].header.strip() in header
+        first, last, total = grid.columns_in_view()
+        assert first > 1 and last == total
+        assert f"columns {first}-{last} of {total}" in static_text(app.query_one(ArmPanel).title_bar)
+        await pilot.press("shift+left")  # plain sideways scrolling, the column cursor stays
+        assert grid.selected == grid.cols[-1].key and grid.columns_in_view()[0] < first
+
+
+async def test_resume_redraws_rewritten_rows(tmp_path: Path) -> None:
+    """A restarted writer appends steps again from its checkpoint: the table shows the new rows, not stale lines."""
+    root = make_runs(tmp_path, steps=40, arms=("solo",))
+    app, follower, _ = manual_app(root)
+    async with app.run_test(size=SIZE) as pilot:
+        await sync(pilot, follower)
+        grid = app.query_one(StepGrid)
+        assert "    39 " in screen_text(app)
+        write_rows(root / "solo" / "metrics.jsonl", [{**row(0, s), "rew": 9.5} for s in range(30, 35)])
+        await sync(pilot, follower)
+        assert grid.rows == 35 and grid.store is not None and grid.store.resumes == [30]
+        shown = screen_text(app)
+        assert "    39 " not in shown and "    34 " in shown and "+9.50" in shown
+
+
+async def test_keybar_click_presses_the_key(tmp_path: Path) -> None:
+    app, follower, _ = manual_app(make_runs(tmp_path, arms=("solo",)))
+    async with app.run_test(size=SIZE) as pilot:
+        await sync(pilot, follower)
+        bar = app.query_one(KeyBar)
+        start = next(a for a, _, key in bar._hits if key == "l")
+        await pilot.click(KeyBar, offset=(start + 1, 0))
+        assert app.query_one("#legend-box").display
 
 
 async def test_legend_and_diagnostics(tmp_path: Path) -> None:
@@ -160,10 +195,9 @@ async def test_legend_and_diagnostics(tmp_path: Path) -> None:
     async with app.run_test(size=SIZE) as pilot:
         await sync(pilot, follower)
         await pilot.press("l")
-        legend = app.query_one(LegendPanel)
-        assert app.query_one("#legend-box").display
-        assert "probability" not in static_text(legend)
-        assert "how well dot(act, v_act) separates" in static_text(legend)
+        assert app.query_one("#legend-box").display and app.query_one(LegendPanel).display
+        shown = screen_text(app)
+        assert "Legend" in shown and "how well dot(act, v_act)" in shown and "(higher is" in shown
         await pilot.press("l")
         assert not app.query_one("#legend-box").display
 
@@ -238,7 +272,9 @@ async def test_generations_viewer_hostile_text(tmp_path: Path) -> None:
         await pilot.press("v")
         screen = app.screen
         assert isinstance(screen, GenerationsScreen)
-        await app.workers.wait_for_complete()
+        indexing = [w for w in app.workers if w.group == "gen-index"]
+        if indexing:  # (an empty list would mean every worker, the feed's included)
+            await app.workers.wait_for_complete(indexing)
         await pilot.pause()
         assert screen.step == 20  # following: the newest step with samples
         await pilot.press("left")
@@ -250,6 +286,11 @@ async def test_generations_viewer_hostile_text(tmp_path: Path) -> None:
         assert "clearscreen" in shown and "titlepwned" not in shown
         await pilot.press("right", "right")
         assert screen.step == 20
+        append(root, "routeA", 40, 45)  # rows arrive while the viewer is open: the tables behind it update
+        await pilot.press("l")  # table keys do nothing over the viewer
+        await sync(pilot, follower)
+        assert app.screen is screen and not app.main.query_one("#legend-box").display
+        assert max(p.grid.rows for p in app.main.query(ArmPanel)) == 45
         await pilot.press("a")  # one arm with generations: stays
         await pilot.press("escape")
         assert not isinstance(app.screen, GenerationsScreen)
@@ -288,7 +329,7 @@ async def test_status_shows_bad_lines_alerts_and_stalls(tmp_path: Path) -> None:
 
         await pilot.press("e")
         assert isinstance(app.screen, EventsScreen)
-        assert "non-finite" in str(app.screen.query_one(Static).render())
+        assert "non-finite" in str(app.screen.query_one("#events-text", Static).render())
         await pilot.press("escape")
         assert not isinstance(app.screen, EventsScreen)
 
@@ -309,6 +350,18 @@ async def test_themes_and_command_palette(tmp_path: Path) -> None:
         assert app.query_one("#legend-box").display
 
 
+async def test_quit_key(tmp_path: Path) -> None:
+    app, follower, _ = manual_app(make_runs(tmp_path, arms=("solo",)))
+    async with app.run_test(size=SIZE) as pilot:
+        await sync(pilot, follower)
+        await pilot.press("shift+right")
+        assert app.query_one(StepGrid).scroll_x > 0
+        await pilot.press("q")
+        await pilot.pause()
+        assert not app.is_running
+    assert app.return_code == 0 and app._stop.is_set()  # the feed thread was told to stop
+
+
 async def test_unknown_theme_falls_back(tmp_path: Path) -> None:
     app, follower, _ = manual_app(make_runs(tmp_path, arms=("solo",)), theme="no-such-theme")
     async with app.run_test(size=SIZE) as pilot:
@@ -316,36 +369,30 @@ async def test_unknown_theme_falls_back(tmp_path: Path) -> None:
         assert app.theme != "no-such-theme"
 
 
-async def test_preview_then_full_store(tmp_path: Path) -> None:
+async def test_preview_then_full_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     root = make_runs(tmp_path, steps=2000, arms=("big",))
-    from steptable.app import feed as feed_mod
-    from test_app_support import ManualFollower
-
+    monkeypatch.setattr(feed_mod, "PREVIEW_BYTES", 20_000)
     follower = ManualFollower([root])
     feed = feed_mod.Feed([str(root)], follower=follower, preview_min_bytes=1)
-    old = feed_mod.PREVIEW_BYTES
-    feed_mod.PREVIEW_BYTES = 20_000
-    try:
-        from steptable.app import make_app
-
-        app = make_app([str(root)], feed=feed, clock=lambda: T0 + 4000, tick=3600)
-        async with app.run_test(size=SIZE) as pilot:
-            assert follower.ready.wait(10)
-            await pilot.pause()
-            panel = app.query_one(ArmPanel)
-            assert panel.preview is not None and 0 < panel.grid.rows < 2000
-            assert "preview" in static_text(panel.title_bar)
-            assert "1999" in screen_text(app)  # the newest rows first
-            await sync(pilot, follower)
-            assert panel.preview is None and panel.grid.rows == 2000
-    finally:
-        feed_mod.PREVIEW_BYTES = old
+    app = make_app([str(root)], feed=feed, clock=lambda: T0 + 4000, tick=3600)
+    async with app.run_test(size=SIZE) as pilot:
+        assert follower.ready.wait(10)  # the preview is posted before the follower runs
+        await pilot.pause()
+        panel = app.query_one(ArmPanel)
+        assert panel.preview is not None and 0 < panel.grid.rows < 2000
+        assert "preview" in static_text(panel.title_bar)
+        assert "1999" in screen_text(app)  # the newest rows first
+        for _ in range(100):  # the full parse waits until the preview rows are drawn
+            if feed.drawn.is_set():
+                break
+            await pilot.pause(0.01)
+        assert feed.drawn.is_set() and panel.grid.drawn_rows
+        await sync(pilot, follower)
+        assert panel.preview is None and panel.grid.rows == 2000
 
 
 async def test_live_follower_thread(tmp_path: Path) -> None:
     """The real Follower.run in the app's thread worker (stat polling): appended rows reach the table."""
-    from steptable.app import make_app
-
     root = make_runs(tmp_path, arms=("solo",))
     app = make_app([str(root)], poll=0.02, clock=lambda: T0 + 100, tick=3600)
     async with app.run_test(size=SIZE) as pilot:

@@ -113,9 +113,14 @@ def manual_app(root: Path, now: float | None = None, **kw: Any) -> tuple[StepTab
 
 
 async def sync(pilot: Any, follower: ManualFollower) -> None:
-    """One follower pass, then let the app handle what it posted."""
+    """One follower pass, then let the app handle what it posted (rows, then the alerts they raise)."""
     follower.tick()
     await pilot.pause()
+    idle = pilot.app.feed.scanner.idle
+    for _ in range(1000):  # the alert thread: bounded wait, no fixed sleep
+        if idle.is_set():
+            break
+        await pilot.pause(0.005)
     await pilot.pause()
 
 

@@ -9,40 +9,37 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, ClassVar
 
-from textual import on, work
-from textual.app import App, ComposeResult, SystemCommand
+from textual import on
+from textual.app import ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
-from textual.containers import Container, Horizontal, VerticalScroll
+from textual.containers import Container, VerticalScroll
+from textual.css.query import NoMatches
 from textual.screen import Screen
-from textual.widgets import Footer
 
 from steptable import render
 from steptable.app.feed import Feed
 from steptable.app.messages import AlertsFound, FeedProblem, PreviewReady, RunsChanged
 from steptable.app.model import Store
-from steptable.app.screens.events import EventsScreen
-from steptable.app.screens.generations import GenerationsScreen
-from steptable.app.screens.prompt import PromptScreen
 from steptable.app.session import Session
-from steptable.app.sidefiles import side_paths
 from steptable.app.themes import DEFAULT_THEME, load_themes
+from steptable.app.viewers import ViewerActions
 from steptable.app.widgets.arm import ArmPanel
 from steptable.app.widgets.grid import StepGrid
+from steptable.app.widgets.keys import KeyBar
 from steptable.app.widgets.panels import ChartPanel, DiagnosticsPanel, LegendPanel
 from steptable.app.widgets.status import StatusBar
 
 Clock = Callable[[], float]
 
 
-class StepTableApp(App[int]):
+class StepTableApp(ViewerActions):
     TITLE = "steptable"
     CSS = """
-    #body { height: 1fr; }
     #arms { width: 1fr; height: 1fr; }
     #arms.side { layout: horizontal; }
     #arms.stacked { layout: vertical; }
     #arms.side > ArmPanel { border-right: vkey $panel; }
-    #legend-box { width: 42%; height: 1fr; display: none; }
+    #legend-box { dock: right; width: 42%; height: 1fr; display: none; }
     #legend-box.-open { display: block; }
     ChartPanel, DiagnosticsPanel { display: none; }
     ChartPanel.-open, DiagnosticsPanel.-open { display: block; }
@@ -81,39 +78,42 @@ class StepTableApp(App[int]):
         self.tick = tick
         self.stacked = stacked
         self.panels: dict[str, ArmPanel] = {}
+        self._new_panels = False
         self.problem = ""
         self._stop = threading.Event()
         self._want_theme = theme
         self.themes = load_themes()
         for t in self.themes.values():
             self.register_theme(t)
+        # Chosen before the first stylesheet pass: switching at mount would parse and apply all CSS twice.
+        name = theme or DEFAULT_THEME
+        if name in self.available_themes:
+            self.theme = name
 
     # ---------------------------------------------------------------------------------------------- layout
 
     def compose(self) -> ComposeResult:
-        with Horizontal(id="body"):
-            yield Container(id="arms", classes="side")
-            with VerticalScroll(id="legend-box"):
-                yield LegendPanel(id="legend")
+        with VerticalScroll(id="legend-box"):
+            yield LegendPanel(id="legend")
+        yield Container(id="arms", classes="side")
         yield ChartPanel(id="chart")
         yield DiagnosticsPanel(id="diagnostics")
         yield StatusBar(id="status")
-        yield Footer()
+        yield KeyBar()
 
     def on_mount(self) -> None:
         name = self._want_theme or DEFAULT_THEME
-        if name in self.available_themes:
-            self.theme = name
-        else:
+        if name not in self.available_themes:
             self.notify(f"unknown theme {name!r}; known: {', '.join(sorted(self.available_themes))}",
                         severity="warning")
         self._refresh_status()
         self.set_interval(self.tick, self._on_tick)
-        self._follow()
-
-    @work(thread=True, exclusive=True, group="feed", exit_on_error=False)
-    def _follow(self) -> None:
-        self.feed.run(self._stop, self.post_message)
+        # The feed's thread: a daemon thread rather than a Textual thread worker, whose executor is joined when the
+        # app exits: quitting during the first parse of a 1 GB file must not wait for that parse to finish.
+        self._feed_thread = threading.Thread(
+            target=self.feed.run, args=(self._stop, self.post_message), name="steptable-follow", daemon=True
+        )
+        self._feed_thread.start()
 
     def on_unmount(self) -> None:
         self._stop.set()
@@ -137,7 +137,15 @@ class StepTableApp(App[int]):
         if run is None or run.preview is not None or run.rows == 0:
             self._take(message.run, message.store, message.note)
             self._after_data()
-        self.call_after_refresh(self.feed.drawn.set)
+        self.call_after_refresh(self._preview_drawn)
+
+    def _preview_drawn(self, tries: int = 0) -> None:
+        """Let the full parse start once the preview rows are on screen (it competes with drawing for the GIL)."""
+        shown = all(p.grid.drawn_rows for rid, p in self.panels.items() if self.session.runs[rid].preview)
+        if shown or tries > 20:
+            self.feed.drawn.set()
+        else:
+            self.call_after_refresh(self._preview_drawn, tries + 1)
 
     def on_alerts_found(self, message: AlertsFound) -> None:
         self.session.add_alerts(message.run, message.alerts)
@@ -153,8 +161,11 @@ class StepTableApp(App[int]):
         panel = self.panels.get(rid)
         if panel is None:
             panel = self.panels[rid] = ArmPanel(rid, rid)
-            self.query_one("#arms").mount(panel)
+            self._new_panels = True
+            self.main.query_one("#arms").mount(panel)
             relayout = True
+            if len(self.panels) == 1:
+                self.call_after_refresh(panel.grid.focus)
         if relayout:
             self._apply_columns()
         run = self.session.runs[rid]
@@ -163,12 +174,14 @@ class StepTableApp(App[int]):
         panel.refresh_title(self.clock())
 
     def _after_data(self) -> None:
-        labels = self.session.labels()
-        for rid, panel in self.panels.items():
-            if panel.label != labels.get(rid, rid):
-                panel.label = labels.get(rid, rid)
-                panel.refresh_title(self.clock())
-        self._apply_arrangement()
+        if self._new_panels:  # arms arrived: labels may need the run id, the arrangement may change
+            self._new_panels = False
+            labels = self.session.labels()
+            for rid, panel in self.panels.items():
+                if panel.label != labels.get(rid, rid):
+                    panel.label = labels.get(rid, rid)
+                    panel.refresh_title(self.clock())
+            self._apply_arrangement()
         self._refresh_panels()
         self._refresh_status()
 
@@ -176,30 +189,43 @@ class StepTableApp(App[int]):
         cols, fixed = self.session.columns()
         for panel in self.panels.values():
             panel.grid.set_columns(cols, fixed, self.session.selected)
-        self.query_one(LegendPanel).show_cols(cols)
+        self.main.query_one(LegendPanel).show_cols(cols)
         self._apply_arrangement()
 
     def _refresh_panels(self) -> None:
         arms = [(self.panels[rid].label, r.store, r.rows) for rid, r in self.session.runs.items()
                 if rid not in self.session.hidden and rid in self.panels]
         cols = self.session.layout
-        chart = self.query_one(ChartPanel)
+        chart = self.main.query_one(ChartPanel)
         chart.key = self.session.selected
-        for panel in (chart, self.query_one(DiagnosticsPanel)):
+        for panel in (chart, self.main.query_one(DiagnosticsPanel)):
             if panel.has_class("-open"):
                 panel.show_arms(arms, cols)
 
     def _refresh_status(self) -> None:
+        if not self.screen_stack or not self.is_running:
+            return
         s = self.session
-        self.query_one(StatusBar).show(s.events(recent=3), s.status_counts(), self.problem)
+        try:
+            bar = self.main.query_one(StatusBar)
+        except NoMatches:  # shutting down
+            return
+        bar.show(s.events(recent=3), s.status_counts(), self.problem)
 
     def _on_tick(self) -> None:
+        if not self.screen_stack or not self.is_running:
+            return
         now = self.clock()
         stalls = self.session.check_stalls(now)
         for rid, panel in self.panels.items():
             panel.stalled = stalls.get(rid)
             panel.refresh_title(now)
         self._refresh_status()
+
+    @property
+    def main(self) -> Screen[Any]:
+        """The tables' screen (the bottom of the stack), also while a viewer or a prompt is on top."""
+        return self.screen_stack[0]
 
     # ---------------------------------------------------------------------------------------------- grids
 
@@ -221,8 +247,8 @@ class StepTableApp(App[int]):
                 g.select(message.key)
         self._refresh_panels()
 
-    @on(StepGrid.FollowChanged)
-    def _follow_changed(self, message: StepGrid.FollowChanged) -> None:
+    @on(StepGrid.ViewChanged)
+    def _view_changed(self, message: StepGrid.ViewChanged) -> None:
         for panel in self.panels.values():
             if panel.grid is message.grid:
                 panel.refresh_title(self.clock())
@@ -230,12 +256,13 @@ class StepTableApp(App[int]):
     # ---------------------------------------------------------------------------------------------- actions
 
     def _toggle(self, selector: str) -> bool:
-        w = self.query_one(selector)
+        w = self.main.query_one(selector)
         w.toggle_class("-open")
         return w.has_class("-open")
 
     def action_toggle_legend(self) -> None:
-        self._toggle("#legend-box")
+        if self._toggle("#legend-box"):
+            self.main.query_one(LegendPanel).redraw()
 
     def action_toggle_diagnostics(self) -> None:
         self._toggle("#diagnostics")
@@ -259,34 +286,9 @@ class StepTableApp(App[int]):
 
     def _apply_arrangement(self) -> None:
         stacked = self.is_stacked()
-        arms = self.query_one("#arms")
+        arms = self.main.query_one("#arms")
         arms.set_class(stacked, "stacked")
         arms.set_class(not stacked, "side")
-
-    def action_filter(self) -> None:
-        def done(pattern: str | None) -> None:
-            if pattern is not None:
-                self.session.pattern = pattern.strip()
-                self._apply_columns()
-
-        self.push_screen(
-            PromptScreen("Show columns matching (globs, comma or space separated; empty shows all):",
-                         self.session.pattern, "rew* kl* loss", "a word without * matches anywhere in the key"),
-            done,
-        )
-
-    def action_jump(self) -> None:
-        self.push_screen(PromptScreen("Jump to step:", "", "e.g. 1200"), self._jump)
-
-    def _jump(self, answer: str | None) -> None:
-        if not answer:
-            return
-        try:
-            step = int(float(answer.strip()))
-        except ValueError:
-            self.notify(f"not a step: {answer!r}", severity="warning")
-            return
-        self.jump_to_step(step)
 
     def jump_to_step(self, step: int) -> None:
         """Every visible table shows ``step`` (or the first step after it) at the top; following pauses."""
@@ -318,24 +320,11 @@ class StepTableApp(App[int]):
         self._apply_arrangement()
         self._refresh_panels()
 
-    def action_events(self) -> None:
-        self.push_screen(EventsScreen(self.session.events()))
-
-    def action_generations(self) -> None:
-        labels = self.session.labels()
-        sources = []
-        for rid, run in self.session.runs.items():
-            files = side_paths(getattr(run.store, "side_files", {}) or {})
-            if files and rid not in self.session.hidden:
-                sources.append((labels.get(rid, rid), files))
-        if not sources:
-            self.notify("no generations side files (generations.jsonl, *_rollout_summaries.jsonl) in these runs")
-            return
-        grid = self.focused_grid()
-        step = None
-        if grid is not None and grid.store is not None and grid.rows and not grid.follow:
-            step = int(grid.store.step_at(min(grid.top_index, grid.rows - 1)))
-        self.push_screen(GenerationsScreen(sources, step))
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """The table actions work (and show in the footer) on the main screen only, not over a viewer."""
+        if len(self.screen_stack) > 1 and action in _MAIN_ACTIONS:
+            return False
+        return True
 
     def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
@@ -345,6 +334,11 @@ class StepTableApp(App[int]):
 
     def _runner(self, action: str) -> Callable[[], Any]:
         return lambda: self.run_action(action)
+
+
+_MAIN_ACTIONS = frozenset(
+    b.action.partition("(")[0] for b in StepTableApp.BINDINGS if isinstance(b, Binding) and b.action != "quit"
+)
 
 
 def make_app(
@@ -360,6 +354,7 @@ def make_app(
 ) -> StepTableApp:
     """The app over ``paths`` (files or directories of runs)."""
     feed = feed if feed is not None else Feed([str(p) for p in paths], poll=poll)
+    feed.prepare()
     return StepTableApp(feed, theme=theme, schema=schema, clock=clock, stacked=stacked, tick=tick)
 
 

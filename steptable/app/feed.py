@@ -1,5 +1,6 @@
 """Feed: the follower side of the app. It runs in a thread worker, reads the files through steptable.ingest, runs
-the alert detectors over new rows, and only posts messages; it never touches a widget.
+the alert detectors over new rows (in a second thread: steptable.app.alerting), and only posts messages; it never
+touches a widget.
 
 Coalescing: changed run ids collect in an inbox; one ``RunsChanged`` is in flight at a time and the app takes the
 whole inbox when it handles it, so a writer that appends 1000 rows/s costs the UI one refresh per frame it can do.
@@ -7,20 +8,21 @@ whole inbox when it handles it, so a writer that appends 1000 rows/s costs the U
 
 from __future__ import annotations
 
+import queue
 import threading
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from textual.message import Message
 
-from steptable.alerts import AlertEngine
-from steptable.app.messages import AlertsFound, FeedProblem, PreviewReady, RunsChanged
+from steptable.app.alerting import AlertScanner
+from steptable.app.messages import FeedProblem, PreviewReady, RunsChanged
 from steptable.app.model import Store
 
 #: files larger than this get a tail preview before their full parse
 PREVIEW_MIN_BYTES = 32 * 1024 * 1024
 #: bytes read from the end of a big file for the preview
-PREVIEW_BYTES = 2 * 1024 * 1024
+PREVIEW_BYTES = 256 * 1024
 #: longest the full parse waits for the app to draw the previews
 PREVIEW_WAIT = 2.0
 
@@ -53,10 +55,11 @@ class Feed:
         self._lock = threading.Lock()
         self._pending: set[str] = set()
         self._posted = False
-        self._engines: dict[str, tuple[int, int, AlertEngine]] = {}  # run -> (generation, rows fed, engine)
         self._post: Post = lambda m: None
+        self.scanner = AlertScanner(lambda: self.follower.stores, lambda m: self._post(m))
         #: set by the app once it has drawn the previews (the full parse starts then)
         self.drawn = threading.Event()
+        self._prepared: queue.SimpleQueue[PreviewReady | None] | None = None
 
     @property
     def follower(self) -> FollowerLike:
@@ -74,42 +77,69 @@ class Feed:
     # ------------------------------------------------------------------------------------------ worker thread
 
     def run(self, stop: threading.Event, post: Post) -> None:
-        self._post = post
+        def send(message: Message) -> None:
+            try:
+                post(message)
+            except RuntimeError:  # the app's event loop is closed: it is exiting
+                stop.set()
+
+        self._post = send
+        self.scanner = AlertScanner(lambda: self.follower.stores, send)
+        if self.alerts:
+            threading.Thread(target=self.scanner.run, args=(stop,), name="steptable-alerts", daemon=True).start()
         try:
             follower = self.follower
             self._preview(stop)
             follower.run(stop, self._changed)
         except Exception as e:  # the UI shows it; the thread must not die silently
-            post(FeedProblem(f"follower stopped: {type(e).__name__}: {e}"))
+            send(FeedProblem(f"follower stopped: {type(e).__name__}: {e}"))
+
+    def prepare(self) -> None:
+        """Start reading ahead (a thread) before the app runs: import ingest, find the runs, parse the tails of the
+        big files. It overlaps Textual's own start-up; ``run`` posts the previews as they come."""
+        if self._prepared is None:
+            self._prepared = queue.SimpleQueue()
+            threading.Thread(target=self._read_ahead, args=(self._prepared,), name="steptable-preview",
+                             daemon=True).start()
+
+    def _read_ahead(self, out: queue.SimpleQueue[PreviewReady | None]) -> None:
+        try:
+            from steptable.ingest import discover, preview_tail
+
+            self.follower  # noqa: B018  (builds the Follower here, off the UI thread)
+            if self.preview_min_bytes > 0:
+                for cand in discover(self.paths):
+                    try:
+                        size = cand.path.stat().st_size
+                    except OSError:
+                        continue
+                    if cand.kind == "trainer_state" or size < self.preview_min_bytes:
+                        continue
+                    store = preview_tail(cand.path, PREVIEW_BYTES, cand.kind)
+                    store.arm = cand.arm
+                    store.side_files = cand.side_files
+                    gb = size >= 1e9
+                    note = f"last {len(store):,} rows of {size / 1e9:.2g} GB" if gb else \
+                        f"last {len(store):,} rows of {size / 1e6:.0f} MB"
+                    out.put(PreviewReady(cand.run_id, store, note))
+        finally:
+            out.put(None)
 
     def _preview(self, stop: threading.Event) -> None:
-        """Parse the tail of each big metrics file first, so its newest rows show before the whole file is read.
+        """Post the tails of the big metrics files, so their newest rows show before the whole files are read.
 
         The full parse then waits (at most ``PREVIEW_WAIT`` s) for the app to draw the previews: both share the GIL,
         and a first frame that competes with a 1 GB parse comes late.
         """
-        if self.preview_min_bytes <= 0:
-            return
-        from steptable.ingest import discover, preview_tail
-
+        self.prepare()
+        assert self._prepared is not None
         shown = 0
-        for cand in discover(self.paths):
-            if stop.is_set():
-                return
-            try:
-                size = cand.path.stat().st_size
-            except OSError:
-                continue
-            if cand.kind == "trainer_state" or size < self.preview_min_bytes:
-                continue
-            store = preview_tail(cand.path, PREVIEW_BYTES, cand.kind)
-            store.arm = cand.arm
-            store.side_files = cand.side_files
-            gb = size >= 1e9
-            note = f"last {len(store):,} rows of {size / 1e9:.2g} GB" if gb else \
-                f"last {len(store):,} rows of {size / 1e6:.0f} MB"
+        while not stop.is_set():
+            message = self._prepared.get()
+            if message is None:
+                break
             self.drawn.clear()
-            self._post(PreviewReady(cand.run_id, store, note))
+            self._post(message)
             shown += 1
         if shown:
             self.drawn.wait(PREVIEW_WAIT)
@@ -122,44 +152,7 @@ class Feed:
         if post:
             self._post(RunsChanged())
         if self.alerts:
-            stores = self.follower.stores
-            for rid in ids:
-                store = stores.get(rid)
-                if store is not None:
-                    found = self._scan(rid, store)
-                    if found:
-                        self._post(AlertsFound(rid, found))
-
-    def _scan(self, rid: str, store: Any) -> list[Any]:
-        """Feed the rows added since the last call to this run's alert engine (from the top after a reset)."""
-        gen = int(getattr(store, "generation", 0))
-        prev = self._engines.get(rid)
-        if prev is None or prev[0] != gen:
-            prev = (gen, 0, AlertEngine())
-        _, fed, eng = prev
-        with store.lock:
-            n = len(store)
-            if n <= fed:
-                self._engines[rid] = (gen, n, eng)
-                return []
-            wanted = {k for keys in eng.roles.values() for k in keys}
-            cols = [(k, store.column(k)) for k in store.keys if k in wanted]
-            steps = store.steps
-            walls = store.wall_times
-        out = []
-        value = store.value
-        for i in range(fed, n):
-            row = {}
-            for k, c in cols:
-                v = c[i]
-                # Numeric columns pad absent cells with NaN; only a NaN cell asks the store whether it is absent
-                # (a sparse eval column) or a logged NaN (which the non-finite detector must see).
-                if v is None or (v != v and value(i, k) is None):
-                    continue
-                row[k] = v
-            out.extend(eng.update(int(steps[i]), row, walls[i] if i < len(walls) else None))
-        self._engines[rid] = (gen, n, eng)
-        return out
+            self.scanner.changed(ids)
 
     # ------------------------------------------------------------------------------------------ UI thread
 

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from textual.message import Message
 
-from steptable.alerts import Alert
 from steptable.app.model import Store
+
+if TYPE_CHECKING:  # the alerts module is imported by the alert thread, off the first frame's path
+    from steptable.alerts import Alert
 
 
 @dataclass

@@ -54,6 +54,9 @@ class Store(Protocol):
     def generation(self) -> int: ...
 
     @property
+    def resumes(self) -> Sequence[int]: ...
+
+    @property
     def bad_count(self) -> int: ...
 
     @property

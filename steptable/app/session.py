@@ -6,12 +6,15 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from steptable.alerts import Alert, fmt_age
 from steptable.app.model import Store, display_order, filter_cols, stalled_for, usual_interval
 from steptable.app.widgets.status import Event, bad_line
 from steptable.columns import Col
-from steptable.schemas import Schema, detect, get_schema, layout
+
+if TYPE_CHECKING:  # (imported when first needed: the first frame does not wait for them)
+    from steptable.alerts import Alert
+    from steptable.schemas import Schema
 
 MAX_ALERTS = 5000
 
@@ -57,6 +60,8 @@ class Session:
             return False
         if not any(len(r.store) for r in self.runs.values()):
             return False  # no data yet: widths would be guesses
+        from steptable.schemas import layout
+
         self._keys = keys
         self.layout = layout([r.store for r in self.runs.values()], self.schema())
         if self.selected not in {c.key for c in self.layout}:
@@ -64,6 +69,8 @@ class Session:
         return True
 
     def schema(self) -> Schema:
+        from steptable.schemas import detect, get_schema
+
         if self._schema is None:
             if self.schema_name:
                 self._schema = get_schema(self.schema_name)
@@ -135,6 +142,8 @@ class Session:
 
     def events(self, recent: int | None = None) -> list[Event]:
         """Stalled runs first, then errors, bad lines and warnings, newest first within each (all when no limit)."""
+        from steptable.alerts import fmt_age
+
         labels = self.labels()
         out = []
         for rid, gap in self.stalls.items():

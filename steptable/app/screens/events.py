@@ -10,8 +10,9 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
+from steptable.app.widgets.keys import KeyBar
 from steptable.app.widgets.status import Event
 
 
@@ -30,8 +31,8 @@ class EventsScreen(ModalScreen[None]):
     def compose(self) -> ComposeResult:
         text = Text("\n".join(ev.line() for ev in self.events) or "no alerts, stalls or bad lines so far")
         with VerticalScroll():
-            yield Static(text)
-        yield Footer()
+            yield Static(text, id="events-text")
+        yield KeyBar()
 
     def action_close(self) -> None:
         self.dismiss(None)

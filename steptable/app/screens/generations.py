@@ -18,10 +18,11 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, VerticalScroll
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import Footer, OptionList, Static
+from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
 from steptable.app.sidefiles import Sample, SideIndex, build_index
+from steptable.app.widgets.keys import KeyBar
 from steptable.formatting import sanitize
 
 
@@ -36,9 +37,10 @@ def sample_text(samples: Sequence[Sample], arm: str, step: int) -> Text:
     out.append(sanitize(f"{arm} · step {step} · {len(samples)} samples"), "bold")
     for k, s in enumerate(samples, 1):
         reward = "nan" if s.reward is None else f"{s.reward:+.3g}"
-        head = f"\n\n── {k}/{len(samples)} {s.title} · reward {reward}"
+        head = f"── {k}/{len(samples)} {s.title} · reward {reward}"
         if s.extra:
             head += f" · {s.extra}"
+        out.append("\n\n")
         out.append(sanitize(head), "bold")
         if s.prompt:
             out.append("\nprompt: ", "bold dim")
@@ -78,7 +80,7 @@ class GenerationsScreen(Screen[None]):
             yield OptionList(id="gen-steps")
             with VerticalScroll(id="gen-body"):
                 yield Static("", id="gen-text", markup=False)
-        yield Footer()
+        yield KeyBar()
 
     def on_mount(self) -> None:
         self._load()

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+from textual import events
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Static
 
-from steptable.alerts import fmt_age
 from steptable.app.model import Store
 from steptable.app.widgets.grid import StepGrid
 from steptable.formatting import sanitize
@@ -18,7 +18,7 @@ class ArmPanel(Vertical):
     DEFAULT_CSS = """
     ArmPanel { height: 1fr; width: 1fr; min-height: 4; min-width: 24; }
     ArmPanel > .arm-title { height: 1; width: 1fr; background: $panel; color: $text-muted; }
-    ArmPanel:focus-within > .arm-title { background: $primary-muted; color: $text; }
+    ArmPanel.-focused > .arm-title { background: $primary 60%; color: $text; text-style: bold; }
     ArmPanel.-stalled > .arm-title { color: $text-warning; }
     """
 
@@ -30,6 +30,14 @@ class ArmPanel(Vertical):
         self.stalled: float | None = None
         self.grid = StepGrid()
         self.title_bar = Static("", classes="arm-title", markup=False)
+        self._title = ""
+
+    # (a class, not :focus-within, so that the title restyles when focus moves)
+    def on_descendant_focus(self, event: events.DescendantFocus) -> None:
+        self.add_class("-focused")
+
+    def on_descendant_blur(self, event: events.DescendantBlur) -> None:
+        self.remove_class("-focused")
 
     def compose(self) -> ComposeResult:
         yield self.title_bar
@@ -37,6 +45,8 @@ class ArmPanel(Vertical):
 
     def title_text(self, store: Store | None, rows: int, now: float) -> str:
         """`` routeA  1,234 rows · 5s ago · 3 bad · following`` (plain text; every part sanitized)."""
+        from steptable.alerts import fmt_age
+
         parts = [f"{rows:,} rows"]
         if store is not None:
             if store.last_update is not None:
@@ -48,9 +58,15 @@ class ArmPanel(Vertical):
             parts.append(f"STALLED {fmt_age(self.stalled)}")
         if self.preview:
             parts.append(f"preview: {self.preview}, loading…")
+        first, last, total = self.grid.columns_in_view()
+        if first > 1 or last < total:
+            parts.append(f"columns {first}-{last} of {total} (◀ ▶)")
         parts.append("following" if self.grid.follow else "paused (End/G follows)")
         return sanitize(f" {self.label}  " + " · ".join(parts))
 
     def refresh_title(self, now: float) -> None:
         self.set_class(self.stalled is not None, "-stalled")
-        self.title_bar.update(self.title_text(self.grid.store, self.grid.rows, now))
+        text = self.title_text(self.grid.store, self.grid.rows, now)
+        if text != self._title:
+            self._title = text
+            self.title_bar.update(text, layout=False)  # one line, always: no layout pass for a new title

@@ -22,8 +22,9 @@ from textual.strip import Strip
 
 from steptable import render
 from steptable.app.model import Store
+from steptable.app.widgets.lines import join_line, visible_columns
 from steptable.columns import Col
-from steptable.formatting import pad
+from steptable.formatting import cut, pad, sanitize
 
 _SEP = render.SEP
 
@@ -47,7 +48,15 @@ class StepGrid(ScrollView, can_focus=True):
         width: 1fr;
         background: $surface;
         color: $foreground;
-        scrollbar-size: 1 1;
+        scrollbar-size-vertical: 1;
+        scrollbar-size-horizontal: 0;  /* no horizontal bar: a line per arm; the title says which columns show */
+        scrollbar-background: $surface;
+        scrollbar-background-hover: $surface;
+        scrollbar-background-active: $surface;
+        scrollbar-color: $panel-lighten-2;
+        scrollbar-color-hover: $primary 60%;
+        scrollbar-color-active: $primary;
+        scrollbar-corner-color: $surface;
     }
     StepGrid > .grid--header { text-style: bold; background: $panel; color: $text; }
     StepGrid > .grid--cursor { text-style: bold reverse; }
@@ -61,8 +70,8 @@ class StepGrid(ScrollView, can_focus=True):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("left", "column(-1)", "◀col", show=False),
         Binding("right", "column(1)", "col▶", show=False),
-        Binding("shift+left", "scroll_left", "Scroll left", show=False),
-        Binding("shift+right", "scroll_right", "Scroll right", show=False),
+        Binding("shift+left", "pan(-8)", "Scroll left", show=False),
+        Binding("shift+right", "pan(8)", "Scroll right", show=False),
         Binding("home", "first", "First row", show=False),
         Binding("end,G", "follow", "Follow"),
     ]
@@ -75,11 +84,12 @@ class StepGrid(ScrollView, can_focus=True):
             self.grid = grid
             self.key = key
 
-    class FollowChanged(Message):
-        def __init__(self, grid: StepGrid, follow: bool) -> None:
+    class ViewChanged(Message):
+        """Following started or stopped, or the table scrolled sideways (the arm's title says both)."""
+
+        def __init__(self, grid: StepGrid) -> None:
             super().__init__()
             self.grid = grid
-            self.follow = follow
 
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
@@ -89,10 +99,17 @@ class StepGrid(ScrollView, can_focus=True):
         self.fixed = 1  # leading columns that do not scroll sideways
         self.selected: str | None = None
         self.follow = True
+        self.drawn_rows = False  # a data row has been drawn (the app waits for it before the full parse)
+        self._marks: tuple[tuple[int, int], int | None] = ((-1, -1), None)
         self._trend = False
         self._fixed_w = 0
         self._rest_w = 0
-        self._cache: LRUCache[int, tuple[Strip, Strip]] = LRUCache(256)
+        self._rest_spans: list[tuple[int, int]] = []
+        self._rest_ends: list[int] = []
+        self._base_style: Style | None = None
+        self._cell_styles: tuple[Style, ...] | None = None
+        # finished lines by (row or None for the header, scroll_x, width); cleared on any change
+        self._cache: LRUCache[tuple[int | None, int, int], Strip] = LRUCache(1024)
 
     # ---------------------------------------------------------------------------------------------- data in
 
@@ -104,15 +121,38 @@ class StepGrid(ScrollView, can_focus=True):
         self._trend = any(c.better for c in self.cols)
         self._fixed_w = render.width(self.cols[: self.fixed]) + (len(_SEP) if len(self.cols) > self.fixed else 0)
         self._rest_w = render.width(self.cols[self.fixed :])
+        self._rest_spans = render.spans(self.cols[self.fixed :])
+        # a column is scrolled off once scroll_x reaches its end (separator included)
+        self._rest_ends = [b + len(_SEP) for _, b in self._rest_spans]
         self._invalidate()
 
     def set_rows(self, store: Store | None, rows: int) -> None:
-        """Show the first ``rows`` rows of ``store`` (a snapshot length: rows being appended stay unseen)."""
+        """Show the first ``rows`` rows of ``store`` (a snapshot length: rows being appended stay unseen).
+
+        Rows only appended keep their drawn lines (a line depends on its row and the row before); the last old row
+        is drawn again, since a writer may have merged more keys into it. Anything else redraws everything."""
+        mark = self._mark(store, rows)
+        appended = store is not None and store is self.store and rows >= self.rows and mark[0] == self._marks[0]
+        if appended and self.rows:
+            try:
+                appended = store is not None and store.step_at(self.rows - 1) == self._marks[1]
+            except IndexError:
+                appended = False
+        if appended and self.rows:
+            for key in [k for k in self._cache.keys() if k[0] == self.rows - 1]:
+                self._cache.discard(key)
         self.store = store
+        self._marks = mark
         self.rows = rows if store is not None else 0
-        self._invalidate()
-        if self.follow:
-            self.scroll_end(animate=False, immediate=True, x_axis=False)
+        self._invalidate(keep_lines=appended)
+        self._tail()
+
+    @staticmethod
+    def _mark(store: Store | None, rows: int) -> tuple[tuple[int, int], int | None]:
+        """What tells a pure append from a rewrite: (generation, resumes so far) and the last row's step."""
+        if store is None:
+            return (-1, -1), None
+        return (store.generation, len(store.resumes)), (store.step_at(rows - 1) if rows else None)
 
     def select(self, key: str | None) -> None:
         if key != self.selected:
@@ -121,13 +161,24 @@ class StepGrid(ScrollView, can_focus=True):
             self.refresh()
             self._reveal_selected()
 
-    def _invalidate(self) -> None:
-        self._cache.clear()
-        self.virtual_size = Size(self._fixed_w + self._rest_w, self.rows + 1)
+    def _invalidate(self, keep_lines: bool = False) -> None:
+        if not keep_lines:
+            self._cache.clear()
+        size = Size(self._fixed_w + self._rest_w, self.rows + 1)
+        if size != self.virtual_size:
+            if self.is_mounted and self.size.height:
+                # New rows change only this widget's scroll range, never its place on screen: update the scrollbars
+                # here rather than through the reactive, whose layout pass repaints the whole screen on each append.
+                self.set_reactive(ScrollView.virtual_size, size)
+                self._scroll_update(size)
+            else:
+                self.virtual_size = size
         self.refresh()
 
     def notify_style_update(self) -> None:
         super().notify_style_update()
+        self._base_style = None
+        self._cell_styles = None
         self._cache.clear()
 
     # ---------------------------------------------------------------------------------------------- follow
@@ -135,27 +186,56 @@ class StepGrid(ScrollView, can_focus=True):
     def _set_follow(self, on: bool) -> None:
         if on != self.follow:
             self.follow = on
-            self.post_message(self.FollowChanged(self, on))
+            self.post_message(self.ViewChanged(self))
 
     def watch_scroll_y(self, old_value: float, new_value: float) -> None:
         super().watch_scroll_y(old_value, new_value)
-        # Any scroll that leaves the bottom pauses following; reaching the bottom again resumes it.
-        self._set_follow(round(new_value) >= self.max_scroll_y)
+        # Any scroll that leaves the bottom pauses following; reaching the bottom again resumes it. Not before the
+        # table has a size: until then the bottom is not known, and Textual's own clamping is no user's scroll.
+        if self.is_mounted and self.size.height:
+            self._set_follow(round(new_value) >= self.max_scroll_y)
+
+    def watch_scroll_x(self, old_value: float, new_value: float) -> None:
+        super().watch_scroll_x(old_value, new_value)
+        if round(old_value) != round(new_value):
+            self.post_message(self.ViewChanged(self))
+
+    def columns_in_view(self) -> tuple[int, int, int]:
+        """(first, last, total): 1-based positions of the columns on screen (first is 1 until the table scrolls
+        sideways; then it is the first scrolled column, the pinned ones staying in front)."""
+        total = len(self.cols)
+        if not self.cols or not self.view_width:
+            return 1, total, total
+        view = max(self.view_width - self._fixed_w, 0)
+        x = int(self.scroll_x)
+        first, stop, _ = self._visible(x, view)
+        while stop > first and self._rest_spans[stop - 1][1] > x + view:  # count whole columns only
+            stop -= 1
+        return (1 if first == 0 else self.fixed + first + 1), self.fixed + stop, total
 
     def on_resize(self, event: events.Resize) -> None:
+        self._tail()
+        self.post_message(self.ViewChanged(self))  # how many columns fit changed
+
+    def on_mount(self) -> None:
+        self.call_after_refresh(self._tail)
+
+    def _tail(self) -> None:
+        # force: the scrollbars are refreshed on the next layout pass, and until then Textual may think the table
+        # cannot scroll (it just grew past the screen); max_scroll_y is already right
         if self.follow:
-            self.scroll_end(animate=False, immediate=True, x_axis=False)
+            self.scroll_to(y=self.max_scroll_y, animate=False, force=True, immediate=True)
 
     def action_follow(self) -> None:
         self._set_follow(True)
-        self.scroll_end(animate=False, immediate=True, x_axis=False)
+        self._tail()
 
     def action_first(self) -> None:
-        self.scroll_to(y=0, animate=False, immediate=True)
+        self.scroll_to(y=0, animate=False, force=True, immediate=True)
 
     def scroll_to_index(self, index: int) -> None:
         """Put row ``index`` at the top (or as high as it goes)."""
-        self.scroll_to(y=max(0, min(index, self.rows - 1)), animate=False, immediate=True)
+        self.scroll_to(y=max(0, min(index, self.rows - 1)), animate=False, force=True, immediate=True)
         self._set_follow(round(self.scroll_y) >= self.max_scroll_y)
 
     @property
@@ -178,6 +258,10 @@ class StepGrid(ScrollView, can_focus=True):
         key = self.cols[j].key
         self.select(key)
         self.post_message(self.ColumnPicked(self, key))
+
+    def action_pan(self, cells: int) -> None:
+        """Scroll sideways by ``cells`` (the column cursor stays where it is)."""
+        self.scroll_to(x=max(0, int(self.scroll_x) + cells), animate=False, force=True, immediate=True)
 
     def _reveal_selected(self) -> None:
         """Scroll sideways so the selected column is on screen."""
@@ -215,62 +299,62 @@ class StepGrid(ScrollView, can_focus=True):
     # ---------------------------------------------------------------------------------------------- drawing
 
     def _style(self, name: str) -> Style:
-        return self.get_component_rich_style(name, partial=True)
+        # The full style (not partial): colours with alpha come blended over this widget's background.
+        return self.get_component_rich_style(name)
 
-    def _header_strips(self) -> tuple[Strip, Strip]:
-        base = self.rich_style + self.get_component_rich_style("grid--header")
-        cursor = self._style("grid--cursor")
-        segs = [
-            Segment(pad(c.header, c.width, c.align), base + cursor if c.key == self.selected else base)
-            for c in self.cols
-        ]
-        return self._split(segs, base)
+    def _styles(self) -> tuple[Style, ...]:
+        """The cell styles, combined once per style change (Rich's Style addition is not free)."""
+        if self._cell_styles is None:
+            base = self._base
+            kinds = [base] + [base + self._style(f"grid--{k}") for k in ("pinned", "nan", "better", "worse")]
+            column = Style(bgcolor=self._style("grid--column").bgcolor)  # a tint only: keep the cell's colour
+            self._cell_styles = (*kinds, *(k + column for k in kinds))
+        return self._cell_styles
 
-    def _row_strips(self, i: int) -> tuple[Strip, Strip]:
-        cached = self._cache.get(i)
-        if cached is not None:
-            return cached
+    @property
+    def _base(self) -> Style:
+        """The widget's own style, computed once per style change (it walks the ancestors)."""
+        if self._base_style is None:
+            self._base_style = self.rich_style
+        return self._base_style
+
+    def _visible(self, scroll_x: int, view: int) -> tuple[int, int, int]:
+        return visible_columns(self._rest_spans, self._rest_ends, scroll_x, view)
+
+    def _line(self, cells: list[Segment], base: Style, scroll_x: int, view: int, width: int) -> Strip:
+        skip = self._visible(scroll_x, view)[2]
+        return Strip(join_line(cells, self.fixed, len(self.cols) > self.fixed, base, skip, view, width), width)
+
+    def _cells(self, i: int | None, first: int, stop: int) -> list[Segment]:
+        """Styled cells of the fixed columns and of scrolling columns first..stop, for row ``i`` (None: header)."""
+        cols = self.cols[: self.fixed] + self.cols[self.fixed + first : self.fixed + stop]
+        base = self._base
+        if i is None:
+            head = base + self._style("grid--header")
+            cursor = head + self._style("grid--cursor")
+            return [
+                Segment(pad(cut(sanitize(c.header), c.width), c.width, c.align),
+                        cursor if c.key == self.selected else head)
+                for c in cols
+            ]
         assert self.store is not None
-        base = self.rich_style
         values: dict[str, Any] = self.store.row(i)
         prev = self.store.row(i - 1) if self._trend and i > 0 else None
-        texts = render.cells(self.cols, values)
-        better, worse, nan = self._style("grid--better"), self._style("grid--worse"), self._style("grid--nan")
-        column = self._style("grid--column")
-        pinned = self._style("grid--pinned")
+        texts = render.cells(cols, values)
+        styles = self._styles()  # (plain, pinned, nan, better, worse), then the same on the selected column
         segs: list[Segment] = []
-        for j, (c, text) in enumerate(zip(self.cols, texts, strict=True)):
-            style = base
+        for j, (c, text) in enumerate(zip(cols, texts, strict=True)):
+            kind = 0
             if j == 0:
-                style = base + pinned
-            elif text.strip() == "nan":
-                style = base + nan
+                kind = 1
+            elif text.endswith("nan") and text.strip() == "nan":
+                kind = 2
             elif prev is not None and c.better:
                 t = render.trend(c, values.get(c.key), prev.get(c.key))
-                style = base + better if t > 0 else base + worse if t < 0 else base
-            if c.key == self.selected:
-                style += column
+                kind = 3 if t > 0 else 4 if t < 0 else 0
+            style = styles[kind + 5 if c.key == self.selected else kind]
             segs.append(Segment(text, style))
-        out = self._split(segs, base)
-        self._cache[i] = out
-        return out
-
-    def _split(self, cells: list[Segment], base: Style) -> tuple[Strip, Strip]:
-        """Join cells with separators into the fixed part and the scrolling part."""
-        sep = Segment(_SEP, base)
-
-        def join(part: list[Segment]) -> list[Segment]:
-            out: list[Segment] = []
-            for k, seg in enumerate(part):
-                if k:
-                    out.append(sep)
-                out.append(seg)
-            return out
-
-        head = join(cells[: self.fixed])
-        if len(cells) > self.fixed:
-            head.append(sep)
-        return Strip(head, self._fixed_w), Strip(join(cells[self.fixed :]), self._rest_w)
+        return segs
 
     @property
     def view_width(self) -> int:
@@ -279,18 +363,25 @@ class StepGrid(ScrollView, can_focus=True):
 
     def render_line(self, y: int) -> Strip:
         width = self.view_width
-        base = self.rich_style
+        base = self._base
         scroll_x, scroll_y = self.scroll_offset
-        if y == 0:
-            fixed, rest = self._header_strips()
-            style = base + self.get_component_rich_style("grid--header")
-        else:
+        i: int | None = None
+        if y > 0:
             i = scroll_y + y - 1
             if self.store is None or i >= self.rows or i < 0:
                 return Strip.blank(width, base)
-            fixed, rest = self._row_strips(i)
-            style = base
-        if self._fixed_w >= width:
-            return Strip.join([fixed, rest]).crop_extend(0, width, style)
-        view = width - self._fixed_w
-        return Strip.join([fixed, rest.crop_extend(scroll_x, scroll_x + view, style)])
+        view = max(width - self._fixed_w, 0)
+        key = (i, scroll_x, width)
+        line = self._cache.get(key)
+        if line is not None:
+            return line
+        first, stop, _ = self._visible(scroll_x, view)
+        try:
+            cells = self._cells(i, first, stop)
+        except IndexError:  # the run was truncated (a restart rewrote the file) since rows was taken
+            return Strip.blank(width, base)
+        style = base + self._style("grid--header") if i is None else base
+        line = self._line(cells, style, scroll_x, view, width)
+        self._cache[key] = line
+        self.drawn_rows = self.drawn_rows or i is not None
+        return line

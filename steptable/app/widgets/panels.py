@@ -9,6 +9,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from rich.console import Group
+from rich.table import Table
 from rich.text import Text
 from textual import events
 from textual.widgets import Static
@@ -17,7 +19,6 @@ from steptable import render
 from steptable.app.model import Store, Summaries, Summary, downsample, spark
 from steptable.columns import Col
 from steptable.formatting import cut, display_width, format_value, pad, sanitize
-from steptable.schemas.routing import DIAGNOSTIC_KEYS
 
 Arm = tuple[str, Store, int]  # (label, store, rows shown)
 
@@ -36,9 +37,32 @@ class LegendPanel(Static):
     LegendPanel { width: 1fr; height: auto; padding: 0 1; background: $panel; color: $foreground; }
     """
 
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__("", id=id)
+        self.cols: tuple[Col, ...] = ()
+        self._shown: tuple[Col, ...] | None = None
+
     def show_cols(self, cols: Sequence[Col]) -> None:
-        text = render.legend(cols, title="Legend (l closes)")
-        self.update(Text(sanitize(text, keep_newlines=True), no_wrap=False))
+        """The columns to explain; drawn when the legend is open (``redraw``), not on every layout change."""
+        self.cols = tuple(cols)
+        if self.parent is not None and self.parent.has_class("-open"):
+            self.redraw()
+
+    def redraw(self) -> None:
+        """render.legend's words, one column per row, the meaning wrapped beside its header."""
+        if self._shown == self.cols:
+            return
+        self._shown = cols = self.cols
+        table = Table.grid(padding=(0, 1), expand=True)
+        table.add_column(no_wrap=True, style="bold")
+        table.add_column(ratio=1)
+        for c in cols:
+            line = render.legend([c], title=None, indent=0)
+            if not line:
+                continue
+            head = c.header.strip()
+            table.add_row(Text(sanitize(head)), Text(sanitize(line[len(head) + 2 :])))
+        self.update(Group(Text("Legend (l closes)", style="bold"), table))
 
 
 def _label_width(arms: Sequence[Arm]) -> int:
@@ -91,6 +115,8 @@ class DiagnosticsPanel(_ArmPanel):
     """
 
     def present(self) -> list[str]:
+        from steptable.schemas.routing import DIAGNOSTIC_KEYS
+
         keys = {k for _, store, _ in self.arms for k in store.keys}
         return [k for k in DIAGNOSTIC_KEYS if k in keys]
 
@@ -144,7 +170,7 @@ class ChartPanel(_ArmPanel):
         lw = _label_width(self.arms)
         spans = [f"  steps {st.step_at(0)}-{st.step_at(rows - 1)}" if rows else "" for _, st, rows in self.arms]
         stats_w = 34 + max((len(t) for t in spans), default=0)
-        spark_w = max(width - lw - 1 - stats_w, 8)
+        spark_w = max(min(width - lw - 1 - stats_w, max((rows for _, _, rows in self.arms), default=0)), 8)
         series = [self._series(store, key, rows, spark_w) for _, store, rows in self.arms]
         lo, hi = _shared_scale(series)
         for (label, _, _), (s, line), span in zip(self.arms, series, spans, strict=True):

@@ -47,6 +47,7 @@ class StatusBar(Static):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__("", id=id, markup=False)
         self.recent = 3
+        self._last = Text()
 
     def show(self, events: Sequence[Event], counts: dict[str, int], note: str = "") -> None:
         """``events``: the most relevant first; ``counts``: per level (E, W, S, B) over the whole session."""
@@ -61,7 +62,11 @@ class StatusBar(Static):
         for ev in events[: self.recent]:
             out.append("\n")
             out.append(ev.line(), self._style(ev.level))
-        self.update(out)
+        if out.plain == self._last.plain and out.spans == self._last.spans:
+            return
+        # a layout pass only when the number of lines changes (the bar's height is auto)
+        self.update(out, layout=out.plain.count("\n") != self._last.plain.count("\n"))
+        self._last = out
 
     def _style(self, level: str) -> Style:
-        return self.get_component_rich_style(f"status--{level}", partial=True)
+        return self.get_component_rich_style(f"status--{level}")

@@ -1,0 +1,112 @@
+"""AlertScanner: runs steptable.alerts over the rows each run gains, in its own thread, a chunk at a time.
+
+Its own thread so that the follower keeps reading files while a long history is scanned (the detectors cost tens of
+microseconds a row: minutes of a million-row run), and chunks with a short sleep between them so that the UI thread
+gets the GIL while that happens. Found alerts are posted per chunk; the scanner never touches a widget.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from textual.message import Message
+
+from steptable.app.messages import AlertsFound
+
+if TYPE_CHECKING:
+    from steptable.alerts import Alert, AlertEngine
+
+#: rows fed to the detectors between two pauses
+CHUNK = 1000
+#: the pause (seconds): the GIL goes to the UI thread meanwhile
+PAUSE = 0.002
+
+
+class AlertScanner:
+    def __init__(self, stores: Callable[[], Mapping[str, Any]], post: Callable[[Message], Any]) -> None:
+        self._stores = stores
+        self._post = post
+        self._lock = threading.Lock()
+        self._pending: set[str] = set()
+        self._wake = threading.Event()
+        #: set while nothing is waiting to be scanned (tests and benchmarks wait on it)
+        self.idle = threading.Event()
+        self.idle.set()
+        self._engines: dict[str, tuple[int, int, AlertEngine]] = {}  # run -> (generation, rows fed, engine)
+
+    def changed(self, ids: set[str]) -> None:
+        """Runs that gained rows (any thread)."""
+        with self._lock:
+            self._pending |= ids
+            self.idle.clear()
+        self._wake.set()
+
+    def run(self, stop: threading.Event) -> None:
+        """Scan until ``stop`` (blocking: its own thread)."""
+        while not stop.is_set():
+            self._wake.wait(0.5)
+            with self._lock:
+                self._wake.clear()
+                ids, self._pending = self._pending, set()
+            stores = self._stores()
+            for rid in sorted(ids):
+                store = stores.get(rid)
+                if store is not None:
+                    self.scan(rid, store, stop)
+            with self._lock:
+                if not self._pending:
+                    self.idle.set()
+
+    def scan(self, rid: str, store: Any, stop: threading.Event | None = None) -> list[Alert]:
+        """Feed the rows added since the last call to this run's engine (from the top after a reset); returns and
+        posts what they raise."""
+        from steptable.alerts import AlertEngine
+
+        gen = int(getattr(store, "generation", 0))
+        prev = self._engines.get(rid)
+        if prev is None or prev[0] != gen:
+            prev = (gen, 0, AlertEngine())
+        _, fed, eng = prev
+        with store.lock:
+            n = len(store)
+            if n <= fed:
+                self._engines[rid] = (gen, n, eng)
+                return []
+            wanted = {k for keys in eng.roles.values() for k in keys}
+            cols = [(k, store.column(k)) for k in store.keys if k in wanted]
+            steps = store.steps
+            walls = store.wall_times
+        out: list[Alert] = []
+        for start in range(fed, n, CHUNK):
+            stop_at = min(start + CHUNK, n)
+            try:
+                found = _feed(store, eng, cols, steps, walls, start, stop_at)
+            except IndexError:  # truncated meanwhile (a restart rewrote the file): start over on the next change
+                self._engines.pop(rid, None)
+                return out
+            self._engines[rid] = (gen, stop_at, eng)
+            if found:
+                out.extend(found)
+                self._post(AlertsFound(rid, found))
+            if stop is not None and stop_at < n and stop.wait(PAUSE):
+                break
+        return out
+
+
+def _feed(store: Any, eng: AlertEngine, cols: list[tuple[str, Any]], steps: Any, walls: Any, start: int,
+          stop: int) -> list[Alert]:
+    value = store.value
+    out: list[Alert] = []
+    for i in range(start, stop):
+        row = {}
+        for k, c in cols:
+            v = c[i]
+            # Numeric columns pad absent cells with NaN; only a NaN cell asks the store whether it is absent
+            # (a sparse eval column) or a logged NaN (which the non-finite detector must see).
+            if v is None or (v != v and value(i, k) is None):
+                continue
+            row[k] = v
+        out.extend(eng.update(int(steps[i]), row, walls[i] if i < len(walls) else None))
+    return out

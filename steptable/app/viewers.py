@@ -1,0 +1,81 @@
+"""The app's actions that open another screen: column filter and jump prompts, the generations viewer, the events
+list. The screens are imported when first opened, not on the way to the first frame."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from textual.app import App
+
+if TYPE_CHECKING:
+    from steptable.app.session import Session
+    from steptable.app.widgets.grid import StepGrid
+
+
+class ViewerActions(App[int]):
+    """Mixed into StepTableApp, which provides the members declared here."""
+
+    session: Session
+
+    def _apply_columns(self) -> None:
+        raise NotImplementedError
+
+    def jump_to_step(self, step: int) -> None:
+        raise NotImplementedError
+
+    def focused_grid(self) -> StepGrid | None:
+        raise NotImplementedError
+
+    def action_filter(self) -> None:
+        from steptable.app.screens.prompt import PromptScreen
+
+        def done(pattern: str | None) -> None:
+            if pattern is not None:
+                self.session.pattern = pattern.strip()
+                self._apply_columns()
+
+        self.push_screen(
+            PromptScreen("Show columns matching (globs, comma or space separated; empty shows all):",
+                         self.session.pattern, "rew* kl* loss", "a word without * matches anywhere in the key"),
+            done,
+        )
+
+    def action_jump(self) -> None:
+        from steptable.app.screens.prompt import PromptScreen
+
+        self.push_screen(PromptScreen("Jump to step:", "", "e.g. 1200"), self._jump)
+
+    def _jump(self, answer: str | None) -> None:
+        if not answer:
+            return
+        try:
+            step = int(float(answer.strip()))
+        except ValueError:
+            self.notify(f"not a step: {answer!r}", severity="warning")
+            return
+        self.jump_to_step(step)
+
+    def action_events(self) -> None:
+        from steptable.app.screens.events import EventsScreen
+
+        self.push_screen(EventsScreen(self.session.events()))
+
+    def action_generations(self) -> None:
+        """Completions of the visible arms that have generations side files, at the step on screen."""
+        from steptable.app.screens.generations import GenerationsScreen
+        from steptable.app.sidefiles import side_paths
+
+        labels = self.session.labels()
+        sources = []
+        for rid, run in self.session.runs.items():
+            files = side_paths(run.store.side_files or {})
+            if files and rid not in self.session.hidden:
+                sources.append((labels.get(rid, rid), files))
+        if not sources:
+            self.notify("no generations side files (generations.jsonl, *_rollout_summaries.jsonl) in these runs")
+            return
+        grid = self.focused_grid()
+        step = None
+        if grid is not None and grid.store is not None and grid.rows and not grid.follow:
+            step = int(grid.store.step_at(min(grid.top_index, grid.rows - 1)))
+        self.push_screen(GenerationsScreen(sources, step))

@@ -1,0 +1,78 @@
+"""KeyBar: the footer line of key bindings, drawn as one Text.
+
+Textual's Footer builds one widget per key and rebuilds them all whenever focus moves; on the way to the first frame
+that cost more than drawing the tables. This shows the same bindings (the screen's active ones with ``show=True``,
+disabled ones dimmed), and a click on a key presses it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from rich.text import Text
+from textual import events
+from textual.screen import Screen
+from textual.widgets import Static
+
+
+class KeyBar(Static):
+    COMPONENT_CLASSES: ClassVar[set[str]] = {"keybar--key", "keybar--description", "keybar--disabled"}
+
+    DEFAULT_CSS = """
+    KeyBar { dock: bottom; height: 1; width: 1fr; background: $footer-background; color: $footer-foreground; }
+    KeyBar > .keybar--key { color: $footer-key-foreground; text-style: bold; }
+    KeyBar > .keybar--description { color: $footer-description-foreground; }
+    KeyBar > .keybar--disabled { color: $text-disabled; }
+    """
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__("", id=id, markup=False)
+        self._hits: list[tuple[int, int, str]] = []  # (start, end, key) of each shown binding
+        self._shown: tuple[Any, ...] = ()
+
+    def on_mount(self) -> None:
+        self.screen.bindings_updated_signal.subscribe(self, self._bindings_changed)
+        self.call_after_refresh(self.redraw)
+
+    def _bindings_changed(self, screen: Screen[Any]) -> None:
+        if screen is self.screen:
+            self.redraw()
+
+    def shown(self) -> list[tuple[str, str, str, bool]]:
+        """(key, key display, description, enabled) of the bindings shown, one per action."""
+        out: list[tuple[str, str, str, bool]] = []
+        seen: set[str] = set()
+        active = self.screen.active_bindings
+        for _node, binding, enabled, _tooltip in active.values():
+            if not binding.show or binding.action in seen:
+                continue
+            seen.add(binding.action)
+            out.append((binding.key, self.app.get_key_display(binding), binding.description, enabled))
+        palette = active.get(self.app.COMMAND_PALETTE_BINDING)
+        if palette is not None and self.app.ENABLE_COMMAND_PALETTE and palette[1].action not in seen:
+            out.append((palette[1].key, self.app.get_key_display(palette[1]), palette[1].description, palette[2]))
+        return out
+
+    def redraw(self) -> None:
+        shown = tuple(self.shown())
+        if shown == self._shown:
+            return
+        self._shown = shown
+        key_style = self.get_component_rich_style("keybar--key")
+        desc_style = self.get_component_rich_style("keybar--description")
+        off_style = self.get_component_rich_style("keybar--disabled")
+        text = Text(no_wrap=True, overflow="crop")
+        self._hits = []
+        palette = self.app.COMMAND_PALETTE_BINDING
+        for key, display, description, enabled in sorted(shown, key=lambda s: s[0] == palette):
+            start = len(text)
+            text.append(f" {display}", key_style if enabled else off_style)
+            text.append(f" {description} ", desc_style if enabled else off_style)
+            self._hits.append((start, len(text), key))
+        self.update(text, layout=False)
+
+    def on_click(self, event: events.Click) -> None:
+        for start, end, key in self._hits:
+            if start <= event.x < end:
+                self.app.simulate_key(key)
+                return

@@ -1,0 +1,60 @@
+"""Line assembly for StepGrid: which scrolling columns are on screen, and one screen line from styled cells.
+
+The step column and the pinned columns stay in front; the others scroll sideways under a window of ``view`` cells
+that starts ``scroll_x`` cells into them. Only the columns in the window are formatted at all.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections.abc import Sequence
+
+from rich.segment import Segment
+from rich.style import Style
+
+from steptable.render import SEP
+
+
+def visible_columns(spans: Sequence[tuple[int, int]], ends: Sequence[int], scroll_x: int,
+                    view: int) -> tuple[int, int, int]:
+    """(first, stop, skip): the scrolling columns ``first..stop`` overlap the window; ``skip`` cells of the first
+    are scrolled off to the left. ``spans`` are the columns' (start, end) cells, ``ends`` each end plus the separator.
+    """
+    first = bisect_right(ends, scroll_x)
+    stop = first
+    while stop < len(spans) and spans[stop][0] < scroll_x + view:
+        stop += 1
+    skip = scroll_x - spans[first][0] if first < len(spans) else 0
+    return first, stop, max(skip, 0)
+
+
+def join_line(cells: Sequence[Segment], fixed: int, more: bool, base: Style, skip: int, view: int,
+              width: int) -> list[Segment]:
+    """The segments of one line, exactly ``width`` cells: the ``fixed`` leading cells, a separator when ``more``
+    columns follow, then the scrolling cells (only those in the window) cropped to it: ``skip`` cells off the
+    first, ``view`` cells at most."""
+    sep = Segment(SEP, base)
+    segs: list[Segment] = []
+    for k, seg in enumerate(cells[:fixed]):
+        if k:
+            segs.append(sep)
+        segs.append(seg)
+    if more:
+        segs.append(sep)
+    rest: list[Segment] = []
+    for k, seg in enumerate(cells[fixed:]):
+        if k:
+            rest.append(sep)
+        rest.append(seg)
+    if rest and view > 0:
+        parts = list(Segment.divide(rest, [skip, skip + view]))
+        if len(parts) > 1:
+            segs.extend(parts[1])
+    used = sum(seg.cell_length for seg in segs)
+    if used < width:
+        segs.append(Segment(" " * (width - used), base))
+    elif used > width:  # a terminal narrower than the fixed columns: cut them
+        segs = next(iter(Segment.divide(segs, [width])))
+    # one segment per run of equal style (separators and plain cells merge): every later stage of Textual's
+    # drawing pipeline works per segment
+    return list(Segment.simplify(segs))

@@ -1,0 +1,250 @@
+"""The app's pure parts: sparklines, summaries, stalls, column order and filter, session state, themes, side files,
+and the feed's coalescing inbox. No Textual app is run here."""
+
+from __future__ import annotations
+
+import json
+import math
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_app_support import HOSTILE, T0, make_runs, row, write_generations
+
+from steptable.alerts import Alert
+from steptable.app.feed import Feed
+from steptable.app.messages import AlertsFound, RunsChanged
+from steptable.app.model import (
+    Summary,
+    display_order,
+    downsample,
+    filter_cols,
+    spark,
+    stalled_for,
+    usual_interval,
+)
+from steptable.app.session import Session
+from steptable.app.sidefiles import build_index, side_paths
+from steptable.app.themes import load_themes, parse_theme, theme_dirs
+from steptable.columns import Col
+from steptable.ingest import Follower, Parsed, RunStore
+
+COLS = (Col("step", 4, "step"), Col("rew", 6, "rew"), Col("kl", 6, "kl"), Col("actor/pg_loss", 8, "pg_loss"))
+
+
+def store(run: str, n: int, arm: str = "", **extra: Any) -> RunStore:
+    s = RunStore(run, f"/x/{run}/metrics.jsonl", arm=arm or run)
+    rows = [{**row(0, i), **extra} for i in range(n)]
+    if rows:
+        s.add(Parsed(steps=list(range(n)), rows=rows))
+    return s
+
+
+def test_spark_scales_and_blanks_nan() -> None:
+    assert spark([0, 1, 2, 3, 4, 5, 6, 7]) == "▁▂▃▄▅▆▇█"
+    assert spark([1.0, math.nan, 1.0]) == "▄ ▄"  # flat line mid-height, gap for nan
+    assert spark([0.0, 1.0], lo=0.0, hi=2.0) == "▁▅"  # shared scale across arms
+    assert spark([math.nan]) == " "
+
+
+def test_downsample_means_and_bounded_reads() -> None:
+    assert downsample([1, 2, 3], 10) == [1.0, 2.0, 3.0]
+    assert downsample([1, 3, 5, 7], 2) == [2.0, 6.0]
+    assert downsample([1, 2, 3, 4], 2, n=2) == [1.0, 2.0]
+    out = downsample([math.nan] * 4 + [1.0] * 4, 2)
+    assert math.isnan(out[0]) and out[1] == 1.0
+
+    class Counting(list[float]):
+        reads = 0
+
+        def __getitem__(self, i: Any) -> Any:
+            Counting.reads += 1
+            return super().__getitem__(i)
+
+    big = Counting([float(i) for i in range(1_000_000)])
+    line = downsample(big, 50)
+    assert len(line) == 50 and Counting.reads <= 50 * 17  # not a million reads
+    assert line[0] < line[-1]
+
+
+def test_summary_incremental_and_reset() -> None:
+    s = Summary().update([1.0, math.nan, 3.0])
+    assert (s.lo, s.hi, s.last, s.seen) == (1.0, 3.0, 3.0, 3)
+    s.update([1.0, math.nan, 3.0, -2.0, (1, 4)])
+    assert (s.lo, s.hi, s.last) == (-2.0, 3.0, 0.25)
+    s.update([5.0])  # shorter: the run was rewritten
+    assert (s.lo, s.hi, s.last) == (5.0, 5.0, 5.0)
+
+
+def test_stalls_are_relative_to_the_usual_interval() -> None:
+    walls = [T0 + 2 * i for i in range(30)]
+    assert usual_interval(walls) == 2.0
+    assert usual_interval(walls[:4]) is None  # too few intervals to know
+    last = walls[-1]
+    assert stalled_for(walls, last, last + 30) is None  # under the 60 s floor
+    assert stalled_for(walls, last, last + 61) == pytest.approx(61)  # > 10 x 2 s and > 60 s
+    slow = [T0 + 600 * i for i in range(30)]
+    assert stalled_for(slow, slow[-1], slow[-1] + 3000) is None  # 10-minute steps: 50 minutes is normal
+    assert stalled_for(walls, None, last + 1e6) is None
+
+
+def test_display_order_and_filter() -> None:
+    assert [c.key for c in display_order(COLS, ["kl"])] == ["step", "kl", "rew", "actor/pg_loss"]
+    assert [c.key for c in display_order(COLS, ["nope", "step"])] == ["step", "rew", "kl", "actor/pg_loss"]
+    assert [c.key for c in filter_cols(COLS, "kl*")] == ["step", "kl"]
+    assert [c.key for c in filter_cols(COLS, "loss, rew")] == ["step", "rew", "actor/pg_loss"]  # substring
+    assert [c.key for c in filter_cols(COLS, "pg_*")] == ["step", "actor/pg_loss"]  # header glob
+    assert [c.key for c in filter_cols(COLS, "zzz", keep=["rew"])] == ["step", "rew"]
+    assert filter_cols(COLS, "  ") == COLS
+
+
+def test_session_layout_pins_arms_and_events() -> None:
+    s = Session()
+    assert not s.update("a/metrics.jsonl", store("a/metrics.jsonl", 0, arm="x"))  # no rows: no layout yet
+    assert s.update("a/metrics.jsonl", store("a/metrics.jsonl", 5, arm="x"))
+    assert s.update("b/metrics.jsonl", store("b/metrics.jsonl", 5, arm="x", extra_key=1.5))  # new key
+    assert not s.update("b/metrics.jsonl", s.runs["b/metrics.jsonl"].store)
+    assert s.labels() == {"a/metrics.jsonl": "a/metrics.jsonl", "b/metrics.jsonl": "b/metrics.jsonl"}  # same arm
+    assert s.schema().name == "routing"
+    cols, fixed = s.columns()
+    assert cols[0].key == "step" and fixed == 1 and "extra_key" in {c.key for c in cols}
+    s.toggle_pin("auroc")
+    s.toggle_pin("step")  # the step column is always first anyway
+    cols, fixed = s.columns()
+    assert [c.key for c in cols[:2]] == ["step", "auroc"] and fixed == 2
+    s.pattern = "rew"
+    cols, fixed = s.columns()
+    assert {c.key for c in cols} == {"step", "auroc", "rew", "rew_s"}  # a pinned column survives the filter
+
+    assert s.toggle_arm(0) == "a/metrics.jsonl" and s.visible() == ["b/metrics.jsonl"]
+    s.toggle_arm(1)  # the last visible arm stays
+    assert s.visible() == ["b/metrics.jsonl"]
+    assert s.toggle_arm(7) is None
+
+    s.add_alerts("a/metrics.jsonl", [Alert("E", 3, "loss", "nonfinite", "non-finite (nan)"),
+                                     Alert("W", 4, "gn", "spike", "spike")])
+    bad = RunStore("c", "/x/c.jsonl")
+    from steptable.ingest import BadLine
+
+    bad.add_bad([BadLine("/x/c.jsonl", 7, "malformed JSON")])
+    s.update("c", bad)
+    events = s.events()
+    assert [e.level for e in events] == ["E", "B", "W"]
+    assert events[1].line() == "B c: /x/c.jsonl:7: malformed JSON"
+    assert s.status_counts() == {"E": 1, "W": 1, "S": 0, "B": 1}
+
+
+def test_session_named_schema() -> None:
+    s = Session(schema_name="generic")
+    s.update("a", store("a", 3))
+    assert s.schema().name == "generic"
+    with pytest.raises(KeyError):
+        Session(schema_name="nope").schema()
+
+
+def test_theme_files_parse() -> None:
+    themes = load_themes()
+    assert {"dark", "light", "high-contrast"} <= set(themes)
+    assert themes["dark"].dark and not themes["light"].dark
+    assert themes["light"].variables["text-success"].startswith("#")
+    t = parse_theme("mine", "/* $primary: #000000; */\n$primary: #123456;\n$dark: false;\n$my-var: red 50%;\n")
+    assert t.primary == "#123456" and not t.dark and t.variables == {"my-var": "red 50%"}
+    with pytest.raises(ValueError):
+        parse_theme("bad", "$background: #000;")
+    assert theme_dirs()[-1].name == "themes"
+
+
+def test_user_theme_dir_wins(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "dark.tcss").write_text("$primary: #ff0000;\n")
+    (tmp_path / "broken.tcss").write_text("no variables here")
+    monkeypatch.setenv("STEPTABLE_THEMES", str(tmp_path))
+    themes = load_themes()
+    assert themes["dark"].primary == "#ff0000" and "broken" not in themes and "light" in themes
+
+
+def test_generations_index_and_samples(tmp_path: Path) -> None:
+    path = write_generations(tmp_path)
+    with open(path, "ab") as fh:
+        fh.write(b'{"step": 30, "completion": "partial')  # the writer is mid-line: not indexed yet
+    idx = build_index([path])
+    assert idx.steps == [0, 10, 20]
+    assert idx.nearest(15) == 10 and idx.nearest(-5) == 0 and idx.nearest(99) == 20
+    samples = idx.samples(10)
+    assert len(samples) == 2 and samples[0].completion == HOSTILE and samples[0].reward == 1.0
+    assert samples[0].extra == "12 tokens"
+    assert side_paths({"generations": [path], "checkpoints": [tmp_path / "checkpoints.jsonl"]}) == [path]
+
+
+def test_tinker_rollout_summaries(tmp_path: Path) -> None:
+    d = tmp_path / "iteration_000012"
+    d.mkdir()
+    rec = {"split": "train", "group_idx": 0, "traj_idx": 1, "total_reward": 0.5, "final_reward": 0.5,
+           "trajectory_metrics": {"correct": 1}, "steps": [
+               {"step_idx": 0, "ob_len": 10, "ac_len": 4, "reward": 0.5, "logs": {"answer": "42\x1b[2J"}}]}
+    (d / "train_rollout_summaries.jsonl").write_text(json.dumps(rec) + "\nnot json\n")
+    idx = build_index(side_paths({"rollout_summaries": [d / "train_rollout_summaries.jsonl"]}))
+    assert idx.steps == [12]
+    good, bad = idx.samples(12)
+    assert good.reward == 0.5 and "group 0 traj 1" in good.title and "answer: 42" in good.completion
+    assert good.extra == "correct=1"
+    assert bad.reward is None and "bad line" in bad.title
+    assert idx.samples(13) == []
+
+
+def test_feed_coalesces_changes_and_scans_alerts(tmp_path: Path) -> None:
+    root = make_runs(tmp_path, steps=30, arms=("solo",))
+    path = root / "solo" / "metrics.jsonl"
+    with open(path, "a") as fh:
+        fh.write(json.dumps({**row(0, 30), "loss": None}) + "\n")  # JSON null: a logged NaN loss
+    follower = Follower([str(root)])
+    posted: list[Any] = []
+    feed = Feed([str(root)], follower=follower, preview_min_bytes=0)
+    feed._post = posted.append
+    ids = follower.scan()
+    feed._changed(ids)
+    feed._changed(ids)  # a second change before the app took the first: no second message
+    assert posted == [RunsChanged()] and not feed.scanner.idle.is_set()
+    assert feed.take() == ids and feed.take() == set()
+    feed._changed(ids)
+    assert posted == [RunsChanged(), RunsChanged()]
+
+    stop = threading.Event()
+    scanner = threading.Thread(target=feed.scanner.run, args=(stop,))
+    scanner.start()
+    assert feed.scanner.idle.wait(10)
+    stop.set()
+    scanner.join()
+    alerts = [m for m in posted if isinstance(m, AlertsFound)]
+    assert len(alerts) == 1 and any(a.kind == "nonfinite" and a.column == "loss" for a in alerts[0].alerts)
+    assert feed.scanner.scan(next(iter(ids)), follower.stores[next(iter(ids))]) == []  # nothing new to scan
+
+
+def test_feed_reports_a_failing_follower() -> None:
+    class Broken:
+        stores: dict[str, Any] = {}  # noqa: RUF012
+
+        def run(self, stop: threading.Event, on_change: Any) -> None:
+            raise OSError("disk on fire")
+
+    posted: list[Any] = []
+    Feed([], follower=Broken(), preview_min_bytes=0).run(threading.Event(), posted.append)
+    assert "disk on fire" in posted[0].text
+
+
+def test_line_assembly_crops_the_scrolling_part() -> None:
+    from rich.segment import Segment
+    from rich.style import Style
+
+    from steptable.app.widgets.lines import join_line, visible_columns
+
+    spans, ends = [(0, 4), (5, 9), (10, 14)], [5, 10, 15]  # three 4-cell columns after the fixed part
+    assert visible_columns(spans, ends, 0, 7) == (0, 2, 0)
+    assert visible_columns(spans, ends, 6, 7) == (1, 3, 1)
+    cells = [Segment("stp"), Segment("bbbb"), Segment("cccc")]  # fixed "stp", then the visible columns 1..2
+    line = join_line(cells, 1, True, Style(), 1, 8, 12)  # view = width - fixed part (4)
+    assert "".join(s.text for s in line) == "stp bbb cccc"
+    short = join_line(cells[:2], 1, True, Style(), 0, 8, 12)
+    assert "".join(s.text for s in short) == "stp bbbb    "  # padded to the width
+    narrow = join_line(cells, 1, True, Style(), 0, 0, 2)
+    assert "".join(s.text for s in narrow) == "st"
