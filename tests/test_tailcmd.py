@@ -168,3 +168,16 @@ def test_one_shot_reads_an_unterminated_last_line(tmp_path: Path, capsys: pytest
     p.write_text('{"step": 0, "loss": 1}\n{"step": 1, "lo')  # cut mid-row by a crash: reported, not invented
     rc, out, err = run_cli(["tail", str(p), "--format", "jsonl"], capsys)
     assert [json.loads(x)["step"] for x in out.splitlines()] == [0] and "metrics.jsonl:2:" in err
+
+
+def test_hostile_keys_are_inert_everywhere(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rows: list[dict[str, object]] = [{"step": i, HOSTILE: 1.5 + i, "ok\u202e": 2} for i in range(3)]
+    write_rows(tmp_path / "run" / "metrics.jsonl", rows)
+    outputs = []
+    for argv in (["tail"], ["tail", "--format", "md"], ["tail", "--format", "csv"], ["legend"], ["summary"],
+                 ["summary", "--format", "md"]):
+        rc, out, err = run_cli([*argv, str(tmp_path)], capsys)
+        assert rc == 0, (argv, err)
+        outputs.append(out + err)
+    for text in outputs:
+        assert "\x1b" not in text and "\x07" not in text and "\u202e" not in text and "\x9b" not in text

@@ -16,7 +16,6 @@ import msgspec
 
 from steptable.ingest.parse import MISSING, flatten, has_nonfinite, quote_bignums, quote_nonfinite, step_of
 from steptable.ingest.store import Parsed
-from steptable.schemas.trl import classify_log_entry
 
 _CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
 _DECODER = msgspec.json.Decoder()
@@ -72,6 +71,9 @@ def parse_trainer_state(data: bytes) -> Parsed:
     steps: list[int] = []
     rows: list[dict[str, Any]] = []
     last = 0
+    # Imported here: the schemas package is not needed to tail JSONL, and importing it costs the app's first frame.
+    from steptable.schemas.trl import classify_log_entry
+
     summary: dict[str, Any] = {}
     for entry in history:
         if type(entry) is not dict:
