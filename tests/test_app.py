@@ -312,7 +312,7 @@ async def test_status_shows_bad_lines_alerts_and_stalls(tmp_path: Path) -> None:
     async with app.run_test(size=SIZE) as pilot:
         await sync(pilot, follower)
         status = static_text(app.query_one(StatusBar))
-        assert "bad lines" in status
+        assert "bad lines" in status and "1 run" in status
         assert f"{path}:41:" in status
 
         write_rows(path, [{"step": 41, "loss": None, "ts": T0 + 82}, {"step": 42, "loss": float("nan"), "ts": T0 + 84}])
@@ -412,11 +412,13 @@ async def test_live_follower_thread(tmp_path: Path) -> None:
         assert grid.rows == 45 and grid.scroll_y == grid.max_scroll_y
 
 
-def test_run_watch_missing_path(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_run_watch_bad_arguments(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from steptable.app import run_watch
 
     assert run_watch([str(tmp_path / "nope")]) == 2
     assert "no such file" in capsys.readouterr().err
+    assert run_watch([str(tmp_path)], schema="no-such-schema") == 2
+    assert "unknown schema" in capsys.readouterr().err
 
 
 def test_run_demo_app_stops_writer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -210,7 +210,8 @@ class StepTableApp(ViewerActions):
             bar = self.main.query_one(StatusBar)
         except NoMatches:  # shutting down
             return
-        bar.show(s.events(recent=3), s.status_counts(), self.problem)
+        note = self.problem or self.feed.note()
+        bar.show(s.events(recent=3), s.status_counts(), note)
 
     def _on_tick(self) -> None:
         if not self.screen_stack or not self.is_running:
@@ -360,12 +361,20 @@ def make_app(
 
 def run_watch(paths: list[str], poll: float | None = None, theme: str | None = None, schema: str | None = None) -> int:
     """``steptable watch PATH...``: run the app until the user quits. Returns the exit code."""
+    import sys
+
     missing = [p for p in paths if not Path(p).exists()]
     if missing:
-        import sys
-
         print(f"steptable watch: no such file or directory: {', '.join(missing)}", file=sys.stderr)
         return 2
+    if schema is not None:
+        from steptable.schemas import get_schema
+
+        try:
+            get_schema(schema)
+        except KeyError as e:
+            print(f"steptable watch: {e.args[0]}", file=sys.stderr)
+            return 2
     app = make_app(paths, poll=poll, theme=theme, schema=schema)
     app.run()
     return app.return_code or 0

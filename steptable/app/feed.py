@@ -60,6 +60,8 @@ class Feed:
         #: set by the app once it has drawn the previews (the full parse starts then)
         self.drawn = threading.Event()
         self._prepared: queue.SimpleQueue[PreviewReady | None] | None = None
+        self._error_count = 0
+        self._own_problem = ""
 
     @property
     def follower(self) -> FollowerLike:
@@ -155,6 +157,21 @@ class Feed:
             self.scanner.changed(ids)
 
     # ------------------------------------------------------------------------------------------ UI thread
+
+    def note(self) -> str:
+        """One line about the follower itself: its mode and its latest own problem (not a bad line of a run)."""
+        f = self._follower
+        if f is None:  # (not built yet: building it here would import ingest on the UI thread)
+            return ""
+        mode = str(getattr(f, "mode", "") or "")
+        count = int(getattr(f, "error_count", 0) or 0)
+        if count != self._error_count:
+            self._error_count = count
+            own = [e for e in getattr(f, "errors", []) if str(e).startswith("steptable:")]
+            self._own_problem = str(own[-1]) if own else ""
+        runs = len(f.stores)
+        text = f"{runs} run{'s' if runs != 1 else ''}" + (f" · {mode}" if mode and mode != "idle" else "")
+        return f"{text} · {self._own_problem}" if self._own_problem else text
 
     def take(self) -> set[str]:
         """The run ids changed since the last call (the UI calls this when it handles RunsChanged)."""

@@ -2,8 +2,8 @@
 
 Where the files are looked up, first hit wins per name:
 1. ``$STEPTABLE_THEMES`` (a directory; users drop their own ``<name>.tcss`` there);
-2. the installed package: ``importlib.resources.files("steptable") / "themes"`` (the wheel ships them as package
-   data);
+2. the installed package: ``importlib.resources.files("steptable.themes")``, else ``files("steptable") / "themes"``
+   (the wheel ships the repo's ``themes/*.tcss`` there as package data);
 3. the source checkout: ``<repo>/themes`` next to the ``steptable`` package.
 
 A file holds ``$variable: value;`` lines. Variables named after ``textual.theme.Theme`` fields (``dark``,
@@ -31,12 +31,14 @@ def theme_dirs() -> list[Path]:
     env = os.environ.get("STEPTABLE_THEMES")
     if env:
         out.append(Path(env))
-    try:
-        packaged = resources.files("steptable") / "themes"
-        if packaged.is_dir():
-            out.append(Path(str(packaged)))
-    except (ModuleNotFoundError, TypeError, OSError):
-        pass
+    for pkg, sub in (("steptable.themes", ""), ("steptable", "themes")):
+        try:
+            packaged = resources.files(pkg) / sub if sub else resources.files(pkg)
+            if packaged.is_dir():
+                out.append(Path(str(packaged)))
+                break
+        except (ModuleNotFoundError, TypeError, OSError):
+            continue
     out.append(Path(__file__).resolve().parents[2] / "themes")
     return out
 
