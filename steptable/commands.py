@@ -25,6 +25,7 @@ def add_commands(sub: Any) -> None:
     s.add_argument("--columns", default="", help="comma-separated keys to summarise (default: the most informative)")
     s.add_argument("--max-columns", type=int, default=20, help="columns chosen automatically (default 20)")
     s.add_argument("--format", choices=("text", "md"), default="text")
+    s.add_argument("--align", action="store_true", help="pad every column (easier on eyes, costs tokens)")
 
 
 def run_command(args: argparse.Namespace) -> int:
@@ -65,7 +66,7 @@ def summary_command(args: argparse.Namespace) -> int:
     # Rows are named by the same short headers as the table (pg_loss for actor/pg_loss).
     labels = {c.key: c.header.strip() for c in layout(stores, detect(stores[0].path, stores[0].keys))}
     text = summarize(stores, columns=columns, now=time.time(), fmt=args.format, alerts=alerts,
-                     max_columns=args.max_columns, labels=labels)
+                     max_columns=args.max_columns, labels=labels, align=args.align)
     sys.stdout.write(text if text.endswith("\n") else text + "\n")
     return 0
 

@@ -253,11 +253,13 @@ def alerts_text(found: Sequence[Alert], limit: int = MAX_ALERTS) -> list[str]:
 
 
 def _table_text(head: list[str], rows: list[list[str]], align: bool) -> list[str]:
-    """Name column padded, one space between cells. With ``align`` the arm column padded too, numbers right-aligned
-    and the trend (last, so that a short value leaves no padding token before it) left-aligned."""
+    """One space between cells; the name column padded when several arms share the table (so their rows line
+    up), not for a single run (each pad run costs a token). With ``align`` every column is padded, numbers
+    right-aligned and the trend (last, so that a short value leaves no padding token before it) left-aligned."""
     widths = [max(len(r[j]) for r in [head, *rows]) for j in range(len(head))]
     if not align:
-        widths = [w if h == "col" else 0 for h, w in zip(head, widths, strict=True)]
+        multi = "arm" in head
+        widths = [w if (h == "col" and multi) else 0 for h, w in zip(head, widths, strict=True)]
     num = [h in _HEAD[:4] for h in head]
     return [" ".join(c.rjust(w) if n else c.ljust(w) for c, w, n in zip(r, widths, num, strict=True)).rstrip()
             for r in [head, *rows]]

@@ -181,3 +181,9 @@ def test_hostile_keys_are_inert_everywhere(tmp_path: Path, capsys: pytest.Captur
         outputs.append(out + err)
     for text in outputs:
         assert "\x1b" not in text and "\x07" not in text and "\u202e" not in text and "\x9b" not in text
+
+
+def test_summary_align_pads_columns(demo_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _, plain, _ = run_cli(["summary", str(demo_dir / "routeA")], capsys)
+    _, aligned, _ = run_cli(["summary", str(demo_dir / "routeA"), "--align"], capsys)
+    assert "  " not in plain.splitlines()[2] and "  " in aligned.splitlines()[2]
