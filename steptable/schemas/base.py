@@ -177,13 +177,23 @@ def auto_col(
     better: Better | None = None,
     fmt: str | None = None,
 ) -> Col:
-    """A column for an undeclared key: width from the header and the data, compact number format."""
+    """A column for an undeclared key: width from the header and the data, compact number format.
+
+    Integers, fractions and text get the width of their widest sample (cutting them would lose information).
+    Columns of fractional floats get the 90th percentile: a rarer, wider value (".00298" among ".412"s) is shown
+    in a shorter compact form (".003") instead of padding every row, since each pad is a token an agent pays for.
+    """
     h = header if header is not None else key
     if fmt is None and any(isinstance(v, (tuple, list)) and len(v) == 2 for v in samples):
         fmt = "frac"
     is_str = any(isinstance(v, str) and not _is_missing(v) and v.lower() not in ("inf", "-inf") for v in samples)
-    widths = [display_width(format_value(v, fmt, 12)) for v in samples if v is not None]
-    data_w = max(widths, default=3)
+    widths = sorted(display_width(format_value(v, fmt, 12)) for v in samples if v is not None)
+    data_w = widths[-1] if widths else 3
+    fractional = fmt is None and not is_str and any(
+        isinstance(v, float) and v == v and v not in (math.inf, -math.inf) and not v.is_integer() for v in samples
+    )
+    if fractional and len(widths) >= 10:
+        data_w = max(widths[int(0.9 * (len(widths) - 1))], 4)
     w = max(display_width(h), min(data_w, 12 if is_str else 8), 3)
     return Col(key, w, h, fmt, desc or f"{key} (as logged)", better, align="left" if is_str else "right")
 
