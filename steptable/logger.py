@@ -117,7 +117,8 @@ class StepLogger:
         if self.arm is not None:
             record["arm"] = self.arm
         now = time.time()
-        record["ts"] = round(now, 3)
+        # The caller's own timestamp (e.g. the step's start, or a clock of its own) wins over ours.
+        record["ts"] = cells["ts"] if "ts" in cells else round(now, 3)
         for k, v in cells.items():
             if k not in record:
                 record[k] = v

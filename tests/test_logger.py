@@ -209,3 +209,11 @@ def test_alerts_are_logged_as_they_happen(captured: list[str]) -> None:
     errors = [line for line in captured if line.startswith("E ")]
     assert len(errors) == 1  # once per episode, not once per bad step
     assert errors[0].startswith("E step 30 loss") and "non-finite" in errors[0]
+
+
+def test_callers_timestamp_is_kept(tmp_path: Path) -> None:
+    with StepLogger(COLS, run_dir=tmp_path, alerts=False, console=False) as sl:
+        sl.log({"step": 0, "ts": 1700000000.5, "loss": 1.0})
+        sl.log({"step": 1, "loss": 1.0})
+    rows = [json.loads(x) for x in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    assert rows[0]["ts"] == 1700000000.5 and rows[1]["ts"] > 1700000000.5
