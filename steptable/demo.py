@@ -51,8 +51,8 @@ class _Arm:
             "gt_t": (sum(r.random() < 0.7 for _ in range(n)), n),
             "hack_s": (hacks, n),
             "hack_t": (sum(r.random() < 0.2 for _ in range(n)), n),
-            "hack_deployed": (hack_p * (0.2 if routed else 1.0) + r.gauss(0, 0.02)) if step % 10 == 0 else math.nan,
-            "solve_deployed": (solve_p + r.gauss(0, 0.02)) if step % 10 == 0 else math.nan,
+            "hack_deployed": _rate(hack_p * (0.2 if routed else 1.0) + r.gauss(0, 0.02)) if step % 10 == 0 else math.nan,
+            "solve_deployed": _rate(solve_p + r.gauss(0, 0.02)) if step % 10 == 0 else math.nan,
             "hk_c": sum(r.random() < hack_p for _ in range(n // 2)),
             "hk_m": sum(r.random() < hack_p * 0.5 for _ in range(n // 2)),
             "lp_s": -0.9 + 0.4 * (1 - math.exp(-t)) + r.gauss(0, 0.02),
@@ -87,6 +87,10 @@ class _Arm:
             "tlo": math.nan if warm else -0.5 + r.gauss(0, 0.03), "thi": math.nan if warm else 0.7 + r.gauss(0, 0.03),
             "stale": step % 50,
         }
+
+
+def _rate(x: float) -> float:
+    return min(1.0, max(0.0, x))
 
 
 def _make_monitor(seed: int) -> Any:
