@@ -51,7 +51,9 @@ class _Arm:
             "gt_t": (sum(r.random() < 0.7 for _ in range(n)), n),
             "hack_s": (hacks, n),
             "hack_t": (sum(r.random() < 0.2 for _ in range(n)), n),
-            "hack_deployed": _rate(hack_p * (0.2 if routed else 1.0) + r.gauss(0, 0.02)) if step % 10 == 0 else math.nan,
+            "hack_deployed": (
+                _rate(hack_p * (0.2 if routed else 1.0) + r.gauss(0, 0.02)) if step % 10 == 0 else math.nan
+            ),
             "solve_deployed": _rate(solve_p + r.gauss(0, 0.02)) if step % 10 == 0 else math.nan,
             "hk_c": sum(r.random() < hack_p for _ in range(n // 2)),
             "hk_m": sum(r.random() < hack_p * 0.5 for _ in range(n // 2)),
