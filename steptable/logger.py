@@ -172,6 +172,7 @@ class StepLogger:
         if self.run_dir is None or self.jsonl_path is None or not self.jsonl_path.exists():
             return None
         out = self.run_dir / TABLE_NAME
+        render_row = render.compile_row(self.cols)
         with open(self.jsonl_path, "rb") as src, open(out, "w", encoding="utf-8") as dst:
             dst.write(render.header(self.cols) + "\n")
             for i, raw in enumerate(src):
@@ -185,7 +186,7 @@ class StepLogger:
                     continue
                 if self.header_every and i and i % (self.header_every * 5) == 0:
                     dst.write(render.header(self.cols) + "\n")
-                dst.write(render.row(self.cols, row) + "\n")
+                dst.write(render_row(row) + "\n")
         return out
 
     def close(self) -> None:

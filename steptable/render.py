@@ -31,7 +31,10 @@ def cells(cols: Sequence[Col], row: Mapping[str, Any]) -> list[str]:
 
 
 def row(cols: Sequence[Col], values: Mapping[str, Any]) -> str:
-    """One table row from raw values. Rounding happens here and nowhere else."""
+    """One table row from raw values. Rounding happens here and nowhere else.
+
+    For many rows, call :func:`compile_row` once and reuse it: this looks the renderer up by the whole column set.
+    """
     return compile_row(tuple(cols))(values)
 
 
@@ -179,6 +182,8 @@ def _memo() -> dict[str, Any]:
 def _keys_getter(cols: tuple[Col, ...]) -> Callable[[Mapping[str, Any]], Any]:
     """All of a row's values in one C call; a missing key raises KeyError (the per-cell path renders it as nan)."""
     keys = tuple(c.key for c in cols)
+    if not keys:
+        return lambda values: ()
     if len(keys) == 1:
         one = itemgetter(keys[0])
         return lambda values: (one(values),)
@@ -270,11 +275,12 @@ def legend(cols: Iterable[Col], title: str | None = "columns:", indent: int = 2)
 def table(cols: Sequence[Col], rows: Iterable[Mapping[str, Any]], header_every: int = 0) -> str:
     """A whole table: header, then rows; the header repeats every ``header_every`` rows (0 = once)."""
     h = header(cols)
+    render_row = compile_row(tuple(cols))
     out = [h]
     for i, r in enumerate(rows):
         if header_every and i and i % header_every == 0:
             out.append(h)
-        out.append(row(cols, r))
+        out.append(render_row(r))
     return "\n".join(out)
 
 

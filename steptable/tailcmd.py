@@ -56,6 +56,7 @@ class Tail:
         self.engines: dict[str, AlertEngine] = {}
         self.error_alert = False
         self.cols: tuple[Col, ...] = ()
+        self.render_row = render.compile_row(())
         self.last_run: str | None = None
         self.keys_seen: set[str] = set()
         self.schema: Schema | None = None
@@ -86,6 +87,7 @@ class Tail:
             cols = self._layout(stores)
             if cols != self.cols:
                 self.cols = cols
+                self.render_row = render.compile_row(cols)
                 self.since_header.clear()
         for store in stores:
             self._emit_run(store, first, multi=len(stores) > 1)
@@ -134,7 +136,7 @@ class Tail:
                 k = self.since_header.get(run, 0)
                 if k == 0 or (every and k % every == 0):
                     self.out.write(render.header(self.cols) + "\n")
-                self.out.write(render.row(self.cols, r) + "\n")
+                self.out.write(self.render_row(r) + "\n")
                 self.since_header[run] = k + 1
 
     def _csv(self, store: RunStore, rows: Sequence[Mapping[str, Any]], header: bool) -> None:
