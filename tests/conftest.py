@@ -20,6 +20,18 @@ def check_golden(name: str, text: str) -> None:
     assert text == expected, f"output differs from {path}"
 
 
+@pytest.fixture(scope="module")
+def one_torch_thread():  # type: ignore[no-untyped-def]
+    """Small tensors on a shared 2-core machine: intra-op threads only add OpenMP contention (restored after).
+    torch is imported here, not at the top: most test modules never need it."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
 @pytest.fixture
 def golden():  # type: ignore[no-untyped-def]
     return check_golden

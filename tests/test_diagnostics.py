@@ -34,13 +34,7 @@ threshold_multiotsu = skimage_filters.threshold_multiotsu
 NAN = float("nan")
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_torch_thread() -> Any:
-    """Small tensors on a shared 2-core machine: intra-op threads only add OpenMP contention (restored after)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def same(a: float, b: float, tol: float = 0.0) -> bool:

@@ -65,12 +65,7 @@ def _worker(rank: int, init_file: str, out_dir: str) -> None:
         dist.destroy_process_group()
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_torch_thread() -> Any:
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def _close(a: float, b: float) -> bool:
