@@ -26,6 +26,7 @@ from typing import Any
 from loguru import logger
 
 from steptable import render
+from steptable.alerts import AlertEngine
 from steptable.columns import Col, streamed, validate
 from steptable.logging import report_once
 from steptable.rank import global_rank
@@ -77,7 +78,7 @@ class StepLogger:
         # log() may be called from several threads (an eval thread beside the loop): rows, header cadence and the
         # writer's pending queue are shared state. Uncontended, the lock costs well under a microsecond per row.
         self._lock = threading.RLock()
-        self._alerts = _make_alert_engine() if alerts else None
+        self._alerts = AlertEngine() if alerts else None
 
     # ------------------------------------------------------------------------------------------------ rendering
     def header(self) -> str:
@@ -216,10 +217,3 @@ class StepLogger:
     ) -> None:
         self.close()
 
-
-def _make_alert_engine() -> Any:
-    try:
-        from steptable.alerts import AlertEngine
-    except ImportError:  # pragma: no cover - alerts ship with the package
-        return None
-    return AlertEngine()
