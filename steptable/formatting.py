@@ -6,7 +6,9 @@ Pure: no textual, torch or loguru. Everything that turns a number into character
 Rules
 - None, NaN (float or the strings "nan"/"NaN"/"null") -> ``nan``; +/-inf -> ``inf`` / ``-inf``.
 - ``fmt=None`` on a float uses :func:`fmt_auto` (about 3 significant digits, no leading zero).
-- ``fmt="frac"`` takes an ``(n, d)`` pair (tuple or JSON list) -> ``n/d``.
+- ``fmt="frac"`` takes an ``(n, d)`` pair (tuple or JSON list) of real numbers -> ``n/d``.
+- Bools show as ``T`` / ``F`` under the automatic format; an explicit spec formats them as ``format()`` does
+  (``True`` under ``+.2f`` is ``+1.00``).
 - A number that does not fit its column degrades to a shorter form (fewer digits, then an exponent); only when no
   form fits does the cell show ``#`` marks. Strings are cut with an ellipsis. Width is display width.
 - Text from logs is untrusted: control characters, escape sequences and bidi overrides are made inert here.
@@ -15,6 +17,7 @@ Rules
 from __future__ import annotations
 
 import math
+import operator
 import re
 import unicodedata
 from collections.abc import Sequence
@@ -203,19 +206,29 @@ def _as_frac(value: Any) -> tuple[Any, Any] | None:
     return None
 
 
+def _frac_part(v: Any, f: float) -> str:
+    if not f.is_integer():
+        return fmt_auto(f)
+    try:
+        return str(operator.index(v))  # exact, even past 2**53
+    except TypeError:
+        return str(int(f))
+
+
 def _frac_text(value: Any, width: int) -> str:
     pair = _as_frac(value)
     if pair is None:
         return format_cell(value, None, width)
     n, d = pair
-    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (n, d)):
+    if any(v is None or isinstance(v, (str, bytes)) for v in (n, d)):
         return NAN
-    nf, df = float(n), float(d)
+    try:
+        nf, df = float(n), float(d)  # any real number: ints, floats, bools (a count of one), numpy / torch scalars
+    except (TypeError, ValueError, OverflowError):
+        return NAN
     if nf != nf or df != df:
         return NAN
-    ns = str(int(n)) if nf.is_integer() else fmt_auto(nf)
-    ds = str(int(d)) if df.is_integer() else fmt_auto(df)
-    s = f"{ns}/{ds}"
+    s = f"{_frac_part(n, nf)}/{_frac_part(d, df)}"
     if len(s) <= width:
         return s
     # Too wide for n/d: the ratio says the same thing in fewer cells.
@@ -240,7 +253,9 @@ def _format_value(value: Any, fmt: str | None, width: int) -> str:
     if fmt == "frac":
         return _frac_text(value, width)
     if isinstance(value, bool):
-        return "T" if value else "F"
+        if fmt is None:
+            return "T" if value else "F"
+        value = int(value)  # under an explicit numeric spec a bool formats as Python's format() does: True -> 1
     if isinstance(value, str):
         if value in _NAN_STRINGS:
             return NAN

@@ -113,19 +113,21 @@ def compile_row(cols: tuple[Col, ...]) -> Callable[[Mapping[str, Any]], str]:
     env: dict[str, Any] = {
         "KEYS": tuple(c.key for c in cols), "COLS": cols, "cell": format_cell, "auto": fmt_auto,
         "INF": math.inf, "SEP": SEP, "WIDTH": width(cols), "KEYS_GET": _keys_getter(cols),
-        "FAST_SIG": _fast_signature(cols), "TEMPLATE": _template(cols), **_memo(),
+        "TEMPLATE": _template(cols), "frac_new": _frac_new, "EXP_SUFFIX": _EXP_SUFFIX,
+        **{f"MEMO{i}": {} for i in range(len(cols))},
     }
     exec(compile("\n".join(lines), f"<steptable row {len(cols)} cols>", "exec"), env)
-    fn: Callable[[Mapping[str, Any]], str] = env["render_fast" if env["FAST_SIG"] is not None else "render_row"]
+    fn: Callable[[Mapping[str, Any]], str] = env.get("render_fast", env["render_row"])
     return fn
 
 
 # ------------------------------------------------------------------------------------------------- whole-row path
-# One %-template formats every cell of a row in a single C call (about 4x cheaper than a format per cell). It is
-# taken only when each value has the expected type (float for fixed specs, int for "d", an int pair for "frac"),
-# and its text is checked afterwards: a too-wide cell changes the row's length, a non-finite value prints as
-# "nan"/"inf" (fixed up in place), and a fixed spec that rounded a value to zero is redone by the per-cell path.
-
+# One %-template formats every cell of a row in a single C call (about 4x cheaper than a format per cell). The row's
+# values go into it as they are: %-formatting applies a fixed spec to any real number exactly as format() does, so
+# only "d" columns check the type (a float would be truncated). Fractions and exponent cells are formatted first
+# (memoised: n/32 and learning rates repeat). The text is then checked: any error, a too-wide cell (the row's length
+# changes), a non-finite value ("nan"/"inf", fixed up in place) or a fixed spec that rounded a value to zero (redone
+# by the per-cell path, which shows its magnitude) is caught, and the per-cell path renders that row instead.
 
 
 def _zero_check(cols: tuple[Col, ...]) -> str:
@@ -134,7 +136,9 @@ def _zero_check(cols: tuple[Col, ...]) -> str:
     false alarm ("10.00") only costs the slower path."""
     needles = sorted({"0." + "0" * int((m.group(2) or ".6")[1:]) for c in cols if _fast_kind(c) == "float"
                       for m in [_SAFE_SPEC.fullmatch(c.fmt or "")] if m is not None})
-    tests = [f"{(n + SEP)!r} in text" for n in needles] + [f"text.endswith({n!r})" for n in needles]
+    tests = [f"{(n + SEP)!r} in text" for n in needles]
+    if cols and _fast_kind(cols[-1]) == "float":  # the last cell has no separator after it
+        tests += [f"text.endswith({n!r})" for n in needles]
     return " or ".join(tests) or "False"
 
 
@@ -151,13 +155,6 @@ def _fast_kind(c: Col) -> str | None:
     return {"d": "int", "e": "exp"}.get(m.group(3), "float")
 
 
-def _fast_signature(cols: tuple[Col, ...]) -> tuple[type, ...] | None:
-    kinds = [_fast_kind(c) for c in cols]
-    if not cols or any(k is None for k in kinds):
-        return None
-    return tuple({"int": int, "float": float, "exp": float, "frac": tuple}[k] for k in kinds if k is not None)
-
-
 def _template(cols: tuple[Col, ...]) -> str:
     parts = []
     for c in cols:
@@ -165,22 +162,31 @@ def _template(cols: tuple[Col, ...]) -> str:
         if k in ("frac", "exp"):
             parts.append(f"%{c.width}s")
         elif k is not None and c.fmt is not None:
-            parts.append("%" + _aligned(c.fmt, c.width)[1:].replace("%", "f%%"))
+            parts.append("%" + _aligned(c.fmt, c.width)[1:])
     return SEP.join(parts)
 
 
-def _memo() -> dict[str, Any]:
-    def remember(memo: dict[Any, str], key: Any, text: str) -> str:
-        if len(memo) >= 4096:
-            memo.clear()
-        memo[key] = text
-        return text
+#: Python's two-digit exponent suffix -> the compact one ('e+05' -> 'e5', 'e-06' -> 'e-6'). A three-digit exponent
+#: or a non-finite value has no entry: the KeyError sends the row to the per-cell path.
+_EXP_SUFFIX = {f"e{sign}{n:02d}": f"e{'-' if sign == '-' and n else ''}{n}" for sign in "+-" for n in range(100)}
 
-    return {"MEMO_EXP": {}, "MEMO_FRAC": {}, "remember": remember}
+
+_MEMO_SIZE = 4096  # texts remembered per column (fractions of a fixed batch size, a learning-rate schedule)
+
+
+def _frac_new(memo: dict[Any, str], v: Any) -> str | None:
+    """The text of an (int, int) fraction, remembered (bounded); None for anything else (per-cell path)."""
+    if type(v) is not tuple or len(v) != 2 or type(v[0]) is not int or type(v[1]) is not int:
+        return None
+    if len(memo) >= _MEMO_SIZE:
+        memo.clear()
+    text = memo[v] = f"{v[0]}/{v[1]}"
+    return text
 
 
 def _keys_getter(cols: tuple[Col, ...]) -> Callable[[Mapping[str, Any]], Any]:
-    """All of a row's values in one C call; a missing key raises KeyError (the per-cell path renders it as nan)."""
+    """All of a row's values in one C call, as a tuple; a missing key raises KeyError (the per-cell path renders
+    it as nan)."""
     keys = tuple(c.key for c in cols)
     if not keys:
         return lambda values: ()
@@ -191,56 +197,56 @@ def _keys_getter(cols: tuple[Col, ...]) -> Callable[[Mapping[str, Any]], Any]:
 
 
 def _fast_path(cols: tuple[Col, ...]) -> list[str]:
-    frac = [i for i, c in enumerate(cols) if c.fmt == "frac"]
-    exp = [i for i, c in enumerate(cols) if _fast_kind(c) == "exp"]
-    lines = [
-        "def render_fast(values):",
-        "    try:",
-        "        vals = KEYS_GET(values)",
-        "    except (KeyError, TypeError):",
-        "        return render_row(values)",
-        "    if tuple(map(type, vals)) != FAST_SIG:",
-        "        return render_row(values)",
-    ]
-    if frac or exp:
-        # Fractions (n/32) and learning rates repeat from step to step: their cell text is memoised (bounded).
-        lines.append("    vals = list(vals)")
-        for i in exp:
-            spec = cols[i].fmt
+    """Source of ``render_fast``, or nothing when some column cannot take the whole-row path."""
+    kinds = [_fast_kind(c) for c in cols]
+    if not cols or any(k is None for k in kinds):
+        return []
+    names = [f"v{i}" for i in range(len(cols))]
+    args = list(names)
+    lines = ["def render_fast(values):", "    try:"]
+    lines.append(f"        {', '.join(names)}{',' if len(names) == 1 else ''} = KEYS_GET(values)")
+    ints = [f"type(v{i}) is not int" for i, k in enumerate(kinds) if k == "int"]
+    if ints:
+        lines.append(f"        if {' or '.join(ints)}: return render_row(values)")
+    for i, (c, k) in enumerate(zip(cols, kinds, strict=True)):
+        if k == "frac":
             lines += [
-                f"    v = vals[{i}]",
-                f"    t = MEMO_EXP.get((v, {spec!r}))",
-                "    if t is None:",
-                "        if not -INF < v < INF: return render_row(values)",
-                f"        m, _, x = f'{{v:{spec}}}'.partition('e')",
-                f"        t = remember(MEMO_EXP, (v, {spec!r}), f'{{m}}e{{int(x)}}')",
-                f"    vals[{i}] = t",
+                f"        t{i} = MEMO{i}.get(v{i})",  # an unhashable value raises TypeError: per-cell path
+                f"        if t{i} is None:",
+                f"            t{i} = frac_new(MEMO{i}, v{i})",
+                f"            if t{i} is None: return render_row(values)",
             ]
-        for i in frac:
-            lines += [
-                f"    v = vals[{i}]",
-                # types first: the memo must not see unhashable members, nor (True, 1) == (1, 1)
-                "    if len(v) != 2 or type(v[0]) is not int or type(v[1]) is not int: return render_row(values)",
-                "    t = MEMO_FRAC.get(v)",
-                "    if t is None:",
-                "        t = remember(MEMO_FRAC, v, f'{v[0]}/{v[1]}')",
-                f"    vals[{i}] = t",
+            args[i] = f"t{i}"
+        elif k == "exp":
+            m = _SAFE_SPEC.fullmatch(c.fmt or "")
+            assert m is not None
+            spec = f"%{m.group(1)}{m.group(2) or ''}e"  # '+.1e' -> '%+.1e' (the template pads the text)
+            lines += [  # inline: a gradient norm is new every step, so this miss is the common case
+                f"        t{i} = MEMO{i}.get(v{i})",
+                f"        if t{i} is None:",
+                f"            s = {spec!r} % v{i}",
+                f"            t{i} = s[:-4] + EXP_SUFFIX[s[-4:]]",
+                f"            if v{i}:",  # not 0.0: -0.0 == 0.0 as a key, but its text has a sign
+                f"                if len(MEMO{i}) >= {_MEMO_SIZE}: MEMO{i}.clear()",
+                f"                MEMO{i}[v{i}] = t{i}",
             ]
-        lines.append("    vals = tuple(vals)")
+            args[i] = f"t{i}"
     lines += [
-        "    try:",
-        "        text = TEMPLATE % vals",
-        "    except ValueError:",  # an int past the str() digit limit
+        f"        text = TEMPLATE % ({', '.join(args)},)",
+        "    except Exception:",  # wrong type, unhashable, overflow, an int past str()'s digit limit, nan exponent
         "        return render_row(values)",
         f"    if len(text) != WIDTH or {_zero_check(cols)}:",
         "        return render_row(values)",
-        "    if 'n' in text:",
-        "        text = text.replace('+nan', ' nan').replace('-nan', ' nan').replace('+inf', ' inf')",
-        "    return text",
     ]
+    if any(k == "float" and (c.fmt or "").startswith("+") for c, k in zip(cols, kinds, strict=True)):
+        # '%+6.2f' prints nan as '+nan' and inf as '+inf' (never '-nan'); the per-cell path prints 'nan' / 'inf'.
+        lines += [
+            "    if 'n' in text:",  # a one-character search is a memchr: much cheaper than a replace
+            "        text = text.replace('+nan', ' nan')",
+            "        if 'i' in text: text = text.replace('+inf', ' inf')",
+        ]
+    lines.append("    return text")
     return lines
-
-
 
 
 def width(cols: Sequence[Col]) -> int:

@@ -61,9 +61,14 @@ def test_fmt_auto(x: float, expected: str) -> None:
         ((3, 8), "frac", 6, "3/8"),
         ([3, 8], "frac", 6, "3/8"),
         ([1234, 5678], "frac", 6, ".217"),  # too wide as n/d: the ratio instead
+        ((True, 1), "frac", 6, "1/1"),  # a bool counts as one
+        ((3.0, 8), "frac", 6, "3/8"),
+        (("3", 8), "frac", 6, "nan"),  # text is not a count
+        ((object(), 8), "frac", 6, "nan"),
         ((None, 8), "frac", 6, "nan"),
         (True, None, 3, "T"),
-        (False, "d", 3, "F"),
+        (False, "d", 3, "0"),  # an explicit numeric spec formats a bool as format() does
+        (True, "+.2f", 6, "+1.00"),
         (7, "d", 4, "7"),
         (7.0, "d", 4, "7"),
         (7.5, "d", 4, "7.5"),
@@ -154,3 +159,11 @@ def test_fit_number_is_honest(x: float, width: int) -> None:
         exact = Decimal(x)
         assert (back < 0) == (exact < 0) or back == 0
         assert abs(back - exact) <= abs(exact) * Decimal("0.5")
+
+
+def test_numpy_scalars_format_like_python_numbers() -> None:
+    np = pytest.importorskip("numpy")
+    assert format_cell((np.int64(3), np.int32(32)), "frac", 6) == "  3/32"
+    assert format_cell(np.float32(0.25), "+.2f", 6) == format_cell(0.25, "+.2f", 6)
+    assert format_cell(np.int64(7), "d", 4) == "   7"
+    assert format_cell(np.float64("nan"), None, 4) == " nan"

@@ -149,3 +149,53 @@ def test_compiled_row_equals_cell_by_cell(data: st.DataObject) -> None:
     ):
         row = {c.key: data.draw(_values) for c in cols}
         assert render.compile_row(cols)(row) == render.SEP.join(render.cells(cols, row))
+
+
+class _Floaty:
+    """A scalar that only converts (numpy/torch-like)."""
+
+    def __init__(self, x: float) -> None:
+        self.x = x
+
+    def __float__(self) -> float:
+        return self.x
+
+
+_hostile = st.one_of(
+    _values,
+    st.sampled_from([True, False, 10**400, -(10**30), 1e300, -1e-300, 2.5, "3", b"x", [1, 2], (1, 2, 3), {"a": 1},
+                     (True, 1), (3, 8.5), (math.nan, 8), (10**400, 1), float("-nan"), _Floaty(0.5), _Floaty(2e-9)]),
+    st.builds(_Floaty, st.floats(allow_nan=True, allow_infinity=True)),
+    st.tuples(st.booleans(), st.integers(0, 40)),
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(data=st.data())
+def test_whole_row_path_equals_cell_by_cell_on_one_odd_value(data: st.DataObject) -> None:
+    """A realistic row (every value of the type its column expects, so the whole-row template is taken) with one
+    or two cells replaced by anything: the text must still equal the per-cell rendering."""
+    for cols in (
+        tuple(streamed(routing_columns(["code", "math"], show_ablate=True))),
+        (Col("n", 4, "n", "d"), Col("x", 6, "x", "+.3f"), Col("e", 7, "e", "+.1e"), Col("f", 5, "f", "frac")),
+    ):
+        row = dict(data.draw(st.sampled_from(routing_rows()))) if len(cols) > 4 else {
+            "n": 3, "x": 0.25, "e": 1e-5, "f": (3, 8)}
+        for _ in range(data.draw(st.integers(1, 2))):
+            row[data.draw(st.sampled_from([c.key for c in cols]))] = data.draw(_hostile)
+        assert render.compile_row(cols)(row) == render.SEP.join(render.cells(cols, row))
+
+
+def test_whole_row_path_is_taken_for_a_typical_row() -> None:
+    """The fast path is not dead code: a typical routing row renders without the per-cell fallback."""
+    cols = tuple(streamed(routing_columns(["code"])))
+    fn = render.compile_row(cols)
+    assert fn.__name__ == "render_fast"
+    calls: list[object] = []
+    fn.__globals__["render_row"], orig = (lambda values: calls.append(values) or ""), fn.__globals__["render_row"]
+    try:
+        row: dict[str, object] = {c.key: 0.5 for c in cols}
+        row.update(step=12, stale=0, gt_s=(3, 32), gt_t=(4, 32), hack_s=(0, 32), hack_t=(1, 32), gn=0.5, lr=1e-5)
+        assert fn(row) and not calls
+    finally:
+        fn.__globals__["render_row"] = orig
