@@ -66,7 +66,7 @@ def fitted(cols: list[Col], rows: list[dict[str, Any]]) -> list[Col]:
     """The same columns with widths from the data (what the generic schema's auto_col does): no padding to pay."""
     out = []
     for c in cols:
-        auto = auto_col(c.key, [r[c.key] for r in rows], header=c.header, desc=c.desc)
+        auto = auto_col(c.key, [r[c.key] for r in rows], header=c.header, desc=c.desc, fmt=c.fmt)
         out.append(c.with_(width=auto.width))
     return out
 

@@ -193,7 +193,7 @@ def auto_col(
         isinstance(v, float) and v == v and v not in (math.inf, -math.inf) and not v.is_integer() for v in samples
     )
     if fractional and len(widths) >= 10:
-        data_w = max(widths[int(0.9 * (len(widths) - 1))], 4)
+        data_w = widths[int(0.9 * (len(widths) - 1))]
     w = max(display_width(h), min(data_w, 12 if is_str else 8), 3)
     return Col(key, w, h, fmt, desc or f"{key} (as logged)", better, align="left" if is_str else "right")
 
