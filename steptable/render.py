@@ -203,7 +203,9 @@ def _fast_path(cols: tuple[Col, ...]) -> list[str]:
         return []
     names = [f"v{i}" for i in range(len(cols))]
     args = list(names)
-    lines = ["def render_fast(values):", "    try:"]
+    # Only a plain dict: itemgetter on a defaultdict would insert the missing keys its factory makes up, where the
+    # per-cell path (values.get) shows them as nan.
+    lines = ["def render_fast(values):", "    if type(values) is not dict: return render_row(values)", "    try:"]
     lines.append(f"        {', '.join(names)}{',' if len(names) == 1 else ''} = KEYS_GET(values)")
     ints = [f"type(v{i}) is not int" for i, k in enumerate(kinds) if k == "int"]
     if ints:

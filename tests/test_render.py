@@ -199,3 +199,13 @@ def test_whole_row_path_is_taken_for_a_typical_row() -> None:
         assert fn(row) and not calls
     finally:
         fn.__globals__["render_row"] = orig
+
+
+def test_a_defaultdict_row_is_read_not_filled() -> None:
+    from collections import defaultdict
+
+    cols = tuple(streamed(routing_columns(["code"])))
+    row: defaultdict[str, object] = defaultdict(float, {"step": 3, "rew": 0.5})
+    text = render.compile_row(cols)(row)
+    assert set(row) == {"step", "rew"} and "nan" in text
+    assert text == render.SEP.join(render.cells(cols, row))
