@@ -28,6 +28,7 @@ from loguru import logger
 from steptable import render
 from steptable.alerts import AlertEngine
 from steptable.columns import Col, streamed, validate
+from steptable.formatting import sanitize
 from steptable.logging import report_once
 from steptable.rank import global_rank
 from steptable.writer import RunWriter
@@ -158,7 +159,7 @@ class StepLogger:
     def dump(self) -> str:
         """Every column (streamed and dump-only) for the last ``dump_rows`` rows, with the legend of the dump."""
         rows = list(self._recent)[-self.dump_rows :] if self.dump_rows else []
-        parts = [f"end of run: {self._rows} rows" + (f", arm {self.arm}" if self.arm else "")]
+        parts = [f"end of run: {self._rows} rows" + (f", arm {sanitize(str(self.arm))}" if self.arm else "")]
         if rows:
             parts.append(render.table(self.cols, rows))
         extra = [c for c in self.cols if not c.stream]

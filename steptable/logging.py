@@ -72,6 +72,9 @@ def report_once(topic: str, text: str) -> None:
         pass
 
 
+_log_paths: dict[tuple[str, str, int], Path] = {}
+
+
 def setup_logging(
     run_id: str,
     log_dir: str | os.PathLike[str] = "logs",
@@ -110,9 +113,13 @@ def setup_logging(
     )
 
     directory = Path(log_dir)
-    stamp = datetime.now().strftime("%Y%m%dT%H%M%S")
-    suffix = "" if rank == 0 else f".rank{rank}"
-    path = directory / f"{stamp}_{_safe_name(run_id)}{suffix}.log"
+    # The same run set up again in this process keeps its verbose file (a second stamp would split the log).
+    key = (str(run_id), os.path.abspath(directory), rank)
+    path = _log_paths.get(key)
+    if path is None:
+        stamp = datetime.now().strftime("%Y%m%dT%H%M%S")
+        suffix = "" if rank == 0 else f".rank{rank}"
+        path = _log_paths[key] = directory / f"{stamp}_{_safe_name(run_id)}{suffix}.log"
     try:
         directory.mkdir(parents=True, exist_ok=True)
         _handler_ids.append(

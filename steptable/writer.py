@@ -19,26 +19,50 @@ from typing import Any, BinaryIO
 MAX_PENDING = 100_000
 
 
-def jsonable(value: Any) -> Any:
-    """A JSON-safe copy of a raw value: non-finite -> None, tuples -> lists, scalars of numpy/torch -> float."""
-    if value is None or isinstance(value, (bool, int, str)):
+#: nesting deeper than this (or a container that holds itself) is written as text
+MAX_DEPTH = 32
+
+
+def _text(value: Any) -> str:
+    try:
+        return str(value)
+    except Exception:  # a hostile __str__/__repr__, or an int past str()'s digit limit
+        return f"<unprintable {type(value).__name__}>"
+
+
+def jsonable(value: Any, _depth: int = 0) -> Any:
+    """A JSON-safe copy of a raw value: non-finite -> None, tuples -> lists, scalars of numpy/torch -> float,
+    anything else -> its text. Never raises: one odd value must not cost the row its other metrics."""
+    if value is None or isinstance(value, (bool, str)):
         return value
+    if isinstance(value, int):
+        if value.bit_length() <= 1000:
+            return value
+        try:  # json.dumps cannot write an int past str()'s digit limit; a 300-digit count is a bug anyway
+            return float(value)
+        except OverflowError:
+            return None
     if isinstance(value, float):
         return value if math.isfinite(value) else None
+    if _depth >= MAX_DEPTH:
+        return _text(value)
     if isinstance(value, Mapping):
-        return {str(k): jsonable(v) for k, v in value.items()}
+        try:
+            return {_text(k): jsonable(v, _depth + 1) for k, v in value.items()}
+        except Exception:
+            return _text(value)
     if isinstance(value, (list, tuple)):
-        return [jsonable(v) for v in value]
+        return [jsonable(v, _depth + 1) for v in value]
     item = getattr(value, "item", None)
     if callable(item):  # numpy / torch 0-d: the caller chose to hand us a tensor; .item() is its sync, not ours
         try:
-            return jsonable(item())
+            return jsonable(item(), _depth + 1)
         except Exception:
             pass
     try:
-        return jsonable(float(value))
-    except (TypeError, ValueError):
-        return str(value)
+        return jsonable(float(value), _depth + 1)
+    except Exception:
+        return _text(value)
 
 
 def encode_row(record: Mapping[str, Any]) -> bytes:
@@ -58,6 +82,7 @@ class RunWriter:
         self.dropped = 0
         self.written = 0
         self._failing: str | None = None
+        self._encode_reported = False
 
     @property
     def pending(self) -> int:
@@ -67,8 +92,10 @@ class RunWriter:
         """Queue one row and write everything queued. True when nothing is left pending."""
         try:
             line = encode_row(record)
-        except Exception as e:  # an unserialisable value is the caller's bug, but not worth a crashed run
-            self._fail(f"row could not be encoded ({e!r}); skipped")
+        except Exception as e:  # jsonable() leaves nothing json.dumps refuses; this is the last guard
+            if not self._encode_reported:
+                self._encode_reported = True
+                self._warn(f"a row could not be encoded ({e!r}); skipped (reported once)")
             return not self._pending
         if len(self._pending) >= MAX_PENDING:
             self._pending.popleft()

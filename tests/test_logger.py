@@ -128,6 +128,37 @@ def test_unserialisable_value_is_stringified(tmp_path: Path) -> None:
     assert isinstance(row, dict) and row["nested"] == {"a": [1, None]} and str(row["obj"]).startswith("<object")
 
 
+class _Hostile:
+    def __float__(self) -> float:
+        raise RuntimeError("no float")
+
+    def __repr__(self) -> str:
+        raise RuntimeError("no repr")
+
+
+def test_hostile_values_keep_the_rest_of_the_row(tmp_path: Path, captured: list[str]) -> None:
+    """A value that cannot be converted or printed, a 5000-digit int, a dict that holds itself: the row is still
+    written with its other metrics, and nothing is reported as a write failure."""
+    loop: dict[str, object] = {}
+    loop["self"] = loop
+    with StepLogger(COLS, run_dir=tmp_path, alerts=False) as sl:
+        sl.log({"step": 1, "loss": 0.25, "bad": _Hostile(), "huge": 10**5000, "loop": loop, _Hostile(): 1})
+        sl.log({"step": 2, "loss": 0.5})
+    rows = [strict_loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    assert len(rows) == 2
+    r1 = rows[0]
+    assert isinstance(r1, dict) and r1["loss"] == 0.25 and r1["bad"] == "<unprintable _Hostile>"
+    assert r1["huge"] is None and "<unprintable _Hostile>" in r1
+    assert not any("could not" in line or "works again" in line for line in captured)
+
+
+def test_arm_name_is_made_inert_on_the_console(tmp_path: Path, captured: list[str]) -> None:
+    with StepLogger(COLS, run_dir=tmp_path, arm="routeA\x1b]52;c;QUJD\x07\x1b[2J", alerts=False) as sl:
+        sl.log({"step": 1, "loss": 0.25})
+    text = "".join(captured)
+    assert "end of run: 1 rows, arm routeA" in text and "\x1b" not in text and "\x07" not in text
+
+
 SCRIPT = textwrap.dedent(
     """
     import sys
@@ -168,7 +199,7 @@ def test_piped_stdout_is_ansi_free_one_icon_per_line(tmp_path: Path) -> None:
     assert sum(line.startswith("I      5 ") for line in lines) == 1  # exactly once: sinks not duplicated
     assert "W careful" in out
     log_files = list(tmp_path.glob("*.log"))
-    assert log_files and "careful" in log_files[-1].read_text()
+    assert len(log_files) == 1 and "careful" in log_files[0].read_text()  # set up twice: still one verbose file
     assert len((tmp_path / "arm" / "metrics.jsonl").read_text().splitlines()) == 30
 
 
