@@ -302,6 +302,8 @@ def _format_value(value: Any, fmt: str | None, width: int) -> str:
     pair = _as_frac(value)
     if pair is not None:
         return _frac_text(value, width)
+    if isinstance(value, (bytes, bytearray)):
+        return cut(sanitize(bytes(value).decode("utf-8", "replace")), width)
     if isinstance(value, Sequence):
         return cut(sanitize(str(list(value))), width)
     # numpy / torch scalars and anything else with __float__

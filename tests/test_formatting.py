@@ -79,6 +79,7 @@ def test_fmt_auto(x: float, expected: str) -> None:
         (-123456.7, "+.2f", 7, "-123457"),
         (-123456.7, "+.2f", 6, "-1.2e5"),
         ("hold", None, 6, "hold"),
+        (b"ok\x1b[2J", None, 6, "ok"),  # bytes read as text, escapes removed
         ("throttle-hard", None, 6, "throt…"),
         (10**400, "d", 5, "#####"),
         (1e100, None, 4, "1e99"[:0] + "####"),
