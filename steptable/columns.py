@@ -6,7 +6,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from steptable.formatting import display_width
+from steptable.formatting import display_width, sanitize
 
 Better = Literal["higher", "lower"]
 Align = Literal["right", "left", "center"]
@@ -49,6 +49,10 @@ class Col:
             raise ColumnError("a column needs a non-empty key")
         if not isinstance(self.width, int) or self.width < 1:
             raise ColumnError(f"column {self.key!r}: width must be a positive int, got {self.width!r}")
+        if not isinstance(self.header, str):
+            raise ColumnError(f"column {self.key!r}: header must be text, got {self.header!r}")
+        if sanitize(self.header) != self.header:  # a header from a TOML file beside the logs is untrusted text
+            object.__setattr__(self, "header", sanitize(self.header))
         hw = display_width(self.header)
         if hw > self.width:
             raise ColumnError(

@@ -38,7 +38,7 @@ _ESC_SEQ = re.compile(
     r"|[\x90\x9d\x98\x9e\x9f][^\x07\x1b\x9c]*(?:\x07|\x9c|\x1b\\)?"  # 8-bit OSC/DCS/SOS/PM/APC
 )
 _BIDI = "\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u061c"
-_CONTROLS = re.compile("[\x00-\x1f\x7f-\x9f" + _BIDI + "]")
+_CONTROLS = re.compile("[\x00-\x1f\x7f-\x9f" + _BIDI + "\ud800-\udfff]")  # + lone surrogates: no encoder takes them
 
 
 def sanitize(text: str, *, keep_newlines: bool = False) -> str:
@@ -63,6 +63,8 @@ def _control_repl(m: re.Match[str]) -> str:
         return " "
     if ch == "\n":
         return "⏎"
+    if "\ud800" <= ch <= "\udfff":
+        return "\ufffd"
     return ""
 
 
@@ -284,6 +286,8 @@ def _format_value(value: Any, fmt: str | None, width: int) -> str:
         except OverflowError:
             return "#" * width
     if isinstance(value, float):
+        if type(value) is not float:
+            value = float(value)  # a subclass formats by its value (its own __format__ is not asked), as %-format does
         nf = _non_finite(value)
         if nf is not None:
             return nf

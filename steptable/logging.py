@@ -50,8 +50,13 @@ class ConsoleSink:
     def __call__(self, message: Any) -> None:
         if self.failed is not None:
             return
+        text = str(message)
         try:
-            tqdm.write(str(message), file=sys.stdout, end="")
+            try:
+                tqdm.write(text, file=sys.stdout, end="")
+            except UnicodeEncodeError:  # a stdout that cannot encode a character (PYTHONIOENCODING=ascii, C locale)
+                enc = getattr(sys.stdout, "encoding", None) or "ascii"
+                tqdm.write(text.encode(enc, "replace").decode(enc, "replace"), file=sys.stdout, end="")
         except (OSError, ValueError) as e:
             self.failed = e
             report_once("stdout", f"steptable: console output failed ({e!r}); rows continue in the JSONL and log file")
@@ -128,6 +133,7 @@ def setup_logging(
                 level=file_level,
                 format="{time:YYYY-MM-DD HH:mm:ss.SSS} | {level: <8} | {name}:{line} | {message}",
                 encoding="utf-8",
+                errors="replace",  # a lone surrogate in someone's message must not cost the file its line
                 colorize=False,
                 catch=True,
             )

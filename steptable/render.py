@@ -58,7 +58,7 @@ def compile_row(cols: tuple[Col, ...]) -> Callable[[Mapping[str, Any]], str]:
     other value goes through :func:`format_cell`, so the text is identical to ``SEP.join(cells(cols, values))``
     (tests/test_render.py checks that on random rows).
     """
-    lines = ["def render_row(values):", "    get = values.get"]
+    lines = ["def render_inline(values):", "    get = values.get"]
     names = []
     for i, c in enumerate(cols):
         w, fmt, name = c.width, c.fmt, f"c{i}"
@@ -109,9 +109,16 @@ def compile_row(cols: tuple[Col, ...]) -> Callable[[Mapping[str, Any]], str]:
                 f"    else: {slow}",
             ]
     lines.append("    return " + " + SEP + ".join(names) if names else "    return ''")
+    lines += [  # the inline code must not raise where format_cell would not (an int past str()'s digit limit...)
+        "def render_row(values):",
+        "    try:",
+        "        return render_inline(values)",
+        "    except Exception:",
+        "        return SEP.join(CELLS(COLS, values))",
+    ]
     lines += _fast_path(cols)
     env: dict[str, Any] = {
-        "KEYS": tuple(c.key for c in cols), "COLS": cols, "cell": format_cell, "auto": fmt_auto,
+        "KEYS": tuple(c.key for c in cols), "COLS": cols, "cell": format_cell, "auto": fmt_auto, "CELLS": cells,
         "INF": math.inf, "SEP": SEP, "WIDTH": width(cols), "KEYS_GET": _keys_getter(cols),
         "TEMPLATE": _template(cols), "frac_new": _frac_new, "EXP_SUFFIX": _EXP_SUFFIX,
         **{f"MEMO{i}": {} for i in range(len(cols))},
@@ -148,9 +155,10 @@ def _fast_kind(c: Col) -> str | None:
     if c.fmt == "frac":
         return "frac"
     m = _SAFE_SPEC.fullmatch(c.fmt)
-    if m is None or m.group(3) == "%" or (m.group(3) != "d" and m.group(2) == ".0"):
-        # '%' scales by 100, which a %-template cannot; ".0f" can round a value to a bare "0" that the zero check
-        # below cannot tell from a true zero: both go the per-cell way.
+    if m is None or m.group(3) in "%F" or m.group(1) == "-" or (m.group(3) != "d" and m.group(2) == ".0"):
+        # '%' scales by 100, which a %-template cannot; 'F' prints NAN/INF; a '-' sign is a left-justify flag in a
+        # %-template; ".0f" can round a value to a bare "0" that the zero check below cannot tell from a true zero:
+        # all go the per-cell way.
         return None
     return {"d": "int", "e": "exp"}.get(m.group(3), "float")
 

@@ -48,12 +48,16 @@ def jsonable(value: Any, _depth: int = 0) -> Any:
         return _text(value)
     if isinstance(value, Mapping):
         try:
-            return {_text(k): jsonable(v, _depth + 1) for k, v in value.items()}
+            items = list(value.items())
         except Exception:
             return _text(value)
+        return {_text(k): jsonable(v, _depth + 1) for k, v in items}
     if isinstance(value, (list, tuple)):
         return [jsonable(v, _depth + 1) for v in value]
-    item = getattr(value, "item", None)
+    try:
+        item = getattr(value, "item", None)
+    except Exception:  # a proxy whose __getattr__ raises something other than AttributeError
+        item = None
     if callable(item):  # numpy / torch 0-d: the caller chose to hand us a tensor; .item() is its sync, not ours
         try:
             return jsonable(item(), _depth + 1)

@@ -95,6 +95,15 @@ def test_sanitize_removes_escapes_controls_and_bidi() -> None:
     assert clean == "abcdevilefg⏎h i"
     assert not any(ord(ch) < 32 or 0x7F <= ord(ch) <= 0x9F for ch in clean)
     assert sanitize("x\ny", keep_newlines=True) == "x\ny"
+    assert sanitize("cut\ud800utf16") == "cut\ufffdutf16"  # a lone surrogate: no encoder would take it
+
+
+def test_float_subclass_formats_by_value() -> None:
+    class Shouty(float):
+        def __format__(self, spec: str) -> str:
+            return "LOUD"
+
+    assert format_cell(Shouty(1.5), ".2f", 6) == "  1.50"
 
 
 def test_display_width_and_cut_wide_chars() -> None:

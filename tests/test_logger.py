@@ -152,6 +152,17 @@ def test_hostile_values_keep_the_rest_of_the_row(tmp_path: Path, captured: list[
     assert not any("could not" in line or "works again" in line for line in captured)
 
 
+def test_odd_values_keep_the_row_a_json_object() -> None:
+    from steptable.writer import encode_row
+
+    class Proxy:  # a lazy proxy: every attribute look-up raises, and not AttributeError
+        def __getattr__(self, name: str) -> object:
+            raise RuntimeError(name)
+
+    row = strict_loads(encode_row({"step": 1, "rew": 0.5, "x": Proxy()}).decode())
+    assert isinstance(row, dict) and row["rew"] == 0.5 and str(row["x"]).startswith("<")
+
+
 def test_arm_name_is_made_inert_on_the_console(tmp_path: Path, captured: list[str]) -> None:
     with StepLogger(COLS, run_dir=tmp_path, arm="routeA\x1b]52;c;QUJD\x07\x1b[2J", alerts=False) as sl:
         sl.log({"step": 1, "loss": 0.25})
@@ -173,7 +184,8 @@ SCRIPT = textwrap.dedent(
         sys.stdout.close()
     sl = StepLogger(routing_columns(), run_dir=sys.argv[2] + "/arm", arm="arm", alerts=False)
     for step in tqdm(range(30), file=sys.stderr, disable=True):
-        sl.log({"step": step, "rew": 0.5, "gt_s": (1, 2)})
+        odd = mode == "odd" and step == 3  # a lone surrogate (cut UTF-16) and a non-ASCII arrow on an ASCII stdout
+        sl.log({"step": step, "rew": "x\\ud800y" if odd else 0.5, "gt_s": (1, 2)})
     logger.warning("careful")
     sl.close()
     sys.stderr.write("LOOP-FINISHED\\n")
@@ -208,6 +220,16 @@ def test_force_color_colours_a_pipe(tmp_path: Path) -> None:
     assert "\x1b[" in proc.stdout
     proc = _run("pipe", tmp_path, {"NO_COLOR": "1"})
     assert "\x1b" not in proc.stdout
+
+
+def test_unencodable_text_does_not_stop_the_console(tmp_path: Path) -> None:
+    proc = _run("odd", tmp_path, {"PYTHONIOENCODING": "ascii"})
+    assert proc.returncode == 0, proc.stderr
+    assert "console output failed" not in proc.stderr and "Logging error" not in proc.stderr
+    lines = proc.stdout.splitlines()
+    assert any(line.startswith("I      3 ") for line in lines)  # the odd row, its characters replaced
+    assert any(line.startswith("I     29 ") for line in lines) and "end of run: 30 rows" in proc.stdout
+    assert "rew_s?" in proc.stdout  # the header's arrow, replaced for an ASCII stdout
 
 
 def test_closed_stdout_loop_survives(tmp_path: Path) -> None:

@@ -178,6 +178,7 @@ def test_whole_row_path_equals_cell_by_cell_on_one_odd_value(data: st.DataObject
     for cols in (
         tuple(streamed(routing_columns(["code", "math"], show_ablate=True))),
         (Col("n", 4, "n", "d"), Col("x", 6, "x", "+.3f"), Col("e", 7, "e", "+.1e"), Col("f", 5, "f", "frac")),
+        (Col("n", 4, "n", "-d"), Col("x", 6, "x", "-.2f"), Col("e", 7, "e", ".2F"), Col("f", 5, "f", "frac")),
     ):
         row = dict(data.draw(st.sampled_from(routing_rows()))) if len(cols) > 4 else {
             "n": 3, "x": 0.25, "e": 1e-5, "f": (3, 8)}
@@ -209,3 +210,15 @@ def test_a_defaultdict_row_is_read_not_filled() -> None:
     text = render.compile_row(cols)(row)
     assert set(row) == {"step", "rew"} and "nan" in text
     assert text == render.SEP.join(render.cells(cols, row))
+
+
+def test_headers_are_made_inert() -> None:
+    """A header from a TOML file beside the logs is untrusted: no escape sequence survives into the header line."""
+    c = Col("k", 12, "\x1b]0;title\x07\x1b[41mL\u202e")
+    assert c.header == "L" and "\x1b" not in render.header([c])
+
+
+def test_a_fraction_past_the_int_digit_limit_renders_like_cells() -> None:
+    cols = tuple(streamed(routing_columns(["code"])))
+    row = {"step": 1, "gt_s": (10**5000, 1)}
+    assert render.compile_row(cols)(row) == render.SEP.join(render.cells(cols, row))
