@@ -129,13 +129,15 @@ class StepLogger:
         view = cells if "step" in cells else {**cells, "step": step}
         self._recent.append(dict(view))
 
-        if self._rows == 0:
+        first = self._rows == 0
+        header_due = first or bool(self.header_every and self._rows % self.header_every == 0)
+        self._rows += 1  # counted before printing: a failure below must not bring the legend back next step
+        if first:
             self._emit(self.legend())
-        if self._rows == 0 or (self.header_every and self._rows % self.header_every == 0):
+        if header_due:
             self._emit(self.header())
         line = self.row(view)
         self._emit(line)
-        self._rows += 1
 
         if self._alerts is not None:
             step_i = int(step) if isinstance(step, (int, float)) and math.isfinite(step) else self._rows - 1
