@@ -89,7 +89,8 @@ def setup_logging(
 ) -> Path:
     """Install the console and verbose-file sinks and return the verbose log's path.
 
-    Calling it again replaces the sinks it installed before (no duplicates). On a non-zero distributed rank the
+    Calling it again replaces the sinks it installed before (no duplicates); the same ``run_id`` and ``log_dir``
+    keep writing to the same verbose file within a process. On a non-zero distributed rank the
     console shows warnings and errors only, prefixed with the rank, and the file is suffixed with it.
     """
     global _removed_default
