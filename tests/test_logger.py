@@ -270,3 +270,25 @@ def test_callers_timestamp_is_kept(tmp_path: Path) -> None:
         sl.log({"step": 1, "loss": 1.0})
     rows = [json.loads(x) for x in (tmp_path / "metrics.jsonl").read_text().splitlines()]
     assert rows[0]["ts"] == 1700000000.5 and rows[1]["ts"] > 1700000000.5
+
+
+def test_a_failure_while_printing_does_not_repeat_the_legend(
+    tmp_path: Path, captured: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sl = StepLogger(COLS, run_dir=tmp_path, alerts=False)
+    real_row = sl.row
+    calls = {"n": 0}
+
+    def flaky(cells: object) -> str:
+        calls["n"] += 1
+        if calls["n"] == 1:  # the very first row: the legend and header were just printed
+            raise RuntimeError("render failed")
+        return real_row(cells)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(sl, "row", flaky)
+    for step in range(4):
+        sl.log({"step": step, "loss": 0.5})
+    sl.close()
+    text = "".join(captured).split("end of run")[0]
+    assert text.count("columns:") == 1 and text.count("step    loss") == 1
+    assert len((tmp_path / "metrics.jsonl").read_text().splitlines()) == 4
