@@ -51,8 +51,9 @@ class Col:
             raise ColumnError(f"column {self.key!r}: width must be a positive int, got {self.width!r}")
         if not isinstance(self.header, str):
             raise ColumnError(f"column {self.key!r}: header must be text, got {self.header!r}")
-        if sanitize(self.header) != self.header:  # a header from a TOML file beside the logs is untrusted text
-            object.__setattr__(self, "header", sanitize(self.header))
+        clean = sanitize(self.header)  # a header from a TOML file beside the logs is untrusted text
+        if clean != self.header:
+            object.__setattr__(self, "header", clean)
         hw = display_width(self.header)
         if hw > self.width:
             raise ColumnError(

@@ -14,7 +14,7 @@ from operator import itemgetter
 from typing import Any
 
 from steptable.columns import Col
-from steptable.formatting import cut, fmt_auto, format_cell, pad, sanitize, to_float
+from steptable.formatting import _compact_exponent, cut, fmt_auto, format_cell, pad, sanitize, to_float
 
 SEP = " "
 
@@ -174,9 +174,10 @@ def _template(cols: tuple[Col, ...]) -> str:
     return SEP.join(parts)
 
 
-#: Python's two-digit exponent suffix -> the compact one ('e+05' -> 'e5', 'e-06' -> 'e-6'). A three-digit exponent
-#: or a non-finite value has no entry: the KeyError sends the row to the per-cell path.
-_EXP_SUFFIX = {f"e{sign}{n:02d}": f"e{'-' if sign == '-' and n else ''}{n}" for sign in "+-" for n in range(100)}
+#: Python's two-digit exponent suffix -> the compact one the per-cell path writes ('e+05' -> 'e5', 'e-06' -> 'e-6'),
+#: tabulated once from formatting's own rule. A three-digit exponent or a non-finite value has no entry: the
+#: KeyError sends the row to the per-cell path.
+_EXP_SUFFIX = {s: _compact_exponent(s) for s in (f"e{sign}{n:02d}" for sign in "+-" for n in range(100))}
 
 
 _MEMO_SIZE = 4096  # texts remembered per column (fractions of a fixed batch size, a learning-rate schedule)
