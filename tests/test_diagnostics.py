@@ -406,6 +406,17 @@ def test_monitor_nan_policy() -> None:
     assert math.isnan(RoutingMonitor(capacity=2048).step(act, v, hack, adv_bad)["auroc"])
 
 
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.bfloat16])
+def test_monitor_empty_batch(dtype: Any) -> None:
+    """A step with no rollouts (every one filtered out upstream) reports nan and leaves the buffer alone."""
+    g = torch.Generator().manual_seed(11)
+    mon = RoutingMonitor(capacity=64, warmup=0)
+    mon.step(*_batch(g, 20))
+    row = mon.step(torch.zeros(0, 16, dtype=dtype), torch.ones(16, dtype=dtype), torch.zeros(0, dtype=torch.bool))
+    assert all(math.isnan(row[k]) for k in ("auroc", "cos", "keep", "resid", "rout")), row
+    assert mon.buffer().numel() == 20 and not math.isnan(row["tlo"])
+
+
 def test_monitor_state_dict_roundtrip() -> None:
     g = torch.Generator().manual_seed(4)
     a = RoutingMonitor(capacity=256, warmup=50)
@@ -542,6 +553,39 @@ def test_monitor_cuda_no_sync() -> None:
         ref = cpu.step(*(t.cpu() for t in b), g_keep=[grads[0].cpu()], g_quar=[grads[0].cpu()])
         for k in COLUMNS:  # float64 on both sides; only reduction order differs
             assert same(row[k], ref[k], 1e-9), (k, row[k], ref[k])
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+@pytest.mark.parametrize("nan_policy", ["propagate", "drop"])
+def test_monitor_cuda_matches_cpu_on_hostile_steps(nan_policy: str) -> None:
+    """Step by step, the GPU monitor gives the CPU monitor's columns: through warmup, a buffer that wraps, an empty
+    batch, one rollout, a batch with one class, non-finite activations, advantages and labels, and the scores path."""
+    dev = torch.device("cuda")
+    g = torch.Generator().manual_seed(9)
+    kw: dict[str, Any] = {"capacity": 3000, "warmup": 700, "nan_policy": nan_policy}
+    gpu = RoutingMonitor(device=dev, proj_dtype=torch.float64, **kw)
+    cpu = RoutingMonitor(**kw)
+    steps: list[dict[str, Any]] = []
+    for n in (500, 300, 1, 0, 900, 2500):
+        act, v, hack, adv = _batch(g, n, d=64, dtype=torch.bfloat16)
+        steps.append({"act": act, "v_act": v, "hack": hack, "adv": adv})
+    act, v, hack, adv = _batch(g, 800, d=64)
+    act[3, 5], act[10, 0], adv[7], adv[8] = NAN, math.inf, NAN, -math.inf
+    labels = hack.double()
+    labels[20] = NAN
+    steps.append({"act": act, "v_act": v, "hack": labels, "adv": adv, "refreshed": True})
+    steps.append({"act": act, "v_act": v, "hack": torch.zeros(800, dtype=torch.bool), "adv": adv})  # one class
+    scores = torch.randn(1200, generator=g, dtype=torch.float64)
+    scores[::97] = NAN
+    steps.append({"scores": scores, "hack": torch.rand(1200, generator=g) < 0.3})
+    grads = [torch.randn(777, generator=g), None]
+    for i, step in enumerate(steps):
+        want = cpu.step(**step, g_keep=grads, g_quar=grads[:1])
+        on_gpu = {k: (t.to(dev) if isinstance(t, torch.Tensor) else t) for k, t in step.items()}
+        got = gpu.step(**on_gpu, g_keep=[grads[0].to(dev)], g_quar=[grads[0].to(dev)])
+        for k in COLUMNS:
+            assert same(got[k], want[k], 1e-9), (i, k, got[k], want[k])
+    np.testing.assert_allclose(gpu.buffer().cpu().numpy(), cpu.buffer().numpy(), rtol=1e-12, atol=1e-12)
 
 
 def test_import_is_lazy() -> None:

@@ -94,7 +94,7 @@ def project(act: Tensor, v_act: Tensor, dtype: torch.dtype | None = None) -> tup
     n, d = act.shape
     # On the CPU the upcast copy runs in row chunks that stay in cache (one [N, D] float64 copy would cost more
     # than the products); on an accelerator one upcast of the whole block is cheaper than many launches.
-    step = n if act.device.type != "cpu" or act.dtype == dt else max(1, _CPU_CHUNK // max(d, 1))
+    step = max(1, n) if act.device.type != "cpu" or act.dtype == dt else max(1, _CPU_CHUNK // max(d, 1))
     tmp = act.new_empty((min(step, n), d), dtype=dt) if step < n else None  # reused: no allocation per chunk
     dots, norms = [], []
     for lo in range(0, n, step):  # host-side shapes only
