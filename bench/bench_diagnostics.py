@@ -135,35 +135,34 @@ def bench_cuda(reps: int) -> None:
     hack, adv = torch.from_numpy(hack_h).to(dev), torch.from_numpy(adv_h).to(dev)
     gk, gq = [torch.from_numpy(gk_h).to(dev)], [torch.from_numpy(gq_h).to(dev)]
 
-    mon = RoutingMonitor(capacity=CAPACITY, warmup=WARMUP, device=dev)
-    mon.step(scores=torch.from_numpy(fill).to(dev), hack=torch.zeros(CAPACITY, dtype=torch.bool, device=dev))
     anchor = Anchor(fill)
-    run_mon = functools.partial(mon.step, act, v, hack, adv, g_keep=gk, g_quar=gq)
     run_anchor = functools.partial(anchor.step, act_h, v_h, hack_h, adv_h, gk_h, gq_h)
-    for _ in range(3):
-        run_mon()
-    torch.cuda.synchronize()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    queued = max(reps, 50)
-    start.record()
-    pending = [mon.step_async(act, v, hack, adv, g_keep=gk, g_quar=gq) for _ in range(queued)]
-    end.record()
-    torch.cuda.synchronize()
-    gpu_ms = start.elapsed_time(end) / queued
-    pending[-1].get()
-    wall_mon, wall_anchor = interleaved_ms([run_mon, run_anchor], reps)
-    # the ring buffer holds CAPACITY / n = 16 copies of the batch on both sides once each has pushed it 16 times
-    for _ in range(CAPACITY // n):
-        run_anchor()
-    got, want = run_mon(), run_anchor()
-    diff = max(abs(got[k] - want[k]) for k in want)
-    name = torch.cuda.get_device_name(dev)
-    print(f"CUDA {name}, torch {torch.__version__}: N={n} D={dim} bf16, buffer {CAPACITY} (full)")
-    print(f"  GPU time per step (CUDA events over {queued} queued steps): {gpu_ms:.3f} ms   goal <= 1 ms")
-    print(
-        f"  wall per step() with its host sync: {wall_mon:.3f} ms   host anchor (numpy/sklearn/skimage) "
-        f"{wall_anchor:.2f} ms   ratio {wall_mon / wall_anchor:.3f}   max |diff| of the columns {diff:.1e}"
-    )
+    print(f"CUDA {torch.cuda.get_device_name(dev)}, torch {torch.__version__}: N={n} D={dim} bf16, buffer {CAPACITY}")
+    for graph in (True, False):
+        mon = RoutingMonitor(capacity=CAPACITY, warmup=WARMUP, device=dev, cuda_graph=graph)
+        mon.step(scores=torch.from_numpy(fill).to(dev), hack=torch.zeros(CAPACITY, dtype=torch.bool, device=dev))
+        run_mon = functools.partial(mon.step, act, v, hack, adv, g_keep=gk, g_quar=gq)
+        for _ in range(3):
+            run_mon()
+        torch.cuda.synchronize()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        queued = max(reps, 50)
+        start.record()
+        pending = [mon.step_async(act, v, hack, adv, g_keep=gk, g_quar=gq) for _ in range(queued)]
+        end.record()
+        torch.cuda.synchronize()
+        gpu_ms = start.elapsed_time(end) / queued
+        pending[-1].get()
+        wall_mon, wall_anchor = interleaved_ms([run_mon, run_anchor], reps)
+        # the buffer holds CAPACITY / n = 16 copies of the batch on both sides once each has pushed it 16 times
+        for _ in range(CAPACITY // n):
+            run_anchor()
+        got, want = run_mon(), run_anchor()
+        diff = max(abs(got[k] - want[k]) for k in want)
+        print(f"  {'graphed' if graph else 'eager  '}  GPU time per step (CUDA events over {queued} queued steps) "
+              f"{gpu_ms:.3f} ms (goal <= 1 ms); step() wall with its host sync {wall_mon:.3f} ms; host anchor "
+              f"(numpy/sklearn/skimage) {wall_anchor:.2f} ms; ratio {wall_mon / wall_anchor:.3f}; "
+              f"max |diff| {diff:.1e}")  # fmt: skip
 
 
 def main() -> None:

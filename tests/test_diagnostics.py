@@ -534,19 +534,23 @@ def test_standalone_functions_do_not_sync() -> None:
 def test_monitor_cuda_no_sync() -> None:
     dev = torch.device("cuda")
     g = torch.Generator().manual_seed(6)
-    batches = [tuple(t.to(dev) for t in _batch(g, 4096, d=256, dtype=torch.bfloat16)) for _ in range(3)]
+    batches = [tuple(t.to(dev) for t in _batch(g, 4096, d=256, dtype=torch.bfloat16)) for _ in range(4)]
     grads = [torch.randn(1000, device=dev)]
     default = RoutingMonitor(capacity=8192, warmup=1000, device=dev)  # float32 projections
     exact = RoutingMonitor(capacity=8192, warmup=1000, device=dev, proj_dtype=torch.float64)
-    pending = []
+    # the second step of a batch size captures its CUDA graph (a one-off synchronisation), outside the window
+    pending = [exact.step_async(*b, g_keep=grads, g_quar=grads) for b in batches[:2]]
+    for b in batches[:2]:
+        default.step_async(*b, g_keep=grads, g_quar=grads)
     torch.cuda.synchronize()
     torch.cuda.set_sync_debug_mode("error")  # any synchronising call inside the steps raises
     try:
-        for b in batches:
+        for b in batches[2:]:
             default.step_async(*b, g_keep=grads, g_quar=grads)
             pending.append(exact.step_async(*b, g_keep=grads, g_quar=grads))
     finally:
         torch.cuda.set_sync_debug_mode(0)
+    assert exact.cuda_graph and default.cuda_graph  # the steps in the window replayed graphs
     rows = [p.get() for p in pending]
     cpu = RoutingMonitor(capacity=8192, warmup=1000)
     for b, row in zip(batches, rows, strict=True):
@@ -586,6 +590,28 @@ def test_monitor_cuda_matches_cpu_on_hostile_steps(nan_policy: str) -> None:
         for k in COLUMNS:
             assert same(got[k], want[k], 1e-9), (i, k, got[k], want[k])
     np.testing.assert_allclose(gpu.buffer().cpu().numpy(), cpu.buffer().numpy(), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_monitor_cuda_graph_replays_match_eager() -> None:
+    """Replayed graphs give the eager values: queued steps keep their own results, more batch sizes than graphs
+    kept, and a state reload (which replaces the buffer the graphs point at)."""
+    dev = torch.device("cuda")
+    g = torch.Generator().manual_seed(12)
+    sizes = [256, 256, 256, 100, 256, 100, 100, 37, 512, 512, 640, 640, 700, 700, 256, 800, 800, 37, 256, 100]
+    batches = [tuple(t.to(dev) for t in _batch(g, n, d=32)) for n in sizes]
+    kw: dict[str, Any] = {"capacity": 2048, "warmup": 300, "device": dev, "proj_dtype": torch.float64}
+    graphed = RoutingMonitor(**kw)
+    eager = RoutingMonitor(**kw, cuda_graph=False)
+    pending = [graphed.step_async(*b) for b in batches]  # queued back to back, read afterwards
+    for i, (b, p) in enumerate(zip(batches, pending, strict=True)):
+        got, want = p.get(), eager.step(*b)
+        assert all(same(got[k], want[k], 1e-12) for k in COLUMNS), (i, got, want)
+    assert graphed.cuda_graph and any(v is not None for v in graphed._graphs.values())  # graphs were replayed
+    graphed.load_state_dict(eager.state_dict())
+    for i, b in enumerate(batches[:4]):
+        got, want = graphed.step(*b), eager.step(*b)
+        assert all(same(got[k], want[k], 1e-12) for k in COLUMNS), (i, got, want)
 
 
 def test_import_is_lazy() -> None:

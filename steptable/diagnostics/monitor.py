@@ -15,8 +15,10 @@ copy, so the caller can decide when to pay for it.
 
 from __future__ import annotations
 
+import warnings
+from collections import OrderedDict
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 import torch.distributed as dist
@@ -45,6 +47,17 @@ _DEVICE_COLUMNS = COLUMNS[:-1]  # "stale" is a host counter
 _N_ROWS = 5  # score, label (1/0, nan if not finite), adv > 0 (1/0, nan if not finite), cosine, valid (1/0)
 _NAN = float("nan")
 _INF = float("inf")
+#: CUDA graphs kept per monitor (one per batch size seen at least twice), least recently used dropped first
+_MAX_GRAPHS = 4
+
+
+class _Graph(NamedTuple):
+    """A captured ``_compute``: copy the step's rows and squared norms into ``rows``/``sq``, replay, read ``out``."""
+
+    graph: Any  # torch.cuda.CUDAGraph
+    rows: Tensor
+    sq: Tensor
+    out: Tensor
 
 
 def _move(t: Tensor, device: torch.device) -> Tensor:
@@ -102,6 +115,12 @@ class RoutingMonitor:
     sharded_grads  False (default): qmass uses this rank's gradients as given (with DDP they are already
                    all-reduced, so all ranks agree); True: the squared norms are summed across ranks (FSDP/ZeRO
                    shards) in the same all_gather.
+    cuda_graph     True (default): on a CUDA device, the fixed-shape part of the step (AUROC, buffer update,
+                   moments, Otsu, shares: ~320 small kernels) is captured as a CUDA graph the second time a batch
+                   size (rollouts after gathering) is seen, and replayed from then on, so a step costs a few dozen
+                   launches instead of hundreds. The capture synchronises once per batch size; at most
+                   ``_MAX_GRAPHS`` sizes are kept. A capture that fails is reported once and the monitor stays
+                   eager. False: always eager.
 
     Per step (``step``): scores ``s_i = act_i . v_act`` (or ``scores=``) are pushed into the buffer first, so the
     buffer statistics include the current step; the buffer is z-scored with its mean and population std
@@ -126,6 +145,7 @@ class RoutingMonitor:
         group: dist.ProcessGroup | None = None,
         pad_to: int | None = None,
         sharded_grads: bool = False,
+        cuda_graph: bool = True,
     ) -> None:
         if capacity < 1:
             raise ValueError(f"capacity must be >= 1, got {capacity}")
@@ -145,6 +165,8 @@ class RoutingMonitor:
         self.group = group
         self.pad_to = pad_to
         self.sharded_grads = sharded_grads
+        self.cuda_graph = cuda_graph
+        self._graphs: OrderedDict[int, _Graph | None] = OrderedDict()  # batch size -> graph (None: seen once)
         self.device: torch.device | None = torch.device(device) if device is not None else None
         self._stale = 0
         self._steps = 0
@@ -161,6 +183,7 @@ class RoutingMonitor:
         if device.type == "cuda" and device.index is None:
             device = torch.device("cuda", torch.cuda.current_device())
         self.device = device
+        self._graphs.clear()  # captured graphs point at the tensors being replaced
         self._buf = torch.zeros(self.capacity + 1, dtype=STAT_DTYPE, device=device)
         self._head = torch.zeros((), dtype=torch.int64, device=device)
         self._count = torch.zeros((), dtype=torch.int64, device=device)
@@ -303,7 +326,7 @@ class RoutingMonitor:
                 rows, sq_all = gather_rows(rows, sq, world, self.pad_to, self.group)
                 if self.sharded_grads:
                     sq = sq_all.sum(0)
-            values = self._compute(rows, sq)
+            values = self._compute_maybe_graphed(rows, sq)
         pending = PendingStats(values, self._stale)
         self._stale += 1
         self._steps += 1
@@ -367,8 +390,9 @@ class RoutingMonitor:
         pos = torch.where(write, torch.remainder(head + r, cap), cap)
         buf.scatter_(0, pos, s)
         written = n_new - skip
-        self._head = torch.remainder(head + written, cap)
-        self._count = (count + written).clamp(max=cap)
+        # in place: a captured graph keeps reading and writing these very tensors
+        head.copy_(torch.remainder(head + written, cap))
+        count.copy_((count + written).clamp(max=cap))
 
     def _moments(self) -> tuple[Tensor, Tensor]:
         """Mean and population std (ddof=0) of the buffered scores (nan when the buffer is empty)."""
@@ -379,6 +403,65 @@ class RoutingMonitor:
         dev = (b - mean) * (slots < count)
         std = torch.sqrt((dev * dev).sum() / nf)
         return mean, std
+
+    def _compute_maybe_graphed(self, rows: Tensor, sq: Tensor) -> Tensor:
+        """``_compute``, replayed from a CUDA graph once this batch size has been seen before (see ``cuda_graph``)."""
+        if not (self.cuda_graph and rows.is_cuda) or torch.cuda.is_current_stream_capturing():
+            return self._compute(rows, sq)
+        n = rows.shape[1]
+        if n not in self._graphs:  # first sighting: eager (a size seen once is not worth a capture)
+            self._remember(n, None)
+            return self._compute(rows, sq)
+        g = self._graphs[n]
+        if g is None:
+            g = self._capture(rows, sq)
+            if g is None:
+                return self._compute(rows, sq)
+            self._remember(n, g)
+        self._graphs.move_to_end(n)
+        g.rows.copy_(rows)
+        g.sq.copy_(sq)
+        g.graph.replay()
+        return g.out.clone()  # the graph rewrites ``out`` at every replay; a pending step keeps its own copy
+
+    def _remember(self, n: int, g: _Graph | None) -> None:
+        self._graphs[n] = g
+        self._graphs.move_to_end(n)
+        while len(self._graphs) > 2 * _MAX_GRAPHS or sum(v is not None for v in self._graphs.values()) > _MAX_GRAPHS:
+            self._graphs.popitem(last=False)
+
+    def _capture(self, rows: Tensor, sq: Tensor) -> _Graph | None:
+        """Capture ``_compute`` for this batch size; None (and the monitor stays eager) if capturing fails."""
+        buf, head, count, _ = self._st()
+        saved = (buf.clone(), head.clone(), count.clone())
+
+        def restore() -> None:
+            buf.copy_(saved[0])
+            head.copy_(saved[1])
+            count.copy_(saved[2])
+
+        static_rows, static_sq = rows.clone(), sq.clone()
+        main = torch.cuda.current_stream(rows.device)
+        side = torch.cuda.Stream(device=rows.device)  # type: ignore[no-untyped-call]
+        try:
+            # warm-up on a side stream (allocations, library handles), as CUDA graph capture requires; it updates
+            # the buffer, so the state is put back before the capture records the real step
+            side.wait_stream(main)
+            with torch.cuda.stream(side):
+                self._compute(static_rows, static_sq)
+            main.wait_stream(side)
+            restore()
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph, capture_error_mode="thread_local"):
+                out = self._compute(static_rows, static_sq)
+        except Exception as exc:  # an unsupported op or driver: the eager path computes the same values
+            main.wait_stream(side)
+            restore()
+            self.cuda_graph = False
+            self._graphs.clear()
+            warnings.warn(f"RoutingMonitor: CUDA graph capture failed, running eagerly ({exc!r})", stacklevel=4)
+            return None
+        return _Graph(graph, static_rows, static_sq, out)
 
     def _compute(self, rows: Tensor, sq: Tensor) -> Tensor:
         s, label, sel, cos, valid_f = rows.unbind(0)
