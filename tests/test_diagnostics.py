@@ -614,6 +614,29 @@ def test_monitor_cuda_graph_replays_match_eager() -> None:
         assert all(same(got[k], want[k], 1e-12) for k in COLUMNS), (i, got, want)
 
 
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_monitor_cuda_graph_capture_failure_falls_back(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A capture that fails is reported once; the step it happened in and the later ones equal the eager monitor's
+    (the capture's warm-up updated the buffer, which must be put back)."""
+    dev = torch.device("cuda")
+    g = torch.Generator().manual_seed(13)
+    batches = [tuple(t.to(dev) for t in _batch(g, 300, d=32)) for _ in range(5)]
+    kw: dict[str, Any] = {"capacity": 1024, "warmup": 200, "device": dev, "proj_dtype": torch.float64}
+    failing = RoutingMonitor(**kw)
+    eager = RoutingMonitor(**kw, cuda_graph=False)
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("capture not supported here")
+
+    monkeypatch.setattr(torch.cuda, "graph", broken)
+    with pytest.warns(UserWarning, match="CUDA graph capture failed") as caught:
+        for b in batches:
+            got, want = failing.step(*b), eager.step(*b)
+            assert all(same(got[k], want[k], 0.0) for k in COLUMNS), (got, want)
+    assert len([w for w in caught if "CUDA graph" in str(w.message)]) == 1 and not failing.cuda_graph
+    np.testing.assert_array_equal(failing.buffer().cpu().numpy(), eager.buffer().cpu().numpy())
+
+
 def test_import_is_lazy() -> None:
     code = "import sys, steptable.diagnostics; assert 'torch' not in sys.modules; print('ok')"
     root = str(Path(__file__).resolve().parents[1])

@@ -119,8 +119,9 @@ class RoutingMonitor:
                    moments, Otsu, shares: ~320 small kernels) is captured as a CUDA graph the second time a batch
                    size (rollouts after gathering) is seen, and replayed from then on, so a step costs a few dozen
                    launches instead of hundreds. The capture synchronises once per batch size; at most
-                   ``_MAX_GRAPHS`` sizes are kept. A capture that fails is reported once and the monitor stays
-                   eager. False: always eager.
+                   ``_MAX_GRAPHS`` sizes are kept, each with its own workspace (a few buffer-sized float64
+                   arrays). A capture that fails is reported once and the monitor stays eager. False: always
+                   eager (also the choice for batch sizes that never repeat).
 
     Per step (``step``): scores ``s_i = act_i . v_act`` (or ``scores=``) are pushed into the buffer first, so the
     buffer statistics include the current step; the buffer is z-scored with its mean and population std
