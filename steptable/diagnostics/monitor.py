@@ -167,7 +167,8 @@ class RoutingMonitor:
         self.pad_to = pad_to
         self.sharded_grads = sharded_grads
         self.cuda_graph = cuda_graph
-        self._graphs: OrderedDict[int, _Graph | None] = OrderedDict()  # batch size -> graph (None: seen once)
+        # (batch size, settings the computation bakes in) -> graph (None: seen once)
+        self._graphs: OrderedDict[tuple[Any, ...], _Graph | None] = OrderedDict()
         self.device: torch.device | None = torch.device(device) if device is not None else None
         self._stale = 0
         self._steps = 0
@@ -409,25 +410,25 @@ class RoutingMonitor:
         """``_compute``, replayed from a CUDA graph once this batch size has been seen before (see ``cuda_graph``)."""
         if not (self.cuda_graph and rows.is_cuda) or torch.cuda.is_current_stream_capturing():
             return self._compute(rows, sq)
-        n = rows.shape[1]
-        if n not in self._graphs:  # first sighting: eager (a size seen once is not worth a capture)
-            self._remember(n, None)
+        key = (rows.shape[1], self.nan_policy, self.warmup, self.nbins)  # public attributes a user may change
+        if key not in self._graphs:  # first sighting: eager (a size seen once is not worth a capture)
+            self._remember(key, None)
             return self._compute(rows, sq)
-        g = self._graphs[n]
+        g = self._graphs[key]
         if g is None:
             g = self._capture(rows, sq)
             if g is None:
                 return self._compute(rows, sq)
-            self._remember(n, g)
-        self._graphs.move_to_end(n)
+            self._remember(key, g)
+        self._graphs.move_to_end(key)
         g.rows.copy_(rows)
         g.sq.copy_(sq)
         g.graph.replay()
         return g.out.clone()  # the graph rewrites ``out`` at every replay; a pending step keeps its own copy
 
-    def _remember(self, n: int, g: _Graph | None) -> None:
-        self._graphs[n] = g
-        self._graphs.move_to_end(n)
+    def _remember(self, key: tuple[Any, ...], g: _Graph | None) -> None:
+        self._graphs[key] = g
+        self._graphs.move_to_end(key)
         while len(self._graphs) > 2 * _MAX_GRAPHS or sum(v is not None for v in self._graphs.values()) > _MAX_GRAPHS:
             self._graphs.popitem(last=False)
 
@@ -448,12 +449,12 @@ class RoutingMonitor:
             # warm-up on a side stream (allocations, library handles), as CUDA graph capture requires; it updates
             # the buffer, so the state is put back before the capture records the real step
             side.wait_stream(main)
-            with torch.cuda.stream(side):
+            with torch.cuda.device(rows.device), torch.cuda.stream(side):
                 self._compute(static_rows, static_sq)
             main.wait_stream(side)
             restore()
             graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(graph, capture_error_mode="thread_local"):
+            with torch.cuda.device(rows.device), torch.cuda.graph(graph, capture_error_mode="thread_local"):
                 out = self._compute(static_rows, static_sq)
         except Exception as exc:  # an unsupported op or driver: the eager path computes the same values
             main.wait_stream(side)

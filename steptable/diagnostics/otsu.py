@@ -82,7 +82,8 @@ def _pair_penalty(nbins: int, device: torch.device) -> Tensor:
         ar = torch.arange(nbins, device=device)
         allowed = (ar[None, :] > ar[:, None]) & (ar[None, :] <= nbins - 2)
         cached = torch.zeros(nbins, nbins, dtype=STAT_DTYPE, device=device).masked_fill_(~allowed, float("-inf"))
-        _PENALTY[key] = cached
+        if not (device.type == "cuda" and torch.cuda.is_current_stream_capturing()):
+            _PENALTY[key] = cached  # a tensor made inside a CUDA graph capture holds nothing until a replay
     return cached
 
 
