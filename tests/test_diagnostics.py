@@ -612,6 +612,12 @@ def test_monitor_cuda_graph_replays_match_eager() -> None:
     for i, b in enumerate(batches[:4]):
         got, want = graphed.step(*b), eager.step(*b)
         assert all(same(got[k], want[k], 1e-12) for k in COLUMNS), (i, got, want)
+    graphed.nan_policy = eager.nan_policy = "drop"  # settings baked into a graph: changing one recaptures
+    for i, b in enumerate(batches[:3]):
+        bad = b[0].clone()
+        bad[0, 0] = NAN
+        got, want = graphed.step(bad, *b[1:]), eager.step(bad, *b[1:])
+        assert all(same(got[k], want[k], 1e-12) for k in COLUMNS) and not math.isnan(got["tlo"]), (i, got, want)
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
