@@ -10,7 +10,8 @@
 values of a step are packed into one float64 tensor and brought to the host by exactly one blocking copy at the
 very end (``PendingStats.get``); nothing before it synchronises: no ``.item()``, no boolean indexing, no
 ``nonzero``/``unique``, no Python branch on a tensor value. ``step_async`` returns the packed values before that
-copy, so the caller can decide when to pay for it.
+copy, so the caller can decide when to pay for it. On CUDA, the fixed-shape part of the step is replayed from a
+CUDA graph once a batch size repeats; capturing it synchronises once per batch size (see ``cuda_graph``).
 """
 
 from __future__ import annotations
