@@ -15,10 +15,12 @@ from __future__ import annotations
 import json
 import math
 import os
+import sys
 import threading
 import time
+import weakref
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -35,6 +37,44 @@ from steptable.writer import RunWriter
 
 JSONL_NAME = "metrics.jsonl"
 TABLE_NAME = "table.txt"
+
+#: value types kept as they are for the end-of-run dump (immutable: a later in-place update cannot change them)
+_PLAIN = frozenset({int, float, str, bool, type(None), bytes})
+
+#: loggers alive in this process, so a forked child (a DataLoader worker) can be told it is not the writer
+_LIVE: weakref.WeakSet[StepLogger] = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    for lg in list(_LIVE):
+        lg._forked = True
+        lg._lock = threading.RLock()  # the parent's lock may have been held by another thread at the fork
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def _frozen(value: Any) -> Any:
+    """The value as it is now: a tensor or array that the loop updates in place is read at log time."""
+    if isinstance(value, list):
+        return tuple(value)
+    try:
+        item = getattr(value, "item", None)
+        if callable(item) and getattr(value, "ndim", 0) == 0:
+            return item()
+    except Exception:
+        pass
+    return value
+
+
+def _caller_depth() -> int:
+    """loguru ``depth`` of the first frame outside steptable, so the verbose file names the caller's line."""
+    depth, frame = 1, sys._getframe(2)
+    while frame is not None and str(frame.f_globals.get("__name__", "")).startswith("steptable."):
+        frame = frame.f_back  # type: ignore[assignment]
+        depth += 1
+    return depth
 
 
 class StepLogger:
@@ -80,6 +120,10 @@ class StepLogger:
         # writer's pending queue are shared state. Uncontended, the lock costs well under a microsecond per row.
         self._lock = threading.RLock()
         self._alerts = AlertEngine() if alerts else None
+        self._forked = False  # set in a child process created by fork(): it never prints or writes
+        self._table: Path | None = None
+        self._topic = f"steplogger-{id(self)}"  # failures are reported once per logger and kind
+        _LIVE.add(self)
 
     # ------------------------------------------------------------------------------------------------ rendering
     def header(self) -> str:
@@ -102,7 +146,10 @@ class StepLogger:
 
         Returns the rendered line (None on non-zero ranks, which print and write nothing).
         """
-        if not self.is_writer or self._closed:
+        if not self.is_writer or self._forked:
+            return None
+        if self._closed:
+            report_once(f"{self._topic}-closed", "steptable: StepLogger.log called after close(); row not recorded")
             return None
         try:
             with self._lock:
@@ -110,7 +157,9 @@ class StepLogger:
                     return None
                 return self._log(cells)
         except Exception as e:  # the loop must survive anything we do wrong
-            report_once("steplogger", f"steptable: StepLogger.log failed ({e!r}); training goes on")
+            report_once(
+                f"{self._topic}-{type(e).__name__}", f"steptable: StepLogger.log failed ({e!r}); training goes on"
+            )
             return None
 
     def _log(self, cells: Mapping[str, Any]) -> str:
@@ -127,7 +176,7 @@ class StepLogger:
         if self._writer is not None:
             self._writer.write(record)
         view = cells if "step" in cells else {**cells, "step": step}
-        self._recent.append(dict(view))
+        self._recent.append({k: v if type(v) in _PLAIN else _frozen(v) for k, v in view.items()})
 
         first = self._rows == 0
         header_due = first or bool(self.header_every and self._rows % self.header_every == 0)
@@ -148,12 +197,13 @@ class StepLogger:
     def _emit(self, text: str, level: str = "INFO") -> None:
         if not self.console:
             return
-        logger.opt(depth=2).log(level, text)
+        logger.opt(depth=_caller_depth()).log(level, text)
 
     def _warn(self, text: str) -> None:
         msg = f"steptable: {text}"
         try:
-            logger.warning(msg)
+            # console=False: a TUI owns the terminal; the warning goes to the verbose file only
+            logger.bind(steptable_console=self.console).opt(depth=_caller_depth()).warning(msg)
         except Exception:
             report_once(text, msg)
 
@@ -167,8 +217,8 @@ class StepLogger:
         extra = [c for c in self.cols if not c.stream]
         if extra:
             parts.append(render.legend(extra, title="dump-only columns:"))
-        if self._writer is not None and self.run_dir is not None:
-            parts.append(f"all rows, every column: {self.run_dir / TABLE_NAME}")
+        if self._table is not None:
+            parts.append(f"all rows, every column: {self._table}")
         return "\n".join(parts)
 
     def write_table(self) -> Path | None:
@@ -199,18 +249,32 @@ class StepLogger:
             self._close()
 
     def _close(self) -> None:
-        if self._closed or not self.is_writer:
-            self._closed = True
+        if self._closed or not self.is_writer or self._forked:
+            self._closed = True  # a forked child leaves the file, the table and the dump to its parent
             return
         self._closed = True
-        try:
-            if self._writer is not None:
-                self._writer.close()
-            if self._rows:
-                self.write_table()
-                self._emit(self.dump(), level="INFO")
-        except Exception as e:
-            report_once("steplogger-close", f"steptable: StepLogger.close failed ({e!r})")
+        steps: tuple[tuple[str, Callable[[], None]], ...] = (
+            ("the final flush", self._final_flush),
+            ("writing table.txt", self._write_table_at_close),
+            ("the end-of-run dump", self._final_dump),
+        )
+        for what, run in steps:  # each runs whatever the one before did
+            try:
+                run()
+            except Exception as e:
+                report_once(f"{self._topic}-close-{what}", f"steptable: StepLogger.close: {what} failed ({e!r})")
+
+    def _final_flush(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
+
+    def _write_table_at_close(self) -> None:
+        if self._rows:
+            self._table = self.write_table()
+
+    def _final_dump(self) -> None:
+        if self._rows:
+            self._emit(self.dump(), level="INFO")
 
     def __enter__(self) -> StepLogger:
         return self

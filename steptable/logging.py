@@ -15,6 +15,7 @@ from typing import Any
 from loguru import logger
 from tqdm import tqdm
 
+from steptable.formatting import display_width
 from steptable.rank import global_rank
 
 ICONS = {"TRACE": "T", "DEBUG": "D", "INFO": "I", "SUCCESS": "S", "WARNING": "W", "ERROR": "E", "CRITICAL": "C"}
@@ -24,11 +25,12 @@ _removed_default = False
 
 
 def use_colour(stream: Any = None) -> bool:
-    """Colour on a terminal only. FORCE_COLOR (non-empty, not "0") forces it on, NO_COLOR (non-empty) forces it off."""
+    """Colour on a terminal only. FORCE_COLOR (non-empty, not "0") forces it on; NO_COLOR (non-empty) or TERM=dumb
+    turn it off."""
     force = os.environ.get("FORCE_COLOR", "")
     if force and force != "0":
         return True
-    if os.environ.get("NO_COLOR", ""):
+    if os.environ.get("NO_COLOR", "") or os.environ.get("TERM", "") == "dumb":
         return False
     stream = sys.stdout if stream is None else stream
     try:
@@ -56,10 +58,58 @@ class ConsoleSink:
                 tqdm.write(text, file=sys.stdout, end="")
             except UnicodeEncodeError:  # a stdout that cannot encode a character (PYTHONIOENCODING=ascii, C locale)
                 enc = getattr(sys.stdout, "encoding", None) or "ascii"
-                tqdm.write(text.encode(enc, "replace").decode(enc, "replace"), file=sys.stdout, end="")
+                tqdm.write(encodable(text, enc), file=sys.stdout, end="")
         except (OSError, ValueError) as e:
             self.failed = e
             report_once("stdout", f"steptable: console output failed ({e!r}); rows continue in the JSONL and log file")
+
+
+def encodable(text: str, encoding: str) -> str:
+    """``text`` with each character that ``encoding`` cannot write replaced by as many '?' as the cells it took,
+    so a row keeps its width on an ASCII-only terminal."""
+    out = []
+    for ch in text:
+        try:
+            ch.encode(encoding)
+        except UnicodeEncodeError:
+            out.append("?" * display_width(ch))
+        except LookupError:  # an unknown encoding name
+            out.append(ch if ch.isascii() else "?" * display_width(ch))
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+class FileSink:
+    """The verbose log file as a loguru sink: opened on first use, flushed per message, never raising. A failure
+    (disk full, the directory deleted) is reported once; later messages try again."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._fh: Any = None
+
+    def write(self, message: Any) -> None:
+        try:
+            if self._fh is None:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                self._fh = open(self.path, "a", encoding="utf-8", errors="replace")
+            self._fh.write(str(message))
+            self._fh.flush()
+        except (OSError, ValueError) as e:
+            self.stop()
+            report_once(f"logfile-write:{self.path}", f"steptable: cannot write the verbose log {self.path} ({e})")
+
+    def stop(self) -> None:
+        if self._fh is not None:
+            try:
+                self._fh.close()
+            except (OSError, ValueError):
+                pass
+            self._fh = None
+
+
+def _console_record(record: Any) -> bool:
+    return bool(record["extra"].get("steptable_console", True))
 
 
 _reported: set[str] = set()
@@ -115,7 +165,13 @@ def setup_logging(
     prefix = "" if rank == 0 else f"[r{rank}] "
     fmt = ("<level>{level.icon}</level> " if colourise else "{level.icon} ") + prefix.replace("{", "{{") + "{message}"
     _handler_ids.append(
-        logger.add(ConsoleSink(), level=level if rank == 0 else "WARNING", format=fmt, colorize=colourise)
+        logger.add(
+            ConsoleSink(),
+            level=level if rank == 0 else "WARNING",
+            format=fmt,
+            colorize=colourise,
+            filter=_console_record,
+        )
     )
 
     directory = Path(log_dir)
@@ -128,17 +184,18 @@ def setup_logging(
         path = _log_paths[key] = directory / f"{stamp}_{_safe_name(run_id)}{suffix}.log"
     try:
         directory.mkdir(parents=True, exist_ok=True)
-        _handler_ids.append(
-            logger.add(
-                path,
-                level=file_level,
-                format="{time:YYYY-MM-DD HH:mm:ss.SSS} | {level: <8} | {name}:{line} | {message}",
-                encoding="utf-8",
-                errors="replace",  # a lone surrogate in someone's message must not cost the file its line
-                colorize=False,
-                catch=True,
+        sink = FileSink(path)
+        sink.write("")  # open it now, so a directory that cannot hold it is reported here
+        if sink._fh is not None:
+            _handler_ids.append(
+                logger.add(
+                    sink,
+                    level=file_level,
+                    format="{time:YYYY-MM-DD HH:mm:ss.SSS} | {level: <8} | {name}:{line} | {message}",
+                    colorize=False,
+                    catch=True,
+                )
             )
-        )
     except OSError as e:
         report_once(f"logfile:{path}", f"steptable: cannot open the verbose log {path} ({e}); console only")
     return path

@@ -10,63 +10,119 @@ from __future__ import annotations
 import json
 import math
 import os
+import reprlib
 from collections import deque
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, BinaryIO
 
-#: rows kept for retry while the file cannot be written; beyond this the oldest are dropped (and counted)
+#: rows kept for retry while the file cannot be written; beyond this (or MAX_PENDING_BYTES) the oldest are dropped
 MAX_PENDING = 100_000
+MAX_PENDING_BYTES = 256 << 20
 
 
-#: nesting deeper than this (or a container that holds itself) is written as text
+#: nesting deeper than this is written as a short text
 MAX_DEPTH = 32
+#: containers and objects converted per row at most (a structure that shares its parts can be exponentially large)
+MAX_NODES = 20_000
+
+_SHORT = reprlib.Repr()
+_SHORT.maxlevel, _SHORT.maxstring, _SHORT.maxother = 3, 200, 200
 
 
 def _text(value: Any) -> str:
     try:
+        if isinstance(value, (list, tuple, dict, set, frozenset)):
+            return _SHORT.repr(value)  # bounded, whatever the structure holds
         return str(value)
     except Exception:  # a hostile __str__/__repr__, or an int past str()'s digit limit
-        return f"<unprintable {type(value).__name__}>"
+        try:
+            name = type(value).__name__
+        except Exception:
+            name = "object"
+        return f"<unprintable {name}>"
 
 
-def jsonable(value: Any, _depth: int = 0) -> Any:
+def jsonable(value: Any) -> Any:
     """A JSON-safe copy of a raw value: non-finite -> None, tuples -> lists, scalars of numpy/torch -> float,
-    anything else -> its text. Never raises: one odd value must not cost the row its other metrics."""
-    if value is None or isinstance(value, (bool, str)):
-        return value
-    if isinstance(value, int):
+    anything else -> its text. Never raises, and takes time linear in what it writes (a container that holds
+    itself is written as "<cycle>", one nested past MAX_DEPTH as its short text, and past MAX_NODES containers
+    and objects the rest as "<omitted>"): one odd value must not cost the row its other metrics."""
+    return _Converter().convert(value, 0)
+
+
+class _Converter:
+    __slots__ = ("budget", "path")
+
+    def __init__(self) -> None:
+        self.budget = MAX_NODES
+        self.path: set[int] = set()  # ids of the containers being converted (cycle detection)
+
+    def convert(self, value: Any, depth: int) -> Any:
+        if value is None or type(value) in (bool, str):
+            return value
+        t = type(value)
+        if t is float:
+            return value if math.isfinite(value) else None
+        if t is int:
+            return self._int(value)
+        self.budget -= 1
+        if self.budget < 0:
+            return "<omitted>"
+        try:
+            return self._other(value, depth)
+        except Exception:  # isinstance() itself can raise (a __class__ property); so can iteration
+            return _text(value)
+
+    @staticmethod
+    def _int(value: int) -> Any:
         if value.bit_length() <= 1000:
             return value
         try:  # json.dumps cannot write an int past str()'s digit limit; a 300-digit count is a bug anyway
             return float(value)
         except OverflowError:
             return None
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if _depth >= MAX_DEPTH:
-        return _text(value)
-    if isinstance(value, Mapping):
+
+    def _other(self, value: Any, depth: int) -> Any:
+        if isinstance(value, bool):
+            return bool(value)
+        if isinstance(value, str):
+            return str(value)
+        if isinstance(value, int):
+            return self._int(int(value))
+        if isinstance(value, float):
+            f = float(value)
+            return f if math.isfinite(f) else None
+        container = isinstance(value, (Mapping, list, tuple))
+        if container:
+            if depth >= MAX_DEPTH:
+                return _text(value)
+            key = id(value)
+            if key in self.path:
+                return "<cycle>"
+            self.path.add(key)
+            try:
+                if isinstance(value, Mapping):
+                    return {_text(k): self.convert(v, depth + 1) for k, v in list(value.items())}
+                return [self.convert(v, depth + 1) for v in value]
+            finally:
+                self.path.discard(key)
         try:
-            items = list(value.items())
+            item = getattr(value, "item", None)
+        except Exception:  # a proxy whose __getattr__ raises something other than AttributeError
+            item = None
+        if callable(item):  # numpy / torch 0-d: the caller chose to hand us a tensor; .item() is its sync, not ours
+            try:
+                got = item()
+            except Exception:
+                pass
+            else:
+                if got is not value:
+                    return self.convert(got, depth + 1)
+        try:
+            return self.convert(float(value), depth + 1)
         except Exception:
             return _text(value)
-        return {_text(k): jsonable(v, _depth + 1) for k, v in items}
-    if isinstance(value, (list, tuple)):
-        return [jsonable(v, _depth + 1) for v in value]
-    try:
-        item = getattr(value, "item", None)
-    except Exception:  # a proxy whose __getattr__ raises something other than AttributeError
-        item = None
-    if callable(item):  # numpy / torch 0-d: the caller chose to hand us a tensor; .item() is its sync, not ours
-        try:
-            return jsonable(item(), _depth + 1)
-        except Exception:
-            pass
-    try:
-        return jsonable(float(value), _depth + 1)
-    except Exception:
-        return _text(value)
 
 
 def encode_row(record: Mapping[str, Any]) -> bytes:
@@ -83,6 +139,8 @@ class RunWriter:
         self._warn = warn
         self._fh: BinaryIO | None = None
         self._pending: deque[bytes] = deque()
+        self._pending_bytes = 0
+        self._size = 0  # the file's size after our last write (to settle a write cut short by a signal)
         self.dropped = 0
         self.written = 0
         self._failing: str | None = None
@@ -101,29 +159,45 @@ class RunWriter:
                 self._encode_reported = True
                 self._warn(f"a row could not be encoded ({e!r}); skipped (reported once)")
             return not self._pending
-        if len(self._pending) >= MAX_PENDING:
-            self._pending.popleft()
-            self.dropped += 1
         self._pending.append(line)
+        self._pending_bytes += len(line)
+        while len(self._pending) > MAX_PENDING or (self._pending_bytes > MAX_PENDING_BYTES and len(self._pending) > 1):
+            self._pending_bytes -= len(self._pending.popleft())
+            self.dropped += 1
         return self.flush()
 
     def flush(self) -> bool:
         """Try to write every pending row. Never raises."""
+        reopened = False
         while self._pending:
+            data = self._pending[0]
             try:
                 fh = self._open()
-                data = self._pending[0]
                 n = fh.write(data)  # unbuffered: one write(2) per row
                 if n is None or n < len(data):
                     # A short write (rare: a full disk can cut a row). Keep the rest, so the line completes later.
                     self._pending[0] = data[n or 0 :]
+                    self._pending_bytes -= n or 0
                     raise OSError(f"short write ({n or 0} of {len(data)} bytes)")
+                st = os.fstat(fh.fileno())
+                if st.st_nlink == 0:  # the file (or its directory) was deleted: the row went nowhere
+                    self._close_fh()
+                    if reopened:
+                        raise OSError("the new file vanished too")
+                    reopened = True
+                    self._warn(f"{self.path} was deleted during the run; rows from this one on go to a new file")
+                    continue
                 self._pending.popleft()
+                self._pending_bytes -= len(data)
+                self._size = st.st_size
                 self.written += 1
             except (OSError, ValueError) as e:
                 self._close_fh()
                 self._fail(f"cannot write {self.path} ({e}); {len(self._pending)} row(s) kept for retry")
                 return False
+            except BaseException:  # Ctrl-C (or SystemExit from a signal handler) between the write and its bookkeeping
+                self._settle(data)
+                raise
         if self._failing is not None:
             self._failing = None
             self._warn(f"writing {self.path} works again; late rows written" + self._dropped_note())
@@ -137,10 +211,26 @@ class RunWriter:
             self._failing = text
             self._warn(text)
 
+    def _settle(self, data: bytes) -> None:
+        """After an interrupted write: if ``data`` reached the file whole, it is not pending any more (close()
+        would write it a second time). Decided by the file's size; never raises."""
+        try:
+            if self._fh is None or not self._pending or self._pending[0] is not data:
+                return  # not written yet, or already accounted for
+            size = os.fstat(self._fh.fileno()).st_size
+            if size >= self._size + len(data):
+                self._pending.popleft()
+                self._pending_bytes -= len(data)
+                self.written += 1
+            self._size = size
+        except Exception:
+            pass
+
     def _open(self) -> BinaryIO:
         if self._fh is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._fh = open(self.path, "ab", buffering=0)
+            self._size = os.fstat(self._fh.fileno()).st_size
         return self._fh
 
     def _close_fh(self) -> None:

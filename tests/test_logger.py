@@ -185,7 +185,7 @@ SCRIPT = textwrap.dedent(
     sl = StepLogger(routing_columns(), run_dir=sys.argv[2] + "/arm", arm="arm", alerts=False)
     for step in tqdm(range(30), file=sys.stderr, disable=True):
         odd = mode == "odd" and step == 3  # a lone surrogate (cut UTF-16) and a non-ASCII arrow on an ASCII stdout
-        sl.log({"step": step, "rew": "x\\ud800y" if odd else 0.5, "gt_s": (1, 2)})
+        sl.log({"step": step, "rew": "x\\ud800\u4e2dy" if odd else 0.5, "gt_s": (1, 2)})
     logger.warning("careful")
     sl.close()
     sys.stderr.write("LOOP-FINISHED\\n")
@@ -230,6 +230,9 @@ def test_unencodable_text_does_not_stop_the_console(tmp_path: Path) -> None:
     assert any(line.startswith("I      3 ") for line in lines)  # the odd row, its characters replaced
     assert any(line.startswith("I     29 ") for line in lines) and "end of run: 30 rows" in proc.stdout
     assert "rew_s?" in proc.stdout  # the header's arrow, replaced for an ASCII stdout
+    header = next(line for line in lines if line.startswith("I   step "))
+    rows = [line for line in lines if re.match(r"^I +\d+ ", line)]
+    assert len(rows) == 30 and all(len(line) == len(header) for line in rows)  # a wide character became "??"
 
 
 def test_closed_stdout_loop_survives(tmp_path: Path) -> None:

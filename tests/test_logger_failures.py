@@ -1,0 +1,254 @@
+"""What a training loop does to its logger that a test of the happy path never does: deleting the run directory,
+Ctrl-C in the middle of a write, a full disk under the verbose log, forking a DataLoader worker, updating a logged
+tensor in place, a value that cannot be walked."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from loguru import logger
+
+from steptable import Col, StepLogger, writer
+from steptable.logging import encodable, use_colour
+from steptable.writer import RunWriter, encode_row, jsonable
+
+COLS = [Col("step", 4, "step", "d", "step"), Col("loss", 7, "loss", "+.3f", "loss"), Col("ema", 6, "ema", None, "ema")]
+
+
+@pytest.fixture
+def captured():  # type: ignore[no-untyped-def]
+    lines: list[str] = []
+    hid = logger.add(lambda m: lines.append(str(m)), format="{level.icon} {message}", level="DEBUG")
+    yield lines
+    logger.remove(hid)
+
+
+def _steps(path: Path) -> list[int]:
+    return [json.loads(line)["step"] for line in path.read_text().splitlines()]
+
+
+def test_run_dir_deleted_mid_run_rows_go_to_a_new_file(tmp_path: Path, captured: list[str]) -> None:
+    run = tmp_path / "arm"
+    with StepLogger(COLS, run_dir=run, alerts=False) as sl:
+        for step in range(3):
+            sl.log({"step": step, "loss": 0.1})
+        shutil.rmtree(run)
+        for step in range(3, 6):
+            sl.log({"step": step, "loss": 0.1})
+    assert _steps(run / "metrics.jsonl") == [3, 4, 5]  # nothing after the deletion is lost
+    text = "".join(captured)
+    assert text.count("was deleted during the run") == 1
+    assert f"all rows, every column: {run / 'table.txt'}" in text and (run / "table.txt").exists()
+
+
+class _Interrupting:
+    """A file whose write is followed (or preceded) by a KeyboardInterrupt, as when Ctrl-C lands around write(2)."""
+
+    def __init__(self, fh: Any, after: bool) -> None:
+        self.fh, self.after, self.armed = fh, after, True
+
+    def write(self, data: bytes) -> int:
+        if self.armed and not self.after:
+            self.armed = False
+            raise KeyboardInterrupt
+        n: int = self.fh.write(data)
+        if self.armed:
+            self.armed = False
+            raise KeyboardInterrupt
+        return n
+
+    def fileno(self) -> int:
+        fd: int = self.fh.fileno()
+        return fd
+
+    def close(self) -> None:
+        self.fh.close()
+
+
+@pytest.mark.parametrize("after", [True, False])
+def test_ctrl_c_around_a_write_neither_duplicates_nor_loses_the_row(tmp_path: Path, after: bool) -> None:
+    w = RunWriter(tmp_path / "metrics.jsonl", lambda _: None)
+    w.write({"step": 0})
+    w._fh = _Interrupting(w._fh, after)  # type: ignore[assignment]
+    with pytest.raises(KeyboardInterrupt):
+        w.write({"step": 1})
+    w.close()  # what the ``with StepLogger`` exit does next
+    assert _steps(tmp_path / "metrics.jsonl") == [0, 1]
+
+
+def test_pending_rows_are_capped_in_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(writer, "MAX_PENDING_BYTES", 10_000)
+    warnings: list[str] = []
+    w = RunWriter("/dev/full", warnings.append)
+    for step in range(200):
+        w.write({"step": step, "completion": "x" * 500})
+    assert w.pending < 30 and w.dropped == 200 - w.pending
+    w.close()
+    assert "oldest row(s) dropped" in warnings[-1]
+
+
+def test_jsonable_stays_linear_on_cycles_and_shared_parts() -> None:
+    loop: list[Any] = []
+    loop.append(loop)
+    loop.append(loop)
+    assert jsonable({"x": loop}) == {"x": ["<cycle>", "<cycle>"]}
+    shared: list[Any] = [1]
+    for _ in range(60):  # 2**60 leaves if expanded
+        shared = [shared, shared]
+    line = encode_row({"step": 1, "loss": 0.5, "x": shared})
+    assert len(line) < 5_000_000 and b'"<omitted>"' in line
+    row = json.loads(line)
+    assert row["loss"] == 0.5
+
+
+class _BadIter(list):  # type: ignore[type-arg]
+    def __iter__(self) -> Any:
+        raise RuntimeError("cannot iterate")
+
+
+class _BadClass:
+    @property  # type: ignore[misc]
+    def __class__(self) -> Any:
+        raise RuntimeError("no class")
+
+
+def test_values_that_cannot_be_walked_keep_the_row(tmp_path: Path) -> None:
+    with StepLogger(COLS, run_dir=tmp_path, alerts=False, console=False) as sl:
+        sl.log({"step": 0, "loss": 0.25, "a": _BadIter([1, 2]), "b": _BadClass()})
+    row = json.loads((tmp_path / "metrics.jsonl").read_text())
+    assert row["loss"] == 0.25 and isinstance(row["a"], str) and isinstance(row["b"], str)
+
+
+def test_dump_shows_values_as_logged_not_as_updated_in_place(captured: list[str]) -> None:
+    ema = np.zeros(())
+    sl = StepLogger(COLS, alerts=False, dump_rows=3)
+    for step in range(3):
+        ema += 1.5  # the loop keeps one accumulator and updates it in place
+        sl.log({"step": step, "loss": 0.5, "ema": ema})
+    sl.close()
+    dump = "".join(captured).split("end of run")[1]
+    assert [line.split()[-1] for line in dump.splitlines()[2:5]] == ["1.5", "3", "4.5"]
+
+
+def test_close_still_dumps_when_table_txt_cannot_be_written(
+    tmp_path: Path, captured: list[str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    sl = StepLogger(COLS, run_dir=tmp_path, alerts=False)
+    for step in range(3):
+        sl.log({"step": step, "loss": 0.5})
+
+    def full(*_: Any) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(sl, "write_table", full)
+    sl.close()
+    text = "".join(captured)
+    assert "end of run: 3 rows" in text and "table.txt" not in text  # no promise of a file that is not there
+    assert "writing table.txt failed" in capsys.readouterr().err
+
+
+def test_log_after_close_is_reported_once(capsys: pytest.CaptureFixture[str]) -> None:
+    sl = StepLogger(COLS, alerts=False, console=False)
+    sl.log({"step": 0})
+    sl.close()
+    assert sl.log({"step": 1}) is None and sl.log({"step": 2}) is None
+    assert capsys.readouterr().err.count("called after close()") == 1
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_forked_child_neither_prints_nor_writes(tmp_path: Path) -> None:
+    code = textwrap.dedent(
+        """
+        import os, sys
+        from steptable import Col, StepLogger, setup_logging
+        setup_logging("t", log_dir=sys.argv[1])
+        sl = StepLogger([Col("step", 4, "step", "d")], run_dir=sys.argv[1] + "/arm", alerts=False)
+        sl.log({"step": 0})
+        with sl._lock:  # another thread is inside log() when the DataLoader forks
+            pid = os.fork()
+        if pid == 0:
+            sl.log({"step": 99})
+            sl.close()
+            os._exit(0)
+        os.waitpid(pid, 0)
+        sl.log({"step": 1})
+        sl.close()
+        """
+    )
+    proc = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert _steps(tmp_path / "arm" / "metrics.jsonl") == [0, 1]
+    assert proc.stdout.count("end of run") == 1 and "99" not in proc.stdout
+
+
+def test_verbose_log_on_a_full_disk_is_reported_once(tmp_path: Path) -> None:
+    code = textwrap.dedent(
+        """
+        import os, sys
+        from loguru import logger
+        from steptable import setup_logging
+        path = setup_logging("t", log_dir=sys.argv[1])
+        os.replace(path, path.with_suffix(".old"))
+        os.symlink("/dev/full", path)
+        setup_logging("t", log_dir=sys.argv[1])  # the same run again: the same file, which is now a full disk
+        for i in range(50):
+            logger.info(f"row {i}")
+        sys.stderr.write("DONE\\n")
+        """
+    )
+    proc = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0 and "DONE" in proc.stderr, proc.stderr
+    assert proc.stderr.count("cannot write the verbose log") == 1 and "Traceback" not in proc.stderr
+    assert proc.stdout.count("I row") == 50
+
+
+def test_verbose_log_names_the_callers_line(tmp_path: Path) -> None:
+    from steptable import setup_logging
+
+    path = setup_logging("caller", log_dir=tmp_path)
+    sl = StepLogger(COLS, alerts=False)
+    sl.log({"step": 0, "loss": 0.5})
+    sl.close()
+    text = path.read_text()
+    assert f"{__name__}:" in text and "steptable.logger:" not in text
+
+
+def test_console_false_keeps_warnings_off_the_console(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from steptable import setup_logging
+
+    path = setup_logging("quiet", log_dir=tmp_path)
+    sl = StepLogger(COLS, alerts=False, console=False)
+    sl._writer = RunWriter("/dev/full", sl._warn)
+    sl.log({"step": 0})
+    sl.close()
+    assert "cannot write /dev/full" not in capsys.readouterr().out  # a TUI owns that terminal
+    assert "cannot write /dev/full" in path.read_text()
+
+
+def test_no_colour_on_a_dumb_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    class Tty:
+        def isatty(self) -> bool:
+            return True
+
+    monkeypatch.delenv("FORCE_COLOR", raising=False)
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    monkeypatch.setenv("TERM", "xterm-256color")
+    assert use_colour(Tty())
+    monkeypatch.setenv("TERM", "dumb")
+    assert not use_colour(Tty())
+    monkeypatch.setenv("FORCE_COLOR", "1")
+    assert use_colour(Tty())
+
+
+def test_encodable_keeps_display_width() -> None:
+    assert encodable("a\u4e2db\u00e9c", "ascii") == "a??b?c"
+    assert encodable("a\u4e2db", "utf-8") == "a\u4e2db"
