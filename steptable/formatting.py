@@ -37,12 +37,20 @@ _ESC_SEQ = re.compile(
     r"|\x9b[0-?]*[ -/]*[@-~]"  # 8-bit CSI
     r"|[\x90\x9d\x98\x9e\x9f][^\x07\x1b\x9c]*(?:\x07|\x9c|\x1b\\)?"  # 8-bit OSC/DCS/SOS/PM/APC
 )
-_BIDI = "\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u061c"
-_CONTROLS = re.compile("[\x00-\x1f\x7f-\x9f" + _BIDI + "\ud800-\udfff]")  # + lone surrogates: no encoder takes them
+# Every Unicode format character (category Cf: bidi overrides and isolates, zero-width spaces, the soft hyphen,
+# word joiners, BOM, interlinear annotations, and the tag characters that can carry text no one sees) except the
+# zero-width joiner of emoji sequences; terminals disagree on their widths, and none of them belongs in a metric.
+_FORMAT_CHARS = (
+    "\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890-\u0891\u08e2\u180e\u200b-\u200c\u200e-\u200f\u202a-\u202e"
+    "\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\U000110bd\U000110cd\U00013430-\U00013438\U0001bca0-\U0001bca3"
+    "\U0001d173-\U0001d17a\U000e0001\U000e0020-\U000e007f"
+)
+# + lone surrogates (no encoder takes them) and the line/paragraph separators (str.splitlines() breaks on them)
+_CONTROLS = re.compile("[\x00-\x1f\x7f-\x9f" + _FORMAT_CHARS + "\ud800-\udfff\u2028\u2029]")
 
 
 def sanitize(text: str, *, keep_newlines: bool = False) -> str:
-    """Make untrusted text inert for a terminal: strip escape sequences, controls and bidi overrides.
+    """Make untrusted text inert for a terminal: strip escape sequences, controls and format characters.
 
     Tabs become a space; newlines become the visible "⏎" unless ``keep_newlines``. Markup characters are not
     touched here (they are plain text on stdout); the app renders through Rich ``Text`` objects, never markup.
@@ -51,7 +59,7 @@ def sanitize(text: str, *, keep_newlines: bool = False) -> str:
         return text
     text = _ESC_SEQ.sub("", text)
     if keep_newlines:
-        text = text.replace("\r\n", "\n")
+        text = text.replace("\r\n", "\n").replace("\u2028", "\n").replace("\u2029", "\n")
         parts = text.split("\n")
         return "\n".join(_CONTROLS.sub(_control_repl, p) for p in parts)
     return _CONTROLS.sub(_control_repl, text.replace("\r\n", "\n"))
@@ -61,7 +69,7 @@ def _control_repl(m: re.Match[str]) -> str:
     ch = m.group(0)
     if ch == "\t":
         return " "
-    if ch == "\n":
+    if ch in "\n\u2028\u2029":
         return "⏎"
     if "\ud800" <= ch <= "\udfff":
         return "\ufffd"
@@ -299,9 +307,16 @@ def _format_value(value: Any, fmt: str | None, width: int) -> str:
                 return s if len(s) <= width else fit_number(value, width)
             return fit_number(value, width)
         s = _compact_exponent(format(value, fmt)) if fmt[-1:] in "eEgG" else format(value, fmt)
-        if len(s) > width or (s.lstrip("+-").strip("0.") == "" and value != 0):
-            # Too wide, or rounded to zero by a fixed spec (.2f of 3e-4): show the magnitude instead.
-            return fit_number(value, width)
+        if len(s) > width or (s.lstrip("+-").rstrip("%").strip("0.") == "" and value != 0):
+            # Too wide, or rounded to zero by a fixed spec (.2f of 3e-4): show the magnitude instead,
+            # still in percent for a percent spec.
+            if fmt.endswith("%") and width >= 2:
+                fitted = fit_number(value * 100, width - 1) + "%"
+            else:
+                fitted = fit_number(value, width)
+            if len(s) <= width and fitted.strip("#%") == "":
+                return s  # no form shows the magnitude here: the spec's rounding beats a row of '#'
+            return fitted
         return s
     pair = _as_frac(value)
     if pair is not None:

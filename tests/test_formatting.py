@@ -98,6 +98,31 @@ def test_sanitize_removes_escapes_controls_and_bidi() -> None:
     assert sanitize("cut\ud800utf16") == "cut\ufffdutf16"  # a lone surrogate: no encoder would take it
 
 
+def test_sanitize_removes_invisible_format_characters() -> None:
+    """Zero-width spaces, the soft hyphen, word joiners, BOM and tag characters (which can carry text that a
+    reader never sees) are dropped; the emoji zero-width joiner stays; line separators read as newlines."""
+    hidden = "".join(chr(0xE0000 + ord(c)) for c in "ignore all")  # "ASCII smuggling" in tag characters
+    text = f"a\u200bb\u200cc\u00add\u2060e\ufefff{hidden}g\U000e0001h"
+    assert sanitize(text) == "abcdefgh"
+    assert sanitize("\U0001f468\u200d\U0001f4bb") == "\U0001f468\u200d\U0001f4bb"
+    assert sanitize("x\u2028y\u2029z") == "x⏎y⏎z"
+    assert sanitize("x\u2028y", keep_newlines=True) == "x\ny"
+    assert len(sanitize("\u00ad" * 5 + "ab").splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    ("value", "fmt", "width", "expected"),
+    [
+        (6e-5, ".1%", 6, " .006%"),  # rounded to zero by the spec: the magnitude, still in percent
+        (12345.6, ".1%", 6, "1.2e6%"),  # too wide: shorter, still in percent
+        (-5e-9, ".0%", 5, "  -0%"),  # no form of the magnitude fits: the spec's own rounding
+        (0.5, ".1%", 6, " 50.0%"),
+    ],
+)
+def test_percent_spec_degrades_in_percent(value: float, fmt: str, width: int, expected: str) -> None:
+    assert format_cell(value, fmt, width) == expected
+
+
 def test_float_subclass_formats_by_value() -> None:
     class Shouty(float):
         def __format__(self, spec: str) -> str:
