@@ -59,7 +59,7 @@ def summary_command(args: argparse.Namespace) -> int:
         sys.stderr.write("steptable summary: no metrics files found under " + ", ".join(args.paths) + "\n")
         return 2
     alerts = {
-        s.run: scan(s.steps, {k: s.column(k) for k in s.keys}, s.wall_times if len(s.wall_times) else None)
+        s.run: scan(s.steps, {k: s.cells(k) for k in s.keys}, s.wall_times if len(s.wall_times) else None)
         for s in stores
     }
     columns = [c.strip() for c in args.columns.split(",") if c.strip()] or None

@@ -86,11 +86,37 @@ def _char_width(ch: str) -> int:
     return 2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1
 
 
+def _cells(text: str) -> list[tuple[str, int]]:
+    """Each character with the cells it adds, in context: a character after a zero-width joiner belongs to the
+    emoji before it (0), and the emoji presentation selector U+FE0F widens a 1-cell character to 2 (as terminals
+    draw "\u2764\ufe0f")."""
+    out: list[tuple[str, int]] = []
+    joined = False
+    for ch in text:
+        if joined:
+            out.append((ch, 0))
+            joined = False
+            continue
+        if ch == "\u200d":
+            joined = bool(out)
+            out.append((ch, 0))
+        elif ch == "\ufe0f":
+            widen = bool(out) and out[-1][1] == 1
+            if widen:
+                out[-1] = (out[-1][0], 2)
+            out.append((ch, 0))
+        else:
+            out.append((ch, _char_width(ch)))
+    return out
+
+
 def display_width(text: str) -> int:
-    """Terminal cells taken by ``text`` (wide East Asian characters count 2, combining marks 0)."""
+    """Terminal cells taken by ``text`` (wide East Asian characters and emoji count 2, combining marks 0)."""
     if text.isascii():
         return len(text)
-    return sum(_char_width(ch) for ch in text)
+    if "\u200d" not in text and "\ufe0f" not in text:
+        return sum(_char_width(ch) for ch in text)
+    return sum(w for _, w in _cells(text))
 
 
 def cut(text: str, width: int) -> str:
@@ -101,12 +127,13 @@ def cut(text: str, width: int) -> str:
         return ""
     out: list[str] = []
     used = 0
-    for ch in text:
-        w = _char_width(ch)
+    for ch, w in _cells(text):
         if used + w > width - 1:
             break
         out.append(ch)
         used += w
+    while out and out[-1] == "\u200d":  # no joiner left dangling before the ellipsis
+        out.pop()
     return "".join(out) + ELLIPSIS
 
 

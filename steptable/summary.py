@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from steptable.alerts import Alert, AlertConfig, cell_float, fmt_age, scan
-from steptable.formatting import cut, fit_number, fmt_auto, sanitize
+from steptable.formatting import cut, display_width, fit_number, fmt_auto, pad, sanitize
 
 
 class RunLike(Protocol):
@@ -256,12 +256,12 @@ def _table_text(head: list[str], rows: list[list[str]], align: bool) -> list[str
     """One space between cells; the name column padded when several arms share the table (so their rows line
     up), not for a single run (each pad run costs a token). With ``align`` every column is padded, numbers
     right-aligned and the trend (last, so that a short value leaves no padding token before it) left-aligned."""
-    widths = [max(len(r[j]) for r in [head, *rows]) for j in range(len(head))]
+    widths = [max(display_width(r[j]) for r in [head, *rows]) for j in range(len(head))]
     if not align:
         multi = "arm" in head
         widths = [w if (h == "col" and multi) else 0 for h, w in zip(head, widths, strict=True)]
     num = [h in _HEAD[:4] for h in head]
-    return [" ".join(c.rjust(w) if n else c.ljust(w) for c, w, n in zip(r, widths, num, strict=True)).rstrip()
+    return [" ".join(pad(c, w, "right" if n else "left") for c, w, n in zip(r, widths, num, strict=True)).rstrip()
             for r in [head, *rows]]
 
 
@@ -309,7 +309,7 @@ def summarize(
     order = [(key, i) for key in keys for i in range(len(runs))]
     cells = _cells([stats.get((i, key), ColStats()) for key, i in order], align and not md)
     names = labels or {}
-    rows = [[sanitize(names.get(key, key)) if i == 0 else "", *([tags[i]] if multi else []), *c]
+    rows = [[(sanitize(names.get(key, key)) or '""') if i == 0 else "", *([tags[i]] if multi else []), *c]
             for (key, i), c in zip(order, cells, strict=True)]
     if rows:
         head_row = ["col", *(["arm"] if multi else []), *_HEAD]
@@ -324,5 +324,11 @@ def summarize(
 
 
 def _arm_tag(i: int) -> str:
+    """a..z, aa..zz, aaa...: spreadsheet-style names for any number of arms."""
     letters = "abcdefghijklmnopqrstuvwxyz"
-    return letters[i] if i < 26 else f"{letters[i // 26 - 1]}{letters[i % 26]}"
+    tag = ""
+    i += 1
+    while i:
+        i, r = divmod(i - 1, 26)
+        tag = letters[r] + tag
+    return tag

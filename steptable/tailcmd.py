@@ -50,7 +50,8 @@ class Tail:
         self.args = args
         self.out, self.err = out, err
         self.printed: dict[str, int] = {}  # run -> rows printed (index into the store)
-        self.versions: dict[str, tuple[int, int]] = {}  # run -> (resumes, len) seen, to notice resets
+        self.csv_keys: list[str] | None = None  # the columns of the CSV header printed last
+        self.versions: dict[str, tuple[int, int, int]] = {}  # run -> (resumes, len, generation) seen: resets
         self.since_header: dict[str, int] = {}
         self.errors_seen = 0
         self.engines: dict[str, AlertEngine] = {}
@@ -102,15 +103,15 @@ class Tail:
             done = max(n - a.last, 0) if (a.last and not a.alerts_only) else 0
             if a.alerts_only:
                 done = 0
-        elif seen is not None and (n < seen[1] or len(store.resumes) != seen[0]):
+        elif seen is not None and (n < seen[1] or len(store.resumes) != seen[0] or store.generation != seen[2]):
             # The file was truncated/replaced or the run resumed from a checkpoint: rows from that point changed.
             at = store.resumes[-1] if store.resumes else None
             if not a.alerts_only and a.format == "text":
                 what = f"resumed at step {at}" if at is not None else "file reset"
                 self.out.write(f"── {sanitize(run)}: {what} ──\n")
-            done = min(done, store.index_of_step(at) if at is not None else 0)
+            done = min(done, store.index_of_step(at) if at is not None and store.generation == seen[2] else 0)
             self.since_header[run] = 0
-        self.versions[run] = (len(store.resumes), n)
+        self.versions[run] = (len(store.resumes), n, store.generation)
         rows = [self.schema.derive(r) for r in store.rows(done, n)] if self.schema else store.rows(done, n)
         self.printed[run] = n
         if a.alerts_only:
@@ -123,7 +124,7 @@ class Tail:
             for r in rows:
                 self.out.write(_inert_json(encode_row({"run": run, "arm": store.arm, **r}).decode("utf-8")))
         elif a.format == "csv":
-            self._csv(store, rows, header=first or done == 0)
+            self._csv(store, rows)
         elif a.format == "md":
             self._md(label, rows)
         else:
@@ -139,12 +140,13 @@ class Tail:
                 self.out.write(self.render_row(r) + "\n")
                 self.since_header[run] = k + 1
 
-    def _csv(self, store: RunStore, rows: Sequence[Mapping[str, Any]], header: bool) -> None:
+    def _csv(self, store: RunStore, rows: Sequence[Mapping[str, Any]]) -> None:
         keys = [c.key for c in self.cols]
         buf = io.StringIO()
         w = csv.writer(buf, lineterminator="\n")
-        if header:  # keys, run and arm come from the files too
-            w.writerow(["run", "arm", *(sanitize(k) for k in keys)])
+        if keys != self.csv_keys:  # once, and again only when the columns change (a key that appears later)
+            self.csv_keys = keys
+            w.writerow(["run", "arm", *(sanitize(k) for k in keys)])  # keys, run and arm come from the files too
         run, arm = sanitize(store.run), sanitize(store.arm)
         for r in rows:
             w.writerow([run, arm, *(_csv_cell(r.get(k)) for k in keys)])
@@ -212,9 +214,12 @@ def run_tail(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | 
         follower.finish()  # a file that will not grow: its unterminated last line is a row too
     tail.emit(follower, first=True)
     if not args.follow:
-        if not follower.stores and not args.alerts_only:
+        if not follower.stores:  # --alerts-only too: a mistyped path in CI must not pass as "no alerts"
             err.write("steptable tail: no metrics files found under " + ", ".join(args.paths) + "\n")
             return 2
+        if not any(len(s) for s in follower.stores.values()) and not args.alerts_only:
+            paths = ", ".join(sanitize(str(s.path)) for s in follower.stores.values())
+            err.write(f"steptable tail: no rows yet in {paths}\n")
         return 1 if tail.error_alert else 0
     stop = threading.Event()
     lock = threading.Lock()

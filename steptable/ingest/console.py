@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any, Final
 
+from steptable.ingest.parse import step_of
 from steptable.ingest.store import Parsed
 
 # "step:" not preceded by a word character or a slash (global_step:, timing/step: are not it)
@@ -67,7 +68,9 @@ class ConsoleParser:
             row = parse_console_line(m.group(2).decode("utf-8", "replace").rstrip())
             if row is None:
                 continue
-            step = int(m.group(1))
+            step = step_of(m.group(1).decode("ascii", "replace"))
+            if step is None:  # a step past int64 (or 5000 digits): not a step, and not the end of the log
+                continue
             steps.append(step)
             rows.append({"step": step, **row})
         return Parsed(steps=steps, rows=rows, step_key="step")

@@ -203,13 +203,20 @@ def classify(path: Path, root: Path, label: str | None = None, *, explicit: bool
     return None
 
 
-def sniff_jsonl(path: Path, limit: int = 1 << 16) -> bool | None:
+def sniff_jsonl(path: Path, limit: int = 1 << 16, max_limit: int = 8 << 20) -> bool | None:
     """Does a ``*.jsonl`` hold metric rows? From its first line: an object with a step key or mostly numbers.
 
-    None: no complete first line yet (ask again later)."""
+    The first ``limit`` bytes are read; a first line longer than that (verl's step-0 row with thousands of
+    validation keys) is read on, up to ``max_limit``. None: no complete first line yet (ask again later)."""
     try:
         with open(path, "rb") as f:
             head = f.read(limit)
+            while b"\n" not in head and len(head) >= limit and limit < max_limit:
+                more = f.read(limit)
+                if not more:
+                    break
+                head += more
+                limit *= 2
     except OSError:
         return None
     lines = head.split(b"\n")

@@ -128,7 +128,7 @@ class TypedDecoder:
         Blank lines are skipped (line numbers are the tail's business, and nothing here is reported)."""
         try:
             rows = self._decoder.decode_lines(chunk)
-        except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError):
+        except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError, RecursionError):
             return None
         out: dict[str, Sequence[Any]] = {}
         try:

@@ -21,17 +21,15 @@ _CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
 _DECODER = msgspec.json.Decoder()
 
 
-def newest_trainer_state(run_dir: Path) -> Path | None:
-    """The newest ``trainer_state.json`` of a run directory: in it or in its ``checkpoint-N/`` subdirectories.
-
-    Newest = latest modification time; ties go to the higher checkpoint number (the top-level file counts as the
-    highest, the Trainer writes it last at the end of training)."""
-    best: tuple[int, int] | None = None
-    best_path: Path | None = None
+def trainer_states(run_dir: Path) -> list[Path]:
+    """The ``trainer_state.json`` files of a run directory (in it or in its ``checkpoint-N/`` subdirectories),
+    newest first: latest modification time; ties go to the higher checkpoint number (the top-level file counts as
+    the highest, the Trainer writes it last at the end of training)."""
+    found: list[tuple[int, int, Path]] = []
     try:
         entries = list(os.scandir(run_dir))
     except OSError:
-        return None
+        return []
     for entry in entries:
         if entry.name == "trainer_state.json":
             path, number = Path(entry.path), 1 << 62
@@ -44,9 +42,15 @@ def newest_trainer_state(run_dir: Path) -> Path | None:
             mtime = path.stat().st_mtime_ns
         except OSError:
             continue
-        if best is None or (mtime, number) > best:
-            best, best_path = (mtime, number), path
-    return best_path
+        found.append((mtime, number, path))
+    found.sort(key=lambda t: (t[0], t[1]), reverse=True)
+    return [p for _, _, p in found]
+
+
+def newest_trainer_state(run_dir: Path) -> Path | None:
+    """The newest ``trainer_state.json`` of a run directory (see ``trainer_states``), or None."""
+    states = trainer_states(run_dir)
+    return states[0] if states else None
 
 
 def decode_document(data: bytes) -> Any:
@@ -65,6 +69,8 @@ def parse_trainer_state(data: bytes) -> Parsed:
         doc = decode_document(data)
     except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError) as e:
         raise ValueError(f"invalid JSON: {e}") from None
+    except RecursionError:
+        raise ValueError("invalid JSON: nested too deeply") from None
     history = doc.get("log_history") if type(doc) is dict else None
     if type(history) is not list:
         raise ValueError("no log_history list")

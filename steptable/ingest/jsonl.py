@@ -120,7 +120,7 @@ class JsonlParser:
             if len(objs) != nlines or not all(type(o) is dict for o in objs):
                 raise ValueError
             raw = list(zip(range(lineno, lineno + nlines), objs, strict=True))
-        except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError, ValueError):
+        except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError, ValueError, RecursionError):
             raw = []
             for i, line in enumerate(chunk.split(b"\n")[:nlines]):
                 no = lineno + i

@@ -261,6 +261,8 @@ def decode_line(line: bytes, warn: Callable[[str], None] | None = None) -> dict[
             line = repaired
             if warn is not None:
                 warn("number out of range read as inf (row kept)")
+        except RecursionError:
+            raise LineError("JSON nested too deeply") from None
         except msgspec.DecodeError as e:
             if not fixed and has_nonfinite(line):
                 line, fixed = quote_nonfinite(line), True

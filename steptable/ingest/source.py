@@ -14,7 +14,7 @@ from typing import Protocol
 
 from steptable.ingest.console import ConsoleParser
 from steptable.ingest.discover import Candidate
-from steptable.ingest.hf import newest_trainer_state, parse_trainer_state
+from steptable.ingest.hf import newest_trainer_state, parse_trainer_state, trainer_states
 from steptable.ingest.jsonl import JsonlParser, LineNo
 from steptable.ingest.parse import BadLine
 from steptable.ingest.store import Parsed, RunStore
@@ -136,6 +136,35 @@ class StateSource(Source):
             self.store.add(parsed)
         self._sig = sig
         return True
+
+    def finish(self) -> bool:
+        """One-shot reads poll once, so a state that failed to parse is reported now (a follower waits for the
+        same bytes to fail twice: the Trainer may be writing it), and the newest older checkpoint that parses is
+        shown instead."""
+        if self._failed is None or self._failed == self._sig:
+            return False
+        failed = self._failed
+        changed = False
+        try:
+            parse_trainer_state(Path(failed[0]).read_bytes())
+        except (OSError, ValueError) as e:
+            changed = self._fail(failed, BadLine(failed[0], 0, str(e)))
+        if self._sig is not None:
+            return changed
+        for path in trainer_states(self.cand.run_dir):
+            if str(path) == failed[0]:
+                continue
+            try:
+                parsed = parse_trainer_state(path.read_bytes())
+            except (OSError, ValueError):
+                continue
+            with self.store.lock:
+                self.store.reset()
+                self.store.path = path
+                self.store.add(parsed)
+            self.report(BadLine(failed[0], 0, f"showing the older {path} instead"))
+            return True
+        return changed
 
     def _fail(self, sig: tuple[str, int, int, int], bad: BadLine) -> bool:
         if self._reported == sig:

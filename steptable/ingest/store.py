@@ -22,6 +22,7 @@ the step index grows, so ``len(store)`` never counts a row whose cells are not t
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from array import array
@@ -121,6 +122,16 @@ class RunStore(ColumnTable):
             col = self._obj.get(key)
             return col[:] if col is not None else [None] * len(self._steps)
 
+    def cells(self, key: str) -> list[Any]:
+        """Like ``column`` but None where the row lacks the key (a NaN left is a non-finite value the run logged)."""
+        with self.lock:
+            num = self._num.get(key)
+            col: list[Any] = list(num) if num is not None else list(self._obj.get(key) or [None] * len(self._steps))
+            pres = self._pres.get(key)
+            if pres is not None:
+                col = [v if p else None for v, p in zip(col, pres, strict=True)]
+            return col
+
     def value(self, i: int, key: str) -> Any:
         """One cell: None when absent, else the stored value (int for integer columns, NaN floats as such)."""
         with self.lock:
@@ -182,6 +193,12 @@ class RunStore(ColumnTable):
         """After a batch: the arm a row named (it wins over the directory's) and the newest row's wall time."""
         if type(arm) is str and arm:
             self.arm = arm
+        if self._wall_key is None:  # rows without a clock of their own: the file's last write is the best age
+            try:
+                self.last_update = os.stat(self.path).st_mtime
+                return
+            except OSError:
+                pass
         if self._walls:
             self.last_update = self._walls[-1]
 

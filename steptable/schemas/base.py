@@ -25,7 +25,7 @@ from pathlib import Path, PurePath
 from typing import Any, Protocol
 
 from steptable.columns import Better, Col, ColumnError, validate
-from steptable.formatting import display_width, format_value
+from steptable.formatting import display_width, format_value, sanitize
 from steptable.schemas.headers import short_headers
 from steptable.schemas.parts import SIDE_KINDS, Derived, Rule, SideFile, ratio_pair
 
@@ -195,7 +195,8 @@ def auto_col(
     if fractional and len(widths) >= 10:
         data_w = widths[int(0.9 * (len(widths) - 1))]
     w = max(display_width(h), min(data_w, 12 if is_str else 8), 3)
-    return Col(key, w, h, fmt, desc or f"{key} (as logged)", better, align="left" if is_str else "right")
+    text = sanitize(desc or f"{key} (as logged)")  # keys come from files: one line, nothing a terminal obeys
+    return Col(key, w, h, fmt, text, better, align="left" if is_str else "right")
 
 
 def informative(run: RunView, key: str) -> float:
@@ -269,7 +270,7 @@ def layout(
 def _auto_cols(
     runs: Sequence[RunView], schema: Schema | None, rest: list[str], declared: list[Col], show_hidden: bool
 ) -> list[Col]:
-    rest = [k for k in rest if k not in META_KEYS and (show_hidden or schema is None or not schema.hidden(k))]
+    rest = [k for k in rest if k and k not in META_KEYS and (show_hidden or schema is None or not schema.hidden(k))]
     rules = {k: schema.rule(k) if schema is not None else None for k in rest}
     promoted = [k for k in rest if (r := rules[k]) is not None and r.promote]
     score = {k: max((informative(r, k) for r in runs if k in r.keys), default=0.0) for k in rest if k not in promoted}

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from steptable import render
+from steptable.formatting import sanitize
 from steptable.schemas.base import RunView, Schema, hidden_keys, layout
 from steptable.schemas.registry import detect
 
@@ -58,5 +59,5 @@ def legend_for(target: Schema | RunView | Sequence[RunView], schema: Schema | No
     rest = hidden_keys(runs, schema, cols)
     if rest:
         text += f"\n{len(rest)} more key(s) kept out of the default layout (a column filter shows them): "
-        text += ", ".join(rest[:12]) + (" ..." if len(rest) > 12 else "")
+        text += ", ".join(sanitize(k) or '""' for k in rest[:12]) + (" ..." if len(rest) > 12 else "")
     return text

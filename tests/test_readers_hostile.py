@@ -1,0 +1,196 @@
+"""`tail` / `summary` / `legend` on files that a quick look at real runs does not show: a line nested 10,000 deep,
+a 23-digit step in a console log, a checkpoint's trainer_state.json caught mid-write, keys that are empty or span
+lines, a 77 KB first line, hundreds of arms, emoji."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from steptable.cli import main
+from steptable.formatting import cut, display_width
+from steptable.summary import _arm_tag
+
+
+def run_cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    rc = main(argv)
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def write_rows(path: Path, rows: list[dict[str, object]]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a", encoding="utf-8") as f:
+        for r in rows:
+            f.write(json.dumps(r) + "\n")
+
+
+def _jsonl_steps(out: str) -> list[int]:
+    return [json.loads(line)["step"] for line in out.splitlines()]
+
+
+def test_a_deeply_nested_line_is_one_bad_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "arm" / "metrics.jsonl"
+    deep_list = '{"step": 2, "x": ' + "[" * 10_000 + "]" * 10_000 + "}"
+    deep_obj = '{"step": 4, "o": ' + '{"a": ' * 2_000 + "1" + "}" * 2_000 + "}"
+    lines = ['{"step": 0, "loss": 1}', '{"step": 1, "loss": 0.9}', deep_list, '{"step": 3, "loss": 0.2}', deep_obj,
+             '{"step": 5, "loss": 0.1}']  # fmt: skip
+    path.parent.mkdir()
+    path.write_text("\n".join(lines) + "\n")
+    rc, out, err = run_cli(["tail", str(tmp_path), "--format", "jsonl", "-n", "0"], capsys)
+    assert rc == 0 and _jsonl_steps(out) == [0, 1, 3, 5]
+    assert "metrics.jsonl:3: JSON nested too deeply" in err and "metrics.jsonl:5:" in err
+    assert "internal error" not in err
+
+
+def test_console_log_step_past_int64_is_skipped(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "train.log").write_text(
+        "(main_task pid=1) step:1 - critic/kl:0.04 - actor/pg_loss:0.1\n"
+        "(main_task pid=1) step:99999999999999999999999 - critic/kl:0.04\n"
+        f"(main_task pid=1) step:{'9' * 5000} - critic/kl:0.04\n"
+        "(main_task pid=1) step:2 - critic/kl:0.05 - actor/pg_loss:0.2\n"
+    )
+    rc, out, err = run_cli(["tail", str(tmp_path), "--format", "jsonl", "-n", "0"], capsys)
+    assert rc == 0 and _jsonl_steps(out) == [1, 2] and "internal error" not in err
+
+
+def test_follow_notices_a_replaced_file_with_as_many_rows(tmp_path: Path) -> None:
+    path = tmp_path / "arm" / "metrics.jsonl"
+    write_rows(path, [{"step": i, "loss": 0.1 * i} for i in range(3)])
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "steptable", "tail", "-f", "--poll", "0.1", "--format", "jsonl", str(tmp_path)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )  # fmt: skip
+    try:
+        assert proc.stdout is not None
+        seen: list[int] = []
+        reader = threading.Thread(target=lambda: seen.extend(json.loads(x)["step"] for x in proc.stdout), daemon=True)
+        reader.start()
+        deadline = time.time() + 20
+        while len(seen) < 3 and time.time() < deadline:
+            time.sleep(0.05)
+        new = tmp_path / "new.jsonl"
+        write_rows(new, [{"step": 10 + i, "loss": 0.5} for i in range(3)])  # a relaunch: same number of rows
+        os.replace(new, path)
+        while len(seen) < 6 and time.time() < deadline:
+            time.sleep(0.05)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+    assert seen == [0, 1, 2, 10, 11, 12]
+
+
+def test_summary_reads_absent_cells_as_absent_not_as_nan(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rows: list[dict[str, object]] = []
+    for s in range(60):
+        if s % 5 == 4:  # an evaluation row: other keys, no loss
+            rows.append({"step": s, "accuracy": 0.5})
+        else:
+            rows.append({"step": s, "loss": 1.0 + 0.01 * (s % 3), "grad_norm": 1.0 + 0.01 * (s % 2)})
+    write_rows(tmp_path / "sparse" / "metrics.jsonl", rows)
+    rc, out, _ = run_cli(["summary", str(tmp_path / "sparse")], capsys)
+    assert rc == 0 and "alerts 0" in out and "non-finite" not in out
+    rows[40]["loss"] = math.nan  # a loss that really was non-finite (written as NaN) still alerts
+    write_rows(tmp_path / "bad" / "metrics.jsonl", rows)
+    rc, out, _ = run_cli(["summary", str(tmp_path / "bad")], capsys)
+    assert "E step 40 loss non-finite" in out
+
+
+def _trainer_state(path: Path, steps: range, cut_at: int | None = None) -> None:
+    hist = [{"step": s, "loss": 1.0 / s, "grad_norm": 0.5, "learning_rate": 1e-6, "epoch": s / 100} for s in steps]
+    text = json.dumps({"log_history": hist, "global_step": steps[-1]}, indent=2)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text[:cut_at] if cut_at else text)
+
+
+def test_half_written_trainer_state_is_reported_and_the_older_one_shown(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = tmp_path / "run"
+    _trainer_state(run / "checkpoint-10" / "trainer_state.json", range(1, 11))
+    _trainer_state(run / "checkpoint-20" / "trainer_state.json", range(1, 21), cut_at=700)
+    os.utime(run / "checkpoint-10" / "trainer_state.json", (1e9, 1e9))  # the half-written one is the newest
+    rc, out, err = run_cli(["tail", str(run), "--format", "jsonl", "-n", "0"], capsys)
+    assert rc == 0 and _jsonl_steps(out) == list(range(1, 11))
+    assert "checkpoint-20/trainer_state.json: invalid JSON" in err and "showing the older" in err
+    only = tmp_path / "only"
+    _trainer_state(only / "checkpoint-5" / "trainer_state.json", range(1, 21), cut_at=700)
+    rc, out, err = run_cli(["tail", str(only)], capsys)
+    assert out == "" and "invalid JSON" in err and "no rows yet" in err
+    (tmp_path / "nohist").mkdir()
+    (tmp_path / "nohist" / "trainer_state.json").write_text('{"log_history": 5}')
+    rc, out, err = run_cli(["summary", str(tmp_path / "nohist")], capsys)
+    assert "no log_history list" in err
+
+
+def test_empty_and_multiline_keys(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rows: list[dict[str, object]] = [{"step": s, "loss": 1.0 / (s + 1), "": 5, "a\nb": 3} for s in range(3)]
+    write_rows(tmp_path / "k" / "metrics.jsonl", rows)
+    for argv in (["tail"], ["tail", "--format", "csv"], ["summary"], ["legend"]):
+        rc, out, err = run_cli([*argv, str(tmp_path / "k")], capsys)
+        assert rc == 0 and "Traceback" not in err and "internal error" not in err, (argv, err)
+        assert "a\nb" not in out  # the key's newline never splits a line of output
+
+
+def test_alerts_only_on_a_missing_path_is_an_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rc, _, err = run_cli(["tail", "--alerts-only", str(tmp_path / "typo")], capsys)
+    assert rc == 2 and "no metrics files" in err
+
+
+def test_csv_has_one_header_for_several_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    for arm in ("a", "b", "c"):
+        write_rows(tmp_path / arm / "metrics.jsonl", [{"step": s, "loss": 0.5} for s in range(3)])
+    rc, out, _ = run_cli(["tail", str(tmp_path), "--format", "csv", "-n", "0"], capsys)
+    lines = out.splitlines()
+    assert rc == 0 and sum(line.startswith("run,arm,") for line in lines) == 1 and len(lines) == 10
+    assert len({line.count(",") for line in lines}) == 1
+
+
+def test_arm_tags_never_run_out() -> None:
+    tags = [_arm_tag(i) for i in range(20_000)]
+    assert len(set(tags)) == 20_000
+    assert tags[:3] == ["a", "b", "c"] and tags[26] == "aa" and tags[701] == "zz" and tags[702] == "aaa"
+
+
+def test_summary_aligns_wide_key_names_by_cells(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    for arm in ("a", "b"):
+        write_rows(tmp_path / arm / "metrics.jsonl",
+                   [{"step": s, "奖励": 0.5 + 0.01 * s, "loss": 1.0} for s in range(5)])  # fmt: skip
+    rc, out, _ = run_cli(["summary", str(tmp_path), "--align"], capsys)
+    table = [line for line in out.splitlines() if line.startswith(("col", "奖励", "loss", "   "))]
+    assert rc == 0 and len(table) >= 3
+    assert len({display_width(line.rstrip()) for line in table if not line.startswith("col")}) == 1
+
+
+def test_summary_age_of_a_run_without_a_clock_is_the_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "old" / "metrics.jsonl"
+    write_rows(path, [{"step": s, "loss": 0.5} for s in range(3)])
+    os.utime(path, (time.time() - 3 * 86400, time.time() - 3 * 86400))
+    rc, out, _ = run_cli(["summary", str(tmp_path / "old")], capsys)
+    assert rc == 0 and "upd 3d ago" in out.splitlines()[0]
+
+
+def test_a_jsonl_whose_first_line_is_long_is_found(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    first = {"step": 0, **{f"val-core/src{i}/reward/mean@4": 0.5 for i in range(2000)}}  # ~77 KB
+    write_rows(tmp_path / "exp1.jsonl", [first, *({"step": s, "actor/pg_loss": 0.1 * s} for s in range(1, 4))])
+    rc, out, _ = run_cli(["tail", str(tmp_path), "--format", "jsonl", "-n", "0"], capsys)
+    assert rc == 0 and _jsonl_steps(out) == [0, 1, 2, 3]
+
+
+@pytest.mark.parametrize(
+    ("text", "cells"),
+    [("\u2764\ufe0f", 2), ("\u263a\ufe0f", 2), ("\U0001f468\u200d\U0001f469\u200d\U0001f467", 2), ("\u4e2d\ufe0f", 2),
+     ("a\U0001f600b", 4), ("e\u0301", 1)],
+)  # fmt: skip
+def test_emoji_sequences_measure_as_drawn(text: str, cells: int) -> None:
+    assert display_width(text) == cells
+    for width in range(1, 6):
+        assert display_width(cut(text + "xyz", width)) <= width
