@@ -10,11 +10,13 @@ from typing import Any
 
 def add_commands(sub: Any) -> None:
     """Register the data commands on the CLI's sub-parsers."""
-    from steptable.tailcmd import add_parser
+    from steptable.tailcmd import add_parser, non_negative, positive_seconds
 
     w = sub.add_parser("watch", help="the live viewer: per-arm tables, legend, diagnostics, charts")
     w.add_argument("paths", nargs="+", help="log directories or metrics files (searched recursively)")
-    w.add_argument("--poll", type=float, default=None, help="poll files every SECONDS instead of notifications")
+    w.add_argument(
+        "--poll", type=positive_seconds, default=None, help="poll files every SECONDS instead of notifications"
+    )
     w.add_argument("--theme", default=None, help="dark, light, high-contrast or any Textual theme")
     w.add_argument("--schema", default=None, help="column set to use instead of the detected one")
 
@@ -23,7 +25,7 @@ def add_commands(sub: Any) -> None:
     s = sub.add_parser("summary", help="one compact block per run (for agents, CI logs and reports)")
     s.add_argument("paths", nargs="+", help="metrics files or directories")
     s.add_argument("--columns", default="", help="comma-separated keys to summarise (default: the most informative)")
-    s.add_argument("--max-columns", type=int, default=20, help="columns chosen automatically (default 20)")
+    s.add_argument("--max-columns", type=non_negative, default=20, help="columns chosen automatically (default 20)")
     s.add_argument("--format", choices=("text", "md"), default="text")
     s.add_argument("--align", action="store_true", help="pad every column (easier on eyes, costs tokens)")
 

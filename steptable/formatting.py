@@ -65,6 +65,15 @@ def sanitize(text: str, *, keep_newlines: bool = False) -> str:
     return _CONTROLS.sub(_control_repl, text.replace("\r\n", "\n"))
 
 
+_MD_SPECIAL = re.compile(r"([\\`*\[\]<>!|~])")  # not "_": keys are full of it, and inside a word it opens nothing
+
+
+def md_escape(text: str) -> str:
+    """Untrusted text as literal Markdown (a table cell, a label): made inert for a terminal, then every character
+    that could open markup (a link or image, HTML, emphasis, a cell break) is backslash-escaped."""
+    return _MD_SPECIAL.sub(r"\\\1", sanitize(text))
+
+
 def _control_repl(m: re.Match[str]) -> str:
     ch = m.group(0)
     if ch == "\t":

@@ -14,7 +14,7 @@ from operator import itemgetter
 from typing import Any
 
 from steptable.columns import Col
-from steptable.formatting import _compact_exponent, cut, fmt_auto, format_cell, pad, sanitize, to_float
+from steptable.formatting import _compact_exponent, cut, display_width, fmt_auto, format_cell, pad, sanitize, to_float
 
 SEP = " "
 
@@ -304,7 +304,8 @@ def table(cols: Sequence[Col], rows: Iterable[Mapping[str, Any]], header_every: 
 def title_line(text: str, total_width: int) -> str:
     """A label line over a table (``── routeA ──``), cut to the table width."""
     label = f"── {sanitize(text)} "
-    return cut(label + "─" * max(total_width - len(label), 0), max(total_width, len(label)))
+    width = max(total_width, min(display_width(label), 40))  # a narrow table still shows a readable label
+    return cut(label + "─" * max(total_width - display_width(label), 0), width)
 
 
 def trend(col: Col, value: Any, prev: Any) -> int:

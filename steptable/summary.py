@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from steptable.alerts import Alert, AlertConfig, cell_float, fmt_age, scan
-from steptable.formatting import cut, display_width, fit_number, fmt_auto, pad, sanitize
+from steptable.formatting import cut, display_width, fit_number, fmt_auto, md_escape, pad, sanitize
 
 
 class RunLike(Protocol):
@@ -267,7 +267,7 @@ def _table_text(head: list[str], rows: list[list[str]], align: bool) -> list[str
 
 def _table_md(head: list[str], rows: list[list[str]]) -> list[str]:
     def esc(c: str) -> str:
-        return c.replace("\\", "\\\\").replace("|", "\\|") or " "
+        return md_escape(c) or " "
 
     sep = ["--:" if h in _HEAD else "---" for h in head]
     return ["| " + " | ".join(esc(c) for c in r) + " |" for r in [head, sep, *rows]]

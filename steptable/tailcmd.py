@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import csv
 import io
+import math
 import re
 import shutil
 import sys
@@ -21,7 +22,7 @@ from typing import Any, TextIO
 from steptable import render
 from steptable.alerts import Alert, AlertEngine
 from steptable.columns import Col
-from steptable.formatting import sanitize
+from steptable.formatting import md_escape, sanitize
 from steptable.ingest import Follower, RunStore
 from steptable.schemas import Schema, detect, fit, get_schema, layout
 from steptable.writer import encode_row
@@ -33,14 +34,20 @@ def add_parser(sub: Any) -> None:
     t = sub.add_parser("tail", help="print runs as the fixed-width table (or jsonl/csv/md), optionally live")
     t.add_argument("paths", nargs="+", help="metrics files or directories (searched recursively)")
     t.add_argument("-f", "--follow", action="store_true", help="keep printing new rows as they are written")
-    t.add_argument("-n", "--last", type=int, default=20, help="rows per run to print first (default 20, 0 = all)")
+    t.add_argument(
+        "-n", "--last", type=non_negative, default=20, help="rows per run to print first (default 20, 0 = all)"
+    )
     t.add_argument("--columns", default="", help="comma-separated globs of keys/headers to show (step is kept)")
     t.add_argument("--format", choices=("text", "jsonl", "csv", "md"), default="text")
     t.add_argument("--schema", default=None, help="column set to use instead of the detected one")
-    t.add_argument("--width", type=int, default=None, help="max row width in cells (default: terminal, 0 = any)")
-    t.add_argument("--header-every", type=int, default=20, help="repeat the header every N rows (0 = once)")
+    t.add_argument(
+        "--width", type=non_negative, default=None, help="max row width in cells (default: terminal, 0 = any)"
+    )
+    t.add_argument("--header-every", type=non_negative, default=20, help="repeat the header every N rows (0 = once)")
     t.add_argument("--alerts-only", action="store_true", help="print only alerts; exit 1 if an error alert fired")
-    t.add_argument("--poll", type=float, default=None, help="poll files every SECONDS instead of notifications")
+    t.add_argument(
+        "--poll", type=positive_seconds, default=None, help="poll files every SECONDS instead of notifications"
+    )
 
 
 class Tail:
@@ -153,11 +160,11 @@ class Tail:
         self.out.write(buf.getvalue())
 
     def _md(self, label: str, rows: Sequence[Mapping[str, Any]]) -> None:
-        heads = [c.header.strip().replace("|", "\\|") for c in self.cols]
-        self.out.write(f"\n**{_md_escape(label)}**\n\n| " + " | ".join(heads) + " |\n")
+        heads = [md_escape(c.header.strip()) for c in self.cols]
+        self.out.write(f"\n**{md_escape(label)}**\n\n| " + " | ".join(heads) + " |\n")
         self.out.write("|" + "|".join("---:" if c.align == "right" else ":---" for c in self.cols) + "|\n")
         for r in rows:
-            cells = [_md_escape(x.strip()) for x in render.cells(self.cols, r)]
+            cells = [md_escape(x.strip()) for x in render.cells(self.cols, r)]
             self.out.write("| " + " | ".join(cells) + " |\n")
 
     def _alerts(self, store: RunStore, start: int, rows: Sequence[Mapping[str, Any]]) -> None:
@@ -181,6 +188,28 @@ class Tail:
             self.error_alert = True
 
 
+def non_negative(text: str) -> int:
+    """argparse type: an integer >= 0."""
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {n}")
+    return n
+
+
+def positive_seconds(text: str) -> float:
+    """argparse type: a finite number of seconds > 0."""
+    try:
+        x = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not (x > 0 and math.isfinite(x)):
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text}")
+    return x
+
+
 def _csv_cell(v: Any) -> Any:
     if isinstance(v, float) and v != v:
         return ""
@@ -198,10 +227,6 @@ _JSON_UNSAFE = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u206
 
 def _inert_json(text: str) -> str:
     return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
-
-
-def _md_escape(text: str) -> str:
-    return sanitize(text).replace("|", "\\|")
 
 
 def run_tail(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -194,3 +195,26 @@ def test_emoji_sequences_measure_as_drawn(text: str, cells: int) -> None:
     assert display_width(text) == cells
     for width in range(1, 6):
         assert display_width(cut(text + "xyz", width)) <= width
+
+
+@pytest.mark.parametrize("argv", [["-n", "-5"], ["--header-every", "-1"], ["--poll", "0"], ["--width", "-3"]])
+def test_negative_counts_are_refused(tmp_path: Path, argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["tail", *argv, str(tmp_path)])
+    assert exc.value.code == 2 and "must be" in capsys.readouterr().err
+
+
+def test_markdown_output_keeps_log_text_literal(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    payload = "![x](http://evil.example/p.png) <img src=x onerror=alert(1)> *bold* a|b"
+    write_rows(tmp_path / "r" / "metrics.jsonl", [{"step": 0, "note": payload, "loss": 0.5}])
+    for argv in (["tail", "--format", "md"], ["summary", "--format", "md"]):
+        rc, out, _ = run_cli([*argv, str(tmp_path / "r")], capsys)
+        assert rc == 0
+        assert not re.search(r"(?<!\\)(!|\[|<img|\*bold)", out), (argv, out)  # each opener escaped
+
+
+def test_title_line_is_measured_in_cells() -> None:
+    from steptable.render import title_line
+
+    assert display_width(title_line("奖励 arm", 30)) == 30
+    assert display_width(title_line("a" * 100, 10)) == 40  # a long label is cut, a narrow table keeps it readable
