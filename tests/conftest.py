@@ -1,6 +1,13 @@
 from __future__ import annotations
 
+import contextlib
+import json
 import os
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -35,3 +42,38 @@ def one_torch_thread():  # type: ignore[no-untyped-def]
 @pytest.fixture
 def golden():  # type: ignore[no-untyped-def]
     return check_golden
+
+
+@pytest.fixture
+def captured():  # type: ignore[no-untyped-def]
+    """Route loguru to a list for the test (setup_logging is tested separately)."""
+    from loguru import logger
+
+    lines: list[str] = []
+    hid = logger.add(lambda m: lines.append(str(m)), format="{level.icon} {message}", level="DEBUG")
+    yield lines
+    logger.remove(hid)
+
+
+@contextlib.contextmanager
+def following(path: Path) -> Iterator[tuple[list[int], Callable[[int], None]]]:
+    """``steptable tail -f --format jsonl path`` in a subprocess: (steps printed so far, wait until n of them)."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "steptable", "tail", "-f", "--poll", "0.1", "--format", "jsonl", str(path)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )  # fmt: skip
+    assert proc.stdout is not None
+    out = proc.stdout
+    seen: list[int] = []
+    threading.Thread(target=lambda: seen.extend(json.loads(x)["step"] for x in out), daemon=True).start()
+    deadline = time.time() + 20
+
+    def wait(n: int) -> None:
+        while len(seen) < n and time.time() < deadline:
+            time.sleep(0.05)
+
+    try:
+        yield seen, wait
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)

@@ -30,15 +30,6 @@ def strict_loads(line: str) -> object:
     return json.loads(line, parse_constant=bad)
 
 
-@pytest.fixture
-def captured():  # type: ignore[no-untyped-def]
-    """Route loguru to a list for the test (setup_logging is tested separately)."""
-    lines: list[str] = []
-    hid = logger.add(lambda m: lines.append(str(m)), format="{level.icon} {message}", level="DEBUG")
-    yield lines
-    logger.remove(hid)
-
-
 def test_log_writes_strict_jsonl_and_prints_rows(tmp_path: Path, captured: list[str]) -> None:
     with StepLogger(COLS, run_dir=tmp_path / "arm", arm="armA", header_every=3, alerts=False) as sl:
         for step in range(7):

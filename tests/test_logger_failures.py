@@ -15,21 +15,12 @@ from typing import Any
 
 import numpy as np
 import pytest
-from loguru import logger
 
 from steptable import Col, StepLogger, writer
 from steptable.logging import encodable, use_colour
 from steptable.writer import RunWriter, encode_row, jsonable
 
 COLS = [Col("step", 4, "step", "d", "step"), Col("loss", 7, "loss", "+.3f", "loss"), Col("ema", 6, "ema", None, "ema")]
-
-
-@pytest.fixture
-def captured():  # type: ignore[no-untyped-def]
-    lines: list[str] = []
-    hid = logger.add(lambda m: lines.append(str(m)), format="{level.icon} {message}", level="DEBUG")
-    yield lines
-    logger.remove(hid)
 
 
 def _steps(path: Path) -> list[int]:

@@ -8,13 +8,11 @@ import json
 import math
 import os
 import re
-import subprocess
-import sys
-import threading
 import time
 from pathlib import Path
 
 import pytest
+from conftest import following
 
 from steptable.cli import main
 from steptable.formatting import cut, display_width
@@ -66,26 +64,12 @@ def test_console_log_step_past_int64_is_skipped(tmp_path: Path, capsys: pytest.C
 def test_follow_notices_a_replaced_file_with_as_many_rows(tmp_path: Path) -> None:
     path = tmp_path / "arm" / "metrics.jsonl"
     write_rows(path, [{"step": i, "loss": 0.1 * i} for i in range(3)])
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "steptable", "tail", "-f", "--poll", "0.1", "--format", "jsonl", str(tmp_path)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )  # fmt: skip
-    try:
-        assert proc.stdout is not None
-        seen: list[int] = []
-        reader = threading.Thread(target=lambda: seen.extend(json.loads(x)["step"] for x in proc.stdout), daemon=True)
-        reader.start()
-        deadline = time.time() + 20
-        while len(seen) < 3 and time.time() < deadline:
-            time.sleep(0.05)
+    with following(tmp_path) as (seen, wait):
+        wait(3)
         new = tmp_path / "new.jsonl"
         write_rows(new, [{"step": 10 + i, "loss": 0.5} for i in range(3)])  # a relaunch: same number of rows
         os.replace(new, path)
-        while len(seen) < 6 and time.time() < deadline:
-            time.sleep(0.05)
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+        wait(6)
     assert seen == [0, 1, 2, 10, 11, 12]
 
 

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
 import pytest
+from conftest import following
 
 from steptable.cli import main
 from steptable.demo import run_demo
@@ -114,29 +113,14 @@ def test_alerts_only_exit_status(tmp_path: Path, capsys: pytest.CaptureFixture[s
 def test_follow_prints_appended_rows_once(tmp_path: Path) -> None:
     path = tmp_path / "arm" / "metrics.jsonl"
     write_rows(path, [{"step": i, "loss": 0.1 * i} for i in range(3)])
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "steptable", "tail", "-f", "--poll", "0.1", "--format", "jsonl", str(tmp_path)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-    )
-    try:
-        assert proc.stdout is not None
-        seen: list[int] = []
-        reader = threading.Thread(target=lambda: seen.extend(json.loads(x)["step"] for x in proc.stdout), daemon=True)
-        reader.start()
-        deadline = time.time() + 20
-        while len(seen) < 3 and time.time() < deadline:
-            time.sleep(0.05)
+    with following(tmp_path) as (seen, wait):
+        wait(3)
         with open(path, "a") as f:  # a row written in two pieces: printed once, when complete
             f.write('{"step": 3, "lo')
             f.flush()
             time.sleep(0.3)
             f.write('ss": 0.3}\n{"step": 4, "loss": 0.4}\n')
-        while len(seen) < 5 and time.time() < deadline:
-            time.sleep(0.05)
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+        wait(5)
     assert seen == [0, 1, 2, 3, 4]
 
 
