@@ -142,7 +142,10 @@ class _Window(deque[float]):
 
     def sigma(self, m: float) -> float:
         """Robust sigma (1.4826 MAD) around ``m``, floored so a constant window does not divide by zero."""
-        mad = _median(abs(x - m) for x in self)
+        devs = [abs(x - m) for x in self]
+        mad = _median(devs)
+        if mad == 0 and devs:  # over half the window sits on one value (a two-level signal): mean deviation
+            mad = 0.8453 * sum(devs) / len(devs)  # sigma = 1.2533 x mean deviation on normal data: 1.2533 / 1.4826
         return max(_MAD_SIGMA * mad, 1e-9 * max(1.0, abs(m)))
 
 

@@ -58,6 +58,7 @@ class Tail:
         self.out, self.err = out, err
         self.printed: dict[str, int] = {}  # run -> rows printed (index into the store)
         self.csv_keys: list[str] | None = None  # the columns of the CSV header printed last
+        self.labels: dict[str, str] = {}  # run -> the name its alerts carry (the arm)
         self.versions: dict[str, tuple[int, int, int]] = {}  # run -> (resumes, len, generation) seen: resets
         self.since_header: dict[str, int] = {}
         self.errors_seen = 0
@@ -117,6 +118,8 @@ class Tail:
                 what = f"resumed at step {at}" if at is not None else "file reset"
                 self.out.write(f"── {sanitize(run)}: {what} ──\n")
             done = min(done, store.index_of_step(at) if at is not None and store.generation == seen[2] else 0)
+            if store.generation != seen[2]:
+                self.engines.pop(run, None)  # new content: its history starts again
             self.since_header[run] = 0
         self.versions[run] = (len(store.resumes), n, store.generation)
         rows = [self.schema.derive(r) for r in store.rows(done, n)] if self.schema else store.rows(done, n)
@@ -170,7 +173,7 @@ class Tail:
     def _alerts(self, store: RunStore, start: int, rows: Sequence[Mapping[str, Any]]) -> None:
         eng = self.engines.setdefault(store.run, AlertEngine())
         walls = store.wall_times
-        label = store.arm or store.run
+        label = self.labels[store.run] = store.arm or store.run
         for i, r in enumerate(rows, start):
             wall = walls[i] if i < len(walls) else None
             for alert in eng.update(int(store.steps[i]), r, wall):
@@ -179,7 +182,7 @@ class Tail:
     def check_stalls(self, now: float) -> None:
         for run, eng in self.engines.items():
             for alert in eng.check_stall(now):
-                self._alert(run, alert)
+                self._alert(self.labels.get(run, run), alert)
         self.out.flush()
 
     def _alert(self, label: str, alert: Alert) -> None:

@@ -363,3 +363,16 @@ def test_scan_equals_streaming() -> None:
                                          "saturation", "hack_auroc", "stall"}
     no_walls = [(a.kind, a.column, a.message) for a in scan(steps, cols)]
     assert no_walls == [(a.kind, a.column, a.message) for a in stream(rows)] != []
+
+
+def test_spike_z_on_a_two_level_signal_is_finite_and_sane() -> None:
+    """Over half the window on one value makes the MAD 0; the z-score then comes from the mean deviation instead
+    of a 1e-9 floor (which printed z=500000000)."""
+    eng = AlertEngine()
+    alerts = []
+    for s in range(80):
+        gn = 40.0 if s == 70 else (1.0 if s % 3 else 2.0)
+        alerts += eng.update(s, {"grad_norm": gn, "loss": 1.0}, None)
+    assert len(alerts) == 1 and "spike 40" in alerts[0].message_line()
+    z = float(alerts[0].message_line().split("z=")[1].split()[0])
+    assert 20 < z < 500
