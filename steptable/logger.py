@@ -70,7 +70,11 @@ def _frozen(value: Any) -> Any:
 
 def _caller_depth() -> int:
     """loguru ``depth`` of the first frame outside steptable, so the verbose file names the caller's line."""
-    depth, frame = 1, sys._getframe(2)
+    try:
+        frame = sys._getframe(2)
+    except ValueError:  # a shallower stack than any steptable caller has: name the nearest frame
+        return 1
+    depth = 1
     while frame is not None and str(frame.f_globals.get("__name__", "")).startswith("steptable."):
         frame = frame.f_back  # type: ignore[assignment]
         depth += 1
