@@ -75,8 +75,8 @@ def _caller_depth() -> int:
     except ValueError:  # a shallower stack than any steptable caller has: name the nearest frame
         return 1
     depth = 1
-    while frame is not None and str(frame.f_globals.get("__name__", "")).startswith("steptable."):
-        frame = frame.f_back  # type: ignore[assignment]
+    while str(frame.f_globals.get("__name__", "")).startswith("steptable.") and frame.f_back is not None:
+        frame = frame.f_back
         depth += 1
     return depth
 
