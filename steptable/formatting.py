@@ -20,7 +20,7 @@ import math
 import operator
 import re
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from functools import lru_cache
 from typing import Any
 
@@ -65,13 +65,15 @@ def sanitize(text: str, *, keep_newlines: bool = False) -> str:
     return _CONTROLS.sub(_control_repl, text.replace("\r\n", "\n"))
 
 
-_MD_SPECIAL = re.compile(r"([\\`*\[\]<>!|~])")  # not "_": keys are full of it, and inside a word it opens nothing
+_MD_SPECIAL = re.compile(r"([\\`*\[\]<>!|~])")
+# "_" opens emphasis only at a word's edge ("__x__", "_x_"); inside a word ("hack_s") it is left as it is
+_MD_UNDERSCORE = re.compile(r"(?<![0-9A-Za-z])_|_(?![0-9A-Za-z])")
 
 
 def md_escape(text: str) -> str:
     """Untrusted text as literal Markdown (a table cell, a label): made inert for a terminal, then every character
     that could open markup (a link or image, HTML, emphasis, a cell break) is backslash-escaped."""
-    return _MD_SPECIAL.sub(r"\\\1", sanitize(text))
+    return _MD_UNDERSCORE.sub(r"\\_", _MD_SPECIAL.sub(r"\\\1", sanitize(text)))
 
 
 def _control_repl(m: re.Match[str]) -> str:
@@ -95,28 +97,28 @@ def _char_width(ch: str) -> int:
     return 2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1
 
 
-def _cells(text: str) -> list[tuple[str, int]]:
-    """Each character with the cells it adds, in context: a character after a zero-width joiner belongs to the
-    emoji before it (0), and the emoji presentation selector U+FE0F widens a 1-cell character to 2 (as terminals
-    draw "\u2764\ufe0f")."""
-    out: list[tuple[str, int]] = []
+def char_cells(text: str) -> Iterator[tuple[str, int]]:
+    """Each character with the cells it adds, in context (lazily: a cut stops reading where it stops): a character
+    after a zero-width joiner belongs to the emoji before it (0), and the emoji presentation selector U+FE0F widens
+    a 1-cell character to 2 (as terminals draw "\u2764\ufe0f")."""
+    prev: tuple[str, int] | None = None  # held back one character: a selector after it may widen it
     joined = False
     for ch in text:
         if joined:
-            out.append((ch, 0))
-            joined = False
-            continue
-        if ch == "\u200d":
-            joined = bool(out)
-            out.append((ch, 0))
+            item, joined = (ch, 0), False
+        elif ch == "\u200d":
+            item, joined = (ch, 0), prev is not None
         elif ch == "\ufe0f":
-            widen = bool(out) and out[-1][1] == 1
-            if widen:
-                out[-1] = (out[-1][0], 2)
-            out.append((ch, 0))
+            if prev is not None and prev[1] == 1:
+                prev = (prev[0], 2)
+            item = (ch, 0)
         else:
-            out.append((ch, _char_width(ch)))
-    return out
+            item = (ch, _char_width(ch))
+        if prev is not None:
+            yield prev
+        prev = item
+    if prev is not None:
+        yield prev
 
 
 def display_width(text: str) -> int:
@@ -125,7 +127,7 @@ def display_width(text: str) -> int:
         return len(text)
     if "\u200d" not in text and "\ufe0f" not in text:
         return sum(_char_width(ch) for ch in text)
-    return sum(w for _, w in _cells(text))
+    return sum(w for _, w in char_cells(text))
 
 
 def cut(text: str, width: int) -> str:
@@ -134,9 +136,11 @@ def cut(text: str, width: int) -> str:
         return text
     if width <= 0:
         return ""
+    if text.isascii() and text.isprintable():
+        return text[: width - 1] + ELLIPSIS
     out: list[str] = []
     used = 0
-    for ch, w in _cells(text):
+    for ch, w in char_cells(text):
         if used + w > width - 1:
             break
         out.append(ch)

@@ -15,7 +15,7 @@ from typing import Any
 from loguru import logger
 from tqdm import tqdm
 
-from steptable.formatting import display_width
+from steptable.formatting import char_cells
 from steptable.rank import global_rank
 
 ICONS = {"TRACE": "T", "DEBUG": "D", "INFO": "I", "SUCCESS": "S", "WARNING": "W", "ERROR": "E", "CRITICAL": "C"}
@@ -68,13 +68,13 @@ def encodable(text: str, encoding: str) -> str:
     """``text`` with each character that ``encoding`` cannot write replaced by as many '?' as the cells it took,
     so a row keeps its width on an ASCII-only terminal."""
     out = []
-    for ch in text:
+    for ch, cells in char_cells(text):  # cells in context: an emoji sequence counts once, as it was padded
         try:
             ch.encode(encoding)
         except UnicodeEncodeError:
-            out.append("?" * display_width(ch))
+            out.append("?" * cells)
         except LookupError:  # an unknown encoding name
-            out.append(ch if ch.isascii() else "?" * display_width(ch))
+            out.append(ch if ch.isascii() else "?" * cells)
         else:
             out.append(ch)
     return "".join(out)

@@ -11,6 +11,7 @@ import json
 import math
 import os
 import reprlib
+import stat
 from collections import deque
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -23,18 +24,18 @@ MAX_PENDING_BYTES = 256 << 20
 
 #: nesting deeper than this is written as a short text
 MAX_DEPTH = 32
-#: containers and objects converted per row at most (a structure that shares its parts can be exponentially large)
+#: containers (lists, tuples, mappings) converted per row at most: one that shares its parts can be exponentially
+#: large when written out
 MAX_NODES = 20_000
 
 _SHORT = reprlib.Repr()
 _SHORT.maxlevel, _SHORT.maxstring, _SHORT.maxother = 3, 200, 200
 
 
-def _text(value: Any) -> str:
+def _text(value: Any, short: bool = False) -> str:
+    """``str(value)``; with ``short``, a bounded repr (for a structure nested past MAX_DEPTH). Never raises."""
     try:
-        if isinstance(value, (list, tuple, dict, set, frozenset)):
-            return _SHORT.repr(value)  # bounded, whatever the structure holds
-        return str(value)
+        return _SHORT.repr(value) if short else str(value)
     except Exception:  # a hostile __str__/__repr__, or an int past str()'s digit limit
         try:
             name = type(value).__name__
@@ -47,7 +48,7 @@ def jsonable(value: Any) -> Any:
     """A JSON-safe copy of a raw value: non-finite -> None, tuples -> lists, scalars of numpy/torch -> float,
     anything else -> its text. Never raises, and takes time linear in what it writes (a container that holds
     itself is written as "<cycle>", one nested past MAX_DEPTH as its short text, and past MAX_NODES containers
-    and objects the rest as "<omitted>"): one odd value must not cost the row its other metrics."""
+    the rest as "<omitted>"): one odd value must not cost the row its other metrics."""
     return _Converter().convert(value, 0)
 
 
@@ -66,9 +67,6 @@ class _Converter:
             return value if math.isfinite(value) else None
         if t is int:
             return self._int(value)
-        self.budget -= 1
-        if self.budget < 0:
-            return "<omitted>"
         try:
             return self._other(value, depth)
         except Exception:  # isinstance() itself can raise (a __class__ property); so can iteration
@@ -87,7 +85,7 @@ class _Converter:
         if isinstance(value, bool):
             return bool(value)
         if isinstance(value, str):
-            return str(value)
+            return str.__str__(value)  # the characters (a (str, Enum) member's value), not its __str__
         if isinstance(value, int):
             return self._int(int(value))
         if isinstance(value, float):
@@ -95,8 +93,11 @@ class _Converter:
             return f if math.isfinite(f) else None
         container = isinstance(value, (Mapping, list, tuple))
         if container:
+            self.budget -= 1
+            if self.budget < 0:
+                return "<omitted>"
             if depth >= MAX_DEPTH:
-                return _text(value)
+                return _text(value, short=True)
             key = id(value)
             if key in self.path:
                 return "<cycle>"
@@ -180,7 +181,7 @@ class RunWriter:
                     self._pending_bytes -= n or 0
                     raise OSError(f"short write ({n or 0} of {len(data)} bytes)")
                 st = os.fstat(fh.fileno())
-                if st.st_nlink == 0:  # the file (or its directory) was deleted: the row went nowhere
+                if st.st_nlink == 0 and self._replaced(st):  # the file (or its directory) was deleted
                     self._close_fh()
                     if reopened:
                         raise OSError("the new file vanished too")
@@ -213,18 +214,33 @@ class RunWriter:
 
     def _settle(self, data: bytes) -> None:
         """After an interrupted write: if ``data`` reached the file whole, it is not pending any more (close()
-        would write it a second time). Decided by the file's size; never raises."""
+        would write it a second time). Decided by the file's size and its last bytes (another writer may have
+        appended meanwhile: then the row stays pending, a duplicate being better than a loss). Never raises."""
         try:
             if self._fh is None or not self._pending or self._pending[0] is not data:
                 return  # not written yet, or already accounted for
             size = os.fstat(self._fh.fileno()).st_size
             if size >= self._size + len(data):
-                self._pending.popleft()
-                self._pending_bytes -= len(data)
-                self.written += 1
+                with open(self.path, "rb") as f:
+                    f.seek(size - len(data))
+                    landed = f.read(len(data)) == data
+                if landed:
+                    self._pending.popleft()
+                    self._pending_bytes -= len(data)
+                    self.written += 1
             self._size = size
         except Exception:
             pass
+
+    def _replaced(self, st: os.stat_result) -> bool:
+        """Does the path no longer lead to the open file? (/dev/stdout on a deleted file still does.)"""
+        if not stat.S_ISREG(st.st_mode):
+            return False
+        try:
+            now = os.stat(self.path)
+        except OSError:
+            return True
+        return (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino)
 
     def _open(self) -> BinaryIO:
         if self._fh is None:

@@ -643,6 +643,22 @@ def test_monitor_cuda_graph_capture_failure_falls_back(monkeypatch: pytest.Monke
     np.testing.assert_array_equal(failing.buffer().cpu().numpy(), eager.buffer().cpu().numpy())
 
 
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_monitor_cuda_graph_buckets_varying_batch_sizes() -> None:
+    """Rollout counts that change every step (filtered rollouts) share a few power-of-two graphs, padded with
+    masked rows, and give the eager values."""
+    dev = torch.device("cuda")
+    g = torch.Generator().manual_seed(14)
+    sizes = [int(x) for x in torch.randint(40, 3000, (60,), generator=g)]
+    kw: dict[str, Any] = {"capacity": 4096, "warmup": 500, "device": dev, "proj_dtype": torch.float64}
+    graphed, eager = RoutingMonitor(**kw), RoutingMonitor(**kw, cuda_graph=False)
+    for i, n in enumerate(sizes):
+        b = tuple(t.to(dev) for t in _batch(g, n, d=32))
+        got, want = graphed.step(*b), eager.step(*b)
+        assert all(same(got[k], want[k], 1e-9) for k in COLUMNS), (i, n, got, want)
+    assert 3 <= graphed._captures <= 7 and graphed.cuda_graph  # buckets 64 ... 4096
+
+
 def test_import_is_lazy() -> None:
     code = "import sys, steptable.diagnostics; assert 'torch' not in sys.modules; print('ok')"
     root = str(Path(__file__).resolve().parents[1])

@@ -243,3 +243,54 @@ def test_no_colour_on_a_dumb_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_encodable_keeps_display_width() -> None:
     assert encodable("a\u4e2db\u00e9c", "ascii") == "a??b?c"
     assert encodable("a\u4e2db", "utf-8") == "a\u4e2db"
+
+
+def test_jsonable_keeps_what_it_used_to_write() -> None:
+    import enum
+
+    class Strategy(str, enum.Enum):  # HF's IntervalStrategy / SchedulerType are (str, Enum)
+        STEPS = "steps"
+
+    out = jsonable({"s": Strategy.STEPS, "k": {(1, 2, 3, 4, 5, 6, 7): 1, (1, 2, 3, 4, 5, 6, 8): 2},
+                    "set": set(range(10)), "many": [np.float32(1)] * 25_000})  # fmt: skip
+    assert out["s"] == "steps" and len(out["k"]) == 2 and out["set"] == str(set(range(10)))
+    assert out["many"] == [1.0] * 25_000  # scalars are not containers: no budget spent on them
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="needs /proc")
+def test_a_path_to_an_unlinked_file_is_written_once(tmp_path: Path) -> None:
+    """/dev/stdout redirected to a deleted file (or /proc/self/fd/N) leads to an inode with no name: that is
+    where the user sent the rows, not a deleted run directory."""
+    target = tmp_path / "x"
+    fd = os.open(target, os.O_WRONLY | os.O_CREAT)
+    reader = open(target, "rb")
+    target.unlink()
+    try:
+        w = RunWriter(f"/proc/self/fd/{fd}", lambda _: None)
+        for step in range(3):
+            w.write({"step": step})
+        w.close()
+        assert [json.loads(line)["step"] for line in reader.read().splitlines()] == [0, 1, 2]
+    finally:
+        os.close(fd)
+        reader.close()
+
+
+def test_ctrl_c_with_another_writer_appending_keeps_the_row(tmp_path: Path) -> None:
+    path = tmp_path / "metrics.jsonl"
+    w = RunWriter(path, lambda _: None)
+    w.write({"step": 1})
+    with open(path, "ab") as other:  # a second process appends a longer line meanwhile
+        other.write(b'{"step": 100, "note": "written by someone else"}\n')
+    w._fh = _Interrupting(w._fh, after=False)  # type: ignore[assignment]
+    with pytest.raises(KeyboardInterrupt):
+        w.write({"step": 2})  # interrupted before anything was written
+    w.close()
+    assert _steps(path) == [1, 100, 2]
+
+
+def test_encodable_keeps_emoji_sequences_at_their_width() -> None:
+    from steptable.formatting import pad
+
+    for s in ("\u2764\ufe0f", "\U0001f468\u200d\U0001f469\u200d\U0001f467", "a\u4e2db"):
+        assert len(encodable(pad(s, 8, "left"), "ascii")) == 8

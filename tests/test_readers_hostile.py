@@ -202,3 +202,9 @@ def test_title_line_is_measured_in_cells() -> None:
 
     assert display_width(title_line("奖励 arm", 30)) == 30
     assert display_width(title_line("a" * 100, 10)) == 40  # a long label is cut, a narrow table keeps it readable
+
+
+def test_md_escape_underscores_only_at_word_edges() -> None:
+    from steptable.formatting import md_escape
+
+    assert md_escape("__grad_norm__ _x_ hack_s") == "\\_\\_grad_norm\\_\\_ \\_x\\_ hack_s"

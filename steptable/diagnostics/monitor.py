@@ -48,8 +48,12 @@ _DEVICE_COLUMNS = COLUMNS[:-1]  # "stale" is a host counter
 _N_ROWS = 5  # score, label (1/0, nan if not finite), adv > 0 (1/0, nan if not finite), cosine, valid (1/0)
 _NAN = float("nan")
 _INF = float("inf")
-#: CUDA graphs kept per monitor (one per batch size seen at least twice), least recently used dropped first
-_MAX_GRAPHS = 4
+#: CUDA graphs kept per monitor (one per size bucket seen at least twice), least recently used dropped first
+_MAX_GRAPHS = 8
+#: captures per monitor at most (each one synchronises); past it, new buckets run eagerly
+_MAX_CAPTURES = 16
+#: the smallest size bucket: batches are padded with masked-out rows to a power of two at least this large
+_MIN_BUCKET = 64
 
 
 class _Graph(NamedTuple):
@@ -117,12 +121,13 @@ class RoutingMonitor:
                    all-reduced, so all ranks agree); True: the squared norms are summed across ranks (FSDP/ZeRO
                    shards) in the same all_gather.
     cuda_graph     True (default): on a CUDA device, the fixed-shape part of the step (AUROC, buffer update,
-                   moments, Otsu, shares: ~320 small kernels) is captured as a CUDA graph the second time a batch
-                   size (rollouts after gathering) is seen, and replayed from then on, so a step costs a few dozen
-                   launches instead of hundreds. The capture synchronises once per batch size; at most
-                   ``_MAX_GRAPHS`` sizes are kept, each with its own workspace (a few buffer-sized float64
-                   arrays). A capture that fails is reported once and the monitor stays eager. False: always
-                   eager (also the choice for batch sizes that never repeat).
+                   moments, Otsu, shares: ~320 small kernels) runs as a CUDA graph, so a step costs a few dozen
+                   launches instead of hundreds. Batches are padded with masked-out rows to a power-of-two size
+                   bucket (as ranks are padded for the gather), so a loop whose rollout count varies uses a few
+                   graphs; a bucket is captured the second time it is seen. Each capture synchronises once; at
+                   most ``_MAX_GRAPHS`` buckets are kept (each with a workspace of a few buffer-sized float64
+                   arrays) and ``_MAX_CAPTURES`` made. A capture that fails is reported once and the monitor
+                   stays eager. False: always eager.
 
     Per step (``step``): scores ``s_i = act_i . v_act`` (or ``scores=``) are pushed into the buffer first, so the
     buffer statistics include the current step; the buffer is z-scored with its mean and population std
@@ -170,6 +175,7 @@ class RoutingMonitor:
         self.cuda_graph = cuda_graph
         # (batch size, settings the computation bakes in) -> graph (None: seen once)
         self._graphs: OrderedDict[tuple[Any, ...], _Graph | None] = OrderedDict()
+        self._captures = 0
         self.device: torch.device | None = torch.device(device) if device is not None else None
         self._stale = 0
         self._steps = 0
@@ -411,12 +417,17 @@ class RoutingMonitor:
         """``_compute``, replayed from a CUDA graph once this batch size has been seen before (see ``cuda_graph``)."""
         if not (self.cuda_graph and rows.is_cuda) or torch.cuda.is_current_stream_capturing():
             return self._compute(rows, sq)
-        key = (rows.shape[1], self.nan_policy, self.warmup, self.nbins)  # public attributes a user may change
-        if key not in self._graphs:  # first sighting: eager (a size seen once is not worth a capture)
-            self._remember(key, None)
+        n = rows.shape[1]
+        bucket = max(_MIN_BUCKET, 1 << max(n - 1, 0).bit_length())
+        key = (bucket, self.nan_policy, self.warmup, self.nbins)  # public attributes a user may change
+        g = self._graphs.get(key)
+        if g is None and (key not in self._graphs or self._captures >= _MAX_CAPTURES):
+            self._remember(key, None)  # first sighting (or no captures left): eager
             return self._compute(rows, sq)
-        g = self._graphs[key]
+        if bucket != n:  # zero columns are invalid rows (validity row 0): masked out like a rank's padding
+            rows = torch.nn.functional.pad(rows, (0, bucket - n))
         if g is None:
+            self._captures += 1
             g = self._capture(rows, sq)
             if g is None:
                 return self._compute(rows, sq)

@@ -130,10 +130,7 @@ class StateSource(Source):
                 self._failed = sig
                 return False
             return self._fail(sig, BadLine(str(path), 0, str(e)))
-        with self.store.lock:
-            self.store.reset()
-            self.store.path = path
-            self.store.add(parsed)
+        self._load(path, parsed)
         self._sig = sig
         return True
 
@@ -144,9 +141,9 @@ class StateSource(Source):
         if self._failed is None or self._failed == self._sig:
             return False
         failed = self._failed
-        changed = False
         try:
-            parse_trainer_state(Path(failed[0]).read_bytes())
+            self._load(Path(failed[0]), parse_trainer_state(Path(failed[0]).read_bytes()))
+            return True  # finished writing since the poll
         except (OSError, ValueError) as e:
             changed = self._fail(failed, BadLine(failed[0], 0, str(e)))
         if self._sig is not None:
@@ -158,13 +155,16 @@ class StateSource(Source):
                 parsed = parse_trainer_state(path.read_bytes())
             except (OSError, ValueError):
                 continue
-            with self.store.lock:
-                self.store.reset()
-                self.store.path = path
-                self.store.add(parsed)
+            self._load(path, parsed)
             self.report(BadLine(failed[0], 0, f"showing the older {path} instead"))
             return True
         return changed
+
+    def _load(self, path: Path, parsed: Parsed) -> None:
+        with self.store.lock:
+            self.store.reset()
+            self.store.path = path
+            self.store.add(parsed)
 
     def _fail(self, sig: tuple[str, int, int, int], bad: BadLine) -> bool:
         if self._reported == sig:
