@@ -208,3 +208,23 @@ def test_md_escape_underscores_only_at_word_edges() -> None:
     from steptable.formatting import md_escape
 
     assert md_escape("__grad_norm__ _x_ hack_s") == "\\_\\_grad_norm\\_\\_ \\_x\\_ hack_s"
+
+
+def test_a_row_too_deep_for_python_is_one_bad_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where the decoder takes a nesting that flattening it would exceed Python's recursion limit with (msgspec on
+    Python 3.12 decodes 2,000 levels), the row is reported, not the file lost."""
+    from steptable.ingest import jsonl
+
+    real = jsonl.flatten
+
+    def flatten(obj: dict[str, object]) -> dict[str, object]:
+        if "deep" in obj:
+            raise RecursionError("maximum recursion depth exceeded")
+        return real(obj)
+
+    monkeypatch.setattr(jsonl, "flatten", flatten)
+    write_rows(tmp_path / "a" / "metrics.jsonl", [{"step": 0, "loss": 1}, {"step": 1, "deep": {"a": 1}}, {"step": 2}])
+    rc, out, err = run_cli(["tail", str(tmp_path), "--format", "jsonl", "-n", "0"], capsys)
+    assert rc == 0 and _jsonl_steps(out) == [0, 2] and "metrics.jsonl:2: JSON nested too deeply" in err

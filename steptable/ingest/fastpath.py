@@ -133,7 +133,7 @@ class TypedDecoder:
         out: dict[str, Sequence[Any]] = {}
         try:
             _extract(rows, self._root, out)
-        except (TypeError, _NotFlat):
+        except (TypeError, _NotFlat, RecursionError):
             return None  # an absent nested object (MISSING is no Struct), or an object where a leaf was
         return out
 

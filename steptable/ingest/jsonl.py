@@ -138,11 +138,15 @@ class JsonlParser:
         steps: list[int] = []
         rows: list[dict[str, Any]] = []
         for no, obj in raw:
-            if self._shape_ok:
-                ok, changed = learn(self._shape, obj)
-                self._shape_ok = ok
-                self._stale = self._stale or changed
-            row = flatten(obj)
+            try:  # a decoder that takes deeper nesting than Python's recursion limit (msgspec on 3.12) gets here
+                if self._shape_ok:
+                    ok, changed = learn(self._shape, obj)
+                    self._shape_ok = ok
+                    self._stale = self._stale or changed
+                row = flatten(obj)
+            except RecursionError:
+                bad.append(BadLine(self.label, no, "JSON nested too deeply"))
+                continue
             steps.append(self._step(row, no, bad))
             rows.append(row)
         return Parsed(steps=steps, rows=rows, bad=bad, step_key=self.step_key)
