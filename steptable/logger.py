@@ -57,13 +57,13 @@ if hasattr(os, "register_at_fork"):
 
 def _frozen(value: Any) -> Any:
     """The value as it is now: a tensor or array that the loop updates in place is read at log time."""
-    if isinstance(value, list):
-        return tuple(value)
     try:
+        if isinstance(value, list):
+            return tuple(value)
         item = getattr(value, "item", None)
         if callable(item) and getattr(value, "ndim", 0) == 0:
             return item()
-    except Exception:
+    except Exception:  # a value that cannot be read is left for the writer and the renderer to make text of
         pass
     return value
 
@@ -166,7 +166,10 @@ class StepLogger:
             )
             return None
 
-    def _log(self, cells: Mapping[str, Any]) -> str:
+    def _log(self, raw: Mapping[str, Any]) -> str:
+        # Each value read once, now: a device tensor costs one sync here rather than one each for the JSONL, the
+        # rendered row and the dump, and a value the loop updates in place later shows as it was at this step.
+        cells = {k: v if type(v) in _PLAIN else _frozen(v) for k, v in raw.items()}
         step = cells.get("step", self._rows)
         record: dict[str, Any] = {"step": step}
         if self.arm is not None:
@@ -180,7 +183,7 @@ class StepLogger:
         if self._writer is not None:
             self._writer.write(record)
         view = cells if "step" in cells else {**cells, "step": step}
-        self._recent.append({k: v if type(v) in _PLAIN else _frozen(v) for k, v in view.items()})
+        self._recent.append(view)
 
         first = self._rows == 0
         header_due = first or bool(self.header_every and self._rows % self.header_every == 0)

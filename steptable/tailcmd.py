@@ -82,7 +82,7 @@ class Tail:
         return tuple(fit(cols, width)) if width and width > 0 else tuple(cols)
 
     # -------------------------------------------------------------------------------------------- output
-    def emit(self, follower: Follower, first: bool) -> None:
+    def emit(self, follower: Follower) -> None:
         stores = [follower.stores[k] for k in sorted(follower.stores)]
         for line in follower.errors[self.errors_seen :]:
             self.err.write(sanitize(line) + "\n")
@@ -99,10 +99,10 @@ class Tail:
                 self.render_row = render.compile_row(cols)
                 self.since_header.clear()
         for store in stores:
-            self._emit_run(store, first, multi=len(stores) > 1)
+            self._emit_run(store, multi=len(stores) > 1)
         self.out.flush()
 
-    def _emit_run(self, store: RunStore, first: bool, multi: bool) -> None:
+    def _emit_run(self, store: RunStore, multi: bool) -> None:
         a, run = self.args, store.run
         n = len(store)
         seen = self.versions.get(run)
@@ -240,7 +240,7 @@ def run_tail(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | 
     follower.scan()
     if not args.follow:
         follower.finish()  # a file that will not grow: its unterminated last line is a row too
-    tail.emit(follower, first=True)
+    tail.emit(follower)
     if not args.follow:
         if not follower.stores:  # --alerts-only too: a mistyped path in CI must not pass as "no alerts"
             err.write("steptable tail: no metrics files found under " + ", ".join(args.paths) + "\n")
@@ -260,7 +260,7 @@ def run_tail(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | 
             if stop.is_set():
                 return
             try:
-                tail.emit(follower, first=False)
+                tail.emit(follower)
             except BrokenPipeError as e:
                 broken.append(e)
                 stop.set()
