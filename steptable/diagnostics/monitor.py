@@ -11,7 +11,7 @@ values of a step are packed into one float64 tensor and brought to the host by e
 very end (``PendingStats.get``); nothing before it synchronises: no ``.item()``, no boolean indexing, no
 ``nonzero``/``unique``, no Python branch on a tensor value. ``step_async`` returns the packed values before that
 copy, so the caller can decide when to pay for it. On CUDA, the fixed-shape part of the step is replayed from a
-CUDA graph once a batch size repeats; capturing it synchronises once per batch size (see ``cuda_graph``).
+CUDA graph once a batch-size bucket repeats; capturing one synchronises once (see ``cuda_graph``).
 """
 
 from __future__ import annotations
@@ -414,7 +414,7 @@ class RoutingMonitor:
         return mean, std
 
     def _compute_maybe_graphed(self, rows: Tensor, sq: Tensor) -> Tensor:
-        """``_compute``, replayed from a CUDA graph once this batch size has been seen before (see ``cuda_graph``)."""
+        """``_compute``, replayed from a CUDA graph once this size bucket has been seen before (see ``cuda_graph``)."""
         if not (self.cuda_graph and rows.is_cuda) or torch.cuda.is_current_stream_capturing():
             return self._compute(rows, sq)
         n = rows.shape[1]
@@ -445,7 +445,7 @@ class RoutingMonitor:
             self._graphs.popitem(last=False)
 
     def _capture(self, rows: Tensor, sq: Tensor) -> _Graph | None:
-        """Capture ``_compute`` for this batch size; None (and the monitor stays eager) if capturing fails."""
+        """Capture ``_compute`` for these (padded) rows; None (and the monitor stays eager) if capturing fails."""
         buf, head, count, _ = self._st()
         saved = (buf.clone(), head.clone(), count.clone())
 
