@@ -1,7 +1,7 @@
 """Console tokens per step (o200k, counted offline) for a 20-metric RL step.
 
-steptable's row (with the 1-character level icon), plus its header (repeated every 20 rows) and legend (once),
-amortised over 100 steps, against an HF-Trainer-style dict print of the same step measured in the same run.
+What StepLogger prints to a piped stdout for 100 steps (each row with its 1-character level icon, the header every
+20 rows, the legend once), per step, against an HF-Trainer-style dict print of the same step measured in the same run.
 Goal: <= 60 tokens per step. The columns are declared as a schema would declare them: whole seconds for timings,
 whole tokens for lengths and throughput, the compact automatic format (about 3 significant digits) elsewhere.
 Run: python bench/bench_tokens.py  (needs: pip install bpe-openai)
@@ -9,12 +9,16 @@ Run: python bench/bench_tokens.py  (needs: pip install bpe-openai)
 
 from __future__ import annotations
 
+import contextlib
+import io
+import os
 import random
+import tempfile
 from typing import Any
 
 from bpe_openai import get_encoding
 
-from steptable import render
+from steptable import StepLogger, render, setup_logging
 from steptable.columns import Col
 from steptable.schemas import auto_col
 
@@ -71,18 +75,30 @@ def fitted(cols: list[Col], rows: list[dict[str, Any]]) -> list[Col]:
     return out
 
 
+def printed(cols: list[Col], rows: list[dict[str, Any]]) -> str:
+    """What a training script's stdout gets: setup_logging's sink (a pipe, so no colour) and StepLogger's defaults
+    (legend once, header every 20 rows), up to the end-of-run dump, which is not per-step output."""
+    out = io.StringIO()
+    with tempfile.TemporaryDirectory() as tmp, contextlib.redirect_stdout(out):
+        setup_logging("bench", log_dir=tmp)
+        log = StepLogger(cols)
+        for r in rows:
+            log.log(r)
+        text = out.getvalue()
+        log.close()
+    assert "\x1b" not in text and len(text.splitlines()) > len(rows)
+    return text
+
+
 def count(enc: Any, cols: list[Col], rows: list[dict[str, Any]]) -> tuple[float, float, str]:
-    lines = [f"I {line}" for line in render.legend(cols).splitlines()]
-    for i, r in enumerate(rows):
-        if i % 20 == 0:
-            lines.append("I " + render.header(cols))
-        lines.append("I " + render.row(cols, r))
+    lines = printed(cols, rows).splitlines()
     total = sum(len(enc.encode(line + "\n")) for line in lines)
     row_only = sum(len(enc.encode("I " + render.row(cols, r) + "\n")) for r in rows)
     return total / len(rows), row_only / len(rows), lines[-1]
 
 
 def main() -> None:
+    os.environ["NO_COLOR"] = "1"  # run from a terminal, the sink would colour the icons
     enc = get_encoding("o200k_base")
     rng = random.Random(0)
     steps = 100

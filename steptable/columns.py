@@ -26,7 +26,7 @@ class Col:
     width   display cells of the column (the separator is not counted)
     header  text over the column; must fit ``width``
     fmt     a Python format spec (``"+.2f"``, ``".1e"``, ``"d"``), ``"frac"`` for (n, d) pairs, or None for the
-            compact automatic number format
+            compact automatic number format (3 significant digits, up to 5 where the column has room)
     desc    the one-line meaning shown in the legend
     better  ``"higher"`` / ``"lower"`` when a direction is good for this metric (colouring, alerts), else None
     align   ``"right"`` (numbers, default), ``"left"`` or ``"center"``

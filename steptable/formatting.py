@@ -5,7 +5,8 @@ Pure: no textual, torch or loguru. Everything that turns a number into character
 
 Rules
 - None, NaN (float or the strings "nan"/"NaN"/"null") -> ``nan``; +/-inf -> ``inf`` / ``-inf``.
-- ``fmt=None`` on a float uses :func:`fmt_auto` (about 3 significant digits, no leading zero).
+- ``fmt=None`` on a float uses :func:`fmt_auto` (3 significant digits, no leading zero), and where the column has
+  spare cells, more digits instead of blanks (:func:`fill_number`: .340 not .34, .3443 in 5 cells).
 - ``fmt="frac"`` takes an ``(n, d)`` pair (tuple or JSON list) of real numbers -> ``n/d``.
 - Bools show as ``T`` / ``F`` under the automatic format; an explicit spec formats them as ``format()`` does
   (``True`` under ``+.2f`` is ``+1.00``).
@@ -236,6 +237,46 @@ def fit_number(x: float, width: int) -> str:
     return "#" * width
 
 
+#: The most significant digits a float in the automatic format shows when its column has room for them.
+FILL_DIGITS = 5
+
+
+def fill_number(x: float, width: int) -> str:
+    """:func:`fit_number`, with the column's spare cells spent on digits instead of blanks.
+
+    A value below 100 gets up to :data:`FILL_DIGITS` significant digits where the column has room (.34432 in 6
+    cells, .3443 in 5, .344 in 4), trailing zeros included (.340 is 0.34016; .34 would claim it is 0.34), but
+    never more than it has: 0.5 stays .5, 71.46 is 71.46 (not 71.460), a float32 0.1 is .1. Integers (3, 1234)
+    and exponent forms are left as they are: a decimal point added to fill a column costs a cell and a token.
+    Never narrower than :func:`fit_number`'s text, never wider than ``width``. The numbers in a column line up on
+    both edges, and no run of pad spaces costs an agent a token (o200k makes such a run a token of its own).
+    """
+    return fill_digits(x, fit_number(x, width), width)
+
+
+def fill_digits(x: float, text: str, width: int) -> str:
+    """``text`` (the fitted form of ``x``) with more significant digits where ``width`` has room for them."""
+    if len(text) >= width or not (1e-4 <= abs(x) < 100.0) or x.is_integer():  # also false for nan and inf
+        return text
+    magnitude = math.floor(math.log10(abs(x)))
+    best = text
+    for digits in range(3, FILL_DIGITS + 1):
+        decimals = digits - 1 - magnitude
+        s = f"{x:.{decimals}f}"
+        if abs(float(s)) >= 10.0 ** (magnitude + 1):
+            s = f"{x:.{decimals - 1}f}"  # rounded up into the next decade (9.9996 -> 10.000): one decimal fewer
+        s = _strip_zero(s)
+        if len(s) > width:
+            break
+        if abs(float(s) - x) <= 1e-7 * abs(x):
+            # Exact at this precision (.5, 71.46), as far as a float32 metric or 0.1 + 0.2 can be: the zeros would
+            # claim digits the value does not have.
+            s = s.rstrip("0").rstrip(".")
+            return s if len(s) > len(best) else best
+        best = s
+    return best
+
+
 def _non_finite(x: float) -> str | None:
     if x != x:
         return NAN
@@ -287,17 +328,21 @@ def _frac_text(value: Any, width: int) -> str:
     return fit_number(nf / df, width)
 
 
-def format_value(value: Any, fmt: str | None, width: int) -> str:
-    """Text for one cell, at most ``width`` cells wide (not yet padded). Never raises."""
+def format_value(value: Any, fmt: str | None, width: int, *, fill: bool = True) -> str:
+    """Text for one cell, at most ``width`` cells wide (not yet padded). Never raises.
+
+    ``fill=False`` gives a float in the automatic format its natural 3-significant-digit text, without the extra
+    digits :func:`fill_number` puts in spare cells: what a width is fitted to.
+    """
     try:
-        text = _format_value(value, fmt, width)
+        text = _format_value(value, fmt, width, fill)
         # Columns narrower than 'nan' or '-inf': never overflow the column, whatever the token.
         return text if display_width(text) <= width else cut(text, width)
     except Exception:  # a hostile __format__ or __str__ must not break a training loop
         return "?" if width < 3 else cut("err", width)
 
 
-def _format_value(value: Any, fmt: str | None, width: int) -> str:
+def _format_value(value: Any, fmt: str | None, width: int, fill: bool = True) -> str:
     if value is None:
         return NAN
     if fmt == "frac":
@@ -340,7 +385,7 @@ def _format_value(value: Any, fmt: str | None, width: int) -> str:
         if nf is not None:
             return nf
         if fmt is None:
-            return fit_number(value, width)
+            return fill_number(value, width) if fill else fit_number(value, width)
         if fmt.endswith("d"):
             if value.is_integer():
                 s = format(int(value), fmt)
@@ -370,7 +415,7 @@ def _format_value(value: Any, fmt: str | None, width: int) -> str:
         f = float(value)
     except (TypeError, ValueError):
         return cut(sanitize(str(value)), width)
-    return _format_value(f, fmt, width)
+    return _format_value(f, fmt, width, fill)
 
 
 def format_cell(value: Any, fmt: str | None, width: int, align: str = "right") -> str:

@@ -14,7 +14,17 @@ from operator import itemgetter
 from typing import Any
 
 from steptable.columns import Col
-from steptable.formatting import _compact_exponent, cut, display_width, fmt_auto, format_cell, pad, sanitize, to_float
+from steptable.formatting import (
+    _compact_exponent,
+    cut,
+    display_width,
+    fill_digits,
+    fmt_auto,
+    format_cell,
+    pad,
+    sanitize,
+    to_float,
+)
 
 SEP = " "
 
@@ -77,10 +87,11 @@ def compile_row(cols: tuple[Col, ...]) -> Callable[[Mapping[str, Any]], str]:
                 f"    else: {slow}",
             ]
         elif fmt is None:
-            lines += [
+            lines += [  # fit_number's first try is the 3-digit form: where that fits, it is what fit_number gives
                 "    if type(v) is float:",
-                f"        {name} = auto(v).rjust({w})",
-                f"        if len({name}) != {w}: {slow}",
+                f"        {name} = auto(v)",
+                f"        if len({name}) < {w}: {name} = filled(v, {name}, {w}).rjust({w})",
+                f"        elif len({name}) != {w}: {slow}",
                 f"    else: {slow}",
             ]
         elif fmt.endswith("d"):
@@ -119,7 +130,7 @@ def compile_row(cols: tuple[Col, ...]) -> Callable[[Mapping[str, Any]], str]:
     lines += _fast_path(cols)
     env: dict[str, Any] = {
         "KEYS": tuple(c.key for c in cols), "COLS": cols, "cell": format_cell, "auto": fmt_auto, "CELLS": cells,
-        "INF": math.inf, "SEP": SEP, "WIDTH": width(cols), "KEYS_GET": _keys_getter(cols),
+        "filled": fill_digits, "INF": math.inf, "SEP": SEP, "WIDTH": width(cols), "KEYS_GET": _keys_getter(cols),
         "TEMPLATE": _template(cols), "frac_new": _frac_new, "EXP_SUFFIX": _EXP_SUFFIX,
         **{f"MEMO{i}": {} for i in range(len(cols))},
     }

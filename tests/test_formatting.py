@@ -8,8 +8,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from steptable.formatting import (
+    FILL_DIGITS,
     cut,
     display_width,
+    fill_number,
     fit_number,
     fmt_auto,
     format_cell,
@@ -194,6 +196,62 @@ def test_fit_number_is_honest(x: float, width: int) -> None:
         exact = Decimal(x)
         assert (back < 0) == (exact < 0) or back == 0
         assert abs(back - exact) <= abs(exact) * Decimal("0.5")
+
+
+@pytest.mark.parametrize(
+    ("x", "width", "expected"),
+    [
+        (0.34016, 3, ".34"),  # no room: fit_number's text
+        (0.34016, 4, ".340"),  # the third significant digit is a zero, and it is shown
+        (0.34016, 5, ".3402"),
+        (0.34016, 6, ".34016"),
+        (0.34016, 9, ".34016"),  # at most FILL_DIGITS significant digits, then blanks
+        (-0.073276, 7, "-.07328"),
+        (0.0029804, 7, ".002980"),
+        (1.003, 4, "1.00"),
+        (1 / 3, 6, ".33333"),
+        (9.99996, 6, "10.000"),  # rounds into the next decade without gaining a digit
+        (9.99999999, 6, "10"),  # as good as 10: no zeros it does not have
+        # a value shown exactly keeps its own digits
+        (0.5, 6, ".5"),
+        (71.46, 6, "71.46"),
+        (0.1 + 0.2, 6, ".3"),
+        (0.10000000149011612, 6, ".1"),  # float32 0.1
+        (-0.0733, 7, "-.0733"),
+        # integers, three-digit magnitudes and exponents: a decimal point would cost a cell and a token
+        (3.0, 6, "3"),
+        (123.4, 6, "123"),
+        (5e-5, 8, "5e-5"),
+        (123456789.0, 9, "1.23e8"),
+        (math.nan, 6, "nan"),
+        (-math.inf, 6, "-inf"),
+    ],
+)
+def test_fill_number(x: float, width: int, expected: str) -> None:
+    assert fill_number(x, width) == expected
+
+
+def test_automatic_format_fills_its_column_and_fitting_does_not() -> None:
+    assert format_cell(0.34016, None, 6) == ".34016"
+    assert format_value(0.34016, None, 6, fill=False) == ".34"
+    assert format_cell(0.34016, ".2f", 6) == "  0.34"  # an explicit spec is the user's precision
+    assert format_cell(7, None, 6) == "     7"  # and an int is an int
+
+
+@settings(max_examples=400, deadline=None)
+@given(x=st.floats(allow_nan=False, allow_infinity=False), width=st.integers(min_value=1, max_value=12))
+def test_fill_number_is_at_least_as_precise_as_fit_number(x: float, width: int) -> None:
+    fitted, filled = fit_number(x, width), fill_number(x, width)
+    assert len(fitted) <= len(filled) <= width
+    if "#" in fitted or "e" in fitted:
+        assert filled == fitted
+        return
+    error = abs(Decimal(filled) - Decimal(x))
+    assert error <= abs(Decimal(fitted) - Decimal(x))
+    if filled != fitted:  # the extra digits are significant ones, never more than FILL_DIGITS of them
+        digits = filled.lstrip("-").replace(".", "").lstrip("0")
+        assert 3 <= len(digits) <= FILL_DIGITS + 1  # +1: 9.99996 -> 10.000
+        assert error <= abs(Decimal(x)) * Decimal(10) ** (1 - len(digits))
 
 
 def test_numpy_scalars_format_like_python_numbers() -> None:

@@ -187,7 +187,7 @@ def auto_col(
     if fmt is None and any(isinstance(v, (tuple, list)) and len(v) == 2 for v in samples):
         fmt = "frac"
     is_str = any(isinstance(v, str) and not _is_missing(v) and v.lower() not in ("inf", "-inf") for v in samples)
-    widths = sorted(display_width(format_value(v, fmt, 12)) for v in samples if v is not None)
+    widths = sorted(display_width(format_value(v, fmt, 12, fill=False)) for v in samples if v is not None)
     data_w = widths[-1] if widths else 3
     fractional = fmt is None and not is_str and any(
         isinstance(v, float) and v == v and v not in (math.inf, -math.inf) and not v.is_integer() for v in samples
