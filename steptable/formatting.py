@@ -98,19 +98,23 @@ def _char_width(ch: str) -> int:
     return 2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1
 
 
+_KEYCAP_BASES = "#*0123456789"  # the ASCII characters that have an emoji presentation ("1\ufe0f\u20e3")
+
+
 def char_cells(text: str) -> Iterator[tuple[str, int]]:
     """Each character with the cells it adds, in context (lazily: a cut stops reading where it stops): a character
     after a zero-width joiner belongs to the emoji before it (0), and the emoji presentation selector U+FE0F widens
-    a 1-cell character to 2 (as terminals draw "\u2764\ufe0f")."""
+    a 1-cell character to 2 (as terminals draw "\u2764\ufe0f"). Neither applies after a letter or a space, which
+    have no emoji form: so a pad space before a cell that starts with a stray selector or joiner stays 1 cell."""
     prev: tuple[str, int] | None = None  # held back one character: a selector after it may widen it
     joined = False
     for ch in text:
         if joined:
             item, joined = (ch, 0), False
         elif ch == "\u200d":
-            item, joined = (ch, 0), prev is not None
+            item, joined = (ch, 0), prev is not None and not prev[0].isascii()
         elif ch == "\ufe0f":
-            if prev is not None and prev[1] == 1:
+            if prev is not None and prev[1] == 1 and (not prev[0].isascii() or prev[0] in _KEYCAP_BASES):
                 prev = (prev[0], 2)
             item = (ch, 0)
         else:
@@ -242,39 +246,39 @@ FILL_DIGITS = 5
 
 
 def fill_number(x: float, width: int) -> str:
-    """:func:`fit_number`, with the column's spare cells spent on digits instead of blanks.
+    """:func:`fit_number`, or where more significant digits would fill the column exactly, those digits.
 
-    A value below 100 gets up to :data:`FILL_DIGITS` significant digits where the column has room (.34432 in 6
-    cells, .3443 in 5, .344 in 4), trailing zeros included (.340 is 0.34016; .34 would claim it is 0.34), but
-    never more than it has: 0.5 stays .5, 71.46 is 71.46 (not 71.460), a float32 0.1 is .1. Integers (3, 1234)
-    and exponent forms are left as they are: a decimal point added to fill a column costs a cell and a token.
-    Never narrower than :func:`fit_number`'s text, never wider than ``width``. The numbers in a column line up on
-    both edges, and no run of pad spaces costs an agent a token (o200k makes such a run a token of its own).
+    A column one or two cells wider than a value's 3-significant-digit form (a width fitted to the data, or a
+    sign, a leading zero or a carry that other values need) shows the value flush with up to
+    :data:`FILL_DIGITS` significant digits instead of blanks: .340 for 0.34016 in 4 cells (.34 would claim it is
+    0.34), .3402 in 5, .34016 in 6. Never more digits than the value has (0.5 stays .5, 71.46 is never 71.460, a
+    float32 0.1 is .1), and a column sized for a long header keeps the plain form (.657 under "accuracy", not
+    .65733 and blanks). Integers (3, 1234) and exponent forms are left as they are: a decimal point added to fill
+    a column costs a cell and a token. For an agent reading the log, a flush cell saves a token: o200k makes a
+    run of pad spaces before a value a token of its own.
     """
     return fill_digits(x, fit_number(x, width), width)
 
 
 def fill_digits(x: float, text: str, width: int) -> str:
-    """``text`` (the fitted form of ``x``) with more significant digits where ``width`` has room for them."""
+    """``text`` (the fitted form of ``x``), or a form of ``x`` with more significant digits that fills ``width``."""
     if len(text) >= width or not (1e-4 <= abs(x) < 100.0) or x.is_integer():  # also false for nan and inf
         return text
     magnitude = math.floor(math.log10(abs(x)))
-    best = text
     for digits in range(3, FILL_DIGITS + 1):
         decimals = digits - 1 - magnitude
         s = f"{x:.{decimals}f}"
         if abs(float(s)) >= 10.0 ** (magnitude + 1):
             s = f"{x:.{decimals - 1}f}"  # rounded up into the next decade (9.9996 -> 10.000): one decimal fewer
         s = _strip_zero(s)
-        if len(s) > width:
-            break
         if abs(float(s) - x) <= 1e-7 * abs(x):
-            # Exact at this precision (.5, 71.46), as far as a float32 metric or 0.1 + 0.2 can be: the zeros would
-            # claim digits the value does not have.
+            # Exact at this precision (.5, 71.46), as far as a float32 metric or 0.1 + 0.2 can be: more zeros
+            # would claim digits the value does not have.
             s = s.rstrip("0").rstrip(".")
-            return s if len(s) > len(best) else best
-        best = s
-    return best
+            return s if len(s) == width else text
+        if len(s) >= width:
+            return s if len(s) == width else text
+    return text
 
 
 def _non_finite(x: float) -> str | None:

@@ -205,7 +205,8 @@ def test_fit_number_is_honest(x: float, width: int) -> None:
         (0.34016, 4, ".340"),  # the third significant digit is a zero, and it is shown
         (0.34016, 5, ".3402"),
         (0.34016, 6, ".34016"),
-        (0.34016, 9, ".34016"),  # at most FILL_DIGITS significant digits, then blanks
+        (0.34016, 7, ".34"),  # more than FILL_DIGITS would take to fill it (a column sized for its header)
+        (0.65733, 8, ".657"),
         (-0.073276, 7, "-.07328"),
         (0.0029804, 7, ".002980"),
         (1.003, 4, "1.00"),
@@ -214,7 +215,8 @@ def test_fit_number_is_honest(x: float, width: int) -> None:
         (9.99999999, 6, "10"),  # as good as 10: no zeros it does not have
         # a value shown exactly keeps its own digits
         (0.5, 6, ".5"),
-        (71.46, 6, "71.46"),
+        (71.46, 5, "71.46"),
+        (71.46, 6, "71.5"),  # 71.460 would claim a digit it does not have
         (0.1 + 0.2, 6, ".3"),
         (0.10000000149011612, 6, ".1"),  # float32 0.1
         (-0.0733, 7, "-.0733"),
@@ -248,7 +250,8 @@ def test_fill_number_is_at_least_as_precise_as_fit_number(x: float, width: int) 
         return
     error = abs(Decimal(filled) - Decimal(x))
     assert error <= abs(Decimal(fitted) - Decimal(x))
-    if filled != fitted:  # the extra digits are significant ones, never more than FILL_DIGITS of them
+    if filled != fitted:  # flush with the column; the extra digits significant ones, at most FILL_DIGITS of them
+        assert len(filled) == width
         digits = filled.lstrip("-").replace(".", "").lstrip("0")
         assert 3 <= len(digits) <= FILL_DIGITS + 1  # +1: 9.99996 -> 10.000
         assert error <= abs(Decimal(x)) * Decimal(10) ** (1 - len(digits))
@@ -260,3 +263,13 @@ def test_numpy_scalars_format_like_python_numbers() -> None:
     assert format_cell(np.float32(0.25), "+.2f", 6) == format_cell(0.25, "+.2f", 6)
     assert format_cell(np.int64(7), "d", 4) == "   7"
     assert format_cell(np.float64("nan"), None, 4) == " nan"
+
+
+@pytest.mark.parametrize("text", ["\ufe0f", "\u200dx", "\ufe0f\u200d\ufe0f", "a\ufe0f", "x\u200dy"])
+def test_a_stray_selector_or_joiner_does_not_widen_the_pad_before_it(text: str) -> None:
+    # Letters and spaces have no emoji form: a selector or joiner after them changes nothing a terminal draws.
+    for width in (1, 2, 5):
+        for align in ("right", "left", "center"):
+            assert display_width(format_cell(text, None, width, align)) == width
+    assert display_width("a\ufe0f") == 1
+    assert display_width("1\ufe0f\u20e3") == 2  # a keycap base does take the emoji presentation
