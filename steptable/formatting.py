@@ -218,12 +218,21 @@ def fmt_auto(x: float, digits: int = 3) -> str:
     if ax >= 10 ** (digits - 1):
         # Enough integer digits: show the integer (1234 reads better than 1.23e3 for a step time).
         return str(round(x))
-    decimals = digits - 1 - math.floor(math.log10(ax))
-    s = f"{x:.{decimals}f}"
+    s = _positional(x, digits)
     if "." in s:
         s = s.rstrip("0").rstrip(".")
-    if s in ("-0", ""):
-        return "0"
+    return s if s not in ("-0", "-", "") else "0"
+
+
+def _positional(x: float, digits: int) -> str:
+    """``x`` (non-zero, finite) to ``digits`` significant digits in positional form, trailing zeros kept and no
+    leading zero: 0.34016 -> '.340'. A value that rounds up into the next decade keeps the count: 9.9996 at 4
+    digits is '10.00', not '10.000'."""
+    magnitude = math.floor(math.log10(abs(x)))
+    decimals = max(digits - 1 - magnitude, 0)
+    s = f"{x:.{decimals}f}"
+    if decimals and abs(float(s)) >= 10.0 ** (magnitude + 1):
+        s = f"{x:.{decimals - 1}f}"
     return _strip_zero(s)
 
 
@@ -264,13 +273,8 @@ def fill_digits(x: float, text: str, width: int) -> str:
     """``text`` (the fitted form of ``x``), or a form of ``x`` with more significant digits that fills ``width``."""
     if len(text) >= width or not (1e-4 <= abs(x) < 100.0) or x.is_integer():  # also false for nan and inf
         return text
-    magnitude = math.floor(math.log10(abs(x)))
     for digits in range(3, FILL_DIGITS + 1):
-        decimals = digits - 1 - magnitude
-        s = f"{x:.{decimals}f}"
-        if abs(float(s)) >= 10.0 ** (magnitude + 1):
-            s = f"{x:.{decimals - 1}f}"  # rounded up into the next decade (9.9996 -> 10.000): one decimal fewer
-        s = _strip_zero(s)
+        s = _positional(x, digits)
         if abs(float(s) - x) <= 1e-7 * abs(x):
             # Exact at this precision (.5, 71.46), as far as a float32 metric or 0.1 + 0.2 can be: more zeros
             # would claim digits the value does not have.

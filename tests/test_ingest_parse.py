@@ -76,8 +76,8 @@ def test_blank_line_is_no_row() -> None:
 
 def test_flatten_nested_and_verl_envelope() -> None:
     row = flatten({"step": 3, "data": {"actor/pg_loss": 0.5, "critic": {"score": {"mean": 1}}},
-                   "elapsed_seconds": 2.0, "eval": {"acc": [[1, 2], [3, 4]]}, "gt_s": [3, 8], "flag": True})
-    assert row == {"step": 3, "actor/pg_loss": 0.5, "critic/score/mean": 1, "elapsed_seconds": 2.0,
+                   "kl": 2.0, "eval": {"acc": [[1, 2], [3, 4]]}, "gt_s": [3, 8], "flag": True})
+    assert row == {"step": 3, "actor/pg_loss": 0.5, "critic/score/mean": 1, "kl": 2.0,
                    "eval/acc": [[1, 2], [3, 4]], "gt_s": (3, 8), "flag": True}
 
 
