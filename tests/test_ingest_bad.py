@@ -146,3 +146,55 @@ def test_bad_lines_in_a_big_file_keep_their_numbers(tmp_path: Path) -> None:
     assert len(store) == 5999 and store.index_of_step(4322) == 4321
     assert [(b.lineno, b.reason[:14]) for b in store.bad] == [(4322, "malformed JSON")]
     assert math.isnan(store.value(4999, "loss"))
+
+
+def test_unreadable_directory_is_reported_once_and_retried(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A directory discovery cannot list (permission, I/O error) is skipped with one report; the other runs load,
+    and the skipped one arrives once it can be read."""
+    import os
+
+    root = tmp_path / "runs"
+    for arm in ("armA", "armB"):
+        (root / arm).mkdir(parents=True)
+        (root / arm / "metrics.jsonl").write_bytes(good(0))
+    locked = root / "armB"
+    real_scandir = os.scandir
+
+    def scandir(p: Any = ".") -> Any:
+        if Path(p) == locked:
+            raise PermissionError(13, "Permission denied", str(p))
+        return real_scandir(p)
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    f = Follower([root])
+    assert f.scan() == {"armA/metrics.jsonl"}
+    f.scan()
+    assert f.errors == [f"{locked}: unreadable (Permission denied); skipped, will retry"]
+    monkeypatch.setattr(os, "scandir", real_scandir)
+    assert f.scan() == {"armB/metrics.jsonl"} and len(f.errors) == 1
+
+
+def test_unreadable_unnamed_jsonl_is_reported_once_and_retried(tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """A ``*.jsonl`` whose content must say whether it holds metrics, but which cannot be opened, is not silently
+    waited on forever."""
+    import builtins
+
+    path = tmp_path / "runs" / "exp7.jsonl"
+    path.parent.mkdir(parents=True)
+    path.write_bytes(good(0) + good(1))
+    real_open = builtins.open
+
+    def denied(p: Any, *a: Any, **k: Any) -> Any:
+        if Path(p) == path:
+            raise PermissionError(13, "Permission denied", str(p))
+        return real_open(p, *a, **k)
+
+    monkeypatch.setattr(builtins, "open", denied)
+    f = Follower([tmp_path / "runs"])
+    assert f.scan() == set()
+    f.scan()
+    assert f.errors == [f"{path}: unreadable (Permission denied); skipped, will retry"]
+    monkeypatch.setattr(builtins, "open", real_open)
+    assert f.scan() == {"exp7.jsonl"}
+    assert_rows(f.stores["exp7.jsonl"], [0, 1])

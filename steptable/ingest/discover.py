@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
@@ -109,12 +109,21 @@ def arm_and_run_dir(path: Path, root: Path, *, run_dir: Path | None = None) -> t
     return run_dir.absolute().name or "run", run_dir
 
 
-def _walk(root: Path) -> Iterator[Path]:
+OnError = Callable[[Path, OSError], None]
+"""Told of a directory discovery could not list (it is skipped this time and tried again on the next pass)."""
+
+
+def _walk(root: Path, on_error: OnError | None = None) -> Iterator[Path]:
     if not root.is_dir():
         if root.is_file():
             yield root
         return
-    for dirpath, dirnames, filenames in os.walk(root):
+
+    def failed(e: OSError) -> None:
+        if on_error is not None and not isinstance(e, FileNotFoundError):  # vanished mid-walk: nothing to say
+            on_error(Path(e.filename) if e.filename else root, e)
+
+    for dirpath, dirnames, filenames in os.walk(root, onerror=failed):
         dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and not d.startswith("."))
         base = Path(dirpath)
         for name in sorted(filenames):
@@ -130,13 +139,14 @@ def _label(root: Path, roots: Sequence[Path]) -> str | None:
     return root.as_posix().rstrip("/") if len(roots) > 1 else None
 
 
-def discover(paths: Iterable[str | Path]) -> list[Candidate]:
-    """Every candidate run under ``paths`` (missing paths give nothing yet), side files attached."""
+def discover(paths: Iterable[str | Path], on_error: OnError | None = None) -> list[Candidate]:
+    """Every candidate run under ``paths`` (missing paths give nothing yet), side files attached. A directory that
+    cannot be listed is skipped, and ``on_error`` is told."""
     roots = [Path(p) for p in paths]
     found: dict[Path, Candidate] = {}
     sides: list[tuple[str, Path]] = []
     for root in roots:
-        _collect(root, root, _label(root, roots), found, sides)
+        _collect(root, root, _label(root, roots), found, sides, on_error)
     cands = list(found.values())
     for cat, path in sides:
         owners = [c for c in cands if path.is_relative_to(c.run_dir)]
@@ -148,7 +158,7 @@ def discover(paths: Iterable[str | Path]) -> list[Candidate]:
     return cands
 
 
-def discover_at(path: str | Path, roots: Sequence[str | Path]) -> list[Candidate]:
+def discover_at(path: str | Path, roots: Sequence[str | Path], on_error: OnError | None = None) -> list[Candidate]:
     """Candidates at or under ``path`` (a file or directory that just appeared, e.g. an absolute path from a file
     event), named relative to the root that holds it exactly as :func:`discover` names them; side files are left to
     the next full discovery."""
@@ -160,15 +170,15 @@ def discover_at(path: str | Path, roots: Sequence[str | Path]) -> list[Candidate
             continue
         found: dict[Path, Candidate] = {}
         under = root if target == root_abs else root / target.relative_to(root_abs)
-        _collect(root, under, _label(root, root_paths), found, [])
+        _collect(root, under, _label(root, root_paths), found, [], on_error)
         return list(found.values())
     return []
 
 
 def _collect(root: Path, under: Path, label: str | None, found: dict[Path, Candidate],
-             sides: list[tuple[str, Path]]) -> None:
+             sides: list[tuple[str, Path]], on_error: OnError | None = None) -> None:
     explicit = root.is_file()
-    for path in _walk(under):
+    for path in _walk(under, on_error):
         cand = classify(path, root, label, explicit=explicit)
         if cand is None:
             cat = side_category(path)
@@ -203,11 +213,13 @@ def classify(path: Path, root: Path, label: str | None = None, *, explicit: bool
     return None
 
 
-def sniff_jsonl(path: Path, limit: int = 1 << 16, max_limit: int = 8 << 20) -> bool | None:
+def sniff_jsonl(path: Path, limit: int = 1 << 16, max_limit: int = 8 << 20,
+                on_error: OnError | None = None) -> bool | None:
     """Does a ``*.jsonl`` hold metric rows? From its first line: an object with a step key or mostly numbers.
 
     The first ``limit`` bytes are read; a first line longer than that (verl's step-0 row with thousands of
-    validation keys) is read on, up to ``max_limit``. None: no complete first line yet (ask again later)."""
+    validation keys) is read on, up to ``max_limit``. None: no complete first line yet, or the file cannot be read
+    (``on_error`` is told); ask again later."""
     try:
         with open(path, "rb") as f:
             head = f.read(limit)
@@ -217,7 +229,9 @@ def sniff_jsonl(path: Path, limit: int = 1 << 16, max_limit: int = 8 << 20) -> b
                     break
                 head += more
                 limit *= 2
-    except OSError:
+    except OSError as e:
+        if on_error is not None and not isinstance(e, FileNotFoundError):
+            on_error(path, e)
         return None
     lines = head.split(b"\n")
     for line in lines[:-1]:  # complete lines only

@@ -60,6 +60,8 @@ class Follower:
         self._sources: dict[Path, Source] = {}
         self._by_file: dict[str, Source] = {}  # absolute path -> source (watchfiles reports absolute paths)
         self._rejected: dict[Path, tuple[int, int]] = {}  # not metrics: path -> (inode, size) when judged
+        self._unlisted: set[Path] = set()  # directories and files that failed on the last discovery, reported once
+        self._failing: set[Path] = set()  # the same, gathered during the pass under way
         self._pass = threading.RLock()
 
     # --- public -----------------------------------------------------------------------------------------------
@@ -121,7 +123,8 @@ class Follower:
             return changed
 
     def _discover(self) -> None:
-        for cand in discover(self.roots):
+        self._failing = set()
+        for cand in discover(self.roots, self._unreadable):
             src = self._sources.get(cand.key)
             if src is not None:
                 src.store.side_files = cand.side_files
@@ -129,6 +132,14 @@ class Follower:
                     load_meta(src.store, cand)  # a config.json written after the run started
                 continue
             self._add(cand)
+        self._unlisted = self._failing  # what reads again is reported again if it fails later
+
+    def _unreadable(self, path: Path, e: OSError) -> None:
+        """A directory discovery could not list or a file it could not sniff: reported once while it keeps failing."""
+        if path not in self._unlisted:
+            self._unlisted.add(path)
+            self._report(BadLine(str(path), 0, f"unreadable ({e.strerror or e}); skipped, will retry"))
+        self._failing.add(path)
 
     def _add(self, cand: Candidate) -> None:
         if not cand.confirmed and cand.path in self._rejected:
@@ -140,7 +151,7 @@ class Follower:
             if st.st_ino == ino and st.st_size >= size:  # same file, only grown: its first line is still the same
                 return
         if cand.kind == "jsonl" and not cand.confirmed:
-            verdict = sniff_jsonl(cand.path)
+            verdict = sniff_jsonl(cand.path, on_error=self._unreadable)
             if verdict is None:
                 return
             if not verdict:
@@ -241,7 +252,7 @@ class Follower:
                 if src is not None:
                     hit.append(src)
                 elif p.suffix.lower() in _WATCHED_SUFFIXES or p.is_dir():
-                    for cand in discover_at(p, self.roots):
+                    for cand in discover_at(p, self.roots, self._unreadable):
                         if cand.key not in self._sources:
                             self._add(cand)
                             new = self._sources.get(cand.key)
