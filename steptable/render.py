@@ -11,7 +11,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import lru_cache
 from operator import itemgetter
-from typing import Any
+from typing import Any, Final
 
 from steptable.columns import Col
 from steptable.formatting import (
@@ -286,6 +286,10 @@ def spans(cols: Sequence[Col]) -> list[tuple[int, int]]:
     return out
 
 
+DIRECTION: Final = {"higher": " (higher is better)", "lower": " (lower is better)"}
+"""What a legend line adds for a column (or a schema's pattern rule) with a better direction."""
+
+
 def legend(cols: Iterable[Col], title: str | None = "columns:", indent: int = 2) -> str:
     """One line per column that has a description: ``header  meaning``. Headers aligned for reading."""
     described = [c for c in cols if c.desc]
@@ -294,7 +298,7 @@ def legend(cols: Iterable[Col], title: str | None = "columns:", indent: int = 2)
     hw = max(len(c.header.strip()) for c in described)
     lines = [] if title is None else [title]
     for c in described:
-        arrow = {"higher": " (higher is better)", "lower": " (lower is better)"}.get(c.better or "", "")
+        arrow = DIRECTION.get(c.better or "", "")
         extra = "" if c.stream else " [dump only]"
         lines.append(f"{' ' * indent}{c.header.strip():<{hw}}  {sanitize(c.desc)}{arrow}{extra}")
     return "\n".join(lines)

@@ -20,9 +20,6 @@ def _runs(target: Any) -> list[RunView] | None:
     return None
 
 
-_ARROW = {"higher": " (higher is better)", "lower": " (lower is better)"}
-
-
 def _schema_text(schema: Schema) -> str:
     title = f"{schema.name}: {schema.description}"
     parts = [render.legend(schema.cols, title=title) if schema.cols else f"{title}\n  (no declared columns)"]
@@ -32,7 +29,7 @@ def _schema_text(schema: Schema) -> str:
         parts.append("keys matched by pattern:")
         for r in described:
             text = r.desc.replace(" ({key})", "").replace("{key}", "the key")
-            parts.append(f"  {r.pattern:<{w}}  {text}{_ARROW.get(r.better or '', '')}")
+            parts.append(f"  {r.pattern:<{w}}  {text}{render.DIRECTION.get(r.better or '', '')}")
     hidden = [r.pattern for r in schema.rules if r.hide]
     if hidden:
         parts.append("kept out of the default layout (a column filter shows them): " + ", ".join(hidden))
