@@ -207,3 +207,15 @@ def test_nan_heavy_chunks_are_rewritten_before_decoding() -> None:
     store, parser = _feed([b"".join(lines[i : i + 10]) for i in range(0, 100, 10)])
     assert parser.fast_chunks == 9 and parser._fix_first
     assert math.isnan(store.value(99, "a")) and store.value(99, "b") == -math.inf and store.value(99, "s") == "x NaN"
+
+
+def test_console_metrics_end_at_a_carriage_return() -> None:
+    """A progress bar redrawn over the metrics line (tqdm writes ``\\r``) is not part of the last value; a metrics
+    line drawn after a bar on the same line is still found; CRLF endings read as LF."""
+    from steptable.ingest.console import ConsoleParser
+
+    chunk = (b"step:1 - loss:0.5 - acc:0.25\r 40%|####      | 4/10 [00:04<00:06]\n"
+             b" 50%|#####     | 5/10\rstep:2 - loss:0.4 - acc:0.5\r\n")
+    parsed = ConsoleParser("x").parse(chunk)
+    assert parsed.steps == [1, 2]
+    assert parsed.rows == [{"step": 1, "loss": 0.5, "acc": 0.25}, {"step": 2, "loss": 0.4, "acc": 0.5}]

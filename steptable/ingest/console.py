@@ -15,7 +15,8 @@ from steptable.ingest.parse import step_of
 from steptable.ingest.store import Parsed
 
 # "step:" not preceded by a word character or a slash (global_step:, timing/step: are not it)
-_LINE: Final = re.compile(rb"(?<![\w/])step:[ \t]*(\d+)[ \t]+-[ \t]+([^\n]*)")
+# A carriage return ends the metrics too: what follows it (a progress bar redrawn over the line) is not a value.
+_LINE: Final = re.compile(rb"(?<![\w/])step:[ \t]*(\d+)[ \t]+-[ \t]+([^\n\r]*)")
 _ANSI: Final = re.compile(rb"\x1b\[[0-9;?]*[ -/]*[@-~]")
 _WRAPPED: Final = re.compile(r"^[A-Za-z_][\w.]*\((.*)\)$")
 _INT: Final = re.compile(r"^[+-]?\d+$")
