@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
 
@@ -32,7 +33,7 @@ def preview_tail(path: str | Path, max_bytes: int = PREVIEW_BYTES, kind: str | N
         if kind == "trainer_state":  # one JSON document: there is no tail to take
             store.meta["preview_offset"] = 0
             try:
-                store.add(parse_trainer_state(f.read()))
+                store.add(parse_trainer_state(f.read()), math.nan)
             except ValueError as e:
                 store.add_bad([BadLine(str(path), 0, str(e))])
             return store
@@ -50,7 +51,7 @@ def preview_tail(path: str | Path, max_bytes: int = PREVIEW_BYTES, kind: str | N
         end = data.find(b"\n", pos + BLOCK)
         end = len(data) if end < 0 else end + 1
         chunk = data[pos:end]
-        store.add(parser.parse(chunk, lineno))
+        store.add(parser.parse(chunk, lineno), math.nan)  # a backlog: arrival times unknown
         lineno += chunk.count(b"\n")
         pos = end
     return store

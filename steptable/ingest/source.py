@@ -7,6 +7,7 @@ to the ``report`` callable the follower passes (its ``errors``).
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -59,14 +60,18 @@ class TailSource(Source):
         label = str(cand.path)
         self.tail = FileTail(cand.path, label, max_line=max_line)
         self.parser: _Parser = ConsoleParser(label) if cand.kind == "console" else JsonlParser(label)
+        self._live = False  # the file's first content has been read: later rows arrive as it is written
 
     def poll(self) -> bool:
         changed = False
         store = self.store
+        # Rows already in the file when it is first read (or re-read after a reset) have no known arrival time.
+        now = None if self._live else math.nan
         for ev in self.tail.poll():
             if ev is RESET:
                 self.parser.reset()
                 store.reset()
+                now = math.nan
                 changed = True
             elif isinstance(ev, BadLine):
                 store.add_bad([ev])
@@ -75,9 +80,10 @@ class TailSource(Source):
             elif isinstance(ev, Lines):
                 parsed = self.parser.parse(ev.data, ev.first_line)  # lines are counted only if needed
                 if parsed.steps or parsed.bad:
-                    store.add(parsed)
+                    store.add(parsed, now)
                     self._bad(parsed.bad)
                     changed = True
+        self._live = self.tail.opened
         return self._expose(changed)
 
     def finish(self) -> bool:
@@ -88,7 +94,7 @@ class TailSource(Source):
         parsed = self.parser.parse(ev.data, ev.first_line)
         if not (parsed.steps or parsed.bad):
             return False
-        self.store.add(parsed)
+        self.store.add(parsed, math.nan)  # one-shot reads only: the line was there before the read
         self._bad(parsed.bad)
         return self._expose(True)
 
@@ -164,7 +170,7 @@ class StateSource(Source):
         with self.store.lock:
             self.store.reset()
             self.store.path = path
-            self.store.add(parsed)
+            self.store.add(parsed, math.nan)  # log_history entries carry no clock; re-read whole every time
 
     def _fail(self, sig: tuple[str, int, int, int], bad: BadLine) -> bool:
         if self._reported == sig:

@@ -22,6 +22,7 @@ the step index grows, so ``len(store)`` never counts a row whose cells are not t
 
 from __future__ import annotations
 
+import math
 import os
 import threading
 import time
@@ -93,7 +94,9 @@ class RunStore(ColumnTable):
 
     @property
     def wall_times(self) -> array[float]:
-        """Per-row unix time: the row's own ``ts``/``timestamp``/... when it looks like one, else ingestion time."""
+        """Per-row unix time: the row's own ``ts``/``timestamp``/... when it looks like one, else the time the row
+        was read while following the file; NaN for a row without a clock that was already in the file when it was
+        first read (its time is unknown: a one-shot read must not invent a rate from when it read each chunk)."""
         with self.lock:
             return self._walls[:]
 
@@ -169,7 +172,8 @@ class RunStore(ColumnTable):
             self.version += 1
 
     def add(self, parsed: Parsed, now: float | None = None) -> None:
-        """Apply one parsed chunk as one batch."""
+        """Apply one parsed chunk as one batch. ``now``: the wall time of its rows that carry no clock (default: the
+        current time; NaN when unknown)."""
         now = time.time() if now is None else now
         with self.lock:
             if parsed.bad:
@@ -193,14 +197,17 @@ class RunStore(ColumnTable):
         """After a batch: the arm a row named (it wins over the directory's) and the newest row's wall time."""
         if type(arm) is str and arm:
             self.arm = arm
-        if self._wall_key is None:  # rows without a clock of their own: the file's last write is the best age
-            try:
-                self.last_update = os.stat(self.path).st_mtime
-                return
-            except OSError:
-                pass
-        if self._walls:
-            self.last_update = self._walls[-1]
+        if self._wall_key is not None and self._walls and math.isfinite(self._walls[-1]):
+            self.last_update = self._walls[-1]  # the newest row's own clock
+            return
+        try:  # rows without a clock of their own: the file's last write is the best age
+            self.last_update = os.stat(self.path).st_mtime
+            return
+        except OSError:
+            pass
+        known = next((t for t in islice(reversed(self._walls), 10_000) if math.isfinite(t)), None)
+        if known is not None:
+            self.last_update = known
 
     def _appendable(self, steps: Sequence[int]) -> bool:
         if self._steps and steps[0] <= self._steps[-1]:

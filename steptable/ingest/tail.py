@@ -122,6 +122,11 @@ class FileTail:
             return None
         return Lines(self._pending + b"\n", self._start, self)
 
+    @property
+    def opened(self) -> bool:
+        """The file has been opened and read at least once."""
+        return self._ident is not None
+
     def poll(self) -> Iterator[TailEvent]:
         """New complete lines since the last poll (a ``RESET`` first when the file must be re-read from 0)."""
         try:

@@ -1,0 +1,87 @@
+"""Row wall times: a row's own clock, the time a followed row arrived, or unknown (NaN) for rows already in a file
+when it was first read. A one-shot read must not invent a step rate or an age from when it read each chunk."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+from pathlib import Path
+
+from steptable.ingest import Follower, load
+from steptable.summary import header_text
+
+
+def _rows(start: int, n: int, ts: float | None = None) -> bytes:
+    out = []
+    for s in range(start, start + n):
+        r: dict[str, object] = {"step": s, "loss": 1.0 / (s + 1)}
+        if ts is not None:
+            r["ts"] = ts + 30.0 * s
+        out.append(json.dumps(r))
+    return ("\n".join(out) + "\n").encode()
+
+
+def test_a_backlog_without_a_clock_has_no_rate(tmp_path: Path) -> None:
+    """1000 rows read in several chunks, the last line without its newline: no rate, the age is the file's."""
+    path = tmp_path / "run" / "metrics.jsonl"
+    path.parent.mkdir()
+    big = _rows(0, 30_000)
+    path.write_bytes(big[:-1])  # several 256 KB chunks, and a last line that `finish` reads
+    old = time.time() - 3 * 86400
+    os.utime(path, (old, old))
+    store = load([tmp_path])["run/metrics.jsonl"]
+    assert len(store) == 30_000
+    assert all(math.isnan(t) for t in store.wall_times)
+    text = header_text(store, time.time())
+    assert text.startswith("steps 0-29999, upd 3") and "step/min" not in text and "s/step" not in text
+
+
+def test_rows_that_arrive_while_following_get_their_arrival_time(tmp_path: Path) -> None:
+    path = tmp_path / "run" / "metrics.jsonl"
+    path.parent.mkdir()
+    path.write_bytes(_rows(0, 5))
+    f = Follower([tmp_path])
+    f.scan()
+    before = time.time()
+    with open(path, "ab") as out:
+        out.write(_rows(5, 3))
+    f.scan()
+    walls = f.stores["run/metrics.jsonl"].wall_times
+    assert all(math.isnan(t) for t in walls[:5])
+    assert all(before <= t <= time.time() for t in walls[5:])
+
+
+def test_rows_written_after_an_empty_first_read_are_live(tmp_path: Path) -> None:
+    path = tmp_path / "run" / "metrics.jsonl"
+    path.parent.mkdir()
+    path.write_bytes(b"")
+    f = Follower([tmp_path])
+    f.scan()
+    path.write_bytes(_rows(0, 2))
+    f.scan()
+    assert all(math.isfinite(t) for t in f.stores["run/metrics.jsonl"].wall_times)
+
+
+def test_the_age_of_a_run_whose_last_row_lacks_its_clock(tmp_path: Path) -> None:
+    """Rows with ``ts`` from three days ago, then an eval row without one: the run is three days old, not new."""
+    path = tmp_path / "run" / "metrics.jsonl"
+    path.parent.mkdir()
+    t0 = time.time() - 3 * 86400
+    path.write_bytes(_rows(0, 50, ts=t0) + b'{"step": 50, "eval/acc": 0.5}\n')
+    os.utime(path, (t0 + 1500, t0 + 1500))
+    store = load([tmp_path])["run/metrics.jsonl"]
+    assert store.last_update is not None and abs(store.last_update - (t0 + 1500)) < 1
+    text = header_text(store, time.time())
+    assert "30s/step" in text and "upd 2.98d ago" in text, text
+
+
+def test_rows_with_their_own_clock_keep_it(tmp_path: Path) -> None:
+    path = tmp_path / "run" / "metrics.jsonl"
+    path.parent.mkdir()
+    t0 = 1.7e9
+    path.write_bytes(_rows(0, 10, ts=t0))
+    store = load([tmp_path])["run/metrics.jsonl"]
+    assert list(store.wall_times) == [t0 + 30.0 * s for s in range(10)]
+    assert store.last_update == t0 + 270.0
