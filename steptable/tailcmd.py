@@ -24,7 +24,7 @@ from steptable.alerts import Alert, AlertEngine
 from steptable.columns import Col
 from steptable.formatting import md_escape, sanitize
 from steptable.ingest import Follower, RunStore
-from steptable.schemas import Schema, detect, fit, get_schema, layout
+from steptable.schemas import Schema, detect, fit, get_schema, layout, steps_outgrown
 from steptable.writer import encode_row
 
 DEFAULT_WIDTH = 200  # cells, when stdout is not a terminal (an agent pays for every column)
@@ -90,8 +90,9 @@ class Tail:
         if not stores:
             return
         keys = {k for s in stores for k in s.keys}
-        if keys != self.keys_seen:
-            # New runs or keys (a sparse eval column appearing late): lay out again and re-print the header.
+        if keys != self.keys_seen or steps_outgrown(self.cols, stores):
+            # New runs or keys (a sparse eval column appearing late), or steps past the step column's width: lay
+            # out again and re-print the header.
             self.keys_seen = keys
             cols = self._layout(stores)
             if cols != self.cols:

@@ -248,3 +248,16 @@ def test_line_assembly_crops_the_scrolling_part() -> None:
     assert "".join(s.text for s in short) == "stp bbbb    "  # padded to the width
     narrow = join_line(cells, 1, True, Style(), 0, 0, 2)
     assert "".join(s.text for s in narrow) == "st"
+
+
+def test_session_lays_out_again_when_steps_outgrow_the_step_column() -> None:
+    s = Session(schema_name="generic")
+    st = RunStore("a", "/x/a.jsonl")
+    st.add(Parsed(steps=[998, 999], rows=[{"step": 998, "loss": 0.5}, {"step": 999, "loss": 0.4}]))
+    assert s.update("a", st)
+    step_col = next(c for c in s.layout if c.key == "step")
+    assert step_col.width == 4 and step_col.fmt == "d"
+    assert not s.update("a", st)
+    st.add(Parsed(steps=[100_000], rows=[{"step": 100_000, "loss": 0.3}]))
+    assert s.update("a", st)
+    assert next(c for c in s.layout if c.key == "step").width == 6

@@ -171,3 +171,69 @@ def test_summary_align_pads_columns(demo_dir: Path, capsys: pytest.CaptureFixtur
     _, plain, _ = run_cli(["summary", str(demo_dir / "routeA")], capsys)
     _, aligned, _ = run_cli(["summary", str(demo_dir / "routeA"), "--align"], capsys)
     assert "  " not in plain.splitlines()[2] and "  " in aligned.splitlines()[2]
+
+
+@pytest.mark.parametrize(("name", "rows"), [
+    ("v1/exp.jsonl", [{"step": 123456 + i, "data": {"critic/score/mean": 0.5, "actor/pg_loss": 0.1 * i,
+                                                       "actor/entropy": 0.6, "critic/rewards/mean": 0.5}}
+                      for i in range(3)]),  # verl: a 5-cell step column
+    ("run/metrics.jsonl", [{"step": 1_000_000 + i, "loss": 0.5} for i in range(3)]),  # generic, a float-sized column
+    ("run/metrics.jsonl", [{"step": -2 + i, "loss": 0.5} for i in range(3)]),
+])
+def test_steps_are_shown_exactly(tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str,
+                                 rows: list[dict[str, object]]) -> None:
+    """A step never degrades to a compact form (two rows reading 1.2e5 would look like one step)."""
+    write_rows(tmp_path / name, rows)
+    for fmt in ("text", "md"):
+        rc, out, err = run_cli(["tail", str(tmp_path), "--format", fmt], capsys)
+        assert rc == 0, err
+        for r in rows:
+            assert str(r["step"]) in out.replace("|", " ").split(), out
+        if fmt == "text":
+            lines = out.splitlines()
+            assert len({len(line) for line in lines}) == 1
+
+
+def test_trainer_state_steps_are_shown_exactly(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    state = {"log_history": [{"step": s, "loss": 2e-6, "grad_norm": 0.5, "learning_rate": 1e-5}
+                             for s in (499_998, 499_999, 500_000)]}
+    (tmp_path / "trainer_state.json").write_text(json.dumps(state))
+    rc, out, _ = run_cli(["tail", str(tmp_path)], capsys)
+    assert rc == 0 and all(f"\n{s} " in out for s in (499_998, 499_999, 500_000)), out
+
+
+def test_rows_of_a_file_without_a_step_key_are_numbered(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    write_rows(tmp_path / "run" / "metrics.jsonl", [{"loss": 1, "acc": 2}, {"loss": 2, "acc": 3}])
+    rc, out, _ = run_cli(["tail", str(tmp_path)], capsys)
+    assert rc == 0 and [line.split()[0] for line in out.splitlines()] == ["step", "0", "1"]
+    rc, out, _ = run_cli(["tail", str(tmp_path), "--format", "jsonl"], capsys)
+    assert [json.loads(line)["step"] for line in out.splitlines()] == [0, 1]
+    rc, out, _ = run_cli(["tail", str(tmp_path), "--format", "csv"], capsys)
+    assert [line.split(",")[2] for line in out.splitlines()] == ["step", "0", "1"]
+    rc, out, _ = run_cli(["summary", str(tmp_path)], capsys)
+    assert "steps 0-1" in out
+
+
+def test_a_live_run_past_the_step_column_widens_it(tmp_path: Path) -> None:
+    """``tail -f``: when steps outgrow the step column (verl's is 5 cells), the layout is made again, with a new
+    header, instead of printing 1e5 for every later step."""
+    import io
+
+    from steptable.cli import _parser
+    from steptable.ingest import Follower
+    from steptable.tailcmd import Tail
+
+    path = tmp_path / "v1" / "exp.jsonl"
+    verl = {"critic/score/mean": 0.5, "actor/pg_loss": 0.1, "actor/entropy": 0.6, "critic/rewards/mean": 0.5}
+    write_rows(path, [{"step": s, "data": verl} for s in (99_998, 99_999)])
+    args = _parser().parse_args(["tail", "-f", str(tmp_path)])
+    out = io.StringIO()
+    follower, tail = Follower([tmp_path]), Tail(args, out, io.StringIO())
+    follower.scan()
+    tail.emit(follower)
+    write_rows(path, [{"step": s, "data": verl} for s in (100_000, 100_001)])
+    follower.scan()
+    tail.emit(follower)
+    lines = out.getvalue().splitlines()
+    assert [line.split()[0] for line in lines] == ["step", "99998", "99999", "step", "100000", "100001"]
+    assert len(lines[3]) == len(lines[4]) == len(lines[5]) == len(lines[0]) + 1

@@ -55,15 +55,17 @@ class Session:
         return self._relayout()
 
     def _relayout(self) -> bool:
+        from steptable.schemas import layout, steps_outgrown
+
         keys = frozenset(k for r in self.runs.values() for k in r.store.keys)
-        if keys == self._keys and self.layout:
+        stores = [r.store for r in self.runs.values()]
+        if keys == self._keys and self.layout and not steps_outgrown(self.layout, stores):
             return False
-        if not any(len(r.store) for r in self.runs.values()):
+        if not any(len(s) for s in stores):
             return False  # no data yet: widths would be guesses
-        from steptable.schemas import layout
 
         self._keys = keys
-        self.layout = layout([r.store for r in self.runs.values()], self.schema())
+        self.layout = layout(stores, self.schema())
         if self.selected not in {c.key for c in self.layout}:
             self.selected = self.layout[1].key if len(self.layout) > 1 else None
         return True

@@ -114,11 +114,18 @@ class RunStore(ColumnTable):
         """Numeric and every present value so far was an integer (``value``/``row`` then give ints)."""
         return key in self._ints
 
+    def _positional(self, key: str) -> bool:
+        """``key`` is ``step`` and the file has no step key: rows are numbered by position, and ``step`` reads
+        those numbers (so a table's step column shows 0, 1, 2... rather than nan)."""
+        return key == "step" and self.step_key is None and key not in self._num and key not in self._obj
+
     def column(self, key: str) -> Sequence[Any]:
         """A copy aligned with ``steps``: floats (NaN where absent) for numeric keys, else values or None.
 
         An unknown key gives a column of None (a run that lacks a key shows it as missing, not as an error)."""
         with self.lock:
+            if self._positional(key):
+                return array("d", self._steps)
             arr = self._num.get(key)
             if arr is not None:
                 return arr[:]
@@ -128,6 +135,8 @@ class RunStore(ColumnTable):
     def cells(self, key: str) -> list[Any]:
         """Like ``column`` but None where the row lacks the key (a NaN left is a non-finite value the run logged)."""
         with self.lock:
+            if self._positional(key):
+                return list(self._steps)
             num = self._num.get(key)
             col: list[Any] = list(num) if num is not None else list(self._obj.get(key) or [None] * len(self._steps))
             pres = self._pres.get(key)
@@ -138,16 +147,21 @@ class RunStore(ColumnTable):
     def value(self, i: int, key: str) -> Any:
         """One cell: None when absent, else the stored value (int for integer columns, NaN floats as such)."""
         with self.lock:
-            return self._cell(i, key)
+            return self._steps[i] if self._positional(key) else self._cell(i, key)
 
     def row(self, i: int) -> dict[str, Any]:
-        """The keys present in row ``i`` with their values (as ``value`` gives them)."""
+        """The keys present in row ``i`` with their values (as ``value`` gives them); ``step`` too when the file
+        has no step key (its position)."""
         with self.lock:
-            return self._row(i)
+            return self._numbered(i) if self._positional("step") else self._row(i)
 
     def rows(self, start: int = 0, stop: int | None = None) -> list[dict[str, Any]]:
         with self.lock:
-            return [self._row(i) for i in range(*slice(start, stop).indices(len(self._steps)))]
+            get = self._numbered if self._positional("step") else self._row
+            return [get(i) for i in range(*slice(start, stop).indices(len(self._steps)))]
+
+    def _numbered(self, i: int) -> dict[str, Any]:
+        return {"step": self._steps[i], **self._row(i)}
 
     def index_of_step(self, step: int) -> int:
         """Index of the first row whose step is >= ``step`` (``len(self)`` when none): bisect on the step index."""

@@ -28,6 +28,7 @@ from steptable.schemas.base import (
     layout,
     ratio_pair,
     step_key_of,
+    steps_outgrown,
 )
 from steptable.schemas.headers import short_header, short_headers
 from steptable.schemas.legend import legend_for
@@ -77,5 +78,6 @@ __all__ = [
     "short_headers",
     "side_file",
     "step_key_of",
+    "steps_outgrown",
     "user_schemas",
 ]

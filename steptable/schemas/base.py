@@ -257,6 +257,7 @@ def layout(
         samples = [v for r in runs if step_key in r.keys for v in _sample(r, step_key)]
         desc = "training step" if step_key == "step" else f"training step (logged as {step_key})"
         out.insert(0, auto_col(step_key, samples or [0], "step", desc))
+    out = [_exact_steps(c, runs) if c.key == step_key else c for c in out]
     if schema is None or schema.extend or patterns:
         skip = used if patterns else used | consumed
         out += _auto_cols(runs, schema, [k for k in keys if k not in skip], out, bool(patterns))
@@ -265,6 +266,40 @@ def layout(
     if max_width is not None:
         out = fit(out, max_width)
     return tuple(out)
+
+
+def _step_digits(runs: Sequence[RunView], key: str) -> int:
+    """Characters of the widest step the runs hold (the step index when a run has one, else ``key``'s values)."""
+    lo = hi = 0
+    for r in runs:
+        step_at = getattr(r, "step_at", None)  # a store's step index is sorted: its ends are the extremes
+        n = len(r)
+        if step_at is not None and n:
+            lo, hi = min(lo, int(step_at(0))), max(hi, int(step_at(n - 1)))
+            continue
+        steps = getattr(r, "steps", None)
+        if steps is None:
+            steps = sorted(int(v) for v in r.column(key) if type(v) in (int, float) and math.isfinite(v)
+                           and abs(v) < 2**63)
+        if len(steps):
+            lo, hi = min(lo, int(steps[0])), max(hi, int(steps[-1]))
+    return max(len(str(lo)), len(str(hi)))
+
+
+def _exact_steps(col: Col, runs: Sequence[RunView]) -> Col:
+    """The step column wide enough for every step the runs hold, as an integer: a step is never shortened to a
+    compact form (two rows reading ``1.2e5`` would look like the same step)."""
+    need = _step_digits(runs, col.key)
+    if col.width >= need and col.fmt is not None:
+        return col
+    return col.with_(width=max(col.width, need), fmt=col.fmt or "d")
+
+
+def steps_outgrown(cols: Sequence[Col], runs: Sequence[RunView], step_key: str = "step") -> bool:
+    """A run's steps no longer fit the layout's step column (a live run passed 99999): lay out again."""
+    key = step_key_of(runs, step_key)
+    col = next((c for c in cols if c.key == key), None)
+    return col is not None and _step_digits(runs, key) > col.width
 
 
 def _auto_cols(
