@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -198,3 +201,24 @@ def test_unreadable_unnamed_jsonl_is_reported_once_and_retried(tmp_path: Path,
     monkeypatch.setattr(builtins, "open", real_open)
     assert f.scan() == {"exp7.jsonl"}
     assert_rows(f.stores["exp7.jsonl"], [0, 1])
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
+@pytest.mark.parametrize("name", ["other.jsonl", "trainer_state.json", "urandom"])
+def test_fifos_and_devices_are_reported_not_read(tmp_path: Path, name: str) -> None:
+    """A FIFO would block an open or a read forever and a device never ends: reported as not a regular file, and
+    the one-shot commands still return (run in a child with a deadline, so a hang fails instead of stalling)."""
+    run = tmp_path / "runs" / "arm"
+    run.mkdir(parents=True)
+    (run / "metrics.jsonl").write_bytes(good(0))
+    if name == "urandom":
+        if not os.path.exists("/dev/urandom"):
+            pytest.skip("no /dev/urandom")
+        target = run / "trainer_state.json"
+        os.symlink("/dev/urandom", target)
+    else:
+        target = run / name
+        os.mkfifo(target)
+    proc = subprocess.run([sys.executable, "-m", "steptable", "summary", str(tmp_path / "runs")],
+                          capture_output=True, text=True, timeout=60)
+    assert "arm" in proc.stdout and "not a regular file" in proc.stderr, (proc.stdout, proc.stderr)

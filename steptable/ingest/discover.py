@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -221,6 +222,8 @@ def sniff_jsonl(path: Path, limit: int = 1 << 16, max_limit: int = 8 << 20,
     validation keys) is read on, up to ``max_limit``. None: no complete first line yet, or the file cannot be read
     (``on_error`` is told); ask again later."""
     try:
+        if not stat.S_ISREG(os.stat(path).st_mode):  # a FIFO would block the open, a device never end the read
+            raise OSError(0, "not a regular file", str(path))
         with open(path, "rb") as f:
             head = f.read(limit)
             while b"\n" not in head and len(head) >= limit and limit < max_limit:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import stat
 from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
@@ -24,6 +25,8 @@ from steptable.ingest.tail import MAX_LINE, RESET, FileTail, Lines
 #: an unconfirmed console log without a single metrics line in its first bytes is not a run
 CONSOLE_GIVE_UP = 32 * 1024 * 1024
 MAX_META = 4 * 1024 * 1024
+#: a ``trainer_state.json`` is re-read whole on every change; one beyond this is reported, not read
+MAX_STATE = 1_000_000_000
 
 Report = Callable[[BadLine], None]
 
@@ -123,8 +126,13 @@ class StateSource(Source):
             sig = (str(path), st.st_ino, st.st_size, st.st_mtime_ns)
             if sig == self._sig:
                 return False
+            if not stat.S_ISREG(st.st_mode):  # a FIFO would block the read, a device never end it
+                return self._fail(sig, BadLine(str(path), 0, "not a regular file"))
+            if st.st_size > MAX_STATE:
+                return self._fail(sig, BadLine(str(path), 0, f"{st.st_size / 1e6:.0f} MB: too large to read whole "
+                                                             f"(limit {MAX_STATE // 1_000_000} MB)"))
             with open(path, "rb") as f:
-                data = f.read()
+                data = f.read(MAX_STATE + 1)
         except FileNotFoundError:
             return False
         except OSError as e:
