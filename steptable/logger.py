@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import stat
 import sys
 import threading
 import time
@@ -66,6 +67,26 @@ def _frozen(value: Any) -> Any:
     except Exception:  # a value that cannot be read is left for the writer and the renderer to make text of
         pass
     return value
+
+
+def _file_safe(text: str) -> str:
+    """``text`` as a file name part: letters, digits, ``.-_`` kept, anything else ``_``; at most 64 characters."""
+    safe = "".join(ch if ch.isascii() and (ch.isalnum() or ch in ".-_") else "_" for ch in text)[:64].strip(".")
+    return safe or "arm"
+
+
+def _step_number(step: Any, default: int) -> int:
+    """The step as an int for the alert engine; ``default`` for a step that is not a finite number."""
+    try:
+        if isinstance(step, bool) or not isinstance(step, (int, float)):
+            return default
+        return int(step) if math.isfinite(step) else default
+    except (OverflowError, ValueError):  # an int past float range
+        return default
+
+
+def _freeze(raw: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v if type(v) in _PLAIN else _frozen(v) for k, v in raw.items()}
 
 
 def _caller_depth() -> int:
@@ -125,6 +146,9 @@ class StepLogger:
         self._lock = threading.RLock()
         self._alerts = AlertEngine() if alerts else None
         self._forked = False  # set in a child process created by fork(): it never prints or writes
+        self._owner: int | None = None  # the thread inside log() now
+        self._deferred: deque[dict[str, Any]] = deque()  # rows logged from inside log() (signal handlers)
+        self._close_due = False  # close() was called from inside log(): done when that call ends
         self._table: Path | None = None
         self._topic = f"steplogger-{id(self)}"  # failures are reported once per logger and kind
         _LIVE.add(self)
@@ -155,11 +179,25 @@ class StepLogger:
         if self._closed:
             report_once(f"{self._topic}-closed", "steptable: StepLogger.log called after close(); row not recorded")
             return None
+        if self._owner == threading.get_ident():
+            # Called again from inside log() on this thread (a signal handler, a __float__ that logs): writing now
+            # would interleave with the row in progress. The row is read now and logged right after that one.
+            self._deferred.append(_freeze(cells))
+            return None
         try:
             with self._lock:
                 if self._closed:
                     return None
-                return self._log(cells)
+                self._owner = threading.get_ident()
+                try:
+                    line = self._log(cells)
+                    while self._deferred:
+                        self._log(self._deferred.popleft())
+                finally:
+                    self._owner = None
+                if self._close_due:
+                    self._close()
+                return line
         except Exception as e:  # the loop must survive anything we do wrong
             report_once(
                 f"{self._topic}-{type(e).__name__}", f"steptable: StepLogger.log failed ({e!r}); training goes on"
@@ -169,11 +207,11 @@ class StepLogger:
     def _log(self, raw: Mapping[str, Any]) -> str:
         # Each value read once, now: a device tensor costs one sync here rather than one each for the JSONL, the
         # rendered row and the dump, and a value the loop updates in place later shows as it was at this step.
-        cells = {k: v if type(v) in _PLAIN else _frozen(v) for k, v in raw.items()}
+        cells = _freeze(raw)
         step = cells.get("step", self._rows)
         record: dict[str, Any] = {"step": step}
         if self.arm is not None:
-            record["arm"] = self.arm
+            record["arm"] = cells.get("arm", self.arm)  # a row that names its own arm keeps it, as ``ts`` does
         now = time.time()
         # The caller's own timestamp (e.g. the step's start, or a clock of its own) wins over ours.
         record["ts"] = cells["ts"] if "ts" in cells else round(now, 3)
@@ -196,7 +234,7 @@ class StepLogger:
         self._emit(line)
 
         if self._alerts is not None:
-            step_i = int(step) if isinstance(step, (int, float)) and math.isfinite(step) else self._rows - 1
+            step_i = _step_number(step, self._rows - 1)
             for alert in self._alerts.update(step_i, cells, now):
                 self._emit(alert.message_line(), level="ERROR" if alert.level == "E" else "WARNING")
         return line
@@ -229,29 +267,48 @@ class StepLogger:
         return "\n".join(parts)
 
     def write_table(self) -> Path | None:
-        """Write every logged row with every column to ``<run_dir>/table.txt`` (read back from the JSONL)."""
-        if self.run_dir is None or self.jsonl_path is None or not self.jsonl_path.exists():
+        """Write every row this logger's arm logged, with every column, next to the JSONL (read back from it):
+        ``table.txt``, or ``table.<arm>.txt`` when other arms write to the same file. None when there is no
+        regular JSONL file to read (a FIFO or /dev/stdout cannot be read back)."""
+        if self.run_dir is None or self.jsonl_path is None:
             return None
-        out = self.run_dir / TABLE_NAME
+        try:
+            if not stat.S_ISREG(os.stat(self.jsonl_path).st_mode):
+                return None
+        except FileNotFoundError:
+            return None
         render_row = render.compile_row(self.cols)
-        with open(self.jsonl_path, "rb") as src, open(out, "w", encoding="utf-8") as dst:
-            dst.write(render.header(self.cols) + "\n")
-            for i, raw in enumerate(src):
-                try:
-                    row = json.loads(raw)
-                except ValueError:
-                    continue  # a partial line from a crash before this run resumed
-                if not isinstance(row, dict):
-                    continue
-                if self.arm is not None and row.get("arm", self.arm) != self.arm:
-                    continue
-                if self.header_every and i and i % (self.header_every * 5) == 0:
-                    dst.write(render.header(self.cols) + "\n")
-                dst.write(render_row(row) + "\n")
+        tmp = self.run_dir / f".{TABLE_NAME}.{os.getpid()}.tmp"
+        shared = False
+        try:
+            with open(self.jsonl_path, "rb") as src, open(tmp, "w", encoding="utf-8") as dst:
+                dst.write(render.header(self.cols) + "\n")
+                kept = 0
+                for raw in src:
+                    try:
+                        row = json.loads(raw)
+                    except ValueError:
+                        continue  # a partial line from a crash before this run resumed
+                    if not isinstance(row, dict):
+                        continue
+                    if self.arm is not None and row.get("arm", self.arm) != self.arm:
+                        shared = True
+                        continue
+                    if self.header_every and kept and kept % (self.header_every * 5) == 0:
+                        dst.write(render.header(self.cols) + "\n")
+                    dst.write(render_row(row) + "\n")
+                    kept += 1
+            out = self.run_dir / (f"table.{_file_safe(str(self.arm))}.txt" if shared else TABLE_NAME)
+            os.replace(tmp, out)
+        finally:
+            tmp.unlink(missing_ok=True)
         return out
 
     def close(self) -> None:
         """Final flush, the end-of-run dump, and ``table.txt``. Idempotent; never raises."""
+        if self._owner == threading.get_ident():  # from inside log() (a signal handler): once that row is done
+            self._close_due = True
+            return
         with self._lock:
             self._close()
 

@@ -59,7 +59,7 @@ class ConsoleSink:
             except UnicodeEncodeError:  # a stdout that cannot encode a character (PYTHONIOENCODING=ascii, C locale)
                 enc = getattr(sys.stdout, "encoding", None) or "ascii"
                 tqdm.write(encodable(text, enc), file=sys.stdout, end="")
-        except (OSError, ValueError) as e:
+        except Exception as e:  # OSError / ValueError from a closed stream, or anything a replaced stdout raises
             self.failed = e
             report_once("stdout", f"steptable: console output failed ({e!r}); rows continue in the JSONL and log file")
 

@@ -104,10 +104,27 @@ class _Converter:
             self.path.add(key)
             try:
                 if isinstance(value, Mapping):
-                    return {_text(k): self.convert(v, depth + 1) for k, v in list(value.items())}
+                    return self._mapping(value, depth)
                 return [self.convert(v, depth + 1) for v in value]
             finally:
                 self.path.discard(key)
+        return self._scalar(value, depth)
+
+    def _mapping(self, value: Mapping[Any, Any], depth: int) -> dict[str, Any]:
+        """Keys as text; keys whose text is the same (``3`` and ``"3"``, ``None`` and ``"None"``) are all kept, the
+        later ones as ``key~2``, ``key~3``..."""
+        out: dict[str, Any] = {}
+        for k, v in list(value.items()):
+            name = k if type(k) is str else _text(k)
+            if name in out:
+                n = 2
+                while f"{name}~{n}" in out:
+                    n += 1
+                name = f"{name}~{n}"
+            out[name] = self.convert(v, depth + 1)
+        return out
+
+    def _scalar(self, value: Any, depth: int) -> Any:
         try:
             item = getattr(value, "item", None)
         except Exception:  # a proxy whose __getattr__ raises something other than AttributeError

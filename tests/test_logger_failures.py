@@ -294,3 +294,119 @@ def test_encodable_keeps_emoji_sequences_at_their_width() -> None:
 
     for s in ("\u2764\ufe0f", "\U0001f468\u200d\U0001f469\u200d\U0001f467", "a\u4e2db"):
         assert len(encodable(pad(s, 8, "left"), "ascii")) == 8
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
+def test_close_returns_when_the_jsonl_is_not_a_regular_file(tmp_path: Path) -> None:
+    """metrics.jsonl as a FIFO (or /dev/stdout): rows stream into it, and close() does not try to read it back
+    for table.txt (it would block forever, or read /dev/full's endless zeros). Run in a child with a deadline."""
+    script = textwrap.dedent(f"""
+        import os, threading
+        from steptable import Col, StepLogger
+        run = {str(tmp_path / "arm")!r}
+        os.makedirs(run)
+        fifo = os.path.join(run, "metrics.jsonl")
+        os.mkfifo(fifo)
+        got = []
+        reader = threading.Thread(target=lambda: got.append(open(fifo, "rb").read()), daemon=True)
+        reader.start()
+        sl = StepLogger([Col("step", 5, "step", "d", "step")], run_dir=run, console=False)
+        for i in range(3):
+            sl.log({{"step": i}})
+        sl.close()
+        reader.join(10)
+        print(got[0].count(b"\\n"), os.path.exists(os.path.join(run, "table.txt")))
+    """)
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["3", "False"]
+
+
+def test_a_stdout_that_raises_anything_is_reported_once(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A replaced stdout (a notebook stream torn down, a tee) raising something that is not an OSError: one report,
+    then quiet, and the JSONL is complete."""
+    from steptable import setup_logging
+
+    setup_logging("raises", log_dir=tmp_path / "logs")
+    sl = StepLogger(COLS, run_dir=tmp_path / "arm", alerts=False)
+    sl.log({"step": 0, "loss": 0.1})
+
+    class TornDown:
+        def write(self, text: str) -> int:
+            raise RuntimeError("stream torn down")
+
+        def flush(self) -> None:
+            pass
+
+    monkeypatch.setattr(sys, "stdout", TornDown())
+    for step in range(1, 6):
+        sl.log({"step": step, "loss": 0.1})
+    sl.close()
+    err = capsys.readouterr().err
+    assert err.count("console output failed") == 1 and "Logging error" not in err and "Traceback" not in err
+    assert _steps(tmp_path / "arm" / "metrics.jsonl") == list(range(6))
+
+
+def test_log_called_from_inside_log_writes_each_row_once(tmp_path: Path, captured: list[str]) -> None:
+    """A signal handler that logs while the loop is inside log() (here: a value whose __float__ logs): the inner
+    row is logged right after the outer one, each written once, none lost, nothing raised."""
+    sl = StepLogger(COLS, run_dir=tmp_path / "arm", alerts=False)
+
+    class Reentrant:
+        def __init__(self, step: int) -> None:
+            self.step, self.fired = step, False
+
+        def __float__(self) -> float:  # read more than once (JSONL, row): the handler fires on the first
+            if not self.fired:
+                self.fired = True
+                sl.log({"step": -self.step, "loss": 0.0})
+                if self.step == 3:
+                    sl.close()  # close from inside log(): done once the outer row is
+            return 0.5
+
+    for step in range(1, 4):
+        sl.log({"step": step, "loss": Reentrant(step)})
+    sl.log({"step": 4, "loss": 0.1})  # after close: not recorded
+    assert _steps(tmp_path / "arm" / "metrics.jsonl") == [1, -1, 2, -2, 3, -3]
+    text = "".join(captured)
+    assert "failed" not in text and "end of run: 6 rows" in text
+
+
+def test_two_arms_in_one_run_dir_keep_their_own_tables(tmp_path: Path) -> None:
+    cols = [Col("step", 5, "step", "d", "s"), Col("loss", 6, "loss", None, "l")]
+    a = StepLogger(cols, run_dir=tmp_path, arm="A/x", console=False)
+    b = StepLogger(cols, run_dir=tmp_path, arm="B", console=False)
+    for i in range(3):
+        a.log({"step": i, "loss": 1.0})
+        b.log({"step": i, "loss": 2.0})
+    a.close()
+    b.close()
+    ta, tb = (tmp_path / "table.A_x.txt").read_text(), (tmp_path / "table.B.txt").read_text()
+    assert [line.split()[1] for line in ta.splitlines()[1:]] == ["1"] * 3
+    assert [line.split()[1] for line in tb.splitlines()[1:]] == ["2"] * 3
+    alone = StepLogger(cols, run_dir=tmp_path / "solo", arm="C", console=False)
+    alone.log({"step": 0, "loss": 3.0})
+    alone.close()
+    assert (tmp_path / "solo" / "table.txt").exists() and not list((tmp_path / "solo").glob(".*tmp"))
+
+
+def test_keys_that_read_alike_are_all_kept() -> None:
+    """3 and "3", None and "None": every value reaches the JSONL; a row's own arm is kept as it named it."""
+    row = json.loads(encode_row({"step": 1, 3: "int", "3": "str", None: 1, "None": 2}))
+    assert row == {"step": 1, "3": "int", "3~2": "str", "None": 1, "None~2": 2}
+
+
+def test_a_row_naming_its_own_arm_keeps_it(tmp_path: Path) -> None:
+    sl = StepLogger(COLS, run_dir=tmp_path, arm="A", console=False, alerts=False)
+    sl.log({"step": 0, "arm": "B"})
+    sl.log({"step": 1})
+    sl.close()
+    rows = [json.loads(x) for x in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    assert [r["arm"] for r in rows] == ["B", "A"]
+
+
+def test_a_step_past_float_range_keeps_the_row(captured: list[str]) -> None:
+    sl = StepLogger(COLS, console=True)
+    line = sl.log({"step": 10**400, "loss": 0.5})
+    assert line is not None and "failed" not in "".join(captured)
