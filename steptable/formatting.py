@@ -18,6 +18,7 @@ Rules
 from __future__ import annotations
 
 import math
+import numbers
 import operator
 import re
 import unicodedata
@@ -299,6 +300,13 @@ _NAN_STRINGS = frozenset({"nan", "NaN", "NAN", "null", "None", "-nan"})
 _INF_STRINGS = {"inf": math.inf, "Infinity": math.inf, "+inf": math.inf, "-inf": -math.inf, "-Infinity": -math.inf}
 
 
+def numeric_pair(value: Any) -> bool:
+    """An ``(n, d)`` pair of real numbers (tuple or JSON list): what the automatic format shows as ``n/d``. Any
+    other list, a pair of words included, is shown as text."""
+    return (isinstance(value, (tuple, list)) and len(value) == 2
+            and all(isinstance(x, numbers.Real) for x in value))
+
+
 def _as_frac(value: Any) -> tuple[Any, Any] | None:
     if isinstance(value, (tuple, list)) and len(value) == 2:
         return value[0], value[1]
@@ -411,8 +419,7 @@ def _format_value(value: Any, fmt: str | None, width: int, fill: bool = True) ->
                 return s  # no form shows the magnitude here: the spec's rounding beats a row of '#'
             return fitted
         return s
-    pair = _as_frac(value)
-    if pair is not None:
+    if numeric_pair(value):
         return _frac_text(value, width)
     if isinstance(value, (bytes, bytearray)):
         return cut(sanitize(bytes(value).decode("utf-8", "replace")), width)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import csv
 import io
+import json
 import math
 import re
 import shutil
@@ -22,7 +23,7 @@ from typing import Any, TextIO
 from steptable import render
 from steptable.alerts import Alert, AlertEngine
 from steptable.columns import Col
-from steptable.formatting import md_escape, sanitize
+from steptable.formatting import md_escape, numeric_pair, sanitize
 from steptable.ingest import Follower, RunStore
 from steptable.schemas import Schema, detect, fit, get_schema, layout, steps_outgrown
 from steptable.writer import encode_row
@@ -217,8 +218,10 @@ def positive_seconds(text: str) -> float:
 def _csv_cell(v: Any) -> Any:
     if isinstance(v, float) and v != v:
         return ""
-    if isinstance(v, (tuple, list)):
-        return "/".join(str(x) for x in v)
+    if numeric_pair(v):
+        return f"{v[0]}/{v[1]}"
+    if isinstance(v, (tuple, list, dict)):
+        return sanitize(json.dumps(v, default=str, ensure_ascii=False))
     if isinstance(v, str):
         return sanitize(v)
     return "" if v is None else v

@@ -273,3 +273,14 @@ def test_a_stray_selector_or_joiner_does_not_widen_the_pad_before_it(text: str) 
             assert display_width(format_cell(text, None, width, align)) == width
     assert display_width("a\ufe0f") == 1
     assert display_width("1\ufe0f\u20e3") == 2  # a keycap base does take the emoji presentation
+
+
+def test_only_pairs_of_numbers_read_as_fractions() -> None:
+    """The automatic format shows ``n/d`` for a pair of real numbers; any other two-element list is text (it used
+    to read nan), and an explicit "frac" column still shows nan for a pair it cannot divide."""
+    assert format_value([3, 32], None, 8) == "3/32" and format_value((1.5, 2), None, 8) == "1.5/2"
+    assert format_value(["train", "eval"], None, 20) == "['train', 'eval']"
+    assert format_value([0.5, "x"], None, 20) == "[0.5, 'x']"
+    assert format_value([[1, 2], [3]], None, 20) == "[[1, 2], [3]]"
+    assert format_value([None, 3], None, 20) == "[None, 3]"
+    assert format_value(["a", "b"], "frac", 8) == "nan"

@@ -237,3 +237,13 @@ def test_a_live_run_past_the_step_column_widens_it(tmp_path: Path) -> None:
     lines = out.getvalue().splitlines()
     assert [line.split()[0] for line in lines] == ["step", "99998", "99999", "step", "100000", "100001"]
     assert len(lines[3]) == len(lines[4]) == len(lines[5]) == len(lines[0]) + 1
+
+
+def test_lists_in_csv_and_text(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A pair of numbers is n/d; other lists (a pair of words, nested lists) are their JSON text, not nan / a/b."""
+    write_rows(tmp_path / "run" / "metrics.jsonl",
+               [{"step": 0, "gt": [3, 8], "tags": ["train", "eval"], "l": [[1, 2], [3]]}])
+    rc, out, _ = run_cli(["tail", str(tmp_path), "--format", "csv"], capsys)
+    assert rc == 0 and out.splitlines()[1].split(",", 3)[3] == '3/8,"[""train"", ""eval""]","[[1, 2], [3]]"'
+    rc, out, _ = run_cli(["tail", str(tmp_path), "--width", "0"], capsys)
+    assert rc == 0 and "3/8" in out and "['train', '" in out and "[[1, 2], [3" in out and "nan" not in out

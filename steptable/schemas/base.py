@@ -25,7 +25,7 @@ from pathlib import Path, PurePath
 from typing import Any, Protocol
 
 from steptable.columns import Better, Col, ColumnError, validate
-from steptable.formatting import display_width, format_value, sanitize
+from steptable.formatting import display_width, format_value, numeric_pair, sanitize
 from steptable.schemas.headers import short_headers
 from steptable.schemas.parts import SIDE_KINDS, Derived, Rule, SideFile, ratio_pair
 
@@ -184,9 +184,13 @@ def auto_col(
     in a shorter compact form (".003") instead of padding every row, since each pad is a token an agent pays for.
     """
     h = header if header is not None else key
-    if fmt is None and any(isinstance(v, (tuple, list)) and len(v) == 2 for v in samples):
+    if fmt is None and any(numeric_pair(v) for v in samples):
         fmt = "frac"
-    is_str = any(isinstance(v, str) and not _is_missing(v) and v.lower() not in ("inf", "-inf") for v in samples)
+    is_str = any(
+        (isinstance(v, str) and not _is_missing(v) and v.lower() not in ("inf", "-inf"))
+        or (isinstance(v, (list, tuple, dict)) and not numeric_pair(v))  # shown as its text
+        for v in samples
+    )
     widths = sorted(display_width(format_value(v, fmt, 12, fill=False)) for v in samples if v is not None)
     data_w = widths[-1] if widths else 3
     fractional = fmt is None and not is_str and any(
