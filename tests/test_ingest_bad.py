@@ -222,3 +222,22 @@ def test_fifos_and_devices_are_reported_not_read(tmp_path: Path, name: str) -> N
     proc = subprocess.run([sys.executable, "-m", "steptable", "summary", str(tmp_path / "runs")],
                           capture_output=True, text=True, timeout=60)
     assert "arm" in proc.stdout and "not a regular file" in proc.stderr, (proc.stdout, proc.stderr)
+
+
+def test_unnamed_jsonl_with_a_malformed_first_line_is_still_read(tmp_path: Path) -> None:
+    """exp.jsonl whose first row was cut by a crash: judged by its first well-formed row, the bad one reported."""
+    path = tmp_path / "runs" / "exp7.jsonl"
+    path.parent.mkdir(parents=True)
+    path.write_bytes(b'{"step": 0, "loss": NaN\n' + good(1) + good(2))
+    f = Follower([tmp_path / "runs"])
+    assert f.scan() == {"exp7.jsonl"}
+    assert_rows(f.stores["exp7.jsonl"], [1, 2])
+    assert len(f.errors) == 1 and f.errors[0].startswith(f"{path}:1: ")
+
+
+def test_unnamed_jsonl_of_garbage_is_not_a_run(tmp_path: Path) -> None:
+    path = tmp_path / "runs" / "notes.jsonl"
+    path.parent.mkdir(parents=True)
+    path.write_bytes(b"not json\n" * 20)
+    f = Follower([tmp_path / "runs"])
+    assert f.scan() == set() and f.stores == {} and f.errors == []

@@ -214,9 +214,14 @@ def classify(path: Path, root: Path, label: str | None = None, *, explicit: bool
     return None
 
 
+#: malformed lines at the start of an unnamed ``*.jsonl`` after which it is judged not to hold metrics
+SNIFF_BAD_LINES = 8
+
+
 def sniff_jsonl(path: Path, limit: int = 1 << 16, max_limit: int = 8 << 20,
                 on_error: OnError | None = None) -> bool | None:
-    """Does a ``*.jsonl`` hold metric rows? From its first line: an object with a step key or mostly numbers.
+    """Does a ``*.jsonl`` hold metric rows? From its first well-formed line: an object with a step key or mostly
+    numbers (up to ``SNIFF_BAD_LINES`` malformed lines before it are passed over; the reader reports them).
 
     The first ``limit`` bytes are read; a first line longer than that (verl's step-0 row with thousands of
     validation keys) is read on, up to ``max_limit``. None: no complete first line yet, or the file cannot be read
@@ -237,11 +242,15 @@ def sniff_jsonl(path: Path, limit: int = 1 << 16, max_limit: int = 8 << 20,
             on_error(path, e)
         return None
     lines = head.split(b"\n")
+    bad = 0
     for line in lines[:-1]:  # complete lines only
         try:
             obj = decode_line(line)
-        except LineError:
-            return False
+        except LineError:  # a malformed first row (a crash mid-write, then a restart) does not decide alone
+            bad += 1
+            if bad >= SNIFF_BAD_LINES:
+                return False
+            continue
         if obj is None:
             continue
         row = flatten(obj)
