@@ -241,3 +241,29 @@ def test_unnamed_jsonl_of_garbage_is_not_a_run(tmp_path: Path) -> None:
     path.write_bytes(b"not json\n" * 20)
     f = Follower([tmp_path / "runs"])
     assert f.scan() == set() and f.stores == {} and f.errors == []
+
+
+def test_trainer_state_entries_it_cannot_use_are_reported_once(tmp_path: Path) -> None:
+    """Entries that are not objects are skipped, an entry without an integer step is kept under the step before it
+    (as in JSONL), and each is reported once, though the Trainer rewrites the file at every checkpoint."""
+    run = tmp_path / "runs" / "hf"
+    run.mkdir(parents=True)
+    path = run / "trainer_state.json"
+    history: list[Any] = [1, "x", None, {"step": 3, "loss": 0.5}, {"loss": 0.2}, {"step": "4", "loss": 0.1},
+                          {"step": 5.5, "loss": 1.0}]
+    path.write_text(json.dumps({"log_history": history}))
+    f = Follower([tmp_path / "runs"])
+    f.scan()
+    assert f.errors == [
+        f"{path}: log_history[0]: not an object (int); skipped",
+        f"{path}: log_history[1]: not an object (str); skipped",
+        f"{path}: log_history[2]: not an object (NoneType); skipped",
+        f"{path}: log_history[4]: step missing: entry kept under step 3",
+        f"{path}: log_history[6]: step not an integer (5.5): entry kept under step 4",
+    ]
+    store = f.stores["hf/trainer_state.json"]
+    assert list(store.steps) == [3, 4] and store.bad_count == 5
+    history.append({"step": 6, "loss": 0.05})
+    path.write_text(json.dumps({"log_history": history}))
+    f.scan()
+    assert len(f.errors) == 5 and store.bad_count == 5 and list(store.steps) == [3, 4, 6]

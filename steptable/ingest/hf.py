@@ -14,7 +14,15 @@ from typing import Any
 
 import msgspec
 
-from steptable.ingest.parse import MISSING, flatten, has_nonfinite, quote_bignums, quote_nonfinite, step_of
+from steptable.ingest.parse import (
+    MISSING,
+    BadLine,
+    flatten,
+    has_nonfinite,
+    quote_bignums,
+    quote_nonfinite,
+    step_of,
+)
 from steptable.ingest.store import Parsed
 
 _CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
@@ -63,8 +71,11 @@ def decode_document(data: bytes) -> Any:
         return _DECODER.decode(quote_bignums(data))
 
 
-def parse_trainer_state(data: bytes) -> Parsed:
-    """Rows of ``log_history`` (keyed by their ``step``). Raises ValueError when the document is not usable."""
+def parse_trainer_state(data: bytes, label: str = "trainer_state.json") -> Parsed:
+    """Rows of ``log_history`` (keyed by their ``step``). Raises ValueError when the document is not usable.
+
+    An entry that is not an object is skipped, and one without an integer step is kept under the step before it
+    (as the JSONL reader does); each is reported in ``bad``, named ``log_history[i]``."""
     try:
         doc = decode_document(data)
     except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError) as e:
@@ -81,17 +92,24 @@ def parse_trainer_state(data: bytes) -> Parsed:
     from steptable.schemas.trl import classify_log_entry
 
     summary: dict[str, Any] = {}
-    for entry in history:
+    bad: list[BadLine] = []
+    for i, entry in enumerate(history):
         if type(entry) is not dict:
+            bad.append(BadLine(label, 0, f"log_history[{i}]: not an object ({type(entry).__name__}); skipped"))
             continue
         if classify_log_entry(entry) == "summary":
             # The Trainer's closing entry (train_runtime, train_loss, ...) describes the run, not a step.
             summary.update(flatten(entry))
             continue
         row = flatten(entry)
-        step = step_of(row.get("step", MISSING))
-        step = last if step is None else step
+        raw = row.get("step", MISSING)
+        step = step_of(raw)
+        if step is None:
+            what = "missing" if raw is MISSING else f"not an integer ({raw!r:.40})"
+            bad.append(BadLine(label, 0, f"log_history[{i}]: step {what}: entry kept under step {last}"))
+            step = last
         row["step"] = last = step
         steps.append(step)
         rows.append(row)
-    return Parsed(steps=steps, rows=rows, step_key="step", meta={"train_summary": summary} if summary else {})
+    meta = {"train_summary": summary} if summary else {}
+    return Parsed(steps=steps, rows=rows, step_key="step", meta=meta, bad=bad)

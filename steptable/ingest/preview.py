@@ -33,7 +33,7 @@ def preview_tail(path: str | Path, max_bytes: int = PREVIEW_BYTES, kind: str | N
         if kind == "trainer_state":  # one JSON document: there is no tail to take
             store.meta["preview_offset"] = 0
             try:
-                store.add(parse_trainer_state(f.read()), math.nan)
+                store.add(parse_trainer_state(f.read(), str(path)), math.nan)
             except ValueError as e:
                 store.add_bad([BadLine(str(path), 0, str(e))])
             return store

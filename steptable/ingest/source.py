@@ -118,6 +118,7 @@ class StateSource(Source):
         self._sig: tuple[str, int, int, int] | None = None
         self._failed: tuple[str, int, int, int] | None = None
         self._reported: tuple[str, int, int, int] | None = None
+        self._seen_bad: set[tuple[str, str]] = set()
 
     def poll(self) -> bool:
         path = newest_trainer_state(self.cand.run_dir) or self.cand.path
@@ -138,7 +139,7 @@ class StateSource(Source):
         except OSError as e:
             return self._fail(("", 0, 0, 0), BadLine(str(path), 0, f"unreadable ({e.strerror or e}); will retry"))
         try:
-            parsed = parse_trainer_state(data)
+            parsed = parse_trainer_state(data, str(path))
         except ValueError as e:
             if self._failed != sig:  # maybe half-written: report only when the same bytes fail twice
                 self._failed = sig
@@ -156,7 +157,7 @@ class StateSource(Source):
             return False
         failed = self._failed
         try:
-            self._load(Path(failed[0]), parse_trainer_state(Path(failed[0]).read_bytes()))
+            self._load(Path(failed[0]), parse_trainer_state(Path(failed[0]).read_bytes(), failed[0]))
             return True  # finished writing since the poll
         except (OSError, ValueError) as e:
             changed = self._fail(failed, BadLine(failed[0], 0, str(e)))
@@ -166,7 +167,7 @@ class StateSource(Source):
             if str(path) == failed[0]:
                 continue
             try:
-                parsed = parse_trainer_state(path.read_bytes())
+                parsed = parse_trainer_state(path.read_bytes(), str(path))
             except (OSError, ValueError):
                 continue
             self._load(path, parsed)
@@ -175,10 +176,14 @@ class StateSource(Source):
         return changed
 
     def _load(self, path: Path, parsed: Parsed) -> None:
+        # The whole file is parsed again on every change: a bad entry is reported the first time it is seen.
+        parsed.bad = [b for b in parsed.bad if (b.path, b.reason) not in self._seen_bad]
+        self._seen_bad.update((b.path, b.reason) for b in parsed.bad)
         with self.store.lock:
             self.store.reset()
             self.store.path = path
             self.store.add(parsed, math.nan)  # log_history entries carry no clock; re-read whole every time
+        self._bad(parsed.bad)
 
     def _fail(self, sig: tuple[str, int, int, int], bad: BadLine) -> bool:
         if self._reported == sig:
