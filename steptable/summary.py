@@ -108,11 +108,16 @@ def trend_pct(xs: Sequence[float]) -> float | None:
     if n < 2:
         return None
     k = min(max(1, round(n * TREND_SHARE)), n // 2)
-    prev = sum(xs[n - 2 * k : n - k]) / k
-    last = sum(xs[n - k :]) / k
+    # Each term divided before it is summed, and the difference taken in units of ``den``: values near the float
+    # limit (1e308) must not overflow to inf on the way to a finite trend.
+    prev = sum(x / k for x in xs[n - 2 * k : n - k])
+    last = sum(x / k for x in xs[n - k :])
     mags = sorted(abs(x) for x in xs)
     den = max(abs(prev), mags[n // 2] / 4)
-    return 100 * (last - prev) / den if den > 0 else 0.0
+    if not den > 0:
+        return 0.0
+    t = 100 * (last / den - prev / den)
+    return t if math.isfinite(t) else None
 
 
 def _trend_text(t: float | None) -> str:

@@ -205,3 +205,10 @@ def test_hostile_names_are_inert() -> None:
     run = FakeRun("\x1b[31mred", "arm\n2", {"k\x1b[2J": [1.0, 2.0]}, [0, 1])
     text = summarize([run], now=NOW)
     assert "\x1b" not in text and text.count("\n") == 4
+
+
+def test_trend_of_values_near_the_float_limit_is_finite() -> None:
+    """Sums of values near 1.8e308 used to overflow to inf (tr% read -inf or -nan)."""
+    assert trend_pct([(-1) ** i * 1e308 for i in range(4)]) == pytest.approx(-200.0)
+    assert trend_pct([1.0] + [1.7e308] * 19) == pytest.approx(0.0)
+    assert trend_pct([1.7e308] * 18 + [-1.7e308] * 2) == pytest.approx(-200.0)
