@@ -22,7 +22,7 @@ import numbers
 import operator
 import re
 import unicodedata
-from collections.abc import Iterator, Sequence
+from collections.abc import Container, Iterator, Sequence
 from functools import lru_cache
 from typing import Any
 
@@ -298,6 +298,16 @@ def _non_finite(x: float) -> str | None:
 
 _NAN_STRINGS = frozenset({"nan", "NaN", "NAN", "null", "None", "-nan"})
 _INF_STRINGS = {"inf": math.inf, "Infinity": math.inf, "+inf": math.inf, "-inf": -math.inf, "-Infinity": -math.inf}
+
+
+def unique_name(name: str, taken: Container[str]) -> str:
+    """``name``, or ``name~2``, ``name~3``... if it is taken: two keys that read alike stay two names."""
+    if name not in taken:
+        return name
+    n = 2
+    while f"{name}~{n}" in taken:
+        n += 1
+    return f"{name}~{n}"
 
 
 def numeric_pair(value: Any) -> bool:

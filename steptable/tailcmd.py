@@ -23,7 +23,7 @@ from typing import Any, TextIO
 from steptable import render
 from steptable.alerts import Alert, AlertEngine
 from steptable.columns import Col
-from steptable.formatting import md_escape, numeric_pair, sanitize
+from steptable.formatting import md_escape, numeric_pair, sanitize, unique_name
 from steptable.ingest import Follower, RunStore
 from steptable.schemas import Schema, detect, fit, get_schema, layout, steps_outgrown
 from steptable.writer import encode_row
@@ -158,7 +158,10 @@ class Tail:
         w = csv.writer(buf, lineterminator="\n")
         if keys != self.csv_keys:  # once, and again only when the columns change (a key that appears later)
             self.csv_keys = keys
-            w.writerow(["run", "arm", *(sanitize(k) for k in keys)])  # keys, run and arm come from the files too
+            names: list[str] = ["run", "arm"]
+            for k in keys:  # keys come from the files: made inert, and kept apart where they then read alike
+                names.append(unique_name(sanitize(k), names))
+            w.writerow(names)
         run, arm = sanitize(store.run), sanitize(store.arm)
         for r in rows:
             w.writerow([run, arm, *(_csv_cell(r.get(k)) for k in keys)])

@@ -17,6 +17,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from steptable.formatting import unique_name
+
 #: rows kept for retry while the file cannot be written; beyond this (or MAX_PENDING_BYTES) the oldest are dropped
 MAX_PENDING = 100_000
 MAX_PENDING_BYTES = 256 << 20
@@ -115,13 +117,7 @@ class _Converter:
         later ones as ``key~2``, ``key~3``..."""
         out: dict[str, Any] = {}
         for k, v in list(value.items()):
-            name = k if type(k) is str else _text(k)
-            if name in out:
-                n = 2
-                while f"{name}~{n}" in out:
-                    n += 1
-                name = f"{name}~{n}"
-            out[name] = self.convert(v, depth + 1)
+            out[unique_name(k if type(k) is str else _text(k), out)] = self.convert(v, depth + 1)
         return out
 
     def _scalar(self, value: Any, depth: int) -> Any:

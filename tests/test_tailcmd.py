@@ -247,3 +247,12 @@ def test_lists_in_csv_and_text(tmp_path: Path, capsys: pytest.CaptureFixture[str
     assert rc == 0 and out.splitlines()[1].split(",", 3)[3] == '3/8,"[""train"", ""eval""]","[[1, 2], [3]]"'
     rc, out, _ = run_cli(["tail", str(tmp_path), "--width", "0"], capsys)
     assert rc == 0 and "3/8" in out and "['train', '" in out and "[[1, 2], [3" in out and "nan" not in out
+
+
+def test_csv_header_keeps_keys_apart_that_read_alike(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Keys that are the same text once made inert (a trailing escape, a zero-width space) stay distinct columns."""
+    write_rows(tmp_path / "run" / "metrics.jsonl", [{"step": 0, "loss": 1, "loss\x1b[0m": 2, "lo\u200bss": 3}])
+    rc, out, _ = run_cli(["tail", str(tmp_path), "--format", "csv", "--width", "0"], capsys)
+    header = out.splitlines()[0].split(",")
+    assert rc == 0 and header == ["run", "arm", "step", "loss", "loss~2", "loss~3"]
+    assert "\x1b" not in out and "\u200b" not in out
