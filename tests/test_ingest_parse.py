@@ -219,3 +219,14 @@ def test_console_metrics_end_at_a_carriage_return() -> None:
     parsed = ConsoleParser("x").parse(chunk)
     assert parsed.steps == [1, 2]
     assert parsed.rows == [{"step": 1, "loss": 0.5, "acc": 0.25}, {"step": 2, "loss": 0.4, "acc": 0.5}]
+
+
+def test_console_hyperlinks_and_colours_are_not_part_of_keys() -> None:
+    """A coloured log whose keys are OSC 8 hyperlinks (ended by ESC \\ or BEL): the keys read as their text; an
+    unterminated OSC does not swallow the next line."""
+    from steptable.ingest.console import ConsoleParser
+
+    chunk = (b"step:1 - \x1b]8;;http://x\x1b\\loss\x1b]8;;\x1b\\:0.5 - \x1b]8;;http://y\x07acc\x1b]8;;\x07:0.25"
+             b" - \x1b[31mkl\x1b[0m:0.1\n\x1b]0;title\nstep:2 - loss:0.4\n")
+    parsed = ConsoleParser("x").parse(chunk)
+    assert parsed.rows == [{"step": 1, "loss": 0.5, "acc": 0.25, "kl": 0.1}, {"step": 2, "loss": 0.4}]

@@ -17,7 +17,9 @@ from steptable.ingest.store import Parsed
 # "step:" not preceded by a word character or a slash (global_step:, timing/step: are not it)
 # A carriage return ends the metrics too: what follows it (a progress bar redrawn over the line) is not a value.
 _LINE: Final = re.compile(rb"(?<![\w/])step:[ \t]*(\d+)[ \t]+-[ \t]+([^\n\r]*)")
-_ANSI: Final = re.compile(rb"\x1b\[[0-9;?]*[ -/]*[@-~]")
+# Terminal escapes a coloured log carries: CSI (colours, cursor moves), OSC (hyperlinks, titles; ended by BEL or
+# ESC \\) and the two-byte ones. Removed before parsing so that a hyperlinked key reads as its text.
+_ANSI: Final = re.compile(rb"\x1b(?:\[[0-9;?]*[ -/]*[@-~]|\][^\x07\x1b\n]*(?:\x07|\x1b\\)?|[@-Z\\-_])")
 _WRAPPED: Final = re.compile(r"^[A-Za-z_][\w.]*\((.*)\)$")
 _INT: Final = re.compile(r"^[+-]?\d+$")
 
