@@ -664,3 +664,19 @@ def test_import_is_lazy() -> None:
     root = str(Path(__file__).resolve().parents[1])
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=root, timeout=60)
     assert out.stdout.strip() == "ok", out.stderr
+
+
+def test_loading_a_state_saved_before_any_step_empties_the_buffer() -> None:
+    """A checkpoint taken before the first step, loaded into a monitor that has run: nothing stays buffered, so
+    the next step is in warmup exactly as it is for a fresh monitor loading the same state."""
+    g = torch.Generator().manual_seed(5)
+    used = RoutingMonitor(capacity=32, warmup=8)
+    for _ in range(3):
+        used.step(*_batch(g, 10))
+    saved = RoutingMonitor(capacity=32, warmup=8).state_dict()
+    used.load_state_dict(saved)
+    fresh = RoutingMonitor(capacity=32, warmup=8)
+    fresh.load_state_dict(saved)
+    assert used.buffer().numel() == 0
+    batch = _batch(g, 4)
+    assert used.step(*batch) == pytest.approx(fresh.step(*batch), nan_ok=True)

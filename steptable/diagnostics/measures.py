@@ -181,9 +181,11 @@ def quarantine_mass(
 
     The norms are global L2 norms over each list (None entries, e.g. ``p.grad`` of frozen parameters, are
     skipped; an empty list has norm 0). 0-d float64 tensor on ``device`` (default: the first gradient's device,
-    else CPU); nan when both norms are 0 or either is non-finite. Norms are of the tensors given, i.e. per rank:
-    with DDP the gradients are already all-reduced after backward, so every rank gets the same value; with
-    sharded gradients (FSDP/ZeRO) use ``RoutingMonitor(sharded_grads=True)``, which sums squared norms across ranks.
+    else CPU); nan when both norms are 0 or either is non-finite, a squared norm past float64's range (a norm
+    above ~1e154) included: norms are summed as squares so that ranks can add them. Norms are of the tensors
+    given, i.e. per rank: with DDP the gradients are already all-reduced after backward, so every rank gets the
+    same value; with sharded gradients (FSDP/ZeRO) use ``RoutingMonitor(sharded_grads=True)``, which sums
+    squared norms across ranks.
     """
     keep = list(g_keep)
     quar = list(g_quar)

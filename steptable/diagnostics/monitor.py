@@ -252,6 +252,8 @@ class RoutingMonitor:
             self._buf[: self.capacity] = state["buffer"].to(device=dev, dtype=STAT_DTYPE)
             self._head = torch.full((), int(state["head"]), dtype=torch.int64, device=dev)
             self._count = torch.full((), int(state["count"]), dtype=torch.int64, device=dev)
+        elif self._buf is not None and self.device is not None:
+            self._alloc(self.device)  # saved before its first step: nothing buffered, whatever this monitor held
 
     def buffer(self, zscored: bool = False) -> Tensor:
         """The buffered scores, oldest first (z-scored as in ``step`` when asked). Inspection only: syncs."""
