@@ -446,3 +446,22 @@ def test_run_demo_app_stops_writer(tmp_path: Path, monkeypatch: pytest.MonkeyPat
 
 def test_hostile_constant_is_hostile() -> None:
     assert "\x1b[2J" in HOSTILE and "\x1b]52;" in HOSTILE and "\u202e" in HOSTILE and "[bold red]" in HOSTILE
+
+
+@pytest.mark.parametrize("where", ["jump", "theme"])
+async def test_typed_text_in_notifications_is_never_markup(tmp_path: Path, where: str) -> None:
+    """A Jump answer or a --theme name that looks like markup: a plain warning, no crash (an unbalanced closing
+    tag raised MarkupError) and no live action link (``[@click=app.quit]`` quit the app when clicked)."""
+    theme = "[/x][@click=app.quit]t" if where == "theme" else None
+    app, follower, _ = manual_app(make_runs(tmp_path, arms=("solo",)), theme=theme)
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        await sync(pilot, follower)
+        if where == "jump":
+            for answer in ("[/x]", "[@click=app.quit]hi"):
+                await pilot.press("colon", *answer, "enter")
+                await pilot.pause()
+        texts = [str(n.message) for n in app._notifications]
+        assert app.is_running and app.return_code is None
+        assert any("[/x]" in t for t in texts)
+        for strip in app.screen._compositor.render_strips():
+            assert not any(seg.style and seg.style.meta and "@click" in seg.style.meta for seg in strip)

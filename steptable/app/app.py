@@ -105,7 +105,7 @@ class StepTableApp(ViewerActions):
         name = self._want_theme or DEFAULT_THEME
         if name not in self.available_themes:
             self.notify(f"unknown theme {name!r}; known: {', '.join(sorted(self.available_themes))}",
-                        severity="warning")
+                        severity="warning", markup=False)  # names from the command line and theme files
         self._refresh_status()
         self.set_interval(self.tick, self._on_tick)
         # The feed's thread: a daemon thread rather than a Textual thread worker, whose executor is joined when the
@@ -153,7 +153,7 @@ class StepTableApp(ViewerActions):
 
     def on_feed_problem(self, message: FeedProblem) -> None:
         self.problem = message.text
-        self.notify(message.text, severity="error", timeout=30)
+        self.notify(message.text, severity="error", timeout=30, markup=False)  # built from file contents
         self._refresh_status()
 
     def _take(self, rid: str, store: Store, preview: str | None) -> None:

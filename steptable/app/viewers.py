@@ -51,7 +51,7 @@ class ViewerActions(App[int]):
         try:
             step = int(float(answer.strip()))
         except ValueError:
-            self.notify(f"not a step: {answer!r}", severity="warning")
+            self.notify(f"not a step: {answer!r}", severity="warning", markup=False)  # typed text: never markup
             return
         self.jump_to_step(step)
 
