@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from test_app_support import (
@@ -263,19 +264,26 @@ async def test_toggle_arms_and_layout(tmp_path: Path) -> None:
         assert all(p.display for p in panels)
 
 
+async def open_generations(pilot: Any) -> GenerationsScreen:
+    """Press v and wait until the viewer has indexed its files."""
+    app = pilot.app
+    await pilot.press("v")
+    screen = app.screen
+    assert isinstance(screen, GenerationsScreen)
+    indexing = [w for w in app.workers if w.group == "gen-index"]
+    if indexing:  # (an empty list would mean every worker, the feed's included)
+        await app.workers.wait_for_complete(indexing)
+    await pilot.pause()
+    return screen
+
+
 async def test_generations_viewer_hostile_text(tmp_path: Path) -> None:
     root = make_runs(tmp_path)
     write_generations(root / "routeA")
     app, follower, _ = manual_app(root)
     async with app.run_test(size=SIZE) as pilot:
         await sync(pilot, follower)
-        await pilot.press("v")
-        screen = app.screen
-        assert isinstance(screen, GenerationsScreen)
-        indexing = [w for w in app.workers if w.group == "gen-index"]
-        if indexing:  # (an empty list would mean every worker, the feed's included)
-            await app.workers.wait_for_complete(indexing)
-        await pilot.pause()
+        screen = await open_generations(pilot)
         assert screen.step == 20  # following: the newest step with samples
         await pilot.press("left")
         assert screen.step == 10
@@ -465,3 +473,29 @@ async def test_typed_text_in_notifications_is_never_markup(tmp_path: Path, where
         assert any("[/x]" in t for t in texts)
         for strip in app.screen._compositor.render_strips():
             assert not any(seg.style and seg.style.meta and "@click" in seg.style.meta for seg in strip)
+
+
+async def test_generations_viewer_pages_a_big_step(tmp_path: Path) -> None:
+    """A GRPO group of 128 long completions: the viewer shows a page (laying out all of it froze the UI for
+    seconds), n and p move between pages."""
+    import json
+
+    root = make_runs(tmp_path, arms=("solo",))
+    path = root / "solo" / "emergence" / "generations.jsonl"
+    path.parent.mkdir(parents=True)
+    body = "\n".join(f"reasoning line {i}" for i in range(200))
+    path.write_text("".join(json.dumps({"step": 5, "prompt": "q", "completion": f"{k}\n{body}", "reward": 0.5})
+                            + "\n" for k in range(128)))
+    app, follower, _ = manual_app(root)
+    async with app.run_test(size=SIZE) as pilot:
+        await sync(pilot, follower)
+        screen = await open_generations(pilot)
+        first = static_text(screen.query_one("#gen-text", Static))
+        assert "── 1/128 " in first and "── 128/128 " not in first and "n for the next ones" in first
+        await pilot.press("n")
+        second = static_text(screen.query_one("#gen-text", Static))
+        assert "── 1/128 " not in second and second != first
+        await pilot.press("p")
+        assert static_text(screen.query_one("#gen-text", Static)) == first
+        await pilot.press("p")  # no page before the first
+        assert static_text(screen.query_one("#gen-text", Static)) == first

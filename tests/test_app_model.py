@@ -261,3 +261,55 @@ def test_session_lays_out_again_when_steps_outgrow_the_step_column() -> None:
     st.add(Parsed(steps=[100_000], rows=[{"step": 100_000, "loss": 0.3}]))
     assert s.update("a", st)
     assert next(c for c in s.layout if c.key == "step").width == 6
+
+
+def test_rich_completions_tables_are_generations(tmp_path: Path) -> None:
+    """MaxEnt-GRPO's rich_completions/<table>_step_N.json ({columns, data}, bare NaN allowed) reach the viewer."""
+    from fixtures_gen_more import write_maxent_state
+
+    out = write_maxent_state(tmp_path / "maxent")
+    rich = out["completions"]
+    extra = rich.parent / "completions_step_000004.json"
+    extra.write_text('{"columns": ["step", "prompt", "completion", "reward_total", "advantage"],'
+                     ' "data": [[4, "p", "c", NaN, 0.5], "not a row"]}')
+    (rich.parent / "completions_step_000005.json").write_text('[1, 2]')
+    paths = side_paths({"rich_completions": [rich, extra, rich.parent / "completions_step_000005.json"]})
+    idx = build_index(paths)
+    assert idx.steps == [2, 4, 5]
+    a, b = idx.samples(2)
+    assert (a.prompt, a.completion, a.reward, b.completion, b.reward) == ("2+2?", "4", 1.0, "9", 0.0)
+    good, bad = idx.samples(4)
+    assert good.reward is not None and math.isnan(good.reward) and "advantage 0.5" in good.extra
+    assert "not a list" in bad.title
+    assert "not a {columns, data} table" in idx.samples(5)[0].title
+
+
+def test_generations_values_and_bad_lines(tmp_path: Path) -> None:
+    """A reward logged as Infinity shows as inf (the decoder spells it as text); a bad line says where it is."""
+    path = tmp_path / "generations.jsonl"
+    path.write_bytes(b'{"step": 1, "completion": "a", "reward": Infinity}\n{"step": 1, oops\n')
+    good, bad = build_index([path]).samples(1)
+    assert good.reward == math.inf
+    second = path.read_bytes().index(b"\n") + 1
+    assert bad.title == f"generations.jsonl: bad line at byte {second}"
+
+
+def test_long_completions_are_clipped_and_paged() -> None:
+    from steptable.app.screens.generations import PAGE_LINES, clip, sample_text
+    from steptable.app.sidefiles import Sample
+
+    runaway = "\n".join(f"line {i}" for i in range(32_000))
+    shown = clip(runaway)
+    assert shown.startswith("line 0\n") and shown.endswith("line 31999") and "lines, " in shown
+    assert shown.count("\n") < 200 and clip("short\ntext") == "short\ntext"
+    one_line = "x" * 1_000_000
+    assert len(clip(one_line)) < 20_000 and "999,9" not in clip(one_line)[:100]
+    samples = [Sample(7, "generation", 0.5, "q", "\n".join(["y"] * 200)) for _ in range(128)]
+    text, nxt = sample_text(samples, "arm", 7)
+    assert nxt is not None and 1 < nxt < 128 and text.plain.count("\n") <= PAGE_LINES + 250
+    assert f"samples 1-{nxt} of 128 shown" in text.plain
+    pages = 1
+    while nxt is not None:
+        text, nxt = sample_text(samples, "arm", 7, nxt)
+        pages += 1
+    assert pages > 1 and "128/128" in text.plain

@@ -1,9 +1,11 @@
 """Generations side files: which steps have samples, and the samples of one step. Pure (no textual).
 
-Two shapes are read:
+Three shapes are read:
 - retrain ``emergence/generations.jsonl``: several rows per step ``{step, prompt, completion, reward, num_tokens}``;
 - tinker ``iteration_NNNNNN/<split>_rollout_summaries.jsonl``: one row per trajectory ``{total_reward, steps: [...]}``
-  (the step is the iteration number of the directory).
+  (the step is the iteration number of the directory);
+- MaxEnt-GRPO ``rich_completions/<table>_step_NNNNNN.json``: one table per step ``{columns: [...], data: [[...]]}``
+  whose rows name ``prompt``, ``completion``, ``reward_total`` (and advantage, ranks, weights...).
 
 The index keeps byte offsets, not text, so a multi-GB generations file costs a few bytes per row; a step's rows are
 read when it is shown. Lines are decoded by the ingest's tolerant decoder. Text stays raw here: the viewer makes it
@@ -20,9 +22,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from steptable.ingest.hf import decode_document
 from steptable.ingest.parse import LineError, decode_line
 
 _ITER_DIR = re.compile(r"iteration_(\d+)$")
+_RICH = re.compile(r"_step_(\d+)\.json$")
+#: bytes of one step's rows read at most (a single-step file can be any size; the viewer shows a page anyway)
+MAX_READ = 32 << 20
 _STEP_RE = re.compile(rb'"(?:step|iteration)"\s*:\s*(-?\d+)')
 
 
@@ -61,19 +67,49 @@ class SideIndex:
             try:
                 with open(path, "rb") as fh:
                     fh.seek(off)
-                    data = fh.read(length)
+                    data = fh.read(min(length, MAX_READ))
             except OSError as e:
                 out.append(Sample(step, f"{path}: unreadable", None, "", str(e)))
                 continue
-            for lineno, line in enumerate(data.split(b"\n")):
+            if _RICH.search(path.name):
+                out += _table_samples(step, data, path)
+                continue
+            if length > MAX_READ:  # whole lines only
+                data = data[: data.rfind(b"\n") + 1]
+            pos = off
+            for line in data.split(b"\n"):
                 try:
                     obj = decode_line(line)
                 except LineError as e:
-                    out.append(Sample(step, f"{path.name}: bad line {lineno}", None, "", str(e)))
-                    continue
+                    out.append(Sample(step, f"{path.name}: bad line at byte {pos}", None, "", str(e)))
+                    obj = None
                 if obj is not None:
                     out.append(to_sample(step, obj, path))
+                pos += len(line) + 1
+            if length > MAX_READ:
+                out.append(Sample(step, f"{path.name}: {length - len(data):,} more bytes of this step not read",
+                                  None, "", ""))
         return out
+
+
+def _table_samples(step: int, data: bytes, path: Path) -> list[Sample]:
+    """The rows of a ``{columns, data}`` table (MaxEnt-GRPO's rich_completions), each a sample."""
+    try:
+        doc = decode_document(data)
+    except Exception as e:  # malformed, cut short by MAX_READ, nested too deeply
+        return [Sample(step, f"{path.name}: not a readable table", None, "", str(e)[:500])]
+    cols = doc.get("columns") if isinstance(doc, dict) else None
+    rows = doc.get("data") if isinstance(doc, dict) else None
+    if not isinstance(cols, list) or not isinstance(rows, list):
+        return [Sample(step, f"{path.name}: not a {{columns, data}} table", None, "", "")]
+    names = [_text(c) for c in cols]
+    out = []
+    for row in rows:
+        if isinstance(row, list):
+            out.append(to_sample(step, dict(zip(names, row, strict=False)), path))
+        else:
+            out.append(Sample(step, f"{path.name}: a row that is not a list", None, "", _text(row)[:500]))
+    return out
 
 
 def side_paths(side_files: Mapping[str, Iterable[Path]]) -> list[Path]:
@@ -82,7 +118,8 @@ def side_paths(side_files: Mapping[str, Iterable[Path]]) -> list[Path]:
     for paths in side_files.values():
         for p in paths:
             p = Path(p)
-            if p.name.endswith("generations.jsonl") or p.name.endswith("_rollout_summaries.jsonl"):
+            if p.name.endswith(("generations.jsonl", "_rollout_summaries.jsonl")) or (
+                    p.parent.name == "rich_completions" and _RICH.search(p.name)):
                 out.append(p)
     return sorted(set(out))
 
@@ -91,8 +128,9 @@ def build_index(paths: Iterable[Path]) -> SideIndex:
     """Index the given side files (generations.jsonl by the step of each line; rollout summaries by directory)."""
     idx = SideIndex()
     for path in paths:
-        m = _ITER_DIR.search(path.parent.name)
-        if m is not None and path.name.endswith("_rollout_summaries.jsonl"):
+        m = _ITER_DIR.search(path.parent.name) if path.name.endswith("_rollout_summaries.jsonl") else \
+            _RICH.search(path.name) if path.parent.name == "rich_completions" else None
+        if m is not None:
             try:
                 size = path.stat().st_size
             except OSError:
@@ -129,9 +167,19 @@ def _index_lines(path: Path, idx: SideIndex) -> None:
 
 
 def _num(v: Any) -> float | None:
+    if isinstance(v, str) and v in NONFINITE_NAMES:  # the decoder's spelling of a bare NaN / Infinity
+        return float(v)
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         return None
     return float(v)
+
+
+_TEXT_KEYS = frozenset({"step", "prompt", "completion", "reward", "reward_total"})
+NONFINITE_NAMES = frozenset({"NaN", "Infinity", "-Infinity", "nan", "inf", "-inf"})
+
+
+def _short(x: float | None) -> str:
+    return "nan" if x is None else f"{x:.4g}"
 
 
 def _text(v: Any) -> str:
@@ -143,6 +191,10 @@ def _text(v: Any) -> str:
 def to_sample(step: int, obj: dict[str, Any], path: Path) -> Sample:
     if "completion" in obj or "prompt" in obj:
         bits = []
+        if "reward" not in obj and "reward_total" in obj:  # a rich_completions row: its numbers say where it ranks
+            obj = {**obj, "reward": obj["reward_total"]}
+            shown = [(k, v) for k, v in obj.items() if k not in _TEXT_KEYS and _num(v) is not None]
+            bits += [f"{k} {_short(_num(v))}" for k, v in shown[:8]]
         if obj.get("num_tokens") is not None:
             bits.append(f"{_text(obj.get('num_tokens'))} tokens")
         tops = obj.get("top_surprisal_tokens")

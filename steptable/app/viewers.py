@@ -72,7 +72,8 @@ class ViewerActions(App[int]):
             if files and rid not in self.session.hidden:
                 sources.append((labels.get(rid, rid), files))
         if not sources:
-            self.notify("no generations side files (generations.jsonl, *_rollout_summaries.jsonl) in these runs")
+            self.notify("no generations side files (generations.jsonl, *_rollout_summaries.jsonl, "
+                        "rich_completions/*.json) in these runs")
             return
         grid = self.focused_grid()
         step = None

@@ -31,24 +31,64 @@ class IndexReady(Message):
     index: SideIndex
 
 
-def sample_text(samples: Sequence[Sample], arm: str, step: int) -> Text:
-    """The samples of one step as one inert Text."""
+#: a prompt or completion longer than this (lines / characters) shows its head and its tail around a note
+CLIP_LINES, CLIP_CHARS = 160, 16_000
+#: lines of text one page shows (wrapping and laying out tens of thousands of lines blocks the UI for seconds)
+PAGE_LINES = 2_500
+
+
+def clip(text: str, max_lines: int = CLIP_LINES, max_chars: int = CLIP_CHARS) -> str:
+    """``text``, or its head and tail with how much was left out between them (the end of a runaway completion
+    is where its answer, or its loop, is)."""
+    if len(text) <= max_chars and text.count("\n") < max_lines:
+        return text
+    lines = text.split("\n")
+    head_n, tail_n = max_lines * 3 // 4, max_lines // 4
+    if len(lines) > max_lines:
+        head, tail = "\n".join(lines[:head_n]), "\n".join(lines[-tail_n:])
+    else:
+        head, tail = text, ""
+    head_c, tail_c = max_chars * 3 // 4, max_chars // 4
+    if len(head) + len(tail) > max_chars:
+        tail = tail[-tail_c:] if tail else head[-tail_c:]
+        head = head[:head_c]
+    cut_lines = text.count("\n") - head.count("\n") - tail.count("\n")
+    cut_chars = len(text) - len(head) - len(tail)
+    return f"{head}\n… {cut_lines:,} lines, {cut_chars:,} characters not shown …\n{tail}"
+
+
+def sample_text(samples: Sequence[Sample], arm: str, step: int, start: int = 0) -> tuple[Text, int | None]:
+    """Samples ``start``... of one step as one inert Text, up to about ``PAGE_LINES`` lines; with the index of the
+    first sample left for the next page (None: the last page)."""
     out = Text()
-    out.append(sanitize(f"{arm} · step {step} · {len(samples)} samples"), "bold")
-    for k, s in enumerate(samples, 1):
+    n = len(samples)
+    out.append(sanitize(f"{arm} · step {step} · {n} samples"), "bold")
+    lines = 1
+    k = start
+    while k < n:
+        s = samples[k]
         reward = "nan" if s.reward is None else f"{s.reward:+.3g}"
-        head = f"── {k}/{len(samples)} {s.title} · reward {reward}"
+        head = f"── {k + 1}/{n} {s.title} · reward {reward}"
         if s.extra:
             head += f" · {s.extra}"
+        prompt, completion = clip(s.prompt), clip(s.completion)
+        size = 2 + prompt.count("\n") + completion.count("\n") + (len(prompt) + len(completion)) // 200
+        if k > start and lines + size > PAGE_LINES:
+            break
+        lines += size
         out.append("\n\n")
         out.append(sanitize(head), "bold")
-        if s.prompt:
+        if prompt:
             out.append("\nprompt: ", "bold dim")
-            out.append(sanitize(s.prompt, keep_newlines=True), "dim")
-        if s.completion:
+            out.append(sanitize(prompt, keep_newlines=True), "dim")
+        if completion:
             out.append("\n")
-            out.append(sanitize(s.completion, keep_newlines=True))
-    return out
+            out.append(sanitize(completion, keep_newlines=True))
+        k += 1
+    if k < n:
+        out.append(f"\n\n── samples {start + 1}-{k} of {n} shown: n for the next ones, p for the ones before", "bold")
+        return out, k
+    return out, None
 
 
 class GenerationsScreen(Screen[None]):
@@ -63,6 +103,8 @@ class GenerationsScreen(Screen[None]):
         Binding("a", "next_arm", "Next arm"),
         Binding("left,[", "step(-1)", "Prev step"),
         Binding("right,]", "step(1)", "Next step"),
+        Binding("n", "page(1)", "More samples"),
+        Binding("p", "page(-1)", "Samples before"),
     ]
 
     def __init__(self, sources: Sequence[tuple[str, list[Path]]], step: int | None = None) -> None:
@@ -73,6 +115,9 @@ class GenerationsScreen(Screen[None]):
         self.want = step
         self.index: SideIndex | None = None
         self.step: int | None = None
+        self.samples: list[Sample] = []
+        self.pages: list[int] = [0]  # first sample of each page shown so far for this step (the last: on screen)
+        self.next_start: int | None = None
 
     def compose(self) -> ComposeResult:
         yield Static("", id="gen-title", markup=False)
@@ -118,13 +163,29 @@ class GenerationsScreen(Screen[None]):
         if event.option.id is not None:
             self.show(int(event.option.id))
 
-    def show(self, step: int) -> None:
-        if self.index is None or step == self.step:
+    def show(self, step: int, start: int = 0) -> None:
+        if self.index is None or (step == self.step and start == self.pages[-1]):
             return
-        self.step = step
-        samples = self.index.samples(step)
-        self.query_one("#gen-text", Static).update(sample_text(samples, self.arm, step))
+        if step != self.step:
+            self.step = step
+            self.samples = self.index.samples(step)
+            self.pages = [0]
+        elif start < self.pages[-1]:
+            self.pages.pop()
+        else:
+            self.pages.append(start)
+        text, self.next_start = sample_text(self.samples, self.arm, step, start)
+        self.query_one("#gen-text", Static).update(text)
         self.query_one("#gen-body", VerticalScroll).scroll_home(animate=False)
+
+    def action_page(self, delta: int) -> None:
+        """The next (or previous) page of samples of this step, when they did not fit one."""
+        if self.step is None:
+            return
+        if delta > 0 and self.next_start is not None:
+            self.show(self.step, self.next_start)
+        elif delta < 0 and len(self.pages) > 1:
+            self.show(self.step, self.pages[-2])
 
     def action_step(self, delta: int) -> None:
         if self.index is None or not self.index.steps:
