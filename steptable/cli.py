@@ -52,13 +52,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     except (KeyError, ValueError) as e:
+        from steptable.formatting import sanitize
         from steptable.schemas import SchemaFileError
 
         if isinstance(e, SchemaFileError):  # a user's schema file: name the file and line, no traceback
-            sys.stderr.write(f"steptable: {e}\n")
+            sys.stderr.write(f"steptable: {sanitize(str(e))}\n")  # paths and names come from the disk
             return 2
         if isinstance(e, KeyError) and "unknown schema" in str(e):
-            sys.stderr.write(f"steptable: {e.args[0]}\n")
+            sys.stderr.write(f"steptable: {sanitize(str(e.args[0]))}\n")
             return 2
         raise
     except BrokenPipeError:

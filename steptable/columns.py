@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
@@ -14,8 +15,33 @@ Align = Literal["right", "left", "center"]
 _FMT_KINDS = ("frac",)
 
 
+#: the widest column, and the largest width or precision inside a format spec: beyond these a spec from a user's
+#: schema file would only cost memory (``format(1.5, ">999999999")`` builds a gigabyte string)
+MAX_WIDTH = 1000
+MAX_SPEC_NUMBER = 200
+_SPEC_NUMBERS = re.compile(r"\d+")
+
+
 class ColumnError(ValueError):
-    """A column or column set that cannot be rendered as declared."""
+    """A column or column set that cannot be rendered as declared. ``field``: the field at fault, when one is."""
+
+    def __init__(self, message: str, field: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+def check_fmt(fmt: str | None, what: str) -> None:
+    """Raise ColumnError unless ``fmt`` is None, a kind steptable knows, or a format spec a number can take."""
+    if fmt is None or fmt in _FMT_KINDS:
+        return
+    if not isinstance(fmt, str):
+        raise ColumnError(f"{what}: fmt must be text, got {fmt!r}", "fmt")
+    if any(int(n) > MAX_SPEC_NUMBER for n in _SPEC_NUMBERS.findall(fmt)):
+        raise ColumnError(f"{what}: bad format spec {fmt!r}: a width or precision over {MAX_SPEC_NUMBER}", "fmt")
+    try:
+        format(1.5 if not fmt.endswith("d") else 1, fmt)
+    except (ValueError, TypeError) as e:
+        raise ColumnError(f"{what}: bad format spec {fmt!r}: {e}", "fmt") from None
 
 
 @dataclass(frozen=True)
@@ -46,30 +72,30 @@ class Col:
 
     def __post_init__(self) -> None:
         if not self.key:
-            raise ColumnError("a column needs a non-empty key")
-        if not isinstance(self.width, int) or self.width < 1:
-            raise ColumnError(f"column {self.key!r}: width must be a positive int, got {self.width!r}")
+            raise ColumnError("a column needs a non-empty key", "key")
+        if not isinstance(self.width, int) or isinstance(self.width, bool) or not 1 <= self.width <= MAX_WIDTH:
+            raise ColumnError(f"column {self.key!r}: width must be an int from 1 to {MAX_WIDTH}, got {self.width!r}",
+                              "width")
         if not isinstance(self.header, str):
-            raise ColumnError(f"column {self.key!r}: header must be text, got {self.header!r}")
+            raise ColumnError(f"column {self.key!r}: header must be text, got {self.header!r}", "header")
         clean = sanitize(self.header)  # a header from a TOML file beside the logs is untrusted text
         if clean != self.header:
             object.__setattr__(self, "header", clean)
         hw = display_width(self.header)
         if hw > self.width:
             raise ColumnError(
-                f"column {self.key!r}: header {self.header!r} is {hw} cells wide, wider than its width {self.width}"
+                f"column {self.key!r}: header {self.header!r} is {hw} cells wide, wider than its width {self.width}",
+                "header",
             )
         if self.better not in (None, "higher", "lower"):
-            raise ColumnError(f"column {self.key!r}: better must be 'higher', 'lower' or None, got {self.better!r}")
+            raise ColumnError(f"column {self.key!r}: better must be 'higher', 'lower' or None, got {self.better!r}",
+                              "better")
         if self.align not in ("right", "left", "center"):
-            raise ColumnError(f"column {self.key!r}: align must be right, left or center, got {self.align!r}")
-        if self.fmt is not None and self.fmt not in _FMT_KINDS:
-            try:
-                format(1.5 if not self.fmt.endswith("d") else 1, self.fmt)
-            except (ValueError, TypeError) as e:
-                raise ColumnError(f"column {self.key!r}: bad format spec {self.fmt!r}: {e}") from None
+            raise ColumnError(f"column {self.key!r}: align must be right, left or center, got {self.align!r}",
+                              "align")
+        check_fmt(self.fmt, f"column {self.key!r}")
         if "\n" in self.desc:
-            raise ColumnError(f"column {self.key!r}: the description must be one line")
+            raise ColumnError(f"column {self.key!r}: the description must be one line", "desc")
 
     def with_(self, **changes: object) -> Col:
         """A copy with some fields changed (validated again)."""

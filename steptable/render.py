@@ -293,6 +293,7 @@ DIRECTION: Final = {"higher": " (higher is better)", "lower": " (lower is better
 def legend(cols: Iterable[Col], title: str | None = "columns:", indent: int = 2) -> str:
     """One line per column that has a description: ``header  meaning``. Headers aligned for reading."""
     described = [c for c in cols if c.desc]
+    title = None if title is None else sanitize(title)  # it may name a schema from a user's file
     if not described:
         return "" if title is None else title.rstrip(":") + ": (none described)"
     hw = max(len(c.header.strip()) for c in described)

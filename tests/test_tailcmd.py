@@ -256,3 +256,16 @@ def test_csv_header_keeps_keys_apart_that_read_alike(tmp_path: Path, capsys: pyt
     header = out.splitlines()[0].split(",")
     assert rc == 0 and header == ["run", "arm", "step", "loss", "loss~2", "loss~3"]
     assert "\x1b" not in out and "\u200b" not in out
+
+
+def test_schema_errors_are_inert(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A broken steptable.toml under a directory whose name holds an escape, and an unknown --schema name: one
+    clean line on stderr, nothing a terminal obeys."""
+    d = tmp_path / "ev\x1b[31mil"
+    write_rows(d / "run" / "metrics.jsonl", [{"step": 0, "loss": 1.0}])
+    (d / "steptable.toml").write_text("[schema\n")
+    rc, out, err = run_cli(["tail", str(d)], capsys)
+    assert rc == 2 and "steptable.toml:1: not valid TOML" in err and "\x1b" not in err + out
+    write_rows(tmp_path / "ok" / "metrics.jsonl", [{"step": 0, "loss": 1.0}])
+    rc, out, err = run_cli(["tail", str(tmp_path / "ok"), "--schema", "no\x1b]0;t\x07pe"], capsys)
+    assert rc == 2 and "unknown schema" in err and "\x1b" not in err and "\x07" not in err

@@ -9,7 +9,7 @@ from fnmatch import fnmatchcase
 from pathlib import PurePath
 from typing import Any
 
-from steptable.columns import Better, ColumnError
+from steptable.columns import Better, ColumnError, check_fmt
 
 #: the kinds of side files viewers know how to show
 SIDE_KINDS = frozenset({"generations", "rollout_summaries", "logtree", "checkpoints", "config", "timing_spans"})
@@ -36,7 +36,8 @@ class Rule:
 
     def __post_init__(self) -> None:
         if self.better not in (None, "higher", "lower"):
-            raise ColumnError(f"rule {self.pattern!r}: better must be 'higher', 'lower' or None")
+            raise ColumnError(f"rule {self.pattern!r}: better must be 'higher', 'lower' or None", "better")
+        check_fmt(self.fmt, f"rule {self.pattern!r}")
 
     def matches(self, key: str) -> bool:
         return fnmatchcase(key, self.pattern)

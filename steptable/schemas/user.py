@@ -185,7 +185,11 @@ def _check_fields(doc: _Doc, table: str, entry: Any, index: int | None) -> dict[
     return dict(entry)
 
 
-def _column_error_field(message: str) -> str | None:
+def _column_error_field(e: Exception) -> str | None:
+    field = getattr(e, "field", None)
+    if field is not None:
+        return str(field)
+    message = str(e)
     for word, field in (("header", "header"), ("format", "fmt"), ("width", "width"), ("better", "better"),
                         ("align", "align"), ("description", "desc"), ("key", "key")):
         if word in message:
@@ -207,7 +211,7 @@ def _build_col(doc: _Doc, spec: dict[str, Any], i: int, base: Col | None) -> Col
         fields.setdefault("width", max(display_width(header), 6))
         return Col(**fields)
     except (ColumnError, TypeError) as e:
-        doc.fail(f"[[columns]] #{i + 1} ({spec['key']!r}): {e}", "columns", i, _column_error_field(str(e)))
+        doc.fail(f"[[columns]] #{i + 1} ({spec['key']!r}): {e}", "columns", i, _column_error_field(e))
         raise  # unreachable: fail() raises
 
 
@@ -217,7 +221,7 @@ def _rule(doc: _Doc, spec: dict[str, Any], i: int) -> Rule:
     try:
         return Rule(**spec)
     except ColumnError as e:
-        doc.fail(f"[[rules]] #{i + 1}: {e}", "rules", i, "better")
+        doc.fail(f"[[rules]] #{i + 1}: {e}", "rules", i, e.field)
         raise
 
 
@@ -227,8 +231,8 @@ def schema_from_doc(doc: _Doc, bases: Mapping[str, Schema]) -> Schema:
             doc.fail(f"unknown table {top!r} (known: {', '.join(_TABLES)})", top, None, top)
     head = _check_fields(doc, "schema", doc.data.get("schema", {}), None)
     name = head.get("name", "").strip()
-    if not name or any(c.isspace() for c in name):
-        doc.fail("[schema] needs a name without spaces", "schema", None, "name")
+    if not name or any(c.isspace() or not c.isprintable() for c in name):
+        doc.fail("[schema] needs a name without spaces or control characters", "schema", None, "name")
     extends = head.get("extends", name if name in bases else None)
     base = bases.get(extends) if extends is not None else None
     if extends is not None and base is None:
@@ -277,6 +281,9 @@ def schema_from_doc(doc: _Doc, bases: Mapping[str, Schema]) -> Schema:
     rules = [_rule(doc, _check_fields(doc, "rules", r, i), i) for i, r in enumerate(raw_rules)]
     rules += [Rule(p, hide=True) for p in head.get("hide", [])]
     match_spec = _check_fields(doc, "match", doc.data.get("match", {}), None)
+    for k in ("files", "keys"):
+        if any(not p.strip() for p in match_spec.get(k, [])):
+            doc.fail(f"[match] {k}: an empty pattern", "match", None, k)
     keys = {c.key for c in cols}
     return Schema(
         name,
