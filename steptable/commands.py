@@ -48,7 +48,7 @@ def summary_command(args: argparse.Namespace) -> int:
     from steptable.alerts import scan
     from steptable.formatting import sanitize
     from steptable.ingest import Follower
-    from steptable.schemas import detect, layout
+    from steptable.schemas import by_schema, layout
     from steptable.summary import summarize
 
     follower = Follower(args.paths)
@@ -66,7 +66,10 @@ def summary_command(args: argparse.Namespace) -> int:
     }
     columns = [c.strip() for c in args.columns.split(",") if c.strip()] or None
     # Rows are named by the same short headers as the table (pg_loss for actor/pg_loss).
-    labels = {c.key: c.header.strip() for c in layout(stores, detect(stores[0].path, stores[0].keys))}
+    labels: dict[str, str] = {}
+    for schema, group in by_schema(stores):  # each trainer's runs named as its own table names them
+        for c in layout(group, schema):
+            labels.setdefault(c.key, c.header.strip())
     text = summarize(stores, columns=columns, now=time.time(), fmt=args.format, alerts=alerts,
                      max_columns=args.max_columns, labels=labels, align=args.align)
     sys.stdout.write(text if text.endswith("\n") else text + "\n")

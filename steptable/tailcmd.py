@@ -25,7 +25,7 @@ from steptable.alerts import Alert, AlertEngine
 from steptable.columns import Col
 from steptable.formatting import md_escape, numeric_pair, sanitize, unique_name
 from steptable.ingest import Follower, RunStore
-from steptable.schemas import Schema, detect, fit, get_schema, layout, steps_outgrown
+from steptable.schemas import Schema, by_schema, fit, get_schema, layout, steps_outgrown
 from steptable.writer import encode_row
 
 DEFAULT_WIDTH = 200  # cells, when stdout is not a terminal (an agent pays for every column)
@@ -51,6 +51,14 @@ def add_parser(sub: Any) -> None:
     )
 
 
+class _Layout:
+    """The columns of one schema group and their compiled row renderer."""
+
+    def __init__(self, schema: Schema, cols: tuple[Col, ...]) -> None:
+        self.schema, self.cols = schema, cols
+        self.render_row = render.compile_row(cols)
+
+
 class Tail:
     """Prints what is new in each run since the last call of :meth:`emit`."""
 
@@ -65,22 +73,30 @@ class Tail:
         self.errors_seen = 0
         self.engines: dict[str, AlertEngine] = {}
         self.error_alert = False
-        self.cols: tuple[Col, ...] = ()
-        self.render_row = render.compile_row(())
+        self.of: dict[str, _Layout] = {}  # run -> the layout of its schema group
         self.last_run: str | None = None
         self.keys_seen: set[str] = set()
-        self.schema: Schema | None = None
 
     # -------------------------------------------------------------------------------------------- layout
-    def _layout(self, stores: Sequence[RunStore]) -> tuple[Col, ...]:
+    def _layouts(self, stores: Sequence[RunStore]) -> dict[str, _Layout]:
+        """One layout per schema the runs are detected as (arms of one experiment share it), by run."""
         a = self.args
-        self.schema = get_schema(a.schema, near=a.paths[0]) if a.schema else detect(stores[0].path, stores[0].keys)
+        named = get_schema(a.schema, near=a.paths[0]) if a.schema else None
         patterns = [p for p in a.columns.split(",") if p.strip()] if a.columns else None
-        cols = layout(stores, self.schema, patterns=patterns)
         width = a.width
         if width is None:
             width = shutil.get_terminal_size((DEFAULT_WIDTH, 24)).columns if self.out.isatty() else DEFAULT_WIDTH
-        return tuple(fit(cols, width)) if width and width > 0 else tuple(cols)
+        out: dict[str, _Layout] = {}
+        for schema, group in by_schema(stores, named):
+            cols = layout(group, schema, patterns=patterns)
+            cols = tuple(fit(cols, width)) if width and width > 0 else tuple(cols)
+            old = next((self.of[s.run] for s in group if s.run in self.of), None)
+            lay = old if old is not None and old.cols == cols and old.schema is schema else _Layout(schema, cols)
+            out.update((s.run, lay) for s in group)
+        return out
+
+    def _outgrown(self, stores: Sequence[RunStore]) -> bool:
+        return any(steps_outgrown(lay.cols, [s]) for s in stores if (lay := self.of.get(s.run)) is not None)
 
     # -------------------------------------------------------------------------------------------- output
     def emit(self, follower: Follower) -> None:
@@ -91,15 +107,15 @@ class Tail:
         if not stores:
             return
         keys = {k for s in stores for k in s.keys}
-        if keys != self.keys_seen or steps_outgrown(self.cols, stores):
+        if keys != self.keys_seen or any(s.run not in self.of for s in stores) or self._outgrown(stores):
             # New runs or keys (a sparse eval column appearing late), or steps past the step column's width: lay
-            # out again and re-print the header.
+            # out again and re-print the header of each run whose layout changed.
             self.keys_seen = keys
-            cols = self._layout(stores)
-            if cols != self.cols:
-                self.cols = cols
-                self.render_row = render.compile_row(cols)
-                self.since_header.clear()
+            layouts = self._layouts(stores)
+            for run, lay in layouts.items():
+                if self.of.get(run) is not lay:
+                    self.since_header.pop(run, None)
+            self.of = layouts
         for store in stores:
             self._emit_run(store, multi=len(stores) > 1)
         self.out.flush()
@@ -124,7 +140,8 @@ class Tail:
                 self.engines.pop(run, None)  # new content: its history starts again
             self.since_header[run] = 0
         self.versions[run] = (len(store.resumes), n, store.generation)
-        rows = [self.schema.derive(r) for r in store.rows(done, n)] if self.schema else store.rows(done, n)
+        lay = self.of[run]
+        rows = [lay.schema.derive(r) for r in store.rows(done, n)]
         self.printed[run] = n
         if a.alerts_only:
             self._alerts(store, done, rows)
@@ -136,24 +153,24 @@ class Tail:
             for r in rows:
                 self.out.write(_inert_json(encode_row({"run": run, "arm": store.arm, **r}).decode("utf-8")))
         elif a.format == "csv":
-            self._csv(store, rows)
+            self._csv(store, rows, lay.cols)
         elif a.format == "md":
-            self._md(label, rows)
+            self._md(label, rows, lay.cols)
         else:
             if multi and self.last_run != run:
-                self.out.write(render.title_line(label, render.width(self.cols)) + "\n")
+                self.out.write(render.title_line(label, render.width(lay.cols)) + "\n")
                 self.since_header[run] = 0
             self.last_run = run
             every = a.header_every
             for r in rows:
                 k = self.since_header.get(run, 0)
                 if k == 0 or (every and k % every == 0):
-                    self.out.write(render.header(self.cols) + "\n")
-                self.out.write(self.render_row(r) + "\n")
+                    self.out.write(render.header(lay.cols) + "\n")
+                self.out.write(lay.render_row(r) + "\n")
                 self.since_header[run] = k + 1
 
-    def _csv(self, store: RunStore, rows: Sequence[Mapping[str, Any]]) -> None:
-        keys = [c.key for c in self.cols]
+    def _csv(self, store: RunStore, rows: Sequence[Mapping[str, Any]], cols: Sequence[Col]) -> None:
+        keys = [c.key for c in cols]
         buf = io.StringIO()
         w = csv.writer(buf, lineterminator="\n")
         if keys != self.csv_keys:  # once, and again only when the columns change (a key that appears later)
@@ -167,12 +184,12 @@ class Tail:
             w.writerow([run, arm, *(_csv_cell(r.get(k)) for k in keys)])
         self.out.write(buf.getvalue())
 
-    def _md(self, label: str, rows: Sequence[Mapping[str, Any]]) -> None:
-        heads = [md_escape(c.header.strip()) for c in self.cols]
+    def _md(self, label: str, rows: Sequence[Mapping[str, Any]], cols: Sequence[Col]) -> None:
+        heads = [md_escape(c.header.strip()) for c in cols]
         self.out.write(f"\n**{md_escape(label)}**\n\n| " + " | ".join(heads) + " |\n")
-        self.out.write("|" + "|".join("---:" if c.align == "right" else ":---" for c in self.cols) + "|\n")
+        self.out.write("|" + "|".join("---:" if c.align == "right" else ":---" for c in cols) + "|\n")
         for r in rows:
-            cells = [md_escape(x.strip()) for x in render.cells(self.cols, r)]
+            cells = [md_escape(x.strip()) for x in render.cells(cols, r)]
             self.out.write("| " + " | ".join(cells) + " |\n")
 
     def _alerts(self, store: RunStore, start: int, rows: Sequence[Mapping[str, Any]]) -> None:

@@ -269,3 +269,19 @@ def test_schema_errors_are_inert(tmp_path: Path, capsys: pytest.CaptureFixture[s
     write_rows(tmp_path / "ok" / "metrics.jsonl", [{"step": 0, "loss": 1.0}])
     rc, out, err = run_cli(["tail", str(tmp_path / "ok"), "--schema", "no\x1b]0;t\x07pe"], capsys)
     assert rc == 2 and "unknown schema" in err and "\x1b" not in err and "\x07" not in err
+
+
+def test_runs_of_different_trainers_are_laid_out_each_as_its_own(tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """A root holding a verl run and an SB3 run: each block has its own schema's layout (SB3's step is
+    time/total_timesteps, verl's score column comes first), not the first run's layout applied to both."""
+    verl = {"critic/score/mean": 0.5, "actor/pg_loss": 0.1, "actor/entropy": 0.6, "critic/rewards/mean": 0.5}
+    write_rows(tmp_path / "verl" / "proj" / "exp1.jsonl", [{"step": s, "data": verl} for s in range(3)])
+    write_rows(tmp_path / "sb3" / "ppo_1" / "progress.json",
+               [{"time/total_timesteps": 2048 * (i + 1), "rollout/ep_rew_mean": -100.0 + i} for i in range(3)])
+    rc, out, _ = run_cli(["tail", str(tmp_path)], capsys)
+    assert rc == 0
+    sb3, verl_block = out.split("── exp1")[0], out.split("── exp1")[1]
+    assert [line.split()[0] for line in sb3.splitlines()[2:]] == ["2048", "4096", "6144"]
+    assert "nan" not in sb3
+    assert verl_block.splitlines()[1].split()[:2] == ["step", "score"]

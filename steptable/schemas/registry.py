@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from pathlib import Path, PurePath
+from typing import Protocol, TypeVar
 
 from steptable.columns import streamed
 from steptable.schemas import generic, retrain, tinker, tinyzero, trl, verl
@@ -88,6 +89,30 @@ def detect(path: str | os.PathLike[str], keys: Sequence[str], user: bool = True)
         if m > score:
             best, score = s, m
     return best if score >= 0.5 else GENERIC
+
+
+class Located(Protocol):
+    """A run as detection sees it: its file and its keys (``RunStore`` is one)."""
+
+    @property
+    def path(self) -> Path: ...
+
+    @property
+    def keys(self) -> Sequence[str]: ...
+
+
+R = TypeVar("R", bound=Located)
+
+
+def by_schema(runs: Sequence[R], schema: Schema | None = None) -> list[tuple[Schema, list[R]]]:
+    """Runs grouped by the schema each is detected as (or all under ``schema`` when one is named), groups in the
+    order their first run comes: a directory holding a verl run and an SB3 run lays each out as its own trainer
+    writes it, and the arms of one experiment (one schema) still share one layout."""
+    groups: dict[str, tuple[Schema, list[R]]] = {}
+    for r in runs:
+        s = schema if schema is not None else detect(r.path, r.keys)
+        groups.setdefault(s.name, (s, []))[1].append(r)
+    return list(groups.values())
 
 
 def side_file(path: str | os.PathLike[str], schema: Schema | None = None) -> tuple[Schema, SideFile] | None:
