@@ -49,6 +49,7 @@ def summary_command(args: argparse.Namespace) -> int:
     from steptable.formatting import sanitize
     from steptable.ingest import Follower
     from steptable.schemas import by_schema, layout
+    from steptable.schemas.base import matches, unmatched
     from steptable.summary import summarize
 
     follower = Follower(args.paths)
@@ -64,12 +65,19 @@ def summary_command(args: argparse.Namespace) -> int:
         s.run: scan(s.steps, {k: s.cells(k) for k in s.keys}, s.wall_times if len(s.wall_times) else None)
         for s in stores
     }
-    columns = [c.strip() for c in args.columns.split(",") if c.strip()] or None
     # Rows are named by the same short headers as the table (pg_loss for actor/pg_loss).
     labels: dict[str, str] = {}
     for schema, group in by_schema(stores):  # each trainer's runs named as its own table names them
         for c in layout(group, schema):
             labels.setdefault(c.key, c.header.strip())
+    columns = None
+    patterns = [c.strip() for c in args.columns.split(",") if c.strip()]
+    if patterns:  # globs over keys and the headers the rows are named by, as `tail --columns` takes them
+        names = [(k, labels.get(k, k)) for k in dict.fromkeys(k for s in stores for k in s.keys)]
+        chosen = dict.fromkeys(k for p in patterns for k, h in names if matches(k, h, p))  # in the order asked
+        columns = list(chosen)
+        for p in unmatched(patterns, names):
+            sys.stderr.write(f"steptable summary: --columns {sanitize(p)!r} matches no column\n")
     text = summarize(stores, columns=columns, now=time.time(), fmt=args.format, alerts=alerts,
                      max_columns=args.max_columns, labels=labels, align=args.align)
     sys.stdout.write(text if text.endswith("\n") else text + "\n")

@@ -26,6 +26,7 @@ from steptable.columns import Col
 from steptable.formatting import md_escape, numeric_pair, sanitize, unique_name
 from steptable.ingest import Follower, RunStore
 from steptable.schemas import Schema, by_schema, fit, get_schema, layout, steps_outgrown
+from steptable.schemas.base import unmatched
 from steptable.writer import encode_row
 
 DEFAULT_WIDTH = 200  # cells, when stdout is not a terminal (an agent pays for every column)
@@ -76,6 +77,7 @@ class Tail:
         self.of: dict[str, _Layout] = {}  # run -> the layout of its schema group
         self.last_run: str | None = None
         self.keys_seen: set[str] = set()
+        self.unmatched_told: set[str] = set()
 
     # -------------------------------------------------------------------------------------------- layout
     def _layouts(self, stores: Sequence[RunStore]) -> dict[str, _Layout]:
@@ -87,12 +89,18 @@ class Tail:
         if width is None:
             width = shutil.get_terminal_size((DEFAULT_WIDTH, 24)).columns if self.out.isatty() else DEFAULT_WIDTH
         out: dict[str, _Layout] = {}
+        names: list[tuple[str, str]] = []
         for schema, group in by_schema(stores, named):
             cols = layout(group, schema, patterns=patterns)
+            names += [(c.key, c.header.strip()) for c in cols]
             cols = tuple(fit(cols, width)) if width and width > 0 else tuple(cols)
             old = next((self.of[s.run] for s in group if s.run in self.of), None)
             lay = old if old is not None and old.cols == cols and old.schema is schema else _Layout(schema, cols)
             out.update((s.run, lay) for s in group)
+        for p in unmatched(patterns or [], names):
+            if p not in self.unmatched_told:  # told once; a key that appears later may still match it
+                self.unmatched_told.add(p)
+                self.err.write(f"steptable tail: --columns {sanitize(p)!r} matches no column (yet)\n")
         return out
 
     def _outgrown(self, stores: Sequence[RunStore]) -> bool:

@@ -285,3 +285,16 @@ def test_runs_of_different_trainers_are_laid_out_each_as_its_own(tmp_path: Path,
     assert [line.split()[0] for line in sb3.splitlines()[2:]] == ["2048", "4096", "6144"]
     assert "nan" not in sb3
     assert verl_block.splitlines()[1].split()[:2] == ["step", "score"]
+
+
+def test_column_filters_take_globs_and_say_when_nothing_matches(tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    verl = {"critic/score/mean": 0.5, "actor/pg_loss": 0.1, "actor/entropy": 0.6, "critic/rewards/mean": 0.5}
+    write_rows(tmp_path / "verl" / "proj" / "exp1.jsonl", [{"step": s, "data": verl} for s in range(3)])
+    rc, out, err = run_cli(["summary", str(tmp_path), "--columns", "entropy,pg*,nomatch"], capsys)
+    rows = [line.split()[0] for line in out.splitlines()[2:4]]
+    assert rc == 0 and rows == ["entropy", "pg_loss"], out  # by header, by glob, in the order asked
+    assert "--columns 'nomatch' matches no column" in err
+    rc, out, err = run_cli(["tail", str(tmp_path), "--columns", "nomatch,pg*"], capsys)
+    assert rc == 0 and out.splitlines()[0].split() == ["step", "pg_loss"]
+    assert err.count("'nomatch' matches no column") == 1

@@ -327,6 +327,16 @@ def _auto_cols(
     return cols
 
 
+def matches(key: str, header: str, pattern: str) -> bool:
+    """Does a column filter pattern (an ``fnmatch`` glob) select the column with this key or header?"""
+    return fnmatchcase(key, pattern) or fnmatchcase(header, pattern)
+
+
+def unmatched(patterns: Sequence[str], names: Sequence[tuple[str, str]]) -> list[str]:
+    """The patterns that select none of ``names`` ((key, header) pairs): a mistyped filter is worth a word."""
+    return [p for p in (p.strip() for p in patterns) if p and not any(matches(k, h, p) for k, h in names)]
+
+
 def _filter(cols: Sequence[Col], patterns: Sequence[str], step_key: str) -> list[Col]:
     pats = [p.strip() for p in patterns if p.strip()]
     if not pats:
@@ -334,7 +344,7 @@ def _filter(cols: Sequence[Col], patterns: Sequence[str], step_key: str) -> list
     return [
         c
         for c in cols
-        if c.key == step_key or any(fnmatchcase(c.key, p) or fnmatchcase(c.header.strip(), p) for p in pats)
+        if c.key == step_key or any(matches(c.key, c.header.strip(), p) for p in pats)
     ]
 
 
