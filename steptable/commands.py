@@ -48,6 +48,7 @@ def summary_command(args: argparse.Namespace) -> int:
     from steptable.alerts import scan
     from steptable.formatting import sanitize
     from steptable.ingest import Follower
+    from steptable.ingest.discover import nothing_found
     from steptable.schemas import by_schema, layout
     from steptable.schemas.base import matches, unmatched
     from steptable.summary import summarize
@@ -59,7 +60,7 @@ def summary_command(args: argparse.Namespace) -> int:
         sys.stderr.write(sanitize(line) + "\n")
     stores = [follower.stores[k] for k in sorted(follower.stores)]
     if not stores:
-        sys.stderr.write("steptable summary: no metrics files found under " + ", ".join(args.paths) + "\n")
+        sys.stderr.write(f"steptable summary: {sanitize(nothing_found(args.paths))}\n")
         return 2
     alerts = {
         s.run: scan(s.steps, {k: s.cells(k) for k in s.keys}, s.wall_times if len(s.wall_times) else None)
@@ -85,17 +86,19 @@ def summary_command(args: argparse.Namespace) -> int:
 
 
 def legend_command(args: argparse.Namespace) -> int:
+    from steptable.formatting import sanitize
     from steptable.schemas import get_schema, legend_for
 
     if args.paths:
         from steptable.ingest import Follower
+        from steptable.ingest.discover import nothing_found
 
         follower = Follower(args.paths)
         follower.scan()
         follower.finish()
         stores = [follower.stores[k] for k in sorted(follower.stores)]
         if not stores:
-            sys.stderr.write("steptable legend: no metrics files found under " + ", ".join(args.paths) + "\n")
+            sys.stderr.write(f"steptable legend: {sanitize(nothing_found(args.paths))}\n")
             return 2
         text = legend_for(stores, get_schema(args.schema, near=args.paths[0]) if args.schema else None)
     else:

@@ -25,6 +25,7 @@ from steptable.alerts import Alert, AlertEngine
 from steptable.columns import Col
 from steptable.formatting import md_escape, numeric_pair, sanitize, unique_name
 from steptable.ingest import Follower, RunStore
+from steptable.ingest.discover import nothing_found
 from steptable.schemas import Schema, by_schema, fit, get_schema, layout, steps_outgrown
 from steptable.schemas.base import unmatched
 from steptable.writer import encode_row
@@ -275,7 +276,7 @@ def run_tail(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | 
     tail.emit(follower)
     if not args.follow:
         if not follower.stores:  # --alerts-only too: a mistyped path in CI must not pass as "no alerts"
-            err.write("steptable tail: no metrics files found under " + ", ".join(args.paths) + "\n")
+            err.write(f"steptable tail: {sanitize(nothing_found(args.paths))}\n")
             return 2
         if not any(len(s) for s in follower.stores.values()) and not args.alerts_only:
             paths = ", ".join(sanitize(str(s.path)) for s in follower.stores.values())

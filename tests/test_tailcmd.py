@@ -95,7 +95,7 @@ def test_tail_reports_bad_lines_to_stderr(tmp_path: Path, capsys: pytest.Capture
 
 def test_tail_missing_path(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     rc, _, err = run_cli(["tail", str(tmp_path / "nope")], capsys)
-    assert rc == 2 and "no metrics files" in err
+    assert rc == 2 and "no such path" in err
 
 
 def test_alerts_only_exit_status(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -298,3 +298,15 @@ def test_column_filters_take_globs_and_say_when_nothing_matches(tmp_path: Path,
     rc, out, err = run_cli(["tail", str(tmp_path), "--columns", "nomatch,pg*"], capsys)
     assert rc == 0 and out.splitlines()[0].split() == ["step", "pg_loss"]
     assert err.count("'nomatch' matches no column") == 1
+
+
+def test_a_file_steptable_does_not_read_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """An explicit CSV (SB3's progress.csv) is not 'no metrics files found under' it: the message says why."""
+    path = tmp_path / "progress.csv"
+    path.write_text("a,b\n1,2\n")
+    rc, _, err = run_cli(["tail", str(path)], capsys)
+    assert rc == 2 and f"{path}: not a metrics file steptable reads" in err
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    rc, _, err = run_cli(["summary", str(empty)], capsys)
+    assert rc == 2 and "no metrics files found under" in err

@@ -259,3 +259,15 @@ def sniff_jsonl(path: Path, limit: int = 1 << 16, max_limit: int = 8 << 20,
         numeric = sum(type(v) in (int, float) for v in row.values())
         return numeric >= 2 and numeric * 2 >= len(row)
     return False if len(head) >= limit else None
+
+
+def nothing_found(paths: Sequence[str | Path]) -> str:
+    """Why no run came from ``paths``, for a one-shot command's error line (path text made inert by the caller)."""
+    missing = [str(p) for p in paths if not os.path.exists(p)]
+    files = [str(p) for p in paths if os.path.isfile(p)]
+    if missing:
+        return "no such path: " + ", ".join(missing)
+    if files and len(files) == len(paths):
+        return (", ".join(files) + ": not a metrics file steptable reads (JSONL rows, trainer_state.json, or a "
+                "console log .log/.txt/.out with step:N lines)")
+    return "no metrics files found under " + ", ".join(str(p) for p in paths)
