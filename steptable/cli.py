@@ -41,6 +41,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.cmd is None:
         parser.print_help()
         return 0
+    if (args.cmd == "watch" or (args.cmd == "demo" and not args.stdout)) and not _terminal():
+        # Textual would draw to a pipe and wait for keys that never come: say so instead of hanging.
+        hint = "steptable demo --stdout prints the run instead" if args.cmd == "demo" else \
+            "for pipes, CI and agents: steptable tail -f PATH, or steptable summary PATH"
+        sys.stderr.write(f"steptable {args.cmd}: the watch app needs a terminal (stdin and stdout); {hint}\n")
+        return 2
     try:
         if args.cmd == "demo":
             return _demo(args)
@@ -69,6 +75,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         except OSError:
             pass
         return 0
+
+
+def _terminal() -> bool:
+    try:
+        return sys.stdin is not None and sys.stdout is not None and sys.stdin.isatty() and sys.stdout.isatty()
+    except (AttributeError, ValueError):  # a replaced or closed stream
+        return False
 
 
 def _demo(args: argparse.Namespace) -> int:

@@ -109,7 +109,7 @@ def test_half_written_trainer_state_is_reported_and_the_older_one_shown(
     only = tmp_path / "only"
     _trainer_state(only / "checkpoint-5" / "trainer_state.json", range(1, 21), cut_at=700)
     rc, out, err = run_cli(["tail", str(only)], capsys)
-    assert out == "" and "invalid JSON" in err and "no rows yet" in err
+    assert rc == 2 and out == "" and "invalid JSON" in err and "no readable rows" in err
     (tmp_path / "nohist").mkdir()
     (tmp_path / "nohist" / "trainer_state.json").write_text('{"log_history": 5}')
     rc, out, err = run_cli(["summary", str(tmp_path / "nohist")], capsys)

@@ -310,3 +310,27 @@ def test_a_file_steptable_does_not_read_is_named(tmp_path: Path, capsys: pytest.
     empty.mkdir()
     rc, _, err = run_cli(["summary", str(empty)], capsys)
     assert rc == 2 and "no metrics files found under" in err
+
+
+def test_nothing_readable_is_not_a_quiet_success(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Garbage where metrics should be: tail, tail --alerts-only, summary and legend exit 2 (CI must not pass on a
+    wrong path), while an empty file that is still to be written stays a plain 'no rows yet'."""
+    bad = tmp_path / "bad" / "metrics.jsonl"
+    bad.parent.mkdir()
+    bad.write_bytes(b"\x00\xff garbage\n" * 5)
+    for argv in (["tail", str(bad)], ["tail", str(bad), "--alerts-only"], ["summary", str(bad)],
+                 ["legend", str(bad)]):
+        rc, _, err = run_cli(argv, capsys)
+        assert rc == 2 and "no readable rows" in err, argv
+    empty = tmp_path / "new" / "metrics.jsonl"
+    empty.parent.mkdir()
+    empty.write_bytes(b"")
+    rc, _, err = run_cli(["tail", str(empty)], capsys)
+    assert rc == 0 and "no rows yet" in err
+
+
+@pytest.mark.parametrize("argv", [["watch", "."], ["demo"]])
+def test_the_app_without_a_terminal_says_so(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    """No terminal (a pipe, CI): a one-line reason and exit 2, not an app drawing into the pipe forever."""
+    rc, out, err = run_cli(argv, capsys)
+    assert rc == 2 and out == "" and "needs a terminal" in err
