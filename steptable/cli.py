@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import tempfile
 from collections.abc import Sequence
@@ -86,6 +87,10 @@ def _terminal() -> bool:
 
 def _demo(args: argparse.Namespace) -> int:
     from steptable.demo import run_demo
+
+    if args.steps < 1 or not 0 <= args.interval < math.inf:
+        sys.stderr.write("steptable demo: --steps must be 1 or more and --interval a number of seconds >= 0\n")
+        return 2
 
     out = args.dir or tempfile.mkdtemp(prefix="steptable-demo-")
     if args.stdout:

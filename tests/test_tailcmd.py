@@ -334,3 +334,10 @@ def test_the_app_without_a_terminal_says_so(argv: list[str], capsys: pytest.Capt
     """No terminal (a pipe, CI): a one-line reason and exit 2, not an app drawing into the pipe forever."""
     rc, out, err = run_cli(argv, capsys)
     assert rc == 2 and out == "" and "needs a terminal" in err
+
+
+@pytest.mark.parametrize("argv", [["demo", "--stdout", "--steps", "-1"], ["demo", "--stdout", "--interval", "-2"],
+                                  ["demo", "--stdout", "--interval", "nan"]])
+def test_demo_rejects_bad_numbers(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    rc, _, err = run_cli(argv, capsys)
+    assert rc == 2 and "--steps must be 1 or more" in err
