@@ -195,3 +195,22 @@ def test_bad_config_file_is_reported_by_detect(tmp_path: Path, xdg: Path) -> Non
     with pytest.raises(SchemaFileError, match=r"broken\.toml:1: not valid TOML"):
         detect(tmp_path / "m.jsonl", ["step"])
     assert detect(tmp_path / "m.jsonl", ["step"], user=False).name == "generic"
+
+
+@pytest.mark.parametrize("kind", ["dir", "fifo", "huge"])
+def test_a_schema_file_that_cannot_be_one_is_an_error(tmp_path: Path, kind: str) -> None:
+    """A directory or FIFO named steptable.toml is reported (it was passed over, and a parent's file used
+    instead; a FIFO would block the read); so is a file too large to be a schema."""
+    f = tmp_path / "logs" / "steptable.toml"
+    f.parent.mkdir()
+    write(tmp_path / "steptable.toml", '[schema]\nname = "parent"\n')
+    if kind == "dir":
+        f.mkdir()
+    elif kind == "fifo":
+        if not hasattr(os, "mkfifo"):
+            pytest.skip("no FIFOs here")
+        os.mkfifo(f)
+    else:
+        f.write_text("# " + "x" * (2 << 20) + "\n")
+    with pytest.raises(SchemaFileError, match="not a regular file" if kind != "huge" else "larger than"):
+        detect(f.parent / "m.jsonl", ["step"])

@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
@@ -65,6 +66,8 @@ def _toml() -> Any:
         import tomli as tomllib  # type: ignore[import-not-found, no-redef, unused-ignore]
     return tomllib
 
+#: a schema file larger than this is an error (a few hundred columns take a few kilobytes)
+MAX_SCHEMA_BYTES = 1 << 20
 #: file name of a log directory's schema
 LOCAL_NAME = "steptable.toml"
 #: parents of a run file searched for LOCAL_NAME
@@ -108,7 +111,7 @@ def schema_files(near: str | os.PathLike[str] | None = None) -> list[Path]:
         start = p if p.is_dir() else p.parent
         for d in [start, *list(start.parents)[:LOCAL_DEPTH]]:
             f = d / LOCAL_NAME
-            if f.is_file():
+            if os.path.lexists(f):  # a directory or FIFO of that name is an error to report, not to pass over
                 out.append(f)
                 break
     cfg = config_dir()
@@ -157,6 +160,12 @@ def _line_of(text: str, table: str | None, index: int | None, key: str | None) -
 
 def _read(path: Path) -> _Doc:
     try:
+        st = os.stat(path)
+        if not stat.S_ISREG(st.st_mode):  # a FIFO would block the read
+            raise SchemaFileError(str(path), None, "not a regular file")
+        if st.st_size > MAX_SCHEMA_BYTES:
+            raise SchemaFileError(str(path), None, f"{st.st_size:,} bytes: larger than a schema file can be "
+                                                   f"({MAX_SCHEMA_BYTES:,})")
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as e:
         raise SchemaFileError(str(path), None, f"cannot read the file ({e})") from None
