@@ -42,6 +42,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.cmd is None:
         parser.print_help()
         return 0
+    if getattr(args, "schema", None) is not None and not args.schema.strip():
+        sys.stderr.write(f"steptable {args.cmd}: --schema needs a name (leave it out to detect the schema)\n")
+        return 2
     if (args.cmd == "watch" or (args.cmd == "demo" and not args.stdout)) and not _terminal():
         # Textual would draw to a pipe and wait for keys that never come: say so instead of hanging.
         hint = "steptable demo --stdout prints the run instead" if args.cmd == "demo" else \

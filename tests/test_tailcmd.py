@@ -341,3 +341,10 @@ def test_the_app_without_a_terminal_says_so(argv: list[str], capsys: pytest.Capt
 def test_demo_rejects_bad_numbers(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     rc, _, err = run_cli(argv, capsys)
     assert rc == 2 and "--steps must be 1 or more" in err
+
+
+@pytest.mark.parametrize("cmd", ["tail", "legend"])
+def test_an_empty_schema_name_is_an_error(cmd: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    write_rows(tmp_path / "run" / "metrics.jsonl", [{"step": 0, "loss": 1.0}])
+    rc, _, err = run_cli([cmd, str(tmp_path), "--schema", ""], capsys)
+    assert rc == 2 and "--schema needs a name" in err
