@@ -348,3 +348,12 @@ def test_an_empty_schema_name_is_an_error(cmd: str, tmp_path: Path, capsys: pyte
     write_rows(tmp_path / "run" / "metrics.jsonl", [{"step": 0, "loss": 1.0}])
     rc, _, err = run_cli([cmd, str(tmp_path), "--schema", ""], capsys)
     assert rc == 2 and "--schema needs a name" in err
+
+
+def test_the_empty_key_is_named_where_it_cannot_be_a_column(tmp_path: Path,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    write_rows(tmp_path / "run" / "metrics.jsonl", [{"step": 0, "": 1.5, "a": 2}, {"step": 1, "": 2.5, "a": 3}])
+    rc, out, _ = run_cli(["legend", str(tmp_path)], capsys)
+    assert rc == 0 and 'the empty key "" has values but no column' in out and "column filter shows" not in out
+    rc, out, _ = run_cli(["tail", str(tmp_path), "--format", "jsonl"], capsys)
+    assert [json.loads(line)[""] for line in out.splitlines()] == [1.5, 2.5]

@@ -54,6 +54,9 @@ def legend_for(target: Schema | RunView | Sequence[RunView], schema: Schema | No
     name = schema.name if schema is not None else "generic"
     text = render.legend(cols, title=f"{name} columns:")
     rest = hidden_keys(runs, schema, cols)
+    if "" in rest:  # a column needs a key: the empty one is in the JSONL and in `summary`, never a column
+        rest.remove("")
+        text += '\nthe empty key "" has values but no column (tail --format jsonl and summary show it)'
     if rest:
         text += f"\n{len(rest)} more key(s) kept out of the default layout (a column filter shows them): "
         text += ", ".join(sanitize(k) or '""' for k in rest[:12]) + (" ..." if len(rest) > 12 else "")
