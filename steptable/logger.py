@@ -278,7 +278,7 @@ class StepLogger:
         except FileNotFoundError:
             return None
         render_row = render.compile_row(self.cols)
-        tmp = self.run_dir / f".{TABLE_NAME}.{os.getpid()}.tmp"
+        tmp = self.run_dir / f".{TABLE_NAME}.{os.getpid()}.{id(self)}.tmp"
         shared = False
         try:
             with open(self.jsonl_path, "rb") as src, open(tmp, "w", encoding="utf-8") as dst:
