@@ -23,13 +23,18 @@ from pathlib import Path
 from typing import Any
 
 from steptable.ingest.hf import decode_document
-from steptable.ingest.parse import LineError, decode_line
+from steptable.ingest.parse import NONFINITE, LineError, decode_line
 
 _ITER_DIR = re.compile(r"iteration_(\d+)$")
 _RICH = re.compile(r"_step_(\d+)\.json$")
+_STEP_RE = re.compile(rb'"(?:step|iteration)"\s*:\s*(-?\d+)')
 #: bytes of one step's rows read at most (a single-step file can be any size; the viewer shows a page anyway)
 MAX_READ = 32 << 20
-_STEP_RE = re.compile(rb'"(?:step|iteration)"\s*:\s*(-?\d+)')
+
+
+def _rich_step(path: Path) -> re.Match[str] | None:
+    """The step match of a MaxEnt-GRPO ``rich_completions/<table>_step_N.json`` table, else None."""
+    return _RICH.search(path.name) if path.parent.name == "rich_completions" else None
 
 
 @dataclass(frozen=True)
@@ -71,7 +76,7 @@ class SideIndex:
             except OSError as e:
                 out.append(Sample(step, f"{path}: unreadable", None, "", str(e)))
                 continue
-            if _RICH.search(path.name):
+            if _rich_step(path) is not None:
                 out += _table_samples(step, data, path)
                 continue
             if length > MAX_READ:  # whole lines only
@@ -118,8 +123,7 @@ def side_paths(side_files: Mapping[str, Iterable[Path]]) -> list[Path]:
     for paths in side_files.values():
         for p in paths:
             p = Path(p)
-            if p.name.endswith(("generations.jsonl", "_rollout_summaries.jsonl")) or (
-                    p.parent.name == "rich_completions" and _RICH.search(p.name)):
+            if p.name.endswith(("generations.jsonl", "_rollout_summaries.jsonl")) or _rich_step(p) is not None:
                 out.append(p)
     return sorted(set(out))
 
@@ -128,8 +132,8 @@ def build_index(paths: Iterable[Path]) -> SideIndex:
     """Index the given side files (generations.jsonl by the step of each line; rollout summaries by directory)."""
     idx = SideIndex()
     for path in paths:
-        m = _ITER_DIR.search(path.parent.name) if path.name.endswith("_rollout_summaries.jsonl") else \
-            _RICH.search(path.name) if path.parent.name == "rich_completions" else None
+        rollouts = path.name.endswith("_rollout_summaries.jsonl")
+        m = _ITER_DIR.search(path.parent.name) if rollouts else _rich_step(path)
         if m is not None:
             try:
                 size = path.stat().st_size
@@ -167,15 +171,14 @@ def _index_lines(path: Path, idx: SideIndex) -> None:
 
 
 def _num(v: Any) -> float | None:
-    if isinstance(v, str) and v in NONFINITE_NAMES:  # the decoder's spelling of a bare NaN / Infinity
-        return float(v)
+    if isinstance(v, str):  # the decoder's spelling of a bare NaN / Infinity
+        return NONFINITE.get(v.lower())
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         return None
     return float(v)
 
 
 _TEXT_KEYS = frozenset({"step", "prompt", "completion", "reward", "reward_total"})
-NONFINITE_NAMES = frozenset({"NaN", "Infinity", "-Infinity", "nan", "inf", "-inf"})
 
 
 def _short(x: float | None) -> str:
