@@ -82,7 +82,7 @@ def summary_command(args: argparse.Namespace) -> int:
     text = summarize(stores, columns=columns, now=time.time(), fmt=args.format, alerts=alerts,
                      max_columns=args.max_columns, labels=labels, align=args.align)
     sys.stdout.write(text if text.endswith("\n") else text + "\n")
-    if follower.errors and not any(len(s) for s in stores):  # nothing readable: not a quiet success
+    if follower.read_nothing():
         sys.stderr.write("steptable summary: no readable rows\n")
         return 2
     return 0
@@ -105,7 +105,7 @@ def legend_command(args: argparse.Namespace) -> int:
         if not stores:
             sys.stderr.write(f"steptable legend: {sanitize(nothing_found(args.paths))}\n")
             return 2
-        if follower.errors and not any(len(s) for s in stores):  # a legend of nothing read would be made up
+        if follower.read_nothing():  # a legend of nothing read would be made up
             sys.stderr.write("steptable legend: no readable rows\n")
             return 2
         text = legend_for(stores, get_schema(args.schema, near=args.paths[0]) if args.schema else None)

@@ -278,13 +278,12 @@ def run_tail(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | 
         if not follower.stores:  # --alerts-only too: a mistyped path in CI must not pass as "no alerts"
             err.write(f"steptable tail: {sanitize(nothing_found(args.paths))}\n")
             return 2
-        if not any(len(s) for s in follower.stores.values()):
-            paths = ", ".join(sanitize(str(s.path)) for s in follower.stores.values())
-            if follower.errors:  # nothing readable (garbage, permission): not a quiet success, even for alerts
-                err.write(f"steptable tail: no readable rows in {paths}\n")
-                return 2
-            if not args.alerts_only:
-                err.write(f"steptable tail: no rows yet in {paths}\n")
+        paths = ", ".join(sanitize(str(s.path)) for s in follower.stores.values())
+        if follower.read_nothing():  # not a quiet success, even for --alerts-only
+            err.write(f"steptable tail: no readable rows in {paths}\n")
+            return 2
+        if not any(len(s) for s in follower.stores.values()) and not args.alerts_only:
+            err.write(f"steptable tail: no rows yet in {paths}\n")
         return 1 if tail.error_alert else 0
     stop = threading.Event()
     lock = threading.Lock()

@@ -71,6 +71,11 @@ class Follower:
         """Every reported problem so far (the latest ``MAX_ERRORS``), as ``path:line: reason``."""
         return list(self._errors)
 
+    def read_nothing(self) -> bool:
+        """Problems were reported and no run holds a row: what the paths hold could not be read (garbage, a
+        permission), which a one-shot command must not pass off as an empty run."""
+        return bool(self._errors) and not any(len(s) for s in self.stores.values())
+
     def scan(self) -> set[str]:
         """Discover runs and read everything new now. Returns the ids of the runs that changed."""
         return self._tick(discover=True)
