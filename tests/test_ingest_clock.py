@@ -9,6 +9,9 @@ import os
 import time
 from pathlib import Path
 
+import pytest
+
+import steptable.ingest.store as store_mod
 from steptable.ingest import Follower, load
 from steptable.summary import header_text
 
@@ -38,19 +41,20 @@ def test_a_backlog_without_a_clock_has_no_rate(tmp_path: Path) -> None:
     assert text.startswith("steps 0-29999, upd 3") and "step/min" not in text and "s/step" not in text
 
 
-def test_rows_that_arrive_while_following_get_their_arrival_time(tmp_path: Path) -> None:
+def test_rows_that_arrive_while_following_get_their_arrival_time(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "run" / "metrics.jsonl"
     path.parent.mkdir()
     path.write_bytes(_rows(0, 5))
     f = Follower([tmp_path])
     f.scan()
-    before = time.time()
     with open(path, "ab") as out:
         out.write(_rows(5, 3))
+    monkeypatch.setattr(store_mod.time, "time", lambda: 1_700_000_123.5)  # the clock the store reads rows by
     f.scan()
     walls = f.stores["run/metrics.jsonl"].wall_times
     assert all(math.isnan(t) for t in walls[:5])
-    assert all(before <= t <= time.time() for t in walls[5:])
+    assert list(walls[5:]) == [1_700_000_123.5] * 3
 
 
 def test_rows_written_after_an_empty_first_read_are_live(tmp_path: Path) -> None:
