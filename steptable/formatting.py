@@ -100,26 +100,46 @@ def _char_width(ch: str) -> int:
 
 
 _KEYCAP_BASES = "#*0123456789"  # the ASCII characters that have an emoji presentation ("1\ufe0f\u20e3")
+# Ranges that hold the emoji a zero-width joiner can join (an approximation of Extended_Pictographic, which
+# unicodedata does not expose): the symbol and pictograph blocks, arrows, technical and geometric symbols, dingbats.
+_PICTOGRAPHIC = (
+    (0x2190, 0x21FF), (0x2300, 0x23FF), (0x25A0, 0x27BF), (0x2B00, 0x2BFF), (0x1F000, 0x1FFFD),
+)
+_PICTOGRAPHIC_SINGLE = frozenset("\u00a9\u00ae\u203c\u2049\u2122\u2139\u24c2\u3030\u303d\u3297\u3299")
+_SKIN_TONES = ("\U0001f3fb", "\U0001f3ff")  # emoji modifiers: they colour the emoji before them, no cells of their own
+# the characters after which display_width must read in context instead of summing each character's width
+_CONTEXTUAL = re.compile("[\u200d\ufe0f\U0001f3fb-\U0001f3ff]")
+
+
+@lru_cache(maxsize=4096)
+def _pictographic(ch: str) -> bool:
+    cp = ord(ch)
+    return ch in _PICTOGRAPHIC_SINGLE or any(lo <= cp <= hi for lo, hi in _PICTOGRAPHIC)
 
 
 def char_cells(text: str) -> Iterator[tuple[str, int]]:
-    """Each character with the cells it adds, in context (lazily: a cut stops reading where it stops): a character
-    after a zero-width joiner belongs to the emoji before it (0), and the emoji presentation selector U+FE0F widens
-    a 1-cell character to 2 (as terminals draw "\u2764\ufe0f"). Neither applies after a letter or a space, which
-    have no emoji form: so a pad space before a cell that starts with a stray selector or joiner stays 1 cell."""
+    """Each character with the cells it adds, in context (lazily: a cut stops reading where it stops).
+
+    An emoji sequence counts as its first emoji: a zero-width joiner joins an emoji to the next emoji only
+    (Unicode's rule GB11: "\U0001f468\u200d\U0001f4bb" is one glyph), so "e\u200de" stays two letters and a pad space
+    after a stray joiner stays 1 cell; a skin-tone modifier after an emoji adds nothing; the emoji presentation
+    selector U+FE0F widens a 1-cell symbol to 2 (as terminals draw "\u2764\ufe0f"), never a letter or a space."""
     prev: tuple[str, int] | None = None  # held back one character: a selector after it may widen it
-    joined = False
+    emoji = False  # the last base character (ignoring selectors, modifiers and joiners) was an emoji
+    joined = False  # ... and a joiner followed it
     for ch in text:
-        if joined:
-            item, joined = (ch, 0), False
-        elif ch == "\u200d":
-            item, joined = (ch, 0), prev is not None and not prev[0].isascii()
+        if ch == "\u200d":
+            item, joined = (ch, 0), emoji
         elif ch == "\ufe0f":
             if prev is not None and prev[1] == 1 and (not prev[0].isascii() or prev[0] in _KEYCAP_BASES):
                 prev = (prev[0], 2)
             item = (ch, 0)
+        elif emoji and _SKIN_TONES[0] <= ch <= _SKIN_TONES[1]:
+            item = (ch, 0)
         else:
-            item = (ch, _char_width(ch))
+            pict = not ch.isascii() and _pictographic(ch)
+            item = (ch, 0 if joined and pict else _char_width(ch))
+            emoji, joined = pict, False
         if prev is not None:
             yield prev
         prev = item
@@ -131,7 +151,7 @@ def display_width(text: str) -> int:
     """Terminal cells taken by ``text`` (wide East Asian characters and emoji count 2, combining marks 0)."""
     if text.isascii():
         return len(text)
-    if "\u200d" not in text and "\ufe0f" not in text:
+    if _CONTEXTUAL.search(text) is None:
         return sum(_char_width(ch) for ch in text)
     return sum(w for _, w in char_cells(text))
 

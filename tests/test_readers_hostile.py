@@ -173,12 +173,15 @@ def test_a_jsonl_whose_first_line_is_long_is_found(tmp_path: Path, capsys: pytes
 @pytest.mark.parametrize(
     ("text", "cells"),
     [("\u2764\ufe0f", 2), ("\u263a\ufe0f", 2), ("\U0001f468\u200d\U0001f469\u200d\U0001f467", 2), ("\u4e2d\ufe0f", 2),
-     ("a\U0001f600b", 4), ("e\u0301", 1)],
+     ("a\U0001f600b", 4), ("e\u0301", 1), ("\U0001f44d\U0001f3fb", 2), ("\U0001f3f3\ufe0f\u200d\U0001f308", 2),
+     # a joiner joins emoji only (Unicode GB11): between letters (Devanagari, Malayalam use it) each keeps its cells
+     ("\u00e9\u200d" * 50, 50), ("\u4e2d\u200d\u4e2d", 4), ("\U0001f468\u200d\u00e9", 3), ("\u0e35\u200d x", 2)],
 )  # fmt: skip
 def test_emoji_sequences_measure_as_drawn(text: str, cells: int) -> None:
     assert display_width(text) == cells
     for width in range(1, 6):
         assert display_width(cut(text + "xyz", width)) <= width
+    assert len(cut(text * 40, 10)) <= 40  # what is cut is cut in characters too, not only by the measure
 
 
 @pytest.mark.parametrize("argv", [["-n", "-5"], ["--header-every", "-1"], ["--poll", "0"], ["--width", "-3"]])
