@@ -135,7 +135,8 @@ class StepLogger:
         self.dump_rows = max(int(dump_rows), 0)
         self.rank = global_rank() if rank is None else rank
         self.console = console
-        self.run_dir = Path(run_dir) if run_dir is not None else None
+        # absolute: a later os.chdir in the training script must not move the files
+        self.run_dir = Path(run_dir).absolute() if run_dir is not None else None
         self.jsonl_path = self.run_dir / JSONL_NAME if self.run_dir is not None else None
         self._writer = RunWriter(self.jsonl_path, self._warn) if self.jsonl_path is not None else None
         self._recent: deque[dict[str, Any]] = deque(maxlen=max(self.dump_rows, 1))

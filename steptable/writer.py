@@ -149,12 +149,15 @@ class RunWriter:
     """Appends rows to one JSONL file; reports I/O failures through ``warn`` once per failure episode."""
 
     def __init__(self, path: str | os.PathLike[str], warn: Callable[[str], None]) -> None:
-        self.path = Path(path)
+        self.path = Path(path).absolute()  # a later os.chdir in the training script must not move the file
         self._warn = warn
         self._fh: BinaryIO | None = None
         self._pending: deque[bytes] = deque()
         self._pending_bytes = 0
         self._size = 0  # the file's size after our last write (to settle a write cut short by a signal)
+        # After a short write: (device, inode, size after it, the whole row). The rest of that row is _pending[0]
+        # and may only go right after its start, in the same file; anywhere else the whole row is written again.
+        self._partial: tuple[int, int, int, bytes] | None = None
         self.dropped = 0
         self.written = 0
         self._failing: str | None = None
@@ -175,8 +178,13 @@ class RunWriter:
             return not self._pending
         self._pending.append(line)
         self._pending_bytes += len(line)
-        while len(self._pending) > MAX_PENDING or (self._pending_bytes > MAX_PENDING_BYTES and len(self._pending) > 1):
-            self._pending_bytes -= len(self._pending.popleft())
+        keep = 2 if self._partial is not None else 1  # never drop the rest of a row whose start is in the file
+        while len(self._pending) > keep and (
+            len(self._pending) > MAX_PENDING or self._pending_bytes > MAX_PENDING_BYTES
+        ):
+            victim = self._pending[keep - 1]
+            del self._pending[keep - 1]
+            self._pending_bytes -= len(victim)
             self.dropped += 1
         return self.flush()
 
@@ -187,11 +195,16 @@ class RunWriter:
             data = self._pending[0]
             try:
                 fh = self._open()
+                data = self._pending[0]  # opening may have put a cut row back whole
                 n = fh.write(data)  # unbuffered: one write(2) per row
                 if n is None or n < len(data):
                     # A short write (rare: a full disk can cut a row). Keep the rest, so the line completes later.
-                    self._pending[0] = data[n or 0 :]
-                    self._pending_bytes -= n or 0
+                    if n:
+                        cut = os.fstat(fh.fileno())
+                        whole = self._partial[3] if self._partial is not None else data
+                        self._partial = (cut.st_dev, cut.st_ino, cut.st_size, whole)
+                        self._pending[0] = data[n:]
+                        self._pending_bytes -= n
                     raise OSError(f"short write ({n or 0} of {len(data)} bytes)")
                 st = os.fstat(fh.fileno())
                 if st.st_nlink == 0 and self._replaced(st):  # the file (or its directory) was deleted
@@ -204,6 +217,7 @@ class RunWriter:
                 self._pending.popleft()
                 self._pending_bytes -= len(data)
                 self._size = st.st_size
+                self._partial = None
                 self.written += 1
             except (OSError, ValueError) as e:
                 self._close_fh()
@@ -258,9 +272,38 @@ class RunWriter:
     def _open(self) -> BinaryIO:
         if self._fh is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._fh = open(self.path, "ab", buffering=0)
-            self._size = os.fstat(self._fh.fileno()).st_size
+            fh = open(self.path, "ab", buffering=0)
+            try:
+                st = os.fstat(fh.fileno())
+                self._size = st.st_size
+                if self._partial is not None and self._partial[:3] != (st.st_dev, st.st_ino, st.st_size):
+                    self._restart_partial()  # the file changed under the cut row: write it whole
+                if self._partial is None and stat.S_ISREG(st.st_mode) and st.st_size and not self._ends_line():
+                    # A crash (or a full disk, in an earlier run) left a partial last line: end it, so the first
+                    # row of this run is not glued to it (the partial line stays one bad line, not two).
+                    fh.write(b"\n")
+                    self._size += 1
+            except BaseException:
+                fh.close()
+                raise
+            self._fh = fh
         return self._fh
+
+    def _restart_partial(self) -> None:
+        assert self._partial is not None
+        whole = self._partial[3]
+        self._pending_bytes += len(whole) - len(self._pending[0])
+        self._pending[0] = whole
+        self._partial = None
+
+    def _ends_line(self) -> bool:
+        """Does the file end with a newline? (True when it cannot be read: then there is nothing to repair.)"""
+        try:
+            with open(self.path, "rb") as f:
+                f.seek(-1, os.SEEK_END)
+                return f.read(1) == b"\n"
+        except OSError:
+            return True
 
     def _close_fh(self) -> None:
         if self._fh is not None:

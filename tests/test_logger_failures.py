@@ -410,3 +410,98 @@ def test_a_step_past_float_range_keeps_the_row(captured: list[str]) -> None:
     sl = StepLogger(COLS, console=True)
     line = sl.log({"step": 10**400, "loss": 0.5})
     assert line is not None and "failed" not in "".join(captured)
+
+
+class _SmallDisk:
+    """Files opened for appending on a disk with ``free`` bytes left: a write takes what fits and says how much
+    (a short write), and with nothing left fails with ENOSPC, as write(2) does on a full disk."""
+
+    def __init__(self, free: int) -> None:
+        self.free = free
+
+    def open(self, path: Any, mode: str = "r", *args: Any, **kwargs: Any) -> Any:
+        fh = open(path, mode, *args, **kwargs)  # noqa: SIM115 - handed to the writer, which closes it
+        return self._Append(fh, self) if "a" in mode else fh
+
+    class _Append:
+        def __init__(self, fh: Any, disk: _SmallDisk) -> None:
+            self.fh, self.disk = fh, disk
+
+        def write(self, data: bytes) -> int:
+            if self.disk.free <= 0:
+                raise OSError(28, "No space left on device")
+            n: int = self.fh.write(data[: self.disk.free])
+            self.disk.free -= n
+            return n
+
+        def fileno(self) -> int:
+            fd: int = self.fh.fileno()
+            return fd
+
+        def close(self) -> None:
+            self.fh.close()
+
+
+def _strict_steps(path: Path) -> list[int]:
+    def refuse(name: str) -> None:
+        raise ValueError(name)
+
+    return [json.loads(line, parse_constant=refuse)["step"] for line in path.read_bytes().decode().splitlines()]
+
+
+def test_a_row_cut_by_a_full_disk_is_completed_even_when_rows_are_dropped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    disk = _SmallDisk(free=1_000)
+    monkeypatch.setattr(writer, "open", disk.open, raising=False)
+    monkeypatch.setattr(writer, "MAX_PENDING", 5)
+    w = RunWriter(tmp_path / "metrics.jsonl", lambda _: None)
+    for step in range(100):  # the disk fills part-way through a row; 5 rows are kept, the oldest whole ones go
+        w.write({"step": step, "note": "x" * 40})
+    assert w.dropped > 0
+    disk.free = 1 << 20
+    for step in range(100, 103):
+        w.write({"step": step, "note": "x" * 40})
+    w.close()
+    steps = _strict_steps(tmp_path / "metrics.jsonl")  # every line whole: the cut row was finished, not dropped
+    assert steps == sorted(steps) and steps[-3:] == [100, 101, 102]
+    assert len(steps) == 103 - w.dropped
+
+
+def test_a_row_cut_by_a_full_disk_is_written_whole_to_a_replaced_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    disk = _SmallDisk(free=50)
+    monkeypatch.setattr(writer, "open", disk.open, raising=False)
+    path = tmp_path / "metrics.jsonl"
+    w = RunWriter(path, lambda _: None)
+    w.write({"step": 0, "note": "x" * 80})  # cut after 50 bytes
+    path.rename(tmp_path / "old.jsonl")  # log rotation moves the file away
+    disk.free = 1 << 20
+    w.write({"step": 1})
+    w.close()
+    assert _strict_steps(path) == [0, 1]
+
+
+def test_resuming_a_file_that_ends_in_a_partial_line_keeps_the_first_new_row(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "metrics.jsonl").write_text('{"step":0}\n{"step":1,"lo')  # what a crash leaves
+    with StepLogger([Col("step", 5, "step", "d")], run_dir=run, console=False, alerts=False) as sl:
+        for step in (2, 3, 4):
+            sl.log({"step": step})
+    lines = (run / "metrics.jsonl").read_text().splitlines()
+    assert lines[:2] == ['{"step":0}', '{"step":1,"lo']  # the partial line stays one bad line
+    assert [json.loads(line)["step"] for line in lines[2:]] == [2, 3, 4]
+
+
+def test_a_relative_run_dir_survives_a_chdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "elsewhere").mkdir()
+    with StepLogger([Col("step", 5, "step", "d")], run_dir="logs/A", console=False, alerts=False) as sl:
+        sl.log({"step": 0})
+        os.chdir(tmp_path / "elsewhere")
+        sl.log({"step": 1})
+    run = tmp_path / "logs" / "A"
+    assert _steps(run / "metrics.jsonl") == [0, 1] and (run / "table.txt").exists()
+    assert not (tmp_path / "elsewhere" / "logs").exists()
