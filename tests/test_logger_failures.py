@@ -420,7 +420,7 @@ class _SmallDisk:
         self.free = free
 
     def open(self, path: Any, mode: str = "r", *args: Any, **kwargs: Any) -> Any:
-        fh = open(path, mode, *args, **kwargs)  # noqa: SIM115 - handed to the writer, which closes it
+        fh = open(path, mode, *args, **kwargs)  # handed to the writer, which closes it
         return self._Append(fh, self) if "a" in mode else fh
 
     class _Append:
