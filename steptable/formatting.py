@@ -103,7 +103,11 @@ _KEYCAP_BASES = "#*0123456789"  # the ASCII characters that have an emoji presen
 # Ranges that hold the emoji a zero-width joiner can join (an approximation of Extended_Pictographic, which
 # unicodedata does not expose): the symbol and pictograph blocks, arrows, technical and geometric symbols, dingbats.
 _PICTOGRAPHIC = (
-    (0x2190, 0x21FF), (0x2300, 0x23FF), (0x25A0, 0x27BF), (0x2B00, 0x2BFF), (0x1F000, 0x1FFFD),
+    (0x2190, 0x21FF),
+    (0x2300, 0x23FF),
+    (0x25A0, 0x27BF),
+    (0x2B00, 0x2BFF),
+    (0x1F000, 0x1FFFD),
 )
 _PICTOGRAPHIC_SINGLE = frozenset("\u00a9\u00ae\u203c\u2049\u2122\u2139\u24c2\u3030\u303d\u3297\u3299")
 _SKIN_TONES = ("\U0001f3fb", "\U0001f3ff")  # emoji modifiers: they colour the emoji before them, no cells of their own
@@ -333,8 +337,7 @@ def unique_name(name: str, taken: Container[str]) -> str:
 def numeric_pair(value: Any) -> bool:
     """An ``(n, d)`` pair of real numbers (tuple or JSON list): what the automatic format shows as ``n/d``. Any
     other list, a pair of words included, is shown as text."""
-    return (isinstance(value, (tuple, list)) and len(value) == 2
-            and all(isinstance(x, numbers.Real) for x in value))
+    return isinstance(value, (tuple, list)) and len(value) == 2 and all(isinstance(x, numbers.Real) for x in value)
 
 
 def _as_frac(value: Any) -> tuple[Any, Any] | None:
@@ -404,6 +407,8 @@ def _format_value(value: Any, fmt: str | None, width: int, fill: bool = True) ->
             return "inf" if _INF_STRINGS[value] > 0 else "-inf"
         return cut(sanitize(value), width)
     if isinstance(value, int):
+        if type(value) is not int:  # a subclass's own __str__/__format__ could print anything: take the number
+            value = int.__int__(value)
         if value.bit_length() > 1000:  # never fits a column; str() of a 4300-digit int even raises
             try:
                 return fit_number(float(value), width)

@@ -86,7 +86,20 @@ def _step_number(step: Any, default: int) -> int:
 
 
 def _freeze(raw: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: v if type(v) in _PLAIN else _frozen(v) for k, v in raw.items()}
+    # The items first, at once: another thread (an evaluation callback) may add keys to the loop's metrics dict
+    # while it is logged, and iterating a dict that changes raises. dict.copy() is one step no thread interleaves.
+    if type(raw) is dict:
+        items = raw.copy()
+    else:
+        for _ in range(3):  # any other Mapping: read again if it changed under us
+            try:
+                items = dict(raw.items())
+                break
+            except RuntimeError:
+                continue
+        else:
+            items = dict(raw.items())
+    return {k: v if type(v) in _PLAIN else _frozen(v) for k, v in items.items()}
 
 
 def _caller_depth() -> int:
@@ -141,6 +154,7 @@ class StepLogger:
         self._writer = RunWriter(self.jsonl_path, self._warn) if self.jsonl_path is not None else None
         self._recent: deque[dict[str, Any]] = deque(maxlen=max(self.dump_rows, 1))
         self._rows = 0
+        self._lost = 0  # rows log() failed on (each failure kind is reported once; close() says how many)
         self._closed = False
         # log() may be called from several threads (an eval thread beside the loop): rows, header cadence and the
         # writer's pending queue are shared state. Uncontended, the lock costs well under a microsecond per row.
@@ -200,6 +214,7 @@ class StepLogger:
                     self._close()
                 return line
         except Exception as e:  # the loop must survive anything we do wrong
+            self._lost += 1
             report_once(
                 f"{self._topic}-{type(e).__name__}", f"steptable: StepLogger.log failed ({e!r}); training goes on"
             )
@@ -328,6 +343,8 @@ class StepLogger:
                 run()
             except Exception as e:
                 report_once(f"{self._topic}-close-{what}", f"steptable: StepLogger.close: {what} failed ({e!r})")
+        if self._lost:  # the failures were reported once each; say how many rows they cost in all
+            report_once(f"{self._topic}-lost", f"steptable: {self._lost} row(s) could not be logged in this run")
 
     def _final_flush(self) -> None:
         if self._writer is not None:
@@ -348,4 +365,3 @@ class StepLogger:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.close()
-

@@ -20,6 +20,6 @@ def global_rank() -> int:
             pass
     for var in _RANK_VARS:
         value = os.environ.get(var, "").strip()
-        if value.isdigit():
+        if value.isascii() and value.isdigit():  # "²" and "٣" are digits to str.isdigit, not to a launcher
             return int(value)
     return 0

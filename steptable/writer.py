@@ -131,7 +131,7 @@ class _Converter:
             except Exception:
                 pass
             else:
-                if got is not value:
+                if got is not value and type(got) is not type(value):  # np.longdouble.item() is a longdouble
                     return self.convert(got, depth + 1)
         try:
             return self.convert(float(value), depth + 1)

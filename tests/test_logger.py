@@ -33,8 +33,16 @@ def strict_loads(line: str) -> object:
 def test_log_writes_strict_jsonl_and_prints_rows(tmp_path: Path, captured: list[str]) -> None:
     with StepLogger(COLS, run_dir=tmp_path / "arm", arm="armA", header_every=3, alerts=False) as sl:
         for step in range(7):
-            sl.log({"step": step, "loss": math.nan if step == 2 else -0.5 * step, "frac": (step, 8),
-                    "extra": math.inf, "name": "x", "sec": 1.5})
+            sl.log(
+                {
+                    "step": step,
+                    "loss": math.nan if step == 2 else -0.5 * step,
+                    "frac": (step, 8),
+                    "extra": math.inf,
+                    "name": "x",
+                    "sec": 1.5,
+                }
+            )
     lines = (tmp_path / "arm" / "metrics.jsonl").read_text().splitlines()
     assert len(lines) == 7
     rows = [strict_loads(line) for line in lines]
@@ -75,6 +83,13 @@ def test_rank_from_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) 
     monkeypatch.setenv("RANK", "3")
     sl = StepLogger(COLS, run_dir=tmp_path, alerts=False)
     assert sl.rank == 3 and not sl.is_writer
+
+
+@pytest.mark.parametrize("junk", ["", "x", "-1", "1.0", "0x1", "\u00b2", "\u0663"])
+def test_a_rank_that_is_not_an_ascii_number_reads_as_rank_0(monkeypatch: pytest.MonkeyPatch, junk: str) -> None:
+    monkeypatch.setenv("RANK", junk)  # "²" made int() raise; "٣" (Arabic-Indic 3) silenced rank 0
+    sl = StepLogger(COLS, console=False, alerts=False)
+    assert sl.rank == 0 and sl.is_writer
 
 
 def test_full_disk_does_not_break_the_loop(captured: list[str]) -> None:

@@ -322,8 +322,9 @@ def test_close_returns_when_the_jsonl_is_not_a_regular_file(tmp_path: Path) -> N
     assert proc.stdout.split() == ["3", "False"]
 
 
-def test_a_stdout_that_raises_anything_is_reported_once(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_stdout_that_raises_anything_is_reported_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A replaced stdout (a notebook stream torn down, a tee) raising something that is not an OSError: one report,
     then quiet, and the JSONL is complete."""
     from steptable import setup_logging
@@ -505,3 +506,43 @@ def test_a_relative_run_dir_survives_a_chdir(tmp_path: Path, monkeypatch: pytest
     run = tmp_path / "logs" / "A"
     assert _steps(run / "metrics.jsonl") == [0, 1] and (run / "table.txt").exists()
     assert not (tmp_path / "elsewhere" / "logs").exists()
+
+
+def test_an_int_subclass_prints_its_number_not_its_text() -> None:
+    class Sneaky(int):
+        def __str__(self) -> str:
+            return "\x1b[2J"
+
+        def __format__(self, spec: str) -> str:
+            return "\x1b]0;owned\x07"
+
+    cols = [Col("step", 5, "step", "d"), Col("n", 8, "n"), Col("m", 8, "m", "d"), Col("f", 8, "f", ".1f")]
+    sl = StepLogger(cols, console=False, alerts=False)
+    line = sl.log({"step": 1, "n": Sneaky(5), "m": Sneaky(6), "f": Sneaky(7)})
+    assert line is not None and "\x1b" not in line
+    assert line.split() == ["1", "5", "6", "7.0"]
+
+
+def test_numpy_longdouble_is_written_as_a_number() -> None:
+    row = json.loads(encode_row({"lr": np.longdouble(3e-4), "x": np.longdouble("inf"), "y": np.float16(0.5)}))
+    assert row == {"lr": pytest.approx(3e-4), "x": None, "y": 0.5}
+
+
+def test_a_metrics_dict_changed_while_it_is_read_loses_no_row(tmp_path: Path) -> None:
+    """Another thread (an evaluation callback) may add keys to the loop's metrics dict while log() reads it.
+    Made deterministic here: reading one value adds a key, exactly where a thread switch would."""
+    shared: dict[str, Any] = {"step": 0, "loss": 0.1}
+
+    class Scalar:  # a 0-d array-like: log() reads it with .item(), as it reads a tensor
+        ndim = 0
+
+        def item(self) -> float:
+            shared[f"eval/{len(shared)}"] = 0.5
+            return 1.0
+
+    with StepLogger(COLS, run_dir=tmp_path, console=False, alerts=False) as sl:
+        for step in range(5):
+            shared["step"], shared["ema"] = step, Scalar()
+            sl.log(shared)
+    rows = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in rows] == list(range(5)) and all(r["ema"] == 1.0 for r in rows)

@@ -95,8 +95,9 @@ class AlertScanner:
         return out
 
 
-def _feed(store: Any, eng: AlertEngine, cols: list[tuple[str, Any]], steps: Any, walls: Any, start: int,
-          stop: int) -> list[Alert]:
+def _feed(
+    store: Any, eng: AlertEngine, cols: list[tuple[str, Any]], steps: Any, walls: Any, start: int, stop: int
+) -> list[Alert]:
     value = store.value
     out: list[Alert] = []
     for i in range(start, stop):

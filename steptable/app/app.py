@@ -104,8 +104,11 @@ class StepTableApp(ViewerActions):
     def on_mount(self) -> None:
         name = self._want_theme or DEFAULT_THEME
         if name not in self.available_themes:
-            self.notify(f"unknown theme {name!r}; known: {', '.join(sorted(self.available_themes))}",
-                        severity="warning", markup=False)  # names from the command line and theme files
+            self.notify(
+                f"unknown theme {name!r}; known: {', '.join(sorted(self.available_themes))}",
+                severity="warning",
+                markup=False,
+            )  # names from the command line and theme files
         self._refresh_status()
         self.set_interval(self.tick, self._on_tick)
         # The feed's thread: a daemon thread rather than a Textual thread worker, whose executor is joined when the
@@ -193,8 +196,11 @@ class StepTableApp(ViewerActions):
         self._apply_arrangement()
 
     def _refresh_panels(self) -> None:
-        arms = [(self.panels[rid].label, r.store, r.rows) for rid, r in self.session.runs.items()
-                if rid not in self.session.hidden and rid in self.panels]
+        arms = [
+            (self.panels[rid].label, r.store, r.rows)
+            for rid, r in self.session.runs.items()
+            if rid not in self.session.hidden and rid in self.panels
+        ]
         cols = self.session.layout
         chart = self.main.query_one(ChartPanel)
         chart.key = self.session.selected

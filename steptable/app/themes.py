@@ -53,10 +53,21 @@ def parse_theme(name: str, text: str) -> Theme:
     spread = float(get("luminosity-spread", "0.15"))
     alpha = float(get("text-alpha", "0.95"))
     return Theme(
-        name=name, primary=get("primary"), secondary=get("secondary", None), warning=get("warning", None),
-        error=get("error", None), success=get("success", None), accent=get("accent", None),
-        foreground=get("foreground", None), background=get("background", None), surface=get("surface", None),
-        panel=get("panel", None), boost=get("boost", None), dark=dark, luminosity_spread=spread, text_alpha=alpha,
+        name=name,
+        primary=get("primary"),
+        secondary=get("secondary", None),
+        warning=get("warning", None),
+        error=get("error", None),
+        success=get("success", None),
+        accent=get("accent", None),
+        foreground=get("foreground", None),
+        background=get("background", None),
+        surface=get("surface", None),
+        panel=get("panel", None),
+        boost=get("boost", None),
+        dark=dark,
+        luminosity_spread=spread,
+        text_alpha=alpha,
         variables=values,
     )
 

@@ -189,8 +189,9 @@ class ColumnTable:
             col = [v if p else None for v, p in zip(col, pres, strict=True)]
         self._obj[key] = col
 
-    def _append(self, steps: Sequence[int], cols: Mapping[str, Sequence[Any]], int_keys: frozenset[str] | None,
-                now: float) -> None:
+    def _append(
+        self, steps: Sequence[int], cols: Mapping[str, Sequence[Any]], int_keys: frozenset[str] | None, now: float
+    ) -> None:
         base = len(self._steps)
         n = len(steps)
         packer = _doubles(n)
@@ -288,7 +289,6 @@ class ColumnTable:
                         return seg
                 return array("d", [t if (t := epoch_seconds(v)) is not None else now for v in vals])
         return array("d", [now]) * n
-
 
 
 @lru_cache(maxsize=64)
