@@ -235,8 +235,10 @@ async def test_filter_jump_prompts(tmp_path: Path) -> None:
             for g in app.query(StepGrid):
                 assert g.top_index == 12 and not g.follow
             await pilot.press("G")
-        await pilot.press("g", "x", "enter")  # not a step: a warning, nothing moves
-        assert not isinstance(app.screen, PromptScreen)
+        for answer in ("x", "inf", "-1e400", "nan"):  # not a step: a warning, nothing moves ("inf" ended the app)
+            await pilot.press("g", *answer, "enter")
+            assert not isinstance(app.screen, PromptScreen) and app.is_running
+        assert sum("not a step" in n.message for n in app._notifications) == 4
 
 
 async def test_toggle_arms_and_layout(tmp_path: Path) -> None:

@@ -165,6 +165,26 @@ def test_user_theme_dir_wins(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     assert themes["dark"].primary == "#ff0000" and "broken" not in themes and "light" in themes
 
 
+@pytest.mark.parametrize(
+    ("text", "culprit"),
+    [("$primary: notacolor;", "notacolor"), ("$primary: #123456;\n$surface: rgb(1,2;", "rgb(1,2"),
+     ("$primary: #123456;\n$text-success: notacolor;", "$text-success"),
+     ("$primary: #123456;\n$block-cursor-text-style: purple;", "$block-cursor-text-style"),
+     ("$primary: #123456;\n$luminosity-spread: wide;", "wide")],
+)  # fmt: skip
+def test_a_theme_textual_would_refuse_is_not_offered(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, text: str, culprit: str
+) -> None:
+    # Textual parses a theme only when it is applied: such a theme, picked with --theme or from the palette,
+    # ended the app with a traceback.
+    (tmp_path / "oops.tcss").write_text(text)
+    monkeypatch.setenv("STEPTABLE_THEMES", str(tmp_path))
+    problems: list[str] = []
+    themes = load_themes(problems=problems)
+    assert "oops" not in themes and "dark" in themes
+    assert len(problems) == 1 and "oops" in problems[0] and culprit in problems[0]
+
+
 def test_generations_index_and_samples(tmp_path: Path) -> None:
     path = write_generations(tmp_path)
     with open(path, "ab") as fh:

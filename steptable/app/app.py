@@ -82,7 +82,8 @@ class StepTableApp(ViewerActions):
         self.problem = ""
         self._stop = threading.Event()
         self._want_theme = theme
-        self.themes = load_themes()
+        self._theme_problems: list[str] = []
+        self.themes = load_themes(problems=self._theme_problems)
         for t in self.themes.values():
             self.register_theme(t)
         # Chosen before the first stylesheet pass: switching at mount would parse and apply all CSS twice.
@@ -109,6 +110,8 @@ class StepTableApp(ViewerActions):
                 severity="warning",
                 markup=False,
             )  # names from the command line and theme files
+        for problem in self._theme_problems:
+            self.notify(problem, severity="warning", markup=False)
         self._refresh_status()
         self.set_interval(self.tick, self._on_tick)
         # The feed's thread: a daemon thread rather than a Textual thread worker, whose executor is joined when the

@@ -19,7 +19,10 @@ import re
 from importlib import resources
 from pathlib import Path
 
+from textual.css.stylesheet import Stylesheet
 from textual.theme import Theme
+
+from steptable.formatting import sanitize
 
 DEFAULT_THEME = "dark"
 _VAR = re.compile(r"^\s*\$([A-Za-z0-9_-]+)\s*:\s*([^;]+?)\s*;", re.M)
@@ -50,9 +53,12 @@ def parse_theme(name: str, text: str) -> Theme:
         raise ValueError(f"theme {name!r}: no $primary")
     get = values.pop
     dark = get("dark", "true").strip().lower() not in ("false", "0", "no")
-    spread = float(get("luminosity-spread", "0.15"))
-    alpha = float(get("text-alpha", "0.95"))
-    return Theme(
+    try:
+        spread = float(get("luminosity-spread", "0.15"))
+        alpha = float(get("text-alpha", "0.95"))
+    except ValueError as e:
+        raise ValueError(f"theme {name!r}: {e}") from None
+    theme = Theme(
         name=name,
         primary=get("primary"),
         secondary=get("secondary", None),
@@ -70,10 +76,31 @@ def parse_theme(name: str, text: str) -> Theme:
         text_alpha=alpha,
         variables=values,
     )
+    _check(theme)
+    return theme
 
 
-def load_themes(dirs: list[Path] | None = None) -> dict[str, Theme]:
-    """Every readable theme file, by name (earlier directories win)."""
+def _check(theme: Theme) -> None:
+    """Raise ValueError naming the first value Textual would refuse. A theme is parsed only when it is applied, and
+    a value it refuses then (``$primary: notacolor;``) ends the app with a traceback."""
+    try:
+        variables = {**theme.to_color_system().generate(), **theme.variables}
+    except Exception as e:  # ColorParseError from a main colour
+        raise ValueError(f"theme {theme.name!r}: {e}") from None
+    for name, value in theme.variables.items():
+        # each variable checked in the kind of property its name says it is used in (our own are colours)
+        prop = "text-style" if name.endswith("style") else "background" if "background" in name else "color"
+        sheet = Stylesheet(variables=variables)
+        sheet.add_source(f"Widget {{ {prop}: ${name}; }}", read_from=(f"theme {theme.name}", name))
+        try:
+            sheet.parse()
+        except Exception:
+            raise ValueError(f"theme {theme.name!r}: ${name}: {value!r} is not a valid {prop}") from None
+
+
+def load_themes(dirs: list[Path] | None = None, problems: list[str] | None = None) -> dict[str, Theme]:
+    """Every readable theme file, by name (earlier directories win). A file that cannot be used is skipped, and
+    said why in ``problems`` (one line each, made inert: a file name is untrusted text)."""
     out: dict[str, Theme] = {}
     for d in theme_dirs() if dirs is None else dirs:
         try:
@@ -85,6 +112,7 @@ def load_themes(dirs: list[Path] | None = None) -> dict[str, Theme]:
                 continue
             try:
                 out[f.stem] = parse_theme(f.stem, f.read_text(encoding="utf-8"))
-            except (OSError, ValueError, UnicodeDecodeError):
-                continue  # a broken user theme must not stop the app; the theme is just not offered
+            except (OSError, ValueError, UnicodeDecodeError) as e:  # a broken user theme must not stop the app
+                if problems is not None:
+                    problems.append(sanitize(f"theme file {f} not used: {e}"))
     return out

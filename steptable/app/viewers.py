@@ -54,7 +54,7 @@ class ViewerActions(App[int]):
             return
         try:
             step = int(float(answer.strip()))
-        except ValueError:
+        except (ValueError, OverflowError):  # "x", "nan"; "inf", "1e400"
             self.notify(f"not a step: {answer!r}", severity="warning", markup=False)  # typed text: never markup
             return
         self.jump_to_step(step)
