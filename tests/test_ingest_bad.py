@@ -60,6 +60,29 @@ def test_utf8_bom_is_stripped(tmp_path: Path) -> None:
     assert store.keys == ["step", "loss", "phase"] and store.bad == []
 
 
+def test_nul_runs_around_a_line_keep_the_row(tmp_path: Path) -> None:
+    # copytruncate under a writer without O_APPEND: the next row lands after a hole of NULs, on the same line
+    _, store, _ = ingest(tmp_path, good(0) + b"\0" * 4096 + good(1) + good(2)[:-1] + b"\0\0\n" + b"\0" * 7 + b"\n")
+    assert_rows(store, [0, 1, 2])
+    assert [(b.lineno, b.reason) for b in store.bad] == [
+        (2, "NUL bytes around the line removed (row kept)"),
+        (3, "NUL bytes around the line removed (row kept)"),
+    ]
+
+
+def test_unpaired_surrogate_escapes_keep_the_row(tmp_path: Path) -> None:
+    # Python's json.dumps writes "\udcff" for a str holding a lone surrogate (a surrogateescape-decoded path)
+    row = json.dumps({"step": 1, "loss": 1.5, "phase": "/data/\udcff\ud83d\ude00\ud800.bin"}).encode() + b"\n"
+    escaped = b'{"step": 2, "loss": 2.5, "phase": "\\\\udcff"}\n'  # an escaped backslash, then "udcff": text
+    _, store, _ = ingest(tmp_path, good(0) + row + escaped)
+    assert_rows(store, [0, 1, 2])
+    assert store.value(1, "phase") == "/data/\ufffd\U0001f600\ufffd.bin"
+    assert store.value(2, "phase") == "\\udcff"
+    assert [(b.lineno, b.reason) for b in store.bad] == [
+        (2, "unpaired UTF-16 surrogate escape replaced with U+FFFD (row kept)")
+    ]
+
+
 def test_crlf_line_endings(tmp_path: Path) -> None:
     _, store, _ = ingest(tmp_path, (good(0) + good(1) + good(2)).replace(b"\n", b"\r\n"))
     assert_rows(store, [0, 1, 2])

@@ -171,6 +171,30 @@ def find_token(data: bytes, token: bytes, start: int = 0) -> int:
     return i
 
 
+# a \uXXXX escape of a UTF-16 surrogate, with the backslashes before it (an even run is an escaped backslash + "u")
+_SURROGATE_ESCAPE = re.compile(rb"(\\+)u([dD][89a-fA-F][0-9a-fA-F]{2})")
+
+
+def replace_lone_surrogates(line: bytes) -> bytes:
+    """Escapes of unpaired surrogates (``"\\udcff"``, which Python's json.dumps writes for a string that holds one)
+    -> ``"\\ufffd"``; a high surrogate escape followed by a low one is a valid pair and stays."""
+    found = [
+        (m.end(1) - 1, m.end(), int(m.group(2), 16))
+        for m in _SURROGATE_ESCAPE.finditer(line)
+        if len(m.group(1)) % 2  # an odd run: the last backslash starts the escape
+    ]
+    parts: list[bytes] = []
+    pos = i = 0
+    while i < len(found):
+        start, end, cp = found[i]
+        if cp < 0xDC00 and i + 1 < len(found) and found[i + 1][0] == end and found[i + 1][2] >= 0xDC00:
+            i += 2  # a pair
+            continue
+        parts += (line[pos:start], b"\\ufffd")
+        pos, i = end, i + 1
+    return b"".join(parts) + line[pos:] if parts else line
+
+
 def has_nonfinite(data: bytes) -> bool:
     return find_token(data, b"NaN") >= 0 or find_token(data, b"Infinity") >= 0
 
@@ -258,10 +282,16 @@ def decode_line(line: bytes, warn: Callable[[str], None] | None = None) -> dict[
         if warn is not None:
             warn("UTF-8 BOM stripped (row kept)")
     line = line.strip()
+    if line[:1] == b"\0" or line[-1:] == b"\0":
+        # NUL runs at a line's ends: a file truncated under a writer that did not open it for appending (logrotate's
+        # copytruncate beside verl's open(path, "w"), a shell's >) goes on at its old offset, over a hole of NULs
+        line = line.strip(b"\0 \t\r\n")
+        if warn is not None and line:
+            warn("NUL bytes around the line removed (row kept)")
     if not line:
         return None
     fixed = False
-    for _ in range(4):  # each pass repairs one kind of problem; four kinds at most
+    for _ in range(5):  # each pass repairs one kind of problem; five kinds at most
         try:
             obj = _DECODER.decode(line)
             break
@@ -282,6 +312,13 @@ def decode_line(line: bytes, warn: Callable[[str], None] | None = None) -> dict[
             if not fixed and has_nonfinite(line):
                 line, fixed = quote_nonfinite(line), True
                 continue
+            if "surrogate" in str(e):
+                repaired = replace_lone_surrogates(line)
+                if repaired != line:
+                    line = repaired
+                    if warn is not None:
+                        warn("unpaired UTF-16 surrogate escape replaced with U+FFFD (row kept)")
+                    continue
             detail = str(e).removeprefix("JSON is malformed: ")
             raise LineError(f"malformed JSON ({detail})") from None
     else:  # pragma: no cover - every branch above either breaks, raises or changes the line
