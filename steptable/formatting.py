@@ -47,6 +47,8 @@ _FORMAT_CHARS = (
     "\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\U000110bd\U000110cd\U00013430-\U00013438\U0001bca0-\U0001bca3"
     "\U0001d173-\U0001d17a\U000e0001\U000e0020-\U000e007f"
 )
+#: the format characters above as a regex character-class body (for escaping them where text must stay exact)
+INVISIBLE = _FORMAT_CHARS
 # + lone surrogates (no encoder takes them) and the line/paragraph separators (str.splitlines() breaks on them)
 _CONTROLS = re.compile("[\x00-\x1f\x7f-\x9f" + _FORMAT_CHARS + "\ud800-\udfff\u2028\u2029]")
 

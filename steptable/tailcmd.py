@@ -17,13 +17,14 @@ import shutil
 import sys
 import threading
 import time
+from bisect import bisect_left, bisect_right
 from collections.abc import Mapping, Sequence
 from typing import Any, TextIO
 
 from steptable import render
 from steptable.alerts import Alert, AlertEngine
 from steptable.columns import Col
-from steptable.formatting import md_escape, numeric_pair, sanitize, unique_name
+from steptable.formatting import INVISIBLE, md_escape, numeric_pair, sanitize, unique_name
 from steptable.ingest import Follower, RunStore
 from steptable.ingest.discover import nothing_found
 from steptable.schemas import Schema, by_schema, fit, get_schema, layout, steps_outgrown
@@ -67,7 +68,8 @@ class Tail:
     def __init__(self, args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
         self.args = args
         self.out, self.err = out, err
-        self.printed: dict[str, int] = {}  # run -> rows printed (index into the store)
+        self.printed: dict[str, int | None] = {}  # run -> the highest step printed (None: none yet)
+        self.seen_version: dict[str, int] = {}  # run -> store.version when it was last printed (for its edits)
         self.csv_keys: list[str] | None = None  # the columns of the CSV header printed last
         self.labels: dict[str, str] = {}  # run -> the name its alerts carry (the arm)
         self.versions: dict[str, tuple[int, int, int]] = {}  # run -> (resumes, len, generation) seen: resets
@@ -110,9 +112,14 @@ class Tail:
     # -------------------------------------------------------------------------------------------- output
     def emit(self, follower: Follower) -> None:
         stores = [follower.stores[k] for k in sorted(follower.stores)]
-        for line in follower.errors[self.errors_seen :]:
-            self.err.write(sanitize(line) + "\n")
-        self.errors_seen = len(follower.errors)
+        new = follower.error_count - self.errors_seen  # a count, not a cursor: the list keeps only the latest
+        if new > 0:
+            kept = list(follower.errors)[-new:]
+            if new > len(kept):
+                self.err.write(f"steptable: {new - len(kept)} more bad line(s) before these not shown\n")
+            for line in kept:
+                self.err.write(sanitize(line) + "\n")
+        self.errors_seen = follower.error_count
         if not stores:
             return
         keys = {k for s in stores for k in s.keys}
@@ -131,36 +138,62 @@ class Tail:
 
     def _emit_run(self, store: RunStore, multi: bool) -> None:
         a, run = self.args, store.run
-        n = len(store)
+        with store.lock:  # one consistent view: the follower thread may add a batch meanwhile
+            n, steps, version = len(store), store.steps, store.version
+            since = self.seen_version.get(run)
+            edits = store.edits_since(since) if since is not None else []
         seen = self.versions.get(run)
-        done = self.printed.get(run)
-        if done is None:
-            done = max(n - a.last, 0) if (a.last and not a.alerts_only) else 0
-            if a.alerts_only:
-                done = 0
-        elif seen is not None and (n < seen[1] or len(store.resumes) != seen[0] or store.generation != seen[2]):
-            # The file was truncated/replaced or the run resumed from a checkpoint: rows from that point changed.
-            at = store.resumes[-1] if store.resumes else None
-            if not a.alerts_only and a.format == "text":
-                what = f"resumed at step {at}" if at is not None else "file reset"
-                self.out.write(f"── {sanitize(run)}: {what} ──\n")
-            done = min(done, store.index_of_step(at) if at is not None and store.generation == seen[2] else 0)
-            if store.generation != seen[2]:
-                self.engines.pop(run, None)  # new content: its history starts again
-            self.since_header[run] = 0
+        redo: list[tuple[int, frozenset[str] | None]] = []  # rows printed before and changed since: (step, keys)
+        if run not in self.printed:
+            first = max(n - a.last, 0) if (a.last and not a.alerts_only) else 0
+            last = steps[first - 1] if first else None
+        else:
+            last = self.printed[run]
+            if seen is not None and (n < seen[1] or len(store.resumes) != seen[0] or store.generation != seen[2]):
+                # The file was truncated/replaced or the run resumed from a checkpoint: rows from that point changed.
+                at = store.resumes[-1] if store.resumes else None
+                if not a.alerts_only and a.format == "text":
+                    what = f"resumed at step {at}" if at is not None else "file reset"
+                    self.out.write(f"── {sanitize(run)}: {what} ──\n")
+                if store.generation != seen[2] or at is None:
+                    last = None
+                    self.engines.pop(run, None)  # new content: its history starts again
+                elif last is not None:
+                    last = min(last, at - 1)
+                self.since_header[run] = 0
+            elif edits is None:  # too many edits to tell which: everything again
+                last = None
+            elif last is not None:
+                # merged into a row already printed (tinker's eval line, a late metric) or inserted before it
+                redo = [e for e in edits if e[0] <= last]
         self.versions[run] = (len(store.resumes), n, store.generation)
-        lay = self.of[run]
-        rows = [lay.schema.derive(r) for r in store.rows(done, n)]
-        self.printed[run] = n
+        self.seen_version[run] = version
+        first = 0 if last is None else bisect_right(steps, last)
+        self.printed[run] = steps[n - 1] if first < n else last
+        with store.lock:  # the rows of the view above (a batch added meanwhile waits for the next call)
+            again: dict[int, tuple[dict[str, Any], frozenset[str] | None]] = {}
+            for step, keys in redo:
+                i = bisect_left(steps, step)
+                if i < n and steps[i] == step:  # (not dropped since by a resume)
+                    had = again[step][1] if step in again else frozenset()
+                    again[step] = (store.row(i), None if had is None or keys is None else had | keys)
+            new = store.rows(first, n)
+        derive = self.of[run].schema.derive
+        rows = [derive(again[st][0]) for st in sorted(again)] + [derive(r) for r in new]
         if a.alerts_only:
-            self._alerts(store, done, rows)
+            self._alerts(store, [(st, *again[st]) for st in sorted(again)], first, rows[len(again) :])
             return
         if not rows:
             return
+        lay = self.of[run]
         label = f"{store.arm or run}" + (f" ({run})" if store.arm and store.arm != run else "")
         if a.format == "jsonl":
             for r in rows:
-                self.out.write(_inert_json(encode_row({"run": run, "arm": store.arm, **r}).decode("utf-8")))
+                rec: dict[str, Any] = {"run": run, "arm": store.arm}
+                for key, v in r.items():  # a row's own "run" (a W&B name) is kept as "run~2", never taken for ours
+                    if not (key == "arm" and v == store.arm):
+                        rec[unique_name(key, rec)] = v
+                self.out.write(_inert_json(encode_row(rec).decode("utf-8")))
         elif a.format == "csv":
             self._csv(store, rows, lay.cols)
         elif a.format == "md":
@@ -201,13 +234,23 @@ class Tail:
             cells = [md_escape(x.strip()) for x in render.cells(cols, r)]
             self.out.write("| " + " | ".join(cells) + " |\n")
 
-    def _alerts(self, store: RunStore, start: int, rows: Sequence[Mapping[str, Any]]) -> None:
+    def _alerts(
+        self,
+        store: RunStore,
+        redo: Sequence[tuple[int, Mapping[str, Any], frozenset[str] | None]],
+        start: int,
+        rows: Sequence[Mapping[str, Any]],
+    ) -> None:
         eng = self.engines.setdefault(store.run, AlertEngine())
         walls = store.wall_times
         label = self.labels[store.run] = store.arm or store.run
+        for step, row, keys in redo:  # what changed in rows already fed: the cells merged in, or the inserted row
+            for alert in eng.update(step, row if keys is None else {k: row[k] for k in keys if k in row}):
+                self._alert(label, alert)
+        steps = store.steps
         for i, r in enumerate(rows, start):
             wall = walls[i] if i < len(walls) else None
-            for alert in eng.update(int(store.steps[i]), r, wall):
+            for alert in eng.update(int(steps[i]), r, wall):
                 self._alert(label, alert)
 
     def check_stalls(self, now: float) -> None:
@@ -256,13 +299,22 @@ def _csv_cell(v: Any) -> Any:
     return "" if v is None else v
 
 
-# JSON escapes C0 controls, but not C1 ones (U+009B is CSI) nor bidi overrides: those may only occur inside JSON
-# strings, where a \uXXXX escape is the same text, so escaping them keeps the row exact and the terminal safe.
-_JSON_UNSAFE = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+# JSON escapes C0 controls, but not C1 ones (U+009B is CSI), bidi overrides, invisible format characters or the
+# line separators U+2028/2029 (str.splitlines() breaks a row on them): those may only occur inside JSON strings,
+# where a \uXXXX escape is the same text, so escaping them keeps the row exact and the terminal safe.
+_JSON_UNSAFE = re.compile(f"[\x7f-\x9f\u2028\u2029{INVISIBLE}]")
+
+
+def _json_escape(m: re.Match[str]) -> str:
+    cp = ord(m.group())
+    if cp > 0xFFFF:  # a tag character: JSON writes it as a surrogate pair
+        cp -= 0x10000
+        return f"\\u{0xD800 + (cp >> 10):04x}\\u{0xDC00 + (cp & 0x3FF):04x}"
+    return f"\\u{cp:04x}"
 
 
 def _inert_json(text: str) -> str:
-    return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+    return _JSON_UNSAFE.sub(_json_escape, text)
 
 
 def run_tail(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:

@@ -393,3 +393,108 @@ def test_the_empty_key_is_named_where_it_cannot_be_a_column(tmp_path: Path, caps
     assert rc == 0 and 'the empty key "" has values but no column' in out and "column filter shows" not in out
     rc, out, _ = run_cli(["tail", str(tmp_path), "--format", "jsonl"], capsys)
     assert [json.loads(line)[""] for line in out.splitlines()] == [1.5, 2.5]
+
+
+def _live(tmp_path: Path, argv: list[str]) -> tuple[object, object, object, object]:
+    import io
+
+    from steptable.cli import _parser
+    from steptable.ingest import Follower
+    from steptable.tailcmd import Tail
+
+    out, err = io.StringIO(), io.StringIO()
+    follower = Follower([tmp_path])
+    return follower, Tail(_parser().parse_args(["tail", "-f", *argv, str(tmp_path)]), out, err), out, err
+
+
+def _step(follower: object, tail: object) -> None:
+    follower.scan()  # type: ignore[attr-defined]
+    tail.emit(follower)  # type: ignore[attr-defined]
+
+
+def test_follow_prints_a_row_again_when_a_later_line_merges_into_it(tmp_path: Path) -> None:
+    """tinker writes a step's eval metrics as a second line with the same step; torchtune writes one metric a line."""
+    path = tmp_path / "a" / "metrics.jsonl"
+    write_rows(path, [{"step": s, "loss": 1.0} for s in range(3)])
+    follower, tail, out, _ = _live(tmp_path, ["--format", "jsonl"])
+    _step(follower, tail)
+    write_rows(path, [{"step": 2, "eval/acc": 0.77}])
+    _step(follower, tail)
+    write_rows(path, [{"step": 3, "loss": 0.5}])
+    _step(follower, tail)
+    rows = [json.loads(line) for line in out.getvalue().splitlines()]  # type: ignore[attr-defined]
+    assert [r["step"] for r in rows] == [0, 1, 2, 2, 3]
+    assert rows[3]["eval/acc"] == 0.77 and rows[3]["loss"] == 1.0  # the whole row as it is now
+
+
+def test_follow_prints_a_late_row_once_and_nothing_twice(tmp_path: Path) -> None:
+    path = tmp_path / "a" / "metrics.jsonl"
+    write_rows(path, [{"step": s, "loss": 1.0} for s in (0, 1, 2, 4)])
+    follower, tail, out, _ = _live(tmp_path, ["--format", "jsonl"])
+    _step(follower, tail)
+    write_rows(path, [{"step": 3, "loss": 0.3}])  # out of order: a second writer, a late evaluation
+    _step(follower, tail)
+    write_rows(path, [{"step": 5, "loss": 0.5}])
+    _step(follower, tail)
+    steps = [json.loads(line)["step"] for line in out.getvalue().splitlines()]  # type: ignore[attr-defined]
+    assert steps == [0, 1, 2, 4, 3, 5]  # it used to print 0, 1, 2, 4, 4, 5: step 4 twice, step 3 never
+
+
+def test_follow_alerts_see_a_value_merged_into_a_fed_row(tmp_path: Path) -> None:
+    path = tmp_path / "a" / "metrics.jsonl"
+    write_rows(path, [{"step": s, "loss": 1.0} for s in range(20)])
+    follower, tail, out, _ = _live(tmp_path, ["--alerts-only"])
+    _step(follower, tail)
+    write_rows(path, [{"step": 20, "lr": 0.1}])
+    _step(follower, tail)
+    with open(path, "a") as f:
+        f.write('{"step": 20, "loss": NaN}\n')
+    _step(follower, tail)
+    text = out.getvalue()  # type: ignore[attr-defined]
+    assert "step 20 loss non-finite" in text and text.count("non-finite") == 1
+
+
+def test_follow_after_a_resume_prints_the_new_rows(tmp_path: Path) -> None:
+    path = tmp_path / "a" / "metrics.jsonl"
+    write_rows(path, [{"step": s, "loss": 1.0} for s in range(10)])
+    follower, tail, out, _ = _live(tmp_path, ["--format", "jsonl", "-n", "0"])
+    _step(follower, tail)
+    write_rows(path, [{"step": s, "loss": 2.0} for s in range(5, 12)])  # restarted from the step-5 checkpoint
+    _step(follower, tail)
+    rows = [json.loads(line) for line in out.getvalue().splitlines()]  # type: ignore[attr-defined]
+    assert [r["step"] for r in rows] == [*range(10), *range(5, 12)] and all(r["loss"] == 2.0 for r in rows[10:])
+
+
+def test_follow_keeps_reporting_bad_lines_past_the_kept_ones(tmp_path: Path) -> None:
+    path = tmp_path / "a" / "metrics.jsonl"
+    path.parent.mkdir()
+    path.write_text('{"step": 0, "loss": 1}\n')
+    follower, tail, _, err = _live(tmp_path, [])
+    _step(follower, tail)
+    kept = follower._errors.maxlen  # type: ignore[attr-defined]
+    with open(path, "a") as f:
+        f.write("{bad\n" * (kept + 5))
+    _step(follower, tail)
+    with open(path, "a") as f:
+        f.write("{worse\n")
+    _step(follower, tail)
+    lines = err.getvalue().splitlines()  # type: ignore[attr-defined]
+    assert lines[0] == "steptable: 5 more bad line(s) before these not shown"
+    assert len(lines) == kept + 2 and f":{kept + 7}: malformed JSON (" in lines[-1]  # the newest, after the cap
+
+
+def test_jsonl_keeps_a_rows_own_run_key_apart(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    write_rows(tmp_path / "a" / "metrics.jsonl", [{"step": 1, "run": "b/metrics.jsonl", "loss": 1}])
+    write_rows(tmp_path / "b" / "metrics.jsonl", [{"step": 1, "loss": 2}])
+    rc, out, _ = run_cli(["tail", str(tmp_path), "--format", "jsonl"], capsys)
+    rows = [json.loads(line) for line in out.splitlines()]
+    assert rc == 0 and [(r["run"], r["loss"]) for r in rows] == [("a/metrics.jsonl", 1), ("b/metrics.jsonl", 2)]
+    assert rows[0]["run~2"] == "b/metrics.jsonl"
+
+
+def test_jsonl_escapes_line_breaks_and_invisible_characters(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    note = "a\u2028b\u2029c\u200bd\U000e0001e\u00adf"
+    write_rows(tmp_path / "a" / "metrics.jsonl", [{"step": 0, "note": note}])
+    rc, out, _ = run_cli(["tail", str(tmp_path), "--format", "jsonl"], capsys)
+    assert rc == 0 and len(out.splitlines()) == 1 and not any(ch in out for ch in note if not ch.isalpha())
+    assert json.loads(out)["note"] == note  # escaped, not changed

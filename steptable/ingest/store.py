@@ -11,6 +11,10 @@ chunk arrive together, in file order):
   the new row appended, ``s`` recorded in ``resumes``; with mostly other keys it is merged into that row instead;
 - ``s`` below the last step and not stored: inserted in order (out-of-order writers).
 
+Rows changed in place (a merge into a stored row, an insert before the last row) are logged as *edits*: a viewer
+that has shown rows up to some ``version`` asks :meth:`RunStore.edits_since` which steps changed since then, so it
+can show them again (appends it finds by ``len``, resumes by ``resumes``, rewrites by ``generation``).
+
 Threads: one writer (the follower thread) mutates a store, any number of readers read it. Every mutation happens
 under ``store.lock`` (an RLock) and is one parsed chunk (a *batch*); ``version`` increments after each batch,
 ``generation`` after each reset (file truncated, replaced, rewritten). Every read method takes the lock too, so a
@@ -28,6 +32,7 @@ import threading
 import time
 from array import array
 from bisect import bisect_left
+from collections import deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from itertools import islice
@@ -39,6 +44,8 @@ from steptable.ingest.parse import BadLine
 from steptable.ingest.table import WALL_KEYS, ColumnTable, cols_to_rows, rows_to_cols
 
 MAX_BAD_KEPT = 1000
+#: in-place edits remembered; a viewer further behind than this starts over from its first row
+MAX_EDITS = 4096
 #: keys that say nothing about whether two rows are the same measurement (resume vs merge test)
 _BOOKKEEPING = frozenset(WALL_KEYS) | {"arm", "run"}
 
@@ -74,6 +81,10 @@ class RunStore(ColumnTable):
         self.meta: dict[str, Any] = {}
         self.bad: list[BadLine] = []
         self._bad_count = 0
+        # (version of the batch, step, keys it set or None for an inserted row); ``_edits_lost`` = the newest
+        # version whose edits are no longer all in the deque
+        self._edits: deque[tuple[int, int, frozenset[str] | None]] = deque(maxlen=MAX_EDITS)
+        self._edits_lost = -1
         self._clear()
 
     def _clear(self) -> None:
@@ -261,9 +272,24 @@ class RunStore(ColumnTable):
                 self._append([step], rows_to_cols([row]), None, now)
             else:
                 self._merge(i, row, now)
+                self._edited(step, frozenset(row))
             return
         self._insert_empty(i, step, now)  # out of order: an empty row in its place, then filled in
         self._merge(i, row, now)
+        self._edited(step, None)
+
+    def _edited(self, step: int, keys: frozenset[str] | None) -> None:
+        if len(self._edits) == self._edits.maxlen:
+            self._edits_lost = self._edits[0][0]
+        self._edits.append((self.version + 1, step, keys))  # the version this batch ends with
+
+    def edits_since(self, version: int) -> list[tuple[int, frozenset[str] | None]] | None:
+        """(step, keys set) of each row changed in place by batches after ``version``, oldest first; keys are None for
+        a row inserted before the last one. None when that is too far back to tell (then re-read every row)."""
+        with self.lock:
+            if version < self._edits_lost:
+                return None
+            return [(step, keys) for v, step, keys in self._edits if v > version]
 
     def _shares_keys(self, i: int, row: dict[str, Any]) -> bool:
         metric = [k for k in row if k != self.step_key and k not in _BOOKKEEPING]
