@@ -129,8 +129,31 @@ def test_trainer_state_newest_checkpoint_reread_whole(tmp_path: Path) -> None:
     assert store.row(1)["eval_loss"] == 0.9 and math.isnan(store.row(1)["grad_norm"])  # bare NaN, merged eval
     trainer_state(run / "checkpoint-6" / "trainer_state.json", 6)
     os.utime(run / "checkpoint-6" / "trainer_state.json", (later + 5, later + 5))
+    gen = store.generation
     assert f.scan() == {"qwen-grpo/trainer_state.json"}
     assert list(store.steps) == list(range(1, 7)) and store.bad == []
+    # the new checkpoint's history extends the last one: only its new entries are added (tail -f reprinted the whole
+    # history, and --alerts-only repeated every alert, at each checkpoint)
+    assert store.generation == gen and store.row(1)["eval_loss"] == 0.9 and math.isnan(store.row(1)["grad_norm"])
+    trainer_state(run / "checkpoint-8" / "trainer_state.json", 3)  # another history: a restart from scratch
+    os.utime(run / "checkpoint-8" / "trainer_state.json", (later + 10, later + 10))
+    f.scan()
+    assert list(store.steps) == [1, 2, 3] and store.generation == gen + 1
+
+
+def test_a_half_written_newest_trainer_state_shows_the_older_one_while_following(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    trainer_state(run / "checkpoint-3" / "trainer_state.json", 3)
+    newest = run / "checkpoint-5" / "trainer_state.json"
+    trainer_state(newest, 5)
+    newest.write_text(newest.read_text()[:300])  # the Trainer died while saving
+    later = time.time() + 5
+    os.utime(newest, (later, later))
+    f = Follower([tmp_path])
+    for _ in range(3):  # a follower polls: the same bytes failing twice are reported, then the older state shown
+        f.scan()
+    store = f.stores["run/trainer_state.json"]
+    assert list(store.steps) == [1, 2, 3] and any("showing the older" in e for e in f.errors)
 
 
 def test_trainer_state_half_written_is_retried(tmp_path: Path) -> None:

@@ -231,3 +231,19 @@ def test_a_row_too_deep_for_python_is_one_bad_line(
     write_rows(tmp_path / "a" / "metrics.jsonl", [{"step": 0, "loss": 1}, {"step": 1, "deep": {"a": 1}}, {"step": 2}])
     rc, out, err = run_cli(["tail", str(tmp_path), "--format", "jsonl", "-n", "0"], capsys)
     assert rc == 0 and _jsonl_steps(out) == [0, 2] and "metrics.jsonl:2: JSON nested too deeply" in err
+
+
+@pytest.mark.parametrize("kind", ["fifo", "device", "directory"])
+def test_a_config_json_that_is_not_a_file_is_passed_over(
+    tmp_path: Path, kind: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write_rows(tmp_path / "r" / "metrics.jsonl", [{"step": 0, "loss": 1.0}])
+    config = tmp_path / "r" / "config.json"
+    if kind == "fifo":
+        os.mkfifo(config)  # reading it blocked every command
+    elif kind == "device":
+        config.symlink_to("/dev/zero")  # reading it filled memory
+    else:
+        config.mkdir()
+    rc, out, _ = run_cli(["tail", str(tmp_path / "r"), "--format", "jsonl"], capsys)
+    assert rc == 0 and _jsonl_steps(out) == [0]

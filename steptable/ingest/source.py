@@ -31,6 +31,33 @@ MAX_STATE = 1_000_000_000
 Report = Callable[[BadLine], None]
 
 
+def read_regular(path: str | os.PathLike[str], limit: int) -> bytes:
+    """A whole small file. OSError for anything but a regular file (a FIFO would block the read, a device such as
+    /dev/zero never end it: it is opened without blocking and checked before a byte is read) or one over ``limit``."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    with open(fd, "rb", closefd=True) as f:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise OSError(0, "not a regular file", str(path))
+        if st.st_size > limit:
+            raise OSError(0, f"{st.st_size / 1e6:.0f} MB: too large to read whole", str(path))
+        data = f.read(limit + 1)
+    if len(data) > limit:  # grew meanwhile
+        raise OSError(0, "too large to read whole", str(path))
+    return data
+
+
+def _same_row(a: dict[str, object], b: dict[str, object]) -> bool:
+    """Equal rows, a NaN equal to a NaN (a logged NaN loss is the same entry when the file is read again)."""
+    if a.keys() != b.keys():
+        return False
+    for key, x in a.items():
+        y = b[key]
+        if not (x == y or (x != x and y != y)):
+            return False
+    return True
+
+
 class _Parser(Protocol):
     def reset(self) -> None: ...
 
@@ -119,6 +146,7 @@ class StateSource(Source):
         self._failed: tuple[str, int, int, int] | None = None
         self._reported: tuple[str, int, int, int] | None = None
         self._seen_bad: set[tuple[str, str]] = set()
+        self._rows: list[dict[str, object]] = []  # the log_history rows in the store (to add only what is new)
 
     def poll(self) -> bool:
         path = newest_trainer_state(self.cand.run_dir) or self.cand.path
@@ -150,7 +178,10 @@ class StateSource(Source):
             if self._failed != sig:  # maybe half-written: report only when the same bytes fail twice
                 self._failed = sig
                 return False
-            return self._fail(sig, BadLine(str(path), 0, str(e)))
+            changed = self._fail(sig, BadLine(str(path), 0, str(e)))
+            if self._sig is None:  # nothing shown yet (the Trainer died while saving): an older state that parses
+                changed = self._older(str(path)) or changed
+            return changed
         self._load(path, parsed)
         self._sig = sig
         return True
@@ -163,32 +194,45 @@ class StateSource(Source):
             return False
         failed = self._failed
         try:
-            self._load(Path(failed[0]), parse_trainer_state(Path(failed[0]).read_bytes(), failed[0]))
+            self._load(Path(failed[0]), parse_trainer_state(read_regular(failed[0], MAX_STATE), failed[0]))
             return True  # finished writing since the poll
         except (OSError, ValueError) as e:
             changed = self._fail(failed, BadLine(failed[0], 0, str(e)))
         if self._sig is not None:
             return changed
+        return self._older(failed[0]) or changed
+
+    def _older(self, failed: str) -> bool:
+        """Show the newest older checkpoint's state that parses, in place of ``failed``; False if none does."""
         for path in trainer_states(self.cand.run_dir):
-            if str(path) == failed[0]:
+            if str(path) == failed:
                 continue
             try:
-                parsed = parse_trainer_state(path.read_bytes(), str(path))
+                parsed = parse_trainer_state(read_regular(path, MAX_STATE), str(path))
             except (OSError, ValueError):
                 continue
             self._load(path, parsed)
-            self.report(BadLine(failed[0], 0, f"showing the older {path} instead"))
+            self.report(BadLine(failed, 0, f"showing the older {path} instead"))
             return True
-        return changed
+        return False
 
     def _load(self, path: Path, parsed: Parsed) -> None:
         # The whole file is parsed again on every change: a bad entry is reported the first time it is seen.
         parsed.bad = [b for b in parsed.bad if (b.path, b.reason) not in self._seen_bad]
         self._seen_bad.update((b.path, b.reason) for b in parsed.bad)
+        rows = parsed.rows or []
+        k = len(self._rows)
+        grown = 0 < k <= len(rows) and all(map(_same_row, rows[:k], self._rows))
         with self.store.lock:
-            self.store.reset()
             self.store.path = path
-            self.store.add(parsed, math.nan)  # log_history entries carry no clock; re-read whole every time
+            if grown:  # the history of the last read, and more (the next checkpoint): only the new entries are added
+                self.store.add(
+                    Parsed(steps=parsed.steps[k:], rows=rows[k:], bad=parsed.bad, meta=parsed.meta), math.nan
+                )
+            else:  # another history (a resume from an earlier checkpoint, a new run in the same directory)
+                self.store.reset()
+                self.store.add(parsed, math.nan)  # log_history entries carry no clock
+        self._rows = [dict(r) for r in rows]  # copies: the store may keep the dicts it is given
         self._bad(parsed.bad)
 
     def _fail(self, sig: tuple[str, int, int, int], bad: BadLine) -> bool:
@@ -211,9 +255,7 @@ def load_meta(store: RunStore, cand: Candidate) -> None:
     for d in (cand.path.parent, cand.run_dir):
         path = Path(d) / "config.json"
         try:
-            if path.stat().st_size > MAX_META:
-                continue
-            store.meta["config"] = json.loads(path.read_bytes())
+            store.meta["config"] = json.loads(read_regular(path, MAX_META))
             store.meta["config_path"] = path
             return
         except (OSError, ValueError):
