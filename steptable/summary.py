@@ -311,7 +311,8 @@ def summarize(
     lines: list[str] = []
     for tag, r in zip(tags, runs, strict=True):
         unique = sum(1 for o in runs if o.arm == r.arm) == 1
-        label = f"{tag}: {run_label(r, unique)}" if multi else run_label(r, unique)
+        name = md_escape(run_label(r, unique)) if md else run_label(r, unique)  # a directory named "[x](http:..)"
+        label = f"{tag}: {name}" if multi else name
         head = f"**{label}**" if md and not multi else label
         lines.append(f"{'- ' if md and multi else ''}{head}: {header_text(r, now)}")
     order = [(key, i) for key in keys for i in range(len(runs))]
@@ -328,6 +329,8 @@ def summarize(
         lines.append("")
     for tag, r in zip(tags, runs, strict=True):
         first, *rest = alerts_text(_alerts_for(r, alerts))
+        if md:  # alert lines quote keys from the file
+            first, rest = md_escape(first), [md_escape(x) for x in rest]
         first = f"{tag} {first}" if multi else first
         lines.extend([f"- {first}", *(f"  - {x}" for x in rest)] if md else [first, *rest])
     return "\n".join(lines) + "\n"

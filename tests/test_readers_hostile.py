@@ -198,6 +198,12 @@ def test_markdown_output_keeps_log_text_literal(tmp_path: Path, capsys: pytest.C
         rc, out, _ = run_cli([*argv, str(tmp_path / "r")], capsys)
         assert rc == 0
         assert not re.search(r"(?<!\\)(!|\[|<img|\*bold)", out), (argv, out)  # each opener escaped
+    # the run's name too: a directory (or an "arm" value) is text from the file system
+    for arms in (["[pwn](https:evil.example)<b>"], ["[pwn](https:evil.example)<b>", "plain"]):
+        for arm in arms:
+            write_rows(tmp_path / "m" / str(len(arms)) / arm / "metrics.jsonl", [{"step": 0, "loss": float("nan")}])
+        rc, out, _ = run_cli(["summary", "--format", "md", str(tmp_path / "m" / str(len(arms)))], capsys)
+        assert rc in (0, 1) and "pwn" in out and not re.search(r"(?<!\\)(\[|<b>)", out), out
 
 
 def test_title_line_is_measured_in_cells() -> None:
