@@ -505,3 +505,45 @@ async def test_generations_viewer_pages_a_big_step(tmp_path: Path) -> None:
         assert static_text(screen.query_one("#gen-text", Static)) == first
         await pilot.press("p")  # no page before the first
         assert static_text(screen.query_one("#gen-text", Static)) == first
+
+
+async def test_rows_changed_in_place_are_redrawn_charted_and_alerted(tmp_path: Path) -> None:
+    """A later line that merges into a row on screen (tinker's eval line), a rewrite of the file and a resume: the
+    table line, the chart's min/max and the alerts all follow what the store now holds."""
+    path = tmp_path / "solo" / "metrics.jsonl"
+    path.parent.mkdir(parents=True)
+    path.write_text(
+        '{"step": 0, "loss": 1, "acc": 0.5}\n' + "".join(f'{{"step": {s}, "loss": 1}}\n' for s in range(1, 10))
+    )
+    app, follower, _ = manual_app(tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await sync(pilot, follower)
+        grid = app.query_one(StepGrid)
+        write_rows(path, [{"step": 3, "acc": 0.33}])  # merged into a row already drawn
+        await sync(pilot, follower)
+        line = next(t for t in screen_text(app).splitlines() if t.split()[:1] == ["3"])
+        assert ".33" in line, line
+
+        write_rows(path, [{"step": 10, "lr": 0.1}])
+        await sync(pilot, follower)
+        with open(path, "a") as f:
+            f.write('{"step": 10, "loss": NaN}\n')  # a NaN merged into a row the alert engine has already seen
+        await sync(pilot, follower)
+        assert any("step 10 loss non-finite" in e.text for e in app.session.alerts)
+
+        grid.focus()
+        while app.session.selected != "loss":
+            await pilot.press("right")
+        await pilot.press("c")
+        path.write_text("")  # rewritten (a restart that truncates): the chart forgets the old values
+        await sync(pilot, follower)
+        write_rows(path, [{"step": s, "loss": s / 100} for s in range(40)])
+        await sync(pilot, follower)
+        text = static_text(app.query_one(ChartPanel))
+        assert "max .39" in text and "min 0" in text, text
+
+        write_rows(path, [{"step": s, "loss": 5.0} for s in range(20, 25)])  # a resume from the step-20 checkpoint
+        write_rows(path, [{"step": 25, "loss": float("inf")}])
+        await sync(pilot, follower)
+        assert any("step 25 loss non-finite" in e.text for e in app.session.alerts)
+        assert "max 5" in static_text(app.query_one(ChartPanel))

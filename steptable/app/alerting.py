@@ -8,7 +8,9 @@ gets the GIL while that happens. Found alerts are posted per chunk; the scanner 
 from __future__ import annotations
 
 import threading
+from bisect import bisect_left
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from textual.message import Message
@@ -34,7 +36,7 @@ class AlertScanner:
         #: set while nothing is waiting to be scanned (tests and benchmarks wait on it)
         self.idle = threading.Event()
         self.idle.set()
-        self._engines: dict[str, tuple[int, int, AlertEngine]] = {}  # run -> (generation, rows fed, engine)
+        self._engines: dict[str, _Fed] = {}
 
     def changed(self, ids: set[str]) -> None:
         """Runs that gained rows (any thread)."""
@@ -60,39 +62,76 @@ class AlertScanner:
                     self.idle.set()
 
     def scan(self, rid: str, store: Any, stop: threading.Event | None = None) -> list[Alert]:
-        """Feed the rows added since the last call to this run's engine (from the top after a reset); returns and
-        posts what they raise."""
+        """Feed the rows added since the last call to this run's engine (from the top after a reset, from the resume
+        point after a resume; cells merged into rows already fed, and rows inserted among them, are fed too);
+        returns and posts what they raise."""
         from steptable.alerts import AlertEngine
 
         gen = int(getattr(store, "generation", 0))
-        prev = self._engines.get(rid)
-        if prev is None or prev[0] != gen:
-            prev = (gen, 0, AlertEngine())
-        _, fed, eng = prev
+        fed = self._engines.get(rid)
+        if fed is None or fed.generation != gen:
+            fed = _Fed(gen, AlertEngine())
+        eng = fed.engine
+        wanted = {k for keys in eng.roles.values() for k in keys}
+        redo: list[tuple[int, dict[str, Any]]] = []
         with store.lock:
             n = len(store)
-            if n <= fed:
-                self._engines[rid] = (gen, n, eng)
+            resumes = list(getattr(store, "resumes", ()))
+            edits = store.edits_since(fed.version) if fed.version >= 0 and hasattr(store, "edits_since") else []
+            if len(resumes) != fed.resumes and resumes:  # rows from the resume step on are new
+                fed.rows = min(fed.rows, store.index_of_step(resumes[-1]))
+            elif edits is None:  # more edits than the store remembers: feed everything again
+                fed = _Fed(gen, AlertEngine())
+                eng = fed.engine
+            else:
+                steps = store.steps
+                for step, keys in edits:
+                    i = bisect_left(steps, step)
+                    if i >= fed.rows or i >= n or steps[i] != step:
+                        continue  # not fed yet (or gone): fed with the new rows
+                    if keys is None:
+                        fed.rows += 1  # inserted among the fed rows: those after it moved down one
+                    row = store.row(i)
+                    redo.append((step, {k: v for k, v in row.items() if k in wanted and (keys is None or k in keys)}))
+            fed.resumes, fed.version = len(resumes), int(getattr(store, "version", 0))
+            self._engines[rid] = fed
+            start = fed.rows
+            if n <= start and not redo:
+                fed.rows = n
                 return []
-            wanted = {k for keys in eng.roles.values() for k in keys}
             cols = [(k, store.column(k)) for k in store.keys if k in wanted]
             steps = store.steps
             walls = store.wall_times
         out: list[Alert] = []
-        for start in range(fed, n, CHUNK):
-            stop_at = min(start + CHUNK, n)
+        for step, row in redo:
+            out.extend(eng.update(step, row))
+        if out:
+            self._post(AlertsFound(rid, list(out)))
+        for begin in range(start, n, CHUNK):
+            stop_at = min(begin + CHUNK, n)
             try:
-                found = _feed(store, eng, cols, steps, walls, start, stop_at)
+                found = _feed(store, eng, cols, steps, walls, begin, stop_at)
             except IndexError:  # truncated meanwhile (a restart rewrote the file): start over on the next change
                 self._engines.pop(rid, None)
                 return out
-            self._engines[rid] = (gen, stop_at, eng)
+            fed.rows = stop_at
             if found:
                 out.extend(found)
                 self._post(AlertsFound(rid, found))
             if stop is not None and stop_at < n and stop.wait(PAUSE):
                 break
         return out
+
+
+@dataclass
+class _Fed:
+    """What a run's engine has seen: the file's generation, how many rows, the store version (for its edits)."""
+
+    generation: int
+    engine: AlertEngine
+    rows: int = 0
+    resumes: int = 0
+    version: int = -1
 
 
 def _feed(

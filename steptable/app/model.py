@@ -57,6 +57,14 @@ class Store(Protocol):
     def resumes(self) -> Sequence[int]: ...
 
     @property
+    def version(self) -> int: ...
+
+    @property
+    def edit_count(self) -> int: ...
+
+    def edits_since(self, version: int) -> list[tuple[int, frozenset[str] | None]] | None: ...
+
+    @property
     def bad_count(self) -> int: ...
 
     @property
@@ -135,11 +143,13 @@ class Summary:
     lo: float = math.inf
     hi: float = -math.inf
     last: float = math.nan
+    mark: Any = None
 
-    def update(self, values: Sequence[Any], n: int | None = None) -> Summary:
+    def update(self, values: Sequence[Any], n: int | None = None, mark: Any = None) -> Summary:
+        """``mark`` changes when rows already seen may have changed (see :func:`change_mark`): then start over."""
         n = len(values) if n is None else min(n, len(values))
-        if n < self.seen:  # the run was rewritten (resume, truncation): start over
-            self.seen, self.lo, self.hi, self.last = 0, math.inf, -math.inf, math.nan
+        if n < self.seen or mark != self.mark:  # the run was rewritten (resume, truncation, a merge): start over
+            self.seen, self.lo, self.hi, self.last, self.mark = 0, math.inf, -math.inf, math.nan, mark
         for i in range(self.seen, n):
             x = to_float(values[i])
             if math.isfinite(x):
@@ -156,11 +166,17 @@ class Summaries:
 
     items: dict[tuple[str, str], Summary] = field(default_factory=dict)
 
-    def get(self, run: str, key: str, values: Sequence[Any], n: int | None = None) -> Summary:
+    def get(self, run: str, key: str, values: Sequence[Any], n: int | None = None, mark: Any = None) -> Summary:
         s = self.items.get((run, key))
         if s is None:
             s = self.items[(run, key)] = Summary()
-        return s.update(values, n)
+        return s.update(values, n, mark)
+
+
+def change_mark(store: Store) -> tuple[int, int, int]:
+    """What changes when rows a viewer has seen may have changed, apart from appends: a rewrite of the file, a
+    resume from a checkpoint, a row merged into or inserted among the stored ones."""
+    return store.generation, len(store.resumes), store.edit_count
 
 
 def usual_interval(wall_times: Sequence[float], window: int = 50) -> float | None:

@@ -85,6 +85,7 @@ class RunStore(ColumnTable):
         # version whose edits are no longer all in the deque
         self._edits: deque[tuple[int, int, frozenset[str] | None]] = deque(maxlen=MAX_EDITS)
         self._edits_lost = -1
+        self.edit_count = 0  # rows changed in place so far (a viewer that caches by row compares it)
         self._clear()
 
     def _clear(self) -> None:
@@ -282,6 +283,7 @@ class RunStore(ColumnTable):
         if len(self._edits) == self._edits.maxlen:
             self._edits_lost = self._edits[0][0]
         self._edits.append((self.version + 1, step, keys))  # the version this batch ends with
+        self.edit_count += 1
 
     def edits_since(self, version: int) -> list[tuple[int, frozenset[str] | None]] | None:
         """(step, keys set) of each row changed in place by batches after ``version``, oldest first; keys are None for

@@ -21,7 +21,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from steptable import render
-from steptable.app.model import Store
+from steptable.app.model import Store, change_mark
 from steptable.app.widgets.lines import join_line, visible_columns
 from steptable.columns import Col
 from steptable.formatting import cut, pad, sanitize
@@ -100,7 +100,7 @@ class StepGrid(ScrollView, can_focus=True):
         self.selected: str | None = None
         self.follow = True
         self.drawn_rows = False  # a data row has been drawn (the app waits for it before the full parse)
-        self._marks: tuple[tuple[int, int], int | None] = ((-1, -1), None)
+        self._marks: tuple[tuple[int, int, int], int | None] = ((-1, -1, -1), None)
         self._trend = False
         self._fixed_w = 0
         self._rest_w = 0
@@ -148,11 +148,12 @@ class StepGrid(ScrollView, can_focus=True):
         self._tail()
 
     @staticmethod
-    def _mark(store: Store | None, rows: int) -> tuple[tuple[int, int], int | None]:
-        """What tells a pure append from a rewrite: (generation, resumes so far) and the last row's step."""
+    def _mark(store: Store | None, rows: int) -> tuple[tuple[int, int, int], int | None]:
+        """What tells a pure append from a rewrite: (generation, resumes, rows edited in place so far; a merged
+        line changes a row on screen) and the last row's step."""
         if store is None:
-            return (-1, -1), None
-        return (store.generation, len(store.resumes)), (store.step_at(rows - 1) if rows else None)
+            return (-1, -1, -1), None
+        return change_mark(store), (store.step_at(rows - 1) if rows else None)
 
     def select(self, key: str | None) -> None:
         if key != self.selected:
