@@ -320,12 +320,14 @@ class _Saturation(_Detector):
         return None
 
 
+# Every quantity a step computes from the batch is broken when it is NaN or inf: a reward function that returned
+# NaN, a KL past float range, an entropy of NaN logits. (Saturation ratios are counts, never non-finite.)
 _DETECTORS: Mapping[str, tuple[type[_Detector], ...]] = {
     "loss": (_NonFinite, _Spike),
     "grad_norm": (_NonFinite, _Spike),
-    "reward": (_RewardCollapse,),
-    "entropy": (_EntropyCollapse,),
-    "kl": (_KLBlowup,),
+    "reward": (_NonFinite, _RewardCollapse),
+    "entropy": (_NonFinite, _EntropyCollapse),
+    "kl": (_NonFinite, _KLBlowup),
     "saturation": (_Saturation,),
 }
 

@@ -11,7 +11,9 @@ column one width (at least 4, enough for 2 significant digits of all its values)
 
 Definitions
 - Values are read with :func:`steptable.alerts.cell_float`: (n, d) fractions are rates n/d, bools 0/1, numeric
-  strings numbers; NaN (missing in stored columns), inf and other text are skipped. ``-``: no value.
+  strings numbers; NaN (missing in stored columns) and other text are skipped, and so is inf, except that
+  ``last`` is the column's last number even when it is inf (a KL gone to inf must not read as its last finite
+  value). ``-``: no value.
 - tr% = 100 * (mean of the last 10% of the values - mean of the 10% before) / max(|mean before|, median |x| / 4),
   rounded to an integer (``+12``, ``-3``, ``0``). The median |x| term keeps columns that cross zero readable.
 - rate: median over the last 200 row pairs of seconds per step: ``1.93s/step`` at 1 s/step or slower, else
@@ -89,6 +91,7 @@ def column_stats(values: Sequence[Any]) -> ColStats:
     """first / last / min / max / trend of one column (see the module doc)."""
     st = ColStats()
     xs: list[float] = []
+    last = math.nan  # the last number, inf included: a KL that went to inf must not read as its last finite value
     for v in values:
         x = v if type(v) is float else cell_float(v)
         if x is None:
@@ -96,9 +99,12 @@ def column_stats(values: Sequence[Any]) -> ColStats:
                 st.last_text = v
         elif math.isfinite(x):
             xs.append(x)
+            last = x
+        elif x == x:
+            last = x
     if xs:
         st.present = len(xs)
-        st.first, st.last, st.lo, st.hi = xs[0], xs[-1], min(xs), max(xs)
+        st.first, st.last, st.lo, st.hi = xs[0], last, min(xs), max(xs)
         st.trend = trend_pct(xs)
     return st
 

@@ -418,3 +418,16 @@ def test_spike_z_on_a_two_level_signal_is_finite_and_sane() -> None:
     assert len(alerts) == 1 and "spike 40" in alerts[0].message_line()
     z = float(alerts[0].message_line().split("z=")[1].split()[0])
     assert 20 < z < 500
+
+
+@pytest.mark.parametrize("key", ["kl", "reward", "entropy"])
+@pytest.mark.parametrize("bad", [math.inf, math.nan])
+def test_a_reward_kl_or_entropy_gone_non_finite_is_an_error(key: str, bad: float) -> None:
+    """Only loss and grad norm were watched for NaN/inf: a KL gone to inf passed as "no alerts", exit status 0."""
+    rng = random.Random(0)
+    eng = AlertEngine()
+    found = []
+    for step in range(800):
+        found += eng.update(step, {key: bad if step >= 600 else abs(rng.gauss(0.3, 0.03))})
+    errors = [a for a in found if a.level == "E"]
+    assert [(a.step, a.column, a.kind) for a in errors] == [(600, key, "nonfinite")]

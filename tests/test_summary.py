@@ -191,8 +191,15 @@ def test_all_nan_and_non_numeric_columns() -> None:
 
 
 def test_fractions_bools_and_strings_summarise_as_rates() -> None:
-    st = column_stats([(1, 4), [3, 4], "1/2", (1, 0), True, "0.25", "abc", None, math.inf])
+    st = column_stats([(1, 4), [3, 4], "1/2", (1, 0), True, "0.25", "abc", None])
     assert (st.present, st.first, st.last, st.lo, st.hi) == (5, 0.25, 0.25, 0.25, 1.0)
+
+
+def test_a_column_that_ends_at_inf_shows_it_last() -> None:
+    """A KL that blew up to inf read as healthy: ``last`` was the last finite value (min/max/tr% stay finite)."""
+    st = column_stats([0.01, 0.02, 0.015, math.inf, math.inf, math.nan])
+    assert (st.present, st.first, st.last, st.lo, st.hi) == (3, 0.01, math.inf, 0.01, 0.02)
+    assert column_stats([math.inf, 0.5]).last == 0.5
 
 
 def test_trend_and_rate() -> None:
