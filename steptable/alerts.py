@@ -155,13 +155,20 @@ class _Window(deque[float]):
     def median(self) -> float:
         return _median(self)
 
-    def sigma(self, m: float) -> float:
-        """Robust sigma (1.4826 MAD) around ``m``, floored so a constant window does not divide by zero."""
+    def sigma(self, m: float, spread: bool = False) -> float:
+        """Robust sigma around ``m`` (1.4826 MAD), floored so a constant window does not divide by zero. With
+        ``spread`` (the upward spike tests), the distance from ``m`` up to the 90th percentile / 1.2816 where that is
+        wider: both are sigma on normal noise, but a window near half of whose values sit on one value (a loss that
+        is exactly 0 on degenerate batches, a KL frozen at 0 during warmup) has a MAD near 0 that makes ordinary
+        values read as spikes."""
         devs = [abs(x - m) for x in self]
         mad = _median(devs)
         if mad == 0 and devs:  # over half the window sits on one value (a two-level signal): mean deviation
             mad = 0.8453 * sum(devs) / len(devs)  # sigma = 1.2533 x mean deviation on normal data: 1.2533 / 1.4826
-        return max(_MAD_SIGMA * mad, 1e-9 * max(1.0, abs(m)))
+        upper = 0.0
+        if spread and len(self) >= 10:
+            upper = (sorted(self)[round(0.9 * (len(self) - 1))] - m) / 1.2816
+        return max(_MAD_SIGMA * mad, upper, 1e-9 * max(1.0, abs(m)))
 
 
 class _Latch:
@@ -222,7 +229,7 @@ class _Spike(_Detector):
         out: tuple[Level, str] | None = None
         c, w = self.cfg, self.win
         if len(w) >= c.min_history and x - (m := w.median()) > c.spike_min_rel * abs(m):
-            z = (x - m) / w.sigma(m)
+            z = (x - m) / w.sigma(m, spread=True)
             if z > c.spike_z:
                 out = "W", f"spike {_f(x)} (z={z:.0f} vs median {_f(m)} over {len(w)})"
         w.append(x)
@@ -301,7 +308,7 @@ class _KLBlowup(_Detector):
             and x > c.kl_jump_min
             and (m := w.median()) > 0
             and x > c.kl_jump * m
-            and (x - m) / w.sigma(m) > c.spike_z
+            and (x - m) / w.sigma(m, spread=True) > c.spike_z
         ):
             out = "E" if x > c.kl_jump_error * m else "W", f"blow-up {_f(x)} (x{_f(x / m)} vs median {_f(m)})"
         elif x > c.kl_warn:
