@@ -459,11 +459,13 @@ def scan(
     columns: Mapping[str, Sequence[Any]],
     wall_times: Sequence[float] | None = None,
     config: AlertConfig | None = None,
+    now: float | None = None,
 ) -> list[Alert]:
     """Replay a stored run: the alerts that streaming :meth:`AlertEngine.update` gives for the same rows.
 
     With ``wall_times`` each row is preceded by ``check_stall(wall_times[i])``, so stalls the run recovered from
-    show up at the row after the gap. None cells are absent (and float NaN too with ``config.nan_missing``).
+    show up at the row after the gap; with ``now`` too, a stall still going on shows up after the last row. None
+    cells are absent (and float NaN too with ``config.nan_missing``).
     """
     eng = AlertEngine(config)
     wanted = {k for keys in eng.roles.values() for k in keys}
@@ -475,4 +477,6 @@ def scan(
         if wt is not None and math.isfinite(wt):
             out.extend(eng.check_stall(wt))
         out.extend(eng.update(step, row, wt))
+    if now is not None:
+        out.extend(eng.check_stall(now))
     return out

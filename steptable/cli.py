@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import math
 import sys
 import tempfile
@@ -37,6 +38,10 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    if sys.stdout is None:  # started with stdout closed (`>&-`): nothing can be written; say so where possible
+        if sys.stderr is not None:
+            sys.stderr.write("steptable: no standard output to write to\n")
+        return 2
     parser = _parser()
     args = parser.parse_args(argv)
     if args.cmd is None:
@@ -82,6 +87,27 @@ def main(argv: Sequence[str] | None = None) -> int:
         except OSError:
             pass
         return 0
+    except OSError as e:
+        if not _stdout_failed(e):
+            raise
+        # a full disk or a dead stream under stdout: one line and status 2 (1 means "an error alert fired")
+        try:
+            sys.stdout = open("/dev/null", "w")  # the interpreter's final flush must not fail again
+        except OSError:
+            pass
+        sys.stderr.write(f"steptable {args.cmd}: cannot write the output ({e.strerror or e})\n")
+        return 2
+
+
+def _stdout_failed(e: OSError) -> bool:
+    """Was ``e`` raised writing stdout? (A path in the error means a file the command tried to read.)"""
+    if e.filename is not None:
+        return False
+    try:
+        sys.stdout.flush()
+    except OSError:
+        return True
+    return e.errno in (errno.ENOSPC, errno.EIO, errno.EBADF, errno.EDQUOT)
 
 
 def _terminal() -> bool:

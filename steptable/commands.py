@@ -62,8 +62,9 @@ def summary_command(args: argparse.Namespace) -> int:
     if not stores:
         sys.stderr.write(f"steptable summary: {sanitize(nothing_found(args.paths))}\n")
         return 2
+    now = time.time()
     alerts = {
-        s.run: scan(s.steps, {k: s.cells(k) for k in s.keys}, s.wall_times if len(s.wall_times) else None)
+        s.run: scan(s.steps, {k: s.cells(k) for k in s.keys}, s.wall_times if len(s.wall_times) else None, now=now)
         for s in stores
     }
     # Rows are named by the same short headers as the table (pg_loss for actor/pg_loss).
@@ -82,7 +83,7 @@ def summary_command(args: argparse.Namespace) -> int:
     text = summarize(
         stores,
         columns=columns,
-        now=time.time(),
+        now=now,
         fmt=args.format,
         alerts=alerts,
         max_columns=args.max_columns,
@@ -92,6 +93,9 @@ def summary_command(args: argparse.Namespace) -> int:
     sys.stdout.write(text if text.endswith("\n") else text + "\n")
     if follower.read_nothing():
         sys.stderr.write("steptable summary: no readable rows\n")
+        return 2
+    if unread := follower.unreadable():  # a summary of some runs must not pass for one of all
+        sys.stderr.write(f"steptable summary: could not read {sanitize(', '.join(unread))}\n")
         return 2
     return 0
 

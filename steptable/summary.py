@@ -223,9 +223,11 @@ def pick_columns(runs: Sequence[RunLike], stats: Mapping[tuple[int, str], ColSta
     order: dict[str, None] = {}
     for r in runs:
         order.update(dict.fromkeys(r.keys))
+    # each run's own step key too (iteration, training/global_step...): the header already gives the steps
+    skip = SKIP_KEYS | {k for r in runs if isinstance(k := getattr(r, "step_key", None), str)}
     score: dict[str, float] = {}
     for key in order:
-        if key in SKIP_KEYS:
+        if key in skip:
             continue
         best = 0.0
         for i, r in enumerate(runs):

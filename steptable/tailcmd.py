@@ -14,10 +14,12 @@ import json
 import math
 import re
 import shutil
+import signal
 import sys
 import threading
 import time
 from bisect import bisect_left, bisect_right
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any, TextIO
 
@@ -29,6 +31,7 @@ from steptable.ingest import Follower, RunStore
 from steptable.ingest.discover import nothing_found
 from steptable.schemas import Schema, by_schema, fit, get_schema, layout, steps_outgrown
 from steptable.schemas.base import unmatched
+from steptable.summary import run_label
 from steptable.writer import encode_row
 
 DEFAULT_WIDTH = 200  # cells, when stdout is not a terminal (an agent pays for every column)
@@ -81,6 +84,7 @@ class Tail:
         self.last_run: str | None = None
         self.keys_seen: set[str] = set()
         self.unmatched_told: set[str] = set()
+        self.arm_runs: Counter[str] = Counter()  # arm -> runs that have it (alert labels)
 
     # -------------------------------------------------------------------------------------------- layout
     def _layouts(self, stores: Sequence[RunStore]) -> dict[str, _Layout]:
@@ -112,6 +116,7 @@ class Tail:
     # -------------------------------------------------------------------------------------------- output
     def emit(self, follower: Follower) -> None:
         stores = [follower.stores[k] for k in sorted(follower.stores)]
+        self.arm_runs = Counter(s.arm for s in stores)
         new = follower.error_count - self.errors_seen  # a count, not a cursor: the list keeps only the latest
         if new > 0:
             kept = list(follower.errors)[-new:]
@@ -243,14 +248,16 @@ class Tail:
     ) -> None:
         eng = self.engines.setdefault(store.run, AlertEngine())
         walls = store.wall_times
-        label = self.labels[store.run] = store.arm or store.run
+        # the arm when no other run has it, else run/arm: two experiments' seed0 must not read as one
+        label = self.labels[store.run] = run_label(store, self.arm_runs.get(store.arm, 0) <= 1)
         for step, row, keys in redo:  # what changed in rows already fed: the cells merged in, or the inserted row
             for alert in eng.update(step, row if keys is None else {k: row[k] for k in keys if k in row}):
                 self._alert(label, alert)
         steps = store.steps
         for i, r in enumerate(rows, start):
             wall = walls[i] if i < len(walls) else None
-            for alert in eng.update(int(steps[i]), r, wall):
+            found = eng.check_stall(wall) if wall is not None and math.isfinite(wall) else []  # a gap now over
+            for alert in [*found, *eng.update(int(steps[i]), r, wall)]:
                 self._alert(label, alert)
 
     def check_stalls(self, now: float) -> None:
@@ -322,21 +329,44 @@ def run_tail(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | 
     err = err or sys.stderr
     follower = Follower(args.paths, poll=args.poll)
     tail = Tail(args, out, err)
-    follower.scan()
     if not args.follow:
+        follower.scan()
         follower.finish()  # a file that will not grow: its unterminated last line is a row too
-    tail.emit(follower)
-    if not args.follow:
-        if not follower.stores:  # --alerts-only too: a mistyped path in CI must not pass as "no alerts"
-            err.write(f"steptable tail: {sanitize(nothing_found(args.paths))}\n")
-            return 2
-        paths = ", ".join(sanitize(str(s.path)) for s in follower.stores.values())
-        if follower.read_nothing():  # not a quiet success, even for --alerts-only
-            err.write(f"steptable tail: no readable rows in {paths}\n")
-            return 2
-        if not any(len(s) for s in follower.stores.values()) and not args.alerts_only:
-            err.write(f"steptable tail: no rows yet in {paths}\n")
+        tail.emit(follower)
+        return _one_shot(args, follower, tail, err)
+    # systemd, k8s, `timeout`: a TERM ends the watch as Ctrl-C does, and the exit status still says whether an
+    # error alert fired
+    term = _stop_on_sigterm()
+    try:
+        follower.scan()
+        tail.emit(follower)
+        return _follow(args, follower, tail)
+    except KeyboardInterrupt:
         return 1 if tail.error_alert else 0
+    finally:
+        if term is not None:
+            signal.signal(signal.SIGTERM, term)
+
+
+def _one_shot(args: argparse.Namespace, follower: Follower, tail: Tail, err: TextIO) -> int:
+    if not follower.stores:  # --alerts-only too: a mistyped path in CI must not pass as "no alerts"
+        err.write(f"steptable tail: {sanitize(nothing_found(args.paths))}\n")
+        return 2
+    paths = ", ".join(sanitize(str(s.path)) for s in follower.stores.values())
+    if follower.read_nothing():  # not a quiet success, even for --alerts-only
+        err.write(f"steptable tail: no readable rows in {paths}\n")
+        return 2
+    if not any(len(s) for s in follower.stores.values()) and not args.alerts_only:
+        err.write(f"steptable tail: no rows yet in {paths}\n")
+    if args.alerts_only:  # a stall still going on (a one-shot check by an agent or CI is when it matters)
+        tail.check_stalls(time.time())
+    if unread := follower.unreadable():  # --alerts-only of some runs must not pass for "no alerts" in all
+        err.write(f"steptable tail: could not read {sanitize(', '.join(unread))}\n")
+        return 2
+    return 1 if tail.error_alert else 0
+
+
+def _follow(args: argparse.Namespace, follower: Follower, tail: Tail) -> int:
     stop = threading.Event()
     lock = threading.Lock()
     broken: list[BrokenPipeError] = []
@@ -368,3 +398,17 @@ def run_tail(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | 
     if broken:
         raise broken[0]  # the CLI treats a closed pipe as a normal end
     return 1 if tail.error_alert else 0
+
+
+def _stop_on_sigterm() -> Any:
+    """Make SIGTERM raise KeyboardInterrupt in the main thread; returns the handler to put back (None: not set)."""
+
+    def interrupt(_signum: int, _frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    try:
+        return signal.signal(signal.SIGTERM, interrupt)
+    except (ValueError, OSError):
+        return None

@@ -150,7 +150,7 @@ def test_unreadable_file_is_reported_once_and_retried(tmp_path: Path, monkeypatc
     f.scan()
     store = f.stores["arm/metrics.jsonl"]
     assert len(store) == 0
-    assert f.errors == [f"{path}: unreadable (Permission denied); will retry"] and store.bad_count == 1
+    assert f.errors == [f"{path}: unreadable (Permission denied)"] and store.bad_count == 1
     monkeypatch.setattr(tail_mod, "open_binary", real_open)
     f.scan()
     assert_rows(store, [0, 1])
@@ -198,7 +198,7 @@ def test_unreadable_directory_is_reported_once_and_retried(tmp_path: Path, monke
     f = Follower([root])
     assert f.scan() == {"armA/metrics.jsonl"}
     f.scan()
-    assert f.errors == [f"{locked}: unreadable (Permission denied); skipped, will retry"]
+    assert f.errors == [f"{locked}: unreadable (Permission denied); skipped"]
     monkeypatch.setattr(os, "scandir", real_scandir)
     assert f.scan() == {"armB/metrics.jsonl"} and len(f.errors) == 1
 
@@ -222,7 +222,7 @@ def test_unreadable_unnamed_jsonl_is_reported_once_and_retried(tmp_path: Path, m
     f = Follower([tmp_path / "runs"])
     assert f.scan() == set()
     f.scan()
-    assert f.errors == [f"{path}: unreadable (Permission denied); skipped, will retry"]
+    assert f.errors == [f"{path}: unreadable (Permission denied); skipped"]
     monkeypatch.setattr(builtins, "open", real_open)
     assert f.scan() == {"exp7.jsonl"}
     assert_rows(f.stores["exp7.jsonl"], [0, 1])

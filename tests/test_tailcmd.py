@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import subprocess
 import sys
 import time
@@ -498,3 +499,96 @@ def test_jsonl_escapes_line_breaks_and_invisible_characters(tmp_path: Path, caps
     rc, out, _ = run_cli(["tail", str(tmp_path), "--format", "jsonl"], capsys)
     assert rc == 0 and len(out.splitlines()) == 1 and not any(ch in out for ch in note if not ch.isalpha())
     assert json.loads(out)["note"] == note  # escaped, not changed
+
+
+def test_alert_lines_name_the_run_when_arms_share_a_name(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    for exp in ("exp1", "exp2"):
+        rows = [{"step": s, "loss": float("nan") if exp == "exp1" and s == 5 else 1.0} for s in range(10)]
+        write_rows(tmp_path / exp / "seed0" / "metrics.jsonl", rows)
+    rc, out, _ = run_cli(["tail", str(tmp_path), "--alerts-only"], capsys)
+    assert rc == 1 and out.startswith("E [exp1/seed0/metrics.jsonl/seed0] step 5 loss non-finite"), out
+
+
+def test_a_stall_still_going_on_is_an_alert_in_one_shot_reads(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    start = time.time() - 7200  # one row a second, the last two hours ago
+    write_rows(tmp_path / "a" / "metrics.jsonl", [{"step": s, "ts": start + s, "loss": 1.0} for s in range(100)])
+    rc, out, _ = run_cli(["tail", str(tmp_path), "--alerts-only"], capsys)
+    assert rc == 0 and out.startswith("W [a] step 99 stalled: no row for 1"), out
+    rc, out, _ = run_cli(["summary", str(tmp_path)], capsys)
+    assert rc == 0 and "stalled: no row for 1" in out
+    # a gap the run recovered from: one-shot tail says so at the row after it, as summary does
+    gap = tmp_path / "gap" / "metrics.jsonl"
+    now = time.time()
+    write_rows(
+        gap, [{"step": s, "ts": now - 5000 + 2 * s + (3600 if s >= 150 else 0), "loss": 1.0} for s in range(200)]
+    )
+    rc, out, _ = run_cli(["tail", str(gap), "--alerts-only"], capsys)
+    assert "step 149 stalled: no row for 60m" in out, out
+
+
+def test_a_run_that_cannot_be_read_fails_a_one_shot_read(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    write_rows(tmp_path / "good" / "metrics.jsonl", [{"step": s, "loss": 1.0} for s in range(5)])
+    bad = tmp_path / "bad" / "metrics.jsonl"
+    bad.parent.mkdir()
+    bad.write_text('{"step": 0, "loss": 1.0}\n')
+    bad.chmod(0)
+    try:
+        if os.access(bad, os.R_OK):
+            pytest.skip("running as a user who can read anything")
+        for argv in (["tail", "--alerts-only"], ["tail"], ["summary"]):
+            rc, _, err = run_cli([*argv, str(tmp_path)], capsys)
+            assert rc == 2 and f"could not read {bad}" in err, (argv, err)
+    finally:
+        bad.chmod(0o644)
+
+
+def test_a_garbage_run_beside_a_good_one_fails_a_one_shot_read(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write_rows(tmp_path / "good" / "metrics.jsonl", [{"step": s, "loss": 1.0} for s in range(5)])
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "metrics.jsonl").write_text("{not json\n{nor this\n")
+    rc, _, err = run_cli(["tail", str(tmp_path), "--alerts-only"], capsys)
+    assert rc == 2 and "could not read" in err and "bad/metrics.jsonl" in err
+
+
+def test_output_that_cannot_be_written_is_one_line_and_status_2(tmp_path: Path) -> None:
+    write_rows(tmp_path / "a" / "metrics.jsonl", [{"step": s, "loss": 1.0} for s in range(5)])
+    for argv in (["summary", str(tmp_path)], ["tail", str(tmp_path)]):
+        with open("/dev/full", "w") as full:
+            p = subprocess.run(
+                [sys.executable, "-m", "steptable", *argv], stdout=full, stderr=subprocess.PIPE, text=True
+            )
+        assert p.returncode == 2 and "cannot write the output" in p.stderr and "Traceback" not in p.stderr
+    p = subprocess.run(
+        [sys.executable, "-c", "import os, sys; os.close(1); sys.stdout = None; from steptable.cli import main; "
+         f"sys.exit(main(['tail', {str(tmp_path)!r}]))"], stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert p.returncode == 2 and "no standard output" in p.stderr
+
+
+def test_sigterm_ends_follow_with_the_alert_status(tmp_path: Path) -> None:
+    import signal
+
+    write_rows(
+        tmp_path / "a" / "metrics.jsonl", [{"step": s, "loss": float("nan") if s == 3 else 1.0} for s in range(5)]
+    )
+    p = subprocess.Popen(
+        [sys.executable, "-m", "steptable", "tail", "-f", "--alerts-only", "--poll", "0.05", str(tmp_path)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert p.stdout is not None
+    line = p.stdout.readline()  # the alert: the follower is up
+    p.send_signal(signal.SIGTERM)
+    rest, err = p.communicate(timeout=20)
+    assert "step 3 loss non-finite" in line and p.returncode == 1, (line, rest, err)
+
+
+def test_summary_leaves_out_a_step_key_of_another_name(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rows = [{"iteration": 10 * i, "loss": 1.0 / (i + 1), "reward": 0.1 * i} for i in range(100)]
+    write_rows(tmp_path / "it" / "metrics.jsonl", rows)
+    rc, out, _ = run_cli(["summary", str(tmp_path)], capsys)
+    names = [line.split()[0] for line in out.splitlines()[1:] if line and line[0] != " "]
+    assert rc == 0 and "loss" in names and not {"iteration", "step"} & set(names), out

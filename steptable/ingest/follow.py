@@ -82,6 +82,12 @@ class Follower:
         permission), which a one-shot command must not pass off as an empty run."""
         return bool(self._errors) and not any(len(s) for s in self.stores.values())
 
+    def unreadable(self) -> list[str]:
+        """What a one-shot command could not read although it was there: runs without a row that reported problems
+        (permission, garbage, not a regular file) and paths that could not be listed. (A follower retries them.)"""
+        out = [str(s.path) for s in self.stores.values() if not len(s) and s.bad_count]
+        return out + [str(p) for p in sorted(self._unlisted)]
+
     def scan(self) -> set[str]:
         """Discover runs and read everything new now. Returns the ids of the runs that changed."""
         return self._tick(discover=True)
@@ -149,7 +155,7 @@ class Follower:
         """A directory discovery could not list or a file it could not sniff: reported once while it keeps failing."""
         if path not in self._unlisted:
             self._unlisted.add(path)
-            self._report(BadLine(str(path), 0, f"unreadable ({e.strerror or e}); skipped, will retry"))
+            self._report(BadLine(str(path), 0, f"unreadable ({e.strerror or e}); skipped"))
         self._failing.add(path)
 
     def _add(self, cand: Candidate) -> None:

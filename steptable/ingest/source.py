@@ -171,7 +171,7 @@ class StateSource(Source):
         except FileNotFoundError:
             return False
         except OSError as e:
-            return self._fail(("", 0, 0, 0), BadLine(str(path), 0, f"unreadable ({e.strerror or e}); will retry"))
+            return self._fail(("", 0, 0, 0), BadLine(str(path), 0, f"unreadable ({e.strerror or e})"))
         try:
             parsed = parse_trainer_state(data, str(path))
         except ValueError as e:

@@ -150,7 +150,7 @@ class FileTail:
         except FileNotFoundError:
             return
         except OSError as e:
-            yield from self._fail(f"unreadable ({e.strerror or e}); will retry")
+            yield from self._fail(f"unreadable ({e.strerror or e})")
             return
         with f:
             ident = (st.st_dev, st.st_ino)
