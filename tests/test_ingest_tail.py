@@ -77,6 +77,29 @@ def test_rotation_rename_and_new_file(tmp_path: Path) -> None:
     assert steps(f) == [10, 11, 12, 13]
 
 
+def test_a_copy_renamed_over_the_file_goes_on_from_where_it_was(tmp_path: Path) -> None:
+    """rsync (and other copiers) write a new file and rename it over the old one: the same rows and more. That is
+    the log grown, not a new run: no reset (tail -f reprinted the whole history and repeated its alerts)."""
+    f, path = follow(tmp_path)
+    for stop in (10, 20, 30):  # three polls, so the file's history has samples from several points
+        path.write_bytes(b"".join(line(i) for i in range(stop)))
+        f.scan()
+    store = f.stores["armA/metrics.jsonl"]
+    gen = store.generation
+    copy = path.with_name("metrics.jsonl.tmp")
+    copy.write_bytes(b"".join(line(i) for i in range(35)))
+    os.replace(copy, path)
+    f.scan()
+    assert steps(f) == list(range(35)) and store.generation == gen
+    # a copy that differs inside what was read (one row changed, past the head) is another file: read again
+    data = b"".join(line(i) for i in range(40)).replace(b'"loss": 2.9}', b'"loss": 2.8}', 1)
+    assert len(data) == len(b"".join(line(i) for i in range(40))) and data.index(b"2.8}") > 512
+    copy.write_bytes(data)
+    os.replace(copy, path)
+    f.scan()
+    assert steps(f) == list(range(40)) and store.generation == gen + 1
+
+
 def test_delete_and_recreate(tmp_path: Path) -> None:
     f, path = follow(tmp_path)
     path.write_bytes(b"".join(line(i) for i in range(10)))

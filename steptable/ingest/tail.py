@@ -1,18 +1,21 @@
 """FileTail: read a growing file from a byte offset, complete lines only, and notice when it is no longer the same file.
 
 A poll stats the file and reads only when (device, inode, size, mtime) changed. It is a *reset* (start again from
-byte 0; the caller rebuilds the run from the new content) when the inode changed (rotation: rename + new file;
-delete + recreate), the size is below our offset (truncation; verl truncates on every launch), or bytes we already
-read changed (the first up to 512 bytes, or the 64 bytes just before our offset: a rewrite that grew past our offset
-between two polls). A partial last line is kept until its newline arrives. A line of ``max_line`` bytes or more is
-reported and skipped while reading on in bounded blocks, never held whole. The file is opened per poll, never kept
-open, so renames, deletions and many runs cost no descriptors.
+byte 0; the caller rebuilds the run from the new content) when the size is below our offset (truncation; verl
+truncates on every launch), or bytes we already read changed (the first up to 512 bytes, the 64 bytes just before
+our offset, or the 64 bytes before where each of the last 16 polls ended: a rewrite that grew past our offset between
+two polls), or the inode changed to a file that does not hold those same bytes (rotation: rename + new file; delete +
+recreate). A new inode that does hold them is the same log grown (rsync and other copiers write a new file and
+rename it over the old one): reading goes on from our offset. A partial last line is kept until its newline arrives.
+A line of ``max_line`` bytes or more is reported and skipped while reading on in bounded blocks, never held whole.
+The file is opened per poll, never kept open, so renames, deletions and many runs cost no descriptors.
 """
 
 from __future__ import annotations
 
 import os
 import stat
+from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +27,8 @@ BLOCK = 256 * 1024
 MAX_LINE = 8 * 1024 * 1024
 HEAD = 512
 TAIL = 64
+#: bytes remembered from the ends of this many earlier polls, to tell a copy of the file (plus more) from a new file
+SAMPLES = 16
 
 
 @dataclass(slots=True)
@@ -79,6 +84,7 @@ class FileTail:
         self._skip_lineno = 0
         self._head = b""
         self._tail = b""
+        self._samples: deque[tuple[int, bytes]] = deque(maxlen=SAMPLES)  # (offset, the TAIL bytes before it)
 
     @property
     def lineno(self) -> int:
@@ -155,7 +161,7 @@ class FileTail:
         with f:
             ident = (st.st_dev, st.st_ino)
             known = self._ident is not None
-            if known and (ident != self._ident or st.st_size < self.offset or not self._same_bytes(f)):
+            if known and (st.st_size < self.offset or not self._same_bytes(f)):
                 self._restart()
                 yield RESET
             self._ident = ident
@@ -166,6 +172,8 @@ class FileTail:
             if len(self._head) < HEAD and self.offset > len(self._head):
                 f.seek(0)
                 self._head = f.read(min(self.offset, HEAD))
+            if self._tail and (not self._samples or self._samples[-1][0] != self.offset):
+                self._samples.append((self.offset, self._tail))
         self._sig = sig
 
     def _fail(self, reason: str) -> Iterator[BadLine]:
@@ -174,14 +182,16 @@ class FileTail:
             yield BadLine(self.label, 0, reason)
 
     def _same_bytes(self, f: BinaryIO) -> bool:
+        """Does ``f`` hold the bytes we read where we looked? (The same file, or a copy of it that may be longer.)"""
         if self._head:
             f.seek(0)
             if f.read(len(self._head)) != self._head:
                 return False
-        if self._tail:
-            f.seek(self.offset - len(self._tail))
-            if f.read(len(self._tail)) != self._tail:
-                return False
+        for end, sample in (*self._samples, (self.offset, self._tail)):
+            if sample:
+                f.seek(end - len(sample))
+                if f.read(len(sample)) != sample:
+                    return False
         return True
 
     def _read(self, f: BinaryIO) -> Iterator[TailEvent]:
