@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import math
 import sys
 import threading
 from array import array
+from pathlib import Path
 from typing import Any
+
+import pytest
 
 from steptable.ingest.parse import MISSING
 from steptable.ingest.store import Parsed, RunStore
@@ -167,3 +171,26 @@ def test_readers_see_whole_batches() -> None:
     stop.set()
     t.join()
     assert all(n == m and n % 2 == 0 for n, m in seen)
+
+
+def test_keys_past_the_cap_are_not_stored_and_said_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A log naming a new key on every row (per-sample metrics) cost rows x keys cells: 10 GB for 30k rows."""
+    from steptable.ingest import Follower, store, table
+
+    monkeypatch.setattr(table, "MAX_KEYS", 50)
+    monkeypatch.setattr(store, "MAX_KEYS", 50)
+    path = tmp_path / "run" / "metrics.jsonl"
+    path.parent.mkdir()
+    with open(path, "w") as f:
+        for i in range(3000):
+            f.write(json.dumps({"step": i, "loss": 0.5, f"sample/{i}": 1.0}) + "\n")
+    fol = Follower([tmp_path])
+    fol.scan()
+    s = fol.stores["run/metrics.jsonl"]
+    assert len(s) == 3000 and len(s.keys) == 50 and s.value(2999, "loss") == 0.5
+    assert s.keys[:3] == ["step", "loss", "sample/0"] and s.value(0, "sample/0") == 1.0
+    assert [e.split(": ", 1)[1][:40] for e in fol.errors] == ["more than 50 distinct keys: keys first s"]
+    with open(path, "a") as f:
+        f.write(json.dumps({"step": 3000, "loss": 0.25, "sample/x": 1.0}) + "\n")
+    fol.scan()
+    assert s.value(3000, "loss") == 0.25 and len(fol.errors) == 1  # said once

@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from steptable.ingest.parse import BadLine
-from steptable.ingest.table import WALL_KEYS, ColumnTable, cols_to_rows, rows_to_cols
+from steptable.ingest.table import MAX_KEYS, WALL_KEYS, ColumnTable, cols_to_rows, rows_to_cols
 
 MAX_BAD_KEPT = 1000
 #: in-place edits remembered; a viewer further behind than this starts over from its first row
@@ -64,6 +64,13 @@ class Parsed:
     step_key: str | None = None
     #: run-level facts found by the parser (HF's final training summary), merged into ``RunStore.meta``
     meta: dict[str, Any] = field(default_factory=dict)
+
+
+def _too_many_keys(first: str | None) -> str:
+    return (
+        f"more than {MAX_KEYS} distinct keys: keys first seen after that are not stored (the first: {first!r:.60}); "
+        "steptable shows per-step metrics, not per-sample data"
+    )
 
 
 class RunStore(ColumnTable):
@@ -90,6 +97,7 @@ class RunStore(ColumnTable):
 
     def _clear(self) -> None:
         self._clear_table()
+        self._told_dropped = False
         self.resumes: list[int] = []
         self.step_key: str | None = None
         self.last_update: float | None = None
@@ -217,6 +225,11 @@ class RunStore(ColumnTable):
                 else:
                     rows = parsed.rows if parsed.rows is not None else cols_to_rows(parsed.cols or {}, len(steps))
                     self._add_rows(steps, rows, now)
+            if self.dropped_keys and not self._told_dropped:
+                self._told_dropped = True
+                told = BadLine(str(self.path), 0, _too_many_keys(self.first_dropped))
+                self.add_bad([told])
+                parsed.bad.append(told)  # the source reports the chunk's bad lines after this
             self.version += 1
 
     def _note(self, arm: Any) -> None:
@@ -241,6 +254,9 @@ class RunStore(ColumnTable):
         return all(map(lt, steps, islice(steps, 1, None)))
 
     def _add_rows(self, steps: Sequence[int], rows: list[dict[str, Any]], now: float) -> None:
+        if len(self.keys) >= MAX_KEYS:  # full: cells of keys not stored are dropped before columns are built
+            known = self._num.keys() | self._obj.keys()
+            rows = [r if r.keys() <= known else self._known_cells(r, known) for r in rows]
         pend_steps: list[int] = []
         pend_rows: list[dict[str, Any]] = []
         last = self._steps[-1] if self._steps else None
@@ -262,6 +278,11 @@ class RunStore(ColumnTable):
         if pend_steps:
             self._append(pend_steps, rows_to_cols(pend_rows), None, now)
         self._note(arm)
+
+    def _known_cells(self, row: dict[str, Any], known: Any) -> dict[str, Any]:
+        out = {k: v for k, v in row.items() if k in known}
+        self.dropped_keys += len(row) - len(out)
+        return out
 
     def _place(self, step: int, row: dict[str, Any], now: float) -> None:
         n = len(self._steps)

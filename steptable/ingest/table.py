@@ -23,6 +23,10 @@ from typing import Any
 from steptable.ingest.parse import MISSING, NONFINITE, norm_value
 
 NAN = math.nan
+#: distinct keys a run keeps. Every column holds a cell for every row, so a log that names a new key on every row
+#: (per-sample metrics: sample/0, sample/1, ...) would cost rows x keys cells: 10 GB for a 1.5 MB file of 30k rows.
+#: Keys first seen after this many are not stored (RunStore reports it once); real trainers log tens to hundreds.
+MAX_KEYS = 2000
 WALL_KEYS = ("ts", "timestamp", "_timestamp", "time", "wall_time")
 #: what a numeric column may receive: numbers, null, absent cells, non-finite spellings (checked per value)
 _NUMERIC_CELLS = frozenset({int, float, type(None), type(MISSING), str})
@@ -72,6 +76,8 @@ class ColumnTable:
         self._steps: array[int] = array("q")
         self._walls: array[float] = array("d")
         self._wall_key: str | None = None
+        self.dropped_keys = 0  # cells of keys past MAX_KEYS not stored
+        self.first_dropped: str | None = None
 
     def __len__(self) -> int:
         return len(self._steps)
@@ -168,7 +174,13 @@ class ColumnTable:
         return pres
 
     def _create(self, key: str, sample: Any, base: int) -> None:
-        """A new column with ``base`` absent cells; numeric unless ``sample`` says otherwise."""
+        """A new column with ``base`` absent cells; numeric unless ``sample`` says otherwise. Past MAX_KEYS keys
+        nothing is created (the key's cells are not stored) and the key is counted in ``dropped_keys``."""
+        if len(self.keys) >= MAX_KEYS:
+            self.dropped_keys += 1
+            if self.first_dropped is None:
+                self.first_dropped = key
+            return
         if sample is MISSING or sample is None or (_as_float(sample) is not None and type(sample) is not bool):
             self._num[key] = array("d", [NAN]) * base
             if type(sample) is int:
@@ -215,7 +227,8 @@ class ColumnTable:
                 self._extend_num(key, vals, int_keys)
             if key in self._obj:  # (also after _extend_num turned the column into a list)
                 self._extend_obj(key, vals)
-        if len(cols) < len(self.keys):
+        # (cols may hold keys past MAX_KEYS that were not stored: count only the stored ones)
+        if len(cols) < len(self.keys) or sum(1 for k in cols if k in num or k in self._obj) < len(self.keys):
             for key in self.keys:
                 if key not in cols:
                     self._presence(key).extend(bytes(n))
@@ -299,8 +312,17 @@ def _doubles(n: int) -> struct.Struct:
 def rows_to_cols(rows: list[dict[str, Any]]) -> dict[str, list[Any]]:
     if len(rows) == 1:
         return {k: [v] for k, v in rows[0].items()}
-    keys = dict.fromkeys(k for r in rows for k in r)
-    return {k: [r.get(k, MISSING) for r in rows] for k in keys}
+    # cell by cell, not key by row: rows that each name keys of their own (per-sample metrics) made the latter
+    # keys x rows dictionary look-ups per chunk (36 million for a chunk of 6,000 such rows)
+    n = len(rows)
+    cols: dict[str, list[Any]] = {}
+    for i, r in enumerate(rows):
+        for k, v in r.items():
+            col = cols.get(k)
+            if col is None:
+                col = cols[k] = [MISSING] * n
+            col[i] = v
+    return cols
 
 
 def cols_to_rows(cols: dict[str, Sequence[Any]], n: int) -> list[dict[str, Any]]:
