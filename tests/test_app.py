@@ -547,3 +547,25 @@ async def test_rows_changed_in_place_are_redrawn_charted_and_alerted(tmp_path: P
         await sync(pilot, follower)
         assert any("step 25 loss non-finite" in e.text for e in app.session.alerts)
         assert "max 5" in static_text(app.query_one(ChartPanel))
+
+
+@pytest.mark.parametrize("stacked", [True, False])
+async def test_many_arms_keep_a_readable_size_and_scroll(tmp_path: Path, stacked: bool) -> None:
+    """More arms than fit: each arm keeps a readable size and the box scrolls to any of them (every arm grew to the
+    whole box, so only the first was ever seen)."""
+    arms = [f"arm{i:02d}" for i in range(12)]
+    app, follower, _ = manual_app(make_runs(tmp_path, steps=20, arms=arms), stacked=stacked)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await sync(pilot, follower)
+        panels = list(app.query(ArmPanel))
+        assert len(panels) == 12
+        box = app.query_one("#arms")
+        if stacked:
+            assert all(p.size.height == 8 for p in panels)
+        else:
+            assert all(p.outer_size.width == 40 for p in panels)
+        assert "arm00" in screen_text(app) and "arm11" not in screen_text(app)
+        panels[-1].grid.focus()  # Tab to the last arm's table: the box scrolls to it
+        await pilot.wait_for_scheduled_animations()
+        await pilot.pause()
+        assert "arm11" in screen_text(app) and (box.scroll_y > 0 if stacked else box.scroll_x > 0)

@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 from textual import on
 from textual.app import ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
-from textual.containers import Container, VerticalScroll
+from textual.containers import ScrollableContainer, VerticalScroll
 from textual.css.query import NoMatches
 from textual.screen import Screen
 
@@ -30,6 +30,11 @@ from steptable.app.widgets.panels import ChartPanel, DiagnosticsPanel, LegendPan
 from steptable.app.widgets.status import StatusBar
 
 Clock = Callable[[], float]
+
+
+#: the rows (title, header, six rows) and cells an arm keeps at least when many share the screen
+ARM_MIN_ROWS = 8
+ARM_MIN_CELLS = 40
 
 
 class StepTableApp(ViewerActions):
@@ -96,7 +101,8 @@ class StepTableApp(ViewerActions):
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="legend-box"):
             yield LegendPanel(id="legend")
-        yield Container(id="arms", classes="side")
+        # scrollable: when the arms do not fit at a readable size they keep that size and the box scrolls
+        yield ScrollableContainer(id="arms", classes="side", can_focus=False)
         yield ChartPanel(id="chart")
         yield DiagnosticsPanel(id="diagnostics")
         yield StatusBar(id="status")
@@ -299,6 +305,22 @@ class StepTableApp(ViewerActions):
         arms = self.main.query_one("#arms")
         arms.set_class(stacked, "stacked")
         arms.set_class(not stacked, "side")
+        # Arms share the box while each gets a readable size; past that each keeps it and the box scrolls (every
+        # arm grew to the whole box instead, and only the first could be seen).
+        n = sum(1 for rid in self.panels if rid not in self.session.hidden)
+        box = arms.size if arms.size.area else self.size
+        crowded = n > 1 and (box.height // n < ARM_MIN_ROWS if stacked else box.width // n < ARM_MIN_CELLS)
+        for panel in self.panels.values():
+            if stacked:
+                panel.styles.width, panel.styles.height = "1fr", ARM_MIN_ROWS if crowded else "1fr"
+            else:
+                panel.styles.width, panel.styles.height = ARM_MIN_CELLS if crowded else "1fr", "1fr"
+
+    def on_resize(self) -> None:
+        try:
+            self._apply_arrangement()
+        except NoMatches:  # before the main screen is composed
+            pass
 
     def jump_to_step(self, step: int) -> None:
         """Every visible table shows ``step`` (or the first step after it) at the top; following pauses."""
