@@ -569,3 +569,22 @@ async def test_many_arms_keep_a_readable_size_and_scroll(tmp_path: Path, stacked
         await pilot.wait_for_scheduled_animations()
         await pilot.pause()
         assert "arm11" in screen_text(app) and (box.scroll_y > 0 if stacked else box.scroll_x > 0)
+
+
+async def test_no_runs_says_what_it_waits_for_and_a_deleted_run_says_gone(tmp_path: Path) -> None:
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "notes.txt").write_text("just some notes\n")
+    app, follower, _ = manual_app(notes)
+    async with app.run_test(size=SIZE) as pilot:
+        await sync(pilot, follower)
+        text = screen_text(app)
+        assert "No runs under" in text and "keeps watching" in text  # it was a blank screen
+        write_rows(notes / "a" / "metrics.jsonl", [{"step": s, "loss": 1.0} for s in range(3)])
+        await sync(pilot, follower)
+        assert "No runs under" not in screen_text(app) and len(app.query(ArmPanel)) == 1
+        (notes / "a" / "metrics.jsonl").unlink()
+        await sync(pilot, follower)
+        app._on_tick()
+        await pilot.pause()
+        assert "FILE GONE" in static_text(app.query_one(ArmPanel).title_bar)

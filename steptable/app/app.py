@@ -3,6 +3,7 @@ alerts. Thin: the Session holds the state, widgets draw through render, the Feed
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -15,6 +16,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import ScrollableContainer, VerticalScroll
 from textual.css.query import NoMatches
 from textual.screen import Screen
+from textual.widgets import Static
 
 from steptable import render
 from steptable.app.feed import Feed
@@ -28,6 +30,7 @@ from steptable.app.widgets.grid import StepGrid
 from steptable.app.widgets.keys import KeyBar
 from steptable.app.widgets.panels import ChartPanel, DiagnosticsPanel, LegendPanel
 from steptable.app.widgets.status import StatusBar
+from steptable.formatting import sanitize
 
 Clock = Callable[[], float]
 
@@ -44,6 +47,7 @@ class StepTableApp(ViewerActions):
     #arms.side { layout: horizontal; }
     #arms.stacked { layout: vertical; }
     #arms.side > ArmPanel { border-right: vkey $panel; }
+    #no-runs { width: 1fr; height: auto; padding: 1 2; color: $text-muted; }
     #legend-box { dock: right; width: 42%; height: 1fr; display: none; }
     #legend-box.-open { display: block; }
     ChartPanel, DiagnosticsPanel { display: none; }
@@ -102,11 +106,20 @@ class StepTableApp(ViewerActions):
         with VerticalScroll(id="legend-box"):
             yield LegendPanel(id="legend")
         # scrollable: when the arms do not fit at a readable size they keep that size and the box scrolls
-        yield ScrollableContainer(id="arms", classes="side", can_focus=False)
+        with ScrollableContainer(id="arms", classes="side", can_focus=False):
+            yield Static(self._waiting_text(), id="no-runs", markup=False)
         yield ChartPanel(id="chart")
         yield DiagnosticsPanel(id="diagnostics")
         yield StatusBar(id="status")
         yield KeyBar()
+
+    def _waiting_text(self) -> str:
+        paths = ", ".join(self.feed.paths) or "the given paths"
+        return sanitize(
+            f"No runs under {paths} yet. steptable shows JSONL metrics files (metrics.jsonl, verl's file logger, "
+            "tinker's metrics.jsonl...), HF/TRL trainer_state.json and console logs (.log/.txt/.out) with "
+            "step:N lines; it keeps watching for them."
+        )
 
     def on_mount(self) -> None:
         name = self._want_theme or DEFAULT_THEME
@@ -174,6 +187,7 @@ class StepTableApp(ViewerActions):
         if panel is None:
             panel = self.panels[rid] = ArmPanel(rid, rid)
             self._new_panels = True
+            self.main.query_one("#no-runs").display = False
             self.main.query_one("#arms").mount(panel)
             relayout = True
             if len(self.panels) == 1:
@@ -235,6 +249,8 @@ class StepTableApp(ViewerActions):
         stalls = self.session.check_stalls(now)
         for rid, panel in self.panels.items():
             panel.stalled = stalls.get(rid)
+            store = panel.grid.store
+            panel.gone = store is not None and not os.path.exists(store.path)  # deleted, or its directory renamed
             panel.refresh_title(now)
         self._refresh_status()
 
@@ -396,7 +412,7 @@ def run_watch(paths: list[str], poll: float | None = None, theme: str | None = N
 
     missing = [p for p in paths if not Path(p).exists()]
     if missing:
-        print(f"steptable watch: no such file or directory: {', '.join(missing)}", file=sys.stderr)
+        print(f"steptable watch: no such file or directory: {sanitize(', '.join(missing))}", file=sys.stderr)
         return 2
     if schema is not None:
         from steptable.schemas import get_schema

@@ -28,6 +28,7 @@ class ArmPanel(Vertical):
         self.label = label
         self.preview: str | None = None  # "last 1,400 rows of 1.0 GB" while the full parse runs
         self.stalled: float | None = None
+        self.gone = False  # its file no longer exists (deleted, rotated away, its directory renamed)
         self.grid = StepGrid()
         self.title_bar = Static("", classes="arm-title", markup=False)
         self._title = ""
@@ -61,6 +62,8 @@ class ArmPanel(Vertical):
         first, last, total = self.grid.columns_in_view()
         if first > 1 or last < total:
             parts.append(f"columns {first}-{last} of {total} (◀ ▶)")
+        if self.gone:
+            parts.append("FILE GONE (rows as last read)")
         parts.append("following" if self.grid.follow else "paused (End/G follows)")
         return sanitize(f" {self.label}  " + " · ".join(parts))
 
