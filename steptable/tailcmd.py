@@ -29,7 +29,7 @@ from steptable.columns import Col
 from steptable.formatting import INVISIBLE, md_escape, numeric_pair, sanitize, unique_name
 from steptable.ingest import Follower, RunStore
 from steptable.ingest.discover import nothing_found
-from steptable.schemas import Schema, by_schema, fit, get_schema, layout, steps_outgrown
+from steptable.schemas import Schema, by_schema, cells_outgrown, fit, get_schema, layout, steps_outgrown, widened
 from steptable.schemas.base import unmatched
 from steptable.summary import run_label
 from steptable.writer import encode_row
@@ -85,6 +85,7 @@ class Tail:
         self.keys_seen: set[str] = set()
         self.unmatched_told: set[str] = set()
         self.arm_runs: Counter[str] = Counter()  # arm -> runs that have it (alert labels)
+        self.tried: dict[str, int] = {}  # key -> the widest value a layout was made again for
 
     # -------------------------------------------------------------------------------------------- layout
     def _layouts(self, stores: Sequence[RunStore]) -> dict[str, _Layout]:
@@ -98,7 +99,7 @@ class Tail:
         out: dict[str, _Layout] = {}
         names: list[tuple[str, str]] = []
         for schema, group in by_schema(stores, named):
-            cols = layout(group, schema, patterns=patterns)
+            cols = widened(layout(group, schema, patterns=patterns), self.tried)
             names += [(c.key, c.header.strip()) for c in cols]
             cols = tuple(fit(cols, width)) if width and width > 0 else tuple(cols)
             old = next((self.of[s.run] for s in group if s.run in self.of), None)
@@ -111,7 +112,21 @@ class Tail:
         return out
 
     def _outgrown(self, stores: Sequence[RunStore]) -> bool:
-        return any(steps_outgrown(lay.cols, [s]) for s in stores if (lay := self.of.get(s.run)) is not None)
+        """Steps past the step column, or new rows with a value their column has no room for (once per width)."""
+        out = False
+        for s in stores:
+            lay = self.of.get(s.run)
+            if lay is None:
+                continue
+            out = out or steps_outgrown(lay.cols, [s])
+            seen = self.versions.get(s.run)
+            n = len(s)
+            if seen is not None and 0 <= seen[1] < n:
+                grown = cells_outgrown(lay.cols, s, max(seen[1], n - 200), n)
+                grown = {k: w for k, w in grown.items() if w > self.tried.get(k, 0)}
+                self.tried.update(grown)
+                out = out or bool(grown)
+        return out
 
     # -------------------------------------------------------------------------------------------- output
     def emit(self, follower: Follower) -> None:
@@ -128,7 +143,8 @@ class Tail:
         if not stores:
             return
         keys = {k for s in stores for k in s.keys}
-        if keys != self.keys_seen or any(s.run not in self.of for s in stores) or self._outgrown(stores):
+        outgrown = self._outgrown(stores)  # (first: it notes the widths new rows need)
+        if keys != self.keys_seen or any(s.run not in self.of for s in stores) or outgrown:
             # New runs or keys (a sparse eval column appearing late), or steps past the step column's width: lay
             # out again and re-print the header of each run whose layout changed.
             self.keys_seen = keys

@@ -588,3 +588,15 @@ async def test_no_runs_says_what_it_waits_for_and_a_deleted_run_says_gone(tmp_pa
         app._on_tick()
         await pilot.pause()
         assert "FILE GONE" in static_text(app.query_one(ArmPanel).title_bar)
+
+
+async def test_columns_widen_for_values_the_first_rows_never_had(tmp_path: Path) -> None:
+    path = tmp_path / "solo" / "metrics.jsonl"
+    write_rows(path, [{"step": s, "loss": 0.5, "tokens": 12} for s in range(30)])
+    app, follower, _ = manual_app(tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await sync(pilot, follower)
+        write_rows(path, [{"step": 30, "loss": -1.2345e-05, "tokens": 123456789}])
+        await sync(pilot, follower)
+        line = next(t for t in screen_text(app).splitlines() if t.split()[:1] == ["30"])
+        assert line.split()[:3] == ["30", "-1e-5", "123456789"], line  # "####" and "1.2e8" before

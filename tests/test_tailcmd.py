@@ -592,3 +592,14 @@ def test_summary_leaves_out_a_step_key_of_another_name(tmp_path: Path, capsys: p
     rc, out, _ = run_cli(["summary", str(tmp_path)], capsys)
     names = [line.split()[0] for line in out.splitlines()[1:] if line and line[0] != " "]
     assert rc == 0 and "loss" in names and not {"iteration", "step"} & set(names), out
+
+
+def test_follow_widens_a_column_for_values_its_first_rows_never_had(tmp_path: Path) -> None:
+    path = tmp_path / "a" / "metrics.jsonl"
+    write_rows(path, [{"step": s, "loss": 0.5, "tokens": 12} for s in range(30)])
+    follower, tail, out, _ = _live(tmp_path, ["--width", "0"])
+    _step(follower, tail)
+    write_rows(path, [{"step": 30, "loss": -1.2345e-05, "tokens": 123456789}])
+    _step(follower, tail)
+    last = out.getvalue().splitlines()[-1].split()  # type: ignore[attr-defined]
+    assert last == ["30", "-1e-5", "123456789"]  # they read "####" and "1.2e8"

@@ -40,6 +40,7 @@ class Session:
     counts: dict[str, int] = field(default_factory=dict)
     stalls: dict[str, float] = field(default_factory=dict)
     _keys: frozenset[str] = frozenset()
+    _tried: dict[str, int] = field(default_factory=dict)  # key -> the widest value a new layout was made for
     _schema: Schema | None = None
 
     # ------------------------------------------------------------------------------------------------ runs
@@ -49,23 +50,36 @@ class Session:
         run = self.runs.get(run_id)
         if run is None or run.store is not store:
             run = self.runs[run_id] = Run(store)
+        before, n = run.rows, len(store)
         run.preview = preview
-        run.rows = len(store)
+        run.rows = n
         run.generation = store.generation
-        return self._relayout()
+        return self._relayout(self._outgrown(store, before, n))
 
-    def _relayout(self) -> bool:
-        from steptable.schemas import layout, steps_outgrown
+    def _outgrown(self, store: Store, before: int, n: int) -> bool:
+        """New rows hold a value its column has no room for (``####``, an integer cut to a compact form), one the
+        layout has not been made again for yet (a value that stays too wide after that does not ask again)."""
+        from steptable.schemas import cells_outgrown
+
+        if not self.layout or not 0 <= before < n:
+            return False
+        grown = cells_outgrown(self.layout, store, max(before, n - 200), n)  # a live run's few new rows
+        grown = {k: w for k, w in grown.items() if w > self._tried.get(k, 0)}
+        self._tried.update(grown)
+        return bool(grown)
+
+    def _relayout(self, outgrown: bool = False) -> bool:
+        from steptable.schemas import layout, steps_outgrown, widened
 
         keys = frozenset(k for r in self.runs.values() for k in r.store.keys)
         stores = [r.store for r in self.runs.values()]
-        if keys == self._keys and self.layout and not steps_outgrown(self.layout, stores):
+        if keys == self._keys and self.layout and not outgrown and not steps_outgrown(self.layout, stores):
             return False
         if not any(len(s) for s in stores):
             return False  # no data yet: widths would be guesses
 
         self._keys = keys
-        self.layout = layout(stores, self.schema())
+        self.layout = widened(layout(stores, self.schema()), self._tried)
         if self.selected not in {c.key for c in self.layout}:
             self.selected = self.layout[1].key if len(self.layout) > 1 else None
         return True

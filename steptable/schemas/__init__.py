@@ -21,6 +21,7 @@ from steptable.schemas.base import (
     Schema,
     SideFile,
     auto_col,
+    cells_outgrown,
     derive_rows,
     fit,
     hidden_keys,
@@ -29,6 +30,7 @@ from steptable.schemas.base import (
     ratio_pair,
     step_key_of,
     steps_outgrown,
+    widened,
 )
 from steptable.schemas.headers import short_header, short_headers
 from steptable.schemas.legend import legend_for
@@ -61,6 +63,7 @@ __all__ = [
     "SideFile",
     "auto_col",
     "by_schema",
+    "cells_outgrown",
     "classify_log_entry",
     "config_dir",
     "derive_rows",
@@ -82,4 +85,5 @@ __all__ = [
     "step_key_of",
     "steps_outgrown",
     "user_schemas",
+    "widened",
 ]

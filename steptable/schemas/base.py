@@ -223,9 +223,60 @@ def auto_col(
     )
     if fractional and len(widths) >= 10:
         data_w = widths[int(0.9 * (len(widths) - 1))]
+        # ... but never so narrow that a rarer value has no form at all (a ``####`` cell says nothing)
+        for v in samples:
+            if v is not None and not isinstance(v, str) and "#" in format_value(v, fmt, data_w, fill=False):
+                data_w = narrowest(v, fmt, data_w)
     w = max(display_width(h), min(data_w, 12 if is_str else 8), 3)
     text = sanitize(desc or f"{key} (as logged)")  # keys come from files: one line, nothing a terminal obeys
     return Col(key, w, h, fmt, text, better, align="left" if is_str else "right")
+
+
+def narrowest(value: Any, fmt: str | None, start: int = 1, limit: int = 12) -> int:
+    """The fewest cells (from ``start``, at most ``limit``) in which ``value`` has a form other than ``####``."""
+    for width in range(max(start, 1), limit):
+        if "#" not in format_value(value, fmt, width, fill=False):
+            return width
+    return limit
+
+
+class RowView(Protocol):
+    def value(self, i: int, key: str) -> Any: ...
+
+
+def cells_outgrown(cols: Sequence[Col], run: RowView, start: int, stop: int) -> dict[str, int]:
+    """Columns of the automatic format that rows ``[start, stop)`` of ``run`` outgrew: a number with no form in its
+    column (``####``) or an integer wider than it (shown in a compact form, it would lose digits). Key -> the cells
+    the widest such value needs. A live run meets values its first rows never had (a loss of -1.2e-05, a token
+    count past 1e8): the layout is made again for them."""
+    out: dict[str, int] = {}
+    for c in cols:
+        if c.fmt is not None and c.fmt != "frac":
+            continue  # a declared format: its width is part of the declaration
+        for i in range(start, stop):
+            v = run.value(i, c.key)
+            if v is None or isinstance(v, (str, bool)):
+                continue
+            if isinstance(v, int):
+                need = len(str(v)) if abs(v) < 10**20 else c.width
+            elif "#" in format_value(v, c.fmt, c.width, fill=False):
+                need = narrowest(v, c.fmt, c.width + 1)
+            else:
+                continue
+            if need > c.width:
+                out[c.key] = max(out.get(c.key, 0), need)
+    return out
+
+
+def widened(cols: Sequence[Col], need: Mapping[str, int], limit: int = 12) -> tuple[Col, ...]:
+    """``cols`` with each automatic-format column in ``need`` at least that wide (at most ``limit`` cells): room
+    for values :func:`cells_outgrown` found, which the layout's sample of rows may not have held."""
+    return tuple(
+        c.with_(width=min(need[c.key], limit))
+        if c.key in need and c.width < min(need[c.key], limit) and (c.fmt is None or c.fmt == "frac")
+        else c
+        for c in cols
+    )
 
 
 def informative(run: RunView, key: str) -> float:
