@@ -253,3 +253,37 @@ def test_a_config_json_that_is_not_a_file_is_passed_over(
         config.mkdir()
     rc, out, _ = run_cli(["tail", str(tmp_path / "r"), "--format", "jsonl"], capsys)
     assert rc == 0 and _jsonl_steps(out) == [0]
+
+
+def test_a_named_file_of_json_rows_is_read_whatever_its_name(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """verl's file logger writes wherever $VERL_FILE_LOGGER_PATH says: exp.json, exp, run.out..."""
+    for name in ("exp.json", "exp", "metrics.ndjson"):
+        path = tmp_path / name
+        path.write_text("\ufeff" + "".join(json.dumps({"step": s, "loss": 1.0}) + "\n" for s in range(3)))
+        rc, out, _ = run_cli(["tail", str(path), "--format", "jsonl"], capsys)
+        assert rc == 0 and _jsonl_steps(out) == [0, 1, 2], name
+    (tmp_path / "notes").write_text("plain words\n")
+    rc, _, err = run_cli(["tail", str(tmp_path / "notes")], capsys)
+    assert rc == 2 and "not a metrics file" in err
+    os.mkfifo(tmp_path / "fifo")
+    rc, _, err = run_cli(["tail", str(tmp_path / "fifo")], capsys)  # named, but never opened: it would block
+    assert rc == 2
+
+
+def test_a_trainer_state_with_a_bom_is_read(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    state = {"log_history": [{"step": 1, "loss": 0.5}, {"step": 2, "loss": 0.4}]}
+    path = tmp_path / "run" / "trainer_state.json"
+    path.parent.mkdir()
+    path.write_bytes(b"\xef\xbb\xbf" + json.dumps(state).encode())
+    rc, out, _ = run_cli(["tail", str(path.parent), "--format", "jsonl"], capsys)
+    assert rc == 0 and _jsonl_steps(out) == [1, 2]
+
+
+@pytest.mark.parametrize("text", ["1_0", "\u0663", "\uff13", "+-3", "--3", "", "-"])
+def test_a_step_written_as_text_must_be_ascii_digits(text: str) -> None:
+    from steptable.ingest.parse import step_of
+
+    assert step_of(text) is None  # int() reads "1_0" as 10 and "٣" (Arabic-Indic) as 3
+    assert step_of(" 12 ") == 12 and step_of("-3") == -3 and step_of("7") == 7

@@ -281,7 +281,22 @@ def classify(path: Path, root: Path, label: str | None = None, *, explicit: bool
     if suffix in CONSOLE_SUFFIXES:
         arm, run_dir = arm_and_run_dir(path, root)
         return Candidate(path, path, "console", _run_id(path, root, label), arm, run_dir, explicit)
+    if explicit and _starts_like_jsonl(path):  # a file named on the command line ($VERL_FILE_LOGGER_PATH: any name)
+        arm, run_dir = arm_and_run_dir(path, root)
+        return Candidate(path, path, "jsonl", _run_id(path, root, label), arm, run_dir, True)
     return None
+
+
+def _starts_like_jsonl(path: Path) -> bool:
+    """Does a regular file begin (after a BOM and blanks) with a JSON object? Never blocks on a FIFO."""
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return False
+        with open(path, "rb") as f:
+            head = f.read(4096)
+    except OSError:
+        return False
+    return head.removeprefix(b"\xef\xbb\xbf").lstrip()[:1] == b"{"
 
 
 #: malformed lines at the start of an unnamed ``*.jsonl`` after which it is judged not to hold metrics

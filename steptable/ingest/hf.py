@@ -15,6 +15,7 @@ from typing import Any
 import msgspec
 
 from steptable.ingest.parse import (
+    BOM,
     MISSING,
     BadLine,
     flatten,
@@ -62,7 +63,9 @@ def newest_trainer_state(run_dir: Path) -> Path | None:
 
 
 def decode_document(data: bytes) -> Any:
-    """Decode one JSON document that may hold bare NaN / Infinity and out-of-range numbers."""
+    """Decode one JSON document that may hold bare NaN / Infinity and out-of-range numbers (and a UTF-8 BOM,
+    which an editor on Windows adds)."""
+    data = data.removeprefix(BOM)
     if has_nonfinite(data):
         data = quote_nonfinite(data)
     try:

@@ -257,10 +257,12 @@ def step_of(value: Any) -> int | None:
     elif t is float and value.is_integer():
         step = int(value)
     elif t is str and len(value) <= 40:
-        try:
-            step = int(value)
-        except ValueError:
+        text = value.strip()
+        digits = text[1:] if text[:1] == "-" else text
+        # ASCII digits only: int() also reads "1_0" as 10 and Arabic-Indic or fullwidth digits
+        if not (digits.isascii() and digits.isdigit()):
             return None
+        step = int(text)
     else:
         return None
     return int(step) if STEP_MIN <= step <= STEP_MAX else None
