@@ -287,3 +287,18 @@ def test_a_step_written_as_text_must_be_ascii_digits(text: str) -> None:
 
     assert step_of(text) is None  # int() reads "1_0" as 10 and "٣" (Arabic-Indic) as 3
     assert step_of(" 12 ") == 12 and step_of("-3") == -3 and step_of("7") == 7
+
+
+def test_integers_past_two_to_the_53_stay_exact(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Seeds and counters past 2**53 came out as other integers (a double rounds them)."""
+    seed, big = 16764245381219219765, 2**53 + 1
+    rows = [{"step": s, "seed": seed, "tokens": big + 2 * s, "loss": 0.5} for s in range(600)]  # the fast path
+    rows[300]["late"] = big  # a column created by a later row
+    write_rows(tmp_path / "a" / "metrics.jsonl", rows)
+    write_rows(tmp_path / "a" / "metrics.jsonl", [{"step": 599, "merged": -big}])  # merged into a stored row
+    rc, out, _ = run_cli(["tail", str(tmp_path), "--format", "jsonl", "-n", "0"], capsys)
+    got = [json.loads(line) for line in out.splitlines()]
+    assert rc == 0 and [r["tokens"] for r in got] == [big + 2 * s for s in range(600)]
+    assert {r["seed"] for r in got} == {seed} and got[300]["late"] == big and got[599]["merged"] == -big
+    rc, out, _ = run_cli(["tail", str(tmp_path), "--format", "csv", "-n", "1"], capsys)
+    assert str(seed) in out and str(big + 1198) in out

@@ -30,6 +30,8 @@ MAX_KEYS = 2000
 WALL_KEYS = ("ts", "timestamp", "_timestamp", "time", "wall_time")
 #: what a numeric column may receive: numbers, null, absent cells, non-finite spellings (checked per value)
 _NUMERIC_CELLS = frozenset({int, float, type(None), type(MISSING), str})
+#: integers past this are not all exact as doubles: a column that holds one is kept as a list of ints
+EXACT_INT = 2**53
 #: the gaps of a numeric column as floats (dict.get in C is ~5x faster than a Python test per cell)
 _GAPS: dict[Any, float] = {None: NAN, MISSING: NAN, "NaN": NAN, "Infinity": math.inf, "-Infinity": -math.inf}
 
@@ -150,7 +152,7 @@ class ColumnTable:
             arr = self._num.get(key)
             if arr is not None:
                 f = _as_float(v)
-                if f is None:
+                if f is None or (type(v) is int and not -EXACT_INT <= v <= EXACT_INT):
                     self._to_obj(key)
                 else:
                     arr[i] = f
@@ -181,7 +183,9 @@ class ColumnTable:
             if self.first_dropped is None:
                 self.first_dropped = key
             return
-        if sample is MISSING or sample is None or (_as_float(sample) is not None and type(sample) is not bool):
+        number = _as_float(sample) is not None and type(sample) is not bool
+        exact = type(sample) is not int or -EXACT_INT <= sample <= EXACT_INT
+        if sample is MISSING or sample is None or (number and exact):
             self._num[key] = array("d", [NAN]) * base
             if type(sample) is int:
                 self._ints.add(key)
@@ -212,10 +216,13 @@ class ColumnTable:
             arr = num.get(key)
             if arr is not None and int_keys is not None:  # the hot path, inlined: one C call per column
                 try:
-                    arr.frombytes(packer.pack(*vals))
-                except (struct.error, OverflowError):
+                    packed = packer.pack(*vals)
+                    if key in int_keys and (max(vals) > EXACT_INT or min(vals) < -EXACT_INT):
+                        raise OverflowError  # an int a double would round (a seed): the exact path below
+                except (struct.error, OverflowError, TypeError):
                     pass
                 else:
+                    arr.frombytes(packed)
                     if key in ints and key not in int_keys:
                         ints.discard(key)
                     if key in pres:
@@ -251,6 +258,9 @@ class ColumnTable:
             all_int = float not in types or all(type(v) is not float or not math.isfinite(v) for v in vals)
         else:
             all_int = key in int_keys
+        if any(type(v) is int and not -EXACT_INT <= v <= EXACT_INT for v in vals):
+            self._to_obj(key)  # a double would round it: ints kept exact in a list
+            return
         conv = list(map(_GAPS.get, vals, vals))  # None / MISSING / "NaN"... -> float, in C; the rest as is
         try:
             arr.frombytes(_doubles(len(conv)).pack(*conv))
