@@ -283,9 +283,9 @@ class Tail:
         self.out.flush()
 
     def _alert(self, label: str, alert: Alert) -> None:
-        self.out.write(f"{alert.level} [{sanitize(label)}] {alert.message_line()}\n")
-        if alert.level == "E":
+        if alert.level == "E":  # before the line: a SIGTERM right after it must not lose the status
             self.error_alert = True
+        self.out.write(f"{alert.level} [{sanitize(label)}] {alert.message_line()}\n")
 
 
 def non_negative(text: str) -> int:
