@@ -30,33 +30,18 @@ Level = Literal["W", "E"]
 # Role -> candidate keys (exact, case-sensitive). Entropy is the policy's mean token entropy only: not
 # train/weight_entropy (an entropy of weights, not of the policy), not exec_surprisal_mean (surprisal of sampled
 # tokens, another quantity), not actor/entropy_loss or entropy_coeff (loss terms whose sign and scale vary).
-DEFAULT_ROLES: Mapping[str, tuple[str, ...]] = MappingProxyType(
-    {
-        "loss": ("loss", "train/loss", "actor/pg_loss"),
-        "grad_norm": ("gn", "grad_norm", "actor/grad_norm", "train/grad_norm", "optim/grad_norm"),
-        "reward": (
-            "rew",
-            "reward",
-            "mean_reward",
-            "env/all/reward/total",
-            "critic/score/mean",
-            "train/reward",
-            "critic/rewards/mean",
-        ),
-        "entropy": ("entropy", "actor/entropy", "optim/entropy", "train/entropy"),
-        "kl": ("kl", "critic/kl", "actor/ppo_kl", "train/kl", "optim/kl_sample_train_v1", "actor/kl_loss"),
-        "saturation": (
-            "response_length/clip_ratio",
-            "completions/clipped_ratio",
-            "train/completions/clipped_ratio",
-            "train/completions/clipped_frac",
-            "max_token_hit_rate",
-            "actor/pg_clipfrac",
-        ),
-        "hack": ("hack_s",),
-        "auroc": ("auroc",),
-    }
-)
+DEFAULT_ROLES: Mapping[str, tuple[str, ...]] = MappingProxyType({
+    "loss": ("loss", "train/loss", "actor/pg_loss"),
+    "grad_norm": ("gn", "grad_norm", "actor/grad_norm", "train/grad_norm", "optim/grad_norm"),
+    "reward": ("rew", "reward", "mean_reward", "env/all/reward/total", "critic/score/mean", "train/reward",
+               "critic/rewards/mean"),
+    "entropy": ("entropy", "actor/entropy", "optim/entropy", "train/entropy"),
+    "kl": ("kl", "critic/kl", "actor/ppo_kl", "train/kl", "optim/kl_sample_train_v1", "actor/kl_loss"),
+    "saturation": ("response_length/clip_ratio", "completions/clipped_ratio", "train/completions/clipped_ratio",
+                   "train/completions/clipped_frac", "max_token_hit_rate", "actor/pg_clipfrac"),
+    "hack": ("hack_s",),
+    "auroc": ("auroc",),
+})
 MULTI_ROLES = frozenset({"kl", "saturation"})
 _MAD_SIGMA = 1.4826  # MAD -> sigma for normal noise
 
@@ -303,13 +288,8 @@ class _KLBlowup(_Detector):
         out: tuple[Level, str] | None = None
         if x > c.kl_error:
             out = "E", f"blow-up {_f(x)} (>{_f(c.kl_error)})"
-        elif (
-            len(w) >= c.min_history
-            and x > c.kl_jump_min
-            and (m := w.median()) > 0
-            and x > c.kl_jump * m
-            and (x - m) / w.sigma(m, spread=True) > c.spike_z
-        ):
+        elif (len(w) >= c.min_history and x > c.kl_jump_min and (m := w.median()) > 0 and x > c.kl_jump * m
+              and (x - m) / w.sigma(m, spread=True) > c.spike_z):
             out = "E" if x > c.kl_jump_error * m else "W", f"blow-up {_f(x)} (x{_f(x / m)} vs median {_f(m)})"
         elif x > c.kl_warn:
             out = "W", f"blow-up {_f(x)} (>{_f(c.kl_warn)})"

@@ -52,11 +52,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     if (args.cmd == "watch" or (args.cmd == "demo" and not args.stdout)) and not _terminal():
         # Textual would draw to a pipe and wait for keys that never come: say so instead of hanging.
-        hint = (
-            "steptable demo --stdout prints the run instead"
-            if args.cmd == "demo"
-            else "for pipes, CI and agents: steptable tail -f PATH, or steptable summary PATH"
-        )
+        hint = "steptable demo --stdout prints the run instead" if args.cmd == "demo" else \
+            "for pipes, CI and agents: steptable tail -f PATH, or steptable summary PATH"
         sys.stderr.write(f"steptable {args.cmd}: the watch app needs a terminal (stdin and stdout); {hint}\n")
         return 2
     try:

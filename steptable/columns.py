@@ -74,9 +74,8 @@ class Col:
         if not self.key:
             raise ColumnError("a column needs a non-empty key", "key")
         if not isinstance(self.width, int) or isinstance(self.width, bool) or not 1 <= self.width <= MAX_WIDTH:
-            raise ColumnError(
-                f"column {self.key!r}: width must be an int from 1 to {MAX_WIDTH}, got {self.width!r}", "width"
-            )
+            raise ColumnError(f"column {self.key!r}: width must be an int from 1 to {MAX_WIDTH}, got {self.width!r}",
+                              "width")
         if not isinstance(self.header, str):
             raise ColumnError(f"column {self.key!r}: header must be text, got {self.header!r}", "header")
         clean = sanitize(self.header)  # a header from a TOML file beside the logs is untrusted text
@@ -89,11 +88,11 @@ class Col:
                 "header",
             )
         if self.better not in (None, "higher", "lower"):
-            raise ColumnError(
-                f"column {self.key!r}: better must be 'higher', 'lower' or None, got {self.better!r}", "better"
-            )
+            raise ColumnError(f"column {self.key!r}: better must be 'higher', 'lower' or None, got {self.better!r}",
+                              "better")
         if self.align not in ("right", "left", "center"):
-            raise ColumnError(f"column {self.key!r}: align must be right, left or center, got {self.align!r}", "align")
+            raise ColumnError(f"column {self.key!r}: align must be right, left or center, got {self.align!r}",
+                              "align")
         check_fmt(self.fmt, f"column {self.key!r}")
         if "\n" in self.desc:
             raise ColumnError(f"column {self.key!r}: the description must be one line", "desc")

@@ -80,16 +80,8 @@ def summary_command(args: argparse.Namespace) -> int:
         columns = list(chosen)
         for p in unmatched(patterns, names):
             sys.stderr.write(f"steptable summary: --columns {sanitize(p)!r} matches no column\n")
-    text = summarize(
-        stores,
-        columns=columns,
-        now=now,
-        fmt=args.format,
-        alerts=alerts,
-        max_columns=args.max_columns,
-        labels=labels,
-        align=args.align,
-    )
+    text = summarize(stores, columns=columns, now=now, fmt=args.format, alerts=alerts,
+                     max_columns=args.max_columns, labels=labels, align=args.align)
     sys.stdout.write(text if text.endswith("\n") else text + "\n")
     if follower.read_nothing():
         sys.stderr.write("steptable summary: no readable rows\n")

@@ -83,14 +83,10 @@ class _Arm:
         rout = 0.0 if warm else min(0.9, hack_p * 0.9 + r.gauss(0, 0.02))
         keep = 0.0 if warm else max(0.0, 0.45 + r.gauss(0, 0.03))
         return {
-            "auroc": min(1.0, 0.85 + r.gauss(0, 0.03)),
-            "cos": 0.08 + r.gauss(0, 0.01),
-            "qmass": max(0.0, hack_p * 0.8 + r.gauss(0, 0.02)),
-            "keep": keep,
-            "resid": max(0.0, 1.0 - keep - rout),
-            "rout": rout,
-            "tlo": math.nan if warm else -0.5 + r.gauss(0, 0.03),
-            "thi": math.nan if warm else 0.7 + r.gauss(0, 0.03),
+            "auroc": min(1.0, 0.85 + r.gauss(0, 0.03)), "cos": 0.08 + r.gauss(0, 0.01),
+            "qmass": max(0.0, hack_p * 0.8 + r.gauss(0, 0.02)), "keep": keep,
+            "resid": max(0.0, 1.0 - keep - rout), "rout": rout,
+            "tlo": math.nan if warm else -0.5 + r.gauss(0, 0.03), "thi": math.nan if warm else 0.7 + r.gauss(0, 0.03),
             "stale": step % 50,
         }
 

@@ -96,7 +96,7 @@ def compile_row(cols: tuple[Col, ...]) -> Callable[[Mapping[str, Any]], str]:
             ]
         elif fmt.endswith("d"):
             lines += [
-                f"    if type(v) is int and -{10**w} < v < {10**w}:",  # a huge int: str() may even raise
+                f"    if type(v) is int and -{10 ** w} < v < {10 ** w}:",  # a huge int: str() may even raise
                 f"        {name} = f'{{v:{_aligned(fmt, w)}}}'",
                 f"        if len({name}) != {w}: {slow}",
                 f"    else: {slow}",
@@ -129,19 +129,9 @@ def compile_row(cols: tuple[Col, ...]) -> Callable[[Mapping[str, Any]], str]:
     ]
     lines += _fast_path(cols)
     env: dict[str, Any] = {
-        "KEYS": tuple(c.key for c in cols),
-        "COLS": cols,
-        "cell": format_cell,
-        "auto": fmt_auto,
-        "CELLS": cells,
-        "filled": fill_digits,
-        "INF": math.inf,
-        "SEP": SEP,
-        "WIDTH": width(cols),
-        "KEYS_GET": _keys_getter(cols),
-        "TEMPLATE": _template(cols),
-        "frac_new": _frac_new,
-        "EXP_SUFFIX": _EXP_SUFFIX,
+        "KEYS": tuple(c.key for c in cols), "COLS": cols, "cell": format_cell, "auto": fmt_auto, "CELLS": cells,
+        "filled": fill_digits, "INF": math.inf, "SEP": SEP, "WIDTH": width(cols), "KEYS_GET": _keys_getter(cols),
+        "TEMPLATE": _template(cols), "frac_new": _frac_new, "EXP_SUFFIX": _EXP_SUFFIX,
         **{f"MEMO{i}": {} for i in range(len(cols))},
     }
     exec(compile("\n".join(lines), f"<steptable row {len(cols)} cols>", "exec"), env)
@@ -162,15 +152,8 @@ def _zero_check(cols: tuple[Col, ...]) -> str:
     """Generated condition that is true when some fixed-spec cell reads as zero ("+0.00"), so the per-cell path
     can tell a true zero from a value rounded away. Plain substring tests (a regex costs several times more); a
     false alarm ("10.00") only costs the slower path."""
-    needles = sorted(
-        {
-            "0." + "0" * int((m.group(2) or ".6")[1:])
-            for c in cols
-            if _fast_kind(c) == "float"
-            for m in [_SAFE_SPEC.fullmatch(c.fmt or "")]
-            if m is not None
-        }
-    )
+    needles = sorted({"0." + "0" * int((m.group(2) or ".6")[1:]) for c in cols if _fast_kind(c) == "float"
+                      for m in [_SAFE_SPEC.fullmatch(c.fmt or "")] if m is not None})
     tests = [f"{(n + SEP)!r} in text" for n in needles]
     if cols and _fast_kind(cols[-1]) == "float":  # the last cell has no separator after it
         tests += [f"text.endswith({n!r})" for n in needles]

@@ -62,9 +62,8 @@ class RunLike(Protocol):
     def __len__(self) -> int: ...
 
 
-SKIP_KEYS = frozenset(
-    {"step", "_step", "global_step", "ts", "time", "timestamp", "_timestamp", "wall_time", "_runtime", "run", "arm"}
-)
+SKIP_KEYS = frozenset({"step", "_step", "global_step", "ts", "time", "timestamp", "_timestamp", "wall_time",
+                       "_runtime", "run", "arm"})
 MAX_ALERTS = 3
 TREND_SHARE = 0.1
 _HEAD = ("first", "last", "min", "max", "tr%")
@@ -275,10 +274,8 @@ def _table_text(head: list[str], rows: list[list[str]], align: bool) -> list[str
         multi = "arm" in head
         widths = [w if (h == "col" and multi) else 0 for h, w in zip(head, widths, strict=True)]
     num = [h in _HEAD[:4] for h in head]
-    return [
-        " ".join(pad(c, w, "right" if n else "left") for c, w, n in zip(r, widths, num, strict=True)).rstrip()
-        for r in [head, *rows]
-    ]
+    return [" ".join(pad(c, w, "right" if n else "left") for c, w, n in zip(r, widths, num, strict=True)).rstrip()
+            for r in [head, *rows]]
 
 
 def _table_md(head: list[str], rows: list[list[str]]) -> list[str]:
@@ -326,10 +323,8 @@ def summarize(
     order = [(key, i) for key in keys for i in range(len(runs))]
     cells = _cells([stats.get((i, key), ColStats()) for key, i in order], align and not md)
     names = labels or {}
-    rows = [
-        [(sanitize(names.get(key, key)) or '""') if i == 0 else "", *([tags[i]] if multi else []), *c]
-        for (key, i), c in zip(order, cells, strict=True)
-    ]
+    rows = [[(sanitize(names.get(key, key)) or '""') if i == 0 else "", *([tags[i]] if multi else []), *c]
+            for (key, i), c in zip(order, cells, strict=True)]
     if rows:
         head_row = ["col", *(["arm"] if multi else []), *_HEAD]
         lines.extend(["", *_table_md(head_row, rows), ""] if md else _table_text(head_row, rows, align))

@@ -35,16 +35,8 @@ from typing import Any
 from fixtures_gen_more import routing_row, write_generic, write_maxent_state, write_routing, write_trl_state
 
 __all__ = [
-    "routing_row",
-    "write_all",
-    "write_generic",
-    "write_maxent_state",
-    "write_retrain",
-    "write_routing",
-    "write_tinker",
-    "write_tinyzero_console",
-    "write_trl_state",
-    "write_verl",
+    "routing_row", "write_all", "write_generic", "write_maxent_state", "write_retrain", "write_routing",
+    "write_tinker", "write_tinyzero_console", "write_trl_state", "write_verl",
 ]
 
 NAN = float("nan")
@@ -141,30 +133,17 @@ def write_retrain(
             else:
                 metrics.append(_compact(row))
             total = 16
-            summary.append(
-                _compact(
-                    {
-                        "step": step,
-                        "mean_reward": row["mean_reward"],
-                        "correct_count": round(row["correct_rate"] * total),
-                        "total_count": total,
-                        "condition": row["condition"],
-                    }
-                )
-            )
+            summary.append(_compact({
+                "step": step, "mean_reward": row["mean_reward"], "correct_count": round(row["correct_rate"] * total),
+                "total_count": total, "condition": row["condition"],
+            }))
             for j in range(3):
-                gens.append(
-                    _compact(
-                        {
-                            "step": step,
-                            "prompt": f"Q{step}.{j}: what is {step} + {j}?"[:200],
-                            "completion": f"<think>add</think> {step + j}"[:500],
-                            "reward": float(j != 2),
-                            "num_tokens": 12 + j,
-                            "top_surprisal_tokens": [{"pos": 3, "surprisal": 4.25, "token": "add"}],
-                        }
-                    )
-                )
+                gens.append(_compact({
+                    "step": step, "prompt": f"Q{step}.{j}: what is {step} + {j}?"[:200],
+                    "completion": f"<think>add</think> {step + j}"[:500], "reward": float(j != 2),
+                    "num_tokens": 12 + j,
+                    "top_surprisal_tokens": [{"pos": 3, "surprisal": 4.25, "token": "add"}],
+                }))
     return {
         "log_dir": log_dir,
         "metrics": _write_lines(log_dir / "metrics.jsonl", metrics),
@@ -342,67 +321,28 @@ def write_tinker(dir: Path, steps: int = 6, eval_every: int = 3, seed: int = 3) 
             lines.append(json.dumps({"step": step, **_tinker_test(step)}))  # a later, sparse evaluation row
     out = {"log_path": d, "metrics": _write_lines(d / "metrics.jsonl", lines)}
     d.mkdir(parents=True, exist_ok=True)
-    (d / "config.json").write_text(
-        json.dumps(
-            {
-                "model_name": "Qwen/Qwen3-4B",
-                "learning_rate": 4e-5,
-                "groups_per_batch": 16,
-                "group_size": 8,
-                "log_path": str(d),
-                "eval_every": eval_every,
-            },
-            indent=2,
-        )
-    )
+    (d / "config.json").write_text(json.dumps({
+        "model_name": "Qwen/Qwen3-4B", "learning_rate": 4e-5, "groups_per_batch": 16, "group_size": 8,
+        "log_path": str(d), "eval_every": eval_every,
+    }, indent=2))
     out["config"] = d / "config.json"
-    out["checkpoints"] = _write_lines(
-        d / "checkpoints.jsonl",
-        [
-            json.dumps({"name": f"{s:06d}", "batch": s, "state_path": f"tinker://run-1/weights/{s:06d}"})
-            for s in range(0, steps, 3)
-        ],
-    )
-    out["rollouts"] = _write_lines(
-        d / "train_iteration_000002_rollout_summaries.jsonl",
-        [
-            json.dumps(
-                {
-                    "schema_version": 1,
-                    "split": "train",
-                    "iteration": 2,
-                    "group_idx": g,
-                    "traj_idx": t,
-                    "tags": ["math"],
-                    "sampling_client_step": 2,
-                    "total_reward": float(t % 2),
-                    "final_reward": float(t % 2),
-                    "trajectory_metrics": {"correct": float(t % 2)},
-                    "final_ob_len": 300,
-                    "steps": [
-                        {
-                            "step_idx": 0,
-                            "ob_len": 88,
-                            "ac_len": 212,
-                            "reward": float(t % 2),
-                            "episode_done": True,
-                            "metrics": {},
-                            "logs": {},
-                        }
-                    ],
-                }
-            )
-            for g in range(2)
-            for t in range(2)
-        ],
-    )
-    out["timing"] = _write_lines(
-        d / "timing_spans.jsonl",
-        [
-            json.dumps({"step": s, "name": "train_step", "start": 100.0 * s, "end": 100.0 * s + 9.5})
-            for s in range(steps)
-        ],
-    )
+    out["checkpoints"] = _write_lines(d / "checkpoints.jsonl", [
+        json.dumps({"name": f"{s:06d}", "batch": s, "state_path": f"tinker://run-1/weights/{s:06d}"})
+        for s in range(0, steps, 3)
+    ])
+    out["rollouts"] = _write_lines(d / "train_iteration_000002_rollout_summaries.jsonl", [
+        json.dumps({
+            "schema_version": 1, "split": "train", "iteration": 2, "group_idx": g, "traj_idx": t, "tags": ["math"],
+            "sampling_client_step": 2, "total_reward": float(t % 2), "final_reward": float(t % 2),
+            "trajectory_metrics": {"correct": float(t % 2)}, "final_ob_len": 300,
+            "steps": [{"step_idx": 0, "ob_len": 88, "ac_len": 212, "reward": float(t % 2), "episode_done": True,
+                       "metrics": {}, "logs": {}}],
+        })
+        for g in range(2) for t in range(2)
+    ])
+    out["timing"] = _write_lines(d / "timing_spans.jsonl", [
+        json.dumps({"step": s, "name": "train_step", "start": 100.0 * s, "end": 100.0 * s + 9.5}) for s in range(steps)
+    ])
     return out
 
 

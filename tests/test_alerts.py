@@ -201,10 +201,8 @@ def test_saturation_consecutive_rows() -> None:
     xs[100:130] = [(31, 32)] * 30  # fractions, one episode
     xs[160:170] = ["0.99"] * 10  # a second one after clear rows
     got = stream(series("response_length/clip_ratio", xs))
-    assert kinds(got) == [
-        ("W", 104, "response_length/clip_ratio", "saturation"),
-        ("W", 164, "response_length/clip_ratio", "saturation"),
-    ]
+    assert kinds(got) == [("W", 104, "response_length/clip_ratio", "saturation"),
+                          ("W", 164, "response_length/clip_ratio", "saturation")]
     assert got[0].message == "saturated .969 (>.9 for 5 rows)"
 
 
@@ -265,9 +263,8 @@ def test_hack_silent_when_only_one_moves(seed: int) -> None:
     rng = random.Random(seed)
     rising_hack = [{"hack_s": 0.1 + 0.4 * (i > 100), "auroc": 0.9 + rng.gauss(0, 0.01)} for i in range(300)]
     assert stream(rising_hack) == []
-    noisy = [
-        {"hack_s": [sum(rng.random() < 0.2 for _ in range(8)), 8], "auroc": rng.gauss(0.85, 0.03)} for _ in range(1000)
-    ]
+    noisy = [{"hack_s": [sum(rng.random() < 0.2 for _ in range(8)), 8], "auroc": rng.gauss(0.85, 0.03)}
+             for _ in range(1000)]
     assert stream(noisy) == []
 
 
@@ -279,40 +276,9 @@ class _Hostile:
         raise RuntimeError("no")
 
 
-HOSTILE: list[Any] = [
-    None,
-    math.nan,
-    "nan",
-    "NaN",
-    "inf",
-    "-inf",
-    "abc",
-    "",
-    "  ",
-    True,
-    False,
-    (1, 0),
-    (0, 0),
-    [1],
-    [1, 2, 3],
-    ("a", "b"),
-    "3/0",
-    "3/x",
-    {},
-    {"a": 1},
-    object(),
-    _Hostile(),
-    1j,
-    10**400,
-    -(10**400),
-    b"1",
-    bytearray(b"x"),
-    1e308 * 10,
-    -0.0,
-    2**63,
-    "1e999",
-    "\x1b[2J",
-]
+HOSTILE: list[Any] = [None, math.nan, "nan", "NaN", "inf", "-inf", "abc", "", "  ", True, False, (1, 0), (0, 0),
+                      [1], [1, 2, 3], ("a", "b"), "3/0", "3/x", {}, {"a": 1}, object(), _Hostile(), 1j, 10**400,
+                      -(10**400), b"1", bytearray(b"x"), 1e308 * 10, -0.0, 2**63, "1e999", "\x1b[2J"]
 
 
 def test_hostile_values_never_crash() -> None:
@@ -393,16 +359,8 @@ def test_scan_equals_streaming() -> None:
         streamed.extend(eng.update(steps[i], row, walls[i]))
     scanned = scan(steps, cols, walls)
     assert scanned == streamed
-    assert {a.kind for a in scanned} == {
-        "nonfinite",
-        "spike",
-        "reward_collapse",
-        "entropy_collapse",
-        "kl_blowup",
-        "saturation",
-        "hack_auroc",
-        "stall",
-    }
+    assert {a.kind for a in scanned} == {"nonfinite", "spike", "reward_collapse", "entropy_collapse", "kl_blowup",
+                                         "saturation", "hack_auroc", "stall"}
     no_walls = [(a.kind, a.column, a.message) for a in scan(steps, cols)]
     assert no_walls == [(a.kind, a.column, a.message) for a in stream(rows)] != []
 

@@ -486,12 +486,8 @@ async def test_generations_viewer_pages_a_big_step(tmp_path: Path) -> None:
     path = root / "solo" / "emergence" / "generations.jsonl"
     path.parent.mkdir(parents=True)
     body = "\n".join(f"reasoning line {i}" for i in range(200))
-    path.write_text(
-        "".join(
-            json.dumps({"step": 5, "prompt": "q", "completion": f"{k}\n{body}", "reward": 0.5}) + "\n"
-            for k in range(128)
-        )
-    )
+    path.write_text("".join(json.dumps({"step": 5, "prompt": "q", "completion": f"{k}\n{body}", "reward": 0.5})
+                            + "\n" for k in range(128)))
     app, follower, _ = manual_app(root)
     async with app.run_test(size=SIZE) as pilot:
         await sync(pilot, follower)

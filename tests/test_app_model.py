@@ -122,10 +122,8 @@ def test_session_layout_pins_arms_and_events() -> None:
     assert s.visible() == ["b/metrics.jsonl"]
     assert s.toggle_arm(7) is None
 
-    s.add_alerts(
-        "a/metrics.jsonl",
-        [Alert("E", 3, "loss", "nonfinite", "non-finite (nan)"), Alert("W", 4, "gn", "spike", "spike")],
-    )
+    s.add_alerts("a/metrics.jsonl", [Alert("E", 3, "loss", "nonfinite", "non-finite (nan)"),
+                                     Alert("W", 4, "gn", "spike", "spike")])
     bad = RunStore("c", "/x/c.jsonl")
     from steptable.ingest import BadLine
 
@@ -201,15 +199,9 @@ def test_generations_index_and_samples(tmp_path: Path) -> None:
 def test_tinker_rollout_summaries(tmp_path: Path) -> None:
     d = tmp_path / "iteration_000012"
     d.mkdir()
-    rec = {
-        "split": "train",
-        "group_idx": 0,
-        "traj_idx": 1,
-        "total_reward": 0.5,
-        "final_reward": 0.5,
-        "trajectory_metrics": {"correct": 1},
-        "steps": [{"step_idx": 0, "ob_len": 10, "ac_len": 4, "reward": 0.5, "logs": {"answer": "42\x1b[2J"}}],
-    }
+    rec = {"split": "train", "group_idx": 0, "traj_idx": 1, "total_reward": 0.5, "final_reward": 0.5,
+           "trajectory_metrics": {"correct": 1}, "steps": [
+               {"step_idx": 0, "ob_len": 10, "ac_len": 4, "reward": 0.5, "logs": {"answer": "42\x1b[2J"}}]}
     (d / "train_rollout_summaries.jsonl").write_text(json.dumps(rec) + "\nnot json\n")
     idx = build_index(side_paths({"rollout_summaries": [d / "train_rollout_summaries.jsonl"]}))
     assert idx.steps == [12]
@@ -298,11 +290,9 @@ def test_rich_completions_tables_are_generations(tmp_path: Path) -> None:
     out = write_maxent_state(tmp_path / "maxent")
     rich = out["completions"]
     extra = rich.parent / "completions_step_000004.json"
-    extra.write_text(
-        '{"columns": ["step", "prompt", "completion", "reward_total", "advantage"],'
-        ' "data": [[4, "p", "c", NaN, 0.5], "not a row"]}'
-    )
-    (rich.parent / "completions_step_000005.json").write_text("[1, 2]")
+    extra.write_text('{"columns": ["step", "prompt", "completion", "reward_total", "advantage"],'
+                     ' "data": [[4, "p", "c", NaN, 0.5], "not a row"]}')
+    (rich.parent / "completions_step_000005.json").write_text('[1, 2]')
     paths = side_paths({"rich_completions": [rich, extra, rich.parent / "completions_step_000005.json"]})
     idx = build_index(paths)
     assert idx.steps == [2, 4, 5]

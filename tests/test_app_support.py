@@ -47,12 +47,8 @@ def row(arm_i: int, step: int, routed: bool = True) -> dict[str, Any]:
             auroc=round(0.6 + 0.25 * math.sin(step / 6 + arm_i), 3),
             cos=round(0.1 * math.cos(step / 4), 3),
             qmass=round(0.3 + 0.2 * math.sin(step / 9 + arm_i), 3),
-            keep=0.5,
-            resid=round(0.3 - 0.1 * math.sin(step / 7), 3),
-            rout=round(0.2 + 0.1 * math.sin(step / 7), 3),
-            tlo=-0.4,
-            thi=round(1.1 + 0.1 * math.sin(step / 8), 3),
-            stale=step % 10,
+            keep=0.5, resid=round(0.3 - 0.1 * math.sin(step / 7), 3), rout=round(0.2 + 0.1 * math.sin(step / 7), 3),
+            tlo=-0.4, thi=round(1.1 + 0.1 * math.sin(step / 8), 3), stale=step % 10,
         )
     return r
 
@@ -142,16 +138,6 @@ def write_generations(run_dir: Path) -> Path:
         for step in (0, 10, 20):
             for k in range(2):
                 completion = HOSTILE if step == 10 and k == 0 else f"answer {k} at step {step}\nsecond line"
-                fh.write(
-                    json.dumps(
-                        {
-                            "step": step,
-                            "prompt": f"prompt {k} [b]x[/b]",
-                            "completion": completion,
-                            "reward": 1.0 - k,
-                            "num_tokens": 12 + k,
-                        }
-                    )
-                    + "\n"
-                )
+                fh.write(json.dumps({"step": step, "prompt": f"prompt {k} [b]x[/b]", "completion": completion,
+                                     "reward": 1.0 - k, "num_tokens": 12 + k}) + "\n")
     return path

@@ -100,10 +100,7 @@ def test_json_value_that_is_not_an_object(tmp_path: Path) -> None:
     _, store, _ = ingest(tmp_path, good(0) + b"[1, 2]\n" + b"null\n" + b'"text"\n' + good(4))
     assert_rows(store, [0, 4])
     assert [(b.lineno, b.reason) for b in store.bad] == [
-        (2, "not a JSON object (list)"),
-        (3, "not a JSON object (NoneType)"),
-        (4, "not a JSON object (str)"),
-    ]
+        (2, "not a JSON object (list)"), (3, "not a JSON object (NoneType)"), (4, "not a JSON object (str)")]
 
 
 def test_number_out_of_range(tmp_path: Path) -> None:
@@ -203,7 +200,8 @@ def test_unreadable_directory_is_reported_once_and_retried(tmp_path: Path, monke
     assert f.scan() == {"armB/metrics.jsonl"} and len(f.errors) == 1
 
 
-def test_unreadable_unnamed_jsonl_is_reported_once_and_retried(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_unreadable_unnamed_jsonl_is_reported_once_and_retried(tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
     """A ``*.jsonl`` whose content must say whether it holds metrics, but which cannot be opened, is not silently
     waited on forever."""
     import builtins
@@ -244,12 +242,8 @@ def test_fifos_and_devices_are_reported_not_read(tmp_path: Path, name: str) -> N
     else:
         target = run / name
         os.mkfifo(target)
-    proc = subprocess.run(
-        [sys.executable, "-m", "steptable", "summary", str(tmp_path / "runs")],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    proc = subprocess.run([sys.executable, "-m", "steptable", "summary", str(tmp_path / "runs")],
+                          capture_output=True, text=True, timeout=60)
     assert "arm" in proc.stdout and "not a regular file" in proc.stderr, (proc.stdout, proc.stderr)
 
 
@@ -278,15 +272,8 @@ def test_trainer_state_entries_it_cannot_use_are_reported_once(tmp_path: Path) -
     run = tmp_path / "runs" / "hf"
     run.mkdir(parents=True)
     path = run / "trainer_state.json"
-    history: list[Any] = [
-        1,
-        "x",
-        None,
-        {"step": 3, "loss": 0.5},
-        {"loss": 0.2},
-        {"step": "4", "loss": 0.1},
-        {"step": 5.5, "loss": 1.0},
-    ]
+    history: list[Any] = [1, "x", None, {"step": 3, "loss": 0.5}, {"loss": 0.2}, {"step": "4", "loss": 0.1},
+                          {"step": 5.5, "loss": 1.0}]
     path.write_text(json.dumps({"log_history": history}))
     f = Follower([tmp_path / "runs"])
     f.scan()

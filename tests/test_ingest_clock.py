@@ -41,9 +41,8 @@ def test_a_backlog_without_a_clock_has_no_rate(tmp_path: Path) -> None:
     assert text.startswith("steps 0-29999, upd 3") and "step/min" not in text and "s/step" not in text
 
 
-def test_rows_that_arrive_while_following_get_their_arrival_time(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_rows_that_arrive_while_following_get_their_arrival_time(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "run" / "metrics.jsonl"
     path.parent.mkdir()
     path.write_bytes(_rows(0, 5))

@@ -31,24 +31,15 @@ def test_discover_runs_arms_and_side_files(tmp_path: Path) -> None:
     write_jsonl(tmp_path / "logs" / "routeA" / "prompts.jsonl", [{"id": "a", "text": "b"}])
     (tmp_path / "logs" / "routeA" / "config.json").write_text("{}")
     cands = {c.run_id: c for c in discover([tmp_path / "logs"])}
-    assert sorted(cands) == [
-        "absorb/metrics.jsonl",
-        "routeA/custom_eval.jsonl",
-        "routeA/metrics.jsonl",
-        "routeA/prompts.jsonl",
-        "vanilla/metrics.jsonl",
-    ]
+    assert sorted(cands) == ["absorb/metrics.jsonl", "routeA/custom_eval.jsonl", "routeA/metrics.jsonl",
+                             "routeA/prompts.jsonl", "vanilla/metrics.jsonl"]
     assert cands["routeA/metrics.jsonl"].arm == "routeA" and cands["routeA/metrics.jsonl"].confirmed
     assert not cands["routeA/custom_eval.jsonl"].confirmed  # decided by its content
     assert sorted(cands["routeA/metrics.jsonl"].side_files) == ["config", "generations"]
     f = Follower([tmp_path / "logs"])
     f.scan()
-    assert sorted(f.stores) == [
-        "absorb/metrics.jsonl",
-        "routeA/custom_eval.jsonl",
-        "routeA/metrics.jsonl",
-        "vanilla/metrics.jsonl",
-    ]  # prompts.jsonl holds no metric rows
+    assert sorted(f.stores) == ["absorb/metrics.jsonl", "routeA/custom_eval.jsonl", "routeA/metrics.jsonl",
+                                "vanilla/metrics.jsonl"]  # prompts.jsonl holds no metric rows
     assert f.stores["routeA/custom_eval.jsonl"].arm == "custom_eval"
 
 

@@ -59,15 +59,12 @@ def test_invalid_utf8_replaced_and_bom_stripped() -> None:
     assert len(warnings) == 2
 
 
-@pytest.mark.parametrize(
-    ("line", "reason"),
-    [
-        (b'{"a": 1', "malformed JSON"),
-        (b"[1, 2]", "not a JSON object (list)"),
-        (b"3", "not a JSON object (int)"),
-        (b'"text"', "not a JSON object (str)"),
-    ],
-)
+@pytest.mark.parametrize(("line", "reason"), [
+    (b'{"a": 1', "malformed JSON"),
+    (b"[1, 2]", "not a JSON object (list)"),
+    (b"3", "not a JSON object (int)"),
+    (b'"text"', "not a JSON object (str)"),
+])
 def test_lines_without_a_row(line: bytes, reason: str) -> None:
     with pytest.raises(LineError, match=reason.replace("(", r"\(").replace(")", r"\)")):
         decode_line(line)
@@ -78,25 +75,10 @@ def test_blank_line_is_no_row() -> None:
 
 
 def test_flatten_nested_and_verl_envelope() -> None:
-    row = flatten(
-        {
-            "step": 3,
-            "data": {"actor/pg_loss": 0.5, "critic": {"score": {"mean": 1}}},
-            "kl": 2.0,
-            "eval": {"acc": [[1, 2], [3, 4]]},
-            "gt_s": [3, 8],
-            "flag": True,
-        }
-    )
-    assert row == {
-        "step": 3,
-        "actor/pg_loss": 0.5,
-        "critic/score/mean": 1,
-        "kl": 2.0,
-        "eval/acc": [[1, 2], [3, 4]],
-        "gt_s": (3, 8),
-        "flag": True,
-    }
+    row = flatten({"step": 3, "data": {"actor/pg_loss": 0.5, "critic": {"score": {"mean": 1}}},
+                   "kl": 2.0, "eval": {"acc": [[1, 2], [3, 4]]}, "gt_s": [3, 8], "flag": True})
+    assert row == {"step": 3, "actor/pg_loss": 0.5, "critic/score/mean": 1, "kl": 2.0,
+                   "eval/acc": [[1, 2], [3, 4]], "gt_s": (3, 8), "flag": True}
 
 
 def test_fix_chunk_rewrites_only_lines_with_tokens() -> None:
@@ -122,13 +104,8 @@ def _rows(n: int, seed: int = 0) -> list[dict[str, Any]]:
     rng = random.Random(seed)
     rows = []
     for s in range(n):
-        r: dict[str, Any] = {
-            "step": s,
-            "loss": rng.random(),
-            "n": rng.randrange(100),
-            "phase": "a",
-            "data": {"x/y": rng.random()},
-        }
+        r: dict[str, Any] = {"step": s, "loss": rng.random(), "n": rng.randrange(100), "phase": "a",
+                             "data": {"x/y": rng.random()}}
         if s % 7 == 3:
             r["loss"] = None
         if s % 11 == 5:
@@ -205,10 +182,8 @@ def _chunks(rows: list[dict[str, Any]], size: int) -> list[bytes]:
 
 
 def test_fast_path_nested_step_and_verl_envelope() -> None:
-    rows = [
-        {"training": {"global_step": 10 * s}, "data": {"actor/pg_loss": s / 10, "perf": {"mfu": 0.5}}}
-        for s in range(80)
-    ]
+    rows = [{"training": {"global_step": 10 * s}, "data": {"actor/pg_loss": s / 10, "perf": {"mfu": 0.5}}}
+            for s in range(80)]
     store, parser = _feed(_chunks(rows, 10))
     assert parser.fast_chunks >= 6 and parser.step_key == "training/global_step"
     assert list(store.steps) == [10 * s for s in range(80)]
@@ -239,10 +214,8 @@ def test_console_metrics_end_at_a_carriage_return() -> None:
     line drawn after a bar on the same line is still found; CRLF endings read as LF."""
     from steptable.ingest.console import ConsoleParser
 
-    chunk = (
-        b"step:1 - loss:0.5 - acc:0.25\r 40%|####      | 4/10 [00:04<00:06]\n"
-        b" 50%|#####     | 5/10\rstep:2 - loss:0.4 - acc:0.5\r\n"
-    )
+    chunk = (b"step:1 - loss:0.5 - acc:0.25\r 40%|####      | 4/10 [00:04<00:06]\n"
+             b" 50%|#####     | 5/10\rstep:2 - loss:0.4 - acc:0.5\r\n")
     parsed = ConsoleParser("x").parse(chunk)
     assert parsed.steps == [1, 2]
     assert parsed.rows == [{"step": 1, "loss": 0.5, "acc": 0.25}, {"step": 2, "loss": 0.4, "acc": 0.5}]
@@ -253,9 +226,7 @@ def test_console_hyperlinks_and_colours_are_not_part_of_keys() -> None:
     unterminated OSC does not swallow the next line."""
     from steptable.ingest.console import ConsoleParser
 
-    chunk = (
-        b"step:1 - \x1b]8;;http://x\x1b\\loss\x1b]8;;\x1b\\:0.5 - \x1b]8;;http://y\x07acc\x1b]8;;\x07:0.25"
-        b" - \x1b[31mkl\x1b[0m:0.1\n\x1b]0;title\nstep:2 - loss:0.4\n"
-    )
+    chunk = (b"step:1 - \x1b]8;;http://x\x1b\\loss\x1b]8;;\x1b\\:0.5 - \x1b]8;;http://y\x07acc\x1b]8;;\x07:0.25"
+             b" - \x1b[31mkl\x1b[0m:0.1\n\x1b]0;title\nstep:2 - loss:0.4\n")
     parsed = ConsoleParser("x").parse(chunk)
     assert parsed.rows == [{"step": 1, "loss": 0.5, "acc": 0.25, "kl": 0.1}, {"step": 2, "loss": 0.4}]

@@ -22,14 +22,9 @@ def add_rows(store: RunStore, rows: list[dict[str, Any]], step_key: str = "step"
 
 def test_append_and_read_api() -> None:
     s = RunStore("run", "run/metrics.jsonl", arm="a")
-    add_rows(
-        s,
-        [
-            {"step": 0, "loss": 1.0, "n": 2, "ok": True, "gt": (1, 4)},
-            {"step": 1, "loss": float("nan"), "n": 3, "gt": (2, 4)},
-            {"step": 2, "loss": None, "phase": "eval"},
-        ],
-    )
+    add_rows(s, [{"step": 0, "loss": 1.0, "n": 2, "ok": True, "gt": (1, 4)},
+                 {"step": 1, "loss": float("nan"), "n": 3, "gt": (2, 4)},
+                 {"step": 2, "loss": None, "phase": "eval"}])
     assert len(s) == 3 and list(s.steps) == [0, 1, 2] and s.keys == ["step", "loss", "n", "ok", "gt", "phase"]
     assert s.is_numeric("loss") and s.is_integer("n") and not s.is_numeric("gt") and not s.is_numeric("ok")
     assert s.row(0) == {"step": 0, "loss": 1.0, "n": 2, "ok": True, "gt": (1, 4)}
@@ -46,15 +41,8 @@ def test_append_and_read_api() -> None:
 
 def test_same_step_on_neighbouring_lines_merges_later_wins() -> None:
     s = RunStore("r", "r")
-    add_rows(
-        s,
-        [
-            {"step": 0, "loss": 1.0},
-            {"step": 0, "test/acc": 0.5},
-            {"step": 1, "loss": 2.0},
-            {"step": 1, "loss": 2.5, "lr": 0.1},
-        ],
-    )
+    add_rows(s, [{"step": 0, "loss": 1.0}, {"step": 0, "test/acc": 0.5}, {"step": 1, "loss": 2.0},
+                 {"step": 1, "loss": 2.5, "lr": 0.1}])
     assert list(s.steps) == [0, 1] and s.resumes == []
     assert s.row(0) == {"step": 0, "loss": 1.0, "test/acc": 0.5}
     assert s.row(1) == {"step": 1, "loss": 2.5, "lr": 0.1}
@@ -86,17 +74,8 @@ def test_late_row_with_other_keys_merges_into_its_step() -> None:
 
 def test_out_of_order_steps_are_sorted() -> None:
     s = RunStore("r", "r")
-    add_rows(
-        s,
-        [
-            {"step": 0, "a": 0},
-            {"step": 2, "a": 2},
-            {"step": 6, "a": 6},
-            {"step": 4, "a": 4},
-            {"step": 8, "a": 8},
-            {"step": 1, "a": 1, "b": "x"},
-        ],
-    )
+    add_rows(s, [{"step": 0, "a": 0}, {"step": 2, "a": 2}, {"step": 6, "a": 6}, {"step": 4, "a": 4},
+                 {"step": 8, "a": 8}, {"step": 1, "a": 1, "b": "x"}])
     assert list(s.steps) == [0, 1, 2, 4, 6, 8] and s.resumes == []
     assert s.column("a").tolist() == [0, 1, 2, 4, 6, 8] and s.column("b") == [None, "x", None, None, None, None]
 
@@ -110,14 +89,8 @@ def test_numeric_column_turns_into_list_when_text_arrives() -> None:
 
 def test_columns_from_the_fast_path_with_missing_cells() -> None:
     s = RunStore("r", "r")
-    s.add(
-        Parsed(
-            steps=(0, 1, 2),
-            cols={"step": (0, 1, 2), "a": (0.5, MISSING, "NaN"), "k": (1, 2, None)},
-            int_keys=frozenset({"step", "k"}),
-            step_key="step",
-        )
-    )
+    s.add(Parsed(steps=(0, 1, 2), cols={"step": (0, 1, 2), "a": (0.5, MISSING, "NaN"), "k": (1, 2, None)},
+                 int_keys=frozenset({"step", "k"}), step_key="step"))
     assert s.value(1, "a") is None and math.isnan(s.value(2, "a")) and s.value(0, "a") == 0.5
     assert s.is_integer("k") and s.value(1, "k") == 2 and math.isnan(s.value(2, "k"))
 

@@ -33,16 +33,8 @@ def strict_loads(line: str) -> object:
 def test_log_writes_strict_jsonl_and_prints_rows(tmp_path: Path, captured: list[str]) -> None:
     with StepLogger(COLS, run_dir=tmp_path / "arm", arm="armA", header_every=3, alerts=False) as sl:
         for step in range(7):
-            sl.log(
-                {
-                    "step": step,
-                    "loss": math.nan if step == 2 else -0.5 * step,
-                    "frac": (step, 8),
-                    "extra": math.inf,
-                    "name": "x",
-                    "sec": 1.5,
-                }
-            )
+            sl.log({"step": step, "loss": math.nan if step == 2 else -0.5 * step, "frac": (step, 8),
+                    "extra": math.inf, "name": "x", "sec": 1.5})
     lines = (tmp_path / "arm" / "metrics.jsonl").read_text().splitlines()
     assert len(lines) == 7
     rows = [strict_loads(line) for line in lines]

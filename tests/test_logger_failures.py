@@ -322,9 +322,8 @@ def test_close_returns_when_the_jsonl_is_not_a_regular_file(tmp_path: Path) -> N
     assert proc.stdout.split() == ["3", "False"]
 
 
-def test_a_stdout_that_raises_anything_is_reported_once(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_stdout_that_raises_anything_is_reported_once(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     """A replaced stdout (a notebook stream torn down, a tee) raising something that is not an OSError: one report,
     then quiet, and the JSONL is complete."""
     from steptable import setup_logging

@@ -14,34 +14,9 @@ from steptable.formatting import display_width
 from steptable.schemas.routing import routing_columns
 
 SEED_ORDER = [
-    "step",
-    "ref_eq",
-    "rew",
-    "rew_s",
-    "gt_s",
-    "gt_t",
-    "hack_s",
-    "hack_t",
-    "hack_deployed",
-    "solve_deployed",
-    "hk_c",
-    "hk_m",
-    "lp_s",
-    "lp_t",
-    "loss",
-    "gn",
-    "lr",
-    "auroc",
-    "cos",
-    "qmass",
-    "keep",
-    "resid",
-    "rout",
-    "tlo",
-    "thi",
-    "stale",
-    "hack_abl",
-    "solve_abl",
+    "step", "ref_eq", "rew", "rew_s", "gt_s", "gt_t", "hack_s", "hack_t", "hack_deployed", "solve_deployed",
+    "hk_c", "hk_m", "lp_s", "lp_t", "loss", "gn", "lr", "auroc", "cos", "qmass", "keep", "resid", "rout", "tlo",
+    "thi", "stale", "hack_abl", "solve_abl",
 ]
 
 
@@ -49,39 +24,15 @@ def routing_rows() -> list[dict[str, object]]:
     rng = random.Random(7)
     rows: list[dict[str, object]] = []
     for step in range(6):
-        rows.append(
-            {
-                "step": step,
-                "ref_eq": step * 0.25,
-                "rew": rng.uniform(-1, 1),
-                "rew_s": rng.uniform(-1, 1),
-                "gt_s": (rng.randint(0, 32), 32),
-                "gt_t": [rng.randint(0, 32), 32],
-                "hack_s": (step, 32),
-                "hack_t": (3, 32),
-                "hack_deployed": math.nan if step % 3 else 0.125,
-                "solve_deployed": None if step % 3 else 0.5,
-                "hk_c": step,
-                "hk_m": 0,
-                "lp_s": -0.93,
-                "lp_t": -0.61,
-                "loss": -0.0123,
-                "gn": 10 ** (step - 2),
-                "lr": 1e-5,
-                "auroc": 0.5 + step / 20,
-                "cos": -0.02,
-                "qmass": 0.3,
-                "keep": 0.5,
-                "resid": 0.25,
-                "rout": 0.25,
-                "tlo": -0.7,
-                "thi": 1.1,
-                "stale": step,
-                "hack_abl": (1, 8),
-                "solve_abl": (5, 8),
-                "sec": 12.5,
-            }
-        )
+        rows.append({
+            "step": step, "ref_eq": step * 0.25, "rew": rng.uniform(-1, 1), "rew_s": rng.uniform(-1, 1),
+            "gt_s": (rng.randint(0, 32), 32), "gt_t": [rng.randint(0, 32), 32], "hack_s": (step, 32),
+            "hack_t": (3, 32), "hack_deployed": math.nan if step % 3 else 0.125,
+            "solve_deployed": None if step % 3 else 0.5, "hk_c": step, "hk_m": 0, "lp_s": -0.93, "lp_t": -0.61,
+            "loss": -0.0123, "gn": 10 ** (step - 2), "lr": 1e-5, "auroc": 0.5 + step / 20, "cos": -0.02,
+            "qmass": 0.3, "keep": 0.5, "resid": 0.25, "rout": 0.25, "tlo": -0.7, "thi": 1.1, "stale": step,
+            "hack_abl": (1, 8), "solve_abl": (5, 8), "sec": 12.5,
+        })
     return rows
 
 
@@ -193,12 +144,8 @@ def test_compiled_row_equals_cell_by_cell(data: st.DataObject) -> None:
     for cols in (
         tuple(streamed(routing_columns(["code", "math"], show_ablate=True))),
         tuple(generic_columns()),
-        (
-            Col("a", 5, "a", "+.1%"),
-            Col("b", 8, "b", ".3e"),
-            Col("c", 6, "c", None, align="left"),
-            Col("d", 6, "d", ">6.2f"),
-        ),
+        (Col("a", 5, "a", "+.1%"), Col("b", 8, "b", ".3e"), Col("c", 6, "c", None, align="left"),
+         Col("d", 6, "d", ">6.2f")),
     ):
         row = {c.key: data.draw(_values) for c in cols}
         assert render.compile_row(cols)(row) == render.SEP.join(render.cells(cols, row))
@@ -216,29 +163,8 @@ class _Floaty:
 
 _hostile = st.one_of(
     _values,
-    st.sampled_from(
-        [
-            True,
-            False,
-            10**400,
-            -(10**30),
-            1e300,
-            -1e-300,
-            2.5,
-            "3",
-            b"x",
-            [1, 2],
-            (1, 2, 3),
-            {"a": 1},
-            (True, 1),
-            (3, 8.5),
-            (math.nan, 8),
-            (10**400, 1),
-            float("-nan"),
-            _Floaty(0.5),
-            _Floaty(2e-9),
-        ]
-    ),
+    st.sampled_from([True, False, 10**400, -(10**30), 1e300, -1e-300, 2.5, "3", b"x", [1, 2], (1, 2, 3), {"a": 1},
+                     (True, 1), (3, 8.5), (math.nan, 8), (10**400, 1), float("-nan"), _Floaty(0.5), _Floaty(2e-9)]),
     st.builds(_Floaty, st.floats(allow_nan=True, allow_infinity=True)),
     st.tuples(st.booleans(), st.integers(0, 40)),
 )
@@ -254,11 +180,8 @@ def test_whole_row_path_equals_cell_by_cell_on_one_odd_value(data: st.DataObject
         (Col("n", 4, "n", "d"), Col("x", 6, "x", "+.3f"), Col("e", 7, "e", "+.1e"), Col("f", 5, "f", "frac")),
         (Col("n", 4, "n", "-d"), Col("x", 6, "x", "-.2f"), Col("e", 7, "e", ".2F"), Col("f", 5, "f", "frac")),
     ):
-        row = (
-            dict(data.draw(st.sampled_from(routing_rows())))
-            if len(cols) > 4
-            else {"n": 3, "x": 0.25, "e": 1e-5, "f": (3, 8)}
-        )
+        row = dict(data.draw(st.sampled_from(routing_rows()))) if len(cols) > 4 else {
+            "n": 3, "x": 0.25, "e": 1e-5, "f": (3, 8)}
         for _ in range(data.draw(st.integers(1, 2))):
             row[data.draw(st.sampled_from([c.key for c in cols]))] = data.draw(_hostile)
         assert render.compile_row(cols)(row) == render.SEP.join(render.cells(cols, row))

@@ -83,17 +83,14 @@ def test_steplogger_from_several_threads_writes_each_row_once(tmp_path: Path) ->
 
     from steptable.logger import StepLogger
 
-    log = StepLogger(
-        [Col("step", 6, "step", "d"), Col("loss", 6, "loss", ".3f")], run_dir=tmp_path, console=False, alerts=False
-    )
+    log = StepLogger([Col("step", 6, "step", "d"), Col("loss", 6, "loss", ".3f")], run_dir=tmp_path,
+                     console=False, alerts=False)
     n, t = 1500, 4
     old = sys.getswitchinterval()
     sys.setswitchinterval(1e-6)
     try:
-        threads = [
-            threading.Thread(target=lambda k=k: [log.log({"step": k * n + i, "loss": 0.5}) for i in range(n)])
-            for k in range(t)
-        ]
+        threads = [threading.Thread(target=lambda k=k: [log.log({"step": k * n + i, "loss": 0.5}) for i in range(n)])
+                   for k in range(t)]
         for th in threads:
             th.start()
         for th in threads:
@@ -119,9 +116,7 @@ def test_follow_into_a_closed_pipe_exits_quietly(tmp_path: Path) -> None:
     path.write_bytes(b"".join(_good(i) for i in range(3)))
     proc = subprocess.Popen(
         [sys.executable, "-m", "steptable", "tail", "-f", "--poll", "0.05", str(tmp_path)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )
     assert proc.stdout is not None and proc.stderr is not None
     try:
@@ -153,24 +148,12 @@ def test_tail_csv_and_jsonl_keep_control_sequences_inert(tmp_path: Path) -> None
 
     path = tmp_path / "r" / "metrics.jsonl"
     path.parent.mkdir(parents=True)
-    path.write_text(
-        json.dumps({"step": 0, "arm": "a\x1b]0;T\x07b\x9b2J", "k\x1b[31m": 1, "s": "\u202eabc\x9b31m"}) + "\n",
-        encoding="utf-8",
-    )
+    path.write_text(json.dumps({"step": 0, "arm": "a\x1b]0;T\x07b\x9b2J", "k\x1b[31m": 1, "s": "\u202eabc\x9b31m"})
+                    + "\n", encoding="utf-8")
     for fmt in ("csv", "jsonl"):
         out, err = io.StringIO(), io.StringIO()
-        args = argparse.Namespace(
-            paths=[str(tmp_path)],
-            follow=False,
-            last=20,
-            columns="",
-            format=fmt,
-            schema=None,
-            width=0,
-            header_every=20,
-            alerts_only=False,
-            poll=None,
-        )
+        args = argparse.Namespace(paths=[str(tmp_path)], follow=False, last=20, columns="", format=fmt, schema=None,
+                                  width=0, header_every=20, alerts_only=False, poll=None)
         assert run_tail(args, out, err) == 0
         text = out.getvalue()
         assert not any(ch in text for ch in "\x1b\x07\x9b\u202e"), (fmt, text)

@@ -78,18 +78,9 @@ def test_short_headers(keys: list[str], expected: list[str]) -> None:
 
 def test_short_headers_distinct_bounded_and_inert() -> None:
     keys = [
-        "time/do_group_rollout:mean",
-        "time/do_group_rollout:max",
-        "time/do_group_rollout:count",
-        "loss",
-        "x/loss",
-        "y/loss",
-        "a very long key name that goes on and on",
-        "a very long key name that goes on and on!",
-        "bad\x1b[2Jkey",
-        "\x1b]0;title\x07",
-        "",
-        "日本語の長いキーの名前です/値",
+        "time/do_group_rollout:mean", "time/do_group_rollout:max", "time/do_group_rollout:count", "loss", "x/loss",
+        "y/loss", "a very long key name that goes on and on", "a very long key name that goes on and on!",
+        "bad\x1b[2Jkey", "\x1b]0;title\x07", "", "日本語の長いキーの名前です/値",
     ]
     hs = short_headers(keys, reserved=["loss"])
     assert len(set(hs.values())) == len(keys)
@@ -105,12 +96,8 @@ def test_short_headers_distinct_bounded_and_inert() -> None:
 
 def test_layout_declared_order_then_auto_by_information() -> None:
     schema = Schema("s", (Col("step", 4, "step", "d"), Col("b", 5, "bee"), Col("a", 5, "ay"), Col("zz", 5, "zz")))
-    run = Rows(
-        [
-            {"step": i, "a": i / 3, "b": 1.0, "const": 5, "sparse": i if i % 2 else None, "vary": -i, "ts": 99.0 + i}
-            for i in range(6)
-        ]
-    )
+    run = Rows([{"step": i, "a": i / 3, "b": 1.0, "const": 5, "sparse": i if i % 2 else None, "vary": -i,
+                 "ts": 99.0 + i} for i in range(6)])
     cols = layout([run], schema)
     assert [c.key for c in cols] == ["step", "b", "a", "vary", "sparse", "const"]  # zz absent, ts is bookkeeping
     assert all(c.width >= display_width(c.header) for c in cols)
@@ -152,13 +139,11 @@ def test_hidden_rule_keeps_keys_out_until_filtered() -> None:
 
 def test_rule_desc_better_fmt_and_promotion() -> None:
     schema = Schema(
-        "s",
-        (Col("step", 4, "step"), Col("loss", 5, "loss")),
+        "s", (Col("step", 4, "step"), Col("loss", 5, "loss")),
         rules=(Rule("val/*", "validation {key}", "higher", ".2f", promote=True),),
     )
-    run = Rows(
-        [{"step": i, "loss": 1.0 / (i + 1), "noisy": i * 1.5, "val/acc": 0.5 if i == 2 else None} for i in range(4)]
-    )
+    run = Rows([{"step": i, "loss": 1.0 / (i + 1), "noisy": i * 1.5, "val/acc": 0.5 if i == 2 else None}
+                for i in range(4)])
     cols = layout([run], schema)
     assert [c.key for c in cols] == ["step", "loss", "val/acc", "noisy"]
     val = cols[2]
@@ -190,14 +175,14 @@ def test_auto_col_width_from_data_never_below_header() -> None:
 
 def test_derived_fraction_column() -> None:
     schema = Schema(
-        "s",
-        (Col("step", 4, "step"), Col("ok", 6, "ok", "frac")),
+        "s", (Col("step", 4, "step"), Col("ok", 6, "ok", "frac")),
         derived=(Derived("ok", ("good", "total"), ratio_pair("good", "total")),),
     )
     run = Rows([{"step": 0, "good": 3, "total": 8}, {"step": 1, "good": None, "total": 8}])
     cols = layout([run], schema)
     assert [c.key for c in cols] == ["step", "ok"]  # the inputs are consumed by the fraction
-    assert render.table(cols, [schema.derive(r) for r in run.rows]).splitlines()[1:] == ["   0    3/8", "   1    nan"]
+    assert render.table(cols, [schema.derive(r) for r in run.rows]).splitlines()[1:] == [
+        "   0    3/8", "   1    nan"]
     assert schema.column(run, "ok") == [(3, 8), None]
     assert [c.key for c in layout([run], schema, patterns=["good"])] == ["step", "good"]
 
@@ -240,12 +225,8 @@ def test_builtin_columns_are_described_and_narrow(name: str) -> None:
 
 
 def test_pg_losses_have_no_direction() -> None:
-    for name, key in [
-        ("verl", "actor/pg_loss"),
-        ("tinyzero", "actor/pg_loss"),
-        ("trl", "loss"),
-        ("maxent-grpo", "train/loss/policy"),
-    ]:
+    for name, key in [("verl", "actor/pg_loss"), ("tinyzero", "actor/pg_loss"), ("trl", "loss"),
+                      ("maxent-grpo", "train/loss/policy")]:
         c = get_schema(name).col(key)
         assert c is not None and c.better is None
     for name, key in [("verl", "critic/score/mean"), ("tinker", "env/all/reward/total"), ("trl", "reward")]:
@@ -328,10 +309,8 @@ def test_legend_for_schema_lists_declared_rules_and_side_files() -> None:
 
 
 def test_legend_for_runs_describes_only_present_columns() -> None:
-    run = Rows(
-        [{"step": 0, "critic/score/mean": 0.5, "actor/pg_loss": 0.01, "timing_s/ref": 3.0, "training/global_step": 0}],
-        path="proj/exp.jsonl",
-    )
+    run = Rows([{"step": 0, "critic/score/mean": 0.5, "actor/pg_loss": 0.01, "timing_s/ref": 3.0,
+                 "training/global_step": 0}], path="proj/exp.jsonl")
     text = legend_for(run)
     assert text.splitlines()[0] == "verl columns:"
     assert "score" in text and "pg_loss" in text and "t/ref" in text

@@ -94,9 +94,6 @@ def test_tinker_side_files_each_claimed(tmp_path: Path) -> None:
     out = write_tinker(tmp_path)
     kinds = {name: (side_file(p) or (None, None))[1] for name, p in out.items() if name not in ("log_path", "metrics")}
     assert {n: sf.kind if sf else None for n, sf in kinds.items()} == {
-        "config": "config",
-        "checkpoints": "checkpoints",
-        "rollouts": "rollout_summaries",
-        "timing": "timing_spans",
+        "config": "config", "checkpoints": "checkpoints", "rollouts": "rollout_summaries", "timing": "timing_spans",
     }
     assert side_file(out["metrics"]) is None

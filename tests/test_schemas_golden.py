@@ -31,34 +31,9 @@ Golden = Callable[[str, str], None]
 
 #: the seed's per-step row, column for column (tests/test_render.py pins the same order)
 SEED_ORDER = [
-    "step",
-    "ref_eq",
-    "rew",
-    "rew_s",
-    "gt_s",
-    "gt_t",
-    "hack_s",
-    "hack_t",
-    "hack_deployed",
-    "solve_deployed",
-    "hk_c",
-    "hk_m",
-    "lp_s",
-    "lp_t",
-    "loss",
-    "gn",
-    "lr",
-    "auroc",
-    "cos",
-    "qmass",
-    "keep",
-    "resid",
-    "rout",
-    "tlo",
-    "thi",
-    "stale",
-    "hack_abl",
-    "solve_abl",
+    "step", "ref_eq", "rew", "rew_s", "gt_s", "gt_t", "hack_s", "hack_t", "hack_deployed", "solve_deployed",
+    "hk_c", "hk_m", "lp_s", "lp_t", "loss", "gn", "lr", "auroc", "cos", "qmass", "keep", "resid", "rout", "tlo",
+    "thi", "stale", "hack_abl", "solve_abl",
 ]
 
 

@@ -79,9 +79,7 @@ def test_local_file_beats_builtin_and_applies_to_its_runs(tmp_path: Path) -> Non
     path = write_verl(tmp_path / "logs" / "proj" / "exp.jsonl")
     run = next(iter(load(path).values()))
     assert detect(run.path, run.keys).name == "verl"
-    write(
-        tmp_path / "logs" / "steptable.toml",
-        """
+    write(tmp_path / "logs" / "steptable.toml", """
         [schema]
         name = "verl"
 
@@ -89,8 +87,7 @@ def test_local_file_beats_builtin_and_applies_to_its_runs(tmp_path: Path) -> Non
         key = "actor/entropy"
         header = "H"
         width = 5
-    """,
-    )
+    """)
     s = detect(run.path, run.keys)
     assert s.name == "verl" and s.source.endswith("steptable.toml")
     cols = layout([run], s)
@@ -101,9 +98,7 @@ def test_local_file_beats_builtin_and_applies_to_its_runs(tmp_path: Path) -> Non
 
 
 def test_config_dir_schema_matches_by_keys(tmp_path: Path, xdg: Path) -> None:
-    write(
-        xdg / "lab.toml",
-        """
+    write(xdg / "lab.toml", """
         [schema]
         name = "lab"
         extend = false
@@ -114,8 +109,7 @@ def test_config_dir_schema_matches_by_keys(tmp_path: Path, xdg: Path) -> None:
         [[columns]]
         key = "lab/acc"
         better = "higher"
-    """,
-    )
+    """)
     assert config_dir() == xdg
     assert schema_files() == [xdg / "lab.toml"]
     s = detect(tmp_path / "x.jsonl", ["step", "lab/acc", "other"])
@@ -128,10 +122,8 @@ def test_config_dir_schema_matches_by_keys(tmp_path: Path, xdg: Path) -> None:
 
 def test_local_schema_may_extend_a_config_schema(tmp_path: Path, xdg: Path) -> None:
     write(xdg / "base.toml", '[schema]\nname = "labbase"\n\n[[columns]]\nkey = "lab/acc"\n')
-    write(
-        tmp_path / "run" / "steptable.toml",
-        '[schema]\nname = "labrun"\nextends = "labbase"\n\n[match]\nfiles = ["*.jsonl"]\n',
-    )
+    write(tmp_path / "run" / "steptable.toml", '[schema]\nname = "labrun"\nextends = "labbase"\n\n'
+                                               '[match]\nfiles = ["*.jsonl"]\n')
     s = detect(tmp_path / "run" / "m.jsonl", ["lab/acc"])
     assert s.name == "labrun" and [c.key for c in s.cols] == ["lab/acc"]
 
@@ -155,22 +147,16 @@ def test_edits_are_picked_up(tmp_path: Path) -> None:
     ("text", "line", "words"),
     [
         ('[schema]\nname = "x"\n[[columns]]\nkey = "a"\nwidth = = 3\n', 5, "not valid TOML"),
-        (
-            '[schema]\nname = "x"\n\n[[columns]]\nkey = "a"\n\n[[columns]]\nkey = "b"\nwidht = 3\n',
-            9,
-            "unknown field 'widht'",
-        ),
+        ('[schema]\nname = "x"\n\n[[columns]]\nkey = "a"\n\n[[columns]]\nkey = "b"\nwidht = 3\n', 9,
+         "unknown field 'widht'"),
         ('[schema]\nname = "x"\n[[columns]]\nkey = "a"\nwidth = "7"\n', 5, "width must be int"),
         ('[schema]\nname = "x"\n[[columns]]\nkey = "a"\nwidth = 0\n', 5, "width must be an int from 1 to 1000"),
         ('[schema]\nname = "x"\n[[columns]]\nkey = "a"\nwidth = 3\nheader = "longer"\n', 6, "wider than its width"),
         ('[schema]\nname = "x"\n[[columns]]\nkey = "a"\nfmt = ".2q"\n', 5, "bad format spec"),
         ('[schema]\nname = "x"\n[[columns]]\nkey = "a"\nbetter = "up"\n', 5, "better must be"),
         ('[schema]\nname = "x"\nextends = "nope"\n', 3, "extends unknown schema 'nope'"),
-        (
-            '[schema]\nname = "x"\n[[columns]]\nkey = "a"\nheader = "h"\n[[columns]]\nkey = "b"\nheader = "h"\n',
-            8,
-            "share the header 'h'",
-        ),
+        ('[schema]\nname = "x"\n[[columns]]\nkey = "a"\nheader = "h"\n[[columns]]\nkey = "b"\nheader = "h"\n', 8,
+         "share the header 'h'"),
         ('[schema]\nname = "x"\nextends = "verl"\n[[columns]]\nkey = "m"\nheader = "score"\n', 6, "share the header"),
         ('[schema]\nname = "x"\n[colums]\nkey = "a"\n', 3, "unknown table 'colums'"),
         ('[schema]\ndescription = "no name"\n', 1, "needs a name"),
@@ -190,11 +176,8 @@ def test_edits_are_picked_up(tmp_path: Path) -> None:
         ('[schema]\nname = "x"\n[match]\nfiles = [""]\n', 4, "empty pattern"),
         ('[schema]\nname = "evil\\u001b]0;PWNED\\u0007"\n', 2, "control characters"),
         # the field named in the message is the one at fault, whatever the key's own name says
-        (
-            '[schema]\nname = "x"\n[[columns]]\nkey = "x/header"\nheader = "hx"\ndesc = "d"\nwidth = -1\n',
-            7,
-            "width must be",
-        ),
+        ('[schema]\nname = "x"\n[[columns]]\nkey = "x/header"\nheader = "hx"\ndesc = "d"\nwidth = -1\n', 7,
+         "width must be"),
     ],
 )
 def test_errors_name_file_and_line(tmp_path: Path, text: str, line: int, words: str) -> None:

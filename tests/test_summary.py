@@ -77,28 +77,8 @@ def test_golden_arms_text_and_md(golden: Golden) -> None:
 def test_size_of_20_column_10k_step_run() -> None:
     rng = random.Random(0)
     n = 10_000
-    names = [
-        "rew",
-        "loss",
-        "gn",
-        "kl",
-        "entropy",
-        "lr",
-        "hack_s",
-        "hack_t",
-        "gt_s",
-        "gt_t",
-        "lp_s",
-        "lp_t",
-        "ref_eq",
-        "gen",
-        "fb",
-        "sec",
-        "auroc",
-        "cos",
-        "qmass",
-        "keep",
-    ]
+    names = ["rew", "loss", "gn", "kl", "entropy", "lr", "hack_s", "hack_t", "gt_s", "gt_t", "lp_s", "lp_t",
+             "ref_eq", "gen", "fb", "sec", "auroc", "cos", "qmass", "keep"]
     cols: dict[str, list[Any]] = {}
     for j, k in enumerate(names):
         scale = 10.0 ** rng.randint(-4, 3)
@@ -182,12 +162,8 @@ def test_all_nan_and_non_numeric_columns() -> None:
     # eval_acc: one value in 50 rows does not vary
     text = summarize([run], now=NOW, columns=["dead", "phase", "none", "missing"])
     rows = [line.split() for line in text.splitlines()[2:6]]
-    assert rows == [
-        ["dead", "-", "-", "-", "-", "-"],
-        ["phase", "-", "warmup", "-", "-", "-"],
-        ["none", "-", "-", "-", "-", "-"],
-        ["missing", "-", "-", "-", "-", "-"],
-    ]
+    assert rows == [["dead", "-", "-", "-", "-", "-"], ["phase", "-", "warmup", "-", "-", "-"],
+                    ["none", "-", "-", "-", "-", "-"], ["missing", "-", "-", "-", "-", "-"]]
 
 
 def test_fractions_bools_and_strings_summarise_as_rates() -> None:
@@ -214,16 +190,11 @@ def test_trend_and_rate() -> None:
 
 def test_alerts_given_selected_and_limited() -> None:
     run = make_run("v", 5, n=60)
-    found = [Alert("W", s, "gn", "spike", f"spike {s}") for s in (1, 2, 3, 4)] + [
-        Alert("E", 9, "loss", "nonfinite", "non-finite (nan)")
-    ]
+    found = [Alert("W", s, "gn", "spike", f"spike {s}") for s in (1, 2, 3, 4)] + [Alert("E", 9, "loss", "nonfinite",
+                                                                                    "non-finite (nan)")]
     text = summarize([run], now=NOW, columns=["rew"], alerts={"exp7": found})
-    assert text.splitlines()[-4:] == [
-        "alerts 5 (1E 4W, last 3):",
-        "W step 3 gn spike 3",
-        "W step 4 gn spike 4",
-        "E step 9 loss non-finite (nan)",
-    ]
+    assert text.splitlines()[-4:] == ["alerts 5 (1E 4W, last 3):", "W step 3 gn spike 3", "W step 4 gn spike 4",
+                                      "E step 9 loss non-finite (nan)"]
     by_arm = summarize([run], now=NOW, columns=["rew"], alerts={"exp7/v": found[:1], "exp7": found})
     assert by_arm.splitlines()[-2:] == ["alerts 1 (1W):", "W step 1 gn spike 1"]
     assert summarize([run], now=NOW, columns=["rew"], alerts={}).endswith("alerts 0\n")

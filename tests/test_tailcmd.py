@@ -54,7 +54,6 @@ def test_tail_text_blocks_per_arm_same_layout(demo_dir: Path, capsys: pytest.Cap
 def test_tail_jsonl_is_strict_and_complete(demo_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
     rc, out, _ = run_cli(["tail", str(demo_dir), "-n", "0", "--format", "jsonl"], capsys)
     assert rc == 0
-
     def strict(c: str) -> object:
         raise ValueError(c)
 
@@ -144,6 +143,8 @@ def test_python_dash_m_works() -> None:
     assert out.stdout.startswith("steptable ")
 
 
+
+
 def test_one_shot_reads_an_unterminated_last_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     p = tmp_path / "metrics.jsonl"
     p.write_text('{"step": 0, "loss": 1}\n{"step": 1, "loss": 2}')  # the writer never ends the file with "\n"
@@ -158,14 +159,8 @@ def test_hostile_keys_are_inert_everywhere(tmp_path: Path, capsys: pytest.Captur
     rows: list[dict[str, object]] = [{"step": i, HOSTILE: 1.5 + i, "ok\u202e": 2} for i in range(3)]
     write_rows(tmp_path / "run" / "metrics.jsonl", rows)
     outputs = []
-    for argv in (
-        ["tail"],
-        ["tail", "--format", "md"],
-        ["tail", "--format", "csv"],
-        ["legend"],
-        ["summary"],
-        ["summary", "--format", "md"],
-    ):
+    for argv in (["tail"], ["tail", "--format", "md"], ["tail", "--format", "csv"], ["legend"], ["summary"],
+                 ["summary", "--format", "md"]):
         rc, out, err = run_cli([*argv, str(tmp_path)], capsys)
         assert rc == 0, (argv, err)
         outputs.append(out + err)
@@ -179,34 +174,15 @@ def test_summary_align_pads_columns(demo_dir: Path, capsys: pytest.CaptureFixtur
     assert "  " not in plain.splitlines()[2] and "  " in aligned.splitlines()[2]
 
 
-@pytest.mark.parametrize(
-    ("name", "rows"),
-    [
-        (
-            "v1/exp.jsonl",
-            [
-                {
-                    "step": 123456 + i,
-                    "data": {
-                        "critic/score/mean": 0.5,
-                        "actor/pg_loss": 0.1 * i,
-                        "actor/entropy": 0.6,
-                        "critic/rewards/mean": 0.5,
-                    },
-                }
-                for i in range(3)
-            ],
-        ),  # verl: a 5-cell step column
-        (
-            "run/metrics.jsonl",
-            [{"step": 1_000_000 + i, "loss": 0.5} for i in range(3)],
-        ),  # generic, a float-sized column
-        ("run/metrics.jsonl", [{"step": -2 + i, "loss": 0.5} for i in range(3)]),
-    ],
-)
-def test_steps_are_shown_exactly(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str, rows: list[dict[str, object]]
-) -> None:
+@pytest.mark.parametrize(("name", "rows"), [
+    ("v1/exp.jsonl", [{"step": 123456 + i, "data": {"critic/score/mean": 0.5, "actor/pg_loss": 0.1 * i,
+                                                       "actor/entropy": 0.6, "critic/rewards/mean": 0.5}}
+                      for i in range(3)]),  # verl: a 5-cell step column
+    ("run/metrics.jsonl", [{"step": 1_000_000 + i, "loss": 0.5} for i in range(3)]),  # generic, a float-sized column
+    ("run/metrics.jsonl", [{"step": -2 + i, "loss": 0.5} for i in range(3)]),
+])
+def test_steps_are_shown_exactly(tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str,
+                                 rows: list[dict[str, object]]) -> None:
     """A step never degrades to a compact form (two rows reading 1.2e5 would look like one step)."""
     write_rows(tmp_path / name, rows)
     for fmt in ("text", "md"):
@@ -220,11 +196,8 @@ def test_steps_are_shown_exactly(
 
 
 def test_trainer_state_steps_are_shown_exactly(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    state = {
-        "log_history": [
-            {"step": s, "loss": 2e-6, "grad_norm": 0.5, "learning_rate": 1e-5} for s in (499_998, 499_999, 500_000)
-        ]
-    }
+    state = {"log_history": [{"step": s, "loss": 2e-6, "grad_norm": 0.5, "learning_rate": 1e-5}
+                             for s in (499_998, 499_999, 500_000)]}
     (tmp_path / "trainer_state.json").write_text(json.dumps(state))
     rc, out, _ = run_cli(["tail", str(tmp_path)], capsys)
     assert rc == 0 and all(f"\n{s} " in out for s in (499_998, 499_999, 500_000)), out
@@ -269,9 +242,8 @@ def test_a_live_run_past_the_step_column_widens_it(tmp_path: Path) -> None:
 
 def test_lists_in_csv_and_text(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A pair of numbers is n/d; other lists (a pair of words, nested lists) are their JSON text, not nan / a/b."""
-    write_rows(
-        tmp_path / "run" / "metrics.jsonl", [{"step": 0, "gt": [3, 8], "tags": ["train", "eval"], "l": [[1, 2], [3]]}]
-    )
+    write_rows(tmp_path / "run" / "metrics.jsonl",
+               [{"step": 0, "gt": [3, 8], "tags": ["train", "eval"], "l": [[1, 2], [3]]}])
     rc, out, _ = run_cli(["tail", str(tmp_path), "--format", "csv"], capsys)
     assert rc == 0 and out.splitlines()[1].split(",", 3)[3] == '3/8,"[""train"", ""eval""]","[[1, 2], [3]]"'
     rc, out, _ = run_cli(["tail", str(tmp_path), "--width", "0"], capsys)
@@ -300,17 +272,14 @@ def test_schema_errors_are_inert(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert rc == 2 and "unknown schema" in err and "\x1b" not in err and "\x07" not in err
 
 
-def test_runs_of_different_trainers_are_laid_out_each_as_its_own(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_runs_of_different_trainers_are_laid_out_each_as_its_own(tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
     """A root holding a verl run and an SB3 run: each block has its own schema's layout (SB3's step is
     time/total_timesteps, verl's score column comes first), not the first run's layout applied to both."""
     verl = {"critic/score/mean": 0.5, "actor/pg_loss": 0.1, "actor/entropy": 0.6, "critic/rewards/mean": 0.5}
     write_rows(tmp_path / "verl" / "proj" / "exp1.jsonl", [{"step": s, "data": verl} for s in range(3)])
-    write_rows(
-        tmp_path / "sb3" / "ppo_1" / "progress.json",
-        [{"time/total_timesteps": 2048 * (i + 1), "rollout/ep_rew_mean": -100.0 + i} for i in range(3)],
-    )
+    write_rows(tmp_path / "sb3" / "ppo_1" / "progress.json",
+               [{"time/total_timesteps": 2048 * (i + 1), "rollout/ep_rew_mean": -100.0 + i} for i in range(3)])
     rc, out, _ = run_cli(["tail", str(tmp_path)], capsys)
     assert rc == 0
     sb3, verl_block = out.split("── exp1")[0], out.split("── exp1")[1]
@@ -319,9 +288,8 @@ def test_runs_of_different_trainers_are_laid_out_each_as_its_own(
     assert verl_block.splitlines()[1].split()[:2] == ["step", "score"]
 
 
-def test_column_filters_take_globs_and_say_when_nothing_matches(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_column_filters_take_globs_and_say_when_nothing_matches(tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
     verl = {"critic/score/mean": 0.5, "actor/pg_loss": 0.1, "actor/entropy": 0.6, "critic/rewards/mean": 0.5}
     write_rows(tmp_path / "verl" / "proj" / "exp1.jsonl", [{"step": s, "data": verl} for s in range(3)])
     rc, out, err = run_cli(["summary", str(tmp_path), "--columns", "entropy,pg*,nomatch"], capsys)
@@ -351,7 +319,8 @@ def test_nothing_readable_is_not_a_quiet_success(tmp_path: Path, capsys: pytest.
     bad = tmp_path / "bad" / "metrics.jsonl"
     bad.parent.mkdir()
     bad.write_bytes(b"\x00\xff garbage\n" * 5)
-    for argv in (["tail", str(bad)], ["tail", str(bad), "--alerts-only"], ["summary", str(bad)], ["legend", str(bad)]):
+    for argv in (["tail", str(bad)], ["tail", str(bad), "--alerts-only"], ["summary", str(bad)],
+                 ["legend", str(bad)]):
         rc, _, err = run_cli(argv, capsys)
         assert rc == 2 and "no readable rows" in err, argv
     empty = tmp_path / "new" / "metrics.jsonl"
@@ -368,14 +337,8 @@ def test_the_app_without_a_terminal_says_so(argv: list[str], capsys: pytest.Capt
     assert rc == 2 and out == "" and "needs a terminal" in err
 
 
-@pytest.mark.parametrize(
-    "argv",
-    [
-        ["demo", "--stdout", "--steps", "-1"],
-        ["demo", "--stdout", "--interval", "-2"],
-        ["demo", "--stdout", "--interval", "nan"],
-    ],
-)
+@pytest.mark.parametrize("argv", [["demo", "--stdout", "--steps", "-1"], ["demo", "--stdout", "--interval", "-2"],
+                                  ["demo", "--stdout", "--interval", "nan"]])
 def test_demo_rejects_bad_numbers(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     rc, _, err = run_cli(argv, capsys)
     assert rc == 2 and "--steps must be 1 or more" in err
@@ -388,7 +351,8 @@ def test_an_empty_schema_name_is_an_error(cmd: str, tmp_path: Path, capsys: pyte
     assert rc == 2 and "--schema needs a name" in err
 
 
-def test_the_empty_key_is_named_where_it_cannot_be_a_column(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_empty_key_is_named_where_it_cannot_be_a_column(tmp_path: Path,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
     write_rows(tmp_path / "run" / "metrics.jsonl", [{"step": 0, "": 1.5, "a": 2}, {"step": 1, "": 2.5, "a": 3}])
     rc, out, _ = run_cli(["legend", str(tmp_path)], capsys)
     assert rc == 0 and 'the empty key "" has values but no column' in out and "column filter shows" not in out

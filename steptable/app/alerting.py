@@ -134,9 +134,8 @@ class _Fed:
     version: int = -1
 
 
-def _feed(
-    store: Any, eng: AlertEngine, cols: list[tuple[str, Any]], steps: Any, walls: Any, start: int, stop: int
-) -> list[Alert]:
+def _feed(store: Any, eng: AlertEngine, cols: list[tuple[str, Any]], steps: Any, walls: Any, start: int,
+          stop: int) -> list[Alert]:
     value = store.value
     out: list[Alert] = []
     for i in range(start, stop):

@@ -124,16 +124,13 @@ class StepTableApp(ViewerActions):
     def on_mount(self) -> None:
         name = self._want_theme or DEFAULT_THEME
         if name not in self.available_themes:
-            self.notify(
-                f"unknown theme {name!r}; known: {', '.join(sorted(self.available_themes))}",
-                severity="warning",
-                markup=False,
-            )  # names from the command line and theme files
-        for problem in self._theme_problems:
-            self.notify(problem, severity="warning", markup=False)
+            self.notify(f"unknown theme {name!r}; known: {', '.join(sorted(self.available_themes))}",
+                        severity="warning", markup=False)  # names from the command line and theme files
         self._refresh_status()
         self.set_interval(self.tick, self._on_tick)
         # The feed's thread: a daemon thread rather than a Textual thread worker, whose executor is joined when the
+        for problem in self._theme_problems:
+            self.notify(problem, severity="warning", markup=False)
         # app exits: quitting during the first parse of a 1 GB file must not wait for that parse to finish.
         self._feed_thread = threading.Thread(
             target=self.feed.run, args=(self._stop, self.post_message), name="steptable-follow", daemon=True
@@ -219,11 +216,8 @@ class StepTableApp(ViewerActions):
         self._apply_arrangement()
 
     def _refresh_panels(self) -> None:
-        arms = [
-            (self.panels[rid].label, r.store, r.rows)
-            for rid, r in self.session.runs.items()
-            if rid not in self.session.hidden and rid in self.panels
-        ]
+        arms = [(self.panels[rid].label, r.store, r.rows) for rid, r in self.session.runs.items()
+                if rid not in self.session.hidden and rid in self.panels]
         cols = self.session.layout
         chart = self.main.query_one(ChartPanel)
         chart.key = self.session.selected

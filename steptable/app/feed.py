@@ -101,9 +101,8 @@ class Feed:
         big files. It overlaps Textual's own start-up; ``run`` posts the previews as they come."""
         if self._prepared is None:
             self._prepared = queue.SimpleQueue()
-            threading.Thread(
-                target=self._read_ahead, args=(self._prepared,), name="steptable-preview", daemon=True
-            ).start()
+            threading.Thread(target=self._read_ahead, args=(self._prepared,), name="steptable-preview",
+                             daemon=True).start()
 
     def _read_ahead(self, out: queue.SimpleQueue[PreviewReady | None]) -> None:
         try:
@@ -122,11 +121,8 @@ class Feed:
                     store.arm = cand.arm
                     store.side_files = cand.side_files
                     gb = size >= 1e9
-                    note = (
-                        f"last {len(store):,} rows of {size / 1e9:.2g} GB"
-                        if gb
-                        else f"last {len(store):,} rows of {size / 1e6:.0f} MB"
-                    )
+                    note = f"last {len(store):,} rows of {size / 1e9:.2g} GB" if gb else \
+                        f"last {len(store):,} rows of {size / 1e6:.0f} MB"
                     out.put(PreviewReady(cand.run_id, store, note))
         finally:
             out.put(None)
@@ -183,3 +179,4 @@ class Feed:
             ids, self._pending = self._pending, set()
             self._posted = False
         return ids
+

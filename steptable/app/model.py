@@ -181,7 +181,7 @@ def change_mark(store: Store) -> tuple[int, int, int]:
 
 def usual_interval(wall_times: Sequence[float], window: int = 50) -> float | None:
     """Median seconds between the last ``window`` rows, or None with fewer than 5 intervals."""
-    ts = [t for t in wall_times[-(window + 1) :] if t is not None and math.isfinite(t)]
+    ts = [t for t in wall_times[-(window + 1):] if t is not None and math.isfinite(t)]
     dts = [b - a for a, b in itertools.pairwise(ts) if b > a]
     return statistics.median(dts) if len(dts) >= 5 else None
 

@@ -171,7 +171,7 @@ class Session:
         warnings = [e for e in reversed(self.alerts) if e.level != "E"]
         bad: list[Event] = []
         for rid, r in self.runs.items():
-            for b in reversed(r.store.bad[-(recent or len(r.store.bad)) :]):
+            for b in reversed(r.store.bad[-(recent or len(r.store.bad)):]):
                 bad.append(Event("B", labels[rid], bad_line(b.path, b.lineno, b.reason)))
         out += errors + bad + warnings
         return out if recent is None else out[:recent]

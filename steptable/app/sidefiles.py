@@ -92,9 +92,8 @@ class SideIndex:
                     out.append(to_sample(step, obj, path))
                 pos += len(line) + 1
             if length > MAX_READ:
-                out.append(
-                    Sample(step, f"{path.name}: {length - len(data):,} more bytes of this step not read", None, "", "")
-                )
+                out.append(Sample(step, f"{path.name}: {length - len(data):,} more bytes of this step not read",
+                                  None, "", ""))
         return out
 
 
@@ -205,29 +204,19 @@ def to_sample(step: int, obj: dict[str, Any], path: Path) -> Sample:
         if isinstance(tops, list) and tops:
             toks = [t for t in tops[:5] if isinstance(t, dict)]
             bits.append("surprising: " + ", ".join(f"{_text(t.get('token'))!r}" for t in toks))
-        return Sample(
-            step,
-            "generation",
-            _num(obj.get("reward")),
-            _text(obj.get("prompt")),
-            _text(obj.get("completion")),
-            " · ".join(bits),
-        )
+        return Sample(step, "generation", _num(obj.get("reward")), _text(obj.get("prompt")),
+                      _text(obj.get("completion")), " · ".join(bits))
     if "total_reward" in obj or "steps" in obj:
-        title = (
-            f"{_text(obj.get('split') or 'rollout')} group {_text(obj.get('group_idx'))} "
-            f"traj {_text(obj.get('traj_idx'))}"
-        )
+        title = f"{_text(obj.get('split') or 'rollout')} group {_text(obj.get('group_idx'))} " \
+                f"traj {_text(obj.get('traj_idx'))}"
         lines = []
         for st in obj.get("steps") or []:
             if not isinstance(st, dict):
                 continue
             r = _num(st.get("reward"))
             rs = "nan" if r is None or math.isnan(r) else f"{r:g}"
-            lines.append(
-                f"turn {_text(st.get('step_idx'))}: observation {_text(st.get('ob_len'))} tok, "
-                f"action {_text(st.get('ac_len'))} tok, reward {rs}"
-            )
+            lines.append(f"turn {_text(st.get('step_idx'))}: observation {_text(st.get('ob_len'))} tok, "
+                         f"action {_text(st.get('ac_len'))} tok, reward {rs}")
             logs = st.get("logs")
             if isinstance(logs, dict):
                 lines.extend(f"  {_text(k)}: {_text(v)}" for k, v in logs.items())

@@ -59,21 +59,10 @@ def parse_theme(name: str, text: str) -> Theme:
     except ValueError as e:
         raise ValueError(f"theme {name!r}: {e}") from None
     theme = Theme(
-        name=name,
-        primary=get("primary"),
-        secondary=get("secondary", None),
-        warning=get("warning", None),
-        error=get("error", None),
-        success=get("success", None),
-        accent=get("accent", None),
-        foreground=get("foreground", None),
-        background=get("background", None),
-        surface=get("surface", None),
-        panel=get("panel", None),
-        boost=get("boost", None),
-        dark=dark,
-        luminosity_spread=spread,
-        text_alpha=alpha,
+        name=name, primary=get("primary"), secondary=get("secondary", None), warning=get("warning", None),
+        error=get("error", None), success=get("success", None), accent=get("accent", None),
+        foreground=get("foreground", None), background=get("background", None), surface=get("surface", None),
+        panel=get("panel", None), boost=get("boost", None), dark=dark, luminosity_spread=spread, text_alpha=alpha,
         variables=values,
     )
     _check(theme)

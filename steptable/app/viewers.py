@@ -35,12 +35,8 @@ class ViewerActions(App[int]):
                 self._apply_columns()
 
         self.push_screen(
-            PromptScreen(
-                "Show columns matching (globs, comma or space separated; empty shows all):",
-                self.session.pattern,
-                "rew* kl* loss",
-                "a word without * matches anywhere in the key",
-            ),
+            PromptScreen("Show columns matching (globs, comma or space separated; empty shows all):",
+                         self.session.pattern, "rew* kl* loss", "a word without * matches anywhere in the key"),
             done,
         )
 
@@ -76,10 +72,8 @@ class ViewerActions(App[int]):
             if files and rid not in self.session.hidden:
                 sources.append((labels.get(rid, rid), files))
         if not sources:
-            self.notify(
-                "no generations side files (generations.jsonl, *_rollout_summaries.jsonl, "
-                "rich_completions/*.json) in these runs"
-            )
+            self.notify("no generations side files (generations.jsonl, *_rollout_summaries.jsonl, "
+                        "rich_completions/*.json) in these runs")
             return
         grid = self.focused_grid()
         step = None

@@ -31,80 +31,19 @@ from steptable.ingest.parse import STEP_KEYS, LineError, decode_line, flatten
 
 JSONL_NAMES: Final = frozenset({"metrics.jsonl", "progress.json", "steps.jsonl", "wandb-history.jsonl"})
 CONSOLE_SUFFIXES: Final = frozenset({".log", ".txt", ".out"})
-SKIP_DIRS: Final = frozenset(
-    {
-        ".git",
-        "__pycache__",
-        "node_modules",
-        ".venv",
-        "venv",
-        ".mypy_cache",
-        ".ruff_cache",
-        ".pytest_cache",
-        ".hypothesis",
-        "site-packages",
-        ".ipynb_checkpoints",
-    }
-)
-GENERIC_DIRS: Final = frozenset(
-    {
-        "logs",
-        "log",
-        "train",
-        "training",
-        "metrics",
-        "outputs",
-        "output",
-        "out",
-        "results",
-        "result",
-        "runs",
-        "run",
-        "files",
-        "emergence",
-        "eval",
-        "evals",
-        "evaluation",
-        "wandb",
-        "tensorboard",
-        "tb",
-        "latest-run",
-        "data",
-        "default",
-        "trainer",
-        "checkpoints",
-        "lightning_logs",
-        "console",
-        "stdout",
-        "tmp",
-        ".",
-    }
-)
-GENERIC_STEMS: Final = frozenset(
-    {
-        "metrics",
-        "progress",
-        "steps",
-        "log",
-        "logs",
-        "train",
-        "training",
-        "history",
-        "wandb-history",
-        "events",
-        "scalars",
-        "trainer_state",
-        "output",
-        "out",
-        "stdout",
-        "stderr",
-        "console",
-        "nohup",
-    }
-)
+SKIP_DIRS: Final = frozenset({".git", "__pycache__", "node_modules", ".venv", "venv", ".mypy_cache", ".ruff_cache",
+                              ".pytest_cache", ".hypothesis", "site-packages", ".ipynb_checkpoints"})
+GENERIC_DIRS: Final = frozenset({
+    "logs", "log", "train", "training", "metrics", "outputs", "output", "out", "results", "result", "runs", "run",
+    "files", "emergence", "eval", "evals", "evaluation", "wandb", "tensorboard", "tb", "latest-run", "data",
+    "default", "trainer", "checkpoints", "lightning_logs", "console", "stdout", "tmp", ".",
+})
+GENERIC_STEMS: Final = frozenset({
+    "metrics", "progress", "steps", "log", "logs", "train", "training", "history", "wandb-history", "events",
+    "scalars", "trainer_state", "output", "out", "stdout", "stderr", "console", "nohup",
+})
 _GENERIC_PATTERN: Final = re.compile(
-    r"^(?:log_\d+|version_\d+|checkpoint-\d+|global_step_?\d+|iteration_\d+|step_?\d+|run-\d{8}_\d{6}-\w+|\d+)$"
-)
+    r"^(?:log_\d+|version_\d+|checkpoint-\d+|global_step_?\d+|iteration_\d+|step_?\d+|run-\d{8}_\d{6}-\w+|\d+)$")
 _TORCHTUNE: Final = re.compile(r"^log_\d+\.jsonl$")
 
 
@@ -237,14 +176,8 @@ def discover_at(path: str | Path, roots: Sequence[str | Path], on_error: OnError
     return []
 
 
-def _collect(
-    root: Path,
-    under: Path,
-    label: str | None,
-    found: dict[Path, Candidate],
-    sides: list[tuple[str, Path]],
-    on_error: OnError | None = None,
-) -> None:
+def _collect(root: Path, under: Path, label: str | None, found: dict[Path, Candidate],
+             sides: list[tuple[str, Path]], on_error: OnError | None = None) -> None:
     explicit = root.is_file()
     for path in _walk(under, on_error):
         cand = classify(path, root, label, explicit=explicit)
@@ -264,11 +197,8 @@ def classify(path: Path, root: Path, label: str | None = None, *, explicit: bool
         run_dir = path.parent.parent if _GENERIC_PATTERN.match(path.parent.name) else path.parent
         if not run_dir.is_relative_to(root if root.is_dir() else root.parent):
             run_dir = path.parent
-        rid = (
-            _run_id(run_dir / "trainer_state.json", root, label)
-            if run_dir != root
-            else (f"{label}/trainer_state.json" if label else "trainer_state.json")
-        )
+        rid = _run_id(run_dir / "trainer_state.json", root, label) if run_dir != root else (
+            f"{label}/trainer_state.json" if label else "trainer_state.json")
         arm, _ = arm_and_run_dir(run_dir / "trainer_state.json", root, run_dir=run_dir)
         return Candidate(run_dir, path, "trainer_state", rid, arm, run_dir, True)
     if side_category(path) is not None and not explicit:
@@ -303,9 +233,8 @@ def _starts_like_jsonl(path: Path) -> bool:
 SNIFF_BAD_LINES = 8
 
 
-def sniff_jsonl(
-    path: Path, limit: int = 1 << 16, max_limit: int = 8 << 20, on_error: OnError | None = None
-) -> bool | None:
+def sniff_jsonl(path: Path, limit: int = 1 << 16, max_limit: int = 8 << 20,
+                on_error: OnError | None = None) -> bool | None:
     """Does a ``*.jsonl`` hold metric rows? From its first well-formed line: an object with a step key or mostly
     numbers (up to ``SNIFF_BAD_LINES`` malformed lines before it are passed over; the reader reports them).
 
@@ -354,8 +283,6 @@ def nothing_found(paths: Sequence[str | Path]) -> str:
     if missing:
         return "no such path: " + ", ".join(missing)
     if files and len(files) == len(paths):
-        return (
-            ", ".join(files) + ": not a metrics file steptable reads (JSONL rows, trainer_state.json, or a "
-            "console log .log/.txt/.out with step:N lines)"
-        )
+        return (", ".join(files) + ": not a metrics file steptable reads (JSONL rows, trainer_state.json, or a "
+                "console log .log/.txt/.out with step:N lines)")
     return "no metrics files found under " + ", ".join(str(p) for p in paths)

@@ -47,14 +47,8 @@ class _Either:
 
 
 class Follower:
-    def __init__(
-        self,
-        paths: Iterable[str | Path] | str | Path,
-        poll: float | None = None,
-        recheck: float = 2.0,
-        *,
-        max_line: int = MAX_LINE,
-    ) -> None:
+    def __init__(self, paths: Iterable[str | Path] | str | Path, poll: float | None = None, recheck: float = 2.0,
+                 *, max_line: int = MAX_LINE) -> None:
         self.roots = [Path(paths)] if isinstance(paths, (str, Path)) else [Path(p) for p in paths]
         self.poll = poll
         self.recheck = recheck
@@ -232,16 +226,9 @@ class Follower:
             idents = self._root_idents()
             last_full = time.monotonic()
             idle_ms = max(int(min(self.recheck, IDLE_POLL) * 1000), 50)
-            for changes in watchfiles.watch(
-                *targets,
-                stop_event=_Either(stop, restart),
-                debounce=DEBOUNCE_MS,
-                step=STEP_MS,
-                rust_timeout=idle_ms,
-                yield_on_timeout=True,
-                raise_interrupt=False,
-                ignore_permission_denied=True,
-            ):
+            for changes in watchfiles.watch(*targets, stop_event=_Either(stop, restart), debounce=DEBOUNCE_MS,
+                                            step=STEP_MS, rust_timeout=idle_ms, yield_on_timeout=True,
+                                            raise_interrupt=False, ignore_permission_denied=True):
                 if changes:
                     changed = self._on_events({Path(p) for _, p in changes})
                 else:  # idle: stat every source (cheap), for events lost before the watch began or dropped
@@ -271,14 +258,8 @@ class Follower:
             for p in paths:
                 src = self._by_file.get(os.path.abspath(p))
                 if src is None and p.name == "trainer_state.json":
-                    src = next(
-                        (
-                            s
-                            for s in self._sources.values()
-                            if s.cand.kind == "trainer_state" and p.is_relative_to(s.cand.run_dir.absolute())
-                        ),
-                        None,
-                    )
+                    src = next((s for s in self._sources.values() if s.cand.kind == "trainer_state"
+                                and p.is_relative_to(s.cand.run_dir.absolute())), None)
                 if src is not None:
                     hit.append(src)
                 elif p.suffix.lower() in _WATCHED_SUFFIXES or p.is_dir():

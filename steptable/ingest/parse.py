@@ -23,28 +23,14 @@ BOM: Final = b"\xef\xbb\xbf"
 
 #: strings read as non-finite floats wherever a value is expected (also what the rewrite below produces)
 NONFINITE: Final[dict[str, float]] = {
-    "nan": math.nan,
-    "-nan": math.nan,
-    "+nan": math.nan,
-    "inf": math.inf,
-    "+inf": math.inf,
-    "-inf": -math.inf,
-    "infinity": math.inf,
-    "+infinity": math.inf,
-    "-infinity": -math.inf,
+    "nan": math.nan, "-nan": math.nan, "+nan": math.nan,
+    "inf": math.inf, "+inf": math.inf, "-inf": -math.inf,
+    "infinity": math.inf, "+infinity": math.inf, "-infinity": -math.inf,
 }
 
 #: candidate step keys, in priority order (the first one a row carries wins for the whole file)
-STEP_KEYS: Final = (
-    "step",
-    "iteration",
-    "iter",
-    "global_step",
-    "training/global_step",
-    "progress/batch",
-    "_step",
-    "time/total_timesteps",
-)
+STEP_KEYS: Final = ("step", "iteration", "iter", "global_step", "training/global_step", "progress/batch", "_step",
+                    "time/total_timesteps")
 
 
 class _Missing:
@@ -98,9 +84,8 @@ def _big_to_sentinel(m: re.Match[bytes]) -> bytes:
     return tok
 
 
-def _outside_strings(
-    line: bytes, simple: re.Pattern[bytes], careful: re.Pattern[bytes], repl: Callable[[re.Match[bytes]], bytes]
-) -> bytes:
+def _outside_strings(line: bytes, simple: re.Pattern[bytes], careful: re.Pattern[bytes],
+                     repl: Callable[[re.Match[bytes]], bytes]) -> bytes:
     """Apply ``repl`` to matches of ``simple`` (one group) that are not inside a JSON string."""
     if b"\\" in line:  # escapes inside strings: tokenise strings properly (slow, rare)
         return careful.sub(repl, line)

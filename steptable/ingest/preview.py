@@ -25,13 +25,8 @@ def preview_tail(path: str | Path, max_bytes: int = PREVIEW_BYTES, kind: str | N
     """
     path = Path(path)
     if kind is None:
-        kind = (
-            "trainer_state"
-            if path.name == "trainer_state.json"
-            else "console"
-            if path.suffix.lower() in CONSOLE_SUFFIXES
-            else "jsonl"
-        )
+        kind = ("trainer_state" if path.name == "trainer_state.json"
+                else "console" if path.suffix.lower() in CONSOLE_SUFFIXES else "jsonl")
     store = RunStore(path.name, path, kind)
     with open(path, "rb") as f:
         size = os.fstat(f.fileno()).st_size

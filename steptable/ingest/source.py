@@ -158,14 +158,8 @@ class StateSource(Source):
             if not stat.S_ISREG(st.st_mode):  # a FIFO would block the read, a device never end it
                 return self._fail(sig, BadLine(str(path), 0, "not a regular file"))
             if st.st_size > MAX_STATE:
-                return self._fail(
-                    sig,
-                    BadLine(
-                        str(path),
-                        0,
-                        f"{st.st_size / 1e6:.0f} MB: too large to read whole (limit {MAX_STATE // 1_000_000} MB)",
-                    ),
-                )
+                return self._fail(sig, BadLine(str(path), 0, f"{st.st_size / 1e6:.0f} MB: too large to read whole "
+                                                             f"(limit {MAX_STATE // 1_000_000} MB)"))
             with open(path, "rb") as f:
                 data = f.read(MAX_STATE + 1)
         except FileNotFoundError:

@@ -205,9 +205,8 @@ class ColumnTable:
             col = [v if p else None for v, p in zip(col, pres, strict=True)]
         self._obj[key] = col
 
-    def _append(
-        self, steps: Sequence[int], cols: Mapping[str, Sequence[Any]], int_keys: frozenset[str] | None, now: float
-    ) -> None:
+    def _append(self, steps: Sequence[int], cols: Mapping[str, Sequence[Any]], int_keys: frozenset[str] | None,
+                now: float) -> None:
         base = len(self._steps)
         n = len(steps)
         packer = _doubles(n)
@@ -312,6 +311,7 @@ class ColumnTable:
                         return seg
                 return array("d", [t if (t := epoch_seconds(v)) is not None else now for v in vals])
         return array("d", [now]) * n
+
 
 
 @lru_cache(maxsize=64)

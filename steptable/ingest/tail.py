@@ -60,9 +60,8 @@ def open_binary(path: Path) -> BinaryIO:
 
 
 class FileTail:
-    def __init__(
-        self, path: str | Path, label: str | None = None, *, block: int = BLOCK, max_line: int = MAX_LINE
-    ) -> None:
+    def __init__(self, path: str | Path, label: str | None = None, *, block: int = BLOCK,
+                 max_line: int = MAX_LINE) -> None:
         if block >= max_line:
             raise ValueError("block must be smaller than max_line")
         self.path = Path(path)

@@ -30,23 +30,8 @@ from steptable.schemas.headers import short_headers
 from steptable.schemas.parts import SIDE_KINDS, Derived, Rule, SideFile, ratio_pair
 
 __all__ = [
-    "META_KEYS",
-    "SIDE_KINDS",
-    "STEP_KEYS",
-    "Derived",
-    "Rule",
-    "RunView",
-    "Schema",
-    "SideFile",
-    "auto_col",
-    "by_key",
-    "derive_rows",
-    "fit",
-    "hidden_keys",
-    "informative",
-    "layout",
-    "ratio_pair",
-    "step_key_of",
+    "META_KEYS", "SIDE_KINDS", "STEP_KEYS", "Derived", "Rule", "RunView", "Schema", "SideFile", "auto_col",
+    "by_key", "derive_rows", "fit", "hidden_keys", "informative", "layout", "ratio_pair", "step_key_of",
 ]
 
 #: keys that are bookkeeping, not metrics (never auto-columns)
@@ -54,13 +39,7 @@ META_KEYS = frozenset({"arm", "ts", "timestamp", "_timestamp", "wall_time", "run
 
 #: step keys real trainers use, most common first; ``layout`` uses the first one present
 STEP_KEYS = (
-    "step",
-    "iteration",
-    "iter",
-    "global_step",
-    "training/global_step",
-    "progress/batch",
-    "_step",
+    "step", "iteration", "iter", "global_step", "training/global_step", "progress/batch", "_step",
     "time/total_timesteps",
 )
 
@@ -214,12 +193,8 @@ def auto_col(
     )
     widths = sorted(display_width(format_value(v, fmt, 12, fill=False)) for v in samples if v is not None)
     data_w = widths[-1] if widths else 3
-    fractional = (
-        fmt is None
-        and not is_str
-        and any(
-            isinstance(v, float) and v == v and v not in (math.inf, -math.inf) and not v.is_integer() for v in samples
-        )
+    fractional = fmt is None and not is_str and any(
+        isinstance(v, float) and v == v and v not in (math.inf, -math.inf) and not v.is_integer() for v in samples
     )
     if fractional and len(widths) >= 10:
         data_w = widths[int(0.9 * (len(widths) - 1))]
@@ -359,9 +334,8 @@ def _step_digits(runs: Sequence[RunView], key: str) -> int:
             continue
         steps = getattr(r, "steps", None)
         if steps is None:
-            steps = sorted(
-                int(v) for v in r.column(key) if type(v) in (int, float) and math.isfinite(v) and abs(v) < 2**63
-            )
+            steps = sorted(int(v) for v in r.column(key) if type(v) in (int, float) and math.isfinite(v)
+                           and abs(v) < 2**63)
         if len(steps):
             lo, hi = min(lo, int(steps[0])), max(hi, int(steps[-1]))
     return max(len(str(lo)), len(str(hi)))
@@ -418,7 +392,11 @@ def _filter(cols: Sequence[Col], patterns: Sequence[str], step_key: str) -> list
     pats = [p.strip() for p in patterns if p.strip()]
     if not pats:
         return list(cols)
-    return [c for c in cols if c.key == step_key or any(matches(c.key, c.header.strip(), p) for p in pats)]
+    return [
+        c
+        for c in cols
+        if c.key == step_key or any(matches(c.key, c.header.strip(), p) for p in pats)
+    ]
 
 
 def fit(cols: Sequence[Col], max_width: int) -> list[Col]:

@@ -15,26 +15,11 @@ from steptable.columns import Col
 from steptable.schemas.base import Derived, Rule, Schema, SideFile, ratio_pair
 
 #: keys only retrain writes (in metrics.jsonl)
-MARKERS = frozenset(
-    {
-        "mean_reward",
-        "correct_rate",
-        "running_correct_rate",
-        "sepa_lambda",
-        "sepa_gate_open",
-        "bp_action",
-        "bp_regime",
-        "num_datums",
-        "max_token_hit_rate",
-        "step_time_s",
-        "loss_is_placeholder",
-        "reported_loss",
-        "exec_surprisal_mean",
-        "exec_entropy_mean",
-        "backend_reports_sync_loss",
-        "uncertainty_kind",
-    }
-)
+MARKERS = frozenset({
+    "mean_reward", "correct_rate", "running_correct_rate", "sepa_lambda", "sepa_gate_open", "bp_action",
+    "bp_regime", "num_datums", "max_token_hit_rate", "step_time_s", "loss_is_placeholder", "reported_loss",
+    "exec_surprisal_mean", "exec_entropy_mean", "backend_reports_sync_loss", "uncertainty_kind",
+})
 
 COLS = (
     Col("step", 4, "step", "d", "training step (0-based)"),
@@ -42,54 +27,30 @@ COLS = (
     Col("mean_reward", 6, "reward", None, "mean reward of the step's completions", "higher"),
     Col("correct_rate", 7, "correct", None, "share of the step's completions judged correct", "higher"),
     Col(
-        "correct_of_total",
-        7,
-        "corr_n",
-        "frac",
-        "correct completions out of all completions of the step (emergence summary)",
-        "higher",
+        "correct_of_total", 7, "corr_n", "frac",
+        "correct completions out of all completions of the step (emergence summary)", "higher",
     ),
     Col("running_correct_rate", 8, "run_corr", None, "correct rate accumulated over all steps so far", "higher"),
     Col("sepa_lambda", 5, "sepa", None, "current SEPA pooling strength"),
     Col("sepa_gate_open", 4, "gate", None, "T while the SEPA correctness gate is open", align="center"),
     Col(
-        "max_token_hit_rate",
-        6,
-        "maxtok",
-        None,
-        "share of completions cut off at max_tokens (truncated answers)",
-        "lower",
+        "max_token_hit_rate", 6, "maxtok", None,
+        "share of completions cut off at max_tokens (truncated answers)", "lower",
     ),
     Col(
-        "exec_surprisal_mean",
-        7,
-        "ex_surp",
-        None,
-        "mean surprisal of execution tokens (GTPO modes)",
+        "exec_surprisal_mean", 7, "ex_surp", None, "mean surprisal of execution tokens (GTPO modes)",
         aliases=("exec_entropy_mean",),
     ),
     Col(
-        "exec_surprisal_var",
-        7,
-        "ex_svar",
-        None,
-        "variance of execution-token surprisal",
+        "exec_surprisal_var", 7, "ex_svar", None, "variance of execution-token surprisal",
         aliases=("exec_entropy_var",),
     ),
     Col(
-        "plan_surprisal_mean",
-        7,
-        "pl_surp",
-        None,
-        "mean surprisal of planning tokens",
+        "plan_surprisal_mean", 7, "pl_surp", None, "mean surprisal of planning tokens",
         aliases=("plan_entropy_mean",),
     ),
     Col(
-        "plan_surprisal_var",
-        7,
-        "pl_svar",
-        None,
-        "variance of planning-token surprisal",
+        "plan_surprisal_var", 7, "pl_svar", None, "variance of planning-token surprisal",
         aliases=("plan_entropy_var",),
     ),
     Col("bp_action", 8, "bp_act", None, "back-pressure decision: hold, throttle or increase", align="left"),
@@ -114,8 +75,7 @@ DERIVED = (Derived("correct_of_total", ("correct_count", "total_count"), ratio_p
 
 SIDE = (
     SideFile(
-        "emergence/generations.jsonl",
-        "generations",
+        "emergence/generations.jsonl", "generations",
         "sampled completions of each step: prompt, completion, reward, token count, most surprising tokens",
     ),
 )

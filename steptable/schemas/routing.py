@@ -27,21 +27,13 @@ _HEAD = (
     Col("hack_s", 7, "hack_s?", "frac", "student rollouts flagged as reward hacks: the number to watch", "lower"),
     Col("hack_t", 7, "hack_t", "frac", "teacher rollouts flagged as hacks (how many hacks the pool offers)"),
     Col(
-        "hack_deployed",
-        7,
-        "hk_dep",
-        "+.2f",
+        "hack_deployed", 7, "hk_dep", "+.2f",
         "hack rate of the deployed model on held-out prompts (quarantine removed on routed arms), "
-        "measured every few steps; nan on the steps in between",
-        "lower",
+        "measured every few steps; nan on the steps in between", "lower",
     ),
     Col(
-        "solve_deployed",
-        7,
-        "slv_dep",
-        "+.2f",
-        "solve rate of the deployed model on the same held-out evaluation; nan between evaluations",
-        "higher",
+        "solve_deployed", 7, "slv_dep", "+.2f",
+        "solve rate of the deployed model on the same held-out evaluation; nan between evaluations", "higher",
     ),
 )
 
@@ -55,10 +47,7 @@ _MID = (
 
 _DIAG = (
     Col(
-        "auroc",
-        6,
-        "auroc",
-        ".2f",
+        "auroc", 6, "auroc", ".2f",
         "how well dot(act, v_act) separates hacks from non-hacks among rollouts with positive advantage "
         "(where reward cannot tell them apart); .5 is chance; observation only, routes nothing",
     ),
@@ -66,30 +55,21 @@ _DIAG = (
     Col("qmass", 6, "qmass", ".2f", "share of the update's gradient norm sent to quarantine: |g_q|/(|g_keep|+|g_q|)"),
     Col("keep", 6, "keep", ".2f", "share of rollouts scored below tlo: they train the deployed weights only"),
     Col(
-        "resid",
-        6,
-        "resid",
-        ".2f",
+        "resid", 6, "resid", ".2f",
         "share of rollouts between the thresholds (all of them during warmup): both blocks train on them",
     ),
     Col("rout", 6, "rout", ".2f", "share of rollouts at or above thi: routed to quarantine, deployed weights detached"),
     Col("tlo", 6, "tlo", "+.2f", "lower 3-class Otsu threshold on the z-scored score buffer; nan during warmup"),
     Col("thi", 6, "thi", "+.2f", "upper Otsu threshold (z units) above which rollouts are routed; nan during warmup"),
     Col(
-        "stale",
-        5,
-        "stale",
-        "d",
+        "stale", 5, "stale", "d",
         "steps since v_act was last re-extracted (0 on a refresh step); grows without bound on arms that never refresh",
     ),
 )
 
 _ABLATE = (
     Col(
-        "hack_abl",
-        6,
-        "hk_abl",
-        "frac",
+        "hack_abl", 6, "hk_abl", "frac",
         "hack rate on this step's rollouts generated with quarantine ablated (a per-step deploy proxy, noisier)",
         "lower",
     ),

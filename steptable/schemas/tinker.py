@@ -14,20 +14,11 @@ from pathlib import Path
 from steptable.columns import Col
 from steptable.schemas.base import Rule, Schema, SideFile
 
-MARKERS = frozenset(
-    {
-        "progress/done_frac",
-        "progress/batch",
-        "env/all/reward/total",
-        "optim/lr",
-        "optim/kl_sample_train_v1",
-        "optim/entropy",
-        "env/all/ac_tokens_per_turn",
-        "env/all/by_group/frac_mixed",
-        "time/total",
-        "test/env/all/reward/total",
-    }
-)
+MARKERS = frozenset({
+    "progress/done_frac", "progress/batch", "env/all/reward/total", "optim/lr", "optim/kl_sample_train_v1",
+    "optim/entropy", "env/all/ac_tokens_per_turn", "env/all/by_group/frac_mixed", "time/total",
+    "test/env/all/reward/total",
+})
 
 
 def match(path: Path, keys: Sequence[str]) -> float:
@@ -44,18 +35,11 @@ COLS = (
     Col("progress/done_frac", 4, "done", ".0%", "share of the planned iterations done"),
     Col("env/all/reward/total", 6, "reward", None, "mean total reward of a trajectory, all environments", "higher"),
     Col(
-        "test/env/all/reward/total",
-        8,
-        "test_rew",
-        None,
-        "mean total reward on the evaluation set (evaluation steps only)",
-        "higher",
+        "test/env/all/reward/total", 8, "test_rew", None,
+        "mean total reward on the evaluation set (evaluation steps only)", "higher",
     ),
     Col(
-        "env/all/by_group/frac_mixed",
-        5,
-        "mixed",
-        None,
+        "env/all/by_group/frac_mixed", 5, "mixed", None,
         "share of groups whose rewards differ (the groups that carry a learning signal)",
     ),
     Col("env/all/by_group/frac_all_good", 8, "all_good", None, "share of groups where every trajectory succeeded"),
@@ -63,19 +47,12 @@ COLS = (
     Col("env/all/ac_tokens_per_turn", 6, "ac_tok", None, "mean tokens the policy generated per turn"),
     Col("optim/entropy", 7, "entropy", None, "entropy of the sampling policy, estimated from sampled tokens"),
     Col(
-        "optim/kl_sample_train_v1",
-        6,
-        "kl_s_t",
-        None,
+        "optim/kl_sample_train_v1", 6, "kl_s_t", None,
         "KL estimate between the sampler's and the trainer's log-probs (first order, signed; near 0 is good)",
     ),
     Col(
-        "optim/kl_sample_train_v2",
-        7,
-        "kl_s_t2",
-        None,
-        "the same mismatch, second-order estimate (half the mean squared log-prob difference)",
-        "lower",
+        "optim/kl_sample_train_v2", 7, "kl_s_t2", None,
+        "the same mismatch, second-order estimate (half the mean squared log-prob difference)", "lower",
     ),
     Col("optim/lr", 6, "lr", None, "learning rate at this iteration"),
     Col("time/total", 6, "sec", None, "wall-clock seconds of the iteration", "lower"),
@@ -99,17 +76,11 @@ SIDE = (
     SideFile("checkpoints.jsonl", "checkpoints", "saved checkpoints with their loop state", "batch"),
     SideFile("timing_spans.jsonl", "timing_spans", "timed spans of each iteration", "step"),
     SideFile(
-        "*_rollout_summaries.jsonl",
-        "rollout_summaries",
-        "one record per trajectory: rewards, metrics, per-turn data",
-        "iteration",
-        r"iteration_(\d+)",
+        "*_rollout_summaries.jsonl", "rollout_summaries", "one record per trajectory: rewards, metrics, per-turn data",
+        "iteration", r"iteration_(\d+)",
     ),
     SideFile(
-        "*_logtree.json",
-        "logtree",
-        "full rollout transcripts (prompts, responses, grading)",
-        None,
+        "*_logtree.json", "logtree", "full rollout transcripts (prompts, responses, grading)", None,
         r"iteration_(\d+)",
     ),
 )

@@ -25,10 +25,7 @@ COLS = (
     v.REWARD,
     v.PG_LOSS,
     Col(
-        "actor/entropy_loss",
-        7,
-        "entropy",
-        None,
+        "actor/entropy_loss", 7, "entropy", None,
         "mean token entropy of the policy (logged under the name entropy_loss; not a loss to minimise)",
     ),
     v.KL,

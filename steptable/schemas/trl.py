@@ -21,15 +21,9 @@ from steptable.schemas.base import Rule, Schema, SideFile
 LogEntryKind = Literal["train", "eval", "summary"]
 
 #: keys that only the end-of-training summary entry carries
-SUMMARY_KEYS = frozenset(
-    {
-        "train_runtime",
-        "train_samples_per_second",
-        "train_steps_per_second",
-        "total_flos",
-        "train_loss",
-    }
-)
+SUMMARY_KEYS = frozenset({
+    "train_runtime", "train_samples_per_second", "train_steps_per_second", "total_flos", "train_loss",
+})
 #: bookkeeping keys present on every kind of entry
 _BOOKKEEPING = frozenset({"step", "epoch", "global_step", "train/global_step", "train/epoch", "num_input_tokens_seen"})
 _EVAL_PREFIXES = ("eval_", "eval/", "test_", "test/")
@@ -48,47 +42,17 @@ def classify_log_entry(entry: Mapping[str, Any]) -> LogEntryKind:
 
 # ------------------------------------------------------------------------------------------------ detection
 
-TRL_MARKERS = frozenset(
-    {
-        "loss",
-        "grad_norm",
-        "learning_rate",
-        "epoch",
-        "reward",
-        "reward_std",
-        "kl",
-        "entropy",
-        "frac_reward_zero_std",
-        "completions/mean_length",
-        "completions/clipped_ratio",
-        "clip_ratio/region_mean",
-        "num_tokens",
-        "eval_loss",
-    }
-)
-MAXENT_COMMON = frozenset(
-    {
-        "train/loss",
-        "train/reward",
-        "train/reward_std",
-        "train/kl",
-        "train/grad_norm",
-        "train/learning_rate",
-    }
-)
-MAXENT_SPECIFIC = frozenset(
-    {
-        "train/tau",
-        "train/beta",
-        "train/weight_entropy",
-        "train/q_entropy_mean",
-        "train/loss/policy",
-        "train/loss/kl",
-        "train/maxent_objective",
-        "train/completions/mean_length_sampled",
-        "train/grpo_objective",
-    }
-)
+TRL_MARKERS = frozenset({
+    "loss", "grad_norm", "learning_rate", "epoch", "reward", "reward_std", "kl", "entropy", "frac_reward_zero_std",
+    "completions/mean_length", "completions/clipped_ratio", "clip_ratio/region_mean", "num_tokens", "eval_loss",
+})
+MAXENT_COMMON = frozenset({
+    "train/loss", "train/reward", "train/reward_std", "train/kl", "train/grad_norm", "train/learning_rate",
+})
+MAXENT_SPECIFIC = frozenset({
+    "train/tau", "train/beta", "train/weight_entropy", "train/q_entropy_mean", "train/loss/policy", "train/loss/kl",
+    "train/maxent_objective", "train/completions/mean_length_sampled", "train/grpo_objective",
+})
 
 
 def maxent_match(path: Path, keys: Sequence[str]) -> float:
@@ -113,31 +77,21 @@ def trl_match(path: Path, keys: Sequence[str]) -> float:
 TRL_COLS = (
     Col("step", 5, "step", "d", "optimizer step (global_step) of the logging window"),
     Col(
-        "loss",
-        7,
-        "loss",
-        None,
+        "loss", 7, "loss", None,
         "training loss averaged over the logging window (for GRPO it follows the advantages: no good direction)",
     ),
     Col("reward", 6, "reward", None, "mean reward of the sampled completions (all reward functions summed)", "higher"),
     Col("reward_std", 7, "rew_std", None, "standard deviation of rewards within a prompt's group, averaged"),
     Col(
-        "frac_reward_zero_std",
-        7,
-        "zero_sd",
-        None,
+        "frac_reward_zero_std", 7, "zero_sd", None,
         "share of prompts whose completions all got the same reward (no learning signal from them)",
     ),
     Col("kl", 6, "kl", None, "KL between the policy and the reference model"),
     Col("entropy", 7, "entropy", None, "mean token entropy of the policy on its completions"),
     Col("completions/mean_length", 6, "len", None, "mean completion length in tokens"),
     Col(
-        "completions/clipped_ratio",
-        8,
-        "len_clip",
-        None,
-        "share of completions cut at the maximum completion length",
-        "lower",
+        "completions/clipped_ratio", 8, "len_clip", None,
+        "share of completions cut at the maximum completion length", "lower",
     ),
     Col("clip_ratio/region_mean", 6, "clip", None, "share of tokens whose probability ratio was clipped"),
     Col("grad_norm", 6, "gnorm", None, "gradient norm before clipping"),
@@ -183,12 +137,8 @@ MAXENT_COLS = (
     Col("train/weight_entropy", 6, "w_ent", None, "entropy of the weights given to a prompt's completions"),
     Col("train/completions/mean_length_sampled", 6, "len", None, "mean length of the sampled completions (tokens)"),
     Col(
-        "train/completions/clipped_frac",
-        8,
-        "len_clip",
-        None,
-        "share of completions cut at the maximum completion length",
-        "lower",
+        "train/completions/clipped_frac", 8, "len_clip", None,
+        "share of completions cut at the maximum completion length", "lower",
     ),
     Col("train/grad_norm", 6, "gnorm", None, "gradient norm before clipping"),
     Col("train/learning_rate", 6, "lr", None, "learning rate from the scheduler"),
@@ -216,11 +166,8 @@ MAXENT = Schema(
     rules=MAXENT_RULES,
     side_files=(
         SideFile(
-            "rich_completions/*_step_*.json",
-            "generations",
-            "sampled completions of a step as a {columns, data} table",
-            None,
-            r"_step_(\d+)\.json$",
+            "rich_completions/*_step_*.json", "generations",
+            "sampled completions of a step as a {columns, data} table", None, r"_step_(\d+)\.json$",
         ),
     ),
 )

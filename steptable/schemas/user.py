@@ -66,7 +66,6 @@ def _toml() -> Any:
         import tomli as tomllib  # type: ignore[import-not-found, no-redef, unused-ignore]
     return tomllib
 
-
 #: a schema file larger than this is an error (a few hundred columns take a few kilobytes)
 MAX_SCHEMA_BYTES = 1 << 20
 #: file name of a log directory's schema
@@ -75,32 +74,16 @@ LOCAL_NAME = "steptable.toml"
 LOCAL_DEPTH = 4
 
 _SCHEMA_FIELDS: dict[str, type] = {
-    "name": str,
-    "extends": str,
-    "description": str,
-    "extend": bool,
-    "hide": list,
-    "drop": list,
+    "name": str, "extends": str, "description": str, "extend": bool, "hide": list, "drop": list,
 }
 _MATCH_FIELDS: dict[str, type] = {"files": list, "keys": list}
 _COLUMN_FIELDS: dict[str, type] = {
-    "key": str,
-    "width": int,
-    "header": str,
-    "fmt": str,
-    "desc": str,
-    "better": str,
-    "align": str,
-    "stream": bool,
-    "aliases": list,
-    "after": str,
+    "key": str, "width": int, "header": str, "fmt": str, "desc": str, "better": str, "align": str, "stream": bool,
+    "aliases": list, "after": str,
 }
 _RULE_FIELDS: dict[str, type] = {"pattern": str, "desc": str, "better": str, "fmt": str, "hide": bool, "promote": bool}
 _TABLES: dict[str, dict[str, type]] = {
-    "schema": _SCHEMA_FIELDS,
-    "match": _MATCH_FIELDS,
-    "columns": _COLUMN_FIELDS,
-    "rules": _RULE_FIELDS,
+    "schema": _SCHEMA_FIELDS, "match": _MATCH_FIELDS, "columns": _COLUMN_FIELDS, "rules": _RULE_FIELDS,
 }
 
 
@@ -181,9 +164,8 @@ def _read(path: Path) -> _Doc:
         if not stat.S_ISREG(st.st_mode):  # a FIFO would block the read
             raise SchemaFileError(str(path), None, "not a regular file")
         if st.st_size > MAX_SCHEMA_BYTES:
-            raise SchemaFileError(
-                str(path), None, f"{st.st_size:,} bytes: larger than a schema file can be ({MAX_SCHEMA_BYTES:,})"
-            )
+            raise SchemaFileError(str(path), None, f"{st.st_size:,} bytes: larger than a schema file can be "
+                                                   f"({MAX_SCHEMA_BYTES:,})")
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as e:
         raise SchemaFileError(str(path), None, f"cannot read the file ({e})") from None
@@ -217,15 +199,8 @@ def _column_error_field(e: Exception) -> str | None:
     if field is not None:
         return str(field)
     message = str(e)
-    for word, field in (
-        ("header", "header"),
-        ("format", "fmt"),
-        ("width", "width"),
-        ("better", "better"),
-        ("align", "align"),
-        ("description", "desc"),
-        ("key", "key"),
-    ):
+    for word, field in (("header", "header"), ("format", "fmt"), ("width", "width"), ("better", "better"),
+                        ("align", "align"), ("description", "desc"), ("key", "key")):
         if word in message:
             return field
     return None
@@ -270,12 +245,8 @@ def schema_from_doc(doc: _Doc, bases: Mapping[str, Schema]) -> Schema:
     extends = head.get("extends", name if name in bases else None)
     base = bases.get(extends) if extends is not None else None
     if extends is not None and base is None:
-        doc.fail(
-            f"[schema] extends unknown schema {extends!r} (known: {', '.join(sorted(bases))})",
-            "schema",
-            None,
-            "extends",
-        )
+        doc.fail(f"[schema] extends unknown schema {extends!r} (known: {', '.join(sorted(bases))})", "schema", None,
+                 "extends")
     cols = list(base.cols) if base is not None else []
     for k in head.get("drop", []):
         if not any(c.key == k for c in cols):

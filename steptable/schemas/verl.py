@@ -14,17 +14,8 @@ from steptable.schemas.base import Rule, Schema
 
 #: key prefixes of the verl family (verl and TinyZero)
 FAMILY_PREFIXES = (
-    "actor/",
-    "critic/",
-    "response_length/",
-    "prompt_length/",
-    "timing_s/",
-    "timing_per_token_ms/",
-    "perf/",
-    "val-core/",
-    "val-aux/",
-    "mfu/",
-    "training/",
+    "actor/", "critic/", "response_length/", "prompt_length/", "timing_s/", "timing_per_token_ms/", "perf/",
+    "val-core/", "val-aux/", "mfu/", "training/",
 )
 #: present in current verl, absent from TinyZero
 VERL_MARKERS = ("perf/", "val-core/", "val-aux/", "actor/entropy", "training/global_step", "actor/pg_clipfrac_lower")
@@ -59,18 +50,11 @@ def match(path: Path, keys: Sequence[str]) -> float:
 STEP = Col("step", 5, "step", "d", "trainer step (global step of the PPO/GRPO loop)")
 SCORE = Col("critic/score/mean", 6, "score", None, "mean task score of a response, before any KL shaping", "higher")
 REWARD = Col(
-    "critic/rewards/mean",
-    6,
-    "reward",
-    None,
-    "mean sequence reward after KL shaping (equal to score without an in-reward KL penalty)",
-    "higher",
+    "critic/rewards/mean", 6, "reward", None,
+    "mean sequence reward after KL shaping (equal to score without an in-reward KL penalty)", "higher",
 )
 PG_LOSS = Col(
-    "actor/pg_loss",
-    7,
-    "pg_loss",
-    None,
+    "actor/pg_loss", 7, "pg_loss", None,
     "policy-gradient (clipped surrogate) loss; its level follows the advantages, so no good direction",
 )
 PPO_KL = Col("actor/ppo_kl", 6, "ppo_kl", None, "approximate KL between the updated policy and the rollout policy")
@@ -84,11 +68,7 @@ VF_EV = Col(
 )
 RESP_LEN = Col("response_length/mean", 8, "resp_len", None, "mean response length in tokens")
 RESP_CLIP = Col(
-    "response_length/clip_ratio",
-    8,
-    "len_clip",
-    None,
-    "share of responses cut at the maximum response length",
+    "response_length/clip_ratio", 8, "len_clip", None, "share of responses cut at the maximum response length",
     "lower",
 )
 T_STEP = Col("timing_s/step", 6, "t_step", None, "wall-clock seconds of the whole step", "lower")
@@ -137,9 +117,7 @@ COLS = (
 
 RULES = (
     Rule(
-        "val-core/*/mean@*",
-        "validation score averaged over the samples of each prompt ({key})",
-        "higher",
+        "val-core/*/mean@*", "validation score averaged over the samples of each prompt ({key})", "higher",
         promote=True,
     ),
     Rule("val-core/*", "core validation metric ({key})", promote=True),

@@ -334,9 +334,8 @@ class StepGrid(ScrollView, can_focus=True):
             head = base + self._style("grid--header")
             cursor = head + self._style("grid--cursor")
             return [
-                Segment(
-                    pad(cut(sanitize(c.header), c.width), c.width, c.align), cursor if c.key == self.selected else head
-                )
+                Segment(pad(cut(sanitize(c.header), c.width), c.width, c.align),
+                        cursor if c.key == self.selected else head)
                 for c in cols
             ]
         assert self.store is not None

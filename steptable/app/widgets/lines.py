@@ -15,9 +15,8 @@ from rich.style import Style
 from steptable.render import SEP
 
 
-def visible_columns(
-    spans: Sequence[tuple[int, int]], ends: Sequence[int], scroll_x: int, view: int
-) -> tuple[int, int, int]:
+def visible_columns(spans: Sequence[tuple[int, int]], ends: Sequence[int], scroll_x: int,
+                    view: int) -> tuple[int, int, int]:
     """(first, stop, skip): the scrolling columns ``first..stop`` overlap the window; ``skip`` cells of the first
     are scrolled off to the left. ``spans`` are the columns' (start, end) cells, ``ends`` each end plus the separator.
     """
@@ -29,9 +28,8 @@ def visible_columns(
     return first, stop, max(skip, 0)
 
 
-def join_line(
-    cells: Sequence[Segment], fixed: int, more: bool, base: Style, skip: int, view: int, width: int
-) -> list[Segment]:
+def join_line(cells: Sequence[Segment], fixed: int, more: bool, base: Style, skip: int, view: int,
+              width: int) -> list[Segment]:
     """The segments of one line, exactly ``width`` cells: the ``fixed`` leading cells, a separator when ``more``
     columns follow, then the scrolling cells (only those in the window) cropped to it: ``skip`` cells off the
     first, ``view`` cells at most."""
