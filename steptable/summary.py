@@ -12,8 +12,8 @@ column one width (at least 4, enough for 2 significant digits of all its values)
 Definitions
 - Values are read with :func:`steptable.alerts.cell_float`: (n, d) fractions are rates n/d, bools 0/1, numeric
   strings numbers; NaN (missing in stored columns) and other text are skipped, and so is inf, except that
-  ``last`` is the column's last number even when it is inf (a KL gone to inf must not read as its last finite
-  value). ``-``: no value.
+  ``last`` is the column's last number even when it is inf or a logged NaN (a KL gone to inf must not read as its
+  last finite value; with ``cells()`` an absent cell is None, told apart from a logged NaN). ``-``: no value.
 - tr% = 100 * (mean of the last 10% of the values - mean of the 10% before) / max(|mean before|, median |x| / 4),
   rounded to an integer (``+12``, ``-3``, ``0``). The median |x| term keeps columns that cross zero readable.
 - rate: median over the last 200 row pairs of seconds per step: ``1.93s/step`` at 1 s/step or slower, else
@@ -86,7 +86,7 @@ class ColStats:
         return self.present >= 2 and self.lo != self.hi
 
 
-def column_stats(values: Sequence[Any]) -> ColStats:
+def column_stats(values: Sequence[Any], nan_logged: bool = False) -> ColStats:
     """first / last / min / max / trend of one column (see the module doc)."""
     st = ColStats()
     xs: list[float] = []
@@ -99,7 +99,7 @@ def column_stats(values: Sequence[Any]) -> ColStats:
         elif math.isfinite(x):
             xs.append(x)
             last = x
-        elif x == x:
+        elif x == x or nan_logged:  # inf; a NaN only where it was logged (column() pads absent cells with NaN)
             last = x
     if xs:
         st.present = len(xs)
@@ -310,7 +310,8 @@ def summarize(
     for i, r in enumerate(runs):
         present = set(r.keys)
         for key in r.keys if columns is None else [k for k in columns if k in present]:
-            stats[(i, key)] = column_stats(r.column(key))
+            cells = getattr(r, "cells", None)  # a store's cells() tells absent (None) from a logged NaN
+            stats[(i, key)] = column_stats(cells(key), True) if cells is not None else column_stats(r.column(key))
     keys = pick_columns(runs, stats, max_columns) if columns is None else list(columns)
 
     lines: list[str] = []

@@ -160,9 +160,10 @@ class Tail:
     def _emit_run(self, store: RunStore, multi: bool) -> None:
         a, run = self.args, store.run
         with store.lock:  # one consistent view: the follower thread may add a batch meanwhile
-            n, steps, version = len(store), store.steps, store.version
+            n, steps, version, resumes = len(store), store.steps, store.version, list(store.resumes)
             since = self.seen_version.get(run)
             edits = store.edits_since(since) if since is not None else []
+            lost = store.lost_since(since) if since is not None else None
         seen = self.versions.get(run)
         redo: list[tuple[int, frozenset[str] | None]] = []  # rows printed before and changed since: (step, keys)
         if run not in self.printed:
@@ -170,9 +171,10 @@ class Tail:
             last = steps[first - 1] if first else None
         else:
             last = self.printed[run]
-            if seen is not None and (n < seen[1] or len(store.resumes) != seen[0] or store.generation != seen[2]):
+            if seen is not None and (n < seen[1] or len(resumes) != seen[0] or store.generation != seen[2]):
                 # The file was truncated/replaced or the run resumed from a checkpoint: rows from that point changed.
-                at = store.resumes[-1] if store.resumes else None
+                since_seen = resumes[seen[0] :] if store.generation == seen[2] else []
+                at = min(since_seen) if since_seen else None  # (several resumes since the last call: the earliest)
                 if not a.alerts_only and a.format == "text":
                     what = f"resumed at step {at}" if at is not None else "file reset"
                     self.out.write(f"── {sanitize(run)}: {what} ──\n")
@@ -182,9 +184,9 @@ class Tail:
                 elif last is not None:
                     last = min(last, at - 1)
                 self.since_header[run] = 0
-            elif edits is None:  # too many edits to tell which: everything again
-                last = None
-            elif last is not None:
+            if last is not None and lost is not None:  # more edits than the store lists: all rows from there again
+                last = min(last, lost - 1)
+            if last is not None:
                 # merged into a row already printed (tinker's eval line, a late metric) or inserted before it
                 redo = [e for e in edits if e[0] <= last]
         self.versions[run] = (len(store.resumes), n, store.generation)
@@ -385,7 +387,7 @@ def _one_shot(args: argparse.Namespace, follower: Follower, tail: Tail, err: Tex
 def _follow(args: argparse.Namespace, follower: Follower, tail: Tail) -> int:
     stop = threading.Event()
     lock = threading.Lock()
-    broken: list[BrokenPipeError] = []
+    broken: list[OSError] = []
 
     def changed(_runs: set[str]) -> None:
         # Runs in the follower thread: a reader that left (`| head`) must end the command, not kill the thread
@@ -395,7 +397,7 @@ def _follow(args: argparse.Namespace, follower: Follower, tail: Tail) -> int:
                 return
             try:
                 tail.emit(follower)
-            except BrokenPipeError as e:
+            except OSError as e:  # a closed pipe, a full disk under stdout: the main thread ends the command
                 broken.append(e)
                 stop.set()
 
@@ -412,7 +414,7 @@ def _follow(args: argparse.Namespace, follower: Follower, tail: Tail) -> int:
     finally:
         stop.set()
     if broken:
-        raise broken[0]  # the CLI treats a closed pipe as a normal end
+        raise broken[0]  # the CLI ends a closed pipe quietly and says a failed stdout in one line (status 2)
     return 1 if tail.error_alert else 0
 
 

@@ -596,3 +596,20 @@ async def test_columns_widen_for_values_the_first_rows_never_had(tmp_path: Path)
         await sync(pilot, follower)
         line = next(t for t in screen_text(app).splitlines() if t.split()[:1] == ["30"])
         assert line.split()[:3] == ["30", "-1e-5", "123456789"], line  # "####" and "1.2e8" before
+
+
+async def test_arms_are_arranged_again_after_a_resize(tmp_path: Path) -> None:
+    arms = [f"arm{i}" for i in range(4)]
+    app, follower, _ = manual_app(make_runs(tmp_path, steps=20, arms=arms), stacked=True)
+    async with app.run_test(size=(100, 50)) as pilot:
+        await sync(pilot, follower)
+        panels = list(app.query(ArmPanel))
+        assert all(p.size.height > 8 for p in panels)  # room for all: they share the box
+        await pilot.resize_terminal(100, 16)
+        await pilot.pause()
+        await pilot.pause()
+        assert all(p.size.height == 8 for p in panels)  # too little room: each keeps 8 rows, the box scrolls
+        await pilot.resize_terminal(100, 60)
+        await pilot.pause()
+        await pilot.pause()
+        assert all(p.size.height > 8 for p in panels)

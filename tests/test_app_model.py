@@ -168,6 +168,7 @@ def test_user_theme_dir_wins(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     [("$primary: notacolor;", "notacolor"), ("$primary: #123456;\n$surface: rgb(1,2;", "rgb(1,2"),
      ("$primary: #123456;\n$text-success: notacolor;", "$text-success"),
      ("$primary: #123456;\n$block-cursor-text-style: purple;", "$block-cursor-text-style"),
+     ("$primary: #123456;\n$link-style-hover: purple;", "$link-style-hover"),
      ("$primary: #123456;\n$luminosity-spread: wide;", "wide")],
 )  # fmt: skip
 def test_a_theme_textual_would_refuse_is_not_offered(
@@ -181,6 +182,13 @@ def test_a_theme_textual_would_refuse_is_not_offered(
     themes = load_themes(problems=problems)
     assert "oops" not in themes and "dark" in themes
     assert len(problems) == 1 and "oops" in problems[0] and culprit in problems[0]
+
+
+def test_a_theme_with_textual_s_own_style_values_is_offered(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "fine.tcss").write_text("$primary: #123456;\n$link-style-hover: bold not underline;\n")
+    monkeypatch.setenv("STEPTABLE_THEMES", str(tmp_path))
+    problems: list[str] = []
+    assert "fine" in load_themes(problems=problems) and problems == []
 
 
 def test_generations_index_and_samples(tmp_path: Path) -> None:
@@ -333,3 +341,30 @@ def test_long_completions_are_clipped_and_paged() -> None:
         text, nxt = sample_text(samples, "arm", 7, nxt)
         pages += 1
     assert pages > 1 and "128/128" in text.plain
+
+
+def test_alert_scanner_feeds_edits_resumes_and_late_rows() -> None:
+    """Rows inserted among the fed ones (one batch, out of order), merged cells, and two resumes between scans."""
+    from steptable.alerts import AlertEngine
+    from steptable.app.alerting import AlertScanner
+    from steptable.ingest.store import Parsed, RunStore
+
+    def loss_rows(steps: list[int], bad: int | None = None, value: float = 1.0) -> Parsed:
+        rows = [{"step": t, "loss": math.nan if t == bad else value} for t in steps]
+        return Parsed(steps=steps, rows=rows)
+
+    sc = AlertScanner(lambda: {}, lambda _: None)
+    s = RunStore("r", "/nonexistent/metrics.jsonl")
+    s.add(loss_rows(list(range(0, 40, 2))), now=math.nan)
+    assert sc.scan("r", s) == []
+    s.add(loss_rows([37, 35, 33], bad=37), now=math.nan)  # a late writer, descending; 37 is a NaN
+    assert [(a.step, a.kind) for a in sc.scan("r", s)] == [(37, "nonfinite")]
+    replay = AlertEngine()
+    assert [a.step for i in range(len(s)) for a in replay.update(s.step_at(i), {"loss": s.value(i, "loss")})] == [37]
+
+    s2 = RunStore("r2", "/nonexistent/metrics.jsonl")
+    s2.add(loss_rows(list(range(30))), now=math.nan)
+    sc.scan("r2", s2)
+    s2.add(loss_rows(list(range(20, 26)), bad=22), now=math.nan)  # resumed at 20 (NaN at 22) ...
+    s2.add(loss_rows(list(range(24, 30))), now=math.nan)  # ... and at 24, before the next scan
+    assert [(a.step, a.kind) for a in sc.scan("r2", s2)] == [(22, "nonfinite")]

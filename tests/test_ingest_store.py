@@ -167,3 +167,15 @@ def test_keys_past_the_cap_are_not_stored_and_said_once(tmp_path: Path, monkeypa
         f.write(json.dumps({"step": 3000, "loss": 0.25, "sample/x": 1.0}) + "\n")
     fol.scan()
     assert s.value(3000, "loss") == 0.25 and len(fol.errors) == 1  # said once
+
+
+def test_the_key_cap_notice_names_the_first_key_left_out(monkeypatch: pytest.MonkeyPatch) -> None:
+    from steptable.ingest import store, table
+
+    monkeypatch.setattr(table, "MAX_KEYS", 3)
+    monkeypatch.setattr(store, "MAX_KEYS", 3)
+    s = RunStore("r", "/nonexistent/metrics.jsonl")
+    s.add(Parsed(steps=[0], rows=[{"step": 0, "a": 1.0, "b": 2.0}]), now=math.nan)  # exactly at the cap
+    p = Parsed(steps=[1, 2], rows=[{"step": 1, "a": 1.0, "c": 3.0}, {"step": 2, "a": 1.0}])
+    s.add(p, now=math.nan)
+    assert [b.reason for b in p.bad] == [store._too_many_keys("c")] and "'c'" in p.bad[0].reason

@@ -176,6 +176,9 @@ def test_a_column_that_ends_at_inf_shows_it_last() -> None:
     st = column_stats([0.01, 0.02, 0.015, math.inf, math.inf, math.nan])
     assert (st.present, st.first, st.last, st.lo, st.hi) == (3, 0.01, math.inf, 0.01, 0.02)
     assert column_stats([math.inf, 0.5]).last == 0.5
+    # from a store's cells(): None is absent, a NaN was logged (and is the column's last value)
+    assert math.isnan(column_stats([0.5, 0.4, math.nan, None], nan_logged=True).last)
+    assert column_stats([0.5, 0.4, math.nan, None]).last == 0.4  # column(): NaN pads absent cells
 
 
 def test_trend_and_rate() -> None:

@@ -567,3 +567,48 @@ def test_follow_widens_a_column_for_values_its_first_rows_never_had(tmp_path: Pa
     _step(follower, tail)
     last = out.getvalue().splitlines()[-1].split()  # type: ignore[attr-defined]
     assert last == ["30", "-1e-5", "123456789"]  # they read "####" and "1.2e8"
+
+
+def test_follow_after_two_resumes_and_an_edit_between_reads(tmp_path: Path) -> None:
+    path = tmp_path / "a" / "metrics.jsonl"
+    write_rows(path, [{"step": s, "loss": 1.0} for s in range(11)])
+    follower, tail, out, _ = _live(tmp_path, ["--format", "jsonl", "-n", "0"])
+    _step(follower, tail)
+    write_rows(path, [{"step": 3, "eval/acc": 0.9}])  # merged into a printed row ...
+    write_rows(path, [{"step": s, "loss": 2.0 + s / 100} for s in range(5, 10)])  # ... a restart from step 5 ...
+    write_rows(path, [{"step": s, "loss": 3.0} for s in range(8, 10)])  # ... and another from step 8
+    _step(follower, tail)
+    rows = [json.loads(line) for line in out.getvalue().splitlines()][11:]  # type: ignore[attr-defined]
+    assert [r["step"] for r in rows] == [3, 5, 6, 7, 8, 9] and rows[0]["eval/acc"] == 0.9
+    assert [r["loss"] for r in rows[1:]] == [2.05, 2.06, 2.07, 3.0, 3.0]
+
+
+def test_follow_with_more_edits_than_the_store_lists_prints_from_the_oldest(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from steptable.ingest import store
+
+    monkeypatch.setattr(store, "MAX_EDITS", 16)
+    path = tmp_path / "a" / "metrics.jsonl"
+    write_rows(path, [{"step": s, "loss": 1.0} for s in range(100)])
+    follower, tail, out, _ = _live(tmp_path, ["--format", "jsonl", "-n", "3"])
+    _step(follower, tail)
+    write_rows(path, [{"step": s, "eval/acc": 0.5} for s in range(60, 90)])  # an evaluator: 30 merges in one read
+    _step(follower, tail)
+    steps = [json.loads(line)["step"] for line in out.getvalue().splitlines()]  # type: ignore[attr-defined]
+    assert steps == [97, 98, 99, *range(60, 100)]  # from the oldest changed step on, not the whole history
+
+
+def test_follow_into_a_full_disk_is_one_line_and_status_2(tmp_path: Path) -> None:
+    path = tmp_path / "a" / "metrics.jsonl"
+    write_rows(path, [{"step": 0, "loss": 1.0}])
+    with open("/dev/full", "w") as full:
+        p = subprocess.Popen(
+            [sys.executable, "-m", "steptable", "tail", "-f", "--alerts-only", "--poll", "0.05", str(tmp_path)],
+            stdout=full, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        time.sleep(1.5)
+        with open(path, "a") as f:
+            f.write('{"step": 1, "loss": NaN}\n')  # the alert line is what fails to be written
+        _, err = p.communicate(timeout=20)
+    assert p.returncode == 2 and "cannot write the output" in err and "Traceback" not in err, err

@@ -8,7 +8,7 @@ gets the GIL while that happens. Found alerts are posted per chunk; the scanner 
 from __future__ import annotations
 
 import threading
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -62,9 +62,9 @@ class AlertScanner:
                     self.idle.set()
 
     def scan(self, rid: str, store: Any, stop: threading.Event | None = None) -> list[Alert]:
-        """Feed the rows added since the last call to this run's engine (from the top after a reset, from the resume
-        point after a resume; cells merged into rows already fed, and rows inserted among them, are fed too);
-        returns and posts what they raise."""
+        """Feed the rows added since the last call to this run's engine (from the top after a reset, from the
+        earliest resume point after resumes; cells merged into rows already fed, and rows inserted among them, are
+        fed too); returns and posts what they raise."""
         from steptable.alerts import AlertEngine
 
         gen = int(getattr(store, "generation", 0))
@@ -73,38 +73,35 @@ class AlertScanner:
             fed = _Fed(gen, AlertEngine())
         eng = fed.engine
         wanted = {k for keys in eng.roles.values() for k in keys}
-        redo: list[tuple[int, dict[str, Any]]] = []
+        redo: dict[int, tuple[dict[str, Any], frozenset[str] | None]] = {}
         with store.lock:
-            n = len(store)
+            n, steps = len(store), store.steps
             resumes = list(getattr(store, "resumes", ()))
-            edits = store.edits_since(fed.version) if fed.version >= 0 and hasattr(store, "edits_since") else []
-            if len(resumes) != fed.resumes and resumes:  # rows from the resume step on are new
-                fed.rows = min(fed.rows, store.index_of_step(resumes[-1]))
-            elif edits is None:  # more edits than the store remembers: feed everything again
-                fed = _Fed(gen, AlertEngine())
-                eng = fed.engine
-            else:
-                steps = store.steps
-                for step, keys in edits:
+            last = fed.last
+            if last is not None and len(resumes) > fed.resumes:  # rows from the earliest new resume step on are new
+                last = min(last, min(resumes[fed.resumes :]) - 1)
+            if last is not None and fed.version >= 0:
+                lost = store.lost_since(fed.version)
+                if lost is not None:  # more edits than the store lists: the rows from there are fed again
+                    last = min(last, lost - 1)
+                for step, keys in store.edits_since(fed.version):
                     i = bisect_left(steps, step)
-                    if i >= fed.rows or i >= n or steps[i] != step:
-                        continue  # not fed yet (or gone): fed with the new rows
-                    if keys is None:
-                        fed.rows += 1  # inserted among the fed rows: those after it moved down one
-                    row = store.row(i)
-                    redo.append((step, {k: v for k, v in row.items() if k in wanted and (keys is None or k in keys)}))
+                    if step > last or i >= n or steps[i] != step:
+                        continue  # not fed yet (fed with the new rows below), or gone since
+                    had = redo[step][1] if step in redo else frozenset()
+                    redo[step] = (store.row(i), None if had is None or keys is None else had | keys)
             fed.resumes, fed.version = len(resumes), int(getattr(store, "version", 0))
             self._engines[rid] = fed
-            start = fed.rows
+            start = 0 if last is None else bisect_right(steps, last)
+            fed.last = last
             if n <= start and not redo:
-                fed.rows = n
                 return []
             cols = [(k, store.column(k)) for k in store.keys if k in wanted]
-            steps = store.steps
             walls = store.wall_times
         out: list[Alert] = []
-        for step, row in redo:
-            out.extend(eng.update(step, row))
+        for step in sorted(redo):  # what changed in rows already fed: the cells merged in, or the inserted row
+            row, keys = redo[step]
+            out.extend(eng.update(step, {k: v for k, v in row.items() if k in wanted and (keys is None or k in keys)}))
         if out:
             self._post(AlertsFound(rid, list(out)))
         for begin in range(start, n, CHUNK):
@@ -114,7 +111,7 @@ class AlertScanner:
             except IndexError:  # truncated meanwhile (a restart rewrote the file): start over on the next change
                 self._engines.pop(rid, None)
                 return out
-            fed.rows = stop_at
+            fed.last = steps[stop_at - 1]
             if found:
                 out.extend(found)
                 self._post(AlertsFound(rid, found))
@@ -125,11 +122,12 @@ class AlertScanner:
 
 @dataclass
 class _Fed:
-    """What a run's engine has seen: the file's generation, how many rows, the store version (for its edits)."""
+    """What a run's engine has seen: the file's generation, the last step fed, the resumes so far and the store
+    version (for the edits after it)."""
 
     generation: int
     engine: AlertEngine
-    rows: int = 0
+    last: int | None = None
     resumes: int = 0
     version: int = -1
 

@@ -35,7 +35,19 @@ from steptable.formatting import sanitize
 Clock = Callable[[], float]
 
 
-#: the rows (title, header, six rows) and cells an arm keeps at least when many share the screen
+class ArmsBox(ScrollableContainer):
+    """The arms' tables; when its size changes (a terminal resize, a panel opened beside it) the app arranges the
+    arms again for the new size."""
+
+    def on_resize(self) -> None:
+        rearrange = getattr(self.app, "_rearrange", None)
+        if rearrange is not None:
+            rearrange()
+
+
+#: arms share the box while each gets at least ARM_SHARE_ROWS rows (title, header, three rows); past that each
+#: keeps ARM_MIN_ROWS (six rows) and the box scrolls. Side by side, each keeps ARM_MIN_CELLS cells.
+ARM_SHARE_ROWS = 5
 ARM_MIN_ROWS = 8
 ARM_MIN_CELLS = 40
 
@@ -106,7 +118,7 @@ class StepTableApp(ViewerActions):
         with VerticalScroll(id="legend-box"):
             yield LegendPanel(id="legend")
         # scrollable: when the arms do not fit at a readable size they keep that size and the box scrolls
-        with ScrollableContainer(id="arms", classes="side", can_focus=False):
+        with ArmsBox(id="arms", classes="side", can_focus=False):
             yield Static(self._waiting_text(), id="no-runs", markup=False)
         yield ChartPanel(id="chart")
         yield DiagnosticsPanel(id="diagnostics")
@@ -283,7 +295,7 @@ class StepTableApp(ViewerActions):
 
     def _toggle(self, selector: str) -> bool:
         w = self.main.query_one(selector)
-        w.toggle_class("-open")
+        w.toggle_class("-open")  # (the arms box, resized by it, arranges the arms again)
         return w.has_class("-open")
 
     def action_toggle_legend(self) -> None:
@@ -319,14 +331,14 @@ class StepTableApp(ViewerActions):
         # arm grew to the whole box instead, and only the first could be seen).
         n = sum(1 for rid in self.panels if rid not in self.session.hidden)
         box = arms.size if arms.size.area else self.size
-        crowded = n > 1 and (box.height // n < ARM_MIN_ROWS if stacked else box.width // n < ARM_MIN_CELLS)
+        crowded = n > 1 and (box.height // n < ARM_SHARE_ROWS if stacked else box.width // n < ARM_MIN_CELLS)
         for panel in self.panels.values():
             if stacked:
                 panel.styles.width, panel.styles.height = "1fr", ARM_MIN_ROWS if crowded else "1fr"
             else:
                 panel.styles.width, panel.styles.height = ARM_MIN_CELLS if crowded else "1fr", "1fr"
 
-    def on_resize(self) -> None:
+    def _rearrange(self) -> None:
         try:
             self._apply_arrangement()
         except NoMatches:  # before the main screen is composed

@@ -62,7 +62,9 @@ class Store(Protocol):
     @property
     def edit_count(self) -> int: ...
 
-    def edits_since(self, version: int) -> list[tuple[int, frozenset[str] | None]] | None: ...
+    def edits_since(self, version: int) -> list[tuple[int, frozenset[str] | None]]: ...
+
+    def lost_since(self, version: int) -> int | None: ...
 
     @property
     def bad_count(self) -> int: ...
@@ -144,11 +146,13 @@ class Summary:
     hi: float = -math.inf
     last: float = math.nan
     mark: Any = None
+    version: int = -1  # the store's version when last updated (for the edits after it)
 
-    def update(self, values: Sequence[Any], n: int | None = None, mark: Any = None) -> Summary:
-        """``mark`` changes when rows already seen may have changed (see :func:`change_mark`): then start over."""
+    def update(self, values: Sequence[Any], n: int | None = None, mark: Any = None, restart: bool = False) -> Summary:
+        """Start over when ``mark`` changes (a rewrite of the file, a resume) or with ``restart`` (a row already
+        seen changed in this column); else fold in the new rows only."""
         n = len(values) if n is None else min(n, len(values))
-        if n < self.seen or mark != self.mark:  # the run was rewritten (resume, truncation, a merge): start over
+        if n < self.seen or mark != self.mark or restart:
             self.seen, self.lo, self.hi, self.last, self.mark = 0, math.inf, -math.inf, math.nan, mark
         for i in range(self.seen, n):
             x = to_float(values[i])
@@ -166,11 +170,21 @@ class Summaries:
 
     items: dict[tuple[str, str], Summary] = field(default_factory=dict)
 
-    def get(self, run: str, key: str, values: Sequence[Any], n: int | None = None, mark: Any = None) -> Summary:
+    def get(
+        self, run: str, key: str, values: Sequence[Any], n: int | None = None, store: Store | None = None
+    ) -> Summary:
+        """The summary of ``values`` (the column ``key`` of ``store``, whose edits say when to start over)."""
         s = self.items.get((run, key))
         if s is None:
             s = self.items[(run, key)] = Summary()
-        return s.update(values, n, mark)
+        if store is None:
+            return s.update(values, n)
+        restart = s.version >= 0 and (
+            store.lost_since(s.version) is not None
+            or any(keys is None or key in keys for _, keys in store.edits_since(s.version))
+        )  # a merge of other keys (an eval line) leaves this column as it was: no O(rows) pass on the UI thread
+        s.version = store.version
+        return s.update(values, n, (store.generation, len(store.resumes)), restart)
 
 
 def change_mark(store: Store) -> tuple[int, int, int]:

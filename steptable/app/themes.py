@@ -78,7 +78,7 @@ def _check(theme: Theme) -> None:
         raise ValueError(f"theme {theme.name!r}: {e}") from None
     for name, value in theme.variables.items():
         # each variable checked in the kind of property its name says it is used in (our own are colours)
-        prop = "text-style" if name.endswith("style") else "background" if "background" in name else "color"
+        prop = "text-style" if "style" in name else "background" if "background" in name else "color"
         sheet = Stylesheet(variables=variables)
         sheet.add_source(f"Widget {{ {prop}: ${name}; }}", read_from=(f"theme {theme.name}", name))
         try:

@@ -92,6 +92,7 @@ class RunStore(ColumnTable):
         # version whose edits are no longer all in the deque
         self._edits: deque[tuple[int, int, frozenset[str] | None]] = deque(maxlen=MAX_EDITS)
         self._edits_lost = -1
+        self._lost_step: int | None = None  # the lowest step of the edits no longer in the deque
         self.edit_count = 0  # rows changed in place so far (a viewer that caches by row compares it)
         self._clear()
 
@@ -282,6 +283,8 @@ class RunStore(ColumnTable):
     def _known_cells(self, row: dict[str, Any], known: Any) -> dict[str, Any]:
         out = {k: v for k, v in row.items() if k in known}
         self.dropped_keys += len(row) - len(out)
+        if self.first_dropped is None:
+            self.first_dropped = next(k for k in row if k not in known)
         return out
 
     def _place(self, step: int, row: dict[str, Any], now: float) -> None:
@@ -302,17 +305,23 @@ class RunStore(ColumnTable):
 
     def _edited(self, step: int, keys: frozenset[str] | None) -> None:
         if len(self._edits) == self._edits.maxlen:
-            self._edits_lost = self._edits[0][0]
+            v, old, _ = self._edits[0]
+            self._edits_lost = v
+            self._lost_step = old if self._lost_step is None else min(self._lost_step, old)
         self._edits.append((self.version + 1, step, keys))  # the version this batch ends with
         self.edit_count += 1
 
-    def edits_since(self, version: int) -> list[tuple[int, frozenset[str] | None]] | None:
+    def edits_since(self, version: int) -> list[tuple[int, frozenset[str] | None]]:
         """(step, keys set) of each row changed in place by batches after ``version``, oldest first; keys are None for
-        a row inserted before the last one. None when that is too far back to tell (then re-read every row)."""
+        a row inserted before the last one. See :meth:`lost_since` for edits too old to be listed."""
         with self.lock:
-            if version < self._edits_lost:
-                return None
             return [(step, keys) for v, step, keys in self._edits if v > version]
+
+    def lost_since(self, version: int) -> int | None:
+        """For a viewer further behind than the edit log reaches: a step from which on every row it has shown may
+        have changed (show them again); None when :meth:`edits_since` lists every edit after ``version``."""
+        with self.lock:
+            return self._lost_step if version < self._edits_lost else None
 
     def _shares_keys(self, i: int, row: dict[str, Any]) -> bool:
         metric = [k for k in row if k != self.step_key and k not in _BOOKKEEPING]

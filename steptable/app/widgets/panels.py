@@ -16,7 +16,7 @@ from textual import events
 from textual.widgets import Static
 
 from steptable import render
-from steptable.app.model import Store, Summaries, Summary, change_mark, downsample, spark
+from steptable.app.model import Store, Summaries, Summary, downsample, spark
 from steptable.columns import Col
 from steptable.formatting import cut, display_width, format_value, pad, sanitize
 
@@ -99,7 +99,7 @@ class _ArmPanel(Static):
 
     def _series(self, store: Store, key: str, rows: int, width: int) -> tuple[Summary, list[float]]:
         vals = store.column(key) if key in store.keys else ()
-        summary = self.summaries.get(store.run, key, vals, rows, change_mark(store))
+        summary = self.summaries.get(store.run, key, vals, rows, store)
         return summary, downsample(vals, width, n=rows)
 
     def _fmt(self, key: str, x: float, width: int = 6) -> str:
