@@ -44,9 +44,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     parser = _parser()
     args = parser.parse_args(argv)
-    if args.cmd is None:
-        parser.print_help()
-        return 0
+    if args.cmd is None:  # a command is required: the help, and the status of a usage error
+        parser.print_help(sys.stderr)
+        return 2
     if getattr(args, "schema", None) is not None and not args.schema.strip():
         sys.stderr.write(f"steptable {args.cmd}: --schema needs a name (leave it out to detect the schema)\n")
         return 2
@@ -57,6 +57,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stderr.write(f"steptable {args.cmd}: the watch app needs a terminal (stdin and stdout); {hint}\n")
         return 2
     try:
+        if getattr(args, "schema", None) and args.cmd in ("tail", "summary"):
+            from steptable.schemas import get_schema
+
+            get_schema(args.schema, near=args.paths[0])  # an unknown name: said now, not after a scan of the tree
         if args.cmd == "demo":
             return _demo(args)
         if args.cmd == "legend":

@@ -26,7 +26,7 @@ def add_commands(sub: Any) -> None:
     s.add_argument("paths", nargs="+", help="metrics files or directories")
     s.add_argument("--columns", default="", help="comma-separated keys to summarise (default: the most informative)")
     s.add_argument("--max-columns", type=non_negative, default=20, help="columns chosen automatically (default 20)")
-    s.add_argument("--format", choices=("text", "md"), default="text")
+    s.add_argument("--format", choices=("text", "md"), default="text", help="plain text (default) or a markdown table")
     s.add_argument("--align", action="store_true", help="pad every column (easier on eyes, costs tokens)")
 
 
@@ -119,5 +119,7 @@ def legend_command(args: argparse.Namespace) -> int:
         except KeyError as e:
             sys.stderr.write(f"steptable legend: {e.args[0]}\n")
             return 2
+        if not args.schema:  # say what this is: a run's own columns need its path
+            text = "(no path: the routing schema's columns; steptable legend PATH shows a run's own)\n" + text
     sys.stdout.write(text.rstrip("\n") + "\n")
     return 0

@@ -95,6 +95,8 @@ def _control_repl(m: re.Match[str]) -> str:
 def _char_width(ch: str) -> int:
     if unicodedata.combining(ch) or ch in "\u200b\u200c\u200d\ufeff":
         return 0
+    if "\u1160" <= ch <= "\u11ff" or "\ud7b0" <= ch <= "\ud7ff":
+        return 0  # Hangul medial vowels and final consonants join the leading consonant's 2 cells (decomposed Korean)
     cat = unicodedata.category(ch)
     if cat in ("Cc", "Cf", "Mn", "Me"):
         return 0

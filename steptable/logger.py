@@ -291,7 +291,7 @@ class StepLogger:
         try:
             if not stat.S_ISREG(os.stat(self.jsonl_path).st_mode):
                 return None
-        except FileNotFoundError:
+        except OSError:  # no JSONL to read back (its failure was reported when it could not be written)
             return None
         render_row = render.compile_row(self.cols)
         tmp = self.run_dir / f".{TABLE_NAME}.{os.getpid()}.{id(self)}.tmp"
@@ -356,7 +356,9 @@ class StepLogger:
 
     def _final_dump(self) -> None:
         if self._rows:
-            self._emit(self.dump(), level="INFO")
+            # lines after the first indented as the sink's "I " indents the first: the dump's table sits under the
+            # streamed rows, column for column
+            self._emit(self.dump().replace("\n", "\n  "), level="INFO")
 
     def __enter__(self) -> StepLogger:
         return self

@@ -191,7 +191,7 @@ def setup_logging(
                 logger.add(
                     sink,
                     level=file_level,
-                    format="{time:YYYY-MM-DD HH:mm:ss.SSS} | {level: <8} | {name}:{line} | {message}",
+                    format="{time:YYYY-MM-DD HH:mm:ss.SSS} | {level: <8} | {file}:{line} | {message}",
                     colorize=False,
                     catch=True,
                 )

@@ -296,12 +296,12 @@ def legend(cols: Iterable[Col], title: str | None = "columns:", indent: int = 2)
     title = None if title is None else sanitize(title)  # it may name a schema from a user's file
     if not described:
         return "" if title is None else title.rstrip(":") + ": (none described)"
-    hw = max(len(c.header.strip()) for c in described)
+    hw = max(display_width(c.header.strip()) for c in described)  # cells, not characters: 中文 is 4 wide
     lines = [] if title is None else [title]
     for c in described:
         arrow = DIRECTION.get(c.better or "", "")
         extra = "" if c.stream else " [dump only]"
-        lines.append(f"{' ' * indent}{c.header.strip():<{hw}}  {sanitize(c.desc)}{arrow}{extra}")
+        lines.append(f"{' ' * indent}{pad(c.header.strip(), hw, 'left')}  {sanitize(c.desc)}{arrow}{extra}")
     return "\n".join(lines)
 
 

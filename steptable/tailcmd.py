@@ -45,7 +45,12 @@ def add_parser(sub: Any) -> None:
         "-n", "--last", type=non_negative, default=20, help="rows per run to print first (default 20, 0 = all)"
     )
     t.add_argument("--columns", default="", help="comma-separated globs of keys/headers to show (step is kept)")
-    t.add_argument("--format", choices=("text", "jsonl", "csv", "md"), default="text")
+    t.add_argument(
+        "--format",
+        choices=("text", "jsonl", "csv", "md"),
+        default="text",
+        help="the fixed-width table (default), one JSON object a row, CSV, or markdown tables",
+    )
     t.add_argument("--schema", default=None, help="column set to use instead of the detected one")
     t.add_argument(
         "--width", type=non_negative, default=None, help="max row width in cells (default: terminal, 0 = any)"

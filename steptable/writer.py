@@ -26,6 +26,8 @@ MAX_PENDING_BYTES = 256 << 20
 
 #: nesting deeper than this is written as a short text
 MAX_DEPTH = 32
+#: arrays (numpy, torch) of at most this many numbers are written as JSON lists, larger ones as their short text
+MAX_ARRAY = 1024
 #: containers (lists, tuples, mappings) converted per row at most: one that shares its parts can be exponentially
 #: large when written out
 MAX_NODES = 20_000
@@ -123,6 +125,12 @@ class _Converter:
     def _scalar(self, value: Any, depth: int) -> Any:
         try:
             item = getattr(value, "item", None)
+            if getattr(value, "ndim", 0) and callable(tolist := getattr(value, "tolist", None)):
+                # a numpy array or tensor: its numbers as a JSON list; a big one as its short text (numpy's own
+                # summary), as a row is a line of scalars, not a place for an activation dump
+                if int(getattr(value, "size", MAX_ARRAY + 1)) <= MAX_ARRAY:
+                    return self.convert(tolist(), depth + 1)
+                return _text(value)
         except Exception:  # a proxy whose __getattr__ raises something other than AttributeError
             item = None
         if callable(item):  # numpy / torch 0-d: the caller chose to hand us a tensor; .item() is its sync, not ours

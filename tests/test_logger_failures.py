@@ -210,7 +210,9 @@ def test_verbose_log_names_the_callers_line(tmp_path: Path) -> None:
     sl.log({"step": 0, "loss": 0.5})
     sl.close()
     text = path.read_text()
-    assert f"{__name__}:" in text and "steptable.logger:" not in text
+    line = sys._getframe().f_lineno - 3  # the sl.log(...) call above
+    # the file by name (a script is "__main__" as a module), and the line of the caller, not of steptable
+    assert f"test_logger_failures.py:{line} |" in text and "logger.py:" not in text
 
 
 def test_console_false_keeps_warnings_off_the_console(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -545,3 +547,17 @@ def test_a_metrics_dict_changed_while_it_is_read_loses_no_row(tmp_path: Path) ->
             sl.log(shared)
     rows = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
     assert [r["step"] for r in rows] == list(range(5)) and all(r["ema"] == 1.0 for r in rows)
+
+
+def test_small_arrays_are_written_as_json_lists() -> None:
+    row = json.loads(encode_row({"a": np.array([1, 2]), "m": np.array([[1.5, np.nan]]), "big": np.arange(5000.0)}))
+    assert row["a"] == [1, 2] and row["m"] == [[1.5, None]]  # they were the text "[1 2]"
+    assert isinstance(row["big"], str) and "..." in row["big"]  # a big one stays numpy's short summary
+
+
+def test_the_dump_sits_under_the_streamed_rows(captured: list[str]) -> None:
+    with StepLogger(COLS, alerts=False) as sl:
+        row = sl.log({"step": 1, "loss": 0.5, "ema": 0.25})
+    dump = captured[-1].rstrip("\n").splitlines()
+    assert dump[0].endswith("end of run: 1 rows") and row is not None
+    assert "  " + row in dump[1:]  # two cells in, as the icon and its space put the streamed row: column for column

@@ -175,7 +175,8 @@ def test_a_jsonl_whose_first_line_is_long_is_found(tmp_path: Path, capsys: pytes
     [("\u2764\ufe0f", 2), ("\u263a\ufe0f", 2), ("\U0001f468\u200d\U0001f469\u200d\U0001f467", 2), ("\u4e2d\ufe0f", 2),
      ("a\U0001f600b", 4), ("e\u0301", 1), ("\U0001f44d\U0001f3fb", 2), ("\U0001f3f3\ufe0f\u200d\U0001f308", 2),
      # a joiner joins emoji only (Unicode GB11): between letters (Devanagari, Malayalam use it) each keeps its cells
-     ("\u00e9\u200d" * 50, 50), ("\u4e2d\u200d\u4e2d", 4), ("\U0001f468\u200d\u00e9", 3), ("\u0e35\u200d x", 2)],
+     ("\u00e9\u200d" * 50, 50), ("\u4e2d\u200d\u4e2d", 4), ("\U0001f468\u200d\u00e9", 3), ("\u0e35\u200d x", 2),
+     ("\u1100\u1161", 2), ("\u1100\u1161\u11a8", 2)],  # decomposed Korean (macOS file names): one syllable
 )  # fmt: skip
 def test_emoji_sequences_measure_as_drawn(text: str, cells: int) -> None:
     assert display_width(text) == cells

@@ -222,3 +222,23 @@ def test_a_fraction_past_the_int_digit_limit_renders_like_cells() -> None:
     cols = tuple(streamed(routing_columns(["code"])))
     row = {"step": 1, "gt_s": (10**5000, 1)}
     assert render.compile_row(cols)(row) == render.SEP.join(render.cells(cols, row))
+
+
+def test_mode_codes_measure_in_cells_and_may_not_clash() -> None:
+    from steptable.columns import ColumnError
+
+    cols = routing_columns(modes=["code", "math"], mode_code={"code": "代码", "math": "数学"})
+    hk = [c for c in cols if c.key.startswith("hk_")]
+    assert [(c.header, c.width) for c in hk[-2:]] == [("hk_代码", 7), ("hk_数学", 7)]
+    for modes, codes in ((["code", "coding"], {}), (["code", "x"], {"x": "dep"})):
+        with pytest.raises(ColumnError, match="give it a code of its own with mode_code"):
+            routing_columns(modes=modes, mode_code=codes)
+
+
+def test_legend_aligns_wide_headers_by_cells() -> None:
+    from steptable.columns import Col
+
+    text = render.legend([Col("a", 6, "中文", "d", "wide"), Col("bb", 6, "bb", "d", "narrow")], title=None)
+    lines = text.splitlines()
+    starts = [display_width(line[: line.index(d)]) for line, d in zip(lines, ("wide", "narrow"), strict=True)]
+    assert starts == [8, 8] and lines[1] == "  bb    narrow"  # the descriptions start in one column

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from steptable.columns import Col, validate
+from steptable.columns import Col, ColumnError, validate
+from steptable.formatting import display_width
 
 #: keys of the diagnostics block (computed by steptable.diagnostics.RoutingMonitor)
 DIAGNOSTIC_KEYS = ("auroc", "cos", "qmass", "keep", "resid", "rout", "tlo", "thi", "stale")
@@ -100,10 +101,19 @@ def routing_columns(
     code = dict(mode_code or {})
     cols: list[Col] = list(_HEAD)
     if len(modes) > 1:
+        taken = {c.header for c in (*_HEAD, *_MID, *_DIAG, *_ABLATE)}  # hk_dep, hk_abl: codes may not clash
         for m in modes:
             c = code.get(m) or m[:1]
             h = f"hk_{c}"
-            cols.append(Col(h, max(5, len(h)), h, "d", f"student hacks in the {m} environment on this step only"))
+            if h in taken:
+                raise ColumnError(
+                    f"mode {m!r}: its column {h!r} is taken (by another mode or a routing column); "
+                    f"give it a code of its own with mode_code={{{m!r}: ...}}",
+                    "mode_code",
+                )
+            taken.add(h)
+            desc = f"student hacks in the {m} environment on this step only"
+            cols.append(Col(h, max(5, display_width(h)), h, "d", desc))
     cols += _MID
     cols += _DIAG
     if show_ablate:
