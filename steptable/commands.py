@@ -49,6 +49,7 @@ def summary_command(args: argparse.Namespace) -> int:
     from steptable.formatting import sanitize
     from steptable.ingest import Follower
     from steptable.ingest.discover import nothing_found
+    from steptable.runinfo import closed_at
     from steptable.schemas import by_schema, layout
     from steptable.schemas.base import matches, unmatched
     from steptable.summary import summarize
@@ -63,8 +64,9 @@ def summary_command(args: argparse.Namespace) -> int:
         sys.stderr.write(f"steptable summary: {sanitize(nothing_found(args.paths))}\n")
         return 2
     now = time.time()
-    alerts = {
-        s.run: scan(s.steps, {k: s.cells(k) for k in s.keys}, s.wall_times if len(s.wall_times) else None, now=now)
+    alerts = {  # a run whose StepLogger was closed has ended: no stall check against now
+        s.run: scan(s.steps, {k: s.cells(k) for k in s.keys}, s.wall_times if len(s.wall_times) else None,
+                    now=None if closed_at(s.meta.get("runinfo")) is not None else now)
         for s in stores
     }
     # Rows are named by the same short headers as the table (pg_loss for actor/pg_loss).

@@ -28,7 +28,7 @@ from typing import Any
 
 from loguru import logger
 
-from steptable import render
+from steptable import render, runinfo
 from steptable.alerts import AlertEngine
 from steptable.columns import Col, streamed, validate
 from steptable.formatting import sanitize
@@ -165,6 +165,7 @@ class StepLogger:
         self._deferred: deque[dict[str, Any]] = deque()  # rows logged from inside log() (signal handlers)
         self._close_due = False  # close() was called from inside log(): done when that call ends
         self._table: Path | None = None
+        self._started = 0.0
         self._topic = f"steplogger-{id(self)}"  # failures are reported once per logger and kind
         _LIVE.add(self)
 
@@ -236,6 +237,8 @@ class StepLogger:
                 record[k] = v
         if self._writer is not None:
             self._writer.write(record)
+            if self._rows == 0:
+                self._describe(None)
         view = cells if "step" in cells else {**cells, "step": step}
         self._recent.append(view)
 
@@ -259,6 +262,19 @@ class StepLogger:
         if not self.console:
             return
         logger.opt(depth=_caller_depth()).log(level, text)
+
+    def _describe(self, closed: float | None) -> None:
+        """``steptable.json`` beside the JSONL: this logger's columns, and whether the run has ended (see
+        steptable.runinfo). Readers do without it, so a failure is reported once and nothing else happens."""
+        if self.run_dir is None:
+            return
+        if closed is None:
+            self._started = time.time()
+        info = runinfo.describe(self.cols, self.arm, JSONL_NAME, self._started, closed, self._rows)
+        try:
+            runinfo.write(self.run_dir, info)
+        except (OSError, ValueError) as e:
+            report_once(f"{self._topic}-runinfo", f"steptable: cannot write {runinfo.file_name(self.arm)} ({e})")
 
     def _warn(self, text: str) -> None:
         msg = f"steptable: {text}"
@@ -353,6 +369,7 @@ class StepLogger:
     def _write_table_at_close(self) -> None:
         if self._rows:
             self._table = self.write_table()
+            self._describe(time.time())  # the run ended: readers stop watching it for a stall
 
     def _final_dump(self) -> None:
         if self._rows:

@@ -23,7 +23,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any, TextIO
 
-from steptable import render
+from steptable import render, runinfo
 from steptable.alerts import Alert, AlertEngine
 from steptable.columns import Col
 from steptable.formatting import INVISIBLE, md_escape, numeric_pair, sanitize, unique_name
@@ -91,6 +91,7 @@ class Tail:
         self.unmatched_told: set[str] = set()
         self.arm_runs: Counter[str] = Counter()  # arm -> runs that have it (alert labels)
         self.tried: dict[str, int] = {}  # key -> the widest value a layout was made again for
+        self.ended: set[str] = set()  # runs whose StepLogger was closed
 
     # -------------------------------------------------------------------------------------------- layout
     def _layouts(self, stores: Sequence[RunStore]) -> dict[str, _Layout]:
@@ -137,6 +138,7 @@ class Tail:
     def emit(self, follower: Follower) -> None:
         stores = [follower.stores[k] for k in sorted(follower.stores)]
         self.arm_runs = Counter(s.arm for s in stores)
+        self.ended = {s.run for s in stores if runinfo.closed_at(s.meta.get("runinfo")) is not None}
         new = follower.error_count - self.errors_seen  # a count, not a cursor: the list keeps only the latest
         if new > 0:
             kept = list(follower.errors)[-new:]
@@ -285,6 +287,8 @@ class Tail:
 
     def check_stalls(self, now: float) -> None:
         for run, eng in self.engines.items():
+            if run in self.ended:
+                continue  # its StepLogger was closed: it ended, it did not stall
             for alert in eng.check_stall(now):
                 self._alert(self.labels.get(run, run), alert)
         self.out.flush()

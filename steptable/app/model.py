@@ -187,6 +187,14 @@ class Summaries:
         return s.update(values, n, (store.generation, len(store.resumes)), restart)
 
 
+def ended(store: Store) -> bool:
+    """The run's StepLogger was closed (its steptable.json says so): the run ended, it cannot stall."""
+    from steptable.runinfo import closed_at
+
+    meta = getattr(store, "meta", None)
+    return isinstance(meta, dict) and closed_at(meta.get("runinfo")) is not None
+
+
 def change_mark(store: Store) -> tuple[int, int, int]:
     """What changes when rows a viewer has seen may have changed, apart from appends: a rewrite of the file, a
     resume from a checkpoint, a row merged into or inserted among the stored ones."""

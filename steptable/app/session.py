@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from steptable.app.model import Store, display_order, filter_cols, stalled_for, usual_interval
+from steptable.app.model import Store, display_order, ended, filter_cols, stalled_for, usual_interval
 from steptable.app.widgets.status import Event, bad_line
 from steptable.columns import Col
 
@@ -85,7 +85,8 @@ class Session:
         return True
 
     def schema(self) -> Schema:
-        from steptable.schemas import detect, get_schema
+        from steptable.schemas import get_schema
+        from steptable.schemas.registry import run_schema
 
         if self._schema is None:
             if self.schema_name:
@@ -94,7 +95,7 @@ class Session:
                 first = next((r.store for r in self.runs.values() if r.store.keys), None)
                 if first is None:
                     return get_schema("generic")
-                self._schema = detect(first.path, first.keys)
+                self._schema = run_schema(first)
         return self._schema
 
     def labels(self) -> dict[str, str]:
@@ -147,7 +148,7 @@ class Session:
         """Runs not written for much longer than their usual row interval: run id -> seconds since the last row."""
         self.stalls = {}
         for rid, r in self.runs.items():
-            if r.preview is None:
+            if r.preview is None and not ended(r.store):  # a run whose StepLogger was closed has ended
                 gap = stalled_for(r.store.wall_times, r.store.last_update, now)
                 if gap is not None:
                     self.stalls[rid] = gap

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
+from steptable import runinfo
 from steptable.ingest.console import ConsoleParser
 from steptable.ingest.discover import Candidate
 from steptable.ingest.hf import newest_trainer_state, parse_trainer_state, trainer_states
@@ -91,9 +92,10 @@ class TailSource(Source):
         self.tail = FileTail(cand.path, label, max_line=max_line)
         self.parser: _Parser = ConsoleParser(label) if cand.kind == "console" else JsonlParser(label)
         self._live = False  # the file's first content has been read: later rows arrive as it is written
+        self._info_sig: tuple[str, int, int] | None = None  # the steptable.json read last: (path, mtime, size)
 
     def poll(self) -> bool:
-        changed = False
+        changed = self._runinfo() if self.cand.kind == "jsonl" else False
         store = self.store
         # Rows already in the file when it is first read (or re-read after a reset) have no known arrival time.
         now = None if self._live else math.nan
@@ -115,6 +117,27 @@ class TailSource(Source):
                     changed = True
         self._live = self.tail.opened
         return self._expose(changed)
+
+    def _runinfo(self) -> bool:
+        """Read the StepLogger's description of this file (steptable.runinfo) when it appears or changes: two stats
+        a poll. True when it changed (the run ended, for one)."""
+        store = self.store
+        for path in runinfo.candidates(self.cand.path, store.arm):
+            try:
+                st = os.stat(path)
+            except OSError:
+                continue
+            sig = (str(path), st.st_mtime_ns, st.st_size)
+            if sig == self._info_sig:
+                return False
+            info = runinfo.read(path, self.cand.path)
+            if info is None:
+                continue
+            self._info_sig = sig
+            with store.lock:
+                store.meta["runinfo"] = info
+            return True
+        return False
 
     def finish(self) -> bool:
         """One-shot reads: parse a last line that has no newline (a follower never calls this)."""

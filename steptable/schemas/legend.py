@@ -7,9 +7,9 @@ from pathlib import Path
 from typing import Any
 
 from steptable import render
-from steptable.formatting import sanitize
+from steptable.formatting import display_width, pad, sanitize
 from steptable.schemas.base import RunView, Schema, hidden_keys, layout
-from steptable.schemas.registry import detect
+from steptable.schemas.registry import detect, logged_schema
 
 
 def _runs(target: Any) -> list[RunView] | None:
@@ -49,7 +49,7 @@ def legend_for(target: Schema | RunView | Sequence[RunView], schema: Schema | No
         raise TypeError(f"legend_for wants a Schema, a run or a list of runs, not {type(target).__name__}")
     if schema is None:
         path = getattr(runs[0], "path", None) if runs else None
-        schema = detect(Path(path), runs[0].keys) if path is not None else None
+        schema = (logged_schema(runs[0]) or detect(Path(path), runs[0].keys)) if path is not None else None
     cols = layout(runs, schema)
     name = schema.name if schema is not None else "generic"
     text = render.legend(cols, title=f"{name} columns:")
@@ -57,6 +57,13 @@ def legend_for(target: Schema | RunView | Sequence[RunView], schema: Schema | No
     if "" in rest:  # a column needs a key: the empty one is in the JSONL and in `summary`, never a column
         rest.remove("")
         text += '\nthe empty key "" has values but no column (tail --format jsonl and summary show it)'
+    # keys a rule keeps out of the table but describes (timings, dump-only columns): their meaning too
+    described = [(k, r) for k in rest if schema is not None and (r := schema.rule(k)) is not None and r.hide and r.desc]
+    if described:
+        hw = max(display_width(sanitize(k)) for k, _ in described)
+        text += "\nkept out of the table (a column filter shows them):"
+        text += "".join(f"\n  {pad(sanitize(k), hw, 'left')}  {sanitize(r.describe(k))}" for k, r in described)
+        rest = [k for k in rest if k not in dict(described)]
     if rest:
         text += f"\n{len(rest)} more key(s) kept out of the default layout (a column filter shows them): "
         text += ", ".join(sanitize(k) or '""' for k in rest[:12]) + (" ..." if len(rest) > 12 else "")

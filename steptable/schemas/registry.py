@@ -11,7 +11,8 @@ from collections.abc import Sequence
 from pathlib import Path, PurePath
 from typing import Protocol, TypeVar
 
-from steptable.columns import streamed
+from steptable import runinfo
+from steptable.columns import Col, streamed
 from steptable.schemas import generic, retrain, tinker, tinyzero, trl, verl
 from steptable.schemas.base import Rule, Schema, SideFile
 from steptable.schemas.routing import DIAGNOSTIC_KEYS, routing_columns
@@ -104,13 +105,46 @@ class Located(Protocol):
 R = TypeVar("R", bound=Located)
 
 
+_LOGGED: dict[tuple[Col, ...], Schema] = {}
+
+
+def logged_schema(run: object) -> Schema | None:
+    """The schema a run's StepLogger printed it with (its ``steptable.json``, steptable.runinfo), so that ``tail``,
+    ``summary``, ``legend`` and ``watch`` show it with the same columns, numbers and words; None without one. A
+    routing column set (any of its configurations) is the routing schema; arms logged with one column set share one
+    schema (and so one layout)."""
+    meta = getattr(run, "meta", None)
+    info = meta.get("runinfo") if isinstance(meta, dict) else None
+    cols = runinfo.columns(info) if info else None
+    if cols is None:
+        return None
+    found = _LOGGED.get(cols)
+    if found is not None:
+        return found
+    shown, hidden = streamed(cols), [c for c in cols if not c.stream]
+    if all(c in ROUTING.cols for c in shown) and all(ROUTING.rule(c.key) is not None for c in hidden):
+        found = ROUTING
+    else:
+        name = "steplogger" if not _LOGGED else f"steplogger-{len(_LOGGED) + 1}"
+        rules = tuple(Rule(c.key, c.desc, c.better, c.fmt, hide=True) for c in hidden)
+        found = Schema(name, shown, "the columns the run's StepLogger printed with", rules=rules)
+    if len(_LOGGED) < 256:
+        _LOGGED[cols] = found
+    return found
+
+
+def run_schema(run: Located) -> Schema:
+    """The schema a run is shown with: its StepLogger's own, else the best-fitting one for its file and keys."""
+    return logged_schema(run) or detect(run.path, run.keys)
+
+
 def by_schema(runs: Sequence[R], schema: Schema | None = None) -> list[tuple[Schema, list[R]]]:
     """Runs grouped by the schema each is detected as (or all under ``schema`` when one is named), groups in the
     order their first run comes: a directory holding a verl run and an SB3 run lays each out as its own trainer
     writes it, and the arms of one experiment (one schema) still share one layout."""
     groups: dict[str, tuple[Schema, list[R]]] = {}
     for r in runs:
-        s = schema if schema is not None else detect(r.path, r.keys)
+        s = schema if schema is not None else run_schema(r)
         groups.setdefault(s.name, (s, []))[1].append(r)
     return list(groups.values())
 

@@ -7,7 +7,7 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Static
 
-from steptable.app.model import Store
+from steptable.app.model import Store, ended
 from steptable.app.widgets.grid import StepGrid
 from steptable.formatting import sanitize
 
@@ -64,6 +64,8 @@ class ArmPanel(Vertical):
             parts.append(f"columns {first}-{last} of {total} (◀ ▶)")
         if self.gone:
             parts.append("FILE GONE (rows as last read)")
+        if store is not None and ended(store):
+            parts.append("run ended")
         parts.append("following" if self.grid.follow else "paused (End/G follows)")
         return sanitize(f" {self.label}  " + " · ".join(parts))
 

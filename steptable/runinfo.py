@@ -1,0 +1,124 @@
+"""The run's own description beside its metrics: ``steptable.json`` (``steptable.<arm>.json`` for a named arm).
+
+StepLogger writes it when its first row is written and again at close: the column registry it printed with (key,
+width, header, format, meaning, direction, alignment, streamed or dump-only), the arm, when the run started, and
+when it was closed. Readers (``tail``, ``summary``, ``legend``, ``watch``) then lay the run out with the same
+columns, numbers and words as its stdout, and know that a run which was closed has ended rather than stalled.
+Pure: json and the column registry only. The file is text from the disk: it is validated field by field, and one
+that does not validate is ignored (the run is then laid out as any other JSONL).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from steptable.columns import Col, ColumnError, validate
+
+VERSION = 1
+NAME = "steptable.json"
+#: a description larger than this is not read (a column set of a few hundred columns is ~100 KB)
+MAX_BYTES = 1 << 20
+_FIELDS = ("key", "width", "header", "fmt", "desc", "better", "align", "stream")
+
+
+def file_name(arm: str | None) -> str:
+    """``steptable.json``, or ``steptable.<arm>.json`` (arm made safe as a file name part) for a named arm, so two
+    arms logging into one directory keep a description each."""
+    if not arm:
+        return NAME
+    safe = "".join(ch if ch.isascii() and (ch.isalnum() or ch in ".-_") else "_" for ch in arm)[:64].strip(".")
+    return f"steptable.{safe or 'arm'}.json"
+
+
+def describe(
+    cols: Sequence[Col], arm: str | None, jsonl: str, started: float, closed: float | None, rows: int
+) -> dict[str, Any]:
+    return {
+        "steptable": VERSION,
+        "arm": arm,
+        "jsonl": jsonl,
+        "started": started,
+        "closed": closed,
+        "rows": rows,
+        "columns": [{f: getattr(c, f) for f in _FIELDS} for c in cols],
+    }
+
+
+def write(run_dir: Path, info: dict[str, Any]) -> Path:
+    """Write ``info`` atomically (a reader never sees half a file). Raises OSError."""
+    path = run_dir / file_name(info.get("arm"))
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=run_dir)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(info, f, ensure_ascii=False, allow_nan=False)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    return path
+
+
+def candidates(jsonl: Path, arm: str | None) -> list[Path]:
+    """Where the description of ``jsonl`` may be: the arm's own, then the directory's."""
+    names = [file_name(arm)] if arm else []
+    return [jsonl.parent / n for n in dict.fromkeys([*names, NAME])]
+
+
+def read(path: Path, jsonl: Path) -> dict[str, Any] | None:
+    """The description at ``path`` if it is a regular file of at most MAX_BYTES that describes ``jsonl`` and
+    validates; else None. Never blocks on a FIFO."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        with open(fd, "rb") as f:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_BYTES:
+                return None
+            info = json.loads(f.read(MAX_BYTES + 1))
+    except (OSError, ValueError, RecursionError):
+        return None
+    if type(info) is not dict or info.get("steptable") != VERSION or info.get("jsonl") != jsonl.name:
+        return None
+    return info if columns(info) is not None else None
+
+
+def columns(info: dict[str, Any]) -> tuple[Col, ...] | None:
+    """The column set of a description, validated (None when any part is not a valid column set)."""
+    raw = info.get("columns")
+    if type(raw) is not list or not raw:
+        return None
+    cols: list[Col] = []
+    try:
+        for c in raw:
+            if type(c) is not dict or not set(c) <= set(_FIELDS) or not _typed(c):
+                return None
+            cols.append(Col(**c))
+        return validate(cols)
+    except (ColumnError, TypeError, ValueError):
+        return None
+
+
+def _typed(c: dict[str, Any]) -> bool:
+    """Each field of the type Col takes (Col checks the values; JSON could hand it a number for a key)."""
+    return (
+        type(c.get("key")) is str
+        and type(c.get("width")) is int
+        and type(c.get("header")) is str
+        and type(c.get("desc", "")) is str
+        and (c.get("fmt") is None or type(c.get("fmt")) is str)
+        and type(c.get("stream", True)) is bool
+    )
+
+
+def closed_at(info: dict[str, Any] | None) -> float | None:
+    """When the run's logger was closed (it ended, it did not stall); None while it runs or when unknown."""
+    t = info.get("closed") if info else None
+    return float(t) if isinstance(t, (int, float)) and not isinstance(t, bool) else None

@@ -1,0 +1,129 @@
+"""steptable.json: the StepLogger's own description of its run, read back by tail, summary, legend and watch."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import pytest
+from test_tailcmd import run_cli
+
+from steptable import Col, StepLogger, render, runinfo
+from steptable.schemas import routing_columns
+
+CUSTOM = [
+    Col("step", 5, "step", "d", "optimizer step"),
+    Col("reward/mean", 7, "rew", "+.3f", "mean reward of the batch", "higher"),
+    Col("kl", 8, "kl", ".2e", "KL to the reference policy"),
+    Col("secs", 6, "secs", ".1f", "seconds per step", stream=False),
+]
+
+
+def _log(run_dir: Path, cols: list[Col] | tuple[Col, ...], rows: list[dict[str, object]], arm: str | None = None,
+         close: bool = True) -> list[str]:
+    sl = StepLogger(cols, run_dir=run_dir, arm=arm, console=False, alerts=False)
+    printed = [line for r in rows if (line := sl.log(r)) is not None]
+    if close:
+        sl.close()
+    return printed
+
+
+def test_tail_shows_a_run_with_the_columns_its_logger_printed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rows: list[dict[str, object]] = [
+        {"step": s, "reward/mean": 0.5 + s / 100, "kl": 0.00123 * s, "secs": 30.5} for s in range(5)
+    ]
+    printed = _log(tmp_path / "run", CUSTOM, rows)
+    info = json.loads((tmp_path / "run" / "steptable.json").read_text())
+    assert info["closed"] is not None and info["rows"] == 5 and [c["key"] for c in info["columns"]][:2] == [
+        "step", "reward/mean"]
+    rc, out, _ = run_cli(["tail", str(tmp_path / "run"), "--width", "0"], capsys)
+    lines = out.splitlines()
+    assert rc == 0 and lines[0] == render.header([c for c in CUSTOM if c.stream])
+    assert lines[1:] == printed  # the same cells, as its stdout printed them
+    rc, out, _ = run_cli(["legend", str(tmp_path / "run")], capsys)
+    assert "mean reward of the batch (higher is better)" in out and "seconds per step" in out
+
+
+def test_a_routing_run_is_read_as_routing_whatever_keys_it_logged(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cols = routing_columns(modes=["code", "math"], mode_code={"code": "c", "math": "m"}, show_ablate=True)
+    _log(tmp_path / "routeA", cols, [{"step": 0, "rew": 0.78, "gt_s": (3, 8), "loss": 0.0185, "gn": 1.03, "lr": 1e-5}],
+         arm="routeA")
+    assert (tmp_path / "routeA" / "steptable.routeA.json").exists()
+    rc, out, _ = run_cli(["legend", str(tmp_path / "routeA")], capsys)
+    assert rc == 0 and out.startswith("routing columns:")  # five keys only: it read as a generic run
+    rc, out, _ = run_cli(["tail", str(tmp_path / "routeA")], capsys)
+    assert "+0.78" in out and "3/8" in out
+
+
+def test_a_closed_run_has_ended_and_does_not_stall(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    start = time.time() - 7200  # one row a second, two hours ago
+    rows: list[dict[str, object]] = [{"step": s, "ts": start + s, "reward/mean": 0.5, "kl": 0.01} for s in range(60)]
+    _log(tmp_path / "done", CUSTOM, rows)
+    _log(tmp_path / "died", CUSTOM, rows, close=False)  # a crash: no close()
+    rc, out, _ = run_cli(["tail", str(tmp_path), "--alerts-only"], capsys)
+    assert rc == 0 and "[died] step 59 stalled" in out and "[done]" not in out
+    rc, out, _ = run_cli(["summary", str(tmp_path)], capsys)
+    assert out.count("stalled") == 1
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"columns": [{"key": "step", "width": 10**9, "header": "step"}]},
+        {"columns": [{"key": 5, "width": 5, "header": "step"}]},
+        {"columns": [{"key": "step", "width": 5, "header": "\x1b[2Jstep-and-more"}]},
+        {"columns": [{"key": "step", "width": 5, "header": "step", "evil": 1}]},
+        {"columns": []},
+        {"jsonl": "other.jsonl"},
+        {"steptable": 99},
+    ],
+)
+def test_a_description_that_does_not_validate_is_ignored(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], bad: dict[str, object]
+) -> None:
+    _log(tmp_path / "r", CUSTOM, [{"step": 0, "reward/mean": 0.5}])
+    path = tmp_path / "r" / "steptable.json"
+    info = {**json.loads(path.read_text()), **bad}
+    path.write_text(json.dumps(info))
+    assert runinfo.read(path, tmp_path / "r" / "metrics.jsonl") is None
+    rc, out, err = run_cli(["tail", str(tmp_path / "r")], capsys)
+    assert rc == 0 and "\x1b" not in out and "Traceback" not in err and out.startswith("step reward")  # generic
+
+
+def test_a_description_that_is_a_fifo_is_not_read(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _log(tmp_path / "r", CUSTOM, [{"step": 0, "reward/mean": 0.5}])
+    (tmp_path / "r" / "steptable.json").unlink()
+    os.mkfifo(tmp_path / "r" / "steptable.json")
+    rc, out, _ = run_cli(["tail", str(tmp_path / "r")], capsys)
+    assert rc == 0 and out.startswith("step reward")
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.mark.anyio
+async def test_the_app_shows_an_ended_run_as_ended_not_stalled(tmp_path: Path) -> None:
+    from test_app import static_text
+    from test_app_support import manual_app, sync
+
+    from steptable.app.widgets.arm import ArmPanel
+
+    start = time.time() - 7200
+    rows: list[dict[str, object]] = [{"step": s, "ts": start + s, "reward/mean": 0.5, "kl": 0.01} for s in range(60)]
+    _log(tmp_path / "done", CUSTOM, rows)
+    app, follower, _ = manual_app(tmp_path, now=time.time())
+    async with app.run_test(size=(120, 32)) as pilot:
+        await sync(pilot, follower)
+        app._on_tick()
+        await pilot.pause()
+        title = static_text(app.query_one(ArmPanel).title_bar)
+        assert "run ended" in title and "STALLED" not in title
+        assert [c.header.strip() for c in app.session.layout][:3] == ["step", "rew", "kl"]  # the logger's columns
