@@ -270,11 +270,11 @@ class StepLogger:
             return
         if closed is None:
             self._started = time.time()
-        info = runinfo.describe(self.cols, self.arm, JSONL_NAME, self._started, closed, self._rows)
-        try:
-            runinfo.write(self.run_dir, info)
-        except (OSError, ValueError) as e:
-            report_once(f"{self._topic}-runinfo", f"steptable: cannot write {runinfo.file_name(self.arm)} ({e})")
+        try:  # (anything: the description must never cost a row)
+            arm = None if self.arm is None else str(self.arm)
+            runinfo.write(self.run_dir, runinfo.describe(self.cols, arm, JSONL_NAME, self._started, closed, self._rows))
+        except Exception as e:
+            report_once(f"{self._topic}-runinfo", f"steptable: cannot write {runinfo.file_name(self.arm)} ({e!r})")
 
     def _warn(self, text: str) -> None:
         msg = f"steptable: {text}"
@@ -352,6 +352,7 @@ class StepLogger:
         steps: tuple[tuple[str, Callable[[], None]], ...] = (
             ("the final flush", self._final_flush),
             ("writing table.txt", self._write_table_at_close),
+            ("marking the run ended", self._describe_closed),
             ("the end-of-run dump", self._final_dump),
         )
         for what, run in steps:  # each runs whatever the one before did
@@ -369,6 +370,9 @@ class StepLogger:
     def _write_table_at_close(self) -> None:
         if self._rows:
             self._table = self.write_table()
+
+    def _describe_closed(self) -> None:
+        if self._rows:
             self._describe(time.time())  # the run ended: readers stop watching it for a stall
 
     def _final_dump(self) -> None:

@@ -10,6 +10,7 @@ that does not validate is ignored (the run is then laid out as any other JSONL).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import stat
@@ -27,13 +28,17 @@ MAX_BYTES = 1 << 20
 _FIELDS = ("key", "width", "header", "fmt", "desc", "better", "align", "stream")
 
 
-def file_name(arm: str | None) -> str:
-    """``steptable.json``, or ``steptable.<arm>.json`` (arm made safe as a file name part) for a named arm, so two
-    arms logging into one directory keep a description each."""
-    if not arm:
+def file_name(arm: object) -> str:
+    """``steptable.json``, or ``steptable.<arm>.json`` for a named arm, so two arms logging into one directory keep
+    a description each. The arm is made safe as a file name part; where that changed it (``a/b``, ``实验``), a short
+    hash of the arm keeps two arms apart that would read alike."""
+    if arm is None or arm == "":
         return NAME
-    safe = "".join(ch if ch.isascii() and (ch.isalnum() or ch in ".-_") else "_" for ch in arm)[:64].strip(".")
-    return f"steptable.{safe or 'arm'}.json"
+    text = str(arm)
+    safe = "".join(ch if ch.isascii() and (ch.isalnum() or ch in ".-_") else "_" for ch in text)[:64].strip(".")
+    if safe != text:
+        safe = f"{safe}-{hashlib.sha1(text.encode('utf-8', 'replace')).hexdigest()[:8]}"
+    return f"steptable.{safe}.json"
 
 
 def describe(
@@ -67,7 +72,7 @@ def write(run_dir: Path, info: dict[str, Any]) -> Path:
     return path
 
 
-def candidates(jsonl: Path, arm: str | None) -> list[Path]:
+def candidates(jsonl: Path, arm: object) -> list[Path]:
     """Where the description of ``jsonl`` may be: the arm's own, then the directory's."""
     names = [file_name(arm)] if arm else []
     return [jsonl.parent / n for n in dict.fromkeys([*names, NAME])]

@@ -31,6 +31,7 @@ from steptable.ingest import Follower, RunStore
 from steptable.ingest.discover import nothing_found
 from steptable.schemas import Schema, by_schema, cells_outgrown, fit, get_schema, layout, steps_outgrown, widened
 from steptable.schemas.base import unmatched
+from steptable.schemas.registry import logged_schema
 from steptable.summary import run_label
 from steptable.writer import encode_row
 
@@ -92,6 +93,7 @@ class Tail:
         self.arm_runs: Counter[str] = Counter()  # arm -> runs that have it (alert labels)
         self.tried: dict[str, int] = {}  # key -> the widest value a layout was made again for
         self.ended: set[str] = set()  # runs whose StepLogger was closed
+        self.logged: dict[str, str | None] = {}  # run -> the name of its logged schema when the layout was made
 
     # -------------------------------------------------------------------------------------------- layout
     def _layouts(self, stores: Sequence[RunStore]) -> dict[str, _Layout]:
@@ -151,7 +153,10 @@ class Tail:
             return
         keys = {k for s in stores for k in s.keys}
         outgrown = self._outgrown(stores)  # (first: it notes the widths new rows need)
-        if keys != self.keys_seen or any(s.run not in self.of for s in stores) or outgrown:
+        logged = {s.run: ls.name if (ls := logged_schema(s)) is not None else None for s in stores}
+        if keys != self.keys_seen or any(s.run not in self.of for s in stores) or outgrown or logged != self.logged:
+            # (a StepLogger's description that arrived or changed lays its run out with its own columns)
+            self.logged = logged
             # New runs or keys (a sparse eval column appearing late), or steps past the step column's width: lay
             # out again and re-print the header of each run whose layout changed.
             self.keys_seen = keys

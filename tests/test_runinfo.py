@@ -127,3 +127,60 @@ async def test_the_app_shows_an_ended_run_as_ended_not_stalled(tmp_path: Path) -
         title = static_text(app.query_one(ArmPanel).title_bar)
         assert "run ended" in title and "STALLED" not in title
         assert [c.header.strip() for c in app.session.layout][:3] == ["step", "rew", "kl"]  # the logger's columns
+
+
+def test_an_arm_other_than_its_directory_finds_its_description(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rows: list[dict[str, object]] = [{"step": s, "reward/mean": 0.5, "kl": 0.01, "secs": 3.0} for s in range(5)]
+    _log(tmp_path / "exp1" / "seed0", CUSTOM, rows, arm="routeA")  # steptable.routeA.json in .../seed0
+    rc, out, _ = run_cli(["legend", str(tmp_path)], capsys)
+    assert rc == 0 and out.startswith("steplogger columns:") and "mean reward of the batch" in out
+
+
+def test_a_description_that_arrives_later_lays_the_run_out_again(tmp_path: Path) -> None:
+    from test_tailcmd import _live, _step
+
+    d = tmp_path / "run"
+    rows: list[dict[str, object]] = [{"step": s, "reward/mean": 0.5, "kl": 0.01} for s in range(3)]
+    _log(d, CUSTOM, rows)
+    info = (d / "steptable.json").read_text()
+    (d / "steptable.json").unlink()
+    follower, tail, out, _ = _live(tmp_path, ["--width", "0"])
+    _step(follower, tail)
+    (d / "steptable.json").write_text(info)  # (written by the logger a moment after its first row)
+    with open(d / "metrics.jsonl", "a") as f:
+        f.write(json.dumps({"step": 3, "reward/mean": 0.25, "kl": 0.02}) + "\n")
+    _step(follower, tail)
+    lines = out.getvalue().splitlines()  # type: ignore[attr-defined]
+    assert lines[0].split() == ["step", "reward", "kl"] and lines[-2].split() == ["step", "rew", "kl"]
+    assert lines[-1].split() == ["3", "+0.250", "2.00e-2"]  # the logger's own formats
+
+
+def test_a_non_text_arm_costs_no_row_and_a_failed_table_still_marks_the_end(tmp_path: Path) -> None:
+    d = tmp_path / "r"
+    d.mkdir()
+    (d / "table.3.txt").mkdir()  # table.txt cannot be written (a directory in its place)
+    (d / "table.txt").mkdir()
+    sl = StepLogger(CUSTOM, run_dir=d, arm=3, console=False, alerts=False)  # type: ignore[arg-type]  # a seed number
+    assert all(sl.log({"step": s, "reward/mean": 0.5}) is not None for s in range(3))
+    sl.close()
+    info = json.loads((d / "steptable.3.json").read_text())
+    assert info["closed"] is not None and info["rows"] == 3
+
+
+def test_arm_names_that_read_alike_as_file_names_keep_their_descriptions_apart() -> None:
+    names = {runinfo.file_name(a) for a in ("a/b", "a_b", ".", "arm", "实验", "对照", "x" * 70, "x" * 64 + "y")}
+    assert len(names) == 8 and runinfo.file_name("routeA") == "steptable.routeA.json"
+    assert runinfo.file_name(None) == runinfo.file_name("") == "steptable.json"
+
+
+def test_logged_schemas_are_never_named_alike() -> None:
+    from steptable.schemas.registry import logged_schema
+
+    class Run:
+        def __init__(self, cols: list[Col]) -> None:
+            self.meta = {"runinfo": runinfo.describe(cols, None, "metrics.jsonl", 0.0, None, 1)}
+
+    schemas = [logged_schema(Run([Col("step", 5, "step", "d"), Col(f"k{i}", 5, f"k{i}")])) for i in range(300)]
+    assert len({s.name for s in schemas if s is not None}) == 300

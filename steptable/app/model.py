@@ -171,9 +171,17 @@ class Summaries:
     items: dict[tuple[str, str], Summary] = field(default_factory=dict)
 
     def get(
-        self, run: str, key: str, values: Sequence[Any], n: int | None = None, store: Store | None = None
+        self,
+        run: str,
+        key: str,
+        values: Sequence[Any],
+        n: int | None = None,
+        store: Store | None = None,
+        version: int | None = None,
     ) -> Summary:
-        """The summary of ``values`` (the column ``key`` of ``store``, whose edits say when to start over)."""
+        """The summary of ``values``: the column ``key`` of ``store`` as it was at ``version`` (read before the
+        values were copied, so an edit that lands in between is seen next time), whose edits say when to start
+        over."""
         s = self.items.get((run, key))
         if s is None:
             s = self.items[(run, key)] = Summary()
@@ -183,7 +191,7 @@ class Summaries:
             store.lost_since(s.version) is not None
             or any(keys is None or key in keys for _, keys in store.edits_since(s.version))
         )  # a merge of other keys (an eval line) leaves this column as it was: no O(rows) pass on the UI thread
-        s.version = store.version
+        s.version = store.version if version is None else version
         return s.update(values, n, (store.generation, len(store.resumes)), restart)
 
 

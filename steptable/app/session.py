@@ -54,7 +54,21 @@ class Session:
         run.preview = preview
         run.rows = n
         run.generation = store.generation
-        return self._relayout(self._outgrown(store, before, n))
+        logged = self._logged(store)
+        return self._relayout(self._outgrown(store, before, n) or logged)
+
+    def _logged(self, store: Store) -> bool:
+        """A StepLogger description (steptable.json) arrived or changed for this run: its columns are the layout's
+        from now on (unless a schema was named). True when the schema changes."""
+        from steptable.schemas.registry import logged_schema
+
+        found = logged_schema(store)
+        if self.schema_name or found is None or found is self._schema:
+            return False
+        if any(logged_schema(r.store) is self._schema for r in self.runs.values()):
+            return False  # another run's logger chose the layout: one layout for all (runs would take turns)
+        self._schema = found
+        return True
 
     def _outgrown(self, store: Store, before: int, n: int) -> bool:
         """New rows hold a value its column has no room for (``####``, an integer cut to a compact form), one the

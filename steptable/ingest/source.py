@@ -93,9 +93,10 @@ class TailSource(Source):
         self.parser: _Parser = ConsoleParser(label) if cand.kind == "console" else JsonlParser(label)
         self._live = False  # the file's first content has been read: later rows arrive as it is written
         self._info_sig: tuple[str, int, int] | None = None  # the steptable.json read last: (path, mtime, size)
+        self._rejected: set[tuple[str, int, int]] = set()
 
     def poll(self) -> bool:
-        changed = self._runinfo() if self.cand.kind == "jsonl" else False
+        changed = False
         store = self.store
         # Rows already in the file when it is first read (or re-read after a reset) have no known arrival time.
         now = None if self._live else math.nan
@@ -116,6 +117,8 @@ class TailSource(Source):
                     self._bad(parsed.bad)
                     changed = True
         self._live = self.tail.opened
+        if self.cand.kind == "jsonl":  # after the rows: the arm they name picks the logger's description
+            changed = self._runinfo() or changed
         return self._expose(changed)
 
     def _runinfo(self) -> bool:
@@ -130,8 +133,12 @@ class TailSource(Source):
             sig = (str(path), st.st_mtime_ns, st.st_size)
             if sig == self._info_sig:
                 return False
+            if sig in self._rejected:  # read before and not valid (another file's, a newer version): not again
+                continue
             info = runinfo.read(path, self.cand.path)
             if info is None:
+                if len(self._rejected) < 64:
+                    self._rejected.add(sig)
                 continue
             self._info_sig = sig
             with store.lock:
@@ -149,6 +156,8 @@ class TailSource(Source):
             return False
         self.store.add(parsed, math.nan)  # one-shot reads only: the line was there before the read
         self._bad(parsed.bad)
+        if self.cand.kind == "jsonl":
+            self._runinfo()
         return self._expose(True)
 
     def _expose(self, changed: bool) -> bool:

@@ -6,6 +6,7 @@ first, so on a tie the user's wins, and a file nothing claims with at least 0.5 
 
 from __future__ import annotations
 
+import itertools
 import os
 from collections.abc import Sequence
 from pathlib import Path, PurePath
@@ -106,6 +107,7 @@ R = TypeVar("R", bound=Located)
 
 
 _LOGGED: dict[tuple[Col, ...], Schema] = {}
+_LOGGED_NAMES = itertools.count(1)
 
 
 def logged_schema(run: object) -> Schema | None:
@@ -125,11 +127,13 @@ def logged_schema(run: object) -> Schema | None:
     if all(c in ROUTING.cols for c in shown) and all(ROUTING.rule(c.key) is not None for c in hidden):
         found = ROUTING
     else:
-        name = "steplogger" if not _LOGGED else f"steplogger-{len(_LOGGED) + 1}"
+        n = next(_LOGGED_NAMES)  # never reused: by_schema groups runs by name
         rules = tuple(Rule(c.key, c.desc, c.better, c.fmt, hide=True) for c in hidden)
-        found = Schema(name, shown, "the columns the run's StepLogger printed with", rules=rules)
-    if len(_LOGGED) < 256:
-        _LOGGED[cols] = found
+        found = Schema("steplogger" if n == 1 else f"steplogger-{n}", shown, "the columns the run's StepLogger "
+                       "printed with", rules=rules)
+    if len(_LOGGED) >= 256:  # a long watch whose runs change columns: forget the oldest
+        del _LOGGED[next(iter(_LOGGED))]
+    _LOGGED[cols] = found
     return found
 
 

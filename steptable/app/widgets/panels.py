@@ -98,8 +98,9 @@ class _ArmPanel(Static):
         raise NotImplementedError
 
     def _series(self, store: Store, key: str, rows: int, width: int) -> tuple[Summary, list[float]]:
+        version = store.version  # before the copy: an edit landing during it is folded in next time
         vals = store.column(key) if key in store.keys else ()
-        summary = self.summaries.get(store.run, key, vals, rows, store)
+        summary = self.summaries.get(store.run, key, vals, rows, store, version)
         return summary, downsample(vals, width, n=rows)
 
     def _fmt(self, key: str, x: float, width: int = 6) -> str:
