@@ -41,7 +41,20 @@ def test_run_dir_deleted_mid_run_rows_go_to_a_new_file(tmp_path: Path, captured:
     assert f"all rows, every column: {run / 'table.txt'}" in text and (run / "table.txt").exists()
 
 
-class _Interrupting:
+class _FileWrapper:
+    """A real file handle with another write() (subclasses): what RunWriter uses of a file besides writing."""
+
+    fh: Any
+
+    def fileno(self) -> int:
+        fd: int = self.fh.fileno()
+        return fd
+
+    def close(self) -> None:
+        self.fh.close()
+
+
+class _Interrupting(_FileWrapper):
     """A file whose write is followed (or preceded) by a KeyboardInterrupt, as when Ctrl-C lands around write(2)."""
 
     def __init__(self, fh: Any, after: bool) -> None:
@@ -56,13 +69,6 @@ class _Interrupting:
             self.armed = False
             raise KeyboardInterrupt
         return n
-
-    def fileno(self) -> int:
-        fd: int = self.fh.fileno()
-        return fd
-
-    def close(self) -> None:
-        self.fh.close()
 
 
 @pytest.mark.parametrize("after", [True, False])
@@ -425,7 +431,7 @@ class _SmallDisk:
         fh = open(path, mode, *args, **kwargs)  # handed to the writer, which closes it
         return self._Append(fh, self) if "a" in mode else fh
 
-    class _Append:
+    class _Append(_FileWrapper):
         def __init__(self, fh: Any, disk: _SmallDisk) -> None:
             self.fh, self.disk = fh, disk
 
@@ -435,13 +441,6 @@ class _SmallDisk:
             n: int = self.fh.write(data[: self.disk.free])
             self.disk.free -= n
             return n
-
-        def fileno(self) -> int:
-            fd: int = self.fh.fileno()
-            return fd
-
-        def close(self) -> None:
-            self.fh.close()
 
 
 def _strict_steps(path: Path) -> list[int]:
