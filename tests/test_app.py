@@ -562,8 +562,11 @@ async def test_many_arms_keep_a_readable_size_and_scroll(tmp_path: Path, stacked
             assert all(p.outer_size.width == 40 for p in panels)
         assert "arm00" in screen_text(app) and "arm11" not in screen_text(app)
         panels[-1].grid.focus()  # Tab to the last arm's table: the box scrolls to it
-        await pilot.wait_for_scheduled_animations()
-        await pilot.pause()
+        for _ in range(200):  # (the scroll may be animated: wait for it, bounded)
+            await pilot.wait_for_scheduled_animations()
+            await pilot.pause(0.01)
+            if "arm11" in screen_text(app):
+                break
         assert "arm11" in screen_text(app) and (box.scroll_y > 0 if stacked else box.scroll_x > 0)
 
 

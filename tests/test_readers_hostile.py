@@ -303,3 +303,43 @@ def test_integers_past_two_to_the_53_stay_exact(tmp_path: Path, capsys: pytest.C
     assert {r["seed"] for r in got} == {seed} and got[300]["late"] == big and got[599]["merged"] == -big
     rc, out, _ = run_cli(["tail", str(tmp_path), "--format", "csv", "-n", "1"], capsys)
     assert str(seed) in out and str(big + 1198) in out
+
+
+def test_lightning_csv_logger_metrics_are_read(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Lightning's CSVLogger: the union of keys, empty cells, a train row and a val row at one step, a key with a
+    space, and the file rewritten from the top when a key is added."""
+    path = tmp_path / "lightning_logs" / "version_0" / "metrics.csv"
+    path.parent.mkdir(parents=True)
+    path.write_text("epoch,step,train_loss,val_loss,val acc\n0,49,0.9,,\n0,49,,0.85,0.6\n0,99,nan,,\n")
+    rc, out, _ = run_cli(["tail", str(tmp_path), "--format", "jsonl"], capsys)
+    rows = [json.loads(line) for line in out.splitlines()]
+    assert rc == 0 and [r["step"] for r in rows] == [49, 99]
+    assert rows[0]["train_loss"] == 0.9 and rows[0]["val_loss"] == 0.85 and rows[0]["val acc"] == 0.6
+    assert rows[1]["train_loss"] is None and "val_loss" not in rows[1]  # nan written as null; empty = absent
+
+
+def test_sb3_progress_csv_is_read_by_its_timesteps(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "ppo" / "progress.csv"
+    path.parent.mkdir()
+    path.write_text("time/total_timesteps,rollout/ep_rew_mean,train/loss\n2048,-120.5,\n4096,-80.25,0.5\n")
+    rc, out, err = run_cli(["tail", str(tmp_path), "--format", "jsonl"], capsys)
+    rows = [json.loads(line) for line in out.splitlines()]
+    assert rc == 0 and [r["time/total_timesteps"] for r in rows] == [2048, 4096], err
+    assert rows[1]["rollout/ep_rew_mean"] == -80.25 and rows[1]["train/loss"] == 0.5
+    path.write_text("time/total_timesteps,rollout/ep_rew_mean\n2048,-120.5\n4096,-80.25,9,9\n")
+    rc, out, err = run_cli(["tail", str(tmp_path), "--format", "jsonl"], capsys)
+    assert rc == 0 and "progress.csv:3: 4 cells under a header of 2" in err
+
+
+def test_a_log_file_of_json_rows_is_jsonl_and_a_console_log_opening_with_a_dict_is_not(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    verl = tmp_path / "verl" / "metrics.log"  # $VERL_FILE_LOGGER_PATH=.../metrics.log
+    verl.parent.mkdir()
+    verl.write_text("".join(json.dumps({"step": s, "data": {"actor/pg_loss": 0.1 * s}}) + "\n" for s in range(3)))
+    console = tmp_path / "tz" / "train.log"
+    console.parent.mkdir()
+    console.write_text("{'actor': {'lr': 1e-6}}\n(main_task pid=1) step:1 - critic/kl:0.04 - actor/pg_loss:0.1\n")
+    rc, out, _ = run_cli(["tail", str(tmp_path), "--format", "jsonl", "-n", "0"], capsys)
+    runs = {json.loads(line)["run"] for line in out.splitlines()}
+    assert rc == 0 and runs == {"verl/metrics.log", "tz/train.log"}

@@ -302,9 +302,9 @@ def test_column_filters_take_globs_and_say_when_nothing_matches(tmp_path: Path,
 
 
 def test_a_file_steptable_does_not_read_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """An explicit CSV (SB3's progress.csv) is not 'no metrics files found under' it: the message says why."""
-    path = tmp_path / "progress.csv"
-    path.write_text("a,b\n1,2\n")
+    """A file of a kind steptable does not read is not 'no metrics files found under' it: the message says why."""
+    path = tmp_path / "notes.md"
+    path.write_text("# a,b\n1,2\n")
     rc, _, err = run_cli(["tail", str(path)], capsys)
     assert rc == 2 and f"{path}: not a metrics file steptable reads" in err
     empty = tmp_path / "empty"

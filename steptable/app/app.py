@@ -129,8 +129,8 @@ class StepTableApp(ViewerActions):
         paths = ", ".join(self.feed.paths) or "the given paths"
         return sanitize(
             f"No runs under {paths} yet. steptable shows JSONL metrics files (metrics.jsonl, verl's file logger, "
-            "tinker's metrics.jsonl...), HF/TRL trainer_state.json and console logs (.log/.txt/.out) with "
-            "step:N lines; it keeps watching for them."
+            "tinker's metrics.jsonl...), HF/TRL trainer_state.json, CSV logs (Lightning, SB3) and console logs "
+            "(.log/.txt/.out) with step:N lines; it keeps watching for them."
         )
 
     def on_mount(self) -> None:

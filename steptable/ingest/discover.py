@@ -19,6 +19,7 @@ directory, kept inside the root.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import stat
@@ -31,6 +32,8 @@ from steptable.ingest.parse import STEP_KEYS, LineError, decode_line, flatten
 
 JSONL_NAMES: Final = frozenset({"metrics.jsonl", "progress.json", "steps.jsonl", "wandb-history.jsonl"})
 CONSOLE_SUFFIXES: Final = frozenset({".log", ".txt", ".out"})
+#: CSV logs found in a directory (Lightning's CSVLogger, stable-baselines3); any *.csv named explicitly is read too
+CSV_NAMES: Final = frozenset({"metrics.csv", "progress.csv"})
 SKIP_DIRS: Final = frozenset({".git", "__pycache__", "node_modules", ".venv", "venv", ".mypy_cache", ".ruff_cache",
                               ".pytest_cache", ".hypothesis", "site-packages", ".ipynb_checkpoints"})
 GENERIC_DIRS: Final = frozenset({
@@ -73,7 +76,7 @@ class Candidate:
 
     key: Path
     path: Path
-    kind: str  # "jsonl" | "trainer_state" | "console"
+    kind: str  # "jsonl" | "trainer_state" | "console" | "csv"
     run_id: str
     arm: str
     run_dir: Path
@@ -208,13 +211,31 @@ def classify(path: Path, root: Path, label: str | None = None, *, explicit: bool
         confirmed = explicit or low in JSONL_NAMES or _TORCHTUNE.match(low) is not None
         arm, run_dir = arm_and_run_dir(path, root)
         return Candidate(path, path, "jsonl", _run_id(path, root, label), arm, run_dir, confirmed)
+    if low in CSV_NAMES or (explicit and suffix == ".csv"):
+        arm, run_dir = arm_and_run_dir(path, root)
+        return Candidate(path, path, "csv", _run_id(path, root, label), arm, run_dir, True)
     if suffix in CONSOLE_SUFFIXES:
         arm, run_dir = arm_and_run_dir(path, root)
+        if _first_line_is_a_row(path):  # JSONL under a log's name ($VERL_FILE_LOGGER_PATH=...metrics.log)
+            return Candidate(path, path, "jsonl", _run_id(path, root, label), arm, run_dir, explicit)
         return Candidate(path, path, "console", _run_id(path, root, label), arm, run_dir, explicit)
     if explicit and _starts_like_jsonl(path):  # a file named on the command line ($VERL_FILE_LOGGER_PATH: any name)
         arm, run_dir = arm_and_run_dir(path, root)
         return Candidate(path, path, "jsonl", _run_id(path, root, label), arm, run_dir, True)
     return None
+
+
+def _first_line_is_a_row(path: Path) -> bool:
+    """Is the first line of a ``.log``/``.txt``/``.out`` file a JSON object with a step (a console log may open
+    with a printed config dict, which is not a row)?"""
+    if not _starts_like_jsonl(path):
+        return False
+    try:
+        with open(path, "rb") as f:
+            first = json.loads(f.readline(1 << 20).removeprefix(b"\xef\xbb\xbf"))
+    except (OSError, ValueError, RecursionError):
+        return False
+    return isinstance(first, dict) and any(k in first for k in (*STEP_KEYS, "data"))
 
 
 def _starts_like_jsonl(path: Path) -> bool:
@@ -283,6 +304,6 @@ def nothing_found(paths: Sequence[str | Path]) -> str:
     if missing:
         return "no such path: " + ", ".join(missing)
     if files and len(files) == len(paths):
-        return (", ".join(files) + ": not a metrics file steptable reads (JSONL rows, trainer_state.json, or a "
-                "console log .log/.txt/.out with step:N lines)")
+        return (", ".join(files) + ": not a metrics file steptable reads (JSONL rows, trainer_state.json, a CSV "
+                "log, or a console log .log/.txt/.out with step:N lines)")
     return "no metrics files found under " + ", ".join(str(p) for p in paths)

@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 
 from steptable.ingest.console import ConsoleParser
+from steptable.ingest.csvlog import CsvParser
 from steptable.ingest.discover import CONSOLE_SUFFIXES
 from steptable.ingest.hf import parse_trainer_state
 from steptable.ingest.jsonl import JsonlParser
@@ -26,6 +27,7 @@ def preview_tail(path: str | Path, max_bytes: int = PREVIEW_BYTES, kind: str | N
     path = Path(path)
     if kind is None:
         kind = ("trainer_state" if path.name == "trainer_state.json"
+                else "csv" if path.suffix.lower() == ".csv"
                 else "console" if path.suffix.lower() in CONSOLE_SUFFIXES else "jsonl")
     store = RunStore(path.name, path, kind)
     with open(path, "rb") as f:
@@ -45,7 +47,14 @@ def preview_tail(path: str | Path, max_bytes: int = PREVIEW_BYTES, kind: str | N
     data = data[: data.rfind(b"\n") + 1]
     store.meta["preview_offset"] = size - len(data) if start > 0 else 0
     label = str(path)
-    parser = ConsoleParser(label) if kind == "console" else JsonlParser(label)
+    parser: ConsoleParser | CsvParser | JsonlParser
+    if kind == "csv":  # the header is at the top, not in the window
+        parser = CsvParser(label)
+        if start > 0:
+            with open(path, "rb") as f:
+                parser.parse(f.readline(64 * 1024), 1)
+    else:
+        parser = ConsoleParser(label) if kind == "console" else JsonlParser(label)
     pos, lineno = 0, 1
     while pos < len(data):
         end = data.find(b"\n", pos + BLOCK)

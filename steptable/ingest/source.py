@@ -16,6 +16,7 @@ from typing import Protocol
 
 from steptable import runinfo
 from steptable.ingest.console import ConsoleParser
+from steptable.ingest.csvlog import CsvParser
 from steptable.ingest.discover import Candidate
 from steptable.ingest.hf import newest_trainer_state, parse_trainer_state, trainer_states
 from steptable.ingest.jsonl import JsonlParser, LineNo
@@ -90,7 +91,10 @@ class TailSource(Source):
         super().__init__(cand, report)
         label = str(cand.path)
         self.tail = FileTail(cand.path, label, max_line=max_line)
-        self.parser: _Parser = ConsoleParser(label) if cand.kind == "console" else JsonlParser(label)
+        self.parser: _Parser = (
+            ConsoleParser(label) if cand.kind == "console" else CsvParser(label) if cand.kind == "csv"
+            else JsonlParser(label)
+        )
         self._live = False  # the file's first content has been read: later rows arrive as it is written
         self._info_sig: tuple[str, int, int] | None = None  # the steptable.json read last: (path, mtime, size)
         self._rejected: set[tuple[str, int, int]] = set()
