@@ -60,6 +60,12 @@ def write(run_dir: Path, info: dict[str, Any]) -> Path:
     path = run_dir / file_name(info.get("arm"))
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=run_dir)
     try:
+        try:  # readable by whoever can read the run's rows (mkstemp makes it 0600: a teammate's watch saw nothing)
+            mode = os.stat(run_dir / str(info.get("jsonl") or "metrics.jsonl")).st_mode & 0o666
+        except OSError:
+            mode = 0o644
+        if hasattr(os, "fchmod"):
+            os.fchmod(fd, mode)
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             json.dump(info, f, ensure_ascii=False, allow_nan=False)
         os.replace(tmp, path)

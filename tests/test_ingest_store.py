@@ -179,3 +179,15 @@ def test_the_key_cap_notice_names_the_first_key_left_out(monkeypatch: pytest.Mon
     p = Parsed(steps=[1, 2], rows=[{"step": 1, "a": 1.0, "c": 3.0}, {"step": 2, "a": 1.0}])
     s.add(p, now=math.nan)
     assert [b.reason for b in p.bad] == [store._too_many_keys("c")] and "'c'" in p.bad[0].reason
+
+
+def test_a_late_value_for_a_key_logged_as_null_is_merged_not_a_resume() -> None:
+    """StepLogger writes NaN as null ("not measured this step"); an eval thread's late value for that step used to
+    read as a resume and drop every row after it."""
+    s = RunStore("r", "/nonexistent/metrics.jsonl")
+    rows = [{"step": t, "loss": 1 / (t + 1), "val": None} for t in range(100)]
+    s.add(Parsed(steps=list(range(100)), rows=rows, step_key="step"), now=math.nan)
+    s.add(Parsed(steps=[50], rows=[{"step": 50, "val": 0.7}], step_key="step"), now=math.nan)
+    assert len(s) == 100 and s.resumes == [] and s.value(50, "val") == 0.7
+    s.add(Parsed(steps=[60], rows=[{"step": 60, "loss": 0.5, "val": 0.1}], step_key="step"), now=math.nan)  # resume
+    assert len(s) == 61 and s.resumes == [60]

@@ -184,3 +184,24 @@ def test_logged_schemas_are_never_named_alike() -> None:
 
     schemas = [logged_schema(Run([Col("step", 5, "step", "d"), Col(f"k{i}", 5, f"k{i}")])) for i in range(300)]
     assert len({s.name for s in schemas if s is not None}) == 300
+
+
+def test_the_description_is_as_readable_as_the_rows(tmp_path: Path) -> None:
+    _log(tmp_path / "r", CUSTOM, [{"step": 0, "reward/mean": 0.5}])
+    rows, info = tmp_path / "r" / "metrics.jsonl", tmp_path / "r" / "steptable.json"
+    assert info.stat().st_mode & 0o777 == rows.stat().st_mode & 0o666  # mkstemp's 0600 hid it from a teammate
+
+
+def test_runs_logged_with_different_columns_share_no_logger_s_layout(tmp_path: Path) -> None:
+    from steptable.app.session import Session
+    from steptable.ingest import Follower
+
+    _log(tmp_path / "a", CUSTOM, [{"step": 0, "reward/mean": 0.5, "kl": 0.01}])
+    other = [Col("step", 5, "step", "d"), Col("train/loss", 8, "loss", ".4f", "the loss")]
+    _log(tmp_path / "b", other, [{"step": 0, "train/loss": 0.25}])
+    fol = Follower([tmp_path])
+    fol.scan()
+    session = Session()
+    for rid in sorted(fol.stores):
+        session.update(rid, fol.stores[rid])
+    assert not session.schema().name.startswith("steplogger")  # one run's columns would mislabel the other's

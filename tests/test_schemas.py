@@ -325,3 +325,17 @@ def test_legend_for_runs_describes_only_present_columns() -> None:
 def test_nan_is_not_informative() -> None:
     run = Rows([{"step": i, "dead": math.nan, "alive": float(i)} for i in range(3)])
     assert [c.key for c in layout([run])][:2] == ["step", "alive"]
+
+
+def test_keys_as_the_trainers_docs_spell_them() -> None:
+    from steptable.ingest.console import parse_console_line
+
+    tinker = Rows([{"step": 0, "progress/batch": 0, "env/all/reward/total": 0.5, "entropy": 0.71,
+                    "kl_sample_train_v1": 0.0012, "ac_tokens_per_turn": 312.5}], path="run/metrics.jsonl")
+    text = legend_for(tinker, get_schema("tinker"))
+    assert "entropy of the sampling policy" in text and "mean tokens the policy generated per turn" in text
+    maxent = get_schema("maxent-grpo")
+    assert maxent.rule("eval/reward_std") is not None and maxent.rule("eval/reward_std").better is None  # type: ignore[union-attr]
+    assert "whole loss" in maxent.rule("train/loss/total").desc  # type: ignore[union-attr]
+    assert parse_console_line("critic/score/mean:0.6 - mfu/actor:0.3 [repeated 2x across cluster]") == {
+        "critic/score/mean": 0.6, "mfu/actor": 0.3}

@@ -65,10 +65,20 @@ class Session:
         found = logged_schema(store)
         if self.schema_name or found is None or found is self._schema:
             return False
-        if any(logged_schema(r.store) is self._schema for r in self.runs.values()):
-            return False  # another run's logger chose the layout: one layout for all (runs would take turns)
+        logged = {id(s): s for r in self.runs.values() if (s := logged_schema(r.store)) is not None}
+        if len(logged) > 1:  # runs logged with different column sets: the app has one layout, so none of theirs
+            fallback = self._detected()
+            changed = fallback is not self._schema
+            self._schema = fallback
+            return changed
         self._schema = found
         return True
+
+    def _detected(self) -> Schema:
+        from steptable.schemas import detect, get_schema
+
+        first = next((r.store for r in self.runs.values() if r.store.keys), None)
+        return get_schema("generic") if first is None else detect(first.path, first.keys)
 
     def _outgrown(self, store: Store, before: int, n: int) -> bool:
         """New rows hold a value its column has no room for (``####``, an integer cut to a compact form), one the

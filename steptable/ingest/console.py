@@ -36,9 +36,13 @@ def console_value(text: str) -> Any:
         return text
 
 
+_RAY_REPEATED = re.compile(r"\s*\[repeated \d+x across cluster\]\s*$")
+
+
 def parse_console_line(text: str) -> dict[str, Any] | None:
     """The metrics of one line's tail after ``step:N - ``; None when it holds no ``key:value`` pair."""
     row: dict[str, Any] = {}
+    text = _RAY_REPEATED.sub("", text)  # Ray's log dedup marks a line "[repeated 2x across cluster]"
     for part in text.split(" - "):
         key, sep, val = part.rpartition(":")
         key = key.strip()

@@ -66,6 +66,10 @@ class Parsed:
     meta: dict[str, Any] = field(default_factory=dict)
 
 
+def _measured(v: Any) -> bool:
+    return v is not None and not (type(v) is float and v != v)
+
+
 def _too_many_keys(first: str | None) -> str:
     return (
         f"more than {MAX_KEYS} distinct keys: keys first seen after that are not stored (the first: {first!r:.60}); "
@@ -324,6 +328,9 @@ class RunStore(ColumnTable):
             return self._lost_step if version < self._edits_lost else None
 
     def _shares_keys(self, i: int, row: dict[str, Any]) -> bool:
+        """Does ``row`` measure again what row ``i`` holds (a resume), rather than add to it (a late evaluation)?
+        A cell logged as null or NaN there (StepLogger writes a NaN as null: "not measured this step") is not a
+        measurement the new row repeats."""
         metric = [k for k in row if k != self.step_key and k not in _BOOKKEEPING]
-        shared = sum(self._present(i, k) for k in metric)
+        shared = sum(self._present(i, k) and _measured(self._cell(i, k)) for k in metric)
         return bool(metric) and shared * 2 >= len(metric)

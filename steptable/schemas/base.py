@@ -35,7 +35,7 @@ __all__ = [
 ]
 
 #: keys that are bookkeeping, not metrics (never auto-columns)
-META_KEYS = frozenset({"arm", "ts", "timestamp", "_timestamp", "wall_time", "run", "condition", "_runtime"})
+META_KEYS = frozenset({"arm", "ts", "timestamp", "_timestamp", "wall_time", "run", "_runtime"})
 
 #: step keys real trainers use, most common first; ``layout`` uses the first one present
 STEP_KEYS = (

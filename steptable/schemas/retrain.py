@@ -62,6 +62,7 @@ COLS = (
 )
 
 RULES = (
+    Rule("condition", "the run's condition label (the method combination it trains with)", hide=True),
     Rule("*_entropy_*", "legacy name mirroring the *_surprisal_* key ({key})", hide=True),
     Rule("reported_loss", "the backend's raw loss, the same number as loss", hide=True),
     Rule("loss_is_placeholder", "T when the backend reports a placeholder loss by design", hide=True),

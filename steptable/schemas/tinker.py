@@ -44,15 +44,20 @@ COLS = (
     ),
     Col("env/all/by_group/frac_all_good", 8, "all_good", None, "share of groups where every trajectory succeeded"),
     Col("env/all/by_group/frac_all_bad", 7, "all_bad", None, "share of groups where every trajectory failed"),
-    Col("env/all/ac_tokens_per_turn", 6, "ac_tok", None, "mean tokens the policy generated per turn"),
-    Col("optim/entropy", 7, "entropy", None, "entropy of the sampling policy, estimated from sampled tokens"),
+    # (the cookbook's own docs spell some keys without their namespace: those are aliases of the same columns)
+    Col("env/all/ac_tokens_per_turn", 6, "ac_tok", None, "mean tokens the policy generated per turn",
+        aliases=("ac_tokens_per_turn",)),
+    Col("optim/entropy", 7, "entropy", None, "entropy of the sampling policy, estimated from sampled tokens",
+        aliases=("entropy",)),
     Col(
         "optim/kl_sample_train_v1", 6, "kl_s_t", None,
         "KL estimate between the sampler's and the trainer's log-probs (first order, signed; near 0 is good)",
+        aliases=("kl_sample_train_v1",),
     ),
     Col(
         "optim/kl_sample_train_v2", 7, "kl_s_t2", None,
         "the same mismatch, second-order estimate (half the mean squared log-prob difference)", "lower",
+        aliases=("kl_sample_train_v2",),
     ),
     Col("optim/lr", 6, "lr", None, "learning rate at this iteration"),
     Col("time/total", 6, "sec", None, "wall-clock seconds of the iteration", "lower"),

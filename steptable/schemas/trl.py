@@ -147,10 +147,12 @@ MAXENT_COLS = (
 MAXENT_RULES = (
     Rule("train/global_step", "the trainer's step counter (same as step)", hide=True),
     Rule("train/epoch", "fractional epoch over the training data"),
+    Rule("eval/reward_std", "spread of the evaluation rewards; evaluation steps only", promote=True),
     Rule("eval/reward*", "evaluation reward ({key}); evaluation steps only", "higher", promote=True),
     Rule("eval/*", "evaluation metric, present on evaluation steps only ({key})", promote=True),
     Rule("train/rewards/*/mean", "mean reward of one reward function ({key})", "higher"),
     Rule("train/rewards/*", "reward function statistic ({key})"),
+    Rule("train/loss/total", "the whole loss (the same number as train/loss)", hide=True),
     Rule("train/loss/*", "loss component ({key})"),
     Rule("train/clip_ratio*", "share of tokens clipped by the ratio bounds ({key})"),
     Rule("train/completions/*", "completion statistic ({key})"),
