@@ -71,9 +71,11 @@ def summary_command(args: argparse.Namespace) -> int:
     }
     # Rows are named by the same short headers as the table (pg_loss for actor/pg_loss).
     labels: dict[str, str] = {}
+    hidden: set[str] = set()  # keys a schema keeps out of its table ("same as step", legacy mirrors): not picked
     for schema, group in by_schema(stores):  # each trainer's runs named as its own table names them
         for c in layout(group, schema):
             labels.setdefault(c.key, c.header.strip())
+        hidden |= {k for s in group for k in s.keys if (r := schema.rule(k)) is not None and r.hide}
     columns = None
     patterns = [c.strip() for c in args.columns.split(",") if c.strip()]
     if patterns:  # globs over keys and the headers the rows are named by, as `tail --columns` takes them
@@ -83,7 +85,7 @@ def summary_command(args: argparse.Namespace) -> int:
         for p in unmatched(patterns, names):
             sys.stderr.write(f"steptable summary: --columns {sanitize(p)!r} matches no column\n")
     text = summarize(stores, columns=columns, now=now, fmt=args.format, alerts=alerts,
-                     max_columns=args.max_columns, labels=labels, align=args.align)
+                     max_columns=args.max_columns, labels=labels, align=args.align, skip=hidden)
     sys.stdout.write(text if text.endswith("\n") else text + "\n")
     if follower.read_nothing():
         sys.stderr.write("steptable summary: no readable rows\n")

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
@@ -217,13 +217,15 @@ def header_text(run: RunLike, now: float) -> str:
     return ", ".join(parts)
 
 
-def pick_columns(runs: Sequence[RunLike], stats: Mapping[tuple[int, str], ColStats], max_columns: int) -> list[str]:
+def pick_columns(
+    runs: Sequence[RunLike], stats: Mapping[tuple[int, str], ColStats], max_columns: int, skip: Collection[str] = ()
+) -> list[str]:
     """Numeric, non-constant columns, most present first, up to ``max_columns``; first-seen order."""
     order: dict[str, None] = {}
     for r in runs:
         order.update(dict.fromkeys(r.keys))
     # each run's own step key too (iteration, training/global_step...): the header already gives the steps
-    skip = SKIP_KEYS | {k for r in runs if isinstance(k := getattr(r, "step_key", None), str)}
+    skip = SKIP_KEYS | set(skip) | {k for r in runs if isinstance(k := getattr(r, "step_key", None), str)}
     score: dict[str, float] = {}
     for key in order:
         if key in skip:
@@ -296,8 +298,10 @@ def summarize(
     max_columns: int = 20,
     align: bool = False,
     labels: Mapping[str, str] | None = None,
+    skip: Collection[str] = (),
 ) -> str:
-    """One compact block for ``runs`` (see the module doc); several runs share one table.
+    """One compact block for ``runs`` (see the module doc); several runs share one table. ``skip``: keys never
+    picked as key columns (those a schema keeps out of its table: a step counter again, a legacy mirror).
 
     ``labels`` names a key's row (the table's short header, e.g. ``pg_loss`` for ``actor/pg_loss``); default: the key.
     """
@@ -312,7 +316,7 @@ def summarize(
         for key in r.keys if columns is None else [k for k in columns if k in present]:
             cells = getattr(r, "cells", None)  # a store's cells() tells absent (None) from a logged NaN
             stats[(i, key)] = column_stats(cells(key), True) if cells is not None else column_stats(r.column(key))
-    keys = pick_columns(runs, stats, max_columns) if columns is None else list(columns)
+    keys = pick_columns(runs, stats, max_columns, skip) if columns is None else list(columns)
 
     lines: list[str] = []
     for tag, r in zip(tags, runs, strict=True):

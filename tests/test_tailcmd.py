@@ -612,3 +612,14 @@ def test_follow_into_a_full_disk_is_one_line_and_status_2(tmp_path: Path) -> Non
             f.write('{"step": 1, "loss": NaN}\n')  # the alert line is what fails to be written
         _, err = p.communicate(timeout=20)
     assert p.returncode == 2 and "cannot write the output" in err and "Traceback" not in err, err
+
+
+def test_summary_leaves_out_keys_a_schema_keeps_out_of_its_table(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """verl's training/global_step and tinker's progress/batch are the step again: rows an agent pays for."""
+    verl = {"critic/score/mean": 0.5, "actor/pg_loss": 0.1, "actor/entropy": 0.6, "critic/rewards/mean": 0.5}
+    rows = [{"step": s, "data": {**verl, "actor/pg_loss": 0.1 * s, "training/global_step": s}} for s in range(30)]
+    write_rows(tmp_path / "v" / "exp.jsonl", rows)
+    rc, out, _ = run_cli(["summary", str(tmp_path)], capsys)
+    assert rc == 0 and "pg_loss" in out and "global_step" not in out, out
