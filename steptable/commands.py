@@ -72,10 +72,13 @@ def summary_command(args: argparse.Namespace) -> int:
     # Rows are named by the same short headers as the table (pg_loss for actor/pg_loss).
     labels: dict[str, str] = {}
     hidden: set[str] = set()  # keys a schema keeps out of its table ("same as step", legacy mirrors): not picked
+    shown: set[str] = set()
     for schema, group in by_schema(stores):  # each trainer's runs named as its own table names them
         for c in layout(group, schema):
             labels.setdefault(c.key, c.header.strip())
+            shown.add(c.key)
         hidden |= {k for s in group for k in s.keys if (r := schema.rule(k)) is not None and r.hide}
+    hidden -= shown  # (a key one schema hides may be another run's column)
     columns = None
     patterns = [c.strip() for c in args.columns.split(",") if c.strip()]
     if patterns:  # globs over keys and the headers the rows are named by, as `tail --columns` takes them

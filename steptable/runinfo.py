@@ -26,6 +26,8 @@ NAME = "steptable.json"
 #: a description larger than this is not read (a column set of a few hundred columns is ~100 KB)
 MAX_BYTES = 1 << 20
 _FIELDS = ("key", "width", "header", "fmt", "desc", "better", "align", "stream")
+_UMASK = os.umask(0)  # read once, at import (os.umask can only be read by setting it)
+os.umask(_UMASK)
 
 
 def file_name(arm: object) -> str:
@@ -63,7 +65,7 @@ def write(run_dir: Path, info: dict[str, Any]) -> Path:
         try:  # readable by whoever can read the run's rows (mkstemp makes it 0600: a teammate's watch saw nothing)
             mode = os.stat(run_dir / str(info.get("jsonl") or "metrics.jsonl")).st_mode & 0o666
         except OSError:
-            mode = 0o644
+            mode = 0o666 & ~_UMASK
         if hasattr(os, "fchmod"):
             os.fchmod(fd, mode)
         with os.fdopen(fd, "w", encoding="utf-8") as f:

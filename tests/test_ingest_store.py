@@ -191,3 +191,11 @@ def test_a_late_value_for_a_key_logged_as_null_is_merged_not_a_resume() -> None:
     assert len(s) == 100 and s.resumes == [] and s.value(50, "val") == 0.7
     s.add(Parsed(steps=[60], rows=[{"step": 60, "loss": 0.5, "val": 0.1}], step_key="step"), now=math.nan)  # resume
     assert len(s) == 61 and s.resumes == [60]
+
+
+def test_a_resume_of_rows_that_are_mostly_null_is_still_a_resume() -> None:
+    s = RunStore("r", "/nonexistent/metrics.jsonl")
+    row = {"a": 1.0, "b": 2.0, "c": 3.0, "w": None, "x": None, "y": None, "z": None}
+    s.add(Parsed(steps=list(range(6)), rows=[{"step": t, **row} for t in range(6)], step_key="step"), now=math.nan)
+    s.add(Parsed(steps=[3, 4], rows=[{"step": t, **row} for t in (3, 4)], step_key="step"), now=math.nan)
+    assert list(s.steps) == [0, 1, 2, 3, 4] and s.resumes == [3]

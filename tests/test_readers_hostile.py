@@ -343,3 +343,42 @@ def test_a_log_file_of_json_rows_is_jsonl_and_a_console_log_opening_with_a_dict_
     rc, out, _ = run_cli(["tail", str(tmp_path), "--format", "jsonl", "-n", "0"], capsys)
     runs = {json.loads(line)["run"] for line in out.splitlines()}
     assert rc == 0 and runs == {"verl/metrics.log", "tz/train.log"}
+
+
+def test_csv_rows_survive_bad_cells_bad_steps_a_bom_and_repeated_names(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "r" / "metrics.csv"
+    path.parent.mkdir()
+    big = "x" * 140_000  # past the csv module's field limit: one bad line, not the whole file
+    path.write_text(
+        '\ufeff"step","loss","loss","note"\n0,0.5,9,a\n1,0.4,9,' + big + '\n1.5,0.3,9,b\n2,1_000,9,c\n'
+    )
+    rc, out, err = run_cli(["tail", str(path), "--format", "jsonl", "-n", "0"], capsys)
+    rows = [json.loads(line) for line in out.splitlines()]
+    # the BOM kept no quotes on "step"; the row with the huge cell is one bad line; the 1.5 row is kept (merged)
+    # under the step before it and said so; the first "loss" column is the one shown; "1_000" is text
+    assert rc == 0 and [r["step"] for r in rows] == [0, 2]
+    assert [r["loss"] for r in rows] == [0.3, "1_000"]
+    assert "header name 'loss' repeated" in err and ":3: malformed CSV" in err
+    assert ":4: step 'step' not an integer (1.5): row kept under step 0" in err
+
+
+def test_an_empty_log_is_decided_when_its_first_line_arrives(tmp_path: Path) -> None:
+    from steptable.ingest import Follower
+
+    path = tmp_path / "v" / "metrics.log"  # verl truncates its file logger's file at every launch
+    path.parent.mkdir()
+    path.write_text("")
+    fol = Follower([path])
+    fol.scan()
+    with open(path, "a") as f:
+        f.write("".join(json.dumps({"step": s, "data": {"actor/pg_loss": 0.1}}) + "\n" for s in range(3)))
+    fol.scan()
+    assert [list(s.steps) for s in fol.stores.values()] == [[0, 1, 2]]
+    config = tmp_path / "tz" / "train.log"  # a console log opening with a verl config dump (a "data" key, no step)
+    config.parent.mkdir()
+    config.write_text('{"data": {"train_batch_size": 8}}\n(main_task pid=1) step:1 - critic/kl:0.04\n')
+    fol2 = Follower([config])
+    fol2.scan()
+    assert [s.kind for s in fol2.stores.values()] == ["console"]

@@ -11,11 +11,10 @@ position. A row with more cells than the header is a bad line.
 from __future__ import annotations
 
 import csv
-import io
 from typing import Any
 
 from steptable.ingest.jsonl import LineNo
-from steptable.ingest.parse import BOM, NONFINITE, STEP_KEYS, BadLine, step_of
+from steptable.ingest.parse import NONFINITE, STEP_KEYS, BadLine, step_of
 from steptable.ingest.store import Parsed
 
 
@@ -26,8 +25,10 @@ def cell(text: str) -> Any:
         return None
     if len(s) <= 9 and (f := NONFINITE.get(s.lower())) is not None:
         return f
+    if not s.isascii() or "_" in s:  # float() reads "1_000" and Arabic-Indic digits: text here, as in steps
+        return text
     try:
-        return int(s) if s.lstrip("+-").isdigit() and s.isascii() else float(s)
+        return int(s) if s.lstrip("+-").isdigit() else float(s)
     except ValueError:
         return text
 
@@ -49,13 +50,19 @@ class CsvParser:
         steps: list[int] = []
         rows: list[dict[str, Any]] = []
         bad: list[BadLine] = []
-        for i, cells in enumerate(csv.reader(io.StringIO(text))):
+        # Line by line (a record split over lines by a quoted newline is not a metrics row): one bad line costs
+        # that line, never the chunk.
+        for i, line in enumerate(text.splitlines()):
             no = first + i
             if self.header is None:
-                self.header = [c.strip() for c in cells]
-                if self.header:
-                    self.header[0] = self.header[0].removeprefix(BOM.decode("utf-8"))
-                self.step_key = next((k for k in STEP_KEYS if k in self.header), None)
+                line = line.removeprefix("\ufeff")  # before the csv module sees it: a BOM would keep the quotes
+            try:
+                cells = next(csv.reader([line]), [])
+            except csv.Error as e:
+                bad.append(BadLine(self.label, no, f"malformed CSV ({e})"))
+                continue
+            if self.header is None:
+                self._read_header(cells, no, bad)
                 continue
             if not cells:
                 continue
@@ -66,6 +73,10 @@ class CsvParser:
             step = step_of(row.get(self.step_key)) if self.step_key is not None else None
             if step is None:
                 step = self.ordinal if self.step_key is None or self.last_step is None else self.last_step
+                if self.step_key is not None:
+                    got = row.get(self.step_key)
+                    what = "missing" if got is None else f"not an integer ({got!r:.40})"
+                    bad.append(BadLine(self.label, no, f"step {self.step_key!r} {what}: row kept under step {step}"))
             if self.step_key is not None:
                 row[self.step_key] = step
             self.ordinal += 1
@@ -73,3 +84,14 @@ class CsvParser:
             steps.append(step)
             rows.append(row)
         return Parsed(steps=steps, rows=rows, bad=bad, step_key=self.step_key)
+
+    def _read_header(self, cells: list[str], no: int, bad: list[BadLine]) -> None:
+        header = [c.strip() for c in cells]
+        seen: set[str] = set()
+        for j, k in enumerate(header):  # a name used twice would mix two columns: the later ones are left out
+            if k in seen:
+                bad.append(BadLine(self.label, no, f"header name {k!r} repeated: that column is left out"))
+                header[j] = ""
+            seen.add(k)
+        self.header = header
+        self.step_key = next((k for k in STEP_KEYS if k in header), None)

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
-from steptable.ingest.parse import STEP_KEYS, LineError, decode_line, flatten
+from steptable.ingest.parse import STEP_KEYS, LineError, decode_line, flatten, step_of
 
 JSONL_NAMES: Final = frozenset({"metrics.jsonl", "progress.json", "steps.jsonl", "wandb-history.jsonl"})
 CONSOLE_SUFFIXES: Final = frozenset({".log", ".txt", ".out"})
@@ -216,6 +216,8 @@ def classify(path: Path, root: Path, label: str | None = None, *, explicit: bool
         return Candidate(path, path, "csv", _run_id(path, root, label), arm, run_dir, True)
     if suffix in CONSOLE_SUFFIXES:
         arm, run_dir = arm_and_run_dir(path, root)
+        if not _has_a_line(path):
+            return None  # undecided until its first line is complete (verl truncates its log at every launch)
         if _first_line_is_a_row(path):  # JSONL under a log's name ($VERL_FILE_LOGGER_PATH=...metrics.log)
             return Candidate(path, path, "jsonl", _run_id(path, root, label), arm, run_dir, explicit)
         return Candidate(path, path, "console", _run_id(path, root, label), arm, run_dir, explicit)
@@ -223,6 +225,14 @@ def classify(path: Path, root: Path, label: str | None = None, *, explicit: bool
         arm, run_dir = arm_and_run_dir(path, root)
         return Candidate(path, path, "jsonl", _run_id(path, root, label), arm, run_dir, True)
     return None
+
+
+def _has_a_line(path: Path) -> bool:
+    try:
+        with open(path, "rb") as f:
+            return b"\n" in f.read(1 << 20) if stat.S_ISREG(os.fstat(f.fileno()).st_mode) else True
+    except OSError:
+        return True  # let the reader report it
 
 
 def _first_line_is_a_row(path: Path) -> bool:
@@ -235,7 +245,8 @@ def _first_line_is_a_row(path: Path) -> bool:
             first = json.loads(f.readline(1 << 20).removeprefix(b"\xef\xbb\xbf"))
     except (OSError, ValueError, RecursionError):
         return False
-    return isinstance(first, dict) and any(k in first for k in (*STEP_KEYS, "data"))
+    # a step a row can be kept under (a verl config dump has a "data" key too, and no step)
+    return isinstance(first, dict) and any(k in first and step_of(first[k]) is not None for k in STEP_KEYS)
 
 
 def _starts_like_jsonl(path: Path) -> bool:

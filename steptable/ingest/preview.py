@@ -13,7 +13,7 @@ from steptable.ingest.hf import parse_trainer_state
 from steptable.ingest.jsonl import JsonlParser
 from steptable.ingest.parse import BadLine
 from steptable.ingest.store import RunStore
-from steptable.ingest.tail import BLOCK
+from steptable.ingest.tail import BLOCK, MAX_LINE
 
 PREVIEW_BYTES = 4 * 1024 * 1024
 
@@ -52,7 +52,7 @@ def preview_tail(path: str | Path, max_bytes: int = PREVIEW_BYTES, kind: str | N
         parser = CsvParser(label)
         if start > 0:
             with open(path, "rb") as f:
-                parser.parse(f.readline(64 * 1024), 1)
+                parser.parse(f.readline(MAX_LINE), 1)  # (a header of thousands of keys is long)
     else:
         parser = ConsoleParser(label) if kind == "console" else JsonlParser(label)
     pos, lineno = 0, 1

@@ -331,6 +331,6 @@ class RunStore(ColumnTable):
         """Does ``row`` measure again what row ``i`` holds (a resume), rather than add to it (a late evaluation)?
         A cell logged as null or NaN there (StepLogger writes a NaN as null: "not measured this step") is not a
         measurement the new row repeats."""
-        metric = [k for k in row if k != self.step_key and k not in _BOOKKEEPING]
+        metric = [k for k, v in row.items() if k != self.step_key and k not in _BOOKKEEPING and _measured(v)]
         shared = sum(self._present(i, k) and _measured(self._cell(i, k)) for k in metric)
         return bool(metric) and shared * 2 >= len(metric)
