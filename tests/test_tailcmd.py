@@ -623,3 +623,23 @@ def test_summary_leaves_out_keys_a_schema_keeps_out_of_its_table(
     write_rows(tmp_path / "v" / "exp.jsonl", rows)
     rc, out, _ = run_cli(["summary", str(tmp_path)], capsys)
     assert rc == 0 and "pg_loss" in out and "global_step" not in out, out
+
+
+def test_follow_a_csv_rewritten_from_the_top_with_a_new_key(tmp_path: Path) -> None:
+    """SB3 rewrites progress.csv from the top when a key appears (older rows get empty cells): the rows already
+    shown stay shown once, the new column arrives; a rewrite with other rows is a new file."""
+    path = tmp_path / "ppo" / "progress.csv"
+    path.parent.mkdir()
+    path.write_text("time/total_timesteps,rollout/ep_rew_mean\n2048,-120.5\n4096,-80.25\n")
+    follower, tail, out, _ = _live(tmp_path, ["--format", "jsonl", "-n", "0"])
+    _step(follower, tail)
+    path.write_text(
+        "time/total_timesteps,rollout/ep_rew_mean,train/loss\n2048,-120.5,\n4096,-80.25,\n6144,-60.0,0.5\n"
+    )
+    _step(follower, tail)
+    rows = [json.loads(line) for line in out.getvalue().splitlines()]  # type: ignore[attr-defined]
+    assert [r["time/total_timesteps"] for r in rows] == [2048, 4096, 6144] and rows[-1]["train/loss"] == 0.5
+    path.write_text("time/total_timesteps,rollout/ep_rew_mean\n100,1.0\n")  # a new run in its place
+    _step(follower, tail)
+    rows = [json.loads(line) for line in out.getvalue().splitlines()]  # type: ignore[attr-defined]
+    assert [r["time/total_timesteps"] for r in rows][3:] == [100]

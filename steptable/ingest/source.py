@@ -49,6 +49,18 @@ def read_regular(path: str | os.PathLike[str], limit: int) -> bytes:
     return data
 
 
+def _same_cells(old: dict[str, object], new: dict[str, object]) -> bool:
+    """Every cell of ``old`` is in ``new`` with the same value (NaN equal to NaN); ``new`` may hold more keys."""
+    for key, x in old.items():
+        y = new.get(key, _ABSENT)
+        if not (x == y or (x != x and y != y)):
+            return False
+    return True
+
+
+_ABSENT = object()
+
+
 def _same_row(a: dict[str, object], b: dict[str, object]) -> bool:
     """Equal rows, a NaN equal to a NaN (a logged NaN loss is the same entry when the file is read again)."""
     if a.keys() != b.keys():
@@ -105,7 +117,14 @@ class TailSource(Source):
         # Rows already in the file when it is first read (or re-read after a reset) have no known arrival time.
         now = None if self._live else math.nan
         for ev in self.tail.poll():
-            if ev is RESET:
+            if ev is RESET and self.cand.kind == "csv" and len(store):
+                # SB3 and Lightning rewrite a CSV from the top when they add a key: read it aside, and keep the
+                # rows shown when the new file only adds to them (_settle)
+                self.parser.reset()
+                store = RunStore(self.store.run, self.store.path, "csv", self.store.arm)
+                now = math.nan
+                changed = True
+            elif ev is RESET:
                 self.parser.reset()
                 store.reset()
                 now = math.nan
@@ -120,10 +139,37 @@ class TailSource(Source):
                     store.add(parsed, now)
                     self._bad(parsed.bad)
                     changed = True
+        if store is not self.store:
+            self._settle(store)
         self._live = self.tail.opened
         if self.cand.kind == "jsonl":  # after the rows: the arm they name picks the logger's description
             changed = self._runinfo() or changed
         return self._expose(changed)
+
+    def _settle(self, new: RunStore) -> None:
+        """A rewritten CSV, read into ``new``: when its rows start with the rows shown (the same steps and cells,
+        new keys aside), only what it adds is applied (cells of new keys merged, rows after appended), so viewers
+        see the columns arrive instead of a new file; otherwise it replaces them."""
+        old = self.store
+        with old.lock:
+            n = len(old)
+            extends = len(new) >= n and list(new.steps[:n]) == list(old.steps) and all(
+                _same_cells(old.row(i), new.row(i)) for i in range(n)
+            )
+            if not extends:
+                old.reset()
+                old.add(Parsed(steps=list(new.steps), rows=new.rows(), bad=list(new.bad), step_key=new.step_key),
+                        math.nan)
+                return
+            keys = [k for k in new.keys if k not in old.keys]
+            merged = [(i, {k: v for k, v in new.row(i).items() if k in keys}) for i in range(n)]
+            steps = list(new.steps)
+            for i, cells in merged:
+                if cells:
+                    old.add(Parsed(steps=[steps[i]], rows=[cells], step_key=new.step_key), math.nan)
+            if len(new) > n:
+                old.add(Parsed(steps=steps[n:], rows=new.rows(n), step_key=new.step_key), math.nan)
+        old.add_bad(new.bad)
 
     def _runinfo(self) -> bool:
         """Read the StepLogger's description of this file (steptable.runinfo) when it appears or changes: two stats
