@@ -13,7 +13,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import stat
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -86,17 +85,12 @@ def candidates(jsonl: Path, arm: object) -> list[Path]:
     return [jsonl.parent / n for n in dict.fromkeys([*names, NAME])]
 
 
-def read(path: Path, jsonl: Path) -> dict[str, Any] | None:
-    """The description at ``path`` if it is a regular file of at most MAX_BYTES that describes ``jsonl`` and
-    validates; else None. Never blocks on a FIFO."""
+def parse(data: bytes, jsonl: Path) -> dict[str, Any] | None:
+    """The description in ``data`` (a file's bytes: read it with steptable.ingest.source.read_regular, which never
+    blocks on a FIFO and stops at MAX_BYTES) if it describes ``jsonl`` and validates; else None."""
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-        with open(fd, "rb") as f:
-            st = os.fstat(fd)
-            if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_BYTES:
-                return None
-            info = json.loads(f.read(MAX_BYTES + 1))
-    except (OSError, ValueError, RecursionError):
+        info = json.loads(data)
+    except (ValueError, RecursionError):
         return None
     if type(info) is not dict or info.get("steptable") != VERSION or info.get("jsonl") != jsonl.name:
         return None

@@ -12,7 +12,7 @@ import json
 import math
 import re
 import shutil
-from bisect import bisect_left, bisect_right
+from bisect import bisect_right
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any, TextIO
@@ -142,10 +142,9 @@ class Tail:
         with store.lock:  # one consistent view: the follower thread may add a batch meanwhile
             n, steps, version, resumes = len(store), store.steps, store.version, list(store.resumes)
             since = self.seen_version.get(run)
-            edits = store.edits_since(since) if since is not None else []
             lost = store.lost_since(since) if since is not None else None
         seen = self.versions.get(run)
-        redo: list[tuple[int, frozenset[str] | None]] = []  # rows printed before and changed since: (step, keys)
+        redo_upto: int | None = None  # rows printed before and changed since, up to this step, are printed again
         if run not in self.printed:
             first = max(n - a.last, 0) if (a.last and not a.alerts_only) else 0
             last = steps[first - 1] if first else None
@@ -166,20 +165,17 @@ class Tail:
                 self.since_header[run] = 0
             if last is not None and lost is not None:  # more edits than the store lists: all rows from there again
                 last = min(last, lost - 1)
-            if last is not None:
-                # merged into a row already printed (tinker's eval line, a late metric) or inserted before it
-                redo = [e for e in edits if e[0] <= last]
+            # merged into a row already printed (tinker's eval line, a late metric) or inserted before it
+            redo_upto = last
         self.versions[run] = (len(store.resumes), n, store.generation)
         self.seen_version[run] = version
         first = 0 if last is None else bisect_right(steps, last)
         self.printed[run] = steps[n - 1] if first < n else last
         with store.lock:  # the rows of the view above (a batch added meanwhile waits for the next call)
-            again: dict[int, tuple[dict[str, Any], frozenset[str] | None]] = {}
-            for step, keys in redo:
-                i = bisect_left(steps, step)
-                if i < n and steps[i] == step:  # (not dropped since by a resume)
-                    had = again[step][1] if step in again else frozenset()
-                    again[step] = (store.row(i), None if had is None or keys is None else had | keys)
+            again = (
+                store.rows_edited(since, redo_upto, until=version) if since is not None and redo_upto is not None
+                else {}
+            )
             new = store.rows(first, n)
         derive = self.of[run].schema.derive
         rows = [derive(again[st][0]) for st in sorted(again)] + [derive(r) for r in new]

@@ -91,7 +91,7 @@ def test_a_description_that_does_not_validate_is_ignored(
     path = tmp_path / "r" / "steptable.json"
     info = {**json.loads(path.read_text()), **bad}
     path.write_text(json.dumps(info))
-    assert runinfo.read(path, tmp_path / "r" / "metrics.jsonl") is None
+    assert runinfo.parse(path.read_bytes(), tmp_path / "r" / "metrics.jsonl") is None
     rc, out, err = run_cli(["tail", str(tmp_path / "r")], capsys)
     assert rc == 0 and "\x1b" not in out and "Traceback" not in err and out.startswith("step reward")  # generic
 

@@ -8,7 +8,7 @@ gets the GIL while that happens. Found alerts are posted per chunk; the scanner 
 from __future__ import annotations
 
 import threading
-from bisect import bisect_left, bisect_right
+from bisect import bisect_right
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -84,12 +84,7 @@ class AlertScanner:
                 lost = store.lost_since(fed.version)
                 if lost is not None:  # more edits than the store lists: the rows from there are fed again
                     last = min(last, lost - 1)
-                for step, keys in store.edits_since(fed.version):
-                    i = bisect_left(steps, step)
-                    if step > last or i >= n or steps[i] != step:
-                        continue  # not fed yet (fed with the new rows below), or gone since
-                    had = redo[step][1] if step in redo else frozenset()
-                    redo[step] = (store.row(i), None if had is None or keys is None else had | keys)
+                redo = store.rows_edited(fed.version, last)  # (later rows are fed with the new rows below)
             fed.resumes, fed.version = len(resumes), int(getattr(store, "version", 0))
             self._engines[rid] = fed
             start = 0 if last is None else bisect_right(steps, last)

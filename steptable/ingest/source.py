@@ -63,13 +63,7 @@ _ABSENT = object()
 
 def _same_row(a: dict[str, object], b: dict[str, object]) -> bool:
     """Equal rows, a NaN equal to a NaN (a logged NaN loss is the same entry when the file is read again)."""
-    if a.keys() != b.keys():
-        return False
-    for key, x in a.items():
-        y = b[key]
-        if not (x == y or (x != x and y != y)):
-            return False
-    return True
+    return a.keys() == b.keys() and _same_cells(a, b)
 
 
 class _Parser(Protocol):
@@ -185,7 +179,10 @@ class TailSource(Source):
                 return False
             if sig in self._rejected:  # read before and not valid (another file's, a newer version): not again
                 continue
-            info = runinfo.read(path, self.cand.path)
+            try:
+                info = runinfo.parse(read_regular(path, runinfo.MAX_BYTES), self.cand.path)
+            except OSError:
+                info = None
             if info is None:
                 if len(self._rejected) < 64:
                     self._rejected.add(sig)

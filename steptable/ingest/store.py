@@ -315,11 +315,27 @@ class RunStore(ColumnTable):
         self._edits.append((self.version + 1, step, keys))  # the version this batch ends with
         self.edit_count += 1
 
-    def edits_since(self, version: int) -> list[tuple[int, frozenset[str] | None]]:
-        """(step, keys set) of each row changed in place by batches after ``version``, oldest first; keys are None for
-        a row inserted before the last one. See :meth:`lost_since` for edits too old to be listed."""
+    def edits_since(self, version: int, until: int | None = None) -> list[tuple[int, frozenset[str] | None]]:
+        """(step, keys set) of each row changed in place by batches after ``version`` (up to ``until``), oldest
+        first; keys are None for a row inserted before the last one. See :meth:`lost_since` for edits too old to
+        be listed."""
         with self.lock:
-            return [(step, keys) for v, step, keys in self._edits if v > version]
+            return [(s, keys) for v, s, keys in self._edits if v > version and (until is None or v <= until)]
+
+    def rows_edited(
+        self, version: int, upto: int, until: int | None = None
+    ) -> dict[int, tuple[dict[str, Any], frozenset[str] | None]]:
+        """The rows up to step ``upto`` (what a viewer has shown) changed in place after ``version``: step -> (the
+        row as it is now, the keys set since; None when the whole row is new). Rows dropped since are left out."""
+        out: dict[int, tuple[dict[str, Any], frozenset[str] | None]] = {}
+        with self.lock:
+            for step, keys in self.edits_since(version, until):
+                i = bisect_left(self._steps, step)
+                if step > upto or i >= len(self._steps) or self._steps[i] != step:
+                    continue
+                had = out[step][1] if step in out else frozenset()
+                out[step] = (self.row(i), None if had is None or keys is None else had | keys)
+        return out
 
     def lost_since(self, version: int) -> int | None:
         """For a viewer further behind than the edit log reaches: a step from which on every row it has shown may
