@@ -382,3 +382,14 @@ def test_an_empty_log_is_decided_when_its_first_line_arrives(tmp_path: Path) -> 
     fol2 = Follower([config])
     fol2.scan()
     assert [s.kind for s in fol2.stores.values()] == ["console"]
+
+
+def test_a_fifo_named_like_a_log_does_not_hang_discovery(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    write_rows(tmp_path / "a" / "metrics.jsonl", [{"step": 0, "loss": 1.0}])
+    os.mkfifo(tmp_path / "a" / "train.log")  # opening it to look at its first line would block
+    p = subprocess.run([sys.executable, "-m", "steptable", "tail", str(tmp_path), "--format", "jsonl"],
+                       capture_output=True, text=True, timeout=30)
+    assert p.returncode == 0 and _jsonl_steps(p.stdout) == [0]

@@ -215,38 +215,40 @@ def classify(path: Path, root: Path, label: str | None = None, *, explicit: bool
         arm, run_dir = arm_and_run_dir(path, root)
         return Candidate(path, path, "csv", _run_id(path, root, label), arm, run_dir, True)
     if suffix in CONSOLE_SUFFIXES:
-        arm, run_dir = arm_and_run_dir(path, root)
-        if not _has_a_line(path):
+        kind = _log_kind(path)
+        if kind is None:
             return None  # undecided until its first line is complete (verl truncates its log at every launch)
-        if _first_line_is_a_row(path):  # JSONL under a log's name ($VERL_FILE_LOGGER_PATH=...metrics.log)
-            return Candidate(path, path, "jsonl", _run_id(path, root, label), arm, run_dir, explicit)
-        return Candidate(path, path, "console", _run_id(path, root, label), arm, run_dir, explicit)
+        arm, run_dir = arm_and_run_dir(path, root)
+        return Candidate(path, path, kind, _run_id(path, root, label), arm, run_dir, explicit)
     if explicit and _starts_like_jsonl(path):  # a file named on the command line ($VERL_FILE_LOGGER_PATH: any name)
         arm, run_dir = arm_and_run_dir(path, root)
         return Candidate(path, path, "jsonl", _run_id(path, root, label), arm, run_dir, True)
     return None
 
 
-def _has_a_line(path: Path) -> bool:
+def _log_kind(path: Path, limit: int = 1 << 20) -> str | None:
+    """What a ``.log``/``.txt``/``.out`` file holds, from its first line (one readline per discovery pass):
+    "jsonl" when it is a JSON object with a step ($VERL_FILE_LOGGER_PATH=...metrics.log; a console log may open with
+    a printed config dict, and verl's config has a "data" key but no step), "console" otherwise, None while that
+    line is incomplete. A FIFO is never opened (its reader reports it)."""
     try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return "console"
         with open(path, "rb") as f:
-            return b"\n" in f.read(1 << 20) if stat.S_ISREG(os.fstat(f.fileno()).st_mode) else True
+            line = f.readline(limit)
     except OSError:
-        return True  # let the reader report it
-
-
-def _first_line_is_a_row(path: Path) -> bool:
-    """Is the first line of a ``.log``/``.txt``/``.out`` file a JSON object with a step (a console log may open
-    with a printed config dict, which is not a row)?"""
-    if not _starts_like_jsonl(path):
-        return False
+        return "console"  # let the reader report it
+    if not line.endswith(b"\n"):
+        return None if len(line) < limit else "console"
+    first = line.removeprefix(b"\xef\xbb\xbf").strip()
+    if first[:1] != b"{":
+        return "console"
     try:
-        with open(path, "rb") as f:
-            first = json.loads(f.readline(1 << 20).removeprefix(b"\xef\xbb\xbf"))
-    except (OSError, ValueError, RecursionError):
-        return False
-    # a step a row can be kept under (a verl config dump has a "data" key too, and no step)
-    return isinstance(first, dict) and any(k in first and step_of(first[k]) is not None for k in STEP_KEYS)
+        row = json.loads(first)
+    except (ValueError, RecursionError):
+        return "console"
+    return "jsonl" if isinstance(row, dict) and any(k in row and step_of(row[k]) is not None for k in STEP_KEYS) \
+        else "console"
 
 
 def _starts_like_jsonl(path: Path) -> bool:
