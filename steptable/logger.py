@@ -190,7 +190,14 @@ class StepLogger:
 
         Returns the rendered line (None on non-zero ranks, which print and write nothing).
         """
-        if not self.is_writer or self._forked:
+        if not self.is_writer:
+            return None
+        if self._forked:
+            report_once(
+                f"{self._topic}-forked",
+                "steptable: StepLogger.log called in a forked child process (a DataLoader or pool worker); only the "
+                "process that made the logger writes its rows: make the StepLogger in the child to log from there",
+            )
             return None
         if self._closed:
             report_once(f"{self._topic}-closed", "steptable: StepLogger.log called after close(); row not recorded")
@@ -260,6 +267,8 @@ class StepLogger:
 
     def _emit(self, text: str, level: str = "INFO") -> None:
         if not self.console:
+            if level != "INFO":  # an alert: a TUI owns the terminal, so it goes to the verbose file only
+                logger.bind(steptable_console=False).opt(depth=_caller_depth()).log(level, text)
             return
         logger.opt(depth=_caller_depth()).log(level, text)
 

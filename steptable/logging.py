@@ -6,6 +6,7 @@ bars survive; colour only on a terminal. A verbose file beside it gets timestamp
 
 from __future__ import annotations
 
+import errno
 import os
 import sys
 from datetime import datetime
@@ -17,6 +18,7 @@ from tqdm import tqdm
 
 from steptable.formatting import char_cells
 from steptable.rank import global_rank
+from steptable.writer import open_append
 
 ICONS = {"TRACE": "T", "DEBUG": "D", "INFO": "I", "SUCCESS": "S", "WARNING": "W", "ERROR": "E", "CRITICAL": "C"}
 
@@ -42,8 +44,9 @@ def use_colour(stream: Any = None) -> bool:
 class ConsoleSink:
     """A loguru sink that writes through ``tqdm.write`` and never raises into the caller.
 
-    A broken stdout (closed pipe, closed file) is reported once on stderr; later messages are dropped from the
-    console but still reach the verbose file sink.
+    A stdout that is gone (a closed pipe or file) is reported once on stderr and the console stays silent after it;
+    a failure that may pass (a full non-blocking pipe or pty, a full disk under a redirect) costs only the messages
+    written while it lasts. Either way the rows still reach the JSONL and the verbose file.
     """
 
     def __init__(self) -> None:
@@ -60,8 +63,18 @@ class ConsoleSink:
                 enc = getattr(sys.stdout, "encoding", None) or "ascii"
                 tqdm.write(encodable(text, enc), file=sys.stdout, end="")
         except Exception as e:  # OSError / ValueError from a closed stream, or anything a replaced stdout raises
-            self.failed = e
-            report_once("stdout", f"steptable: console output failed ({e!r}); rows continue in the JSONL and log file")
+            gone = not isinstance(e, OSError) or e.errno in _GONE
+            if gone:
+                self.failed = e
+            what = "" if gone else "; lines are dropped while it fails"
+            report_once(
+                f"stdout-{id(self)}",
+                f"steptable: console output failed ({e!r}){what}; rows continue in the JSONL and log file",
+            )
+
+
+#: errors after which stdout will not come back (any other OSError, e.g. EAGAIN or ENOSPC, may pass)
+_GONE = frozenset({errno.EPIPE, errno.EBADF, errno.ECONNRESET, errno.ENXIO, errno.ENODEV})
 
 
 def encodable(text: str, encoding: str) -> str:
@@ -92,7 +105,7 @@ class FileSink:
         try:
             if self._fh is None:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
-                self._fh = open(self.path, "a", encoding="utf-8", errors="replace")
+                self._fh = open(open_append(self.path), "a", encoding="utf-8", errors="replace")
             self._fh.write(str(message))
             self._fh.flush()
         except (OSError, ValueError) as e:

@@ -128,7 +128,8 @@ class _Converter:
             if getattr(value, "ndim", 0) and callable(tolist := getattr(value, "tolist", None)):
                 # a numpy array or tensor: its numbers as a JSON list; a big one as its short text (numpy's own
                 # summary), as a row is a line of scalars, not a place for an activation dump
-                if int(getattr(value, "size", MAX_ARRAY + 1)) <= MAX_ARRAY:
+                numel = getattr(value, "numel", None)  # a tensor's size is a method, an array's a number
+                if int(numel() if callable(numel) else getattr(value, "size", MAX_ARRAY + 1)) <= MAX_ARRAY:
                     return self.convert(tolist(), depth + 1)
                 return _text(value)
         except Exception:  # a proxy whose __getattr__ raises something other than AttributeError
@@ -145,6 +146,24 @@ class _Converter:
             return self.convert(float(value), depth + 1)
         except Exception:
             return _text(value)
+
+
+def open_append(path: str | os.PathLike[str]) -> int:
+    """A descriptor appending to ``path`` (created if missing) that cannot stall the training loop.
+
+    A FIFO in the file's place would block a plain open() until a reader comes, and a write while its reader is
+    slow: opened non-blocking, the open fails at once (ENXIO) when nobody reads and a full pipe refuses the write
+    (EAGAIN), both ordinary failures that keep the row for retry. A regular file is made blocking again.
+    """
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(path, flags, 0o666)
+    try:
+        if stat.S_ISREG(os.fstat(fd).st_mode) and hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
 
 
 def encode_row(record: Mapping[str, Any]) -> bytes:
@@ -280,7 +299,7 @@ class RunWriter:
     def _open(self) -> BinaryIO:
         if self._fh is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            fh = open(self.path, "ab", buffering=0)
+            fh = open(open_append(self.path), "ab", buffering=0)
             try:
                 st = os.fstat(fh.fileno())
                 self._size = st.st_size

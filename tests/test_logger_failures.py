@@ -315,15 +315,13 @@ def test_close_returns_when_the_jsonl_is_not_a_regular_file(tmp_path: Path) -> N
         os.makedirs(run)
         fifo = os.path.join(run, "metrics.jsonl")
         os.mkfifo(fifo)
-        got = []
-        reader = threading.Thread(target=lambda: got.append(open(fifo, "rb").read()), daemon=True)
-        reader.start()
+        rfd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)  # a reader is there before the first row
         sl = StepLogger([Col("step", 5, "step", "d", "step")], run_dir=run, console=False)
         for i in range(3):
             sl.log({{"step": i}})
         sl.close()
-        reader.join(10)
-        print(got[0].count(b"\\n"), os.path.exists(os.path.join(run, "table.txt")))
+        got = os.read(rfd, 1 << 16)
+        print(got.count(b"\\n"), os.path.exists(os.path.join(run, "table.txt")))
     """)
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
@@ -560,3 +558,120 @@ def test_the_dump_sits_under_the_streamed_rows(captured: list[str]) -> None:
     dump = captured[-1].rstrip("\n").splitlines()
     assert dump[0].endswith("end of run: 1 rows") and row is not None
     assert "  " + row in dump[1:]  # two cells in, as the icon and its space put the streamed row: column for column
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
+def test_a_fifo_whose_reader_left_never_blocks_the_loop(tmp_path: Path) -> None:
+    """metrics.jsonl as a FIFO (someone piping the rows elsewhere): when its reader exits, or before one comes, the
+    next row fails and is kept for retry; the loop never waits in open() for a reader."""
+    code = textwrap.dedent(
+        """
+        import os, subprocess, sys, time
+        from steptable import Col, StepLogger
+        run = sys.argv[1]
+        os.makedirs(run)
+        os.mkfifo(run + "/metrics.jsonl")
+        reader = subprocess.Popen(["head", "-n", "1", run + "/metrics.jsonl"], stdout=subprocess.DEVNULL)
+        sl = StepLogger([Col("step", 4, "step", "d")], run_dir=run, console=False, alerts=False)
+        step = 0
+        while reader.poll() is None and step < 2000:  # until head has its line and is gone (or has not come yet)
+            sl.log({"step": step})
+            step += 1
+            time.sleep(0.01)
+        for step in range(step, step + 30):
+            sl.log({"step": step})
+        sl.close()
+        sys.stderr.write("DONE\\n")
+        """
+    )
+    proc = subprocess.run([sys.executable, "-c", code, str(tmp_path / "arm")], capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 0 and "DONE" in proc.stderr, proc.stderr
+    assert "row(s) kept for retry" in proc.stderr and "could not be written" in proc.stderr
+
+
+def test_a_fifo_without_a_reader_fails_the_write_at_once(tmp_path: Path) -> None:
+    if not hasattr(os, "mkfifo"):
+        pytest.skip("needs FIFOs")
+    fifo = tmp_path / "metrics.jsonl"
+    os.mkfifo(fifo)
+    warned: list[str] = []
+    w = RunWriter(fifo, warned.append)
+    assert w.write({"step": 0}) is False and w.pending == 1  # would block forever in open() before
+    assert len(warned) == 1 and "kept for retry" in warned[0]
+
+
+def test_torch_tensors_are_written_as_json_lists() -> None:
+    torch = pytest.importorskip("torch")
+    t = torch.tensor([0.25, 0.75])
+    row = jsonable({"acc": t, "one": torch.tensor([0.5], requires_grad=True), "big": torch.zeros(5000)})
+    assert row["acc"] == [0.25, 0.75] and row["one"] == [0.5]
+    assert isinstance(row["big"], str) and len(row["big"]) < 300  # a big tensor is its short text, not 5000 numbers
+
+
+def test_a_stdout_that_fails_for_a_moment_loses_only_that_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """EAGAIN from a momentarily full non-blocking pipe costs that one line; the console does not go quiet for the
+    rest of the run (a closed or broken stdout still does, see the test above)."""
+    import errno
+
+    from steptable import setup_logging
+
+    lines: list[str] = []
+
+    class Flaky:
+        calls = 0
+
+        def write(self, text: str) -> int:
+            Flaky.calls += 1
+            if Flaky.calls == 3:
+                raise BlockingIOError(errno.EAGAIN, "write could not complete without blocking")
+            lines.append(text)
+            return len(text)
+
+        def flush(self) -> None:
+            pass
+
+    monkeypatch.setattr(sys, "stdout", Flaky())
+    setup_logging("flaky", log_dir=tmp_path / "logs")
+    with StepLogger(COLS, alerts=False, header_every=0) as sl:
+        for step in range(6):
+            sl.log({"step": step, "loss": 0.1})
+    text = "".join(lines)
+    assert "end of run: 6 rows" in text and "I    5  +0.100" in text, text
+    assert capsys.readouterr().err.count("lines are dropped while it fails") == 1
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_logging_from_a_forked_child_is_reported_once(tmp_path: Path) -> None:
+    code = textwrap.dedent(
+        """
+        import os, sys
+        from steptable import Col, StepLogger
+        sl = StepLogger([Col("step", 4, "step", "d")], run_dir=sys.argv[1], console=False, alerts=False)
+        pid = os.fork()
+        if pid == 0:
+            for step in range(5):
+                sl.log({"step": step})
+            sys.stderr.flush()
+            os._exit(0)
+        os.waitpid(pid, 0)
+        """
+    )
+    proc = subprocess.run([sys.executable, "-c", code, str(tmp_path / "arm")], capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.count("forked child process") == 1 and not (tmp_path / "arm" / "metrics.jsonl").exists()
+
+
+def test_console_false_sends_alerts_to_the_verbose_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from steptable import setup_logging
+
+    path = setup_logging("quiet-alerts", log_dir=tmp_path)
+    with StepLogger([Col("step", 4, "step", "d"), Col("loss", 6, "loss")], console=False) as sl:
+        for step in range(3):
+            sl.log({"step": step, "loss": float("nan") if step == 2 else 0.5})
+    assert "non-finite" not in capsys.readouterr().out
+    text = path.read_text()
+    assert "loss non-finite" in text and "   2 " not in text  # the alert, not the rows
