@@ -393,3 +393,30 @@ def test_a_fifo_named_like_a_log_does_not_hang_discovery(tmp_path: Path) -> None
     p = subprocess.run([sys.executable, "-m", "steptable", "tail", str(tmp_path), "--format", "jsonl"],
                        capture_output=True, text=True, timeout=30)
     assert p.returncode == 0 and _jsonl_steps(p.stdout) == [0]
+
+
+def test_a_live_log_cut_mid_line_shows_no_wrong_value(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A one-shot read of files caught mid-write: a console line cut in ``lr:1e-06`` would read as lr 1, a CSV
+    row cut in 6144 as step 61, and a cut JSON line is being written, not bad."""
+    (tmp_path / "tz").mkdir()
+    (tmp_path / "tz" / "train.log").write_text(
+        "(main_task pid=1) step:1 - critic/score/mean:0.5 - actor/lr:1e-06\n"
+        "(main_task pid=1) step:2 - critic/score/mean:0.6 - actor/lr:1"
+    )
+    (tmp_path / "sb3").mkdir()
+    (tmp_path / "sb3" / "progress.csv").write_text(
+        "rollout/ep_rew_mean,time/total_timesteps\n1.0,2048\n1.5,4096\n2.0,61"
+    )
+    (tmp_path / "j").mkdir()
+    (tmp_path / "j" / "metrics.jsonl").write_text('{"step":0,"loss":1}\n{"step":1,"loss":0.5}\n{"step":2,"lo')
+    rc, out, err = run_cli(["tail", str(tmp_path), "--format", "jsonl", "-n", "0"], capsys)
+    rows = [json.loads(line) for line in out.splitlines()]
+    assert rc == 0 and err == ""
+    lrs = [r["actor/lr"] for r in rows if "actor/lr" in r]
+    assert lrs == [1e-06]
+    assert sorted(r["time/total_timesteps"] for r in rows if "time/total_timesteps" in r) == [2048, 4096]
+    assert [r["step"] for r in rows if "loss" in r] == [0, 1]
+    # a JSONL writer that never ends its file with a newline still has its last row read
+    (tmp_path / "j" / "metrics.jsonl").write_text('{"step":0,"loss":1}\n{"step":1,"loss":0.5}')
+    rc, out, err = run_cli(["tail", str(tmp_path / "j"), "--format", "jsonl", "-n", "0"], capsys)
+    assert rc == 0 and [json.loads(line)["step"] for line in out.splitlines()] == [0, 1]

@@ -194,17 +194,23 @@ class TailSource(Source):
         return False
 
     def finish(self) -> bool:
-        """One-shot reads: parse a last line that has no newline (a follower never calls this)."""
+        """One-shot reads: parse a JSONL last line that has no newline (a follower never calls this).
+
+        Only a line that parses whole counts: a cut JSON object never does, and a cut line is one being written (or
+        a crash's partial line), not a bad one. A console or CSV line without its newline is not read at all: cut
+        in a number it still parses, as a wrong value (``lr:1`` of ``lr:1e-06``, step 61 of 6144), and a trainer's
+        block-buffered stdout leaves its log cut mid-line for minutes at a time."""
+        if self.cand.kind != "jsonl":
+            return False
         ev = self.tail.final_line()
         if ev is None:
             return False
         parsed = self.parser.parse(ev.data, ev.first_line)
-        if not (parsed.steps or parsed.bad):
+        if not parsed.steps:
             return False
+        parsed.bad.clear()
         self.store.add(parsed, math.nan)  # one-shot reads only: the line was there before the read
-        self._bad(parsed.bad)
-        if self.cand.kind == "jsonl":
-            self._runinfo()
+        self._runinfo()
         return self._expose(True)
 
     def _expose(self, changed: bool) -> bool:
