@@ -240,7 +240,9 @@ class StepLogger:
         # The caller's own timestamp (e.g. the step's start, or a clock of its own) wins over ours.
         record["ts"] = cells["ts"] if "ts" in cells else round(now, 3)
         for k, v in cells.items():
-            if k not in record:
+            # None is "not measured this step": left out, since JSON's null is also what a NaN becomes, and a
+            # reader would take it for one (a NaN alert from the file that the loop rightly never raised).
+            if k not in record and v is not None:
                 record[k] = v
         if self._writer is not None:
             self._writer.write(record)

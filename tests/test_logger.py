@@ -293,3 +293,27 @@ def test_a_failure_while_printing_does_not_repeat_the_legend(
     text = "".join(captured).split("end of run")[0]
     assert text.count("columns:") == 1 and text.count("step    loss") == 1
     assert len((tmp_path / "metrics.jsonl").read_text().splitlines()) == 4
+
+
+def test_none_is_left_out_of_the_row_so_the_file_raises_no_nan_alert(
+    tmp_path: Path, captured: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """None means "not measured this step". Written as null it would read back as a NaN: the same rows would give
+    an error alert from the file that the loop never raised. A real NaN still does, from both."""
+    from steptable.cli import main
+
+    cols = [Col("step", 4, "step", "d"), Col("reward", 6, "reward", ".3f"), Col("kl", 6, "kl", ".3f")]
+    with StepLogger(cols, run_dir=tmp_path / "a", arm="a") as sl:
+        for step in range(10):
+            sl.log({"step": step, "reward": 0.5, "kl": None if step % 3 else 0.01})
+    rows = [strict_loads(line) for line in (tmp_path / "a" / "metrics.jsonl").read_text().splitlines()]
+    assert [("kl" in r) for r in rows if isinstance(r, dict)] == [s % 3 == 0 for s in range(10)]
+    assert "non-finite" not in "".join(captured)
+    capsys.readouterr()
+    assert main(["tail", str(tmp_path), "--alerts-only"]) == 0 and "non-finite" not in capsys.readouterr().out
+    with StepLogger(cols, run_dir=tmp_path / "b", arm="b") as sl:
+        for step in range(3):
+            sl.log({"step": step, "reward": math.nan if step == 2 else 0.5})
+    assert "reward non-finite" in "".join(captured)
+    assert main(["tail", str(tmp_path / "b"), "--alerts-only"]) == 1
+    assert "reward non-finite" in capsys.readouterr().out
