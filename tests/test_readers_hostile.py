@@ -420,3 +420,27 @@ def test_a_live_log_cut_mid_line_shows_no_wrong_value(tmp_path: Path, capsys: py
     (tmp_path / "j" / "metrics.jsonl").write_text('{"step":0,"loss":1}\n{"step":1,"loss":0.5}')
     rc, out, err = run_cli(["tail", str(tmp_path / "j"), "--format", "jsonl", "-n", "0"], capsys)
     assert rc == 0 and [json.loads(line)["step"] for line in out.splitlines()] == [0, 1]
+
+
+def test_runs_that_name_their_steps_differently_share_one_step_column(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A wandb history (``_step``) beside a StepLogger run (``step``), or an SB3 CSV beside them: each run's own
+    steps in the one step column, not nan, and no stray ``_step`` column."""
+    wb = tmp_path / "exp" / "wandb" / "run-1" / "files" / "wandb-history.jsonl"
+    write_rows(wb, [{"_step": s, "_runtime": 10.0 * s, "train/loss": 1 / (s + 1)} for s in range(3)])
+    write_rows(tmp_path / "exp" / "logs" / "metrics.jsonl", [{"step": 10 * s, "train/loss": 0.5} for s in range(3)])
+    (tmp_path / "sb3").mkdir()
+    (tmp_path / "sb3" / "progress.csv").write_text("rollout/ep_rew_mean,time/total_timesteps\n1.0,2048\n1.5,4096\n")
+    rc, out, err = run_cli(["tail", str(tmp_path), "--format", "csv", "-n", "0"], capsys)
+    assert rc == 0 and err == ""
+    lines = out.splitlines()
+    assert "_step" not in lines[0].split(",")
+    steps = {}
+    for line in lines[1:]:
+        if line.startswith("run,"):
+            continue
+        run, _arm, step = line.split(",")[:3]
+        steps.setdefault(run.split("/")[-1], []).append(step)
+    assert steps == {"metrics.jsonl": ["0", "10", "20"], "wandb-history.jsonl": ["0", "1", "2"],
+                     "progress.csv": ["2048", "4096"]}

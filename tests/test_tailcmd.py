@@ -150,9 +150,9 @@ def test_one_shot_reads_an_unterminated_last_line(tmp_path: Path, capsys: pytest
     p.write_text('{"step": 0, "loss": 1}\n{"step": 1, "loss": 2}')  # the writer never ends the file with "\n"
     rc, out, _ = run_cli(["tail", str(p), "--format", "jsonl"], capsys)
     assert rc == 0 and [json.loads(x)["step"] for x in out.splitlines()] == [0, 1]
-    p.write_text('{"step": 0, "loss": 1}\n{"step": 1, "lo')  # cut mid-row by a crash: reported, not invented
+    p.write_text('{"step": 0, "loss": 1}\n{"step": 1, "lo')  # cut: being written
     rc, out, err = run_cli(["tail", str(p), "--format", "jsonl"], capsys)
-    assert [json.loads(x)["step"] for x in out.splitlines()] == [0] and "metrics.jsonl:2:" in err
+    assert [json.loads(x)["step"] for x in out.splitlines()] == [0] and "metrics.jsonl:2:" not in err
 
 
 def test_hostile_keys_are_inert_everywhere(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -140,9 +140,10 @@ class RunStore(ColumnTable):
         return key in self._ints
 
     def _positional(self, key: str) -> bool:
-        """``key`` is ``step`` and the file has no step key: rows are numbered by position, and ``step`` reads
-        those numbers (so a table's step column shows 0, 1, 2... rather than nan)."""
-        return key == "step" and self.step_key is None and key not in self._num and key not in self._obj
+        """``key`` is ``step`` and the file logs no ``step`` of its own: ``step`` reads the step index, which is
+        the file's own step key (``_step``, ``global_step``...) or, without one, the rows' positions. So a table of
+        runs that name their steps differently shows each run's steps in its one step column, not nan."""
+        return key == "step" and key not in self._num and key not in self._obj
 
     def column(self, key: str) -> Sequence[Any]:
         """A copy aligned with ``steps``: floats (NaN where absent) for numeric keys, else values or None.

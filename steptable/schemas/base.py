@@ -267,9 +267,10 @@ def informative(run: RunView, key: str) -> float:
 
 
 def step_key_of(runs: Sequence[RunView], default: str = "step") -> str:
-    """The step key the runs use: ``default`` when any run has it, else the first of ``STEP_KEYS`` present."""
+    """The step key the runs use: ``default`` when any run has it or the runs name their steps differently (a
+    store answers ``step`` with its own step index), else the first of ``STEP_KEYS`` present."""
     keys = {k for r in runs for k in r.keys}
-    if default in keys:
+    if default in keys or len({getattr(r, "step_key", None) for r in runs}) > 1:
         return default
     return next((k for k in STEP_KEYS if k in keys), default)
 
@@ -295,7 +296,8 @@ def layout(
             keys.setdefault(k, None)
     step_key = step_key_of(runs, step_key)
     out: list[Col] = []
-    used: set[str] = {step_key}
+    # each run's own step key is in the step column already (as ``step`` when the runs name it differently)
+    used: set[str] = {step_key} | {k for r in runs if isinstance(k := getattr(r, "step_key", None), str)}
     consumed: set[str] = set()  # aliases read by a declared column, inputs of a shown derived column
     if schema is not None:
         ok = {d.key: d for d in schema.derived if all(n in keys for n in d.needs)}
