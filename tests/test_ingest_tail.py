@@ -138,3 +138,21 @@ def test_filetail_events_and_long_line_in_bounded_memory(tmp_path: Path) -> None
     assert tail.lineno == 4 and tail.offset == os.path.getsize(path)
     path.write_bytes(line(9))
     assert next(iter(tail.poll())) is RESET
+
+
+def test_a_copytruncate_hole_of_any_size_loses_no_row(tmp_path: Path) -> None:
+    """logrotate's copytruncate while the trainer writes without O_APPEND: the writer goes on at its old offset,
+    so the file restarts with a hole of NULs as long as the old log (9 MiB here, past the 8 MiB line limit)."""
+    f, path = follow(tmp_path)
+    path.write_bytes(b"".join(line(i) for i in range(3)))
+    f.scan()
+    hole = 9 << 20
+    with open(path, "r+b") as w:
+        w.truncate(0)
+        w.seek(hole)  # sparse: reads back as NULs
+        w.write(line(3) + line(4))
+    f.scan()
+    assert steps(f) == [3, 4] and f.errors == []
+    append(path, b"\0" * 5 + line(5))  # NULs before a line in a later chunk too
+    f.scan()
+    assert steps(f) == [3, 4, 5] and f.errors == []

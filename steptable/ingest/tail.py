@@ -208,6 +208,15 @@ class FileTail:
                 self._skipping = False
                 self._line_done(base + nl + 1, self._skip_lineno)
                 data, base = data[nl + 1 :], base + nl + 1
+            if not self._pending and data[:1] == b"\0":
+                # A run of NULs where a line starts: the hole a writer without O_APPEND leaves after a copytruncate
+                # rotation (it goes on at its old offset). Not part of the next line, however long the hole.
+                kept = data.lstrip(b"\0")
+                base += len(data) - len(kept)
+                data = kept
+                self._start = base
+                if not data:
+                    continue
             if self._pending:
                 nl = data.find(b"\n")
                 if nl < 0:
