@@ -214,3 +214,26 @@ def test_a_schema_file_that_cannot_be_one_is_an_error(tmp_path: Path, kind: str)
         f.write_text("# " + "x" * (2 << 20) + "\n")
     with pytest.raises(SchemaFileError, match="not a regular file" if kind != "huge" else "larger than"):
         detect(f.parent / "m.jsonl", ["step"])
+
+
+def test_a_schema_without_match_or_base_applies_to_runs_logging_its_keys(tmp_path: Path) -> None:
+    """Every field but the name and the column keys is optional: such a file applies to the runs that log one of
+    its keys (an alias too), and leaves the others to detection."""
+    write(tmp_path / "logs" / "steptable.toml", """
+        [schema]
+        name = "mine"
+        [[columns]]
+        key = "my/loss"
+        header = "myL"
+        desc = "my loss"
+        aliases = ["old/loss"]
+    """)
+    for arm, key in (("a", "my/loss"), ("b", "old/loss"), ("c", "other")):
+        write(tmp_path / "logs" / arm / "metrics.jsonl", f'{{"step": 0, "{key}": 1}}\n')
+    assert detect(tmp_path / "logs" / "a" / "metrics.jsonl", ["step", "my/loss"]).name == "mine"
+    assert detect(tmp_path / "logs" / "b" / "metrics.jsonl", ["step", "old/loss"]).name == "mine"
+    assert detect(tmp_path / "logs" / "c" / "metrics.jsonl", ["step", "other"]).name == "generic"
+    run = next(iter(load(tmp_path / "logs" / "a" / "metrics.jsonl").values()))
+    cols = layout([run], get_schema("mine", tmp_path / "logs" / "a"))
+    assert [(c.key, c.header.strip(), c.desc) for c in cols] == [("step", "step", "training step"),
+                                                                 ("my/loss", "myL", "my loss")]

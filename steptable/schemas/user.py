@@ -15,7 +15,7 @@ The format (every field but ``schema.name`` and ``columns.key`` is optional)::
     hide = ["timing_per_token_ms/*"]   # globs kept out of the default layout (a filter still reaches them)
     drop = ["actor/lr"]            # inherited columns to remove
 
-    [match]                        # without it, the schema matches whatever its base matches
+    [match]                        # without it: what its base matches; with no base, files logging a column's key
     files = ["*.jsonl"]            # path patterns, matched from the right (PurePath.match)
     keys = ["my/loss"]             # globs; each must match a key of the file
 
@@ -298,7 +298,8 @@ def schema_from_doc(doc: _Doc, bases: Mapping[str, Schema]) -> Schema:
         name,
         tuple(cols),
         head.get("description", base.description if base is not None else f"user schema from {doc.path}"),
-        _matcher(match_spec.get("files", []), match_spec.get("keys", []), base),
+        _matcher(match_spec.get("files", []), match_spec.get("keys", []), base,
+                 frozenset(k for c in cols for k in (c.key, *c.aliases))),
         head.get("extend", base.extend if base is not None else True),
         rules=tuple(rules) + (base.rules if base is not None else ()),
         derived=tuple(d for d in base.derived if d.key in keys) if base is not None else (),
@@ -307,7 +308,7 @@ def schema_from_doc(doc: _Doc, bases: Mapping[str, Schema]) -> Schema:
     )
 
 
-def _matcher(files: Sequence[str], key_globs: Sequence[str], base: Schema | None) -> Any:
+def _matcher(files: Sequence[str], key_globs: Sequence[str], base: Schema | None, declared: frozenset[str]) -> Any:
     def match(path: Path, keys: Sequence[str]) -> float:
         if files and not any(Path(path).match(p) for p in files):
             return 0.0
@@ -315,7 +316,11 @@ def _matcher(files: Sequence[str], key_globs: Sequence[str], base: Schema | None
             return 0.0
         if files or key_globs:
             return 1.0
-        return base.match(path, keys) if base is not None else 0.0
+        if base is not None:
+            return base.match(path, keys)
+        # Neither [match] nor a base: the files that log a key it declares (or an alias of one). Matching nothing
+        # would leave the file silently unused; matching everything would take over runs it says nothing about.
+        return 1.0 if not declared.isdisjoint(keys) else 0.0
 
     return match
 
