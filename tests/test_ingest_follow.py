@@ -179,3 +179,28 @@ def test_a_failing_source_does_not_stop_the_others(tmp_path: Path, monkeypatch: 
     f.scan()
     assert len(f.stores["b/metrics.jsonl"]) == 3
     assert f.errors == [f"{tmp_path / 'a' / 'metrics.jsonl'}: internal error (RuntimeError: boom)"]
+
+
+def test_a_console_log_given_up_on_comes_back_when_it_prints_metrics(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A training log that opens with more noise than the give-up limit (NCCL debug output, 32 MiB by default;
+    64 KiB here) is dropped as not a run, and taken back, from its start, once a metrics line arrives."""
+    import steptable.ingest.source as source_mod
+
+    monkeypatch.setattr(source_mod, "CONSOLE_GIVE_UP", 64 * 1024)
+    log = tmp_path / "tz" / "train.log"
+    log.parent.mkdir()
+    noise = "(main_task pid=1) NCCL INFO Channel 00/32 : 0[0] -> 1[1] via P2P/IPC/read\n"
+    log.write_text(noise * 2000)
+    fol = Follower([tmp_path])
+    fol.scan()
+    assert fol.stores == {}
+    with open(log, "a") as f:
+        f.write(noise * 10)
+    fol.scan()
+    assert fol.stores == {}  # more noise: still not a run, and only the new bytes were searched
+    with open(log, "a") as f:
+        f.write("".join(f"(main_task pid=1) step:{s} - critic/score/mean:0.5\n" for s in (1, 2)))
+    fol.scan()
+    assert [list(st.steps) for st in fol.stores.values()] == [[1, 2]]

@@ -22,11 +22,12 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from steptable.ingest.console import has_console_metrics
 from steptable.ingest.discover import Candidate, discover, discover_at, sniff_jsonl
 from steptable.ingest.parse import BadLine
 from steptable.ingest.source import Source, load_meta, make_source
 from steptable.ingest.store import RunStore
-from steptable.ingest.tail import MAX_LINE
+from steptable.ingest.tail import MAX_LINE, open_binary
 
 FALLBACK_POLL = 0.5  # seconds between polls when notification is unavailable
 DEBOUNCE_MS = 40  # longest a burst of events is gathered before it is handled
@@ -59,7 +60,8 @@ class Follower:
         self._errors: deque[str] = deque(maxlen=MAX_ERRORS)
         self._sources: dict[Path, Source] = {}
         self._by_file: dict[str, Source] = {}  # absolute path -> source (watchfiles reports absolute paths)
-        self._rejected: dict[Path, tuple[int, int]] = {}  # not metrics: path -> (inode, size) when judged
+        # not metrics: path -> (inode, size when judged, a console log given up on: its growth is searched)
+        self._rejected: dict[Path, tuple[int, int, bool]] = {}
         self._unlisted: set[Path] = set()  # directories and files that failed on the last discovery, reported once
         self._failing: set[Path] = set()  # the same, gathered during the pass under way
         self._pass = threading.RLock()
@@ -158,9 +160,14 @@ class Follower:
                 st = cand.path.stat()
             except OSError:
                 return
-            ino, size = self._rejected[cand.path]
+            ino, size, console = self._rejected[cand.path]
             if st.st_ino == ino and st.st_size >= size:  # same file, only grown: its first line is still the same
-                return
+                if not console or not _metrics_between(cand.path, size, st.st_size):
+                    self._rejected[cand.path] = (ino, st.st_size if console else size, console)
+                    return
+                # a console log with no metrics line in its first 32 MiB (NCCL debug output...) that now prints
+                # one: a run after all, read from the start
+                del self._rejected[cand.path]
         if cand.kind == "jsonl" and not cand.confirmed:
             verdict = sniff_jsonl(cand.path, on_error=self._unreadable)
             if verdict is None:
@@ -173,17 +180,17 @@ class Follower:
         self._sources[cand.key] = src
         self._by_file[os.path.abspath(cand.path)] = src
 
-    def _reject(self, path: Path) -> None:
+    def _reject(self, path: Path, console: bool = False) -> None:
         try:
             st = path.stat()
-            self._rejected[path] = (st.st_ino, st.st_size)
+            self._rejected[path] = (st.st_ino, st.st_size, console)
         except OSError:
             pass
 
     def _drop(self, src: Source) -> None:
         self._sources.pop(src.cand.key, None)
         self._by_file.pop(os.path.abspath(src.cand.path), None)
-        self._reject(src.cand.path)
+        self._reject(src.cand.path, console=src.cand.kind == "console")
 
     def _report(self, bad: BadLine) -> None:
         self.error_count += 1
@@ -270,6 +277,26 @@ class Follower:
                             if new is not None:
                                 hit.append(new)
             return self._tick(discover=False, only=list(dict.fromkeys(hit)))
+
+
+def _metrics_between(path: Path, start: int, end: int) -> bool:
+    """Does a console log hold a metrics line in the bytes from ``start`` to ``end`` (what it grew by)?"""
+    carry = b""  # the partial line at the end of the last block
+    try:
+        with open_binary(path) as f:
+            f.seek(start)
+            while start < end:
+                block = f.read(min(end - start, 1 << 20))
+                if not block:
+                    break
+                start += len(block)
+                data = carry + block
+                if has_console_metrics(data):
+                    return True
+                carry = data[data.rfind(b"\n") + 1 :][-4096:]
+    except OSError:
+        pass
+    return False
 
 
 def load(paths: Iterable[str | Path] | str | Path) -> dict[str, RunStore]:
