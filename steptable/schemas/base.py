@@ -297,7 +297,8 @@ def layout(
     step_key = step_key_of(runs, step_key)
     out: list[Col] = []
     # each run's own step key is in the step column already (as ``step`` when the runs name it differently)
-    used: set[str] = {step_key} | {k for r in runs if isinstance(k := getattr(r, "step_key", None), str)}
+    own: set[str] = {k for r in runs if isinstance(k := getattr(r, "step_key", None), str)}
+    used: set[str] = {step_key} | own
     consumed: set[str] = set()  # aliases read by a declared column, inputs of a shown derived column
     if schema is not None:
         ok = {d.key: d for d in schema.derived if all(n in keys for n in d.needs)}
