@@ -119,7 +119,8 @@ def compile_row(cols: tuple[Col, ...]) -> Callable[[Mapping[str, Any]], str]:
                 f"        if len({name}) != {w}: {slow}",
                 f"    else: {slow}",
             ]
-    lines.append("    return " + " + SEP + ".join(names) if names else "    return ''")
+    # one flat call: a chain of + over thousands of columns nests past the compiler's recursion limit
+    lines.append(f"    return SEP.join(({', '.join(names)},))" if names else "    return ''")
     lines += [  # the inline code must not raise where format_cell would not (an int past str()'s digit limit...)
         "def render_row(values):",
         "    try:",

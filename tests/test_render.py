@@ -242,3 +242,10 @@ def test_legend_aligns_wide_headers_by_cells() -> None:
     lines = text.splitlines()
     starts = [display_width(line[: line.index(d)]) for line, d in zip(lines, ("wide", "narrow"), strict=True)]
     assert starts == [8, 8] and lines[1] == "  bb    narrow"  # the descriptions start in one column
+
+
+def test_a_row_of_thousands_of_columns_renders() -> None:
+    """``tail --width 0`` over a verl validation row of 2000 keys: the compiled renderer stays flat."""
+    cols = tuple(Col(f"k{i}", 5, f"h{i}") for i in range(3000))
+    line = render.row(cols, {"k0": 0.5, "k2999": 7})
+    assert len(line) == 3000 * 6 - 1 and line.startswith("   .5") and line.endswith("    7")
