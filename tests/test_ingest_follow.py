@@ -204,3 +204,31 @@ def test_a_console_log_given_up_on_comes_back_when_it_prints_metrics(
         f.write("".join(f"(main_task pid=1) step:{s} - critic/score/mean:0.5\n" for s in (1, 2)))
     fol.scan()
     assert [list(st.steps) for st in fol.stores.values()] == [[1, 2]]
+
+
+def test_symlinks_in_the_logs_tree(tmp_path: Path) -> None:
+    """A run linked into the logs directory is found; a file reached by two paths (wandb's latest-run, a link
+    beside its target) is one run, under its real path; a loop ends; a dangling metrics link is said; a link deep
+    inside a run (its data -> a dataset directory) is not walked."""
+    logs, scratch = tmp_path / "logs", tmp_path / "scratch"
+    write_jsonl(scratch / "exp42" / "metrics.jsonl", rows(0, 2))
+    logs.mkdir()
+    (logs / "exp42").symlink_to(scratch / "exp42", target_is_directory=True)
+    write_jsonl(logs / "wandb" / "run-1" / "files" / "wandb-history.jsonl", rows(0, 3))
+    (logs / "wandb" / "latest-run").symlink_to("run-1", target_is_directory=True)
+    write_jsonl(logs / "ok" / "metrics.jsonl", rows(0, 1))
+    (logs / "ok" / "link.jsonl").symlink_to("metrics.jsonl")
+    (logs / "ok" / "loop").symlink_to(logs / "ok", target_is_directory=True)
+    (logs / "gone").mkdir()
+    (logs / "gone" / "metrics.jsonl").symlink_to(tmp_path / "nowhere.jsonl")
+    write_jsonl(scratch / "dataset" / "part-0" / "metrics.jsonl", rows(0, 1))
+    (logs / "ok" / "sub").mkdir()
+    (logs / "ok" / "sub" / "data").symlink_to(scratch / "dataset", target_is_directory=True)
+    errors: list[str] = []
+    cands = discover([logs], on_error=lambda p, e: errors.append(f"{p.name}: {e}"))
+    assert sorted(c.run_id for c in cands) == ["exp42/metrics.jsonl", "ok/metrics.jsonl",
+                                              "wandb/run-1/files/wandb-history.jsonl"]
+    assert errors == ["metrics.jsonl: a symbolic link that leads to no file"]
+    fol = Follower([logs])
+    fol.scan()
+    assert sorted(fol.stores) == ["exp42/metrics.jsonl", "ok/metrics.jsonl", "wandb/run-1/files/wandb-history.jsonl"]

@@ -113,6 +113,10 @@ def arm_and_run_dir(path: Path, root: Path, *, run_dir: Path | None = None) -> t
     return run_dir.absolute().name or "run", run_dir
 
 
+#: directory links are followed this many levels below a root (logs/<run> -> /scratch/run), not deeper (a run's
+#: data -> /datasets would be walked on every discovery pass)
+LINK_DEPTH = 2
+
 OnError = Callable[[Path, OSError], None]
 """Told of a directory discovery could not list (it is skipped this time and tried again on the next pass)."""
 
@@ -127,11 +131,44 @@ def _walk(root: Path, on_error: OnError | None = None) -> Iterator[Path]:
         if on_error is not None and not isinstance(e, FileNotFoundError):  # vanished mid-walk: nothing to say
             on_error(Path(e.filename) if e.filename else root, e)
 
-    for dirpath, dirnames, filenames in os.walk(root, onerror=failed):
-        dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and not d.startswith("."))
+    seen: set[tuple[int, int]] = set()
+    for dirpath, dirnames, filenames in os.walk(root, onerror=failed, followlinks=True):
+        try:
+            st = os.stat(dirpath)
+        except OSError:
+            dirnames[:] = []
+            continue
+        if (st.st_dev, st.st_ino) in seen:  # a link loop, or a second way to a directory already walked
+            dirnames[:] = []
+            continue
+        seen.add((st.st_dev, st.st_ino))
         base = Path(dirpath)
+        keep = [d for d in dirnames if d not in SKIP_DIRS and not d.startswith(".")]
+        links = {d for d in keep if os.path.islink(os.path.join(dirpath, d))}
+        if len(base.relative_to(root).parts) >= LINK_DEPTH:
+            keep = [d for d in keep if d not in links]
+        # real directories first: a link to one of them (wandb's latest-run) is then passed over as seen
+        dirnames[:] = sorted(keep, key=lambda d: (d in links, d))
         for name in sorted(filenames):
             yield base / name
+
+
+def _linked(path: Path) -> bool:
+    """Is there a symbolic link on the way to ``path``?"""
+    return os.path.realpath(path) != os.path.abspath(path)
+
+
+def _one_per_file(cands: list[Candidate]) -> list[Candidate]:
+    """The candidates with one per file reached by several paths (a link beside its target, a linked directory
+    inside the tree): the path without a link wins, else the first."""
+    by_real: dict[str, Candidate] = {}
+    for c in cands:
+        real = os.path.realpath(c.key)
+        prev = by_real.get(real)
+        if prev is None or (_linked(prev.key) and not _linked(c.key)):
+            by_real[real] = c
+    kept = {id(c) for c in by_real.values()}
+    return [c for c in cands if id(c) in kept]
 
 
 def _run_id(path: Path, root: Path, label: str | None) -> str:
@@ -151,7 +188,7 @@ def discover(paths: Iterable[str | Path], on_error: OnError | None = None) -> li
     sides: list[tuple[str, Path]] = []
     for root in roots:
         _collect(root, root, _label(root, roots), found, sides, on_error)
-    cands = list(found.values())
+    cands = _one_per_file(list(found.values()))
     for cat, path in sides:
         owners = [c for c in cands if path.is_relative_to(c.run_dir)]
         if owners:
@@ -188,6 +225,9 @@ def _collect(root: Path, under: Path, label: str | None, found: dict[Path, Candi
             cat = side_category(path)
             if cat is not None:
                 sides.append((cat, path))
+        elif os.path.islink(path) and not os.path.exists(path):  # (a metrics file by its name: say so)
+            if on_error is not None and cand.confirmed:
+                on_error(path, OSError("a symbolic link that leads to no file"))
         elif cand.key not in found:
             found[cand.key] = cand
 

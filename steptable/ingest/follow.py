@@ -60,6 +60,7 @@ class Follower:
         self._errors: deque[str] = deque(maxlen=MAX_ERRORS)
         self._sources: dict[Path, Source] = {}
         self._by_file: dict[str, Source] = {}  # absolute path -> source (watchfiles reports absolute paths)
+        self._real: dict[str, Path] = {}  # the real path of each followed file -> its candidate key
         # not metrics: path -> (inode, size when judged, a console log given up on: its growth is searched)
         self._rejected: dict[Path, tuple[int, int, bool]] = {}
         self._unlisted: set[Path] = set()  # directories and files that failed on the last discovery, reported once
@@ -176,6 +177,9 @@ class Follower:
                 self._reject(cand.path)
                 return
             cand.confirmed = True
+        real = os.path.realpath(cand.key)
+        if self._real.setdefault(real, cand.key) != cand.key:
+            return  # the same file by another path (a link) is followed already
         src = make_source(cand, self._report, self.max_line)
         self._sources[cand.key] = src
         self._by_file[os.path.abspath(cand.path)] = src
@@ -190,6 +194,7 @@ class Follower:
     def _drop(self, src: Source) -> None:
         self._sources.pop(src.cand.key, None)
         self._by_file.pop(os.path.abspath(src.cand.path), None)
+        self._real.pop(os.path.realpath(src.cand.key), None)
         self._reject(src.cand.path, console=src.cand.kind == "console")
 
     def _report(self, bad: BadLine) -> None:
