@@ -297,7 +297,7 @@ def layout(
     step_key = step_key_of(runs, step_key)
     out: list[Col] = []
     # each run's own step key is in the step column already (as ``step`` when the runs name it differently)
-    own: set[str] = {k for r in runs if isinstance(k := getattr(r, "step_key", None), str)}
+    own: set[str] = {sk for r in runs if isinstance(sk := getattr(r, "step_key", None), str)}
     used: set[str] = {step_key} | own
     consumed: set[str] = set()  # aliases read by a declared column, inputs of a shown derived column
     if schema is not None:
