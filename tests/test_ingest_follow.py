@@ -181,21 +181,18 @@ def test_a_failing_source_does_not_stop_the_others(tmp_path: Path, monkeypatch: 
     assert f.errors == [f"{tmp_path / 'a' / 'metrics.jsonl'}: internal error (RuntimeError: boom)"]
 
 
-def test_a_console_log_given_up_on_comes_back_when_it_prints_metrics(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A training log that opens with more noise than the give-up limit (NCCL debug output, 32 MiB by default;
-    64 KiB here) is dropped as not a run, and taken back, from its start, once a metrics line arrives."""
-    import steptable.ingest.source as source_mod
-
-    monkeypatch.setattr(source_mod, "CONSOLE_GIVE_UP", 64 * 1024)
+def test_a_console_log_given_up_on_comes_back_when_it_prints_metrics(tmp_path: Path) -> None:
+    """A training log that opens with noise (NCCL debug output, a model loading) is dropped as not a run, and
+    taken back, from its start, once a metrics line arrives."""
     log = tmp_path / "tz" / "train.log"
     log.parent.mkdir()
     noise = "(main_task pid=1) NCCL INFO Channel 00/32 : 0[0] -> 1[1] via P2P/IPC/read\n"
     log.write_text(noise * 2000)
+    (tmp_path / "tz" / "README.txt").write_text("how to run\n")
     fol = Follower([tmp_path])
     fol.scan()
-    assert fol.stores == {}
+    assert fol.stores == {} and fol._sources == {}  # neither log is polled while it shows no metrics
+    assert discover([tmp_path], settled=fol._settled) == []  # nor read again by discovery while unchanged
     with open(log, "a") as f:
         f.write(noise * 10)
     fol.scan()

@@ -82,6 +82,12 @@ class Candidate:
     run_dir: Path
     confirmed: bool  # the name says it is metrics; otherwise its content must (sniff / first console line)
     side_files: dict[str, list[Path]] = field(default_factory=dict)
+    linked: bool = False  # reached through a symbolic link (its real path differs)
+
+    @property
+    def real(self) -> str:
+        """The key's path with every link resolved (cheap when none is on the way)."""
+        return os.path.realpath(self.key) if self.linked else os.path.abspath(self.key)
 
 
 def is_generic(name: str) -> bool:
@@ -121,10 +127,11 @@ OnError = Callable[[Path, OSError], None]
 """Told of a directory discovery could not list (it is skipped this time and tried again on the next pass)."""
 
 
-def _walk(root: Path, on_error: OnError | None = None) -> Iterator[Path]:
+def _walk(root: Path, on_error: OnError | None = None) -> Iterator[tuple[Path, bool]]:
+    """Every file under ``root``, and whether the way to it went through a directory link."""
     if not root.is_dir():
         if root.is_file():
-            yield root
+            yield root, False
         return
 
     def failed(e: OSError) -> None:
@@ -132,6 +139,7 @@ def _walk(root: Path, on_error: OnError | None = None) -> Iterator[Path]:
             on_error(Path(e.filename) if e.filename else root, e)
 
     seen: set[tuple[int, int]] = set()
+    linked: set[str] = set()  # directories reached through a link
     for dirpath, dirnames, filenames in os.walk(root, onerror=failed, followlinks=True):
         try:
             st = os.stat(dirpath)
@@ -149,26 +157,27 @@ def _walk(root: Path, on_error: OnError | None = None) -> Iterator[Path]:
             keep = [d for d in keep if d not in links]
         # real directories first: a link to one of them (wandb's latest-run) is then passed over as seen
         dirnames[:] = sorted(keep, key=lambda d: (d in links, d))
+        via = dirpath in linked
+        linked.update(os.path.join(dirpath, d) for d in keep if via or d in links)
         for name in sorted(filenames):
-            yield base / name
-
-
-def _linked(path: Path) -> bool:
-    """Is there a symbolic link on the way to ``path``?"""
-    return os.path.realpath(path) != os.path.abspath(path)
+            yield base / name, via
 
 
 def _one_per_file(cands: list[Candidate]) -> list[Candidate]:
     """The candidates with one per file reached by several paths (a link beside its target, a linked directory
     inside the tree): the path without a link wins, else the first."""
-    by_real: dict[str, Candidate] = {}
+    if not any(c.linked for c in cands):
+        return cands
+    plain = {c.real for c in cands if not c.linked}
+    taken: set[str] = set()
+    out = []
     for c in cands:
-        real = os.path.realpath(c.key)
-        prev = by_real.get(real)
-        if prev is None or (_linked(prev.key) and not _linked(c.key)):
-            by_real[real] = c
-    kept = {id(c) for c in by_real.values()}
-    return [c for c in cands if id(c) in kept]
+        if c.linked:
+            if c.real in plain or c.real in taken:
+                continue
+            taken.add(c.real)
+        out.append(c)
+    return out
 
 
 def _run_id(path: Path, root: Path, label: str | None) -> str:
@@ -180,14 +189,16 @@ def _label(root: Path, roots: Sequence[Path]) -> str | None:
     return root.as_posix().rstrip("/") if len(roots) > 1 else None
 
 
-def discover(paths: Iterable[str | Path], on_error: OnError | None = None) -> list[Candidate]:
+def discover(paths: Iterable[str | Path], on_error: OnError | None = None,
+             settled: Callable[[Path], bool] | None = None) -> list[Candidate]:
     """Every candidate run under ``paths`` (missing paths give nothing yet), side files attached. A directory that
-    cannot be listed is skipped, and ``on_error`` is told."""
+    cannot be listed is skipped, and ``on_error`` is told. Files for which ``settled`` says True (judged before,
+    not a run, and unchanged) are passed over unread."""
     roots = [Path(p) for p in paths]
     found: dict[Path, Candidate] = {}
     sides: list[tuple[str, Path]] = []
     for root in roots:
-        _collect(root, root, _label(root, roots), found, sides, on_error)
+        _collect(root, root, _label(root, roots), found, sides, on_error, settled)
     cands = _one_per_file(list(found.values()))
     for cat, path in sides:
         owners = [c for c in cands if path.is_relative_to(c.run_dir)]
@@ -199,7 +210,8 @@ def discover(paths: Iterable[str | Path], on_error: OnError | None = None) -> li
     return cands
 
 
-def discover_at(path: str | Path, roots: Sequence[str | Path], on_error: OnError | None = None) -> list[Candidate]:
+def discover_at(path: str | Path, roots: Sequence[str | Path], on_error: OnError | None = None,
+                settled: Callable[[Path], bool] | None = None) -> list[Candidate]:
     """Candidates at or under ``path`` (a file or directory that just appeared, e.g. an absolute path from a file
     event), named relative to the root that holds it exactly as :func:`discover` names them; side files are left to
     the next full discovery."""
@@ -211,15 +223,17 @@ def discover_at(path: str | Path, roots: Sequence[str | Path], on_error: OnError
             continue
         found: dict[Path, Candidate] = {}
         under = root if target == root_abs else root / target.relative_to(root_abs)
-        _collect(root, under, _label(root, root_paths), found, [], on_error)
-        return list(found.values())
+        _collect(root, under, _label(root, root_paths), found, [], on_error, settled)
+        return _one_per_file(list(found.values()))
     return []
 
 
-def _collect(root: Path, under: Path, label: str | None, found: dict[Path, Candidate],
-             sides: list[tuple[str, Path]], on_error: OnError | None = None) -> None:
+def _collect(root: Path, under: Path, label: str | None, found: dict[Path, Candidate], sides: list[tuple[str, Path]],
+             on_error: OnError | None, settled: Callable[[Path], bool] | None) -> None:
     explicit = root.is_file()
-    for path in _walk(under, on_error):
+    for path, via_link in _walk(under, on_error):
+        if settled is not None and settled(path):
+            continue
         cand = classify(path, root, label, explicit=explicit)
         if cand is None:
             cat = side_category(path)
@@ -230,6 +244,7 @@ def _collect(root: Path, under: Path, label: str | None, found: dict[Path, Candi
                 on_error(path, OSError("a symbolic link that leads to no file"))
         elif cand.key not in found:
             found[cand.key] = cand
+            cand.linked = via_link or os.path.islink(cand.key)
 
 
 def classify(path: Path, root: Path, label: str | None = None, *, explicit: bool = False) -> Candidate | None:
@@ -266,14 +281,35 @@ def classify(path: Path, root: Path, label: str | None = None, *, explicit: bool
     return None
 
 
+#: _log_kind's verdicts by path: (inode, size, mtime) -> kind; a file that has not changed is not read again
+_KINDS: dict[Path, tuple[tuple[int, int, int], str | None]] = {}
+_KINDS_MAX = 200_000
+
+
 def _log_kind(path: Path, limit: int = 1 << 20) -> str | None:
-    """What a ``.log``/``.txt``/``.out`` file holds, from its first line (one readline per discovery pass):
-    "jsonl" when it is a JSON object with a step ($VERL_FILE_LOGGER_PATH=...metrics.log; a console log may open with
-    a printed config dict, and verl's config has a "data" key but no step), "console" otherwise, None while that
-    line is incomplete. A FIFO is never opened (its reader reports it)."""
+    """What a ``.log``/``.txt``/``.out`` file holds, from its first line (one readline per discovery pass while
+    the file changes): "jsonl" when it is a JSON object with a step ($VERL_FILE_LOGGER_PATH=...metrics.log; a
+    console log may open with a printed config dict, and verl's config has a "data" key but no step), "console"
+    otherwise, None while that line is incomplete. A FIFO is never opened (its reader reports it)."""
     try:
-        if not stat.S_ISREG(os.stat(path).st_mode):
-            return "console"
+        st = os.stat(path)
+    except OSError:
+        return "console"  # let the reader report it
+    if not stat.S_ISREG(st.st_mode):
+        return "console"
+    sig = (st.st_ino, st.st_size, st.st_mtime_ns)
+    hit = _KINDS.get(path)
+    if hit is not None and hit[0] == sig:
+        return hit[1]
+    kind = _first_line_kind(path, limit)
+    if len(_KINDS) >= _KINDS_MAX:
+        _KINDS.clear()
+    _KINDS[path] = (sig, kind)
+    return kind
+
+
+def _first_line_kind(path: Path, limit: int) -> str | None:
+    try:
         with open(path, "rb") as f:
             line = f.readline(limit)
     except OSError:

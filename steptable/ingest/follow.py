@@ -138,7 +138,7 @@ class Follower:
 
     def _discover(self) -> None:
         self._failing = set()
-        for cand in discover(self.roots, self._unreadable):
+        for cand in discover(self.roots, self._unreadable, self._settled):
             src = self._sources.get(cand.key)
             if src is not None:
                 src.store.side_files = cand.side_files
@@ -177,12 +177,24 @@ class Follower:
                 self._reject(cand.path)
                 return
             cand.confirmed = True
-        real = os.path.realpath(cand.key)
-        if self._real.setdefault(real, cand.key) != cand.key:
+        if self._real.setdefault(cand.real, cand.key) != cand.key:
             return  # the same file by another path (a link) is followed already
         src = make_source(cand, self._report, self.max_line)
         self._sources[cand.key] = src
         self._by_file[os.path.abspath(cand.path)] = src
+
+    def _settled(self, path: Path) -> bool:
+        """Judged not a run before and nothing to judge again: the same file, not grown (a JSONL whose first line
+        was not metrics: grown or not)."""
+        seen = self._rejected.get(path)
+        if seen is None:
+            return False
+        try:
+            st = os.stat(path)
+        except OSError:
+            return False
+        ino, size, console = seen
+        return st.st_ino == ino and (st.st_size == size or (st.st_size > size and not console))
 
     def _reject(self, path: Path, console: bool = False) -> None:
         try:
@@ -194,7 +206,7 @@ class Follower:
     def _drop(self, src: Source) -> None:
         self._sources.pop(src.cand.key, None)
         self._by_file.pop(os.path.abspath(src.cand.path), None)
-        self._real.pop(os.path.realpath(src.cand.key), None)
+        self._real.pop(src.cand.real, None)
         self._reject(src.cand.path, console=src.cand.kind == "console")
 
     def _report(self, bad: BadLine) -> None:
@@ -275,7 +287,7 @@ class Follower:
                 if src is not None:
                     hit.append(src)
                 elif p.suffix.lower() in _WATCHED_SUFFIXES or p.is_dir():
-                    for cand in discover_at(p, self.roots, self._unreadable):
+                    for cand in discover_at(p, self.roots, self._unreadable, self._settled):
                         if cand.key not in self._sources:
                             self._add(cand)
                             new = self._sources.get(cand.key)

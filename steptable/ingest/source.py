@@ -24,8 +24,6 @@ from steptable.ingest.parse import BadLine
 from steptable.ingest.store import Parsed, RunStore
 from steptable.ingest.tail import MAX_LINE, RESET, FileTail, Lines
 
-#: an unconfirmed console log without a single metrics line in its first bytes is not a run
-CONSOLE_GIVE_UP = 32 * 1024 * 1024
 MAX_META = 4 * 1024 * 1024
 #: a ``trainer_state.json`` is re-read whole on every change; one beyond this is reported, not read
 MAX_STATE = 1_000_000_000
@@ -80,7 +78,8 @@ class Source:
         self.store.side_files = cand.side_files
         self.exposed = cand.confirmed and cand.kind != "console"
         self.dead = False  # not a run after all: the follower drops it
-        load_meta(self.store, cand)
+        if self.exposed:  # (a log still to show a metrics line reads its config when it does)
+            load_meta(self.store, cand)
 
     def poll(self) -> bool:
         raise NotImplementedError
@@ -217,8 +216,12 @@ class TailSource(Source):
         store = self.store
         if not self.exposed and len(store):
             self.exposed = True
-        elif not self.exposed and not self.cand.confirmed and self.tail.offset >= CONSOLE_GIVE_UP:
-            self.dead = True  # a log that was not named explicitly and shows no metrics line: not a run
+            load_meta(store, self.cand)
+        elif not self.exposed and not self.cand.confirmed and self.tail.opened:
+            # A log that was not named explicitly and shows no metrics line (a README.txt, a server log, a training
+            # log still loading its model): not a run for now. The follower searches what it grows by and takes
+            # it back, read from the start, at its first metrics line; meanwhile it costs no poll.
+            self.dead = True
         return changed and self.exposed
 
 
