@@ -595,7 +595,7 @@ def test_monitor_cuda_matches_cpu_on_hostile_steps(nan_policy: str) -> None:
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 def test_monitor_cuda_graph_replays_match_eager() -> None:
     """Replayed graphs give the eager values: queued steps keep their own results, more batch sizes than graphs
-    kept, and a state reload (which replaces the buffer the graphs point at)."""
+    kept, and a state reload (copied in place into the buffer the graphs point at: no recapture)."""
     dev = torch.device("cuda")
     g = torch.Generator().manual_seed(12)
     sizes = [256, 256, 256, 100, 256, 100, 100, 37, 512, 512, 640, 640, 700, 700, 256, 800, 800, 37, 256, 100]
@@ -608,10 +608,12 @@ def test_monitor_cuda_graph_replays_match_eager() -> None:
         got, want = p.get(), eager.step(*b)
         assert all(same(got[k], want[k], 1e-12) for k in COLUMNS), (i, got, want)
     assert graphed.cuda_graph and any(v is not None for v in graphed._graphs.values())  # graphs were replayed
+    captures = graphed._captures
     graphed.load_state_dict(eager.state_dict())
     for i, b in enumerate(batches[:4]):
         got, want = graphed.step(*b), eager.step(*b)
         assert all(same(got[k], want[k], 1e-12) for k in COLUMNS), (i, got, want)
+    assert graphed._captures == captures  # the reload kept the graphs
     graphed.nan_policy = eager.nan_policy = "drop"  # settings baked into a graph: changing one recaptures
     for i, b in enumerate(batches[:3]):
         bad = b[0].clone()

@@ -1,5 +1,6 @@
 """RoutingMonitor under torch.distributed: 2 gloo processes on CPU give the single-process values on the
-concatenated rollouts (unequal N per rank, including an empty rank; padded gathers)."""
+concatenated rollouts (unequal N per rank, including an empty rank; padded gathers), and qmass of DTensor
+(FSDP2) gradients is the full tensors' on every rank."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ import pytest
 torch = pytest.importorskip("torch")
 dist = pytest.importorskip("torch.distributed")
 
-from steptable.diagnostics import COLUMNS, RoutingMonitor  # noqa: E402
+from steptable.diagnostics import COLUMNS, RoutingMonitor, quarantine_mass  # noqa: E402
 
 D = 12
 STEPS = 5
@@ -68,15 +69,16 @@ def _worker(rank: int, init_file: str, out_dir: str) -> None:
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
-def _close(a: float, b: float) -> bool:
-    return (math.isnan(a) and math.isnan(b)) or math.isclose(a, b, rel_tol=1e-12, abs_tol=1e-12)
+def _close(a: float, b: float, tol: float = 1e-12) -> bool:
+    return (math.isnan(a) and math.isnan(b)) or math.isclose(a, b, rel_tol=tol, abs_tol=tol)
 
 
-def test_gloo_two_ranks_equal_single_process(tmp_path: Path) -> None:
+def _run_ranks(tmp_path: Path, worker: str) -> list[dict[str, Any]]:
+    """Run ``worker(rank, init_file, out_dir)`` of this module in 2 gloo processes; their rank{r}.json results."""
     root = Path(__file__).resolve().parents[1]
     code = (
         "import sys; sys.path[:0] = [{root!r}, {tests!r}]; "
-        "from test_diagnostics_dist import _worker; _worker({rank}, {init!r}, {out!r})"
+        "from test_diagnostics_dist import {worker}; {worker}({rank}, {init!r}, {out!r})"
     )
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     procs = [
@@ -85,7 +87,12 @@ def test_gloo_two_ranks_equal_single_process(tmp_path: Path) -> None:
                 sys.executable,
                 "-c",
                 code.format(
-                    root=str(root), tests=str(root / "tests"), rank=r, init=str(tmp_path / "init"), out=str(tmp_path)
+                    root=str(root),
+                    tests=str(root / "tests"),
+                    worker=worker,
+                    rank=r,
+                    init=str(tmp_path / "init"),
+                    out=str(tmp_path),
                 ),
             ],
             env=env,
@@ -98,7 +105,11 @@ def test_gloo_two_ranks_equal_single_process(tmp_path: Path) -> None:
     for p in procs:
         _, err = p.communicate(timeout=60)
         assert p.returncode == 0, err[-3000:]
-    ranks = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in range(2)]
+    return [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in range(2)]
+
+
+def test_gloo_two_ranks_equal_single_process(tmp_path: Path) -> None:
+    ranks = _run_ranks(tmp_path, "_worker")
 
     for name, cfg in CONFIGS.items():
         single_cfg = {k: v for k, v in cfg.items() if k not in ("pad_to", "sharded_grads")}
@@ -116,3 +127,59 @@ def test_gloo_two_ranks_equal_single_process(tmp_path: Path) -> None:
                 assert list(got) == list(COLUMNS)
                 assert all(_close(got[k], want[k]) for k in COLUMNS), (name, t, r, got, want)
         assert not math.isnan(want["tlo"])  # the later steps are past warmup
+
+
+def _dtensor_full() -> dict[str, Any]:
+    """The full gradients of the DTensor test: a (Shard), b0 + b1 (Partial addends), c (replicate x shard), d."""
+    g = torch.Generator().manual_seed(21)
+    shapes = {"a": (7, 3), "b0": (4,), "b1": (4,), "c": (5, 2), "d": (6,)}
+    return {k: torch.randn(*s, generator=g) for k, s in shapes.items()}
+
+
+def _dtensor_grads(rank: int) -> tuple[list[Any], list[Any]]:
+    """FSDP2-like gradients on 2 ranks: Shard(0) of a 1-D mesh (uneven rows), Partial (each rank holds an addend),
+    replicate x shard on a (2, 1) mesh (both ranks hold the whole tensor), and a plain tensor the same on both
+    ranks."""
+    from torch.distributed.tensor import DTensor, Partial, Replicate, Shard, distribute_tensor, init_device_mesh
+
+    full = _dtensor_full()
+    mesh = init_device_mesh("cpu", (2,))
+    mesh2 = init_device_mesh("cpu", (2, 1), mesh_dim_names=("dp", "fsdp"))
+    keep = [distribute_tensor(full["a"], mesh, [Shard(0)]), DTensor.from_local(full[f"b{rank}"], mesh, [Partial()])]
+    quar = [distribute_tensor(full["c"], mesh2, [Replicate(), Shard(0)]), full["d"]]
+    return keep, quar
+
+
+def _dtensor_worker(rank: int, init_file: str, out_dir: str) -> None:
+    dist.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=2)
+    try:
+        keep, quar = _dtensor_grads(rank)
+        qm = quarantine_mass(keep, quar)
+        results = {"type": type(qm).__name__, "quarantine_mass": qm.item()}
+        for sharded in (False, True):
+            mon = RoutingMonitor(capacity=64, warmup=8, sharded_grads=sharded)
+            g = torch.Generator().manual_seed(rank)
+            act, v, hack = torch.randn(10, 4, generator=g), torch.ones(4), torch.rand(10, generator=g) < 0.5
+            results[f"sharded={sharded}"] = mon.step(act, v, hack, g_keep=keep, g_quar=quar)["qmass"]
+        Path(out_dir, f"rank{rank}.json").write_text(json.dumps(results))
+    finally:
+        dist.destroy_process_group()
+
+
+def test_gloo_two_ranks_dtensor_grads(tmp_path: Path) -> None:
+    """DTensor norms are the full tensors' norms on every rank, and sharded_grads=True sums only the plain
+    tensors' squared norms across ranks (a DTensor's is global already)."""
+    pytest.importorskip("torch.distributed.tensor")
+    ranks = _run_ranks(tmp_path, "_dtensor_worker")
+    full = _dtensor_full()
+    sq = {k: float((t.double() ** 2).sum()) for k, t in full.items()}
+    keep = math.sqrt(sq["a"] + float(((full["b0"] + full["b1"]).double() ** 2).sum()))
+
+    def qmass(quar_sq: float) -> float:
+        return math.sqrt(quar_sq) / (keep + math.sqrt(quar_sq))
+
+    for got in ranks:
+        assert got["type"] == "Tensor"  # not a DTensor
+        assert _close(got["quarantine_mass"], qmass(sq["c"] + sq["d"]), 1e-12), got
+        assert _close(got["sharded=False"], qmass(sq["c"] + sq["d"]), 1e-12), got
+        assert _close(got["sharded=True"], qmass(sq["c"] + 2 * sq["d"]), 1e-12), got  # d is summed over 2 ranks

@@ -10,6 +10,7 @@ from collections.abc import Iterable
 import torch
 from torch import Tensor
 
+from steptable.diagnostics._grads import grad_sq_norm
 from steptable.diagnostics._util import (
     STAT_DTYPE,
     as_1d,
@@ -140,29 +141,6 @@ def cosine_mean_core(cos: Tensor, use: Tensor, propagate: bool) -> Tensor:
     return mean
 
 
-def grad_sq_norm(grads: Iterable[Tensor | None], device: torch.device) -> Tensor:
-    """Sum of squared L2 norms of ``grads`` (None entries skipped) as a 0-d float64 tensor on ``device``.
-
-    Each tensor's norm is taken on its own device in float32 (float64 on CPU or for float64 grads), never in
-    half precision; the per-tensor results are combined in float64.
-    """
-    parts = []
-    for g in grads:
-        if g is None:
-            continue
-        g = g.detach()
-        dt = torch.float64 if (g.device.type == "cpu" or g.dtype == torch.float64) else torch.float32
-        n = torch.linalg.vector_norm(g, dtype=dt)
-        if n.device != device:
-            # non_blocking only towards an accelerator: a non-blocking copy to the host could be read too early
-            n = n.to(device, non_blocking=device.type != "cpu")
-        n = n.to(STAT_DTYPE)
-        parts.append(n * n)
-    if not parts:
-        return torch.zeros((), dtype=STAT_DTYPE, device=device)
-    return torch.stack(parts).sum()
-
-
 def qmass_from_sq(keep_sq: Tensor, quar_sq: Tensor) -> Tensor:
     """``|g_quar| / (|g_keep| + |g_quar|)`` from squared norms; nan for 0/0 and for any non-finite norm."""
     k = torch.sqrt(keep_sq)
@@ -184,8 +162,11 @@ def quarantine_mass(
     else CPU); nan when both norms are 0 or either is non-finite, a squared norm past float64's range (a norm
     above ~1e154) included: norms are summed as squares so that ranks can add them. Norms are of the tensors
     given, i.e. per rank: with DDP the gradients are already all-reduced after backward, so every rank gets the
-    same value; with sharded gradients (FSDP/ZeRO) use ``RoutingMonitor(sharded_grads=True)``, which sums
-    squared norms across ranks.
+    same value; with plain sharded gradients (FSDP1 flat shards, ZeRO) use ``RoutingMonitor(sharded_grads=True)``,
+    which sums squared norms across ranks. DTensor gradients (FSDP2 ``fully_shard``, tensor parallel) count as
+    the global tensors they stand for: their shards are reduced over the device mesh here (one collective per
+    mesh and placement pattern). Sparse gradients (``nn.Embedding(sparse=True)``) count with duplicate indices
+    summed.
     """
     keep = list(g_keep)
     quar = list(g_quar)

@@ -16,16 +16,18 @@ CUDA graph once a batch-size bucket repeats; capturing one synchronises once (se
 
 from __future__ import annotations
 
-import warnings
 from collections import OrderedDict
 from collections.abc import Iterable
-from typing import Any, NamedTuple
+from typing import Any
 
 import torch
 import torch.distributed as dist
 from torch import Tensor
 
 from steptable.diagnostics._dist import gather_rows, world_size
+from steptable.diagnostics._grads import grad_sq_norms
+from steptable.diagnostics._graphs import GraphedCompute, _Graph
+from steptable.diagnostics._ring import ScoreRing
 from steptable.diagnostics._util import (
     STAT_DTYPE,
     as_1d,
@@ -35,7 +37,7 @@ from steptable.diagnostics._util import (
     no_autocast,
 )
 from steptable.diagnostics.auc import auroc_core
-from steptable.diagnostics.measures import cosine_mean_core, grad_sq_norm, project, qmass_from_sq, shares_core
+from steptable.diagnostics.measures import cosine_mean_core, project, qmass_from_sq, shares_core
 from steptable.diagnostics.otsu import otsu_core
 
 __all__ = ["COLUMNS", "PendingStats", "RoutingMonitor"]
@@ -48,21 +50,6 @@ _DEVICE_COLUMNS = COLUMNS[:-1]  # "stale" is a host counter
 _N_ROWS = 5  # score, label (1/0, nan if not finite), adv > 0 (1/0, nan if not finite), cosine, valid (1/0)
 _NAN = float("nan")
 _INF = float("inf")
-#: CUDA graphs kept per monitor (one per size bucket seen at least twice), least recently used dropped first
-_MAX_GRAPHS = 8
-#: captures per monitor at most (each one synchronises); past it, new buckets run eagerly
-_MAX_CAPTURES = 16
-#: the smallest size bucket: batches are padded with masked-out rows to a power of two at least this large
-_MIN_BUCKET = 64
-
-
-class _Graph(NamedTuple):
-    """A captured ``_compute``: copy the step's rows and squared norms into ``rows``/``sq``, replay, read ``out``."""
-
-    graph: Any  # torch.cuda.CUDAGraph
-    rows: Tensor
-    sq: Tensor
-    out: Tensor
 
 
 def _move(t: Tensor, device: torch.device) -> Tensor:
@@ -94,14 +81,15 @@ class PendingStats:
         return out
 
 
-class RoutingMonitor:
+class RoutingMonitor(GraphedCompute):
     """Rolling routing diagnostics: AUROC, cosine, quarantine mass, Otsu thresholds, shares, staleness.
 
     capacity       size of the ring buffer of recent scores kept on the device (float64).
     warmup         number of buffered scores needed before the Otsu split is used (default ``min(1024,
                    capacity)``); until then ``tlo``/``thi`` are nan and every rollout counts as resid.
-    device         where the buffer lives; default: the device of the first step's inputs. Inputs on another
-                   device are moved there (a CPU -> GPU move is an extra copy; keep inputs on the device).
+    device         where the buffer lives; default: the device of the first step's inputs (a state loaded
+                   before that step waits on the host and moves there then). Inputs on another device are moved
+                   there (a CPU -> GPU move is an extra copy; keep inputs on the device).
     nan_policy     "propagate" (default): a non-finite score, label or advantage makes the values that depend
                    on it nan for that step (auroc for a selected row or a non-finite advantage; keep/resid/rout
                    and tlo/thi for any score; cos for any cosine); "drop": those rows are left out (by masks, no
@@ -118,8 +106,9 @@ class RoutingMonitor:
                    by one extra all_reduce(MAX) per step, run on a CPU tensor when the group has gloo, otherwise on
                    the device followed by a second host sync; give ``pad_to`` to keep one collective and one sync.
     sharded_grads  False (default): qmass uses this rank's gradients as given (with DDP they are already
-                   all-reduced, so all ranks agree); True: the squared norms are summed across ranks (FSDP/ZeRO
-                   shards) in the same all_gather.
+                   all-reduced, so all ranks agree); True: the squared norms are summed across ranks (FSDP1/ZeRO
+                   shards) in the same all_gather. DTensor gradients (FSDP2) are global either way: their norms
+                   are reduced over their device mesh (see ``quarantine_mass``) and never summed again.
     cuda_graph     True (default): on a CUDA device, the fixed-shape part of the step (AUROC, buffer update,
                    moments, Otsu, shares: ~320 small kernels) runs as a CUDA graph, so a step costs a few dozen
                    launches instead of hundreds. Batches are padded with masked-out rows to a power-of-two size
@@ -175,40 +164,26 @@ class RoutingMonitor:
         self.cuda_graph = cuda_graph
         # (batch size, settings the computation bakes in) -> graph (None: seen once)
         self._graphs: OrderedDict[tuple[Any, ...], _Graph | None] = OrderedDict()
-        self._captures = 0
-        self.device: torch.device | None = torch.device(device) if device is not None else None
+        self._captures = 0  # over the monitor's life: graphs stay valid across reset/load_state_dict
         self._stale = 0
         self._steps = 0
-        self._buf: Tensor | None = None  # [capacity + 1]: the last slot is a trash slot for masked-out writes
-        self._head: Tensor | None = None  # 0-d int64: next slot to write
-        self._count: Tensor | None = None  # 0-d int64: filled slots (saturates at capacity)
-        self._slots: Tensor | None = None  # arange(capacity)
-        if self.device is not None:
-            self._alloc(self.device)
+        self._ring = ScoreRing(capacity)  # placed once; reset and load_state_dict change it in place
+        if device is not None:
+            self._ring.place(torch.device(device))
 
     # ------------------------------------------------------------------ state
 
-    def _alloc(self, device: torch.device) -> None:
-        if device.type == "cuda" and device.index is None:
-            device = torch.device("cuda", torch.cuda.current_device())
-        self.device = device
-        self._graphs.clear()  # captured graphs point at the tensors being replaced
-        self._buf = torch.zeros(self.capacity + 1, dtype=STAT_DTYPE, device=device)
-        self._head = torch.zeros((), dtype=torch.int64, device=device)
-        self._count = torch.zeros((), dtype=torch.int64, device=device)
-        self._slots = torch.arange(self.capacity, device=device)
+    @property
+    def device(self) -> torch.device | None:
+        """Where the buffer lives (None until the first step when not given)."""
+        return self._ring.device
 
     def _ensure(self, device: torch.device) -> torch.device:
-        if self._buf is None:
-            self._alloc(device if self.device is None else self.device)
-        assert self.device is not None
-        return self.device
+        return self._ring.place(device)  # a no-op once placed
 
     def _st(self) -> tuple[Tensor, Tensor, Tensor, Tensor]:
         """(buffer, head, count, slots); only after ``_ensure``."""
-        assert self._buf is not None and self._head is not None
-        assert self._count is not None and self._slots is not None
-        return self._buf, self._head, self._count, self._slots
+        return self._ring.tensors()
 
     @property
     def stale(self) -> int:
@@ -225,48 +200,33 @@ class RoutingMonitor:
         self._stale = 0
 
     def reset(self) -> None:
-        """Empty the buffer and restart the step and staleness counters (keeps the device)."""
+        """Empty the buffer and restart the step and staleness counters (keeps the device and, being done in
+        place, the captured CUDA graphs)."""
         self._stale = 0
         self._steps = 0
-        if self.device is not None:
-            self._alloc(self.device)
+        self._ring.clear()
 
     def state_dict(self) -> dict[str, Any]:
         """Checkpointable state (host copies; this synchronises, call it outside the hot loop)."""
         out: dict[str, Any] = {"capacity": self.capacity, "stale": self._stale, "steps": self._steps}
-        if self._buf is not None and self._head is not None and self._count is not None:
-            out["buffer"] = self._buf[: self.capacity].cpu()
-            out["head"] = int(self._head)
-            out["count"] = int(self._count)
+        out.update(self._ring.state())
         return out
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore ``state_dict()``. A monitor not yet placed keeps it on the host until its first step, which
+        moves it to that step's device; a placed one copies it in place (its CUDA graphs stay valid)."""
         if state["capacity"] != self.capacity:
             raise ValueError(f"state has capacity {state['capacity']}, monitor has {self.capacity}")
         self._stale = int(state["stale"])
         self._steps = int(state["steps"])
         if "buffer" in state:
-            dev = self.device if self.device is not None else torch.device("cpu")
-            self._alloc(dev)
-            assert self._buf is not None
-            self._buf[: self.capacity] = state["buffer"].to(device=dev, dtype=STAT_DTYPE)
-            self._head = torch.full((), int(state["head"]), dtype=torch.int64, device=dev)
-            self._count = torch.full((), int(state["count"]), dtype=torch.int64, device=dev)
-        elif self._buf is not None and self.device is not None:
-            self._alloc(self.device)  # saved before its first step: nothing buffered, whatever this monitor held
+            self._ring.load(state["buffer"], int(state["head"]), int(state["count"]))
+        else:
+            self._ring.clear()  # saved before its first step: nothing buffered, whatever this monitor held
 
     def buffer(self, zscored: bool = False) -> Tensor:
         """The buffered scores, oldest first (z-scored as in ``step`` when asked). Inspection only: syncs."""
-        if self._buf is None or self._head is None or self._count is None:
-            return torch.empty(0, dtype=STAT_DTYPE)
-        count = int(self._count)
-        start = int(self._head) - count
-        idx = (torch.arange(count, device=self._buf.device) + start) % self.capacity
-        vals = self._buf.index_select(0, idx)
-        if zscored:
-            mean, std = self._moments()
-            vals = (vals - mean) / std
-        return vals
+        return self._ring.values(zscored)
 
     # ------------------------------------------------------------------ public step
 
@@ -331,12 +291,14 @@ class RoutingMonitor:
         dev = self._ensure(like.device)
         with no_autocast(dev):
             rows = self._local_rows(act, v_act, hack, adv, scores, n, dev)
-            sq = torch.stack([self._grad_sq(g_keep, dev), self._grad_sq(g_quar, dev)])
+            (keep, keep_whole), (quar, quar_whole) = self._grad_sq(g_keep, dev), self._grad_sq(g_quar, dev)
+            sq = torch.stack([keep, quar])  # this rank's
             world = world_size(self.distributed, self.group)
             if world > 1:
                 rows, sq_all = gather_rows(rows, sq, world, self.pad_to, self.group)
                 if self.sharded_grads:
                     sq = sq_all.sum(0)
+            sq = sq + torch.stack([keep_whole, quar_whole])  # DTensors' norms are global already
             values = self._compute_maybe_graphed(rows, sq)
         pending = PendingStats(values, self._stale)
         self._stale += 1
@@ -382,102 +344,11 @@ class RoutingMonitor:
         return torch.stack([s, label, sel, cos, valid])
 
     @staticmethod
-    def _grad_sq(grads: Iterable[Tensor | None] | None, dev: torch.device) -> Tensor:
+    def _grad_sq(grads: Iterable[Tensor | None] | None, dev: torch.device) -> tuple[Tensor, Tensor]:
+        """(this rank's, global) squared norms; (nan, 0) when the gradients are not given."""
         if grads is None:
-            return torch.full((), _NAN, dtype=STAT_DTYPE, device=dev)
-        return grad_sq_norm(grads, dev)
-
-    def _push(self, s: Tensor, use: Tensor) -> None:
-        """Append ``s[use]`` (in order) to the ring buffer, with fixed shapes: unused rows go to the trash slot;
-        when more than ``capacity`` rows are used, only the last ``capacity`` are written."""
-        buf, head, count, _ = self._st()
-        cap = self.capacity
-        u = use.to(torch.int64)
-        rank = torch.cumsum(u, 0) - 1
-        n_new = u.sum()
-        skip = (n_new - cap).clamp(min=0)
-        r = rank - skip
-        write = use & (r >= 0)
-        pos = torch.where(write, torch.remainder(head + r, cap), cap)
-        buf.scatter_(0, pos, s)
-        written = n_new - skip
-        # in place: a captured graph keeps reading and writing these very tensors
-        head.copy_(torch.remainder(head + written, cap))
-        count.copy_((count + written).clamp(max=cap))
-
-    def _moments(self) -> tuple[Tensor, Tensor]:
-        """Mean and population std (ddof=0) of the buffered scores (nan when the buffer is empty)."""
-        buf, _, count, slots = self._st()
-        nf = count.to(STAT_DTYPE)
-        b = buf[: self.capacity]
-        mean = b.sum() / nf  # slots past ``count`` were never written: they hold exact zeros
-        dev = (b - mean) * (slots < count)
-        std = torch.sqrt((dev * dev).sum() / nf)
-        return mean, std
-
-    def _compute_maybe_graphed(self, rows: Tensor, sq: Tensor) -> Tensor:
-        """``_compute``, replayed from a CUDA graph once this size bucket has been seen before (see ``cuda_graph``)."""
-        if not (self.cuda_graph and rows.is_cuda) or torch.cuda.is_current_stream_capturing():
-            return self._compute(rows, sq)
-        n = rows.shape[1]
-        bucket = max(_MIN_BUCKET, 1 << max(n - 1, 0).bit_length())
-        key = (bucket, self.nan_policy, self.warmup, self.nbins)  # public attributes a user may change
-        g = self._graphs.get(key)
-        if g is None and (key not in self._graphs or self._captures >= _MAX_CAPTURES):
-            self._remember(key, None)  # first sighting (or no captures left): eager
-            return self._compute(rows, sq)
-        if bucket != n:  # zero columns are invalid rows (validity row 0): masked out like a rank's padding
-            rows = torch.nn.functional.pad(rows, (0, bucket - n))
-        if g is None:
-            self._captures += 1
-            g = self._capture(rows, sq)
-            if g is None:
-                return self._compute(rows, sq)
-            self._remember(key, g)
-        self._graphs.move_to_end(key)
-        g.rows.copy_(rows)
-        g.sq.copy_(sq)
-        g.graph.replay()
-        return g.out.clone()  # the graph rewrites ``out`` at every replay; a pending step keeps its own copy
-
-    def _remember(self, key: tuple[Any, ...], g: _Graph | None) -> None:
-        self._graphs[key] = g
-        self._graphs.move_to_end(key)
-        while len(self._graphs) > 2 * _MAX_GRAPHS or sum(v is not None for v in self._graphs.values()) > _MAX_GRAPHS:
-            self._graphs.popitem(last=False)
-
-    def _capture(self, rows: Tensor, sq: Tensor) -> _Graph | None:
-        """Capture ``_compute`` for these (padded) rows; None (and the monitor stays eager) if capturing fails."""
-        buf, head, count, _ = self._st()
-        saved = (buf.clone(), head.clone(), count.clone())
-
-        def restore() -> None:
-            buf.copy_(saved[0])
-            head.copy_(saved[1])
-            count.copy_(saved[2])
-
-        static_rows, static_sq = rows.clone(), sq.clone()
-        main = torch.cuda.current_stream(rows.device)
-        side = torch.cuda.Stream(device=rows.device)  # type: ignore[no-untyped-call]
-        try:
-            # warm-up on a side stream (allocations, library handles), as CUDA graph capture requires; it updates
-            # the buffer, so the state is put back before the capture records the real step
-            side.wait_stream(main)
-            with torch.cuda.device(rows.device), torch.cuda.stream(side):
-                self._compute(static_rows, static_sq)
-            main.wait_stream(side)
-            restore()
-            graph = torch.cuda.CUDAGraph()
-            with torch.cuda.device(rows.device), torch.cuda.graph(graph, capture_error_mode="thread_local"):
-                out = self._compute(static_rows, static_sq)
-        except Exception as exc:  # an unsupported op or driver: the eager path computes the same values
-            main.wait_stream(side)
-            restore()
-            self.cuda_graph = False
-            self._graphs.clear()
-            warnings.warn(f"RoutingMonitor: CUDA graph capture failed, running eagerly ({exc!r})", stacklevel=4)
-            return None
-        return _Graph(graph, static_rows, static_sq, out)
+            return torch.full((), _NAN, dtype=STAT_DTYPE, device=dev), torch.zeros((), dtype=STAT_DTYPE, device=dev)
+        return grad_sq_norms(grads, dev)
 
     def _compute(self, rows: Tensor, sq: Tensor) -> Tensor:
         s, label, sel, cos, valid_f = rows.unbind(0)
@@ -499,9 +370,9 @@ class RoutingMonitor:
 
         # ring buffer, z-scores, Otsu split
         use = valid & score_ok
-        self._push(s, use)
+        self._ring.push(s, use)
         buf, _, count, slots = self._st()
-        mean, std = self._moments()
+        mean, std = self._ring.moments()
         z_buf = (buf[: self.capacity] - mean) / std
         tlo, thi = otsu_core(z_buf, (slots < count) & torch.isfinite(z_buf), self.nbins)
         warm = count >= self.warmup
