@@ -127,10 +127,20 @@ def _demo(args: argparse.Namespace) -> int:
 
     out = args.dir or tempfile.mkdtemp(prefix="steptable-demo-")
     if args.stdout:
+        import threading
+        from typing import TextIO, cast
+
+        from steptable.demo import StdoutGuard
         from steptable.logging import setup_logging
 
-        setup_logging("demo", log_dir=out)
-        run_demo(out, steps=args.steps, interval=args.interval, console=True)
+        stop = threading.Event()  # set when the reader of stdout went away: the demo ends quietly (status 0)
+        real = sys.stdout
+        sys.stdout = cast(TextIO, StdoutGuard(real, stop))
+        try:
+            setup_logging("demo", log_dir=out)
+            run_demo(out, steps=args.steps, interval=args.interval, console=True, stop=stop)
+        finally:
+            sys.stdout = real
         return 0
     from steptable.app.demo import run_demo_app
 

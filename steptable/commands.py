@@ -22,7 +22,13 @@ def add_commands(sub: Any) -> None:
 
     add_parser(sub)
 
-    s = sub.add_parser("summary", help="one compact block per run (for agents, CI logs and reports)")
+    s = sub.add_parser(
+        "summary", help="one compact block per run (for agents, CI logs and reports)",
+        description="One compact block per run: first, last, min, max and tr% of its key columns, then its alerts. "
+        "tr% is the recent trend: the median of the last 10% of a column's values against the 10% before, in "
+        "percent of that level (or of the noise, when the level is near zero); 0 when the difference is within the "
+        "noise (2 standard errors).",
+    )
     s.add_argument("paths", nargs="+", help="metrics files or directories")
     s.add_argument("--columns", default="", help="comma-separated keys to summarise (default: the most informative)")
     s.add_argument("--max-columns", type=non_negative, default=20, help="columns chosen automatically (default 20)")
@@ -53,6 +59,7 @@ def summary_command(args: argparse.Namespace) -> int:
     from steptable.schemas import by_schema, layout
     from steptable.schemas.base import matches, unmatched
     from steptable.summary import summarize
+    from steptable.tailcmd import missing_paths
 
     follower = Follower(args.paths)
     follower.scan()
@@ -93,16 +100,21 @@ def summary_command(args: argparse.Namespace) -> int:
     if follower.read_nothing():
         sys.stderr.write("steptable summary: no readable rows\n")
         return 2
-    if unread := follower.unreadable():  # a summary of some runs must not pass for one of all
+    status = 0
+    for p in missing_paths(args.paths):  # a summary of some runs must not pass for one of all
+        sys.stderr.write(f"steptable summary: no such path: {sanitize(p)}\n")
+        status = 2
+    if unread := follower.unreadable():
         sys.stderr.write(f"steptable summary: could not read {sanitize(', '.join(unread))}\n")
-        return 2
-    return 0
+        status = 2
+    return status
 
 
 def legend_command(args: argparse.Namespace) -> int:
     from steptable.formatting import sanitize
     from steptable.schemas import get_schema, legend_for
 
+    missing: list[str] = []
     if args.paths:
         from steptable.ingest import Follower
         from steptable.ingest.discover import nothing_found
@@ -120,6 +132,9 @@ def legend_command(args: argparse.Namespace) -> int:
             sys.stderr.write("steptable legend: no readable rows\n")
             return 2
         text = legend_for(stores, get_schema(args.schema, near=args.paths[0]) if args.schema else None)
+        from steptable.tailcmd import missing_paths
+
+        missing = missing_paths(args.paths)
     else:
         try:
             text = legend_for(get_schema(args.schema or "routing"))
@@ -129,4 +144,6 @@ def legend_command(args: argparse.Namespace) -> int:
         if not args.schema:  # say what this is: a run's own columns need its path
             text = "(no path: the routing schema's columns; steptable legend PATH shows a run's own)\n" + text
     sys.stdout.write(text.rstrip("\n") + "\n")
-    return 0
+    for p in missing:  # a legend of some of the paths given must not pass for one of all
+        sys.stderr.write(f"steptable legend: no such path: {sanitize(p)}\n")
+    return 2 if missing else 0

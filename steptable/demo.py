@@ -8,12 +8,13 @@ installed the diagnostics columns come from the real RoutingMonitor on synthetic
 from __future__ import annotations
 
 import math
+import os
 import random
 import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from steptable.logger import StepLogger
 from steptable.schemas.routing import routing_columns
@@ -89,6 +90,47 @@ class _Arm:
             "tlo": math.nan if warm else -0.5 + r.gauss(0, 0.03), "thi": math.nan if warm else 0.7 + r.gauss(0, 0.03),
             "stale": step % 50,
         }
+
+
+class StdoutGuard:
+    """``sys.stdout`` for ``steptable demo --stdout``: each write flushed (a pipe reader sees every row as it is made),
+    and a reader that went away (``| head``) stops the demo quietly. StepLogger itself keeps logging past a closed
+    stdout (a training loop must go on); the demo only prints, so its own stdout decides when it is over."""
+
+    def __init__(self, stream: TextIO, stop: threading.Event) -> None:
+        self.stream, self.stop = stream, stop
+
+    def write(self, text: str) -> int:
+        if self.stop.is_set():
+            return len(text)
+        try:
+            n = self.stream.write(text)
+            if text:
+                self.stream.flush()
+            return n
+        except (BrokenPipeError, ConnectionResetError):
+            self._gone()
+            return len(text)
+
+    def flush(self) -> None:
+        if self.stop.is_set():
+            return
+        try:
+            self.stream.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            self._gone()
+
+    def _gone(self) -> None:
+        self.stop.set()
+        try:  # what is still buffered goes nowhere, so the interpreter's last flush does not fail again
+            null = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(null, self.stream.fileno())
+            os.close(null)
+        except (OSError, ValueError, AttributeError):
+            pass
+
+    def __getattr__(self, name: str) -> Any:  # isatty, encoding, fileno...: the stream's own
+        return getattr(self.stream, name)
 
 
 def _rate(x: float) -> float:

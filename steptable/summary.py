@@ -14,8 +14,13 @@ Definitions
   strings numbers; NaN (missing in stored columns) and other text are skipped, and so is inf, except that
   ``last`` is the column's last number even when it is inf or a logged NaN (a KL gone to inf must not read as its
   last finite value; with ``cells()`` an absent cell is None, told apart from a logged NaN). ``-``: no value.
-- tr% = 100 * (mean of the last 10% of the values - mean of the 10% before) / max(|mean before|, median |x| / 4),
-  rounded to an integer (``+12``, ``-3``, ``0``). The median |x| term keeps columns that cross zero readable.
+- tr% (the recent trend) = 100 * (median of the last 10% of the values - median of the 10% before) /
+  max(|median before|, median |x| / 4, noise), rounded to an integer (``+12``, ``-3``), and ``0`` when the
+  difference is within the noise: under 2 standard errors of the two medians. The noise (the sd of one value about
+  the series' local level) comes from successive differences, so a slope is not taken for noise; it and |x| are
+  read over the last 20% of the values (at least the last 20). Flat noise therefore reads ``0`` (not +57 for
+  N(0.05, 0.3)); a move beyond it keeps its sign and size relative to the level, and the median |x| and noise
+  terms keep columns that cross zero readable. A series that wanders (autocorrelated) shows its wandering.
 - rate: median over the last 200 row pairs of seconds per step: ``1.93s/step`` at 1 s/step or slower, else
   ``120 step/min``.
 - key columns (when ``columns`` is None): numeric and non-constant, the most often present first, at most
@@ -66,6 +71,8 @@ SKIP_KEYS = frozenset({"step", "_step", "global_step", "ts", "time", "timestamp"
                        "_runtime", "run", "arm"})
 MAX_ALERTS = 3
 TREND_SHARE = 0.1
+TREND_NOISE_MIN = 20  # values the noise of tr% is read from, at least (the last 2 windows when they hold more)
+TREND_SE = 2.0  # a difference of the window medians within this many standard errors reads as no trend
 _HEAD = ("first", "last", "min", "max", "tr%")
 
 
@@ -109,21 +116,38 @@ def column_stats(values: Sequence[Any], nan_logged: bool = False) -> ColStats:
 
 
 def trend_pct(xs: Sequence[float]) -> float | None:
-    """100 * (mean of the last 10% - mean of the 10% before) / max(|mean before|, median |x| / 4)."""
+    """The recent trend in percent, 0 within the noise (see the module doc). ``xs``: finite values."""
     n = len(xs)
     if n < 2:
         return None
     k = min(max(1, round(n * TREND_SHARE)), n // 2)
-    # Each term divided before it is summed, and the difference taken in units of ``den``: values near the float
-    # limit (1e308) must not overflow to inf on the way to a finite trend.
-    prev = sum(x / k for x in xs[n - 2 * k : n - k])
-    last = sum(x / k for x in xs[n - k :])
-    mags = sorted(abs(x) for x in xs)
-    den = max(abs(prev), mags[n // 2] / 4)
-    if not den > 0:
+    # Only the recent part is read (the two windows, at least the last TREND_NOISE_MIN values): O(k log k).
+    recent = xs[max(0, n - max(2 * k, TREND_NOISE_MIN)) :]
+    mags = sorted(map(abs, recent))
+    scale = mags[-1]
+    if not scale > 0:
         return 0.0
-    t = 100 * (last / den - prev / den)
-    return t if math.isfinite(t) else None
+    if not math.isfinite(scale):
+        return None
+    ys = [x / scale for x in recent]  # |y| <= 1: values near the float limit (1e308) cannot overflow below
+    prev, last = _median(ys[-2 * k : -k]), _median(ys[-k:])
+    # The noise of one value: successive differences (the slope, their mean, taken out) have sd noise * sqrt(2),
+    # so a trend is not read as noise. A median of k values has a standard error of about 1.2533 * noise / sqrt(k).
+    # (At most ~2000 pairs, spread over the windows: plenty for an sd.)
+    stride = max(1, (len(ys) - 1) // 2000)
+    diffs = [ys[i + 1] - ys[i] for i in range(0, len(ys) - 1, stride)]
+    slope = sum(diffs) / len(diffs)
+    noise = math.sqrt(sum((d - slope) ** 2 for d in diffs) / (2 * len(diffs)))
+    change = last - prev
+    if abs(change) <= TREND_SE * 1.2533 * noise * math.sqrt(2 / k):
+        return 0.0
+    return 100 * change / max(abs(prev), mags[len(mags) // 2] / scale / 4, noise)
+
+
+def _median(xs: Sequence[float]) -> float:
+    s = sorted(xs)
+    m = len(s) // 2
+    return s[m] if len(s) % 2 else 0.5 * (s[m - 1] + s[m])
 
 
 def _trend_text(t: float | None) -> str:

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import signal
 import sys
 import threading
 import time
+from collections.abc import Sequence
 from typing import Any, TextIO
 
 from steptable.formatting import sanitize
@@ -20,7 +22,7 @@ from steptable.ingest import Follower
 from steptable.ingest.discover import nothing_found
 from steptable.tailout import DEFAULT_WIDTH, Tail
 
-__all__ = ["DEFAULT_WIDTH", "Tail", "add_parser", "non_negative", "positive_seconds", "run_tail"]
+__all__ = ["DEFAULT_WIDTH", "Tail", "add_parser", "missing_paths", "non_negative", "positive_seconds", "run_tail"]
 
 
 def add_parser(sub: Any) -> None:
@@ -35,11 +37,14 @@ def add_parser(sub: Any) -> None:
         "--format",
         choices=("text", "jsonl", "csv", "md"),
         default="text",
-        help="the fixed-width table (default), one JSON object a row, CSV, or markdown tables",
+        help="the fixed-width table (default), one JSON object a row, CSV (one header: the union of the runs' "
+        "columns; under -f a column that appears later adds a header line, said on stderr), or markdown tables. "
+        "Alerts (--alerts-only) follow it too",
     )
     t.add_argument("--schema", default=None, help="column set to use instead of the detected one")
     t.add_argument(
-        "--width", type=non_negative, default=None, help="max row width in cells (default: terminal, 0 = any)"
+        "--width", type=non_negative, default=None,
+        help=f"max width of the text table in cells (default: the terminal's, {DEFAULT_WIDTH} in a pipe; 0 = any)",
     )
     t.add_argument("--header-every", type=non_negative, default=20, help="repeat the header every N rows (0 = once)")
     t.add_argument("--alerts-only", action="store_true", help="print only alerts; exit 1 if an error alert fired")
@@ -70,6 +75,12 @@ def positive_seconds(text: str) -> float:
     return x
 
 
+def missing_paths(paths: Sequence[str]) -> list[str]:
+    """The paths given that do not exist: a one-shot command names each and exits 2 after printing the rest (a
+    mistyped path beside a good one must not pass a CI gate as "no alerts")."""
+    return [str(p) for p in paths if not os.path.exists(p)]
+
+
 def run_tail(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
     out = out or sys.stdout
     err = err or sys.stderr
@@ -83,6 +94,8 @@ def run_tail(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | 
     # systemd, k8s, `timeout`: a TERM ends the watch as Ctrl-C does, and the exit status still says whether an
     # error alert fired
     term = _stop_on_sigterm()
+    for p in missing_paths(args.paths):  # followed anyway: a run that has not started yet is picked up when it does
+        err.write(f"steptable tail: no such path (yet): {sanitize(p)}\n")
     try:
         follower.scan()
         tail.emit(follower)
@@ -106,10 +119,14 @@ def _one_shot(args: argparse.Namespace, follower: Follower, tail: Tail, err: Tex
         err.write(f"steptable tail: no rows yet in {paths}\n")
     if args.alerts_only:  # a stall still going on (a one-shot check by an agent or CI is when it matters)
         tail.check_stalls(time.time())
-    if unread := follower.unreadable():  # --alerts-only of some runs must not pass for "no alerts" in all
+    status = 1 if tail.error_alert else 0
+    for p in missing_paths(args.paths):  # --alerts-only of some runs must not pass for "no alerts" in all
+        err.write(f"steptable tail: no such path: {sanitize(p)}\n")
+        status = 2
+    if unread := follower.unreadable():
         err.write(f"steptable tail: could not read {sanitize(', '.join(unread))}\n")
-        return 2
-    return 1 if tail.error_alert else 0
+        status = 2
+    return status
 
 
 def _follow(args: argparse.Namespace, follower: Follower, tail: Tail) -> int:

@@ -10,6 +10,7 @@ import csv
 import io
 import json
 import math
+import os
 import re
 import shutil
 from bisect import bisect_right
@@ -47,15 +48,24 @@ class Tail:
         self.out, self.err = out, err
         self.printed: dict[str, int | None] = {}  # run -> the highest step printed (None: none yet)
         self.seen_version: dict[str, int] = {}  # run -> store.version when it was last printed (for its edits)
-        self.csv_keys: list[str] | None = None  # the columns of the CSV header printed last
+        self.csv_keys: list[str] | None = None  # the columns of the CSV header printed last (they only grow)
+        self.csv_want: list[str] = []  # the union of the runs' columns, in order: what the header should hold
+        self.alert_head = False  # the CSV header of alert lines was printed
         self.labels: dict[str, str] = {}  # run -> the name its alerts carry (the arm)
+        self.arm_of: dict[str, str] = {}  # run -> its arm (alert records)
         self.versions: dict[str, tuple[int, int, int]] = {}  # run -> (resumes, len, generation) seen: resets
-        self.since_header: dict[str, int] = {}
+        # text and md: a title (and a header) only where the run or layout changes from the last printed block
+        self.block_run: str | None = None  # the run of the last printed block
+        self.head_of: _Layout | None = None  # the layout of the last printed header
+        self.since_head = 0  # rows printed since that header
+        self.titled: set[str] = set()  # runs whose full title was printed (later titles are short)
+        self.need_head: set[str] = set()  # runs whose next block needs a header again (a reset, a resume)
+        self.fit_told = False
+        self.live_many = bool(args.follow) and (len(args.paths) > 1 or any(os.path.isdir(p) for p in args.paths))
         self.errors_seen = 0
         self.engines: dict[str, AlertEngine] = {}
         self.error_alert = False
         self.of: dict[str, _Layout] = {}  # run -> the layout of its schema group
-        self.last_run: str | None = None
         self.keys_seen: set[str] = set()
         self.unmatched_told: set[str] = set()
         self.arm_runs: Counter[str] = Counter()  # arm -> runs that have it (alert labels)
@@ -72,15 +82,23 @@ class Tail:
         width = a.width
         if width is None:
             width = shutil.get_terminal_size((DEFAULT_WIDTH, 24)).columns if self.out.isatty() else DEFAULT_WIDTH
+        # Only the fixed-width table is fitted: csv, jsonl and md are read by programs and carry every column.
+        fitting = a.format == "text" and bool(width) and width > 0
         out: dict[str, _Layout] = {}
         names: list[tuple[str, str]] = []
+        left_out = 0
         for schema, group in by_schema(stores, named):
-            cols = widened(layout(group, schema, patterns=patterns), self.tried)
-            names += [(c.key, c.header.strip()) for c in cols]
-            cols = tuple(fit(cols, width)) if width and width > 0 else tuple(cols)
+            all_cols = widened(layout(group, schema, patterns=patterns), self.tried)
+            names += [(c.key, c.header.strip()) for c in all_cols]
+            cols = tuple(fit(all_cols, width)) if fitting else tuple(all_cols)
+            left_out += len(all_cols) - len(cols)
             old = next((self.of[s.run] for s in group if s.run in self.of), None)
             lay = old if old is not None and old.cols == cols and old.schema is schema else _Layout(schema, cols)
             out.update((s.run, lay) for s in group)
+        if left_out and not self.fit_told and not a.alerts_only:  # once: an agent must know columns are hidden
+            self.fit_told = True
+            self.err.write(f"steptable tail: {left_out} column(s) left out to fit {width} cells; --width 0 shows "
+                           "all, --columns picks them\n")
         for p in unmatched(patterns or [], names):
             if p not in self.unmatched_told:  # told once; a key that appears later may still match it
                 self.unmatched_told.add(p)
@@ -128,12 +146,11 @@ class Tail:
             # New runs or keys (a sparse eval column appearing late), or steps past the step column's width: lay
             # out again and re-print the header of each run whose layout changed.
             self.keys_seen = keys
-            layouts = self._layouts(stores)
-            for run, lay in layouts.items():
-                if self.of.get(run) is not lay:
-                    self.since_header.pop(run, None)
-            self.of = layouts
+            self.of = self._layouts(stores)  # (a changed layout gets its header: head_of is not it)
+            want = dict.fromkeys(c.key for s in stores for c in self.of[s.run].cols)
+            self.csv_want = list(want)  # the union of the runs' columns, first run's first
         for store in stores:
+            self.arm_of[store.run] = store.arm
             self._emit_run(store, multi=len(stores) > 1)
         self.out.flush()
 
@@ -162,7 +179,7 @@ class Tail:
                     self.engines.pop(run, None)  # new content: its history starts again
                 elif last is not None:
                     last = min(last, at - 1)
-                self.since_header[run] = 0
+                self.need_head.add(run)
             if last is not None and lost is not None:  # more edits than the store lists: all rows from there again
                 last = min(last, lost - 1)
             # merged into a row already printed (tinker's eval line, a late metric) or inserted before it
@@ -185,7 +202,6 @@ class Tail:
         if not rows:
             return
         lay = self.of[run]
-        label = f"{store.arm or run}" + (f" ({run})" if store.arm and store.arm != run else "")
         if a.format == "jsonl":
             for r in rows:
                 rec: dict[str, Any] = {"run": run, "arm": store.arm}
@@ -196,26 +212,57 @@ class Tail:
         elif a.format == "csv":
             self._csv(store, rows, lay.cols)
         elif a.format == "md":
-            self._md(label, rows, lay.cols)
+            self._md(store, rows, lay)
         else:
-            if multi and self.last_run != run:
-                self.out.write(render.title_line(label, render.width(lay.cols)) + "\n")
-                self.since_header[run] = 0
-            self.last_run = run
-            every = a.header_every
-            for r in rows:
-                k = self.since_header.get(run, 0)
-                if k == 0 or (every and k % every == 0):
-                    self.out.write(render.header(lay.cols) + "\n")
-                self.out.write(lay.render_row(r) + "\n")
-                self.since_header[run] = k + 1
+            self._text(store, rows, lay, multi)
+
+    def _title(self, store: RunStore) -> str | None:
+        """The block's label when its run differs from the last block's (None: same run). The first title of a run
+        names its file too; later ones (tail -f over arms that take turns) only the arm, which is cheap."""
+        run = store.run
+        if run == self.block_run:
+            return None
+        self.block_run = run
+        if run not in self.titled:
+            self.titled.add(run)
+            return f"{store.arm or run}" + (f" ({run})" if store.arm and store.arm != run else "")
+        return run_label(store, self.arm_runs.get(store.arm, 0) <= 1)
+
+    def _head_due(self, store: RunStore, lay: _Layout, first_block: bool) -> bool:
+        """A header before the next row: a run's first block, a reset, a layout other than the last header's, or
+        ``--header-every`` rows since it (counted over the stream, whichever runs they came from)."""
+        every = self.args.header_every
+        due = first_block or store.run in self.need_head or lay is not self.head_of
+        return due or bool(every and self.since_head >= every)
+
+    def _text(self, store: RunStore, rows: Sequence[Mapping[str, Any]], lay: _Layout, multi: bool) -> None:
+        first_block = store.run not in self.titled
+        title = self._title(store)
+        # one run: no title (the command named it); live (-f) over a directory or several files, every run's rows
+        # carry their name from the first on (other runs may appear later)
+        if title is not None and (multi or self.live_many or not first_block):
+            self.out.write(render.title_line(title, render.width(lay.cols) if first_block else 0).rstrip() + "\n")
+        for r in rows:
+            if self._head_due(store, lay, first_block):
+                self.out.write(render.header(lay.cols) + "\n")
+                self.head_of, self.since_head, first_block = lay, 0, False
+                self.need_head.discard(store.run)
+            self.out.write(lay.render_row(r) + "\n")
+            self.since_head += 1
 
     def _csv(self, store: RunStore, rows: Sequence[Mapping[str, Any]], cols: Sequence[Col]) -> None:
-        keys = [c.key for c in cols]
+        """One CSV for all runs: the header holds the union of their columns (a run without one leaves it empty).
+        A column that appears later (under -f) is added at the end, with a new header line and a note on stderr:
+        rows are never written under a header that does not match them."""
         buf = io.StringIO()
         w = csv.writer(buf, lineterminator="\n")
-        if keys != self.csv_keys:  # once, and again only when the columns change (a key that appears later)
-            self.csv_keys = keys
+        keys = self.csv_keys
+        new = [k for k in self.csv_want if k not in keys] if keys is not None else []
+        if keys is None or new:
+            if keys is not None:
+                shown = ", ".join(sanitize(k) for k in new[:5]) + (f" +{len(new) - 5}" if len(new) > 5 else "")
+                self.err.write(f"steptable tail: new CSV column(s) {shown}: a new header line follows\n")
+            keys = self.csv_keys = [*(keys or []), *(new if keys is not None else self.csv_want)]
             names: list[str] = ["run", "arm"]
             for k in keys:  # keys come from the files: made inert, and kept apart where they then read alike
                 names.append(unique_name(sanitize(k), names))
@@ -225,10 +272,17 @@ class Tail:
             w.writerow([run, arm, *(_csv_cell(r.get(k)) for k in keys)])
         self.out.write(buf.getvalue())
 
-    def _md(self, label: str, rows: Sequence[Mapping[str, Any]], cols: Sequence[Col]) -> None:
-        heads = [md_escape(c.header.strip()) for c in cols]
-        self.out.write(f"\n**{md_escape(label)}**\n\n| " + " | ".join(heads) + " |\n")
-        self.out.write("|" + "|".join("---:" if c.align == "right" else ":---" for c in cols) + "|\n")
+    def _md(self, store: RunStore, rows: Sequence[Mapping[str, Any]], lay: _Layout) -> None:
+        """A labelled table per run; rows of the run and layout printed last continue its table (tail -f)."""
+        cols = lay.cols
+        title = self._title(store)
+        if title is not None or store.run in self.need_head or lay is not self.head_of:
+            heads = [md_escape(c.header.strip()) for c in cols]
+            label = title if title is not None else run_label(store, self.arm_runs.get(store.arm, 0) <= 1)
+            self.out.write(f"\n**{md_escape(label)}**\n\n| " + " | ".join(heads) + " |\n")
+            self.out.write("|" + "|".join("---:" if c.align == "right" else ":---" for c in cols) + "|\n")
+            self.head_of = lay
+            self.need_head.discard(store.run)
         for r in rows:
             cells = [md_escape(x.strip()) for x in render.cells(cols, r)]
             self.out.write("| " + " | ".join(cells) + " |\n")
@@ -243,29 +297,48 @@ class Tail:
         eng = self.engines.setdefault(store.run, AlertEngine())
         walls = store.wall_times
         # the arm when no other run has it, else run/arm: two experiments' seed0 must not read as one
-        label = self.labels[store.run] = run_label(store, self.arm_runs.get(store.arm, 0) <= 1)
+        self.labels[store.run] = run_label(store, self.arm_runs.get(store.arm, 0) <= 1)
         for step, row, keys in redo:  # what changed in rows already fed: the cells merged in, or the inserted row
             for alert in eng.update(step, row if keys is None else {k: row[k] for k in keys if k in row}):
-                self._alert(label, alert)
+                self._alert(store.run, alert)
         steps = store.steps
         for i, r in enumerate(rows, start):
             wall = walls[i] if i < len(walls) else None
             found = eng.check_stall(wall) if wall is not None and math.isfinite(wall) else []  # a gap now over
             for alert in [*found, *eng.update(int(steps[i]), r, wall)]:
-                self._alert(label, alert)
+                self._alert(store.run, alert)
 
     def check_stalls(self, now: float) -> None:
         for run, eng in self.engines.items():
             if run in self.ended:
                 continue  # its StepLogger was closed: it ended, it did not stall
             for alert in eng.check_stall(now):
-                self._alert(self.labels.get(run, run), alert)
+                self._alert(run, alert)
         self.out.flush()
 
-    def _alert(self, label: str, alert: Alert) -> None:
+    def _alert(self, run: str, alert: Alert) -> None:
+        """One alert in the chosen format: a text line, a JSON object, a CSV row (header before the first) or a
+        markdown list item."""
         if alert.level == "E":  # before the line: a SIGTERM right after it must not lose the status
             self.error_alert = True
-        self.out.write(f"{alert.level} [{sanitize(label)}] {alert.message_line()}\n")
+        label, fmt = self.labels.get(run, run), self.args.format
+        if fmt == "jsonl":
+            rec = {"run": run, "arm": self.arm_of.get(run, ""), "label": label, "step": alert.step,
+                   "level": alert.level, "column": alert.column, "kind": alert.kind, "message": alert.message}
+            self.out.write(_inert_json(json.dumps(rec, ensure_ascii=False) + "\n"))
+        elif fmt == "csv":
+            buf = io.StringIO()
+            w = csv.writer(buf, lineterminator="\n")
+            if not self.alert_head:
+                self.alert_head = True
+                w.writerow(["run", "arm", "step", "level", "column", "kind", "message"])
+            w.writerow([sanitize(x) for x in (run, self.arm_of.get(run, ""))]
+                       + [alert.step, alert.level, sanitize(alert.column), alert.kind, sanitize(alert.message)])
+            self.out.write(buf.getvalue())
+        elif fmt == "md":
+            self.out.write(f"- {alert.level} {md_escape(f'[{label}] {alert.message_line()}')}\n")
+        else:
+            self.out.write(f"{alert.level} [{sanitize(label)}] {alert.message_line()}\n")
 
 
 def _csv_cell(v: Any) -> Any:

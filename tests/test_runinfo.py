@@ -153,7 +153,7 @@ def test_a_description_that_arrives_later_lays_the_run_out_again(tmp_path: Path)
         f.write(json.dumps({"step": 3, "reward/mean": 0.25, "kl": 0.02}) + "\n")
     _step(follower, tail)
     lines = out.getvalue().splitlines()  # type: ignore[attr-defined]
-    assert lines[0].split() == ["step", "reward", "kl"] and lines[-2].split() == ["step", "rew", "kl"]
+    assert lines[1].split() == ["step", "reward", "kl"] and lines[-2].split() == ["step", "rew", "kl"]
     assert lines[-1].split() == ["3", "+0.250", "2.00e-2"]  # the logger's own formats
 
 

@@ -184,8 +184,8 @@ def test_a_column_that_ends_at_inf_shows_it_last() -> None:
 def test_trend_and_rate() -> None:
     assert trend_pct([1.0] * 90 + [2.0] * 10) == pytest.approx(100.0)
     assert trend_pct([5.0]) is None and trend_pct([1.0, 1.0]) == 0.0
-    xs = [(-1) ** i * 0.05 for i in range(90)] + [0.01] * 10  # crosses zero: relative to median |x| / 4
-    assert trend_pct(xs) == pytest.approx(100 * 0.01 / 0.0125)
+    xs = [0.001 * (i - 85) for i in range(100)]  # crosses zero, no noise: relative to median |x| / 4
+    assert trend_pct(xs) == pytest.approx(100 * 0.01 / (sorted(abs(x) for x in xs[80:])[10] / 4))  # (recent)
     assert rate_text([0, 1, 2, 3], [0.0, 2.0, 4.0, 6.0]) == "2s/step"
     assert rate_text([0, 10, 20], [0.0, 2.0, 4.0]) == "300 step/min"
     assert rate_text([0, 1], []) is None and rate_text([0, 0, 0], [1.0, 2.0, 3.0]) is None
@@ -219,6 +219,42 @@ def test_hostile_names_are_inert() -> None:
 
 def test_trend_of_values_near_the_float_limit_is_finite() -> None:
     """Sums of values near 1.8e308 used to overflow to inf (tr% read -inf or -nan)."""
-    assert trend_pct([(-1) ** i * 1e308 for i in range(4)]) == pytest.approx(-200.0)
+    assert trend_pct([(-1) ** i * 1e308 for i in range(4)]) == 0.0  # (all noise)
+    assert trend_pct([-1e308] * 18 + [1e308] * 2) == pytest.approx(200.0)
     assert trend_pct([1.0] + [1.7e308] * 19) == pytest.approx(0.0)
     assert trend_pct([1.7e308] * 18 + [-1.7e308] * 2) == pytest.approx(-200.0)
+
+
+def _flat(mu: float, sd: float, seed: int, n: int = 1000) -> list[float]:
+    g = random.Random(seed)
+    return [g.gauss(mu, sd) for _ in range(n)]
+
+
+@pytest.mark.parametrize(("mu", "sd"), [(0.05, 0.3), (0.0, 1.0), (-0.2, 0.5), (0.5, 0.05)])
+def test_trend_of_flat_noise_reads_as_none(mu: float, sd: float) -> None:
+    """tr% compared window means to the mean: N(0.05, 0.3) read a median |tr%| of 49 (a flat reward +57)."""
+    ts = sorted(abs(t) for s in range(200) if (t := trend_pct(_flat(mu, sd, s))) is not None)
+    assert len(ts) == 200
+    assert ts[100] == 0.0 and ts[180] == 0.0  # median and 90th percentile: no trend
+    assert sum(t > 0 for t in ts) <= 20  # a 2-standard-error gate lets about 5% through
+
+
+def test_a_trend_beyond_the_noise_still_shows() -> None:
+    g = random.Random(1)
+    ramp = [0.1 + 0.5 * i / 1000 + g.gauss(0, 0.05) for i in range(1000)]  # +0.05 from one window to the next
+    t = trend_pct(ramp)
+    assert t is not None and 5 < t < 14  # 100 * .05 / .55 = 9
+    jump = [x + (0.5 if i >= 900 else 0.0) for i, x in enumerate(_flat(0.05, 0.3, 2))]  # 1.7 sd in the last 10%
+    t = trend_pct(jump)
+    assert t is not None and t > 50
+    decay = [2 * math.exp(-i / 300) + g.gauss(0, 0.05) for i in range(1000)]  # a loss still going down
+    t = trend_pct(decay)
+    assert t is not None and -40 < t < -15
+
+
+def test_summary_help_says_what_tr_means(capsys: pytest.CaptureFixture[str]) -> None:
+    from steptable.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["summary", "--help"])
+    assert "within the noise" in " ".join(capsys.readouterr().out.split())
