@@ -203,10 +203,11 @@ class Tail:
             return
         lay = self.of[run]
         if a.format == "jsonl":
+            keep = {k for c in lay.cols for k in (c.key, *c.aliases)} if a.columns else None  # --columns here too
             for r in rows:
                 rec: dict[str, Any] = {"run": run, "arm": store.arm}
                 for key, v in r.items():  # a row's own "run" (a W&B name) is kept as "run~2", never taken for ours
-                    if not (key == "arm" and v == store.arm):
+                    if not (key == "arm" and v == store.arm) and (keep is None or key in keep):
                         rec[unique_name(key, rec)] = v
                 self.out.write(_inert_json(encode_row(rec).decode("utf-8")))
         elif a.format == "csv":

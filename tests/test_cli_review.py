@@ -260,3 +260,12 @@ def test_alerts_in_jsonl_keep_hostile_names_inert(tmp_path: Path, capsys: pytest
     for fmt in ("jsonl", "csv", "md", "text"):
         rc, out, _ = run_cli(["tail", str(arm), "--alerts-only", "--format", fmt], capsys)
         assert rc == 1 and "\x1b" not in out and "\u202e" not in out and out
+
+
+def test_columns_pick_the_keys_of_jsonl_too(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run = tmp_path / "a" / "metrics.jsonl"
+    run.parent.mkdir()
+    run.write_text('{"step":0,"score":1,"loss":2,"kl":3}\n{"step":1,"score":1.5,"loss":2,"kl":3}\n')
+    assert main(["tail", str(tmp_path), "--format", "jsonl", "--columns", "sc*,kl"]) == 0
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [sorted(r) for r in rows] == [["arm", "kl", "run", "score", "step"]] * 2
