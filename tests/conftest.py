@@ -7,8 +7,9 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -77,3 +78,20 @@ def following(path: Path) -> Iterator[tuple[list[int], Callable[[int], None]]]:
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+def run_cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    """``steptable <argv>`` in this process: (exit status, stdout, stderr)."""
+    from steptable.cli import main
+
+    rc = main(argv)
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def write_rows(path: Path, rows: Iterable[Mapping[str, Any]]) -> None:
+    """Append ``rows`` to a JSONL file (made with its directory if missing)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a", encoding="utf-8") as f:
+        for r in rows:
+            f.write(json.dumps(r) + "\n")

@@ -14,23 +14,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import run_cli, write_rows
 
 from steptable.cli import _parser, main
 from steptable.ingest import Follower
 from steptable.tailout import Tail
-
-
-def run_cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    rc = main(argv)
-    out, err = capsys.readouterr()
-    return rc, out, err
-
-
-def write_rows(path: Path, rows: list[dict[str, Any]]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a", encoding="utf-8") as f:
-        for r in rows:
-            f.write(json.dumps(r) + "\n")
 
 
 class Live:

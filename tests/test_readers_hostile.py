@@ -12,24 +12,11 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import following
+from conftest import following, run_cli, write_rows
 
 from steptable.cli import main
 from steptable.formatting import cut, display_width
 from steptable.summary import _arm_tag
-
-
-def run_cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    rc = main(argv)
-    out, err = capsys.readouterr()
-    return rc, out, err
-
-
-def write_rows(path: Path, rows: list[dict[str, object]]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a", encoding="utf-8") as f:
-        for r in rows:
-            f.write(json.dumps(r) + "\n")
 
 
 def _jsonl_steps(out: str) -> list[int]:
@@ -436,7 +423,7 @@ def test_runs_that_name_their_steps_differently_share_one_step_column(
     assert rc == 0 and err == ""
     lines = out.splitlines()
     assert "_step" not in lines[0].split(",")
-    steps = {}
+    steps: dict[str, list[str]] = {}
     for line in lines[1:]:
         if line.startswith("run,"):
             continue

@@ -11,18 +11,12 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import following
+from conftest import following, run_cli, write_rows
 
-from steptable.cli import main
 from steptable.demo import run_demo
 
 HOSTILE = "evil\x1b[2J\x1b]0;title\x07\x1b]52;c;ZXZpbA==\x07\u202e[bold red]markup[/]"
 
-
-def run_cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    rc = main(argv)
-    out, err = capsys.readouterr()
-    return rc, out, err
 
 
 @pytest.fixture(scope="module")
@@ -31,12 +25,6 @@ def demo_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     run_demo(d, steps=30, interval=0, console=False)
     return d
 
-
-def write_rows(path: Path, rows: list[dict[str, object]]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a", encoding="utf-8") as f:
-        for r in rows:
-            f.write(json.dumps(r) + "\n")
 
 
 def test_tail_text_blocks_per_arm_same_layout(demo_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
