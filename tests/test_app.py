@@ -129,7 +129,7 @@ async def test_column_cursor_chart_and_pin(tmp_path: Path) -> None:
         await pilot.press("c")
         chart = app.query_one(ChartPanel)
         assert chart.display and chart.key == key
-        text = static_text(chart)
+        text = static_text(chart.body)
         assert all(label in text for label in ARMS) and "min" in text and "max" in text and "last" in text
         await pilot.press("c")
         assert not chart.display
@@ -204,7 +204,7 @@ async def test_legend_and_diagnostics(tmp_path: Path) -> None:
 
         await pilot.press("d")
         diag = app.query_one(DiagnosticsPanel)
-        text = static_text(diag)
+        text = static_text(diag.body)
         for key in ("auroc", "cos", "qmass", "keep", "resid", "rout", "tlo", "thi", "stale"):
             assert key in text
         assert all(label in text for label in ARMS)
@@ -339,7 +339,7 @@ async def test_status_shows_bad_lines_alerts_and_stalls(tmp_path: Path) -> None:
 
         await pilot.press("e")
         assert isinstance(app.screen, EventsScreen)
-        assert "non-finite" in str(app.screen.query_one("#events-text", Static).render())
+        assert "non-finite" in screen_text(app)
         await pilot.press("escape")
         assert not isinstance(app.screen, EventsScreen)
 
@@ -535,14 +535,14 @@ async def test_rows_changed_in_place_are_redrawn_charted_and_alerted(tmp_path: P
         await sync(pilot, follower)
         write_rows(path, [{"step": s, "loss": s / 100} for s in range(40)])
         await sync(pilot, follower)
-        text = static_text(app.query_one(ChartPanel))
+        text = static_text(app.query_one(ChartPanel).body)
         assert "max .39" in text and "min 0" in text, text
 
         write_rows(path, [{"step": s, "loss": 5.0} for s in range(20, 25)])  # a resume from the step-20 checkpoint
         write_rows(path, [{"step": 25, "loss": float("inf")}])
         await sync(pilot, follower)
         assert any("step 25 loss non-finite" in e.text for e in app.session.alerts)
-        assert "max 5" in static_text(app.query_one(ChartPanel))
+        assert "max 5" in static_text(app.query_one(ChartPanel).body)
 
 
 @pytest.mark.parametrize("stacked", [True, False])

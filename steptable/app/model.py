@@ -8,7 +8,7 @@ from __future__ import annotations
 import itertools
 import math
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from pathlib import Path
@@ -139,7 +139,8 @@ def spark(values: Sequence[float], lo: float | None = None, hi: float | None = N
 
 @dataclass
 class Summary:
-    """min / max / last finite value of a column, kept up to date incrementally as rows are appended."""
+    """min / max of a column's finite values and its latest logged value (nan and inf too: a run that diverged
+    must not look healthy), kept up to date incrementally as rows are appended."""
 
     seen: int = 0
     lo: float = math.inf
@@ -148,9 +149,18 @@ class Summary:
     mark: Any = None
     version: int = -1  # the store's version when last updated (for the edits after it)
 
-    def update(self, values: Sequence[Any], n: int | None = None, mark: Any = None, restart: bool = False) -> Summary:
+    def update(
+        self,
+        values: Sequence[Any],
+        n: int | None = None,
+        mark: Any = None,
+        restart: bool = False,
+        logged: Callable[[int], bool] | None = None,
+    ) -> Summary:
         """Start over when ``mark`` changes (a rewrite of the file, a resume) or with ``restart`` (a row already
-        seen changed in this column); else fold in the new rows only."""
+        seen changed in this column); else fold in the new rows only. ``logged(i)`` tells a nan the run logged in
+        row i from a row without the key (a numeric column holds nan for both); without it a nan counts as
+        logged. A row whose value is None lacks the key."""
         n = len(values) if n is None else min(n, len(values))
         if n < self.seen or mark != self.mark or restart:
             self.seen, self.lo, self.hi, self.last, self.mark = 0, math.inf, -math.inf, math.nan, mark
@@ -159,7 +169,15 @@ class Summary:
             if math.isfinite(x):
                 self.lo = min(self.lo, x)
                 self.hi = max(self.hi, x)
-                self.last = x
+        for i in range(n - 1, self.seen - 1, -1):  # newest first: a run that logs the key every row stops at once
+            v = values[i]
+            if v is None:
+                continue
+            x = to_float(v)
+            if math.isnan(x) and logged is not None and not logged(i):
+                continue
+            self.last = x
+            break
         self.seen = n
         return self
 
@@ -192,7 +210,14 @@ class Summaries:
             or any(keys is None or key in keys for _, keys in store.edits_since(s.version))
         )  # a merge of other keys (an eval line) leaves this column as it was: no O(rows) pass on the UI thread
         s.version = store.version if version is None else version
-        return s.update(values, n, (store.generation, len(store.resumes)), restart)
+        return s.update(values, n, (store.generation, len(store.resumes)), restart, lambda i: _logged(store, i, key))
+
+
+def _logged(store: Store, i: int, key: str) -> bool:
+    try:
+        return store.value(i, key) is not None
+    except IndexError:  # the follower emptied the store since the column was copied
+        return False
 
 
 def ended(store: Store) -> bool:

@@ -6,8 +6,9 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from steptable.app.layouts import Layouts
 from steptable.app.model import Store, display_order, ended, filter_cols, stalled_for, usual_interval
 from steptable.app.widgets.status import Event, bad_line
 from steptable.columns import Col
@@ -17,6 +18,19 @@ if TYPE_CHECKING:  # (imported when first needed: the first frame does not wait 
     from steptable.schemas import Schema
 
 MAX_ALERTS = 5000
+FIRST_LOOK = 20  # rows of a newly seen run checked for values wider than the layout's columns
+
+
+class _Picked:
+    """``count`` rows spread evenly over a store's first ``n`` (the last one included), as rows 0..count-1."""
+
+    def __init__(self, store: Store, n: int, count: int) -> None:
+        self.store = store
+        k = min(n, count)
+        self.rows = [(n - 1) * j // max(k - 1, 1) for j in range(k)]
+
+    def value(self, i: int, key: str) -> Any:
+        return self.store.value(self.rows[i], key)
 
 
 @dataclass
@@ -42,6 +56,7 @@ class Session:
     _keys: frozenset[str] = frozenset()
     _tried: dict[str, int] = field(default_factory=dict)  # key -> the widest value a new layout was made for
     _schema: Schema | None = None
+    _layouts: Layouts = field(default_factory=Layouts)  # each key measured once, not again for every new key
 
     # ------------------------------------------------------------------------------------------------ runs
 
@@ -87,13 +102,20 @@ class Session:
 
         if not self.layout or not 0 <= before < n:
             return False
-        grown = cells_outgrown(self.layout, store, max(before, n - 200), n)  # a live run's few new rows
+        try:
+            if before:  # a live run's few new rows
+                grown = cells_outgrown(self.layout, store, max(before, n - 200), n)
+            else:  # a run seen for the first time: rows across it, as a layout samples them (not its last 200:
+                # with 200 keys, each new arm cost 40k formatted cells on the UI thread)
+                grown = cells_outgrown(self.layout, _Picked(store, n, FIRST_LOOK), 0, min(n, FIRST_LOOK))
+        except IndexError:  # the follower emptied the store since n was taken (a rewritten file)
+            return False
         grown = {k: w for k, w in grown.items() if w > self._tried.get(k, 0)}
         self._tried.update(grown)
         return bool(grown)
 
     def _relayout(self, outgrown: bool = False) -> bool:
-        from steptable.schemas import layout, steps_outgrown, widened
+        from steptable.schemas import steps_outgrown, widened
 
         keys = frozenset(k for r in self.runs.values() for k in r.store.keys)
         stores = [r.store for r in self.runs.values()]
@@ -103,7 +125,7 @@ class Session:
             return False  # no data yet: widths would be guesses
 
         self._keys = keys
-        self.layout = widened(layout(stores, self.schema()), self._tried)
+        self.layout = widened(self._layouts.layout(stores, self.schema()), self._tried)
         if self.selected not in {c.key for c in self.layout}:
             self.selected = self.layout[1].key if len(self.layout) > 1 else None
         return True
@@ -196,7 +218,13 @@ class Session:
         warnings = [e for e in reversed(self.alerts) if e.level != "E"]
         bad: list[Event] = []
         for rid, r in self.runs.items():
-            for b in reversed(r.store.bad[-(recent or len(r.store.bad)):]):
+            kept = list(r.store.bad)
+            later = r.store.bad_count - len(kept)
+            if later > 0 and kept:  # the store keeps the first bad lines only: the newest are these, unseen
+                last = kept[-1]
+                bad.append(Event("B", labels[rid], f"{later:,} more bad lines after {last.path}:{last.lineno} "
+                                 f"(only the first {len(kept):,} are kept)"))
+            for b in reversed(kept[-(recent or len(kept)):]):
                 bad.append(Event("B", labels[rid], bad_line(b.path, b.lineno, b.reason)))
         out += errors + bad + warnings
         return out if recent is None else out[:recent]

@@ -77,6 +77,11 @@ class ViewerActions(App[int]):
             return
         grid = self.focused_grid()
         step = None
-        if grid is not None and grid.store is not None and grid.rows and not grid.follow:
-            step = int(grid.store.step_at(min(grid.top_index, grid.rows - 1)))
+        if grid is not None and grid.store is not None and not grid.follow:
+            # rows as last taken: the follower may have emptied the store since (a rewritten file)
+            last = min(grid.rows, len(grid.store)) - 1
+            try:
+                step = int(grid.store.step_at(min(grid.top_index, last))) if last >= 0 else None
+            except IndexError:
+                step = None
         self.push_screen(GenerationsScreen(sources, step))

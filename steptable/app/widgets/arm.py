@@ -9,7 +9,7 @@ from textual.widgets import Static
 
 from steptable.app.model import Store, ended
 from steptable.app.widgets.grid import StepGrid
-from steptable.formatting import sanitize
+from steptable.formatting import char_cells, cut, display_width, sanitize
 
 
 class ArmPanel(Vertical):
@@ -17,7 +17,9 @@ class ArmPanel(Vertical):
 
     DEFAULT_CSS = """
     ArmPanel { height: 1fr; width: 1fr; min-height: 4; min-width: 24; }
-    ArmPanel > .arm-title { height: 1; width: 1fr; background: $panel; color: $text-muted; }
+    ArmPanel > .arm-title {
+        height: 1; width: 1fr; background: $panel; color: $text-muted; text-wrap: nowrap; text-overflow: ellipsis;
+    }
     ArmPanel.-focused > .arm-title { background: $primary 60%; color: $text; text-style: bold; }
     ArmPanel.-stalled > .arm-title { color: $text-warning; }
     """
@@ -32,6 +34,7 @@ class ArmPanel(Vertical):
         self.grid = StepGrid()
         self.title_bar = Static("", classes="arm-title", markup=False)
         self._title = ""
+        self._now = 0.0  # the time the title was last made for (a resize makes it again)
 
     # (a class, not :focus-within, so that the title restyles when focus moves)
     def on_descendant_focus(self, event: events.DescendantFocus) -> None:
@@ -44,34 +47,65 @@ class ArmPanel(Vertical):
         yield self.title_bar
         yield self.grid
 
-    def title_text(self, store: Store | None, rows: int, now: float) -> str:
-        """`` routeA  1,234 rows · 5s ago · 3 bad · following`` (plain text; every part sanitized)."""
+    def title_text(self, store: Store | None, rows: int, now: float, width: int | None = None) -> str:
+        """`` routeA  1,234 rows · 5s ago · 3 bad · following`` (plain text; every part sanitized). In ``width``
+        cells the name is shortened (down to MIN_LABEL cells), never the state after it."""
         from steptable.alerts import fmt_age
 
         parts = [f"{rows:,} rows"]
         if store is not None:
-            if store.last_update is not None:
+            if store.last_update is not None and self.stalled is None:  # (STALLED says the same age)
                 parts.append(f"{fmt_age(now - store.last_update)} ago")
-            nbad = len(store.bad)
+            nbad = store.bad_count  # all of them: the store keeps only the first few lines themselves
             if nbad:
                 parts.append(f"{nbad:,} bad")
         if self.stalled is not None:
             parts.append(f"STALLED {fmt_age(self.stalled)}")
-        if self.preview:
-            parts.append(f"preview: {self.preview}, loading…")
-        first, last, total = self.grid.columns_in_view()
-        if first > 1 or last < total:
-            parts.append(f"columns {first}-{last} of {total} (◀ ▶)")
         if self.gone:
             parts.append("FILE GONE (rows as last read)")
+        if self.preview:
+            parts.append(f"preview: {self.preview}, loading…")
         if store is not None and ended(store):
             parts.append("run ended")
         parts.append("following" if self.grid.follow else "paused (End/G follows)")
-        return sanitize(f" {self.label}  " + " · ".join(parts))
+        state = sanitize(" · ".join(parts))
+        first, last, total = self.grid.columns_in_view()  # a hint after the state: what a narrow title loses first
+        hint = f" · columns {first}-{last} of {total} (◀ ▶)" if first > 1 or last < total else ""
+        label = sanitize(self.label)
+        if width is not None:  # (a cut hint ends in an ellipsis: one more cell, so it lands on the hint)
+            label = cut_middle(label, max(width - display_width(state) - 3 - (1 if hint else 0), MIN_LABEL))
+        return f" {label}  {state}{hint}"
+
+    def on_resize(self, event: events.Resize) -> None:
+        if self._now:  # (a title was made: the resize makes it again for the new width)
+            self.refresh_title(self._now)
 
     def refresh_title(self, now: float) -> None:
+        self._now = now
         self.set_class(self.stalled is not None, "-stalled")
-        text = self.title_text(self.grid.store, self.grid.rows, now)
+        width = self.title_bar.size.width or self.size.width
+        text = self.title_text(self.grid.store, self.grid.rows, now, width or None)
         if text != self._title:
             self._title = text
             self.title_bar.update(text, layout=False)  # one line, always: no layout pass for a new title
+
+
+#: the fewest cells an arm's name keeps in its title, however much state follows it
+MIN_LABEL = 8
+
+
+def cut_middle(text: str, width: int) -> str:
+    """``text`` in at most ``width`` cells, its middle dropped for an ellipsis: the names of a sweep's runs differ
+    at the end (``..._seed0``, ``..._seed1``) as often as at the start."""
+    if display_width(text) <= width or width < 3:
+        return cut(text, width)
+    tail: list[str] = []
+    used = 0
+    for ch, w in reversed(list(char_cells(text))):
+        if used + w > (width - 1) // 2:
+            break
+        tail.append(ch)
+        used += w
+    while tail and tail[-1] == "\u200d":  # no joiner left at the start of the tail
+        tail.pop()
+    return cut(text, width - used) + "".join(reversed(tail))

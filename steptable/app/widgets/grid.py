@@ -153,7 +153,10 @@ class StepGrid(ScrollView, can_focus=True):
         line changes a row on screen) and the last row's step."""
         if store is None:
             return (-1, -1, -1), None
-        return change_mark(store), (store.step_at(rows - 1) if rows else None)
+        try:
+            return change_mark(store), (store.step_at(rows - 1) if rows else None)
+        except IndexError:  # the follower emptied the store since ``rows`` was taken
+            return change_mark(store), None
 
     def select(self, key: str | None) -> None:
         if key != self.selected:

@@ -1,7 +1,7 @@
 """Side panels: the legend, the routing diagnostics across arms, and the selected column as a chart across arms.
 
-Each panel is a Static fed plain data by the app; it builds Rich ``Text`` (never markup) from render / model
-functions, at the width it has.
+Each panel is fed plain data by the app; it builds Rich ``Text`` (never markup) from render / model functions, at
+the width it has, into a Static (the legend is one; the arm panels hold one and scroll it).
 """
 
 from __future__ import annotations
@@ -13,6 +13,8 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 from textual import events
+from textual.app import ComposeResult
+from textual.containers import ScrollableContainer
 from textual.widgets import Static
 
 from steptable import render
@@ -65,22 +67,49 @@ class LegendPanel(Static):
         self.update(Group(Text("Legend (l closes)", style="bold"), table))
 
 
+def _steps_span(store: Store, rows: int) -> str:
+    """``  steps 0-120`` of the first ``rows`` rows, as far as the store still holds them: the follower thread
+    empties and re-reads the store of a rewritten file (a restart) before the app hears of it."""
+    n = min(rows, len(store))
+    try:
+        return f"  steps {store.step_at(0)}-{store.step_at(n - 1)}" if n > 0 else ""
+    except IndexError:  # emptied between the two reads
+        return ""
+
+
 def _label_width(arms: Sequence[Arm]) -> int:
     return min(max((display_width(label) for label, _, _ in arms), default=4), 16)
 
 
-class _ArmPanel(Static):
-    """Shared plumbing: remember the inputs, redraw when resized."""
+class _ArmPanel(ScrollableContainer):
+    """Shared plumbing: remember the inputs, redraw when resized. The text is one line per row, never wrapped;
+    rows past the panel's height or width scroll (many arms), and the panel takes focus only then."""
+
+    MAX_ROWS = 14
 
     DEFAULT_CSS = """
-    _ArmPanel { height: auto; width: 1fr; padding: 0 1; background: $panel; color: $foreground; }
+    _ArmPanel {
+        height: auto; max-height: 14; width: 1fr; background: $panel; color: $foreground;
+        overflow: auto auto; scrollbar-size: 1 1;
+    }
+    _ArmPanel > .panel-text {
+        width: auto; min-width: 100%; height: auto; padding: 0 1;
+        text-wrap: nowrap; text-overflow: clip;  /* a wrapped row would land beside another arm's */
+    }
     """
 
     def __init__(self, *, id: str | None = None) -> None:
-        super().__init__("", id=id, markup=False)
+        super().__init__(id=id)
+        self.body = Static("", classes="panel-text", markup=False)
         self.arms: list[Arm] = []
         self.cols: dict[str, Col] = {}
         self.summaries = Summaries()
+
+    def compose(self) -> ComposeResult:
+        yield self.body
+
+    def allow_focus(self) -> bool:
+        return self.max_scroll_x > 0 or self.max_scroll_y > 0
 
     def show_arms(self, arms: Sequence[Arm], cols: Sequence[Col]) -> None:
         self.arms = list(arms)
@@ -92,7 +121,7 @@ class _ArmPanel(Static):
 
     def redraw(self) -> None:
         if self.display:
-            self.update(self.build(max(self.size.width, 40)))
+            self.body.update(self.build(max(self.scrollable_content_region.width - 2, 40)))  # (the text's padding)
 
     def build(self, width: int) -> Text:
         raise NotImplementedError
@@ -103,18 +132,15 @@ class _ArmPanel(Static):
         summary = self.summaries.get(store.run, key, vals, rows, store, version)
         return summary, downsample(vals, width, n=rows)
 
-    def _fmt(self, key: str, x: float, width: int = 6) -> str:
-        x = math.nan if math.isinf(x) else x  # summaries hold finite values only: inf means none yet
+    def _fmt(self, key: str, x: float, width: int = 6, bound: bool = True) -> str:
+        """``bound``: x is a min or max, whose inf means no finite value yet (a latest value of inf is shown)."""
+        x = math.nan if bound and math.isinf(x) else x
         c = self.cols.get(key)
         return format_value(x, c.fmt if c is not None and c.fmt != "frac" else None, width)
 
 
 class DiagnosticsPanel(_ArmPanel):
     """Latest routing diagnostics per arm, each with a sparkline over steps: arms side by side per key."""
-
-    DEFAULT_CSS = """
-    DiagnosticsPanel { height: auto; max-height: 14; }
-    """
 
     def present(self) -> list[str]:
         from steptable.schemas.routing import DIAGNOSTIC_KEYS
@@ -124,14 +150,19 @@ class DiagnosticsPanel(_ArmPanel):
 
     def build(self, width: int) -> Text:
         keys = self.present()
-        out = Text(no_wrap=True, overflow="crop")
-        out.append("Routing diagnostics (d closes): latest value and its course over steps, per arm", "bold")
+        out = Text()
+        title = "Routing diagnostics (d closes): latest value and its course over steps, per arm"
         if not keys or not self.arms:
+            out.append(cut(title, width), "bold")
             out.append("\n  no routing diagnostics keys (auroc, cos, qmass, ...) in these runs", "italic")
             return out
         kw = 6
         cell = max((width - kw - 2) // len(self.arms) - 1, 12)
         spark_w = max(cell - 8, 4)
+        fit = max((width - kw) // (cell + 1), 1)
+        if fit < len(self.arms):  # the rest are to the right: say so, the scrollbar alone is easy to miss
+            title = f"{fit} of {len(self.arms)} arms in view, scroll → for the rest · " + title
+        out.append(cut(title, width), "bold")
         out.append("\n" + " " * kw)
         for label, _, _ in self.arms:
             out.append(" " + pad(cut(sanitize(label), cell), cell, "left"), "bold")
@@ -140,17 +171,13 @@ class DiagnosticsPanel(_ArmPanel):
             rows_of = [self._series(store, key, rows, spark_w) for _, store, rows in self.arms]
             lo, hi = _shared_scale(rows_of)
             for s, line in rows_of:
-                out.append(" " + pad(self._fmt(key, s.last), 6) + " ")
+                out.append(" " + pad(self._fmt(key, s.last, bound=False), 6) + " ")
                 out.append(pad(spark(line, lo, hi), cell - 7, "left"))
         return out
 
 
 class ChartPanel(_ArmPanel):
     """The selected column over steps, one sparkline per arm, with min / max / last."""
-
-    DEFAULT_CSS = """
-    ChartPanel { height: auto; max-height: 14; }
-    """
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -161,16 +188,19 @@ class ChartPanel(_ArmPanel):
         self.redraw()
 
     def build(self, width: int) -> Text:
-        out = Text(no_wrap=True, overflow="crop")
+        out = Text()
         key = self.key
         col = self.cols.get(key) if key is not None else None
         if key is None or col is None:
             out.append("Chart (c closes): pick a column with ◀ ▶ or a click", "bold")
             return out
-        title = f"{col.header.strip()} ({key})" if col.header.strip() != key else key
-        out.append(sanitize(f"Chart of {title} over steps (c closes); ") + sanitize(col.desc), "bold")
+        head = f"{col.header.strip()} ({key})" if col.header.strip() != key else key
+        title = sanitize(f"Chart of {head} over steps (c closes); ") + sanitize(col.desc)
+        if len(self.arms) > self.MAX_ROWS - 1:  # the rest are below: say so, the scrollbar alone is easy to miss
+            title = f"{self.MAX_ROWS - 1} of {len(self.arms)} arms in view, scroll ↓ for the rest · " + title
+        out.append(cut(title, width), "bold")
         lw = _label_width(self.arms)
-        spans = [f"  steps {st.step_at(0)}-{st.step_at(rows - 1)}" if rows else "" for _, st, rows in self.arms]
+        spans = [_steps_span(st, rows) for _, st, rows in self.arms]
         stats_w = 34 + max((len(t) for t in spans), default=0)
         spark_w = max(min(width - lw - 1 - stats_w, max((rows for _, _, rows in self.arms), default=0)), 8)
         series = [self._series(store, key, rows, spark_w) for _, store, rows in self.arms]
@@ -180,6 +210,6 @@ class ChartPanel(_ArmPanel):
             out.append(pad(spark(line, lo, hi), spark_w, "left"))
             out.append(f" min {self._fmt(key, s.lo, 6)}", "dim")
             out.append(f" max {self._fmt(key, s.hi, 6)}", "dim")
-            out.append(f" last {self._fmt(key, s.last, 6)}")
+            out.append(f" last {self._fmt(key, s.last, 6, bound=False)}")
             out.append(span, "dim")
         return out

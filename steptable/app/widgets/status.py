@@ -36,7 +36,10 @@ class StatusBar(Static):
     COMPONENT_CLASSES: ClassVar[set[str]] = {"status--E", "status--W", "status--S", "status--B", "status--I"}
 
     DEFAULT_CSS = """
-    StatusBar { height: auto; max-height: 4; width: 1fr; background: $panel; color: $foreground; padding: 0 1; }
+    StatusBar {
+        height: auto; max-height: 4; width: 1fr; background: $panel; color: $foreground; padding: 0 1;
+        text-wrap: nowrap; text-overflow: ellipsis;  /* one line per event (Static ignores Text.no_wrap) */
+    }
     StatusBar > .status--E { color: $text-error; text-style: bold; }
     StatusBar > .status--W { color: $text-warning; }
     StatusBar > .status--S { color: $text-warning; text-style: bold; }

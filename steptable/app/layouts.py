@@ -1,0 +1,110 @@
+"""The session's column layout, made again cheaply when a live run starts logging a new key.
+
+``schemas.layout`` measures every key of every run each time it is called (``format_value`` over about 200 samples
+per run and key): with 50 arms x 200 keys that is seconds on the UI thread, once per key a run adds mid-run. Here
+each undeclared key is measured once, when first seen (again only if its header changes), and ranked by the score
+it had then. The declared and step columns still come from ``schemas.layout``, over the runs with the undeclared
+keys left out. A first layout equals ``schemas.layout``'s; later ones keep the earlier keys' widths and places (a
+value that outgrows its column is the Session's widening, as before), so a new key moves no column.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from steptable.columns import Col
+
+if TYPE_CHECKING:  # (imported when first needed, as the Session does: the first frame does not wait for them)
+    from steptable.schemas import RunView, Schema
+
+
+class _Only:
+    """A run seen with only some of its keys (``layout`` reads keys, len, columns and the step index)."""
+
+    def __init__(self, run: RunView, keys: list[str]) -> None:
+        self._run = run
+        self.keys = keys
+
+    def __len__(self) -> int:
+        return len(self._run)
+
+    def column(self, key: str) -> Sequence[Any]:
+        return self._run.column(key)
+
+    def __getattr__(self, name: str) -> Any:  # step_at, steps: whatever the run has
+        return getattr(self._run, name)
+
+
+def _sample(run: RunView, key: str, limit: int = 200) -> list[Any]:
+    """The values ``schemas.layout`` measures a key by: at most ``limit`` evenly spaced ones and the last."""
+    col = run.column(key)
+    n = len(col)
+    if n <= limit:
+        return list(col)
+    step = max(n // limit, 1)
+    return [*[col[i] for i in range(0, n, step)][:limit], col[n - 1]]
+
+
+@dataclass
+class Layouts:
+    """``schemas.layout(runs, schema)``, remembering what it measured per key."""
+
+    schema: Schema | None = None
+    scores: dict[str, float] = field(default_factory=dict)  # key -> informative() when first seen
+    measured: dict[tuple[str, str], Col] = field(default_factory=dict)  # (key, header) -> its column
+
+    def layout(self, runs: Sequence[RunView], schema: Schema) -> tuple[Col, ...]:
+        from steptable.schemas import META_KEYS, auto_col, informative, layout, short_headers, step_key_of
+
+        if schema is not self.schema:
+            self.schema = schema
+            self.scores.clear()
+            self.measured.clear()
+        keys = list(dict.fromkeys(k for r in runs for k in r.keys))
+        have = set(keys)
+        step_key = step_key_of(runs)
+        ok = [d for d in schema.derived if all(n in have for n in d.needs)]
+        shown = {d.key for d in ok}
+        used, consumed = {step_key}, set()
+        for c in schema.cols:
+            aliases = [a for a in c.aliases if a in have]
+            if c.key in have or c.key == step_key or c.key in shown or aliases:
+                used.add(c.key)
+                consumed.update(aliases)
+        for d in ok:
+            if d.hide_inputs:
+                consumed.update(d.needs)
+        rest = [k for k in keys if k not in used and k not in consumed] if schema.extend else []
+
+        # declared and step columns: layout over the runs without the keys measured here (derived inputs stay)
+        needs = {n for d in schema.derived for n in d.needs}
+        drop = {k for k in rest if k not in needs}
+        view = [_Only(r, [k for k in r.keys if k not in drop]) if drop else r for r in runs]
+        declared = [c for c in layout(view, schema) if c.key in used]
+
+        auto = [k for k in rest if k and k not in META_KEYS and not schema.hidden(k)]
+        rules = {k: schema.rule(k) for k in auto}
+        promoted = [k for k in auto if (r := rules[k]) is not None and r.promote]
+        ranked = [k for k in auto if k not in promoted]
+        having = [(r, set(r.keys)) for r in runs]
+        for k in ranked:
+            if k not in self.scores:
+                self.scores[k] = max((informative(r, k) for r, ks in having if k in ks), default=0.0)
+        ranked.sort(key=lambda k: -self.scores[k])  # stable: equal scores keep file order
+        order = promoted + ranked
+        headers = short_headers(order, reserved=[c.header for c in declared])
+        cols: list[Col] = []
+        for k in order:
+            col = self.measured.get((k, headers[k]))
+            if col is None:
+                samples = [v for r, ks in having if k in ks for v in _sample(r, k)]
+                rule = rules[k]
+                if rule is None:
+                    col = auto_col(k, samples, headers[k])
+                else:
+                    col = auto_col(k, samples, headers[k], rule.describe(k), rule.better, rule.fmt)
+                self.measured[(k, headers[k])] = col
+            cols.append(col)
+        return (*declared, *cols)

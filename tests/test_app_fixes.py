@@ -1,0 +1,255 @@
+"""The app under what a live sweep does to it: a run restarting while the chart is open, keys arriving mid-run,
+many arms, long names, runs that diverged, thousands of bad lines and events."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_app_support import T0, make_runs, manual_app, row, screen_text, sync, write_generations, write_rows
+
+from steptable.app.layouts import Layouts
+from steptable.app.model import Summary
+from steptable.app.screens.events import EventList, EventsScreen
+from steptable.app.session import Session
+from steptable.app.widgets.arm import ArmPanel, cut_middle
+from steptable.app.widgets.panels import ChartPanel, DiagnosticsPanel
+from steptable.app.widgets.status import Event
+from steptable.ingest import RunStore
+from steptable.ingest.follow import load
+from steptable.schemas import get_schema, layout
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+def lines_of(app: Any, start: str, n: int) -> list[str]:
+    shown = screen_text(app).split("\n")
+    i = next(k for k, line in enumerate(shown) if start in line)
+    return shown[i : i + n]
+
+
+# ------------------------------------------------------------------------------------------ a restart under the chart
+
+
+async def test_chart_survives_a_store_emptied_before_the_app_hears_of_it(tmp_path: Path) -> None:
+    root = make_runs(tmp_path, arms=("a",))
+    app, follower, _ = manual_app(root)
+    async with app.run_test(size=(120, 32)) as pilot:
+        await sync(pilot, follower)
+        await pilot.press("c")
+        await pilot.pause()
+        (root / "a" / "metrics.jsonl").write_text(json.dumps(row(0, 0)) + "\n")  # the trainer restarted
+        follower.real.scan()  # the follower thread re-read it; its RunsChanged is not handled yet
+        await pilot.resize_terminal(110, 30)  # the chart redraws with the old row count
+        await pilot.press("right")
+        await pilot.pause()
+        assert app.is_running and app._exception is None
+        await sync(pilot, follower)
+        assert "steps 0-0" in str(app.query_one(ChartPanel).body.render())
+
+
+async def test_generations_key_with_an_emptied_store(tmp_path: Path) -> None:
+    root = make_runs(tmp_path, steps=100, arms=("a",))
+    write_generations(root / "a")
+    app, follower, _ = manual_app(root)
+    async with app.run_test(size=(120, 32)) as pilot:
+        await sync(pilot, follower)
+        grid = app.query_one(ArmPanel).grid
+        grid.focus()
+        await pilot.press("home")  # paused at the top: the viewer opens at the step on screen
+        grid.scroll_to(y=50, animate=False, immediate=True)
+        await pilot.pause()
+        assert not grid.follow and grid.top_index == 50
+        (root / "a" / "metrics.jsonl").write_text(json.dumps(row(0, 0)) + "\n")
+        follower.real.scan()
+        await pilot.press("v")
+        await pilot.pause()
+        assert app.is_running and app._exception is None
+
+
+# ------------------------------------------------------------------------------------------ keys arriving mid-run
+
+
+def _stores(tmp_path: Path, arms: int, keys: int) -> list[RunStore]:
+    for a in range(arms):
+        write_rows(tmp_path / f"arm{a}" / "metrics.jsonl",
+                   ({"step": s, **{f"g{k % 3}/m{k}": (s * 0.37 + k + a) % 3.1 for k in range(keys)}}
+                    for s in range(40)))
+    return list(load(tmp_path).values())
+
+
+def test_layouts_first_layout_is_schemas_layout(tmp_path: Path) -> None:
+    stores = _stores(tmp_path, 3, 12)
+    for name in ("generic", "routing", "verl"):
+        assert Layouts().layout(stores, get_schema(name)) == layout(stores, get_schema(name))
+
+
+def test_a_new_key_measures_only_that_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import steptable.schemas as schemas
+
+    stores = _stores(tmp_path, 4, 30)
+    session = Session()
+    for s in stores:
+        session.update(s.path.parent.name, s)
+    measured: list[str] = []
+    real = schemas.auto_col
+
+    def counting(key: str, *a: Any, **kw: Any) -> Any:
+        measured.append(key)
+        return real(key, *a, **kw)
+
+    monkeypatch.setattr(schemas, "auto_col", counting)
+    monkeypatch.setattr(schemas.base, "auto_col", counting)  # (what schemas.layout calls)
+    write_rows(stores[0].path, [{"step": 40, "g0/m0": 1.0, "eval/new": 0.5}])
+    load_more = load(stores[0].path.parent)  # the same file read again, now with the new key
+    assert session.update(stores[0].path.parent.name, next(iter(load_more.values())))
+    assert "eval/new" in [c.key for c in session.layout]
+    assert [k for k in measured if k != "step"] == ["eval/new"]  # not the 30 keys measured before
+    assert [c.key for c in session.layout if c.key != "eval/new"] == [c.key for c in layout(stores, session.schema())]
+
+
+# ------------------------------------------------------------------------------------------ one line per row
+
+
+async def test_diagnostics_and_status_rows_stay_on_their_lines(tmp_path: Path) -> None:
+    arms = [f"arm{i:02d}" for i in range(10)]
+    root = make_runs(tmp_path, steps=50, arms=arms)
+    bad = "{not json " + "x" * 200 + "\n"
+    write_rows(root / "arm00" / "metrics.jsonl", [], bad * 3)
+    app, follower, _ = manual_app(root)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await sync(pilot, follower)
+        await pilot.press("d")
+        await pilot.pause()
+        shown = lines_of(app, "Routing diagnostics", 11)
+        assert "arms in view" in shown[0]  # 10 arms do not fit at 120 cells: the panel says so and scrolls
+        assert shown[1].split()[:2] == ["arm00", "arm01"]
+        for line, key in zip(shown[2:], ("auroc", "cos", "qmass", "keep", "resid", "rout", "tlo", "thi", "stale"),
+                             strict=True):
+            assert line.split()[0] == key and len(line.split()) >= 3, line  # the key's values on its own row
+        panel = app.query_one(DiagnosticsPanel)
+        assert panel.max_scroll_x > 0 and panel.allow_focus()
+
+        status = lines_of(app, "● ", 4)
+        assert status[0].lstrip().startswith("●") and all(line.lstrip().startswith("B arm00") for line in status[1:])
+
+
+async def test_chart_of_many_arms_scrolls_and_says_so(tmp_path: Path) -> None:
+    arms = [f"arm{i:02d}" for i in range(30)]
+    app, follower, _ = manual_app(make_runs(tmp_path, steps=20, arms=arms), stacked=True)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await sync(pilot, follower)
+        await pilot.press("c")
+        await pilot.pause()
+        chart = app.query_one(ChartPanel)
+        assert "13 of 30 arms in view" in lines_of(app, "Chart of", 1)[0]
+        assert chart.max_scroll_y > 0 and chart.allow_focus()
+        chart.scroll_end(animate=False, immediate=True)
+        await pilot.pause()
+        assert any(line.lstrip().startswith("arm29") for line in screen_text(app).split("\n"))
+
+
+# ------------------------------------------------------------------------------------------ the latest value
+
+
+def test_summary_last_is_the_latest_logged_value() -> None:
+    s = Summary().update([0.7, 0.7, math.inf])
+    assert (s.lo, s.hi, s.last) == (0.7, 0.7, math.inf)
+    s.update([0.7, 0.7, math.inf, math.nan])
+    assert math.isnan(s.last) and s.hi == 0.7
+    s.update([0.7, 0.7, math.inf, math.nan, 0.5, None])  # None: the row lacks the key
+    assert s.last == 0.5
+    absent = Summary().update([0.3, math.nan, math.nan], logged=lambda i: i == 0)  # nan pads absent cells
+    assert absent.last == 0.3
+
+
+async def test_diverged_run_shows_nan_and_inf_as_latest(tmp_path: Path) -> None:
+    path = tmp_path / "arm" / "metrics.jsonl"
+    rows: list[dict[str, Any]] = [{"step": s, "ts": T0 + 2 * s, "auroc": 0.72, "qmass": 0.31} for s in range(20)]
+    rows += [{"step": s, "ts": T0 + 2 * s, "auroc": math.inf, "qmass": math.nan} for s in range(20, 40)]
+    rows += [{"step": s, "ts": T0 + 2 * s, "val": 0.25} for s in range(40, 42)]  # later rows lack the keys
+    path.parent.mkdir(parents=True)
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))  # (json writes Infinity / NaN)
+    app, follower, _ = manual_app(tmp_path)
+    async with app.run_test(size=(130, 32)) as pilot:
+        await sync(pilot, follower)
+        await pilot.press("d")
+        await pilot.pause()
+        diag = lines_of(app, "Routing diagnostics", 11)
+        assert "inf" in next(line for line in diag if line.split()[:1] == ["auroc"])
+        assert "nan" in next(line for line in diag if line.split()[:1] == ["qmass"])
+        await pilot.press("d")
+        app.query_one(ArmPanel).grid.focus()
+        while app.session.selected != "qmass":
+            await pilot.press("right")
+        await pilot.press("c")
+        await pilot.pause()
+        chart = lines_of(app, "Chart of", 2)[1]
+        assert "last nan" in chart and "max .31" in chart
+
+
+# ------------------------------------------------------------------------------------------ bad lines and events
+
+
+async def test_bad_count_in_title_and_newest_bad_lines_in_status(tmp_path: Path) -> None:
+    path = tmp_path / "arm" / "metrics.jsonl"
+    write_rows(path, (row(0, s) for s in range(20)), extra="".join(f"{{bad {i}\n" for i in range(1500)))
+    app, follower, _ = manual_app(tmp_path)
+    async with app.run_test(size=(130, 30)) as pilot:
+        await sync(pilot, follower)
+        assert "1,500 bad" in str(app.query_one(ArmPanel).title_bar.render())
+        first = app.session.events(recent=3)[0]
+        assert first.level == "B" and "500 more bad lines after" in first.text and ":1020" in first.text
+
+
+async def test_events_screen_draws_only_what_shows(tmp_path: Path) -> None:
+    app, follower, _ = manual_app(make_runs(tmp_path, arms=("a",)))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await sync(pilot, follower)
+        many = [Event("B", "a", f"metrics.jsonl:{i}: malformed JSON [bold]x[/]\x1b[2J") for i in range(20_000)]
+        app.push_screen(EventsScreen(many))
+        await pilot.pause()
+        events = app.screen.query_one(EventList)
+        assert events.virtual_size.height == 20_000 and app.focused is events
+        shown = screen_text(app)
+        assert "metrics.jsonl:0: malformed JSON [bold]x[/]" in shown and "\x1b" not in shown
+        await pilot.press("end")
+        await pilot.pause()
+        assert "metrics.jsonl:19999:" in screen_text(app)
+        await pilot.press("escape")
+        assert not isinstance(app.screen, EventsScreen)
+
+
+# ------------------------------------------------------------------------------------------ long names
+
+
+def test_cut_middle_keeps_both_ends() -> None:
+    name = "grpo_qwen2.5-7b_lr1e-6_kl0.001_t1.0_bs512_seed0"
+    assert cut_middle(name, 100) == name
+    short = cut_middle(name, 16)
+    assert len(short) == 16 and short.startswith("grpo_") and short.endswith("seed0") and "…" in short
+
+
+@pytest.mark.parametrize("size", [(160, 30), (120, 30)])
+async def test_a_long_name_never_hides_the_state(tmp_path: Path, size: tuple[int, int]) -> None:
+    names = [f"grpo_qwen2.5-7b_lr1e-6_kl0.001_t1.0_bs512_seed{i}" for i in range(3)]
+    root = make_runs(tmp_path, arms=names)
+    app, follower, clock = manual_app(root, stacked=size[0] == 120)
+    async with app.run_test(size=size) as pilot:
+        await sync(pilot, follower)
+        clock.now = T0 + 84 + 3600
+        app._on_tick()
+        await pilot.pause()
+        for panel in app.query(ArmPanel):
+            title = str(panel.title_bar.render())
+            shown = title[: panel.title_bar.size.width]
+            assert "STALLED" in shown and "following" in shown and "40 rows" in shown, shown
+            assert panel.label[-5:] in shown  # the end of the name, where sweep runs differ
