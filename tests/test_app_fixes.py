@@ -206,8 +206,11 @@ async def test_bad_count_in_title_and_newest_bad_lines_in_status(tmp_path: Path)
     async with app.run_test(size=(130, 30)) as pilot:
         await sync(pilot, follower)
         assert "1,500 bad" in str(app.query_one(ArmPanel).title_bar.render())
-        first = app.session.events(recent=3)[0]
-        assert first.level == "B" and "500 more bad lines after" in first.text and ":1020" in first.text
+        first = app.session.events(recent=3)
+        assert [e.level for e in first] == ["B"] * 3 and ":1520:" in first[0].text and ":1518:" in first[2].text
+        texts = [e.text for e in app.session.events()]
+        assert ":1421:" in texts[99] and "400 more bad lines between these" in texts[100] and ":1020:" in texts[101]
+        assert len(texts) == 1 + 1100
 
 
 async def test_events_screen_draws_only_what_shows(tmp_path: Path) -> None:

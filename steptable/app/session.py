@@ -218,13 +218,17 @@ class Session:
         warnings = [e for e in reversed(self.alerts) if e.level != "E"]
         bad: list[Event] = []
         for rid, r in self.runs.items():
-            kept = list(r.store.bad)
-            later = r.store.bad_count - len(kept)
-            if later > 0 and kept:  # the store keeps the first bad lines only: the newest are these, unseen
-                last = kept[-1]
-                bad.append(Event("B", labels[rid], f"{later:,} more bad lines after {last.path}:{last.lineno} "
-                                 f"(only the first {len(kept):,} are kept)"))
-            for b in reversed(kept[-(recent or len(kept)):]):
+            with r.store.lock:
+                kept, newest, total = list(r.store.bad), list(r.store.bad_recent), r.store.bad_count
+            # the store keeps the first bad lines and the newest: newest first, then a line for the ones between
+            later = newest[len(newest) - min(total - len(kept), len(newest)):]
+            lines = [*reversed(later), *reversed(kept)]
+            if recent is not None:
+                lines = lines[:recent]
+            between = total - len(kept) - len(later)
+            for i, b in enumerate(lines):
+                if between > 0 and i == len(later):
+                    bad.append(Event("B", labels[rid], f"{between:,} more bad lines between these (not kept)"))
                 bad.append(Event("B", labels[rid], bad_line(b.path, b.lineno, b.reason)))
         out += errors + bad + warnings
         return out if recent is None else out[:recent]

@@ -44,6 +44,8 @@ from steptable.ingest.parse import BadLine
 from steptable.ingest.table import MAX_KEYS, WALL_KEYS, ColumnTable, cols_to_rows, rows_to_cols
 
 MAX_BAD_KEPT = 1000
+#: the newest bad lines, kept apart (a viewer shows what went wrong last, not only first)
+MAX_BAD_RECENT = 100
 #: in-place edits remembered; a viewer further behind than this starts over from its first row
 MAX_EDITS = 4096
 #: keys that say nothing about whether two rows are the same measurement (resume vs merge test)
@@ -90,7 +92,8 @@ class RunStore(ColumnTable):
         self.generation = 0
         self.side_files: dict[str, list[Path]] = {}
         self.meta: dict[str, Any] = {}
-        self.bad: list[BadLine] = []
+        self.bad: list[BadLine] = []  # the first MAX_BAD_KEPT
+        self.bad_recent: deque[BadLine] = deque(maxlen=MAX_BAD_RECENT)  # the newest, kept or not
         self._bad_count = 0
         # (version of the batch, step, keys it set or None for an inserted row); ``_edits_lost`` = the newest
         # version whose edits are no longer all in the deque
@@ -209,6 +212,7 @@ class RunStore(ColumnTable):
                 self._bad_count += 1
                 if len(self.bad) < MAX_BAD_KEPT:
                     self.bad.append(b)
+                self.bad_recent.append(b)
             self.version += 1
 
     def add(self, parsed: Parsed, now: float | None = None) -> None:
