@@ -218,8 +218,7 @@ class Session:
         warnings = [e for e in reversed(self.alerts) if e.level != "E"]
         bad: list[Event] = []
         for rid, r in self.runs.items():
-            with r.store.lock:
-                kept, newest, total = list(r.store.bad), list(r.store.bad_recent), r.store.bad_count
+            kept, newest, total = r.store.bad_lines()
             # the store keeps the first bad lines and the newest: newest first, then a line for the ones between
             later = newest[len(newest) - min(total - len(kept), len(newest)):]
             lines = [*reversed(later), *reversed(kept)]

@@ -132,6 +132,11 @@ class RunStore(ColumnTable):
     def bad_count(self) -> int:
         return self._bad_count
 
+    def bad_lines(self) -> tuple[list[BadLine], list[BadLine], int]:
+        """(the first bad lines kept, the newest ones, how many there were in all), read together."""
+        with self.lock:
+            return list(self.bad), list(self.bad_recent), self._bad_count
+
     def step_at(self, i: int) -> int:
         return self._steps[i]
 
