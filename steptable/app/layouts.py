@@ -37,16 +37,6 @@ class _Only:
         return getattr(self._run, name)
 
 
-def _sample(run: RunView, key: str, limit: int = 200) -> list[Any]:
-    """The values ``schemas.layout`` measures a key by: at most ``limit`` evenly spaced ones and the last."""
-    col = run.column(key)
-    n = len(col)
-    if n <= limit:
-        return list(col)
-    step = max(n // limit, 1)
-    return [*[col[i] for i in range(0, n, step)][:limit], col[n - 1]]
-
-
 @dataclass
 class Layouts:
     """``schemas.layout(runs, schema)``, remembering what it measured per key."""
@@ -56,7 +46,15 @@ class Layouts:
     measured: dict[tuple[str, str], Col] = field(default_factory=dict)  # (key, header) -> its column
 
     def layout(self, runs: Sequence[RunView], schema: Schema) -> tuple[Col, ...]:
-        from steptable.schemas import META_KEYS, auto_col, informative, layout, short_headers, step_key_of
+        from steptable.schemas import (
+            META_KEYS,
+            auto_col,
+            informative,
+            layout,
+            sample_values,
+            short_headers,
+            step_key_of,
+        )
 
         if schema is not self.schema:
             self.schema = schema
@@ -99,7 +97,7 @@ class Layouts:
         for k in order:
             col = self.measured.get((k, headers[k]))
             if col is None:
-                samples = [v for r, ks in having if k in ks for v in _sample(r, k)]
+                samples = [v for r, ks in having if k in ks for v in sample_values(r, k)]
                 rule = rules[k]
                 if rule is None:
                     col = auto_col(k, samples, headers[k])

@@ -31,7 +31,8 @@ from steptable.schemas.parts import SIDE_KINDS, Derived, Rule, SideFile, ratio_p
 
 __all__ = [
     "META_KEYS", "SIDE_KINDS", "STEP_KEYS", "Derived", "Rule", "RunView", "Schema", "SideFile", "auto_col",
-    "by_key", "derive_rows", "fit", "hidden_keys", "informative", "layout", "ratio_pair", "step_key_of",
+    "by_key", "derive_rows", "fit", "hidden_keys", "informative", "layout", "ratio_pair", "sample_values",
+    "step_key_of",
 ]
 
 #: keys that are bookkeeping, not metrics (never auto-columns)
@@ -148,7 +149,8 @@ def derive_rows(schema: Schema | None, rows: Iterable[Mapping[str, Any]]) -> Ite
     return (schema.derive(r) for r in rows)
 
 
-def _sample(run: RunView, key: str, limit: int = 200) -> list[Any]:
+def sample_values(run: RunView, key: str, limit: int = 200) -> list[Any]:
+    """The values a layout measures a key by: at most ``limit`` evenly spaced ones and the last."""
     col = run.column(key)
     n = len(col)
     if n <= limit:
@@ -257,7 +259,7 @@ def widened(cols: Sequence[Col], need: Mapping[str, int], limit: int = 12) -> tu
 def informative(run: RunView, key: str) -> float:
     """How much a key tells: share of rows present, times 1 if it varies (0.2 if constant), times a weight that
     favours numbers (text and nested values count a quarter)."""
-    vals = _sample(run, key)
+    vals = sample_values(run, key)
     present = [v for v in vals if not _is_missing(v)]
     if not present:
         return 0.0
@@ -312,7 +314,7 @@ def layout(
             if d.hide_inputs:
                 consumed.update(d.needs)
     if not any(c.key == step_key for c in out) and (step_key in keys or schema is None or schema.extend):
-        samples = [v for r in runs if step_key in r.keys for v in _sample(r, step_key)]
+        samples = [v for r in runs if step_key in r.keys for v in sample_values(r, step_key)]
         desc = "training step" if step_key == "step" else f"training step (logged as {step_key})"
         out.insert(0, auto_col(step_key, samples or [0], "step", desc))
     out = [_exact_steps(c, runs) if c.key == step_key else c for c in out]
@@ -372,7 +374,7 @@ def _auto_cols(
     headers = short_headers(order, reserved=[c.header for c in declared])
     cols: list[Col] = []
     for k in order:
-        samples = [v for r in runs if k in r.keys for v in _sample(r, k)]
+        samples = [v for r in runs if k in r.keys for v in sample_values(r, k)]
         rule = rules[k]
         if rule is None:
             cols.append(auto_col(k, samples, headers[k]))
