@@ -19,7 +19,7 @@ from steptable.app.widgets.arm import ArmPanel, cut_middle
 from steptable.app.widgets.panels import ChartPanel, DiagnosticsPanel
 from steptable.app.widgets.status import Event
 from steptable.ingest import RunStore
-from steptable.ingest.follow import load
+from steptable.ingest.follow import Follower, load
 from steptable.schemas import get_schema, layout
 
 pytestmark = pytest.mark.anyio
@@ -256,3 +256,31 @@ async def test_a_long_name_never_hides_the_state(tmp_path: Path, size: tuple[int
             shown = title[: panel.title_bar.size.width]
             assert "STALLED" in shown and "following" in shown and "40 rows" in shown, shown
             assert panel.label[-5:] in shown  # the end of the name, where sweep runs differ
+
+
+def test_previews_only_for_what_the_follower_will_show(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A big dataset JSONL and a big server log beside a run are not previewed as runs (they stayed "loading"
+    forever and lent their keys to the real run's layout), and a big file that cannot be read is passed over."""
+    import steptable.ingest as ingest
+    from steptable.app.feed import Feed
+
+    root = make_runs(tmp_path, steps=300, arms=("big", "locked"))
+    (root / "data").mkdir()
+    (root / "data" / "prompts.jsonl").write_text(json.dumps({"prompt": "Solve " + "x" * 300, "answer": "42"}) + "\n"
+                                                 * 300)
+    (root / "vllm_server.log").write_text("INFO metrics.py:351] Avg prompt throughput: 0.0 tokens/s\n" * 3000)
+    real = ingest.preview_tail
+
+    def preview(path: Any, *a: Any, **kw: Any) -> Any:
+        if Path(path).parent.name == "locked":
+            raise PermissionError(13, "Permission denied", str(path))
+        return real(path, *a, **kw)
+
+    monkeypatch.setattr(ingest, "preview_tail", preview)
+    feed = Feed([str(root)], follower=Follower([root]), preview_min_bytes=1)
+    feed.prepare()
+    assert feed._prepared is not None
+    got = []
+    while (msg := feed._prepared.get(timeout=30)) is not None:
+        got.append(msg.run)
+    assert got == ["big/metrics.jsonl"]

@@ -107,17 +107,24 @@ class Feed:
     def _read_ahead(self, out: queue.SimpleQueue[PreviewReady | None]) -> None:
         try:
             from steptable.ingest import discover, preview_tail
+            from steptable.ingest.discover import sniff_jsonl
 
             self.follower  # noqa: B018  (builds the Follower here, off the UI thread)
             if self.preview_min_bytes > 0:
                 for cand in discover(self.paths):
                     try:
                         size = cand.path.stat().st_size
-                    except OSError:
+                        if cand.kind == "trainer_state" or size < self.preview_min_bytes:
+                            continue
+                        # only what the follower will show: a JSONL its name does not vouch for must hold metric
+                        # rows (a 40 MB prompts.jsonl does not), a console log a metrics line in its window
+                        if cand.kind == "jsonl" and not cand.confirmed and not sniff_jsonl(cand.path):
+                            continue
+                        store = preview_tail(cand.path, PREVIEW_BYTES, cand.kind)
+                    except OSError:  # unreadable: the follower reports it; the preview just does without it
                         continue
-                    if cand.kind == "trainer_state" or size < self.preview_min_bytes:
+                    if not len(store):
                         continue
-                    store = preview_tail(cand.path, PREVIEW_BYTES, cand.kind)
                     store.arm = cand.arm
                     store.side_files = cand.side_files
                     gb = size >= 1e9
