@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import json
-import re
 import os
+import re
 import time
 from pathlib import Path
 
 import pytest
-from test_tailcmd import run_cli
+from conftest import run_cli
 
 from steptable import Col, StepLogger, render, runinfo
 from steptable.schemas import routing_columns
