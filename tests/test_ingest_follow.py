@@ -229,3 +229,17 @@ def test_symlinks_in_the_logs_tree(tmp_path: Path) -> None:
     fol = Follower([logs])
     fol.scan()
     assert sorted(fol.stores) == ["exp42/metrics.jsonl", "ok/metrics.jsonl", "wandb/run-1/files/wandb-history.jsonl"]
+
+
+def test_links_never_hide_the_real_path(tmp_path: Path) -> None:
+    """A link to a directory the walk reaches later (exp1/latest -> ../exp2/run3) leaves the run under its real
+    path; a root reached through a link (~/logs -> /scratch/logs) still tells a file link from its target."""
+    real = tmp_path / "scratch" / "logs"
+    write_jsonl(real / "exp2" / "run3" / "metrics.jsonl", rows(0, 2))
+    (real / "exp1").mkdir()
+    (real / "exp1" / "latest").symlink_to("../exp2/run3", target_is_directory=True)
+    write_jsonl(real / "run1" / "metrics.jsonl", rows(0, 2))
+    (real / "current.jsonl").symlink_to("run1/metrics.jsonl")
+    (tmp_path / "logs").symlink_to(real, target_is_directory=True)
+    for root in (real, tmp_path / "logs"):
+        assert sorted(c.run_id for c in discover([root])) == ["exp2/run3/metrics.jsonl", "run1/metrics.jsonl"]

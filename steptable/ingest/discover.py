@@ -82,12 +82,8 @@ class Candidate:
     run_dir: Path
     confirmed: bool  # the name says it is metrics; otherwise its content must (sniff / first console line)
     side_files: dict[str, list[Path]] = field(default_factory=dict)
-    linked: bool = False  # reached through a symbolic link (its real path differs)
-
-    @property
-    def real(self) -> str:
-        """The key's path with every link resolved (cheap when none is on the way)."""
-        return os.path.realpath(self.key) if self.linked else os.path.abspath(self.key)
+    linked: bool = False  # reached through a symbolic link below the root given
+    real: str = ""  # the key's path with every link resolved (set by discovery)
 
 
 def is_generic(name: str) -> bool:
@@ -128,7 +124,12 @@ OnError = Callable[[Path, OSError], None]
 
 
 def _walk(root: Path, on_error: OnError | None = None) -> Iterator[tuple[Path, bool]]:
-    """Every file under ``root``, and whether the way to it went through a directory link."""
+    """Every file under ``root``, and whether the way to it went through a directory link.
+
+    The real tree is walked first; directory links met in its top ``LINK_DEPTH`` levels are walked after it, each
+    once and only when it leads outside what was walked (``logs/exp42 -> /scratch/exp42``). So a link to a
+    directory of the tree (wandb's ``latest-run``, ``exp1/latest -> ../exp2/run3``) never hides the real path,
+    and a loop ends. A directory costs its listing only (scandir tells links apart)."""
     if not root.is_dir():
         if root.is_file():
             yield root, False
@@ -138,29 +139,42 @@ def _walk(root: Path, on_error: OnError | None = None) -> Iterator[tuple[Path, b
         if on_error is not None and not isinstance(e, FileNotFoundError):  # vanished mid-walk: nothing to say
             on_error(Path(e.filename) if e.filename else root, e)
 
-    seen: set[tuple[int, int]] = set()
-    linked: set[str] = set()  # directories reached through a link
-    for dirpath, dirnames, filenames in os.walk(root, onerror=failed, followlinks=True):
-        try:
-            st = os.stat(dirpath)
-        except OSError:
-            dirnames[:] = []
-            continue
-        if (st.st_dev, st.st_ino) in seen:  # a link loop, or a second way to a directory already walked
-            dirnames[:] = []
-            continue
-        seen.add((st.st_dev, st.st_ino))
-        base = Path(dirpath)
-        keep = [d for d in dirnames if d not in SKIP_DIRS and not d.startswith(".")]
-        links = {d for d in keep if os.path.islink(os.path.join(dirpath, d))}
-        if len(base.relative_to(root).parts) >= LINK_DEPTH:
-            keep = [d for d in keep if d not in links]
-        # real directories first: a link to one of them (wandb's latest-run) is then passed over as seen
-        dirnames[:] = sorted(keep, key=lambda d: (d in links, d))
-        via = dirpath in linked
-        linked.update(os.path.join(dirpath, d) for d in keep if via or d in links)
-        for name in sorted(filenames):
-            yield base / name, via
+    walked = [os.path.realpath(root)]  # real paths of the trees walked so far
+    links: list[tuple[str, int]] = []  # (a directory link met, its depth below the root)
+    stack, via = [(str(root), 0)], False
+    while True:
+        while stack:  # depth first, in name order (os.walk's order); scandir tells links and directories apart
+            top, depth = stack.pop()
+            try:
+                with os.scandir(top) as it:
+                    entries = sorted(it, key=lambda e: e.name)
+            except OSError as err:
+                failed(err)
+                continue
+            subdirs = []
+            for entry in entries:
+                try:
+                    if not entry.is_dir():  # (a link to a file, and a dangling link, are files here)
+                        yield Path(entry.path), via
+                    elif entry.name in SKIP_DIRS or entry.name.startswith("."):
+                        continue
+                    elif entry.is_symlink():
+                        if depth < LINK_DEPTH:
+                            links.append((entry.path, depth + 1))
+                    else:
+                        subdirs.append(entry.path)
+                except OSError:  # vanished while listed
+                    continue
+            stack += [(d, depth + 1) for d in reversed(subdirs)]
+        while links:
+            link, depth = links.pop(0)
+            target = os.path.realpath(link)
+            if not any(target == w or target.startswith(w.rstrip(os.sep) + os.sep) for w in walked):
+                break
+        else:
+            return
+        walked.append(target)
+        stack, via = [(link, depth)], True
 
 
 def _one_per_file(cands: list[Candidate]) -> list[Candidate]:
@@ -231,6 +245,8 @@ def discover_at(path: str | Path, roots: Sequence[str | Path], on_error: OnError
 def _collect(root: Path, under: Path, label: str | None, found: dict[Path, Candidate], sides: list[tuple[str, Path]],
              on_error: OnError | None, settled: Callable[[Path], bool] | None) -> None:
     explicit = root.is_file()
+    base = os.path.abspath(root.parent if explicit else root)
+    base_real = os.path.realpath(base)  # (the root itself may be reached through a link: ~/logs -> /scratch)
     for path, via_link in _walk(under, on_error):
         if settled is not None and settled(path):
             continue
@@ -245,6 +261,9 @@ def _collect(root: Path, under: Path, label: str | None, found: dict[Path, Candi
         elif cand.key not in found:
             found[cand.key] = cand
             cand.linked = via_link or os.path.islink(cand.key)
+            key = os.path.abspath(cand.key)
+            inside = key.startswith(base.rstrip(os.sep) + os.sep)
+            cand.real = base_real + key[len(base):] if inside and not cand.linked else os.path.realpath(key)
 
 
 def classify(path: Path, root: Path, label: str | None = None, *, explicit: bool = False) -> Candidate | None:
