@@ -32,7 +32,7 @@ from steptable import render, runinfo
 from steptable.alerts import AlertEngine
 from steptable.columns import Col, streamed, validate
 from steptable.formatting import sanitize
-from steptable.logging import report_once
+from steptable.logging import installed, report_once
 from steptable.rank import global_rank
 from steptable.writer import RunWriter
 
@@ -269,7 +269,9 @@ class StepLogger:
 
     def _emit(self, text: str, level: str = "INFO") -> None:
         if not self.console:
-            if level != "INFO":  # an alert: a TUI owns the terminal, so it goes to the verbose file only
+            # An alert: a TUI owns the terminal, so it goes to setup_logging's verbose file only (without those
+            # sinks, loguru's default handler would paint it over the TUI).
+            if level != "INFO" and installed():
                 logger.bind(steptable_console=False).opt(depth=_caller_depth()).log(level, text)
             return
         logger.opt(depth=_caller_depth()).log(level, text)

@@ -128,6 +128,11 @@ def _console_record(record: Any) -> bool:
 _reported: set[str] = set()
 
 
+def installed() -> bool:
+    """Are setup_logging's sinks in place (its verbose file among them)?"""
+    return bool(_handler_ids)
+
+
 def report_once(topic: str, text: str) -> None:
     """Say ``text`` on stderr the first time ``topic`` comes up; never raises."""
     if topic in _reported:

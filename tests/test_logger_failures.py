@@ -675,3 +675,22 @@ def test_console_false_sends_alerts_to_the_verbose_file(tmp_path: Path, capsys: 
     assert "non-finite" not in capsys.readouterr().out
     text = path.read_text()
     assert "loss non-finite" in text and "   2 " not in text  # the alert, not the rows
+
+
+def test_console_false_without_setup_logging_keeps_alerts_off_the_terminal(tmp_path: Path) -> None:
+    """`steptable demo`: loggers with console=False under the watch app, no setup_logging. loguru's default
+    handler would write their alerts to stderr, over the app's screen."""
+    code = textwrap.dedent(
+        """
+        import sys
+        from steptable import Col, StepLogger
+        with StepLogger([Col("step", 4, "step", "d"), Col("loss", 6, "loss")], run_dir=sys.argv[1],
+                        console=False) as sl:
+            for step in range(5):
+                sl.log({"step": step, "loss": float("nan") if step > 2 else 0.5})
+        """
+    )
+    proc = subprocess.run([sys.executable, "-c", code, str(tmp_path / "arm")], capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 0 and proc.stdout == "" and proc.stderr == ""
+    assert len((tmp_path / "arm" / "metrics.jsonl").read_text().splitlines()) == 5
