@@ -233,6 +233,17 @@ def test_a_schema_without_match_or_base_applies_to_runs_logging_its_keys(tmp_pat
     assert detect(tmp_path / "logs" / "a" / "metrics.jsonl", ["step", "my/loss"]).name == "mine"
     assert detect(tmp_path / "logs" / "b" / "metrics.jsonl", ["step", "old/loss"]).name == "mine"
     assert detect(tmp_path / "logs" / "c" / "metrics.jsonl", ["step", "other"]).name == "generic"
+    # declaring the step (a wider step column) says nothing about which runs the file is for
+    write(tmp_path / "logs2" / "steptable.toml", """
+        [schema]
+        name = "wide-steps"
+        [[columns]]
+        key = "step"
+        width = 9
+    """)
+    write_verl(tmp_path / "logs2" / "v" / "metrics.jsonl")
+    assert detect(tmp_path / "logs2" / "v" / "metrics.jsonl", ["step", "actor/pg_loss", "critic/score/mean",
+                                                                "timing_s/step"]).name == "verl"
     run = next(iter(load(tmp_path / "logs" / "a" / "metrics.jsonl").values()))
     cols = layout([run], get_schema("mine", tmp_path / "logs" / "a"))
     assert [(c.key, c.header.strip(), c.desc) for c in cols] == [("step", "step", "training step"),

@@ -54,7 +54,7 @@ from typing import Any
 
 from steptable.columns import Col, ColumnError
 from steptable.formatting import display_width
-from steptable.schemas.base import Rule, Schema
+from steptable.schemas.base import META_KEYS, STEP_KEYS, Rule, Schema
 from steptable.schemas.headers import short_header
 
 
@@ -299,13 +299,17 @@ def schema_from_doc(doc: _Doc, bases: Mapping[str, Schema]) -> Schema:
         tuple(cols),
         head.get("description", base.description if base is not None else f"user schema from {doc.path}"),
         _matcher(match_spec.get("files", []), match_spec.get("keys", []), base,
-                 frozenset(k for c in cols for k in (c.key, *c.aliases))),
+                 frozenset(k for c in cols for k in (c.key, *c.aliases)) - _EVERY_RUN),
         head.get("extend", base.extend if base is not None else True),
         rules=tuple(rules) + (base.rules if base is not None else ()),
         derived=tuple(d for d in base.derived if d.key in keys) if base is not None else (),
         side_files=base.side_files if base is not None else (),
         source=doc.path,
     )
+
+
+#: keys nearly every run logs: declaring one (a wider step column) says nothing about which runs a file is for
+_EVERY_RUN = frozenset(STEP_KEYS) | frozenset(META_KEYS)
 
 
 def _matcher(files: Sequence[str], key_globs: Sequence[str], base: Schema | None, declared: frozenset[str]) -> Any:
