@@ -243,3 +243,16 @@ def test_links_never_hide_the_real_path(tmp_path: Path) -> None:
     (tmp_path / "logs").symlink_to(real, target_is_directory=True)
     for root in (real, tmp_path / "logs"):
         assert sorted(c.run_id for c in discover([root])) == ["exp2/run3/metrics.jsonl", "run1/metrics.jsonl"]
+
+
+def test_a_console_log_cut_inside_its_first_metrics_line_shows_when_the_line_ends(tmp_path: Path) -> None:
+    log = tmp_path / "tz" / "train.log"
+    log.parent.mkdir()
+    log.write_text("loading the model\n(main_task pid=1) step:0 - critic/score/mean:0.")  # block-buffered stdout
+    fol = Follower([tmp_path])
+    fol.scan()
+    assert fol.stores == {}
+    with open(log, "a") as f:
+        f.write("5 - actor/pg_loss:0.1\nsaving a checkpoint\n")
+    fol.scan()
+    assert [list(st.steps) for st in fol.stores.values()] == [[0]]

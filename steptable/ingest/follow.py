@@ -61,8 +61,9 @@ class Follower:
         self._sources: dict[Path, Source] = {}
         self._by_file: dict[str, Source] = {}  # absolute path -> source (watchfiles reports absolute paths)
         self._real: dict[str, Path] = {}  # the real path of each followed file -> its candidate key
-        # not metrics: path -> (inode, size when judged, a console log given up on: its growth is searched)
-        self._rejected: dict[Path, tuple[int, int, bool]] = {}
+        # not metrics: path -> (inode, size when judged, where a search of its growth starts (a console log: the
+        # start of its last, unfinished line), whether it is a console log, whose growth is searched)
+        self._rejected: dict[Path, tuple[int, int, int, bool]] = {}
         self._unlisted: set[Path] = set()  # directories and files that failed on the last discovery, reported once
         self._failing: set[Path] = set()  # the same, gathered during the pass under way
         self._pass = threading.RLock()
@@ -161,12 +162,15 @@ class Follower:
                 st = cand.path.stat()
             except OSError:
                 return
-            ino, size, console = self._rejected[cand.path]
+            ino, size, start, console = self._rejected[cand.path]
             if st.st_ino == ino and st.st_size >= size:  # same file, only grown: its first line is still the same
-                if not console or not _metrics_between(cand.path, size, st.st_size):
-                    self._rejected[cand.path] = (ino, st.st_size if console else size, console)
+                if not console:
                     return
-                # a console log with no metrics line in its first 32 MiB (NCCL debug output...) that now prints
+                found, start = _metrics_between(cand.path, start, st.st_size)
+                if not found:
+                    self._rejected[cand.path] = (ino, st.st_size, start, console)
+                    return
+                # a console log that printed no metrics line (NCCL debug output, a model loading) and now prints
                 # one: a run after all, read from the start
                 del self._rejected[cand.path]
         if cand.kind == "jsonl" and not cand.confirmed:
@@ -193,21 +197,26 @@ class Follower:
             st = os.stat(path)
         except OSError:
             return False
-        ino, size, console = seen
+        ino, size, _, console = seen
         return st.st_ino == ino and (st.st_size == size or (st.st_size > size and not console))
 
-    def _reject(self, path: Path, console: bool = False) -> None:
+    def _reject(self, path: Path, searched: int | None = None) -> None:
+        """Remember ``path`` as not a run; ``searched``: a console log read up to there (its growth is searched)."""
         try:
             st = path.stat()
-            self._rejected[path] = (st.st_ino, st.st_size, console)
         except OSError:
-            pass
+            return
+        console = searched is not None
+        self._rejected[path] = (st.st_ino, st.st_size, min(searched or 0, st.st_size), console)
 
     def _drop(self, src: Source) -> None:
         self._sources.pop(src.cand.key, None)
         self._by_file.pop(os.path.abspath(src.cand.path), None)
         self._real.pop(src.cand.real, None)
-        self._reject(src.cand.path, console=src.cand.kind == "console")
+        tail = getattr(src, "tail", None)
+        # (from the start of a line it has not finished: a metrics line cut by the read must be found whole)
+        searched = tail.offset - tail.pending if tail is not None and src.cand.kind == "console" else None
+        self._reject(src.cand.path, searched)
 
     def _report(self, bad: BadLine) -> None:
         self.error_count += 1
@@ -296,24 +305,28 @@ class Follower:
             return self._tick(discover=False, only=list(dict.fromkeys(hit)))
 
 
-def _metrics_between(path: Path, start: int, end: int) -> bool:
-    """Does a console log hold a metrics line in the bytes from ``start`` to ``end`` (what it grew by)?"""
-    carry = b""  # the partial line at the end of the last block
+def _metrics_between(path: Path, start: int, end: int) -> tuple[bool, int]:
+    """Does a console log hold a complete metrics line between ``start`` (a line's start) and ``end``? And where
+    does the next search start (the start of its last, unfinished line)."""
     try:
         with open_binary(path) as f:
             f.seek(start)
-            while start < end:
-                block = f.read(min(end - start, 1 << 20))
+            carry = b""  # the unfinished line at the end of the last block (its start: ``start``)
+            while True:
+                block = f.read(min(end - start - len(carry), 1 << 20))
                 if not block:
                     break
-                start += len(block)
                 data = carry + block
-                if has_console_metrics(data):
-                    return True
-                carry = data[data.rfind(b"\n") + 1 :][-4096:]
+                done = data.rfind(b"\n") + 1
+                if done and has_console_metrics(data[:done]):
+                    return True, start + done
+                start += done
+                carry = data[done:]
+                if len(carry) > MAX_LINE:  # a line too long to be read as metrics: searched from its end on
+                    start, carry = start + len(carry), b""
     except OSError:
         pass
-    return False
+    return False, start
 
 
 def load(paths: Iterable[str | Path] | str | Path) -> dict[str, RunStore]:
