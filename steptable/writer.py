@@ -156,6 +156,7 @@ def open_append(path: str | os.PathLike[str]) -> int:
     (EAGAIN), both ordinary failures that keep the row for retry. A regular file is made blocking again.
     """
     flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    flags |= getattr(os, "O_BINARY", 0)  # (Windows: no newline translation under the bytes we count)
     fd = os.open(path, flags, 0o666)
     try:
         if stat.S_ISREG(os.fstat(fd).st_mode) and hasattr(os, "set_blocking"):

@@ -156,3 +156,10 @@ def test_a_copytruncate_hole_of_any_size_loses_no_row(tmp_path: Path) -> None:
     append(path, b"\0" * 5 + line(5))  # NULs before a line in a later chunk too
     f.scan()
     assert steps(f) == [3, 4, 5] and f.errors == []
+
+
+def test_a_nul_hole_starting_inside_a_block_loses_no_row(tmp_path: Path) -> None:
+    f, path = follow(tmp_path)
+    path.write_bytes(line(1) + b"\0" * (9 << 20) + line(2) + line(3))
+    f.scan()
+    assert steps(f) == [1, 2, 3] and f.errors == []

@@ -236,12 +236,17 @@ class FileTail:
                     data = self._pending + data
                     self._pending = b""
             end = data.rfind(b"\n") + 1
+            pending_at = None
             if end < len(data):
-                self._pending = data[end:]
+                # NULs where the unfinished line starts: a copytruncate hole that begins inside this block
+                self._pending = data[end:].lstrip(b"\0")
+                pending_at = base + len(data) - len(self._pending)
                 data = data[:end]
             if data:
                 yield Lines(data, base, self)
                 self._start = base + len(data)
+            if pending_at is not None:
+                self._start = pending_at
 
     def _line_done(self, offset: int, lineno: int) -> None:
         """A skipped line ends just before ``offset``; it was line ``lineno``."""
