@@ -90,6 +90,13 @@ def test_layouts_first_layout_is_schemas_layout(tmp_path: Path) -> None:
     stores = _stores(tmp_path, 3, 12)
     for name in ("generic", "routing", "verl"):
         assert Layouts().layout(stores, get_schema(name)) == layout(stores, get_schema(name))
+    # runs that name their steps differently: one step column, neither run's own step key again
+    for key, stem in (("global_step", "g"), ("_step", "w")):
+        path = tmp_path / "mix" / stem / "metrics.jsonl"
+        path.parent.mkdir(parents=True)
+        path.write_text("".join(json.dumps({key: s, "loss": 1 / (s + 1)}) + "\n" for s in range(5)))
+    mixed = list(load(tmp_path / "mix").values())
+    assert [c.key for c in Layouts().layout(mixed, get_schema("generic"))] == ["step", "loss"]
 
 
 def test_a_new_key_measures_only_that_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -65,7 +65,9 @@ class Layouts:
         step_key = step_key_of(runs)
         ok = [d for d in schema.derived if all(n in have for n in d.needs)]
         shown = {d.key for d in ok}
-        used, consumed = {step_key}, set()
+        # (each run's own step key is in the step column already, as in schemas.layout)
+        used = {step_key} | {sk for r in runs if isinstance(sk := getattr(r, "step_key", None), str)}
+        consumed: set[str] = set()
         for c in schema.cols:
             aliases = [a for a in c.aliases if a in have]
             if c.key in have or c.key == step_key or c.key in shown or aliases:
