@@ -207,3 +207,24 @@ def test_runs_logged_with_different_columns_share_no_logger_s_layout(tmp_path: P
     for rid in sorted(fol.stores):
         session.update(rid, fol.stores[rid])
     assert not session.schema().name.startswith("steplogger")  # one run's columns would mislabel the other's
+
+
+def test_a_run_shows_the_columns_its_logger_printed_even_those_it_never_filled(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A vanilla arm logs its diagnostics as None (not measured): they are not in its file, but its stdout had
+    those columns, and so do tail, legend and the app's layout, alone or beside an arm that filled them."""
+    cols = routing_columns(modes=["code", "math"], mode_code={"code": "c", "math": "m"}, show_ablate=True)
+    printed = {}
+    for arm in ("vanilla", "routeA"):
+        diag = {"auroc": 0.7, "stale": 1} if arm == "routeA" else {"auroc": None, "stale": None}
+        printed[arm] = _log(tmp_path / arm, cols, [{"step": s, "rew": 0.5, "loss": 0.01, **diag} for s in range(3)],
+                            arm=arm)
+    streamed = [c for c in cols if c.stream]
+    for path in (tmp_path / "vanilla", tmp_path):
+        rc, out, _ = run_cli(["tail", str(path), "--width", "0", "-n", "1"], capsys)
+        header = next(line for line in out.splitlines() if line.lstrip().startswith("step"))
+        assert rc == 0 and header == render.header(streamed)
+        assert out.splitlines()[-1] == printed["vanilla"][-1]  # (arms in name order) as its stdout printed it
+    rc, out, _ = run_cli(["legend", str(tmp_path / "vanilla")], capsys)
+    assert "auroc" in out and "stale" in out

@@ -51,6 +51,7 @@ class Layouts:
             auto_col,
             informative,
             layout,
+            run_keys,
             sample_values,
             short_headers,
             step_key_of,
@@ -60,7 +61,7 @@ class Layouts:
             self.schema = schema
             self.scores.clear()
             self.measured.clear()
-        keys = list(dict.fromkeys(k for r in runs for k in r.keys))
+        keys = list(dict.fromkeys(k for r in runs for k in run_keys(r)))
         have = set(keys)
         step_key = step_key_of(runs)
         ok = [d for d in schema.derived if all(n in have for n in d.needs)]

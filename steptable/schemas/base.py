@@ -31,8 +31,8 @@ from steptable.schemas.parts import SIDE_KINDS, Derived, Rule, SideFile, ratio_p
 
 __all__ = [
     "META_KEYS", "SIDE_KINDS", "STEP_KEYS", "Derived", "Rule", "RunView", "Schema", "SideFile", "auto_col",
-    "by_key", "derive_rows", "fit", "hidden_keys", "informative", "layout", "ratio_pair", "sample_values",
-    "step_key_of",
+    "by_key", "derive_rows", "fit", "hidden_keys", "informative", "layout", "ratio_pair", "run_keys",
+    "sample_values", "step_key_of",
 ]
 
 #: keys that are bookkeeping, not metrics (never auto-columns)
@@ -268,6 +268,19 @@ def informative(run: RunView, key: str) -> float:
     return len(present) / max(len(vals), 1) * (1.0 if distinct > 1 else 0.2) * (0.25 + 0.75 * numeric)
 
 
+def run_keys(run: RunView) -> list[str]:
+    """A run's keys: its file's, then the streamed columns its StepLogger printed (its ``steptable.json``). A
+    column the logger printed but never filled (a vanilla arm's diagnostics, logged as None) is still the run's:
+    every view shows the run with the columns its stdout had."""
+    meta = getattr(run, "meta", None)
+    info = meta.get("runinfo") if isinstance(meta, dict) else None
+    raw = info.get("columns") if isinstance(info, dict) else None
+    if not isinstance(raw, list):
+        return run.keys
+    logged = [c["key"] for c in raw if type(c) is dict and type(c.get("key")) is str and c.get("stream", True)]
+    return list(dict.fromkeys([*run.keys, *logged]))
+
+
 def step_key_of(runs: Sequence[RunView], default: str = "step") -> str:
     """The step key the runs use: ``default`` when any run has it or the runs name their steps differently (a
     store answers ``step`` with its own step index), else the first of ``STEP_KEYS`` present."""
@@ -294,7 +307,7 @@ def layout(
     """
     keys: dict[str, None] = {}
     for r in runs:
-        for k in r.keys:
+        for k in run_keys(r):
             keys.setdefault(k, None)
     step_key = step_key_of(runs, step_key)
     out: list[Col] = []
