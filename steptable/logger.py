@@ -12,10 +12,8 @@ and the run goes on.
 
 from __future__ import annotations
 
-import json
 import math
 import os
-import stat
 import sys
 import threading
 import time
@@ -28,7 +26,7 @@ from typing import Any
 
 from loguru import logger
 
-from steptable import render, runinfo
+from steptable import render, runinfo, tablefile
 from steptable.alerts import AlertEngine
 from steptable.columns import Col, streamed, validate
 from steptable.formatting import sanitize
@@ -37,7 +35,7 @@ from steptable.rank import global_rank
 from steptable.writer import RunWriter
 
 JSONL_NAME = "metrics.jsonl"
-TABLE_NAME = "table.txt"
+TABLE_NAME = tablefile.TABLE_NAME
 
 #: value types kept as they are for the end-of-run dump (immutable: a later in-place update cannot change them)
 _PLAIN = frozenset({int, float, str, bool, type(None), bytes})
@@ -67,12 +65,6 @@ def _frozen(value: Any) -> Any:
     except Exception:  # a value that cannot be read is left for the writer and the renderer to make text of
         pass
     return value
-
-
-def _file_safe(text: str) -> str:
-    """``text`` as a file name part: letters, digits, ``.-_`` kept, anything else ``_``; at most 64 characters."""
-    safe = "".join(ch if ch.isascii() and (ch.isalnum() or ch in ".-_") else "_" for ch in text)[:64].strip(".")
-    return safe or "arm"
 
 
 def _step_number(step: Any, default: int) -> int:
@@ -317,37 +309,7 @@ class StepLogger:
         regular JSONL file to read (a FIFO or /dev/stdout cannot be read back)."""
         if self.run_dir is None or self.jsonl_path is None:
             return None
-        try:
-            if not stat.S_ISREG(os.stat(self.jsonl_path).st_mode):
-                return None
-        except OSError:  # no JSONL to read back (its failure was reported when it could not be written)
-            return None
-        render_row = render.compile_row(self.cols)
-        tmp = self.run_dir / f".{TABLE_NAME}.{os.getpid()}.{id(self)}.tmp"
-        shared = False
-        try:
-            with open(self.jsonl_path, "rb") as src, open(tmp, "w", encoding="utf-8") as dst:
-                dst.write(render.header(self.cols) + "\n")
-                kept = 0
-                for raw in src:
-                    try:
-                        row = json.loads(raw)
-                    except ValueError:
-                        continue  # a partial line from a crash before this run resumed
-                    if not isinstance(row, dict):
-                        continue
-                    if self.arm is not None and row.get("arm", self.arm) != self.arm:
-                        shared = True
-                        continue
-                    if self.header_every and kept and kept % (self.header_every * 5) == 0:
-                        dst.write(render.header(self.cols) + "\n")
-                    dst.write(render_row(row) + "\n")
-                    kept += 1
-            out = self.run_dir / (f"table.{_file_safe(str(self.arm))}.txt" if shared else TABLE_NAME)
-            os.replace(tmp, out)
-        finally:
-            tmp.unlink(missing_ok=True)
-        return out
+        return tablefile.write(self.cols, self.jsonl_path, self.run_dir, self.arm, self.header_every)
 
     def close(self) -> None:
         """Final flush, the end-of-run dump, and ``table.txt``. Idempotent; never raises."""

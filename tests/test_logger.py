@@ -317,3 +317,21 @@ def test_none_is_left_out_of_the_row_so_the_file_raises_no_nan_alert(
     assert "reward non-finite" in "".join(captured)
     assert main(["tail", str(tmp_path / "b"), "--alerts-only"]) == 1
     assert "reward non-finite" in capsys.readouterr().out
+
+
+def test_table_txt_of_a_resumed_run_holds_each_step_once(tmp_path: Path) -> None:
+    """A crash at step 7 and a resume from the checkpoint at step 4: table.txt shows the resumed rows from step 4
+    on (as tail and watch do), and an evaluation logged apart for a step joins that step's row."""
+    cols = [Col("step", 4, "step", "d"), Col("rew", 6, "rew", ".2f"), Col("acc", 6, "acc", ".2f")]
+    sl = StepLogger(cols, run_dir=tmp_path, console=False, alerts=False)
+    for step in range(8):
+        sl.log({"step": step, "rew": 0.1})
+    sl._writer.close()  # the crash: no close(), no table
+    with StepLogger(cols, run_dir=tmp_path, console=False, alerts=False) as sl:
+        for step in range(4, 10):
+            sl.log({"step": step, "rew": 0.9})
+            if step == 5:
+                sl.log({"step": step, "acc": 0.5})
+    table = [line.split() for line in (tmp_path / "table.txt").read_text().splitlines()[1:]]
+    assert [int(r[0]) for r in table] == list(range(10))
+    assert [r[1] for r in table] == ["0.10"] * 4 + ["0.90"] * 6 and table[5][2] == "0.50"
