@@ -32,7 +32,7 @@ from steptable.columns import Col, streamed, validate
 from steptable.formatting import sanitize
 from steptable.logging import installed, report_once
 from steptable.rank import global_rank
-from steptable.writer import RunWriter
+from steptable.writer import MAX_ARRAY, RunWriter
 
 JSONL_NAME = "metrics.jsonl"
 TABLE_NAME = tablefile.TABLE_NAME
@@ -60,8 +60,15 @@ def _frozen(value: Any) -> Any:
         if isinstance(value, list):
             return tuple(value)
         item = getattr(value, "item", None)
-        if callable(item) and getattr(value, "ndim", 0) == 0:
+        ndim = getattr(value, "ndim", None)
+        if callable(item) and ndim == 0:
             return item()
+        if ndim == 1 and callable(tolist := getattr(value, "tolist", None)):
+            # a small 1-d array or tensor as the numbers it holds (np.array([passed, total]) shows as 3/16, as
+            # its JSON list reads back); a big one is left for the writer to shorten
+            numel = getattr(value, "numel", None)
+            if int(numel() if callable(numel) else value.size) <= MAX_ARRAY:
+                return tuple(tolist())
     except Exception:  # a value that cannot be read is left for the writer and the renderer to make text of
         pass
     return value

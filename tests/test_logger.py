@@ -335,3 +335,14 @@ def test_table_txt_of_a_resumed_run_holds_each_step_once(tmp_path: Path) -> None
     table = [line.split() for line in (tmp_path / "table.txt").read_text().splitlines()[1:]]
     assert [int(r[0]) for r in table] == list(range(10))
     assert [r[1] for r in table] == ["0.10"] * 4 + ["0.90"] * 6 and table[5][2] == "0.50"
+
+
+def test_a_pair_given_as_an_array_shows_as_a_fraction(tmp_path: Path, captured: list[str]) -> None:
+    np = pytest.importorskip("numpy")
+    cols = [Col("step", 4, "step", "d"), Col("gt_s", 6, "gt_s", "frac"), Col("hack_s", 6, "hack_s", "frac")]
+    values = np.array([3, 16])
+    with StepLogger(cols, run_dir=tmp_path, alerts=False) as sl:
+        line = sl.log({"step": 0, "gt_s": values, "hack_s": np.array([2.0, 16.0])})
+        values[0] = 9  # updated in place after the step: the row keeps what it was
+    assert line == "   0   3/16   2/16"
+    assert json.loads((tmp_path / "metrics.jsonl").read_text())["gt_s"] == [3, 16]
