@@ -244,9 +244,9 @@ class StepLogger:
             if k not in record and v is not None:
                 record[k] = v
         if self._writer is not None:
-            self._writer.write(record)
-            if self._rows == 0:
+            if self._rows == 0:  # before the first row: a reader that sees the row sees whose arm it is
                 self._describe(None)
+            self._writer.write(record)
         view = cells if "step" in cells else {**cells, "step": step}
         self._recent.append(view)
 
@@ -284,6 +284,7 @@ class StepLogger:
             self._started = time.time()
         try:  # (anything: the description must never cost a row)
             arm = None if self.arm is None else str(self.arm)
+            self.run_dir.mkdir(parents=True, exist_ok=True)
             runinfo.write(self.run_dir, runinfo.describe(self.cols, arm, JSONL_NAME, self._started, closed, self._rows))
         except Exception as e:
             report_once(f"{self._topic}-runinfo", f"steptable: cannot write {runinfo.file_name(self.arm)} ({e!r})")

@@ -228,3 +228,29 @@ def test_a_run_shows_the_columns_its_logger_printed_even_those_it_never_filled(
         assert out.splitlines()[-1] == printed["vanilla"][-1]  # (arms in name order) as its stdout printed it
     rc, out, _ = run_cli(["legend", str(tmp_path / "vanilla")], capsys)
     assert "auroc" in out and "stale" in out
+
+
+def test_arms_sharing_one_file_are_runs_of_their_own(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Two StepLoggers of different arms given one run_dir write one metrics.jsonl: every reader shows each arm's
+    rows as its own run (they were merged by step, one arm's numbers under the other's name). A file whose rows
+    merely carry an "arm" field, with no StepLogger description for it, stays one run."""
+    from conftest import write_rows
+
+    from steptable.ingest.follow import load
+
+    van = StepLogger(CUSTOM, run_dir=tmp_path / "exp", arm="vanilla", console=False, alerts=False)
+    rta = StepLogger(CUSTOM, run_dir=tmp_path / "exp", arm="routeA", console=False, alerts=False)
+    for s in range(5):
+        van.log({"step": s, "reward/mean": 0.1})
+        rta.log({"step": s, "reward/mean": 0.9, "kl": 0.5})
+    van.close()
+    rta.close()
+    stores = load(tmp_path)
+    got = {st.arm: (list(st.steps), set(st.column("reward/mean"))) for st in stores.values()}
+    assert got == {"vanilla": (list(range(5)), {0.1}), "routeA": (list(range(5)), {0.9})}
+    rc, out, _ = run_cli(["tail", str(tmp_path), "--format", "jsonl", "-n", "1"], capsys)
+    assert rc == 0 and sorted((r["arm"], r["reward/mean"]) for r in map(json.loads, out.splitlines())) == [
+        ("routeA", 0.9), ("vanilla", 0.1)]
+    write_rows(tmp_path / "bandit" / "metrics.jsonl", [{"step": s, "arm": "lr" if s % 2 else "rl", "r": 1}
+                                                        for s in range(6)])
+    assert [len(st) for st in load(tmp_path / "bandit").values()] == [6]

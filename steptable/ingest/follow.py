@@ -98,9 +98,10 @@ class Follower:
             for src in list(self._sources.values()):
                 finish = getattr(src, "finish", None)
                 if finish is not None and finish():
-                    changed.add(src.store.run)
-                    if src.store.run not in self.stores:
-                        self.stores = {**self.stores, src.store.run: src.store}
+                    for st in src.stores():
+                        changed.add(st.run)
+                        if st.run not in self.stores:
+                            self.stores = {**self.stores, st.run: st}
             return changed
 
     def run(self, stop: threading.Event, on_change: Callable[[set[str]], None]) -> None:
@@ -126,15 +127,17 @@ class Follower:
             for src in list(self._sources.values()) if only is None else only:
                 try:
                     if src.poll():
-                        changed.add(src.store.run)
+                        changed.update(st.run for st in src.stores())
                 except Exception as e:  # a bug of ours on one file must not stop the others
                     self._report(BadLine(str(src.cand.path), 0, f"internal error ({type(e).__name__}: {e})"))
-                    changed.add(src.store.run)
+                    changed.update(st.run for st in src.stores())
                 if src.dead:
                     self._drop(src)
-                elif src.exposed and src.store.run not in self.stores:
-                    self.stores = {**self.stores, src.store.run: src.store}
-                    changed.add(src.store.run)
+                elif src.exposed:
+                    for st in src.stores():
+                        if st.run not in self.stores:
+                            self.stores = {**self.stores, st.run: st}
+                            changed.add(st.run)
             return changed
 
     def _discover(self) -> None:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Protocol
 
 from steptable import runinfo
+from steptable.ingest.arms import ArmSplit
 from steptable.ingest.console import ConsoleParser
 from steptable.ingest.csvlog import CsvParser
 from steptable.ingest.discover import Candidate
@@ -84,6 +85,10 @@ class Source:
     def poll(self) -> bool:
         raise NotImplementedError
 
+    def stores(self) -> list[RunStore]:
+        """The runs this file holds (one, but for a JSONL shared by the StepLoggers of several arms)."""
+        return [self.store]
+
     def _bad(self, lines: list[BadLine]) -> None:
         for b in lines:
             self.report(b)
@@ -101,8 +106,30 @@ class TailSource(Source):
             else JsonlParser(label)
         )
         self._live = False  # the file's first content has been read: later rows arrive as it is written
-        self._info_sig: tuple[str, int, int] | None = None  # the steptable.json read last: (path, mtime, size)
+        # the steptable.json read last for each store: (path, mtime, size)
+        self._info_sig: dict[str, tuple[str, int, int]] = {}
         self._rejected: set[tuple[str, int, int]] = set()
+        # a JSONL written by the StepLoggers of several arms: the stores of the arms after the file's first
+        self._arms = ArmSplit(cand.path) if cand.kind == "jsonl" else None
+        self.arm_stores: dict[str, RunStore] = {}
+
+    def stores(self) -> list[RunStore]:
+        return [self.store, *self.arm_stores.values()]  # (dict order: an arm's store never goes away)
+
+    def _add(self, store: RunStore, parsed: Parsed, now: float | None) -> None:
+        """Add a parsed chunk: to ``store``, or split among the arms that share the file."""
+        parts = self._arms.groups(parsed) if self._arms is not None and store is self.store else [(None, parsed)]
+        for arm, part in parts:
+            target = store
+            if arm is not None:
+                target = self.arm_stores.get(arm) or self._arm_store(arm)
+            target.add(part, now)
+
+    def _arm_store(self, arm: str) -> RunStore:
+        st = RunStore(f"{self.cand.run_id}#{arm}", self.cand.path, self.cand.kind, arm)
+        st.side_files = self.cand.side_files
+        self.arm_stores[arm] = st
+        return st
 
     def poll(self) -> bool:
         changed = False
@@ -120,6 +147,10 @@ class TailSource(Source):
             elif ev is RESET:
                 self.parser.reset()
                 store.reset()
+                for other in self.arm_stores.values():
+                    other.reset()
+                if self._arms is not None:
+                    self._arms.reset()
                 now = math.nan
                 changed = True
             elif isinstance(ev, BadLine):
@@ -129,14 +160,14 @@ class TailSource(Source):
             elif isinstance(ev, Lines):
                 parsed = self.parser.parse(ev.data, ev.first_line)  # lines are counted only if needed
                 if parsed.steps or parsed.bad:
-                    store.add(parsed, now)
+                    self._add(store, parsed, now)
                     self._bad(parsed.bad)
                     changed = True
         if store is not self.store:
             self._settle(store)
         self._live = self.tail.opened
         if self.cand.kind == "jsonl":  # after the rows: the arm they name picks the logger's description
-            changed = self._runinfo() or changed
+            changed = any([self._runinfo(st) for st in self.stores()]) or changed
         return self._expose(changed)
 
     def _settle(self, new: RunStore) -> None:
@@ -164,17 +195,16 @@ class TailSource(Source):
                 old.add(Parsed(steps=steps[n:], rows=new.rows(n), step_key=new.step_key), math.nan)
         old.add_bad(new.bad)
 
-    def _runinfo(self) -> bool:
-        """Read the StepLogger's description of this file (steptable.runinfo) when it appears or changes: two stats
-        a poll. True when it changed (the run ended, for one)."""
-        store = self.store
+    def _runinfo(self, store: RunStore) -> bool:
+        """Read the StepLogger's description of ``store``'s rows (steptable.runinfo) when it appears or changes: two
+        stats a poll. True when it changed (the run ended, for one)."""
         for path in runinfo.candidates(self.cand.path, store.arm):
             try:
                 st = os.stat(path)
             except OSError:
                 continue
             sig = (str(path), st.st_mtime_ns, st.st_size)
-            if sig == self._info_sig:
+            if sig == self._info_sig.get(store.run):
                 return False
             if sig in self._rejected:  # read before and not valid (another file's, a newer version): not again
                 continue
@@ -186,7 +216,7 @@ class TailSource(Source):
                 if len(self._rejected) < 64:
                     self._rejected.add(sig)
                 continue
-            self._info_sig = sig
+            self._info_sig[store.run] = sig
             with store.lock:
                 store.meta["runinfo"] = info
             return True
@@ -208,8 +238,9 @@ class TailSource(Source):
         if not parsed.steps:
             return False
         parsed.bad.clear()
-        self.store.add(parsed, math.nan)  # one-shot reads only: the line was there before the read
-        self._runinfo()
+        self._add(self.store, parsed, math.nan)  # one-shot reads only: the line was there before the read
+        for st in self.stores():
+            self._runinfo(st)
         return self._expose(True)
 
     def _expose(self, changed: bool) -> bool:
