@@ -291,3 +291,23 @@ def test_previews_only_for_what_the_follower_will_show(tmp_path: Path, monkeypat
     while (msg := feed._prepared.get(timeout=30)) is not None:
         got.append(msg.run)
     assert got == ["big/metrics.jsonl"]
+
+
+def test_the_filter_reaches_columns_the_layout_keeps_out(tmp_path: Path) -> None:
+    """`legend` says a column filter shows the dump-only columns; in the app the filter only narrowed the
+    layout, so `/gen` left the step column alone."""
+    from steptable import Col, StepLogger
+
+    cols = [Col("step", 4, "step", "d"), Col("rew", 6, "rew", ".2f"),
+            Col("gen", 6, "gen", None, "seconds", stream=False)]
+    with StepLogger(cols, run_dir=tmp_path / "a", arm="a", console=False, alerts=False) as sl:
+        for s in range(3):
+            sl.log({"step": s, "rew": 0.5, "gen": 12.8})
+    session = Session()
+    for rid, st in load(tmp_path).items():
+        session.update(rid, st)
+    assert [c.key for c in session.columns()[0]] == ["step", "rew"]
+    session.pattern = "gen"
+    assert [c.key for c in session.columns()[0]] == ["step", "gen"]
+    session.pattern = ""
+    assert [c.key for c in session.columns()[0]] == ["step", "rew"]

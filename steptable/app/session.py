@@ -57,6 +57,7 @@ class Session:
     _tried: dict[str, int] = field(default_factory=dict)  # key -> the widest value a new layout was made for
     _schema: Schema | None = None
     _layouts: Layouts = field(default_factory=Layouts)  # each key measured once, not again for every new key
+    _hidden_for: tuple[Any, tuple[Col, ...]] | None = None  # (filter, keys, layout) -> the columns it shows
 
     # ------------------------------------------------------------------------------------------------ runs
 
@@ -168,10 +169,28 @@ class Session:
 
     def columns(self) -> tuple[tuple[Col, ...], int]:
         """The columns every table shows, in display order, and how many stay fixed when scrolling sideways."""
-        cols = filter_cols(self.layout, self.pattern, keep=self.pins)
+        cols = filter_cols(self._with_hidden(), self.pattern, keep=self.pins)
         shown = display_order(cols, self.pins)
         fixed = 1 + sum(1 for k in self.pins if any(c.key == k for c in shown[1:]))
         return shown, fixed
+
+    def _with_hidden(self) -> tuple[Col, ...]:
+        """The layout, and with a filter the columns it keeps out (a StepLogger's dump-only timings, hidden keys)
+        that the filter names: as ``tail --columns`` and ``legend`` say, a filter reaches every key."""
+        pats = [p if any(ch in p for ch in "*?[") else f"*{p}*" for p in self.pattern.replace(",", " ").split()]
+        if not pats or not self.layout:
+            return self.layout
+        key = (tuple(pats), self._keys, self.layout)
+        if self._hidden_for is not None and self._hidden_for[0] == key:
+            return self._hidden_for[1]
+        from steptable.schemas import layout
+
+        shown = {c.key for c in self.layout}
+        stores = [r.store for r in self.runs.values()]
+        extra = [c for c in layout(stores, self.schema(), patterns=pats) if c.key not in shown]
+        cols = (*self.layout, *extra)
+        self._hidden_for = (key, cols)
+        return cols
 
     def toggle_pin(self, key: str | None) -> None:
         if key is None or (self.layout and key == self.layout[0].key):
