@@ -330,6 +330,7 @@ class AlertEngine:
         self._last_step = 0
         self._last_wall: float | None = None
         self._dts = _Window(maxlen=max(1, self.config.window))
+        self._pauses: deque[float] = deque(maxlen=64)  # gaps past the stall threshold the run came back from
         self._stalled = False
         self._hack: deque[tuple[float, float]] = deque(maxlen=max(2, self.config.hack_window))
         self._auroc: deque[float] = deque(maxlen=max(2, self.config.hack_window))
@@ -381,17 +382,25 @@ class AlertEngine:
             return
         self._stalled = False
         if self._last_wall is not None and t > self._last_wall:
-            self._dts.append(t - self._last_wall)
+            gap = t - self._last_wall
+            if len(self._dts) >= self.config.stall_min_rows and gap > self._stall_after():
+                self._pauses.append(gap)
+            self._dts.append(gap)
         self._last_wall = t if self._last_wall is None else max(t, self._last_wall)
 
+    def _stall_after(self) -> float:
+        return max(self.config.stall_factor * self._dts.median(), self.config.stall_min_s)
+
     def check_stall(self, now: float) -> list[Alert]:
-        """W once when no row came for ``stall_factor`` x the median row interval (at least ``stall_min_s``)."""
+        """W once when no row came for ``stall_factor`` x the median row interval (at least ``stall_min_s``), unless
+        the run came back from two pauses at least two thirds as long: an evaluation every 50 steps or a checkpoint
+        save is the run's rhythm, said at its first two pauses, not at every one."""
         c = self.config
         if self._stalled or self._last_wall is None or len(self._dts) < c.stall_min_rows:
             return []
         med = self._dts.median()
         gap = now - self._last_wall
-        if not gap > max(c.stall_factor * med, c.stall_min_s):
+        if not gap > self._stall_after() or sum(1 for p in self._pauses if p * 1.5 >= gap) >= 2:
             return []
         self._stalled = True
         msg = f"stalled: no row for {fmt_age(gap)} ({gap / med:.0f}x median {_f(med)}s/row)"

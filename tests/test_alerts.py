@@ -402,3 +402,15 @@ def test_no_spikes_in_a_series_that_is_often_exactly_zero(seed: int) -> None:
     assert [(a.step, a.kind) for a in stream(series("loss", xs))] == [(1500, "spike")]
     kl = [0.0] * 25 + [0.02 * (1 - math.exp(-t / 30)) * math.exp(rng.gauss(0, 0.3)) for t in range(1000)]
     assert stream(series("kl", kl)) == []  # KL rising from a warmup frozen at 0 is not a blow-up
+
+
+def test_a_pause_the_run_keeps_making_is_its_rhythm_not_a_stall() -> None:
+    """An evaluation of 90 s every 50 steps (rows 5 s apart): said at its first two pauses, not at every one; a
+    pause far longer than those still is."""
+    eng = AlertEngine()
+    t, got = 1000.0, []
+    for step in range(400):
+        t += 5 + (90 if step and step % 50 == 0 else 0) + (900 if step == 325 else 0)
+        got += eng.check_stall(t)
+        got += eng.update(step, {"loss": 1.0}, t)
+    assert [a.step for a in got if a.kind == "stall"] == [49, 99, 324]
