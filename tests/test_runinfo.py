@@ -254,3 +254,13 @@ def test_arms_sharing_one_file_are_runs_of_their_own(tmp_path: Path, capsys: pyt
     write_rows(tmp_path / "bandit" / "metrics.jsonl", [{"step": s, "arm": "lr" if s % 2 else "rl", "r": 1}
                                                         for s in range(6)])
     assert [len(st) for st in load(tmp_path / "bandit").values()] == [6]
+
+
+def test_a_filter_shows_dump_only_columns_as_the_logger_declared_them(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _log(tmp_path / "run", CUSTOM, [{"step": s, "reward/mean": 0.5, "kl": 0.01, "secs": 30.25 + s} for s in range(3)])
+    rc, out, _ = run_cli(["tail", str(tmp_path / "run"), "--columns", "secs", "-n", "1"], capsys)
+    table = (tmp_path / "run" / "table.txt").read_text().splitlines()
+    assert rc == 0 and out.splitlines()[-1].split() == ["2", "32.2"] and table[-1].split()[-1] == "32.2"
+    assert out.splitlines()[0] == render.header([CUSTOM[0], CUSTOM[3]])  # declared widths, not measured ones

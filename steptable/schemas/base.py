@@ -74,9 +74,12 @@ class Schema:
     side_files: tuple[SideFile, ...] = ()
     #: where the schema comes from: "built-in" or the path of the TOML file that declared it
     source: str = "built-in"
+    #: declared columns kept out of the default layout (a StepLogger's dump-only timings): a filter shows them
+    #: as declared (width, format, header), where a hidden key of a rule is measured as an undeclared one
+    extra: tuple[Col, ...] = ()
 
     def __post_init__(self) -> None:
-        validate(self.cols)
+        validate(self.cols + self.extra)
         keys = {c.key for c in self.cols}
         for d in self.derived:
             if d.key not in keys:
@@ -326,6 +329,11 @@ def layout(
         for d in ok.values():
             if d.hide_inputs:
                 consumed.update(d.needs)
+        if patterns:  # a filter reaches the declared columns kept out, as declared
+            for c in schema.extra:
+                if c.key in keys and c.key not in used:
+                    out.append(c)
+                    used.add(c.key)
     if not any(c.key == step_key for c in out) and (step_key in keys or schema is None or schema.extend):
         samples = [v for r in runs if step_key in r.keys for v in sample_values(r, step_key)]
         desc = "training step" if step_key == "step" else f"training step (logged as {step_key})"

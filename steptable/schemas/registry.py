@@ -37,6 +37,7 @@ ROUTING = Schema(
     _routing_match,
     # the dump-only timing columns stay out of the table, as in the per-step stdout row
     rules=tuple(Rule(c.key, c.desc, c.better, c.fmt, hide=True) for c in _ROUTING_ALL if not c.stream),
+    extra=tuple(c for c in _ROUTING_ALL if not c.stream),
 )
 
 GENERIC = generic.SCHEMA
@@ -140,7 +141,7 @@ def logged_schema(run: object) -> Schema | None:
         n = next(_LOGGED_NAMES)  # never reused: by_schema groups runs by name
         rules = tuple(Rule(c.key, c.desc, c.better, c.fmt, hide=True) for c in hidden)
         found = Schema("steplogger" if n == 1 else f"steplogger-{n}", shown, "the columns the run's StepLogger "
-                       "printed with", rules=rules)
+                       "printed with", rules=rules, extra=tuple(hidden))
     if len(_LOGGED) >= 256:  # a long watch whose runs change columns: forget the oldest
         del _LOGGED[next(iter(_LOGGED))]
     _LOGGED[cols] = found
