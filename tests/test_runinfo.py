@@ -264,3 +264,41 @@ def test_a_filter_shows_dump_only_columns_as_the_logger_declared_them(
     table = (tmp_path / "run" / "table.txt").read_text().splitlines()
     assert rc == 0 and out.splitlines()[-1].split() == ["2", "32.2"] and table[-1].split()[-1] == "32.2"
     assert out.splitlines()[0] == render.header([CUSTOM[0], CUSTOM[3]])  # declared widths, not measured ones
+
+
+def test_arms_sharing_a_file_keep_their_rows_after_a_restart(tmp_path: Path) -> None:
+    """The shared file is replaced by a new run in which the other arm logs first: each arm's rows stay in its
+    own run (the arm stores were made anew, empty stores being falsy, and the follower kept the old ones)."""
+    from steptable.ingest.follow import Follower
+
+    def session(order: list[str]) -> None:
+        loggers = {arm: StepLogger(CUSTOM, run_dir=tmp_path / "exp", arm=arm, console=False, alerts=False)
+                   for arm in order}
+        for s in range(3):
+            for arm in order:
+                loggers[arm].log({"step": s, "reward/mean": 0.1 if arm == "A" else 0.9})
+        for lg in loggers.values():
+            lg.close()
+
+    session(["A", "B"])
+    follower = Follower([tmp_path])
+    follower.scan()
+    os.rename(tmp_path / "exp" / "metrics.jsonl", tmp_path / "exp" / "metrics.jsonl.1")
+    session(["B", "A"])
+    follower.scan()
+    got = {st.arm: set(st.column("reward/mean")) for st in follower.stores.values()}
+    assert got == {"A": {0.1}, "B": {0.9}} and all(len(st) == 3 for st in follower.stores.values())
+
+
+def test_every_arm_of_a_crowded_shared_file_is_a_run(tmp_path: Path) -> None:
+    from steptable.ingest.follow import load
+
+    loggers = [StepLogger(CUSTOM, run_dir=tmp_path / "exp", arm=f"arm{i:02d}", console=False, alerts=False)
+               for i in range(70)]
+    for s in range(2):
+        for i, lg in enumerate(loggers):
+            lg.log({"step": s, "reward/mean": i})
+    for lg in loggers:
+        lg.close()
+    stores = load(tmp_path)
+    assert len(stores) == 70 and all(set(st.column("reward/mean")) == {int(st.arm[3:])} for st in stores.values())

@@ -2,12 +2,13 @@
 
 A row names its arm (``"arm": "routeA"``); an arm is split off the file's first arm only when its StepLogger's
 description (``steptable.<arm>.json``) is beside the file, so a file whose rows merely carry an ``arm`` field
-(a bandit's pulled arm, say) stays one run. Pure, apart from that one stat per new arm name.
+(a bandit's pulled arm, say) stays one run. Pure, apart from a stat per arm name now and then.
 """
 
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -16,8 +17,11 @@ from steptable.ingest.parse import MISSING
 from steptable.ingest.store import Parsed
 from steptable.ingest.table import cols_to_rows
 
-#: arm names looked at per file (a file whose rows name thousands of arms is not a StepLogger's)
-MAX_ARMS = 64
+#: arm names a file's rows may name (a file whose rows name more is not a StepLogger's: no more are split off)
+MAX_ARMS = 4096
+#: seconds before an arm without a description is looked for again (a StepLogger writes its own before its first
+#: row; an older one wrote it a moment after)
+RECHECK_S = 2.0
 
 
 class ArmSplit:
@@ -25,9 +29,11 @@ class ArmSplit:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self.first: str | None = None  # the first arm a row names: its rows stay in the file's store
+        # the first arm a row names: its rows stay in the file's store, also after the file is truncated or
+        # replaced (so an arm's rows stay under its name whichever arm logs first after a restart)
+        self.first: str | None = None
         self.split: set[str] = set()  # arms with their own description beside the file
-        self.looked: set[str] = set()  # arm names asked about (at most MAX_ARMS)
+        self.looked: dict[str, float] = {}  # arms without one: when they were last looked for
 
     def groups(self, parsed: Parsed) -> list[tuple[str | None, Parsed]]:
         """``parsed`` in parts: (None: the file's own store, or the arm whose store takes them), in file order of
@@ -37,9 +43,11 @@ class ArmSplit:
             return [(None, parsed)]
         if self.first is None:
             self.first = next((a for a in arms if type(a) is str), None)
-        where = [a if type(a) is str and a != self.first and self._own(a) else None for a in arms]
-        if not any(w is not None for w in where):
+        names = {a for a in set(arms) if type(a) is str and a != self.first}
+        own = {a for a in names if self._own(a)}  # (each name once a chunk: a row is not a stat)
+        if not own:
             return [(None, parsed)]
+        where = [a if a in own else None for a in arms]
         rows = parsed.rows if parsed.rows is not None else cols_to_rows(parsed.cols or {}, len(parsed.steps))
         order: dict[str | None, list[int]] = {}
         for i, w in enumerate(where):
@@ -57,17 +65,18 @@ class ArmSplit:
     def _own(self, arm: str) -> bool:
         if arm in self.split:
             return True
-        if arm not in self.looked:
-            if len(self.looked) >= MAX_ARMS:
-                return False
-            self.looked.add(arm)
+        now = time.monotonic()
+        last = self.looked.get(arm)
+        if last is not None and now - last < RECHECK_S:
+            return False
+        if last is None and len(self.looked) >= MAX_ARMS:
+            return False
+        self.looked[arm] = now
         if os.path.exists(self.path.parent / runinfo.file_name(arm)):
             self.split.add(arm)
+            del self.looked[arm]
             return True
-        return False  # (asked again with the next chunk: a description may come a moment after the first row)
-
-    def reset(self) -> None:
-        self.first = None
+        return False
 
 
 def _arms(parsed: Parsed) -> list[Any] | None:

@@ -122,7 +122,8 @@ class TailSource(Source):
         for arm, part in parts:
             target = store
             if arm is not None:
-                target = self.arm_stores.get(arm) or self._arm_store(arm)
+                got = self.arm_stores.get(arm)  # (an empty store is falsy: a reset arm's is not made again)
+                target = got if got is not None else self._arm_store(arm)
             target.add(part, now)
 
     def _arm_store(self, arm: str) -> RunStore:
@@ -149,8 +150,6 @@ class TailSource(Source):
                 store.reset()
                 for other in self.arm_stores.values():
                     other.reset()
-                if self._arms is not None:
-                    self._arms.reset()
                 now = math.nan
                 changed = True
             elif isinstance(ev, BadLine):
