@@ -2,87 +2,61 @@
 
 from __future__ import annotations
 
-import bisect
-import json
 import math
 import os
 import stat
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from steptable import render
 from steptable.columns import Col
 
 TABLE_NAME = "table.txt"
 
-#: keys that say nothing about whether two rows of one step are the same measurement
-_NOT_MEASURES = frozenset({"step", "arm", "ts"})
-
 
 def write(cols: Sequence[Col], jsonl: Path, run_dir: Path, arm: str | None, header_every: int) -> Path | None:
     """Render ``jsonl``'s rows of ``arm`` to ``table.txt`` in ``run_dir`` (``table.<arm>.txt`` when other arms
-    write to the same file), the header again every ``5 * header_every`` rows. None when there is no regular JSONL
+    write to the same file), the header again every ``5 * header_every`` rows. The rows are read as every reader
+    of the file reads them (steptable.ingest: a resumed run's rows replace the crashed run's, a second row of a
+    step joins the first), so table.txt, tail and watch show the same rows. None when there is no regular JSONL
     file to read (a FIFO or /dev/stdout cannot be read back). Raises OSError."""
+    from steptable.ingest.jsonl import JsonlParser  # (at the end of a run only: the loop never pays for it)
+    from steptable.ingest.store import Parsed, RunStore
+    from steptable.ingest.table import cols_to_rows
+
     try:
         if not stat.S_ISREG(os.stat(jsonl).st_mode):
             return None
     except OSError:  # no JSONL to read back (its failure was reported when it could not be written)
         return None
     cols = tuple(cols)
+    store = RunStore(TABLE_NAME, jsonl, "jsonl", arm or "")
+    parser = JsonlParser(str(jsonl))
+    shared = False
+    with open(jsonl, "rb") as src:
+        lineno = 1
+        while lines := src.readlines(1 << 20):  # whole lines (a partial last one from a crash is a bad line)
+            parsed = parser.parse(b"".join(lines), lineno)
+            lineno += len(lines)
+            rows = parsed.rows if parsed.rows is not None else cols_to_rows(parsed.cols or {}, len(parsed.steps))
+            keep = [i for i, r in enumerate(rows) if arm is None or r.get("arm", arm) == arm]
+            shared = shared or len(keep) < len(rows)
+            store.add(Parsed(steps=[parsed.steps[i] for i in keep], rows=[rows[i] for i in keep],
+                             step_key=parsed.step_key), math.nan)
     render_row = render.compile_row(cols)
     tmp = run_dir / f".{TABLE_NAME}.{os.getpid()}.{id(cols)}.tmp"
-    shared = False
-    steps: list[float] = []
-    rows: list[dict[str, Any]] = []
     try:
-        with open(jsonl, "rb") as src, open(tmp, "w", encoding="utf-8") as dst:
-            for raw in src:
-                try:
-                    row = json.loads(raw)
-                except ValueError:
-                    continue  # a partial line from a crash before this run resumed
-                if not isinstance(row, dict):
-                    continue
-                if arm is not None and row.get("arm", arm) != arm:
-                    shared = True
-                    continue
-                place_row(steps, rows, row)
+        with open(tmp, "w", encoding="utf-8") as dst:
             dst.write(render.header(cols) + "\n")
-            for kept, row in enumerate(rows):
-                if header_every and kept and kept % (header_every * 5) == 0:
+            for i in range(len(store)):
+                if header_every and i and i % (header_every * 5) == 0:
                     dst.write(render.header(cols) + "\n")
-                dst.write(render_row(row) + "\n")
+                dst.write(render_row(store.row(i)) + "\n")
         out = run_dir / (f"table.{file_safe(str(arm))}.txt" if shared else TABLE_NAME)
         os.replace(tmp, out)
     finally:
         tmp.unlink(missing_ok=True)
     return out
-
-
-def place_row(steps: list[float], rows: list[dict[str, Any]], row: dict[str, Any]) -> None:
-    """Put a row read back from the JSONL where every reader of the file puts it (steptable.ingest.store): a step
-    logged again that shares keys with its first row is a run resumed from a checkpoint (its rows replace the
-    crashed run's from there on); one that does not adds to that row (an evaluation logged after training)."""
-    step = row.get("step")
-    at: float | None = None
-    if isinstance(step, (int, float)) and not isinstance(step, bool) and math.isfinite(step):
-        at = float(step)
-    if at is None or not steps or at > steps[-1]:
-        steps.append(at if at is not None else (steps[-1] if steps else -math.inf))
-        rows.append(row)
-        return
-    i = bisect.bisect_left(steps, at)
-    if steps[i] == at:
-        if i < len(steps) - 1 and (rows[i].keys() & row.keys()) - _NOT_MEASURES:
-            del steps[i:], rows[i:]
-            steps.append(at)
-            rows.append(row)
-        else:
-            rows[i] = {**rows[i], **row}
-        return
-    steps.insert(i, at)
-    rows.insert(i, row)
 
 
 def file_safe(text: str) -> str:

@@ -346,3 +346,15 @@ def test_a_pair_given_as_an_array_shows_as_a_fraction(tmp_path: Path, captured: 
         values[0] = 9  # updated in place after the step: the row keeps what it was
     assert line == "   0   3/16   2/16"
     assert json.loads((tmp_path / "metrics.jsonl").read_text())["gt_s"] == [3, 16]
+
+
+def test_table_txt_keeps_the_rows_an_evaluation_of_an_earlier_step_joins(tmp_path: Path) -> None:
+    """An asynchronous evaluation of step 1 logged after step 2 shares a key (epoch) with its step's row: it joins
+    that row, as every reader places it, and step 2 stays (table.txt lost it as a resume)."""
+    cols = [Col("step", 4, "step", "d"), Col("loss", 6, "loss", ".2f"), Col("acc", 6, "eval_acc", ".2f")]
+    with StepLogger(cols, run_dir=tmp_path, console=False, alerts=False) as sl:
+        for step in range(3):
+            sl.log({"step": step, "loss": 1 - step / 10, "epoch": 0.1 * step})
+        sl.log({"step": 1, "epoch": 0.1, "eval_acc": 0.5, "eval_loss": 0.7})
+    table = [line.split() for line in (tmp_path / "table.txt").read_text().splitlines()[1:]]
+    assert table == [["0", "1.00", "nan"], ["1", "0.90", "0.50"], ["2", "0.80", "nan"]]
