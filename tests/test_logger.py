@@ -351,7 +351,7 @@ def test_a_pair_given_as_an_array_shows_as_a_fraction(tmp_path: Path, captured: 
 def test_table_txt_keeps_the_rows_an_evaluation_of_an_earlier_step_joins(tmp_path: Path) -> None:
     """An asynchronous evaluation of step 1 logged after step 2 shares a key (epoch) with its step's row: it joins
     that row, as every reader places it, and step 2 stays (table.txt lost it as a resume)."""
-    cols = [Col("step", 4, "step", "d"), Col("loss", 6, "loss", ".2f"), Col("acc", 6, "eval_acc", ".2f")]
+    cols = [Col("step", 4, "step", "d"), Col("loss", 6, "loss", ".2f"), Col("eval_acc", 6, "acc", ".2f")]
     with StepLogger(cols, run_dir=tmp_path, console=False, alerts=False) as sl:
         for step in range(3):
             sl.log({"step": step, "loss": 1 - step / 10, "epoch": 0.1 * step})
