@@ -243,6 +243,10 @@ def test_links_never_hide_the_real_path(tmp_path: Path) -> None:
     (tmp_path / "logs").symlink_to(real, target_is_directory=True)
     for root in (real, tmp_path / "logs"):
         assert sorted(c.run_id for c in discover([root])) == ["exp2/run3/metrics.jsonl", "run1/metrics.jsonl"]
+    # a link into a directory the walk passes over (hidden) is the way to that run
+    write_jsonl(real / ".store" / "run5" / "metrics.jsonl", rows(0, 2))
+    (real / "exp1" / "current").symlink_to("../.store/run5", target_is_directory=True)
+    assert "exp1/current/metrics.jsonl" in {c.run_id for c in discover([real])}
 
 
 def test_a_console_log_cut_inside_its_first_metrics_line_shows_when_the_line_ends(tmp_path: Path) -> None:

@@ -23,6 +23,7 @@ import json
 import os
 import re
 import stat
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -139,8 +140,8 @@ def _walk(root: Path, on_error: OnError | None = None) -> Iterator[tuple[Path, b
         if on_error is not None and not isinstance(e, FileNotFoundError):  # vanished mid-walk: nothing to say
             on_error(Path(e.filename) if e.filename else root, e)
 
-    walked = [os.path.realpath(root)]  # real paths of the trees walked so far
-    links: list[tuple[str, int]] = []  # (a directory link met, its depth below the root)
+    walked = {os.path.realpath(root)}  # real paths of the trees walked so far
+    links: deque[tuple[str, int]] = deque()  # (a directory link met, its depth below the root)
     stack, via = [(str(root), 0)], False
     while True:
         while stack:  # depth first, in name order (os.walk's order); scandir tells links and directories apart
@@ -167,14 +168,28 @@ def _walk(root: Path, on_error: OnError | None = None) -> Iterator[tuple[Path, b
                     continue
             stack += [(d, depth + 1) for d in reversed(subdirs)]
         while links:
-            link, depth = links.pop(0)
+            link, depth = links.popleft()
             target = os.path.realpath(link)
-            if not any(target == w or target.startswith(w.rstrip(os.sep) + os.sep) for w in walked):
+            if not _walked(target, walked):
                 break
         else:
             return
-        walked.append(target)
+        walked.add(target)
         stack, via = [(link, depth)], True
+
+
+def _walked(target: str, trees: set[str]) -> bool:
+    """Was the directory ``target`` walked: is it in one of ``trees`` (real paths), and no directory on the way
+    down one a walk passes over (hidden, or in SKIP_DIRS)? A look-up per level, whatever the number of trees."""
+    below: list[str] = []
+    path = target
+    while path not in trees:
+        parent = os.path.dirname(path)
+        if parent == path:
+            return False
+        below.append(os.path.basename(path))
+        path = parent
+    return not any(name in SKIP_DIRS or name.startswith(".") for name in below)
 
 
 def _one_per_file(cands: list[Candidate]) -> list[Candidate]:
