@@ -63,7 +63,7 @@ def _frozen(value: Any) -> Any:
         ndim = getattr(value, "ndim", None)
         if callable(item) and ndim == 0:
             return item()
-        if ndim == 1 and callable(tolist := getattr(value, "tolist", None)):
+        if ndim == 1 and _numeric(value) and callable(tolist := getattr(value, "tolist", None)):
             # a small 1-d array or tensor as the numbers it holds (np.array([passed, total]) shows as 3/16, as
             # its JSON list reads back); a big one is left for the writer to shorten
             numel = getattr(value, "numel", None)
@@ -72,6 +72,15 @@ def _frozen(value: Any) -> Any:
     except Exception:  # a value that cannot be read is left for the writer and the renderer to make text of
         pass
     return value
+
+
+def _numeric(array: Any) -> bool:
+    """Does a numpy array or torch tensor hold integers or real floats (not bools, dates, objects, complex)?"""
+    dtype = getattr(array, "dtype", None)
+    kind = getattr(dtype, "kind", None)  # numpy
+    if isinstance(kind, str):
+        return kind in "iuf"
+    return bool(getattr(dtype, "is_floating_point", False)) or str(dtype).startswith(("torch.int", "torch.uint"))
 
 
 def _step_number(step: Any, default: int) -> int:
