@@ -240,13 +240,14 @@ class StepLogger:
         # Each value read once, now: a device tensor costs one sync here rather than one each for the JSONL, the
         # rendered row and the dump, and a value the loop updates in place later shows as it was at this step.
         cells = _freeze(raw)
-        step = cells.get("step", self._rows)
+        # (a None is "not given" here too: the row's position, this logger's arm, our clock)
+        step = self._rows if cells.get("step") is None else cells["step"]
         record: dict[str, Any] = {"step": step}
-        if self.arm is not None:
-            record["arm"] = cells.get("arm", self.arm)  # a row that names its own arm keeps it, as ``ts`` does
+        if self.arm is not None:  # a row that names its own arm keeps it, as ``ts`` does
+            record["arm"] = self.arm if cells.get("arm") is None else cells["arm"]
         now = time.time()
         # The caller's own timestamp (e.g. the step's start, or a clock of its own) wins over ours.
-        record["ts"] = cells["ts"] if "ts" in cells else round(now, 3)
+        record["ts"] = round(now, 3) if cells.get("ts") is None else cells["ts"]
         for k, v in cells.items():
             # None is "not measured this step": left out, since JSON's null is also what a NaN becomes, and a
             # reader would take it for one (a NaN alert from the file that the loop rightly never raised).
@@ -256,7 +257,7 @@ class StepLogger:
             if self._rows == 0:  # before the first row: a reader that sees the row sees whose arm it is
                 self._describe(None)
             self._writer.write(record)
-        view = cells if "step" in cells else {**cells, "step": step}
+        view = cells if cells.get("step") is not None else {**cells, "step": step}
         self._recent.append(view)
 
         first = self._rows == 0

@@ -362,3 +362,15 @@ def test_table_txt_keeps_the_rows_an_evaluation_of_an_earlier_step_joins(tmp_pat
         sl.log({"step": 1, "epoch": 0.1, "eval_acc": 0.5, "eval_loss": 0.7})
     table = [line.split() for line in (tmp_path / "table.txt").read_text().splitlines()[1:]]
     assert table == [["0", "1.00", "nan"], ["1", "0.90", "0.50"], ["2", "0.80", "nan"]]
+
+
+def test_a_none_step_ts_or_arm_is_not_given(tmp_path: Path, captured: list[str]) -> None:
+    """None means "not given": the row's position, the logger's arm, its clock (written as null, the step was
+    read back as the next row's and the arm as a second arm)."""
+    cols = [Col("step", 4, "step", "d"), Col("rew", 6, "rew", ".2f")]
+    with StepLogger(cols, run_dir=tmp_path, arm="a", alerts=False) as sl:
+        for s in range(3):
+            sl.log({"step": None if s == 1 else s, "ts": None, "arm": None, "rew": s / 10})
+    rows = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    assert [(r["step"], r["arm"], type(r["ts"])) for r in rows] == [(0, "a", float), (1, "a", float), (2, "a", float)]
+    assert (tmp_path / "table.txt").exists() and "   1   0.10\n" in "".join(captured)
