@@ -180,7 +180,7 @@ def numeric_pair(value: Any) -> bool:
     """An ``(n, d)`` pair of real numbers (tuple or JSON list): what the automatic format shows as ``n/d``. Any
     other list, a pair of words included, is shown as text."""
     return (isinstance(value, (tuple, list)) and len(value) == 2
-            and all(isinstance(x, numbers.Real) for x in value))
+            and all(isinstance(x, numbers.Real) and not isinstance(x, bool) for x in value))
 
 
 def _as_frac(value: Any) -> tuple[Any, Any] | None:

@@ -75,12 +75,13 @@ def _frozen(value: Any) -> Any:
 
 
 def _numeric(array: Any) -> bool:
-    """Does a numpy array or torch tensor hold integers or real floats (not bools, dates, objects, complex)?"""
+    """Does a numpy array or torch tensor hold integers, real floats or bools (not dates, objects, complex)?"""
     dtype = getattr(array, "dtype", None)
     kind = getattr(dtype, "kind", None)  # numpy
     if isinstance(kind, str):
-        return kind in "iuf"
-    return bool(getattr(dtype, "is_floating_point", False)) or str(dtype).startswith(("torch.int", "torch.uint"))
+        return kind in "iufb"
+    return bool(getattr(dtype, "is_floating_point", False)) or str(dtype).startswith(
+        ("torch.int", "torch.uint", "torch.bool"))
 
 
 def _step_number(step: Any, default: int) -> int:
@@ -301,6 +302,10 @@ class StepLogger:
 
     def _warn(self, text: str) -> None:
         msg = f"steptable: {text}"
+        if not self.console and not installed():
+            # a TUI owns the terminal and there is no verbose file: once on stderr, not in loguru's long format
+            report_once(f"{self._topic}-{text}", msg)
+            return
         try:
             # console=False: a TUI owns the terminal; the warning goes to the verbose file only
             logger.bind(steptable_console=self.console).opt(depth=_caller_depth()).warning(msg)

@@ -35,11 +35,17 @@ def file_name(arm: object) -> str:
     hash of the arm keeps two arms apart that would read alike."""
     if arm is None or arm == "":
         return NAME
-    text = str(arm)
+    return f"steptable.{name_part(str(arm))}.json"
+
+
+def name_part(text: str) -> str:
+    """``text`` as a file name part: ASCII letters, digits and ``.-_`` kept, anything else ``_``, at most 64
+    characters; where that changed it (``a/b``, ``实验``, ``lr 1e-4``), a short hash of ``text`` keeps two texts
+    apart that would read alike."""
     safe = "".join(ch if ch.isascii() and (ch.isalnum() or ch in ".-_") else "_" for ch in text)[:64].strip(".")
     if safe != text:
         safe = f"{safe}-{hashlib.sha1(text.encode('utf-8', 'replace')).hexdigest()[:8]}"
-    return f"steptable.{safe}.json"
+    return safe
 
 
 def describe(

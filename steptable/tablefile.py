@@ -8,7 +8,7 @@ import stat
 from collections.abc import Sequence
 from pathlib import Path
 
-from steptable import render
+from steptable import render, runinfo
 from steptable.columns import Col
 
 TABLE_NAME = "table.txt"
@@ -52,14 +52,8 @@ def write(cols: Sequence[Col], jsonl: Path, run_dir: Path, arm: str | None, head
                 if header_every and i and i % (header_every * 5) == 0:
                     dst.write(render.header(cols) + "\n")
                 dst.write(render_row(store.row(i)) + "\n")
-        out = run_dir / (f"table.{file_safe(str(arm))}.txt" if shared else TABLE_NAME)
+        out = run_dir / (f"table.{runinfo.name_part(str(arm))}.txt" if shared else TABLE_NAME)
         os.replace(tmp, out)
     finally:
         tmp.unlink(missing_ok=True)
     return out
-
-
-def file_safe(text: str) -> str:
-    """``text`` as a file name part: letters, digits, ``.-_`` kept, anything else ``_``; at most 64 characters."""
-    safe = "".join(ch if ch.isascii() and (ch.isalnum() or ch in ".-_") else "_" for ch in text)[:64].strip(".")
-    return safe or "arm"

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from loguru import logger
 
-from steptable import Col, StepLogger, setup_logging
+from steptable import Col, StepLogger, render, setup_logging
 from steptable.schemas.routing import routing_columns
 
 COLS = [
@@ -348,8 +348,10 @@ def test_a_pair_given_as_an_array_shows_as_a_fraction(tmp_path: Path, captured: 
     assert json.loads((tmp_path / "metrics.jsonl").read_text())["gt_s"] == [3, 16]
     from steptable.logger import _frozen
 
-    flags, days = np.array([True, False]), np.array(["2024-01-01", "2024-01-02"], dtype="datetime64[D]")
-    assert _frozen(flags) is flags and _frozen(days) is days  # numbers only: not 1/0, not a list of dates
+    days = np.array(["2024-01-01", "2024-01-02"], dtype="datetime64[D]")
+    assert _frozen(days) is days  # numbers and bools only, not a list of date objects
+    assert _frozen(np.array([True, False])) == (True, False)
+    assert render.row([Col("ok", 13, "ok")], {"ok": (True, False)}) == "[True, False]"  # a pair of bools is no n/d
 
 
 def test_table_txt_keeps_the_rows_an_evaluation_of_an_earlier_step_joins(tmp_path: Path) -> None:

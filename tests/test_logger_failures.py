@@ -388,9 +388,15 @@ def test_two_arms_in_one_run_dir_keep_their_own_tables(tmp_path: Path) -> None:
         b.log({"step": i, "loss": 2.0})
     a.close()
     b.close()
-    ta, tb = (tmp_path / "table.A_x.txt").read_text(), (tmp_path / "table.B.txt").read_text()
+    (ta,) = [p.read_text() for p in tmp_path.glob("table.A_x-*.txt")]  # (hashed: "A/x" and "A_x" differ)
+    tb = (tmp_path / "table.B.txt").read_text()
     assert [line.split()[1] for line in ta.splitlines()[1:]] == ["1"] * 3
     assert [line.split()[1] for line in tb.splitlines()[1:]] == ["2"] * 3
+    c = StepLogger(cols, run_dir=tmp_path, arm="A_x", console=False)  # a name reading alike: its own table
+    c.log({"step": 0, "loss": 3.0})
+    c.close()
+    assert (tmp_path / "table.A_x.txt").read_text().splitlines()[1].split() == ["0", "3"]
+    assert len(list(tmp_path.glob("table.A_x-*.txt"))) == 1
     alone = StepLogger(cols, run_dir=tmp_path / "solo", arm="C", console=False)
     alone.log({"step": 0, "loss": 3.0})
     alone.close()
@@ -694,3 +700,22 @@ def test_console_false_without_setup_logging_keeps_alerts_off_the_terminal(tmp_p
                           timeout=60)
     assert proc.returncode == 0 and proc.stdout == "" and proc.stderr == ""
     assert len((tmp_path / "arm" / "metrics.jsonl").read_text().splitlines()) == 5
+
+
+def test_console_false_without_setup_logging_reports_a_write_failure_once_and_short(tmp_path: Path) -> None:
+    code = textwrap.dedent(
+        """
+        import os, sys
+        from steptable import Col, StepLogger
+        os.makedirs(sys.argv[1])
+        os.symlink("/dev/full", os.path.join(sys.argv[1], "metrics.jsonl"))
+        with StepLogger([Col("step", 4, "step", "d")], run_dir=sys.argv[1], console=False, alerts=False) as sl:
+            for step in range(5):
+                sl.log({"step": step})
+        """
+    )
+    proc = subprocess.run([sys.executable, "-c", code, str(tmp_path / "arm")], capture_output=True, text=True,
+                          timeout=60)
+    lines = proc.stderr.splitlines()
+    assert proc.returncode == 0 and proc.stdout == "" and all(line.startswith("steptable: ") for line in lines)
+    assert sum("cannot write" in line for line in lines) == 1 and "| WARNING" not in proc.stderr
