@@ -248,3 +248,28 @@ def test_a_schema_without_match_or_base_applies_to_runs_logging_its_keys(tmp_pat
     cols = layout([run], get_schema("mine", tmp_path / "logs" / "a"))
     assert [(c.key, c.header.strip(), c.desc) for c in cols] == [("step", "step", "training step"),
                                                                  ("my/loss", "myL", "my loss")]
+
+
+def test_a_nearer_file_that_does_not_match_leaves_a_farther_one_that_does(tmp_path: Path) -> None:
+    write(tmp_path / "logs" / "steptable.toml", """
+        [schema]
+        name = "sweep"
+        [match]
+        keys = ["other/acc"]
+        [[columns]]
+        key = "other/acc"
+        header = "ACC"
+        fmt = ".4f"
+    """)
+    write(tmp_path / "logs" / "exp" / "steptable.toml", """
+        [schema]
+        name = "exp"
+        [match]
+        files = ["nomatch*.jsonl"]
+        [[columns]]
+        key = "my/loss"
+    """)
+    path = tmp_path / "logs" / "exp" / "run" / "metrics.jsonl"
+    write(path, '{"step": 1, "other/acc": 0.5}\n')
+    assert detect(path, ["step", "other/acc"]).name == "sweep"
+    assert [f.parent.name for f in schema_files(path)] == ["exp", "logs"]

@@ -2,7 +2,7 @@
 
 Where they are read from (nearest first when several match a file):
 
-1. ``steptable.toml`` in the run's directory or one of its four nearest parents (the log directory);
+1. ``steptable.toml`` in the run's directory and in each of its four nearest parents (the log directories);
 2. ``$XDG_CONFIG_HOME/steptable/schemas/*.toml`` (``~/.config/steptable/schemas/*.toml`` without XDG_CONFIG_HOME).
 
 The format (every field but ``schema.name`` and ``columns.key`` is optional)::
@@ -112,8 +112,7 @@ def schema_files(near: str | os.PathLike[str] | None = None) -> list[Path]:
         for d in [start, *list(start.parents)[:LOCAL_DEPTH]]:
             f = d / LOCAL_NAME
             if os.path.lexists(f):  # a directory or FIFO of that name is an error to report, not to pass over
-                out.append(f)
-                break
+                out.append(f)  # (each of them: a nearer file that matches other runs does not hide a farther one)
     cfg = config_dir()
     if cfg.is_dir():
         out += sorted(f for f in cfg.glob("*.toml") if f.is_file())
@@ -360,7 +359,8 @@ def load_user_schemas(near: str | os.PathLike[str] | None, bases: Mapping[str, S
     user's own config schemas; the log-directory file may extend any of them."""
     files = schema_files(near)
     local = [f for f in files if f.name == LOCAL_NAME and f.parent != config_dir()]
-    order = [f for f in files if f not in local] + local  # config files first, so the local one can extend them
+    # config files first, then the log-directory files farthest first: each may extend the ones before it
+    order = [f for f in files if f not in local] + local[::-1]
     known = dict(bases)
     loaded: dict[Path, Schema] = {}
     for f in order:
