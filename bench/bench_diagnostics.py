@@ -1,6 +1,6 @@
 """Per-step cost of steptable.diagnostics.RoutingMonitor against the CPU anchor (numpy + sklearn + skimage).
 
-    python bench/bench_diagnostics.py [--sizes 1000 4096 65536] [--dim 256] [--reps 7] [--threads 2]
+    python bench/bench_diagnostics.py [--sizes 1000 4096 65536] [--dim 256] [--reps 7] [--threads 1]
 
 CPU: N rollouts x D=256 float32 activations, ring buffer of 65536 scores (already full), warmup 1024; one step =
 scores and cosines from act @ v_act, AUROC on adv > 0, buffer update, z-scores, 3-class Otsu, shares, qmass.

@@ -8,7 +8,14 @@ What is a metrics file (by name first, then by content where the name does not s
 - any other ``*.jsonl``: metrics when its first line is an object with a step key or mostly numbers (``sniff``),
   except the known non-metric JSONL, which are side files of the run: ``checkpoints.jsonl``, ``*generations*.jsonl``,
   ``*rollout_summaries.jsonl``, ``timing_spans.jsonl``;
-- ``*.log``, ``*.txt``, ``*.out``: console logs, a run once a TinyZero ``step:N - key:value`` line shows up.
+- ``*.log``, ``*.txt``, ``*.out``: console logs, a run once a TinyZero ``step:N - key:value`` line shows up; one
+  whose first line is a JSON object with a step is JSONL (``$VERL_FILE_LOGGER_PATH=...metrics.log``);
+- ``metrics.csv`` (Lightning), ``progress.csv`` (SB3), and any ``*.csv`` named on the command line: CSV logs;
+- a file named on the command line that starts with a JSON object: JSONL, whatever its name.
+
+What is walked: every directory under a root but hidden ones and ``SKIP_DIRS``; directory links in the top
+``LINK_DEPTH`` levels are followed (``logs/exp42 -> /scratch/exp42``) once the real tree is walked, deeper ones are
+not (a run's ``data -> /datasets``). A file reached by two paths is one run, under the path without a link.
 
 Run id: the file's path relative to the root given (prefixed by the root when several roots are given). Arm: the
 file's stem when it is specific (verl's ``<experiment>.jsonl``), else the nearest directory whose name is not generic
