@@ -29,6 +29,10 @@ from steptable.ingest.source import Source, load_meta, make_source
 from steptable.ingest.store import RunStore
 from steptable.ingest.tail import MAX_LINE, open_binary
 
+#: a full re-check waits at least this many times as long as the last discovery pass took
+RECHECK_SHARE = 20
+#: ... and never more than this many seconds (a new run on a filesystem without notifications waits that long)
+RECHECK_MAX = 30.0
 FALLBACK_POLL = 0.5  # seconds between polls when notification is unavailable
 DEBOUNCE_MS = 40  # longest a burst of events is gathered before it is handled
 IDLE_POLL = 0.5  # with notification: seconds without events after which every source is stat'ed anyway
@@ -53,6 +57,7 @@ class Follower:
         self.roots = [Path(paths)] if isinstance(paths, (str, Path)) else [Path(p) for p in paths]
         self.poll = poll
         self.recheck = recheck
+        self._discover_s = 0.0  # how long the last discovery pass took
         self.max_line = max_line
         self.stores: dict[str, RunStore] = {}
         self.mode = "idle"  # "notify" | "poll" while run() runs
@@ -140,7 +145,20 @@ class Follower:
                             changed.add(st.run)
             return changed
 
+    def _recheck_due(self, since: float) -> bool:
+        """A full re-check every ``recheck`` seconds, or, where a discovery pass is costly (a tree of many thousand
+        files), rarely enough that passes take at most 1/``RECHECK_SHARE`` of the time (up to ``RECHECK_MAX``)."""
+        wait = min(max(self.recheck, RECHECK_SHARE * self._discover_s), RECHECK_MAX)
+        return time.monotonic() - since >= wait
+
     def _discover(self) -> None:
+        t0 = time.monotonic()
+        try:
+            self._discover_pass()
+        finally:
+            self._discover_s = time.monotonic() - t0
+
+    def _discover_pass(self) -> None:
         self._failing = set()
         for cand in discover(self.roots, self._unreadable, self._settled):
             src = self._sources.get(cand.key)
@@ -240,7 +258,7 @@ class Follower:
         last_full = time.monotonic()
         while True:
             t0 = time.monotonic()
-            full = t0 - last_full >= self.recheck
+            full = self._recheck_due(last_full)
             if full:
                 last_full = t0
             self._emit(self._tick(discover=full), on_change)
@@ -269,7 +287,7 @@ class Follower:
                     changed = self._on_events({Path(p) for _, p in changes})
                 else:  # idle: stat every source (cheap), for events lost before the watch began or dropped
                     changed = self._tick(discover=False)
-                if time.monotonic() - last_full >= self.recheck:
+                if self._recheck_due(last_full):
                     last_full = time.monotonic()
                     changed |= self.scan()
                     if self._root_idents() != idents:  # a root appeared, vanished or was replaced: watch anew
