@@ -311,3 +311,24 @@ def test_the_filter_reaches_columns_the_layout_keeps_out(tmp_path: Path) -> None
     assert [c.key for c in session.columns()[0]] == ["step", "gen"]
     session.pattern = ""
     assert [c.key for c in session.columns()[0]] == ["step", "rew"]
+
+
+def test_the_filter_measures_only_the_keys_it_names(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A sweep's filter froze the app for 12 s: every key of every run was measured, then filtered."""
+    import steptable.schemas as schemas
+
+    stores = _stores(tmp_path, 4, 30)
+    session = Session()
+    for s in stores:
+        session.update(s.path.parent.name, s)
+    measured: list[str] = []
+    real = schemas.auto_col
+
+    def counting(key: str, *a: Any, **kw: Any) -> Any:
+        measured.append(key)
+        return real(key, *a, **kw)
+
+    monkeypatch.setattr(schemas.base, "auto_col", counting)
+    session.pattern = "nomatch"
+    assert [c.key for c in session.columns()[0]] == ["step"]
+    assert [k for k in measured if k != "step"] == []

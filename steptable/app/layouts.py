@@ -20,7 +20,7 @@ if TYPE_CHECKING:  # (imported when first needed, as the Session does: the first
     from steptable.schemas import RunView, Schema
 
 
-class _Only:
+class KeysOnly:
     """A run seen with only some of its keys (``layout`` reads keys, len, columns and the step index)."""
 
     def __init__(self, run: RunView, keys: list[str]) -> None:
@@ -82,7 +82,7 @@ class Layouts:
         # declared and step columns: layout over the runs without the keys measured here (derived inputs stay)
         needs = {n for d in schema.derived for n in d.needs}
         drop = {k for k in rest if k not in needs}
-        view = [_Only(r, [k for k in r.keys if k not in drop]) if drop else r for r in runs]
+        view = [KeysOnly(r, [k for k in r.keys if k not in drop]) if drop else r for r in runs]
         declared = [c for c in layout(view, schema) if c.key in used]
 
         auto = [k for k in rest if k and k not in META_KEYS and not schema.hidden(k)]

@@ -183,11 +183,20 @@ class Session:
         key = (tuple(pats), self._keys, self.layout)
         if self._hidden_for is not None and self._hidden_for[0] == key:
             return self._hidden_for[1]
+        from fnmatch import fnmatchcase
+
+        from steptable.app.layouts import KeysOnly
         from steptable.schemas import layout
 
         shown = {c.key for c in self.layout}
-        stores = [r.store for r in self.runs.values()]
-        extra = [c for c in layout(stores, self.schema(), patterns=pats) if c.key not in shown]
+        schema = self.schema()
+        headers = {c.key: c.header.strip() for c in (*schema.cols, *schema.extra)}
+
+        def wanted(k: str) -> bool:  # (matched before measured: a sweep of 200 keys measures only these)
+            return k not in shown and any(fnmatchcase(k, g) or fnmatchcase(headers.get(k, ""), g) for g in pats)
+
+        views = [KeysOnly(r.store, [k for k in r.store.keys if wanted(k)]) for r in self.runs.values()]
+        extra = [c for c in layout(views, schema, patterns=pats) if c.key not in shown]
         cols = (*self.layout, *extra)
         self._hidden_for = (key, cols)
         return cols
