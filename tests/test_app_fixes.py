@@ -332,3 +332,21 @@ def test_the_filter_measures_only_the_keys_it_names(tmp_path: Path, monkeypatch:
     session.pattern = "nomatch"
     assert [c.key for c in session.columns()[0]] == ["step"]
     assert [k for k in measured if k != "step"] == []
+
+
+async def test_closing_a_focused_panel_gives_the_focus_back_to_a_table(tmp_path: Path) -> None:
+    from steptable.app.widgets.grid import StepGrid
+
+    app, follower, _ = manual_app(make_runs(tmp_path, steps=20, arms=("a", "b")))
+    async with app.run_test(size=(140, 40)) as pilot:
+        await sync(pilot, follower)
+        await pilot.press("c")
+        await pilot.pause()
+        app.query_one(ChartPanel).focus()  # (a click to scroll the panel focuses it)
+        await pilot.press("c")
+        await pilot.pause()
+        assert isinstance(app.focused, StepGrid)
+        grid = app.focused
+        await pilot.press("1")  # hide the arm whose table has the focus
+        await pilot.pause()
+        assert isinstance(app.focused, StepGrid) and app.focused is not grid

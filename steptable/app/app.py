@@ -16,6 +16,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import ScrollableContainer, VerticalScroll
 from textual.css.query import NoMatches
 from textual.screen import Screen
+from textual.widget import Widget
 from textual.widgets import Static
 
 from steptable import render
@@ -296,7 +297,19 @@ class StepTableApp(ViewerActions):
     def _toggle(self, selector: str) -> bool:
         w = self.main.query_one(selector)
         w.toggle_class("-open")  # (the arms box, resized by it, arranges the arms again)
+        if not w.has_class("-open"):
+            self._keep_focus(w)
         return w.has_class("-open")
+
+    def _keep_focus(self, *gone: Widget) -> None:
+        """A widget closed or hidden with the focus in it (a scrolled panel, an arm's table) gives the focus to a
+        table still shown: the table keys (arrows, Home, End) must keep working."""
+        f = self.focused
+        if f is not None and not any(f is g or g in f.ancestors for g in gone):
+            return
+        shown = [p for rid, p in self.panels.items() if rid not in self.session.hidden and p not in gone]
+        if shown:
+            shown[0].grid.focus()
 
     def action_toggle_legend(self) -> None:
         if self._toggle("#legend-box"):
@@ -371,6 +384,7 @@ class StepTableApp(ViewerActions):
     def _apply_hidden(self) -> None:
         for rid, panel in self.panels.items():
             panel.display = rid not in self.session.hidden
+        self._keep_focus(*(p for rid, p in self.panels.items() if rid in self.session.hidden))
         self._apply_arrangement()
         self._refresh_panels()
 
