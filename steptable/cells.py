@@ -9,6 +9,7 @@ import re
 import unicodedata
 from collections.abc import Iterator
 from functools import lru_cache
+from typing import Any
 
 NAN = "nan"
 ELLIPSIS = "…"
@@ -179,3 +180,25 @@ def pad(text: str, width: int, align: str = "right") -> str:
         left = gap // 2
         return " " * left + text + " " * (gap - left)
     return " " * gap + text
+
+
+def cut_middle(text: str, width: int) -> str:
+    """``text`` in at most ``width`` cells, its middle dropped for an ellipsis: the names of a sweep's runs differ
+    at the end (``..._seed0``, ``..._seed1``) as often as at the start."""
+    if display_width(text) <= width or width < 3:
+        return cut(text, width)
+    clusters: list[list[Any]] = []  # [text, cells]: a character and the zero-width ones joined to it
+    for ch, w in char_cells(text):
+        if w or not clusters:
+            clusters.append([ch, w])
+        else:  # a joiner, a variation selector, a combining mark, an emoji joined by them: part of the one before
+            clusters[-1][0] += ch
+    tail: list[str] = []
+    used = 0
+    for part, w in reversed(clusters):
+        if used + w > (width - 1) // 2:
+            break
+        tail.append(part)
+        used += w
+    out = cut(text, width - used) + "".join(reversed(tail))
+    return out if display_width(out) <= width else cut(text, width)

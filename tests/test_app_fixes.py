@@ -246,6 +246,15 @@ def test_cut_middle_keeps_both_ends() -> None:
     assert cut_middle(name, 100) == name
     short = cut_middle(name, 16)
     assert len(short) == 16 and short.startswith("grpo_") and short.endswith("seed0") and "…" in short
+    from steptable.formatting import display_width
+
+    family = "\U0001f469\u200d\U0001f469\u200d\U0001f467\u200d\U0001f466"  # one emoji of four joined
+    for text in (family * 6, "\u2764\ufe0f" * 8 + "_seed0", "e\u0301" * 12, "\U0001f1fa\U0001f1f8" * 6):
+        for width in range(3, 14):
+            out = cut_middle(text, width)
+            # whole clusters only: within the width, no joiner or mark left dangling at either side of the cut
+            assert display_width(out) <= width and not out.startswith(("\u200d", "\ufe0f", "\u0301"))
+            assert "…\ufe0f" not in out and "…\u0301" not in out
 
 
 @pytest.mark.parametrize("size", [(160, 30), (120, 30)])
@@ -350,3 +359,14 @@ async def test_closing_a_focused_panel_gives_the_focus_back_to_a_table(tmp_path:
         await pilot.press("1")  # hide the arm whose table has the focus
         await pilot.pause()
         assert isinstance(app.focused, StepGrid) and app.focused is not grid
+
+
+async def test_chart_labels_keep_the_end_of_sweep_names(tmp_path: Path) -> None:
+    arms = tuple(f"grpo_qwen2.5-7b_lr1e-6_kl0.001_seed{i}" for i in range(3))
+    app, follower, _ = manual_app(make_runs(tmp_path, steps=20, arms=arms))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await sync(pilot, follower)
+        await pilot.press("c")
+        await pilot.pause()
+        chart = str(app.query_one(ChartPanel).body.render())
+        assert all(f"seed{i}" in chart for i in range(3))

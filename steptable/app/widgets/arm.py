@@ -9,7 +9,8 @@ from textual.widgets import Static
 
 from steptable.app.model import Store, ended
 from steptable.app.widgets.grid import StepGrid
-from steptable.formatting import char_cells, cut, display_width, sanitize
+from steptable.cells import cut_middle as cut_middle  # (re-exported: arm titles were its first user)
+from steptable.formatting import display_width, sanitize
 
 
 class ArmPanel(Vertical):
@@ -92,20 +93,3 @@ class ArmPanel(Vertical):
 
 #: the fewest cells an arm's name keeps in its title, however much state follows it
 MIN_LABEL = 8
-
-
-def cut_middle(text: str, width: int) -> str:
-    """``text`` in at most ``width`` cells, its middle dropped for an ellipsis: the names of a sweep's runs differ
-    at the end (``..._seed0``, ``..._seed1``) as often as at the start."""
-    if display_width(text) <= width or width < 3:
-        return cut(text, width)
-    tail: list[str] = []
-    used = 0
-    for ch, w in reversed(list(char_cells(text))):
-        if used + w > (width - 1) // 2:
-            break
-        tail.append(ch)
-        used += w
-    while tail and tail[-1] == "\u200d":  # no joiner left at the start of the tail
-        tail.pop()
-    return cut(text, width - used) + "".join(reversed(tail))

@@ -19,6 +19,7 @@ from textual.widgets import Static
 
 from steptable import render
 from steptable.app.model import Store, Summaries, Summary, downsample, spark
+from steptable.cells import cut_middle
 from steptable.columns import Col
 from steptable.formatting import cut, display_width, format_value, pad, sanitize
 
@@ -165,7 +166,7 @@ class DiagnosticsPanel(_ArmPanel):
         out.append(cut(title, width), "bold")
         out.append("\n" + " " * kw)
         for label, _, _ in self.arms:
-            out.append(" " + pad(cut(sanitize(label), cell), cell, "left"), "bold")
+            out.append(" " + pad(cut_middle(sanitize(label), cell), cell, "left"), "bold")
         for key in keys:
             out.append("\n" + pad(cut(sanitize(self.cols[key].header if key in self.cols else key), kw), kw, "left"))
             rows_of = [self._series(store, key, rows, spark_w) for _, store, rows in self.arms]
@@ -206,7 +207,7 @@ class ChartPanel(_ArmPanel):
         series = [self._series(store, key, rows, spark_w) for _, store, rows in self.arms]
         lo, hi = _shared_scale(series)
         for (label, _, _), (s, line), span in zip(self.arms, series, spans, strict=True):
-            out.append("\n" + pad(cut(sanitize(label), lw), lw, "left") + " ", "bold")
+            out.append("\n" + pad(cut_middle(sanitize(label), lw), lw, "left") + " ", "bold")
             out.append(pad(spark(line, lo, hi), spark_w, "left"))
             out.append(f" min {self._fmt(key, s.lo, 6)}", "dim")
             out.append(f" max {self._fmt(key, s.hi, 6)}", "dim")
