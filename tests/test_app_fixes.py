@@ -300,6 +300,19 @@ def test_previews_only_for_what_the_follower_will_show(tmp_path: Path, monkeypat
     while (msg := feed._prepared.get(timeout=30)) is not None:
         got.append(msg.run)
     assert got == ["big/metrics.jsonl"]
+    # a file several arms' StepLoggers share: no preview (it would show their rows merged under one name)
+    from steptable import Col, StepLogger
+
+    loggers = [StepLogger([Col("step", 4, "step", "d"), Col("rew", 6, "rew")], run_dir=root / "shared", arm=arm,
+                          console=False, alerts=False) for arm in ("routeA", "absorb")]
+    for s in range(50):
+        for i, lg in enumerate(loggers):
+            lg.log({"step": s, "rew": 0.111 if i == 0 else 0.999})
+    for lg in loggers:
+        lg.close()
+    feed = Feed([str(root / "shared")], follower=Follower([root / "shared"]), preview_min_bytes=1)
+    feed.prepare()
+    assert feed._prepared is not None and feed._prepared.get(timeout=30) is None
 
 
 def test_the_filter_reaches_columns_the_layout_keeps_out(tmp_path: Path) -> None:

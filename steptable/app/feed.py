@@ -125,6 +125,9 @@ class Feed:
                         continue
                     if not len(store):
                         continue
+                    if store.meta.get("arms", 0) > 1:
+                        continue  # several arms' StepLoggers share the file: their runs come with the full read
+
                     store.arm = cand.arm
                     store.side_files = cand.side_files
                     gb = size >= 1e9

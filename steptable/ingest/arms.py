@@ -38,7 +38,7 @@ class ArmSplit:
     def groups(self, parsed: Parsed) -> list[tuple[str | None, Parsed]]:
         """``parsed`` in parts: (None: the file's own store, or the arm whose store takes them), in file order of
         their first rows. One part, ``(None, parsed)``, when nothing is split off (the usual case, at no cost)."""
-        arms = _arms(parsed)
+        arms = arm_values(parsed)
         if arms is None:
             return [(None, parsed)]
         if self.first is None:
@@ -79,7 +79,8 @@ class ArmSplit:
         return False
 
 
-def _arms(parsed: Parsed) -> list[Any] | None:
+def arm_values(parsed: Parsed) -> list[Any] | None:
+    """The ``arm`` each parsed row names (None where it names none); None when no row does."""
     if parsed.cols is not None:
         col = parsed.cols.get("arm")
         return None if col is None else [None if v is MISSING else v for v in col]

@@ -6,6 +6,7 @@ import math
 import os
 from pathlib import Path
 
+from steptable.ingest.arms import arm_values
 from steptable.ingest.console import ConsoleParser
 from steptable.ingest.csvlog import CsvParser
 from steptable.ingest.discover import CONSOLE_SUFFIXES
@@ -21,7 +22,8 @@ PREVIEW_BYTES = 4 * 1024 * 1024
 def preview_tail(path: str | Path, max_bytes: int = PREVIEW_BYTES, kind: str | None = None) -> RunStore:
     """A store of the complete lines within the last ``max_bytes`` of ``path`` (from the first full line there).
 
-    ``meta["preview_offset"]`` is the byte offset the window starts at (0: the whole file was read). Line numbers in
+    ``meta["preview_offset"]`` is the byte offset the window starts at (0: the whole file was read);
+    ``meta["arms"]`` how many arms its rows name. Line numbers in
     ``bad`` count from the start of the window; a file without a step key is numbered from 0 within the window.
     """
     path = Path(path)
@@ -56,11 +58,15 @@ def preview_tail(path: str | Path, max_bytes: int = PREVIEW_BYTES, kind: str | N
     else:
         parser = ConsoleParser(label) if kind == "console" else JsonlParser(label)
     pos, lineno = 0, 1
+    arms: set[str] = set()  # the arms the rows name (several: StepLoggers of several arms share the file)
     while pos < len(data):
         end = data.find(b"\n", pos + BLOCK)
         end = len(data) if end < 0 else end + 1
         chunk = data[pos:end]
-        store.add(parser.parse(chunk, lineno), math.nan)  # a backlog: arrival times unknown
+        parsed = parser.parse(chunk, lineno)
+        arms.update(a for a in arm_values(parsed) or () if type(a) is str)
+        store.add(parsed, math.nan)  # a backlog: arrival times unknown
         lineno += chunk.count(b"\n")
         pos = end
+    store.meta["arms"] = len(arms)
     return store
