@@ -383,3 +383,19 @@ async def test_chart_labels_keep_the_end_of_sweep_names(tmp_path: Path) -> None:
         await pilot.pause()
         chart = str(app.query_one(ChartPanel).body.render())
         assert all(f"seed{i}" in chart for i in range(3))
+
+
+def test_the_newest_bad_lines_come_first_across_runs(tmp_path: Path) -> None:
+    for arm in ("aaa", "zzz"):
+        write_rows(tmp_path / arm / "metrics.jsonl", (row(0, s) for s in range(3)))
+    with open(tmp_path / "aaa" / "metrics.jsonl", "a") as f:
+        f.write("{old garbage\n" * 5)
+    session = Session()
+    for rid, st in load(tmp_path).items():
+        session.update(rid, st)
+    with open(tmp_path / "zzz" / "metrics.jsonl", "a") as f:
+        f.write("{new garbage\n")
+    for st in load(tmp_path / "zzz").values():
+        session.update("zzz/metrics.jsonl", st)
+    first = session.events(recent=1)[0]
+    assert first.level == "B" and "zzz" in first.text and ":4:" in first.text

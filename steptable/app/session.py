@@ -39,6 +39,8 @@ class Run:
     rows: int = 0
     generation: int = -1
     preview: str | None = None  # a note while this is the tail preview of a file still being parsed
+    bad_seen: int = 0  # the store's bad-line count at the last update
+    bad_turn: int = 0  # when (the session's count of updates that brought bad lines) it last grew
 
 
 @dataclass
@@ -57,6 +59,7 @@ class Session:
     _tried: dict[str, int] = field(default_factory=dict)  # key -> the widest value a new layout was made for
     _schema: Schema | None = None
     _layouts: Layouts = field(default_factory=Layouts)  # each key measured once, not again for every new key
+    _bad_turn: int = 0
     _hidden_for: tuple[Any, tuple[Col, ...]] | None = None  # (filter, keys, layout) -> the columns it shows
 
     # ------------------------------------------------------------------------------------------------ runs
@@ -67,6 +70,10 @@ class Session:
         if run is None or run.store is not store:
             run = self.runs[run_id] = Run(store)
         before, n = run.rows, len(store)
+        if store.bad_count != run.bad_seen:  # a bad line carries no time: the session notes when it saw them
+            run.bad_seen = store.bad_count
+            self._bad_turn += 1
+            run.bad_turn = self._bad_turn
         run.preview = preview
         run.rows = n
         run.generation = store.generation
@@ -245,7 +252,9 @@ class Session:
         errors = [e for e in reversed(self.alerts) if e.level == "E"]
         warnings = [e for e in reversed(self.alerts) if e.level != "E"]
         bad: list[Event] = []
-        for rid, r in self.runs.items():
+        # the runs whose bad lines came last first
+        by_age = sorted(self.runs.items(), key=lambda item: -item[1].bad_turn)
+        for rid, r in by_age:
             kept, newest, total = r.store.bad_lines()
             # the store keeps the first bad lines and the newest: newest first, then a line for the ones between
             later = newest[len(newest) - min(total - len(kept), len(newest)):]
