@@ -106,6 +106,7 @@ class Layouts:
                     col = auto_col(k, samples, headers[k])
                 else:
                     col = auto_col(k, samples, headers[k], rule.describe(k), rule.better, rule.fmt)
-                self.measured[(k, headers[k])] = col
+                if any(v is not None and v == v for v in samples):  # (measured on values, not on nulls alone)
+                    self.measured[(k, headers[k])] = col
             cols.append(col)
         return (*declared, *cols)

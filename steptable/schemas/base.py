@@ -25,7 +25,7 @@ from pathlib import Path, PurePath
 from typing import Any, Protocol
 
 from steptable.columns import Better, Col, ColumnError, validate
-from steptable.formatting import display_width, format_value, numeric_pair, sanitize
+from steptable.formatting import display_width, fmt_auto, format_value, numeric_pair, sanitize
 from steptable.schemas.headers import short_headers
 from steptable.schemas.parts import SIDE_KINDS, Derived, Rule, SideFile, ratio_pair
 
@@ -233,6 +233,8 @@ def cells_outgrown(cols: Sequence[Col], run: RowView, start: int, stop: int) -> 
     for c in cols:
         if c.fmt is not None and c.fmt != "frac":
             continue  # a declared format: its width is part of the declaration
+        floats = short = 0  # finite floats seen; those shown with fewer than their 3 significant digits
+        natural: list[int] = []
         for i in range(start, stop):
             v = run.value(i, c.key)
             if v is None or isinstance(v, (str, bool)):
@@ -242,7 +244,20 @@ def cells_outgrown(cols: Sequence[Col], run: RowView, start: int, stop: int) -> 
             elif "#" in format_value(v, c.fmt, c.width, fill=False):
                 need = narrowest(v, c.fmt, c.width + 1)
             else:
+                if c.fmt is None and isinstance(v, float) and math.isfinite(v):
+                    floats += 1
+                    n = len(fmt_auto(v))
+                    if n > c.width:
+                        short += 1
+                        natural.append(n)
                 continue
+            if need > c.width:
+                out[c.key] = max(out.get(c.key, 0), need)
+        # Values that drifted out of the column's measure (a loss from .5 to .0125): where more than a tenth of the
+        # rows lose digits, the column grows to the width nine in ten of them need, as a layout measures a column.
+        if short > 1 and short * 10 > floats:
+            natural.sort()
+            need = natural[max(len(natural) - 1 - floats // 10, 0)]
             if need > c.width:
                 out[c.key] = max(out.get(c.key, 0), need)
     return out
