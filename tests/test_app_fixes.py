@@ -399,3 +399,40 @@ def test_the_newest_bad_lines_come_first_across_runs(tmp_path: Path) -> None:
         session.update("zzz/metrics.jsonl", st)
     first = session.events(recent=1)[0]
     assert first.level == "B" and "zzz" in first.text and ":4:" in first.text
+
+
+def test_a_column_pinned_under_a_filter_stays_after_it(tmp_path: Path) -> None:
+    from steptable import Col, StepLogger
+
+    cols = [Col("step", 4, "step", "d"), Col("rew", 6, "rew", ".2f"),
+            Col("gen", 6, "gen", None, "seconds", stream=False)]
+    with StepLogger(cols, run_dir=tmp_path / "a", arm="a", console=False, alerts=False) as sl:
+        for s in range(3):
+            sl.log({"step": s, "rew": 0.5, "gen": 12.8})
+    session = Session()
+    for rid, st in load(tmp_path).items():
+        session.update(rid, st)
+    session.pattern = "gen"
+    session.toggle_pin("gen")
+    session.pattern = ""
+    assert [c.key for c in session.columns()[0]] == ["step", "gen", "rew"]
+
+
+async def test_a_column_a_filter_brought_in_can_be_charted(tmp_path: Path) -> None:
+    from steptable import Col, StepLogger
+
+    cols = [Col("step", 4, "step", "d"), Col("rew", 6, "rew", ".2f"),
+            Col("gen", 6, "gen", None, "seconds generating", stream=False)]
+    with StepLogger(cols, run_dir=tmp_path / "a", arm="a", console=False, alerts=False) as sl:
+        for s in range(5):
+            sl.log({"step": s, "rew": 0.5, "gen": 12.0 + s})
+    app, follower, _ = manual_app(tmp_path)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await sync(pilot, follower)
+        await pilot.press("slash", "g", "e", "n", "enter")
+        await pilot.pause()
+        app.session.selected = "gen"
+        await pilot.press("c")
+        await pilot.pause()
+        text = str(app.query_one(ChartPanel).body.render())
+        assert "Chart of gen" in text and "max 16" in text

@@ -231,7 +231,8 @@ class StepTableApp(ViewerActions):
     def _refresh_panels(self) -> None:
         arms = [(self.panels[rid].label, r.store, r.rows) for rid, r in self.session.runs.items()
                 if rid not in self.session.hidden and rid in self.panels]
-        cols = self.session.layout
+        shown = {c.key for c in self.session.layout}  # (with the columns a filter brought in: they can be charted)
+        cols = (*self.session.layout, *(c for c in self.session.columns()[0] if c.key not in shown))
         chart = self.main.query_one(ChartPanel)
         chart.key = self.session.selected
         for panel in (chart, self.main.query_one(DiagnosticsPanel)):

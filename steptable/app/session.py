@@ -185,25 +185,28 @@ class Session:
         """The layout, and with a filter the columns it keeps out (a StepLogger's dump-only timings, hidden keys)
         that the filter names: as ``tail --columns`` and ``legend`` say, a filter reaches every key."""
         pats = [p if any(ch in p for ch in "*?[") else f"*{p}*" for p in self.pattern.replace(",", " ").split()]
-        if not pats or not self.layout:
+        shown = {c.key for c in self.layout}
+        pinned = [k for k in self.pins if k not in shown]  # (a column pinned under a filter stays after it)
+        if not (pats or pinned) or not self.layout:
             return self.layout
-        key = (tuple(pats), self._keys, self.layout)
+        key = (tuple(pats), tuple(pinned), self._keys, self.layout)
         if self._hidden_for is not None and self._hidden_for[0] == key:
             return self._hidden_for[1]
+        import glob
         from fnmatch import fnmatchcase
 
         from steptable.app.layouts import KeysOnly
         from steptable.schemas import layout
 
-        shown = {c.key for c in self.layout}
         schema = self.schema()
         headers = {c.key: c.header.strip() for c in (*schema.cols, *schema.extra)}
 
         def wanted(k: str) -> bool:  # (matched before measured: a sweep of 200 keys measures only these)
-            return k not in shown and any(fnmatchcase(k, g) or fnmatchcase(headers.get(k, ""), g) for g in pats)
+            return k not in shown and (k in pinned or any(fnmatchcase(k, g) or fnmatchcase(headers.get(k, ""), g)
+                                                          for g in pats))
 
         views = [KeysOnly(r.store, [k for k in r.store.keys if wanted(k)]) for r in self.runs.values()]
-        extra = [c for c in layout(views, schema, patterns=pats) if c.key not in shown]
+        extra = [c for c in layout(views, schema, patterns=[*pats, *map(glob.escape, pinned)]) if c.key not in shown]
         cols = (*self.layout, *extra)
         self._hidden_for = (key, cols)
         return cols
