@@ -368,3 +368,21 @@ def test_alert_scanner_feeds_edits_resumes_and_late_rows() -> None:
     s2.add(loss_rows(list(range(20, 26)), bad=22), now=math.nan)  # resumed at 20 (NaN at 22) ...
     s2.add(loss_rows(list(range(24, 30))), now=math.nan)  # ... and at 24, before the next scan
     assert [(a.step, a.kind) for a in sc.scan("r2", s2)] == [(22, "nonfinite")]
+
+
+def test_summary_of_a_numeric_column_matches_the_general_path() -> None:
+    """The array path (C loops; a chart of 200k rows blocked the UI for a second a column) gives what the
+    per-value path gives, non-finite values and appended rows included."""
+    import random
+    from array import array
+
+    from steptable.app.model import Summary
+
+    rng = random.Random(3)
+    values = [rng.choice([math.nan, math.inf, -math.inf, rng.uniform(-5, 5)]) for _ in range(500)]
+    fast, slow = Summary(), Summary()
+    for n in (0, 1, 7, 250, 500):
+        fast.update(array("d", values), n)
+        slow.update(list(values), n)
+        assert (fast.lo, fast.hi, fast.seen) == (slow.lo, slow.hi, slow.seen)
+        assert repr(fast.last) == repr(slow.last)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import itertools
 import math
 import statistics
+from array import array
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
@@ -166,11 +167,16 @@ class Summary:
         n = len(values) if n is None else min(n, len(values))
         if n < self.seen or mark != self.mark or restart:
             self.seen, self.lo, self.hi, self.last, self.mark = 0, math.inf, -math.inf, math.nan, mark
-        for i in range(self.seen, n):
-            x = to_float(values[i])
-            if math.isfinite(x):
-                self.lo = min(self.lo, x)
-                self.hi = max(self.hi, x)
+        if isinstance(values, array) and values.typecode == "d":  # a numeric column: C loops (200k rows, ~10 ms)
+            finite = [x for x in values[self.seen : n] if x - x == 0.0]  # (nan and inf fail x - x == 0)
+            if finite:
+                self.lo, self.hi = min(self.lo, min(finite)), max(self.hi, max(finite))
+        else:
+            for i in range(self.seen, n):
+                x = to_float(values[i])
+                if math.isfinite(x):
+                    self.lo = min(self.lo, x)
+                    self.hi = max(self.hi, x)
         for i in range(n - 1, self.seen - 1, -1):  # newest first: a run that logs the key every row stops at once
             v = values[i]
             if v is None:
