@@ -99,7 +99,10 @@ def test_layouts_first_layout_is_schemas_layout(tmp_path: Path) -> None:
     assert [c.key for c in Layouts().layout(mixed, get_schema("generic"))] == ["step", "loss"]
 
 
-def test_a_new_key_measures_only_that_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def _session_counting_measures(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> tuple[list[RunStore], Session, list[str]]:
+    """A session over 4 runs of 30 keys, and the keys ``auto_col`` measures from then on."""
     import steptable.schemas as schemas
 
     stores = _stores(tmp_path, 4, 30)
@@ -115,6 +118,11 @@ def test_a_new_key_measures_only_that_key(tmp_path: Path, monkeypatch: pytest.Mo
 
     monkeypatch.setattr(schemas, "auto_col", counting)
     monkeypatch.setattr(schemas.base, "auto_col", counting)  # (what schemas.layout calls)
+    return stores, session, measured
+
+
+def test_a_new_key_measures_only_that_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    stores, session, measured = _session_counting_measures(tmp_path, monkeypatch)
     write_rows(stores[0].path, [{"step": 40, "g0/m0": 1.0, "eval/new": 0.5}])
     load_more = load(stores[0].path.parent)  # the same file read again, now with the new key
     assert session.update(stores[0].path.parent.name, next(iter(load_more.values())))
@@ -337,20 +345,7 @@ def test_the_filter_reaches_columns_the_layout_keeps_out(tmp_path: Path) -> None
 
 def test_the_filter_measures_only_the_keys_it_names(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A sweep's filter froze the app for 12 s: every key of every run was measured, then filtered."""
-    import steptable.schemas as schemas
-
-    stores = _stores(tmp_path, 4, 30)
-    session = Session()
-    for s in stores:
-        session.update(s.path.parent.name, s)
-    measured: list[str] = []
-    real = schemas.auto_col
-
-    def counting(key: str, *a: Any, **kw: Any) -> Any:
-        measured.append(key)
-        return real(key, *a, **kw)
-
-    monkeypatch.setattr(schemas.base, "auto_col", counting)
+    _, session, measured = _session_counting_measures(tmp_path, monkeypatch)
     session.pattern = "nomatch"
     assert [c.key for c in session.columns()[0]] == ["step"]
     assert [k for k in measured if k != "step"] == []
