@@ -323,9 +323,8 @@ def test_previews_only_for_what_the_follower_will_show(tmp_path: Path, monkeypat
     assert feed._prepared is not None and feed._prepared.get(timeout=30) is None
 
 
-def test_the_filter_reaches_columns_the_layout_keeps_out(tmp_path: Path) -> None:
-    """`legend` says a column filter shows the dump-only columns; in the app the filter only narrowed the
-    layout, so `/gen` left the step column alone."""
+def _session_with_a_dump_only_column(tmp_path: Path) -> Session:
+    """A session over one StepLogger run whose ``gen`` column is dump-only (kept out of the layout)."""
     from steptable import Col, StepLogger
 
     cols = [Col("step", 4, "step", "d"), Col("rew", 6, "rew", ".2f"),
@@ -336,6 +335,13 @@ def test_the_filter_reaches_columns_the_layout_keeps_out(tmp_path: Path) -> None
     session = Session()
     for rid, st in load(tmp_path).items():
         session.update(rid, st)
+    return session
+
+
+def test_the_filter_reaches_columns_the_layout_keeps_out(tmp_path: Path) -> None:
+    """`legend` says a column filter shows the dump-only columns; in the app the filter only narrowed the
+    layout, so `/gen` left the step column alone."""
+    session = _session_with_a_dump_only_column(tmp_path)
     assert [c.key for c in session.columns()[0]] == ["step", "rew"]
     session.pattern = "gen"
     assert [c.key for c in session.columns()[0]] == ["step", "gen"]
@@ -397,16 +403,7 @@ def test_the_newest_bad_lines_come_first_across_runs(tmp_path: Path) -> None:
 
 
 def test_a_column_pinned_under_a_filter_stays_after_it(tmp_path: Path) -> None:
-    from steptable import Col, StepLogger
-
-    cols = [Col("step", 4, "step", "d"), Col("rew", 6, "rew", ".2f"),
-            Col("gen", 6, "gen", None, "seconds", stream=False)]
-    with StepLogger(cols, run_dir=tmp_path / "a", arm="a", console=False, alerts=False) as sl:
-        for s in range(3):
-            sl.log({"step": s, "rew": 0.5, "gen": 12.8})
-    session = Session()
-    for rid, st in load(tmp_path).items():
-        session.update(rid, st)
+    session = _session_with_a_dump_only_column(tmp_path)
     session.pattern = "gen"
     session.toggle_pin("gen")
     session.pattern = ""
