@@ -30,20 +30,21 @@ import json
 import os
 import re
 import stat
-from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
 from steptable.ingest.parse import STEP_KEYS, LineError, decode_line, flatten, step_of
+from steptable.ingest.walk import LINK_DEPTH as LINK_DEPTH
+from steptable.ingest.walk import SKIP_DIRS as SKIP_DIRS
+from steptable.ingest.walk import OnError as OnError
+from steptable.ingest.walk import walk
 
 JSONL_NAMES: Final = frozenset({"metrics.jsonl", "progress.json", "steps.jsonl", "wandb-history.jsonl"})
 CONSOLE_SUFFIXES: Final = frozenset({".log", ".txt", ".out"})
 #: CSV logs found in a directory (Lightning's CSVLogger, stable-baselines3); any *.csv named explicitly is read too
 CSV_NAMES: Final = frozenset({"metrics.csv", "progress.csv"})
-SKIP_DIRS: Final = frozenset({".git", "__pycache__", "node_modules", ".venv", "venv", ".mypy_cache", ".ruff_cache",
-                              ".pytest_cache", ".hypothesis", "site-packages", ".ipynb_checkpoints"})
 GENERIC_DIRS: Final = frozenset({
     "logs", "log", "train", "training", "metrics", "outputs", "output", "out", "results", "result", "runs", "run",
     "files", "emergence", "eval", "evals", "evaluation", "wandb", "tensorboard", "tb", "latest-run", "data",
@@ -123,82 +124,6 @@ def arm_and_run_dir(path: Path, root: Path, *, run_dir: Path | None = None) -> t
     return run_dir.absolute().name or "run", run_dir
 
 
-#: directory links are followed this many levels below a root (logs/<run> -> /scratch/run), not deeper (a run's
-#: data -> /datasets would be walked on every discovery pass)
-LINK_DEPTH = 2
-
-OnError = Callable[[Path, OSError], None]
-"""Told of a directory discovery could not list (it is skipped this time and tried again on the next pass)."""
-
-
-def _walk(root: Path, on_error: OnError | None = None) -> Iterator[tuple[Path, bool]]:
-    """Every file under ``root``, and whether the way to it went through a directory link.
-
-    The real tree is walked first; directory links met in its top ``LINK_DEPTH`` levels are walked after it, each
-    once and only when it leads outside what was walked (``logs/exp42 -> /scratch/exp42``). So a link to a
-    directory of the tree (wandb's ``latest-run``, ``exp1/latest -> ../exp2/run3``) never hides the real path,
-    and a loop ends. A directory costs its listing only (scandir tells links apart)."""
-    if not root.is_dir():
-        if root.is_file():
-            yield root, False
-        return
-
-    def failed(e: OSError) -> None:
-        if on_error is not None and not isinstance(e, FileNotFoundError):  # vanished mid-walk: nothing to say
-            on_error(Path(e.filename) if e.filename else root, e)
-
-    walked = {os.path.realpath(root)}  # real paths of the trees walked so far
-    links: deque[tuple[str, int]] = deque()  # (a directory link met, its depth below the root)
-    stack, via = [(str(root), 0)], False
-    while True:
-        while stack:  # depth first, in name order (os.walk's order); scandir tells links and directories apart
-            top, depth = stack.pop()
-            try:
-                with os.scandir(top) as it:
-                    entries = sorted(it, key=lambda e: e.name)
-            except OSError as err:
-                failed(err)
-                continue
-            subdirs = []
-            for entry in entries:
-                try:
-                    if not entry.is_dir():  # (a link to a file, and a dangling link, are files here)
-                        yield Path(entry.path), via
-                    elif entry.name in SKIP_DIRS or entry.name.startswith("."):
-                        continue
-                    elif entry.is_symlink():
-                        if depth < LINK_DEPTH:
-                            links.append((entry.path, depth + 1))
-                    else:
-                        subdirs.append(entry.path)
-                except OSError:  # vanished while listed
-                    continue
-            stack += [(d, depth + 1) for d in reversed(subdirs)]
-        while links:
-            link, depth = links.popleft()
-            target = os.path.realpath(link)
-            if not _walked(target, walked):
-                break
-        else:
-            return
-        walked.add(target)
-        stack, via = [(link, depth)], True
-
-
-def _walked(target: str, trees: set[str]) -> bool:
-    """Was the directory ``target`` walked: is it in one of ``trees`` (real paths), and no directory on the way
-    down one a walk passes over (hidden, or in SKIP_DIRS)? A look-up per level, whatever the number of trees."""
-    below: list[str] = []
-    path = target
-    while path not in trees:
-        parent = os.path.dirname(path)
-        if parent == path:
-            return False
-        below.append(os.path.basename(path))
-        path = parent
-    return not any(name in SKIP_DIRS or name.startswith(".") for name in below)
-
-
 def _one_per_file(cands: list[Candidate]) -> list[Candidate]:
     """The candidates with one per file reached by several paths (a link beside its target, a linked directory
     inside the tree): the path without a link wins, else the first."""
@@ -269,7 +194,7 @@ def _collect(root: Path, under: Path, label: str | None, found: dict[Path, Candi
     explicit = root.is_file()
     base = os.path.abspath(root.parent if explicit else root)
     base_real = os.path.realpath(base)  # (the root itself may be reached through a link: ~/logs -> /scratch)
-    for path, via_link in _walk(under, on_error):
+    for path, via_link in walk(under, on_error):
         if settled is not None and settled(path):
             continue
         cand = classify(path, root, label, explicit=explicit)
