@@ -25,9 +25,13 @@ from pathlib import Path, PurePath
 from typing import Any, Protocol
 
 from steptable.columns import Better, Col, ColumnError, validate
-from steptable.formatting import display_width, fmt_auto, format_value, numeric_pair, sanitize
+from steptable.formatting import display_width, format_value, numeric_pair, sanitize
 from steptable.schemas.headers import short_headers
 from steptable.schemas.parts import SIDE_KINDS, Derived, Rule, SideFile, ratio_pair
+from steptable.schemas.widths import RowView as RowView
+from steptable.schemas.widths import cells_outgrown as cells_outgrown
+from steptable.schemas.widths import narrowest
+from steptable.schemas.widths import widened as widened
 
 __all__ = [
     "META_KEYS", "SIDE_KINDS", "STEP_KEYS", "Derived", "Rule", "RunView", "Schema", "SideFile", "auto_col",
@@ -210,68 +214,6 @@ def auto_col(
     w = max(display_width(h), min(data_w, 12 if is_str else 8), 3)
     text = sanitize(desc or f"{key} (as logged)")  # keys come from files: one line, nothing a terminal obeys
     return Col(key, w, h, fmt, text, better, align="left" if is_str else "right")
-
-
-def narrowest(value: Any, fmt: str | None, start: int = 1, limit: int = 12) -> int:
-    """The fewest cells (from ``start``, at most ``limit``) in which ``value`` has a form other than ``####``."""
-    for width in range(max(start, 1), limit):
-        if "#" not in format_value(value, fmt, width, fill=False):
-            return width
-    return limit
-
-
-class RowView(Protocol):
-    def value(self, i: int, key: str) -> Any: ...
-
-
-def cells_outgrown(cols: Sequence[Col], run: RowView, start: int, stop: int) -> dict[str, int]:
-    """Columns of the automatic format that rows ``[start, stop)`` of ``run`` outgrew: a number with no form in its
-    column (``####``) or an integer wider than it (shown in a compact form, it would lose digits). Key -> the cells
-    the widest such value needs. A live run meets values its first rows never had (a loss of -1.2e-05, a token
-    count past 1e8): the layout is made again for them."""
-    out: dict[str, int] = {}
-    for c in cols:
-        if c.fmt is not None and c.fmt != "frac":
-            continue  # a declared format: its width is part of the declaration
-        floats = short = 0  # finite floats seen; those shown with fewer than their 3 significant digits
-        natural: list[int] = []
-        for i in range(start, stop):
-            v = run.value(i, c.key)
-            if v is None or isinstance(v, (str, bool)):
-                continue
-            if isinstance(v, int):
-                need = len(str(v)) if abs(v) < 10**20 else c.width
-            elif "#" in format_value(v, c.fmt, c.width, fill=False):
-                need = narrowest(v, c.fmt, c.width + 1)
-            else:
-                if c.fmt is None and isinstance(v, float) and math.isfinite(v):
-                    floats += 1
-                    n = len(fmt_auto(v))
-                    if n > c.width:
-                        short += 1
-                        natural.append(n)
-                continue
-            if need > c.width:
-                out[c.key] = max(out.get(c.key, 0), need)
-        # Values that drifted out of the column's measure (a loss from .5 to .0125): where more than a tenth of the
-        # rows lose digits, the column grows to the width nine in ten of them need, as a layout measures a column.
-        if short > 1 and short * 10 > floats:
-            natural.sort()
-            need = natural[max(len(natural) - 1 - floats // 10, 0)]
-            if need > c.width:
-                out[c.key] = max(out.get(c.key, 0), need)
-    return out
-
-
-def widened(cols: Sequence[Col], need: Mapping[str, int], limit: int = 12) -> tuple[Col, ...]:
-    """``cols`` with each automatic-format column in ``need`` at least that wide (at most ``limit`` cells): room
-    for values :func:`cells_outgrown` found, which the layout's sample of rows may not have held."""
-    return tuple(
-        c.with_(width=min(need[c.key], limit))
-        if c.key in need and c.width < min(need[c.key], limit) and (c.fmt is None or c.fmt == "frac")
-        else c
-        for c in cols
-    )
 
 
 def informative(run: RunView, key: str) -> float:

@@ -1,0 +1,73 @@
+"""Column widths against the values a run brings: the narrowest form of a value, the columns a live run's new rows
+outgrew, and the layout widened for them. Pure."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
+
+from steptable.columns import Col
+from steptable.formatting import fmt_auto, format_value
+
+
+def narrowest(value: Any, fmt: str | None, start: int = 1, limit: int = 12) -> int:
+    """The fewest cells (from ``start``, at most ``limit``) in which ``value`` has a form other than ``####``."""
+    for width in range(max(start, 1), limit):
+        if "#" not in format_value(value, fmt, width, fill=False):
+            return width
+    return limit
+
+
+class RowView(Protocol):
+    def value(self, i: int, key: str) -> Any: ...
+
+
+def cells_outgrown(cols: Sequence[Col], run: RowView, start: int, stop: int) -> dict[str, int]:
+    """Columns of the automatic format that rows ``[start, stop)`` of ``run`` outgrew: a number with no form in its
+    column (``####``) or an integer wider than it (shown in a compact form, it would lose digits). Key -> the cells
+    the widest such value needs. A live run meets values its first rows never had (a loss of -1.2e-05, a token
+    count past 1e8): the layout is made again for them."""
+    out: dict[str, int] = {}
+    for c in cols:
+        if c.fmt is not None and c.fmt != "frac":
+            continue  # a declared format: its width is part of the declaration
+        floats = short = 0  # finite floats seen; those shown with fewer than their 3 significant digits
+        natural: list[int] = []
+        for i in range(start, stop):
+            v = run.value(i, c.key)
+            if v is None or isinstance(v, (str, bool)):
+                continue
+            if isinstance(v, int):
+                need = len(str(v)) if abs(v) < 10**20 else c.width
+            elif "#" in format_value(v, c.fmt, c.width, fill=False):
+                need = narrowest(v, c.fmt, c.width + 1)
+            else:
+                if c.fmt is None and isinstance(v, float) and math.isfinite(v):
+                    floats += 1
+                    n = len(fmt_auto(v))
+                    if n > c.width:
+                        short += 1
+                        natural.append(n)
+                continue
+            if need > c.width:
+                out[c.key] = max(out.get(c.key, 0), need)
+        # Values that drifted out of the column's measure (a loss from .5 to .0125): where more than a tenth of the
+        # rows lose digits, the column grows to the width nine in ten of them need, as a layout measures a column.
+        if short > 1 and short * 10 > floats:
+            natural.sort()
+            need = natural[max(len(natural) - 1 - floats // 10, 0)]
+            if need > c.width:
+                out[c.key] = max(out.get(c.key, 0), need)
+    return out
+
+
+def widened(cols: Sequence[Col], need: Mapping[str, int], limit: int = 12) -> tuple[Col, ...]:
+    """``cols`` with each automatic-format column in ``need`` at least that wide (at most ``limit`` cells): room
+    for values :func:`cells_outgrown` found, which the layout's sample of rows may not have held."""
+    return tuple(
+        c.with_(width=min(need[c.key], limit))
+        if c.key in need and c.width < min(need[c.key], limit) and (c.fmt is None or c.fmt == "frac")
+        else c
+        for c in cols
+    )
