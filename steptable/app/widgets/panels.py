@@ -141,7 +141,8 @@ class _ArmPanel(ScrollableContainer):
 
 
 class DiagnosticsPanel(_ArmPanel):
-    """Latest routing diagnostics per arm, each with a sparkline over steps: arms side by side per key."""
+    """Latest routing diagnostics per arm, each with a sparkline over steps: arms side by side per key, in blocks
+    one under another when they do not fit the width."""
 
     def present(self) -> list[str]:
         from steptable.schemas.routing import DIAGNOSTIC_KEYS
@@ -161,19 +162,22 @@ class DiagnosticsPanel(_ArmPanel):
         cell = max((width - kw - 2) // len(self.arms) - 1, 12)
         spark_w = max(cell - 8, 4)
         fit = max((width - kw) // (cell + 1), 1)
-        if fit < len(self.arms):  # the rest are to the right: say so, the scrollbar alone is easy to miss
-            title = f"{fit} of {len(self.arms)} arms in view, scroll → for the rest · " + title
+        if fit < len(self.arms):  # blocks of arms one under another: each row keeps its key's name in view
+            title = f"{len(self.arms)} arms in blocks of {fit}, scroll ↓ for the rest · " + title
         out.append(cut(title, width), "bold")
-        out.append("\n" + " " * kw)
-        for label, _, _ in self.arms:
-            out.append(" " + pad(cut_middle(sanitize(label), cell), cell, "left"), "bold")
-        for key in keys:
-            out.append("\n" + pad(cut(sanitize(self.cols[key].header if key in self.cols else key), kw), kw, "left"))
-            rows_of = [self._series(store, key, rows, spark_w) for _, store, rows in self.arms]
-            lo, hi = _shared_scale(rows_of)
-            for s, line in rows_of:
-                out.append(" " + pad(self._fmt(key, s.last, bound=False), 6) + " ")
-                out.append(pad(spark(line, lo, hi), cell - 7, "left"))
+        series = {key: [self._series(store, key, rows, spark_w) for _, store, rows in self.arms] for key in keys}
+        scales = {key: _shared_scale(series[key]) for key in keys}  # one scale per key over every arm
+        for first in range(0, len(self.arms), fit):
+            out.append("\n" + " " * kw)
+            for label, _, _ in self.arms[first : first + fit]:
+                out.append(" " + pad(cut_middle(sanitize(label), cell), cell, "left"), "bold")
+            for key in keys:
+                head = self.cols[key].header if key in self.cols else key
+                out.append("\n" + pad(cut(sanitize(head), kw), kw, "left"))
+                lo, hi = scales[key]
+                for s, line in series[key][first : first + fit]:
+                    out.append(" " + pad(self._fmt(key, s.last, bound=False), 6) + " ")
+                    out.append(pad(spark(line, lo, hi), cell - 7, "left"))
         return out
 
 
