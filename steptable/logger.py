@@ -30,7 +30,7 @@ from steptable import render, runinfo, tablefile
 from steptable.alerts import AlertEngine
 from steptable.columns import Col, streamed, validate
 from steptable.formatting import sanitize
-from steptable.logging import installed, report_once
+from steptable.logging import installed, report_once, say
 from steptable.rank import global_rank
 from steptable.writer import MAX_ARRAY, RunWriter
 
@@ -303,8 +303,9 @@ class StepLogger:
     def _warn(self, text: str) -> None:
         msg = f"steptable: {text}"
         if not self.console and not installed():
-            # a TUI owns the terminal and there is no verbose file: once on stderr, not in loguru's long format
-            report_once(f"{self._topic}-{text}", msg)
+            # a TUI owns the terminal and there is no verbose file: on stderr, short (the writer says each failure
+            # episode once: its start, and that it works again)
+            say(msg)
             return
         try:
             # console=False: a TUI owns the terminal; the warning goes to the verbose file only

@@ -138,6 +138,11 @@ def report_once(topic: str, text: str) -> None:
     if topic in _reported:
         return
     _reported.add(topic)
+    say(text)
+
+
+def say(text: str) -> None:
+    """``text`` on stderr, a line; never raises."""
     try:
         sys.stderr.write(text.rstrip("\n") + "\n")
         sys.stderr.flush()

@@ -43,8 +43,8 @@ def name_part(text: str) -> str:
     characters; where that changed it (``a/b``, ``实验``, ``lr 1e-4``), a short hash of ``text`` keeps two texts
     apart that would read alike."""
     safe = "".join(ch if ch.isascii() and (ch.isalnum() or ch in ".-_") else "_" for ch in text)[:64].strip(".")
-    if safe != text:
-        safe = f"{safe}-{hashlib.sha1(text.encode('utf-8', 'replace')).hexdigest()[:8]}"
+    if safe != text or not safe:  # (an empty name is a name too: "arm-<hash>", never "table..txt")
+        safe = f"{safe or 'arm'}-{hashlib.sha1(text.encode('utf-8', 'replace')).hexdigest()[:8]}"
     return safe
 
 

@@ -719,3 +719,21 @@ def test_console_false_without_setup_logging_reports_a_write_failure_once_and_sh
     lines = proc.stderr.splitlines()
     assert proc.returncode == 0 and proc.stdout == "" and all(line.startswith("steptable: ") for line in lines)
     assert sum("cannot write" in line for line in lines) == 1 and "| WARNING" not in proc.stderr
+
+
+def test_console_false_without_setup_logging_reports_each_failure_episode(tmp_path: Path) -> None:
+    code = textwrap.dedent(
+        """
+        import os, sys
+        from steptable import Col, StepLogger
+        run = sys.argv[1]
+        with StepLogger([Col("step", 4, "step", "d")], run_dir=run, console=False, alerts=False) as sl:
+            for step in range(9):
+                if step in (3, 7):
+                    os.unlink(os.path.join(run, "metrics.jsonl"))
+                sl.log({"step": step})
+        """
+    )
+    proc = subprocess.run([sys.executable, "-c", code, str(tmp_path / "arm")], capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 0 and proc.stderr.count("was deleted during the run") == 2, proc.stderr

@@ -302,3 +302,9 @@ def test_every_arm_of_a_crowded_shared_file_is_a_run(tmp_path: Path) -> None:
         lg.close()
     stores = load(tmp_path)
     assert len(stores) == 70 and all(set(st.column("reward/mean")) == {int(st.arm[3:])} for st in stores.values())
+
+
+def test_arm_names_that_read_alike_or_are_empty_get_their_own_files() -> None:
+    names = ["", ".", "arm", "lr 1e-4", "lr/1e-4", "lr_1e-4"]
+    parts = [runinfo.name_part(n) for n in names]
+    assert len(set(parts)) == len(names) and all(p and not p.startswith(".") and ".." not in p for p in parts)

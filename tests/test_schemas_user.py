@@ -273,3 +273,27 @@ def test_a_nearer_file_that_does_not_match_leaves_a_farther_one_that_does(tmp_pa
     write(path, '{"step": 1, "other/acc": 0.5}\n')
     assert detect(path, ["step", "other/acc"]).name == "sweep"
     assert [f.parent.name for f in schema_files(path)] == ["exp", "logs"]
+
+
+def test_a_farther_file_that_cannot_be_used_leaves_the_nearer_one(tmp_path: Path) -> None:
+    write(tmp_path / "steptable.toml", """
+        [schema]
+        name = "stale"
+        [[columns]]
+        key = "x"
+        width = "wide"
+    """)
+    write(tmp_path / "proj" / "run1" / "steptable.toml", """
+        [schema]
+        name = "mine"
+        [match]
+        keys = ["my/loss"]
+        [[columns]]
+        key = "my/loss"
+        header = "MYLOSS"
+    """)
+    path = tmp_path / "proj" / "run1" / "metrics.jsonl"
+    write(path, '{"step": 1, "my/loss": 0.5}\n')
+    assert detect(path, ["step", "my/loss"]).name == "mine"
+    with pytest.raises(SchemaFileError, match="width"):  # the run's own nearest file still says what is wrong
+        detect(tmp_path / "other.jsonl", ["step"])

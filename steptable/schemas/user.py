@@ -2,7 +2,8 @@
 
 Where they are read from (nearest first when several match a file):
 
-1. ``steptable.toml`` in the run's directory and in each of its four nearest parents (the log directories);
+1. ``steptable.toml`` in the run's directory and in each of its four nearest parents (the log directories; a
+   farther one that cannot be used is passed over, the nearest one's errors are reported);
 2. ``$XDG_CONFIG_HOME/steptable/schemas/*.toml`` (``~/.config/steptable/schemas/*.toml`` without XDG_CONFIG_HOME).
 
 The format (every field but ``schema.name`` and ``columns.key`` is optional)::
@@ -364,7 +365,12 @@ def load_user_schemas(near: str | os.PathLike[str] | None, bases: Mapping[str, S
     known = dict(bases)
     loaded: dict[Path, Schema] = {}
     for f in order:
-        s = schema_from_doc(_doc(f), known)
+        try:
+            s = schema_from_doc(_doc(f), known)
+        except SchemaFileError:
+            if f in local[1:]:  # a farther log directory's file that cannot be used: the nearer ones still apply
+                continue
+            raise  # the run's own (nearest) file, or the user's config: say what is wrong
         known[s.name] = s
         loaded[f] = s
-    return [loaded[f] for f in files]
+    return [loaded[f] for f in files if f in loaded]
