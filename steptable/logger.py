@@ -32,7 +32,7 @@ from steptable.columns import Col, streamed, validate
 from steptable.formatting import sanitize
 from steptable.logging import installed, report_once, say
 from steptable.rank import global_rank
-from steptable.writer import MAX_ARRAY, RunWriter
+from steptable.writer import MAX_ARRAY, RunWriter, array_size
 
 JSONL_NAME = "metrics.jsonl"
 TABLE_NAME = tablefile.TABLE_NAME
@@ -66,8 +66,7 @@ def _frozen(value: Any) -> Any:
         if ndim == 1 and _numeric(value) and callable(tolist := getattr(value, "tolist", None)):
             # a small 1-d array or tensor as the numbers it holds (np.array([passed, total]) shows as 3/16, as
             # its JSON list reads back); a big one is left for the writer to shorten
-            numel = getattr(value, "numel", None)
-            if int(numel() if callable(numel) else value.size) <= MAX_ARRAY:
+            if array_size(value) <= MAX_ARRAY:
                 return tuple(tolist())
     except Exception:  # a value that cannot be read is left for the writer and the renderer to make text of
         pass

@@ -128,8 +128,7 @@ class _Converter:
             if getattr(value, "ndim", 0) and callable(tolist := getattr(value, "tolist", None)):
                 # a numpy array or tensor: its numbers as a JSON list; a big one as its short text (numpy's own
                 # summary), as a row is a line of scalars, not a place for an activation dump
-                numel = getattr(value, "numel", None)  # a tensor's size is a method, an array's a number
-                if int(numel() if callable(numel) else getattr(value, "size", MAX_ARRAY + 1)) <= MAX_ARRAY:
+                if array_size(value) <= MAX_ARRAY:
                     return self.convert(tolist(), depth + 1)
                 return _text(value)
         except Exception:  # a proxy whose __getattr__ raises something other than AttributeError
@@ -146,6 +145,13 @@ class _Converter:
             return self.convert(float(value), depth + 1)
         except Exception:
             return _text(value)
+
+
+def array_size(value: Any) -> int:
+    """How many numbers a numpy array or torch tensor holds (a tensor's ``size`` is a method, an array's a number;
+    something else is taken as too big)."""
+    numel = getattr(value, "numel", None)
+    return int(numel() if callable(numel) else getattr(value, "size", MAX_ARRAY + 1))
 
 
 def open_append(path: str | os.PathLike[str]) -> int:

@@ -51,6 +51,7 @@ class Layouts:
             auto_col,
             informative,
             layout,
+            own_step_keys,
             run_keys,
             sample_values,
             short_headers,
@@ -67,7 +68,7 @@ class Layouts:
         ok = [d for d in schema.derived if all(n in have for n in d.needs)]
         shown = {d.key for d in ok}
         # (each run's own step key is in the step column already, as in schemas.layout)
-        used = {step_key} | {sk for r in runs if isinstance(sk := getattr(r, "step_key", None), str)}
+        used = {step_key} | own_step_keys(runs)
         consumed: set[str] = set()
         for c in schema.cols:
             aliases = [a for a in c.aliases if a in have]

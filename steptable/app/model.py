@@ -272,15 +272,17 @@ def display_order(cols: Sequence[Col], pinned: Sequence[str], step_key: str = "s
     return (*head, *pins, *(c for c in cols if c.key not in keys))
 
 
-def filter_cols(cols: Sequence[Col], pattern: str, keep: Sequence[str] = ()) -> tuple[Col, ...]:
-    """Columns whose key or header matches any comma/space separated glob (``kl*,rew*``); ``keep`` always stays.
+def filter_globs(pattern: str) -> list[str]:
+    """The globs of a comma/space separated filter (``kl*,rew*``); a pattern without glob characters matches as a
+    substring (``/loss`` finds ``actor/pg_loss``)."""
+    return [p if any(ch in p for ch in "*?[") else f"*{p}*" for p in pattern.replace(",", " ").split()]
 
-    A pattern without glob characters matches as a substring (``/loss`` finds ``actor/pg_loss``).
-    """
-    pats = [p for p in pattern.replace(",", " ").split() if p]
-    if not pats:
+
+def filter_cols(cols: Sequence[Col], pattern: str, keep: Sequence[str] = ()) -> tuple[Col, ...]:
+    """Columns whose key or header matches the filter ``pattern`` (:func:`filter_globs`); ``keep`` always stays."""
+    globs = filter_globs(pattern)
+    if not globs:
         return tuple(cols)
-    globs = [p if any(ch in p for ch in "*?[") else f"*{p}*" for p in pats]
     return tuple(
         c
         for i, c in enumerate(cols)

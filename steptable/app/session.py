@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from steptable.app.layouts import Layouts
-from steptable.app.model import Store, display_order, ended, filter_cols, stalled_for, usual_interval
+from steptable.app.model import Store, display_order, ended, filter_cols, filter_globs, stalled_for, usual_interval
 from steptable.app.widgets.status import Event, bad_line
 from steptable.columns import Col
 
@@ -184,7 +184,7 @@ class Session:
     def _with_hidden(self) -> tuple[Col, ...]:
         """The layout, and with a filter the columns it keeps out (a StepLogger's dump-only timings, hidden keys)
         that the filter names: as ``tail --columns`` and ``legend`` say, a filter reaches every key."""
-        pats = [p if any(ch in p for ch in "*?[") else f"*{p}*" for p in self.pattern.replace(",", " ").split()]
+        pats = filter_globs(self.pattern)
         shown = {c.key for c in self.layout}
         pinned = [k for k in self.pins if k not in shown]  # (a column pinned under a filter stays after it)
         if not (pats or pinned) or not self.layout:

@@ -35,7 +35,7 @@ from steptable.schemas.widths import widened as widened
 
 __all__ = [
     "META_KEYS", "SIDE_KINDS", "STEP_KEYS", "Derived", "Rule", "RunView", "Schema", "SideFile", "auto_col",
-    "by_key", "derive_rows", "fit", "hidden_keys", "informative", "layout", "ratio_pair", "run_keys",
+    "by_key", "derive_rows", "fit", "hidden_keys", "informative", "layout", "own_step_keys", "ratio_pair", "run_keys",
     "sample_values", "step_key_of",
 ]
 
@@ -241,6 +241,11 @@ def run_keys(run: RunView) -> list[str]:
     return list(dict.fromkeys([*run.keys, *logged]))
 
 
+def own_step_keys(runs: Sequence[RunView]) -> set[str]:
+    """The step keys the runs' files name (``_step``, ``iteration``...): shown as the step column, not again."""
+    return {k for r in runs if isinstance(k := getattr(r, "step_key", None), str)}
+
+
 def step_key_of(runs: Sequence[RunView], default: str = "step") -> str:
     """The step key the runs use: ``default`` when any run has it or the runs name their steps differently (a
     store answers ``step`` with its own step index), else the first of ``STEP_KEYS`` present."""
@@ -272,8 +277,7 @@ def layout(
     step_key = step_key_of(runs, step_key)
     out: list[Col] = []
     # each run's own step key is in the step column already (as ``step`` when the runs name it differently)
-    own: set[str] = {sk for r in runs if isinstance(sk := getattr(r, "step_key", None), str)}
-    used: set[str] = {step_key} | own
+    used: set[str] = {step_key} | own_step_keys(runs)
     consumed: set[str] = set()  # aliases read by a declared column, inputs of a shown derived column
     if schema is not None:
         ok = {d.key: d for d in schema.derived if all(n in keys for n in d.needs)}
