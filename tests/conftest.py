@@ -50,8 +50,13 @@ def captured():  # type: ignore[no-untyped-def]
     """Route loguru to a list for the test (setup_logging is tested separately)."""
     from loguru import logger
 
+    from steptable.logging import ICONS
+
     lines: list[str] = []
-    hid = logger.add(lambda m: lines.append(str(m)), format="{level.icon} {message}", level="DEBUG")
+    # The icon from steptable's table, not {level.icon}: loguru's own icons stay until setup_logging runs, so the
+    # lines would depend on which test ran before.
+    hid = logger.add(lambda m: lines.append(str(m)), format=lambda r: ICONS.get(r["level"].name, "?") + " {message}\n",
+                     level="DEBUG")
     yield lines
     logger.remove(hid)
 

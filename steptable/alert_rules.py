@@ -1,0 +1,119 @@
+"""What an alert is and what it watches: the role table, the thresholds, the Alert record and how a cell is read as a
+number. Pure, stdlib only; steptable.alerts is the public face (it re-exports these names)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Literal
+
+from steptable.formatting import sanitize
+
+Level = Literal["W", "E"]
+
+# Role -> candidate keys (exact, case-sensitive). Entropy is the policy's mean token entropy only: not
+# train/weight_entropy (an entropy of weights, not of the policy), not exec_surprisal_mean (surprisal of sampled
+# tokens, another quantity), not actor/entropy_loss or entropy_coeff (loss terms whose sign and scale vary).
+DEFAULT_ROLES: Mapping[str, tuple[str, ...]] = MappingProxyType({
+    "loss": ("loss", "train/loss", "actor/pg_loss"),
+    "grad_norm": ("gn", "grad_norm", "actor/grad_norm", "train/grad_norm", "optim/grad_norm"),
+    "reward": ("rew", "reward", "mean_reward", "env/all/reward/total", "critic/score/mean", "train/reward",
+               "critic/rewards/mean"),
+    "entropy": ("entropy", "actor/entropy", "optim/entropy", "train/entropy"),
+    "kl": ("kl", "critic/kl", "actor/ppo_kl", "train/kl", "optim/kl_sample_train_v1", "actor/kl_loss"),
+    "saturation": ("response_length/clip_ratio", "completions/clipped_ratio", "train/completions/clipped_ratio",
+                   "train/completions/clipped_frac", "max_token_hit_rate", "actor/pg_clipfrac"),
+    "hack": ("hack_s",),
+    "auroc": ("auroc",),
+})
+MULTI_ROLES = frozenset({"kl", "saturation"})
+
+
+@dataclass(frozen=True)
+class AlertConfig:
+    """Thresholds of every detector. Windows count rows where the column is present."""
+
+    roles: Mapping[str, Sequence[str]] = field(default_factory=dict)  # merged over DEFAULT_ROLES; () disables
+    rearm: int = 10  # clear rows before a detector can fire again
+    window: int = 50  # recent rows for median / MAD
+    min_history: int = 20  # rows in the window before spike / collapse / jump tests run
+    nan_missing: bool = False  # float NaN cells are absent (stored columns that pad with NaN); "nan" strings count
+    spike_z: float = 10.0  # robust z of loss / grad-norm over the window median
+    spike_min_rel: float = 0.5  # ... and at least this far above the median, relative to |median|
+    hold: int = 10  # reward / entropy: the low median of the last `hold` rows is the current level
+    drop_sigma: float = 4.0  # reward / entropy drop below the window median, in robust sigma of the window ...
+    reward_rel_drop: float = 0.3  # ... and for reward relative to |window median|
+    reward_floor_tol: float = 0.1  # E within this share of the gap to the floor (0, or the lowest value if < 0)
+    entropy_early: int = 20  # first rows whose median is the early level
+    entropy_frac_early: float = 0.1  # W below this share of the early level
+    entropy_frac_recent: float = 0.5  # W below this share of the window median
+    kl_warn: float = 1.0  # absolute KL levels (W, E)
+    kl_error: float = 10.0
+    kl_jump: float = 10.0  # factor over the window median (W, E), with a robust z above spike_z
+    kl_jump_error: float = 100.0
+    kl_jump_min: float = 0.01  # a jump counts only above this absolute KL
+    sat_level: float = 0.9  # saturation: ratio above this ...
+    sat_rows: int = 5  # ... for this many consecutive rows
+    stall_factor: float = 10.0  # no row for this many median row intervals ...
+    stall_min_s: float = 60.0  # ... and at least this many seconds
+    stall_min_rows: int = 5  # row intervals seen before the stall test runs
+    hack_window: int = 20  # observations of each of hack_s / auroc; halves are compared
+    hack_rise: float = 0.1  # pooled hack rate up by this much (absolute) ...
+    auroc_drop: float = 0.05  # ... while the mean AUROC falls by this much
+
+    def role_keys(self) -> dict[str, tuple[str, ...]]:
+        """The role table in force: DEFAULT_ROLES with this config's roles replacing theirs."""
+        out = {r: tuple(k) for r, k in DEFAULT_ROLES.items()}
+        out.update({r: tuple(k) for r, k in self.roles.items()})
+        return out
+
+
+@dataclass(frozen=True)
+class Alert:
+    level: Level  # "W" warning, "E" error
+    step: int
+    column: str  # the key; "" for run-level alerts (stall)
+    kind: str  # nonfinite, spike, reward_collapse, entropy_collapse, kl_blowup, saturation, stall, hack_auroc
+    message: str
+
+    def line(self) -> str:
+        """One ASCII line: ``E step 812 loss non-finite (nan) after 811 finite steps``."""
+        return f"{self.level} {self.message_line()}"
+
+    def message_line(self) -> str:
+        """The line without the level letter (for loggers that show the level themselves)."""
+        col = f" {self.column}" if self.column else ""
+        return sanitize(f"step {self.step}{col} {self.message}")
+
+
+def cell_float(v: Any) -> float | None:
+    """Numeric view of one cell; None when absent or not numeric. NaN / inf are returned as such."""
+    if v is None or isinstance(v, float):
+        return v
+    if isinstance(v, (str, tuple, list)):
+        fr = cell_frac(v)
+        if fr is not None:
+            return fr[0] / fr[1]
+        if not isinstance(v, str):
+            return None
+    try:  # ints, bools, numeric strings, numpy / torch scalars
+        return float(v)
+    except OverflowError:  # an int beyond float range
+        return (math.inf if v > 0 else -math.inf) if isinstance(v, int) else None
+    except Exception:
+        return None
+
+
+def cell_frac(v: Any) -> tuple[float, float] | None:
+    """``(n, d)`` of a fraction cell (tuple, list or "n/d" string) with finite n and d > 0, else None."""
+    if isinstance(v, str):
+        v = v.split("/")
+    if not isinstance(v, (tuple, list)) or len(v) != 2:
+        return None
+    try:
+        n, d = float(v[0]), float(v[1])
+    except Exception:
+        return None
+    return (n, d) if math.isfinite(n) and math.isfinite(d) and d > 0 else None
