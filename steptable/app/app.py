@@ -13,19 +13,17 @@ from typing import Any, ClassVar
 from textual import on
 from textual.app import ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
-from textual.containers import ScrollableContainer, VerticalScroll
+from textual.containers import VerticalScroll
 from textual.css.query import NoMatches
 from textual.screen import Screen
-from textual.widget import Widget
 from textual.widgets import Static
 
-from steptable import render
+from steptable.app.arrange import ArmsBox, Arrangement
 from steptable.app.feed import Feed
 from steptable.app.messages import AlertsFound, FeedProblem, PreviewReady, RunsChanged
 from steptable.app.model import Store
 from steptable.app.session import Session
 from steptable.app.themes import DEFAULT_THEME, load_themes
-from steptable.app.viewers import ViewerActions
 from steptable.app.widgets.arm import ArmPanel
 from steptable.app.widgets.grid import StepGrid
 from steptable.app.widgets.keys import KeyBar
@@ -36,24 +34,7 @@ from steptable.formatting import sanitize
 Clock = Callable[[], float]
 
 
-class ArmsBox(ScrollableContainer):
-    """The arms' tables; when its size changes (a terminal resize, a panel opened beside it) the app arranges the
-    arms again for the new size."""
-
-    def on_resize(self) -> None:
-        rearrange = getattr(self.app, "_rearrange", None)
-        if rearrange is not None:
-            rearrange()
-
-
-#: arms share the box while each gets at least ARM_SHARE_ROWS rows (title, header, three rows); past that each
-#: keeps ARM_MIN_ROWS (six rows) and the box scrolls. Side by side, each keeps ARM_MIN_CELLS cells.
-ARM_SHARE_ROWS = 5
-ARM_MIN_ROWS = 8
-ARM_MIN_CELLS = 40
-
-
-class StepTableApp(ViewerActions):
+class StepTableApp(Arrangement):
     TITLE = "steptable"
     CSS = """
     #arms { width: 1fr; height: 1fr; }
@@ -141,9 +122,9 @@ class StepTableApp(ViewerActions):
                         severity="warning", markup=False)  # names from the command line and theme files
         self._refresh_status()
         self.set_interval(self.tick, self._on_tick)
-        # The feed's thread: a daemon thread rather than a Textual thread worker, whose executor is joined when the
         for problem in self._theme_problems:
             self.notify(problem, severity="warning", markup=False)
+        # The feed's thread: a daemon thread rather than a Textual thread worker, whose executor is joined when the
         # app exits: quitting during the first parse of a 1 GB file must not wait for that parse to finish.
         self._feed_thread = threading.Thread(
             target=self.feed.run, args=(self._stop, self.post_message), name="steptable-follow", daemon=True
@@ -262,11 +243,6 @@ class StepTableApp(ViewerActions):
             panel.refresh_title(now)
         self._refresh_status()
 
-    @property
-    def main(self) -> Screen[Any]:
-        """The tables' screen (the bottom of the stack), also while a viewer or a prompt is on top."""
-        return self.screen_stack[0]
-
     # ---------------------------------------------------------------------------------------------- grids
 
     def grids(self) -> list[StepGrid]:
@@ -295,69 +271,6 @@ class StepTableApp(ViewerActions):
 
     # ---------------------------------------------------------------------------------------------- actions
 
-    def _toggle(self, selector: str) -> bool:
-        w = self.main.query_one(selector)
-        w.toggle_class("-open")  # (the arms box, resized by it, arranges the arms again)
-        if not w.has_class("-open"):
-            self._keep_focus(w)
-        return w.has_class("-open")
-
-    def _keep_focus(self, *gone: Widget) -> None:
-        """A widget closed or hidden with the focus in it (a scrolled panel, an arm's table) gives the focus to a
-        table still shown: the table keys (arrows, Home, End) must keep working."""
-        f = self.focused
-        if f is not None and not any(f is g or g in f.ancestors for g in gone):
-            return
-        shown = [p for rid, p in self.panels.items() if rid not in self.session.hidden and p not in gone]
-        if shown:
-            shown[0].grid.focus()
-
-    def action_toggle_legend(self) -> None:
-        if self._toggle("#legend-box"):
-            self.main.query_one(LegendPanel).redraw()
-
-    def action_toggle_diagnostics(self) -> None:
-        self._toggle("#diagnostics")
-        self._refresh_panels()
-
-    def action_toggle_chart(self) -> None:
-        self._toggle("#chart")
-        self._refresh_panels()
-
-    def action_switch_layout(self) -> None:
-        self.stacked = not self.is_stacked()
-        self._apply_arrangement()
-
-    def is_stacked(self) -> bool:
-        """The user's choice, else stacked when the tables do not fit side by side."""
-        if self.stacked is not None:
-            return self.stacked
-        n = len(self.session.visible())
-        cols, _ = self.session.columns()
-        return n > 1 and n * (render.width(cols) + 2) > self.size.width
-
-    def _apply_arrangement(self) -> None:
-        stacked = self.is_stacked()
-        arms = self.main.query_one("#arms")
-        arms.set_class(stacked, "stacked")
-        arms.set_class(not stacked, "side")
-        # Arms share the box while each gets a readable size; past that each keeps it and the box scrolls (every
-        # arm grew to the whole box instead, and only the first could be seen).
-        n = sum(1 for rid in self.panels if rid not in self.session.hidden)
-        box = arms.size if arms.size.area else self.size
-        crowded = n > 1 and (box.height // n < ARM_SHARE_ROWS if stacked else box.width // n < ARM_MIN_CELLS)
-        for panel in self.panels.values():
-            if stacked:
-                panel.styles.width, panel.styles.height = "1fr", ARM_MIN_ROWS if crowded else "1fr"
-            else:
-                panel.styles.width, panel.styles.height = ARM_MIN_CELLS if crowded else "1fr", "1fr"
-
-    def _rearrange(self) -> None:
-        try:
-            self._apply_arrangement()
-        except NoMatches:  # before the main screen is composed
-            pass
-
     def jump_to_step(self, step: int) -> None:
         """Every visible table shows ``step`` (or the first step after it) at the top; following pauses."""
         for rid, panel in self.panels.items():
@@ -372,22 +285,6 @@ class StepTableApp(ViewerActions):
     def action_follow_all(self) -> None:
         for g in self.grids():
             g.action_follow()
-
-    def action_toggle_arm(self, index: int) -> None:
-        rid = self.session.toggle_arm(index)
-        if rid is not None:
-            self._apply_hidden()
-
-    def action_show_all_arms(self) -> None:
-        self.session.hidden.clear()
-        self._apply_hidden()
-
-    def _apply_hidden(self) -> None:
-        for rid, panel in self.panels.items():
-            panel.display = rid not in self.session.hidden
-        self._keep_focus(*(p for rid, p in self.panels.items() if rid in self.session.hidden))
-        self._apply_arrangement()
-        self._refresh_panels()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """The table actions work (and show in the footer) on the main screen only, not over a viewer."""
