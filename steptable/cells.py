@@ -19,16 +19,19 @@ ELLIPSIS = "…"
 # so "\x1b[2J" leaves nothing rather than "[2J".
 _ESC_SEQ = re.compile(
     r"\x1b\[[0-?]*[ -/]*[@-~]"  # CSI
-    r"|\x1b[\]PX^_][^\x07\x1b]*(?:\x07|\x1b\\)?"  # OSC / DCS / SOS / PM / APC, to BEL or ST (or end)
+    r"|\x1b[\]PX^_][^\x07\x1b\n]*(?:\x07|\x1b\\)?"  # OSC / DCS / SOS / PM / APC, to BEL or ST (or line end)
     r"|\x1b[@-Z\\-_]"  # two-byte Fe escapes
-    r"|\x9b[0-?]*[ -/]*[@-~]"  # 8-bit CSI
-    r"|[\x90\x9d\x98\x9e\x9f][^\x07\x1b\x9c]*(?:\x07|\x9c|\x1b\\)?"  # 8-bit OSC/DCS/SOS/PM/APC
 )
+# The 8-bit introducers (U+0080-U+009F) are removed one character at a time by _CONTROLS, their payload kept as
+# plain text: UTF-8 read as Latin-1 is full of them ("\u201d" becomes "\xe2\x80\x9d", \x9d being 8-bit OSC and
+# \x9c ST), and swallowing "to the terminator" deleted whole lines of real text. Without its introducer the
+# payload is inert.
 # Every Unicode format character (category Cf: bidi overrides and isolates, zero-width spaces, the soft hyphen,
 # word joiners, BOM, interlinear annotations, and the tag characters that can carry text no one sees) except the
-# zero-width joiner of emoji sequences; terminals disagree on their widths, and none of them belongs in a metric.
+# zero-width joiner (emoji sequences) and non-joiner (Persian and Indic spelling: without it letters join that
+# must not); terminals disagree on their widths, and none of them belongs in a metric.
 _FORMAT_CHARS = (
-    "\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890-\u0891\u08e2\u180e\u200b-\u200c\u200e-\u200f\u202a-\u202e"
+    "\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890-\u0891\u08e2\u180e\u200b\u200e-\u200f\u202a-\u202e"
     "\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\U000110bd\U000110cd\U00013430-\U00013438\U0001bca0-\U0001bca3"
     "\U0001d173-\U0001d17a\U000e0001\U000e0020-\U000e007f"
 )

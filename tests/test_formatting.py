@@ -94,7 +94,7 @@ def test_format_value(value: object, fmt: str | None, width: int, expected: str)
 def test_sanitize_removes_escapes_controls_and_bidi() -> None:
     hostile = "a\x1b[2Jb\x1b]0;pwned\x07c\x1b]52;c;ZXZpbA==\x07d\u202eevil\u202c\x00e\x9b31mf\rg\nh\ti"
     clean = sanitize(hostile)
-    assert clean == "abcdevilefg⏎h i"
+    assert clean == "abcdevile31mfg⏎h i"  # an 8-bit CSI loses its introducer: the rest is plain text
     assert not any(ord(ch) < 32 or 0x7F <= ord(ch) <= 0x9F for ch in clean)
     assert sanitize("x\ny", keep_newlines=True) == "x\ny"
     assert sanitize("cut\ud800utf16") == "cut\ufffdutf16"  # a lone surrogate: no encoder would take it
@@ -102,14 +102,30 @@ def test_sanitize_removes_escapes_controls_and_bidi() -> None:
 
 def test_sanitize_removes_invisible_format_characters() -> None:
     """Zero-width spaces, the soft hyphen, word joiners, BOM and tag characters (which can carry text that a
-    reader never sees) are dropped; the emoji zero-width joiner stays; line separators read as newlines."""
+    reader never sees) are dropped; the emoji zero-width joiner and the non-joiner of Persian and Indic spelling
+    stay; line separators read as newlines."""
     hidden = "".join(chr(0xE0000 + ord(c)) for c in "ignore all")  # "ASCII smuggling" in tag characters
-    text = f"a\u200bb\u200cc\u00add\u2060e\ufefff{hidden}g\U000e0001h"
+    text = f"a\u200bbc\u00add\u2060e\ufefff{hidden}g\U000e0001h"
     assert sanitize(text) == "abcdefgh"
+    persian = "\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645"  # "I want": the ZWNJ keeps the first two letters apart
+    assert sanitize(persian) == persian and display_width(persian) == display_width(persian.replace("\u200c", ""))
     assert sanitize("\U0001f468\u200d\U0001f4bb") == "\U0001f468\u200d\U0001f4bb"
     assert sanitize("x\u2028y\u2029z") == "x⏎y⏎z"
     assert sanitize("x\u2028y", keep_newlines=True) == "x\ny"
     assert len(sanitize("\u00ad" * 5 + "ab").splitlines()) == 1
+
+
+def test_sanitize_keeps_text_after_c1_characters() -> None:
+    """UTF-8 read as Latin-1 (scraped text, LLM output) is full of C1 characters: a curly quote becomes
+    "\xe2\x80\x9d", and \x9d is the 8-bit OSC introducer. Only the C1 characters go; the text after them stays (the
+    whole rest of a completion was deleted as if it were an OSC payload). An unterminated 7-bit OSC stops at the
+    line's end."""
+    moj = "He said \u201cyes\u201d, then \u201cno\u201d.\nAnswer: 7".encode().decode("latin-1")
+    out = sanitize(moj, keep_newlines=True)
+    assert out == "He said \xe2yes\xe2, then \xe2no\xe2.\nAnswer: 7"
+    assert sanitize("ok \x9d0;title\x07 rest") == "ok 0;title rest"  # a real 8-bit OSC: inert without its introducer
+    assert sanitize("a\x1b]0;never ended\nline 2", keep_newlines=True) == "a\nline 2"
+    assert not any(0x80 <= ord(ch) <= 0x9F for ch in sanitize("\x90\x98\x9b\x9c\x9d\x9e\x9fx"))
 
 
 @pytest.mark.parametrize(
