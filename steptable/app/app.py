@@ -76,7 +76,7 @@ class StepTableApp(Arrangement):
     ) -> None:
         super().__init__()
         self.feed = feed
-        self.session = Session(schema_name=schema)
+        self.session = Session(schema_name=schema, near=feed.paths[0] if feed.paths else None)
         self.clock = clock
         self.tick = tick
         self.stacked = stacked
@@ -168,8 +168,8 @@ class StepTableApp(Arrangement):
         self._refresh_status()
 
     def on_feed_problem(self, message: FeedProblem) -> None:
-        self.problem = message.text
-        self.notify(message.text, severity="error", timeout=30, markup=False)  # built from file contents
+        self.problem = sanitize(message.text)  # built from file names and contents
+        self.notify(self.problem, severity="error", timeout=30, markup=False)
         self._refresh_status()
 
     def _take(self, rid: str, store: Store, preview: str | None) -> None:
@@ -201,6 +201,8 @@ class StepTableApp(Arrangement):
             self._apply_arrangement()
         self._refresh_panels()
         self._refresh_status()
+        while self.session.problems:  # (sanitized by the session)
+            self.notify(self.session.problems.pop(0), severity="error", timeout=30, markup=False)
 
     def _apply_columns(self) -> None:
         cols, fixed = self.session.columns()
@@ -332,14 +334,19 @@ def run_watch(paths: list[str], poll: float | None = None, theme: str | None = N
     if missing:
         print(f"steptable watch: no such file or directory: {sanitize(', '.join(missing))}", file=sys.stderr)
         return 2
-    if schema is not None:
-        from steptable.schemas import get_schema
+    from steptable.schemas import SchemaFileError, get_schema, user_schemas
 
-        try:
-            get_schema(schema)
-        except KeyError as e:
-            print(f"steptable watch: {e.args[0]}", file=sys.stderr)
-            return 2
+    try:  # what tail says before it starts: an unknown --schema name, a steptable.toml that cannot be used
+        if schema is not None:
+            get_schema(schema, near=paths[0])
+        for p in paths:
+            user_schemas(p)
+    except SchemaFileError as e:
+        print(f"steptable watch: {sanitize(str(e))}", file=sys.stderr)
+        return 2
+    except KeyError as e:
+        print(f"steptable watch: {sanitize(str(e.args[0]))}", file=sys.stderr)
+        return 2
     app = make_app(paths, poll=poll, theme=theme, schema=schema)
     app.run()
     return app.return_code or 0

@@ -46,6 +46,7 @@ class Run:
 @dataclass
 class Session:
     schema_name: str | None = None
+    near: str | None = None  # where a named schema is looked for (the first watched path), as tail does
     runs: dict[str, Run] = field(default_factory=dict)
     layout: tuple[Col, ...] = ()
     pattern: str = ""
@@ -61,6 +62,8 @@ class Session:
     _layouts: Layouts = field(default_factory=Layouts)  # each key measured once, not again for every new key
     _bad_turn: int = 0
     _hidden_for: tuple[Any, tuple[Col, ...]] | None = None  # (filter, keys, layout) -> the columns it shows
+    problems: list[str] = field(default_factory=list)  # to be said once each (the app takes them as notices)
+    _said: set[str] = field(default_factory=set)
 
     # ------------------------------------------------------------------------------------------------ runs
 
@@ -98,10 +101,29 @@ class Session:
         return True
 
     def _detected(self) -> Schema:
-        from steptable.schemas import detect, get_schema
+        from steptable.schemas import get_schema
 
         first = next((r.store for r in self.runs.values() if r.store.keys), None)
-        return get_schema("generic") if first is None else detect(first.path, first.keys)
+        return get_schema("generic") if first is None else self._run_schema(first)
+
+    def _run_schema(self, store: Store) -> Schema:
+        """The run's schema; where a steptable.toml beside it cannot be used, the built-in one, and the file's
+        problem said once (tail stops at it; a watch session goes on with the runs it can show)."""
+        from steptable.schemas import SchemaFileError, detect
+        from steptable.schemas.registry import logged_schema, run_schema
+
+        try:
+            return run_schema(store)
+        except SchemaFileError as e:
+            self._say(str(e))
+            return logged_schema(store) or detect(store.path, store.keys, user=False)
+
+    def _say(self, text: str) -> None:
+        from steptable.formatting import sanitize
+
+        if text not in self._said:
+            self._said.add(text)
+            self.problems.append(sanitize(text))  # names paths and keys from the disk
 
     def _outgrown(self, store: Store, before: int, n: int) -> bool:
         """New rows hold a value its column has no room for (``####``, an integer cut to a compact form), one the
@@ -139,17 +161,20 @@ class Session:
         return True
 
     def schema(self) -> Schema:
-        from steptable.schemas import get_schema
-        from steptable.schemas.registry import run_schema
+        from steptable.schemas import SchemaFileError, get_schema
 
         if self._schema is None:
             if self.schema_name:
-                self._schema = get_schema(self.schema_name)
+                try:
+                    self._schema = get_schema(self.schema_name, near=self.near)
+                except (SchemaFileError, KeyError) as e:  # checked at start; a file that went bad since
+                    self._say(str(e.args[0]) if isinstance(e, KeyError) else str(e))
+                    self._schema = get_schema("generic")
             else:
                 first = next((r.store for r in self.runs.values() if r.store.keys), None)
                 if first is None:
                     return get_schema("generic")
-                self._schema = run_schema(first)
+                self._schema = self._run_schema(first)
         return self._schema
 
     def labels(self) -> dict[str, str]:

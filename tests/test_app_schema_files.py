@@ -1,0 +1,101 @@
+"""The watch app and users' steptable.toml files: one that cannot be used is said once, sanitized, and the runs are
+still shown; a schema named with --schema is looked for where tail looks for it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_app_support import SIZE, make_runs, manual_app, screen_text, sync, write_rows
+
+from steptable.app import app as app_module
+from steptable.app import run_watch
+from steptable.app.messages import FeedProblem
+from steptable.app.session import Session
+from steptable.ingest.follow import load
+
+pytestmark = pytest.mark.anyio
+
+BAD_TOML = '[schema]\nname = "bad name"\n'
+MINE_TOML = '[schema]\nname = "mine"\n[[columns]]\nkey = "my/loss"\nheader = "myl"\n'
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+def _my_run(root: Path) -> Path:
+    write_rows(root / "r" / "metrics.jsonl", ({"step": s, "my/loss": 1 / (s + 1)} for s in range(10)))
+    return root
+
+
+async def test_a_bad_steptable_toml_below_the_watched_path_is_a_notice_not_a_crash(tmp_path: Path) -> None:
+    """The file sits beside a run found under the watched directory (run_watch's start-up check cannot see it):
+    the app used to die with SchemaFileError and a megabyte of traceback carrying the raw directory name."""
+    run_dir = tmp_path / "exp\x1bc"
+    make_runs(run_dir, arms=("a", "b"))
+    (run_dir / "steptable.toml").write_text(BAD_TOML)
+    app, follower, _ = manual_app(tmp_path)
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        await sync(pilot, follower)
+        await sync(pilot, follower)
+        assert app.is_running and app._exception is None
+        said = [str(n.message) for n in app._notifications if "needs a name" in str(n.message)]
+        assert len(said) == 1 and "\x1b" not in said[0] and "steptable.toml:2" in said[0]
+        text = screen_text(app)
+        assert "rew" in text and "\x1b" not in text  # the runs, with the built-in routing layout
+
+
+def test_run_watch_stops_at_a_bad_steptable_toml_like_tail(tmp_path: Path, capsys: Any) -> None:
+    root = _my_run(tmp_path / "logs\x1b]0;t\x07")
+    (root / "steptable.toml").write_text(BAD_TOML)
+    assert run_watch([str(root)]) == 2
+    err = capsys.readouterr().err
+    assert "steptable.toml:2" in err and "\x1b" not in err and "\x07" not in err
+
+
+def test_run_watch_finds_a_named_schema_in_the_logs_steptable_toml(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
+) -> None:
+    """`tail --schema mine` found `mine` in the logs' steptable.toml; `watch --schema mine` said it was unknown."""
+    root = _my_run(tmp_path / "logs")
+    (root / "steptable.toml").write_text(MINE_TOML)
+    started: list[Any] = []
+
+    class Ran:
+        return_code = 0
+
+        def run(self) -> None:
+            started.append(self)
+
+    monkeypatch.setattr(app_module, "make_app", lambda *a, **kw: Ran())
+    assert run_watch([str(root)], schema="mine") == 0 and started
+    assert run_watch([str(root)], schema="nosuch") == 2 and "unknown schema 'nosuch'" in capsys.readouterr().err
+    session = Session(schema_name="mine", near=str(root))
+    assert session.schema().name == "mine"
+
+
+async def test_a_feed_problem_is_sanitized(tmp_path: Path) -> None:
+    app, follower, _ = manual_app(make_runs(tmp_path, arms=("a",)))
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        await sync(pilot, follower)
+        app.post_message(FeedProblem("follower stopped: bad \x1b]52;c;ZXZpbA==\x07name\x1b[2J"))
+        await pilot.pause()
+        texts = [str(n.message) for n in app._notifications] + [app.problem]
+        assert any("follower stopped" in t for t in texts)
+        assert not any(ch in t for t in texts for ch in "\x1b\x07")
+
+
+def test_the_session_falls_back_to_the_built_in_schema_and_says_the_file_once(tmp_path: Path) -> None:
+    """The session's fallback is the built-in schema for the run, not an empty or generic table."""
+    run_dir = tmp_path / "exp"
+    make_runs(run_dir, arms=("a",))
+    (run_dir / "steptable.toml").write_text(BAD_TOML)
+    (store,) = load(run_dir / "a" / "metrics.jsonl").values()
+    session = Session()
+    session.update("a", store)
+    assert session.schema().name == "routing" and len(session.problems) == 1
+    session.update("a", store)
+    assert len(session.problems) == 1  # said once
