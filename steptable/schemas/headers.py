@@ -8,21 +8,29 @@ tail of the path that still tells the key apart from every other key on screen:
    joins the name before it (``val-core/src/reward/mean@4`` -> ``val/reward@4``).
 2. A leading namespace whose tail means nothing alone stays as a short lead (``timing_s/gen`` -> ``t/gen``,
    ``timing_per_token_ms/gen`` -> ``tpt/gen``, ``val/test_score/gsm8k`` -> ``val/gsm8k``, ``eval/loss`` ->
-   ``eval/loss``). Namespaces that only group (``env``, ``all``, ``train``) are skipped.
-3. Start from the last segment (the last two when it is only a statistic: ``critic/score/max`` -> ``score/max``),
-   and give every key that still shares a header one more segment, until all headers differ
-   (``critic/rewards/max`` vs ``critic/score/max``; ``test/env/all/reward/total`` -> ``test/reward``).
+   ``eval/loss``). An evaluation marker fused to the first segment reads as that lead (TRL's
+   ``eval_completions/mean_length`` -> ``eval/mean_length``, as ``eval/completions/mean_length``; a flat
+   ``eval_loss`` keeps its own marker). Namespaces that only group (``env``, ``all``, ``train``) are skipped.
+3. Start from the last segment (with the name before trailing statistics: ``critic/score/max`` -> ``score/max``,
+   ``val-core/src/acc/best@4/std`` -> ``val/acc/best@4/std``), and give every key that still shares a header one
+   more segment, until all headers differ (``critic/rewards/max`` vs ``critic/score/max``;
+   ``test/env/all/reward/total`` -> ``test/reward``).
 4. Long words get a fixed abbreviation (``response_length`` -> ``resp_len``, ``grad_norm`` -> ``gnorm``).
-5. Keys come from files and are untrusted: headers are made terminal-safe and at most ``MAX_HEADER`` cells wide
-   (a long header is cut in its name, keeping a short ``/max``, ``:count`` or ``@4`` ending); whatever still
-   collides (or collides with a declared header) gets the full key, then a ``~N`` suffix.
+5. Keys come from files and are untrusted: headers are made terminal-safe and at most ``MAX_HEADER`` cells wide.
+   Only headers that already differ in full are fitted, keeping the distinguishing tail: a verl validation lead
+   goes first (``val-aux/src/reward/worst@2/std`` -> ``reward/worst@2/std``: ``@2`` says validation), then the
+   names before the statistic are cut to a share each (``gs…/re…/best@2/std`` beside ``MA…/re…/best@2/std``),
+   then the name itself (keeping a short ``/max``, ``:count`` or ``@4`` ending). A cut header that two keys would
+   share goes to neither; whatever still collides (or collides with a declared header) gets the full key, then a
+   ``~N`` suffix.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Iterator
 
+from steptable.cells import cut_middle
 from steptable.formatting import cut, display_width, sanitize
 
 #: widest automatic header, in cells
@@ -61,6 +69,11 @@ _ABBREV = {
 
 _STAT = re.compile(r"^(max|min|std|var|sum|count|median|p\d+|clip_ratio|(mean|std|best|worst|maj)@\d+.*)$")
 _MEAN_AT = re.compile(r"^mean(@\d+)$")
+#: a statistic over n sampled answers per prompt (verl's validation: mean@4, best@2/std): it reads as validation
+#: without a lead
+_VAL_STAT = re.compile(r"^(mean|std|best|worst|maj)@\d+$")
+#: an evaluation marker fused to the first segment (TRL's eval_completions/mean_length = eval/completions/...)
+_EVAL_FUSED = re.compile(r"^(eval|val|test)_(.+)$")
 #: a short last part kept whole when a long header is cut: "/max", ":count", "@4"
 _TAIL = re.compile(r"^(.+?)([/:@][^/:@]{1,8})$")
 
@@ -70,6 +83,8 @@ def _parts(key: str) -> tuple[str | None, list[str]]:
     segs = [s for s in key.split("/") if s]
     if not segs:
         return None, [key or "?"]
+    if len(segs) > 1 and (m := _EVAL_FUSED.match(segs[0])):
+        segs = [m.group(1), m.group(2), *segs[1:]]
     if len(segs) > 1 and segs[-1] in _DROP_LAST:
         segs = segs[:-1]
     if len(segs) > 1 and (m := _MEAN_AT.match(segs[-1])):  # reward/mean@4 -> reward@4
@@ -83,7 +98,11 @@ def _parts(key: str) -> tuple[str | None, list[str]]:
 
 
 def _min_depth(segs: list[str]) -> int:
-    return 2 if len(segs) > 1 and _STAT.match(segs[-1]) else 1
+    """The last segment, and the name before trailing statistics (``score/max``, ``acc/best@4/std``)."""
+    n = 1
+    while n < len(segs) and _STAT.match(segs[-n]):
+        n += 1
+    return n
 
 
 def _render(lead: str | None, segs: list[str], depth: int) -> str:
@@ -93,7 +112,7 @@ def _render(lead: str | None, segs: list[str], depth: int) -> str:
 
 def clean(text: str) -> str:
     """A header made safe for a terminal and for a one-line table: no controls, no spaces, bounded width."""
-    t = sanitize(text).strip().replace(" ", "_") or "?"
+    t = _safe(text)
     if display_width(t) <= MAX_HEADER:
         return t
     m = _TAIL.match(t)
@@ -107,54 +126,140 @@ def short_header(key: str) -> str:
     return short_headers([key])[key]
 
 
+def _safe(text: str) -> str:
+    return sanitize(text).strip().replace(" ", "_") or "?"
+
+
+def _suffixed(h: str, seen: Collection[str]) -> str:
+    """``h`` with the first free ``~N`` counter, cut to keep within ``MAX_HEADER``."""
+    n = 2
+    while True:
+        suffix = f"~{n}"
+        room = MAX_HEADER - len(suffix)
+        cand = (cut(h, room) if display_width(h) > room else h) + suffix
+        if cand not in seen:
+            return cand
+        n += 1
+
+
 def short_headers(keys: Iterable[str], reserved: Collection[str] = ()) -> dict[str, str]:
-    """A distinct header for each key, none equal to a ``reserved`` header (those of declared columns)."""
+    """A distinct header for each key, none equal to a ``reserved`` header (those of declared columns).
+
+    First every key grows by segments until its whole header differs from the others' (the distinguishing tail);
+    only then are headers fitted to ``MAX_HEADER``, so that a cut never sends a key back to grow the shared middle.
+    """
     order = list(dict.fromkeys(keys))
     parts = {k: _parts(k) for k in order}
-    depth = {k: _min_depth(parts[k][1]) for k in order}
+    depth = {k: min(_min_depth(parts[k][1]), len(parts[k][1])) for k in order}
     taken = {r.strip() for r in reserved}
-    fixed: dict[str, str] = {}  # keys that fell back to their full text
 
-    def current(k: str) -> str:
-        if k in fixed:
-            return fixed[k]
+    def whole(k: str, d: int | None = None) -> str:
         lead, segs = parts[k]
-        return clean(_render(lead, segs, min(depth[k], len(segs))))
+        return _safe(_render(lead, segs, depth[k] if d is None else d))
 
     for _ in range(64):  # each round grows at least one key; paths are short
         by_header: dict[str, list[str]] = {}
         for k in order:
-            by_header.setdefault(current(k), []).append(k)
-        clashes = [(h, ks) for h, ks in by_header.items() if len(ks) > 1 or h in taken]
-        if not clashes:
-            break
+            by_header.setdefault(whole(k), []).append(k)
         grew = False
-        for _h, ks in clashes:
-            for k in ks:
-                if k in fixed:
-                    continue
-                if depth[k] < len(parts[k][1]):
-                    depth[k] += 1
-                    grew = True
-                else:
-                    fixed[k] = clean(k)
-                    grew = grew or fixed[k] != _render(*parts[k], len(parts[k][1]))
+        for h, ks in by_header.items():
+            if len(ks) > 1 or h in taken:
+                for k in ks:
+                    if depth[k] < len(parts[k][1]):
+                        depth[k] += 1
+                        grew = True
         if not grew:
             break
-    out: dict[str, str] = {}
-    seen = set(taken)
+    count: dict[str, int] = {}
     for k in order:
-        h = current(k)
-        if h in seen:
-            n = 2
-            while True:
-                suffix = f"~{n}"
-                room = MAX_HEADER - len(suffix)
-                cand = (cut(h, room) if display_width(h) > room else h) + suffix
-                if cand not in seen:
-                    h = cand
-                    break
-                n += 1
-        seen.add(h)
-        out[k] = h
-    return out
+        count[whole(k)] = count.get(whole(k), 0) + 1
+    out: dict[str, str] = {}
+    used = set(taken)
+    pending: list[str] = []
+    for k in order:
+        h = whole(k)
+        if count[h] == 1 and h not in taken and display_width(h) <= MAX_HEADER:
+            out[k] = h
+            used.add(h)
+        else:
+            pending.append(k)
+    gens = {k: _candidates(k, parts[k], depth[k]) for k in pending}  # lazy: most keys take their first
+    cands: dict[str, list[str]] = {k: [] for k in pending}
+
+    def cand(k: str, i: int) -> str | None:
+        while len(cands[k]) <= i:
+            if (c := next(gens[k], None)) is None:
+                return None
+            if c not in cands[k]:
+                cands[k].append(c)
+        return cands[k][i]
+
+    pick = {k: 0 for k in pending}
+    while pending:
+        want: dict[str, list[str]] = {}
+        for k in pending:
+            while (c := cand(k, pick[k])) is not None and c in used:
+                pick[k] += 1
+            if c is not None:
+                want.setdefault(c, []).append(k)
+        if not want:
+            break
+        for h, ks in want.items():
+            # a header two keys want goes to neither (it would not say which), unless it is one's last resort
+            last = ks if len(ks) == 1 else [k for k in ks if cand(k, pick[k] + 1) is None]
+            winner = last[0] if last else None
+            for k in ks:
+                if k == winner:
+                    out[k] = h
+                    used.add(h)
+                else:
+                    pick[k] += 1
+        pending = [k for k in pending if k not in out]
+    for k in pending:  # nothing left that differs: a counter on the header it would have had
+        out[k] = _suffixed(cand(k, 0) or "?", used)
+        used.add(out[k])
+    return {k: out[k] for k in order}
+
+
+def _candidates(key: str, parts: tuple[str | None, list[str]], depth: int) -> Iterator[str]:
+    """Headers for a key whose grown header is too wide or still shared, best first, each within ``MAX_HEADER``.
+
+    The grown tail is what tells the key apart, so it is kept before anything else: a lead is dropped only where
+    the tail names a validation statistic itself (``reward/worst@2/std``), and cuts keep the header's start and
+    end before the key's own text (whose start is often a shared data-source path) is tried.
+    """
+    lead, segs = parts
+    whole = _safe(_render(lead, segs, depth))
+    if display_width(whole) <= MAX_HEADER:
+        yield whole
+    tail = _safe(_render(None, segs, depth))
+    bare = bool(lead) and any(_VAL_STAT.match(s) for s in key.split("/"))  # the lead may go
+    if bare and display_width(tail) <= MAX_HEADER:
+        yield tail
+    names = [_safe(_ABBREV.get(s, s)) for s in segs[-depth:]]
+    for keep in range(min(_min_depth(segs), len(names)), 0, -1):  # the name before statistics may be cut too
+        if squeezed := _squeeze(None if bare or not lead else _safe(lead), names, keep):
+            yield squeezed
+    yield clean(whole)
+    yield from (clean(_safe(_render(lead, segs, d))) for d in range(depth + 1, len(segs) + 1))
+    yield cut_middle(whole, MAX_HEADER)
+    yield clean(key)
+
+
+def _squeeze(lead: str | None, names: list[str], keep: int) -> str | None:
+    """``lead`` and ``names`` joined by ``/`` in ``MAX_HEADER`` cells: the lead and the last ``keep`` names whole, the
+    names between cut to a fair share each (``gs…/rew…/best@2/std``); None where the whole parts alone do not fit."""
+    keep = min(keep, len(names))
+    head, core = names[: len(names) - keep], "/".join(names[len(names) - keep :])
+    if lead:
+        core_w = display_width(lead) + 1 + display_width(core)
+    else:
+        core_w = display_width(core)
+    room = MAX_HEADER - core_w - len(head)  # each cut name is followed by a "/"
+    if room < 2 * len(head):
+        return None
+    share: dict[int, int] = {}
+    for j, (w, i) in enumerate(sorted((display_width(n), i) for i, n in enumerate(head))):
+        share[i] = min(w, room // (len(head) - j))
+        room -= share[i]
+    return "/".join([*([lead] if lead else []), *(cut(n, share[i]) for i, n in enumerate(head)), core])
