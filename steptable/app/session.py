@@ -104,19 +104,24 @@ class Session:
         from steptable.schemas import get_schema
 
         first = next((r.store for r in self.runs.values() if r.store.keys), None)
-        return get_schema("generic") if first is None else self._run_schema(first)
+        return get_schema("generic") if first is None else self._detect(first)
 
     def _run_schema(self, store: Store) -> Schema:
-        """The run's schema; where a steptable.toml beside it cannot be used, the built-in one, and the file's
-        problem said once (tail stops at it; a watch session goes on with the runs it can show)."""
+        """The run's schema: its StepLogger's own, else the best-fitting one (see _detect)."""
+        from steptable.schemas.registry import logged_schema
+
+        return logged_schema(store) or self._detect(store)
+
+    def _detect(self, store: Store) -> Schema:
+        """The best-fitting schema; where a steptable.toml beside the run cannot be used, the best built-in one,
+        and the file's problem said once (tail stops at it; a watch session goes on with the runs it can show)."""
         from steptable.schemas import SchemaFileError, detect
-        from steptable.schemas.registry import logged_schema, run_schema
 
         try:
-            return run_schema(store)
+            return detect(store.path, store.keys)
         except SchemaFileError as e:
             self._say(str(e))
-            return logged_schema(store) or detect(store.path, store.keys, user=False)
+            return detect(store.path, store.keys, user=False)
 
     def _say(self, text: str) -> None:
         from steptable.formatting import sanitize
