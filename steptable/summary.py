@@ -23,8 +23,11 @@ Definitions
   terms keep columns that cross zero readable. A series that wanders (autocorrelated) shows its wandering.
 - rate: median over the last 200 row pairs of seconds per step: ``1.93s/step`` at 1 s/step or slower, else
   ``120 step/min``.
-- key columns (when ``columns`` is None): numeric and non-constant, the most often present first, at most
-  ``max_columns``, step / time keys excluded; shown in first-seen order.
+- key columns (when ``columns`` is None; step / time keys excluded), at most ``max_columns``, in this order: the
+  columns each run's schema declares, in its table's (``tail``) order, then the keys alerts watch (DEFAULT_ROLES),
+  unless dense and constant (a fixed lr); keys a schema rule promotes (evaluation scores, which rank last by
+  presence) that vary, hold one value or a non-finite one; then varying numeric keys, most present first (a logged
+  NaN is present).
 - alerts: given per run (keyed ``"run/arm"`` or ``run.run``); when ``alerts`` is None they are computed with
   :func:`steptable.alerts.scan` (NaN cells read as missing). At most 3 lines: errors first, then the latest.
 """
@@ -35,10 +38,12 @@ import math
 import time
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, cast
 
-from steptable.alerts import Alert, AlertConfig, cell_float, fmt_age, scan
+from steptable.alerts import DEFAULT_ROLES, Alert, AlertConfig, cell_float, fmt_age, scan
 from steptable.formatting import cut, display_width, fit_number, fmt_auto, md_escape, pad, sanitize
+from steptable.schemas import Schema
+from steptable.schemas.registry import Located, run_schema
 
 
 class RunLike(Protocol):
@@ -69,6 +74,7 @@ class RunLike(Protocol):
 
 SKIP_KEYS = frozenset({"step", "_step", "global_step", "ts", "time", "timestamp", "_timestamp", "wall_time",
                        "_runtime", "run", "arm"})
+_ROLE_KEYS = frozenset(k for keys in DEFAULT_ROLES.values() for k in keys)
 MAX_ALERTS = 3
 TREND_SHARE = 0.1
 TREND_NOISE_MIN = 20  # values the noise of tr% is read from, at least (the last 2 windows when they hold more)
@@ -78,9 +84,10 @@ _HEAD = ("first", "last", "min", "max", "tr%")
 
 @dataclass
 class ColStats:
-    """Raw statistics of one column; ``present`` counts finite numeric values."""
+    """Raw statistics of one column; ``present`` counts finite numeric values, ``logged`` those and inf / logged NaN."""
 
     present: int = 0
+    logged: int = 0
     first: float = math.nan
     last: float = math.nan
     lo: float = math.nan
@@ -106,11 +113,14 @@ def column_stats(values: Sequence[Any], nan_logged: bool = False) -> ColStats:
         elif math.isfinite(x):
             xs.append(x)
             last = x
+            st.logged += 1
         elif x == x or nan_logged:  # inf; a NaN only where it was logged (column() pads absent cells with NaN)
             last = x
+            st.logged += 1
+    st.last = last
     if xs:
         st.present = len(xs)
-        st.first, st.last, st.lo, st.hi = xs[0], last, min(xs), max(xs)
+        st.first, st.lo, st.hi = xs[0], min(xs), max(xs)
         st.trend = trend_pct(xs)
     return st
 
@@ -174,8 +184,8 @@ def _cells(stats: Sequence[ColStats], align: bool) -> list[list[str]]:
     widths = [max([4, *(len(fmt_auto(x, 2)) for x in c)]) for c in cols]
     out = []
     for st in stats:
-        if not st.present:
-            last = cut(sanitize(st.last_text), 12) if st.last_text else "-"
+        if not st.present:  # no finite number: its last inf / logged NaN, else its last text
+            last = fmt_auto(st.last) if st.logged else cut(sanitize(st.last_text), 12) if st.last_text else "-"
             out.append(["-", last, "-", "-", "-"])
             continue
         nums = []
@@ -241,39 +251,59 @@ def header_text(run: RunLike, now: float) -> str:
     return ", ".join(parts)
 
 
+def lead_columns(runs: Sequence[RunLike]) -> dict[str, int]:
+    """Key -> tier of the columns a summary leads with: 0 the keys each run's schema declares (or an alias of one),
+    in its table's order, then alert-role keys; 1 keys a rule promotes. A run with no ``path`` brings no schema."""
+    groups: dict[str, tuple[Schema, set[str]]] = {}
+    for r in (r for r in runs if hasattr(r, "path")):
+        s = run_schema(cast(Located, r))
+        groups.setdefault(s.name, (s, set()))[1].update(r.keys)
+    declared = (next((a for a in (c.key, *c.aliases) if a in keys), "") for s, keys in groups.values() for c in s.cols)
+    order = dict.fromkeys(k for r in runs for k in r.keys)
+    tiers = dict.fromkeys([k for k in declared if k] + [k for k in order if k in _ROLE_KEYS], 0)
+    promoted = (k for k in order if any(k in keys and (u := s.rule(k)) is not None and u.promote for s, keys in
+                                        groups.values()))
+    return tiers | {k: 1 for k in promoted if k not in tiers}
+
+
 def pick_columns(
-    runs: Sequence[RunLike], stats: Mapping[tuple[int, str], ColStats], max_columns: int, skip: Collection[str] = ()
+    runs: Sequence[RunLike], stats: Mapping[tuple[int, str], ColStats], max_columns: int, skip: Collection[str] = (),
+    lead: Mapping[str, int] | None = None,
 ) -> list[str]:
-    """Numeric, non-constant columns, most present first, up to ``max_columns``; first-seen order."""
-    order: dict[str, None] = {}
-    for r in runs:
-        order.update(dict.fromkeys(r.keys))
+    """Up to ``max_columns`` key columns: ``lead``'s (key -> tier, :func:`lead_columns`) first, then the most present
+    varying ones (see the module doc)."""
+    order = dict.fromkeys(k for r in runs for k in r.keys)
     # each run's own step key too (iteration, training/global_step...): the header already gives the steps
     skip = SKIP_KEYS | set(skip) | {k for r in runs if isinstance(k := getattr(r, "step_key", None), str)}
+    lead = lead_columns(runs) if lead is None else lead
+    lists: tuple[list[str], list[str]] = ([], [])
     score: dict[str, float] = {}
-    for key in order:
+    for key in [*(k for k in lead if k in order), *(k for k in order if k not in lead)]:
         if key in skip:
             continue
-        best = 0.0
-        for i, r in enumerate(runs):
-            st = stats.get((i, key))
-            if st is not None and st.varies:
-                best = max(best, st.present / max(1, len(r.steps)))
-        if best > 0:
+        sts = [(st, len(r.steps)) for i, r in enumerate(runs) if (st := stats.get((i, key))) is not None]
+        tier = lead.get(key)
+        # not a dense constant (a fixed lr is a setting), but an evaluation score that did not move is a headline,
+        # and so is a NaN or a single value
+        if tier == 0 and any(st.logged and (st.varies or st.present < max(2, st.logged) or 2 * st.logged <= n)
+                             for st, n in sts):
+            lists[0].append(key)
+        elif tier == 1 and any(st.logged and (st.varies or st.present < max(2, st.logged)) for st, _ in sts):
+            lists[1].append(key)
+        elif tier is None and (best := max((st.logged / max(1, n) for st, n in sts if st.varies), default=0.0)):
             score[key] = best
-    keep = set(sorted(score, key=lambda k: -score[k])[: max(0, max_columns)])
-    return [k for k in order if k in keep]
+    ranked = sorted(score, key=lambda k: -score[k])  # stable: equal scores keep first-seen order
+    keep = set([*lists[0], *lists[1], *ranked][: max(0, max_columns)])
+    return [k for k in [*lists[0], *lists[1], *score] if k in keep]
 
 
 def _alerts_for(run: RunLike, alerts: Mapping[str, Sequence[Alert]] | None) -> Sequence[Alert]:
     if alerts is not None:
         got = alerts.get(f"{run.run}/{run.arm}")
         return got if got is not None else alerts.get(run.run, ())
-    cfg = AlertConfig(nan_missing=True)
-    wanted = {k for keys in cfg.role_keys().values() for k in keys}
-    cols = {k: run.column(k) for k in run.keys if k in wanted}
+    cols = {k: run.column(k) for k in run.keys if k in _ROLE_KEYS}
     walls = run.wall_times if len(run.wall_times) == len(run.steps) else None
-    return scan(run.steps, cols, walls, cfg)
+    return scan(run.steps, cols, walls, AlertConfig(nan_missing=True))
 
 
 def alerts_text(found: Sequence[Alert], limit: int = MAX_ALERTS) -> list[str]:
@@ -370,10 +400,8 @@ def summarize(
 
 def _arm_tag(i: int) -> str:
     """a..z, aa..zz, aaa...: spreadsheet-style names for any number of arms."""
-    letters = "abcdefghijklmnopqrstuvwxyz"
-    tag = ""
-    i += 1
+    tag, i = "", i + 1
     while i:
         i, r = divmod(i - 1, 26)
-        tag = letters[r] + tag
+        tag = "abcdefghijklmnopqrstuvwxyz"[r] + tag
     return tag

@@ -24,7 +24,8 @@ from steptable.columns import Col
 from steptable.formatting import INVISIBLE, md_escape, numeric_pair, sanitize, unique_name
 from steptable.ingest import Follower, RunStore
 from steptable.schemas import Schema, by_schema, cells_outgrown, fit, get_schema, layout, steps_outgrown, widened
-from steptable.schemas.base import unmatched
+from steptable.schemas.base import auto_col, own_step_keys, sample_values, unmatched
+from steptable.schemas.headers import short_headers
 from steptable.schemas.registry import logged_schema
 from steptable.summary import run_label
 from steptable.writer import encode_row
@@ -92,6 +93,8 @@ class Tail:
             names += [(c.key, c.header.strip()) for c in all_cols]
             cols = tuple(fit(all_cols, width)) if fitting else tuple(all_cols)
             left_out += len(all_cols) - len(cols)
+            if a.format in ("csv", "md") and not patterns:  # every key the jsonl rows carry, the table's first
+                cols += widened(_rest(group, schema, cols), self.tried)
             old = next((self.of[s.run] for s in group if s.run in self.of), None)
             lay = old if old is not None and old.cols == cols and old.schema is schema else _Layout(schema, cols)
             out.update((s.run, lay) for s in group)
@@ -340,6 +343,22 @@ class Tail:
             self.out.write(f"- {alert.level} {md_escape(f'[{label}] {alert.message_line()}')}\n")
         else:
             self.out.write(f"{alert.level} [{sanitize(label)}] {alert.message_line()}\n")
+
+
+def _rest(group: Sequence[RunStore], schema: Schema, cols: tuple[Col, ...]) -> tuple[Col, ...]:
+    """Columns for the keys the rows carry that ``cols`` leave out (hidden by a rule, bookkeeping such as ``ts``), in
+    first-seen order, headed apart from ``cols``. A run's own step key (``_step``, SB3's ``time/total_timesteps``) is
+    not repeated: the step column holds it."""
+    have = {c.key for c in cols} | own_step_keys(group) | {"step", "arm"}
+    keys = [k for k in dict.fromkeys(k for s in group for k in s.keys) if k and k not in have]
+    heads = short_headers(keys, reserved=[c.header for c in cols])
+    out: list[Col] = []
+    for k in keys:
+        samples = [v for s in group if k in s.keys for v in sample_values(s, k)]
+        rule = schema.rule(k)  # (a StepLogger's dump-only columns are hidden rules with their words and format)
+        out.append(auto_col(k, samples, heads[k]) if rule is None
+                   else auto_col(k, samples, heads[k], rule.describe(k), rule.better, rule.fmt))
+    return tuple(out)
 
 
 def _csv_cell(v: Any) -> Any:
