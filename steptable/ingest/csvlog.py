@@ -1,11 +1,14 @@
 """CsvParser: a CSV metrics log (Lightning's CSVLogger ``metrics.csv``, stable-baselines3's ``progress.csv``).
 
-The first line is the header (a key may hold a space); each later line is a row. An empty cell is absent (Lightning
-writes the union of all keys and leaves the others empty), ``nan`` / ``inf`` are non-finite numbers, an integer or a
-decimal is a number, anything else is text. Both writers rewrite the file from the top when keys are added; the
-tail sees the changed first bytes, resets, and the parser reads the new header. The step key is the first of
-``STEP_KEYS`` in the header (``step`` for Lightning, ``time/total_timesteps`` for SB3), else rows are numbered by
-position. A row with more cells than the header is a bad line.
+The first line is the header (a key may hold a space); each later line is a row. Before the header, a BOM, blank
+lines and ``#`` comment lines are skipped (SB3's ``monitor.csv`` starts with ``#{"t_start": ...}``); when the first
+line after comments holds only numbers, it is a row and the last comment is the header (numpy's ``savetxt``
+writes ``# step,loss``). An empty cell is absent (Lightning writes the union of all keys and leaves the others
+empty), ``nan`` / ``inf`` are non-finite numbers, an integer or a decimal is a number (``parse.number``: not ``007``
+or ``0x10``), anything else is text. Both writers rewrite the file from the top when keys are added; the tail sees
+the changed first bytes, resets, and the parser reads the new header. The step key is the first of ``STEP_KEYS`` in
+the header (``step`` for Lightning, ``time/total_timesteps`` for SB3), else rows are numbered by position. A row
+with more cells than the header is a bad line.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ import csv
 from typing import Any
 
 from steptable.ingest.jsonl import LineNo
-from steptable.ingest.parse import NONFINITE, STEP_KEYS, BadLine, step_of
+from steptable.ingest.parse import NONFINITE, STEP_KEYS, BadLine, number, step_of
 from steptable.ingest.store import Parsed
 
 
@@ -25,12 +28,8 @@ def cell(text: str) -> Any:
         return None
     if len(s) <= 9 and (f := NONFINITE.get(s.lower())) is not None:
         return f
-    if not s.isascii() or "_" in s:  # float() reads "1_000" and Arabic-Indic digits: text here, as in steps
-        return text
-    try:
-        return int(s) if s.lstrip("+-").isdigit() else float(s)
-    except ValueError:
-        return text
+    n = number(s)  # not float(): it reads "1_000" and Arabic-Indic digits; "007" is a name
+    return text if n is None else n
 
 
 class CsvParser:
@@ -40,6 +39,7 @@ class CsvParser:
 
     def reset(self) -> None:
         self.header: list[str] | None = None
+        self._comment: tuple[str, int] | None = None  # the last ``#`` line before the header, and its number
         self.step_key: str | None = None
         self.ordinal = 0
         self.last_step: int | None = None
@@ -56,20 +56,28 @@ class CsvParser:
             no = first + i
             if self.header is None:
                 line = line.removeprefix("\ufeff")  # before the csv module sees it: a BOM would keep the quotes
+                if not line.strip():
+                    continue
+                if line.lstrip().startswith("#"):
+                    self._comment = line.lstrip()[1:], no
+                    continue
             try:
                 cells = next(csv.reader([line]), [])
             except csv.Error as e:
                 bad.append(BadLine(self.label, no, f"malformed CSV ({e})"))
                 continue
-            if self.header is None:
-                self._read_header(cells, no, bad)
-                continue
+            header = self.header
+            if header is None:
+                header = self._header_in_comment(cells, bad)
+                if header is None:
+                    self._read_header(cells, no, bad)
+                    continue
             if not cells:
                 continue
-            if len(cells) > len(self.header):
-                bad.append(BadLine(self.label, no, f"{len(cells)} cells under a header of {len(self.header)}"))
+            if len(cells) > len(header):
+                bad.append(BadLine(self.label, no, f"{len(cells)} cells under a header of {len(header)}"))
                 continue
-            row = {k: v for k, c in zip(self.header, cells, strict=False) if k and (v := cell(c)) is not None}
+            row = {k: v for k, c in zip(header, cells, strict=False) if k and (v := cell(c)) is not None}
             step = step_of(row.get(self.step_key)) if self.step_key is not None else None
             if step is None:
                 step = self.ordinal if self.step_key is None or self.last_step is None else self.last_step
@@ -85,7 +93,20 @@ class CsvParser:
             rows.append(row)
         return Parsed(steps=steps, rows=rows, bad=bad, step_key=self.step_key)
 
-    def _read_header(self, cells: list[str], no: int, bad: list[BadLine]) -> None:
+    def _header_in_comment(self, cells: list[str], bad: list[BadLine]) -> list[str] | None:
+        """The first line after ``#`` lines holds only numbers and as many cells as the last of them: that comment
+        is the header (read now and returned) and the line a row. None otherwise."""
+        values = [v for c in cells if (v := cell(c)) is not None]
+        if self._comment is None or not values or not all(type(v) in (int, float) for v in values):
+            return None
+        text, at = self._comment
+        try:
+            named = next(csv.reader([text]), [])
+        except csv.Error:
+            return None
+        return self._read_header(named, at, bad) if len(named) == len(cells) else None
+
+    def _read_header(self, cells: list[str], no: int, bad: list[BadLine]) -> list[str]:
         header = [c.strip() for c in cells]
         seen: set[str] = set()
         for j, k in enumerate(header):  # a name used twice would mix two columns: the later ones are left out
@@ -95,3 +116,4 @@ class CsvParser:
             seen.add(k)
         self.header = header
         self.step_key = next((k for k in STEP_KEYS if k in header), None)
+        return header

@@ -195,14 +195,41 @@ def fix_chunk(chunk: bytes, needles: Iterable[bytes] = NONFINITE_TOKENS) -> byte
 # --- values and flattening --------------------------------------------------------------------------------------
 
 
+#: a plain decimal number: no leading zeros ("007" is a name), no hex, no "1_000", ASCII digits only (``float``
+#: takes all of these)
+_NUMBER: Final = re.compile(r"[+-]?(?:0|[1-9][0-9]*|(?=\.[0-9]))(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?", re.ASCII)
+_NUMBER_ENDS: Final = frozenset("0123456789.")
+
+
+def number(text: str, as_float: bool = False) -> int | float | None:
+    """The number a text is (an int when it is all digits, unless ``as_float``), or None: the one rule for CSV
+    cells and numbers logged as JSON strings; surrounding whitespace is allowed. Non-finite spellings are the
+    caller's (``NONFINITE``)."""
+    num = text.strip()
+    if _NUMBER.fullmatch(num) is None:
+        return None
+    if not as_float and num.lstrip("+-").isdigit():
+        try:
+            return int(num)
+        except ValueError:  # past Python's limit on digits converted to an int
+            pass
+    return float(num)
+
+
 def norm_value(v: Any) -> Any:
-    """The stored form of a leaf: non-finite strings -> float, ``[n, d]`` int pairs -> tuple; the rest as is."""
+    """The stored form of a leaf: non-finite and number strings -> float (``"1e-05"``: a number a writer logged as
+    text, read as the CSV reader reads it), ``[n, d]`` int pairs -> tuple; the rest as is."""
     t = type(v)
     if t is str:
         if len(v) <= 9:
             f = NONFINITE.get(v.lower())
             if f is not None:
                 return f
+        end = v[-1:]  # a number ends in a digit or a point (or blanks): most text is told apart here, cheaply
+        if end in _NUMBER_ENDS or end.isspace():
+            n = number(v, as_float=True)
+            if n is not None:
+                return n
         return v
     if t is list and len(v) == 2 and type(v[0]) is int and type(v[1]) is int:
         return (v[0], v[1])

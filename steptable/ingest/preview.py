@@ -54,7 +54,14 @@ def preview_tail(path: str | Path, max_bytes: int = PREVIEW_BYTES, kind: str | N
         parser = CsvParser(label)
         if start > 0:
             with open(path, "rb") as f:
-                parser.parse(f.readline(MAX_LINE), 1)  # (a header of thousands of keys is long)
+                for no in range(1, 1001):  # the header, after any blank and comment lines
+                    line = f.readline(MAX_LINE)  # (a header of thousands of keys is long)
+                    if not line:
+                        break
+                    parser.parse(line, no)
+                    if parser.header is not None:
+                        break
+            parser.ordinal, parser.last_step = 0, None  # a row read with its header is not in the window
     else:
         parser = ConsoleParser(label) if kind == "console" else JsonlParser(label)
     pos, lineno = 0, 1

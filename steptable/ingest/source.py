@@ -172,26 +172,27 @@ class TailSource(Source):
     def _settle(self, new: RunStore) -> None:
         """A rewritten CSV, read into ``new``: when its rows start with the rows shown (the same steps and cells,
         new keys aside), only what it adds is applied (cells of new keys merged, rows after appended), so viewers
-        see the columns arrive instead of a new file; otherwise it replaces them."""
+        see the columns arrive instead of a new file; otherwise it replaces them. Rows are copied as stored
+        (``stored_rows``), never with the ``step`` a store shows for a file whose step key is another."""
         old = self.store
         with old.lock:
             n = len(old)
+            got = new.stored_rows()
             extends = len(new) >= n and list(new.steps[:n]) == list(old.steps) and all(
-                _same_cells(old.row(i), new.row(i)) for i in range(n)
+                map(_same_cells, old.stored_rows(), got[:n])
             )
             if not extends:
                 old.reset()
-                old.add(Parsed(steps=list(new.steps), rows=new.rows(), bad=list(new.bad), step_key=new.step_key),
-                        math.nan)
+                old.add(Parsed(steps=list(new.steps), rows=got, bad=list(new.bad), step_key=new.step_key), math.nan)
                 return
             keys = [k for k in new.keys if k not in old.keys]
-            merged = [(i, {k: v for k, v in new.row(i).items() if k in keys}) for i in range(n)]
             steps = list(new.steps)
-            for i, cells in merged:
+            for i, row in enumerate(got[:n]):
+                cells = {k: row[k] for k in keys if k in row}
                 if cells:
                     old.add(Parsed(steps=[steps[i]], rows=[cells], step_key=new.step_key), math.nan)
             if len(new) > n:
-                old.add(Parsed(steps=steps[n:], rows=new.rows(n), step_key=new.step_key), math.nan)
+                old.add(Parsed(steps=steps[n:], rows=got[n:], step_key=new.step_key), math.nan)
         old.add_bad(new.bad)
 
     def _runinfo(self, store: RunStore) -> bool:

@@ -197,6 +197,12 @@ class RunStore(ColumnTable):
     def _numbered(self, i: int) -> dict[str, Any]:
         return {"step": self._steps[i], **self._row(i)}
 
+    def stored_rows(self, start: int = 0, stop: int | None = None) -> list[dict[str, Any]]:
+        """Like ``rows`` without the ``step`` that ``row`` adds for a file with another step key: what to copy into
+        another store (added there, that ``step`` would become a real key, stored only in the rows copied)."""
+        with self.lock:
+            return [self._row(i) for i in range(*slice(start, stop).indices(len(self._steps)))]
+
     def index_of_step(self, step: int) -> int:
         """Index of the first row whose step is >= ``step`` (``len(self)`` when none): bisect on the step index."""
         with self.lock:

@@ -1,0 +1,292 @@
+"""Review 6 of the readers: steps of a followed file whose step key is not ``step`` (SB3 rewrites its CSV from the top),
+comment lines before a CSV header (SB3's monitor.csv), numbers logged as JSON strings."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import run_cli
+
+from steptable.ingest import Follower, preview_tail
+from steptable.ingest.csvlog import CsvParser, cell
+from steptable.ingest.jsonl import JsonlParser
+from steptable.ingest.parse import norm_value, number
+from steptable.ingest.store import RunStore
+
+# --- 1. steps of a followed file whose step key is another ------------------------------------------------------
+
+
+class Sb3Csv:
+    """stable_baselines3.common.logger.CSVOutputFormat.write: a key not seen before rewrites the file from the top,
+    the older rows getting empty cells for it."""
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.f = open(path, "w+")  # kept open across writes, as SB3 does
+        self.keys: list[str] = []
+
+    def write(self, kv: dict[str, Any]) -> None:
+        extra = sorted(k for k in kv if k not in self.keys)
+        if extra:
+            self.keys.extend(extra)
+            self.f.seek(0)
+            lines = self.f.readlines()
+            self.f.seek(0)
+            self.f.write(",".join(self.keys) + "\n")
+            for line in lines[1:]:
+                self.f.write(line[:-1] + "," * len(extra) + "\n")
+        self.f.write(",".join("" if kv.get(k) is None else str(kv[k]) for k in self.keys) + "\n")
+        self.f.flush()
+
+
+def _only_store(fo: Follower) -> RunStore:
+    (store,) = fo.stores.values()
+    return store
+
+
+def _check_steps(store: RunStore, want: list[int]) -> None:
+    """The step column shows the step index, for every row; no ``step`` key is stored beside the file's own."""
+    assert list(store.steps) == want
+    assert "step" not in store.keys
+    assert list(store.column("step")) == [float(s) for s in want]
+    assert store.cells("step") == want
+    assert [r["step"] for r in store.rows()] == want
+    assert all(store.value(i, "step") == s for i, s in enumerate(want))
+
+
+@pytest.mark.parametrize("step_key", ["time/total_timesteps", "global_step", "_step", None])
+def test_a_followed_csv_rewritten_from_the_top_keeps_its_steps(tmp_path: Path, step_key: str | None) -> None:
+    """SB3's start-up: train/* appears at iteration 2, rollout/* at 4, each rewriting the file (the step column
+    read nan after every rewrite: the copied rows carried the ``step`` the store shows, which became a real key)."""
+    path = tmp_path / "PPO_1" / "progress.csv"
+    writer = Sb3Csv(path)
+    fo = Follower([tmp_path])
+    want: list[int] = []
+    for it in range(1, 9):
+        kv: dict[str, Any] = {"time/fps": 1500 + it, "time/iterations": it}
+        if step_key is not None:
+            kv[step_key] = 2048 * it
+        if it >= 2:
+            kv["train/loss"] = 5.0 - it / 10
+        if it >= 4:
+            kv["rollout/ep_rew_mean"] = 20.0 + it
+        writer.write(kv)
+        fo.scan()
+        want.append(2048 * it if step_key is not None else it - 1)
+        store = _only_store(fo)
+        _check_steps(store, want)
+    writer.f.close()
+    assert store.generation == 0 and list(store.column("time/fps")) == [1500.0 + it for it in range(1, 9)]
+    assert list(store.column("rollout/ep_rew_mean"))[3:] == [24.0, 25.0, 26.0, 27.0, 28.0]
+
+
+def _write(path: Path, kind: str, step_key: str | None, steps: range, scale: float) -> None:
+    """Rows of ``steps`` (``loss`` = step x scale) as JSONL or CSV, with ``step_key`` or numbered by position."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    rows = [{**({step_key: s} if step_key else {}), "loss": s * scale} for s in steps]
+    if kind == "jsonl":
+        text = "".join(json.dumps(r) + "\n" for r in rows)
+    else:
+        keys = list(rows[0])
+        text = ",".join(keys) + "\n" + "".join(",".join(str(r[k]) for k in keys) + "\n" for r in rows)
+    path.write_text(text)
+
+
+def _append(path: Path, kind: str, step_key: str | None, steps: range, scale: float) -> None:
+    lines = [{**({step_key: s} if step_key else {}), "loss": s * scale} for s in steps]
+    with open(path, "a") as f:
+        for r in lines:
+            f.write(json.dumps(r) + "\n" if kind == "jsonl" else ",".join(str(v) for v in r.values()) + "\n")
+
+
+@pytest.mark.parametrize("how", ["truncated", "replaced"])
+@pytest.mark.parametrize("step_key", ["time/total_timesteps", "global_step", "_step", None])
+@pytest.mark.parametrize("kind", ["csv", "jsonl"])
+def test_a_followed_file_restarted_or_replaced_keeps_its_steps(
+    tmp_path: Path, kind: str, step_key: str | None, how: str
+) -> None:
+    """A restart that truncates the file, or a new file moved in its place, then appended to: every row keeps its
+    step (the CSV's new rows read nan: the rows copied from the re-read file had stored a ``step`` key)."""
+    path = tmp_path / "run" / f"{'progress.csv' if kind == 'csv' else 'metrics.jsonl'}"
+    _write(path, kind, step_key, range(0, 6), 1.0)
+    fo = Follower([tmp_path])
+    fo.scan()
+    _check_steps(_only_store(fo), list(range(6)))
+    if how == "truncated":
+        _write(path, kind, step_key, range(0, 3), 2.0)
+    else:
+        other = tmp_path / "next.tmp"
+        _write(other, kind, step_key, range(0, 3), 2.0)
+        os.replace(other, path)
+    fo.scan()
+    store = _only_store(fo)
+    _check_steps(store, [0, 1, 2])
+    assert list(store.column("loss")) == [0.0, 2.0, 4.0]
+    _append(path, kind, step_key, range(3, 5), 2.0)
+    fo.scan()
+    _check_steps(store, [0, 1, 2, 3, 4])
+    assert list(store.column("loss")) == [0.0, 2.0, 4.0, 6.0, 8.0]
+
+
+# --- 6. comment lines before a CSV header -----------------------------------------------------------------------
+
+
+def _monitor(path: Path, episodes: int, head: str = "") -> None:
+    """stable_baselines3.common.monitor.Monitor's file: a JSON comment line, then r,l,t."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w") as f:
+        f.write(head + '#{"t_start": 1700000000.123, "env_id": "CartPole-v1"}\n' + "r,l,t\n")
+        for i in range(episodes):
+            f.write(f"{10.0 + i},{10 + i},{0.5 * i:.6f}\n")
+
+
+def test_sb3_monitor_csv_named_on_the_command_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "mon" / "0.monitor.csv"
+    _monitor(path, 10)
+    rc, out, err = run_cli(["tail", str(path), "--format", "jsonl", "-n", "0"], capsys)
+    rows = [json.loads(line) for line in out.splitlines()]
+    assert rc == 0 and err == "", err
+    assert [r["step"] for r in rows] == list(range(10))
+    assert [r["r"] for r in rows] == [10.0 + i for i in range(10)] and rows[3]["l"] == 13 and rows[4]["t"] == 2.0
+
+
+@pytest.mark.parametrize("head", ["\ufeff", "\ufeff\n\n", "\n  \n", "# written by hand\n\n"])
+def test_a_bom_blank_and_comment_lines_before_the_header(tmp_path: Path, head: str) -> None:
+    path = tmp_path / "m.csv"
+    _monitor(path, 3, head)
+    parser = CsvParser(str(path))
+    parsed = parser.parse(path.read_bytes(), 1)
+    assert parser.header == ["r", "l", "t"] and parser.step_key is None and not parsed.bad
+    assert list(parsed.steps) == [0, 1, 2] and parsed.rows == [
+        {"r": 10.0, "l": 10, "t": 0.0}, {"r": 11.0, "l": 11, "t": 0.5}, {"r": 12.0, "l": 12, "t": 1.0}
+    ]
+
+
+def test_comment_lines_and_header_split_over_chunks(tmp_path: Path) -> None:
+    """Followed as it is written: a chunk may end after the comment line, before the header."""
+    parser = CsvParser("m.csv")
+    assert parser.parse(b'#{"t_start": 1.0}\n', 1).steps == []
+    assert parser.parse(b"\n", 2).steps == []
+    parsed = parser.parse(b"r,l,t\n1.5,3,0.1\n", 3)
+    assert parser.header == ["r", "l", "t"] and parsed.rows == [{"r": 1.5, "l": 3, "t": 0.1}]
+
+
+def test_a_header_written_as_a_comment_numpy_savetxt(tmp_path: Path) -> None:
+    """``np.savetxt(path, a, delimiter=",", header="step,loss")`` writes ``# step,loss``: the rows are numbers, so
+    the last comment is the header; a comment followed by a header line stays a comment."""
+    parser = CsvParser("a.csv")
+    parsed = parser.parse(b"# step,loss\n0.000000000000000000e+00,2.5e-01\n1,0.125\n", 1)
+    assert parser.header == ["step", "loss"] and parser.step_key == "step" and not parsed.bad
+    assert list(parsed.steps) == [0, 1] and [r["loss"] for r in parsed.rows or []] == [0.25, 0.125]
+    parser = CsvParser("b.csv")
+    parsed = parser.parse(b"# step,loss\nstep,loss,acc\n3,0.5,0.9\n", 1)
+    assert parser.header == ["step", "loss", "acc"] and parsed.rows == [{"step": 3, "loss": 0.5, "acc": 0.9}]
+
+
+def test_preview_of_a_big_monitor_csv_finds_its_header(tmp_path: Path) -> None:
+    """The preview reads the header from the top of the file: past the comment line, not the comment line."""
+    path = tmp_path / "0.monitor.csv"
+    _monitor(path, 2000)
+    store = preview_tail(path, max_bytes=1000)
+    assert store.meta["preview_offset"] > 0 and len(store) > 10 and not store.bad
+    assert store.keys == ["r", "l", "t"] and store.value(len(store) - 1, "l") == 10 + 1999
+
+
+# --- 7. numbers logged as JSON strings --------------------------------------------------------------------------
+
+NUMBERS = {"0": 0, "-1": -1, "+7": 7, "0.5": 0.5, "-0.25": -0.25, ".5": 0.5, "2.": 2.0, "1e-05": 1e-05,
+           "1E+3": 1000.0, "0.8888888990000001": 0.8888888990000001, " 2.5 ": 2.5, "\t3\n": 3, "0e0": 0.0}
+TEXTS = ["0012", "007", "00", "00.5", "0x10", "1_000", "1,000", "1e", "e5", ".", "+", "", " ", "1 2", "+-1",
+         "\u0661\u0662", "\uff11", "v1", "1.2.3", "0b1", "1e5x", "inf5"]
+
+
+def test_the_number_rule() -> None:
+    for text, want in NUMBERS.items():
+        got = number(text)
+        assert got == want and type(got) is type(want), text
+        assert type(norm_value(text)) is float and norm_value(text) == want, text
+    for text in TEXTS:
+        assert number(text) is None and norm_value(text) == text, text
+
+
+def test_csv_and_json_strings_read_numbers_alike() -> None:
+    for text in [*NUMBERS, *TEXTS, "nan", "-Infinity"]:
+        c, j = cell(text), norm_value(text)
+        if not text.strip():
+            assert c is None
+        elif type(j) is float:
+            assert type(c) in (int, float) and (c == j or (math.isnan(c) and math.isnan(j))), text
+        else:
+            assert c == j == text, text
+
+
+def _jsonl_store(chunks: list[bytes]) -> tuple[RunStore, JsonlParser]:
+    parser = JsonlParser("m.jsonl")
+    store = RunStore("r", "m.jsonl")
+    line = 1
+    for chunk in chunks:
+        store.add(parser.parse(chunk, line), math.nan)
+        line += chunk.count(b"\n")
+    return store, parser
+
+
+def _lines(rows: list[dict[str, Any]]) -> bytes:
+    return "".join(json.dumps(r) + "\n" for r in rows).encode()
+
+
+def test_numbers_logged_as_strings_are_numbers_on_both_paths() -> None:
+    """A column logged as number strings, one whose numbers later come as strings (the typed fast path takes those
+    into its number columns as they are), an integer column turned to strings: the same store whichever path read
+    the chunks, and the same as the numbers themselves."""
+    def row(s: int, text: bool) -> dict[str, Any]:
+        loss, n = 1.0 / (s + 1), 10 * s
+        return {"step": s, "lr": "1e-05", "loss": str(loss) if text else loss, "n": str(n) if text else n,
+                "tag": "007", "acc": "0.5" if s % 2 else 0.25}
+
+    first = _lines([row(s, False) for s in range(0, 50)])
+    later = _lines([row(s, True) for s in range(50, 100)])
+    fast, parser = _jsonl_store([first, later, later.replace(b'"step": ', b'"step": 1')])
+    assert parser.fast_chunks == 2  # the later chunks went the typed way
+    slow, _ = _jsonl_store([line + b"\n" for line in (first + later + later.replace(b'"step": ', b'"step": 1'))
+                            .splitlines()])
+    for store in (fast, slow):
+        assert store.is_numeric("lr") and store.is_numeric("loss") and store.is_numeric("n")
+        assert store.is_numeric("acc") and not store.is_numeric("tag") and store.value(3, "tag") == "007"
+        assert store.value(0, "lr") == 1e-05 and store.value(60, "loss") == 1.0 / 61 and store.value(60, "n") == 600
+        assert not store.is_integer("n")  # some were floats parsed from text, as the tolerant path reads them
+        assert [store.value(i, "acc") for i in range(4)] == [0.25, 0.5, 0.25, 0.5]
+    for key in fast.keys:
+        assert fast.cells(key) == slow.cells(key), key
+
+
+def test_a_string_number_in_a_table(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The reviewer's file: the table shows loss rounded like any number, not the text ``0.8888888990000001``."""
+    path = tmp_path / "strs" / "runA" / "metrics.jsonl"
+    path.parent.mkdir(parents=True)
+    path.write_text("".join(json.dumps({"step": s, "loss": str(2.0 - s * 0.123456789 + 1e-16 * (s == 9)),
+                                        "lr": "1e-05", "phase": "warmup"}) + "\n" for s in range(10)))
+    rc, out, err = run_cli(["tail", str(tmp_path), "--width", "0"], capsys)
+    assert rc == 0 and err == "", err
+    assert "0.888888899" not in out and "1e-05" not in out and "warmup" in out, out
+    rc, out, _ = run_cli(["tail", str(tmp_path), "--format", "jsonl", "-n", "1"], capsys)
+    last = json.loads(out.splitlines()[-1])
+    assert rc == 0 and last["loss"] == pytest.approx(0.888888899) and last["lr"] == 1e-05
+
+
+def test_a_dataset_of_number_strings_is_not_taken_for_a_run(tmp_path: Path) -> None:
+    """Discovery counts JSON numbers only: a dataset JSONL beside a run whose ids and labels are number strings
+    stays a dataset (the store reading such strings as numbers must not make it look like metrics)."""
+    run = tmp_path / "logs" / "a" / "metrics.jsonl"
+    run.parent.mkdir(parents=True)
+    run.write_text("".join(json.dumps({"step": s, "loss": 1 / (s + 1)}) + "\n" for s in range(3)))
+    data = tmp_path / "logs" / "a" / "train_split.jsonl"
+    data.write_text("".join(json.dumps({"id": str(100 + i), "label": "1", "difficulty": "0.5", "text": "q"}) + "\n"
+                            for i in range(20)))
+    fo = Follower([tmp_path / "logs"])
+    fo.scan()
+    assert list(fo.stores) == ["a/metrics.jsonl"]
