@@ -69,6 +69,10 @@ class AlertConfig:
         out.update({r: tuple(k) for r, k in self.roles.items()})
         return out
 
+    def watched(self) -> frozenset[str]:
+        """Every key a role watches: the only columns a scan reads (hand it those, not every column)."""
+        return frozenset(k for keys in self.role_keys().values() for k in keys)
+
 
 @dataclass(frozen=True)
 class Alert:

@@ -168,7 +168,7 @@ def scan(
     cells are absent (and float NaN too with ``config.nan_missing``).
     """
     eng = AlertEngine(config)
-    wanted = {k for keys in eng.roles.values() for k in keys}
+    wanted = eng.config.watched()
     cols = [(k, col) for k, col in columns.items() if k in wanted]
     out: list[Alert] = []
     for i, step in enumerate(steps):

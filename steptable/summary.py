@@ -40,7 +40,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, cast
 
-from steptable.alerts import DEFAULT_ROLES, Alert, AlertConfig, cell_float, fmt_age, scan
+from steptable.alerts import Alert, AlertConfig, cell_float, fmt_age, scan
 from steptable.formatting import cut, display_width, fit_number, fmt_auto, md_escape, pad, sanitize
 from steptable.schemas import Schema
 from steptable.schemas.registry import Located, run_schema
@@ -74,7 +74,7 @@ class RunLike(Protocol):
 
 SKIP_KEYS = frozenset({"step", "_step", "global_step", "ts", "time", "timestamp", "_timestamp", "wall_time",
                        "_runtime", "run", "arm"})
-_ROLE_KEYS = frozenset(k for keys in DEFAULT_ROLES.values() for k in keys)
+_ROLE_KEYS = AlertConfig().watched()
 MAX_ALERTS = 3
 TREND_SHARE = 0.1
 TREND_NOISE_MIN = 20  # values the noise of tr% is read from, at least (the last 2 windows when they hold more)

@@ -72,7 +72,7 @@ class AlertScanner:
         if fed is None or fed.generation != gen:
             fed = _Fed(gen, AlertEngine())
         eng = fed.engine
-        wanted = {k for keys in eng.roles.values() for k in keys}
+        wanted = eng.config.watched()
         redo: dict[int, tuple[dict[str, Any], frozenset[str] | None]] = {}
         with store.lock:
             n, steps = len(store), store.steps
