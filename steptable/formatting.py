@@ -322,8 +322,13 @@ def to_float(value: Any) -> float:
         return math.nan
     if isinstance(value, bool):
         return 1.0 if value else 0.0
-    if isinstance(value, (int, float)):
+    if isinstance(value, float):
         return float(value)
+    if isinstance(value, int):
+        try:
+            return float(value)
+        except OverflowError:  # an int past float range (JSON allows any number of digits)
+            return math.inf if value > 0 else -math.inf
     if isinstance(value, str):
         if value in _INF_STRINGS:
             return _INF_STRINGS[value]

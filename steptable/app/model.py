@@ -9,7 +9,7 @@ import itertools
 import math
 import statistics
 from array import array
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from pathlib import Path
@@ -92,12 +92,27 @@ SPARK_CHARS = "▁▂▃▄▅▆▇█"
 
 
 def finite(values: Sequence[Any]) -> list[float]:
-    out: list[float] = []
-    for v in values:
-        x = to_float(v)
-        if math.isfinite(x):
-            out.append(x)
-    return out
+    """The finite ``to_float`` values of ``values``, in order. The usual columns (floats, ints, (n, d) pairs of
+    numbers, None where a row lacks the key) take C loops or one comprehension: value by value, a 200k-row column
+    of pairs takes ~0.2 s (~40 ms here), and the chart reads the whole column the first time it is picked."""
+    if isinstance(values, array) and values.typecode == "d":
+        return [x for x in values if x - x == 0.0]  # (nan and inf fail x - x == 0)
+    types = set(map(type, values))
+    if type(None) in types:  # rows without the key
+        values = [v for v in values if v is not None]
+        types.discard(type(None))
+    xs: Iterable[float] = map(to_float, values)
+    if types <= {float, int, bool}:
+        xs = map(float, values)  # (what to_float gives for these)
+    elif types <= {list, tuple}:
+        try:  # to_float of a pair, inlined: n / d, nan for d == 0 (an item float() refuses: value by value)
+            xs = [float(n) / d if (d := float(d_)) else math.nan for n, d_ in values]
+        except (TypeError, ValueError, OverflowError):
+            pass
+    try:
+        return [x for x in xs if x - x == 0.0]
+    except OverflowError:  # an int past float range: to_float reads it as inf
+        return [x for x in map(to_float, values) if x - x == 0.0]
 
 
 def downsample(values: Sequence[Any], buckets: int, per_bucket: int = 16, n: int | None = None) -> list[float]:
@@ -115,7 +130,7 @@ def downsample(values: Sequence[Any], buckets: int, per_bucket: int = 16, n: int
     for b in range(buckets):
         lo, hi = n * b // buckets, n * (b + 1) // buckets
         stride = max((hi - lo) // per_bucket, 1)
-        xs = [x for x in (to_float(values[i]) for i in range(lo, hi, stride)) if math.isfinite(x)]
+        xs = finite(values[lo:hi:stride])
         out.append(sum(xs) / len(xs) if xs else math.nan)
     return out
 
@@ -167,16 +182,9 @@ class Summary:
         n = len(values) if n is None else min(n, len(values))
         if n < self.seen or mark != self.mark or restart:
             self.seen, self.lo, self.hi, self.last, self.mark = 0, math.inf, -math.inf, math.nan, mark
-        if isinstance(values, array) and values.typecode == "d":  # a numeric column: C loops (200k rows, ~10 ms)
-            finite = [x for x in values[self.seen : n] if x - x == 0.0]  # (nan and inf fail x - x == 0)
-            if finite:
-                self.lo, self.hi = min(self.lo, min(finite)), max(self.hi, max(finite))
-        else:
-            for i in range(self.seen, n):
-                x = to_float(values[i])
-                if math.isfinite(x):
-                    self.lo = min(self.lo, x)
-                    self.hi = max(self.hi, x)
+        xs = finite(values[self.seen : n])
+        if xs:
+            self.lo, self.hi = min(self.lo, min(xs)), max(self.hi, max(xs))
         for i in range(n - 1, self.seen - 1, -1):  # newest first: a run that logs the key every row stops at once
             v = values[i]
             if v is None:

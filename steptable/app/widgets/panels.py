@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import replace
 
 from rich.console import Group
 from rich.table import Table
@@ -105,6 +106,7 @@ class _ArmPanel(ScrollableContainer):
         self.arms: list[Arm] = []
         self.cols: dict[str, Col] = {}
         self.summaries = Summaries()
+        self._cache: dict[tuple[int, str], tuple[Store, tuple[int, int, int], Summary, list[float]]] = {}
 
     def compose(self) -> ComposeResult:
         yield self.body
@@ -115,6 +117,9 @@ class _ArmPanel(ScrollableContainer):
     def show_arms(self, arms: Sequence[Arm], cols: Sequence[Col]) -> None:
         self.arms = list(arms)
         self.cols = {c.key: c for c in cols}
+        live = {id(store) for _, store, _ in self.arms}
+        for k in [k for k in self._cache if k[0] not in live]:  # arms gone or hidden (their stores kept alive here)
+            del self._cache[k]
         self.redraw()
 
     def on_resize(self, event: events.Resize) -> None:
@@ -128,10 +133,18 @@ class _ArmPanel(ScrollableContainer):
         raise NotImplementedError
 
     def _series(self, store: Store, key: str, rows: int, width: int) -> tuple[Summary, list[float]]:
+        """The column's summary and its sparkline's values, kept per (store, key) until the store's next batch (its
+        version: appends, edits, a restart) or another row count or width: a redraw that changes neither (a new
+        column picked, the other panel's data) copies no column and reads no rows."""
         version = store.version  # before the copy: an edit landing during it is folded in next time
+        got = self._cache.get((id(store), key))
+        if got is not None and got[0] is store and got[1] == (version, rows, width):
+            return got[2], got[3]
         vals = store.column(key) if key in store.keys else ()
-        summary = self.summaries.get(store.run, key, vals, rows, store, version)
-        return summary, downsample(vals, width, n=rows)
+        summary = replace(self.summaries.get(store.run, key, vals, rows, store, version))  # (a copy: it changes)
+        line = downsample(vals, width, n=rows)
+        self._cache[(id(store), key)] = (store, (version, rows, width), summary, line)
+        return summary, line
 
     def _fmt(self, key: str, x: float, width: int = 6, bound: bool = True) -> str:
         """``bound``: x is a min or max, whose inf means no finite value yet (a latest value of inf is shown)."""
