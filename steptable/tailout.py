@@ -13,7 +13,6 @@ import math
 import os
 import re
 import shutil
-from bisect import bisect_right
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any, TextIO
@@ -128,6 +127,8 @@ class Tail:
     # -------------------------------------------------------------------------------------------- output
     def emit(self, follower: Follower) -> None:
         stores = [follower.stores[k] for k in sorted(follower.stores)]
+        for run in [r for r in self.engines if r not in follower.stores]:
+            del self.engines[run]  # its file is gone and no longer followed: it did not stall
         self.arm_runs = Counter(s.arm for s in stores)
         self.ended = {s.run for s in stores if runinfo.closed_at(s.meta.get("runinfo")) is not None}
         new = follower.error_count - self.errors_seen  # a count, not a cursor: the list keeps only the latest
@@ -159,48 +160,57 @@ class Tail:
 
     def _emit_run(self, store: RunStore, multi: bool) -> None:
         a, run = self.args, store.run
-        with store.lock:  # one consistent view: the follower thread may add a batch meanwhile
-            n, steps, version, resumes = len(store), store.steps, store.version, list(store.resumes)
+        note = ""
+        walls: Sequence[float] = ()
+        steps: Sequence[int] = ()
+        # One consistent view: the follower thread may add a batch meanwhile. Only the rows to print are copied (a
+        # run of a million rows costs what one of a thousand does), and nothing is written under the lock (a blocked
+        # stdout must not stall the follower).
+        with store.lock:
+            n, version, resumes, generation = len(store), store.version, list(store.resumes), store.generation
             since = self.seen_version.get(run)
             lost = store.lost_since(since) if since is not None else None
-        seen = self.versions.get(run)
-        redo_upto: int | None = None  # rows printed before and changed since, up to this step, are printed again
-        if run not in self.printed:
-            first = max(n - a.last, 0) if (a.last and not a.alerts_only) else 0
-            last = steps[first - 1] if first else None
-        else:
-            last = self.printed[run]
-            if seen is not None and (n < seen[1] or len(resumes) != seen[0] or store.generation != seen[2]):
-                # The file was truncated/replaced or the run resumed from a checkpoint: rows from that point changed.
-                since_seen = resumes[seen[0] :] if store.generation == seen[2] else []
-                at = min(since_seen) if since_seen else None  # (several resumes since the last call: the earliest)
-                if not a.alerts_only and a.format == "text":
-                    what = f"resumed at step {at}" if at is not None else "file reset"
-                    self.out.write(f"── {sanitize(run)}: {what} ──\n")
-                if store.generation != seen[2] or at is None:
-                    last = None
-                    self.engines.pop(run, None)  # new content: its history starts again
-                elif last is not None:
-                    last = min(last, at - 1)
-                self.need_head.add(run)
-            if last is not None and lost is not None:  # more edits than the store lists: all rows from there again
-                last = min(last, lost - 1)
-            # merged into a row already printed (tinker's eval line, a late metric) or inserted before it
-            redo_upto = last
-        self.versions[run] = (len(store.resumes), n, store.generation)
-        self.seen_version[run] = version
-        first = 0 if last is None else bisect_right(steps, last)
-        self.printed[run] = steps[n - 1] if first < n else last
-        with store.lock:  # the rows of the view above (a batch added meanwhile waits for the next call)
+            seen = self.versions.get(run)
+            redo_upto: int | None = None  # rows printed before and changed since, up to this step, are printed again
+            if run not in self.printed:
+                first = max(n - a.last, 0) if (a.last and not a.alerts_only) else 0
+                last = store.step_at(first - 1) if first else None
+            else:
+                last = self.printed[run]
+                if seen is not None and (n < seen[1] or len(resumes) != seen[0] or generation != seen[2]):
+                    # The file was truncated/replaced or the run resumed from a checkpoint: rows from there changed.
+                    since_seen = resumes[seen[0] :] if generation == seen[2] else []
+                    at = min(since_seen) if since_seen else None  # (several resumes since the last call: the earliest)
+                    if not a.alerts_only and a.format == "text":
+                        what = f"resumed at step {at}" if at is not None else "file reset"
+                        note = f"── {sanitize(run)}: {what} ──\n"
+                    if generation != seen[2] or at is None:
+                        last = None
+                        self.engines.pop(run, None)  # new content: its history starts again
+                    elif last is not None:
+                        last = min(last, at - 1)
+                    self.need_head.add(run)
+                if last is not None and lost is not None:  # more edits than the store lists: all rows from there again
+                    last = min(last, lost - 1)
+                # merged into a row already printed (tinker's eval line, a late metric) or inserted before it
+                redo_upto = last
+            self.versions[run] = (len(resumes), n, generation)
+            self.seen_version[run] = version
+            first = 0 if last is None else min(store.index_of_step(last + 1), n)  # the first row past ``last``
+            self.printed[run] = store.step_at(n - 1) if first < n else last
             again = (
                 store.rows_edited(since, redo_upto, until=version) if since is not None and redo_upto is not None
                 else {}
             )
             new = store.rows(first, n)
+            if a.alerts_only:
+                steps, walls = store.steps_between(first, n), store.wall_times_between(first, n)
+        if note:
+            self.out.write(note)
         derive = self.of[run].schema.derive
         rows = [derive(again[st][0]) for st in sorted(again)] + [derive(r) for r in new]
         if a.alerts_only:
-            self._alerts(store, [(st, *again[st]) for st in sorted(again)], first, rows[len(again) :])
+            self._alerts(store, [(st, *again[st]) for st in sorted(again)], rows[len(again) :], steps, walls)
             return
         if not rows:
             return
@@ -295,21 +305,21 @@ class Tail:
         self,
         store: RunStore,
         redo: Sequence[tuple[int, Mapping[str, Any], frozenset[str] | None]],
-        start: int,
         rows: Sequence[Mapping[str, Any]],
+        steps: Sequence[int],
+        walls: Sequence[float],
     ) -> None:
+        """Feed the run's engine what changed in rows fed before (``redo``), then the new ``rows`` with their
+        ``steps`` and wall times (aligned with them)."""
         eng = self.engines.setdefault(store.run, AlertEngine())
-        walls = store.wall_times
         # the arm when no other run has it, else run/arm: two experiments' seed0 must not read as one
         self.labels[store.run] = run_label(store, self.arm_runs.get(store.arm, 0) <= 1)
         for step, row, keys in redo:  # what changed in rows already fed: the cells merged in, or the inserted row
             for alert in eng.update(step, row if keys is None else {k: row[k] for k in keys if k in row}):
                 self._alert(store.run, alert)
-        steps = store.steps
-        for i, r in enumerate(rows, start):
-            wall = walls[i] if i < len(walls) else None
-            found = eng.check_stall(wall) if wall is not None and math.isfinite(wall) else []  # a gap now over
-            for alert in [*found, *eng.update(int(steps[i]), r, wall)]:
+        for r, step, wall in zip(rows, steps, walls, strict=True):
+            found = eng.check_stall(wall) if math.isfinite(wall) else []  # a gap now over
+            for alert in [*found, *eng.update(int(step), r, wall)]:
                 self._alert(store.run, alert)
 
     def check_stalls(self, now: float) -> None:

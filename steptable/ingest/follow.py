@@ -4,7 +4,8 @@ Use ``scan()`` for one synchronous pass (discover, read everything new), or ``ru
 thread: notification through ``watchfiles`` (debounced to ``DEBOUNCE_MS``), a stat of every followed file after
 ``IDLE_POLL`` seconds without events and a full re-check (discovery included) every ``recheck`` seconds even then
 (network filesystems drop events; rotations of a file root; events before the watch began), and stat polling every
-``poll`` seconds when asked for (``poll=0.5``) or when notification is unavailable or fails.
+``poll`` seconds when asked for (``poll=0.5``) or when notification is unavailable or fails. A run whose file is gone
+(``GONE_AFTER``) is no longer followed: it leaves ``stores``, and polls cost what the runs on disk cost.
 
 Threads: the follower thread is the only writer. ``stores`` is replaced, never mutated (copy on write), so a reader
 can iterate the dict it got; each store follows the rules in :mod:`steptable.ingest.store` (per-batch lock,
@@ -38,6 +39,10 @@ DEBOUNCE_MS = 40  # longest a burst of events is gathered before it is handled
 IDLE_POLL = 0.5  # with notification: seconds without events after which every source is stat'ed anyway
 STEP_MS = 10
 MAX_ERRORS = 10_000
+#: a file missing this many seconds and polls (a paused follower's one late look is no while) is no longer followed:
+#: long enough for a rotation, or a restarted run, to write it again. Written later, it is a run again (a reset).
+GONE_AFTER, GONE_POLLS = 10.0, 3
+MAX_RETIRED = 10_000  # runs no longer followed whose generation is remembered for that (the oldest forgotten first)
 _WATCHED_SUFFIXES = frozenset({".jsonl", ".json", ".log", ".txt", ".out"})
 
 
@@ -71,6 +76,9 @@ class Follower:
         self._rejected: dict[Path, tuple[int, int, int, bool]] = {}
         self._unlisted: set[Path] = set()  # directories and files that failed on the last discovery, reported once
         self._failing: set[Path] = set()  # the same, gathered during the pass under way
+        self._walked: set[Path] = set()  # rejected paths a discovery pass met (the rest are forgotten after it)
+        self._missing: dict[Path, tuple[float, int]] = {}  # source key -> (when its file was first missed, polls)
+        self._retired: dict[str, tuple[int, int]] = {}  # run no longer followed -> (generation, version) of its store
         self._pass = threading.RLock()
 
     # --- public -----------------------------------------------------------------------------------------------
@@ -105,8 +113,7 @@ class Follower:
                 if finish is not None and finish():
                     for st in src.stores():
                         changed.add(st.run)
-                        if st.run not in self.stores:
-                            self.stores = {**self.stores, st.run: st}
+                        self._expose(st)
             return changed
 
     def run(self, stop: threading.Event, on_change: Callable[[set[str]], None]) -> None:
@@ -138,12 +145,47 @@ class Follower:
                     changed.update(st.run for st in src.stores())
                 if src.dead:
                     self._drop(src)
-                elif src.exposed:
-                    for st in src.stores():
-                        if st.run not in self.stores:
-                            self.stores = {**self.stores, st.run: st}
-                            changed.add(st.run)
+                    continue
+                if src.missing:
+                    if self._gone(src.cand.key):
+                        changed |= self._retire(src)
+                        continue
+                elif self._missing:
+                    self._missing.pop(src.cand.key, None)
+                if src.exposed:
+                    changed.update(st.run for st in src.stores() if self._expose(st))
             return changed
+
+    def _expose(self, store: RunStore) -> bool:
+        """Show ``store`` in ``stores`` (True if it was not there). The file of a run no longer followed, written
+        again: to readers, the run was reset."""
+        if store.run in self.stores:
+            return False
+        old = self._retired.pop(store.run, None)
+        if old is not None:
+            store.succeed(*old)
+        self.stores = {**self.stores, store.run: store}
+        return True
+
+    def _gone(self, key: Path) -> bool:
+        """One more poll found the file of source ``key`` missing: missing for GONE_AFTER s and GONE_POLLS polls?"""
+        now = time.monotonic()
+        since, polls = self._missing.get(key, (now, 0))
+        self._missing[key] = (since, polls + 1)
+        return polls + 1 >= GONE_POLLS and now - since >= GONE_AFTER
+
+    def _retire(self, src: Source) -> set[str]:
+        """Stop following ``src`` (its file is gone); its runs leave ``stores``, their stores left as they are for
+        the readers that hold them. Returns those runs."""
+        self._forget(src)
+        gone = {st.run: st for st in src.stores() if self.stores.get(st.run) is st}
+        self.stores = {k: v for k, v in self.stores.items() if k not in gone}
+        for run, st in gone.items():
+            with st.lock:
+                self._retired[run] = (st.generation, st.version)
+            if len(self._retired) > MAX_RETIRED:
+                del self._retired[next(iter(self._retired))]
+        return set(gone)
 
     def _recheck_due(self, since: float) -> bool:
         """A full re-check every ``recheck`` seconds, or, where a discovery pass is costly (a tree of many thousand
@@ -160,6 +202,7 @@ class Follower:
 
     def _discover_pass(self) -> None:
         self._failing = set()
+        self._walked = set()
         for cand in discover(self.roots, self._unreadable, self._settled):
             src = self._sources.get(cand.key)
             if src is not None:
@@ -169,6 +212,8 @@ class Follower:
                 continue
             self._add(cand)
         self._unlisted = self._failing  # what reads again is reported again if it fails later
+        if not self._failing:  # files judged not a run that are gone now (a whole pass met the rest)
+            self._rejected = {p: v for p, v in self._rejected.items() if p in self._walked}
 
     def _unreadable(self, path: Path, e: OSError) -> None:
         """A directory discovery could not list or a file it could not sniff: reported once while it keeps failing."""
@@ -214,6 +259,7 @@ class Follower:
         seen = self._rejected.get(path)
         if seen is None:
             return False
+        self._walked.add(path)
         try:
             st = os.stat(path)
         except OSError:
@@ -228,12 +274,17 @@ class Follower:
         except OSError:
             return
         console = searched is not None
+        self._walked.add(path)
         self._rejected[path] = (st.st_ino, st.st_size, min(searched or 0, st.st_size), console)
 
-    def _drop(self, src: Source) -> None:
+    def _forget(self, src: Source) -> None:
+        self._missing.pop(src.cand.key, None)
         self._sources.pop(src.cand.key, None)
         self._by_file.pop(os.path.abspath(src.cand.path), None)
         self._real.pop(src.cand.real, None)
+
+    def _drop(self, src: Source) -> None:
+        self._forget(src)
         tail = getattr(src, "tail", None)
         # (from the start of a line it has not finished: a metrics line cut by the read must be found whole)
         searched = tail.offset - tail.pending if tail is not None and src.cand.kind == "console" else None

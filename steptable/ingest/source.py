@@ -79,6 +79,7 @@ class Source:
         self.store.side_files = cand.side_files
         self.exposed = cand.confirmed and cand.kind != "console"
         self.dead = False  # not a run after all: the follower drops it
+        self.missing = False  # the last poll found no file (deleted, its directory removed or renamed)
         if self.exposed:  # (a log still to show a metrics line reads its config when it does)
             load_meta(self.store, cand)
 
@@ -165,6 +166,8 @@ class TailSource(Source):
         if store is not self.store:
             self._settle(store)
         self._live = self.tail.opened
+        # (a file never opened may be gone before its first read, or be a link that now leads nowhere)
+        self.missing = self.tail.missing or (not self.tail.opened and not os.path.exists(self.cand.path))
         if self.cand.kind == "jsonl":  # after the rows: the arm they name picks the logger's description
             changed = any([self._runinfo(st) for st in self.stores()]) or changed
         return self._expose(changed)
@@ -271,6 +274,7 @@ class StateSource(Source):
         path = newest_trainer_state(self.cand.run_dir) or self.cand.path
         try:
             st = os.stat(path)
+            self.missing = False
             sig = (str(path), st.st_ino, st.st_size, st.st_mtime_ns)
             if sig == self._sig:
                 return False
@@ -282,6 +286,7 @@ class StateSource(Source):
             with open(path, "rb") as f:
                 data = f.read(MAX_STATE + 1)
         except FileNotFoundError:
+            self.missing = True
             return False
         except OSError as e:
             return self._fail(("", 0, 0, 0), BadLine(str(path), 0, f"unreadable ({e.strerror or e})"))

@@ -20,8 +20,10 @@ under ``store.lock`` (an RLock) and is one parsed chunk (a *batch*); ``version``
 ``generation`` after each reset (file truncated, replaced, rewritten). Every read method takes the lock too, so a
 single call is consistent; hold ``with store.lock:`` around several calls that must agree with each other (a batch
 holds the lock for well under a millisecond per few hundred rows). ``steps``, ``wall_times`` and ``column()``
-return copies (a memcpy for numeric columns), safe to keep across batches. Rows are appended to the columns before
-the step index grows, so ``len(store)`` never counts a row whose cells are not there yet.
+return copies (a memcpy for numeric columns), safe to keep across batches; ``steps_between`` and
+``wall_times_between`` copy only a range of rows (a viewer of new rows must not copy the history on each one). Rows
+are appended to the columns before the step index grows, so ``len(store)`` never counts a row whose cells are not
+there yet.
 """
 
 from __future__ import annotations
@@ -128,6 +130,17 @@ class RunStore(ColumnTable):
         with self.lock:
             return self._walls[:]
 
+    def steps_between(self, start: int = 0, stop: int | None = None) -> array[int]:
+        """A copy of the steps of rows ``[start, stop)`` (slice rules): a viewer that follows new rows copies only
+        those, not the whole history."""
+        with self.lock:
+            return self._steps[start:stop]
+
+    def wall_times_between(self, start: int = 0, stop: int | None = None) -> array[float]:
+        """A copy of ``wall_times`` of rows ``[start, stop)`` (slice rules: ``-51`` gives the last 51)."""
+        with self.lock:
+            return self._walls[start:stop]
+
     @property
     def bad_count(self) -> int:
         return self._bad_count
@@ -216,6 +229,14 @@ class RunStore(ColumnTable):
             self._clear()
             self.generation += 1
             self.version += 1
+
+    def succeed(self, generation: int, version: int) -> None:
+        """This store takes the place of an earlier one of the same run (whose file was deleted and is written again,
+        a resumed run): ``generation`` and ``version`` go past that one's, so a reader that knows the run by its id
+        starts it over, as after a reset."""
+        with self.lock:
+            self.generation += generation + 1
+            self.version += version + 1
 
     def add_bad(self, lines: Iterable[BadLine]) -> None:
         with self.lock:

@@ -32,6 +32,10 @@ WALL_KEYS = ("ts", "timestamp", "_timestamp", "time", "wall_time")
 _NUMERIC_CELLS = frozenset({int, float, type(None), type(MISSING), str})
 #: integers past this are not all exact as doubles: a column that holds one is kept as a list of ints
 EXACT_INT = 2**53
+#: a text column shares one ``str`` among its cells for up to this many distinct texts of up to SHORT_TEXT characters
+#: (a tag logged on every row costs a pointer a row, not a string object: 8 bytes, not about 60)
+SHARED_TEXTS = 256
+SHORT_TEXT = 64
 #: the gaps of a numeric column as floats (dict.get in C is ~5x faster than a Python test per cell)
 _GAPS: dict[Any, float] = {None: NAN, MISSING: NAN, "NaN": NAN, "Infinity": math.inf, "-Infinity": -math.inf}
 
@@ -79,6 +83,7 @@ class ColumnTable:
         self._steps: array[int] = array("q")
         self._walls: array[float] = array("d")
         self._wall_key: str | None = None
+        self._texts: dict[str, dict[Any, Any]] = {}  # text column -> its shared strings (SHARED_TEXTS)
         self.dropped_keys = 0  # cells of keys past MAX_KEYS not stored
         self.first_dropped: str | None = None
 
@@ -284,11 +289,27 @@ class ColumnTable:
         col = self._obj[key]
         if MISSING in lst:
             self._presence(key).extend(bytes(v is not MISSING for v in lst))
-            col.extend([None if v is MISSING else norm_value(v) for v in lst])
-            return
-        col.extend(map(norm_value, lst))
-        if key in self._pres:
-            self._pres[key].extend(b"\x01" * len(lst))
+            vals = [None if v is MISSING else norm_value(v) for v in lst]
+        else:
+            vals = list(map(norm_value, lst))
+            if key in self._pres:
+                self._pres[key].extend(b"\x01" * len(lst))
+        col.extend(self._shared(key, vals))
+
+    def _shared(self, key: str, vals: list[Any]) -> Any:
+        """``vals`` with each short text the column has held before (or repeats here) as one shared object; values of
+        other kinds as they are."""
+        known = self._texts.setdefault(key, {})
+        texts = set(map(type, vals)) <= {str, type(None)}  # (the usual case: looked up in C below)
+        if len(known) < SHARED_TEXTS:
+            for v in (set(vals) if texts else {v for v in vals if type(v) is str}).difference(known):
+                if v is not None and len(v) <= SHORT_TEXT:
+                    known[v] = v
+                    if len(known) >= SHARED_TEXTS:
+                        break
+        if texts:
+            return map(known.get, vals, vals)  # (a text not kept, or None, is itself)
+        return [known.get(v, v) if type(v) is str else v for v in vals]
 
     # --- wall times and arm -------------------------------------------------------------------------------------
 
