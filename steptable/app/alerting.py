@@ -8,7 +8,6 @@ gets the GIL while that happens. Found alerts are posted per chunk; the scanner 
 from __future__ import annotations
 
 import threading
-from bisect import bisect_right
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -57,6 +56,8 @@ class AlertScanner:
                 store = stores.get(rid)
                 if store is not None:
                     self.scan(rid, store, stop)
+                else:  # no longer followed (its file gone): its engine goes too (a long sweep's would pile up)
+                    self._engines.pop(rid, None)
             with self._lock:
                 if not self._pending:
                     self.idle.set()
@@ -75,7 +76,7 @@ class AlertScanner:
         wanted = eng.config.watched()
         redo: dict[int, tuple[dict[str, Any], frozenset[str] | None]] = {}
         with store.lock:
-            n, steps = len(store), store.steps
+            n = len(store)
             resumes = list(getattr(store, "resumes", ()))
             last = fed.last
             if last is not None and len(resumes) > fed.resumes:  # rows from the earliest new resume step on are new
@@ -87,12 +88,14 @@ class AlertScanner:
                 redo = store.rows_edited(fed.version, last)  # (later rows are fed with the new rows below)
             fed.resumes, fed.version = len(resumes), int(getattr(store, "version", 0))
             self._engines[rid] = fed
-            start = 0 if last is None else bisect_right(steps, last)
+            start = 0 if last is None else store.index_of_step(last + 1)
             fed.last = last
             if n <= start and not redo:
                 return []
-            cols = [(k, store.column(k)) for k in store.keys if k in wanted]
-            walls = store.wall_times
+            # only the rows to feed: copying whole columns for every new row cost ~50 ms a row at 1M rows
+            steps = store.steps_between(start, n)
+            cols = [(k, store.column_between(k, start, n)) for k in store.keys if k in wanted]
+            walls = store.wall_times_between(start, n)
         out: list[Alert] = []
         for step in sorted(redo):  # what changed in rows already fed: the cells merged in, or the inserted row
             row, keys = redo[step]
@@ -102,11 +105,11 @@ class AlertScanner:
         for begin in range(start, n, CHUNK):
             stop_at = min(begin + CHUNK, n)
             try:
-                found = _feed(store, eng, cols, steps, walls, begin, stop_at)
+                found = _feed(store, eng, cols, steps, walls, begin, stop_at, start)
             except IndexError:  # truncated meanwhile (a restart rewrote the file): start over on the next change
                 self._engines.pop(rid, None)
                 return out
-            fed.last = steps[stop_at - 1]
+            fed.last = steps[stop_at - 1 - start]
             if found:
                 out.extend(found)
                 self._post(AlertsFound(rid, found))
@@ -128,17 +131,19 @@ class _Fed:
 
 
 def _feed(store: Any, eng: AlertEngine, cols: list[tuple[str, Any]], steps: Any, walls: Any, start: int,
-          stop: int) -> list[Alert]:
+          stop: int, base: int) -> list[Alert]:
+    """Feed rows ``[start, stop)``; ``cols``, ``steps`` and ``walls`` hold the rows from ``base`` on."""
     value = store.value
     out: list[Alert] = []
     for i in range(start, stop):
+        j = i - base
         row = {}
         for k, c in cols:
-            v = c[i]
+            v = c[j]
             # Numeric columns pad absent cells with NaN; only a NaN cell asks the store whether it is absent
             # (a sparse eval column) or a logged NaN (which the non-finite detector must see).
             if v is None or (v != v and value(i, k) is None):
                 continue
             row[k] = v
-        out.extend(eng.update(int(steps[i]), row, walls[i] if i < len(walls) else None))
+        out.extend(eng.update(int(steps[j]), row, walls[j] if j < len(walls) else None))
     return out

@@ -47,6 +47,8 @@ class Store(Protocol):
     @property
     def wall_times(self) -> Sequence[float]: ...
 
+    def wall_times_between(self, start: int = 0, stop: int | None = None) -> Sequence[float]: ...
+
     @property
     def last_update(self) -> float | None: ...
 
@@ -250,7 +252,11 @@ def change_mark(store: Store) -> tuple[int, int, int]:
     return store.generation, len(store.resumes), store.edit_count
 
 
-def usual_interval(wall_times: Sequence[float], window: int = 50) -> float | None:
+#: the rows a run's usual interval is read from (a stall check copies no more of its clock than these)
+INTERVAL_WINDOW = 50
+
+
+def usual_interval(wall_times: Sequence[float], window: int = INTERVAL_WINDOW) -> float | None:
     """Median seconds between the last ``window`` rows, or None with fewer than 5 intervals."""
     ts = [t for t in wall_times[-(window + 1):] if t is not None and math.isfinite(t)]
     dts = [b - a for a, b in itertools.pairwise(ts) if b > a]

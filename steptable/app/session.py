@@ -9,7 +9,16 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from steptable.app.layouts import Layouts
-from steptable.app.model import Store, display_order, ended, filter_cols, filter_globs, stalled_for, usual_interval
+from steptable.app.model import (
+    INTERVAL_WINDOW,
+    Store,
+    display_order,
+    ended,
+    filter_cols,
+    filter_globs,
+    stalled_for,
+    usual_interval,
+)
 from steptable.app.widgets.status import Event, bad_line
 from steptable.columns import Col
 
@@ -263,7 +272,7 @@ class Session:
         self.stalls = {}
         for rid, r in self.runs.items():
             if r.preview is None and not ended(r.store):  # a run whose StepLogger was closed has ended
-                gap = stalled_for(r.store.wall_times, r.store.last_update, now)
+                gap = stalled_for(r.store.wall_times_between(-INTERVAL_WINDOW - 1), r.store.last_update, now)
                 if gap is not None:
                     self.stalls[rid] = gap
         return self.stalls
@@ -279,7 +288,7 @@ class Session:
         out = []
         for rid, gap in self.stalls.items():
             r = self.runs[rid]
-            med = usual_interval(r.store.wall_times)
+            med = usual_interval(r.store.wall_times_between(-INTERVAL_WINDOW - 1))
             usual = f" (usual {med:.3g}s/row)" if med is not None and math.isfinite(med) else ""
             out.append(Event("S", labels[rid], f"stalled: no row for {fmt_age(gap)}{usual}"))
         errors = [e for e in reversed(self.alerts) if e.level == "E"]

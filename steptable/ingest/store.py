@@ -179,6 +179,17 @@ class RunStore(ColumnTable):
             col = self._obj.get(key)
             return col[:] if col is not None else [None] * len(self._steps)
 
+    def column_between(self, key: str, start: int = 0, stop: int | None = None) -> Sequence[Any]:
+        """``column(key)`` of rows ``[start, stop)`` only (slice rules): a reader of new rows copies just those."""
+        with self.lock:
+            if self._positional(key):
+                return array("d", self._steps[start:stop])
+            arr = self._num.get(key)
+            if arr is not None:
+                return arr[start:stop]
+            col = self._obj.get(key)
+            return col[start:stop] if col is not None else [None] * len(range(len(self._steps))[start:stop])
+
     def cells(self, key: str) -> list[Any]:
         """Like ``column`` but None where the row lacks the key (a NaN left is a non-finite value the run logged)."""
         with self.lock:
