@@ -173,6 +173,7 @@ class StepLogger:
         self._deferred: deque[dict[str, Any]] = deque()  # rows logged from inside log() (signal handlers)
         self._close_due = False  # close() was called from inside log(): done when that call ends
         self._table: Path | None = None
+        self._table_note = "all rows"
         self._started = 0.0
         self._topic = f"steplogger-{id(self)}"  # failures are reported once per logger and kind
         _LIVE.add(self)
@@ -323,19 +324,22 @@ class StepLogger:
         if extra:
             parts.append(render.legend(extra, title="dump-only columns:"))
         if self._table is not None:
-            parts.append(f"all rows, every column: {self._table}")
+            parts.append(f"{self._table_note}, every column: {self._table}")
         return "\n".join(parts)
 
     def write_table(self) -> Path | None:
-        """Write every row this logger's arm logged, with every column, next to the JSONL (read back from it):
-        ``table.txt``, or ``table.<arm>.txt`` when other arms write to the same file. None when there is no
-        regular JSONL file to read (a FIFO or /dev/stdout cannot be read back)."""
+        """Write the arm's rows (the last ``tablefile.MAX_ROWS`` of a longer run), every column, beside the JSONL (read
+        back from it): ``table.txt``, or ``table.<arm>.txt`` where arms share it. None without a regular JSONL."""
         if self.run_dir is None or self.jsonl_path is None:
             return None
-        return tablefile.write(self.cols, self.jsonl_path, self.run_dir, self.arm, self.header_every)
+        done = tablefile.write_table(self.cols, self.jsonl_path, self.run_dir, self.arm, self.header_every)
+        if done is not None:
+            self._table_note = "all rows" if done.shown == done.rows else f"the last {done.shown} rows"
+        return None if done is None else done.path
 
     def close(self) -> None:
-        """Final flush, the end-of-run dump, and ``table.txt``. Idempotent; never raises."""
+        """Final flush, the run marked ended, ``table.txt``, the end-of-run dump. Idempotent; raises nothing of its
+        own, but an interrupt (Ctrl-C) during it is raised again once the run is marked ended (not the table)."""
         if self._owner == threading.get_ident():  # from inside log() (a signal handler): once that row is done
             self._close_due = True
             return
@@ -349,17 +353,24 @@ class StepLogger:
         self._closed = True
         steps: tuple[tuple[str, Callable[[], None]], ...] = (
             ("the final flush", self._final_flush),
-            ("writing table.txt", self._write_table_at_close),
+            # before table.txt (slow on a long run): a job killed meanwhile must not read as a stalled run forever
             ("marking the run ended", self._describe_closed),
+            ("writing table.txt", self._write_table_at_close),
             ("the end-of-run dump", self._final_dump),
         )
-        for what, run in steps:  # each runs whatever the one before did
+        stop: BaseException | None = None
+        for what, run in steps:  # each runs whatever the one before did (after an interrupt, all but the table)
             try:
-                run()
+                if stop is None or run != self._write_table_at_close:
+                    run()
             except Exception as e:
                 report_once(f"{self._topic}-close-{what}", f"steptable: StepLogger.close: {what} failed ({e!r})")
+            except BaseException as e:  # Ctrl-C, SystemExit from a signal handler: the user's, raised below
+                stop = stop or e
         if self._lost:  # the failures were reported once each; say how many rows they cost in all
             report_once(f"{self._topic}-lost", f"steptable: {self._lost} row(s) could not be logged in this run")
+        if stop is not None:
+            raise stop
 
     def _final_flush(self) -> None:
         if self._writer is not None:

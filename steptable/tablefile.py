@@ -1,59 +1,78 @@
-"""table.txt: every row a StepLogger's arm logged, with every column, rendered from its JSONL at the end of the run."""
+"""table.txt: every row a StepLogger's arm logged, with every column, rendered from its JSONL at the end of the run.
+
+The rows are the ones every reader of the file shows, read back by steptable.endofrun in O(columns) memory (plus
+32 bytes a row). Rendering costs about 50 us a row, so a longer run's table holds its last ``MAX_ROWS`` rows, and
+its first line says so.
+"""
 
 from __future__ import annotations
 
-import math
 import os
 import stat
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from steptable import render, runinfo
+from steptable.cells import sanitize
 from steptable.columns import Col
 
 TABLE_NAME = "table.txt"
+#: rows table.txt holds at most: the last ones of a longer run (about 5 s of rendering)
+MAX_ROWS = 100_000
 
 
-def write(cols: Sequence[Col], jsonl: Path, run_dir: Path, arm: str | None, header_every: int) -> Path | None:
+@dataclass(frozen=True, slots=True)
+class Written:
+    path: Path
+    rows: int  # rows of the run
+    shown: int  # rows in the file: the last ``shown`` of them
+
+
+def write(cols: Sequence[Col], jsonl: Path, run_dir: Path, arm: Any, header_every: int,
+          max_rows: int | None = MAX_ROWS) -> Path | None:
+    """:func:`write_table`'s path."""
+    done = write_table(cols, jsonl, run_dir, arm, header_every, max_rows)
+    return None if done is None else done.path
+
+
+def write_table(cols: Sequence[Col], jsonl: Path, run_dir: Path, arm: Any, header_every: int,
+                max_rows: int | None = MAX_ROWS) -> Written | None:
     """Render ``jsonl``'s rows of ``arm`` to ``table.txt`` in ``run_dir`` (``table.<arm>.txt`` when other arms
-    write to the same file), the header again every ``5 * header_every`` rows. The rows are read as every reader
-    of the file reads them (steptable.ingest: a resumed run's rows replace the crashed run's, a second row of a
-    step joins the first), so table.txt, tail and watch show the same rows. None when there is no regular JSONL
-    file to read (a FIFO or /dev/stdout cannot be read back). Raises OSError."""
-    from steptable.ingest.jsonl import JsonlParser  # (at the end of a run only: the loop never pays for it)
-    from steptable.ingest.store import Parsed, RunStore
-    from steptable.ingest.table import cols_to_rows
-
+    write to the same file), the header again every ``5 * header_every`` rows; the last ``max_rows`` rows of a
+    longer run (None: every row), under a first line that says so. Written to a temporary file and renamed: never
+    half a table. None when there is no regular JSONL file to read (a FIFO or /dev/stdout cannot be read back).
+    Raises OSError."""
     try:
         if not stat.S_ISREG(os.stat(jsonl).st_mode):
             return None
     except OSError:  # no JSONL to read back (its failure was reported when it could not be written)
         return None
+    from steptable.endofrun import Plan  # (at the end of a run only: the loop never pays for the readers)
+
     cols = tuple(cols)
-    store = RunStore(TABLE_NAME, jsonl, "jsonl", arm or "")
-    parser = JsonlParser(str(jsonl))
-    shared = False
-    with open(jsonl, "rb") as src:
-        lineno = 1
-        while lines := src.readlines(1 << 20):  # whole lines (a partial last one from a crash is a bad line)
-            parsed = parser.parse(b"".join(lines), lineno)
-            lineno += len(lines)
-            rows = parsed.rows if parsed.rows is not None else cols_to_rows(parsed.cols or {}, len(parsed.steps))
-            keep = [i for i, r in enumerate(rows) if arm is None or r.get("arm", arm) == arm]
-            shared = shared or len(keep) < len(rows)
-            store.add(Parsed(steps=[parsed.steps[i] for i in keep], rows=[rows[i] for i in keep],
-                             step_key=parsed.step_key), math.nan)
     render_row = render.compile_row(cols)
-    tmp = run_dir / f".{TABLE_NAME}.{os.getpid()}.{id(cols)}.tmp"
-    try:
-        with open(tmp, "w", encoding="utf-8") as dst:
-            dst.write(render.header(cols) + "\n")
-            for i in range(len(store)):
-                if header_every and i and i % (header_every * 5) == 0:
-                    dst.write(render.header(cols) + "\n")
-                dst.write(render_row(store.row(i)) + "\n")
-        out = run_dir / (f"table.{runinfo.name_part(str(arm))}.txt" if shared else TABLE_NAME)
-        os.replace(tmp, out)
-    finally:
-        tmp.unlink(missing_ok=True)
-    return out
+    head = render.header(cols) + "\n"
+    every = header_every * 5
+    with open(jsonl, "rb") as src:
+        plan = Plan(str(jsonl), arm)
+        plan.read(src)
+        n = len(plan.steps)
+        lo = 0 if max_rows is None else max(n - max(max_rows, 1), 0)
+        out = run_dir / (f"table.{runinfo.name_part(str(arm))}.txt" if plan.shared else TABLE_NAME)
+        tmp = run_dir / f".{out.name}.{os.getpid()}.{id(plan)}.tmp"
+        try:
+            with open(tmp, "w", encoding="utf-8") as dst:
+                if lo:
+                    dst.write(f"# the last {n - lo} of {n} rows; every row: {sanitize(jsonl.name)} beside this file "
+                              f"(steptable tail {sanitize(str(run_dir))} -n 0)\n")
+                dst.write(head)
+                for i, cells in enumerate(plan.rows(src, lo, [c.key for c in cols])):
+                    if every and i and i % every == 0:
+                        dst.write(head)
+                    dst.write(render_row(cells) + "\n")
+            os.replace(tmp, out)
+        finally:
+            tmp.unlink(missing_ok=True)
+    return Written(out, n, n - lo)
