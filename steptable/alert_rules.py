@@ -54,6 +54,7 @@ class AlertConfig:
     kl_jump: float = 10.0  # factor over the window median (W, E), with a robust z above spike_z
     kl_jump_error: float = 100.0
     kl_jump_min: float = 0.01  # a jump counts only above this absolute KL
+    flat_rows: int = 50  # loss / grad norm / reward exactly the same for this many rows: no learning signal
     sat_level: float = 0.9  # saturation: ratio above this ...
     sat_rows: int = 5  # ... for this many consecutive rows
     stall_factor: float = 10.0  # no row for this many median row intervals ...
@@ -79,7 +80,7 @@ class Alert:
     level: Level  # "W" warning, "E" error
     step: int
     column: str  # the key; "" for run-level alerts (stall)
-    kind: str  # nonfinite, spike, reward_collapse, entropy_collapse, kl_blowup, saturation, stall, hack_auroc
+    kind: str  # nonfinite, spike, reward_collapse, entropy_collapse, kl_blowup, saturation, flat, stall, hack_auroc
     message: str
 
     def line(self) -> str:

@@ -187,12 +187,31 @@ class _Saturation(_Detector):
         return None
 
 
+class _Flat(_Detector):
+    """The same value, exactly, row after row: a grad norm of 0, a loss or a mean reward that never moves is a run
+    that stopped learning (zero advantages, frozen weights, a reward function that always returns the same), though
+    no value is out of range. Fires once ``flat_rows`` rows in a row hold one value."""
+
+    kind = "flat"
+
+    def __init__(self, cfg: AlertConfig, key: str) -> None:
+        super().__init__(cfg, key)
+        self.value: float | None = None
+
+    def check(self, x: float) -> tuple[Level, str] | None:
+        self.run = self.run + 1 if x == self.value else 1
+        self.value = x
+        if self.run >= self.cfg.flat_rows > 0:
+            return "W", f"flat at {_f(x)} for {self.run} rows (no learning signal?)"
+        return None
+
+
 # Every quantity a step computes from the batch is broken when it is NaN or inf: a reward function that returned
 # NaN, a KL past float range, an entropy of NaN logits. (Saturation ratios are counts, never non-finite.)
 _DETECTORS: Mapping[str, tuple[type[_Detector], ...]] = {
-    "loss": (_NonFinite, _Spike),
-    "grad_norm": (_NonFinite, _Spike),
-    "reward": (_NonFinite, _RewardCollapse),
+    "loss": (_NonFinite, _Spike, _Flat),
+    "grad_norm": (_NonFinite, _Spike, _Flat),
+    "reward": (_NonFinite, _RewardCollapse, _Flat),
     "entropy": (_NonFinite, _EntropyCollapse),
     "kl": (_NonFinite, _KLBlowup),
     "saturation": (_Saturation,),

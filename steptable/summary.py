@@ -205,9 +205,10 @@ def pick_columns(
         sts = [(st, len(r.steps)) for i, r in enumerate(runs) if (st := stats.get((i, key))) is not None]
         tier = lead.get(key)
         # not a dense constant (a fixed lr is a setting), but an evaluation score that did not move is a headline,
-        # and so is a NaN or a single value
-        if tier == 0 and any(st.logged and (st.varies or st.present < max(2, st.logged) or 2 * st.logged <= n)
-                             for st, n in sts):
+        # and so is a NaN or a single value; and an alert role's column stays whatever it does (a reward or a grad
+        # norm stuck at 0 is the news of a dead run, not a setting)
+        if tier == 0 and any(st.logged and (st.varies or st.present < max(2, st.logged) or 2 * st.logged <= n
+                                            or key in _ROLE_KEYS) for st, n in sts):
             lists[0].append(key)
         elif tier == 1 and any(st.logged and (st.varies or st.present < max(2, st.logged)) for st, _ in sts):
             lists[1].append(key)

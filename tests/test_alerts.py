@@ -15,7 +15,9 @@ Row = dict[str, Any]
 
 
 def stream(rows: Iterable[Mapping[str, Any]], config: AlertConfig | None = None) -> list[Alert]:
-    eng = AlertEngine(config)
+    """The alerts of ``rows`` fed in order; the flat detector off unless a config is given (the series here are
+    constant around the condition each test is about)."""
+    eng = AlertEngine(config if config is not None else AlertConfig(flat_rows=0))
     out: list[Alert] = []
     for i, row in enumerate(rows):
         out.extend(eng.update(i, row))
@@ -305,8 +307,8 @@ def test_cell_parsing() -> None:
 
 def test_nan_missing_config() -> None:
     rows: list[Row] = [{"loss": 1.0}, {"loss": math.nan}, {"loss": 1.0}]
-    assert stream(rows, AlertConfig(nan_missing=True)) == []
-    assert len(stream([*rows, {"loss": "nan"}], AlertConfig(nan_missing=True))) == 1
+    assert stream(rows, AlertConfig(nan_missing=True, flat_rows=0)) == []
+    assert len(stream([*rows, {"loss": "nan"}], AlertConfig(nan_missing=True, flat_rows=0))) == 1
     assert len(stream(rows)) == 1
 
 
@@ -315,7 +317,7 @@ def test_nan_missing_config() -> None:
 
 def test_role_override_and_binding() -> None:
     xs: list[Any] = [1.0] * 50 + [math.nan]
-    cfg = AlertConfig(roles={"loss": ("my_loss",)})
+    cfg = AlertConfig(roles={"loss": ("my_loss",)}, flat_rows=0)
     assert kinds(stream(series("my_loss", xs), cfg)) == [("E", 50, "my_loss", "nonfinite")]
     assert stream(series("loss", xs), cfg) == []
     assert stream(series("kl", [50.0]), AlertConfig(roles={"kl": ()})) == []
@@ -368,7 +370,7 @@ def test_scan_equals_streaming() -> None:
 def test_spike_z_on_a_two_level_signal_is_finite_and_sane() -> None:
     """Over half the window on one value makes the MAD 0; the z-score then comes from the mean deviation instead
     of a 1e-9 floor (which printed z=500000000)."""
-    eng = AlertEngine()
+    eng = AlertEngine(AlertConfig(flat_rows=0))
     alerts = []
     for s in range(80):
         gn = 40.0 if s == 70 else (1.0 if s % 3 else 2.0)
@@ -414,3 +416,16 @@ def test_a_pause_the_run_keeps_making_is_its_rhythm_not_a_stall() -> None:
         got += eng.check_stall(t)
         got += eng.update(step, {"loss": 1.0}, t)
     assert [a.step for a in got if a.kind == "stall"] == [49, 99, 324]
+
+
+def test_a_run_that_stopped_learning_is_flat() -> None:
+    """A grad norm of exactly 0 and a reward that never moves: no value is out of range, but the run is dead (a
+    summary said "alerts 0" for 200 such steps). Said once per key, at the row that makes it flat_rows."""
+    rows = [{"grad_norm": 0.0, "reward": 0.0, "loss": 0.3 + 0.01 * (s % 5)} for s in range(200)]
+    got = [(a.step, a.column, a.kind) for a in stream(rows, AlertConfig())]
+    assert got == [(49, "grad_norm", "flat"), (49, "reward", "flat")]
+    noisy = [{"grad_norm": 0.4 + 0.01 * (s % 7), "reward": 0.5 + 0.01 * (s % 3)} for s in range(200)]
+    assert stream(noisy, AlertConfig()) == []
+    # a flat stretch that ends re-arms after `rearm` rows of other values
+    again = [{"grad_norm": 0.0}] * 60 + [{"grad_norm": 0.1 * (s + 1)} for s in range(20)] + [{"grad_norm": 0.0}] * 60
+    assert [a.step for a in stream(again, AlertConfig()) if a.kind == "flat"] == [49, 129]

@@ -16,7 +16,8 @@ from steptable.ingest import Follower, RunStore
 
 
 def rows(start: int, stop: int, loss: float = 1.0) -> list[dict[str, Any]]:
-    return [{"step": s, "loss": loss + 0.01 * (s % 3), "rew": 0.5, "ts": 1.7e9 + 2 * s} for s in range(start, stop)]
+    return [{"step": s, "loss": loss + 0.01 * (s % 3), "rew": 0.5 + 0.01 * (s % 4), "ts": 1.7e9 + 2 * s}
+            for s in range(start, stop)]
 
 
 def spy_whole_copies(monkeypatch: pytest.MonkeyPatch) -> list[str]:

@@ -88,7 +88,8 @@ def test_tail_missing_path(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
 
 
 def test_alerts_only_exit_status(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    rows: list[dict[str, object]] = [{"step": i, "loss": 1.0 + 0.01 * (i % 3), "gn": 1.0} for i in range(60)]
+    rows: list[dict[str, object]] = [{"step": i, "loss": 1.0 + 0.01 * (i % 3), "gn": 1.0 + 0.01 * (i % 2)}
+                                     for i in range(60)]
     write_rows(tmp_path / "ok" / "metrics.jsonl", rows)
     rc, out, _ = run_cli(["tail", "--alerts-only", str(tmp_path / "ok")], capsys)
     assert rc == 0 and out == ""
@@ -466,7 +467,8 @@ def test_a_stall_still_going_on_is_an_alert_in_one_shot_reads(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     start = time.time() - 7200  # one row a second, the last two hours ago
-    write_rows(tmp_path / "a" / "metrics.jsonl", [{"step": s, "ts": start + s, "loss": 1.0} for s in range(100)])
+    write_rows(tmp_path / "a" / "metrics.jsonl",
+               [{"step": s, "ts": start + s, "loss": 1.0 + 0.01 * (s % 3)} for s in range(100)])
     rc, out, _ = run_cli(["tail", str(tmp_path), "--alerts-only"], capsys)
     assert rc == 0 and out.startswith("W [a] step 99 stalled: no row for 1"), out
     rc, out, _ = run_cli(["summary", str(tmp_path)], capsys)
