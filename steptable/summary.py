@@ -301,11 +301,14 @@ def summarize(
         label = f"{tag}: {name}" if multi else name
         head = f"**{label}**" if md and not multi else label
         lines.append(f"{'- ' if md and multi else ''}{head}: {header_text(r, now)}")
-    order = [(key, i) for key in keys for i in range(len(runs))]
+    # Several runs: a run without a value in a column gets no row in it (runs of different trainers share few
+    # keys: their rows of dashes were half the tokens), unless the columns were asked for by name.
+    order = [(key, i) for key in keys for i in range(len(runs))
+             if not multi or columns is not None or _has_value(stats.get((i, key)))]
     cells = _cells([stats.get((i, key), ColStats()) for key, i in order], align and not md)
     names = labels or {}
-    rows = [[(sanitize(names.get(key, key)) or '""') if i == 0 else "", *([tags[i]] if multi else []), *c]
-            for (key, i), c in zip(order, cells, strict=True)]
+    rows = [[(sanitize(names.get(key, key)) or '""') if j == 0 or order[j - 1][0] != key else "",
+             *([tags[i]] if multi else []), *c] for j, ((key, i), c) in enumerate(zip(order, cells, strict=True))]
     if rows:
         head_row = ["col", *(["arm"] if multi else []), *_HEAD]
         lines.extend(["", *_table_md(head_row, rows), ""] if md else _table_text(head_row, rows, align))
@@ -318,6 +321,10 @@ def summarize(
         first = f"{tag} {first}" if multi else first
         lines.extend([f"- {first}", *(f"  - {x}" for x in rest)] if md else [first, *rest])
     return "\n".join(lines) + "\n"
+
+
+def _has_value(st: ColStats | None) -> bool:
+    return st is not None and bool(st.logged or st.last_text)
 
 
 def _arm_tag(i: int) -> str:

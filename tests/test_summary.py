@@ -281,3 +281,18 @@ def test_summary_hands_the_alert_scan_only_the_columns_it_watches(
     rc, out, _ = run_cli(["summary", str(tmp_path)], capsys)
     assert rc == 0 and "loss" in out
     assert seen == [{"loss", "rew"}]
+
+
+def test_runs_without_a_column_get_no_row_of_dashes_in_it(tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    """Runs of different trainers share few keys: each run's row only in the columns it logged (rows of dashes
+    were half the tokens of such a summary); a column asked for by name still shows every run."""
+    from conftest import run_cli, write_rows
+
+    write_rows(tmp_path / "a" / "metrics.jsonl", ({"step": s, "loss": 1 / (s + 1), "kl": s / 9} for s in range(30)))
+    write_rows(tmp_path / "b" / "metrics.jsonl", ({"step": s, "loss": 2 / (s + 1)} for s in range(30)))
+    rc, out, _ = run_cli(["summary", str(tmp_path)], capsys)
+    table = out.splitlines()[3:]
+    assert rc == 0 and "- - - - -" not in out
+    assert [line.split()[0] for line in table[:3]] == ["loss", "b", "kl"] and table[3].startswith("a alerts")  # kl: a only
+    rc, out, _ = run_cli(["summary", str(tmp_path), "--columns", "kl"], capsys)
+    assert rc == 0 and "b - - - - -" in out
