@@ -1,0 +1,177 @@
+"""Runs that last days: what a new row costs with a long history, and what the end-of-run and summary steps cost.
+
+    python bench/bench_long.py                  # histories of 1,000 and 200,000 rows x 40 columns
+    python bench/bench_long.py --rows 50000     # a shorter long run
+
+Three measurements, each against an anchor taken in the same run:
+
+1. A new row, read and handled as the watch app and ``tail -f --alerts-only`` handle it (the follower's read, the
+   app's alert thread, its stall check, tail's emit), after a long history and after a short one: ms per row.
+   Goal: the long history costs at most 1.5x the short one (the work is the new row's, not the history's).
+2. ``steptable summary`` of the long run, in a fresh interpreter: the peak Python memory it allocates against a
+   fresh interpreter that only reads the run into the readers' store (the anchor). Goal: at most 2x (the store,
+   and one column's cells at a time beside it).
+3. ``StepLogger.close()`` after the long run (console off): seconds, against rendering the same rows from memory
+   (what table.txt costs at the least; goal: at most 1.5x), and the peak Python memory close allocates, against
+   reading the file into the readers' store (goal: at most 0.5x: table.txt is read back without a store of the
+   whole run).
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import math
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+COLS = 40
+
+
+def row(step: int, rng: random.Random) -> dict[str, Any]:
+    r: dict[str, Any] = {"step": step, "ts": 1.7e9 + 2 * step, "loss": rng.gauss(1, 0.05), "rew": rng.random(),
+                         "gn": abs(rng.gauss(0.4, 0.1)), "tag": rng.choice(["code", "math"])}
+    r.update({f"m{j}": rng.random() for j in range(COLS - len(r) + 1)})
+    return r
+
+
+def write_run(path: Path, rows: int, seed: int = 0) -> None:
+    rng = random.Random(seed)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w") as f:
+        for s in range(rows):
+            f.write(json.dumps(row(s, rng)) + "\n")
+
+
+def per_new_row(root: Path, history: int, new: int = 40) -> float:
+    """ms per appended row for the follower + the app's alert thread + its stall check + tail -f --alerts-only."""
+    from steptable.app.alerting import AlertScanner
+    from steptable.app.session import Session
+    from steptable.cli import _parser
+    from steptable.ingest import Follower
+    from steptable.tailcmd import Tail
+
+    path = root / f"h{history}" / "metrics.jsonl"
+    write_run(path, history)
+    f = Follower([path.parent])
+    f.scan()
+    (rid,) = f.stores
+    scanner = AlertScanner(lambda: f.stores, lambda m: None)
+    scanner.scan(rid, f.stores[rid])
+    session = Session()
+    session.update(rid, f.stores[rid])
+    tail = Tail(_parser().parse_args(["tail", "-f", "--alerts-only", str(path.parent)]), io.StringIO(), io.StringIO())
+    tail.emit(f)
+    rng = random.Random(1)
+    spent = 0.0
+    for s in range(history, history + new):
+        with open(path, "a") as fh:
+            fh.write(json.dumps(row(s, rng)) + "\n")
+        t = time.perf_counter()
+        f.scan()
+        store = f.stores[rid]
+        scanner.scan(rid, store)
+        session.update(rid, store)
+        session.check_stalls(1.7e9 + 2 * s + 1)
+        tail.emit(f)
+        spent += time.perf_counter() - t
+    return 1000 * spent / new
+
+
+# A child interpreter runs SETUP, then times WORK, then (in a second child) the peak of the Python memory WORK
+# allocates (tracemalloc, started after the imports and the setup: interpreter and library memory are not the
+# measurement's). It prints "seconds peak_bytes".
+_CHILD = """\
+import sys, time, tracemalloc
+sys.path.insert(0, {bench!r})
+from bench_long import row, write_run
+{setup}
+def work():
+    {work}
+if {trace}:
+    tracemalloc.start()
+t = time.perf_counter()
+kept = work()
+secs = time.perf_counter() - t
+print(secs, tracemalloc.get_traced_memory()[1] if {trace} else 0)
+"""
+
+LOAD = ("from steptable.ingest import Follower",
+        "f = Follower([{path!r}]); f.scan(); f.finish(); return f")
+SUMMARY = ("import contextlib, io; from steptable.cli import main",
+           "with contextlib.redirect_stdout(io.StringIO()): main(['summary', {path!r}])")
+# The run's rows are in its metrics.jsonl already (write_run: logging 200k rows through StepLogger would take a
+# minute of the bench); the logger logs one more and closes, reading all of them back for table.txt.
+CLOSE = ("""\
+import random
+from steptable import StepLogger
+from steptable.schemas import auto_col
+rng = random.Random(0)
+sample = [row(s, rng) for s in range(200)]
+cols = [auto_col(k, [r[k] for r in sample]) for k in sample[0] if k != "ts"]
+sl = StepLogger(cols, run_dir={run!r}, console=False, alerts=False)
+sl.log(row({rows}, rng))""", "sl.close()")
+
+
+# What table.txt costs at the least: the same rows rendered from dicts in memory with the same columns.
+RENDER = ("""\
+import random
+from steptable import render
+from steptable.schemas import auto_col
+rng = random.Random(0)
+sample = [row(s, rng) for s in range(200)]
+cols = tuple(auto_col(k, [r[k] for r in sample]) for k in sample[0] if k != "ts")
+rows = [row(s, rng) for s in range({rows})]
+fmt = render.compile_row(cols)""", "return [fmt(r) for r in rows]")
+
+
+def measure(spec: tuple[str, str], **kw: Any) -> tuple[float, float]:
+    """(seconds without tracemalloc, peak MB with it) of ``spec``'s work, each in a fresh interpreter."""
+    setup, work = (part.format(**kw) for part in spec)
+    out = []
+    for trace in (False, True):
+        code = _CHILD.format(bench=str(Path(__file__).parent), setup=setup, work=work, trace=trace)
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+        out.append([float(x) for x in done.stdout.split()[-2:]])
+    return out[0][0], out[1][1] / 2**20
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rows", type=int, default=200_000, help="rows of the long history (default 200,000)")
+    ap.add_argument("--short", type=int, default=1_000, help="rows of the short history (default 1,000)")
+    a = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        short, long_ = per_new_row(root, a.short), per_new_row(root, a.rows)
+        ratio = long_ / short
+        print(f"1. a new row (follower, alert thread, stall check, tail -f --alerts-only): {short:.2f} ms after "
+              f"{a.short:,} rows, {long_:.2f} ms after {a.rows:,}: {ratio:.2f}x   goal <= 1.5x")
+
+        path = str(root / f"h{a.rows}" / "metrics.jsonl")
+        load_s, load_mb = measure(LOAD, path=path)
+        sum_s, sum_mb = measure(SUMMARY, path=path)
+        print(f"2. summary of {a.rows:,} rows: peak {sum_mb:.0f} MB in {sum_s:.1f} s; reading the run into the store "
+              f"(anchor): peak {load_mb:.0f} MB in {load_s:.1f} s: {sum_mb / load_mb:.2f}x memory   goal <= 2x")
+
+        run = root / "logged"
+        write_run(run / "metrics.jsonl", a.rows)
+        close_s, close_mb = measure(CLOSE, run=str(run), rows=a.rows)
+        shown = min(a.rows + 1, 100_000)
+        render_s, _ = measure(RENDER, rows=shown)
+        print(f"3. close() after {a.rows:,} rows (table.txt of the last {shown:,}): {close_s:.1f} s, peak "
+              f"{close_mb:.0f} MB; rendering those rows from memory (time anchor) {render_s:.1f} s: "
+              f"{close_s / render_s:.2f}x (goal <= 1.5x); the store's read (memory anchor) {load_mb:.0f} MB: "
+              f"{close_mb / load_mb:.2f}x (goal <= 0.5x)")
+        if not math.isfinite(ratio):
+            sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
