@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from steptable.alert_rules import DEFAULT_ROLES as DEFAULT_ROLES
@@ -86,6 +86,12 @@ class AlertEngine:
         if (a := self._hack_update(step, row)) is not None:
             out.append(a)
         return out
+
+    def resumed(self) -> None:
+        """The next row starts a resumed run (rows replayed in step order: its clock restarts there). The gap to
+        it spans the crashed run's replaced rows and the restart: not a stall of the run being read."""
+        self._last_wall = None
+        self._stalled = False
 
     def _wall(self, wall_time: float | None) -> None:
         t = cell_float(wall_time)
@@ -160,12 +166,14 @@ def scan(
     wall_times: Sequence[float] | None = None,
     config: AlertConfig | None = None,
     now: float | None = None,
+    resumes: Collection[int] = (),
 ) -> list[Alert]:
     """Replay a stored run: the alerts that streaming :meth:`AlertEngine.update` gives for the same rows.
 
     With ``wall_times`` each row is preceded by ``check_stall(wall_times[i])``, so stalls the run recovered from
-    show up at the row after the gap; with ``now`` too, a stall still going on shows up after the last row. None
-    cells are absent (and float NaN too with ``config.nan_missing``).
+    show up at the row after the gap; with ``now`` too, a stall still going on shows up after the last row. The
+    gap to a row at one of the ``resumes`` steps (the store's resume points) is not a stall. None cells are absent
+    (and float NaN too with ``config.nan_missing``).
     """
     eng = AlertEngine(config)
     wanted = eng.config.watched()
@@ -174,7 +182,9 @@ def scan(
     for i, step in enumerate(steps):
         row = {k: col[i] for k, col in cols if i < len(col) and col[i] is not None}
         wt = cell_float(wall_times[i]) if wall_times is not None and i < len(wall_times) else None
-        if wt is not None and math.isfinite(wt):
+        if step in resumes:
+            eng.resumed()
+        elif wt is not None and math.isfinite(wt):
             out.extend(eng.check_stall(wt))
         out.extend(eng.update(step, row, wt))
     if now is not None:

@@ -76,7 +76,7 @@ def summary_command(args: argparse.Namespace) -> int:
     alerts = {  # cells took 1.75 GB). A run whose StepLogger was closed has ended: no stall check against now.
         s.run: scan(s.steps, {k: s.cells(k) for k in s.keys if k in watched},
                     s.wall_times if len(s.wall_times) else None,
-                    now=None if closed_at(s.meta.get("runinfo")) is not None else now)
+                    now=None if closed_at(s.meta.get("runinfo")) is not None else now, resumes=set(s.resumes))
         for s in stores
     }
     # Rows are named by the same short headers as the table (pg_loss for actor/pg_loss).

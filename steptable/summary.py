@@ -225,7 +225,7 @@ def _alerts_for(run: RunLike, alerts: Mapping[str, Sequence[Alert]] | None) -> S
         return got if got is not None else alerts.get(run.run, ())
     cols = {k: run.column(k) for k in run.keys if k in _ROLE_KEYS}
     walls = run.wall_times if len(run.wall_times) == len(run.steps) else None
-    return scan(run.steps, cols, walls, AlertConfig(nan_missing=True))
+    return scan(run.steps, cols, walls, AlertConfig(nan_missing=True), resumes=set(run.resumes))
 
 
 def alerts_text(found: Sequence[Alert], limit: int = MAX_ALERTS) -> list[str]:

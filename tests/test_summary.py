@@ -297,3 +297,29 @@ def test_runs_without_a_column_get_no_row_of_dashes_in_it(tmp_path: Any, capsys:
     assert table[3].startswith("a alerts")  # kl: a's row only
     rc, out, _ = run_cli(["summary", str(tmp_path), "--columns", "kl"], capsys)
     assert rc == 0 and "b - - - - -" in out
+
+
+def test_a_resumed_run_is_not_called_stalled_at_its_resume_point(
+    tmp_path: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Rows replayed in step order: the crashed run's step 199, then the resumed run's 200, whose clock is after the
+    crashed run's steps 200-260 and the restart. That gap was reported as a 30-minute stall of the run."""
+    import time
+
+    from conftest import run_cli, write_rows
+
+    def loss(s: int) -> float:
+        return 1 + 0.01 * (s % 3)
+
+    t0 = time.time() - 10 * 460 - 600 - 5  # the last row 5 s ago
+    crashed = [{"step": s, "ts": t0 + 10 * s, "loss": loss(s)} for s in range(261)]
+    restart = t0 + 10 * 260 + 600
+    resumed = [{"step": s, "ts": restart + 10 * (s - 200), "loss": loss(s)} for s in range(200, 400)]
+    write_rows(tmp_path / "r" / "metrics.jsonl", [*crashed, *resumed])
+    rc, out, _ = run_cli(["summary", str(tmp_path)], capsys)
+    assert rc == 0 and "resumed 200" in out and "stalled" not in out, out
+    # a real pause inside a run is still said, at the row after it
+    paused = [{"step": s, "ts": t0 + 10 * s + 3600 * (s >= 300), "loss": loss(s)} for s in range(360)]
+    write_rows(tmp_path / "p" / "metrics.jsonl", paused)
+    rc, out, _ = run_cli(["summary", str(tmp_path / "p")], capsys)
+    assert rc == 0 and "step 299 stalled: no row for 60" in out, out  # (said at the last row before the gap)
