@@ -44,6 +44,7 @@ from steptable.colstats import ColStats as ColStats
 from steptable.colstats import column_stats as column_stats
 from steptable.colstats import trend_pct as trend_pct
 from steptable.formatting import cut, display_width, fit_number, fmt_auto, md_escape, pad, sanitize
+from steptable.runinfo import closed_at
 from steptable.schemas import Schema
 from steptable.schemas.registry import Located, run_schema
 
@@ -146,7 +147,8 @@ def rate_text(steps: Sequence[int], wall_times: Sequence[float], pairs: int = 20
 
 
 def header_text(run: RunLike, now: float) -> str:
-    """``steps 0-9999, 1.93s/step, upd 42s ago, resumed 2500,7000, bad 3`` (zero counts left out)."""
+    """``steps 0-9999, 1.93s/step, upd 42s ago, ended, resumed 2500,7000, bad 3`` (zero counts left out; ``ended``
+    where the run's StepLogger was closed)."""
     steps = run.steps
     parts: list[str] = []
     if len(steps) == 0:
@@ -163,6 +165,9 @@ def header_text(run: RunLike, now: float) -> str:
     last = run.last_update if run.last_update is not None else (run.wall_times[-1] if run.wall_times else None)
     if last is not None and math.isfinite(last):
         parts.append(f"upd {fmt_age(now - last)} ago")
+    meta = getattr(run, "meta", None)
+    if isinstance(meta, dict) and closed_at(meta.get("runinfo")) is not None:
+        parts.append("ended")  # its StepLogger was closed: a finished run, not a hung one
     if run.resumes:
         shown = ",".join(str(r) for r in run.resumes[:5])
         more = f" +{len(run.resumes) - 5}" if len(run.resumes) > 5 else ""

@@ -323,3 +323,23 @@ def test_a_resumed_run_is_not_called_stalled_at_its_resume_point(
     write_rows(tmp_path / "p" / "metrics.jsonl", paused)
     rc, out, _ = run_cli(["summary", str(tmp_path / "p")], capsys)
     assert rc == 0 and "step 299 stalled: no row for 60" in out, out  # (said at the last row before the gap)
+
+
+def test_a_run_whose_logger_was_closed_reads_ended(tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    """A finished run and a hung one read the same to an agent (`upd 2h ago`) unless the header says which."""
+    from conftest import run_cli
+
+    from steptable import Col, StepLogger
+
+    cols = [Col("step", 5, "step", "d"), Col("loss", 6, "loss")]
+    loggers = {arm: StepLogger(cols, run_dir=tmp_path / arm, arm=arm, console=False, alerts=False)
+               for arm in ("done", "live")}
+    for sl in loggers.values():
+        for s in range(5):
+            sl.log({"step": s, "loss": 1 / (s + 1)})
+    loggers["done"].close()
+    loggers["live"]._final_flush()  # (its rows on disk, the run going on)
+    rc, out, _ = run_cli(["summary", str(tmp_path)], capsys)
+    loggers["live"].close()
+    heads = {line.split(":")[1].strip(): line for line in out.splitlines()[:2]}
+    assert rc == 0 and heads["done"].endswith(", ended") and "ended" not in heads["live"], out
