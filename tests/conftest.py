@@ -100,3 +100,18 @@ def write_rows(path: Path, rows: Iterable[Mapping[str, Any]]) -> None:
     with open(path, "a", encoding="utf-8") as f:
         for r in rows:
             f.write(json.dumps(r) + "\n")
+
+
+def spy_whole_copies(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Record every call of RunStore's whole-history accessors (steps, wall_times, column, cells): a reader of new
+    rows must make none."""
+    from steptable.ingest import RunStore
+
+    whole: list[str] = []
+    for name in ("steps", "wall_times"):
+        prop = getattr(RunStore, name)
+        monkeypatch.setattr(RunStore, name, property(lambda s, n=name, p=prop: (whole.append(n), p.fget(s))[1]))
+    for name in ("column", "cells"):
+        meth = getattr(RunStore, name)
+        monkeypatch.setattr(RunStore, name, lambda s, k, n=name, m=meth: (whole.append(n), m(s, k))[1])
+    return whole

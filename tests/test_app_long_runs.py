@@ -8,27 +8,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import write_rows
+from conftest import spy_whole_copies, write_rows
 
 from steptable.app.alerting import AlertScanner
 from steptable.app.session import Session
-from steptable.ingest import Follower, RunStore
+from steptable.ingest import Follower
 
 
 def rows(start: int, stop: int, loss: float = 1.0) -> list[dict[str, Any]]:
     return [{"step": s, "loss": loss + 0.01 * (s % 3), "rew": 0.5 + 0.01 * (s % 4), "ts": 1.7e9 + 2 * s}
             for s in range(start, stop)]
-
-
-def spy_whole_copies(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    whole: list[str] = []
-    for name in ("steps", "wall_times"):
-        prop = getattr(RunStore, name)
-        monkeypatch.setattr(RunStore, name, property(lambda s, n=name, p=prop: (whole.append(n), p.fget(s))[1]))
-    for name in ("column", "cells"):
-        meth = getattr(RunStore, name)
-        monkeypatch.setattr(RunStore, name, lambda s, k, n=name, m=meth: (whole.append(n), m(s, k))[1])
-    return whole
 
 
 def test_the_alert_thread_reads_only_the_new_rows(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -11,11 +11,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import write_rows
+from conftest import spy_whole_copies, write_rows
 
 import steptable.ingest.follow as follow_mod
 from steptable.cli import _parser
-from steptable.ingest import Follower, RunStore
+from steptable.ingest import Follower
 from steptable.tailcmd import Tail
 
 
@@ -78,13 +78,7 @@ def test_tail_follow_never_copies_a_whole_history_for_new_rows(
     tail = Tail(_parser().parse_args(["tail", "-f", *argv, str(tmp_path)]), out, io.StringIO())
     f.scan()
     tail.emit(f)
-    whole: list[str] = []
-    for name in ("steps", "wall_times"):
-        prop = getattr(RunStore, name)
-        monkeypatch.setattr(RunStore, name, property(lambda s, n=name, p=prop: (whole.append(n), p.fget(s))[1]))
-    for name in ("column", "cells"):
-        meth = getattr(RunStore, name)
-        monkeypatch.setattr(RunStore, name, lambda s, k, n=name, m=meth: (whole.append(n), m(s, k))[1])
+    whole = spy_whole_copies(monkeypatch)
     before = out.getvalue()
     write_rows(path, rows(50, 53, loss=float("nan")))  # (a NaN loss: --alerts-only has something to say)
     f.scan()

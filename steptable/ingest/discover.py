@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
-from steptable.ingest.parse import NONFINITE, STEP_KEYS, LineError, decode_line, flatten, step_of
+from steptable.ingest.parse import STEP_KEYS, LineError, decode_line, flatten, step_of
 from steptable.ingest.walk import LINK_DEPTH as LINK_DEPTH
 from steptable.ingest.walk import SKIP_DIRS as SKIP_DIRS
 from steptable.ingest.walk import OnError as OnError
@@ -347,20 +347,9 @@ def sniff_jsonl(path: Path, limit: int = 1 << 16, max_limit: int = 8 << 20,
         row = flatten(obj)
         if any(k in row for k in STEP_KEYS):
             return True
-        # JSON numbers only: a dataset's {"id": "17", "label": "1", ...} is no metrics row, though a store reads
-        # such strings as numbers
-        leaves = list(_leaves(obj))
-        numeric = sum(type(v) in (int, float) or (type(v) is str and v.lower() in NONFINITE) for v in leaves)
-        return numeric >= 2 and numeric * 2 >= len(leaves)
+        numeric = sum(type(v) in (int, float) for v in row.values())
+        return numeric >= 2 and numeric * 2 >= len(row)
     return False if len(head) >= limit else None
-
-
-def _leaves(obj: dict[str, object]) -> Iterable[object]:
-    for v in obj.values():
-        if type(v) is dict:
-            yield from _leaves(v)
-        else:
-            yield v
 
 
 def nothing_found(paths: Sequence[str | Path]) -> str:

@@ -198,13 +198,11 @@ def fix_chunk(chunk: bytes, needles: Iterable[bytes] = NONFINITE_TOKENS) -> byte
 #: a plain decimal number: no leading zeros ("007" is a name), no hex, no "1_000", ASCII digits only (``float``
 #: takes all of these)
 _NUMBER: Final = re.compile(r"[+-]?(?:0|[1-9][0-9]*|(?=\.[0-9]))(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?", re.ASCII)
-_NUMBER_ENDS: Final = frozenset("0123456789.")
 
 
 def number(text: str, as_float: bool = False) -> int | float | None:
-    """The number a text is (an int when it is all digits, unless ``as_float``), or None: the one rule for CSV
-    cells and numbers logged as JSON strings; surrounding whitespace is allowed. Non-finite spellings are the
-    caller's (``NONFINITE``)."""
+    """The number a CSV cell's text is (an int when it is all digits, unless ``as_float``), or None; surrounding
+    whitespace is allowed. Non-finite spellings are the caller's (``NONFINITE``)."""
     num = text.strip()
     if _NUMBER.fullmatch(num) is None:
         return None
@@ -217,19 +215,15 @@ def number(text: str, as_float: bool = False) -> int | float | None:
 
 
 def norm_value(v: Any) -> Any:
-    """The stored form of a leaf: non-finite and number strings -> float (``"1e-05"``: a number a writer logged as
-    text, read as the CSV reader reads it), ``[n, d]`` int pairs -> tuple; the rest as is."""
+    """The stored form of a leaf: non-finite strings -> float, ``[n, d]`` int pairs -> tuple; the rest as is. A
+    string that looks like a number stays text: JSON says which values are text (a git hash "8e12345", a version
+    "1.10", a job id), unlike a CSV cell."""
     t = type(v)
     if t is str:
         if len(v) <= 9:
             f = NONFINITE.get(v.lower())
             if f is not None:
                 return f
-        end = v[-1:]  # a number ends in a digit or a point (or blanks): most text is told apart here, cheaply
-        if end in _NUMBER_ENDS or end.isspace():
-            n = number(v, as_float=True)
-            if n is not None:
-                return n
         return v
     if t is list and len(v) == 2 and type(v[0]) is int and type(v[1]) is int:
         return (v[0], v[1])

@@ -20,7 +20,7 @@ from functools import lru_cache
 from itertools import islice
 from typing import Any
 
-from steptable.ingest.parse import MISSING, norm_value
+from steptable.ingest.parse import MISSING, NONFINITE, norm_value
 
 NAN = math.nan
 #: distinct keys a run keeps. Every column holds a cell for every row, so a log that names a new key on every row
@@ -62,9 +62,8 @@ def _as_float(v: Any) -> float | None:
             return math.inf if v > 0 else -math.inf
     if v is None or v is MISSING:
         return NAN
-    if t is str:  # a non-finite spelling or a number logged as text (norm_value reads both as floats)
-        f = norm_value(v)
-        return f if type(f) is float else None
+    if t is str and len(v) <= 9:
+        return NONFINITE.get(v.lower())
     return None
 
 
@@ -269,15 +268,12 @@ class ColumnTable:
         conv = list(map(_GAPS.get, vals, vals))  # None / MISSING / "NaN"... -> float, in C; the rest as is
         try:
             arr.frombytes(_doubles(len(conv)).pack(*conv))
-        except (struct.error, OverflowError):  # text (a number or not), another NaN spelling, a huge int
+        except (struct.error, OverflowError):  # text that is not a number, another NaN spelling, a huge int
             floats = [_as_float(v) for v in vals]
             if None in floats:
                 self._to_obj(key)
                 return
             arr.fromlist(floats)  # type: ignore[arg-type]  # no None left
-            # a number logged as text is a float (as norm_value makes it on the line-by-line path)
-            texts = (f for v, f in zip(vals, floats, strict=True) if type(v) is str)
-            all_int = all_int and not any(f is not None and math.isfinite(f) for f in texts)
         if not all_int:
             self._ints.discard(key)
         if MISSING in vals:
