@@ -186,6 +186,11 @@ def test_a_header_written_as_a_comment_numpy_savetxt(tmp_path: Path) -> None:
     parser = CsvParser("b.csv")
     parsed = parser.parse(b"# step,loss\nstep,loss,acc\n3,0.5,0.9\n", 1)
     assert parser.header == ["step", "loss", "acc"] and parsed.rows == [{"step": 3, "loss": 0.5, "acc": 0.9}]
+    # a commented header over rows with a text column: the first row is a row, not the header
+    parser = CsvParser("c.csv")
+    parsed = parser.parse(b"#step,phase,loss\n0,warmup,1.0\n1,main,0.9\n", 1)
+    assert parser.header == ["step", "phase", "loss"] and list(parsed.steps) == [0, 1]
+    assert [r["phase"] for r in parsed.rows or []] == ["warmup", "main"]
 
 
 def test_preview_of_a_big_monitor_csv_finds_its_header(tmp_path: Path) -> None:

@@ -2,9 +2,9 @@
 
 The first line is the header (a key may hold a space); each later line is a row. Before the header, a BOM, blank
 lines and ``#`` comment lines are skipped (SB3's ``monitor.csv`` starts with ``#{"t_start": ...}``); when the first
-line after comments holds only numbers, it is a row and the last comment is the header (numpy's ``savetxt``
-writes ``# step,loss``). An empty cell is absent (Lightning writes the union of all keys and leaves the others
-empty), ``nan`` / ``inf`` are non-finite numbers, an integer or a decimal is a number (``parse.number``: not ``007``
+line after comments holds a number, it is a row and the last comment, as wide and without numbers, is the header
+(numpy's ``savetxt`` writes ``# step,loss``). An empty cell is absent (Lightning writes the union of all keys and
+leaves the others empty), ``nan`` / ``inf`` are non-finite numbers, an integer or a decimal is a number (``parse.number``: not ``007``
 or ``0x10``), anything else is text. Both writers rewrite the file from the top when keys are added; the tail sees
 the changed first bytes, resets, and the parser reads the new header. The step key is the first of ``STEP_KEYS`` in
 the header (``step`` for Lightning, ``time/total_timesteps`` for SB3), else rows are numbered by position. A row
@@ -94,17 +94,19 @@ class CsvParser:
         return Parsed(steps=steps, rows=rows, bad=bad, step_key=self.step_key)
 
     def _header_in_comment(self, cells: list[str], bad: list[BadLine]) -> list[str] | None:
-        """The first line after ``#`` lines holds only numbers and as many cells as the last of them: that comment
-        is the header (read now and returned) and the line a row. None otherwise."""
-        values = [v for c in cells if (v := cell(c)) is not None]
-        if self._comment is None or not values or not all(type(v) in (int, float) for v in values):
+        """The first line after ``#`` lines is a row (a number in it: a header names, it holds no number) and the
+        last of them has as many cells, none a number (``#step,phase,loss`` over ``0,warmup,1.0``): that comment is
+        the header (read now and returned) and the line a row. None otherwise."""
+        if self._comment is None or not any(type(cell(c)) in (int, float) for c in cells):
             return None
         text, at = self._comment
         try:
             named = next(csv.reader([text]), [])
         except csv.Error:
             return None
-        return self._read_header(named, at, bad) if len(named) == len(cells) else None
+        if len(named) != len(cells) or any(type(cell(c)) in (int, float) for c in named):
+            return None
+        return self._read_header(named, at, bad)
 
     def _read_header(self, cells: list[str], no: int, bad: list[BadLine]) -> list[str]:
         header = [c.strip() for c in cells]
