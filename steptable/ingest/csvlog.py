@@ -5,10 +5,10 @@ lines and ``#`` comment lines are skipped (SB3's ``monitor.csv`` starts with ``#
 line after comments holds a number, it is a row and the last comment, as wide and without numbers, is the header
 (numpy's ``savetxt`` writes ``# step,loss``). An empty cell is absent (Lightning writes the union of all keys and
 leaves the others empty), ``nan`` / ``inf`` are non-finite numbers, an integer or a decimal is a number
-(``parse.number``: not ``007`` or ``0x10``), anything else is text. Both writers rewrite the file from the top when keys are added; the tail sees
-the changed first bytes, resets, and the parser reads the new header. The step key is the first of ``STEP_KEYS`` in
-the header (``step`` for Lightning, ``time/total_timesteps`` for SB3), else rows are numbered by position. A row
-with more cells than the header is a bad line.
+(``parse.number``: not ``007`` or ``0x10``), anything else is text. Both writers rewrite the file from the top when
+keys are added; the tail sees the changed first bytes, resets, and the parser reads the new header. The step key is
+the first of ``STEP_KEYS`` in the header (``step`` for Lightning, ``time/total_timesteps`` for SB3), else rows are
+numbered by position. A row with more cells than the header is a bad line.
 """
 
 from __future__ import annotations
