@@ -72,3 +72,19 @@ def test_the_stall_check_reads_the_last_rows_clock_only(tmp_path: Path, monkeypa
     assert list(stalls.values()) == [pytest.approx(3600)]
     session.events(recent=3)
     assert "wall_times" not in whole and "steps" not in whole
+
+
+def test_an_alert_found_again_after_a_reset_is_counted_once(tmp_path: Path) -> None:
+    """A file read again from the top (moved away and back, rewritten with the same rows) gives the scanner the same
+    alerts again: the session's counts and events list them once."""
+    path = tmp_path / "a" / "metrics.jsonl"
+    write_rows(path, [*rows(0, 60), *rows(60, 61, loss=math.nan)])
+    f = Follower([tmp_path])
+    f.scan()
+    (rid,) = f.stores
+    session = Session()
+    session.update(rid, f.stores[rid])
+    for _ in range(2):
+        scanner = AlertScanner(lambda: f.stores, lambda m: None)  # (a reset: the engine starts over)
+        session.add_alerts(rid, scanner.scan(rid, f.stores[rid]))
+    assert session.counts == {"E": 1} and len(session.alerts) == 1

@@ -39,14 +39,14 @@ def rows(start: int, stop: int, loss: float = 1.0) -> list[dict[str, Any]]:
 
 
 def polls_until_gone(f: Follower, clock: Clock, run: str) -> set[str]:
-    """Poll as an idle follower does (a second apart) until ``run`` leaves ``stores``, for at most 100 s; the runs
-    that changed meanwhile."""
+    """Poll as an idle follower does until ``run`` leaves ``stores``, for at most twice the grace; the runs that
+    changed meanwhile."""
     changed: set[str] = set()
-    for _ in range(100):
+    for _ in range(200):
         changed |= f.scan()
         if run not in f.stores:
             break
-        clock.t += 1.0
+        clock.t += follow_mod.GONE_AFTER / 100
     return changed
 
 

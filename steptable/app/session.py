@@ -72,6 +72,7 @@ class Session:
     _bad_turn: int = 0
     _hidden_for: tuple[Any, tuple[Col, ...]] | None = None  # (filter, keys, layout) -> the columns it shows
     problems: list[str] = field(default_factory=list)  # to be said once each (the app takes them as notices)
+    _alerted: set[tuple[str, str, int, str, str, str]] = field(default_factory=set)
     _said: set[str] = field(default_factory=set)
 
     # ------------------------------------------------------------------------------------------------ runs
@@ -261,8 +262,16 @@ class Session:
     # ------------------------------------------------------------------------------------------------ events
 
     def add_alerts(self, run_id: str, alerts: Sequence[Alert]) -> None:
+        """Alerts the scanner found; one it found before (its file read again after a reset, the same rows) is not
+        counted twice."""
         label = self.labels().get(run_id, run_id)
         for a in alerts:
+            seen = (run_id, a.level, a.step, a.column, a.kind, a.message)
+            if seen in self._alerted:
+                continue
+            if len(self._alerted) >= 4 * MAX_ALERTS:
+                self._alerted.clear()
+            self._alerted.add(seen)
             self.counts[a.level] = self.counts.get(a.level, 0) + 1
             self.alerts.append(Event(a.level, label, a.message_line()))
         del self.alerts[:-MAX_ALERTS]

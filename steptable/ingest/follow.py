@@ -40,8 +40,10 @@ IDLE_POLL = 0.5  # with notification: seconds without events after which every s
 STEP_MS = 10
 MAX_ERRORS = 10_000
 #: a file missing this many seconds and polls (a paused follower's one late look is no while) is no longer followed:
-#: long enough for a rotation, or a restarted run, to write it again. Written later, it is a run again (a reset).
-GONE_AFTER, GONE_POLLS = 10.0, 3
+#: long enough for a rotation, a restarted run or a network filesystem's hiccup to bring it back (within it, the same
+#: run read on from where it was: after 10 s, tail -f printed a moved-and-restored file again from its first row).
+#: Written later, it is a run again (a reset). A sweep that deletes its runs stops paying for them after it.
+GONE_AFTER, GONE_POLLS = 600.0, 3
 MAX_RETIRED = 10_000  # runs no longer followed whose generation is remembered for that (the oldest forgotten first)
 _WATCHED_SUFFIXES = frozenset({".jsonl", ".json", ".log", ".txt", ".out"})
 
