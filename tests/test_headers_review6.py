@@ -147,3 +147,14 @@ def test_eval_twins_of_one_name_stay_apart() -> None:
     hs = short_headers(keys)
     check_sane(hs)
     assert all(hs[k].startswith("eval") for k in keys[:2])
+
+
+def test_lightning_dataloader_metrics_keep_their_name() -> None:
+    """Lightning logs a metric of several dataloaders as ``val_loss/dataloader_idx_0``: the header keeps the
+    metric's name (it showed ``val/dataloader_id…``, every dataloader's loss and accuracy alike)."""
+    keys = ["val_loss/dataloader_idx_0", "val_loss/dataloader_idx_1", "val_acc/dataloader_idx_0",
+            "test_acc/dataloader_idx_0"]
+    got = short_headers(keys)
+    assert got == {"val_loss/dataloader_idx_0": "val/loss/dl0", "val_loss/dataloader_idx_1": "val/loss/dl1",
+                   "val_acc/dataloader_idx_0": "val/acc/dl0", "test_acc/dataloader_idx_0": "test/acc/dl0"}
+    assert short_headers(["val_loss/dataloader_idx_0"]) == {"val_loss/dataloader_idx_0": "val/loss/dl0"}

@@ -67,7 +67,9 @@ _ABBREV = {
     "clip_ratio": "clip",
 }
 
-_STAT = re.compile(r"^(max|min|std|var|sum|count|median|p\d+|clip_ratio|(mean|std|best|worst|maj)@\d+.*)$")
+_STAT = re.compile(r"^(max|min|std|var|sum|count|median|p\d+|clip_ratio|dl\d+|(mean|std|best|worst|maj)@\d+.*)$")
+#: Lightning's metric of one of several dataloaders: it reads as a statistic of the name before it
+_DATALOADER = re.compile(r"^dataloader_idx_(\d+)$")
 _MEAN_AT = re.compile(r"^mean(@\d+)$")
 #: a statistic over n sampled answers per prompt (verl's validation: mean@4, best@2/std): it reads as validation
 #: without a lead
@@ -89,6 +91,8 @@ def _parts(key: str) -> tuple[str | None, list[str]]:
         segs = segs[:-1]
     if len(segs) > 1 and (m := _MEAN_AT.match(segs[-1])):  # reward/mean@4 -> reward@4
         segs = [*segs[:-2], segs[-2] + m.group(1)]
+    if len(segs) > 1 and (m := _DATALOADER.match(segs[-1])):  # Lightning: val_loss/dataloader_idx_0 -> .../dl0
+        segs = [*segs[:-1], f"dl{m.group(1)}"]
     lead = None
     if len(segs) > 1 and segs[0] in _LEADS:
         lead = _LEADS[segs[0]]
