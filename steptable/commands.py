@@ -28,6 +28,10 @@ def add_commands(sub: Any) -> None:
         "tr% is the recent trend: the median of the last 10% of a column's values against the 10% before, in "
         "percent of that level (or of the noise, when the level is near zero); 0 when the difference is within the "
         "noise (2 standard errors).",
+        epilog="Exit status: 0 when the runs were read, whatever their alerts say (error alerts included: read the "
+        "alerts lines; `steptable tail --alerts-only PATH` exits 1 on an error alert); 2 for a usage error, a path "
+        "that does not exist, no metrics file found, no readable row, or a run that could not be read (the summary "
+        "of what was read is still printed, except when nothing was found).",
     )
     s.add_argument("paths", nargs="+", help="metrics files or directories")
     s.add_argument("--columns", default="", help="comma-separated keys to summarise (default: the table's columns, "

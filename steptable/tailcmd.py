@@ -15,7 +15,7 @@ import sys
 import threading
 import time
 from collections.abc import Sequence
-from typing import Any, TextIO
+from typing import Any, TextIO, cast
 
 from steptable.formatting import sanitize
 from steptable.ingest import Follower
@@ -26,12 +26,26 @@ __all__ = ["DEFAULT_WIDTH", "Tail", "add_parser", "missing_paths", "non_negative
 
 
 def add_parser(sub: Any) -> None:
-    t = sub.add_parser("tail", help="print runs as the fixed-width table (or jsonl/csv/md), optionally live")
+    t = sub.add_parser(
+        "tail", help="print runs as the fixed-width table (or jsonl/csv/md), optionally live",
+        description="Print runs as the fixed-width table (or JSONL, CSV, markdown); with -f, keep printing what is "
+        "new until stopped. Bad lines go to stderr as path:line: reason.",
+        epilog="Exit status: 0 success; 1 an error alert fired (--alerts-only); 2 a usage error, a path that does not "
+        "exist, or nothing readable (no metrics file, no readable row, a run that could not be read). With -f the "
+        "same, when the watch ends (Ctrl-C, TERM or HUP, however many; a reader that left): 1 if an error alert "
+        "fired at any time, 2 if no readable row was ever found or a path given is not there at the end. Waiting "
+        "for a run that has not started yet is normal under -f, but a watch that ends without a row checked "
+        "nothing: 2.",
+    )  # fmt: skip
     t.add_argument("paths", nargs="+", help="metrics files or directories (searched recursively)")
-    t.add_argument("-f", "--follow", action="store_true", help="keep printing new rows as they are written")
     t.add_argument(
-        "-n", "--last", type=non_negative, default=20, help="rows per run to print first (default 20, 0 = all)"
-    )
+        "-f", "--follow", action="store_true",
+        help="keep printing new rows as they are written, and runs as they appear (until Ctrl-C or TERM)",
+    )  # fmt: skip
+    t.add_argument(
+        "-n", "--last", type=non_negative, default=20,
+        help="rows per run to print first (default 20, 0 = all); a run that appears under -f is printed whole",
+    )  # fmt: skip
     t.add_argument("--columns", default="", help="comma-separated globs of keys/headers to show (step is kept)")
     t.add_argument(
         "--format",
@@ -84,94 +98,215 @@ def missing_paths(paths: Sequence[str]) -> list[str]:
 def run_tail(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
     out = out or sys.stdout
     err = err or sys.stderr
+    if args.follow:
+        return _follow(args, out, err)
     follower = Follower(args.paths, poll=args.poll)
     tail = Tail(args, out, err)
-    if not args.follow:
+    try:
         follower.scan()
         follower.finish()  # a file that will not grow: its unterminated last line is a row too
         tail.emit(follower)
-        return _one_shot(args, follower, tail, err)
-    # systemd, k8s, `timeout`: a TERM ends the watch as Ctrl-C does, and the exit status still says whether an
-    # error alert fired
-    term = _stop_on_sigterm()
-    for p in missing_paths(args.paths):  # followed anyway: a run that has not started yet is picked up when it does
-        err.write(f"steptable tail: no such path (yet): {sanitize(p)}\n")
-    try:
-        follower.scan()
-        tail.emit(follower)
-        return _follow(args, follower, tail)
-    except KeyboardInterrupt:
+        if args.alerts_only and follower.stores:  # a stall still going on (a one-shot check by an agent or CI)
+            tail.check_stalls(time.time())
+    except BrokenPipeError:  # the reader left (`| head`): not an error, and an error alert seen still counts
+        _quiet(out)
         return 1 if tail.error_alert else 0
-    finally:
-        if term is not None:
-            signal.signal(signal.SIGTERM, term)
+    return _status(args, follower, tail, err, live=False)
 
 
-def _one_shot(args: argparse.Namespace, follower: Follower, tail: Tail, err: TextIO) -> int:
-    if not follower.stores:  # --alerts-only too: a mistyped path in CI must not pass as "no alerts"
-        err.write(f"steptable tail: {sanitize(nothing_found(args.paths))}\n")
+def _status(args: argparse.Namespace, follower: Follower, tail: Tail, err: TextIO, live: bool) -> int:
+    """The exit status of what was read: 2 when nothing readable was found (a mistyped path, garbage) or a path is
+    missing or unreadable, else 1 after an error alert, else 0. Under -f the same, of the state when it stopped
+    (a run that appeared while following counts; a row read then lost to a rotation too), and 2 when no row was
+    ever read."""
+    read = tail.read_rows or any(len(s) for s in follower.stores.values())
+    if not read and not follower.stores:  # --alerts-only too: a mistyped path in CI must not pass as "no alerts"
+        _say(err, f"steptable tail: {sanitize(nothing_found(args.paths))}\n")
         return 2
     paths = ", ".join(sanitize(str(s.path)) for s in follower.stores.values())
-    if follower.read_nothing():  # not a quiet success, even for --alerts-only
-        err.write(f"steptable tail: no readable rows in {paths}\n")
+    if not read and follower.read_nothing():  # not a quiet success, even for --alerts-only
+        _say(err, f"steptable tail: no readable rows in {paths}\n")
         return 2
-    if not any(len(s) for s in follower.stores.values()) and not args.alerts_only:
-        err.write(f"steptable tail: no rows yet in {paths}\n")
-    if args.alerts_only:  # a stall still going on (a one-shot check by an agent or CI is when it matters)
-        tail.check_stalls(time.time())
+    if not read and live:  # a watch that ends without a row checked nothing (one-shot: a run just started)
+        _say(err, f"steptable tail: no rows in {paths}\n")
+        return 2
+    if not read and not args.alerts_only:
+        _say(err, f"steptable tail: no rows yet in {paths}\n")
     status = 1 if tail.error_alert else 0
     for p in missing_paths(args.paths):  # --alerts-only of some runs must not pass for "no alerts" in all
-        err.write(f"steptable tail: no such path: {sanitize(p)}\n")
+        _say(err, f"steptable tail: no such path: {sanitize(p)}\n")
         status = 2
     if unread := follower.unreadable():
-        err.write(f"steptable tail: could not read {sanitize(', '.join(unread))}\n")
+        _say(err, f"steptable tail: could not read {sanitize(', '.join(unread))}\n")
         status = 2
     return status
 
 
-def _follow(args: argparse.Namespace, follower: Follower, tail: Tail) -> int:
-    stop = threading.Event()
-    lock = threading.Lock()
-    broken: list[OSError] = []
+def _follow(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """Follow until a stop signal, a reader that left or a failed stdout. The follower thread does all the reading
+    and printing (the first view included: a long first read must not hold up Ctrl-C); this thread waits for a
+    signal, checks stalls and, at the end, works out the status."""
+    signals = _StopSignals()  # first: a TERM from now on ends the watch with its status
+    try:
+        for p in missing_paths(args.paths):  # followed anyway: a run that has not started yet is picked up then
+            err.write(f"steptable tail: no such path (yet): {sanitize(p)}\n")
+        err.flush()
+        stop = threading.Event()  # set: the follower ends, and the gates end any printing under way
+        follower = Follower(args.paths, poll=args.poll)
+        tail = Tail(args, cast(TextIO, _Gate(out, stop)), cast(TextIO, _Gate(err, stop)))
+        lock = threading.Lock()  # one printer at a time: the follower thread's emits, this thread's stall checks
+        failed: list[BaseException] = []
 
-    def changed(_runs: set[str]) -> None:
-        # Runs in the follower thread: a reader that left (`| head`) must end the command, not kill the thread
-        # with a traceback (the follower would first take it for a failed notifier and poll on).
-        with lock:
-            if stop.is_set():
-                return
+        def emit() -> None:
+            with lock:
+                if stop.is_set():
+                    return
+                try:
+                    tail.emit(follower)
+                except _Halted:
+                    pass
+                except OSError as e:  # a closed pipe, a full disk under stdout: the main thread ends the command
+                    failed.append(e)
+                    stop.set()
+
+        def work() -> None:
             try:
-                tail.emit(follower)
-            except OSError as e:  # a closed pipe, a full disk under stdout: the main thread ends the command
-                broken.append(e)
+                signals.keep_out()
+                follower.scan()
+                emit()  # the first view: -n rows of each run found now
+                follower.run(stop, lambda _runs: emit())
+            except BaseException as e:  # said by the main thread (a traceback there is one of the command's)
+                failed.append(e)
                 stop.set()
 
-    worker = threading.Thread(target=follower.run, args=(stop, changed), daemon=True, name="steptable-tail")
-    worker.start()
-    try:
-        while worker.is_alive():
-            worker.join(timeout=5.0)
-            if args.alerts_only:
-                with lock:
-                    tail.check_stalls(time.time())
-    except KeyboardInterrupt:
-        pass
-    finally:
+        worker = threading.Thread(target=work, daemon=True, name="steptable-tail")
+        worker.start()
+        due = time.monotonic() + STALL_CHECK_S
+        try:
+            while worker.is_alive() and not signals.received:
+                worker.join(timeout=WAKE_S)  # (a signal's handler runs in this thread; it only takes note)
+                if args.alerts_only and time.monotonic() >= due and not stop.is_set():
+                    due = time.monotonic() + STALL_CHECK_S
+                    with lock:
+                        tail.check_stalls(time.time())
+        except (_Halted, KeyboardInterrupt):  # (KeyboardInterrupt: where no handler could be set)
+            pass
+        except OSError as e:
+            failed.append(e)
         stop.set()
-    if broken:
-        raise broken[0]  # the CLI ends a closed pipe quietly and says a failed stdout in one line (status 2)
-    return 1 if tail.error_alert else 0
+        if lock.acquire(timeout=STOP_WAIT_S):  # a print under way ends at its next line: let that line out whole
+            lock.release()
+        worker.join(timeout=STOP_WAIT_S)  # its pass over the files ends (the status reads what it found)
+        if failed and not isinstance(failed[0], BrokenPipeError):
+            raise failed[0]  # the CLI says a failed stdout in one line (status 2)
+        try:
+            out.flush()
+        except OSError as e:
+            if not (isinstance(e, BrokenPipeError) or signals.received):  # (a hang-up: the terminal is gone)
+                raise
+            failed.append(e)
+        if failed:
+            _quiet(out)
+        return _status(args, follower, tail, err, live=True)
+    finally:
+        signals.restore()
 
 
-def _stop_on_sigterm() -> Any:
-    """Make SIGTERM raise KeyboardInterrupt in the main thread; returns the handler to put back (None: not set)."""
+STALL_CHECK_S = 5.0  # seconds between stall checks of --alerts-only
+WAKE_S = 0.1  # the longest a stop signal waits to be seen
+STOP_WAIT_S = 2.0  # at a stop, the longest wait for the printing under way to end
 
-    def interrupt(_signum: int, _frame: Any) -> None:
-        raise KeyboardInterrupt
 
-    if threading.current_thread() is not threading.main_thread():
-        return None
+class _Halted(Exception):
+    """Printing was stopped: the follow loop is ending."""
+
+
+class _Gate:
+    """A stream that raises _Halted once ``stop`` is set: printing under way ends at a line's end, never in the
+    middle of one, and the follower thread is not writing when the interpreter ends (its last flush would wait
+    for that thread's lock)."""
+
+    def __init__(self, stream: TextIO, stop: threading.Event) -> None:
+        self.stream, self.stop = stream, stop
+
+    def write(self, text: str) -> int:
+        if self.stop.is_set():
+            raise _Halted
+        return self.stream.write(text)
+
+    def flush(self) -> None:
+        if self.stop.is_set():
+            raise _Halted
+        self.stream.flush()
+
+    def isatty(self) -> bool:
+        return self.stream.isatty()
+
+
+class _StopSignals:
+    """TERM, INT and HUP end the watch, whatever their number and timing. The handler only takes note: no exception
+    raised at an arbitrary point (in the middle of a line, in a ``finally``) and no lock taken. Other threads block
+    them (:meth:`keep_out`), so they reach the main thread only; once one came, the main thread blocks them too and
+    the process ends with its own status: a second signal (coreutils `timeout` sends TERM to the child and then to
+    its process group; a double Ctrl-C) neither kills it nor changes that. (Blocked, not handled or ignored: the
+    interpreter puts the default action back on handled signals as it exits, and a signal noted just before a
+    switch to SIG_IGN is reported as a "race condition".) A signal ignored at the start (nohup, a background job)
+    stays ignored."""
+
+    def __init__(self) -> None:
+        self.received = 0
+        self.old: dict[int, Any] = {}
+        if threading.current_thread() is not threading.main_thread():
+            return  # (handlers can only be set there)
+        for name in ("SIGTERM", "SIGINT", "SIGHUP"):
+            sig = getattr(signal, name, None)
+            if sig is None:  # (no SIGHUP on Windows)
+                continue
+            try:
+                old = signal.getsignal(sig)
+                if old == signal.SIG_IGN:
+                    continue
+                signal.signal(sig, self._note)
+            except (ValueError, OSError):
+                continue
+            self.old[sig] = signal.SIG_DFL if old is None else old
+
+    def keep_out(self) -> None:
+        """In a thread started for the watch (and the threads it starts): these signals are the main thread's."""
+        if self.old and hasattr(signal, "pthread_sigmask"):
+            signal.pthread_sigmask(signal.SIG_BLOCK, set(self.old))
+
+    def _note(self, signum: int, _frame: Any) -> None:
+        self.received = self.received or signum
+        if hasattr(signal, "pthread_sigmask"):
+            signal.pthread_sigmask(signal.SIG_BLOCK, set(self.old))
+        else:  # (Windows)
+            for sig in self.old:
+                signal.signal(sig, signal.SIG_IGN)
+
+    def restore(self) -> None:
+        if self.received:
+            return
+        for sig, old in self.old.items():
+            signal.signal(sig, old)
+
+
+def _quiet(stream: TextIO) -> None:
+    """The reader left: what is still buffered goes to /dev/null (the interpreter's last flush must not fail)."""
     try:
-        return signal.signal(signal.SIGTERM, interrupt)
-    except (ValueError, OSError):
-        return None
+        null = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(null, stream.fileno())
+        finally:
+            os.close(null)
+    except (OSError, ValueError):  # (not a file: a StringIO)
+        pass
+
+
+def _say(err: TextIO, text: str) -> None:
+    """A last line on stderr; a stderr gone (a hang-up) must not turn the status into a traceback."""
+    try:
+        err.write(text)
+        err.flush()
+    except (OSError, ValueError):
+        pass

@@ -72,6 +72,8 @@ class Tail:
         self.tried: dict[str, int] = {}  # key -> the widest value a layout was made again for
         self.ended: set[str] = set()  # runs whose StepLogger was closed
         self.logged: dict[str, str | None] = {}  # run -> the name of its logged schema when the layout was made
+        self.first_view = True  # -n is for the runs found at the start: a run found later is new output in full
+        self.read_rows = False  # a row was read (the status of a -f that ends: was anything readable found?)
 
     # -------------------------------------------------------------------------------------------- layout
     def _layouts(self, stores: Sequence[RunStore]) -> dict[str, _Layout]:
@@ -127,6 +129,7 @@ class Tail:
     # -------------------------------------------------------------------------------------------- output
     def emit(self, follower: Follower) -> None:
         stores = [follower.stores[k] for k in sorted(follower.stores)]
+        first_view, self.first_view = self.first_view, False
         for run in [r for r in self.engines if r not in follower.stores]:
             del self.engines[run]  # its file is gone and no longer followed: it did not stall
         self.arm_runs = Counter(s.arm for s in stores)
@@ -155,10 +158,10 @@ class Tail:
             self.csv_want = list(want)  # the union of the runs' columns, first run's first
         for store in stores:
             self.arm_of[store.run] = store.arm
-            self._emit_run(store, multi=len(stores) > 1)
+            self._emit_run(store, len(stores) > 1, first_view)
         self.out.flush()
 
-    def _emit_run(self, store: RunStore, multi: bool) -> None:
+    def _emit_run(self, store: RunStore, multi: bool, first_view: bool) -> None:
         a, run = self.args, store.run
         note = ""
         walls: Sequence[float] = ()
@@ -173,7 +176,7 @@ class Tail:
             seen = self.versions.get(run)
             redo_upto: int | None = None  # rows printed before and changed since, up to this step, are printed again
             if run not in self.printed:
-                first = max(n - a.last, 0) if (a.last and not a.alerts_only) else 0
+                first = max(n - a.last, 0) if (a.last and first_view and not a.alerts_only) else 0
                 last = store.step_at(first - 1) if first else None
             else:
                 last = self.printed[run]
@@ -194,14 +197,12 @@ class Tail:
                     last = min(last, lost - 1)
                 # merged into a row already printed (tinker's eval line, a late metric) or inserted before it
                 redo_upto = last
+            self.read_rows = self.read_rows or n > 0
             self.versions[run] = (len(resumes), n, generation)
             self.seen_version[run] = version
             first = 0 if last is None else min(store.index_of_step(last + 1), n)  # the first row past ``last``
             self.printed[run] = store.step_at(n - 1) if first < n else last
-            again = (
-                store.rows_edited(since, redo_upto, until=version) if since is not None and redo_upto is not None
-                else {}
-            )
+            again = {} if since is None or redo_upto is None else store.rows_edited(since, redo_upto, until=version)
             new = store.rows(first, n)
             if a.alerts_only:
                 steps, walls = store.steps_between(first, n), store.wall_times_between(first, n)
