@@ -3,9 +3,10 @@
 A RunStore of a 1M-row run held 730 MB and took 90 s at close. Instead a first pass places each row of the file as
 RunStore places it (steptable.ingest.store: a resumed run's rows replace the crashed run's, an evaluation of an
 earlier step joins that step's row), keeping per row of the table only its step, the first and last file rows that
-set it and the keys it holds (:class:`Plan`), and the column types the store would end with (``_Types``: what
-``RunStore.row`` gives, an int or a float, depends on every value the column ever took). A second pass reads again
-the rows the table shows and hands each one on once it is whole. Memory: O(columns) plus 32 bytes a row.
+set it and a bitmask of the keys it holds (:class:`Plan`), and the column types the store would end with (``_Types``:
+what ``RunStore.row`` gives, an int or a float, depends on every value the column ever took). A second pass reads again
+the rows the table shows and hands each one on once it is whole. Memory: O(columns) plus 32 bytes a row, and
+keys / 8 + 28 more for a row that lacks some key other rows of its chunk have (a None or NaN cell).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from __future__ import annotations
 import math
 from array import array
 from bisect import bisect_left, bisect_right
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import islice
 from operator import lt
@@ -118,9 +119,10 @@ class Plan:
         self.steps = array("q")  # the table's rows, in step order
         self.first = array("q")  # the file row that made each (earlier ones were dropped with a resumed run)
         self.last = array("q")  # the last file row that set a cell of it
-        self.held = array("q")  # the keys each row holds measured values for (an index into _sets)
-        self._sets: list[frozenset[str]] = []
-        self._set_ids: dict[frozenset[str], int] = {}
+        # the keys each row holds measured values for, one bit a key (by _bits): rows with the same keys in a chunk
+        # share one int, and a row with its own keys costs an int of keys / 8 bytes (a set of them, 56 bytes a key)
+        self.held: list[int] = []
+        self._bits: dict[str, int] = {}
         self.chunks: list[_Chunk] = []
         self.count = 0  # file rows of the arm so far
         self.step_key: str | None = None
@@ -142,17 +144,21 @@ class Plan:
             self.shared = self.shared or shared
             self._add(steps, rows, cols, parsed.int_keys if cols is not None else None, parsed.step_key)
 
-    def _intern(self, keys: frozenset[str]) -> int:
-        i = self._set_ids.get(keys)
-        if i is None:
-            i = self._set_ids[keys] = len(self._sets)
-            self._sets.append(keys)
-        return i
+    def _bit(self, key: str) -> int:
+        b = self._bits.get(key)
+        if b is None:
+            b = self._bits[key] = len(self._bits)
+        return 1 << b
+
+    def _mask(self, keys: Iterable[str]) -> int:
+        """The bits of those of ``keys`` that a row may hold (a key with no bit yet is held by no row)."""
+        bits = self._bits
+        return sum(1 << b for k in keys if (b := bits.get(k)) is not None)
 
     def _held_by(self, cols: Mapping[str, Sequence[Any]], n: int) -> list[int]:
         """Per row of a chunk given as columns (MISSING where absent), the keys it holds measured values for."""
         full = {k for k in cols if k in self.types}
-        gaps: dict[int, list[str]] = {}
+        gaps: dict[int, int] = {}  # row -> the bits of the keys it lacks
         for k in list(full):
             vals = cols[k]
             try:
@@ -175,18 +181,20 @@ class Plan:
             if len(rows) == n:  # (a key the decoder knows that no row of this chunk has)
                 full.discard(k)
                 continue
+            bit = self._bit(k)
             for r in rows:
-                gaps.setdefault(r, []).append(k)
-        whole = frozenset(full)
-        ids = [self._intern(whole)] * n
-        seen: dict[tuple[str, ...], int] = {}
+                gaps[r] = gaps.get(r, 0) | bit
+        whole = 0
+        for k in full:
+            whole |= self._bit(k)
+        held = [whole] * n
+        seen: dict[int, int] = {}  # (rows lacking the same keys share one int)
         for r, missing in gaps.items():
-            key = tuple(missing)
-            got = seen.get(key)
+            got = seen.get(missing)
             if got is None:
-                got = seen[key] = self._intern(whole.difference(missing))
-            ids[r] = got
-        return ids
+                got = seen[missing] = whole & ~missing
+            held[r] = got
+        return held
 
     def _extend(self, steps: Sequence[int], first: Sequence[int], last: Sequence[int], held: list[int]) -> None:
         self.steps.extend(steps)
@@ -262,8 +270,8 @@ class Plan:
                 return
             self.types.merge(j, step, row)
             self.last[i] = j
-            kept = self._sets[self.held[i]].difference(row)
-            self.held[i] = self._intern(kept | self._sets[self._held_by(rows_to_cols([row]), 1)[0]])
+            kept = self.held[i] & ~self._mask(row)
+            self.held[i] = kept | self._held_by(rows_to_cols([row]), 1)[0]
             return
         self.types.merge(j, step, row)
         for arr, v in ((self.steps, step), (self.first, j), (self.last, j)):
@@ -273,8 +281,8 @@ class Plan:
     def _shares_keys(self, i: int, row: dict[str, Any]) -> bool:
         """RunStore._shares_keys: does ``row`` measure again what row ``i`` holds (a resume)?"""
         metric = [k for k, v in row.items() if k != self.step_key and k not in _BOOKKEEPING and _measured(v)]
-        held = self._sets[self.held[i]]
-        return bool(metric) and sum(k in held for k in metric) * 2 >= len(metric)
+        held, bits = self.held[i], self._bits
+        return bool(metric) and sum(1 for k in metric if k in bits and held >> bits[k] & 1) * 2 >= len(metric)
 
     # --- the second pass ----------------------------------------------------------------------------------------
 

@@ -235,3 +235,53 @@ def _reader_table(cols: list[Col], jsonl: Path, arm: str) -> list[str]:
                              step_key=parsed.step_key), math.nan)
     row = render.compile_row(tuple(cols))
     return [row(store.row(i)) for i in range(len(store))]
+
+
+def _sparse_run(path: Path, rows: int) -> None:
+    """Each row logs its own few of 150 per-task keys (a task not sampled logs None, which StepLogger leaves out, or
+    NaN), then evaluations of earlier steps join their rows and a resume from step rows - 30 replaces the tail (a
+    step picks the same tasks each time it is logged, so the resumed rows measure again what the old ones held)."""
+    import random
+
+    rng = random.Random(rows)
+    tasks = [f"task/{i}/acc" for i in range(150)]
+    with open(path, "w") as f:
+        for s in [*range(rows), *range(rows - 30, rows + 10)]:
+            pick = random.Random(s).random
+            picked = [t for t in tasks if pick() < 0.2]
+            row: dict[str, Any] = {"step": s, "loss": rng.random()}
+            row.update((t, rng.choice([rng.random(), rng.random(), rng.random(), None, math.nan])) for t in picked)
+            f.write(json.dumps(row).replace("NaN", "null") + "\n")
+            if s % 97 == 50 and s < rows - 30:  # (again after the resume it would be a resume from there)
+                f.write(json.dumps({"step": s - 7, "eval/acc": 0.5, "eval/n": s}) + "\n")
+
+
+def test_rows_that_each_hold_their_own_keys_cost_a_few_bytes_a_row(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """Almost every row holds its own set of keys: table.txt still equals the readers' table, and reading it back
+    costs a few bytes a row more for them (a set of its keys per row was 2 KB a row here)."""
+    from steptable import endofrun
+
+    monkeypatch.setattr(endofrun, "_CHUNK", 1 << 15)
+    cols = [Col("step", 6, "step", "d"), Col("loss", 6, "loss", ".3f"), Col("task/0/acc", 6, "t0", ".3f"),
+            Col("task/149/acc", 6, "t149", ".3f"), Col("eval/acc", 6, "eval", ".3f")]
+
+    def peak(rows: int) -> int:
+        run = tmp_path / str(rows)
+        run.mkdir()
+        _sparse_run(run / "metrics.jsonl", rows)
+        tracemalloc.start()
+        try:
+            out = tablefile.write(cols, run / "metrics.jsonl", run, None, 0, max_rows=None)
+            _, top = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+        assert out is not None
+        lines = out.read_text().splitlines()
+        assert lines[1:] == _reader_table(cols, run / "metrics.jsonl", "A")
+        assert len(lines) == 1 + rows + 10 and "0.500" in out.read_text()
+        return top
+
+    peak(200)  # (what is made once: caches, interned names)
+    small, large = peak(1000), peak(5000)
+    assert large - small < 200 * 4000
