@@ -22,18 +22,10 @@ from typing import IO, Any
 
 from steptable.ingest.jsonl import JsonlParser
 from steptable.ingest.parse import MISSING, norm_value
-from steptable.ingest.store import Parsed
-from steptable.ingest.table import MAX_KEYS, WALL_KEYS, ColumnTable, _as_float, cols_to_rows, rows_to_cols
+from steptable.ingest.store import BOOKKEEPING_KEYS, Parsed, measured
+from steptable.ingest.table import MAX_KEYS, ColumnTable, _as_float, cols_to_rows, rows_to_cols
 
 _CHUNK = 1 << 20
-#: keys that say nothing about whether two rows are the same measurement (as RunStore's resume test)
-_BOOKKEEPING = frozenset(WALL_KEYS) | {"arm", "run"}
-
-
-def _measured(v: Any) -> bool:
-    return v is not None and not (type(v) is float and v != v)
-
-
 def _select(parsed: Parsed, arm: Any) -> tuple[Sequence[int], list[dict[str, Any]] | None,
                                                 dict[str, Sequence[Any]] | None, bool]:
     """The rows of ``arm`` in a parsed chunk: (steps, rows, columns, whether rows of other arms were left out)."""
@@ -175,7 +167,7 @@ class Plan:
                 elif type(v) is str:
                     ok = texts.get(v)
                     if ok is None:
-                        ok = texts[v] = _measured(norm_value(v))  # "nan" is a NaN, "1e-5" a number
+                        ok = texts[v] = measured(norm_value(v))  # ("nan" is a NaN)
                     if not ok:
                         rows.append(r)
             if len(rows) == n:  # (a key the decoder knows that no row of this chunk has)
@@ -280,7 +272,7 @@ class Plan:
 
     def _shares_keys(self, i: int, row: dict[str, Any]) -> bool:
         """RunStore._shares_keys: does ``row`` measure again what row ``i`` holds (a resume)?"""
-        metric = [k for k, v in row.items() if k != self.step_key and k not in _BOOKKEEPING and _measured(v)]
+        metric = [k for k, v in row.items() if k != self.step_key and k not in BOOKKEEPING_KEYS and measured(v)]
         held, bits = self.held[i], self._bits
         return bool(metric) and sum(1 for k in metric if k in bits and held >> bits[k] & 1) * 2 >= len(metric)
 

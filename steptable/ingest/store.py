@@ -50,8 +50,8 @@ MAX_BAD_KEPT = 1000
 MAX_BAD_RECENT = 100
 #: in-place edits remembered; a viewer further behind than this starts over from its first row
 MAX_EDITS = 4096
-#: keys that say nothing about whether two rows are the same measurement (resume vs merge test)
-_BOOKKEEPING = frozenset(WALL_KEYS) | {"arm", "run"}
+#: keys that say nothing about whether two rows are the same measurement (resume vs merge test; endofrun's too)
+BOOKKEEPING_KEYS = frozenset(WALL_KEYS) | {"arm", "run"}
 
 
 @dataclass(slots=True)
@@ -70,7 +70,8 @@ class Parsed:
     meta: dict[str, Any] = field(default_factory=dict)
 
 
-def _measured(v: Any) -> bool:
+def measured(v: Any) -> bool:
+    """A cell that holds a measurement (not None, not NaN): what the resume test compares."""
     return v is not None and not (type(v) is float and v != v)
 
 
@@ -395,6 +396,6 @@ class RunStore(ColumnTable):
         """Does ``row`` measure again what row ``i`` holds (a resume), rather than add to it (a late evaluation)?
         A cell logged as null or NaN there (StepLogger writes a NaN as null: "not measured this step") is not a
         measurement the new row repeats."""
-        metric = [k for k, v in row.items() if k != self.step_key and k not in _BOOKKEEPING and _measured(v)]
-        shared = sum(self._present(i, k) and _measured(self._cell(i, k)) for k in metric)
+        metric = [k for k, v in row.items() if k != self.step_key and k not in BOOKKEEPING_KEYS and measured(v)]
+        shared = sum(self._present(i, k) and measured(self._cell(i, k)) for k in metric)
         return bool(metric) and shared * 2 >= len(metric)
