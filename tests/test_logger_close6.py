@@ -93,21 +93,6 @@ def _tricky(path: Path) -> None:
     path.write_text(text.replace('{"step": 12,', '{"step": 12 oops', 1) + "\n")
 
 
-def _store_table(cols: list[Col], jsonl: Path, arm: str) -> list[str]:
-    """The table as every reader shows it: the whole file in a RunStore (what table.txt was rendered from)."""
-    from steptable.ingest.jsonl import JsonlParser
-    from steptable.ingest.store import Parsed, RunStore
-    from steptable.ingest.table import cols_to_rows
-
-    store = RunStore("t", jsonl, "jsonl", arm)
-    parsed = JsonlParser(str(jsonl)).parse(jsonl.read_bytes(), 1)
-    rows = parsed.rows if parsed.rows is not None else cols_to_rows(parsed.cols or {}, len(parsed.steps))
-    keep = [i for i, r in enumerate(rows) if r.get("arm", arm) == arm]
-    store.add(Parsed(steps=[parsed.steps[i] for i in keep], rows=[rows[i] for i in keep]), math.nan)
-    row = render.compile_row(tuple(cols))
-    return [row(store.row(i)) for i in range(len(store))]
-
-
 @pytest.mark.parametrize("chunk", [1 << 20, 200])
 def test_table_txt_shows_the_rows_the_readers_show(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chunk: int) -> None:
     """Read back in chunks (of a line or two here), placed without a RunStore: the same rows, values and number
@@ -120,7 +105,7 @@ def test_table_txt_shows_the_rows_the_readers_show(tmp_path: Path, monkeypatch: 
     out = tablefile.write(COLS, jsonl, tmp_path, "A", 0, max_rows=None)
     assert out == tmp_path / "table.A.txt"
     lines = out.read_text().splitlines()
-    assert lines[0] == render.header(COLS) and lines[1:] == _store_table(COLS, jsonl, "A")
+    assert lines[0] == render.header(COLS) and lines[1:] == _reader_table(COLS, jsonl, "A")
     assert [int(line.split()[0]) for line in lines[1:]] == [s for s in range(70) if s != 12]  # (12: a bad line)
 
 
@@ -137,7 +122,7 @@ def test_a_long_run_s_table_holds_its_last_rows_and_says_so(
     assert done is not None and (done.rows, done.shown) == (69, 25)
     lines = done.path.read_text().splitlines()
     assert lines[0].startswith("# the last 25 of 69 rows; every row: metrics.jsonl")
-    assert [line for line in lines[1:] if line != render.header(COLS)] == _store_table(COLS, jsonl, "A")[-25:]
+    assert [line for line in lines[1:] if line != render.header(COLS)] == _reader_table(COLS, jsonl, "A")[-25:]
     assert lines[1] == lines[12] == render.header(COLS) and len(lines) == 1 + 25 + 3  # a header every 10 rows
 
     monkeypatch.setattr(tablefile, "write_table", partial(tablefile.write_table, max_rows=10))
