@@ -85,22 +85,17 @@ def fmt_auto(x: float, digits: int = 3) -> str:
     if ax >= 10 ** (digits - 1):
         # Enough integer digits: show the integer (1234 reads better than 1.23e3 for a step time).
         return str(round(x))
-    s = _positional(x, digits)
-    if "." in s:
-        s = s.rstrip("0").rstrip(".")
-    return s if s not in ("-0", "-", "") else "0"
+    # 1e-4 <= |x| < 10**(digits-1): "g" is positional here (its exponent, after rounding, is -4 .. digits-1) and
+    # drops trailing zeros itself; one C-level conversion instead of a log10 and a second format
+    return _strip_zero(f"{x:.{digits}g}")
 
 
 def _positional(x: float, digits: int) -> str:
-    """``x`` (non-zero, finite) to ``digits`` significant digits in positional form, trailing zeros kept and no
-    leading zero: 0.34016 -> '.340'. A value that rounds up into the next decade keeps the count: 9.9996 at 4
-    digits is '10.00', not '10.000'."""
-    magnitude = math.floor(math.log10(abs(x)))
-    decimals = max(digits - 1 - magnitude, 0)
-    s = f"{x:.{decimals}f}"
-    if decimals and abs(float(s)) >= 10.0 ** (magnitude + 1):
-        s = f"{x:.{decimals - 1}f}"
-    return _strip_zero(s)
+    """``x`` (non-zero, finite, 1e-4 <= |x| < 10**(digits-1)) to ``digits`` significant digits in positional form,
+    trailing zeros kept and no leading zero: 0.34016 -> '.340'. A value that rounds up into the next decade keeps
+    the count: 9.9996 at 4 digits is '10.00', not '10.000'; 99.96 at 3 is '100'."""
+    s = f"{x:#.{digits}g}"  # "#": trailing zeros kept, and a bare point where none are left ('100.'), cut here
+    return _strip_zero(s[:-1] if s[-1] == "." else s)
 
 
 def fit_number(x: float, width: int) -> str:

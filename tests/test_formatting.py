@@ -41,6 +41,14 @@ from steptable.formatting import (
         (0.0, "0"),
         (-0.0, "0"),
         (1.0, "1"),
+        # rounding carries into the next decade: the digit count holds, no exponent, no stray point
+        (9.9996, "10"),
+        (99.96, "100"),
+        (-99.96, "-100"),
+        (0.09996, ".1"),
+        (-0.0009996, "-.001"),
+        (1e-4, ".0001"),
+        (9.9999e-5, "1e-4"),
         (math.nan, "nan"),
         (math.inf, "inf"),
         (-math.inf, "-inf"),
@@ -230,6 +238,9 @@ def test_fit_number_is_honest(x: float, width: int) -> None:
         (1 / 3, 6, ".33333"),
         (9.99996, 6, "10.000"),  # rounds into the next decade without gaining a digit
         (9.99999999, 6, "10"),  # as good as 10: no zeros it does not have
+        (99.996, 5, "100.0"),
+        (0.09996, 6, ".09996"),
+        (0.09996, 4, ".100"),
         # a value shown exactly keeps its own digits
         (0.5, 6, ".5"),
         (71.46, 5, "71.46"),
