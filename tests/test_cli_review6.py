@@ -235,3 +235,23 @@ def test_columns_still_narrow_csv_and_jsonl_alike(tmp_path: Path, capsys: Cap) -
     assert _csv_head(tmp_path, capsys, "--columns", "loss") == ["run", "arm", "step", "loss"]
     assert sorted(_jsonl_keys(tmp_path, capsys, "--columns", "loss")) == ["arm", "loss", "run", "step"]
     assert _csv_head(tmp_path, capsys, "--columns", "eval_run*") == ["run", "arm", "step", "eval_runtime"]
+
+
+def test_legend_of_a_directory_of_several_trainers_has_one_legend_each(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Each trainer's runs get their own legend, as tail and the app lay each out (not the first run's for all)."""
+    write_verl(tmp_path / "a_verl" / "grpo.jsonl")
+    write_tinker(tmp_path / "b_tinker")
+    write_rows(tmp_path / "c_plain" / "run.jsonl", [{"step": i, "my_metric": 0.5 + i} for i in range(5)])
+    rc, out, _ = run_cli(["legend", str(tmp_path)], capsys)
+    assert rc == 0
+    heads = [line for line in out.splitlines() if line.endswith(":") and " columns" in line]
+    assert [h.split()[0] for h in heads] == ["verl", "tinker", "generic"], heads
+    assert "a_verl/grpo.jsonl" in heads[0] and "c_plain/run.jsonl" in heads[2]
+    verl, tinker, plain = out.split("\n\n")
+    assert "mfu" in verl and "mfu" not in tinker  # verl's own column, in its own legend only
+    assert "my_metric" in plain and "my_metric" not in verl
+    # one trainer's runs: one legend, titled as before
+    rc, out, _ = run_cli(["legend", str(tmp_path / "a_verl")], capsys)
+    assert rc == 0 and out.startswith("verl columns:\n")

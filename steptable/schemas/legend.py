@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from steptable import render
 from steptable.formatting import display_width, pad, sanitize
 from steptable.schemas.base import RunView, Schema, hidden_keys, layout
-from steptable.schemas.registry import detect, logged_schema
+from steptable.schemas.registry import by_schema
 
 
 def _runs(target: Any) -> list[RunView] | None:
@@ -41,18 +40,33 @@ def _schema_text(schema: Schema) -> str:
 
 def legend_for(target: Schema | RunView | Sequence[RunView], schema: Schema | None = None) -> str:
     """The legend of a schema (every declared column, pattern rules and side files), or of runs: the columns the
-    runs actually have, in layout order, under the given schema or the one detected from the first run's file."""
+    runs actually have, in layout order, under the given schema or the one each run's file is detected as. Runs of
+    different trainers (a verl run beside an SB3 run) get one legend each, as tail and the app lay them out."""
     if isinstance(target, Schema):
         return _schema_text(target)
     runs = _runs(target)
     if runs is None:
         raise TypeError(f"legend_for wants a Schema, a run or a list of runs, not {type(target).__name__}")
-    if schema is None:
-        path = getattr(runs[0], "path", None) if runs else None
-        schema = (logged_schema(runs[0]) or detect(Path(path), runs[0].keys)) if path is not None else None
+    groups: list[tuple[Schema | None, list[RunView]]]
+    if schema is not None or not runs or any(getattr(r, "path", None) is None for r in runs):
+        groups = [(schema, runs)]  # (a run without a file has no trainer to detect: the generic layout)
+    else:
+        groups = [(s, g) for s, g in by_schema(cast("list[Any]", runs))]  # each has a path: Located
+    if len(groups) == 1:
+        return _runs_text(groups[0][1], groups[0][0], "")
+    return "\n\n".join(_runs_text(g, s, f" ({_names(g)})") for s, g in groups)
+
+
+def _names(runs: Sequence[RunView]) -> str:
+    """Which runs a legend is for, when a directory holds several trainers' (the first three by name)."""
+    names = [sanitize(str(getattr(r, "run", "") or getattr(r, "path", ""))) for r in runs]
+    return ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+
+
+def _runs_text(runs: Sequence[RunView], schema: Schema | None, whose: str) -> str:
     cols = layout(runs, schema)
     name = schema.name if schema is not None else "generic"
-    text = render.legend(cols, title=f"{name} columns:")
+    text = render.legend(cols, title=f"{name} columns{whose}:")
     rest = hidden_keys(runs, schema, cols)
     if "" in rest:  # a column needs a key: the empty one is in the JSONL and in `summary`, never a column
         rest.remove("")
