@@ -65,8 +65,11 @@ class _Detector:
         self.cfg, self.key, self.latch = cfg, key, _Latch()
         self.win = _Window(maxlen=max(1, cfg.window))
         self.run = 0
+        self.step = 0  # the step of the value being checked
+        self.since = 0  # the step the current run of rows (saturated, flat) began at
 
     def feed(self, step: int, x: float) -> Alert | None:
+        self.step = step
         found = self.check(x)
         if self.latch.step(found[0] if found else None, self.cfg.rearm) and found:
             return Alert(found[0], step, self.key, self.kind, found[1])
@@ -182,8 +185,10 @@ class _Saturation(_Detector):
 
     def check(self, x: float) -> tuple[Level, str] | None:
         self.run = self.run + 1 if x > self.cfg.sat_level else 0
+        if self.run == 1:
+            self.since = self.step
         if self.run >= self.cfg.sat_rows:
-            return "W", f"saturated {_f(x)} (>{_f(self.cfg.sat_level)} for {self.run} rows)"
+            return "W", f"saturated {_f(x)} (>{_f(self.cfg.sat_level)} for {self.run} rows, since step {self.since})"
         return None
 
 
@@ -200,9 +205,11 @@ class _Flat(_Detector):
 
     def check(self, x: float) -> tuple[Level, str] | None:
         self.run = self.run + 1 if x == self.value else 1
+        if self.run == 1:
+            self.since = self.step
         self.value = x
         if self.run >= self.cfg.flat_rows > 0:
-            return "W", f"flat at {_f(x)} for {self.run} rows (no learning signal?)"
+            return "W", f"flat at {_f(x)} for {self.run} rows since step {self.since} (no learning signal?)"
         return None
 
 

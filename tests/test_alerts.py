@@ -205,7 +205,7 @@ def test_saturation_consecutive_rows() -> None:
     got = stream(series("response_length/clip_ratio", xs))
     assert kinds(got) == [("W", 104, "response_length/clip_ratio", "saturation"),
                           ("W", 164, "response_length/clip_ratio", "saturation")]
-    assert got[0].message == "saturated .969 (>.9 for 5 rows)"
+    assert got[0].message == "saturated .969 (>.9 for 5 rows, since step 100)"
 
 
 def test_saturation_silent_near_but_below() -> None:
@@ -363,8 +363,8 @@ def test_scan_equals_streaming() -> None:
     assert scanned == streamed
     assert {a.kind for a in scanned} == {"nonfinite", "spike", "reward_collapse", "entropy_collapse", "kl_blowup",
                                          "saturation", "hack_auroc", "stall"}
-    no_walls = [(a.kind, a.column, a.message) for a in scan(steps, cols)]
-    assert no_walls == [(a.kind, a.column, a.message) for a in stream(rows)] != []
+    no_walls = scan(steps, cols)  # without wall times: the same alerts but the stall
+    assert no_walls == [a for a in streamed if a.kind != "stall"] != []
 
 
 def test_spike_z_on_a_two_level_signal_is_finite_and_sane() -> None:
@@ -428,4 +428,7 @@ def test_a_run_that_stopped_learning_is_flat() -> None:
     assert stream(noisy, AlertConfig()) == []
     # a flat stretch that ends re-arms after `rearm` rows of other values
     again = [{"grad_norm": 0.0}] * 60 + [{"grad_norm": 0.1 * (s + 1)} for s in range(20)] + [{"grad_norm": 0.0}] * 60
-    assert [a.step for a in stream(again, AlertConfig()) if a.kind == "flat"] == [49, 129]
+    flat = [a for a in stream(again, AlertConfig()) if a.kind == "flat"]
+    assert [a.step for a in flat] == [49, 129]
+    # each names where its stretch began (the alert comes flat_rows rows later)
+    assert flat[1].message == "flat at 0 for 50 rows since step 80 (no learning signal?)"
