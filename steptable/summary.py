@@ -310,9 +310,11 @@ def summarize(
     # keys: their rows of dashes were half the tokens), unless the columns were asked for by name.
     order = [(key, i) for key in keys for i in range(len(runs))
              if not multi or columns is not None or _has_value(stats.get((i, key)))]
+    names = _row_names(keys, order, labels or {})
+    rank = {k: r for r, k in enumerate(names)}
+    order.sort(key=lambda ki: rank[ki[0]])  # (stable) rows of one name together, where two keys share it
     cells = _cells([stats.get((i, key), ColStats()) for key, i in order], align and not md)
-    names = labels or {}
-    rows = [[(sanitize(names.get(key, key)) or '""') if j == 0 or order[j - 1][0] != key else "",
+    rows = [[names[key] if j == 0 or names[order[j - 1][0]] != names[key] else "",
              *([tags[i]] if multi else []), *c] for j, ((key, i), c) in enumerate(zip(order, cells, strict=True))]
     if rows:
         head_row = ["col", *(["arm"] if multi else []), *_HEAD]
@@ -326,6 +328,25 @@ def summarize(
         first = f"{tag} {first}" if multi else first
         lines.extend([f"- {first}", *(f"  - {x}" for x in rest)] if md else [first, *rest])
     return "\n".join(lines) + "\n"
+
+
+def _row_names(keys: Sequence[str], order: Sequence[tuple[str, int]], labels: Mapping[str, str]) -> dict[str, str]:
+    """Key -> the name its rows carry, in the order the names come. Two trainers' keys for one quantity under one
+    short name (verl's ``actor/entropy`` and TRL's ``entropy``, both ``entropy``) share one block of rows, the name
+    said once, where no run has rows under both; where one does, each is named by its own key."""
+    name = {k: sanitize(labels.get(k, k)) or '""' for k in keys}
+    runs: dict[str, list[int]] = {}
+    for key, i in order:
+        runs.setdefault(key, []).append(i)
+    by_name: dict[str, list[str]] = {}
+    for k in keys:
+        by_name.setdefault(name[k], []).append(k)
+    out: dict[str, str] = {}
+    for shown, group in by_name.items():
+        rows = [i for k in group for i in runs.get(k, [])]
+        for k in group:
+            out[k] = shown if len(group) == 1 or len(rows) == len(set(rows)) else sanitize(k) or '""'
+    return out
 
 
 def _has_value(st: ColStats | None) -> bool:

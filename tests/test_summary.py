@@ -343,3 +343,24 @@ def test_a_run_whose_logger_was_closed_reads_ended(tmp_path: Any, capsys: pytest
     loggers["live"].close()
     heads = {line.split(":")[1].strip(): line for line in out.splitlines()[:2]}
     assert rc == 0 and heads["done"].endswith(", ended") and "ended" not in heads["live"], out
+
+
+def test_two_trainers_keys_for_one_quantity_share_one_block() -> None:
+    """verl's actor/entropy and TRL's entropy are both shown as "entropy": one block of rows, the name said once
+    (before: two blocks of the same name, far apart); a run that has both keys gets each by its own key."""
+    n = 30
+    verl = FakeRun("v", "verl", {"actor/entropy": [1.0 - i / 100 for i in range(n)],
+                                 "actor/pg_loss": [0.1 * (-1) ** i for i in range(n)]}, list(range(n)))
+    trl = FakeRun("t", "trl", {"loss": [0.2 + i / 50 for i in range(n)], "entropy": [0.7 - i / 200 for i in range(n)]},
+                  list(range(n)))
+    labels = {"actor/entropy": "entropy", "actor/pg_loss": "pg_loss", "entropy": "entropy"}
+    lines = summarize([verl, trl], now=NOW, labels=labels).splitlines()
+    named = [ln.split()[0] for ln in lines if not ln.startswith((" ", "a", "b", "col"))]
+    assert named.count("entropy") == 1, lines
+    at = next(j for j, ln in enumerate(lines) if ln.startswith("entropy"))
+    assert lines[at].split()[1] == "a" and lines[at + 1].split()[0] == "b", lines  # b's row right under a's
+    # one run with both keys: the shared name would hide which is which
+    both = FakeRun("x", "x", {"actor/entropy": verl.cols["actor/entropy"], "entropy": trl.cols["entropy"]},
+                   list(range(n)))
+    text = summarize([both, trl], now=NOW, labels=labels)
+    assert re.search(r"^actor/entropy\s+a ", text, re.M) and re.search(r"^entropy\s+a ", text, re.M), text
