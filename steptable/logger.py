@@ -83,6 +83,46 @@ def _numeric(array: Any) -> bool:
         ("torch.int", "torch.uint", "torch.bool"))
 
 
+def _flat(cells: dict[str, Any]) -> dict[str, Any]:
+    """The row with nested mappings spread out under ``a/b`` keys (the leaves read now), as every reader of the
+    JSONL names them; the row itself when nothing is nested (the common case costs one pass over the values)."""
+    if not any(isinstance(v, Mapping) for v in cells.values()):
+        return cells
+    out: dict[str, Any] = {}
+
+    def spread(prefix: str, m: Mapping[Any, Any], depth: int) -> None:
+        for k, v in list(m.items()):
+            if isinstance(v, Mapping) and depth < 16:  # (a dict that holds itself ends somewhere)
+                spread(f"{prefix}{k}/", v, depth + 1)
+            else:
+                out.setdefault(f"{prefix}{k}", v if type(v) in _PLAIN else _frozen(v))
+
+    for k, v in cells.items():
+        if isinstance(v, Mapping):
+            try:
+                spread(f"{k}/", v, 1)
+            except Exception:  # a mapping that cannot be read is left for the writer to make text of
+                pass
+        out.setdefault(k, v)
+    return out
+
+
+def _kept(view: dict[str, Any]) -> dict[str, Any]:
+    """The row as the end-of-run dump keeps it: an array or tensor that was not read as numbers (2-d, or long)
+    becomes its type and shape, not a reference that keeps its memory (and a tensor's autograd graph) alive."""
+    out = view
+    for k, v in view.items():
+        nd = getattr(v, "ndim", None) if type(v) not in _PLAIN and type(v) is not tuple else None
+        if isinstance(nd, int) and nd > 0:
+            if out is view:
+                out = dict(view)
+            try:
+                out[k] = f"{type(v).__name__}[{'x'.join(str(n) for n in v.shape)}]"
+            except Exception:
+                out[k] = type(v).__name__
+    return out
+
+
 def _step_number(step: Any, default: int) -> int:
     """The step as an int for the alert engine; ``default`` for a step that is not a finite number."""
     try:
@@ -154,7 +194,7 @@ class StepLogger:
         self.arm = arm
         self.header_every = max(int(header_every), 0)
         self.dump_rows = max(int(dump_rows), 0)
-        self.rank = global_rank() if rank is None else rank
+        self.rank = global_rank() if rank is None else int(rank)  # (RANK from the environment is text: "0")
         self.console = console
         # absolute: a later os.chdir in the training script must not move the files
         self.run_dir = Path(run_dir).absolute() if run_dir is not None else None
@@ -227,8 +267,8 @@ class StepLogger:
                         self._log(self._deferred.popleft())
                 finally:
                     self._owner = None
-                if self._close_due:
-                    self._close()
+                    if self._close_due:  # also when a handler's sys.exit() leaves the row (close(); exit)
+                        self._close()
                 return line
         except Exception as e:  # the loop must survive anything we do wrong
             self._lost += 1
@@ -243,9 +283,18 @@ class StepLogger:
         cells = _freeze(raw)
         # (a None is "not given" here too: the row's position, this logger's arm, our clock)
         step = self._rows if cells.get("step") is None else cells["step"]
+        if type(step) is float and not step.is_integer():
+            report_once(f"{self._topic}-float-step", f"steptable: step {step!r} is not a whole number: readers of "
+                        "the JSONL (tail, summary, watch, table.txt) keep such a row under the step before it; log "
+                        "an integer step and the fraction as a column of its own")
         record: dict[str, Any] = {"step": step}
         if self.arm is not None:  # a row that names its own arm keeps it, as ``ts`` does
-            record["arm"] = self.arm if cells.get("arm") is None else cells["arm"]
+            own = cells.get("arm")
+            record["arm"] = self.arm if own is None else own
+            if own is not None and own != self.arm:
+                report_once(f"{self._topic}-arm", f"steptable: a row's 'arm' ({sanitize(repr(own)):.40}) is filed "
+                            f"as its arm, not this logger's ({sanitize(repr(self.arm)):.40}): readers show it as "
+                            "another arm's row; a metric named 'arm' needs another name")
         now = time.time()
         # The caller's own timestamp (e.g. the step's start, or a clock of its own) wins over ours.
         record["ts"] = round(now, 3) if cells.get("ts") is None else cells["ts"]
@@ -258,8 +307,10 @@ class StepLogger:
             if self._rows == 0:  # before the first row: a reader that sees the row sees whose arm it is
                 self._describe(None)
             self._writer.write(record)
-        view = cells if cells.get("step") is not None else {**cells, "step": step}
-        self._recent.append(view)
+        view = _flat(cells)  # {"train": {"loss": x}} shows under train/loss, as the readers of the file name it
+        if view.get("step") is None:
+            view = {**view, "step": step}
+        self._recent.append(_kept(view))
 
         first = self._rows == 0
         header_due = first or bool(self.header_every and self._rows % self.header_every == 0)
@@ -273,7 +324,7 @@ class StepLogger:
 
         if self._alerts is not None:
             step_i = _step_number(step, self._rows - 1)
-            for alert in self._alerts.update(step_i, cells, now):
+            for alert in self._alerts.update(step_i, view, now):
                 self._emit(alert.message_line(), level="ERROR" if alert.level == "E" else "WARNING")
         return line
 
@@ -335,6 +386,10 @@ class StepLogger:
         done = tablefile.write_table(self.cols, self.jsonl_path, self.run_dir, self.arm, self.header_every)
         if done is not None:
             self._table_note = "all rows" if done.shown == done.rows else f"the last {done.shown} rows"
+            if done.rows < done.logged:  # (a per-epoch step counter: each epoch read as a restart of the last)
+                some = f"the {done.rows}" if done.shown == done.rows else f"the last {done.shown} of {done.rows}"
+                self._table_note = (f"{some} steps ({done.logged} rows logged: rows of one step merged, and a step "
+                                    "that went back replaced the rows after it)")
         return None if done is None else done.path
 
     def close(self) -> None:
@@ -342,6 +397,9 @@ class StepLogger:
         own, but an interrupt (Ctrl-C) during it is raised again once the run is marked ended (not the table)."""
         if self._owner == threading.get_ident():  # from inside log() (a signal handler): once that row is done
             self._close_due = True
+            if self.is_writer and not self._forked and self._rows:
+                # and the run marked ended now: a handler that goes on to os._exit() never comes back to the row
+                self._describe(time.time())
             return
         with self._lock:
             self._close()

@@ -28,6 +28,8 @@ class Written:
     path: Path
     rows: int  # rows of the run
     shown: int  # rows in the file: the last ``shown`` of them
+    logged: int  # lines of the arm in the JSONL (more than ``rows`` where rows of one step merged, or a step that
+    # went back replaced the rows logged after it, as every reader of the file takes it)
 
 
 def write(cols: Sequence[Col], jsonl: Path, run_dir: Path, arm: Any, header_every: int,
@@ -75,4 +77,4 @@ def write_table(cols: Sequence[Col], jsonl: Path, run_dir: Path, arm: Any, heade
             os.replace(tmp, out)
         finally:
             tmp.unlink(missing_ok=True)
-    return Written(out, n, n - lo)
+    return Written(out, n, n - lo, plan.count)
