@@ -32,13 +32,11 @@ from steptable.columns import Col, streamed, validate
 from steptable.formatting import sanitize
 from steptable.logging import installed, report_once, say
 from steptable.rank import global_rank
-from steptable.writer import MAX_ARRAY, RunWriter, array_size
+from steptable.rowvalues import flat, freeze, kept
+from steptable.writer import RunWriter
 
 JSONL_NAME = "metrics.jsonl"
 TABLE_NAME = tablefile.TABLE_NAME
-
-#: value types kept as they are for the end-of-run dump (immutable: a later in-place update cannot change them)
-_PLAIN = frozenset({int, float, str, bool, type(None), bytes})
 
 #: loggers alive in this process, so a forked child (a DataLoader worker) can be told it is not the writer
 _LIVE: weakref.WeakSet[StepLogger] = weakref.WeakSet()
@@ -54,75 +52,6 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
-def _frozen(value: Any) -> Any:
-    """The value as it is now: a tensor or array that the loop updates in place is read at log time."""
-    try:
-        if isinstance(value, list):
-            return tuple(value)
-        item = getattr(value, "item", None)
-        ndim = getattr(value, "ndim", None)
-        if callable(item) and ndim == 0:
-            return item()
-        if ndim == 1 and _numeric(value) and callable(tolist := getattr(value, "tolist", None)):
-            # a small 1-d array or tensor as the numbers it holds (np.array([passed, total]) shows as 3/16, as
-            # its JSON list reads back); a big one is left for the writer to shorten
-            if array_size(value) <= MAX_ARRAY:
-                return tuple(tolist())
-    except Exception:  # a value that cannot be read is left for the writer and the renderer to make text of
-        pass
-    return value
-
-
-def _numeric(array: Any) -> bool:
-    """Does a numpy array or torch tensor hold integers, real floats or bools (not dates, objects, complex)?"""
-    dtype = getattr(array, "dtype", None)
-    kind = getattr(dtype, "kind", None)  # numpy
-    if isinstance(kind, str):
-        return kind in "iufb"
-    return bool(getattr(dtype, "is_floating_point", False)) or str(dtype).startswith(
-        ("torch.int", "torch.uint", "torch.bool"))
-
-
-def _flat(cells: dict[str, Any]) -> dict[str, Any]:
-    """The row with nested mappings spread out under ``a/b`` keys (the leaves read now), as every reader of the
-    JSONL names them; the row itself when nothing is nested (the common case costs one pass over the values)."""
-    if not any(isinstance(v, Mapping) for v in cells.values()):
-        return cells
-    out: dict[str, Any] = {}
-
-    def spread(prefix: str, m: Mapping[Any, Any], depth: int) -> None:
-        for k, v in list(m.items()):
-            if isinstance(v, Mapping) and depth < 16:  # (a dict that holds itself ends somewhere)
-                spread(f"{prefix}{k}/", v, depth + 1)
-            else:
-                out.setdefault(f"{prefix}{k}", v if type(v) in _PLAIN else _frozen(v))
-
-    for k, v in cells.items():
-        if isinstance(v, Mapping):
-            try:
-                spread(f"{k}/", v, 1)
-            except Exception:  # a mapping that cannot be read is left for the writer to make text of
-                pass
-        out.setdefault(k, v)
-    return out
-
-
-def _kept(view: dict[str, Any]) -> dict[str, Any]:
-    """The row as the end-of-run dump keeps it: an array or tensor that was not read as numbers (2-d, or long)
-    becomes its type and shape, not a reference that keeps its memory (and a tensor's autograd graph) alive."""
-    out = view
-    for k, v in view.items():
-        nd = getattr(v, "ndim", None) if type(v) not in _PLAIN and type(v) is not tuple else None
-        if isinstance(nd, int) and nd > 0:
-            if out is view:
-                out = dict(view)
-            try:
-                out[k] = f"{type(v).__name__}[{'x'.join(str(n) for n in v.shape)}]"
-            except Exception:
-                out[k] = type(v).__name__
-    return out
-
-
 def _step_number(step: Any, default: int) -> int:
     """The step as an int for the alert engine; ``default`` for a step that is not a finite number."""
     try:
@@ -131,23 +60,6 @@ def _step_number(step: Any, default: int) -> int:
         return int(step) if math.isfinite(step) else default
     except (OverflowError, ValueError):  # an int past float range
         return default
-
-
-def _freeze(raw: Mapping[str, Any]) -> dict[str, Any]:
-    # The items first, at once: another thread (an evaluation callback) may add keys to the loop's metrics dict
-    # while it is logged, and iterating a dict that changes raises. dict.copy() is one step no thread interleaves.
-    if type(raw) is dict:
-        items = raw.copy()
-    else:
-        for _ in range(3):  # any other Mapping: read again if it changed under us
-            try:
-                items = dict(raw.items())
-                break
-            except RuntimeError:
-                continue
-        else:
-            items = dict(raw.items())
-    return {k: v if type(v) in _PLAIN else _frozen(v) for k, v in items.items()}
 
 
 def _caller_depth() -> int:
@@ -254,7 +166,7 @@ class StepLogger:
         if self._owner == threading.get_ident():
             # Called again from inside log() on this thread (a signal handler, a __float__ that logs): writing now
             # would interleave with the row in progress. The row is read now and logged right after that one.
-            self._deferred.append(_freeze(cells))
+            self._deferred.append(freeze(cells))
             return None
         try:
             with self._lock:
@@ -280,7 +192,7 @@ class StepLogger:
     def _log(self, raw: Mapping[str, Any]) -> str:
         # Each value read once, now: a device tensor costs one sync here rather than one each for the JSONL, the
         # rendered row and the dump, and a value the loop updates in place later shows as it was at this step.
-        cells = _freeze(raw)
+        cells = freeze(raw)
         # (a None is "not given" here too: the row's position, this logger's arm, our clock)
         step = self._rows if cells.get("step") is None else cells["step"]
         if type(step) is float and not step.is_integer():
@@ -307,10 +219,10 @@ class StepLogger:
             if self._rows == 0:  # before the first row: a reader that sees the row sees whose arm it is
                 self._describe(None)
             self._writer.write(record)
-        view = _flat(cells)  # {"train": {"loss": x}} shows under train/loss, as the readers of the file name it
+        view = flat(cells)  # {"train": {"loss": x}} shows under train/loss, as the readers of the file name it
         if view.get("step") is None:
             view = {**view, "step": step}
-        self._recent.append(_kept(view))
+        self._recent.append(kept(view))
 
         first = self._rows == 0
         header_due = first or bool(self.header_every and self._rows % self.header_every == 0)

@@ -346,7 +346,7 @@ def test_a_pair_given_as_an_array_shows_as_a_fraction(tmp_path: Path, captured: 
         values[0] = 9  # updated in place after the step: the row keeps what it was
     assert line == "   0   3/16   2/16"
     assert json.loads((tmp_path / "metrics.jsonl").read_text())["gt_s"] == [3, 16]
-    from steptable.logger import _frozen
+    from steptable.rowvalues import frozen as _frozen
 
     days = np.array(["2024-01-01", "2024-01-02"], dtype="datetime64[D]")
     assert _frozen(days) is days  # numbers and bools only, not a list of date objects

@@ -1,0 +1,99 @@
+"""What StepLogger keeps of a logged row: each value read once, at log time (a device tensor costs one sync; a
+value the loop updates in place later shows as it was), nested mappings spread out under ``a/b`` keys as the readers
+of the JSONL name them, and, for the end-of-run dump, no references to big arrays. Pure: no torch import."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from steptable.writer import MAX_ARRAY, array_size
+
+#: value types kept as they are for the end-of-run dump (immutable: a later in-place update cannot change them)
+_PLAIN = frozenset({int, float, str, bool, type(None), bytes})
+
+
+def frozen(value: Any) -> Any:
+    """The value as it is now: a tensor or array that the loop updates in place is read at log time."""
+    try:
+        if isinstance(value, list):
+            return tuple(value)
+        item = getattr(value, "item", None)
+        ndim = getattr(value, "ndim", None)
+        if callable(item) and ndim == 0:
+            return item()
+        if ndim == 1 and _numeric(value) and callable(tolist := getattr(value, "tolist", None)):
+            # a small 1-d array or tensor as the numbers it holds (np.array([passed, total]) shows as 3/16, as
+            # its JSON list reads back); a big one is left for the writer to shorten
+            if array_size(value) <= MAX_ARRAY:
+                return tuple(tolist())
+    except Exception:  # a value that cannot be read is left for the writer and the renderer to make text of
+        pass
+    return value
+
+
+def _numeric(array: Any) -> bool:
+    """Does a numpy array or torch tensor hold integers, real floats or bools (not dates, objects, complex)?"""
+    dtype = getattr(array, "dtype", None)
+    kind = getattr(dtype, "kind", None)  # numpy
+    if isinstance(kind, str):
+        return kind in "iufb"
+    return bool(getattr(dtype, "is_floating_point", False)) or str(dtype).startswith(
+        ("torch.int", "torch.uint", "torch.bool"))
+
+
+def flat(cells: dict[str, Any]) -> dict[str, Any]:
+    """The row with nested mappings spread out under ``a/b`` keys (the leaves read now), as every reader of the
+    JSONL names them; the row itself when nothing is nested (the common case costs one pass over the values)."""
+    if not any(isinstance(v, Mapping) for v in cells.values()):
+        return cells
+    out: dict[str, Any] = {}
+
+    def spread(prefix: str, m: Mapping[Any, Any], depth: int) -> None:
+        for k, v in list(m.items()):
+            if isinstance(v, Mapping) and depth < 16:  # (a dict that holds itself ends somewhere)
+                spread(f"{prefix}{k}/", v, depth + 1)
+            else:
+                out.setdefault(f"{prefix}{k}", v if type(v) in _PLAIN else frozen(v))
+
+    for k, v in cells.items():
+        if isinstance(v, Mapping):
+            try:
+                spread(f"{k}/", v, 1)
+            except Exception:  # a mapping that cannot be read is left for the writer to make text of
+                pass
+        out.setdefault(k, v)
+    return out
+
+
+def kept(view: dict[str, Any]) -> dict[str, Any]:
+    """The row as the end-of-run dump keeps it: an array or tensor that was not read as numbers (2-d, or long)
+    becomes its type and shape, not a reference that keeps its memory (and a tensor's autograd graph) alive."""
+    out = view
+    for k, v in view.items():
+        nd = getattr(v, "ndim", None) if type(v) not in _PLAIN and type(v) is not tuple else None
+        if isinstance(nd, int) and nd > 0:
+            if out is view:
+                out = dict(view)
+            try:
+                out[k] = f"{type(v).__name__}[{'x'.join(str(n) for n in v.shape)}]"
+            except Exception:
+                out[k] = type(v).__name__
+    return out
+
+
+def freeze(raw: Mapping[str, Any]) -> dict[str, Any]:
+    # The items first, at once: another thread (an evaluation callback) may add keys to the loop's metrics dict
+    # while it is logged, and iterating a dict that changes raises. dict.copy() is one step no thread interleaves.
+    if type(raw) is dict:
+        items = raw.copy()
+    else:
+        for _ in range(3):  # any other Mapping: read again if it changed under us
+            try:
+                items = dict(raw.items())
+                break
+            except RuntimeError:
+                continue
+        else:
+            items = dict(raw.items())
+    return {k: v if type(v) in _PLAIN else frozen(v) for k, v in items.items()}
