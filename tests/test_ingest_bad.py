@@ -290,3 +290,27 @@ def test_trainer_state_entries_it_cannot_use_are_reported_once(tmp_path: Path) -
     path.write_text(json.dumps({"log_history": history}))
     f.scan()
     assert len(f.errors) == 5 and store.bad_count == 5 and list(store.steps) == [3, 4, 6]
+
+
+def test_a_file_bad_on_every_line_is_told_a_few_times_not_on_every_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A run that logged a fractional step on every row: 10,000 lines of stderr for an agent to read. Now the first
+    BAD_TOLD of each file, one line saying the rest are counted, and the count in the summary."""
+    from conftest import run_cli
+
+    from steptable.ingest.follow import BAD_TOLD
+
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "m.jsonl").write_text("".join(json.dumps({"step": i / 4, "loss": i}) + "\n"
+                                                         for i in range(400)))
+    rc, out, err = run_cli(["summary", str(tmp_path)], capsys)
+    assert rc == 0 and "bad 300" in out
+    lines = err.splitlines()
+    assert len(lines) == 2 * (BAD_TOLD + 1), lines[-3:]
+    assert sum("the rest are counted, not told" in x for x in lines) == 2
+    # a file's problems as a whole (not a line of it) are always told
+    (tmp_path / "c.jsonl").write_bytes(b"\xff\xfe garbage\n" * 50)
+    _, _, err = run_cli(["legend", str(tmp_path)], capsys)
+    assert len(err.splitlines()) <= 3 * (BAD_TOLD + 1)

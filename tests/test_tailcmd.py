@@ -420,7 +420,10 @@ def test_follow_after_a_resume_prints_the_new_rows(tmp_path: Path) -> None:
     assert [r["step"] for r in rows] == [*range(10), *range(5, 12)] and all(r["loss"] == 2.0 for r in rows[10:])
 
 
-def test_follow_keeps_reporting_bad_lines_past_the_kept_ones(tmp_path: Path) -> None:
+def test_follow_keeps_reporting_bad_lines_past_the_kept_ones(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import steptable.ingest.follow as follow_mod
+
+    monkeypatch.setattr(follow_mod, "BAD_TOLD", 10**9)  # (a file's bad lines are told BAD_TOLD times: here, all)
     path = tmp_path / "a" / "metrics.jsonl"
     path.parent.mkdir()
     path.write_text('{"step": 0, "loss": 1}\n')

@@ -39,6 +39,9 @@ DEBOUNCE_MS = 40  # longest a burst of events is gathered before it is handled
 IDLE_POLL = 0.5  # with notification: seconds without events after which every source is stat'ed anyway
 STEP_MS = 10
 MAX_ERRORS = 10_000
+#: bad lines told per file; then one line says the rest are counted, not told (a run that logged a fractional step
+#: on every row made 10,000 lines of stderr for an agent to read). Each run's count stays in its store (summary: bad N).
+BAD_TOLD = 20
 #: a file missing this many seconds and polls (a paused follower's one late look is no while) is no longer followed:
 #: long enough for a rotation, a restarted run or a network filesystem's hiccup to bring it back (within it, the same
 #: run read on from where it was: after 10 s, tail -f printed a moved-and-restored file again from its first row).
@@ -70,6 +73,7 @@ class Follower:
         self.mode = "idle"  # "notify" | "poll" while run() runs
         self.error_count = 0
         self._errors: deque[str] = deque(maxlen=MAX_ERRORS)
+        self._bad_lines: dict[str, int] = {}  # file -> bad lines reported in it
         self._sources: dict[Path, Source] = {}
         self._by_file: dict[str, Source] = {}  # absolute path -> source (watchfiles reports absolute paths)
         self._real: dict[str, Path] = {}  # the real path of each followed file -> its candidate key
@@ -293,8 +297,15 @@ class Follower:
         self._reject(src.cand.path, searched)
 
     def _report(self, bad: BadLine) -> None:
+        text = str(bad)
+        if bad.lineno:  # a line of a file (not the whole file, not a note): told up to BAD_TOLD times a file
+            n = self._bad_lines[bad.path] = self._bad_lines.get(bad.path, 0) + 1
+            if n > BAD_TOLD + 1:
+                return
+            if n > BAD_TOLD:
+                text = f"{bad.path}: more than {BAD_TOLD} bad lines; the rest are counted, not told (summary: bad N)"
         self.error_count += 1
-        self._errors.append(str(bad))
+        self._errors.append(text)
 
     def _note(self, message: str) -> None:
         self._report(BadLine("steptable", 0, message))
