@@ -138,6 +138,9 @@ def legend_command(args: argparse.Namespace) -> int:
         if follower.read_nothing():  # a legend of nothing read would be made up
             sys.stderr.write("steptable legend: no readable rows\n")
             return 2
+        if not any(len(s) for s in stores):  # (a run just started: its columns are not known yet)
+            sys.stderr.write(f"steptable legend: no rows yet in {sanitize(', '.join(str(s.path) for s in stores))}\n")
+            return 2
         text = legend_for(stores, get_schema(args.schema, near=args.paths[0]) if args.schema else None)
         from steptable.tailcmd import missing_paths
 

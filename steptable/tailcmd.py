@@ -31,7 +31,9 @@ def add_parser(sub: Any) -> None:
         description="Print runs as the fixed-width table (or JSONL, CSV, markdown); with -f, keep printing what is "
         "new until stopped. Bad lines go to stderr as path:line: reason.",
         epilog="Exit status: 0 success; 1 an error alert fired (--alerts-only); 2 a usage error, a path that does not "
-        "exist, or nothing readable (no metrics file, no readable row, a run that could not be read). With -f the "
+        "exist, or nothing readable (no metrics file, no readable row, a run that could not be read). A metrics "
+        "file without a row yet is a run just started: 0 and 'no rows yet', but 2 with --alerts-only (nothing was "
+        "checked; a trainer that died before its first step must not pass as 'no alerts'). With -f the "
         "same, when the watch ends (Ctrl-C, TERM or HUP, however many; a reader that left): 1 if an error alert "
         "fired at any time, 2 if no readable row was ever found or a path given is not there at the end. Waiting "
         "for a run that has not started yet is normal under -f, but a watch that ends without a row checked "
@@ -130,8 +132,10 @@ def _status(args: argparse.Namespace, follower: Follower, tail: Tail, err: TextI
     if not read and live:  # a watch that ends without a row checked nothing (one-shot: a run just started)
         _say(err, f"steptable tail: no rows in {paths}\n")
         return 2
-    if not read and not args.alerts_only:
-        _say(err, f"steptable tail: no rows yet in {paths}\n")
+    if not read:
+        _say(err, f"steptable tail: no rows yet in {paths}" + (": nothing checked\n" if args.alerts_only else "\n"))
+        if args.alerts_only:  # a check of nothing: a trainer that died before its first row must not pass CI
+            return 2
     status = 1 if tail.error_alert else 0
     for p in missing_paths(args.paths):  # --alerts-only of some runs must not pass for "no alerts" in all
         _say(err, f"steptable tail: no such path: {sanitize(p)}\n")

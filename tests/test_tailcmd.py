@@ -637,3 +637,18 @@ def test_follow_a_csv_rewritten_from_the_top_with_a_new_key(tmp_path: Path) -> N
     _step(follower, tail)
     rows = [json.loads(line) for line in out.getvalue().splitlines()]  # type: ignore[attr-defined]
     assert [r["time/total_timesteps"] for r in rows][3:] == [100]
+
+
+def test_an_empty_metrics_file_is_no_check(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A trainer that made its metrics file and died before its first row: `tail --alerts-only` (a CI gate) said
+    nothing and exited 0, and `legend` made up a legend of a step column. Now 2 with a reason for both; a plain
+    one-shot tail still reads it as a run just started."""
+    empty = tmp_path / "ci" / "metrics.jsonl"
+    empty.parent.mkdir()
+    empty.write_bytes(b"")
+    rc, out, err = run_cli(["tail", str(tmp_path), "--alerts-only"], capsys)
+    assert rc == 2 and out == "" and "no rows yet" in err and "nothing checked" in err
+    rc, out, err = run_cli(["legend", str(tmp_path)], capsys)
+    assert rc == 2 and out == "" and "no rows yet" in err
+    rc, _, err = run_cli(["tail", str(tmp_path)], capsys)
+    assert rc == 0 and "no rows yet" in err
