@@ -249,3 +249,11 @@ def test_a_row_of_thousands_of_columns_renders() -> None:
     cols = tuple(Col(f"k{i}", 5, f"h{i}") for i in range(3000))
     line = render.row(cols, {"k0": 0.5, "k2999": 7})
     assert len(line) == 3000 * 6 - 1 and line.startswith("   .5") and line.endswith("    7")
+
+
+def test_legend_names_the_key_of_a_renamed_column_without_a_description() -> None:
+    """Col("grad_norm", 6, "gn") without desc: the legend left it out, so nothing said what "gn" is."""
+    cols = [Col("step", 4, "step", "d", "optimizer step"), Col("grad_norm", 6, "gn"), Col("loss", 6, "loss")]
+    text = render.legend(cols)
+    assert text.splitlines() == ["columns:", "  step  optimizer step", "  gn    grad_norm"]
+    assert render.legend([Col("loss", 6, "loss")]) == "columns: (none described)"
