@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import errno
 import math
+import shutil
 import sys
 import tempfile
 from collections.abc import Sequence
@@ -21,7 +22,8 @@ def _parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="cmd", metavar="COMMAND")
 
     d = sub.add_parser("demo", help="a live synthetic three-arm routing run (opens the watch app)")
-    d.add_argument("--dir", default=None, help="write the run here instead of a temporary directory")
+    d.add_argument("--dir", default=None, help="write the run here and keep it (default: a temporary directory, "
+                   "removed at the end)")
     d.add_argument("--steps", type=int, default=2000, help="steps per arm (default 2000)")
     d.add_argument("--interval", type=float, default=0.5, help="seconds between steps (default 0.5)")
     d.add_argument("--stdout", action="store_true", help="print the rows to stdout instead of opening the app")
@@ -119,13 +121,23 @@ def _terminal() -> bool:
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from steptable.demo import run_demo
 
     if args.steps < 1 or not 0 <= args.interval < math.inf:
         sys.stderr.write("steptable demo: --steps must be 1 or more and --interval a number of seconds >= 0\n")
         return 2
 
-    out = args.dir or tempfile.mkdtemp(prefix="steptable-demo-")
+    if args.dir:
+        return _demo_in(args, args.dir)
+    out = tempfile.mkdtemp(prefix="steptable-demo-")
+    try:
+        return _demo_in(args, out)
+    finally:  # (a demo left 2000 steps x 3 arms of files behind each time)
+        shutil.rmtree(out, ignore_errors=True)
+
+
+def _demo_in(args: argparse.Namespace, out: str) -> int:
+    from steptable.demo import run_demo
+
     if args.stdout:
         import threading
         from typing import TextIO, cast

@@ -255,3 +255,17 @@ def test_legend_of_a_directory_of_several_trainers_has_one_legend_each(
     # one trainer's runs: one legend, titled as before
     rc, out, _ = run_cli(["legend", str(tmp_path / "a_verl")], capsys)
     assert rc == 0 and out.startswith("verl columns:\n")
+
+
+def test_the_demo_without_dir_leaves_no_files_behind(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each `steptable demo` left a /tmp/steptable-demo-* directory (2000 steps x 3 arms by default); --dir keeps."""
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    rc, out, _ = run_cli(["demo", "--stdout", "--steps", "3", "--interval", "0"], capsys)
+    assert rc == 0 and "rew" in out
+    assert list(tmp_path.glob("steptable-demo-*")) == []
+    kept = tmp_path / "kept"
+    rc, _, _ = run_cli(["demo", "--stdout", "--steps", "3", "--interval", "0", "--dir", str(kept)], capsys)
+    assert rc == 0 and list(kept.rglob("metrics.jsonl"))
