@@ -23,11 +23,12 @@ Definitions
   terms keep columns that cross zero readable. A series that wanders (autocorrelated) shows its wandering.
 - rate: median over the last 200 row pairs of seconds per step: ``1.93s/step`` at 1 s/step or slower, else
   ``120 step/min``.
-- key columns (when ``columns`` is None; step / time keys excluded), at most ``max_columns``, in this order: the
-  columns each run's schema declares, in its table's (``tail``) order, then the keys alerts watch (DEFAULT_ROLES),
-  unless dense and constant (a fixed lr); keys a schema rule promotes (evaluation scores, which rank last by
-  presence) that vary, hold one value or a non-finite one; then varying numeric keys, most present first (a logged
-  NaN is present).
+- key columns (when ``columns`` is None; step / time keys excluded), at most ``max_columns`` per group of runs
+  that share a layout (``by_schema``: each trainer, the arms of one experiment; a run gets rows only in its group's
+  columns, the groups' columns in the order of their first run), in this order: the columns each run's schema
+  declares, in its table's (``tail``) order, then the keys alerts watch (DEFAULT_ROLES), unless dense and constant
+  (a fixed lr); keys a schema rule promotes (evaluation scores, which rank last by presence) that vary, hold one
+  value or a non-finite one; then varying numeric keys, most present first (a logged NaN is present).
 - alerts: given per run (keyed ``"run/arm"`` or ``run.run``); when ``alerts`` is None they are computed with
   :func:`steptable.alerts.scan` (NaN cells read as missing). At most 3 lines: errors first, then the latest.
 """
@@ -46,7 +47,7 @@ from steptable.colstats import trend_pct as trend_pct
 from steptable.formatting import cut, display_width, fit_number, fmt_auto, md_escape, pad, sanitize
 from steptable.runinfo import closed_at
 from steptable.schemas import Schema
-from steptable.schemas.registry import Located, run_schema
+from steptable.schemas.registry import Located, by_schema, run_schema
 
 
 class RunLike(Protocol):
@@ -196,8 +197,43 @@ def pick_columns(
     runs: Sequence[RunLike], stats: Mapping[tuple[int, str], ColStats], max_columns: int, skip: Collection[str] = (),
     lead: Mapping[str, int] | None = None,
 ) -> list[str]:
-    """Up to ``max_columns`` key columns: ``lead``'s (key -> tier, :func:`lead_columns`) first, then the most present
-    varying ones (see the module doc)."""
+    """Up to ``max_columns`` key columns per trainer (:func:`picked`), the first trainer's first."""
+    return list(picked(runs, stats, max_columns, skip, lead))
+
+
+def picked(
+    runs: Sequence[RunLike], stats: Mapping[tuple[int, str], ColStats], max_columns: int, skip: Collection[str] = (),
+    lead: Mapping[str, int] | None = None,
+) -> dict[str, set[int]]:
+    """Key column -> the runs (indices) it is picked for. Each group of runs one layout shows (``by_schema``: one
+    trainer, the arms of one experiment) gets up to ``max_columns`` of its own: one budget for all let the first
+    trainer's declared columns fill it, and a directory of seven trainers showed rows for two. Groups in the order
+    their first run comes."""
+    out: dict[str, set[int]] = {}
+    for group in _groups(runs):
+        sub = {(j, k): st for j, i in enumerate(group) for k in runs[i].keys if (st := stats.get((i, k))) is not None}
+        for key in _pick_group([runs[i] for i in group], sub, max_columns, skip, lead):
+            out.setdefault(key, set()).update(group)
+    return out
+
+
+def _groups(runs: Sequence[RunLike]) -> list[list[int]]:
+    """Run indices grouped as ``by_schema`` groups them; the runs without a ``path`` (no schema) one group, last."""
+    located = [i for i, r in enumerate(runs) if hasattr(r, "path")]
+    at: dict[int, list[int]] = {}
+    for i in located:
+        at.setdefault(id(runs[i]), []).append(i)
+    groups = [[at[id(r)].pop(0) for r in g] for _, g in by_schema([cast(Located, runs[i]) for i in located])]
+    rest = [i for i, r in enumerate(runs) if not hasattr(r, "path")]
+    return [*groups, rest] if rest else groups
+
+
+def _pick_group(
+    runs: Sequence[RunLike], stats: Mapping[tuple[int, str], ColStats], max_columns: int, skip: Collection[str],
+    lead: Mapping[str, int] | None,
+) -> list[str]:
+    """Up to ``max_columns`` key columns of one group: ``lead``'s (key -> tier, :func:`lead_columns`) first, then the
+    most present varying ones (see the module doc)."""
     order = dict.fromkeys(k for r in runs for k in r.keys)
     # each run's own step key too (iteration, training/global_step...): the header already gives the steps
     skip = SKIP_KEYS | set(skip) | {k for r in runs if isinstance(k := getattr(r, "step_key", None), str)}
@@ -297,7 +333,8 @@ def summarize(
         for key in r.keys if columns is None else [k for k in columns if k in present]:
             cells = getattr(r, "cells", None)  # a store's cells() tells absent (None) from a logged NaN
             stats[(i, key)] = column_stats(cells(key), True) if cells is not None else column_stats(r.column(key))
-    keys = pick_columns(runs, stats, max_columns, skip) if columns is None else list(columns)
+    picks = picked(runs, stats, max_columns, skip) if columns is None else None
+    keys = list(picks) if picks is not None else list(columns or ())
 
     lines: list[str] = []
     for tag, r in zip(tags, runs, strict=True):
@@ -307,9 +344,10 @@ def summarize(
         head = f"**{label}**" if md and not multi else label
         lines.append(f"{'- ' if md and multi else ''}{head}: {header_text(r, now)}")
     # Several runs: a run without a value in a column gets no row in it (runs of different trainers share few
-    # keys: their rows of dashes were half the tokens), unless the columns were asked for by name.
+    # keys: their rows of dashes were half the tokens), nor one in a column its trainer's budget left out, unless
+    # the columns were asked for by name.
     order = [(key, i) for key in keys for i in range(len(runs))
-             if not multi or columns is not None or _has_value(stats.get((i, key)))]
+             if not multi or picks is None or (i in picks[key] and _has_value(stats.get((i, key))))]
     names = _row_names(keys, order, labels or {})
     rank = {k: r for r, k in enumerate(names)}
     order.sort(key=lambda ki: rank[ki[0]])  # (stable) rows of one name together, where two keys share it

@@ -15,7 +15,7 @@ from typing import Protocol, TypeVar
 from steptable import runinfo
 from steptable.columns import Col, streamed
 from steptable.schemas import generic, retrain, tinker, tinyzero, trl, verl
-from steptable.schemas.base import Rule, Schema, SideFile
+from steptable.schemas.base import META_KEYS, STEP_KEYS, Rule, Schema, SideFile
 from steptable.schemas.routing import DIAGNOSTIC_KEYS, routing_columns
 from steptable.schemas.user import load_user_schemas
 
@@ -156,12 +156,33 @@ def run_schema(run: Located) -> Schema:
 def by_schema(runs: Sequence[R], schema: Schema | None = None) -> list[tuple[Schema, list[R]]]:
     """Runs grouped by the schema each is detected as (or all under ``schema`` when one is named), groups in the
     order their first run comes: a directory holding a verl run and an SB3 run lays each out as its own trainer
-    writes it, and the arms of one experiment (one schema) still share one layout."""
-    groups: dict[str, tuple[Schema, list[R]]] = {}
+    writes it, and the arms of one experiment (one schema) still share one layout. A schema that declares no
+    columns (generic: any CSV log or unknown JSONL) says nothing of which runs belong together, so its runs are
+    grouped only with runs they share most keys with (:func:`_shares_keys`): a Lightning run and an SB3 run beside
+    it each keep their own columns, not one table of the two, half nan."""
+    groups: list[tuple[Schema, list[R], set[str]]] = []
     for r in runs:
         s = schema if schema is not None else run_schema(r)
-        groups.setdefault(s.name, (s, []))[1].append(r)
-    return list(groups.values())
+        keys = set(r.keys) - _NOT_METRICS
+        loose = schema is None and not s.cols
+        group = next((g for g in groups if g[0].name == s.name and (not loose or _shares_keys(keys, g[2]))), None)
+        if group is None:
+            group = (s, [], set())
+            groups.append(group)
+        group[1].append(r)
+        group[2].update(keys)
+    return [(s, g) for s, g, _ in groups]
+
+
+#: keys every kind of run may log (steps, clocks, names): no sign that two runs log the same things
+_NOT_METRICS = frozenset({*STEP_KEYS, *META_KEYS, "time", "epoch"})
+
+
+def _shares_keys(keys: set[str], group: set[str]) -> bool:
+    """Whether a run's keys and a group's have more than half of the smaller set in common (or either has none
+    yet): arms of one experiment (the same keys, one with a few more) and a run that has logged only its first keys
+    so far do; two trainers' logs that share a ``loss`` or two do not."""
+    return not keys or not group or 2 * len(keys & group) > min(len(keys), len(group))
 
 
 def side_file(path: str | os.PathLike[str], schema: Schema | None = None) -> tuple[Schema, SideFile] | None:
