@@ -36,7 +36,8 @@ def add_commands(sub: Any) -> None:
     s.add_argument("paths", nargs="+", help="metrics files or directories")
     s.add_argument("--columns", default="", help="comma-separated keys to summarise (default: the table's columns, "
                    "then evaluation scores, then the most informative of the rest)")
-    s.add_argument("--max-columns", type=non_negative, default=20, help="columns chosen automatically (default 20)")
+    s.add_argument("--max-columns", type=non_negative, default=20,
+                   help="columns chosen automatically for each trainer's runs (default 20)")
     s.add_argument("--format", choices=("text", "md"), default="text", help="plain text (default) or a markdown table")
     s.add_argument("--align", action="store_true", help="pad every column (easier on eyes, costs tokens)")
 
