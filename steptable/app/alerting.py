@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from textual.message import Message
 
-from steptable.app.messages import AlertsFound
+from steptable.app.messages import AlertsFound, FeedProblem
 
 if TYPE_CHECKING:
     from steptable.alerts import Alert, AlertEngine
@@ -36,6 +36,7 @@ class AlertScanner:
         self.idle = threading.Event()
         self.idle.set()
         self._engines: dict[str, _Fed] = {}
+        self._failed: set[str] = set()  # runs whose scan failed (told once each)
 
     def changed(self, ids: set[str]) -> None:
         """Runs that gained rows (any thread)."""
@@ -55,12 +56,24 @@ class AlertScanner:
             for rid in sorted(ids):
                 store = stores.get(rid)
                 if store is not None:
-                    self.scan(rid, store, stop)
+                    self._scan_or_report(rid, store, stop)
                 else:  # no longer followed (its file gone): its engine goes too (a long sweep's would pile up)
                     self._engines.pop(rid, None)
             with self._lock:
                 if not self._pending:
                     self.idle.set()
+
+    def _scan_or_report(self, rid: str, store: Any, stop: threading.Event) -> None:
+        """``scan``; a failure on one run is told (once a run) and its engine dropped, so that its next rows start it
+        over; the thread goes on with the other runs (dead, it would leave "no alerts" on screen for the session)."""
+        try:
+            self.scan(rid, store, stop)
+        except Exception as e:  # a bug of ours (a detector, a store) on this run's rows
+            self._engines.pop(rid, None)
+            if rid not in self._failed:
+                self._failed.add(rid)
+                why = f"{type(e).__name__}: {e}"[:300]
+                self._post(FeedProblem(f"alert scan of {rid} failed ({why}); its alerts may be incomplete"))
 
     def scan(self, rid: str, store: Any, stop: threading.Event | None = None) -> list[Alert]:
         """Feed the rows added since the last call to this run's engine (from the top after a reset, from the

@@ -18,6 +18,7 @@ from textual.message import Message
 from steptable.app.alerting import AlertScanner
 from steptable.app.messages import FeedProblem, PreviewReady, RunsChanged
 from steptable.app.model import Store
+from steptable.formatting import sanitize
 
 #: files larger than this get a tail preview before their full parse
 PREVIEW_MIN_BYTES = 32 * 1024 * 1024
@@ -25,6 +26,10 @@ PREVIEW_MIN_BYTES = 32 * 1024 * 1024
 PREVIEW_BYTES = 256 * 1024
 #: longest the full parse waits for the app to draw the previews
 PREVIEW_WAIT = 2.0
+#: how the follower words a reader's exception on one file (it goes on with the others)
+INTERNAL_ERROR = ": internal error ("
+#: distinct internal errors told at most (one that names a changing value must not bury the screen in notices)
+MAX_TOLD = 5
 
 Post = Callable[[Message], Any]
 
@@ -62,6 +67,8 @@ class Feed:
         self._prepared: queue.SimpleQueue[PreviewReady | None] | None = None
         self._error_count = 0
         self._own_problem = ""
+        self._errors_seen = 0  # the follower's error count when its errors were last looked through
+        self._told: set[str] = set()
 
     @property
     def follower(self) -> FollowerLike:
@@ -157,6 +164,7 @@ class Feed:
             self.drawn.wait(PREVIEW_WAIT)
 
     def _changed(self, ids: set[str]) -> None:
+        self._tell_internal_errors()
         with self._lock:
             self._pending |= ids
             post = not self._posted
@@ -165,6 +173,20 @@ class Feed:
             self._post(RunsChanged())
         if self.alerts:
             self.scanner.changed(ids)
+
+    def _tell_internal_errors(self) -> None:
+        """A reader that raised on a file is only an entry in the follower's errors, and its run looks stalled: each
+        distinct one is posted as a problem. (A poll that raised reports its runs changed, so this runs after it.)"""
+        f = self._follower
+        count = int(getattr(f, "error_count", 0) or 0)
+        new, self._errors_seen = count - self._errors_seen, count
+        if new <= 0:
+            return
+        for e in getattr(f, "errors", [])[-new:]:
+            text = sanitize(str(e)[:500])
+            if INTERNAL_ERROR in text and text not in self._told and len(self._told) < MAX_TOLD:
+                self._told.add(text)
+                self._post(FeedProblem(text))
 
     # ------------------------------------------------------------------------------------------ UI thread
 

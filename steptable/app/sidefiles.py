@@ -89,7 +89,7 @@ class SideIndex:
                     out.append(Sample(step, f"{path.name}: bad line at byte {pos}", None, "", str(e)))
                     obj = None
                 if obj is not None:
-                    out.append(to_sample(step, obj, path))
+                    out.append(_sample_or_error(step, obj, path, f"a row at byte {pos}"))
                 pos += len(line) + 1
             if length > MAX_READ:
                 out.append(Sample(step, f"{path.name}: {length - len(data):,} more bytes of this step not read",
@@ -111,10 +111,19 @@ def _table_samples(step: int, data: bytes, path: Path) -> list[Sample]:
     out = []
     for row in rows:
         if isinstance(row, list):
-            out.append(to_sample(step, dict(zip(names, row, strict=False)), path))
+            out.append(_sample_or_error(step, dict(zip(names, row, strict=False)), path, "a table row"))
         else:
             out.append(Sample(step, f"{path.name}: a row that is not a list", None, "", _text(row)[:500]))
     return out
+
+
+def _sample_or_error(step: int, obj: dict[str, Any], path: Path, where: str) -> Sample:
+    """``to_sample``, or an error sample for a row whose values it cannot show: one hostile row of a side file must
+    not take the viewer (and the app) down."""
+    try:
+        return to_sample(step, obj, path)
+    except Exception as e:  # (values are untrusted; each known hostile shape is handled in to_sample)
+        return Sample(step, f"{path.name}: {where} not shown", None, "", f"{type(e).__name__}: {e}"[:500])
 
 
 def side_paths(side_files: Mapping[str, Iterable[Path]]) -> list[Path]:
@@ -159,8 +168,7 @@ def _index_lines(path: Path, idx: SideIndex) -> None:
         for line in fh:
             if not line.endswith(b"\n"):  # a partial last line: the writer is not done with it
                 break
-            m = _STEP_RE.search(line)
-            step = int(m.group(1)) if m is not None else cur
+            step = _line_step(line, cur)
             if step != cur:
                 if cur is not None:
                     idx.where.setdefault(cur, []).append((path, start, off - start))
@@ -170,12 +178,27 @@ def _index_lines(path: Path, idx: SideIndex) -> None:
             idx.where.setdefault(cur, []).append((path, start, off - start))
 
 
+def _line_step(line: bytes, cur: int | None) -> int | None:
+    """The step a line names, else ``cur`` (the line goes with the rows before it; an undecodable one shows there as
+    a bad line)."""
+    m = _STEP_RE.search(line)
+    if m is None:
+        return cur
+    try:
+        return int(m.group(1))
+    except ValueError:  # more digits than int() converts (4300): no real step
+        return cur
+
+
 def _num(v: Any) -> float | None:
     if isinstance(v, str):  # the decoder's spelling of a bare NaN / Infinity
         return NONFINITE.get(v.lower())
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         return None
-    return float(v)
+    try:
+        return float(v)
+    except OverflowError:  # an integer beyond the double range: infinite, as the decoder reads 1e999
+        return math.inf if v > 0 else -math.inf
 
 
 _TEXT_KEYS = frozenset({"step", "prompt", "completion", "reward", "reward_total"})
@@ -210,7 +233,8 @@ def to_sample(step: int, obj: dict[str, Any], path: Path) -> Sample:
         title = f"{_text(obj.get('split') or 'rollout')} group {_text(obj.get('group_idx'))} " \
                 f"traj {_text(obj.get('traj_idx'))}"
         lines = []
-        for st in obj.get("steps") or []:
+        steps = obj.get("steps")
+        for st in steps if isinstance(steps, list) else ():
             if not isinstance(st, dict):
                 continue
             r = _num(st.get("reward"))

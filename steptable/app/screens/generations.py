@@ -29,6 +29,7 @@ from steptable.formatting import sanitize
 @dataclass
 class IndexReady(Message):
     index: SideIndex
+    problem: str = ""
 
 
 #: a prompt or completion longer than this (lines / characters) shows its head and its tail around a note
@@ -91,6 +92,14 @@ def sample_text(samples: Sequence[Sample], arm: str, step: int, start: int = 0) 
     return out, None
 
 
+def _read_samples(index: SideIndex, step: int) -> list[Sample]:
+    """The samples of ``step``, or one sample that says why they could not be read (the app stays up)."""
+    try:
+        return index.samples(step)
+    except Exception as e:  # (sidefiles turns each known hostile row into an error sample; this is for the rest)
+        return [Sample(step, "could not read this step's samples", None, "", f"{type(e).__name__}: {e}"[:500])]
+
+
 class GenerationsScreen(Screen[None]):
     DEFAULT_CSS = """
     GenerationsScreen #gen-title { height: 1; background: $panel; color: $text; }
@@ -140,9 +149,12 @@ class GenerationsScreen(Screen[None]):
         if self.sources:
             self._index(self.sources[self.arm_i][1])
 
-    @work(thread=True, exclusive=True, group="gen-index")
+    @work(thread=True, exclusive=True, group="gen-index", exit_on_error=False)
     def _index(self, paths: list[Path]) -> None:
-        self.post_message(IndexReady(build_index(paths)))
+        try:
+            self.post_message(IndexReady(build_index(paths)))
+        except Exception as e:  # the files are untrusted: a failure to index them is shown, it does not end the app
+            self.post_message(IndexReady(SideIndex(), f"could not index: {type(e).__name__}: {e}"[:500]))
 
     def on_index_ready(self, message: IndexReady) -> None:
         self.index = idx = message.index
@@ -154,7 +166,8 @@ class GenerationsScreen(Screen[None]):
         )
         target = idx.nearest(self.want if self.want is not None else (idx.steps[-1] if idx.steps else 0))
         if target is None:
-            self.query_one("#gen-text", Static).update(Text("no samples in this run's generations files"))
+            none = message.problem or "no samples in this run's generations files"
+            self.query_one("#gen-text", Static).update(Text(sanitize(none)))
             return
         steps.highlighted = idx.steps.index(target)
         self.show(target)
@@ -168,7 +181,7 @@ class GenerationsScreen(Screen[None]):
             return
         if step != self.step:
             self.step = step
-            self.samples = self.index.samples(step)
+            self.samples = _read_samples(self.index, step)
             self.pages = [0]
         elif start < self.pages[-1]:
             self.pages.pop()

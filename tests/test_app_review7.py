@@ -1,0 +1,174 @@
+"""Review 7: hostile generations rows and failures in the app's background threads never take the app down, and are
+told instead of passing silently."""
+
+from __future__ import annotations
+
+import json
+import math
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_app_support import make_runs, manual_app, sync, write_rows
+
+from steptable.app.alerting import AlertScanner
+from steptable.app.feed import Feed
+from steptable.app.messages import AlertsFound, FeedProblem
+from steptable.app.screens import generations as gen_screen
+from steptable.app.screens.generations import GenerationsScreen
+from steptable.app.sidefiles import SideIndex, build_index
+from steptable.ingest import Follower
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+GOOD = {"step": 0, "prompt": "p", "completion": "c", "reward": 1.0}
+
+
+def write_side(run_dir: Path, *lines: str) -> Path:
+    path = run_dir / "emergence" / "generations.jsonl"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(line + "\n" for line in (json.dumps(GOOD), *lines)))
+    return path
+
+
+def test_a_steps_field_that_is_not_a_list(tmp_path: Path) -> None:
+    idx = build_index([write_side(tmp_path, '{"step": 10, "steps": 4, "reward": 1.0, "response": "r"}')])
+    (s,) = idx.samples(10)
+    assert s.completion == "" and "rollout" in s.title
+
+
+def test_an_integer_reward_beyond_the_double_range(tmp_path: Path) -> None:
+    idx = build_index([write_side(tmp_path, '{"step": 10, "prompt": "p", "completion": "c", "reward": 1'
+                                             + "0" * 400 + "}")])
+    (s,) = idx.samples(10)
+    assert s.reward == math.inf and s.completion == "c"
+
+
+def test_a_step_with_more_digits_than_int_converts(tmp_path: Path) -> None:
+    idx = build_index([write_side(tmp_path, '{"step": 1' + "0" * 5000 + ', "completion": "c", "reward": 1}')])
+    assert idx.steps == [0]  # the line goes with the rows before it, where it shows as a bad line
+    good, bad = idx.samples(0)
+    assert good.completion == "c" and "bad line" in bad.title and bad.reward is None
+
+
+async def open_viewer(pilot: Any) -> GenerationsScreen:
+    app = pilot.app
+    await pilot.press("v")
+    screen = app.screen
+    assert isinstance(screen, GenerationsScreen)
+    indexing = [w for w in app.workers if w.group == "gen-index"]
+    if indexing:
+        await app.workers.wait_for_complete(indexing)
+    await pilot.pause()
+    return screen
+
+
+def viewer_text(screen: GenerationsScreen) -> str:
+    return str(screen.query_one("#gen-text").render())
+
+
+async def test_the_viewer_over_a_malformed_row_keeps_the_app(tmp_path: Path) -> None:
+    root = make_runs(tmp_path, arms=("solo",))
+    write_side(root / "solo", '{"step": 10, "steps": 4, "reward": 1.0, "response": "r"}')
+    app, follower, _ = manual_app(root)
+    async with app.run_test() as pilot:
+        await sync(pilot, follower)
+        screen = await open_viewer(pilot)
+        assert screen.step == 10
+        await pilot.press("left")
+        assert screen.step == 0 and app.screen is screen
+    assert app.return_code is None
+
+
+async def test_an_indexing_failure_is_shown_not_fatal(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def boom(paths: Any) -> SideIndex:
+        raise RuntimeError("index bug")
+
+    monkeypatch.setattr(gen_screen, "build_index", boom)
+    root = make_runs(tmp_path, arms=("solo",))
+    write_side(root / "solo")
+    app, follower, _ = manual_app(root)
+    async with app.run_test() as pilot:
+        await sync(pilot, follower)
+        screen = await open_viewer(pilot)
+        assert "could not index: RuntimeError: index bug" in viewer_text(screen)
+    assert app.return_code is None
+
+
+async def test_a_step_that_cannot_be_read_is_shown_not_fatal(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def boom(self: SideIndex, step: int) -> Any:
+        raise RuntimeError("read bug")
+
+    monkeypatch.setattr(SideIndex, "samples", boom)
+    root = make_runs(tmp_path, arms=("solo",))
+    write_side(root / "solo")
+    app, follower, _ = manual_app(root)
+    async with app.run_test() as pilot:
+        await sync(pilot, follower)
+        screen = await open_viewer(pilot)
+        text = viewer_text(screen)
+        assert "could not read this step's samples" in text and "RuntimeError: read bug" in text
+    assert app.return_code is None
+
+
+def test_the_alert_thread_survives_a_failing_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from steptable.alerts import AlertEngine
+
+    update = AlertEngine.update
+
+    def boom(self: AlertEngine, step: int, row: dict[str, Any], wall_time: float | None = None) -> Any:
+        if step >= 1000:  # run "bad" only
+            raise ZeroDivisionError("detector bug")
+        return update(self, step, row, wall_time)
+
+    monkeypatch.setattr(AlertEngine, "update", boom)
+    write_rows(tmp_path / "bad" / "metrics.jsonl", [{"step": 1000 + s, "loss": 1.0} for s in range(5)])
+    write_rows(tmp_path / "good" / "metrics.jsonl", [{"step": s, "loss": 1.0} for s in range(5)])
+    write_rows(tmp_path / "good" / "metrics.jsonl", [{"step": 5, "loss": None}])  # a logged NaN: an alert
+    f = Follower([tmp_path])
+    posted: list[Any] = []
+    scanner = AlertScanner(lambda: f.stores, posted.append)
+    (bad,) = [r for r in f.scan() if "bad" in r]
+    stop = threading.Event()
+    thread = threading.Thread(target=scanner.run, args=(stop,))
+    thread.start()
+    try:
+        scanner.changed(set(f.stores))
+        assert scanner.idle.wait(10)
+        scanner.changed({bad})  # its next rows: the engine starts over, fails again, is not told again
+        assert scanner.idle.wait(10) and thread.is_alive()
+    finally:
+        stop.set()
+        thread.join()
+    problems = [m.text for m in posted if isinstance(m, FeedProblem)]
+    assert len(problems) == 1 and bad in problems[0] and "ZeroDivisionError: detector bug" in problems[0]
+    assert any(isinstance(m, AlertsFound) and "good" in m.run for m in posted)
+    assert bad not in scanner._engines
+
+
+def test_a_readers_internal_error_is_told_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = make_runs(tmp_path, steps=5, arms=("solo",))
+    follower = Follower([str(root)])
+    feed = Feed([str(root)], follower=follower, preview_min_bytes=0)
+    posted: list[Any] = []
+    feed._post = posted.append
+    feed._changed(follower.scan())
+
+    def boom() -> bool:
+        raise KeyError("reader bug \x1b]52;c;ZXZpbA==\x07")
+
+    for src in follower._sources.values():
+        monkeypatch.setattr(src, "poll", boom)
+    for _ in range(2):  # the same error on every pass: one notice
+        feed._changed(follower.scan())
+    problems = [m.text for m in posted if isinstance(m, FeedProblem)]
+    assert len(problems) == 1 and "internal error (KeyError: 'reader bug" in problems[0]
+    assert "\x1b" not in problems[0] and "\x07" not in problems[0]
+    assert follower.error_count == 2
