@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 from test_app_support import (
@@ -15,6 +14,7 @@ from test_app_support import (
     append,
     make_runs,
     manual_app,
+    open_generations,
     row,
     screen_text,
     sync,
@@ -264,19 +264,6 @@ async def test_toggle_arms_and_layout(tmp_path: Path) -> None:
         assert all(p.display for p in panels)
         await pilot.press("9")  # no ninth arm: nothing happens
         assert all(p.display for p in panels)
-
-
-async def open_generations(pilot: Any) -> GenerationsScreen:
-    """Press v and wait until the viewer has indexed its files."""
-    app = pilot.app
-    await pilot.press("v")
-    screen = app.screen
-    assert isinstance(screen, GenerationsScreen)
-    indexing = [w for w in app.workers if w.group == "gen-index"]
-    if indexing:  # (an empty list would mean every worker, the feed's included)
-        await app.workers.wait_for_complete(indexing)
-    await pilot.pause()
-    return screen
 
 
 async def test_generations_viewer_hostile_text(tmp_path: Path) -> None:

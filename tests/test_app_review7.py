@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_app_support import make_runs, manual_app, sync, write_rows
+from test_app_support import make_runs, manual_app, open_generations, sync, write_rows
 
 from steptable.app.alerting import AlertScanner
 from steptable.app.feed import Feed
@@ -58,18 +58,6 @@ def test_a_step_with_more_digits_than_int_converts(tmp_path: Path) -> None:
     assert good.completion == "c" and "bad line" in bad.title and bad.reward is None
 
 
-async def open_viewer(pilot: Any) -> GenerationsScreen:
-    app = pilot.app
-    await pilot.press("v")
-    screen = app.screen
-    assert isinstance(screen, GenerationsScreen)
-    indexing = [w for w in app.workers if w.group == "gen-index"]
-    if indexing:
-        await app.workers.wait_for_complete(indexing)
-    await pilot.pause()
-    return screen
-
-
 def viewer_text(screen: GenerationsScreen) -> str:
     return str(screen.query_one("#gen-text").render())
 
@@ -80,41 +68,36 @@ async def test_the_viewer_over_a_malformed_row_keeps_the_app(tmp_path: Path) -> 
     app, follower, _ = manual_app(root)
     async with app.run_test() as pilot:
         await sync(pilot, follower)
-        screen = await open_viewer(pilot)
+        screen = await open_generations(pilot)
         assert screen.step == 10
         await pilot.press("left")
         assert screen.step == 0 and app.screen is screen
     assert app.return_code is None
 
 
-async def test_an_indexing_failure_is_shown_not_fatal(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    def boom(paths: Any) -> SideIndex:
-        raise RuntimeError("index bug")
+def _index_fails(paths: Any) -> SideIndex:
+    raise RuntimeError("index bug")
 
-    monkeypatch.setattr(gen_screen, "build_index", boom)
+
+def _read_fails(self: SideIndex, step: int) -> Any:
+    raise RuntimeError("read bug")
+
+
+@pytest.mark.parametrize(("target", "name", "bug", "said"), [
+    (gen_screen, "build_index", _index_fails, ["could not index: RuntimeError: index bug"]),
+    (SideIndex, "samples", _read_fails, ["could not read this step's samples", "RuntimeError: read bug"]),
+])
+async def test_a_viewer_failure_is_shown_not_fatal(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, target: Any,
+                                                   name: str, bug: Any, said: list[str]) -> None:
+    """Indexing the side files, or reading one step's samples, raising: the viewer says why and the app stays."""
+    monkeypatch.setattr(target, name, bug)
     root = make_runs(tmp_path, arms=("solo",))
     write_side(root / "solo")
     app, follower, _ = manual_app(root)
     async with app.run_test() as pilot:
         await sync(pilot, follower)
-        screen = await open_viewer(pilot)
-        assert "could not index: RuntimeError: index bug" in viewer_text(screen)
-    assert app.return_code is None
-
-
-async def test_a_step_that_cannot_be_read_is_shown_not_fatal(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    def boom(self: SideIndex, step: int) -> Any:
-        raise RuntimeError("read bug")
-
-    monkeypatch.setattr(SideIndex, "samples", boom)
-    root = make_runs(tmp_path, arms=("solo",))
-    write_side(root / "solo")
-    app, follower, _ = manual_app(root)
-    async with app.run_test() as pilot:
-        await sync(pilot, follower)
-        screen = await open_viewer(pilot)
-        text = viewer_text(screen)
-        assert "could not read this step's samples" in text and "RuntimeError: read bug" in text
+        text = viewer_text(await open_generations(pilot))
+        assert all(x in text for x in said), text
     assert app.return_code is None
 
 

@@ -16,6 +16,7 @@ from typing import Any
 from steptable.app import make_app
 from steptable.app.app import StepTableApp
 from steptable.app.feed import Feed
+from steptable.app.screens.generations import GenerationsScreen
 from steptable.ingest import Follower
 
 T0 = 1_700_000_000.0  # the first row's timestamp; rows are 2 s apart
@@ -141,3 +142,16 @@ def write_generations(run_dir: Path) -> Path:
                 fh.write(json.dumps({"step": step, "prompt": f"prompt {k} [b]x[/b]", "completion": completion,
                                      "reward": 1.0 - k, "num_tokens": 12 + k}) + "\n")
     return path
+
+async def open_generations(pilot: Any) -> GenerationsScreen:
+    """Press v and wait until the viewer has indexed its files."""
+    app = pilot.app
+    await pilot.press("v")
+    screen = app.screen
+    assert isinstance(screen, GenerationsScreen)
+    indexing = [w for w in app.workers if w.group == "gen-index"]
+    if indexing:  # (an empty list would mean every worker, the feed's included)
+        await app.workers.wait_for_complete(indexing)
+    await pilot.pause()
+    return screen
+
