@@ -18,7 +18,7 @@ from textual.css.query import NoMatches
 from textual.screen import Screen
 from textual.widgets import Static
 
-from steptable.app.arrange import ArmsBox, Arrangement
+from steptable.app.arrange import ARM_MIN_ROWS, ARM_SHARE_ROWS, ArmsBox, Arrangement
 from steptable.app.feed import Feed
 from steptable.app.messages import AlertsFound, FeedProblem, PreviewReady, RunsChanged
 from steptable.app.model import Store
@@ -90,8 +90,9 @@ class StepTableApp(Arrangement):
         for t in self.themes.values():
             self.register_theme(t)
         # Chosen before the first stylesheet pass: switching at mount would parse and apply all CSS twice.
-        name = theme or DEFAULT_THEME
-        if name in self.available_themes:
+        # An unknown name (said at mount) gets steptable's default, not Textual's own textual-dark.
+        name = theme if theme in self.available_themes else DEFAULT_THEME
+        if name in self.available_themes:  # (steptable's theme files could not be read: Textual's default)
             self.theme = name
 
     # ---------------------------------------------------------------------------------------------- layout
@@ -218,9 +219,32 @@ class StepTableApp(Arrangement):
         cols = (*self.session.layout, *(c for c in self.session.columns()[0] if c.key not in shown))
         chart = self.main.query_one(ChartPanel)
         chart.key = self.session.selected
+        self._share_height()
         for panel in (chart, self.main.query_one(DiagnosticsPanel)):
             if panel.has_class("-open"):
                 panel.show_arms(arms, cols)
+
+    def _apply_arrangement(self) -> None:
+        self._share_height()  # (a resize: the screen's height, the status bar's lines)
+        super()._apply_arrangement()
+
+    def _share_height(self) -> None:
+        """The open panels take at most what leaves the arms' tables ARM_SHARE_ROWS lines each (stacked) or a third
+        of the height, whichever is more, shared equally: a fixed 14 lines each left a short terminal no table row
+        to see, and three stacked arms only the first. Arms too many to share the box even so scroll in it anyway:
+        then the tables keep ARM_MIN_ROWS, one arm in full."""
+        screen = self.main
+        opened = [p for p in (screen.query_one(ChartPanel), screen.query_one(DiagnosticsPanel)) if p.has_class("-open")]
+        if not opened:
+            return
+        bars = sum(w.outer_size.height for w in screen.query("StatusBar, KeyBar"))  # (docked: not in the arms' box)
+        height = screen.size.height - bars
+        stacked = screen.query_one("#arms").has_class("stacked")
+        arms = ARM_SHARE_ROWS * (len(self.session.visible()) if stacked else 1)
+        if arms > height - ChartPanel.MIN_ROWS * len(opened):
+            arms = ARM_MIN_ROWS
+        for panel in opened:
+            panel.cap((height - max(arms, height // 3)) // len(opened))
 
     def _refresh_status(self) -> None:
         if not self.screen_stack or not self.is_running:

@@ -5,7 +5,9 @@ per run and key): with 50 arms x 200 keys that is seconds on the UI thread, once
 each undeclared key is measured once, when first seen (again only if its header changes), and ranked by the score
 it had then. The declared and step columns still come from ``schemas.layout``, over the runs with the undeclared
 keys left out. A first layout equals ``schemas.layout``'s; later ones keep the earlier keys' widths and places (a
-value that outgrows its column is the Session's widening, as before), so a new key moves no column.
+value that outgrows its column is the Session's widening, as before), so a new key moves no column: new ranked keys
+go after the earlier ones, ranked among themselves. (A new declared or promoted key still takes its place before
+them: the schema put it there.)
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ class Layouts:
     schema: Schema | None = None
     scores: dict[str, float] = field(default_factory=dict)  # key -> informative() when first seen
     measured: dict[tuple[str, str], Col] = field(default_factory=dict)  # (key, header) -> its column
+    placed: dict[str, int] = field(default_factory=dict)  # ranked key -> its place, from the layout that first had it
 
     def layout(self, runs: Sequence[RunView], schema: Schema) -> tuple[Col, ...]:
         from steptable.schemas import (
@@ -62,6 +65,7 @@ class Layouts:
             self.schema = schema
             self.scores.clear()
             self.measured.clear()
+            self.placed.clear()
         keys = list(dict.fromkeys(k for r in runs for k in run_keys(r)))
         have = set(keys)
         step_key = step_key_of(runs)
@@ -94,7 +98,11 @@ class Layouts:
         for k in ranked:
             if k not in self.scores:
                 self.scores[k] = max((informative(r, k) for r, ks in having if k in ks), default=0.0)
-        ranked.sort(key=lambda k: -self.scores[k])  # stable: equal scores keep file order
+        # ranked by score when first seen (stable: equal scores keep file order), then kept in that place: sorting
+        # old and new keys together moved the columns on screen sideways whenever a key arrived
+        for k in sorted((k for k in ranked if k not in self.placed), key=lambda k: -self.scores[k]):
+            self.placed[k] = len(self.placed)
+        ranked.sort(key=self.placed.__getitem__)
         order = promoted + ranked
         headers = short_headers(order, reserved=[c.header for c in declared])
         cols: list[Col] = []

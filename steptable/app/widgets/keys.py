@@ -28,7 +28,7 @@ class KeyBar(Static):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__("", id=id, markup=False)
         self._hits: list[tuple[int, int, str]] = []  # (start, end, key) of each shown binding
-        self._shown: tuple[Any, ...] = ()
+        self._shown: tuple[Any, ...] | None = None  # (None: draw again even if the bindings are the same)
 
     def on_mount(self) -> None:
         self.screen.bindings_updated_signal.subscribe(self, self._bindings_changed)
@@ -37,6 +37,13 @@ class KeyBar(Static):
     def _bindings_changed(self, screen: Screen[Any]) -> None:
         if screen is self.screen:
             self.redraw()
+
+    def notify_style_update(self) -> None:
+        """A new theme: the same bindings, drawn again in its colours (redraw skips unchanged bindings)."""
+        super().notify_style_update()
+        self._shown = None
+        if self.is_mounted:
+            self.call_after_refresh(self.redraw)
 
     def shown(self) -> list[tuple[str, str, str, bool]]:
         """(key, key display, description, enabled) of the bindings shown, one per action."""

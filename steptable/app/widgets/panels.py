@@ -79,15 +79,77 @@ def _steps_span(store: Store, rows: int) -> str:
         return ""
 
 
-def _label_width(arms: Sequence[Arm]) -> int:
-    return min(max((display_width(label) for label, _, _ in arms), default=4), 16)
+#: the chart's labels take at least this many cells, more where the sparklines keep CHART_SPARK of theirs
+CHART_LABEL = 16
+CHART_SPARK = 20
+
+
+def arm_labels(names: Sequence[str], width: int) -> list[str]:
+    """The arms' names in at most ``width`` cells each, told apart: a sweep's names share most of their text
+    (``qwen7b_grpo_lr1e-6_kl0.01``, ``qwen7b_grpo_lr3e-6_kl0.01``), and cutting each name's middle dropped the very
+    part that differs. A run id's file name is dropped (``.../seed0/metrics.jsonl``: runs of one arm name are named
+    by their path); then tried in turn: the names whole; without the words all of them start and end with; without
+    the characters all of them share. The first that fits, else the first whose cut names still differ."""
+    whole = [sanitize(n) for n in names]
+    tries = [_no_file_name(whole)]
+    tries += [_unshared(tries[0], words=True), _unshared(tries[0], words=False)]
+    for names_ in tries:
+        if all(display_width(n) <= width for n in names_):
+            return names_
+    cut_tries = [[cut_middle(n, width) for n in names_] for names_ in tries]
+    apart = len(set(whole)) == len(whole)
+    return next((c for c in cut_tries if not apart or len(set(c)) == len(c)), cut_tries[-1])
+
+
+def _no_file_name(names: list[str]) -> list[str]:
+    """Run ids (``a/seed0/metrics.jsonl``) less their file name, where that leaves the names apart."""
+    out = [n.rpartition("/")[0] or n for n in names]
+    return out if len(set(out)) == len(set(names)) else names
+
+
+def _unshared(names: list[str], *, words: bool) -> list[str]:
+    """The names less the text all of them begin and end with (whole words of it when ``words``); each keeps at
+    least one character, and names that are not all different are left whole."""
+    if len(names) < 2 or len(set(names)) < len(names):
+        return names
+    head = min(_shared_start(names), min(len(n) for n in names) - 1)
+    if words:
+        head = max((i for i in range(1, head + 1) if _word_end(names[0], i)), default=0)
+    while head and any(display_width(n[head]) == 0 for n in names):  # (a combining mark stays with its letter)
+        head -= 1
+    rest = [n[head:] for n in names]
+    tail = min(_shared_start([r[::-1] for r in rest]), min(len(r) for r in rest) - 1)
+    if words:
+        tail = max((i for i in range(1, tail + 1) if _word_end(rest[0], len(rest[0]) - i + 1)), default=0)
+    return [r[: len(r) - tail] for r in rest]
+
+
+def _shared_start(names: list[str]) -> int:
+    """How many characters all the names start with."""
+    first, last = min(names), max(names)  # (the two furthest apart in order share the least)
+    n = min(len(first), len(last))
+    return next((i for i in range(n) if first[i] != last[i]), n)
+
+
+def _word_end(text: str, i: int) -> bool:
+    """``text[i - 1]`` separates words: ``_ / : = , +`` and spaces; ``-`` and ``.`` too, but not in a number
+    (``0.01``, ``1e-6``)."""
+    c = text[i - 1]
+    if c in "_/:=,+ ":
+        return True
+    if c not in "-.":
+        return False
+    before = text[max(i - 3, 0) : i - 1]
+    return not (before[-1:].isdigit() or (before[-1:] == "e" and before[:1].isdigit()))
 
 
 class _ArmPanel(ScrollableContainer):
     """Shared plumbing: remember the inputs, redraw when resized. The text is one line per row, never wrapped;
-    rows past the panel's height or width scroll (many arms), and the panel takes focus only then."""
+    rows past the panel's height or width scroll (many arms), and the panel takes focus only then. The app caps its
+    height (``cap``) so that the arms' tables keep rows of their own on a short terminal."""
 
     MAX_ROWS = 14
+    MIN_ROWS = 3  # the title and two lines
 
     DEFAULT_CSS = """
     _ArmPanel {
@@ -107,6 +169,15 @@ class _ArmPanel(ScrollableContainer):
         self.cols: dict[str, Col] = {}
         self.summaries = Summaries()
         self._cache: dict[tuple[int, str], tuple[Store, tuple[int, int, int], Summary, list[float]]] = {}
+        self.rows = self.MAX_ROWS  # the most lines it takes
+
+    def cap(self, rows: int) -> None:
+        """Take at most ``rows`` lines (within MIN_ROWS..MAX_ROWS)."""
+        rows = max(min(rows, self.MAX_ROWS), self.MIN_ROWS)
+        if rows != self.rows:
+            self.rows = rows
+            self.styles.max_height = rows
+            self.redraw()  # (the chart says how many arms are in view)
 
     def compose(self) -> ComposeResult:
         yield self.body
@@ -180,10 +251,11 @@ class DiagnosticsPanel(_ArmPanel):
         out.append(cut(title, width), "bold")
         series = {key: [self._series(store, key, rows, spark_w) for _, store, rows in self.arms] for key in keys}
         scales = {key: _shared_scale(series[key]) for key in keys}  # one scale per key over every arm
+        labels = arm_labels([label for label, _, _ in self.arms], cell)
         for first in range(0, len(self.arms), fit):
             out.append("\n" + " " * kw)
-            for label, _, _ in self.arms[first : first + fit]:
-                out.append(" " + pad(cut_middle(sanitize(label), cell), cell, "left"), "bold")
+            for label in labels[first : first + fit]:
+                out.append(" " + pad(label, cell, "left"), "bold")
             for key in keys:
                 head = self.cols[key].header if key in self.cols else key
                 out.append("\n" + pad(cut(sanitize(head), kw), kw, "left"))
@@ -214,17 +286,20 @@ class ChartPanel(_ArmPanel):
             return out
         head = f"{col.header.strip()} ({key})" if col.header.strip() != key else key
         title = sanitize(f"Chart of {head} over steps (c closes); ") + sanitize(col.desc)
-        if len(self.arms) > self.MAX_ROWS - 1:  # the rest are below: say so, the scrollbar alone is easy to miss
-            title = f"{self.MAX_ROWS - 1} of {len(self.arms)} arms in view, scroll ↓ for the rest · " + title
+        if len(self.arms) > self.rows - 1:  # the rest are below: say so, the scrollbar alone is easy to miss
+            title = f"{self.rows - 1} of {len(self.arms)} arms in view, scroll ↓ for the rest · " + title
         out.append(cut(title, width), "bold")
-        lw = _label_width(self.arms)
         spans = [_steps_span(st, rows) for _, st, rows in self.arms]
         stats_w = 34 + max((len(t) for t in spans), default=0)
-        spark_w = max(min(width - lw - 1 - stats_w, max((rows for _, _, rows in self.arms), default=0)), 8)
+        most = max((rows for _, _, rows in self.arms), default=0)
+        labels = arm_labels([label for label, _, _ in self.arms],
+                            max(width - 1 - stats_w - min(most, CHART_SPARK), CHART_LABEL))
+        lw = max((display_width(label) for label in labels), default=4)
+        spark_w = max(min(width - lw - 1 - stats_w, most), 8)
         series = [self._series(store, key, rows, spark_w) for _, store, rows in self.arms]
         lo, hi = _shared_scale(series)
-        for (label, _, _), (s, line), span in zip(self.arms, series, spans, strict=True):
-            out.append("\n" + pad(cut_middle(sanitize(label), lw), lw, "left") + " ", "bold")
+        for label, (s, line), span in zip(labels, series, spans, strict=True):
+            out.append("\n" + pad(label, lw, "left") + " ", "bold")
             out.append(pad(spark(line, lo, hi), spark_w, "left"))
             out.append(f" min {self._fmt(key, s.lo, 6)}", "dim")
             out.append(f" max {self._fmt(key, s.hi, 6)}", "dim")
