@@ -155,3 +155,17 @@ def test_a_readers_internal_error_is_told_once(tmp_path: Path, monkeypatch: pyte
     assert len(problems) == 1 and "internal error (KeyError: 'reader bug" in problems[0]
     assert "\x1b" not in problems[0] and "\x07" not in problems[0]
     assert follower.error_count == 2
+
+
+async def test_one_runs_failure_is_a_notice_not_the_status_line_for_good(tmp_path: Path) -> None:
+    """A per-run failure (a reader's internal error, an alert scan) is told once as a notice; before, it took the
+    status line's note for the rest of the session (the feed's own note never showed again)."""
+    app, follower, _ = manual_app(make_runs(tmp_path, arms=("solo",)))
+    async with app.run_test() as pilot:
+        await sync(pilot, follower)
+        app.post_message(FeedProblem("a/metrics.jsonl: internal error (KeyError: 'x')", lasting=False))
+        await pilot.pause()
+        assert app.problem == "" and any("internal error" in str(n.message) for n in app._notifications)
+        app.post_message(FeedProblem("follower stopped: OSError: gone"))
+        await pilot.pause()
+        assert app.problem == "follower stopped: OSError: gone"

@@ -73,7 +73,8 @@ class AlertScanner:
             if rid not in self._failed:
                 self._failed.add(rid)
                 why = f"{type(e).__name__}: {e}"[:300]
-                self._post(FeedProblem(f"alert scan of {rid} failed ({why}); its alerts may be incomplete"))
+                self._post(FeedProblem(f"alert scan of {rid} failed ({why}); its alerts may be incomplete",
+                                       lasting=False))
 
     def scan(self, rid: str, store: Any, stop: threading.Event | None = None) -> list[Alert]:
         """Feed the rows added since the last call to this run's engine (from the top after a reset, from the

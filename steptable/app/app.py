@@ -169,8 +169,10 @@ class StepTableApp(Arrangement):
         self._refresh_status()
 
     def on_feed_problem(self, message: FeedProblem) -> None:
-        self.problem = sanitize(message.text)  # built from file names and contents
-        self.notify(self.problem, severity="error", timeout=30, markup=False)
+        text = sanitize(message.text)  # built from file names and contents
+        if message.lasting:  # (one run's failure is a notice: the status line keeps the feed's own note)
+            self.problem = text
+        self.notify(text, severity="error", timeout=30, markup=False)
         self._refresh_status()
 
     def _take(self, rid: str, store: Store, preview: str | None) -> None:

@@ -186,7 +186,7 @@ class Feed:
             text = sanitize(str(e)[:500])
             if INTERNAL_ERROR in text and text not in self._told and len(self._told) < MAX_TOLD:
                 self._told.add(text)
-                self._post(FeedProblem(text))
+                self._post(FeedProblem(text, lasting=False))
 
     # ------------------------------------------------------------------------------------------ UI thread
 

@@ -39,6 +39,8 @@ class AlertsFound(Message):
 
 @dataclass
 class FeedProblem(Message):
-    """The follower could not start or stopped with an error."""
+    """The follower could not start or stopped with an error (``lasting``: the status line says it from then on), or
+    one run's reading or alert scan failed (a notice; the status line goes on with the feed's own note)."""
 
     text: str
+    lasting: bool = True
