@@ -31,9 +31,12 @@ def grad_sq_norms(grads: Iterable[Tensor | None], device: torch.device) -> tuple
     dtensor = _dtensor_type()
     parts: list[Tensor] = []
     groups: dict[tuple[Any, ...], list[Tensor]] = {}
-    for g in grads:
+    for g in [grads] if isinstance(grads, Tensor) else grads:  # (one flat tensor: one norm, not one per element)
         if g is None:
             continue
+        if not isinstance(g, Tensor):  # a dict iterates over its names: say what was meant
+            raise TypeError("gradients must be tensors or an iterable of them (e.g. [p.grad for p in params]), "
+                            f"got an item of type {type(g).__name__}")
         g = g.detach()
         if dtensor is not None and isinstance(g, dtensor):
             mesh, sharded, local = _dtensor_local(g)

@@ -54,6 +54,8 @@ class _Monitor(Protocol):
 
     def _capture(self, rows: Tensor, sq: Tensor) -> _Graph | None: ...
 
+    def _capture_now(self, rows: Tensor, sq: Tensor) -> _Graph | None: ...
+
 
 class GraphedCompute:
     """Mixin of RoutingMonitor: ``_compute_maybe_graphed`` and its graph cache (``_graphs``, ``_captures``)."""
@@ -90,7 +92,12 @@ class GraphedCompute:
             self._graphs.popitem(last=False)
 
     def _capture(self: _Monitor, rows: Tensor, sq: Tensor) -> _Graph | None:
-        """Capture ``_compute`` for these (padded) rows; None (and the monitor stays eager) if capturing fails."""
+        """Capture ``_compute`` for these (padded) rows; None (and the monitor stays eager) if capturing fails. Its
+        static tensors are normal ones even under torch.inference_mode(): each replay copies into them."""
+        with torch.inference_mode(False):
+            return self._capture_now(rows, sq)
+
+    def _capture_now(self: _Monitor, rows: Tensor, sq: Tensor) -> _Graph | None:
         buf, head, count, _ = self._st()
         saved = (buf.clone(), head.clone(), count.clone())
 

@@ -36,6 +36,14 @@ class ScoreRing:
             return self.device
         if device.type == "cuda" and device.index is None:
             device = torch.device("cuda", torch.cuda.current_device())
+        # Normal tensors even when the first step runs under torch.inference_mode(): every later step (and reset)
+        # changes them in place, which an inference tensor refuses outside that mode, for good.
+        with torch.inference_mode(False):
+            self._allocate(device)
+        self.device = device
+        return device
+
+    def _allocate(self, device: torch.device) -> None:
         buf = torch.zeros(self.capacity + 1, dtype=STAT_DTYPE, device=device)
         head = count = 0
         if self._host is not None:
@@ -48,8 +56,6 @@ class ScoreRing:
         self._head = torch.full((), head, dtype=torch.int64, device=device)  # fill kernels, not host copies
         self._count = torch.full((), count, dtype=torch.int64, device=device)
         self._slots = torch.arange(self.capacity, device=device)
-        self.device = device
-        return device
 
     def tensors(self) -> tuple[Tensor, Tensor, Tensor, Tensor]:
         """(buffer, head, count, slots); only once placed."""

@@ -99,7 +99,9 @@ class RoutingMonitor(GraphedCompute):
     proj_dtype     precision of ``act @ v_act`` and of the norms; default float64 on CPU, float32 on GPUs
                    (bf16/fp16 activations are upcast first; autocast is disabled inside the monitor).
     distributed    None: gather across ranks when torch.distributed is initialised with world_size > 1;
-                   False: always local; True: require an initialised process group.
+                   False: always local; True: require an initialised process group. Gathering makes ``step`` a
+                   collective: every rank of the group calls it, in the same order (a step on rank 0 alone waits
+                   for the others until the process group's timeout); to measure one rank's rollouts only, False.
     group          process group for the gathers (default: the world).
     pad_to         static upper bound on rollouts per rank. Ranks may hold different N: rows are padded to a
                    common size with a validity row before the all_gather. Without ``pad_to`` that size is agreed
