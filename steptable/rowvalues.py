@@ -42,27 +42,43 @@ def _numeric(array: Any) -> bool:
         ("torch.int", "torch.uint", "torch.bool"))
 
 
+#: items of nested mappings a row's view spreads out at most (a 20k-entry Counter logged each step must not cost
+#: milliseconds a row for columns that never read it)
+MAX_LEAVES = 1024
+
+
+def _nested(v: Any) -> bool:
+    # (plain values first: the ABC check costs a microsecond a value, and almost every value is a number)
+    return type(v) is dict or (type(v) not in _PLAIN and type(v) is not tuple and isinstance(v, Mapping))
+
+
 def flat(cells: dict[str, Any]) -> dict[str, Any]:
-    """The row with nested mappings spread out under ``a/b`` keys (the leaves read now), as every reader of the
-    JSONL names them; the row itself when nothing is nested (the common case costs one pass over the values)."""
-    if not any(isinstance(v, Mapping) for v in cells.values()):
+    """The row as every reader of its JSONL names it: nested mappings spread out under ``a/b`` keys (the leaves read
+    now), a later key winning over an earlier one of the same name; the row itself when nothing is nested (the
+    common case costs one pass over the values). A mapping that holds itself is spread once along each path."""
+    if not any(_nested(v) for v in cells.values()):
         return cells
     out: dict[str, Any] = {}
+    left = [MAX_LEAVES]
 
-    def spread(prefix: str, m: Mapping[Any, Any], depth: int) -> None:
+    def spread(prefix: str, m: Mapping[Any, Any], path: frozenset[int]) -> None:
         for k, v in list(m.items()):
-            if isinstance(v, Mapping) and depth < 16:  # (a dict that holds itself ends somewhere)
-                spread(f"{prefix}{k}/", v, depth + 1)
-            else:
-                out.setdefault(f"{prefix}{k}", v if type(v) in _PLAIN else frozen(v))
+            if left[0] <= 0:  # (every item counts: mappings shared down many paths add up too)
+                return
+            left[0] -= 1
+            if not _nested(v):
+                out[f"{prefix}{k}"] = v if type(v) in _PLAIN else frozen(v)
+            elif id(v) not in path:  # (a cycle: the JSONL writer reports it; here it just ends)
+                spread(f"{prefix}{k}/", v, path | {id(v)})
 
     for k, v in cells.items():
-        if isinstance(v, Mapping):
-            try:
-                spread(f"{k}/", v, 1)
-            except Exception:  # a mapping that cannot be read is left for the writer to make text of
-                pass
-        out.setdefault(k, v)
+        if not _nested(v):
+            out[k] = v
+            continue
+        try:
+            spread(f"{k}/", v, frozenset({id(v)}))
+        except Exception:  # a mapping that cannot be read is left for the writer to make text of
+            out[k] = str(type(v).__name__)
     return out
 
 

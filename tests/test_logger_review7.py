@@ -154,3 +154,43 @@ def test_a_step_that_is_not_whole_is_said_once(tmp_path: Path, capsys: pytest.Ca
     sl.close()
     err = capsys.readouterr().err
     assert err.count("not a whole number") == 1 and "0.25" in err
+
+
+def test_a_config_dict_that_holds_itself_is_spread_once() -> None:
+    """{"x": d, "y": d, "z": d} with d that dict: spreading it 16 levels deep was 3**16 paths (log() hung)."""
+    from steptable.rowvalues import MAX_LEAVES, flat
+
+    d: dict[str, Any] = {"lr": 0.1}
+    d["x"] = d
+    d["y"] = d
+    d["z"] = d
+    assert flat({"step": 0, "cfg": d}) == {"step": 0, "cfg/lr": 0.1}
+    shared: dict[str, Any] = {}  # no cycle, but one mapping down 2**40 paths
+    for _ in range(40):
+        shared = {"a": shared, "b": shared, "v": 1}
+    assert len(flat({"deep": shared})) <= MAX_LEAVES
+    big = {"counts": {str(i): i for i in range(20_000)}}  # a token histogram logged each step
+    view = flat({"step": 1, **big})
+    assert len(view) == 1 + MAX_LEAVES and view["counts/0"] == 0
+
+
+def test_a_nested_key_and_a_flat_one_of_the_same_name_read_as_the_file_does(tmp_path: Path) -> None:
+    """The JSONL readers take the later of two keys that spread to one name; the stdout row took the earlier."""
+    cols = [Col("step", 4, "step", "d"), Col("train/loss", 6, "loss")]
+    sl = StepLogger(cols, run_dir=tmp_path, console=False, alerts=False)
+    a = sl.log({"step": 0, "train": {"loss": 2.0}, "train/loss": 1.0})
+    b = sl.log({"step": 1, "train/loss": 1.0, "train": {"loss": 2.0}})
+    sl.close()
+    table = (tmp_path / "table.txt").read_text().splitlines()
+    assert [a.split()[1], b.split()[1]] == [ln.split()[1] for ln in table[1:3]] == ["1", "2"]
+
+
+def test_the_dump_keeps_no_nested_mapping_of_tensors() -> None:
+    """{"stats": {"act": big}}: the leaf was shortened but the mapping itself was kept, and the tensor with it."""
+    sl = StepLogger([*COLS, Col("stats/act", 16, "act")], console=False, alerts=False)
+    arr = np.zeros((64, 64))
+    ref = weakref.ref(arr)
+    sl.log({"step": 0, "loss": 1.0, "stats": {"act": arr}})
+    del arr
+    gc.collect()
+    assert ref() is None and "ndarray[64x64]" in sl.dump()
