@@ -171,3 +171,15 @@ def test_a_new_key_goes_after_the_columns_shown(tmp_path: Path) -> None:
     for rid, store in load(tmp_path).items():
         session.update(rid, store)
     assert [c.key for c in session.layout] == [*before, "kl"]
+
+
+def test_arm_labels_keep_names_that_are_not_file_paths_and_survive_empty_ones() -> None:
+    """'Qwen/Qwen2.5-7B' became 'Qwen' (the last part of any name was taken for a file name), and a name that is
+    empty once sanitized (a zero-width space, an escape) crashed the chart with an IndexError."""
+    assert arm_labels(["Qwen/Qwen2.5-7B", "meta-llama/Llama-3.1-8B"], 40) == ["Qwen/Qwen2.5-7B",
+                                                                             "meta-llama/Llama-3.1-8B"]
+    assert arm_labels(["grpo/lr1e-6", "ppo/lr3e-6"], 40) == ["grpo/lr1e-6", "ppo/lr3e-6"]
+    assert arm_labels(["a/metrics.jsonl", "b/metrics.jsonl"], 40) == ["a", "b"]
+    for width in (1, 4, 16):
+        got = arm_labels(["\u200b", "routeA", "\x1b[0m"], width)
+        assert len(got) == 3 and all(got) and all(len(x) <= max(width, 2) for x in got)

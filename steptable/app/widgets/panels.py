@@ -7,6 +7,7 @@ the width it has, into a Static (the legend is one; the arm panels hold one and 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import replace
 
@@ -90,9 +91,9 @@ def arm_labels(names: Sequence[str], width: int) -> list[str]:
     part that differs. A run id's file name is dropped (``.../seed0/metrics.jsonl``: runs of one arm name are named
     by their path); then tried in turn: the names whole; without the words all of them start and end with; without
     the characters all of them share. The first that fits, else the first whose cut names still differ."""
-    whole = [sanitize(n) for n in names]
-    tries = [_no_file_name(whole)]
-    tries += [_unshared(tries[0], words=True), _unshared(tries[0], words=False)]
+    whole = [sanitize(n) or '""' for n in names]  # (a name of only escapes or invisible characters: still a label)
+    short = _no_file_name(whole)
+    tries = [short, _unshared(short, words=True), _unshared(short, words=False)]
     for names_ in tries:
         if all(display_width(n) <= width for n in names_):
             return names_
@@ -102,15 +103,19 @@ def arm_labels(names: Sequence[str], width: int) -> list[str]:
 
 
 def _no_file_name(names: list[str]) -> list[str]:
-    """Run ids (``a/seed0/metrics.jsonl``) less their file name, where that leaves the names apart."""
-    out = [n.rpartition("/")[0] or n for n in names]
+    """Run ids (``a/seed0/metrics.jsonl``) less their file name, where that leaves the names apart. Only a last part
+    with a file suffix goes: ``Qwen/Qwen2.5-7B`` or ``grpo/lr1e-6`` is an arm's name, whole."""
+    out = [head if (head := n.rpartition("/")[0]) and _FILE_SUFFIX.search(n) else n for n in names]
     return out if len(set(out)) == len(set(names)) else names
+
+
+_FILE_SUFFIX = re.compile(r"/[^/]+\.(?:jsonl|json|csv|log|txt|out)$")
 
 
 def _unshared(names: list[str], *, words: bool) -> list[str]:
     """The names less the text all of them begin and end with (whole words of it when ``words``); each keeps at
     least one character, and names that are not all different are left whole."""
-    if len(names) < 2 or len(set(names)) < len(names):
+    if len(names) < 2 or len(set(names)) < len(names) or not all(names):
         return names
     head = min(_shared_start(names), min(len(n) for n in names) - 1)
     if words:
