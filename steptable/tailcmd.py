@@ -137,6 +137,11 @@ def _status(args: argparse.Namespace, follower: Follower, tail: Tail, err: TextI
         if args.alerts_only:  # a check of nothing: a trainer that died before its first row must not pass CI
             return 2
     status = 1 if tail.error_alert else 0
+    empty = [s for s in follower.stores.values() if not len(s)]
+    if read and empty and args.alerts_only and not live:  # one run of several died before its first row
+        _say(err, f"steptable tail: no rows yet in {', '.join(sanitize(str(s.path)) for s in empty)}: nothing "
+                  "checked there\n")
+        status = 2
     for p in missing_paths(args.paths):  # --alerts-only of some runs must not pass for "no alerts" in all
         _say(err, f"steptable tail: no such path: {sanitize(p)}\n")
         status = 2

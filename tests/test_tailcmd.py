@@ -652,3 +652,16 @@ def test_an_empty_metrics_file_is_no_check(tmp_path: Path, capsys: pytest.Captur
     assert rc == 2 and out == "" and "no rows yet" in err
     rc, _, err = run_cli(["tail", str(tmp_path)], capsys)
     assert rc == 0 and "no rows yet" in err
+
+
+def test_alerts_only_over_runs_one_of_which_never_got_a_row(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A CI gate over a sweep where one trainer died before its first row: 0 and silence before."""
+    (tmp_path / "dead").mkdir()
+    (tmp_path / "dead" / "metrics.jsonl").write_bytes(b"")
+    write_rows(tmp_path / "ok" / "metrics.jsonl", [{"step": s, "loss": 0.5} for s in range(3)])
+    rc, out, err = run_cli(["tail", str(tmp_path), "--alerts-only"], capsys)
+    assert rc == 2 and out == "" and "dead/metrics.jsonl: nothing checked there" in err
+    rc, _, err = run_cli(["tail", str(tmp_path / "ok"), "--alerts-only"], capsys)
+    assert rc == 0 and err == ""
+    rc, _, _ = run_cli(["tail", str(tmp_path)], capsys)  # the table: a run just started is no error
+    assert rc == 0
