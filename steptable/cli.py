@@ -133,6 +133,8 @@ def _demo(args: argparse.Namespace) -> int:
         return _demo_in(args, out)
     finally:  # (a demo left 2000 steps x 3 arms of files behind each time)
         shutil.rmtree(out, ignore_errors=True)
+        if sys.stderr is not None:  # the run's end named files in it: say they are gone
+            sys.stderr.write(f"steptable demo: {out} was temporary and is removed; --dir DIR keeps the run\n")
 
 
 def _demo_in(args: argparse.Namespace, out: str) -> int:

@@ -263,9 +263,10 @@ def test_the_demo_without_dir_leaves_no_files_behind(tmp_path: Path, capsys: pyt
     import tempfile
 
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
-    rc, out, _ = run_cli(["demo", "--stdout", "--steps", "3", "--interval", "0"], capsys)
+    rc, out, err = run_cli(["demo", "--stdout", "--steps", "3", "--interval", "0"], capsys)
     assert rc == 0 and "rew" in out
     assert list(tmp_path.glob("steptable-demo-*")) == []
+    assert "was temporary and is removed; --dir DIR keeps the run" in err  # (the run's end named a file in it)
     kept = tmp_path / "kept"
     rc, _, _ = run_cli(["demo", "--stdout", "--steps", "3", "--interval", "0", "--dir", str(kept)], capsys)
     assert rc == 0 and list(kept.rglob("metrics.jsonl"))
