@@ -117,6 +117,7 @@ class Plan:
         self._bits: dict[str, int] = {}
         self.chunks: list[_Chunk] = []
         self.count = 0  # file rows of the arm so far
+        self.went_back = 0  # rows whose step went back over rows after it (a resume: those were dropped)
         self.step_key: str | None = None
         self.shared = False  # rows of other arms in the file
 
@@ -256,6 +257,7 @@ class Plan:
         i = bisect_left(self.steps, step)
         if i < n and self.steps[i] == step:
             if i < n - 1 and self._shares_keys(i, row):
+                self.went_back += 1
                 for arr in (self.steps, self.first, self.last, self.held):
                     del arr[i:]
                 self._append_rows([step], [j], [j], [row])

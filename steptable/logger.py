@@ -300,8 +300,9 @@ class StepLogger:
             self._table_note = "all rows" if done.shown == done.rows else f"the last {done.shown} rows"
             if done.rows < done.logged:  # (a per-epoch step counter: each epoch read as a restart of the last)
                 some = f"the {done.rows}" if done.shown == done.rows else f"the last {done.shown} of {done.rows}"
-                self._table_note = (f"{some} steps ({done.logged} rows logged: rows of one step merged, and a step "
-                                    "that went back replaced the rows after it)")
+                why = (f"a step went back {done.went_back} time(s) and replaced the rows logged after it"
+                       if done.went_back else "rows of one step merged")
+                self._table_note = f"{some} steps ({done.logged} rows logged: {why})"
         return None if done is None else done.path
 
     def close(self) -> None:

@@ -30,6 +30,7 @@ class Written:
     shown: int  # rows in the file: the last ``shown`` of them
     logged: int  # lines of the arm in the JSONL (more than ``rows`` where rows of one step merged, or a step that
     # went back replaced the rows logged after it, as every reader of the file takes it)
+    went_back: int = 0  # how many times a step went back so
 
 
 def write(cols: Sequence[Col], jsonl: Path, run_dir: Path, arm: Any, header_every: int,
@@ -77,4 +78,4 @@ def write_table(cols: Sequence[Col], jsonl: Path, run_dir: Path, arm: Any, heade
             os.replace(tmp, out)
         finally:
             tmp.unlink(missing_ok=True)
-    return Written(out, n, n - lo, plan.count)
+    return Written(out, n, n - lo, plan.count, plan.went_back)

@@ -138,7 +138,14 @@ def test_steps_that_go_back_are_told_in_the_end_note(tmp_path: Path, captured: l
             sl.log({"step": s, "loss": e + s / 10})
     sl.close()
     end = next(x for x in captured if "every column" in x)
-    assert "the 4 steps (12 rows logged" in end and "all rows" not in end
+    assert "the 4 steps (12 rows logged: a step went back 2 time(s)" in end and "all rows" not in end
+    merged = StepLogger(COLS, run_dir=tmp_path / "m")  # a train row and an eval row a step: nothing went back
+    for s in range(5):
+        merged.log({"step": s, "loss": 0.5})
+        merged.log({"step": s, "acc": 0.5})
+    merged.close()
+    end = [x for x in captured if "every column" in x][-1]
+    assert "the 5 steps (10 rows logged: rows of one step merged)" in end, end
     plain = StepLogger(COLS, run_dir=tmp_path / "p")
     for s in range(3):
         plain.log({"step": s, "loss": 0.5})
