@@ -24,3 +24,20 @@ def test_every_subpackage_is_listed_for_the_wheel() -> None:
     assert found <= listed, f"add to [tool.setuptools] packages: {sorted(found - listed)}"
     assert conf["package-dir"]["steptable.themes"] == "themes"
     assert {"dark.tcss", "light.tcss", "high-contrast.tcss"} <= {p.name for p in (ROOT / "themes").glob("*.tcss")}
+
+
+def test_an_installed_package_finds_the_themes_it_carries(tmp_path: Path) -> None:
+    """Laid out as the wheel installs it (steptable/themes/*.tcss, no repository beside it), the app found no theme:
+    the resource path of the themes' namespace package read as "MultiplexedPath('...')"."""
+    import shutil
+    import subprocess
+
+    site = tmp_path / "site"
+    shutil.copytree(ROOT / "steptable", site / "steptable", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(ROOT / "themes", site / "steptable" / "themes")
+    code = ("import steptable; from steptable.app.themes import load_themes; "
+            "print(steptable.__file__); print(sorted(load_themes()))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env={"PYTHONPATH": str(site), "PATH": ""},
+                         capture_output=True, text=True, check=True).stdout.splitlines()
+    assert out[0].startswith(str(site)), out
+    assert out[1] == "['dark', 'high-contrast', 'light']"

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import os
 import re
-from importlib import resources
 from pathlib import Path
 
 from textual.css.stylesheet import Stylesheet
@@ -30,19 +29,17 @@ _COMMENT = re.compile(r"/\*.*?\*/", re.S)
 
 
 def theme_dirs() -> list[Path]:
+    """Where theme files are looked for: $STEPTABLE_THEMES, then the themes the wheel carries (steptable/themes), or
+    in a source checkout the repository's themes/ (the package's directories, not ``importlib.resources``: the
+    wheel's themes are a namespace package, whose resource path stringifies as ``MultiplexedPath('...')``, and an
+    installed app found no theme at all)."""
     out: list[Path] = []
     env = os.environ.get("STEPTABLE_THEMES")
     if env:
         out.append(Path(env))
-    for pkg, sub in (("steptable.themes", ""), ("steptable", "themes")):
-        try:
-            packaged = resources.files(pkg) / sub if sub else resources.files(pkg)
-            if packaged.is_dir():
-                out.append(Path(str(packaged)))
-                break
-        except (ModuleNotFoundError, TypeError, OSError):
-            continue
-    out.append(Path(__file__).resolve().parents[2] / "themes")
+    package = Path(__file__).resolve().parents[1]  # steptable/
+    packaged = package / "themes"
+    out.append(packaged if packaged.is_dir() else package.parent / "themes")
     return out
 
 
