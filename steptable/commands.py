@@ -142,13 +142,13 @@ def legend_command(args: argparse.Namespace) -> int:
         if not any(len(s) for s in stores):  # (a run just started: its columns are not known yet)
             sys.stderr.write(f"steptable legend: no rows yet in {sanitize(', '.join(str(s.path) for s in stores))}\n")
             return 2
-        text = legend_for(stores, get_schema(args.schema, near=args.paths[0]) if args.schema else None)
+        text = legend_for(stores, get_schema(args.schema, near=args.paths) if args.schema else None)
         from steptable.tailcmd import missing_paths
 
         missing = missing_paths(args.paths)
     else:
         try:
-            text = legend_for(get_schema(args.schema or "routing"))
+            text = legend_for(get_schema(args.schema or "routing", near="."))
         except KeyError as e:
             sys.stderr.write(f"steptable legend: {e.args[0]}\n")
             return 2

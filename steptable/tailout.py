@@ -79,7 +79,7 @@ class Tail:
     def _layouts(self, stores: Sequence[RunStore]) -> dict[str, _Layout]:
         """One layout per schema the runs are detected as (arms of one experiment share it), by run."""
         a = self.args
-        named = get_schema(a.schema, near=a.paths[0]) if a.schema else None
+        named = get_schema(a.schema, near=a.paths) if a.schema else None
         patterns = [p for p in a.columns.split(",") if p.strip()] if a.columns else None
         width = a.width
         if width is None:

@@ -297,3 +297,35 @@ def test_a_farther_file_that_cannot_be_used_leaves_the_nearer_one(tmp_path: Path
     assert detect(path, ["step", "my/loss"]).name == "mine"
     with pytest.raises(SchemaFileError, match="width"):  # the run's own nearest file still says what is wrong
         detect(tmp_path / "other.jsonl", ["step"])
+
+
+def test_a_file_above_a_relative_path_and_a_named_schema_near_any_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`cd logs/run1; steptable tail .` ignored logs/steptable.toml ("." has no parents); `--schema NAME` was looked
+    for beside the first path only, and `legend --schema NAME` without a path nowhere but the user's directory."""
+    from conftest import run_cli
+
+    write_verl(tmp_path / "a" / "logs" / "run1" / "grpo.jsonl")
+    write_verl(tmp_path / "other" / "grpo.jsonl")
+    write(tmp_path / "a" / "logs" / "steptable.toml", """
+        [schema]
+        name = "mine"
+        extends = "verl"
+
+        [[columns]]
+        key = "actor/entropy"
+        header = "ENT"
+        width = 6
+    """)
+    monkeypatch.chdir(tmp_path / "a" / "logs" / "run1")
+    rc, out, _ = run_cli(["tail", ".", "-n", "2"], capsys)
+    assert rc == 0 and "ENT" in out.splitlines()[0]
+    rc, out, _ = run_cli(["tail", ".", "--schema", "mine", "-n", "2"], capsys)
+    assert rc == 0 and "ENT" in out
+    monkeypatch.chdir(tmp_path / "a" / "logs")
+    rc, out, _ = run_cli(["legend", "--schema", "mine"], capsys)
+    assert rc == 0 and "ENT" in out
+    monkeypatch.chdir(tmp_path)
+    rc, out, err = run_cli(["tail", "other", "a/logs", "--schema", "mine", "-n", "1"], capsys)
+    assert rc == 0 and "ENT" in out, err

@@ -76,7 +76,7 @@ class StepTableApp(Arrangement):
     ) -> None:
         super().__init__()
         self.feed = feed
-        self.session = Session(schema_name=schema, near=feed.paths[0] if feed.paths else None)
+        self.session = Session(schema_name=schema, near=[str(p) for p in feed.paths] or None)
         self.clock = clock
         self.tick = tick
         self.stacked = stacked
@@ -364,7 +364,7 @@ def run_watch(paths: list[str], poll: float | None = None, theme: str | None = N
 
     try:  # what tail says before it starts: an unknown --schema name, a steptable.toml that cannot be used
         if schema is not None:
-            get_schema(schema, near=paths[0])
+            get_schema(schema, near=paths)
         for p in paths:
             user_schemas(p)
     except SchemaFileError as e:

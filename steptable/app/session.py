@@ -55,7 +55,7 @@ class Run:
 @dataclass
 class Session:
     schema_name: str | None = None
-    near: str | None = None  # where a named schema is looked for (the first watched path), as tail does
+    near: Sequence[str] | None = None  # where a named schema is looked for (the watched paths), as tail does
     runs: dict[str, Run] = field(default_factory=dict)
     layout: tuple[Col, ...] = ()
     pattern: str = ""

@@ -59,15 +59,19 @@ def schema_names(near: str | os.PathLike[str] | None = None) -> list[str]:
     return sorted({*SCHEMAS, *(s.name for s in user_schemas(near))})
 
 
-def get_schema(name: str, near: str | os.PathLike[str] | None = None) -> Schema:
-    """A schema by name (``--schema NAME``): a user schema of that name first, then a built-in."""
-    for s in user_schemas(near):
-        if s.name == name:
-            return s
+def get_schema(name: str, near: str | os.PathLike[str] | Sequence[str | os.PathLike[str]] | None = None) -> Schema:
+    """A schema by name (``--schema NAME``): a user schema of that name first (the ``steptable.toml`` files at
+    ``near``, a path or each of several paths: any of the paths a command was given), then a built-in."""
+    places: Sequence[str | os.PathLike[str] | None] = (
+        [near] if near is None or isinstance(near, (str, os.PathLike)) else list(near) or [None])
+    for place in places:
+        for s in user_schemas(place):
+            if s.name == name:
+                return s
     try:
         return SCHEMAS[name]
     except KeyError:
-        raise KeyError(f"unknown schema {name!r}; known: {', '.join(schema_names(near))}") from None
+        raise KeyError(f"unknown schema {name!r}; known: {', '.join(schema_names(places[0]))}") from None
 
 
 def detect(path: str | os.PathLike[str], keys: Sequence[str], user: bool = True) -> Schema:

@@ -108,7 +108,7 @@ def schema_files(near: str | os.PathLike[str] | None = None) -> list[Path]:
     """User schema files that apply to runs at ``near``: the nearest log-directory file first, then the user's."""
     out: list[Path] = []
     if near is not None:
-        p = Path(near)
+        p = Path(near).absolute()  # ("." has no parents: a steptable.toml above the current directory was missed)
         start = p if p.is_dir() else p.parent
         for d in [start, *list(start.parents)[:LOCAL_DEPTH]]:
             f = d / LOCAL_NAME
