@@ -257,3 +257,13 @@ def test_legend_names_the_key_of_a_renamed_column_without_a_description() -> Non
     text = render.legend(cols)
     assert text.splitlines() == ["columns:", "  step  optimizer step", "  gn    grad_norm"]
     assert render.legend([Col("loss", 6, "loss")]) == "columns: (none described)"
+
+
+@pytest.mark.parametrize("fmt", ["\x1b>10.2f", "\x07<8d", "\xad^9.1f", "\u754c>10.2f", "\u200b=10.1f"])
+def test_a_fill_character_that_is_not_one_printable_cell_is_refused(fmt: str) -> None:
+    """A steptable.toml (or a hand-edited run description) with fmt = "\\u001b>10.2f": every cell carried raw ESC
+    characters to the terminal; a wide fill wiped the value out."""
+    with pytest.raises(ColumnError, match="fill character must be one printable cell") as e:
+        Col("loss", 10, "loss", fmt)
+    assert "\x1b" not in str(e.value) and "\x07" not in str(e.value)
+    assert render.row([Col("loss", 10, "loss", "*>10.2f")], {"loss": 0.5}) == "******0.50"  # a printable one is fine
