@@ -95,6 +95,7 @@ def summary_command(args: argparse.Namespace) -> int:
         hidden |= {k for s in group for k in s.keys if (r := schema.rule(k)) is not None and r.hide}
     hidden -= shown  # (a key one schema hides may be another run's column)
     columns = None
+    nothing_picked = False
     patterns = [c.strip() for c in args.columns.split(",") if c.strip()]
     if patterns:  # globs over keys and the headers the rows are named by, as `tail --columns` takes them
         names = [(k, labels.get(k, k)) for k in dict.fromkeys(k for s in stores for k in s.keys)]
@@ -102,13 +103,15 @@ def summary_command(args: argparse.Namespace) -> int:
         columns = list(chosen)
         for p in unmatched(patterns, names):
             sys.stderr.write(f"steptable summary: --columns {sanitize(p)!r} matches no column\n")
+        if not columns:  # every pattern missed: a summary of no column is no answer
+            nothing_picked = True
     text = summarize(stores, columns=columns, now=now, fmt=args.format, alerts=alerts,
                      max_columns=args.max_columns, labels=labels, align=args.align, skip=hidden)
     sys.stdout.write(text if text.endswith("\n") else text + "\n")
     if follower.read_nothing():
         sys.stderr.write("steptable summary: no readable rows\n")
         return 2
-    status = 0
+    status = 2 if nothing_picked else 0
     for p in missing_paths(args.paths):  # a summary of some runs must not pass for one of all
         sys.stderr.write(f"steptable summary: no such path: {sanitize(p)}\n")
         status = 2

@@ -67,7 +67,7 @@ class Tail:
         self.error_alert = False
         self.of: dict[str, _Layout] = {}  # run -> the layout of its schema group
         self.keys_seen: set[str] = set()
-        self.unmatched_told: set[str] = set()
+        self.unmatched_told: set[str] = set()  # --columns patterns that matched nothing when laid out
         self.arm_runs: Counter[str] = Counter()  # arm -> runs that have it (alert labels)
         self.tried: dict[str, int] = {}  # key -> the widest value a layout was made again for
         self.ended: set[str] = set()  # runs whose StepLogger was closed
@@ -106,7 +106,8 @@ class Tail:
         for p in unmatched(patterns or [], names):
             if p not in self.unmatched_told:  # told once; a key that appears later may still match it
                 self.unmatched_told.add(p)
-                self.err.write(f"steptable tail: --columns {sanitize(p)!r} matches no column (yet)\n")
+                yet = " (yet)" if a.follow else ""  # (a key that appears later may still match it)
+                self.err.write(f"steptable tail: --columns {sanitize(p)!r} matches no column{yet}\n")
         return out
 
     def _outgrown(self, stores: Sequence[RunStore]) -> bool:

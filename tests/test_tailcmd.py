@@ -665,3 +665,16 @@ def test_alerts_only_over_runs_one_of_which_never_got_a_row(tmp_path: Path, caps
     assert rc == 0 and err == ""
     rc, _, _ = run_cli(["tail", str(tmp_path)], capsys)  # the table: a run just started is no error
     assert rc == 0
+
+
+def test_a_column_filter_that_matches_nothing_is_no_answer(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`tail --columns nomatch` printed a step-only table and exited 0 (and said "(yet)" of a one-shot read)."""
+    write_rows(tmp_path / "a" / "metrics.jsonl", [{"step": s, "loss": 0.5, "kl": 0.1} for s in range(3)])
+    rc, _, err = run_cli(["tail", str(tmp_path), "--columns", "nomatch"], capsys)
+    assert rc == 2 and "matches no column\n" in err and "(yet)" not in err
+    rc, out, err = run_cli(["tail", str(tmp_path), "--columns", "nomatch,loss"], capsys)  # one pattern hit
+    assert rc == 0 and "loss" in out and "'nomatch' matches no column" in err
+    rc, _, _ = run_cli(["summary", str(tmp_path), "--columns", "nomatch"], capsys)
+    assert rc == 2
+    rc, _, _ = run_cli(["summary", str(tmp_path), "--columns", "kl"], capsys)
+    assert rc == 0
