@@ -90,8 +90,9 @@ def summary_command(args: argparse.Namespace) -> int:
     shown: set[str] = set()
     for schema, group in by_schema(stores):  # each trainer's runs named as its own table names them
         for c in layout(group, schema):
-            labels.setdefault(c.key, c.header.strip())
-            shown.add(c.key)
+            for k in (c.key, *c.aliases):  # (a run may log the column under an alias: its row is named the same)
+                labels.setdefault(k, c.header.strip())
+                shown.add(k)
         hidden |= {k for s in group for k in s.keys if (r := schema.rule(k)) is not None and r.hide}
     hidden -= shown  # (a key one schema hides may be another run's column)
     columns = None

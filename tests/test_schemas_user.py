@@ -329,3 +329,31 @@ def test_a_file_above_a_relative_path_and_a_named_schema_near_any_path(
     monkeypatch.chdir(tmp_path)
     rc, out, err = run_cli(["tail", "other", "a/logs", "--schema", "mine", "-n", "1"], capsys)
     assert rc == 0 and "ENT" in out, err
+
+
+def test_summary_names_a_column_logged_under_an_alias_by_its_header(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """key = "reward", aliases = ["rew_score"], header = "R": tail said R, summary's row said rew_score, and
+    `summary --columns R` matched nothing."""
+    from conftest import run_cli, write_rows
+
+    write_rows(tmp_path / "run" / "metrics.jsonl", [{"step": s, "rew_score": 0.1 * s, "loss": 1.0 / (s + 1)}
+                                                    for s in range(6)])
+    write(tmp_path / "steptable.toml", """
+        [schema]
+        name = "mine"
+
+        [match]
+        keys = ["rew_score"]
+
+        [[columns]]
+        key = "reward"
+        aliases = ["rew_score"]
+        header = "R"
+        width = 5
+    """)
+    rc, out, _ = run_cli(["summary", str(tmp_path)], capsys)
+    assert rc == 0 and any(line.startswith("R ") for line in out.splitlines()), out
+    rc, out, err = run_cli(["summary", str(tmp_path), "--columns", "R"], capsys)
+    assert rc == 0 and "matches no column" not in err and any(line.startswith("R ") for line in out.splitlines())
