@@ -14,7 +14,7 @@ import os
 import re
 import shutil
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any, TextIO
 
 from steptable import render, runinfo
@@ -212,7 +212,8 @@ class Tail:
         derive = self.of[run].schema.derive
         rows = [derive(again[st][0]) for st in sorted(again)] + [derive(r) for r in new]
         if a.alerts_only:
-            self._alerts(store, [(st, *again[st]) for st in sorted(again)], rows[len(again) :], steps, walls)
+            self._alerts(store, [(st, *again[st]) for st in sorted(again)], rows[len(again) :], steps, walls,
+                         set(resumes))
             return
         if not rows:
             return
@@ -310,9 +311,11 @@ class Tail:
         rows: Sequence[Mapping[str, Any]],
         steps: Sequence[int],
         walls: Sequence[float],
+        resumes: Collection[int] = (),
     ) -> None:
         """Feed the run's engine what changed in rows fed before (``redo``), then the new ``rows`` with their
-        ``steps`` and wall times (aligned with them)."""
+        ``steps`` and wall times (aligned with them). The gap before a row at one of the run's ``resumes`` is the
+        crash and the restart, not a stall (as ``alerts.scan`` takes it for summary and the app)."""
         eng = self.engines.setdefault(store.run, AlertEngine())
         # the arm when no other run has it, else run/arm: two experiments' seed0 must not read as one
         self.labels[store.run] = run_label(store, self.arm_runs.get(store.arm, 0) <= 1)
@@ -320,7 +323,9 @@ class Tail:
             for alert in eng.update(step, row if keys is None else {k: row[k] for k in keys if k in row}):
                 self._alert(store.run, alert)
         for r, step, wall in zip(rows, steps, walls, strict=True):
-            found = eng.check_stall(wall) if math.isfinite(wall) else []  # a gap now over
+            if step in resumes:
+                eng.resumed()
+            found = eng.check_stall(wall) if math.isfinite(wall) and step not in resumes else []  # a gap now over
             for alert in [*found, *eng.update(int(step), r, wall)]:
                 self._alert(store.run, alert)
 

@@ -678,3 +678,18 @@ def test_a_column_filter_that_matches_nothing_is_no_answer(tmp_path: Path, capsy
     assert rc == 2
     rc, _, _ = run_cli(["summary", str(tmp_path), "--columns", "kl"], capsys)
     assert rc == 0
+
+
+def test_alerts_only_does_not_call_a_resumed_run_stalled(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A job that died after step 150 and was relaunched from the step-100 checkpoint 5 minutes later: tail
+    --alerts-only said "stalled: no row for 30.5m" at step 99 (summary and the app, rightly, said nothing)."""
+    import time
+
+    t0 = time.time() - (30 * 150 + 300 + 30 * 99) - 5  # the last row 5 s ago: a live run, not a stalled one
+    first = [{"step": s, "rew": 0.5 + 0.001 * s, "ts": t0 + 30 * s} for s in range(151)]
+    again = [{"step": s, "rew": 0.5 + 0.001 * s, "ts": t0 + 30 * 150 + 300 + 30 * (s - 100)} for s in range(100, 200)]
+    write_rows(tmp_path / "run" / "metrics.jsonl", first + again)
+    rc, out, _ = run_cli(["tail", str(tmp_path), "--alerts-only"], capsys)
+    assert (rc, out) == (0, "")
+    rc, out, _ = run_cli(["summary", str(tmp_path)], capsys)
+    assert "resumed 100" in out and "alerts 0" in out
