@@ -276,7 +276,11 @@ class Plan:
         """RunStore._shares_keys: does ``row`` measure again what row ``i`` holds (a resume)?"""
         metric = [k for k, v in row.items() if k != self.step_key and k not in BOOKKEEPING_KEYS and measured(v)]
         held, bits = self.held[i], self._bits
-        return bool(metric) and sum(1 for k in metric if k in bits and held >> bits[k] & 1) * 2 >= len(metric)
+        shared = sum(1 for k in metric if k in bits and held >> bits[k] & 1)
+        if not metric or not shared:
+            return False
+        other = sum(1 << b for k, b in bits.items() if k == self.step_key or k in BOOKKEEPING_KEYS)
+        return shared * 2 >= min(len(metric), (held & ~other).bit_count())
 
     # --- the second pass ----------------------------------------------------------------------------------------
 

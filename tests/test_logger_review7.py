@@ -201,3 +201,32 @@ def test_the_dump_keeps_no_nested_mapping_of_tensors() -> None:
     del arr
     gc.collect()
     assert ref() is None and "ndarray[64x64]" in sl.dump()
+
+
+def test_a_relaunch_that_logs_more_metrics_replaces_the_crashed_rows(tmp_path: Path,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """The crashed run logged rew, loss, kl (kl diverging from step 100); the relaunch from step 100 logs rew and
+    loss with 4 diagnostics more and no kl: 2 of its 6 metrics repeat, 2 of the old row's 3. Taken for a late
+    evaluation before (merged: the crashed kl kept beside the relaunch's rows, and an E alert on the healthy run)."""
+    from conftest import run_cli
+
+    cols = [Col("step", 5, "step", "d"), Col("rew", 6, "rew"), Col("loss", 6, "loss"), Col("kl", 6, "kl")]
+    crashed = StepLogger(cols, run_dir=tmp_path, arm="main", console=False, alerts=False)
+    for s in range(151):
+        crashed.log({"step": s, "rew": 0.5, "loss": 1.0, "kl": 9.99 if s >= 100 else 0.01})
+    crashed._closed = True  # (killed: no close, no table)
+    extra = [Col(k, 6, k) for k in ("auroc", "cos", "qmass", "keep")]
+    again = StepLogger([*cols[:3], *extra], run_dir=tmp_path, arm="main", console=False, alerts=False)
+    for s in range(100, 200):
+        again.log({"step": s, "rew": 0.6, "loss": 0.9, "auroc": 0.7, "cos": 0.1, "qmass": 0.2, "keep": 0.5})
+    again.close()
+    rc, out, _ = run_cli(["summary", str(tmp_path)], capsys)
+    assert rc == 0 and "resumed 100" in out, out
+    rc, out, _ = run_cli(["tail", str(tmp_path), "--format", "csv", "-n", "0"], capsys)
+    rows = out.splitlines()
+    kl = rows[0].split(",").index("kl")
+    assert [r.split(",")[kl] for r in rows[101:]] == [""] * 100  # no crashed kl beside the relaunch's rows
+    rc, out, _ = run_cli(["tail", str(tmp_path), "--alerts-only"], capsys)
+    assert rc == 0 and "kl" not in out
+    table = [ln for ln in (tmp_path / "table.txt").read_text().splitlines() if not ln.lstrip().startswith("step")]
+    assert len(table) == 200 and table[-1].split()[0] == "199"
