@@ -314,3 +314,20 @@ def test_a_file_bad_on_every_line_is_told_a_few_times_not_on_every_line(
     (tmp_path / "c.jsonl").write_bytes(b"\xff\xfe garbage\n" * 50)
     _, _, err = run_cli(["legend", str(tmp_path)], capsys)
     assert len(err.splitlines()) <= 3 * (BAD_TOLD + 1)
+
+
+def test_a_row_cut_short_does_not_take_the_row_written_after_it(tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """Two arms share a file; armA is killed mid-row and armB appends its row to the cut one: armB's whole row was
+    lost with it (one malformed line). A cut row's own nested object is not taken for a row."""
+    from conftest import run_cli
+
+    rows = [json.dumps({"step": s, "arm": arm, "rew": 0.5}) for s in range(10) for arm in ("armA", "armB")]
+    glued = '{"step": 10, "arm": "armA", "rew": 0.' + json.dumps({"step": 10, "arm": "armB", "rew": 0.7})
+    cut_nested = '{"step": 11, "arm": "armB", "rew": 0.5, "cfg": {"a": 1}'  # cut before its last brace
+    (tmp_path / "metrics.jsonl").write_text("\n".join([*rows, glued, cut_nested]) + "\n")
+    _, out, err = run_cli(["tail", str(tmp_path), "--format", "jsonl", "-n", "0"], capsys)
+    got = [(r["arm"], r["step"], r["rew"]) for r in map(json.loads, out.splitlines())]
+    assert ("armB", 10, 0.7) in got and ("armA", 10, 0.7) not in got
+    assert not any(r[1] == 11 for r in got) and not any("a" in json.loads(x) for x in out.splitlines())
+    assert "ran into this one" in err and ":22: malformed JSON" in err

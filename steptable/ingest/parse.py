@@ -279,6 +279,27 @@ def step_of(value: Any) -> int | None:
 _DECODER: Final = msgspec.json.Decoder()
 
 
+#: where a row may start after a cut one: the start of an object; tried at most this many times a line
+_OBJECT_START: Final = re.compile(rb'\{\s*"')
+_GLUE_TRIES: Final = 8
+
+
+def _after_cut(line: bytes) -> dict[str, Any] | None:
+    """The whole row at the end of ``line`` when the line is a row cut short with another row appended to it (arms
+    sharing a file, one of them killed mid-write: ``{"step":10,"rew":0.{"step":10,...}``), else None. The row must
+    name a step: a cut row's nested object (``{"a": 1}``) is no row."""
+    for n, m in enumerate(_OBJECT_START.finditer(line, 1)):
+        if n >= _GLUE_TRIES:
+            break
+        try:
+            obj = _DECODER.decode(line[m.start() :])
+        except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError, RecursionError):
+            continue
+        if type(obj) is dict and any(k in obj for k in STEP_KEYS):
+            return obj
+    return None
+
+
 def decode_line(line: bytes, warn: Callable[[str], None] | None = None) -> dict[str, Any] | None:
     """Decode one JSONL line (without its newline) to a raw (unflattened) object.
 
@@ -327,6 +348,12 @@ def decode_line(line: bytes, warn: Callable[[str], None] | None = None) -> dict[
                     if warn is not None:
                         warn("unpaired UTF-16 surrogate escape replaced with U+FFFD (row kept)")
                     continue
+            glued = _after_cut(line)
+            if glued is not None:
+                if warn is not None:
+                    warn("a row cut short (its writer stopped mid-line) ran into this one: the cut part dropped "
+                         "(row kept)")
+                return glued
             detail = str(e).removeprefix("JSON is malformed: ")
             raise LineError(f"malformed JSON ({detail})") from None
     else:  # pragma: no cover - every branch above either breaks, raises or changes the line
