@@ -12,6 +12,7 @@ import math
 import os
 import reprlib
 import stat
+import time
 from collections import deque
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -22,6 +23,8 @@ from steptable.formatting import unique_name
 #: rows kept for retry while the file cannot be written; beyond this (or MAX_PENDING_BYTES) the oldest are dropped
 MAX_PENDING = 100_000
 MAX_PENDING_BYTES = 256 << 20
+#: seconds between two looks at whether the JSONL's path still leads to the open file (a rotation renames it)
+MOVED_CHECK_S = 1.0
 
 
 #: nesting deeper than this is written as a short text
@@ -189,6 +192,7 @@ class RunWriter:
         self._pending: deque[bytes] = deque()
         self._pending_bytes = 0
         self._size = 0  # the file's size after our last write (to settle a write cut short by a signal)
+        self._checked = time.monotonic()  # when the path was last seen to lead to the open file
         # After a short write: (device, inode, size after it, the whole row). The rest of that row is _pending[0]
         # and may only go right after its start, in the same file; anywhere else the whole row is written again.
         self._partial: tuple[int, int, int, bytes] | None = None
@@ -229,6 +233,11 @@ class RunWriter:
             data = self._pending[0]
             try:
                 fh = self._open()
+                if self._moved(fh):  # (a log rotation renamed it, or the run directory was moved): the path wins
+                    self._close_fh()
+                    self._warn(f"{self.path} was moved or replaced during the run (a log rotation?); rows from this "
+                               "one on go to the file at that path")
+                    fh = self._open()
                 data = self._pending[0]  # opening may have put a cut row back whole
                 n = fh.write(data)  # unbuffered: one write(2) per row
                 if n is None or n < len(data):
@@ -292,6 +301,19 @@ class RunWriter:
             self._size = size
         except Exception:
             pass
+
+    def _moved(self, fh: BinaryIO) -> bool:
+        """Does the path lead to another file than the open one (renamed away, replaced)? Asked at most once a
+        second (two stat calls), and not of a deleted file (the check after the write reopens that one)."""
+        now = time.monotonic()
+        if now - self._checked < MOVED_CHECK_S:
+            return False
+        self._checked = now
+        try:
+            st = os.fstat(fh.fileno())
+        except OSError:
+            return False
+        return st.st_nlink > 0 and self._replaced(st)
 
     def _replaced(self, st: os.stat_result) -> bool:
         """Does the path no longer lead to the open file? (/dev/stdout on a deleted file still does.)"""

@@ -737,3 +737,22 @@ def test_console_false_without_setup_logging_reports_each_failure_episode(tmp_pa
     proc = subprocess.run([sys.executable, "-c", code, str(tmp_path / "arm")], capture_output=True, text=True,
                           timeout=60)
     assert proc.returncode == 0 and proc.stderr.count("was deleted during the run") == 2, proc.stderr
+
+
+def test_a_rotated_jsonl_gets_the_rows_after_the_rotation(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """logrotate (rename, then create) mid-run: every later row went on into the renamed file, so the path every
+    reader follows stayed empty (summary: no rows; table.txt: a header)."""
+    monkeypatch.setattr(writer, "MOVED_CHECK_S", 0.0)  # (a look at every write; once a second by default)
+    sl = StepLogger(COLS, run_dir=tmp_path, console=False, alerts=False)
+    jsonl = tmp_path / "metrics.jsonl"
+    for s in range(20):
+        if s == 10:
+            jsonl.rename(tmp_path / "metrics.jsonl.1")
+            jsonl.touch()
+        sl.log({"step": s, "loss": 0.5})
+    sl.close()
+    steps = [json.loads(x)["step"] for x in jsonl.read_text().splitlines()]
+    old = [json.loads(x)["step"] for x in (tmp_path / "metrics.jsonl.1").read_text().splitlines()]
+    assert old == list(range(10)) and steps == list(range(10, 20))
+    assert capsys.readouterr().err.count("was moved or replaced during the run") == 1
