@@ -280,7 +280,7 @@ class Plan:
         if not metric or not shared:
             return False
         other = sum(1 << b for k, b in bits.items() if k == self.step_key or k in BOOKKEEPING_KEYS)
-        return shared * 2 >= min(len(metric), (held & ~other).bit_count())
+        return shared * 2 >= len(metric) or shared * 2 > (held & ~other).bit_count()
 
     # --- the second pass ----------------------------------------------------------------------------------------
 

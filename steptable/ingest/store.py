@@ -6,8 +6,8 @@ chunk arrive together, in file order):
 - ``s`` above every stored step: appended (the hot path: a whole chunk at once, column by column);
 - ``s`` equal to the last stored step: merged into that row, later values winning per key (tinker's eval line,
   torchtune's one-metric lines);
-- ``s`` equal to an earlier stored step and measuring again at least half of its own metric keys or of that row's
-  (whichever row has fewer): a *resume*
+- ``s`` equal to an earlier stored step and measuring again at least half of its own metric keys, or more than
+  half of that row's: a *resume*
   (a retrain restart appends again from its checkpoint; a counter that restarts at 0): rows from ``s`` on are dropped,
   the new row appended, ``s`` recorded in ``resumes``; with mostly other keys it is merged into that row instead;
 - ``s`` below the last step and not stored: inserted in order (out-of-order writers).
@@ -401,8 +401,9 @@ class RunStore(ColumnTable):
         shared = sum(self._present(i, k) and measured(self._cell(i, k)) for k in metric)
         if not metric or not shared:
             return False
-        # half of the smaller of the two rows' measurements: a relaunch that logs more metrics than the crashed
-        # run (diagnostics added) repeats most of the old row's, though not half of its own
+        # half of its own measurements, or more than half of the old row's: a relaunch that logs more metrics than
+        # the crashed run (diagnostics added) repeats most of the old row's, though not half of its own; a late
+        # evaluation that carries the epoch shares one key of a two-key row, no more
         held = sum(self._present(i, k) and measured(self._cell(i, k))
                    for k in self.keys if k != self.step_key and k not in BOOKKEEPING_KEYS)
-        return shared * 2 >= min(len(metric), held)
+        return shared * 2 >= len(metric) or shared * 2 > held
