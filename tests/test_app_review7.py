@@ -169,3 +169,21 @@ async def test_one_runs_failure_is_a_notice_not_the_status_line_for_good(tmp_pat
         app.post_message(FeedProblem("follower stopped: OSError: gone"))
         await pilot.pause()
         assert app.problem == "follower stopped: OSError: gone"
+
+
+def test_an_arm_title_says_where_its_run_was_resumed(tmp_path: Path) -> None:
+    """The rows from a resume step on are a relaunch's: summary and tail -f say so, the app's title did not."""
+    from steptable.app.widgets.arm import ArmPanel
+
+    path = tmp_path / "a" / "metrics.jsonl"
+    write_rows(path, [{"step": s, "loss": 1.0} for s in range(30)])
+    write_rows(path, [{"step": s, "loss": 0.9} for s in range(20, 40)])
+    f = Follower([tmp_path])
+    f.scan()
+    (store,) = f.stores.values()
+    assert list(store.resumes) == [20]
+    assert "resumed 20" in ArmPanel("a", "a").title_text(store, len(store), now=0.0)
+    fresh = tmp_path / "b" / "metrics.jsonl"
+    write_rows(fresh, [{"step": s, "loss": 1.0} for s in range(5)])
+    f.scan()
+    assert "resumed" not in ArmPanel("b", "b").title_text(f.stores["b/metrics.jsonl"], 5, now=0.0)

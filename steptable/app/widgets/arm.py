@@ -60,6 +60,9 @@ class ArmPanel(Vertical):
             nbad = store.bad_count  # all of them: the store keeps only the first few lines themselves
             if nbad:
                 parts.append(f"{nbad:,} bad")
+            resumes = list(getattr(store, "resumes", ()))
+            if resumes:  # rows from there were replaced by a relaunch's (as summary says it; the last three)
+                parts.append("resumed " + ",".join(str(r) for r in resumes[-3:]) + (" …" if len(resumes) > 3 else ""))
         if self.stalled is not None:
             parts.append(f"STALLED {fmt_age(self.stalled)}")
         if self.gone:
