@@ -64,6 +64,7 @@ def summary_command(args: argparse.Namespace) -> int:
     from steptable.runinfo import closed_at
     from steptable.schemas import by_schema, layout
     from steptable.schemas.base import matches, unmatched
+    from steptable.schemas.registry import unused_files
     from steptable.summary import summarize
     from steptable.tailcmd import missing_paths
 
@@ -84,6 +85,8 @@ def summary_command(args: argparse.Namespace) -> int:
                     now=None if closed_at(s.meta.get("runinfo")) is not None else now, resumes=set(s.resumes))
         for s in stores
     }
+    for e in unused_files(stores):
+        sys.stderr.write(f"steptable summary: {sanitize(str(e))} (the file is not used)\n")
     # Rows are named by the same short headers as the table (pg_loss for actor/pg_loss).
     labels: dict[str, str] = {}
     hidden: set[str] = set()  # keys a schema keeps out of its table ("same as step", legacy mirrors): not picked
@@ -147,6 +150,11 @@ def legend_command(args: argparse.Namespace) -> int:
             sys.stderr.write(f"steptable legend: no rows yet in {sanitize(', '.join(str(s.path) for s in stores))}\n")
             return 2
         text = legend_for(stores, get_schema(args.schema, near=args.paths) if args.schema else None)
+        if not args.schema:
+            from steptable.schemas.registry import unused_files
+
+            for e in unused_files(stores):
+                sys.stderr.write(f"steptable legend: {sanitize(str(e))} (the file is not used)\n")
         from steptable.tailcmd import missing_paths
 
         missing = missing_paths(args.paths)

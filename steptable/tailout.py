@@ -25,7 +25,7 @@ from steptable.ingest import Follower, RunStore
 from steptable.schemas import Schema, by_schema, cells_outgrown, fit, get_schema, layout, steps_outgrown, widened
 from steptable.schemas.base import auto_col, own_step_keys, sample_values, unmatched
 from steptable.schemas.headers import short_headers
-from steptable.schemas.registry import logged_schema
+from steptable.schemas.registry import logged_schema, unused_files
 from steptable.summary import run_label
 from steptable.writer import encode_row
 
@@ -103,6 +103,10 @@ class Tail:
             self.fit_told = True
             self.err.write(f"steptable tail: {left_out} column(s) left out to fit {width} cells; --width 0 shows "
                            "all, --columns picks them\n")
+        for e in unused_files(stores) if not a.schema else []:
+            if str(e) not in self.unmatched_told:  # (said once, as the patterns are)
+                self.unmatched_told.add(str(e))
+                self.err.write(f"steptable tail: {sanitize(str(e))} (the file is not used)\n")
         for p in unmatched(patterns or [], names):
             if p not in self.unmatched_told:  # told once; a key that appears later may still match it
                 self.unmatched_told.add(p)

@@ -171,6 +171,15 @@ class Session:
 
         self._keys = keys
         self.layout = widened(self._layouts.layout(stores, self.schema()), self._tried)
+        if not self.schema_name:
+            from steptable.schemas import SchemaFileError
+            from steptable.schemas.registry import unused_files
+
+            try:
+                for e in unused_files(stores):  # (said once each, as a file's problems are)
+                    self._say(f"{e} (the file is not used)")
+            except SchemaFileError:  # a file that cannot be read at all: said when the run was detected
+                pass
         if self.selected not in {c.key for c in self.layout}:
             self.selected = self.layout[1].key if len(self.layout) > 1 else None
         return True

@@ -89,11 +89,12 @@ class Schema:
             if d.key not in keys:
                 raise ColumnError(f"schema {self.name!r}: derived column {d.key!r} has no declared Col")
 
+    @cached_property
+    def _by_key(self) -> dict[str, Col]:
+        return {c.key: c for c in self.cols}
+
     def col(self, key: str) -> Col | None:
-        for c in self.cols:
-            if c.key == key:
-                return c
-        return None
+        return self._by_key.get(key)
 
     def rule(self, key: str) -> Rule | None:
         for r in self.rules:
@@ -263,12 +264,13 @@ def layout(
     patterns: Sequence[str] | None = None,
 ) -> tuple[Col, ...]:
     """One column layout for all ``runs``: the step, the schema's declared columns present in any run (directly,
-    by an alias, or derived), in declared order, then (if the schema extends) promoted rule matches, then the
-    other keys by information, with short unambiguous headers; fitted to ``max_width`` cells when given.
+    by an alias, or derived) and not hidden by a rule, in declared order, then (if the schema extends) promoted rule
+    matches, then the other keys by information, with short unambiguous headers; fitted to ``max_width`` cells when
+    given.
 
-    ``patterns`` (``columns.select`` globs over keys and headers) filters the layout; with patterns, hidden keys,
-    aliases, derived inputs and undeclared keys of non-extending schemas are candidates too, so a filter reaches
-    every key.
+    ``patterns`` (``columns.select`` globs over keys and headers) filters the layout; with patterns, hidden keys
+    (declared ones as declared), aliases, derived inputs and undeclared keys of non-extending schemas are candidates
+    too, so a filter reaches every key.
     """
     keys: dict[str, None] = {}
     for r in runs:
@@ -283,12 +285,15 @@ def layout(
         ok = {d.key: d for d in schema.derived if all(n in keys for n in d.needs)}
         for c in schema.cols:
             aliases = [a for a in c.aliases if a in keys]
-            if c.key in keys or c.key == step_key or c.key in ok or aliases:
+            if not (c.key in keys or c.key == step_key or c.key in ok or aliases):
+                continue
+            consumed.update(aliases)
+            # a hidden declared column (a user's hide glob over a base's columns) is out unless a filter asks
+            if patterns or c.key == step_key or not schema.hidden(c.key):
                 out.append(c)
                 used.add(c.key)
-                consumed.update(aliases)
         for d in ok.values():
-            if d.hide_inputs:
+            if d.hide_inputs and d.key in used:  # (a derived column a rule hides leaves its inputs shown)
                 consumed.update(d.needs)
         if patterns:  # a filter reaches the declared columns kept out, as declared
             for c in schema.extra:

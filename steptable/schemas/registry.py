@@ -1,7 +1,8 @@
 """The built-in schemas, user schemas on top of them, and detection.
 
 Detection scores every candidate with its ``match(path, keys)`` (0..1) and takes the best; user schemas are asked
-first, so on a tie the user's wins, and a file nothing claims with at least 0.5 gets the generic schema.
+first, so on a tie the user's wins, and a file nothing claims with at least 0.5 gets the generic schema (a user
+schema named ``generic`` where one applies).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from steptable.columns import Col, streamed
 from steptable.schemas import generic, retrain, tinker, tinyzero, trl, verl
 from steptable.schemas.base import META_KEYS, STEP_KEYS, Rule, Schema, SideFile
 from steptable.schemas.routing import DIAGNOSTIC_KEYS, routing_columns
-from steptable.schemas.user import load_user_schemas
+from steptable.schemas.user import SchemaFileError, load_user_schemas, nearest_local, unused_error
 
 #: the routing arms' distinctive keys
 ROUTING_MARKERS = frozenset({"hack_s", "gt_s", "rew_s", "ref_eq", "hack_t", "gt_t", *DIAGNOSTIC_KEYS})
@@ -75,7 +76,8 @@ def get_schema(name: str, near: str | os.PathLike[str] | Sequence[str | os.PathL
 
 
 def detect(path: str | os.PathLike[str], keys: Sequence[str], user: bool = True) -> Schema:
-    """The schema that fits a file best; generic when none scores at least 0.5. ``user=False`` skips user schemas.
+    """The schema that fits a file best; generic when none scores at least 0.5 (the user's ``generic`` where one
+    applies: it overrides the built-in, whose match scores nothing). ``user=False`` skips user schemas.
 
     Built-in rules (scores in 0..1; see each schema module):
     routing   five or more of its arm keys (hack_s, gt_s, rew_s, auroc, qmass, ...)
@@ -89,13 +91,14 @@ def detect(path: str | os.PathLike[str], keys: Sequence[str], user: bool = True)
     maxent-grpo  train/ prefixed keys that only MaxEnt-GRPO logs (train/tau, train/beta, train/weight_entropy, ...)
     """
     p = Path(path)
-    candidates = (user_schemas(p) if user else []) + list(SCHEMAS.values())
-    best, score = GENERIC, 0.0
-    for s in candidates:
+    users = user_schemas(p) if user else []
+    fallback = next((s for s in users if s.name == GENERIC.name), GENERIC)
+    best, score = fallback, 0.0
+    for s in users + list(SCHEMAS.values()):
         m = s.match(p, keys)
         if m > score:
             best, score = s, m
-    return best if score >= 0.5 else GENERIC
+    return best if score >= 0.5 else fallback
 
 
 class Located(Protocol):
@@ -168,7 +171,8 @@ def by_schema(runs: Sequence[R], schema: Schema | None = None) -> list[tuple[Sch
     for r in runs:
         s = schema if schema is not None else run_schema(r)
         keys = set(r.keys) - _NOT_METRICS
-        loose = schema is None and not s.cols
+        # (a user's generic declares columns but no more than the built-in says which runs belong together)
+        loose = schema is None and (not s.cols or s.name == GENERIC.name)
         group = next((g for g in groups if g[0].name == s.name and (not loose or _shares_keys(keys, g[2]))), None)
         if group is None:
             group = (s, [], set())
@@ -176,6 +180,36 @@ def by_schema(runs: Sequence[R], schema: Schema | None = None) -> list[tuple[Sch
         group[1].append(r)
         group[2].update(keys)
     return [(s, g) for s, g, _ in groups]
+
+
+def unused_files(runs: Sequence[Located]) -> list[SchemaFileError]:
+    """The log directories' steptable.toml files that apply to none of the runs they are the nearest file of (see
+    ``user.unused_error``); a StepLogger's run keeps its own columns and is not counted. A warning, not a stop: a
+    file may be meant for runs that have not logged its keys yet, or for sibling runs."""
+    return _unused([(r, run_schema(r)) for r in runs])
+
+
+def _unused(detected: Sequence[tuple[Located, Schema]]) -> list[SchemaFileError]:
+    nearest: dict[Path, Path | None] = {}  # a run's directory -> its nearest steptable.toml
+    beside: dict[Path, list[tuple[Located, Schema]]] = {}
+    for r, s in detected:
+        if not r.keys or logged_schema(r) is not None:  # nothing logged yet; a StepLogger's run: its own columns
+            continue
+        d = Path(r.path).parent
+        if d not in nearest:
+            nearest[d] = nearest_local(r.path)
+        f = nearest[d]
+        if f is not None:
+            beside.setdefault(f, []).append((r, s))
+    out: list[SchemaFileError] = []
+    for f, pairs in beside.items():
+        if any(s.source == str(f) for _, s in pairs):
+            continue
+        own = next((s for s in user_schemas(pairs[0][0].path) if s.source == str(f)), None)
+        error = None if own is None else unused_error(own, len(pairs), {k for r, _ in pairs for k in r.keys})
+        if error is not None:
+            out.append(error)
+    return out
 
 
 #: keys every kind of run may log (steps, clocks, names): no sign that two runs log the same things

@@ -1,0 +1,334 @@
+"""User schemas (steptable.toml): hide and drop over declared columns, reserved headers and names, a file that applies
+to none of its runs, a user's generic, one build per file, fmt widths and blank headers."""
+
+from __future__ import annotations
+
+import os
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import run_cli, write_rows
+from fixtures_gen import write_verl
+
+from steptable import Col, StepLogger
+from steptable.ingest import load
+from steptable.schemas import Schema, SchemaFileError, by_schema, detect, get_schema, layout, load_schema_file
+from steptable.schemas import user as user_module
+
+
+@pytest.fixture(autouse=True)
+def xdg(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    return tmp_path / "xdg" / "steptable" / "schemas"
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(text).lstrip("\n"), encoding="utf-8")
+    return path
+
+
+def header_of(out: str) -> list[str]:
+    return out.splitlines()[0].split()
+
+
+# ------------------------------------------------------------------------------------------ 1. hide and drop
+
+HIDE_DROP = """
+    [schema]
+    name = "mine"
+    extends = "verl"
+    drop = ["actor/lr"]
+    hide = ["timing_s/*"]
+"""
+
+
+def test_hide_globs_reach_declared_columns_and_a_dropped_key_stays_out(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """verl declares t_step and t_gen: a user's hide glob over timing_s/* left them in the table, and the dropped
+    actor/lr came back as an automatic column "actor/lr (as logged)"."""
+    path = write_verl(tmp_path / "logs" / "run1" / "metrics.jsonl")
+    write(tmp_path / "logs" / "steptable.toml", HIDE_DROP)
+    (run,) = load(path).values()
+    schema = detect(run.path, run.keys)
+    assert schema.name == "mine"
+    keys = [c.key for c in layout([run], schema)]
+    assert not [k for k in keys if k.startswith("timing_s/") or k == "actor/lr"], keys
+    assert "actor/pg_loss" in keys
+    # a column filter still reaches them: the declared ones as declared
+    picked = {c.key: c for c in layout([run], schema, patterns=["timing_s/*", "actor/lr"])}
+    assert picked["timing_s/step"].header == "t_step" and picked["timing_s/gen"].header == "t_gen"
+    assert "actor/lr" in picked
+    rc, out, _ = run_cli(["tail", str(tmp_path / "logs"), "-n", "1", "--width", "0"], capsys)
+    assert rc == 0 and not {"t_step", "t_gen", "lr", "actor/lr"} & set(header_of(out)), out
+    rc, out, _ = run_cli(["tail", str(tmp_path / "logs"), "-n", "1", "--columns", "t_step,t_gen"], capsys)
+    assert rc == 0 and header_of(out) == ["step", "t_step", "t_gen"], out
+    rc, out, _ = run_cli(["legend", str(tmp_path / "logs")], capsys)
+    assert rc == 0 and "(as logged)" not in out
+    assert any(line.split()[:1] == ["actor/lr"] and "learning rate" in line for line in out.splitlines()), out
+
+
+def test_a_dropped_key_declared_again_is_shown(tmp_path: Path) -> None:
+    path = write_verl(tmp_path / "logs" / "run1" / "metrics.jsonl")
+    write(tmp_path / "logs" / "steptable.toml", """
+        [schema]
+        name = "mine"
+        extends = "verl"
+        drop = ["actor/lr"]
+
+        [[columns]]
+        key = "actor/lr"
+        header = "LR"
+        fmt = ".0e"
+    """)
+    (run,) = load(path).values()
+    cols = layout([run], detect(run.path, run.keys))
+    assert [c.header for c in cols if c.key == "actor/lr"] == ["LR"]
+
+
+# ------------------------------------------------------------------------------ 2, 3, 8. headers and names
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "words"),
+    [
+        # the step column layout adds is headed "step": a second "step" column, and summary's "step" row another metric
+        ('[schema]\nname = "x"\n[[columns]]\nkey = "actor/loss"\nheader = "step"\n', 5, "header 'step' is the step"),
+        ('[schema]\nname = "x"\n[[columns]]\nkey = "a"\n[[columns]]\nkey = "b"\nheader = " step "\n', 7, "'step'"),
+        # StepLogger's own schemas: by_schema groups runs by name
+        ('[schema]\nname = "steplogger"\n', 2, "StepLogger"),
+        ('[schema]\nname = "steplogger-3"\n\n[[columns]]\nkey = "a"\n', 2, "StepLogger"),
+        # a blank header: a column without a name
+        ('[schema]\nname = "x"\n[[columns]]\nkey = "actor/loss"\nheader = ""\n', 5, "header is empty"),
+        ('[schema]\nname = "x"\n[[columns]]\nkey = "a"\n\n[[columns]]\nkey = "b"\nheader = "   "\n', 8, "empty"),
+        ('[schema]\nname = "x"\nextends = "verl"\n[[columns]]\nkey = "actor/pg_loss"\nheader = ""\n', 6, "empty"),
+    ],
+)
+def test_reserved_headers_and_names_and_blank_headers_are_errors(tmp_path: Path, text: str, line: int, words: str
+                                                                 ) -> None:
+    f = write(tmp_path / "bad.toml", text)
+    with pytest.raises(SchemaFileError) as info:
+        load_schema_file(f)
+    assert (info.value.path, info.value.line) == (str(f), line), str(info.value)
+    assert words in str(info.value)
+
+
+def test_a_step_key_may_be_headed_step_and_other_names_are_free(tmp_path: Path) -> None:
+    s = load_schema_file(write(tmp_path / "ok.toml", """
+        [schema]
+        name = "steploggers"
+        [[columns]]
+        key = "iteration"
+        header = "step"
+        [[columns]]
+        key = "my/step"
+    """))
+    assert [c.header for c in s.cols] == ["step", "my/step"]
+
+
+def test_a_header_step_gives_one_step_column(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    write_rows(tmp_path / "logs" / "r" / "metrics.jsonl", [{"step": s, "actor/loss": 1 / (s + 1)} for s in range(4)])
+    write(tmp_path / "logs" / "steptable.toml", '[schema]\nname = "x"\n[[columns]]\nkey = "actor/loss"\n'
+                                                'header = "step"\n')
+    rc, out, err = run_cli(["tail", str(tmp_path / "logs"), "-n", "1"], capsys)
+    assert rc == 2 and out == "" and "steptable.toml:5:" in err and "step column" in err
+
+
+# ------------------------------------------------------------------------------- 4. a file that applies to none
+
+
+def _plain_run(root: Path, **extra: float) -> Path:
+    path = root / "metrics.jsonl"
+    write_rows(path, [{"step": s, "actor/loss": 1 / (s + 1), **extra} for s in range(4)])
+    return path
+
+
+@pytest.mark.parametrize("cmd", ["tail", "summary", "legend"])
+def test_a_file_that_applies_to_none_of_its_runs_is_said(tmp_path: Path, capsys: pytest.CaptureFixture[str], cmd: str
+                                                         ) -> None:
+    """Only hide globs (no column, no [match], no base) or a misspelt key: the file was passed over in silence. Said
+    once as a warning: the runs are still shown (the file may be meant for runs that have not logged its keys yet)."""
+    _plain_run(tmp_path / "a" / "r")
+    write(tmp_path / "a" / "steptable.toml", '[schema]\nname = "quiet"\nhide = ["actor/*"]\n')
+    rc, out, err = run_cli([cmd, str(tmp_path / "a")], capsys)
+    assert rc == 0 and out != "", out
+    assert err.count("\n") == 1 and "a/steptable.toml:2: applies to none of the 1 run(s)" in err, err
+    assert "(the file is not used)" in err
+    _plain_run(tmp_path / "b" / "r")
+    write(tmp_path / "b" / "steptable.toml", '[schema]\nname = "typo"\n\n[[columns]]\nkey = "actor/los"\n'
+                                             'header = "L"\n')
+    rc, out, err = run_cli([cmd, str(tmp_path / "b")], capsys)
+    assert rc == 0 and "b/steptable.toml:5: applies to none" in err and "'actor/loss'" in err, err
+
+
+def test_a_file_that_applies_to_some_or_says_which_runs_is_not_said(tmp_path: Path, capsys: pytest.CaptureFixture[str]
+                                                                     ) -> None:
+    # one of two runs logs its key
+    _plain_run(tmp_path / "a" / "r1", **{"my/acc": 0.5})
+    _plain_run(tmp_path / "a" / "r2")
+    write(tmp_path / "a" / "steptable.toml", '[schema]\nname = "mine"\n[[columns]]\nkey = "my/acc"\nheader = "ACC"\n')
+    rc, out, _ = run_cli(["tail", str(tmp_path / "a"), "-n", "1"], capsys)
+    assert rc == 0 and "ACC" in out
+    # [match] or a base says which runs it is for: matching none of these is its choice
+    for name, text in (("m", '[schema]\nname = "m"\n[match]\nfiles = ["other*.jsonl"]\n[[columns]]\nkey = "x"\n'),
+                       ("v", '[schema]\nname = "v"\nextends = "verl"\nhide = ["timing_s/*"]\n')):
+        _plain_run(tmp_path / name / "r")
+        write(tmp_path / name / "steptable.toml", text)
+        rc, _, err = run_cli(["tail", str(tmp_path / name), "-n", "1"], capsys)
+        assert rc == 0 and err == "", err
+    # a farther file is not the nearest file of runs that have their own
+    _plain_run(tmp_path / "f" / "exp" / "r")
+    write(tmp_path / "f" / "steptable.toml", '[schema]\nname = "far"\n[[columns]]\nkey = "nope"\n')
+    write(tmp_path / "f" / "exp" / "steptable.toml", '[schema]\nname = "near"\n[[columns]]\nkey = "actor/loss"\n'
+                                                     'header = "L"\n')
+    rc, out, err = run_cli(["tail", str(tmp_path / "f" / "exp"), "-n", "1"], capsys)
+    assert rc == 0 and "L" in header_of(out), err
+
+
+def test_a_file_beside_steplogger_runs_is_for_schema_and_not_said(tmp_path: Path, capsys: pytest.CaptureFixture[str]
+                                                                   ) -> None:
+    """A StepLogger's run keeps the columns it printed with; a file beside it is used by --schema NAME."""
+    cols = [Col("step", 5, "step", "d"), Col("rew", 6, "rew", ".3f")]
+    with StepLogger(cols, run_dir=tmp_path / "logs" / "armA", arm="armA", console=False, alerts=False) as sl:
+        for s in range(3):
+            sl.log({"step": s, "rew": s / 3})
+    from steptable.schemas.registry import unused_files
+
+    write(tmp_path / "logs" / "steptable.toml", '[schema]\nname = "mine"\n[[columns]]\nkey = "rew"\nheader = "R"\n')
+    stores = list(load(tmp_path / "logs").values())
+    assert unused_files(stores) == []
+    rc, out, err = run_cli(["tail", str(tmp_path / "logs"), "-n", "1"], capsys)
+    assert rc == 0 and "rew" in header_of(out), err
+    rc, out, _ = run_cli(["tail", str(tmp_path / "logs"), "-n", "1", "--schema", "mine"], capsys)
+    assert rc == 0 and "R" in header_of(out)
+
+
+def test_unused_files_for_a_viewer_that_says_problems_itself(tmp_path: Path) -> None:
+    from steptable.schemas.registry import unused_files
+
+    _plain_run(tmp_path / "r")
+    write(tmp_path / "steptable.toml", '[schema]\nname = "quiet"\n[[rules]]\npattern = "actor/*"\ndesc = "d"\n')
+    stores = list(load(tmp_path).values())
+    (err,) = unused_files(stores)
+    assert (err.path, err.line) == (str(tmp_path / "steptable.toml"), 2) and "no [match]" in str(err)
+    assert [g for _, g in by_schema(stores)] == [stores]  # (a warning to say: the runs are still laid out)
+
+
+# -------------------------------------------------------------------------------------------- 5. generic
+
+
+def test_a_users_generic_is_the_fallback(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """name = "generic" took the built-in's match (it scores nothing) and detection fell back to the built-in."""
+    write_rows(tmp_path / "logs" / "r" / "metrics.jsonl", [{"step": s, "foo": s / 10, "bar": 1 / (s + 1)}
+                                                           for s in range(4)])
+    verl = write_verl(tmp_path / "logs" / "v" / "metrics.jsonl")
+    write(tmp_path / "logs" / "steptable.toml", """
+        [schema]
+        name = "generic"
+        [[columns]]
+        key = "foo"
+        header = "FOO"
+        fmt = ".2f"
+    """)
+    s = detect(tmp_path / "logs" / "r" / "metrics.jsonl", ["step", "foo", "bar"])
+    assert s.name == "generic" and s.source.endswith("steptable.toml")
+    assert detect(verl, ["step", "actor/pg_loss", "critic/score/mean", "timing_s/step"]).name == "verl"
+    assert detect(tmp_path / "elsewhere.jsonl", ["step", "foo"]).source == "built-in"
+    rc, out, _ = run_cli(["tail", str(tmp_path / "logs" / "r"), "-n", "1"], capsys)
+    assert rc == 0 and header_of(out)[:2] == ["step", "FOO"], out
+
+
+# ------------------------------------------------------------------------------------------ 6. one build
+
+
+def test_a_file_is_built_once_for_all_its_runs_and_again_when_it_changes(
+    tmp_path: Path, xdg: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every detection built the file again (600 builds for 200 runs, 5 s of a summary with 300 columns)."""
+    builds: list[str] = []
+    real = Schema
+
+    def counting(name: str, *args: Any, **kwargs: Any) -> Schema:
+        builds.append(name)
+        return real(name, *args, **kwargs)
+
+    monkeypatch.setattr(user_module, "Schema", counting)
+    write(xdg / "base.toml", '[schema]\nname = "labbase"\n[[columns]]\nkey = "lab/acc"\n')
+    f = write(tmp_path / "logs" / "steptable.toml", '[schema]\nname = "lab"\nextends = "labbase"\n[match]\n'
+                                                    'keys = ["lab/*"]\n[[columns]]\nkey = "lab/loss"\n')
+    paths = [_plain_run(tmp_path / "logs" / f"r{i}", **{"lab/acc": 0.5}) for i in range(5)]
+    found = {id(detect(p, ["step", "lab/acc"])) for p in paths}
+    assert len(found) == 1 and len(builds) == 2  # the config base and the log directory's file, once each
+    before = detect(paths[0], ["step", "lab/acc"])
+    f.write_text(f.read_text().replace('"lab/loss"', '"lab/kl"'))
+    st = f.stat()
+    os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))
+    after = detect(paths[0], ["step", "lab/acc"])
+    assert after is not before and after.col("lab/kl") is not None and len(builds) == 3
+    # the base edited: the file extending it is built on the new one
+    base = xdg / "base.toml"
+    base.write_text(base.read_text().replace('"lab/acc"', '"lab/acc"\nheader = "ACC"'))
+    st = base.stat()
+    os.utime(base, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))
+    col = detect(paths[0], ["step", "lab/acc"]).col("lab/acc")
+    assert col is not None and col.header == "ACC" and len(builds) == 5
+
+
+def test_many_columns_keep_their_declared_order_with_overrides_and_after(tmp_path: Path) -> None:
+    body = "".join(f'[[columns]]\nkey = "m/k{i}"\n' for i in range(299))
+    body += '[[columns]]\nkey = "m/k299"\nafter = "m/k0"\n[[columns]]\nkey = "m/new"\nafter = "m/k299"\n'
+    s = load_schema_file(write(tmp_path / "many.toml", '[schema]\nname = "many"\n' + body))
+    keys = [c.key for c in s.cols]
+    assert keys[:4] == ["m/k0", "m/k299", "m/new", "m/k1"] and keys[-1] == "m/k298" and len(keys) == 301
+    v = load_schema_file(write(tmp_path / "v.toml", '[schema]\nname = "v"\nextends = "verl"\ndrop = ["actor/lr"]\n'
+                                                    '[[columns]]\nkey = "critic/kl"\nafter = "step"\n'))
+    verl = get_schema("verl")
+    assert [c.key for c in v.cols] == ["step", "critic/kl"] + [c.key for c in verl.cols[1:]
+                                                               if c.key not in ("critic/kl", "actor/lr")]
+
+
+# ---------------------------------------------------------------------------------------------- 7. fmt width
+
+
+def test_a_fmt_without_a_width_gets_room_for_its_text(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """fmt = ".6f" got the header's width (6) and every value its compact form (.0345)."""
+    write_rows(tmp_path / "logs" / "r" / "metrics.jsonl", [{"step": s, "actor/loss": 1 / (s + 1)} for s in range(30)])
+    write(tmp_path / "logs" / "steptable.toml", """
+        [schema]
+        name = "mine"
+        [[columns]]
+        key = "actor/loss"
+        header = "loss"
+        fmt = ".6f"
+        [[columns]]
+        key = "my/pct"
+        fmt = ".1%"
+        [[columns]]
+        key = "my/w"
+        fmt = ".2f"
+        width = 5
+    """)
+    s = get_schema("mine", near=tmp_path / "logs")
+    assert [(c.key, c.width) for c in s.cols] == [("actor/loss", 8), ("my/pct", 6), ("my/w", 5)]
+    rc, out, _ = run_cli(["tail", str(tmp_path / "logs"), "-n", "1"], capsys)
+    assert rc == 0 and out.splitlines()[1].split() == ["29", "0.033333"], out
+    v = load_schema_file(write(tmp_path / "v.toml", '[schema]\nname = "v"\nextends = "verl"\n[[columns]]\n'
+                                                    'key = "actor/pg_loss"\nfmt = "+.6f"\n'))
+    col = v.col("actor/pg_loss")
+    assert col is not None and col.width == 9
+
+
+def test_the_watch_session_says_an_unused_file_once(tmp_path: Path) -> None:
+    from steptable.app.session import Session
+
+    _plain_run(tmp_path / "r")
+    write(tmp_path / "steptable.toml", '[schema]\nname = "quiet"\nhide = ["actor/*"]\n')
+    (store,) = load(tmp_path).values()
+    session = Session()
+    session.update("r", store)
+    session.update("r", store)
+    assert len(session.problems) == 1 and "applies to none" in session.problems[0]
+    assert "(the file is not used)" in session.problems[0] and session.layout
