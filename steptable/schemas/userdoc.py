@@ -1,0 +1,179 @@
+"""The document layer of user schema files: where ``steptable.toml`` files are found, reading one (size, UTF-8,
+TOML, the fields each table may hold) and the line a problem is at. ``steptable.schemas.user`` builds schemas from
+these documents."""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from steptable.schemas.base import Schema
+
+
+def _toml() -> Any:
+    """The TOML parser, imported on first use: ``tomllib`` (3.11+) or the ``tomli`` package it came from (3.10)."""
+    try:
+        import tomllib  # type: ignore[import-not-found, unused-ignore]
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib  # type: ignore[import-not-found, no-redef, unused-ignore]
+    return tomllib
+
+#: a schema file larger than this is an error (a few hundred columns take a few kilobytes)
+MAX_SCHEMA_BYTES = 1 << 20
+#: file name of a log directory's schema
+LOCAL_NAME = "steptable.toml"
+#: parents of a run file searched for LOCAL_NAME
+LOCAL_DEPTH = 4
+
+_SCHEMA_FIELDS: dict[str, type] = {
+    "name": str, "extends": str, "description": str, "extend": bool, "hide": list, "drop": list,
+}
+_MATCH_FIELDS: dict[str, type] = {"files": list, "keys": list}
+_COLUMN_FIELDS: dict[str, type] = {
+    "key": str, "width": int, "header": str, "fmt": str, "desc": str, "better": str, "align": str, "stream": bool,
+    "aliases": list, "after": str,
+}
+_RULE_FIELDS: dict[str, type] = {"pattern": str, "desc": str, "better": str, "fmt": str, "hide": bool, "promote": bool}
+_TABLES: dict[str, dict[str, type]] = {
+    "schema": _SCHEMA_FIELDS, "match": _MATCH_FIELDS, "columns": _COLUMN_FIELDS, "rules": _RULE_FIELDS,
+}
+
+
+class SchemaFileError(ValueError):
+    """A user schema file that cannot be used; ``str()`` is ``<file>:<line>: <message>``."""
+
+    def __init__(self, path: str, line: int | None, message: str) -> None:
+        self.path = path
+        self.line = line
+        self.message = message
+        super().__init__(f"{path}:{line}: {message}" if line else f"{path}: {message}")
+
+
+def config_dir() -> Path:
+    """The directory of the user's own schemas."""
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "steptable" / "schemas"
+
+
+def schema_files(near: str | os.PathLike[str] | None = None) -> list[Path]:
+    """User schema files that apply to runs at ``near``: the nearest log-directory file first, then the user's."""
+    out = _local_files(near) if near is not None else []
+    cfg = config_dir()
+    if cfg.is_dir():
+        out += sorted(f for f in cfg.glob("*.toml") if f.is_file())
+    return out
+
+
+def _local_files(near: str | os.PathLike[str]) -> list[Path]:
+    """The log directories' files at ``near``, nearest first."""
+    out: list[Path] = []
+    p = Path(near).absolute()  # ("." has no parents: a steptable.toml above the current directory was missed)
+    start = p if p.is_dir() else p.parent
+    for d in [start, *list(start.parents)[:LOCAL_DEPTH]]:
+        f = d / LOCAL_NAME
+        if os.path.lexists(f):  # a directory or FIFO of that name is an error to report, not to pass over
+            out.append(f)  # (each of them: a nearer file that matches other runs does not hide a farther one)
+    return out
+
+
+def nearest_local(near: str | os.PathLike[str]) -> Path | None:
+    """The log directory's file nearest to ``near`` (the one whose problems are reported), if there is one."""
+    found = _local_files(near)
+    return found[0] if found and found[0].parent != config_dir() else None
+
+
+@dataclass
+class _Doc:
+    """A parsed file: its text (for line numbers), its data, and the schemas built from it, by the base each was
+    built on (a detection asks for the file's schema for every run: 600 builds for 200 runs were 5 s of a summary)."""
+
+    path: str
+    text: str
+    data: dict[str, Any]
+    built: dict[int, tuple[Schema | None, Schema]] = field(default_factory=dict)
+
+    def fail(self, message: str, table: str | None = None, index: int | None = None, key: str | None = None) -> None:
+        raise SchemaFileError(self.path, _line_of(self.text, table, index, key), message)
+
+
+_TABLE_LINE = re.compile(r"^\s*(\[\[?)\s*([^\]]+?)\s*\]\]?\s*(#.*)?$")
+
+
+def _line_of(text: str, table: str | None, index: int | None, key: str | None) -> int | None:
+    """1-based line of ``key`` inside the ``index``-th ``[[table]]`` (or ``[table]``; or at the top level)."""
+    lines = text.splitlines()
+    start, seen = -1, -1
+    if table is not None:
+        for i, line in enumerate(lines):
+            m = _TABLE_LINE.match(line)
+            if m and m.group(2).strip("\"'") == table and (m.group(1) == "[[") == (index is not None):
+                seen += 1
+                if index is None or seen == index:
+                    start = i
+                    break
+        if start < 0:  # an inline table or array: point at the key that holds it
+            key, table = table, None
+    found = re.compile(rf"^\s*[\"']?{re.escape(key)}[\"']?\s*=") if key is not None else None
+    for j in range(start + 1, len(lines)):
+        if start >= 0 and _TABLE_LINE.match(lines[j]):
+            break
+        if found is not None and found.match(lines[j]):
+            return j + 1
+    return start + 1 if start >= 0 else None
+
+
+def _read(path: Path) -> _Doc:
+    try:
+        st = os.stat(path)
+        if not stat.S_ISREG(st.st_mode):  # a FIFO would block the read
+            raise SchemaFileError(str(path), None, "not a regular file")
+        if st.st_size > MAX_SCHEMA_BYTES:
+            raise SchemaFileError(str(path), None, f"{st.st_size:,} bytes: larger than a schema file can be "
+                                                   f"({MAX_SCHEMA_BYTES:,})")
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise SchemaFileError(str(path), None, f"cannot read the file ({e})") from None
+    toml = _toml()
+    try:
+        data = toml.loads(text)
+    except toml.TOMLDecodeError as e:
+        m = re.search(r"line (\d+)", str(e))
+        raise SchemaFileError(str(path), int(m.group(1)) if m else None, f"not valid TOML: {e}") from None
+    return _Doc(str(path), text, data)
+
+
+def _check_fields(doc: _Doc, table: str, entry: Any, index: int | None) -> dict[str, Any]:
+    fields = _TABLES[table]
+    where = f"[[{table}]] #{index + 1}" if index is not None else f"[{table}]"
+    if not isinstance(entry, dict):
+        doc.fail(f"{where} must be a table", table, index)
+    for k, v in entry.items():
+        want = fields.get(k)
+        if want is None:
+            doc.fail(f"{where}: unknown field {k!r} (known: {', '.join(fields)})", table, index, k)
+        elif not isinstance(v, want) or (want is int and isinstance(v, bool)):
+            doc.fail(f"{where}: {k} must be {want.__name__}, got {type(v).__name__} {v!r}", table, index, k)
+        elif isinstance(v, list) and not all(isinstance(x, str) for x in v):
+            doc.fail(f"{where}: {k} must be a list of strings", table, index, k)
+    return dict(entry)
+
+
+_CACHE: dict[Path, tuple[tuple[int, int], _Doc]] = {}
+
+
+def _doc(path: Path) -> _Doc:
+    try:
+        st = path.stat()
+        stamp = (st.st_mtime_ns, st.st_size)
+    except OSError:
+        stamp = (-1, -1)
+    hit = _CACHE.get(path)
+    if hit is not None and hit[0] == stamp:
+        return hit[1]
+    doc = _read(path)
+    _CACHE[path] = (stamp, doc)
+    return doc
