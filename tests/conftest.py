@@ -5,6 +5,7 @@ import json
 import os
 import subprocess
 import sys
+import textwrap
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -98,6 +99,20 @@ def run_cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, s
     rc = main(argv)
     out, err = capsys.readouterr()
     return rc, out, err
+
+
+@pytest.fixture
+def xdg(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """The user's schema directory, empty and private to the test (XDG_CONFIG_HOME under tmp_path)."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    return tmp_path / "xdg" / "steptable" / "schemas"
+
+
+def write(path: Path, text: str) -> Path:
+    """``text`` (dedented) to ``path``, its directory made."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(text).lstrip("\n"), encoding="utf-8")
+    return path
 
 
 def write_rows(path: Path, rows: Iterable[Mapping[str, Any]]) -> None:

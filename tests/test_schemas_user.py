@@ -3,27 +3,17 @@
 from __future__ import annotations
 
 import os
-import textwrap
 from pathlib import Path
 
 import pytest
+from conftest import write
 from fixtures_gen import write_verl
 
 from steptable.ingest import load
 from steptable.schemas import SchemaFileError, detect, get_schema, layout, load_schema_file, schema_files
 from steptable.schemas.user import config_dir
 
-
-@pytest.fixture(autouse=True)
-def xdg(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
-    return tmp_path / "xdg" / "steptable" / "schemas"
-
-
-def write(path: Path, text: str) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(textwrap.dedent(text).lstrip("\n"), encoding="utf-8")
-    return path
+pytestmark = pytest.mark.usefixtures("xdg")  # (no user's schema directory leaks in)
 
 
 MINE = """

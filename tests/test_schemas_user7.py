@@ -4,12 +4,11 @@ to none of its runs, a user's generic, one build per file, fmt widths and blank 
 from __future__ import annotations
 
 import os
-import textwrap
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import run_cli, write_rows
+from conftest import run_cli, write, write_rows
 from fixtures_gen import write_verl
 
 from steptable import Col, StepLogger
@@ -17,17 +16,7 @@ from steptable.ingest import load
 from steptable.schemas import Schema, SchemaFileError, by_schema, detect, get_schema, layout, load_schema_file
 from steptable.schemas import user as user_module
 
-
-@pytest.fixture(autouse=True)
-def xdg(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
-    return tmp_path / "xdg" / "steptable" / "schemas"
-
-
-def write(path: Path, text: str) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(textwrap.dedent(text).lstrip("\n"), encoding="utf-8")
-    return path
+pytestmark = pytest.mark.usefixtures("xdg")  # (no user's schema directory leaks in)
 
 
 def header_of(out: str) -> list[str]:
