@@ -176,6 +176,15 @@ def open_append(path: str | os.PathLike[str]) -> int:
     return fd
 
 
+def _dir_id(path: Path) -> tuple[int, int] | None:
+    """(device, inode) of the directory at ``path`` (symlinks followed), None when there is none."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
 def encode_row(record: Mapping[str, Any]) -> bytes:
     """One strict-JSON line (with its newline)."""
     text = json.dumps(jsonable(record), allow_nan=False, ensure_ascii=False, separators=(",", ":"))
@@ -193,6 +202,7 @@ class RunWriter:
         self._pending_bytes = 0
         self._size = 0  # the file's size after our last write (to settle a write cut short by a signal)
         self._checked = time.monotonic()  # when the path was last seen to lead to the open file
+        self._dir: tuple[int, int] | None = None  # (device, inode) of the directory the open file was opened in
         # After a short write: (device, inode, size after it, the whole row). The rest of that row is _pending[0]
         # and may only go right after its start, in the same file; anywhere else the whole row is written again.
         self._partial: tuple[int, int, int, bytes] | None = None
@@ -303,8 +313,10 @@ class RunWriter:
             pass
 
     def _moved(self, fh: BinaryIO) -> bool:
-        """Does the path lead to another file than the open one (renamed away, replaced)? Asked at most once a
-        second (two stat calls), and not of a deleted file (the check after the write reopens that one)."""
+        """Was the open file rotated: renamed away (or replaced) inside the directory it was opened in, which still
+        holds the path? Asked at most once a second (three stat calls), and not of a deleted file (the check after
+        the write reopens that one). A directory moved or a symlink re-pointed (``outputs/latest`` to the next
+        run) is not a rotation: the rows go on into the open file, never into another run's."""
         now = time.monotonic()
         if now - self._checked < MOVED_CHECK_S:
             return False
@@ -313,7 +325,8 @@ class RunWriter:
             st = os.fstat(fh.fileno())
         except OSError:
             return False
-        return st.st_nlink > 0 and self._replaced(st)
+        return st.st_nlink > 0 and self._dir is not None and _dir_id(self.path.parent) == self._dir \
+            and self._replaced(st)
 
     def _replaced(self, st: os.stat_result) -> bool:
         """Does the path no longer lead to the open file? (/dev/stdout on a deleted file still does.)"""
@@ -329,6 +342,7 @@ class RunWriter:
         if self._fh is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             fh = open(open_append(self.path), "ab", buffering=0)
+            self._dir = _dir_id(self.path.parent)  # (the directory it was opened in, through any symlink)
             try:
                 st = os.fstat(fh.fileno())
                 self._size = st.st_size

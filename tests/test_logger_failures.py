@@ -758,3 +758,33 @@ def test_a_rotated_jsonl_gets_the_rows_after_the_rotation(tmp_path: Path, monkey
     assert old == list(range(10)) and steps == list(range(10, 20))
     told = capsys.readouterr().err + "".join(captured)  # (stderr, or loguru where setup_logging ran before)
     assert told.count("was moved or replaced during the run") == 1
+
+
+def test_a_moved_run_directory_or_a_repointed_symlink_is_no_rotation(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """run_dir=outputs/latest (a symlink the next launch points at its own run), or the run directory renamed while
+    training: the rows go on into the open file (a reopen wrote one run's rows into the next run's file, or split
+    the run in two)."""
+    monkeypatch.setattr(writer, "MOVED_CHECK_S", 0.0)
+    a, b = tmp_path / "run-A", tmp_path / "run-B"
+    a.mkdir()
+    b.mkdir()
+    latest = tmp_path / "latest"
+    latest.symlink_to(a)
+    sl = StepLogger(COLS, run_dir=latest, console=False, alerts=False)
+    for s in range(6):
+        if s == 3:
+            latest.unlink()
+            latest.symlink_to(b)  # the next run started
+        sl.log({"step": s, "loss": 0.5})
+    sl._writer.close()  # type: ignore[union-attr]
+    assert [json.loads(x)["step"] for x in (a / "metrics.jsonl").read_text().splitlines()] == list(range(6))
+    assert not (b / "metrics.jsonl").exists()
+    moved = StepLogger(COLS, run_dir=tmp_path / "exp1", console=False, alerts=False)
+    for s in range(6):
+        if s == 3:
+            (tmp_path / "exp1").rename(tmp_path / "exp1_lr1e-6")
+        moved.log({"step": s, "loss": 0.5})
+    moved._writer.close()  # type: ignore[union-attr]
+    rows = (tmp_path / "exp1_lr1e-6" / "metrics.jsonl").read_text().splitlines()
+    assert [json.loads(x)["step"] for x in rows] == list(range(6)) and not (tmp_path / "exp1").exists()
