@@ -321,3 +321,28 @@ def test_the_watch_session_says_an_unused_file_once(tmp_path: Path) -> None:
     session.update("r", store)
     assert len(session.problems) == 1 and "applies to none" in session.problems[0]
     assert "(the file is not used)" in session.problems[0] and session.layout
+
+
+def test_a_hide_glob_spares_the_columns_the_file_declares_itself(tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """hide = ["timing_s/*"] with the file's own [[columns]] timing_s/gen: "hide the group, keep the one I declared"
+    lost the declared column too."""
+    write_verl(tmp_path / "logs" / "run" / "grpo.jsonl")
+    write(tmp_path / "logs" / "steptable.toml", """
+        [schema]
+        name = "mine"
+        extends = "verl"
+        hide = ["timing_s/*"]
+
+        [[columns]]
+        key = "timing_s/gen"
+        header = "gen_s"
+    """)
+    rc, out, _ = run_cli(["tail", str(tmp_path / "logs"), "--width", "0", "-n", "1"], capsys)
+    head = header_of(out)
+    assert rc == 0 and "gen_s" in head and "t_step" not in head, head
+    plain = tmp_path / "plain"  # extending verl without a hide keeps verl's own timing columns
+    write_verl(plain / "run" / "grpo.jsonl")
+    write(plain / "steptable.toml", '[schema]\nname = "mine2"\nextends = "verl"\n')
+    rc, out, _ = run_cli(["tail", str(plain), "--width", "0", "-n", "1"], capsys)
+    assert rc == 0 and {"t_step", "t_gen"} <= set(header_of(out))

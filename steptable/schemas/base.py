@@ -81,6 +81,9 @@ class Schema:
     #: declared columns kept out of the default layout (a StepLogger's dump-only timings): a filter shows them
     #: as declared (width, format, header), where a hidden key of a rule is measured as an undeclared one
     extra: tuple[Col, ...] = ()
+    #: declared columns kept out of the default layout: those a user's file takes from the schema it extends and
+    #: hides with its own glob (``hide = ["timing_s/*"]`` over verl's timings); never one the file declares itself
+    hides: frozenset[str] = field(default=frozenset(), compare=False)
 
     def __post_init__(self) -> None:
         validate(self.cols + self.extra)
@@ -289,7 +292,7 @@ def layout(
                 continue
             consumed.update(aliases)
             # a hidden declared column (a user's hide glob over a base's columns) is out unless a filter asks
-            if patterns or c.key == step_key or not schema.hidden(c.key):
+            if patterns or c.key == step_key or c.key not in schema.hides:
                 out.append(c)
                 used.add(c.key)
         for d in ok.values():

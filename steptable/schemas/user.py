@@ -237,6 +237,8 @@ def _build_schema(
         derived=tuple(d for d in base.derived if d.key in cols) if base is not None else (),
         side_files=base.side_files if base is not None else (),
         source=doc.path,
+        hides=frozenset(c.key for c in final if c.key not in user_index
+                        and any(fnmatchcase(c.key, p) for p in head.get("hide", []))),
     )
 
 
