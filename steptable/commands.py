@@ -30,7 +30,8 @@ def add_commands(sub: Any) -> None:
         "noise (2 standard errors).",
         epilog="Exit status: 0 when the runs were read, whatever their alerts say (error alerts included: read the "
         "alerts lines; `steptable tail --alerts-only PATH` exits 1 on an error alert); 2 for a usage error, a path "
-        "that does not exist, no metrics file found, no readable row, or a run that could not be read (the summary "
+        "that does not exist, --columns that match no column at all, no metrics file found, no readable row, or a "
+        "run that could not be read (the summary "
         "of what was read is still printed, except when nothing was found).",
     )
     s.add_argument("paths", nargs="+", help="metrics files or directories")

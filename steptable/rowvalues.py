@@ -42,7 +42,7 @@ def _numeric(array: Any) -> bool:
         ("torch.int", "torch.uint", "torch.bool"))
 
 
-#: items of nested mappings a row's view spreads out at most (a 20k-entry Counter logged each step must not cost
+#: items of one nested mapping a row's view spreads out at most (a 20k-entry Counter logged each step must not cost
 #: milliseconds a row for columns that never read it)
 MAX_LEAVES = 1024
 
@@ -59,7 +59,7 @@ def flat(cells: dict[str, Any]) -> dict[str, Any]:
     if not any(_nested(v) for v in cells.values()):
         return cells
     out: dict[str, Any] = {}
-    left = [MAX_LEAVES]
+    left = [0]
 
     def spread(prefix: str, m: Mapping[Any, Any], path: frozenset[int]) -> None:
         for k, v in list(m.items()):
@@ -75,6 +75,7 @@ def flat(cells: dict[str, Any]) -> dict[str, Any]:
         if not _nested(v):
             out[k] = v
             continue
+        left[0] = MAX_LEAVES  # each top-level mapping its own: a big histogram first must not starve train/loss
         try:
             spread(f"{k}/", v, frozenset({id(v)}))
         except Exception:  # a mapping that cannot be read is left for the writer to make text of

@@ -31,7 +31,8 @@ def add_parser(sub: Any) -> None:
         description="Print runs as the fixed-width table (or JSONL, CSV, markdown); with -f, keep printing what is "
         "new until stopped. Bad lines go to stderr as path:line: reason.",
         epilog="Exit status: 0 success; 1 an error alert fired (--alerts-only); 2 a usage error, a path that does not "
-        "exist, or nothing readable (no metrics file, no readable row, a run that could not be read). A metrics "
+        "exist, --columns that match no column at all (one-shot), or nothing readable (no metrics file, no readable "
+        "row, a run that could not be read). A metrics "
         "file without a row yet is a run just started: 0 and 'no rows yet', but 2 with --alerts-only (nothing was "
         "checked; a trainer that died before its first step must not pass as 'no alerts'). With -f the "
         "same, when the watch ends (Ctrl-C, TERM or HUP, however many; a reader that left): 1 if an error alert "

@@ -331,3 +331,17 @@ def test_a_row_cut_short_does_not_take_the_row_written_after_it(tmp_path: Path,
     assert ("armB", 10, 0.7) in got and ("armA", 10, 0.7) not in got
     assert not any(r[1] == 11 for r in got) and not any("a" in json.loads(x) for x in out.splitlines())
     assert "ran into this one" in err and ":22: malformed JSON" in err
+
+
+def test_a_row_cut_right_after_a_nested_object_is_not_taken_for_a_glued_row() -> None:
+    """{"step": 3, "loss": .4, "eval": {"step": 3, "loss": .9}  (killed before the last brace): the nested eval
+    object named a step and ran to the line's end, so it was kept as the row (loss .9 in the train column)."""
+    from steptable.ingest.parse import LineError, decode_line
+
+    with pytest.raises(LineError, match="malformed JSON"):
+        decode_line(b'{"step": 3, "loss": 0.4, "eval": {"step": 3, "loss": 0.9}')
+    with pytest.raises(LineError, match="malformed JSON"):
+        decode_line(b'{"step": 3, "a": {"b": {"step": 3, "loss": 0.9}}')
+    told: list[str] = []  # a glued row is still found
+    assert decode_line(b'{"step": 9, "rew": 0.{"step": 9, "rew": 0.7}', told.append) == {"step": 9, "rew": 0.7}
+    assert told

@@ -230,3 +230,13 @@ def test_a_relaunch_that_logs_more_metrics_replaces_the_crashed_rows(tmp_path: P
     assert rc == 0 and "kl" not in out
     table = [ln for ln in (tmp_path / "table.txt").read_text().splitlines() if not ln.lstrip().startswith("step")]
     assert len(table) == 200 and table[-1].split()[0] == "199"
+
+
+def test_a_big_nested_mapping_does_not_starve_the_declared_columns(captured: list[str]) -> None:
+    """A 1500-entry per-task dict logged before {"train": {"loss": x}}: the row's one budget went to the tasks and
+    stdout showed nan for train/loss (the file had the value)."""
+    cols = [Col("step", 4, "step", "d"), Col("train/loss", 6, "loss"), Col("eval/acc", 5, "acc")]
+    sl = StepLogger(cols, alerts=False)
+    line = sl.log({"step": 0, "tasks": {str(i): i for i in range(1500)}, "train": {"loss": 0.25},
+                   "eval": {"acc": 0.5}})
+    assert line is not None and line.split()[1:] == [".25", ".5"], line

@@ -346,3 +346,14 @@ def test_a_hide_glob_spares_the_columns_the_file_declares_itself(tmp_path: Path,
     write(plain / "steptable.toml", '[schema]\nname = "mine2"\nextends = "verl"\n')
     rc, out, _ = run_cli(["tail", str(plain), "--width", "0", "-n", "1"], capsys)
     assert rc == 0 and {"t_step", "t_gen"} <= set(header_of(out))
+
+
+def test_a_huge_format_width_is_refused_before_it_is_formatted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                                                ) -> None:
+    """fmt = ">500000000.2f" was formatted (half a gigabyte) to size the column before the spec check refused it."""
+    formatted: list[Any] = []
+    monkeypatch.setattr(user_module, "format_value", lambda *a, **kw: formatted.append(a) or "x")
+    f = write(tmp_path / "s.toml", '[schema]\nname = "x"\n\n[[columns]]\nkey = "a"\nfmt = ">500000000.2f"\n')
+    with pytest.raises(SchemaFileError, match="a width or precision over"):
+        load_schema_file(f)
+    assert formatted == []

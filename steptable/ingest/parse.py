@@ -287,7 +287,15 @@ _GLUE_TRIES: Final = 8
 def _after_cut(line: bytes) -> dict[str, Any] | None:
     """The whole row at the end of ``line`` when the line is a row cut short with another row appended to it (arms
     sharing a file, one of them killed mid-write: ``{"step":10,"rew":0.{"step":10,...}``), else None. The row must
-    name a step: a cut row's nested object (``{"a": 1}``) is no row."""
+    name a step: a cut row's nested object (``{"a": 1}``) is no row, and a line that only lacks its closing braces
+    (``{"step": 3, "eval": {"step": 3, "loss": .9}``: a row cut right after a nested object) is a cut row, not a
+    glued one."""
+    for close in (b"}", b"}}", b"}}}"):
+        try:
+            _DECODER.decode(line + close)
+            return None
+        except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError, RecursionError):
+            pass
     for n, m in enumerate(_OBJECT_START.finditer(line, 1)):
         if n >= _GLUE_TRIES:
             break

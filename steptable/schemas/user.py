@@ -57,7 +57,7 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
-from steptable.columns import Col, ColumnError
+from steptable.columns import Col, ColumnError, check_fmt
 from steptable.formatting import display_width, format_value, sanitize
 from steptable.schemas.base import META_KEYS, STEP_KEYS, Rule, Schema
 from steptable.schemas.headers import short_headers
@@ -94,6 +94,7 @@ def _fmt_width(fmt: str | None) -> int:
     value in the compact form instead of the spec the user asked for."""
     if fmt is None or fmt == "frac":
         return 0
+    check_fmt(fmt, "column")  # (first: ">500000000.2f" would be formatted before it is refused)
     return display_width(format_value(1.5, fmt, 1000, fill=False))
 
 
