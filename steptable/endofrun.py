@@ -118,6 +118,7 @@ class Plan:
         self.chunks: list[_Chunk] = []
         self.count = 0  # file rows of the arm so far
         self.went_back = 0  # rows whose step went back over rows after it (a resume: those were dropped)
+        self._other: tuple[int, str | None, int] = (-1, None, 0)  # (keys known, step key, their bits not metrics)
         self.step_key: str | None = None
         self.shared = False  # rows of other arms in the file
 
@@ -279,8 +280,12 @@ class Plan:
         shared = sum(1 for k in metric if k in bits and held >> bits[k] & 1)
         if not metric or not shared:
             return False
-        other = sum(1 << b for k, b in bits.items() if k == self.step_key or k in BOOKKEEPING_KEYS)
-        return shared * 2 >= len(metric) or shared * 2 > (held & ~other).bit_count()
+        if shared * 2 >= len(metric):
+            return True
+        if self._other[0] != len(bits) or self._other[1] != self.step_key:  # (bits only grow: made again then)
+            mask = sum(1 << b for k, b in bits.items() if k == self.step_key or k in BOOKKEEPING_KEYS)
+            self._other = (len(bits), self.step_key, mask)
+        return shared * 2 > (held & ~self._other[2]).bit_count()
 
     # --- the second pass ----------------------------------------------------------------------------------------
 

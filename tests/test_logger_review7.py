@@ -240,3 +240,28 @@ def test_a_big_nested_mapping_does_not_starve_the_declared_columns(captured: lis
     line = sl.log({"step": 0, "tasks": {str(i): i for i in range(1500)}, "train": {"loss": 0.25},
                    "eval": {"acc": 0.5}})
     assert line is not None and line.split()[1:] == [".25", ".5"], line
+
+
+def test_a_late_evaluation_carrying_the_epoch_joins_its_step(tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """An async evaluator logs {"step": 5, "eval/acc": .41, "epoch": 1.25} after step 9: one score and the epoch
+    the train row has too read as a resume of step 5, and steps 6-9 were dropped (tail, summary, table.txt)."""
+    from conftest import run_cli
+
+    cols = [Col("step", 4, "step", "d"), Col("loss", 6, "loss"), Col("eval/acc", 5, "acc")]
+    sl = StepLogger(cols, run_dir=tmp_path, console=False, alerts=False)
+    for s in range(1, 13):
+        sl.log({"step": s, "loss": 1 / s, "reward": 0.1 * s, "lr": 1e-5, "epoch": s / 4})
+        if s == 9:
+            sl.log({"step": 5, "eval/acc": 0.41, "epoch": 1.25})
+    sl.log({"step": 12, "epoch": 3.0})  # a counter-only row, then a late eval of its step
+    sl.log({"step": 12, "eval/acc": 0.5, "eval/loss": 0.7, "epoch": 3.0})
+    sl.close()
+    rc, out, _ = run_cli(["summary", str(tmp_path)], capsys)
+    assert rc == 0 and "resumed" not in out and "steps 1-12" in out, out
+    rc, out, _ = run_cli(["tail", str(tmp_path), "--format", "csv", "-n", "0"], capsys)
+    lines = out.splitlines()
+    at = lines[0].split(",").index("step")
+    assert [line.split(",")[at] for line in lines[1:]] == [str(s) for s in range(1, 13)]
+    table = [ln.split() for ln in (tmp_path / "table.txt").read_text().splitlines()[1:]]
+    assert [r[0] for r in table] == [str(s) for s in range(1, 13)] and table[4][2] == ".41"

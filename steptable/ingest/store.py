@@ -43,7 +43,7 @@ from operator import lt
 from pathlib import Path
 from typing import Any
 
-from steptable.ingest.parse import BadLine
+from steptable.ingest.parse import STEP_KEYS, BadLine
 from steptable.ingest.table import MAX_KEYS, WALL_KEYS, ColumnTable, cols_to_rows, rows_to_cols
 
 MAX_BAD_KEPT = 1000
@@ -51,8 +51,10 @@ MAX_BAD_KEPT = 1000
 MAX_BAD_RECENT = 100
 #: in-place edits remembered; a viewer further behind than this starts over from its first row
 MAX_EDITS = 4096
-#: keys that say nothing about whether two rows are the same measurement (resume vs merge test; endofrun's too)
-BOOKKEEPING_KEYS = frozenset(WALL_KEYS) | {"arm", "run"}
+#: keys that say nothing about whether two rows are the same measurement (resume vs merge test; endofrun's too):
+#: clocks, names, and counters an evaluation row carries as well as a training row (an HF eval row's epoch, a
+#: second step key): an eval of step 5 logged late with one score and the epoch read as a resume of step 5
+BOOKKEEPING_KEYS = frozenset(WALL_KEYS) | {"arm", "run", "epoch"} | frozenset(STEP_KEYS)
 
 
 @dataclass(slots=True)
@@ -401,9 +403,14 @@ class RunStore(ColumnTable):
         shared = sum(self._present(i, k) and measured(self._cell(i, k)) for k in metric)
         if not metric or not shared:
             return False
-        # half of its own measurements, or more than half of the old row's: a relaunch that logs more metrics than
-        # the crashed run (diagnostics added) repeats most of the old row's, though not half of its own; a late
-        # evaluation that carries the epoch shares one key of a two-key row, no more
-        held = sum(self._present(i, k) and measured(self._cell(i, k))
-                   for k in self.keys if k != self.step_key and k not in BOOKKEEPING_KEYS)
-        return shared * 2 >= len(metric) or shared * 2 > held
+        if shared * 2 >= len(metric):
+            return True
+        # or more than half of the old row's: a relaunch that logs more metrics than the crashed run (diagnostics
+        # added) repeats most of the old row's, though not half of its own (counted until it is decided)
+        held = 0
+        for k in self.keys:
+            if k != self.step_key and k not in BOOKKEEPING_KEYS and self._present(i, k) and measured(self._cell(i, k)):
+                held += 1
+                if held >= shared * 2:
+                    return False
+        return True
