@@ -357,3 +357,26 @@ def test_a_huge_format_width_is_refused_before_it_is_formatted(tmp_path: Path, m
     with pytest.raises(SchemaFileError, match="a width or precision over"):
         load_schema_file(f)
     assert formatted == []
+
+
+def test_hiding_reaches_through_a_rule_and_a_schema_that_extends_another(tmp_path: Path, xdg: Path,
+                                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """[[rules]] hide = true over verl's timings, and a schema extending a user schema that hides them: both showed
+    the timing columns again once hiding became a field of the schema."""
+    write_verl(tmp_path / "a" / "run" / "grpo.jsonl")
+    write(tmp_path / "a" / "steptable.toml", """
+        [schema]
+        name = "ruled"
+        extends = "verl"
+
+        [[rules]]
+        pattern = "timing_s/*"
+        hide = true
+    """)
+    rc, out, _ = run_cli(["tail", str(tmp_path / "a"), "--width", "0", "-n", "1"], capsys)
+    assert rc == 0 and not {"t_step", "t_gen"} & set(header_of(out)), header_of(out)
+    write(xdg / "base.toml", '[schema]\nname = "labbase"\nextends = "verl"\nhide = ["timing_s/*"]\n')
+    write_verl(tmp_path / "b" / "run" / "grpo.jsonl")
+    write(tmp_path / "b" / "steptable.toml", '[schema]\nname = "lab"\nextends = "labbase"\n')
+    rc, out, _ = run_cli(["tail", str(tmp_path / "b"), "--width", "0", "-n", "1"], capsys)
+    assert rc == 0 and not {"t_step", "t_gen"} & set(header_of(out)), header_of(out)

@@ -238,9 +238,17 @@ def _build_schema(
         derived=tuple(d for d in base.derived if d.key in cols) if base is not None else (),
         side_files=base.side_files if base is not None else (),
         source=doc.path,
-        hides=frozenset(c.key for c in final if c.key not in user_index
-                        and any(fnmatchcase(c.key, p) for p in head.get("hide", []))),
+        hides=_hides(final, user_index, rules, base),
     )
+
+
+def _hides(final: Sequence[Col], own: Mapping[str, int], rules: Sequence[Rule], base: Schema | None) -> frozenset[str]:
+    """The declared columns a file keeps out of the default layout: those it takes from its base that its own hide
+    globs and hiding rules match, and those its base kept out already; never one the file declares itself."""
+    taken = [c.key for c in final if c.key not in own]
+    hiding = [r for r in rules if r.hide]
+    inherited = base.hides if base is not None else frozenset()
+    return frozenset(k for k in taken if k in inherited or any(r.matches(k) for r in hiding))
 
 
 def _declare(doc: _Doc, cols: dict[str, Col], order: _Order) -> dict[str, int]:
