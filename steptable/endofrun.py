@@ -22,7 +22,7 @@ from typing import IO, Any
 
 from steptable.ingest.jsonl import JsonlParser
 from steptable.ingest.parse import MISSING, norm_value
-from steptable.ingest.store import BOOKKEEPING_KEYS, Parsed, measured
+from steptable.ingest.store import BOOKKEEPING_KEYS, Parsed, counter, measured
 from steptable.ingest.table import MAX_KEYS, ColumnTable, _as_float, cols_to_rows, rows_to_cols
 
 _CHUNK = 1 << 20
@@ -277,9 +277,10 @@ class Plan:
         """RunStore._shares_keys: does ``row`` measure again what row ``i`` holds (a resume)?"""
         metric = [k for k, v in row.items() if k != self.step_key and k not in BOOKKEEPING_KEYS and measured(v)]
         held, bits = self.held[i], self._bits
-        shared = sum(1 for k in metric if k in bits and held >> bits[k] & 1)
-        if not metric or not shared:
+        again = [k for k in metric if k in bits and held >> bits[k] & 1]
+        if all(counter(k) for k in again):  # (RunStore._shares_keys: a late evaluation, not a resume)
             return False
+        shared = len(again)
         if shared * 2 >= len(metric):
             return True
         if self._other[0] != len(bits) or self._other[1] != self.step_key:  # (bits only grow: made again then)

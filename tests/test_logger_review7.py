@@ -265,3 +265,21 @@ def test_a_late_evaluation_carrying_the_epoch_joins_its_step(tmp_path: Path,
     assert [line.split(",")[at] for line in lines[1:]] == [str(s) for s in range(1, 13)]
     table = [ln.split() for ln in (tmp_path / "table.txt").read_text().splitlines()[1:]]
     assert [r[0] for r in table] == [str(s) for s in range(1, 13)] and table[4][2] == ".41"
+
+
+@pytest.mark.parametrize(("later", "resumed"), [
+    # HF / MaxEnt-GRPO: an eval row carries train/epoch and train/global_step as the train rows do
+    ([{"step": 5, "eval/reward": 0.7, "train/epoch": 0.5, "train/global_step": 5}], False),
+    # a relaunch that swapped a metric and added diagnostics, the epoch logged as before: a resume at 5
+    ([{"step": s, "train/epoch": s / 10, "train/global_step": s, "train/loss": 0.5, "kl": 0.1, "entropy": 1.0,
+       "grad_norm": 0.3} for s in range(5, 8)], True),
+])
+def test_counters_alone_are_no_resume(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                      later: list[dict[str, Any]], resumed: bool) -> None:
+    from conftest import run_cli, write_rows
+
+    first = [{"step": s, "train/loss": 1 / s, "train/reward": 0.1 * s, "train/epoch": s / 10,
+              "train/global_step": s} for s in range(1, 10)]
+    write_rows(tmp_path / "run" / "metrics.jsonl", first + later)
+    rc, out, _ = run_cli(["summary", str(tmp_path)], capsys)
+    assert rc == 0 and ("resumed 5" in out) == resumed and ("steps 1-9" in out) == (not resumed), out

@@ -51,10 +51,15 @@ MAX_BAD_KEPT = 1000
 MAX_BAD_RECENT = 100
 #: in-place edits remembered; a viewer further behind than this starts over from its first row
 MAX_EDITS = 4096
-#: keys that say nothing about whether two rows are the same measurement (resume vs merge test; endofrun's too):
-#: clocks, names, and counters an evaluation row carries as well as a training row (an HF eval row's epoch, a
-#: second step key): an eval of step 5 logged late with one score and the epoch read as a resume of step 5
-BOOKKEEPING_KEYS = frozenset(WALL_KEYS) | {"arm", "run", "epoch"} | frozenset(STEP_KEYS)
+#: keys that say nothing about whether two rows are the same measurement (resume vs merge test; endofrun's too)
+BOOKKEEPING_KEYS = frozenset(WALL_KEYS) | {"arm", "run"}
+
+
+def counter(key: str) -> bool:
+    """A counter an evaluation row carries as well as a training row (the epoch, a second step key, HF's
+    ``train/epoch`` and ``train/global_step``): alone it is no sign of a resume (an eval of step 5 logged late
+    with one score and the epoch read as one, and dropped the rows after it)."""
+    return key in STEP_KEYS or key == "epoch" or key.endswith(("/epoch", "/global_step"))
 
 
 @dataclass(slots=True)
@@ -400,9 +405,10 @@ class RunStore(ColumnTable):
         A cell logged as null or NaN there (StepLogger writes a NaN as null: "not measured this step") is not a
         measurement the new row repeats."""
         metric = [k for k, v in row.items() if k != self.step_key and k not in BOOKKEEPING_KEYS and measured(v)]
-        shared = sum(self._present(i, k) and measured(self._cell(i, k)) for k in metric)
-        if not metric or not shared:
+        again = [k for k in metric if self._present(i, k) and measured(self._cell(i, k))]
+        if all(counter(k) for k in again):  # (nothing, or only counters: a late evaluation, not a resume)
             return False
+        shared = len(again)
         if shared * 2 >= len(metric):
             return True
         # or more than half of the old row's: a relaunch that logs more metrics than the crashed run (diagnostics
