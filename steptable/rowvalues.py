@@ -62,7 +62,10 @@ def flat(cells: dict[str, Any]) -> dict[str, Any]:
     left = [0]
 
     def spread(prefix: str, m: Mapping[Any, Any], path: frozenset[int]) -> None:
-        for k, v in list(m.items()):
+        items = list(m.items())
+        # a mapping's own values before the mappings in it: {"train": {"per_task": {1500 items}, "loss": x}} must
+        # not spend the budget on the tasks before train/loss
+        for k, v in [*(kv for kv in items if not _nested(kv[1])), *(kv for kv in items if _nested(kv[1]))]:
             if left[0] <= 0:  # (every item counts: mappings shared down many paths add up too)
                 return
             left[0] -= 1

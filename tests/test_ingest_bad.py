@@ -345,3 +345,13 @@ def test_a_row_cut_right_after_a_nested_object_is_not_taken_for_a_glued_row() ->
     told: list[str] = []  # a glued row is still found
     assert decode_line(b'{"step": 9, "rew": 0.{"step": 9, "rew": 0.7}', told.append) == {"step": 9, "rew": 0.7}
     assert told
+
+
+def test_a_row_cut_after_a_colon_in_a_shared_file_keeps_the_next_arms_row() -> None:
+    """Cut right after `"rew":` and another arm's row appended: the line also reads as one row cut after a nested
+    object; the appended object names its arm, as a shared file's rows do, so it is kept."""
+    from steptable.ingest.parse import decode_line
+
+    told: list[str] = []
+    line = b'{"step":6,"arm":"A","loss":0.5,"rew":{"step":6,"arm":"B","loss":0.6,"rew":0.2}'
+    assert decode_line(line, told.append) == {"step": 6, "arm": "B", "loss": 0.6, "rew": 0.2} and told

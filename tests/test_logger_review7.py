@@ -283,3 +283,10 @@ def test_counters_alone_are_no_resume(tmp_path: Path, capsys: pytest.CaptureFixt
     write_rows(tmp_path / "run" / "metrics.jsonl", first + later)
     rc, out, _ = run_cli(["summary", str(tmp_path)], capsys)
     assert rc == 0 and ("resumed 5" in out) == resumed and ("steps 1-9" in out) == (not resumed), out
+
+
+def test_a_mappings_own_values_come_before_the_mappings_in_it(captured: list[str]) -> None:
+    """{"train": {"per_task": {1500 items}, "loss": x}}: the budget went to the tasks and train/loss showed nan."""
+    sl = StepLogger([Col("step", 4, "step", "d"), Col("train/loss", 6, "loss")], alerts=False)
+    line = sl.log({"step": 0, "train": {"per_task": {str(i): i for i in range(1500)}, "loss": 0.25}})
+    assert line is not None and line.split()[1] == ".25", line

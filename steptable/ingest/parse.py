@@ -288,12 +288,14 @@ def _after_cut(line: bytes) -> dict[str, Any] | None:
     """The whole row at the end of ``line`` when the line is a row cut short with another row appended to it (arms
     sharing a file, one of them killed mid-write: ``{"step":10,"rew":0.{"step":10,...}``), else None. The row must
     name a step: a cut row's nested object (``{"a": 1}``) is no row, and a line that only lacks its closing braces
-    (``{"step": 3, "eval": {"step": 3, "loss": .9}``: a row cut right after a nested object) is a cut row, not a
-    glued one."""
+    (``{"step": 3, "eval": {"step": 3, "loss": .9}``: a row cut right after a nested object) is a cut row, unless
+    the object names an arm as the rows of a file arms share do."""
+    closable = False  # could the line be one row cut right after a nested object?
     for close in (b"}", b"}}", b"}}}"):
         try:
             _DECODER.decode(line + close)
-            return None
+            closable = True
+            break
         except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError, RecursionError):
             pass
     for n, m in enumerate(_OBJECT_START.finditer(line, 1)):
@@ -303,7 +305,9 @@ def _after_cut(line: bytes) -> dict[str, Any] | None:
             obj = _DECODER.decode(line[m.start() :])
         except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError, RecursionError):
             continue
-        if type(obj) is dict and any(k in obj for k in STEP_KEYS):
+        # both readings possible (a row cut after a colon, another appended): the glued one when the object names
+        # its arm as the rows of a shared file do (a nested evaluation object does not)
+        if type(obj) is dict and any(k in obj for k in STEP_KEYS) and (not closable or "arm" in obj):
             return obj
     return None
 
