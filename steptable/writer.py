@@ -203,6 +203,7 @@ class RunWriter:
         self._size = 0  # the file's size after our last write (to settle a write cut short by a signal)
         self._checked = time.monotonic()  # when the path was last seen to lead to the open file
         self._dir: tuple[int, int] | None = None  # (device, inode) of the directory the open file was opened in
+        self._real: str | None = None  # that directory's path with every link resolved
         # After a short write: (device, inode, size after it, the whole row). The rest of that row is _pending[0]
         # and may only go right after its start, in the same file; anywhere else the whole row is written again.
         self._partial: tuple[int, int, int, bytes] | None = None
@@ -340,9 +341,15 @@ class RunWriter:
 
     def _open(self) -> BinaryIO:
         if self._fh is None:
+            real = os.path.realpath(self.path.parent)
+            if self._real is not None and real != self._real:
+                # a link on the way was re-pointed (outputs/latest -> the next run) after this run's file went: its
+                # rows must not land in another run's file (kept for retry, counted at close)
+                raise OSError(f"the run directory now leads to {real}, another directory than the run's {self._real}")
             self.path.parent.mkdir(parents=True, exist_ok=True)
             fh = open(open_append(self.path), "ab", buffering=0)
             self._dir = _dir_id(self.path.parent)  # (the directory it was opened in, through any symlink)
+            self._real = real
             try:
                 st = os.fstat(fh.fileno())
                 self._size = st.st_size

@@ -788,3 +788,35 @@ def test_a_moved_run_directory_or_a_repointed_symlink_is_no_rotation(tmp_path: P
     moved._writer.close()  # type: ignore[union-attr]
     rows = (tmp_path / "exp1_lr1e-6" / "metrics.jsonl").read_text().splitlines()
     assert [json.loads(x)["step"] for x in rows] == list(range(6)) and not (tmp_path / "exp1").exists()
+
+
+def test_rows_never_land_in_the_run_a_repointed_link_now_leads_to(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                   captured: list[str],
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """run_dir=latest -> run-A; the next launch points latest at run-B and run-A is deleted: the reopen after the
+    deletion appended this run's rows to run-B's file. Now they are kept (said once, counted at close)."""
+    monkeypatch.setattr(writer, "MOVED_CHECK_S", 0.0)
+    a, b = tmp_path / "run-A", tmp_path / "run-B"
+    a.mkdir()
+    b.mkdir()
+    (b / "metrics.jsonl").write_text('{"step": 0, "loss": 9.0}\n')
+    latest = tmp_path / "latest"
+    latest.symlink_to(a)
+    sl = StepLogger(COLS, run_dir=latest, console=False, alerts=False)
+    sl.log({"step": 0, "loss": 0.5})
+    latest.unlink()
+    latest.symlink_to(b)
+    shutil.rmtree(a)
+    for s in range(1, 4):
+        sl.log({"step": s, "loss": 0.5})
+    sl.close()
+    assert (b / "metrics.jsonl").read_text() == '{"step": 0, "loss": 9.0}\n'
+    told = capsys.readouterr().err + "".join(captured)
+    assert "another directory than the run's" in told
+    # a run directory deleted (no link on the way) is made again, as before
+    plain = StepLogger(COLS, run_dir=tmp_path / "plain", console=False, alerts=False)
+    plain.log({"step": 0, "loss": 0.5})
+    shutil.rmtree(tmp_path / "plain")
+    plain.log({"step": 1, "loss": 0.5})
+    plain._writer.close()  # type: ignore[union-attr]
+    assert [json.loads(x)["step"] for x in (tmp_path / "plain" / "metrics.jsonl").read_text().splitlines()] == [1]
