@@ -219,11 +219,9 @@ def picked(
 
 def _groups(runs: Sequence[RunLike]) -> list[list[int]]:
     """Run indices grouped as ``by_schema`` groups them; the runs without a ``path`` (no schema) one group, last."""
-    located = [i for i, r in enumerate(runs) if hasattr(r, "path")]
-    at: dict[int, list[int]] = {}
-    for i in located:
-        at.setdefault(id(runs[i]), []).append(i)
-    groups = [[at[id(r)].pop(0) for r in g] for _, g in by_schema([cast(Located, runs[i]) for i in located])]
+    index = {id(r): i for i, r in enumerate(runs)}
+    located = [cast(Located, r) for r in runs if hasattr(r, "path")]
+    groups = [[index[id(r)] for r in g] for _, g in by_schema(located)]
     rest = [i for i, r in enumerate(runs) if not hasattr(r, "path")]
     return [*groups, rest] if rest else groups
 

@@ -138,8 +138,7 @@ def _status(args: argparse.Namespace, follower: Follower, tail: Tail, err: TextI
         if args.alerts_only:  # a check of nothing: a trainer that died before its first row must not pass CI
             return 2
     status = 1 if tail.error_alert else 0
-    patterns = {p for p in (args.columns or "").split(",") if p.strip()}  # (as the layout takes them)
-    if patterns and not live and patterns <= tail.unmatched_told:  # a mistyped filter showed the step column only
+    if not live and tail.filter_missed():  # a mistyped filter showed the step column only
         status = 2
     empty = [s for s in follower.stores.values() if not len(s)]
     if read and empty and args.alerts_only and not live:  # one run of several died before its first row

@@ -67,7 +67,9 @@ class Tail:
         self.error_alert = False
         self.of: dict[str, _Layout] = {}  # run -> the layout of its schema group
         self.keys_seen: set[str] = set()
-        self.unmatched_told: set[str] = set()  # --columns patterns that matched nothing when laid out
+        self.patterns = [p for p in args.columns.split(",") if p.strip()] if args.columns else []  # --columns
+        self.unmatched_told: set[str] = set()  # of them, those that matched nothing when laid out
+        self.unused_told: set[str] = set()  # steptable.toml files said to apply to none of their runs
         self.arm_runs: Counter[str] = Counter()  # arm -> runs that have it (alert labels)
         self.tried: dict[str, int] = {}  # key -> the widest value a layout was made again for
         self.ended: set[str] = set()  # runs whose StepLogger was closed
@@ -80,7 +82,7 @@ class Tail:
         """One layout per schema the runs are detected as (arms of one experiment share it), by run."""
         a = self.args
         named = get_schema(a.schema, near=a.paths) if a.schema else None
-        patterns = [p for p in a.columns.split(",") if p.strip()] if a.columns else None
+        patterns = self.patterns or None
         width = a.width
         if width is None:
             width = shutil.get_terminal_size((DEFAULT_WIDTH, 24)).columns if self.out.isatty() else DEFAULT_WIDTH
@@ -104,8 +106,8 @@ class Tail:
             self.err.write(f"steptable tail: {left_out} column(s) left out to fit {width} cells; --width 0 shows "
                            "all, --columns picks them\n")
         for e in unused_files(stores) if not a.schema else []:
-            if str(e) not in self.unmatched_told:  # (said once, as the patterns are)
-                self.unmatched_told.add(str(e))
+            if str(e) not in self.unused_told:  # (said once, as the patterns are)
+                self.unused_told.add(str(e))
                 self.err.write(f"steptable tail: {sanitize(str(e))} (the file is not used)\n")
         for p in unmatched(patterns or [], names):
             if p not in self.unmatched_told:  # told once; a key that appears later may still match it
@@ -113,6 +115,10 @@ class Tail:
                 yet = " (yet)" if a.follow else ""  # (a key that appears later may still match it)
                 self.err.write(f"steptable tail: --columns {sanitize(p)!r} matches no column{yet}\n")
         return out
+
+    def filter_missed(self) -> bool:
+        """Every --columns pattern matched nothing (a typo: the table shows the step column alone)."""
+        return bool(self.patterns) and set(self.patterns) <= self.unmatched_told
 
     def _outgrown(self, stores: Sequence[RunStore]) -> bool:
         """Steps past the step column, or new rows with a value their column has no room for (once per width)."""

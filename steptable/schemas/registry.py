@@ -185,14 +185,11 @@ def by_schema(runs: Sequence[R], schema: Schema | None = None) -> list[tuple[Sch
 def unused_files(runs: Sequence[Located]) -> list[SchemaFileError]:
     """The log directories' steptable.toml files that apply to none of the runs they are the nearest file of (see
     ``user.unused_error``); a StepLogger's run keeps its own columns and is not counted. A warning, not a stop: a
-    file may be meant for runs that have not logged its keys yet, or for sibling runs."""
-    return _unused([(r, run_schema(r)) for r in runs])
-
-
-def _unused(detected: Sequence[tuple[Located, Schema]]) -> list[SchemaFileError]:
+    file may be meant for runs that have not logged its keys yet, or for sibling runs. Only runs beside such a file
+    are detected (most directories have none)."""
     nearest: dict[Path, Path | None] = {}  # a run's directory -> its nearest steptable.toml
-    beside: dict[Path, list[tuple[Located, Schema]]] = {}
-    for r, s in detected:
+    beside: dict[Path, list[Located]] = {}
+    for r in runs:
         if not r.keys or logged_schema(r) is not None:  # nothing logged yet; a StepLogger's run: its own columns
             continue
         d = Path(r.path).parent
@@ -200,13 +197,13 @@ def _unused(detected: Sequence[tuple[Located, Schema]]) -> list[SchemaFileError]
             nearest[d] = nearest_local(r.path)
         f = nearest[d]
         if f is not None:
-            beside.setdefault(f, []).append((r, s))
+            beside.setdefault(f, []).append(r)
     out: list[SchemaFileError] = []
-    for f, pairs in beside.items():
-        if any(s.source == str(f) for _, s in pairs):
+    for f, near in beside.items():
+        if any(run_schema(r).source == str(f) for r in near):
             continue
-        own = next((s for s in user_schemas(pairs[0][0].path) if s.source == str(f)), None)
-        error = None if own is None else unused_error(own, len(pairs), {k for r, _ in pairs for k in r.keys})
+        own = next((s for s in user_schemas(near[0].path) if s.source == str(f)), None)
+        error = None if own is None else unused_error(own, len(near), {k for r in near for k in r.keys})
         if error is not None:
             out.append(error)
     return out
