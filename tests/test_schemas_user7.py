@@ -380,3 +380,31 @@ def test_hiding_reaches_through_a_rule_and_a_schema_that_extends_another(tmp_pat
     write(tmp_path / "b" / "steptable.toml", '[schema]\nname = "lab"\nextends = "labbase"\n')
     rc, out, _ = run_cli(["tail", str(tmp_path / "b"), "--width", "0", "-n", "1"], capsys)
     assert rc == 0 and not {"t_step", "t_gen"} & set(header_of(out)), header_of(out)
+
+
+# ------------------------------------------------------------------------------------------ --schema NAME below a path
+
+BELOW = """
+    [schema]
+    name = "mine"
+    [[columns]]
+    key = "a"
+    header = "AAA"
+"""
+
+
+def test_a_schema_named_in_a_file_below_the_path_is_found(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # detection finds logs/exp1/steptable.toml beside its runs; --schema mine from logs/ must find it as well
+    write(tmp_path / "logs" / "exp1" / "steptable.toml", BELOW)
+    write_rows(tmp_path / "logs" / "exp1" / "metrics.jsonl", [{"step": i, "a": i / 2, "b": 1} for i in range(3)])
+    logs = str(tmp_path / "logs")
+    rc, out, err = run_cli(["tail", logs, "--schema", "mine"], capsys)
+    assert rc == 0 and header_of(out)[:2] == ["step", "AAA"], (out, err)
+    rc, out, err = run_cli(["legend", logs, "--schema", "mine"], capsys)
+    assert rc == 0 and out.startswith("mine columns:") and "AAA" in out, (out, err)
+    assert get_schema("mine", near=[logs]).name == "mine"
+    # an unknown name still fails, and the names offered include the file's
+    rc, out, err = run_cli(["tail", logs, "--schema", "nope"], capsys)
+    assert rc == 2 and "'nope'" in err and "mine" in err, err
+    # a built-in name is not looked for below (no walk of the tree for it)
+    assert get_schema("verl", near=[logs]).name == "verl"

@@ -18,7 +18,7 @@ from steptable.columns import Col, streamed
 from steptable.schemas import generic, retrain, tinker, tinyzero, trl, verl
 from steptable.schemas.base import META_KEYS, STEP_KEYS, Rule, Schema, SideFile
 from steptable.schemas.routing import DIAGNOSTIC_KEYS, routing_columns
-from steptable.schemas.user import SchemaFileError, load_user_schemas, nearest_local, unused_error
+from steptable.schemas.user import LOCAL_NAME, SchemaFileError, load_user_schemas, nearest_local, unused_error
 
 #: the routing arms' distinctive keys
 ROUTING_MARKERS = frozenset({"hack_s", "gt_s", "rew_s", "ref_eq", "hack_t", "gt_t", *DIAGNOSTIC_KEYS})
@@ -69,10 +69,24 @@ def get_schema(name: str, near: str | os.PathLike[str] | Sequence[str | os.PathL
         for s in user_schemas(place):
             if s.name == name:
                 return s
-    try:
+    if name in SCHEMAS:
         return SCHEMAS[name]
-    except KeyError:
-        raise KeyError(f"unknown schema {name!r}; known: {', '.join(schema_names(places[0]))}") from None
+    # ``steptable tail logs --schema mine`` with mine in logs/exp1/steptable.toml: detection finds that file beside
+    # the runs, so the name must be found there too (walked only for a name nothing above declares)
+    below = [f.parent for place in places if place is not None for f in _files_below(Path(place))]
+    for s in (s for d in below for s in user_schemas(d)):
+        if s.name == name:
+            return s
+    known = sorted({*schema_names(places[0]), *(s.name for d in below for s in user_schemas(d))})
+    raise KeyError(f"unknown schema {name!r}; known: {', '.join(known)}")
+
+
+def _files_below(root: Path) -> list[Path]:
+    """The log directories' schema files under ``root`` (as discovery walks it), nearest first."""
+    from steptable.ingest.walk import walk  # (walk is stdlib only; the package's __init__ reads schemas)
+
+    found = [f for f, _ in walk(root) if f.name == LOCAL_NAME and f.parent != root] if root.is_dir() else []
+    return sorted(found, key=lambda f: len(f.parts))
 
 
 def detect(path: str | os.PathLike[str], keys: Sequence[str], user: bool = True) -> Schema:
