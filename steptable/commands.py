@@ -92,7 +92,8 @@ def summary_command(args: argparse.Namespace) -> int:
     labels: dict[str, str] = {}
     hidden: set[str] = set()  # keys a schema keeps out of its table ("same as step", legacy mirrors): not picked
     shown: set[str] = set()
-    for schema, group in by_schema(stores):  # each trainer's runs named as its own table names them
+    groups = by_schema(stores)
+    for schema, group in groups:  # each trainer's runs named as its own table names them
         for c in layout(group, schema):
             for k in (c.key, *c.aliases):  # (a run may log the column under an alias: its row is named the same)
                 labels.setdefault(k, c.header.strip())
@@ -111,7 +112,7 @@ def summary_command(args: argparse.Namespace) -> int:
         if not columns:  # every pattern missed: a summary of no column is no answer
             nothing_picked = True
     text = summarize(stores, columns=columns, now=now, fmt=args.format, alerts=alerts,
-                     max_columns=args.max_columns, labels=labels, align=args.align, skip=hidden)
+                     max_columns=args.max_columns, labels=labels, align=args.align, skip=hidden, groups=groups)
     sys.stdout.write(text if text.endswith("\n") else text + "\n")
     if follower.read_nothing():
         sys.stderr.write("steptable summary: no readable rows\n")

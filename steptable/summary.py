@@ -178,12 +178,13 @@ def header_text(run: RunLike, now: float) -> str:
     return ", ".join(parts)
 
 
-def lead_columns(runs: Sequence[RunLike]) -> dict[str, int]:
+def lead_columns(runs: Sequence[RunLike], schema: Schema | None = None) -> dict[str, int]:
     """Key -> tier of the columns a summary leads with: 0 the keys each run's schema declares (or an alias of one),
-    in its table's order, then alert-role keys; 1 keys a rule promotes. A run with no ``path`` brings no schema."""
+    in its table's order, then alert-role keys; 1 keys a rule promotes. A run with no ``path`` brings no schema;
+    ``schema``: the one all ``runs`` are shown with (one ``by_schema`` group), not detected again."""
     groups: dict[str, tuple[Schema, set[str]]] = {}
     for r in (r for r in runs if hasattr(r, "path")):
-        s = run_schema(cast(Located, r))
+        s = schema if schema is not None else run_schema(cast(Located, r))
         groups.setdefault(s.name, (s, set()))[1].update(r.keys)
     declared = (next((a for a in (c.key, *c.aliases) if a in keys), "") for s, keys in groups.values() for c in s.cols)
     order = dict.fromkeys(k for r in runs for k in r.keys)
@@ -191,6 +192,10 @@ def lead_columns(runs: Sequence[RunLike]) -> dict[str, int]:
     promoted = (k for k in order if any(k in keys and (u := s.rule(k)) is not None and u.promote for s, keys in
                                         groups.values()))
     return tiers | {k: 1 for k in promoted if k not in tiers}
+
+
+#: runs grouped as :func:`by_schema` groups them, each group with the schema it is shown with
+Groups = Sequence[tuple[Schema, Sequence[Any]]]
 
 
 def pick_columns(
@@ -203,39 +208,43 @@ def pick_columns(
 
 def picked(
     runs: Sequence[RunLike], stats: Mapping[tuple[int, str], ColStats], max_columns: int, skip: Collection[str] = (),
-    lead: Mapping[str, int] | None = None,
+    lead: Mapping[str, int] | None = None, groups: Groups | None = None,
 ) -> dict[str, set[int]]:
     """Key column -> the runs (indices) it is picked for. Each group of runs one layout shows (``by_schema``: one
     trainer, the arms of one experiment) gets up to ``max_columns`` of its own: one budget for all let the first
     trainer's declared columns fill it, and a directory of seven trainers showed rows for two. Groups in the order
-    their first run comes."""
+    their first run comes; ``groups``: ``by_schema(runs)`` where the caller has it (detection is not free)."""
     out: dict[str, set[int]] = {}
-    for group in _groups(runs):
+    for schema, group in _groups(runs, groups):
         sub = {(j, k): st for j, i in enumerate(group) for k in runs[i].keys if (st := stats.get((i, k))) is not None}
-        for key in _pick_group([runs[i] for i in group], sub, max_columns, skip, lead):
+        members = [runs[i] for i in group]
+        for key in _pick_group(members, sub, max_columns, skip, lead, schema):
             out.setdefault(key, set()).update(group)
     return out
 
 
-def _groups(runs: Sequence[RunLike]) -> list[list[int]]:
-    """Run indices grouped as ``by_schema`` groups them; the runs without a ``path`` (no schema) one group, last."""
+def _groups(runs: Sequence[RunLike], groups: Groups | None) -> list[tuple[Schema | None, list[int]]]:
+    """Run indices grouped as ``by_schema`` groups them, with their schema; the runs without a ``path`` (no schema)
+    one group, last."""
     index = {id(r): i for i, r in enumerate(runs)}
-    located = [cast(Located, r) for r in runs if hasattr(r, "path")]
-    groups = [[index[id(r)] for r in g] for _, g in by_schema(located)]
-    rest = [i for i, r in enumerate(runs) if not hasattr(r, "path")]
-    return [*groups, rest] if rest else groups
+    if groups is None:
+        groups = by_schema([cast(Located, r) for r in runs if hasattr(r, "path")])
+    out: list[tuple[Schema | None, list[int]]] = [(s, [index[id(r)] for r in g if id(r) in index]) for s, g in groups]
+    grouped = {i for _, g in out for i in g}
+    rest = [i for i in range(len(runs)) if i not in grouped]
+    return [*out, (None, rest)] if rest else out
 
 
 def _pick_group(
     runs: Sequence[RunLike], stats: Mapping[tuple[int, str], ColStats], max_columns: int, skip: Collection[str],
-    lead: Mapping[str, int] | None,
+    lead: Mapping[str, int] | None, schema: Schema | None = None,
 ) -> list[str]:
     """Up to ``max_columns`` key columns of one group: ``lead``'s (key -> tier, :func:`lead_columns`) first, then the
     most present varying ones (see the module doc)."""
     order = dict.fromkeys(k for r in runs for k in r.keys)
     # each run's own step key too (iteration, training/global_step...): the header already gives the steps
     skip = SKIP_KEYS | set(skip) | {k for r in runs if isinstance(k := getattr(r, "step_key", None), str)}
-    lead = lead_columns(runs) if lead is None else lead
+    lead = lead_columns(runs, schema) if lead is None else lead
     lists: tuple[list[str], list[str]] = ([], [])
     score: dict[str, float] = {}
     for key in [*(k for k in lead if k in order), *(k for k in order if k not in lead)]:
@@ -314,11 +323,13 @@ def summarize(
     align: bool = False,
     labels: Mapping[str, str] | None = None,
     skip: Collection[str] = (),
+    groups: Groups | None = None,
 ) -> str:
     """One compact block for ``runs`` (see the module doc); several runs share one table. ``skip``: keys never
     picked as key columns (those a schema keeps out of its table: a step counter again, a legacy mirror).
 
     ``labels`` names a key's row (the table's short header, e.g. ``pg_loss`` for ``actor/pg_loss``); default: the key.
+    ``groups``: ``by_schema(runs)``, where the caller has it already.
     """
     if not runs:
         return "no runs\n"
@@ -331,7 +342,7 @@ def summarize(
         for key in r.keys if columns is None else [k for k in columns if k in present]:
             cells = getattr(r, "cells", None)  # a store's cells() tells absent (None) from a logged NaN
             stats[(i, key)] = column_stats(cells(key), True) if cells is not None else column_stats(r.column(key))
-    picks = picked(runs, stats, max_columns, skip) if columns is None else None
+    picks = picked(runs, stats, max_columns, skip, groups=groups) if columns is None else None
     keys = list(picks) if picks is not None else list(columns or ())
 
     lines: list[str] = []
