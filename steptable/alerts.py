@@ -120,7 +120,7 @@ class AlertEngine:
         if not gap > self._stall_after() or sum(1 for p in self._pauses if p * 1.5 >= gap) >= 2:
             return []
         self._stalled = True
-        msg = f"stalled: no row for {fmt_age(gap)} ({gap / med:.0f}x median {_f(med)}s/row)"
+        msg = f"stalled: no row for {fmt_age(gap)} ({_f(gap / med)}x median {_f(med)}s/row)"
         return [Alert("W", self._last_step, "", "stall", msg)]
 
     def _hack_update(self, step: int, row: Mapping[str, Any]) -> Alert | None:

@@ -432,3 +432,12 @@ def test_a_run_that_stopped_learning_is_flat() -> None:
     assert [a.step for a in flat] == [49, 129]
     # each names where its stretch began (the alert comes flat_rows rows later)
     assert flat[1].message == "flat at 0 for 50 rows since step 80 (no learning signal?)"
+
+
+def test_a_stall_far_past_the_median_is_said_in_the_compact_number_format() -> None:
+    # a run found again after days: the ratio was printed whole (95694940x), eight digits nobody reads
+    eng = AlertEngine()
+    for i in range(30):
+        eng.update(i, {"loss": 1.0}, float(i))
+    (alert,) = eng.check_stall(29.0 + 95_694_940)
+    assert "(9.57e7x median 1s/row)" in alert.line()
