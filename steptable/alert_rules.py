@@ -15,13 +15,15 @@ Level = Literal["W", "E"]
 
 # Role -> candidate keys (exact, case-sensitive). Entropy is the policy's mean token entropy only: not
 # train/weight_entropy (an entropy of weights, not of the policy), not exec_surprisal_mean (surprisal of sampled
-# tokens, another quantity), not actor/entropy_loss or entropy_coeff (loss terms whose sign and scale vary).
+# tokens, another quantity), not entropy_coeff (a setting). actor/entropy_loss is the entropy itself, under the name
+# of the loss term it feeds (TinyZero and the verl of its time; later verl logs it as actor/entropy): last, so a run
+# that logs both is watched on actor/entropy.
 DEFAULT_ROLES: Mapping[str, tuple[str, ...]] = MappingProxyType({
     "loss": ("loss", "train/loss", "actor/pg_loss"),
     "grad_norm": ("gn", "grad_norm", "actor/grad_norm", "train/grad_norm", "optim/grad_norm"),
     "reward": ("rew", "reward", "mean_reward", "env/all/reward/total", "critic/score/mean", "train/reward",
                "critic/rewards/mean"),
-    "entropy": ("entropy", "actor/entropy", "optim/entropy", "train/entropy"),
+    "entropy": ("entropy", "actor/entropy", "optim/entropy", "train/entropy", "actor/entropy_loss"),
     "kl": ("kl", "critic/kl", "actor/ppo_kl", "train/kl", "optim/kl_sample_train_v1", "actor/kl_loss"),
     "saturation": ("response_length/clip_ratio", "completions/clipped_ratio", "train/completions/clipped_ratio",
                    "train/completions/clipped_frac", "max_token_hit_rate", "actor/pg_clipfrac"),

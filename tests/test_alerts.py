@@ -5,9 +5,11 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import run_cli, write
 
 from steptable.alerts import DEFAULT_ROLES, Alert, AlertConfig, AlertEngine, cell_float, cell_frac, scan
 
@@ -441,3 +443,19 @@ def test_a_stall_far_past_the_median_is_said_in_the_compact_number_format() -> N
         eng.update(i, {"loss": 1.0}, float(i))
     (alert,) = eng.check_stall(29.0 + 95_694_940)
     assert "(9.57e7x median 1s/row)" in alert.line()
+
+
+def test_a_tinyzero_entropy_collapse_is_alerted_on_actor_entropy_loss(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # TinyZero logs the policy's entropy as actor/entropy_loss (its legend says so); a collapse there went unsaid
+    lines = [f"(main_task pid=7) step:{s} - critic/kl:0.001 - actor/entropy_loss:{0.6 if s < 80 else 0.01} - "
+             f"critic/score/mean:0.5" for s in range(1, 101)]
+    write(tmp_path / "tz" / "train.log", "\n".join(lines) + "\n")
+    _, out, _ = run_cli(["tail", str(tmp_path / "tz"), "--alerts-only"], capsys)
+    assert "actor/entropy_loss collapse" in out, out
+    # a run logging both names is watched on actor/entropy (the later verl name), once
+    eng = AlertEngine()
+    for s in range(100):
+        eng.update(s, {"actor/entropy": 0.6 if s < 80 else 0.01, "actor/entropy_loss": 0.6})
+    assert eng._bound["entropy"] == "actor/entropy"
