@@ -63,6 +63,11 @@ def _no_match(path: Path, keys: Sequence[str]) -> float:
     return 0.0
 
 
+def one_part(path: PurePath) -> str:
+    """Every file of a schema is of one kind (the default ``Schema.part``)."""
+    return ""
+
+
 @dataclass(frozen=True)
 class Schema:
     """A named column set. ``match(path, keys)`` scores how well a file fits (0 = not at all, 1 = certain)."""
@@ -84,6 +89,9 @@ class Schema:
     #: declared columns kept out of the default layout: those a user's file takes from the schema it extends and
     #: hides with its own glob (``hide = ["timing_s/*"]`` over verl's timings); never one the file declares itself
     hides: frozenset[str] = field(default=frozenset(), compare=False)
+    #: which of the schema's kinds of file a file is: runs share a layout only with runs of their kind (retrain's
+    #: emergence summary beside its metrics file: one layout of the two showed the summary as a row of nan)
+    part: Callable[[PurePath], str] = field(default=one_part, compare=False)
 
     def __post_init__(self) -> None:
         validate(self.cols + self.extra)

@@ -181,19 +181,21 @@ def by_schema(runs: Sequence[R], schema: Schema | None = None) -> list[tuple[Sch
     columns (generic: any CSV log or unknown JSONL) says nothing of which runs belong together, so its runs are
     grouped only with runs they share most keys with (:func:`_shares_keys`): a Lightning run and an SB3 run beside
     it each keep their own columns, not one table of the two, half nan."""
-    groups: list[tuple[Schema, list[R], set[str]]] = []
+    groups: list[tuple[Schema, list[R], set[str], str]] = []
     for r in runs:
         s = schema if schema is not None else run_schema(r)
         keys = set(r.keys) - _NOT_METRICS
         # (a user's generic declares columns but no more than the built-in says which runs belong together)
         loose = schema is None and (not s.cols or s.name == GENERIC.name)
-        group = next((g for g in groups if g[0].name == s.name and (not loose or _shares_keys(keys, g[2]))), None)
+        part = s.part(r.path)
+        group = next((g for g in groups if g[0].name == s.name and g[3] == part
+                      and (not loose or _shares_keys(keys, g[2]))), None)
         if group is None:
-            group = (s, [], set())
+            group = (s, [], set(), part)
             groups.append(group)
         group[1].append(r)
         group[2].update(keys)
-    return [(s, g) for s, g, _ in groups]
+    return [(s, g) for s, g, _, _ in groups]
 
 
 def unused_files(runs: Sequence[Located]) -> list[SchemaFileError]:

@@ -1,5 +1,6 @@
-"""retrain: ``logs/train/metrics.jsonl`` and ``emergence/steps.jsonl`` (one schema for both; each file shows the
-declared columns it has). ``emergence/generations.jsonl`` holds several completions per step: a side file.
+"""retrain: ``logs/train/metrics.jsonl`` and ``emergence/steps.jsonl`` (one schema for both, each file laid out
+with the declared columns it has: ``part`` keeps them apart). ``emergence/generations.jsonl`` holds several
+completions per step: a side file.
 
 Quirks handled here: ``*_entropy_*`` keys mirror ``*_surprisal_*`` (older runs may have only the entropy names), so
 each surprisal column reads its entropy twin as an alias and the twins stay out of the layout; emergence counts are
@@ -9,7 +10,7 @@ shown as one ``correct/total`` fraction (a derived column).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
+from pathlib import Path, PurePath
 
 from steptable.columns import Col
 from steptable.schemas.base import Derived, Rule, Schema, SideFile, ratio_pair
@@ -82,6 +83,12 @@ SIDE = (
 )
 
 
+def part(path: PurePath) -> str:
+    """The emergence summary and the metrics file are laid out apart (few keys in common: one table of both
+    showed each with the other's columns as nan); each one's arms still line up."""
+    return "emergence" if path.parent.name == "emergence" else ""
+
+
 def match(path: Path, keys: Sequence[str]) -> float:
     ks = set(keys)
     parent = path.parent.name
@@ -104,4 +111,5 @@ SCHEMA = Schema(
     rules=RULES,
     derived=DERIVED,
     side_files=SIDE,
+    part=part,
 )

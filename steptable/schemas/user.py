@@ -59,7 +59,7 @@ from typing import Any
 
 from steptable.columns import Col, ColumnError, check_fmt
 from steptable.formatting import display_width, format_value, sanitize
-from steptable.schemas.base import META_KEYS, STEP_KEYS, Rule, Schema
+from steptable.schemas.base import META_KEYS, STEP_KEYS, Rule, Schema, one_part
 from steptable.schemas.headers import short_headers
 from steptable.schemas.userdoc import _TABLES, _check_fields, _Doc, _doc, _line_of
 from steptable.schemas.userdoc import LOCAL_DEPTH as LOCAL_DEPTH
@@ -237,6 +237,7 @@ def _build_schema(
         rules=tuple(rules) + (base.rules if base is not None else ()),
         derived=tuple(d for d in base.derived if d.key in cols) if base is not None else (),
         side_files=base.side_files if base is not None else (),
+        part=base.part if base is not None else one_part,
         source=doc.path,
         hides=_hides(final, user_index, rules, base),
     )
