@@ -13,6 +13,7 @@ from functools import lru_cache
 from operator import itemgetter
 from typing import Any, Final
 
+from steptable.cells import cut_middle
 from steptable.columns import Col
 from steptable.formatting import (
     _compact_exponent,
@@ -320,10 +321,25 @@ def table(cols: Sequence[Col], rows: Iterable[Mapping[str, Any]], header_every: 
 
 
 def title_line(text: str, total_width: int) -> str:
-    """A label line over a table (``── routeA ──``), cut to the table width."""
-    label = f"── {sanitize(text)} "
-    width = max(total_width, min(display_width(label), 40))  # a narrow table still shows a readable label
-    return cut(label + "─" * max(total_width - display_width(label), 0), width)
+    """A label line over a table (``── routeA ──``) in the table's width; a label too long for it loses its middle
+    (see ``_cut_path``), not its end: the end tells a run's file from its sibling's."""
+    text = sanitize(text)
+    room = max(total_width, min(display_width(text) + 4, 40)) - 4  # a narrow table still shows a readable label
+    label = f"── {_cut_path(text, room)} "
+    return label + "─" * max(total_width - display_width(label), 0)
+
+
+def _cut_path(text: str, width: int) -> str:
+    """``text`` in at most ``width`` cells, its middle dropped for an ellipsis. A path keeps its head and its
+    distinctive tail, the file and the nearest directories that fit in two thirds of the width: two Lightning
+    versions differ only there (``exp…/version_0/metrics.csv``, ``exp…/version_1/metrics.csv``)."""
+    if display_width(text) <= width:
+        return text
+    for m in re.finditer("/", text):  # the first "/" that starts a short enough tail: the longest such tail
+        tail = text[m.start():]
+        if display_width(tail) <= 2 * width // 3:
+            return cut(text[: m.start()], width - display_width(tail)) + tail
+    return cut_middle(text, width)
 
 
 def trend(col: Col, value: Any, prev: Any) -> int:

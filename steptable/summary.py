@@ -120,11 +120,15 @@ def _cells(stats: Sequence[ColStats], align: bool) -> list[list[str]]:
 
 
 def run_label(run: RunLike, unique_arm: bool = True) -> str:
-    """The arm when it names the run unambiguously (cheapest for a reader), else ``run/arm``."""
+    """The arm when it names the run unambiguously (cheapest for a reader), else the run's path, led by the arm
+    where the path does not show it: ``arm (path)``, as tail titles a run. (``path/arm`` read as a directory under
+    the file.)"""
     name, arm = sanitize(str(run.run)), sanitize(str(run.arm or ""))
     if arm and unique_arm:
         return arm
-    return name if not arm or arm == name else f"{name}/{arm}"
+    parts = name.replace("#", "/").split("/")  # (an arm split off a shared file: ``file#arm``)
+    shown = {p for part in parts for p in (part, part.rsplit(".", 1)[0])}  # a file's stem: verl's <experiment>.jsonl
+    return name if not arm or arm in shown else f"{arm} ({name})"
 
 
 def rate_text(steps: Sequence[int], wall_times: Sequence[float], pairs: int = 200) -> str | None:

@@ -463,7 +463,7 @@ def test_alert_lines_name_the_run_when_arms_share_a_name(tmp_path: Path, capsys:
         rows = [{"step": s, "loss": float("nan") if exp == "exp1" and s == 5 else 1.0} for s in range(10)]
         write_rows(tmp_path / exp / "seed0" / "metrics.jsonl", rows)
     rc, out, _ = run_cli(["tail", str(tmp_path), "--alerts-only"], capsys)
-    assert rc == 1 and out.startswith("E [exp1/seed0/metrics.jsonl/seed0] step 5 loss non-finite"), out
+    assert rc == 1 and out.startswith("E [exp1/seed0/metrics.jsonl] step 5 loss non-finite"), out
 
 
 def test_a_stall_still_going_on_is_an_alert_in_one_shot_reads(

@@ -17,11 +17,11 @@ What is walked: every directory under a root but hidden ones and ``SKIP_DIRS``; 
 ``LINK_DEPTH`` levels are followed (``logs/exp42 -> /scratch/exp42``) once the real tree is walked, deeper ones are
 not (a run's ``data -> /datasets``). A file reached by two paths is one run, under the path without a link.
 
-Run id: the file's path relative to the root given (prefixed by the root when several roots are given). Arm: the
-file's stem when it is specific (verl's ``<experiment>.jsonl``), else the nearest directory whose name is not generic
-(``logs``, ``train``, ``metrics``, ``checkpoint-N``...): ``logs/routeA/metrics.jsonl`` -> ``routeA``,
-``exp1/logs/train/metrics.jsonl`` -> ``exp1``. The run directory (where side files are looked for) is that
-directory, kept inside the root.
+Run id: the file's path relative to the root given (prefixed by the root when several roots are given; a file given
+among several roots: its path as given). Arm: the file's stem when it is specific (verl's ``<experiment>.jsonl``),
+else the nearest directory whose name is not generic (``logs``, ``train``, ``metrics``, ``checkpoint-N``...):
+``logs/routeA/metrics.jsonl`` -> ``routeA``, ``exp1/logs/train/metrics.jsonl`` -> ``exp1``. The run directory (where
+side files are looked for) is that directory, kept inside the root.
 """
 
 from __future__ import annotations
@@ -142,7 +142,9 @@ def _one_per_file(cands: list[Candidate]) -> list[Candidate]:
 
 
 def _run_id(path: Path, root: Path, label: str | None) -> str:
-    rel = path.name if root == path else path.relative_to(root).as_posix()
+    if root == path:  # a file named among several roots is named by its path alone (not ``b/r.csv/r.csv``)
+        return label or path.name
+    rel = path.relative_to(root).as_posix()
     return f"{label}/{rel}" if label else rel
 
 
