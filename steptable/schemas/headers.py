@@ -23,15 +23,22 @@ tail of the path that still tells the key apart from every other key on screen:
    then the name itself (keeping a short ``/max``, ``:count`` or ``@4`` ending). A cut header that two keys would
    share goes to neither; whatever still collides (or collides with a declared header) gets the full key, then a
    ``~N`` suffix.
+6. Headers collide when they look alike, not only when they are equal: invisible characters (joiners, variation
+   selectors, tag characters...), composed vs decomposed accents (``café`` twice) and blanks other than the space
+   make different keys that read the same, so they get ``~N`` too. A joiner inside an emoji sequence and a selector
+   that widens a symbol to emoji change what is drawn and count. Homoglyphs (Cyrillic ``ѕ`` for ``s``) are left
+   apart: telling them needs Unicode's confusables table.
 """
 
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Collection, Iterable, Iterator
+from functools import cache
 
 from steptable.cells import cut_middle
-from steptable.formatting import cut, display_width, sanitize
+from steptable.formatting import char_cells, cut, display_width, sanitize
 
 #: widest automatic header, in cells
 MAX_HEADER = 18
@@ -134,14 +141,53 @@ def _safe(text: str) -> str:
     return sanitize(text).strip().replace(" ", "_") or "?"
 
 
+#: Unicode's Default_Ignorable_Code_Point: drawn as nothing (sanitize removes some; joiners, the grapheme joiner,
+#: variation selectors and the Hangul fillers stay, and some of them do change the glyph)
+_IGNORABLE = re.compile(
+    "[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e\u2060-\u206f\u3164"
+    "\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufff8\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0000-\U000e0fff]"
+)
+#: characters drawn as a blank (no-break, en, ideographic... spaces; the braille blank): read as spaces, cell for cell
+_BLANK = re.compile("[^\\S ]|\u2800")
+
+
+def _look(h: str) -> str:
+    """What ``h`` looks like on a terminal: the text two headers are told apart by (NFC, invisible characters out)."""
+    if h.isascii():
+        return h
+    if "\u200d" in h or "\ufe0f" in h:  # the only ones that can change a glyph: read in context
+        cells = list(char_cells(h))
+        h = "".join(ch for i, (ch, _) in enumerate(cells) if _IGNORABLE.match(ch) is None or _drawn(cells, i))
+    else:
+        h = _IGNORABLE.sub("", h)
+    return unicodedata.normalize("NFC", _BLANK.sub(_spaces, h)).strip()
+
+
+def _spaces(m: re.Match[str]) -> str:
+    return " " * display_width(m.group())
+
+
+def _drawn(cells: list[tuple[str, int]], i: int) -> bool:
+    """Whether the ignorable ``cells[i]`` changes what is drawn: a joiner that makes the emoji after it part of one
+    glyph (it then takes no cells of its own), an emoji selector that widened the symbol before it to 2 cells."""
+    ch = cells[i][0]
+    if ch == "\u200d" and i + 1 < len(cells):
+        after, cells_after = cells[i + 1]
+        return cells_after == 0 and display_width(after) > 0
+    if ch == "\ufe0f" and i > 0:
+        before, cells_before = cells[i - 1]
+        return cells_before == 2 and display_width(before) == 1
+    return False
+
+
 def _suffixed(h: str, seen: Collection[str]) -> str:
-    """``h`` with the first free ``~N`` counter, cut to keep within ``MAX_HEADER``."""
+    """``h`` with the first free ``~N`` counter, cut to keep within ``MAX_HEADER``; ``seen`` holds looks."""
     n = 2
     while True:
         suffix = f"~{n}"
         room = MAX_HEADER - len(suffix)
         cand = (cut(h, room) if display_width(h) > room else h) + suffix
-        if cand not in seen:
+        if _look(cand) not in seen:
             return cand
         n += 1
 
@@ -151,11 +197,13 @@ def short_headers(keys: Iterable[str], reserved: Collection[str] = ()) -> dict[s
 
     First every key grows by segments until its whole header differs from the others' (the distinguishing tail);
     only then are headers fitted to ``MAX_HEADER``, so that a cut never sends a key back to grow the shared middle.
+    Headers are compared by :func:`_look`: two that differ only in what is not drawn collide.
     """
     order = list(dict.fromkeys(keys))
     parts = {k: _parts(k) for k in order}
     depth = {k: min(_min_depth(parts[k][1]), len(parts[k][1])) for k in order}
-    taken = {r.strip() for r in reserved}
+    look = cache(_look)  # the same few headers are looked at again in every round; cleared with the call
+    taken = {look(r.strip()) for r in reserved}
 
     def whole(k: str, d: int | None = None) -> str:
         lead, segs = parts[k]
@@ -164,7 +212,7 @@ def short_headers(keys: Iterable[str], reserved: Collection[str] = ()) -> dict[s
     for _ in range(64):  # each round grows at least one key; paths are short
         by_header: dict[str, list[str]] = {}
         for k in order:
-            by_header.setdefault(whole(k), []).append(k)
+            by_header.setdefault(look(whole(k)), []).append(k)
         grew = False
         for h, ks in by_header.items():
             if len(ks) > 1 or h in taken:
@@ -174,54 +222,55 @@ def short_headers(keys: Iterable[str], reserved: Collection[str] = ()) -> dict[s
                         grew = True
         if not grew:
             break
+    looks = {k: look(whole(k)) for k in order}
     count: dict[str, int] = {}
     for k in order:
-        count[whole(k)] = count.get(whole(k), 0) + 1
+        count[looks[k]] = count.get(looks[k], 0) + 1
     out: dict[str, str] = {}
-    used = set(taken)
+    used = set(taken)  # looks, not headers
     pending: list[str] = []
     for k in order:
         h = whole(k)
-        if count[h] == 1 and h not in taken and display_width(h) <= MAX_HEADER:
+        if count[looks[k]] == 1 and looks[k] not in taken and display_width(h) <= MAX_HEADER:
             out[k] = h
-            used.add(h)
+            used.add(looks[k])
         else:
             pending.append(k)
     gens = {k: _candidates(k, parts[k], depth[k]) for k in pending}  # lazy: most keys take their first
-    cands: dict[str, list[str]] = {k: [] for k in pending}
+    cands: dict[str, list[tuple[str, str]]] = {k: [] for k in pending}  # (header, its look), no two alike
 
-    def cand(k: str, i: int) -> str | None:
+    def cand(k: str, i: int) -> tuple[str, str] | None:
         while len(cands[k]) <= i:
             if (c := next(gens[k], None)) is None:
                 return None
-            if c not in cands[k]:
-                cands[k].append(c)
+            if (alike := look(c)) not in {s for _, s in cands[k]}:
+                cands[k].append((c, alike))
         return cands[k][i]
 
     pick = {k: 0 for k in pending}
     while pending:
-        want: dict[str, list[str]] = {}
+        want: dict[str, list[tuple[str, str]]] = {}  # look -> (key, its header of that look)
         for k in pending:
-            while (c := cand(k, pick[k])) is not None and c in used:
+            while (c := cand(k, pick[k])) is not None and c[1] in used:
                 pick[k] += 1
             if c is not None:
-                want.setdefault(c, []).append(k)
+                want.setdefault(c[1], []).append((k, c[0]))
         if not want:
             break
-        for h, ks in want.items():
+        for seen, kcs in want.items():
             # a header two keys want goes to neither (it would not say which), unless it is one's last resort
-            last = ks if len(ks) == 1 else [k for k in ks if cand(k, pick[k] + 1) is None]
-            winner = last[0] if last else None
-            for k in ks:
+            last = kcs if len(kcs) == 1 else [kc for kc in kcs if cand(kc[0], pick[kc[0]] + 1) is None]
+            winner = last[0][0] if last else None
+            for k, h in kcs:
                 if k == winner:
                     out[k] = h
-                    used.add(h)
+                    used.add(seen)
                 else:
                     pick[k] += 1
         pending = [k for k in pending if k not in out]
     for k in pending:  # nothing left that differs: a counter on the header it would have had
-        out[k] = _suffixed(cand(k, 0) or "?", used)
-        used.add(out[k])
+        out[k] = _suffixed((cand(k, 0) or ("?", ""))[0], used)
+        used.add(look(out[k]))
     return {k: out[k] for k in order}
 
 
