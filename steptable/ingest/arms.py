@@ -41,9 +41,12 @@ class ArmSplit:
         arms = arm_values(parsed)
         if arms is None:
             return [(None, parsed)]
+        # Only a string names an arm: a list, dict, number, bool or null under ``arm`` is a cell of the row, which
+        # stays in the file's store (and cannot be hashed: one list made the whole file unreadable).
+        arms = [a if type(a) is str else None for a in arms]
         if self.first is None:
-            self.first = next((a for a in arms if type(a) is str), None)
-        names = {a for a in set(arms) if type(a) is str and a != self.first}
+            self.first = next((a for a in arms if a is not None), None)
+        names = {a for a in arms if a is not None and a != self.first}
         own = {a for a in names if self._own(a)}  # (each name once a chunk: a row is not a stat)
         if not own:
             return [(None, parsed)]

@@ -8,17 +8,26 @@ leaves the others empty), ``nan`` / ``inf`` are non-finite numbers, an integer o
 (``parse.number``: not ``007`` or ``0x10``), anything else is text. Both writers rewrite the file from the top when
 keys are added; the tail sees the changed first bytes, resets, and the parser reads the new header. The step key is
 the first of ``STEP_KEYS`` in the header (``step`` for Lightning, ``time/total_timesteps`` for SB3), else rows are
-numbered by position. A row with more cells than the header is a bad line.
+numbered by position. A row with more cells than the header is a bad line. A quoted cell may hold newlines (Python's
+``csv.writer`` quotes any text with one): its record is read whole, also when a read cut it, up to
+``MAX_RECORD_LINES`` lines (a stray quote costs its own line, not the rows after it).
 """
 
 from __future__ import annotations
 
 import csv
+from collections import deque
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from steptable.ingest.jsonl import LineNo
 from steptable.ingest.parse import NONFINITE, STEP_KEYS, BadLine, number, step_of
 from steptable.ingest.store import Parsed
+
+#: lines and characters one record may span; past either, its first line is a bad line (a quote that is never closed)
+#: and the lines after it are read as lines of their own
+MAX_RECORD_LINES = 100
+MAX_RECORD_CHARS = 1 << 20
 
 
 def cell(text: str) -> Any:
@@ -43,6 +52,9 @@ class CsvParser:
         self.step_key: str | None = None
         self.ordinal = 0
         self.last_step: int | None = None
+        self._held: list[str] = []  # the lines of a record whose quoted cell is still open (the next read ends it)
+        self._held_at = 0  # the number of its first line
+        self._held_chars = 0
 
     def parse(self, chunk: bytes, lineno: LineNo) -> Parsed:
         first = lineno() if callable(lineno) else lineno
@@ -50,10 +62,8 @@ class CsvParser:
         steps: list[int] = []
         rows: list[dict[str, Any]] = []
         bad: list[BadLine] = []
-        # Line by line (a record split over lines by a quoted newline is not a metrics row): one bad line costs
-        # that line, never the chunk.
-        for i, line in enumerate(text.splitlines()):
-            no = first + i
+        # Record by record: one bad record costs that record, never the chunk.
+        for no, line in self._records(text, first, bad):
             if self.header is None:
                 line = line.removeprefix("\ufeff")  # before the csv module sees it: a BOM would keep the quotes
                 if not line.strip():
@@ -93,6 +103,40 @@ class CsvParser:
             rows.append(row)
         return Parsed(steps=steps, rows=rows, bad=bad, step_key=self.step_key)
 
+    def _records(self, text: str, first: int, bad: list[BadLine]) -> Iterable[tuple[int, str]]:
+        """The records of a chunk whose first line is line ``first``, each with the number of its first line: a line,
+        or the lines a quoted cell with newlines spans (begun, maybe, in an earlier chunk). Lines end at a newline only:
+        ``splitlines`` also ends them at characters the csv module keeps in a cell (U+2028, U+001C), and the rest of
+        such a row was read as a row of its own, merged into the step before it."""
+        lines = text.split("\n")
+        if lines[-1] == "":
+            lines.pop()
+        if "\r" in text:
+            lines = [line.removesuffix("\r") for line in lines]
+        if not self._held and '"' not in text:  # (the usual chunk: no quote, each line a record)
+            return enumerate(lines, first)
+        return self._joined(deque(enumerate(lines, first)), bad)
+
+    def _joined(self, todo: deque[tuple[int, str]], bad: list[BadLine]) -> Iterator[tuple[int, str]]:
+        while todo:
+            no, line = todo.popleft()
+            if not self._held:
+                if self.header is not None and ends_quoted(line):  # (before the header: comments and blanks)
+                    self._held, self._held_at, self._held_chars = [line], no, len(line)
+                else:
+                    yield no, line
+                continue
+            self._held.append(line)
+            self._held_chars += len(line) + 1
+            if not ends_quoted(line, quoted=True):
+                yield self._held_at, "\n".join(self._held)
+                self._held = []
+            elif len(self._held) >= MAX_RECORD_LINES or self._held_chars > MAX_RECORD_CHARS:
+                why = f"quote not closed within {len(self._held)} lines: line skipped"
+                bad.append(BadLine(self.label, self._held_at, why))
+                todo.extendleft(reversed(list(enumerate(self._held[1:], self._held_at + 1))))
+                self._held = []
+
     def _header_in_comment(self, cells: list[str], bad: list[BadLine]) -> list[str] | None:
         """The first line after ``#`` lines is a row (a number in it: a header names, it holds no number) and the
         last of them has as many cells, none a number (``#step,phase,loss`` over ``0,warmup,1.0``): that comment is
@@ -119,3 +163,22 @@ class CsvParser:
         self.header = header
         self.step_key = next((k for k in STEP_KEYS if k in header), None)
         return header
+
+
+def ends_quoted(line: str, quoted: bool = False) -> bool:
+    """Does ``line`` end inside a quoted cell (``quoted``: it starts inside one)? Read as the csv module reads it: a
+    quote opens a quoted cell only at a cell's start, ``""`` in one is a quote, and another quote closes it."""
+    at = 0
+    while True:
+        q = line.find('"', at)
+        if not quoted:
+            while q > 0 and line[q - 1] != ",":  # in an unquoted cell (``5" screen``): a character
+                q = line.find('"', q + 1)
+            if q < 0:
+                return False
+            q = line.find('"', q + 1)
+        while q >= 0 and line.startswith('"', q + 1):
+            q = line.find('"', q + 2)
+        if q < 0:
+            return True
+        quoted, at = False, q + 1

@@ -39,6 +39,8 @@ DEBOUNCE_MS = 40  # longest a burst of events is gathered before it is handled
 IDLE_POLL = 0.5  # with notification: seconds without events after which every source is stat'ed anyway
 STEP_MS = 10
 MAX_ERRORS = 10_000
+#: chunks one poll of a file skips for a bug of ours (each read past) before the rest waits for the next poll
+MAX_SKIPS = 16
 #: bad lines told per file; then one line says the rest are counted, not told (a run that logged a fractional step
 #: on every row made 10,000 lines of stderr for an agent to read). Each run's count stays in its store (summary: bad N).
 BAD_TOLD = 20
@@ -116,7 +118,12 @@ class Follower:
             changed: set[str] = set()
             for src in list(self._sources.values()):
                 finish = getattr(src, "finish", None)
-                if finish is not None and finish():
+                try:
+                    done = finish is not None and finish()
+                except Exception as e:  # a bug of ours on one file's last line: the rest of the read still counts
+                    self._internal(src, e)
+                    continue
+                if done:
                     for st in src.stores():
                         changed.add(st.run)
                         self._expose(st)
@@ -143,11 +150,7 @@ class Follower:
                 self._discover()
             changed: set[str] = set()
             for src in list(self._sources.values()) if only is None else only:
-                try:
-                    if src.poll():
-                        changed.update(st.run for st in src.stores())
-                except Exception as e:  # a bug of ours on one file must not stop the others
-                    self._report(BadLine(str(src.cand.path), 0, f"internal error ({type(e).__name__}: {e})"))
+                if self._poll(src):
                     changed.update(st.run for st in src.stores())
                 if src.dead:
                     self._drop(src)
@@ -161,6 +164,27 @@ class Follower:
                 if src.exposed:
                     changed.update(st.run for st in src.stores() if self._expose(st))
             return changed
+
+    def _poll(self, src: Source) -> bool:
+        """``src.poll()``, True when its runs changed. A bug of ours costs the chunk it failed on (the tail has read
+        past it), never the other files nor the rest of this one: a tail that got further is polled again now, for a
+        one-shot read has no next poll (``summary`` showed none of a file's rows after a failing chunk). Told once."""
+        tail = getattr(src, "tail", None)
+        failed = False
+        for _ in range(MAX_SKIPS):
+            at = tail.offset if tail is not None else None
+            try:
+                return src.poll() or failed
+            except Exception as e:
+                if not failed:
+                    self._internal(src, e)
+                failed = True
+            if tail is None or tail.offset == at:  # nothing passed: polling again would fail the same way
+                break
+        return failed
+
+    def _internal(self, src: Source, e: Exception) -> None:
+        self._report(BadLine(str(src.cand.path), 0, f"internal error ({type(e).__name__}: {e})"))
 
     def _expose(self, store: RunStore) -> bool:
         """Show ``store`` in ``stores`` (True if it was not there). The file of a run no longer followed, written
