@@ -170,3 +170,17 @@ def test_ends_quoted_reads_quotes_as_the_csv_module_does(line: str, quoted: bool
     text = ('"' if quoted else "") + line
     swallowed = len(list(csv.reader(io.StringIO(text + "\nX\n")))) == 1 and text != ""  # the next line joined it
     assert ends_quoted(line, quoted) == swallowed
+
+
+def test_a_quote_left_open_at_the_end_of_a_file_costs_its_line_in_a_one_shot_read(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # the rows after a stray quote were held for its closing quote: a one-shot read ended with them unshown, unsaid
+    path = tmp_path / "r" / "metrics.csv"
+    path.parent.mkdir()
+    path.write_text('step,loss,note\n0,1.0,ok\n1,0.9,"open quote\n2,0.8,x\n3,0.7,y\n', encoding="utf-8")
+    rc, out, err = run_cli(["tail", str(tmp_path)], capsys)
+    assert rc == 0 and [line.split()[0] for line in out.splitlines()[1:]] == ["0", "2", "3"], out
+    assert "metrics.csv:3: quote not closed by the end of the file" in err, err
+    (store,) = load([tmp_path]).values()
+    assert list(store.steps) == [0, 2, 3] and store.bad_count == 1

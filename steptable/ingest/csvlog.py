@@ -103,6 +103,20 @@ class CsvParser:
             rows.append(row)
         return Parsed(steps=steps, rows=rows, bad=bad, step_key=self.step_key)
 
+    def flush(self) -> Parsed:
+        """The end of a one-shot read: a record whose quote never closed costs its first line (said), and the lines
+        held after it are read as the rows they are (nothing would end them: a last read had them unshown, unsaid)."""
+        if not self._held:
+            return Parsed(steps=[], rows=[], bad=[], step_key=self.step_key)
+        held, at = self._held, self._held_at
+        self._held = []
+        bad = [BadLine(self.label, at, "quote not closed by the end of the file: line skipped")]
+        parsed = self.parse("\n".join(held[1:]).encode() + b"\n", at + 1) if len(held) > 1 else None
+        if parsed is None:
+            return Parsed(steps=[], rows=[], bad=bad, step_key=self.step_key)
+        parsed.bad[:0] = bad
+        return parsed
+
     def _records(self, text: str, first: int, bad: list[BadLine]) -> Iterable[tuple[int, str]]:
         """The records of a chunk whose first line is line ``first``, each with the number of its first line: a line,
         or the lines a quoted cell with newlines spans (begun, maybe, in an earlier chunk). Lines end at a newline only:

@@ -232,6 +232,8 @@ class TailSource(Source):
         a crash's partial line), not a bad one. A console or CSV line without its newline is not read at all: cut
         in a number it still parses, as a wrong value (``lr:1`` of ``lr:1e-06``, step 61 of 6144), and a trainer's
         block-buffered stdout leaves its log cut mid-line for minutes at a time."""
+        if isinstance(self.parser, CsvParser):
+            return self._flush_csv()
         if self.cand.kind != "jsonl":
             return False
         ev = self.tail.final_line()
@@ -244,6 +246,15 @@ class TailSource(Source):
         self._add(self.store, parsed, math.nan)  # one-shot reads only: the line was there before the read
         for st in self.stores():
             self._runinfo(st)
+        return self._expose(True)
+
+    def _flush_csv(self) -> bool:
+        """A CSV record still open at the end of a one-shot read (:meth:`CsvParser.flush`)."""
+        parsed = self.parser.flush() if isinstance(self.parser, CsvParser) else None
+        if parsed is None or not (parsed.steps or parsed.bad):
+            return False
+        self._add(self.store, parsed, math.nan)
+        self._bad(parsed.bad)
         return self._expose(True)
 
     def _expose(self, changed: bool) -> bool:
