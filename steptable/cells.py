@@ -16,10 +16,14 @@ ELLIPSIS = "…"
 
 # C0 and C1 controls, DEL, and the Unicode bidi/isolate overrides and invisible formatting characters that can
 # reorder or hide text on a terminal. An ESC sequence is removed whole where we can recognise it (CSI, OSC, DCS...),
-# so "\x1b[2J" leaves nothing rather than "[2J".
+# so "\x1b[2J" leaves nothing rather than "[2J". A string sequence (OSC, DCS...) with no BEL or ST on its line loses
+# only its introducer, as an 8-bit one does below: swallowed to the line's end, a name holding one deleted the rest
+# of every message built around it (the path after an arm's name, a warning after a file's).
 _ESC_SEQ = re.compile(
     r"\x1b\[[0-?]*[ -/]*[@-~]"  # CSI
-    r"|\x1b[\]PX^_][^\x07\x1b\n]*(?:\x07|\x1b\\)?"  # OSC / DCS / SOS / PM / APC, to BEL or ST (or line end)
+    # OSC / DCS / SOS / PM / APC, to BEL or ST. The payload is read in a lookahead and matched again by reference:
+    # an atomic group (re has none before Python 3.11), so a long unterminated one is not backtracked over
+    r"|\x1b[\]PX^_](?:(?=([^\x07\x1b\n]*))\1(?:\x07|\x1b\\))?"
     r"|\x1b[@-Z\\-_]"  # two-byte Fe escapes
 )
 # The 8-bit introducers (U+0080-U+009F) are removed one character at a time by _CONTROLS, their payload kept as
@@ -57,14 +61,16 @@ def sanitize(text: str, *, keep_newlines: bool = False) -> str:
     return _CONTROLS.sub(_control_repl, text.replace("\r\n", "\n"))
 
 
-_MD_SPECIAL = re.compile(r"([\\`*\[\]<>!|~])")
+# "&" too: "&#8238;" is a character reference, the right-to-left override again once the markdown is rendered
+_MD_SPECIAL = re.compile(r"([\\`*\[\]<>!|~&])")
 # "_" opens emphasis only at a word's edge ("__x__", "_x_"); inside a word ("hack_s") it is left as it is
 _MD_UNDERSCORE = re.compile(r"(?<![0-9A-Za-z])_|_(?![0-9A-Za-z])")
 
 
 def md_escape(text: str) -> str:
     """Untrusted text as literal Markdown (a table cell, a label): made inert for a terminal, then every character
-    that could open markup (a link or image, HTML, emphasis, a cell break) is backslash-escaped."""
+    that could open markup (a link or image, HTML, a character reference, emphasis, a cell break) is
+    backslash-escaped."""
     return _MD_UNDERSCORE.sub(r"\\_", _MD_SPECIAL.sub(r"\\\1", sanitize(text)))
 
 

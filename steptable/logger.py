@@ -33,7 +33,7 @@ from steptable.formatting import sanitize
 from steptable.logging import installed, report_once, say
 from steptable.rank import global_rank
 from steptable.rowvalues import flat, freeze, kept
-from steptable.writer import RunWriter
+from steptable.writer import RunWriter, error_text
 
 JSONL_NAME = "metrics.jsonl"
 TABLE_NAME = tablefile.TABLE_NAME
@@ -184,8 +184,9 @@ class StepLogger:
                 return line
         except Exception as e:  # the loop must survive anything we do wrong
             self._lost += 1
-            report_once(
-                f"{self._topic}-{type(e).__name__}", f"steptable: StepLogger.log failed ({e!r}); training goes on"
+            report_once(  # (an exception's text may quote a path or a value: made inert as names are)
+                f"{self._topic}-{type(e).__name__}",
+                f"steptable: StepLogger.log failed ({error_text(e)}); training goes on",
             )
             return None
 
@@ -261,7 +262,8 @@ class StepLogger:
             self.run_dir.mkdir(parents=True, exist_ok=True)
             runinfo.write(self.run_dir, runinfo.describe(self.cols, arm, JSONL_NAME, self._started, closed, self._rows))
         except Exception as e:
-            report_once(f"{self._topic}-runinfo", f"steptable: cannot write {runinfo.file_name(self.arm)} ({e!r})")
+            report_once(f"{self._topic}-runinfo",
+                        f"steptable: cannot write {runinfo.file_name(self.arm)} ({error_text(e)})")
 
     def _warn(self, text: str) -> None:
         msg = f"steptable: {text}"
@@ -287,7 +289,7 @@ class StepLogger:
         if extra:
             parts.append(render.legend(extra, title="dump-only columns:"))
         if self._table is not None:
-            parts.append(f"{self._table_note}, every column: {self._table}")
+            parts.append(f"{self._table_note}, every column: {sanitize(str(self._table))}")  # (run_dir's text)
         return "\n".join(parts)
 
     def write_table(self) -> Path | None:
@@ -335,7 +337,8 @@ class StepLogger:
                 if stop is None or run != self._write_table_at_close:
                     run()
             except Exception as e:
-                report_once(f"{self._topic}-close-{what}", f"steptable: StepLogger.close: {what} failed ({e!r})")
+                report_once(f"{self._topic}-close-{what}",
+                            f"steptable: StepLogger.close: {what} failed ({error_text(e)})")
             except BaseException as e:  # Ctrl-C, SystemExit from a signal handler: the user's, raised below
                 stop = stop or e
         if self._lost:  # the failures were reported once each; say how many rows they cost in all

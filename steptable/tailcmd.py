@@ -55,7 +55,8 @@ def add_parser(sub: Any) -> None:
         choices=("text", "jsonl", "csv", "md"),
         default="text",
         help="the fixed-width table (default), one JSON object a row, CSV (one header: the union of the runs' "
-        "columns; under -f a column that appears later adds a header line, said on stderr), or markdown tables. "
+        "columns; under -f a column that appears later adds a header line, said on stderr; text a spreadsheet would "
+        "run as a formula, starting with = + - @, gets a leading '), or markdown tables. "
         "Alerts (--alerts-only) follow it too",
     )
     t.add_argument("--schema", default=None, help="column set to use instead of the detected one")

@@ -292,9 +292,9 @@ class Tail:
             keys = self.csv_keys = [*(keys or []), *(new if keys is not None else self.csv_want)]
             names: list[str] = ["run", "arm"]
             for k in keys:  # keys come from the files: made inert, and kept apart where they then read alike
-                names.append(unique_name(sanitize(k), names))
+                names.append(unique_name(_csv_text(k), names))
             w.writerow(names)
-        run, arm = sanitize(store.run), sanitize(store.arm)
+        run, arm = _csv_text(store.run), _csv_text(store.arm)
         for r in rows:
             w.writerow([run, arm, *(_csv_cell(r.get(k)) for k in keys)])
         self.out.write(buf.getvalue())
@@ -363,8 +363,8 @@ class Tail:
             if not self.alert_head:
                 self.alert_head = True
                 w.writerow(["run", "arm", "step", "level", "column", "kind", "message"])
-            w.writerow([sanitize(x) for x in (run, self.arm_of.get(run, ""))]
-                       + [alert.step, alert.level, sanitize(alert.column), alert.kind, sanitize(alert.message)])
+            w.writerow([_csv_text(x) for x in (run, self.arm_of.get(run, ""))]
+                       + [alert.step, alert.level, _csv_text(alert.column), alert.kind, _csv_text(alert.message)])
             self.out.write(buf.getvalue())
         elif fmt == "md":
             self.out.write(f"- {alert.level} {md_escape(f'[{label}] {alert.message_line()}')}\n")
@@ -396,8 +396,31 @@ def _csv_cell(v: Any) -> Any:
     if isinstance(v, (tuple, list, dict)):
         return sanitize(json.dumps(v, default=str, ensure_ascii=False))
     if isinstance(v, str):
-        return sanitize(v)
+        return _csv_text(v)
     return "" if v is None else v
+
+
+# A spreadsheet opening the CSV runs a cell that starts with one of these as a formula ("=cmd|' /C calc'!A0",
+# "@SUM(...)"): such text gets a leading "'" (OWASP's CSV-injection rule), unless it is a number ("-0.5", "+inf").
+# OWASP's TAB and CR are a space and nothing after sanitize: leading spaces are looked past, as a spreadsheet may.
+_FORMULA_START = ("=", "+", "-", "@")
+
+
+def _csv_text(text: str) -> str:
+    """Text from the files as a CSV cell: inert for a terminal, and for a spreadsheet."""
+    text = sanitize(text)
+    head = text.lstrip(" ")
+    if head.startswith(_FORMULA_START) and not _is_number(head):
+        return "'" + text
+    return text
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
 
 
 # JSON escapes C0 controls, but not C1 ones (U+009B is CSI), bidi overrides, invisible format characters or the

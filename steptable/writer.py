@@ -18,7 +18,17 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from steptable.formatting import unique_name
+from steptable.formatting import sanitize, unique_name
+
+
+def error_text(e: BaseException) -> str:
+    """An exception as a message says it: ``repr`` made inert (its text may quote a path or a value), or its type's
+    name when even ``repr`` raises (a metric object's exception, handled where the loop must survive anything)."""
+    try:
+        return sanitize(repr(e))
+    except Exception:
+        return type(e).__name__
+
 
 #: rows kept for retry while the file cannot be written; beyond this (or MAX_PENDING_BYTES) the oldest are dropped
 MAX_PENDING = 100_000
@@ -196,6 +206,7 @@ class RunWriter:
 
     def __init__(self, path: str | os.PathLike[str], warn: Callable[[str], None]) -> None:
         self.path = Path(path).absolute()  # a later os.chdir in the training script must not move the file
+        self._shown = sanitize(str(self.path))  # the path in messages: a run_dir's text can hold escape sequences
         self._warn = warn
         self._fh: BinaryIO | None = None
         self._pending: deque[bytes] = deque()
@@ -223,7 +234,7 @@ class RunWriter:
         except Exception as e:  # jsonable() leaves nothing json.dumps refuses; this is the last guard
             if not self._encode_reported:
                 self._encode_reported = True
-                self._warn(f"a row could not be encoded ({e!r}); skipped (reported once)")
+                self._warn(f"a row could not be encoded ({error_text(e)}); skipped (reported once)")
             return not self._pending
         self._pending.append(line)
         self._pending_bytes += len(line)
@@ -246,7 +257,7 @@ class RunWriter:
                 fh = self._open()
                 if self._moved(fh):  # (a log rotation renamed it, or the run directory was moved): the path wins
                     self._close_fh()
-                    self._warn(f"{self.path} was moved or replaced during the run (a log rotation?); rows from this "
+                    self._warn(f"{self._shown} was moved or replaced during the run (a log rotation?); rows from this "
                                "one on go to the file at that path")
                     fh = self._open()
                 data = self._pending[0]  # opening may have put a cut row back whole
@@ -266,7 +277,7 @@ class RunWriter:
                     if reopened:
                         raise OSError("the new file vanished too")
                     reopened = True
-                    self._warn(f"{self.path} was deleted during the run; rows from this one on go to a new file")
+                    self._warn(f"{self._shown} was deleted during the run; rows from this one on go to a new file")
                     continue
                 self._pending.popleft()
                 self._pending_bytes -= len(data)
@@ -275,14 +286,15 @@ class RunWriter:
                 self.written += 1
             except (OSError, ValueError) as e:
                 self._close_fh()
-                self._fail(f"cannot write {self.path} ({e}); {len(self._pending)} row(s) kept for retry")
+                why = sanitize(str(e))  # (an OSError's text names a path too, and ours the run directory's links)
+                self._fail(f"cannot write {self._shown} ({why}); {len(self._pending)} row(s) kept for retry")
                 return False
             except BaseException:  # Ctrl-C (or SystemExit from a signal handler) between the write and its bookkeeping
                 self._settle(data)
                 raise
         if self._failing is not None:
             self._failing = None
-            self._warn(f"writing {self.path} works again; late rows written" + self._dropped_note())
+            self._warn(f"writing {self._shown} works again; late rows written" + self._dropped_note())
         return True
 
     def _dropped_note(self) -> str:
@@ -393,5 +405,5 @@ class RunWriter:
     def close(self) -> None:
         self.flush()
         if self._pending:
-            self._warn(f"{len(self._pending)} row(s) could not be written to {self.path}" + self._dropped_note())
+            self._warn(f"{len(self._pending)} row(s) could not be written to {self._shown}" + self._dropped_note())
         self._close_fh()
