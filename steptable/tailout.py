@@ -22,7 +22,17 @@ from steptable.alerts import Alert, AlertEngine
 from steptable.columns import Col
 from steptable.formatting import INVISIBLE, md_escape, numeric_pair, sanitize, unique_name
 from steptable.ingest import Follower, RunStore
-from steptable.schemas import Schema, by_schema, cells_outgrown, fit, get_schema, layout, steps_outgrown, widened
+from steptable.schemas import (
+    Schema,
+    by_schema,
+    cells_outgrown,
+    first_look,
+    fit,
+    get_schema,
+    layout,
+    steps_outgrown,
+    widened,
+)
 from steptable.schemas.base import auto_col, own_step_keys, sample_values, unmatched
 from steptable.schemas.headers import short_headers
 from steptable.schemas.registry import logged_schema, unused_files
@@ -72,6 +82,7 @@ class Tail:
         self.unused_told: set[str] = set()  # steptable.toml files said to apply to none of their runs
         self.arm_runs: Counter[str] = Counter()  # arm -> runs that have it (alert labels)
         self.tried: dict[str, int] = {}  # key -> the widest value a layout was made again for
+        self.looked: set[str] = set()  # runs whose rows were looked at across (_first_look)
         self.ended: set[str] = set()  # runs whose StepLogger was closed
         self.logged: dict[str, str | None] = {}  # run -> the name of its logged schema when the layout was made
         self.first_view = True  # -n is for the runs found at the start: a run found later is new output in full
@@ -93,6 +104,8 @@ class Tail:
         left_out = 0
         for schema, group in by_schema(stores, named):
             all_cols = widened(layout(group, schema, patterns=patterns), self.tried)
+            if self._first_look(all_cols, group):
+                all_cols = widened(all_cols, self.tried)
             names += [(c.key, c.header.strip()) for c in all_cols]
             cols = tuple(fit(all_cols, width)) if fitting else tuple(all_cols)
             left_out += len(all_cols) - len(cols)
@@ -119,6 +132,19 @@ class Tail:
     def filter_missed(self) -> bool:
         """Every --columns pattern matched nothing (a typo: the table shows the step column alone)."""
         return bool(self.patterns) and set(self.patterns) <= self.unmatched_told
+
+    def _first_look(self, cols: Sequence[Col], group: Sequence[RunStore]) -> bool:
+        """Values of runs laid out for the first time that their columns have no room for, across each run (as the
+        watch app looks at a run it has not seen): True when a column is to be widened."""
+        grown: dict[str, int] = {}
+        for s in group:
+            if s.run not in self.looked and (n := len(s)):
+                self.looked.add(s.run)
+                for k, w in first_look(cols, s, n).items():
+                    grown[k] = max(w, grown.get(k, 0))
+        grown = {k: w for k, w in grown.items() if w > self.tried.get(k, 0)}
+        self.tried.update(grown)
+        return bool(grown)
 
     def _outgrown(self, stores: Sequence[RunStore]) -> bool:
         """Steps past the step column, or new rows with a value their column has no room for (once per width)."""

@@ -30,6 +30,7 @@ from steptable.schemas.headers import short_headers
 from steptable.schemas.parts import SIDE_KINDS, Derived, Rule, SideFile, ratio_pair
 from steptable.schemas.widths import RowView as RowView
 from steptable.schemas.widths import cells_outgrown as cells_outgrown
+from steptable.schemas.widths import first_look as first_look
 from steptable.schemas.widths import narrowest
 from steptable.schemas.widths import widened as widened
 
