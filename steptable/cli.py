@@ -44,6 +44,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if sys.stderr is not None:
             sys.stderr.write("steptable: no standard output to write to\n")
         return 2
+    for stream in (sys.stdout, sys.stderr):
+        _tolerant(stream)
     parser = _parser()
     args = parser.parse_args(argv)
     if args.cmd is None:  # a command is required: the help, and the status of a usage error
@@ -102,6 +104,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
 
 
+def _tolerant(stream: object) -> None:
+    """A stream whose encoding cannot hold the table's characters (a cp1252 redirect, PYTHONIOENCODING=ascii)
+    writes them as ``?``: a traceback after half a table helps nobody (StepLogger's sink does the same)."""
+    try:
+        "─↑↓…".encode(getattr(stream, "encoding", None) or "utf-8")
+    except (UnicodeEncodeError, LookupError):
+        try:
+            stream.reconfigure(errors="replace")  # type: ignore[attr-defined]
+        except (AttributeError, ValueError, OSError):  # (not a text file: a test's StringIO)
+            pass
+
+
 def _stdout_failed(e: OSError) -> bool:
     """Was ``e`` raised writing stdout? (A path in the error means a file the command tried to read.)"""
     if e.filename is not None:
@@ -134,7 +148,8 @@ def _demo(args: argparse.Namespace) -> int:
     finally:  # (a demo left 2000 steps x 3 arms of files behind each time)
         shutil.rmtree(out, ignore_errors=True)
         if sys.stderr is not None:  # the run's end named files in it: say they are gone
-            sys.stderr.write(f"steptable demo: {out} was temporary and is removed; --dir DIR keeps the run\n")
+            sys.stderr.write(f"steptable demo: {out} was temporary and is removed with its files (those named "
+                             "above too); --dir DIR keeps the run\n")
 
 
 def _demo_in(args: argparse.Namespace, out: str) -> int:

@@ -96,7 +96,18 @@ def positive_seconds(text: str) -> float:
 def missing_paths(paths: Sequence[str]) -> list[str]:
     """The paths given that do not exist: a one-shot command names each and exits 2 after printing the rest (a
     mistyped path beside a good one must not pass a CI gate as "no alerts")."""
-    return [str(p) for p in paths if not os.path.exists(p)]
+    return [str(p) for p in paths if not os.path.lexists(p) and not _denied(p)]
+
+
+def _denied(path: str) -> bool:
+    """A path behind a directory the user may not enter: there, but unreadable (said as such, not as missing)."""
+    try:
+        os.stat(path)
+    except PermissionError:
+        return True
+    except OSError:
+        return False
+    return False
 
 
 def run_tail(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
@@ -112,9 +123,8 @@ def run_tail(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | 
         tail.emit(follower)
         if args.alerts_only and follower.stores:  # a stall still going on (a one-shot check by an agent or CI)
             tail.check_stalls(time.time())
-    except BrokenPipeError:  # the reader left (`| head`): not an error, and an error alert seen still counts
-        _quiet(out)
-        return 1 if tail.error_alert else 0
+    except BrokenPipeError:  # the reader left (`| head`): not an error in itself; the status of what was read
+        _quiet(out)  # stands (an error alert seen, a --columns typo, a missing path: `set -o pipefail` sees it)
     return _status(args, follower, tail, err, live=False)
 
 

@@ -266,7 +266,7 @@ def test_the_demo_without_dir_leaves_no_files_behind(tmp_path: Path, capsys: pyt
     rc, out, err = run_cli(["demo", "--stdout", "--steps", "3", "--interval", "0"], capsys)
     assert rc == 0 and "rew" in out
     assert list(tmp_path.glob("steptable-demo-*")) == []
-    assert "was temporary and is removed; --dir DIR keeps the run" in err  # (the run's end named a file in it)
+    assert "was temporary and is removed with its files (those named above too); --dir DIR keeps the run" in err
     kept = tmp_path / "kept"
     rc, _, _ = run_cli(["demo", "--stdout", "--steps", "3", "--interval", "0", "--dir", str(kept)], capsys)
     assert rc == 0 and list(kept.rglob("metrics.jsonl"))

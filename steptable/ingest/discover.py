@@ -101,7 +101,7 @@ def is_generic(name: str) -> bool:
 
 def arm_and_run_dir(path: Path, root: Path, *, run_dir: Path | None = None) -> tuple[str, Path]:
     """(arm, run directory) of a metrics file found under ``root`` (see the module docstring)."""
-    base = root if root.is_dir() else root.parent
+    base = root if os.path.isdir(root) else root.parent
     if run_dir is None:
         stem = path.stem
         if stem.lower() not in GENERIC_STEMS and _GENERIC_PATTERN.match(stem) is None:
@@ -161,6 +161,10 @@ def discover(paths: Iterable[str | Path], on_error: OnError | None = None,
     found: dict[Path, Candidate] = {}
     sides: list[tuple[str, Path]] = []
     for root in roots:
+        if (e := _unreachable(root)) is not None:  # (a parent the user may not enter: someone's 0700 home)
+            if on_error is not None:
+                on_error(root, e)
+            continue
         _collect(root, root, _label(root, roots), found, sides, on_error, settled)
     cands = _one_per_file(list(found.values()))
     for cat, path in sides:
@@ -193,7 +197,7 @@ def discover_at(path: str | Path, roots: Sequence[str | Path], on_error: OnError
 
 def _collect(root: Path, under: Path, label: str | None, found: dict[Path, Candidate], sides: list[tuple[str, Path]],
              on_error: OnError | None, settled: Callable[[Path], bool] | None) -> None:
-    explicit = root.is_file()
+    explicit = os.path.isfile(root)
     base = os.path.abspath(root.parent if explicit else root)
     base_real = os.path.realpath(base)  # (the root itself may be reached through a link: ~/logs -> /scratch)
     for path, via_link in walk(under, on_error):
@@ -221,7 +225,7 @@ def classify(path: Path, root: Path, label: str | None = None, *, explicit: bool
     low = name.lower()
     if low == "trainer_state.json":
         run_dir = path.parent.parent if _GENERIC_PATTERN.match(path.parent.name) else path.parent
-        if not run_dir.is_relative_to(root if root.is_dir() else root.parent):
+        if not run_dir.is_relative_to(root if os.path.isdir(root) else root.parent):
             run_dir = path.parent
         rid = _run_id(run_dir / "trainer_state.json", root, label) if run_dir != root else (
             f"{label}/trainer_state.json" if label else "trainer_state.json")
@@ -354,10 +358,24 @@ def sniff_jsonl(path: Path, limit: int = 1 << 16, max_limit: int = 8 << 20,
     return False if len(head) >= limit else None
 
 
+def _unreachable(path: Path) -> OSError | None:
+    """Why ``path`` cannot be looked at, if it is there (a missing path gives nothing yet, without error)."""
+    try:
+        os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as e:
+        return e
+    return None
+
+
 def nothing_found(paths: Sequence[str | Path]) -> str:
     """Why no run came from ``paths``, for a one-shot command's error line (path text made inert by the caller)."""
-    missing = [str(p) for p in paths if not os.path.exists(p)]
+    blocked = [f"{p} ({e.strerror or e})" for p in paths if (e := _unreachable(Path(p))) is not None]
+    missing = [str(p) for p in paths if not os.path.exists(p) and _unreachable(Path(p)) is None]
     files = [str(p) for p in paths if os.path.isfile(p)]
+    if blocked:
+        return "cannot reach " + ", ".join(blocked)
     if missing:
         return "no such path: " + ", ".join(missing)
     if files and len(files) == len(paths):

@@ -358,7 +358,7 @@ class Follower:
 
         self.mode = "notify"
         while not stop.is_set():
-            targets = [r for r in self.roots if r.exists()]
+            targets = [r for r in self.roots if os.path.exists(r)]
             if not targets:  # nothing to watch yet: look again every re-check
                 if stop.wait(self.recheck):
                     return

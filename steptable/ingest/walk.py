@@ -27,8 +27,8 @@ def walk(root: Path, on_error: OnError | None = None) -> Iterator[tuple[Path, bo
     once and only when it leads outside what was walked (``logs/exp42 -> /scratch/exp42``). So a link to a
     directory of the tree (wandb's ``latest-run``, ``exp1/latest -> ../exp2/run3``) never hides the real path,
     and a loop ends. A directory costs its listing only (scandir tells links apart)."""
-    if not root.is_dir():
-        if root.is_file():
+    if not os.path.isdir(root):  # (os.path's never raise: Path's do for a parent the user may not enter)
+        if os.path.isfile(root):
             yield root, False
         return
 

@@ -85,7 +85,7 @@ def _files_below(root: Path) -> list[Path]:
     """The log directories' schema files under ``root`` (as discovery walks it), nearest first."""
     from steptable.ingest.walk import walk  # (walk is stdlib only; the package's __init__ reads schemas)
 
-    found = [f for f, _ in walk(root) if f.name == LOCAL_NAME and f.parent != root] if root.is_dir() else []
+    found = [f for f, _ in walk(root) if f.name == LOCAL_NAME and f.parent != root] if os.path.isdir(root) else []
     return sorted(found, key=lambda f: len(f.parts))
 
 

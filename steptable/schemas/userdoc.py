@@ -63,8 +63,8 @@ def schema_files(near: str | os.PathLike[str] | None = None) -> list[Path]:
     """User schema files that apply to runs at ``near``: the nearest log-directory file first, then the user's."""
     out = _local_files(near) if near is not None else []
     cfg = config_dir()
-    if cfg.is_dir():
-        out += sorted(f for f in cfg.glob("*.toml") if f.is_file())
+    if os.path.isdir(cfg):
+        out += sorted(f for f in cfg.glob("*.toml") if os.path.isfile(f))
     return out
 
 
@@ -72,7 +72,7 @@ def _local_files(near: str | os.PathLike[str]) -> list[Path]:
     """The log directories' files at ``near``, nearest first."""
     out: list[Path] = []
     p = Path(near).absolute()  # ("." has no parents: a steptable.toml above the current directory was missed)
-    start = p if p.is_dir() else p.parent
+    start = p if os.path.isdir(p) else p.parent
     for d in [start, *list(start.parents)[:LOCAL_DEPTH]]:
         f = d / LOCAL_NAME
         if os.path.lexists(f):  # a directory or FIFO of that name is an error to report, not to pass over
