@@ -1,5 +1,6 @@
-"""The watch app: per-arm step tables over one shared column layout, with legend, diagnostics, chart, generations,
-alerts. Thin: the Session holds the state, widgets draw through render, the Feed (a thread worker) only posts."""
+"""The watch app: per-arm step tables, one column layout per trainer (its arms line up), with legend, diagnostics,
+chart, generations, alerts. Thin: the Session holds the state, widgets draw through render, the Feed (a thread
+worker) only posts."""
 
 from __future__ import annotations
 
@@ -140,19 +141,21 @@ class StepTableApp(Arrangement):
     def on_runs_changed(self, message: RunsChanged) -> None:
         ids = self.feed.take()
         stores = self.feed.stores
+        batch: list[tuple[str, Store, str | None]] = []
         for rid, store in stores.items():  # in discovery order, so arms keep their places
             if rid not in ids:
                 continue
             run = self.session.runs.get(rid)
             if run is not None and run.preview is not None and len(store) == 0:
                 continue  # keep the preview until the full parse has rows
-            self._take(rid, store, None)
+            batch.append((rid, store, None))
+        self._take(batch)
         self._after_data()
 
     def on_preview_ready(self, message: PreviewReady) -> None:
         run = self.session.runs.get(message.run)
         if run is None or run.preview is not None or run.rows == 0:
-            self._take(message.run, message.store, message.note)
+            self._take([(message.run, message.store, message.note)])
             self._after_data()
         self.call_after_refresh(self._preview_drawn)
 
@@ -175,23 +178,25 @@ class StepTableApp(Arrangement):
         self.notify(text, severity="error", timeout=30, markup=False)
         self._refresh_status()
 
-    def _take(self, rid: str, store: Store, preview: str | None) -> None:
-        relayout = self.session.update(rid, store, preview)
-        panel = self.panels.get(rid)
-        if panel is None:
-            panel = self.panels[rid] = ArmPanel(rid, rid)
-            self._new_panels = True
-            self.main.query_one("#no-runs").display = False
-            self.main.query_one("#arms").mount(panel)
-            relayout = True
-            if len(self.panels) == 1:
-                self.call_after_refresh(panel.grid.focus)
+    def _take(self, batch: list[tuple[str, Store, str | None]]) -> None:
+        relayout = self.session.update_all(batch)
+        for rid, _, _ in batch:
+            if rid not in self.panels:
+                panel = self.panels[rid] = ArmPanel(rid, rid)
+                self._new_panels = True
+                self.main.query_one("#no-runs").display = False
+                self.main.query_one("#arms").mount(panel)
+                relayout = True
+                if len(self.panels) == 1:
+                    self.call_after_refresh(panel.grid.focus)
         if relayout:
             self._apply_columns()
-        run = self.session.runs[rid]
-        panel.preview = preview
-        panel.grid.set_rows(store, run.rows)
-        panel.refresh_title(self.clock())
+        now = self.clock()
+        for rid, store, preview in batch:
+            panel = self.panels[rid]
+            panel.preview = preview
+            panel.grid.set_rows(store, self.session.runs[rid].rows)
+            panel.refresh_title(now)
 
     def _after_data(self) -> None:
         if self._new_panels:  # arms arrived: labels may need the run id, the arrangement may change
@@ -208,23 +213,29 @@ class StepTableApp(Arrangement):
             self.notify(self.session.problems.pop(0), severity="error", timeout=30, markup=False)
 
     def _apply_columns(self) -> None:
-        cols, fixed = self.session.columns()
-        for panel in self.panels.values():
-            panel.grid.set_columns(cols, fixed, self.session.selected)
-        self.main.query_one(LegendPanel).show_cols(cols)
+        """Each arm's table gets its group's columns (one trainer's arms line up), the legend one part per group."""
+        s = self.session
+        tables = s.tables()
+        shown = {c.key for _, cols, _ in tables for c in cols}
+        for group, cols, fixed in tables:
+            for rid in group.runs:
+                if (panel := self.panels.get(rid)) is not None:
+                    panel.grid.set_columns(cols, fixed, s.marked(cols, panel.grid.selected, shown))
+        parts = ([(s.group_title(g), cols) for g, cols, _ in tables if cols] if len(tables) > 1
+                 else [(None, cols) for _, cols, _ in tables[:1]] or [(None, ())])
+        self.main.query_one(LegendPanel).show_parts(parts)
         self._apply_arrangement()
 
     def _refresh_panels(self) -> None:
-        arms = [(self.panels[rid].label, r.store, r.rows) for rid, r in self.session.runs.items()
-                if rid not in self.session.hidden and rid in self.panels]
-        shown = {c.key for c in self.session.layout}  # (with the columns a filter brought in: they can be charted)
-        cols = (*self.session.layout, *(c for c in self.session.columns()[0] if c.key not in shown))
         chart = self.main.query_one(ChartPanel)
         chart.key = self.session.selected
         self._share_height()
-        for panel in (chart, self.main.query_one(DiagnosticsPanel)):
-            if panel.has_class("-open"):
-                panel.show_arms(arms, cols)
+        s = self.session
+        for panel, runs in ((chart, s.chart_runs), (self.main.query_one(DiagnosticsPanel), s.diagnostics_runs)):
+            if panel.has_class("-open"):  # (each the runs it is about: another trainer's have none of its keys)
+                rids = [rid for rid in runs() if rid in self.panels]
+                panel.show_arms([(self.panels[rid].label, s.runs[rid].store, s.runs[rid].rows) for rid in rids],
+                                s.panel_cols(set(rids)))
 
     def _apply_arrangement(self) -> None:
         self._share_height()  # (a resize: the screen's height, the status bar's lines)
@@ -286,8 +297,8 @@ class StepTableApp(Arrangement):
     @on(StepGrid.ColumnPicked)
     def _column_picked(self, message: StepGrid.ColumnPicked) -> None:
         self.session.selected = message.key
-        for g in self.grids():
-            if g is not message.grid:
+        for g in self.grids():  # (another trainer's table without the column keeps its own)
+            if g is not message.grid and any(c.key == message.key for c in g.cols):
                 g.select(message.key)
         self._refresh_panels()
 

@@ -86,9 +86,9 @@ class Arrangement(ViewerActions):
         """The user's choice, else stacked when the tables do not fit side by side."""
         if self.stacked is not None:
             return self.stacked
-        n = len(self.session.visible())
-        cols, _ = self.session.columns()
-        return n > 1 and n * (render.width(cols) + 2) > self.size.width
+        visible = self.session.visible()
+        width = {rid: render.width(cols) for g, cols, _ in self.session.tables() for rid in g.runs}
+        return len(visible) > 1 and sum(width.get(rid, 0) + 2 for rid in visible) > self.size.width
 
     def _apply_arrangement(self) -> None:
         stacked = self.is_stacked()

@@ -1,10 +1,11 @@
-"""The state of a watch session, apart from widgets: runs shown, the shared column layout, filter / pins / hidden
-arms, alerts, stalls and bad lines. Pure (no textual); the app calls it and hands the results to widgets."""
+"""The state of a watch session, apart from widgets: runs shown, their column layouts (one per trainer: the arms of
+one experiment share one), filter / pins / hidden arms, alerts, stalls and bad lines. Pure (no textual); the app
+calls it and hands the results to widgets."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -27,19 +28,6 @@ if TYPE_CHECKING:  # (imported when first needed: the first frame does not wait 
     from steptable.schemas import Schema
 
 MAX_ALERTS = 5000
-FIRST_LOOK = 20  # rows of a newly seen run checked for values wider than the layout's columns
-
-
-class _Picked:
-    """``count`` rows spread evenly over a store's first ``n`` (the last one included), as rows 0..count-1."""
-
-    def __init__(self, store: Store, n: int, count: int) -> None:
-        self.store = store
-        k = min(n, count)
-        self.rows = [(n - 1) * j // max(k - 1, 1) for j in range(k)]
-
-    def value(self, i: int, key: str) -> Any:
-        return self.store.value(self.rows[i], key)
 
 
 @dataclass
@@ -53,24 +41,36 @@ class Run:
 
 
 @dataclass
+class Group:
+    """Runs shown with one layout, as ``steptable tail`` groups them (``by_schema``): the arms of one experiment line
+    up; another trainer's runs are a group of their own, with their own columns."""
+
+    schema: Schema
+    runs: list[str]
+    layout: tuple[Col, ...] = ()
+    keys: frozenset[str] = frozenset()  # the runs' keys the layout was made for
+    layouts: Layouts = field(default_factory=Layouts)  # each key measured once, not again for every new key
+    hidden_for: tuple[Any, tuple[Col, ...]] | None = None  # (filter, keys, layout) -> the columns it shows
+
+
+@dataclass
 class Session:
     schema_name: str | None = None
     near: Sequence[str] | None = None  # where a named schema is looked for (the watched paths), as tail does
     runs: dict[str, Run] = field(default_factory=dict)
-    layout: tuple[Col, ...] = ()
+    groups: list[Group] = field(default_factory=list)  # in the order of their first run
     pattern: str = ""
     pins: list[str] = field(default_factory=list)
     hidden: set[str] = field(default_factory=set)
-    selected: str | None = None
+    selected: str | None = None  # the column picked last (the chart's); a table without it keeps its own
     alerts: list[Event] = field(default_factory=list)
     counts: dict[str, int] = field(default_factory=dict)
     stalls: dict[str, float] = field(default_factory=dict)
-    _keys: frozenset[str] = frozenset()
+    _group_of: dict[str, Group] = field(default_factory=dict)
+    _grouped: tuple[tuple[str, int, int, int, int], ...] = ()  # what the runs were grouped for (see _regroup)
     _tried: dict[str, int] = field(default_factory=dict)  # key -> the widest value a new layout was made for
-    _schema: Schema | None = None
-    _layouts: Layouts = field(default_factory=Layouts)  # each key measured once, not again for every new key
+    _named: Schema | None = None
     _bad_turn: int = 0
-    _hidden_for: tuple[Any, tuple[Col, ...]] | None = None  # (filter, keys, layout) -> the columns it shows
     problems: list[str] = field(default_factory=list)  # to be said once each (the app takes them as notices)
     _alerted: set[tuple[str, str, int, str, str, str]] = field(default_factory=set)
     _said: set[str] = field(default_factory=set)
@@ -78,7 +78,32 @@ class Session:
     # ------------------------------------------------------------------------------------------------ runs
 
     def update(self, run_id: str, store: Store, preview: str | None = None) -> bool:
-        """Take the latest state of a run; True when the column layout changed (new keys)."""
+        """Take the latest state of a run; True when a column layout changed (new keys, a run's group)."""
+        return self.update_all([(run_id, store, preview)])
+
+    def update_all(self, items: Sequence[tuple[str, Store, str | None]]) -> bool:
+        """``update`` for a batch of runs (run id, store, preview note), grouped once: grouping detects every run's
+        schema (60 runs of 150 keys found at once, each grouping them all again: 2.2 s, against 1.1 s). Runs new in
+        the batch are laid out in turn, as if they had come one by one (a later arm's first look, keys placed after
+        the earlier runs'), as before there were groups."""
+        known = set(self.runs)
+        seen = [(run_id, *self._note(run_id, store, preview)) for run_id, store, preview in items]
+        before = {rid: g.layout for rid, g in self._group_of.items()}
+        regrouped = self._regroup()
+        waiting = {rid for rid, _, _ in seen if rid not in known}
+        for rid, was, n in seen:
+            waiting.discard(rid)
+            group = self._group_of[rid]
+            self._lay_out(group, waiting, self._outgrown(group, self.runs[rid].store, was, n))
+        for group in self.groups if regrouped else ():  # (one a run left)
+            self._lay_out(group)
+        changed = any(g.layout and g.layout is not before.get(rid) for rid, g in self._group_of.items())
+        if changed:
+            self._laid_out()
+        return changed
+
+    def _note(self, run_id: str, store: Store, preview: str | None) -> tuple[int, int]:
+        """The run's new state; its row count before and now."""
         run = self.runs.get(run_id)
         if run is None or run.store is not store:
             run = self.runs[run_id] = Run(store)
@@ -90,31 +115,49 @@ class Session:
         run.preview = preview
         run.rows = n
         run.generation = store.generation
-        logged = self._logged(store)
-        return self._relayout(self._outgrown(store, before, n) or logged)
+        return before, n
 
-    def _logged(self, store: Store) -> bool:
-        """A StepLogger description (steptable.json) arrived or changed for this run: its columns are the layout's
-        from now on (unless a schema was named). True when the schema changes."""
+    def _regroup(self) -> bool:
+        """Group the runs again when one came, changed its keys or got a StepLogger's description (its own
+        columns); True when grouped again. A group that keeps a run keeps its layout and measured keys."""
         from steptable.schemas.registry import logged_schema
 
-        found = logged_schema(store)
-        if self.schema_name or found is None or found is self._schema:
+        shape = tuple((rid, id(r.store), r.store.generation, len(r.store.keys), id(logged_schema(r.store)))
+                      for rid, r in self.runs.items())
+        if shape == self._grouped:
             return False
-        logged = {id(s): s for r in self.runs.values() if (s := logged_schema(r.store)) is not None}
-        if len(logged) > 1:  # runs logged with different column sets: the app has one layout, so none of theirs
-            fallback = self._detected()
-            changed = fallback is not self._schema
-            self._schema = fallback
-            return changed
-        self._schema = found
+        self._grouped = shape
+        rid_of = {id(r.store): rid for rid, r in self.runs.items()}
+        old = dict(self._group_of)
+        taken: set[int] = set()
+        self.groups = []
+        for schema, stores in self._by_schema():
+            rids = [rid_of[id(s)] for s in stores]
+            group = next((g for rid in rids if (g := old.get(rid)) is not None and g.schema is schema
+                          and id(g) not in taken), None)
+            if group is None:
+                group = Group(schema, rids)
+            group.runs = rids
+            taken.add(id(group))
+            self.groups.append(group)
+        self._group_of = {rid: g for g in self.groups for rid in g.runs}
         return True
 
-    def _detected(self) -> Schema:
-        from steptable.schemas import get_schema
+    def _by_schema(self) -> list[tuple[Schema, list[Store]]]:
+        """The runs grouped as tail groups them; runs with no keys yet go with the first group until they have."""
+        from steptable.schemas import GENERIC, by_schema
 
-        first = next((r.store for r in self.runs.values() if r.store.keys), None)
-        return get_schema("generic") if first is None else self._detect(first)
+        stores = [r.store for r in self.runs.values()]
+        keyed = [s for s in stores if s.keys]
+        named = self._named_schema() if self.schema_name else None
+        # (a steptable.toml beside some runs that cannot be used: said once, they get their best built-in)
+        groups = by_schema(keyed, named, schema_of=self._run_schema)
+        rest = [s for s in stores if not s.keys]
+        if rest and groups:
+            groups[0][1].extend(rest)
+        elif rest:
+            groups = [(named or GENERIC, rest)]
+        return groups
 
     def _run_schema(self, store: Store) -> Schema:
         """The run's schema: its StepLogger's own, else the best-fitting one (see _detect)."""
@@ -140,66 +183,88 @@ class Session:
             self._said.add(text)
             self.problems.append(sanitize(text))  # names paths and keys from the disk
 
-    def _outgrown(self, store: Store, before: int, n: int) -> bool:
+    def _outgrown(self, group: Group, store: Store, before: int, n: int) -> bool:
         """New rows hold a value its column has no room for (``####``, an integer cut to a compact form), one the
-        layout has not been made again for yet (a value that stays too wide after that does not ask again)."""
-        from steptable.schemas import cells_outgrown
+        group's layout has not been made again for yet (a value that stays too wide after that does not ask again)."""
+        from steptable.schemas import cells_outgrown, first_look
 
-        if not self.layout or not 0 <= before < n:
+        if not group.layout or not 0 <= before < n:
             return False
         try:
             if before:  # a live run's few new rows
-                grown = cells_outgrown(self.layout, store, max(before, n - 200), n)
-            else:  # a run seen for the first time: rows across it, as a layout samples them (not its last 200:
-                # with 200 keys, each new arm cost 40k formatted cells on the UI thread)
-                grown = cells_outgrown(self.layout, _Picked(store, n, FIRST_LOOK), 0, min(n, FIRST_LOOK))
+                grown = cells_outgrown(group.layout, store, max(before, n - 200), n)
+            else:  # a run seen for the first time: rows across it (first_look)
+                grown = first_look(group.layout, store, n)
         except IndexError:  # the follower emptied the store since n was taken (a rewritten file)
             return False
         grown = {k: w for k, w in grown.items() if w > self._tried.get(k, 0)}
         self._tried.update(grown)
         return bool(grown)
 
-    def _relayout(self, outgrown: bool = False) -> bool:
+    def _lay_out(self, group: Group, waiting: Collection[str] = (), outgrown: bool = False) -> bool:
+        """Make the group's layout again where its runs' keys changed or a value or step outgrew a column (``waiting``:
+        runs of the batch not taken yet)."""
         from steptable.schemas import steps_outgrown, widened
 
-        keys = frozenset(k for r in self.runs.values() for k in r.store.keys)
-        stores = [r.store for r in self.runs.values()]
-        if keys == self._keys and self.layout and not outgrown and not steps_outgrown(self.layout, stores):
+        stores = [self.runs[rid].store for rid in group.runs if rid not in waiting]
+        keys = frozenset(k for s in stores for k in s.keys)
+        if keys == group.keys and group.layout and not outgrown and not steps_outgrown(group.layout, stores):
             return False
         if not any(len(s) for s in stores):
             return False  # no data yet: widths would be guesses
+        group.keys = keys
+        group.layout = widened(group.layouts.layout(stores, group.schema), self._tried)
+        return True
 
-        self._keys = keys
-        self.layout = widened(self._layouts.layout(stores, self.schema()), self._tried)
+    def _laid_out(self) -> None:
+        """After a layout changed: the unused steptable.toml files said, the picked column still one shown."""
         if not self.schema_name:
             from steptable.schemas import SchemaFileError
             from steptable.schemas.registry import unused_files
 
             try:
-                for e in unused_files(stores):  # (said once each, as a file's problems are)
+                for e in unused_files([r.store for r in self.runs.values()]):  # (said once each, as a file's problems)
                     self._say(f"{e} (the file is not used)")
             except SchemaFileError:  # a file that cannot be read at all: said when the run was detected
                 pass
-        if self.selected not in {c.key for c in self.layout}:
-            self.selected = self.layout[1].key if len(self.layout) > 1 else None
-        return True
+        if not any(c.key == self.selected for g in self.groups for c in g.layout):
+            first = next((g.layout for g in self.groups if g.layout), ())
+            self.selected = first[1].key if len(first) > 1 else None
 
-    def schema(self) -> Schema:
+    @property
+    def layout(self) -> tuple[Col, ...]:
+        """The first group's layout (a session of one trainer's runs has one)."""
+        return self.groups[0].layout if self.groups else ()
+
+    def schema(self, run_id: str | None = None) -> Schema:
+        """The schema run ``run_id`` is shown with; without one, the one every run is shown with: the named one, else
+        the only group's (generic before any run, and for several trainers' runs, which share none)."""
+        from steptable.schemas import GENERIC
+
+        group = self._group_of.get(run_id) if run_id is not None else None
+        if group is not None:
+            return group.schema
+        if self.schema_name:
+            return self._named_schema()
+        return self.groups[0].schema if len(self.groups) == 1 else GENERIC
+
+    def _named_schema(self) -> Schema:
         from steptable.schemas import SchemaFileError, get_schema
 
-        if self._schema is None:
-            if self.schema_name:
-                try:
-                    self._schema = get_schema(self.schema_name, near=self.near)
-                except (SchemaFileError, KeyError) as e:  # checked at start; a file that went bad since
-                    self._say(str(e.args[0]) if isinstance(e, KeyError) else str(e))
-                    self._schema = get_schema("generic")
-            else:
-                first = next((r.store for r in self.runs.values() if r.store.keys), None)
-                if first is None:
-                    return get_schema("generic")
-                self._schema = self._run_schema(first)
-        return self._schema
+        if self._named is None and self.schema_name:
+            try:
+                self._named = get_schema(self.schema_name, near=self.near)
+            except (SchemaFileError, KeyError) as e:  # checked at start; a file that went bad since
+                self._say(str(e.args[0]) if isinstance(e, KeyError) else str(e))
+                self._named = get_schema("generic")
+        return self._named or get_schema("generic")
+
+    def group_title(self, group: Group) -> str:
+        """``verl columns (lr1e6, lr3e6)``: whose a legend is, where the runs are of several trainers."""
+        labels = self.labels()
+        names = [labels.get(rid, rid) for rid in group.runs]
+        more = f" and {len(names) - 3} more" if len(names) > 3 else ""
+        return f"{group.schema.name} columns ({', '.join(names[:3])}{more}):"
 
     def labels(self) -> dict[str, str]:
         names = [r.store.arm or rid for rid, r in self.runs.items()]
@@ -223,45 +288,93 @@ class Session:
 
     # ------------------------------------------------------------------------------------------------ columns
 
-    def columns(self) -> tuple[tuple[Col, ...], int]:
-        """The columns every table shows, in display order, and how many stay fixed when scrolling sideways."""
-        cols = filter_cols(self._with_hidden(), self.pattern, keep=self.pins)
+    def columns(self, run_id: str | None = None) -> tuple[tuple[Col, ...], int]:
+        """The columns run ``run_id``'s table shows (the first group's without one), in display order, and how many
+        stay fixed when scrolling sideways."""
+        group = self._group_of.get(run_id) if run_id is not None else None
+        group = group if group is not None else self.groups[0] if self.groups else None
+        return self._columns(group) if group is not None else ((), 1)
+
+    def tables(self) -> list[tuple[Group, tuple[Col, ...], int]]:
+        """Each group with the columns its tables show and how many stay fixed (``columns``, once per group)."""
+        return [(g, *self._columns(g)) for g in self.groups]
+
+    def _columns(self, group: Group) -> tuple[tuple[Col, ...], int]:
+        cols = filter_cols(self._with_hidden(group), self.pattern, keep=self.pins)
         shown = display_order(cols, self.pins)
         fixed = 1 + sum(1 for k in self.pins if any(c.key == k for c in shown[1:]))
         return shown, fixed
 
-    def _with_hidden(self) -> tuple[Col, ...]:
-        """The layout, and with a filter the columns it keeps out (a StepLogger's dump-only timings, hidden keys)
-        that the filter names: as ``tail --columns`` and ``legend`` say, a filter reaches every key."""
+    def marked(self, cols: Sequence[Col], current: str | None, shown: Collection[str]) -> str | None:
+        """The column a table of ``cols`` marks: the one picked last, unless only other trainers' tables have it
+        (``shown``: the keys of every table): then the one it marked before (``current``), else its first after the
+        step column."""
+        key = self.selected
+        if key not in shown or any(c.key == key for c in cols):
+            return key
+        if any(c.key == current for c in cols):
+            return current
+        return cols[1].key if len(cols) > 1 else None
+
+    def chart_runs(self) -> list[str]:
+        """The visible runs the chart shows: those whose tables have the picked column (one trainer's: all)."""
+        key = self.selected
+        having = [g for g, cols, _ in self.tables() if any(c.key == key for c in (*g.layout, *cols))]
+        return self._visible_in(having or self.groups)
+
+    def diagnostics_runs(self) -> list[str]:
+        """The visible runs the diagnostics panel shows: those of the groups that log routing diagnostics."""
+        from steptable.schemas.routing import DIAGNOSTIC_KEYS
+
+        having = [g for g in self.groups if not g.keys.isdisjoint(DIAGNOSTIC_KEYS)]
+        return self._visible_in(having or self.groups)
+
+    def _visible_in(self, groups: Sequence[Group]) -> list[str]:
+        ids = {rid for g in groups for rid in g.runs}
+        return [rid for rid in self.visible() if rid in ids]
+
+    def panel_cols(self, run_ids: Collection[str]) -> tuple[Col, ...]:
+        """The columns of these runs' groups a side panel may show (with those a filter brought in: they can be
+        charted); a key in several groups as its first group lays it out."""
+        out: dict[str, Col] = {}
+        for g in self.groups:
+            if any(rid in run_ids for rid in g.runs):
+                for c in (*g.layout, *self._columns(g)[0]):
+                    out.setdefault(c.key, c)
+        return tuple(out.values())
+
+    def _with_hidden(self, group: Group) -> tuple[Col, ...]:
+        """The group's layout, and with a filter the columns it keeps out (a StepLogger's dump-only timings, hidden
+        keys) that the filter names: as ``tail --columns`` and ``legend`` say, a filter reaches every key."""
         pats = filter_globs(self.pattern)
-        shown = {c.key for c in self.layout}
+        shown = {c.key for c in group.layout}
         pinned = [k for k in self.pins if k not in shown]  # (a column pinned under a filter stays after it)
-        if not (pats or pinned) or not self.layout:
-            return self.layout
-        key = (tuple(pats), tuple(pinned), self._keys, self.layout)
-        if self._hidden_for is not None and self._hidden_for[0] == key:
-            return self._hidden_for[1]
+        if not (pats or pinned) or not group.layout:
+            return group.layout
+        key = (tuple(pats), tuple(pinned), group.keys, group.layout)
+        if group.hidden_for is not None and group.hidden_for[0] == key:
+            return group.hidden_for[1]
         import glob
         from fnmatch import fnmatchcase
 
         from steptable.app.layouts import KeysOnly
         from steptable.schemas import layout
 
-        schema = self.schema()
+        schema = group.schema
         headers = {c.key: c.header.strip() for c in (*schema.cols, *schema.extra)}
 
         def wanted(k: str) -> bool:  # (matched before measured: a sweep of 200 keys measures only these)
             return k not in shown and (k in pinned or any(fnmatchcase(k, g) or fnmatchcase(headers.get(k, ""), g)
                                                           for g in pats))
 
-        views = [KeysOnly(r.store, [k for k in r.store.keys if wanted(k)]) for r in self.runs.values()]
+        views = [KeysOnly(s, [k for k in s.keys if wanted(k)]) for s in (self.runs[rid].store for rid in group.runs)]
         extra = [c for c in layout(views, schema, patterns=[*pats, *map(glob.escape, pinned)]) if c.key not in shown]
-        cols = (*self.layout, *extra)
-        self._hidden_for = (key, cols)
+        cols = (*group.layout, *extra)
+        group.hidden_for = (key, cols)
         return cols
 
     def toggle_pin(self, key: str | None) -> None:
-        if key is None or (self.layout and key == self.layout[0].key):
+        if key is None or any(g.layout and key == g.layout[0].key for g in self.groups):
             return
         if key in self.pins:
             self.pins.remove(key)

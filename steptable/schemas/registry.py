@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import itertools
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path, PurePath
 from typing import Protocol, TypeVar
 
@@ -174,16 +174,19 @@ def run_schema(run: Located) -> Schema:
     return logged_schema(run) or detect(run.path, run.keys)
 
 
-def by_schema(runs: Sequence[R], schema: Schema | None = None) -> list[tuple[Schema, list[R]]]:
+def by_schema(
+    runs: Sequence[R], schema: Schema | None = None, schema_of: Callable[[R], Schema] | None = None
+) -> list[tuple[Schema, list[R]]]:
     """Runs grouped by the schema each is detected as (or all under ``schema`` when one is named), groups in the
     order their first run comes: a directory holding a verl run and an SB3 run lays each out as its own trainer
     writes it, and the arms of one experiment (one schema) still share one layout. A schema that declares no
     columns (generic: any CSV log or unknown JSONL) says nothing of which runs belong together, so its runs are
     grouped only with runs they share most keys with (:func:`_shares_keys`): a Lightning run and an SB3 run beside
-    it each keep their own columns, not one table of the two, half nan."""
+    it each keep their own columns, not one table of the two, half nan. ``schema_of``: how a run's schema is found
+    (default :func:`run_schema`; the watch app's says a steptable.toml that cannot be used instead of raising)."""
     groups: list[tuple[Schema, list[R], set[str], str]] = []
     for r in runs:
-        s = schema if schema is not None else run_schema(r)
+        s = schema if schema is not None else (schema_of or run_schema)(r)
         keys = set(r.keys) - _NOT_METRICS
         # (a user's generic declares columns but no more than the built-in says which runs belong together)
         loose = schema is None and (not s.cols or s.name == GENERIC.name)

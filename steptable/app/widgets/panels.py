@@ -36,7 +36,8 @@ def _shared_scale(series: Sequence[tuple[Summary, list[float]]]) -> tuple[float 
 
 
 class LegendPanel(Static):
-    """One line per present column: header, meaning, direction."""
+    """One line per present column: header, meaning, direction; one part per trainer where the runs are of several
+    (``steptable legend``'s titles)."""
 
     DEFAULT_CSS = """
     LegendPanel { width: 1fr; height: auto; padding: 0 1; background: $panel; color: $foreground; }
@@ -44,20 +45,30 @@ class LegendPanel(Static):
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__("", id=id)
-        self.cols: tuple[Col, ...] = ()
-        self._shown: tuple[Col, ...] | None = None
+        self.parts: tuple[tuple[str | None, tuple[Col, ...]], ...] = ()
+        self._shown: tuple[tuple[str | None, tuple[Col, ...]], ...] | None = None
 
-    def show_cols(self, cols: Sequence[Col]) -> None:
-        """The columns to explain; drawn when the legend is open (``redraw``), not on every layout change."""
-        self.cols = tuple(cols)
+    def show_parts(self, parts: Sequence[tuple[str | None, Sequence[Col]]]) -> None:
+        """The columns to explain, each part under its title (None: no title); drawn when the legend is open
+        (``redraw``), not on every layout change."""
+        self.parts = tuple((title, tuple(cols)) for title, cols in parts)
         if self.parent is not None and self.parent.has_class("-open"):
             self.redraw()
 
     def redraw(self) -> None:
         """render.legend's words, one column per row, the meaning wrapped beside its header."""
-        if self._shown == self.cols:
+        if self._shown == self.parts:
             return
-        self._shown = cols = self.cols
+        self._shown = self.parts
+        out: list[Text | Table] = [Text("Legend (l closes)", style="bold")]
+        for i, (title, cols) in enumerate(self.parts):
+            if title is not None:
+                out.append(Text(("\n" if i else "") + sanitize(title), style="bold"))
+            out.append(self._table(cols))
+        self.update(Group(*out))
+
+    @staticmethod
+    def _table(cols: Sequence[Col]) -> Table:
         table = Table.grid(padding=(0, 1), expand=True)
         table.add_column(no_wrap=True, style="bold")
         table.add_column(ratio=1)
@@ -67,7 +78,7 @@ class LegendPanel(Static):
                 continue
             head = c.header.strip()
             table.add_row(Text(sanitize(head)), Text(sanitize(line[len(head) + 2 :])))
-        self.update(Group(Text("Legend (l closes)", style="bold"), table))
+        return table
 
 
 def _steps_span(store: Store, rows: int) -> str:
