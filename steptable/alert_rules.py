@@ -81,8 +81,9 @@ class AlertConfig:
 class Alert:
     level: Level  # "W" warning, "E" error
     step: int
-    column: str  # the key; "" for run-level alerts (stall)
-    kind: str  # nonfinite, spike, reward_collapse, entropy_collapse, kl_blowup, saturation, flat, stall, hack_auroc
+    column: str  # the key; "" for run-level alerts (stall, ended)
+    kind: str  # nonfinite, spike, reward_collapse, entropy_collapse, kl_blowup, saturation, flat, stall, hack_auroc,
+    # ended (a crash or an interruption, from the run's description: steptable.alerts.end_alert)
     message: str
 
     def line(self) -> str:

@@ -19,6 +19,7 @@ from collections import deque
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
+from steptable import runinfo
 from steptable.alert_rules import DEFAULT_ROLES as DEFAULT_ROLES
 from steptable.alert_rules import MULTI_ROLES as MULTI_ROLES
 from steptable.alert_rules import Alert as Alert
@@ -158,6 +159,17 @@ def fmt_age(seconds: float) -> str:
         if s < below:
             return f"{s:.0f}s" if unit == "s" else f"{_f(s / size)}{unit}"
     return f"{_f(s / 86400)}d"
+
+
+def end_alert(info: dict[str, Any] | None, step: int) -> Alert | None:
+    """At the run's last ``step``, how its StepLogger's ``with`` block ended, from its description ``info``
+    (steptable.runinfo): E on an exception (a crash: "run ended with RuntimeError"), W when interrupted (Ctrl-C, a
+    scheduler's SIGTERM turned into a non-zero exit: someone stopped the run, not a failure of it, but its numbers
+    stop short of what was planned); None for a normal end, a run still going, or a run without a description."""
+    end = runinfo.ended_by(info)
+    if end is None:
+        return None
+    return Alert("W" if end == runinfo.INTERRUPTED else "E", step, "", "ended", f"run {runinfo.end_words(end)}")
 
 
 def scan(

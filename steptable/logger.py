@@ -124,6 +124,8 @@ class StepLogger:
         self._owner: int | None = None  # the thread inside log() now
         self._deferred: deque[dict[str, Any]] = deque()  # rows logged from inside log() (signal handlers)
         self._close_due = False  # close() was called from inside log(): done when that call ends
+        self._end: str | None = None  # how the ``with`` block ended when not normally (steptable.runinfo.end_of)
+        self._closed_at: float | None = None
         self._table: Path | None = None
         self._table_note = "all rows"
         self._started = 0.0
@@ -257,10 +259,12 @@ class StepLogger:
             return
         if closed is None:
             self._started = time.time()
+        self._closed_at = closed
         try:  # (anything: the description must never cost a row)
             arm = None if self.arm is None else str(self.arm)
             self.run_dir.mkdir(parents=True, exist_ok=True)
-            runinfo.write(self.run_dir, runinfo.describe(self.cols, arm, JSONL_NAME, self._started, closed, self._rows))
+            info = runinfo.describe(self.cols, arm, JSONL_NAME, self._started, closed, self._rows, self._end)
+            runinfo.write(self.run_dir, info)
         except Exception as e:
             report_once(f"{self._topic}-runinfo",
                         f"steptable: cannot write {runinfo.file_name(self.arm)} ({error_text(e)})")
@@ -282,7 +286,8 @@ class StepLogger:
     def dump(self) -> str:
         """Every column (streamed and dump-only) for the last ``dump_rows`` rows, with the legend of the dump."""
         rows = list(self._recent)[-self.dump_rows :] if self.dump_rows else []
-        parts = [f"end of run: {self._rows} rows" + (f", arm {sanitize(str(self.arm))}" if self.arm else "")]
+        parts = [f"end of run: {self._rows} rows" + (f", arm {sanitize(str(self.arm))}" if self.arm else "")
+                 + (f", {runinfo.end_words(self._end)}" if self._end else "")]
         if rows:
             parts.append(render.table(self.cols, rows))
         extra = [c for c in self.cols if not c.stream]
@@ -370,5 +375,18 @@ class StepLogger:
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        self.close()
+        """Close, the run marked as ended by what left the block: a crash or a Ctrl-C must not read as a run that
+        finished (steptable.runinfo.end_of). Closed already (a SIGTERM handler's ``close(); sys.exit(1)``): the
+        description says it again, with how the block ended."""
+        end = runinfo.end_of(exc)
+        if not self._closed:
+            self._end = end
+            self.close()
+            return
+        if end is None:
+            return
+        with self._lock:
+            self._end = end
+            if self._closed_at is not None and self.is_writer and not self._forked:
+                self._describe(self._closed_at)
 

@@ -1,9 +1,10 @@
 """The run's own description beside its metrics: ``steptable.json`` (``steptable.<arm>.json`` for a named arm).
 
 StepLogger writes it when its first row is written and again at close: the column registry it printed with (key,
-width, header, format, meaning, direction, alignment, streamed or dump-only), the arm, when the run started, and
-when it was closed. Readers (``tail``, ``summary``, ``legend``, ``watch``) then lay the run out with the same
-columns, numbers and words as its stdout, and know that a run which was closed has ended rather than stalled.
+width, header, format, meaning, direction, alignment, streamed or dump-only), the arm, when the run started, when it
+was closed, and how (``end``: only where a ``with StepLogger`` block ended on an exception). Readers (``tail``,
+``summary``, ``legend``, ``watch``) then lay the run out with the same columns, numbers and words as its stdout, and
+know that a run which was closed has ended rather than stalled, and whether it crashed.
 Pure: json and the column registry only. The file is text from the disk: it is validated field by field, and one
 that does not validate is ignored (the run is then laid out as any other JSONL).
 """
@@ -13,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -25,6 +27,10 @@ NAME = "steptable.json"
 #: a description larger than this is not read (a column set of a few hundred columns is ~100 KB)
 MAX_BYTES = 1 << 20
 _FIELDS = ("key", "width", "header", "fmt", "desc", "better", "align", "stream")
+#: ``end`` of a run stopped by Ctrl-C or a non-zero exit; any other ``end`` is the type name of the exception it died
+#: of. (Version 1 still: a reader of before it ignores the field, and a file without it is a run that ended normally.)
+INTERRUPTED = "interrupted"
+_END = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
 _UMASK = os.umask(0)  # read once, at import (os.umask can only be read by setting it)
 os.umask(_UMASK)
 
@@ -49,9 +55,10 @@ def name_part(text: str) -> str:
 
 
 def describe(
-    cols: Sequence[Col], arm: str | None, jsonl: str, started: float, closed: float | None, rows: int
+    cols: Sequence[Col], arm: str | None, jsonl: str, started: float, closed: float | None, rows: int,
+    end: str | None = None,
 ) -> dict[str, Any]:
-    return {
+    info: dict[str, Any] = {
         "steptable": VERSION,
         "arm": arm,
         "jsonl": jsonl,
@@ -60,6 +67,19 @@ def describe(
         "rows": rows,
         "columns": [{f: getattr(c, f) for f in _FIELDS} for c in cols],
     }
+    return info if end is None else {**info, "end": end}  # (a normal end: the file as before)
+
+
+def end_of(exc: BaseException | None) -> str | None:
+    """How a ``with StepLogger`` block that raised ``exc`` ended, for the description's ``end``: None for a normal
+    end (no exception, ``sys.exit()`` / ``sys.exit(0)``, a generator closed by its consumer); INTERRUPTED for Ctrl-C,
+    a non-zero exit (a SIGTERM handler's ``sys.exit(1)``) or a cancelled task; else the exception's type name (the
+    nearest class of its MRO named in plain ASCII: ``class 显存不足(RuntimeError)`` is a RuntimeError)."""
+    if exc is None or isinstance(exc, GeneratorExit) or (isinstance(exc, SystemExit) and exc.code in (None, 0)):
+        return None
+    if not isinstance(exc, Exception):
+        return INTERRUPTED
+    return next(n for c in type(exc).__mro__ if _END.fullmatch(n := c.__name__) and n != INTERRUPTED)
 
 
 def write(run_dir: Path, info: dict[str, Any]) -> Path:
@@ -135,3 +155,15 @@ def closed_at(info: dict[str, Any] | None) -> float | None:
     """When the run's logger was closed (it ended, it did not stall); None while it runs or when unknown."""
     t = info.get("closed") if info else None
     return float(t) if isinstance(t, (int, float)) and not isinstance(t, bool) else None
+
+
+def ended_by(info: dict[str, Any] | None) -> str | None:
+    """How a closed run ended when not normally (see :func:`end_of`); None for a normal end, a run still going, a
+    description from before the field, or a value not of that form (the file is text from the disk)."""
+    end = info.get("end") if info else None
+    return end if type(end) is str and _END.fullmatch(end) and closed_at(info) is not None else None
+
+
+def end_words(end: str) -> str:
+    """An ``end`` (:func:`ended_by`) in words: ``interrupted``, ``ended with RuntimeError``."""
+    return end if end == INTERRUPTED else f"ended with {end}"

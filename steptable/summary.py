@@ -40,12 +40,12 @@ import time
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any, Literal, Protocol, cast
 
-from steptable.alerts import Alert, AlertConfig, fmt_age, scan
+from steptable.alerts import Alert, AlertConfig, end_alert, fmt_age, scan
 from steptable.colstats import ColStats as ColStats
 from steptable.colstats import column_stats as column_stats
 from steptable.colstats import trend_pct as trend_pct
 from steptable.formatting import cut, display_width, fit_number, fmt_auto, md_escape, pad, sanitize
-from steptable.runinfo import closed_at
+from steptable.runinfo import closed_at, end_words, ended_by
 from steptable.schemas import Schema
 from steptable.schemas.registry import Located, by_schema, run_schema
 
@@ -153,7 +153,8 @@ def rate_text(steps: Sequence[int], wall_times: Sequence[float], pairs: int = 20
 
 def header_text(run: RunLike, now: float) -> str:
     """``steps 0-9999, 1.93s/step, upd 42s ago, ended, resumed 2500,7000, bad 3`` (zero counts left out; ``ended``
-    where the run's StepLogger was closed)."""
+    where the run's StepLogger was closed, ``ended with RuntimeError`` or ``interrupted`` where its ``with`` block
+    ended so)."""
     steps = run.steps
     parts: list[str] = []
     if len(steps) == 0:
@@ -171,8 +172,9 @@ def header_text(run: RunLike, now: float) -> str:
     if last is not None and math.isfinite(last):
         parts.append(f"upd {fmt_age(now - last)} ago")
     meta = getattr(run, "meta", None)
-    if isinstance(meta, dict) and closed_at(meta.get("runinfo")) is not None:
-        parts.append("ended")  # its StepLogger was closed: a finished run, not a hung one
+    if isinstance(meta, dict) and closed_at(info := meta.get("runinfo")) is not None:
+        end = ended_by(info)  # its StepLogger was closed: a run that ended (finished or died), not a hung one
+        parts.append("ended" if end is None else end_words(end))
     if run.resumes:
         shown = ",".join(str(r) for r in run.resumes[:5])
         more = f" +{len(run.resumes) - 5}" if len(run.resumes) > 5 else ""
@@ -277,7 +279,10 @@ def _alerts_for(run: RunLike, alerts: Mapping[str, Sequence[Alert]] | None) -> S
         return got if got is not None else alerts.get(run.run, ())
     cols = {k: run.column(k) for k in run.keys if k in _ROLE_KEYS}
     walls = run.wall_times if len(run.wall_times) == len(run.steps) else None
-    return scan(run.steps, cols, walls, AlertConfig(nan_missing=True), resumes=set(run.resumes))
+    found = scan(run.steps, cols, walls, AlertConfig(nan_missing=True), resumes=set(run.resumes))
+    meta = getattr(run, "meta", None)  # a crash or an interruption of its StepLogger's ``with`` block
+    end = end_alert(meta.get("runinfo"), run.steps[-1]) if isinstance(meta, dict) and len(run.steps) else None
+    return found if end is None else [*found, end]
 
 
 def alerts_text(found: Sequence[Alert], limit: int = MAX_ALERTS) -> list[str]:

@@ -18,7 +18,7 @@ from collections.abc import Collection, Mapping, Sequence
 from typing import Any, TextIO
 
 from steptable import render, runinfo
-from steptable.alerts import Alert, AlertEngine
+from steptable.alerts import Alert, AlertEngine, end_alert
 from steptable.columns import Col
 from steptable.formatting import INVISIBLE, md_escape, numeric_pair, sanitize, unique_name
 from steptable.ingest import Follower, RunStore
@@ -84,6 +84,7 @@ class Tail:
         self.tried: dict[str, int] = {}  # key -> the widest value a layout was made again for
         self.looked: set[str] = set()  # runs whose rows were looked at across (_first_look)
         self.ended: set[str] = set()  # runs whose StepLogger was closed
+        self.end_told: dict[str, float] = {}  # run -> when it was closed, for the crash or interruption told
         self.logged: dict[str, str | None] = {}  # run -> the name of its logged schema when the layout was made
         self.first_view = True  # -n is for the runs found at the start: a run found later is new output in full
         self.read_rows = False  # a row was read (the status of a -f that ends: was anything readable found?)
@@ -196,7 +197,27 @@ class Tail:
         for store in stores:
             self.arm_of[store.run] = store.arm
             self._emit_run(store, len(stores) > 1, first_view)
+            self._tell_end(store)
         self.out.flush()
+
+    def _tell_end(self, store: RunStore) -> None:
+        """A run whose StepLogger's ``with`` block ended on a crash or an interruption: its alert (--alerts-only) or
+        a note under its rows (text), once per close (a run resumed that dies again is told again), after the rows
+        read with its description (one-shot and -f alike)."""
+        with store.lock:
+            info = store.meta.get("runinfo")
+            end, closed, n = runinfo.ended_by(info), runinfo.closed_at(info), len(store)
+            last = store.step_at(n - 1) if n else 0
+        if end is None or closed is None or not n or self.end_told.get(store.run) == closed:
+            return
+        self.end_told[store.run] = closed
+        if self.args.alerts_only:
+            if (alert := end_alert(info, last)) is not None:
+                self._alert(store.run, alert)
+        elif self.args.format == "text":  # (as a resume is noted; jsonl, csv and md carry rows only)
+            label = run_label(store, self.arm_runs.get(store.arm, 0) <= 1)  # (as its alerts name it)
+            self.out.write(f"── {label}: {runinfo.end_words(end)} ──\n")
+            self.need_head.add(store.run)  # rows of it after the note (a resume) are a table again
 
     def _emit_run(self, store: RunStore, multi: bool, first_view: bool) -> None:
         a, run = self.args, store.run

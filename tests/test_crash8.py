@@ -1,0 +1,203 @@
+"""A run that dies inside ``with StepLogger(...)`` (an exception, Ctrl-C, a non-zero exit) is recorded as such in its
+description, and summary, tail and tail --alerts-only say so; a run that ends normally reads as before."""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import run_cli
+
+from steptable import Col, StepLogger, runinfo
+
+COLS = [Col("step", 5, "step", "d"), Col("loss", 7, "loss", ".3f")]
+
+
+def _info(run: Path, arm: str | None = None) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((run / runinfo.file_name(arm)).read_text())
+    return data
+
+
+def _run(run: Path, stop: Callable[[StepLogger], None] | None, rows: int = 5, arm: str | None = None) -> None:
+    """``rows`` rows logged inside ``with StepLogger``, then ``stop(logger)`` (raises, or not) inside the block."""
+    with StepLogger(COLS, run_dir=run, arm=arm, console=False, alerts=False) as sl:
+        for s in range(rows):
+            sl.log({"step": s, "loss": 1 / (s + 1)})
+        if stop is not None:
+            stop(sl)
+
+
+def _raise(exc: BaseException) -> Callable[[StepLogger], None]:
+    def stop(_sl: StepLogger) -> None:
+        raise exc
+
+    return stop
+
+
+def test_a_crash_inside_the_with_block_is_recorded_and_alerted(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(RuntimeError):
+        _run(tmp_path / "crash", _raise(RuntimeError("CUDA out of memory")), rows=121)
+    info = _info(tmp_path / "crash")
+    assert info["end"] == "RuntimeError" and info["closed"] is not None and info["rows"] == 121
+    rc, out, _ = run_cli(["summary", str(tmp_path / "crash")], capsys)
+    lines = out.splitlines()
+    assert rc == 0 and lines[0].endswith(", ended with RuntimeError")
+    assert lines[-2:] == ["alerts 1 (1E):", "E step 120 run ended with RuntimeError"]
+    rc, out, _ = run_cli(["tail", str(tmp_path / "crash"), "--alerts-only"], capsys)
+    assert rc == 1 and out.splitlines() == ["E [crash] step 120 run ended with RuntimeError"]
+    rc, out, _ = run_cli(["tail", str(tmp_path / "crash"), "--alerts-only", "--format", "jsonl"], capsys)
+    rec = json.loads(out)
+    assert rc == 1 and (rec["level"], rec["kind"], rec["step"]) == ("E", "ended", 120)
+    rc, out, _ = run_cli(["tail", str(tmp_path / "crash"), "-n", "2"], capsys)
+    assert rc == 0 and out.splitlines()[-1] == "── crash: ended with RuntimeError ──"  # named as its alerts name it
+
+
+@pytest.mark.parametrize("stop", [KeyboardInterrupt(), SystemExit(1), SystemExit("preempted")])
+def test_ctrl_c_or_a_non_zero_exit_is_an_interruption_a_warning(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], stop: BaseException
+) -> None:
+    """Someone (or a scheduler's SIGTERM) stopped the run: not a failure of it, so W, and tail --alerts-only exits 0;
+    but it did not finish, which the summary and the alerts say."""
+    with pytest.raises(type(stop)):
+        _run(tmp_path / "r", _raise(stop), arm="A")
+    assert _info(tmp_path / "r", "A")["end"] == "interrupted"
+    rc, out, _ = run_cli(["summary", str(tmp_path / "r")], capsys)
+    assert rc == 0 and out.splitlines()[0].endswith(", interrupted")
+    assert out.splitlines()[-2:] == ["alerts 1 (1W):", "W step 4 run interrupted"]
+    rc, out, _ = run_cli(["tail", str(tmp_path / "r"), "--alerts-only"], capsys)
+    assert rc == 0 and out == "W [A] step 4 run interrupted\n"
+
+
+def _normal_description(tmp_path: Path) -> dict[str, Any]:
+    sl = StepLogger(COLS, run_dir=tmp_path / "plain", console=False, alerts=False)
+    for s in range(5):
+        sl.log({"step": s, "loss": 1 / (s + 1)})
+    sl.close()
+    return _info(tmp_path / "plain")
+
+
+@pytest.mark.parametrize("stop", [None, SystemExit(0), SystemExit(None), SystemExit(False)])
+def test_a_normal_end_or_exit_0_reads_as_before(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], stop: BaseException | None
+) -> None:
+    if stop is None:
+        _run(tmp_path / "r", None)
+    else:
+        with pytest.raises(SystemExit):
+            _run(tmp_path / "r", _raise(stop))
+    info = _info(tmp_path / "r")
+    assert "end" not in info and set(info) == set(_normal_description(tmp_path))  # the file as before the field
+    rc, out, _ = run_cli(["summary", str(tmp_path / "r")], capsys)
+    assert rc == 0 and out.splitlines()[0].endswith(", ended") and out.splitlines()[-1] == "alerts 0"
+    rc, out, _ = run_cli(["tail", str(tmp_path / "r"), "--alerts-only"], capsys)
+    assert (rc, out) == (0, "")
+    rc, out, _ = run_cli(["tail", str(tmp_path / "r")], capsys)
+    assert rc == 0 and "──" not in out
+
+
+def test_a_handler_s_close_then_exit_1_records_the_interruption(tmp_path: Path) -> None:
+    """``def on_term(s, f): sl.close(); sys.exit(1)``, run inside log() (a value read calls it) or between rows: the
+    run was closed as ended, and the exit that left the ``with`` block then marks it interrupted."""
+
+    class Synced:
+        def item(self) -> float:
+            sl.close()
+            sys.exit(1)
+
+    with pytest.raises(SystemExit), StepLogger(COLS, run_dir=tmp_path / "a", console=False, alerts=False) as sl:
+        sl.log({"step": 0, "loss": 0.5})
+        sl.log({"step": 1, "loss": Synced()})
+    info = _info(tmp_path / "a")
+    assert info["end"] == "interrupted" and info["closed"] is not None and (tmp_path / "a" / "table.txt").exists()
+
+    def between_rows(sl: StepLogger) -> None:
+        sl.close()
+        sys.exit(1)
+
+    with pytest.raises(SystemExit):
+        _run(tmp_path / "b", between_rows)
+    assert _info(tmp_path / "b")["end"] == "interrupted"
+
+
+def test_the_end_of_run_dump_says_how_the_run_ended(tmp_path: Path, captured: list[str]) -> None:
+    with pytest.raises(ValueError), StepLogger(COLS, run_dir=tmp_path, arm="A", alerts=False) as sl:
+        sl.log({"step": 0, "loss": 0.5})
+        raise ValueError("bad batch")
+    assert "end of run: 1 rows, arm A, ended with ValueError" in "".join(captured)
+
+
+def test_an_older_description_without_the_field_reads_as_before(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A file an older logger wrote (no ``end``) is a normal end; a newer file is valid version 1 for an older
+    reader (the version is unchanged, and parse() accepts it whole); an ``end`` that is not a type name is ignored,
+    never the file."""
+    with pytest.raises(RuntimeError):
+        _run(tmp_path / "r", _raise(RuntimeError()))
+    path = tmp_path / "r" / "steptable.json"
+    new = _info(tmp_path / "r")
+    assert new["end"] == "RuntimeError"
+    parsed = runinfo.parse(path.read_bytes(), tmp_path / "r" / "metrics.jsonl")
+    assert parsed is not None and parsed["steptable"] == 1 and runinfo.columns(parsed) is not None
+    for end in (None, 5, "", "a b\x1b[31m", "x" * 65, ["RuntimeError"]):
+        old = {k: v for k, v in new.items() if k != "end"} if end is None else {**new, "end": end}
+        path.write_text(json.dumps(old))
+        rc, out, _ = run_cli(["summary", str(tmp_path / "r")], capsys)
+        assert rc == 0 and out.splitlines()[0].endswith(", ended") and out.splitlines()[-1] == "alerts 0"
+        rc, out, _ = run_cli(["tail", str(tmp_path / "r"), "--alerts-only"], capsys)
+        assert (rc, out) == (0, "")
+        assert runinfo.parse(path.read_bytes(), tmp_path / "r" / "metrics.jsonl") is not None
+        rc, out, _ = run_cli(["legend", str(tmp_path / "r")], capsys)
+        assert rc == 0 and out.startswith("steplogger")  # the logger's own columns: the file was read
+
+
+def test_tail_f_says_the_end_once_when_the_run_dies_while_followed(tmp_path: Path) -> None:
+    from steptable.cli import _parser
+    from steptable.ingest import Follower
+    from steptable.tailcmd import Tail
+
+    run = tmp_path / "r"
+    sl = StepLogger(COLS, run_dir=run, console=False, alerts=False)
+    sl.log({"step": 0, "loss": 0.5})
+    follower = Follower([tmp_path])
+    tails = {fmt: (Tail(_parser().parse_args(["tail", "-f", *fmt.split(), str(tmp_path)]), io.StringIO(),
+                        io.StringIO())) for fmt in ("--alerts-only", "--format text")}
+
+    def step() -> None:
+        follower.scan()
+        for t in tails.values():
+            t.emit(follower)
+
+    step()
+    sl.log({"step": 1, "loss": 0.25})
+    sl.__exit__(RuntimeError, RuntimeError("boom"), None)
+    step()
+    step()  # nothing new: told once
+    alerts, text = (t.out.getvalue().splitlines() for t in tails.values())
+    assert alerts == ["E [r] step 1 run ended with RuntimeError"] and tails["--alerts-only"].error_alert
+    assert [line for line in text if "ended" in line] == ["── r: ended with RuntimeError ──"]
+    assert text[-1].startswith("──") and text[-2].split() == ["1", "0.250"]  # under the run's last row
+
+
+def test_how_a_with_block_ended_is_named_plainly() -> None:
+    class 显存不足(RuntimeError):
+        pass
+
+    class interrupted(Exception):  # a user's exception must not read as an interruption
+        pass
+
+    def closed_generator() -> BaseException:
+        try:
+            raise GeneratorExit
+        except GeneratorExit as e:
+            return e
+
+    got = [runinfo.end_of(e) for e in (None, 显存不足(), interrupted(), closed_generator(), SystemExit(2), OSError())]
+    assert got == [None, "RuntimeError", "Exception", None, "interrupted", "OSError"]
