@@ -201,3 +201,50 @@ def test_how_a_with_block_ended_is_named_plainly() -> None:
 
     got = [runinfo.end_of(e) for e in (None, 显存不足(), interrupted(), closed_generator(), SystemExit(2), OSError())]
     assert got == [None, "RuntimeError", "Exception", None, "interrupted", "OSError"]
+
+
+def test_the_watch_app_says_how_a_run_ended_and_alerts_a_crash(tmp_path: Path) -> None:
+    import threading
+
+    from steptable.app.alerting import AlertScanner
+    from steptable.app.messages import AlertsFound
+    from steptable.ingest import Follower
+
+    with pytest.raises(RuntimeError):
+        _run(tmp_path / "crash", _raise(RuntimeError("CUDA out of memory")), rows=12)
+    _run(tmp_path / "ok", None, rows=12)
+    f = Follower([tmp_path])
+    f.scan()
+    posted: list[Any] = []
+    scanner = AlertScanner(lambda: f.stores, posted.append)
+    stop = threading.Event()
+    thread = threading.Thread(target=scanner.run, args=(stop,))
+    thread.start()
+    try:
+        scanner.changed(set(f.stores))
+        assert scanner.idle.wait(10)
+        scanner.changed(set(f.stores))  # again: said once a close
+        assert scanner.idle.wait(10)
+    finally:
+        stop.set()
+        thread.join()
+    ends = [(m.run, a.line()) for m in posted if isinstance(m, AlertsFound) for a in m.alerts if a.kind == "ended"]
+    assert [line for _, line in ends] == ["E step 11 run ended with RuntimeError"] and "crash" in ends[0][0]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_an_arms_title_says_how_its_run_ended(tmp_path: Path) -> None:
+    from test_app_support import manual_app, sync
+
+    from steptable.app.widgets.arm import ArmPanel
+
+    with pytest.raises(RuntimeError):
+        _run(tmp_path / "crash", _raise(RuntimeError("CUDA out of memory")), rows=12, arm="crash")
+    _run(tmp_path / "ok", None, rows=12, arm="ok")
+    app, follower, _ = manual_app(tmp_path)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await sync(pilot, follower)
+        titles = {p.label: str(p.title_bar.render()) for p in app.query(ArmPanel)}
+    assert "run ended with RuntimeError" in titles["crash"], titles
+    assert "run ended" in titles["ok"] and "with" not in titles["ok"], titles

@@ -104,13 +104,16 @@ class AlertScanner:
             self._engines[rid] = fed
             start = 0 if last is None else store.index_of_step(last + 1)
             fed.last = last
+            ended = self._end(fed, store, n)
             if n <= start and not redo:
-                return []
+                if ended:
+                    self._post(AlertsFound(rid, ended))
+                return ended
             # only the rows to feed: copying whole columns for every new row cost ~50 ms a row at 1M rows
             steps = store.steps_between(start, n)
             cols = [(k, store.column_between(k, start, n)) for k in store.keys if k in wanted]
             walls = store.wall_times_between(start, n)
-        out: list[Alert] = []
+        out: list[Alert] = list(ended)
         for step in sorted(redo):  # what changed in rows already fed: the cells merged in, or the inserted row
             row, keys = redo[step]
             out.extend(eng.update(step, {k: v for k, v in row.items() if k in wanted and (keys is None or k in keys)}))
@@ -132,6 +135,24 @@ class AlertScanner:
         return out
 
 
+    def _end(self, fed: _Fed, store: Any, n: int) -> list[Alert]:
+        """How the run's StepLogger block ended, when not normally (alerts.end_alert): said once a close, at the
+        last step, as summary and ``tail --alerts-only`` say it (posted by the caller). The store's lock is held."""
+        from steptable.alerts import end_alert
+        from steptable.runinfo import closed_at
+
+        meta = getattr(store, "meta", None)
+        info = meta.get("runinfo") if isinstance(meta, dict) else None
+        closed = closed_at(info)
+        if not n or closed is None or closed == fed.ended:
+            return []
+        alert = end_alert(info, int(store.steps_between(n - 1, n)[0]))
+        if alert is None:
+            return []
+        fed.ended = closed
+        return [alert]
+
+
 @dataclass
 class _Fed:
     """What a run's engine has seen: the file's generation, the last step fed, the resumes so far and the store
@@ -142,6 +163,7 @@ class _Fed:
     last: int | None = None
     resumes: int = 0
     version: int = -1
+    ended: float | None = None  # the close an end alert was said for (a resumed run that dies again: again)
 
 
 def _feed(store: Any, eng: AlertEngine, cols: list[tuple[str, Any]], steps: Any, walls: Any, start: int,

@@ -11,6 +11,7 @@ from steptable.app.model import Store, ended
 from steptable.app.widgets.grid import StepGrid
 from steptable.cells import cut_middle as cut_middle  # (re-exported: arm titles were its first user)
 from steptable.formatting import display_width, sanitize
+from steptable.runinfo import end_words, ended_by
 
 
 class ArmPanel(Vertical):
@@ -69,8 +70,9 @@ class ArmPanel(Vertical):
             parts.append("FILE GONE (rows as last read)")
         if self.preview:
             parts.append(f"preview: {self.preview}, loading…")
-        if store is not None and ended(store):
-            parts.append("run ended")
+        if store is not None and ended(store):  # (and how, when not normally: "run ended with RuntimeError")
+            end = ended_by(getattr(store, "meta", {}).get("runinfo"))
+            parts.append("run " + end_words(end) if end is not None else "run ended")
         parts.append("following" if self.grid.follow else "paused (End/G follows)")
         state = sanitize(" · ".join(parts))
         first, last, total = self.grid.columns_in_view()  # a hint after the state: what a narrow title loses first
