@@ -11,7 +11,6 @@ import io
 import json
 import math
 import os
-import re
 import shutil
 from collections import Counter
 from collections.abc import Collection, Mapping, Sequence
@@ -20,8 +19,9 @@ from typing import Any, TextIO
 from steptable import render, runinfo
 from steptable.alerts import Alert, AlertEngine, end_alert
 from steptable.columns import Col
-from steptable.formatting import INVISIBLE, md_escape, numeric_pair, sanitize, unique_name
+from steptable.formatting import md_escape, sanitize, unique_name
 from steptable.ingest import Follower, RunStore
+from steptable.outcells import csv_cell, csv_text, inert_json
 from steptable.schemas import (
     Schema,
     by_schema,
@@ -282,7 +282,7 @@ class Tail:
                 for key, v in r.items():  # a row's own "run" (a W&B name) is kept as "run~2", never taken for ours
                     if not (key == "arm" and v == store.arm) and (keep is None or key in keep):
                         rec[unique_name(key, rec)] = v
-                self.out.write(_inert_json(encode_row(rec).decode("utf-8")))
+                self.out.write(inert_json(encode_row(rec).decode("utf-8")))
         elif a.format == "csv":
             self._csv(store, rows, lay.cols)
         elif a.format == "md":
@@ -339,11 +339,11 @@ class Tail:
             keys = self.csv_keys = [*(keys or []), *(new if keys is not None else self.csv_want)]
             names: list[str] = ["run", "arm"]
             for k in keys:  # keys come from the files: made inert, and kept apart where they then read alike
-                names.append(unique_name(_csv_text(k), names))
+                names.append(unique_name(csv_text(k), names))
             w.writerow(names)
-        run, arm = _csv_text(store.run), _csv_text(store.arm)
+        run, arm = csv_text(store.run), csv_text(store.arm)
         for r in rows:
-            w.writerow([run, arm, *(_csv_cell(r.get(k)) for k in keys)])
+            w.writerow([run, arm, *(csv_cell(r.get(k)) for k in keys)])
         self.out.write(buf.getvalue())
 
     def _md(self, store: RunStore, rows: Sequence[Mapping[str, Any]], lay: _Layout) -> None:
@@ -403,15 +403,15 @@ class Tail:
         if fmt == "jsonl":
             rec = {"run": run, "arm": self.arm_of.get(run, ""), "label": label, "step": alert.step,
                    "level": alert.level, "column": alert.column, "kind": alert.kind, "message": alert.message}
-            self.out.write(_inert_json(json.dumps(rec, ensure_ascii=False) + "\n"))
+            self.out.write(inert_json(json.dumps(rec, ensure_ascii=False) + "\n"))
         elif fmt == "csv":
             buf = io.StringIO()
             w = csv.writer(buf, lineterminator="\n")
             if not self.alert_head:
                 self.alert_head = True
                 w.writerow(["run", "arm", "step", "level", "column", "kind", "message"])
-            w.writerow([_csv_text(x) for x in (run, self.arm_of.get(run, ""))]
-                       + [alert.step, alert.level, _csv_text(alert.column), alert.kind, _csv_text(alert.message)])
+            w.writerow([csv_text(x) for x in (run, self.arm_of.get(run, ""))]
+                       + [alert.step, alert.level, csv_text(alert.column), alert.kind, csv_text(alert.message)])
             self.out.write(buf.getvalue())
         elif fmt == "md":
             self.out.write(f"- {alert.level} {md_escape(f'[{label}] {alert.message_line()}')}\n")
@@ -433,56 +433,3 @@ def _rest(group: Sequence[RunStore], schema: Schema, cols: tuple[Col, ...]) -> t
         out.append(auto_col(k, samples, heads[k]) if rule is None
                    else auto_col(k, samples, heads[k], rule.describe(k), rule.better, rule.fmt))
     return tuple(out)
-
-
-def _csv_cell(v: Any) -> Any:
-    if isinstance(v, float) and v != v:
-        return ""
-    if numeric_pair(v):
-        return f"{v[0]}/{v[1]}"
-    if isinstance(v, (tuple, list, dict)):
-        return sanitize(json.dumps(v, default=str, ensure_ascii=False))
-    if isinstance(v, str):
-        return _csv_text(v)
-    return "" if v is None else v
-
-
-# A spreadsheet opening the CSV runs a cell that starts with one of these as a formula ("=cmd|' /C calc'!A0",
-# "@SUM(...)"): such text gets a leading "'" (OWASP's CSV-injection rule), unless it is a number ("-0.5", "+inf").
-# OWASP's TAB and CR are a space and nothing after sanitize: leading spaces are looked past, as a spreadsheet may.
-_FORMULA_START = ("=", "+", "-", "@")
-
-
-def _csv_text(text: str) -> str:
-    """Text from the files as a CSV cell: inert for a terminal, and for a spreadsheet."""
-    text = sanitize(text)
-    head = text.lstrip(" ")
-    if head.startswith(_FORMULA_START) and not _is_number(head):
-        return "'" + text
-    return text
-
-
-def _is_number(text: str) -> bool:
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True
-
-
-# JSON escapes C0 controls, but not C1 ones (U+009B is CSI), bidi overrides, invisible format characters or the
-# line separators U+2028/2029 (str.splitlines() breaks a row on them): those may only occur inside JSON strings,
-# where a \uXXXX escape is the same text, so escaping them keeps the row exact and the terminal safe.
-_JSON_UNSAFE = re.compile(f"[\x7f-\x9f\u2028\u2029{INVISIBLE}]")
-
-
-def _json_escape(m: re.Match[str]) -> str:
-    cp = ord(m.group())
-    if cp > 0xFFFF:  # a tag character: JSON writes it as a surrogate pair
-        cp -= 0x10000
-        return f"\\u{0xD800 + (cp >> 10):04x}\\u{0xDC00 + (cp & 0x3FF):04x}"
-    return f"\\u{cp:04x}"
-
-
-def _inert_json(text: str) -> str:
-    return _JSON_UNSAFE.sub(_json_escape, text)

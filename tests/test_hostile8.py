@@ -14,7 +14,7 @@ from conftest import run_cli, write_rows
 
 from steptable import Col, StepLogger, runinfo, writer
 from steptable.cells import md_escape, sanitize
-from steptable.tailout import _csv_text
+from steptable.outcells import csv_text
 
 COLS = [Col("step", 4, "step", "d", "step"), Col("loss", 7, "loss", "+.3f", "loss")]
 # an OSC 52 (clipboard) with no BEL or ST after it, behind a CSI
@@ -90,7 +90,7 @@ def test_tail_csv_quotes_formulas_but_not_numbers(tmp_path: Path, capsys: pytest
     ("-0.5", "-0.5"), ("+inf", "+inf"), ("-1e-3", "-1e-3"), ("-nan", "-nan"), (" -2", " -2"), ("a-b", "a-b"),
 ])  # fmt: skip
 def test_csv_text_quotes_what_a_spreadsheet_would_run(text: str, cell: str) -> None:
-    assert _csv_text(text) == cell
+    assert csv_text(text) == cell
 
 
 def test_tail_csv_alerts_quote_a_formula_arm(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
