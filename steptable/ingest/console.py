@@ -9,10 +9,12 @@ read as numbers (``nan``/``inf`` included, ``np.float64(0.5)`` unwrapped), else 
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any, Final
 
 from steptable.ingest.parse import step_of
 from steptable.ingest.store import Parsed
+from steptable.ingest.tail import MAX_LINE, open_binary
 
 # "step:" not preceded by a word character or a slash (global_step:, timing/step: are not it)
 # A carriage return ends the metrics too: what follows it (a progress bar redrawn over the line) is not a value.
@@ -81,3 +83,27 @@ class ConsoleParser:
             steps.append(step)
             rows.append({"step": step, **row})
         return Parsed(steps=steps, rows=rows, step_key="step")
+
+
+def metrics_between(path: Path, start: int, end: int) -> tuple[bool, int]:
+    """Does a console log hold a complete metrics line between ``start`` (a line's start) and ``end``? And where
+    does the next search start (the start of its last, unfinished line)."""
+    try:
+        with open_binary(path) as f:
+            f.seek(start)
+            carry = b""  # the unfinished line at the end of the last block (its start: ``start``)
+            while True:
+                block = f.read(min(end - start - len(carry), 1 << 20))
+                if not block:
+                    break
+                data = carry + block
+                done = data.rfind(b"\n") + 1
+                if done and has_console_metrics(data[:done]):
+                    return True, start + done
+                start += done
+                carry = data[done:]
+                if len(carry) > MAX_LINE:  # a line too long to be read as metrics: searched from its end on
+                    start, carry = start + len(carry), b""
+    except OSError:
+        pass
+    return False, start

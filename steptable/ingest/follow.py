@@ -23,12 +23,12 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from steptable.ingest.console import has_console_metrics
+from steptable.ingest.console import metrics_between
 from steptable.ingest.discover import Candidate, discover, discover_at, sniff_jsonl
 from steptable.ingest.parse import BadLine
 from steptable.ingest.source import Source, load_meta, make_source
 from steptable.ingest.store import RunStore
-from steptable.ingest.tail import MAX_LINE, open_binary
+from steptable.ingest.tail import MAX_LINE
 
 #: a full re-check waits at least this many times as long as the last discovery pass took
 RECHECK_SHARE = 20
@@ -262,7 +262,7 @@ class Follower:
             if st.st_ino == ino and st.st_size >= size:  # same file, only grown: its first line is still the same
                 if not console:
                     return
-                found, start = _metrics_between(cand.path, start, st.st_size)
+                found, start = metrics_between(cand.path, start, st.st_size)
                 if not found:
                     self._rejected[cand.path] = (ino, st.st_size, start, console)
                     return
@@ -412,30 +412,6 @@ class Follower:
                             if new is not None:
                                 hit.append(new)
             return self._tick(discover=False, only=list(dict.fromkeys(hit)))
-
-
-def _metrics_between(path: Path, start: int, end: int) -> tuple[bool, int]:
-    """Does a console log hold a complete metrics line between ``start`` (a line's start) and ``end``? And where
-    does the next search start (the start of its last, unfinished line)."""
-    try:
-        with open_binary(path) as f:
-            f.seek(start)
-            carry = b""  # the unfinished line at the end of the last block (its start: ``start``)
-            while True:
-                block = f.read(min(end - start - len(carry), 1 << 20))
-                if not block:
-                    break
-                data = carry + block
-                done = data.rfind(b"\n") + 1
-                if done and has_console_metrics(data[:done]):
-                    return True, start + done
-                start += done
-                carry = data[done:]
-                if len(carry) > MAX_LINE:  # a line too long to be read as metrics: searched from its end on
-                    start, carry = start + len(carry), b""
-    except OSError:
-        pass
-    return False, start
 
 
 def load(paths: Iterable[str | Path] | str | Path) -> dict[str, RunStore]:
