@@ -22,7 +22,7 @@ import math
 import numbers
 import operator
 import re
-from collections.abc import Container, Sequence
+from collections.abc import Callable, Container, Sequence
 from typing import Any
 
 from steptable.cells import ELLIPSIS as ELLIPSIS  # re-exported: the text half of formatting lives in steptable.cells
@@ -161,12 +161,14 @@ _NAN_STRINGS = frozenset({"nan", "NaN", "NAN", "null", "None", "-nan"})
 _INF_STRINGS = {"inf": math.inf, "Infinity": math.inf, "+inf": math.inf, "-inf": -math.inf, "-Infinity": -math.inf}
 
 
-def unique_name(name: str, taken: Container[str]) -> str:
-    """``name``, or ``name~2``, ``name~3``... if it is taken: two keys that read alike stay two names."""
-    if name not in taken:
+def unique_name(name: str, taken: Container[str], alike: Callable[[str], str] | None = None) -> str:
+    """``name``, or ``name~2``, ``name~3``... if it is taken: two keys that read alike stay two names. ``alike``:
+    what two names are compared by (``taken`` holds that form: ``schemas.headers.look``, names that look the same)."""
+    same = alike or str
+    if same(name) not in taken:
         return name
     n = 2
-    while f"{name}~{n}" in taken:
+    while same(f"{name}~{n}") in taken:
         n += 1
     return f"{name}~{n}"
 

@@ -322,23 +322,42 @@ def table(cols: Sequence[Col], rows: Iterable[Mapping[str, Any]], header_every: 
 
 def title_line(text: str, total_width: int) -> str:
     """A label line over a table (``── routeA ──``) in the table's width; a label too long for it loses its middle
-    (see ``_cut_path``), not its end: the end tells a run's file from its sibling's."""
+    (see ``_cut_title``), not its end: the end tells a run's file from its sibling's."""
     text = sanitize(text)
     room = max(total_width, min(display_width(text) + 4, 40)) - 4  # a narrow table still shows a readable label
-    label = f"── {_cut_path(text, room)} "
+    label = f"── {_cut_title(text, room)} "
     return label + "─" * max(total_width - display_width(label), 0)
 
 
+_ARM_PATH = re.compile(r"(.+?) \((.+)\)")
+#: cells a path in a title keeps at least (``arm (path)``); with less room the arm is the title
+_MIN_PATH = 12
+
+
+def _cut_title(text: str, width: int) -> str:
+    """A run's title (``arm (path)`` or a path) in at most ``width`` cells: the arm whole where it fits, since it
+    is what tells a sweep's runs apart, and the path cut by ``_cut_path``."""
+    if display_width(text) <= width:
+        return text
+    m = _ARM_PATH.fullmatch(text)
+    if m is None:
+        return _cut_path(text, width)
+    arm, path = m[1], m[2]
+    room = width - display_width(arm) - 3
+    return f"{arm} ({_cut_path(path, room)})" if room >= _MIN_PATH else cut_middle(arm, width)
+
+
 def _cut_path(text: str, width: int) -> str:
-    """``text`` in at most ``width`` cells, its middle dropped for an ellipsis. A path keeps its head and its
-    distinctive tail, the file and the nearest directories that fit in two thirds of the width: two Lightning
-    versions differ only there (``exp…/version_0/metrics.csv``, ``exp…/version_1/metrics.csv``)."""
+    """``text`` in at most ``width`` cells, its middle dropped for an ellipsis. A path keeps the longest run of its
+    last parts that fits beside an ellipsis and a character of its head: what tells two runs' files apart is at the
+    end (``2…/version_0/metrics.csv``, ``2…/version_1/metrics.csv``); the head is mostly the root they share."""
     if display_width(text) <= width:
         return text
     for m in re.finditer("/", text):  # the first "/" that starts a short enough tail: the longest such tail
         tail = text[m.start():]
-        if display_width(tail) <= 2 * width // 3:
-            return cut(text[: m.start()], width - display_width(tail)) + tail
+        w = display_width(tail)
+        if w <= width - 2:
+            return cut(text[: m.start()], width - w) + tail
     return cut_middle(text, width)
 
 

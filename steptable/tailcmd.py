@@ -96,7 +96,7 @@ def positive_seconds(text: str) -> float:
 def missing_paths(paths: Sequence[str]) -> list[str]:
     """The paths given that do not exist: a one-shot command names each and exits 2 after printing the rest (a
     mistyped path beside a good one must not pass a CI gate as "no alerts")."""
-    return [str(p) for p in paths if not os.path.lexists(p) and not _denied(p)]
+    return [str(p) for p in paths if not os.path.exists(p) and not _denied(p)]  # (a dangling link is missing)
 
 
 def _denied(path: str) -> bool:

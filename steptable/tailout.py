@@ -34,7 +34,7 @@ from steptable.schemas import (
     widened,
 )
 from steptable.schemas.base import auto_col, own_step_keys, sample_values, unmatched
-from steptable.schemas.headers import short_headers
+from steptable.schemas.headers import look, short_headers
 from steptable.schemas.registry import logged_schema, unused_files
 from steptable.summary import run_label
 from steptable.writer import encode_row
@@ -338,8 +338,10 @@ class Tail:
                 self.err.write(f"steptable tail: new CSV column(s) {shown}: a new header line follows\n")
             keys = self.csv_keys = [*(keys or []), *(new if keys is not None else self.csv_want)]
             names: list[str] = ["run", "arm"]
+            seen = set(names)  # the names' looks (as the table's headers are told apart)
             for k in keys:  # keys come from the files: made inert, and kept apart where they then read alike
-                names.append(unique_name(csv_text(k), names))
+                names.append(unique_name(csv_text(k), seen, look))
+                seen.add(look(names[-1]))
             w.writerow(names)
         run, arm = csv_text(store.run), csv_text(store.arm)
         for r in rows:

@@ -82,3 +82,14 @@ def test_a_stdout_that_is_not_utf8_gets_question_marks_not_a_traceback(tmp_path:
     got = subprocess.run([sys.executable, "-m", "steptable", "tail", str(tmp_path)], capture_output=True, env=env)
     assert got.returncode == 0 and b"Traceback" not in got.stderr, got.stderr
     assert b"?? a " in got.stdout and b"loss" in got.stdout, got.stdout
+
+
+def test_a_dangling_link_beside_a_good_path_is_a_missing_path(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # the permission fix read a link to nowhere as there (lexists): a broken `latest` link passed a CI gate
+    write_rows(tmp_path / "good" / "metrics.jsonl", [{"step": 1, "loss": 1.0}])
+    (tmp_path / "latest").symlink_to(tmp_path / "nonexistent" / "run")
+    for cmd in (["tail", "--alerts-only"], ["summary"]):
+        rc, _, err = run_cli([*cmd, str(tmp_path / "good"), str(tmp_path / "latest")], capsys)
+        assert rc == 2 and "no such path" in err, (cmd, err)

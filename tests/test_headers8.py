@@ -8,13 +8,14 @@ selectors that do change the glyph (an emoji sequence, an emoji presentation) ke
 
 from __future__ import annotations
 
+import csv
 import unicodedata
 from pathlib import Path
 
 import pytest
 from conftest import run_cli, write_rows
 
-from steptable.schemas.headers import short_headers
+from steptable.schemas.headers import look, short_headers
 
 #: characters a terminal draws as nothing, as the reviewer found them in headers
 INVISIBLE = "\u200c\u200d\u034f\ufe00\ufe0f\U000e0100\u180b"
@@ -89,3 +90,16 @@ def test_tail_header_row_reads_each_column_once(tmp_path: Path, capsys: pytest.C
     assert rc == 0
     header = [seen(h) for h in out.splitlines()[0].split()]
     assert len(header) == 1 + len(keys) and len(set(header)) == len(header), header
+
+
+def test_csv_column_names_are_told_apart_by_look_as_the_table_headers_are(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # the CSV header compared raw strings: two "café" columns and a "loss" holding a joiner
+    keys = ["loss", "lo\u200dss", "caf\u00e9", "cafe\u0301"]
+    write_rows(tmp_path / "r" / "metrics.jsonl", [{"step": 0, **{k: i for i, k in enumerate(keys)}}])
+    rc, out, _ = run_cli(["tail", str(tmp_path), "--format", "csv"], capsys)
+    header = next(csv.reader([out.splitlines()[0]]))
+    assert rc == 0 and header[:3] == ["run", "arm", "step"], header
+    shown = [look(h) for h in header[3:]]
+    assert len(set(shown)) == len(shown) == 4, header

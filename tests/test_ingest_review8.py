@@ -184,3 +184,36 @@ def test_a_quote_left_open_at_the_end_of_a_file_costs_its_line_in_a_one_shot_rea
     assert "metrics.csv:3: quote not closed by the end of the file" in err, err
     (store,) = load([tmp_path]).values()
     assert list(store.steps) == [0, 2, 3] and store.bad_count == 1
+
+
+def test_a_csv_read_once_in_the_middle_of_a_multiline_cell_makes_no_rows_of_its_lines(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # the end-of-read flush read the held lines of a record still being written as rows: "42" became step 42
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(["step", "loss", "sample"])
+    for s in range(1, 5):
+        w.writerow([s, 1 / s, f"answer {s}:\n42\nthe end"])
+    text = buf.getvalue()
+    cut = text[: text.index("answer 4:\n42\n") + len("answer 4:\n42\n")]
+    path = tmp_path / "r" / "metrics.csv"
+    path.parent.mkdir()
+    path.write_text(cut, encoding="utf-8")
+    rc, out, err = run_cli(["tail", str(tmp_path)], capsys)
+    assert rc == 0 and [line.split()[0] for line in out.splitlines()[1:]] == ["1", "2", "3"], out
+    assert "quote" not in err, err  # a record being written is not a bad line
+
+
+def test_rows_after_a_stray_quote_are_shown_live_after_a_few_lines() -> None:
+    # tail -f showed nothing after a stray quote until 100 more lines came (and said nothing)
+    p = CsvParser("m.csv")
+    first = p.parse(b'step,loss,note\n1,0.5,ok\n2,0.4,"quoted start\n', 1)
+    assert first.steps == [1]
+    got = [p.parse(f"{s},0.{s},ok\n".encode(), s) for s in range(3, 8)]
+    assert [st for g in got for st in g.steps] == [3, 4, 5, 6, 7]
+    assert [str(b) for g in got for b in g.bad] == ["m.csv:3: quote not closed within 4 lines: line skipped"]
+    # a real cell with newlines is still one cell
+    q = CsvParser("q.csv")
+    rows = q.parse(b'step,loss,note\n1,0.5,"a\n2,0.4,b\n3,0.3,c\nend"\n4,0.2,ok\n', 1)
+    assert rows.steps == [1, 4] and rows.rows is not None and rows.rows[0]["note"] == "a\n2,0.4,b\n3,0.3,c\nend"

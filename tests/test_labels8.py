@@ -87,3 +87,13 @@ def test_a_file_named_beside_a_directory_is_named_once(
                                                                                 "odd/b/results.csv"]
     _, out, _ = run_cli(["tail", "-n", "1", "odd", "odd/b/results.csv"], capsys)
     assert "── results (odd/b/results.csv)" in _titles(out), out
+
+
+def test_a_narrow_title_keeps_the_arm_that_tells_runs_apart() -> None:
+    # the middle cut began at the first "/" inside "(path)": both seeds read "grpo_qwen7b_…/version_0/metrics.csv)"
+    titles = [title_line(f"grpo_qwen7b_lr1e-6_seed{s} (runs/grpo_qwen7b_lr1e-6_seed{s}/lightning_logs/version_0/"
+                         "metrics.csv)", 10) for s in (1, 2)]
+    assert titles == ["── grpo_qwen7b_lr1e-6_seed1 ", "── grpo_qwen7b_lr1e-6_seed2 "]
+    wide = title_line("lr_0.001 (sweep/lr_0.001/lightning_logs/version_1/metrics.csv)", 40)
+    assert wide.startswith("── lr_0.001 (") and wide.rstrip(" ─").endswith("/version_1/metrics.csv)")
+    assert display_width(wide) == 40

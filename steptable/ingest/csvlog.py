@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import csv
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from steptable.ingest.jsonl import LineNo
@@ -28,6 +28,9 @@ from steptable.ingest.store import Parsed
 #: and the lines after it are read as lines of their own
 MAX_RECORD_LINES = 100
 MAX_RECORD_CHARS = 1 << 20
+#: lines after an open quote that each read as a whole row (steps rising): the quote was a stray one, and a live
+#: table must not wait for MAX_RECORD_LINES more rows to show them
+STRAY_ROWS = 3
 
 
 def cell(text: str) -> Any:
@@ -110,12 +113,31 @@ class CsvParser:
             return Parsed(steps=[], rows=[], bad=[], step_key=self.step_key)
         held, at = self._held, self._held_at
         self._held = []
+        if not self._stray(held[1:]):  # a record still being written (a live file read once): not a row yet
+            return Parsed(steps=[], rows=[], bad=[], step_key=self.step_key)
         bad = [BadLine(self.label, at, "quote not closed by the end of the file: line skipped")]
-        parsed = self.parse("\n".join(held[1:]).encode() + b"\n", at + 1) if len(held) > 1 else None
-        if parsed is None:
-            return Parsed(steps=[], rows=[], bad=bad, step_key=self.step_key)
+        parsed = self.parse("\n".join(held[1:]).encode() + b"\n", at + 1)
         parsed.bad[:0] = bad
         return parsed
+
+    def _stray(self, lines: Sequence[str]) -> bool:
+        """Do ``lines`` (held after an open quote) each read as a whole row, of steps rising from the last row's?
+        Then the quote was a stray one, not a cell with newlines (whose lines are parts of one cell: ``42``,
+        ``the end``)."""
+        last = self.last_step if self.last_step is not None else -1
+        for line in lines:
+            try:
+                cells = next(csv.reader([line]), [])
+            except csv.Error:
+                return False
+            if self.header is None or len(cells) != len(self.header):
+                return False
+            if self.step_key is not None:
+                step = step_of(cell(cells[self.header.index(self.step_key)]))
+                if step is None or step <= last:
+                    return False
+                last = step
+        return bool(lines)
 
     def _records(self, text: str, first: int, bad: list[BadLine]) -> Iterable[tuple[int, str]]:
         """The records of a chunk whose first line is line ``first``, each with the number of its first line: a line,
@@ -145,7 +167,8 @@ class CsvParser:
             if not ends_quoted(line, quoted=True):
                 yield self._held_at, "\n".join(self._held)
                 self._held = []
-            elif len(self._held) >= MAX_RECORD_LINES or self._held_chars > MAX_RECORD_CHARS:
+            elif (len(self._held) >= MAX_RECORD_LINES or self._held_chars > MAX_RECORD_CHARS
+                  or (len(self._held) > STRAY_ROWS and self._stray(self._held[1:]))):
                 why = f"quote not closed within {len(self._held)} lines: line skipped"
                 bad.append(BadLine(self.label, self._held_at, why))
                 todo.extendleft(reversed(list(enumerate(self._held[1:], self._held_at + 1))))

@@ -151,7 +151,7 @@ _IGNORABLE = re.compile(
 _BLANK = re.compile("[^\\S ]|\u2800")
 
 
-def _look(h: str) -> str:
+def look(h: str) -> str:
     """What ``h`` looks like on a terminal: the text two headers are told apart by (NFC, invisible characters out)."""
     if h.isascii():
         return h
@@ -187,7 +187,7 @@ def _suffixed(h: str, seen: Collection[str]) -> str:
         suffix = f"~{n}"
         room = MAX_HEADER - len(suffix)
         cand = (cut(h, room) if display_width(h) > room else h) + suffix
-        if _look(cand) not in seen:
+        if look(cand) not in seen:
             return cand
         n += 1
 
@@ -197,13 +197,13 @@ def short_headers(keys: Iterable[str], reserved: Collection[str] = ()) -> dict[s
 
     First every key grows by segments until its whole header differs from the others' (the distinguishing tail);
     only then are headers fitted to ``MAX_HEADER``, so that a cut never sends a key back to grow the shared middle.
-    Headers are compared by :func:`_look`: two that differ only in what is not drawn collide.
+    Headers are compared by :func:`look`: two that differ only in what is not drawn collide.
     """
     order = list(dict.fromkeys(keys))
     parts = {k: _parts(k) for k in order}
     depth = {k: min(_min_depth(parts[k][1]), len(parts[k][1])) for k in order}
-    look = cache(_look)  # the same few headers are looked at again in every round; cleared with the call
-    taken = {look(r.strip()) for r in reserved}
+    seen_as = cache(look)  # the same few headers are looked at again in every round; cleared with the call
+    taken = {seen_as(r.strip()) for r in reserved}
 
     def whole(k: str, d: int | None = None) -> str:
         lead, segs = parts[k]
@@ -212,7 +212,7 @@ def short_headers(keys: Iterable[str], reserved: Collection[str] = ()) -> dict[s
     for _ in range(64):  # each round grows at least one key; paths are short
         by_header: dict[str, list[str]] = {}
         for k in order:
-            by_header.setdefault(look(whole(k)), []).append(k)
+            by_header.setdefault(seen_as(whole(k)), []).append(k)
         grew = False
         for h, ks in by_header.items():
             if len(ks) > 1 or h in taken:
@@ -222,7 +222,7 @@ def short_headers(keys: Iterable[str], reserved: Collection[str] = ()) -> dict[s
                         grew = True
         if not grew:
             break
-    looks = {k: look(whole(k)) for k in order}
+    looks = {k: seen_as(whole(k)) for k in order}
     count: dict[str, int] = {}
     for k in order:
         count[looks[k]] = count.get(looks[k], 0) + 1
@@ -243,7 +243,7 @@ def short_headers(keys: Iterable[str], reserved: Collection[str] = ()) -> dict[s
         while len(cands[k]) <= i:
             if (c := next(gens[k], None)) is None:
                 return None
-            if (alike := look(c)) not in {s for _, s in cands[k]}:
+            if (alike := seen_as(c)) not in {s for _, s in cands[k]}:
                 cands[k].append((c, alike))
         return cands[k][i]
 
@@ -270,7 +270,7 @@ def short_headers(keys: Iterable[str], reserved: Collection[str] = ()) -> dict[s
         pending = [k for k in pending if k not in out]
     for k in pending:  # nothing left that differs: a counter on the header it would have had
         out[k] = _suffixed((cand(k, 0) or ("?", ""))[0], used)
-        used.add(look(out[k]))
+        used.add(seen_as(out[k]))
     return {k: out[k] for k in order}
 
 
