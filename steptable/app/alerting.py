@@ -106,14 +106,12 @@ class AlertScanner:
             fed.last = last
             ended = self._end(fed, store, n)
             if n <= start and not redo:
-                if ended:
-                    self._post(AlertsFound(rid, ended))
-                return ended
+                return self._say_end(rid, fed, ended)
             # only the rows to feed: copying whole columns for every new row cost ~50 ms a row at 1M rows
             steps = store.steps_between(start, n)
             cols = [(k, store.column_between(k, start, n)) for k in store.keys if k in wanted]
             walls = store.wall_times_between(start, n)
-        out: list[Alert] = list(ended)
+        out: list[Alert] = []
         for step in sorted(redo):  # what changed in rows already fed: the cells merged in, or the inserted row
             row, keys = redo[step]
             out.extend(eng.update(step, {k: v for k, v in row.items() if k in wanted and (keys is None or k in keys)}))
@@ -131,13 +129,12 @@ class AlertScanner:
                 out.extend(found)
                 self._post(AlertsFound(rid, found))
             if stop is not None and stop_at < n and stop.wait(PAUSE):
-                break
-        return out
+                return out  # (quitting: the rows left, and how the run ended, are not said)
+        return out + self._say_end(rid, fed, ended)
 
-
-    def _end(self, fed: _Fed, store: Any, n: int) -> list[Alert]:
-        """How the run's StepLogger block ended, when not normally (alerts.end_alert): said once a close, at the
-        last step, as summary and ``tail --alerts-only`` say it (posted by the caller). The store's lock is held."""
+    def _end(self, fed: _Fed, store: Any, n: int) -> tuple[Alert, float] | None:
+        """How the run's StepLogger block ended, when not normally (alerts.end_alert), at the last step, and the
+        close it is for; None when not, or already said for this close. The store's lock is held."""
         from steptable.alerts import end_alert
         from steptable.runinfo import closed_at
 
@@ -145,11 +142,18 @@ class AlertScanner:
         info = meta.get("runinfo") if isinstance(meta, dict) else None
         closed = closed_at(info)
         if not n or closed is None or closed == fed.ended:
-            return []
+            return None
         alert = end_alert(info, int(store.steps_between(n - 1, n)[0]))
-        if alert is None:
+        return None if alert is None else (alert, closed)
+
+    def _say_end(self, rid: str, fed: _Fed, ended: tuple[Alert, float] | None) -> list[Alert]:
+        """Post the end alert once a close, after the rows' alerts (it is the run's last event: posted first, the
+        status bar listed it behind them), as summary and ``tail --alerts-only`` say it. Its message carries the
+        close, so that a resumed run that dies again at the same step is told again."""
+        if ended is None:
             return []
-        fed.ended = closed
+        alert, fed.ended = ended
+        self._post(AlertsFound(rid, [alert], closed=fed.ended))
         return [alert]
 
 

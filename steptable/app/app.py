@@ -168,7 +168,7 @@ class StepTableApp(Arrangement):
             self.call_after_refresh(self._preview_drawn, tries + 1)
 
     def on_alerts_found(self, message: AlertsFound) -> None:
-        self.session.add_alerts(message.run, message.alerts)
+        self.session.add_alerts(message.run, message.alerts, message.closed)
         self._refresh_status()
 
     def on_feed_problem(self, message: FeedProblem) -> None:
@@ -227,6 +227,7 @@ class StepTableApp(Arrangement):
         self._apply_arrangement()
 
     def _refresh_panels(self) -> None:
+        self._keep_picked_shown()
         chart = self.main.query_one(ChartPanel)
         chart.key = self.session.selected
         self._share_height()
@@ -284,24 +285,6 @@ class StepTableApp(Arrangement):
 
     # ---------------------------------------------------------------------------------------------- grids
 
-    def grids(self) -> list[StepGrid]:
-        return [p.grid for rid, p in self.panels.items() if rid not in self.session.hidden]
-
-    def focused_grid(self) -> StepGrid | None:
-        f = self.focused
-        if isinstance(f, StepGrid):
-            return f
-        grids = self.grids()
-        return grids[0] if grids else None
-
-    @on(StepGrid.ColumnPicked)
-    def _column_picked(self, message: StepGrid.ColumnPicked) -> None:
-        self.session.selected = message.key
-        for g in self.grids():  # (another trainer's table without the column keeps its own)
-            if g is not message.grid and any(c.key == message.key for c in g.cols):
-                g.select(message.key)
-        self._refresh_panels()
-
     @on(StepGrid.ViewChanged)
     def _view_changed(self, message: StepGrid.ViewChanged) -> None:
         for panel in self.panels.values():
@@ -318,6 +301,7 @@ class StepTableApp(Arrangement):
             panel.grid.scroll_to_index(panel.grid.store.index_of_step(step))
 
     def action_pin(self) -> None:
+        self._take_lit(self._focused_table())
         self.session.toggle_pin(self.session.selected)
         self._apply_columns()
 

@@ -1,10 +1,12 @@
 """How the watch app places its arms and panels: side by side or stacked, shared or scrolled, panels opened and
-closed, arms hidden and shown, with the focus kept on a table that is still shown."""
+closed, arms hidden and shown, with the focus kept on a table that is still shown, and the picked column (the
+chart's, the one p pins) the one the focused table lights."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from textual import events, on
 from textual.containers import ScrollableContainer
 from textual.css.query import NoMatches
 from textual.screen import Screen
@@ -12,6 +14,7 @@ from textual.widget import Widget
 
 from steptable import render
 from steptable.app.viewers import ViewerActions
+from steptable.app.widgets.grid import StepGrid
 from steptable.app.widgets.panels import LegendPanel
 
 if TYPE_CHECKING:
@@ -127,3 +130,50 @@ class Arrangement(ViewerActions):
         self._keep_focus(*(p for rid, p in self.panels.items() if rid in self.session.hidden))
         self._apply_arrangement()
         self._refresh_panels()
+
+    # ---------------------------------------------------------------------------------------------- grids
+
+    def grids(self) -> list[StepGrid]:
+        return [p.grid for rid, p in self.panels.items() if rid not in self.session.hidden]
+
+    def focused_grid(self) -> StepGrid | None:
+        f = self.focused
+        if isinstance(f, StepGrid):
+            return f
+        grids = self.grids()
+        return grids[0] if grids else None
+
+    @on(StepGrid.ColumnPicked)
+    def _column_picked(self, message: StepGrid.ColumnPicked) -> None:
+        self._pick(message.grid, message.key)
+        self._refresh_panels()
+
+    @on(events.DescendantFocus)
+    def _table_focused(self, event: events.DescendantFocus) -> None:
+        if isinstance(event.widget, StepGrid):
+            self._take_lit(event.widget)
+            self._refresh_panels()
+
+    def _pick(self, grid: StepGrid, key: str) -> None:
+        """``key`` is the picked column: the tables that have it light it (another trainer's without it keeps its
+        own)."""
+        self.session.selected = key
+        for g in self.grids():
+            if g is not grid and any(c.key == key for c in g.cols):
+                g.select(key)
+
+    def _take_lit(self, grid: StepGrid | None) -> None:
+        """The column ``grid`` lights becomes the picked one (the chart's, the one p pins): several trainers' tables
+        each light their own, and p pinned, the chart showed, another trainer's column than the table in front."""
+        if grid is not None and grid.selected is not None and grid.selected != self.session.selected:
+            self._pick(grid, grid.selected)
+
+    def _focused_table(self) -> StepGrid | None:
+        return next((g for g in self.grids() if g is self.main.focused), None)
+
+    def _keep_picked_shown(self) -> None:
+        """A picked column that no visible table has (the arms that had it hidden) gives way to the focused table's,
+        else the first visible one's: the chart said "pick a column" beside a table with one lit."""
+        grids = self.grids()
+        if grids and not any(c.key == self.session.selected for g in grids for c in g.cols):
+            self._take_lit(self._focused_table() or grids[0])

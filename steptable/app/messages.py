@@ -35,6 +35,7 @@ class PreviewReady(Message):
 class AlertsFound(Message):
     run: str
     alerts: list[Alert] = field(default_factory=list)
+    closed: float | None = None  # for a run's end alert: the close it is for (a run that dies again is told again)
 
 
 @dataclass

@@ -7,9 +7,9 @@ from __future__ import annotations
 import math
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from steptable.app.layouts import Layouts
+from steptable.app.grouping import Group, RunSchemas, group_runs, groups_for
 from steptable.app.model import (
     INTERVAL_WINDOW,
     Store,
@@ -41,19 +41,6 @@ class Run:
 
 
 @dataclass
-class Group:
-    """Runs shown with one layout, as ``steptable tail`` groups them (``by_schema``): the arms of one experiment line
-    up; another trainer's runs are a group of their own, with their own columns."""
-
-    schema: Schema
-    runs: list[str]
-    layout: tuple[Col, ...] = ()
-    keys: frozenset[str] = frozenset()  # the runs' keys the layout was made for
-    layouts: Layouts = field(default_factory=Layouts)  # each key measured once, not again for every new key
-    hidden_for: tuple[Any, tuple[Col, ...]] | None = None  # (filter, keys, layout) -> the columns it shows
-
-
-@dataclass
 class Session:
     schema_name: str | None = None
     near: Sequence[str] | None = None  # where a named schema is looked for (the watched paths), as tail does
@@ -72,8 +59,11 @@ class Session:
     _named: Schema | None = None
     _bad_turn: int = 0
     problems: list[str] = field(default_factory=list)  # to be said once each (the app takes them as notices)
-    _alerted: set[tuple[str, str, int, str, str, str]] = field(default_factory=set)
+    _alerted: set[tuple[str, str, int, str, str, str, float | None]] = field(default_factory=set)
     _said: set[str] = field(default_factory=set)
+
+    def __post_init__(self) -> None:
+        self._schemas = RunSchemas(self._say)  # each run's schema, found again only when it may have changed
 
     # ------------------------------------------------------------------------------------------------ runs
 
@@ -82,13 +72,14 @@ class Session:
         return self.update_all([(run_id, store, preview)])
 
     def update_all(self, items: Sequence[tuple[str, Store, str | None]]) -> bool:
-        """``update`` for a batch of runs (run id, store, preview note), grouped once: grouping detects every run's
-        schema (60 runs of 150 keys found at once, each grouping them all again: 2.2 s, against 1.1 s). Runs new in
+        """``update`` for a batch of runs (run id, store, preview note), grouped once: grouping looks at every run
+        (60 runs of 150 keys found at once, each grouping them all again: 2.2 s, against 1.1 s). Runs new in
         the batch are laid out in turn, as if they had come one by one (a later arm's first look, keys placed after
         the earlier runs'), as before there were groups."""
         known = set(self.runs)
         seen = [(run_id, *self._note(run_id, store, preview)) for run_id, store, preview in items]
         before = {rid: g.layout for rid, g in self._group_of.items()}
+        made = [g.layout for g in self.groups]
         regrouped = self._regroup()
         waiting = {rid for rid, _, _ in seen if rid not in known}
         for rid, was, n in seen:
@@ -98,8 +89,8 @@ class Session:
         for group in self.groups if regrouped else ():  # (one a run left)
             self._lay_out(group)
         changed = any(g.layout and g.layout is not before.get(rid) for rid, g in self._group_of.items())
-        if changed:
-            self._laid_out()
+        if changed:  # (the files looked for again only for a layout made again: not for each arm that joins one)
+            self._laid_out(any(g.layout and all(g.layout is not m for m in made) for g in self.groups))
         return changed
 
     def _note(self, run_id: str, store: Store, preview: str | None) -> tuple[int, int]:
@@ -127,54 +118,15 @@ class Session:
         if shape == self._grouped:
             return False
         self._grouped = shape
-        rid_of = {id(r.store): rid for rid, r in self.runs.items()}
-        old = dict(self._group_of)
-        taken: set[int] = set()
-        self.groups = []
-        for schema, stores in self._by_schema():
-            rids = [rid_of[id(s)] for s in stores]
-            group = next((g for rid in rids if (g := old.get(rid)) is not None and g.schema is schema
-                          and id(g) not in taken), None)
-            if group is None:
-                group = Group(schema, rids)
-            group.runs = rids
-            taken.add(id(group))
-            self.groups.append(group)
-        self._group_of = {rid: g for g in self.groups for rid in g.runs}
-        return True
-
-    def _by_schema(self) -> list[tuple[Schema, list[Store]]]:
-        """The runs grouped as tail groups them; runs with no keys yet go with the first group until they have."""
-        from steptable.schemas import GENERIC, by_schema
-
         stores = [r.store for r in self.runs.values()]
-        keyed = [s for s in stores if s.keys]
+        self._schemas.keep(stores)
+        rid_of = {id(r.store): rid for rid, r in self.runs.items()}
         named = self._named_schema() if self.schema_name else None
         # (a steptable.toml beside some runs that cannot be used: said once, they get their best built-in)
-        groups = by_schema(keyed, named, schema_of=self._run_schema)
-        rest = [s for s in stores if not s.keys]
-        if rest and groups:
-            groups[0][1].extend(rest)
-        elif rest:
-            groups = [(named or GENERIC, rest)]
-        return groups
-
-    def _run_schema(self, store: Store) -> Schema:
-        """The run's schema: its StepLogger's own, else the best-fitting one (see _detect)."""
-        from steptable.schemas.registry import logged_schema
-
-        return logged_schema(store) or self._detect(store)
-
-    def _detect(self, store: Store) -> Schema:
-        """The best-fitting schema; where a steptable.toml beside the run cannot be used, the best built-in one,
-        and the file's problem said once (tail stops at it; a watch session goes on with the runs it can show)."""
-        from steptable.schemas import SchemaFileError, detect
-
-        try:
-            return detect(store.path, store.keys)
-        except SchemaFileError as e:
-            self._say(str(e))
-            return detect(store.path, store.keys, user=False)
+        grouped = group_runs(stores, named, self._schemas.of)
+        self.groups = groups_for([(schema, [rid_of[id(x)] for x in g]) for schema, g in grouped], self._group_of)
+        self._group_of = {rid: g for g in self.groups for rid in g.runs}
+        return True
 
     def _say(self, text: str) -> None:
         from steptable.formatting import sanitize
@@ -216,9 +168,10 @@ class Session:
         group.layout = widened(group.layouts.layout(stores, group.schema), self._tried)
         return True
 
-    def _laid_out(self) -> None:
-        """After a layout changed: the unused steptable.toml files said, the picked column still one shown."""
-        if not self.schema_name:
+    def _laid_out(self, relaid: bool) -> None:
+        """After a run's layout changed: the unused steptable.toml files said (where a layout was made again), the
+        picked column still one shown."""
+        if relaid and not self.schema_name:
             from steptable.schemas import SchemaFileError
             from steptable.schemas.registry import unused_files
 
@@ -383,12 +336,13 @@ class Session:
 
     # ------------------------------------------------------------------------------------------------ events
 
-    def add_alerts(self, run_id: str, alerts: Sequence[Alert]) -> None:
+    def add_alerts(self, run_id: str, alerts: Sequence[Alert], closed: float | None = None) -> None:
         """Alerts the scanner found; one it found before (its file read again after a reset, the same rows) is not
-        counted twice."""
+        counted twice. ``closed``: the close an end alert is for (a run resumed that dies again at the same step, of
+        the same exception, is told again)."""
         label = self.labels().get(run_id, run_id)
         for a in alerts:
-            seen = (run_id, a.level, a.step, a.column, a.kind, a.message)
+            seen = (run_id, a.level, a.step, a.column, a.kind, a.message, closed if a.kind == "ended" else None)
             if seen in self._alerted:
                 continue
             if len(self._alerted) >= 4 * MAX_ALERTS:
