@@ -3,6 +3,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -136,3 +137,11 @@ def spy_whole_copies(monkeypatch: pytest.MonkeyPatch) -> list[str]:
         meth = getattr(RunStore, name)
         monkeypatch.setattr(RunStore, name, lambda s, k, n=name, m=meth: (whole.append(n), m(s, k))[1])
     return whole
+
+
+def repoint(link: Path, target: Path, gone: Path) -> None:
+    """``link`` made to lead to ``target`` and ``gone`` deleted: the next launch's ``run_dir=latest`` re-pointed at
+    its own run, the old run cleaned up."""
+    link.unlink()
+    link.symlink_to(target)
+    shutil.rmtree(gone)

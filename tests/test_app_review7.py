@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import json
 import math
-import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
-from test_app_support import make_runs, manual_app, open_generations, sync, write_rows
+from test_app_support import make_runs, manual_app, open_generations, scan_rounds, sync, write_rows
 
 from steptable.app.alerting import AlertScanner
 from steptable.app.feed import Feed
@@ -119,17 +118,8 @@ def test_the_alert_thread_survives_a_failing_run(tmp_path: Path, monkeypatch: py
     posted: list[Any] = []
     scanner = AlertScanner(lambda: f.stores, posted.append)
     (bad,) = [r for r in f.scan() if "bad" in r]
-    stop = threading.Event()
-    thread = threading.Thread(target=scanner.run, args=(stop,))
-    thread.start()
-    try:
-        scanner.changed(set(f.stores))
-        assert scanner.idle.wait(10)
-        scanner.changed({bad})  # its next rows: the engine starts over, fails again, is not told again
-        assert scanner.idle.wait(10) and thread.is_alive()
-    finally:
-        stop.set()
-        thread.join()
+    # its next rows (the second round): the engine starts over, fails again, is not told again
+    assert scan_rounds(scanner, [set(f.stores), {bad}])
     problems = [m.text for m in posted if isinstance(m, FeedProblem)]
     assert len(problems) == 1 and bad in problems[0] and "ZeroDivisionError: detector bug" in problems[0]
     assert any(isinstance(m, AlertsFound) and "good" in m.run for m in posted)

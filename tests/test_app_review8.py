@@ -38,6 +38,14 @@ def _keys(panel: ArmPanel) -> list[str]:
     return [c.key for c in panel.grid.cols]
 
 
+def _two_trainers(root: Path) -> tuple[Any, Any]:
+    """A verl run and a tinker run under ``root``, and the app (not started) with its follower."""
+    write_verl(root / "verl" / "qwen.jsonl", steps=8)
+    write_tinker(root / "tinker" / "llama", steps=8)
+    app, follower, _ = manual_app(root, now=time.time())
+    return app, follower
+
+
 def _first_and_other(app: Any) -> tuple[ArmPanel, ArmPanel]:
     """The arm whose table has the picked column (and the focus, as the app starts), and the other trainer's."""
     a, b = app.query(ArmPanel)
@@ -48,9 +56,7 @@ def _first_and_other(app: Any) -> tuple[ArmPanel, ArmPanel]:
 async def test_p_and_the_chart_take_the_focused_tables_lit_column(tmp_path: Path) -> None:
     """Focused, the verl table lit its critic/score/mean, but p pinned tinker's progress/done_frac (the column
     picked last, in the other table) and the chart showed the tinker run."""
-    write_verl(tmp_path / "verl" / "qwen.jsonl", steps=8)
-    write_tinker(tmp_path / "tinker" / "llama", steps=8)
-    app, follower, _ = manual_app(tmp_path, now=time.time())
+    app, follower = _two_trainers(tmp_path)
     async with app.run_test(size=SIZE) as pilot:
         await sync(pilot, follower)
         first, other = _first_and_other(app)
@@ -74,9 +80,7 @@ async def test_hiding_the_arms_with_the_picked_column_moves_it_to_a_visible_tabl
 ) -> None:
     """The tinker arm hidden, the chart said "pick a column" and showed no run beside the verl table's lit one
     (``in_legend``: the focus in the legend, not in the table hidden, so it stays there)."""
-    write_verl(tmp_path / "verl" / "qwen.jsonl", steps=8)
-    write_tinker(tmp_path / "tinker" / "llama", steps=8)
-    app, follower, _ = manual_app(tmp_path, now=time.time())
+    app, follower = _two_trainers(tmp_path)
     async with app.run_test(size=SIZE) as pilot:
         await sync(pilot, follower)
         first, other = _first_and_other(app)

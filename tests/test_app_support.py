@@ -155,3 +155,20 @@ async def open_generations(pilot: Any) -> GenerationsScreen:
     await pilot.pause()
     return screen
 
+
+def scan_rounds(scanner: Any, rounds: Iterable[set[str]]) -> bool:
+    """Run an AlertScanner's thread over ``rounds`` of changed runs, each waited for (bounded); True when the thread
+    is still alive after the last."""
+    import threading
+
+    stop = threading.Event()
+    thread = threading.Thread(target=scanner.run, args=(stop,))
+    thread.start()
+    try:
+        for ids in rounds:
+            scanner.changed(ids)
+            assert scanner.idle.wait(10)
+        return thread.is_alive()
+    finally:
+        stop.set()
+        thread.join()

@@ -204,7 +204,7 @@ def test_how_a_with_block_ended_is_named_plainly() -> None:
 
 
 def test_the_watch_app_says_how_a_run_ended_and_alerts_a_crash(tmp_path: Path) -> None:
-    import threading
+    from test_app_support import scan_rounds
 
     from steptable.app.alerting import AlertScanner
     from steptable.app.messages import AlertsFound
@@ -216,18 +216,7 @@ def test_the_watch_app_says_how_a_run_ended_and_alerts_a_crash(tmp_path: Path) -
     f = Follower([tmp_path])
     f.scan()
     posted: list[Any] = []
-    scanner = AlertScanner(lambda: f.stores, posted.append)
-    stop = threading.Event()
-    thread = threading.Thread(target=scanner.run, args=(stop,))
-    thread.start()
-    try:
-        scanner.changed(set(f.stores))
-        assert scanner.idle.wait(10)
-        scanner.changed(set(f.stores))  # again: said once a close
-        assert scanner.idle.wait(10)
-    finally:
-        stop.set()
-        thread.join()
+    scan_rounds(AlertScanner(lambda: f.stores, posted.append), [set(f.stores), set(f.stores)])  # again: said once
     ends = [(m.run, a.line()) for m in posted if isinstance(m, AlertsFound) for a in m.alerts if a.kind == "ended"]
     assert [line for _, line in ends] == ["E step 11 run ended with RuntimeError"] and "crash" in ends[0][0]
 

@@ -6,11 +6,10 @@ from __future__ import annotations
 import csv
 import io
 import re
-import shutil
 from pathlib import Path
 
 import pytest
-from conftest import run_cli, write_rows
+from conftest import repoint, run_cli, write_rows
 
 from steptable import Col, StepLogger, runinfo, writer
 from steptable.cells import md_escape, sanitize
@@ -127,9 +126,7 @@ def test_a_write_failure_names_the_directory_a_link_leads_to_inert(
     latest.symlink_to(a)
     sl = StepLogger(COLS, run_dir=latest, console=False, alerts=False)
     sl.log({"step": 0, "loss": 0.5})
-    latest.unlink()
-    latest.symlink_to(b)
-    shutil.rmtree(a)
+    repoint(latest, b, a)
     sl.log({"step": 1, "loss": 0.5})
     sl.close()
     told = capsys.readouterr().err + "".join(captured)

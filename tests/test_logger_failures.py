@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from conftest import repoint
 
 from steptable import Col, StepLogger, writer
 from steptable.logging import encodable, use_colour
@@ -804,9 +805,7 @@ def test_rows_never_land_in_the_run_a_repointed_link_now_leads_to(tmp_path: Path
     latest.symlink_to(a)
     sl = StepLogger(COLS, run_dir=latest, console=False, alerts=False)
     sl.log({"step": 0, "loss": 0.5})
-    latest.unlink()
-    latest.symlink_to(b)
-    shutil.rmtree(a)
+    repoint(latest, b, a)
     for s in range(1, 4):
         sl.log({"step": s, "loss": 0.5})
     sl.close()
