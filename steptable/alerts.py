@@ -172,6 +172,33 @@ def end_alert(info: dict[str, Any] | None, step: int) -> Alert | None:
     return Alert("W" if end == runinfo.INTERRUPTED else "E", step, "", "ended", f"run {runinfo.end_words(end)}")
 
 
+def replay_spans(end: int, config: AlertConfig | None = None) -> list[tuple[int, int]]:
+    """The rows (index spans of ``[0, end)``) a live reader replays into a fresh engine when a run resumes before
+    row ``end``: the first ones (the entropy's early level) and the last ones every window, run and re-arm count
+    looks back over. So the engine reads the rows the store holds now, not the crashed run's replaced ones (a
+    restart from step 0 read as a reward collapse against the old run's rewards), at a cost that does not grow
+    with the run (a replay of a million rows at each resume would)."""
+    cfg = config or AlertConfig()
+    head = min(end, cfg.entropy_early)
+    start = max(head, end - (max(cfg.window, cfg.flat_rows, cfg.hack_window, cfg.sat_rows) + cfg.rearm
+                             + cfg.min_history))
+    return [(0, head), (start, end)] if start > head else [(0, end)]
+
+
+def resumed_engine(store: Any, at: int, config: AlertConfig | None = None) -> AlertEngine:
+    """A fresh engine for a run resumed at step ``at`` that has seen the rows ``store`` (a RunStore, its lock held)
+    holds before it, those of :func:`replay_spans`; their alerts dropped (said when those rows came), its clock
+    restarted for the resumed rows to come."""
+    eng = AlertEngine(config)
+    wanted = eng.config.watched()
+    for a, b in replay_spans(store.index_of_step(at), eng.config):
+        for step, row, wall in zip(store.steps_between(a, b), store.rows(a, b), store.wall_times_between(a, b),
+                                   strict=True):
+            eng.update(step, {k: v for k, v in row.items() if k in wanted}, wall)
+    eng.resumed()
+    return eng
+
+
 def scan(
     steps: Sequence[int],
     columns: Mapping[str, Sequence[Any]],

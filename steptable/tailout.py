@@ -17,7 +17,7 @@ from collections.abc import Collection, Mapping, Sequence
 from typing import Any, TextIO
 
 from steptable import render, runinfo
-from steptable.alerts import Alert, AlertEngine, end_alert
+from steptable.alerts import Alert, AlertEngine, end_alert, resumed_engine
 from steptable.columns import Col
 from steptable.formatting import md_escape, sanitize, unique_name
 from steptable.ingest import Follower, RunStore
@@ -250,6 +250,8 @@ class Tail:
                         self.engines.pop(run, None)  # new content: its history starts again
                     elif last is not None:
                         last = min(last, at - 1)
+                        if run in self.engines:  # what it read was replaced: the rows held now, up to the resume
+                            self.engines[run] = resumed_engine(store, at)
                     self.need_head.add(run)
                 if last is not None and lost is not None:  # more edits than the store lists: all rows from there again
                     last = min(last, lost - 1)

@@ -80,7 +80,7 @@ class AlertScanner:
         """Feed the rows added since the last call to this run's engine (from the top after a reset, from the
         earliest resume point after resumes; cells merged into rows already fed, and rows inserted among them, are
         fed too); returns and posts what they raise."""
-        from steptable.alerts import AlertEngine
+        from steptable.alerts import AlertEngine, resumed_engine
 
         gen = int(getattr(store, "generation", 0))
         fed = self._engines.get(rid)
@@ -94,7 +94,10 @@ class AlertScanner:
             resumes = list(getattr(store, "resumes", ()))
             last = fed.last
             if last is not None and len(resumes) > fed.resumes:  # rows from the earliest new resume step on are new
-                last = min(last, min(resumes[fed.resumes :]) - 1)
+                at = min(resumes[fed.resumes :])
+                last = min(last, at - 1)
+                # what the engine read from there was replaced: one that read the rows held now, up to the resume
+                fed.engine = eng = resumed_engine(store, at)
             if last is not None and fed.version >= 0:
                 lost = store.lost_since(fed.version)
                 if lost is not None:  # more edits than the store lists: the rows from there are fed again

@@ -397,7 +397,7 @@ class Follower:
         discovery would walk every root on every burst of events)."""
         hit: list[Source] = []
         with self._pass:
-            for p in paths:
+            for p in sorted(paths):  # (a set: in its order, runs found together came in a new order each launch)
                 src = self._by_file.get(os.path.abspath(p))
                 if src is None and p.name == "trainer_state.json":
                     src = next((s for s in self._sources.values() if s.cand.kind == "trainer_state"
