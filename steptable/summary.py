@@ -30,7 +30,9 @@ Definitions
   (a fixed lr); keys a schema rule promotes (evaluation scores, which rank last by presence) that vary, hold one
   value or a non-finite one; then varying numeric keys, most present first (a logged NaN is present).
 - alerts: given per run (keyed ``"run/arm"`` or ``run.run``); when ``alerts`` is None they are computed with
-  :func:`steptable.alerts.scan` (NaN cells read as missing). At most 3 lines: errors first, then the latest.
+  :func:`steptable.alerts.scan` (NaN cells read as missing). One line per kind (level, column, detector), at most
+  MAX_ALERTS: errors first, then the rarer and more recent warnings ahead of the routine repeated ones
+  (:func:`alerts_text`); ``tail --alerts-only`` prints every alert.
 """
 
 from __future__ import annotations
@@ -79,7 +81,7 @@ class RunLike(Protocol):
 SKIP_KEYS = frozenset({"step", "_step", "global_step", "ts", "time", "timestamp", "_timestamp", "wall_time",
                        "_runtime", "run", "arm"})
 _ROLE_KEYS = AlertConfig().watched()
-MAX_ALERTS = 3
+MAX_ALERTS = 4  # alert lines per run, one per kind: an incident or two beside the routine pauses and spikes
 _HEAD = ("first", "last", "min", "max", "tr%")
 
 
@@ -285,19 +287,62 @@ def _alerts_for(run: RunLike, alerts: Mapping[str, Sequence[Alert]] | None) -> S
     return found if end is None else [*found, end]
 
 
-def alerts_text(found: Sequence[Alert], limit: int = MAX_ALERTS) -> list[str]:
-    """``alerts 14 (2E 12W):`` then up to ``limit`` lines: errors first (earliest), then the latest warnings."""
+def alerts_text(found: Sequence[Alert], limit: int = MAX_ALERTS, end: int | None = None) -> list[str]:
+    """``alerts 23 (1E 22W):`` then up to ``limit`` lines, one per group of alerts (:func:`alert_groups`; ``end``:
+    the run's last step), a group of one as its alert's own line, a larger one as
+    ``W steps 110-2740 actor/grad_norm x19, last spike 1.04`` (its first and last step, its column, how many, the
+    gist of its latest message). The latest few alerts alone hid an entropy collapse or a one-hour hang behind the
+    routine grad-norm spikes and pauses every run has; one line per kind keeps each incident in sight, cheaply."""
     if not found:
         return ["alerts 0"]
     ne = sum(1 for a in found if a.level == "E")
-    errs = [a for a in found if a.level == "E"][:limit]
-    warns = [a for a in found if a.level != "E"]
-    room = limit - len(errs)
-    shown = errs + (warns[-room:] if room > 0 else [])
-    shown.sort(key=lambda a: a.step)
+    groups = alert_groups(found, end)
     counts = " ".join(f"{n}{lv}" for n, lv in ((ne, "E"), (len(found) - ne, "W")) if n)
-    more = f", last {len(shown)}" if len(shown) < len(found) else ""
-    return [f"alerts {len(found)} ({counts}{more}):", *(a.line() for a in shown)]
+    limit = max(0, limit)
+    more = f", {limit} of {len(groups)} kinds" if limit < len(groups) else ""
+    return [f"alerts {len(found)} ({counts}{more}):", *(_group_line(g) for g in groups[:limit])]
+
+
+def alert_groups(found: Sequence[Alert], end: int | None = None) -> list[list[Alert]]:
+    """``found`` by level, column and kind (each in step order), most telling first: errors, earliest first (the
+    first is likely the cause); then warnings of a kind that also escalated to an error, then the rarer, then the
+    more recent (a one-off collapse ahead of the grad-norm spikes a healthy run has by the dozen). A stall at the
+    run's ``end`` (its last step) is a group of its own: where the run stands now, not one more pause."""
+    by: dict[tuple[str, str, str, bool], list[Alert]] = {}
+    for a in sorted(found, key=lambda a: a.step):
+        by.setdefault((a.level, a.column, a.kind, a.kind == "stall" and a.step == end), []).append(a)
+    escalated = {(col, kind) for lv, col, kind, _ in by if lv == "E"}
+
+    def rank(key: tuple[str, str, str, bool]) -> tuple[int, int, int]:
+        g = by[key]
+        if key[0] == "E":
+            return (0, g[0].step, 0)
+        return (1 if key[1:3] in escalated else 2, len(g), -g[-1].step)
+
+    return [by[k] for k in sorted(by, key=rank)]
+
+
+def _group_line(group: Sequence[Alert]) -> str:
+    last = group[-1]
+    if len(group) == 1:
+        return last.line()
+    first = group[0].step
+    span = f"steps {first}-{last.step}" if first != last.step else f"step {first}"
+    col = f" {last.column}" if last.column else ""
+    return sanitize(f"{last.level} {span}{col} x{len(group)}, last {_gist(last.message)}")
+
+
+def _gist(message: str) -> str:
+    """``message`` without a closing parenthetical (``spike 1.04`` of ``spike 1.04 (z=11 vs median .354 over
+    50)``): the detail of the latest of a repeated kind is ~10 tokens a line, and ``tail --alerts-only`` has it."""
+    if not message.endswith(")"):
+        return message
+    depth = 0
+    for i in range(len(message) - 1, -1, -1):
+        depth += {")": 1, "(": -1}.get(message[i], 0)
+        if depth == 0:
+            return message[:i].rstrip() or message
+    return message
 
 
 def _table_text(head: list[str], rows: list[list[str]], align: bool) -> list[str]:
@@ -378,7 +423,7 @@ def summarize(
     elif md:
         lines.append("")
     for tag, r in zip(tags, runs, strict=True):
-        first, *rest = alerts_text(_alerts_for(r, alerts))
+        first, *rest = alerts_text(_alerts_for(r, alerts), end=r.steps[-1] if len(r.steps) else None)
         if md:  # alert lines quote keys from the file
             first, rest = md_escape(first), [md_escape(x) for x in rest]
         first = f"{tag} {first}" if multi else first

@@ -196,8 +196,8 @@ def test_alerts_given_selected_and_limited() -> None:
     found = [Alert("W", s, "gn", "spike", f"spike {s}") for s in (1, 2, 3, 4)] + [Alert("E", 9, "loss", "nonfinite",
                                                                                     "non-finite (nan)")]
     text = summarize([run], now=NOW, columns=["rew"], alerts={"exp7": found})
-    assert text.splitlines()[-4:] == ["alerts 5 (1E 4W, last 3):", "W step 3 gn spike 3", "W step 4 gn spike 4",
-                                      "E step 9 loss non-finite (nan)"]
+    assert text.splitlines()[-3:] == ["alerts 5 (1E 4W):", "E step 9 loss non-finite (nan)",
+                                      "W steps 1-4 gn x4, last spike 4"]  # one line per kind, errors first
     by_arm = summarize([run], now=NOW, columns=["rew"], alerts={"exp7/v": found[:1], "exp7": found})
     assert by_arm.splitlines()[-2:] == ["alerts 1 (1W):", "W step 1 gn spike 1"]
     assert summarize([run], now=NOW, columns=["rew"], alerts={}).endswith("alerts 0\n")
