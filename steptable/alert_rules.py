@@ -38,15 +38,19 @@ class AlertConfig:
     """Thresholds of every detector. Windows count rows where the column is present."""
 
     roles: Mapping[str, Sequence[str]] = field(default_factory=dict)  # merged over DEFAULT_ROLES; () disables
-    rearm: int = 10  # clear rows before a detector can fire again
+    rearm: int = 10  # clear rows before a detector can fire again ...
+    clear_frac: float = 0.8  # ... a row clear only this far inside its threshold (a ratio hovering at .9 is one W)
     window: int = 50  # recent rows for median / MAD
     min_history: int = 20  # rows in the window before spike / collapse / jump tests run
     nan_missing: bool = False  # float NaN cells are absent (stored columns that pad with NaN); "nan" strings count
     spike_z: float = 10.0  # robust z of loss / grad-norm over the window median
-    spike_min_rel: float = 0.5  # ... and at least this far above the median, relative to |median|
+    spike_min_rel: float = 0.5  # ... and at least this far above the median, relative to |median| (loss) ...
+    grad_spike_min_rel: float = 3.0  # ... (grad norm: single-step x3 spikes are routine, a x10 one is not)
+    grad_rise: float = 4.0  # grad norm: W when its level is this many times the lowest 50-row median seen
     hold: int = 10  # reward / entropy: the low median of the last `hold` rows is the current level
     drop_sigma: float = 4.0  # reward / entropy drop below the window median, in robust sigma of the window ...
     reward_rel_drop: float = 0.3  # ... and for reward relative to |window median|
+    peak_sigma: float = 8.0  # reward: or this many sigma (of the window then) below the peak level, and by rel_drop
     reward_floor_tol: float = 0.1  # E within this share of the gap to the floor (0, or the lowest value if < 0)
     entropy_early: int = 20  # first rows whose median is the early level
     entropy_frac_early: float = 0.1  # W below this share of the early level
@@ -82,8 +86,8 @@ class Alert:
     level: Level  # "W" warning, "E" error
     step: int
     column: str  # the key; "" for run-level alerts (stall, ended)
-    kind: str  # nonfinite, spike, reward_collapse, entropy_collapse, kl_blowup, saturation, flat, stall, hack_auroc,
-    # ended (a crash or an interruption, from the run's description: steptable.alerts.end_alert)
+    kind: str  # nonfinite, spike, grad_rise, reward_collapse, entropy_collapse, kl_blowup, saturation, flat, stall,
+    # hack_auroc, ended (a crash or an interruption, from the run's description: steptable.alerts.end_alert)
     message: str
 
     def line(self) -> str:

@@ -27,7 +27,7 @@ from steptable.alert_rules import AlertConfig as AlertConfig
 from steptable.alert_rules import Level as Level
 from steptable.alert_rules import cell_float as cell_float
 from steptable.alert_rules import cell_frac as cell_frac
-from steptable.detectors import _DETECTORS, _Detector, _Latch, _Window
+from steptable.detectors import _DETECTORS, _Detector, _Flat, _Latch, _Window
 from steptable.formatting import fmt_auto as _f
 
 
@@ -78,7 +78,7 @@ class AlertEngine:
                     continue
                 dets = self._dets.get((role, key))
                 if dets is None:
-                    dets = self._dets[(role, key)] = tuple(c(self.config, key) for c in classes)
+                    dets = self._dets[(role, key)] = self._new(role, key, classes)
                 finite = math.isfinite(x)
                 for d in dets:
                     if finite or d.nonfinite:
@@ -86,7 +86,22 @@ class AlertEngine:
                             out.append(a)
         if (a := self._hack_update(step, row)) is not None:
             out.append(a)
-        return out
+        return _merge_nonfinite(out) if len(out) > 1 else out
+
+    def _new(self, role: str, key: str, classes: Sequence[type[_Detector]]) -> tuple[_Detector, ...]:
+        dets = tuple(c(self.config, key) for c in classes)
+        if role == "loss":
+            for d in dets:
+                if isinstance(d, _Flat):
+                    d.gate = self._grad_still
+        return dets
+
+    def _grad_still(self) -> bool:
+        """A loss flat for flat_rows rows is no learning signal only where the grad norm, if the run logs one, is
+        flat too: TRL's loss is round(beta * KL, 4), one value for hundreds of steps of a run that learns."""
+        key = self._bound.get("grad_norm")
+        flat = next((d for d in self._dets.get(("grad_norm", key or ""), ()) if isinstance(d, _Flat)), None)
+        return flat is None or flat.run >= self.config.flat_rows - 1  # - 1: its row comes after the loss's
 
     def resumed(self) -> None:
         """The next row starts a resumed run (rows replayed in step order: its clock restarts there). The gap to
@@ -146,10 +161,22 @@ class AlertEngine:
         h1 = sum(n for n, _ in h[hh:]) / sum(d for _, d in h[hh:])
         a0, a1 = sum(a[:ah]) / ah, sum(a[ah:]) / (len(a) - ah)
         bad = h1 - h0 >= c.hack_rise and a0 - a1 >= c.auroc_drop
-        if not self._hack_latch.step("W" if bad else None, c.rearm):
+        near = h1 - h0 >= c.clear_frac * c.hack_rise or a0 - a1 >= c.clear_frac * c.auroc_drop  # either still moving
+        if not self._hack_latch.step("W" if bad else None, c.rearm, near):
             return None
         msg = f"rising {_f(h0)}->{_f(h1)} while {au[0]} {_f(a0)}->{_f(a1)} (last {len(h)})"
         return Alert("W", step, hk[0], "hack_auroc", msg)
+
+
+def _merge_nonfinite(found: list[Alert]) -> list[Alert]:
+    """One line for a step's non-finite columns (a divergence turns every metric NaN at once), under the first."""
+    nf = [a for a in found if a.kind == "nonfinite"]
+    if len(nf) < 2:
+        return found
+    more = f" +{len(nf) - 2} more" if len(nf) > 2 else ""
+    first = nf[0]
+    merged = Alert(first.level, first.step, first.column, first.kind, f"{first.message}; also {nf[1].column}{more}")
+    return [merged if a is first else a for a in found if a.kind != "nonfinite" or a is first]
 
 
 def fmt_age(seconds: float) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from statistics import median as _median
 
 from steptable.alert_rules import Alert, AlertConfig, Level
@@ -17,6 +17,8 @@ _MAD_SIGMA = 1.4826  # MAD -> sigma for normal noise
 class _Window(deque[float]):
     """The last ``maxlen`` finite values with robust statistics."""
 
+    gap = math.inf  # the column's resolution: smallest non-zero step between consecutive values (spike tests)
+
     def median(self) -> float:
         return _median(self)
 
@@ -25,7 +27,8 @@ class _Window(deque[float]):
         ``spread`` (the upward spike tests), the distance from ``m`` up to the 90th percentile / 1.2816 where that is
         wider: both are sigma on normal noise, but a window near half of whose values sit on one value (a loss that
         is exactly 0 on degenerate batches, a KL frozen at 0 during warmup) has a MAD near 0 that makes ordinary
-        values read as spikes."""
+        values read as spikes. Never below half the column's resolution (a loss rounded to 4 digits reads 0, .0001,
+        .0002: a step of .0001 is no spike however still the rest of the window)."""
         devs = [abs(x - m) for x in self]
         mad = _median(devs)
         if mad == 0 and devs:  # over half the window sits on one value (a two-level signal): mean deviation
@@ -33,11 +36,14 @@ class _Window(deque[float]):
         upper = 0.0
         if spread and len(self) >= 10:
             upper = (sorted(self)[round(0.9 * (len(self) - 1))] - m) / 1.2816
-        return max(_MAD_SIGMA * mad, upper, 1e-9 * max(1.0, abs(m)))
+        res = self.gap / 2 if self.gap < math.inf else 0.0
+        return max(_MAD_SIGMA * mad, upper, res, 1e-9 * max(1.0, abs(m)))
 
 
 class _Latch:
-    """Once-per-episode gate. Fires at the start of a condition and on a W -> E escalation inside it."""
+    """Once-per-episode gate. Fires at the start of a condition and on a W -> E escalation inside it. A row ``near``
+    the threshold (inside ``AlertConfig.clear_frac`` of it) does not count towards re-arming: a value hovering at
+    the threshold is one episode, not one alert each time it dips below for ``rearm`` rows."""
 
     __slots__ = ("clear", "level")
 
@@ -45,9 +51,9 @@ class _Latch:
         self.level: Level | None = None
         self.clear = 0
 
-    def step(self, level: Level | None, rearm: int) -> bool:
+    def step(self, level: Level | None, rearm: int, near: bool = False) -> bool:
         if level is None:
-            self.clear += 1
+            self.clear = 0 if near else self.clear + 1
             self.level = None if self.clear >= rearm else self.level
             return False
         fire = self.level is None or (level == "E" and self.level == "W")
@@ -67,11 +73,13 @@ class _Detector:
         self.run = 0
         self.step = 0  # the step of the value being checked
         self.since = 0  # the step the current run of rows (saturated, flat) began at
+        self.near = False  # set by check: this row is within clear_frac of the threshold (not clear for re-arming)
 
     def feed(self, step: int, x: float) -> Alert | None:
         self.step = step
+        self.near = False
         found = self.check(x)
-        if self.latch.step(found[0] if found else None, self.cfg.rearm) and found:
+        if self.latch.step(found[0] if found else None, self.cfg.rearm, self.near) and found:
             return Alert(found[0], step, self.key, self.kind, found[1])
         return None
 
@@ -90,18 +98,35 @@ class _NonFinite(_Detector):
         return "E", f"non-finite ({_f(x)}) after {n} finite steps"
 
 
+def _z(z: float) -> str:
+    return "z>999" if z > 999 else f"z={z:.0f}"
+
+
 class _Spike(_Detector):
+    """One row far above the window's median. Not on a column that never moved (a loss exactly 0 so far: no noise
+    to measure against; its first step is where its signal starts)."""
+
     kind = "spike"
+
+    def min_rel(self) -> float:
+        return self.cfg.spike_min_rel
 
     def check(self, x: float) -> tuple[Level, str] | None:
         out: tuple[Level, str] | None = None
         c, w = self.cfg, self.win
-        if len(w) >= c.min_history and x - (m := w.median()) > c.spike_min_rel * abs(m):
+        if len(w) >= c.min_history and w.gap < math.inf and x - (m := w.median()) > self.min_rel() * abs(m):
             z = (x - m) / w.sigma(m, spread=True)
             if z > c.spike_z:
-                out = "W", f"spike {_f(x)} (z={z:.0f} vs median {_f(m)} over {len(w)})"
+                out = "W", f"spike {_f(x)} ({_z(z)} vs median {_f(m)} over {len(w)})"
+        if w and x != w[-1]:  # after the test: a spike's own step is not the column's resolution
+            w.gap = min(w.gap, abs(x - w[-1]))
         w.append(x)
         return out
+
+
+class _GradSpike(_Spike):
+    def min_rel(self) -> float:
+        return self.cfg.grad_spike_min_rel
 
 
 class _Level(_Detector):
@@ -124,21 +149,41 @@ class _Level(_Detector):
 
 
 class _RewardCollapse(_Level):
+    """The level far below the window's median (a collapse over a few steps), or far below the peak level (the
+    highest window median seen, against the window's sigma then): a decline over hundreds of steps, which the
+    window's median follows down."""
+
     kind = "reward_collapse"
+
+    def __init__(self, cfg: AlertConfig, key: str) -> None:
+        super().__init__(cfg, key)
+        self.peak = -math.inf
+        self.peak_sigma = 0.0
 
     def check(self, x: float) -> tuple[Level, str] | None:
         c, cur, w = self.cfg, self.level(x), self.win
         if cur is None or len(w) < c.min_history:
             return None
         m = w.median()
-        drop = m - cur
-        if drop <= 0 or drop <= c.reward_rel_drop * abs(m) or (z := drop / w.sigma(m)) <= c.drop_sigma:
+        if m > self.peak:
+            self.peak, self.peak_sigma = m, w.sigma(m)
+        found = [f for f in (self._drop(cur, m, lambda: w.sigma(m), c.drop_sigma, ""),
+                             self._drop(cur, self.peak, lambda: self.peak_sigma, c.peak_sigma, "peak ")) if f]
+        return max(found, key=lambda f: f[0] == "E") if found else None  # the worse; the recent one on a tie
+
+    def _drop(self, cur: float, ref: float, sigma: Callable[[], float], n_sigma: float,
+              what: str) -> tuple[Level, str] | None:
+        c, drop = self.cfg, ref - cur
+        if drop <= c.clear_frac * c.reward_rel_drop * abs(ref) or drop <= 0:
             return None
-        rel = f"-{100 * drop / abs(m):.0f}%" if m else f"-{_f(drop)}"
+        z = drop / sigma()
+        self.near = self.near or z > c.clear_frac * n_sigma
+        if drop <= c.reward_rel_drop * abs(ref) or z <= n_sigma:
+            return None
+        rel = f"-{100 * drop / abs(ref):.0f}%" if ref else f"-{_f(drop)}"
         floor = min(self.floor, 0.0)  # 0 for a reward never seen negative, else the lowest earlier value
-        if cur <= floor + c.reward_floor_tol * (m - floor):
-            return "E", f"collapse to floor {_f(cur)} from {_f(m)} ({rel}, {z:.0f}sd)"
-        return "W", f"collapse to {_f(cur)} from {_f(m)} ({rel}, {z:.0f}sd)"
+        where = "floor " if cur <= floor + c.reward_floor_tol * (ref - floor) else ""
+        return "E" if where else "W", f"collapse to {where}{_f(cur)} from {what}{_f(ref)} ({rel}, {z:.0f}sd)"
 
 
 class _EntropyCollapse(_Level):
@@ -153,10 +198,15 @@ class _EntropyCollapse(_Level):
         cur = self.level(x)
         if cur is None:
             return None
-        if self.early is not None and self.early > 0 and cur < c.entropy_frac_early * self.early:
-            return "W", f"collapse {_f(cur)} (<{100 * c.entropy_frac_early:.0f}% of early {_f(self.early)})"
+        if self.early is not None and self.early > 0 and cur < c.entropy_frac_early * self.early / c.clear_frac:
+            self.near = True
+            if cur < c.entropy_frac_early * self.early:
+                return "W", f"collapse {_f(cur)} (<{100 * c.entropy_frac_early:.0f}% of early {_f(self.early)})"
         w = self.win
-        if len(w) < c.min_history or (m := w.median()) <= 0 or cur >= c.entropy_frac_recent * m:
+        if len(w) < c.min_history or (m := w.median()) <= 0 or cur >= c.entropy_frac_recent * m / c.clear_frac:
+            return None
+        self.near = True
+        if cur >= c.entropy_frac_recent * m:
             return None
         if (m - cur) / w.sigma(m) <= c.drop_sigma:  # a drop within the noise
             return None
@@ -169,15 +219,41 @@ class _KLBlowup(_Detector):
     def check(self, x: float) -> tuple[Level, str] | None:
         c, w = self.cfg, self.win
         out: tuple[Level, str] | None = None
+        m = w.median() if len(w) >= c.min_history and x > c.kl_jump_min else 0.0  # 0: no jump test
         if x > c.kl_error:
             out = "E", f"blow-up {_f(x)} (>{_f(c.kl_error)})"
-        elif (len(w) >= c.min_history and x > c.kl_jump_min and (m := w.median()) > 0 and x > c.kl_jump * m
-              and (x - m) / w.sigma(m, spread=True) > c.spike_z):
+        elif m > 0 and x > c.kl_jump * m and (x - m) / w.sigma(m, spread=True) > c.spike_z:
             out = "E" if x > c.kl_jump_error * m else "W", f"blow-up {_f(x)} (x{_f(x / m)} vs median {_f(m)})"
         elif x > c.kl_warn:
             out = "W", f"blow-up {_f(x)} (>{_f(c.kl_warn)})"
+        self.near = x > c.clear_frac * c.kl_warn or x > c.clear_frac * c.kl_jump * m > 0
         w.append(x)
         return out
+
+
+class _GradRise(_Level):
+    """The grad norm's level (the low median of the last ``hold`` rows) far above the lowest window median seen: a
+    blow-up over tens of steps, none of which is a spike against the rows just before it."""
+
+    kind = "grad_rise"
+
+    def __init__(self, cfg: AlertConfig, key: str) -> None:
+        super().__init__(cfg, key)
+        self.base = math.inf
+
+    def check(self, x: float) -> tuple[Level, str] | None:
+        c, cur, w = self.cfg, self.level(x), self.win
+        if cur is None or len(w) < (w.maxlen or 1):  # a full window: past the warmup's first steps
+            return None
+        self.run += 1
+        if (self.run - 1) % self.cfg.hold == 0:  # the lowest of medians every `hold` rows: the same minimum, cheaper
+            self.base = min(self.base, w.median())
+        if not self.base > 0 or cur <= c.clear_frac * c.grad_rise * self.base:
+            return None
+        self.near = True
+        if cur <= c.grad_rise * self.base:
+            return None
+        return "W", f"rise to {_f(cur)} (x{_f(cur / self.base)} its lowest level {_f(self.base)})"
 
 
 class _Saturation(_Detector):
@@ -185,6 +261,7 @@ class _Saturation(_Detector):
 
     def check(self, x: float) -> tuple[Level, str] | None:
         self.run = self.run + 1 if x > self.cfg.sat_level else 0
+        self.near = x > self.cfg.clear_frac * self.cfg.sat_level
         if self.run == 1:
             self.since = self.step
         if self.run >= self.cfg.sat_rows:
@@ -195,20 +272,22 @@ class _Saturation(_Detector):
 class _Flat(_Detector):
     """The same value, exactly, row after row: a grad norm of 0, a loss or a mean reward that never moves is a run
     that stopped learning (zero advantages, frozen weights, a reward function that always returns the same), though
-    no value is out of range. Fires once ``flat_rows`` rows in a row hold one value."""
+    no value is out of range. Fires once ``flat_rows`` rows in a row hold one value, and ``gate`` agrees (the
+    engine's word on the other signals: a loss quantised to one value while the grad norm moves is learning)."""
 
     kind = "flat"
 
     def __init__(self, cfg: AlertConfig, key: str) -> None:
         super().__init__(cfg, key)
         self.value: float | None = None
+        self.gate: Callable[[], bool] = lambda: True
 
     def check(self, x: float) -> tuple[Level, str] | None:
         self.run = self.run + 1 if x == self.value else 1
         if self.run == 1:
             self.since = self.step
         self.value = x
-        if self.run >= self.cfg.flat_rows > 0:
+        if self.run >= self.cfg.flat_rows > 0 and self.gate():
             return "W", f"flat at {_f(x)} for {self.run} rows since step {self.since} (no learning signal?)"
         return None
 
@@ -217,7 +296,7 @@ class _Flat(_Detector):
 # NaN, a KL past float range, an entropy of NaN logits. (Saturation ratios are counts, never non-finite.)
 _DETECTORS: Mapping[str, tuple[type[_Detector], ...]] = {
     "loss": (_NonFinite, _Spike, _Flat),
-    "grad_norm": (_NonFinite, _Spike, _Flat),
+    "grad_norm": (_NonFinite, _GradSpike, _GradRise, _Flat),
     "reward": (_NonFinite, _RewardCollapse, _Flat),
     "entropy": (_NonFinite, _EntropyCollapse),
     "kl": (_NonFinite, _KLBlowup),

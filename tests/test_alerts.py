@@ -102,7 +102,10 @@ def test_spike_silent_on_noise(seed: int) -> None:
 def test_constant_series_with_step_change() -> None:
     xs = [1.0] * 100 + [1.2] * 10 + [3.0] + [1.0] * 20
     # 1.2 is within 50% of the median: no spike; 3.0 is a spike even though the MAD is 0
-    assert [a.step for a in stream(series("gn", xs))] == [110]
+    assert [a.step for a in stream(series("loss", xs))] == [110]
+    # a grad norm's routine single-step rises go to x3: it needs more than x4 (AlertConfig.grad_spike_min_rel)
+    assert [a.step for a in stream(series("gn", xs))] == []
+    assert [a.step for a in stream(series("gn", [*xs[:110], 4.5, *xs[111:]]))] == [110]
 
 
 # ------------------------------------------------------------------------------------------------- reward collapse
