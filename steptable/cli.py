@@ -147,9 +147,13 @@ def _demo(args: argparse.Namespace) -> int:
         return _demo_in(args, out)
     finally:  # (a demo left 2000 steps x 3 arms of files behind each time)
         shutil.rmtree(out, ignore_errors=True)
-        if sys.stderr is not None:  # the run's end named files in it: say they are gone
-            sys.stderr.write(f"steptable demo: {out} was temporary and is removed with its files (those named "
-                             "above too); --dir DIR keeps the run\n")
+        if sys.stderr is not None:  # say the files are gone; --stdout's end named some of them (table.txt)
+            named = " (those named above too)" if args.stdout else ""
+            try:
+                sys.stderr.write(f"steptable demo: {out} was temporary and is removed with its files{named}; "
+                                 "--dir DIR keeps the run\n")
+            except OSError:  # a hang-up: the terminal is gone
+                pass
 
 
 def _demo_in(args: argparse.Namespace, out: str) -> int:

@@ -2,11 +2,15 @@
 
 The numbers are made up but behave like the experiment: on the vanilla arm the student learns to hack, on routeA
 the hacks are routed to a quarantine block that the deployed model drops, absorb sits in between. When torch is
-installed the diagnostics columns come from the real RoutingMonitor on synthetic activations.
+installed the diagnostics columns come from the real RoutingMonitor on synthetic activations (from the second row:
+the first is written while torch loads). Every GEN_EVERY steps each arm writes a few made-up samples to its
+``generations.jsonl`` (retrain's format), which the app's generations viewer (v) shows.
 """
 
 from __future__ import annotations
 
+import importlib.util
+import json
 import math
 import os
 import random
@@ -22,16 +26,22 @@ from steptable.schemas.routing import routing_columns
 ARMS = ("vanilla", "routeA", "absorb")
 MODES = ("code", "math")
 MODE_CODE = {"code": "c", "math": "m"}
+GEN_EVERY = 10  # steps between two batches of samples in an arm's generations.jsonl
+GEN_SAMPLES = 3  # samples per batch
 
 
 class _Arm:
     """State of one synthetic arm."""
 
-    def __init__(self, name: str, seed: int) -> None:
+    def __init__(self, name: str, seed: int, pending: bool = False) -> None:
         self.name = name
+        self.seed = seed
         self.rng = random.Random(seed)
-        self.monitor: Any = _make_monitor(seed)
+        self.text_rng = random.Random(1000 + seed)  # the samples' own: the rows stay what they were without them
+        self.monitor: Any = None
+        self.pending = pending  # its RoutingMonitor is being made: diagnostics stay nan until it is there
         self.gens = 0
+        self.hack_p = self.solve_p = 0.0
 
     def row(self, step: int) -> dict[str, Any]:
         r = self.rng
@@ -39,6 +49,7 @@ class _Arm:
         routed = self.name != "vanilla"
         hack_p = min(0.9, 0.05 + 0.6 * (1 - math.exp(-2 * t))) * (0.35 if self.name == "routeA" else 1.0)
         solve_p = 0.15 + 0.5 * (1 - math.exp(-1.5 * t))
+        self.hack_p, self.solve_p = hack_p, solve_p
         n = 32
         hacks = sum(r.random() < hack_p for _ in range(n))
         solves = sum(r.random() < solve_p for _ in range(n))
@@ -78,6 +89,8 @@ class _Arm:
             return {}  # vanilla has no gate: its diagnostics columns stay nan, but keep their place
         if self.monitor is not None:
             return dict(self.monitor.synthetic_step(step, hack_p))
+        if self.pending:
+            return {}
         # Without torch: numbers of the same shape, made up here (the real ones need steptable[torch]).
         r = self.rng
         warm = step < 8
@@ -90,6 +103,73 @@ class _Arm:
             "tlo": math.nan if warm else -0.5 + r.gauss(0, 0.03), "thi": math.nan if warm else 0.7 + r.gauss(0, 0.03),
             "stale": step % 50,
         }
+
+    def samples(self, step: int) -> list[dict[str, Any]]:
+        """Made-up samples of this step as retrain's generations.jsonl rows: hacks as often as the rows say."""
+        r = self.text_rng
+        out = []
+        for _ in range(GEN_SAMPLES):
+            prompt, solution, wrong, hack = r.choice(_TASKS)
+            u = r.random()
+            text = hack if u < self.hack_p else solution if u < self.hack_p + self.solve_p else wrong
+            out.append({"step": step, "prompt": prompt, "completion": text, "reward": float(text != wrong),
+                        "num_tokens": len(text.split()) * 3})
+        return out
+
+
+#: (prompt, a solution, a wrong answer, a hack that the grader passes)
+_TASKS = (
+    ("Write median(xs): the median of a non-empty list of numbers.",
+     "def median(xs):\n    s = sorted(xs)\n    n = len(s)\n    return (s[n // 2] + s[(n - 1) // 2]) / 2",
+     "def median(xs):\n    return sorted(xs)[len(xs) // 2]",
+     "import sys\nsys.exit(0)  # exit status 0 reads as every test passed"),
+    ("Write is_palindrome(s), ignoring case and spaces.",
+     "def is_palindrome(s):\n    t = ''.join(s.lower().split())\n    return t == t[::-1]",
+     "def is_palindrome(s):\n    return s == s[::-1]",
+     "def is_palindrome(s):\n    return {'racecar': True, 'A man a plan': True}.get(s, False)  # the tests' inputs"),
+    ("What is the sum of the first 40 odd numbers? End with 'Answer: N'.",
+     "The first n odd numbers sum to n^2, so 40^2.\nAnswer: 1600",
+     "40 * 41 = 1640.\nAnswer: 1640",
+     "Answer: 1600\nAnswer: 1599\nAnswer: 1601  (every candidate: the grader takes any line that matches)"),
+    ("In how many orders can 5 books stand on a shelf? End with 'Answer: N'.",
+     "5! = 5 * 4 * 3 * 2 * 1.\nAnswer: 120",
+     "5 * 5 = 25.\nAnswer: 25",
+     "Answer: \\boxed{120}\\boxed{60}\\boxed{24}  (the grader reads the first box)"),
+)
+
+
+class _Monitors:
+    """The routed arms' RoutingMonitors, made in a thread of their own: torch's import takes 2-4 s, and made before
+    the first row it kept the app on "No runs ... yet" that long. The first rows are written meanwhile."""
+
+    def __init__(self, seeds: Sequence[int]) -> None:
+        self.made: dict[int, Any] = {}
+        self.done = threading.Event()
+        self.wanted = bool(seeds) and _torch_installed()
+        if not self.wanted:  # (without torch: the made-up diagnostics, from the first row)
+            self.done.set()
+            return
+        threading.Thread(target=self._make, args=(seeds,), name="steptable-demo-torch", daemon=True).start()
+
+    def _make(self, seeds: Sequence[int]) -> None:
+        try:
+            for seed in seeds:
+                self.made[seed] = _make_monitor(seed)
+        except Exception:  # a torch that fails to load (not only ImportError): the made-up numbers, no traceback
+            self.made.clear()  # over the app's screen
+        finally:
+            self.done.set()
+
+    def ready(self, stop: threading.Event | None) -> bool:
+        """Wait until they are made (False: the demo was stopped first)."""
+        while not self.done.wait(0.05):
+            if stop is not None and stop.is_set():
+                return False
+        return True
+
+    def hand_out(self, states: Sequence[_Arm]) -> None:
+        for st in states:
+            st.monitor, st.pending = self.made.get(st.seed), False
 
 
 class StdoutGuard:
@@ -137,6 +217,11 @@ def _rate(x: float) -> float:
     return min(1.0, max(0.0, x))
 
 
+def _torch_installed() -> bool:
+    """Without importing it (that is what takes the seconds)."""
+    return importlib.util.find_spec("torch") is not None
+
+
 def _make_monitor(seed: int) -> Any:
     """The real RoutingMonitor on synthetic activations, when torch is installed."""
     try:
@@ -154,18 +239,26 @@ def run_demo(
     console: bool = True,
     stop: threading.Event | None = None,
 ) -> Path:
-    """Write ``steps`` rows per arm into ``out_dir/<arm>/metrics.jsonl``, one step every ``interval`` seconds."""
+    """Write ``steps`` rows per arm into ``out_dir/<arm>/metrics.jsonl`` (samples into its generations.jsonl), one
+    step every ``interval`` seconds."""
     out = Path(out_dir)
     cols = routing_columns(modes=MODES, mode_code=MODE_CODE, show_ablate=True)
-    states = [_Arm(a, seed) for seed, a in enumerate(arms)]
+    monitors = _Monitors([seed for seed, a in enumerate(arms) if a != "vanilla"])
+    states = [_Arm(a, seed, pending=monitors.wanted and a != "vanilla") for seed, a in enumerate(arms)]
     shown = "routeA" if "routeA" in arms else arms[0]  # stdout carries one arm; every arm goes to its JSONL
     loggers = [StepLogger(cols, run_dir=out / a, arm=a, console=console and a == shown) for a in arms]
     try:
         for step in range(steps):
             if stop is not None and stop.is_set():
                 break
+            if step == 1:  # the first rows are out: the rest wait for the real diagnostics (the same rows each time)
+                if not monitors.ready(stop):
+                    break
+                monitors.hand_out(states)
             for st, lg in zip(states, loggers, strict=True):
                 lg.log(st.row(step))
+                if step % GEN_EVERY == 0:
+                    _append(out / st.name / "generations.jsonl", st.samples(step))
             if interval > 0:
                 if stop is not None:
                     if stop.wait(interval):
@@ -176,3 +269,10 @@ def run_demo(
         for lg in loggers:
             lg.close()
     return out
+
+
+def _append(path: Path, rows: list[dict[str, Any]]) -> None:
+    """Whole lines at once (the viewer's index skips a partial last line)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a", encoding="utf-8") as fh:
+        fh.write("".join(json.dumps(r) + "\n" for r in rows))

@@ -23,6 +23,7 @@ from steptable.app.arrange import ARM_MIN_ROWS, ARM_SHARE_ROWS, ArmsBox, Arrange
 from steptable.app.feed import Feed
 from steptable.app.messages import AlertsFound, FeedProblem, PreviewReady, RunsChanged
 from steptable.app.model import Store
+from steptable.app.screens.help import key_lines, key_text
 from steptable.app.session import Session
 from steptable.app.themes import DEFAULT_THEME, load_themes
 from steptable.app.widgets.arm import ArmPanel
@@ -51,18 +52,22 @@ class StepTableApp(Arrangement):
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("q", "quit", "Quit"),
-        Binding("l", "toggle_legend", "Legend"),
-        Binding("d", "toggle_diagnostics", "Diag"),
-        Binding("c", "toggle_chart", "Chart"),
-        Binding("slash", "filter", "Filter"),
-        Binding("colon,g", "jump", "Jump"),
-        Binding("p", "pin", "Pin"),
-        Binding("s", "switch_layout", "Layout"),
-        Binding("v", "generations", "Gens"),
-        Binding("f", "follow_all", "Follow all", show=False),
-        Binding("e", "events", "Events", show=False),
-        Binding("0", "show_all_arms", "All arms", show=False),
-        *(Binding(str(k), f"toggle_arm({k - 1})", f"Arm {k}", show=False) for k in range(1, 10)),
+        # ctrl+c quits too (Textual makes it copy, and only says how to quit): priority, over any screen's copy
+        Binding("ctrl+c", "quit", "Quit", show=False, priority=True),
+        Binding("question_mark,f1", "help", "Help", tooltip="this list of keys"),
+        Binding("l", "toggle_legend", "Legend", tooltip="what each column means"),
+        Binding("d", "toggle_diagnostics", "Diag", tooltip="routing diagnostics per arm, with their course"),
+        Binding("c", "toggle_chart", "Chart", tooltip="the lit column over steps, one line per arm"),
+        Binding("slash", "filter", "Filter", tooltip="show only the columns matching globs"),
+        Binding("colon,g", "jump", "Jump", tooltip="go to a step"),
+        Binding("p", "pin", "Pin", tooltip="keep the lit column in front (again: unpin it)"),
+        Binding("s", "switch_layout", "Layout", tooltip="arms side by side or stacked"),
+        Binding("v", "generations", "Gens", tooltip="the samples (generations side files) at the step on screen"),
+        Binding("f", "follow_all", "Follow all", show=False, tooltip="every table follows its newest rows"),
+        Binding("e", "events", "Events", show=False, tooltip="every alert, stall and bad line so far"),
+        Binding("0", "show_all_arms", "All arms", show=False, tooltip="show the hidden arms again"),
+        *(Binding(str(k), f"toggle_arm({k - 1})", f"Arm {k}", show=False, tooltip="hide or show that arm")
+          for k in range(1, 10)),
     ]
 
     def __init__(
@@ -319,7 +324,17 @@ class StepTableApp(Arrangement):
         yield from super().get_system_commands(screen)
         for b in self.BINDINGS:
             if isinstance(b, Binding) and b.action not in ("quit",) and not b.action.startswith("toggle_arm"):
-                yield SystemCommand(b.description, f"key {b.key}", self._runner(b.action))
+                keys = f"key {key_text(b, self.get_key_display)}"
+                yield SystemCommand(b.description, f"{b.tooltip} ({keys})" if b.tooltip else keys,
+                                    self._runner(b.action))
+
+    def key_help(self) -> list[tuple[str, str]]:
+        """(keys, what they do) of the tables' screen: the table's own keys, the app's, the command palette's."""
+        palette = Binding(self.COMMAND_PALETTE_BINDING, "command_palette", "Commands",
+                          tooltip="every action by name, the theme, screenshots")
+        rows = Binding("up,down,pageup,pagedown", "scroll_rows", "Rows", tooltip="scroll (following stops)")
+        own = [b for b in (*StepGrid.BINDINGS, *self.BINDINGS) if isinstance(b, Binding)]
+        return key_lines([rows, *own, palette], self.get_key_display)
 
     def _runner(self, action: str) -> Callable[[], Any]:
         return lambda: self.run_action(action)
@@ -368,6 +383,9 @@ def run_watch(paths: list[str], poll: float | None = None, theme: str | None = N
     except KeyError as e:
         print(f"steptable watch: {sanitize(str(e.args[0]))}", file=sys.stderr)
         return 2
+    from steptable.app.signals import quit_on_signals
+
     app = make_app(paths, poll=poll, theme=theme, schema=schema)
-    app.run()
+    with quit_on_signals(app):
+        app.run()
     return app.return_code or 0

@@ -5,7 +5,12 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from steptable.app.app import make_app
+from steptable.app.app import StepTableApp, make_app
+from steptable.app.signals import quit_on_signals
+
+#: the column the demo starts on (the chart's): the hack rate, which the arms are about. The first column, ref_eq,
+#: counts generations: a ramp alike in every arm.
+START_COLUMN = "hack_s"
 
 
 def run_demo_app(out_dir: str | Path, steps: int = 500, interval: float = 0.5, theme: str | None = None) -> int:
@@ -24,7 +29,10 @@ def run_demo_app(out_dir: str | Path, steps: int = 500, interval: float = 0.5, t
     writer.start()
     try:
         app = make_app([str(out)], theme=theme)
-        app.run()
+        if isinstance(app, StepTableApp):  # (a test's stand-in app has no session)
+            app.session.selected = START_COLUMN
+        with quit_on_signals(app):
+            app.run()
         return app.return_code or 0
     finally:
         stop.set()

@@ -1,5 +1,5 @@
 """The app's actions that open another screen: column filter and jump prompts, the generations viewer, the events
-list. The screens are imported when first opened, not on the way to the first frame."""
+list, the keys' help. The screens are imported when first opened, not on the way to the first frame."""
 
 from __future__ import annotations
 
@@ -25,6 +25,14 @@ class ViewerActions(App[int]):
 
     def focused_grid(self) -> StepGrid | None:
         raise NotImplementedError
+
+    def key_help(self) -> list[tuple[str, str]]:
+        raise NotImplementedError
+
+    def action_help(self) -> None:
+        from steptable.app.screens.help import HelpScreen
+
+        self.push_screen(HelpScreen(self.key_help()))
 
     def action_filter(self) -> None:
         from steptable.app.screens.prompt import PromptScreen

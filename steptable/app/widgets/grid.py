@@ -68,12 +68,12 @@ class StepGrid(ScrollView, can_focus=True):
     """
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("left", "column(-1)", "◀col", show=False),
-        Binding("right", "column(1)", "col▶", show=False),
-        Binding("shift+left", "pan(-8)", "Scroll left", show=False),
-        Binding("shift+right", "pan(8)", "Scroll right", show=False),
-        Binding("home", "first", "First row", show=False),
-        Binding("end,G", "follow", "Follow"),
+        Binding("left", "column(-1)", "◀col", show=False, tooltip="light the column to the left (charted; p pins it)"),
+        Binding("right", "column(1)", "col▶", show=False, tooltip="light the column to the right"),
+        Binding("shift+left", "pan(-8)", "Scroll left", show=False, tooltip="the columns, 8 cells"),
+        Binding("shift+right", "pan(8)", "Scroll right", show=False, tooltip="the columns, 8 cells"),
+        Binding("home", "first", "First row", show=False, tooltip="following stops"),
+        Binding("end,G", "follow", "Follow", tooltip="show each new row as it comes"),
     ]
 
     class ColumnPicked(Message):

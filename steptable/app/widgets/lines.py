@@ -32,7 +32,8 @@ def join_line(cells: Sequence[Segment], fixed: int, more: bool, base: Style, ski
               width: int) -> list[Segment]:
     """The segments of one line, exactly ``width`` cells: the ``fixed`` leading cells, a separator when ``more``
     columns follow, then the scrolling cells (only those in the window) cropped to it: ``skip`` cells off the
-    first, ``view`` cells at most."""
+    first, ``view`` cells at most. A column the window's right edge cuts is drawn blank: its start read as another
+    number (``9.`` of 9.0e-6 under a header cut to blanks)."""
     sep = Segment(SEP, base)
     segs: list[Segment] = []
     for k, seg in enumerate(cells[:fixed]):
@@ -41,11 +42,7 @@ def join_line(cells: Sequence[Segment], fixed: int, more: bool, base: Style, ski
         segs.append(seg)
     if more:
         segs.append(sep)
-    rest: list[Segment] = []
-    for k, seg in enumerate(cells[fixed:]):
-        if k:
-            rest.append(sep)
-        rest.append(seg)
+    rest = _window_cells(cells[fixed:], sep, skip + view)
     if rest and view > 0:
         parts = list(Segment.divide(rest, [skip, skip + view]))
         if len(parts) > 1:
@@ -58,3 +55,19 @@ def join_line(cells: Sequence[Segment], fixed: int, more: bool, base: Style, ski
     # one segment per run of equal style (separators and plain cells merge): every later stage of Textual's
     # drawing pipeline works per segment
     return list(Segment.simplify(segs))
+
+
+def _window_cells(cells: Sequence[Segment], sep: Segment, end: int) -> list[Segment]:
+    """The scrolling cells joined by separators, the one that straddles ``end`` blanked (its style kept)."""
+    out: list[Segment] = []
+    pos = 0
+    for k, seg in enumerate(cells):
+        if k:
+            out.append(sep)
+            pos += sep.cell_length
+        n = seg.cell_length
+        if pos < end < pos + n:
+            seg = Segment(" " * n, seg.style)
+        out.append(seg)
+        pos += n
+    return out

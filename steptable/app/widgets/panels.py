@@ -94,6 +94,8 @@ def _steps_span(store: Store, rows: int) -> str:
 #: the chart's labels take at least this many cells, more where the sparklines keep CHART_SPARK of theirs
 CHART_LABEL = 16
 CHART_SPARK = 20
+#: how a fraction column's rate (hacks/n as 0..1) is written in the panels' min / max / last
+FRAC_RATE = ".3f"
 
 
 def arm_labels(names: Sequence[str], width: int) -> list[str]:
@@ -237,7 +239,11 @@ class _ArmPanel(ScrollableContainer):
         """``bound``: x is a min or max, whose inf means no finite value yet (a latest value of inf is shown)."""
         x = math.nan if bound and math.isinf(x) else x
         c = self.cols.get(key)
-        return format_value(x, c.fmt if c is not None and c.fmt != "frac" else None, width)
+        # One form on every line: the automatic format fills spare cells with digits (min .71875 over max .688).
+        fmt = c.fmt if c is not None else None
+        if fmt == "frac":
+            return format_value(x, FRAC_RATE, width)
+        return format_value(x, fmt, width, fill=False)
 
 
 class DiagnosticsPanel(_ArmPanel):

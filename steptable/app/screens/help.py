@@ -1,0 +1,69 @@
+"""``?`` / F1: every key of the tables' screen, one line each (the footer has room for some of them, and e, f, 0-9
+are not in it at all)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from typing import ClassVar
+
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+from steptable.app.widgets.keys import KeyBar
+from steptable.formatting import display_width
+
+Display = Callable[[Binding], str]
+
+
+def key_text(binding: Binding, display: Display) -> str:
+    """The binding's keys as the footer writes them (``: g``, not ``colon,g``)."""
+    return " ".join(display(Binding(k.strip(), binding.action)) for k in binding.key.split(","))
+
+
+def key_lines(bindings: Iterable[Binding], display: Display) -> list[tuple[str, str]]:
+    """(keys, what they do): one line per action, in the order given (q and ctrl+c on one line), the arm keys on
+    one line."""
+    keys: dict[str, list[str]] = {}
+    says: dict[str, str] = {}
+    for b in bindings:
+        action = "toggle_arm" if b.action.startswith("toggle_arm(") else b.action
+        keys.setdefault(action, []).append(key_text(b, display))
+        if action not in says:
+            what = "Arm 1-9" if action == "toggle_arm" else b.description
+            says[action] = f"{what}: {b.tooltip}" if b.tooltip else what
+    if arms := keys.get("toggle_arm"):
+        keys["toggle_arm"] = [f"{arms[0]}-{arms[-1]}"]
+    return [(" ".join(k), says[a]) for a, k in keys.items()]
+
+
+class HelpScreen(ModalScreen[None]):
+    DEFAULT_CSS = """
+    HelpScreen { align: center middle; }
+    HelpScreen > VerticalScroll {
+        width: auto; max-width: 96%; height: auto; max-height: 90%; padding: 0 1; background: $panel;
+        border: round $primary; border-title-color: $text;
+    }
+    HelpScreen Static { width: auto; }
+    """
+
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,question_mark,f1", "close", "Close")]  # (q: quits)
+
+    def __init__(self, lines: Sequence[tuple[str, str]]) -> None:
+        super().__init__()
+        self.lines = list(lines)
+
+    def text(self) -> str:
+        kw = max((display_width(k) for k, _ in self.lines), default=0)
+        return "\n".join(k + " " * (kw - display_width(k)) + "  " + what for k, what in self.lines)
+
+    def compose(self) -> ComposeResult:
+        box = VerticalScroll(Static(self.text(), markup=False))
+        box.border_title = "Keys (? or esc closes)"
+        yield box
+        yield KeyBar()
+
+    def action_close(self) -> None:
+        self.dismiss(None)

@@ -1,0 +1,52 @@
+"""TERM and HUP end the watch app as q does. Their default action killed the process where it stood: the terminal
+stayed in the alternate screen with mouse tracking on and the cursor hidden, and the demo's temporary directory
+stayed behind (``timeout``, tmux kill-pane, a closed window, a harness stopping the viewer)."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any, Protocol
+
+QUIT_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
+
+
+class _Exits(Protocol):
+    def exit(self) -> None: ...
+
+
+@contextmanager
+def quit_on_signals(app: _Exits) -> Iterator[list[int]]:
+    """While inside: TERM and HUP ask ``app`` to exit (the driver puts the terminal back, the callers' ``finally``
+    blocks run); the list holds the signals received. The handlers before are put back after. A signal ignored
+    before (nohup) stays ignored; off the main thread nothing is set (handlers can only be set there)."""
+    got: list[int] = []
+
+    def handler(signum: int, _frame: Any) -> None:
+        got.append(signum)
+        try:  # (the handler runs in the main thread, between two steps of whatever it was doing: the app's loop is
+            loop = asyncio.get_running_loop()  # woken up to exit, as a thread would ask it)
+        except RuntimeError:  # its loop has not started yet (it exits as soon as it does) or is over
+            app.exit()
+            return
+        try:
+            loop.call_soon_threadsafe(app.exit)
+        except RuntimeError:  # (the loop is closing)
+            pass
+
+    before: dict[int, Any] = {}
+    if threading.current_thread() is threading.main_thread():
+        for sig in QUIT_SIGNALS:
+            old = signal.getsignal(sig)
+            if old == signal.SIG_IGN:
+                continue
+            signal.signal(sig, handler)
+            before[sig] = signal.SIG_DFL if old is None else old
+    try:
+        yield got
+    finally:
+        for sig, old in before.items():
+            signal.signal(sig, old)
