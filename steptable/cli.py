@@ -142,9 +142,12 @@ def _demo(args: argparse.Namespace) -> int:
 
     if args.dir:
         return _demo_in(args, args.dir)
+    from steptable.app.signals import end_on_signals
+
     out = tempfile.mkdtemp(prefix="steptable-demo-")
     try:
-        return _demo_in(args, out)
+        with end_on_signals():  # (a TERM before the app is up ends the demo here, the directory removed below)
+            return _demo_in(args, out)
     finally:  # (a demo left 2000 steps x 3 arms of files behind each time)
         shutil.rmtree(out, ignore_errors=True)
         if sys.stderr is not None:  # say the files are gone; --stdout's end named some of them (table.txt)

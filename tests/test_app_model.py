@@ -271,7 +271,7 @@ def test_line_assembly_crops_the_scrolling_part() -> None:
     assert visible_columns(spans, ends, 6, 7) == (1, 3, 1)
     cells = [Segment("stp"), Segment("bbbb"), Segment("cccc")]  # fixed "stp", then the visible columns 1..2
     line = join_line(cells, 1, True, Style(), 1, 8, 12)  # view = width - fixed part (4)
-    assert "".join(s.text for s in line) == "stp bbb cccc"
+    assert "".join(s.text for s in line) == "stp     cccc"  # the column the left edge cuts: blank, no fragment
     short = join_line(cells[:2], 1, True, Style(), 0, 8, 12)
     assert "".join(s.text for s in short) == "stp bbbb    "  # padded to the width
     narrow = join_line(cells, 1, True, Style(), 0, 0, 2)

@@ -18,6 +18,7 @@ from conftest import run_cli
 from rich.segment import Segment
 from rich.style import Style
 from test_app_support import SIZE, make_runs, manual_app, sync
+from textual.widgets import Static
 
 from steptable import demo as demo_mod
 from steptable.app import demo as app_demo
@@ -276,9 +277,15 @@ async def test_the_demo_starts_on_the_hack_rate(tmp_path: Path, monkeypatch: pyt
     """c first charted ref_eq, the generations count: three identical ramps."""
     made: list[Any] = []
 
+    def rows_written() -> None:  # (the stand-in for app.run: the writer thread's first rows, waited for, bounded)
+        for _ in range(500):
+            if len(list(tmp_path.glob("*/metrics.jsonl"))) == 3:
+                return
+            threading.Event().wait(0.02)
+
     def make(paths: list[str], theme: str | None = None) -> Any:
         app, follower, _ = manual_app(Path(paths[0]))
-        monkeypatch.setattr(app, "run", lambda: None)
+        monkeypatch.setattr(app, "run", rows_written)
         made.append((app, follower))
         return app
 
@@ -306,3 +313,43 @@ async def test_chart_numbers_of_a_fraction_column_in_one_form(tmp_path: Path) ->
         text = str(chart.build(110))
     numbers = re.findall(r"(?:min|max|last) (\S+)", text)
     assert len(numbers) == 9 and all(re.fullmatch(r"\d\.\d{3}", n) for n in numbers), numbers
+
+
+async def test_the_help_quits_on_q_names_tab_and_wraps_at_80_columns(tmp_path: Path) -> None:
+    """The help's footer said "q Quit" but q did nothing there (a modal screen takes the app's q away); tab, which
+    picks the table p and the chart follow, was not listed; at 80 columns a line was cut ("at the step" of "... on
+    screen")."""
+    app, follower, _ = manual_app(make_runs(tmp_path))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await sync(pilot, follower)
+        await pilot.press("question_mark")
+        screen = app.screen
+        assert isinstance(screen, HelpScreen)
+        keys = {k: what for k, what in screen.lines}
+        assert any(k.startswith("tab") for k in keys), keys
+        box = screen.query_one("VerticalScroll")
+        assert box.outer_size.width <= 80
+        text = screen.query_one(Static)
+        assert text.size.width <= box.size.width  # wrapped inside its box, not cut at its edge
+        await pilot.press("q")
+        await pilot.pause()
+    assert app.return_code == 0 and not app.is_running
+
+
+def test_a_term_before_the_demo_app_is_up_ends_through_the_cleanup() -> None:
+    """A TERM in the second before the demo's app was up killed the process where it stood: the temporary
+    directory stayed behind. Now it ends through SystemExit (the callers' finally blocks run), handlers put back."""
+    from steptable.app.signals import end_on_signals
+
+    before = signal.getsignal(signal.SIGTERM)
+    cleaned = False
+    with pytest.raises(SystemExit) as got:
+        try:
+            with end_on_signals():
+                os.kill(os.getpid(), signal.SIGTERM)
+                for _ in range(1000):  # (delivered between two bytecodes of this thread)
+                    pass
+        finally:
+            cleaned = True
+    assert got.value.code == 128 + signal.SIGTERM and cleaned
+    assert signal.getsignal(signal.SIGTERM) == before

@@ -184,13 +184,16 @@ class StepTableApp(Arrangement):
         self._refresh_status()
 
     def _take(self, batch: list[tuple[str, Store, str | None]]) -> None:
+        arms = self.main.query_one("#arms")
+        if not arms.is_attached:  # the app is closing (a TERM while it started): nothing to show the runs in
+            return
         relayout = self.session.update_all(batch)
         for rid, _, _ in batch:
             if rid not in self.panels:
                 panel = self.panels[rid] = ArmPanel(rid, rid)
                 self._new_panels = True
                 self.main.query_one("#no-runs").display = False
-                self.main.query_one("#arms").mount(panel)
+                arms.mount(panel)
                 relayout = True
                 if len(self.panels) == 1:
                     self.call_after_refresh(panel.grid.focus)
@@ -333,8 +336,10 @@ class StepTableApp(Arrangement):
         palette = Binding(self.COMMAND_PALETTE_BINDING, "command_palette", "Commands",
                           tooltip="every action by name, the theme, screenshots")
         rows = Binding("up,down,pageup,pagedown", "scroll_rows", "Rows", tooltip="scroll (following stops)")
+        tables = Binding("tab,shift+tab", "focus_table", "Tables",
+                         tooltip="the next / previous table: p and the chart take its marked column")
         own = [b for b in (*StepGrid.BINDINGS, *self.BINDINGS) if isinstance(b, Binding)]
-        return key_lines([rows, *own, palette], self.get_key_display)
+        return key_lines([rows, tables, *own, palette], self.get_key_display)
 
     def _runner(self, action: str) -> Callable[[], Any]:
         return lambda: self.run_action(action)

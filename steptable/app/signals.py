@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import signal
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, Protocol
 
@@ -37,6 +37,27 @@ def quit_on_signals(app: _Exits) -> Iterator[list[int]]:
         except RuntimeError:  # (the loop is closing)
             pass
 
+    with _handling(handler):
+        yield got
+
+
+@contextmanager
+def end_on_signals() -> Iterator[None]:
+    """While inside: TERM and HUP end the process through ``SystemExit`` (128 + the signal, as a shell reports a
+    killed command), so the callers' ``finally`` blocks run: the demo's temporary directory was left behind when a
+    TERM came in the second before its app was up. ``quit_on_signals`` takes over while the app runs."""
+
+    def handler(signum: int, _frame: Any) -> None:
+        raise SystemExit(128 + signum)
+
+    with _handling(handler):
+        yield
+
+
+@contextmanager
+def _handling(handler: Callable[[int, Any], None]) -> Iterator[None]:
+    """``handler`` for TERM and HUP while inside, the handlers before put back after. A signal ignored before (nohup)
+    stays ignored; off the main thread nothing is set (handlers can only be set there)."""
     before: dict[int, Any] = {}
     if threading.current_thread() is threading.main_thread():
         for sig in QUIT_SIGNALS:
@@ -46,7 +67,7 @@ def quit_on_signals(app: _Exits) -> Iterator[list[int]]:
             signal.signal(sig, handler)
             before[sig] = signal.SIG_DFL if old is None else old
     try:
-        yield got
+        yield
     finally:
         for sig, old in before.items():
             signal.signal(sig, old)

@@ -46,10 +46,13 @@ class HelpScreen(ModalScreen[None]):
         width: auto; max-width: 96%; height: auto; max-height: 90%; padding: 0 1; background: $panel;
         border: round $primary; border-title-color: $text;
     }
-    HelpScreen Static { width: auto; }
+    HelpScreen Static { width: auto; max-width: 100%; }
     """
 
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,question_mark,f1", "close", "Close")]  # (q: quits)
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape,question_mark,f1", "close", "Close"),
+        Binding("q", "app.quit", "Quit"),  # (a modal screen takes the app's q away: its footer said "q Quit")
+    ]
 
     def __init__(self, lines: Sequence[tuple[str, str]]) -> None:
         super().__init__()

@@ -32,8 +32,8 @@ def join_line(cells: Sequence[Segment], fixed: int, more: bool, base: Style, ski
               width: int) -> list[Segment]:
     """The segments of one line, exactly ``width`` cells: the ``fixed`` leading cells, a separator when ``more``
     columns follow, then the scrolling cells (only those in the window) cropped to it: ``skip`` cells off the
-    first, ``view`` cells at most. A column the window's right edge cuts is drawn blank: its start read as another
-    number (``9.`` of 9.0e-6 under a header cut to blanks)."""
+    first, ``view`` cells at most. A column either edge of the window cuts is drawn blank: its start read as
+    another number (``9.`` of 9.0e-6 under a header cut to blanks), its end lost the sign."""
     sep = Segment(SEP, base)
     segs: list[Segment] = []
     for k, seg in enumerate(cells[:fixed]):
@@ -42,7 +42,7 @@ def join_line(cells: Sequence[Segment], fixed: int, more: bool, base: Style, ski
         segs.append(seg)
     if more:
         segs.append(sep)
-    rest = _window_cells(cells[fixed:], sep, skip + view)
+    rest = _window_cells(cells[fixed:], sep, skip, skip + view)
     if rest and view > 0:
         parts = list(Segment.divide(rest, [skip, skip + view]))
         if len(parts) > 1:
@@ -57,8 +57,9 @@ def join_line(cells: Sequence[Segment], fixed: int, more: bool, base: Style, ski
     return list(Segment.simplify(segs))
 
 
-def _window_cells(cells: Sequence[Segment], sep: Segment, end: int) -> list[Segment]:
-    """The scrolling cells joined by separators, the one that straddles ``end`` blanked (its style kept)."""
+def _window_cells(cells: Sequence[Segment], sep: Segment, start: int, end: int) -> list[Segment]:
+    """The scrolling cells joined by separators, those that straddle the window's edges ``start`` and ``end``
+    blanked (their style kept): a cell cut on the left lost its sign (``0.80`` of -0.80, ``32`` of 21/32)."""
     out: list[Segment] = []
     pos = 0
     for k, seg in enumerate(cells):
@@ -66,7 +67,7 @@ def _window_cells(cells: Sequence[Segment], sep: Segment, end: int) -> list[Segm
             out.append(sep)
             pos += sep.cell_length
         n = seg.cell_length
-        if pos < end < pos + n:
+        if pos < end < pos + n or pos < start < pos + n:
             seg = Segment(" " * n, seg.style)
         out.append(seg)
         pos += n
