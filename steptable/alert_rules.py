@@ -51,7 +51,8 @@ class AlertConfig:
     drop_sigma: float = 4.0  # reward / entropy drop below the window median, in robust sigma of the window ...
     reward_rel_drop: float = 0.3  # ... and for reward relative to |window median|
     peak_sigma: float = 8.0  # reward: or this many sigma (of the window then) below the peak level, and by rel_drop
-    reward_floor_tol: float = 0.1  # E within this share of the gap to the floor (0, or the lowest value if < 0)
+    reward_floor_tol: float = 0.1  # E within this share of the gap to the floor (0, or the lowest value seen before
+    # the reference if < 0), the reference clearly above it (by reward_rel_drop)
     entropy_early: int = 20  # first rows whose median is the early level
     entropy_frac_early: float = 0.1  # W below this share of the early level
     entropy_frac_recent: float = 0.5  # W below this share of the window median

@@ -109,6 +109,13 @@ class AlertEngine:
         self._last_wall = None
         self._stalled = False
 
+    def carry(self, old: AlertEngine, at: int) -> None:
+        """Take from ``old`` (the engine this one replaces at a resume at step ``at``) the run-long values (a reward's
+        peak, a grad norm's lowest level) it set before ``at``: rows a bounded replay does not reach."""
+        for rk, dets in self._dets.items():
+            for d, o in zip(dets, old._dets.get(rk, ()), strict=False):
+                d.carry(o, at)
+
     def _wall(self, wall_time: float | None) -> None:
         t = cell_float(wall_time)
         if t is None or not math.isfinite(t):
@@ -173,9 +180,10 @@ def _merge_nonfinite(found: list[Alert]) -> list[Alert]:
     nf = [a for a in found if a.kind == "nonfinite"]
     if len(nf) < 2:
         return found
-    more = f" +{len(nf) - 2} more" if len(nf) > 2 else ""
+    # each column with its value (nan vs inf tells an overflow from a 0/0): "non-finite (nan) after ..." -> "nan"
+    also = ", ".join(f"{a.column} ({a.message.partition('(')[2].partition(')')[0]})" for a in nf[1:])
     first = nf[0]
-    merged = Alert(first.level, first.step, first.column, first.kind, f"{first.message}; also {nf[1].column}{more}")
+    merged = Alert(first.level, first.step, first.column, first.kind, f"{first.message}; also {also}")
     return [merged if a is first else a for a in found if a.kind != "nonfinite" or a is first]
 
 
@@ -212,16 +220,20 @@ def replay_spans(end: int, config: AlertConfig | None = None) -> list[tuple[int,
     return [(0, head), (start, end)] if start > head else [(0, end)]
 
 
-def resumed_engine(store: Any, at: int, config: AlertConfig | None = None) -> AlertEngine:
+def resumed_engine(store: Any, at: int, config: AlertConfig | None = None,
+                   old: AlertEngine | None = None) -> AlertEngine:
     """A fresh engine for a run resumed at step ``at`` that has seen the rows ``store`` (a RunStore, its lock held)
     holds before it, those of :func:`replay_spans`; their alerts dropped (said when those rows came), its clock
-    restarted for the resumed rows to come."""
-    eng = AlertEngine(config)
+    restarted for the resumed rows to come. With ``old``, the engine it replaces (``config`` defaults to its), the
+    run-long values old set before ``at`` carry over (:meth:`AlertEngine.carry`)."""
+    eng = AlertEngine(config or (old.config if old is not None else None))
     wanted = eng.config.watched()
     for a, b in replay_spans(store.index_of_step(at), eng.config):
         for step, row, wall in zip(store.steps_between(a, b), store.rows(a, b), store.wall_times_between(a, b),
                                    strict=True):
             eng.update(step, {k: v for k, v in row.items() if k in wanted}, wall)
+    if old is not None:
+        eng.carry(old, at)
     eng.resumed()
     return eng
 

@@ -40,6 +40,12 @@ class _Window(deque[float]):
         return max(_MAD_SIGMA * mad, upper, res, 1e-9 * max(1.0, abs(m)))
 
 
+def _still(sigma: float, m: float) -> bool:
+    """``sigma`` (of a window with median ``m``) is at its floor: the window never varied, there is no noise to
+    measure a drop against (a reward exactly 0 or 1.0 so far)."""
+    return sigma <= 1e-9 * max(1.0, abs(m))
+
+
 class _Latch:
     """Once-per-episode gate. Fires at the start of a condition and on a W -> E escalation inside it. A row ``near``
     the threshold (inside ``AlertConfig.clear_frac`` of it) does not count towards re-arming: a value hovering at
@@ -86,6 +92,10 @@ class _Detector:
     def check(self, x: float) -> tuple[Level, str] | None:
         raise NotImplementedError
 
+    def carry(self, old: _Detector, at: int) -> None:
+        """After a replay of the rows held before a resume at step ``at``: take from ``old`` (the engine's detector
+        this one replaces) the run-long values it set before ``at`` that the bounded replay did not reach."""
+
 
 class _NonFinite(_Detector):
     kind, nonfinite = "nonfinite", True
@@ -104,7 +114,9 @@ def _z(z: float) -> str:
 
 class _Spike(_Detector):
     """One row far above the window's median. Not on a column that never moved (a loss exactly 0 so far: no noise
-    to measure against; its first step is where its signal starts)."""
+    to measure against; its first step is where its signal starts), nor while the window still holds more than one
+    0 from before it first moved (``run``: rows since then): a GRPO loss 0 while every group fails, then ordinary
+    values, is no spike against the zeros. (From a plateau off 0, ``min_rel`` of its level guards the test.)"""
 
     kind = "spike"
 
@@ -114,13 +126,17 @@ class _Spike(_Detector):
     def check(self, x: float) -> tuple[Level, str] | None:
         out: tuple[Level, str] | None = None
         c, w = self.cfg, self.win
-        if len(w) >= c.min_history and w.gap < math.inf and x - (m := w.median()) > self.min_rel() * abs(m):
+        if len(w) >= c.min_history and len(w) - self.run <= 1 and x - (m := w.median()) > self.min_rel() * abs(m):
             z = (x - m) / w.sigma(m, spread=True)
             if z > c.spike_z:
                 out = "W", f"spike {_f(x)} ({_z(z)} vs median {_f(m)} over {len(w)})"
         if w and x != w[-1]:  # after the test: a spike's own step is not the column's resolution
+            if w.gap == math.inf and w[-1] != 0:
+                self.run = w.maxlen or 0
             w.gap = min(w.gap, abs(x - w[-1]))
         w.append(x)
+        if w.gap < math.inf and self.run < len(w):
+            self.run += 1
         return out
 
 
@@ -135,7 +151,8 @@ class _Level(_Detector):
     def __init__(self, cfg: AlertConfig, key: str) -> None:
         super().__init__(cfg, key)
         self.hold: deque[float] = deque()
-        self.floor = math.inf  # lowest value that has left the hold
+        self.floor = math.inf  # lowest value that has left the window: seen before any median of it
+        self.floor_at = 0  # the step it left the window at
         self.first: list[float] = []
         self.early: float | None = None
 
@@ -143,9 +160,14 @@ class _Level(_Detector):
         self.hold.append(x)
         if len(self.hold) > self.cfg.hold:
             old = self.hold.popleft()
+            if len(self.win) == self.win.maxlen and self.win[0] < self.floor:
+                self.floor, self.floor_at = self.win[0], self.step
             self.win.append(old)
-            self.floor = min(self.floor, old)
         return sorted(self.hold)[(len(self.hold) - 1) // 2] if len(self.hold) >= self.cfg.hold else None
+
+    def carry(self, old: _Detector, at: int) -> None:
+        if isinstance(old, _Level) and old.floor_at < at and old.floor < self.floor:
+            self.floor, self.floor_at = old.floor, old.floor_at
 
 
 class _RewardCollapse(_Level):
@@ -159,30 +181,43 @@ class _RewardCollapse(_Level):
         super().__init__(cfg, key)
         self.peak = -math.inf
         self.peak_sigma = 0.0
+        self.peak_at = 0  # the step the peak was set at
+        self.peak_floor = math.inf  # the floor then: a decline's own rows are not the floor it falls to
 
     def check(self, x: float) -> tuple[Level, str] | None:
         c, cur, w = self.cfg, self.level(x), self.win
         if cur is None or len(w) < c.min_history:
             return None
         m = w.median()
-        if m > self.peak:
-            self.peak, self.peak_sigma = m, w.sigma(m)
-        found = [f for f in (self._drop(cur, m, lambda: w.sigma(m), c.drop_sigma, ""),
-                             self._drop(cur, self.peak, lambda: self.peak_sigma, c.peak_sigma, "peak ")) if f]
+        if m > self.peak or (m == self.peak and _still(self.peak_sigma, m)):  # (the peak's noise once it has some)
+            self.peak, self.peak_sigma, self.peak_at, self.peak_floor = m, w.sigma(m), self.step, self.floor
+        found = [f for f in (self._drop(cur, m, lambda: w.sigma(m), c.drop_sigma, self.floor, ""),
+                             self._drop(cur, self.peak, lambda: self.peak_sigma, c.peak_sigma, self.peak_floor,
+                                        "peak ")) if f]
         return max(found, key=lambda f: f[0] == "E") if found else None  # the worse; the recent one on a tie
 
-    def _drop(self, cur: float, ref: float, sigma: Callable[[], float], n_sigma: float,
+    def carry(self, old: _Detector, at: int) -> None:
+        super().carry(old, at)
+        if isinstance(old, _RewardCollapse) and old.peak_at < at and old.peak > self.peak:
+            self.peak, self.peak_sigma, self.peak_at = old.peak, old.peak_sigma, old.peak_at
+            self.peak_floor = old.peak_floor
+
+    def _drop(self, cur: float, ref: float, sigma: Callable[[], float], n_sigma: float, seen: float,
               what: str) -> tuple[Level, str] | None:
         c, drop = self.cfg, ref - cur
         if drop <= c.clear_frac * c.reward_rel_drop * abs(ref) or drop <= 0:
             return None
-        z = drop / sigma()
+        if _still(s := sigma(), ref):  # a reference that never varied: no noise to count a drop in
+            return None
+        z = drop / s
         self.near = self.near or z > c.clear_frac * n_sigma
         if drop <= c.reward_rel_drop * abs(ref) or z <= n_sigma:
             return None
         rel = f"-{100 * drop / abs(ref):.0f}%" if ref else f"-{_f(drop)}"
-        floor = min(self.floor, 0.0)  # 0 for a reward never seen negative, else the lowest earlier value
-        where = "floor " if cur <= floor + c.reward_floor_tol * (ref - floor) else ""
+        floor = min(seen, 0.0)  # 0 for a reward never seen negative, else the lowest value seen before ``ref``
+        # "to floor" only from a reference clearly above it: a reward sitting on its floor that dips below is no E
+        low = ref - floor > c.reward_rel_drop * abs(ref) and cur <= floor + c.reward_floor_tol * (ref - floor)
+        where = "floor " if low else ""
         return "E" if where else "W", f"collapse to {where}{_f(cur)} from {what}{_f(ref)} ({rel}, {z:.0f}sd)"
 
 
@@ -240,6 +275,7 @@ class _GradRise(_Level):
     def __init__(self, cfg: AlertConfig, key: str) -> None:
         super().__init__(cfg, key)
         self.base = math.inf
+        self.base_at = 0  # the step it was set at
 
     def check(self, x: float) -> tuple[Level, str] | None:
         c, cur, w = self.cfg, self.level(x), self.win
@@ -247,13 +283,19 @@ class _GradRise(_Level):
             return None
         self.run += 1
         if (self.run - 1) % self.cfg.hold == 0:  # the lowest of medians every `hold` rows: the same minimum, cheaper
-            self.base = min(self.base, w.median())
+            if (m := w.median()) < self.base:
+                self.base, self.base_at = m, self.step
         if not self.base > 0 or cur <= c.clear_frac * c.grad_rise * self.base:
             return None
         self.near = True
         if cur <= c.grad_rise * self.base:
             return None
         return "W", f"rise to {_f(cur)} (x{_f(cur / self.base)} its lowest level {_f(self.base)})"
+
+    def carry(self, old: _Detector, at: int) -> None:
+        super().carry(old, at)
+        if isinstance(old, _GradRise) and old.base_at < at and old.base < self.base:
+            self.base, self.base_at = old.base, old.base_at
 
 
 class _Saturation(_Detector):

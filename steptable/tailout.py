@@ -251,7 +251,7 @@ class Tail:
                     elif last is not None:
                         last = min(last, at - 1)
                         if run in self.engines:  # what it read was replaced: the rows held now, up to the resume
-                            self.engines[run] = resumed_engine(store, at)
+                            self.engines[run] = resumed_engine(store, at, old=self.engines[run])
                     self.need_head.add(run)
                 if last is not None and lost is not None:  # more edits than the store lists: all rows from there again
                     last = min(last, lost - 1)

@@ -97,7 +97,7 @@ class AlertScanner:
                 at = min(resumes[fed.resumes :])
                 last = min(last, at - 1)
                 # what the engine read from there was replaced: one that read the rows held now, up to the resume
-                fed.engine = eng = resumed_engine(store, at)
+                fed.engine = eng = resumed_engine(store, at, old=eng)
             if last is not None and fed.version >= 0:
                 lost = store.lost_since(fed.version)
                 if lost is not None:  # more edits than the store lists: the rows from there are fed again
