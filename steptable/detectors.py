@@ -114,9 +114,10 @@ def _z(z: float) -> str:
 
 class _Spike(_Detector):
     """One row far above the window's median. Not on a column that never moved (a loss exactly 0 so far: no noise
-    to measure against; its first step is where its signal starts), nor while the window still holds more than one
-    0 from before it first moved (``run``: rows since then): a GRPO loss 0 while every group fails, then ordinary
-    values, is no spike against the zeros. (From a plateau off 0, ``min_rel`` of its level guards the test.)"""
+    to measure against; its first step is where its signal starts), nor while a quarter of the window or more is
+    zeros from before it first moved (``run``: rows since then): a GRPO loss 0 while every group fails, then
+    ordinary values, is no spike against the zeros; two leading zeros must not blind the test for a window's length
+    (an explosion in those rows went unsaid). (From a plateau off 0, ``min_rel`` of its level guards the test.)"""
 
     kind = "spike"
 
@@ -126,7 +127,8 @@ class _Spike(_Detector):
     def check(self, x: float) -> tuple[Level, str] | None:
         out: tuple[Level, str] | None = None
         c, w = self.cfg, self.win
-        if len(w) >= c.min_history and len(w) - self.run <= 1 and x - (m := w.median()) > self.min_rel() * abs(m):
+        moved = 4 * (len(w) - self.run) <= len(w)  # (zeros from before the first move: a quarter of it at most)
+        if len(w) >= c.min_history and moved and x - (m := w.median()) > self.min_rel() * abs(m):
             z = (x - m) / w.sigma(m, spread=True)
             if z > c.spike_z:
                 out = "W", f"spike {_f(x)} ({_z(z)} vs median {_f(m)} over {len(w)})"
@@ -215,8 +217,10 @@ class _RewardCollapse(_Level):
             return None
         rel = f"-{100 * drop / abs(ref):.0f}%" if ref else f"-{_f(drop)}"
         floor = min(seen, 0.0)  # 0 for a reward never seen negative, else the lowest value seen before ``ref``
-        # "to floor" only from a reference clearly above it: a reward sitting on its floor that dips below is no E
-        low = ref - floor > c.reward_rel_drop * abs(ref) and cur <= floor + c.reward_floor_tol * (ref - floor)
+        # "to floor" only from a reference clearly above it (a reward sitting on its floor that dips below is no E),
+        # or far below a negative floor seen before (a penalty reward at -1 falling to -3)
+        low = ((ref - floor > c.reward_rel_drop * abs(ref) and cur <= floor + c.reward_floor_tol * (ref - floor))
+               or (seen < 0 and cur <= floor - c.reward_rel_drop * max(abs(ref), abs(floor))))
         where = "floor " if low else ""
         return "E" if where else "W", f"collapse to {where}{_f(cur)} from {what}{_f(ref)} ({rel}, {z:.0f}sd)"
 

@@ -133,3 +133,24 @@ def test_the_merged_non_finite_line_names_every_column_with_its_value() -> None:
     rows.append({"loss": math.nan, "grad_norm": math.inf, "entropy": math.nan, "kl": -math.inf})
     (a,) = stream(rows)
     assert a.message == "non-finite (nan) after 40 finite steps; also grad_norm (inf), entropy (nan), kl (-inf)"
+
+
+@pytest.mark.parametrize(("zeros", "key", "noise", "big"), [(2, "loss", 0.02, 1e6), (3, "loss", 0.02, 1e6),
+                                                           (5, "grad_norm", 1.0, 1e4)])
+def test_a_few_leading_zeros_do_not_blind_the_spike_test(zeros: int, key: str, noise: float, big: float) -> None:
+    # the "no spike against the zeros" rule kept the test off for a window's length after two leading zeros: an
+    # explosion in those rows went unsaid
+    rng = random.Random(zeros)
+    eng = AlertEngine()
+    values = [0.0] * zeros + [noise * (1 + rng.gauss(0, 0.2)) for _ in range(30)] + [big]
+    spikes = [a for s, v in enumerate(values) for a in eng.update(s, {key: v}) if a.kind == "spike"]
+    assert [a.step for a in spikes] == [len(values) - 1], spikes
+
+
+def test_a_negative_reward_falling_far_below_its_floor_is_an_error() -> None:
+    # a penalty-style reward at -1 falling to -3 read W once "to floor" needed a reference clearly above the floor
+    rng = random.Random(7)
+    eng = AlertEngine()
+    rows = [-1 + rng.gauss(0, 0.05) for _ in range(200)] + [-3 + rng.gauss(0, 0.05) for _ in range(20)]
+    found = [a for s, v in enumerate(rows) for a in eng.update(s, {"reward": v}) if a.kind == "reward_collapse"]
+    assert found and found[0].level == "E" and "to floor" in found[0].message, found

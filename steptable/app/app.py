@@ -391,6 +391,6 @@ def run_watch(paths: list[str], poll: float | None = None, theme: str | None = N
     from steptable.app.signals import quit_on_signals
 
     app = make_app(paths, poll=poll, theme=theme, schema=schema)
-    with quit_on_signals(app):
+    with quit_on_signals(app) as got:
         app.run()
-    return app.return_code or 0
+    return 128 + got[0] if got else app.return_code or 0  # (a TERM's end is told apart from q's, as a shell does)

@@ -31,9 +31,9 @@ def run_demo_app(out_dir: str | Path, steps: int = 500, interval: float = 0.5, t
         app = make_app([str(out)], theme=theme)
         if isinstance(app, StepTableApp):  # (a test's stand-in app has no session)
             app.session.selected = START_COLUMN
-        with quit_on_signals(app):
+        with quit_on_signals(app) as got:
             app.run()
-        return app.return_code or 0
+        return 128 + got[0] if got else app.return_code or 0  # (a TERM's end is told apart from q's, as a shell does)
     finally:
         stop.set()
         writer.join(timeout=5)
