@@ -154,3 +154,21 @@ def test_a_negative_reward_falling_far_below_its_floor_is_an_error() -> None:
     rows = [-1 + rng.gauss(0, 0.05) for _ in range(200)] + [-3 + rng.gauss(0, 0.05) for _ in range(20)]
     found = [a for s, v in enumerate(rows) for a in eng.update(s, {"reward": v}) if a.kind == "reward_collapse"]
     assert found and found[0].level == "E" and "to floor" in found[0].message, found
+
+
+def test_tail_and_summary_agree_on_a_tinker_kl_logged_without_its_namespace(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # tail fed the layout's rows (the alias filled in as optim/kl_sample_train_v1) to its alerts, summary and the
+    # app the stored ones: an E in tail, "alerts 0" in summary
+    from conftest import run_cli
+
+    rng = random.Random(3)
+    rows = [{"step": s, "progress/done_frac": s / 300, "env/all/reward/total": 0.5 + rng.gauss(0, 0.02),
+             "optim/lr": 1e-5, "kl_sample_train_v1": (0.001 if s < 250 else 0.24) * (1 + rng.gauss(0, 0.05))}
+            for s in range(300)]
+    write_rows(tmp_path / "tinker" / "metrics.jsonl", rows)
+    rc, out, _ = run_cli(["tail", "--alerts-only", str(tmp_path)], capsys)
+    assert rc == 1 and "step 250 kl_sample_train_v1 blow-up" in out, out
+    rc, out, _ = run_cli(["summary", str(tmp_path)], capsys)
+    assert "E step 250 kl_sample_train_v1 blow-up" in out, out
