@@ -14,12 +14,11 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Sequence
 from typing import Any, TextIO, cast
 
 from steptable.formatting import sanitize
 from steptable.ingest import Follower
-from steptable.ingest.discover import nothing_found
+from steptable.ingest.discover import missing_paths, nothing_found
 from steptable.tailout import DEFAULT_WIDTH, Tail
 
 __all__ = ["DEFAULT_WIDTH", "Tail", "add_parser", "missing_paths", "non_negative", "positive_seconds", "run_tail"]
@@ -91,23 +90,6 @@ def positive_seconds(text: str) -> float:
     if not (x > 0 and math.isfinite(x)):
         raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text}")
     return x
-
-
-def missing_paths(paths: Sequence[str]) -> list[str]:
-    """The paths given that do not exist: a one-shot command names each and exits 2 after printing the rest (a
-    mistyped path beside a good one must not pass a CI gate as "no alerts")."""
-    return [str(p) for p in paths if not os.path.exists(p) and not _denied(p)]  # (a dangling link is missing)
-
-
-def _denied(path: str) -> bool:
-    """A path behind a directory the user may not enter: there, but unreadable (said as such, not as missing)."""
-    try:
-        os.stat(path)
-    except PermissionError:
-        return True
-    except OSError:
-        return False
-    return False
 
 
 def run_tail(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:

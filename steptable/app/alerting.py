@@ -151,8 +151,8 @@ class AlertScanner:
 
     def _say_end(self, rid: str, fed: _Fed, ended: tuple[Alert, float] | None) -> list[Alert]:
         """Post the end alert once a close, after the rows' alerts (it is the run's last event: posted first, the
-        status bar listed it behind them), as summary and ``tail --alerts-only`` say it. Its message carries the
-        close, so that a resumed run that dies again at the same step is told again."""
+        status bar listed it behind them), as summary and ``tail --alerts-only`` say it. It is posted with the close
+        it is for, so that a resumed run that dies again at the same step is told again."""
         if ended is None:
             return []
         alert, fed.ended = ended

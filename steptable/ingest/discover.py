@@ -369,10 +369,17 @@ def _unreachable(path: Path) -> OSError | None:
     return None
 
 
+def missing_paths(paths: Sequence[str | Path]) -> list[str]:
+    """The paths given that are not there: a dangling link is missing; a path behind a directory the user may not
+    enter is there, only unreadable (said as such, not as missing). A one-shot command names each and exits 2
+    after printing the rest (a mistyped path beside a good one must not pass a CI gate as "no alerts")."""
+    return [str(p) for p in paths if not os.path.exists(p) and _unreachable(Path(p)) is None]
+
+
 def nothing_found(paths: Sequence[str | Path]) -> str:
     """Why no run came from ``paths``, for a one-shot command's error line (path text made inert by the caller)."""
     blocked = [f"{p} ({e.strerror or e})" for p in paths if (e := _unreachable(Path(p))) is not None]
-    missing = [str(p) for p in paths if not os.path.exists(p) and _unreachable(Path(p)) is None]
+    missing = missing_paths(paths)
     files = [str(p) for p in paths if os.path.isfile(p)]
     if blocked:
         return "cannot reach " + ", ".join(blocked)
