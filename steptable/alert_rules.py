@@ -57,6 +57,8 @@ class AlertConfig:
     entropy_early: int = 20  # first rows whose median is the early level
     entropy_frac_early: float = 0.1  # W below this share of the early level
     entropy_frac_recent: float = 0.5  # W below this share of the window median
+    entropy_rise: float = 3.0  # W when its level is this many times the lowest 50-row median seen ...
+    entropy_rise_early: float = 1.5  # ... and this many times the early level (a recovery from a collapse is no rise)
     kl_warn: float = 1.0  # absolute KL levels (W, E)
     kl_error: float = 10.0
     kl_jump: float = 10.0  # factor over the window median (W, E), with a robust z above spike_z
@@ -88,8 +90,8 @@ class Alert:
     level: Level  # "W" warning, "E" error
     step: int
     column: str  # the key; "" for run-level alerts (stall, ended)
-    kind: str  # nonfinite, spike, grad_rise, reward_collapse, entropy_collapse, kl_blowup, saturation, flat, stall,
-    # hack_auroc, ended (a crash or an interruption, from the run's description: steptable.alerts.end_alert)
+    kind: str  # nonfinite, spike, grad_rise, reward_collapse, entropy_collapse, entropy_rise, kl_blowup, saturation,
+    # flat, stall, hack_auroc, ended (a crash or an interruption: steptable.alerts.end_alert)
     message: str
 
     def line(self) -> str:

@@ -156,7 +156,8 @@ class _Level(_Detector):
         self.floor = math.inf  # lowest value that has left the window: seen before any median of it
         self.floor_at = 0  # the step it left the window at
         self.first: list[float] = []
-        self.early: float | None = None
+        self.early: float | None = None  # the median of the first ``entropy_early`` values (entropy detectors)
+        self.early_at = 0  # the step it was set at
 
     def level(self, x: float) -> float | None:
         self.hold.append(x)
@@ -167,9 +168,18 @@ class _Level(_Detector):
             self.win.append(old)
         return sorted(self.hold)[(len(self.hold) - 1) // 2] if len(self.hold) >= self.cfg.hold else None
 
+    def note_early(self, x: float) -> None:
+        """The early level: the median of the column's first ``entropy_early`` values, once they are in."""
+        if self.early is None:
+            self.first.append(x)
+            if len(self.first) >= self.cfg.entropy_early:
+                self.early, self.early_at, self.first = _median(self.first), self.step, []
+
     def carry(self, old: _Detector, at: int) -> None:
         if isinstance(old, _Level) and old.floor_at < at and old.floor < self.floor:
             self.floor, self.floor_at = old.floor, old.floor_at
+        if isinstance(old, _Level) and old.early is not None and old.early_at < at:
+            self.early, self.early_at, self.first = old.early, old.early_at, []
 
 
 class _RewardCollapse(_Level):
@@ -230,10 +240,7 @@ class _EntropyCollapse(_Level):
 
     def check(self, x: float) -> tuple[Level, str] | None:
         c = self.cfg
-        if self.early is None:
-            self.first.append(x)
-            if len(self.first) >= c.entropy_early:
-                self.early = _median(self.first)
+        self.note_early(x)
         cur = self.level(x)
         if cur is None:
             return None
@@ -270,16 +277,21 @@ class _KLBlowup(_Detector):
         return out
 
 
-class _GradRise(_Level):
-    """The grad norm's level (the low median of the last ``hold`` rows) far above the lowest window median seen: a
+class _Rise(_Level):
+    """The column's level (the low median of the last ``hold`` rows) far above the lowest window median seen: a
     blow-up over tens of steps, none of which is a spike against the rows just before it."""
-
-    kind = "grad_rise"
 
     def __init__(self, cfg: AlertConfig, key: str) -> None:
         super().__init__(cfg, key)
         self.base = math.inf
         self.base_at = 0  # the step it was set at
+
+    def factor(self) -> float:
+        raise NotImplementedError
+
+    def beyond(self, cur: float) -> str | None:
+        """What else the level must pass to count as a rise ('' when nothing), or None when it does not pass."""
+        return ""
 
     def check(self, x: float) -> tuple[Level, str] | None:
         c, cur, w = self.cfg, self.level(x), self.win
@@ -289,17 +301,45 @@ class _GradRise(_Level):
         if (self.run - 1) % self.cfg.hold == 0:  # the lowest of medians every `hold` rows: the same minimum, cheaper
             if (m := w.median()) < self.base:
                 self.base, self.base_at = m, self.step
-        if not self.base > 0 or cur <= c.clear_frac * c.grad_rise * self.base:
+        if not self.base > 0 or cur <= c.clear_frac * self.factor() * self.base:
             return None
         self.near = True
-        if cur <= c.grad_rise * self.base:
+        if cur <= self.factor() * self.base or (more := self.beyond(cur)) is None:
             return None
-        return "W", f"rise to {_f(cur)} (x{_f(cur / self.base)} its lowest level {_f(self.base)})"
+        return "W", f"rise to {_f(cur)} (x{_f(cur / self.base)} its lowest level {_f(self.base)}{more})"
 
     def carry(self, old: _Detector, at: int) -> None:
         super().carry(old, at)
-        if isinstance(old, _GradRise) and old.base_at < at and old.base < self.base:
+        if isinstance(old, _Rise) and old.base_at < at and old.base < self.base:
             self.base, self.base_at = old.base, old.base_at
+
+
+class _GradRise(_Rise):
+    kind = "grad_rise"
+
+    def factor(self) -> float:
+        return self.cfg.grad_rise
+
+
+class _EntropyRise(_Rise):
+    """The policy's entropy climbing to a multiple of its lowest level and well above where the run began: the
+    sampler drifting towards noise (the completions read as gibberish soon after). Back up to the early level
+    after a collapse is a recovery, not a rise."""
+
+    kind = "entropy_rise"
+
+    def factor(self) -> float:
+        return self.cfg.entropy_rise
+
+    def check(self, x: float) -> tuple[Level, str] | None:
+        self.note_early(x)
+        return super().check(x)
+
+    def beyond(self, cur: float) -> str | None:
+        early = self.early
+        if early is None or not early > 0 or cur <= self.cfg.entropy_rise_early * early:
+            return None
+        return f", x{_f(cur / early)} the early {_f(early)}"
 
 
 class _Saturation(_Detector):
@@ -344,7 +384,7 @@ _DETECTORS: Mapping[str, tuple[type[_Detector], ...]] = {
     "loss": (_NonFinite, _Spike, _Flat),
     "grad_norm": (_NonFinite, _GradSpike, _GradRise, _Flat),
     "reward": (_NonFinite, _RewardCollapse, _Flat),
-    "entropy": (_NonFinite, _EntropyCollapse),
+    "entropy": (_NonFinite, _EntropyCollapse, _EntropyRise),
     "kl": (_NonFinite, _KLBlowup),
     "saturation": (_Saturation,),
 }

@@ -159,6 +159,25 @@ def test_entropy_second_episode_after_recovery() -> None:
     assert [a.kind for a in got] == ["entropy_collapse"] * 2 and 450 <= got[1].step <= 460
 
 
+def test_entropy_rise_to_noise_is_said_once() -> None:
+    # a policy drifting towards noise: entropy x5 over 20 steps, from a level well below where it began
+    xs = [0.6 - 0.2 * i / 300 for i in range(300)] + [0.4 * (1 + i / 5) for i in range(20)] + [2.0] * 100
+    xs = [x * math.exp(g) for x, g in zip(xs, noise(3, len(xs), 0, 0.04), strict=True)]
+    got = stream(series("actor/entropy", xs))
+    assert kinds(got) == [("W", got[0].step, "actor/entropy", "entropy_rise")]
+    assert 300 <= got[0].step <= 325 and "its lowest level .4" in got[0].message and "the early .59" in got[0].message
+
+
+@pytest.mark.parametrize("rise", [
+    [0.15 + 0.35 * min(1.0, i / 500) for i in range(1000)],  # back up to where it began after an early dip
+    [0.3 + 0.3 * i / 1000 for i in range(1000)],  # doubling over a run (a clip-higher run's entropy)
+])
+def test_entropy_recovering_or_rising_slowly_is_no_rise(rise: list[float]) -> None:
+    xs = [0.5] * 30 + rise
+    xs = [x * math.exp(g) for x, g in zip(xs, noise(4, len(xs), 0, 0.04), strict=True)]
+    assert [a.kind for a in stream(series("entropy", xs)) if a.kind == "entropy_rise"] == []
+
+
 def test_entropy_slow_decay_is_silent() -> None:
     rng = random.Random(11)
     xs = [0.8 - 0.3 * i / 2000 + rng.gauss(0, 0.03) for i in range(2000)]

@@ -38,10 +38,24 @@ def _grad_rise(rng: random.Random, s: int) -> Row:
     return {"step": s, "grad_norm": gn, "loss": rng.gauss(0, 0.02)}
 
 
-@pytest.mark.parametrize(("make", "crash", "at"), [(_slow_collapse, 1250, 1200), (_grad_rise, 1350, 1300)])
+def _entropy_rise(rng: random.Random, s: int) -> Row:
+    ent = (0.6 - 0.4 * min(1, s / 1000)) * (1 + 4 * max(0, min(1, (s - 1300) / 200))) * math.exp(rng.gauss(0, 0.04))
+    return {"step": s, "entropy": ent}
+
+
+def _sparse_entropy_rise(rng: random.Random, s: int) -> Row:
+    """Entropy every 5th row: the replay's first rows hold too few of it to set the early level."""
+    row = _entropy_rise(rng, s)
+    return row if s % 5 == 0 else {"step": s, "loss": rng.gauss(0, 0.02)}
+
+
+@pytest.mark.parametrize(("make", "crash", "at"), [
+    (_slow_collapse, 1250, 1200), (_grad_rise, 1350, 1300), (_entropy_rise, 1350, 1300),
+    (_sparse_entropy_rise, 1350, 1300)])
 def test_a_resumed_engine_says_what_the_one_shot_read_says(tmp_path: Path, make: Any, crash: int, at: int) -> None:
-    """The reward's peak and the grad norm's lowest level were set hundreds of rows before the resume, out of the
-    bounded replay's reach: the live engine said the collapse late against a lower peak, and missed the rise."""
+    """The reward's peak, the grad norm's lowest level and the entropy's early level were set hundreds of rows before
+    the resume, out of the bounded replay's reach: the live engine said the collapse late against a lower peak,
+    missed the rise, and measured an entropy rise against an early level of the replay's rows."""
     rng = random.Random(0)
     rows = [make(rng, s) for s in range(2000)]
     old = AlertEngine()
