@@ -191,6 +191,23 @@ async def test_keybar_click_presses_the_key(tmp_path: Path) -> None:
         assert app.query_one("#legend-box").display
 
 
+async def test_keybar_fits_whole_keys_in_the_width(tmp_path: Path) -> None:
+    """At 80 columns the footer was cut mid-key ("s Lay"), the palette's key off the end; it draws whole keys, closer
+    together, the palette's last, and all of them again when the terminal widens."""
+    app, follower, _ = manual_app(make_runs(tmp_path))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await sync(pilot, follower)
+        bar = app.query_one(KeyBar)
+        wide = [f" {d} {desc}" for _, d, desc, _ in bar.shown()]
+        for width, every in ((80, False), (130, True), (60, False)):
+            await pilot.resize_terminal(width, 24)
+            await pilot.pause()
+            text = str(bar.render())
+            drawn = [text[a:b].rstrip() for a, b, _ in bar._hits]
+            assert len(text) <= width and all(d in wide for d in drawn) and drawn[-1] == " ^p palette", (width, text)
+            assert " ? Help" in drawn and (drawn == wide) == every
+
+
 async def test_legend_and_diagnostics(tmp_path: Path) -> None:
     app, follower, _ = manual_app(make_runs(tmp_path))
     async with app.run_test(size=SIZE) as pilot:

@@ -28,7 +28,7 @@ class KeyBar(Static):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__("", id=id, markup=False)
         self._hits: list[tuple[int, int, str]] = []  # (start, end, key) of each shown binding
-        self._shown: tuple[Any, ...] | None = None  # (None: draw again even if the bindings are the same)
+        self._shown: tuple[Any, ...] | None = None  # bindings and width drawn (None: draw again even if the same)
 
     def on_mount(self) -> None:
         self.screen.bindings_updated_signal.subscribe(self, self._bindings_changed)
@@ -62,24 +62,48 @@ class KeyBar(Static):
 
     def redraw(self) -> None:
         shown = tuple(self.shown())
-        if shown == self._shown:
+        width = self.size.width or self.app.size.width
+        if (shown, width) == self._shown:
             return
-        self._shown = shown
+        self._shown = (shown, width)
         key_style = self.get_component_rich_style("keybar--key")
         desc_style = self.get_component_rich_style("keybar--description")
         off_style = self.get_component_rich_style("keybar--disabled")
         text = Text(no_wrap=True, overflow="crop")
         self._hits = []
         palette = self.app.COMMAND_PALETTE_BINDING
-        for key, display, description, enabled in sorted(shown, key=lambda s: s[0] == palette):
+        for key, display, description, enabled, gap in fit(sorted(shown, key=lambda s: s[0] == palette), width,
+                                                           palette):
             start = len(text)
             text.append(f" {display}", key_style if enabled else off_style)
-            text.append(f" {description} ", desc_style if enabled else off_style)
+            text.append(f" {description}{gap}", desc_style if enabled else off_style)
             self._hits.append((start, len(text), key))
         self.update(text, layout=False)
+
+    def on_resize(self, event: events.Resize) -> None:
+        self.redraw()
 
     def on_click(self, event: events.Click) -> None:
         for start, end, key in self._hits:
             if start <= event.x < end:
                 self.app.simulate_key(key)
                 return
+
+
+def fit(shown: list[tuple[str, str, str, bool]], width: int, palette: str) -> list[tuple[str, str, str, bool, str]]:
+    """The bindings to draw in ``width`` cells, each with the gap after it: all of them a space apart where they fit,
+    else closer, else whole ones dropped from the end, the palette's (every command) last and kept. A key is never
+    cut in half (80 columns showed "s Lay"); the help screen lists the ones dropped."""
+    def cells(items: list[tuple[str, str, str, bool]], gap: str) -> int:
+        return sum(len(f" {d} {desc}{gap}") for _, d, desc, _ in items)
+
+    for gap in (" ", ""):
+        if not width or cells(shown, gap) <= width:
+            return [(*s, gap) for s in shown]
+    keep = list(shown)
+    while len(keep) > 1 and cells(keep, "") > width:
+        drop = next((i for i in range(len(keep) - 1, -1, -1) if keep[i][0] != palette), None)
+        if drop is None:
+            break
+        del keep[drop]
+    return [(*s, "") for s in keep]
