@@ -13,7 +13,7 @@ from fixtures_gen import write_verl
 
 from steptable import Col, StepLogger
 from steptable.ingest import load
-from steptable.schemas import Schema, SchemaFileError, by_schema, detect, get_schema, layout, load_schema_file
+from steptable.schemas import SCHEMAS, Schema, SchemaFileError, by_schema, detect, get_schema, layout, load_schema_file
 from steptable.schemas import user as user_module
 
 pytestmark = pytest.mark.usefixtures("xdg")  # (no user's schema directory leaks in)
@@ -406,5 +406,17 @@ def test_a_schema_named_in_a_file_below_the_path_is_found(tmp_path: Path, capsys
     # an unknown name still fails, and the names offered include the file's
     rc, out, err = run_cli(["tail", logs, "--schema", "nope"], capsys)
     assert rc == 2 and "'nope'" in err and "mine" in err, err
-    # a built-in name is not looked for below (no walk of the tree for it)
-    assert get_schema("verl", near=[logs]).name == "verl"
+    # a built-in name nothing below overrides is the built-in
+    assert get_schema("verl", near=[logs]) is SCHEMAS["verl"]
+
+
+def test_a_built_in_overridden_below_the_path_is_the_override(tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """Detection applies logs/exp1/steptable.toml's own ``verl`` to the runs beside it; ``--schema verl`` from
+    logs/ took the built-in instead, so the same run read two ways."""
+    write(tmp_path / "logs" / "exp1" / "steptable.toml", BELOW.replace('"mine"', '"verl"'))
+    write_rows(tmp_path / "logs" / "exp1" / "metrics.jsonl", [{"step": i, "a": i / 2, "b": 1} for i in range(3)])
+    logs = str(tmp_path / "logs")
+    assert get_schema("verl", near=[logs]) is not SCHEMAS["verl"]
+    rc, out, err = run_cli(["tail", logs, "--schema", "verl"], capsys)
+    assert rc == 0 and header_of(out)[:2] == ["step", "AAA"], (out, err)

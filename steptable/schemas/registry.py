@@ -69,15 +69,16 @@ def get_schema(name: str, near: str | os.PathLike[str] | Sequence[str | os.PathL
         for s in user_schemas(place):
             if s.name == name:
                 return s
-    if name in SCHEMAS:
-        return SCHEMAS[name]
     # ``steptable tail logs --schema mine`` with mine in logs/exp1/steptable.toml: detection finds that file beside
-    # the runs, so the name must be found there too (walked only for a name nothing above declares)
+    # the runs, so the name must be found there too (walked only for a name nothing above declares); a file there
+    # that overrides a built-in (its own ``verl``) is what detection applies, so it wins over the built-in here too
     below = [s for place in places if place is not None
              for f in _files_below(Path(place)) for s in user_schemas(f.parent)]
     found = next((s for s in below if s.name == name), None)
     if found is not None:
         return found
+    if name in SCHEMAS:
+        return SCHEMAS[name]
     known = sorted({*schema_names(places[0]), *(s.name for s in below)})
     raise KeyError(f"unknown schema {name!r}; known: {', '.join(known)}")
 
