@@ -13,7 +13,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from steptable.diagnostics._util import STAT_DTYPE
+from steptable.diagnostics._util import STAT_DTYPE, to_device
 
 _COMPRESSED = (torch.sparse_csr, torch.sparse_csc, torch.sparse_bsr, torch.sparse_bsc)
 
@@ -42,9 +42,9 @@ def grad_sq_norms(grads: Iterable[Tensor | None], device: torch.device) -> tuple
             mesh, sharded, local = _dtensor_local(g)
             groups.setdefault((mesh, sharded), []).append(_sq_norm(local))
         else:
-            parts.append(_to(_sq_norm(g), device))
+            parts.append(to_device(_sq_norm(g), device))
     rank = torch.stack(parts).sum() if parts else torch.zeros((), dtype=STAT_DTYPE, device=device)
-    whole = [_to(_reduce(mesh, sharded, sq), device) for (mesh, sharded), sq in groups.items()]
+    whole = [to_device(_reduce(mesh, sharded, sq), device) for (mesh, sharded), sq in groups.items()]
     total = torch.stack(whole).sum() if whole else torch.zeros((), dtype=STAT_DTYPE, device=device)
     return rank, total
 
@@ -53,11 +53,6 @@ def grad_sq_norm(grads: Iterable[Tensor | None], device: torch.device) -> Tensor
     """Sum of squared L2 norms of ``grads`` as a 0-d float64 tensor on ``device`` (DTensors: global norms)."""
     rank, whole = grad_sq_norms(grads, device)
     return rank + whole
-
-
-def _to(t: Tensor, device: torch.device) -> Tensor:
-    # non_blocking only towards an accelerator: a non-blocking copy to the host could be read too early
-    return t if t.device == device else t.to(device, non_blocking=device.type != "cpu")
 
 
 def _sq_norm(g: Tensor) -> Tensor:

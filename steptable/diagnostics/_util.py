@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import numbers
 from collections.abc import Iterator
 from typing import Literal
 
@@ -22,6 +23,15 @@ def check_nan_policy(policy: str) -> NanPolicy:
     if policy == "drop":
         return "drop"
     raise ValueError(f"nan_policy must be 'propagate' or 'drop', got {policy!r}")
+
+
+def check_nbins(nbins: int) -> int:
+    """A histogram bin count as an int >= 3 (a float count would fail deep inside as an index error)."""
+    if isinstance(nbins, bool) or not isinstance(nbins, numbers.Integral):
+        raise TypeError(f"nbins must be an int, got {type(nbins).__name__} {nbins!r}")
+    if nbins < 3:
+        raise ValueError(f"nbins must be >= 3 for a 3-class split, got {nbins}")
+    return int(nbins)
 
 
 def as_1d(t: Tensor, name: str, n: int | None = None) -> Tensor:
@@ -52,12 +62,21 @@ def labels_to_bool(labels: Tensor) -> tuple[Tensor, Tensor]:
     return labels != 0, torch.ones(labels.shape, dtype=torch.bool, device=labels.device)
 
 
+def to_device(t: Tensor, device: torch.device, dtype: torch.dtype | None = None) -> Tensor:
+    """``t`` on ``device`` (in ``dtype`` when given), as the monitor moves its inputs: non-blocking towards an
+    accelerator (a blocking host-to-device copy synchronises the stream), blocking towards the host (a
+    non-blocking copy to the host could be read before it lands)."""
+    if t.device == device:
+        return t if dtype is None else t.to(dtype)
+    return t.to(device=device, dtype=dtype, non_blocking=device.type != "cpu")
+
+
 def as_mask(mask: Tensor | None, n: int, device: torch.device, name: str = "mask") -> Tensor:
     """A bool selection mask of length ``n`` (all True when ``mask`` is None)."""
     if mask is None:
         return torch.ones(n, dtype=torch.bool, device=device)
     as_1d(mask, name, n)
-    return mask.to(device=device, dtype=torch.bool)
+    return to_device(mask, device, torch.bool)
 
 
 def proj_dtype(t: Tensor, override: torch.dtype | None = None) -> torch.dtype:

@@ -1,7 +1,8 @@
 """Exact binary AUROC on the device: no host sync, no data-dependent shape.
 
 The AUROC equals the Mann-Whitney U statistic divided by ``P * Q`` (P positives, Q negatives), with ties counted
-one half (mid-ranks), which is what ``sklearn.metrics.roc_auc_score`` returns::
+one half (mid-ranks), which is what ``sklearn.metrics.roc_auc_score`` returns for 0/1 labels (here every nonzero
+label is positive; see ``auroc``)::
 
     AUROC = sum over positives i of [ #neg with s < s_i  +  0.5 * #neg with s == s_i ]  /  (P * Q)
 
@@ -27,6 +28,7 @@ from steptable.diagnostics._util import (
     check_nan_policy,
     labels_to_bool,
     no_autocast,
+    to_device,
 )
 
 __all__ = ["auroc"]
@@ -71,13 +73,17 @@ def auroc(
 ) -> Tensor:
     """Exact binary AUROC of ``scores`` against ``labels`` over the rows selected by ``mask``; a 0-d float64 tensor.
 
-    Matches ``sklearn.metrics.roc_auc_score(labels[mask], scores[mask])`` (ties count one half) without its
-    failure modes: no sigmoid or clipping of the scores (any real values), nan (not 0.0 or an error) when the
-    selection is empty or holds one class, nan for non-finite scores, and no host synchronisation (the result
-    stays on the scores' device; call ``float()`` yourself when you need it on the host).
+    Matches ``sklearn.metrics.roc_auc_score(labels[mask], scores[mask])`` (ties count one half) for bool and 0/1
+    labels (see ``labels`` for other codings), without its failure modes: no sigmoid or clipping of the scores
+    (any real values), nan (not 0.0 or an error) when the selection is empty or holds one class, nan for
+    non-finite scores, and no host synchronisation (the result stays on the scores' device; call ``float()``
+    yourself when you need it on the host).
 
     scores      [N] float tensor of any floating dtype (computed in float64; bf16/fp16 ties stay ties).
     labels      [N] bool, or numbers where ``!= 0`` is positive (a nan/inf float label counts as non-finite).
+                sklearn takes the larger of two label values as positive instead: the two agree for {0, k > 0},
+                but a coding without a 0 ({-1, +1}, {1, 2}) is all positive here (nan) and {-1, 0} is inverted,
+                so pass ``labels == pos_label`` for those.
     mask        optional [N] bool selection (e.g. ``advantage > 0``); None selects every row.
     nan_policy  "propagate": a selected row with a non-finite score or label makes the result nan;
                 "drop": such rows are left out (by mask weights, never by indexing).
@@ -88,7 +94,7 @@ def auroc(
     as_1d(labels, "labels", n)
     with no_autocast(scores.device):
         s = as_stat(scores)
-        positive, label_ok = labels_to_bool(labels.to(scores.device))
+        positive, label_ok = labels_to_bool(to_device(labels, scores.device))
         sel = as_mask(mask, n, scores.device)
         ok = torch.isfinite(s) & label_ok
         value = auroc_core(s, positive, sel & ok)

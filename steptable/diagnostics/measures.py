@@ -19,6 +19,7 @@ from steptable.diagnostics._util import (
     check_nan_policy,
     no_autocast,
     proj_dtype,
+    to_device,
 )
 
 __all__ = ["cosine_mean", "quarantine_mass", "shares"]
@@ -30,12 +31,13 @@ _CPU_CHUNK = 1 << 16  # elements per upcast chunk on the CPU (512 KiB of float64
 def shares_core(z: Tensor, tlo: Tensor, thi: Tensor, use: Tensor) -> Tensor:
     """[keep, resid, rout] shares of ``z[use]`` (float64 [3]): ``z < tlo``, ``tlo <= z < thi``, ``z >= thi``.
 
-    The bins are ``numpy.digitize(z, [tlo, thi])``. ``tlo = -inf, thi = +inf`` puts everything in resid; a nan
-    threshold or an empty selection gives nan shares (never a silent "all resid").
+    The bins are ``numpy.digitize(z, [tlo, max(tlo, thi)])``: a ``thi`` below ``tlo`` acts as ``tlo`` (keep wins,
+    resid is empty), so the three shares always partition the used rows. ``tlo = -inf, thi = +inf`` puts
+    everything in resid; a nan threshold or an empty selection gives nan shares (never a silent "all resid").
     """
     keep = use & (z < tlo)
-    rout = use & (z >= thi)
-    resid = use & ~(z < tlo) & ~(z >= thi)
+    rout = use & (z >= thi) & ~keep  # by mask, not by a host-side check of tlo <= thi
+    resid = use & ~keep & ~rout
     counts = torch.stack([keep.sum(), resid.sum(), rout.sum()]).to(STAT_DTYPE)
     out = counts / use.sum().to(STAT_DTYPE)
     return torch.where(torch.isnan(tlo) | torch.isnan(thi), _NAN, out)
@@ -53,7 +55,8 @@ def shares(
     ``[tlo, thi)`` and at/above ``thi``.
 
     tlo, thi    thresholds (0-d tensors or floats); nan thresholds give nan shares; ``-inf``/``+inf`` are allowed
-                (``shares(z, -inf, inf)`` is the warmup convention: everything resid).
+                (``shares(z, -inf, inf)`` is the warmup convention: everything resid). ``thi < tlo`` acts as
+                ``thi = tlo``: rows below tlo are keep, the others rout (each row counts once).
     mask        optional [N] bool selection.
     nan_policy  "propagate": a selected non-finite z makes the shares nan; "drop": it is left out.
     """
@@ -74,7 +77,7 @@ def shares(
 
 def _threshold(t: Tensor | float, device: torch.device) -> Tensor:
     if isinstance(t, Tensor):
-        return t.to(device=device, dtype=STAT_DTYPE).reshape(())
+        return to_device(t, device, STAT_DTYPE).reshape(())
     return torch.full((), float(t), dtype=STAT_DTYPE, device=device)  # a fill kernel, not a host copy
 
 
@@ -88,9 +91,7 @@ def project(act: Tensor, v_act: Tensor, dtype: torch.dtype | None = None) -> tup
         raise ValueError(f"act must be [N, D], got shape {tuple(act.shape)}")
     as_1d(v_act, "v_act", act.shape[1])
     dt = proj_dtype(act, dtype)
-    if v_act.device != act.device:
-        v_act = v_act.to(act.device)
-    v = v_act.to(dt)
+    v = to_device(v_act, act.device, dt)
     v_norm = torch.linalg.vector_norm(v)
     n, d = act.shape
     # On the CPU the upcast copy runs in row chunks that stay in cache (one [N, D] float64 copy would cost more
@@ -150,8 +151,8 @@ def qmass_from_sq(keep_sq: Tensor, quar_sq: Tensor) -> Tensor:
 
 
 def quarantine_mass(
-    g_keep: Iterable[Tensor | None],
-    g_quar: Iterable[Tensor | None],
+    g_keep: Tensor | Iterable[Tensor | None],
+    g_quar: Tensor | Iterable[Tensor | None],
     *,
     device: torch.device | str | None = None,
 ) -> Tensor:
@@ -167,13 +168,19 @@ def quarantine_mass(
     the global tensors they stand for: their shards are reduced over the device mesh here (one collective per
     mesh and placement pattern). Sparse gradients (``nn.Embedding(sparse=True)``) count with duplicate indices
     summed.
+    A bare tensor (an FSDP ``flat_param.grad``, a ``torch.cat`` of gradients) counts as one gradient.
     """
-    keep = list(g_keep)
-    quar = list(g_quar)
-    if device is None:
-        first = next((g for g in [*keep, *quar] if g is not None), None)
+    keep = _grad_list(g_keep)
+    quar = _grad_list(g_quar)
+    if device is None:  # non-tensor items are left to grad_sq_norm's TypeError, which says what was meant
+        first = next((g for g in [*keep, *quar] if isinstance(g, Tensor)), None)
         dev = first.device if first is not None else torch.device("cpu")
     else:
         dev = torch.device(device)
     with no_autocast(dev):
         return qmass_from_sq(grad_sq_norm(keep, dev), grad_sq_norm(quar, dev))
+
+
+def _grad_list(grads: Tensor | Iterable[Tensor | None]) -> list[Tensor | None]:
+    # iterating a tensor would split it into one 0-d tensor per element (and fail on a 0-d one)
+    return [grads] if isinstance(grads, Tensor) else list(grads)

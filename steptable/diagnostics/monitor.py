@@ -33,8 +33,10 @@ from steptable.diagnostics._util import (
     as_1d,
     as_stat,
     check_nan_policy,
+    check_nbins,
     labels_to_bool,
     no_autocast,
+    to_device,
 )
 from steptable.diagnostics.auc import auroc_core
 from steptable.diagnostics.measures import cosine_mean_core, project, qmass_from_sq, shares_core
@@ -50,12 +52,6 @@ _DEVICE_COLUMNS = COLUMNS[:-1]  # "stale" is a host counter
 _N_ROWS = 5  # score, label (1/0, nan if not finite), adv > 0 (1/0, nan if not finite), cosine, valid (1/0)
 _NAN = float("nan")
 _INF = float("inf")
-
-
-def _move(t: Tensor, device: torch.device) -> Tensor:
-    """Move an input to the monitor's device; non-blocking only towards an accelerator (a non-blocking copy to
-    the host could be read before it lands)."""
-    return t.to(device, non_blocking=device.type != "cpu")
 
 
 class PendingStats:
@@ -150,8 +146,7 @@ class RoutingMonitor(GraphedCompute):
         warm = min(1024, capacity) if warmup is None else warmup
         if not 0 <= warm <= capacity:
             raise ValueError(f"warmup must be in [0, capacity={capacity}], got {warm}")
-        if nbins < 3:
-            raise ValueError(f"nbins must be >= 3, got {nbins}")
+        nbins = check_nbins(nbins)
         if pad_to is not None and pad_to < 0:
             raise ValueError(f"pad_to must be >= 0, got {pad_to}")
         self.capacity = capacity
@@ -324,21 +319,21 @@ class RoutingMonitor(GraphedCompute):
         if act is not None and v_act is not None:
             if act.ndim != 2 or act.shape[0] != n:
                 raise ValueError(f"act must be [N={n}, D], got shape {tuple(act.shape)}")
-            proj, cos = project(_move(act, dev), _move(v_act, dev), self.proj_dtype)
+            proj, cos = project(to_device(act, dev), to_device(v_act, dev), self.proj_dtype)
         else:
             proj, cos = nan_row, nan_row
         if scores is not None:
             as_1d(scores, "scores", n)
-            s = as_stat(_move(scores, dev))
+            s = as_stat(to_device(scores, dev))
         else:
             s = proj
-        positive, label_ok = labels_to_bool(_move(hack, dev))
+        positive, label_ok = labels_to_bool(to_device(hack, dev))
         label = torch.where(label_ok, positive.to(STAT_DTYPE), _NAN)
         if adv is None:
             sel = torch.ones(n, dtype=STAT_DTYPE, device=dev)
         else:
             as_1d(adv, "adv", n)
-            a = _move(adv, dev)
+            a = to_device(adv, dev)
             sel = (a > 0).to(STAT_DTYPE)
             if a.is_floating_point():
                 sel = torch.where(torch.isfinite(a), sel, _NAN)

@@ -30,7 +30,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from steptable.diagnostics._util import STAT_DTYPE, as_1d, as_mask, as_stat, check_nan_policy, no_autocast
+from steptable.diagnostics._util import STAT_DTYPE, as_1d, as_mask, as_stat, check_nan_policy, check_nbins, no_autocast
 
 __all__ = ["multiotsu"]
 
@@ -149,8 +149,7 @@ def multiotsu(
                 left out of the histogram.
     """
     policy = check_nan_policy(nan_policy)
-    if nbins < 3:
-        raise ValueError(f"nbins must be >= 3 for a 3-class split, got {nbins}")
+    nbins = check_nbins(nbins)
     flat = values.reshape(-1)
     as_1d(flat, "values")
     if mask is not None:
