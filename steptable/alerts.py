@@ -227,15 +227,44 @@ def resumed_engine(store: Any, at: int, config: AlertConfig | None = None,
     restarted for the resumed rows to come. With ``old``, the engine it replaces (``config`` defaults to its), the
     run-long values old set before ``at`` carry over (:meth:`AlertEngine.carry`)."""
     eng = AlertEngine(config or (old.config if old is not None else None))
-    wanted = eng.config.watched()
     for a, b in replay_spans(store.index_of_step(at), eng.config):
-        for step, row, wall in zip(store.steps_between(a, b), store.rows(a, b), store.wall_times_between(a, b),
-                                   strict=True):
-            eng.update(step, {k: v for k, v in row.items() if k in wanted}, wall)
+        _feed(eng, store, a, b)
     if old is not None:
         eng.carry(old, at)
     eng.resumed()
     return eng
+
+
+#: the newest rows of a segment a resume replaces that are read for their alerts (about a quarter second's reading)
+MAX_REPLACED_ROWS = 5000
+
+
+def replaced_alerts(store: Any, start: int, config: AlertConfig | None = None) -> list[Alert]:
+    """The alerts of the rows from index ``start`` on, which a resume at that row is about to replace in ``store``
+    (a RunStore, its lock held): the crashed run's last steps, read after a bounded replay of the rows before
+    them, each alert saying the resume that replaced it. A reader that meets the file after the restart has only
+    these to say why the run was restarted (a NaN loss, a spike): its rows are gone from the store."""
+    eng = AlertEngine(config)
+    end = len(store)
+    first = max(start, end - MAX_REPLACED_ROWS)
+    for a, b in replay_spans(first, eng.config):
+        _feed(eng, store, a, b)
+    at = store.step_at(start)
+    return [Alert(x.level, x.step, x.column, x.kind, f"{x.message} (a row the resume at step {at} replaced)")
+            for x in _feed(eng, store, first, end, stalls=True)]
+
+
+def _feed(eng: AlertEngine, store: Any, a: int, b: int, stalls: bool = False) -> list[Alert]:
+    """Rows ``a:b`` of ``store`` (its watched cells) through ``eng``; their alerts (with ``stalls``, the gaps
+    between them too, as :func:`scan` checks them)."""
+    wanted = eng.config.watched()
+    out: list[Alert] = []
+    for step, row, wall in zip(store.steps_between(a, b), store.rows(a, b), store.wall_times_between(a, b),
+                               strict=True):
+        if stalls and math.isfinite(wall):
+            out.extend(eng.check_stall(wall))
+        out.extend(eng.update(step, {k: v for k, v in row.items() if k in wanted}, wall))
+    return out
 
 
 def scan(

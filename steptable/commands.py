@@ -120,8 +120,9 @@ def summary_command(args: argparse.Namespace) -> int:
 
 
 def _run_alerts(store: Any, now: float) -> list[Any]:
-    """A stored run's alerts for its summary: its rows replayed, then how its StepLogger's ``with`` block ended
-    where that was a crash or an interruption (its description, steptable.runinfo)."""
+    """A stored run's alerts for its summary: those of rows a resume replaced (RunStore.replaced), its rows replayed,
+    then how its StepLogger's ``with`` block ended where that was a crash or an interruption (its description,
+    steptable.runinfo)."""
     from steptable.alerts import AlertConfig, end_alert, scan
     from steptable.runinfo import closed_at
 
@@ -132,6 +133,7 @@ def _run_alerts(store: Any, now: float) -> list[Any]:
         store.wall_times if len(store.wall_times) else None,
         now=None if closed_at(info) is not None else now, resumes=set(store.resumes))
     end = end_alert(info, store.steps[-1]) if len(store.steps) else None
+    found = [*store.replaced, *found]  # the rows a resume replaced came first (why the run was restarted)
     return found if end is None else [*found, end]
 
 

@@ -284,6 +284,7 @@ def _alerts_for(run: RunLike, alerts: Mapping[str, Sequence[Alert]] | None) -> S
     cols = {k: run.column(k) for k in run.keys if k in _ROLE_KEYS}
     walls = run.wall_times if len(run.wall_times) == len(run.steps) else None
     found = scan(run.steps, cols, walls, AlertConfig(nan_missing=True), resumes=set(run.resumes))
+    found = [*getattr(run, "replaced", ()), *found]  # a RunStore's alerts of rows a resume replaced
     meta = getattr(run, "meta", None)  # a crash or an interruption of its StepLogger's ``with`` block
     end = end_alert(meta.get("runinfo"), run.steps[-1]) if isinstance(meta, dict) and len(run.steps) else None
     return found if end is None else [*found, end]

@@ -159,6 +159,14 @@ def test_entropy_second_episode_after_recovery() -> None:
     assert [a.kind for a in got] == ["entropy_collapse"] * 2 and 450 <= got[1].step <= 460
 
 
+def test_non_finite_counts_the_steps_it_was_finite_for() -> None:
+    """A run logging every 10th step, finite from step 10 to 790: "after 79 finite steps" (rows) read as a NaN
+    after a short run; it was finite for 790 steps."""
+    eng = AlertEngine(AlertConfig(flat_rows=0))
+    got = [a for s in range(10, 810, 10) for a in eng.update(s, {"loss": math.nan if s == 800 else 0.5})]
+    assert [a.message for a in got] == ["non-finite (nan) after 790 finite steps"]
+
+
 def test_entropy_rise_to_noise_is_said_once() -> None:
     # a policy drifting towards noise: entropy x5 over 20 steps, from a level well below where it began
     xs = [0.6 - 0.2 * i / 300 for i in range(300)] + [0.4 * (1 + i / 5) for i in range(20)] + [2.0] * 100

@@ -49,9 +49,14 @@ def _sparse_entropy_rise(rng: random.Random, s: int) -> Row:
     return row if s % 5 == 0 else {"step": s, "loss": rng.gauss(0, 0.02)}
 
 
+def _nan_in_the_middle(rng: random.Random, s: int) -> Row:
+    """A NaN loss at step 500 (out of the replay's reach at a resume at 1300), another at 1400: finite for 899."""
+    return {"step": s, "loss": math.nan if s in (500, 1400) else rng.gauss(0.5, 0.02)}
+
+
 @pytest.mark.parametrize(("make", "crash", "at"), [
     (_slow_collapse, 1250, 1200), (_grad_rise, 1350, 1300), (_entropy_rise, 1350, 1300),
-    (_sparse_entropy_rise, 1350, 1300)])
+    (_sparse_entropy_rise, 1350, 1300), (_nan_in_the_middle, 1350, 1300)])
 def test_a_resumed_engine_says_what_the_one_shot_read_says(tmp_path: Path, make: Any, crash: int, at: int) -> None:
     """The reward's peak, the grad norm's lowest level and the entropy's early level were set hundreds of rows before
     the resume, out of the bounded replay's reach: the live engine said the collapse late against a lower peak,

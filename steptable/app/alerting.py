@@ -93,6 +93,10 @@ class AlertScanner:
             n = len(store)
             resumes = list(getattr(store, "resumes", ()))
             last = fed.last
+            # rows a resume replaced before the engine read them (the app opened after a restart): their alerts
+            replaced = list(getattr(store, "replaced", ())[fed.replaced:])
+            missed = [a for a in replaced if last is None or a.step > last]
+            fed.replaced += len(replaced)
             if last is not None and len(resumes) > fed.resumes:  # rows from the earliest new resume step on are new
                 at = min(resumes[fed.resumes :])
                 last = min(last, at - 1)
@@ -109,12 +113,16 @@ class AlertScanner:
             fed.last = last
             ended = self._end(fed, store, n)
             if n <= start and not redo:
-                return self._say_end(rid, fed, ended)
+                if missed:
+                    self._post(AlertsFound(rid, missed))
+                return [*missed, *self._say_end(rid, fed, ended)]
             # only the rows to feed: copying whole columns for every new row cost ~50 ms a row at 1M rows
             steps = store.steps_between(start, n)
             cols = [(k, store.column_between(k, start, n)) for k in store.keys if k in wanted]
             walls = store.wall_times_between(start, n)
-        out: list[Alert] = []
+        out: list[Alert] = list(missed)
+        if missed:
+            self._post(AlertsFound(rid, missed))
         for step in sorted(redo):  # what changed in rows already fed: the cells merged in, or the inserted row
             row, keys = redo[step]
             out.extend(eng.update(step, {k: v for k, v in row.items() if k in wanted and (keys is None or k in keys)}))
@@ -171,6 +179,7 @@ class _Fed:
     resumes: int = 0
     version: int = -1
     ended: float | None = None  # the close an end alert was said for (a resumed run that dies again: again)
+    replaced: int = 0  # the store's alerts of replaced rows looked at so far (RunStore.replaced)
 
 
 def _feed(store: Any, eng: AlertEngine, cols: list[tuple[str, Any]], steps: Any, walls: Any, start: int,

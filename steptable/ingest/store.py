@@ -51,6 +51,8 @@ MAX_BAD_KEPT = 1000
 MAX_BAD_RECENT = 100
 #: in-place edits remembered; a viewer further behind than this starts over from its first row
 MAX_EDITS = 4096
+#: alerts kept of the rows resumes replaced (the first ones: a run restarted over and over says why the first time)
+MAX_REPLACED_ALERTS = 100
 #: keys that say nothing about whether two rows are the same measurement (resume vs merge test; endofrun's too)
 BOOKKEEPING_KEYS = frozenset(WALL_KEYS) | {"arm", "run"}
 
@@ -118,6 +120,7 @@ class RunStore(ColumnTable):
         self._clear_table()
         self._told_dropped = False
         self.resumes: list[int] = []
+        self.replaced: list[Any] = []  # alerts (steptable.alerts.Alert) of rows resumes replaced, the first ones
         self.step_key: str | None = None
         self.last_update: float | None = None
 
@@ -353,6 +356,7 @@ class RunStore(ColumnTable):
         i = bisect_left(self._steps, step)
         if i < n and self._steps[i] == step:
             if i < n - 1 and self._shares_keys(i, row):
+                self._note_replaced(i)
                 self._truncate(i)
                 self.resumes.append(step)
                 self._append([step], rows_to_cols([row]), None, now)
@@ -363,6 +367,15 @@ class RunStore(ColumnTable):
         self._insert_empty(i, step, now)  # out of order: an empty row in its place, then filled in
         self._merge(i, row, now)
         self._edited(step, None)
+
+    def _note_replaced(self, i: int) -> None:
+        """Before a resume drops rows ``i:``: their alerts, for a reader that meets the file after the restart (a
+        summary an hour later said "alerts 0" of a run restarted after a NaN loss)."""
+        from steptable.alerts import replaced_alerts  # (stdlib only; it reads stores, so not imported at the top)
+
+        room = MAX_REPLACED_ALERTS - len(self.replaced)
+        if room > 0:
+            self.replaced.extend(replaced_alerts(self, i)[:room])
 
     def _edited(self, step: int, keys: frozenset[str] | None) -> None:
         if len(self._edits) == self._edits.maxlen:
