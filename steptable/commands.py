@@ -30,9 +30,9 @@ def add_commands(sub: Any) -> None:
         "noise (2 standard errors).",
         epilog="Exit status: 0 when the runs were read, whatever their alerts say (error alerts included: read the "
         "alerts lines; `steptable tail --alerts-only PATH` exits 1 on an error alert); 2 for a usage error, a path "
-        "that does not exist, --columns that match no column at all, no metrics file found, no readable row, or a "
-        "run that could not be read (the summary "
-        "of what was read is still printed, except when nothing was found).",
+        "that does not exist, --columns that match no column at all, no metrics file found, no readable row (only "
+        "empty files: no rows yet), or a run that could not be read (the summary of what was read is still printed, "
+        "except when nothing was found).",
     )
     s.add_argument("paths", nargs="+", help="metrics files or directories")
     s.add_argument("--columns", default="", help="comma-separated keys to summarise (default: the table's columns, "
@@ -108,6 +108,9 @@ def summary_command(args: argparse.Namespace) -> int:
     sys.stdout.write(text if text.endswith("\n") else text + "\n")
     if follower.read_nothing():
         sys.stderr.write("steptable summary: no readable rows\n")
+        return 2
+    if not any(len(s) for s in stores):  # empty files only: nothing was checked, which must not pass for "fine"
+        sys.stderr.write(f"steptable summary: no rows yet in {sanitize(', '.join(str(s.path) for s in stores))}\n")
         return 2
     status = 2 if nothing_picked else 0
     for p in missing_paths(args.paths):  # a summary of some runs must not pass for one of all

@@ -368,7 +368,9 @@ def summarize(
     elif md:
         lines.append("")
     for tag, r in zip(tags, runs, strict=True):
-        first, *rest = alerts_text(_alerts_for(r, alerts), end=r.steps[-1] if len(r.steps) else None)
+        found = _alerts_for(r, alerts)
+        first, *rest = (alerts_text(found, end=r.steps[-1] if len(r.steps) else None) if found or len(r.steps)
+                        else ["alerts: none checked (no rows)"])  # "alerts 0" would pass for a clean run
         if md:  # alert lines quote keys from the file
             first, rest = md_escape(first), [md_escape(x) for x in rest]
         first = f"{tag} {first}" if multi else first

@@ -147,8 +147,8 @@ def test_arms_line_up() -> None:
 
 def test_empty_run_and_no_runs() -> None:
     empty = FakeRun("r", "", {}, [])
-    assert summarize([empty], now=NOW) == "r: no rows\nalerts 0\n"
-    assert summarize([empty], now=NOW, fmt="md") == "**r**: no rows\n\n- alerts 0\n"
+    assert summarize([empty], now=NOW) == "r: no rows\nalerts: none checked (no rows)\n"
+    assert summarize([empty], now=NOW, fmt="md") == "**r**: no rows\n\n- alerts: none checked (no rows)\n"
     assert summarize([], now=NOW) == "no runs\n"
 
 
