@@ -159,6 +159,17 @@ def test_entropy_second_episode_after_recovery() -> None:
     assert [a.kind for a in got] == ["entropy_collapse"] * 2 and 450 <= got[1].step <= 460
 
 
+def test_a_flat_episode_to_the_last_row_says_so_in_a_scan() -> None:
+    """A run dead from step 0 to 999 read "flat at 0 for 50 rows since step 0": a blip at the start, to an agent."""
+    steps = list(range(1000))
+    (dead,) = scan(steps, {"grad_norm": [0.0] * 1000})
+    assert (dead.step, dead.message) == (49, "flat at 0 for 1000 rows since step 0, still at the last row "
+                                               "(no learning signal?)")
+    # an episode that ended is said as it began
+    (over,) = scan(steps, {"grad_norm": [0.0] * 100 + noise(5, 900, 1.0, 0.1)})
+    assert over.message == "flat at 0 for 50 rows since step 0 (no learning signal?)"
+
+
 def test_non_finite_counts_the_steps_it_was_finite_for() -> None:
     """A run logging every 10th step, finite from step 10 to 790: "after 79 finite steps" (rows) read as a NaN
     after a short run; it was finite for 790 steps."""
