@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 from collections import deque
 from collections.abc import Collection, Mapping, Sequence
+from statistics import median
 from typing import Any
 
 from steptable import runinfo
@@ -238,6 +239,45 @@ def resumed_engine(store: Any, at: int, config: AlertConfig | None = None,
         eng.carry(old, at)
     eng.resumed()
     return eng
+
+
+#: per-row step times (seconds a step took) of trainers whose rows carry no clock: verl and TinyZero, tinker, ours
+STEP_TIME_KEYS = ("timing_s/step", "time/total", "perf/time_per_step", "t_step", "step_time", "time_per_step")
+
+
+def clockless_gap(store: Any, now: float,
+                  config: AlertConfig | None = None) -> tuple[float, float, str, int] | None:
+    """(seconds since its file was written, its usual step time, the key read, its last step) for a run whose rows
+    carry no clock (verl's file logger, tinker, a console log) when the file has been left alone for
+    ``stall_factor`` x the run's own step time (at least ``stall_min_s``); None otherwise, and for rows with a
+    clock (the engine's stall check reads those), a trainer_state.json (written at checkpoints only), a run
+    without a step-time column, or one whose last row says it finished (tinker's progress/done_frac of 1). Such a
+    run may also have ended: its trainer marks no end."""
+    c = config or AlertConfig()
+    with store.lock:
+        n = len(store)
+        last = store.last_update
+        key = next((k for k in STEP_TIME_KEYS if k in store.keys), None)
+        if not n or key is None or last is None or store.has_clock or store.kind == "trainer_state":
+            return None
+        times = [x for v in store.column_between(key, max(0, n - c.window), n)
+                 if (x := cell_float(v)) is not None and math.isfinite(x) and x > 0]
+        done = cell_float(store.value(n - 1, "progress/done_frac")) if "progress/done_frac" in store.keys else None
+        step = store.step_at(n - 1)
+    if len(times) < c.stall_min_rows or (done is not None and done >= 0.999):
+        return None
+    per, gap = median(times), now - last
+    return (gap, per, key, step) if gap > max(c.stall_factor * per, c.stall_min_s) else None
+
+
+def clockless_stall(store: Any, now: float, config: AlertConfig | None = None) -> Alert | None:
+    """:func:`clockless_gap` as the alert summary and ``tail --alerts-only`` give, at the run's last step."""
+    found = clockless_gap(store, now, config)
+    if found is None:
+        return None
+    gap, per, key, step = found
+    msg = f"stalled: file untouched for {fmt_age(gap)} ({_f(gap / per)}x its {_f(per)}s/step of {key}; or it ended)"
+    return Alert("W", step, "", "stall", msg)
 
 
 #: the newest rows of a segment a resume replaces that are read for their alerts (about a quarter second's reading)

@@ -126,17 +126,20 @@ def _run_alerts(store: Any, now: float) -> list[Any]:
     """A stored run's alerts for its summary: those of rows a resume replaced (RunStore.replaced), its rows replayed,
     then how its StepLogger's ``with`` block ended where that was a crash or an interruption (its description,
     steptable.runinfo)."""
-    from steptable.alerts import AlertConfig, end_alert, scan
+    from steptable.alerts import AlertConfig, clockless_stall, end_alert, scan
     from steptable.runinfo import closed_at
 
     info = store.meta.get("runinfo")
     watched = AlertConfig().watched()  # only the columns the detectors read (every column of a 1M-row run as
-    found = scan(  # cells took 1.75 GB). A run whose StepLogger was closed has ended: no stall check against now.
+    closed = closed_at(info) is not None  # cells took 1.75 GB). A run whose StepLogger was closed has ended: no
+    found = scan(  # stall check against now.
         store.steps, {k: store.cells(k) for k in store.keys if k in watched},
         store.wall_times if len(store.wall_times) else None,
-        now=None if closed_at(info) is not None else now, resumes=set(store.resumes))
+        now=None if closed else now, resumes=set(store.resumes))
     end = end_alert(info, store.steps[-1]) if len(store.steps) else None
     found = [*store.replaced, *found]  # the rows a resume replaced came first (why the run was restarted)
+    if not closed and (stall := clockless_stall(store, now)) is not None:  # rows without a clock of their own
+        found.append(stall)
     return found if end is None else [*found, end]
 
 

@@ -354,10 +354,14 @@ class Session:
 
     def check_stalls(self, now: float) -> dict[str, float]:
         """Runs not written for much longer than their usual row interval: run id -> seconds since the last row."""
+        from steptable.alerts import clockless_gap
+
         self.stalls = {}
         for rid, r in self.runs.items():
             if r.preview is None and not ended(r.store):  # a run whose StepLogger was closed has ended
                 gap = stalled_for(r.store.wall_times_between(-INTERVAL_WINDOW - 1), r.store.last_update, now)
+                if gap is None and (far := clockless_gap(r.store, now)) is not None:
+                    gap = far[0]  # no row clock and no rows seen arrive (the app opened after the hang)
                 if gap is not None:
                     self.stalls[rid] = gap
         return self.stalls

@@ -124,6 +124,11 @@ class RunStore(ColumnTable):
         self.step_key: str | None = None
         self.last_update: float | None = None
 
+    @property
+    def has_clock(self) -> bool:
+        """The rows carry their own wall-clock time (a ``ts``/``time`` key); else their times are arrival times."""
+        return self._wall_key is not None
+
     def __repr__(self) -> str:
         return f"RunStore({self.run!r}, arm={self.arm!r}, kind={self.kind!r}, rows={len(self)}, keys={len(self.keys)})"
 

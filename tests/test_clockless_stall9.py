@@ -1,0 +1,75 @@
+"""A run whose rows carry no clock (verl's file logger, tinker, a console log) that has not written its file for
+many of its own step times is said to have stalled, by summary and by the app opened after the hang."""
+
+from __future__ import annotations
+
+import os
+import random
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import run_cli, write_rows
+
+from steptable.app.session import Session
+from steptable.ingest import Follower
+
+
+def _verl(path: Path, n: int = 200, step_s: float = 72.0) -> Path:
+    rng = random.Random(0)
+    write_rows(path, [{"step": s, "data": {"actor/pg_loss": rng.gauss(0, 0.1),
+                                           "critic/score/mean": 0.5 + rng.gauss(0, 0.05),
+                                           "timing_s/step": step_s + rng.gauss(0, 2)}} for s in range(1, n + 1)])
+    return path
+
+
+def _age(path: Path, seconds: float) -> None:
+    t = time.time() - seconds
+    os.utime(path, (t, t))
+
+
+def test_a_verl_run_left_for_hours_is_stalled(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """summary said "upd 3h ago, alerts 0" of a verl run whose steps take 72 s: a run with a row clock of the same
+    age read "stalled"."""
+    path = _verl(tmp_path / "v" / "exp.jsonl")
+    _age(path, 3 * 3600)
+    rc, out, _ = run_cli(["summary", str(tmp_path)], capsys)
+    assert rc == 0 and "W step 200 stalled: file untouched for 3h (" in out and "timing_s/step; or it ended)" in out
+    _age(path, 5 * 60)  # four step times: a step under way
+    rc, out, _ = run_cli(["summary", str(tmp_path)], capsys)
+    assert "stalled" not in out and "alerts 0" in out, out
+
+
+def test_the_app_opened_after_the_hang_sees_it(tmp_path: Path) -> None:
+    path = _verl(tmp_path / "v" / "exp.jsonl")
+    _age(path, 3 * 3600)
+    f = Follower([tmp_path])
+    f.scan()
+    session = Session()
+    for rid, store in f.stores.items():
+        session.update(rid, store)
+    (gap,) = session.check_stalls(time.time()).values()
+    assert gap == pytest.approx(3 * 3600, abs=60)
+
+
+@pytest.mark.parametrize("case", ["done", "clockless_no_step_time", "trainer_state"])
+def test_no_stall_where_the_run_says_it_finished_or_nothing_tells_its_pace(tmp_path: Path, case: str,
+                                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    rows: list[dict[str, Any]]
+    if case == "done":  # tinker's last row says the run is done
+        rows = [{"step": s, "env/all/reward/total": 0.5, "time/total": 60.0, "progress/done_frac": s / 100}
+                for s in range(1, 101)]
+        path = tmp_path / "t" / "metrics.jsonl"
+        write_rows(path, rows)
+    elif case == "clockless_no_step_time":
+        path = tmp_path / "g" / "metrics.jsonl"
+        write_rows(path, [{"step": s, "loss": 0.5} for s in range(100)])
+    else:  # written at checkpoints only: its age says nothing of the run's
+        path = tmp_path / "checkpoint-100" / "trainer_state.json"
+        path.parent.mkdir()
+        path.write_text('{"global_step": 100, "log_history": ['
+                        + ",".join(f'{{"step": {s}, "loss": 0.5, "step_time": 60.0}}' for s in range(1, 101)) + "]}")
+    _age(path, 3 * 3600)
+    rc, out, err = run_cli(["summary", str(tmp_path)], capsys)
+    assert rc == 0 and "stalled" not in out, (out, err)
