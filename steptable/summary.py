@@ -14,13 +14,15 @@ Definitions
   strings numbers; NaN (missing in stored columns) and other text are skipped, and so is inf, except that
   ``last`` is the column's last number even when it is inf or a logged NaN (a KL gone to inf must not read as its
   last finite value; with ``cells()`` an absent cell is None, told apart from a logged NaN). ``-``: no value.
-- tr% (the recent trend) = 100 * (median of the last 10% of the values - median of the 10% before) /
-  max(|median before|, median |x| / 4, noise), rounded to an integer (``+12``, ``-3``), and ``0`` when the
-  difference is within the noise: under 2 standard errors of the two medians. The noise (the sd of one value about
-  the series' local level) comes from successive differences, so a slope is not taken for noise; it and |x| are
-  read over the last 20% of the values (at least the last 20). Flat noise therefore reads ``0`` (not +57 for
-  N(0.05, 0.3)); a move beyond it keeps its sign and size relative to the level, and the median |x| and noise
-  terms keep columns that cross zero readable. A series that wanders (autocorrelated) shows its wandering.
+- tr% (the recent trend) = 100 * (mean of the last 10% of the values - mean of the 10% before, each without its
+  top and bottom tenth) / max(|mean before|, median |x| / 4, noise), rounded to an integer (``+12``, ``-3``), and
+  ``0`` when the difference is within the noise: under 2 standard errors of the two trimmed means (a median of
+  values on a grid, a reward that is a mean of 32 outcomes, moved by whole grid steps: false trends). The noise
+  (the sd of one value about the series' local level) comes from successive differences, so a slope is not taken
+  for noise; it and |x| are read over the last 20% of the values (at least the last 20). Flat noise therefore
+  reads ``0`` (not +57 for N(0.05, 0.3)); a move beyond it keeps its sign and size relative to the level, and the
+  median |x| and noise terms keep columns that cross zero readable. A series that wanders (autocorrelated) shows
+  its wandering.
 - rate: median over the last 200 row pairs of seconds per step: ``1.93s/step`` at 1 s/step or slower, else
   ``120 step/min``.
 - key columns (when ``columns`` is None; step / time keys excluded), at most ``max_columns`` per group of runs

@@ -14,6 +14,7 @@ import os
 import shutil
 from collections import Counter
 from collections.abc import Collection, Mapping, Sequence
+from datetime import datetime, timezone
 from typing import Any, TextIO
 
 from steptable import render, runinfo
@@ -21,6 +22,7 @@ from steptable.alerts import Alert, AlertEngine, end_alert, resumed_engine
 from steptable.columns import Col
 from steptable.formatting import md_escape, sanitize, unique_name
 from steptable.ingest import Follower, RunStore
+from steptable.ingest.table import WALL_KEYS, epoch_seconds
 from steptable.outcells import csv_cell, csv_text, inert_json
 from steptable.schemas import (
     Schema,
@@ -33,7 +35,7 @@ from steptable.schemas import (
     steps_outgrown,
     widened,
 )
-from steptable.schemas.base import auto_col, own_step_keys, sample_values, unmatched
+from steptable.schemas.base import auto_col, own_step_keys, sample_values, step_key_of, unmatched
 from steptable.schemas.headers import look, short_headers
 from steptable.schemas.registry import logged_schema, unused_files
 from steptable.summary import run_label
@@ -43,10 +45,11 @@ DEFAULT_WIDTH = 200  # cells, when stdout is not a terminal (an agent pays for e
 
 
 class _Layout:
-    """The columns of one schema group and their compiled row renderer."""
+    """The columns of one schema group, their compiled row renderer and the key of the step column (the runs' own
+    step key, ``iteration``, where they all share it)."""
 
-    def __init__(self, schema: Schema, cols: tuple[Col, ...]) -> None:
-        self.schema, self.cols = schema, cols
+    def __init__(self, schema: Schema, cols: tuple[Col, ...], step_key: str) -> None:
+        self.schema, self.cols, self.step_key = schema, cols, step_key
         self.render_row = render.compile_row(cols)
 
 
@@ -113,7 +116,8 @@ class Tail:
             if a.format in ("csv", "md") and not patterns:  # every key the jsonl rows carry, the table's first
                 cols += widened(_rest(group, schema, cols), self.tried)
             old = next((self.of[s.run] for s in group if s.run in self.of), None)
-            lay = old if old is not None and old.cols == cols and old.schema is schema else _Layout(schema, cols)
+            lay = old if old is not None and old.cols == cols and old.schema is schema else _Layout(
+                schema, cols, step_key_of(group))
             out.update((s.run, lay) for s in group)
         if left_out and not self.fit_told and not a.alerts_only:  # once: an agent must know columns are hidden
             self.fit_told = True
@@ -192,7 +196,10 @@ class Tail:
             # out again and re-print the header of each run whose layout changed.
             self.keys_seen = keys
             self.of = self._layouts(stores)  # (a changed layout gets its header: head_of is not it)
-            want = dict.fromkeys(c.key for s in stores for c in self.of[s.run].cols)
+            # CSV's step column is "step" whatever the runs call it (rows carry their step as "step" too): one
+            # name for a run keyed by ``iteration`` alone and beside a run keyed by ``step``
+            lays = [self.of[s.run] for s in stores]
+            want = dict.fromkeys("step" if c.key == lay.step_key else c.key for lay in lays for c in lay.cols)
             self.csv_want = list(want)  # the union of the runs' columns, first run's first
         for store in stores:
             self.arm_of[store.run] = store.arm
@@ -278,7 +285,8 @@ class Tail:
             return
         lay = self.of[run]
         if a.format == "jsonl":
-            keep = {k for c in lay.cols for k in (c.key, *c.aliases)} if a.columns else None  # --columns here too
+            # --columns here too; "step" (the run's step, whatever its file calls it) is kept, as in the table
+            keep = {"step"} | {k for c in lay.cols for k in (c.key, *c.aliases)} if a.columns else None
             for r in rows:
                 rec: dict[str, Any] = {"run": run, "arm": store.arm}
                 for key, v in r.items():  # a row's own "run" (a W&B name) is kept as "run~2", never taken for ours
@@ -361,9 +369,13 @@ class Tail:
             self.out.write("|" + "|".join("---:" if c.align == "right" else ":---" for c in cols) + "|\n")
             self.head_of = lay
             self.need_head.discard(store.run)
+        clocks = [i for i, c in enumerate(cols) if c.key in WALL_KEYS]
         for r in rows:
-            cells = [md_escape(x.strip()) for x in render.cells(cols, r)]
-            self.out.write("| " + " | ".join(cells) + " |\n")
+            cells = render.cells(cols, r)
+            for i in clocks:  # a unix time as the time it is, not 1.8e9 on every row (csv and jsonl keep the number)
+                if (t := epoch_seconds(r.get(cols[i].key))) is not None:
+                    cells[i] = datetime.fromtimestamp(t, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+            self.out.write("| " + " | ".join(md_escape(x.strip()) for x in cells) + " |\n")
 
     def _alerts(
         self,
