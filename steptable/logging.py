@@ -1,14 +1,19 @@
 """setup_logging(): token-cheap loguru sinks for a training run.
 
-stdout gets one ASCII level icon and the message (``I  step   rew ...``), written through ``tqdm.write`` so progress
-bars survive; colour only on a terminal. A verbose file beside it gets timestamps and DEBUG lines.
+stdout gets one ASCII level icon and the message (``I  step   rew ...``), written between tqdm's progress bars (cleared
+and redrawn around it) and flushed at once; colour only on a terminal. A verbose file beside it gets timestamps and
+DEBUG lines, and steptable's own notices (which go to stderr, also between the bars).
 """
 
 from __future__ import annotations
 
 import errno
 import os
+import stat
 import sys
+import threading
+import time
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -23,6 +28,7 @@ from steptable.writer import open_append
 ICONS = {"TRACE": "T", "DEBUG": "D", "INFO": "I", "SUCCESS": "S", "WARNING": "W", "ERROR": "E", "CRITICAL": "C"}
 
 _handler_ids: list[int] = []
+_file_sink: FileSink | None = None  # the verbose file, which steptable's notices also go to
 _removed_default = False
 
 
@@ -42,28 +48,31 @@ def use_colour(stream: Any = None) -> bool:
 
 
 class ConsoleSink:
-    """A loguru sink that writes through ``tqdm.write`` and never raises into the caller.
+    """A loguru sink that writes between tqdm's bars, flushes, and never raises into the caller (a Ctrl-C excepted).
 
     A stdout that is gone (a closed pipe or file) is reported once on stderr and the console stays silent after it;
-    a failure that may pass (a full non-blocking pipe or pty, a full disk under a redirect) costs only the messages
-    written while it lasts. Either way the rows still reach the JSONL and the verbose file.
+    any other failure (a full non-blocking pipe or pty, a full disk under a redirect, a replaced stdout raising) is
+    reported once too and costs only the messages written while it lasts. Either way the rows still reach the JSONL
+    and the verbose file.
     """
 
     def __init__(self) -> None:
         self.failed: BaseException | None = None
 
     def __call__(self, message: Any) -> None:
-        if self.failed is not None:
+        out = sys.stdout
+        if self.failed is not None or out is None:
             return
         text = str(message)
         try:
             try:
-                tqdm.write(text, file=sys.stdout, end="")
+                write_between_bars(out, text)
             except UnicodeEncodeError:  # a stdout that cannot encode a character (PYTHONIOENCODING=ascii, C locale)
-                enc = getattr(sys.stdout, "encoding", None) or "ascii"
-                tqdm.write(encodable(text, enc), file=sys.stdout, end="")
+                write_between_bars(out, encodable(text, getattr(out, "encoding", None) or "ascii"))
         except Exception as e:  # OSError / ValueError from a closed stream, or anything a replaced stdout raises
-            gone = not isinstance(e, OSError) or e.errno in _GONE
+            raise_interrupt(e)
+            gone = (isinstance(e, OSError) and e.errno in _GONE) or (
+                isinstance(e, ValueError) and not isinstance(e, UnicodeError))  # ("I/O operation on closed file")
             if gone:
                 self.failed = e
             what = "" if gone else "; lines are dropped while it fails"
@@ -75,6 +84,32 @@ class ConsoleSink:
 
 #: errors after which stdout will not come back (any other OSError, e.g. EAGAIN or ENOSPC, may pass)
 _GONE = frozenset({errno.EPIPE, errno.EBADF, errno.ECONNRESET, errno.ENXIO, errno.ENODEV})
+
+
+def write_between_bars(stream: Any, text: str) -> None:
+    """``text`` on ``stream``, flushed at once, with tqdm's bars cleared before and redrawn after it (under tqdm's
+    lock, so no other thread's bar lands inside it). Left in Python's buffer, a pipe or file (nohup, sbatch,
+    ``| tee``) would get rows kilobytes late, glued after a bar's text, and lose them to a SIGKILL."""
+    with tqdm.external_write_mode(file=stream):
+        stream.write(text)
+        flush = getattr(stream, "flush", None)
+        if flush is not None:
+            flush()
+
+
+def raise_interrupt(e: BaseException) -> None:
+    """Raise the Ctrl-C (or a signal handler's SystemExit) behind ``e``, if any: one that lands in tqdm's lock
+    comes out as the RuntimeError of releasing a lock never taken, and swallowing that would keep training on."""
+    seen: set[int] = set()
+    todo: list[BaseException] = [e]
+    while todo:
+        cur = todo.pop()
+        if id(cur) in seen:
+            continue
+        seen.add(id(cur))
+        if not isinstance(cur, Exception):
+            raise cur from None
+        todo.extend(x for x in (cur.__cause__, cur.__context__) if x is not None)
 
 
 def encodable(text: str, encoding: str) -> str:
@@ -93,26 +128,80 @@ def encodable(text: str, encoding: str) -> str:
     return "".join(out)
 
 
+#: how often (seconds) the verbose file's path is looked at, for a file deleted or moved away under the run
+GONE_CHECK_S = 1.0
+
+
 class FileSink:
     """The verbose log file as a loguru sink: opened on first use, flushed per message, never raising. A failure
-    (disk full, the directory deleted) is reported once; later messages try again."""
+    (disk full) is reported once; later messages try again. A file deleted or moved away (its directory deleted) is
+    reported once and made again at its path.
 
-    def __init__(self, path: Path) -> None:
+    ``where``, when given, says which path the file should have now (a rank learnt after setup_logging moves it).
+    """
+
+    def __init__(self, path: Path, where: Callable[[], Path] | None = None) -> None:
         self.path = path
+        self._where = where
         self._fh: Any = None
+        self._checked = 0.0  # when the path was last seen to lead to the open file
+        self.stopped = False
 
     def write(self, message: Any) -> None:
+        with _file_lock:  # (loguru's handler lock does not cover note())
+            told = self._write(str(message))
+        for topic, text in told:  # (said outside the lock: say() takes tqdm's, which a caller may hold)
+            report_once(topic, text, to_file=False)
+
+    def note(self, text: str) -> None:
+        """One of steptable's notices, a line in the file's format."""
+        if not self.stopped:
+            self.write(f"{datetime.now():%Y-%m-%d %H:%M:%S.%f}"[:-3] + f" | WARNING  | steptable | {text}\n")
+
+    def _write(self, text: str) -> list[tuple[str, str]]:
+        told = []
         try:
+            if self._where is not None and (path := self._where()) != self.path:
+                self._close()
+                self.path = path
+            if self._fh is not None and self._gone():
+                self._close()
+                told.append((f"logfile-gone:{self.path}", f"steptable: the verbose log {self.path} was deleted or "
+                             "moved during the run; lines from here on go to a new file at that path"))
             if self._fh is None:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
                 self._fh = open(open_append(self.path), "a", encoding="utf-8", errors="replace")
-            self._fh.write(str(message))
+                self._checked = time.monotonic()
+            self._fh.write(text)
             self._fh.flush()
         except (OSError, ValueError) as e:
-            self.stop()
-            report_once(f"logfile-write:{self.path}", f"steptable: cannot write the verbose log {self.path} ({e})")
+            self._close()
+            told.append((f"logfile-write:{self.path}", f"steptable: cannot write the verbose log {self.path} ({e})"))
+        return told
+
+    def _gone(self) -> bool:
+        """Does the path no longer lead to the open file? Asked at most once a second (two stat calls)."""
+        now = time.monotonic()
+        if now - self._checked < GONE_CHECK_S:
+            return False
+        self._checked = now
+        st = os.fstat(self._fh.fileno())
+        if not stat.S_ISREG(st.st_mode):  # (a FIFO or /dev/stdout at the path: nothing to make again)
+            return False
+        try:
+            at = os.stat(self.path)
+        except FileNotFoundError:
+            return True
+        except OSError:  # (unreadable now: the open file may still be the right one)
+            return False
+        return (at.st_dev, at.st_ino) != (st.st_dev, st.st_ino)
 
     def stop(self) -> None:
+        """(loguru, when the handler is removed: notices stop too)"""
+        self.stopped = True
+        self._close()
+
+    def _close(self) -> None:
         if self._fh is not None:
             try:
                 self._fh.close()
@@ -121,8 +210,62 @@ class FileSink:
             self._fh = None
 
 
+_file_lock = threading.RLock()
+
+
+def _after_fork_in_child() -> None:
+    global _file_lock
+    _file_lock = threading.RLock()  # another thread of the parent may have held it at the fork
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
 def _console_record(record: Any) -> bool:
     return bool(record["extra"].get("steptable_console", True))
+
+
+class _Rank:
+    """The global rank, asked again while it reads 0: set up before init_process_group (a
+    torch.multiprocessing.spawn worker has no RANK variable), every process reads 0 until its group exists. A
+    non-zero rank does not change. (global_rank never imports torch: a few dictionary look-ups a message.)"""
+
+    def __init__(self) -> None:
+        self.value = global_rank()
+
+    def __call__(self) -> int:
+        if self.value == 0:
+            self.value = global_rank()
+        return self.value
+
+
+class _ConsoleFilter:
+    """Rank 0 shows ``level`` and up; another rank warnings and errors only."""
+
+    def __init__(self, rank: _Rank, level: int) -> None:
+        self.rank = rank
+        self.level = level
+
+    def __call__(self, record: Any) -> bool:
+        if not _console_record(record):
+            return False
+        return bool(record["level"].no >= (self.level if self.rank() == 0 else _WARNING))
+
+
+class _ConsoleFormat:
+    """The icon, ``[rN] `` on a non-zero rank, and the message."""
+
+    def __init__(self, rank: _Rank, colourise: bool) -> None:
+        self.rank = rank
+        self.icon = "<level>{level.icon}</level> " if colourise else "{level.icon} "
+
+    def __call__(self, record: Any) -> str:
+        rank = self.rank.value  # (as the console filter, which passed this record, has just found it)
+        return self.icon + ("" if rank == 0 else f"[r{rank}] ") + "{message}\n{exception}"
+
+
+_WARNING = 30  # loguru's WARNING
 
 
 _reported: set[str] = set()
@@ -133,21 +276,46 @@ def installed() -> bool:
     return bool(_handler_ids)
 
 
-def report_once(topic: str, text: str) -> None:
-    """Say ``text`` on stderr the first time ``topic`` comes up; never raises."""
+def report_once(topic: str, text: str, to_file: bool = True) -> None:
+    """Say ``text`` the first time ``topic`` comes up (see :func:`say`); never raises."""
     if topic in _reported:
         return
     _reported.add(topic)
-    say(text)
+    say(text, to_file)
 
 
-def say(text: str) -> None:
-    """``text`` on stderr, a line; never raises."""
-    try:
-        sys.stderr.write(text.rstrip("\n") + "\n")
-        sys.stderr.flush()
-    except Exception:  # stderr gone too: nothing left to tell
-        pass
+_owner_pid = os.getpid()  # the process whose tqdm bars and verbose file say() may use (setup_logging's)
+
+
+def say(text: str, to_file: bool = True) -> None:
+    """``text`` on stderr, a line, between tqdm's bars; and in the verbose file when setup_logging made one (not
+    ``to_file`` from inside that file's sink). Never raises (a Ctrl-C that lands in it goes on)."""
+    line = text.rstrip("\n")
+    err = sys.stderr
+    if err is not None:
+        written = False
+        if os.getpid() == _owner_pid:  # (in a forked child tqdm's lock may be held for good, and its bars are stale)
+            try:
+                with tqdm.external_write_mode(file=err):
+                    written = True
+                    err.write(line + "\n")
+                    err.flush()
+            except Exception as e:
+                raise_interrupt(e)
+        if not written:  # a forked child, or a bar that could not be cleared: plainly
+            try:
+                err.write(line + "\n")
+                err.flush()
+            except Exception:  # stderr gone too: nothing left to tell
+                pass
+    sink = _file_sink
+    if to_file and sink is not None and os.getpid() == _owner_pid:
+        # Into the file directly, not through loguru: its other sinks (the console's, one the trainer added on
+        # stderr) would show it a second time.
+        try:
+            sink.note(line)
+        except Exception:
+            pass
 
 
 _log_paths: dict[tuple[str, str, int], Path] = {}
@@ -166,13 +334,15 @@ def setup_logging(
     keep writing to the same verbose file within a process. On a non-zero distributed rank the
     console shows warnings and errors only, prefixed with the rank, and the file is suffixed with it.
     """
-    global _removed_default
+    global _removed_default, _file_sink, _owner_pid
     for hid in _handler_ids:
         try:
             logger.remove(hid)
         except ValueError:
             pass
     _handler_ids.clear()
+    _file_sink = None
+    _owner_pid = os.getpid()
     if not _removed_default:
         # loguru's own stderr handler would print every row a second time, in its long format.
         try:
@@ -183,31 +353,27 @@ def setup_logging(
     for name, icon in ICONS.items():
         logger.level(name, icon=icon)
 
-    rank = global_rank()
+    # Set up before init_process_group (torch.multiprocessing.spawn), a process reads rank 0 until its group
+    # exists: the sinks ask again then, so its console and file become its rank's.
+    rank = _Rank()
     colourise = use_colour() if colour is None else colour
-    prefix = "" if rank == 0 else f"[r{rank}] "
-    fmt = ("<level>{level.icon}</level> " if colourise else "{level.icon} ") + prefix.replace("{", "{{") + "{message}"
+    level_no = _level_no(level)
     _handler_ids.append(
         logger.add(
             ConsoleSink(),
-            level=level if rank == 0 else "WARNING",
-            format=fmt,
+            level=min(level_no, _WARNING),
+            format=_ConsoleFormat(rank, colourise),
             colorize=colourise,
-            filter=_console_record,
+            filter=_ConsoleFilter(rank, level_no),
         )
     )
 
     directory = Path(log_dir)
-    # The same run set up again in this process keeps its verbose file (a second stamp would split the log).
-    key = (str(run_id), os.path.abspath(directory), rank)
-    path = _log_paths.get(key)
-    if path is None:
-        stamp = datetime.now().strftime("%Y%m%dT%H%M%S")
-        suffix = "" if rank == 0 else f".rank{rank}"
-        path = _log_paths[key] = directory / f"{stamp}_{_safe_name(run_id)}{suffix}.log"
+    where = (str(run_id), os.path.abspath(directory))  # (absolute: a later os.chdir must not move the file)
+    path = _log_path(where, rank.value)
     try:
         directory.mkdir(parents=True, exist_ok=True)
-        sink = FileSink(path)
+        sink = FileSink(path, (lambda: _log_path(where, rank())) if rank.value == 0 else None)
         sink.write("")  # open it now, so a directory that cannot hold it is reported here
         if sink._fh is not None:
             _handler_ids.append(
@@ -219,8 +385,28 @@ def setup_logging(
                     catch=True,
                 )
             )
+            _file_sink = sink if _level_no(file_level) <= _WARNING else None
     except OSError as e:
         report_once(f"logfile:{path}", f"steptable: cannot open the verbose log {path} ({e}); console only")
+    return directory / path.name
+
+
+def _level_no(level: str | int) -> int:
+    return logger.level(level).no if isinstance(level, str) else int(level)
+
+
+_stamps: dict[tuple[str, str], str] = {}
+
+
+def _log_path(where: tuple[str, str], rank: int) -> Path:
+    """The verbose file of run ``where`` (run id, absolute directory) on ``rank``. The same run set up again in this
+    process keeps its file (a second stamp would split the log); a rank learnt later gets the run's stamp."""
+    key = (*where, rank)
+    path = _log_paths.get(key)
+    if path is None:
+        stamp = _stamps.setdefault(where, datetime.now().strftime("%Y%m%dT%H%M%S"))
+        suffix = "" if rank == 0 else f".rank{rank}"
+        path = _log_paths[key] = Path(where[1]) / f"{stamp}_{_safe_name(where[0])}{suffix}.log"
     return path
 
 

@@ -1,0 +1,225 @@
+"""setup_logging's sinks under what a real run does to them: stdout a pipe (nohup, sbatch, ``| tee``), a Ctrl-C that
+lands inside tqdm, a progress bar on stderr, the log directory deleted, a rank learnt after setup_logging."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+import types
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from loguru import logger
+from tqdm import tqdm
+
+import steptable.logging as st_logging
+from steptable import Col, StepLogger, setup_logging
+
+COLS = [Col("step", 4, "step", "d", "step"), Col("loss", 7, "loss", "+.3f", "loss")]
+
+
+@pytest.fixture(autouse=True)
+def _own_sinks() -> Iterator[None]:
+    """The sinks a test set up go with it (they write to the sys.stdout of the moment, a test's fake one)."""
+    yield
+    for hid in st_logging._handler_ids:
+        try:
+            logger.remove(hid)
+        except ValueError:
+            pass
+    st_logging._handler_ids.clear()
+    st_logging._file_sink = None
+
+
+def _env() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}  # (buffering is what is tested)
+
+
+def test_a_row_reaches_a_piped_stdout_while_the_run_goes_on(tmp_path: Path) -> None:
+    """Held in Python's 8 KB buffer, a slow loop's rows reached a pipe or file hours late, and never on a SIGKILL.
+    The child logs a row, says so on stderr, and waits: the row is in the pipe by then."""
+    code = textwrap.dedent(
+        """
+        import sys
+        from steptable import Col, StepLogger, setup_logging
+        setup_logging("pipe", log_dir=sys.argv[1])
+        sl = StepLogger([Col("step", 4, "step", "d", "step")], run_dir=sys.argv[2], alerts=False)
+        sl.log({"step": 7})
+        sys.stderr.write("logged\\n"); sys.stderr.flush()
+        sys.stdin.readline()
+        sl.close()
+        """
+    )
+    proc = subprocess.Popen([sys.executable, "-c", code, str(tmp_path / "logs"), str(tmp_path / "arm")],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env())
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+    try:
+        told: list[bytes] = []
+        for line in iter(proc.stderr.readline, b""):
+            told.append(line)
+            if line == b"logged\n":
+                break
+        os.set_blocking(proc.stdout.fileno(), False)
+        try:
+            early = os.read(proc.stdout.fileno(), 1 << 16)
+        except BlockingIOError:  # nothing in the pipe
+            early = b""
+    finally:
+        proc.stdin.close()
+        proc.wait(60)
+    assert b"logged\n" in told, told
+    assert b"I    7\n" in early, early
+
+
+def test_each_console_message_is_flushed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[str] = []
+
+    class Recorder:
+        encoding = "utf-8"
+
+        def write(self, text: str) -> int:
+            calls.append(f"write {text!r}")
+            return len(text)
+
+        def flush(self) -> None:
+            calls.append("flush")
+
+    monkeypatch.setattr(sys, "stdout", Recorder())
+    setup_logging("flushed", log_dir=tmp_path / "logs", colour=False)
+    logger.info("one")
+    logger.info("two")
+    assert calls == ["write 'I one\\n'", "flush", "write 'I two\\n'", "flush"]
+
+
+def test_ctrl_c_inside_tqdm_write_is_not_swallowed(tmp_path: Path) -> None:
+    """A Ctrl-C landing in tqdm's lock comes out of tqdm.write as RuntimeError('cannot release un-acquired lock'):
+    taken for a dead stdout, it silenced the console for good and training went on."""
+    code = textwrap.dedent(
+        """
+        import sys
+        from tqdm import tqdm
+        from steptable import Col, StepLogger, setup_logging
+        setup_logging("kbi", log_dir=sys.argv[1], colour=False)
+        lock = tqdm.get_lock()
+
+        class Once:  # the KeyboardInterrupt arrives while tqdm.write takes its (last) lock
+            def __init__(self, real):
+                self.real, self.armed = real, False
+            def acquire(self, *a, **k):
+                if self.armed:
+                    self.armed = False
+                    raise KeyboardInterrupt
+                return self.real.acquire(*a, **k)
+            def release(self):
+                return self.real.release()
+
+        trap = Once(lock.locks[-1])
+        lock.locks[-1] = trap
+        sl = StepLogger([Col("step", 4, "step", "d", "step")], run_dir=sys.argv[2], alerts=False, header_every=0)
+        sl.log({"step": 0})
+        trap.armed = True
+        try:
+            sl.log({"step": 1})
+            print("swallowed", file=sys.stderr)
+        except KeyboardInterrupt:
+            print("interrupted", file=sys.stderr)
+        sl.log({"step": 2})  # (a trainer that saves a checkpoint on Ctrl-C and logs on): the console still works
+        sl.close()
+        """
+    )
+    proc = subprocess.run([sys.executable, "-c", code, str(tmp_path / "logs"), str(tmp_path / "arm")],
+                          capture_output=True, text=True, timeout=60, env=_env())
+    assert "interrupted" in proc.stderr and "swallowed" not in proc.stderr, proc.stderr
+    assert "I    0\n" in proc.stdout and "I    2\n" in proc.stdout, proc.stdout
+
+
+def test_a_stdout_raising_something_else_is_reported_once_and_tried_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Only a closed or broken stream is gone for good; a RuntimeError (a replaced stdout's, tqdm's) may pass."""
+    lines: list[str] = []
+
+    class Hiccup:
+        calls = 0
+
+        def write(self, text: str) -> int:
+            Hiccup.calls += 1
+            if Hiccup.calls in (2, 4):
+                raise RuntimeError("busy")
+            lines.append(text)
+            return len(text)
+
+        def flush(self) -> None:
+            pass
+
+    monkeypatch.setattr(sys, "stdout", Hiccup())
+    setup_logging("hiccup", log_dir=tmp_path / "logs", colour=False)
+    for n in range(5):
+        logger.info(f"line {n}")
+    assert lines == ["I line 0\n", "I line 2\n", "I line 4\n"]
+    assert capsys.readouterr().err.count("console output failed (RuntimeError('busy'))") == 1
+
+
+def test_notices_clear_the_bar_and_reach_the_verbose_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], captured: list[str]
+) -> None:
+    """steptable's own notices were glued after a progress bar's text and missing from the verbose log."""
+    path = setup_logging("notices", log_dir=tmp_path / "logs", colour=False)
+    bar = tqdm(total=4, desc="train", file=sys.stderr)
+    bar.update(1)
+    st_logging.say("steptable: notice one")
+    with StepLogger(COLS, run_dir=tmp_path / "arm", alerts=False) as sl:
+        sl.log({"step": 2.5, "loss": 0.1})  # a fractional step: reported once
+    bar.close()
+    out, err = capsys.readouterr()
+    assert "\rsteptable: notice one\n" in err and "]steptable" not in err, repr(err)
+    assert err.count("is not a whole number") == 1
+    text = path.read_text()
+    assert text.count("| WARNING  | steptable | steptable: notice one\n") == 1
+    assert text.count("is not a whole number") == 1
+    # not shown a second time by the console sink, nor by another loguru sink (the trainer's own)
+    assert "notice one" not in out and "whole number" not in out
+    assert not any("notice one" in line or "whole number" in line for line in captured)
+
+
+def test_a_deleted_log_directory_is_reported_once_and_made_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    now = [100.0]
+    monkeypatch.setattr(st_logging, "time", types.SimpleNamespace(monotonic=lambda: now[0]), raising=False)
+    logs = tmp_path / "logs"
+    path = setup_logging("deleted", log_dir=logs, colour=False)
+    logger.info("one")
+    shutil.rmtree(logs)
+    logger.info("two")  # within the second: not looked at yet (it goes to the deleted file)
+    now[0] += 1.5
+    logger.info("three")
+    assert path.exists() and "three" in path.read_text() and "two" not in path.read_text()
+    path.unlink()  # again: made again, not reported again
+    now[0] += 1.5
+    logger.info("four")
+    assert path.read_text().count("four") == 1
+    assert capsys.readouterr().err.count("was deleted or moved during the run") == 1
+
+
+def test_a_rank_learnt_after_setup_moves_the_console_and_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """torch.multiprocessing.spawn with setup_logging before init_process_group: every worker read rank 0, took
+    rank 0's file name and printed its INFO lines."""
+    rank = [0]
+    monkeypatch.setattr(st_logging, "global_rank", lambda: rank[0])
+    path = setup_logging("spawned", log_dir=tmp_path, colour=False)
+    logger.info("before init")
+    rank[0] = 1  # init_process_group
+    logger.info("rank one's row")
+    logger.warning("rank one's warning")
+    out = capsys.readouterr().out
+    assert out == "I before init\nW [r1] rank one's warning\n"
+    ranked = path.with_name(path.stem + ".rank1.log")
+    assert "before init" in path.read_text() and "rank one" not in path.read_text()
+    assert "rank one's row" in ranked.read_text() and "rank one's warning" in ranked.read_text()
