@@ -31,7 +31,7 @@ from steptable.alerts import AlertEngine
 from steptable.columns import Col, streamed, validate
 from steptable.formatting import sanitize
 from steptable.logging import installed, report_once, say
-from steptable.rank import global_rank
+from steptable.rank import dist_rank, known_rank
 from steptable.rowvalues import flat, freeze, kept
 from steptable.writer import RunWriter, error_text
 
@@ -84,7 +84,8 @@ class StepLogger:
     header_every  repeat the header every N rows (0 = once), so the last 30 lines of a log still carry it
     alerts        watch the rows with steptable.alerts and log W/E lines as problems start
     dump_rows     rows of the all-column table printed at close
-    rank          override the detected global rank; only rank 0 prints and writes
+    rank          override the detected global rank; only rank 0 prints and writes (detected: a launcher's RANK,
+                  else torch.distributed's rank, looked for at each row until its process group is made)
     console       False writes the JSONL only (no rows through loguru), e.g. when a TUI owns the terminal
     """
 
@@ -106,7 +107,11 @@ class StepLogger:
         self.arm = arm
         self.header_every = max(int(header_every), 0)
         self.dump_rows = max(int(dump_rows), 0)
-        self.rank = global_rank() if rank is None else int(rank)  # (RANK from the environment is text: "0")
+        found = known_rank() if rank is None else int(rank)  # (RANK from the environment is text: "0")
+        self.rank = 0 if found is None else found
+        # No launcher's variable and no process group yet (torch.multiprocessing.spawn, the logger made before
+        # init_process_group): every process would take itself for rank 0. Asked again at each row until known.
+        self._rank_unknown = found is None
         self.console = console
         # absolute: a later os.chdir in the training script must not move the files
         self.run_dir = Path(run_dir).absolute() if run_dir is not None else None
@@ -126,6 +131,7 @@ class StepLogger:
         self._close_due = False  # close() was called from inside log(): done when that call ends
         self._end: str | None = None  # how the ``with`` block ended when not normally (steptable.runinfo.end_of)
         self._closed_at: float | None = None
+        self._marked_ended = False  # steptable.json says the run ended (close() got that far)
         self._table: Path | None = None
         self._table_note = "all rows"
         self._started = 0.0
@@ -146,6 +152,8 @@ class StepLogger:
     # ------------------------------------------------------------------------------------------------ the loop
     @property
     def is_writer(self) -> bool:
+        if self._rank_unknown and (found := dist_rank()) is not None:
+            self.rank, self._rank_unknown = found, False
         return self.rank == 0
 
     def log(self, cells: Mapping[str, Any]) -> str | None:
@@ -310,7 +318,22 @@ class StepLogger:
                 why = (f"a step went back {done.went_back} time(s) and replaced the rows logged after it"
                        if done.went_back else "rows of one step merged")
                 self._table_note = f"{some} steps ({done.logged} rows logged: {why})"
+            if done.logged < self._rows:  # the file lost rows this logger wrote: the table cannot hold them
+                self._table_note = (f"{done.logged} of {self._rows} rows ({self._why_missing()})"
+                                    if self._table_note == "all rows" else
+                                    f"{self._table_note}; {JSONL_NAME} holds {done.logged} of the {self._rows} rows "
+                                    f"logged ({self._why_missing()})")
         return None if done is None else done.path
+
+    def _why_missing(self) -> str:
+        """Why the JSONL holds fewer of this logger's rows than it logged, as the writer saw it."""
+        w = self._writer
+        whys = [] if w is None else [
+            *([f"{JSONL_NAME} was deleted during the run"] if w.deleted else []),
+            *([f"{JSONL_NAME} was moved or replaced during the run"] if w.moved else []),
+            *([f"{self._rows - w.written} could not be written"] if w.written < self._rows else []),
+        ]
+        return "; ".join(whys) or f"the rest are not in {JSONL_NAME}"
 
     def close(self) -> None:
         """Final flush, the run marked ended, ``table.txt``, the end-of-run dump. Idempotent; raises nothing of its
@@ -321,8 +344,14 @@ class StepLogger:
                 # and the run marked ended now: a handler that goes on to os._exit() never comes back to the row
                 self._describe(time.time())
             return
-        with self._lock:
-            self._close()
+        try:
+            with self._lock:
+                self._close()
+        except (KeyboardInterrupt, SystemExit):
+            # A second Ctrl-C while the first one's close() runs (or a SIGTERM handler's exit): the run marked
+            # ended once more where it was cut short, else it reads as stalled for ever; then raised.
+            self._mark_ended_again()
+            raise
 
     def _close(self) -> None:
         if self._closed or not self.is_writer or self._forked:
@@ -362,6 +391,14 @@ class StepLogger:
     def _describe_closed(self) -> None:
         if self._rows:
             self._describe(time.time())  # the run ended: readers stop watching it for a stall
+            self._marked_ended = True
+
+    def _mark_ended_again(self) -> None:
+        """After an interrupt in close(): the run marked ended if that was cut short or never reached."""
+        if not self._marked_ended and self._rows and self.is_writer and not self._forked:
+            with self._lock:
+                self._describe(time.time())
+                self._marked_ended = True
 
     def _final_dump(self) -> None:
         if self._rows:

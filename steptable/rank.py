@@ -10,6 +10,20 @@ _RANK_VARS = ("RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK")
 
 def global_rank() -> int:
     """Global rank: torch.distributed when initialised, else the launcher's environment, else 0."""
+    rank = known_rank()
+    return 0 if rank is None else rank
+
+
+def known_rank() -> int | None:
+    """:func:`global_rank` where something says it; None where nothing does (yet: torch.multiprocessing.spawn sets
+    no environment variable, and the process group may be made after the caller asked)."""
+    rank = dist_rank()
+    return env_rank() if rank is None else rank
+
+
+def dist_rank() -> int | None:
+    """torch.distributed's rank once the trainer initialised it; else None. A dictionary look-up where torch was
+    never imported, so it may be asked once a row."""
     torch = sys.modules.get("torch")
     if torch is not None:
         try:
@@ -18,8 +32,13 @@ def global_rank() -> int:
                 return int(dist.get_rank())
         except Exception:  # a half-initialised torch must not stop logging
             pass
+    return None
+
+
+def env_rank() -> int | None:
+    """The rank a launcher (torchrun, SLURM, MPI) put in the environment; None where none did."""
     for var in _RANK_VARS:
         value = os.environ.get(var, "").strip()
         if value.isascii() and value.isdigit():  # "²" and "٣" are digits to str.isdigit, not to a launcher
             return int(value)
-    return 0
+    return None

@@ -22,10 +22,14 @@ def frozen(value: Any) -> Any:
         ndim = getattr(value, "ndim", None)
         if callable(item) and ndim == 0:
             return item()
-        if ndim == 1 and _numeric(value) and callable(tolist := getattr(value, "tolist", None)):
-            # a small 1-d array or tensor as the numbers it holds (np.array([passed, total]) shows as 3/16, as
-            # its JSON list reads back); a big one is left for the writer to shorten
-            if array_size(value) <= MAX_ARRAY:
+        if type(ndim) is int and ndim > 0 and _numeric(value):
+            size = array_size(value)
+            if size == 1 and callable(item):
+                # one number, whatever its shape: torch.tensor([loss]) all-reduced, a keepdim mean, np.ones((1, 1))
+                return item()
+            if ndim == 1 and size <= MAX_ARRAY and callable(tolist := getattr(value, "tolist", None)):
+                # a small 1-d array or tensor as the numbers it holds (np.array([passed, total]) shows as 3/16, as
+                # its JSON list reads back); a big one is left for the writer to shorten
                 return tuple(tolist())
     except Exception:  # a value that cannot be read is left for the writer and the renderer to make text of
         pass

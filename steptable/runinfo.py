@@ -15,7 +15,7 @@ import hashlib
 import json
 import os
 import re
-import tempfile
+import secrets
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -85,22 +85,24 @@ def end_of(exc: BaseException | None) -> str | None:
 def write(run_dir: Path, info: dict[str, Any]) -> Path:
     """Write ``info`` atomically (a reader never sees half a file). Raises OSError."""
     path = run_dir / file_name(info.get("arm"))
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=run_dir)
+    # The temporary file's name is chosen before the file exists (not by mkstemp), so a Ctrl-C anywhere, even right
+    # after the file was made, leaves no stray file: the cleanup knows which one to remove.
+    tmp = run_dir / f".{path.name}.{os.getpid()}.{secrets.token_hex(6)}.tmp"
     try:
-        try:  # readable by whoever can read the run's rows (mkstemp makes it 0600: a teammate's watch saw nothing)
-            mode = os.stat(run_dir / str(info.get("jsonl") or "metrics.jsonl")).st_mode & 0o666
-        except OSError:
-            mode = 0o666 & ~_UMASK
-        if hasattr(os, "fchmod"):
-            os.fchmod(fd, mode)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600)
         with os.fdopen(fd, "w", encoding="utf-8") as f:
+            try:  # readable by whoever can read the run's rows (made 0600: a teammate's watch saw nothing)
+                mode = os.stat(run_dir / str(info.get("jsonl") or "metrics.jsonl")).st_mode & 0o666
+            except OSError:
+                mode = 0o666 & ~_UMASK
+            if hasattr(os, "fchmod"):
+                os.fchmod(f.fileno(), mode)
             json.dump(info, f, ensure_ascii=False, allow_nan=False)
         os.replace(tmp, path)
+    except FileExistsError:  # (another writer's file of the same name: never ours to remove)
+        raise
     except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
+        tmp.unlink(missing_ok=True)  # (not made yet, or renamed already: nothing to remove)
         raise
     return path
 

@@ -62,10 +62,10 @@ def _text(value: Any, short: bool = False) -> str:
 
 
 def jsonable(value: Any) -> Any:
-    """A JSON-safe copy of a raw value: non-finite -> None, tuples -> lists, scalars of numpy/torch -> float,
-    anything else -> its text. Never raises, and takes time linear in what it writes (a container that holds
-    itself is written as "<cycle>", one nested past MAX_DEPTH as its short text, and past MAX_NODES containers
-    the rest as "<omitted>"): one odd value must not cost the row its other metrics."""
+    """A JSON-safe copy of a raw value: non-finite -> None, tuples -> lists, scalars of numpy/torch (and their
+    one-element arrays) -> float, anything else -> its text. Never raises, and takes time linear in what it writes (a
+    container that holds itself is written as "<cycle>", one nested past MAX_DEPTH as its short text, and past
+    MAX_NODES containers the rest as "<omitted>"): one odd value must not cost the row its other metrics."""
     return _Converter().convert(value, 0)
 
 
@@ -140,10 +140,11 @@ class _Converter:
             item = getattr(value, "item", None)
             if getattr(value, "ndim", 0) and callable(tolist := getattr(value, "tolist", None)):
                 # a numpy array or tensor: its numbers as a JSON list; a big one as its short text (numpy's own
-                # summary), as a row is a line of scalars, not a place for an activation dump
-                if array_size(value) <= MAX_ARRAY:
-                    return self.convert(tolist(), depth + 1)
-                return _text(value)
+                # summary), as a row is a line of scalars, not a place for an activation dump. One element is that
+                # number (torch.tensor([loss]) all-reduced), read below as a 0-d one is: [nan] would hide a NaN.
+                size = array_size(value)
+                if size != 1 or not callable(item):
+                    return self.convert(tolist(), depth + 1) if size <= MAX_ARRAY else _text(value)
         except Exception:  # a proxy whose __getattr__ raises something other than AttributeError
             item = None
         if callable(item):  # numpy / torch 0-d: the caller chose to hand us a tensor; .item() is its sync, not ours
@@ -220,6 +221,9 @@ class RunWriter:
         self._partial: tuple[int, int, int, bytes] | None = None
         self.dropped = 0
         self.written = 0
+        # times the file was found deleted or moved away mid-run: the rows before that are not in the file at the path
+        self.deleted = 0
+        self.moved = 0
         self._failing: str | None = None
         self._encode_reported = False
 
@@ -257,6 +261,7 @@ class RunWriter:
                 fh = self._open()
                 if self._moved(fh):  # (a log rotation renamed it, or the run directory was moved): the path wins
                     self._close_fh()
+                    self.moved += 1
                     self._warn(f"{self._shown} was moved or replaced during the run (a log rotation?); rows from this "
                                "one on go to the file at that path")
                     fh = self._open()
@@ -277,6 +282,7 @@ class RunWriter:
                     if reopened:
                         raise OSError("the new file vanished too")
                     reopened = True
+                    self.deleted += 1
                     self._warn(f"{self._shown} was deleted during the run; rows from this one on go to a new file")
                     continue
                 self._pending.popleft()

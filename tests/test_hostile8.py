@@ -112,7 +112,7 @@ def test_steplogger_messages_name_the_run_dir_inert(tmp_path: Path, captured: li
     text = "".join(captured)
     assert "\x1b" not in text and "\x07" not in text
     assert f"{tmp_path}/run/metrics.jsonl was deleted during the run" in text
-    assert f"all rows, every column: {tmp_path}/run/table.txt" in text
+    assert f"1 of 2 rows (metrics.jsonl was deleted during the run), every column: {tmp_path}/run/table.txt" in text
 
 
 def test_a_write_failure_names_the_directory_a_link_leads_to_inert(

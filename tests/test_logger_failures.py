@@ -38,8 +38,9 @@ def test_run_dir_deleted_mid_run_rows_go_to_a_new_file(tmp_path: Path, captured:
             sl.log({"step": step, "loss": 0.1})
     assert _steps(run / "metrics.jsonl") == [3, 4, 5]  # nothing after the deletion is lost
     text = "".join(captured)
-    assert text.count("was deleted during the run") == 1
-    assert f"all rows, every column: {run / 'table.txt'}" in text and (run / "table.txt").exists()
+    assert text.count("was deleted during the run; rows from this one on") == 1
+    assert f"3 of 6 rows (metrics.jsonl was deleted during the run), every column: {run / 'table.txt'}" in text
+    assert (run / "table.txt").exists()
 
 
 class _FileWrapper:
@@ -608,11 +609,11 @@ def test_a_fifo_without_a_reader_fails_the_write_at_once(tmp_path: Path) -> None
     assert len(warned) == 1 and "kept for retry" in warned[0]
 
 
-def test_torch_tensors_are_written_as_json_lists() -> None:
+def test_torch_tensors_are_written_as_json_lists_one_element_as_its_number() -> None:
     torch = pytest.importorskip("torch")
     t = torch.tensor([0.25, 0.75])
     row = jsonable({"acc": t, "one": torch.tensor([0.5], requires_grad=True), "big": torch.zeros(5000)})
-    assert row["acc"] == [0.25, 0.75] and row["one"] == [0.5]
+    assert row["acc"] == [0.25, 0.75] and row["one"] == 0.5  # one element: the number (alerts read it)
     assert isinstance(row["big"], str) and len(row["big"]) < 300  # a big tensor is its short text, not 5000 numbers
 
 
