@@ -104,7 +104,7 @@ def run_tail(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | 
         follower.finish()  # a file that will not grow: its unterminated last line is a row too
         tail.emit(follower)
         if args.alerts_only and follower.stores:  # a stall still going on (a one-shot check by an agent or CI)
-            tail.check_stalls(time.time())
+            tail.check_stalls(time.time(), list(follower.stores.values()))
     except BrokenPipeError:  # the reader left (`| head`): not an error in itself; the status of what was read
         _quiet(out)  # stands (an error alert seen, a --columns typo, a missing path: `set -o pipefail` sees it)
     return _status(args, follower, tail, err, live=False)
@@ -193,7 +193,7 @@ def _follow(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                 if args.alerts_only and time.monotonic() >= due and not stop.is_set():
                     due = time.monotonic() + STALL_CHECK_S
                     with lock:
-                        tail.check_stalls(time.time())
+                        tail.check_stalls(time.time(), list(follower.stores.values()))
         except (_Halted, KeyboardInterrupt):  # (KeyboardInterrupt: where no handler could be set)
             pass
         except OSError as e:

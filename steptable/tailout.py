@@ -18,7 +18,7 @@ from datetime import datetime, timezone
 from typing import Any, TextIO
 
 from steptable import render, runinfo
-from steptable.alerts import Alert, AlertEngine, end_alert, resumed_engine
+from steptable.alerts import Alert, AlertEngine, clockless_stall, end_alert, resumed_engine
 from steptable.columns import Col
 from steptable.formatting import md_escape, sanitize, unique_name
 from steptable.ingest import Follower, RunStore
@@ -87,6 +87,8 @@ class Tail:
         self.tried: dict[str, int] = {}  # key -> the widest value a layout was made again for
         self.looked: set[str] = set()  # runs whose rows were looked at across (_first_look)
         self.ended: set[str] = set()  # runs whose StepLogger was closed
+        self.far_told: set[str] = set()  # runs without a row clock told stalled (until they write again)
+        self.replaced_seen: dict[str, int] = {}  # a run's RunStore.replaced alerts looked at so far
         self.end_told: dict[str, float] = {}  # run -> when it was closed, for the crash or interruption told
         self.logged: dict[str, str | None] = {}  # run -> the name of its logged schema when the layout was made
         self.first_view = True  # -n is for the runs found at the start: a run found later is new output in full
@@ -264,6 +266,12 @@ class Tail:
                     last = min(last, lost - 1)
                 # merged into a row already printed (tinker's eval line, a late metric) or inserted before it
                 redo_upto = last
+            missed: list[Alert] = []
+            if a.alerts_only:  # rows a resume replaced before they were fed here (read after a restart): their alerts
+                looked = self.replaced_seen.get(run, 0)
+                fed_to = self.printed.get(run)
+                missed = [x for x in store.replaced[looked:] if fed_to is None or x.step > fed_to]
+                self.replaced_seen[run] = len(store.replaced)
             self.read_rows = self.read_rows or n > 0
             self.versions[run] = (len(resumes), n, generation)
             self.seen_version[run] = version
@@ -277,6 +285,8 @@ class Tail:
             self.out.write(note)
         if a.alerts_only:  # the rows as stored, as summary and the app scan them (an alias filled in by the layout
             # made tail alone watch tinker's un-namespaced kl_sample_train_v1: an E here, "alerts 0" there)
+            for alert in missed:
+                self._alert(run, alert)
             self._alerts(store, [(st, *again[st]) for st in sorted(again)], new, steps, walls, set(resumes))
             return
         derive = self.of[run].schema.derive
@@ -390,6 +400,8 @@ class Tail:
         ``steps`` and wall times (aligned with them). The gap before a row at one of the run's ``resumes`` is the
         crash and the restart, not a stall (as ``alerts.scan`` takes it for summary and the app)."""
         eng = self.engines.setdefault(store.run, AlertEngine())
+        if rows:
+            self.far_told.discard(store.run)  # it wrote again: a later stall is told again
         # the arm when no other run has it, else run/arm: two experiments' seed0 must not read as one
         self.labels[store.run] = run_label(store, self.arm_runs.get(store.arm, 0) <= 1)
         for step, row, keys in redo:  # what changed in rows already fed: the cells merged in, or the inserted row
@@ -402,12 +414,20 @@ class Tail:
             for alert in [*found, *eng.update(int(step), r, wall)]:
                 self._alert(store.run, alert)
 
-    def check_stalls(self, now: float) -> None:
+    def check_stalls(self, now: float, stores: Collection[RunStore] = ()) -> None:
+        """A stall of each run read, against ``now``: from its rows' clock, or for ``stores`` whose rows carry none,
+        from the age of its file against its own step time (once, until it writes again)."""
         for run, eng in self.engines.items():
             if run in self.ended:
                 continue  # its StepLogger was closed: it ended, it did not stall
             for alert in eng.check_stall(now):
                 self._alert(run, alert)
+        for store in stores:
+            run = store.run
+            if run in self.engines and run not in self.ended and run not in self.far_told:
+                if (far := clockless_stall(store, now)) is not None:
+                    self.far_told.add(run)
+                    self._alert(run, far)
         self.out.flush()
 
     def _alert(self, run: str, alert: Alert) -> None:

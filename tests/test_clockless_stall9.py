@@ -36,9 +36,13 @@ def test_a_verl_run_left_for_hours_is_stalled(tmp_path: Path, capsys: pytest.Cap
     _age(path, 3 * 3600)
     rc, out, _ = run_cli(["summary", str(tmp_path)], capsys)
     assert rc == 0 and "W step 200 stalled: file untouched for 3h (" in out and "timing_s/step; or it ended)" in out
+    rc, out, _ = run_cli(["tail", str(tmp_path), "--alerts-only"], capsys)
+    assert rc == 0 and out.count("stalled: file untouched for 3h (") == 1, out
     _age(path, 5 * 60)  # four step times: a step under way
     rc, out, _ = run_cli(["summary", str(tmp_path)], capsys)
     assert "stalled" not in out and "alerts 0" in out, out
+    rc, out, _ = run_cli(["tail", str(tmp_path), "--alerts-only"], capsys)
+    assert rc == 0 and out == "", out
 
 
 def test_the_app_opened_after_the_hang_sees_it(tmp_path: Path) -> None:

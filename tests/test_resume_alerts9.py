@@ -29,6 +29,8 @@ def test_a_nan_before_a_restart_is_still_said(tmp_path: Path, capsys: pytest.Cap
     assert rc == 0, err
     assert "E step 1090 loss non-finite (nan) after 1090 finite steps (a row the resume at step 1000 replaced)" in out
     assert "resumed 1000" in out
+    rc, out, err = run_cli(["tail", str(tmp_path), "--alerts-only"], capsys)  # exit 1 on it, as before the restart
+    assert rc == 1 and "step 1090 loss non-finite (nan)" in out and "the resume at step 1000 replaced" in out, err
 
 
 def test_a_clean_restart_says_nothing_and_replaced_alerts_are_bounded(tmp_path: Path,
