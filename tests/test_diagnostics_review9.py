@@ -14,14 +14,7 @@ torch = pytest.importorskip("torch")
 from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
 
 import steptable.diagnostics._grads as grads_mod  # noqa: E402
-from steptable.diagnostics import (  # noqa: E402
-    RoutingMonitor,
-    auroc,
-    cosine_mean,
-    multiotsu,
-    quarantine_mass,
-    shares,
-)
+from steptable.diagnostics import RoutingMonitor, auroc, cosine_mean, multiotsu, quarantine_mass, shares  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
