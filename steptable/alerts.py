@@ -134,6 +134,11 @@ class AlertEngine:
             self._dts.append(gap)
         self._last_wall = t if self._last_wall is None else max(t, self._last_wall)
 
+    def times_rows(self) -> bool:
+        """It has seen rows come far enough apart to check stalls itself (``check_stall``): a reader that saw a run's
+        rows arrive need not judge it by its file's age too."""
+        return self._last_wall is not None and len(self._dts) >= self.config.stall_min_rows
+
     def _stall_after(self) -> float:
         return max(self.config.stall_factor * self._dts.median(), self.config.stall_min_s)
 
@@ -233,8 +238,9 @@ def resumed_engine(store: Any, at: int, config: AlertConfig | None = None,
     restarted for the resumed rows to come. With ``old``, the engine it replaces (``config`` defaults to its), the
     run-long values old set before ``at`` carry over (:meth:`AlertEngine.carry`)."""
     eng = AlertEngine(config or (old.config if old is not None else None))
+    resumes = set(store.resumes)
     for a, b in replay_spans(store.index_of_step(at), eng.config):
-        _feed(eng, store, a, b)
+        feed_store(eng, store, a, b, resumes)
     if old is not None:
         eng.carry(old, at)
     eng.resumed()
@@ -249,10 +255,11 @@ def clockless_gap(store: Any, now: float,
                   config: AlertConfig | None = None) -> tuple[float, float, str, int] | None:
     """(seconds since its file was written, its usual step time, the key read, its last step) for a run whose rows
     carry no clock (verl's file logger, tinker, a console log) when the file has been left alone for
-    ``stall_factor`` x the run's own step time (at least ``stall_min_s``); None otherwise, and for rows with a
+    ``stall_factor`` x the run's own step time (and twice its longest recent step, at least ``stall_min_s``); None
+    otherwise, and for rows with a
     clock (the engine's stall check reads those), a trainer_state.json (written at checkpoints only), a run
-    without a step-time column, or one whose last row says it finished (tinker's progress/done_frac of 1). Such a
-    run may also have ended: its trainer marks no end."""
+    without a step-time column, or one whose progress says it finished (tinker's done_frac or progress of 1). Such
+    a run may also have ended: its trainer marks no end."""
     c = config or AlertConfig()
     with store.lock:
         n = len(store)
@@ -262,12 +269,30 @@ def clockless_gap(store: Any, now: float,
             return None
         times = [x for v in store.column_between(key, max(0, n - c.window), n)
                  if (x := cell_float(v)) is not None and math.isfinite(x) and x > 0]
-        done = cell_float(store.value(n - 1, "progress/done_frac")) if "progress/done_frac" in store.keys else None
+        done = _finished(store, n, c.window)
         step = store.step_at(n - 1)
-    if len(times) < c.stall_min_rows or (done is not None and done >= 0.999):
+    if len(times) < c.stall_min_rows or done:
         return None
+    # ... and twice its longest recent step: a validation and a checkpoint every 50th step take 20x the others
     per, gap = median(times), now - last
-    return (gap, per, key, step) if gap > max(c.stall_factor * per, c.stall_min_s) else None
+    return (gap, per, key, step) if gap > max(c.stall_factor * per, 2 * max(times), c.stall_min_s) else None
+
+
+#: a run's share done (0..1), as tinker logs it: RL (progress/done_frac) and supervised (progress)
+PROGRESS_KEYS = ("progress/done_frac", "progress")
+
+
+def _finished(store: Any, n: int, window: int) -> bool:
+    """Does the newest value of a progress key in the last ``window`` rows say the run is done (an eval row after
+    the last step holds none)? A "progress" beyond 1 is some other count, not a share."""
+    for key in PROGRESS_KEYS:
+        if key in store.keys:
+            for v in reversed(store.column_between(key, max(0, n - window), n)):
+                if (x := cell_float(v)) is not None and math.isfinite(x):
+                    if 0.999 <= x <= 1.0 + 1e-9:
+                        return True
+                    break
+    return False
 
 
 def clockless_stall(store: Any, now: float, config: AlertConfig | None = None) -> Alert | None:
@@ -284,31 +309,60 @@ def clockless_stall(store: Any, now: float, config: AlertConfig | None = None) -
 MAX_REPLACED_ROWS = 5000
 
 
-def replaced_alerts(store: Any, start: int, config: AlertConfig | None = None) -> list[Alert]:
+def replaced_alerts(store: Any, start: int, config: AlertConfig | None = None, budget: int = MAX_REPLACED_ROWS
+                    ) -> tuple[list[Alert], int]:
     """The alerts of the rows from index ``start`` on, which a resume at that row is about to replace in ``store``
     (a RunStore, its lock held): the crashed run's last steps, read after a bounded replay of the rows before
-    them, each alert saying the resume that replaced it. A reader that meets the file after the restart has only
-    these to say why the run was restarted (a NaN loss, a spike): its rows are gone from the store."""
+    them, each alert saying the resume that replaced it; and the rows this read (replay included), at most about
+    ``budget`` (the newest replaced rows first). A reader that meets the file after the restart has only these to
+    say why the run was restarted (a NaN loss, a spike): its rows are gone from the store."""
     eng = AlertEngine(config)
     end = len(store)
-    first = max(start, end - MAX_REPLACED_ROWS)
-    for a, b in replay_spans(first, eng.config):
-        _feed(eng, store, a, b)
+    first = max(start, end - max(0, budget))
+    spans = replay_spans(first, eng.config)
+    resumes = set(store.resumes)
+    for a, b in spans:
+        feed_store(eng, store, a, b, resumes)
     at = store.step_at(start)
-    return [Alert(x.level, x.step, x.column, x.kind, f"{x.message} (a row the resume at step {at} replaced)")
-            for x in _feed(eng, store, first, end, stalls=True)]
+    found = [Alert(x.level, x.step, x.column, x.kind, f"{x.message} (a row the resume at step {at} replaced)")
+             for x in feed_store(eng, store, first, end, resumes, stalls=True)]
+    return found, end - first + sum(b - a for a, b in spans)
 
 
-def _feed(eng: AlertEngine, store: Any, a: int, b: int, stalls: bool = False) -> list[Alert]:
-    """Rows ``a:b`` of ``store`` (its watched cells) through ``eng``; their alerts (with ``stalls``, the gaps
-    between them too, as :func:`scan` checks them)."""
+def feed_store(eng: AlertEngine, store: Any, a: int, b: int, resumes: Collection[int] = (),
+               stalls: bool = False) -> list[Alert]:
+    """Rows ``a:b`` of ``store`` (a RunStore, its lock held) through ``eng``, only the columns it watches (a
+    resume in a run of 1,500 keys copied 5,000 whole rows); a row at one of ``resumes`` restarts its clock, as
+    :func:`scan` does. Their alerts (with ``stalls``, the gaps between rows too)."""
     wanted = eng.config.watched()
+    cols = [(k, store.column_between(k, a, b)) for k in store.keys if k in wanted]
+    return feed_columns(eng, store, cols, store.steps_between(a, b), store.wall_times_between(a, b), a, b, a,
+                        resumes, stalls)
+
+
+def feed_columns(eng: AlertEngine, store: Any, cols: Sequence[tuple[str, Sequence[Any]]], steps: Sequence[int],
+                 walls: Sequence[float], start: int, stop: int, base: int, resumes: Collection[int] = (),
+                 stalls: bool = False) -> list[Alert]:
+    """Feed rows ``[start, stop)`` of ``store``; ``cols`` (key, cells), ``steps`` and ``walls`` hold the rows from
+    ``base`` on (copied under the store's lock: the app feeds them outside it)."""
+    value = store.value
     out: list[Alert] = []
-    for step, row, wall in zip(store.steps_between(a, b), store.rows(a, b), store.wall_times_between(a, b),
-                               strict=True):
-        if stalls and math.isfinite(wall):
+    for i in range(start, stop):
+        j = i - base
+        row = {}
+        for k, c in cols:
+            v = c[j]
+            # Numeric columns pad absent cells with NaN; only a NaN cell asks the store whether it is absent
+            # (a sparse eval column) or a logged NaN (which the non-finite detector must see).
+            if v is None or (v != v and value(i, k) is None):
+                continue
+            row[k] = v
+        step, wall = int(steps[j]), walls[j] if j < len(walls) else None
+        if step in resumes:
+            eng.resumed()
+        elif stalls and wall is not None and math.isfinite(wall):
             out.extend(eng.check_stall(wall))
-        out.extend(eng.update(step, {k: v for k, v in row.items() if k in wanted}, wall))
+        out.extend(eng.update(step, row, wall))
     return out
 
 

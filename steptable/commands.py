@@ -109,10 +109,10 @@ def summary_command(args: argparse.Namespace) -> int:
     if follower.read_nothing():
         sys.stderr.write("steptable summary: no readable rows\n")
         return 2
+    status = 2 if nothing_picked else 0
     if not any(len(s) for s in stores):  # empty files only: nothing was checked, which must not pass for "fine"
         sys.stderr.write(f"steptable summary: no rows yet in {sanitize(', '.join(str(s.path) for s in stores))}\n")
-        return 2
-    status = 2 if nothing_picked else 0
+        status = 2
     for p in missing_paths(args.paths):  # a summary of some runs must not pass for one of all
         sys.stderr.write(f"steptable summary: no such path: {sanitize(p)}\n")
         status = 2

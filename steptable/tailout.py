@@ -257,6 +257,8 @@ class Tail:
                     if generation != seen[2] or at is None:
                         last = None
                         self.engines.pop(run, None)  # new content: its history starts again
+                        self.replaced_seen.pop(run, None)  # (and its store's alerts of replaced rows)
+                        self.printed.pop(run, None)
                     elif last is not None:
                         last = min(last, at - 1)
                         if run in self.engines:  # what it read was replaced: the rows held now, up to the resume
@@ -424,7 +426,8 @@ class Tail:
                 self._alert(run, alert)
         for store in stores:
             run = store.run
-            if run in self.engines and run not in self.ended and run not in self.far_told:
+            fed = self.engines.get(run)
+            if fed is not None and not fed.times_rows() and run not in self.ended and run not in self.far_told:
                 if (far := clockless_stall(store, now)) is not None:
                     self.far_told.add(run)
                     self._alert(run, far)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import random
+import time
 from pathlib import Path
 from typing import Any
 
@@ -75,3 +76,70 @@ def test_the_app_says_them_once_whether_or_not_it_saw_the_rows(tmp_path: Path) -
     write_rows(path, again)
     f.scan()
     assert scanner.scan(rid, f.stores[rid]) == []
+
+
+def test_many_resumes_read_a_bounded_number_of_rows(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """2,000 short runs concatenated in one file (or 8 ranks' rows out of step): a replay at each resume made a
+    summary 10-20x slower. The rows read for replaced alerts are bounded per run, and only watched columns are
+    copied (a resume in a run of 1,500 keys built 5,000 whole rows)."""
+    import steptable.alerts as alerts_mod
+    from steptable.ingest.store import MAX_REPLACED_READ, RunStore
+
+    read: list[int] = []
+    feed = alerts_mod.feed_store
+    monkeypatch.setattr(alerts_mod, "feed_store", lambda eng, store, a, b, *args, **kw: (
+        read.append(b - a), feed(eng, store, a, b, *args, **kw))[1])
+    monkeypatch.setattr(RunStore, "rows", lambda *a, **kw: pytest.fail("whole rows copied"))
+    rng = random.Random(3)
+    rows: list[dict[str, Any]] = []
+    for _ in range(2000):
+        rows += [{**r, **{f"k{j}": 1.0 for j in range(20)}} for r in _rows(range(100), rng)]
+    write_rows(tmp_path / "cc" / "metrics.jsonl", rows)
+    f = Follower([tmp_path])
+    f.scan()
+    (store,) = f.stores.values()
+    assert len(store.resumes) == 1999 and MAX_REPLACED_READ <= sum(read) <= MAX_REPLACED_READ + 500
+
+
+def test_a_second_resume_behind_the_first_is_no_stall(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The gap between a crash and its restart is no stall: the replay of replaced rows read it as one where the
+    rows held an earlier resume ('stalled: no row for 2.28h ... (a row the resume at step 400 replaced)')."""
+    def rows(steps: range, t0: float) -> list[dict[str, Any]]:
+        return [{"step": s, "loss": 0.1, "grad_norm": 0.5 + 0.01 * (s % 7), "ts": t0 + 2 * (s - steps[0])}
+                for s in steps]
+
+    t = time.time() - 20_000
+    write_rows(tmp_path / "r" / "metrics.jsonl",
+               rows(range(1000), t) + rows(range(500, 1500), t + 9000) + rows(range(400, 450), t + 19900))
+    rc, out, _ = run_cli(["summary", str(tmp_path)], capsys)
+    assert rc == 0 and "stalled" not in out, out
+
+
+def test_tail_f_after_a_rewrite_says_the_new_runs_replaced_alerts(tmp_path: Path) -> None:
+    """The file truncated and written again (a new run with its own restart): tail -f --alerts-only kept what it had
+    looked at of the old content and missed the new one's NaN before its restart."""
+    from test_cli_review import Live
+
+    rng = random.Random(4)
+    path = tmp_path / "r" / "metrics.jsonl"
+    write_rows(path, _rows(range(1000), rng, nan_from=990) + _rows(range(500, 600), rng))
+    live = Live(tmp_path, ["--alerts-only"])
+    live.step()
+    assert live.out.getvalue().count("non-finite") == 1
+    path.write_text("")  # truncated and written again in one go (no read in between)
+    write_rows(path, _rows(range(300), rng, nan_from=290) + _rows(range(200, 260), rng))
+    live.step()
+    assert "step 290 loss non-finite (nan)" in live.out.getvalue(), live.out.getvalue()
+
+
+def test_summary_of_empty_files_checks_nothing_and_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """An empty metrics file read "alerts 0", status 0: a run that was never checked passed for a clean one."""
+    (tmp_path / "e").mkdir()
+    (tmp_path / "e" / "metrics.jsonl").write_text("")
+    rc, out, err = run_cli(["summary", str(tmp_path)], capsys)
+    assert rc == 2 and "alerts: none checked (no rows)" in out and "alerts 0" not in out and "no rows yet" in err
+    rc, _, err = run_cli(["summary", str(tmp_path), str(tmp_path / "typo")], capsys)  # both said
+    assert rc == 2 and "no rows yet" in err and "no such path" in err, err
+    write_rows(tmp_path / "ok" / "metrics.jsonl", [{"step": 1, "loss": 0.5}])
+    rc, out, err = run_cli(["summary", str(tmp_path)], capsys)  # beside a run with rows: said, status 0
+    assert rc == 0 and "alerts: none checked (no rows)" in out and "alerts 0" in out, (out, err)

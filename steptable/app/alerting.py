@@ -80,7 +80,7 @@ class AlertScanner:
         """Feed the rows added since the last call to this run's engine (from the top after a reset, from the
         earliest resume point after resumes; cells merged into rows already fed, and rows inserted among them, are
         fed too); returns and posts what they raise."""
-        from steptable.alerts import AlertEngine, resumed_engine
+        from steptable.alerts import AlertEngine, feed_columns, resumed_engine
 
         gen = int(getattr(store, "generation", 0))
         fed = self._engines.get(rid)
@@ -131,7 +131,7 @@ class AlertScanner:
         for begin in range(start, n, CHUNK):
             stop_at = min(begin + CHUNK, n)
             try:
-                found = _feed(store, eng, cols, steps, walls, begin, stop_at, start)
+                found = feed_columns(eng, store, cols, steps, walls, begin, stop_at, start)
             except IndexError:  # truncated meanwhile (a restart rewrote the file): start over on the next change
                 self._engines.pop(rid, None)
                 return out
@@ -180,22 +180,3 @@ class _Fed:
     version: int = -1
     ended: float | None = None  # the close an end alert was said for (a resumed run that dies again: again)
     replaced: int = 0  # the store's alerts of replaced rows looked at so far (RunStore.replaced)
-
-
-def _feed(store: Any, eng: AlertEngine, cols: list[tuple[str, Any]], steps: Any, walls: Any, start: int,
-          stop: int, base: int) -> list[Alert]:
-    """Feed rows ``[start, stop)``; ``cols``, ``steps`` and ``walls`` hold the rows from ``base`` on."""
-    value = store.value
-    out: list[Alert] = []
-    for i in range(start, stop):
-        j = i - base
-        row = {}
-        for k, c in cols:
-            v = c[j]
-            # Numeric columns pad absent cells with NaN; only a NaN cell asks the store whether it is absent
-            # (a sparse eval column) or a logged NaN (which the non-finite detector must see).
-            if v is None or (v != v and value(i, k) is None):
-                continue
-            row[k] = v
-        out.extend(eng.update(int(steps[j]), row, walls[j] if j < len(walls) else None))
-    return out

@@ -53,6 +53,9 @@ MAX_BAD_RECENT = 100
 MAX_EDITS = 4096
 #: alerts kept of the rows resumes replaced (the first ones: a run restarted over and over says why the first time)
 MAX_REPLACED_ALERTS = 100
+#: rows read for them in all, replays included (about half a second): a file of many short runs or of several
+#: ranks' rows out of step resumes thousands of times
+MAX_REPLACED_READ = 20_000
 #: keys that say nothing about whether two rows are the same measurement (resume vs merge test; endofrun's too)
 BOOKKEEPING_KEYS = frozenset(WALL_KEYS) | {"arm", "run"}
 
@@ -121,6 +124,7 @@ class RunStore(ColumnTable):
         self._told_dropped = False
         self.resumes: list[int] = []
         self.replaced: list[Any] = []  # alerts (steptable.alerts.Alert) of rows resumes replaced, the first ones
+        self._replay_left = MAX_REPLACED_READ  # rows those may still read (replays included)
         self.step_key: str | None = None
         self.last_update: float | None = None
 
@@ -379,8 +383,10 @@ class RunStore(ColumnTable):
         from steptable.alerts import replaced_alerts  # (stdlib only; it reads stores, so not imported at the top)
 
         room = MAX_REPLACED_ALERTS - len(self.replaced)
-        if room > 0:
-            self.replaced.extend(replaced_alerts(self, i)[:room])
+        if room > 0 and self._replay_left > 0:  # (a file of 8 ranks' rows out of step: a resume every 6 rows)
+            found, read = replaced_alerts(self, i, budget=self._replay_left)
+            self._replay_left -= read
+            self.replaced.extend(found[:room])
 
     def _edited(self, step: int, keys: frozenset[str] | None) -> None:
         if len(self._edits) == self._edits.maxlen:
