@@ -22,7 +22,7 @@ from loguru import logger
 from tqdm import tqdm
 
 from steptable.formatting import char_cells
-from steptable.rank import global_rank
+from steptable.rank import dist_rank, known_rank
 from steptable.writer import open_append
 
 ICONS = {"TRACE": "T", "DEBUG": "D", "INFO": "I", "SUCCESS": "S", "WARNING": "W", "ERROR": "E", "CRITICAL": "C"}
@@ -64,13 +64,15 @@ class ConsoleSink:
         if self.failed is not None or out is None:
             return
         text = str(message)
+        handling = sys.exc_info()[1]  # (a line logged by the trainer's own ``except KeyboardInterrupt:``)
+        write = write_between_bars if os.getpid() == _owner_pid else write_plain
         try:
             try:
-                write_between_bars(out, text)
+                write(out, text)
             except UnicodeEncodeError:  # a stdout that cannot encode a character (PYTHONIOENCODING=ascii, C locale)
-                write_between_bars(out, encodable(text, getattr(out, "encoding", None) or "ascii"))
+                write(out, encodable(text, getattr(out, "encoding", None) or "ascii"))
         except Exception as e:  # OSError / ValueError from a closed stream, or anything a replaced stdout raises
-            raise_interrupt(e)
+            raise_interrupt(e, handling)
             gone = (isinstance(e, OSError) and e.errno in _GONE) or (
                 isinstance(e, ValueError) and not isinstance(e, UnicodeError))  # ("I/O operation on closed file")
             if gone:
@@ -97,19 +99,43 @@ def write_between_bars(stream: Any, text: str) -> None:
             flush()
 
 
-def raise_interrupt(e: BaseException) -> None:
+def write_plain(stream: Any, text: str) -> None:
+    """``text`` on ``stream``, flushed, without tqdm: in a forked child (a DataLoader worker) tqdm's lock may be
+    held for good by a thread of the parent that the fork did not copy, and the bars it would redraw are stale."""
+    stream.write(text)
+    flush = getattr(stream, "flush", None)
+    if flush is not None:
+        flush()
+
+
+def raise_interrupt(e: BaseException, handling: BaseException | None = None) -> None:
     """Raise the Ctrl-C (or a signal handler's SystemExit) behind ``e``, if any: one that lands in tqdm's lock
-    comes out as the RuntimeError of releasing a lock never taken, and swallowing that would keep training on."""
+    comes out as the RuntimeError of releasing a lock never taken, and swallowing that would keep training on.
+    Not one that was already being ``handling`` when the write began (and so is in every exception's context
+    then): a trainer's ``except KeyboardInterrupt:`` that logs and saves a checkpoint must not be cut short by a
+    write to a pipe its reader left."""
+    old = _chain(handling) if handling is not None else set()
+    for cur in _exceptions(e):
+        if isinstance(cur, (KeyboardInterrupt, SystemExit)) and id(cur) not in old:
+            raise cur from None
+
+
+def _exceptions(e: BaseException) -> list[BaseException]:
+    """``e`` and every exception in its cause/context chain, each once."""
     seen: set[int] = set()
+    out: list[BaseException] = []
     todo: list[BaseException] = [e]
     while todo:
         cur = todo.pop()
-        if id(cur) in seen:
-            continue
-        seen.add(id(cur))
-        if not isinstance(cur, Exception):
-            raise cur from None
-        todo.extend(x for x in (cur.__cause__, cur.__context__) if x is not None)
+        if id(cur) not in seen:
+            seen.add(id(cur))
+            out.append(cur)
+            todo.extend(x for x in (cur.__cause__, cur.__context__) if x is not None)
+    return out
+
+
+def _chain(e: BaseException) -> set[int]:
+    return {id(x) for x in _exceptions(e)}
 
 
 def encodable(text: str, encoding: str) -> str:
@@ -227,16 +253,19 @@ def _console_record(record: Any) -> bool:
 
 
 class _Rank:
-    """The global rank, asked again while it reads 0: set up before init_process_group (a
-    torch.multiprocessing.spawn worker has no RANK variable), every process reads 0 until its group exists. A
-    non-zero rank does not change. (global_rank never imports torch: a few dictionary look-ups a message.)"""
+    """The global rank, asked again while nothing has said it: set up before init_process_group (a
+    torch.multiprocessing.spawn worker has no RANK variable), every process reads 0 until its group exists. Once
+    known (a launcher's variable, a process group) it does not change. (dist_rank never imports torch: a dictionary
+    look-up a message while torch is not imported.)"""
 
     def __init__(self) -> None:
-        self.value = global_rank()
+        known = known_rank()
+        self.value = 0 if known is None else known
+        self.unknown = known is None
 
     def __call__(self) -> int:
-        if self.value == 0:
-            self.value = global_rank()
+        if self.unknown and (found := dist_rank()) is not None:
+            self.value, self.unknown = found, False
         return self.value
 
 
@@ -292,6 +321,7 @@ def say(text: str, to_file: bool = True) -> None:
     ``to_file`` from inside that file's sink). Never raises (a Ctrl-C that lands in it goes on)."""
     line = text.rstrip("\n")
     err = sys.stderr
+    handling = sys.exc_info()[1]
     if err is not None:
         written = False
         if os.getpid() == _owner_pid:  # (in a forked child tqdm's lock may be held for good, and its bars are stale)
@@ -301,7 +331,7 @@ def say(text: str, to_file: bool = True) -> None:
                     err.write(line + "\n")
                     err.flush()
             except Exception as e:
-                raise_interrupt(e)
+                raise_interrupt(e, handling)
         if not written:  # a forked child, or a bar that could not be cleared: plainly
             try:
                 err.write(line + "\n")

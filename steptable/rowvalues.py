@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from steptable.writer import MAX_ARRAY, array_size
+from steptable.writer import MAX_ARRAY, array_size, masked, numeric_array
 
 #: value types kept as they are for the end-of-run dump (immutable: a later in-place update cannot change them)
 _PLAIN = frozenset({int, float, str, bool, type(None), bytes})
@@ -22,11 +22,11 @@ def frozen(value: Any) -> Any:
         ndim = getattr(value, "ndim", None)
         if callable(item) and ndim == 0:
             return item()
-        if type(ndim) is int and ndim > 0 and _numeric(value):
+        if type(ndim) is int and ndim > 0 and numeric_array(value):
             size = array_size(value)
             if size == 1 and callable(item):
                 # one number, whatever its shape: torch.tensor([loss]) all-reduced, a keepdim mean, np.ones((1, 1))
-                return item()
+                return None if masked(value) else item()
             if ndim == 1 and size <= MAX_ARRAY and callable(tolist := getattr(value, "tolist", None)):
                 # a small 1-d array or tensor as the numbers it holds (np.array([passed, total]) shows as 3/16, as
                 # its JSON list reads back); a big one is left for the writer to shorten
@@ -34,16 +34,6 @@ def frozen(value: Any) -> Any:
     except Exception:  # a value that cannot be read is left for the writer and the renderer to make text of
         pass
     return value
-
-
-def _numeric(array: Any) -> bool:
-    """Does a numpy array or torch tensor hold integers, real floats or bools (not dates, objects, complex)?"""
-    dtype = getattr(array, "dtype", None)
-    kind = getattr(dtype, "kind", None)  # numpy
-    if isinstance(kind, str):
-        return kind in "iufb"
-    return bool(getattr(dtype, "is_floating_point", False)) or str(dtype).startswith(
-        ("torch.int", "torch.uint", "torch.bool"))
 
 
 #: items of one nested mapping a row's view spreads out at most (a 20k-entry Counter logged each step must not cost

@@ -143,8 +143,10 @@ class _Converter:
                 # summary), as a row is a line of scalars, not a place for an activation dump. One element is that
                 # number (torch.tensor([loss]) all-reduced), read below as a 0-d one is: [nan] would hide a NaN.
                 size = array_size(value)
-                if size != 1 or not callable(item):
+                if size != 1 or not callable(item) or not numeric_array(value):  # (["abc"], an object array: lists)
                     return self.convert(tolist(), depth + 1) if size <= MAX_ARRAY else _text(value)
+                if masked(value):  # np.ma's .item() would give the value under the mask, which is not there
+                    return None
         except Exception:  # a proxy whose __getattr__ raises something other than AttributeError
             item = None
         if callable(item):  # numpy / torch 0-d: the caller chose to hand us a tensor; .item() is its sync, not ours
@@ -159,6 +161,25 @@ class _Converter:
             return self.convert(float(value), depth + 1)
         except Exception:
             return _text(value)
+
+
+def numeric_array(array: Any) -> bool:
+    """Does a numpy array or torch tensor hold integers, real floats or bools (not dates, objects, complex)?"""
+    dtype = getattr(array, "dtype", None)
+    kind = getattr(dtype, "kind", None)  # numpy
+    if isinstance(kind, str):
+        return kind in "iufb"
+    return bool(getattr(dtype, "is_floating_point", False)) or str(dtype).startswith(
+        ("torch.int", "torch.uint", "torch.bool"))
+
+
+def masked(array: Any) -> bool:
+    """A numpy masked array with a masked element (a torch tensor or a plain array has no ``mask``)."""
+    mask = getattr(array, "mask", None)
+    try:
+        return mask is not None and bool(mask.any() if callable(getattr(mask, "any", None)) else mask)
+    except Exception:
+        return False
 
 
 def array_size(value: Any) -> int:

@@ -256,3 +256,16 @@ def test_a_run_that_kept_its_jsonl_says_all_rows(tmp_path: Path) -> None:
         sl.log({"step": step, "loss": 0.5})
     sl.close()
     assert "all rows, every column:" in sl.dump()
+
+
+def test_one_element_arrays_of_text_objects_or_masks_are_not_numbers() -> None:
+    """jsonable took .item() of any one-element array: ["abc"] became "abc", an object array's dict a column of
+    its own, and a masked-out value a real-looking number."""
+    np = pytest.importorskip("numpy")
+    from steptable.rowvalues import frozen
+    from steptable.writer import jsonable
+
+    assert jsonable(np.array(["abc"])) == ["abc"]
+    assert jsonable(np.array([{"a": 1}], dtype=object)) == [{"a": 1}]
+    assert jsonable(np.ma.array([1.0], mask=[True])) is None and frozen(np.ma.array([1.0], mask=[True])) is None
+    assert jsonable(np.ma.array([1.5], mask=[False])) == 1.5 and jsonable(np.array([[2.5]])) == 2.5

@@ -211,11 +211,12 @@ def test_a_rank_learnt_after_setup_moves_the_console_and_file(
 ) -> None:
     """torch.multiprocessing.spawn with setup_logging before init_process_group: every worker read rank 0, took
     rank 0's file name and printed its INFO lines."""
-    rank = [0]
-    monkeypatch.setattr(st_logging, "global_rank", lambda: rank[0])
+    group: list[int | None] = [None]  # no process group yet, and no launcher's variable
+    monkeypatch.setattr(st_logging, "known_rank", lambda: group[0])
+    monkeypatch.setattr(st_logging, "dist_rank", lambda: group[0])
     path = setup_logging("spawned", log_dir=tmp_path, colour=False)
     logger.info("before init")
-    rank[0] = 1  # init_process_group
+    group[0] = 1  # init_process_group
     logger.info("rank one's row")
     logger.warning("rank one's warning")
     out = capsys.readouterr().out
@@ -223,3 +224,64 @@ def test_a_rank_learnt_after_setup_moves_the_console_and_file(
     ranked = path.with_name(path.stem + ".rank1.log")
     assert "before init" in path.read_text() and "rank one" not in path.read_text()
     assert "rank one's row" in ranked.read_text() and "rank one's warning" in ranked.read_text()
+
+
+def test_a_trainers_own_ctrl_c_handler_that_logs_is_not_cut_short(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """Ctrl-C at a terminal kills `| tee` too: the trainer's ``except KeyboardInterrupt:`` logs "saving a
+    checkpoint", the write fails with EPIPE, and the handled Ctrl-C in that error's context was raised again from
+    inside logger.warning: the checkpoint was never saved."""
+
+    class DeadPipe:
+        encoding = "utf-8"
+
+        def write(self, text: str) -> int:
+            raise BrokenPipeError(32, "Broken pipe")
+
+        def flush(self) -> None:
+            pass
+
+    setup_logging("handler", log_dir=tmp_path / "logs", colour=False)
+    monkeypatch.setattr(sys, "stdout", DeadPipe())
+    saved = False
+    try:
+        raise KeyboardInterrupt
+    except KeyboardInterrupt:
+        logger.warning("interrupted: saving a checkpoint")
+        st_logging.say("steptable: a notice in the handler")
+        saved = True
+    assert saved and "console output failed" in capsys.readouterr().err
+
+
+def test_a_forked_worker_writes_without_tqdms_lock(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A DataLoader worker forked while a thread held tqdm's lock hung for ever in it at its first log line."""
+    lines: list[str] = []
+
+    class Out:
+        encoding = "utf-8"
+
+        def write(self, text: str) -> int:
+            lines.append(text)
+            return len(text)
+
+        def flush(self) -> None:
+            pass
+
+    setup_logging("fork", log_dir=tmp_path / "logs", colour=False)
+    monkeypatch.setattr(sys, "stdout", Out())
+    monkeypatch.setattr(st_logging, "_owner_pid", os.getpid() + 1)  # as in a child: another process set it up
+    monkeypatch.setattr(tqdm, "external_write_mode", lambda *a, **kw: pytest.fail("tqdm's lock taken in a child"))
+    logger.info("from a worker")
+    assert lines == ["I from a worker\n"]
+
+
+def test_a_known_rank_is_not_asked_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every message re-read four environment variables, twice, for ever in a single-process run (11% of log())."""
+    asked: list[int] = []
+    monkeypatch.setattr(st_logging, "dist_rank", lambda: asked.append(1))
+    monkeypatch.setenv("RANK", "0")
+    rank = st_logging._Rank()
+    assert [rank() for _ in range(5)] == [0] * 5 and asked == []
+    monkeypatch.delenv("RANK")
+    rank = st_logging._Rank()  # nothing says it yet (spawn, before init_process_group): asked at each message
+    assert [rank() for _ in range(3)] == [0] * 3 and len(asked) == 3
