@@ -52,18 +52,19 @@ class ConsoleSink:
 
     A stdout that is gone (a closed pipe or file) is reported once on stderr and the console stays silent after it;
     any other failure (a full non-blocking pipe or pty, a full disk under a redirect, a replaced stdout raising) is
-    reported once too and costs only the messages written while it lasts. Either way the rows still reach the JSONL
-    and the verbose file.
+    reported once too and costs only the messages written while it lasts (one a full pipe cut ends there). Either
+    way the rows still reach the JSONL and the verbose file.
     """
 
     def __init__(self) -> None:
         self.failed: BaseException | None = None
+        self.torn = False  # a line was cut by a full non-blocking pipe: the next one starts a line of its own
 
     def __call__(self, message: Any) -> None:
         out = sys.stdout
         if self.failed is not None or out is None:
             return
-        text = str(message)
+        text = "\n" + str(message) if self.torn else str(message)
         handling = sys.exc_info()[1]  # (a line logged by the trainer's own ``except KeyboardInterrupt:``)
         write = write_between_bars if os.getpid() == _owner_pid else write_plain
         try:
@@ -71,8 +72,11 @@ class ConsoleSink:
                 write(out, text)
             except UnicodeEncodeError:  # a stdout that cannot encode a character (PYTHONIOENCODING=ascii, C locale)
                 write(out, encodable(text, getattr(out, "encoding", None) or "ascii"))
+            self.torn = False
         except Exception as e:  # OSError / ValueError from a closed stream, or anything a replaced stdout raises
             raise_interrupt(e, handling)
+            # part of the line went out before the pipe filled (EAGAIN): the next line must not be glued to it
+            self.torn = self.torn or getattr(e, "characters_written", 0) > 0
             gone = (isinstance(e, OSError) and e.errno in _GONE) or (
                 isinstance(e, ValueError) and not isinstance(e, UnicodeError))  # ("I/O operation on closed file")
             if gone:

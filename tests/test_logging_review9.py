@@ -285,3 +285,30 @@ def test_a_known_rank_is_not_asked_again(monkeypatch: pytest.MonkeyPatch) -> Non
     monkeypatch.delenv("RANK")
     rank = st_logging._Rank()  # nothing says it yet (spawn, before init_process_group): asked at each message
     assert [rank() for _ in range(3)] == [0] * 3 and len(asked) == 3
+
+
+def test_a_line_cut_by_a_full_pipe_is_not_glued_to_the_next(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A full non-blocking pipe took half a row (EAGAIN after 8 characters): the next row was glued to the cut one
+    ('I   7202  +0.500I   7722  +0.500')."""
+    got: list[str] = []
+
+    class Full:
+        encoding = "utf-8"
+        calls = 0
+
+        def write(self, text: str) -> int:
+            Full.calls += 1
+            if Full.calls == 2:
+                got.append(text[:8])
+                raise BlockingIOError(11, "Resource temporarily unavailable", 8)
+            got.append(text)
+            return len(text)
+
+        def flush(self) -> None:
+            pass
+
+    setup_logging("full", log_dir=tmp_path / "logs", colour=False)
+    monkeypatch.setattr(sys, "stdout", Full())
+    for n in range(3):
+        logger.info(f"row {n} +0.500")
+    assert "".join(got).splitlines() == ["I row 0 +0.500", "I row 1 ", "I row 2 +0.500"]
