@@ -305,20 +305,21 @@ def clockless_stall(store: Any, now: float, config: AlertConfig | None = None) -
     return Alert("W", step, "", "stall", msg)
 
 
-#: the newest rows of a segment a resume replaces that are read for their alerts (about a quarter second's reading)
-MAX_REPLACED_ROWS = 5000
+#: the newest rows of a segment a resume replaces that are read for their alerts (what went wrong before the crash)
+MAX_REPLACED_ROWS = 2000
 
 
 def replaced_alerts(store: Any, start: int, config: AlertConfig | None = None, budget: int = MAX_REPLACED_ROWS
                     ) -> tuple[list[Alert], int]:
     """The alerts of the rows from index ``start`` on, which a resume at that row is about to replace in ``store``
     (a RunStore, its lock held): the crashed run's last steps, read after a bounded replay of the rows before
-    them, each alert saying the resume that replaced it; and the rows this read (replay included), at most about
-    ``budget`` (the newest replaced rows first). A reader that meets the file after the restart has only these to
-    say why the run was restarted (a NaN loss, a spike): its rows are gone from the store."""
+    them, each alert saying the resume that replaced it; and the rows this read (replay included): the newest
+    :data:`MAX_REPLACED_ROWS` replaced rows, or ``budget`` if fewer. A reader that meets the file after the
+    restart has only these to say why the run was restarted (a NaN loss, a spike): its rows are gone from the
+    store."""
     eng = AlertEngine(config)
     end = len(store)
-    first = max(start, end - max(0, budget))
+    first = max(start, end - max(0, min(budget, MAX_REPLACED_ROWS)))
     spans = replay_spans(first, eng.config)
     resumes = set(store.resumes)
     for a, b in spans:

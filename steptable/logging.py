@@ -66,7 +66,7 @@ class ConsoleSink:
             return
         text = "\n" + str(message) if self.torn else str(message)
         handling = sys.exc_info()[1]  # (a line logged by the trainer's own ``except KeyboardInterrupt:``)
-        write = write_between_bars if os.getpid() == _owner_pid else write_plain
+        write = write_plain if _in_child else write_between_bars
         try:
             try:
                 write(out, text)
@@ -244,8 +244,12 @@ _file_lock = threading.RLock()
 
 
 def _after_fork_in_child() -> None:
-    global _file_lock
+    global _file_lock, _in_child
     _file_lock = threading.RLock()  # another thread of the parent may have held it at the fork
+    _in_child = True  # (a flag, not a getpid() a message)
+
+
+_in_child = False  # a forked child of the process that set the sinks up (setup_logging in it clears it)
 
 
 if hasattr(os, "register_at_fork"):
@@ -317,7 +321,6 @@ def report_once(topic: str, text: str, to_file: bool = True) -> None:
     say(text, to_file)
 
 
-_owner_pid = os.getpid()  # the process whose tqdm bars and verbose file say() may use (setup_logging's)
 
 
 def say(text: str, to_file: bool = True) -> None:
@@ -328,7 +331,7 @@ def say(text: str, to_file: bool = True) -> None:
     handling = sys.exc_info()[1]
     if err is not None:
         written = False
-        if os.getpid() == _owner_pid:  # (in a forked child tqdm's lock may be held for good, and its bars are stale)
+        if not _in_child:  # (in a forked child tqdm's lock may be held for good, and its bars are stale)
             try:
                 with tqdm.external_write_mode(file=err):
                     written = True
@@ -343,7 +346,7 @@ def say(text: str, to_file: bool = True) -> None:
             except Exception:  # stderr gone too: nothing left to tell
                 pass
     sink = _file_sink
-    if to_file and sink is not None and os.getpid() == _owner_pid:
+    if to_file and sink is not None and not _in_child:
         # Into the file directly, not through loguru: its other sinks (the console's, one the trainer added on
         # stderr) would show it a second time.
         try:
@@ -368,7 +371,7 @@ def setup_logging(
     keep writing to the same verbose file within a process. On a non-zero distributed rank the
     console shows warnings and errors only, prefixed with the rank, and the file is suffixed with it.
     """
-    global _removed_default, _file_sink, _owner_pid
+    global _removed_default, _file_sink, _in_child
     for hid in _handler_ids:
         try:
             logger.remove(hid)
@@ -376,7 +379,7 @@ def setup_logging(
             pass
     _handler_ids.clear()
     _file_sink = None
-    _owner_pid = os.getpid()
+    _in_child = False
     if not _removed_default:
         # loguru's own stderr handler would print every row a second time, in its long format.
         try:

@@ -21,7 +21,7 @@ def frozen(value: Any) -> Any:
         item = getattr(value, "item", None)
         ndim = getattr(value, "ndim", None)
         if callable(item) and ndim == 0:
-            return item()
+            return None if masked(value) else item()
         if type(ndim) is int and ndim > 0 and numeric_array(value):
             size = array_size(value)
             if size == 1 and callable(item):

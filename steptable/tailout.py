@@ -287,6 +287,8 @@ class Tail:
             self.out.write(note)
         if a.alerts_only:  # the rows as stored, as summary and the app scan them (an alias filled in by the layout
             # made tail alone watch tinker's un-namespaced kl_sample_train_v1: an E here, "alerts 0" there)
+            if missed:
+                self._label(store)
             for alert in missed:
                 self._alert(run, alert)
             self._alerts(store, [(st, *again[st]) for st in sorted(again)], new, steps, walls, set(resumes))
@@ -404,8 +406,7 @@ class Tail:
         eng = self.engines.setdefault(store.run, AlertEngine())
         if rows:
             self.far_told.discard(store.run)  # it wrote again: a later stall is told again
-        # the arm when no other run has it, else run/arm: two experiments' seed0 must not read as one
-        self.labels[store.run] = run_label(store, self.arm_runs.get(store.arm, 0) <= 1)
+        self._label(store)
         for step, row, keys in redo:  # what changed in rows already fed: the cells merged in, or the inserted row
             for alert in eng.update(step, row if keys is None else {k: row[k] for k in keys if k in row}):
                 self._alert(store.run, alert)
@@ -415,6 +416,10 @@ class Tail:
             found = eng.check_stall(wall) if math.isfinite(wall) and step not in resumes else []  # a gap now over
             for alert in [*found, *eng.update(int(step), r, wall)]:
                 self._alert(store.run, alert)
+
+    def _label(self, store: RunStore) -> None:
+        # the arm when no other run has it, else run/arm: two experiments' seed0 must not read as one
+        self.labels[store.run] = run_label(store, self.arm_runs.get(store.arm, 0) <= 1)
 
     def check_stalls(self, now: float, stores: Collection[RunStore] = ()) -> None:
         """A stall of each run read, against ``now``: from its rows' clock, or for ``stores`` whose rows carry none,

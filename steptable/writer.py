@@ -150,6 +150,8 @@ class _Converter:
         except Exception:  # a proxy whose __getattr__ raises something other than AttributeError
             item = None
         if callable(item):  # numpy / torch 0-d: the caller chose to hand us a tensor; .item() is its sync, not ours
+            if masked(value):  # np.ma.masked (the mean of all-masked values): no value, not its 0.0
+                return None
             try:
                 got = item()
             except Exception:

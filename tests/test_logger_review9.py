@@ -269,3 +269,12 @@ def test_one_element_arrays_of_text_objects_or_masks_are_not_numbers() -> None:
     assert jsonable(np.array([{"a": 1}], dtype=object)) == [{"a": 1}]
     assert jsonable(np.ma.array([1.0], mask=[True])) is None and frozen(np.ma.array([1.0], mask=[True])) is None
     assert jsonable(np.ma.array([1.5], mask=[False])) == 1.5 and jsonable(np.array([[2.5]])) == 2.5
+
+
+def test_a_fully_masked_value_is_no_zero() -> None:
+    np = pytest.importorskip("numpy")
+    from steptable.rowvalues import frozen
+    from steptable.writer import jsonable
+
+    empty = np.ma.masked_invalid(np.array([np.nan, np.inf])).mean()  # np.ma.masked: no value, not 0.0
+    assert jsonable(empty) is None and frozen(empty) is None and jsonable(np.ma.masked) is None

@@ -269,7 +269,7 @@ def test_a_forked_worker_writes_without_tqdms_lock(tmp_path: Path, monkeypatch: 
 
     setup_logging("fork", log_dir=tmp_path / "logs", colour=False)
     monkeypatch.setattr(sys, "stdout", Out())
-    monkeypatch.setattr(st_logging, "_owner_pid", os.getpid() + 1)  # as in a child: another process set it up
+    monkeypatch.setattr(st_logging, "_in_child", True)  # as after a fork: the at-fork hook sets it
     monkeypatch.setattr(tqdm, "external_write_mode", lambda *a, **kw: pytest.fail("tqdm's lock taken in a child"))
     logger.info("from a worker")
     assert lines == ["I from a worker\n"]

@@ -53,8 +53,8 @@ MAX_BAD_RECENT = 100
 MAX_EDITS = 4096
 #: alerts kept of the rows resumes replaced (the first ones: a run restarted over and over says why the first time)
 MAX_REPLACED_ALERTS = 100
-#: rows read for them in all, replays included (about half a second): a file of many short runs or of several
-#: ranks' rows out of step resumes thousands of times
+#: rows read for them, replays included, beyond a fiftieth of the rows read (about a second): a file of many
+#: short runs or of several ranks' rows out of step resumes thousands of times
 MAX_REPLACED_READ = 20_000
 #: keys that say nothing about whether two rows are the same measurement (resume vs merge test; endofrun's too)
 BOOKKEEPING_KEYS = frozenset(WALL_KEYS) | {"arm", "run"}
@@ -124,7 +124,8 @@ class RunStore(ColumnTable):
         self._told_dropped = False
         self.resumes: list[int] = []
         self.replaced: list[Any] = []  # alerts (steptable.alerts.Alert) of rows resumes replaced, the first ones
-        self._replay_left = MAX_REPLACED_READ  # rows those may still read (replays included)
+        self._replay_read = 0  # rows read for them so far (replays included)
+        self._dropped = 0  # rows resumes replaced so far
         self.step_key: str | None = None
         self.last_update: float | None = None
 
@@ -383,9 +384,14 @@ class RunStore(ColumnTable):
         from steptable.alerts import replaced_alerts  # (stdlib only; it reads stores, so not imported at the top)
 
         room = MAX_REPLACED_ALERTS - len(self.replaced)
-        if room > 0 and self._replay_left > 0:  # (a file of 8 ranks' rows out of step: a resume every 6 rows)
-            found, read = replaced_alerts(self, i, budget=self._replay_left)
-            self._replay_left -= read
+        # what they may read: a fixed amount, and a fiftieth of the rows the file has held, so a run's latest crash
+        # is read however many came before it, and a file of 8 ranks' rows out of step (a resume every 6 rows) or
+        # of 2,000 short runs stays within a second more (a row replayed costs ~10x a row read)
+        left = MAX_REPLACED_READ + (len(self._steps) + self._dropped) // 50 - self._replay_read
+        self._dropped += len(self._steps) - i
+        if room > 0 and left > 0:
+            found, read = replaced_alerts(self, i, budget=left)
+            self._replay_read += read
             self.replaced.extend(found[:room])
 
     def _edited(self, step: int, keys: frozenset[str] | None) -> None:
