@@ -170,7 +170,8 @@ class ColumnTable:
             if pres is not None:
                 pres[i] = 1
         wall = self._row_wall(row)
-        self._walls[i] = wall if wall is not None else now
+        if wall is not None:  # cells without a clock (a late eval line) keep the row's time: not the read's
+            self._walls[i] = wall
 
     # --- columns ------------------------------------------------------------------------------------------------
 
