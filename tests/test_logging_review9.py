@@ -9,7 +9,7 @@ import subprocess
 import sys
 import textwrap
 import types
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -33,6 +33,27 @@ def _own_sinks() -> Iterator[None]:
             pass
     st_logging._handler_ids.clear()
     st_logging._file_sink = None
+
+
+class FakeOut:
+    """A stdout that keeps what is written to it; ``hook(self, text)`` runs first at each write and may raise."""
+
+    encoding = "utf-8"
+
+    def __init__(self, hook: Callable[[FakeOut, str], None] | None = None) -> None:
+        self.lines: list[str] = []
+        self.calls = 0
+        self.hook = hook
+
+    def write(self, text: str) -> int:
+        self.calls += 1
+        if self.hook is not None:
+            self.hook(self, text)
+        self.lines.append(text)
+        return len(text)
+
+    def flush(self) -> None:
+        pass
 
 
 def _env() -> dict[str, str]:
@@ -255,24 +276,13 @@ def test_a_trainers_own_ctrl_c_handler_that_logs_is_not_cut_short(tmp_path: Path
 
 def test_a_forked_worker_writes_without_tqdms_lock(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A DataLoader worker forked while a thread held tqdm's lock hung for ever in it at its first log line."""
-    lines: list[str] = []
-
-    class Out:
-        encoding = "utf-8"
-
-        def write(self, text: str) -> int:
-            lines.append(text)
-            return len(text)
-
-        def flush(self) -> None:
-            pass
-
+    out = FakeOut()
     setup_logging("fork", log_dir=tmp_path / "logs", colour=False)
-    monkeypatch.setattr(sys, "stdout", Out())
+    monkeypatch.setattr(sys, "stdout", out)
     monkeypatch.setattr(st_logging, "_in_child", True)  # as after a fork: the at-fork hook sets it
     monkeypatch.setattr(tqdm, "external_write_mode", lambda *a, **kw: pytest.fail("tqdm's lock taken in a child"))
     logger.info("from a worker")
-    assert lines == ["I from a worker\n"]
+    assert out.lines == ["I from a worker\n"]
 
 
 def test_a_known_rank_is_not_asked_again(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -290,25 +300,14 @@ def test_a_known_rank_is_not_asked_again(monkeypatch: pytest.MonkeyPatch) -> Non
 def test_a_line_cut_by_a_full_pipe_is_not_glued_to_the_next(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A full non-blocking pipe took half a row (EAGAIN after 8 characters): the next row was glued to the cut one
     ('I   7202  +0.500I   7722  +0.500')."""
-    got: list[str] = []
+    def full(out: FakeOut, text: str) -> None:
+        if out.calls == 2:
+            out.lines.append(text[:8])
+            raise BlockingIOError(11, "Resource temporarily unavailable", 8)
 
-    class Full:
-        encoding = "utf-8"
-        calls = 0
-
-        def write(self, text: str) -> int:
-            Full.calls += 1
-            if Full.calls == 2:
-                got.append(text[:8])
-                raise BlockingIOError(11, "Resource temporarily unavailable", 8)
-            got.append(text)
-            return len(text)
-
-        def flush(self) -> None:
-            pass
-
+    out = FakeOut(full)
     setup_logging("full", log_dir=tmp_path / "logs", colour=False)
-    monkeypatch.setattr(sys, "stdout", Full())
+    monkeypatch.setattr(sys, "stdout", out)
     for n in range(3):
         logger.info(f"row {n} +0.500")
-    assert "".join(got).splitlines() == ["I row 0 +0.500", "I row 1 ", "I row 2 +0.500"]
+    assert "".join(out.lines).splitlines() == ["I row 0 +0.500", "I row 1 ", "I row 2 +0.500"]
