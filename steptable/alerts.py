@@ -256,10 +256,9 @@ def clockless_gap(store: Any, now: float,
     """(seconds since its file was written, its usual step time, the key read, its last step) for a run whose rows
     carry no clock (verl's file logger, tinker, a console log) when the file has been left alone for
     ``stall_factor`` x the run's own step time (and twice its longest recent step, at least ``stall_min_s``); None
-    otherwise, and for rows with a
-    clock (the engine's stall check reads those), a trainer_state.json (written at checkpoints only), a run
-    without a step-time column, or one whose progress says it finished (tinker's done_frac or progress of 1). Such
-    a run may also have ended: its trainer marks no end."""
+    otherwise, and for rows with a clock (the engine's stall check reads those), a trainer_state.json (written at
+    checkpoints only), a run without a step-time column, or one whose progress says it finished (tinker's
+    done_frac or progress of 1). Such a run may also have ended: its trainer marks no end."""
     c = config or AlertConfig()
     with store.lock:
         n = len(store)

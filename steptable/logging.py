@@ -97,10 +97,7 @@ def write_between_bars(stream: Any, text: str) -> None:
     lock, so no other thread's bar lands inside it). Left in Python's buffer, a pipe or file (nohup, sbatch,
     ``| tee``) would get rows kilobytes late, glued after a bar's text, and lose them to a SIGKILL."""
     with tqdm.external_write_mode(file=stream):
-        stream.write(text)
-        flush = getattr(stream, "flush", None)
-        if flush is not None:
-            flush()
+        write_plain(stream, text)
 
 
 def write_plain(stream: Any, text: str) -> None:
@@ -330,19 +327,12 @@ def say(text: str, to_file: bool = True) -> None:
     err = sys.stderr
     handling = sys.exc_info()[1]
     if err is not None:
-        written = False
-        if not _in_child:  # (in a forked child tqdm's lock may be held for good, and its bars are stale)
-            try:
-                with tqdm.external_write_mode(file=err):
-                    written = True
-                    err.write(line + "\n")
-                    err.flush()
-            except Exception as e:
-                raise_interrupt(e, handling)
-        if not written:  # a forked child, or a bar that could not be cleared: plainly
-            try:
-                err.write(line + "\n")
-                err.flush()
+        try:  # (in a forked child tqdm's lock may be held for good, and its bars are stale)
+            (write_plain if _in_child else write_between_bars)(err, line + "\n")
+        except Exception as e:
+            raise_interrupt(e, handling)
+            try:  # a bar that could not be cleared: plainly
+                write_plain(err, line + "\n")
             except Exception:  # stderr gone too: nothing left to tell
                 pass
     sink = _file_sink
