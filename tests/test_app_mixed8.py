@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -70,12 +72,19 @@ def test_a_trl_run_and_a_maxent_run_each_get_their_trainers_columns(tmp_path: Pa
     assert "train/tau" in _keys(session, maxent) and "train/loss" in _keys(session, maxent)
 
 
+@asynccontextmanager
+async def _running(root: Path) -> AsyncIterator[tuple[Any, Any, Follower]]:
+    """The app over ``root``, started, with the runs found so far on screen: (app, pilot, follower)."""
+    app, follower, _ = manual_app(root, now=time.time())
+    async with app.run_test(size=SIZE) as pilot:
+        await sync(pilot, follower)
+        yield app, pilot, follower
+
+
 @pytest.mark.anyio
 async def test_the_app_shows_each_trainers_runs_with_their_own_values(tmp_path: Path) -> None:
     _trl_and_maxent(tmp_path)
-    app, follower, _ = manual_app(tmp_path, now=time.time())
-    async with app.run_test(size=SIZE) as pilot:
-        await sync(pilot, follower)
+    async with _running(tmp_path) as (app, _, _):
         for panel in app.query(ArmPanel):
             grid = panel.grid
             assert grid.store is not None
@@ -97,9 +106,7 @@ def _panel(app: Any, word: str) -> ArmPanel:
 async def test_verl_and_tinker_tables_chart_legend_and_filter_each_follow_their_trainer(tmp_path: Path) -> None:
     """The tinker panel showed verl's columns and the chart said "min nan max nan" for it."""
     _verl_and_tinker(tmp_path)
-    app, follower, _ = manual_app(tmp_path, now=time.time())
-    async with app.run_test(size=SIZE) as pilot:
-        await sync(pilot, follower)
+    async with _running(tmp_path) as (app, pilot, _):
         verl, tinker = _panel(app, "verl"), _panel(app, "tinker")
         assert "critic/score/mean" in [c.key for c in verl.grid.cols]
         tinker_keys = [c.key for c in tinker.grid.cols]
@@ -177,9 +184,7 @@ def test_a_new_trainers_run_mid_session_gets_its_own_group(tmp_path: Path) -> No
 @pytest.mark.anyio
 async def test_the_app_gives_a_trainers_run_found_later_its_own_table(tmp_path: Path) -> None:
     write_verl(tmp_path / "verl" / "exp.jsonl", steps=8)
-    app, follower, _ = manual_app(tmp_path, now=time.time())
-    async with app.run_test(size=SIZE) as pilot:
-        await sync(pilot, follower)
+    async with _running(tmp_path) as (app, pilot, follower):
         verl_cols = _panel(app, "verl").grid.cols
         write_tinker(tmp_path / "tinker" / "run", steps=8)
         await sync(pilot, follower)
