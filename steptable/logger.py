@@ -31,7 +31,7 @@ from steptable.alerts import AlertEngine
 from steptable.columns import Col, streamed, validate
 from steptable.formatting import sanitize
 from steptable.logging import installed, report_once, say
-from steptable.rank import dist_rank, known_rank
+from steptable.rank import LazyRank
 from steptable.rowvalues import flat, freeze, kept
 from steptable.writer import RunWriter, error_text
 
@@ -107,11 +107,9 @@ class StepLogger:
         self.arm = arm
         self.header_every = max(int(header_every), 0)
         self.dump_rows = max(int(dump_rows), 0)
-        found = known_rank() if rank is None else int(rank)  # (RANK from the environment is text: "0")
-        self.rank = 0 if found is None else found
         # No launcher's variable and no process group yet (torch.multiprocessing.spawn, the logger made before
         # init_process_group): every process would take itself for rank 0. Asked again at each row until known.
-        self._rank_unknown = found is None
+        self._rank = LazyRank(rank)
         self.console = console
         # absolute: a later os.chdir in the training script must not move the files
         self.run_dir = Path(run_dir).absolute() if run_dir is not None else None
@@ -152,9 +150,12 @@ class StepLogger:
     # ------------------------------------------------------------------------------------------------ the loop
     @property
     def is_writer(self) -> bool:
-        if self._rank_unknown and (found := dist_rank()) is not None:
-            self.rank, self._rank_unknown = found, False
-        return self.rank == 0
+        return self._rank() == 0
+
+    @property
+    def rank(self) -> int:
+        """The global rank (0 until something says it); only rank 0 prints and writes."""
+        return self._rank.value
 
     def log(self, cells: Mapping[str, Any]) -> str | None:
         """Write the raw row to JSONL, print its rendered line (header/legend as due), emit alerts.

@@ -22,7 +22,7 @@ from loguru import logger
 from tqdm import tqdm
 
 from steptable.formatting import char_cells
-from steptable.rank import dist_rank, known_rank
+from steptable.rank import LazyRank
 from steptable.writer import open_append
 
 ICONS = {"TRACE": "T", "DEBUG": "D", "INFO": "I", "SUCCESS": "S", "WARNING": "W", "ERROR": "E", "CRITICAL": "C"}
@@ -257,27 +257,10 @@ def _console_record(record: Any) -> bool:
     return bool(record["extra"].get("steptable_console", True))
 
 
-class _Rank:
-    """The global rank, asked again while nothing has said it: set up before init_process_group (a
-    torch.multiprocessing.spawn worker has no RANK variable), every process reads 0 until its group exists. Once
-    known (a launcher's variable, a process group) it does not change. (dist_rank never imports torch: a dictionary
-    look-up a message while torch is not imported.)"""
-
-    def __init__(self) -> None:
-        known = known_rank()
-        self.value = 0 if known is None else known
-        self.unknown = known is None
-
-    def __call__(self) -> int:
-        if self.unknown and (found := dist_rank()) is not None:
-            self.value, self.unknown = found, False
-        return self.value
-
-
 class _ConsoleFilter:
     """Rank 0 shows ``level`` and up; another rank warnings and errors only."""
 
-    def __init__(self, rank: _Rank, level: int) -> None:
+    def __init__(self, rank: LazyRank, level: int) -> None:
         self.rank = rank
         self.level = level
 
@@ -290,7 +273,7 @@ class _ConsoleFilter:
 class _ConsoleFormat:
     """The icon, ``[rN] `` on a non-zero rank, and the message."""
 
-    def __init__(self, rank: _Rank, colourise: bool) -> None:
+    def __init__(self, rank: LazyRank, colourise: bool) -> None:
         self.rank = rank
         self.icon = "<level>{level.icon}</level> " if colourise else "{level.icon} "
 
@@ -382,7 +365,7 @@ def setup_logging(
 
     # Set up before init_process_group (torch.multiprocessing.spawn), a process reads rank 0 until its group
     # exists: the sinks ask again then, so its console and file become its rank's.
-    rank = _Rank()
+    rank = LazyRank()
     colourise = use_colour() if colour is None else colour
     level_no = _level_no(level)
     _handler_ids.append(

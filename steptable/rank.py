@@ -42,3 +42,20 @@ def env_rank() -> int | None:
         if value.isascii() and value.isdigit():  # "²" and "٣" are digits to str.isdigit, not to a launcher
             return int(value)
     return None
+
+
+class LazyRank:
+    """The global rank: ``given``, else what a launcher or torch.distributed says; while nothing has said it, asked
+    again (torch.distributed only: a dictionary look-up while torch is not imported) at each call. Set up before
+    init_process_group (torch.multiprocessing.spawn sets no variable), a process reads 0 until its group exists;
+    once known the rank does not change."""
+
+    def __init__(self, given: int | None = None) -> None:
+        known = known_rank() if given is None else int(given)  # (RANK from the environment is text: "0")
+        self.value = 0 if known is None else known
+        self.unknown = known is None
+
+    def __call__(self) -> int:
+        if self.unknown and (found := dist_rank()) is not None:
+            self.value, self.unknown = found, False
+        return self.value

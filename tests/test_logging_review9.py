@@ -17,6 +17,7 @@ from loguru import logger
 from tqdm import tqdm
 
 import steptable.logging as st_logging
+import steptable.rank as st_rank
 from steptable import Col, StepLogger, setup_logging
 
 COLS = [Col("step", 4, "step", "d", "step"), Col("loss", 7, "loss", "+.3f", "loss")]
@@ -233,8 +234,8 @@ def test_a_rank_learnt_after_setup_moves_the_console_and_file(
     """torch.multiprocessing.spawn with setup_logging before init_process_group: every worker read rank 0, took
     rank 0's file name and printed its INFO lines."""
     group: list[int | None] = [None]  # no process group yet, and no launcher's variable
-    monkeypatch.setattr(st_logging, "known_rank", lambda: group[0])
-    monkeypatch.setattr(st_logging, "dist_rank", lambda: group[0])
+    monkeypatch.setattr(st_rank, "known_rank", lambda: group[0])
+    monkeypatch.setattr(st_rank, "dist_rank", lambda: group[0])
     path = setup_logging("spawned", log_dir=tmp_path, colour=False)
     logger.info("before init")
     group[0] = 1  # init_process_group
@@ -288,12 +289,14 @@ def test_a_forked_worker_writes_without_tqdms_lock(tmp_path: Path, monkeypatch: 
 def test_a_known_rank_is_not_asked_again(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every message re-read four environment variables, twice, for ever in a single-process run (11% of log())."""
     asked: list[int] = []
-    monkeypatch.setattr(st_logging, "dist_rank", lambda: asked.append(1))
     monkeypatch.setenv("RANK", "0")
-    rank = st_logging._Rank()
+    rank = st_rank.LazyRank()
+    monkeypatch.setattr(st_rank, "dist_rank", lambda: asked.append(1))  # (the messages' asking, from here)
     assert [rank() for _ in range(5)] == [0] * 5 and asked == []
-    monkeypatch.delenv("RANK")
-    rank = st_logging._Rank()  # nothing says it yet (spawn, before init_process_group): asked at each message
+    monkeypatch.undo()  # (RANK and dist_rank as they were)
+    monkeypatch.delenv("RANK", raising=False)
+    rank = st_rank.LazyRank()  # nothing says it yet (spawn, before init_process_group): asked at each message
+    monkeypatch.setattr(st_rank, "dist_rank", lambda: asked.append(1))
     assert [rank() for _ in range(3)] == [0] * 3 and len(asked) == 3
 
 
