@@ -23,6 +23,7 @@ from steptable.diagnostics import (  # noqa: E402
     RoutingMonitor,
     auroc,
     cosine_mean,
+    measures,
     multiotsu,
     quarantine_mass,
     shares,
@@ -35,6 +36,10 @@ NAN = float("nan")
 
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
+CUDA = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+#: The reference comparisons run where the tensors are: the CPU always, the GPU where there is one (sorts, cumsums
+#: and the histogram's binning are other kernels there).
+DEVICES = ["cpu", pytest.param("cuda", marks=CUDA)]
 
 
 def same(a: float, b: float, tol: float = 0.0) -> bool:
@@ -70,7 +75,8 @@ def _random_scores(rng: np.random.Generator, n: int, kind: int) -> np.ndarray:
     return rng.exponential(size=n) * 1e3
 
 
-def test_auroc_matches_sklearn_random() -> None:
+@pytest.mark.parametrize("device", DEVICES)
+def test_auroc_matches_sklearn_random(device: str) -> None:
     rng = np.random.default_rng(1234)
     sizes = [int(x) for x in rng.integers(2, 300, 320)] + [int(x) for x in rng.integers(300, 5000, 20)]
     sizes += [100_000, 100_000]
@@ -80,7 +86,7 @@ def test_auroc_matches_sklearn_random() -> None:
         y = rng.random(n) < rng.choice([0.5, 0.2, 0.03])
         s = s + y * rng.choice([0.0, 0.3, 2.0])  # some signal
         mask = rng.random(n) < rng.choice([1.0, 0.5, 0.1])
-        got = auroc(torch.from_numpy(s), torch.from_numpy(y), torch.from_numpy(mask)).item()
+        got = auroc(*(torch.from_numpy(a).to(device) for a in (s, y, mask))).item()
         want = sk_auroc(y[mask], s[mask])
         assert same(got, want, 1e-12), (case, n, got, want)
         checked += 1
@@ -139,14 +145,15 @@ def test_auroc_nan_policy() -> None:
         auroc(t, ty, nan_policy="ignore")
 
 
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32])
-def test_auroc_low_precision_inputs(dtype: torch.dtype) -> None:
+def test_auroc_low_precision_inputs(dtype: torch.dtype, device: str) -> None:
     rng = np.random.default_rng(11)
     y = rng.random(3000) < 0.3
-    s = torch.from_numpy(rng.normal(size=3000) + 0.5 * y).to(dtype)  # bf16 rounding creates many ties
-    got = auroc(s, torch.from_numpy(y))
-    assert got.dtype == torch.float64
-    assert same(got.item(), float(roc_auc_score(y, s.double().numpy())), 1e-12)
+    s = torch.from_numpy(rng.normal(size=3000) + 0.5 * y).to(device, dtype)  # bf16 rounding creates many ties
+    got = auroc(s, torch.from_numpy(y).to(device))
+    assert got.dtype == torch.float64 and got.device == s.device
+    assert same(got.item(), float(roc_auc_score(y, s.double().cpu().numpy())), 1e-12)
 
 
 # ---------------------------------------------------------------------------------------------------- Otsu
@@ -180,7 +187,8 @@ def _sigma(counts: np.ndarray, i: int, j: int) -> float:
     return (v(0, i) if i else 0.0) + v(j + 1, counts.size - 1) + v(i + 1, j)
 
 
-def test_multiotsu_matches_skimage_random() -> None:
+@pytest.mark.parametrize("device", DEVICES)
+def test_multiotsu_matches_skimage_random(device: str) -> None:
     """Thresholds equal skimage's; the rare differences are float32 near-ties of skimage's own arithmetic.
 
     skimage accumulates its moments in float32; our grid is float64 from exact integer counts. Splits made of the
@@ -194,12 +202,12 @@ def test_multiotsu_matches_skimage_random() -> None:
     mismatches = raised = 0
     for case, n in enumerate(sizes):
         x = _random_values(rng, n, case % 6)
-        tx = torch.from_numpy(x)
-        counts, centers, broken = histogram(tx, torch.ones(n, dtype=torch.bool), 256)
+        tx = torch.from_numpy(x).to(device)
+        counts, centers, broken = histogram(tx, torch.ones(n, dtype=torch.bool, device=device), 256)
         ref_counts, ref_centers = sk_histogram(x, 256, source_range="image")
         assert not broken.item()
-        np.testing.assert_array_equal(counts.numpy(), ref_counts)  # numpy's binning, bit for bit
-        np.testing.assert_array_equal(centers.numpy(), ref_centers)
+        np.testing.assert_array_equal(counts.cpu().numpy(), ref_counts)  # numpy's binning, bit for bit
+        np.testing.assert_array_equal(centers.cpu().numpy(), ref_centers)
         lo, hi = (t.item() for t in multiotsu(tx))
         want = sk_otsu(x)
         if math.isnan(want[0]):
@@ -217,9 +225,10 @@ def test_multiotsu_matches_skimage_random() -> None:
     assert mismatches <= len(sizes) // 50, mismatches
 
 
-def test_multiotsu_edge_cases() -> None:
+@pytest.mark.parametrize("device", DEVICES)
+def test_multiotsu_edge_cases(device: str) -> None:
     def otsu(v: Any, **kw: Any) -> tuple[float, float]:
-        lo, hi = multiotsu(torch.as_tensor(v, dtype=torch.float64), **kw)
+        lo, hi = multiotsu(torch.as_tensor(v, dtype=torch.float64, device=device), **kw)
         return lo.item(), hi.item()
 
     assert all(math.isnan(t) for t in otsu(np.full(100, 3.0)))  # constant
@@ -235,13 +244,13 @@ def test_multiotsu_edge_cases() -> None:
     assert all(math.isnan(t) for t in otsu(bad))
     assert otsu(bad, nan_policy="drop") == sk_otsu(np.delete(x, 10))
     m = np.random.default_rng(6).random(500) < 0.5
-    assert otsu(x, mask=torch.from_numpy(m)) == sk_otsu(x[m])
-    lo, hi = multiotsu(torch.from_numpy(x).to(torch.bfloat16))  # low precision in, float64 out
+    assert otsu(x, mask=torch.from_numpy(m).to(device)) == sk_otsu(x[m])
+    lo, hi = multiotsu(torch.from_numpy(x).to(device, torch.bfloat16))  # low precision in, float64 out
     assert lo.dtype == torch.float64 and (lo.item(), hi.item()) == sk_otsu(
         torch.from_numpy(x).to(torch.bfloat16).double().numpy()
     )
     with pytest.raises(ValueError):
-        multiotsu(torch.from_numpy(x), nbins=2)
+        multiotsu(torch.from_numpy(x).to(device), nbins=2)
 
 
 # ------------------------------------------------------------------------------------------ shares, cos, qmass
@@ -311,13 +320,14 @@ def test_columns_match_routing_schema() -> None:
     assert COLUMNS == tuple(DIAGNOSTIC_KEYS) and RoutingMonitor.COLUMNS == COLUMNS
 
 
-def test_monitor_against_references() -> None:
+@pytest.mark.parametrize("device", DEVICES)
+def test_monitor_against_references(device: str) -> None:
     g = torch.Generator().manual_seed(0)
-    mon = RoutingMonitor(capacity=1000, warmup=400)
+    mon = RoutingMonitor(capacity=1000, warmup=400, device=torch.device(device), proj_dtype=torch.float64)
     seen: list[np.ndarray] = []
     for _ in range(6):
         act, v, hack, adv = _batch(g, 150)
-        row = mon.step(act, v, hack, adv)
+        row = mon.step(*(t.to(device) for t in (act, v, hack, adv)))
         assert list(row) == list(COLUMNS) and all(type(x) is float for x in row.values())
         s = act.double().numpy() @ v.double().numpy()
         seen.append(s)
@@ -328,12 +338,12 @@ def test_monitor_against_references() -> None:
         assert same(row["cos"], float(cos.mean()), 1e-12)
         assert math.isnan(row["qmass"])  # no gradients given
         buf = np.concatenate(seen)[-1000:]
-        np.testing.assert_allclose(mon.buffer().numpy(), buf, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(mon.buffer().cpu().numpy(), buf, rtol=1e-12, atol=1e-12)
         if buf.size < 400:  # warmup: no split, everything resid
             assert math.isnan(row["tlo"]) and math.isnan(row["thi"])
             assert (row["keep"], row["resid"], row["rout"]) == (0.0, 1.0, 0.0)
             continue
-        z_buf = mon.buffer(zscored=True).numpy()
+        z_buf = mon.buffer(zscored=True).cpu().numpy()
         np.testing.assert_allclose(z_buf, (buf - buf.mean()) / buf.std(), rtol=0, atol=1e-12)
         assert (row["tlo"], row["thi"]) == sk_otsu(z_buf)
         z = (s - buf.mean()) / buf.std()
@@ -530,7 +540,7 @@ def test_standalone_functions_do_not_sync() -> None:
     assert rec.host_bound == [] and len(rec.ops) > 50
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+@CUDA
 def test_monitor_cuda_no_sync() -> None:
     dev = torch.device("cuda")
     g = torch.Generator().manual_seed(6)
@@ -559,7 +569,7 @@ def test_monitor_cuda_no_sync() -> None:
             assert same(row[k], ref[k], 1e-9), (k, row[k], ref[k])
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+@CUDA
 @pytest.mark.parametrize("nan_policy", ["propagate", "drop"])
 def test_monitor_cuda_matches_cpu_on_hostile_steps(nan_policy: str) -> None:
     """Step by step, the GPU monitor gives the CPU monitor's columns: through warmup, a buffer that wraps, an empty
@@ -592,7 +602,7 @@ def test_monitor_cuda_matches_cpu_on_hostile_steps(nan_policy: str) -> None:
     np.testing.assert_allclose(gpu.buffer().cpu().numpy(), cpu.buffer().numpy(), rtol=1e-12, atol=1e-12)
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+@CUDA
 def test_monitor_cuda_graph_replays_match_eager() -> None:
     """Replayed graphs give the eager values: queued steps keep their own results, more batch sizes than graphs
     kept, and a state reload (copied in place into the buffer the graphs point at: no recapture)."""
@@ -622,7 +632,7 @@ def test_monitor_cuda_graph_replays_match_eager() -> None:
         assert all(same(got[k], want[k], 1e-12) for k in COLUMNS) and not math.isnan(got["tlo"]), (i, got, want)
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+@CUDA
 def test_monitor_cuda_graph_capture_failure_falls_back(monkeypatch: pytest.MonkeyPatch) -> None:
     """A capture that fails is reported once; the step it happened in and the later ones equal the eager monitor's
     (the capture's warm-up updated the buffer, which must be put back)."""
@@ -645,7 +655,7 @@ def test_monitor_cuda_graph_capture_failure_falls_back(monkeypatch: pytest.Monke
     np.testing.assert_array_equal(failing.buffer().cpu().numpy(), eager.buffer().cpu().numpy())
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+@CUDA
 def test_monitor_cuda_graph_buckets_varying_batch_sizes() -> None:
     """Rollout counts that change every step (filtered rollouts) share a few power-of-two graphs, padded with
     masked rows, and give the eager values."""
@@ -659,6 +669,33 @@ def test_monitor_cuda_graph_buckets_varying_batch_sizes() -> None:
         got, want = graphed.step(*b), eager.step(*b)
         assert all(same(got[k], want[k], 1e-9) for k in COLUMNS), (i, n, got, want)
     assert 3 <= graphed._captures <= 7 and graphed.cuda_graph  # buckets 64 ... 4096
+
+
+@CUDA
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_project_upcasts_big_batches_in_chunks_on_cuda(dtype: torch.dtype, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A batch larger than the accelerator's chunk is upcast a chunk at a time: scores and cosines as accurate as
+    one whole upcast, with at most one chunk's float32 copy allocated beside the inputs."""
+    dev = torch.device("cuda")
+    g = torch.Generator(device=dev).manual_seed(21)
+    act = torch.randn(3001, 1024, device=dev, generator=g).to(dtype)
+    v = torch.randn(1024, device=dev, generator=g).to(dtype)
+    whole = measures.project(act, v)
+    monkeypatch.setattr(measures, "_ACCEL_CHUNK", 1 << 18)  # 256 rows of 1024 a chunk: 12 chunks
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    before = torch.cuda.memory_allocated()
+    chunked = measures.project(act, v)
+    torch.cuda.synchronize()
+    extra = torch.cuda.max_memory_allocated() - before
+    assert extra < act.numel(), extra  # a whole float32 copy would be 4 bytes an element
+    a64, v64 = act.double(), v.double()
+    dot64 = a64 @ v64
+    cos64 = dot64 / (torch.linalg.vector_norm(a64, dim=1) * torch.linalg.vector_norm(v64))
+    bound = 1e-6 * (a64.abs() @ v64.abs())  # float32 sums (gemv orders them by the batch's shape)
+    for dot, cos in (whole, chunked):
+        assert dot.dtype == cos.dtype == torch.float64 and dot.shape == cos.shape == (3001,)
+        assert ((dot - dot64).abs() <= bound).all() and ((cos - cos64).abs() <= 1e-6).all()
 
 
 def test_import_is_lazy() -> None:

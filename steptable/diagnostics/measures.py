@@ -26,6 +26,7 @@ __all__ = ["cosine_mean", "quarantine_mass", "shares"]
 
 _NAN = float("nan")
 _CPU_CHUNK = 1 << 16  # elements per upcast chunk on the CPU (512 KiB of float64)
+_ACCEL_CHUNK = 1 << 25  # and on an accelerator (128 MiB of float32; 4096 rollouts x D = 4096 is one chunk)
 
 
 def shares_core(z: Tensor, tlo: Tensor, thi: Tensor, use: Tensor) -> Tensor:
@@ -94,9 +95,11 @@ def project(act: Tensor, v_act: Tensor, dtype: torch.dtype | None = None) -> tup
     v = to_device(v_act, act.device, dt)
     v_norm = torch.linalg.vector_norm(v)
     n, d = act.shape
-    # On the CPU the upcast copy runs in row chunks that stay in cache (one [N, D] float64 copy would cost more
-    # than the products); on an accelerator one upcast of the whole block is cheaper than many launches.
-    step = max(1, n) if act.device.type != "cpu" or act.dtype == dt else max(1, _CPU_CHUNK // max(d, 1))
+    # The upcast copy runs in row chunks: on the CPU small ones that stay in cache (one [N, D] float64 copy would
+    # cost more than the products); on an accelerator large ones (one launch for a usual batch), so that a big
+    # batch never asks a training job's GPU for a whole float32 copy (64k rollouts x D = 4096: 1 GiB).
+    most = _CPU_CHUNK if act.device.type == "cpu" else _ACCEL_CHUNK
+    step = max(1, n) if act.dtype == dt else max(1, most // max(d, 1))
     tmp = act.new_empty((min(step, n), d), dtype=dt) if step < n else None  # reused: no allocation per chunk
     dots, norms = [], []
     for lo in range(0, n, step):  # host-side shapes only
