@@ -239,8 +239,8 @@ class StepLogger:
         first = self._rows == 0
         header_due = first or bool(self.header_every and self._rows % self.header_every == 0)
         self._rows += 1  # counted before printing: a failure below must not bring the legend back next step
-        if first:
-            self._emit(self.legend())
+        if first and any(render.explained(c) for c in self.cols):
+            self._emit(self.legend())  # a legend with nothing to explain is only a line to pay for
         if header_due:
             self._emit(self.header())
         line = self.row(view)

@@ -292,10 +292,15 @@ DIRECTION: Final = {"higher": " (higher is better)", "lower": " (lower is better
 """What a legend line adds for a column (or a schema's pattern rule) with a better direction."""
 
 
+def explained(col: Col) -> bool:
+    """Whether a legend has something to say of ``col``: a description, or a header that is not its key."""
+    return bool(col.desc) or col.header.strip() != col.key
+
+
 def legend(cols: Iterable[Col], title: str | None = "columns:", indent: int = 2) -> str:
     """One line per column that has a description: ``header  meaning``. Headers aligned for reading. A column
     without one whose header is not its key says its key (``gn  grad_norm``): what a short header stands for."""
-    described = [c if c.desc else c.with_(desc=c.key) for c in cols if c.desc or c.header.strip() != c.key]
+    described = [c if c.desc else c.with_(desc=c.key) for c in cols if explained(c)]
     title = None if title is None else sanitize(title)  # it may name a schema from a user's file
     if not described:
         return "" if title is None else title.rstrip(":") + ": (none described)"

@@ -376,3 +376,16 @@ def test_a_none_step_ts_or_arm_is_not_given(tmp_path: Path, captured: list[str])
     rows = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
     assert [(r["step"], r["arm"], type(r["ts"])) for r in rows] == [(0, "a", float), (1, "a", float), (2, "a", float)]
     assert (tmp_path / "table.txt").exists() and "   1   0.10\n" in "".join(captured)
+
+
+def test_no_legend_line_when_no_column_has_anything_to_explain(tmp_path: Path, captured: list[str]) -> None:
+    """Columns without descriptions whose headers are their keys: the legend would only say "(none described)",
+    a line every run pays for; one described column brings the legend back."""
+    bare = [Col("step", 5, "step", "d"), Col("loss", 7, "loss")]
+    with StepLogger(bare, run_dir=tmp_path / "a", alerts=False) as sl:
+        sl.log({"step": 1, "loss": 0.5})
+    assert captured[:2] == ["I  step    loss\n", "I     1      .5\n"]
+    captured.clear()
+    with StepLogger([*bare, Col("grad_norm", 5, "gn")], run_dir=tmp_path / "b", alerts=False) as sl:
+        sl.log({"step": 1, "loss": 0.5, "grad_norm": 1.0})
+    assert captured[:2] == ["I columns:\n  gn  grad_norm\n", "I  step    loss    gn\n"]
