@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from steptable.writer import MAX_ARRAY, array_size, masked, numeric_array
+from steptable.jsonvalues import MAX_ARRAY, array_size, masked, numeric_array
 
 #: value types kept as they are for the end-of-run dump (immutable: a later in-place update cannot change them)
 _PLAIN = frozenset({int, float, str, bool, type(None), bytes})

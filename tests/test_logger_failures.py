@@ -18,8 +18,9 @@ import pytest
 from conftest import repoint
 
 from steptable import Col, StepLogger, writer
+from steptable.jsonvalues import jsonable
 from steptable.logging import encodable, use_colour
-from steptable.writer import RunWriter, encode_row, jsonable
+from steptable.writer import RunWriter, encode_row
 
 COLS = [Col("step", 4, "step", "d", "step"), Col("loss", 7, "loss", "+.3f", "loss"), Col("ema", 6, "ema", None, "ema")]
 
