@@ -22,7 +22,7 @@ from typing import IO, Any
 
 from steptable.ingest.jsonl import JsonlParser
 from steptable.ingest.parse import MISSING, norm_value
-from steptable.ingest.store import BOOKKEEPING_KEYS, Parsed, counter, measured
+from steptable.ingest.parsed import BOOKKEEPING_KEYS, Parsed, counter, measured
 from steptable.ingest.table import MAX_KEYS, ColumnTable, _as_float, cols_to_rows, rows_to_cols
 
 _CHUNK = 1 << 20

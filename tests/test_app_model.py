@@ -347,7 +347,8 @@ def test_alert_scanner_feeds_edits_resumes_and_late_rows() -> None:
     """Rows inserted among the fed ones (one batch, out of order), merged cells, and two resumes between scans."""
     from steptable.alerts import AlertEngine
     from steptable.app.alerting import AlertScanner
-    from steptable.ingest.store import Parsed, RunStore
+    from steptable.ingest.parsed import Parsed
+    from steptable.ingest.store import RunStore
 
     def loss_rows(steps: list[int], bad: int | None = None, value: float = 1.0) -> Parsed:
         rows = [{"step": t, "loss": math.nan if t == bad else value} for t in steps]

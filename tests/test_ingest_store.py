@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 
 from steptable.ingest.parse import MISSING
-from steptable.ingest.store import Parsed, RunStore
+from steptable.ingest.parsed import Parsed
+from steptable.ingest.store import RunStore
 
 
 def add_rows(store: RunStore, rows: list[dict[str, Any]], step_key: str = "step") -> None:

@@ -204,7 +204,8 @@ def _reader_table(cols: list[Col], jsonl: Path, arm: str) -> list[str]:
     """The rows as the readers place them: the file through JsonlParser into a RunStore, chunk by chunk, as a
     follower reads it (and as table.txt was made before endofrun)."""
     from steptable.ingest.jsonl import JsonlParser
-    from steptable.ingest.store import Parsed, RunStore
+    from steptable.ingest.parsed import Parsed
+    from steptable.ingest.store import RunStore
     from steptable.ingest.table import cols_to_rows
 
     store = RunStore("t", jsonl, "jsonl", arm)

@@ -13,8 +13,9 @@ from steptable.ingest.follow import Follower, load
 from steptable.ingest.hf import parse_trainer_state
 from steptable.ingest.jsonl import JsonlParser
 from steptable.ingest.parse import MISSING, STEP_KEYS, BadLine, LineError, decode_line, flatten
+from steptable.ingest.parsed import Parsed
 from steptable.ingest.preview import preview_tail
-from steptable.ingest.store import Parsed, RunStore
+from steptable.ingest.store import RunStore
 from steptable.ingest.tail import FileTail
 
 __all__ = [

@@ -14,7 +14,7 @@ from typing import Any
 
 from steptable import runinfo
 from steptable.ingest.parse import MISSING
-from steptable.ingest.store import Parsed
+from steptable.ingest.parsed import Parsed
 from steptable.ingest.table import cols_to_rows
 
 #: arm names a file's rows may name (a file whose rows name more is not a StepLogger's: no more are split off)

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from steptable.ingest.parse import step_of
-from steptable.ingest.store import Parsed
+from steptable.ingest.parsed import Parsed
 from steptable.ingest.tail import MAX_LINE, open_binary
 
 # "step:" not preceded by a word character or a slash (global_step:, timing/step: are not it)

@@ -22,7 +22,7 @@ from typing import Any
 
 from steptable.ingest.jsonl import LineNo
 from steptable.ingest.parse import NONFINITE, STEP_KEYS, BadLine, number, step_of
-from steptable.ingest.store import Parsed
+from steptable.ingest.parsed import Parsed
 
 #: lines and characters one record may span; past either, its first line is a bad line (a quote that is never closed)
 #: and the lines after it are read as lines of their own

@@ -24,7 +24,7 @@ from steptable.ingest.parse import (
     quote_nonfinite,
     step_of,
 )
-from steptable.ingest.store import Parsed
+from steptable.ingest.parsed import Parsed
 
 _CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
 _DECODER = msgspec.json.Decoder()

@@ -31,7 +31,7 @@ from steptable.ingest.parse import (
     quote_nonfinite,
     step_of,
 )
-from steptable.ingest.store import Parsed
+from steptable.ingest.parsed import Parsed
 
 _DICTS = msgspec.json.Decoder()
 MAX_REST = 64

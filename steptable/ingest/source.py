@@ -22,7 +22,8 @@ from steptable.ingest.discover import Candidate
 from steptable.ingest.hf import newest_trainer_state, parse_trainer_state, trainer_states
 from steptable.ingest.jsonl import JsonlParser, LineNo
 from steptable.ingest.parse import BadLine
-from steptable.ingest.store import Parsed, RunStore
+from steptable.ingest.parsed import Parsed
+from steptable.ingest.store import RunStore
 from steptable.ingest.tail import MAX_LINE, RESET, FileTail, Lines
 
 MAX_META = 4 * 1024 * 1024

@@ -37,14 +37,14 @@ from array import array
 from bisect import bisect_left
 from collections import deque
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 from itertools import islice
 from operator import lt
 from pathlib import Path
 from typing import Any
 
-from steptable.ingest.parse import STEP_KEYS, BadLine
-from steptable.ingest.table import MAX_KEYS, WALL_KEYS, ColumnTable, cols_to_rows, rows_to_cols
+from steptable.ingest.parse import BadLine
+from steptable.ingest.parsed import BOOKKEEPING_KEYS, Parsed, counter, measured
+from steptable.ingest.table import MAX_KEYS, ColumnTable, cols_to_rows, rows_to_cols
 
 MAX_BAD_KEPT = 1000
 #: the newest bad lines, kept apart (a viewer shows what went wrong last, not only first)
@@ -56,36 +56,6 @@ MAX_REPLACED_ALERTS = 100
 #: rows read for them, replays included, beyond a fiftieth of the rows read (about a second): a file of many
 #: short runs or of several ranks' rows out of step resumes thousands of times
 MAX_REPLACED_READ = 20_000
-#: keys that say nothing about whether two rows are the same measurement (resume vs merge test; endofrun's too)
-BOOKKEEPING_KEYS = frozenset(WALL_KEYS) | {"arm", "run"}
-
-
-def counter(key: str) -> bool:
-    """A counter an evaluation row carries as well as a training row (the epoch, a second step key, HF's
-    ``train/epoch`` and ``train/global_step``): alone it is no sign of a resume (an eval of step 5 logged late
-    with one score and the epoch read as one, and dropped the rows after it)."""
-    return key in STEP_KEYS or key == "epoch" or key.endswith(("/epoch", "/global_step"))
-
-
-@dataclass(slots=True)
-class Parsed:
-    """What a parser hands a store: rows in file order as rows or as columns (MISSING marks an absent cell)."""
-
-    steps: Sequence[int]
-    rows: list[dict[str, Any]] | None = None
-    cols: dict[str, Sequence[Any]] | None = None
-    #: with ``cols``: keys whose values the parser guarantees to be ints (or None / MISSING / non-finite sentinels);
-    #: None when the parser guarantees nothing about types (the store then checks)
-    int_keys: frozenset[str] | None = None
-    bad: list[BadLine] = field(default_factory=list)
-    step_key: str | None = None
-    #: run-level facts found by the parser (HF's final training summary), merged into ``RunStore.meta``
-    meta: dict[str, Any] = field(default_factory=dict)
-
-
-def measured(v: Any) -> bool:
-    """A cell that holds a measurement (not None, not NaN): what the resume test compares."""
-    return v is not None and not (type(v) is float and v != v)
 
 
 def _too_many_keys(first: str | None) -> str:

@@ -1,0 +1,43 @@
+"""The vocabulary of parsed input: the :class:`Parsed` chunk every reader hands a store, and the test of which cells
+are measurements (:func:`measured`, :func:`counter`, ``BOOKKEEPING_KEYS``) that the resume rule of
+:class:`~steptable.ingest.store.RunStore` and :mod:`steptable.endofrun` share. Pure, and free of the store itself."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from steptable.ingest.parse import STEP_KEYS, BadLine
+from steptable.ingest.table import WALL_KEYS
+
+#: keys that say nothing about whether two rows are the same measurement (resume vs merge test; endofrun's too)
+BOOKKEEPING_KEYS = frozenset(WALL_KEYS) | {"arm", "run"}
+
+
+def counter(key: str) -> bool:
+    """A counter an evaluation row carries as well as a training row (the epoch, a second step key, HF's
+    ``train/epoch`` and ``train/global_step``): alone it is no sign of a resume (an eval of step 5 logged late
+    with one score and the epoch read as one, and dropped the rows after it)."""
+    return key in STEP_KEYS or key == "epoch" or key.endswith(("/epoch", "/global_step"))
+
+
+@dataclass(slots=True)
+class Parsed:
+    """What a parser hands a store: rows in file order as rows or as columns (MISSING marks an absent cell)."""
+
+    steps: Sequence[int]
+    rows: list[dict[str, Any]] | None = None
+    cols: dict[str, Sequence[Any]] | None = None
+    #: with ``cols``: keys whose values the parser guarantees to be ints (or None / MISSING / non-finite sentinels);
+    #: None when the parser guarantees nothing about types (the store then checks)
+    int_keys: frozenset[str] | None = None
+    bad: list[BadLine] = field(default_factory=list)
+    step_key: str | None = None
+    #: run-level facts found by the parser (HF's final training summary), merged into ``RunStore.meta``
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+def measured(v: Any) -> bool:
+    """A cell that holds a measurement (not None, not NaN): what the resume test compares."""
+    return v is not None and not (type(v) is float and v != v)
