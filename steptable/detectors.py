@@ -8,7 +8,7 @@ from collections import deque
 from collections.abc import Callable, Mapping
 from statistics import median as _median
 
-from steptable.alert_rules import Alert, AlertConfig, Level
+from steptable.alert_rules import SUMMED_KL, Alert, AlertConfig, Level
 from steptable.formatting import fmt_auto as _f
 
 _MAD_SIGMA = 1.4826  # MAD -> sigma for normal noise
@@ -273,17 +273,21 @@ class _EntropyCollapse(_Level):
 class _KLBlowup(_Detector):
     kind = "kl_blowup"
 
+    def __init__(self, cfg: AlertConfig, key: str) -> None:
+        super().__init__(cfg, key)
+        self.levels = key not in SUMMED_KL  # the absolute KL levels apply (a per-token KL)
+
     def check(self, x: float) -> tuple[Level, str] | None:
         c, w = self.cfg, self.win
         out: tuple[Level, str] | None = None
         m = w.median() if len(w) >= c.min_history and x > c.kl_jump_min else 0.0  # 0: no jump test
-        if x > c.kl_error:
+        if self.levels and x > c.kl_error:
             out = "E", f"blow-up {_f(x)} (>{_f(c.kl_error)})"
         elif m > 0 and x > c.kl_jump * m and (x - m) / w.sigma(m, spread=True) > c.spike_z:
             out = "E" if x > c.kl_jump_error * m else "W", f"blow-up {_f(x)} (x{_f(x / m)} vs median {_f(m)})"
-        elif x > c.kl_warn:
+        elif self.levels and x > c.kl_warn:
             out = "W", f"blow-up {_f(x)} (>{_f(c.kl_warn)})"
-        self.near = x > c.clear_frac * c.kl_warn or x > c.clear_frac * c.kl_jump * m > 0
+        self.near = (self.levels and x > c.clear_frac * c.kl_warn) or x > c.clear_frac * c.kl_jump * m > 0
         w.append(x)
         return out
 

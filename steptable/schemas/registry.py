@@ -182,7 +182,8 @@ def by_schema(
     """Runs grouped by the schema each is detected as (or all under ``schema`` when one is named), groups in the
     order their first run comes: a directory holding a verl run and an SB3 run lays each out as its own trainer
     writes it, and the arms of one experiment (one schema) still share one layout. A schema that declares no
-    columns (generic: any CSV log or unknown JSONL) says nothing of which runs belong together, so its runs are
+    columns (generic: any CSV log or unknown JSONL), or one that covers several trainers (``Schema.several``: HF
+    Trainer's state files of SFT, PPO or GRPO), says nothing of which runs belong together, so its runs are
     grouped only with runs they share most keys with (:func:`_shares_keys`): a Lightning run and an SB3 run beside
     it each keep their own columns, not one table of the two, half nan. ``schema_of``: how a run's schema is found
     (default :func:`run_schema`; the watch app's says a steptable.toml that cannot be used instead of raising)."""
@@ -191,7 +192,7 @@ def by_schema(
         s = schema if schema is not None else (schema_of or run_schema)(r)
         keys = set(r.keys) - _NOT_METRICS
         # (a user's generic declares columns but no more than the built-in says which runs belong together)
-        loose = schema is None and (not s.cols or s.name == GENERIC.name)
+        loose = schema is None and (not s.cols or s.name == GENERIC.name or s.several)
         part = s.part(r.path)
         group = next((g for g in groups if g[0].name == s.name and g[3] == part
                       and (not loose or _shares_keys(keys, g[2]))), None)

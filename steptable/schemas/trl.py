@@ -102,6 +102,21 @@ TRL_COLS = (
 )
 
 TRL_RULES = (
+    # PPO / RLOO (trl's PPOTrainer): objective/kl and objective/entropy are sums over a response's tokens
+    Rule("objective/scores", "mean reward-model score of the sampled responses (PPO)", "higher", promote=True),
+    Rule("objective/rlhf_reward", "score plus the KL penalty: the reward PPO maximises", "higher", promote=True),
+    Rule("objective/kl", "KL to the reference model, summed over a response's tokens (PPO)", promote=True),
+    Rule("objective/entropy", "policy entropy summed over a response's tokens (PPO)", promote=True),
+    Rule("objective/non_score_reward", "the KL penalty part of the reward, per response (PPO)"),
+    Rule("loss/policy_avg", "policy loss averaged over the update's minibatches (no good direction)", promote=True),
+    Rule("loss/value_avg", "value-head loss averaged over the update's minibatches", "lower"),
+    Rule("policy/approxkl_avg", "approximate KL between the updated policy and the rollout policy"),
+    Rule("policy/clipfrac_avg", "share of tokens whose probability ratio was clipped"),
+    Rule("policy/entropy_avg", "mean token entropy of the policy during the update"),
+    Rule("val/num_eos_tokens", "responses that ended with an end-of-sequence token"),
+    Rule("val/*", "PPO update statistic (value head, probability ratio), not a validation metric ({key})"),
+    Rule("episode", "episodes (prompts) sampled so far"),
+    Rule("eps", "episodes per second"),
     Rule("rewards/*/mean", "mean reward of one reward function ({key})", "higher", promote=True),
     Rule("rewards/*", "reward function statistic ({key})"),
     Rule("completions/*", "completion length statistic in tokens ({key})"),
@@ -120,6 +135,7 @@ TRL = Schema(
     "Hugging Face Trainer / TRL trainers: trainer_state.json log_history (train and eval entries)",
     trl_match,
     rules=TRL_RULES,
+    several=True,  # SFT, DPO, PPO and GRPO state files log different keys: one layout each
 )
 
 # ------------------------------------------------------------------------------------------------- MaxEnt

@@ -61,7 +61,10 @@ PPO_KL = Col("actor/ppo_kl", 6, "ppo_kl", None, "approximate KL between the upda
 CLIPFRAC = Col("actor/pg_clipfrac", 8, "clipfrac", None, "share of tokens whose probability ratio was clipped")
 GRAD_NORM = Col("actor/grad_norm", 6, "gnorm", None, "actor gradient norm before clipping")
 LR = Col("actor/lr", 6, "lr", None, "actor learning rate at this step")
-KL = Col("critic/kl", 6, "kl", None, "KL between the policy and the reference, as used by the in-reward penalty")
+KL = Col(
+    "critic/kl", 6, "kl", None, "KL between the policy and the reference, as used by the in-reward penalty",
+    aliases=("actor/reward_kl_penalty",),  # its name in current verl (critic/kl in the verl of TinyZero's time)
+)
 VF_LOSS = Col("critic/vf_loss", 7, "vf_loss", None, "critic (value function) regression loss", "lower")
 VF_EV = Col(
     "critic/vf_explained_var", 6, "vf_ev", None, "share of return variance the critic explains (1 = perfect)", "higher"
