@@ -280,8 +280,8 @@ def layout(
 ) -> tuple[Col, ...]:
     """One column layout for all ``runs``: the step, the schema's declared columns present in any run (directly,
     by an alias, or derived) and not hidden by a rule, in declared order, then (if the schema extends) promoted rule
-    matches, then the other keys by information, with short unambiguous headers; fitted to ``max_width`` cells when
-    given.
+    matches, then the other keys, each group by information, with short unambiguous headers; fitted to
+    ``max_width`` cells when given.
 
     ``patterns`` (``columns.select`` globs over keys and headers) filters the layout; with patterns, hidden keys
     (declared ones as declared), aliases, derived inputs and undeclared keys of non-extending schemas are candidates
@@ -369,10 +369,11 @@ def _auto_cols(
 ) -> list[Col]:
     rest = [k for k in rest if k and k not in META_KEYS and (show_hidden or schema is None or not schema.hidden(k))]
     rules = {k: schema.rule(k) if schema is not None else None for k in rest}
-    promoted = [k for k in rest if (r := rules[k]) is not None and r.promote]
-    score = {k: max((informative(r, k) for r in runs if k in r.keys), default=0.0) for k in rest if k not in promoted}
-    ranked = sorted(score, key=lambda k: -score[k])  # stable: equal scores keep file order
-    order = promoted + ranked
+    score = {k: max((informative(r, k) for r in runs if k in r.keys), default=0.0) for k in rest}
+    # promoted keys stay ahead, but ranked among themselves too: a constant bookkeeping key (an evaluation's
+    # episode count) must not take the width from the evaluation's scores
+    promoted = {k for k in rest if (r := rules[k]) is not None and r.promote}
+    order = sorted(rest, key=lambda k: (k not in promoted, -score[k]))  # stable: equal scores keep file order
     headers = short_headers(order, reserved=[c.header for c in declared])
     cols: list[Col] = []
     for k in order:

@@ -10,7 +10,9 @@ tail of the path that still tells the key apart from every other key on screen:
    ``timing_per_token_ms/gen`` -> ``tpt/gen``, ``val/test_score/gsm8k`` -> ``val/gsm8k``, ``eval/loss`` ->
    ``eval/loss``). An evaluation marker fused to the first segment reads as that lead (TRL's
    ``eval_completions/mean_length`` -> ``eval/mean_length``, as ``eval/completions/mean_length``; a flat
-   ``eval_loss`` keeps its own marker). Namespaces that only group (``env``, ``all``, ``train``) are skipped.
+   ``eval_loss`` keeps its own marker). A namespace whose tail names only a statistic stays behind that lead
+   (``eval_clip_ratio/high_max`` -> ``eval/clip/high_max``). Namespaces that only group (``env``, ``all``,
+   ``train``) are skipped.
 3. Start from the last segment (with the name before trailing statistics: ``critic/score/max`` -> ``score/max``,
    ``val-core/src/acc/best@4/std`` -> ``val/acc/best@4/std``), and give every key that still shares a header one
    more segment, until all headers differ (``critic/rewards/max`` vs ``critic/score/max``;
@@ -62,6 +64,9 @@ _LEADS = {
     "clip_ratio": "clip",
     "completions": "compl",
 }
+#: leading namespaces kept behind an evaluation lead too: their tails name only a statistic (TRL's
+#: ``eval_clip_ratio/high_max`` -> ``eval/clip/high_max``; ``eval/high_max`` read as some unknown eval metric)
+_KEPT_BEHIND_LEAD = frozenset({"clip_ratio"})
 
 _ABBREV = {
     "response_length": "resp_len",
@@ -104,6 +109,8 @@ def _parts(key: str) -> tuple[str | None, list[str]]:
     if len(segs) > 1 and segs[0] in _LEADS:
         lead = _LEADS[segs[0]]
         segs = segs[1:]
+        if len(segs) > 1 and segs[0] in _KEPT_BEHIND_LEAD:
+            lead, segs = f"{lead}/{_LEADS[segs[0]]}", segs[1:]
     kept = [s for s in segs if s not in _NOISE]
     return lead, kept or segs
 

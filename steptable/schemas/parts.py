@@ -23,7 +23,8 @@ class Rule:
     better   direction hint for all matched keys (None when it is not clear for all of them)
     fmt      format spec of the matched columns (None: compact automatic)
     hide     keep matched keys out of the default layout (a column filter still shows them)
-    promote  place matched keys right after the declared columns instead of ranking them by information
+    promote  place matched keys right after the declared columns, ahead of the keys ranked by information (among
+             themselves ranked the same way: a constant promoted key comes last)
     The first rule that matches a key applies.
     """
 

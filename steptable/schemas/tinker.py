@@ -65,7 +65,10 @@ COLS = (
 
 RULES = (
     Rule("progress/batch", "iteration index (same as step)", hide=True),
+    Rule("training_client/step", "iteration index of the asynchronous loop (same as step)", hide=True),
     Rule("test/*", "evaluation metric, present on evaluation steps only ({key})", promote=True),
+    # metric_util sums these over the iteration's trajectories (total_episodes, total_ac_tokens...): not averages
+    Rule("env/*/total_*", "count or sum over the iteration's trajectories, not an average ({key})"),
     Rule("env/all/*", "environment metric averaged over all trajectories ({key})"),
     Rule("env/*", "environment metric for the trajectories with one logging tag ({key})"),
     Rule("optim/*", "optimisation metric ({key})"),

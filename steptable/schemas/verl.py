@@ -125,6 +125,8 @@ RULES = (
     ),
     Rule("val-core/*", "core validation metric ({key})", promote=True),
     Rule("val-aux/*", "auxiliary validation metric ({key})"),
+    Rule("perf/mfu/*", "model FLOPs utilisation of one stage ({key})", "higher"),
+    Rule("perf/time_per_step", "wall-clock seconds of the step", "lower"),
     Rule("perf/*", "throughput and memory counter ({key})"),
     *SHARED_RULES,
 )
