@@ -121,6 +121,7 @@ class Plan:
         self._other: tuple[int, str | None, int] = (-1, None, 0)  # (keys known, step key, their bits not metrics)
         self.step_key: str | None = None
         self.shared = False  # rows of other arms in the file
+        self.late: set[int] = set()  # file rows merged into an earlier step's row: they fill it in, overwrite nothing
 
     # --- the first pass -----------------------------------------------------------------------------------------
 
@@ -263,6 +264,10 @@ class Plan:
                     del arr[i:]
                 self._append_rows([step], [j], [j], [row])
                 return
+            if i < n - 1:  # RunStore._unheld: a late row fills in the cells its step's row holds no value for
+                self.late.add(j)
+                held, bits = self.held[i], self._bits
+                row = {k: v for k, v in row.items() if k not in bits or not held >> bits[k] & 1}
             self.types.merge(j, step, row)
             self.last[i] = j
             kept = self.held[i] & ~self._mask(row)
@@ -322,7 +327,10 @@ class Plan:
                     continue  # a row dropped with a resumed run
                 cells = {key: v for key, vals in zip(names, got, strict=True) if (v := vals[r]) is not MISSING}
                 if step in pending:
-                    pending[step].update(cells)  # a later row of the same step: its values win
+                    got_row = pending[step]
+                    if j in self.late:  # (RunStore._unheld: what the row holds stays)
+                        cells = {key: v for key, v in cells.items() if not measured(got_row.get(key))}
+                    got_row.update(cells)  # a later row of the same step in order: its values win
                 else:
                     pending[step] = {"step": step, **cells} if positional else cells
             while e < n and self.last[e] <= j:

@@ -9,7 +9,9 @@ chunk arrive together, in file order):
 - ``s`` equal to an earlier stored step and measuring again at least half of its own metric keys, or more than
   half of that row's: a *resume*
   (a retrain restart appends again from its checkpoint; a counter that restarts at 0): rows from ``s`` on are dropped,
-  the new row appended, ``s`` recorded in ``resumes``; with mostly other keys it is merged into that row instead;
+  the new row appended, ``s`` recorded in ``resumes``; with mostly other keys it is merged into that row instead,
+  filling only the cells that row has no measured value for (the first value wins: tinker's asynchronous evaluation
+  lands after later iterations' rows with a ``time/total`` of its own, not the iteration's);
 - ``s`` below the last step and not stored: inserted in order (out-of-order writers).
 
 Rows changed in place (a merge into a stored row, an insert before the last row) are logged as *edits*: a viewer
@@ -341,6 +343,10 @@ class RunStore(ColumnTable):
                 self.resumes.append(step)
                 self._append([step], rows_to_cols([row]), None, now)
             else:
+                if i < n - 1:  # a late row (later steps' rows came first): it fills the row in, it overwrites nothing
+                    row = self._unheld(i, row)
+                    if not row:
+                        return
                 self._merge(i, row, now)
                 self._edited(step, frozenset(row))
             return
@@ -399,6 +405,13 @@ class RunStore(ColumnTable):
         have changed (show them again); None when :meth:`edits_since` lists every edit after ``version``."""
         with self.lock:
             return self._lost_step if version < self._edits_lost else None
+
+    def _unheld(self, i: int, row: dict[str, Any]) -> dict[str, Any]:
+        """The cells of ``row`` that row ``i`` holds no measured value for. A row that comes after later steps' rows
+        was logged by another activity at that step (tinker's asynchronous evaluation): a key both name (its own
+        ``time/total``) means something else there, so the row's first value stays (a cell it logged as null is
+        filled in: null is "not measured")."""
+        return {k: v for k, v in row.items() if not (self._present(i, k) and measured(self._cell(i, k)))}
 
     def _shares_keys(self, i: int, row: dict[str, Any]) -> bool:
         """Does ``row`` measure again what row ``i`` holds (a resume), rather than add to it (a late evaluation)?
