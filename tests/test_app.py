@@ -357,7 +357,8 @@ async def test_themes_and_command_palette(tmp_path: Path) -> None:
         app.theme = "high-contrast"
         await pilot.pause()
         names = {c.title for c in app.get_system_commands(app.screen)}
-        assert {"Theme", "Legend", "Diag", "Chart", "Filter", "Jump", "Pin", "Layout", "Gens"} <= names
+        assert {"Legend", "Diag", "Chart", "Filter", "Jump", "Pin", "Layout", "Gens"} <= names
+        assert names & {"Theme", "Change theme"}  # Textual's own entry ("Change theme" up to Textual 6.3)
         await pilot.press("ctrl+p")
         await pilot.press(*"Legend", "enter")
         await pilot.pause()
