@@ -266,9 +266,21 @@ def run_demo(
                 else:
                     time.sleep(interval)
     finally:
-        for lg in loggers:
-            lg.close()
+        _close_all(loggers)
     return out
+
+
+def _close_all(loggers: list[StepLogger]) -> None:
+    """Close every arm's logger even when a second Ctrl-C lands in one close(): raised after all are closed (the
+    arms left open read as runs still in progress)."""
+    interrupted: BaseException | None = None
+    for lg in loggers:
+        try:
+            lg.close()
+        except KeyboardInterrupt as e:
+            interrupted = interrupted or e
+    if interrupted is not None:
+        raise interrupted
 
 
 def _append(path: Path, rows: list[dict[str, Any]]) -> None:
