@@ -18,16 +18,17 @@ Level = Literal["W", "E"]
 # tokens, another quantity), not entropy_coeff (a setting). actor/entropy_loss is the entropy itself, under the name
 # of the loss term it feeds (TinyZero and the verl of its time; later verl logs it as actor/entropy): last, so a run
 # that logs both is watched on actor/entropy.
-# TRL's PPO/RLOO trainers log objective/* (kl and entropy summed over a response's tokens: the detectors compare a
-# column with its own history, so the scale does not matter) and loss/policy_avg; current verl logs the in-reward KL
-# as actor/reward_kl_penalty (critic/kl in the verl of TinyZero's time).
+# TRL's PPO/RLOO trainers log objective/* and loss/policy_avg; objective/kl is summed over a response's tokens (see
+# SUMMED_KL), objective/entropy too, and it is not watched: it follows the response length (OnlineDPO logs no other
+# entropy; PPO's per-token policy/entropy_avg is). Current verl logs the in-reward KL as actor/reward_kl_penalty
+# (critic/kl in the verl of TinyZero's time).
 DEFAULT_ROLES: Mapping[str, tuple[str, ...]] = MappingProxyType({
     "loss": ("loss", "train/loss", "actor/pg_loss", "loss/policy_avg"),
     "grad_norm": ("gn", "grad_norm", "actor/grad_norm", "train/grad_norm", "optim/grad_norm"),
     "reward": ("rew", "reward", "mean_reward", "env/all/reward/total", "critic/score/mean", "train/reward",
                "critic/rewards/mean", "objective/scores"),
     "entropy": ("entropy", "actor/entropy", "optim/entropy", "train/entropy", "actor/entropy_loss",
-                "policy/entropy_avg", "objective/entropy"),
+                "policy/entropy_avg"),
     "kl": ("kl", "critic/kl", "actor/ppo_kl", "train/kl", "optim/kl_sample_train_v1", "kl_sample_train_v1",
            "actor/kl_loss", "actor/reward_kl_penalty", "objective/kl"),
     "saturation": ("response_length/clip_ratio", "completions/clipped_ratio", "train/completions/clipped_ratio",

@@ -129,3 +129,70 @@ def test_current_verl_reward_kl_penalty_is_the_kl_column_and_watched(
     assert rc == 0 and out.splitlines()[-2].split() == ["step", "kl"] and not math.isnan(float(out.split()[-1]))
     rc, out, _ = run_cli(["tail", str(path), "--alerts-only"], capsys)
     assert rc == 1 and "step 100 actor/reward_kl_penalty blow-up 1.6 (x" in out
+
+
+def test_summed_entropy_following_the_response_length_is_no_alert(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """OnlineDPO logs only objective/entropy, summed over a response's tokens: responses growing from 100 to 400
+    tokens at a flat per-token entropy made it an entropy rise (W)."""
+    rng = random.Random(5)
+    entries = []
+    for step in range(1, 401):
+        length = 100 + 300 * step / 400
+        entries.append({
+            "objective/entropy": 0.55 * length * (1 + rng.gauss(0, 0.03)), "objective/kl": 2.0 + rng.gauss(0, 0.1),
+            "objective/scores": 0.5 + rng.gauss(0, 0.05), "loss/policy_avg": rng.gauss(0, 0.01),
+            "val/contain_eos_token": 0.9, "lr": 5e-7, "episode": 8 * step, "epoch": step / 400, "step": step,
+        })
+    _write_state(tmp_path / "online_dpo", entries)
+    rc, out, _ = run_cli(["tail", str(tmp_path / "online_dpo"), "--alerts-only"], capsys)
+    assert rc == 0 and out == ""
+
+
+def test_a_val_metric_of_an_hf_run_is_not_called_a_ppo_statistic(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    entries = [{**e, "val/loss": 0.4, "val/accuracy": 0.8} if e["step"] % 100 == 0 else e for e in _grpo_entries()]
+    _write_state(tmp_path / "valstate", entries)
+    rc, out, _ = run_cli(["legend", str(tmp_path / "valstate")], capsys)
+    assert rc == 0 and "val/loss" in out and "not a validation metric" not in out
+
+
+def test_an_sft_run_beside_grpo_and_dpo_runs_gets_its_own_layout(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """SFT logs almost only what every HF Trainer logs (loss, grad_norm, learning_rate, num_tokens, entropy): it
+    joined whichever trainer's group came first, a dozen of nan columns in its table."""
+    sft = [{"loss": 1.5 - s / 100, "grad_norm": 1.0, "learning_rate": 2e-5, "epoch": s / 100, "num_tokens": 5000 * s,
+            "mean_token_accuracy": 0.5 + s / 1000, "entropy": 1.2, "step": s} for s in range(10, 110, 10)]
+    dpo = [{"loss": 0.69 - s / 1000, "grad_norm": 5.0, "learning_rate": 5e-7, "epoch": s / 100, "num_tokens": 9000 * s,
+            "rewards/chosen": s / 1000, "rewards/rejected": -s / 1000, "rewards/accuracies": 0.6,
+            "rewards/margins": s / 500, "logps/chosen": -300, "logps/rejected": -310, "step": s}
+           for s in range(10, 110, 10)]
+    for name, entries in (("a-dpo", dpo), ("b-grpo", _grpo_entries()), ("c-sft", sft)):
+        _write_state(tmp_path / "out" / name, entries)
+    rc, out, _ = run_cli(["tail", str(tmp_path / "out"), "-n", "1", "--width", "0"], capsys)
+    lines = out.splitlines()
+    blocks = {line.split()[1]: lines[i + 1 : i + 3] for i, line in enumerate(lines) if line.startswith("──")}
+    assert rc == 0 and set(blocks) == {"a-dpo", "b-grpo", "c-sft"}
+    for name, (head, row) in blocks.items():
+        assert "nan" not in row.split(), (name, head, row)
+
+
+def test_a_late_nan_row_read_alone_is_no_resume(tmp_path: Path) -> None:
+    """A bare NaN reaches the store as its quoted sentinel when a chunk's keys are all known: the live reader took
+    a late {"step": 6, "loss": NaN} for a resume and dropped steps 7-9, which a fresh read keeps."""
+    from steptable.ingest import Follower, load
+
+    f = tmp_path / "run" / "metrics.jsonl"
+    f.parent.mkdir()
+    f.write_text("".join(json.dumps({"step": s, "loss": 1 / (s + 1), "reward": 0.1 * s}) + "\n" for s in range(10)))
+    follower = Follower([tmp_path / "run"])
+    follower.scan()
+    with open(f, "a") as fh:
+        fh.write(json.dumps({"step": 6, "loss": NAN}) + "\n")
+    follower.scan()
+    live = next(iter(follower.stores.values()))
+    fresh = next(iter(load(tmp_path / "run").values()))
+    assert list(live.steps) == list(fresh.steps) == list(range(10)) and live.resumes == fresh.resumes == []

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from steptable.ingest.parse import STEP_KEYS, BadLine
+from steptable.ingest.parse import STEP_KEYS, BadLine, norm_value
 from steptable.ingest.table import WALL_KEYS
 
 #: keys that say nothing about whether two rows are the same measurement (resume vs merge test; endofrun's too)
@@ -39,5 +39,9 @@ class Parsed:
 
 
 def measured(v: Any) -> bool:
-    """A cell that holds a measurement (not None, not NaN): what the resume test compares."""
+    """A cell that holds a measurement (not None, not NaN): what the resume test compares. A bare NaN arrives as
+    its quoted sentinel ("NaN") where a chunk is handed over as columns: not a measurement either (a late row with
+    a NaN read alone by a live reader was taken for a resume that dropped every later row)."""
+    if type(v) is str and len(v) <= 9:
+        v = norm_value(v)
     return v is not None and not (type(v) is float and v != v)

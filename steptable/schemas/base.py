@@ -93,9 +93,10 @@ class Schema:
     #: which of the schema's kinds of file a file is: runs share a layout only with runs of their kind (retrain's
     #: emergence summary beside its metrics file: one layout of the two showed the summary as a row of nan)
     part: Callable[[PurePath], str] = field(default=one_part, compare=False)
-    #: one schema for several trainers whose runs log different keys (HF Trainer's SFT, DPO, PPO, GRPO): runs
-    #: detected as it share a layout only with runs that share most of their keys, as a generic run's do
-    several: bool = False
+    #: one schema for several trainers whose runs log different keys (HF Trainer's SFT, DPO, PPO, GRPO): the keys
+    #: all of them log (loss, learning_rate...), which say nothing of the trainer. Runs detected as it share a
+    #: layout only with runs that share most of their other keys, as a generic run's do. None: one trainer.
+    several: frozenset[str] | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         validate(self.cols + self.extra)

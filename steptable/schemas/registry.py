@@ -190,9 +190,9 @@ def by_schema(
     groups: list[tuple[Schema, list[R], set[str], str]] = []
     for r in runs:
         s = schema if schema is not None else (schema_of or run_schema)(r)
-        keys = set(r.keys) - _NOT_METRICS
         # (a user's generic declares columns but no more than the built-in says which runs belong together)
-        loose = schema is None and (not s.cols or s.name == GENERIC.name or s.several)
+        loose = schema is None and (not s.cols or s.name == GENERIC.name or s.several is not None)
+        keys = set(r.keys) - _NOT_METRICS - (s.several or frozenset())
         part = s.part(r.path)
         group = next((g for g in groups if g[0].name == s.name and g[3] == part
                       and (not loose or _shares_keys(keys, g[2]))), None)

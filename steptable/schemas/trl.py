@@ -101,6 +101,12 @@ TRL_COLS = (
     Col("eval_reward", 8, "eval_rew", None, "mean reward on the evaluation prompts (evaluation steps only)", "higher"),
 )
 
+#: keys every HF Trainer logs, whichever trainer (SFT, DPO, PPO, GRPO...): they tell no trainer from another
+HF_COMMON = frozenset({
+    "loss", "grad_norm", "learning_rate", "epoch", "num_tokens", "entropy", "eval_loss", "eval_runtime",
+    "eval_samples_per_second", "eval_steps_per_second", "eval_entropy", "eval_num_tokens",
+})
+
 TRL_RULES = (
     # PPO / RLOO (trl's PPOTrainer): objective/kl and objective/entropy are sums over a response's tokens
     Rule("objective/scores", "mean reward-model score of the sampled responses (PPO)", "higher", promote=True),
@@ -114,7 +120,10 @@ TRL_RULES = (
     Rule("policy/clipfrac_avg", "share of tokens whose probability ratio was clipped"),
     Rule("policy/entropy_avg", "mean token entropy of the policy during the update"),
     Rule("val/num_eos_tokens", "responses that ended with an end-of-sequence token"),
-    Rule("val/*", "PPO update statistic (value head, probability ratio), not a validation metric ({key})"),
+    Rule("val/contain_eos_token", "share of responses that contain an end-of-sequence token"),
+    Rule("val/clipfrac_avg", "share of value predictions clipped in the PPO update (not a validation metric)"),
+    Rule("val/ratio", "mean probability ratio new/old policy in the PPO update (not a validation metric)"),
+    Rule("val/ratio_var", "variance of that probability ratio (not a validation metric)"),
     Rule("episode", "episodes (prompts) sampled so far"),
     Rule("eps", "episodes per second"),
     Rule("rewards/*/mean", "mean reward of one reward function ({key})", "higher", promote=True),
@@ -135,7 +144,7 @@ TRL = Schema(
     "Hugging Face Trainer / TRL trainers: trainer_state.json log_history (train and eval entries)",
     trl_match,
     rules=TRL_RULES,
-    several=True,  # SFT, DPO, PPO and GRPO state files log different keys: one layout each
+    several=HF_COMMON,  # SFT, DPO, PPO and GRPO state files log different keys: one layout each
 )
 
 # ------------------------------------------------------------------------------------------------- MaxEnt
