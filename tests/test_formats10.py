@@ -196,3 +196,16 @@ def test_a_late_nan_row_read_alone_is_no_resume(tmp_path: Path) -> None:
     live = next(iter(follower.stores.values()))
     fresh = next(iter(load(tmp_path / "run").values()))
     assert list(live.steps) == list(fresh.steps) == list(range(10)) and live.resumes == fresh.resumes == []
+
+
+def test_a_users_schema_over_trl_keeps_the_trainers_apart(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A steptable.toml that extends trl still covers several trainers: a PPO run beside GRPO runs keeps its own
+    layout under the user's schema too."""
+    _write_state(tmp_path / "out" / "qwen-grpo", _grpo_entries())
+    _ppo_run(tmp_path / "out" / "pythia-ppo", diverge=False)
+    (tmp_path / "out" / "steptable.toml").write_text('[schema]\nname = "lab"\nextends = "trl"\n')
+    rc, out, _ = run_cli(["tail", str(tmp_path / "out"), "-n", "1", "--width", "0"], capsys)
+    lines = out.splitlines()
+    blocks = {line.split()[1]: lines[i + 1 : i + 3] for i, line in enumerate(lines) if line.startswith("──")}
+    assert rc == 0 and set(blocks) == {"qwen-grpo", "pythia-ppo"}
+    assert "nan" not in blocks["pythia-ppo"][1].split() and "scores" in blocks["pythia-ppo"][0]

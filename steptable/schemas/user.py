@@ -238,6 +238,7 @@ def _build_schema(
         derived=tuple(d for d in base.derived if d.key in cols) if base is not None else (),
         side_files=base.side_files if base is not None else (),
         part=base.part if base is not None else one_part,
+        several=base.several if base is not None else None,
         source=doc.path,
         hides=_hides(final, user_index, rules, base),
     )
