@@ -51,6 +51,12 @@ def _ppo_run(path: Path, diverge: bool, seed: int = 0) -> Path:
     return _write_state(path, entries)
 
 
+def _blocks(out: str) -> dict[str, list[str]]:
+    """``tail -n 1`` text output by run: its header line and its row, under the run's title line."""
+    lines = out.splitlines()
+    return {line.split()[1]: lines[i + 1 : i + 3] for i, line in enumerate(lines) if line.startswith("──")}
+
+
 def test_trl_ppo_nan_is_an_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Every watched key of a PPO run was unknown (alerts 0, exit 0 when its metrics turned NaN)."""
     _ppo_run(tmp_path / "ppo" / "checkpoint-300", diverge=True)
@@ -101,8 +107,7 @@ def test_grpo_and_ppo_runs_in_one_directory_each_get_their_own_layout(
     _ppo_run(tmp_path / "out" / "pythia-ppo", diverge=False)
     rc, out, _ = run_cli(["tail", str(tmp_path / "out"), "-n", "1", "--width", "0"], capsys)
     assert rc == 0
-    lines = out.splitlines()
-    blocks = {line.split()[1]: lines[i + 1 : i + 3] for i, line in enumerate(lines) if line.startswith("──")}
+    blocks = _blocks(out)
     head, row = blocks["pythia-ppo"][0].split(), blocks["pythia-ppo"][1].split()
     assert "zero_sd" not in head and "scores" in head and len(head) == len(row)
     assert row.count("nan") == 0
@@ -173,8 +178,7 @@ def test_an_sft_run_beside_grpo_and_dpo_runs_gets_its_own_layout(
     for name, entries in (("a-dpo", dpo), ("b-grpo", _grpo_entries()), ("c-sft", sft)):
         _write_state(tmp_path / "out" / name, entries)
     rc, out, _ = run_cli(["tail", str(tmp_path / "out"), "-n", "1", "--width", "0"], capsys)
-    lines = out.splitlines()
-    blocks = {line.split()[1]: lines[i + 1 : i + 3] for i, line in enumerate(lines) if line.startswith("──")}
+    blocks = _blocks(out)
     assert rc == 0 and set(blocks) == {"a-dpo", "b-grpo", "c-sft"}
     for name, (head, row) in blocks.items():
         assert "nan" not in row.split(), (name, head, row)
@@ -205,7 +209,6 @@ def test_a_users_schema_over_trl_keeps_the_trainers_apart(tmp_path: Path, capsys
     _ppo_run(tmp_path / "out" / "pythia-ppo", diverge=False)
     (tmp_path / "out" / "steptable.toml").write_text('[schema]\nname = "lab"\nextends = "trl"\n')
     rc, out, _ = run_cli(["tail", str(tmp_path / "out"), "-n", "1", "--width", "0"], capsys)
-    lines = out.splitlines()
-    blocks = {line.split()[1]: lines[i + 1 : i + 3] for i, line in enumerate(lines) if line.startswith("──")}
+    blocks = _blocks(out)
     assert rc == 0 and set(blocks) == {"qwen-grpo", "pythia-ppo"}
     assert "nan" not in blocks["pythia-ppo"][1].split() and "scores" in blocks["pythia-ppo"][0]
