@@ -103,3 +103,10 @@ def test_csv_column_names_are_told_apart_by_look_as_the_table_headers_are(
     assert rc == 0 and header[:3] == ["run", "arm", "step"], header
     shown = [look(h) for h in header[3:]]
     assert len(set(shown)) == len(shown) == 4, header
+
+
+def test_a_lead_behind_a_grouping_namespace_stays_in_the_header() -> None:
+    # verl's perf/mfu/<stage> read as "actor_infer", "ref", "critic": the names of other metric families
+    h = short_headers(["perf/mfu/actor_infer", "perf/mfu/ref", "perf/throughput", "train/eval/loss", "env/all/reward"])
+    assert h == {"perf/mfu/actor_infer": "mfu/actor_infer", "perf/mfu/ref": "mfu/ref", "perf/throughput": "thru",
+                 "train/eval/loss": "eval/loss", "env/all/reward": "reward"}

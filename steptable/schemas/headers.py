@@ -12,7 +12,7 @@ tail of the path that still tells the key apart from every other key on screen:
    ``eval_completions/mean_length`` -> ``eval/mean_length``, as ``eval/completions/mean_length``; a flat
    ``eval_loss`` keeps its own marker). A namespace whose tail names only a statistic stays behind that lead
    (``eval_clip_ratio/high_max`` -> ``eval/clip/high_max``). Namespaces that only group (``env``, ``all``,
-   ``train``) are skipped.
+   ``train``, ``perf``) are skipped, also in front of a lead (verl's ``perf/mfu/ref`` -> ``mfu/ref``, not ``ref``).
 3. Start from the last segment (with the name before trailing statistics: ``critic/score/max`` -> ``score/max``,
    ``val-core/src/acc/best@4/std`` -> ``val/acc/best@4/std``), and give every key that still shares a header one
    more segment, until all headers differ (``critic/rewards/max`` vs ``critic/score/max``;
@@ -49,7 +49,7 @@ MAX_HEADER = 18
 _DROP_LAST = frozenset({"mean", "total", "avg"})
 
 #: segments that only group metrics; they never appear in a header
-_NOISE = frozenset({"env", "all", "train", "data"})
+_NOISE = frozenset({"env", "all", "train", "data", "perf"})
 
 #: leading namespaces kept (abbreviated) in front of the tail, because the tail alone would mislead
 _LEADS = {
@@ -63,6 +63,7 @@ _LEADS = {
     "test": "test",
     "clip_ratio": "clip",
     "completions": "compl",
+    "mfu": "mfu",
 }
 #: leading namespaces kept behind an evaluation lead too: their tails name only a statistic (TRL's
 #: ``eval_clip_ratio/high_max`` -> ``eval/clip/high_max``; ``eval/high_max`` read as some unknown eval metric)
@@ -105,6 +106,8 @@ def _parts(key: str) -> tuple[str | None, list[str]]:
         segs = [*segs[:-2], segs[-2] + m.group(1)]
     if len(segs) > 1 and (m := _DATALOADER.match(segs[-1])):  # Lightning: val_loss/dataloader_idx_0 -> .../dl0
         segs = [*segs[:-1], f"dl{m.group(1)}"]
+    while len(segs) > 2 and segs[0] in _NOISE:  # a lead behind a grouping namespace (verl's perf/mfu/ref -> mfu/ref)
+        segs = segs[1:]
     lead = None
     if len(segs) > 1 and segs[0] in _LEADS:
         lead = _LEADS[segs[0]]
