@@ -62,7 +62,7 @@ def summary_command(args: argparse.Namespace) -> int:
     from steptable.ingest import Follower
     from steptable.ingest.discover import nothing_found
     from steptable.schemas import by_schema, layout
-    from steptable.schemas.base import matches, unmatched
+    from steptable.schemas.arrange import matches, unmatched
     from steptable.schemas.registry import unused_files
     from steptable.summary import summarize
     from steptable.tailcmd import missing_paths

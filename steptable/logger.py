@@ -30,9 +30,10 @@ from steptable import render, runinfo, tablefile
 from steptable.alerts import AlertEngine
 from steptable.columns import Col, streamed, validate
 from steptable.formatting import sanitize
-from steptable.logging import installed, report_once, say
+from steptable.logging import installed
 from steptable.rank import LazyRank
 from steptable.rowvalues import flat, freeze, kept
+from steptable.sinks import report_once, say
 from steptable.writer import RunWriter, error_text
 
 JSONL_NAME = "metrics.jsonl"

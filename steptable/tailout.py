@@ -29,7 +29,7 @@ from steptable.schemas import (
     steps_outgrown,
     widened,
 )
-from steptable.schemas.base import auto_col, own_step_keys, sample_values, step_key_of, unmatched
+from steptable.schemas.arrange import auto_col, own_step_keys, sample_values, step_key_of, unmatched
 from steptable.schemas.headers import short_headers
 from steptable.schemas.registry import logged_schema, unused_files
 from steptable.summary import run_label

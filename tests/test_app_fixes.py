@@ -117,7 +117,7 @@ def _session_counting_measures(
         return real(key, *a, **kw)
 
     monkeypatch.setattr(schemas, "auto_col", counting)
-    monkeypatch.setattr(schemas.base, "auto_col", counting)  # (what schemas.layout calls)
+    monkeypatch.setattr(schemas.arrange, "auto_col", counting)  # (what schemas.layout calls)
     return stores, session, measured
 
 

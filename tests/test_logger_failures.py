@@ -19,7 +19,8 @@ from conftest import repoint
 
 from steptable import Col, StepLogger, writer
 from steptable.jsonvalues import jsonable
-from steptable.logging import encodable, use_colour
+from steptable.logging import use_colour
+from steptable.sinks import encodable
 from steptable.writer import RunWriter, encode_row
 
 COLS = [Col("step", 4, "step", "d", "step"), Col("loss", 7, "loss", "+.3f", "loss"), Col("ema", 6, "ema", None, "ema")]

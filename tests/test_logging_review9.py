@@ -18,6 +18,7 @@ from tqdm import tqdm
 
 import steptable.logging as st_logging
 import steptable.rank as st_rank
+import steptable.sinks as st_sinks
 from steptable import Col, StepLogger, setup_logging
 
 COLS = [Col("step", 4, "step", "d", "step"), Col("loss", 7, "loss", "+.3f", "loss")]
@@ -33,7 +34,7 @@ def _own_sinks() -> Iterator[None]:
         except ValueError:
             pass
     st_logging._handler_ids.clear()
-    st_logging._file_sink = None
+    st_sinks._file_sink = None
 
 
 class FakeOut:
@@ -193,7 +194,7 @@ def test_notices_clear_the_bar_and_reach_the_verbose_file(
     path = setup_logging("notices", log_dir=tmp_path / "logs", colour=False)
     bar = tqdm(total=4, desc="train", file=sys.stderr)
     bar.update(1)
-    st_logging.say("steptable: notice one")
+    st_sinks.say("steptable: notice one")
     with StepLogger(COLS, run_dir=tmp_path / "arm", alerts=False) as sl:
         sl.log({"step": 2.5, "loss": 0.1})  # a fractional step: reported once
     bar.close()
@@ -212,7 +213,7 @@ def test_a_deleted_log_directory_is_reported_once_and_made_again(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     now = [100.0]
-    monkeypatch.setattr(st_logging, "time", types.SimpleNamespace(monotonic=lambda: now[0]), raising=False)
+    monkeypatch.setattr(st_sinks, "time", types.SimpleNamespace(monotonic=lambda: now[0]), raising=False)
     logs = tmp_path / "logs"
     path = setup_logging("deleted", log_dir=logs, colour=False)
     logger.info("one")
@@ -270,7 +271,7 @@ def test_a_trainers_own_ctrl_c_handler_that_logs_is_not_cut_short(tmp_path: Path
         raise KeyboardInterrupt
     except KeyboardInterrupt:
         logger.warning("interrupted: saving a checkpoint")
-        st_logging.say("steptable: a notice in the handler")
+        st_sinks.say("steptable: a notice in the handler")
         saved = True
     assert saved and "console output failed" in capsys.readouterr().err
 
@@ -280,7 +281,7 @@ def test_a_forked_worker_writes_without_tqdms_lock(tmp_path: Path, monkeypatch: 
     out = FakeOut()
     setup_logging("fork", log_dir=tmp_path / "logs", colour=False)
     monkeypatch.setattr(sys, "stdout", out)
-    monkeypatch.setattr(st_logging, "_in_child", True)  # as after a fork: the at-fork hook sets it
+    monkeypatch.setattr(st_sinks, "_in_child", True)  # as after a fork: the at-fork hook sets it
     monkeypatch.setattr(tqdm, "external_write_mode", lambda *a, **kw: pytest.fail("tqdm's lock taken in a child"))
     logger.info("from a worker")
     assert out.lines == ["I from a worker\n"]

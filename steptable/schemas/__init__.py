@@ -12,6 +12,18 @@ Built-ins: routing, retrain, verl, tinyzero, tinker, trl, maxent-grpo, generic. 
 
 from __future__ import annotations
 
+from steptable.schemas.arrange import (
+    auto_col,
+    fit,
+    hidden_keys,
+    informative,
+    layout,
+    own_step_keys,
+    run_keys,
+    sample_values,
+    step_key_of,
+    steps_outgrown,
+)
 from steptable.schemas.base import (
     META_KEYS,
     STEP_KEYS,
@@ -20,21 +32,8 @@ from steptable.schemas.base import (
     RunView,
     Schema,
     SideFile,
-    auto_col,
-    cells_outgrown,
     derive_rows,
-    first_look,
-    fit,
-    hidden_keys,
-    informative,
-    layout,
-    own_step_keys,
     ratio_pair,
-    run_keys,
-    sample_values,
-    step_key_of,
-    steps_outgrown,
-    widened,
 )
 from steptable.schemas.headers import short_header, short_headers
 from steptable.schemas.legend import legend_for
@@ -52,6 +51,7 @@ from steptable.schemas.registry import (
 from steptable.schemas.routing import routing_columns
 from steptable.schemas.trl import classify_log_entry
 from steptable.schemas.user import SchemaFileError, config_dir, load_schema_file, schema_files
+from steptable.schemas.widths import cells_outgrown, first_look, widened
 
 __all__ = [
     "GENERIC",

@@ -7,7 +7,8 @@ from typing import Any, cast
 
 from steptable import render
 from steptable.formatting import display_width, pad, sanitize
-from steptable.schemas.base import RunView, Schema, hidden_keys, layout
+from steptable.schemas.arrange import hidden_keys, layout
+from steptable.schemas.base import RunView, Schema
 from steptable.schemas.registry import by_schema
 
 
