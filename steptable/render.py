@@ -288,7 +288,7 @@ def spans(cols: Sequence[Col]) -> list[tuple[int, int]]:
     return out
 
 
-DIRECTION: Final = {"higher": " (higher is better)", "lower": " (lower is better)"}
+DIRECTION: Final = {"higher": "; higher is better", "lower": "; lower is better"}
 """What a legend line adds for a column (or a schema's pattern rule) with a better direction."""
 
 
@@ -297,7 +297,7 @@ def explained(col: Col) -> bool:
     return bool(col.desc) or col.header.strip() != col.key
 
 
-def legend(cols: Iterable[Col], title: str | None = "columns:", indent: int = 2) -> str:
+def legend(cols: Iterable[Col], title: str | None = "columns:", indent: int = 1) -> str:
     """One line per column that has a description: ``header  meaning``. Headers aligned for reading. A column
     without one whose header is not its key says its key (``gn  grad_norm``): what a short header stands for."""
     described = [c if c.desc else c.with_(desc=c.key) for c in cols if explained(c)]

@@ -215,7 +215,7 @@ async def test_legend_and_diagnostics(tmp_path: Path) -> None:
         await pilot.press("l")
         assert app.query_one("#legend-box").display and app.query_one(LegendPanel).display
         shown = screen_text(app)
-        assert "Legend" in shown and "how well dot(act, v_act)" in shown and "(higher is" in shown
+        assert "Legend" in shown and "how well dot(act, v_act)" in shown and "; higher is better" in shown
         await pilot.press("l")
         assert not app.query_one("#legend-box").display
 

@@ -388,4 +388,4 @@ def test_no_legend_line_when_no_column_has_anything_to_explain(tmp_path: Path, c
     captured.clear()
     with StepLogger([*bare, Col("grad_norm", 5, "gn")], run_dir=tmp_path / "b", alerts=False) as sl:
         sl.log({"step": 1, "loss": 0.5, "grad_norm": 1.0})
-    assert captured[:2] == ["I columns:\n  gn  grad_norm\n", "I  step    loss    gn\n"]
+    assert captured[:2] == ["I columns:\n gn  grad_norm\n", "I  step    loss    gn\n"]

@@ -241,7 +241,7 @@ def test_legend_aligns_wide_headers_by_cells() -> None:
     text = render.legend([Col("a", 6, "中文", "d", "wide"), Col("bb", 6, "bb", "d", "narrow")], title=None)
     lines = text.splitlines()
     starts = [display_width(line[: line.index(d)]) for line, d in zip(lines, ("wide", "narrow"), strict=True)]
-    assert starts == [8, 8] and lines[1] == "  bb    narrow"  # the descriptions start in one column
+    assert starts == [7, 7] and lines[1] == " bb    narrow"  # the descriptions start in one column
 
 
 def test_a_row_of_thousands_of_columns_renders() -> None:
@@ -255,7 +255,7 @@ def test_legend_names_the_key_of_a_renamed_column_without_a_description() -> Non
     """Col("grad_norm", 6, "gn") without desc: the legend left it out, so nothing said what "gn" is."""
     cols = [Col("step", 4, "step", "d", "optimizer step"), Col("grad_norm", 6, "gn"), Col("loss", 6, "loss")]
     text = render.legend(cols)
-    assert text.splitlines() == ["columns:", "  step  optimizer step", "  gn    grad_norm"]
+    assert text.splitlines() == ["columns:", " step  optimizer step", " gn    grad_norm"]
     assert render.legend([Col("loss", 6, "loss")]) == "columns: (none described)"
 
 

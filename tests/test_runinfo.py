@@ -46,7 +46,7 @@ def test_tail_shows_a_run_with_the_columns_its_logger_printed(
     assert rc == 0 and lines[0] == render.header([c for c in CUSTOM if c.stream])
     assert lines[1:] == printed  # the same cells, as its stdout printed them
     rc, out, _ = run_cli(["legend", str(tmp_path / "run")], capsys)
-    assert "mean reward of the batch (higher is better)" in out and "seconds per step" in out
+    assert "mean reward of the batch; higher is better" in out and "seconds per step" in out
 
 
 def test_a_routing_run_is_read_as_routing_whatever_keys_it_logged(

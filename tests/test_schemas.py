@@ -316,7 +316,7 @@ def test_legend_for_runs_describes_only_present_columns() -> None:
     assert "score" in text and "pg_loss" in text and "t/ref" in text
     assert "resp_len" not in text
     # a key kept out of the table by a rule that describes it is described: not just named
-    assert "\n  training/global_step  the trainer's step counter (same as step)" in text and "more key(s)" not in text
+    assert "\n training/global_step  the trainer's step counter (same as step)" in text and "more key(s)" not in text
     assert legend_for([run], get_schema("generic")).splitlines()[0] == "generic columns:"
     with pytest.raises(TypeError):
         legend_for(42)  # type: ignore[arg-type]

@@ -22,20 +22,20 @@ def _runs(target: Any) -> list[RunView] | None:
 
 def _schema_text(schema: Schema) -> str:
     title = f"{schema.name}: {schema.description}"
-    parts = [render.legend(schema.cols, title=title) if schema.cols else f"{title}\n  (no declared columns)"]
+    parts = [render.legend(schema.cols, title=title) if schema.cols else f"{title}\n (no declared columns)"]
     described = [r for r in schema.rules if r.desc and not r.hide]
     if described:
         w = max(len(r.pattern) for r in described)
         parts.append("keys matched by pattern:")
         for r in described:
             text = r.desc.replace(" ({key})", "").replace("{key}", "the key")
-            parts.append(f"  {r.pattern:<{w}}  {text}{render.DIRECTION.get(r.better or '', '')}")
+            parts.append(f" {r.pattern:<{w}}  {text}{render.DIRECTION.get(r.better or '', '')}")
     hidden = [r.pattern for r in schema.rules if r.hide]
     if hidden:
         parts.append("kept out of the default layout (a column filter shows them): " + ", ".join(hidden))
     if schema.side_files:
         parts.append("side files:")
-        parts += [f"  {s.pattern} ({s.kind}): {s.desc}" for s in schema.side_files]
+        parts += [f" {s.pattern} ({s.kind}): {s.desc}" for s in schema.side_files]
     return "\n".join(parts)
 
 
@@ -77,7 +77,7 @@ def _runs_text(runs: Sequence[RunView], schema: Schema | None, whose: str) -> st
     if described:
         hw = max(display_width(sanitize(k)) for k, _ in described)
         text += "\nkept out of the table (a column filter shows them):"
-        text += "".join(f"\n  {pad(sanitize(k), hw, 'left')}  {sanitize(r.describe(k))}" for k, r in described)
+        text += "".join(f"\n {pad(sanitize(k), hw, 'left')}  {sanitize(r.describe(k))}" for k, r in described)
         rest = [k for k in rest if k not in dict(described)]
     if rest:
         text += f"\n{len(rest)} more key(s) kept out of the default layout (a column filter shows them): "
