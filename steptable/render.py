@@ -248,7 +248,7 @@ def _fast_path(cols: tuple[Col, ...]) -> list[str]:
             lines += [  # inline: a gradient norm is new every step, so this miss is the common case
                 f"        t{i} = MEMO{i}.get(v{i})",
                 f"        if t{i} is None:",
-                f"            s = {spec!r} % v{i}",
+                f"            s = {spec!r} % (v{i},)",  # a bare % would unpack a 1-tuple cell: (3e-4,) -> 3.0e-4
                 f"            t{i} = s[:-4] + EXP_SUFFIX[s[-4:]]",
                 f"            if v{i}:",  # not 0.0: -0.0 == 0.0 as a key, but its text has a sign
                 f"                if len(MEMO{i}) >= {_MEMO_SIZE}: MEMO{i}.clear()",
