@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from operator import sub
 from typing import Any
 
 from steptable.alerts import cell_float
@@ -80,9 +81,9 @@ def trend_pct(xs: Sequence[float]) -> float | None:
     cut = int(k * TREND_TRIM)
     (prev, ss0, sw0), (last, ss1, sw1) = _trimmed(ys[-2 * k : -k], cut), _trimmed(ys[-k:], cut)
     # The noise of one value: successive differences (the slope, their mean, taken out) have sd noise * sqrt(2),
-    # so a trend is not read as noise. (At most ~2000 pairs, spread over the windows: plenty for an sd.)
-    stride = max(1, (len(ys) - 1) // 2000)
-    diffs = [ys[i + 1] - ys[i] for i in range(0, len(ys) - 1, stride)]
+    # so a trend is not read as noise. Every pair: one in s is blind to a value logged every step but updated every
+    # s steps (all such pairs read 0), which read no noise at all (any change a trend, or 0/0 on a mostly-zero metric).
+    diffs = list(map(sub, ys[1:], ys[:-1]))
     slope = sum(diffs) / len(diffs)
     noise = math.sqrt(sum((d - slope) ** 2 for d in diffs) / (2 * len(diffs)))
     # A trimmed mean of k values has a standard error of sd_w / ((1 - 2 cut / k) sqrt(k)), sd_w the sd of the values
