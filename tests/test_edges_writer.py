@@ -194,17 +194,23 @@ def test_a_file_that_cannot_be_read_back_gets_no_blank_line(tmp_path: Path, disk
     assert path.read_bytes() == b'{"step":0}\n{"step":1}\n'
 
 
-def test_a_deleted_file_is_reported_as_deleted_not_moved(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """With the rotation check due (it runs once a second), a deleted file is still "deleted": the two warnings tell
-    the user different things (the rows before it are gone, versus in the renamed file)."""
-    monkeypatch.setattr(writer, "MOVED_CHECK_S", 0.0)
-    path = tmp_path / "metrics.jsonl"
+def _unlinked_between_rows(path: Path) -> tuple[RunWriter, list[str]]:
+    """Rows 0 and 1 written to ``path`` with the file unlinked between them; the writer closed, its warnings."""
     warned: list[str] = []
     w = RunWriter(path, warned.append)
     w.write({"step": 0})
     path.unlink()
     assert w.write({"step": 1}) is True
     w.close()
+    return w, warned
+
+
+def test_a_deleted_file_is_reported_as_deleted_not_moved(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the rotation check due (it runs once a second), a deleted file is still "deleted": the two warnings tell
+    the user different things (the rows before it are gone, versus in the renamed file)."""
+    monkeypatch.setattr(writer, "MOVED_CHECK_S", 0.0)
+    path = tmp_path / "metrics.jsonl"
+    w, warned = _unlinked_between_rows(path)
     assert (w.deleted, w.moved) == (1, 0) and len(warned) == 1 and "was deleted during the run" in warned[0]
     assert _steps(path.read_bytes()) == [1]
 
@@ -270,12 +276,7 @@ def test_rows_go_on_into_a_fifo_that_was_unlinked(tmp_path: Path) -> None:
     os.mkfifo(fifo)
     rfd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
     try:
-        warned: list[str] = []
-        w = RunWriter(fifo, warned.append)
-        w.write({"step": 0})
-        fifo.unlink()
-        assert w.write({"step": 1}) is True
-        w.close()
+        _, warned = _unlinked_between_rows(fifo)
         assert _steps(os.read(rfd, 1 << 16)) == [0, 1]
         assert warned == [] and not fifo.exists()
     finally:
