@@ -313,9 +313,9 @@ def replaced_alerts(store: Any, start: int, config: AlertConfig | None = None, b
     """The alerts of the rows from index ``start`` on, which a resume at that row is about to replace in ``store``
     (a RunStore, its lock held): the crashed run's last steps, read after a bounded replay of the rows before
     them, each alert saying the resume that replaced it; and the rows this read (replay included): the newest
-    :data:`MAX_REPLACED_ROWS` replaced rows, or ``budget`` if fewer. A reader that meets the file after the
-    restart has only these to say why the run was restarted (a NaN loss, a spike): its rows are gone from the
-    store."""
+    :data:`MAX_REPLACED_ROWS` replaced rows, or ``budget`` if fewer (a NaN episode still on where they begin is
+    said at the replaced step it began, however far back). A reader that meets the file after the restart has
+    only these to say why the run was restarted (a NaN loss, a spike): its rows are gone from the store."""
     eng = AlertEngine(config)
     end = len(store)
     first = max(start, end - max(0, min(budget, MAX_REPLACED_ROWS)))
@@ -324,9 +324,53 @@ def replaced_alerts(store: Any, start: int, config: AlertConfig | None = None, b
     for a, b in spans:
         feed_store(eng, store, a, b, resumes)
     at = store.step_at(start)
+    found = _began_unread(eng, store, start, first) + feed_store(eng, store, first, end, resumes, stalls=True)
     found = [Alert(x.level, x.step, x.column, x.kind, f"{x.message} (a row the resume at step {at} replaced)")
-             for x in feed_store(eng, store, first, end, resumes, stalls=True)]
+             for x in found]
     return found, end - first + sum(b - a for a, b in spans)
+
+
+def _began_unread(eng: AlertEngine, store: Any, start: int, first: int) -> list[Alert]:
+    """The non-finite episodes still on at row ``first`` that began in replaced rows before it (``start`` on), which
+    the read from ``first`` cannot see start: a loss that went NaN 5,000 steps before someone restarted the run is
+    the reason for the restart. One backward pass over each such column (its cells only, at one resume)."""
+    keys = [k for (role, k), dets in eng._dets.items() if any(d.nonfinite for d in dets)]
+    out = [a for k in keys if (a := _nonfinite_start(eng, store, k, start, first)) is not None]
+    out.sort(key=lambda a: a.step)
+    by_step: dict[int, list[Alert]] = {}
+    for a in out:
+        by_step.setdefault(a.step, []).append(a)
+    return [m for group in by_step.values() for m in _merge_nonfinite(group)]
+
+
+def _nonfinite_start(eng: AlertEngine, store: Any, key: str, start: int, first: int) -> Alert | None:
+    nan_missing = eng.config.nan_missing
+
+    def cell(v: Any) -> float | None:  # a cell as a float, None where the row lacks the key
+        if type(v) is float:
+            return None if nan_missing and v != v else v
+        return None if v is None else cell_float(v)
+
+    x = None
+    for i, v in enumerate(store.column_between(key, first, len(store)), first):
+        # (a NaN in a numeric column is a pad where the row lacks the key, or a NaN the run logged)
+        if (x := cell(None if v != v and store.value(i, key) is None else v)) is not None:
+            break
+    if x is None or math.isfinite(x) or first == 0:
+        return None  # finite where the read begins (or nothing): what the read finds, it says itself
+    before = store.cells(key)[:first]  # (None where absent: no per-row look-up along a long NaN run)
+    i, began, bad = first - 1, -1, x
+    while i >= 0 and ((c := cell(before[i])) is None or not math.isfinite(c)):
+        if c is not None:
+            began, bad = i, c
+        i -= 1
+    if began < start:
+        return None  # began where the read does (said there), or in the rows the resume keeps (said live)
+    since = i
+    while i >= 0 and ((c := cell(before[i])) is None or math.isfinite(c)):
+        since, i = (i if c is not None else since), i - 1
+    n = store.step_at(began) - store.step_at(since) if since >= 0 else 0
+    return Alert("E", store.step_at(began), key, "nonfinite", f"non-finite ({_f(bad)}) after {n} finite steps")
 
 
 def feed_store(eng: AlertEngine, store: Any, a: int, b: int, resumes: Collection[int] = (),

@@ -299,6 +299,58 @@ def test_a_nan_that_began_2000_rows_before_the_restart_is_said_at_its_first_step
     assert [(a.level, a.step, a.column) for a in store.replaced] == [("E", 1000, "loss")]
 
 
+@pytest.mark.parametrize("nan_from", [999, 700, 500])
+def test_a_nan_that_began_before_the_newest_2000_replaced_rows_is_still_said(tmp_path: Path, nan_from: int) -> None:
+    # the loss went NaN hours before someone restarted from step 500: that is why they restarted, whether it began in
+    # the rows the bounded replay reads (999, 700) or before them (500, the first replaced row)
+    rng = random.Random(27)
+    rows = [_grpo(rng, s) for s in range(3000)] + [_grpo(rng, s) for s in range(500, 520)]
+    for r in rows[nan_from:3000]:
+        r["loss"] = math.nan
+    store = _store(tmp_path / "r" / "metrics.jsonl", rows)
+    assert [a.line() for a in store.replaced] == [
+        f"E step {nan_from} loss non-finite (nan) after {nan_from} finite steps (a row the resume at step 500 replaced)"]
+
+
+def test_a_nan_that_began_in_the_kept_rows_is_not_said_again_as_replaced(tmp_path: Path) -> None:
+    # NaN from step 300 on, restart from step 500: the live reader said it at step 300, in rows the resume keeps
+    rng = random.Random(28)
+    rows = [_grpo(rng, s) for s in range(3000)] + [_grpo(rng, s) for s in range(500, 520)]
+    for r in rows[300:3000]:
+        r["loss"] = math.nan
+    store = _store(tmp_path / "r" / "metrics.jsonl", rows)
+    assert [a for a in store.replaced if a.kind == "nonfinite"] == []
+    assert [(a.step, a.column) for a in scan(list(range(3000)), {"loss": [r["loss"] for r in rows[:3000]]})
+            if a.kind == "nonfinite"] == [(300, "loss")]
+
+
+def test_columns_that_went_nan_together_long_before_a_restart_are_one_line(tmp_path: Path) -> None:
+    # a divergence: loss and grad norm NaN at once, the reward logged every 10th step (absent in between), and an
+    # inf grad norm kept as such; the eval-only reward stays finite and says nothing
+    rng = random.Random(29)
+    rows = [_grpo(rng, s) for s in range(3000)] + [_grpo(rng, s) for s in range(500, 520)]
+    for r in rows[:3000]:
+        if r["step"] % 10:
+            del r["reward"]
+    for r in rows[800:3000]:
+        r["loss"], r["grad_norm"] = math.nan, math.inf
+    store = _store(tmp_path / "r" / "metrics.jsonl", rows)
+    assert [a.line() for a in store.replaced] == [
+        "E step 800 loss non-finite (nan) after 800 finite steps; also grad_norm (inf)"
+        " (a row the resume at step 500 replaced)"]
+
+
+def test_a_nan_before_the_read_and_another_after_a_recovery_are_both_said(tmp_path: Path) -> None:
+    # NaN at 600-700 (older than the newest 2,000 rows), finite again, then NaN from 2900: two episodes, two lines
+    rng = random.Random(30)
+    rows = [_grpo(rng, s) for s in range(3000)] + [_grpo(rng, s) for s in range(500, 520)]
+    for r in rows[600:1200] + rows[2900:3000]:
+        r["loss"] = math.nan
+    store = _store(tmp_path / "r" / "metrics.jsonl", rows)
+    assert [(a.step, a.kind) for a in store.replaced] == [(600, "nonfinite"), (2900, "nonfinite")]
+    assert store.replaced[1].message.startswith("non-finite (nan) after 1700 finite steps")
+
+
 # --- runs whose rows carry no clock: the file's age against the run's own step time --------------------------------
 
 _MTIME = 1_700_000_000  # the file's last write, whole seconds (exact as a float)
