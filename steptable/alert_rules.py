@@ -53,7 +53,7 @@ class AlertConfig:
     min_history: int = 20  # rows in the window before spike / collapse / jump tests run
     nan_missing: bool = False  # float NaN cells are absent (stored columns that pad with NaN); "nan" strings count
     spike_z: float = 10.0  # robust z of loss / grad-norm over the window median
-    spike_min_rel: float = 0.5  # ... and at least this far above the median, relative to |median| (loss) ...
+    spike_min_rel: float = 0.5  # ... and more than this far above the median, relative to |median| (loss) ...
     grad_spike_min_rel: float = 3.0  # ... (grad norm: single-step x3 spikes are routine, a x10 one is not)
     grad_rise: float = 4.0  # grad norm: W when its level is this many times the lowest 50-row median seen
     hold: int = 10  # reward / entropy: the low median of the last `hold` rows is the current level

@@ -42,7 +42,8 @@ class AlertEngine:
         self._dets: dict[tuple[str, str], tuple[_Detector, ...]] = {}
         self._last_step = 0
         self._last_wall: float | None = None
-        self._dts = _Window(maxlen=max(1, self.config.window))
+        # (never fewer than the intervals the stall test waits for: a short window must not switch it off)
+        self._dts = _Window(maxlen=max(1, self.config.window, self.config.stall_min_rows))
         self._pauses: deque[float] = deque(maxlen=64)  # gaps past the stall threshold the run came back from
         self._stalled = False
         self._hack: deque[tuple[float, float]] = deque(maxlen=max(2, self.config.hack_window))
@@ -201,7 +202,7 @@ def _merge_nonfinite(found: list[Alert]) -> list[Alert]:
 def fmt_age(seconds: float) -> str:
     """Compact duration: 42s, 7.5m, 3.2h, 2.5d."""
     s = max(0.0, seconds) if seconds == seconds else 0.0
-    for unit, size, below in (("s", 1, 100), ("m", 60, 6000), ("h", 3600, 172800)):
+    for unit, size, below in (("s", 1, 99.5), ("m", 60, 5997), ("h", 3600, 172800)):  # (99.6s: 1.66m, not 100s)
         if s < below:
             return f"{s:.0f}s" if unit == "s" else f"{_f(s / size)}{unit}"
     return f"{_f(s / 86400)}d"

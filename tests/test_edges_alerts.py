@@ -64,12 +64,21 @@ def test_a_crash_is_an_error_and_an_interruption_a_warning() -> None:
 
 
 @pytest.mark.parametrize(("seconds", "text"), [
-    (99.4, "99s"), (100, "1.67m"),  # seconds up to 99, then minutes
-    (5999.5, "100m"), (6000, "1.67h"),  # minutes below 100 (99.99 minutes rounds to 100m), then hours
+    (99.4, "99s"), (99.6, "1.66m"), (100, "1.67m"),  # seconds up to 99, then minutes (never "100s")
+    (5996, "99.9m"), (5999.5, "1.67h"), (6000, "1.67h"),  # minutes below 100 (never "100m"), then hours
     (172799, "48h"), (172800, "2d"),  # hours below 48, then days
 ])
 def test_an_age_changes_unit_at_each_boundary(seconds: float, text: str) -> None:
     assert fmt_age(seconds) == text
+
+
+def test_a_short_window_does_not_switch_the_stall_test_off() -> None:
+    # AlertConfig(window=3) keeps 3 values for the spike tests; the stall test still needs its 5 row intervals
+    eng = AlertEngine(AlertConfig(window=3))
+    for s in range(10):
+        eng.update(s, {"loss": 1.0}, wall_time=1000.0 + 10 * s)
+    stalled = [a.line() for a in eng.check_stall(1090.0 + 3600)]
+    assert stalled == ["W step 9 stalled: no row for 60m (360x median 10s/row)"]
 
 
 def test_a_day_is_86400_seconds() -> None:
@@ -308,8 +317,8 @@ def test_a_nan_that_began_before_the_newest_2000_replaced_rows_is_still_said(tmp
     for r in rows[nan_from:3000]:
         r["loss"] = math.nan
     store = _store(tmp_path / "r" / "metrics.jsonl", rows)
-    assert [a.line() for a in store.replaced] == [
-        f"E step {nan_from} loss non-finite (nan) after {nan_from} finite steps (a row the resume at step 500 replaced)"]
+    assert [a.line() for a in store.replaced] == [f"E step {nan_from} loss non-finite (nan) after {nan_from} finite"
+                                                  " steps (a row the resume at step 500 replaced)"]
 
 
 def test_a_nan_that_began_in_the_kept_rows_is_not_said_again_as_replaced(tmp_path: Path) -> None:
