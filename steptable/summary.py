@@ -29,8 +29,10 @@ Definitions
   that share a layout (``by_schema``: each trainer, the arms of one experiment; a run gets rows only in its group's
   columns, the groups' columns in the order of their first run), in this order: the columns each run's schema
   declares, in its table's (``tail``) order, then the keys alerts watch (DEFAULT_ROLES), unless dense and constant
-  (a fixed lr); keys a schema rule promotes (evaluation scores, which rank last by presence) that vary, hold one
-  value or a non-finite one; then varying numeric keys, most present first (a logged NaN is present).
+  (a fixed lr); keys a schema rule promotes (evaluation scores, which rank last by presence) that vary, have one
+  value or a non-finite one, or are held at one value that is not a count or size (an accuracy stuck at .25 at
+  every evaluation is shown; the evaluation's 64 episodes are not); then varying numeric keys, most present first (a
+  logged NaN is present).
 - alerts: given per run (keyed ``"run/arm"`` or ``run.run``); when ``alerts`` is None they are computed with
   :func:`steptable.alerts.scan` (NaN cells read as missing). One line per kind (level, column, detector), at most
   MAX_ALERTS: errors first, then the rarer and more recent warnings ahead of the routine repeated ones
@@ -40,6 +42,7 @@ Definitions
 from __future__ import annotations
 
 import math
+import re
 import time
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any, Literal, Protocol, cast
@@ -270,13 +273,26 @@ def _pick_group(
         if tier == 0 and any(st.logged and (st.varies or st.present < max(2, st.logged) or 2 * st.logged <= n
                                             or key in _ROLE_KEYS) for st, n in sts):
             lists[0].append(key)
-        elif tier == 1 and any(st.logged and (st.varies or st.present < max(2, st.logged)) for st, _ in sts):
+        elif tier == 1 and any(st.logged and (st.varies or st.present < max(2, st.logged) or not _tally(key))
+                               for st, _ in sts):
             lists[1].append(key)
         elif tier is None and (best := max((st.logged / max(1, n) for st, n in sts if st.varies), default=0.0)):
             score[key] = best
     ranked = sorted(score, key=lambda k: -score[k])  # stable: equal scores keep first-seen order
     keep = set([*lists[0], *lists[1], *ranked][: max(0, max_columns)])
     return [k for k in [*lists[0], *lists[1], *score] if k in keep]
+
+
+#: a count or size of the evaluation set (a word of the key's last part): tinker's ``total_episodes``, ``total_turns``,
+#: ``turns_per_episode``, ``ob_tokens_per_turn`` (the prompts' length), HF's ``eval_samples``
+_TALLY_WORD = re.compile(r"^(total|num)_|(^|_)(count|turns|episodes|samples|size)(_|$)|^ob_tokens")
+
+
+def _tally(key: str) -> bool:
+    """A promoted key that, held at one value, is bookkeeping of the evaluation set, not a score. By name, not by
+    value: a reward held at 2 (format and answer right every time) or an accuracy held at .25 is a stalled
+    evaluation, the headline of the run."""
+    return bool(_TALLY_WORD.search(re.split(r"[/:]", key)[-1].lower()))
 
 
 def _alerts_for(run: RunLike, alerts: Mapping[str, Sequence[Alert]] | None) -> Sequence[Alert]:
