@@ -137,7 +137,7 @@ def clean(text: str) -> str:
     if display_width(t) <= MAX_HEADER:
         return t
     m = _TAIL.match(t)
-    if m and display_width(m.group(2)) < MAX_HEADER // 2:
+    if m and display_width(m.group(2)) <= MAX_HEADER // 2:  # "/high_max" too: 8 letters, as _TAIL allows
         return cut(m.group(1), MAX_HEADER - display_width(m.group(2))) + m.group(2)
     return cut(t, MAX_HEADER)
 
@@ -163,8 +163,8 @@ _BLANK = re.compile("[^\\S ]|\u2800")
 
 def look(h: str) -> str:
     """What ``h`` looks like on a terminal: the text two headers are told apart by (NFC, invisible characters out)."""
-    if h.isascii():
-        return h
+    if h.isascii() and h.isprintable():  # nothing invisible, no blank but the space: only the edges go, as below
+        return h.strip()
     if "\u200d" in h or "\ufe0f" in h:  # the only ones that can change a glyph: read in context
         cells = list(char_cells(h))
         h = "".join(ch for i, (ch, _) in enumerate(cells) if _IGNORABLE.match(ch) is None or _drawn(cells, i))
