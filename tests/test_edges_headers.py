@@ -64,7 +64,16 @@ def test_long_names_whose_cuts_coincide_are_told_apart_by_their_path() -> None:
 
 def test_a_no_break_space_reads_as_a_gap() -> None:
     # "x y" and "xy" read differently: neither gets a counter
-    assert short_headers(["lr\u00a0warmup", "lrwarmup"]) == {"lr\u00a0warmup": "lr\u00a0warmup", "lrwarmup": "lrwarmup"}
+    assert short_headers(["lr\u00a0warmup", "lrwarmup"]) == {"lr\u00a0warmup": "lr_warmup", "lrwarmup": "lrwarmup"}
+
+
+@pytest.mark.parametrize("blank", ["\u00a0", "\u2002", "\u2003", "\u3000", "\u2800", "\t", " "])
+def test_a_header_is_one_word_whatever_blank_its_key_holds(blank: str) -> None:
+    # an agent splits the table on whitespace (Python's str.split splits at a no-break space too): every blank
+    # inside a key is "_" in its header, the edges go
+    hs = short_headers([f"{blank}lr{blank}warmup{blank}", "reward"])
+    assert hs[f"{blank}lr{blank}warmup{blank}"] == "lr_warmup"
+    assert " ".join(hs.values()).split() == ["lr_warmup", "reward"]
 
 
 def test_accented_headers_are_kept_apart_or_counted_by_look() -> None:
