@@ -360,6 +360,41 @@ def test_a_nan_before_the_read_and_another_after_a_recovery_are_both_said(tmp_pa
     assert store.replaced[1].message.startswith("non-finite (nan) after 1700 finite steps")
 
 
+def _preempted(rng: random.Random, restarts: int) -> list[dict[str, Any]]:
+    """A GRPO run on preemptible nodes: 300 steps, then ``restarts`` restarts from the checkpoint at step 100 each
+    after 200 more steps (the file keeps every attempt)."""
+    rows = [_grpo(rng, s) for s in range(300)]
+    for _ in range(restarts):
+        rows += [_grpo(rng, s) for s in range(100, 300)]
+    return rows
+
+
+def test_a_run_restarted_a_hundred_times_still_says_the_nan_it_was_last_restarted_over(tmp_path: Path) -> None:
+    # past the replay budget the replaced rows are read once for a NaN or inf: the latest crash is still said
+    rng = random.Random(31)
+    rows = _preempted(rng, 150)
+    crashed = [_grpo(rng, s) for s in range(100, 300)]
+    for r in crashed[150:]:
+        r["loss"], r["grad_norm"] = math.nan, math.inf
+    rows += crashed + [_grpo(rng, s) for s in range(100, 110)]
+    store = _store(tmp_path / "r" / "metrics.jsonl", rows)
+    assert len(store.resumes) == 152 and store._replay_read < 21_000  # the budget ran out long before the crash
+    assert [a.line() for a in store.replaced] == [
+        "E step 250 loss non-finite (nan); also grad_norm (inf) (a row the resume at step 100 replaced)"]
+
+
+def test_past_the_budget_a_nan_already_on_before_the_replaced_rows_is_not_said_again(tmp_path: Path) -> None:
+    # the loss went NaN at step 290 of an attempt that was then continued (not restarted) and restarted later:
+    # the NaN began in rows the resume keeps, said live when they were read
+    rng = random.Random(32)
+    rows = _preempted(rng, 150)
+    for r in rows[-10:]:
+        r["loss"] = math.nan
+    rows += [{**_grpo(rng, s), "loss": math.nan} for s in range(300, 320)] + [_grpo(rng, s) for s in range(310, 330)]
+    store = _store(tmp_path / "r" / "metrics.jsonl", rows)
+    assert store.resumes[-1] == 310 and [a for a in store.replaced if a.kind == "nonfinite"] == []
+
+
 # --- runs whose rows carry no clock: the file's age against the run's own step time --------------------------------
 
 _MTIME = 1_700_000_000  # the file's last write, whole seconds (exact as a float)

@@ -360,12 +360,13 @@ class RunStore(ColumnTable):
         from steptable.alerts import replaced_alerts  # (stdlib only; it reads stores, so not imported at the top)
 
         room = MAX_REPLACED_ALERTS - len(self.replaced)
-        # what they may read: a fixed amount, and a fiftieth of the rows the file has held, so a run's latest crash
-        # is read however many came before it, and a file of 8 ranks' rows out of step (a resume every 6 rows) or
-        # of 2,000 short runs stays within a second more (a row replayed costs ~10x a row read)
+        # what they may read: a fixed amount, and a fiftieth of the rows the file has held, so a file of 8 ranks'
+        # rows out of step (a resume every 6 rows) or of 2,000 short runs stays within a second more (a row
+        # replayed costs ~10x a row read); past it, the rows are read once for a NaN or inf (a run on preemptible
+        # nodes restarted a hundred times still says the NaN loss it was last restarted over)
         left = MAX_REPLACED_READ + (len(self._steps) + self._dropped) // 50 - self._replay_read
         self._dropped += len(self._steps) - i
-        if room > 0 and left > 0:
+        if room > 0:
             found, read = replaced_alerts(self, i, budget=left)
             self._replay_read += read
             self.replaced.extend(found[:room])
