@@ -83,12 +83,12 @@ def test_many_resumes_read_a_bounded_number_of_rows(tmp_path: Path, monkeypatch:
     """2,000 short runs concatenated in one file (or 8 ranks' rows out of step): a replay at each resume made a
     summary 10-20x slower. The rows read for replaced alerts are bounded per run, and only watched columns are
     copied (a resume in a run of 1,500 keys built 5,000 whole rows)."""
-    import steptable.alerts as alerts_mod
+    import steptable.replaced as replaced_mod
     from steptable.ingest.store import MAX_REPLACED_READ, RunStore
 
     read: list[int] = []
-    feed = alerts_mod.feed_store
-    monkeypatch.setattr(alerts_mod, "feed_store", lambda eng, store, a, b, *args, **kw: (
+    feed = replaced_mod.feed_store
+    monkeypatch.setattr(replaced_mod, "feed_store", lambda eng, store, a, b, *args, **kw: (
         read.append(b - a), feed(eng, store, a, b, *args, **kw))[1])
     monkeypatch.setattr(RunStore, "rows", lambda *a, **kw: pytest.fail("whole rows copied"))
     rng = random.Random(3)

@@ -357,7 +357,7 @@ class RunStore(ColumnTable):
     def _note_replaced(self, i: int) -> None:
         """Before a resume drops rows ``i:``: their alerts, for a reader that meets the file after the restart (a
         summary an hour later said "alerts 0" of a run restarted after a NaN loss)."""
-        from steptable.alerts import replaced_alerts  # (stdlib only; it reads stores, so not imported at the top)
+        from steptable.replaced import replaced_alerts  # (stdlib only; it reads stores, so not imported at the top)
 
         room = MAX_REPLACED_ALERTS - len(self.replaced)
         # what they may read: a fixed amount, and a fiftieth of the rows the file has held, so a file of 8 ranks'
