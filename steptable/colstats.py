@@ -28,7 +28,8 @@ class ColStats:
     lo: float = math.nan
     hi: float = math.nan
     trend: float | None = None  # percent, see the module doc
-    last_text: str = ""  # last non-numeric text cell, shown when the column has no numbers
+    first_text: str = ""  # first and last non-numeric text cells, shown when the column has no numbers
+    last_text: str = ""
 
     @property
     def varies(self) -> bool:
@@ -44,6 +45,7 @@ def column_stats(values: Sequence[Any], nan_logged: bool = False) -> ColStats:
         x = v if type(v) is float else cell_float(v)
         if x is None:
             if isinstance(v, str) and v.strip():
+                st.first_text = st.first_text or v
                 st.last_text = v
         elif math.isfinite(x):
             xs.append(x)

@@ -116,9 +116,11 @@ def _cells(stats: Sequence[ColStats], align: bool) -> list[list[str]]:
     widths = [max([4, *(len(fmt_auto(x, 2)) for x in c)]) for c in cols]
     out = []
     for st in stats:
-        if not st.present:  # no finite number: its last inf / logged NaN, else its last text
-            last = fmt_auto(st.last) if st.logged else cut(sanitize(st.last_text), 12) if st.last_text else "-"
-            out.append(["-", last, "-", "-", "-"])
+        if not st.present:  # no finite number: its last inf / logged NaN, else its first and last text
+            if st.logged:
+                out.append(["-", fmt_auto(st.last), "-", "-", "-"])
+            else:
+                out.append([cut(sanitize(t), 12) if t else "-" for t in (st.first_text, st.last_text)] + ["-"] * 3)
             continue
         nums = []
         for x, w in zip((st.first, st.last, st.lo, st.hi), widths, strict=True):

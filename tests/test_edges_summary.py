@@ -125,11 +125,11 @@ def test_aligned_small_numbers_take_two_positional_digits_where_they_fit() -> No
     assert lr.split() == ["lr", ".000045", ".000134", ".000045", ".000134", "+50"]
 
 
-def test_text_column_last_value_is_cut_to_twelve_columns() -> None:
-    # a status string asked for by name shows its last value, cut to 12 columns with an ellipsis
-    cols = {"loss": [1.0, 2.0, 3.0], "status": ["checkpointing-shard-7"] * 3}
+def test_text_column_first_and_last_values_are_cut_to_twelve_columns() -> None:
+    # a status string asked for by name shows its first and last values, cut to 12 columns with an ellipsis
+    cols = {"loss": [1.0, 2.0, 3.0, 4.0], "status": [None, "warmup", "training", "checkpointing-shard-7"]}
     rows = table(summarize([one(cols)], now=NOW, columns=["loss", "status"]))
-    assert rows["status"] == ["-", "checkpointi…", "-", "-", "-"]
+    assert rows["status"] == ["warmup", "checkpointi…", "-", "-", "-"]
 
 
 def test_default_budget_is_twenty_key_columns(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

@@ -162,7 +162,7 @@ def test_all_nan_and_non_numeric_columns() -> None:
     # eval_acc: one value in 50 rows does not vary
     text = summarize([run], now=NOW, columns=["dead", "phase", "none", "missing"])
     rows = [line.split() for line in text.splitlines()[2:6]]
-    assert rows == [["dead", "-", "-", "-", "-", "-"], ["phase", "-", "warmup", "-", "-", "-"],
+    assert rows == [["dead", "-", "-", "-", "-", "-"], ["phase", "warmup", "warmup", "-", "-", "-"],
                     ["none", "-", "-", "-", "-", "-"], ["missing", "-", "-", "-", "-", "-"]]
 
 
