@@ -16,7 +16,8 @@ from conftest import run_cli, write_rows
 
 from steptable.colstats import trend_pct
 from steptable.ingest import Follower
-from steptable.summary import lead_columns, rate_text, run_label, summarize
+from steptable.keycols import lead_columns
+from steptable.summary import rate_text, run_label, summarize
 
 NOW = 1_700_100_000.0
 
