@@ -28,7 +28,7 @@ from steptable.alert_rules import AlertConfig as AlertConfig
 from steptable.alert_rules import Level as Level
 from steptable.alert_rules import cell_float as cell_float
 from steptable.alert_rules import cell_frac as cell_frac
-from steptable.detectors import _DETECTORS, _Detector, _Flat, _Latch, _Window
+from steptable.detectors import _DETECTORS, _Detector, _Flat, _Latch, _NonFinite, _Window
 from steptable.formatting import fmt_auto as _f
 
 
@@ -115,6 +115,21 @@ class AlertEngine:
         it spans the crashed run's replaced rows and the restart: not a stall of the run being read."""
         self._last_wall = None
         self._stalled = False
+
+    def set_nonfinite(self, key: str, on: bool, clear: int, since: int | None, known: bool = True) -> None:
+        """The non-finite test of ``key`` as reading the rows before would leave it: an episode ``on`` (said), with
+        ``clear`` finite cells since; the column finite since step ``since`` (None: not since its last non-finite
+        cell; not ``known``: what the rows fed so far say). For a reader that replays only some of those rows (the
+        rows a resume replaces)."""
+        for role, classes in _DETECTORS.items():
+            if not any(c.nonfinite for c in classes) or key not in self._keys(role, {key: 0.0}):
+                continue
+            dets = self._dets.get((role, key)) or self._dets.setdefault((role, key), self._new(role, key, classes))
+            for d in dets:
+                if isinstance(d, _NonFinite):
+                    d.latch.level, d.latch.clear = ("E" if on else None), clear
+                    if known:
+                        d.run, d.since = (0, d.since) if since is None else (max(1, d.run), since)
 
     def carry(self, old: AlertEngine, at: int) -> None:
         """Take from ``old`` (the engine this one replaces at a resume at step ``at``) the run-long values (a reward's

@@ -20,67 +20,113 @@ MAX_REPLACED_ROWS = 2000
 def replaced_alerts(store: Any, start: int, config: AlertConfig | None = None, budget: int = MAX_REPLACED_ROWS
                     ) -> tuple[list[Alert], int]:
     """The alerts of the rows from index ``start`` on, which a resume at that row is about to replace in ``store``
-    (a RunStore, its lock held): the crashed run's last steps, read after a bounded replay of the rows before
-    them, each alert saying the resume that replaced it; and the rows this read (replay included): the newest
-    :data:`MAX_REPLACED_ROWS` replaced rows, or ``budget`` if fewer (a NaN episode still on where they begin is
-    said at the replaced step it began, however far back); with no budget left, only each column's first NaN or
-    inf (read once, nothing replayed: 0 rows). A reader that meets the file after the restart has
-    only these to say why the run was restarted (a NaN loss, a spike): its rows are gone from the store."""
+    (a RunStore, its lock held), each saying the resume that replaced it; and the rows it replayed and read. The
+    newest :data:`MAX_REPLACED_ROWS` replaced rows (``budget`` if fewer) go through every detector after a bounded
+    replay of the rows before them; the older ones only through the non-finite test, once (NaN and inf episodes
+    as the live engine would say them); with no budget left, every replaced row only through that (0 rows read).
+    A reader that meets the file after the restart has only these to say why the run was restarted (a NaN loss, a
+    spike): its rows are gone from the store."""
     eng = AlertEngine(config)
     end = len(store)
-    if budget <= 0:
-        return _mark(_nonfinite_only(eng, store, start), store.step_at(start)), 0
-    first = max(start, end - max(0, min(budget, MAX_REPLACED_ROWS)))
-    spans = replay_spans(first, eng.config)
-    resumes = set(store.resumes)
-    for a, b in spans:
-        feed_store(eng, store, a, b, resumes)
-    found = _began_unread(eng, store, start, first) + feed_store(eng, store, first, end, resumes, stalls=True)
-    return _mark(found, store.step_at(start)), end - first + sum(b - a for a, b in spans)
-
-
-def _mark(found: list[Alert], at: int) -> list[Alert]:
+    first = max(start, end - max(0, min(budget, MAX_REPLACED_ROWS))) if budget > 0 else end
+    found: list[Alert] = []
+    states = []
+    for key in _nonfinite_keys(store, eng.config):
+        said, state = _episodes(eng.config, store, key, start, first)
+        found += said
+        states.append((key, state))
+    found = _merge_by_step(found)
+    read = 0
+    if first < end:
+        spans = replay_spans(first, eng.config)
+        resumes = set(store.resumes)
+        for a, b in spans:
+            feed_store(eng, store, a, b, resumes)
+        for key, (on, clear, since) in states:  # as the rows before left it, where the replay did not reach them
+            whole = True
+            if since == -2:  # (looked for only where the rows read hold a non-finite cell to count the steps to)
+                lookup = any(not math.isfinite(x) for _, x in _present(eng.config, store, key, first, end))
+                since, whole = _stretch_start(eng.config, store, key, first) if lookup else (-1, False)
+            eng.set_nonfinite(key, on, clear, store.step_at(since) if since >= 0 else None, whole)
+        found += feed_store(eng, store, first, end, resumes, stalls=True)
+        read = end - first + sum(b - a for a, b in spans)
+    at = store.step_at(start)
     return [Alert(x.level, x.step, x.column, x.kind, f"{x.message} (a row the resume at step {at} replaced)")
-            for x in found]
+            for x in found], read
 
 
-def _nonfinite_only(eng: AlertEngine, store: Any, start: int) -> list[Alert]:
-    """Past the replay budget (a file restarted hundreds of times): the first NaN or inf of each watched column in
-    rows ``start:``, the commonest reason for a restart, at the cost of reading them once (no replay, no other
-    detector). One already on in the column's cell before them was said when that cell was read."""
-    row = dict.fromkeys(store.keys, 0.0)  # the columns the engine would bind its roles to
-    keys = [k for role, classes in _DETECTORS.items() if any(c.nonfinite for c in classes)
+def _nonfinite_keys(store: Any, config: AlertConfig) -> list[str]:
+    """The columns of ``store`` the engine's non-finite test watches (a role's first candidate present; every
+    present candidate of a multi-key role)."""
+    row = dict.fromkeys(store.keys, 0.0)
+    eng = AlertEngine(config)  # (its own: binding roles here must not bind the reading engine's)
+    return [k for role, classes in _DETECTORS.items() if any(c.nonfinite for c in classes)
             for k in eng._keys(role, row)]
-    found = []
-    for key in keys:
-        seen = False
-        for i, x in _present(eng, store, key, start, len(store)):
-            if not math.isfinite(x):
-                if seen or not _on_before(eng, store, key, start):
-                    found.append(Alert("E", store.step_at(i), key, "nonfinite", f"non-finite ({_f(x)})"))
-                break
-            seen = True
-    return _merge_by_step(found)
 
 
-def _present(eng: AlertEngine, store: Any, key: str, a: int, b: int) -> Iterator[tuple[int, float]]:
-    """The cells of ``key`` in rows ``a:b`` that hold a number, as (row, value)."""
-    for i, v in enumerate(store.column_between(key, a, b), a):
-        # (a NaN in a numeric column is a pad where the row lacks the key, or a NaN the run logged)
-        if v is None or (v != v and (eng.config.nan_missing or store.value(i, key) is None)):
+#: rows looked back over, before the replaced ones, for how long a column had been finite (the alert's "after N
+#: finite steps"; past it, "N+")
+_SINCE_BACK = 20_000
+
+
+def _episodes(config: AlertConfig, store: Any, key: str, a: int, b: int) -> tuple[list[Alert], tuple[bool, int, int]]:
+    """The non-finite episodes of ``key`` that begin in rows ``[a, b)``, as the live engine says them (an episode
+    ends after ``rearm`` finite cells of the column; one on before ``a`` was said when its rows were read), and the
+    test's state at ``b`` (:func:`_before`). A pass over the column's cells in those rows; a short look back."""
+    rearm, out = config.rearm, []
+    on, clear, since = _before(config, store, key, a)  # since: the row a finite stretch began (-1: none yet)
+    for i, x in _present(config, store, key, a, b):
+        if math.isfinite(x):
+            since = i if since == -1 else since
+            clear += 1
+            on = on and clear < rearm
             continue
-        if (x := cell_float(v)) is not None:
+        if not on:
+            began, whole = _stretch_start(config, store, key, i) if since == -2 else (since, True)
+            n = f"{store.step_at(i) - store.step_at(began) if began >= 0 else 0}{'' if whole else '+'}"
+            out.append(Alert("E", store.step_at(i), key, "nonfinite", f"non-finite ({_f(x)}) after {n} finite steps"))
+        on, clear, since = True, 0, -1
+    return out, (on, clear, since)
+
+
+def _before(config: AlertConfig, store: Any, key: str, a: int) -> tuple[bool, int, int]:
+    """The non-finite test's state at row ``a``: an episode on, the finite cells since it, and the row the column's
+    current finite stretch began (-1: none; -2: further back than was read). Reads back until ``rearm`` finite
+    cells or a non-finite one show it, in doubling chunks: a few rows in a healthy run."""
+    finite, began, hi, chunk, bound = 0, -1, a, 64, max(0, a - _SINCE_BACK)
+    while hi > bound:
+        lo = max(bound, hi - chunk)
+        for i, x in reversed(list(_present(config, store, key, lo, hi))):
+            if not math.isfinite(x):
+                return finite < config.rearm, finite, began
+            if finite >= config.rearm:
+                return False, finite, -2
+            finite, began = finite + 1, i
+        hi, chunk = lo, chunk * 2
+    return False, finite, began if hi == 0 or not finite else -2
+
+
+def _stretch_start(config: AlertConfig, store: Any, key: str, i: int) -> tuple[int, bool]:
+    """The row the column's finite stretch before row ``i`` began (-1: none), and whether that is where it began:
+    read back :data:`_SINCE_BACK` rows at most (False: it goes back further)."""
+    lo = max(0, i - _SINCE_BACK)
+    began = -1
+    for j, x in reversed(list(_present(config, store, key, lo, i))):
+        if not math.isfinite(x):
+            return began, True
+        began = j
+    return began, lo == 0
+
+
+def _present(config: AlertConfig, store: Any, key: str, a: int, b: int) -> Iterator[tuple[int, float]]:
+    """The cells of ``key`` in rows ``[a, b)`` that hold a number, as (row, value)."""
+    nan_missing = config.nan_missing
+    for i, v in enumerate(store.cells_between(key, a, b), a):
+        if type(v) is float:
+            if not (nan_missing and v != v):
+                yield i, v
+        elif v is not None and (x := cell_float(v)) is not None:
             yield i, x
-
-
-#: rows looked back over for a column's cell before a replaced segment (a sparse column's previous value)
-_LOOK_BACK = 5000
-
-
-def _on_before(eng: AlertEngine, store: Any, key: str, start: int) -> bool:
-    """Whether the column's last cell before row ``start`` (within :data:`_LOOK_BACK` rows) is non-finite."""
-    cells = list(_present(eng, store, key, max(0, start - _LOOK_BACK), start))
-    return bool(cells) and not math.isfinite(cells[-1][1])
 
 
 def _merge_by_step(found: list[Alert]) -> list[Alert]:
@@ -89,37 +135,3 @@ def _merge_by_step(found: list[Alert]) -> list[Alert]:
     for a in sorted(found, key=lambda a: a.step):
         by_step.setdefault(a.step, []).append(a)
     return [m for group in by_step.values() for m in _merge_nonfinite(group)]
-
-
-def _began_unread(eng: AlertEngine, store: Any, start: int, first: int) -> list[Alert]:
-    """The non-finite episodes still on at row ``first`` that began in replaced rows before it (``start`` on), which
-    the read from ``first`` cannot see start: a loss that went NaN 5,000 steps before someone restarted the run is
-    the reason for the restart. One backward pass over each such column (its cells only, at one resume)."""
-    keys = [k for (role, k), dets in eng._dets.items() if any(d.nonfinite for d in dets)]
-    return _merge_by_step([a for k in keys if (a := _nonfinite_start(eng, store, k, start, first)) is not None])
-
-
-def _nonfinite_start(eng: AlertEngine, store: Any, key: str, start: int, first: int) -> Alert | None:
-    x = next((x for _, x in _present(eng, store, key, first, len(store))), None)
-    if x is None or math.isfinite(x) or first == 0:
-        return None  # finite where the read begins (or nothing): what the read finds, it says itself
-    nan_missing = eng.config.nan_missing
-
-    def cell(v: Any) -> float | None:  # a cell as a float, None where the row lacks the key
-        if type(v) is float:
-            return None if nan_missing and v != v else v
-        return None if v is None else cell_float(v)
-
-    before = store.cells(key)[:first]  # (None where absent: no per-row look-up along a long NaN run)
-    i, began, bad = first - 1, -1, x
-    while i >= 0 and ((c := cell(before[i])) is None or not math.isfinite(c)):
-        if c is not None:
-            began, bad = i, c
-        i -= 1
-    if began < start:
-        return None  # began where the read does (said there), or in the rows the resume keeps (said live)
-    since = i
-    while i >= 0 and ((c := cell(before[i])) is None or math.isfinite(c)):
-        since, i = (i if c is not None else since), i - 1
-    n = store.step_at(began) - store.step_at(since) if since >= 0 else 0
-    return Alert("E", store.step_at(began), key, "nonfinite", f"non-finite ({_f(bad)}) after {n} finite steps")

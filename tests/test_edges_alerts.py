@@ -380,7 +380,8 @@ def test_a_run_restarted_a_hundred_times_still_says_the_nan_it_was_last_restarte
     store = _store(tmp_path / "r" / "metrics.jsonl", rows)
     assert len(store.resumes) == 152 and store._replay_read < 21_000  # the budget ran out long before the crash
     assert [a.line() for a in store.replaced] == [
-        "E step 250 loss non-finite (nan); also grad_norm (inf) (a row the resume at step 100 replaced)"]
+        "E step 250 loss non-finite (nan) after 250 finite steps; also grad_norm (inf) (a row the resume at step 100"
+        " replaced)"]
 
 
 def test_past_the_budget_a_nan_already_on_before_the_replaced_rows_is_not_said_again(tmp_path: Path) -> None:
@@ -393,6 +394,42 @@ def test_past_the_budget_a_nan_already_on_before_the_replaced_rows_is_not_said_a
     rows += [{**_grpo(rng, s), "loss": math.nan} for s in range(300, 320)] + [_grpo(rng, s) for s in range(310, 330)]
     store = _store(tmp_path / "r" / "metrics.jsonl", rows)
     assert store.resumes[-1] == 310 and [a for a in store.replaced if a.kind == "nonfinite"] == []
+
+
+def _nan_spans(rng: random.Random, n: int) -> set[int]:
+    """Rows whose loss is NaN: a few episodes of random length, some with a short finite blip inside."""
+    bad: set[int] = set()
+    for _ in range(rng.randint(0, 4)):
+        a = rng.randrange(n)
+        bad.update(range(a, min(n, a + rng.choice([1, 5, 40, 700, 3000]))))
+        if rng.random() < 0.5:
+            bad -= set(range(a + 3, a + 3 + rng.choice([1, 2, 9, 10, 30])))
+    return bad
+
+
+@pytest.mark.parametrize("seed", range(24))
+def test_the_nan_episodes_of_replaced_rows_are_those_the_live_engine_said(tmp_path: Path, seed: int) -> None:
+    # whatever the NaN pattern (dense or a loss logged every 7th or 100th row, blips shorter or longer than the
+    # re-arm count) and whether the replay budget is left or spent, the replaced rows' non-finite alerts are
+    # exactly what one engine reading the crashed run's rows in order said from the resume step on
+    from steptable.replaced import replaced_alerts
+
+    rng = random.Random(seed)
+    n, every = rng.randint(3000, 6000), rng.choice([1, 1, 7, 100])
+    bad = _nan_spans(rng, n)
+    rows = [{"step": i, "grad_norm": 0.4 + 0.01 * (i % 7),
+             **({"loss": math.nan if i in bad else 0.5 + 0.001 * (i % 13)} if i % every == 0 else {})}
+            for i in range(n)]
+    at = rng.randrange(1, n)
+    store = _store(tmp_path / "r" / "metrics.jsonl", rows)
+    truth = [a.line() for a in scan([r["step"] for r in rows], {"loss": [r.get("loss") for r in rows]})
+             if a.kind == "nonfinite" and a.step >= at]
+    for budget in (2000, 300, 0):
+        with store.lock:
+            got, _ = replaced_alerts(store, at, budget=budget)
+        said = [a.line().removesuffix(f" (a row the resume at step {at} replaced)") for a in got
+                if a.kind == "nonfinite"]
+        assert said == truth, (budget, every, at)
 
 
 # --- runs whose rows carry no clock: the file's age against the run's own step time --------------------------------

@@ -186,14 +186,20 @@ class RunStore(ColumnTable):
 
     def cells(self, key: str) -> list[Any]:
         """Like ``column`` but None where the row lacks the key (a NaN left is a non-finite value the run logged)."""
+        return self.cells_between(key)
+
+    def cells_between(self, key: str, start: int = 0, stop: int | None = None) -> list[Any]:
+        """``cells(key)`` of rows ``[start, stop)`` only (slice rules)."""
         with self.lock:
             if self._positional(key):
-                return list(self._steps)
+                return list(self._steps[start:stop])
             num = self._num.get(key)
-            col: list[Any] = list(num) if num is not None else list(self._obj.get(key) or [None] * len(self._steps))
+            obj = self._obj.get(key)
+            col: list[Any] = list(num[start:stop] if num is not None else obj[start:stop] if obj is not None
+                                  else [None] * len(range(len(self._steps))[start:stop]))
             pres = self._pres.get(key)
             if pres is not None:
-                col = [v if p else None for v, p in zip(col, pres, strict=True)]
+                col = [v if p else None for v, p in zip(col, pres[start:stop], strict=True)]
             return col
 
     def value(self, i: int, key: str) -> Any:
