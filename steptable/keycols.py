@@ -115,7 +115,7 @@ def _pick_group(
         if tier == 0 and any(st.logged and (st.varies or st.present < max(2, st.logged) or 2 * st.logged <= n
                                             or key in _ROLE_KEYS) for st, n in sts):
             lists[0].append(key)
-        elif tier == 1 and any(st.logged and (st.varies or st.present < max(2, st.logged) or not _tally(key))
+        elif tier == 1 and any(st.logged and (st.varies or st.present < max(2, st.logged) or _score(key))
                                for st, _ in sts):
             lists[1].append(key)
         elif tier is None and (best := max((st.logged / max(1, n) for st, n in sts if st.varies), default=0.0)):
@@ -125,13 +125,13 @@ def _pick_group(
     return [k for k in [*lists[0], *lists[1], *score] if k in keep]
 
 
-#: a count or size of the evaluation set (a word of the key's last part): tinker's ``total_episodes``, ``total_turns``,
-#: ``turns_per_episode``, ``ob_tokens_per_turn`` (the prompts' length), HF's ``eval_samples``
-_TALLY_WORD = re.compile(r"^(total|num)_|(^|_)(count|turns|episodes|samples|size)(_|$)|^ob_tokens")
+#: the words of a key that make it a score (a word's start, or a whole word): an evaluation's accuracy, reward,
+#: pass rate, share solved or well formatted. Held at one value across evaluations, such a key is the headline of
+#: the run (it stalled); anything else held is bookkeeping of the evaluation (its 64 episodes, a clip ratio that
+#: is 0 with no old policy to clip against)
+_SCORE_STEMS = ("acc", "correct", "reward", "score", "pass", "success", "solv", "exact", "format")
+_SCORE_WORDS = frozenset({"rew", "win", "winrate", "f1", "em", "bleu", "rouge"})
 
 
-def _tally(key: str) -> bool:
-    """A promoted key that, held at one value, is bookkeeping of the evaluation set, not a score. By name, not by
-    value: a reward held at 2 (format and answer right every time) or an accuracy held at .25 is a stalled
-    evaluation, the headline of the run."""
-    return bool(_TALLY_WORD.search(re.split(r"[/:]", key)[-1].lower()))
+def _score(key: str) -> bool:
+    return any(w.startswith(_SCORE_STEMS) or w in _SCORE_WORDS for w in re.split(r"[^a-z0-9]+", key.lower()))
