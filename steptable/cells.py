@@ -61,6 +61,17 @@ def sanitize(text: str, *, keep_newlines: bool = False) -> str:
     return _CONTROLS.sub(_control_repl, text.replace("\r\n", "\n"))
 
 
+#: every blank (no-break, em, ideographic spaces, the braille blank): Python's ``str.split`` splits at a no-break space
+_GAP = re.compile("[\\s\u2800]")
+_EDGES = re.compile("^[\\s\u2800]+|[\\s\u2800]+$")
+
+
+def one_word(text: str) -> str:
+    """``text`` (already sanitized) as one word: its edge blanks gone, every blank inside it a "_". A header or a
+    text cell a reader splits on whitespace keeps its columns."""
+    return _GAP.sub("_", _EDGES.sub("", text))
+
+
 # "&" too: "&#8238;" is a character reference, the right-to-left override again once the markdown is rendered
 _MD_SPECIAL = re.compile(r"([\\`*\[\]<>!|~&])")
 # "_" opens emphasis only at a word's edge ("__x__", "_x_"); inside a word ("hack_s") it is left as it is

@@ -43,6 +43,8 @@ class RunLike(Protocol):
 SKIP_KEYS = frozenset({"step", "_step", "global_step", "ts", "time", "timestamp", "_timestamp", "wall_time",
                        "_runtime", "run", "arm"})
 _ROLE_KEYS = AlertConfig().watched()
+
+
 def lead_columns(runs: Sequence[RunLike], schema: Schema | None = None) -> dict[str, int]:
     """Key -> tier of the columns a summary leads with: 0 the keys each run's schema declares (or an alias of one),
     in its table's order, then alert-role keys; 1 keys a rule promotes. A run with no ``path`` brings no schema;

@@ -50,6 +50,7 @@ from steptable.alertlines import MAX_ALERTS as MAX_ALERTS
 from steptable.alertlines import alert_groups as alert_groups
 from steptable.alertlines import alerts_text as alerts_text
 from steptable.alerts import Alert, AlertConfig, end_alert, fmt_age, scan
+from steptable.cells import one_word
 from steptable.colstats import ColStats as ColStats
 from steptable.colstats import column_stats as column_stats
 from steptable.colstats import trend_pct as trend_pct
@@ -88,7 +89,7 @@ def _cells(stats: Sequence[ColStats], align: bool) -> list[list[str]]:
             if st.logged:
                 out.append(["-", fmt_auto(st.last), "-", "-", "-"])
             else:
-                out.append([cut(sanitize(t), 12) if t else "-" for t in (st.first_text, st.last_text)] + ["-"] * 3)
+                out.append([cut(one_word(sanitize(t)), 12) or "-" for t in (st.first_text, st.last_text)] + ["-"] * 3)
             continue
         nums = []
         for x, w in zip((st.first, st.last, st.lo, st.hi), widths, strict=True):

@@ -171,6 +171,13 @@ def test_aligned_small_numbers_take_two_positional_digits_where_they_fit() -> No
     assert lr.split() == ["lr", ".000045", ".000134", ".000045", ".000134", "+50"]
 
 
+def test_a_text_cell_is_one_word_whatever_blanks_it_holds() -> None:
+    # the summary's cells are split on whitespace by the agents that read it: "roll out" would be two cells
+    cols = {"loss": [1.0, 2.0], "phase": ["roll out", "eval\u00a0 pass\u3000"]}
+    rows = table(summarize([one(cols)], now=NOW, columns=["loss", "phase"]))
+    assert rows["phase"] == ["roll_out", "eval__pass", "-", "-", "-"]
+
+
 def test_text_column_first_and_last_values_are_cut_to_twelve_columns() -> None:
     # a status string asked for by name shows its first and last values, cut to 12 columns with an ellipsis
     cols = {"loss": [1.0, 2.0, 3.0, 4.0], "status": [None, "warmup", "training", "checkpointing-shard-7"]}

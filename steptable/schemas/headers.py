@@ -39,7 +39,7 @@ import unicodedata
 from collections.abc import Collection, Iterable, Iterator
 from functools import cache
 
-from steptable.cells import cut_middle
+from steptable.cells import cut_middle, one_word
 from steptable.formatting import char_cells, cut, display_width, sanitize
 
 #: widest automatic header, in cells
@@ -147,14 +147,8 @@ def short_header(key: str) -> str:
     return short_headers([key])[key]
 
 
-#: every blank a header could hold (no-break, em, ideographic spaces, the braille blank): a header is one word, so
-#: a reader that splits the table on whitespace (Python's ``str.split`` splits at a no-break space) keeps its columns
-_GAP = re.compile("[\\s\u2800]")
-_EDGES = re.compile("^[\\s\u2800]+|[\\s\u2800]+$")
-
-
 def _safe(text: str) -> str:
-    return _GAP.sub("_", _EDGES.sub("", sanitize(text))) or "?"
+    return one_word(sanitize(text)) or "?"
 
 
 #: Unicode's Default_Ignorable_Code_Point: drawn as nothing (sanitize removes some; joiners, the grapheme joiner,
