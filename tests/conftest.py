@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import shutil
 import subprocess
@@ -9,7 +10,8 @@ import sys
 import textwrap
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -145,3 +147,27 @@ def repoint(link: Path, target: Path, gone: Path) -> None:
     link.unlink()
     link.symlink_to(target)
     shutil.rmtree(gone)
+
+
+@dataclass
+class FakeRun:
+    """A run as a summary reads it (steptable.keycols.RunLike), from plain columns."""
+
+    run: str
+    arm: str
+    cols: dict[str, list[Any]]
+    steps: list[int]
+    resumes: list[int] = field(default_factory=list)
+    bad_count: int = 0
+    last_update: float | None = None
+    wall_times: list[float] = field(default_factory=list)
+
+    @property
+    def keys(self) -> list[str]:
+        return list(self.cols)
+
+    def column(self, key: str) -> Sequence[Any]:
+        return self.cols.get(key, [math.nan] * len(self.steps))
+
+    def __len__(self) -> int:
+        return len(self.steps)

@@ -4,15 +4,12 @@ one-row, text and small-number columns, the rate and resume parts of the header,
 from __future__ import annotations
 
 import json
-import math
 import random
-from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import run_cli, write_rows
+from conftest import FakeRun, run_cli, write_rows
 
 from steptable.colstats import trend_pct
 from steptable.ingest import Follower
@@ -22,31 +19,9 @@ from steptable.summary import rate_text, run_label, summarize
 NOW = 1_700_100_000.0
 
 
-@dataclass
-class Run:
-    run: str
-    arm: str
-    cols: dict[str, list[Any]]
-    steps: list[int]
-    resumes: list[int] = field(default_factory=list)
-    bad_count: int = 0
-    last_update: float | None = None
-    wall_times: list[float] = field(default_factory=list)
-
-    @property
-    def keys(self) -> list[str]:
-        return list(self.cols)
-
-    def column(self, key: str) -> Sequence[Any]:
-        return self.cols.get(key, [math.nan] * len(self.steps))
-
-    def __len__(self) -> int:
-        return len(self.steps)
-
-
-def one(cols: dict[str, list[Any]], **kw: Any) -> Run:
+def one(cols: dict[str, list[Any]], **kw: Any) -> FakeRun:
     n = len(next(iter(cols.values())))
-    return Run("runs/grpo/metrics.jsonl", "", cols, list(range(n)), **kw)
+    return FakeRun("runs/grpo/metrics.jsonl", "", cols, list(range(n)), **kw)
 
 
 def table(text: str) -> dict[str, list[str]]:
@@ -223,9 +198,9 @@ def test_more_than_five_resumes_are_counted() -> None:
 
 def test_arm_that_is_the_files_dotted_stem_is_not_repeated() -> None:
     # verl's <experiment>.jsonl: an experiment named qwen2.5-grpo is already in the path, so the path alone names it
-    r = Run("runs/qwen2.5-grpo.jsonl", "qwen2.5-grpo", {"loss": [1.0]}, [0])
+    r = FakeRun("runs/qwen2.5-grpo.jsonl", "qwen2.5-grpo", {"loss": [1.0]}, [0])
     assert run_label(r, unique_arm=False) == "runs/qwen2.5-grpo.jsonl"
-    r2 = Run("runs/v1.2/run.jsonl", "exp.v1", {"loss": [1.0]}, [0])
+    r2 = FakeRun("runs/v1.2/run.jsonl", "exp.v1", {"loss": [1.0]}, [0])
     assert run_label(r2, unique_arm=False) == "exp.v1 (runs/v1.2/run.jsonl)"
 
 
@@ -255,7 +230,7 @@ def test_summarize_without_alerts_reads_the_clock_for_stalls() -> None:
 
 def test_run_name_is_escaped_in_markdown_only() -> None:
     # a directory named exp_1*b: plain text shows it as it is; markdown escapes the * (else it starts emphasis)
-    run = Run("runs/exp_1*b/metrics.jsonl", "exp_1*b", {"loss": [1.0, 2.0, 3.0]}, [0, 1, 2])
+    run = FakeRun("runs/exp_1*b/metrics.jsonl", "exp_1*b", {"loss": [1.0, 2.0, 3.0]}, [0, 1, 2])
     assert summarize([run], now=NOW).splitlines()[0].startswith("exp_1*b: ")
     assert summarize([run], now=NOW, fmt="md").splitlines()[0].startswith("**exp_1\\*b**: ")
 

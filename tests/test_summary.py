@@ -5,39 +5,17 @@ from __future__ import annotations
 import math
 import random
 import re
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import Any
 
 import pytest
+from conftest import FakeRun
 
 from steptable.alerts import Alert
 from steptable.summary import column_stats, rate_text, summarize, trend_pct
 
 Golden = Callable[[str, str], None]
 NOW = 1_700_100_000.0
-
-
-@dataclass
-class FakeRun:
-    run: str
-    arm: str
-    cols: dict[str, list[Any]]
-    steps: list[int]
-    resumes: list[int] = field(default_factory=list)
-    bad_count: int = 0
-    last_update: float | None = None
-    wall_times: list[float] = field(default_factory=list)
-
-    @property
-    def keys(self) -> list[str]:
-        return list(self.cols)
-
-    def column(self, key: str) -> Sequence[Any]:
-        return self.cols.get(key, [math.nan] * len(self.steps))
-
-    def __len__(self) -> int:
-        return len(self.steps)
 
 
 def make_run(arm: str, seed: int, n: int = 400, hack: float = 0.3) -> FakeRun:
