@@ -115,7 +115,7 @@ def _stretch_start(config: AlertConfig, store: Any, key: str, i: int) -> tuple[i
         if not math.isfinite(x):
             return began, True
         began = j
-    return began, lo == 0
+    return (began if began >= 0 or lo == 0 else lo), lo == 0  # (no cell in the rows read: at least since lo)
 
 
 def _present(config: AlertConfig, store: Any, key: str, a: int, b: int) -> Iterator[tuple[int, float]]:

@@ -171,3 +171,20 @@ class FakeRun:
 
     def __len__(self) -> int:
         return len(self.steps)
+
+
+def store_of(path: Path, rows: Iterable[Mapping[str, Any]]) -> Any:
+    """The RunStore a Follower reads from ``rows`` written to ``path``."""
+    from steptable.ingest import Follower
+
+    write_rows(path, rows)
+    f = Follower([path.parent])
+    f.scan()
+    (store,) = f.stores.values()
+    return store
+
+
+def grpo_row(rng: Any, step: int) -> dict[str, Any]:
+    """One healthy GRPO row: noisy loss, grad norm and reward."""
+    return {"step": step, "loss": 0.02 + rng.gauss(0, 0.01), "grad_norm": 0.4 + abs(rng.gauss(0, 0.05)),
+            "reward": 0.55 + rng.gauss(0, 0.05)}

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import write_rows
+from conftest import grpo_row, store_of, write_rows
 
 from steptable import runinfo
 from steptable.alerts import (
@@ -26,20 +26,6 @@ from steptable.alerts import (
     scan,
 )
 from steptable.ingest import Follower, RunStore
-
-
-def _store(path: Path, rows: list[dict[str, Any]]) -> RunStore:
-    write_rows(path, rows)
-    f = Follower([path.parent])
-    f.scan()
-    (store,) = f.stores.values()
-    return store
-
-
-def _grpo(rng: random.Random, step: int) -> dict[str, Any]:
-    """One healthy GRPO row: noisy loss, grad norm and reward."""
-    return {"step": step, "loss": 0.02 + rng.gauss(0, 0.01), "grad_norm": 0.4 + abs(rng.gauss(0, 0.05)),
-            "reward": 0.55 + rng.gauss(0, 0.05)}
 
 
 def _frac(rng: random.Random, p: float, n: int = 1024) -> list[int]:
@@ -103,9 +89,9 @@ def test_the_stall_check_starts_at_stall_min_rows_intervals() -> None:
     eng = AlertEngine()
     walls = _walls(rng, 6)
     for i, t in enumerate(walls[:5]):
-        eng.update(i, _grpo(rng, i), t)
+        eng.update(i, grpo_row(rng, i), t)
     assert not eng.times_rows() and eng.check_stall(walls[4] + 600) == []  # four intervals: too few
-    eng.update(5, _grpo(rng, 5), walls[5])
+    eng.update(5, grpo_row(rng, 5), walls[5])
     assert eng.times_rows()
     (a,) = eng.check_stall(walls[5] + 600)
     assert (a.level, a.step, a.kind) == ("W", 5, "stall") and a.message.startswith("stalled: no row for 10m (")
@@ -121,7 +107,7 @@ def test_a_pause_right_after_the_first_intervals_counts_towards_the_runs_rhythm(
         t += 600.0 if i in (6, 30, 54) else 10.0 + rng.uniform(-1, 1)
         walls.append(t)
     steps = list(range(70))
-    rows = [_grpo(rng, s) for s in steps]
+    rows = [grpo_row(rng, s) for s in steps]
     cols = {k: [r[k] for r in rows] for k in ("loss", "grad_norm", "reward")}
     found = [(a.level, a.step, a.kind) for a in scan(steps, cols, walls)]
     assert found == [("W", 5, "stall"), ("W", 29, "stall")]
@@ -241,7 +227,7 @@ def test_a_resumed_engine_keeps_the_config_it_was_given(tmp_path: Path) -> None:
     # the tail/app's thresholds (e.g. a stricter reward drop) hold after a resume too, given or taken from the engine
     # the resumed one replaces
     rng = random.Random(22)
-    store = _store(tmp_path / "r" / "metrics.jsonl", [_grpo(rng, s) for s in range(200)])
+    store = store_of(tmp_path / "r" / "metrics.jsonl", [grpo_row(rng, s) for s in range(200)])
     cfg = AlertConfig(reward_rel_drop=0.1, window=100)
     with store.lock:
         assert resumed_engine(store, 150, cfg).config == cfg
@@ -255,19 +241,19 @@ def test_a_sparse_column_of_a_store_is_no_nan(tmp_path: Path) -> None:
     rng = random.Random(23)
     rows = []
     for s in range(120):
-        r = _grpo(rng, s)
+        r = grpo_row(rng, s)
         if s % 5 == 0:
             r["entropy"] = 1.1 + rng.gauss(0, 0.03)
         rows.append(r)
     rows[-1]["loss"] = math.nan
-    store = _store(tmp_path / "r" / "metrics.jsonl", rows)
+    store = store_of(tmp_path / "r" / "metrics.jsonl", rows)
     with store.lock:
         found = feed_store(AlertEngine(), store, 0, len(store))
     assert [(a.level, a.step, a.column, a.kind) for a in found] == [("E", 119, "loss", "nonfinite")]
 
 
 def _clocked(rng: random.Random, steps: range, t0: float) -> list[dict[str, Any]]:
-    return [{**_grpo(rng, s), "ts": t0 + 10.0 * (s - steps[0]) + rng.uniform(0, 1)} for s in steps]
+    return [{**grpo_row(rng, s), "ts": t0 + 10.0 * (s - steps[0]) + rng.uniform(0, 1)} for s in steps]
 
 
 def test_restarts_after_crashes_are_not_the_runs_rhythm(tmp_path: Path) -> None:
@@ -276,7 +262,7 @@ def test_restarts_after_crashes_are_not_the_runs_rhythm(tmp_path: Path) -> None:
     rng, t0 = random.Random(24), 1_700_000_000.0
     rows = _clocked(rng, range(600), t0) + _clocked(rng, range(500, 560), t0 + 13_000) \
         + _clocked(rng, range(540, 700), t0 + 20_000)
-    store = _store(tmp_path / "r" / "metrics.jsonl", rows)
+    store = store_of(tmp_path / "r" / "metrics.jsonl", rows)
     assert store.resumes == [500, 540]
     eng = AlertEngine()
     with store.lock:
@@ -291,7 +277,7 @@ def test_a_stall_before_a_restart_is_said_after_it(tmp_path: Path) -> None:
     rng, t0 = random.Random(25), 1_700_000_000.0
     rows = _clocked(rng, range(600), t0) + _clocked(rng, range(600, 620), t0 + 9600) \
         + _clocked(rng, range(500, 650), t0 + 20_000)
-    store = _store(tmp_path / "r" / "metrics.jsonl", rows)
+    store = store_of(tmp_path / "r" / "metrics.jsonl", rows)
     assert [(a.level, a.step, a.kind) for a in store.replaced] == [("W", 599, "stall")]
     assert store.replaced[0].message.startswith("stalled: no row for 60.2m (")
     assert store.replaced[0].message.endswith("(a row the resume at step 500 replaced)")
@@ -303,10 +289,10 @@ def test_a_nan_that_began_before_the_newest_2000_replaced_rows_is_still_said(tmp
     # where the newest 2,000 replaced rows begin (1000), in the rows the bounded replay reads (999, 700) or before
     # them (500, the first replaced row)
     rng = random.Random(27)
-    rows = [_grpo(rng, s) for s in range(3000)] + [_grpo(rng, s) for s in range(500, 520)]
+    rows = [grpo_row(rng, s) for s in range(3000)] + [grpo_row(rng, s) for s in range(500, 520)]
     for r in rows[nan_from:3000]:
         r["loss"] = math.nan
-    store = _store(tmp_path / "r" / "metrics.jsonl", rows)
+    store = store_of(tmp_path / "r" / "metrics.jsonl", rows)
     assert [a.line() for a in store.replaced] == [f"E step {nan_from} loss non-finite (nan) after {nan_from} finite"
                                                   " steps (a row the resume at step 500 replaced)"]
 
@@ -314,10 +300,10 @@ def test_a_nan_that_began_before_the_newest_2000_replaced_rows_is_still_said(tmp
 def test_a_nan_that_began_in_the_kept_rows_is_not_said_again_as_replaced(tmp_path: Path) -> None:
     # NaN from step 300 on, restart from step 500: the live reader said it at step 300, in rows the resume keeps
     rng = random.Random(28)
-    rows = [_grpo(rng, s) for s in range(3000)] + [_grpo(rng, s) for s in range(500, 520)]
+    rows = [grpo_row(rng, s) for s in range(3000)] + [grpo_row(rng, s) for s in range(500, 520)]
     for r in rows[300:3000]:
         r["loss"] = math.nan
-    store = _store(tmp_path / "r" / "metrics.jsonl", rows)
+    store = store_of(tmp_path / "r" / "metrics.jsonl", rows)
     assert [a for a in store.replaced if a.kind == "nonfinite"] == []
     assert [(a.step, a.column) for a in scan(list(range(3000)), {"loss": [r["loss"] for r in rows[:3000]]})
             if a.kind == "nonfinite"] == [(300, "loss")]
@@ -327,13 +313,13 @@ def test_columns_that_went_nan_together_long_before_a_restart_are_one_line(tmp_p
     # a divergence: loss and grad norm NaN at once, the reward logged every 10th step (absent in between), and an
     # inf grad norm kept as such; the eval-only reward stays finite and says nothing
     rng = random.Random(29)
-    rows = [_grpo(rng, s) for s in range(3000)] + [_grpo(rng, s) for s in range(500, 520)]
+    rows = [grpo_row(rng, s) for s in range(3000)] + [grpo_row(rng, s) for s in range(500, 520)]
     for r in rows[:3000]:
         if r["step"] % 10:
             del r["reward"]
     for r in rows[800:3000]:
         r["loss"], r["grad_norm"] = math.nan, math.inf
-    store = _store(tmp_path / "r" / "metrics.jsonl", rows)
+    store = store_of(tmp_path / "r" / "metrics.jsonl", rows)
     assert [a.line() for a in store.replaced] == [
         "E step 800 loss non-finite (nan) after 800 finite steps; also grad_norm (inf)"
         " (a row the resume at step 500 replaced)"]
@@ -342,10 +328,10 @@ def test_columns_that_went_nan_together_long_before_a_restart_are_one_line(tmp_p
 def test_a_nan_before_the_read_and_another_after_a_recovery_are_both_said(tmp_path: Path) -> None:
     # NaN at 600-700 (older than the newest 2,000 rows), finite again, then NaN from 2900: two episodes, two lines
     rng = random.Random(30)
-    rows = [_grpo(rng, s) for s in range(3000)] + [_grpo(rng, s) for s in range(500, 520)]
+    rows = [grpo_row(rng, s) for s in range(3000)] + [grpo_row(rng, s) for s in range(500, 520)]
     for r in rows[600:1200] + rows[2900:3000]:
         r["loss"] = math.nan
-    store = _store(tmp_path / "r" / "metrics.jsonl", rows)
+    store = store_of(tmp_path / "r" / "metrics.jsonl", rows)
     assert [(a.step, a.kind) for a in store.replaced] == [(600, "nonfinite"), (2900, "nonfinite")]
     assert store.replaced[1].message.startswith("non-finite (nan) after 1700 finite steps")
 
@@ -353,9 +339,9 @@ def test_a_nan_before_the_read_and_another_after_a_recovery_are_both_said(tmp_pa
 def _preempted(rng: random.Random, restarts: int) -> list[dict[str, Any]]:
     """A GRPO run on preemptible nodes: 300 steps, then ``restarts`` restarts from the checkpoint at step 100 each
     after 200 more steps (the file keeps every attempt)."""
-    rows = [_grpo(rng, s) for s in range(300)]
+    rows = [grpo_row(rng, s) for s in range(300)]
     for _ in range(restarts):
-        rows += [_grpo(rng, s) for s in range(100, 300)]
+        rows += [grpo_row(rng, s) for s in range(100, 300)]
     return rows
 
 
@@ -363,11 +349,11 @@ def test_a_run_restarted_a_hundred_times_still_says_the_nan_it_was_last_restarte
     # past the replay budget the replaced rows are read once for a NaN or inf: the latest crash is still said
     rng = random.Random(31)
     rows = _preempted(rng, 150)
-    crashed = [_grpo(rng, s) for s in range(100, 300)]
+    crashed = [grpo_row(rng, s) for s in range(100, 300)]
     for r in crashed[150:]:
         r["loss"], r["grad_norm"] = math.nan, math.inf
-    rows += crashed + [_grpo(rng, s) for s in range(100, 110)]
-    store = _store(tmp_path / "r" / "metrics.jsonl", rows)
+    rows += crashed + [grpo_row(rng, s) for s in range(100, 110)]
+    store = store_of(tmp_path / "r" / "metrics.jsonl", rows)
     assert len(store.resumes) == 152 and store._replay_read < 21_000  # the budget ran out long before the crash
     assert [a.line() for a in store.replaced] == [
         "E step 250 loss non-finite (nan) after 250 finite steps; also grad_norm (inf) (a row the resume at step 100"
@@ -381,8 +367,9 @@ def test_past_the_budget_a_nan_already_on_before_the_replaced_rows_is_not_said_a
     rows = _preempted(rng, 150)
     for r in rows[-10:]:
         r["loss"] = math.nan
-    rows += [{**_grpo(rng, s), "loss": math.nan} for s in range(300, 320)] + [_grpo(rng, s) for s in range(310, 330)]
-    store = _store(tmp_path / "r" / "metrics.jsonl", rows)
+    rows += [{**grpo_row(rng, s), "loss": math.nan} for s in range(300, 320)]
+    rows += [grpo_row(rng, s) for s in range(310, 330)]
+    store = store_of(tmp_path / "r" / "metrics.jsonl", rows)
     assert store.resumes[-1] == 310 and [a for a in store.replaced if a.kind == "nonfinite"] == []
 
 
@@ -411,7 +398,7 @@ def test_the_nan_episodes_of_replaced_rows_are_those_the_live_engine_said(tmp_pa
              **({"loss": math.nan if i in bad else 0.5 + 0.001 * (i % 13)} if i % every == 0 else {})}
             for i in range(n)]
     at = rng.randrange(1, n)
-    store = _store(tmp_path / "r" / "metrics.jsonl", rows)
+    store = store_of(tmp_path / "r" / "metrics.jsonl", rows)
     truth = [a.line() for a in scan([r["step"] for r in rows], {"loss": [r.get("loss") for r in rows]})
              if a.kind == "nonfinite" and a.step >= at]
     for budget in (2000, 300, 0):
