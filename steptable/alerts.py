@@ -116,13 +116,20 @@ class AlertEngine:
         self._last_wall = None
         self._stalled = False
 
+    def bind(self, role: str, key: str) -> None:
+        """Watch ``key`` for ``role`` (a single-key role not bound yet), as a reader of the rows before did; a
+        multi-key role watches every candidate present anyway. For a reader that replays only some of them."""
+        if role not in MULTI_ROLES:
+            self._bound.setdefault(role, key)
+
     def set_nonfinite(self, key: str, on: bool, clear: int, since: int | None, known: bool = True) -> None:
         """The non-finite test of ``key`` as reading the rows before would leave it: an episode ``on`` (said), with
         ``clear`` finite cells since; the column finite since step ``since`` (None: not since its last non-finite
         cell; not ``known``: what the rows fed so far say). For a reader that replays only some of those rows (the
         rows a resume replaces)."""
         for role, classes in _DETECTORS.items():
-            if not any(c.nonfinite for c in classes) or key not in self._keys(role, {key: 0.0}):
+            watched = key in self.roles.get(role, ()) if role in MULTI_ROLES else self._bound.get(role) == key
+            if not watched or not any(c.nonfinite for c in classes):
                 continue
             dets = self._dets.get((role, key)) or self._dets.setdefault((role, key), self._new(role, key, classes))
             for d in dets:

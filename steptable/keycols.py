@@ -127,13 +127,19 @@ def _pick_group(
     return [k for k in [*lists[0], *lists[1], *score] if k in keep]
 
 
-#: the words of a key that make it a score (a word's start, or a whole word): an evaluation's accuracy, reward,
-#: pass rate, share solved or well formatted. Held at one value across evaluations, such a key is the headline of
-#: the run (it stalled); anything else held is bookkeeping of the evaluation (its 64 episodes, a clip ratio that
-#: is 0 with no old policy to clip against)
-_SCORE_STEMS = ("acc", "correct", "reward", "score", "pass", "success", "solv", "exact", "format")
-_SCORE_WORDS = frozenset({"rew", "win", "winrate", "f1", "em", "bleu", "rouge"})
+#: the words of a key that make it a score (a word's start, a whole word, or "...acc"): an evaluation's accuracy,
+#: reward, pass rate, share solved or well formatted, a text metric (rouge, bleu), a correlation. Held at one value
+#: across evaluations, such a key is the headline of the run (it stalled); anything else held is bookkeeping of the
+#: evaluation (its 64 episodes, a clip ratio that is 0 with no old policy to clip against), and so is a score word
+#: beside a time, size or count word (format_time_s, accepted_len, grad_accum_steps)
+_SCORE_STEMS = ("accura", "correct", "reward", "score", "pass", "success", "solv", "exact", "format", "rouge", "bleu",
+                "sacrebleu", "pearson", "spearman", "matthews", "precision", "recall", "auroc")
+_SCORE_WORDS = frozenset({"acc", "rew", "win", "winrate", "f1", "em", "wer", "cer", "chrf", "meteor", "auc", "mcc"})
+_NOT_SCORE = frozenset({"time", "s", "sec", "secs", "seconds", "runtime", "steps", "samples", "tokens", "len",
+                        "length", "count", "num", "size", "turns", "episodes"})
 
 
 def _score(key: str) -> bool:
-    return any(w.startswith(_SCORE_STEMS) or w in _SCORE_WORDS for w in re.split(r"[^a-z0-9]+", key.lower()))
+    words = re.split(r"[^a-z0-9]+", re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", key).lower())
+    return not _NOT_SCORE.intersection(words) and any(
+        w.startswith(_SCORE_STEMS) or w in _SCORE_WORDS or w.endswith("acc") for w in words)

@@ -8,7 +8,7 @@ import math
 from collections.abc import Iterator
 from typing import Any
 
-from steptable.alert_rules import Alert, AlertConfig, cell_float
+from steptable.alert_rules import MULTI_ROLES, Alert, AlertConfig, cell_float
 from steptable.alerts import AlertEngine, _merge_nonfinite, feed_store, replay_spans
 from steptable.detectors import _DETECTORS
 from steptable.formatting import fmt_auto as _f
@@ -31,7 +31,10 @@ def replaced_alerts(store: Any, start: int, config: AlertConfig | None = None, b
     first = max(start, end - max(0, min(budget, MAX_REPLACED_ROWS))) if budget > 0 else end
     found: list[Alert] = []
     states = []
-    for key in _nonfinite_keys(store, eng.config):
+    binds = _bindings(store, eng.config)
+    for role, key in binds:
+        eng.bind(role, key)
+    for key in [k for role, k in binds if any(c.nonfinite for c in _DETECTORS[role])]:
         said, state = _episodes(eng.config, store, key, start, first)
         found += said
         states.append((key, state))
@@ -55,13 +58,17 @@ def replaced_alerts(store: Any, start: int, config: AlertConfig | None = None, b
             for x in found], read
 
 
-def _nonfinite_keys(store: Any, config: AlertConfig) -> list[str]:
-    """The columns of ``store`` the engine's non-finite test watches (a role's first candidate present; every
-    present candidate of a multi-key role)."""
-    row = dict.fromkeys(store.keys, 0.0)
-    eng = AlertEngine(config)  # (its own: binding roles here must not bind the reading engine's)
-    return [k for role, classes in _DETECTORS.items() if any(c.nonfinite for c in classes)
-            for k in eng._keys(role, row)]
+def _bindings(store: Any, config: AlertConfig) -> list[tuple[str, str]]:
+    """(role, key) for every column of ``store`` an engine reading its rows in order watches: a single-key role's
+    candidate that has a cell in the earliest row (candidate order in that row), every candidate with a cell of a
+    multi-key role. (Not the keys alone: a key a resume's dropped rows left has no cell.)"""
+    out = []
+    roles = config.role_keys()
+    for role in _DETECTORS:
+        firsts = [(r, i, k) for i, k in enumerate(roles.get(role, ()))
+                  if k in store.keys and (r := store.first_cell(k)) is not None]
+        out += [(role, k) for _, _, k in sorted(firsts)[: None if role in MULTI_ROLES else 1]]
+    return out
 
 
 #: rows looked back over, before the replaced ones, for how long a column had been finite (the alert's "after N
@@ -97,9 +104,9 @@ def _before(config: AlertConfig, store: Any, key: str, a: int) -> tuple[bool, in
     while hi > bound:
         lo = max(bound, hi - chunk)
         for i, x in reversed(list(_present(config, store, key, lo, hi))):
-            if not math.isfinite(x):
-                return finite < config.rearm, finite, began
-            if finite >= config.rearm:
+            if not math.isfinite(x):  # (on with no finite cell since, whatever rearm: a clear cell re-arms)
+                return finite < max(1, config.rearm), finite, began
+            if finite >= max(1, config.rearm):
                 return False, finite, -2
             finite, began = finite + 1, i
         hi, chunk = lo, chunk * 2

@@ -409,6 +409,55 @@ def test_the_nan_episodes_of_replaced_rows_are_those_the_live_engine_said(tmp_pa
         assert said == truth, (budget, every, at)
 
 
+def _said_vs_live(store: RunStore, rows: list[dict[str, Any]], at: int, keys: list[str], config: AlertConfig | None
+                  = None) -> list[tuple[list[str], list[str]]]:
+    """(replaced rows' non-finite lines, one engine's over the crashed rows from step ``at`` on) at three budgets."""
+    from steptable.replaced import replaced_alerts
+
+    cols = {k: [r.get(k) for r in rows] for k in keys}
+    live = [a.line() for a in scan([r["step"] for r in rows], cols, config=config)
+            if a.kind == "nonfinite" and a.step >= at]
+    out = []
+    for budget in (2000, 5, 0):
+        with store.lock:
+            got, _ = replaced_alerts(store, store.index_of_step(at), config, budget=budget)
+        out.append(([a.line().removesuffix(f" (a row the resume at step {at} replaced)") for a in got
+                     if a.kind == "nonfinite"], live))
+    return out
+
+
+def test_the_replaced_rows_watch_the_loss_column_the_live_engine_bound(tmp_path: Path) -> None:
+    # the first row logs only train/loss, later rows loss too: the live engine watches train/loss (the first row
+    # that had a loss), so its NaN from step 500 is what the replaced rows say, not the other column's silence
+    rng = random.Random(33)
+    rows = [{"step": s, "train/loss": math.nan if s >= 500 else 0.5 + rng.gauss(0, 0.01),
+             **({"loss": 0.4 + rng.gauss(0, 0.01)} if s else {})} for s in range(3000)]
+    store = store_of(tmp_path / "r" / "metrics.jsonl", rows)
+    for said, live in _said_vs_live(store, rows, 100, ["loss", "train/loss"]):
+        assert said == live == ["E step 500 train/loss non-finite (nan) after 500 finite steps"]
+
+
+def test_a_loss_key_left_by_dropped_rows_does_not_take_the_watch(tmp_path: Path) -> None:
+    # a first attempt logged loss for 10 steps; the relaunch from step 0 logs train/loss (every 200th row): the old
+    # key stays in the store with no cell, and train/loss is the one watched
+    rows = [{"step": s, "loss": 0.5, "grad_norm": 0.4} for s in range(10)]
+    rows += [{"step": s, "grad_norm": 0.4, **({"train/loss": math.nan if s >= 2850 else 0.5} if s % 200 == 50 else {})}
+             for s in range(3000)]
+    store = store_of(tmp_path / "r" / "metrics.jsonl", rows)
+    crashed = rows[10:]
+    for said, live in _said_vs_live(store, crashed, 100, ["loss", "train/loss"]):
+        assert said == live == ["E step 2850 train/loss non-finite (nan) after 2800 finite steps"]
+
+
+def test_with_rearm_0_an_unbroken_nan_stretch_across_the_resume_is_one_episode(tmp_path: Path) -> None:
+    # AlertConfig(rearm=0): any finite cell re-arms, but NaN after NaN is the same episode (the live engine said it
+    # at its first row, before the resume)
+    rows = [{"step": s, "loss": math.nan if 100 <= s < 130 else 0.5} for s in range(3000)]
+    store = store_of(tmp_path / "r" / "metrics.jsonl", rows)
+    for said, live in _said_vs_live(store, rows, 101, ["loss"], AlertConfig(rearm=0)):
+        assert said == live == []
+
+
 # --- runs whose rows carry no clock: the file's age against the run's own step time --------------------------------
 
 _MTIME = 1_700_000_000  # the file's last write, whole seconds (exact as a float)

@@ -102,6 +102,22 @@ def _write_trl_grpo(d: Path, steps: int = 40, every: int = 5) -> None:
 _CLIPS = ("low_mean", "low_min", "high_mean", "high_max", "region_mean")
 
 
+@pytest.mark.parametrize(("key", "score"), [
+    *((k, True) for k in ["eval_rougeL", "eval_rouge1", "eval_meanAccuracy", "eval/top1acc", "eval_pearson",
+                          "eval_matthews_correlation", "eval_wer", "eval/sacrebleu", "test/env/all/correct",
+                          "test/format_parse", "test/env/all/reward/total", "val-core/openai/gsm8k/reward/mean@1",
+                          "test/pass@1", "val/test_score/countdown", "eval/win_rate"]),
+    *((k, False) for k in ["eval/grad_accum_steps", "eval/accepted_len", "eval_format_time_s",
+                           "eval_clip_ratio/low_mean", "test/env/all/total_episodes", "test/env/all/ob_tokens_per_turn",
+                           "eval_samples_per_second", "eval_completions/clipped_ratio", "eval_num_tokens"]),
+])
+def test_a_held_evaluation_key_is_a_headline_when_its_name_is_a_score(key: str, score: bool) -> None:
+    # held at one value, a score stalled (shown); a time, size, count or clip ratio is the evaluation's bookkeeping
+    from steptable.keycols import _score
+
+    assert _score(key) is score
+
+
 def test_eval_bookkeeping_held_at_zero_does_not_push_out_varying_columns(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

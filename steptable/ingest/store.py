@@ -202,6 +202,23 @@ class RunStore(ColumnTable):
                 col = [v if p else None for v, p in zip(col, pres[start:stop], strict=True)]
             return col
 
+    def first_cell(self, key: str) -> int | None:
+        """The first row holding a value of ``key`` (not absent, not null); None when none does (a key that rows a
+        resume dropped left behind). Absent stretches are skipped in C."""
+        with self.lock:
+            n = len(self._steps)
+            if self._positional(key):
+                return 0 if n else None
+            pres = self._pres.get(key)
+            i = 0
+            while i < n:
+                if pres is not None and (i := pres.find(1, i)) < 0:
+                    return None
+                if self._cell(i, key) is not None:
+                    return i
+                i += 1
+            return None
+
     def value(self, i: int, key: str) -> Any:
         """One cell: None when absent, else the stored value (int for integer columns, NaN floats as such)."""
         with self.lock:
