@@ -66,7 +66,7 @@ def _bindings(store: Any, config: AlertConfig) -> list[tuple[str, str]]:
     roles = config.role_keys()
     for role in _DETECTORS:
         firsts = [(r, i, k) for i, k in enumerate(roles.get(role, ()))
-                  if k in store.keys and (r := store.first_cell(k)) is not None]
+                  if k in store and (r := store.first_cell(k)) is not None]
         out += [(role, k) for _, _, k in sorted(firsts)[: None if role in MULTI_ROLES else 1]]
     return out
 
