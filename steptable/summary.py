@@ -30,9 +30,9 @@ Definitions
   columns, the groups' columns in the order of their first run), in this order: the columns each run's schema
   declares, in its table's (``tail``) order, then the keys alerts watch (DEFAULT_ROLES), unless dense and constant
   (a fixed lr); keys a schema rule promotes (evaluation scores, which rank last by presence) that vary, have one
-  value or a non-finite one, or are held at one value that is not a count or size (an accuracy stuck at .25 at
-  every evaluation is shown; the evaluation's 64 episodes are not); then varying numeric keys, most present first (a
-  logged NaN is present).
+  value or a non-finite one, or are held at one value and named as a score (an accuracy stuck at .25 at every
+  evaluation is shown; the evaluation's 64 episodes and a clip ratio 0 by construction are not); then varying
+  numeric keys, most present first (a logged NaN is present).
 - alerts: given per run (keyed ``"run/arm"`` or ``run.run``); when ``alerts`` is None they are computed with
   :func:`steptable.alerts.scan` (NaN cells read as missing). One line per kind (level, column, detector), at most
   MAX_ALERTS: errors first, then the rarer and more recent warnings ahead of the routine repeated ones
