@@ -4,9 +4,11 @@ definitions are in steptable.summary's module doc."""
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from operator import sub
+from itertools import pairwise
+from operator import eq, sub
 from typing import Any
 
 from steptable.alerts import cell_float
@@ -15,6 +17,7 @@ TREND_SHARE = 0.1
 TREND_NOISE_MIN = 20  # values the noise of tr% is read from, at least (the last 2 windows when they hold more)
 TREND_SE = 2.0  # a difference of the window locations within this many standard errors reads as no trend
 TREND_TRIM = 0.1  # a window's location: the mean of its values without this share of them at each end
+HOLD_RUNS_MIN = 5  # runs of equal values a series needs before it is read as held (updated every few steps)
 
 
 @dataclass
@@ -68,8 +71,10 @@ def trend_pct(xs: Sequence[float]) -> float | None:
     if n < 2:
         return None
     k = min(max(1, round(n * TREND_SHARE)), n // 2)
-    # Only the recent part is read (the two windows, at least the last TREND_NOISE_MIN values): O(k log k).
-    recent = xs[max(0, n - max(2 * k, TREND_NOISE_MIN)) :]
+    # Only the recent part is read (the two windows, at least the last TREND_NOISE_MIN values, or TREND_NOISE_MIN
+    # updates of a held series): O(k log k), and linear in the values a held series needs.
+    hold, start = hold_length(xs, max(0, n - max(2 * k, TREND_NOISE_MIN)))
+    recent = xs[start:]
     mags = sorted(map(abs, recent))
     scale = mags[-1]
     if not scale > 0:
@@ -93,10 +98,63 @@ def trend_pct(xs: Sequence[float]) -> float | None:
     # times the windows' sd_w / sd, so neither a slope nor a spike counts as noise.
     shape = math.sqrt((sw0 + sw1) / (ss0 + ss1)) if ss0 + ss1 > 0 else 1.0
     se = noise * shape / ((1 - 2 * cut / k) * math.sqrt(k))
+    # A series held h steps (logged every step, updated every h: Otsu thresholds between refreshes, an eval score
+    # carried forward) has one update per h pairs: the noise of an update is sqrt(h) times the noise read per pair
+    # (an update to the same value hides in a run and still counts), and a window holds k / h of them, so its
+    # standard error is h times a plain series' (read as a plain one, 85% of flat series held 10 steps read a trend);
+    # a window shorter than the hold holds one update.
+    dof = 2 * len(diffs) / (3 * hold)
+    noise *= math.sqrt(hold)
+    se *= math.sqrt(hold * min(hold, k))
     change = last - prev
-    if abs(change) <= _t_quantile(TREND_SE, 2 * len(diffs) / 3) * se * math.sqrt(2):
+    if abs(change) <= _t_quantile(TREND_SE, dof) * se * math.sqrt(2):
         return 0.0
     return 100 * change / max(abs(prev), mags[len(mags) // 2] / scale / 4, noise)
+
+
+def run_lengths(xs: Sequence[float]) -> list[int]:
+    """The lengths of the runs of equal successive values of ``xs`` (non-empty)."""
+    out: list[int] = []
+    run = 1
+    for a, b in pairwise(xs):
+        if a == b:
+            run += 1
+        else:
+            out.append(run)
+            run = 1
+    out.append(run)
+    return out
+
+
+def _short_run(runs: list[int]) -> int:
+    """The hold of a series with these run lengths: a run is the hold times the updates in it (an update to the same
+    value extends it: a mostly-zero metric), so its lower quartile, not its median."""
+    runs = sorted(runs)
+    return runs[len(runs) // 4]
+
+
+def hold_length(xs: Sequence[float], start: int) -> tuple[int, int]:
+    """How many steps ``xs`` holds a value between updates, and where its noise is read from (``start`` or before).
+
+    The hold is 1 unless the series is held: over the values from ``start`` (or from further back, until they hold
+    HOLD_RUNS_MIN runs of equal values: one level then another is a change, not a hold), successive values are equal
+    far more often (3 standard errors and one pair) than values drawn independently with the same counts would be
+    (a reward on a grid, a 0/1 column, a mostly zero clip ratio are not held). A held series' noise is read from at
+    least TREND_NOISE_MIN holds. Linear in the values read."""
+    n = len(xs)
+    lo = start
+    equal = sum(map(eq, xs[lo + 1 :], xs[lo:-1]))  # successive equal pairs; the runs are the values less these
+    while n - lo - equal < HOLD_RUNS_MIN and lo > 0:
+        lo, was = max(0, 2 * lo - n), lo
+        equal += sum(map(eq, xs[lo + 1 : was + 1], xs[lo:was]))
+    m = n - lo
+    if m - equal < HOLD_RUNS_MIN or equal <= 2:  # (chance >= 1 / m: two equal pairs are never more than it)
+        return 1, start
+    chance = sum(c * c for c in Counter(xs[lo:]).values()) / (m * m)
+    if equal / (m - 1) <= chance + 3 * math.sqrt(chance * (1 - chance) / (m - 1)) + 1 / (m - 1):
+        return 1, start
+    wide = max(0, min(lo, n - TREND_NOISE_MIN * _short_run(run_lengths(xs[lo:]))))
+    return _short_run(run_lengths(xs[wide:])), min(start, wide)
 
 
 def _trimmed(xs: Sequence[float], cut: int) -> tuple[float, float, float]:

@@ -21,8 +21,10 @@ Definitions
   (the sd of one value about the series' local level) comes from successive differences, so a slope is not taken
   for noise; it and |x| are read over the last 20% of the values (at least the last 20). Flat noise therefore
   reads ``0`` (not +57 for N(0.05, 0.3)); a move beyond it keeps its sign and size relative to the level, and the
-  median |x| and noise terms keep columns that cross zero readable. A series that wanders (autocorrelated) shows
-  its wandering.
+  median |x| and noise terms keep columns that cross zero readable. A series held between updates (logged every
+  step, updated every h: thresholds between refreshes, an eval score carried forward; read from equal successive
+  values far beyond chance) is judged by its updates: its noise over at least 20 of them, its standard error h
+  times a plain one's. A series that wanders otherwise (autocorrelated) shows its wandering.
 - rate: median over the last 200 row pairs of seconds per step: ``1.93s/step`` at 1 s/step or slower, else
   ``120 step/min``.
 - key columns (when ``columns`` is None; step / time keys excluded), at most ``max_columns`` per group of runs
