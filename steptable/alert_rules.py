@@ -55,7 +55,8 @@ class AlertConfig:
     spike_z: float = 10.0  # robust z of loss / grad-norm over the window median
     spike_min_rel: float = 0.5  # ... and more than this far above the median, relative to |median| (loss) ...
     grad_spike_min_rel: float = 3.0  # ... (grad norm: single-step x3 spikes are routine, a x10 one is not)
-    grad_rise: float = 4.0  # grad norm: W when its level is this many times the lowest 50-row median seen
+    grad_rise: float = 4.0  # grad norm: W when its level is this many times the lowest 50-row median seen ...
+    grad_rise_pre: float = 2.0  # ... and this many times the level before that low (the end of a dip is no rise)
     hold: int = 10  # reward / entropy: the low median of the last `hold` rows is the current level
     drop_sigma: float = 4.0  # reward / entropy drop below the window median, in robust sigma of the window ...
     reward_rel_drop: float = 0.3  # ... and for reward relative to |window median|

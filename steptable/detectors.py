@@ -12,6 +12,7 @@ from steptable.alert_rules import SUMMED_KL, Alert, AlertConfig, Level
 from steptable.formatting import fmt_auto as _f
 
 _MAD_SIGMA = 1.4826  # MAD -> sigma for normal noise
+PRE_SAMPLES = 5  # sampled window medians a rise's level-before-the-low is read from (a window's worth at hold 10)
 
 
 class _Window(deque[float]):
@@ -300,6 +301,9 @@ class _Rise(_Level):
         super().__init__(cfg, key)
         self.base = math.inf
         self.base_at = 0  # the step it was set at
+        self.samples: deque[float] = deque(maxlen=PRE_SAMPLES)  # the window medians sampled before the last one
+        self.pre = math.inf  # the level before the lowest: the highest of those samples when it was set, followed
+        # down in proportion as the lowest level steps lower (a plateau's small steps keep the level before its dip)
 
     def factor(self) -> float:
         raise NotImplementedError
@@ -315,7 +319,10 @@ class _Rise(_Level):
         self.run += 1
         if (self.run - 1) % self.cfg.hold == 0:  # the lowest of medians every `hold` rows: the same minimum, cheaper
             if (m := w.median()) < self.base:
+                scaled = self.pre * (m / self.base) if math.isfinite(self.base) and self.base > 0 else m
+                self.pre = max(scaled, m, *self.samples)
                 self.base, self.base_at = m, self.step
+            self.samples.append(m)
         if not self.base > 0 or cur <= c.clear_frac * self.factor() * self.base:
             return None
         self.near = True
@@ -326,14 +333,20 @@ class _Rise(_Level):
     def carry(self, old: _Detector, at: int) -> None:
         super().carry(old, at)
         if isinstance(old, _Rise) and old.base_at < at and old.base < self.base:
-            self.base, self.base_at = old.base, old.base_at
+            self.base, self.base_at, self.pre = old.base, old.base_at, old.pre
 
 
 class _GradRise(_Rise):
+    """The grad norm's level a multiple of its lowest, and well above the level it held before that low: a GRPO
+    stretch of zero-advantage groups (grad norm near 0 for 30-150 steps) that ends is a return, not a rise."""
+
     kind = "grad_rise"
 
     def factor(self) -> float:
         return self.cfg.grad_rise
+
+    def beyond(self, cur: float) -> str | None:
+        return "" if cur > self.cfg.grad_rise_pre * self.pre else None
 
 
 class _EntropyRise(_Rise):
