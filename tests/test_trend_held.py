@@ -65,6 +65,26 @@ def test_a_stepped_schedule_reads_its_fall() -> None:
     assert hold_length(xs, 800)[0] == 10
     t = trend_pct(xs)
     assert t is not None and -70 < t < -60
+    # shorter, exact staircases: a slope, not noise (read by the size of a step they read 0)
+    assert trend_pct([1e-3 * 0.9 ** (i // 10) for i in range(300)]) == pytest.approx(-27.1)
+    assert trend_pct([0.2 + (i // 20) / 30 for i in range(300)]) == pytest.approx(7.745, abs=0.01)
+
+
+def test_an_eval_score_rising_in_steps_of_its_noise_reads_a_rise() -> None:
+    # 0.2 -> 0.7 over 300 steps, evaluated every 20 steps with sd 0.01: a rise in every seed
+    for seed in range(20):
+        rng = random.Random(seed)
+        xs = [v for u in range(15) for v in [0.2 + u / 28 + rng.gauss(0, 0.01)] * 20]
+        t = trend_pct(xs)
+        assert t is not None and t > 5
+
+
+def test_a_plain_series_that_turns_held_is_read_as_plain_when_no_hold_is_found() -> None:
+    # the hold is 1: the noise is read from where a plain series' is
+    rng = random.Random(2)
+    xs = [rng.gauss(1, 0.1) for _ in range(91)] + [v for v in (rng.gauss(1, 0.1) for _ in range(7)) for _ in range(11)]
+    hold, start = hold_length(xs, len(xs) - 34)
+    assert hold > 1 or start == len(xs) - 34
 
 
 @pytest.mark.parametrize(("xs", "hold"), [
