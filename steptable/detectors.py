@@ -13,6 +13,7 @@ from steptable.formatting import fmt_auto as _f
 
 _MAD_SIGMA = 1.4826  # MAD -> sigma for normal noise
 PRE_SAMPLES = 5  # sampled window medians a rise's level-before-the-low is read from (a window's worth at hold 10)
+PRE_RECENT = 30  # ... and the samples it falls to when the run has stayed lower (the last 300 rows at hold 10)
 
 
 class _Window(deque[float]):
@@ -301,9 +302,11 @@ class _Rise(_Level):
         super().__init__(cfg, key)
         self.base = math.inf
         self.base_at = 0  # the step it was set at
-        self.samples: deque[float] = deque(maxlen=PRE_SAMPLES)  # the window medians sampled before the last one
-        self.pre = math.inf  # the level before the lowest: the highest of those samples when it was set, followed
-        # down in proportion as the lowest level steps lower (a plateau's small steps keep the level before its dip)
+        self.samples: deque[tuple[int, float]] = deque(maxlen=PRE_RECENT)  # (step, window median) sampled
+        self.pre = math.inf  # the level before the lowest: the highest of the last PRE_SAMPLES samples when it was
+        # set, followed down in proportion as the lowest level steps lower (a plateau's small steps keep the level
+        # before its dip)
+        self.lows: deque[tuple[int, float, float]] = deque(maxlen=16)  # (step, base, pre) as each low was set
 
     def factor(self) -> float:
         raise NotImplementedError
@@ -319,10 +322,12 @@ class _Rise(_Level):
         self.run += 1
         if (self.run - 1) % self.cfg.hold == 0:  # the lowest of medians every `hold` rows: the same minimum, cheaper
             if (m := w.median()) < self.base:
+                before = [v for _, v in list(self.samples)[-PRE_SAMPLES:]]
                 scaled = self.pre * (m / self.base) if math.isfinite(self.base) and self.base > 0 else m
-                self.pre = max(scaled, m, *self.samples)
+                self.pre = max(scaled, m, *before)
                 self.base, self.base_at = m, self.step
-            self.samples.append(m)
+                self.lows.append((self.step, m, self.pre))
+            self.samples.append((self.step, m))
         if not self.base > 0 or cur <= c.clear_frac * self.factor() * self.base:
             return None
         self.near = True
@@ -332,8 +337,24 @@ class _Rise(_Level):
 
     def carry(self, old: _Detector, at: int) -> None:
         super().carry(old, at)
-        if isinstance(old, _Rise) and old.base_at < at and old.base < self.base:
-            self.base, self.base_at, self.pre = old.base, old.base_at, old.pre
+        if not isinstance(old, _Rise):
+            return
+        # the samples the old engine took before the resume and before this one's first (a replay is bounded)
+        first = min(at, self.samples[0][0]) if self.samples else at
+        self.samples = deque([*(p for p in old.samples if p[0] < first), *self.samples], maxlen=PRE_RECENT)
+        # the old engine's low as it stood at the resume (a lower one it set in the replaced rows is not the run's)
+        prior = [low for low in old.lows if low[0] < at]
+        if not prior:
+            return
+        low = min(prior, key=lambda low: low[1])  # the lowest: the last set before the resume
+        base_at, base, pre = low
+        if base < self.base:
+            self.base, self.base_at, self.pre = base, base_at, pre
+            self.lows.append(low)
+        elif 0 < base <= self.base < math.inf:
+            # the replay's own low, at or below the old one: the level before it followed down as a live engine
+            # would (a replay that began inside a dip read that level from samples of the dip)
+            self.pre = max(self.pre, pre * self.base / base)
 
 
 class _GradRise(_Rise):
@@ -346,7 +367,12 @@ class _GradRise(_Rise):
         return self.cfg.grad_rise
 
     def beyond(self, cur: float) -> str | None:
-        return "" if cur > self.cfg.grad_rise_pre * self.pre else None
+        # the level before the low, or the highest of the older half of the last PRE_RECENT samples when lower (a
+        # run settled far below an early level: a blow-up from there is a rise; a dip under ~120 rows, or the first
+        # 150 rows of a climb, never fill that half)
+        older = list(self.samples)[: max(1, len(self.samples) // 2)]
+        ref = min(self.pre, max(v for _, v in older)) if older else self.pre
+        return "" if cur > self.cfg.grad_rise_pre * ref else None
 
 
 class _EntropyRise(_Rise):
