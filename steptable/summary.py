@@ -23,8 +23,10 @@ Definitions
   reads ``0`` (not +57 for N(0.05, 0.3)); a move beyond it keeps its sign and size relative to the level, and the
   median |x| and noise terms keep columns that cross zero readable. A series held between updates (logged every
   step, updated every h: thresholds between refreshes, an eval score carried forward; read from equal successive
-  values far beyond chance) is judged by its updates: its noise over at least 20 of them, its standard error h
-  times a plain one's. A series that wanders otherwise (autocorrelated) shows its wandering.
+  values far beyond chance, h the lower quartile of its runs) is judged by its updates: its noise from the
+  differences of successive runs' values (a 0 for each update hidden in a run, the slope out), read over at least
+  20 holds, each window counting k / h updates (at least one), the t threshold on the updates' count. A series
+  that wanders otherwise (autocorrelated) shows its wandering.
 - rate: median over the last 200 row pairs of seconds per step: ``1.93s/step`` at 1 s/step or slower, else
   ``120 step/min``.
 - key columns (when ``columns`` is None; step / time keys excluded), at most ``max_columns`` per group of runs
