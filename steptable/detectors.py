@@ -359,7 +359,7 @@ class _Rise(_Level):
 
 class _GradRise(_Rise):
     """The grad norm's level a multiple of its lowest, and well above the level it held before that low: a GRPO
-    stretch of zero-advantage groups (grad norm near 0 for 30-150 steps) that ends is a return, not a rise."""
+    stretch of zero-advantage groups (grad norm near 0 for 26-120 rows) that ends is a return, not a rise."""
 
     kind = "grad_rise"
 
