@@ -90,23 +90,16 @@ def trend_pct(xs: Sequence[float]) -> float | None:
     # The noise of one value: successive differences (the slope, their mean, taken out) have sd noise * sqrt(2),
     # so a trend is not read as noise. Every pair: one in s is blind to a value logged every step but updated every
     # s steps (all such pairs read 0), which read no noise at all (any change a trend, or 0/0 on a mostly-zero metric).
-    per_window: float = k
-    if hold == 1:
-        diffs = list(map(sub, ys[1:], ys[:-1]))
-        count: float = len(diffs)
-        slope = sum(diffs) / count
-        noise = math.sqrt(sum((d - slope) ** 2 for d in diffs) / (2 * count))
-    else:
-        # A series held h steps (logged every step, updated every h: Otsu thresholds between refreshes, an eval score
-        # carried forward) is read by its updates: the differences of successive runs' values, with a 0 for each
-        # update to the same value (hidden in a run) so that there are (values / h - 1) at least, its slope taken
-        # out (a stepped schedule is a slope, not noise); a window holds k / h updates (at least one).
-        heads = _run_heads(ys)
-        diffs = list(map(sub, heads[1:], heads[:-1]))
-        count = max(len(diffs), len(ys) / hold - 1)
-        slope = sum(diffs) / count
-        noise = math.sqrt((sum((d - slope) ** 2 for d in diffs) + (count - len(diffs)) * slope**2) / (2 * count))
-        per_window = max(1.0, k / hold)
+    # A series held h steps (logged every step, updated every h: Otsu thresholds between refreshes, an eval score
+    # carried forward) is read by its updates: the differences of successive runs' values, with a 0 for each update
+    # to the same value (hidden in a run) so that there are (values / h - 1) at least, its slope taken out (a stepped
+    # schedule is a slope, not noise); a window holds k / h updates (at least one). At h = 1 this is every pair.
+    heads = ys if hold == 1 else _run_heads(ys)
+    diffs = list(map(sub, heads[1:], heads[:-1]))
+    count = max(len(diffs), len(ys) / hold - 1)
+    slope = sum(diffs) / count
+    noise = math.sqrt((sum((d - slope) ** 2 for d in diffs) + (count - len(diffs)) * slope**2) / (2 * count))
+    per_window = max(1.0, k / hold)
     # A trimmed mean of k values has a standard error of sd_w / ((1 - 2 cut / k) sqrt(k)), sd_w the sd of the values
     # winsorized (those cut set to the nearest kept one); on a grid as for continuous values. It is read as the noise
     # times the windows' sd_w / sd, so neither a slope nor a spike counts as noise.
@@ -165,8 +158,10 @@ def hold_length(xs: Sequence[float], start: int) -> tuple[int, int]:
     chance = sum(c * c for c in Counter(xs[lo:]).values()) / (m * m)
     if equal / (m - 1) <= chance + 3 * math.sqrt(chance * (1 - chance) / (m - 1)) + 1 / (m - 1):
         return 1, start
-    wide = max(0, min(lo, n - TREND_NOISE_MIN * _short_run(run_lengths(xs[lo:]))))
-    hold = _short_run(run_lengths(xs[wide:]))
+    hold = _short_run(run_lengths(xs[lo:]))
+    wide = max(0, min(lo, n - TREND_NOISE_MIN * hold))
+    if wide < lo:
+        hold = _short_run(run_lengths(xs[wide:]))
     return (hold, min(start, wide)) if hold > 1 else (1, start)
 
 

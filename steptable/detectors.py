@@ -301,12 +301,12 @@ class _Rise(_Level):
     def __init__(self, cfg: AlertConfig, key: str) -> None:
         super().__init__(cfg, key)
         self.base = math.inf
-        self.base_at = 0  # the step it was set at
         self.samples: deque[tuple[int, float]] = deque(maxlen=PRE_RECENT)  # (step, window median) sampled
         self.pre = math.inf  # the level before the lowest: the highest of the last PRE_SAMPLES samples when it was
         # set, followed down in proportion as the lowest level steps lower (a plateau's small steps keep the level
         # before its dip)
-        self.lows: deque[tuple[int, float, float]] = deque(maxlen=16)  # (step, base, pre) as each low was set
+        self.lows: deque[tuple[int, float, float]] = deque(maxlen=16)  # (step, base, pre) as each was set: what a
+        # resumed engine reads the low as it stood at the resume from
 
     def factor(self) -> float:
         raise NotImplementedError
@@ -324,8 +324,7 @@ class _Rise(_Level):
             if (m := w.median()) < self.base:
                 before = [v for _, v in list(self.samples)[-PRE_SAMPLES:]]
                 scaled = self.pre * (m / self.base) if math.isfinite(self.base) and self.base > 0 else m
-                self.pre = max(scaled, m, *before)
-                self.base, self.base_at = m, self.step
+                self.base, self.pre = m, max(scaled, m, *before)
                 self.lows.append((self.step, m, self.pre))
             self.samples.append((self.step, m))
         if not self.base > 0 or cur <= c.clear_frac * self.factor() * self.base:
@@ -347,14 +346,15 @@ class _Rise(_Level):
         if not prior:
             return
         low = min(prior, key=lambda low: low[1])  # the lowest: the last set before the resume
-        base_at, base, pre = low
+        _, base, pre = low
         if base < self.base:
-            self.base, self.base_at, self.pre = base, base_at, pre
+            self.base, self.pre = base, pre
             self.lows.append(low)
         elif 0 < base <= self.base < math.inf:
             # the replay's own low, at or below the old one: the level before it followed down as a live engine
             # would (a replay that began inside a dip read that level from samples of the dip)
             self.pre = max(self.pre, pre * self.base / base)
+            self.lows[-1] = (self.lows[-1][0], self.base, self.pre)  # (a later resume reads it from there)
 
 
 class _GradRise(_Rise):
