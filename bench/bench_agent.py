@@ -24,7 +24,7 @@ from bpe_openai import get_encoding
 sys.path.insert(0, str(Path(__file__).parent))
 from bench_tokens import hf_style
 
-from steptable.cli import main as cli
+from steptable.cli.main import main as cli
 
 KEYS = ["loss", "grad_norm", "learning_rate", "reward", "reward_std", "kl", "entropy", "clip_ratio",
         "completion_len", "completion_len_max", "accuracy", "format_ok", "advantage", "is_ratio", "throughput",

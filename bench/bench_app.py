@@ -312,7 +312,7 @@ def _child_main() -> None:
     mode, launch = sys.argv[1], float(sys.argv[2]) if len(sys.argv) > 2 else 0.0
     rest = sys.argv[3:]
     if mode == "_warm":
-        import steptable.alerts
+        import steptable.alerts.engine
         import steptable.app
         import steptable.app.screens.generations
         import steptable.ingest

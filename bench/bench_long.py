@@ -53,9 +53,9 @@ def per_new_row(root: Path, history: int, new: int = 40) -> float:
     """ms per appended row for the follower + the app's alert thread + its stall check + tail -f --alerts-only."""
     from steptable.app.alerting import AlertScanner
     from steptable.app.session import Session
-    from steptable.cli import _parser
+    from steptable.cli.main import _parser
+    from steptable.cli.tail import Tail
     from steptable.ingest import Follower
-    from steptable.tailcmd import Tail
 
     path = root / f"h{history}" / "metrics.jsonl"
     write_run(path, history)
@@ -104,7 +104,7 @@ print(secs, tracemalloc.get_traced_memory()[1] if {trace} else 0)
 
 LOAD = ("from steptable.ingest import Follower",
         "f = Follower([{path!r}]); f.scan(); f.finish(); return f")
-SUMMARY = ("import contextlib, io; from steptable.cli import main",
+SUMMARY = ("import contextlib, io; from steptable.cli.main import main",
            "with contextlib.redirect_stdout(io.StringIO()): main(['summary', {path!r}])")
 # The run's rows are in its metrics.jsonl already (write_run: logging 200k rows through StepLogger would take a
 # minute of the bench); the logger logs one more and closes, reading all of them back for table.txt.

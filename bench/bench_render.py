@@ -14,8 +14,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from steptable import StepLogger
-from steptable.columns import Col
 from steptable.schemas.routing import routing_columns
+from steptable.table.columns import Col
 
 
 def seed_cell(value: Any, fmt: str | None) -> str:

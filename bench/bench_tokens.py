@@ -21,9 +21,10 @@ from typing import Any
 
 from bpe_openai import get_encoding
 
-from steptable import StepLogger, render, setup_logging
-from steptable.columns import Col
+from steptable import StepLogger, setup_logging
 from steptable.schemas import auto_col
+from steptable.table import render
+from steptable.table.columns import Col
 
 COLS = [
     Col("step", 5, "step", "d", "optimizer step"),

@@ -3,7 +3,7 @@
     from steptable import Col, StepLogger, setup_logging
 
 The pure core (columns, formatting, render, schemas, ingest, alerts) imports neither textual, torch nor loguru;
-the names below are loaded on first use so that ``import steptable.columns`` stays light.
+the names below are loaded on first use so that ``import steptable.table.columns`` stays light.
 """
 
 from __future__ import annotations
@@ -15,16 +15,16 @@ __version__ = "0.1.0"
 __all__ = ["Col", "ColumnError", "StepLogger", "__version__", "routing_columns", "setup_logging"]
 
 if TYPE_CHECKING:
-    from steptable.columns import Col, ColumnError
-    from steptable.logger import StepLogger
-    from steptable.logging import setup_logging
+    from steptable.logger.setup import setup_logging
+    from steptable.logger.steplogger import StepLogger
     from steptable.schemas.routing import routing_columns
+    from steptable.table.columns import Col, ColumnError
 
 _LAZY = {
-    "Col": "steptable.columns",
-    "ColumnError": "steptable.columns",
-    "StepLogger": "steptable.logger",
-    "setup_logging": "steptable.logging",
+    "Col": "steptable.table.columns",
+    "ColumnError": "steptable.table.columns",
+    "StepLogger": "steptable.logger.steplogger",
+    "setup_logging": "steptable.logger.setup",
     "routing_columns": "steptable.schemas.routing",
 }
 

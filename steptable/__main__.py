@@ -1,5 +1,5 @@
 """``python -m steptable``."""
 
-from steptable.cli import main
+from steptable.cli.main import main
 
 raise SystemExit(main())

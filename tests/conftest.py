@@ -60,7 +60,7 @@ def captured():  # type: ignore[no-untyped-def]
     """Route loguru to a list for the test (setup_logging is tested separately)."""
     from loguru import logger
 
-    from steptable.logging import ICONS
+    from steptable.logger.setup import ICONS
 
     lines: list[str] = []
     # The icon from steptable's table, not {level.icon}: loguru's own icons stay until setup_logging runs, so the
@@ -97,7 +97,7 @@ def following(path: Path) -> Iterator[tuple[list[int], Callable[[int], None]]]:
 
 def run_cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
     """``steptable <argv>`` in this process: (exit status, stdout, stderr)."""
-    from steptable.cli import main
+    from steptable.cli.main import main
 
     rc = main(argv)
     out, err = capsys.readouterr()
@@ -151,7 +151,7 @@ def repoint(link: Path, target: Path, gone: Path) -> None:
 
 @dataclass
 class FakeRun:
-    """A run as a summary reads it (steptable.keycols.RunLike), from plain columns."""
+    """A run as a summary reads it (steptable.summary.keycols.RunLike), from plain columns."""
 
     run: str
     arm: str
@@ -174,11 +174,12 @@ class FakeRun:
 
 
 def store_of(path: Path, rows: Iterable[Mapping[str, Any]]) -> Any:
-    """The RunStore a Follower reads from ``rows`` written to ``path``."""
+    """The RunStore a Follower reads from ``rows`` written to ``path`` (with the alerts of rows a resume replaced)."""
+    from steptable.alerts.replaced import read_replaced
     from steptable.ingest import Follower
 
     write_rows(path, rows)
-    f = Follower([path.parent])
+    f = Follower([path.parent], on_resume=read_replaced)
     f.scan()
     (store,) = f.stores.values()
     return store

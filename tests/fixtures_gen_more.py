@@ -10,7 +10,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from steptable.writer import encode_row
+from steptable.logger.writer import encode_row
 
 NAN = float("nan")
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from conftest import run_cli, write
 
-from steptable.alerts import DEFAULT_ROLES, Alert, AlertConfig, AlertEngine, cell_float, cell_frac, scan
+from steptable.alerts.engine import DEFAULT_ROLES, Alert, AlertConfig, AlertEngine, cell_float, cell_frac, scan
 
 Row = dict[str, Any]
 

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from conftest import run_cli, write_rows
 
-from steptable.alerts import Alert, AlertConfig, AlertEngine
+from steptable.alerts.engine import Alert, AlertConfig, AlertEngine
 
 Row = dict[str, Any]
 

@@ -12,7 +12,7 @@ from conftest import write_rows
 from test_app_support import scan_rounds
 from test_cli_review import Live
 
-from steptable.alerts import AlertConfig, replay_spans, resumed_engine
+from steptable.alerts.engine import AlertConfig, replay_spans, resumed_engine
 from steptable.app.alerting import AlertScanner
 from steptable.app.messages import AlertsFound
 from steptable.ingest import Follower

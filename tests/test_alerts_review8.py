@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from conftest import write_rows
 
-from steptable.alerts import Alert, AlertConfig, AlertEngine, resumed_engine
+from steptable.alerts.engine import Alert, AlertConfig, AlertEngine, resumed_engine
 from steptable.ingest import Follower
 
 Row = dict[str, Any]

@@ -24,7 +24,6 @@ from test_app_support import (
 from textual import events
 from textual.widgets import Static
 
-from steptable import render
 from steptable.app import feed as feed_mod
 from steptable.app import make_app
 from steptable.app.screens.events import EventsScreen
@@ -35,6 +34,7 @@ from steptable.app.widgets.grid import StepGrid
 from steptable.app.widgets.keys import KeyBar
 from steptable.app.widgets.panels import ChartPanel, DiagnosticsPanel, LegendPanel
 from steptable.app.widgets.status import StatusBar
+from steptable.table import render
 
 pytestmark = pytest.mark.anyio
 

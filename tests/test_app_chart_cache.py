@@ -17,7 +17,7 @@ from steptable.app import model
 from steptable.app.model import Summary, downsample, finite
 from steptable.app.widgets import panels
 from steptable.app.widgets.panels import ChartPanel, DiagnosticsPanel, _ArmPanel
-from steptable.formatting import to_float
+from steptable.table.formatting import to_float
 
 SIZE = (150, 40)
 

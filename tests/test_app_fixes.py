@@ -19,7 +19,7 @@ from steptable.app.widgets.arm import ArmPanel, cut_middle
 from steptable.app.widgets.panels import ChartPanel, DiagnosticsPanel
 from steptable.app.widgets.status import Event
 from steptable.ingest import RunStore
-from steptable.ingest.follow import Follower, load
+from steptable.ingest.files.follow import Follower, load
 from steptable.schemas import get_schema, layout
 
 pytestmark = pytest.mark.anyio
@@ -258,7 +258,7 @@ def test_cut_middle_keeps_both_ends() -> None:
     assert cut_middle(name, 100) == name
     short = cut_middle(name, 16)
     assert len(short) == 16 and short.startswith("grpo_") and short.endswith("seed0") and "…" in short
-    from steptable.formatting import display_width
+    from steptable.table.formatting import display_width
 
     family = "\U0001f469\u200d\U0001f469\u200d\U0001f467\u200d\U0001f466"  # one emoji of four joined
     for text in (family * 6, "\u2764\ufe0f" * 8 + "_seed0", "e\u0301" * 12, "\U0001f1fa\U0001f1f8" * 6):

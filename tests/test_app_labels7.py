@@ -15,8 +15,8 @@ from steptable.app.session import Session
 from steptable.app.themes import DEFAULT_THEME
 from steptable.app.widgets.keys import KeyBar
 from steptable.app.widgets.panels import ChartPanel, DiagnosticsPanel, arm_labels
-from steptable.formatting import display_width
-from steptable.ingest.follow import load
+from steptable.ingest.files.follow import load
+from steptable.table.formatting import display_width
 
 pytestmark = pytest.mark.anyio
 

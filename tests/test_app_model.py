@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from test_app_support import HOSTILE, T0, make_runs, row, write_generations
 
-from steptable.alerts import Alert
+from steptable.alerts.engine import Alert
 from steptable.app.feed import Feed
 from steptable.app.messages import AlertsFound, RunsChanged
 from steptable.app.model import (
@@ -27,8 +27,8 @@ from steptable.app.model import (
 from steptable.app.session import Session
 from steptable.app.sidefiles import build_index, side_paths
 from steptable.app.themes import load_themes, parse_theme, theme_dirs
-from steptable.columns import Col
 from steptable.ingest import Follower, Parsed, RunStore
+from steptable.table.columns import Col
 
 COLS = (Col("step", 4, "step"), Col("rew", 6, "rew"), Col("kl", 6, "kl"), Col("actor/pg_loss", 8, "pg_loss"))
 
@@ -345,7 +345,7 @@ def test_long_completions_are_clipped_and_paged() -> None:
 
 def test_alert_scanner_feeds_edits_resumes_and_late_rows() -> None:
     """Rows inserted among the fed ones (one batch, out of order), merged cells, and two resumes between scans."""
-    from steptable.alerts import AlertEngine
+    from steptable.alerts.engine import AlertEngine
     from steptable.app.alerting import AlertScanner
     from steptable.ingest.parsed import Parsed
     from steptable.ingest.store import RunStore

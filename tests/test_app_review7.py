@@ -101,7 +101,7 @@ async def test_a_viewer_failure_is_shown_not_fatal(tmp_path: Path, monkeypatch: 
 
 
 def test_the_alert_thread_survives_a_failing_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from steptable.alerts import AlertEngine
+    from steptable.alerts.engine import AlertEngine
 
     update = AlertEngine.update
 

@@ -13,7 +13,7 @@ from steptable.app import app as app_module
 from steptable.app import run_watch
 from steptable.app.messages import FeedProblem
 from steptable.app.session import Session
-from steptable.ingest.follow import load
+from steptable.ingest.files.follow import load
 
 pytestmark = pytest.mark.anyio
 

@@ -20,7 +20,6 @@ from rich.style import Style
 from test_app_support import SIZE, make_runs, manual_app, sync
 from textual.widgets import Static
 
-from steptable import demo as demo_mod
 from steptable.app import demo as app_demo
 from steptable.app.screens.help import HelpScreen
 from steptable.app.screens.prompt import PromptScreen
@@ -28,6 +27,7 @@ from steptable.app.sidefiles import build_index, side_paths
 from steptable.app.widgets.keys import KeyBar
 from steptable.app.widgets.lines import join_line
 from steptable.app.widgets.panels import ChartPanel
+from steptable.demo import run as demo_mod
 
 pytestmark = pytest.mark.anyio
 
@@ -134,7 +134,7 @@ def test_term_ends_the_demo_with_its_directory_removed(tmp_path: Path, capsys: p
     the files "named above" were gone where the app named none."""
     import tempfile
 
-    from steptable import cli
+    from steptable.cli import main as cli
 
     app = _SignalledApp()
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
@@ -157,7 +157,7 @@ def test_a_hang_up_ends_the_demo_with_status_0(tmp_path: Path, monkeypatch: pyte
     import sys
     import tempfile
 
-    from steptable import cli
+    from steptable.cli import main as cli
 
     class Gone:
         def write(self, text: str) -> int:

@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 from conftest import run_cli, write_rows
 
-from steptable.cli import _parser, main
+from steptable.cli.main import _parser, main
+from steptable.cli.tailout import Tail
 from steptable.ingest import Follower
-from steptable.tailout import Tail
 
 
 class Live:

@@ -18,7 +18,7 @@ from fixtures_gen_more import write_trl_state
 
 from steptable.ingest import Follower
 from steptable.schemas import by_schema, layout
-from steptable.summary import column_stats
+from steptable.summary.report import column_stats
 
 Cap = pytest.CaptureFixture[str]
 

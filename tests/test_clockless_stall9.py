@@ -99,7 +99,7 @@ def test_tail_f_says_a_hang_once(tmp_path: Path) -> None:
     second time ("no row for 64s" and "file untouched for 64s")."""
     from test_cli_review import Live
 
-    from steptable.alerts import AlertEngine
+    from steptable.alerts.engine import AlertEngine
 
     path = _verl(tmp_path / "v" / "exp.jsonl", step_s=1.0)
     _age(path, 120)

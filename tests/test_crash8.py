@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 from conftest import run_cli
 
-from steptable import Col, StepLogger, runinfo
+from steptable import Col, StepLogger
+from steptable.table import runinfo
 
 COLS = [Col("step", 5, "step", "d"), Col("loss", 7, "loss", ".3f")]
 
@@ -159,9 +160,9 @@ def test_an_older_description_without_the_field_reads_as_before(
 
 
 def test_tail_f_says_the_end_once_when_the_run_dies_while_followed(tmp_path: Path) -> None:
-    from steptable.cli import _parser
+    from steptable.cli.main import _parser
+    from steptable.cli.tail import Tail
     from steptable.ingest import Follower
-    from steptable.tailcmd import Tail
 
     run = tmp_path / "r"
     sl = StepLogger(COLS, run_dir=run, console=False, alerts=False)

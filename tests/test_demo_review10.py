@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from steptable import demo
-from steptable.logger import StepLogger
+from steptable.demo import run as demo
+from steptable.logger.steplogger import StepLogger
 
 
 def test_a_second_ctrl_c_in_one_close_still_closes_every_arm(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,4 +1,4 @@
-"""Edges of steptable.alerts that a user sees: when a stall starts and what it remembers, the hack/AUROC warning's
+"""Edges of the alert engine that a user sees: when a stall starts and what it remembers, the hack/AUROC warning's
 episodes, a crash vs an interruption, the age text, and the store readers (replays, replaced rows, clockless runs)."""
 
 from __future__ import annotations
@@ -12,8 +12,7 @@ from typing import Any
 import pytest
 from conftest import grpo_row, store_of, write_rows
 
-from steptable import runinfo
-from steptable.alerts import (
+from steptable.alerts.engine import (
     Alert,
     AlertConfig,
     AlertEngine,
@@ -25,7 +24,9 @@ from steptable.alerts import (
     resumed_engine,
     scan,
 )
+from steptable.alerts.replaced import read_replaced
 from steptable.ingest import Follower, RunStore
+from steptable.table import runinfo
 
 
 def _frac(rng: random.Random, p: float, n: int = 1024) -> list[int]:
@@ -389,7 +390,7 @@ def test_the_nan_episodes_of_replaced_rows_are_those_the_live_engine_said(tmp_pa
     # whatever the NaN pattern (dense or a loss logged every 7th or 100th row, blips shorter or longer than the
     # re-arm count) and whether the replay budget is left or spent, the replaced rows' non-finite alerts are
     # exactly what one engine reading the crashed run's rows in order said from the resume step on
-    from steptable.replaced import replaced_alerts
+    from steptable.alerts.replaced import replaced_alerts
 
     rng = random.Random(seed)
     n, every = rng.randint(3000, 6000), rng.choice([1, 1, 7, 100])
@@ -412,7 +413,7 @@ def test_the_nan_episodes_of_replaced_rows_are_those_the_live_engine_said(tmp_pa
 def _said_vs_live(store: RunStore, rows: list[dict[str, Any]], at: int, keys: list[str], config: AlertConfig | None
                   = None) -> list[tuple[list[str], list[str]]]:
     """(replaced rows' non-finite lines, one engine's over the crashed rows from step ``at`` on) at three budgets."""
-    from steptable.replaced import replaced_alerts
+    from steptable.alerts.replaced import replaced_alerts
 
     cols = {k: [r.get(k) for r in rows] for k in keys}
     live = [a.line() for a in scan([r["step"] for r in rows], cols, config=config)
@@ -466,7 +467,7 @@ _MTIME = 1_700_000_000  # the file's last write, whole seconds (exact as a float
 def _clockless(path: Path, rows: list[dict[str, Any]]) -> RunStore:
     write_rows(path, rows)
     os.utime(path, (_MTIME, _MTIME))
-    f = Follower([path.parent])
+    f = Follower([path.parent], on_resume=read_replaced)
     f.scan()
     (store,) = f.stores.values()
     assert store.last_update == _MTIME and not store.has_clock

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from steptable.cells import cut_middle, display_width
+from steptable.table.cells import cut_middle, display_width
 
 
 @pytest.mark.parametrize(

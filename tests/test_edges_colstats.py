@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from steptable.colstats import _t_quantile, column_stats, trend_pct
+from steptable.summary.trend import _t_quantile, column_stats, trend_pct
 
 
 @pytest.mark.parametrize(("df", "expected", "student"), [

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from steptable.columns import Col, ColumnError
+from steptable.table.columns import Col, ColumnError
 
 # the documented limits, written out: a test built from the constants would follow a changed constant
 MAX_WIDTH = 1000

@@ -7,7 +7,7 @@ import math
 import random
 from collections.abc import Sequence
 
-from steptable.alerts import Alert, AlertConfig, AlertEngine, replay_spans
+from steptable.alerts.engine import Alert, AlertConfig, AlertEngine, replay_spans
 
 Series = list[tuple[int, float]]
 

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from steptable.formatting import fit_number, fmt_auto, format_value, to_float, unique_name
+from steptable.table.formatting import fit_number, fmt_auto, format_value, to_float, unique_name
 
 
 class _Hostile:

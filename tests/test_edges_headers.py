@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from conftest import run_cli, write_rows
 
-from steptable.formatting import display_width
 from steptable.schemas.headers import MAX_HEADER, clean, look, short_header, short_headers
+from steptable.table.formatting import display_width
 
 
 def test_a_key_of_slashes_only_shows_its_own_text() -> None:

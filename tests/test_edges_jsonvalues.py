@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from steptable.jsonvalues import jsonable
+from steptable.table.jsonvalues import jsonable
 
 
 def _nest(value: Any, levels: int) -> Any:

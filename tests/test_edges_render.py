@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from steptable import render
-from steptable.columns import Col
+from steptable.table import render
+from steptable.table.columns import Col
 
 
 def per_cell(cols: list[Col], values: dict[str, Any]) -> str:

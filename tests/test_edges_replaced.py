@@ -14,10 +14,10 @@ import pytest
 from conftest import grpo_row, run_cli, store_of, write_rows
 from fixtures_gen_more import _r, _state
 
-from steptable.alerts import scan
+from steptable.alerts.engine import scan
+from steptable.alerts.replaced import read_replaced, replaced_alerts
 from steptable.ingest import Follower, RunStore
-from steptable.replaced import replaced_alerts
-from steptable.summary import summarize
+from steptable.summary.report import summarize
 
 # --- the rows a resume replaces ---------------------------------------------------------------------------------
 
@@ -128,7 +128,7 @@ def test_a_restart_of_a_healthy_run_reads_few_of_its_cells_back(
     rng = random.Random(44)
     path = tmp_path / "r" / "metrics.jsonl"
     write_rows(path, [grpo_row(rng, s) for s in range(20_000)])
-    f = Follower([path.parent])
+    f = Follower([path.parent], on_resume=read_replaced)
     f.scan()
     read: list[int] = []
     cells = RunStore.cells_between

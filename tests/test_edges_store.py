@@ -16,10 +16,11 @@ from typing import Any
 import pytest
 from conftest import run_cli, write_rows
 
-from steptable.cli import _parser
+from steptable.alerts.replaced import read_replaced
+from steptable.cli.main import _parser
+from steptable.cli.tailout import Tail
 from steptable.ingest import Follower, RunStore
 from steptable.ingest.parsed import Parsed
-from steptable.tailout import Tail
 
 NAN = float("nan")
 
@@ -31,7 +32,7 @@ def grpo(steps: range, seed: int = 0, step_key: str = "step") -> list[dict[str, 
 
 
 def only_store(root: Path) -> tuple[Follower, RunStore]:
-    fol = Follower([root])
+    fol = Follower([root], on_resume=read_replaced)
     fol.scan()
     (store,) = fol.stores.values()
     return fol, store
@@ -42,7 +43,7 @@ class Watch:
     printed."""
 
     def __init__(self, root: Path, fmt: str = "jsonl") -> None:
-        self.fol = Follower([root])
+        self.fol = Follower([root], on_resume=read_replaced)
         self.out = io.StringIO()
         args = _parser().parse_args(["tail", "-f", "-n", "0", "--format", fmt, str(root)])
         self.tail = Tail(args, self.out, io.StringIO())
@@ -281,7 +282,7 @@ def test_a_crash_late_in_a_long_run_is_read_from_the_rows_the_resume_replaced() 
     a NaN loss 1M steps into a run, restarted from 10 steps before it, is still said. (The first 1M rows are bare:
     what they hold does not matter here, and bare rows keep the test fast.)"""
     n = 1_000_000
-    store = RunStore("run", "/nonexistent/metrics.jsonl")
+    store = RunStore("run", "/nonexistent/metrics.jsonl", on_resume=read_replaced)
     store.add(Parsed(steps=range(n), cols={}), now=math.nan)
     tail = [{"step": s, "loss": NAN if s == n + 10 else 0.5 + 0.01 * (s % 3)} for s in range(n, n + 20)]
     store.add(Parsed(steps=[r["step"] for r in tail], rows=tail), now=math.nan)
@@ -293,8 +294,8 @@ def test_a_crash_late_in_a_long_run_is_read_from_the_rows_the_resume_replaced() 
 def test_a_store_that_takes_a_deleted_runs_place_goes_past_its_generation_and_version() -> None:
     """The Follower hands the new store of a run whose file was deleted and written again the old one's generation
     and version: it goes past both, so a reader that knows the run by its id starts it over."""
-    old = RunStore("run", "/nonexistent/metrics.jsonl")
+    old = RunStore("run", "/nonexistent/metrics.jsonl", on_resume=read_replaced)
     old.reset()
-    new = RunStore("run", "/nonexistent/metrics.jsonl")
+    new = RunStore("run", "/nonexistent/metrics.jsonl", on_resume=read_replaced)
     new.succeed(old.generation, old.version)
     assert new.generation > old.generation and new.version > old.version

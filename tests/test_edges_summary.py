@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 from conftest import FakeRun, run_cli, write_rows
 
-from steptable.colstats import trend_pct
 from steptable.ingest import Follower
-from steptable.keycols import lead_columns
-from steptable.summary import rate_text, run_label, summarize
+from steptable.summary.keycols import lead_columns
+from steptable.summary.report import rate_text, run_label, summarize
+from steptable.summary.trend import trend_pct
 
 NOW = 1_700_100_000.0
 
@@ -113,7 +113,7 @@ _CLIPS = ("low_mean", "low_min", "high_mean", "high_max", "region_mean")
 ])
 def test_a_held_evaluation_key_is_a_headline_when_its_name_is_a_score(key: str, score: bool) -> None:
     # held at one value, a score stalled (shown); a time, size, count or clip ratio is the evaluation's bookkeeping
-    from steptable.keycols import _score
+    from steptable.summary.keycols import _score
 
     assert _score(key) is score
 

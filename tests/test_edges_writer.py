@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from steptable import writer
-from steptable.jsonvalues import jsonable
-from steptable.writer import RunWriter, encode_row, open_append
+from steptable.logger import writer
+from steptable.logger.writer import RunWriter, encode_row, open_append
+from steptable.table.jsonvalues import jsonable
 
 needs_fifo = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
 

@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 from conftest import spy_whole_copies, write_rows
 
-import steptable.ingest.follow as follow_mod
-from steptable.cli import _parser
+import steptable.ingest.files.follow as follow_mod
+from steptable.cli.main import _parser
+from steptable.cli.tail import Tail
 from steptable.ingest import Follower
-from steptable.tailcmd import Tail
 
 
 class Clock:

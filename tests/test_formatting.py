@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from steptable.formatting import (
+from steptable.table.formatting import (
     FILL_DIGITS,
     cut,
     display_width,

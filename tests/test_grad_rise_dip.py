@@ -12,7 +12,7 @@ import random
 import pytest
 from test_edges_detectors import _resumed, lines
 
-from steptable.alerts import AlertConfig, AlertEngine
+from steptable.alerts.engine import AlertConfig, AlertEngine
 
 
 def _dipped(seed: int, dip: int, after: list[float] | None = None) -> list[float]:

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import pytest
 
-from steptable.formatting import ELLIPSIS, display_width
 from steptable.schemas import SCHEMAS, layout
 from steptable.schemas.headers import MAX_HEADER, short_headers
+from steptable.table.formatting import ELLIPSIS, display_width
 
 
 def verl_validation_keys(sources: list[str]) -> list[str]:

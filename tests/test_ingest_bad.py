@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-import steptable.ingest.tail as tail_mod
+import steptable.ingest.files.tail as tail_mod
 from steptable.ingest import Follower, RunStore
 
 
@@ -299,7 +299,7 @@ def test_a_file_bad_on_every_line_is_told_a_few_times_not_on_every_line(
     BAD_TOLD of each file, one line saying the rest are counted, and the count in the summary."""
     from conftest import run_cli
 
-    from steptable.ingest.follow import BAD_TOLD
+    from steptable.ingest.files.follow import BAD_TOLD
 
     for name in ("a", "b"):
         (tmp_path / name).mkdir()

@@ -13,7 +13,7 @@ import pytest
 
 import steptable.ingest.store as store_mod
 from steptable.ingest import Follower, load
-from steptable.summary import header_text
+from steptable.summary.report import header_text
 
 
 def _rows(start: int, n: int, ts: float | None = None) -> bytes:

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-import steptable.ingest.follow as follow_mod
+import steptable.ingest.files.follow as follow_mod
 from steptable.ingest import Follower, discover, preview_tail
 
 

@@ -9,8 +9,6 @@ from typing import Any
 
 import pytest
 
-from steptable.ingest.console import parse_console_line
-from steptable.ingest.jsonl import JsonlParser
 from steptable.ingest.parse import (
     MISSING,
     LineError,
@@ -21,6 +19,8 @@ from steptable.ingest.parse import (
     quote_nonfinite,
     step_of,
 )
+from steptable.ingest.readers.console import parse_console_line
+from steptable.ingest.readers.jsonl import JsonlParser
 from steptable.ingest.store import RunStore
 
 
@@ -213,7 +213,7 @@ def test_nan_heavy_chunks_are_rewritten_before_decoding() -> None:
 def test_console_metrics_end_at_a_carriage_return() -> None:
     """A progress bar redrawn over the metrics line (tqdm writes ``\\r``) is not part of the last value; a metrics
     line drawn after a bar on the same line is still found; CRLF endings read as LF."""
-    from steptable.ingest.console import ConsoleParser
+    from steptable.ingest.readers.console import ConsoleParser
 
     chunk = (b"step:1 - loss:0.5 - acc:0.25\r 40%|####      | 4/10 [00:04<00:06]\n"
              b" 50%|#####     | 5/10\rstep:2 - loss:0.4 - acc:0.5\r\n")
@@ -225,7 +225,7 @@ def test_console_metrics_end_at_a_carriage_return() -> None:
 def test_console_hyperlinks_and_colours_are_not_part_of_keys() -> None:
     """A coloured log whose keys are OSC 8 hyperlinks (ended by ESC \\ or BEL): the keys read as their text; an
     unterminated OSC does not swallow the next line."""
-    from steptable.ingest.console import ConsoleParser
+    from steptable.ingest.readers.console import ConsoleParser
 
     chunk = (b"step:1 - \x1b]8;;http://x\x1b\\loss\x1b]8;;\x1b\\:0.5 - \x1b]8;;http://y\x07acc\x1b]8;;\x07:0.25"
              b" - \x1b[31mkl\x1b[0m:0.1\n\x1b]0;title\nstep:2 - loss:0.4\n")

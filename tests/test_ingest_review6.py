@@ -13,9 +13,9 @@ import pytest
 from conftest import run_cli
 
 from steptable.ingest import Follower, preview_tail
-from steptable.ingest.csvlog import CsvParser, cell
-from steptable.ingest.jsonl import JsonlParser
 from steptable.ingest.parse import number
+from steptable.ingest.readers.csvlog import CsvParser, cell
+from steptable.ingest.readers.jsonl import JsonlParser
 from steptable.ingest.store import RunStore
 
 # --- 1. steps of a followed file whose step key is another ------------------------------------------------------

@@ -14,13 +14,13 @@ from conftest import run_cli, write_rows
 from hypothesis import given
 from hypothesis import strategies as st
 
-import steptable.ingest.csvlog as csvlog
+import steptable.ingest.readers.csvlog as csvlog
 from steptable import Col, StepLogger
 from steptable.ingest import Follower
-from steptable.ingest.csvlog import CsvParser, ends_quoted
-from steptable.ingest.follow import load
-from steptable.ingest.jsonl import JsonlParser
-from steptable.ingest.tail import BLOCK
+from steptable.ingest.files.follow import load
+from steptable.ingest.files.tail import BLOCK
+from steptable.ingest.readers.csvlog import CsvParser, ends_quoted
+from steptable.ingest.readers.jsonl import JsonlParser
 
 COLS = [Col("step", 5, "step", "d"), Col("rew", 6, "rew")]
 

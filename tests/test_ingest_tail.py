@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 from steptable.ingest import Follower
-from steptable.ingest.tail import RESET, FileTail, Lines
+from steptable.ingest.files.tail import RESET, FileTail, Lines
 
 
 def line(step: int, **kw: float) -> bytes:

@@ -9,10 +9,10 @@ from types import SimpleNamespace
 import pytest
 from conftest import run_cli, write_rows
 
-from steptable.formatting import display_width
-from steptable.ingest.discover import discover
-from steptable.render import title_line
-from steptable.summary import run_label
+from steptable.ingest.files.discover import discover
+from steptable.summary.report import run_label
+from steptable.table.formatting import display_width
+from steptable.table.render import title_line
 
 SWEEP = Path("exps/2024-06-01_resnet50_cifar10_sweep/lr_0.001/lightning_logs")
 

@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 from loguru import logger
 
-from steptable import Col, StepLogger, render, setup_logging
+from steptable import Col, StepLogger, setup_logging
 from steptable.schemas.routing import routing_columns
+from steptable.table import render
 
 COLS = [
     Col("step", 4, "step", "d", "step"),
@@ -89,7 +90,7 @@ def test_full_disk_does_not_break_the_loop(captured: list[str]) -> None:
         pytest.skip("no /dev/full on this system")
     sl = StepLogger(COLS, alerts=False)
     sl.jsonl_path = Path("/dev/full")
-    from steptable.writer import RunWriter
+    from steptable.logger.writer import RunWriter
 
     warnings: list[str] = []
     sl._writer = RunWriter("/dev/full", warnings.append)
@@ -101,7 +102,7 @@ def test_full_disk_does_not_break_the_loop(captured: list[str]) -> None:
 
 
 def test_writer_recovers_and_writes_late_rows(tmp_path: Path) -> None:
-    from steptable.writer import RunWriter
+    from steptable.logger.writer import RunWriter
 
     target = tmp_path / "blocked"
     target.write_text("a file where the run directory should be")
@@ -118,7 +119,7 @@ def test_writer_recovers_and_writes_late_rows(tmp_path: Path) -> None:
 
 
 def test_unserialisable_value_is_stringified(tmp_path: Path) -> None:
-    from steptable.writer import RunWriter
+    from steptable.logger.writer import RunWriter
 
     w = RunWriter(tmp_path / "m.jsonl", lambda _: None)
     w.write({"step": 1, "obj": object(), "nested": {"a": (1, math.nan)}})
@@ -151,7 +152,7 @@ def test_hostile_values_keep_the_rest_of_the_row(tmp_path: Path, captured: list[
 
 
 def test_odd_values_keep_the_row_a_json_object() -> None:
-    from steptable.writer import encode_row
+    from steptable.logger.writer import encode_row
 
     class Proxy:  # a lazy proxy: every attribute look-up raises, and not AttributeError
         def __getattr__(self, name: str) -> object:
@@ -300,7 +301,7 @@ def test_none_is_left_out_of_the_row_so_the_file_raises_no_nan_alert(
 ) -> None:
     """None means "not measured this step". Written as null it would read back as a NaN: the same rows would give
     an error alert from the file that the loop never raised. A real NaN still does, from both."""
-    from steptable.cli import main
+    from steptable.cli.main import main
 
     cols = [Col("step", 4, "step", "d"), Col("reward", 6, "reward", ".3f"), Col("kl", 6, "kl", ".3f")]
     with StepLogger(cols, run_dir=tmp_path / "a", arm="a") as sl:
@@ -346,7 +347,7 @@ def test_a_pair_given_as_an_array_shows_as_a_fraction(tmp_path: Path, captured: 
         values[0] = 9  # updated in place after the step: the row keeps what it was
     assert line == "   0   3/16   2/16"
     assert json.loads((tmp_path / "metrics.jsonl").read_text())["gt_s"] == [3, 16]
-    from steptable.rowvalues import frozen as _frozen
+    from steptable.table.rowvalues import frozen as _frozen
 
     days = np.array(["2024-01-01", "2024-01-02"], dtype="datetime64[D]")
     assert _frozen(days) is days  # numbers and bools only, not a list of date objects

@@ -13,7 +13,9 @@ from typing import Any
 
 import pytest
 
-from steptable import Col, StepLogger, render, runinfo, tablefile
+from steptable import Col, StepLogger
+from steptable.logger import tablefile
+from steptable.table import render, runinfo
 
 COLS = [Col("step", 5, "step", "d"), Col("loss", 6, "loss", ".3f"), Col("n", 5, "n", None), Col("tag", 6, "tag", None),
         Col("acc", 6, "acc", ".2f")]
@@ -97,7 +99,7 @@ def _tricky(path: Path) -> None:
 def test_table_txt_shows_the_rows_the_readers_show(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chunk: int) -> None:
     """Read back in chunks (of a line or two here), placed without a RunStore: the same rows, values and number
     forms as a RunStore of the whole file gives."""
-    from steptable import endofrun
+    from steptable.logger import endofrun
 
     monkeypatch.setattr(endofrun, "_CHUNK", chunk)
     jsonl = tmp_path / "metrics.jsonl"
@@ -113,7 +115,7 @@ def test_table_txt_shows_the_rows_the_readers_show(tmp_path: Path, monkeypatch: 
 def test_a_long_run_s_table_holds_its_last_rows_and_says_so(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, captured: list[str], chunk: int
 ) -> None:
-    from steptable import endofrun
+    from steptable.logger import endofrun
 
     monkeypatch.setattr(endofrun, "_CHUNK", chunk)
     jsonl = tmp_path / "metrics.jsonl"
@@ -141,7 +143,7 @@ def test_table_txt_is_read_back_in_memory_that_does_not_grow_with_the_cells(
 ) -> None:
     """30k rows x 30 columns: a RunStore of them holds 7 MB of cells; read back in small chunks the table needs a
     few bytes a row (its step and where it comes from)."""
-    from steptable import endofrun
+    from steptable.logger import endofrun
 
     monkeypatch.setattr(endofrun, "_CHUNK", 1 << 15)
     jsonl = tmp_path / "metrics.jsonl"
@@ -189,7 +191,7 @@ def test_table_txt_equals_a_whole_file_store_on_random_runs(tmp_path: Path, monk
     RunStore's placement not made there too) shows up here."""
     import random
 
-    from steptable import endofrun
+    from steptable.logger import endofrun
 
     monkeypatch.setattr(endofrun, "_CHUNK", 300)
     rng = random.Random(seed)
@@ -203,8 +205,8 @@ def test_table_txt_equals_a_whole_file_store_on_random_runs(tmp_path: Path, monk
 def _reader_table(cols: list[Col], jsonl: Path, arm: str) -> list[str]:
     """The rows as the readers place them: the file through JsonlParser into a RunStore, chunk by chunk, as a
     follower reads it (and as table.txt was made before endofrun)."""
-    from steptable.ingest.jsonl import JsonlParser
     from steptable.ingest.parsed import Parsed
+    from steptable.ingest.readers.jsonl import JsonlParser
     from steptable.ingest.store import RunStore
     from steptable.ingest.table import cols_to_rows
 
@@ -246,7 +248,7 @@ def test_rows_that_each_hold_their_own_keys_cost_a_few_bytes_a_row(tmp_path: Pat
                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     """Almost every row holds its own set of keys: table.txt still equals the readers' table, and reading it back
     costs a few bytes a row more for them (a set of its keys per row was 2 KB a row here)."""
-    from steptable import endofrun
+    from steptable.logger import endofrun
 
     monkeypatch.setattr(endofrun, "_CHUNK", 1 << 15)
     cols = [Col("step", 6, "step", "d"), Col("loss", 6, "loss", ".3f"), Col("task/0/acc", 6, "t0", ".3f"),

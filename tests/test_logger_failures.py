@@ -18,11 +18,12 @@ import numpy as np
 import pytest
 from conftest import repoint
 
-from steptable import Col, StepLogger, writer
-from steptable.jsonvalues import jsonable
-from steptable.logging import use_colour
-from steptable.sinks import encodable
-from steptable.writer import RunWriter, encode_row
+from steptable import Col, StepLogger
+from steptable.logger import writer
+from steptable.logger.setup import use_colour
+from steptable.logger.sinks import encodable
+from steptable.logger.writer import RunWriter, encode_row
+from steptable.table.jsonvalues import jsonable
 
 COLS = [Col("step", 4, "step", "d", "step"), Col("loss", 7, "loss", "+.3f", "loss"), Col("ema", 6, "ema", None, "ema")]
 
@@ -305,7 +306,7 @@ def test_ctrl_c_with_another_writer_appending_keeps_the_row(tmp_path: Path) -> N
 
 
 def test_encodable_keeps_emoji_sequences_at_their_width() -> None:
-    from steptable.formatting import pad
+    from steptable.table.formatting import pad
 
     for s in ("\u2764\ufe0f", "\U0001f468\u200d\U0001f469\u200d\U0001f467", "a\u4e2db"):
         assert len(encodable(pad(s, 8, "left"), "ascii")) == 8

@@ -12,7 +12,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from steptable import Col, StepLogger, runinfo
+from steptable import Col, StepLogger
+from steptable.table import runinfo
 
 COLS = [Col("step", 4, "step", "d", "step"), Col("loss", 7, "loss", None, "loss")]
 
@@ -165,7 +166,7 @@ def test_a_step_that_is_not_whole_is_said_once(tmp_path: Path, capsys: pytest.Ca
 
 def test_a_config_dict_that_holds_itself_is_spread_once() -> None:
     """{"x": d, "y": d, "z": d} with d that dict: spreading it 16 levels deep was 3**16 paths (log() hung)."""
-    from steptable.rowvalues import MAX_LEAVES, flat
+    from steptable.table.rowvalues import MAX_LEAVES, flat
 
     d: dict[str, Any] = {"lr": 0.1}
     d["x"] = d

@@ -19,9 +19,10 @@ import numpy as np
 import pytest
 from conftest import run_cli
 
-from steptable import Col, StepLogger, runinfo
-from steptable.jsonvalues import jsonable
-from steptable.rank import _RANK_VARS
+from steptable import Col, StepLogger
+from steptable.logger.rank import _RANK_VARS
+from steptable.table import runinfo
+from steptable.table.jsonvalues import jsonable
 
 COLS = [Col("step", 4, "step", "d", "step"), Col("loss", 7, "loss", None, "loss")]
 
@@ -262,8 +263,8 @@ def test_one_element_arrays_of_text_objects_or_masks_are_not_numbers() -> None:
     """jsonable took .item() of any one-element array: ["abc"] became "abc", an object array's dict a column of
     its own, and a masked-out value a real-looking number."""
     np = pytest.importorskip("numpy")
-    from steptable.jsonvalues import jsonable
-    from steptable.rowvalues import frozen
+    from steptable.table.jsonvalues import jsonable
+    from steptable.table.rowvalues import frozen
 
     assert jsonable(np.array(["abc"])) == ["abc"]
     assert jsonable(np.array([{"a": 1}], dtype=object)) == [{"a": 1}]
@@ -273,8 +274,8 @@ def test_one_element_arrays_of_text_objects_or_masks_are_not_numbers() -> None:
 
 def test_a_fully_masked_value_is_no_zero() -> None:
     np = pytest.importorskip("numpy")
-    from steptable.jsonvalues import jsonable
-    from steptable.rowvalues import frozen
+    from steptable.table.jsonvalues import jsonable
+    from steptable.table.rowvalues import frozen
 
     empty = np.ma.masked_invalid(np.array([np.nan, np.inf])).mean()  # np.ma.masked: no value, not 0.0
     assert jsonable(empty) is None and frozen(empty) is None and jsonable(np.ma.masked) is None

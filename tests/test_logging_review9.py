@@ -16,9 +16,9 @@ import pytest
 from loguru import logger
 from tqdm import tqdm
 
-import steptable.logging as st_logging
-import steptable.rank as st_rank
-import steptable.sinks as st_sinks
+import steptable.logger.rank as st_rank
+import steptable.logger.setup as st_logging
+import steptable.logger.sinks as st_sinks
 from steptable import Col, StepLogger, setup_logging
 
 COLS = [Col("step", 4, "step", "d", "step"), Col("loss", 7, "loss", "+.3f", "loss")]

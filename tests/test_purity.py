@@ -7,13 +7,13 @@ import subprocess
 import sys
 
 PURE = [
-    "steptable.columns",
-    "steptable.formatting",
-    "steptable.render",
+    "steptable.table.columns",
+    "steptable.table.formatting",
+    "steptable.table.render",
     "steptable.schemas",
     "steptable.ingest",
-    "steptable.alerts",
-    "steptable.summary",
+    "steptable.alerts.engine",
+    "steptable.summary.report",
 ]
 
 
@@ -33,7 +33,7 @@ def test_pure_core_imports_no_heavy_packages() -> None:
 
 def test_cli_help_does_not_import_torch() -> None:
     code = (
-        "import sys\nfrom steptable.cli import main\n"
+        "import sys\nfrom steptable.cli.main import main\n"
         "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
         "print('torch' in sys.modules)"
     )

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from conftest import following, run_cli, write_rows
 
-from steptable.cli import main
-from steptable.formatting import cut, display_width
-from steptable.summary import _arm_tag
+from steptable.cli.main import main
+from steptable.summary.report import _arm_tag
+from steptable.table.formatting import cut, display_width
 
 
 def _jsonl_steps(out: str) -> list[int]:
@@ -196,14 +196,14 @@ def test_markdown_output_keeps_log_text_literal(tmp_path: Path, capsys: pytest.C
 
 
 def test_title_line_is_measured_in_cells() -> None:
-    from steptable.render import title_line
+    from steptable.table.render import title_line
 
     assert display_width(title_line("奖励 arm", 30)) == 30
     assert display_width(title_line("a" * 100, 10)) == 40  # a long label is cut, a narrow table keeps it readable
 
 
 def test_md_escape_underscores_only_at_word_edges() -> None:
-    from steptable.formatting import md_escape
+    from steptable.table.formatting import md_escape
 
     assert md_escape("__grad_norm__ _x_ hack_s") == "\\_\\_grad_norm\\_\\_ \\_x\\_ hack_s"
 
@@ -213,7 +213,7 @@ def test_a_row_too_deep_for_python_is_one_bad_line(
 ) -> None:
     """Where the decoder takes a nesting that flattening it would exceed Python's recursion limit with (msgspec on
     Python 3.12 decodes 2,000 levels), the row is reported, not the file lost."""
-    from steptable.ingest import jsonl
+    from steptable.ingest.readers import jsonl
 
     real = jsonl.flatten
 

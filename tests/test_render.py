@@ -8,10 +8,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from steptable import render
-from steptable.columns import Col, ColumnError, select, streamed, validate
-from steptable.formatting import display_width
 from steptable.schemas.routing import routing_columns
+from steptable.table import render
+from steptable.table.columns import Col, ColumnError, select, streamed, validate
+from steptable.table.formatting import display_width
 
 SEED_ORDER = [
     "step", "ref_eq", "rew", "rew_s", "gt_s", "gt_t", "hack_s", "hack_t", "hack_deployed", "solve_deployed",
@@ -225,7 +225,7 @@ def test_a_fraction_past_the_int_digit_limit_renders_like_cells() -> None:
 
 
 def test_mode_codes_measure_in_cells_and_may_not_clash() -> None:
-    from steptable.columns import ColumnError
+    from steptable.table.columns import ColumnError
 
     cols = routing_columns(modes=["code", "math"], mode_code={"code": "代码", "math": "数学"})
     hk = [c for c in cols if c.key.startswith("hk_")]
@@ -236,7 +236,7 @@ def test_mode_codes_measure_in_cells_and_may_not_clash() -> None:
 
 
 def test_legend_aligns_wide_headers_by_cells() -> None:
-    from steptable.columns import Col
+    from steptable.table.columns import Col
 
     text = render.legend([Col("a", 6, "中文", "d", "wide"), Col("bb", 6, "bb", "d", "narrow")], title=None)
     lines = text.splitlines()

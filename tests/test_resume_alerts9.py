@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from conftest import run_cli, write_rows
 
+from steptable.alerts.replaced import read_replaced
 from steptable.ingest import Follower
 from steptable.ingest.store import MAX_REPLACED_ALERTS
 
@@ -46,7 +47,7 @@ def test_a_clean_restart_says_nothing_and_replaced_alerts_are_bounded(tmp_path: 
     for _ in range(3 * MAX_REPLACED_ALERTS):
         rows += _rows(range(40), rng, nan_from=30)
     write_rows(tmp_path / "many" / "metrics.jsonl", rows)
-    f = Follower([tmp_path / "many"])
+    f = Follower([tmp_path / "many"], on_resume=read_replaced)
     f.scan()
     (store,) = f.stores.values()
     assert len(store.replaced) == MAX_REPLACED_ALERTS and all(a.step == 30 for a in store.replaced)
@@ -59,7 +60,7 @@ def test_the_app_says_them_once_whether_or_not_it_saw_the_rows(tmp_path: Path) -
     crashed, again = _rows(range(1100), rng, nan_from=1090), _rows(range(1000, 1150), rng)
     # opened after the restart: the replaced rows' alert, said once
     write_rows(tmp_path / "late" / "r" / "metrics.jsonl", crashed + again)
-    f = Follower([tmp_path / "late"])
+    f = Follower([tmp_path / "late"], on_resume=read_replaced)
     f.scan()
     scanner = AlertScanner(lambda: f.stores, lambda m: None)
     (rid,) = f.stores
@@ -69,7 +70,7 @@ def test_the_app_says_them_once_whether_or_not_it_saw_the_rows(tmp_path: Path) -
     # open while the run crashed: said when the rows came, not again at the restart
     path = tmp_path / "live" / "r" / "metrics.jsonl"
     write_rows(path, crashed)
-    f = Follower([tmp_path / "live"])
+    f = Follower([tmp_path / "live"], on_resume=read_replaced)
     f.scan()
     scanner = AlertScanner(lambda: f.stores, lambda m: None)
     (rid,) = f.stores
@@ -83,7 +84,7 @@ def test_many_resumes_read_a_bounded_number_of_rows(tmp_path: Path, monkeypatch:
     """2,000 short runs concatenated in one file (or 8 ranks' rows out of step): a replay at each resume made a
     summary 10-20x slower. The rows read for replaced alerts are bounded per run, and only watched columns are
     copied (a resume in a run of 1,500 keys built 5,000 whole rows)."""
-    import steptable.replaced as replaced_mod
+    import steptable.alerts.replaced as replaced_mod
     from steptable.ingest.store import MAX_REPLACED_READ, RunStore
 
     read: list[int] = []
@@ -96,7 +97,7 @@ def test_many_resumes_read_a_bounded_number_of_rows(tmp_path: Path, monkeypatch:
     for _ in range(2000):
         rows += [{**r, **{f"k{j}": 1.0 for j in range(20)}} for r in _rows(range(100), rng)]
     write_rows(tmp_path / "cc" / "metrics.jsonl", rows)
-    f = Follower([tmp_path])
+    f = Follower([tmp_path], on_resume=read_replaced)
     f.scan()
     (store,) = f.stores.values()
     # a fixed amount and a fiftieth of the rows read (200,000): not a replay at each of the 1,999 resumes (460,000)
@@ -170,7 +171,7 @@ def test_cells_merged_into_an_earlier_row_keep_its_clock(tmp_path: Path) -> None
     path = tmp_path / "r" / "metrics.jsonl"
     rows = [{"step": s, "loss": 0.1, "ts": 1.7e9 + 2 * s} for s in range(40)]
     write_rows(path, [*rows, {"step": 20, "eval/acc": 0.5}])
-    f = Follower([tmp_path])
+    f = Follower([tmp_path], on_resume=read_replaced)
     f.scan()
     (store,) = f.stores.values()
     assert store.wall_times[20] == 1.7e9 + 40 and store.value(20, "eval/acc") == 0.5

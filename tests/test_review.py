@@ -7,9 +7,9 @@ from pathlib import Path
 
 import numpy as np
 
-from steptable import render
-from steptable.columns import Col
 from steptable.ingest import Follower, RunStore
+from steptable.table import render
+from steptable.table.columns import Col
 
 
 def _good(step: int) -> bytes:
@@ -81,7 +81,7 @@ def test_steplogger_from_several_threads_writes_each_row_once(tmp_path: Path) ->
     import sys
     import threading
 
-    from steptable.logger import StepLogger
+    from steptable.logger.steplogger import StepLogger
 
     log = StepLogger([Col("step", 6, "step", "d"), Col("loss", 6, "loss", ".3f")], run_dir=tmp_path,
                      console=False, alerts=False)
@@ -144,7 +144,7 @@ def test_tail_csv_and_jsonl_keep_control_sequences_inert(tmp_path: Path) -> None
     import argparse
     import io
 
-    from steptable.tailcmd import run_tail
+    from steptable.cli.tail import run_tail
 
     path = tmp_path / "r" / "metrics.jsonl"
     path.parent.mkdir(parents=True)
@@ -163,8 +163,8 @@ def test_tail_csv_and_jsonl_keep_control_sequences_inert(tmp_path: Path) -> None
 
 
 def test_spec_without_precision_does_not_round_a_value_to_zero() -> None:
-    from steptable import render
-    from steptable.columns import Col
+    from steptable.table import render
+    from steptable.table.columns import Col
 
     cols = (Col("a", 9, "a", "f"), Col("b", 9, "b", "+f"))
     for row in ({"a": 1e-9, "b": 0.5}, {"a": 0.5, "b": -1e-9}, {"a": 0.0, "b": 0.0}):

@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 from conftest import run_cli
 
-from steptable import Col, StepLogger, render, runinfo
+from steptable import Col, StepLogger
 from steptable.schemas import routing_columns
+from steptable.table import render, runinfo
 
 CUSTOM = [
     Col("step", 5, "step", "d", "optimizer step"),
@@ -236,7 +237,7 @@ def test_arms_sharing_one_file_are_runs_of_their_own(tmp_path: Path, capsys: pyt
     merely carry an "arm" field, with no StepLogger description for it, stays one run."""
     from conftest import write_rows
 
-    from steptable.ingest.follow import load
+    from steptable.ingest.files.follow import load
 
     van = StepLogger(CUSTOM, run_dir=tmp_path / "exp", arm="vanilla", console=False, alerts=False)
     rta = StepLogger(CUSTOM, run_dir=tmp_path / "exp", arm="routeA", console=False, alerts=False)
@@ -269,7 +270,7 @@ def test_a_filter_shows_dump_only_columns_as_the_logger_declared_them(
 def test_arms_sharing_a_file_keep_their_rows_after_a_restart(tmp_path: Path) -> None:
     """The shared file is replaced by a new run in which the other arm logs first: each arm's rows stay in its
     own run (the arm stores were made anew, empty stores being falsy, and the follower kept the old ones)."""
-    from steptable.ingest.follow import Follower
+    from steptable.ingest.files.follow import Follower
 
     def session(order: list[str]) -> None:
         loggers = {arm: StepLogger(CUSTOM, run_dir=tmp_path / "exp", arm=arm, console=False, alerts=False)
@@ -291,7 +292,7 @@ def test_arms_sharing_a_file_keep_their_rows_after_a_restart(tmp_path: Path) -> 
 
 
 def test_every_arm_of_a_crowded_shared_file_is_a_run(tmp_path: Path) -> None:
-    from steptable.ingest.follow import load
+    from steptable.ingest.files.follow import load
 
     loggers = [StepLogger(CUSTOM, run_dir=tmp_path / "exp", arm=f"arm{i:02d}", console=False, alerts=False)
                for i in range(70)]

@@ -9,9 +9,7 @@ from typing import Any
 
 import pytest
 
-from steptable import render
-from steptable.columns import Col, ColumnError
-from steptable.formatting import display_width
+from steptable.ingest.readers.hf import classify_log_entry
 from steptable.schemas import (
     GENERIC,
     SCHEMAS,
@@ -20,7 +18,6 @@ from steptable.schemas import (
     Schema,
     SideFile,
     auto_col,
-    classify_log_entry,
     get_schema,
     layout,
     legend_for,
@@ -29,6 +26,9 @@ from steptable.schemas import (
     side_file,
 )
 from steptable.schemas.headers import MAX_HEADER
+from steptable.table import render
+from steptable.table.columns import Col, ColumnError
+from steptable.table.formatting import display_width
 
 
 class Rows:
@@ -328,7 +328,7 @@ def test_nan_is_not_informative() -> None:
 
 
 def test_keys_as_the_trainers_docs_spell_them() -> None:
-    from steptable.ingest.console import parse_console_line
+    from steptable.ingest.readers.console import parse_console_line
 
     tinker = Rows([{"step": 0, "progress/batch": 0, "env/all/reward/total": 0.5, "entropy": 0.71,
                     "kl_sample_train_v1": 0.0012, "ac_tokens_per_turn": 312.5}], path="run/metrics.jsonl")

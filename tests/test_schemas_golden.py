@@ -21,11 +21,11 @@ from fixtures_gen import (
     write_verl,
 )
 
-from steptable import render
-from steptable.columns import streamed
-from steptable.formatting import display_width
 from steptable.ingest import RunStore, load
 from steptable.schemas import ROUTING, Schema, detect, layout, legend_for
+from steptable.table import render
+from steptable.table.columns import streamed
+from steptable.table.formatting import display_width
 
 Golden = Callable[[str, str], None]
 

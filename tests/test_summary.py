@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from conftest import FakeRun
 
-from steptable.alerts import Alert
-from steptable.summary import column_stats, rate_text, summarize, trend_pct
+from steptable.alerts.engine import Alert
+from steptable.summary.report import column_stats, rate_text, summarize, trend_pct
 
 Golden = Callable[[str, str], None]
 NOW = 1_700_100_000.0
@@ -231,7 +231,7 @@ def test_a_trend_beyond_the_noise_still_shows() -> None:
 
 
 def test_summary_help_says_what_tr_means(capsys: pytest.CaptureFixture[str]) -> None:
-    from steptable.cli import main
+    from steptable.cli.main import main
 
     with pytest.raises(SystemExit):
         main(["summary", "--help"])
@@ -244,7 +244,7 @@ def test_summary_hands_the_alert_scan_only_the_columns_it_watches(
     """Every column of a 1M-row run as Python cells took 1.75 GB beside a 0.7 GB store; scan reads the role keys."""
     from conftest import run_cli, write_rows
 
-    import steptable.alerts as alerts
+    import steptable.alerts.engine as alerts
 
     rows = ({"step": s, "loss": 1 / (s + 1), "rew": s / 50, **{f"m{j}": s * j for j in range(30)}} for s in range(50))
     write_rows(tmp_path / "r" / "metrics.jsonl", rows)

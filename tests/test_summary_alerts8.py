@@ -7,8 +7,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from steptable.alerts import Alert
-from steptable.summary import alert_groups, alerts_text, summarize
+from steptable.alerts.engine import Alert
+from steptable.summary.report import alert_groups, alerts_text, summarize
 
 NOW = 1_700_100_000.0
 SPIKES = [110, 224, 421, 505, 555, 595, 829, 1000, 1176, 1289, 1344, 1422, 1580, 1604, 1838, 2347, 2662, 2686, 2740]

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from conftest import run_cli, write_rows
 
-from steptable.summary import trend_pct
+from steptable.summary.report import trend_pct
 
 Cap = pytest.CaptureFixture[str]
 

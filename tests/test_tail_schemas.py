@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from fixtures_gen import write_all
 
-from steptable.cli import main
+from steptable.cli.main import main
 
 NAMES = ["routing", "retrain", "retrain_emergence", "verl", "tinyzero", "tinker", "trl", "maxent", "generic"]
 

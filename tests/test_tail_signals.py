@@ -17,9 +17,9 @@ from typing import IO
 import pytest
 from conftest import write_rows
 
-from steptable.cli import _parser
+from steptable.cli.main import _parser
+from steptable.cli.tailout import Tail
 from steptable.ingest import Follower
-from steptable.tailout import Tail
 
 NAN = float("nan")
 STOP_SIGNALS = [s for s in ("SIGTERM", "SIGINT", "SIGHUP") if hasattr(signal, s)]
@@ -153,7 +153,7 @@ def test_a_watch_that_never_found_a_run_ends_with_status_2(tmp_path: Path) -> No
 def test_a_watch_of_a_file_that_never_got_a_row_ends_with_status_2(tmp_path: Path) -> None:
     """A trainer that made its metrics file and hung before the first row: a watch that ends then checked nothing
     (2), where a one-shot read takes it for a run just started (0, "no rows yet")."""
-    from steptable.tailcmd import _status
+    from steptable.cli.tail import _status
 
     empty = tmp_path / "run" / "metrics.jsonl"
     empty.parent.mkdir()
@@ -218,7 +218,7 @@ def test_a_run_found_after_the_start_is_printed_from_its_first_row(tmp_path: Pat
 )
 def test_help_states_the_exit_statuses(cmd: str, said: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     """An agent or a CI script reads --help to learn what the status means (summary: alerts never change it)."""
-    from steptable.cli import main
+    from steptable.cli.main import main
 
     with pytest.raises(SystemExit) as e:
         main([cmd, "--help"])

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from conftest import following, run_cli, write_rows
 
-from steptable.demo import run_demo
+from steptable.demo.run import run_demo
 
 HOSTILE = "evil\x1b[2J\x1b]0;title\x07\x1b]52;c;ZXZpbA==\x07\u202e[bold red]markup[/]"
 
@@ -209,9 +209,9 @@ def test_a_live_run_past_the_step_column_widens_it(tmp_path: Path) -> None:
     header, instead of printing 1e5 for every later step."""
     import io
 
-    from steptable.cli import _parser
+    from steptable.cli.main import _parser
+    from steptable.cli.tail import Tail
     from steptable.ingest import Follower
-    from steptable.tailcmd import Tail
 
     path = tmp_path / "v1" / "exp.jsonl"
     verl = {"critic/score/mean": 0.5, "actor/pg_loss": 0.1, "actor/entropy": 0.6, "critic/rewards/mean": 0.5}
@@ -353,9 +353,9 @@ def test_the_empty_key_is_named_where_it_cannot_be_a_column(tmp_path: Path,
 def _live(tmp_path: Path, argv: list[str]) -> tuple[object, object, object, object]:
     import io
 
-    from steptable.cli import _parser
+    from steptable.cli.main import _parser
+    from steptable.cli.tail import Tail
     from steptable.ingest import Follower
-    from steptable.tailcmd import Tail
 
     out, err = io.StringIO(), io.StringIO()
     follower = Follower([tmp_path])
@@ -421,7 +421,7 @@ def test_follow_after_a_resume_prints_the_new_rows(tmp_path: Path) -> None:
 
 
 def test_follow_keeps_reporting_bad_lines_past_the_kept_ones(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import steptable.ingest.follow as follow_mod
+    import steptable.ingest.files.follow as follow_mod
 
     monkeypatch.setattr(follow_mod, "BAD_TOLD", 10**9)  # (a file's bad lines are told BAD_TOLD times: here, all)
     path = tmp_path / "a" / "metrics.jsonl"
@@ -521,7 +521,7 @@ def test_output_that_cannot_be_written_is_one_line_and_status_2(tmp_path: Path) 
             )
         assert p.returncode == 2 and "cannot write the output" in p.stderr and "Traceback" not in p.stderr
     p = subprocess.run(
-        [sys.executable, "-c", "import os, sys; os.close(1); sys.stdout = None; from steptable.cli import main; "
+        [sys.executable, "-c", "import os, sys; os.close(1); sys.stdout = None; from steptable.cli.main import main; "
          f"sys.exit(main(['tail', {str(tmp_path)!r}]))"], stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     assert p.returncode == 2 and "no standard output" in p.stderr

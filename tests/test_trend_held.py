@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from conftest import run_cli, write_rows
 
-from steptable.colstats import hold_length, trend_pct
+from steptable.summary.trend import hold_length, trend_pct
 
 Cap = pytest.CaptureFixture[str]
 

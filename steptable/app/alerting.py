@@ -1,4 +1,4 @@
-"""AlertScanner: runs steptable.alerts over the rows each run gains, in its own thread, a chunk at a time.
+"""AlertScanner: runs steptable.alerts.engine over the rows each run gains, in its own thread, a chunk at a time.
 
 Its own thread so that the follower keeps reading files while a long history is scanned (the detectors cost tens of
 microseconds a row: minutes of a million-row run), and chunks with a short sleep between them so that the UI thread
@@ -17,7 +17,7 @@ from textual.message import Message
 from steptable.app.messages import AlertsFound, FeedProblem
 
 if TYPE_CHECKING:
-    from steptable.alerts import Alert, AlertEngine
+    from steptable.alerts.engine import Alert, AlertEngine
 
 #: rows fed to the detectors between two pauses
 CHUNK = 1000
@@ -80,7 +80,7 @@ class AlertScanner:
         """Feed the rows added since the last call to this run's engine (from the top after a reset, from the
         earliest resume point after resumes; cells merged into rows already fed, and rows inserted among them, are
         fed too); returns and posts what they raise."""
-        from steptable.alerts import AlertEngine, feed_columns, resumed_engine
+        from steptable.alerts.engine import AlertEngine, feed_columns, resumed_engine
 
         gen = int(getattr(store, "generation", 0))
         fed = self._engines.get(rid)
@@ -146,8 +146,8 @@ class AlertScanner:
     def _end(self, fed: _Fed, store: Any, n: int) -> tuple[Alert, float] | None:
         """How the run's StepLogger block ended, when not normally (alerts.end_alert), at the last step, and the
         close it is for; None when not, or already said for this close. The store's lock is held."""
-        from steptable.alerts import end_alert
-        from steptable.runinfo import closed_at
+        from steptable.alerts.engine import end_alert
+        from steptable.table.runinfo import closed_at
 
         meta = getattr(store, "meta", None)
         info = meta.get("runinfo") if isinstance(meta, dict) else None

@@ -31,7 +31,7 @@ from steptable.app.widgets.grid import StepGrid
 from steptable.app.widgets.keys import KeyBar
 from steptable.app.widgets.panels import ChartPanel, DiagnosticsPanel, LegendPanel
 from steptable.app.widgets.status import StatusBar
-from steptable.formatting import sanitize
+from steptable.table.formatting import sanitize
 
 Clock = Callable[[], float]
 

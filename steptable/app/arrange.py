@@ -12,10 +12,10 @@ from textual.css.query import NoMatches
 from textual.screen import Screen
 from textual.widget import Widget
 
-from steptable import render
 from steptable.app.viewers import ViewerActions
 from steptable.app.widgets.grid import StepGrid
 from steptable.app.widgets.panels import LegendPanel
+from steptable.table import render
 
 if TYPE_CHECKING:
     from steptable.app.widgets.arm import ArmPanel

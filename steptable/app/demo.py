@@ -15,7 +15,7 @@ START_COLUMN = "hack_s"
 
 def run_demo_app(out_dir: str | Path, steps: int = 500, interval: float = 0.5, theme: str | None = None) -> int:
     """Write the demo run into ``out_dir`` while the app shows it; the writer stops when the app exits."""
-    from steptable.demo import run_demo
+    from steptable.demo.run import run_demo
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)

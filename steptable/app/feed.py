@@ -18,7 +18,7 @@ from textual.message import Message
 from steptable.app.alerting import AlertScanner
 from steptable.app.messages import FeedProblem, PreviewReady, RunsChanged
 from steptable.app.model import Store
-from steptable.formatting import sanitize
+from steptable.table.formatting import sanitize
 
 #: files larger than this get a tail preview before their full parse
 PREVIEW_MIN_BYTES = 32 * 1024 * 1024
@@ -73,9 +73,10 @@ class Feed:
     @property
     def follower(self) -> FollowerLike:
         if self._follower is None:
+            from steptable.alerts.replaced import read_replaced
             from steptable.ingest import Follower
 
-            self._follower = Follower(self.paths, poll=self.poll)
+            self._follower = Follower(self.paths, poll=self.poll, on_resume=read_replaced)
         return self._follower
 
     @property
@@ -114,7 +115,7 @@ class Feed:
     def _read_ahead(self, out: queue.SimpleQueue[PreviewReady | None]) -> None:
         try:
             from steptable.ingest import discover, preview_tail
-            from steptable.ingest.discover import sniff_jsonl
+            from steptable.ingest.files.discover import sniff_jsonl
 
             self.follower  # noqa: B018  (builds the Follower here, off the UI thread)
             if self.preview_min_bytes > 0:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from steptable.app.layouts import Layouts
 from steptable.app.model import Store
-from steptable.columns import Col
+from steptable.table.columns import Col
 
 if TYPE_CHECKING:  # (imported when first needed: the first frame does not wait for them)
     from steptable.schemas import Schema

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from steptable.columns import Col
+from steptable.table.columns import Col
 
 if TYPE_CHECKING:  # (imported when first needed, as the Session does: the first frame does not wait for them)
     from steptable.schemas import RunView, Schema

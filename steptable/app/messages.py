@@ -10,7 +10,7 @@ from textual.message import Message
 from steptable.app.model import Store
 
 if TYPE_CHECKING:  # the alerts module is imported by the alert thread, off the first frame's path
-    from steptable.alerts import Alert
+    from steptable.alerts.engine import Alert
 
 
 @dataclass

@@ -15,8 +15,8 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any, Protocol
 
-from steptable.columns import Col
-from steptable.formatting import to_float
+from steptable.table.columns import Col
+from steptable.table.formatting import to_float
 
 
 class Bad(Protocol):
@@ -240,7 +240,7 @@ def _logged(store: Store, i: int, key: str) -> bool:
 
 def ended(store: Store) -> bool:
     """The run's StepLogger was closed (its steptable.json says so): the run ended, it cannot stall."""
-    from steptable.runinfo import closed_at
+    from steptable.table.runinfo import closed_at
 
     meta = getattr(store, "meta", None)
     return isinstance(meta, dict) and closed_at(meta.get("runinfo")) is not None

@@ -21,10 +21,10 @@ from steptable.app.model import (
     usual_interval,
 )
 from steptable.app.widgets.status import Event, bad_line
-from steptable.columns import Col
+from steptable.table.columns import Col
 
 if TYPE_CHECKING:  # (imported when first needed: the first frame does not wait for them)
-    from steptable.alerts import Alert
+    from steptable.alerts.engine import Alert
     from steptable.schemas import Schema
 
 MAX_ALERTS = 5000
@@ -129,7 +129,7 @@ class Session:
         return True
 
     def _say(self, text: str) -> None:
-        from steptable.formatting import sanitize
+        from steptable.table.formatting import sanitize
 
         if text not in self._said:
             self._said.add(text)
@@ -354,7 +354,7 @@ class Session:
 
     def check_stalls(self, now: float) -> dict[str, float]:
         """Runs not written for much longer than their usual row interval: run id -> seconds since the last row."""
-        from steptable.alerts import clockless_gap
+        from steptable.alerts.engine import clockless_gap
 
         self.stalls = {}
         for rid, r in self.runs.items():
@@ -371,7 +371,7 @@ class Session:
 
     def events(self, recent: int | None = None) -> list[Event]:
         """Stalled runs first, then errors, bad lines and warnings, newest first within each (all when no limit)."""
-        from steptable.alerts import fmt_age
+        from steptable.alerts.engine import fmt_age
 
         labels = self.labels()
         out = []

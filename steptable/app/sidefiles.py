@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from steptable.ingest.hf import decode_document
 from steptable.ingest.parse import NONFINITE, LineError, decode_line
+from steptable.ingest.readers.hf import decode_document
 
 _ITER_DIR = re.compile(r"iteration_(\d+)$")
 _RICH = re.compile(r"_step_(\d+)\.json$")

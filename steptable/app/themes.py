@@ -21,7 +21,7 @@ from pathlib import Path
 from textual.css.stylesheet import Stylesheet
 from textual.theme import Theme
 
-from steptable.formatting import sanitize
+from steptable.table.formatting import sanitize
 
 DEFAULT_THEME = "dark"
 _VAR = re.compile(r"^\s*\$([A-Za-z0-9_-]+)\s*:\s*([^;]+?)\s*;", re.M)

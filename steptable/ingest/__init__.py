@@ -7,16 +7,16 @@
 - :func:`decode_line`, :func:`flatten`, :class:`JsonlParser`, :class:`ConsoleParser`, :class:`FileTail`: the pieces.
 """
 
-from steptable.ingest.console import ConsoleParser, parse_console_line
-from steptable.ingest.discover import Candidate, discover
-from steptable.ingest.follow import Follower, load
-from steptable.ingest.hf import parse_trainer_state
-from steptable.ingest.jsonl import JsonlParser
+from steptable.ingest.files.discover import Candidate, discover
+from steptable.ingest.files.follow import Follower, load
+from steptable.ingest.files.preview import preview_tail
+from steptable.ingest.files.tail import FileTail
 from steptable.ingest.parse import MISSING, STEP_KEYS, BadLine, LineError, decode_line, flatten
 from steptable.ingest.parsed import Parsed
-from steptable.ingest.preview import preview_tail
+from steptable.ingest.readers.console import ConsoleParser, parse_console_line
+from steptable.ingest.readers.hf import parse_trainer_state
+from steptable.ingest.readers.jsonl import JsonlParser
 from steptable.ingest.store import RunStore
-from steptable.ingest.tail import FileTail
 
 __all__ = [
     "MISSING",

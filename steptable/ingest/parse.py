@@ -1,6 +1,6 @@
 """Line-level JSON parsing: the tolerant per-line decoder, non-finite literals, flattening. Pure.
 
-The fast columnar path lives in :mod:`steptable.ingest.fastpath`; this module is what it falls back to, line by line,
+The fast columnar path is :mod:`steptable.ingest.readers.fastpath`; this module is its fallback, line by line,
 for a chunk that the fast path cannot take (a malformed line, a new key, a type change).
 
 msgspec rejects what Python's ``json.dumps`` writes for non-finite floats (bare ``NaN``, ``Infinity``,

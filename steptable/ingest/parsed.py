@@ -1,6 +1,6 @@
 """The vocabulary of parsed input: the :class:`Parsed` chunk every reader hands a store, and the test of which cells
 are measurements (:func:`measured`, :func:`counter`, ``BOOKKEEPING_KEYS``) that the resume rule of
-:class:`~steptable.ingest.store.RunStore` and :mod:`steptable.endofrun` share. Pure, and free of the store itself."""
+:class:`~steptable.ingest.store.RunStore` and :mod:`steptable.logger.endofrun` share. Pure; free of the store."""
 
 from __future__ import annotations
 

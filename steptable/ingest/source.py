@@ -14,17 +14,17 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
-from steptable import runinfo
-from steptable.ingest.arms import ArmSplit
-from steptable.ingest.console import ConsoleParser
-from steptable.ingest.csvlog import CsvParser
-from steptable.ingest.discover import Candidate
-from steptable.ingest.hf import newest_trainer_state, parse_trainer_state, trainer_states
-from steptable.ingest.jsonl import JsonlParser, LineNo
+from steptable.ingest.files.discover import Candidate
+from steptable.ingest.files.tail import MAX_LINE, RESET, FileTail, Lines
 from steptable.ingest.parse import BadLine
 from steptable.ingest.parsed import Parsed
-from steptable.ingest.store import RunStore
-from steptable.ingest.tail import MAX_LINE, RESET, FileTail, Lines
+from steptable.ingest.readers.arms import ArmSplit
+from steptable.ingest.readers.console import ConsoleParser
+from steptable.ingest.readers.csvlog import CsvParser
+from steptable.ingest.readers.hf import newest_trainer_state, parse_trainer_state, trainer_states
+from steptable.ingest.readers.jsonl import JsonlParser, LineNo
+from steptable.ingest.store import ResumeReader, RunStore
+from steptable.table import runinfo
 
 MAX_META = 4 * 1024 * 1024
 #: a ``trainer_state.json`` is re-read whole on every change; one beyond this is reported, not read
@@ -73,10 +73,10 @@ class _Parser(Protocol):
 
 
 class Source:
-    def __init__(self, cand: Candidate, report: Report) -> None:
+    def __init__(self, cand: Candidate, report: Report, on_resume: ResumeReader | None = None) -> None:
         self.cand = cand
         self.report = report
-        self.store = RunStore(cand.run_id, cand.path, cand.kind, cand.arm)
+        self.store = RunStore(cand.run_id, cand.path, cand.kind, cand.arm, on_resume)
         self.store.side_files = cand.side_files
         self.exposed = cand.confirmed and cand.kind != "console"
         self.dead = False  # not a run after all: the follower drops it
@@ -99,8 +99,9 @@ class Source:
 class TailSource(Source):
     """A JSONL metrics file or a console log, tailed."""
 
-    def __init__(self, cand: Candidate, report: Report, max_line: int = MAX_LINE) -> None:
-        super().__init__(cand, report)
+    def __init__(self, cand: Candidate, report: Report, max_line: int = MAX_LINE,
+                 on_resume: ResumeReader | None = None) -> None:
+        super().__init__(cand, report, on_resume)
         label = str(cand.path)
         self.tail = FileTail(cand.path, label, max_line=max_line)
         self.parser: _Parser = (
@@ -129,7 +130,7 @@ class TailSource(Source):
             target.add(part, now)
 
     def _arm_store(self, arm: str) -> RunStore:
-        st = RunStore(f"{self.cand.run_id}#{arm}", self.cand.path, self.cand.kind, arm)
+        st = RunStore(f"{self.cand.run_id}#{arm}", self.cand.path, self.cand.kind, arm, self.store.on_resume)
         st.side_files = self.cand.side_files
         self.arm_stores[arm] = st
         return st
@@ -144,7 +145,7 @@ class TailSource(Source):
                 # SB3 and Lightning rewrite a CSV from the top when they add a key: read it aside, and keep the
                 # rows shown when the new file only adds to them (_settle)
                 self.parser.reset()
-                store = RunStore(self.store.run, self.store.path, "csv", self.store.arm)
+                store = RunStore(self.store.run, self.store.path, "csv", self.store.arm, self.store.on_resume)
                 now = math.nan
                 changed = True
             elif ev is RESET:
@@ -200,7 +201,7 @@ class TailSource(Source):
         old.add_bad(new.bad)
 
     def _runinfo(self, store: RunStore) -> bool:
-        """Read the StepLogger's description of ``store``'s rows (steptable.runinfo) when it appears or changes: two
+        """Read the StepLogger's description of ``store``'s rows (table.runinfo) when it appears or changes: two
         stats a poll. True when it changed (the run ended, for one)."""
         for path in runinfo.candidates(self.cand.path, store.arm):
             try:
@@ -274,8 +275,8 @@ class TailSource(Source):
 class StateSource(Source):
     """An HF ``trainer_state.json`` run: the newest file of the run directory, re-read whole when it changes."""
 
-    def __init__(self, cand: Candidate, report: Report) -> None:
-        super().__init__(cand, report)
+    def __init__(self, cand: Candidate, report: Report, on_resume: ResumeReader | None = None) -> None:
+        super().__init__(cand, report, on_resume)
         self._sig: tuple[str, int, int, int] | None = None
         self._failed: tuple[str, int, int, int] | None = None
         self._reported: tuple[str, int, int, int] | None = None
@@ -374,10 +375,12 @@ class StateSource(Source):
         return True
 
 
-def make_source(cand: Candidate, report: Report, max_line: int = MAX_LINE) -> Source:
+def make_source(
+    cand: Candidate, report: Report, max_line: int = MAX_LINE, on_resume: ResumeReader | None = None
+) -> Source:
     if cand.kind == "trainer_state":
-        return StateSource(cand, report)
-    return TailSource(cand, report, max_line)
+        return StateSource(cand, report, on_resume)
+    return TailSource(cand, report, max_line, on_resume)
 
 
 def load_meta(store: RunStore, cand: Candidate) -> None:

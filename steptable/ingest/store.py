@@ -38,11 +38,11 @@ import time
 from array import array
 from bisect import bisect_left
 from collections import deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from itertools import islice
 from operator import lt
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeAlias
 
 from steptable.ingest.parse import BadLine
 from steptable.ingest.parsed import BOOKKEEPING_KEYS, Parsed, counter, measured
@@ -60,6 +60,12 @@ MAX_REPLACED_ALERTS = 100
 MAX_REPLACED_READ = 20_000
 
 
+#: Reads the rows a resume is about to drop (``store``, the index of the first one, a budget of rows to read) and
+#: returns (what it found there, rows it read). The alert layer provides one (steptable.alerts.replaced); the store
+#: only keeps its findings, so a reader that meets the file after a restart still learns why the run was restarted.
+ResumeReader: TypeAlias = "Callable[[RunStore, int, int], tuple[list[Any], int]]"
+
+
 def _too_many_keys(first: str | None) -> str:
     return (
         f"more than {MAX_KEYS} distinct keys: keys first seen after that are not stored (the first: {first!r:.60}); "
@@ -70,8 +76,11 @@ def _too_many_keys(first: str | None) -> str:
 class RunStore(ColumnTable):
     """Columnar per-run storage with a step index. See the module docstring for placement and thread rules."""
 
-    def __init__(self, run: str, path: str | Path, kind: str = "jsonl", arm: str = "") -> None:
+    def __init__(
+        self, run: str, path: str | Path, kind: str = "jsonl", arm: str = "", on_resume: ResumeReader | None = None
+    ) -> None:
         self.run = run
+        self.on_resume = on_resume
         self.path = Path(path)
         self.kind = kind
         self.arm = arm
@@ -95,7 +104,7 @@ class RunStore(ColumnTable):
         self._clear_table()
         self._told_dropped = False
         self.resumes: list[int] = []
-        self.replaced: list[Any] = []  # alerts (steptable.alerts.Alert) of rows resumes replaced, the first ones
+        self.replaced: list[Any] = []  # alerts (steptable.alerts.engine.Alert) of rows resumes replaced, the first ones
         self._replay_read = 0  # rows read for them so far (replays included)
         self._dropped = 0  # rows resumes replaced so far
         self.step_key: str | None = None
@@ -378,10 +387,8 @@ class RunStore(ColumnTable):
         self._edited(step, None)
 
     def _note_replaced(self, i: int) -> None:
-        """Before a resume drops rows ``i:``: their alerts, for a reader that meets the file after the restart (a
-        summary an hour later said "alerts 0" of a run restarted after a NaN loss)."""
-        from steptable.replaced import replaced_alerts  # (stdlib only; it reads stores, so not imported at the top)
-
+        """Before a resume drops rows ``i:``: what ``on_resume`` finds in them (their alerts), for a reader that meets
+        the file after the restart."""
         room = MAX_REPLACED_ALERTS - len(self.replaced)
         # what they may read: a fixed amount, and a fiftieth of the rows the file has held, so a file of 8 ranks'
         # rows out of step (a resume every 6 rows) or of 2,000 short runs stays within a second more (a row
@@ -389,8 +396,8 @@ class RunStore(ColumnTable):
         # nodes restarted a hundred times still says the NaN loss it was last restarted over)
         left = MAX_REPLACED_READ + (len(self._steps) + self._dropped) // 50 - self._replay_read
         self._dropped += len(self._steps) - i
-        if room > 0:
-            found, read = replaced_alerts(self, i, budget=left)
+        if room > 0 and self.on_resume is not None:
+            found, read = self.on_resume(self, i, left)
             self._replay_read += read
             self.replaced.extend(found[:room])
 

@@ -6,8 +6,7 @@
         line = render.row(cols, schema.derive(row))   # derive() adds derived and aliased values
 
 Built-ins: routing, retrain, verl, tinyzero, tinker, trl, maxent-grpo, generic. User schemas: TOML files
-(``steptable.user``). ``side_file(path)`` says which files hold no step rows; ``classify_log_entry`` sorts a
-``trainer_state.json`` log_history entry into train / eval / summary.
+(``steptable.schemas.user``). ``side_file(path)`` says which files hold no step rows.
 """
 
 from __future__ import annotations
@@ -49,7 +48,6 @@ from steptable.schemas.registry import (
     user_schemas,
 )
 from steptable.schemas.routing import routing_columns
-from steptable.schemas.trl import classify_log_entry
 from steptable.schemas.user import SchemaFileError, config_dir, load_schema_file, schema_files
 from steptable.schemas.widths import cells_outgrown, first_look, widened
 
@@ -68,7 +66,6 @@ __all__ = [
     "auto_col",
     "by_schema",
     "cells_outgrown",
-    "classify_log_entry",
     "config_dir",
     "derive_rows",
     "detect",

@@ -12,11 +12,11 @@ from collections.abc import Mapping, Sequence
 from fnmatch import fnmatchcase
 from typing import Any
 
-from steptable.columns import Better, Col
-from steptable.formatting import display_width, format_value, numeric_pair, sanitize
 from steptable.schemas.base import META_KEYS, STEP_KEYS, RunView, Schema
 from steptable.schemas.headers import short_headers
 from steptable.schemas.widths import narrowest
+from steptable.table.columns import Better, Col
+from steptable.table.formatting import display_width, format_value, numeric_pair, sanitize
 
 __all__ = [
     "auto_col", "by_key", "fit", "hidden_keys", "informative", "layout", "own_step_keys", "run_keys", "sample_values",

@@ -21,8 +21,8 @@ from functools import cached_property
 from pathlib import Path, PurePath
 from typing import Any, Protocol
 
-from steptable.columns import Col, ColumnError, validate
 from steptable.schemas.parts import SIDE_KINDS, Derived, Rule, SideFile, ratio_pair
+from steptable.table.columns import Col, ColumnError, validate
 
 __all__ = [
     "META_KEYS", "SIDE_KINDS", "STEP_KEYS", "Derived", "Rule", "RunView", "Schema", "SideFile", "derive_rows",

@@ -39,8 +39,8 @@ import unicodedata
 from collections.abc import Collection, Iterable, Iterator
 from functools import cache
 
-from steptable.cells import cut_middle, one_word
-from steptable.formatting import char_cells, cut, display_width, sanitize
+from steptable.table.cells import cut_middle, one_word
+from steptable.table.formatting import char_cells, cut, display_width, sanitize
 
 #: widest automatic header, in cells
 MAX_HEADER = 18

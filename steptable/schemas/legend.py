@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, cast
 
-from steptable import render
-from steptable.formatting import display_width, pad, sanitize
 from steptable.schemas.arrange import hidden_keys, layout
 from steptable.schemas.base import RunView, Schema
 from steptable.schemas.registry import by_schema
+from steptable.table import render
+from steptable.table.formatting import display_width, pad, sanitize
 
 
 def _runs(target: Any) -> list[RunView] | None:

@@ -9,7 +9,7 @@ from fnmatch import fnmatchcase
 from pathlib import PurePath
 from typing import Any
 
-from steptable.columns import Better, ColumnError, check_fmt
+from steptable.table.columns import Better, ColumnError, check_fmt
 
 #: the kinds of side files viewers know how to show
 SIDE_KINDS = frozenset({"generations", "rollout_summaries", "logtree", "checkpoints", "config", "timing_spans"})

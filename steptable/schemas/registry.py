@@ -13,12 +13,12 @@ from collections.abc import Callable, Sequence
 from pathlib import Path, PurePath
 from typing import Protocol, TypeVar
 
-from steptable import runinfo
-from steptable.columns import Col, streamed
 from steptable.schemas import generic, retrain, tinker, tinyzero, trl, verl
 from steptable.schemas.base import META_KEYS, STEP_KEYS, Rule, Schema, SideFile
 from steptable.schemas.routing import DIAGNOSTIC_KEYS, routing_columns
 from steptable.schemas.user import LOCAL_NAME, SchemaFileError, load_user_schemas, nearest_local, unused_error
+from steptable.table import runinfo
+from steptable.table.columns import Col, streamed
 
 #: the routing arms' distinctive keys
 ROUTING_MARKERS = frozenset({"hack_s", "gt_s", "rew_s", "ref_eq", "hack_t", "gt_t", *DIAGNOSTIC_KEYS})
@@ -85,7 +85,7 @@ def get_schema(name: str, near: str | os.PathLike[str] | Sequence[str | os.PathL
 
 def _files_below(root: Path) -> list[Path]:
     """The log directories' schema files under ``root`` (as discovery walks it), nearest first."""
-    from steptable.ingest.walk import walk  # (walk is stdlib only; the package's __init__ reads schemas)
+    from steptable.ingest.files.walk import walk  # (walk is stdlib only; the package's __init__ reads schemas)
 
     found = [f for f, _ in walk(root) if f.name == LOCAL_NAME and f.parent != root] if os.path.isdir(root) else []
     return sorted(found, key=lambda f: len(f.parts))
@@ -136,7 +136,7 @@ _CHECKED: dict[int, tuple[dict[str, object], tuple[Col, ...] | None]] = {}
 
 
 def logged_schema(run: object) -> Schema | None:
-    """The schema a run's StepLogger printed it with (its ``steptable.json``, steptable.runinfo), so that ``tail``,
+    """The schema a run's StepLogger printed it with (its ``steptable.json``, table.runinfo), so that ``tail``,
     ``summary``, ``legend`` and ``watch`` show it with the same columns, numbers and words; None without one. A
     routing column set (any of its configurations) is the routing schema; arms logged with one column set share one
     schema (and so one layout)."""

@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path, PurePath
 
-from steptable.columns import Col
 from steptable.schemas.base import Derived, Rule, Schema, SideFile, ratio_pair
+from steptable.table.columns import Col
 
 #: keys only retrain writes (in metrics.jsonl)
 MARKERS = frozenset({

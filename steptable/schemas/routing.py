@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from steptable.columns import Col, ColumnError, validate
-from steptable.formatting import display_width
+from steptable.table.columns import Col, ColumnError, validate
+from steptable.table.formatting import display_width
 
 #: keys of the diagnostics block (computed by steptable.diagnostics.RoutingMonitor)
 DIAGNOSTIC_KEYS = ("auroc", "cos", "qmass", "keep", "resid", "rout", "tlo", "thi", "stale")

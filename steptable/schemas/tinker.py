@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from steptable.columns import Col
 from steptable.schemas.base import Rule, Schema, SideFile
+from steptable.table.columns import Col
 
 MARKERS = frozenset({
     "progress/done_frac", "progress/batch", "env/all/reward/total", "optim/lr", "optim/kl_sample_train_v1",

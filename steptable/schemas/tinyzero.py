@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from steptable.columns import Col
 from steptable.schemas import verl as v
 from steptable.schemas.base import Rule, Schema
+from steptable.table.columns import Col
 
 
 def match(path: Path, keys: Sequence[str]) -> float:

@@ -1,44 +1,13 @@
-"""HF Trainer / TRL (GRPOTrainer) and MaxEnt-GRPO: ``trainer_state.json`` ``log_history``.
-
-``log_history`` mixes three kinds of entries; ``classify_log_entry`` tells them apart for ingest:
-
-- ``"train"``: the metrics of a logging window (``loss``, ``reward``, ``learning_rate`` ... or MaxEnt's ``train/...``);
-- ``"eval"``: an evaluation at a step (every metric key starts with ``eval_`` / ``eval/``, or ``test_`` / ``test/``
-  after ``trainer.predict``); it shares its step with a train entry and is merged into that step's row;
-- ``"summary"``: the entry written once at the end of training (``train_runtime``, ``train_loss``, ``total_flos``,
-  ...): run metadata, not a step row.
-"""
+"""HF Trainer / TRL (GRPOTrainer) and MaxEnt-GRPO: the rows of ``trainer_state.json`` ``log_history`` (the reader,
+steptable.ingest.readers.hf, tells its train, eval and summary entries apart)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal
 
-from steptable.columns import Col
 from steptable.schemas.base import Rule, Schema, SideFile
-
-LogEntryKind = Literal["train", "eval", "summary"]
-
-#: keys that only the end-of-training summary entry carries
-SUMMARY_KEYS = frozenset({
-    "train_runtime", "train_samples_per_second", "train_steps_per_second", "total_flos", "train_loss",
-})
-#: bookkeeping keys present on every kind of entry
-_BOOKKEEPING = frozenset({"step", "epoch", "global_step", "train/global_step", "train/epoch", "num_input_tokens_seen"})
-_EVAL_PREFIXES = ("eval_", "eval/", "test_", "test/")
-
-
-def classify_log_entry(entry: Mapping[str, Any]) -> LogEntryKind:
-    """Whether a ``log_history`` entry is a training window, an evaluation, or the final run summary."""
-    keys = set(entry)
-    if keys & SUMMARY_KEYS and "loss" not in keys and "train/loss" not in keys:
-        return "summary"
-    metrics = [k for k in keys if k not in _BOOKKEEPING]
-    if metrics and all(k.startswith(_EVAL_PREFIXES) for k in metrics):
-        return "eval"
-    return "train"
-
+from steptable.table.columns import Col
 
 # ------------------------------------------------------------------------------------------------ detection
 

@@ -57,8 +57,6 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
-from steptable.columns import Col, ColumnError, check_fmt
-from steptable.formatting import display_width, format_value, sanitize
 from steptable.schemas.base import META_KEYS, STEP_KEYS, Rule, Schema, one_part
 from steptable.schemas.headers import short_headers
 from steptable.schemas.userdoc import _TABLES, _check_fields, _Doc, _doc, _line_of
@@ -69,6 +67,8 @@ from steptable.schemas.userdoc import SchemaFileError as SchemaFileError
 from steptable.schemas.userdoc import config_dir as config_dir
 from steptable.schemas.userdoc import nearest_local as nearest_local
 from steptable.schemas.userdoc import schema_files as schema_files
+from steptable.table.columns import Col, ColumnError, check_fmt
+from steptable.table.formatting import display_width, format_value, sanitize
 
 #: the names of the schemas StepLogger runs are shown with (``registry.logged_schema``): ``by_schema`` groups runs
 #: by name, so a user schema of one of them would share one table with the StepLogger runs

@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from steptable.columns import Col
 from steptable.schemas.base import Rule, Schema
+from steptable.table.columns import Col
 
 #: key prefixes of the verl family (verl and TinyZero)
 FAMILY_PREFIXES = (

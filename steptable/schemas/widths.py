@@ -7,8 +7,8 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
-from steptable.columns import Col
-from steptable.formatting import fmt_auto, format_value
+from steptable.table.columns import Col
+from steptable.table.formatting import fmt_auto, format_value
 
 
 def narrowest(value: Any, fmt: str | None, start: int = 1, limit: int = 12) -> int:

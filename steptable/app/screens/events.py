@@ -17,7 +17,7 @@ from textual.strip import Strip
 
 from steptable.app.widgets.keys import KeyBar
 from steptable.app.widgets.status import Event
-from steptable.formatting import display_width
+from steptable.table.formatting import display_width
 
 EMPTY = "no alerts, stalls or bad lines so far"
 

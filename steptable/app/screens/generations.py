@@ -23,7 +23,7 @@ from textual.widgets.option_list import Option
 
 from steptable.app.sidefiles import Sample, SideIndex, build_index
 from steptable.app.widgets.keys import KeyBar
-from steptable.formatting import sanitize
+from steptable.table.formatting import sanitize
 
 
 @dataclass

@@ -13,7 +13,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from steptable.app.widgets.keys import KeyBar
-from steptable.formatting import display_width
+from steptable.table.formatting import display_width
 
 Display = Callable[[Binding], str]
 

@@ -9,9 +9,9 @@ from textual.widgets import Static
 
 from steptable.app.model import Store, ended
 from steptable.app.widgets.grid import StepGrid
-from steptable.cells import cut_middle as cut_middle  # (re-exported: arm titles were its first user)
-from steptable.formatting import display_width, sanitize
-from steptable.runinfo import end_words, ended_by
+from steptable.table.cells import cut_middle as cut_middle  # (re-exported: arm titles were its first user)
+from steptable.table.formatting import display_width, sanitize
+from steptable.table.runinfo import end_words, ended_by
 
 
 class ArmPanel(Vertical):
@@ -52,7 +52,7 @@ class ArmPanel(Vertical):
     def title_text(self, store: Store | None, rows: int, now: float, width: int | None = None) -> str:
         """`` routeA  1,234 rows · 5s ago · 3 bad · following`` (plain text; every part sanitized). In ``width``
         cells the name is shortened (down to MIN_LABEL cells), never the state after it."""
-        from steptable.alerts import fmt_age
+        from steptable.alerts.engine import fmt_age
 
         parts = [f"{rows:,} rows"]
         if store is not None:

@@ -20,11 +20,11 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from steptable import render
 from steptable.app.model import Store, change_mark
 from steptable.app.widgets.lines import join_line, visible_columns
-from steptable.columns import Col
-from steptable.formatting import cut, pad, sanitize
+from steptable.table import render
+from steptable.table.columns import Col
+from steptable.table.formatting import cut, pad, sanitize
 
 _SEP = render.SEP
 

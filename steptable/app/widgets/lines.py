@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from rich.segment import Segment
 from rich.style import Style
 
-from steptable.render import SEP
+from steptable.table.render import SEP
 
 
 def visible_columns(spans: Sequence[tuple[int, int]], ends: Sequence[int], scroll_x: int,

@@ -19,11 +19,11 @@ from textual.app import ComposeResult
 from textual.containers import ScrollableContainer
 from textual.widgets import Static
 
-from steptable import render
 from steptable.app.model import Store, Summaries, Summary, downsample, spark
-from steptable.cells import cut_middle
-from steptable.columns import Col
-from steptable.formatting import cut, display_width, format_value, pad, sanitize
+from steptable.table import render
+from steptable.table.cells import cut_middle
+from steptable.table.columns import Col
+from steptable.table.formatting import cut, display_width, format_value, pad, sanitize
 
 Arm = tuple[str, Store, int]  # (label, store, rows shown)
 

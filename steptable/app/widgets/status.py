@@ -10,7 +10,7 @@ from rich.style import Style
 from rich.text import Text
 from textual.widgets import Static
 
-from steptable.formatting import sanitize
+from steptable.table.formatting import sanitize
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,402 @@
+"""Alert detectors over a run's per-step columns: pure, stdlib only, one ASCII line per alert.
+
+The StepLogger and ``steptable tail --alerts-only`` stream rows through :meth:`AlertEngine.update`; the app and the
+summary replay a stored run with :func:`scan` (same rows, same alerts).
+
+Each detector fires once per episode: when its condition starts; silent while it holds; re-armed after
+``AlertConfig.rearm`` clear rows where the column was present (a row without the key tells a detector nothing).
+An episode may escalate once, W -> E. Columns are found by role (:data:`DEFAULT_ROLES`, replaced per role by
+``AlertConfig(roles=...)``): a single-key role binds to its first candidate (table order) in the first row having
+any; ``kl`` and ``saturation`` watch every candidate present (ref-KL vs PPO-KL, truncation vs token clipping).
+Cells: numbers, bools (0/1), numeric strings ("nan"/"inf" too), ``(n, d)`` fractions (tuple, list, "n/d"; d == 0
+is no data). None and anything else is absent, never an error.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from collections.abc import Collection, Mapping, Sequence
+from statistics import median
+from typing import Any
+
+from steptable.alerts.detectors import _DETECTORS, _Detector, _Flat, _Latch, _NonFinite, _Window
+from steptable.alerts.rules import DEFAULT_ROLES as DEFAULT_ROLES
+from steptable.alerts.rules import MULTI_ROLES as MULTI_ROLES
+from steptable.alerts.rules import Alert as Alert
+from steptable.alerts.rules import AlertConfig as AlertConfig
+from steptable.alerts.rules import Level as Level
+from steptable.alerts.rules import cell_float as cell_float
+from steptable.alerts.rules import cell_frac as cell_frac
+from steptable.table import runinfo
+from steptable.table.formatting import fmt_auto as _f
+
+
+class AlertEngine:
+    """Streaming detectors: feed rows in order with :meth:`update`; poll :meth:`check_stall` while waiting."""
+
+    def __init__(self, config: AlertConfig | None = None) -> None:
+        self.config = config or AlertConfig()
+        self.roles = self.config.role_keys()
+        self._bound: dict[str, str] = {}
+        self._dets: dict[tuple[str, str], tuple[_Detector, ...]] = {}
+        self._last_step = 0
+        self._last_wall: float | None = None
+        # (never fewer than the intervals the stall test waits for: a short window must not switch it off)
+        self._dts = _Window(maxlen=max(1, self.config.window, self.config.stall_min_rows))
+        self._pauses: deque[float] = deque(maxlen=64)  # gaps past the stall threshold the run came back from
+        self._stalled = False
+        self._hack: deque[tuple[float, float]] = deque(maxlen=max(2, self.config.hack_window))
+        self._auroc: deque[float] = deque(maxlen=max(2, self.config.hack_window))
+        self._hack_latch = _Latch()
+
+    def _value(self, row: Mapping[str, Any], key: str) -> float | None:
+        v = cell_float(row.get(key))
+        if v is not None and self.config.nan_missing and v != v and isinstance(row.get(key), float):
+            return None
+        return v
+
+    def _keys(self, role: str, row: Mapping[str, Any]) -> list[str]:
+        cands = self.roles.get(role, ())
+        if role in MULTI_ROLES:
+            return [k for k in cands if k in row]
+        key = self._bound.get(role)
+        if key is None:
+            for k in cands:
+                if row.get(k) is not None:
+                    self._bound[role] = key = k
+                    break
+        return [key] if key is not None else []
+
+    def update(self, step: int, row: Mapping[str, Any], wall_time: float | None = None) -> list[Alert]:
+        """Feed one row (raw cells by key); returns the alerts that start at this row."""
+        out: list[Alert] = []
+        self._last_step = step
+        self._wall(wall_time)
+        for role, classes in _DETECTORS.items():
+            for key in self._keys(role, row):
+                x = self._value(row, key)
+                if x is None:
+                    continue
+                dets = self._dets.get((role, key))
+                if dets is None:
+                    dets = self._dets[(role, key)] = self._new(role, key, classes)
+                finite = math.isfinite(x)
+                for d in dets:
+                    if finite or d.nonfinite:
+                        if (a := d.feed(step, x)) is not None:
+                            out.append(a)
+        if (a := self._hack_update(step, row)) is not None:
+            out.append(a)
+        return _merge_nonfinite(out) if len(out) > 1 else out
+
+    def _new(self, role: str, key: str, classes: Sequence[type[_Detector]]) -> tuple[_Detector, ...]:
+        dets = tuple(c(self.config, key) for c in classes)
+        if role == "loss":
+            for d in dets:
+                if isinstance(d, _Flat):
+                    d.gate = self._grad_still
+        return dets
+
+    def still_flat(self) -> dict[str, str]:
+        """Key -> the message of each flat episode that goes on to the last row fed (:meth:`_Flat.still`)."""
+        return {d.key: m for dets in self._dets.values() for d in dets
+                if isinstance(d, _Flat) and (m := d.still()) is not None}
+
+    def _grad_still(self) -> bool:
+        """A loss flat for flat_rows rows is no learning signal only where the grad norm, if the run logs one, is
+        flat too: TRL's loss is round(beta * KL, 4), one value for hundreds of steps of a run that learns."""
+        key = self._bound.get("grad_norm")
+        flat = next((d for d in self._dets.get(("grad_norm", key or ""), ()) if isinstance(d, _Flat)), None)
+        return flat is None or flat.run >= self.config.flat_rows - 1  # - 1: its row comes after the loss's
+
+    def resumed(self) -> None:
+        """The next row starts a resumed run (rows replayed in step order: its clock restarts there). The gap to
+        it spans the crashed run's replaced rows and the restart: not a stall of the run being read."""
+        self._last_wall = None
+        self._stalled = False
+
+    def bind(self, role: str, key: str) -> None:
+        """Watch ``key`` for ``role`` (a single-key role not bound yet), as a reader of the rows before did; a
+        multi-key role watches every candidate present anyway. For a reader that replays only some of them."""
+        if role not in MULTI_ROLES:
+            self._bound.setdefault(role, key)
+
+    def set_nonfinite(self, key: str, on: bool, clear: int, since: int | None, known: bool = True) -> None:
+        """The non-finite test of ``key`` as reading the rows before would leave it: an episode ``on`` (said), with
+        ``clear`` finite cells since; the column finite since step ``since`` (None: not since its last non-finite
+        cell; not ``known``: what the rows fed so far say). For a reader that replays only some of those rows (the
+        rows a resume replaces)."""
+        for role, classes in _DETECTORS.items():
+            watched = key in self.roles.get(role, ()) if role in MULTI_ROLES else self._bound.get(role) == key
+            if not watched or not any(c.nonfinite for c in classes):
+                continue
+            dets = self._dets.get((role, key)) or self._dets.setdefault((role, key), self._new(role, key, classes))
+            for d in dets:
+                if isinstance(d, _NonFinite):
+                    d.latch.level, d.latch.clear = ("E" if on else None), clear
+                    if known:
+                        d.run, d.since = (0, d.since) if since is None else (max(1, d.run), since)
+
+    def carry(self, old: AlertEngine, at: int) -> None:
+        """Take from ``old`` (the engine this one replaces at a resume at step ``at``) the run-long values (a reward's
+        peak, a grad norm's lowest level) it set before ``at``: rows a bounded replay does not reach."""
+        for rk, dets in self._dets.items():
+            for d, o in zip(dets, old._dets.get(rk, ()), strict=False):
+                d.carry(o, at)
+
+    def _wall(self, wall_time: float | None) -> None:
+        t = cell_float(wall_time)
+        if t is None or not math.isfinite(t):
+            return
+        self._stalled = False
+        if self._last_wall is not None and t > self._last_wall:
+            gap = t - self._last_wall
+            if len(self._dts) >= self.config.stall_min_rows and gap > self._stall_after():
+                self._pauses.append(gap)
+            self._dts.append(gap)
+        self._last_wall = t if self._last_wall is None else max(t, self._last_wall)
+
+    def times_rows(self) -> bool:
+        """It has seen rows come far enough apart to check stalls itself (``check_stall``): a reader that saw a run's
+        rows arrive need not judge it by its file's age too."""
+        return self._last_wall is not None and len(self._dts) >= self.config.stall_min_rows
+
+    def _stall_after(self) -> float:
+        return max(self.config.stall_factor * self._dts.median(), self.config.stall_min_s)
+
+    def check_stall(self, now: float) -> list[Alert]:
+        """W once when no row came for ``stall_factor`` x the median row interval (at least ``stall_min_s``), unless
+        the run came back from two pauses at least two thirds as long: an evaluation every 50 steps or a checkpoint
+        save is the run's rhythm, said at its first two pauses, not at every one."""
+        c = self.config
+        if self._stalled or self._last_wall is None or len(self._dts) < c.stall_min_rows:
+            return []
+        med = self._dts.median()
+        gap = now - self._last_wall
+        if not gap > self._stall_after() or sum(1 for p in self._pauses if p * 1.5 >= gap) >= 2:
+            return []
+        self._stalled = True
+        msg = f"stalled: no row for {fmt_age(gap)} ({_f(gap / med)}x median {_f(med)}s/row)"
+        return [Alert("W", self._last_step, "", "stall", msg)]
+
+    def _hack_update(self, step: int, row: Mapping[str, Any]) -> Alert | None:
+        """W when the pooled hack rate rises while AUROC falls, comparing the two halves of the window."""
+        hk, au, got = self._keys("hack", row), self._keys("auroc", row), False
+        if hk:
+            raw = row.get(hk[0])
+            fr = cell_frac(raw)
+            if fr is None and (x := cell_float(raw)) is not None and math.isfinite(x):
+                fr = (x, 1.0)
+            if fr is not None:
+                self._hack.append(fr)
+                got = True
+        if au and (x := self._value(row, au[0])) is not None and math.isfinite(x):
+            self._auroc.append(x)
+            got = True
+        c, h, a = self.config, list(self._hack), list(self._auroc)
+        if not got or len(h) < (self._hack.maxlen or 0) or len(a) < (self._auroc.maxlen or 0):
+            return None
+        hh, ah = len(h) // 2, len(a) // 2
+        h0 = sum(n for n, _ in h[:hh]) / sum(d for _, d in h[:hh])
+        h1 = sum(n for n, _ in h[hh:]) / sum(d for _, d in h[hh:])
+        a0, a1 = sum(a[:ah]) / ah, sum(a[ah:]) / (len(a) - ah)
+        bad = h1 - h0 >= c.hack_rise and a0 - a1 >= c.auroc_drop
+        near = h1 - h0 >= c.clear_frac * c.hack_rise or a0 - a1 >= c.clear_frac * c.auroc_drop  # either still moving
+        if not self._hack_latch.step("W" if bad else None, c.rearm, near):
+            return None
+        msg = f"rising {_f(h0)}->{_f(h1)} while {au[0]} {_f(a0)}->{_f(a1)} (last {len(h)})"
+        return Alert("W", step, hk[0], "hack_auroc", msg)
+
+
+def _merge_nonfinite(found: list[Alert]) -> list[Alert]:
+    """One line for a step's non-finite columns (a divergence turns every metric NaN at once), under the first."""
+    nf = [a for a in found if a.kind == "nonfinite"]
+    if len(nf) < 2:
+        return found
+    # each column with its value (nan vs inf tells an overflow from a 0/0): "non-finite (nan) after ..." -> "nan"
+    also = ", ".join(f"{a.column} ({a.message.partition('(')[2].partition(')')[0]})" for a in nf[1:])
+    first = nf[0]
+    merged = Alert(first.level, first.step, first.column, first.kind, f"{first.message}; also {also}")
+    return [merged if a is first else a for a in found if a.kind != "nonfinite" or a is first]
+
+
+def fmt_age(seconds: float) -> str:
+    """Compact duration: 42s, 7.5m, 3.2h, 2.5d."""
+    s = max(0.0, seconds) if seconds == seconds else 0.0
+    for unit, size, below in (("s", 1, 99.5), ("m", 60, 5997), ("h", 3600, 172800)):  # (99.6s: 1.66m, not 100s)
+        if s < below:
+            return f"{s:.0f}s" if unit == "s" else f"{_f(s / size)}{unit}"
+    return f"{_f(s / 86400)}d"
+
+
+def end_alert(info: dict[str, Any] | None, step: int) -> Alert | None:
+    """At the run's last ``step``, how its StepLogger's ``with`` block ended, from its description ``info``
+    (steptable.table.runinfo): E on an exception (a crash: "run ended with RuntimeError"), W when interrupted (Ctrl-C, a
+    scheduler's SIGTERM turned into a non-zero exit: someone stopped the run, not a failure of it, but its numbers
+    stop short of what was planned); None for a normal end, a run still going, or a run without a description."""
+    end = runinfo.ended_by(info)
+    if end is None:
+        return None
+    return Alert("W" if end == runinfo.INTERRUPTED else "E", step, "", "ended", f"run {runinfo.end_words(end)}")
+
+
+def replay_spans(end: int, config: AlertConfig | None = None) -> list[tuple[int, int]]:
+    """The rows (index spans of ``[0, end)``) a live reader replays into a fresh engine when a run resumes before
+    row ``end``: the first ones (the entropy's early level) and the last ones every window, run and re-arm count
+    looks back over. So the engine reads the rows the store holds now, not the crashed run's replaced ones (a
+    restart from step 0 read as a reward collapse against the old run's rewards), at a cost that does not grow
+    with the run (a replay of a million rows at each resume would)."""
+    cfg = config or AlertConfig()
+    head = min(end, cfg.entropy_early)
+    start = max(head, end - (max(cfg.window, cfg.flat_rows, cfg.hack_window, cfg.sat_rows) + cfg.rearm
+                             + cfg.min_history))
+    return [(0, head), (start, end)] if start > head else [(0, end)]
+
+
+def resumed_engine(store: Any, at: int, config: AlertConfig | None = None,
+                   old: AlertEngine | None = None) -> AlertEngine:
+    """A fresh engine for a run resumed at step ``at`` that has seen the rows ``store`` (a RunStore, its lock held)
+    holds before it, those of :func:`replay_spans`; their alerts dropped (said when those rows came), its clock
+    restarted for the resumed rows to come. With ``old``, the engine it replaces (``config`` defaults to its), the
+    run-long values old set before ``at`` carry over (:meth:`AlertEngine.carry`)."""
+    eng = AlertEngine(config or (old.config if old is not None else None))
+    resumes = set(store.resumes)
+    for a, b in replay_spans(store.index_of_step(at), eng.config):
+        feed_store(eng, store, a, b, resumes)
+    if old is not None:
+        eng.carry(old, at)
+    eng.resumed()
+    return eng
+
+
+#: per-row step times (seconds a step took) of trainers whose rows carry no clock: verl and TinyZero, tinker, ours
+STEP_TIME_KEYS = ("timing_s/step", "time/total", "perf/time_per_step", "t_step", "step_time", "time_per_step")
+
+
+def clockless_gap(store: Any, now: float,
+                  config: AlertConfig | None = None) -> tuple[float, float, str, int] | None:
+    """(seconds since its file was written, its usual step time, the key read, its last step) for a run whose rows
+    carry no clock (verl's file logger, tinker, a console log) when the file has been left alone for
+    ``stall_factor`` x the run's own step time (and twice its longest recent step, at least ``stall_min_s``); None
+    otherwise, and for rows with a clock (the engine's stall check reads those), a trainer_state.json (written at
+    checkpoints only), a run without a step-time column, or one whose progress says it finished (tinker's
+    done_frac or progress of 1). Such a run may also have ended: its trainer marks no end."""
+    c = config or AlertConfig()
+    with store.lock:
+        n = len(store)
+        last = store.last_update
+        key = next((k for k in STEP_TIME_KEYS if k in store.keys), None)
+        if not n or key is None or last is None or store.has_clock or store.kind == "trainer_state":
+            return None
+        times = [x for v in store.column_between(key, max(0, n - c.window), n)
+                 if (x := cell_float(v)) is not None and math.isfinite(x) and x > 0]
+        done = _finished(store, n, c.window)
+        step = store.step_at(n - 1)
+    if len(times) < c.stall_min_rows or done:
+        return None
+    # ... and twice its longest recent step: a validation and a checkpoint every 50th step take 20x the others
+    per, gap = median(times), now - last
+    return (gap, per, key, step) if gap > max(c.stall_factor * per, 2 * max(times), c.stall_min_s) else None
+
+
+#: a run's share done (0..1), as tinker logs it: RL (progress/done_frac) and supervised (progress)
+PROGRESS_KEYS = ("progress/done_frac", "progress")
+
+
+def _finished(store: Any, n: int, window: int) -> bool:
+    """Does the newest value of a progress key in the last ``window`` rows say the run is done (an eval row after
+    the last step holds none)? A "progress" beyond 1 is some other count, not a share."""
+    for key in PROGRESS_KEYS:
+        if key in store.keys:
+            for v in reversed(store.column_between(key, max(0, n - window), n)):
+                if (x := cell_float(v)) is not None and math.isfinite(x):
+                    if 0.999 <= x <= 1.0 + 1e-9:
+                        return True
+                    break
+    return False
+
+
+def clockless_stall(store: Any, now: float, config: AlertConfig | None = None) -> Alert | None:
+    """:func:`clockless_gap` as the alert summary and ``tail --alerts-only`` give, at the run's last step."""
+    found = clockless_gap(store, now, config)
+    if found is None:
+        return None
+    gap, per, key, step = found
+    msg = f"stalled: file untouched for {fmt_age(gap)} ({_f(gap / per)}x its {_f(per)}s/step of {key}; or it ended)"
+    return Alert("W", step, "", "stall", msg)
+
+
+def feed_store(eng: AlertEngine, store: Any, a: int, b: int, resumes: Collection[int] = (),
+               stalls: bool = False) -> list[Alert]:
+    """Rows ``a:b`` of ``store`` (a RunStore, its lock held) through ``eng``, only the columns it watches (a
+    resume in a run of 1,500 keys copied 5,000 whole rows); a row at one of ``resumes`` restarts its clock, as
+    :func:`scan` does. Their alerts (with ``stalls``, the gaps between rows too)."""
+    wanted = eng.config.watched()
+    cols = [(k, store.column_between(k, a, b)) for k in store.keys if k in wanted]
+    return feed_columns(eng, store, cols, store.steps_between(a, b), store.wall_times_between(a, b), a, b, a,
+                        resumes, stalls)
+
+
+def feed_columns(eng: AlertEngine, store: Any, cols: Sequence[tuple[str, Sequence[Any]]], steps: Sequence[int],
+                 walls: Sequence[float], start: int, stop: int, base: int, resumes: Collection[int] = (),
+                 stalls: bool = False) -> list[Alert]:
+    """Feed rows ``[start, stop)`` of ``store``; ``cols`` (key, cells), ``steps`` and ``walls`` hold the rows from
+    ``base`` on (copied under the store's lock: the app feeds them outside it)."""
+    value = store.value
+    out: list[Alert] = []
+    for i in range(start, stop):
+        j = i - base
+        row = {}
+        for k, c in cols:
+            v = c[j]
+            # Numeric columns pad absent cells with NaN; only a NaN cell asks the store whether it is absent
+            # (a sparse eval column) or a logged NaN (which the non-finite detector must see).
+            if v is None or (v != v and value(i, k) is None):
+                continue
+            row[k] = v
+        step, wall = int(steps[j]), walls[j] if j < len(walls) else None
+        if step in resumes:
+            eng.resumed()
+        elif stalls and wall is not None and math.isfinite(wall):
+            out.extend(eng.check_stall(wall))
+        out.extend(eng.update(step, row, wall))
+    return out
+
+
+def scan(
+    steps: Sequence[int],
+    columns: Mapping[str, Sequence[Any]],
+    wall_times: Sequence[float] | None = None,
+    config: AlertConfig | None = None,
+    now: float | None = None,
+    resumes: Collection[int] = (),
+) -> list[Alert]:
+    """Replay a stored run: the alerts that streaming :meth:`AlertEngine.update` gives for the same rows.
+
+    With ``wall_times`` each row is preceded by ``check_stall(wall_times[i])``, so stalls the run recovered from
+    show up at the row after the gap; with ``now`` too, a stall still going on shows up after the last row. The
+    gap to a row at one of the ``resumes`` steps (the store's resume points) is not a stall. None cells are absent
+    (and float NaN too with ``config.nan_missing``).
+    """
+    eng = AlertEngine(config)
+    wanted = eng.config.watched()
+    cols = [(k, col) for k, col in columns.items() if k in wanted]
+    out: list[Alert] = []
+    for i, step in enumerate(steps):
+        row = {k: col[i] for k, col in cols if i < len(col) and col[i] is not None}
+        wt = cell_float(wall_times[i]) if wall_times is not None and i < len(wall_times) else None
+        if step in resumes:
+            eng.resumed()
+        elif wt is not None and math.isfinite(wt):
+            out.extend(eng.check_stall(wt))
+        out.extend(eng.update(step, row, wt))
+    if now is not None:
+        out.extend(eng.check_stall(now))
+    still = eng.still_flat()  # what the run looks like at its end, not only when the episode began
+    last = {a.column: i for i, a in enumerate(out) if a.kind == "flat"}
+    for key, message in still.items():
+        if key in last:
+            a = out[last[key]]
+            out[last[key]] = Alert(a.level, a.step, a.column, a.kind, message)
+    return out

@@ -1,0 +1,1 @@
+"""The ``steptable`` command: one module per command."""

@@ -1,0 +1,339 @@
+"""What `steptable tail` prints: the Tail that finds runs' new rows (and rows changed in place, reset or resumed), lays
+their columns out and feeds their alerts, for one stream. How rows and alerts are written in each format (the table,
+JSONL, CSV or markdown) is steptable.cli.tailformats; the command itself (arguments, one-shot and follow loops) is
+steptable.cli.tail.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import shutil
+from collections import Counter
+from collections.abc import Collection, Mapping, Sequence
+from typing import Any, TextIO
+
+from steptable.alerts.engine import Alert, AlertEngine, clockless_stall, end_alert, resumed_engine
+from steptable.cli.tailformats import Layout, Printer
+from steptable.ingest import Follower, RunStore
+from steptable.schemas import (
+    Schema,
+    by_schema,
+    cells_outgrown,
+    first_look,
+    fit,
+    get_schema,
+    layout,
+    steps_outgrown,
+    widened,
+)
+from steptable.schemas.arrange import auto_col, own_step_keys, sample_values, step_key_of, unmatched
+from steptable.schemas.headers import short_headers
+from steptable.schemas.registry import logged_schema, unused_files
+from steptable.summary.report import run_label
+from steptable.table import runinfo
+from steptable.table.columns import Col
+from steptable.table.formatting import sanitize
+
+DEFAULT_WIDTH = 200  # cells, when stdout is not a terminal (an agent pays for every column)
+
+
+class Tail:
+    """Prints what is new in each run since the last call of :meth:`emit`."""
+
+    def __init__(self, args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
+        self.args = args
+        self.out, self.err = out, err
+        self.printed: dict[str, int | None] = {}  # run -> the highest step printed (None: none yet)
+        self.seen_version: dict[str, int] = {}  # run -> store.version when it was last printed (for its edits)
+        self.printer = Printer(args, out, err)  # the rows and alerts in the chosen format, and what it printed last
+        self.labels: dict[str, str] = {}  # run -> the name its alerts carry (the arm)
+        self.arm_of: dict[str, str] = {}  # run -> its arm (alert records)
+        self.versions: dict[str, tuple[int, int, int]] = {}  # run -> (resumes, len, generation) seen: resets
+        self.fit_told = False
+        self.errors_seen = 0
+        self.engines: dict[str, AlertEngine] = {}
+        self.error_alert = False
+        self.of: dict[str, Layout] = {}  # run -> the layout of its schema group
+        self.keys_seen: set[str] = set()
+        self.patterns = [p for p in args.columns.split(",") if p.strip()] if args.columns else []  # --columns
+        self.unmatched_told: set[str] = set()  # of them, those that matched nothing when laid out
+        self.unused_told: set[str] = set()  # steptable.toml files said to apply to none of their runs
+        self.tried: dict[str, int] = {}  # key -> the widest value a layout was made again for
+        self.looked: set[str] = set()  # runs whose rows were looked at across (_first_look)
+        self.ended: set[str] = set()  # runs whose StepLogger was closed
+        self.far_told: set[str] = set()  # runs without a row clock told stalled (until they write again)
+        self.replaced_seen: dict[str, int] = {}  # a run's RunStore.replaced alerts looked at so far
+        self.end_told: dict[str, float] = {}  # run -> when it was closed, for the crash or interruption told
+        self.logged: dict[str, str | None] = {}  # run -> the name of its logged schema when the layout was made
+        self.first_view = True  # -n is for the runs found at the start: a run found later is new output in full
+        self.read_rows = False  # a row was read (the status of a -f that ends: was anything readable found?)
+
+    # -------------------------------------------------------------------------------------------- layout
+    def _layouts(self, stores: Sequence[RunStore]) -> dict[str, Layout]:
+        """One layout per schema the runs are detected as (arms of one experiment share it), by run."""
+        a = self.args
+        named = get_schema(a.schema, near=a.paths) if a.schema else None
+        patterns = self.patterns or None
+        width = a.width
+        if width is None:
+            width = shutil.get_terminal_size((DEFAULT_WIDTH, 24)).columns if self.out.isatty() else DEFAULT_WIDTH
+        # Only the fixed-width table is fitted: csv, jsonl and md are read by programs and carry every column.
+        fitting = a.format == "text" and bool(width) and width > 0
+        out: dict[str, Layout] = {}
+        names: list[tuple[str, str]] = []
+        left_out = 0
+        for schema, group in by_schema(stores, named):
+            all_cols = widened(layout(group, schema, patterns=patterns), self.tried)
+            if self._first_look(all_cols, group):
+                all_cols = widened(all_cols, self.tried)
+            names += [(c.key, c.header.strip()) for c in all_cols]
+            cols = tuple(fit(all_cols, width)) if fitting else tuple(all_cols)
+            left_out += len(all_cols) - len(cols)
+            if a.format in ("csv", "md") and not patterns:  # every key the jsonl rows carry, the table's first
+                cols += widened(_rest(group, schema, cols), self.tried)
+            old = next((self.of[s.run] for s in group if s.run in self.of), None)
+            lay = old if old is not None and old.cols == cols and old.schema is schema else Layout(
+                schema, cols, step_key_of(group))
+            out.update((s.run, lay) for s in group)
+        if left_out and not self.fit_told and not a.alerts_only:  # once: an agent must know columns are hidden
+            self.fit_told = True
+            self.err.write(f"steptable tail: {left_out} column(s) left out to fit {width} cells; --width 0 shows "
+                           "all, --columns picks them\n")
+        for e in unused_files(stores) if not a.schema else []:
+            if str(e) not in self.unused_told:  # (said once, as the patterns are)
+                self.unused_told.add(str(e))
+                self.err.write(f"steptable tail: {sanitize(str(e))} (the file is not used)\n")
+        for p in unmatched(patterns or [], names):
+            if p not in self.unmatched_told:  # told once; a key that appears later may still match it
+                self.unmatched_told.add(p)
+                yet = " (yet)" if a.follow else ""  # (a key that appears later may still match it)
+                self.err.write(f"steptable tail: --columns {sanitize(p)!r} matches no column{yet}\n")
+        return out
+
+    def filter_missed(self) -> bool:
+        """Every --columns pattern matched nothing (a typo: the table shows the step column alone)."""
+        return bool(self.patterns) and set(self.patterns) <= self.unmatched_told
+
+    def _first_look(self, cols: Sequence[Col], group: Sequence[RunStore]) -> bool:
+        """Values of runs laid out for the first time that their columns have no room for, across each run (as the
+        watch app looks at a run it has not seen): True when a column is to be widened."""
+        grown: dict[str, int] = {}
+        for s in group:
+            if s.run not in self.looked and (n := len(s)):
+                self.looked.add(s.run)
+                for k, w in first_look(cols, s, n).items():
+                    grown[k] = max(w, grown.get(k, 0))
+        grown = {k: w for k, w in grown.items() if w > self.tried.get(k, 0)}
+        self.tried.update(grown)
+        return bool(grown)
+
+    def _outgrown(self, stores: Sequence[RunStore]) -> bool:
+        """Steps past the step column, or new rows with a value their column has no room for (once per width)."""
+        out = False
+        for s in stores:
+            lay = self.of.get(s.run)
+            if lay is None:
+                continue
+            out = out or steps_outgrown(lay.cols, [s])
+            seen = self.versions.get(s.run)
+            n = len(s)
+            if seen is not None and 0 <= seen[1] < n:
+                grown = cells_outgrown(lay.cols, s, max(seen[1], n - 200), n)
+                grown = {k: w for k, w in grown.items() if w > self.tried.get(k, 0)}
+                self.tried.update(grown)
+                out = out or bool(grown)
+        return out
+
+    # -------------------------------------------------------------------------------------------- output
+    def emit(self, follower: Follower) -> None:
+        stores = [follower.stores[k] for k in sorted(follower.stores)]
+        first_view, self.first_view = self.first_view, False
+        for run in [r for r in self.engines if r not in follower.stores]:
+            del self.engines[run]  # its file is gone and no longer followed: it did not stall
+        self.printer.arm_runs = Counter(s.arm for s in stores)
+        self.ended = {s.run for s in stores if runinfo.closed_at(s.meta.get("runinfo")) is not None}
+        new = follower.error_count - self.errors_seen  # a count, not a cursor: the list keeps only the latest
+        if new > 0:
+            kept = list(follower.errors)[-new:]
+            if new > len(kept):
+                self.err.write(f"steptable: {new - len(kept)} more bad line(s) before these not shown\n")
+            for line in kept:
+                self.err.write(sanitize(line) + "\n")
+        self.errors_seen = follower.error_count
+        if not stores:
+            return
+        keys = {k for s in stores for k in s.keys}
+        outgrown = self._outgrown(stores)  # (first: it notes the widths new rows need)
+        logged = {s.run: ls.name if (ls := logged_schema(s)) is not None else None for s in stores}
+        if keys != self.keys_seen or any(s.run not in self.of for s in stores) or outgrown or logged != self.logged:
+            # (a StepLogger's description that arrived or changed lays its run out with its own columns)
+            self.logged = logged
+            # New runs or keys (a sparse eval column appearing late), or steps past the step column's width: lay
+            # out again and re-print the header of each run whose layout changed.
+            self.keys_seen = keys
+            self.of = self._layouts(stores)  # (a changed layout gets its header: the printer's head_of is not it)
+            self.printer.laid_out([self.of[s.run] for s in stores])  # (the columns of the CSV header)
+        for store in stores:
+            self.arm_of[store.run] = store.arm
+            self._emit_run(store, len(stores) > 1, first_view)
+            self._tell_end(store)
+        self.out.flush()
+
+    def _tell_end(self, store: RunStore) -> None:
+        """A run whose StepLogger's ``with`` block ended on a crash or an interruption: its alert (--alerts-only) or
+        a note under its rows (text), once per close (a run resumed that dies again is told again), after the rows
+        read with its description (one-shot and -f alike)."""
+        with store.lock:
+            info = store.meta.get("runinfo")
+            end, closed, n = runinfo.ended_by(info), runinfo.closed_at(info), len(store)
+            last = store.step_at(n - 1) if n else 0
+        if end is None or closed is None or not n or self.end_told.get(store.run) == closed:
+            return
+        self.end_told[store.run] = closed
+        if self.args.alerts_only:
+            if (alert := end_alert(info, last)) is not None:
+                self._alert(store.run, alert)
+        elif self.args.format == "text":  # (as a resume is noted; jsonl, csv and md carry rows only)
+            label = run_label(store, self.printer.arm_runs.get(store.arm, 0) <= 1)  # (as its alerts name it)
+            self.out.write(f"── {label}: {runinfo.end_words(end)} ──\n")
+            self.printer.need_head.add(store.run)  # rows of it after the note (a resume) are a table again
+
+    def _emit_run(self, store: RunStore, multi: bool, first_view: bool) -> None:
+        a, run = self.args, store.run
+        note = ""
+        walls: Sequence[float] = ()
+        steps: Sequence[int] = ()
+        # One consistent view: the follower thread may add a batch meanwhile. Only the rows to print are copied (a
+        # run of a million rows costs what one of a thousand does), and nothing is written under the lock (a blocked
+        # stdout must not stall the follower).
+        with store.lock:
+            n, version, resumes, generation = len(store), store.version, list(store.resumes), store.generation
+            since = self.seen_version.get(run)
+            lost = store.lost_since(since) if since is not None else None
+            seen = self.versions.get(run)
+            redo_upto: int | None = None  # rows printed before and changed since, up to this step, are printed again
+            if run not in self.printed:
+                first = max(n - a.last, 0) if (a.last and first_view and not a.alerts_only) else 0
+                last = store.step_at(first - 1) if first else None
+            else:
+                last = self.printed[run]
+                if seen is not None and (n < seen[1] or len(resumes) != seen[0] or generation != seen[2]):
+                    # The file was truncated/replaced or the run resumed from a checkpoint: rows from there changed.
+                    since_seen = resumes[seen[0] :] if generation == seen[2] else []
+                    at = min(since_seen) if since_seen else None  # (several resumes since the last call: the earliest)
+                    if not a.alerts_only and a.format == "text":
+                        what = f"resumed at step {at}" if at is not None else "file reset"
+                        note = f"── {sanitize(run)}: {what} ──\n"
+                    if generation != seen[2] or at is None:
+                        last = None
+                        self.engines.pop(run, None)  # new content: its history starts again
+                        self.replaced_seen.pop(run, None)  # (and its store's alerts of replaced rows)
+                        self.printed.pop(run, None)
+                    elif last is not None:
+                        last = min(last, at - 1)
+                        if run in self.engines:  # what it read was replaced: the rows held now, up to the resume
+                            self.engines[run] = resumed_engine(store, at, old=self.engines[run])
+                    self.printer.need_head.add(run)
+                if last is not None and lost is not None:  # more edits than the store lists: all rows from there again
+                    last = min(last, lost - 1)
+                # merged into a row already printed (tinker's eval line, a late metric) or inserted before it
+                redo_upto = last
+            missed: list[Alert] = []
+            if a.alerts_only:  # rows a resume replaced before they were fed here (read after a restart): their alerts
+                looked = self.replaced_seen.get(run, 0)
+                fed_to = self.printed.get(run)
+                missed = [x for x in store.replaced[looked:] if fed_to is None or x.step > fed_to]
+                self.replaced_seen[run] = len(store.replaced)
+            self.read_rows = self.read_rows or n > 0
+            self.versions[run] = (len(resumes), n, generation)
+            self.seen_version[run] = version
+            first = 0 if last is None else min(store.index_of_step(last + 1), n)  # the first row past ``last``
+            self.printed[run] = store.step_at(n - 1) if first < n else last
+            again = {} if since is None or redo_upto is None else store.rows_edited(since, redo_upto, until=version)
+            new = store.rows(first, n)
+            if a.alerts_only:
+                steps, walls = store.steps_between(first, n), store.wall_times_between(first, n)
+        if note:
+            self.out.write(note)
+        if a.alerts_only:  # the rows as stored, as summary and the app scan them (an alias filled in by the layout
+            # made tail alone watch tinker's un-namespaced kl_sample_train_v1: an E here, "alerts 0" there)
+            if missed:
+                self._label(store)
+            for alert in missed:
+                self._alert(run, alert)
+            self._alerts(store, [(st, *again[st]) for st in sorted(again)], new, steps, walls, set(resumes))
+            return
+        derive = self.of[run].schema.derive
+        rows = [derive(again[st][0]) for st in sorted(again)] + [derive(r) for r in new]
+        if not rows:
+            return
+        self.printer.rows(store, rows, self.of[run], multi)
+
+    def _alerts(
+        self,
+        store: RunStore,
+        redo: Sequence[tuple[int, Mapping[str, Any], frozenset[str] | None]],
+        rows: Sequence[Mapping[str, Any]],
+        steps: Sequence[int],
+        walls: Sequence[float],
+        resumes: Collection[int] = (),
+    ) -> None:
+        """Feed the run's engine what changed in rows fed before (``redo``), then the new ``rows`` with their
+        ``steps`` and wall times (aligned with them). The gap before a row at one of the run's ``resumes`` is the
+        crash and the restart, not a stall (as ``alerts.scan`` takes it for summary and the app)."""
+        eng = self.engines.setdefault(store.run, AlertEngine())
+        if rows:
+            self.far_told.discard(store.run)  # it wrote again: a later stall is told again
+        self._label(store)
+        for step, row, keys in redo:  # what changed in rows already fed: the cells merged in, or the inserted row
+            for alert in eng.update(step, row if keys is None else {k: row[k] for k in keys if k in row}):
+                self._alert(store.run, alert)
+        for r, step, wall in zip(rows, steps, walls, strict=True):
+            if step in resumes:
+                eng.resumed()
+            found = eng.check_stall(wall) if math.isfinite(wall) and step not in resumes else []  # a gap now over
+            for alert in [*found, *eng.update(int(step), r, wall)]:
+                self._alert(store.run, alert)
+
+    def _label(self, store: RunStore) -> None:
+        # the arm when no other run has it, else run/arm: two experiments' seed0 must not read as one
+        self.labels[store.run] = run_label(store, self.printer.arm_runs.get(store.arm, 0) <= 1)
+
+    def check_stalls(self, now: float, stores: Collection[RunStore] = ()) -> None:
+        """A stall of each run read, against ``now``: from its rows' clock, or for ``stores`` whose rows carry none,
+        from the age of its file against its own step time (once, until it writes again)."""
+        for run, eng in self.engines.items():
+            if run in self.ended:
+                continue  # its StepLogger was closed: it ended, it did not stall
+            for alert in eng.check_stall(now):
+                self._alert(run, alert)
+        for store in stores:
+            run = store.run
+            fed = self.engines.get(run)
+            if fed is not None and not fed.times_rows() and run not in self.ended and run not in self.far_told:
+                if (far := clockless_stall(store, now)) is not None:
+                    self.far_told.add(run)
+                    self._alert(run, far)
+        self.out.flush()
+
+    def _alert(self, run: str, alert: Alert) -> None:
+        """One alert, in the chosen format."""
+        if alert.level == "E":  # before the line: a SIGTERM right after it must not lose the status
+            self.error_alert = True
+        self.printer.alert(run, self.arm_of.get(run, ""), self.labels.get(run, run), alert)
+
+def _rest(group: Sequence[RunStore], schema: Schema, cols: tuple[Col, ...]) -> tuple[Col, ...]:
+    """Columns for the keys the rows carry that ``cols`` leave out (hidden by a rule, bookkeeping such as ``ts``), in
+    first-seen order, headed apart from ``cols``. A run's own step key (``_step``, SB3's ``time/total_timesteps``) is
+    not repeated: the step column holds it."""
+    have = {c.key for c in cols} | own_step_keys(group) | {"step", "arm"}
+    keys = [k for k in dict.fromkeys(k for s in group for k in s.keys) if k and k not in have]
+    heads = short_headers(keys, reserved=[c.header for c in cols])
+    out: list[Col] = []
+    for k in keys:
+        samples = [v for s in group if k in s.keys for v in sample_values(s, k)]
+        rule = schema.rule(k)  # (a StepLogger's dump-only columns are hidden rules with their words and format)
+        out.append(auto_col(k, samples, heads[k]) if rule is None
+                   else auto_col(k, samples, heads[k], rule.describe(k), rule.better, rule.fmt))
+    return tuple(out)

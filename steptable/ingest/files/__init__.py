@@ -1,0 +1,1 @@
+"""Files: finding runs under paths, reading growing files, following them."""

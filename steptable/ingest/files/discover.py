@@ -1,0 +1,391 @@
+"""Find runs under one or more paths: metrics files, their kind, run id, arm, run directory and side files. Pure.
+
+What is a metrics file (by name first, then by content where the name does not say):
+
+- ``metrics.jsonl``, ``progress.json`` (SB3, JSONL despite the name), ``log_<ts>.jsonl`` (torchtune), ``steps.jsonl``
+  (retrain emergence), ``wandb-history.jsonl``: JSONL metrics, followed at once (even while empty);
+- ``trainer_state.json`` (HF / TRL): the run is its directory (the parent of ``checkpoint-N/``), read whole;
+- any other ``*.jsonl``: metrics when its first line is an object with a step key or mostly numbers (``sniff``),
+  except the known non-metric JSONL, which are side files of the run: ``checkpoints.jsonl``, ``*generations*.jsonl``,
+  ``*rollout_summaries.jsonl``, ``timing_spans.jsonl``;
+- ``*.log``, ``*.txt``, ``*.out``: console logs, a run once a TinyZero ``step:N - key:value`` line shows up; one
+  whose first line is a JSON object with a step is JSONL (``$VERL_FILE_LOGGER_PATH=...metrics.log``);
+- ``metrics.csv`` (Lightning), ``progress.csv`` (SB3), and any ``*.csv`` named on the command line: CSV logs;
+- a file named on the command line that starts with a JSON object: JSONL, whatever its name.
+
+What is walked: every directory under a root but hidden ones and ``SKIP_DIRS``; directory links in the top
+``LINK_DEPTH`` levels are followed (``logs/exp42 -> /scratch/exp42``) once the real tree is walked, deeper ones are
+not (a run's ``data -> /datasets``). A file reached by two paths is one run, under the path without a link.
+
+Run id: the file's path relative to the root given (prefixed by the root when several roots are given; a file given
+among several roots: its path as given). Arm: the file's stem when it is specific (verl's ``<experiment>.jsonl``),
+else the nearest directory whose name is not generic (``logs``, ``train``, ``metrics``, ``checkpoint-N``...):
+``logs/routeA/metrics.jsonl`` -> ``routeA``, ``exp1/logs/train/metrics.jsonl`` -> ``exp1``. The run directory (where
+side files are looked for) is that directory, kept inside the root.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import stat
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Final
+
+from steptable.ingest.files.walk import LINK_DEPTH as LINK_DEPTH
+from steptable.ingest.files.walk import SKIP_DIRS as SKIP_DIRS
+from steptable.ingest.files.walk import OnError as OnError
+from steptable.ingest.files.walk import walk
+from steptable.ingest.parse import STEP_KEYS, LineError, decode_line, flatten, step_of
+
+JSONL_NAMES: Final = frozenset({"metrics.jsonl", "progress.json", "steps.jsonl", "wandb-history.jsonl"})
+CONSOLE_SUFFIXES: Final = frozenset({".log", ".txt", ".out"})
+#: CSV logs found in a directory (Lightning's CSVLogger, stable-baselines3); any *.csv named explicitly is read too
+CSV_NAMES: Final = frozenset({"metrics.csv", "progress.csv"})
+GENERIC_DIRS: Final = frozenset({
+    "logs", "log", "train", "training", "metrics", "outputs", "output", "out", "results", "result", "runs", "run",
+    "files", "emergence", "eval", "evals", "evaluation", "wandb", "tensorboard", "tb", "latest-run", "data",
+    "default", "trainer", "checkpoints", "lightning_logs", "console", "stdout", "tmp", ".",
+})
+GENERIC_STEMS: Final = frozenset({
+    "metrics", "progress", "steps", "log", "logs", "train", "training", "history", "wandb-history", "events",
+    "scalars", "trainer_state", "output", "out", "stdout", "stderr", "console", "nohup",
+})
+_GENERIC_PATTERN: Final = re.compile(
+    r"^(?:log_\d+|version_\d+|checkpoint-\d+|global_step_?\d+|iteration_\d+|step_?\d+|run-\d{8}_\d{6}-\w+|\d+)$")
+_TORCHTUNE: Final = re.compile(r"^log_\d+\.jsonl$")
+
+
+def side_category(path: Path) -> str | None:
+    """The side-file category of a file next to a run (None: not a side file)."""
+    name = path.name.lower()
+    if name == "checkpoints.jsonl":
+        return "checkpoints"
+    if name.endswith("rollout_summaries.jsonl"):
+        return "rollout_summaries"
+    if name.endswith(".jsonl") and "generations" in name:
+        return "generations"
+    if name == "timing_spans.jsonl":
+        return "timing_spans"
+    if name.endswith("_logtree.json"):
+        return "logtree"
+    if name in ("config.json", "config.yaml", "config.yml", "hparams.yaml", "args.json"):
+        return "config"
+    if path.parent.name == "rich_completions" and name.endswith(".json"):
+        return "rich_completions"
+    return None
+
+
+@dataclass
+class Candidate:
+    """One possible run. ``key`` identifies it (the file; for trainer_state the run directory)."""
+
+    key: Path
+    path: Path
+    kind: str  # "jsonl" | "trainer_state" | "console" | "csv"
+    run_id: str
+    arm: str
+    run_dir: Path
+    confirmed: bool  # the name says it is metrics; otherwise its content must (sniff / first console line)
+    side_files: dict[str, list[Path]] = field(default_factory=dict)
+    linked: bool = False  # reached through a symbolic link below the root given
+    real: str = ""  # the key's path with every link resolved (set by discovery)
+
+
+def is_generic(name: str) -> bool:
+    return name.lower() in GENERIC_DIRS or _GENERIC_PATTERN.match(name) is not None
+
+
+def arm_and_run_dir(path: Path, root: Path, *, run_dir: Path | None = None) -> tuple[str, Path]:
+    """(arm, run directory) of a metrics file found under ``root`` (see the module docstring)."""
+    base = root if os.path.isdir(root) else root.parent
+    if run_dir is None:
+        stem = path.stem
+        if stem.lower() not in GENERIC_STEMS and _GENERIC_PATTERN.match(stem) is None:
+            return stem, path.parent
+        run_dir = path.parent
+    inside: list[Path] = []  # from the file's directory up to the root
+    d = run_dir
+    while True:
+        inside.append(d)
+        if d == base or d == d.parent:
+            break
+        d = d.parent
+    for d in inside:
+        name = d.absolute().name
+        if name and not is_generic(name):
+            return name, d
+    for d in base.absolute().parents:  # above the root: the name only, side files stay inside the root
+        if d.name and not is_generic(d.name):
+            return d.name, base
+    return run_dir.absolute().name or "run", run_dir
+
+
+def _one_per_file(cands: list[Candidate]) -> list[Candidate]:
+    """The candidates with one per file reached by several paths (a link beside its target, a linked directory
+    inside the tree): the path without a link wins, else the first."""
+    if not any(c.linked for c in cands):
+        return cands
+    plain = {c.real for c in cands if not c.linked}
+    taken: set[str] = set()
+    out = []
+    for c in cands:
+        if c.linked:
+            if c.real in plain or c.real in taken:
+                continue
+            taken.add(c.real)
+        out.append(c)
+    return out
+
+
+def _run_id(path: Path, root: Path, label: str | None) -> str:
+    if root == path:  # a file named among several roots is named by its path alone (not ``b/r.csv/r.csv``)
+        return label or path.name
+    rel = path.relative_to(root).as_posix()
+    return f"{label}/{rel}" if label else rel
+
+
+def _label(root: Path, roots: Sequence[Path]) -> str | None:
+    return root.as_posix().rstrip("/") if len(roots) > 1 else None
+
+
+def discover(paths: Iterable[str | Path], on_error: OnError | None = None,
+             settled: Callable[[Path], bool] | None = None) -> list[Candidate]:
+    """Every candidate run under ``paths`` (missing paths give nothing yet), side files attached. A directory that
+    cannot be listed is skipped, and ``on_error`` is told. Files for which ``settled`` says True (judged before,
+    not a run, and unchanged) are passed over unread."""
+    roots = [Path(p) for p in paths]
+    found: dict[Path, Candidate] = {}
+    sides: list[tuple[str, Path]] = []
+    for root in roots:
+        if (e := _unreachable(root)) is not None:  # (a parent the user may not enter: someone's 0700 home)
+            if on_error is not None:
+                on_error(root, e)
+            continue
+        _collect(root, root, _label(root, roots), found, sides, on_error, settled)
+    cands = _one_per_file(list(found.values()))
+    for cat, path in sides:
+        owners = [c for c in cands if path.is_relative_to(c.run_dir)]
+        if owners:
+            depth = max(len(c.run_dir.parts) for c in owners)
+            for c in owners:
+                if len(c.run_dir.parts) == depth:
+                    c.side_files.setdefault(cat, []).append(path)
+    return cands
+
+
+def discover_at(path: str | Path, roots: Sequence[str | Path], on_error: OnError | None = None,
+                settled: Callable[[Path], bool] | None = None) -> list[Candidate]:
+    """Candidates at or under ``path`` (a file or directory that just appeared, e.g. an absolute path from a file
+    event), named relative to the root that holds it exactly as :func:`discover` names them; side files are left to
+    the next full discovery."""
+    target = Path(os.path.abspath(path))
+    root_paths = [Path(r) for r in roots]
+    for root in root_paths:
+        root_abs = Path(os.path.abspath(root))
+        if target != root_abs and not target.is_relative_to(root_abs):
+            continue
+        found: dict[Path, Candidate] = {}
+        under = root if target == root_abs else root / target.relative_to(root_abs)
+        _collect(root, under, _label(root, root_paths), found, [], on_error, settled)
+        return _one_per_file(list(found.values()))
+    return []
+
+
+def _collect(root: Path, under: Path, label: str | None, found: dict[Path, Candidate], sides: list[tuple[str, Path]],
+             on_error: OnError | None, settled: Callable[[Path], bool] | None) -> None:
+    explicit = os.path.isfile(root)
+    base = os.path.abspath(root.parent if explicit else root)
+    base_real = os.path.realpath(base)  # (the root itself may be reached through a link: ~/logs -> /scratch)
+    for path, via_link in walk(under, on_error):
+        if settled is not None and settled(path):
+            continue
+        cand = classify(path, root, label, explicit=explicit)
+        if cand is None:
+            cat = side_category(path)
+            if cat is not None:
+                sides.append((cat, path))
+        elif os.path.islink(path) and not os.path.exists(path):  # (a metrics file by its name: say so)
+            if on_error is not None and cand.confirmed:
+                on_error(path, OSError("a symbolic link that leads to no file"))
+        elif cand.key not in found:
+            found[cand.key] = cand
+            cand.linked = via_link or os.path.islink(cand.key)
+            key = os.path.abspath(cand.key)
+            inside = key.startswith(base.rstrip(os.sep) + os.sep)
+            cand.real = base_real + key[len(base):] if inside and not cand.linked else os.path.realpath(key)
+
+
+def classify(path: Path, root: Path, label: str | None = None, *, explicit: bool = False) -> Candidate | None:
+    """The candidate run a file stands for, or None (not metrics, or a side file)."""
+    name = path.name
+    low = name.lower()
+    if low == "trainer_state.json":
+        run_dir = path.parent.parent if _GENERIC_PATTERN.match(path.parent.name) else path.parent
+        if not run_dir.is_relative_to(root if os.path.isdir(root) else root.parent):
+            run_dir = path.parent
+        rid = _run_id(run_dir / "trainer_state.json", root, label) if run_dir != root else (
+            f"{label}/trainer_state.json" if label else "trainer_state.json")
+        arm, _ = arm_and_run_dir(run_dir / "trainer_state.json", root, run_dir=run_dir)
+        return Candidate(run_dir, path, "trainer_state", rid, arm, run_dir, True)
+    if side_category(path) is not None and not explicit:
+        return None
+    suffix = path.suffix.lower()
+    if low in JSONL_NAMES or _TORCHTUNE.match(low) or suffix == ".jsonl":
+        confirmed = explicit or low in JSONL_NAMES or _TORCHTUNE.match(low) is not None
+        arm, run_dir = arm_and_run_dir(path, root)
+        return Candidate(path, path, "jsonl", _run_id(path, root, label), arm, run_dir, confirmed)
+    if low in CSV_NAMES or (explicit and suffix == ".csv"):
+        arm, run_dir = arm_and_run_dir(path, root)
+        return Candidate(path, path, "csv", _run_id(path, root, label), arm, run_dir, True)
+    if suffix in CONSOLE_SUFFIXES:
+        kind = _log_kind(path)
+        if kind is None:
+            return None  # undecided until its first line is complete (verl truncates its log at every launch)
+        arm, run_dir = arm_and_run_dir(path, root)
+        return Candidate(path, path, kind, _run_id(path, root, label), arm, run_dir, explicit)
+    if explicit and _starts_like_jsonl(path):  # a file named on the command line ($VERL_FILE_LOGGER_PATH: any name)
+        arm, run_dir = arm_and_run_dir(path, root)
+        return Candidate(path, path, "jsonl", _run_id(path, root, label), arm, run_dir, True)
+    return None
+
+
+#: _log_kind's verdicts by path: (inode, size, mtime) -> kind; a file that has not changed is not read again
+_KINDS: dict[Path, tuple[tuple[int, int, int], str | None]] = {}
+_KINDS_MAX = 200_000
+
+
+def _log_kind(path: Path, limit: int = 1 << 20) -> str | None:
+    """What a ``.log``/``.txt``/``.out`` file holds, from its first line (one readline per discovery pass while
+    the file changes): "jsonl" when it is a JSON object with a step ($VERL_FILE_LOGGER_PATH=...metrics.log; a
+    console log may open with a printed config dict, and verl's config has a "data" key but no step), "console"
+    otherwise, None while that line is incomplete. A FIFO is never opened (its reader reports it)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return "console"  # let the reader report it
+    if not stat.S_ISREG(st.st_mode):
+        return "console"
+    sig = (st.st_ino, st.st_size, st.st_mtime_ns)
+    hit = _KINDS.get(path)
+    if hit is not None and hit[0] == sig:
+        return hit[1]
+    kind = _first_line_kind(path, limit)
+    if len(_KINDS) >= _KINDS_MAX:
+        _KINDS.clear()
+    _KINDS[path] = (sig, kind)
+    return kind
+
+
+def _first_line_kind(path: Path, limit: int) -> str | None:
+    try:
+        with open(path, "rb") as f:
+            line = f.readline(limit)
+    except OSError:
+        return "console"  # let the reader report it
+    if not line.endswith(b"\n"):
+        return None if len(line) < limit else "console"
+    first = line.removeprefix(b"\xef\xbb\xbf").strip()
+    if first[:1] != b"{":
+        return "console"
+    try:
+        row = json.loads(first)
+    except (ValueError, RecursionError):
+        return "console"
+    return "jsonl" if isinstance(row, dict) and any(k in row and step_of(row[k]) is not None for k in STEP_KEYS) \
+        else "console"
+
+
+def _starts_like_jsonl(path: Path) -> bool:
+    """Does a regular file begin (after a BOM and blanks) with a JSON object? Never blocks on a FIFO."""
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return False
+        with open(path, "rb") as f:
+            head = f.read(4096)
+    except OSError:
+        return False
+    return head.removeprefix(b"\xef\xbb\xbf").lstrip()[:1] == b"{"
+
+
+#: malformed lines at the start of an unnamed ``*.jsonl`` after which it is judged not to hold metrics
+SNIFF_BAD_LINES = 8
+
+
+def sniff_jsonl(path: Path, limit: int = 1 << 16, max_limit: int = 8 << 20,
+                on_error: OnError | None = None) -> bool | None:
+    """Does a ``*.jsonl`` hold metric rows? From its first well-formed line: an object with a step key or mostly
+    numbers (up to ``SNIFF_BAD_LINES`` malformed lines before it are passed over; the reader reports them).
+
+    The first ``limit`` bytes are read; a first line longer than that (verl's step-0 row with thousands of
+    validation keys) is read on, up to ``max_limit``. None: no complete first line yet, or the file cannot be read
+    (``on_error`` is told); ask again later."""
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):  # a FIFO would block the open, a device never end the read
+            raise OSError(0, "not a regular file", str(path))
+        with open(path, "rb") as f:
+            head = f.read(limit)
+            while b"\n" not in head and len(head) >= limit and limit < max_limit:
+                more = f.read(limit)
+                if not more:
+                    break
+                head += more
+                limit *= 2
+    except OSError as e:
+        if on_error is not None and not isinstance(e, FileNotFoundError):
+            on_error(path, e)
+        return None
+    lines = head.split(b"\n")
+    bad = 0
+    for line in lines[:-1]:  # complete lines only
+        try:
+            obj = decode_line(line)
+        except LineError:  # a malformed first row (a crash mid-write, then a restart) does not decide alone
+            bad += 1
+            if bad >= SNIFF_BAD_LINES:
+                return False
+            continue
+        if obj is None:
+            continue
+        row = flatten(obj)
+        if any(k in row for k in STEP_KEYS):
+            return True
+        numeric = sum(type(v) in (int, float) for v in row.values())
+        return numeric >= 2 and numeric * 2 >= len(row)
+    return False if len(head) >= limit else None
+
+
+def _unreachable(path: Path) -> OSError | None:
+    """Why ``path`` cannot be looked at, if it is there (a missing path gives nothing yet, without error)."""
+    try:
+        os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as e:
+        return e
+    return None
+
+
+def missing_paths(paths: Sequence[str | Path]) -> list[str]:
+    """The paths given that are not there: a dangling link is missing; a path behind a directory the user may not
+    enter is there, only unreadable (said as such, not as missing). A one-shot command names each and exits 2
+    after printing the rest (a mistyped path beside a good one must not pass a CI gate as "no alerts")."""
+    return [str(p) for p in paths if not os.path.exists(p) and _unreachable(Path(p)) is None]
+
+
+def nothing_found(paths: Sequence[str | Path]) -> str:
+    """Why no run came from ``paths``, for a one-shot command's error line (path text made inert by the caller)."""
+    blocked = [f"{p} ({e.strerror or e})" for p in paths if (e := _unreachable(Path(p))) is not None]
+    missing = missing_paths(paths)
+    files = [str(p) for p in paths if os.path.isfile(p)]
+    if blocked:
+        return "cannot reach " + ", ".join(blocked)
+    if missing:
+        return "no such path: " + ", ".join(missing)
+    if files and len(files) == len(paths):
+        return (", ".join(files) + ": not a metrics file steptable reads (JSONL rows, trainer_state.json, a CSV "
+                "log, or a console log .log/.txt/.out with step:N lines)")
+    return "no metrics files found under " + ", ".join(str(p) for p in paths)

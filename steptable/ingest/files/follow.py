@@ -1,0 +1,427 @@
+"""Follower: keep the RunStores of every run under some paths up to date (watchfiles, with stat polling as fallback).
+
+Use ``scan()`` for one synchronous pass (discover, read everything new), or ``run(stop, on_change)`` in a worker
+thread: notification through ``watchfiles`` (debounced to ``DEBOUNCE_MS``), a stat of every followed file after
+``IDLE_POLL`` seconds without events and a full re-check (discovery included) every ``recheck`` seconds even then
+(network filesystems drop events; rotations of a file root; events before the watch began), and stat polling every
+``poll`` seconds when asked for (``poll=0.5``) or when notification is unavailable or fails. A run whose file is gone
+(``GONE_AFTER``) is no longer followed: it leaves ``stores``, and polls cost what the runs on disk cost.
+
+Threads: the follower thread is the only writer. ``stores`` is replaced, never mutated (copy on write), so a reader
+can iterate the dict it got; each store follows the rules in :mod:`steptable.ingest.store` (per-batch lock,
+``version``). ``on_change`` is called on the follower thread with the ids of the runs that changed: post a message
+from it, do not draw. ``scan()`` and ``run()`` may be called from different threads; passes never overlap.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from steptable.ingest.files.discover import Candidate, discover, discover_at, sniff_jsonl
+from steptable.ingest.files.tail import MAX_LINE
+from steptable.ingest.parse import BadLine
+from steptable.ingest.readers.console import metrics_between
+from steptable.ingest.source import Source, load_meta, make_source
+from steptable.ingest.store import ResumeReader, RunStore
+
+#: a full re-check waits at least this many times as long as the last discovery pass took
+RECHECK_SHARE = 20
+#: ... and never more than this many seconds (a new run on a filesystem without notifications waits that long)
+RECHECK_MAX = 30.0
+FALLBACK_POLL = 0.5  # seconds between polls when notification is unavailable
+DEBOUNCE_MS = 40  # longest a burst of events is gathered before it is handled
+IDLE_POLL = 0.5  # with notification: seconds without events after which every source is stat'ed anyway
+STEP_MS = 10
+MAX_ERRORS = 10_000
+#: chunks one poll of a file skips for a bug of ours (each read past) before the rest waits for the next poll
+MAX_SKIPS = 16
+#: bad lines told per file; then one line says the rest are counted, not told (a run that logged a fractional step
+#: on every row made 10,000 lines of stderr for an agent to read). Each run's count stays in its store (summary: bad N).
+BAD_TOLD = 20
+#: a file missing this many seconds and polls (a paused follower's one late look is no while) is no longer followed:
+#: long enough for a rotation, a restarted run or a network filesystem's hiccup to bring it back (within it, the same
+#: run read on from where it was: after 10 s, tail -f printed a moved-and-restored file again from its first row).
+#: Written later, it is a run again (a reset). A sweep that deletes its runs stops paying for them after it.
+GONE_AFTER, GONE_POLLS = 600.0, 3
+MAX_RETIRED = 10_000  # runs no longer followed whose generation is remembered for that (the oldest forgotten first)
+_WATCHED_SUFFIXES = frozenset({".jsonl", ".json", ".log", ".txt", ".out"})
+
+
+class _Either:
+    """``is_set()`` of either event: watchfiles stops on it (the user's stop, or our restart)."""
+
+    def __init__(self, a: threading.Event, b: threading.Event) -> None:
+        self.a, self.b = a, b
+
+    def is_set(self) -> bool:
+        return self.a.is_set() or self.b.is_set()
+
+
+class Follower:
+    def __init__(self, paths: Iterable[str | Path] | str | Path, poll: float | None = None, recheck: float = 2.0,
+                 *, max_line: int = MAX_LINE, on_resume: ResumeReader | None = None) -> None:
+        """Follow the runs under ``paths`` (``poll`` seconds between stat polls, None: notifications). ``on_resume``
+        reads the rows a resume drops from a store (see RunStore); the alert layer passes its reader of them."""
+        self.on_resume = on_resume
+        self.roots = [Path(paths)] if isinstance(paths, (str, Path)) else [Path(p) for p in paths]
+        self.poll = poll
+        self.recheck = recheck
+        self._discover_s = 0.0  # how long the last discovery pass took
+        self.max_line = max_line
+        self.stores: dict[str, RunStore] = {}
+        self.mode = "idle"  # "notify" | "poll" while run() runs
+        self.error_count = 0
+        self._errors: deque[str] = deque(maxlen=MAX_ERRORS)
+        self._bad_lines: dict[str, int] = {}  # file -> bad lines reported in it
+        self._sources: dict[Path, Source] = {}
+        self._by_file: dict[str, Source] = {}  # absolute path -> source (watchfiles reports absolute paths)
+        self._real: dict[str, Path] = {}  # the real path of each followed file -> its candidate key
+        # not metrics: path -> (inode, size when judged, where a search of its growth starts (a console log: the
+        # start of its last, unfinished line), whether it is a console log, whose growth is searched)
+        self._rejected: dict[Path, tuple[int, int, int, bool]] = {}
+        self._unlisted: set[Path] = set()  # directories and files that failed on the last discovery, reported once
+        self._failing: set[Path] = set()  # the same, gathered during the pass under way
+        self._walked: set[Path] = set()  # rejected paths a discovery pass met (the rest are forgotten after it)
+        self._missing: dict[Path, tuple[float, int]] = {}  # source key -> (when its file was first missed, polls)
+        self._retired: dict[str, tuple[int, int]] = {}  # run no longer followed -> (generation, version) of its store
+        self._pass = threading.RLock()
+
+    # --- public -----------------------------------------------------------------------------------------------
+
+    @property
+    def errors(self) -> list[str]:
+        """Every reported problem so far (the latest ``MAX_ERRORS``), as ``path:line: reason``."""
+        return list(self._errors)
+
+    def read_nothing(self) -> bool:
+        """Problems were reported and no run holds a row: what the paths hold could not be read (garbage, a
+        permission), which a one-shot command must not pass off as an empty run."""
+        return bool(self._errors) and not any(len(s) for s in self.stores.values())
+
+    def unreadable(self) -> list[str]:
+        """What a one-shot command could not read although it was there: runs without a row that reported problems
+        (permission, garbage, not a regular file) and paths that could not be listed. (A follower retries them.)"""
+        out = [str(s.path) for s in self.stores.values() if not len(s) and s.bad_count]
+        return out + [str(p) for p in sorted(self._unlisted)]
+
+    def scan(self) -> set[str]:
+        """Discover runs and read everything new now. Returns the ids of the runs that changed."""
+        return self._tick(discover=True)
+
+    def finish(self) -> set[str]:
+        """For one-shot reads (``tail`` without ``-f``, ``summary``): also parse each file's unterminated last line,
+        which a follower leaves waiting for its newline. Returns the runs that changed."""
+        with self._pass:
+            changed: set[str] = set()
+            for src in list(self._sources.values()):
+                finish = getattr(src, "finish", None)
+                try:
+                    done = finish is not None and finish()
+                except Exception as e:  # a bug of ours on one file's last line: the rest of the read still counts
+                    self._internal(src, e)
+                    continue
+                if done:
+                    for st in src.stores():
+                        changed.add(st.run)
+                        self._expose(st)
+            return changed
+
+    def run(self, stop: threading.Event, on_change: Callable[[set[str]], None]) -> None:
+        """Follow until ``stop`` is set (blocking: call it in a worker thread)."""
+        self._emit(self.scan(), on_change)
+        if self.poll is None:
+            try:
+                self._run_notify(stop, on_change)
+                return
+            except Exception as e:  # no inotify, too many watches, a vanished root...: poll instead
+                if stop.is_set():
+                    return
+                self._note(f"file notification failed ({type(e).__name__}: {e}); polling every {FALLBACK_POLL} s")
+        self._run_poll(stop, on_change, self.poll or FALLBACK_POLL)
+
+    # --- passes -----------------------------------------------------------------------------------------------
+
+    def _tick(self, discover: bool, only: Iterable[Source] | None = None) -> set[str]:
+        with self._pass:
+            if discover:
+                self._discover()
+            changed: set[str] = set()
+            for src in list(self._sources.values()) if only is None else only:
+                if self._poll(src):
+                    changed.update(st.run for st in src.stores())
+                if src.dead:
+                    self._drop(src)
+                    continue
+                if src.missing:
+                    if self._gone(src.cand.key):
+                        changed |= self._retire(src)
+                        continue
+                elif self._missing:
+                    self._missing.pop(src.cand.key, None)
+                if src.exposed:
+                    changed.update(st.run for st in src.stores() if self._expose(st))
+            return changed
+
+    def _poll(self, src: Source) -> bool:
+        """``src.poll()``, True when its runs changed. A bug of ours costs the chunk it failed on (the tail has read
+        past it), never the other files nor the rest of this one: a tail that got further is polled again now, for a
+        one-shot read has no next poll (``summary`` showed none of a file's rows after a failing chunk). Told once."""
+        tail = getattr(src, "tail", None)
+        failed = False
+        for _ in range(MAX_SKIPS):
+            at = tail.offset if tail is not None else None
+            try:
+                return src.poll() or failed
+            except Exception as e:
+                if not failed:
+                    self._internal(src, e)
+                failed = True
+            if tail is None or tail.offset == at:  # nothing passed: polling again would fail the same way
+                break
+        return failed
+
+    def _internal(self, src: Source, e: Exception) -> None:
+        self._report(BadLine(str(src.cand.path), 0, f"internal error ({type(e).__name__}: {e})"))
+
+    def _expose(self, store: RunStore) -> bool:
+        """Show ``store`` in ``stores`` (True if it was not there). The file of a run no longer followed, written
+        again: to readers, the run was reset."""
+        if store.run in self.stores:
+            return False
+        old = self._retired.pop(store.run, None)
+        if old is not None:
+            store.succeed(*old)
+        self.stores = {**self.stores, store.run: store}
+        return True
+
+    def _gone(self, key: Path) -> bool:
+        """One more poll found the file of source ``key`` missing: missing for GONE_AFTER s and GONE_POLLS polls?"""
+        now = time.monotonic()
+        since, polls = self._missing.get(key, (now, 0))
+        self._missing[key] = (since, polls + 1)
+        return polls + 1 >= GONE_POLLS and now - since >= GONE_AFTER
+
+    def _retire(self, src: Source) -> set[str]:
+        """Stop following ``src`` (its file is gone); its runs leave ``stores``, their stores left as they are for
+        the readers that hold them. Returns those runs."""
+        self._forget(src)
+        gone = {st.run: st for st in src.stores() if self.stores.get(st.run) is st}
+        self.stores = {k: v for k, v in self.stores.items() if k not in gone}
+        for run, st in gone.items():
+            with st.lock:
+                self._retired[run] = (st.generation, st.version)
+            if len(self._retired) > MAX_RETIRED:
+                del self._retired[next(iter(self._retired))]
+        return set(gone)
+
+    def _recheck_due(self, since: float) -> bool:
+        """A full re-check every ``recheck`` seconds, or, where a discovery pass is costly (a tree of many thousand
+        files), rarely enough that passes take at most 1/``RECHECK_SHARE`` of the time (up to ``RECHECK_MAX``)."""
+        wait = min(max(self.recheck, RECHECK_SHARE * self._discover_s), RECHECK_MAX)
+        return time.monotonic() - since >= wait
+
+    def _discover(self) -> None:
+        t0 = time.monotonic()
+        try:
+            self._discover_pass()
+        finally:
+            self._discover_s = time.monotonic() - t0
+
+    def _discover_pass(self) -> None:
+        self._failing = set()
+        self._walked = set()
+        for cand in discover(self.roots, self._unreadable, self._settled):
+            src = self._sources.get(cand.key)
+            if src is not None:
+                src.store.side_files = cand.side_files
+                if "config" in cand.side_files and "config" not in src.store.meta:
+                    load_meta(src.store, cand)  # a config.json written after the run started
+                continue
+            self._add(cand)
+        self._unlisted = self._failing  # what reads again is reported again if it fails later
+        if not self._failing:  # files judged not a run that are gone now (a whole pass met the rest)
+            self._rejected = {p: v for p, v in self._rejected.items() if p in self._walked}
+
+    def _unreadable(self, path: Path, e: OSError) -> None:
+        """A directory discovery could not list or a file it could not sniff: reported once while it keeps failing."""
+        if path not in self._unlisted:
+            self._unlisted.add(path)
+            self._report(BadLine(str(path), 0, f"unreadable ({e.strerror or e}); skipped"))
+        self._failing.add(path)
+
+    def _add(self, cand: Candidate) -> None:
+        if not cand.confirmed and cand.path in self._rejected:
+            try:
+                st = cand.path.stat()
+            except OSError:
+                return
+            ino, size, start, console = self._rejected[cand.path]
+            if st.st_ino == ino and st.st_size >= size:  # same file, only grown: its first line is still the same
+                if not console:
+                    return
+                found, start = metrics_between(cand.path, start, st.st_size)
+                if not found:
+                    self._rejected[cand.path] = (ino, st.st_size, start, console)
+                    return
+                # a console log that printed no metrics line (NCCL debug output, a model loading) and now prints
+                # one: a run after all, read from the start
+                del self._rejected[cand.path]
+        if cand.kind == "jsonl" and not cand.confirmed:
+            verdict = sniff_jsonl(cand.path, on_error=self._unreadable)
+            if verdict is None:
+                return
+            if not verdict:
+                self._reject(cand.path)
+                return
+            cand.confirmed = True
+        if self._real.setdefault(cand.real, cand.key) != cand.key:
+            return  # the same file by another path (a link) is followed already
+        src = make_source(cand, self._report, self.max_line, self.on_resume)
+        self._sources[cand.key] = src
+        self._by_file[os.path.abspath(cand.path)] = src
+
+    def _settled(self, path: Path) -> bool:
+        """Judged not a run before and nothing to judge again: the same file, not grown (a JSONL whose first line
+        was not metrics: grown or not)."""
+        seen = self._rejected.get(path)
+        if seen is None:
+            return False
+        self._walked.add(path)
+        try:
+            st = os.stat(path)
+        except OSError:
+            return False
+        ino, size, _, console = seen
+        return st.st_ino == ino and (st.st_size == size or (st.st_size > size and not console))
+
+    def _reject(self, path: Path, searched: int | None = None) -> None:
+        """Remember ``path`` as not a run; ``searched``: a console log read up to there (its growth is searched)."""
+        try:
+            st = path.stat()
+        except OSError:
+            return
+        console = searched is not None
+        self._walked.add(path)
+        self._rejected[path] = (st.st_ino, st.st_size, min(searched or 0, st.st_size), console)
+
+    def _forget(self, src: Source) -> None:
+        self._missing.pop(src.cand.key, None)
+        self._sources.pop(src.cand.key, None)
+        self._by_file.pop(os.path.abspath(src.cand.path), None)
+        self._real.pop(src.cand.real, None)
+
+    def _drop(self, src: Source) -> None:
+        self._forget(src)
+        tail = getattr(src, "tail", None)
+        # (from the start of a line it has not finished: a metrics line cut by the read must be found whole)
+        searched = tail.offset - tail.pending if tail is not None and src.cand.kind == "console" else None
+        self._reject(src.cand.path, searched)
+
+    def _report(self, bad: BadLine) -> None:
+        text = str(bad)
+        if bad.lineno:  # a line of a file (not the whole file, not a note): told up to BAD_TOLD times a file
+            n = self._bad_lines[bad.path] = self._bad_lines.get(bad.path, 0) + 1
+            if n > BAD_TOLD + 1:
+                return
+            if n > BAD_TOLD:
+                text = f"{bad.path}: more than {BAD_TOLD} bad lines; the rest are counted, not told (summary: bad N)"
+        self.error_count += 1
+        self._errors.append(text)
+
+    def _note(self, message: str) -> None:
+        self._report(BadLine("steptable", 0, message))
+
+    @staticmethod
+    def _emit(changed: set[str], on_change: Callable[[set[str]], None]) -> None:
+        if changed:
+            on_change(changed)
+
+    # --- loops ------------------------------------------------------------------------------------------------
+
+    def _run_poll(self, stop: threading.Event, on_change: Callable[[set[str]], None], interval: float) -> None:
+        self.mode = "poll"
+        last_full = time.monotonic()
+        while True:
+            t0 = time.monotonic()
+            full = self._recheck_due(last_full)
+            if full:
+                last_full = t0
+            self._emit(self._tick(discover=full), on_change)
+            if stop.wait(max(0.0, interval - (time.monotonic() - t0))):
+                return
+
+    def _run_notify(self, stop: threading.Event, on_change: Callable[[set[str]], None]) -> None:
+        import watchfiles  # imported here: ``scan()`` users never pay for it
+
+        self.mode = "notify"
+        while not stop.is_set():
+            targets = [r for r in self.roots if os.path.exists(r)]
+            if not targets:  # nothing to watch yet: look again every re-check
+                if stop.wait(self.recheck):
+                    return
+                self._emit(self.scan(), on_change)
+                continue
+            restart = threading.Event()
+            idents = self._root_idents()
+            last_full = time.monotonic()
+            idle_ms = max(int(min(self.recheck, IDLE_POLL) * 1000), 50)
+            for changes in watchfiles.watch(*targets, stop_event=_Either(stop, restart), debounce=DEBOUNCE_MS,
+                                            step=STEP_MS, rust_timeout=idle_ms, yield_on_timeout=True,
+                                            raise_interrupt=False, ignore_permission_denied=True):
+                if changes:
+                    changed = self._on_events({Path(p) for _, p in changes})
+                else:  # idle: stat every source (cheap), for events lost before the watch began or dropped
+                    changed = self._tick(discover=False)
+                if self._recheck_due(last_full):
+                    last_full = time.monotonic()
+                    changed |= self.scan()
+                    if self._root_idents() != idents:  # a root appeared, vanished or was replaced: watch anew
+                        restart.set()
+                self._emit(changed, on_change)
+
+    def _root_idents(self) -> list[Any]:
+        out: list[Any] = []
+        for r in self.roots:
+            try:
+                st = r.stat()
+                out.append((st.st_dev, st.st_ino))
+            except OSError:
+                out.append(None)
+        return out
+
+    def _on_events(self, paths: set[Path]) -> set[str]:
+        """Read the sources the events name; classify new files and directories where they appeared (a full
+        discovery would walk every root on every burst of events)."""
+        hit: list[Source] = []
+        with self._pass:
+            for p in sorted(paths):  # (a set: in its order, runs found together came in a new order each launch)
+                src = self._by_file.get(os.path.abspath(p))
+                if src is None and p.name == "trainer_state.json":
+                    src = next((s for s in self._sources.values() if s.cand.kind == "trainer_state"
+                                and p.is_relative_to(s.cand.run_dir.absolute())), None)
+                if src is not None:
+                    hit.append(src)
+                elif p.suffix.lower() in _WATCHED_SUFFIXES or p.is_dir():
+                    for cand in discover_at(p, self.roots, self._unreadable, self._settled):
+                        if cand.key not in self._sources:
+                            self._add(cand)
+                            new = self._sources.get(cand.key)
+                            if new is not None:
+                                hit.append(new)
+            return self._tick(discover=False, only=list(dict.fromkeys(hit)))
+
+
+def load(
+    paths: Iterable[str | Path] | str | Path, on_resume: ResumeReader | None = None
+) -> dict[str, RunStore]:
+    """Every run under ``paths``, read once (for one-shot commands: ``tail``, ``summary``)."""
+    follower = Follower(paths, on_resume=on_resume)
+    follower.scan()
+    follower.finish()
+    return follower.stores

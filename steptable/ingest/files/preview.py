@@ -1,0 +1,79 @@
+"""preview_tail: rows from the end of a huge file, for a first frame before the full parse is done. Pure."""
+
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+
+from steptable.ingest.files.discover import CONSOLE_SUFFIXES
+from steptable.ingest.files.tail import BLOCK, MAX_LINE
+from steptable.ingest.parse import BadLine
+from steptable.ingest.readers.arms import arm_values
+from steptable.ingest.readers.console import ConsoleParser
+from steptable.ingest.readers.csvlog import CsvParser
+from steptable.ingest.readers.hf import parse_trainer_state
+from steptable.ingest.readers.jsonl import JsonlParser
+from steptable.ingest.store import RunStore
+
+PREVIEW_BYTES = 4 * 1024 * 1024
+
+
+def preview_tail(path: str | Path, max_bytes: int = PREVIEW_BYTES, kind: str | None = None) -> RunStore:
+    """A store of the complete lines within the last ``max_bytes`` of ``path`` (from the first full line there).
+
+    ``meta["preview_offset"]`` is the byte offset the window starts at (0: the whole file was read);
+    ``meta["arms"]`` how many arms its rows name. Line numbers in
+    ``bad`` count from the start of the window; a file without a step key is numbered from 0 within the window.
+    """
+    path = Path(path)
+    if kind is None:
+        kind = ("trainer_state" if path.name == "trainer_state.json"
+                else "csv" if path.suffix.lower() == ".csv"
+                else "console" if path.suffix.lower() in CONSOLE_SUFFIXES else "jsonl")
+    store = RunStore(path.name, path, kind)
+    with open(path, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        if kind == "trainer_state":  # one JSON document: there is no tail to take
+            store.meta["preview_offset"] = 0
+            try:
+                store.add(parse_trainer_state(f.read(), str(path)), math.nan)
+            except ValueError as e:
+                store.add_bad([BadLine(str(path), 0, str(e))])
+            return store
+        start = max(0, size - max_bytes)
+        f.seek(start)
+        data = f.read(size - start)
+    if start > 0:
+        data = data[data.find(b"\n") + 1 :] if b"\n" in data else b""
+    data = data[: data.rfind(b"\n") + 1]
+    store.meta["preview_offset"] = size - len(data) if start > 0 else 0
+    label = str(path)
+    parser: ConsoleParser | CsvParser | JsonlParser
+    if kind == "csv":  # the header is at the top, not in the window
+        parser = CsvParser(label)
+        if start > 0:
+            with open(path, "rb") as f:
+                for no in range(1, 1001):  # the header, after any blank and comment lines
+                    line = f.readline(MAX_LINE)  # (a header of thousands of keys is long)
+                    if not line:
+                        break
+                    parser.parse(line, no)
+                    if parser.header is not None:
+                        break
+            parser.ordinal, parser.last_step = 0, None  # a row read with its header is not in the window
+    else:
+        parser = ConsoleParser(label) if kind == "console" else JsonlParser(label)
+    pos, lineno = 0, 1
+    arms: set[str] = set()  # the arms the rows name (several: StepLoggers of several arms share the file)
+    while pos < len(data):
+        end = data.find(b"\n", pos + BLOCK)
+        end = len(data) if end < 0 else end + 1
+        chunk = data[pos:end]
+        parsed = parser.parse(chunk, lineno)
+        arms.update(a for a in arm_values(parsed) or () if type(a) is str)
+        store.add(parsed, math.nan)  # a backlog: arrival times unknown
+        lineno += chunk.count(b"\n")
+        pos = end
+    store.meta["arms"] = len(arms)
+    return store

@@ -1,0 +1,144 @@
+"""HF Trainer / TRL ``trainer_state.json``: one JSON document whose ``log_history`` is the run's rows. Pure.
+
+The Trainer rewrites the whole file (indent=2, bare NaN) at every checkpoint, into a new ``checkpoint-N/`` directory,
+so a run is its directory and its current file is the newest ``trainer_state.json`` under it. A changed file is read
+again whole and the run rebuilt from it; a half-written file (a decode error on a file still changing) is retried.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+import msgspec
+
+from steptable.ingest.parse import (
+    BOM,
+    MISSING,
+    BadLine,
+    flatten,
+    has_nonfinite,
+    quote_bignums,
+    quote_nonfinite,
+    step_of,
+)
+from steptable.ingest.parsed import Parsed
+
+_CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
+_DECODER = msgspec.json.Decoder()
+
+
+
+#: ``log_history`` mixes three kinds of entries:
+#: ``"train"``, the metrics of a logging window (``loss``, ``reward``, ... or MaxEnt's ``train/...``);
+#: ``"eval"``, an evaluation at a step (every metric key starts with ``eval_``/``eval/``, or ``test_``/``test/`` after
+#: ``trainer.predict``), merged into the train row of its step; ``"summary"``, the entry written once at the end of
+#: training (``train_runtime``, ``train_loss``, ``total_flos``, ...): run metadata, not a step row.
+LogEntryKind = Literal["train", "eval", "summary"]
+
+#: keys that only the end-of-training summary entry carries
+SUMMARY_KEYS = frozenset({
+    "train_runtime", "train_samples_per_second", "train_steps_per_second", "total_flos", "train_loss",
+})
+#: bookkeeping keys present on every kind of entry
+_BOOKKEEPING = frozenset({"step", "epoch", "global_step", "train/global_step", "train/epoch", "num_input_tokens_seen"})
+_EVAL_PREFIXES = ("eval_", "eval/", "test_", "test/")
+
+
+def classify_log_entry(entry: Mapping[str, Any]) -> LogEntryKind:
+    """Whether a ``log_history`` entry is a training window, an evaluation, or the final run summary."""
+    keys = set(entry)
+    if keys & SUMMARY_KEYS and "loss" not in keys and "train/loss" not in keys:
+        return "summary"
+    metrics = [k for k in keys if k not in _BOOKKEEPING]
+    if metrics and all(k.startswith(_EVAL_PREFIXES) for k in metrics):
+        return "eval"
+    return "train"
+
+
+def trainer_states(run_dir: Path) -> list[Path]:
+    """The ``trainer_state.json`` files of a run directory (in it or in its ``checkpoint-N/`` subdirectories),
+    newest first: latest modification time; ties go to the higher checkpoint number (the top-level file counts as
+    the highest, the Trainer writes it last at the end of training)."""
+    found: list[tuple[int, int, Path]] = []
+    try:
+        entries = list(os.scandir(run_dir))
+    except OSError:
+        return []
+    for entry in entries:
+        if entry.name == "trainer_state.json":
+            path, number = Path(entry.path), 1 << 62
+        else:
+            m = _CHECKPOINT.match(entry.name)
+            if m is None:
+                continue
+            path, number = Path(entry.path) / "trainer_state.json", int(m.group(1))
+        try:
+            mtime = path.stat().st_mtime_ns
+        except OSError:
+            continue
+        found.append((mtime, number, path))
+    found.sort(key=lambda t: (t[0], t[1]), reverse=True)
+    return [p for _, _, p in found]
+
+
+def newest_trainer_state(run_dir: Path) -> Path | None:
+    """The newest ``trainer_state.json`` of a run directory (see ``trainer_states``), or None."""
+    states = trainer_states(run_dir)
+    return states[0] if states else None
+
+
+def decode_document(data: bytes) -> Any:
+    """Decode one JSON document that may hold bare NaN / Infinity and out-of-range numbers (and a UTF-8 BOM,
+    which an editor on Windows adds)."""
+    data = data.removeprefix(BOM)
+    if has_nonfinite(data):
+        data = quote_nonfinite(data)
+    try:
+        return _DECODER.decode(data)
+    except msgspec.ValidationError:  # a number out of range
+        return _DECODER.decode(quote_bignums(data))
+
+
+def parse_trainer_state(data: bytes, label: str = "trainer_state.json") -> Parsed:
+    """Rows of ``log_history`` (keyed by their ``step``). Raises ValueError when the document is not usable.
+
+    An entry that is not an object is skipped, and one without an integer step is kept under the step before it
+    (as the JSONL reader does); each is reported in ``bad``, named ``log_history[i]``."""
+    try:
+        doc = decode_document(data)
+    except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError) as e:
+        raise ValueError(f"invalid JSON: {e}") from None
+    except RecursionError:
+        raise ValueError("invalid JSON: nested too deeply") from None
+    history = doc.get("log_history") if type(doc) is dict else None
+    if type(history) is not list:
+        raise ValueError("no log_history list")
+    steps: list[int] = []
+    rows: list[dict[str, Any]] = []
+    last = 0
+    summary: dict[str, Any] = {}
+    bad: list[BadLine] = []
+    for i, entry in enumerate(history):
+        if type(entry) is not dict:
+            bad.append(BadLine(label, 0, f"log_history[{i}]: not an object ({type(entry).__name__}); skipped"))
+            continue
+        if classify_log_entry(entry) == "summary":
+            # The Trainer's closing entry (train_runtime, train_loss, ...) describes the run, not a step.
+            summary.update(flatten(entry))
+            continue
+        row = flatten(entry)
+        raw = row.get("step", MISSING)
+        step = step_of(raw)
+        if step is None:
+            what = "missing" if raw is MISSING else f"not an integer ({raw!r:.40})"
+            bad.append(BadLine(label, 0, f"log_history[{i}]: step {what}: entry kept under step {last}"))
+            step = last
+        row["step"] = last = step
+        steps.append(step)
+        rows.append(row)
+    meta = {"train_summary": summary} if summary else {}
+    return Parsed(steps=steps, rows=rows, step_key="step", meta=meta, bad=bad)

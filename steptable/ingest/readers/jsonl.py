@@ -1,0 +1,173 @@
+"""JsonlParser: chunks of complete JSONL lines -> :class:`Parsed` batches, fast path first, line by line when needed.
+
+Per chunk: cheap clean-up (non-finite literals, BOMs), then the typed fast path (columns, no per-row dicts) if a
+shape is known and the chunk fits it, else a dict batch decode, else line by line with repairs and a report per bad
+line. After a fast-path miss the fast path rests for a few chunks (doubling up to 64) so a file it never fits does
+not pay for it twice; a new key or type learned line by line makes it try again at once.
+
+Step resolution (the store only ever sees int steps): the first candidate key (``STEP_KEYS``) a row carries becomes
+the file's step key; a file with none numbers its rows by position (0, 1, 2...). A row without the step in a file
+that has one is kept under the previous row's step (merged into it) and reported.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import msgspec
+
+from steptable.ingest.parse import (
+    MISSING,
+    NONFINITE_TOKENS,
+    STEP_KEYS,
+    BadLine,
+    LineError,
+    decode_line,
+    find_token,
+    fix_chunk,
+    flatten,
+    quote_nonfinite,
+    step_of,
+)
+from steptable.ingest.parsed import Parsed
+from steptable.ingest.readers.fastpath import Shape, TypedDecoder, learn
+
+_DICTS = msgspec.json.Decoder()
+MAX_REST = 64
+LineNo = int | Callable[[], int]
+
+
+class JsonlParser:
+    def __init__(self, label: str) -> None:
+        self.label = label
+        self.reset()
+
+    def reset(self) -> None:
+        self.step_key: str | None = None
+        self.ordinal = 0  # good rows so far: the position of the next row
+        self.last_step: int | None = None
+        self._shape: Shape = {}
+        self._shape_ok = True
+        self._typed: TypedDecoder | None = None
+        self._stale = False  # shape changed since the typed decoder was built
+        self._rest = 0
+        self._backoff = 1
+        self._fix_first = False
+        self._needles: tuple[bytes, ...] = ()
+        self.fast_chunks = 0
+        self.slow_chunks = 0
+
+    def parse(self, chunk: bytes, lineno: LineNo) -> Parsed:
+        """Parse complete lines (``chunk`` ends with a newline). ``lineno``: the 1-based number of the first line, or
+        a callable giving it (counting lines costs; only the tolerant path needs them).
+
+        Non-finite literals: a chunk is decoded as is first and rewritten only when that fails and it holds one,
+        except while the previous chunk held some (a NaN-heavy file is rewritten first, not decoded twice)."""
+        fixed = False  # fix_chunk with every token and BOMs applied
+        typed = self._typed_decoder()
+        if typed is not None and self._rest > 0:
+            self._rest -= 1
+        elif typed is not None:
+            if self._fix_first:  # only the tokens this file has shown so far: one scan each
+                clean = quote_nonfinite(chunk, self._needles)
+                self._fix_first, chunk = clean is not chunk, clean
+            cols = typed.decode(chunk)
+            if cols is None:
+                self._needles = tuple(n for n in NONFINITE_TOKENS if n in self._needles or find_token(chunk, n) >= 0)
+                clean = fix_chunk(chunk)
+                fixed = True
+                if clean is not chunk:
+                    self._fix_first, chunk = True, clean
+                    cols = typed.decode(chunk)
+            if cols is not None:
+                self._backoff = 1
+                self.fast_chunks += 1
+                return self._from_cols(cols, typed)
+            self._rest = self._backoff
+            self._backoff = min(self._backoff * 2, MAX_REST)
+        self.slow_chunks += 1
+        return self._tolerant(chunk if fixed else fix_chunk(chunk), lineno)
+
+    def _typed_decoder(self) -> TypedDecoder | None:
+        if self._stale and self._shape_ok and self._shape:
+            self._stale = False
+            self._rest = 0
+            try:
+                self._typed = TypedDecoder(self._shape, self.step_key)
+            except (ValueError, TypeError):
+                self._typed = None
+        return self._typed if self._shape_ok else None
+
+    def _from_cols(self, cols: dict[str, Any], typed: TypedDecoder) -> Parsed:
+        n = len(next(iter(cols.values()))) if cols else 0
+        if self.step_key is not None:
+            steps: Any = cols[self.step_key]
+        else:
+            steps = range(self.ordinal, self.ordinal + n)
+        self.ordinal += n
+        if n:
+            self.last_step = steps[-1]
+        return Parsed(steps=steps, cols=cols, int_keys=typed.int_keys_frozen, step_key=self.step_key)
+
+    def _tolerant(self, chunk: bytes, first: LineNo) -> Parsed:
+        lineno = first() if callable(first) else first
+        nlines = chunk.count(b"\n") + (0 if chunk.endswith(b"\n") else 1)
+        bad: list[BadLine] = []
+        raw: list[tuple[int, dict[str, Any]]] = []
+        try:
+            objs = _DICTS.decode_lines(chunk)
+            if len(objs) != nlines or not all(type(o) is dict for o in objs):
+                raise ValueError
+            raw = list(zip(range(lineno, lineno + nlines), objs, strict=True))
+        except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError, ValueError, RecursionError):
+            raw = []
+            for i, line in enumerate(chunk.split(b"\n")[:nlines]):
+                no = lineno + i
+
+                def warn(reason: str, no: int = no) -> None:
+                    bad.append(BadLine(self.label, no, reason))
+
+                try:
+                    obj = decode_line(line, warn)
+                except LineError as e:
+                    bad.append(BadLine(self.label, no, str(e)))
+                    continue
+                if obj is not None:
+                    raw.append((no, obj))
+        steps: list[int] = []
+        rows: list[dict[str, Any]] = []
+        for no, obj in raw:
+            try:  # a decoder that takes deeper nesting than Python's recursion limit (msgspec on 3.12) gets here
+                if self._shape_ok:
+                    ok, changed = learn(self._shape, obj)
+                    self._shape_ok = ok
+                    self._stale = self._stale or changed
+                row = flatten(obj)
+            except RecursionError:
+                bad.append(BadLine(self.label, no, "JSON nested too deeply"))
+                continue
+            steps.append(self._step(row, no, bad))
+            rows.append(row)
+        return Parsed(steps=steps, rows=rows, bad=bad, step_key=self.step_key)
+
+    def _step(self, row: dict[str, Any], lineno: int, bad: list[BadLine]) -> int:
+        if self.step_key is None:
+            for k in STEP_KEYS:
+                if k in row and step_of(row[k]) is not None:
+                    self.step_key = k
+                    self._stale = True  # the typed decoder must now require it
+                    break
+        step: int | None = None
+        if self.step_key is not None:
+            step = step_of(row.get(self.step_key, MISSING))
+            if step is None:
+                step = self.last_step if self.last_step is not None else self.ordinal
+                what = "missing" if self.step_key not in row else f"not an integer ({row[self.step_key]!r:.40})"
+                bad.append(BadLine(self.label, lineno, f"step {self.step_key!r} {what}: row kept under step {step}"))
+            row[self.step_key] = step
+        else:
+            step = self.ordinal
+        self.ordinal += 1
+        self.last_step = step
+        return step

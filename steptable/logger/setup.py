@@ -1,0 +1,176 @@
+"""setup_logging(): token-cheap loguru sinks for a training run.
+
+stdout gets one ASCII level icon and the message (``I  step   rew ...``), written between tqdm's progress bars (cleared
+and redrawn around it) and flushed at once; colour only on a terminal. A verbose file beside it gets timestamps and
+DEBUG lines, and steptable's own notices (which go to stderr, also between the bars).
+
+This module installs them (the console's rank filter and icon format, the verbose file's path per run and rank);
+the sinks themselves, and the notices, are ``steptable.logger.sinks``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from loguru import logger
+
+import steptable.logger.sinks as sinks
+from steptable.logger.rank import LazyRank
+from steptable.logger.sinks import ConsoleSink, FileSink, report_once
+
+ICONS = {"TRACE": "T", "DEBUG": "D", "INFO": "I", "SUCCESS": "S", "WARNING": "W", "ERROR": "E", "CRITICAL": "C"}
+
+_handler_ids: list[int] = []
+_removed_default = False
+
+
+def use_colour(stream: Any = None) -> bool:
+    """Colour on a terminal only. FORCE_COLOR (non-empty, not "0") forces it on; NO_COLOR (non-empty) or TERM=dumb
+    turn it off."""
+    force = os.environ.get("FORCE_COLOR", "")
+    if force and force != "0":
+        return True
+    if os.environ.get("NO_COLOR", "") or os.environ.get("TERM", "") == "dumb":
+        return False
+    stream = sys.stdout if stream is None else stream
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError, OSError):
+        return False
+
+
+def _console_record(record: Any) -> bool:
+    return bool(record["extra"].get("steptable_console", True))
+
+
+class _ConsoleFilter:
+    """Rank 0 shows ``level`` and up; another rank warnings and errors only."""
+
+    def __init__(self, rank: LazyRank, level: int) -> None:
+        self.rank = rank
+        self.level = level
+
+    def __call__(self, record: Any) -> bool:
+        if not _console_record(record):
+            return False
+        return bool(record["level"].no >= (self.level if self.rank() == 0 else _WARNING))
+
+
+class _ConsoleFormat:
+    """The icon, ``[rN] `` on a non-zero rank, and the message."""
+
+    def __init__(self, rank: LazyRank, colourise: bool) -> None:
+        self.rank = rank
+        self.icon = "<level>{level.icon}</level> " if colourise else "{level.icon} "
+
+    def __call__(self, record: Any) -> str:
+        rank = self.rank.value  # (as the console filter, which passed this record, has just found it)
+        return self.icon + ("" if rank == 0 else f"[r{rank}] ") + "{message}\n{exception}"
+
+
+_WARNING = 30  # loguru's WARNING
+
+
+def installed() -> bool:
+    """Are setup_logging's sinks in place (its verbose file among them)?"""
+    return bool(_handler_ids)
+
+
+_log_paths: dict[tuple[str, str, int], Path] = {}
+
+
+def setup_logging(
+    run_id: str,
+    log_dir: str | os.PathLike[str] = "logs",
+    level: str = "INFO",
+    file_level: str = "DEBUG",
+    colour: bool | None = None,
+) -> Path:
+    """Install the console and verbose-file sinks and return the verbose log's path.
+
+    Calling it again replaces the sinks it installed before (no duplicates); the same ``run_id`` and ``log_dir``
+    keep writing to the same verbose file within a process. On a non-zero distributed rank the
+    console shows warnings and errors only, prefixed with the rank, and the file is suffixed with it.
+    """
+    global _removed_default
+    for hid in _handler_ids:
+        try:
+            logger.remove(hid)
+        except ValueError:
+            pass
+    _handler_ids.clear()
+    sinks._file_sink = None
+    sinks._in_child = False
+    if not _removed_default:
+        # loguru's own stderr handler would print every row a second time, in its long format.
+        try:
+            logger.remove(0)
+        except ValueError:
+            pass
+        _removed_default = True
+    for name, icon in ICONS.items():
+        logger.level(name, icon=icon)
+
+    # Set up before init_process_group (torch.multiprocessing.spawn), a process reads rank 0 until its group
+    # exists: the sinks ask again then, so its console and file become its rank's.
+    rank = LazyRank()
+    colourise = use_colour() if colour is None else colour
+    level_no = _level_no(level)
+    _handler_ids.append(
+        logger.add(
+            ConsoleSink(),
+            level=min(level_no, _WARNING),
+            format=_ConsoleFormat(rank, colourise),
+            colorize=colourise,
+            filter=_ConsoleFilter(rank, level_no),
+        )
+    )
+
+    directory = Path(log_dir)
+    where = (str(run_id), os.path.abspath(directory))  # (absolute: a later os.chdir must not move the file)
+    path = _log_path(where, rank.value)
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        sink = FileSink(path, (lambda: _log_path(where, rank())) if rank.value == 0 else None)
+        sink.write("")  # open it now, so a directory that cannot hold it is reported here
+        if sink._fh is not None:
+            _handler_ids.append(
+                logger.add(
+                    sink,
+                    level=file_level,
+                    format="{time:YYYY-MM-DD HH:mm:ss.SSS} | {level: <8} | {file}:{line} | {message}",
+                    colorize=False,
+                    catch=True,
+                )
+            )
+            sinks._file_sink = sink if _level_no(file_level) <= _WARNING else None
+    except OSError as e:
+        report_once(f"logfile:{path}", f"steptable: cannot open the verbose log {path} ({e}); console only")
+    return directory / path.name
+
+
+def _level_no(level: str | int) -> int:
+    return logger.level(level).no if isinstance(level, str) else int(level)
+
+
+_stamps: dict[tuple[str, str], str] = {}
+
+
+def _log_path(where: tuple[str, str], rank: int) -> Path:
+    """The verbose file of run ``where`` (run id, absolute directory) on ``rank``. The same run set up again in this
+    process keeps its file (a second stamp would split the log); a rank learnt later gets the run's stamp."""
+    key = (*where, rank)
+    path = _log_paths.get(key)
+    if path is None:
+        stamp = _stamps.setdefault(where, datetime.now().strftime("%Y%m%dT%H%M%S"))
+        suffix = "" if rank == 0 else f".rank{rank}"
+        path = _log_paths[key] = Path(where[1]) / f"{stamp}_{_safe_name(where[0])}{suffix}.log"
+    return path
+
+
+def _safe_name(run_id: str) -> str:
+    return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in str(run_id))[:80] or "run"

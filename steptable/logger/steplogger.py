@@ -1,0 +1,432 @@
+"""StepLogger: the in-process consumer. One fixed-width row per step on stdout, every raw row in JSONL.
+
+    step_log = StepLogger(cols, run_dir="logs/routeA", arm="routeA")
+    for step in range(n):
+        step_log.log({"step": step, "rew": r, ...})
+    step_log.close()
+
+Printing goes through loguru (so the verbose file sink sees every row) and from there through ``tqdm.write``
+(see :func:`steptable.setup_logging`). Nothing here raises into the training loop: I/O failures are reported once
+and the run goes on.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+import threading
+import time
+import weakref
+from collections import deque
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from loguru import logger
+
+from steptable.alerts.engine import AlertEngine
+from steptable.logger import tablefile
+from steptable.logger.rank import LazyRank
+from steptable.logger.setup import installed
+from steptable.logger.sinks import report_once, say
+from steptable.logger.writer import RunWriter, error_text
+from steptable.table import render, runinfo
+from steptable.table.columns import Col, streamed, validate
+from steptable.table.formatting import sanitize
+from steptable.table.rowvalues import flat, freeze, kept
+
+JSONL_NAME = "metrics.jsonl"
+TABLE_NAME = tablefile.TABLE_NAME
+
+#: loggers alive in this process, so a forked child (a DataLoader worker) can be told it is not the writer
+_LIVE: weakref.WeakSet[StepLogger] = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    for lg in list(_LIVE):
+        lg._forked = True
+        lg._lock = threading.RLock()  # the parent's lock may have been held by another thread at the fork
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def _step_number(step: Any, default: int) -> int:
+    """The step as an int for the alert engine; ``default`` for a step that is not a finite number."""
+    try:
+        if isinstance(step, bool) or not isinstance(step, (int, float)):
+            return default
+        return int(step) if math.isfinite(step) else default
+    except (OverflowError, ValueError):  # an int past float range
+        return default
+
+
+def _caller_depth() -> int:
+    """loguru ``depth`` of the first frame outside steptable, so the verbose file names the caller's line."""
+    try:
+        frame = sys._getframe(2)
+    except ValueError:  # a shallower stack than any steptable caller has: name the nearest frame
+        return 1
+    depth = 1
+    while str(frame.f_globals.get("__name__", "")).startswith("steptable.") and frame.f_back is not None:
+        frame = frame.f_back
+        depth += 1
+    return depth
+
+
+class StepLogger:
+    """Render raw per-step metrics with one column registry, and keep every raw row.
+
+    cols          the column set (``routing_columns(...)`` or your own ``Col`` list)
+    run_dir       where ``metrics.jsonl`` (and at close ``table.txt``) go; None = console only
+    arm           the experiment arm, written into every JSONL row
+    header_every  repeat the header every N rows (0 = once), so the last 30 lines of a log still carry it
+    alerts        watch the rows with steptable.alerts.engine and log W/E lines as problems start
+    dump_rows     rows of the all-column table printed at close
+    rank          override the detected global rank; only rank 0 prints and writes (detected: a launcher's RANK,
+                  else torch.distributed's rank, looked for at each row until its process group is made)
+    console       False writes the JSONL only (no rows through loguru), e.g. when a TUI owns the terminal
+    """
+
+    def __init__(
+        self,
+        cols: Sequence[Col],
+        run_dir: str | os.PathLike[str] | None = None,
+        arm: str | None = None,
+        *,
+        header_every: int = 20,
+        alerts: bool = True,
+        dump_rows: int = 5,
+        rank: int | None = None,
+        console: bool = True,
+    ) -> None:
+        self.cols = validate(cols)
+        self.stream_cols = streamed(self.cols)
+        self._render_row = render.compile_row(self.stream_cols)
+        self.arm = arm
+        self.header_every = max(int(header_every), 0)
+        self.dump_rows = max(int(dump_rows), 0)
+        # No launcher's variable and no process group yet (torch.multiprocessing.spawn, the logger made before
+        # init_process_group): every process would take itself for rank 0. Asked again at each row until known.
+        self._rank = LazyRank(rank)
+        self.console = console
+        # absolute: a later os.chdir in the training script must not move the files
+        self.run_dir = Path(run_dir).absolute() if run_dir is not None else None
+        self.jsonl_path = self.run_dir / JSONL_NAME if self.run_dir is not None else None
+        self._writer = RunWriter(self.jsonl_path, self._warn) if self.jsonl_path is not None else None
+        self._recent: deque[dict[str, Any]] = deque(maxlen=max(self.dump_rows, 1))
+        self._rows = 0
+        self._lost = 0  # rows log() failed on (each failure kind is reported once; close() says how many)
+        self._closed = False
+        # log() may be called from several threads (an eval thread beside the loop): rows, header cadence and the
+        # writer's pending queue are shared state. Uncontended, the lock costs well under a microsecond per row.
+        self._lock = threading.RLock()
+        self._alerts = AlertEngine() if alerts else None
+        self._forked = False  # set in a child process created by fork(): it never prints or writes
+        self._owner: int | None = None  # the thread inside log() now
+        self._deferred: deque[dict[str, Any]] = deque()  # rows logged from inside log() (signal handlers)
+        self._close_due = False  # close() was called from inside log(): done when that call ends
+        self._end: str | None = None  # how the ``with`` block ended when not normally (steptable.table.runinfo.end_of)
+        self._closed_at: float | None = None
+        self._marked_ended = False  # steptable.json says the run ended (close() got that far)
+        self._table: Path | None = None
+        self._table_note = "all rows"
+        self._started = 0.0
+        self._topic = f"steplogger-{id(self)}"  # failures are reported once per logger and kind
+        _LIVE.add(self)
+
+    # ------------------------------------------------------------------------------------------------ rendering
+    def header(self) -> str:
+        return render.header(self.stream_cols)
+
+    def row(self, cells: Mapping[str, Any]) -> str:
+        return self._render_row(cells)
+
+    def legend(self) -> str:
+        """The meaning of each column present this run (streamed and dump-only)."""
+        return render.legend(self.cols)
+
+    # ------------------------------------------------------------------------------------------------ the loop
+    @property
+    def is_writer(self) -> bool:
+        return self._rank() == 0
+
+    @property
+    def rank(self) -> int:
+        """The global rank (0 until something says it); only rank 0 prints and writes."""
+        return self._rank.value
+
+    def log(self, cells: Mapping[str, Any]) -> str | None:
+        """Write the raw row to JSONL, print its rendered line (header/legend as due), emit alerts.
+
+        Returns the rendered line (None on non-zero ranks, which print and write nothing).
+        """
+        if not self.is_writer:
+            return None
+        if self._forked:
+            report_once(
+                f"{self._topic}-forked",
+                "steptable: StepLogger.log called in a forked child process (a DataLoader or pool worker); only the "
+                "process that made the logger writes its rows: make the StepLogger in the child to log from there",
+            )
+            return None
+        if self._closed:
+            report_once(f"{self._topic}-closed", "steptable: StepLogger.log called after close(); row not recorded")
+            return None
+        if self._owner == threading.get_ident():
+            # Called again from inside log() on this thread (a signal handler, a __float__ that logs): writing now
+            # would interleave with the row in progress. The row is read now and logged right after that one.
+            self._deferred.append(freeze(cells))
+            return None
+        try:
+            with self._lock:
+                if self._closed:
+                    return None
+                self._owner = threading.get_ident()
+                try:
+                    line = self._log(cells)
+                    while self._deferred:
+                        self._log(self._deferred.popleft())
+                finally:
+                    self._owner = None
+                    if self._close_due:  # also when a handler's sys.exit() leaves the row (close(); exit)
+                        self._close()
+                return line
+        except Exception as e:  # the loop must survive anything we do wrong
+            self._lost += 1
+            report_once(  # (an exception's text may quote a path or a value: made inert as names are)
+                f"{self._topic}-{type(e).__name__}",
+                f"steptable: StepLogger.log failed ({error_text(e)}); training goes on",
+            )
+            return None
+
+    def _log(self, raw: Mapping[str, Any]) -> str:
+        # Each value read once, now: a device tensor costs one sync here rather than one each for the JSONL, the
+        # rendered row and the dump, and a value the loop updates in place later shows as it was at this step.
+        cells = freeze(raw)
+        # (a None is "not given" here too: the row's position, this logger's arm, our clock)
+        step = self._rows if cells.get("step") is None else cells["step"]
+        if type(step) is float and not step.is_integer():
+            report_once(f"{self._topic}-float-step", f"steptable: step {step!r} is not a whole number: readers of "
+                        "the JSONL (tail, summary, watch, table.txt) keep such a row under the step before it; log "
+                        "an integer step and the fraction as a column of its own")
+        record: dict[str, Any] = {"step": step}
+        if self.arm is not None:  # a row that names its own arm keeps it, as ``ts`` does
+            own = cells.get("arm")
+            record["arm"] = self.arm if own is None else own
+            if own is not None and own != self.arm:
+                report_once(f"{self._topic}-arm", f"steptable: a row's 'arm' ({sanitize(repr(own)):.40}) is filed "
+                            f"as its arm, not this logger's ({sanitize(repr(self.arm)):.40}): readers show it as "
+                            "another arm's row; a metric named 'arm' needs another name")
+        now = time.time()
+        # The caller's own timestamp (e.g. the step's start, or a clock of its own) wins over ours.
+        record["ts"] = round(now, 3) if cells.get("ts") is None else cells["ts"]
+        for k, v in cells.items():
+            # None is "not measured this step": left out, since JSON's null is also what a NaN becomes, and a
+            # reader would take it for one (a NaN alert from the file that the loop rightly never raised).
+            if k not in record and v is not None:
+                record[k] = v
+        if self._writer is not None:
+            if self._rows == 0:  # before the first row: a reader that sees the row sees whose arm it is
+                self._describe(None)
+            self._writer.write(record)
+        view = flat(cells)  # {"train": {"loss": x}} shows under train/loss, as the readers of the file name it
+        if view.get("step") is None:
+            view = {**view, "step": step}
+        self._recent.append(kept(view))
+
+        first = self._rows == 0
+        header_due = first or bool(self.header_every and self._rows % self.header_every == 0)
+        self._rows += 1  # counted before printing: a failure below must not bring the legend back next step
+        if first and any(render.explained(c) for c in self.cols):
+            self._emit(self.legend())  # a legend with nothing to explain is only a line to pay for
+        if header_due:
+            self._emit(self.header())
+        line = self.row(view)
+        self._emit(line)
+
+        if self._alerts is not None:
+            step_i = _step_number(step, self._rows - 1)
+            for alert in self._alerts.update(step_i, view, now):
+                self._emit(alert.message_line(), level="ERROR" if alert.level == "E" else "WARNING")
+        return line
+
+    def _emit(self, text: str, level: str = "INFO") -> None:
+        if not self.console:
+            # An alert: a TUI owns the terminal, so it goes to setup_logging's verbose file only (without those
+            # sinks, loguru's default handler would paint it over the TUI).
+            if level != "INFO" and installed():
+                logger.bind(steptable_console=False).opt(depth=_caller_depth()).log(level, text)
+            return
+        logger.opt(depth=_caller_depth()).log(level, text)
+
+    def _describe(self, closed: float | None) -> None:
+        """``steptable.json`` beside the JSONL: this logger's columns, and whether the run has ended (see
+        steptable.table.runinfo). Readers do without it, so a failure is reported once and nothing else happens."""
+        if self.run_dir is None:
+            return
+        if closed is None:
+            self._started = time.time()
+        self._closed_at = closed
+        try:  # (anything: the description must never cost a row)
+            arm = None if self.arm is None else str(self.arm)
+            self.run_dir.mkdir(parents=True, exist_ok=True)
+            info = runinfo.describe(self.cols, arm, JSONL_NAME, self._started, closed, self._rows, self._end)
+            runinfo.write(self.run_dir, info)
+        except Exception as e:
+            report_once(f"{self._topic}-runinfo",
+                        f"steptable: cannot write {runinfo.file_name(self.arm)} ({error_text(e)})")
+
+    def _warn(self, text: str) -> None:
+        msg = f"steptable: {text}"
+        if not self.console and not installed():
+            # a TUI owns the terminal and there is no verbose file: on stderr, short (the writer says each failure
+            # episode once: its start, and that it works again)
+            say(msg)
+            return
+        try:
+            # console=False: a TUI owns the terminal; the warning goes to the verbose file only
+            logger.bind(steptable_console=self.console).opt(depth=_caller_depth()).warning(msg)
+        except Exception:
+            report_once(text, msg)
+
+    # ------------------------------------------------------------------------------------------------ the end
+    def dump(self) -> str:
+        """Every column (streamed and dump-only) for the last ``dump_rows`` rows, with the legend of the dump."""
+        rows = list(self._recent)[-self.dump_rows :] if self.dump_rows else []
+        parts = [f"end of run: {self._rows} rows" + (f", arm {sanitize(str(self.arm))}" if self.arm else "")
+                 + (f", {runinfo.end_words(self._end)}" if self._end else "")]
+        if rows:
+            parts.append(render.table(self.cols, rows))
+        extra = [c for c in self.cols if not c.stream]
+        if extra:
+            parts.append(render.legend(extra, title="dump-only columns:"))
+        if self._table is not None:
+            parts.append(f"{self._table_note}, every column: {sanitize(str(self._table))}")  # (run_dir's text)
+        return "\n".join(parts)
+
+    def write_table(self) -> Path | None:
+        """Write the arm's rows (the last ``tablefile.MAX_ROWS`` of a longer run), every column, beside the JSONL (read
+        back from it): ``table.txt``, or ``table.<arm>.txt`` where arms share it. None without a regular JSONL."""
+        if self.run_dir is None or self.jsonl_path is None:
+            return None
+        done = tablefile.write_table(self.cols, self.jsonl_path, self.run_dir, self.arm, self.header_every)
+        if done is not None:
+            self._table_note = "all rows" if done.shown == done.rows else f"the last {done.shown} rows"
+            if done.rows < done.logged:  # (a per-epoch step counter: each epoch read as a restart of the last)
+                some = f"the {done.rows}" if done.shown == done.rows else f"the last {done.shown} of {done.rows}"
+                why = (f"a step went back {done.went_back} time(s) and replaced the rows logged after it"
+                       if done.went_back else "rows of one step merged")
+                self._table_note = f"{some} steps ({done.logged} rows logged: {why})"
+            if done.logged < self._rows:  # the file lost rows this logger wrote: the table cannot hold them
+                self._table_note = (f"{done.logged} of {self._rows} rows ({self._why_missing()})"
+                                    if self._table_note == "all rows" else
+                                    f"{self._table_note}; {JSONL_NAME} holds {done.logged} of the {self._rows} rows "
+                                    f"logged ({self._why_missing()})")
+        return None if done is None else done.path
+
+    def _why_missing(self) -> str:
+        """Why the JSONL holds fewer of this logger's rows than it logged, as the writer saw it."""
+        w = self._writer
+        whys = [] if w is None else [
+            *([f"{JSONL_NAME} was deleted during the run"] if w.deleted else []),
+            *([f"{JSONL_NAME} was moved or replaced during the run"] if w.moved else []),
+            *([f"{self._rows - w.written} could not be written"] if w.written < self._rows else []),
+        ]
+        return "; ".join(whys) or f"the rest are not in {JSONL_NAME}"
+
+    def close(self) -> None:
+        """Final flush, the run marked ended, ``table.txt``, the end-of-run dump. Idempotent; raises nothing of its
+        own, but an interrupt (Ctrl-C) during it is raised again once the run is marked ended (not the table)."""
+        if self._owner == threading.get_ident():  # from inside log() (a signal handler): once that row is done
+            self._close_due = True
+            if self.is_writer and not self._forked and self._rows:
+                # and the run marked ended now: a handler that goes on to os._exit() never comes back to the row
+                self._describe(time.time())
+            return
+        try:
+            with self._lock:
+                self._close()
+        except (KeyboardInterrupt, SystemExit):
+            # A second Ctrl-C while the first one's close() runs (or a SIGTERM handler's exit): the run marked
+            # ended once more where it was cut short, else it reads as stalled for ever; then raised.
+            self._mark_ended_again()
+            raise
+
+    def _close(self) -> None:
+        if self._closed or not self.is_writer or self._forked:
+            self._closed = True  # a forked child leaves the file, the table and the dump to its parent
+            return
+        self._closed = True
+        steps: tuple[tuple[str, Callable[[], None]], ...] = (
+            ("the final flush", self._final_flush),
+            # before table.txt (slow on a long run): a job killed meanwhile must not read as a stalled run forever
+            ("marking the run ended", self._describe_closed),
+            ("writing table.txt", self._write_table_at_close),
+            ("the end-of-run dump", self._final_dump),
+        )
+        stop: BaseException | None = None
+        for what, run in steps:  # each runs whatever the one before did (after an interrupt, all but the table)
+            try:
+                if stop is None or run != self._write_table_at_close:
+                    run()
+            except Exception as e:
+                report_once(f"{self._topic}-close-{what}",
+                            f"steptable: StepLogger.close: {what} failed ({error_text(e)})")
+            except BaseException as e:  # Ctrl-C, SystemExit from a signal handler: the user's, raised below
+                stop = stop or e
+        if self._lost:  # the failures were reported once each; say how many rows they cost in all
+            report_once(f"{self._topic}-lost", f"steptable: {self._lost} row(s) could not be logged in this run")
+        if stop is not None:
+            raise stop
+
+    def _final_flush(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
+
+    def _write_table_at_close(self) -> None:
+        if self._rows:
+            self._table = self.write_table()
+
+    def _describe_closed(self) -> None:
+        if self._rows:
+            self._describe(time.time())  # the run ended: readers stop watching it for a stall
+            self._marked_ended = True
+
+    def _mark_ended_again(self) -> None:
+        """After an interrupt in close(): the run marked ended if that was cut short or never reached."""
+        if not self._marked_ended and self._rows and self.is_writer and not self._forked:
+            with self._lock:
+                self._describe(time.time())
+                self._marked_ended = True
+
+    def _final_dump(self) -> None:
+        if self._rows:
+            # lines after the first indented as the sink's "I " indents the first: the dump's table sits under the
+            # streamed rows, column for column
+            self._emit(self.dump().replace("\n", "\n  "), level="INFO")
+
+    def __enter__(self) -> StepLogger:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        """Close, the run marked as ended by what left the block: a crash or a Ctrl-C must not read as a run that
+        finished (steptable.table.runinfo.end_of). Closed already (a SIGTERM handler's ``close(); sys.exit(1)``): the
+        description says it again, with how the block ended."""
+        end = runinfo.end_of(exc)
+        if not self._closed:
+            self._end = end
+            self.close()
+            return
+        if end is None:
+            return
+        with self._lock:
+            self._end = end
+            if self._closed_at is not None and self.is_writer and not self._forked:
+                self._describe(self._closed_at)
+

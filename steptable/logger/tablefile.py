@@ -1,0 +1,81 @@
+"""table.txt: every row a StepLogger's arm logged, with every column, rendered from its JSONL at the end of the run.
+
+The rows are the ones every reader of the file shows, read back by steptable.logger.endofrun in O(columns) memory (plus
+32 bytes a row). Rendering costs about 50 us a row, so a longer run's table holds its last ``MAX_ROWS`` rows, and
+its first line says so.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from steptable.table import render, runinfo
+from steptable.table.cells import sanitize
+from steptable.table.columns import Col
+
+TABLE_NAME = "table.txt"
+#: rows table.txt holds at most: the last ones of a longer run (about 5 s of rendering)
+MAX_ROWS = 100_000
+
+
+@dataclass(frozen=True, slots=True)
+class Written:
+    path: Path
+    rows: int  # rows of the run
+    shown: int  # rows in the file: the last ``shown`` of them
+    logged: int  # lines of the arm in the JSONL (more than ``rows`` where rows of one step merged, or a step that
+    # went back replaced the rows logged after it, as every reader of the file takes it)
+    went_back: int = 0  # how many times a step went back so
+
+
+def write(cols: Sequence[Col], jsonl: Path, run_dir: Path, arm: Any, header_every: int,
+          max_rows: int | None = MAX_ROWS) -> Path | None:
+    """:func:`write_table`'s path."""
+    done = write_table(cols, jsonl, run_dir, arm, header_every, max_rows)
+    return None if done is None else done.path
+
+
+def write_table(cols: Sequence[Col], jsonl: Path, run_dir: Path, arm: Any, header_every: int,
+                max_rows: int | None = MAX_ROWS) -> Written | None:
+    """Render ``jsonl``'s rows of ``arm`` to ``table.txt`` in ``run_dir`` (``table.<arm>.txt`` when other arms
+    write to the same file), the header again every ``5 * header_every`` rows; the last ``max_rows`` rows of a
+    longer run (None: every row), under a first line that says so. Written to a temporary file and renamed: never
+    half a table. None when there is no regular JSONL file to read (a FIFO or /dev/stdout cannot be read back).
+    Raises OSError."""
+    try:
+        if not stat.S_ISREG(os.stat(jsonl).st_mode):
+            return None
+    except OSError:  # no JSONL to read back (its failure was reported when it could not be written)
+        return None
+    from steptable.logger.endofrun import Plan  # (at the end of a run only: the loop never pays for the readers)
+
+    cols = tuple(cols)
+    render_row = render.compile_row(cols)
+    head = render.header(cols) + "\n"
+    every = header_every * 5
+    with open(jsonl, "rb") as src:
+        plan = Plan(str(jsonl), arm)
+        plan.read(src)
+        n = len(plan.steps)
+        lo = 0 if max_rows is None else max(n - max(max_rows, 1), 0)
+        out = run_dir / (f"table.{runinfo.name_part(str(arm))}.txt" if plan.shared else TABLE_NAME)
+        tmp = run_dir / f".{out.name}.{os.getpid()}.{id(plan)}.tmp"
+        try:
+            with open(tmp, "w", encoding="utf-8") as dst:
+                if lo:
+                    dst.write(f"# the last {n - lo} of {n} rows; every row: {sanitize(jsonl.name)} beside this file "
+                              f"(steptable tail {sanitize(str(run_dir))} -n 0)\n")
+                dst.write(head)
+                for i, cells in enumerate(plan.rows(src, lo, [c.key for c in cols])):
+                    if every and i and i % every == 0:
+                        dst.write(head)
+                    dst.write(render_row(cells) + "\n")
+            os.replace(tmp, out)
+        finally:
+            tmp.unlink(missing_ok=True)
+    return Written(out, n, n - lo, plan.count, plan.went_back)

@@ -1,0 +1,283 @@
+"""RunWriter: append raw rows to ``<run_dir>/metrics.jsonl`` as strict JSON, never raising into the training loop.
+
+Each row is one line written with a single write call and flushed, so a crash leaves at most one partial last line.
+Non-finite floats are written as ``null`` (RFC 8259 has no NaN). Rows that cannot be written (disk full, permission,
+a vanished directory) are kept and retried on the next row and at close; the failure is reported once.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import time
+from collections import deque
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from steptable.table.formatting import sanitize
+from steptable.table.jsonvalues import jsonable
+
+
+def error_text(e: BaseException) -> str:
+    """An exception as a message says it: ``repr`` made inert (its text may quote a path or a value), or its type's
+    name when even ``repr`` raises (a metric object's exception, handled where the loop must survive anything)."""
+    try:
+        return sanitize(repr(e))
+    except Exception:
+        return type(e).__name__
+
+
+#: rows kept for retry while the file cannot be written; beyond this (or MAX_PENDING_BYTES) the oldest are dropped
+MAX_PENDING = 100_000
+MAX_PENDING_BYTES = 256 << 20
+#: seconds between two looks at whether the JSONL's path still leads to the open file (a rotation renames it)
+MOVED_CHECK_S = 1.0
+
+
+def open_append(path: str | os.PathLike[str]) -> int:
+    """A descriptor appending to ``path`` (created if missing) that cannot stall the training loop.
+
+    A FIFO in the file's place would block a plain open() until a reader comes, and a write while its reader is
+    slow: opened non-blocking, the open fails at once (ENXIO) when nobody reads and a full pipe refuses the write
+    (EAGAIN), both ordinary failures that keep the row for retry. A regular file is made blocking again.
+    """
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    flags |= getattr(os, "O_BINARY", 0)  # (Windows: no newline translation under the bytes we count)
+    fd = os.open(path, flags, 0o666)
+    try:
+        if stat.S_ISREG(os.fstat(fd).st_mode) and hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _dir_id(path: Path) -> tuple[int, int] | None:
+    """(device, inode) of the directory at ``path`` (symlinks followed), None when there is none."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+def encode_row(record: Mapping[str, Any]) -> bytes:
+    """One strict-JSON line (with its newline)."""
+    text = json.dumps(jsonable(record), allow_nan=False, ensure_ascii=False, separators=(",", ":"))
+    return text.encode("utf-8", "replace") + b"\n"
+
+
+class RunWriter:
+    """Appends rows to one JSONL file; reports I/O failures through ``warn`` once per failure episode."""
+
+    def __init__(self, path: str | os.PathLike[str], warn: Callable[[str], None]) -> None:
+        self.path = Path(path).absolute()  # a later os.chdir in the training script must not move the file
+        self._shown = sanitize(str(self.path))  # the path in messages: a run_dir's text can hold escape sequences
+        self._warn = warn
+        self._fh: BinaryIO | None = None
+        self._pending: deque[bytes] = deque()
+        self._pending_bytes = 0
+        self._size = 0  # the file's size after our last write (to settle a write cut short by a signal)
+        self._checked = time.monotonic()  # when the path was last seen to lead to the open file
+        self._dir: tuple[int, int] | None = None  # (device, inode) of the directory the open file was opened in
+        self._real: str | None = None  # that directory's path with every link resolved
+        # After a short write: (device, inode, size after it, the whole row). The rest of that row is _pending[0]
+        # and may only go right after its start, in the same file; anywhere else the whole row is written again.
+        self._partial: tuple[int, int, int, bytes] | None = None
+        self.dropped = 0
+        self.written = 0
+        # times the file was found deleted or moved away mid-run: the rows before that are not in the file at the path
+        self.deleted = 0
+        self.moved = 0
+        self._failing: str | None = None
+        self._encode_reported = False
+
+    @property
+    def pending(self) -> int:
+        return len(self._pending)
+
+    def write(self, record: Mapping[str, Any]) -> bool:
+        """Queue one row and write everything queued. True when nothing is left pending."""
+        try:
+            line = encode_row(record)
+        except Exception as e:  # jsonable() leaves nothing json.dumps refuses; this is the last guard
+            if not self._encode_reported:
+                self._encode_reported = True
+                self._warn(f"a row could not be encoded ({error_text(e)}); skipped (reported once)")
+            return not self._pending
+        self._pending.append(line)
+        self._pending_bytes += len(line)
+        keep = 2 if self._partial is not None else 1  # never drop the rest of a row whose start is in the file
+        while len(self._pending) > keep and (
+            len(self._pending) > MAX_PENDING or self._pending_bytes > MAX_PENDING_BYTES
+        ):
+            victim = self._pending[keep - 1]
+            del self._pending[keep - 1]
+            self._pending_bytes -= len(victim)
+            self.dropped += 1
+        return self.flush()
+
+    def flush(self) -> bool:
+        """Try to write every pending row. Never raises."""
+        reopened = False
+        while self._pending:
+            data = self._pending[0]
+            try:
+                fh = self._open()
+                if self._moved(fh):  # (a log rotation renamed it, or the run directory was moved): the path wins
+                    self._close_fh()
+                    self.moved += 1
+                    self._warn(f"{self._shown} was moved or replaced during the run (a log rotation?); rows from this "
+                               "one on go to the file at that path")
+                    fh = self._open()
+                data = self._pending[0]  # opening may have put a cut row back whole
+                n = fh.write(data)  # unbuffered: one write(2) per row
+                if n is None or n < len(data):
+                    # A short write (rare: a full disk can cut a row). Keep the rest, so the line completes later.
+                    if n:
+                        cut = os.fstat(fh.fileno())
+                        whole = self._partial[3] if self._partial is not None else data
+                        self._partial = (cut.st_dev, cut.st_ino, cut.st_size, whole)
+                        self._pending[0] = data[n:]
+                        self._pending_bytes -= n
+                    raise OSError(f"short write ({n or 0} of {len(data)} bytes)")
+                st = os.fstat(fh.fileno())
+                if st.st_nlink == 0 and self._replaced(st):  # the file (or its directory) was deleted
+                    self._close_fh()
+                    if reopened:
+                        raise OSError("the new file vanished too")
+                    reopened = True
+                    self.deleted += 1
+                    self._warn(f"{self._shown} was deleted during the run; rows from this one on go to a new file")
+                    continue
+                self._pending.popleft()
+                self._pending_bytes -= len(data)
+                self._size = st.st_size
+                self._partial = None
+                self.written += 1
+            except (OSError, ValueError) as e:
+                self._close_fh()
+                why = sanitize(str(e))  # (an OSError's text names a path too, and ours the run directory's links)
+                self._fail(f"cannot write {self._shown} ({why}); {len(self._pending)} row(s) kept for retry")
+                return False
+            except BaseException:  # Ctrl-C (or SystemExit from a signal handler) between the write and its bookkeeping
+                self._settle(data)
+                raise
+        if self._failing is not None:
+            self._failing = None
+            self._warn(f"writing {self._shown} works again; late rows written" + self._dropped_note())
+        return True
+
+    def _dropped_note(self) -> str:
+        return f", {self.dropped} oldest row(s) dropped while it failed" if self.dropped else ""
+
+    def _fail(self, text: str) -> None:
+        if self._failing is None:
+            self._failing = text
+            self._warn(text)
+
+    def _settle(self, data: bytes) -> None:
+        """After an interrupted write: if ``data`` reached the file whole, it is not pending any more (close()
+        would write it a second time). Decided by the file's size and its last bytes (another writer may have
+        appended meanwhile: then the row stays pending, a duplicate being better than a loss). Never raises."""
+        try:
+            if self._fh is None or not self._pending or self._pending[0] is not data:
+                return  # not written yet, or already accounted for
+            size = os.fstat(self._fh.fileno()).st_size
+            if size >= self._size + len(data):
+                with open(self.path, "rb") as f:
+                    f.seek(size - len(data))
+                    landed = f.read(len(data)) == data
+                if landed:
+                    self._pending.popleft()
+                    self._pending_bytes -= len(data)
+                    self.written += 1
+            self._size = size
+        except Exception:
+            pass
+
+    def _moved(self, fh: BinaryIO) -> bool:
+        """Was the open file rotated: renamed away (or replaced) inside the directory it was opened in, which still
+        holds the path? Asked at most once a second (three stat calls), and not of a deleted file (the check after
+        the write reopens that one). A directory moved or a symlink re-pointed (``outputs/latest`` to the next
+        run) is not a rotation: the rows go on into the open file, never into another run's."""
+        now = time.monotonic()
+        if now - self._checked < MOVED_CHECK_S:
+            return False
+        self._checked = now
+        try:
+            st = os.fstat(fh.fileno())
+        except OSError:
+            return False
+        return st.st_nlink > 0 and self._dir is not None and _dir_id(self.path.parent) == self._dir \
+            and self._replaced(st)
+
+    def _replaced(self, st: os.stat_result) -> bool:
+        """Does the path no longer lead to the open file? (/dev/stdout on a deleted file still does.)"""
+        if not stat.S_ISREG(st.st_mode):
+            return False
+        try:
+            now = os.stat(self.path)
+        except OSError:
+            return True
+        return (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino)
+
+    def _open(self) -> BinaryIO:
+        if self._fh is None:
+            real = os.path.realpath(self.path.parent)
+            if self._real is not None and real != self._real:
+                # a link on the way was re-pointed (outputs/latest -> the next run) after this run's file went: its
+                # rows must not land in another run's file (kept for retry, counted at close)
+                raise OSError(f"the run directory now leads to {real}, another directory than the run's {self._real}")
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fh = open(open_append(self.path), "ab", buffering=0)
+            self._dir = _dir_id(self.path.parent)  # (the directory it was opened in, through any symlink)
+            self._real = real
+            try:
+                st = os.fstat(fh.fileno())
+                self._size = st.st_size
+                if self._partial is not None and self._partial[:3] != (st.st_dev, st.st_ino, st.st_size):
+                    self._restart_partial()  # the file changed under the cut row: write it whole
+                if self._partial is None and stat.S_ISREG(st.st_mode) and st.st_size and not self._ends_line():
+                    # A crash (or a full disk, in an earlier run) left a partial last line: end it, so the first
+                    # row of this run is not glued to it (the partial line stays one bad line, not two).
+                    fh.write(b"\n")
+                    self._size += 1
+            except BaseException:
+                fh.close()
+                raise
+            self._fh = fh
+        return self._fh
+
+    def _restart_partial(self) -> None:
+        assert self._partial is not None
+        whole = self._partial[3]
+        self._pending_bytes += len(whole) - len(self._pending[0])
+        self._pending[0] = whole
+        self._partial = None
+
+    def _ends_line(self) -> bool:
+        """Does the file end with a newline? (True when it cannot be read: then there is nothing to repair.)"""
+        try:
+            with open(self.path, "rb") as f:
+                f.seek(-1, os.SEEK_END)
+                return f.read(1) == b"\n"
+        except OSError:
+            return True
+
+    def _close_fh(self) -> None:
+        if self._fh is not None:
+            try:
+                self._fh.close()
+            except OSError:
+                pass
+            self._fh = None
+
+    def close(self) -> None:
+        self.flush()
+        if self._pending:
+            self._warn(f"{len(self._pending)} row(s) could not be written to {self._shown}" + self._dropped_note())
+        self._close_fh()

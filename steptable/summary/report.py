@@ -1,0 +1,301 @@
+"""Compact run summaries for agents and reports: ``steptable summary PATH...``. Pure, stdlib only.
+
+Per run a header line (steps done, rate, age of the last row, resume points, bad lines; zero counts left out),
+one table row per key column (first / last / min / max / tr%), then the alerts so far. Several runs (arms) share
+one table, one row per column per arm (name on the first only, arms lettered a, b, ... in the header lines) so the
+values of a column sit under each other. ``fmt="text"``: the name column fixed-width, the other cells one space
+apart in header order, because every run of padding spaces is an o200k token: aligning the numbers too costs ~15%
+more (about 370 vs 320 tokens for bench/bench_agent.py's 20 x 10k run). ``align=True`` aligns them: right, each
+column one width (at least 4, enough for 2 significant digits of all its values), each value the most digits
+(<= 3) that fit it. ``fmt="md"``: a markdown table.
+
+Definitions
+- Values are read with :func:`steptable.alerts.engine.cell_float`: (n, d) fractions are rates n/d, bools 0/1, numeric
+  strings numbers; NaN (missing in stored columns) and other text are skipped, and so is inf, except that
+  ``last`` is the column's last number even when it is inf or a logged NaN (a KL gone to inf must not read as its
+  last finite value; with ``cells()`` an absent cell is None, told apart from a logged NaN). ``-``: no value.
+- tr% (the recent trend) = 100 * (mean of the last 10% of the values - mean of the 10% before, each without its
+  top and bottom tenth) / max(|mean before|, median |x| / 4, noise), rounded to an integer (``+12``, ``-3``), and
+  ``0`` when the difference is within the noise: under 2 standard errors of the two trimmed means (a median of
+  values on a grid, a reward that is a mean of 32 outcomes, moved by whole grid steps: false trends). The noise
+  (the sd of one value about the series' local level) comes from successive differences, so a slope is not taken
+  for noise; it and |x| are read over the last 20% of the values (at least the last 20). Flat noise therefore
+  reads ``0`` (not +57 for N(0.05, 0.3)); a move beyond it keeps its sign and size relative to the level, and the
+  median |x| and noise terms keep columns that cross zero readable. A series held between updates (logged every
+  step, updated every h: thresholds between refreshes, an eval score carried forward; read from equal successive
+  values far beyond chance, h the lower quartile of its runs) is judged by its updates: its noise from the
+  differences of successive runs' values (a 0 for each update hidden in a run, the slope out), read over at least
+  20 holds, each window counting k / h updates (at least one), the t threshold on the updates' count. A series
+  that wanders otherwise (autocorrelated) shows its wandering.
+- rate: median over the last 200 row pairs of seconds per step: ``1.93s/step`` at 1 s/step or slower, else
+  ``120 step/min``.
+- key columns (when ``columns`` is None; step / time keys excluded), at most ``max_columns`` per group of runs
+  that share a layout (``by_schema``: each trainer, the arms of one experiment; a run gets rows only in its group's
+  columns, the groups' columns in the order of their first run), in this order: the columns each run's schema
+  declares, in its table's (``tail``) order, then the keys alerts watch (DEFAULT_ROLES), unless dense and constant
+  (a fixed lr); keys a schema rule promotes (evaluation scores, which rank last by presence) that vary, have one
+  value or a non-finite one, or are held at one value and named as a score (an accuracy stuck at .25 at every
+  evaluation is shown; the evaluation's 64 episodes and a clip ratio 0 by construction are not); then varying
+  numeric keys, most present first (a logged NaN is present).
+- alerts: given per run (keyed ``"run/arm"`` or ``run.run``); when ``alerts`` is None they are computed with
+  :func:`steptable.alerts.engine.scan` (NaN cells read as missing). One line per kind (level, column, detector), at most
+  MAX_ALERTS: errors first, then the rarer and more recent warnings ahead of the routine repeated ones
+  (:func:`alerts_text`); ``tail --alerts-only`` prints every alert.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Collection, Mapping, Sequence
+from typing import Literal
+
+from steptable.alerts.engine import Alert, AlertConfig, end_alert, fmt_age, scan
+from steptable.alerts.text import MAX_ALERTS as MAX_ALERTS
+from steptable.alerts.text import alert_groups as alert_groups
+from steptable.alerts.text import alerts_text as alerts_text
+from steptable.summary.keycols import _ROLE_KEYS, Groups, RunLike, picked
+from steptable.summary.trend import ColStats as ColStats
+from steptable.summary.trend import column_stats as column_stats
+from steptable.summary.trend import trend_pct as trend_pct
+from steptable.table.cells import one_word
+from steptable.table.formatting import cut, display_width, fit_number, fmt_auto, md_escape, pad, sanitize
+from steptable.table.runinfo import closed_at, end_words, ended_by
+
+_HEAD = ("first", "last", "min", "max", "tr%")
+
+
+def _trend_text(t: float | None) -> str:
+    if t is None:
+        return "-"
+    if abs(t) < 0.5:
+        return "0"
+    return ("+" if t > 0 else "-") + (f"{abs(t):.0f}" if abs(t) < 999.5 else fmt_auto(abs(t)))
+
+
+def _short(x: float, digits: int) -> str:
+    """fmt_auto, but positional for 1e-5 <= |x| < 1e-3: ``.00077`` is 3 o200k tokens where ``7.7e-4`` is 7."""
+    if not 1e-5 <= abs(x) < 1e-3:
+        return fmt_auto(x, digits)
+    s = f"{x:.{digits - 1 - math.floor(math.log10(abs(x)))}f}".rstrip("0")
+    return s.replace("0.", ".", 1)
+
+
+def _cells(stats: Sequence[ColStats], align: bool) -> list[list[str]]:
+    """Formatted first / last / min / max / tr% per row. With ``align`` each number column gets one width (at least
+    4, enough for 2 significant digits of every value) and every value the most digits (up to 3) that fit it, so
+    aligning costs few padding tokens; a positional small number only where it fits."""
+    cols = [[getattr(st, f) for st in stats if st.present] for f in ("first", "last", "lo", "hi")]
+    widths = [max([4, *(len(fmt_auto(x, 2)) for x in c)]) for c in cols]
+    out = []
+    for st in stats:
+        if not st.present:  # no finite number: its last inf / logged NaN, else its first and last text
+            if st.logged:
+                out.append(["-", fmt_auto(st.last), "-", "-", "-"])
+            else:
+                out.append([cut(one_word(sanitize(t)), 12) or "-" for t in (st.first_text, st.last_text)] + ["-"] * 3)
+            continue
+        nums = []
+        for x, w in zip((st.first, st.last, st.lo, st.hi), widths, strict=True):
+            a, b = _short(x, 3), _short(x, 2)
+            nums.append(a if not align or len(a) <= w else b if len(b) <= w else fit_number(x, w))
+        out.append([*nums, _trend_text(st.trend)])
+    return out
+
+
+def run_label(run: RunLike, unique_arm: bool = True) -> str:
+    """The arm when it names the run unambiguously (cheapest for a reader), else the run's path, led by the arm
+    where the path does not show it: ``arm (path)``, as tail titles a run. (``path/arm`` read as a directory under
+    the file.)"""
+    name, arm = sanitize(str(run.run)), sanitize(str(run.arm or ""))
+    if arm and unique_arm:
+        return arm
+    parts = name.replace("#", "/").split("/")  # (an arm split off a shared file: ``file#arm``)
+    shown = {p for part in parts for p in (part, part.rsplit(".", 1)[0])}  # a file's stem: verl's <experiment>.jsonl
+    return name if not arm or arm in shown else f"{arm} ({name})"
+
+
+def rate_text(steps: Sequence[int], wall_times: Sequence[float], pairs: int = 200) -> str | None:
+    """Median seconds per step over the last ``pairs`` row pairs with both clocks moving forward."""
+    n = min(len(steps), len(wall_times))
+    per: list[float] = []
+    for i in range(max(1, n - pairs), n):
+        try:
+            ds = float(steps[i]) - float(steps[i - 1])
+            dt = float(wall_times[i]) - float(wall_times[i - 1])
+        except (TypeError, ValueError):
+            continue
+        if ds > 0 and dt > 0 and math.isfinite(dt):
+            per.append(dt / ds)
+    if not per:
+        return None
+    per.sort()
+    m = len(per)
+    sps = per[m // 2] if m % 2 else 0.5 * (per[m // 2 - 1] + per[m // 2])
+    return f"{fmt_auto(sps)}s/step" if sps >= 1 else f"{fmt_auto(60 / sps)} step/min"
+
+
+def header_text(run: RunLike, now: float) -> str:
+    """``steps 0-9999, 1.93s/step, upd 42s ago, ended, resumed 2500,7000, bad 3`` (zero counts left out; ``ended``
+    where the run's StepLogger was closed, ``ended with RuntimeError`` or ``interrupted`` where its ``with`` block
+    ended so)."""
+    steps = run.steps
+    parts: list[str] = []
+    if len(steps) == 0:
+        parts.append("no rows")
+    else:
+        s0, s1 = steps[0], steps[-1]
+        span = f"steps {s0}-{s1}" if s1 != s0 else f"step {s0}"
+        if len(steps) != s1 - s0 + 1:
+            span += f" ({len(steps)} rows)"
+        parts.append(span)
+        rate = rate_text(steps, run.wall_times)
+        if rate:
+            parts.append(rate)
+    last = run.last_update if run.last_update is not None else (run.wall_times[-1] if run.wall_times else None)
+    if last is not None and math.isfinite(last):
+        parts.append(f"upd {fmt_age(now - last)} ago")
+    meta = getattr(run, "meta", None)
+    if isinstance(meta, dict) and closed_at(info := meta.get("runinfo")) is not None:
+        end = ended_by(info)  # its StepLogger was closed: a run that ended (finished or died), not a hung one
+        parts.append("ended" if end is None else end_words(end))
+    if run.resumes:
+        shown = ",".join(str(r) for r in run.resumes[:5])
+        more = f" +{len(run.resumes) - 5}" if len(run.resumes) > 5 else ""
+        parts.append(f"resumed {shown}{more}")
+    if run.bad_count:
+        parts.append(f"bad {run.bad_count}")
+    return ", ".join(parts)
+
+
+def _alerts_for(run: RunLike, alerts: Mapping[str, Sequence[Alert]] | None) -> Sequence[Alert]:
+    if alerts is not None:
+        got = alerts.get(f"{run.run}/{run.arm}")
+        return got if got is not None else alerts.get(run.run, ())
+    cols = {k: run.column(k) for k in run.keys if k in _ROLE_KEYS}
+    walls = run.wall_times if len(run.wall_times) == len(run.steps) else None
+    found = scan(run.steps, cols, walls, AlertConfig(nan_missing=True), resumes=set(run.resumes))
+    found = [*getattr(run, "replaced", ()), *found]  # a RunStore's alerts of rows a resume replaced
+    meta = getattr(run, "meta", None)  # a crash or an interruption of its StepLogger's ``with`` block
+    end = end_alert(meta.get("runinfo"), run.steps[-1]) if isinstance(meta, dict) and len(run.steps) else None
+    return found if end is None else [*found, end]
+
+
+def _table_text(head: list[str], rows: list[list[str]], align: bool) -> list[str]:
+    """One space between cells; the name column padded when several arms share the table (so their rows line
+    up), not for a single run (each pad run costs a token). With ``align`` every column is padded, numbers
+    right-aligned and the trend (last, so that a short value leaves no padding token before it) left-aligned."""
+    widths = [max(display_width(r[j]) for r in [head, *rows]) for j in range(len(head))]
+    if not align:
+        multi = "arm" in head
+        widths = [w if (h == "col" and multi) else 0 for h, w in zip(head, widths, strict=True)]
+    num = [h in _HEAD[:4] for h in head]
+    return [" ".join(pad(c, w, "right" if n else "left") for c, w, n in zip(r, widths, num, strict=True)).rstrip()
+            for r in [head, *rows]]
+
+
+def _table_md(head: list[str], rows: list[list[str]]) -> list[str]:
+    def esc(c: str) -> str:
+        return md_escape(c) or " "
+
+    sep = ["--:" if h in _HEAD else "---" for h in head]
+    return ["| " + " | ".join(esc(c) for c in r) + " |" for r in [head, sep, *rows]]
+
+
+def summarize(
+    runs: Sequence[RunLike],
+    *,
+    columns: Sequence[str] | None = None,
+    now: float | None = None,
+    fmt: Literal["text", "md"] = "text",
+    alerts: Mapping[str, Sequence[Alert]] | None = None,
+    max_columns: int = 20,
+    align: bool = False,
+    labels: Mapping[str, str] | None = None,
+    skip: Collection[str] = (),
+    groups: Groups | None = None,
+) -> str:
+    """One compact block for ``runs`` (see the module doc); several runs share one table. ``skip``: keys never
+    picked as key columns (those a schema keeps out of its table: a step counter again, a legacy mirror).
+
+    ``labels`` names a key's row (the table's short header, e.g. ``pg_loss`` for ``actor/pg_loss``); default: the key.
+    ``groups``: ``by_schema(runs)``, where the caller has it already.
+    """
+    if not runs:
+        return "no runs\n"
+    md, multi = fmt == "md", len(runs) > 1
+    now = time.time() if now is None else now
+    tags = [_arm_tag(i) for i in range(len(runs))] if multi else [""]
+    stats: dict[tuple[int, str], ColStats] = {}
+    for i, r in enumerate(runs):
+        present = set(r.keys)
+        for key in r.keys if columns is None else [k for k in columns if k in present]:
+            cells = getattr(r, "cells", None)  # a store's cells() tells absent (None) from a logged NaN
+            stats[(i, key)] = column_stats(cells(key), True) if cells is not None else column_stats(r.column(key))
+    picks = picked(runs, stats, max_columns, skip, groups=groups) if columns is None else None
+    keys = list(picks) if picks is not None else list(columns or ())
+
+    lines: list[str] = []
+    for tag, r in zip(tags, runs, strict=True):
+        unique = sum(1 for o in runs if o.arm == r.arm) == 1
+        name = md_escape(run_label(r, unique)) if md else run_label(r, unique)  # a directory named "[x](http:..)"
+        label = f"{tag}: {name}" if multi else name
+        head = f"**{label}**" if md and not multi else label
+        lines.append(f"{'- ' if md and multi else ''}{head}: {header_text(r, now)}")
+    # Several runs: a run without a value in a column gets no row in it (runs of different trainers share few
+    # keys: their rows of dashes were half the tokens), nor one in a column its trainer's budget left out, unless
+    # the columns were asked for by name.
+    order = [(key, i) for key in keys for i in range(len(runs))
+             if not multi or picks is None or (i in picks[key] and _has_value(stats.get((i, key))))]
+    names = _row_names(keys, order, labels or {})
+    rank = {k: r for r, k in enumerate(names)}
+    order.sort(key=lambda ki: rank[ki[0]])  # (stable) rows of one name together, where two keys share it
+    cells = _cells([stats.get((i, key), ColStats()) for key, i in order], align and not md)
+    rows = [[names[key] if j == 0 or names[order[j - 1][0]] != names[key] else "",
+             *([tags[i]] if multi else []), *c] for j, ((key, i), c) in enumerate(zip(order, cells, strict=True))]
+    if rows:
+        head_row = ["col", *(["arm"] if multi else []), *_HEAD]
+        lines.extend(["", *_table_md(head_row, rows), ""] if md else _table_text(head_row, rows, align))
+    elif md:
+        lines.append("")
+    for tag, r in zip(tags, runs, strict=True):
+        found = _alerts_for(r, alerts)
+        first, *rest = (alerts_text(found, end=r.steps[-1] if len(r.steps) else None) if found or len(r.steps)
+                        else ["alerts: none checked (no rows)"])  # "alerts 0" would pass for a clean run
+        if md:  # alert lines quote keys from the file
+            first, rest = md_escape(first), [md_escape(x) for x in rest]
+        first = f"{tag} {first}" if multi else first
+        lines.extend([f"- {first}", *(f"  - {x}" for x in rest)] if md else [first, *rest])
+    return "\n".join(lines) + "\n"
+
+
+def _row_names(keys: Sequence[str], order: Sequence[tuple[str, int]], labels: Mapping[str, str]) -> dict[str, str]:
+    """Key -> the name its rows carry, in the order the names come. Two trainers' keys for one quantity under one
+    short name (verl's ``actor/entropy`` and TRL's ``entropy``, both ``entropy``) share one block of rows, the name
+    said once, where no run has rows under both; where one does, each is named by its own key."""
+    name = {k: sanitize(labels.get(k, k)) or '""' for k in keys}
+    runs: dict[str, list[int]] = {}
+    for key, i in order:
+        runs.setdefault(key, []).append(i)
+    by_name: dict[str, list[str]] = {}
+    for k in keys:
+        by_name.setdefault(name[k], []).append(k)
+    out: dict[str, str] = {}
+    for shown, group in by_name.items():
+        rows = [i for k in group for i in runs.get(k, [])]
+        for k in group:
+            out[k] = shown if len(group) == 1 or len(rows) == len(set(rows)) else sanitize(k) or '""'
+    return out
+
+
+def _has_value(st: ColStats | None) -> bool:
+    return st is not None and bool(st.logged or st.last_text)
+
+
+def _arm_tag(i: int) -> str:
+    """a..z, aa..zz, aaa...: spreadsheet-style names for any number of arms."""
+    tag, i = "", i + 1
+    while i:
+        i, r = divmod(i - 1, 26)
+        tag = "abcdefghijklmnopqrstuvwxyz"[r] + tag
+    return tag

@@ -1,0 +1,184 @@
+"""Statistics of one column for the summary: first / last / min / max and the recent trend (tr%). Pure; the
+definitions are in steptable.summary.report's module doc."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from itertools import pairwise
+from operator import eq, sub
+from typing import Any
+
+from steptable.alerts.engine import cell_float
+
+TREND_SHARE = 0.1
+TREND_NOISE_MIN = 20  # values the noise of tr% is read from, at least (the last 2 windows when they hold more)
+TREND_SE = 2.0  # a difference of the window locations within this many standard errors reads as no trend
+TREND_TRIM = 0.1  # a window's location: the mean of its values without this share of them at each end
+HOLD_RUNS_MIN = 5  # runs of equal values a series needs before it is read as held (updated every few steps)
+
+
+@dataclass
+class ColStats:
+    """Raw statistics of one column; ``present`` counts finite numeric values, ``logged`` those and inf / logged NaN."""
+
+    present: int = 0
+    logged: int = 0
+    first: float = math.nan
+    last: float = math.nan
+    lo: float = math.nan
+    hi: float = math.nan
+    trend: float | None = None  # percent, see the module doc
+    first_text: str = ""  # first and last non-numeric text cells, shown when the column has no numbers
+    last_text: str = ""
+
+    @property
+    def varies(self) -> bool:
+        return self.present >= 2 and self.lo != self.hi
+
+
+def column_stats(values: Sequence[Any], nan_logged: bool = False) -> ColStats:
+    """first / last / min / max / trend of one column (see the module doc)."""
+    st = ColStats()
+    xs: list[float] = []
+    last = math.nan  # the last number, inf included: a KL that went to inf must not read as its last finite value
+    for v in values:
+        x = v if type(v) is float else cell_float(v)
+        if x is None:
+            if isinstance(v, str) and v.strip():
+                st.first_text = st.first_text or v
+                st.last_text = v
+        elif math.isfinite(x):
+            xs.append(x)
+            last = x
+            st.logged += 1
+        elif x == x or nan_logged:  # inf; a NaN only where it was logged (column() pads absent cells with NaN)
+            last = x
+            st.logged += 1
+    st.last = last
+    if xs:
+        st.present = len(xs)
+        st.first, st.lo, st.hi = xs[0], min(xs), max(xs)
+        st.trend = trend_pct(xs)
+    return st
+
+
+def trend_pct(xs: Sequence[float]) -> float | None:
+    """The recent trend in percent, 0 within the noise (see the module doc). ``xs``: finite values."""
+    n = len(xs)
+    if n < 2:
+        return None
+    k = min(max(1, round(n * TREND_SHARE)), n // 2)
+    # Only the recent part is read (the two windows, at least the last TREND_NOISE_MIN values, or TREND_NOISE_MIN
+    # updates of a held series): O(k log k), and linear in the values a held series needs.
+    hold, start = hold_length(xs, max(0, n - max(2 * k, TREND_NOISE_MIN)))
+    recent = xs[start:]
+    mags = sorted(map(abs, recent))
+    scale = mags[-1]
+    if not scale > 0:
+        return 0.0
+    if not math.isfinite(scale):
+        return None
+    ys = [x / scale for x in recent]  # |y| <= 1: values near the float limit (1e308) cannot overflow below
+    # Trimmed means, not medians: the median of values on a grid (a reward that is the mean of 32 binary outcomes)
+    # moves by whole grid steps, far beyond its standard error for continuous values. Spikes are still cut
+    # (windows of 10 values or more).
+    cut = int(k * TREND_TRIM)
+    (prev, ss0, sw0), (last, ss1, sw1) = _trimmed(ys[-2 * k : -k], cut), _trimmed(ys[-k:], cut)
+    # The noise of one value: successive differences (the slope, their mean, taken out) have sd noise * sqrt(2),
+    # so a trend is not read as noise. Every pair: one in s is blind to a value logged every step but updated every
+    # s steps (all such pairs read 0), which read no noise at all (any change a trend, or 0/0 on a mostly-zero metric).
+    # A series held h steps (logged every step, updated every h: Otsu thresholds between refreshes, an eval score
+    # carried forward) is read by its updates: the differences of successive runs' values, with a 0 for each update
+    # to the same value (hidden in a run) so that there are (values / h - 1) at least, its slope taken out (a stepped
+    # schedule is a slope, not noise); a window holds k / h updates (at least one). At h = 1 this is every pair.
+    heads = ys if hold == 1 else _run_heads(ys)
+    diffs = list(map(sub, heads[1:], heads[:-1]))
+    count = max(len(diffs), len(ys) / hold - 1)
+    slope = sum(diffs) / count
+    noise = math.sqrt((sum((d - slope) ** 2 for d in diffs) + (count - len(diffs)) * slope**2) / (2 * count))
+    per_window = max(1.0, k / hold)
+    # A trimmed mean of k values has a standard error of sd_w / ((1 - 2 cut / k) sqrt(k)), sd_w the sd of the values
+    # winsorized (those cut set to the nearest kept one); on a grid as for continuous values. It is read as the noise
+    # times the windows' sd_w / sd, so neither a slope nor a spike counts as noise.
+    shape = math.sqrt((sw0 + sw1) / (ss0 + ss1)) if ss0 + ss1 > 0 else 1.0
+    se = noise * shape / ((1 - 2 * cut / k) * math.sqrt(per_window))
+    dof = 2 * count / 3
+    change = last - prev
+    if abs(change) <= _t_quantile(TREND_SE, dof) * se * math.sqrt(2):
+        return 0.0
+    return 100 * change / max(abs(prev), mags[len(mags) // 2] / scale / 4, noise)
+
+
+def run_lengths(xs: Sequence[float]) -> list[int]:
+    """The lengths of the runs of equal successive values of ``xs`` (non-empty)."""
+    out: list[int] = []
+    run = 1
+    for a, b in pairwise(xs):
+        if a == b:
+            run += 1
+        else:
+            out.append(run)
+            run = 1
+    out.append(run)
+    return out
+
+
+def _run_heads(ys: Sequence[float]) -> list[float]:
+    """The value of each run of equal successive values of ``ys``."""
+    return [ys[0], *(b for a, b in pairwise(ys) if a != b)]
+
+
+def _short_run(runs: list[int]) -> int:
+    """The hold of a series with these run lengths: a run is the hold times the updates in it (an update to the same
+    value extends it: a mostly-zero metric), so its lower quartile, not its median."""
+    runs = sorted(runs)
+    return runs[len(runs) // 4]
+
+
+def hold_length(xs: Sequence[float], start: int) -> tuple[int, int]:
+    """How many steps ``xs`` holds a value between updates, and where its noise is read from (``start`` or before).
+
+    The hold is 1 unless the series is held: over the values from ``start`` (or from further back, until they hold
+    HOLD_RUNS_MIN runs of equal values: one level then another is a change, not a hold), successive values are equal
+    far more often (3 standard errors and one pair) than values drawn independently with the same counts would be
+    (a reward on a grid, a 0/1 column, a mostly zero clip ratio are not held). A held series' noise is read from at
+    least TREND_NOISE_MIN holds. Linear in the values read."""
+    n = len(xs)
+    lo = start
+    equal = sum(map(eq, xs[lo + 1 :], xs[lo:-1]))  # successive equal pairs; the runs are the values less these
+    while n - lo - equal < HOLD_RUNS_MIN and lo > 0:
+        lo, was = max(0, 2 * lo - n), lo
+        equal += sum(map(eq, xs[lo + 1 : was + 1], xs[lo:was]))
+    m = n - lo
+    if m - equal < HOLD_RUNS_MIN or equal <= 2:  # (chance >= 1 / m: two equal pairs are never more than it)
+        return 1, start
+    chance = sum(c * c for c in Counter(xs[lo:]).values()) / (m * m)
+    if equal / (m - 1) <= chance + 3 * math.sqrt(chance * (1 - chance) / (m - 1)) + 1 / (m - 1):
+        return 1, start
+    hold = _short_run(run_lengths(xs[lo:]))
+    wide = max(0, min(lo, n - TREND_NOISE_MIN * hold))
+    if wide < lo:
+        hold = _short_run(run_lengths(xs[wide:]))
+    return (hold, min(start, wide)) if hold > 1 else (1, start)
+
+
+def _trimmed(xs: Sequence[float], cut: int) -> tuple[float, float, float]:
+    """The mean of ``xs`` without its ``cut`` lowest and ``cut`` highest values, and the sums of squared deviations
+    of ``xs`` and of ``xs`` winsorized (those values set to the nearest kept one)."""
+    s = sorted(xs)
+    n = len(s)
+    lo, hi = s[cut], s[n - 1 - cut]
+    w = [lo] * cut + s[cut : n - cut] + [hi] * cut
+    mean, mean_w = sum(s) / n, sum(w) / n
+    return (sum(s[cut : n - cut]) / (n - 2 * cut), sum((x - mean) ** 2 for x in s),
+            sum((x - mean_w) ** 2 for x in w))
+
+
+def _t_quantile(z: float, df: float) -> float:
+    """The Student t quantile of the normal one ``z`` for an sd read with ``df`` degrees of freedom (Cornish-Fisher):
+    an sd from successive differences has about 2/3 of their count, so a noise read from 20 values is no sharper
+    than the window means it judges (a flat N(0, 1) of 100 values read a trend 7% of the time, not 5%)."""
+    return z + (z**3 + z) / (4 * df) + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * df**2)

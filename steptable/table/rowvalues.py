@@ -1,0 +1,113 @@
+"""What StepLogger keeps of a logged row: each value read once, at log time (a device tensor costs one sync; a
+value the loop updates in place later shows as it was), nested mappings spread out under ``a/b`` keys as the readers
+of the JSONL name them, and, for the end-of-run dump, no references to big arrays. Pure: no torch import."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from steptable.table.jsonvalues import MAX_ARRAY, array_size, masked, numeric_array
+
+#: value types kept as they are for the end-of-run dump (immutable: a later in-place update cannot change them)
+_PLAIN = frozenset({int, float, str, bool, type(None), bytes})
+
+
+def frozen(value: Any) -> Any:
+    """The value as it is now: a tensor or array that the loop updates in place is read at log time."""
+    try:
+        if isinstance(value, list):
+            return tuple(value)
+        item = getattr(value, "item", None)
+        ndim = getattr(value, "ndim", None)
+        if callable(item) and ndim == 0:
+            return None if masked(value) else item()
+        if type(ndim) is int and ndim > 0 and numeric_array(value):
+            size = array_size(value)
+            if size == 1 and callable(item):
+                # one number, whatever its shape: torch.tensor([loss]) all-reduced, a keepdim mean, np.ones((1, 1))
+                return None if masked(value) else item()
+            if ndim == 1 and size <= MAX_ARRAY and callable(tolist := getattr(value, "tolist", None)):
+                # a small 1-d array or tensor as the numbers it holds (np.array([passed, total]) shows as 3/16, as
+                # its JSON list reads back); a big one is left for the writer to shorten
+                return tuple(tolist())
+    except Exception:  # a value that cannot be read is left for the writer and the renderer to make text of
+        pass
+    return value
+
+
+#: items of one nested mapping a row's view spreads out at most (a 20k-entry Counter logged each step must not cost
+#: milliseconds a row for columns that never read it)
+MAX_LEAVES = 1024
+
+
+def _nested(v: Any) -> bool:
+    # (plain values first: the ABC check costs a microsecond a value, and almost every value is a number)
+    return type(v) is dict or (type(v) not in _PLAIN and type(v) is not tuple and isinstance(v, Mapping))
+
+
+def flat(cells: dict[str, Any]) -> dict[str, Any]:
+    """The row as every reader of its JSONL names it: nested mappings spread out under ``a/b`` keys (the leaves read
+    now), a later key winning over an earlier one of the same name; the row itself when nothing is nested (the
+    common case costs one pass over the values). A mapping that holds itself is spread once along each path."""
+    if not any(_nested(v) for v in cells.values()):
+        return cells
+    out: dict[str, Any] = {}
+    left = [0]
+
+    def spread(prefix: str, m: Mapping[Any, Any], path: frozenset[int]) -> None:
+        items = list(m.items())
+        # a mapping's own values before the mappings in it: {"train": {"per_task": {1500 items}, "loss": x}} must
+        # not spend the budget on the tasks before train/loss
+        for k, v in [*(kv for kv in items if not _nested(kv[1])), *(kv for kv in items if _nested(kv[1]))]:
+            if left[0] <= 0:  # (every item counts: mappings shared down many paths add up too)
+                return
+            left[0] -= 1
+            if not _nested(v):
+                out[f"{prefix}{k}"] = v if type(v) in _PLAIN else frozen(v)
+            elif id(v) not in path:  # (a cycle: the JSONL writer reports it; here it just ends)
+                spread(f"{prefix}{k}/", v, path | {id(v)})
+
+    for k, v in cells.items():
+        if not _nested(v):
+            out[k] = v
+            continue
+        left[0] = MAX_LEAVES  # each top-level mapping its own: a big histogram first must not starve train/loss
+        try:
+            spread(f"{k}/", v, frozenset({id(v)}))
+        except Exception:  # a mapping that cannot be read is left for the writer to make text of
+            out[k] = str(type(v).__name__)
+    return out
+
+
+def kept(view: dict[str, Any]) -> dict[str, Any]:
+    """The row as the end-of-run dump keeps it: an array or tensor that was not read as numbers (2-d, or long)
+    becomes its type and shape, not a reference that keeps its memory (and a tensor's autograd graph) alive."""
+    out = view
+    for k, v in view.items():
+        nd = getattr(v, "ndim", None) if type(v) not in _PLAIN and type(v) is not tuple else None
+        if isinstance(nd, int) and nd > 0:
+            if out is view:
+                out = dict(view)
+            try:
+                out[k] = f"{type(v).__name__}[{'x'.join(str(n) for n in v.shape)}]"
+            except Exception:
+                out[k] = type(v).__name__
+    return out
+
+
+def freeze(raw: Mapping[str, Any]) -> dict[str, Any]:
+    # The items first, at once: another thread (an evaluation callback) may add keys to the loop's metrics dict
+    # while it is logged, and iterating a dict that changes raises. dict.copy() is one step no thread interleaves.
+    if type(raw) is dict:
+        items = raw.copy()
+    else:
+        for _ in range(3):  # any other Mapping: read again if it changed under us
+            try:
+                items = dict(raw.items())
+                break
+            except RuntimeError:
+                continue
+        else:
+            items = dict(raw.items())
+    return {k: v if type(v) in _PLAIN else frozen(v) for k, v in items.items()}
