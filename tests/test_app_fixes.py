@@ -20,7 +20,8 @@ from steptable.app.widgets.panels import ChartPanel, DiagnosticsPanel
 from steptable.app.widgets.status import Event
 from steptable.ingest import RunStore
 from steptable.ingest.files.follow import Follower, load
-from steptable.schemas import get_schema, layout
+from steptable.schemafiles.resolve import get_schema
+from steptable.schemas import layout
 
 pytestmark = pytest.mark.anyio
 

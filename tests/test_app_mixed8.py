@@ -19,13 +19,14 @@ from test_app import static_text
 from test_app_support import manual_app, sync
 from test_mixed_dirs7 import write_lightning, write_sb3
 
-import steptable.schemas
+import steptable.schemafiles.resolve
 from steptable import Col, StepLogger
 from steptable.app.session import Session
 from steptable.app.widgets.arm import ArmPanel
 from steptable.app.widgets.panels import ChartPanel, LegendPanel
 from steptable.ingest import Follower
-from steptable.schemas import by_schema, layout
+from steptable.schemafiles.resolve import by_schema
+from steptable.schemas import layout
 
 SIZE = (160, 44)
 
@@ -265,13 +266,13 @@ def test_a_batch_of_runs_is_grouped_once_and_a_batch_of_rows_not_at_all(
     for i in range(12):
         write_verl(tmp_path / "sweep" / f"lr{i}.jsonl", steps=4, seed=i)
     calls: list[int] = []
-    real = steptable.schemas.by_schema
+    real = steptable.schemafiles.resolve.by_schema
 
     def counted(runs: Any, schema: Any = None, schema_of: Any = None) -> Any:
         calls.append(len(runs))
         return real(runs, schema, schema_of)
 
-    monkeypatch.setattr(steptable.schemas, "by_schema", counted)
+    monkeypatch.setattr(steptable.schemafiles.resolve, "by_schema", counted)
     stores = _stores(tmp_path)
     session = Session()
     assert session.update_all([(rid, s, None) for rid, s in stores.items()])

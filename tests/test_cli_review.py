@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from conftest import run_cli, write_rows
 
+from steptable.alerts.replaced import read_replaced
 from steptable.cli.main import _parser, main
 from steptable.cli.tailout import Tail
 from steptable.ingest import Follower
@@ -26,7 +27,7 @@ class Live:
 
     def __init__(self, root: Path, argv: list[str]) -> None:
         self.out, self.err = io.StringIO(), io.StringIO()
-        self.follower = Follower([root])
+        self.follower = Follower([root], on_resume=read_replaced)
         self.tail = Tail(_parser().parse_args(["tail", "-f", *argv, str(root)]), self.out, self.err)
 
     def step(self) -> None:

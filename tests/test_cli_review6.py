@@ -17,7 +17,8 @@ from fixtures_gen import write_tinker, write_verl
 from fixtures_gen_more import write_trl_state
 
 from steptable.ingest import Follower
-from steptable.schemas import by_schema, layout
+from steptable.schemafiles.resolve import by_schema
+from steptable.schemas import layout
 from steptable.summary.report import column_stats
 
 Cap = pytest.CaptureFixture[str]

@@ -14,7 +14,7 @@ from fixtures_gen import write_tinker, write_tinyzero_console, write_verl
 from fixtures_gen_more import write_routing, write_trl_state
 
 from steptable.ingest import Follower
-from steptable.schemas import by_schema
+from steptable.schemafiles.resolve import by_schema
 
 SB3_KEYS = ["rollout/ep_len_mean", "rollout/ep_rew_mean", "time/fps", "time/iterations", "time/total_timesteps",
             "train/approx_kl", "train/clip_fraction", "train/entropy_loss", "train/loss", "train/value_loss"]

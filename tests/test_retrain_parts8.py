@@ -9,7 +9,7 @@ from conftest import run_cli
 from fixtures_gen import write_retrain
 
 from steptable.ingest import load
-from steptable.schemas import by_schema
+from steptable.schemafiles.resolve import by_schema
 
 
 def blocks(out: str) -> dict[str, list[str]]:

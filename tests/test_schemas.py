@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from steptable.ingest.readers.hf import classify_log_entry
+from steptable.schemafiles.resolve import get_schema
 from steptable.schemas import (
     GENERIC,
     SCHEMAS,
@@ -18,7 +19,6 @@ from steptable.schemas import (
     Schema,
     SideFile,
     auto_col,
-    get_schema,
     layout,
     legend_for,
     ratio_pair,

@@ -8,7 +8,8 @@ import pytest
 from fixtures_gen import write_all, write_retrain, write_tinker
 
 from steptable.ingest import RunStore, load
-from steptable.schemas import SCHEMAS, detect, side_file
+from steptable.schemafiles.resolve import detect
+from steptable.schemas import SCHEMAS, side_file
 
 EXPECTED = {
     "routing": "routing",

@@ -22,7 +22,8 @@ from fixtures_gen import (
 )
 
 from steptable.ingest import RunStore, load
-from steptable.schemas import ROUTING, Schema, detect, layout, legend_for
+from steptable.schemafiles.resolve import detect
+from steptable.schemas import ROUTING, Schema, layout, legend_for
 from steptable.table import render
 from steptable.table.columns import streamed
 from steptable.table.formatting import display_width

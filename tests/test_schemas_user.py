@@ -10,8 +10,9 @@ from conftest import write
 from fixtures_gen import write_verl
 
 from steptable.ingest import load
-from steptable.schemas import SchemaFileError, detect, get_schema, layout, load_schema_file, schema_files
-from steptable.schemas.user import config_dir
+from steptable.schemafiles.files import config_dir, schema_files
+from steptable.schemafiles.resolve import detect, get_schema, load_schema_file
+from steptable.schemas import SchemaFileError, layout
 
 pytestmark = pytest.mark.usefixtures("xdg")  # (no user's schema directory leaks in)
 

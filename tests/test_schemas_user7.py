@@ -13,7 +13,8 @@ from fixtures_gen import write_verl
 
 from steptable import Col, StepLogger
 from steptable.ingest import load
-from steptable.schemas import SCHEMAS, Schema, SchemaFileError, by_schema, detect, get_schema, layout, load_schema_file
+from steptable.schemafiles.resolve import by_schema, detect, get_schema, load_schema_file
+from steptable.schemas import SCHEMAS, Schema, SchemaFileError, layout
 from steptable.schemas import user as user_module
 
 pytestmark = pytest.mark.usefixtures("xdg")  # (no user's schema directory leaks in)
@@ -184,7 +185,7 @@ def test_a_file_beside_steplogger_runs_is_for_schema_and_not_said(tmp_path: Path
     with StepLogger(cols, run_dir=tmp_path / "logs" / "armA", arm="armA", console=False, alerts=False) as sl:
         for s in range(3):
             sl.log({"step": s, "rew": s / 3})
-    from steptable.schemas.registry import unused_files
+    from steptable.schemafiles.resolve import unused_files
 
     write(tmp_path / "logs" / "steptable.toml", '[schema]\nname = "mine"\n[[columns]]\nkey = "rew"\nheader = "R"\n')
     stores = list(load(tmp_path / "logs").values())
@@ -196,7 +197,7 @@ def test_a_file_beside_steplogger_runs_is_for_schema_and_not_said(tmp_path: Path
 
 
 def test_unused_files_for_a_viewer_that_says_problems_itself(tmp_path: Path) -> None:
-    from steptable.schemas.registry import unused_files
+    from steptable.schemafiles.resolve import unused_files
 
     _plain_run(tmp_path / "r")
     write(tmp_path / "steptable.toml", '[schema]\nname = "quiet"\n[[rules]]\npattern = "actor/*"\ndesc = "d"\n')

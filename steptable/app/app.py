@@ -375,7 +375,8 @@ def run_watch(paths: list[str], poll: float | None = None, theme: str | None = N
     if missing:
         print(f"steptable watch: no such file or directory: {sanitize(', '.join(missing))}", file=sys.stderr)
         return 2
-    from steptable.schemas import SchemaFileError, get_schema, user_schemas
+    from steptable.schemafiles.resolve import get_schema, user_schemas
+    from steptable.schemas import SchemaFileError
 
     try:  # what tail says before it starts: an unknown --schema name, a steptable.toml that cannot be used
         if schema is not None:

@@ -57,7 +57,8 @@ class RunSchemas:
     def _detect(self, store: Store) -> Schema:
         """The best-fitting schema; where a steptable.toml beside the run cannot be used, the best built-in one,
         and the file's problem said once (tail stops at it; a watch session goes on with the runs it can show)."""
-        from steptable.schemas import SchemaFileError, detect
+        from steptable.schemafiles.resolve import detect
+        from steptable.schemas import SchemaFileError
 
         try:
             return detect(store.path, store.keys)
@@ -71,7 +72,8 @@ def group_runs(
 ) -> list[tuple[Schema, list[Store]]]:
     """The runs grouped as tail groups them (all under ``named`` when a schema was named); runs with no keys yet go
     with the first group until they have."""
-    from steptable.schemas import GENERIC, by_schema
+    from steptable.schemafiles.resolve import by_schema
+    from steptable.schemas import GENERIC
 
     keyed = [s for s in stores if s.keys]
     groups = by_schema(keyed, named, schema_of=schema_of)

@@ -172,8 +172,8 @@ class Session:
         """After a run's layout changed: the unused steptable.toml files said (where a layout was made again), the
         picked column still one shown."""
         if relaid and not self.schema_name:
+            from steptable.schemafiles.resolve import unused_files
             from steptable.schemas import SchemaFileError
-            from steptable.schemas.registry import unused_files
 
             try:
                 for e in unused_files([r.store for r in self.runs.values()]):  # (said once each, as a file's problems)
@@ -202,7 +202,8 @@ class Session:
         return self.groups[0].schema if len(self.groups) == 1 else GENERIC
 
     def _named_schema(self) -> Schema:
-        from steptable.schemas import SchemaFileError, get_schema
+        from steptable.schemafiles.resolve import get_schema
+        from steptable.schemas import SchemaFileError
 
         if self._named is None and self.schema_name:
             try:

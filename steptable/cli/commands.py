@@ -62,9 +62,9 @@ def summary_command(args: argparse.Namespace) -> int:
     from steptable.cli.tail import missing_paths
     from steptable.ingest import Follower
     from steptable.ingest.files.discover import nothing_found
-    from steptable.schemas import by_schema, layout
+    from steptable.schemafiles.resolve import by_schema, unused_files
+    from steptable.schemas import layout
     from steptable.schemas.arrange import matches, unmatched
-    from steptable.schemas.registry import unused_files
     from steptable.summary.report import summarize
     from steptable.table.formatting import sanitize
 
@@ -145,7 +145,8 @@ def _run_alerts(store: Any, now: float) -> list[Any]:
 
 
 def legend_command(args: argparse.Namespace) -> int:
-    from steptable.schemas import get_schema, legend_for
+    from steptable.schemafiles.resolve import get_schema, run_schema
+    from steptable.schemas import legend_for
     from steptable.table.formatting import sanitize
 
     missing: list[str] = []
@@ -168,9 +169,9 @@ def legend_command(args: argparse.Namespace) -> int:
         if not any(len(s) for s in stores):  # (a run just started: its columns are not known yet)
             sys.stderr.write(f"steptable legend: no rows yet in {sanitize(', '.join(str(s.path) for s in stores))}\n")
             return 2
-        text = legend_for(stores, get_schema(args.schema, near=args.paths) if args.schema else None)
+        text = legend_for(stores, get_schema(args.schema, near=args.paths) if args.schema else None, run_schema)
         if not args.schema:
-            from steptable.schemas.registry import unused_files
+            from steptable.schemafiles.resolve import unused_files
 
             for e in unused_files(stores):
                 sys.stderr.write(f"steptable legend: {sanitize(str(e))} (the file is not used)\n")

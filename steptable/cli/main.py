@@ -62,7 +62,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     try:
         if getattr(args, "schema", None) and args.cmd in ("tail", "summary"):
-            from steptable.schemas import get_schema
+            from steptable.schemafiles.resolve import get_schema
 
             get_schema(args.schema, near=args.paths)  # an unknown name: said now, not after a scan of the tree
         if args.cmd == "demo":

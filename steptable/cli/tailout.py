@@ -16,20 +16,11 @@ from typing import Any, TextIO
 from steptable.alerts.engine import Alert, AlertEngine, clockless_stall, end_alert, resumed_engine
 from steptable.cli.tailformats import Layout, Printer
 from steptable.ingest import Follower, RunStore
-from steptable.schemas import (
-    Schema,
-    by_schema,
-    cells_outgrown,
-    first_look,
-    fit,
-    get_schema,
-    layout,
-    steps_outgrown,
-    widened,
-)
+from steptable.schemafiles.resolve import by_schema, get_schema, unused_files
+from steptable.schemas import Schema, cells_outgrown, first_look, fit, layout, steps_outgrown, widened
 from steptable.schemas.arrange import auto_col, own_step_keys, sample_values, step_key_of, unmatched
 from steptable.schemas.headers import short_headers
-from steptable.schemas.registry import logged_schema, unused_files
+from steptable.schemas.registry import logged_schema
 from steptable.summary.report import run_label
 from steptable.table import runinfo
 from steptable.table.columns import Col

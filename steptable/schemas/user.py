@@ -50,7 +50,6 @@ rather than passed over in silence. Finding and reading the files: ``steptable.s
 from __future__ import annotations
 
 import difflib
-import os
 import re
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from fnmatch import fnmatchcase
@@ -59,14 +58,11 @@ from typing import Any
 
 from steptable.schemas.base import META_KEYS, STEP_KEYS, Rule, Schema, one_part
 from steptable.schemas.headers import short_headers
-from steptable.schemas.userdoc import _TABLES, _check_fields, _Doc, _doc, _line_of
+from steptable.schemas.userdoc import _TABLES, _check_fields, _Doc, _line_of
 from steptable.schemas.userdoc import LOCAL_DEPTH as LOCAL_DEPTH
 from steptable.schemas.userdoc import LOCAL_NAME as LOCAL_NAME
 from steptable.schemas.userdoc import MAX_SCHEMA_BYTES as MAX_SCHEMA_BYTES
 from steptable.schemas.userdoc import SchemaFileError as SchemaFileError
-from steptable.schemas.userdoc import config_dir as config_dir
-from steptable.schemas.userdoc import nearest_local as nearest_local
-from steptable.schemas.userdoc import schema_files as schema_files
 from steptable.table.columns import Col, ColumnError, check_fmt
 from steptable.table.formatting import display_width, format_value, sanitize
 
@@ -328,14 +324,14 @@ class _Match:
         return 1.0 if not self.declared.isdisjoint(keys) else 0.0
 
 
-def unused_error(schema: Schema, runs: int, keys: Collection[str]) -> SchemaFileError | None:
-    """What to say of a log directory's file that applies to none of the ``runs`` it is the nearest file of (``keys``:
-    theirs); None when the file says which runs it is for (``[match]``, a base): not matching is then its choice.
-    A file of only hide globs or rules, or whose keys are all misspelt, was passed over without a word."""
+def unused_error(schema: Schema, doc: _Doc, runs: int, keys: Collection[str]) -> SchemaFileError | None:
+    """What to say of a log directory's file (``doc``, which ``schema`` was built from) that applies to none of the
+    ``runs`` it is the nearest file of (``keys``: theirs); None when the file says which runs it is for
+    (``[match]``, a base): not matching is then its choice. A file of only hide globs or rules, or whose keys are
+    all misspelt, would otherwise pass without a word."""
     match = schema.match
     if not isinstance(match, _Match) or not match.by_keys:
         return None
-    doc = _doc(Path(schema.source))
     raw = doc.data.get("columns")
     own = [c.key for c in schema.cols if c.key not in _EVERY_RUN]
     fix = "[match] files or keys, or extends, would say which runs it is for"
@@ -351,33 +347,3 @@ def unused_error(schema: Schema, runs: int, keys: Collection[str]) -> SchemaFile
     hint = f"; {near[0]!r} for {near[1]!r}?" if near is not None else ""
     return SchemaFileError(doc.path, _line_of(doc.text, "columns", at, "key"),
                            f"{where}: none logs a key its columns declare ({listed}){hint}; {fix}")
-
-
-def load_schema_file(path: str | os.PathLike[str], bases: Mapping[str, Schema] | None = None) -> Schema:
-    """The schema a TOML file declares; ``bases`` are the schemas it may extend (default: the built-ins)."""
-    if bases is None:
-        from steptable.schemas.registry import SCHEMAS
-
-        bases = SCHEMAS
-    return schema_from_doc(_doc(Path(path)), bases)
-
-
-def load_user_schemas(near: str | os.PathLike[str] | None, bases: Mapping[str, Schema]) -> list[Schema]:
-    """The user schemas that apply at ``near``, highest priority first. User files may extend built-ins and the
-    user's own config schemas; the log-directory file may extend any of them."""
-    files = schema_files(near)
-    local = [f for f in files if f.name == LOCAL_NAME and f.parent != config_dir()]
-    # config files first, then the log-directory files farthest first: each may extend the ones before it
-    order = [f for f in files if f not in local] + local[::-1]
-    known = dict(bases)
-    loaded: dict[Path, Schema] = {}
-    for f in order:
-        try:
-            s = schema_from_doc(_doc(f), known)
-        except SchemaFileError:
-            if f in local[1:]:  # a farther log directory's file that cannot be used: the nearer ones still apply
-                continue
-            raise  # the run's own (nearest) file, or the user's config: say what is wrong
-        known[s.name] = s
-        loaded[f] = s
-    return [loaded[f] for f in files if f in loaded]

@@ -9,8 +9,9 @@ from collections.abc import Collection, Mapping, Sequence
 from typing import Any, Protocol, cast
 
 from steptable.alerts.engine import AlertConfig
+from steptable.schemafiles.resolve import by_schema, run_schema
 from steptable.schemas import Schema
-from steptable.schemas.registry import Located, by_schema, run_schema
+from steptable.schemas.registry import Located
 from steptable.summary.trend import ColStats
 
 
