@@ -44,6 +44,7 @@ def add_commands(sub: Any) -> None:
 
 
 def run_command(args: argparse.Namespace) -> int:
+    """Run the data command ``args.cmd`` (tail, summary or watch); returns its exit status."""
     if args.cmd == "tail":
         from steptable.cli.tail import run_tail
 
@@ -58,6 +59,9 @@ def run_command(args: argparse.Namespace) -> int:
 
 
 def summary_command(args: argparse.Namespace) -> int:
+    """``steptable summary``: print one block per run found under ``args.paths``; returns 0, or 2 when nothing
+    readable was found, a path is missing or unreadable, or --columns matched nothing (the summary of what was read
+    is still printed)."""
     from steptable.alerts.replaced import read_replaced
     from steptable.cli.tail import missing_paths
     from steptable.ingest import Follower
@@ -131,9 +135,9 @@ def _run_alerts(store: Any, now: float) -> list[Any]:
     from steptable.table.runinfo import closed_at
 
     info = store.meta.get("runinfo")
-    watched = AlertConfig().watched()  # only the columns the detectors read (every column of a 1M-row run as
-    closed = closed_at(info) is not None  # cells took 1.75 GB). A run whose StepLogger was closed has ended: no
-    found = scan(  # stall check against now.
+    watched = AlertConfig().watched()  # only the columns the detectors read: every column as cells costs GBs
+    closed = closed_at(info) is not None  # its StepLogger was closed: the run ended, no stall check against now
+    found = scan(
         store.steps, {k: store.cells(k) for k in store.keys if k in watched},
         store.wall_times if len(store.wall_times) else None,
         now=None if closed else now, resumes=set(store.resumes))
@@ -145,6 +149,8 @@ def _run_alerts(store: Any, now: float) -> list[Any]:
 
 
 def legend_command(args: argparse.Namespace) -> int:
+    """``steptable legend``: print the legend of the runs' columns (of ``--schema``, or routing's, without a
+    path); returns 0, or 2 when nothing readable was found or a path is missing."""
     from steptable.schemafiles.resolve import get_schema, run_schema
     from steptable.schemas import legend_for
     from steptable.table.formatting import sanitize

@@ -40,6 +40,8 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """The ``steptable`` command: parse ``argv`` (sys.argv by default), run the command and return its exit
+    status (2: a usage error, an unknown schema, a broken schema file or an output that cannot be written)."""
     if sys.stdout is None:  # started with stdout closed (`>&-`): nothing can be written; say so where possible
         if sys.stderr is not None:
             sys.stderr.write("steptable: no standard output to write to\n")
@@ -148,7 +150,7 @@ def _demo(args: argparse.Namespace) -> int:
     try:
         with end_on_signals():  # (a TERM before the app is up ends the demo here, the directory removed below)
             return _demo_in(args, out)
-    finally:  # (a demo left 2000 steps x 3 arms of files behind each time)
+    finally:  # (a temporary run's files never outlive the demo)
         shutil.rmtree(out, ignore_errors=True)
         if sys.stderr is not None:  # say the files are gone; --stdout's end named some of them (table.txt)
             named = " (those named above too)" if args.stdout else ""

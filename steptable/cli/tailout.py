@@ -247,8 +247,8 @@ class Tail:
                 steps, walls = store.steps_between(first, n), store.wall_times_between(first, n)
         if note:
             self.out.write(note)
-        if a.alerts_only:  # the rows as stored, as summary and the app scan them (an alias filled in by the layout
-            # made tail alone watch tinker's un-namespaced kl_sample_train_v1: an E here, "alerts 0" there)
+        if a.alerts_only:  # the rows as stored, as summary and the app scan them (not derived: an alias the layout
+            # fills in would be watched here alone, and tail's alerts would differ from theirs)
             if missed:
                 self._label(store)
             for alert in missed:
