@@ -25,6 +25,8 @@ MAX_ROWS = 100_000
 
 @dataclass(frozen=True, slots=True)
 class Written:
+    """What :func:`write_table` wrote: the table's path and its row counts."""
+
     path: Path
     rows: int  # rows of the run
     shown: int  # rows in the file: the last ``shown`` of them

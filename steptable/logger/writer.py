@@ -97,6 +97,7 @@ class RunWriter:
 
     @property
     def pending(self) -> int:
+        """Rows queued and not yet written."""
         return len(self._pending)
 
     def write(self, record: Mapping[str, Any]) -> bool:
@@ -277,6 +278,7 @@ class RunWriter:
             self._fh = None
 
     def close(self) -> None:
+        """Try the pending rows a last time, report those that could not be written, and close the file."""
         self.flush()
         if self._pending:
             self._warn(f"{len(self._pending)} row(s) could not be written to {self._shown}" + self._dropped_note())
