@@ -30,7 +30,7 @@ def schema_files(near: str | os.PathLike[str] | None = None) -> list[Path]:
 def _local_files(near: str | os.PathLike[str]) -> list[Path]:
     """The log directories' files at ``near``, nearest first."""
     out: list[Path] = []
-    p = Path(near).absolute()  # ("." has no parents: a steptable.toml above the current directory was missed)
+    p = Path(near).absolute()  # (absolute: "." has no parents, and a steptable.toml above the current directory counts)
     start = p if os.path.isdir(p) else p.parent
     for d in [start, *list(start.parents)[:LOCAL_DEPTH]]:
         f = d / LOCAL_NAME
@@ -46,6 +46,7 @@ def nearest_local(near: str | os.PathLike[str]) -> Path | None:
 
 
 def _read(path: Path) -> _Doc:
+    """The parsed document of ``path``. Raises SchemaFileError: not a regular file, too large, unreadable, not TOML."""
     try:
         st = os.stat(path)
         if not stat.S_ISREG(st.st_mode):  # a FIFO would block the read

@@ -85,7 +85,7 @@ SIDE = (
 
 def part(path: PurePath) -> str:
     """The emergence summary and the metrics file are laid out apart (few keys in common: one table of both
-    showed each with the other's columns as nan); each one's arms still line up."""
+    would show each with the other's columns as nan); each one's arms still line up."""
     return "emergence" if path.parent.name == "emergence" else ""
 
 

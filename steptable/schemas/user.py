@@ -43,8 +43,9 @@ The format (every field but ``schema.name`` and ``columns.key`` is optional)::
 
 A file that cannot be used raises ``SchemaFileError`` whose text is ``<file>:<line>: <what is wrong>``. A log
 directory's file with neither ``[match]`` nor a base that applies to none of the runs it is the nearest file of (its
-keys misspelt, or only hide globs and rules) is said as a warning in those words (``registry.unused_files``),
-rather than passed over in silence. Finding and reading the files: ``steptable.schemas.userdoc``.
+keys misspelt, or only hide globs and rules) is said as a warning in those words
+(``steptable.schemafiles.resolve.unused_files``), rather than passed over in silence. Parsing a file's text:
+``steptable.schemas.userdoc``; finding and reading the files: ``steptable.schemafiles``.
 """
 
 from __future__ import annotations
@@ -86,8 +87,8 @@ def _column_error_field(e: Exception) -> str | None:
 
 
 def _fmt_width(fmt: str | None) -> int:
-    """Cells a spec's text of a typical value takes (``.6f``: 8): a default width narrower than that showed every
-    value in the compact form instead of the spec the user asked for."""
+    """Cells a spec's text of a typical value takes (``.6f``: 8): a default width narrower than that would show
+    every value in the compact form instead of the spec the user asked for."""
     if fmt is None or fmt == "frac":
         return 0
     check_fmt(fmt, "column")  # (first: ">500000000.2f" would be formatted before it is refused)
@@ -126,7 +127,7 @@ def _rule(doc: _Doc, spec: dict[str, Any], i: int) -> Rule:
 
 class _Order:
     """Column keys in order, with append, remove and insert-after in constant time (a file may declare hundreds of
-    columns: a search of the list for each was quadratic)."""
+    columns: a search of a list for each would be quadratic)."""
 
     def __init__(self, keys: Iterable[str]) -> None:
         self._next: dict[str | None, str | None] = {None: None}  # None: the ends
@@ -215,8 +216,8 @@ def _build_schema(
         doc.fail("rules must be an array of tables: [[rules]]", "rules", None, "rules")
     rules = [_rule(doc, _check_fields(doc, "rules", r, i), i) for i, r in enumerate(raw_rules)]
     rules += [Rule(p, hide=True) for p in head.get("hide", [])]
-    # a dropped column's key (and its aliases) stays out of the default layout too, described as the base did; it
-    # came back as an automatic column "(as logged)"
+    # a dropped column's key (and its aliases) stays out of the default layout too, described as the base did (not
+    # back as an automatic column "(as logged)")
     rules = [Rule(_literal(k), c.desc, c.better, hide=True)
              for c in dropped for k in (c.key, *c.aliases) if k not in cols] + rules
     match_spec = _check_fields(doc, "match", doc.data.get("match", {}), None)
