@@ -73,6 +73,8 @@ class _Parser(Protocol):
 
 
 class Source:
+    """One discovered file (or HF run directory) and the RunStore it feeds; :meth:`poll` is the kind's own."""
+
     def __init__(self, cand: Candidate, report: Report, on_resume: ResumeReader | None = None) -> None:
         self.cand = cand
         self.report = report
@@ -85,6 +87,7 @@ class Source:
             load_meta(self.store, cand)
 
     def poll(self) -> bool:
+        """Read what is new; True when a store viewers see changed (a run not shown yet never counts)."""
         raise NotImplementedError
 
     def stores(self) -> list[RunStore]:
@@ -378,6 +381,7 @@ class StateSource(Source):
 def make_source(
     cand: Candidate, report: Report, max_line: int = MAX_LINE, on_resume: ResumeReader | None = None
 ) -> Source:
+    """The source of ``cand``: a StateSource for an HF ``trainer_state.json`` run, else a TailSource."""
     if cand.kind == "trainer_state":
         return StateSource(cand, report, on_resume)
     return TailSource(cand, report, max_line, on_resume)
