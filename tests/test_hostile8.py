@@ -12,8 +12,7 @@ import pytest
 from conftest import repoint, run_cli, write_rows
 
 from steptable import Col, StepLogger
-from steptable.logger import writer
-from steptable.table import runinfo
+from steptable.logger import steplogger, writer
 from steptable.table.cells import md_escape, sanitize
 from steptable.table.outcells import csv_text
 
@@ -147,7 +146,7 @@ def _raise(*_: object, **__: object) -> None:
 def test_exceptions_in_steplogger_messages_are_inert(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setattr(runinfo, "write", _raise)  # steptable.json: "cannot write ..."
+    monkeypatch.setattr(steplogger, "write_description", _raise)  # steptable.json: "cannot write ..."
     sl = StepLogger(COLS, run_dir=tmp_path / "r", console=False, alerts=False)
     sl._render_row = _raise  # type: ignore[method-assign,assignment]  # "StepLogger.log failed"
     sl.log({"step": 0, "loss": 0.5})

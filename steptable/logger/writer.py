@@ -172,6 +172,16 @@ class RunWriter:
             self._warn(f"writing {self._shown} works again; late rows written" + self._dropped_note())
         return True
 
+    def why_missing(self, logged: int) -> str:
+        """Why the file holds fewer than the ``logged`` rows given to it, as this writer saw it."""
+        name = self.path.name
+        whys = [
+            *([f"{name} was deleted during the run"] if self.deleted else []),
+            *([f"{name} was moved or replaced during the run"] if self.moved else []),
+            *([f"{logged - self.written} could not be written"] if self.written < logged else []),
+        ]
+        return "; ".join(whys) or f"the rest are not in {name}"
+
     def _dropped_note(self) -> str:
         return f", {self.dropped} oldest row(s) dropped while it failed" if self.dropped else ""
 

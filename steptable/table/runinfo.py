@@ -1,21 +1,19 @@
 """The run's own description beside its metrics: ``steptable.json`` (``steptable.<arm>.json`` for a named arm).
 
-StepLogger writes it when its first row is written and again at close: the column registry it printed with (key,
-width, header, format, meaning, direction, alignment, streamed or dump-only), the arm, when the run started, when it
-was closed, and how (``end``: only where a ``with StepLogger`` block ended on an exception). Readers (``tail``,
-``summary``, ``legend``, ``watch``) then lay the run out with the same columns, numbers and words as its stdout, and
-know that a run which was closed has ended rather than stalled, and whether it crashed.
-Pure: json and the column registry only. The file is text from the disk: it is validated field by field, and one
-that does not validate is ignored (the run is then laid out as any other JSONL).
+StepLogger writes it (steptable.logger.wholefile) when its first row is written and again at close: the column
+registry it printed with (key, width, header, format, meaning, direction, alignment, streamed or dump-only), the arm,
+when the run started, when it was closed, and how (``end``: only where a ``with StepLogger`` block ended on an
+exception). Readers (``tail``, ``summary``, ``legend``, ``watch``) then lay the run out with the same columns, numbers
+and words as its stdout, and know that a run which was closed has ended rather than stalled, and whether it crashed.
+Pure: json and the column registry only; this module never opens a file. The file is text from the disk: it is
+validated field by field, and one that does not validate is ignored (the run is then laid out as any other JSONL).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
-import secrets
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -31,8 +29,6 @@ _FIELDS = ("key", "width", "header", "fmt", "desc", "better", "align", "stream")
 #: of. (Version 1 still: a reader of before it ignores the field, and a file without it is a run that ended normally.)
 INTERRUPTED = "interrupted"
 _END = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
-_UMASK = os.umask(0)  # read once, at import (os.umask can only be read by setting it)
-os.umask(_UMASK)
 
 
 def file_name(arm: object) -> str:
@@ -80,31 +76,6 @@ def end_of(exc: BaseException | None) -> str | None:
     if not isinstance(exc, Exception):
         return INTERRUPTED
     return next(n for c in type(exc).__mro__ if _END.fullmatch(n := c.__name__) and n != INTERRUPTED)
-
-
-def write(run_dir: Path, info: dict[str, Any]) -> Path:
-    """Write ``info`` atomically (a reader never sees half a file). Raises OSError."""
-    path = run_dir / file_name(info.get("arm"))
-    # The temporary file's name is chosen before the file exists (not by mkstemp), so a Ctrl-C anywhere, even right
-    # after the file was made, leaves no stray file: the cleanup knows which one to remove.
-    tmp = run_dir / f".{path.name}.{os.getpid()}.{secrets.token_hex(6)}.tmp"
-    try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            try:  # readable by whoever can read the run's rows (made 0600: a teammate's watch saw nothing)
-                mode = os.stat(run_dir / str(info.get("jsonl") or "metrics.jsonl")).st_mode & 0o666
-            except OSError:
-                mode = 0o666 & ~_UMASK
-            if hasattr(os, "fchmod"):
-                os.fchmod(f.fileno(), mode)
-            json.dump(info, f, ensure_ascii=False, allow_nan=False)
-        os.replace(tmp, path)
-    except FileExistsError:  # (another writer's file of the same name: never ours to remove)
-        raise
-    except BaseException:
-        tmp.unlink(missing_ok=True)  # (not made yet, or renamed already: nothing to remove)
-        raise
-    return path
 
 
 def candidates(jsonl: Path, arm: object) -> list[Path]:
