@@ -244,9 +244,9 @@ def end_alert(info: dict[str, Any] | None, step: int) -> Alert | None:
 def replay_spans(end: int, config: AlertConfig | None = None) -> list[tuple[int, int]]:
     """The rows (index spans of ``[0, end)``) a live reader replays into a fresh engine when a run resumes before
     row ``end``: the first ones (the entropy's early level) and the last ones every window, run and re-arm count
-    looks back over. So the engine reads the rows the store holds now, not the crashed run's replaced ones (a
-    restart from step 0 read as a reward collapse against the old run's rewards), at a cost that does not grow
-    with the run (a replay of a million rows at each resume would)."""
+    looks back over. So the engine reads the rows the store holds now, not the crashed run's replaced ones (against
+    the old run's rewards, a restart from step 0 would read as a reward collapse), at a cost that does not grow
+    with the run (a replay of every row at each resume would)."""
     cfg = config or AlertConfig()
     head = min(end, cfg.entropy_early)
     start = max(head, end - (max(cfg.window, cfg.flat_rows, cfg.hack_window, cfg.sat_rows) + cfg.rearm
@@ -329,9 +329,9 @@ def clockless_stall(store: Any, now: float, config: AlertConfig | None = None) -
 
 def feed_store(eng: AlertEngine, store: Any, a: int, b: int, resumes: Collection[int] = (),
                stalls: bool = False) -> list[Alert]:
-    """Rows ``a:b`` of ``store`` (a RunStore, its lock held) through ``eng``, only the columns it watches (a
-    resume in a run of 1,500 keys copied 5,000 whole rows); a row at one of ``resumes`` restarts its clock, as
-    :func:`scan` does. Their alerts (with ``stalls``, the gaps between rows too)."""
+    """Rows ``a:b`` of ``store`` (a RunStore, its lock held) through ``eng``, only the columns it watches (whole
+    rows of a run with thousands of keys would cost a copy of every cell); a row at one of ``resumes`` restarts its
+    clock, as :func:`scan` does. Their alerts (with ``stalls``, the gaps between rows too)."""
     wanted = eng.config.watched()
     cols = [(k, store.column_between(k, a, b)) for k in store.keys if k in wanted]
     return feed_columns(eng, store, cols, store.steps_between(a, b), store.wall_times_between(a, b), a, b, a,
