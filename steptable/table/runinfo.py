@@ -26,7 +26,8 @@ NAME = "steptable.json"
 MAX_BYTES = 1 << 20
 _FIELDS = ("key", "width", "header", "fmt", "desc", "better", "align", "stream")
 #: ``end`` of a run stopped by Ctrl-C or a non-zero exit; any other ``end`` is the type name of the exception it died
-#: of. (Version 1 still: a reader of before it ignores the field, and a file without it is a run that ended normally.)
+#: of. (The version stays 1: a reader that predates the field ignores it; a file without it is a run that ended
+#: normally.)
 INTERRUPTED = "interrupted"
 _END = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
 
@@ -54,6 +55,8 @@ def describe(
     cols: Sequence[Col], arm: str | None, jsonl: str, started: float, closed: float | None, rows: int,
     end: str | None = None,
 ) -> dict[str, Any]:
+    """The description of a run: its columns, arm, JSONL's file name, when it started and was closed (None while
+    it runs), its rows, and ``end`` only where it did not end normally (:func:`end_of`)."""
     info: dict[str, Any] = {
         "steptable": VERSION,
         "arm": arm,
@@ -63,7 +66,7 @@ def describe(
         "rows": rows,
         "columns": [{f: getattr(c, f) for f in _FIELDS} for c in cols],
     }
-    return info if end is None else {**info, "end": end}  # (a normal end: the file as before)
+    return info if end is None else {**info, "end": end}  # (a normal end: no ``end`` field)
 
 
 def end_of(exc: BaseException | None) -> str | None:
