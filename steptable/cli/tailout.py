@@ -138,6 +138,9 @@ class Tail:
 
     # -------------------------------------------------------------------------------------------- output
     def emit(self, follower: Follower) -> None:
+        """Print what changed in ``follower``'s runs since the last call: new bad lines (stderr), then per run its
+        new rows, rows edited or replaced since, and how its logger ended (or, with --alerts-only, their alerts),
+        laying the runs out again first where keys, widths or a logged schema changed."""
         stores = [follower.stores[k] for k in sorted(follower.stores)]
         first_view, self.first_view = self.first_view, False
         for run in [r for r in self.engines if r not in follower.stores]:

@@ -90,6 +90,7 @@ def part(path: PurePath) -> str:
 
 
 def match(path: Path, keys: Sequence[str]) -> float:
+    """How well a file fits retrain (0..1): its emergence files by name, the metrics file by retrain's own keys."""
     ks = set(keys)
     parent = path.parent.name
     if parent == "emergence" and path.name in ("steps.jsonl", "generations.jsonl"):
