@@ -94,6 +94,8 @@ class Detector(ABC):
 
     def carry(self, old: Detector, at: int) -> None:
         """After a replay of the rows held before a resume at step ``at``: take from ``old`` (the engine's detector
-        this one replaces) the run-long values it set before ``at`` that the bounded replay did not reach."""
+        this one replaces) the run-long values it set before ``at`` that the bounded replay did not reach. Nothing
+        to take by default."""
+        return None
 
 
