@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_app_support import T0, make_runs, manual_app, row, screen_text, sync, write_generations, write_rows
 
 from steptable.app.layouts import Layouts
 from steptable.app.model import Summary
@@ -22,6 +21,7 @@ from steptable.ingest import RunStore
 from steptable.ingest.files.follow import Follower, load
 from steptable.schemafiles.resolve import get_schema
 from steptable.schemas import layout
+from tests.app.helpers import T0, make_runs, manual_app, row, screen_text, sync, write_generations, write_rows
 
 pytestmark = pytest.mark.anyio
 

@@ -13,11 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fixtures_gen import write_tinker, write_verl
-from fixtures_gen_more import write_maxent_state, write_routing, write_trl_state
-from test_app import static_text
-from test_app_support import manual_app, sync
-from test_mixed_dirs7 import write_lightning, write_sb3
 
 import steptable.schemafiles.resolve
 from steptable import Col, StepLogger
@@ -27,6 +22,16 @@ from steptable.app.widgets.panels import ChartPanel, LegendPanel
 from steptable.ingest import Follower
 from steptable.schemafiles.resolve import by_schema
 from steptable.schemas import layout
+from tests.app.helpers import manual_app, static_text, sync
+from tests.trainer_logs import (
+    write_lightning,
+    write_maxent_state,
+    write_routing,
+    write_sb3,
+    write_tinker,
+    write_trl_state,
+    write_verl,
+)
 
 SIZE = (160, 44)
 

@@ -12,8 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fixtures_gen import write_tinker, write_verl
-from test_app_support import manual_app, sync
 
 import steptable.schemafiles.resolve
 import steptable.schemas.registry
@@ -24,6 +22,8 @@ from steptable.app.session import Session
 from steptable.app.widgets.arm import ArmPanel
 from steptable.app.widgets.panels import ChartPanel
 from steptable.ingest import Follower
+from tests.app.helpers import manual_app, sync
+from tests.trainer_logs import write_tinker, write_verl
 
 SIZE = (160, 44)
 COLS = [Col("step", 5, "step", "d"), Col("loss", 7, "loss", ".3f"), Col("gn", 7, "gn", ".3f")]

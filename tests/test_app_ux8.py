@@ -14,10 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import run_cli
 from rich.segment import Segment
 from rich.style import Style
-from test_app_support import SIZE, make_runs, manual_app, sync
 from textual.widgets import Static
 
 from steptable.app import demo as app_demo
@@ -28,6 +26,8 @@ from steptable.app.widgets.keys import KeyBar
 from steptable.app.widgets.lines import join_line
 from steptable.app.widgets.panels import ChartPanel
 from steptable.demo import run as demo_mod
+from tests.app.helpers import SIZE, make_runs, manual_app, sync
+from tests.helpers import run_cli
 
 pytestmark = pytest.mark.anyio
 

@@ -11,10 +11,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import run_cli
 
 from steptable import Col, StepLogger
 from steptable.table import runinfo
+from tests.helpers import run_cli
 
 COLS = [Col("step", 5, "step", "d"), Col("loss", 7, "loss", ".3f")]
 
@@ -205,11 +205,10 @@ def test_how_a_with_block_ended_is_named_plainly() -> None:
 
 
 def test_the_watch_app_says_how_a_run_ended_and_alerts_a_crash(tmp_path: Path) -> None:
-    from test_app_support import scan_rounds
-
     from steptable.app.alerting import AlertScanner
     from steptable.app.messages import AlertsFound
     from steptable.ingest import Follower
+    from tests.app.helpers import scan_rounds
 
     with pytest.raises(RuntimeError):
         _run(tmp_path / "crash", _raise(RuntimeError("CUDA out of memory")), rows=12)
@@ -225,9 +224,8 @@ def test_the_watch_app_says_how_a_run_ended_and_alerts_a_crash(tmp_path: Path) -
 @pytest.mark.anyio
 @pytest.mark.parametrize("anyio_backend", ["asyncio"])
 async def test_an_arms_title_says_how_its_run_ended(tmp_path: Path) -> None:
-    from test_app_support import manual_app, sync
-
     from steptable.app.widgets.arm import ArmPanel
+    from tests.app.helpers import manual_app, sync
 
     with pytest.raises(RuntimeError):
         _run(tmp_path / "crash", _raise(RuntimeError("CUDA out of memory")), rows=12, arm="crash")

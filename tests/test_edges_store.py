@@ -14,13 +14,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import run_cli, write_rows
 
 from steptable.alerts.replaced import read_replaced
 from steptable.cli.main import _parser
 from steptable.cli.tailout import Tail
 from steptable.ingest import Follower, RunStore
 from steptable.ingest.parsed import Parsed
+from tests.helpers import run_cli, write_rows
 
 NAN = float("nan")
 

@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import run_cli, write_rows
+
+from tests.helpers import run_cli, write_rows
 
 
 @pytest.fixture

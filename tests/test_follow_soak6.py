@@ -11,12 +11,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import spy_whole_copies, write_rows
 
 import steptable.ingest.files.follow as follow_mod
 from steptable.cli.main import _parser
 from steptable.cli.tail import Tail
 from steptable.ingest import Follower
+from tests.helpers import spy_whole_copies, write_rows
 
 
 class Clock:

@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import run_cli
+
+from tests.helpers import run_cli
 
 NAN = float("nan")
 

@@ -13,9 +13,9 @@ import unicodedata
 from pathlib import Path
 
 import pytest
-from conftest import run_cli, write_rows
 
 from steptable.schemas.headers import look, short_headers
+from tests.helpers import run_cli, write_rows
 
 #: characters a terminal draws as nothing, as the reviewer found them in headers
 INVISIBLE = "\u200c\u200d\u034f\ufe00\ufe0f\U000e0100\u180b"

@@ -9,12 +9,12 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import repoint, run_cli, write_rows
 
 from steptable import Col, StepLogger
 from steptable.logger import steplogger, writer
 from steptable.table.cells import md_escape, sanitize
 from steptable.table.outcells import csv_text
+from tests.helpers import repoint, run_cli, write_rows
 
 COLS = [Col("step", 4, "step", "d", "step"), Col("loss", 7, "loss", "+.3f", "loss")]
 # an OSC 52 (clipboard) with no BEL or ST after it, behind a CSI

@@ -297,9 +297,8 @@ def test_a_file_bad_on_every_line_is_told_a_few_times_not_on_every_line(
 ) -> None:
     """A run that logged a fractional step on every row: 10,000 lines of stderr for an agent to read. Now the first
     BAD_TOLD of each file, one line saying the rest are counted, and the count in the summary."""
-    from conftest import run_cli
-
     from steptable.ingest.files.follow import BAD_TOLD
+    from tests.helpers import run_cli
 
     for name in ("a", "b"):
         (tmp_path / name).mkdir()
@@ -320,7 +319,7 @@ def test_a_row_cut_short_does_not_take_the_row_written_after_it(tmp_path: Path,
                                                                 capsys: pytest.CaptureFixture[str]) -> None:
     """Two arms share a file; armA is killed mid-row and armB appends its row to the cut one: armB's whole row was
     lost with it (one malformed line). A cut row's own nested object is not taken for a row."""
-    from conftest import run_cli
+    from tests.helpers import run_cli
 
     rows = [json.dumps({"step": s, "arm": arm, "rew": 0.5}) for s in range(10) for arm in ("armA", "armB")]
     glued = '{"step": 10, "arm": "armA", "rew": 0.' + json.dumps({"step": 10, "arm": "armB", "rew": 0.7})

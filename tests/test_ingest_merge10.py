@@ -10,10 +10,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import run_cli, write_rows
 
 from steptable.ingest.parsed import Parsed
 from steptable.ingest.store import RunStore
+from tests.helpers import run_cli, write_rows
 
 
 def _add(store: RunStore, rows: list[dict[str, Any]]) -> None:

@@ -10,13 +10,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import run_cli
 
 from steptable.ingest import Follower, preview_tail
 from steptable.ingest.parse import number
 from steptable.ingest.readers.csvlog import CsvParser, cell
 from steptable.ingest.readers.jsonl import JsonlParser
 from steptable.ingest.store import RunStore
+from tests.helpers import run_cli
 
 # --- 1. steps of a followed file whose step key is another ------------------------------------------------------
 

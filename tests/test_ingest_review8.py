@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import run_cli, write_rows
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -21,6 +20,7 @@ from steptable.ingest.files.follow import load
 from steptable.ingest.files.tail import BLOCK
 from steptable.ingest.readers.csvlog import CsvParser, ends_quoted
 from steptable.ingest.readers.jsonl import JsonlParser
+from tests.helpers import run_cli, write_rows
 
 COLS = [Col("step", 5, "step", "d"), Col("rew", 6, "rew")]
 

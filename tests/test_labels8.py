@@ -7,12 +7,12 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from conftest import run_cli, write_rows
 
 from steptable.ingest.files.discover import discover
 from steptable.summary.report import run_label
 from steptable.table.formatting import display_width
 from steptable.table.render import title_line
+from tests.helpers import run_cli, write_rows
 
 SWEEP = Path("exps/2024-06-01_resnet50_cifar10_sweep/lr_0.001/lightning_logs")
 

@@ -16,7 +16,6 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import repoint
 
 from steptable import Col, StepLogger
 from steptable.logger import writer
@@ -24,6 +23,7 @@ from steptable.logger.setup import use_colour
 from steptable.logger.sinks import encodable
 from steptable.logger.writer import RunWriter, encode_row
 from steptable.table.jsonvalues import jsonable
+from tests.helpers import repoint
 
 COLS = [Col("step", 4, "step", "d", "step"), Col("loss", 7, "loss", "+.3f", "loss"), Col("ema", 6, "ema", None, "ema")]
 

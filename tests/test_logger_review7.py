@@ -209,7 +209,7 @@ def test_a_relaunch_that_logs_more_metrics_replaces_the_crashed_rows(tmp_path: P
     """The crashed run logged rew, loss, kl (kl diverging from step 100); the relaunch from step 100 logs rew and
     loss with 4 diagnostics more and no kl: 2 of its 6 metrics repeat, 2 of the old row's 3. Taken for a late
     evaluation before (merged: the crashed kl kept beside the relaunch's rows, and an E alert on the healthy run)."""
-    from conftest import run_cli
+    from tests.helpers import run_cli
 
     cols = [Col("step", 5, "step", "d"), Col("rew", 6, "rew"), Col("loss", 6, "loss"), Col("kl", 6, "kl")]
     crashed = StepLogger(cols, run_dir=tmp_path, arm="main", console=False, alerts=False)
@@ -249,7 +249,7 @@ def test_a_late_evaluation_carrying_the_epoch_joins_its_step(tmp_path: Path,
                                                               capsys: pytest.CaptureFixture[str]) -> None:
     """An async evaluator logs {"step": 5, "eval/acc": .41, "epoch": 1.25} after step 9: one score and the epoch
     the train row has too read as a resume of step 5, and steps 6-9 were dropped (tail, summary, table.txt)."""
-    from conftest import run_cli
+    from tests.helpers import run_cli
 
     cols = [Col("step", 4, "step", "d"), Col("loss", 6, "loss"), Col("eval/acc", 5, "acc")]
     sl = StepLogger(cols, run_dir=tmp_path, console=False, alerts=False)
@@ -279,7 +279,7 @@ def test_a_late_evaluation_carrying_the_epoch_joins_its_step(tmp_path: Path,
 ])
 def test_counters_alone_are_no_resume(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                       later: list[dict[str, Any]], resumed: bool) -> None:
-    from conftest import run_cli, write_rows
+    from tests.helpers import run_cli, write_rows
 
     first = [{"step": s, "train/loss": 1 / s, "train/reward": 0.1 * s, "train/epoch": s / 10,
               "train/global_step": s} for s in range(1, 10)]

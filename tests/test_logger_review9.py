@@ -17,12 +17,12 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import run_cli
 
 from steptable import Col, StepLogger
 from steptable.logger.rank import _RANK_VARS
 from steptable.table import runinfo
 from steptable.table.jsonvalues import jsonable
+from tests.helpers import run_cli
 
 COLS = [Col("step", 4, "step", "d", "step"), Col("loss", 7, "loss", None, "loss")]
 

@@ -12,11 +12,11 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import following, run_cli, write_rows
 
 from steptable.cli.main import main
 from steptable.summary.report import _arm_tag
 from steptable.table.formatting import cut, display_width
+from tests.helpers import following, run_cli, write_rows
 
 
 def _jsonl_steps(out: str) -> list[int]:

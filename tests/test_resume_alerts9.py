@@ -11,11 +11,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import run_cli, write_rows
 
 from steptable.alerts.replaced import read_replaced
 from steptable.ingest import Follower
 from steptable.ingest.store import MAX_REPLACED_ALERTS
+from tests.helpers import run_cli, write_rows
 
 
 def _rows(steps: range, rng: random.Random, nan_from: float = math.inf) -> list[dict[str, Any]]:
@@ -121,7 +121,7 @@ def test_a_second_resume_behind_the_first_is_no_stall(tmp_path: Path, capsys: py
 def test_tail_f_after_a_rewrite_says_the_new_runs_replaced_alerts(tmp_path: Path) -> None:
     """The file truncated and written again (a new run with its own restart): tail -f --alerts-only kept what it had
     looked at of the old content and missed the new one's NaN before its restart."""
-    from test_cli_review import Live
+    from tests.cli.helpers import Live
 
     rng = random.Random(4)
     path = tmp_path / "r" / "metrics.jsonl"

@@ -9,11 +9,11 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import run_cli
 
 from steptable import Col, StepLogger
 from steptable.schemas import routing_columns
 from steptable.table import render, runinfo
+from tests.helpers import run_cli
 
 CUSTOM = [
     Col("step", 5, "step", "d", "optimizer step"),
@@ -113,10 +113,8 @@ def anyio_backend() -> str:
 
 @pytest.mark.anyio
 async def test_the_app_shows_an_ended_run_as_ended_not_stalled(tmp_path: Path) -> None:
-    from test_app import static_text
-    from test_app_support import manual_app, sync
-
     from steptable.app.widgets.arm import ArmPanel
+    from tests.app.helpers import manual_app, static_text, sync
 
     start = time.time() - 7200
     rows: list[dict[str, object]] = [{"step": s, "ts": start + s, "reward/mean": 0.5, "kl": 0.01} for s in range(60)]
@@ -142,19 +140,19 @@ def test_an_arm_other_than_its_directory_finds_its_description(
 
 
 def test_a_description_that_arrives_later_lays_the_run_out_again(tmp_path: Path) -> None:
-    from test_tailcmd import _live, _step
+    from tests.cli.helpers import emit, follow_tail
 
     d = tmp_path / "run"
     rows: list[dict[str, object]] = [{"step": s, "reward/mean": 0.5, "kl": 0.01} for s in range(3)]
     _log(d, CUSTOM, rows)
     info = (d / "steptable.json").read_text()
     (d / "steptable.json").unlink()
-    follower, tail, out, _ = _live(tmp_path, ["--width", "0"])
-    _step(follower, tail)
+    follower, tail, out, _ = follow_tail(tmp_path, ["--width", "0"])
+    emit(follower, tail)
     (d / "steptable.json").write_text(info)  # (written by the logger a moment after its first row)
     with open(d / "metrics.jsonl", "a") as f:
         f.write(json.dumps({"step": 3, "reward/mean": 0.25, "kl": 0.02}) + "\n")
-    _step(follower, tail)
+    emit(follower, tail)
     lines = out.getvalue().splitlines()  # type: ignore[attr-defined]
     assert lines[1].split() == ["step", "reward", "kl"] and lines[-2].split() == ["step", "rew", "kl"]
     assert lines[-1].split() == ["3", "+0.250", "2.00e-2"]  # the logger's own formats
@@ -235,9 +233,8 @@ def test_arms_sharing_one_file_are_runs_of_their_own(tmp_path: Path, capsys: pyt
     """Two StepLoggers of different arms given one run_dir write one metrics.jsonl: every reader shows each arm's
     rows as its own run (they were merged by step, one arm's numbers under the other's name). A file whose rows
     merely carry an "arm" field, with no StepLogger description for it, stays one run."""
-    from conftest import write_rows
-
     from steptable.ingest.files.follow import load
+    from tests.helpers import write_rows
 
     van = StepLogger(CUSTOM, run_dir=tmp_path / "exp", arm="vanilla", console=False, alerts=False)
     rta = StepLogger(CUSTOM, run_dir=tmp_path / "exp", arm="routeA", console=False, alerts=False)

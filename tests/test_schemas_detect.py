@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from fixtures_gen import write_all, write_retrain, write_tinker
 
 from steptable.ingest import RunStore, load
 from steptable.schemafiles.resolve import detect
 from steptable.schemas import SCHEMAS, side_file
+from tests.trainer_logs import write_all, write_retrain, write_tinker
 
 EXPECTED = {
     "routing": "routing",

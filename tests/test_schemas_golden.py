@@ -10,7 +10,14 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pytest
-from fixtures_gen import (
+
+from steptable.ingest import RunStore, load
+from steptable.schemafiles.resolve import detect
+from steptable.schemas import ROUTING, Schema, layout, legend_for
+from steptable.table import render
+from steptable.table.columns import streamed
+from steptable.table.formatting import display_width
+from tests.trainer_logs import (
     write_generic,
     write_maxent_state,
     write_retrain,
@@ -20,13 +27,6 @@ from fixtures_gen import (
     write_trl_state,
     write_verl,
 )
-
-from steptable.ingest import RunStore, load
-from steptable.schemafiles.resolve import detect
-from steptable.schemas import ROUTING, Schema, layout, legend_for
-from steptable.table import render
-from steptable.table.columns import streamed
-from steptable.table.formatting import display_width
 
 Golden = Callable[[str, str], None]
 

@@ -8,14 +8,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import run_cli, write, write_rows
-from fixtures_gen import write_verl
 
 from steptable import Col, StepLogger
 from steptable.ingest import load
 from steptable.schemafiles.resolve import by_schema, detect, get_schema, load_schema_file
 from steptable.schemas import SCHEMAS, Schema, SchemaFileError, layout
 from steptable.schemas import user as user_module
+from tests.helpers import run_cli, write, write_rows
+from tests.trainer_logs import write_verl
 
 pytestmark = pytest.mark.usefixtures("xdg")  # (no user's schema directory leaks in)
 

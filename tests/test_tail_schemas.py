@@ -6,9 +6,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from fixtures_gen import write_all
 
 from steptable.cli.main import main
+from tests.trainer_logs import write_all
 
 NAMES = ["routing", "retrain", "retrain_emergence", "verl", "tinyzero", "tinker", "trl", "maxent", "generic"]
 

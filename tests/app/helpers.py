@@ -13,6 +13,8 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from textual.widgets import Static
+
 from steptable.app import make_app
 from steptable.app.app import StepTableApp
 from steptable.app.feed import Feed
@@ -172,3 +174,7 @@ def scan_rounds(scanner: Any, rounds: Iterable[set[str]]) -> bool:
     finally:
         stop.set()
         thread.join()
+
+
+def static_text(w: Static) -> str:
+    return str(w.render())
