@@ -30,8 +30,8 @@ class Group:
 
 class RunSchemas:
     """Each run's schema: its StepLogger's own, else the best-fitting one (see ``_detect``); found again only when
-    what it depends on changed (every run was detected again whenever any run came or grew keys: 60 runs arriving
-    one by one, 1,830 detections). ``say``: how a steptable.toml that cannot be used is said."""
+    what it depends on changed, not for every run whenever any run comes or grows keys (quadratic in a sweep's
+    runs). ``say``: how a steptable.toml that cannot be used is said."""
 
     def __init__(self, say: Callable[[str], None]) -> None:
         self._say = say
