@@ -187,23 +187,6 @@ def test_tail_f_says_the_end_once_when_the_run_dies_while_followed(tmp_path: Pat
     assert text[-1].startswith("──") and text[-2].split() == ["1", "0.250"]  # under the run's last row
 
 
-def test_how_a_with_block_ended_is_named_plainly() -> None:
-    class 显存不足(RuntimeError):
-        pass
-
-    class interrupted(Exception):  # a user's exception must not read as an interruption
-        pass
-
-    def closed_generator() -> BaseException:
-        try:
-            raise GeneratorExit
-        except GeneratorExit as e:
-            return e
-
-    got = [runinfo.end_of(e) for e in (None, 显存不足(), interrupted(), closed_generator(), SystemExit(2), OSError())]
-    assert got == [None, "RuntimeError", "Exception", None, "interrupted", "OSError"]
-
-
 def test_the_watch_app_says_how_a_run_ended_and_alerts_a_crash(tmp_path: Path) -> None:
     from steptable.app.alerting import AlertScanner
     from steptable.app.messages import AlertsFound

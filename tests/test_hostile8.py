@@ -12,27 +12,11 @@ import pytest
 
 from steptable import Col, StepLogger
 from steptable.logger import steplogger, writer
-from steptable.table.cells import md_escape, sanitize
-from steptable.table.outcells import csv_text
 from tests.helpers import repoint, run_cli, write_rows
 
 COLS = [Col("step", 4, "step", "d", "step"), Col("loss", 7, "loss", "+.3f", "loss")]
 # an OSC 52 (clipboard) with no BEL or ST after it, behind a CSI
 OPEN_OSC = "armA\x1b[2JB\x1b]52;c;ZXZpb"
-
-
-@pytest.mark.parametrize("intro", ["]", "P", "X", "^", "_"])  # OSC, DCS, SOS, PM, APC
-def test_an_unterminated_string_sequence_loses_only_its_introducer(intro: str) -> None:
-    assert sanitize(f"E [run\x1b{intro}52;c;ZXZpb] loss is nan") == "E [run52;c;ZXZpb] loss is nan"
-    # a terminated one still goes whole, to BEL or ST
-    assert sanitize(f"a\x1b{intro}0;title\x07b \x1b{intro}8;;http://x\x1b\\c") == "ab c"
-
-
-def test_an_unterminated_osc_keeps_the_lines_and_sequences_after_it() -> None:
-    assert sanitize(OPEN_OSC) == "armAB52;c;ZXZpb"
-    assert sanitize("a\x1b]0;t\x1b[2Jb") == "a0;tb"  # (its payload ends at the next ESC, a CSI removed whole)
-    assert sanitize("a\x1b]0;never ended\nline 2", keep_newlines=True) == "a0;never ended\nline 2"
-    assert sanitize("\x1b]" * 3 + "x") == "x"
 
 
 def test_tail_says_the_bad_line_and_the_path_of_a_run_named_with_an_open_osc(
@@ -47,11 +31,6 @@ def test_tail_says_the_bad_line_and_the_path_of_a_run_named_with_an_open_osc(
     assert rc == 0 and "\x1b" not in out + err
     assert f"{tmp_path}/armAB52;c;ZXZpb/metrics.jsonl:2: malformed JSON" in err  # the warning, not the name cut short
     assert "**armAB52;c;ZXZpb (metrics.jsonl)**" in out  # the title with its file
-
-
-def test_md_escapes_character_references() -> None:
-    assert md_escape("a&#8238;b") == "a\\&#8238;b"
-    assert md_escape("&#x202E;txet &amp; P&L") == "\\&#x202E;txet \\&amp; P\\&L"
 
 
 def _unescaped_amp(text: str) -> list[str]:
@@ -83,14 +62,6 @@ def test_tail_csv_quotes_formulas_but_not_numbers(tmp_path: Path, capsys: pytest
     assert row["'" + formula] == "1.0"
     assert (row["s"], row["at"], row["plus"], row["tab"]) == ("'=1+2", "'@SUM(A1)", "'+1+2", "' =1")
     assert (row["num"], row["neg"], row["plain"]) == ("-0.5", "-0.5", "a=b")
-
-
-@pytest.mark.parametrize(("text", "cell"), [
-    ("=1+2", "'=1+2"), ("-2+3", "'-2+3"), ("-", "'-"), ("\r@x", "'@x"), ("  =1", "'  =1"),
-    ("-0.5", "-0.5"), ("+inf", "+inf"), ("-1e-3", "-1e-3"), ("-nan", "-nan"), (" -2", " -2"), ("a-b", "a-b"),
-])  # fmt: skip
-def test_csv_text_quotes_what_a_spreadsheet_would_run(text: str, cell: str) -> None:
-    assert csv_text(text) == cell
 
 
 def test_tail_csv_alerts_quote_a_formula_arm(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

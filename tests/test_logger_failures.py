@@ -22,7 +22,6 @@ from steptable.logger import writer
 from steptable.logger.setup import use_colour
 from steptable.logger.sinks import encodable
 from steptable.logger.writer import RunWriter, encode_row
-from steptable.table.jsonvalues import jsonable
 from tests.helpers import repoint
 
 COLS = [Col("step", 4, "step", "d", "step"), Col("loss", 7, "loss", "+.3f", "loss"), Col("ema", 6, "ema", None, "ema")]
@@ -97,20 +96,6 @@ def test_pending_rows_are_capped_in_bytes(monkeypatch: pytest.MonkeyPatch) -> No
     assert w.pending < 30 and w.dropped == 200 - w.pending
     w.close()
     assert "oldest row(s) dropped" in warnings[-1]
-
-
-def test_jsonable_stays_linear_on_cycles_and_shared_parts() -> None:
-    loop: list[Any] = []
-    loop.append(loop)
-    loop.append(loop)
-    assert jsonable({"x": loop}) == {"x": ["<cycle>", "<cycle>"]}
-    shared: list[Any] = [1]
-    for _ in range(60):  # 2**60 leaves if expanded
-        shared = [shared, shared]
-    line = encode_row({"step": 1, "loss": 0.5, "x": shared})
-    assert len(line) < 5_000_000 and b'"<omitted>"' in line
-    row = json.loads(line)
-    assert row["loss"] == 0.5
 
 
 class _BadIter(list):  # type: ignore[type-arg]
@@ -259,18 +244,6 @@ def test_no_colour_on_a_dumb_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_encodable_keeps_display_width() -> None:
     assert encodable("a\u4e2db\u00e9c", "ascii") == "a??b?c"
     assert encodable("a\u4e2db", "utf-8") == "a\u4e2db"
-
-
-def test_jsonable_keeps_what_it_used_to_write() -> None:
-    import enum
-
-    class Strategy(str, enum.Enum):  # HF's IntervalStrategy / SchedulerType are (str, Enum)
-        STEPS = "steps"
-
-    out = jsonable({"s": Strategy.STEPS, "k": {(1, 2, 3, 4, 5, 6, 7): 1, (1, 2, 3, 4, 5, 6, 8): 2},
-                    "set": set(range(10)), "many": [np.float32(1)] * 25_000})  # fmt: skip
-    assert out["s"] == "steps" and len(out["k"]) == 2 and out["set"] == str(set(range(10)))
-    assert out["many"] == [1.0] * 25_000  # scalars are not containers: no budget spent on them
 
 
 @pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="needs /proc")
@@ -613,14 +586,6 @@ def test_a_fifo_without_a_reader_fails_the_write_at_once(tmp_path: Path) -> None
     w = RunWriter(fifo, warned.append)
     assert w.write({"step": 0}) is False and w.pending == 1  # would block forever in open() before
     assert len(warned) == 1 and "kept for retry" in warned[0]
-
-
-def test_torch_tensors_are_written_as_json_lists_one_element_as_its_number() -> None:
-    torch = pytest.importorskip("torch")
-    t = torch.tensor([0.25, 0.75])
-    row = jsonable({"acc": t, "one": torch.tensor([0.5], requires_grad=True), "big": torch.zeros(5000)})
-    assert row["acc"] == [0.25, 0.75] and row["one"] == 0.5  # one element: the number (alerts read it)
-    assert isinstance(row["big"], str) and len(row["big"]) < 300  # a big tensor is its short text, not 5000 numbers
 
 
 def test_a_stdout_that_fails_for_a_moment_loses_only_that_line(

@@ -164,24 +164,6 @@ def test_a_step_that_is_not_whole_is_said_once(tmp_path: Path, capsys: pytest.Ca
     assert err.count("not a whole number") == 1 and "0.25" in err
 
 
-def test_a_config_dict_that_holds_itself_is_spread_once() -> None:
-    """{"x": d, "y": d, "z": d} with d that dict: spreading it 16 levels deep was 3**16 paths (log() hung)."""
-    from steptable.table.rowvalues import MAX_LEAVES, flat
-
-    d: dict[str, Any] = {"lr": 0.1}
-    d["x"] = d
-    d["y"] = d
-    d["z"] = d
-    assert flat({"step": 0, "cfg": d}) == {"step": 0, "cfg/lr": 0.1}
-    shared: dict[str, Any] = {}  # no cycle, but one mapping down 2**40 paths
-    for _ in range(40):
-        shared = {"a": shared, "b": shared, "v": 1}
-    assert len(flat({"deep": shared})) <= MAX_LEAVES
-    big = {"counts": {str(i): i for i in range(20_000)}}  # a token histogram logged each step
-    view = flat({"step": 1, **big})
-    assert len(view) == 1 + MAX_LEAVES and view["counts/0"] == 0
-
-
 def test_a_nested_key_and_a_flat_one_of_the_same_name_read_as_the_file_does(tmp_path: Path) -> None:
     """The JSONL readers take the later of two keys that spread to one name; the stdout row took the earlier."""
     cols = [Col("step", 4, "step", "d"), Col("train/loss", 6, "loss")]

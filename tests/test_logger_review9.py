@@ -21,7 +21,6 @@ import pytest
 from steptable import Col, StepLogger
 from steptable.logger.rank import _RANK_VARS
 from steptable.table import runinfo
-from steptable.table.jsonvalues import jsonable
 from tests.helpers import run_cli
 
 COLS = [Col("step", 4, "step", "d", "step"), Col("loss", 7, "loss", None, "loss")]
@@ -60,11 +59,6 @@ def test_a_one_element_array_is_its_number_in_the_row_and_the_jsonl(
     assert line is not None and line.split() == ["0", ".75"]
     row = _rows(tmp_path)[0]
     assert row["loss"] == 0.75 and row["extra"] == 2.5
-
-
-def test_a_two_element_array_stays_a_pair_and_a_nested_one_element_array_is_written_as_its_number() -> None:
-    assert jsonable({"passed": np.array([3, 16]), "m": {"loss": np.array([[np.nan]]), "lr": np.array([1e-4])}}) == {
-        "passed": [3, 16], "m": {"loss": None, "lr": 1e-4}}
 
 
 @pytest.mark.parametrize("make", MAKERS)
@@ -257,25 +251,3 @@ def test_a_run_that_kept_its_jsonl_says_all_rows(tmp_path: Path) -> None:
         sl.log({"step": step, "loss": 0.5})
     sl.close()
     assert "all rows, every column:" in sl.dump()
-
-
-def test_one_element_arrays_of_text_objects_or_masks_are_not_numbers() -> None:
-    """jsonable took .item() of any one-element array: ["abc"] became "abc", an object array's dict a column of
-    its own, and a masked-out value a real-looking number."""
-    np = pytest.importorskip("numpy")
-    from steptable.table.jsonvalues import jsonable
-    from steptable.table.rowvalues import frozen
-
-    assert jsonable(np.array(["abc"])) == ["abc"]
-    assert jsonable(np.array([{"a": 1}], dtype=object)) == [{"a": 1}]
-    assert jsonable(np.ma.array([1.0], mask=[True])) is None and frozen(np.ma.array([1.0], mask=[True])) is None
-    assert jsonable(np.ma.array([1.5], mask=[False])) == 1.5 and jsonable(np.array([[2.5]])) == 2.5
-
-
-def test_a_fully_masked_value_is_no_zero() -> None:
-    np = pytest.importorskip("numpy")
-    from steptable.table.jsonvalues import jsonable
-    from steptable.table.rowvalues import frozen
-
-    empty = np.ma.masked_invalid(np.array([np.nan, np.inf])).mean()  # np.ma.masked: no value, not 0.0
-    assert jsonable(empty) is None and frozen(empty) is None and jsonable(np.ma.masked) is None

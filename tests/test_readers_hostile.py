@@ -15,7 +15,7 @@ import pytest
 
 from steptable.cli.main import main
 from steptable.summary.report import _arm_tag
-from steptable.table.formatting import cut, display_width
+from steptable.table.formatting import display_width
 from tests.helpers import following, run_cli, write_rows
 
 
@@ -158,21 +158,6 @@ def test_a_jsonl_whose_first_line_is_long_is_found(tmp_path: Path, capsys: pytes
     assert rc == 0 and _jsonl_steps(out) == [0, 1, 2, 3]
 
 
-@pytest.mark.parametrize(
-    ("text", "cells"),
-    [("\u2764\ufe0f", 2), ("\u263a\ufe0f", 2), ("\U0001f468\u200d\U0001f469\u200d\U0001f467", 2), ("\u4e2d\ufe0f", 2),
-     ("a\U0001f600b", 4), ("e\u0301", 1), ("\U0001f44d\U0001f3fb", 2), ("\U0001f3f3\ufe0f\u200d\U0001f308", 2),
-     # a joiner joins emoji only (Unicode GB11): between letters (Devanagari, Malayalam use it) each keeps its cells
-     ("\u00e9\u200d" * 50, 50), ("\u4e2d\u200d\u4e2d", 4), ("\U0001f468\u200d\u00e9", 3), ("\u0e35\u200d x", 2),
-     ("\u1100\u1161", 2), ("\u1100\u1161\u11a8", 2)],  # decomposed Korean (macOS file names): one syllable
-)  # fmt: skip
-def test_emoji_sequences_measure_as_drawn(text: str, cells: int) -> None:
-    assert display_width(text) == cells
-    for width in range(1, 6):
-        assert display_width(cut(text + "xyz", width)) <= width
-    assert len(cut(text * 40, 10)) <= 40  # what is cut is cut in characters too, not only by the measure
-
-
 @pytest.mark.parametrize("argv", [["-n", "-5"], ["--header-every", "-1"], ["--poll", "0"], ["--width", "-3"]])
 def test_negative_counts_are_refused(tmp_path: Path, argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exc:
@@ -193,19 +178,6 @@ def test_markdown_output_keeps_log_text_literal(tmp_path: Path, capsys: pytest.C
             write_rows(tmp_path / "m" / str(len(arms)) / arm / "metrics.jsonl", [{"step": 0, "loss": float("nan")}])
         rc, out, _ = run_cli(["summary", "--format", "md", str(tmp_path / "m" / str(len(arms)))], capsys)
         assert rc in (0, 1) and "pwn" in out and not re.search(r"(?<!\\)(\[|<b>)", out), out
-
-
-def test_title_line_is_measured_in_cells() -> None:
-    from steptable.table.render import title_line
-
-    assert display_width(title_line("奖励 arm", 30)) == 30
-    assert display_width(title_line("a" * 100, 10)) == 40  # a long label is cut, a narrow table keeps it readable
-
-
-def test_md_escape_underscores_only_at_word_edges() -> None:
-    from steptable.table.formatting import md_escape
-
-    assert md_escape("__grad_norm__ _x_ hack_s") == "\\_\\_grad_norm\\_\\_ \\_x\\_ hack_s"
 
 
 def test_a_row_too_deep_for_python_is_one_bad_line(

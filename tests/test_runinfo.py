@@ -170,12 +170,6 @@ def test_a_non_text_arm_costs_no_row_and_a_failed_table_still_marks_the_end(tmp_
     assert info["closed"] is not None and info["rows"] == 3
 
 
-def test_arm_names_that_read_alike_as_file_names_keep_their_descriptions_apart() -> None:
-    names = {runinfo.file_name(a) for a in ("a/b", "a_b", ".", "arm", "实验", "对照", "x" * 70, "x" * 64 + "y")}
-    assert len(names) == 8 and runinfo.file_name("routeA") == "steptable.routeA.json"
-    assert runinfo.file_name(None) == runinfo.file_name("") == "steptable.json"
-
-
 def test_logged_schemas_are_never_named_alike() -> None:
     from steptable.schemas.registry import logged_schema
 
@@ -300,9 +294,3 @@ def test_every_arm_of_a_crowded_shared_file_is_a_run(tmp_path: Path) -> None:
         lg.close()
     stores = load(tmp_path)
     assert len(stores) == 70 and all(set(st.column("reward/mean")) == {int(st.arm[3:])} for st in stores.values())
-
-
-def test_arm_names_that_read_alike_or_are_empty_get_their_own_files() -> None:
-    names = ["", ".", "arm", "lr 1e-4", "lr/1e-4", "lr_1e-4"]
-    parts = [runinfo.name_part(n) for n in names]
-    assert len(set(parts)) == len(names) and all(p and not p.startswith(".") and ".." not in p for p in parts)

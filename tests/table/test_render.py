@@ -1,8 +1,13 @@
+"""steptable.table.render: header, row, legend and title lines; the compiled whole-row path equals the
+cell-by-cell one."""
+
 from __future__ import annotations
 
 import math
 import random
 from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -10,8 +15,9 @@ from hypothesis import strategies as st
 
 from steptable.schemas.routing import routing_columns
 from steptable.table import render
-from steptable.table.columns import Col, ColumnError, select, streamed, validate
+from steptable.table.columns import Col, ColumnError, select, streamed
 from steptable.table.formatting import display_width
+from steptable.table.render import title_line
 
 SEED_ORDER = [
     "step", "ref_eq", "rew", "rew_s", "gt_s", "gt_t", "hack_s", "hack_t", "hack_deployed", "solve_deployed",
@@ -88,23 +94,6 @@ def test_generic_20_column_golden(golden: Callable[[str, str], None]) -> None:
 def test_missing_keys_render_nan() -> None:
     cols = [Col("step", 4, "step", "d"), Col("loss", 6, "loss", ".3f")]
     assert render.row(cols, {}) == " nan    nan"
-
-
-def test_column_validation_errors() -> None:
-    with pytest.raises(ColumnError, match="wider than its width"):
-        Col("x", 3, "long")
-    with pytest.raises(ColumnError, match="duplicate column key"):
-        validate([Col("a", 4, "a"), Col("a", 4, "b")])
-    with pytest.raises(ColumnError, match="share the header"):
-        validate([Col("a", 4, "x"), Col("b", 4, "x")])
-    with pytest.raises(ColumnError, match="bad format spec"):
-        Col("x", 5, "x", fmt=".2q")
-    with pytest.raises(ColumnError, match="better"):
-        Col("x", 5, "x", better="up")  # type: ignore[arg-type]
-    with pytest.raises(ColumnError, match="width"):
-        Col("x", 0, "")
-    with pytest.raises(ColumnError, match="wider"):
-        Col("x", 3, "日本")  # 4 cells
 
 
 def test_select_and_trend() -> None:
@@ -225,7 +214,6 @@ def test_a_fraction_past_the_int_digit_limit_renders_like_cells() -> None:
 
 
 def test_mode_codes_measure_in_cells_and_may_not_clash() -> None:
-    from steptable.table.columns import ColumnError
 
     cols = routing_columns(modes=["code", "math"], mode_code={"code": "代码", "math": "数学"})
     hk = [c for c in cols if c.key.startswith("hk_")]
@@ -259,11 +247,99 @@ def test_legend_names_the_key_of_a_renamed_column_without_a_description() -> Non
     assert render.legend([Col("loss", 6, "loss")]) == "columns: (none described)"
 
 
-@pytest.mark.parametrize("fmt", ["\x1b>10.2f", "\x07<8d", "\xad^9.1f", "\u754c>10.2f", "\u200b=10.1f"])
-def test_a_fill_character_that_is_not_one_printable_cell_is_refused(fmt: str) -> None:
-    """A steptable.toml (or a hand-edited run description) with fmt = "\\u001b>10.2f": every cell carried raw ESC
-    characters to the terminal; a wide fill wiped the value out."""
-    with pytest.raises(ColumnError, match="fill character must be one printable cell") as e:
-        Col("loss", 10, "loss", fmt)
-    assert "\x1b" not in str(e.value) and "\x07" not in str(e.value)
-    assert render.row([Col("loss", 10, "loss", "*>10.2f")], {"loss": 0.5}) == "******0.50"  # a printable one is fine
+def per_cell(cols: list[Col], values: dict[str, Any]) -> str:
+    """The reference text of a row: every cell through format_cell (what the fast paths must reproduce)."""
+    return render.SEP.join(render.cells(cols, values))
+
+
+def test_frac_of_numbers_that_are_not_ints_reads_as_the_fraction() -> None:
+    # a trainer that logs (1.0, 4) or (True, 4) means 1 of 4; the fast path must not print "1.0/4" or "True/4"
+    cols = [Col("edge_frac_a", 6, "fa", "frac"), Col("edge_frac_b", 6, "fb", "frac")]
+    assert render.row(cols, {"edge_frac_a": (1.0, 4), "edge_frac_b": (True, 4)}) == "   1/4    1/4"
+
+
+@pytest.mark.parametrize("value", [(1, 2, 3), [1, 2, 3], (7,)])
+def test_frac_cell_that_is_not_a_pair_is_not_shown_as_one(value: Any) -> None:
+    # (1, 2, 3) is not "1/2": dropping an element would show a number the run never logged
+    cols = [Col("edge_frac_c", 6, "fc", "frac"), Col("edge_frac_d", 6, "fd", "frac")]
+    values = {"edge_frac_c": value, "edge_frac_d": (3, 4)}
+    assert render.row(cols, values) == per_cell(cols, values)
+    assert not render.row(cols, values).lstrip().startswith("1/2")
+
+
+def test_fraction_texts_remembered_stay_bounded() -> None:
+    # a run of distinct fractions (a growing denominator, say) must not grow the renderer's memory without limit
+    memo: dict[Any, str] = {}
+    for n in range(2 * render._MEMO_SIZE + 5):
+        assert render._frac_new(memo, (n, 7)) == f"{n}/7"
+    assert 0 < len(memo) <= render._MEMO_SIZE
+
+
+def test_no_columns_renders_empty_lines() -> None:
+    # a column selection that matched nothing prints an empty table, not a crash
+    assert render.width([]) == 0
+    assert render.row([], {"loss": 1.0}) == ""
+    assert render.table([], [{}, {"loss": 1.0}]) == "\n\n"
+
+
+@pytest.mark.parametrize("fmt", ["d", "+d", ".2f", "+.1e"])
+@pytest.mark.parametrize("value", [(7,), [7], ((7,),)])
+def test_one_column_with_a_one_element_sequence_shows_the_sequence(fmt: str, value: Any) -> None:
+    # a lone column (``--cols step``) takes the same text as any other set: [7] is not the number 7
+    cols = [Col("edge_one", 8, "one", fmt)]
+    assert render.row(cols, {"edge_one": value}) == per_cell(cols, {"edge_one": value})
+    assert render.row(cols, {"edge_one": value}).strip() != "7"
+
+
+def test_exponent_column_with_a_one_element_tuple_shows_the_tuple() -> None:
+    # '%.1e' % (3e-4,) unpacks the tuple: the whole-row path printed 3.0e-4 where every other view shows [0.0003]
+    cols = [Col("edge_lr", 8, "lr", ".1e"), Col("edge_x", 6, "x", ".2f")]
+    values = {"edge_lr": (3e-4,), "edge_x": 1.0}
+    assert render.row(cols, values) == per_cell(cols, values)
+    assert "3.0e-4" not in render.row(cols, values)
+
+
+@pytest.mark.parametrize("widths", [[], [5], [1], [5, 3], [4, 1, 9]])
+def test_width_is_the_header_width(widths: list[int]) -> None:
+    # the app lays out its frozen columns by width(): one column is its own width, with no separator
+    cols = [Col(f"edge_w{i}", w, "h") for i, w in enumerate(widths)]
+    assert render.width(cols) == len(render.header(cols)) == sum(widths) + max(len(widths) - 1, 0)
+
+
+def test_title_keeps_the_longest_tail_that_fits_beside_an_ellipsis() -> None:
+    # the tail is what tells a sweep's runs apart: one head character and "…" beside it is enough head
+    tail = "/lr_3e-4_warmup_100_s1/metrics.csv"
+    line = render.title_line("runs/sweep_2024_11_lr_search" + tail, 40)
+    assert line == f"── r…{tail} "
+
+
+SWEEP = Path("exps/2024-06-01_resnet50_cifar10_sweep/lr_0.001/lightning_logs")
+
+
+def test_a_long_title_keeps_its_file_and_nearest_directories() -> None:
+    text = f"lr_0.001 ({SWEEP.relative_to('exps')}/version_1/metrics.csv)"
+    line = title_line(text, 50).rstrip()
+    assert display_width(line) == 49
+    assert line.startswith("── lr_0.001 (2024-06-01_") and line.endswith("…/version_1/metrics.csv)"), line
+
+
+def test_a_title_without_a_path_loses_its_middle() -> None:
+    line = title_line("qwen7b_grpo_kl0.01_" + "x" * 60 + "_seed1", 40).rstrip()
+    assert display_width(line) == 39 and line.startswith("── qwen7b_") and line.endswith("_seed1"), line
+
+
+def test_a_narrow_title_keeps_the_arm_that_tells_runs_apart() -> None:
+    # the middle cut began at the first "/" inside "(path)": both seeds read "grpo_qwen7b_…/version_0/metrics.csv)"
+    titles = [title_line(f"grpo_qwen7b_lr1e-6_seed{s} (runs/grpo_qwen7b_lr1e-6_seed{s}/lightning_logs/version_0/"
+                         "metrics.csv)", 10) for s in (1, 2)]
+    assert titles == ["── grpo_qwen7b_lr1e-6_seed1 ", "── grpo_qwen7b_lr1e-6_seed2 "]
+    wide = title_line("lr_0.001 (sweep/lr_0.001/lightning_logs/version_1/metrics.csv)", 40)
+    assert wide.startswith("── lr_0.001 (") and wide.rstrip(" ─").endswith("/version_1/metrics.csv)")
+    assert display_width(wide) == 40
+
+
+def test_title_line_is_measured_in_cells() -> None:
+    from steptable.table.render import title_line
+
+    assert display_width(title_line("奖励 arm", 30)) == 30
+    assert display_width(title_line("a" * 100, 10)) == 40  # a long label is cut, a narrow table keeps it readable

@@ -1,13 +1,16 @@
-"""The edges of a logged value's JSON form: the depth and size limits (where they cut and what the cut leaves),
-None and float/int subclasses nested in a row, proxies and duck-typed arrays."""
+"""steptable.table.jsonvalues: a logged row's values as strict JSON, bounded in depth, size and work: where the
+limits cut and what the cut leaves, subclasses, proxies, numpy and torch arrays, masked values."""
 
 from __future__ import annotations
 
 import enum
+import json
 from typing import Any
 
 import numpy as np
+import pytest
 
+from steptable.logger.writer import encode_row
 from steptable.table.jsonvalues import jsonable
 
 
@@ -137,3 +140,64 @@ def test_an_array_like_of_unknown_dtype_keeps_its_list_form() -> None:
             return "abc"
 
     assert jsonable({"a": ArrayLike()}) == {"a": ["abc"]}
+
+
+def test_jsonable_stays_linear_on_cycles_and_shared_parts() -> None:
+    loop: list[Any] = []
+    loop.append(loop)
+    loop.append(loop)
+    assert jsonable({"x": loop}) == {"x": ["<cycle>", "<cycle>"]}
+    shared: list[Any] = [1]
+    for _ in range(60):  # 2**60 leaves if expanded
+        shared = [shared, shared]
+    line = encode_row({"step": 1, "loss": 0.5, "x": shared})
+    assert len(line) < 5_000_000 and b'"<omitted>"' in line
+    row = json.loads(line)
+    assert row["loss"] == 0.5
+
+
+def test_jsonable_keeps_what_it_used_to_write() -> None:
+    import enum
+
+    class Strategy(str, enum.Enum):  # HF's IntervalStrategy / SchedulerType are (str, Enum)
+        STEPS = "steps"
+
+    out = jsonable({"s": Strategy.STEPS, "k": {(1, 2, 3, 4, 5, 6, 7): 1, (1, 2, 3, 4, 5, 6, 8): 2},
+                    "set": set(range(10)), "many": [np.float32(1)] * 25_000})  # fmt: skip
+    assert out["s"] == "steps" and len(out["k"]) == 2 and out["set"] == str(set(range(10)))
+    assert out["many"] == [1.0] * 25_000  # scalars are not containers: no budget spent on them
+
+
+def test_torch_tensors_are_written_as_json_lists_one_element_as_its_number() -> None:
+    torch = pytest.importorskip("torch")
+    t = torch.tensor([0.25, 0.75])
+    row = jsonable({"acc": t, "one": torch.tensor([0.5], requires_grad=True), "big": torch.zeros(5000)})
+    assert row["acc"] == [0.25, 0.75] and row["one"] == 0.5  # one element: the number (alerts read it)
+    assert isinstance(row["big"], str) and len(row["big"]) < 300  # a big tensor is its short text, not 5000 numbers
+
+
+def test_a_two_element_array_stays_a_pair_and_a_nested_one_element_array_is_written_as_its_number() -> None:
+    assert jsonable({"passed": np.array([3, 16]), "m": {"loss": np.array([[np.nan]]), "lr": np.array([1e-4])}}) == {
+        "passed": [3, 16], "m": {"loss": None, "lr": 1e-4}}
+
+
+def test_one_element_arrays_of_text_objects_or_masks_are_not_numbers() -> None:
+    """jsonable took .item() of any one-element array: ["abc"] became "abc", an object array's dict a column of
+    its own, and a masked-out value a real-looking number."""
+    np = pytest.importorskip("numpy")
+    from steptable.table.jsonvalues import jsonable
+    from steptable.table.rowvalues import frozen
+
+    assert jsonable(np.array(["abc"])) == ["abc"]
+    assert jsonable(np.array([{"a": 1}], dtype=object)) == [{"a": 1}]
+    assert jsonable(np.ma.array([1.0], mask=[True])) is None and frozen(np.ma.array([1.0], mask=[True])) is None
+    assert jsonable(np.ma.array([1.5], mask=[False])) == 1.5 and jsonable(np.array([[2.5]])) == 2.5
+
+
+def test_a_fully_masked_value_is_no_zero() -> None:
+    np = pytest.importorskip("numpy")
+    from steptable.table.jsonvalues import jsonable
+    from steptable.table.rowvalues import frozen
+
+    empty = np.ma.masked_invalid(np.array([np.nan, np.inf])).mean()  # np.ma.masked: no value, not 0.0
+    assert jsonable(empty) is None and frozen(empty) is None and jsonable(np.ma.masked) is None

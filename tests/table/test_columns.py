@@ -1,11 +1,12 @@
-"""Edges of a column's declaration (a schema file beside the logs declares columns): the limits are inclusive, and
-every bad field raises ColumnError naming it."""
+"""steptable.table.columns: a column's declaration is checked field by field; the limits are inclusive, and
+every bad field raises ColumnError naming it (a schema file beside the logs declares columns)."""
 
 from __future__ import annotations
 
 import pytest
 
-from steptable.table.columns import Col, ColumnError
+from steptable.table import render
+from steptable.table.columns import Col, ColumnError, validate
 
 # the documented limits, written out: a test built from the constants would follow a changed constant
 MAX_WIDTH = 1000
@@ -53,3 +54,30 @@ def test_header_that_is_not_text_is_a_column_error(header: object) -> None:
     with pytest.raises(ColumnError) as e:
         Col("x", 5, header)  # type: ignore[arg-type]
     assert e.value.field == "header"
+
+
+def test_column_validation_errors() -> None:
+    with pytest.raises(ColumnError, match="wider than its width"):
+        Col("x", 3, "long")
+    with pytest.raises(ColumnError, match="duplicate column key"):
+        validate([Col("a", 4, "a"), Col("a", 4, "b")])
+    with pytest.raises(ColumnError, match="share the header"):
+        validate([Col("a", 4, "x"), Col("b", 4, "x")])
+    with pytest.raises(ColumnError, match="bad format spec"):
+        Col("x", 5, "x", fmt=".2q")
+    with pytest.raises(ColumnError, match="better"):
+        Col("x", 5, "x", better="up")  # type: ignore[arg-type]
+    with pytest.raises(ColumnError, match="width"):
+        Col("x", 0, "")
+    with pytest.raises(ColumnError, match="wider"):
+        Col("x", 3, "日本")  # 4 cells
+
+
+@pytest.mark.parametrize("fmt", ["\x1b>10.2f", "\x07<8d", "\xad^9.1f", "\u754c>10.2f", "\u200b=10.1f"])
+def test_a_fill_character_that_is_not_one_printable_cell_is_refused(fmt: str) -> None:
+    """A steptable.toml (or a hand-edited run description) with fmt = "\\u001b>10.2f": every cell carried raw ESC
+    characters to the terminal; a wide fill wiped the value out."""
+    with pytest.raises(ColumnError, match="fill character must be one printable cell") as e:
+        Col("loss", 10, "loss", fmt)
+    assert "\x1b" not in str(e.value) and "\x07" not in str(e.value)
+    assert render.row([Col("loss", 10, "loss", "*>10.2f")], {"loss": 0.5}) == "******0.50"  # a printable one is fine

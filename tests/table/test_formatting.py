@@ -1,3 +1,6 @@
+"""steptable.table.formatting: a raw value and a column format give text of exactly the column's width; the
+automatic format, number fitting and filling, fractions, hostile objects."""
+
 from __future__ import annotations
 
 import math
@@ -9,15 +12,14 @@ from hypothesis import strategies as st
 
 from steptable.table.formatting import (
     FILL_DIGITS,
-    cut,
     display_width,
     fill_number,
     fit_number,
     fmt_auto,
     format_cell,
     format_value,
-    sanitize,
     to_float,
+    unique_name,
 )
 
 
@@ -99,43 +101,6 @@ def test_format_value(value: object, fmt: str | None, width: int, expected: str)
     assert format_value(value, fmt, width) == expected
 
 
-def test_sanitize_removes_escapes_controls_and_bidi() -> None:
-    hostile = "a\x1b[2Jb\x1b]0;pwned\x07c\x1b]52;c;ZXZpbA==\x07d\u202eevil\u202c\x00e\x9b31mf\rg\nh\ti"
-    clean = sanitize(hostile)
-    assert clean == "abcdevile31mfg⏎h i"  # an 8-bit CSI loses its introducer: the rest is plain text
-    assert not any(ord(ch) < 32 or 0x7F <= ord(ch) <= 0x9F for ch in clean)
-    assert sanitize("x\ny", keep_newlines=True) == "x\ny"
-    assert sanitize("cut\ud800utf16") == "cut\ufffdutf16"  # a lone surrogate: no encoder would take it
-
-
-def test_sanitize_removes_invisible_format_characters() -> None:
-    """Zero-width spaces, the soft hyphen, word joiners, BOM and tag characters (which can carry text that a
-    reader never sees) are dropped; the emoji zero-width joiner and the non-joiner of Persian and Indic spelling
-    stay; line separators read as newlines."""
-    hidden = "".join(chr(0xE0000 + ord(c)) for c in "ignore all")  # "ASCII smuggling" in tag characters
-    text = f"a\u200bbc\u00add\u2060e\ufefff{hidden}g\U000e0001h"
-    assert sanitize(text) == "abcdefgh"
-    persian = "\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645"  # "I want": the ZWNJ keeps the first two letters apart
-    assert sanitize(persian) == persian and display_width(persian) == display_width(persian.replace("\u200c", ""))
-    assert sanitize("\U0001f468\u200d\U0001f4bb") == "\U0001f468\u200d\U0001f4bb"
-    assert sanitize("x\u2028y\u2029z") == "x⏎y⏎z"
-    assert sanitize("x\u2028y", keep_newlines=True) == "x\ny"
-    assert len(sanitize("\u00ad" * 5 + "ab").splitlines()) == 1
-
-
-def test_sanitize_keeps_text_after_c1_characters() -> None:
-    """UTF-8 read as Latin-1 (scraped text, LLM output) is full of C1 characters: a curly quote becomes
-    "\xe2\x80\x9d", and \x9d is the 8-bit OSC introducer. Only the C1 characters go; the text after them stays (the
-    whole rest of a completion was deleted as if it were an OSC payload). An unterminated 7-bit OSC loses only its
-    introducer (the rest of a message built around a name holding one was deleted)."""
-    moj = "He said \u201cyes\u201d, then \u201cno\u201d.\nAnswer: 7".encode().decode("latin-1")
-    out = sanitize(moj, keep_newlines=True)
-    assert out == "He said \xe2yes\xe2, then \xe2no\xe2.\nAnswer: 7"
-    assert sanitize("ok \x9d0;title\x07 rest") == "ok 0;title rest"  # a real 8-bit OSC: inert without its introducer
-    assert sanitize("a\x1b]0;never ended\nline 2", keep_newlines=True) == "a0;never ended\nline 2"
-    assert not any(0x80 <= ord(ch) <= 0x9F for ch in sanitize("\x90\x98\x9b\x9c\x9d\x9e\x9fx"))
-
-
 @pytest.mark.parametrize(
     ("value", "fmt", "width", "expected"),
     [
@@ -155,15 +120,6 @@ def test_float_subclass_formats_by_value() -> None:
             return "LOUD"
 
     assert format_cell(Shouty(1.5), ".2f", 6) == "  1.50"
-
-
-def test_display_width_and_cut_wide_chars() -> None:
-    assert display_width("abc") == 3
-    assert display_width("日本") == 4
-    assert display_width("e\u0301") == 1
-    assert cut("日本語テキスト", 5) == "日本…"
-    assert display_width(cut("日本語テキスト", 5)) == 5
-    assert cut("abc", 3) == "abc"
 
 
 def test_hostile_objects_never_raise() -> None:
@@ -293,16 +249,6 @@ def test_numpy_scalars_format_like_python_numbers() -> None:
     assert format_cell(np.float64("nan"), None, 4) == " nan"
 
 
-@pytest.mark.parametrize("text", ["\ufe0f", "\u200dx", "\ufe0f\u200d\ufe0f", "a\ufe0f", "x\u200dy"])
-def test_a_stray_selector_or_joiner_does_not_widen_the_pad_before_it(text: str) -> None:
-    # Letters and spaces have no emoji form: a selector or joiner after them changes nothing a terminal draws.
-    for width in (1, 2, 5):
-        for align in ("right", "left", "center"):
-            assert display_width(format_cell(text, None, width, align)) == width
-    assert display_width("a\ufe0f") == 1
-    assert display_width("1\ufe0f\u20e3") == 2  # a keycap base does take the emoji presentation
-
-
 def test_only_pairs_of_numbers_read_as_fractions() -> None:
     """The automatic format shows ``n/d`` for a pair of real numbers; any other two-element list is text (it used
     to read nan), and an explicit "frac" column still shows nan for a pair it cannot divide."""
@@ -312,3 +258,87 @@ def test_only_pairs_of_numbers_read_as_fractions() -> None:
     assert format_value([[1, 2], [3]], None, 20) == "[[1, 2], [3]]"
     assert format_value([None, 3], None, 20) == "[None, 3]"
     assert format_value(["a", "b"], "frac", 8) == "nan"
+
+
+class _Hostile:
+    """A logged object whose every conversion raises: the row must still print."""
+
+    def __float__(self) -> float:
+        raise RuntimeError("no float")
+
+    def __str__(self) -> str:
+        raise RuntimeError("no str")
+
+
+def test_positional_form_stops_below_a_million() -> None:
+    # 999999.5 rounds to 7 digits: past the positional range, so the exponent is the shorter honest form
+    assert fmt_auto(999999.5) == "1e6"
+    assert fit_number(999999.5, 7) == "1e6"
+
+
+@pytest.mark.parametrize(
+    ("value", "fmt", "width", "expected"),
+    [
+        (1234.0, ",d", 5, "1,234"),  # an integral float under a "d" spec is formatted by the spec when it fits
+        (1234567.0, "d", 5, "1.2e6"),  # ... and shows its magnitude, not a cut "1234…", when it does not
+    ],
+)
+def test_integral_float_under_d_spec(value: float, fmt: str, width: int, expected: str) -> None:
+    assert format_value(value, fmt, width) == expected
+
+
+@pytest.mark.parametrize(
+    ("value", "fmt", "width", "expected"),
+    [
+        (0.03, ".1%", 2, "3%"),  # too narrow for "3.0%": the magnitude, still as a percent
+        (0.5, ".0%", 1, "#"),  # no room for any percent: '#' marks, never a bare "%"
+    ],
+)
+def test_percent_spec_in_a_narrow_column(value: float, fmt: str, width: int, expected: str) -> None:
+    assert format_value(value, fmt, width) == expected
+
+
+@pytest.mark.parametrize("pair", [(math.nan, 4), (4, math.nan), (math.nan, math.nan)])
+def test_frac_with_a_nan_side_is_nan(pair: tuple[float, float]) -> None:
+    # a fraction with a missing side has no value: the cell says nan, like any other missing number
+    assert format_value(pair, "frac", 8) == "nan"
+
+
+def test_frac_over_zero_that_does_not_fit_is_marked() -> None:
+    # "123456/0" needs 8 cells and n/0 has no ratio to show instead: '#' marks, not an error text
+    assert format_value((123456, 0), "frac", 5) == "#####"
+
+
+def test_frac_that_does_not_fit_shows_its_ratio() -> None:
+    # a negative denominator is an ordinary ratio, not the n/0 case
+    assert format_value((123456, -1), "frac", 5) == "-1e5"
+
+
+def test_int_past_float_range_is_marked_not_an_error() -> None:
+    # JSON allows any number of digits; str() of a 5001-digit int raises in Python, the cell must not say "err"
+    assert format_value(10**5000, None, 5) == "#####"
+    assert format_value(10**5000, "d", 5) == "#####"
+
+
+def test_thousand_bit_int_in_a_wide_column_is_exact() -> None:
+    # the big-int guard starts past 1000 bits: up to it an int that fits its column is shown digit for digit
+    value = 2**1000 - 1
+    assert format_value(value, None, 302) == str(value)
+
+
+def test_hostile_value_in_a_three_cell_column() -> None:
+    # "err" fits three cells; only a narrower column gets the one-cell "?"
+    assert format_value(_Hostile(), None, 3) == "err"
+    assert format_value(_Hostile(), None, 2) == "?"
+
+
+def test_to_float_of_none_is_nan() -> None:
+    # a missing value is nan for stats and sorting, never None (which would break arithmetic)
+    x = to_float(None)
+    assert isinstance(x, float) and math.isnan(x)
+
+
+def test_unique_name_skips_every_taken_suffix() -> None:
+    # two keys that read alike stay two names: past "loss~2" the next free one is "loss~3"
+    assert unique_name("loss", {"loss", "loss~2"}) == "loss~3"
+    assert unique_name("loss", {"loss", "loss~2", "loss~3"}) == "loss~4"
