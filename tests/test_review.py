@@ -144,7 +144,7 @@ def test_tail_csv_and_jsonl_keep_control_sequences_inert(tmp_path: Path) -> None
     import argparse
     import io
 
-    from steptable.cli.tail import run_tail
+    from steptable.cli.tail import run as run_tail
 
     path = tmp_path / "r" / "metrics.jsonl"
     path.parent.mkdir(parents=True)

@@ -22,7 +22,7 @@ from steptable.ingest import Follower
 from steptable.ingest.files.discover import missing_paths, nothing_found
 from steptable.table.formatting import sanitize
 
-__all__ = ["DEFAULT_WIDTH", "Tail", "add_parser", "missing_paths", "non_negative", "positive_seconds", "run_tail"]
+__all__ = ["DEFAULT_WIDTH", "Tail", "add_parser", "missing_paths", "non_negative", "positive_seconds", "run"]
 
 
 def add_parser(sub: Any) -> None:
@@ -94,7 +94,7 @@ def positive_seconds(text: str) -> float:
     return x
 
 
-def run_tail(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
+def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
     """Run ``steptable tail`` with the parsed ``args``, printing to ``out`` and ``err`` (stdout and stderr by
     default); returns the exit status (:func:`_status`). Under ``-f`` it returns only when the watch ends."""
     out = out or sys.stdout

@@ -1,4 +1,4 @@
-"""Handlers of the data commands (tail, summary, watch, legend). Heavy imports happen inside each handler."""
+"""``steptable summary PATH...``: one compact block per run, for agents, CI logs and reports."""
 
 from __future__ import annotations
 
@@ -8,19 +8,9 @@ import time
 from typing import Any
 
 
-def add_commands(sub: Any) -> None:
-    """Register the data commands on the CLI's sub-parsers."""
-    from steptable.cli.tail import add_parser, non_negative, positive_seconds
-
-    w = sub.add_parser("watch", help="the live viewer: per-arm tables, legend, diagnostics, charts")
-    w.add_argument("paths", nargs="+", help="log directories or metrics files (searched recursively)")
-    w.add_argument(
-        "--poll", type=positive_seconds, default=None, help="poll files every SECONDS instead of notifications"
-    )
-    w.add_argument("--theme", default=None, help="dark, light, high-contrast or any Textual theme")
-    w.add_argument("--schema", default=None, help="column set to use instead of the detected one")
-
-    add_parser(sub)
+def add_parser(sub: Any) -> None:
+    """Register ``summary`` on the CLI's sub-parsers."""
+    from steptable.cli.tail import non_negative
 
     s = sub.add_parser(
         "summary", help="one compact block per run (for agents, CI logs and reports)",
@@ -43,22 +33,7 @@ def add_commands(sub: Any) -> None:
     s.add_argument("--align", action="store_true", help="pad every column (easier on eyes, costs tokens)")
 
 
-def run_command(args: argparse.Namespace) -> int:
-    """Run the data command ``args.cmd`` (tail, summary or watch); returns its exit status."""
-    if args.cmd == "tail":
-        from steptable.cli.tail import run_tail
-
-        return run_tail(args)
-    if args.cmd == "summary":
-        return summary_command(args)
-    if args.cmd == "watch":
-        from steptable.app import run_watch
-
-        return run_watch(list(args.paths), poll=args.poll, theme=args.theme, schema=args.schema)
-    raise SystemExit(f"steptable: unknown command {args.cmd!r}")
-
-
-def summary_command(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     """``steptable summary``: print one block per run found under ``args.paths``; returns 0, or 2 when nothing
     readable was found, a path is missing or unreadable, or --columns matched nothing (the summary of what was read
     is still printed)."""
@@ -146,53 +121,3 @@ def _run_alerts(store: Any, now: float) -> list[Any]:
     if not closed and (stall := clockless_stall(store, now)) is not None:  # rows without a clock of their own
         found.append(stall)
     return found if end is None else [*found, end]
-
-
-def legend_command(args: argparse.Namespace) -> int:
-    """``steptable legend``: print the legend of the runs' columns (of ``--schema``, or routing's, without a
-    path); returns 0, or 2 when nothing readable was found or a path is missing."""
-    from steptable.schemafiles.resolve import get_schema, run_schema
-    from steptable.schemas import legend_for
-    from steptable.table.formatting import sanitize
-
-    missing: list[str] = []
-    if args.paths:
-        from steptable.ingest import Follower
-        from steptable.ingest.files.discover import nothing_found
-
-        follower = Follower(args.paths)
-        follower.scan()
-        follower.finish()
-        for line in follower.errors:
-            sys.stderr.write(sanitize(line) + "\n")
-        stores = [follower.stores[k] for k in sorted(follower.stores)]
-        if not stores:
-            sys.stderr.write(f"steptable legend: {sanitize(nothing_found(args.paths))}\n")
-            return 2
-        if follower.read_nothing():  # a legend of nothing read would be made up
-            sys.stderr.write("steptable legend: no readable rows\n")
-            return 2
-        if not any(len(s) for s in stores):  # (a run just started: its columns are not known yet)
-            sys.stderr.write(f"steptable legend: no rows yet in {sanitize(', '.join(str(s.path) for s in stores))}\n")
-            return 2
-        text = legend_for(stores, get_schema(args.schema, near=args.paths) if args.schema else None, run_schema)
-        if not args.schema:
-            from steptable.schemafiles.resolve import unused_files
-
-            for e in unused_files(stores):
-                sys.stderr.write(f"steptable legend: {sanitize(str(e))} (the file is not used)\n")
-        from steptable.cli.tail import missing_paths
-
-        missing = missing_paths(args.paths)
-    else:
-        try:
-            text = legend_for(get_schema(args.schema or "routing", near="."))
-        except KeyError as e:
-            sys.stderr.write(f"steptable legend: {e.args[0]}\n")
-            return 2
-        if not args.schema:  # say what this is: a run's own columns need its path
-            text = "(no path: the routing schema's columns; steptable legend PATH shows a run's own)\n" + text
-    sys.stdout.write(text.rstrip("\n") + "\n")
-    for p in missing:  # a legend of some of the paths given must not pass for one of all
-        sys.stderr.write(f"steptable legend: no such path: {sanitize(p)}\n")
-    return 2 if missing else 0
