@@ -98,7 +98,7 @@ class Tail:
         for p in unmatched(patterns or [], names):
             if p not in self.unmatched_told:  # told once; a key that appears later may still match it
                 self.unmatched_told.add(p)
-                yet = " (yet)" if a.follow else ""  # (a key that appears later may still match it)
+                yet = " (yet)" if a.follow else ""
                 self.err.write(f"steptable tail: --columns {sanitize(p)!r} matches no column{yet}\n")
         return out
 

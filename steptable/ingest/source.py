@@ -10,6 +10,7 @@ import json
 import math
 import os
 import stat
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
@@ -72,7 +73,7 @@ class _Parser(Protocol):
     def parse(self, chunk: bytes, lineno: LineNo) -> Parsed: ...
 
 
-class Source:
+class Source(ABC):
     """One discovered file (or HF run directory) and the RunStore it feeds; :meth:`poll` is the kind's own."""
 
     def __init__(self, cand: Candidate, report: Report, on_resume: ResumeReader | None = None) -> None:
@@ -86,9 +87,9 @@ class Source:
         if self.exposed:  # (a log still to show a metrics line reads its config when it does)
             load_meta(self.store, cand)
 
+    @abstractmethod
     def poll(self) -> bool:
         """Read what is new; True when a store viewers see changed (a run not shown yet never counts)."""
-        raise NotImplementedError
 
     def stores(self) -> list[RunStore]:
         """The runs this file holds (one, but for a JSONL shared by the StepLoggers of several arms)."""
