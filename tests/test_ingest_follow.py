@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-import steptable.ingest.files.follow as follow_mod
+import steptable.ingest.files.wake as wake_mod
 from steptable.ingest import Follower, discover, preview_tail
 
 
@@ -113,7 +113,7 @@ def test_threaded_loop_follows_appends_and_new_runs(tmp_path: Path, poll: float 
 
 def test_notify_events_alone_deliver(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """No idle stat, no re-check: once the watch is up, appends and new runs arrive through events only."""
-    monkeypatch.setattr(follow_mod, "IDLE_POLL", 60.0)
+    monkeypatch.setattr(wake_mod, "IDLE_POLL", 60.0)
     root = tmp_path / "logs"
     write_jsonl(root / "a" / "metrics.jsonl", rows(0, 1))
     f = Follower([root], recheck=60.0)
