@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from steptable import Col, StepLogger
+from steptable import StepLogger
 from steptable.logger import steplogger, writer
 from tests.helpers import repoint, run_cli, write_rows
+from tests.logger.helpers import SIGNED_LOSS_COLS
 
-COLS = [Col("step", 4, "step", "d", "step"), Col("loss", 7, "loss", "+.3f", "loss")]
 # an OSC 52 (clipboard) with no BEL or ST after it, behind a CSI
 OPEN_OSC = "armA\x1b[2JB\x1b]52;c;ZXZpb"
 
@@ -77,7 +77,7 @@ ESC_DIR = "run\x1b]0;PWNED\x07\x1b[2J"  # a window title and a screen clear: "ru
 
 def test_steplogger_messages_name_the_run_dir_inert(tmp_path: Path, captured: list[str]) -> None:
     run = tmp_path / ESC_DIR
-    with StepLogger(COLS, run_dir=run, alerts=False) as sl:
+    with StepLogger(SIGNED_LOSS_COLS, run_dir=run, alerts=False) as sl:
         sl.log({"step": 0, "loss": 0.1})
         (run / "metrics.jsonl").unlink()
         sl.log({"step": 1, "loss": 0.1})
@@ -96,7 +96,7 @@ def test_a_write_failure_names_the_directory_a_link_leads_to_inert(
     b.mkdir()
     latest = tmp_path / "latest"
     latest.symlink_to(a)
-    sl = StepLogger(COLS, run_dir=latest, console=False, alerts=False)
+    sl = StepLogger(SIGNED_LOSS_COLS, run_dir=latest, console=False, alerts=False)
     sl.log({"step": 0, "loss": 0.5})
     repoint(latest, b, a)
     sl.log({"step": 1, "loss": 0.5})
@@ -118,7 +118,7 @@ def test_exceptions_in_steplogger_messages_are_inert(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setattr(steplogger, "write_description", _raise)  # steptable.json: "cannot write ..."
-    sl = StepLogger(COLS, run_dir=tmp_path / "r", console=False, alerts=False)
+    sl = StepLogger(SIGNED_LOSS_COLS, run_dir=tmp_path / "r", console=False, alerts=False)
     sl._render_row = _raise  # type: ignore[method-assign,assignment]  # "StepLogger.log failed"
     sl.log({"step": 0, "loss": 0.5})
     sl._final_dump = _raise  # type: ignore[method-assign]  # "StepLogger.close: the end-of-run dump failed"
@@ -143,7 +143,7 @@ def test_an_exception_whose_repr_raises_does_not_reach_the_loop(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # the handler that keeps the loop alive formatted the exception: a repr that raised escaped from it
-    sl = StepLogger(COLS, run_dir=tmp_path / "r", console=False, alerts=False)
+    sl = StepLogger(SIGNED_LOSS_COLS, run_dir=tmp_path / "r", console=False, alerts=False)
     sl._render_row = _raise_no_repr  # type: ignore[method-assign,assignment]
     assert sl.log({"step": 0, "loss": 0.5}) is None
     sl.close()

@@ -23,23 +23,18 @@ from steptable.logger.setup import use_colour
 from steptable.logger.sinks import encodable
 from steptable.logger.writer import RunWriter, encode_row
 from tests.helpers import repoint
-
-COLS = [Col("step", 4, "step", "d", "step"), Col("loss", 7, "loss", "+.3f", "loss"), Col("ema", 6, "ema", None, "ema")]
-
-
-def _steps(path: Path) -> list[int]:
-    return [json.loads(line)["step"] for line in path.read_text().splitlines()]
+from tests.logger.helpers import EMA_COLS, jsonl_steps
 
 
 def test_run_dir_deleted_mid_run_rows_go_to_a_new_file(tmp_path: Path, captured: list[str]) -> None:
     run = tmp_path / "arm"
-    with StepLogger(COLS, run_dir=run, alerts=False) as sl:
+    with StepLogger(EMA_COLS, run_dir=run, alerts=False) as sl:
         for step in range(3):
             sl.log({"step": step, "loss": 0.1})
         shutil.rmtree(run)
         for step in range(3, 6):
             sl.log({"step": step, "loss": 0.1})
-    assert _steps(run / "metrics.jsonl") == [3, 4, 5]  # nothing after the deletion is lost
+    assert jsonl_steps(run / "metrics.jsonl") == [3, 4, 5]  # nothing after the deletion is lost
     text = "".join(captured)
     assert text.count("was deleted during the run; rows from this one on") == 1
     assert f"3 of 6 rows (metrics.jsonl was deleted during the run), every column: {run / 'table.txt'}" in text
@@ -84,7 +79,7 @@ def test_ctrl_c_around_a_write_neither_duplicates_nor_loses_the_row(tmp_path: Pa
     with pytest.raises(KeyboardInterrupt):
         w.write({"step": 1})
     w.close()  # what the ``with StepLogger`` exit does next
-    assert _steps(tmp_path / "metrics.jsonl") == [0, 1]
+    assert jsonl_steps(tmp_path / "metrics.jsonl") == [0, 1]
 
 
 def test_pending_rows_are_capped_in_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -110,7 +105,7 @@ class _BadClass:
 
 
 def test_values_that_cannot_be_walked_keep_the_row(tmp_path: Path) -> None:
-    with StepLogger(COLS, run_dir=tmp_path, alerts=False, console=False) as sl:
+    with StepLogger(EMA_COLS, run_dir=tmp_path, alerts=False, console=False) as sl:
         sl.log({"step": 0, "loss": 0.25, "a": _BadIter([1, 2]), "b": _BadClass()})
     row = json.loads((tmp_path / "metrics.jsonl").read_text())
     assert row["loss"] == 0.25 and isinstance(row["a"], str) and isinstance(row["b"], str)
@@ -118,7 +113,7 @@ def test_values_that_cannot_be_walked_keep_the_row(tmp_path: Path) -> None:
 
 def test_dump_shows_values_as_logged_not_as_updated_in_place(captured: list[str]) -> None:
     ema = np.zeros(())
-    sl = StepLogger(COLS, alerts=False, dump_rows=3)
+    sl = StepLogger(EMA_COLS, alerts=False, dump_rows=3)
     for step in range(3):
         ema += 1.5  # the loop keeps one accumulator and updates it in place
         sl.log({"step": step, "loss": 0.5, "ema": ema})
@@ -130,7 +125,7 @@ def test_dump_shows_values_as_logged_not_as_updated_in_place(captured: list[str]
 def test_close_still_dumps_when_table_txt_cannot_be_written(
     tmp_path: Path, captured: list[str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    sl = StepLogger(COLS, run_dir=tmp_path, alerts=False)
+    sl = StepLogger(EMA_COLS, run_dir=tmp_path, alerts=False)
     for step in range(3):
         sl.log({"step": step, "loss": 0.5})
 
@@ -145,7 +140,7 @@ def test_close_still_dumps_when_table_txt_cannot_be_written(
 
 
 def test_log_after_close_is_reported_once(capsys: pytest.CaptureFixture[str]) -> None:
-    sl = StepLogger(COLS, alerts=False, console=False)
+    sl = StepLogger(EMA_COLS, alerts=False, console=False)
     sl.log({"step": 0})
     sl.close()
     assert sl.log({"step": 1}) is None and sl.log({"step": 2}) is None
@@ -174,7 +169,7 @@ def test_a_forked_child_neither_prints_nor_writes(tmp_path: Path) -> None:
     )
     proc = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
-    assert _steps(tmp_path / "arm" / "metrics.jsonl") == [0, 1]
+    assert jsonl_steps(tmp_path / "arm" / "metrics.jsonl") == [0, 1]
     assert proc.stdout.count("end of run") == 1
     # a row or dump line reading 99 (not the tmp path, which may hold "99")
     assert not re.search(r"(?m)^\S?\s*99\s*$", proc.stdout), proc.stdout
@@ -205,7 +200,7 @@ def test_verbose_log_names_the_callers_line(tmp_path: Path) -> None:
     from steptable import setup_logging
 
     path = setup_logging("caller", log_dir=tmp_path)
-    sl = StepLogger(COLS, alerts=False)
+    sl = StepLogger(EMA_COLS, alerts=False)
     sl.log({"step": 0, "loss": 0.5})
     sl.close()
     text = path.read_text()
@@ -218,7 +213,7 @@ def test_console_false_keeps_warnings_off_the_console(tmp_path: Path, capsys: py
     from steptable import setup_logging
 
     path = setup_logging("quiet", log_dir=tmp_path)
-    sl = StepLogger(COLS, alerts=False, console=False)
+    sl = StepLogger(EMA_COLS, alerts=False, console=False)
     sl._writer = RunWriter("/dev/full", sl._warn)
     sl.log({"step": 0})
     sl.close()
@@ -275,7 +270,7 @@ def test_ctrl_c_with_another_writer_appending_keeps_the_row(tmp_path: Path) -> N
     with pytest.raises(KeyboardInterrupt):
         w.write({"step": 2})  # interrupted before anything was written
     w.close()
-    assert _steps(path) == [1, 100, 2]
+    assert jsonl_steps(path) == [1, 100, 2]
 
 
 def test_encodable_keeps_emoji_sequences_at_their_width() -> None:
@@ -316,7 +311,7 @@ def test_a_stdout_that_raises_anything_is_reported_once(tmp_path: Path, capsys: 
     from steptable import setup_logging
 
     setup_logging("raises", log_dir=tmp_path / "logs")
-    sl = StepLogger(COLS, run_dir=tmp_path / "arm", alerts=False)
+    sl = StepLogger(EMA_COLS, run_dir=tmp_path / "arm", alerts=False)
     sl.log({"step": 0, "loss": 0.1})
 
     class TornDown:
@@ -332,13 +327,13 @@ def test_a_stdout_that_raises_anything_is_reported_once(tmp_path: Path, capsys: 
     sl.close()
     err = capsys.readouterr().err
     assert err.count("console output failed") == 1 and "Logging error" not in err and "Traceback" not in err
-    assert _steps(tmp_path / "arm" / "metrics.jsonl") == list(range(6))
+    assert jsonl_steps(tmp_path / "arm" / "metrics.jsonl") == list(range(6))
 
 
 def test_log_called_from_inside_log_writes_each_row_once(tmp_path: Path, captured: list[str]) -> None:
     """A signal handler that logs while the loop is inside log() (here: a value whose __float__ logs): the inner
     row is logged right after the outer one, each written once, none lost, nothing raised."""
-    sl = StepLogger(COLS, run_dir=tmp_path / "arm", alerts=False)
+    sl = StepLogger(EMA_COLS, run_dir=tmp_path / "arm", alerts=False)
 
     class Reentrant:
         def __init__(self, step: int) -> None:
@@ -355,7 +350,7 @@ def test_log_called_from_inside_log_writes_each_row_once(tmp_path: Path, capture
     for step in range(1, 4):
         sl.log({"step": step, "loss": Reentrant(step)})
     sl.log({"step": 4, "loss": 0.1})  # after close: not recorded
-    assert _steps(tmp_path / "arm" / "metrics.jsonl") == [1, -1, 2, -2, 3, -3]
+    assert jsonl_steps(tmp_path / "arm" / "metrics.jsonl") == [1, -1, 2, -2, 3, -3]
     text = "".join(captured)
     assert "failed" not in text and "end of run: 6 rows" in text
 
@@ -391,7 +386,7 @@ def test_keys_that_read_alike_are_all_kept() -> None:
 
 
 def test_a_row_naming_its_own_arm_keeps_it(tmp_path: Path) -> None:
-    sl = StepLogger(COLS, run_dir=tmp_path, arm="A", console=False, alerts=False)
+    sl = StepLogger(EMA_COLS, run_dir=tmp_path, arm="A", console=False, alerts=False)
     sl.log({"step": 0, "arm": "B"})
     sl.log({"step": 1})
     sl.close()
@@ -400,7 +395,7 @@ def test_a_row_naming_its_own_arm_keeps_it(tmp_path: Path) -> None:
 
 
 def test_a_step_past_float_range_keeps_the_row(captured: list[str]) -> None:
-    sl = StepLogger(COLS, console=True)
+    sl = StepLogger(EMA_COLS, console=True)
     line = sl.log({"step": 10**400, "loss": 0.5})
     assert line is not None and "failed" not in "".join(captured)
 
@@ -489,7 +484,7 @@ def test_a_relative_run_dir_survives_a_chdir(tmp_path: Path, monkeypatch: pytest
         os.chdir(tmp_path / "elsewhere")
         sl.log({"step": 1})
     run = tmp_path / "logs" / "A"
-    assert _steps(run / "metrics.jsonl") == [0, 1] and (run / "table.txt").exists()
+    assert jsonl_steps(run / "metrics.jsonl") == [0, 1] and (run / "table.txt").exists()
     assert not (tmp_path / "elsewhere" / "logs").exists()
 
 
@@ -525,7 +520,7 @@ def test_a_metrics_dict_changed_while_it_is_read_loses_no_row(tmp_path: Path) ->
             shared[f"eval/{len(shared)}"] = 0.5
             return 1.0
 
-    with StepLogger(COLS, run_dir=tmp_path, console=False, alerts=False) as sl:
+    with StepLogger(EMA_COLS, run_dir=tmp_path, console=False, alerts=False) as sl:
         for step in range(5):
             shared["step"], shared["ema"] = step, Scalar()
             sl.log(shared)
@@ -540,7 +535,7 @@ def test_small_arrays_are_written_as_json_lists() -> None:
 
 
 def test_the_dump_sits_under_the_streamed_rows(captured: list[str]) -> None:
-    with StepLogger(COLS, alerts=False) as sl:
+    with StepLogger(EMA_COLS, alerts=False) as sl:
         row = sl.log({"step": 1, "loss": 0.5, "ema": 0.25})
     dump = captured[-1].rstrip("\n").splitlines()
     assert dump[0].endswith("end of run: 1 rows") and row is not None
@@ -614,7 +609,7 @@ def test_a_stdout_that_fails_for_a_moment_loses_only_that_line(
 
     monkeypatch.setattr(sys, "stdout", Flaky())
     setup_logging("flaky", log_dir=tmp_path / "logs")
-    with StepLogger(COLS, alerts=False, header_every=0) as sl:
+    with StepLogger(EMA_COLS, alerts=False, header_every=0) as sl:
         for step in range(6):
             sl.log({"step": step, "loss": 0.1})
     text = "".join(lines)
@@ -718,7 +713,7 @@ def test_a_rotated_jsonl_gets_the_rows_after_the_rotation(tmp_path: Path, monkey
     """logrotate (rename, then create) mid-run: every later row went on into the renamed file, so the path every
     reader follows stayed empty (summary: no rows; table.txt: a header)."""
     monkeypatch.setattr(writer, "MOVED_CHECK_S", 0.0)  # (a look at every write; once a second by default)
-    sl = StepLogger(COLS, run_dir=tmp_path, console=False, alerts=False)
+    sl = StepLogger(EMA_COLS, run_dir=tmp_path, console=False, alerts=False)
     jsonl = tmp_path / "metrics.jsonl"
     for s in range(20):
         if s == 10:
@@ -744,7 +739,7 @@ def test_a_moved_run_directory_or_a_repointed_symlink_is_no_rotation(tmp_path: P
     b.mkdir()
     latest = tmp_path / "latest"
     latest.symlink_to(a)
-    sl = StepLogger(COLS, run_dir=latest, console=False, alerts=False)
+    sl = StepLogger(EMA_COLS, run_dir=latest, console=False, alerts=False)
     for s in range(6):
         if s == 3:
             latest.unlink()
@@ -753,7 +748,7 @@ def test_a_moved_run_directory_or_a_repointed_symlink_is_no_rotation(tmp_path: P
     sl._writer.close()  # type: ignore[union-attr]
     assert [json.loads(x)["step"] for x in (a / "metrics.jsonl").read_text().splitlines()] == list(range(6))
     assert not (b / "metrics.jsonl").exists()
-    moved = StepLogger(COLS, run_dir=tmp_path / "exp1", console=False, alerts=False)
+    moved = StepLogger(EMA_COLS, run_dir=tmp_path / "exp1", console=False, alerts=False)
     for s in range(6):
         if s == 3:
             (tmp_path / "exp1").rename(tmp_path / "exp1_lr1e-6")
@@ -775,7 +770,7 @@ def test_rows_never_land_in_the_run_a_repointed_link_now_leads_to(tmp_path: Path
     (b / "metrics.jsonl").write_text('{"step": 0, "loss": 9.0}\n')
     latest = tmp_path / "latest"
     latest.symlink_to(a)
-    sl = StepLogger(COLS, run_dir=latest, console=False, alerts=False)
+    sl = StepLogger(EMA_COLS, run_dir=latest, console=False, alerts=False)
     sl.log({"step": 0, "loss": 0.5})
     repoint(latest, b, a)
     for s in range(1, 4):
@@ -785,7 +780,7 @@ def test_rows_never_land_in_the_run_a_repointed_link_now_leads_to(tmp_path: Path
     told = capsys.readouterr().err + "".join(captured)
     assert "another directory than the run's" in told
     # a run directory deleted (no link on the way) is made again, as before
-    plain = StepLogger(COLS, run_dir=tmp_path / "plain", console=False, alerts=False)
+    plain = StepLogger(EMA_COLS, run_dir=tmp_path / "plain", console=False, alerts=False)
     plain.log({"step": 0, "loss": 0.5})
     shutil.rmtree(tmp_path / "plain")
     plain.log({"step": 1, "loss": 0.5})

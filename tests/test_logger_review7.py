@@ -14,8 +14,7 @@ import pytest
 
 from steptable import Col, StepLogger
 from steptable.table import runinfo
-
-COLS = [Col("step", 4, "step", "d", "step"), Col("loss", 7, "loss", None, "loss")]
+from tests.logger.helpers import LOSS_COLS
 
 
 def _closed(run_dir: Path, arm: str | None = None) -> float | None:
@@ -39,7 +38,7 @@ class _Synced:
 def test_a_handler_that_closes_and_exits_inside_log_still_closes_the_run(tmp_path: Path) -> None:
     """``def on_term(s, f): lg.close(); sys.exit(0)`` running inside log(): the close was deferred to the end of the
     row, and the SystemExit skipped it (no table, the run never read as ended)."""
-    sl = StepLogger(COLS, run_dir=tmp_path, console=False, alerts=False)
+    sl = StepLogger(LOSS_COLS, run_dir=tmp_path, console=False, alerts=False)
     sl.log({"step": 0, "loss": 0.5})
 
     def on_term() -> None:
@@ -55,7 +54,7 @@ def test_a_handler_that_closes_and_exits_inside_log_still_closes_the_run(tmp_pat
 
 def test_a_handler_that_closes_then_leaves_with_os_exit_has_marked_the_run_ended(tmp_path: Path) -> None:
     """os._exit() after close() never returns to the row: the run is marked ended by close() itself."""
-    sl = StepLogger(COLS, run_dir=tmp_path, console=False, alerts=False)
+    sl = StepLogger(LOSS_COLS, run_dir=tmp_path, console=False, alerts=False)
     sl.log({"step": 0, "loss": 0.5})
     seen: list[float | None] = []
 
@@ -89,13 +88,13 @@ def test_nested_metric_dicts_show_under_the_keys_readers_give_them(tmp_path: Pat
 
 
 def test_a_metric_named_arm_is_said_once(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    sl = StepLogger(COLS, run_dir=tmp_path, arm="bandit1", console=False, alerts=False)
+    sl = StepLogger(LOSS_COLS, run_dir=tmp_path, arm="bandit1", console=False, alerts=False)
     for s in range(5):
         sl.log({"step": s, "arm": s % 3, "loss": 0.1})
     sl.close()
     err = capsys.readouterr().err
     assert err.count("a row's 'arm'") == 1 and "bandit1" in err and "another name" in err
-    quiet = StepLogger(COLS, run_dir=tmp_path / "q", arm="A", console=False, alerts=False)
+    quiet = StepLogger(LOSS_COLS, run_dir=tmp_path / "q", arm="A", console=False, alerts=False)
     quiet.log({"step": 0, "arm": "A"})  # the logger's own arm: nothing to say
     quiet.close()
     assert "'arm'" not in capsys.readouterr().err
@@ -103,19 +102,19 @@ def test_a_metric_named_arm_is_said_once(tmp_path: Path, capsys: pytest.CaptureF
 
 def test_a_rank_given_as_text_is_a_number(tmp_path: Path) -> None:
     """rank=os.environ.get("RANK") is "0": that logger is the writer (it silently wrote nothing)."""
-    sl = StepLogger(COLS, run_dir=tmp_path, rank="0", console=False)  # type: ignore[arg-type]
+    sl = StepLogger(LOSS_COLS, run_dir=tmp_path, rank="0", console=False)  # type: ignore[arg-type]
     assert sl.is_writer and sl.log({"step": 0, "loss": 1.0}) is not None
     sl.close()
     assert (tmp_path / "metrics.jsonl").exists()
-    assert not StepLogger(COLS, rank="1").is_writer  # type: ignore[arg-type]
+    assert not StepLogger(LOSS_COLS, rank="1").is_writer  # type: ignore[arg-type]
     with pytest.raises(ValueError):
-        StepLogger(COLS, rank="main")  # type: ignore[arg-type]
+        StepLogger(LOSS_COLS, rank="main")  # type: ignore[arg-type]
 
 
 def test_the_dump_keeps_no_reference_to_big_arrays(tmp_path: Path) -> None:
     """A per-token loss array (or a tensor with its autograd graph) logged each step was kept alive by the last
     dump_rows rows; the dump shows its type and shape instead."""
-    cols = [*COLS, Col("tok_loss", 16, "tok_loss")]
+    cols = [*LOSS_COLS, Col("tok_loss", 16, "tok_loss")]
     sl = StepLogger(cols, run_dir=tmp_path, console=False, alerts=False)
     arr = np.zeros((4, 2048))
     ref = weakref.ref(arr)
@@ -133,21 +132,21 @@ def test_the_dump_keeps_no_reference_to_big_arrays(tmp_path: Path) -> None:
 def test_steps_that_go_back_are_told_in_the_end_note(tmp_path: Path, captured: list[str]) -> None:
     """A per-epoch step counter (0..3 each epoch): every reader takes each epoch as a restart, and table.txt holds
     the last epoch; the end of run said "all rows"."""
-    sl = StepLogger(COLS, run_dir=tmp_path)
+    sl = StepLogger(LOSS_COLS, run_dir=tmp_path)
     for e in range(3):
         for s in range(4):
             sl.log({"step": s, "loss": e + s / 10})
     sl.close()
     end = next(x for x in captured if "every column" in x)
     assert "the 4 steps (12 rows logged: a step went back 2 time(s)" in end and "all rows" not in end
-    merged = StepLogger(COLS, run_dir=tmp_path / "m")  # a train row and an eval row a step: nothing went back
+    merged = StepLogger(LOSS_COLS, run_dir=tmp_path / "m")  # a train row and an eval row a step: nothing went back
     for s in range(5):
         merged.log({"step": s, "loss": 0.5})
         merged.log({"step": s, "acc": 0.5})
     merged.close()
     end = [x for x in captured if "every column" in x][-1]
     assert "the 5 steps (10 rows logged: rows of one step merged)" in end, end
-    plain = StepLogger(COLS, run_dir=tmp_path / "p")
+    plain = StepLogger(LOSS_COLS, run_dir=tmp_path / "p")
     for s in range(3):
         plain.log({"step": s, "loss": 0.5})
     plain.close()
@@ -155,7 +154,7 @@ def test_steps_that_go_back_are_told_in_the_end_note(tmp_path: Path, captured: l
 
 
 def test_a_step_that_is_not_whole_is_said_once(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    sl = StepLogger(COLS, run_dir=tmp_path, console=False, alerts=False)
+    sl = StepLogger(LOSS_COLS, run_dir=tmp_path, console=False, alerts=False)
     for i in range(8):
         sl.log({"step": i / 4, "loss": 0.1})
     sl.log({"step": 3.0, "loss": 0.1})  # a whole float is a step
@@ -177,7 +176,7 @@ def test_a_nested_key_and_a_flat_one_of_the_same_name_read_as_the_file_does(tmp_
 
 def test_the_dump_keeps_no_nested_mapping_of_tensors() -> None:
     """{"stats": {"act": big}}: the leaf was shortened but the mapping itself was kept, and the tensor with it."""
-    sl = StepLogger([*COLS, Col("stats/act", 16, "act")], console=False, alerts=False)
+    sl = StepLogger([*LOSS_COLS, Col("stats/act", 16, "act")], console=False, alerts=False)
     arr = np.zeros((64, 64))
     ref = weakref.ref(arr)
     sl.log({"step": 0, "loss": 1.0, "stats": {"act": arr}})

@@ -4,7 +4,6 @@ ended, and a JSONL deleted during the run."""
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
@@ -15,63 +14,40 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
 
-from steptable import Col, StepLogger
+from steptable import StepLogger
 from steptable.logger.rank import _RANK_VARS
 from steptable.table import runinfo
 from tests.helpers import run_cli
-
-COLS = [Col("step", 4, "step", "d", "step"), Col("loss", 7, "loss", None, "loss")]
-
-
-def _rows(run_dir: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+from tests.logger.helpers import ARRAY_MAKERS, LOSS_COLS, description, jsonl_rows
 
 
-def _info(run_dir: Path) -> dict[str, Any]:
-    return dict(json.loads((run_dir / runinfo.NAME).read_text()))
-
-
-# ------------------------------------------------------------------------------------ one-element tensors / arrays
-def _numpy(x: float, shape: tuple[int, ...]) -> Any:
-    return np.full(shape, x, dtype=np.float32)
-
-
-def _torch(x: float, shape: tuple[int, ...]) -> Any:
-    torch = pytest.importorskip("torch")
-    return torch.full(shape, x, requires_grad=True)  # (a loss before .detach(): .item() reads it all the same)
-
-
-MAKERS = [pytest.param(_numpy, id="numpy"), pytest.param(_torch, id="torch")]
-
-
-@pytest.mark.parametrize("make", MAKERS)
+@pytest.mark.parametrize("make", ARRAY_MAKERS)
 @pytest.mark.parametrize("shape", [(1,), (1, 1)])
 def test_a_one_element_array_is_its_number_in_the_row_and_the_jsonl(
     tmp_path: Path, make: Callable[[float, tuple[int, ...]], Any], shape: tuple[int, ...]
 ) -> None:
     """``t = torch.tensor([loss]); dist.all_reduce(t)``: the row showed ``[.731`` and the JSONL held [0.731]."""
-    sl = StepLogger(COLS, run_dir=tmp_path, console=False, alerts=False)
+    sl = StepLogger(LOSS_COLS, run_dir=tmp_path, console=False, alerts=False)
     line = sl.log({"step": 0, "loss": make(0.75, shape), "extra": make(2.5, shape)})
     sl.close()
     assert line is not None and line.split() == ["0", ".75"]
-    row = _rows(tmp_path)[0]
+    row = jsonl_rows(tmp_path)[0]
     assert row["loss"] == 0.75 and row["extra"] == 2.5
 
 
-@pytest.mark.parametrize("make", MAKERS)
+@pytest.mark.parametrize("make", ARRAY_MAKERS)
 def test_a_nan_in_a_one_element_loss_raises_the_alert_in_the_loop_and_in_tail(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], captured: list[str],
     make: Callable[[float, tuple[int, ...]], Any],
 ) -> None:
     """[nan] was text to the alerts and a list in the file: a NaN loss raised no alert, here or in ``tail``."""
-    with StepLogger(COLS, run_dir=tmp_path, console=True) as sl:
+    with StepLogger(LOSS_COLS, run_dir=tmp_path, console=True) as sl:
         for step in range(12):
             sl.log({"step": step, "loss": make(float("nan") if step == 10 else 1.0 / (step + 1), (1,))})
     assert any(line.startswith("E ") and "loss non-finite (nan)" in line for line in captured)
-    assert _rows(tmp_path)[10]["loss"] is None
+    assert jsonl_rows(tmp_path)[10]["loss"] is None
     _, out, _ = run_cli(["tail", str(tmp_path), "--alerts-only"], capsys)
     assert "step 10 loss non-finite (nan)" in out
 
@@ -111,7 +87,7 @@ def test_a_logger_made_before_init_process_group_writes_on_rank_0_only(
 ) -> None:
     """mp.spawn sets no RANK, and the logger was made before init_process_group: every rank printed and wrote
     metrics.jsonl (the rows of rank 0 and 1 interleaved; summary read rank 1's last value)."""
-    sl = StepLogger(COLS, run_dir=tmp_path, console=False, alerts=False)
+    sl = StepLogger(LOSS_COLS, run_dir=tmp_path, console=False, alerts=False)
     fake_dist.rank = rank
     written = [sl.log({"step": s, "loss": 0.5}) for s in range(3)]
     sl.close()
@@ -119,18 +95,18 @@ def test_a_logger_made_before_init_process_group_writes_on_rank_0_only(
     if rank:
         assert written == [None] * 3 and not any(tmp_path.iterdir())
     else:
-        assert None not in written and len(_rows(tmp_path)) == 3 and (tmp_path / "table.txt").exists()
+        assert None not in written and len(jsonl_rows(tmp_path)) == 3 and (tmp_path / "table.txt").exists()
 
 
 def test_a_rank_once_known_is_not_asked_again_and_a_given_rank_never(tmp_path: Path, fake_dist: _FakeDist) -> None:
-    sl = StepLogger(COLS, console=False, alerts=False)
+    sl = StepLogger(LOSS_COLS, console=False, alerts=False)
     fake_dist.rank = 0
     sl.log({"step": 0, "loss": 0.5})
     asked = fake_dist.asked
     sl.log({"step": 1, "loss": 0.5})
     assert fake_dist.asked == asked
     fake_dist.rank = 1  # (a rank given by the caller wins over torch.distributed's)
-    given = StepLogger(COLS, run_dir=tmp_path, console=False, alerts=False, rank=0)
+    given = StepLogger(LOSS_COLS, run_dir=tmp_path, console=False, alerts=False, rank=0)
     assert given.log({"step": 0, "loss": 0.5}) is not None and given.is_writer
 
 
@@ -158,7 +134,7 @@ def test_a_spawned_pair_of_ranks_writes_rank_0s_rows_only(tmp_path: Path) -> Non
     env = {k: v for k, v in os.environ.items() if k not in _RANK_VARS}
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=240, env=env)
     assert done.returncode == 0, done.stderr[-2000:]
-    assert [r["r"] for r in _rows(tmp_path / "run")] == [0, 0, 0]
+    assert [r["r"] for r in jsonl_rows(tmp_path / "run")] == [0, 0, 0]
     assert (done.stdout + done.stderr).count("end of run") == 1
 
 
@@ -194,13 +170,13 @@ def test_a_second_ctrl_c_while_close_marks_the_run_ended_still_marks_it(
 ) -> None:
     """Interrupted inside runinfo.write (right after mkstemp made its file, or at the rename): steptable.json kept no
     "closed" (the run read as stalled for ever) and a stray .tmp stayed beside it."""
-    sl = StepLogger(COLS, run_dir=tmp_path, console=False, alerts=False)
+    sl = StepLogger(LOSS_COLS, run_dir=tmp_path, console=False, alerts=False)
     sl.log({"step": 0, "loss": 0.5})
     fired = _interrupt_once(monkeypatch, name, _is_description, after)
     with pytest.raises(KeyboardInterrupt):
         sl.close()
     assert fired
-    assert runinfo.closed_at(_info(tmp_path)) is not None and _info(tmp_path)["rows"] == 1
+    assert runinfo.closed_at(description(tmp_path)) is not None and description(tmp_path)["rows"] == 1
     assert sorted(p.name for p in tmp_path.iterdir()) == ["metrics.jsonl", runinfo.NAME]  # (no table: interrupted)
 
 
@@ -222,12 +198,12 @@ class _LockInterruptedOnce:
 
 def test_a_ctrl_c_as_close_begins_still_marks_the_run_ended(tmp_path: Path) -> None:
     """The second SIGINT landed as __exit__ entered close(): none of its steps ran and the run read as stalled."""
-    sl = StepLogger(COLS, run_dir=tmp_path, console=False, alerts=False)
+    sl = StepLogger(LOSS_COLS, run_dir=tmp_path, console=False, alerts=False)
     sl.log({"step": 0, "loss": 0.5})
     sl._lock = _LockInterruptedOnce(sl._lock)  # type: ignore[assignment]
     with pytest.raises(KeyboardInterrupt):
         sl.close()
-    assert runinfo.closed_at(_info(tmp_path)) is not None
+    assert runinfo.closed_at(description(tmp_path)) is not None
 
 
 # ------------------------------------------------------------------------------------ the JSONL deleted mid-run
@@ -235,7 +211,7 @@ def test_a_ctrl_c_as_close_begins_still_marks_the_run_ended(tmp_path: Path) -> N
 def test_the_dump_says_the_table_misses_the_rows_of_a_deleted_jsonl(tmp_path: Path, what: str) -> None:
     """The dump said "all rows, every column: table.txt" though table.txt held the 3 rows after the deletion."""
     run = tmp_path / "run"
-    sl = StepLogger(COLS, run_dir=run, console=False, alerts=False)
+    sl = StepLogger(LOSS_COLS, run_dir=run, console=False, alerts=False)
     for step in range(6):
         if step == 3:
             (run / "metrics.jsonl").unlink() if what == "file" else shutil.rmtree(run)
@@ -246,7 +222,7 @@ def test_the_dump_says_the_table_misses_the_rows_of_a_deleted_jsonl(tmp_path: Pa
 
 
 def test_a_run_that_kept_its_jsonl_says_all_rows(tmp_path: Path) -> None:
-    sl = StepLogger(COLS, run_dir=tmp_path, console=False, alerts=False)
+    sl = StepLogger(LOSS_COLS, run_dir=tmp_path, console=False, alerts=False)
     for step in range(4):
         sl.log({"step": step, "loss": 0.5})
     sl.close()

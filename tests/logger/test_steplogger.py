@@ -15,24 +15,11 @@ from loguru import logger
 from steptable import Col, StepLogger, setup_logging
 from steptable.schemas.routing import routing_columns
 from steptable.table import render
-
-COLS = [
-    Col("step", 4, "step", "d", "step"),
-    Col("loss", 7, "loss", "+.3f", "loss"),
-    Col("frac", 6, "frac", "frac", "passes"),
-    Col("sec", 6, "sec", None, "seconds", stream=False),
-]
-
-
-def strict_loads(line: str) -> object:
-    def bad(token: str) -> object:
-        raise ValueError(f"non-standard JSON token {token}")
-
-    return json.loads(line, parse_constant=bad)
+from tests.logger.helpers import LOGGER_COLS, strict_loads
 
 
 def test_log_writes_strict_jsonl_and_prints_rows(tmp_path: Path, captured: list[str]) -> None:
-    with StepLogger(COLS, run_dir=tmp_path / "arm", arm="armA", header_every=3, alerts=False) as sl:
+    with StepLogger(LOGGER_COLS, run_dir=tmp_path / "arm", arm="armA", header_every=3, alerts=False) as sl:
         for step in range(7):
             sl.log({"step": step, "loss": math.nan if step == 2 else -0.5 * step, "frac": (step, 8),
                     "extra": math.inf, "name": "x", "sec": 1.5})
@@ -55,7 +42,7 @@ def test_log_writes_strict_jsonl_and_prints_rows(tmp_path: Path, captured: list[
 
 
 def test_missing_keys_nan_and_header_once(tmp_path: Path, captured: list[str]) -> None:
-    sl = StepLogger(COLS, header_every=0, alerts=False)
+    sl = StepLogger(LOGGER_COLS, header_every=0, alerts=False)
     for _ in range(30):
         assert sl.log({}) is not None
     sl.close()
@@ -65,7 +52,7 @@ def test_missing_keys_nan_and_header_once(tmp_path: Path, captured: list[str]) -
 
 
 def test_non_zero_rank_prints_and_writes_nothing(tmp_path: Path, captured: list[str]) -> None:
-    sl = StepLogger(COLS, run_dir=tmp_path, rank=1, alerts=False)
+    sl = StepLogger(LOGGER_COLS, run_dir=tmp_path, rank=1, alerts=False)
     assert sl.log({"step": 1, "loss": 1.0}) is None
     sl.close()
     assert not (tmp_path / "metrics.jsonl").exists()
@@ -74,21 +61,21 @@ def test_non_zero_rank_prints_and_writes_nothing(tmp_path: Path, captured: list[
 
 def test_rank_from_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("RANK", "3")
-    sl = StepLogger(COLS, run_dir=tmp_path, alerts=False)
+    sl = StepLogger(LOGGER_COLS, run_dir=tmp_path, alerts=False)
     assert sl.rank == 3 and not sl.is_writer
 
 
 @pytest.mark.parametrize("junk", ["", "x", "-1", "1.0", "0x1", "\u00b2", "\u0663"])
 def test_a_rank_that_is_not_an_ascii_number_reads_as_rank_0(monkeypatch: pytest.MonkeyPatch, junk: str) -> None:
     monkeypatch.setenv("RANK", junk)  # "²" made int() raise; "٣" (Arabic-Indic 3) silenced rank 0
-    sl = StepLogger(COLS, console=False, alerts=False)
+    sl = StepLogger(LOGGER_COLS, console=False, alerts=False)
     assert sl.rank == 0 and sl.is_writer
 
 
 def test_full_disk_does_not_break_the_loop(captured: list[str]) -> None:
     if not Path("/dev/full").exists():
         pytest.skip("no /dev/full on this system")
-    sl = StepLogger(COLS, alerts=False)
+    sl = StepLogger(LOGGER_COLS, alerts=False)
     sl.jsonl_path = Path("/dev/full")
     from steptable.logger.writer import RunWriter
 
@@ -140,7 +127,7 @@ def test_hostile_values_keep_the_rest_of_the_row(tmp_path: Path, captured: list[
     written with its other metrics, and nothing is reported as a write failure."""
     loop: dict[str, object] = {}
     loop["self"] = loop
-    with StepLogger(COLS, run_dir=tmp_path, alerts=False) as sl:
+    with StepLogger(LOGGER_COLS, run_dir=tmp_path, alerts=False) as sl:
         sl.log({"step": 1, "loss": 0.25, "bad": _Hostile(), "huge": 10**5000, "loop": loop, _Hostile(): 1})
         sl.log({"step": 2, "loss": 0.5})
     rows = [strict_loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
@@ -163,7 +150,7 @@ def test_odd_values_keep_the_row_a_json_object() -> None:
 
 
 def test_arm_name_is_made_inert_on_the_console(tmp_path: Path, captured: list[str]) -> None:
-    with StepLogger(COLS, run_dir=tmp_path, arm="routeA\x1b]52;c;QUJD\x07\x1b[2J", alerts=False) as sl:
+    with StepLogger(LOGGER_COLS, run_dir=tmp_path, arm="routeA\x1b]52;c;QUJD\x07\x1b[2J", alerts=False) as sl:
         sl.log({"step": 1, "loss": 0.25})
     text = "".join(captured)
     assert "end of run: 1 rows, arm routeA" in text and "\x1b" not in text and "\x07" not in text
@@ -267,7 +254,7 @@ def test_alerts_are_logged_as_they_happen(captured: list[str]) -> None:
 
 
 def test_callers_timestamp_is_kept(tmp_path: Path) -> None:
-    with StepLogger(COLS, run_dir=tmp_path, alerts=False, console=False) as sl:
+    with StepLogger(LOGGER_COLS, run_dir=tmp_path, alerts=False, console=False) as sl:
         sl.log({"step": 0, "ts": 1700000000.5, "loss": 1.0})
         sl.log({"step": 1, "loss": 1.0})
     rows = [json.loads(x) for x in (tmp_path / "metrics.jsonl").read_text().splitlines()]
@@ -277,7 +264,7 @@ def test_callers_timestamp_is_kept(tmp_path: Path) -> None:
 def test_a_failure_while_printing_does_not_repeat_the_legend(
     tmp_path: Path, captured: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    sl = StepLogger(COLS, run_dir=tmp_path, alerts=False)
+    sl = StepLogger(LOGGER_COLS, run_dir=tmp_path, alerts=False)
     real_row = sl.row
     calls = {"n": 0}
 

@@ -15,25 +15,19 @@ import pytest
 
 from steptable import Col, StepLogger
 from steptable.logger import tablefile
-from steptable.table import render, runinfo
-
-COLS = [Col("step", 5, "step", "d"), Col("loss", 6, "loss", ".3f"), Col("n", 5, "n", None), Col("tag", 6, "tag", None),
-        Col("acc", 6, "acc", ".2f")]
-
-
-def _closed(run: Path, arm: str | None = None) -> Any:
-    return json.loads((run / runinfo.file_name(arm)).read_text())["closed"]
+from steptable.table import render
+from tests.logger.helpers import TABLE_COLS, closed_field
 
 
 def test_the_run_is_marked_ended_before_table_txt_is_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    sl = StepLogger(COLS, run_dir=tmp_path, arm="A", console=False, alerts=False)
+    sl = StepLogger(TABLE_COLS, run_dir=tmp_path, arm="A", console=False, alerts=False)
     for step in range(5):
         sl.log({"step": step, "loss": 0.5})
     seen: list[Any] = []
     write = sl.write_table
 
     def table() -> Path | None:
-        seen.append(_closed(tmp_path, "A"))  # what a reader sees while the table is written
+        seen.append(closed_field(tmp_path, "A"))  # what a reader sees while the table is written
         return write()
 
     monkeypatch.setattr(sl, "write_table", table)
@@ -48,11 +42,11 @@ def test_an_interrupt_during_table_txt_leaves_the_run_ended_and_reaches_the_scri
     """Ctrl-C (or a SIGTERM handler's sys.exit) while table.txt is rendered: the run is marked ended, the table of
     the earlier close stays whole (no half-written file, no temporary left), the dump is still printed, and the
     interrupt is raised again from close()."""
-    with StepLogger(COLS, run_dir=tmp_path, alerts=False) as sl:
+    with StepLogger(TABLE_COLS, run_dir=tmp_path, alerts=False) as sl:
         for step in range(3):
             sl.log({"step": step, "loss": 0.1})
     before = (tmp_path / "table.txt").read_text()
-    sl = StepLogger(COLS, run_dir=tmp_path, alerts=False)  # resumed
+    sl = StepLogger(TABLE_COLS, run_dir=tmp_path, alerts=False)  # resumed
     for step in range(2, 400):
         sl.log({"step": step, "loss": 0.9})
     compile_row = render.compile_row
@@ -72,7 +66,7 @@ def test_an_interrupt_during_table_txt_leaves_the_run_ended_and_reaches_the_scri
     monkeypatch.setattr(render, "compile_row", interrupted)
     with pytest.raises(stop):
         sl.close()
-    assert _closed(tmp_path) is not None
+    assert closed_field(tmp_path) is not None
     assert (tmp_path / "table.txt").read_text() == before and sorted(p.name for p in tmp_path.iterdir()) == [
         "metrics.jsonl", "steptable.json", "table.txt"]
     assert "end of run: 398 rows" in "".join(captured)
@@ -104,10 +98,10 @@ def test_table_txt_shows_the_rows_the_readers_show(tmp_path: Path, monkeypatch: 
     monkeypatch.setattr(endofrun, "_CHUNK", chunk)
     jsonl = tmp_path / "metrics.jsonl"
     _tricky(jsonl)
-    out = tablefile.write(COLS, jsonl, tmp_path, "A", 0, max_rows=None)
+    out = tablefile.write(TABLE_COLS, jsonl, tmp_path, "A", 0, max_rows=None)
     assert out == tmp_path / "table.A.txt"
     lines = out.read_text().splitlines()
-    assert lines[0] == render.header(COLS) and lines[1:] == _reader_table(COLS, jsonl, "A")
+    assert lines[0] == render.header(TABLE_COLS) and lines[1:] == _reader_table(TABLE_COLS, jsonl, "A")
     assert [int(line.split()[0]) for line in lines[1:]] == [s for s in range(70) if s != 12]  # (12: a bad line)
 
 
@@ -120,15 +114,16 @@ def test_a_long_run_s_table_holds_its_last_rows_and_says_so(
     monkeypatch.setattr(endofrun, "_CHUNK", chunk)
     jsonl = tmp_path / "metrics.jsonl"
     _tricky(jsonl)
-    done = tablefile.write_table(COLS, jsonl, tmp_path, "A", 2, max_rows=25)
+    done = tablefile.write_table(TABLE_COLS, jsonl, tmp_path, "A", 2, max_rows=25)
     assert done is not None and (done.rows, done.shown) == (69, 25)
     lines = done.path.read_text().splitlines()
     assert lines[0].startswith("# the last 25 of 69 rows; every row: metrics.jsonl")
-    assert [line for line in lines[1:] if line != render.header(COLS)] == _reader_table(COLS, jsonl, "A")[-25:]
-    assert lines[1] == lines[12] == render.header(COLS) and len(lines) == 1 + 25 + 3  # a header every 10 rows
+    header = render.header(TABLE_COLS)
+    assert [line for line in lines[1:] if line != header] == _reader_table(TABLE_COLS, jsonl, "A")[-25:]
+    assert lines[1] == lines[12] == render.header(TABLE_COLS) and len(lines) == 1 + 25 + 3  # a header every 10 rows
 
     monkeypatch.setattr(tablefile, "write_table", partial(tablefile.write_table, max_rows=10))
-    with StepLogger(COLS, run_dir=tmp_path / "run", dump_rows=3, alerts=False) as sl:
+    with StepLogger(TABLE_COLS, run_dir=tmp_path / "run", dump_rows=3, alerts=False) as sl:
         for step in range(300):
             sl.log({"step": step, "loss": 0.25})
     table = (tmp_path / "run" / "table.txt").read_text().splitlines()
@@ -197,9 +192,9 @@ def test_table_txt_equals_a_whole_file_store_on_random_runs(tmp_path: Path, monk
     rng = random.Random(seed)
     jsonl = tmp_path / "metrics.jsonl"
     _random_run(rng, jsonl)
-    out = tablefile.write(COLS, jsonl, tmp_path, "A", 0, max_rows=None)
+    out = tablefile.write(TABLE_COLS, jsonl, tmp_path, "A", 0, max_rows=None)
     assert out is not None
-    assert out.read_text().splitlines()[1:] == _reader_table(COLS, jsonl, "A")
+    assert out.read_text().splitlines()[1:] == _reader_table(TABLE_COLS, jsonl, "A")
 
 
 def _reader_table(cols: list[Col], jsonl: Path, arm: str) -> list[str]:

@@ -9,7 +9,7 @@ import subprocess
 import sys
 import textwrap
 import types
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -17,24 +17,9 @@ from loguru import logger
 from tqdm import tqdm
 
 import steptable.logger.rank as st_rank
-import steptable.logger.setup as st_logging
 import steptable.logger.sinks as st_sinks
-from steptable import Col, StepLogger, setup_logging
-
-COLS = [Col("step", 4, "step", "d", "step"), Col("loss", 7, "loss", "+.3f", "loss")]
-
-
-@pytest.fixture(autouse=True)
-def _own_sinks() -> Iterator[None]:
-    """The sinks a test set up go with it (they write to the sys.stdout of the moment, a test's fake one)."""
-    yield
-    for hid in st_logging._handler_ids:
-        try:
-            logger.remove(hid)
-        except ValueError:
-            pass
-    st_logging._handler_ids.clear()
-    st_sinks._file_sink = None
+from steptable import StepLogger, setup_logging
+from tests.logger.helpers import SIGNED_LOSS_COLS
 
 
 class FakeOut:
@@ -195,7 +180,7 @@ def test_notices_clear_the_bar_and_reach_the_verbose_file(
     bar = tqdm(total=4, desc="train", file=sys.stderr)
     bar.update(1)
     st_sinks.say("steptable: notice one")
-    with StepLogger(COLS, run_dir=tmp_path / "arm", alerts=False) as sl:
+    with StepLogger(SIGNED_LOSS_COLS, run_dir=tmp_path / "arm", alerts=False) as sl:
         sl.log({"step": 2.5, "loss": 0.1})  # a fractional step: reported once
     bar.close()
     out, err = capsys.readouterr()
