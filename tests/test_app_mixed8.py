@@ -141,7 +141,7 @@ async def test_verl_and_tinker_tables_chart_legend_and_filter_each_follow_their_
 
         # a filter picks each table's own matching columns
         app.session.pattern = "entropy"
-        app._apply_columns()
+        app.apply_columns()
         await pilot.pause()
         assert [c.key for c in verl.grid.cols] == ["step", "actor/entropy"]
         assert [c.key for c in tinker.grid.cols] == ["step", "optim/entropy"]

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from steptable.app import app as app_module
 from steptable.app import run_watch
+from steptable.app import watch as app_module
 from steptable.app.messages import FeedProblem
 from steptable.app.session import Session
 from steptable.ingest.files.follow import load

@@ -180,7 +180,7 @@ def test_a_hang_up_ends_the_demo_with_status_0(tmp_path: Path, monkeypatch: pyte
 
 
 def test_term_ends_watch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from steptable.app import app as app_mod
+    from steptable.app import watch as app_mod
 
     app = _SignalledApp()
     monkeypatch.setattr(app_mod, "make_app", lambda paths, **kw: app)
