@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import io
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -78,37 +77,6 @@ def test_a_normal_end_or_exit_0_reads_as_before(
     assert (rc, out) == (0, "")
     rc, out, _ = run_cli(["tail", str(tmp_path / "r")], capsys)
     assert rc == 0 and "──" not in out
-
-
-def test_a_handler_s_close_then_exit_1_records_the_interruption(tmp_path: Path) -> None:
-    """``def on_term(s, f): sl.close(); sys.exit(1)``, run inside log() (a value read calls it) or between rows: the
-    run was closed as ended, and the exit that left the ``with`` block then marks it interrupted."""
-
-    class Synced:
-        def item(self) -> float:
-            sl.close()
-            sys.exit(1)
-
-    with pytest.raises(SystemExit), StepLogger(RUN_COLS, run_dir=tmp_path / "a", console=False, alerts=False) as sl:
-        sl.log({"step": 0, "loss": 0.5})
-        sl.log({"step": 1, "loss": Synced()})
-    info = description(tmp_path / "a")
-    assert info["end"] == "interrupted" and info["closed"] is not None and (tmp_path / "a" / "table.txt").exists()
-
-    def between_rows(sl: StepLogger) -> None:
-        sl.close()
-        sys.exit(1)
-
-    with pytest.raises(SystemExit):
-        logged_run(tmp_path / "b", between_rows)
-    assert description(tmp_path / "b")["end"] == "interrupted"
-
-
-def test_the_end_of_run_dump_says_how_the_run_ended(tmp_path: Path, captured: list[str]) -> None:
-    with pytest.raises(ValueError), StepLogger(RUN_COLS, run_dir=tmp_path, arm="A", alerts=False) as sl:
-        sl.log({"step": 0, "loss": 0.5})
-        raise ValueError("bad batch")
-    assert "end of run: 1 rows, arm A, ended with ValueError" in "".join(captured)
 
 
 def test_an_older_description_without_the_field_reads_as_before(

@@ -75,34 +75,6 @@ def test_int_beyond_str_digit_limit_does_not_raise() -> None:
     assert render.row(cols, row) == render.SEP.join(render.cells(cols, row))
 
 
-def test_steplogger_from_several_threads_writes_each_row_once(tmp_path: Path) -> None:
-    # RunWriter.flush read _pending[0], wrote it and popped: two threads wrote the same row twice and popped
-    # another row (or an empty deque) away.
-    import sys
-    import threading
-
-    from steptable.logger.steplogger import StepLogger
-
-    log = StepLogger([Col("step", 6, "step", "d"), Col("loss", 6, "loss", ".3f")], run_dir=tmp_path,
-                     console=False, alerts=False)
-    n, t = 1500, 4
-    old = sys.getswitchinterval()
-    sys.setswitchinterval(1e-6)
-    try:
-        threads = [threading.Thread(target=lambda k=k: [log.log({"step": k * n + i, "loss": 0.5}) for i in range(n)])
-                   for k in range(t)]
-        for th in threads:
-            th.start()
-        for th in threads:
-            th.join()
-    finally:
-        sys.setswitchinterval(old)
-    log.close()
-    steps = [json.loads(line)["step"] for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
-    assert sorted(steps) == list(range(n * t))
-    assert log._rows == n * t
-
-
 def test_follow_into_a_closed_pipe_exits_quietly(tmp_path: Path) -> None:
     # `steptable tail -f logs/ | head`: the write that hits the closed pipe happens in the follower thread; it died
     # with a traceback after a bogus "file notification failed (BrokenPipeError)" note.

@@ -1,12 +1,12 @@
-"""StepLogger.close() on a long run: the run is marked ended before table.txt, an interrupt during the table still
-leaves it ended (and reaches the user's script), and table.txt is read back without a RunStore of the whole run."""
+"""steptable.logger.endofrun: the rows of table.txt read back from the JSONL at the end of a run, without a
+RunStore of the whole run: the same rows, values and number forms as the readers give, in memory that does not grow
+with the cells."""
 
 from __future__ import annotations
 
 import json
 import math
 import tracemalloc
-from collections.abc import Callable, Mapping
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -16,61 +16,7 @@ import pytest
 from steptable import Col, StepLogger
 from steptable.logger import tablefile
 from steptable.table import render
-from tests.logger.helpers import TABLE_COLS, closed_field
-
-
-def test_the_run_is_marked_ended_before_table_txt_is_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    sl = StepLogger(TABLE_COLS, run_dir=tmp_path, arm="A", console=False, alerts=False)
-    for step in range(5):
-        sl.log({"step": step, "loss": 0.5})
-    seen: list[Any] = []
-    write = sl.write_table
-
-    def table() -> Path | None:
-        seen.append(closed_field(tmp_path, "A"))  # what a reader sees while the table is written
-        return write()
-
-    monkeypatch.setattr(sl, "write_table", table)
-    sl.close()
-    assert len(seen) == 1 and seen[0] is not None and (tmp_path / "table.txt").exists()
-
-
-@pytest.mark.parametrize("stop", [KeyboardInterrupt, SystemExit])
-def test_an_interrupt_during_table_txt_leaves_the_run_ended_and_reaches_the_script(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, captured: list[str], stop: type[BaseException]
-) -> None:
-    """Ctrl-C (or a SIGTERM handler's sys.exit) while table.txt is rendered: the run is marked ended, the table of
-    the earlier close stays whole (no half-written file, no temporary left), the dump is still printed, and the
-    interrupt is raised again from close()."""
-    with StepLogger(TABLE_COLS, run_dir=tmp_path, alerts=False) as sl:
-        for step in range(3):
-            sl.log({"step": step, "loss": 0.1})
-    before = (tmp_path / "table.txt").read_text()
-    sl = StepLogger(TABLE_COLS, run_dir=tmp_path, alerts=False)  # resumed
-    for step in range(2, 400):
-        sl.log({"step": step, "loss": 0.9})
-    compile_row = render.compile_row
-
-    def interrupted(cols: tuple[Col, ...]) -> Callable[[Mapping[str, Any]], str]:
-        rendered = compile_row(cols)
-        count = [0]
-
-        def row(cells: Mapping[str, Any]) -> str:
-            count[0] += 1
-            if count[0] == 200:
-                raise stop()
-            return rendered(cells)
-
-        return row
-
-    monkeypatch.setattr(render, "compile_row", interrupted)
-    with pytest.raises(stop):
-        sl.close()
-    assert closed_field(tmp_path) is not None
-    assert (tmp_path / "table.txt").read_text() == before and sorted(p.name for p in tmp_path.iterdir()) == [
-        "metrics.jsonl", "steptable.json", "table.txt"]
-    assert "end of run: 398 rows" in "".join(captured)
-    sl.close()  # closed: nothing again, nothing raised
+from tests.logger.helpers import TABLE_COLS
 
 
 def _tricky(path: Path) -> None:
@@ -103,34 +49,6 @@ def test_table_txt_shows_the_rows_the_readers_show(tmp_path: Path, monkeypatch: 
     lines = out.read_text().splitlines()
     assert lines[0] == render.header(TABLE_COLS) and lines[1:] == _reader_table(TABLE_COLS, jsonl, "A")
     assert [int(line.split()[0]) for line in lines[1:]] == [s for s in range(70) if s != 12]  # (12: a bad line)
-
-
-@pytest.mark.parametrize("chunk", [1 << 20, 200])
-def test_a_long_run_s_table_holds_its_last_rows_and_says_so(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, captured: list[str], chunk: int
-) -> None:
-    from steptable.logger import endofrun
-
-    monkeypatch.setattr(endofrun, "_CHUNK", chunk)
-    jsonl = tmp_path / "metrics.jsonl"
-    _tricky(jsonl)
-    done = tablefile.write_table(TABLE_COLS, jsonl, tmp_path, "A", 2, max_rows=25)
-    assert done is not None and (done.rows, done.shown) == (69, 25)
-    lines = done.path.read_text().splitlines()
-    assert lines[0].startswith("# the last 25 of 69 rows; every row: metrics.jsonl")
-    header = render.header(TABLE_COLS)
-    assert [line for line in lines[1:] if line != header] == _reader_table(TABLE_COLS, jsonl, "A")[-25:]
-    assert lines[1] == lines[12] == render.header(TABLE_COLS) and len(lines) == 1 + 25 + 3  # a header every 10 rows
-
-    monkeypatch.setattr(tablefile, "write_table", partial(tablefile.write_table, max_rows=10))
-    with StepLogger(TABLE_COLS, run_dir=tmp_path / "run", dump_rows=3, alerts=False) as sl:
-        for step in range(300):
-            sl.log({"step": step, "loss": 0.25})
-    table = (tmp_path / "run" / "table.txt").read_text().splitlines()
-    assert table[0].startswith("# the last 10 of 300 rows") and table[-1].split()[:2] == ["299", "0.250"]
-    dump = "".join(captured).split("end of run: 300 rows")[1]
-    assert f"the last 10 rows, every column: {tmp_path / 'run' / 'table.txt'}" in dump
-    assert [line.split()[0] for line in dump.splitlines()[2:]] == ["297", "298", "299", "the"]  # the last rows only
 
 
 def test_table_txt_is_read_back_in_memory_that_does_not_grow_with_the_cells(
@@ -268,3 +186,31 @@ def test_rows_that_each_hold_their_own_keys_cost_a_few_bytes_a_row(tmp_path: Pat
     peak(200)  # (what is made once: caches, interned names)
     small, large = peak(1000), peak(5000)
     assert large - small < 200 * 4000
+
+
+@pytest.mark.parametrize("chunk", [1 << 20, 200])
+def test_a_long_run_s_table_holds_its_last_rows_and_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, captured: list[str], chunk: int
+) -> None:
+    from steptable.logger import endofrun
+
+    monkeypatch.setattr(endofrun, "_CHUNK", chunk)
+    jsonl = tmp_path / "metrics.jsonl"
+    _tricky(jsonl)
+    done = tablefile.write_table(TABLE_COLS, jsonl, tmp_path, "A", 2, max_rows=25)
+    assert done is not None and (done.rows, done.shown) == (69, 25)
+    lines = done.path.read_text().splitlines()
+    assert lines[0].startswith("# the last 25 of 69 rows; every row: metrics.jsonl")
+    header = render.header(TABLE_COLS)
+    assert [line for line in lines[1:] if line != header] == _reader_table(TABLE_COLS, jsonl, "A")[-25:]
+    assert lines[1] == lines[12] == render.header(TABLE_COLS) and len(lines) == 1 + 25 + 3  # a header every 10 rows
+
+    monkeypatch.setattr(tablefile, "write_table", partial(tablefile.write_table, max_rows=10))
+    with StepLogger(TABLE_COLS, run_dir=tmp_path / "run", dump_rows=3, alerts=False) as sl:
+        for step in range(300):
+            sl.log({"step": step, "loss": 0.25})
+    table = (tmp_path / "run" / "table.txt").read_text().splitlines()
+    assert table[0].startswith("# the last 10 of 300 rows") and table[-1].split()[:2] == ["299", "0.250"]
+    dump = "".join(captured).split("end of run: 300 rows")[1]
+    assert f"the last 10 rows, every column: {tmp_path / 'run' / 'table.txt'}" in dump
+    assert [line.split()[0] for line in dump.splitlines()[2:]] == ["297", "298", "299", "the"]  # the last rows only

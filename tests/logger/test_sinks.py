@@ -1,5 +1,6 @@
-"""setup_logging's sinks under what a real run does to them: stdout a pipe (nohup, sbatch, ``| tee``), a Ctrl-C that
-lands inside tqdm, a progress bar on stderr, the log directory deleted, a rank learnt after setup_logging."""
+"""steptable.logger.sinks: the console and file sinks under what a real run does to them: stdout a pipe
+(nohup, sbatch, ``| tee``), a Ctrl-C that lands inside tqdm, a progress bar on stderr, the log directory deleted,
+a forked worker, a stdout that fails for a moment."""
 
 from __future__ import annotations
 
@@ -16,10 +17,10 @@ import pytest
 from loguru import logger
 from tqdm import tqdm
 
-import steptable.logger.rank as st_rank
 import steptable.logger.sinks as st_sinks
 from steptable import StepLogger, setup_logging
-from tests.logger.helpers import SIGNED_LOSS_COLS
+from steptable.logger.sinks import encodable
+from tests.logger.helpers import EMA_COLS, SIGNED_LOSS_COLS, jsonl_steps
 
 
 class FakeOut:
@@ -81,26 +82,6 @@ def test_a_row_reaches_a_piped_stdout_while_the_run_goes_on(tmp_path: Path) -> N
         proc.wait(60)
     assert b"logged\n" in told, told
     assert b"I    7\n" in early, early
-
-
-def test_each_console_message_is_flushed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    calls: list[str] = []
-
-    class Recorder:
-        encoding = "utf-8"
-
-        def write(self, text: str) -> int:
-            calls.append(f"write {text!r}")
-            return len(text)
-
-        def flush(self) -> None:
-            calls.append("flush")
-
-    monkeypatch.setattr(sys, "stdout", Recorder())
-    setup_logging("flushed", log_dir=tmp_path / "logs", colour=False)
-    logger.info("one")
-    logger.info("two")
-    assert calls == ["write 'I one\\n'", "flush", "write 'I two\\n'", "flush"]
 
 
 def test_ctrl_c_inside_tqdm_write_is_not_swallowed(tmp_path: Path) -> None:
@@ -214,26 +195,6 @@ def test_a_deleted_log_directory_is_reported_once_and_made_again(
     assert capsys.readouterr().err.count("was deleted or moved during the run") == 1
 
 
-def test_a_rank_learnt_after_setup_moves_the_console_and_file(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    """torch.multiprocessing.spawn with setup_logging before init_process_group: every worker read rank 0, took
-    rank 0's file name and printed its INFO lines."""
-    group: list[int | None] = [None]  # no process group yet, and no launcher's variable
-    monkeypatch.setattr(st_rank, "known_rank", lambda: group[0])
-    monkeypatch.setattr(st_rank, "dist_rank", lambda: group[0])
-    path = setup_logging("spawned", log_dir=tmp_path, colour=False)
-    logger.info("before init")
-    group[0] = 1  # init_process_group
-    logger.info("rank one's row")
-    logger.warning("rank one's warning")
-    out = capsys.readouterr().out
-    assert out == "I before init\nW [r1] rank one's warning\n"
-    ranked = path.with_name(path.stem + ".rank1.log")
-    assert "before init" in path.read_text() and "rank one" not in path.read_text()
-    assert "rank one's row" in ranked.read_text() and "rank one's warning" in ranked.read_text()
-
-
 def test_a_trainers_own_ctrl_c_handler_that_logs_is_not_cut_short(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                                    capsys: pytest.CaptureFixture[str]) -> None:
     """Ctrl-C at a terminal kills `| tee` too: the trainer's ``except KeyboardInterrupt:`` logs "saving a
@@ -272,20 +233,6 @@ def test_a_forked_worker_writes_without_tqdms_lock(tmp_path: Path, monkeypatch: 
     assert out.lines == ["I from a worker\n"]
 
 
-def test_a_known_rank_is_not_asked_again(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every message re-read four environment variables, twice, for ever in a single-process run (11% of log())."""
-    asked: list[int] = []
-    monkeypatch.setenv("RANK", "0")
-    rank = st_rank.LazyRank()
-    monkeypatch.setattr(st_rank, "dist_rank", lambda: asked.append(1))  # (the messages' asking, from here)
-    assert [rank() for _ in range(5)] == [0] * 5 and asked == []
-    monkeypatch.undo()  # (RANK and dist_rank as they were)
-    monkeypatch.delenv("RANK", raising=False)
-    rank = st_rank.LazyRank()  # nothing says it yet (spawn, before init_process_group): asked at each message
-    monkeypatch.setattr(st_rank, "dist_rank", lambda: asked.append(1))
-    assert [rank() for _ in range(3)] == [0] * 3 and len(asked) == 3
-
-
 def test_a_line_cut_by_a_full_pipe_is_not_glued_to_the_next(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A full non-blocking pipe took half a row (EAGAIN after 8 characters): the next row was glued to the cut one
     ('I   7202  +0.500I   7722  +0.500')."""
@@ -300,3 +247,153 @@ def test_a_line_cut_by_a_full_pipe_is_not_glued_to_the_next(tmp_path: Path, monk
     for n in range(3):
         logger.info(f"row {n} +0.500")
     assert "".join(out.lines).splitlines() == ["I row 0 +0.500", "I row 1 ", "I row 2 +0.500"]
+
+
+def test_encodable_keeps_display_width() -> None:
+    assert encodable("a\u4e2db\u00e9c", "ascii") == "a??b?c"
+    assert encodable("a\u4e2db", "utf-8") == "a\u4e2db"
+
+
+def test_encodable_keeps_emoji_sequences_at_their_width() -> None:
+    from steptable.table.formatting import pad
+
+    for s in ("\u2764\ufe0f", "\U0001f468\u200d\U0001f469\u200d\U0001f467", "a\u4e2db"):
+        assert len(encodable(pad(s, 8, "left"), "ascii")) == 8
+
+
+def test_a_stdout_that_raises_anything_is_reported_once(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A replaced stdout (a notebook stream torn down, a tee) raising something that is not an OSError: one report,
+    then quiet, and the JSONL is complete."""
+    from steptable import setup_logging
+
+    setup_logging("raises", log_dir=tmp_path / "logs")
+    sl = StepLogger(EMA_COLS, run_dir=tmp_path / "arm", alerts=False)
+    sl.log({"step": 0, "loss": 0.1})
+
+    class TornDown:
+        def write(self, text: str) -> int:
+            raise RuntimeError("stream torn down")
+
+        def flush(self) -> None:
+            pass
+
+    monkeypatch.setattr(sys, "stdout", TornDown())
+    for step in range(1, 6):
+        sl.log({"step": step, "loss": 0.1})
+    sl.close()
+    err = capsys.readouterr().err
+    assert err.count("console output failed") == 1 and "Logging error" not in err and "Traceback" not in err
+    assert jsonl_steps(tmp_path / "arm" / "metrics.jsonl") == list(range(6))
+
+
+def test_a_stdout_that_fails_for_a_moment_loses_only_that_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """EAGAIN from a momentarily full non-blocking pipe costs that one line; the console does not go quiet for the
+    rest of the run (a closed or broken stdout still does, see the test above)."""
+    import errno
+
+    from steptable import setup_logging
+
+    lines: list[str] = []
+
+    class Flaky:
+        calls = 0
+
+        def write(self, text: str) -> int:
+            Flaky.calls += 1
+            if Flaky.calls == 3:
+                raise BlockingIOError(errno.EAGAIN, "write could not complete without blocking")
+            lines.append(text)
+            return len(text)
+
+        def flush(self) -> None:
+            pass
+
+    monkeypatch.setattr(sys, "stdout", Flaky())
+    setup_logging("flaky", log_dir=tmp_path / "logs")
+    with StepLogger(EMA_COLS, alerts=False, header_every=0) as sl:
+        for step in range(6):
+            sl.log({"step": step, "loss": 0.1})
+    text = "".join(lines)
+    assert "end of run: 6 rows" in text and "I    5  +0.100" in text, text
+    assert capsys.readouterr().err.count("lines are dropped while it fails") == 1
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_logging_from_a_forked_child_is_reported_once(tmp_path: Path) -> None:
+    code = textwrap.dedent(
+        """
+        import os, sys
+        from steptable import Col, StepLogger
+        sl = StepLogger([Col("step", 4, "step", "d")], run_dir=sys.argv[1], console=False, alerts=False)
+        pid = os.fork()
+        if pid == 0:
+            for step in range(5):
+                sl.log({"step": step})
+            sys.stderr.flush()
+            os._exit(0)
+        os.waitpid(pid, 0)
+        """
+    )
+    proc = subprocess.run([sys.executable, "-c", code, str(tmp_path / "arm")], capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.count("forked child process") == 1 and not (tmp_path / "arm" / "metrics.jsonl").exists()
+
+
+def test_console_false_without_setup_logging_keeps_alerts_off_the_terminal(tmp_path: Path) -> None:
+    """`steptable demo`: loggers with console=False under the watch app, no setup_logging. loguru's default
+    handler would write their alerts to stderr, over the app's screen."""
+    code = textwrap.dedent(
+        """
+        import sys
+        from steptable import Col, StepLogger
+        with StepLogger([Col("step", 4, "step", "d"), Col("loss", 6, "loss")], run_dir=sys.argv[1],
+                        console=False) as sl:
+            for step in range(5):
+                sl.log({"step": step, "loss": float("nan") if step > 2 else 0.5})
+        """
+    )
+    proc = subprocess.run([sys.executable, "-c", code, str(tmp_path / "arm")], capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 0 and proc.stdout == "" and proc.stderr == ""
+    assert len((tmp_path / "arm" / "metrics.jsonl").read_text().splitlines()) == 5
+
+
+def test_console_false_without_setup_logging_reports_a_write_failure_once_and_short(tmp_path: Path) -> None:
+    code = textwrap.dedent(
+        """
+        import os, sys
+        from steptable import Col, StepLogger
+        os.makedirs(sys.argv[1])
+        os.symlink("/dev/full", os.path.join(sys.argv[1], "metrics.jsonl"))
+        with StepLogger([Col("step", 4, "step", "d")], run_dir=sys.argv[1], console=False, alerts=False) as sl:
+            for step in range(5):
+                sl.log({"step": step})
+        """
+    )
+    proc = subprocess.run([sys.executable, "-c", code, str(tmp_path / "arm")], capture_output=True, text=True,
+                          timeout=60)
+    lines = proc.stderr.splitlines()
+    assert proc.returncode == 0 and proc.stdout == "" and all(line.startswith("steptable: ") for line in lines)
+    assert sum("cannot write" in line for line in lines) == 1 and "| WARNING" not in proc.stderr
+
+
+def test_console_false_without_setup_logging_reports_each_failure_episode(tmp_path: Path) -> None:
+    code = textwrap.dedent(
+        """
+        import os, sys
+        from steptable import Col, StepLogger
+        run = sys.argv[1]
+        with StepLogger([Col("step", 4, "step", "d")], run_dir=run, console=False, alerts=False) as sl:
+            for step in range(9):
+                if step in (3, 7):
+                    os.unlink(os.path.join(run, "metrics.jsonl"))
+                sl.log({"step": step})
+        """
+    )
+    proc = subprocess.run([sys.executable, "-c", code, str(tmp_path / "arm")], capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 0 and proc.stderr.count("was deleted during the run") == 2, proc.stderr
