@@ -3,12 +3,16 @@ directory, one torch thread, the async backend."""
 
 from __future__ import annotations
 
+import types
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
 
+import steptable.ingest.files.follow as follow_mod
 from tests.helpers import check_golden
+from tests.ingest.helpers import FollowerClock
+from tests.trainer_logs import write_all
 
 # Property tests check values, not speed: on a loaded 2-core CI machine one slow draw (a GC pause, another process)
 # failed a run with "input generation is slow" though every example passed.
@@ -60,3 +64,17 @@ def xdg(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
 def anyio_backend() -> str:
     """The app's async tests run on asyncio (Textual's loop)."""
     return "asyncio"
+
+
+@pytest.fixture
+def follower_clock(monkeypatch: pytest.MonkeyPatch) -> FollowerClock:
+    """The Follower's monotonic clock, moved by the test (``follower_clock.t += seconds``)."""
+    c = FollowerClock()
+    monkeypatch.setattr(follow_mod, "time", types.SimpleNamespace(monotonic=c.monotonic))
+    return c
+
+
+@pytest.fixture(scope="module")
+def every_trainer_log(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Every trainer's log written once per test module: fixture name -> its metrics file."""
+    return write_all(tmp_path_factory.mktemp("formats"))

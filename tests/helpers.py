@@ -6,6 +6,7 @@ import contextlib
 import json
 import math
 import os
+import random
 import shutil
 import subprocess
 import sys
@@ -145,3 +146,15 @@ def grpo_row(rng: Any, step: int) -> dict[str, Any]:
     """One healthy GRPO row: noisy loss, grad norm and reward."""
     return {"step": step, "loss": 0.02 + rng.gauss(0, 0.01), "grad_norm": 0.4 + abs(rng.gauss(0, 0.05)),
             "reward": 0.55 + rng.gauss(0, 0.05)}
+
+
+def grpo_rows(steps: range, seed: int = 0, step_key: str = "step") -> list[dict[str, Any]]:
+    """GRPO rows of ``steps`` (seeded): a loss falling and a reward rising slowly, noisy kl and grad norm."""
+    rng = random.Random(seed)
+    return [{step_key: s, "loss": 0.8 - 0.001 * s + rng.gauss(0, 0.03), "reward": 0.2 + 0.002 * s + rng.gauss(0, 0.05),
+             "kl": abs(rng.gauss(0.01, 0.003)), "grad_norm": abs(rng.gauss(1.0, 0.2))} for s in steps]
+
+
+def printed_steps(out: str) -> list[int]:
+    """The steps of JSONL text (``tail --format jsonl`` output), in order."""
+    return [json.loads(line)["step"] for line in out.splitlines()]

@@ -14,10 +14,7 @@ import pytest
 
 import steptable.ingest.files.tail as tail_mod
 from steptable.ingest import Follower, RunStore
-
-
-def good(step: int) -> bytes:
-    return (json.dumps({"step": step, "loss": step + 0.5, "phase": "train"}) + "\n").encode()
+from tests.ingest.helpers import assert_rows, train_line
 
 
 def ingest(tmp_path: Path, data: bytes, name: str = "metrics.jsonl") -> tuple[Follower, RunStore, str]:
@@ -29,14 +26,8 @@ def ingest(tmp_path: Path, data: bytes, name: str = "metrics.jsonl") -> tuple[Fo
     return f, f.stores[f"arm/{name}"], str(path)
 
 
-def assert_rows(store: RunStore, expected_steps: list[int]) -> None:
-    assert list(store.steps) == expected_steps
-    for i, s in enumerate(expected_steps):
-        assert store.value(i, "loss") == s + 0.5
-
-
 def test_malformed_json_mid_file(tmp_path: Path) -> None:
-    data = good(0) + good(1) + b'{"step": 2, "loss": \n' + good(3) + b"}{\n" + good(4)
+    data = train_line(0) + train_line(1) + b'{"step": 2, "loss": \n' + train_line(3) + b"}{\n" + train_line(4)
     f, store, path = ingest(tmp_path, data)
     assert_rows(store, [0, 1, 3, 4])
     assert [(b.lineno, b.reason[:14]) for b in store.bad] == [(3, "malformed JSON"), (5, "malformed JSON")]
@@ -44,7 +35,8 @@ def test_malformed_json_mid_file(tmp_path: Path) -> None:
 
 
 def test_non_utf8_bytes(tmp_path: Path) -> None:
-    data = good(0) + b'{"step": 1, "loss": 1.5, "phase": "tr\xff\xfeain"}\n' + good(2) + b"\xff\xfe\n" + good(3)
+    data = (train_line(0) + b'{"step": 1, "loss": 1.5, "phase": "tr\xff\xfeain"}\n' + train_line(2) + b"\xff\xfe\n"
+            + train_line(3))
     _, store, _ = ingest(tmp_path, data)
     assert_rows(store, [0, 1, 2, 3])
     assert store.value(1, "phase") == "tr\ufffd\ufffdain"
@@ -55,14 +47,15 @@ def test_non_utf8_bytes(tmp_path: Path) -> None:
 
 
 def test_utf8_bom_is_stripped(tmp_path: Path) -> None:
-    _, store, _ = ingest(tmp_path, b"\xef\xbb\xbf" + good(0) + good(1))
+    _, store, _ = ingest(tmp_path, b"\xef\xbb\xbf" + train_line(0) + train_line(1))
     assert_rows(store, [0, 1])
     assert store.keys == ["step", "loss", "phase"] and store.bad == []
 
 
 def test_nul_runs_around_a_line_keep_the_row(tmp_path: Path) -> None:
     # copytruncate under a writer without O_APPEND: the next row lands after a hole of NULs, on the same line
-    _, store, _ = ingest(tmp_path, good(0) + b"\0" * 4096 + good(1) + good(2)[:-1] + b"\0\0\n" + b"\0" * 7 + b"\n")
+    data = train_line(0) + b"\0" * 4096 + train_line(1) + train_line(2)[:-1] + b"\0\0\n" + b"\0" * 7 + b"\n"
+    _, store, _ = ingest(tmp_path, data)
     assert_rows(store, [0, 1, 2])
     assert [(b.lineno, b.reason) for b in store.bad] == [
         (2, "NUL bytes around the line removed (row kept)"),
@@ -74,7 +67,7 @@ def test_unpaired_surrogate_escapes_keep_the_row(tmp_path: Path) -> None:
     # Python's json.dumps writes "\udcff" for a str holding a lone surrogate (a surrogateescape-decoded path)
     row = json.dumps({"step": 1, "loss": 1.5, "phase": "/data/\udcff\ud83d\ude00\ud800.bin"}).encode() + b"\n"
     escaped = b'{"step": 2, "loss": 2.5, "phase": "\\\\udcff"}\n'  # an escaped backslash, then "udcff": text
-    _, store, _ = ingest(tmp_path, good(0) + row + escaped)
+    _, store, _ = ingest(tmp_path, train_line(0) + row + escaped)
     assert_rows(store, [0, 1, 2])
     assert store.value(1, "phase") == "/data/\ufffd\U0001f600\ufffd.bin"
     assert store.value(2, "phase") == "\\udcff"
@@ -84,34 +77,34 @@ def test_unpaired_surrogate_escapes_keep_the_row(tmp_path: Path) -> None:
 
 
 def test_crlf_line_endings(tmp_path: Path) -> None:
-    _, store, _ = ingest(tmp_path, (good(0) + good(1) + good(2)).replace(b"\n", b"\r\n"))
+    _, store, _ = ingest(tmp_path, (train_line(0) + train_line(1) + train_line(2)).replace(b"\n", b"\r\n"))
     assert_rows(store, [0, 1, 2])
     assert store.value(2, "phase") == "train" and store.bad == []
 
 
 def test_line_of_8_mib_or_more_is_skipped(tmp_path: Path) -> None:
     huge = b'{"step": 1, "blob": "' + b"x" * (8 * 1024 * 1024) + b'"}\n'
-    _, store, path = ingest(tmp_path, good(0) + huge + good(2) + good(3))
+    _, store, path = ingest(tmp_path, train_line(0) + huge + train_line(2) + train_line(3))
     assert_rows(store, [0, 2, 3])
     assert [str(b) for b in store.bad] == [f"{path}:2: line of 8 MiB or more skipped"]
 
 
 def test_json_value_that_is_not_an_object(tmp_path: Path) -> None:
-    _, store, _ = ingest(tmp_path, good(0) + b"[1, 2]\n" + b"null\n" + b'"text"\n' + good(4))
+    _, store, _ = ingest(tmp_path, train_line(0) + b"[1, 2]\n" + b"null\n" + b'"text"\n' + train_line(4))
     assert_rows(store, [0, 4])
     assert [(b.lineno, b.reason) for b in store.bad] == [
         (2, "not a JSON object (list)"), (3, "not a JSON object (NoneType)"), (4, "not a JSON object (str)")]
 
 
 def test_number_out_of_range(tmp_path: Path) -> None:
-    _, store, _ = ingest(tmp_path, good(0) + b'{"step": 1, "loss": 1.5, "big": 1e999}\n' + good(2))
+    _, store, _ = ingest(tmp_path, train_line(0) + b'{"step": 1, "loss": 1.5, "big": 1e999}\n' + train_line(2))
     assert_rows(store, [0, 1, 2])
     assert store.value(1, "big") == math.inf and math.isnan(store.column("big")[0])
     assert [(b.lineno, b.reason) for b in store.bad] == [(2, "number out of range read as inf (row kept)")]
 
 
 def test_rows_without_a_step(tmp_path: Path) -> None:
-    _, store, path = ingest(tmp_path, good(0) + good(1) + b'{"loss": 1.5, "extra": 7}\n' + good(2))
+    _, store, path = ingest(tmp_path, train_line(0) + train_line(1) + b'{"loss": 1.5, "extra": 7}\n' + train_line(2))
     assert list(store.steps) == [0, 1, 2]
     assert store.value(1, "extra") == 7  # kept under the previous step, merged into that row
     assert [str(b) for b in store.bad] == [f"{path}:3: step 'step' missing: row kept under step 1"]
@@ -128,14 +121,14 @@ def test_empty_file(tmp_path: Path) -> None:
     f, store, _ = ingest(tmp_path, b"")
     assert len(store) == 0 and store.bad == [] and f.errors == []
     path = tmp_path / "runs" / "arm" / "metrics.jsonl"
-    path.write_bytes(good(0))
+    path.write_bytes(train_line(0))
     assert f.scan() == {"arm/metrics.jsonl"} and list(store.steps) == [0]
 
 
 def test_unreadable_file_is_reported_once_and_retried(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "runs" / "arm" / "metrics.jsonl"
     path.parent.mkdir(parents=True)
-    path.write_bytes(good(0) + good(1))
+    path.write_bytes(train_line(0) + train_line(1))
     real_open = tail_mod.open_binary
 
     def denied(p: Path) -> Any:
@@ -158,14 +151,14 @@ def test_directory_that_does_not_exist_yet(tmp_path: Path) -> None:
     f = Follower([root])
     assert f.scan() == set() and f.stores == {} and f.errors == []
     (root / "armB").mkdir(parents=True)
-    (root / "armB" / "metrics.jsonl").write_bytes(good(0))
+    (root / "armB" / "metrics.jsonl").write_bytes(train_line(0))
     assert f.scan() == {"armB/metrics.jsonl"}
     assert f.stores["armB/metrics.jsonl"].arm == "armB"
 
 
 def test_bad_lines_in_a_big_file_keep_their_numbers(tmp_path: Path) -> None:
     """Bad lines deep in a file that the fast path reads in chunks: same numbers, all good rows."""
-    lines = [good(i) for i in range(6000)]
+    lines = [train_line(i) for i in range(6000)]
     lines[4321] = b'{"step": 4321, "loss": oops}\n'
     lines[5000] = b'{"step": 5000, "loss": NaN, "phase": "train"}\n'
     _, store, _ = ingest(tmp_path, b"".join(lines))
@@ -182,7 +175,7 @@ def test_unreadable_directory_is_reported_once_and_retried(tmp_path: Path, monke
     root = tmp_path / "runs"
     for arm in ("armA", "armB"):
         (root / arm).mkdir(parents=True)
-        (root / arm / "metrics.jsonl").write_bytes(good(0))
+        (root / arm / "metrics.jsonl").write_bytes(train_line(0))
     locked = root / "armB"
     real_scandir = os.scandir
 
@@ -208,7 +201,7 @@ def test_unreadable_unnamed_jsonl_is_reported_once_and_retried(tmp_path: Path,
 
     path = tmp_path / "runs" / "exp7.jsonl"
     path.parent.mkdir(parents=True)
-    path.write_bytes(good(0) + good(1))
+    path.write_bytes(train_line(0) + train_line(1))
     real_open = builtins.open
 
     def denied(p: Any, *a: Any, **k: Any) -> Any:
@@ -233,7 +226,7 @@ def test_fifos_and_devices_are_reported_not_read(tmp_path: Path, name: str) -> N
     the one-shot commands still return (run in a child with a deadline, so a hang fails instead of stalling)."""
     run = tmp_path / "runs" / "arm"
     run.mkdir(parents=True)
-    (run / "metrics.jsonl").write_bytes(good(0))
+    (run / "metrics.jsonl").write_bytes(train_line(0))
     if name == "urandom":
         if not os.path.exists("/dev/urandom"):
             pytest.skip("no /dev/urandom")
@@ -251,7 +244,7 @@ def test_unnamed_jsonl_with_a_malformed_first_line_is_still_read(tmp_path: Path)
     """exp.jsonl whose first row was cut by a crash: judged by its first well-formed row, the bad one reported."""
     path = tmp_path / "runs" / "exp7.jsonl"
     path.parent.mkdir(parents=True)
-    path.write_bytes(b'{"step": 0, "loss": NaN\n' + good(1) + good(2))
+    path.write_bytes(b'{"step": 0, "loss": NaN\n' + train_line(1) + train_line(2))
     f = Follower([tmp_path / "runs"])
     assert f.scan() == {"exp7.jsonl"}
     assert_rows(f.stores["exp7.jsonl"], [1, 2])

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import threading
 from pathlib import Path
 from typing import Any
@@ -11,24 +10,16 @@ import pytest
 
 import steptable.ingest.files.wake as wake_mod
 from steptable.ingest import Follower, discover, preview_tail
-
-
-def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a") as f:
-        f.write("".join(json.dumps(r) + "\n" for r in rows))
-
-
-def rows(start: int, stop: int) -> list[dict[str, Any]]:
-    return [{"step": s, "rew": s / 100} for s in range(start, stop)]
+from tests.helpers import write_rows
+from tests.ingest.helpers import rew_rows
 
 
 def test_discover_runs_arms_and_side_files(tmp_path: Path) -> None:
     for arm in ("vanilla", "routeA", "absorb"):
-        write_jsonl(tmp_path / "logs" / arm / "metrics.jsonl", rows(0, 2))
-    write_jsonl(tmp_path / "logs" / "routeA" / "generations.jsonl", [{"step": 0, "prompt": "p", "reward": 1}])
-    write_jsonl(tmp_path / "logs" / "routeA" / "custom_eval.jsonl", [{"iteration": 0, "acc": 0.5, "f1": 0.4}])
-    write_jsonl(tmp_path / "logs" / "routeA" / "prompts.jsonl", [{"id": "a", "text": "b"}])
+        write_rows(tmp_path / "logs" / arm / "metrics.jsonl", rew_rows(0, 2))
+    write_rows(tmp_path / "logs" / "routeA" / "generations.jsonl", [{"step": 0, "prompt": "p", "reward": 1}])
+    write_rows(tmp_path / "logs" / "routeA" / "custom_eval.jsonl", [{"iteration": 0, "acc": 0.5, "f1": 0.4}])
+    write_rows(tmp_path / "logs" / "routeA" / "prompts.jsonl", [{"id": "a", "text": "b"}])
     (tmp_path / "logs" / "routeA" / "config.json").write_text("{}")
     cands = {c.run_id: c for c in discover([tmp_path / "logs"])}
     assert sorted(cands) == ["absorb/metrics.jsonl", "routeA/custom_eval.jsonl", "routeA/metrics.jsonl",
@@ -44,8 +35,8 @@ def test_discover_runs_arms_and_side_files(tmp_path: Path) -> None:
 
 
 def test_several_roots_prefix_run_ids(tmp_path: Path) -> None:
-    write_jsonl(tmp_path / "a" / "x" / "metrics.jsonl", rows(0, 1))
-    write_jsonl(tmp_path / "b" / "x" / "metrics.jsonl", rows(0, 1))
+    write_rows(tmp_path / "a" / "x" / "metrics.jsonl", rew_rows(0, 1))
+    write_rows(tmp_path / "b" / "x" / "metrics.jsonl", rew_rows(0, 1))
     f = Follower([tmp_path / "a", tmp_path / "b"])
     f.scan()
     assert sorted(f.stores) == [f"{tmp_path.as_posix()}/a/x/metrics.jsonl", f"{tmp_path.as_posix()}/b/x/metrics.jsonl"]
@@ -61,11 +52,11 @@ def test_a_file_given_directly(tmp_path: Path) -> None:
 
 
 def test_run_created_after_start_is_picked_up(tmp_path: Path) -> None:
-    write_jsonl(tmp_path / "logs" / "a" / "metrics.jsonl", rows(0, 3))
+    write_rows(tmp_path / "logs" / "a" / "metrics.jsonl", rew_rows(0, 3))
     f = Follower([tmp_path / "logs"])
     assert f.scan() == {"a/metrics.jsonl"}
-    write_jsonl(tmp_path / "logs" / "b" / "metrics.jsonl", rows(0, 2))
-    write_jsonl(tmp_path / "logs" / "a" / "metrics.jsonl", rows(3, 4))
+    write_rows(tmp_path / "logs" / "b" / "metrics.jsonl", rew_rows(0, 2))
+    write_rows(tmp_path / "logs" / "a" / "metrics.jsonl", rew_rows(3, 4))
     assert f.scan() == {"a/metrics.jsonl", "b/metrics.jsonl"}
     assert len(f.stores["a/metrics.jsonl"]) == 4 and len(f.stores["b/metrics.jsonl"]) == 2
 
@@ -95,14 +86,14 @@ def wait_for(cond: Any, got: threading.Event, timeout: float = 10.0) -> None:
 @pytest.mark.parametrize("poll", [0.05, None], ids=["polling", "notify"])
 def test_threaded_loop_follows_appends_and_new_runs(tmp_path: Path, poll: float | None) -> None:
     root = tmp_path / "logs"
-    write_jsonl(root / "a" / "metrics.jsonl", rows(0, 2))
+    write_rows(root / "a" / "metrics.jsonl", rew_rows(0, 2))
     f = Follower([root], poll=poll, recheck=0.2 if poll else 60.0)  # notify: events alone must do it
     stop, t, seen, got = run_loop(f)
     try:
         wait_for(lambda: "a/metrics.jsonl" in f.stores and len(f.stores["a/metrics.jsonl"]) == 2, got)
-        write_jsonl(root / "a" / "metrics.jsonl", rows(2, 5))
+        write_rows(root / "a" / "metrics.jsonl", rew_rows(2, 5))
         wait_for(lambda: len(f.stores["a/metrics.jsonl"]) == 5, got)
-        write_jsonl(root / "b" / "metrics.jsonl", rows(0, 1))
+        write_rows(root / "b" / "metrics.jsonl", rew_rows(0, 1))
         wait_for(lambda: "b/metrics.jsonl" in f.stores and len(f.stores["b/metrics.jsonl"]) == 1, got)
     finally:
         stop.set()
@@ -115,19 +106,19 @@ def test_notify_events_alone_deliver(tmp_path: Path, monkeypatch: pytest.MonkeyP
     """No idle stat, no re-check: once the watch is up, appends and new runs arrive through events only."""
     monkeypatch.setattr(wake_mod, "IDLE_POLL", 60.0)
     root = tmp_path / "logs"
-    write_jsonl(root / "a" / "metrics.jsonl", rows(0, 1))
+    write_rows(root / "a" / "metrics.jsonl", rew_rows(0, 1))
     f = Follower([root], recheck=60.0)
     stop, t, _, got = run_loop(f)
     try:
         wait_for(lambda: "a/metrics.jsonl" in f.stores, got)
         store = f.stores["a/metrics.jsonl"]
         for n in range(1, 100):  # until the watch is up (rows appended before it are seen by the next event)
-            write_jsonl(root / "a" / "metrics.jsonl", rows(n, n + 1))
+            write_rows(root / "a" / "metrics.jsonl", rew_rows(n, n + 1))
             if got.wait(0.1) and len(store) == n + 1:
                 break
             got.clear()
         assert len(store) == n + 1
-        write_jsonl(root / "b" / "metrics.jsonl", rows(0, 1))
+        write_rows(root / "b" / "metrics.jsonl", rew_rows(0, 1))
         wait_for(lambda: "b/metrics.jsonl" in f.stores and len(f.stores["b/metrics.jsonl"]) == 1, got)
     finally:
         stop.set()
@@ -141,12 +132,12 @@ def test_notify_failure_falls_back_to_polling(tmp_path: Path, monkeypatch: pytes
         raise OSError(28, "inotify watch limit reached")
 
     monkeypatch.setattr(watchfiles, "watch", broken)
-    write_jsonl(tmp_path / "a" / "metrics.jsonl", rows(0, 1))
+    write_rows(tmp_path / "a" / "metrics.jsonl", rew_rows(0, 1))
     f = Follower([tmp_path], recheck=0.2)
     stop, t, _, got = run_loop(f)
     try:
         wait_for(lambda: "a/metrics.jsonl" in f.stores, got)
-        write_jsonl(tmp_path / "a" / "metrics.jsonl", rows(1, 2))
+        write_rows(tmp_path / "a" / "metrics.jsonl", rew_rows(1, 2))
         wait_for(lambda: len(f.stores["a/metrics.jsonl"]) == 2, got)
     finally:
         stop.set()
@@ -156,7 +147,7 @@ def test_notify_failure_falls_back_to_polling(tmp_path: Path, monkeypatch: pytes
 
 def test_preview_tail_reads_only_the_end(tmp_path: Path) -> None:
     path = tmp_path / "r" / "metrics.jsonl"
-    write_jsonl(path, rows(0, 2000))
+    write_rows(path, rew_rows(0, 2000))
     store = preview_tail(path, max_bytes=4000)
     size = path.stat().st_size
     assert 0 < len(store) < 200 and store.steps[-1] == 1999 and store.bad == []
@@ -165,8 +156,8 @@ def test_preview_tail_reads_only_the_end(tmp_path: Path) -> None:
 
 
 def test_a_failing_source_does_not_stop_the_others(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    write_jsonl(tmp_path / "a" / "metrics.jsonl", rows(0, 2))
-    write_jsonl(tmp_path / "b" / "metrics.jsonl", rows(0, 2))
+    write_rows(tmp_path / "a" / "metrics.jsonl", rew_rows(0, 2))
+    write_rows(tmp_path / "b" / "metrics.jsonl", rew_rows(0, 2))
     f = Follower([tmp_path])
     f.scan()
     broken = f._sources[tmp_path / "a" / "metrics.jsonl"]
@@ -175,7 +166,7 @@ def test_a_failing_source_does_not_stop_the_others(tmp_path: Path, monkeypatch: 
         raise RuntimeError("boom")
 
     monkeypatch.setattr(broken, "poll", boom)
-    write_jsonl(tmp_path / "b" / "metrics.jsonl", rows(2, 3))
+    write_rows(tmp_path / "b" / "metrics.jsonl", rew_rows(2, 3))
     f.scan()
     assert len(f.stores["b/metrics.jsonl"]) == 3
     assert f.errors == [f"{tmp_path / 'a' / 'metrics.jsonl'}: internal error (RuntimeError: boom)"]
@@ -208,17 +199,17 @@ def test_symlinks_in_the_logs_tree(tmp_path: Path) -> None:
     beside its target) is one run, under its real path; a loop ends; a dangling metrics link is said; a link deep
     inside a run (its data -> a dataset directory) is not walked."""
     logs, scratch = tmp_path / "logs", tmp_path / "scratch"
-    write_jsonl(scratch / "exp42" / "metrics.jsonl", rows(0, 2))
+    write_rows(scratch / "exp42" / "metrics.jsonl", rew_rows(0, 2))
     logs.mkdir()
     (logs / "exp42").symlink_to(scratch / "exp42", target_is_directory=True)
-    write_jsonl(logs / "wandb" / "run-1" / "files" / "wandb-history.jsonl", rows(0, 3))
+    write_rows(logs / "wandb" / "run-1" / "files" / "wandb-history.jsonl", rew_rows(0, 3))
     (logs / "wandb" / "latest-run").symlink_to("run-1", target_is_directory=True)
-    write_jsonl(logs / "ok" / "metrics.jsonl", rows(0, 1))
+    write_rows(logs / "ok" / "metrics.jsonl", rew_rows(0, 1))
     (logs / "ok" / "link.jsonl").symlink_to("metrics.jsonl")
     (logs / "ok" / "loop").symlink_to(logs / "ok", target_is_directory=True)
     (logs / "gone").mkdir()
     (logs / "gone" / "metrics.jsonl").symlink_to(tmp_path / "nowhere.jsonl")
-    write_jsonl(scratch / "dataset" / "part-0" / "metrics.jsonl", rows(0, 1))
+    write_rows(scratch / "dataset" / "part-0" / "metrics.jsonl", rew_rows(0, 1))
     (logs / "ok" / "sub").mkdir()
     (logs / "ok" / "sub" / "data").symlink_to(scratch / "dataset", target_is_directory=True)
     errors: list[str] = []
@@ -235,16 +226,16 @@ def test_links_never_hide_the_real_path(tmp_path: Path) -> None:
     """A link to a directory the walk reaches later (exp1/latest -> ../exp2/run3) leaves the run under its real
     path; a root reached through a link (~/logs -> /scratch/logs) still tells a file link from its target."""
     real = tmp_path / "scratch" / "logs"
-    write_jsonl(real / "exp2" / "run3" / "metrics.jsonl", rows(0, 2))
+    write_rows(real / "exp2" / "run3" / "metrics.jsonl", rew_rows(0, 2))
     (real / "exp1").mkdir()
     (real / "exp1" / "latest").symlink_to("../exp2/run3", target_is_directory=True)
-    write_jsonl(real / "run1" / "metrics.jsonl", rows(0, 2))
+    write_rows(real / "run1" / "metrics.jsonl", rew_rows(0, 2))
     (real / "current.jsonl").symlink_to("run1/metrics.jsonl")
     (tmp_path / "logs").symlink_to(real, target_is_directory=True)
     for root in (real, tmp_path / "logs"):
         assert sorted(c.run_id for c in discover([root])) == ["exp2/run3/metrics.jsonl", "run1/metrics.jsonl"]
     # a link into a directory the walk passes over (hidden) is the way to that run
-    write_jsonl(real / ".store" / "run5" / "metrics.jsonl", rows(0, 2))
+    write_rows(real / ".store" / "run5" / "metrics.jsonl", rew_rows(0, 2))
     (real / "exp1" / "current").symlink_to("../.store/run5", target_is_directory=True)
     assert "exp1/current/metrics.jsonl" in {c.run_id for c in discover([real])}
 

@@ -11,17 +11,8 @@ from typing import Any
 
 import pytest
 
-from steptable.ingest import Follower, RunStore, load
-
-
-def write_jsonl(path: Path, rows: list[dict[str, Any]], dumps: Any = json.dumps) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(dumps(r) + "\n" for r in rows))
-
-
-def only(stores: dict[str, RunStore]) -> RunStore:
-    assert len(stores) == 1, list(stores)
-    return next(iter(stores.values()))
+from steptable.ingest import Follower, load
+from tests.ingest.helpers import only, write_jsonl
 
 
 def test_verl_envelope_and_truncation_on_launch(tmp_path: Path) -> None:

@@ -22,6 +22,7 @@ from steptable.ingest.parse import (
 from steptable.ingest.readers.console import parse_console_line
 from steptable.ingest.readers.jsonl import JsonlParser
 from steptable.ingest.store import RunStore
+from tests.ingest.helpers import feed_chunks
 
 
 def test_bare_nonfinite_literals_outside_strings_only() -> None:
@@ -117,16 +118,6 @@ def _rows(n: int, seed: int = 0) -> list[dict[str, Any]]:
     return rows
 
 
-def _feed(chunks: list[bytes]) -> tuple[RunStore, JsonlParser]:
-    store = RunStore("r", "r.jsonl")
-    parser = JsonlParser("r.jsonl")
-    lineno = 1
-    for c in chunks:
-        store.add(parser.parse(c, lineno))
-        lineno += c.count(b"\n")
-    return store, parser
-
-
 def _dump(rows: list[dict[str, Any]]) -> bytes:
     return "".join(json.dumps(r) + "\n" for r in rows).encode()
 
@@ -146,7 +137,7 @@ def test_fast_path_matches_tolerant_path() -> None:
     data = _dump(rows)
     lines = data.splitlines(keepends=True)
     chunks = [b"".join(lines[i : i + 20]) for i in range(0, len(lines), 20)]
-    fast, parser = _feed(chunks)
+    fast, parser = feed_chunks(chunks)
     assert parser.fast_chunks >= 10  # the fast path did run
     slow = RunStore("r", "r.jsonl")
     p2 = JsonlParser("r.jsonl")
@@ -165,7 +156,7 @@ def test_fast_path_falls_back_on_new_key_type_change_and_bad_line() -> None:
     data = _dump(rows).replace(b'{"step": 55,', b'{"step": 55, oops')
     lines = data.splitlines(keepends=True)
     chunks = [b"".join(lines[i : i + 10]) for i in range(0, len(lines), 10)]
-    store, _ = _feed(chunks)
+    store, _ = feed_chunks(chunks)
     assert [b.lineno for b in store.bad] == [56]
     assert list(store.steps) == [s for s in range(60) if s != 55]
     assert store.value(store.index_of_step(45), "new") == 1.5 and store.value(0, "new") is None
@@ -185,7 +176,7 @@ def _chunks(rows: list[dict[str, Any]], size: int) -> list[bytes]:
 def test_fast_path_nested_step_and_verl_envelope() -> None:
     rows = [{"training": {"global_step": 10 * s}, "data": {"actor/pg_loss": s / 10, "perf": {"mfu": 0.5}}}
             for s in range(80)]
-    store, parser = _feed(_chunks(rows, 10))
+    store, parser = feed_chunks(_chunks(rows, 10))
     assert parser.fast_chunks >= 6 and parser.step_key == "training/global_step"
     assert list(store.steps) == [10 * s for s in range(80)]
     assert store.keys == ["training/global_step", "actor/pg_loss", "perf/mfu"]
@@ -196,7 +187,7 @@ def test_fast_path_resume_and_merge_in_later_chunks() -> None:
     rows = [{"step": s, "loss": float(s), "lr": 0.1} for s in range(50)]
     rows += [{"step": s, "loss": 100.0 + s, "lr": 0.2} for s in range(30, 60)]  # resumed at 30
     rows.insert(20, {"step": 19, "test/acc": 0.5, "lr": 0.1})  # a late eval row, next to its step
-    store, parser = _feed(_chunks(rows, 10))
+    store, parser = feed_chunks(_chunks(rows, 10))
     assert parser.fast_chunks >= 4 and store.resumes == [30]
     assert list(store.steps) == list(range(60)) and store.value(30, "loss") == 130.0
     assert store.row(19) == {"step": 19, "loss": 19.0, "lr": 0.1, "test/acc": 0.5}
@@ -205,7 +196,7 @@ def test_fast_path_resume_and_merge_in_later_chunks() -> None:
 def test_nan_heavy_chunks_are_rewritten_before_decoding() -> None:
     data = b"".join(b'{"step": %d, "a": NaN, "b": -Infinity, "s": "x NaN"}\n' % s for s in range(100))
     lines = data.splitlines(keepends=True)
-    store, parser = _feed([b"".join(lines[i : i + 10]) for i in range(0, 100, 10)])
+    store, parser = feed_chunks([b"".join(lines[i : i + 10]) for i in range(0, 100, 10)])
     assert parser.fast_chunks == 9 and parser._fix_first
     assert math.isnan(store.value(99, "a")) and store.value(99, "b") == -math.inf and store.value(99, "s") == "x NaN"
 

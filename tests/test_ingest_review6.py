@@ -17,6 +17,8 @@ from steptable.ingest.readers.csvlog import CsvParser, cell
 from steptable.ingest.readers.jsonl import JsonlParser
 from steptable.ingest.store import RunStore
 from tests.helpers import run_cli
+from tests.ingest.helpers import NOT_NUMBERS, NUMBERS, check_steps, follower_store
+from tests.trainer_logs import write_sb3_monitor
 
 # --- 1. steps of a followed file whose step key is another ------------------------------------------------------
 
@@ -44,21 +46,6 @@ class Sb3Csv:
         self.f.flush()
 
 
-def _only_store(fo: Follower) -> RunStore:
-    (store,) = fo.stores.values()
-    return store
-
-
-def _check_steps(store: RunStore, want: list[int]) -> None:
-    """The step column shows the step index, for every row; no ``step`` key is stored beside the file's own."""
-    assert list(store.steps) == want
-    assert "step" not in store.keys
-    assert list(store.column("step")) == [float(s) for s in want]
-    assert store.cells("step") == want
-    assert [r["step"] for r in store.rows()] == want
-    assert all(store.value(i, "step") == s for i, s in enumerate(want))
-
-
 @pytest.mark.parametrize("step_key", ["time/total_timesteps", "global_step", "_step", None])
 def test_a_followed_csv_rewritten_from_the_top_keeps_its_steps(tmp_path: Path, step_key: str | None) -> None:
     """SB3's start-up: train/* appears at iteration 2, rollout/* at 4, each rewriting the file (the step column
@@ -78,8 +65,8 @@ def test_a_followed_csv_rewritten_from_the_top_keeps_its_steps(tmp_path: Path, s
         writer.write(kv)
         fo.scan()
         want.append(2048 * it if step_key is not None else it - 1)
-        store = _only_store(fo)
-        _check_steps(store, want)
+        store = follower_store(fo)
+        check_steps(store, want)
     writer.f.close()
     assert store.generation == 0 and list(store.column("time/fps")) == [1500.0 + it for it in range(1, 9)]
     assert list(store.column("rollout/ep_rew_mean"))[3:] == [24.0, 25.0, 26.0, 27.0, 28.0]
@@ -116,7 +103,7 @@ def test_a_followed_file_restarted_or_replaced_keeps_its_steps(
     _write(path, kind, step_key, range(0, 6), 1.0)
     fo = Follower([tmp_path])
     fo.scan()
-    _check_steps(_only_store(fo), list(range(6)))
+    check_steps(follower_store(fo), list(range(6)))
     if how == "truncated":
         _write(path, kind, step_key, range(0, 3), 2.0)
     else:
@@ -124,30 +111,18 @@ def test_a_followed_file_restarted_or_replaced_keeps_its_steps(
         _write(other, kind, step_key, range(0, 3), 2.0)
         os.replace(other, path)
     fo.scan()
-    store = _only_store(fo)
-    _check_steps(store, [0, 1, 2])
+    store = follower_store(fo)
+    check_steps(store, [0, 1, 2])
     assert list(store.column("loss")) == [0.0, 2.0, 4.0]
     _append(path, kind, step_key, range(3, 5), 2.0)
     fo.scan()
-    _check_steps(store, [0, 1, 2, 3, 4])
+    check_steps(store, [0, 1, 2, 3, 4])
     assert list(store.column("loss")) == [0.0, 2.0, 4.0, 6.0, 8.0]
-
-
-# --- 6. comment lines before a CSV header -----------------------------------------------------------------------
-
-
-def _monitor(path: Path, episodes: int, head: str = "") -> None:
-    """stable_baselines3.common.monitor.Monitor's file: a JSON comment line, then r,l,t."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w") as f:
-        f.write(head + '#{"t_start": 1700000000.123, "env_id": "CartPole-v1"}\n' + "r,l,t\n")
-        for i in range(episodes):
-            f.write(f"{10.0 + i},{10 + i},{0.5 * i:.6f}\n")
 
 
 def test_sb3_monitor_csv_named_on_the_command_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "mon" / "0.monitor.csv"
-    _monitor(path, 10)
+    write_sb3_monitor(path, 10)
     rc, out, err = run_cli(["tail", str(path), "--format", "jsonl", "-n", "0"], capsys)
     rows = [json.loads(line) for line in out.splitlines()]
     assert rc == 0 and err == "", err
@@ -158,7 +133,7 @@ def test_sb3_monitor_csv_named_on_the_command_line(tmp_path: Path, capsys: pytes
 @pytest.mark.parametrize("head", ["\ufeff", "\ufeff\n\n", "\n  \n", "# written by hand\n\n"])
 def test_a_bom_blank_and_comment_lines_before_the_header(tmp_path: Path, head: str) -> None:
     path = tmp_path / "m.csv"
-    _monitor(path, 3, head)
+    write_sb3_monitor(path, 3, head)
     parser = CsvParser(str(path))
     parsed = parser.parse(path.read_bytes(), 1)
     assert parser.header == ["r", "l", "t"] and parser.step_key is None and not parsed.bad
@@ -196,18 +171,10 @@ def test_a_header_written_as_a_comment_numpy_savetxt(tmp_path: Path) -> None:
 def test_preview_of_a_big_monitor_csv_finds_its_header(tmp_path: Path) -> None:
     """The preview reads the header from the top of the file: past the comment line, not the comment line."""
     path = tmp_path / "0.monitor.csv"
-    _monitor(path, 2000)
+    write_sb3_monitor(path, 2000)
     store = preview_tail(path, max_bytes=1000)
     assert store.meta["preview_offset"] > 0 and len(store) > 10 and not store.bad
     assert store.keys == ["r", "l", "t"] and store.value(len(store) - 1, "l") == 10 + 1999
-
-
-# --- 7. numbers logged as JSON strings --------------------------------------------------------------------------
-
-NUMBERS = {"0": 0, "-1": -1, "+7": 7, "0.5": 0.5, "-0.25": -0.25, ".5": 0.5, "2.": 2.0, "1e-05": 1e-05,
-           "1E+3": 1000.0, "0.8888888990000001": 0.8888888990000001, " 2.5 ": 2.5, "\t3\n": 3, "0e0": 0.0}
-TEXTS = ["0012", "007", "00", "00.5", "0x10", "1_000", "1,000", "1e", "e5", ".", "+", "", " ", "1 2", "+-1",
-         "\u0661\u0662", "\uff11", "v1", "1.2.3", "0b1", "1e5x", "inf5"]
 
 
 def test_the_number_rule() -> None:
@@ -215,12 +182,12 @@ def test_the_number_rule() -> None:
     for text, want in NUMBERS.items():
         got = number(text)
         assert got == want and type(got) is type(want), text
-    for text in TEXTS:
+    for text in NOT_NUMBERS:
         assert number(text) is None, text
 
 
 def test_csv_cells_read_numbers_by_the_rule() -> None:
-    for text in [*NUMBERS, *TEXTS]:
+    for text in [*NUMBERS, *NOT_NUMBERS]:
         c = cell(text)
         if not text.strip():
             assert c is None

@@ -15,10 +15,7 @@ import pytest
 from steptable.ingest.parse import MISSING
 from steptable.ingest.parsed import Parsed
 from steptable.ingest.store import RunStore
-
-
-def add_rows(store: RunStore, rows: list[dict[str, Any]], step_key: str = "step") -> None:
-    store.add(Parsed(steps=[r[step_key] for r in rows], rows=rows, step_key=step_key), now=1000.0)
+from tests.ingest.helpers import add_rows
 
 
 def test_append_and_read_api() -> None:

@@ -16,11 +16,7 @@ import pytest
 from steptable.cli.main import main
 from steptable.summary.report import _arm_tag
 from steptable.table.formatting import display_width
-from tests.helpers import following, run_cli, write_rows
-
-
-def _jsonl_steps(out: str) -> list[int]:
-    return [json.loads(line)["step"] for line in out.splitlines()]
+from tests.helpers import following, printed_steps, run_cli, write_rows
 
 
 def test_a_deeply_nested_line_is_one_bad_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -32,7 +28,7 @@ def test_a_deeply_nested_line_is_one_bad_line(tmp_path: Path, capsys: pytest.Cap
     path.parent.mkdir()
     path.write_text("\n".join(lines) + "\n")
     rc, out, err = run_cli(["tail", str(tmp_path), "--format", "jsonl", "-n", "0"], capsys)
-    assert rc == 0 and _jsonl_steps(out) == [0, 1, 3, 5]
+    assert rc == 0 and printed_steps(out) == [0, 1, 3, 5]
     assert "metrics.jsonl:3: JSON nested too deeply" in err and "metrics.jsonl:5:" in err
     assert "internal error" not in err
 
@@ -45,7 +41,7 @@ def test_console_log_step_past_int64_is_skipped(tmp_path: Path, capsys: pytest.C
         "(main_task pid=1) step:2 - critic/kl:0.05 - actor/pg_loss:0.2\n"
     )
     rc, out, err = run_cli(["tail", str(tmp_path), "--format", "jsonl", "-n", "0"], capsys)
-    assert rc == 0 and _jsonl_steps(out) == [1, 2] and "internal error" not in err
+    assert rc == 0 and printed_steps(out) == [1, 2] and "internal error" not in err
 
 
 def test_follow_notices_a_replaced_file_with_as_many_rows(tmp_path: Path) -> None:
@@ -91,7 +87,7 @@ def test_half_written_trainer_state_is_reported_and_the_older_one_shown(
     _trainer_state(run / "checkpoint-20" / "trainer_state.json", range(1, 21), cut_at=700)
     os.utime(run / "checkpoint-10" / "trainer_state.json", (1e9, 1e9))  # the half-written one is the newest
     rc, out, err = run_cli(["tail", str(run), "--format", "jsonl", "-n", "0"], capsys)
-    assert rc == 0 and _jsonl_steps(out) == list(range(1, 11))
+    assert rc == 0 and printed_steps(out) == list(range(1, 11))
     assert "checkpoint-20/trainer_state.json: invalid JSON" in err and "showing the older" in err
     only = tmp_path / "only"
     _trainer_state(only / "checkpoint-5" / "trainer_state.json", range(1, 21), cut_at=700)
@@ -155,7 +151,7 @@ def test_a_jsonl_whose_first_line_is_long_is_found(tmp_path: Path, capsys: pytes
     first = {"step": 0, **{f"val-core/src{i}/reward/mean@4": 0.5 for i in range(2000)}}  # ~77 KB
     write_rows(tmp_path / "exp1.jsonl", [first, *({"step": s, "actor/pg_loss": 0.1 * s} for s in range(1, 4))])
     rc, out, _ = run_cli(["tail", str(tmp_path), "--format", "jsonl", "-n", "0"], capsys)
-    assert rc == 0 and _jsonl_steps(out) == [0, 1, 2, 3]
+    assert rc == 0 and printed_steps(out) == [0, 1, 2, 3]
 
 
 @pytest.mark.parametrize("argv", [["-n", "-5"], ["--header-every", "-1"], ["--poll", "0"], ["--width", "-3"]])
@@ -197,7 +193,7 @@ def test_a_row_too_deep_for_python_is_one_bad_line(
     monkeypatch.setattr(jsonl, "flatten", flatten)
     write_rows(tmp_path / "a" / "metrics.jsonl", [{"step": 0, "loss": 1}, {"step": 1, "deep": {"a": 1}}, {"step": 2}])
     rc, out, err = run_cli(["tail", str(tmp_path), "--format", "jsonl", "-n", "0"], capsys)
-    assert rc == 0 and _jsonl_steps(out) == [0, 2] and "metrics.jsonl:2: JSON nested too deeply" in err
+    assert rc == 0 and printed_steps(out) == [0, 2] and "metrics.jsonl:2: JSON nested too deeply" in err
 
 
 @pytest.mark.parametrize("kind", ["fifo", "device", "directory"])
@@ -213,7 +209,7 @@ def test_a_config_json_that_is_not_a_file_is_passed_over(
     else:
         config.mkdir()
     rc, out, _ = run_cli(["tail", str(tmp_path / "r"), "--format", "jsonl"], capsys)
-    assert rc == 0 and _jsonl_steps(out) == [0]
+    assert rc == 0 and printed_steps(out) == [0]
 
 
 def test_a_named_file_of_json_rows_is_read_whatever_its_name(
@@ -224,7 +220,7 @@ def test_a_named_file_of_json_rows_is_read_whatever_its_name(
         path = tmp_path / name
         path.write_text("\ufeff" + "".join(json.dumps({"step": s, "loss": 1.0}) + "\n" for s in range(3)))
         rc, out, _ = run_cli(["tail", str(path), "--format", "jsonl"], capsys)
-        assert rc == 0 and _jsonl_steps(out) == [0, 1, 2], name
+        assert rc == 0 and printed_steps(out) == [0, 1, 2], name
     (tmp_path / "notes").write_text("plain words\n")
     rc, _, err = run_cli(["tail", str(tmp_path / "notes")], capsys)
     assert rc == 2 and "not a metrics file" in err
@@ -239,7 +235,7 @@ def test_a_trainer_state_with_a_bom_is_read(tmp_path: Path, capsys: pytest.Captu
     path.parent.mkdir()
     path.write_bytes(b"\xef\xbb\xbf" + json.dumps(state).encode())
     rc, out, _ = run_cli(["tail", str(path.parent), "--format", "jsonl"], capsys)
-    assert rc == 0 and _jsonl_steps(out) == [1, 2]
+    assert rc == 0 and printed_steps(out) == [1, 2]
 
 
 @pytest.mark.parametrize("text", ["1_0", "\u0663", "\uff13", "+-3", "--3", "", "-"])
@@ -352,7 +348,7 @@ def test_a_fifo_named_like_a_log_does_not_hang_discovery(tmp_path: Path) -> None
     os.mkfifo(tmp_path / "a" / "train.log")  # opening it to look at its first line would block
     p = subprocess.run([sys.executable, "-m", "steptable", "tail", str(tmp_path), "--format", "jsonl"],
                        capture_output=True, text=True, timeout=30)
-    assert p.returncode == 0 and _jsonl_steps(p.stdout) == [0]
+    assert p.returncode == 0 and printed_steps(p.stdout) == [0]
 
 
 def test_a_live_log_cut_mid_line_shows_no_wrong_value(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -10,10 +10,7 @@ import numpy as np
 from steptable.ingest import Follower, RunStore
 from steptable.table import render
 from steptable.table.columns import Col
-
-
-def _good(step: int) -> bytes:
-    return (json.dumps({"step": step, "loss": step + 0.5}) + "\n").encode()
+from tests.ingest.helpers import loss_line
 
 
 def _ingest(tmp_path: Path, data: bytes) -> tuple[Follower, RunStore, Path]:
@@ -34,7 +31,7 @@ def _consistent(store: RunStore) -> None:
 
 def test_step_beyond_int64_is_a_bad_line_not_a_lost_run(tmp_path: Path) -> None:
     # One hostile line used to raise OverflowError in the store ("internal error") and every row was lost.
-    data = _good(0) + b'{"step": 1000000000000000000000000000000, "loss": 9.5}\n' + _good(2)
+    data = loss_line(0) + b'{"step": 1000000000000000000000000000000, "loss": 9.5}\n' + loss_line(2)
     f, store, _ = _ingest(tmp_path, data)
     assert list(store.steps) == [0, 0, 2] or list(store.steps) == [0, 2]
     assert store.value(len(store) - 1, "loss") == 2.5
@@ -43,10 +40,10 @@ def test_step_beyond_int64_is_a_bad_line_not_a_lost_run(tmp_path: Path) -> None:
 
 
 def test_step_beyond_int64_on_the_fast_path_keeps_the_store_consistent(tmp_path: Path) -> None:
-    data = b"".join(_good(i) for i in range(50))
+    data = b"".join(loss_line(i) for i in range(50))
     f, store, path = _ingest(tmp_path, data)
     with open(path, "ab") as fh:  # a later chunk, decoded by the typed fast path: msgspec ints reach 2**64-1
-        fh.write(b'{"step": 18446744073709551615, "loss": 1.5}\n' + _good(50))
+        fh.write(b'{"step": 18446744073709551615, "loss": 1.5}\n' + loss_line(50))
     f.scan()
     assert not any("internal error" in e for e in f.errors)
     assert list(store.steps)[-1] == 50 and store.value(len(store) - 1, "loss") == 50.5
@@ -85,7 +82,7 @@ def test_follow_into_a_closed_pipe_exits_quietly(tmp_path: Path) -> None:
 
     path = tmp_path / "arm" / "metrics.jsonl"
     path.parent.mkdir(parents=True)
-    path.write_bytes(b"".join(_good(i) for i in range(3)))
+    path.write_bytes(b"".join(loss_line(i) for i in range(3)))
     proc = subprocess.Popen(
         [sys.executable, "-m", "steptable", "tail", "-f", "--poll", "0.05", str(tmp_path)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**os.environ, "PYTHONUNBUFFERED": "1"},
@@ -98,7 +95,7 @@ def test_follow_into_a_closed_pipe_exits_quietly(tmp_path: Path) -> None:
         proc.stdout.close()
         for i in range(3, 60):
             with open(path, "ab") as fh:
-                fh.write(_good(i) * 50)
+                fh.write(loss_line(i) * 50)
             time.sleep(0.05)
             if proc.poll() is not None:
                 break

@@ -555,3 +555,26 @@ def write_lightning(dir: Path, seed: int = 10, epochs: int = 4) -> Path:
                 w.writerow([ep, s, round(2 - 0.03 * s + rng.random() / 10, 4), "", ""])
             w.writerow([ep, 10 * ep + 9, "", round(1.8 - 0.1 * ep, 4), round(0.5 + 0.08 * ep, 4)])
     return dir / "metrics.csv"
+
+
+def tinker_iteration_row(s: int) -> dict[str, Any]:
+    """A training row of tinker-cookbook's do_async_training (``training_client/step`` is ``i_batch``, the step)."""
+    return {"step": s, "training_client/step": s, "progress/done_frac": (s + 1) / 10, "optim/lr": 4e-5,
+            "env/all/reward/total": 0.1 * s, "optim/entropy": 0.6, "time/train_step": 14.0, "time/total": 30.0 + s}
+
+
+def tinker_evaluation_row(s: int) -> dict[str, Any]:
+    """Its evaluation loop's row: logged at ``sampling_client_step`` when the evaluation ends, with a timing window
+    of its own (``time/total`` is the evaluation's)."""
+    return {"step": s, "test/env/all/reward/total": 0.75, "test/env/all/correct": 0.7,
+            "time/run_evaluations_parallel": 75.0, "time/total": 75.3}
+
+
+
+def write_sb3_monitor(path: Path, episodes: int, head: str = "") -> None:
+    """stable_baselines3.common.monitor.Monitor's file: a JSON comment line, then r,l,t."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w") as f:
+        f.write(head + '#{"t_start": 1700000000.123, "env_id": "CartPole-v1"}\n' + "r,l,t\n")
+        for i in range(episodes):
+            f.write(f"{10.0 + i},{10 + i},{0.5 * i:.6f}\n")
