@@ -335,8 +335,7 @@ def test_keys_as_the_trainers_docs_spell_them() -> None:
     text = legend_for(tinker, get_schema("tinker"))
     assert "entropy of the sampling policy" in text and "mean tokens the policy generated per turn" in text
     maxent = get_schema("maxent-grpo")
-    # type: ignore[union-attr]
-    assert maxent.rule("eval/reward_std") is not None and maxent.rule("eval/reward_std").better is None
+    assert maxent.rule("eval/reward_std") is not None and maxent.rule("eval/reward_std").better is None  # type: ignore[union-attr]
     assert "whole loss" in maxent.rule("train/loss/total").desc  # type: ignore[union-attr]
     assert parse_console_line("critic/score/mean:0.6 - mfu/actor:0.3 [repeated 2x across cluster]") == {
         "critic/score/mean": 0.6, "mfu/actor": 0.3}

@@ -386,8 +386,7 @@ def test_a_non_text_arm_costs_no_row_and_a_failed_table_still_marks_the_end(tmp_
     d.mkdir()
     (d / "table.3.txt").mkdir()  # table.txt cannot be written (a directory in its place)
     (d / "table.txt").mkdir()
-    # type: ignore[arg-type]  # a seed number
-    sl = StepLogger(CUSTOM_COLS, run_dir=d, arm=3, console=False, alerts=False)
+    sl = StepLogger(CUSTOM_COLS, run_dir=d, arm=3, console=False, alerts=False)  # type: ignore[arg-type]  # a seed number
     assert all(sl.log({"step": s, "reward/mean": 0.5}) is not None for s in range(3))
     sl.close()
     info = json.loads((d / "steptable.3.json").read_text())
