@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import io
 import json
-import math
 import os
 import random
 import time
@@ -18,10 +17,8 @@ import pytest
 from steptable.alerts.replaced import read_replaced
 from steptable.cli.main import _parser
 from steptable.cli.tailout import Tail
-from steptable.ingest import Follower, RunStore
-from steptable.ingest.parsed import Parsed
+from steptable.ingest import Follower
 from tests.helpers import grpo_rows, run_cli, write_rows
-from tests.ingest.helpers import followed
 
 NAN = float("nan")
 
@@ -180,110 +177,3 @@ def test_summary_of_a_clockless_run_left_alone_for_hours_says_it_stalled(tmp_pat
     os.utime(path, (t, t))
     out = summary(tmp_path, capsys)
     assert "stalled" in out and "alerts 1 (1W)" in out, out
-
-
-def test_the_key_cap_notice_names_the_file_not_a_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The cap on distinct keys is the file's, not a line's: its notice reads ``path: more than ...`` (a line number
-    would point at a line that is not the one that crossed it)."""
-    from steptable.ingest import store, table
-
-    monkeypatch.setattr(table, "MAX_KEYS", 50)
-    monkeypatch.setattr(store, "MAX_KEYS", 50)
-    path = tmp_path / "run" / "metrics.jsonl"
-    write_rows(path, [{"step": i, "loss": 0.5, f"sample/{i}": 1.0} for i in range(100)])
-    fol, _ = followed(tmp_path)
-    assert len(fol.errors) == 1 and fol.errors[0].startswith(f"{path}: more than 50 distinct keys"), fol.errors
-
-
-# --- the Follower's stores (what the app and summary read) ---------------------------------------------------------
-
-
-@pytest.mark.parametrize(("arm", "why"), [("", "empty"), (3, "not a name")])
-def test_an_arm_cell_that_is_not_a_name_leaves_the_directorys(tmp_path: Path, arm: Any, why: str) -> None:
-    """A row's own "arm" names the run's arm only when it is a non-empty string; else the directory names it."""
-    write_rows(tmp_path / "seed0" / "metrics.jsonl", [{**r, "arm": arm} for r in grpo_rows(range(3))])
-    _, store = followed(tmp_path)
-    assert store.arm == "seed0", why
-
-
-def test_bad_lines_keep_the_first_1000_and_the_newest_100(tmp_path: Path) -> None:
-    """A file of 1,001 unreadable lines: the app lists the first 1,000, the newest 100 and the count of all."""
-    path = tmp_path / "run" / "metrics.jsonl"
-    path.parent.mkdir()
-    path.write_text("{not json\n" * 1001 + json.dumps({"step": 0, "loss": 1.0}) + "\n")
-    _, store = followed(tmp_path)
-    kept, newest, total = store.bad_lines()
-    assert total == 1001 and [b.lineno for b in (kept[0], kept[-1])] == [1, 1000] and len(kept) == 1000
-    assert len(newest) == 100 and [b.lineno for b in (newest[0], newest[-1])] == [902, 1001]
-
-
-def test_a_relaunch_logging_half_the_metrics_is_a_resume(tmp_path: Path) -> None:
-    """The crashed run logged 8 metrics; the relaunch from the step-5 checkpoint logs 4 of them (diagnostics
-    off): it measures again all its own, so it is a resume, and the crashed run's rows 6-7 go."""
-    path = tmp_path / "run" / "metrics.jsonl"
-    rng = random.Random(5)
-    extra = ("entropy", "clip_frac", "response_len", "lr")
-    write_rows(path, [{**r, **{k: rng.random() for k in extra}} for r in grpo_rows(range(8))])
-    write_rows(path, grpo_rows(range(5, 6), seed=9))
-    _, store = followed(tmp_path)
-    assert store.resumes == [5] and list(store.steps) == list(range(6))
-
-
-def test_a_relaunch_with_diagnostics_added_is_a_resume(tmp_path: Path) -> None:
-    """The crashed run logged loss, reward, kl; the relaunch from step 5 logs loss, reward and 5 new diagnostics:
-    it measures again 2 of the 3 the old row held (more than half), so it is a resume, not an eval to merge."""
-    path = tmp_path / "run" / "metrics.jsonl"
-    write_rows(path, [{k: r[k] for k in ("step", "loss", "reward", "kl")} for r in grpo_rows(range(8))])
-    rng = random.Random(6)
-    write_rows(path, [{"step": 5, "loss": 0.7, "reward": 0.3, **{f"diag/{k}": rng.random() for k in "abcde"}}])
-    _, store = followed(tmp_path)
-    assert store.resumes == [5] and list(store.steps) == list(range(6)) and store.value(5, "loss") == 0.7
-
-
-def test_a_late_row_repeating_half_the_stored_rows_metrics_among_new_ones_is_merged(tmp_path: Path) -> None:
-    """A late row at step 5 (after step 7's) with 2 of the row's 4 metrics and 3 eval scores: not half of its own
-    keys, not more than half of the row's: an evaluation filling the row in, not a restart dropping steps 6-7."""
-    path = tmp_path / "run" / "metrics.jsonl"
-    rows = grpo_rows(range(8))
-    write_rows(path, rows)
-    write_rows(path, [{"step": 5, "loss": 0.1, "reward": 0.9, "eval/acc": 0.4, "eval/len": 312.0, "eval/kl": 0.02}])
-    _, store = followed(tmp_path)
-    assert store.resumes == [] and list(store.steps) == list(range(8))
-    assert store.value(5, "eval/acc") == 0.4 and store.value(5, "loss") == pytest.approx(rows[5]["loss"])
-
-
-def test_an_edit_changes_the_mark_the_app_redraws_by(tmp_path: Path) -> None:
-    """The app's grid keeps rows it drew until the store's change mark moves: a late row merged in must move it."""
-    from steptable.app.model import change_mark
-
-    path = tmp_path / "run" / "metrics.jsonl"
-    write_rows(path, grpo_rows(range(5)))
-    fol, store = followed(tmp_path)
-    before = change_mark(store)
-    write_rows(path, [{"step": 2, "eval/acc": 0.5}])
-    fol.scan()
-    assert change_mark(store) != before and store.value(2, "eval/acc") == 0.5
-
-
-def test_a_crash_late_in_a_long_run_is_read_from_the_rows_the_resume_replaced() -> None:
-    """The rows a resume replaced may be read for more the longer the run (a fiftieth of its rows on top, not less):
-    a NaN loss 1M steps into a run, restarted from 10 steps before it, is still said. (The first 1M rows are bare:
-    what they hold does not matter here, and bare rows keep the test fast.)"""
-    n = 1_000_000
-    store = RunStore("run", "/nonexistent/metrics.jsonl", on_resume=read_replaced)
-    store.add(Parsed(steps=range(n), cols={}), now=math.nan)
-    tail = [{"step": s, "loss": NAN if s == n + 10 else 0.5 + 0.01 * (s % 3)} for s in range(n, n + 20)]
-    store.add(Parsed(steps=[r["step"] for r in tail], rows=tail), now=math.nan)
-    store.add(Parsed(steps=[n], rows=[{"step": n, "loss": 0.5}]), now=math.nan)
-    assert store.resumes == [n]
-    assert [(a.step, a.column, a.level) for a in store.replaced] == [(n + 10, "loss", "E")]
-
-
-def test_a_store_that_takes_a_deleted_runs_place_goes_past_its_generation_and_version() -> None:
-    """The Follower hands the new store of a run whose file was deleted and written again the old one's generation
-    and version: it goes past both, so a reader that knows the run by its id starts it over."""
-    old = RunStore("run", "/nonexistent/metrics.jsonl", on_resume=read_replaced)
-    old.reset()
-    new = RunStore("run", "/nonexistent/metrics.jsonl", on_resume=read_replaced)
-    new.succeed(old.generation, old.version)
-    assert new.generation > old.generation and new.version > old.version

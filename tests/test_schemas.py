@@ -9,7 +9,6 @@ from typing import Any
 
 import pytest
 
-from steptable.ingest.readers.hf import classify_log_entry
 from steptable.schemafiles.resolve import get_schema
 from steptable.schemas import (
     GENERIC,
@@ -277,25 +276,6 @@ def test_side_file_step_from_records_and_no_side_for_metrics() -> None:
     assert side_file("exp/trainer_state.json") is None
     with pytest.raises(ValueError):
         SideFile("*.bin", "weights")
-
-
-# ------------------------------------------------------------------------------------------- log_history kinds
-
-
-@pytest.mark.parametrize(
-    ("entry", "kind"),
-    [
-        ({"loss": 0.1, "grad_norm": 1.0, "learning_rate": 1e-5, "epoch": 0.1, "step": 10}, "train"),
-        ({"eval_loss": 0.2, "eval_runtime": 3.0, "eval_samples_per_second": 9.1, "epoch": 0.1, "step": 10}, "eval"),
-        ({"train_runtime": 99.0, "train_loss": 0.1, "total_flos": 1e12, "epoch": 1.0, "step": 100}, "summary"),
-        ({"train/loss": 0.1, "train/reward": 0.5, "step": 3}, "train"),
-        ({"eval/reward": 0.4, "step": 3}, "eval"),
-        ({"test_loss": 0.3, "step": 9}, "eval"),
-        ({"step": 5, "epoch": 1.0}, "train"),
-    ],
-)
-def test_classify_log_entry(entry: dict[str, Any], kind: str) -> None:
-    assert classify_log_entry(entry) == kind
 
 
 # ------------------------------------------------------------------------------------------------------ legend

@@ -35,12 +35,3 @@ def test_summary_uses_the_tables_short_headers(
     assert rc == 0
     names = {line.split()[0] for line in out.splitlines()[2:] if line.strip()}
     assert "pg_loss" in names and not any("/" in n and n.startswith("actor") for n in names)
-
-
-def test_trainer_state_final_summary_is_run_metadata(every_trainer_log: dict[str, Path]) -> None:
-    from steptable.ingest import load
-
-    stores = load([every_trainer_log["trl"]])
-    (store,) = stores.values()
-    assert "train_runtime" not in store.keys  # not merged into the last step's row
-    assert "train_runtime" in store.meta["train_summary"]

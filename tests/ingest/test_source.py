@@ -1,5 +1,6 @@
-"""Row wall times: a row's own clock, the time a followed row arrived, or unknown (NaN) for rows already in a file
-when it was first read. A one-shot read must not invent a step rate or an age from when it read each chunk."""
+"""steptable.ingest.source: one followed file feeding one store: row wall times (a row's own clock, the time a
+followed row arrived, unknown for rows already in the file; a one-shot read invents no rate or age), and a reader's
+bug on one chunk costs that chunk only."""
 
 from __future__ import annotations
 
@@ -8,12 +9,16 @@ import math
 import os
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 import steptable.ingest.store as store_mod
 from steptable.ingest import Follower, load
+from steptable.ingest.files.tail import BLOCK
+from steptable.ingest.readers.jsonl import JsonlParser
 from steptable.summary.report import header_text
+from tests.helpers import write_rows
 
 
 def _rows(start: int, n: int, ts: float | None = None) -> bytes:
@@ -89,3 +94,51 @@ def test_rows_with_their_own_clock_keep_it(tmp_path: Path) -> None:
     store = load([tmp_path])["run/metrics.jsonl"]
     assert list(store.wall_times) == [t0 + 30.0 * s for s in range(10)]
     assert store.last_update == t0 + 270.0
+
+
+# --- a reader's bug on one chunk --------------------------------------------------------------------------------
+
+
+def _failing_on(monkeypatch: pytest.MonkeyPatch, marker: bytes) -> None:
+    """JsonlParser raises on any chunk that holds ``marker`` (a bug of ours met by one row)."""
+    parse = JsonlParser.parse
+
+    def buggy(self: JsonlParser, chunk: bytes, lineno: Any) -> Any:
+        if marker in chunk:
+            raise KeyError("reader bug")
+        return parse(self, chunk, lineno)
+
+    monkeypatch.setattr(JsonlParser, "parse", buggy)
+
+
+def test_a_bug_on_one_chunk_costs_that_chunk_not_the_rest_of_a_one_shot_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The tail has read past a chunk the parser failed on; a one-shot read has no next poll, so the rows after it
+    were never read (summary of a 600 KB file showed its first 256 KiB)."""
+    path = tmp_path / "r" / "metrics.jsonl"
+    pad = "x" * 80
+    write_rows(path, [{"step": s, "rew": 0.5, "pad": pad} for s in range(6000)])
+    write_rows(path, [{"step": 6000, "rew": 0.5, "pad": "boom"}])  # in the third block of 256 KiB, of four
+    write_rows(path, [{"step": s, "rew": 0.5, "pad": pad} for s in range(6001, 9000)])
+    _failing_on(monkeypatch, b'"boom"')
+    f = Follower([tmp_path])
+    f.scan()
+    lost = sorted(set(range(9000)) - set(f.stores["r/metrics.jsonl"].steps))
+    assert 6000 in lost and lost == list(range(lost[0], lost[-1] + 1))  # one run of rows: the failing chunk's
+    assert len(lost) * len(json.dumps({"step": 6000, "rew": 0.5, "pad": pad})) < BLOCK and lost[-1] < 8999
+    assert f.errors == [f"{path}: internal error (KeyError: 'reader bug')"]
+
+
+def test_a_bug_on_the_last_unfinished_line_does_not_end_a_one_shot_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``finish()`` (the last line, without its newline) raised out of the command: a traceback, no summary."""
+    good, cut = tmp_path / "a" / "metrics.jsonl", tmp_path / "b" / "metrics.jsonl"
+    write_rows(good, [{"step": 0, "rew": 0.5}])
+    write_rows(cut, [{"step": 0, "rew": 0.5}])
+    with open(cut, "a") as fh:
+        fh.write(json.dumps({"step": 1, "rew": "boom"}))
+    _failing_on(monkeypatch, b'"boom"')
+    stores = load([tmp_path])
+    assert list(stores["a/metrics.jsonl"].steps) == [0] and list(stores["b/metrics.jsonl"].steps) == [0]

@@ -1,13 +1,19 @@
-"""Tailing: partial lines, truncation, rotation, replacement, deletion; no row lost or doubled."""
+"""steptable.ingest.files.tail: reading a growing file: partial lines, truncation, rotation, replacement,
+deletion, copytruncate holes; no row lost or doubled, memory bounded."""
 
 from __future__ import annotations
 
 import json
 import os
 from pathlib import Path
+from typing import Any
 
+import pytest
+
+import steptable.ingest.files.tail as tail_mod
 from steptable.ingest import Follower
 from steptable.ingest.files.tail import RESET, FileTail, Lines
+from tests.ingest.helpers import assert_rows, train_line
 
 
 def line(step: int, **kw: float) -> bytes:
@@ -163,3 +169,24 @@ def test_a_nul_hole_starting_inside_a_block_loses_no_row(tmp_path: Path) -> None
     path.write_bytes(line(1) + b"\0" * (9 << 20) + line(2) + line(3))
     f.scan()
     assert steps(f) == [1, 2, 3] and f.errors == []
+
+
+def test_unreadable_file_is_reported_once_and_retried(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "runs" / "arm" / "metrics.jsonl"
+    path.parent.mkdir(parents=True)
+    path.write_bytes(train_line(0) + train_line(1))
+    real_open = tail_mod.open_binary
+
+    def denied(p: Path) -> Any:
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(tail_mod, "open_binary", denied)
+    f = Follower([tmp_path / "runs"])
+    f.scan()
+    f.scan()
+    store = f.stores["arm/metrics.jsonl"]
+    assert len(store) == 0
+    assert f.errors == [f"{path}: unreadable (Permission denied)"] and store.bad_count == 1
+    monkeypatch.setattr(tail_mod, "open_binary", real_open)
+    f.scan()
+    assert_rows(store, [0, 1])

@@ -1,21 +1,23 @@
-"""Review 6 of the readers: steps of a followed file whose step key is not ``step`` (SB3 rewrites its CSV from the top),
-comment lines before a CSV header (SB3's monitor.csv), numbers logged as JSON strings."""
+"""steptable.ingest.readers.csvlog: CSV metrics logs (SB3's progress.csv and monitor.csv, Lightning's
+metrics.csv): comment lines before the header, a file rewritten from the top, cells read by the number rule, quoted
+newlines and stray quotes."""
 
 from __future__ import annotations
 
+import csv
+import io
 import json
-import math
-import os
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from steptable.ingest import Follower, preview_tail
+import steptable.ingest.readers.csvlog as csvlog
+from steptable.ingest import Follower
 from steptable.ingest.parse import number
-from steptable.ingest.readers.csvlog import CsvParser, cell
-from steptable.ingest.readers.jsonl import JsonlParser
-from steptable.ingest.store import RunStore
+from steptable.ingest.readers.csvlog import CsvParser, cell, ends_quoted
 from tests.helpers import run_cli
 from tests.ingest.helpers import NOT_NUMBERS, NUMBERS, check_steps, follower_store
 from tests.trainer_logs import write_sb3_monitor
@@ -72,54 +74,6 @@ def test_a_followed_csv_rewritten_from_the_top_keeps_its_steps(tmp_path: Path, s
     assert list(store.column("rollout/ep_rew_mean"))[3:] == [24.0, 25.0, 26.0, 27.0, 28.0]
 
 
-def _write(path: Path, kind: str, step_key: str | None, steps: range, scale: float) -> None:
-    """Rows of ``steps`` (``loss`` = step x scale) as JSONL or CSV, with ``step_key`` or numbered by position."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    rows = [{**({step_key: s} if step_key else {}), "loss": s * scale} for s in steps]
-    if kind == "jsonl":
-        text = "".join(json.dumps(r) + "\n" for r in rows)
-    else:
-        keys = list(rows[0])
-        text = ",".join(keys) + "\n" + "".join(",".join(str(r[k]) for k in keys) + "\n" for r in rows)
-    path.write_text(text)
-
-
-def _append(path: Path, kind: str, step_key: str | None, steps: range, scale: float) -> None:
-    lines = [{**({step_key: s} if step_key else {}), "loss": s * scale} for s in steps]
-    with open(path, "a") as f:
-        for r in lines:
-            f.write(json.dumps(r) + "\n" if kind == "jsonl" else ",".join(str(v) for v in r.values()) + "\n")
-
-
-@pytest.mark.parametrize("how", ["truncated", "replaced"])
-@pytest.mark.parametrize("step_key", ["time/total_timesteps", "global_step", "_step", None])
-@pytest.mark.parametrize("kind", ["csv", "jsonl"])
-def test_a_followed_file_restarted_or_replaced_keeps_its_steps(
-    tmp_path: Path, kind: str, step_key: str | None, how: str
-) -> None:
-    """A restart that truncates the file, or a new file moved in its place, then appended to: every row keeps its
-    step (the CSV's new rows read nan: the rows copied from the re-read file had stored a ``step`` key)."""
-    path = tmp_path / "run" / f"{'progress.csv' if kind == 'csv' else 'metrics.jsonl'}"
-    _write(path, kind, step_key, range(0, 6), 1.0)
-    fo = Follower([tmp_path])
-    fo.scan()
-    check_steps(follower_store(fo), list(range(6)))
-    if how == "truncated":
-        _write(path, kind, step_key, range(0, 3), 2.0)
-    else:
-        other = tmp_path / "next.tmp"
-        _write(other, kind, step_key, range(0, 3), 2.0)
-        os.replace(other, path)
-    fo.scan()
-    store = follower_store(fo)
-    check_steps(store, [0, 1, 2])
-    assert list(store.column("loss")) == [0.0, 2.0, 4.0]
-    _append(path, kind, step_key, range(3, 5), 2.0)
-    fo.scan()
-    check_steps(store, [0, 1, 2, 3, 4])
-    assert list(store.column("loss")) == [0.0, 2.0, 4.0, 6.0, 8.0]
-
-
 def test_sb3_monitor_csv_named_on_the_command_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "mon" / "0.monitor.csv"
     write_sb3_monitor(path, 10)
@@ -168,24 +122,6 @@ def test_a_header_written_as_a_comment_numpy_savetxt(tmp_path: Path) -> None:
     assert [r["phase"] for r in parsed.rows or []] == ["warmup", "main"]
 
 
-def test_preview_of_a_big_monitor_csv_finds_its_header(tmp_path: Path) -> None:
-    """The preview reads the header from the top of the file: past the comment line, not the comment line."""
-    path = tmp_path / "0.monitor.csv"
-    write_sb3_monitor(path, 2000)
-    store = preview_tail(path, max_bytes=1000)
-    assert store.meta["preview_offset"] > 0 and len(store) > 10 and not store.bad
-    assert store.keys == ["r", "l", "t"] and store.value(len(store) - 1, "l") == 10 + 1999
-
-
-def test_the_number_rule() -> None:
-    """CSV cells: one strict rule for text that is a number (a CSV cell has no type but its text)."""
-    for text, want in NUMBERS.items():
-        got = number(text)
-        assert got == want and type(got) is type(want), text
-    for text in NOT_NUMBERS:
-        assert number(text) is None, text
-
-
 def test_csv_cells_read_numbers_by_the_rule() -> None:
     for text in [*NUMBERS, *NOT_NUMBERS]:
         c = cell(text)
@@ -195,41 +131,6 @@ def test_csv_cells_read_numbers_by_the_rule() -> None:
             assert type(c) in (int, float) and c == number(text), text
         else:
             assert c == text, text
-
-
-def _jsonl_store(chunks: list[bytes]) -> tuple[RunStore, JsonlParser]:
-    parser = JsonlParser("m.jsonl")
-    store = RunStore("r", "m.jsonl")
-    line = 1
-    for chunk in chunks:
-        store.add(parser.parse(chunk, line), math.nan)
-        line += chunk.count(b"\n")
-    return store, parser
-
-
-def _lines(rows: list[dict[str, Any]]) -> bytes:
-    return "".join(json.dumps(r) + "\n" for r in rows).encode()
-
-
-def test_json_strings_that_look_like_numbers_stay_text_on_both_paths() -> None:
-    """JSON says which values are text: a git hash "8e12345", a version "1.10", a seed past float precision, a job id
-    stay as they were written (read as numbers they showed as inf, 1.1, 1.23e18, 4.82e7), whichever parse path
-    read the chunk; only the non-finite spellings read as floats."""
-    def row(s: int) -> dict[str, Any]:
-        return {"step": s, "loss": 1.0 / (s + 1), "commit": "8e12345", "version": "1.10",
-                "seed": "1234567890123456789", "job": "48234217", "kl": "NaN" if s == 3 else 0.1}
-
-    first = _lines([row(s) for s in range(0, 50)])
-    later = _lines([row(s) for s in range(50, 100)])
-    fast, parser = _jsonl_store([first, later])
-    assert parser.fast_chunks >= 1  # (the typed path read a chunk)
-    slow, _ = _jsonl_store([line + b"\n" for line in (first + later).splitlines()])
-    for store in (fast, slow):
-        assert [store.value(60, k) for k in ("commit", "version", "seed", "job")] == [
-            "8e12345", "1.10", "1234567890123456789", "48234217"]
-        assert store.is_numeric("kl") and math.isnan(store.value(3, "kl"))
-    for key in fast.keys:
-        assert repr(fast.cells(key)) == repr(slow.cells(key)), key
 
 
 def test_tail_keeps_number_like_text_as_written(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -244,15 +145,50 @@ def test_tail_keeps_number_like_text_as_written(tmp_path: Path, capsys: pytest.C
     assert rc == 0 and "8e12345" in out and "1.10" in out and "inf" not in out
 
 
-def test_a_dataset_of_number_strings_is_not_taken_for_a_run(tmp_path: Path) -> None:
-    """Discovery counts JSON numbers only: a dataset JSONL beside a run whose ids and labels are number strings
-    stays a dataset (the store reading such strings as numbers must not make it look like metrics)."""
-    run = tmp_path / "logs" / "a" / "metrics.jsonl"
-    run.parent.mkdir(parents=True)
-    run.write_text("".join(json.dumps({"step": s, "loss": 1 / (s + 1)}) + "\n" for s in range(3)))
-    data = tmp_path / "logs" / "a" / "train_split.jsonl"
-    data.write_text("".join(json.dumps({"id": str(100 + i), "label": "1", "difficulty": "0.5", "text": "q"}) + "\n"
-                            for i in range(20)))
-    fo = Follower([tmp_path / "logs"])
-    fo.scan()
-    assert list(fo.stores) == ["a/metrics.jsonl"]
+def test_a_csv_record_cut_by_a_read_is_joined_with_its_rest(tmp_path: Path) -> None:
+    """Followed live, the rest of a record whose quoted cell holds a newline may come in a later read."""
+    path = tmp_path / "r" / "metrics.csv"
+    path.parent.mkdir()
+    path.write_text('step,loss,note,acc\n1,0.9,a,0.1\n2,0.8,"multi\n')
+    f = Follower([tmp_path])
+    f.scan()
+    store = f.stores["r/metrics.csv"]
+    assert list(store.steps) == [1]
+    with open(path, "a") as fh:
+        fh.write('line",0.2\n3,0.7,b,0.3\n')
+    f.scan()
+    assert list(store.steps) == [1, 2, 3] and not store.bad
+    assert [store.value(1, k) for k in ("loss", "note", "acc")] == [0.8, "multi\nline", 0.2]
+
+
+def test_a_stray_quote_costs_its_line_not_the_rows_after_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A quote that is never closed holds at most MAX_RECORD_LINES lines; then its line is a bad line and the lines
+    after it are rows again (also when they came in later reads)."""
+    monkeypatch.setattr(csvlog, "MAX_RECORD_LINES", 4)
+    p = CsvParser("m.csv")
+    first = p.parse(b'step,loss,note\n0,0.5,"stray\n1,0.4,a\n', 1)
+    assert first.steps == [] and not first.bad
+    rest = p.parse(b"2,0.3,b\n3,0.2,c\n4,0.1,d\n", 4)
+    assert rest.steps == [1, 2, 3, 4] and [r["loss"] for r in rest.rows or []] == [0.4, 0.3, 0.2, 0.1]
+    assert [str(b) for b in rest.bad] == ["m.csv:2: quote not closed within 4 lines: line skipped"]
+
+
+@given(st.text(alphabet='a,"', max_size=16), st.booleans())
+def test_ends_quoted_reads_quotes_as_the_csv_module_does(line: str, quoted: bool) -> None:
+    text = ('"' if quoted else "") + line
+    swallowed = len(list(csv.reader(io.StringIO(text + "\nX\n")))) == 1 and text != ""  # the next line joined it
+    assert ends_quoted(line, quoted) == swallowed
+
+
+def test_rows_after_a_stray_quote_are_shown_live_after_a_few_lines() -> None:
+    # tail -f showed nothing after a stray quote until 100 more lines came (and said nothing)
+    p = CsvParser("m.csv")
+    first = p.parse(b'step,loss,note\n1,0.5,ok\n2,0.4,"quoted start\n', 1)
+    assert first.steps == [1]
+    got = [p.parse(f"{s},0.{s},ok\n".encode(), s) for s in range(3, 8)]
+    assert [st for g in got for st in g.steps] == [3, 4, 5, 6, 7]
+    assert [str(b) for g in got for b in g.bad] == ["m.csv:3: quote not closed within 4 lines: line skipped"]
+    # a real cell with newlines is still one cell
+    q = CsvParser("q.csv")
+    rows = q.parse(b'step,loss,note\n1,0.5,"a\n2,0.4,b\n3,0.3,c\nend"\n4,0.2,ok\n', 1)
+    assert rows.steps == [1, 4] and rows.rows is not None and rows.rows[0]["note"] == "a\n2,0.4,b\n3,0.3,c\nend"
