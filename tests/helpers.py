@@ -158,3 +158,9 @@ def grpo_rows(steps: range, seed: int = 0, step_key: str = "step") -> list[dict[
 def printed_steps(out: str) -> list[int]:
     """The steps of JSONL text (``tail --format jsonl`` output), in order."""
     return [json.loads(line)["step"] for line in out.splitlines()]
+
+
+def plain_run(root: Path, **extra: float) -> Path:
+    path = root / "metrics.jsonl"
+    write_rows(path, [{"step": s, "actor/loss": 1 / (s + 1), **extra} for s in range(4)])
+    return path

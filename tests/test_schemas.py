@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
-from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -28,27 +25,7 @@ from steptable.schemas.headers import MAX_HEADER
 from steptable.table import render
 from steptable.table.columns import Col, ColumnError
 from steptable.table.formatting import display_width
-
-
-class Rows:
-    """An in-memory run (what ``RunView`` asks for), built from row dicts."""
-
-    def __init__(self, rows: Sequence[Mapping[str, Any]], path: str = "run/metrics.jsonl") -> None:
-        self.rows = [dict(r) for r in rows]
-        self.keys = list(dict.fromkeys(k for r in rows for k in r))
-        self.path = Path(path)
-
-    def column(self, key: str) -> list[Any]:
-        return [r.get(key) for r in self.rows]
-
-    def __len__(self) -> int:
-        return len(self.rows)
-
-
-@pytest.fixture(autouse=True)
-def _no_user_config(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
-
+from tests.schemas.helpers import Rows
 
 # ------------------------------------------------------------------------------------------------------ headers
 
@@ -243,6 +220,7 @@ def test_retrain_entropy_mirrors_and_surprisal_first() -> None:
     assert schema.derive(row)["plan_surprisal_mean"] == 2.0
 
 
+@pytest.mark.usefixtures("xdg")
 def test_unknown_schema_name() -> None:
     with pytest.raises(KeyError, match=r"known: .*verl"):
         get_schema("nope")

@@ -18,28 +18,7 @@ from steptable.table import render
 from steptable.table.columns import Col, ColumnError, select, streamed
 from steptable.table.formatting import display_width
 from steptable.table.render import title_line
-
-SEED_ORDER = [
-    "step", "ref_eq", "rew", "rew_s", "gt_s", "gt_t", "hack_s", "hack_t", "hack_deployed", "solve_deployed",
-    "hk_c", "hk_m", "lp_s", "lp_t", "loss", "gn", "lr", "auroc", "cos", "qmass", "keep", "resid", "rout", "tlo",
-    "thi", "stale", "hack_abl", "solve_abl",
-]
-
-
-def routing_rows() -> list[dict[str, object]]:
-    rng = random.Random(7)
-    rows: list[dict[str, object]] = []
-    for step in range(6):
-        rows.append({
-            "step": step, "ref_eq": step * 0.25, "rew": rng.uniform(-1, 1), "rew_s": rng.uniform(-1, 1),
-            "gt_s": (rng.randint(0, 32), 32), "gt_t": [rng.randint(0, 32), 32], "hack_s": (step, 32),
-            "hack_t": (3, 32), "hack_deployed": math.nan if step % 3 else 0.125,
-            "solve_deployed": None if step % 3 else 0.5, "hk_c": step, "hk_m": 0, "lp_s": -0.93, "lp_t": -0.61,
-            "loss": -0.0123, "gn": 10 ** (step - 2), "lr": 1e-5, "auroc": 0.5 + step / 20, "cos": -0.02,
-            "qmass": 0.3, "keep": 0.5, "resid": 0.25, "rout": 0.25, "tlo": -0.7, "thi": 1.1, "stale": step,
-            "hack_abl": (1, 8), "solve_abl": (5, 8), "sec": 12.5,
-        })
-    return rows
+from tests.schemas.helpers import SEED_ORDER, routing_rows
 
 
 def generic_columns() -> list[Col]:
