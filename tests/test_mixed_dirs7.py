@@ -8,9 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from steptable.ingest import Follower
-from steptable.schemafiles.resolve import by_schema
-from tests.helpers import run_cli, write_rows
+from tests.helpers import run_cli
 from tests.trainer_logs import (
     write_lightning,
     write_routing,
@@ -71,26 +69,6 @@ def test_legend_gives_each_unrelated_generic_log_its_own(
     light, sb3 = out.split("\n\n")
     assert "metrics.csv" in light.splitlines()[0] and "val_loss" in light and "ep_rew_mean" not in light
     assert "progress.csv" in sb3.splitlines()[0] and "ep_rew_mean" in sb3 and "val_loss" not in sb3
-
-
-def test_by_schema_keeps_arms_of_one_generic_experiment_together(tmp_path: Path) -> None:
-    """Arms with the same keys (one with an extra one, one that has logged only its first key so far) share a
-    layout; an unrelated CSV log beside them gets its own; the groups come in the order of their first run."""
-    for arm, extra in (("a", {}), ("b", {"probe": 1.0})):
-        write_rows(tmp_path / arm / "log.jsonl",
-                   [{"iteration": i, "loss": 1.0 / (i + 1), "gnorm": 0.5, "tok_s": 900.0 + i, **extra}
-                    for i in range(5)])
-    write_rows(tmp_path / "c" / "log.jsonl", [{"iteration": 0, "loss": 2.0}])
-    write_sb3(tmp_path / "d")
-    fol = Follower([str(tmp_path)])
-    fol.scan()
-    fol.finish()
-    stores = [fol.stores[k] for k in sorted(fol.stores)]
-    groups = by_schema(stores)
-    assert [s.name for s, _ in groups] == ["generic", "generic"]
-    assert [[s.path.parent.name for s in g] for _, g in groups] == [["a", "b", "c"], ["d"]]
-    ((_, one),) = by_schema(stores, groups[0][0])  # a schema named: all its runs under it, as before
-    assert len(one) == 4
 
 
 def test_summary_of_verl_and_tinker_keeps_verls_validation_score(

@@ -143,17 +143,6 @@ def test_a_description_that_arrives_later_lays_the_run_out_again(tmp_path: Path)
     assert lines[-1].split() == ["3", "+0.250", "2.00e-2"]  # the logger's own formats
 
 
-def test_logged_schemas_are_never_named_alike() -> None:
-    from steptable.schemas.registry import logged_schema
-
-    class Run:
-        def __init__(self, cols: list[Col]) -> None:
-            self.meta = {"runinfo": runinfo.describe(cols, None, "metrics.jsonl", 0.0, None, 1)}
-
-    schemas = [logged_schema(Run([Col("step", 5, "step", "d"), Col(f"k{i}", 5, f"k{i}")])) for i in range(300)]
-    assert len({s.name for s in schemas if s is not None}) == 300
-
-
 def test_runs_logged_with_different_columns_share_no_logger_s_layout(tmp_path: Path) -> None:
     from steptable.app.session import Session
     from steptable.ingest import Follower

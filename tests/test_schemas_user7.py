@@ -3,17 +3,14 @@ to none of its runs, a user's generic, one build per file, fmt widths and blank 
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from steptable import Col, StepLogger
 from steptable.ingest import load
-from steptable.schemafiles.resolve import by_schema, detect, get_schema, load_schema_file
-from steptable.schemas import SCHEMAS, Schema, SchemaFileError, layout
-from steptable.schemas import user as user_module
+from steptable.schemafiles.resolve import detect, get_schema, load_schema_file
+from steptable.schemas import SCHEMAS, layout
 from tests.helpers import plain_run, run_cli, write, write_rows
 from tests.trainer_logs import write_verl
 
@@ -59,64 +56,6 @@ def test_hide_globs_reach_declared_columns_and_a_dropped_key_stays_out(
     rc, out, _ = run_cli(["legend", str(tmp_path / "logs")], capsys)
     assert rc == 0 and "(as logged)" not in out
     assert any(line.split()[:1] == ["actor/lr"] and "learning rate" in line for line in out.splitlines()), out
-
-
-def test_a_dropped_key_declared_again_is_shown(tmp_path: Path) -> None:
-    path = write_verl(tmp_path / "logs" / "run1" / "metrics.jsonl")
-    write(tmp_path / "logs" / "steptable.toml", """
-        [schema]
-        name = "mine"
-        extends = "verl"
-        drop = ["actor/lr"]
-
-        [[columns]]
-        key = "actor/lr"
-        header = "LR"
-        fmt = ".0e"
-    """)
-    (run,) = load(path).values()
-    cols = layout([run], detect(run.path, run.keys))
-    assert [c.header for c in cols if c.key == "actor/lr"] == ["LR"]
-
-
-# ------------------------------------------------------------------------------ 2, 3, 8. headers and names
-
-
-@pytest.mark.parametrize(
-    ("text", "line", "words"),
-    [
-        # the step column layout adds is headed "step": a second "step" column, and summary's "step" row another metric
-        ('[schema]\nname = "x"\n[[columns]]\nkey = "actor/loss"\nheader = "step"\n', 5, "header 'step' is the step"),
-        ('[schema]\nname = "x"\n[[columns]]\nkey = "a"\n[[columns]]\nkey = "b"\nheader = " step "\n', 7, "'step'"),
-        # StepLogger's own schemas: by_schema groups runs by name
-        ('[schema]\nname = "steplogger"\n', 2, "StepLogger"),
-        ('[schema]\nname = "steplogger-3"\n\n[[columns]]\nkey = "a"\n', 2, "StepLogger"),
-        # a blank header: a column without a name
-        ('[schema]\nname = "x"\n[[columns]]\nkey = "actor/loss"\nheader = ""\n', 5, "header is empty"),
-        ('[schema]\nname = "x"\n[[columns]]\nkey = "a"\n\n[[columns]]\nkey = "b"\nheader = "   "\n', 8, "empty"),
-        ('[schema]\nname = "x"\nextends = "verl"\n[[columns]]\nkey = "actor/pg_loss"\nheader = ""\n', 6, "empty"),
-    ],
-)
-def test_reserved_headers_and_names_and_blank_headers_are_errors(tmp_path: Path, text: str, line: int, words: str
-                                                                 ) -> None:
-    f = write(tmp_path / "bad.toml", text)
-    with pytest.raises(SchemaFileError) as info:
-        load_schema_file(f)
-    assert (info.value.path, info.value.line) == (str(f), line), str(info.value)
-    assert words in str(info.value)
-
-
-def test_a_step_key_may_be_headed_step_and_other_names_are_free(tmp_path: Path) -> None:
-    s = load_schema_file(write(tmp_path / "ok.toml", """
-        [schema]
-        name = "steploggers"
-        [[columns]]
-        key = "iteration"
-        header = "step"
-        [[columns]]
-        key = "my/step"
-    """))
-    assert [c.header for c in s.cols] == ["step", "my/step"]
 
 
 def test_a_header_step_gives_one_step_column(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -187,17 +126,6 @@ def test_a_file_beside_steplogger_runs_is_for_schema_and_not_said(tmp_path: Path
     assert rc == 0 and "R" in header_of(out)
 
 
-def test_unused_files_for_a_viewer_that_says_problems_itself(tmp_path: Path) -> None:
-    from steptable.schemafiles.resolve import unused_files
-
-    plain_run(tmp_path / "r")
-    write(tmp_path / "steptable.toml", '[schema]\nname = "quiet"\n[[rules]]\npattern = "actor/*"\ndesc = "d"\n')
-    stores = list(load(tmp_path).values())
-    (err,) = unused_files(stores)
-    assert (err.path, err.line) == (str(tmp_path / "steptable.toml"), 2) and "no [match]" in str(err)
-    assert [g for _, g in by_schema(stores)] == [stores]  # (a warning to say: the runs are still laid out)
-
-
 # -------------------------------------------------------------------------------------------- 5. generic
 
 
@@ -220,55 +148,6 @@ def test_a_users_generic_is_the_fallback(tmp_path: Path, capsys: pytest.CaptureF
     assert detect(tmp_path / "elsewhere.jsonl", ["step", "foo"]).source == "built-in"
     rc, out, _ = run_cli(["tail", str(tmp_path / "logs" / "r"), "-n", "1"], capsys)
     assert rc == 0 and header_of(out)[:2] == ["step", "FOO"], out
-
-
-# ------------------------------------------------------------------------------------------ 6. one build
-
-
-def test_a_file_is_built_once_for_all_its_runs_and_again_when_it_changes(
-    tmp_path: Path, xdg: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Every detection built the file again (600 builds for 200 runs, 5 s of a summary with 300 columns)."""
-    builds: list[str] = []
-    real = Schema
-
-    def counting(name: str, *args: Any, **kwargs: Any) -> Schema:
-        builds.append(name)
-        return real(name, *args, **kwargs)
-
-    monkeypatch.setattr(user_module, "Schema", counting)
-    write(xdg / "base.toml", '[schema]\nname = "labbase"\n[[columns]]\nkey = "lab/acc"\n')
-    f = write(tmp_path / "logs" / "steptable.toml", '[schema]\nname = "lab"\nextends = "labbase"\n[match]\n'
-                                                    'keys = ["lab/*"]\n[[columns]]\nkey = "lab/loss"\n')
-    paths = [plain_run(tmp_path / "logs" / f"r{i}", **{"lab/acc": 0.5}) for i in range(5)]
-    found = {id(detect(p, ["step", "lab/acc"])) for p in paths}
-    assert len(found) == 1 and len(builds) == 2  # the config base and the log directory's file, once each
-    before = detect(paths[0], ["step", "lab/acc"])
-    f.write_text(f.read_text().replace('"lab/loss"', '"lab/kl"'))
-    st = f.stat()
-    os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))
-    after = detect(paths[0], ["step", "lab/acc"])
-    assert after is not before and after.col("lab/kl") is not None and len(builds) == 3
-    # the base edited: the file extending it is built on the new one
-    base = xdg / "base.toml"
-    base.write_text(base.read_text().replace('"lab/acc"', '"lab/acc"\nheader = "ACC"'))
-    st = base.stat()
-    os.utime(base, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))
-    col = detect(paths[0], ["step", "lab/acc"]).col("lab/acc")
-    assert col is not None and col.header == "ACC" and len(builds) == 5
-
-
-def test_many_columns_keep_their_declared_order_with_overrides_and_after(tmp_path: Path) -> None:
-    body = "".join(f'[[columns]]\nkey = "m/k{i}"\n' for i in range(299))
-    body += '[[columns]]\nkey = "m/k299"\nafter = "m/k0"\n[[columns]]\nkey = "m/new"\nafter = "m/k299"\n'
-    s = load_schema_file(write(tmp_path / "many.toml", '[schema]\nname = "many"\n' + body))
-    keys = [c.key for c in s.cols]
-    assert keys[:4] == ["m/k0", "m/k299", "m/new", "m/k1"] and keys[-1] == "m/k298" and len(keys) == 301
-    v = load_schema_file(write(tmp_path / "v.toml", '[schema]\nname = "v"\nextends = "verl"\ndrop = ["actor/lr"]\n'
-                                                    '[[columns]]\nkey = "critic/kl"\nafter = "step"\n'))
-    verl = get_schema("verl")
-    assert [c.key for c in v.cols] == ["step", "critic/kl"] + [c.key for c in verl.cols[1:]
-                                                               if c.key not in ("critic/kl", "actor/lr")]
 
 
 # ---------------------------------------------------------------------------------------------- 7. fmt width
@@ -338,17 +217,6 @@ def test_a_hide_glob_spares_the_columns_the_file_declares_itself(tmp_path: Path,
     write(plain / "steptable.toml", '[schema]\nname = "mine2"\nextends = "verl"\n')
     rc, out, _ = run_cli(["tail", str(plain), "--width", "0", "-n", "1"], capsys)
     assert rc == 0 and {"t_step", "t_gen"} <= set(header_of(out))
-
-
-def test_a_huge_format_width_is_refused_before_it_is_formatted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-                                                                ) -> None:
-    """fmt = ">500000000.2f" was formatted (half a gigabyte) to size the column before the spec check refused it."""
-    formatted: list[Any] = []
-    monkeypatch.setattr(user_module, "format_value", lambda *a, **kw: formatted.append(a) or "x")
-    f = write(tmp_path / "s.toml", '[schema]\nname = "x"\n\n[[columns]]\nkey = "a"\nfmt = ">500000000.2f"\n')
-    with pytest.raises(SchemaFileError, match="a width or precision over"):
-        load_schema_file(f)
-    assert formatted == []
 
 
 def test_hiding_reaches_through_a_rule_and_a_schema_that_extends_another(tmp_path: Path, xdg: Path,

@@ -1,18 +1,28 @@
-"""User schemas: TOML files that extend or override built-ins, where they are found, and their errors."""
+"""steptable.schemafiles.resolve: the schema each run on disk is shown with: user files that extend or
+override built-ins, local files before config files, edits picked up, files that cannot be used, grouping by
+schema."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from steptable.ingest import load
-from steptable.schemafiles.files import config_dir, schema_files
-from steptable.schemafiles.resolve import detect, get_schema, load_schema_file
-from steptable.schemas import SchemaFileError, layout
-from tests.helpers import write
-from tests.trainer_logs import write_verl
+from steptable.ingest import Follower, load
+from steptable.schemafiles.resolve import by_schema, detect, get_schema, load_schema_file
+from steptable.schemas import (
+    Schema,
+    SchemaFileError,
+    layout,
+)
+from steptable.schemas import user as user_module
+from tests.helpers import plain_run, run_cli, write, write_rows
+from tests.trainer_logs import (
+    write_sb3,
+    write_verl,
+)
 
 pytestmark = pytest.mark.usefixtures("xdg")  # (no user's schema directory leaks in)
 
@@ -88,41 +98,12 @@ def test_local_file_beats_builtin_and_applies_to_its_runs(tmp_path: Path) -> Non
     assert detect(run.path, run.keys, user=False).source == "built-in"
 
 
-def test_config_dir_schema_matches_by_keys(tmp_path: Path, xdg: Path) -> None:
-    write(xdg / "lab.toml", """
-        [schema]
-        name = "lab"
-        extend = false
-
-        [match]
-        keys = ["lab/*"]
-
-        [[columns]]
-        key = "lab/acc"
-        better = "higher"
-    """)
-    assert config_dir() == xdg
-    assert schema_files() == [xdg / "lab.toml"]
-    s = detect(tmp_path / "x.jsonl", ["step", "lab/acc", "other"])
-    assert s.name == "lab"
-    col = s.col("lab/acc")
-    assert col is not None and col.header == "acc" and col.width == 6 and col.better == "higher"
-    assert detect(tmp_path / "x.jsonl", ["step", "other"]).name == "generic"
-    assert get_schema("lab").name == "lab"
-
-
 def test_local_schema_may_extend_a_config_schema(tmp_path: Path, xdg: Path) -> None:
     write(xdg / "base.toml", '[schema]\nname = "labbase"\n\n[[columns]]\nkey = "lab/acc"\n')
     write(tmp_path / "run" / "steptable.toml", '[schema]\nname = "labrun"\nextends = "labbase"\n\n'
                                                '[match]\nfiles = ["*.jsonl"]\n')
     s = detect(tmp_path / "run" / "m.jsonl", ["lab/acc"])
     assert s.name == "labrun" and [c.key for c in s.cols] == ["lab/acc"]
-
-
-def test_home_config_without_xdg(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.delenv("XDG_CONFIG_HOME")
-    monkeypatch.setenv("HOME", str(tmp_path))
-    assert config_dir() == tmp_path / ".config" / "steptable" / "schemas"
 
 
 def test_edits_are_picked_up(tmp_path: Path) -> None:
@@ -132,53 +113,6 @@ def test_edits_are_picked_up(tmp_path: Path) -> None:
     st = f.stat()
     os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))
     assert load_schema_file(f).name == "two"
-
-
-@pytest.mark.parametrize(
-    ("text", "line", "words"),
-    [
-        ('[schema]\nname = "x"\n[[columns]]\nkey = "a"\nwidth = = 3\n', 5, "not valid TOML"),
-        ('[schema]\nname = "x"\n\n[[columns]]\nkey = "a"\n\n[[columns]]\nkey = "b"\nwidht = 3\n', 9,
-         "unknown field 'widht'"),
-        ('[schema]\nname = "x"\n[[columns]]\nkey = "a"\nwidth = "7"\n', 5, "width must be int"),
-        ('[schema]\nname = "x"\n[[columns]]\nkey = "a"\nwidth = 0\n', 5, "width must be an int from 1 to 1000"),
-        ('[schema]\nname = "x"\n[[columns]]\nkey = "a"\nwidth = 3\nheader = "longer"\n', 6, "wider than its width"),
-        ('[schema]\nname = "x"\n[[columns]]\nkey = "a"\nfmt = ".2q"\n', 5, "bad format spec"),
-        ('[schema]\nname = "x"\n[[columns]]\nkey = "a"\nbetter = "up"\n', 5, "better must be"),
-        ('[schema]\nname = "x"\nextends = "nope"\n', 3, "extends unknown schema 'nope'"),
-        ('[schema]\nname = "x"\n[[columns]]\nkey = "a"\nheader = "h"\n[[columns]]\nkey = "b"\nheader = "h"\n', 8,
-         "share the header 'h'"),
-        ('[schema]\nname = "x"\nextends = "verl"\n[[columns]]\nkey = "m"\nheader = "score"\n', 6, "share the header"),
-        ('[schema]\nname = "x"\n[colums]\nkey = "a"\n', 3, "unknown table 'colums'"),
-        ('[schema]\ndescription = "no name"\n', 1, "needs a name"),
-        ('[schema]\nname = "x"\n[[columns]]\nwidth = 4\n', 3, "needs a key"),
-        ('[schema]\nname = "x"\nextends = "verl"\ndrop = ["nope"]\n', 4, "drop: 'nope'"),
-        ('[schema]\nname = "x"\n[[columns]]\nkey = "a"\nafter = "zzz"\n', 5, "after 'zzz'"),
-        ('[schema]\nname = "x"\n[match]\nkeys = "my/loss"\n', 4, "keys must be list"),
-        ('[schema]\nname = "x"\n[[rules]]\ndesc = "d"\n', 3, "needs a pattern"),
-        ('[schema]\nname = "x"\ncolumns = 3\n', 3, "unknown field 'columns'"),
-        ('columns = [{ key = "a", width = -1 }]\n[schema]\nname = "x"\n', 1, "width must be an int from 1 to 1000"),
-        # a spec or a width that would only cost memory (a gigabyte string per cell, a hang at the first row)
-        ('[schema]\nname = "x"\n[[columns]]\nkey = "a"\nfmt = ">99999999999"\n', 5, "over 200"),
-        ('[schema]\nname = "x"\n[[columns]]\nkey = "a"\nfmt = ".1000000000f"\n', 5, "over 200"),
-        ('[schema]\nname = "x"\n[[columns]]\nkey = "step"\nwidth = 1000000000000\n', 5, "from 1 to 1000"),
-        # a rule's spec is checked when the file loads, not when a key first matches it
-        ('[schema]\nname = "x"\n[[rules]]\npattern = "elapsed*"\nfmt = ".3q"\n', 5, "bad format spec"),
-        ('[schema]\nname = "x"\n[match]\nfiles = [""]\n', 4, "empty pattern"),
-        ('[schema]\nname = "evil\\u001b]0;PWNED\\u0007"\n', 2, "control characters"),
-        # the field named in the message is the one at fault, whatever the key's own name says
-        ('[schema]\nname = "x"\n[[columns]]\nkey = "x/header"\nheader = "hx"\ndesc = "d"\nwidth = -1\n', 7,
-         "width must be"),
-    ],
-)
-def test_errors_name_file_and_line(tmp_path: Path, text: str, line: int, words: str) -> None:
-    f = write(tmp_path / "bad.toml", text)
-    with pytest.raises(SchemaFileError) as info:
-        load_schema_file(f)
-    err = info.value
-    assert (err.path, err.line) == (str(f), line), str(err)
-    assert str(err).startswith(f"{f}:{line}: ")
-    assert words in str(err)
 
 
 def test_bad_config_file_is_reported_by_detect(tmp_path: Path, xdg: Path) -> None:
@@ -241,31 +175,6 @@ def test_a_schema_without_match_or_base_applies_to_runs_logging_its_keys(tmp_pat
                                                                  ("my/loss", "myL", "my loss")]
 
 
-def test_a_nearer_file_that_does_not_match_leaves_a_farther_one_that_does(tmp_path: Path) -> None:
-    write(tmp_path / "logs" / "steptable.toml", """
-        [schema]
-        name = "sweep"
-        [match]
-        keys = ["other/acc"]
-        [[columns]]
-        key = "other/acc"
-        header = "ACC"
-        fmt = ".4f"
-    """)
-    write(tmp_path / "logs" / "exp" / "steptable.toml", """
-        [schema]
-        name = "exp"
-        [match]
-        files = ["nomatch*.jsonl"]
-        [[columns]]
-        key = "my/loss"
-    """)
-    path = tmp_path / "logs" / "exp" / "run" / "metrics.jsonl"
-    write(path, '{"step": 1, "other/acc": 0.5}\n')
-    assert detect(path, ["step", "other/acc"]).name == "sweep"
-    assert [f.parent.name for f in schema_files(path)] == ["exp", "logs"]
-
-
 def test_a_farther_file_that_cannot_be_used_leaves_the_nearer_one(tmp_path: Path) -> None:
     write(tmp_path / "steptable.toml", """
         [schema]
@@ -295,7 +204,6 @@ def test_a_file_above_a_relative_path_and_a_named_schema_near_any_path(
 ) -> None:
     """`cd logs/run1; steptable tail .` ignored logs/steptable.toml ("." has no parents); `--schema NAME` was looked
     for beside the first path only, and `legend --schema NAME` without a path nowhere but the user's directory."""
-    from tests.helpers import run_cli
 
     write_verl(tmp_path / "a" / "logs" / "run1" / "grpo.jsonl")
     write_verl(tmp_path / "other" / "grpo.jsonl")
@@ -327,7 +235,7 @@ def test_summary_names_a_column_logged_under_an_alias_by_its_header(
 ) -> None:
     """key = "reward", aliases = ["rew_score"], header = "R": tail said R, summary's row said rew_score, and
     `summary --columns R` matched nothing."""
-    from tests.helpers import run_cli, write_rows
+    from tests.helpers import write_rows
 
     write_rows(tmp_path / "run" / "metrics.jsonl", [{"step": s, "rew_score": 0.1 * s, "loss": 1.0 / (s + 1)}
                                                     for s in range(6)])
@@ -348,3 +256,104 @@ def test_summary_names_a_column_logged_under_an_alias_by_its_header(
     assert rc == 0 and any(line.startswith("R ") for line in out.splitlines()), out
     rc, out, err = run_cli(["summary", str(tmp_path), "--columns", "R"], capsys)
     assert rc == 0 and "matches no column" not in err and any(line.startswith("R ") for line in out.splitlines())
+
+
+def test_by_schema_keeps_arms_of_one_generic_experiment_together(tmp_path: Path) -> None:
+    """Arms with the same keys (one with an extra one, one that has logged only its first key so far) share a
+    layout; an unrelated CSV log beside them gets its own; the groups come in the order of their first run."""
+    for arm, extra in (("a", {}), ("b", {"probe": 1.0})):
+        write_rows(tmp_path / arm / "log.jsonl",
+                   [{"iteration": i, "loss": 1.0 / (i + 1), "gnorm": 0.5, "tok_s": 900.0 + i, **extra}
+                    for i in range(5)])
+    write_rows(tmp_path / "c" / "log.jsonl", [{"iteration": 0, "loss": 2.0}])
+    write_sb3(tmp_path / "d")
+    fol = Follower([str(tmp_path)])
+    fol.scan()
+    fol.finish()
+    stores = [fol.stores[k] for k in sorted(fol.stores)]
+    groups = by_schema(stores)
+    assert [s.name for s, _ in groups] == ["generic", "generic"]
+    assert [[s.path.parent.name for s in g] for _, g in groups] == [["a", "b", "c"], ["d"]]
+    ((_, one),) = by_schema(stores, groups[0][0])  # a schema named: all its runs under it, as before
+    assert len(one) == 4
+
+
+@pytest.mark.usefixtures("xdg")
+def test_unknown_schema_name() -> None:
+    with pytest.raises(KeyError, match=r"known: .*verl"):
+        get_schema("nope")
+
+
+def test_a_dropped_key_declared_again_is_shown(tmp_path: Path) -> None:
+    path = write_verl(tmp_path / "logs" / "run1" / "metrics.jsonl")
+    write(tmp_path / "logs" / "steptable.toml", """
+        [schema]
+        name = "mine"
+        extends = "verl"
+        drop = ["actor/lr"]
+
+        [[columns]]
+        key = "actor/lr"
+        header = "LR"
+        fmt = ".0e"
+    """)
+    (run,) = load(path).values()
+    cols = layout([run], detect(run.path, run.keys))
+    assert [c.header for c in cols if c.key == "actor/lr"] == ["LR"]
+
+
+def test_unused_files_for_a_viewer_that_says_problems_itself(tmp_path: Path) -> None:
+    from steptable.schemafiles.resolve import unused_files
+
+    plain_run(tmp_path / "r")
+    write(tmp_path / "steptable.toml", '[schema]\nname = "quiet"\n[[rules]]\npattern = "actor/*"\ndesc = "d"\n')
+    stores = list(load(tmp_path).values())
+    (err,) = unused_files(stores)
+    assert (err.path, err.line) == (str(tmp_path / "steptable.toml"), 2) and "no [match]" in str(err)
+    assert [g for _, g in by_schema(stores)] == [stores]  # (a warning to say: the runs are still laid out)
+
+
+def test_a_file_is_built_once_for_all_its_runs_and_again_when_it_changes(
+    tmp_path: Path, xdg: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every detection built the file again (600 builds for 200 runs, 5 s of a summary with 300 columns)."""
+    builds: list[str] = []
+    real = Schema
+
+    def counting(name: str, *args: Any, **kwargs: Any) -> Schema:
+        builds.append(name)
+        return real(name, *args, **kwargs)
+
+    monkeypatch.setattr(user_module, "Schema", counting)
+    write(xdg / "base.toml", '[schema]\nname = "labbase"\n[[columns]]\nkey = "lab/acc"\n')
+    f = write(tmp_path / "logs" / "steptable.toml", '[schema]\nname = "lab"\nextends = "labbase"\n[match]\n'
+                                                    'keys = ["lab/*"]\n[[columns]]\nkey = "lab/loss"\n')
+    paths = [plain_run(tmp_path / "logs" / f"r{i}", **{"lab/acc": 0.5}) for i in range(5)]
+    found = {id(detect(p, ["step", "lab/acc"])) for p in paths}
+    assert len(found) == 1 and len(builds) == 2  # the config base and the log directory's file, once each
+    before = detect(paths[0], ["step", "lab/acc"])
+    f.write_text(f.read_text().replace('"lab/loss"', '"lab/kl"'))
+    st = f.stat()
+    os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))
+    after = detect(paths[0], ["step", "lab/acc"])
+    assert after is not before and after.col("lab/kl") is not None and len(builds) == 3
+    # the base edited: the file extending it is built on the new one
+    base = xdg / "base.toml"
+    base.write_text(base.read_text().replace('"lab/acc"', '"lab/acc"\nheader = "ACC"'))
+    st = base.stat()
+    os.utime(base, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))
+    col = detect(paths[0], ["step", "lab/acc"]).col("lab/acc")
+    assert col is not None and col.header == "ACC" and len(builds) == 5
+
+
+def test_many_columns_keep_their_declared_order_with_overrides_and_after(tmp_path: Path) -> None:
+    body = "".join(f'[[columns]]\nkey = "m/k{i}"\n' for i in range(299))
+    body += '[[columns]]\nkey = "m/k299"\nafter = "m/k0"\n[[columns]]\nkey = "m/new"\nafter = "m/k299"\n'
+    s = load_schema_file(write(tmp_path / "many.toml", '[schema]\nname = "many"\n' + body))
+    keys = [c.key for c in s.cols]
+    assert keys[:4] == ["m/k0", "m/k299", "m/new", "m/k1"] and keys[-1] == "m/k298" and len(keys) == 301
+    v = load_schema_file(write(tmp_path / "v.toml", '[schema]\nname = "v"\nextends = "verl"\ndrop = ["actor/lr"]\n'
+                                                    '[[columns]]\nkey = "critic/kl"\nafter = "step"\n'))
+    verl = get_schema("verl")
+    assert [c.key for c in v.cols] == ["step", "critic/kl"] + [c.key for c in verl.cols[1:]
+                                                               if c.key not in ("critic/kl", "actor/lr")]

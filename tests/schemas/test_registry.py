@@ -1,4 +1,5 @@
-"""Detection: each generated fixture, read by the real ingest, is recognised as its own schema and as no other."""
+"""steptable.schemas.registry: detection among the built-in schemas (each generated fixture, read by the real
+ingest, is its own schema and no other), logged schemas' names, the built-ins' columns and side files."""
 
 from __future__ import annotations
 
@@ -6,11 +7,14 @@ from pathlib import Path
 
 import pytest
 
+from steptable import Col
 from steptable.ingest import RunStore
-from steptable.schemafiles.resolve import detect
+from steptable.schemafiles.resolve import detect, get_schema
 from steptable.schemas import SCHEMAS, side_file
+from steptable.table import runinfo
+from steptable.table.formatting import display_width
 from tests.schemas.helpers import read_one
-from tests.trainer_logs import write_all, write_retrain, write_tinker
+from tests.trainer_logs import write_all
 
 EXPECTED = {
     "routing": "routing",
@@ -57,34 +61,41 @@ def test_detection_by_keys_alone_under_another_name(runs: dict[str, RunStore]) -
         assert detect(Path("elsewhere/anything.jsonl"), r.keys).name == EXPECTED[name], name
 
 
-def test_verl_step_zero_validation_only() -> None:
-    keys = ["step", "val-core/openai/gsm8k/reward/mean@1", "val-aux/openai/gsm8k/reward/std@1"]
-    assert detect(Path("p/exp.jsonl"), keys).name == "verl"
-    assert detect(Path("p/run.log"), ["step", "val/test_score/countdown"]).name == "tinyzero"
+def test_logged_schemas_are_never_named_alike() -> None:
+    from steptable.schemas.registry import logged_schema
+
+    class Run:
+        def __init__(self, cols: list[Col]) -> None:
+            self.meta = {"runinfo": runinfo.describe(cols, None, "metrics.jsonl", 0.0, None, 1)}
+
+    schemas = [logged_schema(Run([Col("step", 5, "step", "d"), Col(f"k{i}", 5, f"k{i}")])) for i in range(300)]
+    assert len({s.name for s in schemas if s is not None}) == 300
 
 
-def test_verl_console_log_is_verl_not_tinyzero() -> None:
-    keys = ["step", "actor/pg_loss", "actor/entropy", "critic/score/mean", "perf/mfu/actor", "timing_s/gen"]
-    assert detect(Path("runs/verl.log"), keys).name == "verl"
+@pytest.mark.parametrize("name", sorted(SCHEMAS))
+def test_builtin_columns_are_described_and_narrow(name: str) -> None:
+    schema = get_schema(name)
+    for c in schema.cols:
+        assert c.desc, c.key
+        assert display_width(c.header) <= c.width <= 10, c.key
+        assert c.better in (None, "higher", "lower")
+    for r in schema.rules:
+        assert r.desc, r.pattern
 
 
-def test_trainer_state_without_telling_keys_is_trl_and_empty_is_generic() -> None:
-    assert detect(Path("out/checkpoint-5/trainer_state.json"), ["step", "custom_metric"]).name == "trl"
-    assert detect(Path("x/metrics.jsonl"), []).name == "generic"
-    assert detect(Path("x/metrics.jsonl"), ["step", "loss", "lr"]).name == "generic"
-
-
-def test_generations_are_a_side_file_and_legacy_retrain_detected(tmp_path: Path) -> None:
-    out = write_retrain(tmp_path, steps=4, legacy_entropy=True)
-    found = side_file(out["generations"])
-    assert found is not None and found[0].name == "retrain" and found[1].kind == "generations"
-    assert detect(out["metrics"], read_one(out["metrics"]).keys).name == "retrain"
-
-
-def test_tinker_side_files_each_claimed(tmp_path: Path) -> None:
-    out = write_tinker(tmp_path)
-    kinds = {name: (side_file(p) or (None, None))[1] for name, p in out.items() if name not in ("log_path", "metrics")}
-    assert {n: sf.kind if sf else None for n, sf in kinds.items()} == {
-        "config": "config", "checkpoints": "checkpoints", "rollouts": "rollout_summaries", "timing": "timing_spans",
-    }
-    assert side_file(out["metrics"]) is None
+@pytest.mark.parametrize(
+    ("path", "schema", "kind", "step"),
+    [
+        ("logs/train/emergence/generations.jsonl", "retrain", "generations", None),
+        ("run/train_iteration_000010_rollout_summaries.jsonl", "tinker", "rollout_summaries", 10),
+        ("run/iteration_000012/train_rollout_summaries.jsonl", "tinker", "rollout_summaries", 12),
+        ("run/checkpoints.jsonl", "tinker", "checkpoints", None),
+        ("run/config.json", "tinker", "config", None),
+        ("out/rich_completions/completions_step_000040.json", "maxent-grpo", "generations", 40),
+    ],
+)
+def test_side_files(path: str, schema: str, kind: str, step: int | None) -> None:
+    found = side_file(path)
+    assert found is not None
+    s, sf = found
+    assert (s.name, sf.kind, sf.step_of(path)) == (schema, kind, step)

@@ -15,10 +15,10 @@ from hypothesis import strategies as st
 
 from steptable.schemas.routing import routing_columns
 from steptable.table import render
-from steptable.table.columns import Col, ColumnError, select, streamed
+from steptable.table.columns import Col, select, streamed
 from steptable.table.formatting import display_width
 from steptable.table.render import title_line
-from tests.schemas.helpers import SEED_ORDER, routing_rows
+from tests.schemas.helpers import routing_rows
 
 
 def generic_columns() -> list[Col]:
@@ -27,30 +27,6 @@ def generic_columns() -> list[Col]:
         fmt = [None, ".3f", "+.2f", ".1e", "d"][i % 5]
         cols.append(Col(f"m{i}", 7, f"met_{i}", fmt, f"metric number {i}"))
     return cols
-
-
-def test_routing_layout_matches_seed_order() -> None:
-    cols = routing_columns(modes=["code", "math"], mode_code={"code": "c", "math": "m"}, show_ablate=True)
-    assert [c.key for c in streamed(cols)] == SEED_ORDER
-    assert [c.key for c in cols if not c.stream] == ["gen", "fb", "t_rew", "sec"]
-
-
-def test_routing_conditional_columns() -> None:
-    single = [c.key for c in routing_columns(modes=["code"])]
-    assert not any(k.startswith("hk_") and k not in ("hk_dep",) for k in single)
-    assert "hack_abl" not in single and "solve_abl" not in single
-    assert {"auroc", "cos", "qmass", "keep", "resid", "rout", "tlo", "thi", "stale"} <= set(single)
-    arms = [routing_columns(modes=["a", "b"], mode_code={"a": "a", "b": "b"}) for _ in ("vanilla", "routeA")]
-    assert render.header(arms[0]) == render.header(arms[1])
-
-
-def test_routing_golden(golden: Callable[[str, str], None]) -> None:
-    cols = streamed(routing_columns(modes=["code", "math"], mode_code={"code": "c", "math": "m"}, show_ablate=True))
-    text = render.table(cols, routing_rows()) + "\n"
-    golden("routing_table.txt", text)
-    golden("routing_legend.txt", render.legend(routing_columns(["code", "math"], show_ablate=True)) + "\n")
-    widths = {display_width(line) for line in text.splitlines()}
-    assert widths == {render.width(cols)}
 
 
 def test_generic_20_column_golden(golden: Callable[[str, str], None]) -> None:
@@ -190,16 +166,6 @@ def test_a_fraction_past_the_int_digit_limit_renders_like_cells() -> None:
     cols = tuple(streamed(routing_columns(["code"])))
     row = {"step": 1, "gt_s": (10**5000, 1)}
     assert render.compile_row(cols)(row) == render.SEP.join(render.cells(cols, row))
-
-
-def test_mode_codes_measure_in_cells_and_may_not_clash() -> None:
-
-    cols = routing_columns(modes=["code", "math"], mode_code={"code": "代码", "math": "数学"})
-    hk = [c for c in cols if c.key.startswith("hk_")]
-    assert [(c.header, c.width) for c in hk[-2:]] == [("hk_代码", 7), ("hk_数学", 7)]
-    for modes, codes in ((["code", "coding"], {}), (["code", "x"], {"x": "dep"})):
-        with pytest.raises(ColumnError, match="give it a code of its own with mode_code"):
-            routing_columns(modes=modes, mode_code=codes)
 
 
 def test_legend_aligns_wide_headers_by_cells() -> None:

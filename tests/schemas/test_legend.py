@@ -1,0 +1,58 @@
+"""steptable.schemas.legend: the legend of a schema or of runs: declared rules and side files, only the columns
+present, keys as the trainers' docs spell them, the built-in schemas' legends (golden)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from steptable.schemafiles.resolve import get_schema
+from steptable.schemas import (
+    SCHEMAS,
+    legend_for,
+)
+from tests.schemas.helpers import Rows
+
+
+def test_legend_for_schema_lists_declared_rules_and_side_files() -> None:
+    text = legend_for(get_schema("tinker"))
+    assert text.startswith("tinker: ")
+    assert "reward" in text and "higher is better" in text
+    assert "test/*" in text and "progress/batch" in text and "checkpoints.jsonl (checkpoints)" in text
+
+
+def test_legend_for_runs_describes_only_present_columns() -> None:
+    run = Rows([{"step": 0, "critic/score/mean": 0.5, "actor/pg_loss": 0.01, "timing_s/ref": 3.0,
+                 "training/global_step": 0}], path="proj/exp.jsonl")
+    text = legend_for(run)
+    assert text.splitlines()[0] == "verl columns:"
+    assert "score" in text and "pg_loss" in text and "t/ref" in text
+    assert "resp_len" not in text
+    # a key kept out of the table by a rule that describes it is described: not just named
+    assert "\n training/global_step  the trainer's step counter (same as step)" in text and "more key(s)" not in text
+    assert legend_for([run], get_schema("generic")).splitlines()[0] == "generic columns:"
+    with pytest.raises(TypeError):
+        legend_for(42)  # type: ignore[arg-type]
+
+
+def test_keys_as_the_trainers_docs_spell_them() -> None:
+    from steptable.ingest.readers.console import parse_console_line
+
+    tinker = Rows([{"step": 0, "progress/batch": 0, "env/all/reward/total": 0.5, "entropy": 0.71,
+                    "kl_sample_train_v1": 0.0012, "ac_tokens_per_turn": 312.5}], path="run/metrics.jsonl")
+    text = legend_for(tinker, get_schema("tinker"))
+    assert "entropy of the sampling policy" in text and "mean tokens the policy generated per turn" in text
+    maxent = get_schema("maxent-grpo")
+    assert maxent.rule("eval/reward_std") is not None and maxent.rule("eval/reward_std").better is None  # type: ignore[union-attr]
+    assert "whole loss" in maxent.rule("train/loss/total").desc  # type: ignore[union-attr]
+    assert parse_console_line("critic/score/mean:0.6 - mfu/actor:0.3 [repeated 2x across cluster]") == {
+        "critic/score/mean": 0.6, "mfu/actor": 0.3}
+
+
+Golden = Callable[[str, str], None]
+
+
+def test_builtin_legends(golden: Golden) -> None:
+
+    golden("schema_legends.txt", "\n\n".join(legend_for(s) for s in SCHEMAS.values()) + "\n")
