@@ -4,39 +4,16 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from steptable.alerts.engine import DEFAULT_ROLES, Alert, AlertConfig, AlertEngine, cell_float, cell_frac, scan
+from tests.alerts.helpers import Unfloatable, kinds, noise, series, stream
 from tests.helpers import run_cli, write
 
 Row = dict[str, Any]
-
-
-def stream(rows: Iterable[Mapping[str, Any]], config: AlertConfig | None = None) -> list[Alert]:
-    """The alerts of ``rows`` fed in order; the flat detector off unless a config is given (the series here are
-    constant around the condition each test is about)."""
-    eng = AlertEngine(config if config is not None else AlertConfig(flat_rows=0))
-    out: list[Alert] = []
-    for i, row in enumerate(rows):
-        out.extend(eng.update(i, row))
-    return out
-
-
-def series(key: str, values: Sequence[Any]) -> list[Row]:
-    return [{key: v} for v in values]
-
-
-def noise(seed: int, n: int, mu: float, sd: float, f: Callable[[float], float] = lambda x: x) -> list[float]:
-    rng = random.Random(seed)
-    return [f(rng.gauss(mu, sd)) for _ in range(n)]
-
-
-def kinds(alerts: Sequence[Alert]) -> list[tuple[str, int, str, str]]:
-    return [(a.level, a.step, a.column, a.kind) for a in alerts]
 
 
 SEEDS = range(5)
@@ -313,16 +290,8 @@ def test_hack_silent_when_only_one_moves(seed: int) -> None:
     assert stream(noisy) == []
 
 
-# ------------------------------------------------------------------------------------------------- hostile values
-
-
-class _Hostile:
-    def __float__(self) -> float:
-        raise RuntimeError("no")
-
-
 HOSTILE: list[Any] = [None, math.nan, "nan", "NaN", "inf", "-inf", "abc", "", "  ", True, False, (1, 0), (0, 0),
-                      [1], [1, 2, 3], ("a", "b"), "3/0", "3/x", {}, {"a": 1}, object(), _Hostile(), 1j, 10**400,
+                      [1], [1, 2, 3], ("a", "b"), "3/0", "3/x", {}, {"a": 1}, object(), Unfloatable(), 1j, 10**400,
                       -(10**400), b"1", bytearray(b"x"), 1e308 * 10, -0.0, 2**63, "1e999", "\x1b[2J"]
 
 
@@ -343,7 +312,7 @@ def test_hostile_values_never_crash() -> None:
 def test_cell_parsing() -> None:
     assert cell_float("1e-3") == 1e-3 and cell_float(True) == 1.0 and cell_float((3, 4)) == 0.75
     assert cell_float("3/4") == 0.75 and cell_float([1, 0]) is None and cell_float("abc") is None
-    assert cell_float(10**400) == math.inf and cell_float(_Hostile()) is None and cell_float(1j) is None
+    assert cell_float(10**400) == math.inf and cell_float(Unfloatable()) is None and cell_float(1j) is None
     assert math.isnan(cell_float("nan") or 0.0)
     assert cell_frac((3, 8)) == (3.0, 8.0) and cell_frac("1/2") == (1.0, 2.0) and cell_frac((1, math.nan)) is None
 

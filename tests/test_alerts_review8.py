@@ -7,22 +7,17 @@ from __future__ import annotations
 import math
 import random
 import re
-from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from steptable.alerts.engine import Alert, AlertConfig, AlertEngine, resumed_engine
+from steptable.alerts.engine import Alert, AlertEngine, resumed_engine
 from steptable.ingest import Follower
+from tests.alerts.helpers import fed
 from tests.helpers import write_rows
 
 Row = dict[str, Any]
-
-
-def stream(rows: Iterable[Mapping[str, Any]], config: AlertConfig | None = None) -> list[Alert]:
-    eng = AlertEngine(config)
-    return [a for i, row in enumerate(rows) for a in eng.update(i, row)]
 
 
 # ----------------------------------------------------------------------------------------- resume: run-long levels
@@ -72,7 +67,7 @@ def test_a_resumed_engine_says_what_the_one_shot_read_says(tmp_path: Path, make:
     with store.lock:
         eng = resumed_engine(store, at, old=old)
     live = before + [a for r in rows[at:] for a in eng.update(r["step"], r)]
-    once = stream(rows)
+    once = fed(rows)
     assert once and [a.line() for a in live] == [a.line() for a in once]
 
 
@@ -109,7 +104,7 @@ def test_no_spike_when_loss_and_grad_norm_leave_an_exact_0_stretch(seed: int) ->
     rows = [{"loss": 0.0, "grad_norm": 0.0} if s < 120 else
             {"loss": rng.gauss(0, 0.01), "grad_norm": 0.25 * math.exp(rng.gauss(0, 0.2))} for s in range(300)]
     rows[280]["loss"] = 1.0  # once the window holds the new values, a real spike is one
-    got = [a for a in stream(rows) if a.kind == "spike"]  # (the zeros are a flat W: said at step 49)
+    got = [a for a in fed(rows) if a.kind == "spike"]  # (the zeros are a flat W: said at step 49)
     assert [(a.step, a.column) for a in got] == [(280, "loss")], [a.line() for a in got]
 
 
@@ -123,7 +118,7 @@ def _sds(alerts: list[Alert]) -> list[int]:
 def test_a_reward_at_0_dipping_negative_is_no_collapse_to_floor() -> None:
     rng = random.Random(1)
     rows = [{"reward": 0.0 if s < 300 else -sum(rng.random() < 0.02 for _ in range(256)) / 512} for s in range(600)]
-    got = [a for a in stream(rows) if a.kind == "reward_collapse"]
+    got = [a for a in fed(rows) if a.kind == "reward_collapse"]
     assert all(a.level == "W" and "floor" not in a.message for a in got), [a.line() for a in got]
     assert all(z < 1000 for z in _sds(got)), [a.line() for a in got]
 
@@ -132,7 +127,7 @@ def test_a_reward_at_1_settling_lower_has_a_finite_z() -> None:
     rng = random.Random(1)
     rows = [{"reward": min(1.0, s / 300) if s < 900 else sum(rng.random() < 0.62 for _ in range(256)) / 256}
             for s in range(1200)]
-    got = [a for a in stream(rows) if a.kind == "reward_collapse"]
+    got = [a for a in fed(rows) if a.kind == "reward_collapse"]
     assert [a.level for a in got] == ["W"] and all(z < 1000 for z in _sds(got)), [a.line() for a in got]
 
 
@@ -140,7 +135,7 @@ def test_a_collapse_back_to_0_is_still_to_floor() -> None:
     rng = random.Random(2)
     rows = [{"reward": max(0.0, (0.0 if s < 100 else 0.7 if s < 400 else 0.0) + rng.gauss(0, 0.03))}
             for s in range(500)]
-    got = [a for a in stream(rows) if a.kind == "reward_collapse"]
+    got = [a for a in fed(rows) if a.kind == "reward_collapse"]
     assert any(a.level == "E" and "collapse to floor" in a.message for a in got), [a.line() for a in got]
 
 
@@ -150,7 +145,7 @@ def test_a_collapse_back_to_0_is_still_to_floor() -> None:
 def test_the_merged_non_finite_line_names_every_column_with_its_value() -> None:
     rows = [{"loss": 1.0, "grad_norm": 1.0, "entropy": 0.5, "kl": 0.01} for _ in range(40)]
     rows.append({"loss": math.nan, "grad_norm": math.inf, "entropy": math.nan, "kl": -math.inf})
-    (a,) = stream(rows)
+    (a,) = fed(rows)
     assert a.message == "non-finite (nan) after 40 finite steps; also grad_norm (inf), entropy (nan), kl (-inf)"
 
 

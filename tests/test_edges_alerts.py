@@ -26,6 +26,7 @@ from steptable.alerts.engine import (
 from steptable.alerts.replaced import read_replaced
 from steptable.ingest import Follower, RunStore
 from steptable.table import runinfo
+from tests.alerts.helpers import clocked_rows
 from tests.helpers import grpo_row, store_of, write_rows
 
 
@@ -253,16 +254,12 @@ def test_a_sparse_column_of_a_store_is_no_nan(tmp_path: Path) -> None:
     assert [(a.level, a.step, a.column, a.kind) for a in found] == [("E", 119, "loss", "nonfinite")]
 
 
-def _clocked(rng: random.Random, steps: range, t0: float) -> list[dict[str, Any]]:
-    return [{**grpo_row(rng, s), "ts": t0 + 10.0 * (s - steps[0]) + rng.uniform(0, 1)} for s in steps]
-
-
 def test_restarts_after_crashes_are_not_the_runs_rhythm(tmp_path: Path) -> None:
     # a run restarted twice, each after two hours in the queue: those gaps are restarts, not pauses the run came back
     # from, so an hour without rows afterwards is still a stall
     rng, t0 = random.Random(24), 1_700_000_000.0
-    rows = _clocked(rng, range(600), t0) + _clocked(rng, range(500, 560), t0 + 13_000) \
-        + _clocked(rng, range(540, 700), t0 + 20_000)
+    rows = clocked_rows(rng, range(600), t0) + clocked_rows(rng, range(500, 560), t0 + 13_000) \
+        + clocked_rows(rng, range(540, 700), t0 + 20_000)
     store = store_of(tmp_path / "r" / "metrics.jsonl", rows)
     assert store.resumes == [500, 540]
     eng = AlertEngine()
@@ -276,8 +273,8 @@ def test_a_stall_before_a_restart_is_said_after_it(tmp_path: Path) -> None:
     # the run hung for an hour at step 600 (a stuck all-reduce), was killed and restarted from its step-500
     # checkpoint: a reader that meets the file afterwards is told of the hang among the replaced rows' alerts
     rng, t0 = random.Random(25), 1_700_000_000.0
-    rows = _clocked(rng, range(600), t0) + _clocked(rng, range(600, 620), t0 + 9600) \
-        + _clocked(rng, range(500, 650), t0 + 20_000)
+    rows = clocked_rows(rng, range(600), t0) + clocked_rows(rng, range(600, 620), t0 + 9600) \
+        + clocked_rows(rng, range(500, 650), t0 + 20_000)
     store = store_of(tmp_path / "r" / "metrics.jsonl", rows)
     assert [(a.level, a.step, a.kind) for a in store.replaced] == [("W", 599, "stall")]
     assert store.replaced[0].message.startswith("stalled: no row for 60.2m (")

@@ -4,7 +4,6 @@ said by a reader that meets the file after the restart."""
 from __future__ import annotations
 
 import json
-import math
 import random
 import time
 from pathlib import Path
@@ -15,19 +14,16 @@ import pytest
 from steptable.alerts.replaced import read_replaced
 from steptable.ingest import Follower
 from steptable.ingest.store import MAX_REPLACED_ALERTS
+from tests.alerts.helpers import loss_rows
 from tests.helpers import run_cli, write_rows
-
-
-def _rows(steps: range, rng: random.Random, nan_from: float = math.inf) -> list[dict[str, Any]]:
-    return [{"step": s, "loss": math.nan if s >= nan_from else 0.1 + rng.gauss(0, 0.01),
-             "grad_norm": 0.5 + rng.gauss(0, 0.05)} for s in steps]
 
 
 def test_a_nan_before_a_restart_is_still_said(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """The loss went NaN at step 1090, the run was restarted from its step-1000 checkpoint: summary an hour later
     said "alerts 0" (the NaN rows were replaced), and nothing told why the run had been restarted."""
     rng = random.Random(0)
-    write_rows(tmp_path / "r" / "metrics.jsonl", _rows(range(1100), rng, nan_from=1090) + _rows(range(1000, 1150), rng))
+    rows = loss_rows(range(1100), rng, nan_from=1090) + loss_rows(range(1000, 1150), rng)
+    write_rows(tmp_path / "r" / "metrics.jsonl", rows)
     rc, out, err = run_cli(["summary", str(tmp_path)], capsys)
     assert rc == 0, err
     assert "E step 1090 loss non-finite (nan) after 1090 finite steps (a row the resume at step 1000 replaced)" in out
@@ -39,13 +35,13 @@ def test_a_nan_before_a_restart_is_still_said(tmp_path: Path, capsys: pytest.Cap
 def test_a_clean_restart_says_nothing_and_replaced_alerts_are_bounded(tmp_path: Path,
                                                                         capsys: pytest.CaptureFixture[str]) -> None:
     rng = random.Random(1)
-    write_rows(tmp_path / "r" / "metrics.jsonl", _rows(range(600), rng) + _rows(range(500, 700), rng))
+    write_rows(tmp_path / "r" / "metrics.jsonl", loss_rows(range(600), rng) + loss_rows(range(500, 700), rng))
     rc, out, _ = run_cli(["summary", str(tmp_path)], capsys)
     assert rc == 0 and "alerts 0" in out and "replaced" not in out, out
     # a run restarted again and again after a NaN: the first alerts of the replaced rows are kept, no more
     rows: list[dict[str, Any]] = []
     for _ in range(3 * MAX_REPLACED_ALERTS):
-        rows += _rows(range(40), rng, nan_from=30)
+        rows += loss_rows(range(40), rng, nan_from=30)
     write_rows(tmp_path / "many" / "metrics.jsonl", rows)
     f = Follower([tmp_path / "many"], on_resume=read_replaced)
     f.scan()
@@ -57,7 +53,7 @@ def test_the_app_says_them_once_whether_or_not_it_saw_the_rows(tmp_path: Path) -
     from steptable.app.alerting import AlertScanner
 
     rng = random.Random(2)
-    crashed, again = _rows(range(1100), rng, nan_from=1090), _rows(range(1000, 1150), rng)
+    crashed, again = loss_rows(range(1100), rng, nan_from=1090), loss_rows(range(1000, 1150), rng)
     # opened after the restart: the replaced rows' alert, said once
     write_rows(tmp_path / "late" / "r" / "metrics.jsonl", crashed + again)
     f = Follower([tmp_path / "late"], on_resume=read_replaced)
@@ -95,7 +91,7 @@ def test_many_resumes_read_a_bounded_number_of_rows(tmp_path: Path, monkeypatch:
     rng = random.Random(3)
     rows: list[dict[str, Any]] = []
     for _ in range(2000):
-        rows += [{**r, **{f"k{j}": 1.0 for j in range(20)}} for r in _rows(range(100), rng)]
+        rows += [{**r, **{f"k{j}": 1.0 for j in range(20)}} for r in loss_rows(range(100), rng)]
     write_rows(tmp_path / "cc" / "metrics.jsonl", rows)
     f = Follower([tmp_path], on_resume=read_replaced)
     f.scan()
@@ -125,12 +121,12 @@ def test_tail_f_after_a_rewrite_says_the_new_runs_replaced_alerts(tmp_path: Path
 
     rng = random.Random(4)
     path = tmp_path / "r" / "metrics.jsonl"
-    write_rows(path, _rows(range(1000), rng, nan_from=990) + _rows(range(500, 600), rng))
+    write_rows(path, loss_rows(range(1000), rng, nan_from=990) + loss_rows(range(500, 600), rng))
     live = Live(tmp_path, ["--alerts-only"])
     live.step()
     assert live.out.getvalue().count("non-finite") == 1
     path.write_text("")  # truncated and written again in one go (no read in between)
-    write_rows(path, _rows(range(300), rng, nan_from=290) + _rows(range(200, 260), rng))
+    write_rows(path, loss_rows(range(300), rng, nan_from=290) + loss_rows(range(200, 260), rng))
     live.step()
     assert "step 290 loss non-finite (nan)" in live.out.getvalue(), live.out.getvalue()
 
@@ -155,7 +151,7 @@ def test_the_latest_of_many_long_crashes_is_still_read(tmp_path: Path, capsys: p
     rows: list[dict[str, Any]] = []
     start = 0
     for _ in range(6):
-        rows += _rows(range(start, start + 6000), rng, nan_from=start + 5997)
+        rows += loss_rows(range(start, start + 6000), rng, nan_from=start + 5997)
         start += 1000
     write_rows(tmp_path / "a" / "metrics.jsonl", rows)
     rc, out, _ = run_cli(["tail", str(tmp_path), "--alerts-only", "--format", "jsonl"], capsys)

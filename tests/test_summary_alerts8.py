@@ -9,6 +9,7 @@ from typing import Any, Literal
 
 from steptable.alerts.engine import Alert
 from steptable.summary.report import alert_groups, alerts_text, summarize
+from tests.alerts.helpers import spike
 
 NOW = 1_700_100_000.0
 SPIKES = [110, 224, 421, 505, 555, 595, 829, 1000, 1176, 1289, 1344, 1422, 1580, 1604, 1838, 2347, 2662, 2686, 2740]
@@ -30,10 +31,6 @@ class Run:
 
     def __len__(self) -> int:
         return len(self.steps)
-
-
-def spike(step: int) -> Alert:
-    return Alert("W", step, "actor/grad_norm", "spike", f"spike 1.{step % 97} (z=11 vs median .354 over 50)")
 
 
 def stall(step: int, gap: str) -> Alert:

@@ -1,12 +1,23 @@
-"""Alert lines of series fed to an AlertEngine, and the lines of a resumed engine against one fed straight."""
+"""Series for the alert tests and what an AlertEngine says of them: rows fed in order (with or without the flat
+detector), a resumed engine against one fed straight, noisy rewards, losses and grad norms, a diverged run."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+import random
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
 
-from steptable.alerts.engine import Alert, AlertConfig, AlertEngine, replay_spans
+from steptable.alerts.engine import (
+    Alert,
+    AlertConfig,
+    AlertEngine,
+    replay_spans,
+)
+from tests.helpers import grpo_row
 
 Series = list[tuple[int, float]]
+Row = dict[str, Any]
 
 
 def lines(key: str, xs: Sequence[float], config: AlertConfig | None = None) -> list[str]:
@@ -33,3 +44,76 @@ def resumed(key: str, crashed: Series, kept: Series, new: Series) -> tuple[list[
     ref = AlertEngine(AlertConfig(flat_rows=0))
     want = [a for s, x in kept + new for a in ref.update(s, {key: x}) if a.step >= at]
     return [a.line() for a in got], [a.line() for a in want]
+
+
+def stream(rows: Iterable[Mapping[str, Any]], config: AlertConfig | None = None) -> list[Alert]:
+    """The alerts of ``rows`` fed in order; the flat detector off unless a config is given (the series here are
+    constant around the condition each test is about)."""
+    eng = AlertEngine(config if config is not None else AlertConfig(flat_rows=0))
+    out: list[Alert] = []
+    for i, row in enumerate(rows):
+        out.extend(eng.update(i, row))
+    return out
+
+
+def series(key: str, values: Sequence[Any]) -> list[Row]:
+    """Rows holding ``key`` alone, one value each."""
+    return [{key: v} for v in values]
+
+
+def noise(seed: int, n: int, mu: float, sd: float, f: Callable[[float], float] = lambda x: x) -> list[float]:
+    """``n`` seeded draws of N(mu, sd), each passed through ``f``."""
+    rng = random.Random(seed)
+    return [f(rng.gauss(mu, sd)) for _ in range(n)]
+
+
+def kinds(alerts: Sequence[Alert]) -> list[tuple[str, int, str, str]]:
+    """(level, step, column, kind) of each alert."""
+    return [(a.level, a.step, a.column, a.kind) for a in alerts]
+
+
+class Unfloatable:
+    """A cell whose ``float()`` raises."""
+
+    def __float__(self) -> float:
+        raise RuntimeError("no")
+
+
+def fed(rows: Iterable[Mapping[str, Any]], config: AlertConfig | None = None) -> list[Alert]:
+    """The alerts of ``rows`` fed in order to an engine with ``config`` (the default one, flat detector on)."""
+    eng = AlertEngine(config)
+    return [a for i, row in enumerate(rows) for a in eng.update(i, row)]
+
+
+def grad_norms(seed: int, n: int) -> list[float]:
+    """.35 with 15% noise, a routine x3 step every 100 rows."""
+    rng = random.Random(seed)
+    return [0.35 * (3 if i % 100 == 99 else math.exp(rng.gauss(0, 0.15))) for i in range(n)]
+
+
+def diverged(n: int = 300, at: int = 200) -> list[Row]:
+    rng = random.Random(0)
+    keys = ("actor/pg_loss", "actor/grad_norm", "critic/score/mean", "actor/entropy", "actor/ppo_kl", "actor/kl_loss")
+    return [{"step": s, **{k: "nan" if s >= at else 0.5 + rng.gauss(0, 0.01) for k in keys}} for s in range(n)]
+
+
+def reward_rows(steps: range, reward: float, seed: int) -> list[dict[str, Any]]:
+    """Rows of a reward around ``reward`` (sd .02) and a loss around 1 (seeded)."""
+    rng = random.Random(seed)
+    return [{"step": s, "rew": reward + rng.gauss(0, 0.02), "loss": 1.0 + rng.gauss(0, 0.05)} for s in steps]
+
+
+def loss_rows(steps: range, rng: random.Random, nan_from: float = math.inf) -> list[dict[str, Any]]:
+    """Rows of a loss around .1 (NaN from step ``nan_from`` on) and a grad norm around .5."""
+    return [{"step": s, "loss": math.nan if s >= nan_from else 0.1 + rng.gauss(0, 0.01),
+             "grad_norm": 0.5 + rng.gauss(0, 0.05)} for s in steps]
+
+
+def clocked_rows(rng: random.Random, steps: range, t0: float) -> list[dict[str, Any]]:
+    """Healthy GRPO rows about 10 s apart from ``t0``, each with its clock (``ts``)."""
+    return [{**grpo_row(rng, s), "ts": t0 + 10.0 * (s - steps[0]) + rng.uniform(0, 1)} for s in steps]
+
+
+def spike(step: int) -> Alert:
+    """A routine grad-norm spike warning at ``step``."""
+    return Alert("W", step, "actor/grad_norm", "spike", f"spike 1.{step % 97} (z=11 vs median .354 over 50)")
