@@ -7,7 +7,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from steptable.alerts.engine import AlertConfig, replay_spans, resumed_engine
 from steptable.app.alerting import AlertScanner
 from steptable.app.messages import AlertsFound
 from steptable.ingest import Follower
@@ -60,22 +59,3 @@ def test_a_resume_mid_run_still_sees_a_real_collapse_after_it(tmp_path: Path) ->
     write_rows(path, reward_rows(range(100, 130), 0.8, 4) + reward_rows(range(130, 160), 0.05, 5))
     live.step()
     assert "rew collapse" in live.out.getvalue(), live.out.getvalue()
-
-
-def test_the_replay_is_bounded_and_keeps_the_early_rows() -> None:
-    cfg = AlertConfig()
-    assert replay_spans(10, cfg) == [(0, 10)]
-    (head, tail) = replay_spans(1_000_000, cfg)
-    assert head == (0, cfg.entropy_early) and tail[1] == 1_000_000 and tail[1] - tail[0] < 200
-
-
-def test_a_resumed_engine_has_read_the_rows_before_the_resume(tmp_path: Path) -> None:
-    write_rows(tmp_path / "r" / "metrics.jsonl", reward_rows(range(100), 0.8, 6))
-    f = Follower([tmp_path])
-    f.scan()
-    (store,) = f.stores.values()
-    with store.lock:
-        eng = resumed_engine(store, 60)
-    # the rows of steps < 60 were read: a drop to .05 at the resume is a collapse against them
-    alerts = [a for s in range(60, 80) for a in eng.update(s, {"rew": 0.05})]
-    assert any(a.kind == "reward_collapse" for a in alerts), alerts

@@ -76,30 +76,6 @@ def test_the_app_says_them_once_whether_or_not_it_saw_the_rows(tmp_path: Path) -
     assert scanner.scan(rid, f.stores[rid]) == []
 
 
-def test_many_resumes_read_a_bounded_number_of_rows(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """2,000 short runs concatenated in one file (or 8 ranks' rows out of step): a replay at each resume made a
-    summary 10-20x slower. The rows read for replaced alerts are bounded per run, and only watched columns are
-    copied (a resume in a run of 1,500 keys built 5,000 whole rows)."""
-    import steptable.alerts.replaced as replaced_mod
-    from steptable.ingest.store import MAX_REPLACED_READ, RunStore
-
-    read: list[int] = []
-    feed = replaced_mod.feed_store
-    monkeypatch.setattr(replaced_mod, "feed_store", lambda eng, store, a, b, *args, **kw: (
-        read.append(b - a), feed(eng, store, a, b, *args, **kw))[1])
-    monkeypatch.setattr(RunStore, "rows", lambda *a, **kw: pytest.fail("whole rows copied"))
-    rng = random.Random(3)
-    rows: list[dict[str, Any]] = []
-    for _ in range(2000):
-        rows += [{**r, **{f"k{j}": 1.0 for j in range(20)}} for r in loss_rows(range(100), rng)]
-    write_rows(tmp_path / "cc" / "metrics.jsonl", rows)
-    f = Follower([tmp_path], on_resume=read_replaced)
-    f.scan()
-    (store,) = f.stores.values()
-    # a fixed amount and a fiftieth of the rows read (200,000): not a replay at each of the 1,999 resumes (460,000)
-    assert len(store.resumes) == 1999 and MAX_REPLACED_READ <= sum(read) <= MAX_REPLACED_READ + 4_000 + 500
-
-
 def test_a_second_resume_behind_the_first_is_no_stall(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """The gap between a crash and its restart is no stall: the replay of replaced rows read it as one where the
     rows held an earlier resume ('stalled: no row for 2.28h ... (a row the resume at step 400 replaced)')."""

@@ -1,6 +1,6 @@
-"""Edges a mutation run of steptable/replaced.py (the alerts of the rows a resume replaces) and steptable/keycols.py
-(which columns a summary shows) left unpinned: the bounds of the replaced rows' reading, the count of finite steps
-before a NaN far back, and which held or single-valued columns get a summary row."""
+"""steptable.alerts.replaced: the alerts of the rows a resume replaced: read within a bounded budget of the
+newest rows, the same NaN episodes the live engine said, finite-step counts exact or a lower bound, the loss column
+the live engine bound."""
 
 from __future__ import annotations
 
@@ -12,10 +12,14 @@ from typing import Any
 
 import pytest
 
-from steptable.alerts.engine import scan
+from steptable.alerts.engine import (
+    AlertConfig,
+    scan,
+)
 from steptable.alerts.replaced import read_replaced, replaced_alerts
 from steptable.ingest import Follower, RunStore
 from steptable.summary.report import summarize
+from tests.alerts.helpers import clocked_rows, loss_rows
 from tests.helpers import grpo_row, run_cli, store_of, write_rows
 from tests.trainer_logs import trainer_state
 
@@ -293,3 +297,214 @@ def test_a_negative_column_budget_shows_no_key_column(tmp_path: Path) -> None:
     for budget in (-1, 0):
         text = summarize([store], max_columns=budget)
         assert not [ln for ln in text.splitlines() if ln.startswith(("col ", "loss", "reward"))], (budget, text)
+
+
+def test_a_stall_before_a_restart_is_said_after_it(tmp_path: Path) -> None:
+    # the run hung for an hour at step 600 (a stuck all-reduce), was killed and restarted from its step-500
+    # checkpoint: a reader that meets the file afterwards is told of the hang among the replaced rows' alerts
+    rng, t0 = random.Random(25), 1_700_000_000.0
+    rows = clocked_rows(rng, range(600), t0) + clocked_rows(rng, range(600, 620), t0 + 9600) \
+        + clocked_rows(rng, range(500, 650), t0 + 20_000)
+    store = store_of(tmp_path / "r" / "metrics.jsonl", rows)
+    assert [(a.level, a.step, a.kind) for a in store.replaced] == [("W", 599, "stall")]
+    assert store.replaced[0].message.startswith("stalled: no row for 60.2m (")
+    assert store.replaced[0].message.endswith("(a row the resume at step 500 replaced)")
+
+
+@pytest.mark.parametrize("nan_from", [1000, 999, 700, 500])
+def test_a_nan_that_began_before_the_newest_2000_replaced_rows_is_still_said(tmp_path: Path, nan_from: int) -> None:
+    # the loss went NaN hours before someone restarted from step 500: that is why they restarted, whether it began
+    # where the newest 2,000 replaced rows begin (1000), in the rows the bounded replay reads (999, 700) or before
+    # them (500, the first replaced row)
+    rng = random.Random(27)
+    rows = [grpo_row(rng, s) for s in range(3000)] + [grpo_row(rng, s) for s in range(500, 520)]
+    for r in rows[nan_from:3000]:
+        r["loss"] = math.nan
+    store = store_of(tmp_path / "r" / "metrics.jsonl", rows)
+    assert [a.line() for a in store.replaced] == [f"E step {nan_from} loss non-finite (nan) after {nan_from} finite"
+                                                  " steps (a row the resume at step 500 replaced)"]
+
+
+def test_a_nan_that_began_in_the_kept_rows_is_not_said_again_as_replaced(tmp_path: Path) -> None:
+    # NaN from step 300 on, restart from step 500: the live reader said it at step 300, in rows the resume keeps
+    rng = random.Random(28)
+    rows = [grpo_row(rng, s) for s in range(3000)] + [grpo_row(rng, s) for s in range(500, 520)]
+    for r in rows[300:3000]:
+        r["loss"] = math.nan
+    store = store_of(tmp_path / "r" / "metrics.jsonl", rows)
+    assert [a for a in store.replaced if a.kind == "nonfinite"] == []
+    assert [(a.step, a.column) for a in scan(list(range(3000)), {"loss": [r["loss"] for r in rows[:3000]]})
+            if a.kind == "nonfinite"] == [(300, "loss")]
+
+
+def test_columns_that_went_nan_together_long_before_a_restart_are_one_line(tmp_path: Path) -> None:
+    # a divergence: loss and grad norm NaN at once, the reward logged every 10th step (absent in between), and an
+    # inf grad norm kept as such; the eval-only reward stays finite and says nothing
+    rng = random.Random(29)
+    rows = [grpo_row(rng, s) for s in range(3000)] + [grpo_row(rng, s) for s in range(500, 520)]
+    for r in rows[:3000]:
+        if r["step"] % 10:
+            del r["reward"]
+    for r in rows[800:3000]:
+        r["loss"], r["grad_norm"] = math.nan, math.inf
+    store = store_of(tmp_path / "r" / "metrics.jsonl", rows)
+    assert [a.line() for a in store.replaced] == [
+        "E step 800 loss non-finite (nan) after 800 finite steps; also grad_norm (inf)"
+        " (a row the resume at step 500 replaced)"]
+
+
+def test_a_nan_before_the_read_and_another_after_a_recovery_are_both_said(tmp_path: Path) -> None:
+    # NaN at 600-700 (older than the newest 2,000 rows), finite again, then NaN from 2900: two episodes, two lines
+    rng = random.Random(30)
+    rows = [grpo_row(rng, s) for s in range(3000)] + [grpo_row(rng, s) for s in range(500, 520)]
+    for r in rows[600:1200] + rows[2900:3000]:
+        r["loss"] = math.nan
+    store = store_of(tmp_path / "r" / "metrics.jsonl", rows)
+    assert [(a.step, a.kind) for a in store.replaced] == [(600, "nonfinite"), (2900, "nonfinite")]
+    assert store.replaced[1].message.startswith("non-finite (nan) after 1700 finite steps")
+
+
+def _preempted(rng: random.Random, restarts: int) -> list[dict[str, Any]]:
+    """A GRPO run on preemptible nodes: 300 steps, then ``restarts`` restarts from the checkpoint at step 100 each
+    after 200 more steps (the file keeps every attempt)."""
+    rows = [grpo_row(rng, s) for s in range(300)]
+    for _ in range(restarts):
+        rows += [grpo_row(rng, s) for s in range(100, 300)]
+    return rows
+
+
+def test_a_run_restarted_a_hundred_times_still_says_the_nan_it_was_last_restarted_over(tmp_path: Path) -> None:
+    # past the replay budget the replaced rows are read once for a NaN or inf: the latest crash is still said
+    rng = random.Random(31)
+    rows = _preempted(rng, 150)
+    crashed = [grpo_row(rng, s) for s in range(100, 300)]
+    for r in crashed[150:]:
+        r["loss"], r["grad_norm"] = math.nan, math.inf
+    rows += crashed + [grpo_row(rng, s) for s in range(100, 110)]
+    store = store_of(tmp_path / "r" / "metrics.jsonl", rows)
+    assert len(store.resumes) == 152 and store._replay_read < 21_000  # the budget ran out long before the crash
+    assert [a.line() for a in store.replaced] == [
+        "E step 250 loss non-finite (nan) after 250 finite steps; also grad_norm (inf) (a row the resume at step 100"
+        " replaced)"]
+
+
+def test_past_the_budget_a_nan_already_on_before_the_replaced_rows_is_not_said_again(tmp_path: Path) -> None:
+    # the loss went NaN at step 290 of an attempt that was then continued (not restarted) and restarted later:
+    # the NaN began in rows the resume keeps, said live when they were read
+    rng = random.Random(32)
+    rows = _preempted(rng, 150)
+    for r in rows[-10:]:
+        r["loss"] = math.nan
+    rows += [{**grpo_row(rng, s), "loss": math.nan} for s in range(300, 320)]
+    rows += [grpo_row(rng, s) for s in range(310, 330)]
+    store = store_of(tmp_path / "r" / "metrics.jsonl", rows)
+    assert store.resumes[-1] == 310 and [a for a in store.replaced if a.kind == "nonfinite"] == []
+
+
+def _nan_spans(rng: random.Random, n: int) -> set[int]:
+    """Rows whose loss is NaN: a few episodes of random length, some with a short finite blip inside."""
+    bad: set[int] = set()
+    for _ in range(rng.randint(0, 4)):
+        a = rng.randrange(n)
+        bad.update(range(a, min(n, a + rng.choice([1, 5, 40, 700, 3000]))))
+        if rng.random() < 0.5:
+            bad -= set(range(a + 3, a + 3 + rng.choice([1, 2, 9, 10, 30])))
+    return bad
+
+
+@pytest.mark.parametrize("seed", range(24))
+def test_the_nan_episodes_of_replaced_rows_are_those_the_live_engine_said(tmp_path: Path, seed: int) -> None:
+    # whatever the NaN pattern (dense or a loss logged every 7th or 100th row, blips shorter or longer than the
+    # re-arm count) and whether the replay budget is left or spent, the replaced rows' non-finite alerts are
+    # exactly what one engine reading the crashed run's rows in order said from the resume step on
+    from steptable.alerts.replaced import replaced_alerts
+
+    rng = random.Random(seed)
+    n, every = rng.randint(3000, 6000), rng.choice([1, 1, 7, 100])
+    bad = _nan_spans(rng, n)
+    rows = [{"step": i, "grad_norm": 0.4 + 0.01 * (i % 7),
+             **({"loss": math.nan if i in bad else 0.5 + 0.001 * (i % 13)} if i % every == 0 else {})}
+            for i in range(n)]
+    at = rng.randrange(1, n)
+    store = store_of(tmp_path / "r" / "metrics.jsonl", rows)
+    truth = [a.line() for a in scan([r["step"] for r in rows], {"loss": [r.get("loss") for r in rows]})
+             if a.kind == "nonfinite" and a.step >= at]
+    for budget in (2000, 300, 0):
+        with store.lock:
+            got, _ = replaced_alerts(store, at, budget=budget)
+        said = [a.line().removesuffix(f" (a row the resume at step {at} replaced)") for a in got
+                if a.kind == "nonfinite"]
+        assert said == truth, (budget, every, at)
+
+
+def _said_vs_live(store: RunStore, rows: list[dict[str, Any]], at: int, keys: list[str], config: AlertConfig | None
+                  = None) -> list[tuple[list[str], list[str]]]:
+    """(replaced rows' non-finite lines, one engine's over the crashed rows from step ``at`` on) at three budgets."""
+    from steptable.alerts.replaced import replaced_alerts
+
+    cols = {k: [r.get(k) for r in rows] for k in keys}
+    live = [a.line() for a in scan([r["step"] for r in rows], cols, config=config)
+            if a.kind == "nonfinite" and a.step >= at]
+    out = []
+    for budget in (2000, 5, 0):
+        with store.lock:
+            got, _ = replaced_alerts(store, store.index_of_step(at), config, budget=budget)
+        out.append(([a.line().removesuffix(f" (a row the resume at step {at} replaced)") for a in got
+                     if a.kind == "nonfinite"], live))
+    return out
+
+
+def test_the_replaced_rows_watch_the_loss_column_the_live_engine_bound(tmp_path: Path) -> None:
+    # the first row logs only train/loss, later rows loss too: the live engine watches train/loss (the first row
+    # that had a loss), so its NaN from step 500 is what the replaced rows say, not the other column's silence
+    rng = random.Random(33)
+    rows = [{"step": s, "train/loss": math.nan if s >= 500 else 0.5 + rng.gauss(0, 0.01),
+             **({"loss": 0.4 + rng.gauss(0, 0.01)} if s else {})} for s in range(3000)]
+    store = store_of(tmp_path / "r" / "metrics.jsonl", rows)
+    for said, live in _said_vs_live(store, rows, 100, ["loss", "train/loss"]):
+        assert said == live == ["E step 500 train/loss non-finite (nan) after 500 finite steps"]
+
+
+def test_a_loss_key_left_by_dropped_rows_does_not_take_the_watch(tmp_path: Path) -> None:
+    # a first attempt logged loss for 10 steps; the relaunch from step 0 logs train/loss (every 200th row): the old
+    # key stays in the store with no cell, and train/loss is the one watched
+    rows = [{"step": s, "loss": 0.5, "grad_norm": 0.4} for s in range(10)]
+    rows += [{"step": s, "grad_norm": 0.4, **({"train/loss": math.nan if s >= 2850 else 0.5} if s % 200 == 50 else {})}
+             for s in range(3000)]
+    store = store_of(tmp_path / "r" / "metrics.jsonl", rows)
+    crashed = rows[10:]
+    for said, live in _said_vs_live(store, crashed, 100, ["loss", "train/loss"]):
+        assert said == live == ["E step 2850 train/loss non-finite (nan) after 2800 finite steps"]
+
+
+def test_with_rearm_0_an_unbroken_nan_stretch_across_the_resume_is_one_episode(tmp_path: Path) -> None:
+    # AlertConfig(rearm=0): any finite cell re-arms, but NaN after NaN is the same episode (the live engine said it
+    # at its first row, before the resume)
+    rows = [{"step": s, "loss": math.nan if 100 <= s < 130 else 0.5} for s in range(3000)]
+    store = store_of(tmp_path / "r" / "metrics.jsonl", rows)
+    for said, live in _said_vs_live(store, rows, 101, ["loss"], AlertConfig(rearm=0)):
+        assert said == live == []
+
+
+def test_many_resumes_read_a_bounded_number_of_rows(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """2,000 short runs concatenated in one file (or 8 ranks' rows out of step): a replay at each resume made a
+    summary 10-20x slower. The rows read for replaced alerts are bounded per run, and only watched columns are
+    copied (a resume in a run of 1,500 keys built 5,000 whole rows)."""
+    import steptable.alerts.replaced as replaced_mod
+    from steptable.ingest.store import MAX_REPLACED_READ, RunStore
+
+    read: list[int] = []
+    feed = replaced_mod.feed_store
+    monkeypatch.setattr(replaced_mod, "feed_store", lambda eng, store, a, b, *args, **kw: (
+        read.append(b - a), feed(eng, store, a, b, *args, **kw))[1])
+    monkeypatch.setattr(RunStore, "rows", lambda *a, **kw: pytest.fail("whole rows copied"))
+    rng = random.Random(3)
+    rows: list[dict[str, Any]] = []
+    for _ in range(2000):
+        rows += [{**r, **{f"k{j}": 1.0 for j in range(20)}} for r in loss_rows(range(100), rng)]
+    write_rows(tmp_path / "cc" / "metrics.jsonl", rows)
+    f = Follower([tmp_path], on_resume=read_replaced)
+    f.scan()
+    (store,) = f.stores.values()
+    # a fixed amount and a fiftieth of the rows read (200,000): not a replay at each of the 1,999 resumes (460,000)
+    assert len(store.resumes) == 1999 and MAX_REPLACED_READ <= sum(read) <= MAX_REPLACED_READ + 4_000 + 500
