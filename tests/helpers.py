@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import math
 import os
 import random
 import shutil
@@ -13,8 +12,7 @@ import sys
 import textwrap
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -104,30 +102,6 @@ def repoint(link: Path, target: Path, gone: Path) -> None:
     link.unlink()
     link.symlink_to(target)
     shutil.rmtree(gone)
-
-
-@dataclass
-class FakeRun:
-    """A run as a summary reads it (steptable.summary.keycols.RunLike), from plain columns."""
-
-    run: str
-    arm: str
-    cols: dict[str, list[Any]]
-    steps: list[int]
-    resumes: list[int] = field(default_factory=list)
-    bad_count: int = 0
-    last_update: float | None = None
-    wall_times: list[float] = field(default_factory=list)
-
-    @property
-    def keys(self) -> list[str]:
-        return list(self.cols)
-
-    def column(self, key: str) -> Sequence[Any]:
-        return self.cols.get(key, [math.nan] * len(self.steps))
-
-    def __len__(self) -> int:
-        return len(self.steps)
 
 
 def store_of(path: Path, rows: Iterable[Mapping[str, Any]]) -> Any:

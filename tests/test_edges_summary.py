@@ -14,7 +14,8 @@ from steptable.ingest import Follower
 from steptable.summary.keycols import lead_columns
 from steptable.summary.report import rate_text, run_label, summarize
 from steptable.summary.trend import trend_pct
-from tests.helpers import FakeRun, run_cli, write_rows
+from tests.helpers import run_cli, write_rows
+from tests.summary.helpers import FakeRun
 
 NOW = 1_700_100_000.0
 

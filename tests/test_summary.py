@@ -12,7 +12,7 @@ import pytest
 
 from steptable.alerts.engine import Alert
 from steptable.summary.report import column_stats, rate_text, summarize, trend_pct
-from tests.helpers import FakeRun
+from tests.summary.helpers import FakeRun
 
 Golden = Callable[[str, str], None]
 NOW = 1_700_100_000.0

@@ -15,21 +15,15 @@ import pytest
 
 from steptable.summary.report import trend_pct
 from tests.helpers import run_cli, write_rows
+from tests.summary.helpers import lattice
 
 Cap = pytest.CaptureFixture[str]
-
-
-def _lattice(seed: int, p: list[float] | float, m: int = 32, n: int = 1000) -> list[float]:
-    """A reward that is the mean of ``m`` binary outcomes of probability ``p`` (one per step, or the same)."""
-    g = random.Random(seed)
-    ps = p if isinstance(p, list) else [p] * n
-    return [sum(g.random() < q for _ in range(m)) / m for q in ps]
 
 
 @pytest.mark.parametrize(("m", "p"), [(32, 0.3), (1, 0.5)])
 def test_flat_lattice_reads_no_trend(m: int, p: float) -> None:
     """Mean of 32 Bernoulli(0.3): 38 of 100 flat series read a trend (|tr%| ~10-25); a 0/1 column 57 of 100."""
-    ts = [trend_pct(_lattice(s, p, m)) for s in range(100)]
+    ts = [trend_pct(lattice(s, p, m)) for s in range(100)]
     assert sum(t != 0.0 for t in ts) <= 10  # a 2-standard-error gate lets about 5% through
 
 
@@ -38,7 +32,7 @@ def test_summary_of_a_flat_grpo_reward_reads_zero(tmp_path: Path, capsys: Cap) -
     trends = []
     for seed in range(10):
         run = tmp_path / f"s{seed}" / "metrics.jsonl"
-        write_rows(run, ({"step": s, "reward": x} for s, x in enumerate(_lattice(seed, 0.3, n=3000))))
+        write_rows(run, ({"step": s, "reward": x} for s, x in enumerate(lattice(seed, 0.3, n=3000))))
         rc, out, _ = run_cli(["summary", str(run)], capsys)
         assert rc == 0
         trends.append(next(line for line in out.splitlines() if line.startswith("reward")).split()[-1])
@@ -48,10 +42,10 @@ def test_summary_of_a_flat_grpo_reward_reads_zero(tmp_path: Path, capsys: Cap) -
 def test_a_rise_on_the_lattice_still_shows() -> None:
     n = 3000
     for seed in range(10):
-        step = trend_pct(_lattice(seed, [0.3 if i < 0.9 * n else 0.4 for i in range(n)], n=n))
+        step = trend_pct(lattice(seed, [0.3 if i < 0.9 * n else 0.4 for i in range(n)], n=n))
         assert step is not None and 25 < step < 45  # 100 * .1 / .3 = 33
         ramp = [0.3 + 0.1 * min(max((i - 0.8 * n) / (0.2 * n), 0.0), 1.0) for i in range(n)]  # over the last 20%
-        t = trend_pct(_lattice(seed, ramp, n=n))
+        t = trend_pct(lattice(seed, ramp, n=n))
         assert t is not None and 8 < t < 25  # the windows' p: .375 vs .325, +15%
 
 
