@@ -18,6 +18,7 @@ import json
 import math
 import os
 import sys
+import tempfile
 import threading
 import weakref
 from collections.abc import Mapping, Sequence
@@ -78,25 +79,29 @@ def _number(v: Any) -> Any:
 class RunLog:
     """One run of a framework's logs, written through one StepLogger.
 
-    run_dir   where ``metrics.jsonl`` and the description go
+    run_dir   where ``metrics.jsonl`` and the description go; None: the rows are printed only
     arm       the arm written in every row (None: none)
     console   print the rows (through steptable's stdout sink, installed if it is not); False: the JSONL only
     rank      the process's rank as the framework knows it (None: steptable's detection); only rank 0 writes
     expect    keys later rows carry that the first may not (evaluation metrics): given columns from the start
     schema    lay out with this schema instead of the one the first row's keys detect
+    log_dir   where steptable's verbose log goes when its sinks are installed here (default: run_dir, else the
+              temporary directory)
     """
 
     def __init__(
         self,
-        run_dir: str | os.PathLike[str],
+        run_dir: str | os.PathLike[str] | None,
         arm: str | None = None,
         *,
         console: bool = True,
         rank: int | None = None,
         expect: Sequence[str] = (),
         schema: str | None = None,
+        log_dir: str | os.PathLike[str] | None = None,
     ) -> None:
-        self.run_dir = Path(run_dir).absolute()
+        self.run_dir = None if run_dir is None else Path(run_dir).absolute()
+        self.log_dir = log_dir
         self.arm = arm
         self.console = console
         self.expect = tuple(expect)
@@ -120,8 +125,8 @@ class RunLog:
         return self._logger
 
     @property
-    def jsonl_path(self) -> Path:
-        return self.run_dir / JSONL_NAME
+    def jsonl_path(self) -> Path | None:
+        return None if self.run_dir is None else self.run_dir / JSONL_NAME
 
     def add(self, metrics: Mapping[str, Any], step: Any = None) -> None:
         """Metrics of ``step``: joined to the open row of that step, else the open row goes out and they open the
@@ -156,9 +161,10 @@ class RunLog:
 
     def _start(self, row: Mapping[str, Any]) -> StepLogger:
         if self.console and not installed():  # loguru's default handler prints every row to stderr, long-form
-            setup_logging(self.arm or self.run_dir.name or "run", log_dir=self.run_dir)
+            where = self.log_dir or self.run_dir or Path(tempfile.gettempdir()) / "steptable"
+            setup_logging(self.arm or Path(where).name or "run", log_dir=where)
         try:
-            cols = auto_columns({**row, "step": row.get("step", 0)}, self.jsonl_path, expect=self.expect,
+            cols = auto_columns({**row, "step": row.get("step", 0)}, self.jsonl_path or JSONL_NAME, expect=self.expect,
                                 schema=self.schema)
         except Exception as e:  # (an unknown schema name, a value no column can be made of)
             report_once(f"runlog-{id(self)}-cols", f"steptable: automatic columns failed ({error_text(e)})")
@@ -169,7 +175,7 @@ class RunLog:
     def hparams(self, params: Mapping[str, Any]) -> Path | None:
         """Write ``params`` beside the run as ``args.json`` (merged into what an earlier call wrote); values that
         are not JSON are written as their text. None on another rank or when the file cannot be written."""
-        if not self.is_writer:
+        if not self.is_writer or self.run_dir is None:
             return None
         path = self.run_dir / HPARAMS_NAME
         try:
