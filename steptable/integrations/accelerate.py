@@ -20,11 +20,13 @@ from typing import Any
 
 from steptable.integrations.rows import RunLog, need
 
-tracking = need("accelerate.tracking", "accelerate", "steptable.integrations.accelerate")
-on_main_process = tracking.on_main_process
+need("accelerate.tracking", "accelerate", "steptable.integrations.accelerate")  # without it: one line naming the extra
+
+from accelerate import tracking  # noqa: E402
+from accelerate.tracking import GeneralTracker, on_main_process  # noqa: E402
 
 
-class StepTableTracker(tracking.GeneralTracker):  # type: ignore[misc]
+class StepTableTracker(GeneralTracker):  # type: ignore[misc]
     """Accelerate's logs as steptable rows in ``<logging_dir>/<run_name>/metrics.jsonl``.
 
     run_name     the run's directory under ``logging_dir`` (``init_trackers``' project name)

@@ -20,7 +20,9 @@ from typing import Any
 from steptable.integrations.rows import RunLog, need
 from steptable.logger.sinks import report_once
 
-transformers = need("transformers", "hf", "steptable.integrations.hf")
+need("transformers", "hf", "steptable.integrations.hf")  # without it: one line naming the extra
+
+import transformers  # noqa: E402
 
 #: the callbacks whose console option is on; the dict prints of a trainer whose state one of them holds are left out
 _CONSOLE: weakref.WeakSet[StepTableCallback] = weakref.WeakSet()

@@ -19,12 +19,13 @@ from typing import Any
 
 from steptable.integrations.rows import RunLog, need
 
-_loggers = need("lightning.pytorch.loggers", "lightning", "steptable.integrations.lightning")
-_rank_zero = need("lightning.pytorch.utilities.rank_zero", "lightning", "steptable.integrations.lightning")
-rank_zero_only = _rank_zero.rank_zero_only
+need("lightning.pytorch", "lightning", "steptable.integrations.lightning")  # without it: one line naming the extra
+
+from lightning.pytorch.loggers import Logger  # noqa: E402
+from lightning.pytorch.utilities.rank_zero import rank_zero_only  # noqa: E402
 
 
-class StepTableLogger(_loggers.Logger):  # type: ignore[misc]
+class StepTableLogger(Logger):  # type: ignore[misc]
     """Lightning's metrics as steptable rows in ``<run_dir>/metrics.jsonl``.
 
     run_dir   where the rows, the run's description and ``args.json`` go

@@ -18,7 +18,9 @@ from typing import Any
 
 from steptable.integrations.rows import RunLog, need
 
-sb3_logger = need("stable_baselines3.common.logger", "sb3", "steptable.integrations.sb3")
+need("stable_baselines3.common.logger", "sb3", "steptable.integrations.sb3")  # without it: one line naming the extra
+
+from stable_baselines3.common.logger import KVWriter  # noqa: E402
 
 
 def _scalar(v: Any) -> bool:
@@ -27,7 +29,7 @@ def _scalar(v: Any) -> bool:
     return getattr(v, "ndim", None) == 0  # a numpy or torch scalar
 
 
-class StepTableOutputFormat(sb3_logger.KVWriter):  # type: ignore[misc]
+class StepTableOutputFormat(KVWriter):  # type: ignore[misc]
     """SB3's dumps as steptable rows in ``<run_dir>/metrics.jsonl``.
 
     run_dir   where the rows go

@@ -29,8 +29,8 @@ def _config_dict(config: Any) -> Mapping[str, Any]:
     try:
         from tinker_cookbook.utils.ml_log import dump_config
     except ImportError:
-        dump_config = None
-    if dump_config is not None:
+        pass
+    else:
         dumped = dump_config(config)
         if isinstance(dumped, Mapping):
             return dumped

@@ -267,7 +267,7 @@ class StepLogger:
         """Automatic columns from the first row; a row that cannot be laid out (a value that cannot be walked)
         gets the step alone, and its values still reach the JSONL."""
         try:
-            return auto_columns({**flat(cells), "step": step}, self.jsonl_path or JSONL_NAME)
+            return auto_columns({**flat(dict(cells)), "step": step}, self.jsonl_path or JSONL_NAME)
         except Exception as e:
             report_once(f"{self._topic}-autocols",
                         f"steptable: no automatic columns from the first row ({error_text(e)}); the step only")
