@@ -23,9 +23,9 @@ from typing import Any
 from bpe_openai import get_encoding
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "integrations"))
-from adapters_support import tiny_trainer  # noqa: E402
+from adapters_support import tiny_trainer
 
-from steptable.integrations.hf import StepTableCallback  # noqa: E402
+from steptable.integrations.hf import StepTableCallback
 
 STEPS = 100
 

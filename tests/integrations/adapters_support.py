@@ -49,3 +49,9 @@ def tiny_config() -> Any:
     from transformers import GPT2Config
 
     return GPT2Config(n_layer=1, n_embd=16, n_head=2, vocab_size=64, n_positions=16, bos_token_id=0, eos_token_id=0)
+
+
+@pytest.fixture
+def rank_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    """This process is rank 1 of a launch (as torchrun says it)."""
+    monkeypatch.setenv("RANK", "1")

@@ -21,7 +21,7 @@ ADAPTERS = {
 
 
 def test_importing_steptable_imports_no_framework() -> None:
-    code = ("import sys, steptable, steptable.integrations, steptable.integrations.rows, steptable.integrations.tinker\n"
+    code = ("import sys, steptable, steptable.integrations.rows, steptable.integrations.tinker\n"
             "from steptable import StepLogger\n"
             f"print(sorted(m for m in {sorted([*ADAPTERS.values(), 'tinker_cookbook'])!r} if m in sys.modules))")
     root = Path(__file__).resolve().parents[2]
@@ -31,7 +31,8 @@ def test_importing_steptable_imports_no_framework() -> None:
 
 @pytest.mark.parametrize(("adapter", "framework"), sorted(ADAPTERS.items()))
 def test_without_the_extra_one_line_names_it(adapter: str, framework: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(sys.modules, framework, None)  # as if not installed
+    for name in [framework, *(m for m in sys.modules if m.startswith(framework + "."))]:
+        monkeypatch.setitem(sys.modules, name, None)  # as if not installed (submodules a test before loaded too)
     monkeypatch.delitem(sys.modules, f"steptable.integrations.{adapter}", raising=False)
     with pytest.raises(ImportError) as caught:
         importlib.import_module(f"steptable.integrations.{adapter}")

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from adapters_support import close_enough, info_of, rows_of
+from adapters_support import close_enough, info_of, rank_one, rows_of  # noqa: F401  (rank_one: a fixture)
 
 pytest.importorskip("torch")
 sb3 = pytest.importorskip("stable_baselines3")
@@ -85,7 +85,8 @@ def test_rows_instead_of_boxes(tmp_path: Path, capsys: pytest.CaptureFixture[str
     assert "step" in steps and "64" in steps and "128" in steps
 
 
-def test_rank_one_writes_nothing(tmp_path: Path, rank_one: None) -> None:
+@pytest.mark.usefixtures("rank_one")
+def test_rank_one_writes_nothing(tmp_path: Path) -> None:
     ppo([StepTableOutputFormat(tmp_path / "ppo")], steps=128).logger.close()
     assert not (tmp_path / "ppo").exists()
 

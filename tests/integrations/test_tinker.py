@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from adapters_support import info_of, rows_of
+from adapters_support import info_of, rank_one, rows_of  # noqa: F401  (rank_one: a fixture)
 
 from steptable.integrations.tinker import StepTableLogger, use_steptable
 
@@ -77,7 +77,8 @@ def test_alone_one_row_per_step_with_evals_merged(tmp_path: Path) -> None:
     assert info_of(tmp_path / "run", "rl")["closed"] is not None
 
 
-def test_rank_one_writes_nothing(tmp_path: Path, rank_one: None) -> None:
+@pytest.mark.usefixtures("rank_one")
+def test_rank_one_writes_nothing(tmp_path: Path) -> None:
     lg = StepTableLogger(tmp_path / "run")
     lg.log_hparams(Config())
     rl_loop(lg)
