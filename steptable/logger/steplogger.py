@@ -1,6 +1,6 @@
 """StepLogger: the in-process consumer. One fixed-width row per step on stdout, every raw row in JSONL.
 
-    step_log = StepLogger(cols, run_dir="logs/routeA", arm="routeA")
+    step_log = StepLogger(cols, run_dir="logs/routeA", arm="routeA")   # cols None: chosen from the first row
     for step in range(n):
         step_log.log({"step": step, "rew": r, ...})
     step_log.close()
@@ -28,6 +28,7 @@ from loguru import logger
 
 from steptable.alerts.engine import AlertEngine
 from steptable.logger import tablefile
+from steptable.logger.autocols import auto_columns
 from steptable.logger.rank import LazyRank
 from steptable.logger.setup import installed
 from steptable.logger.sinks import report_once, say
@@ -81,7 +82,9 @@ def _caller_depth() -> int:
 class StepLogger:
     """Render raw per-step metrics with one column registry, and keep every raw row.
 
-    cols          the column set (``routing_columns(...)`` or your own ``Col`` list)
+    cols          the column set (``routing_columns(...)`` or your own ``Col`` list); None: automatic columns,
+                  chosen from the first row's keys and values (steptable.logger.autocols: the schema the readers
+                  would detect, the rest ranked by how much they tell, fitted to the terminal's width)
     run_dir       where ``metrics.jsonl`` (and at close ``table.txt``) go; None = console only
     arm           the experiment arm, written into every JSONL row
     header_every  repeat the header every N rows (0 = once), so the last 30 lines of a log still carry it
@@ -94,7 +97,7 @@ class StepLogger:
 
     def __init__(
         self,
-        cols: Sequence[Col],
+        cols: Sequence[Col] | None = None,
         run_dir: str | os.PathLike[str] | None = None,
         arm: str | None = None,
         *,
@@ -104,9 +107,8 @@ class StepLogger:
         rank: int | None = None,
         console: bool = True,
     ) -> None:
-        self.cols = validate(cols)
-        self.stream_cols = streamed(self.cols)
-        self._render_row = render.compile_row(self.stream_cols)
+        self._auto = cols is None  # the columns are chosen at the first row
+        self._set_cols(() if cols is None else validate(cols))
         self.arm = arm
         self.header_every = max(int(header_every), 0)
         self.dump_rows = max(int(dump_rows), 0)
@@ -138,6 +140,11 @@ class StepLogger:
         self._started = 0.0
         self._topic = f"steplogger-{id(self)}"  # failures are reported once per logger and kind
         _LIVE.add(self)
+
+    def _set_cols(self, cols: Sequence[Col]) -> None:
+        self.cols = tuple(cols)
+        self.stream_cols = streamed(self.cols)
+        self._render_row = render.compile_row(self.stream_cols)
 
     # ------------------------------------------------------------------------------------------------ rendering
     def header(self) -> str:
@@ -230,8 +237,11 @@ class StepLogger:
             # reader would take it for one (a NaN alert from the file that the loop rightly never raised).
             if k not in record and v is not None:
                 record[k] = v
+        first = self._rows == 0
+        if self._auto and first:  # (before the description: it names the columns)
+            self._set_cols(self._first_cols(cells, step))
         if self._writer is not None:
-            if self._rows == 0:  # before the first row: a reader that sees the row sees whose arm it is
+            if first:  # before the first row: a reader that sees the row sees whose arm it is
                 self._describe(None)
             self._writer.write(record)
         view = flat(cells)  # {"train": {"loss": x}} shows under train/loss, as the readers of the file name it
@@ -239,7 +249,6 @@ class StepLogger:
             view = {**view, "step": step}
         self._recent.append(kept(view))
 
-        first = self._rows == 0
         header_due = first or bool(self.header_every and self._rows % self.header_every == 0)
         self._rows += 1  # counted before printing: a failure below must not bring the legend back next step
         if first and any(render.explained(c) for c in self.cols):
@@ -254,6 +263,16 @@ class StepLogger:
             for alert in self._alerts.update(step_i, view, now):
                 self._emit(alert.message_line(), level="ERROR" if alert.level == "E" else "WARNING")
         return line
+
+    def _first_cols(self, cells: Mapping[str, Any], step: Any) -> tuple[Col, ...]:
+        """Automatic columns from the first row; a row that cannot be laid out (a value that cannot be walked)
+        gets the step alone, and its values still reach the JSONL."""
+        try:
+            return auto_columns({**flat(dict(cells)), "step": step}, self.jsonl_path or JSONL_NAME)
+        except Exception as e:
+            report_once(f"{self._topic}-autocols",
+                        f"steptable: no automatic columns from the first row ({error_text(e)}); the step only")
+            return auto_columns({"step": step}, self.jsonl_path or JSONL_NAME)
 
     def _emit(self, text: str, level: str = "INFO") -> None:
         if not self.console:

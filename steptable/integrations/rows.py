@@ -1,0 +1,244 @@
+"""What every adapter does alike: a framework's log calls become one StepLogger row per step.
+
+``RunLog`` keeps the row of the step being logged open, so an evaluation logged at the same step (HF's eval after
+the train log, Lightning's validation, tinker's test metrics) joins it: one JSONL row and one printed row a step. The
+row goes out when a log of another step arrives, at ``flush()`` (an adapter calls it where the framework's step
+ends) and at ``close()``. Columns are chosen at the first row (steptable.logger.autocols: the trl schema for
+HF/TRL keys, generic otherwise), with room for the keys an adapter expects later (evaluation metrics).
+
+Only the writing rank does anything: another rank's ``RunLog`` makes no file and prints nothing. A run that training
+leaves by an uncaught exception is closed with it (marked ended with the error) by a ``sys.excepthook`` installed
+beside the one in place; one still open at interpreter exit is closed there. Nothing here raises into training.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import math
+import os
+import sys
+import tempfile
+import threading
+import weakref
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from steptable.logger.autocols import auto_columns
+from steptable.logger.rank import LazyRank
+from steptable.logger.setup import installed, setup_logging
+from steptable.logger.sinks import report_once
+from steptable.logger.steplogger import JSONL_NAME, StepLogger
+from steptable.logger.writer import error_text
+from steptable.table import runinfo
+
+#: hyperparameters beside the run (discovery files ``args.json`` as the run's config side file)
+HPARAMS_NAME = "args.json"
+
+_OPEN: weakref.WeakSet[RunLog] = weakref.WeakSet()
+_hooked = False
+_hook_lock = threading.Lock()
+
+
+def _install_hooks() -> None:
+    """Once a process: close open runs with an uncaught exception (then the hook in place runs) and at exit."""
+    global _hooked
+    with _hook_lock:
+        if _hooked:
+            return
+        _hooked = True
+        previous = sys.excepthook
+
+        def hook(kind: type[BaseException], exc: BaseException, tb: TracebackType | None) -> None:
+            for run in list(_OPEN):
+                run.close(exc)
+            previous(kind, exc, tb)
+
+        sys.excepthook = hook
+        atexit.register(_close_all)
+
+
+def _close_all() -> None:
+    for run in list(_OPEN):
+        run.close()
+
+
+def _number(v: Any) -> Any:
+    """A framework's scalar as a plain value: a 0-d tensor / numpy number by ``item()``, anything else as it is."""
+    item = getattr(v, "item", None)
+    if item is not None and getattr(v, "ndim", 0) == 0:
+        try:
+            return item()
+        except Exception:  # (a tensor of several values has ndim > 0; anything odd is logged as it is)
+            return v
+    return v
+
+
+class RunLog:
+    """One run of a framework's logs, written through one StepLogger.
+
+    run_dir   where ``metrics.jsonl`` and the description go; None: the rows are printed only
+    arm       the arm written in every row (None: none)
+    console   print the rows (through steptable's stdout sink, installed if it is not); False: the JSONL only
+    rank      the process's rank as the framework knows it (None: steptable's detection); only rank 0 writes
+    expect    keys later rows carry that the first may not (evaluation metrics): given columns from the start
+    schema    lay out with this schema instead of the one the first row's keys detect
+    log_dir   where steptable's verbose log goes when its sinks are installed here (default: run_dir, else the
+              temporary directory)
+    """
+
+    def __init__(
+        self,
+        run_dir: str | os.PathLike[str] | None,
+        arm: str | None = None,
+        *,
+        console: bool = True,
+        rank: int | None = None,
+        expect: Sequence[str] = (),
+        schema: str | None = None,
+        log_dir: str | os.PathLike[str] | None = None,
+    ) -> None:
+        self.run_dir = None if run_dir is None else Path(run_dir).absolute()
+        self.log_dir = log_dir
+        self.arm = arm
+        self.console = console
+        self.expect = tuple(expect)
+        self.schema = schema
+        self._rank = LazyRank(rank)
+        self._logger: StepLogger | None = None
+        self._step: Any = None
+        self._pending: dict[str, Any] | None = None
+        self._closed = False
+        self._lock = threading.RLock()
+        _OPEN.add(self)
+        _install_hooks()
+
+    @property
+    def is_writer(self) -> bool:
+        return self._rank() == 0
+
+    @property
+    def logger(self) -> StepLogger | None:
+        """The StepLogger once the first row went out (None before, and on another rank)."""
+        return self._logger
+
+    @property
+    def jsonl_path(self) -> Path | None:
+        return None if self.run_dir is None else self.run_dir / JSONL_NAME
+
+    def add(self, metrics: Mapping[str, Any], step: Any = None) -> None:
+        """Metrics of ``step``: joined to the open row of that step, else the open row goes out and they open the
+        next. ``step`` None joins the open row (or opens one at the row's position in the run)."""
+        if not self.is_writer or self._closed:
+            return
+        try:
+            with self._lock:
+                if step is not None and self._pending is not None and step != self._step:
+                    self._flush()
+                if self._pending is None:
+                    self._pending, self._step = {}, step
+                self._pending.update({k: _number(v) for k, v in metrics.items()})
+        except Exception as e:  # (the loop must survive a value we cannot read)
+            report_once(f"runlog-{id(self)}-add", f"steptable: a row could not be taken ({error_text(e)})")
+
+    def flush(self) -> None:
+        """The open row goes out now (the framework's step is over)."""
+        if not self.is_writer:
+            return
+        with self._lock:
+            self._flush()
+
+    def _flush(self) -> None:
+        row, self._pending = self._pending, None
+        if not row:
+            return
+        if self._step is not None:
+            row = {**row, "step": self._step}
+        lg = self._logger if self._logger is not None else self._start(row)
+        lg.log(row)
+
+    def _start(self, row: Mapping[str, Any]) -> StepLogger:
+        if self.console and not installed():  # loguru's default handler prints every row to stderr, long-form
+            where = self.log_dir or self.run_dir or Path(tempfile.gettempdir()) / "steptable"
+            setup_logging(self.arm or Path(where).name or "run", log_dir=where)
+        try:
+            cols = auto_columns({**row, "step": row.get("step", 0)}, self.jsonl_path or JSONL_NAME, expect=self.expect,
+                                schema=self.schema)
+        except Exception as e:  # (an unknown schema name, a value no column can be made of)
+            report_once(f"runlog-{id(self)}-cols", f"steptable: automatic columns failed ({error_text(e)})")
+            cols = None
+        self._logger = StepLogger(cols, self.run_dir, self.arm, rank=0, console=self.console)
+        return self._logger
+
+    def hparams(self, params: Mapping[str, Any]) -> Path | None:
+        """Write ``params`` beside the run as ``args.json`` (merged into what an earlier call wrote); values that
+        are not JSON are written as their text. None on another rank or when the file cannot be written."""
+        if not self.is_writer or self.run_dir is None:
+            return None
+        path = self.run_dir / HPARAMS_NAME
+        try:
+            old: dict[str, Any] = {}
+            if path.is_file():
+                loaded = json.loads(path.read_text(encoding="utf-8"))
+                old = loaded if isinstance(loaded, dict) else {}
+            merged = {**old, **{str(k): _jsonable(v) for k, v in params.items()}}
+            self.run_dir.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+            tmp.write_text(json.dumps(merged, indent=1, ensure_ascii=False, allow_nan=False), encoding="utf-8")
+            os.replace(tmp, path)
+            return path
+        except Exception as e:  # (a full disk, a config nested past the recursion limit)
+            report_once(f"runlog-{id(self)}-hparams", f"steptable: cannot write {path.name} ({error_text(e)})")
+            return None
+
+    def close(self, exc: BaseException | None = None) -> None:
+        """The open row out, then the run closed: marked ended, and with ``exc`` when training raised it
+        (steptable.table.runinfo.end_of). Idempotent."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            _OPEN.discard(self)
+            if not self.is_writer:
+                return
+            try:
+                self._flush()
+            except Exception as e:
+                report_once(f"runlog-{id(self)}-close", f"steptable: the last row was lost ({error_text(e)})")
+            lg = self._logger
+            if lg is None:
+                return
+            if exc is None or runinfo.end_of(exc) is None:
+                lg.close()
+            else:
+                lg.__exit__(type(exc), exc, exc.__traceback__)
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+
+def _jsonable(v: Any) -> Any:
+    """``v`` as JSON: containers walked, non-finite floats as text, anything else that is not JSON as its text."""
+    v = _number(v)
+    if v is None or isinstance(v, (bool, int, str)):
+        return v
+    if isinstance(v, float):
+        return v if math.isfinite(v) else str(v)
+    if isinstance(v, Mapping):
+        return {str(k): _jsonable(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_jsonable(x) for x in v]
+    return str(v)
+
+
+def need(module: str, extra: str, adapter: str) -> Any:
+    """Import ``module`` for ``adapter``; without it, an ImportError of one line naming the extra to install."""
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise ImportError(f"{adapter} needs {module.split('.')[0]}: pip install 'steptable[{extra}]'") from None

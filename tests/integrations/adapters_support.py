@@ -1,0 +1,57 @@
+"""Shared by the adapter tests: a run's rows and description as the adapters left them on disk, and the tiny HF
+trainer (a GPT-2 made from a config: nothing downloaded) that test_hf and bench/bench_hf.py train."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+
+def rows_of(run_dir: Path) -> list[dict[str, Any]]:
+    """The JSONL rows a run wrote, in order."""
+    path = run_dir / "metrics.jsonl"
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def info_of(run_dir: Path, arm: str | None = None) -> dict[str, Any]:
+    """The run's steptable.json (steptable.<arm>.json for an arm)."""
+    name = "steptable.json" if arm is None else f"steptable.{arm}.json"
+    return dict(json.loads((run_dir / name).read_text(encoding="utf-8")))
+
+
+def close_enough(a: Any, b: Any) -> bool:
+    """Values equal as the JSONL keeps them (floats to their repr, so exactly, ints as ints)."""
+    if isinstance(a, float) or isinstance(b, float):
+        return a == pytest.approx(b, rel=1e-12, abs=0)
+    return bool(a == b)
+
+
+def tiny_trainer(out: Any, callbacks: list[Any], max_steps: int = 20, logging_steps: int = 5, eval_steps: int = 10,
+                 run_name: str | None = None, model: Any = None) -> Any:
+    """A transformers.Trainer of a 1-layer GPT-2 on random tokens (CPU, seconds)."""
+    import torch
+    from transformers import GPT2LMHeadModel, Trainer, TrainingArguments
+
+    torch.manual_seed(0)
+    model = model or GPT2LMHeadModel(tiny_config())
+    data = [{"input_ids": torch.randint(0, 64, (16,)), "labels": torch.randint(0, 64, (16,))} for _ in range(64)]
+    args = TrainingArguments(output_dir=str(out), max_steps=max_steps, logging_steps=logging_steps,
+                             eval_strategy="steps" if eval_steps else "no", eval_steps=eval_steps or None,
+                             per_device_train_batch_size=4, report_to="none", save_strategy="no", use_cpu=True,
+                             run_name=run_name, dataloader_num_workers=0)
+    return Trainer(model=model, args=args, train_dataset=data, eval_dataset=data[:8], callbacks=callbacks)
+
+
+def tiny_config() -> Any:
+    from transformers import GPT2Config
+
+    return GPT2Config(n_layer=1, n_embd=16, n_head=2, vocab_size=64, n_positions=16, bos_token_id=0, eos_token_id=0)
+
+
+@pytest.fixture
+def rank_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    """This process is rank 1 of a launch (as torchrun says it)."""
+    monkeypatch.setenv("RANK", "1")

@@ -1,0 +1,124 @@
+"""The HF Trainer callback, on a real Trainer: a tiny GPT-2 made from a config (nothing downloaded), on CPU."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+from adapters_support import close_enough, info_of, rows_of, tiny_trainer
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+
+from steptable.integrations.hf import StepTableCallback  # noqa: E402
+
+
+def merged_history(log_history: list[dict[str, Any]]) -> dict[int, dict[str, Any]]:
+    """The trainer's own log history, one dict per step (what one JSONL row should hold)."""
+    out: dict[int, dict[str, Any]] = {}
+    for entry in log_history:
+        step = entry["step"]
+        out.setdefault(step, {}).update({k: v for k, v in entry.items() if k != "step"})
+    return out
+
+
+def test_one_row_per_logged_step_with_the_trainers_values(tmp_path: Path) -> None:
+    trainer = tiny_trainer(tmp_path / "out", [StepTableCallback()])
+    trainer.train()
+    rows = rows_of(tmp_path / "out")
+    history = merged_history(trainer.state.log_history)
+    assert [r["step"] for r in rows] == sorted(history) == [5, 10, 15, 20]
+    for row in rows:
+        want = history[row["step"]]
+        assert set(want) <= set(row), set(want) - set(row)
+        for k, v in want.items():
+            assert close_enough(row[k], v), (row["step"], k, row[k], v)
+    assert "eval_loss" in rows[1] and "eval_loss" in rows[3] and "eval_loss" not in rows[0]
+    assert "train_runtime" in rows[-1]  # the end-of-training summary joined the last step's row
+    info = info_of(tmp_path / "out")
+    assert info["closed"] is not None and "end" not in info and info["rows"] == 4
+    keys = [c["key"] for c in info["columns"]]
+    assert keys[:2] == ["step", "loss"] and "eval_loss" in keys  # eval's column there from the first row
+
+
+def test_run_dir_and_arm(tmp_path: Path) -> None:
+    cb = StepTableCallback(run_dir=tmp_path / "logs", arm="sft-a")
+    trainer = tiny_trainer(tmp_path / "out", [cb], max_steps=10, eval_steps=0)
+    trainer.train()
+    rows = rows_of(tmp_path / "logs")
+    assert [r["step"] for r in rows] == [5, 10] and {r["arm"] for r in rows} == {"sft-a"}
+    assert info_of(tmp_path / "logs", "sft-a")["closed"] is not None
+    assert not (tmp_path / "out" / "metrics.jsonl").exists()
+
+
+def test_arm_defaults_to_the_run_name(tmp_path: Path) -> None:
+    trainer = tiny_trainer(tmp_path / "out", [StepTableCallback()], max_steps=5, eval_steps=0,
+                           run_name="grpo-7")
+    trainer.train()
+    assert {r["arm"] for r in rows_of(tmp_path / "out")} == {"grpo-7"}
+
+
+def test_a_process_that_is_not_the_worlds_main_writes_nothing(tmp_path: Path) -> None:
+    trainer = tiny_trainer(tmp_path / "out", [StepTableCallback(console=True)], max_steps=10)
+    trainer.is_world_process_zero = lambda: False  # what rank 1 of a launch answers
+    trainer.train()
+    assert trainer.state.log_history  # the trainer did log
+    out = tmp_path / "out"
+    assert not (out / "metrics.jsonl").exists() and not list(out.glob("steptable*.json"))
+
+
+def test_console_rows_replace_the_dict_prints(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tiny_trainer(tmp_path / "plain", [StepTableCallback()], max_steps=10).train()
+    plain = capsys.readouterr()
+    assert "{'loss'" in plain.out  # the trainer's own dict prints, console option off
+    assert "metrics.jsonl" not in plain.out and (tmp_path / "plain" / "metrics.jsonl").exists()
+
+    tiny_trainer(tmp_path / "rows", [StepTableCallback(console=True)], max_steps=10).train()
+    got = capsys.readouterr()
+    assert "{'loss'" not in got.out and "{'eval_loss'" not in got.out
+    lines = [ln for ln in got.out.splitlines() if ln.startswith("I ")]
+    header = next(ln for ln in lines if "loss" in ln and "step" in ln)
+    assert header.split()[1:3] == ["step", "loss"]
+    stepped = [ln.split()[1] for ln in lines if ln.split()[1:2] and ln.split()[1].isdigit()]
+    assert stepped[:2] == ["5", "10"]
+    assert "it/s" in got.err  # the progress bar stays
+
+
+def test_a_console_callback_leaves_another_trainers_prints(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    StepTableCallback(console=True)  # made, never passed to a trainer
+    tiny_trainer(tmp_path / "other", [], max_steps=5, eval_steps=0).train()
+    assert "{'loss'" in capsys.readouterr().out
+
+
+def test_training_that_raises_is_marked_ended_with_its_error(tmp_path: Path) -> None:
+    script = textwrap.dedent("""
+        import sys
+        from transformers import GPT2LMHeadModel
+        from adapters_support import tiny_config, tiny_trainer
+        from steptable.integrations.hf import StepTableCallback
+
+        class Breaks(GPT2LMHeadModel):
+            calls = 0
+            def forward(self, input_ids=None, labels=None, **kwargs):
+                Breaks.calls += 1
+                if Breaks.calls > 7:
+                    raise FloatingPointError("loss went to nan")
+                return super().forward(input_ids=input_ids, labels=labels, **kwargs)
+
+        model = Breaks(tiny_config())
+        tiny_trainer(sys.argv[1], [StepTableCallback()], eval_steps=0, model=model).train()
+    """)
+    out = tmp_path / "out"
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), str(Path(__file__).parent)])}
+    done = subprocess.run([sys.executable, "-c", script, str(out)], capture_output=True, text=True, timeout=300,
+                          cwd=root, env=env)
+    assert done.returncode == 1 and "FloatingPointError" in done.stderr
+    assert [r["step"] for r in rows_of(out)] == [5]
+    info = info_of(out)
+    assert info["end"] == "FloatingPointError" and info["closed"] is not None

@@ -1,0 +1,68 @@
+"""What every adapter shares: no framework imported by steptable itself, a one-line hint without the extra, and the
+automatic columns of the first row."""
+
+from __future__ import annotations
+
+import importlib
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from steptable.logger.autocols import auto_columns
+
+ADAPTERS = {
+    "hf": "transformers",
+    "lightning": "lightning",
+    "accelerate": "accelerate",
+    "sb3": "stable_baselines3",
+}
+
+
+def test_importing_steptable_imports_no_framework() -> None:
+    code = ("import sys, steptable, steptable.integrations.rows, steptable.integrations.tinker\n"
+            "from steptable import StepLogger\n"
+            f"print(sorted(m for m in {sorted([*ADAPTERS.values(), 'tinker_cookbook'])!r} if m in sys.modules))")
+    root = Path(__file__).resolve().parents[2]
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=root, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize(("adapter", "framework"), sorted(ADAPTERS.items()))
+def test_without_the_extra_one_line_names_it(adapter: str, framework: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in [framework, *(m for m in sys.modules if m.startswith(framework + "."))]:
+        monkeypatch.setitem(sys.modules, name, None)  # as if not installed (submodules a test before loaded too)
+    monkeypatch.delitem(sys.modules, f"steptable.integrations.{adapter}", raising=False)
+    with pytest.raises(ImportError) as caught:
+        importlib.import_module(f"steptable.integrations.{adapter}")
+    msg = str(caught.value)
+    assert msg == f"steptable.integrations.{adapter} needs {framework}: pip install 'steptable[{adapter}]'"
+    assert caught.value.__cause__ is None and caught.value.__suppress_context__
+
+
+def test_use_steptable_without_tinker_cookbook_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    from steptable.integrations.tinker import use_steptable
+
+    monkeypatch.setitem(sys.modules, "tinker_cookbook", None)
+    monkeypatch.setitem(sys.modules, "tinker_cookbook.utils", None)
+    monkeypatch.setitem(sys.modules, "tinker_cookbook.utils.ml_log", None)
+    with pytest.raises(ImportError, match=r"pip install 'steptable\[tinker\]'"):
+        use_steptable(object())
+
+
+def test_auto_columns_take_the_trl_schema_for_trl_keys() -> None:
+    row = {"step": 1, "loss": 0.1, "reward": 0.5, "reward_std": 0.2, "kl": 0.01, "completions/mean_length": 120.0,
+           "grad_norm": 1.2, "learning_rate": 1e-6, "epoch": 0.1, "frac_reward_zero_std": 0.25}
+    cols = auto_columns(row, expect=["eval_loss"], max_width=200)
+    heads = {c.key: c.header for c in cols}
+    assert heads["reward"] == "reward" and heads["frac_reward_zero_std"] == "zero_sd"  # the trl schema's headers
+    assert "eval_loss" in heads and cols[0].key == "step"
+
+
+def test_auto_columns_rank_generic_keys_and_fit_the_width() -> None:
+    row = {"step": 0, **{f"metric_{i:02d}": i * 0.37 for i in range(40)}, "note": "x"}
+    cols = auto_columns(row, max_width=80)
+    assert cols[0].key == "step" and sum(c.width + 1 for c in cols) - 1 <= 80
+    assert all(c.desc == "" for c in cols[1:])  # "as logged" says nothing: no legend line paid for it
+    assert auto_columns(row, max_width=400)[-1].key == "note"  # text ranks after numbers

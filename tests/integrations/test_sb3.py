@@ -1,0 +1,100 @@
+"""The SB3 output format, under PPO on CartPole (a few hundred timesteps on CPU)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from adapters_support import close_enough, info_of, rank_one, rows_of  # noqa: F401  (rank_one: a fixture)
+
+pytest.importorskip("torch")
+sb3 = pytest.importorskip("stable_baselines3")
+gym = pytest.importorskip("gymnasium")
+
+from stable_baselines3.common.callbacks import EvalCallback  # noqa: E402
+from stable_baselines3.common.logger import KVWriter, Logger  # noqa: E402
+from stable_baselines3.common.monitor import Monitor  # noqa: E402
+
+from steptable.integrations.sb3 import StepTableOutputFormat  # noqa: E402
+
+
+class Recorder(KVWriter):  # type: ignore[misc]
+    """What SB3 hands its writers, kept."""
+
+    def __init__(self) -> None:
+        self.dumps: list[tuple[int, dict[str, Any]]] = []
+
+    def write(self, key_values: dict[str, Any], key_excluded: dict[str, Any], step: int = 0) -> None:
+        self.dumps.append((step, dict(key_values)))
+
+    def close(self) -> None:
+        pass
+
+
+def ppo(formats: list[Any], steps: int = 320, eval_freq: int = 128, raise_at: int | None = None,
+        verbose: int = 0) -> Any:
+    model = sb3.PPO("MlpPolicy", gym.make("CartPole-v1"), n_steps=64, batch_size=32, n_epochs=1, seed=0,
+                    verbose=verbose, device="cpu")
+    if formats:
+        model.set_logger(Logger(None, output_formats=formats))
+    callbacks: list[Any] = [EvalCallback(Monitor(gym.make("CartPole-v1")), eval_freq=eval_freq, n_eval_episodes=2,
+                                         verbose=0)]
+    if raise_at is not None:
+        from stable_baselines3.common.callbacks import BaseCallback
+
+        class Breaks(BaseCallback):  # type: ignore[misc]
+            def _on_step(self) -> bool:
+                if self.num_timesteps >= raise_at:
+                    raise MemoryError("replay buffer")
+                return True
+
+        callbacks.append(Breaks())
+    model.learn(steps, callback=callbacks)
+    return model
+
+
+def test_one_row_per_dump_with_evals_merged(tmp_path: Path) -> None:
+    rec = Recorder()
+    fmt = StepTableOutputFormat(tmp_path / "ppo", arm="ppo")
+    model = ppo([fmt, rec])
+    model.logger.close()
+    rows = rows_of(tmp_path / "ppo")
+    want: dict[int, dict[str, Any]] = {}
+    for step, kv in rec.dumps:
+        want.setdefault(step, {}).update(kv)
+    assert [r["step"] for r in rows] == sorted(want) and len(rows) == 5
+    for r in rows:
+        for k, v in want[r["step"]].items():
+            assert close_enough(r[k], v), (r["step"], k)
+    assert [r["step"] for r in rows if "eval/mean_reward" in r] == [128, 256]
+    assert all("time/fps" in r for r in rows)  # the eval dump shares its step with the rollout's
+    info = info_of(tmp_path / "ppo", "ppo")
+    assert info["closed"] is not None and "end" not in info
+
+
+def test_rows_instead_of_boxes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    ppo([], steps=128, verbose=1)
+    boxed = capsys.readouterr().out
+    assert "| rollout/" in boxed or "| time/" in boxed  # SB3's own tables
+    ppo([StepTableOutputFormat(tmp_path / "ppo")], steps=128, verbose=1).logger.close()
+    out = capsys.readouterr().out
+    assert "| time/" not in out and "-----" not in out
+    steps = [ln.split()[1] for ln in out.splitlines() if ln.startswith("I ") and ln.split()[1:2]]
+    assert "step" in steps and "64" in steps and "128" in steps
+
+
+@pytest.mark.usefixtures("rank_one")
+def test_rank_one_writes_nothing(tmp_path: Path) -> None:
+    ppo([StepTableOutputFormat(tmp_path / "ppo")], steps=128).logger.close()
+    assert not (tmp_path / "ppo").exists()
+
+
+def test_learning_that_raises_is_marked_ended_with_its_error(tmp_path: Path) -> None:
+    fmt = StepTableOutputFormat(tmp_path / "ppo")
+    with pytest.raises(MemoryError) as caught:
+        ppo([fmt], raise_at=200)
+    sys.excepthook(caught.type, caught.value, caught.tb)  # what the interpreter does with it, uncaught
+    assert [r["step"] for r in rows_of(tmp_path / "ppo")] == [64, 128, 192]
+    assert info_of(tmp_path / "ppo")["end"] == "MemoryError"
