@@ -45,9 +45,11 @@ def add_commands(sub: Any) -> None:
 
     from steptable.cli.mcpcmd import add_parser as add_mcp
     from steptable.cli.runs import add_parser as add_runs
+    from steptable.cli.serve import add_parser as add_serve
 
     add_runs(sub)
     add_mcp(sub)
+    add_serve(sub)
 
 
 def run_command(args: argparse.Namespace) -> int:
@@ -65,6 +67,10 @@ def run_command(args: argparse.Namespace) -> int:
         from steptable.cli.mcpcmd import mcp_command
 
         return mcp_command(args)
+    if args.cmd == "serve":
+        from steptable.cli.serve import serve_command
+
+        return serve_command(args)
     if args.cmd == "watch":
         from steptable.app import run_watch
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import errno
 import math
+import os
 import shutil
 import sys
 import tempfile
@@ -128,6 +129,10 @@ def _stdout_failed(e: OSError) -> bool:
 
 
 def _terminal() -> bool:
+    """stdin and stdout are a terminal, or the app runs under textual-serve (`steptable serve`): its web driver
+    talks to the browser over the pipes."""
+    if os.environ.get("TEXTUAL_DRIVER", "").endswith("web_driver:WebDriver"):
+        return True
     try:
         return sys.stdin is not None and sys.stdout is not None and sys.stdin.isatty() and sys.stdout.isatty()
     except (AttributeError, ValueError):  # a replaced or closed stream
