@@ -42,6 +42,7 @@ class WatchServer(Server):
                  title: str = "steptable") -> None:
         super().__init__(command, host=host, port=port, title=title)
         self.gate = Gate(token, port, is_loopback(host), max_sessions)
+        self.services: set[AppService] = set()  # the sessions' apps running now
 
     def url(self) -> str:
         """The URL to open, with the token (printed once at the start)."""
@@ -59,6 +60,10 @@ class WatchServer(Server):
 
     async def on_startup(self, app: web.Application) -> None:
         print(f"steptable serve: {self.command}\n  open {self.url()}\n  (Ctrl-C to stop)", flush=True)
+
+    async def on_shutdown(self, app: web.Application) -> None:
+        """The server stops (Ctrl-C, TERM): every session's app ends with it."""
+        await asyncio.gather(*(_end(s) for s in list(self.services)), return_exceptions=True)
 
     async def handle_index(self, request: web.Request) -> web.StreamResponse:  # type: ignore[override]
         """The page, its asset and websocket URLs on the host the browser asked for (an ssh tunnel's local port),
@@ -91,6 +96,7 @@ class WatchServer(Server):
 
                 service = AppService(self.command, write_bytes=websocket.send_bytes, write_str=websocket.send_str,
                                      close=close, download_manager=self.download_manager)
+                self.services.add(service)
                 await service.start(width, height)
                 await self._process_messages(websocket, service)
             except asyncio.CancelledError:
@@ -100,6 +106,7 @@ class WatchServer(Server):
             finally:
                 if service is not None:
                     await _end(service)
+                    self.services.discard(service)
             return websocket
         finally:
             self.gate.close_session()
