@@ -18,8 +18,13 @@ _FMT_KINDS = ("frac",)
 #: the widest column, and the largest width or precision inside a format spec: beyond these a spec from a user's
 #: schema file would only cost memory (``format(1.5, ">999999999")`` builds a gigabyte string)
 MAX_WIDTH = 1000
+class _Fit(int):
+    """The type of :data:`FIT`: a width left out is told apart from any width given (a -1 or a 0 from a schema
+    file is still an error)."""
+
+
 #: ``Col(key)`` without a width: the column is fitted to its values as rows arrive (StepLogger), widening only
-FIT = -1
+FIT: int = _Fit(0)
 #: the widest a fitted column grows (a long text value is cut with an ellipsis past it)
 FIT_MAX = 24
 MAX_SPEC_NUMBER = 200
@@ -82,7 +87,7 @@ class Col:
     def __post_init__(self) -> None:
         if not self.key:
             raise ColumnError("a column needs a non-empty key", "key")
-        if self.width == FIT and not isinstance(self.width, bool):
+        if type(self.width) is _Fit:
             if not self.header and isinstance(self.key, str):
                 object.__setattr__(self, "header", sanitize(self.key))
             object.__setattr__(self, "fit", True)

@@ -15,6 +15,8 @@ def test_a_column_without_a_width_starts_at_its_header_and_takes_the_key_as_head
     assert Col("loss").with_(width=9).fit is True  # (a widened copy is still fitted)
     with pytest.raises(ColumnError, match="width"):
         Col("x", 0, "x")  # a width given is still checked
+    with pytest.raises(ColumnError, match="width"):
+        Col("x", -1, "x")  # (a schema file's -1 is not "left out")
 
 
 def test_fit_to_widens_only_and_only_fitted_columns() -> None:
