@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import Any, TextIO
 
 
 def add_parser(sub: Any) -> None:
@@ -14,13 +14,14 @@ def add_parser(sub: Any) -> None:
     lg.add_argument("--schema", default=None, help="a schema name instead of a path (e.g. routing)")
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
     """``steptable legend``: print the legend of the runs' columns (of ``--schema``, or routing's, without a
     path); returns 0, or 2 when nothing readable was found or a path is missing."""
     from steptable.schemafiles.resolve import get_schema, run_schema
     from steptable.schemas import legend_for
     from steptable.table.formatting import sanitize
 
+    out, err = out or sys.stdout, err or sys.stderr
     missing: list[str] = []
     if args.paths:
         from steptable.ingest import Follower
@@ -30,23 +31,23 @@ def run(args: argparse.Namespace) -> int:
         follower.scan()
         follower.finish()
         for line in follower.errors:
-            sys.stderr.write(sanitize(line) + "\n")
+            err.write(sanitize(line) + "\n")
         stores = [follower.stores[k] for k in sorted(follower.stores)]
         if not stores:
-            sys.stderr.write(f"steptable legend: {sanitize(nothing_found(args.paths))}\n")
+            err.write(f"steptable legend: {sanitize(nothing_found(args.paths))}\n")
             return 2
         if follower.read_nothing():  # a legend of nothing read would be made up
-            sys.stderr.write("steptable legend: no readable rows\n")
+            err.write("steptable legend: no readable rows\n")
             return 2
         if not any(len(s) for s in stores):  # (a run just started: its columns are not known yet)
-            sys.stderr.write(f"steptable legend: no rows yet in {sanitize(', '.join(str(s.path) for s in stores))}\n")
+            err.write(f"steptable legend: no rows yet in {sanitize(', '.join(str(s.path) for s in stores))}\n")
             return 2
         text = legend_for(stores, get_schema(args.schema, near=args.paths) if args.schema else None, run_schema)
         if not args.schema:
             from steptable.schemafiles.resolve import unused_files
 
             for e in unused_files(stores):
-                sys.stderr.write(f"steptable legend: {sanitize(str(e))} (the file is not used)\n")
+                err.write(f"steptable legend: {sanitize(str(e))} (the file is not used)\n")
         from steptable.cli.tail import missing_paths
 
         missing = missing_paths(args.paths)
@@ -54,11 +55,11 @@ def run(args: argparse.Namespace) -> int:
         try:
             text = legend_for(get_schema(args.schema or "routing", near="."))
         except KeyError as e:
-            sys.stderr.write(f"steptable legend: {e.args[0]}\n")
+            err.write(f"steptable legend: {e.args[0]}\n")
             return 2
         if not args.schema:  # say what this is: a run's own columns need its path
             text = "(no path: the routing schema's columns; steptable legend PATH shows a run's own)\n" + text
-    sys.stdout.write(text.rstrip("\n") + "\n")
+    out.write(text.rstrip("\n") + "\n")
     for p in missing:  # a legend of some of the paths given must not pass for one of all
-        sys.stderr.write(f"steptable legend: no such path: {sanitize(p)}\n")
+        err.write(f"steptable legend: no such path: {sanitize(p)}\n")
     return 2 if missing else 0

@@ -5,19 +5,24 @@ from __future__ import annotations
 import argparse
 import errno
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 from typing import Any
 
 from steptable import __version__
 
-#: the commands, one module each under steptable.cli, each with ``add_parser(sub)`` and ``run(args) -> int``
-COMMANDS = ("demo", "legend", "watch", "tail", "summary")
+#: the commands (in help order) and their modules under steptable.cli, each with ``add_parser(sub)`` and
+#: ``run(args) -> int``
+COMMANDS = {
+    "demo": "demo", "legend": "legend", "watch": "watch", "tail": "tail", "summary": "summary", "runs": "runs",
+    "mcp": "mcpcmd", "serve": "serve",
+}
 
 
 def _module(name: str) -> Any:
     """The module of command ``name`` (imported when used: a command's heavy imports stay inside its handlers)."""
-    return importlib.import_module(f"steptable.cli.{name}")
+    return importlib.import_module(f"steptable.cli.{COMMANDS[name]}")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -118,6 +123,10 @@ def _stdout_failed(e: OSError) -> bool:
 
 
 def _terminal() -> bool:
+    """stdin and stdout are a terminal, or the app runs under textual-serve (`steptable serve`): its web driver
+    talks to the browser over the pipes."""
+    if os.environ.get("TEXTUAL_DRIVER", "").endswith("web_driver:WebDriver"):
+        return True
     try:
         return sys.stdin is not None and sys.stdout is not None and sys.stdin.isatty() and sys.stdout.isatty()
     except (AttributeError, ValueError):  # a replaced or closed stream

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from typing import Any
+from typing import Any, TextIO
 
 
 def add_parser(sub: Any) -> None:
@@ -31,12 +31,13 @@ def add_parser(sub: Any) -> None:
                    help="columns chosen automatically for each trainer's runs (default 20)")
     s.add_argument("--format", choices=("text", "md"), default="text", help="plain text (default) or a markdown table")
     s.add_argument("--align", action="store_true", help="pad every column (easier on eyes, costs tokens)")
+    s.add_argument("--run", default=None, metavar="NAME", help="only the run with this id or arm (see steptable runs)")
 
 
-def run(args: argparse.Namespace) -> int:
-    """``steptable summary``: print one block per run found under ``args.paths``; returns 0, or 2 when nothing
-    readable was found, a path is missing or unreadable, or --columns matched nothing (the summary of what was read
-    is still printed)."""
+def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
+    """``steptable summary``: print one block per run found under ``args.paths`` (on ``out``, problems on ``err``;
+    default stdout and stderr); returns 0, or 2 when nothing readable was found, a path is missing or unreadable,
+    ``--run`` names no run, or --columns matched nothing (the summary of what was read is still printed)."""
     from steptable.alerts.replaced import read_replaced
     from steptable.cli.tail import missing_paths
     from steptable.ingest import Follower
@@ -47,19 +48,26 @@ def run(args: argparse.Namespace) -> int:
     from steptable.summary.report import summarize
     from steptable.table.formatting import sanitize
 
+    out, err = out or sys.stdout, err or sys.stderr
     follower = Follower(args.paths, on_resume=read_replaced)
     follower.scan()
     follower.finish()
     for line in follower.errors:
-        sys.stderr.write(sanitize(line) + "\n")
+        err.write(sanitize(line) + "\n")
     stores = [follower.stores[k] for k in sorted(follower.stores)]
     if not stores:
-        sys.stderr.write(f"steptable summary: {sanitize(nothing_found(args.paths))}\n")
+        err.write(f"steptable summary: {sanitize(nothing_found(args.paths))}\n")
         return 2
+    if (only := getattr(args, "run", None)) is not None:  # --run: the runs of that id or arm
+        found = ", ".join(sanitize(k) for k in sorted(follower.stores))
+        stores = [s for s in stores if only in (s.run, s.arm)]
+        if not stores:
+            err.write(f"steptable summary: no run {sanitize(only)!r} (runs: {found})\n")
+            return 2
     now = time.time()
     alerts = {s.run: _run_alerts(s, now) for s in stores}
     for e in unused_files(stores):
-        sys.stderr.write(f"steptable summary: {sanitize(str(e))} (the file is not used)\n")
+        err.write(f"steptable summary: {sanitize(str(e))} (the file is not used)\n")
     # Rows are named by the same short headers as the table (pg_loss for actor/pg_loss).
     labels: dict[str, str] = {}
     hidden: set[str] = set()  # keys a schema keeps out of its table ("same as step", legacy mirrors): not picked
@@ -80,24 +88,24 @@ def run(args: argparse.Namespace) -> int:
         chosen = dict.fromkeys(k for p in patterns for k, h in names if matches(k, h, p))  # in the order asked
         columns = list(chosen)
         for p in unmatched(patterns, names):
-            sys.stderr.write(f"steptable summary: --columns {sanitize(p)!r} matches no column\n")
+            err.write(f"steptable summary: --columns {sanitize(p)!r} matches no column\n")
         if not columns:  # every pattern missed: a summary of no column is no answer
             nothing_picked = True
     text = summarize(stores, columns=columns, now=now, fmt=args.format, alerts=alerts,
                      max_columns=args.max_columns, labels=labels, align=args.align, skip=hidden, groups=groups)
-    sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    out.write(text if text.endswith("\n") else text + "\n")
     if follower.read_nothing():
-        sys.stderr.write("steptable summary: no readable rows\n")
+        err.write("steptable summary: no readable rows\n")
         return 2
     status = 2 if nothing_picked else 0
     if not any(len(s) for s in stores):  # empty files only: nothing was checked, which must not pass for "fine"
-        sys.stderr.write(f"steptable summary: no rows yet in {sanitize(', '.join(str(s.path) for s in stores))}\n")
+        err.write(f"steptable summary: no rows yet in {sanitize(', '.join(str(s.path) for s in stores))}\n")
         status = 2
     for p in missing_paths(args.paths):  # a summary of some runs must not pass for one of all
-        sys.stderr.write(f"steptable summary: no such path: {sanitize(p)}\n")
+        err.write(f"steptable summary: no such path: {sanitize(p)}\n")
         status = 2
     if unread := follower.unreadable():
-        sys.stderr.write(f"steptable summary: could not read {sanitize(', '.join(unread))}\n")
+        err.write(f"steptable summary: could not read {sanitize(', '.join(unread))}\n")
         status = 2
     return status
 

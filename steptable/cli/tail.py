@@ -22,7 +22,10 @@ from steptable.ingest import Follower
 from steptable.ingest.files.discover import missing_paths, nothing_found
 from steptable.table.formatting import sanitize
 
-__all__ = ["DEFAULT_WIDTH", "Tail", "add_parser", "missing_paths", "non_negative", "positive_seconds", "run"]
+__all__ = [
+    "DEFAULT_WIDTH", "Tail", "add_parser", "cursor_line", "missing_paths", "non_negative", "positive_seconds", "run",
+    "tail_once",
+]
 
 
 def add_parser(sub: Any) -> None:
@@ -47,9 +50,15 @@ def add_parser(sub: Any) -> None:
         help="keep printing new rows as they are written, and runs as they appear (until Ctrl-C or TERM)",
     )  # fmt: skip
     t.add_argument(
-        "-n", "--last", type=non_negative, default=20,
-        help="rows per run to print first (default 20, 0 = all); a run that appears under -f is printed whole",
+        "-n", "--last", type=non_negative, default=None,
+        help="rows per run to print first (default 20, or all after --since; 0 = all); a run that appears under -f "
+        "is printed whole",
     )  # fmt: skip
+    t.add_argument(
+        "--since", type=int, default=None, metavar="STEP",
+        help="only rows (and alerts) at steps after STEP; the last line on stderr gives the cursor to pass next time",
+    )
+    t.add_argument("--run", default=None, metavar="NAME", help="only the run with this id or arm (see steptable runs)")
     t.add_argument("--columns", default="", help="comma-separated globs of keys/headers to show (step is kept)")
     t.add_argument(
         "--format",
@@ -101,6 +110,24 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     err = err or sys.stderr
     if args.follow:
         return _follow(args, out, err)
+    status, cursor = tail_once(args, out, err)
+    if getattr(args, "since", None) is not None and status != 2:
+        _say(err, cursor_line(cursor))
+    return status
+
+
+def cursor_line(cursor: int | None) -> str:
+    """The line that gives the cursor after a one-shot tail: the step to pass as ``--since`` next time (the lowest
+    over the runs printed, so that no run's new row is missed)."""
+    if cursor is None:
+        return "steptable tail: no rows yet: cursor none (leave out --since next time)\n"
+    return f"steptable tail: cursor {cursor} (--since {cursor} prints what follows)\n"
+
+
+def tail_once(args: argparse.Namespace, out: TextIO, err: TextIO) -> tuple[int, int | None]:
+    """One read of the runs (no -f): what is printed, then the exit status and the cursor, the highest step read
+    of the runs chosen (the lowest of them over several runs; ``--since`` itself when no row is past it; None when
+    no run has a row)."""
     follower = Follower(args.paths, poll=args.poll, on_resume=read_replaced)
     tail = Tail(args, out, err)
     try:
@@ -108,10 +135,10 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
         follower.finish()  # a file that will not grow: its unterminated last line is a row too
         tail.emit(follower)
         if args.alerts_only and follower.stores:  # a stall still going on (a one-shot check by an agent or CI)
-            tail.check_stalls(time.time(), list(follower.stores.values()))
+            tail.check_stalls(time.time(), tail.chosen(follower))
     except BrokenPipeError:  # the reader left (`| head`): not an error in itself; the status of what was read
         _quiet(out)  # stands (an error alert seen, a --columns typo, a missing path: `set -o pipefail` sees it)
-    return _status(args, follower, tail, err, live=False)
+    return _status(args, follower, tail, err, live=False), tail.cursor(follower)
 
 
 def _status(args: argparse.Namespace, follower: Follower, tail: Tail, err: TextIO, live: bool) -> int:
@@ -119,11 +146,16 @@ def _status(args: argparse.Namespace, follower: Follower, tail: Tail, err: TextI
     missing or unreadable, else 1 after an error alert, else 0. Under -f the same, of the state when it stopped
     (a run that appeared while following counts; a row read then lost to a rotation too), and 2 when no row was
     ever read."""
-    read = tail.read_rows or any(len(s) for s in follower.stores.values())
+    chosen = tail.chosen(follower)
+    read = tail.read_rows or any(len(s) for s in chosen)
     if not read and not follower.stores:  # --alerts-only too: a mistyped path in CI must not pass as "no alerts"
         _say(err, f"steptable tail: {sanitize(nothing_found(args.paths))}\n")
         return 2
-    paths = ", ".join(sanitize(str(s.path)) for s in follower.stores.values())
+    if not chosen:  # --run named none of the runs found
+        names = ", ".join(sanitize(k) for k in sorted(follower.stores))
+        _say(err, f"steptable tail: no run {sanitize(args.run)!r} (runs: {names})\n")
+        return 2
+    paths = ", ".join(sanitize(str(s.path)) for s in chosen)
     if not read and follower.read_nothing():  # not a quiet success, even for --alerts-only
         _say(err, f"steptable tail: no readable rows in {paths}\n")
         return 2
@@ -137,7 +169,7 @@ def _status(args: argparse.Namespace, follower: Follower, tail: Tail, err: TextI
     status = 1 if tail.error_alert else 0
     if not live and tail.filter_missed():  # a mistyped filter showed the step column only
         status = 2
-    empty = [s for s in follower.stores.values() if not len(s)]
+    empty = [s for s in chosen if not len(s)]
     if read and empty and args.alerts_only and not live:  # one run of several died before its first row
         _say(err, f"steptable tail: no rows yet in {', '.join(sanitize(str(s.path)) for s in empty)}: nothing "
                   "checked there\n")
@@ -197,7 +229,7 @@ def _follow(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                 if args.alerts_only and time.monotonic() >= due and not stop.is_set():
                     due = time.monotonic() + STALL_CHECK_S
                     with lock:
-                        tail.check_stalls(time.time(), list(follower.stores.values()))
+                        tail.check_stalls(time.time(), tail.chosen(follower))
         except (_Halted, KeyboardInterrupt):  # (KeyboardInterrupt: where no handler could be set)
             pass
         except OSError as e:

@@ -59,6 +59,23 @@ class Tail:
         self.logged: dict[str, str | None] = {}  # run -> the name of its logged schema when the layout was made
         self.first_view = True  # -n is for the runs found at the start: a run found later is new output in full
         self.read_rows = False  # a row was read (the status of a -f that ends: was anything readable found?)
+        self.since: int | None = getattr(args, "since", None)  # only rows and alerts at steps after it
+        self.only: str | None = getattr(args, "run", None)  # only the runs of this id or arm
+        # -n: 20 by default, every row past the cursor with --since
+        self.last: int = args.last if args.last is not None else (0 if self.since is not None else 20)
+
+    def chosen(self, follower: Follower) -> list[RunStore]:
+        """The runs to print (all, or those --run names by id or arm), by id."""
+        only = self.only
+        return [s for k, s in sorted(follower.stores.items()) if only is None or only in (s.run, s.arm)]
+
+    def cursor(self, follower: Follower) -> int | None:
+        """The step to read on from: the lowest over the chosen runs of the highest step read (a run without a row
+        yet counts as --since itself); None when nothing was read and no --since given."""
+        marks = [self.printed.get(s.run) if s.run in self.printed else None for s in self.chosen(follower)]
+        marks = [self.since if m is None else (m if self.since is None else max(m, self.since)) for m in marks]
+        known = [m for m in marks if m is not None]
+        return min(known) if known else self.since
 
     # -------------------------------------------------------------------------------------------- layout
     def _layouts(self, stores: Sequence[RunStore]) -> dict[str, Layout]:
@@ -141,7 +158,7 @@ class Tail:
         """Print what changed in ``follower``'s runs since the last call: new bad lines (stderr), then per run its
         new rows, rows edited or replaced since, and how its logger ended (or, with --alerts-only, their alerts),
         laying the runs out again first where keys, widths or a logged schema changed."""
-        stores = [follower.stores[k] for k in sorted(follower.stores)]
+        stores = self.chosen(follower)
         first_view, self.first_view = self.first_view, False
         for run in [r for r in self.engines if r not in follower.stores]:
             del self.engines[run]  # its file is gone and no longer followed: it did not stall
@@ -208,7 +225,9 @@ class Tail:
             seen = self.versions.get(run)
             redo_upto: int | None = None  # rows printed before and changed since, up to this step, are printed again
             if run not in self.printed:
-                first = max(n - a.last, 0) if (a.last and first_view and not a.alerts_only) else 0
+                first = max(n - self.last, 0) if (self.last and first_view and not a.alerts_only) else 0
+                if self.since is not None and not a.alerts_only:  # (alerts: every row is fed, those after it told)
+                    first = max(first, store.index_of_step(self.since + 1))
                 last = store.step_at(first - 1) if first else None
             else:
                 last = self.printed[run]
@@ -312,7 +331,10 @@ class Tail:
         self.out.flush()
 
     def _alert(self, run: str, alert: Alert) -> None:
-        """One alert, in the chosen format."""
+        """One alert, in the chosen format. With --since, those at steps up to it were told before; a stall or an end
+        is the run's state now, told whatever its step."""
+        if self.since is not None and alert.step <= self.since and alert.kind not in ("stall", "ended"):
+            return
         if alert.level == "E":  # before the line: a SIGTERM right after it must not lose the status
             self.error_alert = True
         self.printer.alert(run, self.arm_of.get(run, ""), self.labels.get(run, run), alert)

@@ -1,6 +1,6 @@
 """Automatic columns: the column set a StepLogger made without one prints with, chosen from its first row.
 
-The first row's keys pick the schema the readers would pick for the file (``steptable.schemafiles.resolve.detect``: the trl
+The first row's keys pick the schema the readers would pick for the file (``schemafiles.resolve.detect``: the trl
 schema for HF/TRL keys, tinker's, verl's..., a ``steptable.toml`` beside the run; generic otherwise), and
 ``steptable.schemas.layout`` lays the row out as ``steptable tail`` lays the file out: the step, the schema's
 declared columns present, then the other keys ranked by how much they tell, each as wide as its value needs, fitted

@@ -35,7 +35,7 @@ from steptable.logger.sinks import report_once, say
 from steptable.logger.wholefile import write_description
 from steptable.logger.writer import RunWriter, error_text
 from steptable.table import render, runinfo
-from steptable.table.columns import Col, streamed, validate
+from steptable.table.columns import Col, fit_to, streamed, validate
 from steptable.table.formatting import sanitize
 from steptable.table.rowvalues import flat, freeze, kept
 
@@ -153,6 +153,14 @@ class StepLogger:
     def row(self, cells: Mapping[str, Any]) -> str:
         return self._render_row(cells)
 
+    def _fit(self, view: Mapping[str, Any]) -> bool:
+        """Widen the columns declared without a width to ``view``'s values; True when one was widened."""
+        cols = fit_to(self.cols, view) if any(c.fit for c in self.cols) else None
+        if cols is None:
+            return False
+        self._set_cols(cols)
+        return True
+
     def legend(self) -> str:
         """The meaning of each column present this run (streamed and dump-only)."""
         return render.legend(self.cols)
@@ -249,7 +257,8 @@ class StepLogger:
             view = {**view, "step": step}
         self._recent.append(kept(view))
 
-        header_due = first or bool(self.header_every and self._rows % self.header_every == 0)
+        widened = self._fit(view)  # a column left without a width grows to this row's value: its header again
+        header_due = first or widened or bool(self.header_every and self._rows % self.header_every == 0)
         self._rows += 1  # counted before printing: a failure below must not bring the legend back next step
         if first and any(render.explained(c) for c in self.cols):
             self._emit(self.legend())  # a legend with nothing to explain is only a line to pay for

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from steptable.table.formatting import display_width, sanitize
+from steptable.table.formatting import display_width, format_value, sanitize
 
 Better = Literal["higher", "lower"]
 Align = Literal["right", "left", "center"]
@@ -18,6 +18,15 @@ _FMT_KINDS = ("frac",)
 #: the widest column, and the largest width or precision inside a format spec: beyond these a spec from a user's
 #: schema file would only cost memory (``format(1.5, ">999999999")`` builds a gigabyte string)
 MAX_WIDTH = 1000
+class _Fit(int):
+    """The type of :data:`FIT`: a width left out is told apart from any width given (a -1 or a 0 from a schema
+    file is still an error)."""
+
+
+#: ``Col(key)`` without a width: the column is fitted to its values as rows arrive (StepLogger), widening only
+FIT: int = _Fit(0)
+#: the widest a fitted column grows (a long text value is cut with an ellipsis past it)
+FIT_MAX = 24
 MAX_SPEC_NUMBER = 200
 _SPEC_NUMBERS = re.compile(r"\d+")
 
@@ -53,10 +62,11 @@ class Col:
     """One column of the step table.
 
     key     the metric's key in the raw row (``"actor/pg_loss"``)
-    width   display cells of the column (the separator is not counted)
-    header  text over the column; must fit ``width``
+    width   display cells of the column (the separator is not counted); left out (:data:`FIT`), the column starts
+            as wide as its header and StepLogger widens it to the values as rows arrive (``fit`` is then True)
+    header  text over the column; must fit ``width``; left out (``""``) with the width, the key
     fmt     a Python format spec (``"+.2f"``, ``".1e"``, ``"d"``), ``"frac"`` for (n, d) pairs, or None for the
-            compact automatic number format (3 significant digits, up to 5 where the column has room)
+            compact automatic number format (at most 3 significant digits: the width is a maximum, not a target)
     desc    the one-line meaning shown in the legend
     better  ``"higher"`` / ``"lower"`` when a direction is good for this metric (colouring, alerts), else None
     align   ``"right"`` (numbers, default), ``"left"`` or ``"center"``
@@ -65,18 +75,24 @@ class Col:
     """
 
     key: str
-    width: int
-    header: str
+    width: int = FIT
+    header: str = ""
     fmt: str | None = None
     desc: str = ""
     better: Better | None = None
     align: Align = "right"
     stream: bool = True
     aliases: tuple[str, ...] = field(default=())
+    fit: bool = False  # the width was left out: fitted to the values as rows arrive
 
     def __post_init__(self) -> None:
         if not self.key:
             raise ColumnError("a column needs a non-empty key", "key")
+        if type(self.width) is _Fit:
+            if not self.header and isinstance(self.key, str):
+                object.__setattr__(self, "header", sanitize(self.key))
+            object.__setattr__(self, "fit", True)
+            object.__setattr__(self, "width", min(max(display_width(sanitize(str(self.header))), 1), MAX_WIDTH))
         if not isinstance(self.width, int) or isinstance(self.width, bool) or not 1 <= self.width <= MAX_WIDTH:
             raise ColumnError(f"column {self.key!r}: width must be an int from 1 to {MAX_WIDTH}, got {self.width!r}",
                               "width")
@@ -122,6 +138,21 @@ def validate(cols: Iterable[Col]) -> tuple[Col, ...]:
             raise ColumnError(f"columns {headers[h]!r} and {c.key!r} share the header {h!r}")
         headers[h] = c.key
     return out
+
+
+def fit_to(cols: Sequence[Col], values: Mapping[str, object]) -> tuple[Col, ...] | None:
+    """``cols`` with each fitted column (``fit``) widened to the natural text of its value in ``values`` (up to
+    :data:`FIT_MAX`), or None when every value fits already. Widths only grow: a table's columns do not jump back."""
+    out: list[Col] | None = None
+    for i, c in enumerate(cols):
+        if not c.fit or c.key not in values:
+            continue
+        need = min(display_width(format_value(values[c.key], c.fmt, FIT_MAX, fill=False)), FIT_MAX)
+        if need > c.width:
+            if out is None:
+                out = list(cols)
+            out[i] = c.with_(width=need)
+    return None if out is None else tuple(out)
 
 
 def streamed(cols: Sequence[Col]) -> tuple[Col, ...]:

@@ -5,8 +5,8 @@ Pure: no textual, torch or loguru. Everything that turns a number into character
 
 Rules
 - None, NaN (float or the strings "nan"/"NaN"/"null") -> ``nan``; +/-inf -> ``inf`` / ``-inf``.
-- ``fmt=None`` on a float uses :func:`fmt_auto` (3 significant digits, no leading zero), and where the column has
-  spare cells, more digits instead of blanks (:func:`fill_number`: .340 not .34, .3443 in 5 cells).
+- ``fmt=None`` on a float uses :func:`fmt_auto` (3 significant digits, no leading zero), its trailing zeros kept
+  where they fit (:func:`fill_number`: .340 not .34); never more than 3 significant digits, whatever the width.
 - ``fmt="frac"`` takes an ``(n, d)`` pair (tuple or JSON list) of real numbers -> ``n/d``.
 - Bools show as ``T`` / ``F`` under the automatic format; an explicit spec formats them as ``format()`` does
   (``True`` under ``+.2f`` is ``+1.00``).
@@ -114,39 +114,32 @@ def fit_number(x: float, width: int) -> str:
     return "#" * width
 
 
-#: The most significant digits a float in the automatic format shows when its column has room for them.
-FILL_DIGITS = 5
+#: The most significant digits a float in the automatic format shows, whatever its column's width.
+FILL_DIGITS = 3
 
 
 def fill_number(x: float, width: int) -> str:
-    """:func:`fit_number`, or where more significant digits would fill the column exactly, those digits.
+    """:func:`fit_number`, with the trailing zeros of its 3 significant digits kept where they fit.
 
-    A column one or two cells wider than a value's 3-significant-digit form (a width fitted to the data, or a
-    sign, a leading zero or a carry that other values need) shows the value flush with up to
-    :data:`FILL_DIGITS` significant digits instead of blanks: .340 for 0.34016 in 4 cells (.34 would claim it is
-    0.34), .3402 in 5, .34016 in 6. Never more digits than the value has (0.5 stays .5, 71.46 is never 71.460, a
-    float32 0.1 is .1), and a column sized for a long header keeps the plain form (.657 under "accuracy", not
-    .65733 and blanks). Integers (3, 1234) and exponent forms are left as they are: a decimal point added to fill
-    a column costs a cell and a token. For an agent reading the log, a flush cell saves a token: o200k makes a
-    run of pad spaces before a value a token of its own.
+    The width is a maximum, not a target: a wide column never gets more than :data:`FILL_DIGITS` significant
+    digits (a 5-cell column shows .340 for 0.34016, not .3402). The third digit is shown when it is a zero
+    (.340: .34 would claim the value is 0.34), but never more digits than the value has (0.5 stays .5, a float32
+    0.1 is .1, 9.99999999 is 10). Integers (3, 1234) and exponent forms are left as they are.
     """
     return fill_digits(x, fit_number(x, width), width)
 
 
 def fill_digits(x: float, text: str, width: int) -> str:
-    """``text`` (the fitted form of ``x``), or a form of ``x`` with more significant digits that fills ``width``."""
-    if len(text) >= width or not (1e-4 <= abs(x) < 100.0) or x.is_integer():  # also false for nan and inf
+    """``text`` (the fitted form of ``x``), or its :data:`FILL_DIGITS`-digit positional form with its trailing
+    zeros where that fits ``width``."""
+    if not (1e-4 <= abs(x) < 100.0) or x.is_integer():  # also false for nan and inf
         return text
-    for digits in range(3, FILL_DIGITS + 1):
-        s = _positional(x, digits)
-        if abs(float(s) - x) <= 1e-7 * abs(x):
-            # Exact at this precision (.5, 71.46), as far as a float32 metric or 0.1 + 0.2 can be: more zeros
-            # would claim digits the value does not have.
-            s = s.rstrip("0").rstrip(".")
-            return s if len(s) == width else text
-        if len(s) >= width:
-            return s if len(s) == width else text
-    return text
+    s = _positional(x, FILL_DIGITS)
+    if abs(float(s) - x) <= 1e-7 * abs(x):
+        # Exact at this precision (.5, 71.5), as far as a float32 metric or 0.1 + 0.2 can be: more zeros would
+        # claim digits the value does not have.
+        s = s.rstrip("0").rstrip(".")
+    return s if len(text) < len(s) <= width else text
 
 
 def _non_finite(x: float) -> str | None:
@@ -222,8 +215,8 @@ def _frac_text(value: Any, width: int) -> str:
 def format_value(value: Any, fmt: str | None, width: int, *, fill: bool = True) -> str:
     """Text for one cell, at most ``width`` cells wide (not yet padded). Never raises.
 
-    ``fill=False`` gives a float in the automatic format its natural 3-significant-digit text, without the extra
-    digits :func:`fill_number` puts in spare cells: what a width is fitted to.
+    ``fill=False`` gives a float in the automatic format its natural 3-significant-digit text, without the trailing
+    zeros :func:`fill_number` keeps where they fit: what a width is fitted to.
     """
     try:
         text = _format_value(value, fmt, width, fill)

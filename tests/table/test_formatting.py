@@ -184,23 +184,21 @@ def test_fit_number_is_honest(x: float, width: int) -> None:
     [
         (0.34016, 3, ".34"),  # no room: fit_number's text
         (0.34016, 4, ".340"),  # the third significant digit is a zero, and it is shown
-        (0.34016, 5, ".3402"),
-        (0.34016, 6, ".34016"),
-        (0.34016, 7, ".34"),  # more than FILL_DIGITS would take to fill it (a column sized for its header)
+        (0.34016, 5, ".340"),  # the width is a maximum, not a target: never a fourth digit
+        (0.34016, 6, ".340"),
         (0.65733, 8, ".657"),
-        (-0.073276, 7, "-.07328"),
-        (0.0029804, 7, ".002980"),
+        (-0.073276, 7, "-.0733"),
+        (0.0029804, 7, ".00298"),
         (1.003, 4, "1.00"),
-        (1 / 3, 6, ".33333"),
-        (9.99996, 6, "10.000"),  # rounds into the next decade without gaining a digit
+        (1 / 3, 6, ".333"),
+        (9.99996, 6, "10.0"),  # rounds into the next decade without gaining a digit
         (9.99999999, 6, "10"),  # as good as 10: no zeros it does not have
-        (99.996, 5, "100.0"),
-        (0.09996, 6, ".09996"),
-        (0.09996, 4, ".100"),
-        # a value shown exactly keeps its own digits
+        (99.996, 5, "100"),
+        (0.09996, 6, ".100"),
+        (0.09996, 3, ".1"),
+        # a value shown exactly keeps its own digits, at most 3 of them
         (0.5, 6, ".5"),
-        (71.46, 5, "71.46"),
-        (71.46, 6, "71.5"),  # 71.460 would claim a digit it does not have
+        (71.46, 6, "71.5"),
         (0.1 + 0.2, 6, ".3"),
         (0.10000000149011612, 6, ".1"),  # float32 0.1
         (-0.0733, 7, "-.0733"),
@@ -217,8 +215,10 @@ def test_fill_number(x: float, width: int, expected: str) -> None:
     assert fill_number(x, width) == expected
 
 
-def test_automatic_format_fills_its_column_and_fitting_does_not() -> None:
-    assert format_cell(0.34016, None, 6) == ".34016"
+def test_automatic_format_shows_3_digits_whatever_the_width() -> None:
+    assert format_cell(0.34016, None, 6) == "  .340"  # the width is a maximum, not a target
+    assert format_cell(0.37012345, None, 12) == "        .370"
+    assert format_cell(-0.0023946, None, 9) == "  -.00239"
     assert format_value(0.34016, None, 6, fill=False) == ".34"
     assert format_cell(0.34016, ".2f", 6) == "  0.34"  # an explicit spec is the user's precision
     assert format_cell(7, None, 6) == "     7"  # and an int is an int
@@ -234,11 +234,10 @@ def test_fill_number_is_at_least_as_precise_as_fit_number(x: float, width: int) 
         return
     error = abs(Decimal(filled) - Decimal(x))
     assert error <= abs(Decimal(fitted) - Decimal(x))
-    if filled != fitted:  # flush with the column; the extra digits significant ones, at most FILL_DIGITS of them
-        assert len(filled) == width
-        digits = filled.lstrip("-").replace(".", "").lstrip("0")
-        assert 3 <= len(digits) <= FILL_DIGITS + 1  # +1: 9.99996 -> 10.000
-        assert error <= abs(Decimal(x)) * Decimal(10) ** (1 - len(digits))
+    digits = filled.lstrip("-").replace(".", "").lstrip("0")
+    assert len(digits) <= max(FILL_DIGITS, len(str(round(abs(x)))))  # never more than 3 (an integer's own aside)
+    if filled != fitted:  # only the trailing zeros of the same 3 significant digits
+        assert FILL_DIGITS == 3 and len(digits) == 3 and Decimal(filled) == Decimal(fmt_auto(x, 3))
 
 
 def test_numpy_scalars_format_like_python_numbers() -> None:

@@ -1,0 +1,86 @@
+"""``steptable mcp``: an MCP server over stdio (the official ``mcp`` SDK, extra ``steptable[mcp]``) whose tools return
+the same text as the CLI commands they run: ``runs``, ``summary``, ``tail`` (rows after a cursor, and the new
+cursor), ``alerts`` and ``legend``.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+from steptable.agents import tools
+from steptable.agents.tools import CommandFailed, Runner
+
+INSTRUCTIONS = (
+    "steptable reads the per-step metrics of ML training runs (JSONL, CSV, console logs, TensorBoard, W&B/trackio "
+    "exports...). Start with runs(path), then summary(path) for a compact overview of every run; follow a run with "
+    "tail(path, run, since_step=<cursor>) which returns only the rows after the cursor and ends with the next cursor; "
+    "alerts(path, since_step) says what went wrong (NaN, blow-ups, stalls, crashes); legend(path) explains the "
+    "column names."
+)
+
+
+def build(runner: Runner) -> Any:
+    """The server (an ``mcp.server.mcpserver.MCPServer``) with the tools bound to ``runner``."""
+    from mcp.server.mcpserver import MCPServer
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    from steptable import __version__
+
+    server = MCPServer("steptable", instructions=INSTRUCTIONS, version=__version__, log_level="WARNING")
+
+    def said(fn: Callable[..., str]) -> Callable[..., str]:
+        """A failed command's own words reach the agent (any other exception is the SDK's opaque crash)."""
+
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> str:
+            try:
+                return fn(*args, **kwargs)
+            except CommandFailed as e:
+                raise ToolError(str(e)) from e
+
+        return wrapper
+
+    @server.tool()
+    @said
+    def runs(path: str) -> str:
+        """The runs under path (a directory or metrics file), one line each: id, arm, rows, steps, age of the last
+        row, how it ended. The id or the arm names a run for tail and summary."""
+        return tools.runs(runner, path)
+
+    @server.tool()
+    @said
+    def summary(path: str, run: str | None = None) -> str:
+        """A compact summary of each run under path (or only `run`, an id or arm from runs): steps, rate, age,
+        then first/last/min/max/tr% (recent trend in percent) of its key columns, then its alerts."""
+        return tools.summary(runner, path, run)
+
+    @server.tool()
+    @said
+    def tail(path: str, run: str, since_step: int | None = None, columns: str | None = None,
+             last: int | None = None) -> str:
+        """The run's rows as a fixed-width table: those at steps after since_step (all of them; `last` keeps the last
+        N), or without since_step the last `last` rows (default 20). columns: comma-separated globs of keys or
+        headers. The last line gives the cursor: pass it as since_step next time to get only the new rows."""
+        return tools.tail(runner, path, run, since_step, columns, last)
+
+    @server.tool()
+    @said
+    def alerts(path: str, since_step: int | None = None) -> str:
+        """Alert lines of the runs under path (level E or W, run, step, column, what happened): all, or those at
+        steps after since_step (a stall or an end is always told); the last line gives the cursor."""
+        return tools.alerts(runner, path, since_step)
+
+    @server.tool()
+    @said
+    def legend(path: str) -> str:
+        """What each column of the runs under path means (header, key, meaning, whether higher is better)."""
+        return tools.legend(runner, path)
+
+    return server
+
+
+def serve_stdio(runner: Runner) -> None:
+    """Serve the tools on stdin/stdout until the client closes them."""
+    build(runner).run("stdio")

@@ -1,0 +1,62 @@
+"""The MCP tools as plain functions over a command runner: each builds the argument list of a CLI command, runs it
+with its output captured and returns that text (stdout, then the command's notes on stderr). No SDK import here.
+
+The runner is the CLI's (``steptable.cli.mcpcmd.run_argv``): ``runner(argv, out, err) -> status``, as the command
+line would run ``steptable *argv``; ``tail`` also writes its cursor line on ``err``.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable
+from typing import TextIO
+
+Runner = Callable[[list[str], TextIO, TextIO], int]
+
+
+class CommandFailed(Exception):
+    """The command ended with status 2 (a path not there, no run of that name, nothing readable): its text says
+    why."""
+
+
+def run(runner: Runner, argv: list[str]) -> str:
+    """``steptable *argv``'s stdout and stderr text; CommandFailed on status 2. Status 1 (an error alert under
+    --alerts-only) is an answer, not a failure."""
+    out, err = io.StringIO(), io.StringIO()
+    status = runner(argv, out, err)
+    text = out.getvalue() + err.getvalue()
+    if status == 2:
+        raise CommandFailed(text.strip() or f"steptable {argv[0]} failed")
+    return text if text.strip() else "(nothing)\n"
+
+
+def _since(since_step: int | None) -> list[str]:
+    return [] if since_step is None else [f"--since={since_step}"]
+
+
+def runs(runner: Runner, path: str) -> str:
+    return run(runner, ["runs", "--", path])
+
+
+def summary(runner: Runner, path: str, run_name: str | None = None) -> str:
+    return run(runner, ["summary", *([f"--run={run_name}"] if run_name else []), "--", path])
+
+
+def tail(runner: Runner, path: str, run_name: str, since_step: int | None = None, columns: str | None = None,
+         last: int | None = None) -> str:
+    if last is not None and last < 0:
+        raise CommandFailed(f"last must be 0 or more, got {last}")
+    argv = ["tail", f"--run={run_name}", *_since(since_step)]
+    if columns:
+        argv.append(f"--columns={columns}")
+    if last is not None:
+        argv.append(f"--last={last}")
+    return run(runner, [*argv, "--", path])
+
+
+def alerts(runner: Runner, path: str, since_step: int | None = None) -> str:
+    return run(runner, ["tail", "--alerts-only", *_since(since_step), "--", path])
+
+
+def legend(runner: Runner, path: str) -> str:
+    return run(runner, ["legend", "--", path])

@@ -1,0 +1,63 @@
+"""`steptable mcp`: the MCP server for coding agents, over stdio (steptable.agents). Its tools run the commands
+below through :func:`run_argv`, so their text is the command line's."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import sys
+from typing import Any, TextIO
+
+HINT = "steptable mcp: needs the MCP SDK: pip install 'steptable[mcp]'\n"
+
+
+def add_parser(sub: Any) -> None:
+    sub.add_parser(
+        "mcp", help="an MCP server over stdio for coding agents (tools: runs, summary, tail, alerts, legend)",
+        description="An MCP server over stdio: the tools runs, summary, tail (rows after a cursor), alerts and legend "
+        "return the same text as the commands of those names. Register it with an agent as the command "
+        "`steptable mcp`. Needs the extra: pip install 'steptable[mcp]'.",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    if importlib.util.find_spec("mcp") is None:
+        sys.stderr.write(HINT)
+        return 2
+    from steptable.agents.server import serve_stdio
+
+    serve_stdio(run_argv)
+    return 0
+
+
+def run_argv(argv: list[str], out: TextIO, err: TextIO) -> int:
+    """Run ``steptable *argv`` (runs, summary, tail without -f, legend) writing on ``out`` and ``err``; the exit
+    status. ``tail`` ends with its cursor line whether or not --since was given."""
+    from steptable.cli.main import _parser
+
+    try:  # (the tools build argv from typed arguments: argparse refuses none of them; its own words go to stderr)
+        args = _parser().parse_args(argv)
+    except SystemExit:
+        err.write(f"steptable: invalid arguments: {argv}\n")
+        return 2
+    if args.cmd == "tail" and not args.follow:
+        from steptable.cli.tail import cursor_line, tail_once
+
+        status, cursor = tail_once(args, out, err)
+        if status != 2:
+            err.write(cursor_line(cursor))
+        return status
+    if args.cmd == "summary":
+        from steptable.cli import summary
+
+        return summary.run(args, out, err)
+    if args.cmd == "legend":
+        from steptable.cli import legend
+
+        return legend.run(args, out, err)
+    if args.cmd == "runs":
+        from steptable.cli import runs
+
+        return runs.run(args, out, err)
+    err.write(f"steptable: {args.cmd} is not run for the MCP tools\n")
+    return 2

@@ -1,0 +1,55 @@
+"""`steptable runs PATH...`: one line per run found (its id, arm, rows, steps, age of its last row, whether it
+ended): the names ``tail --run`` and ``summary --run`` take, and what the MCP server's ``runs`` tool returns."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from typing import Any, TextIO
+
+
+def add_parser(sub: Any) -> None:
+    r = sub.add_parser("runs", help="list the runs found under paths: id, arm, rows, steps, age, end")
+    r.add_argument("paths", nargs="+", help="metrics files or directories (searched recursively)")
+
+
+def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
+    """Exit status: 0 when runs were found (with or without rows), 2 when none was or a path is missing."""
+    from steptable.alerts.engine import fmt_age
+    from steptable.ingest import Follower
+    from steptable.ingest.files.discover import missing_paths, nothing_found
+    from steptable.table import runinfo
+    from steptable.table.formatting import sanitize
+
+    out, err = out or sys.stdout, err or sys.stderr
+    follower = Follower(args.paths)
+    follower.scan()
+    follower.finish()
+    for line in follower.errors:
+        err.write(sanitize(line) + "\n")
+    if not follower.stores:
+        err.write(f"steptable runs: {sanitize(nothing_found(args.paths))}\n")
+        return 2
+    now = time.time()
+    for key in sorted(follower.stores):
+        s = follower.stores[key]
+        with s.lock:
+            n = len(s)
+            steps = f"steps {s.step_at(0)}-{s.step_at(n - 1)}" if n else "no rows yet"
+            info, updated = s.meta.get("runinfo"), s.last_update
+        parts = [sanitize(s.run)]
+        if s.arm:
+            parts.append(f"arm {sanitize(s.arm)}")
+        parts += [f"{n} rows", steps]
+        if updated is not None:
+            parts.append(f"last {fmt_age(now - updated)} ago")
+        if runinfo.closed_at(info) is not None:
+            end = runinfo.ended_by(info)
+            parts.append("ended" if end is None else runinfo.end_words(end))
+        out.write("  ".join(parts) + "\n")
+    status = 0
+    for p in missing_paths(args.paths):
+        err.write(f"steptable runs: no such path: {sanitize(p)}\n")
+        status = 2
+    return status

@@ -1,0 +1,73 @@
+"""`steptable serve PATH...`: the watch app in a browser (steptable.serve), behind a token."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import sys
+from typing import Any
+
+HINT = "steptable serve: needs textual-serve: pip install 'steptable[serve]'\n"
+
+
+def add_parser(sub: Any) -> None:
+    from steptable.cli.tail import positive_seconds
+
+    s = sub.add_parser(
+        "serve", help="the watch app in a browser (a token in the URL; localhost unless --host)",
+        description="Serve the watch app to a browser: each tab runs `steptable watch PATH` in a process of its own, "
+        "ended when the tab closes. Binds 127.0.0.1 (from a laptop: ssh -L 8000:127.0.0.1:8000 HOST, then open the "
+        "URL printed). Every request needs the token printed in the URL (or --token); a websocket must come from "
+        "the page's own origin. Needs the extra: pip install 'steptable[serve]'.",
+    )
+    s.add_argument("paths", nargs="+", help="log directories or metrics files (searched recursively)")
+    s.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
+    s.add_argument("--port", type=_port, default=8000, help="port (default 8000)")
+    s.add_argument("--token", default=None, help="the token to require (default: a random one, printed in the URL)")
+    s.add_argument("--max-sessions", type=_positive, default=4, help="browser sessions open at once (default 4)")
+    s.add_argument("--theme", default=None, help="dark, light, high-contrast or any Textual theme")
+    s.add_argument("--poll", type=positive_seconds, default=None, help="poll files every SECONDS")
+
+
+def _port(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port: {text!r}") from None
+    if not 1 <= n <= 65535:
+        raise argparse.ArgumentTypeError(f"a port is 1-65535, got {n}")
+    return n
+
+
+def _positive(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more, got {n}")
+    return n
+
+
+def run(args: argparse.Namespace) -> int:
+    if importlib.util.find_spec("textual_serve") is None:
+        sys.stderr.write(HINT)
+        return 2
+    from steptable.cli.tail import missing_paths
+    from steptable.serve.guard import is_loopback, new_token
+    from steptable.serve.web import WatchServer, watch_command
+    from steptable.table.formatting import sanitize
+
+    if args.token is not None and len(args.token) < 8:
+        sys.stderr.write("steptable serve: --token needs 8 characters or more (leave it out for a random one)\n")
+        return 2
+    for p in missing_paths(args.paths):  # followed anyway: a run that has not started yet is picked up then
+        sys.stderr.write(f"steptable serve: no such path (yet): {sanitize(p)}\n")
+    if not is_loopback(args.host):
+        sys.stderr.write(f"steptable serve: warning: {sanitize(args.host)} is reachable from the network; anyone "
+                         "who sees the URL (plain HTTP: its token too) sees the runs. Prefer the default 127.0.0.1 "
+                         "and an ssh tunnel (ssh -L PORT:127.0.0.1:PORT HOST)\n")
+    server = WatchServer(watch_command(args.paths, args.theme, args.poll), args.host, args.port,
+                         args.token or new_token(), args.max_sessions)
+    server.serve()
+    return 0

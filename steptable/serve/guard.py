@@ -1,0 +1,101 @@
+"""The gate in front of the served app: a token on every request, a websocket only from the page's own origin, a cap
+on concurrent sessions. aiohttp only (no textual-serve), so the rules are tested on their own.
+
+- Token: ``?token=T`` (the URL printed at the start), the cookie the page sets from it (the assets and the websocket
+  a browser fetches carry no query of ours), or ``Authorization: token T``. Compared in constant time. Missing or
+  wrong: 401, nothing of the app served and no process started.
+- Host: on a loopback bind the ``Host`` header must name a loopback address (a DNS-rebound name pointing at
+  127.0.0.1 is refused even before the token is checked).
+- Origin: a websocket's ``Origin`` must be the page's own (``http(s)://`` + the request's ``Host``): another site's
+  page cannot drive a session from a visitor's browser. A websocket without an ``Origin`` (not a browser: a script
+  that holds the token) is let through.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import secrets
+from collections.abc import Awaitable, Callable
+from urllib.parse import urlsplit
+
+from aiohttp import web
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+COOKIE = "steptable-serve-{port}"  # one per port: cookies are shared across the ports of a host
+
+
+def new_token() -> str:
+    """A random token: 32 bytes, URL-safe (as Jupyter's)."""
+    return secrets.token_urlsafe(32)
+
+
+def is_loopback(host: str) -> bool:
+    """``host`` (a bind address or a Host header's name) is this machine only."""
+    name = host.strip("[]").lower()
+    if name == "localhost" or name.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
+
+
+def _host_name(host_header: str) -> str:
+    """The name of a Host header without its port (``[::1]:8000`` -> ``::1``)."""
+    return urlsplit(f"//{host_header}").hostname or ""
+
+
+class Gate:
+    """Checks every request (an aiohttp middleware) and counts the sessions open."""
+
+    def __init__(self, token: str, port: int, loopback: bool, max_sessions: int) -> None:
+        self.token = token
+        self.cookie = COOKIE.format(port=port)
+        self.loopback = loopback
+        self.max_sessions = max_sessions
+        self.sessions = 0
+
+    def _token_of(self, request: web.Request) -> tuple[str | None, bool]:
+        """The token the request carries, and whether it came in the query (the page then sets the cookie)."""
+        if (t := request.query.get("token")) is not None:
+            return t, True
+        auth = request.headers.get("Authorization", "")
+        if auth.lower().startswith("token "):
+            return auth[6:].strip(), False
+        return request.cookies.get(self.cookie), False
+
+    def allowed(self, request: web.Request) -> tuple[int, str] | None:
+        """None when ``request`` may be served, else the status and the reason."""
+        if self.loopback and not is_loopback(_host_name(request.host)):
+            return 403, "this server answers to localhost only"
+        given, _ = self._token_of(request)
+        if given is None or not secrets.compare_digest(given.encode(), self.token.encode()):
+            return 401, "a token is needed: open the URL steptable serve printed (with ?token=...)"
+        if request.headers.get("Upgrade", "").lower() == "websocket":
+            origin = request.headers.get("Origin")
+            if origin is not None and origin not in (f"http://{request.host}", f"https://{request.host}"):
+                return 403, "websocket from another origin"
+        return None
+
+    @web.middleware
+    async def middleware(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        refused = self.allowed(request)
+        if refused is not None:
+            status, reason = refused
+            return web.Response(status=status, text=reason + "\n")
+        response = await handler(request)
+        _, from_query = self._token_of(request)
+        if from_query and not response.prepared:  # the page: its assets and websocket come with the cookie
+            response.set_cookie(self.cookie, self.token, httponly=True, samesite="Strict", path="/")
+        return response
+
+    def open_session(self) -> bool:
+        """Count a session in; False (not counted) when the cap is reached."""
+        if self.sessions >= self.max_sessions:
+            return False
+        self.sessions += 1
+        return True
+
+    def close_session(self) -> None:
+        self.sessions -= 1

@@ -1,0 +1,126 @@
+"""steptable mcp, driven by the MCP SDK's own client over stdio: the tools return the CLI's text, tail's cursor
+gives only the rows written since, and failures come back as tool errors in the command's words."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import re
+import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import run_cli
+
+mcp = pytest.importorskip("mcp")
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _log(run_dir: Path, steps: range, nan_at: int | None = None) -> None:
+    """Rows written by steptable's own StepLogger (the run's JSONL and description)."""
+    from steptable.logger.steplogger import StepLogger
+    from steptable.table.columns import Col
+
+    cols = [Col("step", 5, "step", "d", "step"), Col("loss", 7, "loss", "+.3f", "loss"),
+            Col("grad_norm", 7, "gn", ".3f", "gradient norm")]
+    with StepLogger(cols, run_dir=run_dir, arm="armA", console=False, alerts=False) as sl:
+        for s in steps:
+            sl.log({"step": s, "loss": math.nan if s == nan_at else 0.5 - s / 100, "grad_norm": 0.4 + (s % 3) / 10})
+
+
+def _ageless(text: str) -> str:
+    """The text without the ages in it (a second passes between the CLI's run and the tool's)."""
+    return re.sub(r"\b\d+(\.\d+)?[smhd] ago", "AGE ago", text)
+
+
+def _session(body: Callable[[Any], Awaitable[None]]) -> None:
+    from mcp import Client
+    from mcp.client.stdio import StdioServerParameters
+
+    async def main() -> None:
+        params = StdioServerParameters(command=sys.executable, args=["-m", "steptable", "mcp"], cwd=str(ROOT))
+        async with Client(params) as client:
+            await body(client)
+
+    asyncio.run(main())
+
+
+def _text(result: Any) -> str:
+    return "".join(c.text for c in result.content)
+
+
+def test_tools_return_the_cli_text_and_tail_follows_a_cursor(tmp_path: Path, capsys: pytest.CaptureFixture[str]
+                                                             ) -> None:
+    run = tmp_path / "exp" / "armA"
+    _log(run, range(0, 30))
+    root = str(tmp_path / "exp")
+    cli: dict[str, str] = {}
+    for name, argv in {"summary": ["summary", root], "legend": ["legend", root], "runs": ["runs", root],
+                       "tail": ["tail", root, "--run", "armA", "--since", "24"]}.items():
+        rc, out, err = run_cli(argv, capsys)
+        assert rc == 0, err
+        cli[name] = out + err
+    seen: dict[str, str] = {}
+
+    async def body(client: Any) -> None:
+        tools = await client.list_tools()
+        assert {t.name for t in tools.tools} == {"runs", "summary", "tail", "alerts", "legend"}  # (compare: later)
+        for name in ("summary", "legend", "runs"):
+            seen[name] = _text(await client.call_tool(name, {"path": root}))
+        seen["tail"] = _text(await client.call_tool("tail", {"path": root, "run": "armA", "since_step": 24}))
+        _log_more()  # the run goes on: the cursor gives the new rows only
+        seen["next"] = _text(await client.call_tool("tail", {"path": root, "run": "armA", "since_step": 29}))
+        seen["none"] = _text(await client.call_tool("tail", {"path": root, "run": "armA", "since_step": 34}))
+        seen["last2"] = _text(await client.call_tool("tail", {"path": root, "run": "armA", "last": 2}))
+
+    def _log_more() -> None:
+        from tests.conftest import write_rows
+
+        write_rows(run / "metrics.jsonl", [{"step": s, "loss": 0.1, "grad_norm": 0.5} for s in range(30, 35)])
+
+    _session(body)
+    for name in ("summary", "legend", "runs", "tail"):
+        assert _ageless(seen[name]) == _ageless(cli[name]), name  # one code path: the same text
+    steps = [int(line.split()[0]) for line in seen["tail"].splitlines() if line.split()[0].isdigit()]
+    assert steps == [25, 26, 27, 28, 29]
+    assert seen["tail"].rstrip().endswith("cursor 29 (--since 29 prints what follows)")
+    steps = [int(line.split()[0]) for line in seen["next"].splitlines() if line.split()[0].isdigit()]
+    assert steps == [30, 31, 32, 33, 34]
+    assert "cursor 34" in seen["next"]
+    assert [ln for ln in seen["none"].splitlines() if ln.split()[0].isdigit()] == []
+    assert "cursor 34" in seen["none"]
+    steps = [int(line.split()[0]) for line in seen["last2"].splitlines() if line.split()[0].isdigit()]
+    assert steps == [33, 34] and "cursor 34" in seen["last2"]  # no since_step: the last rows, and the cursor
+
+
+def test_alerts_since_a_cursor_and_failures_in_the_commands_words(tmp_path: Path) -> None:
+    _log(tmp_path / "armA", range(0, 40), nan_at=20)
+    root = str(tmp_path)
+    seen: dict[str, Any] = {}
+
+    async def body(client: Any) -> None:
+        seen["all"] = _text(await client.call_tool("alerts", {"path": root}))
+        seen["after"] = _text(await client.call_tool("alerts", {"path": root, "since_step": 20}))
+        seen["bad_run"] = await client.call_tool("tail", {"path": root, "run": "nope"})
+        seen["no_path"] = await client.call_tool("summary", {"path": str(tmp_path / "missing")})
+        seen["bad_last"] = await client.call_tool("tail", {"path": root, "run": "armA", "last": -1})
+
+    _session(body)
+    assert any(ln.startswith("E ") and "loss" in ln for ln in seen["all"].splitlines()), seen["all"]
+    assert not any(ln.startswith("E ") for ln in seen["after"].splitlines()), seen["after"]  # told before the cursor
+    assert "cursor 39" in seen["after"]
+    for key, words in (("bad_run", "no run 'nope'"), ("no_path", "missing"), ("bad_last", "last must be 0 or more")):
+        assert seen[key].is_error and words in _text(seen[key]), (key, _text(seen[key]))
+
+
+def test_without_the_sdk_a_one_line_hint(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "mcp" else real(name, *a))
+    rc, out, err = run_cli(["mcp"], capsys)
+    assert rc == 2 and out == "" and err == "steptable mcp: needs the MCP SDK: pip install 'steptable[mcp]'\n"

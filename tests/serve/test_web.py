@@ -1,0 +1,200 @@
+"""steptable serve: every route behind the token, a websocket only from the page's origin and under the session cap,
+and a real session (textual-serve's websocket protocol driven here) that shows the demo run's rows."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("textual_serve")
+aiohttp = pytest.importorskip("aiohttp")
+
+ROOT = Path(__file__).resolve().parents[2]
+TOKEN = "t0ken-for-the-test-0123456789"
+ANSI = re.compile(r"\x1b(\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)|[PX^_][^\x1b]*\x1b\\|[@-Z\\-_])")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def demo_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from steptable.demo.run import run_demo
+
+    out = tmp_path_factory.mktemp("demo")
+    run_demo(out, steps=30, interval=0, console=False)
+    return out
+
+
+@contextlib.contextmanager
+def _serve(demo_dir: Path, *extra: str) -> Iterator[tuple[int, subprocess.Popen[str]]]:
+    port = _free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "steptable", "serve", str(demo_dir), "--port", str(port), "--token", TOKEN, *extra],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                break
+            except OSError:
+                time.sleep(0.1)
+        else:
+            raise AssertionError("the server did not start")
+        yield port, proc
+    finally:
+        proc.terminate()
+        proc.wait(timeout=15)
+
+
+@pytest.fixture(scope="module")
+def server(demo_dir: Path) -> Iterator[tuple[int, subprocess.Popen[str]]]:
+    with _serve(demo_dir) as started:
+        yield started
+
+
+def _run(coro: Any) -> Any:
+    return asyncio.run(coro)
+
+
+async def _status(url: str, **kw: Any) -> int:
+    async with aiohttp.ClientSession() as s, s.get(url, allow_redirects=False, **kw) as r:
+        return int(r.status)
+
+
+def test_http_needs_the_token_on_the_page_and_the_assets(server: tuple[int, Any]) -> None:
+    port, _ = server
+    base = f"http://127.0.0.1:{port}"
+    cookie = {"Cookie": f"steptable-serve-{port}={TOKEN}"}
+    for path in ("/", "/static/js/textual.js", "/static/css/xterm.css", "/ws", "/download/x"):
+        assert _run(_status(base + path)) == 401, path
+        assert _run(_status(base + path + "?token=wrong")) == 401, path
+        assert _run(_status(base + path, headers={"Cookie": f"steptable-serve-{port}=wrong"})) == 401, path
+    assert _run(_status(f"{base}/?token={TOKEN}")) == 200
+    assert _run(_status(f"{base}/static/js/textual.js", headers=cookie)) == 200  # what the page's cookie allows
+    assert _run(_status(f"{base}/", headers={"Authorization": f"token {TOKEN}"})) == 200
+
+
+def test_the_page_sets_the_cookie_and_names_the_host_asked_for(server: tuple[int, Any]) -> None:
+    port, _ = server
+
+    async def go() -> tuple[str, str]:
+        async with aiohttp.ClientSession() as s, s.get(f"http://localhost:{port}/?token={TOKEN}") as r:
+            return r.headers.get("Set-Cookie", ""), await r.text()
+
+    cookie, page = _run(go())
+    assert f"steptable-serve-{port}={TOKEN}" in cookie and "HttpOnly" in cookie and "SameSite=Strict" in cookie
+    assert f'data-session-websocket-url="ws://localhost:{port}/ws"' in page  # (an ssh tunnel's port too)
+
+
+def test_a_foreign_host_or_origin_is_refused(server: tuple[int, Any]) -> None:
+    port, _ = server
+    base = f"http://127.0.0.1:{port}"
+    assert _run(_status(f"{base}/?token={TOKEN}", headers={"Host": f"evil.example:{port}"})) == 403  # DNS rebinding
+
+    async def ws(origin: str) -> int:
+        async with aiohttp.ClientSession() as s:
+            try:
+                async with s.ws_connect(f"{base}/ws?token={TOKEN}", origin=origin) as w:
+                    await w.close()
+                    return 101
+            except aiohttp.WSServerHandshakeError as e:
+                return int(e.status)
+
+    assert _run(ws("http://evil.example")) == 403
+    assert _run(ws(f"http://127.0.0.1:{port}.evil.example")) == 403
+
+
+def _watch_processes(demo_dir: Path) -> list[int]:
+    """Processes running `steptable watch` over ``demo_dir`` (the sessions' apps)."""
+    out = []
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            try:
+                cmd = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if b"watch" in cmd and str(demo_dir).encode() in cmd:
+                out.append(int(pid))
+    return out
+
+
+def test_a_session_shows_the_demo_rows_and_its_process_ends_with_it(demo_dir: Path) -> None:
+    import json
+
+    last = json.loads((demo_dir / "routeA" / "metrics.jsonl").read_text().splitlines()[-1])
+    with _serve(demo_dir, "--max-sessions", "1") as (port, _):
+        origin = f"http://127.0.0.1:{port}"
+
+        async def go() -> tuple[str, int, list[int]]:
+            screen = ""
+            async with aiohttp.ClientSession() as s:
+                async with s.ws_connect(f"{origin}/ws?token={TOKEN}&width=200&height=50", origin=origin) as w:
+                    await w.send_json(["resize", {"width": 200, "height": 50}])
+                    second = 0
+                    try:  # the cap: a second session is refused while this one is open
+                        async with s.ws_connect(f"{origin}/ws?token={TOKEN}", origin=origin):
+                            second = 101
+                    except aiohttp.WSServerHandshakeError as e:
+                        second = int(e.status)
+                    deadline = time.monotonic() + 60
+                    while time.monotonic() < deadline and not re.search(rf"\n\s*{last['step']}\s", screen):
+                        msg = await w.receive(timeout=deadline - time.monotonic())
+                        if msg.type == aiohttp.WSMsgType.BINARY:
+                            screen += ANSI.sub("\n", msg.data.decode("utf-8", "replace"))
+                        elif msg.type in (aiohttp.WSMsgType.CLOSE, aiohttp.WSMsgType.CLOSED):
+                            break
+                    running = _watch_processes(demo_dir)
+            return screen, second, running
+
+        screen, second, running = _run(go())
+        assert second == 503
+        assert running, "the session's app ran in a process of its own"
+        assert re.search(rf"\n\s*{last['step']}\s", screen), screen[-2000:]  # the last step's row was drawn
+        deadline = time.monotonic() + 20
+        while _watch_processes(demo_dir) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert _watch_processes(demo_dir) == []  # the browser left: its app ended
+
+
+def test_the_watch_app_starts_under_the_web_driver(monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+
+    from steptable.cli import main
+
+    monkeypatch.setattr(sys, "stdin", io.StringIO())
+    assert main._terminal() is False
+    monkeypatch.setenv("TEXTUAL_DRIVER", "textual.drivers.web_driver:WebDriver")
+    assert main._terminal() is True
+
+
+def test_bad_arguments_and_the_missing_extra(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+                                             tmp_path: Path) -> None:
+    import importlib.util
+
+    from tests.conftest import run_cli
+
+    rc, _, err = run_cli(["serve", str(tmp_path), "--token", "short"], capsys)
+    assert rc == 2 and "8 characters" in err
+    with pytest.raises(SystemExit):
+        run_cli(["serve", str(tmp_path), "--port", "70000"], capsys)
+    assert "a port is 1-65535" in capsys.readouterr().err
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda n, *a: None if n == "textual_serve" else real(n, *a))
+    rc, _, err = run_cli(["serve", str(tmp_path)], capsys)
+    assert rc == 2 and err == "steptable serve: needs textual-serve: pip install 'steptable[serve]'\n"
