@@ -22,10 +22,9 @@ from typing import Any
 
 from bpe_openai import get_encoding
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "integrations"))
-from adapters_support import tiny_trainer
-
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from steptable.integrations.hf import StepTableCallback
+from tests.integrations.helpers import tiny_trainer
 
 STEPS = 100
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import run_cli
+from tests.helpers import run_cli
 
 mcp = pytest.importorskip("mcp")
 
@@ -78,7 +78,7 @@ def test_tools_return_the_cli_text_and_tail_follows_a_cursor(tmp_path: Path, cap
         seen["last2"] = _text(await client.call_tool("tail", {"path": root, "run": "armA", "last": 2}))
 
     def _log_more() -> None:
-        from tests.conftest import write_rows
+        from tests.helpers import write_rows
 
         write_rows(run / "metrics.jsonl", [{"step": s, "loss": 0.1, "grad_norm": 0.5} for s in range(30, 35)])
 

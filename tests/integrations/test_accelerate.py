@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from adapters_support import close_enough, info_of, rows_of
+
+from tests.integrations.helpers import close_enough, info_of, rows_of
 
 torch = pytest.importorskip("torch")
 accelerate = pytest.importorskip("accelerate")

@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from adapters_support import close_enough, info_of, rows_of, tiny_trainer
+
+from tests.integrations.helpers import close_enough, info_of, rows_of, tiny_trainer
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
@@ -99,7 +100,7 @@ def test_training_that_raises_is_marked_ended_with_its_error(tmp_path: Path) -> 
     script = textwrap.dedent("""
         import sys
         from transformers import GPT2LMHeadModel
-        from adapters_support import tiny_config, tiny_trainer
+        from tests.integrations.helpers import tiny_config, tiny_trainer
         from steptable.integrations.hf import StepTableCallback
 
         class Breaks(GPT2LMHeadModel):

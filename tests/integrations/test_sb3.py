@@ -7,7 +7,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from adapters_support import close_enough, info_of, rank_one, rows_of  # noqa: F401  (rank_one: a fixture)
+
+from tests.integrations.helpers import close_enough, info_of, rows_of
 
 pytest.importorskip("torch")
 sb3 = pytest.importorskip("stable_baselines3")

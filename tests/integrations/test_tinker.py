@@ -11,9 +11,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from adapters_support import info_of, rank_one, rows_of  # noqa: F401  (rank_one: a fixture)
 
 from steptable.integrations.tinker import StepTableLogger, use_steptable
+from tests.integrations.helpers import info_of, rows_of
 
 E = inspect.Parameter.empty
 #: ml_log.Logger's methods as tinker-cookbook 0.6 declares them, (name, default) per parameter (checked against the

@@ -187,7 +187,7 @@ def test_bad_arguments_and_the_missing_extra(monkeypatch: pytest.MonkeyPatch, ca
                                              tmp_path: Path) -> None:
     import importlib.util
 
-    from tests.conftest import run_cli
+    from tests.helpers import run_cli
 
     rc, _, err = run_cli(["serve", str(tmp_path), "--token", "short"], capsys)
     assert rc == 2 and "8 characters" in err

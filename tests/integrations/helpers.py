@@ -1,5 +1,5 @@
 """Shared by the adapter tests: a run's rows and description as the adapters left them on disk, and the tiny HF
-trainer (a GPT-2 made from a config: nothing downloaded) that test_hf and bench/bench_hf.py train."""
+trainer (a GPT-2 made from a config: nothing downloaded) that test_hf and bench/bench_integrations.py train."""
 
 from __future__ import annotations
 
@@ -49,9 +49,3 @@ def tiny_config() -> Any:
     from transformers import GPT2Config
 
     return GPT2Config(n_layer=1, n_embd=16, n_head=2, vocab_size=64, n_positions=16, bos_token_id=0, eos_token_id=0)
-
-
-@pytest.fixture
-def rank_one(monkeypatch: pytest.MonkeyPatch) -> None:
-    """This process is rank 1 of a launch (as torchrun says it)."""
-    monkeypatch.setenv("RANK", "1")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_cli, write_rows
+from tests.helpers import run_cli, write_rows
 
 
 def _steps(out: str) -> list[int]:
