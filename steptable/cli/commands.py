@@ -1,4 +1,4 @@
-"""Handlers of the data commands (tail, summary, watch, legend). Heavy imports happen inside each handler."""
+"""Handlers of the data commands (tail, summary, compare, watch, legend). Heavy imports happen inside each handler."""
 
 from __future__ import annotations
 
@@ -42,6 +42,10 @@ def add_commands(sub: Any) -> None:
     s.add_argument("--format", choices=("text", "md"), default="text", help="plain text (default) or a markdown table")
     s.add_argument("--align", action="store_true", help="pad every column (easier on eyes, costs tokens)")
 
+    from steptable.cli.compare import add_parser as add_compare
+
+    add_compare(sub)
+
 
 def run_command(args: argparse.Namespace) -> int:
     if args.cmd == "tail":
@@ -50,6 +54,10 @@ def run_command(args: argparse.Namespace) -> int:
         return run_tail(args)
     if args.cmd == "summary":
         return summary_command(args)
+    if args.cmd == "compare":
+        from steptable.cli.compare import compare_command
+
+        return compare_command(args)
     if args.cmd == "watch":
         from steptable.app import run_watch
 
