@@ -39,7 +39,14 @@ def add_parser(sub: Any) -> None:
 def compare_command(args: argparse.Namespace) -> int:
     from steptable.cli.tail import missing_paths
     from steptable.compare import (
-        CompareError, choose_window, compare, compile_group, group_runs, make_arms, parse_window, pick_metrics,
+        CompareError,
+        choose_window,
+        compare,
+        compile_group,
+        group_runs,
+        make_arms,
+        parse_window,
+        pick_metrics,
     )
     from steptable.compare.direction import directions
     from steptable.compare.render import jsonl_report, md_report, text_report

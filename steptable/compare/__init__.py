@@ -10,7 +10,16 @@ and text; reading files is the caller's (``steptable compare``, ``summary``).
 """
 
 from steptable.compare.core import (
-    Arm, CompareError, Result, Window, choose_window, compare, compile_group, make_arms, parse_window, pick_metrics,
+    Arm,
+    CompareError,
+    Result,
+    Window,
+    choose_window,
+    compare,
+    compile_group,
+    make_arms,
+    parse_window,
+    pick_metrics,
 )
 from steptable.compare.groups import Member, group_runs, run_name, split_name
 from steptable.compare.xaxis import X_NAMES, XAxis, XError, x_values

@@ -122,7 +122,7 @@ def parse_window(text: str | None) -> float | tuple[float | None, float | None]:
 
 
 def _runs(arms: Sequence[Arm]) -> list[tuple[Arm, Member, XAxis]]:
-    return [(a, m, ax) for a in arms for m, ax in zip(a.members, a.axes, strict=True)]
+    return [(arm, m, ax) for arm in arms for m, ax in zip(arm.members, arm.axes, strict=True)]
 
 
 def choose_window(arms: Sequence[Arm], spec: float | tuple[float | None, float | None]) -> Window:
@@ -143,8 +143,8 @@ def choose_window(arms: Sequence[Arm], spec: float | tuple[float | None, float |
                            f"before arm {start[2].name!r} ({start[3].name}) starts at {_num(lo)}")
     if isinstance(spec, float):
         return Window(hi - spec * (hi - lo), hi, (lo, hi), f"last {_num(100 * spec)}%")
-    a, b = spec
-    w_lo, w_hi = (lo if a is None else a), (hi if b is None else b)
+    start_at, end_at = spec
+    w_lo, w_hi = (lo if start_at is None else start_at), (hi if end_at is None else end_at)
     for first, last, arm, m in spans:
         if last < w_hi:
             raise CompareError(f"arm {arm.name!r} ({m.name}) has not reached the window's end: its x={x} ends at "

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import cast
 
 from steptable.compare.core import Arm
+from steptable.schemas import Schema
 from steptable.schemas.registry import Located, run_schema
 
 
@@ -13,7 +14,7 @@ def directions(arms: Sequence[Arm], metrics: Sequence[str]) -> dict[str, str | N
     """Metric -> "higher" / "lower" / None, from the schema of the first run that says one (the baseline first)."""
     out: dict[str, str | None] = dict.fromkeys(metrics)
     runs = [m.run for a in arms for m in a.members if hasattr(m.run, "path")]
-    schemas = []
+    schemas: list[Schema] = []
     for r in runs:
         s = run_schema(cast(Located, r))
         if all(s is not t for t in schemas):

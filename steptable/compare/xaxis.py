@@ -23,7 +23,7 @@ from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
-from itertools import accumulate
+from itertools import accumulate, pairwise
 from typing import Any, Literal, Protocol
 
 Mode = Literal["step", "cum", "sum", "clock"]
@@ -140,7 +140,7 @@ def _clock(run: XRun) -> array[float]:
     walls, steps = run.wall_times, run.steps
     if not len(walls) or not all(map(math.isfinite, walls)):
         raise XError("no runtime key (_runtime) and no clock of its own on every row, to use as x=time")
-    dts = [b - a for a, b in zip(walls, walls[1:], strict=False)]
+    dts = [b - a for a, b in pairwise(walls)]
     typical = sorted(d for d in dts if d > 0)
     med = typical[len(typical) // 2] if typical else 0.0
     restarts = set(run.resumes)
