@@ -103,9 +103,28 @@ def jsonl_report(results: Sequence[Result]) -> str:
     return "".join(json.dumps(r.record(), allow_nan=False) + "\n" for r in results)
 
 
+def pm_text(center: float, lo: float | None, hi: float | None) -> str:
+    """``+.030±.012``: a signed value and the half-width of its (symmetric) interval, the half-width to two
+    significant digits and the value to the same place; the value alone without an interval."""
+    if lo is None or hi is None:
+        return _fmt(center, 3, signed=True)
+    half = (hi - lo) / 2
+    if half == 0:
+        return _fmt(center, 3, signed=True) + "±0"
+    places = 1 - math.floor(math.log10(half))
+    if not 0 <= places <= 6 or abs(center) >= 1e6:
+        return f"{_fmt(center, 3, signed=True)}±{fmt_auto(half, 2)}"
+
+    def fixed(v: float, sign: str) -> str:
+        return f"{v:{sign}.{places}f}".replace("0.", ".", 1)
+
+    return f"{fixed(center, '+')}±{fixed(half, '')}"
+
+
 def compact_line(results: Sequence[Result], tags: dict[str, str], baseline: str) -> str | None:
-    """``reward Δ vs a: b +.089 [+.07, +.108] better, c -.01 [-.03, +.01]``: one metric's differences, each arm by
-    its tag; None when no arm has a difference."""
+    """``reward: b +.030±.012 better, c -.020±.012``: one metric's differences from ``baseline`` with the half-widths
+    of their 95% intervals, each arm by its name in ``tags``, the verdict where the interval excludes 0 (``*`` for a
+    metric without a direction); None when no arm has a difference."""
     parts = []
     metric = ""
     for r in results:
@@ -113,8 +132,7 @@ def compact_line(results: Sequence[Result], tags: dict[str, str], baseline: str)
         if r.arm == baseline or r.delta is None:
             continue
         mark = f" {r.verdict}" if r.verdict in ("better", "worse") else "*" if r.verdict else ""
-        parts.append(f"{tags.get(r.arm, sanitize(r.arm))} {interval_text(r.delta, r.delta_lo, r.delta_hi, True)}"
-                     f"{mark}")
+        parts.append(f"{tags.get(r.arm, sanitize(r.arm))} {pm_text(r.delta, r.delta_lo, r.delta_hi)}{mark}")
     if not parts:
         return None
-    return f"{sanitize(metric)} Δ vs {tags.get(baseline, sanitize(baseline))}: {', '.join(parts)}"
+    return f"{sanitize(metric)}: {', '.join(parts)}"

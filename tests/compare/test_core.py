@@ -6,9 +6,11 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
+from compare_helpers import MemRun, write_arms
 
 from steptable.compare import (
     CompareError,
@@ -36,14 +38,14 @@ def by(results: Sequence[Result], arm: str, metric: str) -> Result:
     return next(r for r in results if r.arm == arm and r.metric == metric)
 
 
-def noisy_runs(mem_run: Any, rng: random.Random, n: int = 500) -> list[Any]:
+def noisy_runs(rng: random.Random, n: int = 500) -> list[Any]:
     runs = []
     for arm, seeds, shift in (("vanilla", 3, 0.0), ("routeA", 4, 0.05), ("absorb", 1, -0.02)):
         for s in range(1, seeds + 1):
             name = f"{arm}_seed{s}" if seeds > 1 else arm
             reward = [0.3 + shift + 0.2 * i / n + rng.gauss(0, 0.05) for i in range(n)]
             loss = [rng.gauss(1, 0.1) if i % 7 else math.nan for i in range(n)]
-            runs.append(mem_run(name, range(n), {"reward": reward, "loss": loss}))
+            runs.append(MemRun(name, range(n), {"reward": reward, "loss": loss}))
     return runs
 
 
@@ -54,8 +56,8 @@ def window_values(run: Any, key: str, lo: float, hi: float) -> Any:
     return sel[np.isfinite(sel)]
 
 
-def test_numbers_match_numpy_and_scipy(mem_run: Any) -> None:
-    runs = noisy_runs(mem_run, random.Random(7))
+def test_numbers_match_numpy_and_scipy() -> None:
+    runs = noisy_runs(random.Random(7))
     results = run_compare(runs, "vanilla")
     r0 = results[0]
     assert (r0.x_from, r0.x_to) == pytest.approx((499 - 0.1 * 499, 499))  # the last 10% of the common 0-499
@@ -96,14 +98,14 @@ def test_numbers_match_numpy_and_scipy(mem_run: Any) -> None:
         assert by(results, "vanilla", key).delta is None  # the baseline has no difference of its own
 
 
-def test_numbers_match_on_files_read_like_the_cli(write_arms: Any) -> None:
+def test_numbers_match_on_files_read_like_the_cli(tmp_path: Path) -> None:
     """The same definitions on RunStores read from JSONL files (window by x = a cumulative token count)."""
     from steptable.ingest import Follower
 
     rng = random.Random(3)
     runs = {f"{arm}_s{s}": [{"step": i, "num_tokens": (i + 1) * 512, "acc": rng.random() + (arm == "b") * 0.1}
                             for i in range(300)] for arm in ("a", "b") for s in (1, 2)}
-    base = write_arms(runs)
+    base = write_arms(tmp_path / "exp", runs)
     f = Follower([base])
     f.scan()
     f.finish()
@@ -127,28 +129,28 @@ def _ar1(rng: random.Random, n: int, phi: float, sd: float) -> list[float]:
     return out
 
 
-def _simulate(mem_run: Any, rng: random.Random, true_delta: float, autocorrelated: bool) -> Result:
+def _simulate(rng: random.Random, true_delta: float, autocorrelated: bool) -> Result:
     runs = []
     for arm, shift in (("base", 0.0), ("arm", true_delta)):
         for s in range(3):
             level = 1.0 + shift + rng.gauss(0, 0.05)  # a seed's own level: what seeds differ by
             noise = _ar1(rng, 400, 0.9, 0.1) if autocorrelated else [rng.gauss(0, 0.1) for _ in range(400)]
-            runs.append(mem_run(f"{arm}_seed{s}", range(400), {"m": [level + e for e in noise]}))
+            runs.append(MemRun(f"{arm}_seed{s}", range(400), {"m": [level + e for e in noise]}))
     return by(run_compare(runs, "base"), "arm", "m")
 
 
 @pytest.mark.parametrize("autocorrelated", [False, True])
-def test_interval_coverage(mem_run: Any, autocorrelated: bool) -> None:
+def test_interval_coverage(autocorrelated: bool) -> None:
     rng = random.Random(20261128 + autocorrelated)
-    held = sum(r.delta_lo <= 0.1 <= r.delta_hi for r in (_simulate(mem_run, rng, 0.1, autocorrelated)
+    held = sum(r.delta_lo <= 0.1 <= r.delta_hi for r in (_simulate(rng, 0.1, autocorrelated)
                                                         for _ in range(200)))
     assert 0.90 * 200 <= held <= 0.99 * 200, held
-    false = sum(not r.delta_lo <= 0 <= r.delta_hi for r in (_simulate(mem_run, rng, 0.0, autocorrelated)
+    false = sum(not r.delta_lo <= 0 <= r.delta_hi for r in (_simulate(rng, 0.0, autocorrelated)
                                                            for _ in range(200)))
     assert false <= 0.10 * 200, false
 
 
-def test_alignment_on_tokens(mem_run: Any) -> None:
+def test_alignment_on_tokens() -> None:
     """Arm B processes 4x the tokens of A per step; the metric depends on progress (tokens). On tokens the windows are
     token-equivalent and the arms agree; on steps B looks 4x better."""
     rng = random.Random(5)
@@ -157,7 +159,7 @@ def test_alignment_on_tokens(mem_run: Any) -> None:
         for s in range(3):
             tokens = [per_step] * 1000  # a per-step amount: summed into the x
             m = [per_step * (i + 1) / 1e6 + rng.gauss(0, 0.01) for i in range(1000)]
-            runs.append(mem_run(f"{arm}_seed{s}", range(1000), {"perf/total_num_tokens": tokens, "m": m}))
+            runs.append(MemRun(f"{arm}_seed{s}", range(1000), {"perf/total_num_tokens": tokens, "m": m}))
     on_tokens = run_compare(runs, "a", x="tokens", metrics=["m"])
     a, b = by(on_tokens, "a", "m"), by(on_tokens, "b", "m")
     assert (a.x_from, a.x_to) == (b.x_from, b.x_to) == pytest.approx((1e6 - 0.1 * (1e6 - 4000), 1e6))
@@ -169,12 +171,12 @@ def test_alignment_on_tokens(mem_run: Any) -> None:
     assert b.delta == pytest.approx(3 * a.mean, rel=0.01) and b.delta_lo > 0 and b.verdict == "differs"
 
 
-def test_nan_and_missing_values_are_left_out_and_counted(mem_run: Any) -> None:
+def test_nan_and_missing_values_are_left_out_and_counted() -> None:
     vals = [float(i) for i in range(100)]
     holes = [v if i % 4 else math.nan for i, v in enumerate(vals)]
-    runs = [mem_run("x_seed1", range(100), {"m": holes, "inf": [math.inf] * 99 + [1.0]}),
-            mem_run("x_seed2", range(100), {"m": vals, "inf": [1.0] * 100}),
-            mem_run("y", range(100), {"m": vals})]
+    runs = [MemRun("x_seed1", range(100), {"m": holes, "inf": [math.inf] * 99 + [1.0]}),
+            MemRun("x_seed2", range(100), {"m": vals, "inf": [1.0] * 100}),
+            MemRun("y", range(100), {"m": vals})]
     res = run_compare(runs, "x", window="50:99", metrics=["m", "inf"])
     r = by(res, "x", "m")
     expect = np.array([np.nanmean(np.asarray(holes)[50:100]), np.mean(vals[50:100])])
@@ -188,15 +190,15 @@ def test_nan_and_missing_values_are_left_out_and_counted(mem_run: Any) -> None:
     assert r.record()["mean"] is None and r.record()["delta_lo"] is None
 
 
-def test_window_an_arm_has_not_reached_is_an_error_naming_it(mem_run: Any) -> None:
-    runs = [mem_run("a_seed1", range(100), {"m": [1.0] * 100}), mem_run("a_seed2", range(100), {"m": [1.0] * 100}),
-            mem_run("slow_seed1", range(60), {"m": [1.0] * 60})]
+def test_window_an_arm_has_not_reached_is_an_error_naming_it() -> None:
+    runs = [MemRun("a_seed1", range(100), {"m": [1.0] * 100}), MemRun("a_seed2", range(100), {"m": [1.0] * 100}),
+            MemRun("slow_seed1", range(60), {"m": [1.0] * 60})]
     with pytest.raises(CompareError, match=r"arm 'slow' \(slow_seed1\) has not reached the window's end"):
         run_compare(runs, "a", window="80:99")
-    late = mem_run("late", range(30, 100), {"m": [1.0] * 70})
+    late = MemRun("late", range(30, 100), {"m": [1.0] * 70})
     with pytest.raises(CompareError, match=r"arm 'late' \(late\) starts after the window's start"):
         run_compare([*runs[:2], late], "a", window="0:50")
-    gone = mem_run("gone", range(200, 300), {"m": [1.0] * 100})
+    gone = MemRun("gone", range(200, 300), {"m": [1.0] * 100})
     with pytest.raises(CompareError, match=r"no common range of x=step: arm 'a' \(a_seed1\) ends at 99 before "
                        r"arm 'gone' \(gone\) starts at 200"):
         run_compare([*runs[:2], gone], "a")
@@ -213,15 +215,15 @@ def test_window_spec_parsing() -> None:
             parse_window(bad)
 
 
-def test_unknown_baseline(mem_run: Any) -> None:
-    runs = [mem_run("a", range(10), {"m": [1.0] * 10}), mem_run("b", range(10), {"m": [1.0] * 10})]
+def test_unknown_baseline() -> None:
+    runs = [MemRun("a", range(10), {"m": [1.0] * 10}), MemRun("b", range(10), {"m": [1.0] * 10})]
     with pytest.raises(CompareError, match=r"no arm 'c' \(arms: a, b\)"):
         run_compare(runs, "c")
 
 
-def test_verdict_follows_the_metrics_direction(mem_run: Any) -> None:
+def test_verdict_follows_the_metrics_direction() -> None:
     rng = random.Random(1)
-    runs = [mem_run(f"{arm}_seed{s}", range(100), {"loss": [1.0 + lift + rng.gauss(0, 0.01) for _ in range(100)],
+    runs = [MemRun(f"{arm}_seed{s}", range(100), {"loss": [1.0 + lift + rng.gauss(0, 0.01) for _ in range(100)],
                                                    "acc": [0.5 + lift + rng.gauss(0, 0.01) for _ in range(100)]})
             for arm, lift in (("a", 0.0), ("b", 0.2)) for s in range(3)]
     arms = make_arms(group_runs(runs), "step")

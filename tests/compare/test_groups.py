@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
 
 import pytest
+from compare_helpers import write_arms
 
 from steptable.compare import group_runs, run_name, split_name
 from steptable.compare.core import CompareError, compile_group
@@ -29,12 +29,13 @@ def test_custom_pattern() -> None:
         compile_group("(unclosed")
 
 
-def test_seed_directories_found_by_discovery(write_arms: Any) -> None:
+def test_seed_directories_found_by_discovery(tmp_path: Path) -> None:
     """``routeA/seed3/metrics.jsonl``: discovery names the run's arm ``seed3``; the comparison names it routeA/seed3."""
     from steptable.ingest import Follower
 
     rows = [{"step": 0, "m": 1.0}]
-    base: Path = write_arms({f"{a}/seed{s}": rows for a in ("routeA", "vanilla") for s in (1, 2)} | {"absorb": rows})
+    named = {f"{a}/seed{s}": rows for a in ("routeA", "vanilla") for s in (1, 2)}
+    base = write_arms(tmp_path / "exp", {**named, "absorb": rows})
     f = Follower([base])
     f.scan()
     f.finish()

@@ -1,15 +1,14 @@
-"""Fixtures of the comparison tests: runs in memory (for simulations) and arms written as files (for the CLI)."""
+"""Helpers of the comparison tests: runs in memory (for simulations) and arms written as files. (Not a conftest.py:
+the top-level tests import ``conftest`` by name, and a second one here would shadow it.)"""
 
 from __future__ import annotations
 
 import json
 import math
 from array import array
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
-
-import pytest
 
 
 class MemRun:
@@ -40,24 +39,12 @@ class MemRun:
         return self.column(key)[start:stop]
 
 
-@pytest.fixture
-def mem_run() -> type[MemRun]:
-    return MemRun
-
-
-@pytest.fixture
-def write_arms(tmp_path: Path) -> Callable[..., Path]:
-    """``write_arms({"vanilla_seed1": rows, ...})``: each run's rows to ``<tmp>/exp/<name>/metrics.jsonl``
-    (``None`` values written as JSON null); returns the experiment directory."""
-
-    def write(runs: Mapping[str, Sequence[Mapping[str, Any]]], root: str = "exp") -> Path:
-        base = tmp_path / root
-        for name, rows in runs.items():
-            path = base / name / "metrics.jsonl"
-            path.parent.mkdir(parents=True, exist_ok=True)
-            with open(path, "w", encoding="utf-8") as f:
-                for r in rows:
-                    f.write(json.dumps(r) + "\n")
-        return base
-
-    return write
+def write_arms(base: Path, runs: Mapping[str, Sequence[Mapping[str, Any]]]) -> Path:
+    """Each run's rows to ``base/<name>/metrics.jsonl`` (``None`` values written as JSON null); returns ``base``."""
+    for name, rows in runs.items():
+        path = base / name / "metrics.jsonl"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "w", encoding="utf-8") as f:
+            for r in rows:
+                f.write(json.dumps(r) + "\n")
+    return base
