@@ -32,8 +32,8 @@ def test_three_arms_one_run_each(tmp_path: Path, capsys: pytest.CaptureFixture[s
     lines = out.splitlines()
     i = lines.index("Δ vs a, steps 270-299, 95% CI:")  # the last 10% of steps 0-299: 269.1-299
     reward, loss = lines[i + 1], lines[i + 2]
-    assert reward.startswith("reward: b +.1") and reward.split(",")[0].endswith(" better")  # the alert role's way
-    assert loss.startswith("loss: b -.1") and loss.split(",")[0].endswith(" better")  # lower loss is better
+    assert reward.startswith("reward: b +.09") and reward.split(",")[0].endswith(" better")  # the alert role's way
+    assert loss.startswith("loss: b -.09") and loss.split(",")[0].endswith(" better")  # lower loss is better
     assert lines[i + 3].startswith("a alerts")  # two key metrics found: reward, loss (other has no direction)
 
 
