@@ -112,11 +112,9 @@ def summary_command(args: argparse.Namespace) -> int:
             sys.stderr.write(f"steptable summary: --columns {sanitize(p)!r} matches no column\n")
         if not columns:  # every pattern missed: a summary of no column is no answer
             nothing_picked = True
-    from steptable.compare.brief import summary_lines
-    from steptable.summary.report import arm_tag
+    from steptable.cli.compare import summary_comparison
 
-    # arms of one experiment only: runs of several trainers are not compared
-    comparison = summary_lines(stores, {s.run: arm_tag(i) for i, s in enumerate(stores)}) if len(groups) == 1 else []
+    comparison = summary_comparison(stores, args.paths[0]) if len(groups) == 1 else []  # (arms of one trainer only)
     text = summarize(stores, columns=columns, now=now, fmt=args.format, alerts=alerts, max_columns=args.max_columns,
                      labels=labels, align=args.align, skip=hidden, groups=groups, comparison=comparison)
     sys.stdout.write(text if text.endswith("\n") else text + "\n")

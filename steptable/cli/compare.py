@@ -24,7 +24,7 @@ def add_parser(sub: Any) -> None:
                        description=DESCRIPTION, epilog=EPILOG)
     c.add_argument("paths", nargs="+", help="metrics files or directories holding the arms' runs")
     c.add_argument("--baseline", default=None, help="the arm the others are compared with (default: the first)")
-    c.add_argument("--x", default="step", metavar="NAME",
+    c.add_argument("--x", default=None, metavar="NAME",
                    help="x axis: step (default), tokens, samples, time, or a numeric key (KEY:sum for a per-step "
                    "amount, KEY:cum for a running total, when the guess is wrong)")
     c.add_argument("--window", default=None, metavar="W",
@@ -32,7 +32,8 @@ def add_parser(sub: Any) -> None:
     c.add_argument("--metrics", default="", metavar="GLOBS",
                    help="comma-separated globs over keys (default: every numeric key the baseline and another arm log)")
     c.add_argument("--group", default=None, metavar="REGEX",
-                   help="the seed part of a run's name (taken out to name its arm; a named group 'arm' names it)")
+                   help="the seed part of a run's name (taken out to name its arm; a named group 'arm' names it). "
+                   "A [compare] table in the runs' steptable.toml may set group, x and baseline")
     c.add_argument("--format", choices=("text", "md", "jsonl"), default="text", help="output format (default text)")
 
 
@@ -52,6 +53,7 @@ def compare_command(args: argparse.Namespace) -> int:
     from steptable.compare.render import jsonl_report, md_report, text_report
     from steptable.ingest import Follower
     from steptable.ingest.files.discover import nothing_found
+    from steptable.schemas.userdoc import SchemaFileError, compare_settings
     from steptable.table.formatting import sanitize
 
     def fail(msg: str) -> int:
@@ -61,7 +63,12 @@ def compare_command(args: argparse.Namespace) -> int:
     if missing := missing_paths(args.paths):
         return fail(f"no such path: {', '.join(missing)}")
     try:
-        pattern = compile_group(args.group)
+        settings = compare_settings(args.paths[0])
+    except SchemaFileError as e:
+        return fail(str(e))
+    x = args.x or settings.get("x", "step")
+    try:
+        pattern = compile_group(args.group if args.group is not None else settings.get("group"))
         spec = parse_window(args.window)
     except CompareError as e:
         return fail(str(e))
@@ -75,12 +82,12 @@ def compare_command(args: argparse.Namespace) -> int:
     if not stores:
         return fail(nothing_found(args.paths) if not follower.stores else "no readable rows")
     groups = group_runs(stores, pattern)
-    if args.baseline is not None and args.baseline not in groups:
-        return fail(f"no arm {args.baseline!r} (arms: {', '.join(groups)})")
-    baseline = args.baseline if args.baseline is not None else next(iter(groups))
+    baseline = args.baseline if args.baseline is not None else settings.get("baseline", next(iter(groups)))
+    if baseline not in groups:
+        return fail(f"no arm {baseline!r} (arms: {', '.join(groups)})")
     groups = {baseline: groups[baseline], **{k: v for k, v in groups.items() if k != baseline}}
     try:
-        arms = make_arms(groups, args.x)
+        arms = make_arms(groups, x)
         window = choose_window(arms, spec)
         globs = [g.strip() for g in args.metrics.split(",") if g.strip()]
         metrics = pick_metrics(arms, globs)
@@ -99,3 +106,22 @@ def compare_command(args: argparse.Namespace) -> int:
     if unread := follower.unreadable():
         return fail(f"could not read {', '.join(unread)}")
     return 0
+
+
+def summary_comparison(stores: list[Any], near: str) -> list[str]:
+    """``summary``'s lines comparing the arms (steptable.compare.brief), seeds grouped as the runs' steptable.toml's
+    ``[compare] group`` says, its ``baseline`` first (a file that cannot be used is reported by the schema's own
+    checks)."""
+    import re
+
+    from steptable.compare.brief import summary_lines
+    from steptable.schemas.userdoc import SchemaFileError, compare_settings
+    from steptable.summary.report import arm_tag
+
+    try:
+        settings = compare_settings(near)
+    except SchemaFileError:
+        settings = {}
+    tags = {s.run: arm_tag(i) for i, s in enumerate(stores)}
+    group = settings.get("group")
+    return summary_lines(stores, tags, re.compile(group) if group else None, settings.get("baseline"))

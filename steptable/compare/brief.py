@@ -2,18 +2,19 @@
 
 When the runs form two arms or more (seeds grouped, :mod:`steptable.compare.groups`) of one layout (the caller
 passes one ``by_schema`` group: runs of different trainers are not arms of one experiment), and every run has at
-least MIN_WINDOW_ROWS rows in the window: one line naming the baseline
-(the first run's arm) and the window (the last 10% of the steps every run has reached), then one line per key
-metric (at most ``MAX_METRICS``) with each other arm's difference from the baseline and the half-width of its 95%
-interval (``+.030±.012``), marked
-``better`` / ``worse`` by the metric's direction (``*`` with none) when the interval excludes 0. Key metrics: the
-reward's and the loss's columns (the alert roles' keys, first present), then columns the schema gives a direction,
-in the schema's order; each one every arm logs. Arms are named by their summary tag (``b``) when each is one run.
+least MIN_WINDOW_ROWS rows in the window: one line naming the baseline (the first run's arm, or ``baseline``) and
+the window (the last 10% of the steps every run has reached), then one line per key metric (at most
+``MAX_METRICS``) with each other arm's difference from the baseline and the half-width of its 95% interval
+(``+.030±.012``), marked ``better`` / ``worse`` by the metric's direction (``*`` with none) when the interval
+excludes 0. Key metrics: the reward's and the loss's columns (the alert roles' keys, first present), then columns
+the schema gives a direction, in the schema's order; each one every arm logs. Arms are named by their summary tag
+(``b``) when each is one run, else by the group's name.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -38,12 +39,16 @@ def _key_metrics(arms: Sequence[Any], better: Mapping[str, str | None]) -> list[
     return list(dict.fromkeys(k for k in out if k))[:MAX_METRICS]
 
 
-def summary_lines(runs: Sequence[Any], tags: Mapping[str, str] | None = None) -> list[str]:
+def summary_lines(runs: Sequence[Any], tags: Mapping[str, str] | None = None,
+                  pattern: re.Pattern[str] | None = None, baseline: str | None = None) -> list[str]:
     """The comparison lines for ``runs`` in summary order (see the module doc); [] when they are one arm.
-    ``tags``: run id -> its summary tag."""
-    groups = group_runs([r for r in runs if len(r)])
+    ``tags``: run id -> its summary tag; ``pattern``: the seed part of names, ``baseline``: the arm the others are
+    compared with, where it is one (``[compare] group`` and ``baseline``; default: the first run's arm)."""
+    groups = group_runs([r for r in runs if len(r)], pattern)
     if len(groups) < 2:
         return []
+    if baseline in groups:
+        groups = {baseline: groups[baseline], **{g: m for g, m in groups.items() if g != baseline}}
     tags = tags or {}
     names = {g: (tags.get(ms[0].run.run, g) if len(ms) == 1 else g) for g, ms in groups.items()}
     try:

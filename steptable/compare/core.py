@@ -20,11 +20,11 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from fnmatch import fnmatchcase
-from typing import Any, Protocol
+from typing import Any
 
 from steptable.compare.groups import Member
 from steptable.compare.stats import Spread, seeds_spread, single_spread, welch
-from steptable.compare.xaxis import XAxis, XError, XRun, x_values
+from steptable.compare.xaxis import XAxis, XError, x_values
 from steptable.table.formatting import fmt_auto
 
 WINDOW_SHARE = 0.1
@@ -35,10 +35,6 @@ NOT_METRICS = frozenset({"step", "_step", "global_step", "ts", "time", "timestam
 
 class CompareError(ValueError):
     """A comparison that cannot be made as asked (its text says why, naming the arm)."""
-
-
-class CRun(XRun, Protocol):
-    def column_between(self, key: str, start: int = 0, stop: int | None = None) -> Sequence[Any]: ...
 
 
 @dataclass(frozen=True)

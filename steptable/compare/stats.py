@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 
 from steptable.compare.tdist import t_ppf
 
@@ -57,17 +58,8 @@ def sample_var(xs: Sequence[float]) -> float:
 
 def batch_means(xs: Sequence[float], batches: int = BATCHES) -> list[float]:
     """The means of ``min(batches, len(xs))`` consecutive batches of ``xs`` (numpy.array_split's sizes)."""
-    n = len(xs)
-    b = min(batches, n)
-    if b == 0:
-        return []
-    size, extra = divmod(n, b)
-    out, i = [], 0
-    for j in range(b):
-        k = size + (j < extra)
-        out.append(math.fsum(xs[i : i + k]) / k)
-        i += k
-    return out
+    cuts = batch_bounds(len(xs), batches)
+    return [math.fsum(xs[a:b]) / (b - a) for a, b in pairwise(cuts)]
 
 
 def seeds_spread(means: Sequence[float]) -> Spread:
@@ -82,11 +74,26 @@ def single_spread(values: Sequence[float], batches: int = BATCHES) -> Spread:
     """An arm of one seed from its window's finite values in x order (batch means)."""
     if not values:
         return Spread(math.nan, None, None, "batches")
-    bm = batch_means(values, batches)
-    m = mean(values)
+    return batches_spread(mean(values), batch_means(values, batches))
+
+
+def batches_spread(m: float, bm: Sequence[float]) -> Spread:
+    """An arm of one seed from its window mean and the means of its window's batches."""
     if len(bm) < 2:
         return Spread(m, None, None, "batches")
     return Spread(m, sample_var(bm) / len(bm), float(len(bm) - 1), "batches")
+
+
+def batch_bounds(n: int, batches: int = BATCHES) -> list[int]:
+    """Where ``batch_means`` cuts ``n`` values: the ``min(batches, n) + 1`` boundaries, 0 first and ``n`` last."""
+    b = min(batches, n)
+    if b == 0:
+        return [0]
+    size, extra = divmod(n, b)
+    out = [0]
+    for j in range(b):
+        out.append(out[-1] + size + (j < extra))
+    return out
 
 
 def welch(arm: Spread, base: Spread, level: float = LEVEL) -> tuple[float, float | None, float | None]:

@@ -22,7 +22,7 @@ import math
 from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import accumulate, pairwise
 from typing import Any, Literal, Protocol
 
@@ -52,6 +52,9 @@ class XRun(Protocol):
     def resumes(self) -> list[int]: ...
 
     def column(self, key: str) -> Sequence[Any]: ...
+    def column_between(self, key: str, start: int = 0, stop: int | None = None) -> Sequence[Any]: ...
+    def steps_between(self, start: int = 0, stop: int | None = None) -> Sequence[int]: ...
+    def wall_times_between(self, start: int = 0, stop: int | None = None) -> Sequence[float]: ...
     def is_numeric(self, key: str) -> bool: ...
 
 
@@ -59,14 +62,19 @@ class XError(ValueError):
     """A run has no such x axis (its text says which key or clock is missing)."""
 
 
-@dataclass(frozen=True)
+@dataclass
 class XAxis:
-    """One run's x per row (non-decreasing; -inf before its first value) and where it came from."""
+    """One run's x per row (non-decreasing; -inf before its first value), where it came from, and what
+    :meth:`extend` needs to add rows the run appended since (the running total, the last counter value, the last
+    clock reading and the typical step time)."""
 
     name: str  # as asked: "tokens"
     key: str | None  # the key read (None: the step index or the file's clock)
     mode: Mode
-    values: array[float]
+    values: array[float] = field(default_factory=lambda: array("d"))
+    total: float = -math.inf
+    prev: float = math.nan
+    step_s: float = 0.0  # clock mode: the time a resume's gap counts as (the median step time when built)
 
     @property
     def first(self) -> float | None:
@@ -83,6 +91,54 @@ class XAxis:
         """The rows [i, j) whose x lies in [lo, hi], ends included."""
         return bisect_left(self.values, lo), bisect_right(self.values, hi)
 
+    def extend(self, run: XRun) -> None:
+        """Add the x of the rows ``run`` appended since (rows ``len(values):``); the cost is in those rows only."""
+        start = len(self.values)
+        if self.mode == "step":
+            self.values.extend(array("d", run.steps_between(start)))
+        elif self.mode == "clock":
+            self._extend_clock(run, start)
+        else:
+            col = run.column_between(self.key or "", start)
+            if self.mode == "sum":
+                self.values.extend(accumulate((v if math.isfinite(v) and v > 0 else 0.0 for v in col),
+                                              initial=max(self.total, 0.0)))
+                del self.values[start]  # (the initial value)
+                self.total = self.values[-1] if self.values else 0.0
+            else:
+                self._extend_running(col)
+
+    def _extend_running(self, col: Sequence[float]) -> None:
+        total, prev = self.total, self.prev
+        out = array("d", [0.0]) * len(col)
+        for i, v in enumerate(col):
+            if math.isfinite(v):
+                if prev != prev:
+                    total = v
+                else:  # a fall is a counter restarted from 0: what it counts now came after the last value
+                    total += v - prev if v >= prev else max(v, 0.0)
+                prev = v
+            out[i] = total
+        self.values.extend(out)
+        self.total, self.prev = total, prev
+
+    def _extend_clock(self, run: XRun, start: int) -> None:
+        walls = run.wall_times_between(max(0, start - 1))
+        steps = run.steps_between(max(0, start - 1))
+        if not all(map(math.isfinite, walls)):
+            raise XError("no runtime key (_runtime) and no clock of its own on every row, to use as x=time")
+        dts = [b - a for a, b in pairwise(walls)]
+        if start == 0:
+            typical = sorted(d for d in dts if d > 0)
+            self.step_s = typical[len(typical) // 2] if typical else 0.0
+            if walls:
+                self.values.append(0.0)
+        restarts = set(run.resumes)
+        inc = (self.step_s if steps[i + 1] in restarts else max(d, 0.0) for i, d in enumerate(dts))
+        base = self.values[-1] if self.values else 0.0
+        self.values.extend(accumulate(inc, initial=base))
+        del self.values[len(self.values) - len(dts) - 1]  # (the initial value)
+
 
 def x_values(run: XRun, name: str) -> XAxis:
     """The x axis ``name`` of ``run`` (see the module doc); XError when the run has nothing to read it from."""
@@ -91,18 +147,21 @@ def x_values(run: XRun, name: str) -> XAxis:
     if name.endswith((":sum", ":cum")):
         base, forced = name[:-4], "sum" if name.endswith(":sum") else "cum"
     if base == "step" and forced is None:
-        return XAxis(name, None, "step", array("d", run.steps))
-    keys = X_KEYS.get(base, (base,))
-    key = next((k for k in keys if k in run.keys and run.is_numeric(k)), None)
-    if key is None:
-        if base == "time" and forced is None:
-            return XAxis(name, None, "clock", _clock(run))
-        said = f"any of {', '.join(keys)}" if len(keys) > 1 else repr(base)
-        what = " or its own clock" if base == "time" else ""
-        raise XError(f"no numeric {said}{what} to use as x")
-    col = run.column(key)
-    mode = forced or ("cum" if _cumulative(col, len(run.resumes)) else "sum")
-    return XAxis(name, key, mode, _running(col) if mode == "cum" else _summed(col))
+        ax = XAxis(name, None, "step")
+    else:
+        keys = X_KEYS.get(base, (base,))
+        key = next((k for k in keys if k in run.keys and run.is_numeric(k)), None)
+        if key is None:
+            if base != "time" or forced is not None:
+                said = f"any of {', '.join(keys)}" if len(keys) > 1 else repr(base)
+                what = " or its own clock" if base == "time" else ""
+                raise XError(f"no numeric {said}{what} to use as x")
+            ax = XAxis(name, None, "clock")
+        else:
+            mode = forced or ("cum" if _cumulative(run.column(key), len(run.resumes)) else "sum")
+            ax = XAxis(name, key, mode)
+    ax.extend(run)
+    return ax
 
 
 def _cumulative(col: Sequence[float], resumes: int) -> bool:
@@ -116,33 +175,3 @@ def _cumulative(col: Sequence[float], resumes: int) -> bool:
                 downs += v < prev
             prev = v
     return pairs > 0 and 2 * ups >= pairs and downs <= max(resumes, pairs // 100)
-
-
-def _running(col: Sequence[float]) -> array[float]:
-    out = array("d", [-math.inf]) * len(col)
-    total, prev = -math.inf, math.nan
-    for i, v in enumerate(col):
-        if math.isfinite(v):
-            if prev != prev:
-                total = v
-            else:  # a fall is a counter restarted from 0: what it counts now came after the last value
-                total += v - prev if v >= prev else max(v, 0.0)
-            prev = v
-        out[i] = total
-    return out
-
-
-def _summed(col: Sequence[float]) -> array[float]:
-    return array("d", accumulate(v if math.isfinite(v) and v > 0 else 0.0 for v in col))
-
-
-def _clock(run: XRun) -> array[float]:
-    walls, steps = run.wall_times, run.steps
-    if not len(walls) or not all(map(math.isfinite, walls)):
-        raise XError("no runtime key (_runtime) and no clock of its own on every row, to use as x=time")
-    dts = [b - a for a, b in pairwise(walls)]
-    typical = sorted(d for d in dts if d > 0)
-    med = typical[len(typical) // 2] if typical else 0.0
-    restarts = set(run.resumes)
-    inc = (med if steps[i + 1] in restarts else max(d, 0.0) for i, d in enumerate(dts))
-    return array("d", accumulate(inc, initial=0.0))

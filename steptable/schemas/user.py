@@ -41,6 +41,11 @@ The format (every field but ``schema.name`` and ``columns.key`` is optional)::
     hide = false
     promote = true
 
+    [compare]                      # steptable compare's defaults for the runs below (a file may hold only this)
+    group = "_run[0-9]+$"          # the seed part of a run's name, a regular expression
+    x = "tokens"                   # the x axis
+    baseline = "vanilla"           # the baseline arm
+
 A file that cannot be used raises ``SchemaFileError`` whose text is ``<file>:<line>: <what is wrong>``. A log
 directory's file with neither ``[match]`` nor a base that applies to none of the runs it is the nearest file of (its
 keys misspelt, or only hide globs and rules) is said as a warning in those words (``registry.unused_files``),
@@ -373,7 +378,10 @@ def load_user_schemas(near: str | os.PathLike[str] | None, bases: Mapping[str, S
     loaded: dict[Path, Schema] = {}
     for f in order:
         try:
-            s = schema_from_doc(_doc(f), known)
+            doc = _doc(f)
+            if doc.data and set(doc.data) <= {"compare"}:  # only steptable compare's settings: no schema
+                continue
+            s = schema_from_doc(doc, known)
         except SchemaFileError:
             if f in local[1:]:  # a farther log directory's file that cannot be used: the nearer ones still apply
                 continue

@@ -38,8 +38,11 @@ _COLUMN_FIELDS: dict[str, type] = {
     "aliases": list, "after": str,
 }
 _RULE_FIELDS: dict[str, type] = {"pattern": str, "desc": str, "better": str, "fmt": str, "hide": bool, "promote": bool}
+#: ``steptable compare``'s defaults for the runs below the file (read by :func:`compare_settings`)
+_COMPARE_FIELDS: dict[str, type] = {"group": str, "x": str, "baseline": str}
 _TABLES: dict[str, dict[str, type]] = {
     "schema": _SCHEMA_FIELDS, "match": _MATCH_FIELDS, "columns": _COLUMN_FIELDS, "rules": _RULE_FIELDS,
+    "compare": _COMPARE_FIELDS,
 }
 
 
@@ -177,3 +180,22 @@ def _doc(path: Path) -> _Doc:
     doc = _read(path)
     _CACHE[path] = (stamp, doc)
     return doc
+
+
+def compare_settings(near: str | os.PathLike[str]) -> dict[str, str]:
+    """The ``[compare]`` table of the log-directory file nearest to ``near`` (``group``: the seed part of a run's
+    name as a regular expression, ``x``: the x axis, ``baseline``: the baseline arm); {} without one. A table that
+    cannot be used raises SchemaFileError (``<file>:<line>: ...``)."""
+    for path in _local_files(near):
+        doc = _doc(path)
+        table = doc.data.get("compare")
+        if table is None:
+            continue
+        out = _check_fields(doc, "compare", table, None)
+        if "group" in out:
+            try:
+                re.compile(out["group"])
+            except re.error as e:
+                doc.fail(f"[compare] group: not a regular expression ({e})", "compare", None, "group")
+        return out
+    return {}

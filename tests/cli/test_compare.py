@@ -120,3 +120,38 @@ def test_hostile_names_are_sanitized(tmp_path: Path, capsys: pytest.CaptureFixtu
     p.write_text("".join(json.dumps({"step": i, "\x1b[31mred": 1.0}) + "\n" for i in range(20)))
     rc, out, _ = cli(["compare", str(tmp_path / "e")], capsys)
     assert rc == 0 and "\x1b" not in out
+
+
+def test_settings_from_steptable_toml(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A [compare] table (alone in the file: no schema) sets group, x and baseline; the command line wins."""
+    for name in ("old_r1", "old_r2", "new_r1", "new_r2"):
+        p = tmp_path / "e" / name / "metrics.jsonl"
+        p.parent.mkdir(parents=True)
+        per = 4 if name.startswith("new") else 1
+        p.write_text("".join(json.dumps({"step": i, "samples": per, "reward": float(i % 3)}) + "\n"
+                             for i in range(100)))
+    (tmp_path / "e" / "steptable.toml").write_text('[compare]\ngroup = "_r[0-9]+$"\nx = "samples"\nbaseline = "old"\n')
+    rc, out, err = cli(["compare", str(tmp_path / "e"), "--format", "jsonl"], capsys)
+    assert rc == 0, err
+    recs = [json.loads(line) for line in out.splitlines()]
+    assert [(r["arm"], r["n_seeds"], r["x"], r["baseline"]) for r in recs] == [("old", 2, "samples", "old"),
+                                                                               ("new", 2, "samples", "old")]
+    rc, out, _ = cli(["compare", str(tmp_path / "e"), "--format", "jsonl", "--x", "step", "--baseline", "new",
+                      "--metrics", "reward"], capsys)
+    assert [(r["arm"], r["x"]) for r in map(json.loads, out.splitlines())] == [("new", "step"), ("old", "step")]
+    rc, out, err = cli(["summary", str(tmp_path / "e")], capsys)  # the file is no schema: no warning, seeds grouped
+    assert rc == 0 and "steptable.toml" not in err
+    lines = out.splitlines()
+    assert lines[lines.index("Δ vs old, steps 90-99, 95% CI:") + 1].startswith("reward: new ")  # the group's name
+
+
+@pytest.mark.parametrize(("toml", "message"), [
+    ('[compare]\ngroup = "("\n', "steptable.toml:2: [compare] group: not a regular expression"),
+    ("[compare]\ncolour = 1\n", "steptable.toml:2: [compare]: unknown field 'colour'"),
+    ("[compare]\nx = 3\n", "steptable.toml:2: [compare]: x must be str"),
+])
+def test_bad_settings_are_named(tmp_path: Path, capsys: pytest.CaptureFixture[str], toml: str, message: str) -> None:
+    exp = write_exp(tmp_path / "e", steps=50)
+    (exp / "steptable.toml").write_text(toml)
+    rc, out, err = cli(["compare", str(exp)], capsys)
+    assert rc == 2 and out == "" and message in err

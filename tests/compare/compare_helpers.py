@@ -38,6 +38,12 @@ class MemRun:
     def column_between(self, key: str, start: int = 0, stop: int | None = None) -> Sequence[float]:
         return self.column(key)[start:stop]
 
+    def steps_between(self, start: int = 0, stop: int | None = None) -> Sequence[int]:
+        return self.steps[start:stop]
+
+    def wall_times_between(self, start: int = 0, stop: int | None = None) -> Sequence[float]:
+        return self.wall_times[start:stop]
+
 
 def write_arms(base: Path, runs: Mapping[str, Sequence[Mapping[str, Any]]]) -> Path:
     """Each run's rows to ``base/<name>/metrics.jsonl`` (``None`` values written as JSON null); returns ``base``."""
