@@ -29,6 +29,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).parent.parent))  # this checkout's steptable, not an installed one
+
 ARMS = (("vanilla", 0.0), ("routeA", 0.05), ("absorb", 0.02))
 SEEDS = 3
 
@@ -202,4 +204,4 @@ if __name__ == "__main__":
     if args.only in (None, "tokens"):
         tokens()
     if args.only in (None, "live"):
-        live([10_000, 100_000, 1_000_000], args.metrics)
+        live([10_000, 50_000, 200_000], args.metrics)
