@@ -1,5 +1,6 @@
 """The app's actions that open another screen: column filter and jump prompts, the generations viewer, the events
-list, the keys' help. The screens are imported when first opened, not on the way to the first frame."""
+list, the comparison of arms, the keys' help. The screens are imported when first opened, not on the way to the
+first frame."""
 
 from __future__ import annotations
 
@@ -67,6 +68,12 @@ class ViewerActions(App[int]):
         from steptable.app.screens.events import EventsScreen
 
         self.push_screen(EventsScreen(self.session.events()))
+
+    def action_compare(self) -> None:
+        """Which arm wins: window means and differences against a baseline arm, brought up to date live."""
+        from steptable.app.screens.compare import CompareScreen
+
+        self.push_screen(CompareScreen(lambda: [r.store for r in self.session.runs.values()]))
 
     def action_generations(self) -> None:
         """Completions of the visible arms that have generations side files, at the step on screen."""

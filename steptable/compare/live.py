@@ -32,6 +32,7 @@ from steptable.compare.core import (
     parse_window,
     pick_metrics,
 )
+from steptable.compare.direction import directions
 from steptable.compare.groups import group_runs
 from steptable.compare.stats import Spread, batch_bounds, batches_spread, seeds_spread, welch
 from steptable.compare.xaxis import XAxis, XError, x_values
@@ -137,13 +138,14 @@ class _Span:
 
 
 class LiveCompare:
-    """A comparison of ``runs`` kept up to date (see the module doc). ``window``: as ``--window`` takes it."""
+    """A comparison of ``runs`` kept up to date (see the module doc). ``window``: as ``--window`` takes it;
+    ``better``: metric -> direction (default: the runs' schemas')."""
 
     def __init__(self, runs: Sequence[Any], baseline: str | None = None, x: str = "step", window: str | None = None,
                  metrics: Sequence[str] = (), pattern: Any = None,
                  better: Mapping[str, str | None] | None = None) -> None:
         self.x = x
-        self.better = better or {}
+        self.better: dict[str, str | None] | None = dict(better) if better is not None else None
         self.spec = parse_window(window)
         self.metrics = list(metrics)
         self.pattern = pattern
@@ -182,6 +184,9 @@ class LiveCompare:
                     ix = ixs[k] = self.index[id(ix.run)] = _RunIndex(ix.run, self.x, start)
                 ix.compact(start)
         metrics = self.metrics or pick_metrics(arms)
+        if self.better is None or any(k not in self.better for k in metrics):  # (the schemas' directions, once)
+            self.better = {**directions(arms, metrics), **(self.better or {})}
+        better = self.better
         out: list[Result] = []
         for key in metrics:
             cells = {g: self._cell(idx[g], key, window) for g in order}
@@ -196,7 +201,7 @@ class LiveCompare:
                     g, key, self.x, window.lo, window.hi, seeds, points, missing,
                     sp.mean if sp is not None else None, lo, hi, self.baseline, d, d_lo, d_hi,
                     sp.method if sp is not None and lo is not None else None,
-                    _verdict(d_lo, d_hi, self.better.get(key)) if g != self.baseline else None))
+                    _verdict(d_lo, d_hi, better.get(key)) if g != self.baseline else None))
         return out
 
     @staticmethod
