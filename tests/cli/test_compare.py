@@ -155,3 +155,11 @@ def test_bad_settings_are_named(tmp_path: Path, capsys: pytest.CaptureFixture[st
     (exp / "steptable.toml").write_text(toml)
     rc, out, err = cli(["compare", str(exp)], capsys)
     assert rc == 2 and out == "" and message in err
+
+
+def test_help(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as e:
+        cli(["compare", "--help"], capsys)
+    assert e.value.code == 0
+    out = " ".join(capsys.readouterr().out.split())  # (wrapped to the terminal's width)
+    assert "--baseline" in out and "%%" not in out and "last 10% of the x range" in out

@@ -232,3 +232,14 @@ def test_verdict_follows_the_metrics_direction() -> None:
     assert by(res, "b", "loss").verdict == "worse" and by(res, "b", "acc").verdict == "better"
     res = compare(arms, "a", ["loss"], w, {})
     assert by(res, "b", "loss").verdict == "differs"
+
+
+def test_too_few_values_give_no_interval() -> None:
+    """One seed with one value in its window: a mean, no interval, no interval of its difference either."""
+    runs = [MemRun("a", range(100), {"m": [math.nan] * 99 + [2.0]}), MemRun("b", range(100), {"m": [1.0] * 100})]
+    res = run_compare(runs, "b", metrics=["m"])
+    a = by(res, "a", "m")
+    assert (a.mean, a.lo, a.hi, a.ci, a.n_points) == (2.0, None, None, None, 1)
+    assert (a.delta, a.delta_lo, a.delta_hi, a.verdict) == (1.0, None, None, None)
+    b = by(res, "b", "m")  # a constant: an interval of no width
+    assert (b.mean, b.lo, b.hi, b.ci) == (1.0, 1.0, 1.0, "batches")
