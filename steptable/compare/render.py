@@ -13,8 +13,6 @@ from collections.abc import Sequence
 from steptable.compare.core import Arm, Result, Window
 from steptable.table.formatting import display_width, fmt_auto, md_escape, pad, sanitize
 
-_MARK = {"better": "better", "worse": "worse", "differs": "differs"}
-
 
 def _digits(center: float, lo: float | None, hi: float | None) -> int:
     if lo is None or hi is None or not hi > lo:
@@ -41,7 +39,7 @@ def interval_text(center: float | None, lo: float | None, hi: float | None, sign
     return f"{_fmt(center, d, signed)} [{_fmt(lo, d, signed)}, {_fmt(hi, d, signed)}]"
 
 
-def _arms_line(arms: Sequence[Arm], results: Sequence[Result]) -> str:
+def _arms_line(arms: Sequence[Arm]) -> str:
     parts = []
     for a in arms:
         n = len(a.members)
@@ -50,7 +48,7 @@ def _arms_line(arms: Sequence[Arm], results: Sequence[Result]) -> str:
     return "arms: " + ", ".join(parts)
 
 
-def header_lines(arms: Sequence[Arm], window: Window, baseline: str, results: Sequence[Result]) -> list[str]:
+def header_lines(arms: Sequence[Arm], window: Window, baseline: str) -> list[str]:
     x = arms[0].axes[0] if arms and arms[0].axes else None
     xname = sanitize(x.name if x is not None else "step")
     keys = sorted({sanitize(ax.key) for a in arms for ax in a.axes if ax.key is not None})
@@ -59,7 +57,7 @@ def header_lines(arms: Sequence[Arm], window: Window, baseline: str, results: Se
     return [
         f"baseline {sanitize(baseline)}; x {xname}{read}, window {fmt_auto(window.lo, 4)}-{fmt_auto(window.hi, 4)} "
         f"({window.how} of the common range {fmt_auto(lo, 4)}-{fmt_auto(hi, 4)})",
-        _arms_line(arms, results),
+        _arms_line(arms),
     ]
 
 
@@ -74,7 +72,7 @@ def _rows(results: Sequence[Result], baseline: str) -> tuple[list[str], list[lis
             sanitize(r.metric) if r.metric != prev else "", sanitize(r.arm), str(r.n_seeds), str(r.n_points),
             *([str(r.n_missing)] if missing else []), interval_text(r.mean, r.lo, r.hi),
             "" if r.arm == baseline else interval_text(r.delta, r.delta_lo, r.delta_hi, signed=True),
-            _MARK.get(r.verdict or "", ""),
+            r.verdict or "",
         ])
         prev = r.metric
     return head, rows
@@ -86,7 +84,7 @@ def text_report(arms: Sequence[Arm], window: Window, baseline: str, results: Seq
     right = {2, 3} | ({4} if head[4] == "missing" else set())
     lines = [" ".join(pad(c, w, "right" if j in right else "left") for j, (c, w) in enumerate(zip(r, widths,
              strict=True))).rstrip() for r in [head, *rows]]
-    return "\n".join([*header_lines(arms, window, baseline, results), "", *lines]) + "\n"
+    return "\n".join([*header_lines(arms, window, baseline), "", *lines]) + "\n"
 
 
 def md_report(arms: Sequence[Arm], window: Window, baseline: str, results: Sequence[Result]) -> str:
@@ -95,7 +93,7 @@ def md_report(arms: Sequence[Arm], window: Window, baseline: str, results: Seque
     num = {"n", "points", "missing"}
     sep = ["--:" if h in num else "---" for h in head]
     table = ["| " + " | ".join(md_escape(c) or " " for c in r) + " |" for r in [head, sep, *rows]]
-    return "\n".join([*(md_escape(h) for h in header_lines(arms, window, baseline, results)), "", *table]) + "\n"
+    return "\n".join([*(md_escape(h) for h in header_lines(arms, window, baseline)), "", *table]) + "\n"
 
 
 def jsonl_report(results: Sequence[Result]) -> str:
