@@ -115,8 +115,9 @@ def summary_command(args: argparse.Namespace) -> int:
     from steptable.cli.compare import summary_comparison
 
     comparison = summary_comparison(stores, args.paths[0]) if len(groups) == 1 else []  # (arms of one trainer only)
-    text = summarize(stores, columns=columns, now=now, fmt=args.format, alerts=alerts, max_columns=args.max_columns,
-                     labels=labels, align=args.align, skip=hidden, groups=groups, comparison=comparison)
+    text = summarize(stores, columns=columns, now=now, fmt=args.format, alerts=alerts,
+                     max_columns=args.max_columns, labels=labels, align=args.align, skip=hidden, groups=groups,
+                     comparison=comparison)
     sys.stdout.write(text if text.endswith("\n") else text + "\n")
     if follower.read_nothing():
         sys.stderr.write("steptable summary: no readable rows\n")

@@ -260,7 +260,7 @@ def summarize(
         lines.extend(["", *_table_md(head_row, rows), ""] if md else _table_text(head_row, rows, align))
     elif md:
         lines.append("")
-    lines.extend(f"- {md_escape(c)}" for c in comparison) if md else lines.extend(comparison)
+    lines.extend(f"- {md_escape(c)}" if md else c for c in comparison)
     for tag, r in zip(tags, runs, strict=True):
         found = _alerts_for(r, alerts)
         first, *rest = (alerts_text(found, end=r.steps[-1] if len(r.steps) else None) if found or len(r.steps)

@@ -35,6 +35,10 @@ def test_three_arms_one_run_each(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert reward.startswith("reward: b +.09") and reward.split(",")[0].endswith(" better")  # the alert role's way
     assert loss.startswith("loss: b -.09") and loss.split(",")[0].endswith(" better")  # lower loss is better
     assert lines[i + 3].startswith("a alerts")  # two key metrics found: reward, loss (other has no direction)
+    rc, out = cli(["summary", "--format", "md", str(base)], capsys)
+    lines = out.splitlines()
+    i = lines.index("- Δ vs a, steps 270-299, 95% CI:")
+    assert lines[i + 1].startswith("- reward: b +.09") and lines[i + 3].startswith("- a alerts")
 
 
 def test_seeds_are_named_by_their_arm() -> None:
