@@ -70,6 +70,7 @@ class StepTableApp(App[int]):
         Binding("v", "generations", "Gens", tooltip="the samples (generations side files) at the step on screen"),
         Binding("f", "follow_all", "Follow all", show=False, tooltip="every table follows its newest rows"),
         Binding("e", "events", "Events", show=False, tooltip="every alert, stall and bad line so far"),
+        Binding("w", "compare", "Compare", show=False, tooltip="which arm wins: window means, 95% CIs, Δ vs baseline"),
         Binding("0", "show_all_arms", "All arms", show=False, tooltip="show the hidden arms again"),
         *(Binding(str(k), f"toggle_arm({k - 1})", f"Arm {k}", show=False, tooltip="hide or show that arm")
           for k in range(1, 10)),
@@ -315,6 +316,9 @@ class StepTableApp(App[int]):
 
     def action_generations(self) -> None:
         self.viewers.generations()
+
+    def action_compare(self) -> None:
+        self.viewers.compare()
 
     def action_toggle_legend(self) -> None:
         self.arrangement.toggle_legend()

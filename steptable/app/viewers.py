@@ -1,6 +1,6 @@
 """The app's actions that open another screen over the tables: column filter and jump prompts, the generations
-viewer, the events list, the keys' help. The screens are imported when first opened, not on the way to the first
-frame."""
+viewer, the events list, the comparison of arms, the keys' help. The screens are imported when first opened, not on
+the way to the first frame."""
 
 from __future__ import annotations
 
@@ -78,6 +78,12 @@ class Viewers:
         from steptable.app.screens.events import EventsScreen
 
         self.app.push_screen(EventsScreen(self.app.session.events()))
+
+    def compare(self) -> None:
+        """Which arm wins: window means and differences against a baseline arm, brought up to date live."""
+        from steptable.app.screens.compare import CompareScreen
+
+        self.app.push_screen(CompareScreen(lambda: [r.store for r in self.app.session.runs.values()]))
 
     def generations(self) -> None:
         """Completions of the shown arms that have generations side files, at the step on screen."""

@@ -15,8 +15,8 @@ from steptable import __version__
 #: the commands (in help order) and their modules under steptable.cli, each with ``add_parser(sub)`` and
 #: ``run(args) -> int``
 COMMANDS = {
-    "demo": "demo", "legend": "legend", "watch": "watch", "tail": "tail", "summary": "summary", "runs": "runs",
-    "mcp": "mcpcmd", "serve": "serve",
+    "demo": "demo", "legend": "legend", "watch": "watch", "tail": "tail", "summary": "summary", "compare": "compare",
+    "runs": "runs", "mcp": "mcpcmd", "serve": "serve",
 }
 
 

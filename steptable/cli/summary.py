@@ -91,8 +91,12 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
             err.write(f"steptable summary: --columns {sanitize(p)!r} matches no column\n")
         if not columns:  # every pattern missed: a summary of no column is no answer
             nothing_picked = True
+    from steptable.cli.compare import summary_comparison
+
+    comparison = summary_comparison(stores, args.paths[0]) if len(groups) == 1 else []  # (arms of one trainer only)
     text = summarize(stores, columns=columns, now=now, fmt=args.format, alerts=alerts,
-                     max_columns=args.max_columns, labels=labels, align=args.align, skip=hidden, groups=groups)
+                     max_columns=args.max_columns, labels=labels, align=args.align, skip=hidden, groups=groups,
+                     comparison=comparison)
     out.write(text if text.endswith("\n") else text + "\n")
     if follower.read_nothing():
         err.write("steptable summary: no readable rows\n")

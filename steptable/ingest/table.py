@@ -263,7 +263,8 @@ class ColumnTable:
             all_int = float not in types or all(type(v) is not float or not math.isfinite(v) for v in vals)
         else:
             all_int = key in int_keys
-        if any(type(v) is int and not -EXACT_INT <= v <= EXACT_INT for v in vals):
+            types = set(map(type, vals))  # (in C: the test below is per value, and most such columns hold no int)
+        if int in types and any(type(v) is int and not -EXACT_INT <= v <= EXACT_INT for v in vals):
             self._to_obj(key)  # a double would round it: ints kept exact in a list
             return
         conv = list(map(_GAPS.get, vals, vals))  # None / MISSING / "NaN"... -> float, in C; the rest as is

@@ -5,11 +5,20 @@ change (by mtime and size) and never blocks (a FIFO of that name is an error, no
 from __future__ import annotations
 
 import os
+import re
 import stat
 from pathlib import Path
 
 from steptable.ingest.files.walk import walk
-from steptable.schemas.userdoc import LOCAL_DEPTH, LOCAL_NAME, MAX_SCHEMA_BYTES, SchemaFileError, _Doc, parse_doc
+from steptable.schemas.userdoc import (
+    LOCAL_DEPTH,
+    LOCAL_NAME,
+    MAX_SCHEMA_BYTES,
+    SchemaFileError,
+    _check_fields,
+    _Doc,
+    parse_doc,
+)
 
 
 def config_dir() -> Path:
@@ -84,3 +93,22 @@ def files_below(root: Path) -> list[Path]:
     """The log directories' schema files under ``root`` (as discovery walks it), nearest first."""
     found = [f for f, _ in walk(root) if f.name == LOCAL_NAME and f.parent != root] if os.path.isdir(root) else []
     return sorted(found, key=lambda f: len(f.parts))
+
+
+def compare_settings(near: str | os.PathLike[str]) -> dict[str, str]:
+    """The ``[compare]`` table of the log-directory file nearest to ``near`` (``group``: the seed part of a run's
+    name as a regular expression, ``x``: the x axis, ``baseline``: the baseline arm); {} without one. A table that
+    cannot be used raises SchemaFileError (``<file>:<line>: ...``)."""
+    for path in _local_files(near):
+        doc = read_doc(path)
+        table = doc.data.get("compare")
+        if table is None:
+            continue
+        out = _check_fields(doc, "compare", table, None)
+        if "group" in out:
+            try:
+                re.compile(out["group"])
+            except re.error as e:
+                doc.fail(f"[compare] group: not a regular expression ({e})", "compare", None, "group")
+        return out
+    return {}

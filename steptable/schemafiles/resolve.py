@@ -31,7 +31,10 @@ def user_schemas(near: str | os.PathLike[str] | None = None) -> list[Schema]:
     loaded: dict[Path, Schema] = {}
     for f in order:
         try:
-            s = schema_from_doc(read_doc(f), known)
+            doc = read_doc(f)
+            if doc.data and set(doc.data) <= {"compare"}:  # only steptable compare's settings: no schema
+                continue
+            s = schema_from_doc(doc, known)
         except SchemaFileError:
             if f in local[1:]:  # a farther log directory's file that cannot be used: the nearer ones still apply
                 continue

@@ -41,6 +41,11 @@ The format (every field but ``schema.name`` and ``columns.key`` is optional)::
     hide = false
     promote = true
 
+    [compare]                      # steptable compare's defaults for the runs below (a file may hold only this)
+    group = "_run[0-9]+$"          # the seed part of a run's name, a regular expression
+    x = "tokens"                   # the x axis
+    baseline = "vanilla"           # the baseline arm
+
 A file that cannot be used raises ``SchemaFileError`` whose text is ``<file>:<line>: <what is wrong>``. A log
 directory's file with neither ``[match]`` nor a base that applies to none of the runs it is the nearest file of (its
 keys misspelt, or only hide globs and rules) is said as a warning in those words

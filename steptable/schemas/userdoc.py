@@ -35,8 +35,11 @@ _COLUMN_FIELDS: dict[str, type] = {
     "aliases": list, "after": str,
 }
 _RULE_FIELDS: dict[str, type] = {"pattern": str, "desc": str, "better": str, "fmt": str, "hide": bool, "promote": bool}
+#: ``steptable compare``'s defaults for the runs below the file (read by steptable.schemafiles.files.compare_settings)
+_COMPARE_FIELDS: dict[str, type] = {"group": str, "x": str, "baseline": str}
 _TABLES: dict[str, dict[str, type]] = {
     "schema": _SCHEMA_FIELDS, "match": _MATCH_FIELDS, "columns": _COLUMN_FIELDS, "rules": _RULE_FIELDS,
+    "compare": _COMPARE_FIELDS,
 }
 
 

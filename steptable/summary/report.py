@@ -214,12 +214,14 @@ def summarize(
     labels: Mapping[str, str] | None = None,
     skip: Collection[str] = (),
     groups: Groups | None = None,
+    comparison: Sequence[str] = (),
 ) -> str:
     """One compact block for ``runs`` (see the module doc); several runs share one table. ``skip``: keys never
     picked as key columns (those a schema keeps out of its table: a step counter again, a legacy mirror).
 
     ``labels`` names a key's row (the table's short header, e.g. ``pg_loss`` for ``actor/pg_loss``); default: the key.
-    ``groups``: ``by_schema(runs)``, where the caller has it already.
+    ``groups``: ``by_schema(runs)``, where the caller has it already. ``comparison``: lines placed after the table
+    (steptable.compare.brief's differences between arms; text from logs, sanitized by their maker).
     """
     if not runs:
         return "no runs\n"
@@ -258,6 +260,7 @@ def summarize(
         lines.extend(["", *_table_md(head_row, rows), ""] if md else _table_text(head_row, rows, align))
     elif md:
         lines.append("")
+    lines.extend(f"- {md_escape(c)}" if md else c for c in comparison)
     for tag, r in zip(tags, runs, strict=True):
         found = _alerts_for(r, alerts)
         first, *rest = (alerts_text(found, end=r.steps[-1] if len(r.steps) else None) if found or len(r.steps)
@@ -290,6 +293,11 @@ def _row_names(keys: Sequence[str], order: Sequence[tuple[str, int]], labels: Ma
 
 def _has_value(st: ColStats | None) -> bool:
     return st is not None and bool(st.logged or st.last_text)
+
+
+def arm_tag(i: int) -> str:
+    """The tag of the ``i``-th run of a summary of several (``a``, ``b``, ... ``aa``)."""
+    return _arm_tag(i)
 
 
 def _arm_tag(i: int) -> str:

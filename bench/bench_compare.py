@@ -1,0 +1,207 @@
+"""``steptable compare`` figures, each against an anchor measured in the same run.
+
+1. End to end: 3 arms x 3 seeds x 100k steps x 40 metrics (9 JSONL files), ``steptable compare DIR --baseline
+   vanilla --format jsonl`` against a pandas script doing the same (read_json(lines=True), the common range, the
+   last 10% window, per-seed means, t intervals over seeds, Welch differences), each in a fresh interpreter,
+   interleaved; the numbers of both are checked to agree. Goal: steptable <= 0.5x pandas.
+2. Tokens: ``steptable summary`` of 3 arms (10k steps, 6 metrics) with the comparison lines, and the lines alone
+   (o200k, offline; needs bpe-openai). Goal: the whole summary <= 300 tokens.
+3. Live: the cost of bringing steptable.compare.live.LiveCompare up to date after one appended row per run, at
+   several run lengths (goal: independent of the run length), against a full ``compare`` of the same runs.
+
+    python bench/bench_compare.py                      # all three; data generated once into a temp dir
+    python bench/bench_compare.py --only e2e --rows 20000 --reps 1
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).parent.parent))  # this checkout's steptable, not an installed one
+
+ARMS = (("vanilla", 0.0), ("routeA", 0.05), ("absorb", 0.02))
+SEEDS = 3
+
+PANDAS = textwrap.dedent('''
+    import glob, json, math, os, sys
+    import numpy as np, pandas as pd
+    from scipy import stats
+    root, base = sys.argv[1], sys.argv[2]
+    frames = []
+    for path in sorted(glob.glob(os.path.join(root, "*", "metrics.jsonl"))):
+        arm, seed = os.path.basename(os.path.dirname(path)).rsplit("_seed", 1)
+        df = pd.read_json(path, lines=True)
+        df["arm"], df["seed"] = arm, seed
+        frames.append(df)
+    df = pd.concat(frames, ignore_index=True)
+    span = df.groupby(["arm", "seed"])["step"].agg(["min", "max"])
+    lo, hi = span["min"].max(), span["max"].min()
+    win = df[(df["step"] >= hi - 0.1 * (hi - lo)) & (df["step"] <= hi)]
+    metrics = [c for c in df.columns if c not in ("step", "arm", "seed")]
+    seeds = win.groupby(["arm", "seed"])[metrics].mean()
+    g = seeds.groupby(level="arm")
+    mean, n = g.mean(), g.count()
+    se2 = g.var(ddof=1) / n
+    half = stats.t.ppf(0.975, n - 1) * np.sqrt(se2)
+    out = []
+    for arm in mean.index:
+        for m in metrics:
+            rec = {"arm": arm, "metric": m, "mean": mean.loc[arm, m], "lo": mean.loc[arm, m] - half.loc[arm, m],
+                   "hi": mean.loc[arm, m] + half.loc[arm, m]}
+            if arm != base:
+                a, b = se2.loc[arm, m], se2.loc[base, m]
+                dof = (a + b) ** 2 / (a * a / (n.loc[arm, m] - 1) + b * b / (n.loc[base, m] - 1))
+                d, h = mean.loc[arm, m] - mean.loc[base, m], stats.t.ppf(0.975, dof) * math.sqrt(a + b)
+                rec.update(delta=d, delta_lo=d - h, delta_hi=d + h)
+            out.append(rec)
+    print(json.dumps(out))
+''')
+
+
+def generate(root: Path, rows: int, metrics: int) -> None:
+    names = [f"m{j:02d}/value" for j in range(metrics)]
+    for arm, lift in ARMS:
+        for s in range(1, SEEDS + 1):
+            path = root / f"{arm}_seed{s}" / "metrics.jsonl"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            rng = random.Random(f"{arm}{s}")
+            with open(path, "w") as f:
+                for step in range(rows):
+                    row: dict[str, Any] = {"step": step}
+                    for j, name in enumerate(names):
+                        v = (1 + j) * (0.5 + lift + 0.2 * step / rows) + rng.gauss(0, 0.1)
+                        row[name] = None if rng.random() < 0.01 else v
+                    f.write(json.dumps(row) + "\n")
+
+
+def _timed(cmd: list[str], out: Path) -> float:
+    t = time.perf_counter()
+    with open(out, "w") as f:
+        subprocess.run(cmd, stdout=f, check=True, env={**os.environ, "PYTHONPATH": str(Path(__file__).parent.parent)})
+    return time.perf_counter() - t
+
+
+def end_to_end(root: Path, reps: int) -> None:
+    script = root.parent / "anchor.py"
+    script.write_text(PANDAS)
+    ours, theirs = [], []
+    for _ in range(reps):  # interleaved: a busy moment on a shared machine hits both
+        ours.append(_timed([sys.executable, "-m", "steptable", "compare", str(root), "--baseline", "vanilla",
+                            "--format", "jsonl"], root.parent / "ours.jsonl"))
+        theirs.append(_timed([sys.executable, str(script), str(root), "vanilla"], root.parent / "pandas.json"))
+    mine = {(r["arm"], r["metric"]): r for r in map(json.loads, (root.parent / "ours.jsonl").read_text().splitlines())}
+    worst = 0.0
+    for r in json.loads((root.parent / "pandas.json").read_text()):
+        got = mine[(r["arm"], r["metric"])]
+        for k in ("mean", "lo", "hi", "delta", "delta_lo", "delta_hi"):
+            if k in r:
+                worst = max(worst, abs(got[k] - r[k]) / max(abs(r[k]), 1e-300))
+    print(f"end to end, {len(ARMS)} arms x {SEEDS} seeds x {args.rows} steps x {args.metrics} metrics:")
+    print(f"  steptable compare: best {min(ours):.2f} s, median {statistics.median(ours):.2f} s")
+    print(f"  pandas (anchor):   best {min(theirs):.2f} s, median {statistics.median(theirs):.2f} s")
+    print(f"  ratio (best / best): {min(ours) / min(theirs):.2f}x (goal <= 0.5x); {len(mine)} results, "
+          f"max relative difference from pandas {worst:.1e}")
+
+
+def tokens() -> None:
+    from bpe_openai import get_encoding
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from bench_agent import run_cli
+
+    enc = get_encoding("o200k_base")
+
+    def count(text: str) -> int:
+        return sum(len(enc.encode(line)) for line in text.splitlines(keepends=True))
+
+    with tempfile.TemporaryDirectory() as tmp:
+        for arm, lift in ARMS:
+            rng = random.Random(arm)
+            p = Path(tmp) / "exp" / arm / "metrics.jsonl"
+            p.parent.mkdir(parents=True)
+            with open(p, "w") as f:
+                for s in range(10_000):
+                    f.write(json.dumps({
+                        "step": s, "ts": 1.8e9 + 30 * s, "loss": rng.gauss(0, 0.05) - lift,
+                        "grad_norm": abs(rng.gauss(0.4, 0.05)),
+                        "reward": 0.3 + lift + 0.4 * s / 1e4 + rng.gauss(0, 0.03),
+                        "kl": abs(rng.gauss(0.002, 0.0005)), "entropy": 0.6 + rng.gauss(0, 0.02),
+                        "accuracy": rng.uniform(0.3, 0.7)}) + "\n")
+        _, out = run_cli(["summary", str(Path(tmp) / "exp")])
+    lines = out.splitlines(keepends=True)
+    start = next(i for i, ln in enumerate(lines) if ln.startswith("Δ vs"))
+    end = next(i for i, ln in enumerate(lines) if " alerts" in ln)
+    print("summary of 3 arms (10k steps, 6 metrics):")
+    print(f"  whole summary: {count(out)} tokens (goal <= 300); comparison lines: {count(''.join(lines[start:end]))}"
+          f" tokens; the summary without them: {count(''.join(lines[:start] + lines[end:]))}")
+    print("".join("    " + ln for ln in lines[start:end]), end="")
+
+
+def live(lengths: list[int], metrics: int) -> None:
+    from steptable.compare import choose_window, compare, group_runs, make_arms, pick_metrics
+    from steptable.compare.live import LiveCompare
+    from steptable.ingest import RunStore
+    from steptable.ingest.parsed import Parsed
+
+    print(f"live: one row appended to each of {len(ARMS) * SEEDS} runs ({metrics} metrics), then the table brought "
+          "up to date")
+    for n in lengths:
+        stores = []
+        for arm, lift in ARMS:
+            for s in range(1, SEEDS + 1):
+                st = RunStore(f"{arm}_seed{s}/metrics.jsonl", f"/nonexistent/{arm}_seed{s}.jsonl", arm=f"{arm}_seed{s}")
+                rng = random.Random(f"{arm}{s}")
+                cols = {f"m{j:02d}": [(1 + j) * (0.5 + lift) + rng.gauss(0, 0.1) for _ in range(n)]
+                        for j in range(metrics)}
+                st.add(Parsed(steps=list(range(n)), cols=cols, int_keys=frozenset()), now=math.nan)
+                stores.append(st)
+        lc = LiveCompare(stores, "vanilla")
+        lc.update()
+        per_row = []
+        for k in range(200):
+            for st in stores:
+                row = {f"m{j:02d}": 1.0 + j + 0.01 * k for j in range(metrics)}
+                st.add(Parsed(steps=[n + k], rows=[row]), now=math.nan)
+            t = time.perf_counter()
+            lc.update()
+            per_row.append(time.perf_counter() - t)
+        t = time.perf_counter()
+        arms = make_arms(group_runs(stores), "step")
+        compare(arms, "vanilla", pick_metrics(arms), choose_window(arms, 0.1))
+        full = time.perf_counter() - t
+        print(f"  {n:>9,} rows a run: update {1e3 * statistics.median(per_row):6.2f} ms (median of 200), "
+              f"a full compare {1e3 * full:8.1f} ms")
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rows", type=int, default=100_000)
+    ap.add_argument("--metrics", type=int, default=40)
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--data", type=Path, default=None, help="keep the generated files here (reused when present)")
+    ap.add_argument("--only", choices=("e2e", "tokens", "live"), default=None)
+    args = ap.parse_args()
+    if args.only in (None, "e2e"):
+        with tempfile.TemporaryDirectory() as tmp:
+            root = (args.data or Path(tmp)) / "exp"
+            if not (root / "absorb_seed3" / "metrics.jsonl").exists():
+                t = time.perf_counter()
+                generate(root, args.rows, args.metrics)
+                print(f"(generated {len(ARMS) * SEEDS} files in {time.perf_counter() - t:.0f} s)")
+            end_to_end(root, args.reps)
+    if args.only in (None, "tokens"):
+        tokens()
+    if args.only in (None, "live"):
+        live([10_000, 50_000, 200_000], args.metrics)

@@ -1,0 +1,131 @@
+"""``steptable compare PATH... --baseline ARM``: which arm wins, on a window of x (steptable.compare)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+DESCRIPTION = (
+    "Compare arms: per metric and arm the mean over a window of x with its 95% interval (Student t over the seeds' "
+    "window means; one seed: from 10 batch means of its window), and each arm's difference from the baseline with "
+    "its 95% Welch interval, marked better/worse (by the metric's direction) when it excludes 0. Runs whose names "
+    "differ only by a seed part (routeA_seed1, routeA-s2, routeA/seed3) are one arm. Default window: the last 10% "
+    "of the x range every run has reached."
+)
+EPILOG = (
+    "Exit status: 0 when the comparison was made; 2 for a usage error, a path that does not exist, no metrics file "
+    "or readable row, an unknown baseline, an x axis a run lacks, or a window some arm has not reached (named)."
+)
+
+
+def add_parser(sub: Any) -> None:
+    c = sub.add_parser("compare", help="which arm wins: window means, 95%% intervals, differences vs a baseline",
+                       description=DESCRIPTION, epilog=EPILOG)
+    c.add_argument("paths", nargs="+", help="metrics files or directories holding the arms' runs")
+    c.add_argument("--baseline", default=None, help="the arm the others are compared with (default: the first)")
+    c.add_argument("--x", default=None, metavar="NAME",
+                   help="x axis: step (default), tokens, samples, time, or a numeric key (KEY:sum for a per-step "
+                   "amount, KEY:cum for a running total, when the guess is wrong)")
+    c.add_argument("--window", default=None, metavar="W",
+                   help="a share of the common x range, from its end (0.1 = 10%%, the default), or an x range A:B")
+    c.add_argument("--metrics", default="", metavar="GLOBS",
+                   help="comma-separated globs over keys (default: every numeric key the baseline and another arm log)")
+    c.add_argument("--group", default=None, metavar="REGEX",
+                   help="the seed part of a run's name (taken out to name its arm; a named group 'arm' names it). "
+                   "A [compare] table in the runs' steptable.toml may set group, x and baseline")
+    c.add_argument("--format", choices=("text", "md", "jsonl"), default="text", help="output format (default text)")
+
+
+def run(args: argparse.Namespace) -> int:
+    """``steptable compare``: each arm's window mean and its difference from the baseline, per metric; returns 0,
+    or 2 for a usage error, a path or arm that is not there, or a window some arm has not reached."""
+    from steptable.cli.tail import missing_paths
+    from steptable.compare import (
+        CompareError,
+        choose_window,
+        compare,
+        compile_group,
+        group_runs,
+        make_arms,
+        parse_window,
+        pick_metrics,
+    )
+    from steptable.compare.direction import directions
+    from steptable.compare.render import jsonl_report, md_report, text_report
+    from steptable.ingest import Follower
+    from steptable.ingest.files.discover import nothing_found
+    from steptable.schemafiles.files import compare_settings
+    from steptable.schemas.userdoc import SchemaFileError
+    from steptable.table.formatting import sanitize
+
+    def fail(msg: str) -> int:
+        sys.stderr.write(f"steptable compare: {sanitize(msg)}\n")
+        return 2
+
+    if missing := missing_paths(args.paths):
+        return fail(f"no such path: {', '.join(missing)}")
+    try:
+        settings = compare_settings(args.paths[0])
+    except SchemaFileError as e:
+        return fail(str(e))
+    x = args.x or settings.get("x", "step")
+    try:
+        pattern = compile_group(args.group if args.group is not None else settings.get("group"))
+        spec = parse_window(args.window)
+    except CompareError as e:
+        return fail(str(e))
+    follower = Follower(args.paths)
+    follower.scan()
+    follower.finish()
+    for line in follower.errors:
+        sys.stderr.write(sanitize(line) + "\n")
+    stores = [follower.stores[k] for k in sorted(follower.stores)]
+    stores = [s for s in stores if len(s)]
+    if not stores:
+        return fail(nothing_found(args.paths) if not follower.stores else "no readable rows")
+    groups = group_runs(stores, pattern)
+    baseline = args.baseline if args.baseline is not None else settings.get("baseline", next(iter(groups)))
+    if baseline not in groups:
+        return fail(f"no arm {baseline!r} (arms: {', '.join(groups)})")
+    groups = {baseline: groups[baseline], **{k: v for k, v in groups.items() if k != baseline}}
+    try:
+        arms = make_arms(groups, x)
+        window = choose_window(arms, spec)
+        globs = [g.strip() for g in args.metrics.split(",") if g.strip()]
+        metrics = pick_metrics(arms, globs)
+        if not metrics:
+            return fail(f"--metrics {args.metrics!r} matches no numeric key" if globs else "no metric to compare")
+        results = compare(arms, baseline, metrics, window, directions(arms, metrics))
+    except CompareError as e:
+        return fail(str(e))
+    if args.format == "jsonl":
+        out = jsonl_report(results)
+    elif args.format == "md":
+        out = md_report(arms, window, baseline, results)
+    else:
+        out = text_report(arms, window, baseline, results)
+    sys.stdout.write(out)
+    if unread := follower.unreadable():
+        return fail(f"could not read {', '.join(unread)}")
+    return 0
+
+
+def summary_comparison(stores: list[Any], near: str) -> list[str]:
+    """``summary``'s lines comparing the arms (steptable.compare.brief), seeds grouped as the runs' steptable.toml's
+    ``[compare] group`` says, its ``baseline`` first (a file that cannot be used is reported by the schema's own
+    checks)."""
+    import re
+
+    from steptable.compare.brief import summary_lines
+    from steptable.schemafiles.files import compare_settings
+    from steptable.schemas.userdoc import SchemaFileError
+    from steptable.summary.report import arm_tag
+
+    try:
+        settings = compare_settings(near)
+    except SchemaFileError:
+        settings = {}
+    tags = {s.run: arm_tag(i) for i, s in enumerate(stores)}
+    group = settings.get("group")
+    return summary_lines(stores, tags, re.compile(group) if group else None, settings.get("baseline"))

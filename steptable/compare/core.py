@@ -1,0 +1,254 @@
+"""A comparison of arms on a window of x: per arm and metric the window mean and its interval, per arm the
+difference from the baseline arm. Pure (reads runs' columns; the statistics are :mod:`steptable.compare.stats`).
+
+The window. Every run compared (each seed of each arm) spans x from its first to its last value; the *common
+range* is [the largest first x, the smallest last x]. Default window: the last 10% of the common range, ends
+included, so every arm is read at the same progress. A fraction ``f`` (``0.25``, ``25%``) takes the last ``f`` of
+the common range; ``A:B`` is a range of x (``A:`` up to the common end, ``:B`` from the common start). A window some
+run has not reached (its x ends before B, or starts after A) is an error naming the arm and the run, never a
+shorter window. A common range that is empty (a run ends before another starts) is an error too.
+
+Values: a run's rows with x in the window; NaN, inf and absent cells are left out of the statistics and counted
+(``n_missing``); ``n_points`` counts the finite values used, over the arm's seeds. A seed without one finite value
+in the window does not count as a seed of that metric.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from fnmatch import fnmatchcase
+from typing import Any
+
+from steptable.compare.groups import Member
+from steptable.compare.stats import Spread, seeds_spread, single_spread, welch
+from steptable.compare.xaxis import XAxis, XError, x_values
+from steptable.table.formatting import fmt_auto
+
+WINDOW_SHARE = 0.1
+#: keys never compared (steps, clocks, bookkeeping)
+NOT_METRICS = frozenset({"step", "_step", "global_step", "ts", "time", "timestamp", "_timestamp", "wall_time",
+                         "_runtime", "run", "arm", "epoch"})
+
+
+class CompareError(ValueError):
+    """A comparison that cannot be made as asked (its text says why, naming the arm)."""
+
+
+@dataclass(frozen=True)
+class Arm:
+    """One arm compared: its name, its seeds (runs) and each seed's x axis."""
+
+    name: str
+    members: tuple[Member, ...]
+    axes: tuple[XAxis, ...]
+
+
+@dataclass(frozen=True)
+class Window:
+    lo: float
+    hi: float
+    common: tuple[float, float]
+    how: str  # "last 10%", "x 100:200"
+
+
+@dataclass(frozen=True)
+class Result:
+    """One (arm, metric) of a comparison; the JSONL contract is :meth:`record`."""
+
+    arm: str
+    metric: str
+    x: str
+    x_from: float
+    x_to: float
+    n_seeds: int
+    n_points: int
+    n_missing: int
+    mean: float | None
+    lo: float | None
+    hi: float | None
+    baseline: str
+    delta: float | None
+    delta_lo: float | None
+    delta_hi: float | None
+    ci: str | None  # "seeds" (t over the seeds' means) or "batches" (batch means of one seed); None: no interval
+    verdict: str | None  # "better" / "worse" (by the metric's direction), "differs" (no direction); None: not shown
+
+    def record(self) -> dict[str, Any]:
+        """The JSONL object: every field, None (null) where undefined."""
+        return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in asdict(self).items()}
+
+
+def make_arms(groups: Mapping[str, Sequence[Member]], x: str) -> list[Arm]:
+    """Each group with its runs' x axes; CompareError naming the run that has none."""
+    out = []
+    for name, members in groups.items():
+        axes = []
+        for m in members:
+            try:
+                axes.append(x_values(m.run, x))
+            except XError as e:
+                raise CompareError(f"arm {name!r} ({m.name}): {e}") from None
+        out.append(Arm(name, tuple(members), tuple(axes)))
+    return out
+
+
+def parse_window(text: str | None) -> float | tuple[float | None, float | None]:
+    """``None`` -> the default share; ``0.2`` / ``20%`` -> a share of the common range; ``A:B`` -> an x range."""
+    if text is None or not text.strip():
+        return WINDOW_SHARE
+    t = text.strip()
+    try:
+        if ":" in t:
+            a, b = (p.strip() for p in t.split(":", 1))
+            lo, hi = (float(a) if a else None), (float(b) if b else None)
+            if any(v is not None and not math.isfinite(v) for v in (lo, hi)):
+                raise ValueError
+            if lo is not None and hi is not None and lo > hi:
+                raise CompareError(f"window {t!r}: its start is after its end")
+            return lo, hi
+        share = float(t[:-1]) / 100 if t.endswith("%") else float(t)
+    except ValueError:
+        raise CompareError(f"window {t!r}: give a share of the common range (0.1, 10%) or an x range A:B") from None
+    if not 0 < share <= 1:
+        raise CompareError(f"window {t!r}: a share must be in (0, 1]")
+    return share
+
+
+def _runs(arms: Sequence[Arm]) -> list[tuple[Arm, Member, XAxis]]:
+    return [(arm, m, ax) for arm in arms for m, ax in zip(arm.members, arm.axes, strict=True)]
+
+
+def choose_window(arms: Sequence[Arm], spec: float | tuple[float | None, float | None]) -> Window:
+    """The window of x (see the module doc); CompareError naming the arm that has not reached it."""
+    runs = _runs(arms)
+    spans = []
+    for a, m, ax in runs:
+        first, last = ax.first, ax.last
+        if first is None or last is None:
+            raise CompareError(f"arm {a.name!r} ({m.name}) has no value of x={ax.name}")
+        spans.append((first, last, a, m))
+    start = max(spans, key=lambda s: s[0])
+    end = min(spans, key=lambda s: s[1])
+    lo, hi = start[0], end[1]
+    x = arms[0].axes[0].name
+    if lo > hi:
+        raise CompareError(f"no common range of x={x}: arm {end[2].name!r} ({end[3].name}) ends at {_num(hi)} "
+                           f"before arm {start[2].name!r} ({start[3].name}) starts at {_num(lo)}")
+    if isinstance(spec, float):
+        return Window(hi - spec * (hi - lo), hi, (lo, hi), f"last {_num(100 * spec)}%")
+    start_at, end_at = spec
+    w_lo, w_hi = (lo if start_at is None else start_at), (hi if end_at is None else end_at)
+    for first, last, arm, m in spans:
+        if last < w_hi:
+            raise CompareError(f"arm {arm.name!r} ({m.name}) has not reached the window's end: its x={x} ends at "
+                               f"{_num(last)}, the window ends at {_num(w_hi)}")
+        if first > w_lo:
+            raise CompareError(f"arm {arm.name!r} ({m.name}) starts after the window's start: its x={x} starts at "
+                               f"{_num(first)}, the window starts at {_num(w_lo)}")
+    if w_lo > w_hi:
+        raise CompareError(f"window {_num(w_lo)}:{_num(w_hi)}: its start is after its end")
+    return Window(w_lo, w_hi, (lo, hi), f"x {_num(w_lo)}:{_num(w_hi)}")
+
+
+def _num(v: float) -> str:
+    return fmt_auto(v, 4)
+
+
+def pick_metrics(arms: Sequence[Arm], globs: Sequence[str] = (), skip: Sequence[str] = ()) -> list[str]:
+    """Numeric keys to compare, in the baseline's (first arm's) order then the others': those matching ``globs``
+    (fnmatch over keys), or by default every key the first arm and at least one other arm log, but step, clock and
+    bookkeeping keys, the x keys and ``skip``."""
+    xkeys = {ax.key for a in arms for ax in a.axes if ax.key is not None}
+    per_arm = [{k for m in a.members for k in m.run.keys if m.run.is_numeric(k)} for a in arms]
+    order = dict.fromkeys(k for a in arms for m in a.members for k in m.run.keys)
+    if globs:
+        return [k for k in order if any(k in s for s in per_arm) and any(fnmatchcase(k, g) for g in globs)]
+    out = []
+    for k in order:
+        if k in NOT_METRICS or k in xkeys or k in skip or k not in per_arm[0]:
+            continue
+        if len(arms) == 1 or any(k in s for s in per_arm[1:]):
+            out.append(k)
+    return out
+
+
+@dataclass
+class _Cell:
+    spread: Spread | None
+    n_seeds: int
+    n_points: int
+    n_missing: int
+
+
+def _finite(seg: Sequence[Any]) -> list[float]:
+    return [v for v in seg if type(v) is float and math.isfinite(v)]
+
+
+def _cell(arm: Arm, metric: str, window: Window) -> _Cell:
+    per_seed: list[list[float]] = []
+    missing = 0
+    for m, ax in zip(arm.members, arm.axes, strict=True):
+        i, j = ax.rows(window.lo, window.hi)
+        run = m.run
+        seg = run.column_between(metric, i, j) if metric in run.keys and run.is_numeric(metric) else ()
+        vals = _finite(seg)
+        missing += (j - i) - len(vals)
+        if vals:
+            per_seed.append(vals)
+    n = len(per_seed)
+    points = sum(map(len, per_seed))
+    if n == 0:
+        return _Cell(None, 0, 0, missing)
+    spread = single_spread(per_seed[0]) if n == 1 else seeds_spread([math.fsum(v) / len(v) for v in per_seed])
+    return _Cell(spread, n, points, missing)
+
+
+def _verdict(lo: float | None, hi: float | None, better: str | None) -> str | None:
+    if lo is None or hi is None or lo <= 0 <= hi:
+        return None
+    if better is None:
+        return "differs"
+    up = lo > 0
+    return "better" if up == (better == "higher") else "worse"
+
+
+def compare(
+    arms: Sequence[Arm], baseline: str, metrics: Sequence[str], window: Window,
+    better: Mapping[str, str | None] | None = None,
+) -> list[Result]:
+    """One Result per (metric, arm), metrics in the order given, arms in their order (the baseline's included)."""
+    names = [a.name for a in arms]
+    if baseline not in names:
+        raise CompareError(f"no arm {baseline!r} (arms: {', '.join(names)})")
+    better = better or {}
+    x = arms[0].axes[0].name if arms and arms[0].axes else "step"
+    out = []
+    for metric in metrics:
+        cells = {a.name: _cell(a, metric, window) for a in arms}
+        base = cells[baseline].spread
+        for a in arms:
+            c = cells[a.name]
+            sp = c.spread
+            lo, hi = sp.interval() if sp is not None else (None, None)
+            d = d_lo = d_hi = None
+            if a.name != baseline and sp is not None and base is not None:
+                d, d_lo, d_hi = welch(sp, base)
+            out.append(Result(
+                a.name, metric, x, window.lo, window.hi, c.n_seeds, c.n_points, c.n_missing,
+                sp.mean if sp is not None else None, lo, hi, baseline, d, d_lo, d_hi,
+                sp.method if sp is not None and lo is not None else None,
+                _verdict(d_lo, d_hi, better.get(metric)) if a.name != baseline else None))
+    return out
+
+
+def compile_group(pattern: str | None) -> re.Pattern[str] | None:
+    """``--group REGEX`` compiled; CompareError for a bad pattern."""
+    if not pattern:
+        return None
+    try:
+        return re.compile(pattern)
+    except re.error as e:
+        raise CompareError(f"--group {pattern!r}: {e}") from None

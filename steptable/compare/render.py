@@ -1,0 +1,136 @@
+"""A comparison as text, markdown or JSONL, and the one-line form ``summary`` adds. Pure.
+
+Numbers: a mean and its interval get enough significant digits for the interval's half-width to show two (at
+least 3, at most 7), so ``.512 [.498, .526]`` and ``1.00012 [1.00008, 1.00016]`` both read; a difference is signed.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+
+from steptable.compare.core import Arm, Result, Window
+from steptable.table.formatting import display_width, fmt_auto, md_escape, pad, sanitize
+
+
+def _digits(center: float, lo: float | None, hi: float | None) -> int:
+    if lo is None or hi is None or not hi > lo:
+        return 3
+    half = (hi - lo) / 2
+    scale = max(abs(center), abs(lo), abs(hi))
+    if scale == 0:
+        return 3
+    return max(3, min(7, math.ceil(math.log10(scale / half)) + 2))
+
+
+def _fmt(v: float, digits: int, signed: bool = False) -> str:
+    s = fmt_auto(v, digits)
+    return "+" + s if signed and v > 0 else s
+
+
+def interval_text(center: float | None, lo: float | None, hi: float | None, signed: bool = False) -> str:
+    """``.512 [.498, .526]``; ``-`` with no value; the value alone with no interval."""
+    if center is None:
+        return "-"
+    d = _digits(center, lo, hi)
+    if lo is None or hi is None:
+        return _fmt(center, d, signed)
+    return f"{_fmt(center, d, signed)} [{_fmt(lo, d, signed)}, {_fmt(hi, d, signed)}]"
+
+
+def _arms_line(arms: Sequence[Arm]) -> str:
+    parts = []
+    for a in arms:
+        n = len(a.members)
+        seeds = f"{n} seeds" if n > 1 else "1 seed (interval from 10 batch means)"
+        parts.append(f"{sanitize(a.name)} {seeds}")
+    return "arms: " + ", ".join(parts)
+
+
+def header_lines(arms: Sequence[Arm], window: Window, baseline: str) -> list[str]:
+    x = arms[0].axes[0] if arms and arms[0].axes else None
+    xname = sanitize(x.name if x is not None else "step")
+    keys = sorted({sanitize(ax.key) for a in arms for ax in a.axes if ax.key is not None})
+    read = f" ({', '.join(keys)})" if keys and keys != [xname] else ""
+    lo, hi = window.common
+    return [
+        f"baseline {sanitize(baseline)}; x {xname}{read}, window {fmt_auto(window.lo, 4)}-{fmt_auto(window.hi, 4)} "
+        f"({window.how} of the common range {fmt_auto(lo, 4)}-{fmt_auto(hi, 4)})",
+        _arms_line(arms),
+    ]
+
+
+def _rows(results: Sequence[Result], baseline: str) -> tuple[list[str], list[list[str]]]:
+    missing = any(r.n_missing for r in results)
+    head = ["metric", "arm", "n", "points", *(["missing"] if missing else []), "mean [95% CI]",
+            f"Δ vs {sanitize(baseline)} [95% CI]", ""]
+    rows = []
+    prev = None
+    for r in results:
+        rows.append([
+            sanitize(r.metric) if r.metric != prev else "", sanitize(r.arm), str(r.n_seeds), str(r.n_points),
+            *([str(r.n_missing)] if missing else []), interval_text(r.mean, r.lo, r.hi),
+            "" if r.arm == baseline else interval_text(r.delta, r.delta_lo, r.delta_hi, signed=True),
+            r.verdict or "",
+        ])
+        prev = r.metric
+    return head, rows
+
+
+def text_report(arms: Sequence[Arm], window: Window, baseline: str, results: Sequence[Result]) -> str:
+    head, rows = _rows(results, baseline)
+    widths = [max(display_width(r[j]) for r in [head, *rows]) for j in range(len(head))]
+    right = {2, 3} | ({4} if head[4] == "missing" else set())
+    lines = [" ".join(pad(c, w, "right" if j in right else "left") for j, (c, w) in enumerate(zip(r, widths,
+             strict=True))).rstrip() for r in [head, *rows]]
+    return "\n".join([*header_lines(arms, window, baseline), "", *lines]) + "\n"
+
+
+def md_report(arms: Sequence[Arm], window: Window, baseline: str, results: Sequence[Result]) -> str:
+    head, rows = _rows(results, baseline)
+    head[-1] = "verdict"
+    num = {"n", "points", "missing"}
+    sep = ["--:" if h in num else "---" for h in head]
+    table = ["| " + " | ".join(md_escape(c) or " " for c in r) + " |" for r in [head, sep, *rows]]
+    return "\n".join([*(md_escape(h) for h in header_lines(arms, window, baseline)), "", *table]) + "\n"
+
+
+def jsonl_report(results: Sequence[Result]) -> str:
+    """One JSON object per (arm, metric) (:meth:`Result.record`); no NaN or inf in it (null instead)."""
+    return "".join(json.dumps(r.record(), allow_nan=False) + "\n" for r in results)
+
+
+def pm_text(center: float, lo: float | None, hi: float | None) -> str:
+    """``+.030±.012``: a signed value and the half-width of its (symmetric) interval, the half-width to two
+    significant digits and the value to the same place; the value alone without an interval."""
+    if lo is None or hi is None:
+        return _fmt(center, 3, signed=True)
+    half = (hi - lo) / 2
+    if half == 0:
+        return _fmt(center, 3, signed=True) + "±0"
+    places = 1 - math.floor(math.log10(half))
+    if not 0 <= places <= 6 or abs(center) >= 1e6:
+        return f"{_fmt(center, 3, signed=True)}±{fmt_auto(half, 2)}"
+
+    def fixed(v: float, sign: str) -> str:
+        return f"{v:{sign}.{places}f}".replace("0.", ".", 1)
+
+    return f"{fixed(center, '+')}±{fixed(half, '')}"
+
+
+def compact_line(results: Sequence[Result], tags: dict[str, str], baseline: str) -> str | None:
+    """``reward: b +.030±.012 better, c -.020±.012``: one metric's differences from ``baseline`` with the half-widths
+    of their 95% intervals, each arm by its name in ``tags``, the verdict where the interval excludes 0 (``*`` for a
+    metric without a direction); None when no arm has a difference."""
+    parts = []
+    metric = ""
+    for r in results:
+        metric = r.metric
+        if r.arm == baseline or r.delta is None:
+            continue
+        mark = f" {r.verdict}" if r.verdict in ("better", "worse") else "*" if r.verdict else ""
+        parts.append(f"{tags.get(r.arm, sanitize(r.arm))} {pm_text(r.delta, r.delta_lo, r.delta_hi)}{mark}")
+    if not parts:
+        return None
+    return f"{sanitize(metric)}: {', '.join(parts)}"

@@ -1,0 +1,58 @@
+"""The watch app's compare view (w): live window means and differences per arm, x axis and baseline keys."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from steptable.app.screens.compare import CompareScreen
+from tests.app.helpers import ARMS, SIZE, append, make_runs, manual_app, screen_text, sync
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+async def test_compare_view_live(tmp_path: Path) -> None:
+    root = make_runs(tmp_path, steps=200)
+    app, follower, _ = manual_app(root)
+    async with app.run_test(size=SIZE) as pilot:
+        await sync(pilot, follower)
+        await pilot.press("w")
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, CompareScreen)
+        text = screen_text(app)
+        # arms in discovery order (sorted directories): absorb, routeA, vanilla
+        assert "baseline absorb; x step, window 179.1-199 (last 10% of the common range)" in text
+        assert "absorb (n=1) mean [95% CI]" in text and "routeA (n=1) Δ [95% CI]" in text
+        rew = next(line for line in text.splitlines() if line.lstrip("│ ").startswith("rew "))
+        assert rew.count("[") == 3  # the baseline's mean and two differences
+        for arm in ARMS:  # rows appended: the window moves on at the next update
+            append(root, arm, 200, 300)
+        await sync(pilot, follower)
+        screen.update_table()
+        await pilot.pause()
+        assert "window 269.1-299" in screen_text(app)
+        await pilot.press("b")  # the next arm is the baseline
+        await pilot.pause()
+        assert "baseline routeA;" in screen_text(app) and "absorb (n=1) Δ [95% CI]" in screen_text(app)
+        await pilot.press("x")  # tokens: these runs log none, which the view says
+        await pilot.pause()
+        assert "x tokens: arm" in screen_text(app) and "no numeric any of num_tokens" in screen_text(app)
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not isinstance(app.screen, CompareScreen)
+
+
+async def test_compare_view_one_arm(tmp_path: Path) -> None:
+    app, follower, _ = manual_app(make_runs(tmp_path, steps=50, arms=("solo",)))
+    async with app.run_test(size=SIZE) as pilot:
+        await sync(pilot, follower)
+        await pilot.press("w")
+        await pilot.pause()
+        assert "one arm only: nothing to compare" in screen_text(app)

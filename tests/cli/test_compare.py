@@ -1,0 +1,165 @@
+"""``steptable compare``: its formats, its JSONL contract, and every bad input it names."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+
+CONTRACT = {"arm", "metric", "x", "x_from", "x_to", "n_seeds", "n_points", "mean", "lo", "hi", "baseline", "delta",
+            "delta_lo", "delta_hi"}
+
+
+def cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    from steptable.cli.main import main
+
+    rc = main(argv)
+    out = capsys.readouterr()
+    return rc, out.out, out.err
+
+
+def write_exp(root: Path, steps: int = 400) -> Path:
+    rng = random.Random(11)
+    for arm, lift, seeds, per_step in (("vanilla", 0.0, 3, 1000), ("routeA", 0.1, 3, 4000), ("absorb", 0.0, 1, 1000)):
+        for s in range(1, seeds + 1):
+            path = root / (f"{arm}_seed{s}" if seeds > 1 else arm) / "metrics.jsonl"
+            path.parent.mkdir(parents=True)
+            with open(path, "w") as f:
+                for i in range(steps):
+                    row = {"step": i, "num_tokens": (i + 1) * per_step, "reward": 0.5 + lift + rng.gauss(0, 0.02),
+                           "loss": rng.gauss(1, 0.05) if i % 5 else None}
+                    f.write(json.dumps(row) + "\n")
+    return root
+
+
+@pytest.fixture
+def exp(tmp_path: Path) -> Path:
+    return write_exp(tmp_path / "exp")
+
+
+def test_text(exp: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rc, out, err = cli(["compare", str(exp), "--baseline", "vanilla"], capsys)
+    assert rc == 0, err
+    lines = out.splitlines()
+    assert lines[0].startswith("baseline vanilla; x step, window 359.1-399 (last 10% of the common range 0-399)")
+    assert lines[1] == "arms: vanilla 3 seeds, absorb 1 seed (interval from 10 batch means), routeA 3 seeds"
+    reward = [ln for ln in lines if "routeA" in ln and "[" in ln and ln.split()[0] in ("reward", "routeA")]
+    assert any(ln.rstrip().endswith("differs") for ln in reward)  # +0.1 with noise 0.02: its interval excludes 0
+    assert "missing" in lines[3]  # loss is null on every 5th row
+
+
+def test_jsonl_contract(exp: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rc, out, _ = cli(["compare", str(exp), "--baseline", "vanilla", "--x", "tokens", "--format", "jsonl",
+                      "--metrics", "rew*,loss"], capsys)
+    assert rc == 0
+    recs = [json.loads(line) for line in out.splitlines()]
+    assert [(r["metric"], r["arm"]) for r in recs] == [(m, a) for m in ("reward", "loss")
+                                                       for a in ("vanilla", "absorb", "routeA")]
+    for r in recs:
+        assert CONTRACT <= r.keys()
+        assert r["x"] == "tokens" and r["baseline"] == "vanilla"
+        assert (r["x_from"], r["x_to"]) == pytest.approx((400_000 - 0.1 * (400_000 - 4000), 400_000))
+        if r["arm"] == "vanilla":
+            assert r["delta"] is None and r["delta_lo"] is None and r["delta_hi"] is None
+        else:
+            assert r["delta_lo"] <= r["delta"] <= r["delta_hi"]
+    routeA = next(r for r in recs if r["arm"] == "routeA" and r["metric"] == "reward")
+    vanilla = next(r for r in recs if r["arm"] == "vanilla" and r["metric"] == "reward")
+    assert vanilla["n_points"] == 3 * 40  # the last 39,600 tokens: 40 steps at 1,000 a step
+    assert routeA["n_seeds"] == 3 and routeA["n_points"] == 3 * 10  # ... 10 at 4,000
+    assert routeA["delta_lo"] > 0
+
+
+def test_md(exp: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rc, out, _ = cli(["compare", str(exp), "--format", "md", "--metrics", "reward"], capsys)
+    assert rc == 0
+    table = [ln for ln in out.splitlines() if ln.startswith("|")]
+    assert table[0].startswith("| metric | arm | n | points |") and table[1].startswith("| --- | --- | --: |")
+    assert len(table) == 2 + 3
+    assert out.startswith("baseline absorb;")  # no --baseline: the first arm
+
+
+def test_group_pattern(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    for name in ("base_run1", "base_run2", "new_run1", "new_run2"):
+        p = tmp_path / "e" / name / "metrics.jsonl"
+        p.parent.mkdir(parents=True)
+        p.write_text("".join(json.dumps({"step": i, "m": float(i % 3)}) + "\n" for i in range(50)))
+    rc, out, _ = cli(["compare", str(tmp_path / "e"), "--baseline", "base", "--group", r"_run\d+", "--format",
+                      "jsonl"], capsys)
+    assert rc == 0
+    assert [(r["arm"], r["n_seeds"]) for r in map(json.loads, out.splitlines())] == [("base", 2), ("new", 2)]
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--baseline", "nope"], "no arm 'nope' (arms: absorb, routeA, vanilla)"),
+    (["--baseline", "vanilla", "--window", "0:1000"], "arm 'vanilla' (vanilla_seed1) has not reached the window's end"),
+    (["--window", "bad"], "window 'bad'"),
+    (["--x", "samples"], "arm 'absorb' (absorb): no numeric any of samples"),
+    (["--metrics", "nothing*"], "--metrics 'nothing*' matches no numeric key"),
+    (["--group", "("], "--group '('"),
+])
+def test_bad_inputs(exp: Path, capsys: pytest.CaptureFixture[str], args: list[str], message: str) -> None:
+    rc, out, err = cli(["compare", str(exp), *args], capsys)
+    assert rc == 2 and out == ""
+    assert message in err
+
+
+def test_missing_path_and_nothing_found(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rc, _, err = cli(["compare", str(tmp_path / "nope")], capsys)
+    assert rc == 2 and "no such path" in err
+    (tmp_path / "empty").mkdir()
+    rc, _, err = cli(["compare", str(tmp_path / "empty")], capsys)
+    assert rc == 2 and err.startswith("steptable compare: ")
+
+
+def test_hostile_names_are_sanitized(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    p = tmp_path / "e" / "a" / "metrics.jsonl"
+    p.parent.mkdir(parents=True)
+    p.write_text("".join(json.dumps({"step": i, "\x1b[31mred": 1.0}) + "\n" for i in range(20)))
+    rc, out, _ = cli(["compare", str(tmp_path / "e")], capsys)
+    assert rc == 0 and "\x1b" not in out
+
+
+def test_settings_from_steptable_toml(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A [compare] table (alone in the file: no schema) sets group, x and baseline; the command line wins."""
+    for name in ("old_r1", "old_r2", "new_r1", "new_r2"):
+        p = tmp_path / "e" / name / "metrics.jsonl"
+        p.parent.mkdir(parents=True)
+        per = 4 if name.startswith("new") else 1
+        p.write_text("".join(json.dumps({"step": i, "samples": per, "reward": float(i % 3)}) + "\n"
+                             for i in range(100)))
+    (tmp_path / "e" / "steptable.toml").write_text('[compare]\ngroup = "_r[0-9]+$"\nx = "samples"\nbaseline = "old"\n')
+    rc, out, err = cli(["compare", str(tmp_path / "e"), "--format", "jsonl"], capsys)
+    assert rc == 0, err
+    recs = [json.loads(line) for line in out.splitlines()]
+    assert [(r["arm"], r["n_seeds"], r["x"], r["baseline"]) for r in recs] == [("old", 2, "samples", "old"),
+                                                                               ("new", 2, "samples", "old")]
+    rc, out, _ = cli(["compare", str(tmp_path / "e"), "--format", "jsonl", "--x", "step", "--baseline", "new",
+                      "--metrics", "reward"], capsys)
+    assert [(r["arm"], r["x"]) for r in map(json.loads, out.splitlines())] == [("new", "step"), ("old", "step")]
+    rc, out, err = cli(["summary", str(tmp_path / "e")], capsys)  # the file is no schema: no warning, seeds grouped
+    assert rc == 0 and "steptable.toml" not in err
+    lines = out.splitlines()
+    assert lines[lines.index("Δ vs old, steps 90-99, 95% CI:") + 1].startswith("reward: new ")  # the group's name
+
+
+@pytest.mark.parametrize(("toml", "message"), [
+    ('[compare]\ngroup = "("\n', "steptable.toml:2: [compare] group: not a regular expression"),
+    ("[compare]\ncolour = 1\n", "steptable.toml:2: [compare]: unknown field 'colour'"),
+    ("[compare]\nx = 3\n", "steptable.toml:2: [compare]: x must be str"),
+])
+def test_bad_settings_are_named(tmp_path: Path, capsys: pytest.CaptureFixture[str], toml: str, message: str) -> None:
+    exp = write_exp(tmp_path / "e", steps=50)
+    (exp / "steptable.toml").write_text(toml)
+    rc, out, err = cli(["compare", str(exp)], capsys)
+    assert rc == 2 and out == "" and message in err
+
+
+def test_help(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as e:
+        cli(["compare", "--help"], capsys)
+    assert e.value.code == 0
+    out = " ".join(capsys.readouterr().out.split())  # (wrapped to the terminal's width)
+    assert "--baseline" in out and "%%" not in out and "last 10% of the x range" in out

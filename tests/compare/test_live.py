@@ -1,0 +1,95 @@
+"""LiveCompare: the same results as compare() while runs grow, resume and move the window."""
+
+from __future__ import annotations
+
+import math
+import random
+from typing import Any
+
+import pytest
+
+from steptable.compare import choose_window, compare, group_runs, make_arms, parse_window, pick_metrics
+from steptable.compare.live import LiveCompare
+from steptable.ingest import RunStore
+from steptable.ingest.parsed import Parsed
+
+
+def _store(name: str) -> RunStore:
+    return RunStore(f"{name}/metrics.jsonl", f"/nonexistent/{name}/metrics.jsonl", arm=name)
+
+
+def _add(store: RunStore, steps: list[int], rng: random.Random, lift: float) -> None:
+    rows = []
+    for _ in steps:
+        row: dict[str, Any] = {"m": 1.0 + lift + rng.gauss(0, 0.1), "tok": 100.0 * (1 + lift)}
+        if rng.random() < 0.05:
+            row["m"] = None  # a logged null
+        if rng.random() < 0.3:
+            row["sparse"] = rng.random()
+        rows.append(row)
+    store.add(Parsed(steps=steps, rows=rows), now=math.nan)
+
+
+def _batch(stores: list[RunStore], x: str, window: str | None) -> list[Any]:
+    arms = make_arms(group_runs(stores), x)
+    # the baseline first, as LiveCompare orders them
+    arms = sorted(arms, key=lambda a: a.name != "base")
+    return compare(arms, "base", pick_metrics(arms), choose_window(arms, parse_window(window)))
+
+
+def _same(live: list[Any], batch: list[Any]) -> None:
+    assert [(r.arm, r.metric) for r in live] == [(r.arm, r.metric) for r in batch]
+    for a, b in zip(live, batch, strict=True):
+        for k, v in b.record().items():
+            w = a.record()[k]
+            if isinstance(v, float):
+                assert w == pytest.approx(v, rel=1e-9, abs=1e-12), (a.arm, a.metric, k)
+            else:
+                assert w == v, (a.arm, a.metric, k)
+
+
+@pytest.mark.parametrize(("x", "window"), [("step", None), ("tok:sum", None), ("step", "0.3")])
+def test_live_matches_compare_while_runs_grow(x: str, window: str | None) -> None:
+    rng = random.Random(9)
+    spec = [("base_seed1", 0.0), ("base_seed2", 0.0), ("new_seed1", 0.2), ("new_seed2", 0.2), ("solo", 0.1)]
+    stores = [_store(n) for n, _ in spec]
+    for st, (_, lift) in zip(stores, spec, strict=True):
+        _add(st, list(range(300)), rng, lift)
+    live = LiveCompare(stores, "base", x=x, window=window)
+    _same(live.update(), _batch(stores, x, window))
+    for k in range(30):  # rows arrive unevenly: the window follows the slowest run
+        for st, (_, lift) in zip(stores, spec, strict=True):
+            n = rng.randrange(0, 60)
+            _add(st, list(range(st.steps[-1] + 1, st.steps[-1] + 1 + n)), rng, lift)
+        _same(live.update(), _batch(stores, x, window))
+        if k == 10:  # a resume replaces the last 100 rows of one run: it is indexed again
+            last = stores[2].steps[-1]
+            _add(stores[2], list(range(last - 100, last + 20)), rng, 0.2)
+            assert stores[2].resumes
+            _same(live.update(), _batch(stores, x, window))
+
+
+def test_live_compacts_and_stays_right(monkeypatch: pytest.MonkeyPatch) -> None:
+    import steptable.compare.live as live_mod
+
+    monkeypatch.setattr(live_mod, "COMPACT_MIN", 16)
+    rng = random.Random(2)
+    stores = [_store(n) for n in ("base", "other")]
+    for st in stores:
+        _add(st, list(range(50)), rng, 0.0)
+    live = LiveCompare(stores, "base")
+    live.update()
+    for _ in range(40):
+        for st in stores:
+            _add(st, list(range(st.steps[-1] + 1, st.steps[-1] + 41)), rng, 0.0)
+        _same(live.update(), _batch(stores, "step", None))
+    assert all(ix.anchor > 1000 for ix in live.index.values())  # the prefix before the window was dropped
+
+
+def test_live_unknown_baseline() -> None:
+    from steptable.compare import CompareError
+
+    st = _store("a")
+    _add(st, list(range(10)), random.Random(1), 0.0)
+    with pytest.raises(CompareError, match="no arm 'zzz'"):
+        LiveCompare([st], "zzz").update()
