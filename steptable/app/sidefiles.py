@@ -5,7 +5,8 @@ Three shapes are read:
 - tinker ``iteration_NNNNNN/<split>_rollout_summaries.jsonl``: one row per trajectory ``{total_reward, steps: [...]}``
   (the step is the iteration number of the directory);
 - MaxEnt-GRPO ``rich_completions/<table>_step_NNNNNN.json``: one table per step ``{columns: [...], data: [[...]]}``
-  whose rows name ``prompt``, ``completion``, ``reward_total`` (and advantage, ranks, weights...).
+  whose rows name ``prompt``, ``completion``, ``reward_total`` (and advantage, ranks, weights...);
+- a ``wandb.Table`` logged in a W&B run, ``files/media/table/<key>_<step>_<hash>.table.json``: the same shape.
 
 The index keeps byte offsets, not text, so a multi-GB generations file costs a few bytes per row; a step's rows are
 read when it is shown. Lines are decoded by the ingest's tolerant decoder. Text stays raw here: the viewer makes it
@@ -27,14 +28,21 @@ from steptable.ingest.readers.hf import decode_document
 
 _ITER_DIR = re.compile(r"iteration_(\d+)$")
 _RICH = re.compile(r"_step_(\d+)\.json$")
+_WANDB_TABLE = re.compile(r"_(\d+)_[0-9a-f]+\.table\.json$")
 _STEP_RE = re.compile(rb'"(?:step|iteration)"\s*:\s*(-?\d+)')
 #: bytes of one step's rows read at most (a single-step file can be any size; the viewer shows a page anyway)
 MAX_READ = 32 << 20
 
 
 def _rich_step(path: Path) -> re.Match[str] | None:
-    """The step match of a MaxEnt-GRPO ``rich_completions/<table>_step_N.json`` table, else None."""
-    return _RICH.search(path.name) if path.parent.name == "rich_completions" else None
+    """The step match of a ``{columns, data}`` table of one step, else None: MaxEnt-GRPO's
+    ``rich_completions/<table>_step_N.json``, or a ``wandb.Table`` beside a W&B run
+    (``files/media/table/<key>_<step>_<hash>.table.json``)."""
+    if path.parent.name == "rich_completions":
+        return _RICH.search(path.name)
+    if path.parent.name == "table" and path.parent.parent.name == "media":
+        return _WANDB_TABLE.search(path.name)
+    return None
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,210 @@
+"""W&B run files (``run-<id>.wandb``): the run's history rows, name, config and end, read as they are written.
+
+The file is wandb's transaction log: a 7-byte header (``:W&B``, magic 0xBEE1, version 0), then a LevelDB-style log
+of 32 KiB blocks whose chunks (crc32 over type and data, length, type FULL/FIRST/MIDDLE/LAST) carry protobuf
+``Record``s, decoded with wandb's own classes (``wandb.proto.wandb_internal_pb2``: the ``steptable[wandb]`` extra).
+
+- ``history``: one row per record; ``_step`` is the step, ``_timestamp`` (a wall clock) and ``_runtime`` are kept;
+  nested keys are joined with ``/``; ``NaN``/``Infinity`` values are read as non-finite floats. A media value (a
+  ``wandb.Table``, an image: an object with ``_type``) is no metric: its cells are left out.
+- ``run``: the display name (the run's arm) and config; ``exit``: the run ended, and how (a non-zero exit code).
+
+Damage: a chunk whose checksum fails is reported with its byte offset and skipped (the chunk after it is tried, else
+the next block); a record cut short by a concurrent write waits for the rest, and is reported when a one-shot read
+ends on it. Every good record is kept.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+import zlib
+from typing import Any
+
+from steptable.ingest.parse import BadLine
+from steptable.ingest.parsed import Parsed
+from steptable.ingest.readers.jsonl import JsonlParser
+
+EXTRA = "wandb"
+HEADER = b":W&B" + struct.pack("<HB", 0xBEE1, 0)
+BLOCK = 32 * 1024
+CHUNK_HEADER = 7
+FULL, FIRST, MIDDLE, LAST = 1, 2, 3, 4
+_TYPE_CRC = [zlib.crc32(bytes([t])) for t in range(256)]
+_UNPACK = struct.Struct("<IHB").unpack_from
+
+
+def available() -> bool:
+    try:
+        import wandb.proto.wandb_internal_pb2  # noqa: F401
+    except Exception:  # ImportError, or a broken install (a protobuf version it refuses)
+        return False
+    return True
+
+
+class WandbParser:
+    """Bytes of a ``.wandb`` file (from its start, in pieces) -> :class:`Parsed` rows and run facts in ``meta``:
+    ``name`` (the display name), ``config``, ``runinfo`` (``closed``, ``end``: as a StepLogger's description says a
+    run ended) and ``tables`` (files of ``wandb.Table`` values, relative to the run's ``files/``)."""
+
+    def __init__(self, label: str) -> None:
+        from wandb.proto import wandb_internal_pb2
+
+        self._record = wandb_internal_pb2.Record
+        self.label = label
+        self.reset()
+
+    def reset(self) -> None:
+        self.pos = 0  # file offset of the next byte to parse
+        self._frags: list[bytes] = []
+        self._frag_at = 0
+        self._start = 0.0
+        self._last_time: float | None = None
+        self.jsonl = JsonlParser(self.label)
+        self.jsonl.step_key = "_step"  # the step of every row (a user key named ``step`` is a metric here)
+        self._skip_until = 0
+        self._keys: dict[tuple[str, ...], bytes] = {}
+
+    def parse(self, data: bytes, base: int, final: bool = False) -> tuple[int, Parsed]:
+        """Parse whole chunks of ``data`` (file bytes from offset ``base`` = the offset where the last call stopped).
+        Returns (bytes consumed, what they held). ``final``: nothing more will come (a one-shot read): a cut record
+        at the end is reported, not waited for."""
+        assert base == self.pos
+        bad: list[BadLine] = []
+        meta: dict[str, Any] = {}
+        lines: list[bytes] = []
+        i, n = 0, len(data)
+        if self._skip_until > base:
+            i = min(self._skip_until - base, n)
+        elif self.pos == 0:
+            if n < len(HEADER):
+                if final:
+                    bad.append(BadLine(self.label, 0, "empty file" if n == 0 else f"cut short at byte {n} (header)"))
+                return 0, Parsed(steps=[], bad=bad)
+            if data[: len(HEADER)] != HEADER:
+                bad.append(BadLine(self.label, 0, "byte 0: not a W&B run file (no :W&B header); not read"))
+                self.pos = n
+                return n, Parsed(steps=[], bad=bad)
+            i = len(HEADER)
+        while True:
+            at = base + i
+            left = BLOCK - at % BLOCK
+            if left < CHUNK_HEADER:  # a block's tail too short for a chunk header: zero padding
+                if n - i < left:
+                    break
+                i += left
+                continue
+            if n - i < CHUNK_HEADER:
+                break
+            crc, length, kind = _UNPACK(data, i)
+            end = i + CHUNK_HEADER + length
+            if length > left - CHUNK_HEADER or kind not in (FULL, FIRST, MIDDLE, LAST):
+                if crc == 0 and length == 0 and kind == 0:  # zero padding of a preallocated block
+                    i += left
+                    continue
+                bad.append(BadLine(self.label, 0, f"byte {at}: damaged chunk header; rest of the block skipped"))
+                self._frags = []
+                if n - i < left:  # the next block is not all here yet: skip to it over later calls
+                    self._skip_until = at + left
+                    i = n
+                    break
+                i += left
+                continue
+            if end > n:
+                break  # cut by a concurrent write: wait for the rest
+            chunk = data[i + CHUNK_HEADER : end]
+            if zlib.crc32(chunk, _TYPE_CRC[kind]) != crc:
+                bad.append(BadLine(self.label, 0, f"byte {at}: checksum mismatch; record skipped"))
+                self._frags = []
+                i = end
+                continue
+            i = end
+            if kind == FULL:
+                self._frags = []
+                self._record_bytes(chunk, at, lines, meta, bad)
+            elif kind == FIRST:
+                self._frags, self._frag_at = [chunk], at
+            elif self._frags:
+                self._frags.append(chunk)
+                if kind == LAST:
+                    whole = b"".join(self._frags)
+                    self._frags = []
+                    self._record_bytes(whole, self._frag_at, lines, meta, bad)
+            else:
+                bad.append(BadLine(self.label, 0, f"byte {at}: the rest of a record whose start was lost; skipped"))
+        if final and i < n:
+            bad.append(BadLine(self.label, 0, f"byte {base + i}: record cut short ({n - i} bytes at the end); "
+                                              "not read"))
+        self.pos = base + i
+        return i, self._parsed(lines, meta, bad)
+
+    def _parsed(self, lines: list[bytes], meta: dict[str, Any], bad: list[BadLine]) -> Parsed:
+        if not lines:
+            return Parsed(steps=[], bad=bad, meta=meta)
+        parsed = self.jsonl.parse(b"\n".join(lines) + b"\n", 1)
+        parsed.bad = bad + [BadLine(self.label, 0, b.reason) for b in parsed.bad]
+        parsed.meta = meta
+        return parsed
+
+    def _record_bytes(self, raw: bytes, at: int, lines: list[bytes], meta: dict[str, Any],
+                      bad: list[BadLine]) -> None:
+        try:
+            rec = self._record.FromString(raw)
+        except Exception as e:  # protobuf's DecodeError: checksums passed but the record is not one
+            bad.append(BadLine(self.label, 0, f"byte {at}: not a readable record ({type(e).__name__}); skipped"))
+            return
+        which = rec.WhichOneof("record_type")
+        if which == "history":
+            line = self._history_line(rec.history.item)
+            if line is not None:
+                lines.append(line)
+        elif which == "run":
+            run = rec.run
+            if run.display_name:
+                meta["name"] = run.display_name
+            if run.start_time.seconds:
+                self._start = run.start_time.seconds + run.start_time.nanos / 1e9
+            config = {}
+            for item in run.config.update:
+                key = "/".join(item.nested_key) or item.key
+                if key == "_wandb":
+                    continue
+                try:
+                    config[key] = json.loads(item.value_json)
+                except ValueError:
+                    config[key] = item.value_json
+            if config:
+                meta["config"] = config
+        elif which == "exit":
+            code = rec.exit.exit_code
+            closed = self._last_time or (self._start + rec.exit.runtime if self._start else 0.0)
+            info: dict[str, Any] = {"closed": closed}
+            if code:
+                info["end"] = f"exit_code_{code}" if code > 0 else f"exit_code_minus_{-code}"
+            meta["runinfo"] = info
+
+    def _history_line(self, items: Any) -> bytes | None:
+        """One history record as a JSON object line (values are already JSON text: the JSONL reader does the rest,
+        its fast path included)."""
+        keys = self._keys
+        media: set[tuple[str, ...]] = set()
+        pairs = []
+        for item in items:
+            path = tuple(item.nested_key) or (item.key,)
+            if path[-1] == "_type" and len(path) > 1:
+                media.add(path[:-1])
+            pairs.append((path, item.value_json))
+        if media:
+            pairs = [(p, v) for p, v in pairs if not any(p[: len(m)] == m for m in media)]
+        out = []
+        for path, value in pairs:
+            head = keys.get(path)
+            if head is None:
+                head = keys[path] = json.dumps("/".join(path)).encode() + b":"
+            out.append(head + value.encode())
+            if path == ("_timestamp",):
+                try:
+                    self._last_time = float(value)
+                except ValueError:
+                    pass
+        return b"{" + b",".join(out) + b"}" if out else None
