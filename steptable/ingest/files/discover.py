@@ -174,6 +174,8 @@ def discover(paths: Iterable[str | Path], on_error: OnError | None = None,
     cands = _one_per_file(list(found.values()))
     for cat, path in sides:
         owners = [c for c in cands if path.is_relative_to(c.run_dir)]
+        # a W&B run directory owns what is under it (its files/requirements.txt is no run of its own)
+        owners = [c for c in owners if c.kind == "wandb"] or owners
         if owners:
             depth = max(len(c.run_dir.parts) for c in owners)
             for c in owners:
