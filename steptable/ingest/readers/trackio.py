@@ -25,15 +25,9 @@ from steptable.ingest.parse import BadLine, flatten
 SQLITE_MAGIC = b"SQLite format 3\x00"
 #: rows read per poll at most (a large database is read over a few polls)
 BATCH = 200_000
+#: ids tried one by one past the last readable row of a damaged database whose last id is unknown
+MAX_PROBE = 1000
 _DECODE = msgspec.json.Decoder()
-
-
-def looks_like_sqlite(path: Path) -> bool:
-    try:
-        with open(path, "rb") as f:
-            return f.read(16) == SQLITE_MAGIC
-    except OSError:
-        return False
 
 
 @contextlib.contextmanager
@@ -49,14 +43,24 @@ def connect(path: Path) -> Iterator[sqlite3.Connection]:
 
 
 def is_trackio(path: Path) -> bool:
-    """A SQLite file with trackio's ``metrics`` table."""
-    if not looks_like_sqlite(path):
+    """A SQLite file with trackio's ``metrics`` table: its schema text near the start (a damaged database is still
+    recognised, and reported by the reader), else asked of SQLite."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(1 << 16)
+    except OSError:
         return False
+    if not head.startswith(SQLITE_MAGIC):
+        return False
+    if b"CREATE TABLE metrics" in head and b"run_name" in head:
+        return True
     try:
         with connect(path) as con:
             cols = {r[1] for r in con.execute("PRAGMA table_info(metrics)")}
-    except sqlite3.Error:
+    except sqlite3.OperationalError:  # locked, or not a database
         return False
+    except sqlite3.DatabaseError:  # damaged where its schema is: the reader reports what it can read
+        return True
     return {"id", "run_name", "step", "metrics"} <= cols
 
 
@@ -140,19 +144,27 @@ class TrackioReader:
     def _around_damage(self, con: sqlite3.Connection, err: Exception) -> tuple[list[Any], list[BadLine]]:
         """Rows past ``last_id`` read one id at a time (a damaged page costs the rows on it, not the rest)."""
         bad = [BadLine(self.label, 0, f"database damaged ({err}); reading row by row")]
-        try:
-            top = con.execute("SELECT seq FROM sqlite_sequence WHERE name = 'metrics'").fetchone()
-            hi = int(top[0]) if top else self.last_id + BATCH
-        except (sqlite3.DatabaseError, TypeError, ValueError):
-            hi = self.last_id + BATCH
+        hi = None
+        for q in ("SELECT seq FROM sqlite_sequence WHERE name = 'metrics'", "SELECT max(id) FROM metrics"):
+            try:
+                top = con.execute(q).fetchone()
+                hi = int(top[0])
+                break
+            except (sqlite3.DatabaseError, TypeError, ValueError, IndexError):
+                continue
         rows: list[Any] = []
         lost: list[int] = []
-        for rid in range(self.last_id + 1, min(hi, self.last_id + BATCH) + 1):
+        rid = self.last_id
+        stop = min(hi, self.last_id + BATCH) if hi is not None else self.last_id + BATCH
+        while rid < stop:
+            rid += 1
             try:
                 r = con.execute("SELECT id, run_name, step, timestamp, metrics FROM metrics WHERE id = ?",
                                 (rid,)).fetchone()
             except sqlite3.DatabaseError:
                 lost.append(rid)
+                if hi is None and len(lost) >= MAX_PROBE and (not rows or rid - rows[-1][0] >= MAX_PROBE):
+                    break  # no known last id and nothing readable for a while: the rest is gone
                 continue
             if r is not None:
                 rows.append(r)
