@@ -50,7 +50,7 @@ class WandbParser:
     def __init__(self, label: str) -> None:
         from wandb.proto import wandb_internal_pb2
 
-        self._record = wandb_internal_pb2.Record
+        self._record = wandb_internal_pb2.Record  # type: ignore[attr-defined]
         self.label = label
         self.reset()
 
