@@ -149,9 +149,12 @@ class RecordSource(_Base):
                     changed = True
                 if not (grew or reset or final):
                     break
-                used, parsed = parser.parse(tail.pending, tail.base, final and not tail.more)
-                tail.consume(used)
-                changed = self._apply(store, parsed, now) or changed
+                while True:  # (a parser may stop early on a large read: ``more``)
+                    used, parsed = parser.parse(tail.pending, tail.base, final and not tail.more)
+                    tail.consume(used)
+                    changed = self._apply(store, parsed, now) or changed
+                    if not (getattr(parser, "more", False) and used):
+                        break
                 if not grew:
                     break
             missing = missing and tail.missing

@@ -32,6 +32,8 @@ CHUNK_HEADER = 7
 FULL, FIRST, MIDDLE, LAST = 1, 2, 3, 4
 _TYPE_CRC = [zlib.crc32(bytes([t])) for t in range(256)]
 _UNPACK = struct.Struct("<IHB").unpack_from
+#: history rows handed on per call at most: the rest of what was read is parsed by the next call
+ROWS_PER_CALL = 2048
 
 
 def available() -> bool:
@@ -63,7 +65,9 @@ class WandbParser:
         self.jsonl = JsonlParser(self.label)
         self.jsonl.step_key = "_step"  # the step of every row (a user key named ``step`` is a metric here)
         self._skip_until = 0
-        self._keys: dict[tuple[str, ...], bytes] = {}
+        self.more = False  # the last call stopped early: call again on the bytes left
+        self._keys: dict[str, bytes] = {}  # key -> its JSON text and colon
+        self._media_keys: set[str] = set()  # keys that name a media value's type (``samples/_type``)
 
     def parse(self, data: bytes, base: int, final: bool = False) -> tuple[int, Parsed]:
         """Parse whole chunks of ``data`` (file bytes from offset ``base`` = the offset where the last call stopped).
@@ -73,6 +77,7 @@ class WandbParser:
         bad: list[BadLine] = []
         meta: dict[str, Any] = {}
         lines: list[bytes] = []
+        self.more = False
         i, n = 0, len(data)
         if self._skip_until > base:
             i = min(self._skip_until - base, n)
@@ -119,24 +124,32 @@ class WandbParser:
                 i = end
                 continue
             i = end
-            if kind == FULL:
-                self._frags = []
-                self._record_bytes(chunk, at, lines, meta, bad)
-            elif kind == FIRST:
-                self._frags, self._frag_at = [chunk], at
-            elif self._frags:
-                self._frags.append(chunk)
-                if kind == LAST:
-                    whole = b"".join(self._frags)
-                    self._frags = []
-                    self._record_bytes(whole, self._frag_at, lines, meta, bad)
-            else:
-                bad.append(BadLine(self.label, 0, f"byte {at}: the rest of a record whose start was lost; skipped"))
-        if final and i < n:
+            self._chunk(kind, chunk, at, lines, meta, bad)
+            if len(lines) >= ROWS_PER_CALL and not self._frags and i < n:
+                self.more = True  # (the JSONL reader's typed fast path takes the next batches once it knows the keys)
+                break
+        if final and i < n and not self.more:
             bad.append(BadLine(self.label, 0, f"byte {base + i}: record cut short ({n - i} bytes at the end); "
                                               "not read"))
         self.pos = base + i
         return i, self._parsed(lines, meta, bad)
+
+    def _chunk(self, kind: int, chunk: bytes, at: int, lines: list[bytes], meta: dict[str, Any],
+               bad: list[BadLine]) -> None:
+        """One checked chunk: a whole record, or a fragment of one (FIRST, MIDDLE, LAST)."""
+        if kind == FULL:
+            self._frags = []
+            self._record_bytes(chunk, at, lines, meta, bad)
+        elif kind == FIRST:
+            self._frags, self._frag_at = [chunk], at
+        elif self._frags:
+            self._frags.append(chunk)
+            if kind == LAST:
+                whole = b"".join(self._frags)
+                self._frags = []
+                self._record_bytes(whole, self._frag_at, lines, meta, bad)
+        else:
+            bad.append(BadLine(self.label, 0, f"byte {at}: the rest of a record whose start was lost; skipped"))
 
     def _parsed(self, lines: list[bytes], meta: dict[str, Any], bad: list[BadLine]) -> Parsed:
         if not lines:
@@ -186,25 +199,27 @@ class WandbParser:
     def _history_line(self, items: Any) -> bytes | None:
         """One history record as a JSON object line (values are already JSON text: the JSONL reader does the rest,
         its fast path included)."""
-        keys = self._keys
-        media: set[tuple[str, ...]] = set()
-        pairs = []
-        for item in items:
-            path = tuple(item.nested_key) or (item.key,)
-            if path[-1] == "_type" and len(path) > 1:
-                media.add(path[:-1])
-            pairs.append((path, item.value_json))
-        if media:
-            pairs = [(p, v) for p, v in pairs if not any(p[: len(m)] == m for m in media)]
+        heads = self._keys
         out = []
-        for path, value in pairs:
-            head = keys.get(path)
+        media: list[str] = []
+        for item in items:
+            nk = item.nested_key
+            key = nk[0] if len(nk) == 1 else ("/".join(nk) or item.key)
+            head = heads.get(key)
             if head is None:
-                head = keys[path] = json.dumps("/".join(path)).encode() + b":"
+                head = heads[key] = json.dumps(key).encode() + b":"
+                if key.endswith("/_type"):
+                    self._media_keys.add(key)
+            if key in self._media_keys:
+                media.append(key[:-5])
+            value = item.value_json
             out.append(head + value.encode())
-            if path == ("_timestamp",):
+            if key == "_timestamp":
                 try:
                     self._last_time = float(value)
                 except ValueError:
                     pass
+        if media:  # a wandb.Table, an image...: its cells are no metrics
+            prefixes = tuple(json.dumps(m).encode()[:-1] for m in media)
+            out = [o for o in out if not o.startswith(prefixes)]
         return b"{" + b",".join(out) + b"}" if out else None
