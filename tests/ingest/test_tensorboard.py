@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from steptable.ingest.files.follow import Follower
-from tests.ingest.conftest import read_once, rows_of
+from tests.ingest.writers import read_once, rows_of
 
 pytest.importorskip("tensorboard")
 

@@ -11,7 +11,10 @@ from pathlib import Path
 import pytest
 
 from steptable.ingest.files.follow import Follower
-from tests.ingest.conftest import read_once, rows_of
+from tests.ingest import writers
+from tests.ingest.writers import read_once, rows_of
+
+trackio_dir = writers.trackio_dir  # (a session fixture of real runs)
 
 pytest.importorskip("trackio")
 

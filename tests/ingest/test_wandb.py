@@ -10,7 +10,11 @@ from pathlib import Path
 import pytest
 
 from steptable.ingest.files.follow import Follower
-from tests.ingest.conftest import WANDB_STEPS, read_once, rows_of, wandb_file
+from tests.ingest import writers
+from tests.ingest.writers import WANDB_STEPS, read_once, rows_of, wandb_file
+
+wandb_crashed = writers.wandb_crashed  # (a session fixture of real runs)
+wandb_run = writers.wandb_run  # (a session fixture of real runs)
 
 pytest.importorskip("wandb")
 
