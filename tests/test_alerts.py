@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import run_cli, write
 
 from steptable.alerts.engine import DEFAULT_ROLES, Alert, AlertConfig, AlertEngine, cell_float, cell_frac, scan
+from tests.helpers import run_cli, write
 
 Row = dict[str, Any]
 

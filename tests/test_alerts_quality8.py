@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import run_cli, write_rows
 
 from steptable.alerts.engine import Alert, AlertConfig, AlertEngine
+from tests.helpers import run_cli, write_rows
 
 Row = dict[str, Any]
 

@@ -8,14 +8,13 @@ import random
 from pathlib import Path
 from typing import Any
 
-from conftest import write_rows
-from test_app_support import scan_rounds
-from test_cli_review import Live
-
 from steptable.alerts.engine import AlertConfig, replay_spans, resumed_engine
 from steptable.app.alerting import AlertScanner
 from steptable.app.messages import AlertsFound
 from steptable.ingest import Follower
+from tests.app.helpers import scan_rounds
+from tests.cli.helpers import Live
+from tests.helpers import write_rows
 
 
 def _rows(steps: range, reward: float, seed: int) -> list[dict[str, Any]]:

@@ -12,10 +12,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import write_rows
 
 from steptable.alerts.engine import Alert, AlertConfig, AlertEngine, resumed_engine
 from steptable.ingest import Follower
+from tests.helpers import write_rows
 
 Row = dict[str, Any]
 
@@ -180,7 +180,7 @@ def test_tail_and_summary_agree_on_a_tinker_kl_logged_without_its_namespace(
 ) -> None:
     # tail fed the layout's rows (the alias filled in as optim/kl_sample_train_v1) to its alerts, summary and the
     # app the stored ones: an E in tail, "alerts 0" in summary
-    from conftest import run_cli
+    from tests.helpers import run_cli
 
     rng = random.Random(3)
     rows = [{"step": s, "progress/done_frac": s / 300, "env/all/reward/total": 0.5 + rng.gauss(0, 0.02),

@@ -5,22 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from test_app_support import (
-    ARMS,
-    HOSTILE,
-    SIZE,
-    T0,
-    ManualFollower,
-    append,
-    make_runs,
-    manual_app,
-    open_generations,
-    row,
-    screen_text,
-    sync,
-    write_generations,
-    write_rows,
-)
 from textual import events
 from textual.widgets import Static
 
@@ -35,6 +19,23 @@ from steptable.app.widgets.keys import KeyBar
 from steptable.app.widgets.panels import ChartPanel, DiagnosticsPanel, LegendPanel
 from steptable.app.widgets.status import StatusBar
 from steptable.table import render
+from tests.app.helpers import (
+    ARMS,
+    HOSTILE,
+    SIZE,
+    T0,
+    ManualFollower,
+    append,
+    make_runs,
+    manual_app,
+    open_generations,
+    row,
+    screen_text,
+    static_text,
+    sync,
+    write_generations,
+    write_rows,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -42,10 +43,6 @@ pytestmark = pytest.mark.anyio
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
-
-
-def static_text(w: Static) -> str:
-    return str(w.render())
 
 
 async def test_one_table_per_arm_same_layout(tmp_path: Path) -> None:

@@ -11,13 +11,13 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from test_app_support import ARMS, append, make_runs, manual_app, row, sync, write_rows
 
 from steptable.app import model
 from steptable.app.model import Summary, downsample, finite
 from steptable.app.widgets import panels
 from steptable.app.widgets.panels import ChartPanel, DiagnosticsPanel, _ArmPanel
 from steptable.table.formatting import to_float
+from tests.app.helpers import ARMS, append, make_runs, manual_app, row, sync, write_rows
 
 SIZE = (150, 40)
 

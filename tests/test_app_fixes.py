@@ -9,18 +9,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_app_support import T0, make_runs, manual_app, row, screen_text, sync, write_generations, write_rows
 
 from steptable.app.layouts import Layouts
 from steptable.app.model import Summary
 from steptable.app.screens.events import EventList, EventsScreen
 from steptable.app.session import Session
-from steptable.app.widgets.arm import ArmPanel, cut_middle
+from steptable.app.widgets.arm import ArmPanel
 from steptable.app.widgets.panels import ChartPanel, DiagnosticsPanel
 from steptable.app.widgets.status import Event
 from steptable.ingest import RunStore
 from steptable.ingest.files.follow import Follower, load
-from steptable.schemas import get_schema, layout
+from steptable.schemafiles.resolve import get_schema
+from steptable.schemas import layout
+from tests.app.helpers import T0, make_runs, manual_app, row, screen_text, sync, write_generations, write_rows
 
 pytestmark = pytest.mark.anyio
 
@@ -248,25 +249,6 @@ async def test_events_screen_draws_only_what_shows(tmp_path: Path) -> None:
         assert "metrics.jsonl:19999:" in screen_text(app)
         await pilot.press("escape")
         assert not isinstance(app.screen, EventsScreen)
-
-
-# ------------------------------------------------------------------------------------------ long names
-
-
-def test_cut_middle_keeps_both_ends() -> None:
-    name = "grpo_qwen2.5-7b_lr1e-6_kl0.001_t1.0_bs512_seed0"
-    assert cut_middle(name, 100) == name
-    short = cut_middle(name, 16)
-    assert len(short) == 16 and short.startswith("grpo_") and short.endswith("seed0") and "…" in short
-    from steptable.table.formatting import display_width
-
-    family = "\U0001f469\u200d\U0001f469\u200d\U0001f467\u200d\U0001f466"  # one emoji of four joined
-    for text in (family * 6, "\u2764\ufe0f" * 8 + "_seed0", "e\u0301" * 12, "\U0001f1fa\U0001f1f8" * 6):
-        for width in range(3, 14):
-            out = cut_middle(text, width)
-            # whole clusters only: within the width, no joiner or mark left dangling at either side of the cut
-            assert display_width(out) <= width and not out.startswith(("\u200d", "\ufe0f", "\u0301"))
-            assert "…\ufe0f" not in out and "…\u0301" not in out
 
 
 @pytest.mark.parametrize("size", [(160, 30), (120, 30)])

@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_app_support import make_runs, manual_app, row, screen_text, sync, write_rows
 
 from steptable.app.session import Session
 from steptable.app.themes import DEFAULT_THEME
@@ -17,6 +16,7 @@ from steptable.app.widgets.keys import KeyBar
 from steptable.app.widgets.panels import ChartPanel, DiagnosticsPanel, arm_labels
 from steptable.ingest.files.follow import load
 from steptable.table.formatting import display_width
+from tests.app.helpers import make_runs, manual_app, row, screen_text, sync, write_rows
 
 pytestmark = pytest.mark.anyio
 

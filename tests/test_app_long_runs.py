@@ -8,11 +8,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import spy_whole_copies, write_rows
 
 from steptable.app.alerting import AlertScanner
 from steptable.app.session import Session
 from steptable.ingest import Follower
+from tests.helpers import spy_whole_copies, write_rows
 
 
 def rows(start: int, stop: int, loss: float = 1.0) -> list[dict[str, Any]]:

@@ -13,19 +13,25 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fixtures_gen import write_tinker, write_verl
-from fixtures_gen_more import write_maxent_state, write_routing, write_trl_state
-from test_app import static_text
-from test_app_support import manual_app, sync
-from test_mixed_dirs7 import write_lightning, write_sb3
 
-import steptable.schemas
+import steptable.schemafiles.resolve
 from steptable import Col, StepLogger
 from steptable.app.session import Session
 from steptable.app.widgets.arm import ArmPanel
 from steptable.app.widgets.panels import ChartPanel, LegendPanel
 from steptable.ingest import Follower
-from steptable.schemas import by_schema, layout
+from steptable.schemafiles.resolve import by_schema
+from steptable.schemas import layout
+from tests.app.helpers import manual_app, static_text, sync
+from tests.trainer_logs import (
+    write_lightning,
+    write_maxent_state,
+    write_routing,
+    write_sb3,
+    write_tinker,
+    write_trl_state,
+    write_verl,
+)
 
 SIZE = (160, 44)
 
@@ -135,7 +141,7 @@ async def test_verl_and_tinker_tables_chart_legend_and_filter_each_follow_their_
 
         # a filter picks each table's own matching columns
         app.session.pattern = "entropy"
-        app._apply_columns()
+        app.apply_columns()
         await pilot.pause()
         assert [c.key for c in verl.grid.cols] == ["step", "actor/entropy"]
         assert [c.key for c in tinker.grid.cols] == ["step", "optim/entropy"]
@@ -265,13 +271,13 @@ def test_a_batch_of_runs_is_grouped_once_and_a_batch_of_rows_not_at_all(
     for i in range(12):
         write_verl(tmp_path / "sweep" / f"lr{i}.jsonl", steps=4, seed=i)
     calls: list[int] = []
-    real = steptable.schemas.by_schema
+    real = steptable.schemafiles.resolve.by_schema
 
     def counted(runs: Any, schema: Any = None, schema_of: Any = None) -> Any:
         calls.append(len(runs))
         return real(runs, schema, schema_of)
 
-    monkeypatch.setattr(steptable.schemas, "by_schema", counted)
+    monkeypatch.setattr(steptable.schemafiles.resolve, "by_schema", counted)
     stores = _stores(tmp_path)
     session = Session()
     assert session.update_all([(rid, s, None) for rid, s in stores.items()])

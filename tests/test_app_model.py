@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_app_support import HOSTILE, T0, make_runs, row, write_generations
 
 from steptable.alerts.engine import Alert
 from steptable.app.feed import Feed
@@ -29,6 +28,7 @@ from steptable.app.sidefiles import build_index, side_paths
 from steptable.app.themes import load_themes, parse_theme, theme_dirs
 from steptable.ingest import Follower, Parsed, RunStore
 from steptable.table.columns import Col
+from tests.app.helpers import HOSTILE, T0, make_runs, row, write_generations
 
 COLS = (Col("step", 4, "step"), Col("rew", 6, "rew"), Col("kl", 6, "kl"), Col("actor/pg_loss", 8, "pg_loss"))
 
@@ -293,7 +293,7 @@ def test_session_lays_out_again_when_steps_outgrow_the_step_column() -> None:
 
 def test_rich_completions_tables_are_generations(tmp_path: Path) -> None:
     """MaxEnt-GRPO's rich_completions/<table>_step_N.json ({columns, data}, bare NaN allowed) reach the viewer."""
-    from fixtures_gen_more import write_maxent_state
+    from tests.trainer_logs import write_maxent_state
 
     out = write_maxent_state(tmp_path / "maxent")
     rich = out["completions"]

@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from test_app_support import SIZE, make_runs, manual_app, sync
 
 from steptable.app.widgets.grid import StepGrid
+from tests.app.helpers import SIZE, make_runs, manual_app, sync
 
 pytestmark = pytest.mark.anyio
 

@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_app_support import make_runs, manual_app, open_generations, scan_rounds, sync, write_rows
 
 from steptable.app.alerting import AlertScanner
 from steptable.app.feed import Feed
@@ -18,6 +17,7 @@ from steptable.app.screens import generations as gen_screen
 from steptable.app.screens.generations import GenerationsScreen
 from steptable.app.sidefiles import SideIndex, build_index
 from steptable.ingest import Follower
+from tests.app.helpers import make_runs, manual_app, open_generations, scan_rounds, sync, write_rows
 
 pytestmark = pytest.mark.anyio
 

@@ -12,10 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fixtures_gen import write_tinker, write_verl
-from test_app_support import manual_app, sync
 
-import steptable.schemas
+import steptable.schemafiles.resolve
 import steptable.schemas.registry
 from steptable import Col, StepLogger
 from steptable.app.alerting import AlertScanner
@@ -24,6 +22,8 @@ from steptable.app.session import Session
 from steptable.app.widgets.arm import ArmPanel
 from steptable.app.widgets.panels import ChartPanel
 from steptable.ingest import Follower
+from tests.app.helpers import manual_app, sync
+from tests.trainer_logs import write_tinker, write_verl
 
 SIZE = (160, 44)
 COLS = [Col("step", 5, "step", "d"), Col("loss", 7, "loss", ".3f"), Col("gn", 7, "gn", ".3f")]
@@ -197,8 +197,8 @@ def test_runs_arriving_one_by_one_are_each_detected_once(tmp_path: Path, monkeyp
     for i in range(8):
         write_verl(tmp_path / "sweep" / f"lr{i}.jsonl", steps=4, seed=i)
     write_tinker(tmp_path / "tinker" / "run", steps=4)
-    detected = _count(monkeypatch, steptable.schemas, "detect")
-    looked = _count(monkeypatch, steptable.schemas.registry, "unused_files")
+    detected = _count(monkeypatch, steptable.schemafiles.resolve, "detect")
+    looked = _count(monkeypatch, steptable.schemafiles.resolve, "unused_files")
     fol = Follower([tmp_path])
     fol.scan()
     session = Session()

@@ -7,13 +7,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_app_support import SIZE, make_runs, manual_app, screen_text, sync, write_rows
 
-from steptable.app import app as app_module
 from steptable.app import run_watch
+from steptable.app import watch as app_module
 from steptable.app.messages import FeedProblem
 from steptable.app.session import Session
 from steptable.ingest.files.follow import load
+from tests.app.helpers import SIZE, make_runs, manual_app, screen_text, sync, write_rows
 
 pytestmark = pytest.mark.anyio
 

@@ -8,9 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from test_app_support import SIZE, make_runs, manual_app, sync, write_generations
-
 from steptable.app.screens.generations import GenerationsScreen
+from tests.app.helpers import SIZE, make_runs, manual_app, sync, write_generations
 
 
 def _app(root: Path, **kw: Any) -> tuple[Any, Any]:

@@ -14,10 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import run_cli
 from rich.segment import Segment
 from rich.style import Style
-from test_app_support import SIZE, make_runs, manual_app, sync
 from textual.widgets import Static
 
 from steptable.app import demo as app_demo
@@ -28,6 +26,8 @@ from steptable.app.widgets.keys import KeyBar
 from steptable.app.widgets.lines import join_line
 from steptable.app.widgets.panels import ChartPanel
 from steptable.demo import run as demo_mod
+from tests.app.helpers import SIZE, make_runs, manual_app, sync
+from tests.helpers import run_cli
 
 pytestmark = pytest.mark.anyio
 
@@ -180,7 +180,7 @@ def test_a_hang_up_ends_the_demo_with_status_0(tmp_path: Path, monkeypatch: pyte
 
 
 def test_term_ends_watch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from steptable.app import app as app_mod
+    from steptable.app import watch as app_mod
 
     app = _SignalledApp()
     monkeypatch.setattr(app_mod, "make_app", lambda paths, **kw: app)

@@ -14,24 +14,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import run_cli, write_rows
 
-from steptable.cli.main import _parser, main
-from steptable.cli.tailout import Tail
-from steptable.ingest import Follower
-
-
-class Live:
-    """``steptable tail -f`` driven by hand: write rows, then :meth:`step` prints what is new."""
-
-    def __init__(self, root: Path, argv: list[str]) -> None:
-        self.out, self.err = io.StringIO(), io.StringIO()
-        self.follower = Follower([root])
-        self.tail = Tail(_parser().parse_args(["tail", "-f", *argv, str(root)]), self.out, self.err)
-
-    def step(self) -> None:
-        self.follower.scan()
-        self.tail.emit(self.follower)
+from steptable.cli.main import main
+from tests.cli.helpers import Live
+from tests.helpers import run_cli, write_rows
 
 
 # ---------------------------------------------------------------------------------------- 2. missing paths

@@ -12,13 +12,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import run_cli, write_rows
-from fixtures_gen import write_tinker, write_verl
-from fixtures_gen_more import write_trl_state
 
 from steptable.ingest import Follower
-from steptable.schemas import by_schema, layout
+from steptable.schemafiles.resolve import by_schema
+from steptable.schemas import layout
 from steptable.summary.report import column_stats
+from tests.helpers import run_cli, write_rows
+from tests.trainer_logs import write_tinker, write_trl_state, write_verl
 
 Cap = pytest.CaptureFixture[str]
 

@@ -10,10 +10,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import run_cli, write_rows
 
 from steptable.app.session import Session
 from steptable.ingest import Follower
+from tests.helpers import run_cli, write_rows
 
 
 def _verl(path: Path, n: int = 200, step_s: float = 72.0) -> Path:
@@ -97,9 +97,8 @@ def test_no_stall_where_the_run_says_it_finished_or_nothing_tells_its_pace(tmp_p
 def test_tail_f_says_a_hang_once(tmp_path: Path) -> None:
     """tail -f that saw a run's rows arrive checks stalls by their arrival: the file's age said the same hang a
     second time ("no row for 64s" and "file untouched for 64s")."""
-    from test_cli_review import Live
-
     from steptable.alerts.engine import AlertEngine
+    from tests.cli.helpers import Live
 
     path = _verl(tmp_path / "v" / "exp.jsonl", step_s=1.0)
     _age(path, 120)

@@ -5,47 +5,23 @@ from __future__ import annotations
 
 import io
 import json
-import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import run_cli
 
-from steptable import Col, StepLogger
+from steptable import StepLogger
 from steptable.table import runinfo
-
-COLS = [Col("step", 5, "step", "d"), Col("loss", 7, "loss", ".3f")]
-
-
-def _info(run: Path, arm: str | None = None) -> dict[str, Any]:
-    data: dict[str, Any] = json.loads((run / runinfo.file_name(arm)).read_text())
-    return data
-
-
-def _run(run: Path, stop: Callable[[StepLogger], None] | None, rows: int = 5, arm: str | None = None) -> None:
-    """``rows`` rows logged inside ``with StepLogger``, then ``stop(logger)`` (raises, or not) inside the block."""
-    with StepLogger(COLS, run_dir=run, arm=arm, console=False, alerts=False) as sl:
-        for s in range(rows):
-            sl.log({"step": s, "loss": 1 / (s + 1)})
-        if stop is not None:
-            stop(sl)
-
-
-def _raise(exc: BaseException) -> Callable[[StepLogger], None]:
-    def stop(_sl: StepLogger) -> None:
-        raise exc
-
-    return stop
+from tests.helpers import run_cli
+from tests.logger.helpers import RUN_COLS, description, logged_run, raising
 
 
 def test_a_crash_inside_the_with_block_is_recorded_and_alerted(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     with pytest.raises(RuntimeError):
-        _run(tmp_path / "crash", _raise(RuntimeError("CUDA out of memory")), rows=121)
-    info = _info(tmp_path / "crash")
+        logged_run(tmp_path / "crash", raising(RuntimeError("CUDA out of memory")), rows=121)
+    info = description(tmp_path / "crash")
     assert info["end"] == "RuntimeError" and info["closed"] is not None and info["rows"] == 121
     rc, out, _ = run_cli(["summary", str(tmp_path / "crash")], capsys)
     lines = out.splitlines()
@@ -67,8 +43,8 @@ def test_ctrl_c_or_a_non_zero_exit_is_an_interruption_a_warning(
     """Someone (or a scheduler's SIGTERM) stopped the run: not a failure of it, so W, and tail --alerts-only exits 0;
     but it did not finish, which the summary and the alerts say."""
     with pytest.raises(type(stop)):
-        _run(tmp_path / "r", _raise(stop), arm="A")
-    assert _info(tmp_path / "r", "A")["end"] == "interrupted"
+        logged_run(tmp_path / "r", raising(stop), arm="A")
+    assert description(tmp_path / "r", "A")["end"] == "interrupted"
     rc, out, _ = run_cli(["summary", str(tmp_path / "r")], capsys)
     assert rc == 0 and out.splitlines()[0].endswith(", interrupted")
     assert out.splitlines()[-2:] == ["alerts 1 (1W):", "W step 4 run interrupted"]
@@ -77,11 +53,11 @@ def test_ctrl_c_or_a_non_zero_exit_is_an_interruption_a_warning(
 
 
 def _normal_description(tmp_path: Path) -> dict[str, Any]:
-    sl = StepLogger(COLS, run_dir=tmp_path / "plain", console=False, alerts=False)
+    sl = StepLogger(RUN_COLS, run_dir=tmp_path / "plain", console=False, alerts=False)
     for s in range(5):
         sl.log({"step": s, "loss": 1 / (s + 1)})
     sl.close()
-    return _info(tmp_path / "plain")
+    return description(tmp_path / "plain")
 
 
 @pytest.mark.parametrize("stop", [None, SystemExit(0), SystemExit(None), SystemExit(False)])
@@ -89,11 +65,11 @@ def test_a_normal_end_or_exit_0_reads_as_before(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], stop: BaseException | None
 ) -> None:
     if stop is None:
-        _run(tmp_path / "r", None)
+        logged_run(tmp_path / "r", None)
     else:
         with pytest.raises(SystemExit):
-            _run(tmp_path / "r", _raise(stop))
-    info = _info(tmp_path / "r")
+            logged_run(tmp_path / "r", raising(stop))
+    info = description(tmp_path / "r")
     assert "end" not in info and set(info) == set(_normal_description(tmp_path))  # the file as before the field
     rc, out, _ = run_cli(["summary", str(tmp_path / "r")], capsys)
     assert rc == 0 and out.splitlines()[0].endswith(", ended") and out.splitlines()[-1] == "alerts 0"
@@ -103,37 +79,6 @@ def test_a_normal_end_or_exit_0_reads_as_before(
     assert rc == 0 and "──" not in out
 
 
-def test_a_handler_s_close_then_exit_1_records_the_interruption(tmp_path: Path) -> None:
-    """``def on_term(s, f): sl.close(); sys.exit(1)``, run inside log() (a value read calls it) or between rows: the
-    run was closed as ended, and the exit that left the ``with`` block then marks it interrupted."""
-
-    class Synced:
-        def item(self) -> float:
-            sl.close()
-            sys.exit(1)
-
-    with pytest.raises(SystemExit), StepLogger(COLS, run_dir=tmp_path / "a", console=False, alerts=False) as sl:
-        sl.log({"step": 0, "loss": 0.5})
-        sl.log({"step": 1, "loss": Synced()})
-    info = _info(tmp_path / "a")
-    assert info["end"] == "interrupted" and info["closed"] is not None and (tmp_path / "a" / "table.txt").exists()
-
-    def between_rows(sl: StepLogger) -> None:
-        sl.close()
-        sys.exit(1)
-
-    with pytest.raises(SystemExit):
-        _run(tmp_path / "b", between_rows)
-    assert _info(tmp_path / "b")["end"] == "interrupted"
-
-
-def test_the_end_of_run_dump_says_how_the_run_ended(tmp_path: Path, captured: list[str]) -> None:
-    with pytest.raises(ValueError), StepLogger(COLS, run_dir=tmp_path, arm="A", alerts=False) as sl:
-        sl.log({"step": 0, "loss": 0.5})
-        raise ValueError("bad batch")
-    assert "end of run: 1 rows, arm A, ended with ValueError" in "".join(captured)
-
-
 def test_an_older_description_without_the_field_reads_as_before(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -141,9 +86,9 @@ def test_an_older_description_without_the_field_reads_as_before(
     reader (the version is unchanged, and parse() accepts it whole); an ``end`` that is not a type name is ignored,
     never the file."""
     with pytest.raises(RuntimeError):
-        _run(tmp_path / "r", _raise(RuntimeError()))
+        logged_run(tmp_path / "r", raising(RuntimeError()))
     path = tmp_path / "r" / "steptable.json"
-    new = _info(tmp_path / "r")
+    new = description(tmp_path / "r")
     assert new["end"] == "RuntimeError"
     parsed = runinfo.parse(path.read_bytes(), tmp_path / "r" / "metrics.jsonl")
     assert parsed is not None and parsed["steptable"] == 1 and runinfo.columns(parsed) is not None
@@ -165,7 +110,7 @@ def test_tail_f_says_the_end_once_when_the_run_dies_while_followed(tmp_path: Pat
     from steptable.ingest import Follower
 
     run = tmp_path / "r"
-    sl = StepLogger(COLS, run_dir=run, console=False, alerts=False)
+    sl = StepLogger(RUN_COLS, run_dir=run, console=False, alerts=False)
     sl.log({"step": 0, "loss": 0.5})
     follower = Follower([tmp_path])
     tails = {fmt: (Tail(_parser().parse_args(["tail", "-f", *fmt.split(), str(tmp_path)]), io.StringIO(),
@@ -187,33 +132,15 @@ def test_tail_f_says_the_end_once_when_the_run_dies_while_followed(tmp_path: Pat
     assert text[-1].startswith("──") and text[-2].split() == ["1", "0.250"]  # under the run's last row
 
 
-def test_how_a_with_block_ended_is_named_plainly() -> None:
-    class 显存不足(RuntimeError):
-        pass
-
-    class interrupted(Exception):  # a user's exception must not read as an interruption
-        pass
-
-    def closed_generator() -> BaseException:
-        try:
-            raise GeneratorExit
-        except GeneratorExit as e:
-            return e
-
-    got = [runinfo.end_of(e) for e in (None, 显存不足(), interrupted(), closed_generator(), SystemExit(2), OSError())]
-    assert got == [None, "RuntimeError", "Exception", None, "interrupted", "OSError"]
-
-
 def test_the_watch_app_says_how_a_run_ended_and_alerts_a_crash(tmp_path: Path) -> None:
-    from test_app_support import scan_rounds
-
     from steptable.app.alerting import AlertScanner
     from steptable.app.messages import AlertsFound
     from steptable.ingest import Follower
+    from tests.app.helpers import scan_rounds
 
     with pytest.raises(RuntimeError):
-        _run(tmp_path / "crash", _raise(RuntimeError("CUDA out of memory")), rows=12)
-    _run(tmp_path / "ok", None, rows=12)
+        logged_run(tmp_path / "crash", raising(RuntimeError("CUDA out of memory")), rows=12)
+    logged_run(tmp_path / "ok", None, rows=12)
     f = Follower([tmp_path])
     f.scan()
     posted: list[Any] = []
@@ -225,13 +152,12 @@ def test_the_watch_app_says_how_a_run_ended_and_alerts_a_crash(tmp_path: Path) -
 @pytest.mark.anyio
 @pytest.mark.parametrize("anyio_backend", ["asyncio"])
 async def test_an_arms_title_says_how_its_run_ended(tmp_path: Path) -> None:
-    from test_app_support import manual_app, sync
-
     from steptable.app.widgets.arm import ArmPanel
+    from tests.app.helpers import manual_app, sync
 
     with pytest.raises(RuntimeError):
-        _run(tmp_path / "crash", _raise(RuntimeError("CUDA out of memory")), rows=12, arm="crash")
-    _run(tmp_path / "ok", None, rows=12, arm="ok")
+        logged_run(tmp_path / "crash", raising(RuntimeError("CUDA out of memory")), rows=12, arm="crash")
+    logged_run(tmp_path / "ok", None, rows=12, arm="ok")
     app, follower, _ = manual_app(tmp_path)
     async with app.run_test(size=(160, 40)) as pilot:
         await sync(pilot, follower)

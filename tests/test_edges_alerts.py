@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import grpo_row, store_of, write_rows
 
 from steptable.alerts.engine import (
     Alert,
@@ -27,6 +26,7 @@ from steptable.alerts.engine import (
 from steptable.alerts.replaced import read_replaced
 from steptable.ingest import Follower, RunStore
 from steptable.table import runinfo
+from tests.helpers import grpo_row, store_of, write_rows
 
 
 def _frac(rng: random.Random, p: float, n: int = 1024) -> list[int]:

@@ -5,18 +5,9 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Sequence
 
-from steptable.alerts.engine import Alert, AlertConfig, AlertEngine, replay_spans
-
-Series = list[tuple[int, float]]
-
-
-def lines(key: str, xs: Sequence[float], config: AlertConfig | None = None) -> list[str]:
-    """The alert lines of ``xs`` fed as ``key`` at steps 0, 1, ... (the flat detector off unless configured)."""
-    eng = AlertEngine(config if config is not None else AlertConfig(flat_rows=0))
-    return [a.line() for i, x in enumerate(xs) for a in eng.update(i, {key: x})]
-
+from steptable.alerts.engine import AlertConfig
+from tests.alerts.helpers import lines, resumed
 
 # ------------------------------------------------------------------------------------------------- reward collapse
 
@@ -138,36 +129,13 @@ def test_a_jump_of_eight_resolution_steps_over_a_still_loss_is_a_spike() -> None
     assert lines("loss", xs) == ["W step 100 loss spike .001 (z=16 vs median .0002 over 50)"]
 
 
-# ----------------------------------------------------------------------------------------------------------- resume
-
-
-def _resumed(key: str, crashed: Series, kept: Series, new: Series) -> tuple[list[str], list[str]]:
-    """The alert lines after a resume at ``new``'s first step: from an engine that replayed ``kept`` (the rows
-    before it, bounded as a live reader does) and took the run-long values of the engine that read ``crashed``
-    (kept, then the rows the resume replaced); and from one engine fed ``kept`` then ``new`` straight."""
-    at = new[0][0]
-    old = AlertEngine(AlertConfig(flat_rows=0))
-    for s, x in crashed:
-        old.update(s, {key: x})
-    eng = AlertEngine(AlertConfig(flat_rows=0))
-    for a, b in replay_spans(len(kept), eng.config):
-        for s, x in kept[a:b]:
-            eng.update(s, {key: x})
-    eng.carry(old, at)
-    eng.resumed()
-    got: list[Alert] = [a for s, x in new for a in eng.update(s, {key: x})]
-    ref = AlertEngine(AlertConfig(flat_rows=0))
-    want = [a for s, x in kept + new for a in ref.update(s, {key: x}) if a.step >= at]
-    return [a.line() for a in got], [a.line() for a in want]
-
-
 def test_a_nan_in_the_replaced_rows_does_not_shorten_the_finite_run_after_a_resume() -> None:
     # the crashed run hit NaN at step 400; the resume from 300 never did: its NaN at 550 is after 550 finite steps
     rng = random.Random(11)
     kept = [(s, rng.gauss(0.7, 0.05)) for s in range(300)]
     crashed = kept + [(s, math.nan if s == 400 else rng.gauss(0.7, 0.05)) for s in range(300, 450)]
     new = [(s, math.nan if s == 550 else rng.gauss(0.7, 0.05)) for s in range(300, 600)]
-    got, want = _resumed("loss", crashed, kept, new)
+    got, want = resumed("loss", crashed, kept, new)
     assert got == want == ["E step 550 loss non-finite (nan) after 550 finite steps"]
 
 
@@ -178,7 +146,7 @@ def test_a_negative_floor_of_the_replaced_rows_is_not_carried() -> None:
     kept = [(s, rng.gauss(0.6, 0.05)) for s in range(300)]
     crashed = kept + [(s, -1.0 if s >= 330 else rng.gauss(0.6, 0.05)) for s in range(300, 500)]
     new = [(s, rng.gauss(0.6, 0.05) if s < 450 else abs(rng.gauss(0.0, 0.01))) for s in range(300, 500)]
-    got, want = _resumed("reward", crashed, kept, new)
+    got, want = resumed("reward", crashed, kept, new)
     assert got == want
     assert got[0].startswith("E step 45") and "collapse to floor" in got[0]
 
@@ -194,7 +162,7 @@ def test_a_penalty_floor_seen_before_the_resume_survives_it() -> None:
     kept = [(s, early(s)) for s in range(300)]
     crashed = kept + [(s, -1.0 if 330 <= s < 360 else rng.gauss(0.6, 0.03)) for s in range(300, 450)]
     new = [(s, rng.gauss(0.6, 0.03) if s < 450 else abs(rng.gauss(0.0, 0.01))) for s in range(300, 500)]
-    got, want = _resumed("reward", crashed, kept, new)
+    got, want = resumed("reward", crashed, kept, new)
     assert got == want
     assert got[0].startswith("W step 45") and "floor" not in got[0]
 

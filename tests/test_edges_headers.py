@@ -6,10 +6,10 @@ import csv
 from pathlib import Path
 
 import pytest
-from conftest import run_cli, write_rows
 
 from steptable.schemas.headers import MAX_HEADER, clean, look, short_header, short_headers
 from steptable.table.formatting import display_width
+from tests.helpers import run_cli, write_rows
 
 
 def test_a_key_of_slashes_only_shows_its_own_text() -> None:

@@ -11,13 +11,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import grpo_row, run_cli, store_of, write_rows
-from fixtures_gen_more import _r, _state
 
 from steptable.alerts.engine import scan
 from steptable.alerts.replaced import read_replaced, replaced_alerts
 from steptable.ingest import Follower, RunStore
 from steptable.summary.report import summarize
+from tests.helpers import grpo_row, run_cli, store_of, write_rows
+from tests.trainer_logs import trainer_state
 
 # --- the rows a resume replaces ---------------------------------------------------------------------------------
 
@@ -235,19 +235,19 @@ def _write_trl(d: Path, steps: int, every: int, held: float | None = None) -> No
     rng = random.Random(4)
     hist: list[dict[str, Any]] = []
     for step in range(1, steps + 1):
-        acc = _r(0.2 + 0.01 * step + rng.uniform(-0.02, 0.02), 4)
-        hist.append({"step": step, "loss": _r(rng.uniform(-0.01, 0.01), 5), "reward": _r(acc + 0.5, 4),
-                     "kl": _r(0.0004 * step, 6), "entropy": _r(0.7 - 0.002 * step + rng.uniform(0, 0.01), 4),
-                     "learning_rate": 1e-6, "grad_norm": _r(rng.uniform(0.05, 0.3), 4),
-                     "completions/mean_length": _r(300 + 8 * step + rng.uniform(0, 5), 2),
-                     "epoch": _r(step / steps, 4)})
+        acc = round(0.2 + 0.01 * step + rng.uniform(-0.02, 0.02), 4)
+        hist.append({"step": step, "loss": round(rng.uniform(-0.01, 0.01), 5), "reward": round(acc + 0.5, 4),
+                     "kl": round(0.0004 * step, 6), "entropy": round(0.7 - 0.002 * step + rng.uniform(0, 0.01), 4),
+                     "learning_rate": 1e-6, "grad_norm": round(rng.uniform(0.05, 0.3), 4),
+                     "completions/mean_length": round(300 + 8 * step + rng.uniform(0, 5), 2),
+                     "epoch": round(step / steps, 4)})
         if step % every == 0:
-            hist.append({"step": step, "epoch": _r(step / steps, 4), "eval_loss": _r(rng.uniform(-0.01, 0.01), 5),
-                         "eval_reward": held if held is not None else _r(acc + 0.45 + rng.uniform(0, 0.05), 4),
-                         "eval_kl": _r(0.0004 * step, 6), "eval_entropy": _r(0.7 - 0.002 * step, 4)})
+            hist.append({"step": step, "epoch": round(step / steps, 4), "eval_loss": round(rng.uniform(-0.01, 0.01), 5),
+                         "eval_reward": held if held is not None else round(acc + 0.45 + rng.uniform(0, 0.05), 4),
+                         "eval_kl": round(0.0004 * step, 6), "eval_entropy": round(0.7 - 0.002 * step, 4)})
     p = d / f"checkpoint-{steps}" / "trainer_state.json"
     p.parent.mkdir(parents=True)
-    p.write_text(json.dumps(_state(hist, steps, {"epoch": 1.0, "eval_steps": every})))
+    p.write_text(json.dumps(trainer_state(hist, steps, {"epoch": 1.0, "eval_steps": every})))
 
 
 def _summary(d: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, list[str]]:

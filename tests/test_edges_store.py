@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import io
 import json
-import math
 import os
 import random
 import time
@@ -14,28 +13,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import run_cli, write_rows
 
 from steptable.alerts.replaced import read_replaced
 from steptable.cli.main import _parser
 from steptable.cli.tailout import Tail
-from steptable.ingest import Follower, RunStore
-from steptable.ingest.parsed import Parsed
+from steptable.ingest import Follower
+from tests.helpers import grpo_rows, run_cli, write_rows
 
 NAN = float("nan")
-
-
-def grpo(steps: range, seed: int = 0, step_key: str = "step") -> list[dict[str, Any]]:
-    rng = random.Random(seed)
-    return [{step_key: s, "loss": 0.8 - 0.001 * s + rng.gauss(0, 0.03), "reward": 0.2 + 0.002 * s + rng.gauss(0, 0.05),
-             "kl": abs(rng.gauss(0.01, 0.003)), "grad_norm": abs(rng.gauss(1.0, 0.2))} for s in steps]
-
-
-def only_store(root: Path) -> tuple[Follower, RunStore]:
-    fol = Follower([root], on_resume=read_replaced)
-    fol.scan()
-    (store,) = fol.stores.values()
-    return fol, store
 
 
 class Watch:
@@ -68,7 +53,7 @@ def test_tail_f_prints_a_late_row_once_and_with_its_step(tmp_path: Path, step_ke
     """Two ranks' rows out of step: a row that lands before rows already printed is printed when it arrives (not a
     read later), not again with the next new rows, and names its step also when the file counts in ``_step``."""
     path = tmp_path / "run" / "metrics.jsonl"
-    rows = grpo(range(6), step_key=step_key)
+    rows = grpo_rows(range(6), step_key=step_key)
     write_rows(path, [rows[0], rows[2]])
     watch = Watch(tmp_path)
     assert [r["step"] for r in watch.records()] == [0, 2]
@@ -86,7 +71,7 @@ def test_tail_f_prints_the_last_row_again_when_its_eval_line_lands_in_the_next_r
     """tinker's eval line for the newest step, written after the read that printed the step's train row: the row
     is printed again with the eval score (an agent watching for a drop in eval accuracy must see it)."""
     path = tmp_path / "run" / "metrics.jsonl"
-    write_rows(path, grpo(range(3)))
+    write_rows(path, grpo_rows(range(3)))
     watch = Watch(tmp_path)
     assert [r["step"] for r in watch.records()] == [0, 1, 2]
     write_rows(path, [{"step": 2, "eval/acc": 0.41}])
@@ -113,14 +98,14 @@ def test_tail_f_of_a_run_restarted_between_reads_says_resumed_and_keeps_one_row_
     """A GRPO run crashes after step 9 and restarts from its step-5 checkpoint, read by a later poll: the watch
     says so, and the run's rows are steps 0-15 once each (not 0-9 followed by 5-15)."""
     path = tmp_path / "run" / "metrics.jsonl"
-    write_rows(path, grpo(range(10)))
+    write_rows(path, grpo_rows(range(10)))
     watch = Watch(tmp_path, fmt="text")
     watch.poll()
-    write_rows(path, grpo(range(5, 16), seed=1))
+    write_rows(path, grpo_rows(range(5, 16), seed=1))
     assert "resumed at step 5" in watch.poll()
     (store,) = watch.fol.stores.values()
     assert list(store.steps) == list(range(16)) and store.resumes == [5]
-    assert store.value(5, "loss") == pytest.approx(grpo(range(5, 16), seed=1)[0]["loss"])
+    assert store.value(5, "loss") == pytest.approx(grpo_rows(range(5, 16), seed=1)[0]["loss"])
 
 
 # --- summary ------------------------------------------------------------------------------------------------------
@@ -135,7 +120,7 @@ def summary(root: Path, capsys: pytest.CaptureFixture[str], *more: str) -> str:
 def test_summary_does_not_list_the_files_own_step_counter_as_a_metric(tmp_path: Path,
                                                                       capsys: pytest.CaptureFixture[str]) -> None:
     """A file counting in ``iteration``: its steps are the header's range, not a metric row of their own."""
-    write_rows(tmp_path / "run" / "metrics.jsonl", grpo(range(20), step_key="iteration"))
+    write_rows(tmp_path / "run" / "metrics.jsonl", grpo_rows(range(20), step_key="iteration"))
     out = summary(tmp_path, capsys)
     heads = [line.split()[0] for line in out.splitlines()[2:]]
     assert "steps 0-19" in out and heads[:3] == ["loss", "reward", "kl"] and heads[4] == "alerts", out
@@ -145,7 +130,7 @@ def test_summary_reads_a_nan_loss_in_a_column_that_once_held_text(tmp_path: Path
                                                                   capsys: pytest.CaptureFixture[str]) -> None:
     """A trainer that wrote "skipped" for the loss of one step: the column holds text as well, and a NaN loss 20
     steps later is still an error (not "alerts 0"); a text column asked for by name shows its value."""
-    rows = grpo(range(40))
+    rows = grpo_rows(range(40))
     rows[10]["loss"] = "skipped"
     rows[30]["loss"] = NAN
     for r in rows:
@@ -161,10 +146,10 @@ def test_summary_of_a_restart_over_a_nan_loss_in_a_column_that_once_held_text_sa
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """The rows a resume replaced are read again for their alerts: the NaN loss that made someone restart the run
     from step 25 is said, whatever else the loss column held."""
-    rows = grpo(range(40))
+    rows = grpo_rows(range(40))
     rows[10]["loss"] = "skipped"
     rows[30]["loss"] = NAN
-    write_rows(tmp_path / "run" / "metrics.jsonl", [*rows, *grpo(range(25, 45), seed=1)])
+    write_rows(tmp_path / "run" / "metrics.jsonl", [*rows, *grpo_rows(range(25, 45), seed=1)])
     out = summary(tmp_path, capsys)
     assert "resumed 25" in out and "step 30 loss non-finite (nan)" in out and "resume at step 25 replaced" in out, out
 
@@ -175,7 +160,7 @@ def test_summary_of_a_run_restarted_over_and_over_lists_the_first_100_restarts_a
     100 (and the live one), a bounded list rather than one line per restart."""
     rows: list[dict[str, Any]] = []
     for k in range(120):
-        rows += [{**r, "loss": NAN if r["step"] == 5 else r["loss"]} for r in grpo(range(8), seed=k)]
+        rows += [{**r, "loss": NAN if r["step"] == 5 else r["loss"]} for r in grpo_rows(range(8), seed=k)]
     write_rows(tmp_path / "run" / "metrics.jsonl", rows)
     out = summary(tmp_path, capsys)
     assert "alerts 101 (101E)" in out, out.splitlines()[:6]
@@ -192,110 +177,3 @@ def test_summary_of_a_clockless_run_left_alone_for_hours_says_it_stalled(tmp_pat
     os.utime(path, (t, t))
     out = summary(tmp_path, capsys)
     assert "stalled" in out and "alerts 1 (1W)" in out, out
-
-
-def test_the_key_cap_notice_names_the_file_not_a_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The cap on distinct keys is the file's, not a line's: its notice reads ``path: more than ...`` (a line number
-    would point at a line that is not the one that crossed it)."""
-    from steptable.ingest import store, table
-
-    monkeypatch.setattr(table, "MAX_KEYS", 50)
-    monkeypatch.setattr(store, "MAX_KEYS", 50)
-    path = tmp_path / "run" / "metrics.jsonl"
-    write_rows(path, [{"step": i, "loss": 0.5, f"sample/{i}": 1.0} for i in range(100)])
-    fol, _ = only_store(tmp_path)
-    assert len(fol.errors) == 1 and fol.errors[0].startswith(f"{path}: more than 50 distinct keys"), fol.errors
-
-
-# --- the Follower's stores (what the app and summary read) ---------------------------------------------------------
-
-
-@pytest.mark.parametrize(("arm", "why"), [("", "empty"), (3, "not a name")])
-def test_an_arm_cell_that_is_not_a_name_leaves_the_directorys(tmp_path: Path, arm: Any, why: str) -> None:
-    """A row's own "arm" names the run's arm only when it is a non-empty string; else the directory names it."""
-    write_rows(tmp_path / "seed0" / "metrics.jsonl", [{**r, "arm": arm} for r in grpo(range(3))])
-    _, store = only_store(tmp_path)
-    assert store.arm == "seed0", why
-
-
-def test_bad_lines_keep_the_first_1000_and_the_newest_100(tmp_path: Path) -> None:
-    """A file of 1,001 unreadable lines: the app lists the first 1,000, the newest 100 and the count of all."""
-    path = tmp_path / "run" / "metrics.jsonl"
-    path.parent.mkdir()
-    path.write_text("{not json\n" * 1001 + json.dumps({"step": 0, "loss": 1.0}) + "\n")
-    _, store = only_store(tmp_path)
-    kept, newest, total = store.bad_lines()
-    assert total == 1001 and [b.lineno for b in (kept[0], kept[-1])] == [1, 1000] and len(kept) == 1000
-    assert len(newest) == 100 and [b.lineno for b in (newest[0], newest[-1])] == [902, 1001]
-
-
-def test_a_relaunch_logging_half_the_metrics_is_a_resume(tmp_path: Path) -> None:
-    """The crashed run logged 8 metrics; the relaunch from the step-5 checkpoint logs 4 of them (diagnostics
-    off): it measures again all its own, so it is a resume, and the crashed run's rows 6-7 go."""
-    path = tmp_path / "run" / "metrics.jsonl"
-    rng = random.Random(5)
-    extra = ("entropy", "clip_frac", "response_len", "lr")
-    write_rows(path, [{**r, **{k: rng.random() for k in extra}} for r in grpo(range(8))])
-    write_rows(path, grpo(range(5, 6), seed=9))
-    _, store = only_store(tmp_path)
-    assert store.resumes == [5] and list(store.steps) == list(range(6))
-
-
-def test_a_relaunch_with_diagnostics_added_is_a_resume(tmp_path: Path) -> None:
-    """The crashed run logged loss, reward, kl; the relaunch from step 5 logs loss, reward and 5 new diagnostics:
-    it measures again 2 of the 3 the old row held (more than half), so it is a resume, not an eval to merge."""
-    path = tmp_path / "run" / "metrics.jsonl"
-    write_rows(path, [{k: r[k] for k in ("step", "loss", "reward", "kl")} for r in grpo(range(8))])
-    rng = random.Random(6)
-    write_rows(path, [{"step": 5, "loss": 0.7, "reward": 0.3, **{f"diag/{k}": rng.random() for k in "abcde"}}])
-    _, store = only_store(tmp_path)
-    assert store.resumes == [5] and list(store.steps) == list(range(6)) and store.value(5, "loss") == 0.7
-
-
-def test_a_late_row_repeating_half_the_stored_rows_metrics_among_new_ones_is_merged(tmp_path: Path) -> None:
-    """A late row at step 5 (after step 7's) with 2 of the row's 4 metrics and 3 eval scores: not half of its own
-    keys, not more than half of the row's: an evaluation filling the row in, not a restart dropping steps 6-7."""
-    path = tmp_path / "run" / "metrics.jsonl"
-    rows = grpo(range(8))
-    write_rows(path, rows)
-    write_rows(path, [{"step": 5, "loss": 0.1, "reward": 0.9, "eval/acc": 0.4, "eval/len": 312.0, "eval/kl": 0.02}])
-    _, store = only_store(tmp_path)
-    assert store.resumes == [] and list(store.steps) == list(range(8))
-    assert store.value(5, "eval/acc") == 0.4 and store.value(5, "loss") == pytest.approx(rows[5]["loss"])
-
-
-def test_an_edit_changes_the_mark_the_app_redraws_by(tmp_path: Path) -> None:
-    """The app's grid keeps rows it drew until the store's change mark moves: a late row merged in must move it."""
-    from steptable.app.model import change_mark
-
-    path = tmp_path / "run" / "metrics.jsonl"
-    write_rows(path, grpo(range(5)))
-    fol, store = only_store(tmp_path)
-    before = change_mark(store)
-    write_rows(path, [{"step": 2, "eval/acc": 0.5}])
-    fol.scan()
-    assert change_mark(store) != before and store.value(2, "eval/acc") == 0.5
-
-
-def test_a_crash_late_in_a_long_run_is_read_from_the_rows_the_resume_replaced() -> None:
-    """The rows a resume replaced may be read for more the longer the run (a fiftieth of its rows on top, not less):
-    a NaN loss 1M steps into a run, restarted from 10 steps before it, is still said. (The first 1M rows are bare:
-    what they hold does not matter here, and bare rows keep the test fast.)"""
-    n = 1_000_000
-    store = RunStore("run", "/nonexistent/metrics.jsonl", on_resume=read_replaced)
-    store.add(Parsed(steps=range(n), cols={}), now=math.nan)
-    tail = [{"step": s, "loss": NAN if s == n + 10 else 0.5 + 0.01 * (s % 3)} for s in range(n, n + 20)]
-    store.add(Parsed(steps=[r["step"] for r in tail], rows=tail), now=math.nan)
-    store.add(Parsed(steps=[n], rows=[{"step": n, "loss": 0.5}]), now=math.nan)
-    assert store.resumes == [n]
-    assert [(a.step, a.column, a.level) for a in store.replaced] == [(n + 10, "loss", "E")]
-
-
-def test_a_store_that_takes_a_deleted_runs_place_goes_past_its_generation_and_version() -> None:
-    """The Follower hands the new store of a run whose file was deleted and written again the old one's generation
-    and version: it goes past both, so a reader that knows the run by its id starts it over."""
-    old = RunStore("run", "/nonexistent/metrics.jsonl", on_resume=read_replaced)
-    old.reset()
-    new = RunStore("run", "/nonexistent/metrics.jsonl", on_resume=read_replaced)
-    new.succeed(old.generation, old.version)
-    assert new.generation > old.generation and new.version > old.version

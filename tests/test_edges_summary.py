@@ -9,12 +9,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import FakeRun, run_cli, write_rows
 
 from steptable.ingest import Follower
 from steptable.summary.keycols import lead_columns
 from steptable.summary.report import rate_text, run_label, summarize
 from steptable.summary.trend import trend_pct
+from tests.helpers import FakeRun, run_cli, write_rows
 
 NOW = 1_700_100_000.0
 
@@ -71,32 +71,33 @@ def test_eval_score_held_at_one_value_is_shown_but_eval_set_size_is_not(
 
 def _write_trl_grpo(d: Path, steps: int = 40, every: int = 5) -> None:
     """A TRL GRPO trainer_state.json: at evaluation the clip ratios are 0 by construction (no old policy)."""
-    from fixtures_gen_more import _r, _state
+    from tests.trainer_logs import trainer_state
 
     rng = random.Random(4)
     hist: list[dict[str, Any]] = []
     for step in range(1, steps + 1):
-        acc = _r(0.2 + 0.01 * step + rng.uniform(-0.02, 0.02), 4)
-        hist.append({"step": step, "loss": _r(rng.uniform(-0.01, 0.01), 5), "reward": _r(acc + 0.5, 4),
-                     "reward_std": _r(0.4 + rng.uniform(-0.05, 0.05), 4), "kl": _r(0.0004 * step, 6),
-                     "entropy": _r(0.7 - 0.002 * step + rng.uniform(0, 0.01), 4), "learning_rate": 1e-6,
-                     "grad_norm": _r(rng.uniform(0.05, 0.3), 4), "completions/mean_length": _r(300 + 8 * step, 2),
-                     "completions/mean_terminated_length": _r(280 + 8 * step, 2), "num_tokens": 40960.0 * step,
-                     "frac_reward_zero_std": _r(0.25 + rng.uniform(-0.1, 0.1), 4), "epoch": _r(step / steps, 4),
-                     "completions/clipped_ratio": _r(0.1 - 0.001 * step + rng.uniform(0, 0.01), 4),
+        acc = round(0.2 + 0.01 * step + rng.uniform(-0.02, 0.02), 4)
+        hist.append({"step": step, "loss": round(rng.uniform(-0.01, 0.01), 5), "reward": round(acc + 0.5, 4),
+                     "reward_std": round(0.4 + rng.uniform(-0.05, 0.05), 4), "kl": round(0.0004 * step, 6),
+                     "entropy": round(0.7 - 0.002 * step + rng.uniform(0, 0.01), 4), "learning_rate": 1e-6,
+                     "grad_norm": round(rng.uniform(0.05, 0.3), 4), "completions/mean_length": round(300 + 8 * step, 2),
+                     "completions/mean_terminated_length": round(280 + 8 * step, 2), "num_tokens": 40960.0 * step,
+                     "frac_reward_zero_std": round(0.25 + rng.uniform(-0.1, 0.1), 4), "epoch": round(step / steps, 4),
+                     "completions/clipped_ratio": round(0.1 - 0.001 * step + rng.uniform(0, 0.01), 4),
                      "rewards/accuracy_reward/mean": acc, **{f"clip_ratio/{k}": 0.0 for k in _CLIPS}})
         if step % every == 0:
-            hist.append({"step": step, "epoch": _r(step / steps, 4), "eval_loss": _r(rng.uniform(-0.01, 0.01), 5),
-                         "eval_reward": _r(acc + 0.45 + rng.uniform(0, 0.05), 4),
-                         "eval_reward_std": _r(0.4 + rng.uniform(-0.05, 0.05), 4),
-                         "eval_rewards/accuracy_reward/mean": _r(acc + rng.uniform(0, 0.05), 4),
-                         "eval_completions/mean_length": _r(300 + 8 * step, 2), "eval_completions/clipped_ratio": 0.0,
-                         "eval_kl": _r(0.0004 * step, 6), "eval_entropy": _r(0.7 - 0.002 * step, 4),
-                         "eval_runtime": _r(12.5 + rng.uniform(0, 1), 3), "eval_samples_per_second": 10.24,
+            hist.append({"step": step, "epoch": round(step / steps, 4), "eval_loss": round(rng.uniform(-0.01, 0.01), 5),
+                         "eval_reward": round(acc + 0.45 + rng.uniform(0, 0.05), 4),
+                         "eval_reward_std": round(0.4 + rng.uniform(-0.05, 0.05), 4),
+                         "eval_rewards/accuracy_reward/mean": round(acc + rng.uniform(0, 0.05), 4),
+                         "eval_completions/mean_length": round(300 + 8 * step, 2),
+                         "eval_completions/clipped_ratio": 0.0,
+                         "eval_kl": round(0.0004 * step, 6), "eval_entropy": round(0.7 - 0.002 * step, 4),
+                         "eval_runtime": round(12.5 + rng.uniform(0, 1), 3), "eval_samples_per_second": 10.24,
                          **{f"eval_clip_ratio/{k}": 0.0 for k in _CLIPS}})
     p = d / f"checkpoint-{steps}" / "trainer_state.json"
     p.parent.mkdir(parents=True)
-    p.write_text(json.dumps(_state(hist, steps, {"epoch": 1.0, "eval_steps": every})))
+    p.write_text(json.dumps(trainer_state(hist, steps, {"epoch": 1.0, "eval_steps": every})))
 
 
 _CLIPS = ("low_mean", "low_min", "high_mean", "high_max", "region_mean")

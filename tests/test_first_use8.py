@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import run_cli, write_rows
+
+from tests.helpers import run_cli, write_rows
 
 
 @pytest.fixture
@@ -62,7 +63,7 @@ class _LeftReader(io.StringIO):
 def test_a_broken_pipe_keeps_the_status_of_a_columns_typo(tmp_path: Path) -> None:
     # `tail --columns 'zz*' | head -1` exited 0: a `set -o pipefail` script missed the typo (2 without the pipe)
     from steptable.cli.main import _parser
-    from steptable.cli.tail import run_tail
+    from steptable.cli.tail import run as run_tail
 
     write_rows(tmp_path / "r" / "metrics.jsonl", [{"step": i, "loss": 1.0} for i in range(50)])
     args = _parser().parse_args(["tail", str(tmp_path), "--columns", "zz*", "-n", "50"])

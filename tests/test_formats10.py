@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import run_cli
+
+from tests.helpers import run_cli
 
 NAN = float("nan")
 
@@ -182,24 +183,6 @@ def test_an_sft_run_beside_grpo_and_dpo_runs_gets_its_own_layout(
     assert rc == 0 and set(blocks) == {"a-dpo", "b-grpo", "c-sft"}
     for name, (head, row) in blocks.items():
         assert "nan" not in row.split(), (name, head, row)
-
-
-def test_a_late_nan_row_read_alone_is_no_resume(tmp_path: Path) -> None:
-    """A bare NaN reaches the store as its quoted sentinel when a chunk's keys are all known: the live reader took
-    a late {"step": 6, "loss": NaN} for a resume and dropped steps 7-9, which a fresh read keeps."""
-    from steptable.ingest import Follower, load
-
-    f = tmp_path / "run" / "metrics.jsonl"
-    f.parent.mkdir()
-    f.write_text("".join(json.dumps({"step": s, "loss": 1 / (s + 1), "reward": 0.1 * s}) + "\n" for s in range(10)))
-    follower = Follower([tmp_path / "run"])
-    follower.scan()
-    with open(f, "a") as fh:
-        fh.write(json.dumps({"step": 6, "loss": NAN}) + "\n")
-    follower.scan()
-    live = next(iter(follower.stores.values()))
-    fresh = next(iter(load(tmp_path / "run").values()))
-    assert list(live.steps) == list(fresh.steps) == list(range(10)) and live.resumes == fresh.resumes == []
 
 
 def test_a_users_schema_over_trl_keeps_the_trainers_apart(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

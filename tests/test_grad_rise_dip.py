@@ -10,9 +10,9 @@ from __future__ import annotations
 import random
 
 import pytest
-from test_edges_detectors import _resumed, lines
 
 from steptable.alerts.engine import AlertConfig, AlertEngine
+from tests.alerts.helpers import lines, resumed
 
 
 def _dipped(seed: int, dip: int, after: list[float] | None = None) -> list[float]:
@@ -67,7 +67,7 @@ def test_a_resume_after_a_dip_carries_the_level_before_it() -> None:
     kept = list(enumerate(xs[:3000]))
     crashed = kept + [(s, 1.0) for s in range(3000, 3100)]
     new = [(s, x) for s, x in enumerate(xs[3000:], start=3000)]
-    got, want = _resumed("grad_norm", crashed, kept, new)
+    got, want = resumed("grad_norm", crashed, kept, new)
     assert got == want
     assert not [line for line in got if "rise" in line]
 
@@ -79,7 +79,7 @@ def test_a_resume_carries_the_level_before_the_low_with_the_low() -> None:
     kept = list(enumerate(xs[:3040]))
     crashed = kept + [(s, 1.5) for s in range(3040, 3100)]
     new = [(s, x) for s, x in enumerate(xs[3040:], start=3040)]
-    got, want = _resumed("grad_norm", crashed, kept, new)
+    got, want = resumed("grad_norm", crashed, kept, new)
     assert got == want
     assert [line for line in got if "rise" in line]
 
@@ -134,6 +134,6 @@ def test_a_resume_whose_replay_begins_inside_a_dip_says_what_one_engine_says(sta
         xs = [level(s) for s in range(600)]
         kept = list(enumerate(xs[:300]))
         crashed = kept + [(s, level(s)) for s in range(300, 400)]
-        got, want = _resumed("grad_norm", crashed, kept, list(enumerate(xs[300:], start=300)))
+        got, want = resumed("grad_norm", crashed, kept, list(enumerate(xs[300:], start=300)))
         assert got == want, (seed, got, want)
         assert length > 120 or not [line for line in got if "rise" in line]  # (longer dips: see the module doc)

@@ -9,26 +9,18 @@ selectors that do change the glyph (an emoji sequence, an emoji presentation) ke
 from __future__ import annotations
 
 import csv
-import unicodedata
 from pathlib import Path
 
 import pytest
-from conftest import run_cli, write_rows
 
 from steptable.schemas.headers import look, short_headers
-
-#: characters a terminal draws as nothing, as the reviewer found them in headers
-INVISIBLE = "\u200c\u200d\u034f\ufe00\ufe0f\U000e0100\u180b"
+from tests.helpers import run_cli, write_rows
+from tests.schemas.helpers import seen
 
 #: the reviewer's keys: seven that read "loss", two that read "café", one homoglyph (Cyrillic dze)
 LOSSES = ["loss", "loss\u200c", "loss\u034f", "loss\ufe00", "lo\u200dss", "loss\U000e0100", "loss\u180b"]
 CAFES = ["caf\u00e9", "cafe\u0301"]
 DZE = "los\u0455"
-
-
-def seen(header: str) -> str:
-    """What a reader sees of ``header``: the invisible characters out, accents composed."""
-    return unicodedata.normalize("NFC", "".join(ch for ch in header if ch not in INVISIBLE))
 
 
 def test_invisible_and_decomposed_twins_are_counted() -> None:

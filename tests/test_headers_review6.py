@@ -12,21 +12,7 @@ import pytest
 from steptable.schemas import SCHEMAS, layout
 from steptable.schemas.headers import MAX_HEADER, short_headers
 from steptable.table.formatting import ELLIPSIS, display_width
-
-
-def verl_validation_keys(sources: list[str]) -> list[str]:
-    """The keys verl's process_validation_metrics gives for val_kwargs.n=4 (the core variable is acc)."""
-    keys = []
-    for src in sources:
-        for var in ("reward", "acc", "score"):
-            for n in (1, 2, 4):
-                stats = [f"mean@{n}"]
-                if n > 1:
-                    stats += [f"std@{n}", *(f"{s}@{n}/{m}" for s in ("best", "worst", "maj") for m in ("mean", "std"))]
-                for stat in stats:
-                    core = var == "acc" and stat.startswith(("mean", "maj", "best")) and f"@{n}" == "@4"
-                    keys.append(f"{'val-core' if core else 'val-aux'}/{src}/{var}/{stat}")
-    return keys
+from tests.schemas.helpers import verl_validation_keys
 
 
 def check_sane(headers: dict[str, str], reserved: tuple[str, ...] = ()) -> None:

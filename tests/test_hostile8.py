@@ -9,31 +9,11 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import repoint, run_cli, write_rows
 
-from steptable import Col, StepLogger
-from steptable.logger import writer
-from steptable.table import runinfo
-from steptable.table.cells import md_escape, sanitize
-from steptable.table.outcells import csv_text
+from tests.helpers import run_cli, write_rows
 
-COLS = [Col("step", 4, "step", "d", "step"), Col("loss", 7, "loss", "+.3f", "loss")]
 # an OSC 52 (clipboard) with no BEL or ST after it, behind a CSI
 OPEN_OSC = "armA\x1b[2JB\x1b]52;c;ZXZpb"
-
-
-@pytest.mark.parametrize("intro", ["]", "P", "X", "^", "_"])  # OSC, DCS, SOS, PM, APC
-def test_an_unterminated_string_sequence_loses_only_its_introducer(intro: str) -> None:
-    assert sanitize(f"E [run\x1b{intro}52;c;ZXZpb] loss is nan") == "E [run52;c;ZXZpb] loss is nan"
-    # a terminated one still goes whole, to BEL or ST
-    assert sanitize(f"a\x1b{intro}0;title\x07b \x1b{intro}8;;http://x\x1b\\c") == "ab c"
-
-
-def test_an_unterminated_osc_keeps_the_lines_and_sequences_after_it() -> None:
-    assert sanitize(OPEN_OSC) == "armAB52;c;ZXZpb"
-    assert sanitize("a\x1b]0;t\x1b[2Jb") == "a0;tb"  # (its payload ends at the next ESC, a CSI removed whole)
-    assert sanitize("a\x1b]0;never ended\nline 2", keep_newlines=True) == "a0;never ended\nline 2"
-    assert sanitize("\x1b]" * 3 + "x") == "x"
 
 
 def test_tail_says_the_bad_line_and_the_path_of_a_run_named_with_an_open_osc(
@@ -48,11 +28,6 @@ def test_tail_says_the_bad_line_and_the_path_of_a_run_named_with_an_open_osc(
     assert rc == 0 and "\x1b" not in out + err
     assert f"{tmp_path}/armAB52;c;ZXZpb/metrics.jsonl:2: malformed JSON" in err  # the warning, not the name cut short
     assert "**armAB52;c;ZXZpb (metrics.jsonl)**" in out  # the title with its file
-
-
-def test_md_escapes_character_references() -> None:
-    assert md_escape("a&#8238;b") == "a\\&#8238;b"
-    assert md_escape("&#x202E;txet &amp; P&L") == "\\&#x202E;txet \\&amp; P\\&L"
 
 
 def _unescaped_amp(text: str) -> list[str]:
@@ -86,96 +61,9 @@ def test_tail_csv_quotes_formulas_but_not_numbers(tmp_path: Path, capsys: pytest
     assert (row["num"], row["neg"], row["plain"]) == ("-0.5", "-0.5", "a=b")
 
 
-@pytest.mark.parametrize(("text", "cell"), [
-    ("=1+2", "'=1+2"), ("-2+3", "'-2+3"), ("-", "'-"), ("\r@x", "'@x"), ("  =1", "'  =1"),
-    ("-0.5", "-0.5"), ("+inf", "+inf"), ("-1e-3", "-1e-3"), ("-nan", "-nan"), (" -2", " -2"), ("a-b", "a-b"),
-])  # fmt: skip
-def test_csv_text_quotes_what_a_spreadsheet_would_run(text: str, cell: str) -> None:
-    assert csv_text(text) == cell
-
-
 def test_tail_csv_alerts_quote_a_formula_arm(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     run = tmp_path / "=r"
     write_rows(run / "metrics.jsonl", [{"step": s, "loss": float("nan") if s == 3 else 1.0 + s} for s in range(4)])
     rc, out, _ = run_cli(["tail", "--alerts-only", "--format", "csv", str(run)], capsys)
     rows = list(csv.DictReader(io.StringIO(out)))
     assert rc == 1 and rows and all(r["arm"] == "'=r" for r in rows)
-
-
-ESC_DIR = "run\x1b]0;PWNED\x07\x1b[2J"  # a window title and a screen clear: "run" once made inert
-
-
-def test_steplogger_messages_name_the_run_dir_inert(tmp_path: Path, captured: list[str]) -> None:
-    run = tmp_path / ESC_DIR
-    with StepLogger(COLS, run_dir=run, alerts=False) as sl:
-        sl.log({"step": 0, "loss": 0.1})
-        (run / "metrics.jsonl").unlink()
-        sl.log({"step": 1, "loss": 0.1})
-    text = "".join(captured)
-    assert "\x1b" not in text and "\x07" not in text
-    assert f"{tmp_path}/run/metrics.jsonl was deleted during the run" in text
-    assert f"1 of 2 rows (metrics.jsonl was deleted during the run), every column: {tmp_path}/run/table.txt" in text
-
-
-def test_a_write_failure_names_the_directory_a_link_leads_to_inert(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, captured: list[str], capsys: pytest.CaptureFixture[str]
-) -> None:
-    monkeypatch.setattr(writer, "MOVED_CHECK_S", 0.0)
-    a, b = tmp_path / "run-A", tmp_path / ("run-B" + ESC_DIR)
-    a.mkdir()
-    b.mkdir()
-    latest = tmp_path / "latest"
-    latest.symlink_to(a)
-    sl = StepLogger(COLS, run_dir=latest, console=False, alerts=False)
-    sl.log({"step": 0, "loss": 0.5})
-    repoint(latest, b, a)
-    sl.log({"step": 1, "loss": 0.5})
-    sl.close()
-    told = capsys.readouterr().err + "".join(captured)
-    assert f"now leads to {tmp_path}/run-Brun, another directory" in told and "\x1b" not in told
-
-
-class _Hostile(Exception):
-    def __repr__(self) -> str:
-        return f"_Hostile({ESC_DIR!s})"
-
-
-def _raise(*_: object, **__: object) -> None:
-    raise _Hostile()
-
-
-def test_exceptions_in_steplogger_messages_are_inert(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    monkeypatch.setattr(runinfo, "write", _raise)  # steptable.json: "cannot write ..."
-    sl = StepLogger(COLS, run_dir=tmp_path / "r", console=False, alerts=False)
-    sl._render_row = _raise  # type: ignore[method-assign,assignment]  # "StepLogger.log failed"
-    sl.log({"step": 0, "loss": 0.5})
-    sl._final_dump = _raise  # type: ignore[method-assign]  # "StepLogger.close: the end-of-run dump failed"
-    sl.close()
-    err = capsys.readouterr().err
-    assert "\x1b" not in err and "\x07" not in err
-    for said in ("cannot write steptable.json (_Hostile(run))", "StepLogger.log failed (_Hostile(run))",
-                 "the end-of-run dump failed (_Hostile(run))"):
-        assert said in err, err
-
-
-class _NoRepr(Exception):
-    def __repr__(self) -> str:
-        raise RuntimeError("a repr that raises")
-
-
-def _raise_no_repr(*_: object, **__: object) -> None:
-    raise _NoRepr()
-
-
-def test_an_exception_whose_repr_raises_does_not_reach_the_loop(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    # the handler that keeps the loop alive formatted the exception: a repr that raised escaped from it
-    sl = StepLogger(COLS, run_dir=tmp_path / "r", console=False, alerts=False)
-    sl._render_row = _raise_no_repr  # type: ignore[method-assign,assignment]
-    assert sl.log({"step": 0, "loss": 0.5}) is None
-    sl.close()
-    assert "StepLogger.log failed (_NoRepr)" in capsys.readouterr().err
-    assert writer.error_text(_NoRepr()) == "_NoRepr"

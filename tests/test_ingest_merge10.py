@@ -5,38 +5,19 @@ from __future__ import annotations
 
 import csv
 import io
-import math
 from pathlib import Path
-from typing import Any
 
 import pytest
-from conftest import run_cli, write_rows
 
-from steptable.ingest.parsed import Parsed
-from steptable.ingest.store import RunStore
-
-
-def _add(store: RunStore, rows: list[dict[str, Any]]) -> None:
-    store.add(Parsed(steps=[r["step"] for r in rows], rows=rows, step_key="step"), now=math.nan)
-
-
-def _iteration(s: int) -> dict[str, Any]:
-    """A training row of tinker-cookbook's do_async_training (``training_client/step`` is ``i_batch``, the step)."""
-    return {"step": s, "training_client/step": s, "progress/done_frac": (s + 1) / 10, "optim/lr": 4e-5,
-            "env/all/reward/total": 0.1 * s, "optim/entropy": 0.6, "time/train_step": 14.0, "time/total": 30.0 + s}
-
-
-def _evaluation(s: int) -> dict[str, Any]:
-    """Its evaluation loop's row: logged at ``sampling_client_step`` when the evaluation ends, with a timing window
-    of its own (``time/total`` is the evaluation's)."""
-    return {"step": s, "test/env/all/reward/total": 0.75, "test/env/all/correct": 0.7,
-            "time/run_evaluations_parallel": 75.0, "time/total": 75.3}
+from tests.helpers import run_cli, write_rows
+from tests.trainer_logs import tinker_evaluation_row, tinker_iteration_row
 
 
 def _tinker_async(path: Path) -> None:
-    rows = [_iteration(s) for s in range(7)]
-    rows.insert(6, _evaluation(4))  # lands after iterations 4 and 5: the evaluation takes longer than an iteration
-    write_rows(path, [*rows, *(_iteration(s) for s in range(7, 10))])
+    rows = [tinker_iteration_row(s) for s in range(7)]
+    # lands after iterations 4 and 5: the evaluation takes longer than an iteration
+    rows.insert(6, tinker_evaluation_row(4))
+    write_rows(path, [*rows, *(tinker_iteration_row(s) for s in range(7, 10))])
 
 
 def test_tinker_s_late_evaluation_row_keeps_the_iteration_s_time(tmp_path: Path,
@@ -49,44 +30,6 @@ def test_tinker_s_late_evaluation_row_keeps_the_iteration_s_time(tmp_path: Path,
     assert list(rows) == [str(s) for s in range(10)]
     sec = [float(rows[s]["time/total"]) for s in ("3", "4", "5")]
     assert sec == [33.0, 34.0, 35.0] and float(rows["4"]["test/env/all/reward/total"]) == 0.75  # (not 75.3)
-
-
-def test_a_late_row_fills_the_cells_its_step_lacks_in_another_batch() -> None:
-    s = RunStore("r", "/nonexistent/metrics.jsonl")
-    _add(s, [{**_iteration(t), "val": None} for t in range(7)])
-    _add(s, [{**_evaluation(4), "val": 0.5, "optim/entropy": None}])
-    assert len(s) == 7 and s.resumes == []
-    row = s.row(4)
-    assert row["time/total"] == 34.0 and row["optim/entropy"] == 0.6  # held: the first value stays
-    assert row["time/run_evaluations_parallel"] == 75.0 and row["test/env/all/correct"] == 0.7  # new keys: added
-    assert row["val"] == 0.5  # logged as null ("not measured"): filled in
-    assert s.rows_edited(1, 10)[4][1] == frozenset(_evaluation(4)) - {"step", "time/total"} | {"val"}
-
-
-def test_a_late_row_with_nothing_to_add_changes_nothing() -> None:
-    s = RunStore("r", "/nonexistent/metrics.jsonl")
-    _add(s, [_iteration(t) for t in range(7)])
-    _add(s, [{"step": 3, "time/total": None}])  # (a null: not measured, so no resume; nor does it erase a value)
-    assert s.value(3, "time/total") == 33.0 and s.edits_since(0) == [] and s.edit_count == 0 and len(s) == 7
-
-
-def test_a_row_of_the_last_step_still_merges_later_values_winning() -> None:
-    """In order (verl's validation metrics, an HF eval entry right after its train entry, tinker's synchronous
-    loop): the newest line of the newest step is that step's latest word, as before."""
-    s = RunStore("r", "/nonexistent/metrics.jsonl")
-    _add(s, [_iteration(t) for t in range(5)])
-    _add(s, [_evaluation(4)])  # another batch: placed row by row
-    assert s.value(4, "time/total") == 75.3 and s.value(4, "test/env/all/reward/total") == 0.75
-    _add(s, [_iteration(5), {"step": 5, "time/total": 40.0}])  # the same batch: merged before it is appended
-    assert s.value(5, "time/total") == 40.0 and len(s) == 6 and s.resumes == []
-
-
-def test_a_resume_still_replaces_the_rows_it_logs_again() -> None:
-    s = RunStore("r", "/nonexistent/metrics.jsonl")
-    _add(s, [_iteration(t) for t in range(8)])
-    _add(s, [{**_iteration(t), "time/total": 50.0 + t} for t in range(4, 6)])
-    assert list(s.steps) == list(range(6)) and s.resumes == [4]
-    assert s.value(4, "time/total") == 54.0 and s.value(5, "time/total") == 55.0 and s.value(3, "time/total") == 33.0
 
 
 def test_tinker_s_training_client_step_is_kept_out_of_the_table(tmp_path: Path,

@@ -7,12 +7,10 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from conftest import run_cli, write_rows
 
 from steptable.ingest.files.discover import discover
 from steptable.summary.report import run_label
-from steptable.table.formatting import display_width
-from steptable.table.render import title_line
+from tests.helpers import run_cli, write_rows
 
 SWEEP = Path("exps/2024-06-01_resnet50_cifar10_sweep/lr_0.001/lightning_logs")
 
@@ -25,18 +23,6 @@ def _lightning(path: Path, steps: range) -> None:
 
 def _titles(out: str) -> list[str]:
     return [line for line in out.splitlines() if line.startswith("──")]
-
-
-def test_a_long_title_keeps_its_file_and_nearest_directories() -> None:
-    text = f"lr_0.001 ({SWEEP.relative_to('exps')}/version_1/metrics.csv)"
-    line = title_line(text, 50).rstrip()
-    assert display_width(line) == 49
-    assert line.startswith("── lr_0.001 (2024-06-01_") and line.endswith("…/version_1/metrics.csv)"), line
-
-
-def test_a_title_without_a_path_loses_its_middle() -> None:
-    line = title_line("qwen7b_grpo_kl0.01_" + "x" * 60 + "_seed1", 40).rstrip()
-    assert display_width(line) == 39 and line.startswith("── qwen7b_") and line.endswith("_seed1"), line
 
 
 def test_tail_tells_two_lightning_versions_apart(
@@ -87,13 +73,3 @@ def test_a_file_named_beside_a_directory_is_named_once(
                                                                                 "odd/b/results.csv"]
     _, out, _ = run_cli(["tail", "-n", "1", "odd", "odd/b/results.csv"], capsys)
     assert "── results (odd/b/results.csv)" in _titles(out), out
-
-
-def test_a_narrow_title_keeps_the_arm_that_tells_runs_apart() -> None:
-    # the middle cut began at the first "/" inside "(path)": both seeds read "grpo_qwen7b_…/version_0/metrics.csv)"
-    titles = [title_line(f"grpo_qwen7b_lr1e-6_seed{s} (runs/grpo_qwen7b_lr1e-6_seed{s}/lightning_logs/version_0/"
-                         "metrics.csv)", 10) for s in (1, 2)]
-    assert titles == ["── grpo_qwen7b_lr1e-6_seed1 ", "── grpo_qwen7b_lr1e-6_seed2 "]
-    wide = title_line("lr_0.001 (sweep/lr_0.001/lightning_logs/version_1/metrics.csv)", 40)
-    assert wide.startswith("── lr_0.001 (") and wide.rstrip(" ─").endswith("/version_1/metrics.csv)")
-    assert display_width(wide) == 40

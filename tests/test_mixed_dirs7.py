@@ -4,47 +4,22 @@ trainer, so every run keeps its rows."""
 
 from __future__ import annotations
 
-import csv
-import random
 from pathlib import Path
 
 import pytest
-from conftest import run_cli, write_rows
-from fixtures_gen import write_tinker, write_tinyzero_console, write_verl
-from fixtures_gen_more import write_routing, write_trl_state
 
 from steptable.ingest import Follower
-from steptable.schemas import by_schema
-
-SB3_KEYS = ["rollout/ep_len_mean", "rollout/ep_rew_mean", "time/fps", "time/iterations", "time/total_timesteps",
-            "train/approx_kl", "train/clip_fraction", "train/entropy_loss", "train/loss", "train/value_loss"]
-
-
-def write_sb3(dir: Path, seed: int = 0, iters: int = 12) -> Path:
-    """``progress.csv`` as Stable-Baselines3's CSV logger writes it (train/ values empty on the first row)."""
-    rng = random.Random(seed)
-    dir.mkdir(parents=True, exist_ok=True)
-    with open(dir / "progress.csv", "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(SB3_KEYS)
-        for it in range(1, iters + 1):
-            train = ["" if it == 1 else round(rng.random() * x, 4) for x in (0.02, 0.2, -1.4, 50, 100)]
-            w.writerow([200 + it, round(-100 + 3 * it + rng.random(), 3), 1500, it, 2048 * it, *train])
-    return dir / "progress.csv"
-
-
-def write_lightning(dir: Path, seed: int = 10, epochs: int = 4) -> Path:
-    """``metrics.csv`` as Lightning's CSVLogger writes it: train rows, and a val row per epoch."""
-    rng = random.Random(seed)
-    dir.mkdir(parents=True, exist_ok=True)
-    with open(dir / "metrics.csv", "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["epoch", "step", "train_loss", "val_loss", "val_acc"])
-        for ep in range(epochs):
-            for s in range(10 * ep + 4, 10 * ep + 10, 5):
-                w.writerow([ep, s, round(2 - 0.03 * s + rng.random() / 10, 4), "", ""])
-            w.writerow([ep, 10 * ep + 9, "", round(1.8 - 0.1 * ep, 4), round(0.5 + 0.08 * ep, 4)])
-    return dir / "metrics.csv"
+from steptable.schemafiles.resolve import by_schema
+from tests.helpers import run_cli, write_rows
+from tests.trainer_logs import (
+    write_lightning,
+    write_routing,
+    write_sb3,
+    write_tinker,
+    write_tinyzero_console,
+    write_trl_state,
+    write_verl,
+)
 
 
 def _sections(out: str) -> list[tuple[str, str]]:

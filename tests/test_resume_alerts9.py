@@ -11,11 +11,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import run_cli, write_rows
 
 from steptable.alerts.replaced import read_replaced
 from steptable.ingest import Follower
 from steptable.ingest.store import MAX_REPLACED_ALERTS
+from tests.helpers import run_cli, write_rows
 
 
 def _rows(steps: range, rng: random.Random, nan_from: float = math.inf) -> list[dict[str, Any]]:
@@ -121,7 +121,7 @@ def test_a_second_resume_behind_the_first_is_no_stall(tmp_path: Path, capsys: py
 def test_tail_f_after_a_rewrite_says_the_new_runs_replaced_alerts(tmp_path: Path) -> None:
     """The file truncated and written again (a new run with its own restart): tail -f --alerts-only kept what it had
     looked at of the old content and missed the new one's NaN before its restart."""
-    from test_cli_review import Live
+    from tests.cli.helpers import Live
 
     rng = random.Random(4)
     path = tmp_path / "r" / "metrics.jsonl"
@@ -163,15 +163,3 @@ def test_the_latest_of_many_long_crashes_is_still_read(tmp_path: Path, capsys: p
     nans = [g["step"] for g in got if g["kind"] == "nonfinite"]
     assert rc == 1 and nans == [5997, 6997, 7997, 8997, 9997, 10997], nans
     assert len({g["label"] for g in got}) == 1, {g["label"] for g in got}
-
-
-def test_cells_merged_into_an_earlier_row_keep_its_clock(tmp_path: Path) -> None:
-    """An eval line for step 20 without a clock of its own set row 20's time to when it was read (1,108 days of
-    'stall' in a replay, and a run's last clock held at the read time would hide its stall)."""
-    path = tmp_path / "r" / "metrics.jsonl"
-    rows = [{"step": s, "loss": 0.1, "ts": 1.7e9 + 2 * s} for s in range(40)]
-    write_rows(path, [*rows, {"step": 20, "eval/acc": 0.5}])
-    f = Follower([tmp_path], on_resume=read_replaced)
-    f.scan()
-    (store,) = f.stores.values()
-    assert store.wall_times[20] == 1.7e9 + 40 and store.value(20, "eval/acc") == 0.5

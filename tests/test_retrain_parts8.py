@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import run_cli
-from fixtures_gen import write_retrain
 
 from steptable.ingest import load
-from steptable.schemas import by_schema
+from steptable.schemafiles.resolve import by_schema
+from tests.helpers import run_cli
+from tests.trainer_logs import write_retrain
 
 
 def blocks(out: str) -> dict[str, list[str]]:

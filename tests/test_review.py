@@ -7,50 +7,9 @@ from pathlib import Path
 
 import numpy as np
 
-from steptable.ingest import Follower, RunStore
 from steptable.table import render
 from steptable.table.columns import Col
-
-
-def _good(step: int) -> bytes:
-    return (json.dumps({"step": step, "loss": step + 0.5}) + "\n").encode()
-
-
-def _ingest(tmp_path: Path, data: bytes) -> tuple[Follower, RunStore, Path]:
-    path = tmp_path / "runs" / "arm" / "metrics.jsonl"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(data)
-    f = Follower([tmp_path / "runs"])
-    f.scan()
-    return f, f.stores["arm/metrics.jsonl"], path
-
-
-def _consistent(store: RunStore) -> None:
-    n = len(store)
-    assert len(store.wall_times) == n
-    for k in store.keys:
-        assert len(store.column(k)) == n, k
-
-
-def test_step_beyond_int64_is_a_bad_line_not_a_lost_run(tmp_path: Path) -> None:
-    # One hostile line used to raise OverflowError in the store ("internal error") and every row was lost.
-    data = _good(0) + b'{"step": 1000000000000000000000000000000, "loss": 9.5}\n' + _good(2)
-    f, store, _ = _ingest(tmp_path, data)
-    assert list(store.steps) == [0, 0, 2] or list(store.steps) == [0, 2]
-    assert store.value(len(store) - 1, "loss") == 2.5
-    assert not any("internal error" in e for e in f.errors)
-    _consistent(store)
-
-
-def test_step_beyond_int64_on_the_fast_path_keeps_the_store_consistent(tmp_path: Path) -> None:
-    data = b"".join(_good(i) for i in range(50))
-    f, store, path = _ingest(tmp_path, data)
-    with open(path, "ab") as fh:  # a later chunk, decoded by the typed fast path: msgspec ints reach 2**64-1
-        fh.write(b'{"step": 18446744073709551615, "loss": 1.5}\n' + _good(50))
-    f.scan()
-    assert not any("internal error" in e for e in f.errors)
-    assert list(store.steps)[-1] == 50 and store.value(len(store) - 1, "loss") == 50.5
-    _consistent(store)
+from tests.ingest.helpers import loss_line
 
 
 def test_frac_cell_with_unhashable_member_renders_like_the_slow_path() -> None:
@@ -75,34 +34,6 @@ def test_int_beyond_str_digit_limit_does_not_raise() -> None:
     assert render.row(cols, row) == render.SEP.join(render.cells(cols, row))
 
 
-def test_steplogger_from_several_threads_writes_each_row_once(tmp_path: Path) -> None:
-    # RunWriter.flush read _pending[0], wrote it and popped: two threads wrote the same row twice and popped
-    # another row (or an empty deque) away.
-    import sys
-    import threading
-
-    from steptable.logger.steplogger import StepLogger
-
-    log = StepLogger([Col("step", 6, "step", "d"), Col("loss", 6, "loss", ".3f")], run_dir=tmp_path,
-                     console=False, alerts=False)
-    n, t = 1500, 4
-    old = sys.getswitchinterval()
-    sys.setswitchinterval(1e-6)
-    try:
-        threads = [threading.Thread(target=lambda k=k: [log.log({"step": k * n + i, "loss": 0.5}) for i in range(n)])
-                   for k in range(t)]
-        for th in threads:
-            th.start()
-        for th in threads:
-            th.join()
-    finally:
-        sys.setswitchinterval(old)
-    log.close()
-    steps = [json.loads(line)["step"] for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
-    assert sorted(steps) == list(range(n * t))
-    assert log._rows == n * t
-
-
 def test_follow_into_a_closed_pipe_exits_quietly(tmp_path: Path) -> None:
     # `steptable tail -f logs/ | head`: the write that hits the closed pipe happens in the follower thread; it died
     # with a traceback after a bogus "file notification failed (BrokenPipeError)" note.
@@ -113,7 +44,7 @@ def test_follow_into_a_closed_pipe_exits_quietly(tmp_path: Path) -> None:
 
     path = tmp_path / "arm" / "metrics.jsonl"
     path.parent.mkdir(parents=True)
-    path.write_bytes(b"".join(_good(i) for i in range(3)))
+    path.write_bytes(b"".join(loss_line(i) for i in range(3)))
     proc = subprocess.Popen(
         [sys.executable, "-m", "steptable", "tail", "-f", "--poll", "0.05", str(tmp_path)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**os.environ, "PYTHONUNBUFFERED": "1"},
@@ -126,7 +57,7 @@ def test_follow_into_a_closed_pipe_exits_quietly(tmp_path: Path) -> None:
         proc.stdout.close()
         for i in range(3, 60):
             with open(path, "ab") as fh:
-                fh.write(_good(i) * 50)
+                fh.write(loss_line(i) * 50)
             time.sleep(0.05)
             if proc.poll() is not None:
                 break
@@ -144,7 +75,7 @@ def test_tail_csv_and_jsonl_keep_control_sequences_inert(tmp_path: Path) -> None
     import argparse
     import io
 
-    from steptable.cli.tail import run_tail
+    from steptable.cli.tail import run as run_tail
 
     path = tmp_path / "r" / "metrics.jsonl"
     path.parent.mkdir(parents=True)

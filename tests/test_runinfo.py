@@ -9,27 +9,12 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import run_cli
 
 from steptable import Col, StepLogger
 from steptable.schemas import routing_columns
 from steptable.table import render, runinfo
-
-CUSTOM = [
-    Col("step", 5, "step", "d", "optimizer step"),
-    Col("reward/mean", 7, "rew", "+.3f", "mean reward of the batch", "higher"),
-    Col("kl", 8, "kl", ".2e", "KL to the reference policy"),
-    Col("secs", 6, "secs", ".1f", "seconds per step", stream=False),
-]
-
-
-def _log(run_dir: Path, cols: list[Col] | tuple[Col, ...], rows: list[dict[str, object]], arm: str | None = None,
-         close: bool = True) -> list[str]:
-    sl = StepLogger(cols, run_dir=run_dir, arm=arm, console=False, alerts=False)
-    printed = [line for r in rows if (line := sl.log(r)) is not None]
-    if close:
-        sl.close()
-    return printed
+from tests.helpers import run_cli
+from tests.logger.helpers import CUSTOM_COLS, log_rows
 
 
 def test_tail_shows_a_run_with_the_columns_its_logger_printed(
@@ -38,13 +23,13 @@ def test_tail_shows_a_run_with_the_columns_its_logger_printed(
     rows: list[dict[str, object]] = [
         {"step": s, "reward/mean": 0.5 + s / 100, "kl": 0.00123 * s, "secs": 30.5} for s in range(5)
     ]
-    printed = _log(tmp_path / "run", CUSTOM, rows)
+    printed = log_rows(tmp_path / "run", CUSTOM_COLS, rows)
     info = json.loads((tmp_path / "run" / "steptable.json").read_text())
     assert info["closed"] is not None and info["rows"] == 5 and [c["key"] for c in info["columns"]][:2] == [
         "step", "reward/mean"]
     rc, out, _ = run_cli(["tail", str(tmp_path / "run"), "--width", "0"], capsys)
     lines = out.splitlines()
-    assert rc == 0 and lines[0] == render.header([c for c in CUSTOM if c.stream])
+    assert rc == 0 and lines[0] == render.header([c for c in CUSTOM_COLS if c.stream])
     assert lines[1:] == printed  # the same cells, as its stdout printed them
     rc, out, _ = run_cli(["legend", str(tmp_path / "run")], capsys)
     assert "mean reward of the batch; higher is better" in out and "seconds per step" in out
@@ -54,8 +39,8 @@ def test_a_routing_run_is_read_as_routing_whatever_keys_it_logged(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     cols = routing_columns(modes=["code", "math"], mode_code={"code": "c", "math": "m"}, show_ablate=True)
-    _log(tmp_path / "routeA", cols, [{"step": 0, "rew": 0.78, "gt_s": (3, 8), "loss": 0.0185, "gn": 1.03, "lr": 1e-5}],
-         arm="routeA")
+    row: dict[str, object] = {"step": 0, "rew": 0.78, "gt_s": (3, 8), "loss": 0.0185, "gn": 1.03, "lr": 1e-5}
+    log_rows(tmp_path / "routeA", cols, [row], arm="routeA")
     assert (tmp_path / "routeA" / "steptable.routeA.json").exists()
     rc, out, _ = run_cli(["legend", str(tmp_path / "routeA")], capsys)
     assert rc == 0 and out.startswith("routing columns:")  # five keys only: it read as a generic run
@@ -66,8 +51,8 @@ def test_a_routing_run_is_read_as_routing_whatever_keys_it_logged(
 def test_a_closed_run_has_ended_and_does_not_stall(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     start = time.time() - 7200  # one row a second, two hours ago
     rows: list[dict[str, object]] = [{"step": s, "ts": start + s, "reward/mean": 0.5, "kl": 0.01} for s in range(60)]
-    _log(tmp_path / "done", CUSTOM, rows)
-    _log(tmp_path / "died", CUSTOM, rows, close=False)  # a crash: no close()
+    log_rows(tmp_path / "done", CUSTOM_COLS, rows)
+    log_rows(tmp_path / "died", CUSTOM_COLS, rows, close=False)  # a crash: no close()
     rc, out, _ = run_cli(["tail", str(tmp_path), "--alerts-only"], capsys)
     assert rc == 0 and "[died] step 59 stalled" in out and "[done]" not in out
     rc, out, _ = run_cli(["summary", str(tmp_path)], capsys)
@@ -89,7 +74,7 @@ def test_a_closed_run_has_ended_and_does_not_stall(tmp_path: Path, capsys: pytes
 def test_a_description_that_does_not_validate_is_ignored(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], bad: dict[str, object]
 ) -> None:
-    _log(tmp_path / "r", CUSTOM, [{"step": 0, "reward/mean": 0.5}])
+    log_rows(tmp_path / "r", CUSTOM_COLS, [{"step": 0, "reward/mean": 0.5}])
     path = tmp_path / "r" / "steptable.json"
     info = {**json.loads(path.read_text()), **bad}
     path.write_text(json.dumps(info))
@@ -99,7 +84,7 @@ def test_a_description_that_does_not_validate_is_ignored(
 
 
 def test_a_description_that_is_a_fifo_is_not_read(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    _log(tmp_path / "r", CUSTOM, [{"step": 0, "reward/mean": 0.5}])
+    log_rows(tmp_path / "r", CUSTOM_COLS, [{"step": 0, "reward/mean": 0.5}])
     (tmp_path / "r" / "steptable.json").unlink()
     os.mkfifo(tmp_path / "r" / "steptable.json")
     rc, out, _ = run_cli(["tail", str(tmp_path / "r")], capsys)
@@ -113,14 +98,12 @@ def anyio_backend() -> str:
 
 @pytest.mark.anyio
 async def test_the_app_shows_an_ended_run_as_ended_not_stalled(tmp_path: Path) -> None:
-    from test_app import static_text
-    from test_app_support import manual_app, sync
-
     from steptable.app.widgets.arm import ArmPanel
+    from tests.app.helpers import manual_app, static_text, sync
 
     start = time.time() - 7200
     rows: list[dict[str, object]] = [{"step": s, "ts": start + s, "reward/mean": 0.5, "kl": 0.01} for s in range(60)]
-    _log(tmp_path / "done", CUSTOM, rows)
+    log_rows(tmp_path / "done", CUSTOM_COLS, rows)
     app, follower, _ = manual_app(tmp_path, now=time.time())
     async with app.run_test(size=(120, 32)) as pilot:
         await sync(pilot, follower)
@@ -135,47 +118,29 @@ def test_an_arm_other_than_its_directory_finds_its_description(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     rows: list[dict[str, object]] = [{"step": s, "reward/mean": 0.5, "kl": 0.01, "secs": 3.0} for s in range(5)]
-    _log(tmp_path / "exp1" / "seed0", CUSTOM, rows, arm="routeA")  # steptable.routeA.json in .../seed0
+    log_rows(tmp_path / "exp1" / "seed0", CUSTOM_COLS, rows, arm="routeA")  # steptable.routeA.json in .../seed0
     rc, out, _ = run_cli(["legend", str(tmp_path)], capsys)
     # (the name is numbered per column set within a process: other tests' runs may have come first)
     assert rc == 0 and re.match(r"steplogger(-\d+)? columns:", out) and "mean reward of the batch" in out
 
 
 def test_a_description_that_arrives_later_lays_the_run_out_again(tmp_path: Path) -> None:
-    from test_tailcmd import _live, _step
+    from tests.cli.helpers import emit, follow_tail
 
     d = tmp_path / "run"
     rows: list[dict[str, object]] = [{"step": s, "reward/mean": 0.5, "kl": 0.01} for s in range(3)]
-    _log(d, CUSTOM, rows)
+    log_rows(d, CUSTOM_COLS, rows)
     info = (d / "steptable.json").read_text()
     (d / "steptable.json").unlink()
-    follower, tail, out, _ = _live(tmp_path, ["--width", "0"])
-    _step(follower, tail)
+    follower, tail, out, _ = follow_tail(tmp_path, ["--width", "0"])
+    emit(follower, tail)
     (d / "steptable.json").write_text(info)  # (written by the logger a moment after its first row)
     with open(d / "metrics.jsonl", "a") as f:
         f.write(json.dumps({"step": 3, "reward/mean": 0.25, "kl": 0.02}) + "\n")
-    _step(follower, tail)
+    emit(follower, tail)
     lines = out.getvalue().splitlines()  # type: ignore[attr-defined]
     assert lines[1].split() == ["step", "reward", "kl"] and lines[-2].split() == ["step", "rew", "kl"]
     assert lines[-1].split() == ["3", "+0.250", "2.00e-2"]  # the logger's own formats
-
-
-def test_a_non_text_arm_costs_no_row_and_a_failed_table_still_marks_the_end(tmp_path: Path) -> None:
-    d = tmp_path / "r"
-    d.mkdir()
-    (d / "table.3.txt").mkdir()  # table.txt cannot be written (a directory in its place)
-    (d / "table.txt").mkdir()
-    sl = StepLogger(CUSTOM, run_dir=d, arm=3, console=False, alerts=False)  # type: ignore[arg-type]  # a seed number
-    assert all(sl.log({"step": s, "reward/mean": 0.5}) is not None for s in range(3))
-    sl.close()
-    info = json.loads((d / "steptable.3.json").read_text())
-    assert info["closed"] is not None and info["rows"] == 3
-
-
-def test_arm_names_that_read_alike_as_file_names_keep_their_descriptions_apart() -> None:
-    names = {runinfo.file_name(a) for a in ("a/b", "a_b", ".", "arm", "实验", "对照", "x" * 70, "x" * 64 + "y")}
-    assert len(names) == 8 and runinfo.file_name("routeA") == "steptable.routeA.json"
-    assert runinfo.file_name(None) == runinfo.file_name("") == "steptable.json"
 
 
 def test_logged_schemas_are_never_named_alike() -> None:
@@ -189,19 +154,13 @@ def test_logged_schemas_are_never_named_alike() -> None:
     assert len({s.name for s in schemas if s is not None}) == 300
 
 
-def test_the_description_is_as_readable_as_the_rows(tmp_path: Path) -> None:
-    _log(tmp_path / "r", CUSTOM, [{"step": 0, "reward/mean": 0.5}])
-    rows, info = tmp_path / "r" / "metrics.jsonl", tmp_path / "r" / "steptable.json"
-    assert info.stat().st_mode & 0o777 == rows.stat().st_mode & 0o666  # mkstemp's 0600 hid it from a teammate
-
-
 def test_runs_logged_with_different_columns_share_no_logger_s_layout(tmp_path: Path) -> None:
     from steptable.app.session import Session
     from steptable.ingest import Follower
 
-    _log(tmp_path / "a", CUSTOM, [{"step": 0, "reward/mean": 0.5, "kl": 0.01}])
+    log_rows(tmp_path / "a", CUSTOM_COLS, [{"step": 0, "reward/mean": 0.5, "kl": 0.01}])
     other = [Col("step", 5, "step", "d"), Col("train/loss", 8, "loss", ".4f", "the loss")]
-    _log(tmp_path / "b", other, [{"step": 0, "train/loss": 0.25}])
+    log_rows(tmp_path / "b", other, [{"step": 0, "train/loss": 0.25}])
     fol = Follower([tmp_path])
     fol.scan()
     session = Session()
@@ -219,8 +178,8 @@ def test_a_run_shows_the_columns_its_logger_printed_even_those_it_never_filled(
     printed = {}
     for arm in ("vanilla", "routeA"):
         diag = {"auroc": 0.7, "stale": 1} if arm == "routeA" else {"auroc": None, "stale": None}
-        printed[arm] = _log(tmp_path / arm, cols, [{"step": s, "rew": 0.5, "loss": 0.01, **diag} for s in range(3)],
-                            arm=arm)
+        printed[arm] = log_rows(tmp_path / arm, cols, [{"step": s, "rew": 0.5, "loss": 0.01, **diag} for s in range(3)],
+                                arm=arm)
     streamed = [c for c in cols if c.stream]
     for path in (tmp_path / "vanilla", tmp_path):
         rc, out, _ = run_cli(["tail", str(path), "--width", "0", "-n", "1"], capsys)
@@ -235,12 +194,11 @@ def test_arms_sharing_one_file_are_runs_of_their_own(tmp_path: Path, capsys: pyt
     """Two StepLoggers of different arms given one run_dir write one metrics.jsonl: every reader shows each arm's
     rows as its own run (they were merged by step, one arm's numbers under the other's name). A file whose rows
     merely carry an "arm" field, with no StepLogger description for it, stays one run."""
-    from conftest import write_rows
-
     from steptable.ingest.files.follow import load
+    from tests.helpers import write_rows
 
-    van = StepLogger(CUSTOM, run_dir=tmp_path / "exp", arm="vanilla", console=False, alerts=False)
-    rta = StepLogger(CUSTOM, run_dir=tmp_path / "exp", arm="routeA", console=False, alerts=False)
+    van = StepLogger(CUSTOM_COLS, run_dir=tmp_path / "exp", arm="vanilla", console=False, alerts=False)
+    rta = StepLogger(CUSTOM_COLS, run_dir=tmp_path / "exp", arm="routeA", console=False, alerts=False)
     for s in range(5):
         van.log({"step": s, "reward/mean": 0.1})
         rta.log({"step": s, "reward/mean": 0.9, "kl": 0.5})
@@ -260,52 +218,9 @@ def test_arms_sharing_one_file_are_runs_of_their_own(tmp_path: Path, capsys: pyt
 def test_a_filter_shows_dump_only_columns_as_the_logger_declared_them(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    _log(tmp_path / "run", CUSTOM, [{"step": s, "reward/mean": 0.5, "kl": 0.01, "secs": 30.25 + s} for s in range(3)])
+    rows: list[dict[str, object]] = [{"step": s, "reward/mean": 0.5, "kl": 0.01, "secs": 30.25 + s} for s in range(3)]
+    log_rows(tmp_path / "run", CUSTOM_COLS, rows)
     rc, out, _ = run_cli(["tail", str(tmp_path / "run"), "--columns", "secs", "-n", "1"], capsys)
     table = (tmp_path / "run" / "table.txt").read_text().splitlines()
     assert rc == 0 and out.splitlines()[-1].split() == ["2", "32.2"] and table[-1].split()[-1] == "32.2"
-    assert out.splitlines()[0] == render.header([CUSTOM[0], CUSTOM[3]])  # declared widths, not measured ones
-
-
-def test_arms_sharing_a_file_keep_their_rows_after_a_restart(tmp_path: Path) -> None:
-    """The shared file is replaced by a new run in which the other arm logs first: each arm's rows stay in its
-    own run (the arm stores were made anew, empty stores being falsy, and the follower kept the old ones)."""
-    from steptable.ingest.files.follow import Follower
-
-    def session(order: list[str]) -> None:
-        loggers = {arm: StepLogger(CUSTOM, run_dir=tmp_path / "exp", arm=arm, console=False, alerts=False)
-                   for arm in order}
-        for s in range(3):
-            for arm in order:
-                loggers[arm].log({"step": s, "reward/mean": 0.1 if arm == "A" else 0.9})
-        for lg in loggers.values():
-            lg.close()
-
-    session(["A", "B"])
-    follower = Follower([tmp_path])
-    follower.scan()
-    os.rename(tmp_path / "exp" / "metrics.jsonl", tmp_path / "exp" / "metrics.jsonl.1")
-    session(["B", "A"])
-    follower.scan()
-    got = {st.arm: set(st.column("reward/mean")) for st in follower.stores.values()}
-    assert got == {"A": {0.1}, "B": {0.9}} and all(len(st) == 3 for st in follower.stores.values())
-
-
-def test_every_arm_of_a_crowded_shared_file_is_a_run(tmp_path: Path) -> None:
-    from steptable.ingest.files.follow import load
-
-    loggers = [StepLogger(CUSTOM, run_dir=tmp_path / "exp", arm=f"arm{i:02d}", console=False, alerts=False)
-               for i in range(70)]
-    for s in range(2):
-        for i, lg in enumerate(loggers):
-            lg.log({"step": s, "reward/mean": i})
-    for lg in loggers:
-        lg.close()
-    stores = load(tmp_path)
-    assert len(stores) == 70 and all(set(st.column("reward/mean")) == {int(st.arm[3:])} for st in stores.values())
-
-
-def test_arm_names_that_read_alike_or_are_empty_get_their_own_files() -> None:
-    names = ["", ".", "arm", "lr 1e-4", "lr/1e-4", "lr_1e-4"]
-    parts = [runinfo.name_part(n) for n in names]
-    assert len(set(parts)) == len(names) and all(p and not p.startswith(".") and ".." not in p for p in parts)
+    assert out.splitlines()[0] == render.header([CUSTOM_COLS[0], CUSTOM_COLS[3]])  # declared widths, not measured ones

@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
-from pathlib import Path
-from typing import Any
 
 import pytest
 
-from steptable.ingest.readers.hf import classify_log_entry
+from steptable.schemafiles.resolve import get_schema
 from steptable.schemas import (
     GENERIC,
     SCHEMAS,
@@ -18,7 +15,6 @@ from steptable.schemas import (
     Schema,
     SideFile,
     auto_col,
-    get_schema,
     layout,
     legend_for,
     ratio_pair,
@@ -29,27 +25,7 @@ from steptable.schemas.headers import MAX_HEADER
 from steptable.table import render
 from steptable.table.columns import Col, ColumnError
 from steptable.table.formatting import display_width
-
-
-class Rows:
-    """An in-memory run (what ``RunView`` asks for), built from row dicts."""
-
-    def __init__(self, rows: Sequence[Mapping[str, Any]], path: str = "run/metrics.jsonl") -> None:
-        self.rows = [dict(r) for r in rows]
-        self.keys = list(dict.fromkeys(k for r in rows for k in r))
-        self.path = Path(path)
-
-    def column(self, key: str) -> list[Any]:
-        return [r.get(key) for r in self.rows]
-
-    def __len__(self) -> int:
-        return len(self.rows)
-
-
-@pytest.fixture(autouse=True)
-def _no_user_config(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
-
+from tests.schemas.helpers import Rows
 
 # ------------------------------------------------------------------------------------------------------ headers
 
@@ -244,6 +220,7 @@ def test_retrain_entropy_mirrors_and_surprisal_first() -> None:
     assert schema.derive(row)["plan_surprisal_mean"] == 2.0
 
 
+@pytest.mark.usefixtures("xdg")
 def test_unknown_schema_name() -> None:
     with pytest.raises(KeyError, match=r"known: .*verl"):
         get_schema("nope")
@@ -277,25 +254,6 @@ def test_side_file_step_from_records_and_no_side_for_metrics() -> None:
     assert side_file("exp/trainer_state.json") is None
     with pytest.raises(ValueError):
         SideFile("*.bin", "weights")
-
-
-# ------------------------------------------------------------------------------------------- log_history kinds
-
-
-@pytest.mark.parametrize(
-    ("entry", "kind"),
-    [
-        ({"loss": 0.1, "grad_norm": 1.0, "learning_rate": 1e-5, "epoch": 0.1, "step": 10}, "train"),
-        ({"eval_loss": 0.2, "eval_runtime": 3.0, "eval_samples_per_second": 9.1, "epoch": 0.1, "step": 10}, "eval"),
-        ({"train_runtime": 99.0, "train_loss": 0.1, "total_flos": 1e12, "epoch": 1.0, "step": 100}, "summary"),
-        ({"train/loss": 0.1, "train/reward": 0.5, "step": 3}, "train"),
-        ({"eval/reward": 0.4, "step": 3}, "eval"),
-        ({"test_loss": 0.3, "step": 9}, "eval"),
-        ({"step": 5, "epoch": 1.0}, "train"),
-    ],
-)
-def test_classify_log_entry(entry: dict[str, Any], kind: str) -> None:
-    assert classify_log_entry(entry) == kind
 
 
 # ------------------------------------------------------------------------------------------------------ legend

@@ -5,10 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from fixtures_gen import write_all, write_retrain, write_tinker
 
-from steptable.ingest import RunStore, load
-from steptable.schemas import SCHEMAS, detect, side_file
+from steptable.ingest import RunStore
+from steptable.schemafiles.resolve import detect
+from steptable.schemas import SCHEMAS, side_file
+from tests.schemas.helpers import read_one
+from tests.trainer_logs import write_all, write_retrain, write_tinker
 
 EXPECTED = {
     "routing": "routing",
@@ -23,22 +25,11 @@ EXPECTED = {
 }
 
 
-def read_one(path: Path) -> RunStore:
-    stores = [s for s in load(path).values() if s.path == path]
-    assert len(stores) == 1, f"ingest found {len(stores)} runs for {path}"
-    return stores[0]
-
-
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, RunStore]:
     paths = write_all(tmp_path_factory.mktemp("fixtures"))
     assert set(paths) == set(EXPECTED)
     return {name: read_one(p) for name, p in paths.items()}
-
-
-@pytest.fixture(autouse=True)
-def _no_user_config(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
 
 
 def test_every_fixture_detected_as_its_schema(runs: dict[str, RunStore]) -> None:

@@ -14,11 +14,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import run_cli
-from fixtures_gen import write_tinker, write_verl
 
 from steptable.schemas import SCHEMAS
 from steptable.schemas.headers import short_headers
+from tests.helpers import run_cli
+from tests.trainer_logs import write_tinker, write_verl
 
 #: the constant bookkeeping keys tinker-cookbook's metric_util logs ahead of the scores in an evaluation row
 TINKER_CONSTANT = {

@@ -6,12 +6,13 @@ import os
 from pathlib import Path
 
 import pytest
-from conftest import write
-from fixtures_gen import write_verl
 
 from steptable.ingest import load
-from steptable.schemas import SchemaFileError, detect, get_schema, layout, load_schema_file, schema_files
-from steptable.schemas.user import config_dir
+from steptable.schemafiles.files import config_dir, schema_files
+from steptable.schemafiles.resolve import detect, get_schema, load_schema_file
+from steptable.schemas import SchemaFileError, layout
+from tests.helpers import write
+from tests.trainer_logs import write_verl
 
 pytestmark = pytest.mark.usefixtures("xdg")  # (no user's schema directory leaks in)
 
@@ -294,7 +295,7 @@ def test_a_file_above_a_relative_path_and_a_named_schema_near_any_path(
 ) -> None:
     """`cd logs/run1; steptable tail .` ignored logs/steptable.toml ("." has no parents); `--schema NAME` was looked
     for beside the first path only, and `legend --schema NAME` without a path nowhere but the user's directory."""
-    from conftest import run_cli
+    from tests.helpers import run_cli
 
     write_verl(tmp_path / "a" / "logs" / "run1" / "grpo.jsonl")
     write_verl(tmp_path / "other" / "grpo.jsonl")
@@ -326,7 +327,7 @@ def test_summary_names_a_column_logged_under_an_alias_by_its_header(
 ) -> None:
     """key = "reward", aliases = ["rew_score"], header = "R": tail said R, summary's row said rew_score, and
     `summary --columns R` matched nothing."""
-    from conftest import run_cli, write_rows
+    from tests.helpers import run_cli, write_rows
 
     write_rows(tmp_path / "run" / "metrics.jsonl", [{"step": s, "rew_score": 0.1 * s, "loss": 1.0 / (s + 1)}
                                                     for s in range(6)])

@@ -8,13 +8,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import run_cli, write, write_rows
-from fixtures_gen import write_verl
 
 from steptable import Col, StepLogger
 from steptable.ingest import load
-from steptable.schemas import SCHEMAS, Schema, SchemaFileError, by_schema, detect, get_schema, layout, load_schema_file
+from steptable.schemafiles.resolve import by_schema, detect, get_schema, load_schema_file
+from steptable.schemas import SCHEMAS, Schema, SchemaFileError, layout
 from steptable.schemas import user as user_module
+from tests.helpers import plain_run, run_cli, write, write_rows
+from tests.trainer_logs import write_verl
 
 pytestmark = pytest.mark.usefixtures("xdg")  # (no user's schema directory leaks in)
 
@@ -126,27 +127,18 @@ def test_a_header_step_gives_one_step_column(tmp_path: Path, capsys: pytest.Capt
     assert rc == 2 and out == "" and "steptable.toml:5:" in err and "step column" in err
 
 
-# ------------------------------------------------------------------------------- 4. a file that applies to none
-
-
-def _plain_run(root: Path, **extra: float) -> Path:
-    path = root / "metrics.jsonl"
-    write_rows(path, [{"step": s, "actor/loss": 1 / (s + 1), **extra} for s in range(4)])
-    return path
-
-
 @pytest.mark.parametrize("cmd", ["tail", "summary", "legend"])
 def test_a_file_that_applies_to_none_of_its_runs_is_said(tmp_path: Path, capsys: pytest.CaptureFixture[str], cmd: str
                                                          ) -> None:
     """Only hide globs (no column, no [match], no base) or a misspelt key: the file was passed over in silence. Said
     once as a warning: the runs are still shown (the file may be meant for runs that have not logged its keys yet)."""
-    _plain_run(tmp_path / "a" / "r")
+    plain_run(tmp_path / "a" / "r")
     write(tmp_path / "a" / "steptable.toml", '[schema]\nname = "quiet"\nhide = ["actor/*"]\n')
     rc, out, err = run_cli([cmd, str(tmp_path / "a")], capsys)
     assert rc == 0 and out != "", out
     assert err.count("\n") == 1 and "a/steptable.toml:2: applies to none of the 1 run(s)" in err, err
     assert "(the file is not used)" in err
-    _plain_run(tmp_path / "b" / "r")
+    plain_run(tmp_path / "b" / "r")
     write(tmp_path / "b" / "steptable.toml", '[schema]\nname = "typo"\n\n[[columns]]\nkey = "actor/los"\n'
                                              'header = "L"\n')
     rc, out, err = run_cli([cmd, str(tmp_path / "b")], capsys)
@@ -156,20 +148,20 @@ def test_a_file_that_applies_to_none_of_its_runs_is_said(tmp_path: Path, capsys:
 def test_a_file_that_applies_to_some_or_says_which_runs_is_not_said(tmp_path: Path, capsys: pytest.CaptureFixture[str]
                                                                      ) -> None:
     # one of two runs logs its key
-    _plain_run(tmp_path / "a" / "r1", **{"my/acc": 0.5})
-    _plain_run(tmp_path / "a" / "r2")
+    plain_run(tmp_path / "a" / "r1", **{"my/acc": 0.5})
+    plain_run(tmp_path / "a" / "r2")
     write(tmp_path / "a" / "steptable.toml", '[schema]\nname = "mine"\n[[columns]]\nkey = "my/acc"\nheader = "ACC"\n')
     rc, out, _ = run_cli(["tail", str(tmp_path / "a"), "-n", "1"], capsys)
     assert rc == 0 and "ACC" in out
     # [match] or a base says which runs it is for: matching none of these is its choice
     for name, text in (("m", '[schema]\nname = "m"\n[match]\nfiles = ["other*.jsonl"]\n[[columns]]\nkey = "x"\n'),
                        ("v", '[schema]\nname = "v"\nextends = "verl"\nhide = ["timing_s/*"]\n')):
-        _plain_run(tmp_path / name / "r")
+        plain_run(tmp_path / name / "r")
         write(tmp_path / name / "steptable.toml", text)
         rc, _, err = run_cli(["tail", str(tmp_path / name), "-n", "1"], capsys)
         assert rc == 0 and err == "", err
     # a farther file is not the nearest file of runs that have their own
-    _plain_run(tmp_path / "f" / "exp" / "r")
+    plain_run(tmp_path / "f" / "exp" / "r")
     write(tmp_path / "f" / "steptable.toml", '[schema]\nname = "far"\n[[columns]]\nkey = "nope"\n')
     write(tmp_path / "f" / "exp" / "steptable.toml", '[schema]\nname = "near"\n[[columns]]\nkey = "actor/loss"\n'
                                                      'header = "L"\n')
@@ -184,7 +176,7 @@ def test_a_file_beside_steplogger_runs_is_for_schema_and_not_said(tmp_path: Path
     with StepLogger(cols, run_dir=tmp_path / "logs" / "armA", arm="armA", console=False, alerts=False) as sl:
         for s in range(3):
             sl.log({"step": s, "rew": s / 3})
-    from steptable.schemas.registry import unused_files
+    from steptable.schemafiles.resolve import unused_files
 
     write(tmp_path / "logs" / "steptable.toml", '[schema]\nname = "mine"\n[[columns]]\nkey = "rew"\nheader = "R"\n')
     stores = list(load(tmp_path / "logs").values())
@@ -196,9 +188,9 @@ def test_a_file_beside_steplogger_runs_is_for_schema_and_not_said(tmp_path: Path
 
 
 def test_unused_files_for_a_viewer_that_says_problems_itself(tmp_path: Path) -> None:
-    from steptable.schemas.registry import unused_files
+    from steptable.schemafiles.resolve import unused_files
 
-    _plain_run(tmp_path / "r")
+    plain_run(tmp_path / "r")
     write(tmp_path / "steptable.toml", '[schema]\nname = "quiet"\n[[rules]]\npattern = "actor/*"\ndesc = "d"\n')
     stores = list(load(tmp_path).values())
     (err,) = unused_files(stores)
@@ -248,7 +240,7 @@ def test_a_file_is_built_once_for_all_its_runs_and_again_when_it_changes(
     write(xdg / "base.toml", '[schema]\nname = "labbase"\n[[columns]]\nkey = "lab/acc"\n')
     f = write(tmp_path / "logs" / "steptable.toml", '[schema]\nname = "lab"\nextends = "labbase"\n[match]\n'
                                                     'keys = ["lab/*"]\n[[columns]]\nkey = "lab/loss"\n')
-    paths = [_plain_run(tmp_path / "logs" / f"r{i}", **{"lab/acc": 0.5}) for i in range(5)]
+    paths = [plain_run(tmp_path / "logs" / f"r{i}", **{"lab/acc": 0.5}) for i in range(5)]
     found = {id(detect(p, ["step", "lab/acc"])) for p in paths}
     assert len(found) == 1 and len(builds) == 2  # the config base and the log directory's file, once each
     before = detect(paths[0], ["step", "lab/acc"])
@@ -313,7 +305,7 @@ def test_a_fmt_without_a_width_gets_room_for_its_text(tmp_path: Path, capsys: py
 def test_the_watch_session_says_an_unused_file_once(tmp_path: Path) -> None:
     from steptable.app.session import Session
 
-    _plain_run(tmp_path / "r")
+    plain_run(tmp_path / "r")
     write(tmp_path / "steptable.toml", '[schema]\nname = "quiet"\nhide = ["actor/*"]\n')
     (store,) = load(tmp_path).values()
     session = Session()

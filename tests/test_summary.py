@@ -9,10 +9,10 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from conftest import FakeRun
 
 from steptable.alerts.engine import Alert
 from steptable.summary.report import column_stats, rate_text, summarize, trend_pct
+from tests.helpers import FakeRun
 
 Golden = Callable[[str, str], None]
 NOW = 1_700_100_000.0
@@ -242,9 +242,8 @@ def test_summary_hands_the_alert_scan_only_the_columns_it_watches(
     tmp_path: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Every column of a 1M-row run as Python cells took 1.75 GB beside a 0.7 GB store; scan reads the role keys."""
-    from conftest import run_cli, write_rows
-
     import steptable.alerts.engine as alerts
+    from tests.helpers import run_cli, write_rows
 
     rows = ({"step": s, "loss": 1 / (s + 1), "rew": s / 50, **{f"m{j}": s * j for j in range(30)}} for s in range(50))
     write_rows(tmp_path / "r" / "metrics.jsonl", rows)
@@ -264,7 +263,7 @@ def test_summary_hands_the_alert_scan_only_the_columns_it_watches(
 def test_runs_without_a_column_get_no_row_of_dashes_in_it(tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
     """Runs of different trainers share few keys: each run's row only in the columns it logged (rows of dashes
     were half the tokens of such a summary); a column asked for by name still shows every run."""
-    from conftest import run_cli, write_rows
+    from tests.helpers import run_cli, write_rows
 
     write_rows(tmp_path / "a" / "metrics.jsonl", ({"step": s, "loss": 1 / (s + 1), "kl": s / 9} for s in range(30)))
     write_rows(tmp_path / "b" / "metrics.jsonl", ({"step": s, "loss": 2 / (s + 1)} for s in range(30)))
@@ -284,7 +283,7 @@ def test_a_resumed_run_is_not_called_stalled_at_its_resume_point(
     crashed run's steps 200-260 and the restart. That gap was reported as a 30-minute stall of the run."""
     import time
 
-    from conftest import run_cli, write_rows
+    from tests.helpers import run_cli, write_rows
 
     def loss(s: int) -> float:
         return 1 + 0.01 * (s % 3)
@@ -305,9 +304,8 @@ def test_a_resumed_run_is_not_called_stalled_at_its_resume_point(
 
 def test_a_run_whose_logger_was_closed_reads_ended(tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
     """A finished run and a hung one read the same to an agent (`upd 2h ago`) unless the header says which."""
-    from conftest import run_cli
-
     from steptable import Col, StepLogger
+    from tests.helpers import run_cli
 
     cols = [Col("step", 5, "step", "d"), Col("loss", 6, "loss")]
     loggers = {arm: StepLogger(cols, run_dir=tmp_path / arm, arm=arm, console=False, alerts=False)

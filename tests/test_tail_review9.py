@@ -12,9 +12,9 @@ import random
 from pathlib import Path
 
 import pytest
-from conftest import run_cli, write_rows
 
 from steptable.summary.report import trend_pct
+from tests.helpers import run_cli, write_rows
 
 Cap = pytest.CaptureFixture[str]
 

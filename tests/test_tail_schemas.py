@@ -6,44 +6,32 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from fixtures_gen import write_all
 
 from steptable.cli.main import main
 
 NAMES = ["routing", "retrain", "retrain_emergence", "verl", "tinyzero", "tinker", "trl", "maxent", "generic"]
 
 
-@pytest.fixture(scope="module")
-def fixtures(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    return write_all(tmp_path_factory.mktemp("formats"))
-
-
 @pytest.mark.parametrize("name", NAMES)
 def test_tail_golden_per_format(
-    name: str, fixtures: dict[str, Path], capsys: pytest.CaptureFixture[str], golden: Callable[[str, str], None]
+    name: str, every_trainer_log: dict[str, Path], capsys: pytest.CaptureFixture[str],
+    golden: Callable[[str, str], None],
 ) -> None:
-    rc = main(["tail", str(fixtures[name]), "-n", "0", "--width", "160"])
+    rc = main(["tail", str(every_trainer_log[name]), "-n", "0", "--width", "160"])
     out, err = capsys.readouterr()
     assert rc == 0, err
-    root = str(fixtures[name].parent)
+    root = str(every_trainer_log[name].parent)
     text = out.replace(root, "<dir>") + ("--stderr--\n" + err.replace(root, "<dir>") if err else "")
     golden(f"tail_{name}.txt", text)
     lines = out.splitlines()
     assert lines and all(len(line) == len(lines[0]) for line in lines if not line.startswith("──"))
 
 
-def test_summary_uses_the_tables_short_headers(fixtures: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
-    rc = main(["summary", str(fixtures["verl"])])
+def test_summary_uses_the_tables_short_headers(
+    every_trainer_log: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    rc = main(["summary", str(every_trainer_log["verl"])])
     out = capsys.readouterr().out
     assert rc == 0
     names = {line.split()[0] for line in out.splitlines()[2:] if line.strip()}
     assert "pg_loss" in names and not any("/" in n and n.startswith("actor") for n in names)
-
-
-def test_trainer_state_final_summary_is_run_metadata(fixtures: dict[str, Path]) -> None:
-    from steptable.ingest import load
-
-    stores = load([fixtures["trl"]])
-    (store,) = stores.values()
-    assert "train_runtime" not in store.keys  # not merged into the last step's row
-    assert "train_runtime" in store.meta["train_summary"]

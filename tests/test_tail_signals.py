@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import IO
 
 import pytest
-from conftest import write_rows
 
 from steptable.cli.main import _parser
 from steptable.cli.tailout import Tail
 from steptable.ingest import Follower
+from tests.helpers import write_rows
 
 NAN = float("nan")
 STOP_SIGNALS = [s for s in ("SIGTERM", "SIGINT", "SIGHUP") if hasattr(signal, s)]

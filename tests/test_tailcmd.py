@@ -11,9 +11,10 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import following, run_cli, write_rows
 
 from steptable.demo.run import run_demo
+from tests.cli.helpers import emit, follow_tail
+from tests.helpers import following, run_cli, write_rows
 
 HOSTILE = "evil\x1b[2J\x1b]0;title\x07\x1b]52;c;ZXZpbA==\x07\u202e[bold red]markup[/]"
 
@@ -350,33 +351,16 @@ def test_the_empty_key_is_named_where_it_cannot_be_a_column(tmp_path: Path,
     assert [json.loads(line)[""] for line in out.splitlines()] == [1.5, 2.5]
 
 
-def _live(tmp_path: Path, argv: list[str]) -> tuple[object, object, object, object]:
-    import io
-
-    from steptable.cli.main import _parser
-    from steptable.cli.tail import Tail
-    from steptable.ingest import Follower
-
-    out, err = io.StringIO(), io.StringIO()
-    follower = Follower([tmp_path])
-    return follower, Tail(_parser().parse_args(["tail", "-f", *argv, str(tmp_path)]), out, err), out, err
-
-
-def _step(follower: object, tail: object) -> None:
-    follower.scan()  # type: ignore[attr-defined]
-    tail.emit(follower)  # type: ignore[attr-defined]
-
-
 def test_follow_prints_a_row_again_when_a_later_line_merges_into_it(tmp_path: Path) -> None:
     """tinker writes a step's eval metrics as a second line with the same step; torchtune writes one metric a line."""
     path = tmp_path / "a" / "metrics.jsonl"
     write_rows(path, [{"step": s, "loss": 1.0} for s in range(3)])
-    follower, tail, out, _ = _live(tmp_path, ["--format", "jsonl"])
-    _step(follower, tail)
+    follower, tail, out, _ = follow_tail(tmp_path, ["--format", "jsonl"])
+    emit(follower, tail)
     write_rows(path, [{"step": 2, "eval/acc": 0.77}])
-    _step(follower, tail)
+    emit(follower, tail)
     write_rows(path, [{"step": 3, "loss": 0.5}])
-    _step(follower, tail)
+    emit(follower, tail)
     rows = [json.loads(line) for line in out.getvalue().splitlines()]  # type: ignore[attr-defined]
     assert [r["step"] for r in rows] == [0, 1, 2, 2, 3]
     assert rows[3]["eval/acc"] == 0.77 and rows[3]["loss"] == 1.0  # the whole row as it is now
@@ -385,12 +369,12 @@ def test_follow_prints_a_row_again_when_a_later_line_merges_into_it(tmp_path: Pa
 def test_follow_prints_a_late_row_once_and_nothing_twice(tmp_path: Path) -> None:
     path = tmp_path / "a" / "metrics.jsonl"
     write_rows(path, [{"step": s, "loss": 1.0} for s in (0, 1, 2, 4)])
-    follower, tail, out, _ = _live(tmp_path, ["--format", "jsonl"])
-    _step(follower, tail)
+    follower, tail, out, _ = follow_tail(tmp_path, ["--format", "jsonl"])
+    emit(follower, tail)
     write_rows(path, [{"step": 3, "loss": 0.3}])  # out of order: a second writer, a late evaluation
-    _step(follower, tail)
+    emit(follower, tail)
     write_rows(path, [{"step": 5, "loss": 0.5}])
-    _step(follower, tail)
+    emit(follower, tail)
     steps = [json.loads(line)["step"] for line in out.getvalue().splitlines()]  # type: ignore[attr-defined]
     assert steps == [0, 1, 2, 4, 3, 5]  # it used to print 0, 1, 2, 4, 4, 5: step 4 twice, step 3 never
 
@@ -398,13 +382,13 @@ def test_follow_prints_a_late_row_once_and_nothing_twice(tmp_path: Path) -> None
 def test_follow_alerts_see_a_value_merged_into_a_fed_row(tmp_path: Path) -> None:
     path = tmp_path / "a" / "metrics.jsonl"
     write_rows(path, [{"step": s, "loss": 1.0} for s in range(20)])
-    follower, tail, out, _ = _live(tmp_path, ["--alerts-only"])
-    _step(follower, tail)
+    follower, tail, out, _ = follow_tail(tmp_path, ["--alerts-only"])
+    emit(follower, tail)
     write_rows(path, [{"step": 20, "lr": 0.1}])
-    _step(follower, tail)
+    emit(follower, tail)
     with open(path, "a") as f:
         f.write('{"step": 20, "loss": NaN}\n')
-    _step(follower, tail)
+    emit(follower, tail)
     text = out.getvalue()  # type: ignore[attr-defined]
     assert "step 20 loss non-finite" in text and text.count("non-finite") == 1
 
@@ -412,10 +396,10 @@ def test_follow_alerts_see_a_value_merged_into_a_fed_row(tmp_path: Path) -> None
 def test_follow_after_a_resume_prints_the_new_rows(tmp_path: Path) -> None:
     path = tmp_path / "a" / "metrics.jsonl"
     write_rows(path, [{"step": s, "loss": 1.0} for s in range(10)])
-    follower, tail, out, _ = _live(tmp_path, ["--format", "jsonl", "-n", "0"])
-    _step(follower, tail)
+    follower, tail, out, _ = follow_tail(tmp_path, ["--format", "jsonl", "-n", "0"])
+    emit(follower, tail)
     write_rows(path, [{"step": s, "loss": 2.0} for s in range(5, 12)])  # restarted from the step-5 checkpoint
-    _step(follower, tail)
+    emit(follower, tail)
     rows = [json.loads(line) for line in out.getvalue().splitlines()]  # type: ignore[attr-defined]
     assert [r["step"] for r in rows] == [*range(10), *range(5, 12)] and all(r["loss"] == 2.0 for r in rows[10:])
 
@@ -427,15 +411,15 @@ def test_follow_keeps_reporting_bad_lines_past_the_kept_ones(tmp_path: Path, mon
     path = tmp_path / "a" / "metrics.jsonl"
     path.parent.mkdir()
     path.write_text('{"step": 0, "loss": 1}\n')
-    follower, tail, _, err = _live(tmp_path, [])
-    _step(follower, tail)
+    follower, tail, _, err = follow_tail(tmp_path, [])
+    emit(follower, tail)
     kept = follower._errors.maxlen  # type: ignore[attr-defined]
     with open(path, "a") as f:
         f.write("{bad\n" * (kept + 5))
-    _step(follower, tail)
+    emit(follower, tail)
     with open(path, "a") as f:
         f.write("{worse\n")
-    _step(follower, tail)
+    emit(follower, tail)
     lines = err.getvalue().splitlines()  # type: ignore[attr-defined]
     assert lines[0] == "steptable: 5 more bad line(s) before these not shown"
     assert len(lines) == kept + 2 and f":{kept + 7}: malformed JSON (" in lines[-1]  # the newest, after the cap
@@ -555,10 +539,10 @@ def test_summary_leaves_out_a_step_key_of_another_name(tmp_path: Path, capsys: p
 def test_follow_widens_a_column_for_values_its_first_rows_never_had(tmp_path: Path) -> None:
     path = tmp_path / "a" / "metrics.jsonl"
     write_rows(path, [{"step": s, "loss": 0.5, "tokens": 12} for s in range(30)])
-    follower, tail, out, _ = _live(tmp_path, ["--width", "0"])
-    _step(follower, tail)
+    follower, tail, out, _ = follow_tail(tmp_path, ["--width", "0"])
+    emit(follower, tail)
     write_rows(path, [{"step": 30, "loss": -1.2345e-05, "tokens": 123456789}])
-    _step(follower, tail)
+    emit(follower, tail)
     last = out.getvalue().splitlines()[-1].split()  # type: ignore[attr-defined]
     assert last == ["30", "-1e-5", "123456789"]  # they read "####" and "1.2e8"
 
@@ -566,12 +550,12 @@ def test_follow_widens_a_column_for_values_its_first_rows_never_had(tmp_path: Pa
 def test_follow_after_two_resumes_and_an_edit_between_reads(tmp_path: Path) -> None:
     path = tmp_path / "a" / "metrics.jsonl"
     write_rows(path, [{"step": s, "loss": 1.0} for s in range(11)])
-    follower, tail, out, _ = _live(tmp_path, ["--format", "jsonl", "-n", "0"])
-    _step(follower, tail)
+    follower, tail, out, _ = follow_tail(tmp_path, ["--format", "jsonl", "-n", "0"])
+    emit(follower, tail)
     write_rows(path, [{"step": 3, "eval/acc": 0.9}])  # merged into a printed row ...
     write_rows(path, [{"step": s, "loss": 2.0 + s / 100} for s in range(5, 10)])  # ... a restart from step 5 ...
     write_rows(path, [{"step": s, "loss": 3.0} for s in range(8, 10)])  # ... and another from step 8
-    _step(follower, tail)
+    emit(follower, tail)
     rows = [json.loads(line) for line in out.getvalue().splitlines()][11:]  # type: ignore[attr-defined]
     assert [r["step"] for r in rows] == [3, 5, 6, 7, 8, 9] and rows[0]["eval/acc"] == 0.9
     assert [r["loss"] for r in rows[1:]] == [2.05, 2.06, 2.07, 3.0, 3.0]
@@ -585,10 +569,10 @@ def test_follow_with_more_edits_than_the_store_lists_prints_from_the_oldest(
     monkeypatch.setattr(store, "MAX_EDITS", 16)
     path = tmp_path / "a" / "metrics.jsonl"
     write_rows(path, [{"step": s, "loss": 1.0} for s in range(100)])
-    follower, tail, out, _ = _live(tmp_path, ["--format", "jsonl", "-n", "3"])
-    _step(follower, tail)
+    follower, tail, out, _ = follow_tail(tmp_path, ["--format", "jsonl", "-n", "3"])
+    emit(follower, tail)
     write_rows(path, [{"step": s, "eval/acc": 0.5} for s in range(60, 90)])  # an evaluator: 30 merges in one read
-    _step(follower, tail)
+    emit(follower, tail)
     steps = [json.loads(line)["step"] for line in out.getvalue().splitlines()]  # type: ignore[attr-defined]
     assert steps == [97, 98, 99, *range(60, 100)]  # from the oldest changed step on, not the whole history
 
@@ -625,16 +609,16 @@ def test_follow_a_csv_rewritten_from_the_top_with_a_new_key(tmp_path: Path) -> N
     path = tmp_path / "ppo" / "progress.csv"
     path.parent.mkdir()
     path.write_text("time/total_timesteps,rollout/ep_rew_mean\n2048,-120.5\n4096,-80.25\n")
-    follower, tail, out, _ = _live(tmp_path, ["--format", "jsonl", "-n", "0"])
-    _step(follower, tail)
+    follower, tail, out, _ = follow_tail(tmp_path, ["--format", "jsonl", "-n", "0"])
+    emit(follower, tail)
     path.write_text(
         "time/total_timesteps,rollout/ep_rew_mean,train/loss\n2048,-120.5,\n4096,-80.25,\n6144,-60.0,0.5\n"
     )
-    _step(follower, tail)
+    emit(follower, tail)
     rows = [json.loads(line) for line in out.getvalue().splitlines()]  # type: ignore[attr-defined]
     assert [r["time/total_timesteps"] for r in rows] == [2048, 4096, 6144] and rows[-1]["train/loss"] == 0.5
     path.write_text("time/total_timesteps,rollout/ep_rew_mean\n100,1.0\n")  # a new run in its place
-    _step(follower, tail)
+    emit(follower, tail)
     rows = [json.loads(line) for line in out.getvalue().splitlines()]  # type: ignore[attr-defined]
     assert [r["time/total_timesteps"] for r in rows][3:] == [100]
 

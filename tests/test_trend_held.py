@@ -8,9 +8,9 @@ import random
 from pathlib import Path
 
 import pytest
-from conftest import run_cli, write_rows
 
 from steptable.summary.trend import hold_length, trend_pct
+from tests.helpers import run_cli, write_rows
 
 Cap = pytest.CaptureFixture[str]
 

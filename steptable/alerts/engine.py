@@ -20,7 +20,7 @@ from collections.abc import Collection, Mapping, Sequence
 from statistics import median
 from typing import Any
 
-from steptable.alerts.detectors import _DETECTORS, _Detector, _Flat, _Latch, _NonFinite, _Window
+from steptable.alerts.detectors import DETECTORS, Flat, NonFinite
 from steptable.alerts.rules import DEFAULT_ROLES as DEFAULT_ROLES
 from steptable.alerts.rules import MULTI_ROLES as MULTI_ROLES
 from steptable.alerts.rules import Alert as Alert
@@ -28,6 +28,7 @@ from steptable.alerts.rules import AlertConfig as AlertConfig
 from steptable.alerts.rules import Level as Level
 from steptable.alerts.rules import cell_float as cell_float
 from steptable.alerts.rules import cell_frac as cell_frac
+from steptable.alerts.window import Detector, Latch, Window
 from steptable.table import runinfo
 from steptable.table.formatting import fmt_auto as _f
 
@@ -39,16 +40,16 @@ class AlertEngine:
         self.config = config or AlertConfig()
         self.roles = self.config.role_keys()
         self._bound: dict[str, str] = {}
-        self._dets: dict[tuple[str, str], tuple[_Detector, ...]] = {}
+        self._dets: dict[tuple[str, str], tuple[Detector, ...]] = {}
         self._last_step = 0
         self._last_wall: float | None = None
         # (never fewer than the intervals the stall test waits for: a short window must not switch it off)
-        self._dts = _Window(maxlen=max(1, self.config.window, self.config.stall_min_rows))
+        self._dts = Window(maxlen=max(1, self.config.window, self.config.stall_min_rows))
         self._pauses: deque[float] = deque(maxlen=64)  # gaps past the stall threshold the run came back from
         self._stalled = False
         self._hack: deque[tuple[float, float]] = deque(maxlen=max(2, self.config.hack_window))
         self._auroc: deque[float] = deque(maxlen=max(2, self.config.hack_window))
-        self._hack_latch = _Latch()
+        self._hack_latch = Latch()
 
     def _value(self, row: Mapping[str, Any], key: str) -> float | None:
         v = cell_float(row.get(key))
@@ -73,7 +74,7 @@ class AlertEngine:
         out: list[Alert] = []
         self._last_step = step
         self._wall(wall_time)
-        for role, classes in _DETECTORS.items():
+        for role, classes in DETECTORS.items():
             for key in self._keys(role, row):
                 x = self._value(row, key)
                 if x is None:
@@ -90,24 +91,24 @@ class AlertEngine:
             out.append(a)
         return _merge_nonfinite(out) if len(out) > 1 else out
 
-    def _new(self, role: str, key: str, classes: Sequence[type[_Detector]]) -> tuple[_Detector, ...]:
+    def _new(self, role: str, key: str, classes: Sequence[type[Detector]]) -> tuple[Detector, ...]:
         dets = tuple(c(self.config, key) for c in classes)
         if role == "loss":
             for d in dets:
-                if isinstance(d, _Flat):
+                if isinstance(d, Flat):
                     d.gate = self._grad_still
         return dets
 
     def still_flat(self) -> dict[str, str]:
-        """Key -> the message of each flat episode that goes on to the last row fed (:meth:`_Flat.still`)."""
+        """Key -> the message of each flat episode that goes on to the last row fed (:meth:`Flat.still`)."""
         return {d.key: m for dets in self._dets.values() for d in dets
-                if isinstance(d, _Flat) and (m := d.still()) is not None}
+                if isinstance(d, Flat) and (m := d.still()) is not None}
 
     def _grad_still(self) -> bool:
         """A loss flat for flat_rows rows is no learning signal only where the grad norm, if the run logs one, is
         flat too: TRL's loss is round(beta * KL, 4), one value for hundreds of steps of a run that learns."""
         key = self._bound.get("grad_norm")
-        flat = next((d for d in self._dets.get(("grad_norm", key or ""), ()) if isinstance(d, _Flat)), None)
+        flat = next((d for d in self._dets.get(("grad_norm", key or ""), ()) if isinstance(d, Flat)), None)
         return flat is None or flat.run >= self.config.flat_rows - 1  # - 1: its row comes after the loss's
 
     def resumed(self) -> None:
@@ -127,13 +128,13 @@ class AlertEngine:
         ``clear`` finite cells since; the column finite since step ``since`` (None: not since its last non-finite
         cell; not ``known``: what the rows fed so far say). For a reader that replays only some of those rows (the
         rows a resume replaces)."""
-        for role, classes in _DETECTORS.items():
+        for role, classes in DETECTORS.items():
             watched = key in self.roles.get(role, ()) if role in MULTI_ROLES else self._bound.get(role) == key
             if not watched or not any(c.nonfinite for c in classes):
                 continue
             dets = self._dets.get((role, key)) or self._dets.setdefault((role, key), self._new(role, key, classes))
             for d in dets:
-                if isinstance(d, _NonFinite):
+                if isinstance(d, NonFinite):
                     d.latch.level, d.latch.clear = ("E" if on else None), clear
                     if known:
                         d.run, d.since = (0, d.since) if since is None else (max(1, d.run), since)
@@ -244,9 +245,9 @@ def end_alert(info: dict[str, Any] | None, step: int) -> Alert | None:
 def replay_spans(end: int, config: AlertConfig | None = None) -> list[tuple[int, int]]:
     """The rows (index spans of ``[0, end)``) a live reader replays into a fresh engine when a run resumes before
     row ``end``: the first ones (the entropy's early level) and the last ones every window, run and re-arm count
-    looks back over. So the engine reads the rows the store holds now, not the crashed run's replaced ones (a
-    restart from step 0 read as a reward collapse against the old run's rewards), at a cost that does not grow
-    with the run (a replay of a million rows at each resume would)."""
+    looks back over. So the engine reads the rows the store holds now, not the crashed run's replaced ones (against
+    the old run's rewards, a restart from step 0 would read as a reward collapse), at a cost that does not grow
+    with the run (a replay of every row at each resume would)."""
     cfg = config or AlertConfig()
     head = min(end, cfg.entropy_early)
     start = max(head, end - (max(cfg.window, cfg.flat_rows, cfg.hack_window, cfg.sat_rows) + cfg.rearm
@@ -329,9 +330,9 @@ def clockless_stall(store: Any, now: float, config: AlertConfig | None = None) -
 
 def feed_store(eng: AlertEngine, store: Any, a: int, b: int, resumes: Collection[int] = (),
                stalls: bool = False) -> list[Alert]:
-    """Rows ``a:b`` of ``store`` (a RunStore, its lock held) through ``eng``, only the columns it watches (a
-    resume in a run of 1,500 keys copied 5,000 whole rows); a row at one of ``resumes`` restarts its clock, as
-    :func:`scan` does. Their alerts (with ``stalls``, the gaps between rows too)."""
+    """Rows ``a:b`` of ``store`` (a RunStore, its lock held) through ``eng``, only the columns it watches (whole
+    rows of a run with thousands of keys would cost a copy of every cell); a row at one of ``resumes`` restarts its
+    clock, as :func:`scan` does. Their alerts (with ``stalls``, the gaps between rows too)."""
     wanted = eng.config.watched()
     cols = [(k, store.column_between(k, a, b)) for k in store.keys if k in wanted]
     return feed_columns(eng, store, cols, store.steps_between(a, b), store.wall_times_between(a, b), a, b, a,

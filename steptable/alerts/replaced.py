@@ -8,7 +8,7 @@ import math
 from collections.abc import Iterator
 from typing import Any
 
-from steptable.alerts.detectors import _DETECTORS
+from steptable.alerts.detectors import DETECTORS
 from steptable.alerts.engine import AlertEngine, _merge_nonfinite, feed_store, replay_spans
 from steptable.alerts.rules import MULTI_ROLES, Alert, AlertConfig, cell_float
 from steptable.table.formatting import fmt_auto as _f
@@ -34,7 +34,7 @@ def replaced_alerts(store: Any, start: int, config: AlertConfig | None = None, b
     binds = _bindings(store, eng.config)
     for role, key in binds:
         eng.bind(role, key)
-    for key in [k for role, k in binds if any(c.nonfinite for c in _DETECTORS[role])]:
+    for key in [k for role, k in binds if any(c.nonfinite for c in DETECTORS[role])]:
         said, state = _episodes(eng.config, store, key, start, first)
         found += said
         states.append((key, state))
@@ -64,7 +64,7 @@ def _bindings(store: Any, config: AlertConfig) -> list[tuple[str, str]]:
     multi-key role. (Not the keys alone: a key a resume's dropped rows left has no cell.)"""
     out = []
     roles = config.role_keys()
-    for role in _DETECTORS:
+    for role in DETECTORS:
         firsts = [(r, i, k) for i, k in enumerate(roles.get(role, ()))
                   if k in store and (r := store.first_cell(k)) is not None]
         out += [(role, k) for _, _, k in sorted(firsts)[: None if role in MULTI_ROLES else 1]]

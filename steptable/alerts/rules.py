@@ -96,6 +96,8 @@ class AlertConfig:
 
 @dataclass(frozen=True)
 class Alert:
+    """One alert: where an episode of a detector starts (or a run-level event), as one line of text."""
+
     level: Level  # "W" warning, "E" error
     step: int
     column: str  # the key; "" for run-level alerts (stall, ended)

@@ -15,8 +15,8 @@ def alerts_text(found: Sequence[Alert], limit: int = MAX_ALERTS, end: int | None
     """``alerts 23 (1E 22W):`` then up to ``limit`` lines, one per group of alerts (:func:`alert_groups`; ``end``:
     the run's last step), a group of one as its alert's own line, a larger one as
     ``W steps 110-2740 actor/grad_norm x19, last spike 1.04`` (its first and last step, its column, how many, the
-    gist of its latest message). The latest few alerts alone hid an entropy collapse or a one-hour hang behind the
-    routine grad-norm spikes and pauses every run has; one line per kind keeps each incident in sight, cheaply."""
+    gist of its latest message). The latest few alerts alone would hide an entropy collapse or a long hang behind
+    the routine grad-norm spikes and pauses every run has; one line per kind keeps each incident in sight, cheaply."""
     if not found:
         return ["alerts 0"]
     ne = sum(1 for a in found if a.level == "E")

@@ -3,6 +3,7 @@ without running it (tests, benchmarks, embedding)."""
 
 from __future__ import annotations
 
-from steptable.app.app import StepTableApp, make_app, run_watch
+from steptable.app.app import StepTableApp
+from steptable.app.watch import make_app, run_watch
 
 __all__ = ["StepTableApp", "make_app", "run_watch"]

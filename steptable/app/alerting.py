@@ -116,7 +116,7 @@ class AlertScanner:
                 if missed:
                     self._post(AlertsFound(rid, missed))
                 return [*missed, *self._say_end(rid, fed, ended)]
-            # only the rows to feed: copying whole columns for every new row cost ~50 ms a row at 1M rows
+            # only the rows to feed: copying whole columns for every new row would cost O(rows) a row
             steps = store.steps_between(start, n)
             cols = [(k, store.column_between(k, start, n)) for k in store.keys if k in wanted]
             walls = store.wall_times_between(start, n)
@@ -158,8 +158,8 @@ class AlertScanner:
         return None if alert is None else (alert, closed)
 
     def _say_end(self, rid: str, fed: _Fed, ended: tuple[Alert, float] | None) -> list[Alert]:
-        """Post the end alert once a close, after the rows' alerts (it is the run's last event: posted first, the
-        status bar listed it behind them), as summary and ``tail --alerts-only`` say it. It is posted with the close
+        """Post the end alert once a close, after the rows' alerts (it is the run's last event, and the status bar
+        lists the latest first), as summary and ``tail --alerts-only`` say it. It is posted with the close
         it is for, so that a resumed run that dies again at the same step is told again."""
         if ended is None:
             return []

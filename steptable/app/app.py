@@ -1,6 +1,6 @@
 """The watch app: per-arm step tables, one column layout per trainer (its arms line up), with legend, diagnostics,
-chart, generations, alerts. Thin: the Session holds the state, widgets draw through render, the Feed (a thread
-worker) only posts."""
+chart, generations, alerts. Thin: the Session holds the state, widgets draw through render, the Feed (its own
+thread) only posts."""
 
 from __future__ import annotations
 
@@ -8,24 +8,25 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterable
-from pathlib import Path
 from typing import Any, ClassVar
 
-from textual import on
-from textual.app import ComposeResult, SystemCommand
+from textual import events, on
+from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.css.query import NoMatches
 from textual.screen import Screen
 from textual.widgets import Static
 
-from steptable.app.arrange import ARM_MIN_ROWS, ARM_SHARE_ROWS, ArmsBox, Arrangement
+from steptable.app.arrange import ArmsBox, Arrangement
 from steptable.app.feed import Feed
 from steptable.app.messages import AlertsFound, FeedProblem, PreviewReady, RunsChanged
 from steptable.app.model import Store
 from steptable.app.screens.help import key_lines, key_text
 from steptable.app.session import Session
+from steptable.app.tables import Tables
 from steptable.app.themes import DEFAULT_THEME, load_themes
+from steptable.app.viewers import Viewers
 from steptable.app.widgets.arm import ArmPanel
 from steptable.app.widgets.grid import StepGrid
 from steptable.app.widgets.keys import KeyBar
@@ -36,7 +37,11 @@ from steptable.table.formatting import sanitize
 Clock = Callable[[], float]
 
 
-class StepTableApp(Arrangement):
+class StepTableApp(App[int]):
+    """The tables' screen and its panels. The app owns the widgets and the session, and hands the actions to its
+    parts: ``arrangement`` (where arms and panels go), ``tables`` (the arms' tables together), ``viewers`` (the
+    screens opened over them)."""
+
     TITLE = "steptable"
     CSS = """
     #arms { width: 1fr; height: 1fr; }
@@ -85,8 +90,10 @@ class StepTableApp(Arrangement):
         self.session = Session(schema_name=schema, near=[str(p) for p in feed.paths] or None)
         self.clock = clock
         self.tick = tick
-        self.stacked = stacked
         self.panels: dict[str, ArmPanel] = {}
+        self.arrangement = Arrangement(self, stacked)
+        self.tables = Tables(self)
+        self.viewers = Viewers(self, self.tables)
         self._new_panels = False
         self.problem = ""
         self._stop = threading.Event()
@@ -107,7 +114,7 @@ class StepTableApp(Arrangement):
         with VerticalScroll(id="legend-box"):
             yield LegendPanel(id="legend")
         # scrollable: when the arms do not fit at a readable size they keep that size and the box scrolls
-        with ArmsBox(id="arms", classes="side", can_focus=False):
+        with ArmsBox(self.arrangement.rearrange, id="arms", classes="side", can_focus=False):
             yield Static(self._waiting_text(), id="no-runs", markup=False)
         yield ChartPanel(id="chart")
         yield DiagnosticsPanel(id="diagnostics")
@@ -198,7 +205,7 @@ class StepTableApp(Arrangement):
                 if len(self.panels) == 1:
                     self.call_after_refresh(panel.grid.focus)
         if relayout:
-            self._apply_columns()
+            self.apply_columns()
         now = self.clock()
         for rid, store, preview in batch:
             panel = self.panels[rid]
@@ -214,13 +221,13 @@ class StepTableApp(Arrangement):
                 if panel.label != labels.get(rid, rid):
                     panel.label = labels.get(rid, rid)
                     panel.refresh_title(self.clock())
-            self._apply_arrangement()
-        self._refresh_panels()
+            self.arrangement.apply()
+        self.refresh_panels()
         self._refresh_status()
         while self.session.problems:  # (sanitized by the session)
             self.notify(self.session.problems.pop(0), severity="error", timeout=30, markup=False)
 
-    def _apply_columns(self) -> None:
+    def apply_columns(self) -> None:
         """Each arm's table gets its group's columns (one trainer's arms line up), the legend one part per group."""
         s = self.session
         tables = s.tables()
@@ -232,41 +239,21 @@ class StepTableApp(Arrangement):
         parts = ([(s.group_title(g), cols) for g, cols, _ in tables if cols] if len(tables) > 1
                  else [(None, cols) for _, cols, _ in tables[:1]] or [(None, ())])
         self.main.query_one(LegendPanel).show_parts(parts)
-        self._apply_arrangement()
+        self.arrangement.apply()
 
-    def _refresh_panels(self) -> None:
-        self._keep_picked_shown()
+    def refresh_panels(self) -> None:
+        """The open chart and diagnostics panels show the shown runs they are about (another trainer's runs have
+        none of their keys), at the picked column."""
+        self.tables.keep_picked_shown()
         chart = self.main.query_one(ChartPanel)
         chart.key = self.session.selected
-        self._share_height()
+        self.arrangement.share_height()
         s = self.session
         for panel, runs in ((chart, s.chart_runs), (self.main.query_one(DiagnosticsPanel), s.diagnostics_runs)):
-            if panel.has_class("-open"):  # (each the runs it is about: another trainer's have none of its keys)
+            if panel.has_class("-open"):
                 rids = [rid for rid in runs() if rid in self.panels]
                 panel.show_arms([(self.panels[rid].label, s.runs[rid].store, s.runs[rid].rows) for rid in rids],
                                 s.panel_cols(set(rids)))
-
-    def _apply_arrangement(self) -> None:
-        self._share_height()  # (a resize: the screen's height, the status bar's lines)
-        super()._apply_arrangement()
-
-    def _share_height(self) -> None:
-        """The open panels take at most what leaves the arms' tables ARM_SHARE_ROWS lines each (stacked) or a third
-        of the height, whichever is more, shared equally: a fixed 14 lines each left a short terminal no table row
-        to see, and three stacked arms only the first. Arms too many to share the box even so scroll in it anyway:
-        then the tables keep ARM_MIN_ROWS, one arm in full."""
-        screen = self.main
-        opened = [p for p in (screen.query_one(ChartPanel), screen.query_one(DiagnosticsPanel)) if p.has_class("-open")]
-        if not opened:
-            return
-        bars = sum(w.outer_size.height for w in screen.query("StatusBar, KeyBar"))  # (docked: not in the arms' box)
-        height = screen.size.height - bars
-        stacked = screen.query_one("#arms").has_class("stacked")
-        arms = ARM_SHARE_ROWS * (len(self.session.visible()) if stacked else 1)
-        if arms > height - ChartPanel.MIN_ROWS * len(opened):
-            arms = ARM_MIN_ROWS
-        for panel in opened:
-            panel.cap((height - max(arms, height // 3)) // len(opened))
 
     def _refresh_status(self) -> None:
         if not self.screen_stack or not self.is_running:
@@ -291,6 +278,11 @@ class StepTableApp(Arrangement):
             panel.refresh_title(now)
         self._refresh_status()
 
+    @property
+    def main(self) -> Screen[Any]:
+        """The tables' screen (the bottom of the stack), also while a viewer or a prompt is on top."""
+        return self.screen_stack[0]
+
     # ---------------------------------------------------------------------------------------------- grids
 
     @on(StepGrid.ViewChanged)
@@ -299,23 +291,54 @@ class StepTableApp(Arrangement):
             if panel.grid is message.grid:
                 panel.refresh_title(self.clock())
 
+    @on(StepGrid.ColumnPicked)
+    def _column_picked(self, message: StepGrid.ColumnPicked) -> None:
+        self.tables.column_picked(message.grid, message.key)
+
+    @on(events.DescendantFocus)
+    def _widget_focused(self, event: events.DescendantFocus) -> None:
+        self.tables.widget_focused(event.widget)
+
     # ---------------------------------------------------------------------------------------------- actions
 
-    def jump_to_step(self, step: int) -> None:
-        """Every visible table shows ``step`` (or the first step after it) at the top; following pauses."""
-        for rid, panel in self.panels.items():
-            if rid in self.session.hidden or panel.grid.store is None:
-                continue
-            panel.grid.scroll_to_index(panel.grid.store.index_of_step(step))
+    def action_help(self) -> None:
+        self.viewers.help()
+
+    def action_filter(self) -> None:
+        self.viewers.filter()
+
+    def action_jump(self) -> None:
+        self.viewers.jump()
+
+    def action_events(self) -> None:
+        self.viewers.events()
+
+    def action_generations(self) -> None:
+        self.viewers.generations()
+
+    def action_toggle_legend(self) -> None:
+        self.arrangement.toggle_legend()
+
+    def action_toggle_diagnostics(self) -> None:
+        self.arrangement.toggle_diagnostics()
+
+    def action_toggle_chart(self) -> None:
+        self.arrangement.toggle_chart()
+
+    def action_switch_layout(self) -> None:
+        self.arrangement.switch_layout()
+
+    def action_toggle_arm(self, index: int) -> None:
+        self.arrangement.toggle_arm(index)
+
+    def action_show_all_arms(self) -> None:
+        self.arrangement.show_all_arms()
 
     def action_pin(self) -> None:
-        self._take_lit(self._focused_table())
-        self.session.toggle_pin(self.session.selected)
-        self._apply_columns()
+        self.tables.pin()
 
     def action_follow_all(self) -> None:
-        for g in self.grids():
-            g.action_follow()
+        self.tables.follow_all()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """The table actions work (and show in the footer) on the main screen only, not over a viewer."""
@@ -348,49 +371,3 @@ class StepTableApp(Arrangement):
 _MAIN_ACTIONS = frozenset(
     b.action.partition("(")[0] for b in StepTableApp.BINDINGS if isinstance(b, Binding) and b.action != "quit"
 )
-
-
-def make_app(
-    paths: list[str] | list[Path],
-    poll: float | None = None,
-    theme: str | None = None,
-    schema: str | None = None,
-    *,
-    clock: Clock = time.time,
-    feed: Feed | None = None,
-    stacked: bool | None = None,
-    tick: float = 1.0,
-) -> StepTableApp:
-    """The app over ``paths`` (files or directories of runs)."""
-    feed = feed if feed is not None else Feed([str(p) for p in paths], poll=poll)
-    feed.prepare()
-    return StepTableApp(feed, theme=theme, schema=schema, clock=clock, stacked=stacked, tick=tick)
-
-
-def run_watch(paths: list[str], poll: float | None = None, theme: str | None = None, schema: str | None = None) -> int:
-    """``steptable watch PATH...``: run the app until the user quits. Returns the exit code."""
-    import sys
-
-    missing = [p for p in paths if not Path(p).exists()]
-    if missing:
-        print(f"steptable watch: no such file or directory: {sanitize(', '.join(missing))}", file=sys.stderr)
-        return 2
-    from steptable.schemas import SchemaFileError, get_schema, user_schemas
-
-    try:  # what tail says before it starts: an unknown --schema name, a steptable.toml that cannot be used
-        if schema is not None:
-            get_schema(schema, near=paths)
-        for p in paths:
-            user_schemas(p)
-    except SchemaFileError as e:
-        print(f"steptable watch: {sanitize(str(e))}", file=sys.stderr)
-        return 2
-    except KeyError as e:
-        print(f"steptable watch: {sanitize(str(e.args[0]))}", file=sys.stderr)
-        return 2
-    from steptable.app.signals import quit_on_signals
-
-    app = make_app(paths, poll=poll, theme=theme, schema=schema)
-    with quit_on_signals(app) as got:
-        app.run()
-    return 128 + got[0] if got else app.return_code or 0  # (a TERM's end is told apart from q's, as a shell does)

@@ -5,8 +5,9 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from steptable.app.app import StepTableApp, make_app
+from steptable.app.app import StepTableApp
 from steptable.app.signals import quit_on_signals
+from steptable.app.watch import make_app
 
 #: the column the demo starts on (the chart's): the hack rate, which the arms are about. The first column, ref_eq,
 #: counts generations: a ramp alike in every arm.

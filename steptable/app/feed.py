@@ -1,4 +1,4 @@
-"""Feed: the follower side of the app. It runs in a thread worker, reads the files through steptable.ingest, runs
+"""Feed: the follower side of the app. It runs in its own thread, reads the files through steptable.ingest, runs
 the alert detectors over new rows (in a second thread: steptable.app.alerting), and only posts messages; it never
 touches a widget.
 
@@ -42,7 +42,7 @@ class FollowerLike(Protocol):
 
 
 class Feed:
-    """Owns the Follower. ``run`` blocks (call it in a thread worker); ``take`` is for the UI thread."""
+    """Owns the Follower. ``run`` blocks (call it in its own thread); ``take`` is for the UI thread."""
 
     def __init__(
         self,

@@ -30,8 +30,8 @@ class Group:
 
 class RunSchemas:
     """Each run's schema: its StepLogger's own, else the best-fitting one (see ``_detect``); found again only when
-    what it depends on changed (every run was detected again whenever any run came or grew keys: 60 runs arriving
-    one by one, 1,830 detections). ``say``: how a steptable.toml that cannot be used is said."""
+    what it depends on changed, not for every run whenever any run comes or grows keys (quadratic in a sweep's
+    runs). ``say``: how a steptable.toml that cannot be used is said."""
 
     def __init__(self, say: Callable[[str], None]) -> None:
         self._say = say
@@ -57,7 +57,8 @@ class RunSchemas:
     def _detect(self, store: Store) -> Schema:
         """The best-fitting schema; where a steptable.toml beside the run cannot be used, the best built-in one,
         and the file's problem said once (tail stops at it; a watch session goes on with the runs it can show)."""
-        from steptable.schemas import SchemaFileError, detect
+        from steptable.schemafiles.resolve import detect
+        from steptable.schemas import SchemaFileError
 
         try:
             return detect(store.path, store.keys)
@@ -71,7 +72,8 @@ def group_runs(
 ) -> list[tuple[Schema, list[Store]]]:
     """The runs grouped as tail groups them (all under ``named`` when a schema was named); runs with no keys yet go
     with the first group until they have."""
-    from steptable.schemas import GENERIC, by_schema
+    from steptable.schemafiles.resolve import by_schema
+    from steptable.schemas import GENERIC
 
     keyed = [s for s in stores if s.keys]
     groups = by_schema(keyed, named, schema_of=schema_of)

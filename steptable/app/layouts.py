@@ -5,15 +5,16 @@ per run and key): with 50 arms x 200 keys that is seconds on the UI thread, once
 each undeclared key is measured once, when first seen (again only if its header changes), and ranked by the score
 it had then. The declared and step columns still come from ``schemas.layout``, over the runs with the undeclared
 keys left out. A first layout equals ``schemas.layout``'s; later ones keep the earlier keys' widths and places (a
-value that outgrows its column is the Session's widening, as before), so a new key moves no column: new ranked keys
-go after the earlier ones, ranked among themselves. (A new declared or promoted key still takes its place before
+value that outgrows its column is widened by the Session), so a new key moves no column: new ranked keys go after
+the earlier ones, ranked among themselves. (A new declared or promoted key still takes its place before
 them: the schema put it there.)
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING, Any
 
 from steptable.table.columns import Col
@@ -98,8 +99,8 @@ class Layouts:
         for k in ranked:
             if k not in self.scores:
                 self.scores[k] = max((informative(r, k) for r, ks in having if k in ks), default=0.0)
-        # ranked by score when first seen (stable: equal scores keep file order), then kept in that place: sorting
-        # old and new keys together moved the columns on screen sideways whenever a key arrived
+        # ranked by score when first seen (stable: equal scores keep file order), then kept in that place, so that
+        # a key arriving moves no column on screen sideways
         for k in sorted((k for k in ranked if k not in self.placed), key=lambda k: -self.scores[k]):
             self.placed[k] = len(self.placed)
         ranked.sort(key=self.placed.__getitem__)
@@ -119,3 +120,24 @@ class Layouts:
                     self.measured[(k, headers[k])] = col
             cols.append(col)
         return (*declared, *cols)
+
+
+def named_columns(
+    runs: Sequence[RunView], schema: Schema, shown: Collection[str], globs: Sequence[str], pinned: Sequence[str]
+) -> list[Col]:
+    """The columns of the runs' keys not in ``shown`` (those a layout keeps out: a StepLogger's dump-only timings,
+    hidden keys) that a filter's ``globs`` match by key or header, or that are ``pinned``, laid out as
+    ``schemas.layout`` lays them out. Keys are matched before they are measured, so a sweep of 200 keys measures
+    only these."""
+    import glob
+
+    from steptable.schemas import layout
+
+    headers = {c.key: c.header.strip() for c in (*schema.cols, *schema.extra)}
+
+    def wanted(k: str) -> bool:
+        return k not in shown and (k in pinned or any(fnmatchcase(k, g) or fnmatchcase(headers.get(k, ""), g)
+                                                      for g in globs))
+
+    views = [KeysOnly(r, [k for k in r.keys if wanted(k)]) for r in runs]
+    return [c for c in layout(views, schema, patterns=[*globs, *map(glob.escape, pinned)]) if c.key not in shown]

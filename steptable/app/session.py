@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from steptable.app.grouping import Group, RunSchemas, group_runs, groups_for
+from steptable.app.layouts import named_columns
 from steptable.app.model import (
     INTERVAL_WINDOW,
     Store,
@@ -72,10 +73,9 @@ class Session:
         return self.update_all([(run_id, store, preview)])
 
     def update_all(self, items: Sequence[tuple[str, Store, str | None]]) -> bool:
-        """``update`` for a batch of runs (run id, store, preview note), grouped once: grouping looks at every run
-        (60 runs of 150 keys found at once, each grouping them all again: 2.2 s, against 1.1 s). Runs new in
-        the batch are laid out in turn, as if they had come one by one (a later arm's first look, keys placed after
-        the earlier runs'), as before there were groups."""
+        """``update`` for a batch of runs (run id, store, preview note), grouped once (grouping looks at every
+        run). Runs new in the batch are laid out in turn, as if they had come one by one: a later arm's first look,
+        its keys placed after the earlier runs'."""
         known = set(self.runs)
         seen = [(run_id, *self._note(run_id, store, preview)) for run_id, store, preview in items]
         before = {rid: g.layout for rid, g in self._group_of.items()}
@@ -172,8 +172,8 @@ class Session:
         """After a run's layout changed: the unused steptable.toml files said (where a layout was made again), the
         picked column still one shown."""
         if relaid and not self.schema_name:
+            from steptable.schemafiles.resolve import unused_files
             from steptable.schemas import SchemaFileError
-            from steptable.schemas.registry import unused_files
 
             try:
                 for e in unused_files([r.store for r in self.runs.values()]):  # (said once each, as a file's problems)
@@ -202,7 +202,8 @@ class Session:
         return self.groups[0].schema if len(self.groups) == 1 else GENERIC
 
     def _named_schema(self) -> Schema:
-        from steptable.schemas import SchemaFileError, get_schema
+        from steptable.schemafiles.resolve import get_schema
+        from steptable.schemas import SchemaFileError
 
         if self._named is None and self.schema_name:
             try:
@@ -307,21 +308,8 @@ class Session:
         key = (tuple(pats), tuple(pinned), group.keys, group.layout)
         if group.hidden_for is not None and group.hidden_for[0] == key:
             return group.hidden_for[1]
-        import glob
-        from fnmatch import fnmatchcase
-
-        from steptable.app.layouts import KeysOnly
-        from steptable.schemas import layout
-
-        schema = group.schema
-        headers = {c.key: c.header.strip() for c in (*schema.cols, *schema.extra)}
-
-        def wanted(k: str) -> bool:  # (matched before measured: a sweep of 200 keys measures only these)
-            return k not in shown and (k in pinned or any(fnmatchcase(k, g) or fnmatchcase(headers.get(k, ""), g)
-                                                          for g in pats))
-
-        views = [KeysOnly(s, [k for k in s.keys if wanted(k)]) for s in (self.runs[rid].store for rid in group.runs)]
-        extra = [c for c in layout(views, schema, patterns=[*pats, *map(glob.escape, pinned)]) if c.key not in shown]
+        stores = [self.runs[rid].store for rid in group.runs]
+        extra = named_columns(stores, group.schema, shown, pats, pinned)
         cols = (*group.layout, *extra)
         group.hidden_for = (key, cols)
         return cols

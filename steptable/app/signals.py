@@ -1,6 +1,6 @@
-"""TERM and HUP end the watch app as q does. Their default action killed the process where it stood: the terminal
-stayed in the alternate screen with mouse tracking on and the cursor hidden, and the demo's temporary directory
-stayed behind (``timeout``, tmux kill-pane, a closed window, a harness stopping the viewer)."""
+"""TERM and HUP (``timeout``, tmux kill-pane, a closed window, a harness stopping the viewer) end the watch app as q
+does. Their default action kills the process where it stands, leaving the terminal in the alternate screen with mouse
+tracking on and the cursor hidden, and the demo's temporary directory behind."""
 
 from __future__ import annotations
 
@@ -44,8 +44,8 @@ def quit_on_signals(app: _Exits) -> Iterator[list[int]]:
 @contextmanager
 def end_on_signals() -> Iterator[None]:
     """While inside: TERM and HUP end the process through ``SystemExit`` (128 + the signal, as a shell reports a
-    killed command), so the callers' ``finally`` blocks run: the demo's temporary directory was left behind when a
-    TERM came in the second before its app was up. ``quit_on_signals`` takes over while the app runs."""
+    killed command), so the callers' ``finally`` blocks run: the demo's temporary directory goes also when a TERM
+    comes before its app is up. ``quit_on_signals`` takes over while the app runs."""
 
     def handler(signum: int, _frame: Any) -> None:
         raise SystemExit(128 + signum)

@@ -2,8 +2,8 @@
 
 Where the files are looked up, first hit wins per name:
 1. ``$STEPTABLE_THEMES`` (a directory; users drop their own ``<name>.tcss`` there);
-2. the installed package: ``importlib.resources.files("steptable.themes")``, else ``files("steptable") / "themes"``
-   (the wheel ships the repo's ``themes/*.tcss`` there as package data);
+2. the installed package's ``steptable/themes`` directory (the wheel ships the repo's ``themes/*.tcss`` there as
+   package data);
 3. the source checkout: ``<repo>/themes`` next to the ``steptable`` package.
 
 A file holds ``$variable: value;`` lines. Variables named after ``textual.theme.Theme`` fields (``dark``,
@@ -30,9 +30,9 @@ _COMMENT = re.compile(r"/\*.*?\*/", re.S)
 
 def theme_dirs() -> list[Path]:
     """Where theme files are looked for: $STEPTABLE_THEMES, then the themes the wheel carries (steptable/themes), or
-    in a source checkout the repository's themes/ (the package's directories, not ``importlib.resources``: the
-    wheel's themes are a namespace package, whose resource path stringifies as ``MultiplexedPath('...')``, and an
-    installed app found no theme at all)."""
+    in a source checkout the repository's themes/. The package's directories, not ``importlib.resources``: the
+    wheel's themes are a namespace package, whose resource path stringifies as ``MultiplexedPath('...')``, not as a
+    directory to look in."""
     out: list[Path] = []
     env = os.environ.get("STEPTABLE_THEMES")
     if env:

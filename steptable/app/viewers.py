@@ -1,57 +1,68 @@
-"""The app's actions that open another screen: column filter and jump prompts, the generations viewer, the events
-list, the keys' help. The screens are imported when first opened, not on the way to the first frame."""
+"""The app's actions that open another screen over the tables: column filter and jump prompts, the generations
+viewer, the events list, the keys' help. The screens are imported when first opened, not on the way to the first
+frame."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from textual.app import App
+from textual.notifications import SeverityLevel
+from textual.screen import Screen
 
 if TYPE_CHECKING:
     from steptable.app.session import Session
-    from steptable.app.widgets.grid import StepGrid
+    from steptable.app.tables import Tables
+
+_R = TypeVar("_R")
 
 
-class ViewerActions(App[int]):
-    """Mixed into StepTableApp, which provides the members declared here."""
+class ViewerHost(Protocol):
+    """What the viewers need of the app."""
 
-    session: Session
+    @property
+    def session(self) -> Session: ...
 
-    def _apply_columns(self) -> None:
-        raise NotImplementedError
+    def push_screen(self, screen: Screen[_R], callback: Callable[[_R | None], None] | None = None) -> Any: ...
 
-    def jump_to_step(self, step: int) -> None:
-        raise NotImplementedError
+    def notify(self, message: str, *, severity: SeverityLevel = "information", markup: bool = True) -> None: ...
 
-    def focused_grid(self) -> StepGrid | None:
-        raise NotImplementedError
+    def apply_columns(self) -> None: ...
 
-    def key_help(self) -> list[tuple[str, str]]:
-        raise NotImplementedError
+    def key_help(self) -> list[tuple[str, str]]: ...
 
-    def action_help(self) -> None:
+
+class Viewers:
+    """Opens the screens; owned by the app, which hands it the actions. ``tables``: the tables a jump moves and
+    whose step the generations viewer opens at."""
+
+    def __init__(self, app: ViewerHost, tables: Tables) -> None:
+        self.app = app
+        self.tables = tables
+
+    def help(self) -> None:
         from steptable.app.screens.help import HelpScreen
 
-        self.push_screen(HelpScreen(self.key_help()))
+        self.app.push_screen(HelpScreen(self.app.key_help()))
 
-    def action_filter(self) -> None:
+    def filter(self) -> None:
         from steptable.app.screens.prompt import PromptScreen
 
         def done(pattern: str | None) -> None:
             if pattern is not None:
-                self.session.pattern = pattern.strip()
-                self._apply_columns()
+                self.app.session.pattern = pattern.strip()
+                self.app.apply_columns()
 
-        self.push_screen(
+        self.app.push_screen(
             PromptScreen("Show columns matching (globs, comma or space separated; empty shows all):",
-                         self.session.pattern, "rew* kl* loss", "a word without * matches anywhere in the key"),
+                         self.app.session.pattern, "rew* kl* loss", "a word without * matches anywhere in the key"),
             done,
         )
 
-    def action_jump(self) -> None:
+    def jump(self) -> None:
         from steptable.app.screens.prompt import PromptScreen
 
-        self.push_screen(PromptScreen("Jump to step:", "", "e.g. 1200"), self._jump)
+        self.app.push_screen(PromptScreen("Jump to step:", "", "e.g. 1200"), self._jump)
 
     def _jump(self, answer: str | None) -> None:
         if not answer:
@@ -59,31 +70,32 @@ class ViewerActions(App[int]):
         try:
             step = int(float(answer.strip()))
         except (ValueError, OverflowError):  # "x", "nan"; "inf", "1e400"
-            self.notify(f"not a step: {answer!r}", severity="warning", markup=False)  # typed text: never markup
+            self.app.notify(f"not a step: {answer!r}", severity="warning", markup=False)  # typed text: never markup
             return
-        self.jump_to_step(step)
+        self.tables.jump_to_step(step)
 
-    def action_events(self) -> None:
+    def events(self) -> None:
         from steptable.app.screens.events import EventsScreen
 
-        self.push_screen(EventsScreen(self.session.events()))
+        self.app.push_screen(EventsScreen(self.app.session.events()))
 
-    def action_generations(self) -> None:
-        """Completions of the visible arms that have generations side files, at the step on screen."""
+    def generations(self) -> None:
+        """Completions of the shown arms that have generations side files, at the step on screen."""
         from steptable.app.screens.generations import GenerationsScreen
         from steptable.app.sidefiles import side_paths
 
-        labels = self.session.labels()
+        session = self.app.session
+        labels = session.labels()
         sources = []
-        for rid, run in self.session.runs.items():
+        for rid, run in session.runs.items():
             files = side_paths(run.store.side_files or {})
-            if files and rid not in self.session.hidden:
+            if files and rid not in session.hidden:
                 sources.append((labels.get(rid, rid), files))
         if not sources:
-            self.notify("no generations side files (generations.jsonl, *_rollout_summaries.jsonl, "
-                        "rich_completions/*.json) in these runs")
+            self.app.notify("no generations side files (generations.jsonl, *_rollout_summaries.jsonl, "
+                            "rich_completions/*.json) in these runs")
             return
-        grid = self.focused_grid()
+        grid = self.tables.focused_grid()
         step = None
         if grid is not None and grid.store is not None and not grid.follow:
             # rows as last taken: the follower may have emptied the store since (a rewritten file)
@@ -92,4 +104,4 @@ class ViewerActions(App[int]):
                 step = int(grid.store.step_at(min(grid.top_index, last))) if last >= 0 else None
             except IndexError:
                 step = None
-        self.push_screen(GenerationsScreen(sources, step))
+        self.app.push_screen(GenerationsScreen(sources, step))

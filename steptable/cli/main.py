@@ -4,13 +4,20 @@ from __future__ import annotations
 
 import argparse
 import errno
-import math
-import shutil
+import importlib
 import sys
-import tempfile
 from collections.abc import Sequence
+from typing import Any
 
 from steptable import __version__
+
+#: the commands, one module each under steptable.cli, each with ``add_parser(sub)`` and ``run(args) -> int``
+COMMANDS = ("demo", "legend", "watch", "tail", "summary")
+
+
+def _module(name: str) -> Any:
+    """The module of command ``name`` (imported when used: a command's heavy imports stay inside its handlers)."""
+    return importlib.import_module(f"steptable.cli.{name}")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -21,25 +28,14 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"steptable {__version__}")
     sub = p.add_subparsers(dest="cmd", metavar="COMMAND")
 
-    d = sub.add_parser("demo", help="a live synthetic three-arm routing run (opens the watch app)")
-    d.add_argument("--dir", default=None, help="write the run here and keep it (default: a temporary directory, "
-                   "removed at the end)")
-    d.add_argument("--steps", type=int, default=2000, help="steps per arm (default 2000)")
-    d.add_argument("--interval", type=float, default=0.5, help="seconds between steps (default 0.5)")
-    d.add_argument("--stdout", action="store_true", help="print the rows to stdout instead of opening the app")
-    d.add_argument("--theme", default=None, help="app theme (dark, light, high-contrast or any Textual theme)")
-
-    lg = sub.add_parser("legend", help="print the legend of the columns a run has")
-    lg.add_argument("paths", nargs="*", help="run files or directories")
-    lg.add_argument("--schema", default=None, help="a schema name instead of a path (e.g. routing)")
-
-    from steptable.cli.commands import add_commands
-
-    add_commands(sub)
+    for name in COMMANDS:  # (in this order in the help)
+        _module(name).add_parser(sub)
     return p
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """The ``steptable`` command: parse ``argv`` (sys.argv by default), run the command and return its exit
+    status (2: a usage error, an unknown schema, a broken schema file or an output that cannot be written)."""
     if sys.stdout is None:  # started with stdout closed (`>&-`): nothing can be written; say so where possible
         if sys.stderr is not None:
             sys.stderr.write("steptable: no standard output to write to\n")
@@ -62,16 +58,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     try:
         if getattr(args, "schema", None) and args.cmd in ("tail", "summary"):
-            from steptable.schemas import get_schema
+            from steptable.schemafiles.resolve import get_schema
 
             get_schema(args.schema, near=args.paths)  # an unknown name: said now, not after a scan of the tree
-        if args.cmd == "demo":
-            return _demo(args)
-        if args.cmd == "legend":
-            return _legend(args)
-        from steptable.cli.commands import run_command
-
-        return run_command(args)
+        return int(_module(args.cmd).run(args))
     except KeyboardInterrupt:
         return 130
     except (KeyError, ValueError) as e:
@@ -132,58 +122,3 @@ def _terminal() -> bool:
         return sys.stdin is not None and sys.stdout is not None and sys.stdin.isatty() and sys.stdout.isatty()
     except (AttributeError, ValueError):  # a replaced or closed stream
         return False
-
-
-def _demo(args: argparse.Namespace) -> int:
-
-    if args.steps < 1 or not 0 <= args.interval < math.inf:
-        sys.stderr.write("steptable demo: --steps must be 1 or more and --interval a number of seconds >= 0\n")
-        return 2
-
-    if args.dir:
-        return _demo_in(args, args.dir)
-    from steptable.app.signals import end_on_signals
-
-    out = tempfile.mkdtemp(prefix="steptable-demo-")
-    try:
-        with end_on_signals():  # (a TERM before the app is up ends the demo here, the directory removed below)
-            return _demo_in(args, out)
-    finally:  # (a demo left 2000 steps x 3 arms of files behind each time)
-        shutil.rmtree(out, ignore_errors=True)
-        if sys.stderr is not None:  # say the files are gone; --stdout's end named some of them (table.txt)
-            named = " (those named above too)" if args.stdout else ""
-            try:
-                sys.stderr.write(f"steptable demo: {out} was temporary and is removed with its files{named}; "
-                                 "--dir DIR keeps the run\n")
-            except OSError:  # a hang-up: the terminal is gone
-                pass
-
-
-def _demo_in(args: argparse.Namespace, out: str) -> int:
-    from steptable.demo.run import run_demo
-
-    if args.stdout:
-        import threading
-        from typing import TextIO, cast
-
-        from steptable.demo.run import StdoutGuard
-        from steptable.logger.setup import setup_logging
-
-        stop = threading.Event()  # set when the reader of stdout went away: the demo ends quietly (status 0)
-        real = sys.stdout
-        sys.stdout = cast(TextIO, StdoutGuard(real, stop))
-        try:
-            setup_logging("demo", log_dir=out)
-            run_demo(out, steps=args.steps, interval=args.interval, console=True, stop=stop)
-        finally:
-            sys.stdout = real
-        return 0
-    from steptable.app.demo import run_demo_app
-
-    return run_demo_app(out, steps=args.steps, interval=args.interval, theme=args.theme)
-
-
-def _legend(args: argparse.Namespace) -> int:
-    from steptable.cli.commands import legend_command
-
-    return legend_command(args)

@@ -22,10 +22,11 @@ from steptable.ingest import Follower
 from steptable.ingest.files.discover import missing_paths, nothing_found
 from steptable.table.formatting import sanitize
 
-__all__ = ["DEFAULT_WIDTH", "Tail", "add_parser", "missing_paths", "non_negative", "positive_seconds", "run_tail"]
+__all__ = ["DEFAULT_WIDTH", "Tail", "add_parser", "missing_paths", "non_negative", "positive_seconds", "run"]
 
 
 def add_parser(sub: Any) -> None:
+    """Add the ``tail`` command and its options to ``sub`` (an argparse subparsers object)."""
     t = sub.add_parser(
         "tail", help="print runs as the fixed-width table (or jsonl/csv/md), optionally live",
         description="Print runs as the fixed-width table (or JSONL, CSV, markdown); with -f, keep printing what is "
@@ -93,7 +94,9 @@ def positive_seconds(text: str) -> float:
     return x
 
 
-def run_tail(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
+def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
+    """Run ``steptable tail`` with the parsed ``args``, printing to ``out`` and ``err`` (stdout and stderr by
+    default); returns the exit status (:func:`_status`). Under ``-f`` it returns only when the watch ends."""
     out = out or sys.stdout
     err = err or sys.stderr
     if args.follow:

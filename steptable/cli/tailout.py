@@ -16,20 +16,11 @@ from typing import Any, TextIO
 from steptable.alerts.engine import Alert, AlertEngine, clockless_stall, end_alert, resumed_engine
 from steptable.cli.tailformats import Layout, Printer
 from steptable.ingest import Follower, RunStore
-from steptable.schemas import (
-    Schema,
-    by_schema,
-    cells_outgrown,
-    first_look,
-    fit,
-    get_schema,
-    layout,
-    steps_outgrown,
-    widened,
-)
+from steptable.schemafiles.resolve import by_schema, get_schema, unused_files
+from steptable.schemas import Schema, cells_outgrown, first_look, fit, layout, steps_outgrown, widened
 from steptable.schemas.arrange import auto_col, own_step_keys, sample_values, step_key_of, unmatched
 from steptable.schemas.headers import short_headers
-from steptable.schemas.registry import logged_schema, unused_files
+from steptable.schemas.registry import logged_schema
 from steptable.summary.report import run_label
 from steptable.table import runinfo
 from steptable.table.columns import Col
@@ -107,7 +98,7 @@ class Tail:
         for p in unmatched(patterns or [], names):
             if p not in self.unmatched_told:  # told once; a key that appears later may still match it
                 self.unmatched_told.add(p)
-                yet = " (yet)" if a.follow else ""  # (a key that appears later may still match it)
+                yet = " (yet)" if a.follow else ""
                 self.err.write(f"steptable tail: --columns {sanitize(p)!r} matches no column{yet}\n")
         return out
 
@@ -147,6 +138,9 @@ class Tail:
 
     # -------------------------------------------------------------------------------------------- output
     def emit(self, follower: Follower) -> None:
+        """Print what changed in ``follower``'s runs since the last call: new bad lines (stderr), then per run its
+        new rows, rows edited or replaced since, and how its logger ended (or, with --alerts-only, their alerts),
+        laying the runs out again first where keys, widths or a logged schema changed."""
         stores = [follower.stores[k] for k in sorted(follower.stores)]
         first_view, self.first_view = self.first_view, False
         for run in [r for r in self.engines if r not in follower.stores]:
@@ -256,8 +250,8 @@ class Tail:
                 steps, walls = store.steps_between(first, n), store.wall_times_between(first, n)
         if note:
             self.out.write(note)
-        if a.alerts_only:  # the rows as stored, as summary and the app scan them (an alias filled in by the layout
-            # made tail alone watch tinker's un-namespaced kl_sample_train_v1: an E here, "alerts 0" there)
+        if a.alerts_only:  # the rows as stored, as summary and the app scan them (not derived: an alias the layout
+            # fills in would be watched here alone, and tail's alerts would differ from theirs)
             if missed:
                 self._label(store)
             for alert in missed:

@@ -23,6 +23,8 @@ class SyntheticRouting:
         return out
 
     def synthetic_step(self, step: int, hack_p: float) -> dict[str, float | int]:
+        """The routing columns of one monitor step on fresh rollouts, hacks drawn at rate ``hack_p`` (``stale``
+        as an int)."""
         g = self.gen
         refreshed = step % self.refresh_every == 0
         if refreshed:  # re-extract the probe: a noisy estimate of the true hack direction

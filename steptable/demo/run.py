@@ -44,6 +44,7 @@ class _Arm:
         self.hack_p = self.solve_p = 0.0
 
     def row(self, step: int) -> dict[str, Any]:
+        """The arm's made-up row of ``step`` (steps in order: it advances the arm's random state)."""
         r = self.rng
         t = step / 200.0
         routed = self.name != "vanilla"
@@ -139,8 +140,8 @@ _TASKS = (
 
 
 class _Monitors:
-    """The routed arms' RoutingMonitors, made in a thread of their own: torch's import takes 2-4 s, and made before
-    the first row it kept the app on "No runs ... yet" that long. The first rows are written meanwhile."""
+    """The routed arms' RoutingMonitors, made in a thread of their own: torch's import takes seconds, and made
+    before the first row it would keep the app on "No runs ... yet" that long. The first rows are written meanwhile."""
 
     def __init__(self, seeds: Sequence[int]) -> None:
         self.made: dict[int, Any] = {}
@@ -168,6 +169,7 @@ class _Monitors:
         return True
 
     def hand_out(self, states: Sequence[_Arm]) -> None:
+        """Give each arm its monitor (None: the made-up diagnostics); no arm waits for one after this."""
         for st in states:
             st.monitor, st.pending = self.made.get(st.seed), False
 
@@ -271,8 +273,8 @@ def run_demo(
 
 
 def _close_all(loggers: list[StepLogger]) -> None:
-    """Close every arm's logger even when a second Ctrl-C lands in one close(): raised after all are closed (the
-    arms left open read as runs still in progress)."""
+    """Close every arm's logger even when a second Ctrl-C lands in one close(): raised after all are closed (an
+    arm left open would read as a run still in progress)."""
     interrupted: BaseException | None = None
     for lg in loggers:
         try:

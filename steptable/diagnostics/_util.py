@@ -18,6 +18,7 @@ STAT_DTYPE = torch.float64
 
 
 def check_nan_policy(policy: str) -> NanPolicy:
+    """``policy`` as a NanPolicy; ValueError unless it is "propagate" or "drop"."""
     if policy == "propagate":
         return "propagate"
     if policy == "drop":
@@ -92,6 +93,7 @@ def proj_dtype(t: Tensor, override: torch.dtype | None = None) -> torch.dtype:
 
 
 def nan_like(t: Tensor) -> Tensor:
+    """A 0-d nan of ``t``'s dtype on ``t``'s device."""
     return torch.full((), float("nan"), dtype=t.dtype, device=t.device)
 
 

@@ -137,6 +137,8 @@ def cosine_mean(
 
 
 def cosine_mean_core(cos: Tensor, use: Tensor, propagate: bool) -> Tensor:
+    """Mean of ``cos[use]`` over its finite values (0-d float64, nan when none); with ``propagate`` a used
+    non-finite cosine makes it nan."""
     ok = torch.isfinite(cos)
     keep = use & ok
     mean = torch.where(keep, cos, 0.0).sum() / keep.sum().to(STAT_DTYPE)

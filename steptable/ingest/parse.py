@@ -181,6 +181,7 @@ def replace_lone_surrogates(line: bytes) -> bytes:
 
 
 def has_nonfinite(data: bytes) -> bool:
+    """Does ``data`` hold the bytes ``NaN`` or ``Infinity`` anywhere (inside strings too)?"""
     return find_token(data, b"NaN") >= 0 or find_token(data, b"Infinity") >= 0
 
 

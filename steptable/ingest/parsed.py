@@ -17,8 +17,8 @@ BOOKKEEPING_KEYS = frozenset(WALL_KEYS) | {"arm", "run"}
 
 def counter(key: str) -> bool:
     """A counter an evaluation row carries as well as a training row (the epoch, a second step key, HF's
-    ``train/epoch`` and ``train/global_step``): alone it is no sign of a resume (an eval of step 5 logged late
-    with one score and the epoch read as one, and dropped the rows after it)."""
+    ``train/epoch`` and ``train/global_step``): alone it is no sign of a resume (an eval of an earlier step logged
+    late with one score and the epoch would read as one, and drop the rows after it)."""
     return key in STEP_KEYS or key == "epoch" or key.endswith(("/epoch", "/global_step"))
 
 
@@ -41,7 +41,7 @@ class Parsed:
 def measured(v: Any) -> bool:
     """A cell that holds a measurement (not None, not NaN): what the resume test compares. A bare NaN arrives as
     its quoted sentinel ("NaN") where a chunk is handed over as columns: not a measurement either (a late row with
-    a NaN read alone by a live reader was taken for a resume that dropped every later row)."""
+    a NaN, read alone by a live reader, would be taken for a resume and drop every later row)."""
     if type(v) is str and len(v) <= 9:
         v = norm_value(v)
     return v is not None and not (type(v) is float and v != v)

@@ -10,6 +10,7 @@ import json
 import math
 import os
 import stat
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
@@ -72,7 +73,9 @@ class _Parser(Protocol):
     def parse(self, chunk: bytes, lineno: LineNo) -> Parsed: ...
 
 
-class Source:
+class Source(ABC):
+    """One discovered file (or HF run directory) and the RunStore it feeds; :meth:`poll` is the kind's own."""
+
     def __init__(self, cand: Candidate, report: Report, on_resume: ResumeReader | None = None) -> None:
         self.cand = cand
         self.report = report
@@ -84,8 +87,9 @@ class Source:
         if self.exposed:  # (a log still to show a metrics line reads its config when it does)
             load_meta(self.store, cand)
 
+    @abstractmethod
     def poll(self) -> bool:
-        raise NotImplementedError
+        """Read what is new; True when a store viewers see changed (a run not shown yet never counts)."""
 
     def stores(self) -> list[RunStore]:
         """The runs this file holds (one, but for a JSONL shared by the StepLoggers of several arms)."""
@@ -378,6 +382,7 @@ class StateSource(Source):
 def make_source(
     cand: Candidate, report: Report, max_line: int = MAX_LINE, on_resume: ResumeReader | None = None
 ) -> Source:
+    """The source of ``cand``: a StateSource for an HF ``trainer_state.json`` run, else a TailSource."""
     if cand.kind == "trainer_state":
         return StateSource(cand, report, on_resume)
     if cand.kind in ("wandb", "tensorboard", "trackio"):  # (record files and databases: steptable.ingest.recordsource)

@@ -44,6 +44,7 @@ from operator import lt
 from pathlib import Path
 from typing import Any, TypeAlias
 
+from steptable.ingest.edits import EditLog
 from steptable.ingest.parse import BadLine
 from steptable.ingest.parsed import BOOKKEEPING_KEYS, Parsed, counter, measured
 from steptable.ingest.table import MAX_KEYS, ColumnTable, cols_to_rows, rows_to_cols
@@ -92,12 +93,7 @@ class RunStore(ColumnTable):
         self.bad: list[BadLine] = []  # the first MAX_BAD_KEPT
         self.bad_recent: deque[BadLine] = deque(maxlen=MAX_BAD_RECENT)  # the newest, kept or not
         self._bad_count = 0
-        # (version of the batch, step, keys it set or None for an inserted row); ``_edits_lost`` = the newest
-        # version whose edits are no longer all in the deque
-        self._edits: deque[tuple[int, int, frozenset[str] | None]] = deque(maxlen=MAX_EDITS)
-        self._edits_lost = -1
-        self._lost_step: int | None = None  # the lowest step of the edits no longer in the deque
-        self.edit_count = 0  # rows changed in place so far (a viewer that caches by row compares it)
+        self._edit_log = EditLog(MAX_EDITS)
         self._clear()
 
     def _clear(self) -> None:
@@ -402,19 +398,19 @@ class RunStore(ColumnTable):
             self.replaced.extend(found[:room])
 
     def _edited(self, step: int, keys: frozenset[str] | None) -> None:
-        if len(self._edits) == self._edits.maxlen:
-            v, old, _ = self._edits[0]
-            self._edits_lost = v
-            self._lost_step = old if self._lost_step is None else min(self._lost_step, old)
-        self._edits.append((self.version + 1, step, keys))  # the version this batch ends with
-        self.edit_count += 1
+        self._edit_log.note(self.version + 1, step, keys)  # the version this batch ends with
+
+    @property
+    def edit_count(self) -> int:
+        """Rows changed in place so far (a viewer that caches by row compares it)."""
+        return self._edit_log.count
 
     def edits_since(self, version: int, until: int | None = None) -> list[tuple[int, frozenset[str] | None]]:
         """(step, keys set) of each row changed in place by batches after ``version`` (up to ``until``), oldest
         first; keys are None for a row inserted before the last one. See :meth:`lost_since` for edits too old to
         be listed."""
         with self.lock:
-            return [(s, keys) for v, s, keys in self._edits if v > version and (until is None or v <= until)]
+            return self._edit_log.since(version, until)
 
     def rows_edited(
         self, version: int, upto: int, until: int | None = None
@@ -435,7 +431,7 @@ class RunStore(ColumnTable):
         """For a viewer further behind than the edit log reaches: a step from which on every row it has shown may
         have changed (show them again); None when :meth:`edits_since` lists every edit after ``version``."""
         with self.lock:
-            return self._lost_step if version < self._edits_lost else None
+            return self._edit_log.lost_since(version)
 
     def _unheld(self, i: int, row: dict[str, Any]) -> dict[str, Any]:
         """The cells of ``row`` that row ``i`` holds no measured value for. A row that comes after later steps' rows

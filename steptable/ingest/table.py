@@ -24,7 +24,7 @@ from steptable.ingest.parse import MISSING, NONFINITE, norm_value
 
 NAN = math.nan
 #: distinct keys a run keeps. Every column holds a cell for every row, so a log that names a new key on every row
-#: (per-sample metrics: sample/0, sample/1, ...) would cost rows x keys cells: 10 GB for a 1.5 MB file of 30k rows.
+#: (per-sample metrics: sample/0, sample/1, ...) would cost rows x keys cells: gigabytes for a file of a few MB.
 #: Keys first seen after this many are not stored (RunStore reports it once); real trainers log tens to hundreds.
 MAX_KEYS = 2000
 WALL_KEYS = ("ts", "timestamp", "_timestamp", "time", "wall_time")
@@ -342,10 +342,11 @@ def _doubles(n: int) -> struct.Struct:
 
 
 def rows_to_cols(rows: list[dict[str, Any]]) -> dict[str, list[Any]]:
+    """``rows`` as columns: every key any row holds, in first-seen order, MISSING where a row lacks it."""
     if len(rows) == 1:
         return {k: [v] for k, v in rows[0].items()}
-    # cell by cell, not key by row: rows that each name keys of their own (per-sample metrics) made the latter
-    # keys x rows dictionary look-ups per chunk (36 million for a chunk of 6,000 such rows)
+    # cell by cell, not key by row: where rows each name keys of their own (per-sample metrics), key by row would
+    # cost keys x rows dictionary look-ups per chunk
     n = len(rows)
     cols: dict[str, list[Any]] = {}
     for i, r in enumerate(rows):
@@ -358,6 +359,7 @@ def rows_to_cols(rows: list[dict[str, Any]]) -> dict[str, list[Any]]:
 
 
 def cols_to_rows(cols: dict[str, Sequence[Any]], n: int) -> list[dict[str, Any]]:
+    """``n`` rows from columns of ``n`` cells each, MISSING cells left out."""
     rows: list[dict[str, Any]] = [{} for _ in range(n)]
     for key, vals in cols.items():
         for r, v in zip(rows, vals, strict=True):

@@ -1,12 +1,13 @@
 """The rows of table.txt, read back from the JSONL at the end of a run without a RunStore of the whole run.
 
-A RunStore of a 1M-row run held 730 MB and took 90 s at close. Instead a first pass places each row of the file as
-RunStore places it (steptable.ingest.store: a resumed run's rows replace the crashed run's, an evaluation of an
-earlier step joins that step's row), keeping per row of the table only its step, the first and last file rows that
-set it and a bitmask of the keys it holds (:class:`Plan`), and the column types the store would end with (``_Types``:
-what ``RunStore.row`` gives, an int or a float, depends on every value the column ever took). A second pass reads again
-the rows the table shows and hands each one on once it is whole. Memory: O(columns) plus 32 bytes a row, and
-keys / 8 + 28 more for a row that lacks some key other rows of its chunk have (a None or NaN cell).
+A RunStore of the whole run would hold every cell of a long run in memory and take long to build at close. Instead a
+first pass places each row of the file as RunStore places it (steptable.ingest.store: a resumed run's rows replace the
+crashed run's, an evaluation of an earlier step joins that step's row), keeping per row of the table only its step, the
+first and last file rows that set it and a bitmask of the keys it holds (:class:`Plan`), and the column types the store
+would end with (``_Types``: what ``RunStore.row`` gives, an int or a float, depends on every value the column ever
+took). A second pass reads again the rows the table shows and hands each one on once it is whole. Memory: O(columns)
+plus 32 bytes a row, and keys / 8 + 28 more for a row that lacks some key other rows of its chunk have (a None or NaN
+cell).
 """
 
 from __future__ import annotations
@@ -126,6 +127,7 @@ class Plan:
     # --- the first pass -----------------------------------------------------------------------------------------
 
     def read(self, src: IO[bytes]) -> None:
+        """The first pass over ``src`` (the JSONL, from its start): place every row of the arm, keep no cells."""
         parser = JsonlParser(self.label)
         offset, lineno = 0, 1
         while lines := src.readlines(_CHUNK):  # whole lines (a partial last one from a crash is a bad line)

@@ -221,7 +221,7 @@ _file_lock = threading.RLock()
 def _after_fork_in_child() -> None:
     global _file_lock, _in_child
     _file_lock = threading.RLock()  # another thread of the parent may have held it at the fork
-    _in_child = True  # (a flag, not a getpid() a message)
+    _in_child = True  # (a flag: no getpid() call per message)
 
 
 _in_child = False  # a forked child of the process that set the sinks up (setup_logging in it clears it)

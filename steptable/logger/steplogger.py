@@ -31,6 +31,7 @@ from steptable.logger import tablefile
 from steptable.logger.rank import LazyRank
 from steptable.logger.setup import installed
 from steptable.logger.sinks import report_once, say
+from steptable.logger.wholefile import write_description
 from steptable.logger.writer import RunWriter, error_text
 from steptable.table import render, runinfo
 from steptable.table.columns import Col, streamed, validate
@@ -275,7 +276,7 @@ class StepLogger:
             arm = None if self.arm is None else str(self.arm)
             self.run_dir.mkdir(parents=True, exist_ok=True)
             info = runinfo.describe(self.cols, arm, JSONL_NAME, self._started, closed, self._rows, self._end)
-            runinfo.write(self.run_dir, info)
+            write_description(self.run_dir, info)
         except Exception as e:
             report_once(f"{self._topic}-runinfo",
                         f"steptable: cannot write {runinfo.file_name(self.arm)} ({error_text(e)})")
@@ -314,29 +315,10 @@ class StepLogger:
         if self.run_dir is None or self.jsonl_path is None:
             return None
         done = tablefile.write_table(self.cols, self.jsonl_path, self.run_dir, self.arm, self.header_every)
-        if done is not None:
-            self._table_note = "all rows" if done.shown == done.rows else f"the last {done.shown} rows"
-            if done.rows < done.logged:  # (a per-epoch step counter: each epoch read as a restart of the last)
-                some = f"the {done.rows}" if done.shown == done.rows else f"the last {done.shown} of {done.rows}"
-                why = (f"a step went back {done.went_back} time(s) and replaced the rows logged after it"
-                       if done.went_back else "rows of one step merged")
-                self._table_note = f"{some} steps ({done.logged} rows logged: {why})"
-            if done.logged < self._rows:  # the file lost rows this logger wrote: the table cannot hold them
-                self._table_note = (f"{done.logged} of {self._rows} rows ({self._why_missing()})"
-                                    if self._table_note == "all rows" else
-                                    f"{self._table_note}; {JSONL_NAME} holds {done.logged} of the {self._rows} rows "
-                                    f"logged ({self._why_missing()})")
-        return None if done is None else done.path
-
-    def _why_missing(self) -> str:
-        """Why the JSONL holds fewer of this logger's rows than it logged, as the writer saw it."""
-        w = self._writer
-        whys = [] if w is None else [
-            *([f"{JSONL_NAME} was deleted during the run"] if w.deleted else []),
-            *([f"{JSONL_NAME} was moved or replaced during the run"] if w.moved else []),
-            *([f"{self._rows - w.written} could not be written"] if w.written < self._rows else []),
-        ]
-        return "; ".join(whys) or f"the rest are not in {JSONL_NAME}"
+        if done is None:
+            return None
+        self._table_note = done.note(self._rows, self._writer.why_missing(self._rows) if self._writer else "")
+        return done.path
 
     def close(self) -> None:
         """Final flush, the run marked ended, ``table.txt``, the end-of-run dump. Idempotent; raises nothing of its

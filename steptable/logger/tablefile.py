@@ -12,8 +12,9 @@ import stat
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
+from steptable.logger.wholefile import replace_whole
 from steptable.table import render, runinfo
 from steptable.table.cells import sanitize
 from steptable.table.columns import Col
@@ -25,12 +26,31 @@ MAX_ROWS = 100_000
 
 @dataclass(frozen=True, slots=True)
 class Written:
+    """What :func:`write_table` wrote: the table's path and its row counts."""
+
     path: Path
     rows: int  # rows of the run
     shown: int  # rows in the file: the last ``shown`` of them
     logged: int  # lines of the arm in the JSONL (more than ``rows`` where rows of one step merged, or a step that
     # went back replaced the rows logged after it, as every reader of the file takes it)
     went_back: int = 0  # how many times a step went back so
+    jsonl_name: str = "metrics.jsonl"  # the file read back
+
+    def note(self, logged_here: int, why_missing: str) -> str:
+        """What the table holds, for the end-of-run dump: "all rows", or which rows and why not all of them.
+        ``logged_here``: the rows the logger logged; ``why_missing``: why the JSONL holds fewer, as its writer saw
+        it (said only then)."""
+        note = "all rows" if self.shown == self.rows else f"the last {self.shown} rows"
+        if self.rows < self.logged:  # (a per-epoch step counter: each epoch read as a restart of the last)
+            some = f"the {self.rows}" if self.shown == self.rows else f"the last {self.shown} of {self.rows}"
+            why = (f"a step went back {self.went_back} time(s) and replaced the rows logged after it"
+                   if self.went_back else "rows of one step merged")
+            note = f"{some} steps ({self.logged} rows logged: {why})"
+        if self.logged < logged_here:  # the file lost rows the logger wrote: the table cannot hold them
+            name = self.jsonl_name
+            note = (f"{self.logged} of {logged_here} rows ({why_missing})" if note == "all rows" else
+                    f"{note}; {name} holds {self.logged} of the {logged_here} rows logged ({why_missing})")
+        return note
 
 
 def write(cols: Sequence[Col], jsonl: Path, run_dir: Path, arm: Any, header_every: int,
@@ -64,18 +84,15 @@ def write_table(cols: Sequence[Col], jsonl: Path, run_dir: Path, arm: Any, heade
         n = len(plan.steps)
         lo = 0 if max_rows is None else max(n - max(max_rows, 1), 0)
         out = run_dir / (f"table.{runinfo.name_part(str(arm))}.txt" if plan.shared else TABLE_NAME)
-        tmp = run_dir / f".{out.name}.{os.getpid()}.{id(plan)}.tmp"
-        try:
-            with open(tmp, "w", encoding="utf-8") as dst:
-                if lo:
-                    dst.write(f"# the last {n - lo} of {n} rows; every row: {sanitize(jsonl.name)} beside this file "
-                              f"(steptable tail {sanitize(str(run_dir))} -n 0)\n")
-                dst.write(head)
-                for i, cells in enumerate(plan.rows(src, lo, [c.key for c in cols])):
-                    if every and i and i % every == 0:
-                        dst.write(head)
-                    dst.write(render_row(cells) + "\n")
-            os.replace(tmp, out)
-        finally:
-            tmp.unlink(missing_ok=True)
-    return Written(out, n, n - lo, plan.count, plan.went_back)
+        def fill(dst: TextIO) -> None:
+            if lo:
+                dst.write(f"# the last {n - lo} of {n} rows; every row: {sanitize(jsonl.name)} beside this file "
+                          f"(steptable tail {sanitize(str(run_dir))} -n 0)\n")
+            dst.write(head)
+            for i, cells in enumerate(plan.rows(src, lo, [c.key for c in cols])):
+                if every and i and i % every == 0:
+                    dst.write(head)
+                dst.write(render_row(cells) + "\n")
+
+        replace_whole(out, fill)
+    return Written(out, n, n - lo, plan.count, plan.went_back, jsonl.name)

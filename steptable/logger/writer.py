@@ -97,6 +97,7 @@ class RunWriter:
 
     @property
     def pending(self) -> int:
+        """Rows queued and not yet written."""
         return len(self._pending)
 
     def write(self, record: Mapping[str, Any]) -> bool:
@@ -170,6 +171,16 @@ class RunWriter:
             self._failing = None
             self._warn(f"writing {self._shown} works again; late rows written" + self._dropped_note())
         return True
+
+    def why_missing(self, logged: int) -> str:
+        """Why the file holds fewer than the ``logged`` rows given to it, as this writer saw it."""
+        name = self.path.name
+        whys = [
+            *([f"{name} was deleted during the run"] if self.deleted else []),
+            *([f"{name} was moved or replaced during the run"] if self.moved else []),
+            *([f"{logged - self.written} could not be written"] if self.written < logged else []),
+        ]
+        return "; ".join(whys) or f"the rest are not in {name}"
 
     def _dropped_note(self) -> str:
         return f", {self.dropped} oldest row(s) dropped while it failed" if self.dropped else ""
@@ -277,6 +288,7 @@ class RunWriter:
             self._fh = None
 
     def close(self) -> None:
+        """Try the pending rows a last time, report those that could not be written, and close the file."""
         self.flush()
         if self._pending:
             self._warn(f"{len(self._pending)} row(s) could not be written to {self._shown}" + self._dropped_note())

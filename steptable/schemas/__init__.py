@@ -1,12 +1,13 @@
 """Declarative column sets for the trainers steptable reads, and their detection.
 
-    schema = detect(path, keys)                  # best-fitting user or built-in schema; "generic" otherwise
+    schema = detect(path, keys, users)           # best-fitting user or built-in schema; "generic" otherwise
     cols = layout(runs, schema, max_width=80)    # one layout for all runs shown together
     for row in rows:
         line = render.row(cols, schema.derive(row))   # derive() adds derived and aliased values
 
 Built-ins: routing, retrain, verl, tinyzero, tinker, trl, maxent-grpo, generic. User schemas: TOML files
-(``steptable.schemas.user``). ``side_file(path)`` says which files hold no step rows.
+(``steptable.schemas.user`` builds them; ``steptable.schemafiles`` finds and reads the files). ``side_file(path)``
+says which files hold no step rows.
 """
 
 from __future__ import annotations
@@ -36,19 +37,9 @@ from steptable.schemas.base import (
 )
 from steptable.schemas.headers import short_header, short_headers
 from steptable.schemas.legend import legend_for
-from steptable.schemas.registry import (
-    GENERIC,
-    ROUTING,
-    SCHEMAS,
-    by_schema,
-    detect,
-    get_schema,
-    schema_names,
-    side_file,
-    user_schemas,
-)
+from steptable.schemas.registry import GENERIC, ROUTING, SCHEMAS, side_file
 from steptable.schemas.routing import routing_columns
-from steptable.schemas.user import SchemaFileError, config_dir, load_schema_file, schema_files
+from steptable.schemas.user import SchemaFileError
 from steptable.schemas.widths import cells_outgrown, first_look, widened
 
 __all__ = [
@@ -64,31 +55,23 @@ __all__ = [
     "SchemaFileError",
     "SideFile",
     "auto_col",
-    "by_schema",
     "cells_outgrown",
-    "config_dir",
     "derive_rows",
-    "detect",
     "first_look",
     "fit",
-    "get_schema",
     "hidden_keys",
     "informative",
     "layout",
     "legend_for",
-    "load_schema_file",
     "own_step_keys",
     "ratio_pair",
     "routing_columns",
     "run_keys",
     "sample_values",
-    "schema_files",
-    "schema_names",
     "short_header",
     "short_headers",
     "side_file",
     "step_key_of",
     "steps_outgrown",
-    "user_schemas",
     "widened",
 ]

@@ -273,6 +273,7 @@ def fit(cols: Sequence[Col], max_width: int) -> list[Col]:
 
 
 def by_key(cols: Sequence[Col]) -> Mapping[str, Col]:
+    """``cols`` by their key (not their aliases)."""
     return {c.key: c for c in cols}
 
 

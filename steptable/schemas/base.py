@@ -80,7 +80,7 @@ class Schema:
     #: hides with its own glob (``hide = ["timing_s/*"]`` over verl's timings); never one the file declares itself
     hides: frozenset[str] = field(default=frozenset(), compare=False)
     #: which of the schema's kinds of file a file is: runs share a layout only with runs of their kind (retrain's
-    #: emergence summary beside its metrics file: one layout of the two showed the summary as a row of nan)
+    #: emergence summary beside its metrics file: one layout of the two would show the summary as a row of nan)
     part: Callable[[PurePath], str] = field(default=one_part, compare=False)
     #: one schema for several trainers whose runs log different keys (HF Trainer's SFT, DPO, PPO, GRPO): the keys
     #: all of them log (loss, learning_rate...), which say nothing of the trainer. Runs detected as it share a
@@ -99,19 +99,23 @@ class Schema:
         return {c.key: c for c in self.cols}
 
     def col(self, key: str) -> Col | None:
+        """The declared column of ``key`` (not of an alias); None when there is none."""
         return self._by_key.get(key)
 
     def rule(self, key: str) -> Rule | None:
+        """The first rule whose pattern matches ``key``; None when none does."""
         for r in self.rules:
             if r.matches(key):
                 return r
         return None
 
     def hidden(self, key: str) -> bool:
+        """Does the rule of ``key`` keep it out of the default layout?"""
         r = self.rule(key)
         return r is not None and r.hide
 
     def side_file(self, path: str | PurePath) -> SideFile | None:
+        """The first side-file declaration ``path`` matches; None for a file of step rows."""
         for s in self.side_files:
             if s.matches(path):
                 return s

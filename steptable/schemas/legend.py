@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, cast
 
 from steptable.schemas.arrange import hidden_keys, layout
@@ -39,9 +39,13 @@ def _schema_text(schema: Schema) -> str:
     return "\n".join(parts)
 
 
-def legend_for(target: Schema | RunView | Sequence[RunView], schema: Schema | None = None) -> str:
+def legend_for(
+    target: Schema | RunView | Sequence[RunView], schema: Schema | None = None,
+    schema_of: Callable[[Any], Schema] | None = None,
+) -> str:
     """The legend of a schema (every declared column, pattern rules and side files), or of runs: the columns the
-    runs actually have, in layout order, under the given schema or the one each run's file is detected as. Runs of
+    runs actually have, in layout order, under the given schema or the one ``schema_of`` finds for each run (default:
+    the built-in it is detected as; steptable.schemafiles.resolve.run_schema adds the user's files). Runs of
     different trainers (a verl run beside an SB3 run) get one legend each, as tail and the app lay them out."""
     if isinstance(target, Schema):
         return _schema_text(target)
@@ -52,7 +56,7 @@ def legend_for(target: Schema | RunView | Sequence[RunView], schema: Schema | No
     if schema is not None or not runs or any(getattr(r, "path", None) is None for r in runs):
         groups = [(schema, runs)]  # (a run without a file has no trainer to detect: the generic layout)
     else:
-        groups = [(s, g) for s, g in by_schema(cast("list[Any]", runs))]  # each has a path: Located
+        groups = [(s, g) for s, g in by_schema(cast("list[Any]", runs), schema_of=schema_of)]  # each has a path
     if len(groups) == 1:
         return _runs_text(groups[0][1], groups[0][0], "")
     return "\n\n".join(_runs_text(g, s, f" ({_names(g)})") for s, g in groups)

@@ -41,9 +41,11 @@ class Rule:
         check_fmt(self.fmt, f"rule {self.pattern!r}")
 
     def matches(self, key: str) -> bool:
+        """Does ``pattern`` match the whole ``key`` (case-sensitive)?"""
         return fnmatchcase(key, self.pattern)
 
     def describe(self, key: str) -> str:
+        """The legend text of ``key``: ``desc`` with ``{key}`` replaced."""
         return self.desc.replace("{key}", key)
 
 
@@ -64,6 +66,7 @@ class Derived:
     hide_inputs: bool = True
 
     def value(self, row: Mapping[str, Any]) -> Any:
+        """The column's value in ``row``; None when an input is missing or ``compute`` raises."""
         if not all(k in row for k in self.needs):
             return None
         try:
@@ -109,6 +112,7 @@ class SideFile:
             raise ValueError(f"side file {self.pattern!r}: kind must be one of {sorted(SIDE_KINDS)}")
 
     def matches(self, path: str | PurePath) -> bool:
+        """Does ``path`` match ``pattern`` (from the right)?"""
         return PurePath(path).match(self.pattern)
 
     def step_of(self, path: str | PurePath, record: Mapping[str, Any] | None = None) -> int | None:

@@ -1,8 +1,9 @@
-"""The built-in schemas, user schemas on top of them, and detection.
+"""The built-in schemas and detection among candidate schemas.
 
-Detection scores every candidate with its ``match(path, keys)`` (0..1) and takes the best; user schemas are asked
-first, so on a tie the user's wins, and a file nothing claims with at least 0.5 gets the generic schema (a user
-schema named ``generic`` where one applies).
+Detection scores every candidate with its ``match(path, keys)`` (0..1) and takes the best; user schemas (which
+steptable.schemafiles reads and passes in) are asked first, so on a tie the user's wins, and a file nothing claims
+with at least 0.5 gets the generic schema (a user schema named ``generic`` where one applies). Pure: a path here is
+a name to match, never a file to open.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ from typing import Protocol, TypeVar
 from steptable.schemas import generic, retrain, tinker, tinyzero, trl, verl
 from steptable.schemas.base import META_KEYS, STEP_KEYS, Rule, Schema, SideFile
 from steptable.schemas.routing import DIAGNOSTIC_KEYS, routing_columns
-from steptable.schemas.user import LOCAL_NAME, SchemaFileError, load_user_schemas, nearest_local, unused_error
 from steptable.table import runinfo
 from steptable.table.columns import Col, streamed
 
@@ -50,50 +50,10 @@ SCHEMAS: dict[str, Schema] = {
 }
 
 
-def user_schemas(near: str | os.PathLike[str] | None = None) -> list[Schema]:
-    """User schemas that apply at ``near`` (a run file or directory), highest priority first."""
-    return load_user_schemas(near, SCHEMAS)
-
-
-def schema_names(near: str | os.PathLike[str] | None = None) -> list[str]:
-    """Every schema name ``get_schema`` accepts at ``near``."""
-    return sorted({*SCHEMAS, *(s.name for s in user_schemas(near))})
-
-
-def get_schema(name: str, near: str | os.PathLike[str] | Sequence[str | os.PathLike[str]] | None = None) -> Schema:
-    """A schema by name (``--schema NAME``): a user schema of that name first (the ``steptable.toml`` files at
-    ``near``, a path or each of several paths: any of the paths a command was given), then a built-in."""
-    places: Sequence[str | os.PathLike[str] | None] = (
-        [near] if near is None or isinstance(near, (str, os.PathLike)) else list(near) or [None])
-    for place in places:
-        for s in user_schemas(place):
-            if s.name == name:
-                return s
-    # ``steptable tail logs --schema mine`` with mine in logs/exp1/steptable.toml: detection finds that file beside
-    # the runs, so the name must be found there too (walked only for a name nothing above declares); a file there
-    # that overrides a built-in (its own ``verl``) is what detection applies, so it wins over the built-in here too
-    below = [s for place in places if place is not None
-             for f in _files_below(Path(place)) for s in user_schemas(f.parent)]
-    found = next((s for s in below if s.name == name), None)
-    if found is not None:
-        return found
-    if name in SCHEMAS:
-        return SCHEMAS[name]
-    known = sorted({*schema_names(places[0]), *(s.name for s in below)})
-    raise KeyError(f"unknown schema {name!r}; known: {', '.join(known)}")
-
-
-def _files_below(root: Path) -> list[Path]:
-    """The log directories' schema files under ``root`` (as discovery walks it), nearest first."""
-    from steptable.ingest.files.walk import walk  # (walk is stdlib only; the package's __init__ reads schemas)
-
-    found = [f for f, _ in walk(root) if f.name == LOCAL_NAME and f.parent != root] if os.path.isdir(root) else []
-    return sorted(found, key=lambda f: len(f.parts))
-
-
-def detect(path: str | os.PathLike[str], keys: Sequence[str], user: bool = True) -> Schema:
-    """The schema that fits a file best; generic when none scores at least 0.5 (the user's ``generic`` where one
-    applies: it overrides the built-in, whose match scores nothing). ``user=False`` skips user schemas.
+def detect(path: str | os.PathLike[str], keys: Sequence[str], users: Sequence[Schema] = ()) -> Schema:
+    """The schema that fits a file best among ``users`` (the user schemas that apply there, highest priority first)
+    and the built-ins; generic when none scores at least 0.5 (the user's ``generic`` where one applies: it
+    overrides the built-in, whose match scores nothing).
 
     Built-in rules (scores in 0..1; see each schema module):
     routing   five or more of its arm keys (hack_s, gt_s, rew_s, auroc, qmass, ...)
@@ -107,10 +67,9 @@ def detect(path: str | os.PathLike[str], keys: Sequence[str], user: bool = True)
     maxent-grpo  train/ prefixed keys that only MaxEnt-GRPO logs (train/tau, train/beta, train/weight_entropy, ...)
     """
     p = Path(path)
-    users = user_schemas(p) if user else []
     fallback = next((s for s in users if s.name == GENERIC.name), GENERIC)
     best, score = fallback, 0.0
-    for s in users + list(SCHEMAS.values()):
+    for s in [*users, *SCHEMAS.values()]:
         m = s.match(p, keys)
         if m > score:
             best, score = s, m
@@ -171,8 +130,9 @@ def logged_schema(run: object) -> Schema | None:
     return found
 
 
-def run_schema(run: Located) -> Schema:
-    """The schema a run is shown with: its StepLogger's own, else the best-fitting one for its file and keys."""
+def builtin_run_schema(run: Located) -> Schema:
+    """The schema a run is shown with when no user schema applies: its StepLogger's own, else the best-fitting
+    built-in for its file and keys."""
     return logged_schema(run) or detect(run.path, run.keys)
 
 
@@ -186,10 +146,10 @@ def by_schema(
     Trainer's state files of SFT, PPO or GRPO), says nothing of which runs belong together, so its runs are
     grouped only with runs they share most keys with (:func:`_shares_keys`): a Lightning run and an SB3 run beside
     it each keep their own columns, not one table of the two, half nan. ``schema_of``: how a run's schema is found
-    (default :func:`run_schema`; the watch app's says a steptable.toml that cannot be used instead of raising)."""
+    (default :func:`builtin_run_schema`; steptable.schemafiles passes the one that reads the user's files)."""
     groups: list[tuple[Schema, list[R], set[str], str]] = []
     for r in runs:
-        s = schema if schema is not None else (schema_of or run_schema)(r)
+        s = schema if schema is not None else (schema_of or builtin_run_schema)(r)
         # (a user's generic declares columns but no more than the built-in says which runs belong together)
         loose = schema is None and (not s.cols or s.name == GENERIC.name or s.several is not None)
         keys = set(r.keys) - _NOT_METRICS - (s.several or frozenset())
@@ -202,33 +162,6 @@ def by_schema(
         group[1].append(r)
         group[2].update(keys)
     return [(s, g) for s, g, _, _ in groups]
-
-
-def unused_files(runs: Sequence[Located]) -> list[SchemaFileError]:
-    """The log directories' steptable.toml files that apply to none of the runs they are the nearest file of (see
-    ``user.unused_error``); a StepLogger's run keeps its own columns and is not counted. A warning, not a stop: a
-    file may be meant for runs that have not logged its keys yet, or for sibling runs. Only runs beside such a file
-    are detected (most directories have none)."""
-    nearest: dict[Path, Path | None] = {}  # a run's directory -> its nearest steptable.toml
-    beside: dict[Path, list[Located]] = {}
-    for r in runs:
-        if not r.keys or logged_schema(r) is not None:  # nothing logged yet; a StepLogger's run: its own columns
-            continue
-        d = Path(r.path).parent
-        if d not in nearest:
-            nearest[d] = nearest_local(r.path)
-        f = nearest[d]
-        if f is not None:
-            beside.setdefault(f, []).append(r)
-    out: list[SchemaFileError] = []
-    for f, near in beside.items():
-        if any(run_schema(r).source == str(f) for r in near):
-            continue
-        own = next((s for s in user_schemas(near[0].path) if s.source == str(f)), None)
-        error = None if own is None else unused_error(own, len(near), {k for r in near for k in r.keys})
-        if error is not None:
-            out.append(error)
-    return out
 
 
 #: keys every kind of run may log (steps, clocks, names): no sign that two runs log the same things

@@ -85,11 +85,12 @@ SIDE = (
 
 def part(path: PurePath) -> str:
     """The emergence summary and the metrics file are laid out apart (few keys in common: one table of both
-    showed each with the other's columns as nan); each one's arms still line up."""
+    would show each with the other's columns as nan); each one's arms still line up."""
     return "emergence" if path.parent.name == "emergence" else ""
 
 
 def match(path: Path, keys: Sequence[str]) -> float:
+    """How well a file fits retrain (0..1): its emergence files by name, the metrics file by retrain's own keys."""
     ks = set(keys)
     parent = path.parent.name
     if parent == "emergence" and path.name in ("steps.jsonl", "generations.jsonl"):

@@ -18,7 +18,7 @@ from steptable.table.formatting import display_width
 DIAGNOSTIC_KEYS = ("auroc", "cos", "qmass", "keep", "resid", "rout", "tlo", "thi", "stale")
 
 _HEAD = (
-    # The seed had width 4: from step 10000 every step would read "1e4". 6 cells hold a million steps.
+    # 6 cells hold a million steps (in 4, every step from 10000 on would read "1e4").
     Col("step", 6, "step", "d", "optimizer step of the GRPO loop"),
     Col("ref_eq", 6, "ref_eq", ".2f", "step expressed in vanilla-equivalent units: generations so far / 256"),
     Col("rew", 6, "rew", "+.2f", "mean reward over the whole batch (student and teacher rollouts)", "higher"),

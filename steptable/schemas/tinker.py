@@ -22,6 +22,7 @@ MARKERS = frozenset({
 
 
 def match(path: Path, keys: Sequence[str]) -> float:
+    """How well a file fits tinker-cookbook (0..1): by its progress/, env/ and optim/ keys."""
     ks = set(keys)
     hits = len(ks & MARKERS)
     if hits == 0:

@@ -16,6 +16,7 @@ from steptable.table.columns import Col
 
 
 def match(path: Path, keys: Sequence[str]) -> float:
+    """How well a file fits TinyZero (0..1): see steptable.schemas.verl.family_scores."""
     return v.family_scores(path, keys)[1]
 
 

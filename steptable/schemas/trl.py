@@ -25,6 +25,7 @@ MAXENT_SPECIFIC = frozenset({
 
 
 def maxent_match(path: Path, keys: Sequence[str]) -> float:
+    """How well a file fits MaxEnt-GRPO (0..1): the train/ keys only it logs."""
     ks = set(keys)
     specific = len(ks & MAXENT_SPECIFIC)
     if not specific:
@@ -34,6 +35,7 @@ def maxent_match(path: Path, keys: Sequence[str]) -> float:
 
 
 def trl_match(path: Path, keys: Sequence[str]) -> float:
+    """How well a file fits HF/TRL (0..1): a trainer_state.json and TRL's keys; little where MaxEnt-GRPO fits."""
     state = path.name == "trainer_state.json"
     if maxent_match(path, keys) >= 0.5:
         return 0.3 if state else 0.0

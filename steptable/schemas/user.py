@@ -43,14 +43,14 @@ The format (every field but ``schema.name`` and ``columns.key`` is optional)::
 
 A file that cannot be used raises ``SchemaFileError`` whose text is ``<file>:<line>: <what is wrong>``. A log
 directory's file with neither ``[match]`` nor a base that applies to none of the runs it is the nearest file of (its
-keys misspelt, or only hide globs and rules) is said as a warning in those words (``registry.unused_files``),
-rather than passed over in silence. Finding and reading the files: ``steptable.schemas.userdoc``.
+keys misspelt, or only hide globs and rules) is said as a warning in those words
+(``steptable.schemafiles.resolve.unused_files``), rather than passed over in silence. Parsing a file's text:
+``steptable.schemas.userdoc``; finding and reading the files: ``steptable.schemafiles``.
 """
 
 from __future__ import annotations
 
 import difflib
-import os
 import re
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from fnmatch import fnmatchcase
@@ -59,14 +59,11 @@ from typing import Any
 
 from steptable.schemas.base import META_KEYS, STEP_KEYS, Rule, Schema, one_part
 from steptable.schemas.headers import short_headers
-from steptable.schemas.userdoc import _TABLES, _check_fields, _Doc, _doc, _line_of
+from steptable.schemas.userdoc import _TABLES, _check_fields, _Doc, _line_of
 from steptable.schemas.userdoc import LOCAL_DEPTH as LOCAL_DEPTH
 from steptable.schemas.userdoc import LOCAL_NAME as LOCAL_NAME
 from steptable.schemas.userdoc import MAX_SCHEMA_BYTES as MAX_SCHEMA_BYTES
 from steptable.schemas.userdoc import SchemaFileError as SchemaFileError
-from steptable.schemas.userdoc import config_dir as config_dir
-from steptable.schemas.userdoc import nearest_local as nearest_local
-from steptable.schemas.userdoc import schema_files as schema_files
 from steptable.table.columns import Col, ColumnError, check_fmt
 from steptable.table.formatting import display_width, format_value, sanitize
 
@@ -90,8 +87,8 @@ def _column_error_field(e: Exception) -> str | None:
 
 
 def _fmt_width(fmt: str | None) -> int:
-    """Cells a spec's text of a typical value takes (``.6f``: 8): a default width narrower than that showed every
-    value in the compact form instead of the spec the user asked for."""
+    """Cells a spec's text of a typical value takes (``.6f``: 8): a default width narrower than that would show
+    every value in the compact form instead of the spec the user asked for."""
     if fmt is None or fmt == "frac":
         return 0
     check_fmt(fmt, "column")  # (first: ">500000000.2f" would be formatted before it is refused)
@@ -130,7 +127,7 @@ def _rule(doc: _Doc, spec: dict[str, Any], i: int) -> Rule:
 
 class _Order:
     """Column keys in order, with append, remove and insert-after in constant time (a file may declare hundreds of
-    columns: a search of the list for each was quadratic)."""
+    columns: a search of a list for each would be quadratic)."""
 
     def __init__(self, keys: Iterable[str]) -> None:
         self._next: dict[str | None, str | None] = {None: None}  # None: the ends
@@ -219,8 +216,8 @@ def _build_schema(
         doc.fail("rules must be an array of tables: [[rules]]", "rules", None, "rules")
     rules = [_rule(doc, _check_fields(doc, "rules", r, i), i) for i, r in enumerate(raw_rules)]
     rules += [Rule(p, hide=True) for p in head.get("hide", [])]
-    # a dropped column's key (and its aliases) stays out of the default layout too, described as the base did; it
-    # came back as an automatic column "(as logged)"
+    # a dropped column's key (and its aliases) stays out of the default layout too, described as the base did (not
+    # back as an automatic column "(as logged)")
     rules = [Rule(_literal(k), c.desc, c.better, hide=True)
              for c in dropped for k in (c.key, *c.aliases) if k not in cols] + rules
     match_spec = _check_fields(doc, "match", doc.data.get("match", {}), None)
@@ -328,14 +325,14 @@ class _Match:
         return 1.0 if not self.declared.isdisjoint(keys) else 0.0
 
 
-def unused_error(schema: Schema, runs: int, keys: Collection[str]) -> SchemaFileError | None:
-    """What to say of a log directory's file that applies to none of the ``runs`` it is the nearest file of (``keys``:
-    theirs); None when the file says which runs it is for (``[match]``, a base): not matching is then its choice.
-    A file of only hide globs or rules, or whose keys are all misspelt, was passed over without a word."""
+def unused_error(schema: Schema, doc: _Doc, runs: int, keys: Collection[str]) -> SchemaFileError | None:
+    """What to say of a log directory's file (``doc``, which ``schema`` was built from) that applies to none of the
+    ``runs`` it is the nearest file of (``keys``: theirs); None when the file says which runs it is for
+    (``[match]``, a base): not matching is then its choice. A file of only hide globs or rules, or whose keys are
+    all misspelt, would otherwise pass without a word."""
     match = schema.match
     if not isinstance(match, _Match) or not match.by_keys:
         return None
-    doc = _doc(Path(schema.source))
     raw = doc.data.get("columns")
     own = [c.key for c in schema.cols if c.key not in _EVERY_RUN]
     fix = "[match] files or keys, or extends, would say which runs it is for"
@@ -351,33 +348,3 @@ def unused_error(schema: Schema, runs: int, keys: Collection[str]) -> SchemaFile
     hint = f"; {near[0]!r} for {near[1]!r}?" if near is not None else ""
     return SchemaFileError(doc.path, _line_of(doc.text, "columns", at, "key"),
                            f"{where}: none logs a key its columns declare ({listed}){hint}; {fix}")
-
-
-def load_schema_file(path: str | os.PathLike[str], bases: Mapping[str, Schema] | None = None) -> Schema:
-    """The schema a TOML file declares; ``bases`` are the schemas it may extend (default: the built-ins)."""
-    if bases is None:
-        from steptable.schemas.registry import SCHEMAS
-
-        bases = SCHEMAS
-    return schema_from_doc(_doc(Path(path)), bases)
-
-
-def load_user_schemas(near: str | os.PathLike[str] | None, bases: Mapping[str, Schema]) -> list[Schema]:
-    """The user schemas that apply at ``near``, highest priority first. User files may extend built-ins and the
-    user's own config schemas; the log-directory file may extend any of them."""
-    files = schema_files(near)
-    local = [f for f in files if f.name == LOCAL_NAME and f.parent != config_dir()]
-    # config files first, then the log-directory files farthest first: each may extend the ones before it
-    order = [f for f in files if f not in local] + local[::-1]
-    known = dict(bases)
-    loaded: dict[Path, Schema] = {}
-    for f in order:
-        try:
-            s = schema_from_doc(_doc(f), known)
-        except SchemaFileError:
-            if f in local[1:]:  # a farther log directory's file that cannot be used: the nearer ones still apply
-                continue
-            raise  # the run's own (nearest) file, or the user's config: say what is wrong
-        known[s.name] = s
-        loaded[f] = s
-    return [loaded[f] for f in files if f in loaded]

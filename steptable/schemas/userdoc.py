@@ -1,14 +1,11 @@
-"""The document layer of user schema files: where ``steptable.toml`` files are found, reading one (size, UTF-8,
-TOML, the fields each table may hold) and the line a problem is at. ``steptable.schemas.user`` builds schemas from
-these documents."""
+"""The document layer of user schema files: a file's text parsed as TOML, the fields each table may hold, and the
+line a problem is at. ``steptable.schemas.user`` builds schemas from these documents; finding and reading the files
+is steptable.schemafiles' part (this module never touches the filesystem)."""
 
 from __future__ import annotations
 
-import os
 import re
-import stat
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from steptable.schemas.base import Schema
@@ -53,43 +50,10 @@ class SchemaFileError(ValueError):
         super().__init__(f"{path}:{line}: {message}" if line else f"{path}: {message}")
 
 
-def config_dir() -> Path:
-    """The directory of the user's own schemas."""
-    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
-    return Path(base) / "steptable" / "schemas"
-
-
-def schema_files(near: str | os.PathLike[str] | None = None) -> list[Path]:
-    """User schema files that apply to runs at ``near``: the nearest log-directory file first, then the user's."""
-    out = _local_files(near) if near is not None else []
-    cfg = config_dir()
-    if os.path.isdir(cfg):
-        out += sorted(f for f in cfg.glob("*.toml") if os.path.isfile(f))
-    return out
-
-
-def _local_files(near: str | os.PathLike[str]) -> list[Path]:
-    """The log directories' files at ``near``, nearest first."""
-    out: list[Path] = []
-    p = Path(near).absolute()  # ("." has no parents: a steptable.toml above the current directory was missed)
-    start = p if os.path.isdir(p) else p.parent
-    for d in [start, *list(start.parents)[:LOCAL_DEPTH]]:
-        f = d / LOCAL_NAME
-        if os.path.lexists(f):  # a directory or FIFO of that name is an error to report, not to pass over
-            out.append(f)  # (each of them: a nearer file that matches other runs does not hide a farther one)
-    return out
-
-
-def nearest_local(near: str | os.PathLike[str]) -> Path | None:
-    """The log directory's file nearest to ``near`` (the one whose problems are reported), if there is one."""
-    found = _local_files(near)
-    return found[0] if found and found[0].parent != config_dir() else None
-
-
 @dataclass
 class _Doc:
     """A parsed file: its text (for line numbers), its data, and the schemas built from it, by the base each was
-    built on (a detection asks for the file's schema for every run: 600 builds for 200 runs were 5 s of a summary)."""
+    built on (a detection asks for the file's schema for every run: it is built once per base, not once per run)."""
 
     path: str
     text: str
@@ -126,24 +90,16 @@ def _line_of(text: str, table: str | None, index: int | None, key: str | None) -
     return start + 1 if start >= 0 else None
 
 
-def _read(path: Path) -> _Doc:
-    try:
-        st = os.stat(path)
-        if not stat.S_ISREG(st.st_mode):  # a FIFO would block the read
-            raise SchemaFileError(str(path), None, "not a regular file")
-        if st.st_size > MAX_SCHEMA_BYTES:
-            raise SchemaFileError(str(path), None, f"{st.st_size:,} bytes: larger than a schema file can be "
-                                                   f"({MAX_SCHEMA_BYTES:,})")
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise SchemaFileError(str(path), None, f"cannot read the file ({e})") from None
+def parse_doc(path: str, text: str) -> _Doc:
+    """The document of a schema file named ``path`` holding ``text``. Raises SchemaFileError (with the line) when
+    the text is not TOML."""
     toml = _toml()
     try:
         data = toml.loads(text)
     except toml.TOMLDecodeError as e:
         m = re.search(r"line (\d+)", str(e))
-        raise SchemaFileError(str(path), int(m.group(1)) if m else None, f"not valid TOML: {e}") from None
-    return _Doc(str(path), text, data)
+        raise SchemaFileError(path, int(m.group(1)) if m else None, f"not valid TOML: {e}") from None
+    return _Doc(path, text, data)
 
 
 def _check_fields(doc: _Doc, table: str, entry: Any, index: int | None) -> dict[str, Any]:
@@ -160,20 +116,3 @@ def _check_fields(doc: _Doc, table: str, entry: Any, index: int | None) -> dict[
         elif isinstance(v, list) and not all(isinstance(x, str) for x in v):
             doc.fail(f"{where}: {k} must be a list of strings", table, index, k)
     return dict(entry)
-
-
-_CACHE: dict[Path, tuple[tuple[int, int], _Doc]] = {}
-
-
-def _doc(path: Path) -> _Doc:
-    try:
-        st = path.stat()
-        stamp = (st.st_mtime_ns, st.st_size)
-    except OSError:
-        stamp = (-1, -1)
-    hit = _CACHE.get(path)
-    if hit is not None and hit[0] == stamp:
-        return hit[1]
-    doc = _read(path)
-    _CACHE[path] = (stamp, doc)
-    return doc

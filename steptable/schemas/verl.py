@@ -42,6 +42,7 @@ def family_scores(path: Path, keys: Sequence[str]) -> tuple[float, float]:
 
 
 def match(path: Path, keys: Sequence[str]) -> float:
+    """How well a file fits verl (0..1): see :func:`family_scores`."""
     return family_scores(path, keys)[0]
 
 

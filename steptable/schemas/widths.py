@@ -40,10 +40,10 @@ class Spread:
 
 
 def first_look(cols: Sequence[Col], run: RowView, n: int) -> dict[str, int]:
-    """:func:`cells_outgrown` of a run seen for the first time (its first ``n`` rows): rows across it, as a layout
-    samples them, so that the watch app and a one-shot ``tail`` widen the same columns (a decaying lr read 6e-7 on
-    three rows in tail, 6.02e-7 6.01e-7 6e-7 in the app); not its last rows (each new arm of 200 keys cost 40k
-    formatted cells)."""
+    """:func:`cells_outgrown` of a run seen for the first time (its first ``n`` rows): ``FIRST_LOOK`` rows across
+    it, as a layout samples them, so that the watch app and a one-shot ``tail`` widen the same columns and show a
+    value with the same digits. Not all of its rows: a new arm with many keys costs a bounded number of formatted
+    cells."""
     sample = Spread(run, n)
     return cells_outgrown(cols, sample, 0, len(sample.rows))
 

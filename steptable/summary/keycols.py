@@ -9,8 +9,9 @@ from collections.abc import Collection, Mapping, Sequence
 from typing import Any, Protocol, cast
 
 from steptable.alerts.engine import AlertConfig
+from steptable.schemafiles.resolve import by_schema, run_schema
 from steptable.schemas import Schema
-from steptable.schemas.registry import Located, by_schema, run_schema
+from steptable.schemas.registry import Located
 from steptable.summary.trend import ColStats
 
 
@@ -70,9 +71,9 @@ def picked(
     lead: Mapping[str, int] | None = None, groups: Groups | None = None,
 ) -> dict[str, set[int]]:
     """Key column -> the runs (indices) it is picked for. Each group of runs one layout shows (``by_schema``: one
-    trainer, the arms of one experiment) gets up to ``max_columns`` of its own: one budget for all let the first
-    trainer's declared columns fill it, and a directory of seven trainers showed rows for two. Groups in the order
-    their first run comes; ``groups``: ``by_schema(runs)`` where the caller has it (detection is not free)."""
+    trainer, the arms of one experiment) gets up to ``max_columns`` of its own: with one budget for all, the first
+    trainers' declared columns would fill it and the others get no rows. Groups in the order their first run comes;
+    ``groups``: ``by_schema(runs)`` where the caller has it (detection is not free)."""
     out: dict[str, set[int]] = {}
     for schema, group in _groups(runs, groups):
         sub = {(j, k): st for j, i in enumerate(group) for k in runs[i].keys if (st := stats.get((i, k))) is not None}

@@ -5,7 +5,7 @@ one table row per key column (first / last / min / max / tr%), then the alerts s
 one table, one row per column per arm (name on the first only, arms lettered a, b, ... in the header lines) so the
 values of a column sit under each other. ``fmt="text"``: the name column fixed-width, the other cells one space
 apart in header order, because every run of padding spaces is an o200k token: aligning the numbers too costs ~15%
-more (about 370 vs 320 tokens for bench/bench_agent.py's 20 x 10k run). ``align=True`` aligns them: right, each
+more tokens (bench/bench_agent.py measures it). ``align=True`` aligns them: right, each
 column one width (at least 4, enough for 2 significant digits of all its values), each value the most digits
 (<= 3) that fit it. ``fmt="md"``: a markdown table.
 
@@ -105,8 +105,8 @@ def _cells(stats: Sequence[ColStats], align: bool) -> list[list[str]]:
 
 def run_label(run: RunLike, unique_arm: bool = True) -> str:
     """The arm when it names the run unambiguously (cheapest for a reader), else the run's path, led by the arm
-    where the path does not show it: ``arm (path)``, as tail titles a run. (``path/arm`` read as a directory under
-    the file.)"""
+    where the path does not show it: ``arm (path)``, as tail titles a run. (``path/arm`` would read as a directory
+    under the file.)"""
     name, arm = sanitize(str(run.run)), sanitize(str(run.arm or ""))
     if arm and unique_arm:
         return arm
@@ -243,7 +243,7 @@ def summarize(
         head = f"**{label}**" if md and not multi else label
         lines.append(f"{'- ' if md and multi else ''}{head}: {header_text(r, now)}")
     # Several runs: a run without a value in a column gets no row in it (runs of different trainers share few
-    # keys: their rows of dashes were half the tokens), nor one in a column its trainer's budget left out, unless
+    # keys: their rows of dashes would be half the tokens), nor one in a column its trainer's budget left out, unless
     # the columns were asked for by name.
     order = [(key, i) for key in keys for i in range(len(runs))
              if not multi or picks is None or (i in picks[key] and _has_value(stats.get((i, key))))]

@@ -88,8 +88,8 @@ def trend_pct(xs: Sequence[float]) -> float | None:
     cut = int(k * TREND_TRIM)
     (prev, ss0, sw0), (last, ss1, sw1) = _trimmed(ys[-2 * k : -k], cut), _trimmed(ys[-k:], cut)
     # The noise of one value: successive differences (the slope, their mean, taken out) have sd noise * sqrt(2),
-    # so a trend is not read as noise. Every pair: one in s is blind to a value logged every step but updated every
-    # s steps (all such pairs read 0), which read no noise at all (any change a trend, or 0/0 on a mostly-zero metric).
+    # so a trend is not read as noise. Every pair: one pair in s would be blind to a value logged every step but
+    # updated every s steps (all such pairs read 0: no noise, any change a trend, or 0/0 on a mostly-zero metric).
     # A series held h steps (logged every step, updated every h: Otsu thresholds between refreshes, an eval score
     # carried forward) is read by its updates: the differences of successive runs' values, with a 0 for each update
     # to the same value (hidden in a run) so that there are (values / h - 1) at least, its slope taken out (a stepped
@@ -180,5 +180,6 @@ def _trimmed(xs: Sequence[float], cut: int) -> tuple[float, float, float]:
 def _t_quantile(z: float, df: float) -> float:
     """The Student t quantile of the normal one ``z`` for an sd read with ``df`` degrees of freedom (Cornish-Fisher):
     an sd from successive differences has about 2/3 of their count, so a noise read from 20 values is no sharper
-    than the window means it judges (a flat N(0, 1) of 100 values read a trend 7% of the time, not 5%)."""
+    than the window means it judges (with the normal quantile, a flat N(0, 1) of 100 values would read a trend 7% of
+    the time, not 5%)."""
     return z + (z**3 + z) / (4 * df) + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * df**2)

@@ -17,8 +17,8 @@ ELLIPSIS = "…"
 # C0 and C1 controls, DEL, and the Unicode bidi/isolate overrides and invisible formatting characters that can
 # reorder or hide text on a terminal. An ESC sequence is removed whole where we can recognise it (CSI, OSC, DCS...),
 # so "\x1b[2J" leaves nothing rather than "[2J". A string sequence (OSC, DCS...) with no BEL or ST on its line loses
-# only its introducer, as an 8-bit one does below: swallowed to the line's end, a name holding one deleted the rest
-# of every message built around it (the path after an arm's name, a warning after a file's).
+# only its introducer, as an 8-bit one does below: swallowed to the line's end, a name holding one would delete the
+# rest of every message built around it (the path after an arm's name, a warning after a file's).
 _ESC_SEQ = re.compile(
     r"\x1b\[[0-?]*[ -/]*[@-~]"  # CSI
     # OSC / DCS / SOS / PM / APC, to BEL or ST. The payload is read in a lookahead and matched again by reference:
@@ -28,7 +28,7 @@ _ESC_SEQ = re.compile(
 )
 # The 8-bit introducers (U+0080-U+009F) are removed one character at a time by _CONTROLS, their payload kept as
 # plain text: UTF-8 read as Latin-1 is full of them ("\u201d" becomes "\xe2\x80\x9d", \x9d being 8-bit OSC and
-# \x9c ST), and swallowing "to the terminator" deleted whole lines of real text. Without its introducer the
+# \x9c ST), and swallowing "to the terminator" would delete whole lines of real text. Without its introducer the
 # payload is inert.
 # Every Unicode format character (category Cf: bidi overrides and isolates, zero-width spaces, the soft hyphen,
 # word joiners, BOM, interlinear annotations, and the tag characters that can carry text no one sees) except the

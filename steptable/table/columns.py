@@ -37,7 +37,8 @@ def check_fmt(fmt: str | None, what: str) -> None:
     if not isinstance(fmt, str):
         raise ColumnError(f"{what}: fmt must be text, got {fmt!r}", "fmt")
     if len(fmt) > 1 and fmt[1] in "<>=^" and not (fmt[0].isprintable() and display_width(fmt[0]) == 1):
-        # the fill character reaches every cell: an ESC there drove the terminal (a file's column set is untrusted)
+        # the fill character reaches every cell: an ESC there would drive the terminal (a file's column set is
+        # untrusted text)
         raise ColumnError(f"{what}: bad format spec {fmt!r}: the fill character must be one printable cell", "fmt")
     if any(int(n) > MAX_SPEC_NUMBER for n in _SPEC_NUMBERS.findall(fmt)):
         raise ColumnError(f"{what}: bad format spec {fmt!r}: a width or precision over {MAX_SPEC_NUMBER}", "fmt")

@@ -97,6 +97,7 @@ def kept(view: dict[str, Any]) -> dict[str, Any]:
 
 
 def freeze(raw: Mapping[str, Any]) -> dict[str, Any]:
+    """A snapshot of the logged ``raw`` row: its items as they are now, each value read at once (:func:`frozen`)."""
     # The items first, at once: another thread (an evaluation callback) may add keys to the loop's metrics dict
     # while it is logged, and iterating a dict that changes raises. dict.copy() is one step no thread interleaves.
     if type(raw) is dict:

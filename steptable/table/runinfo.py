@@ -1,21 +1,19 @@
 """The run's own description beside its metrics: ``steptable.json`` (``steptable.<arm>.json`` for a named arm).
 
-StepLogger writes it when its first row is written and again at close: the column registry it printed with (key,
-width, header, format, meaning, direction, alignment, streamed or dump-only), the arm, when the run started, when it
-was closed, and how (``end``: only where a ``with StepLogger`` block ended on an exception). Readers (``tail``,
-``summary``, ``legend``, ``watch``) then lay the run out with the same columns, numbers and words as its stdout, and
-know that a run which was closed has ended rather than stalled, and whether it crashed.
-Pure: json and the column registry only. The file is text from the disk: it is validated field by field, and one
-that does not validate is ignored (the run is then laid out as any other JSONL).
+StepLogger writes it (steptable.logger.wholefile) when its first row is written and again at close: the column
+registry it printed with (key, width, header, format, meaning, direction, alignment, streamed or dump-only), the arm,
+when the run started, when it was closed, and how (``end``: only where a ``with StepLogger`` block ended on an
+exception). Readers (``tail``, ``summary``, ``legend``, ``watch``) then lay the run out with the same columns, numbers
+and words as its stdout, and know that a run which was closed has ended rather than stalled, and whether it crashed.
+Pure: json and the column registry only; this module never opens a file. The file is text from the disk: it is
+validated field by field, and one that does not validate is ignored (the run is then laid out as any other JSONL).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
-import secrets
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -28,11 +26,10 @@ NAME = "steptable.json"
 MAX_BYTES = 1 << 20
 _FIELDS = ("key", "width", "header", "fmt", "desc", "better", "align", "stream")
 #: ``end`` of a run stopped by Ctrl-C or a non-zero exit; any other ``end`` is the type name of the exception it died
-#: of. (Version 1 still: a reader of before it ignores the field, and a file without it is a run that ended normally.)
+#: of. (The version stays 1: a reader that predates the field ignores it; a file without it is a run that ended
+#: normally.)
 INTERRUPTED = "interrupted"
 _END = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
-_UMASK = os.umask(0)  # read once, at import (os.umask can only be read by setting it)
-os.umask(_UMASK)
 
 
 def file_name(arm: object) -> str:
@@ -58,6 +55,8 @@ def describe(
     cols: Sequence[Col], arm: str | None, jsonl: str, started: float, closed: float | None, rows: int,
     end: str | None = None,
 ) -> dict[str, Any]:
+    """The description of a run: its columns, arm, JSONL's file name, when it started and was closed (None while
+    it runs), its rows, and ``end`` only where it did not end normally (:func:`end_of`)."""
     info: dict[str, Any] = {
         "steptable": VERSION,
         "arm": arm,
@@ -67,7 +66,7 @@ def describe(
         "rows": rows,
         "columns": [{f: getattr(c, f) for f in _FIELDS} for c in cols],
     }
-    return info if end is None else {**info, "end": end}  # (a normal end: the file as before)
+    return info if end is None else {**info, "end": end}  # (a normal end: no ``end`` field)
 
 
 def end_of(exc: BaseException | None) -> str | None:
@@ -80,31 +79,6 @@ def end_of(exc: BaseException | None) -> str | None:
     if not isinstance(exc, Exception):
         return INTERRUPTED
     return next(n for c in type(exc).__mro__ if _END.fullmatch(n := c.__name__) and n != INTERRUPTED)
-
-
-def write(run_dir: Path, info: dict[str, Any]) -> Path:
-    """Write ``info`` atomically (a reader never sees half a file). Raises OSError."""
-    path = run_dir / file_name(info.get("arm"))
-    # The temporary file's name is chosen before the file exists (not by mkstemp), so a Ctrl-C anywhere, even right
-    # after the file was made, leaves no stray file: the cleanup knows which one to remove.
-    tmp = run_dir / f".{path.name}.{os.getpid()}.{secrets.token_hex(6)}.tmp"
-    try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            try:  # readable by whoever can read the run's rows (made 0600: a teammate's watch saw nothing)
-                mode = os.stat(run_dir / str(info.get("jsonl") or "metrics.jsonl")).st_mode & 0o666
-            except OSError:
-                mode = 0o666 & ~_UMASK
-            if hasattr(os, "fchmod"):
-                os.fchmod(f.fileno(), mode)
-            json.dump(info, f, ensure_ascii=False, allow_nan=False)
-        os.replace(tmp, path)
-    except FileExistsError:  # (another writer's file of the same name: never ours to remove)
-        raise
-    except BaseException:
-        tmp.unlink(missing_ok=True)  # (not made yet, or renamed already: nothing to remove)
-        raise
-    return path
 
 
 def candidates(jsonl: Path, arm: object) -> list[Path]:

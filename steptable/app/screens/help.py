@@ -51,7 +51,7 @@ class HelpScreen(ModalScreen[None]):
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape,question_mark,f1", "close", "Close"),
-        Binding("q", "app.quit", "Quit"),  # (a modal screen takes the app's q away: its footer said "q Quit")
+        Binding("q", "app.quit", "Quit"),  # (a modal screen takes the app's keys away; q still quits here)
     ]
 
     def __init__(self, lines: Sequence[tuple[str, str]]) -> None:

@@ -9,7 +9,7 @@ from textual.widgets import Static
 
 from steptable.app.model import Store, ended
 from steptable.app.widgets.grid import StepGrid
-from steptable.table.cells import cut_middle as cut_middle  # (re-exported: arm titles were its first user)
+from steptable.table.cells import cut_middle
 from steptable.table.formatting import display_width, sanitize
 from steptable.table.runinfo import end_words, ended_by
 

@@ -60,8 +60,8 @@ class StepGrid(ScrollView, can_focus=True):
     }
     StepGrid > .grid--header { text-style: bold; background: $panel; color: $text; }
     StepGrid > .grid--cursor { text-style: bold reverse; }
-    /* the cursor's column: a tint of the text colour shows in every theme ($boost, used before, is transparent
-       from Textual 8.2.5 on in a theme that sets $panel, as all of steptable's do) */
+    /* the cursor's column: a tint of the text colour shows in every theme ($boost is transparent from Textual
+       8.2.5 on in a theme that sets $panel, as all of steptable's do) */
     StepGrid > .grid--column { background: $foreground 8%; }
     StepGrid > .grid--better { color: $text-success; }
     StepGrid > .grid--worse { color: $text-error; }

@@ -1,7 +1,7 @@
 """KeyBar: the footer line of key bindings, drawn as one Text.
 
 Textual's Footer builds one widget per key and rebuilds them all whenever focus moves; on the way to the first frame
-that cost more than drawing the tables. This shows the same bindings (the screen's active ones with ``show=True``,
+that costs more than drawing the tables. This shows the same bindings (the screen's active ones with ``show=True``,
 disabled ones dimmed), and a click on a key presses it.
 """
 
@@ -93,7 +93,7 @@ class KeyBar(Static):
 def fit(shown: list[tuple[str, str, str, bool]], width: int, palette: str) -> list[tuple[str, str, str, bool, str]]:
     """The bindings to draw in ``width`` cells, each with the gap after it: all of them a space apart where they fit,
     else closer, else whole ones dropped from the end, the palette's (every command) last and kept. A key is never
-    cut in half (80 columns showed "s Lay"); the help screen lists the ones dropped."""
+    cut in half (``s Lay``); the help screen lists the ones dropped."""
     def cells(items: list[tuple[str, str, str, bool]], gap: str) -> int:
         return sum(len(f" {d} {desc}{gap}") for _, d, desc, _ in items)
 

@@ -32,8 +32,8 @@ def join_line(cells: Sequence[Segment], fixed: int, more: bool, base: Style, ski
               width: int) -> list[Segment]:
     """The segments of one line, exactly ``width`` cells: the ``fixed`` leading cells, a separator when ``more``
     columns follow, then the scrolling cells (only those in the window) cropped to it: ``skip`` cells off the
-    first, ``view`` cells at most. A column either edge of the window cuts is drawn blank: its start read as
-    another number (``9.`` of 9.0e-6 under a header cut to blanks), its end lost the sign."""
+    first, ``view`` cells at most. A column either edge of the window cuts is drawn blank: its start would read as
+    another number (``9.`` of 9.0e-6 under a header cut to blanks), its end would lose the sign."""
     sep = Segment(SEP, base)
     segs: list[Segment] = []
     for k, seg in enumerate(cells[:fixed]):
@@ -59,7 +59,7 @@ def join_line(cells: Sequence[Segment], fixed: int, more: bool, base: Style, ski
 
 def _window_cells(cells: Sequence[Segment], sep: Segment, start: int, end: int) -> list[Segment]:
     """The scrolling cells joined by separators, those that straddle the window's edges ``start`` and ``end``
-    blanked (their style kept): a cell cut on the left lost its sign (``0.80`` of -0.80, ``32`` of 21/32)."""
+    blanked (their style kept): a cell cut on the left would lose its sign (``0.80`` of -0.80, ``32`` of 21/32)."""
     out: list[Segment] = []
     pos = 0
     for k, seg in enumerate(cells):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import re
+from abc import abstractmethod
 from collections.abc import Sequence
 from dataclasses import replace
 
@@ -100,8 +101,8 @@ FRAC_RATE = ".3f"
 
 def arm_labels(names: Sequence[str], width: int) -> list[str]:
     """The arms' names in at most ``width`` cells each, told apart: a sweep's names share most of their text
-    (``qwen7b_grpo_lr1e-6_kl0.01``, ``qwen7b_grpo_lr3e-6_kl0.01``), and cutting each name's middle dropped the very
-    part that differs. A run id's file name is dropped (``.../seed0/metrics.jsonl``: runs of one arm name are named
+    (``qwen7b_grpo_lr1e-6_kl0.01``, ``qwen7b_grpo_lr3e-6_kl0.01``), and cutting each name's middle would drop the
+    very part that differs. A run id's file name is dropped (``.../seed0/metrics.jsonl``: runs of one arm name are named
     by their path); then tried in turn: the names whole; without the words all of them start and end with; without
     the characters all of them share. The first that fits, else the first whose cut names still differ."""
     whole = [sanitize(n) or '""' for n in names]  # (a name of only escapes or invisible characters: still a label)
@@ -218,8 +219,9 @@ class _ArmPanel(ScrollableContainer):
         if self.display:
             self.body.update(self.build(max(self.scrollable_content_region.width - 2, 40)))  # (the text's padding)
 
+    @abstractmethod
     def build(self, width: int) -> Text:
-        raise NotImplementedError
+        """The panel's text for ``width`` cells (one line per row, never wrapped)."""
 
     def _series(self, store: Store, key: str, rows: int, width: int) -> tuple[Summary, list[float]]:
         """The column's summary and its sparkline's values, kept per (store, key) until the store's next batch (its

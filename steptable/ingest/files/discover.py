@@ -101,6 +101,7 @@ class Candidate:
 
 
 def is_generic(name: str) -> bool:
+    """Does a directory's ``name`` say nothing of the run (``logs``, ``train``, ``checkpoint-N``...)?"""
     return name.lower() in GENERIC_DIRS or _GENERIC_PATTERN.match(name) is not None
 
 

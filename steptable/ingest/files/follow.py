@@ -21,7 +21,6 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
 
 from steptable.ingest.files.discover import Candidate, discover, discover_at, sniff_jsonl
 from steptable.ingest.files.tail import MAX_LINE
@@ -34,10 +33,6 @@ from steptable.ingest.store import ResumeReader, RunStore
 RECHECK_SHARE = 20
 #: ... and never more than this many seconds (a new run on a filesystem without notifications waits that long)
 RECHECK_MAX = 30.0
-FALLBACK_POLL = 0.5  # seconds between polls when notification is unavailable
-DEBOUNCE_MS = 40  # longest a burst of events is gathered before it is handled
-IDLE_POLL = 0.5  # with notification: seconds without events after which every source is stat'ed anyway
-STEP_MS = 10
 MAX_ERRORS = 10_000
 #: chunks one poll of a file skips for a bug of ours (each read past) before the rest waits for the next poll
 MAX_SKIPS = 16
@@ -51,16 +46,6 @@ BAD_TOLD = 20
 GONE_AFTER, GONE_POLLS = 600.0, 3
 MAX_RETIRED = 10_000  # runs no longer followed whose generation is remembered for that (the oldest forgotten first)
 _WATCHED_SUFFIXES = frozenset({".jsonl", ".json", ".log", ".txt", ".out", ".wandb", ".db"})
-
-
-class _Either:
-    """``is_set()`` of either event: watchfiles stops on it (the user's stop, or our restart)."""
-
-    def __init__(self, a: threading.Event, b: threading.Event) -> None:
-        self.a, self.b = a, b
-
-    def is_set(self) -> bool:
-        return self.a.is_set() or self.b.is_set()
 
 
 class Follower:
@@ -112,7 +97,7 @@ class Follower:
 
     def scan(self) -> set[str]:
         """Discover runs and read everything new now. Returns the ids of the runs that changed."""
-        return self._tick(discover=True)
+        return self.tick(discover=True)
 
     def finish(self) -> set[str]:
         """For one-shot reads (``tail`` without ``-f``, ``summary``): also parse each file's unterminated last line,
@@ -133,21 +118,16 @@ class Follower:
             return changed
 
     def run(self, stop: threading.Event, on_change: Callable[[set[str]], None]) -> None:
-        """Follow until ``stop`` is set (blocking: call it in a worker thread)."""
-        self._emit(self.scan(), on_change)
-        if self.poll is None:
-            try:
-                self._run_notify(stop, on_change)
-                return
-            except Exception as e:  # no inotify, too many watches, a vanished root...: poll instead
-                if stop.is_set():
-                    return
-                self._note(f"file notification failed ({type(e).__name__}: {e}); polling every {FALLBACK_POLL} s")
-        self._run_poll(stop, on_change, self.poll or FALLBACK_POLL)
+        """Follow until ``stop`` is set (blocking: call it in a worker thread); see steptable.ingest.files.wake."""
+        from steptable.ingest.files.wake import follow
+
+        follow(self, stop, on_change)
 
     # --- passes -----------------------------------------------------------------------------------------------
 
-    def _tick(self, discover: bool, only: Iterable[Source] | None = None) -> set[str]:
+    def tick(self, discover: bool, only: Iterable[Source] | None = None) -> set[str]:
+        """One pass: discovery first when ``discover``, then a poll of ``only`` (default: every source); returns the
+        ids of the runs viewers see changed."""
         with self._pass:
             if discover:
                 self._discover()
@@ -220,7 +200,7 @@ class Follower:
                 del self._retired[next(iter(self._retired))]
         return set(gone)
 
-    def _recheck_due(self, since: float) -> bool:
+    def recheck_due(self, since: float) -> bool:
         """A full re-check every ``recheck`` seconds, or, where a discovery pass is costly (a tree of many thousand
         files), rarely enough that passes take at most 1/``RECHECK_SHARE`` of the time (up to ``RECHECK_MAX``)."""
         wait = min(max(self.recheck, RECHECK_SHARE * self._discover_s), RECHECK_MAX)
@@ -338,68 +318,11 @@ class Follower:
         self.error_count += 1
         self._errors.append(text)
 
-    def _note(self, message: str) -> None:
+    def note(self, message: str) -> None:
+        """Report a problem of the follower's own (not of a file's line) as its files' are reported."""
         self._report(BadLine("steptable", 0, message))
 
-    @staticmethod
-    def _emit(changed: set[str], on_change: Callable[[set[str]], None]) -> None:
-        if changed:
-            on_change(changed)
-
-    # --- loops ------------------------------------------------------------------------------------------------
-
-    def _run_poll(self, stop: threading.Event, on_change: Callable[[set[str]], None], interval: float) -> None:
-        self.mode = "poll"
-        last_full = time.monotonic()
-        while True:
-            t0 = time.monotonic()
-            full = self._recheck_due(last_full)
-            if full:
-                last_full = t0
-            self._emit(self._tick(discover=full), on_change)
-            if stop.wait(max(0.0, interval - (time.monotonic() - t0))):
-                return
-
-    def _run_notify(self, stop: threading.Event, on_change: Callable[[set[str]], None]) -> None:
-        import watchfiles  # imported here: ``scan()`` users never pay for it
-
-        self.mode = "notify"
-        while not stop.is_set():
-            targets = [r for r in self.roots if os.path.exists(r)]
-            if not targets:  # nothing to watch yet: look again every re-check
-                if stop.wait(self.recheck):
-                    return
-                self._emit(self.scan(), on_change)
-                continue
-            restart = threading.Event()
-            idents = self._root_idents()
-            last_full = time.monotonic()
-            idle_ms = max(int(min(self.recheck, IDLE_POLL) * 1000), 50)
-            for changes in watchfiles.watch(*targets, stop_event=_Either(stop, restart), debounce=DEBOUNCE_MS,
-                                            step=STEP_MS, rust_timeout=idle_ms, yield_on_timeout=True,
-                                            raise_interrupt=False, ignore_permission_denied=True):
-                if changes:
-                    changed = self._on_events({Path(p) for _, p in changes})
-                else:  # idle: stat every source (cheap), for events lost before the watch began or dropped
-                    changed = self._tick(discover=False)
-                if self._recheck_due(last_full):
-                    last_full = time.monotonic()
-                    changed |= self.scan()
-                    if self._root_idents() != idents:  # a root appeared, vanished or was replaced: watch anew
-                        restart.set()
-                self._emit(changed, on_change)
-
-    def _root_idents(self) -> list[Any]:
-        out: list[Any] = []
-        for r in self.roots:
-            try:
-                st = r.stat()
-                out.append((st.st_dev, st.st_ino))
-            except OSError:
-                out.append(None)
-        return out
-
-    def _on_events(self, paths: set[Path]) -> set[str]:
+    def on_events(self, paths: set[Path]) -> set[str]:
         """Read the sources the events name; classify new files and directories where they appeared (a full
         discovery would walk every root on every burst of events)."""
         hit: list[Source] = []
@@ -420,7 +343,7 @@ class Follower:
                             new = self._sources.get(cand.key)
                             if new is not None:
                                 hit.append(new)
-            return self._tick(discover=False, only=list(dict.fromkeys(hit)))
+            return self.tick(discover=False, only=list(dict.fromkeys(hit)))
 
 
 def load(

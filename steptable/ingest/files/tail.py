@@ -60,6 +60,8 @@ def open_binary(path: Path) -> BinaryIO:
 
 
 class FileTail:
+    """One tailed file (see the module docstring): :meth:`poll` yields its new complete lines, bad lines and resets."""
+
     def __init__(self, path: str | Path, label: str | None = None, *, block: int = BLOCK,
                  max_line: int = MAX_LINE) -> None:
         if block >= max_line:

@@ -20,7 +20,7 @@ from steptable.table import runinfo
 #: arm names a file's rows may name (a file whose rows name more is not a StepLogger's: no more are split off)
 MAX_ARMS = 4096
 #: seconds before an arm without a description is looked for again (a StepLogger writes its own before its first
-#: row; an older one wrote it a moment after)
+#: row; an older version writes it a moment after)
 RECHECK_S = 2.0
 
 
@@ -42,7 +42,7 @@ class ArmSplit:
         if arms is None:
             return [(None, parsed)]
         # Only a string names an arm: a list, dict, number, bool or null under ``arm`` is a cell of the row, which
-        # stays in the file's store (and cannot be hashed: one list made the whole file unreadable).
+        # stays in the file's store (and cannot be hashed: one list would make the whole file unreadable).
         arms = [a if type(a) is str else None for a in arms]
         if self.first is None:
             self.first = next((a for a in arms if a is not None), None)

@@ -27,6 +27,7 @@ _INT: Final = re.compile(r"^[+-]?\d+$")
 
 
 def console_value(text: str) -> Any:
+    """A console value as an int, a float (``nan``, ``inf`` too) or text; ``np.float64(0.5)`` is unwrapped."""
     m = _WRAPPED.match(text)
     if m is not None:
         text = m.group(1)
@@ -54,6 +55,7 @@ def parse_console_line(text: str) -> dict[str, Any] | None:
 
 
 def has_console_metrics(data: bytes) -> bool:
+    """Does ``data`` hold a metrics line (``step:N - key:value``), terminal escapes aside?"""
     return b"step:" in data and _LINE.search(_ANSI.sub(b"", data) if b"\x1b" in data else data) is not None
 
 

@@ -45,11 +45,14 @@ def cell(text: str) -> Any:
 
 
 class CsvParser:
+    """A CSV log read chunk by chunk: the header, the step key and a record still open carry over between chunks."""
+
     def __init__(self, label: str) -> None:
         self.label = label
         self.reset()
 
     def reset(self) -> None:
+        """Forget the header and any held record: the file is read again from its start."""
         self.header: list[str] | None = None
         self._comment: tuple[str, int] | None = None  # the last ``#`` line before the header, and its number
         self.step_key: str | None = None
@@ -60,6 +63,8 @@ class CsvParser:
         self._held_chars = 0
 
     def parse(self, chunk: bytes, lineno: LineNo) -> Parsed:
+        """The rows of ``chunk`` (complete lines, the first of them line ``lineno``) and its bad lines; a record
+        whose quoted cell is still open at the chunk's end is held for the next chunk (or :meth:`flush`)."""
         first = lineno() if callable(lineno) else lineno
         text = chunk.decode("utf-8", "replace")
         steps: list[int] = []
@@ -143,7 +148,7 @@ class CsvParser:
         """The records of a chunk whose first line is line ``first``, each with the number of its first line: a line,
         or the lines a quoted cell with newlines spans (begun, maybe, in an earlier chunk). Lines end at a newline only:
         ``splitlines`` also ends them at characters the csv module keeps in a cell (U+2028, U+001C), and the rest of
-        such a row was read as a row of its own, merged into the step before it."""
+        such a row would read as a row of its own, merged into the step before it."""
         lines = text.split("\n")
         if lines[-1] == "":
             lines.pop()

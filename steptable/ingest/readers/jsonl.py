@@ -39,11 +39,14 @@ LineNo = int | Callable[[], int]
 
 
 class JsonlParser:
+    """A JSONL file read chunk by chunk: its step key, row count and learned shape carry over between chunks."""
+
     def __init__(self, label: str) -> None:
         self.label = label
         self.reset()
 
     def reset(self) -> None:
+        """Forget the step key, the row count and the shape: the file is read again from its start."""
         self.step_key: str | None = None
         self.ordinal = 0  # good rows so far: the position of the next row
         self.last_step: int | None = None

@@ -1,0 +1,101 @@
+"""The base every alert detector builds on: a window of a column's recent finite values with robust statistics,
+the once-per-episode latch, and the Detector protocol (fed values in order, fires once per episode). Pure."""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from collections import deque
+from statistics import median as _median
+
+from steptable.alerts.rules import Alert, AlertConfig, Level
+
+_MAD_SIGMA = 1.4826  # MAD -> sigma for normal noise
+
+
+class Window(deque[float]):
+    """The last ``maxlen`` finite values with robust statistics."""
+
+    gap = math.inf  # the column's resolution: smallest non-zero step between consecutive values (spike tests)
+
+    def median(self) -> float:
+        return _median(self)
+
+    def sigma(self, m: float, spread: bool = False) -> float:
+        """Robust sigma around ``m`` (1.4826 MAD), floored so a constant window does not divide by zero. With
+        ``spread`` (the upward spike tests), the distance from ``m`` up to the 90th percentile / 1.2816 where that is
+        wider: both are sigma on normal noise, but a window near half of whose values sit on one value (a loss that
+        is exactly 0 on degenerate batches, a KL frozen at 0 during warmup) has a MAD near 0 that makes ordinary
+        values read as spikes. Never below half the column's resolution (a loss rounded to 4 digits reads 0, .0001,
+        .0002: a step of .0001 is no spike however still the rest of the window)."""
+        devs = [abs(x - m) for x in self]
+        mad = _median(devs)
+        if mad == 0 and devs:  # over half the window sits on one value (a two-level signal): mean deviation
+            mad = 0.8453 * sum(devs) / len(devs)  # sigma = 1.2533 x mean deviation on normal data: 1.2533 / 1.4826
+        upper = 0.0
+        if spread and len(self) >= 10:
+            upper = (sorted(self)[round(0.9 * (len(self) - 1))] - m) / 1.2816
+        res = self.gap / 2 if self.gap < math.inf else 0.0
+        return max(_MAD_SIGMA * mad, upper, res, 1e-9 * max(1.0, abs(m)))
+
+
+def still(sigma: float, m: float) -> bool:
+    """``sigma`` (of a window with median ``m``) is at its floor: the window never varied, there is no noise to
+    measure a drop against (a reward exactly 0 or 1.0 so far)."""
+    return sigma <= 1e-9 * max(1.0, abs(m))
+
+
+class Latch:
+    """Once-per-episode gate. Fires at the start of a condition and on a W -> E escalation inside it. A row ``near``
+    the threshold (inside ``AlertConfig.clear_frac`` of it) does not count towards re-arming: a value hovering at
+    the threshold is one episode, not one alert each time it dips below for ``rearm`` rows."""
+
+    __slots__ = ("clear", "level")
+
+    def __init__(self) -> None:
+        self.level: Level | None = None
+        self.clear = 0
+
+    def step(self, level: Level | None, rearm: int, near: bool = False) -> bool:
+        if level is None:
+            self.clear = 0 if near else self.clear + 1
+            self.level = None if self.clear >= rearm else self.level
+            return False
+        fire = self.level is None or (level == "E" and self.level == "W")
+        self.clear, self.level = 0, level if fire else self.level
+        return fire
+
+
+class Detector(ABC):
+    """One condition on one key. ``check`` sees every finite value in order (non-finite too if ``nonfinite``)."""
+
+    kind = ""
+    nonfinite = False
+
+    def __init__(self, cfg: AlertConfig, key: str) -> None:
+        self.cfg, self.key, self.latch = cfg, key, Latch()
+        self.win = Window(maxlen=max(1, cfg.window))
+        self.run = 0
+        self.step = 0  # the step of the value being checked
+        self.since = 0  # the step the current run of rows (saturated, flat) began at
+        self.near = False  # set by check: this row is within clear_frac of the threshold (not clear for re-arming)
+
+    def feed(self, step: int, x: float) -> Alert | None:
+        self.step = step
+        self.near = False
+        found = self.check(x)
+        if self.latch.step(found[0] if found else None, self.cfg.rearm, self.near) and found:
+            return Alert(found[0], step, self.key, self.kind, found[1])
+        return None
+
+    @abstractmethod
+    def check(self, x: float) -> tuple[Level, str] | None:
+        """The alert level and text this value raises, or None (sets ``near`` when close to the threshold)."""
+
+    def carry(self, old: Detector, at: int) -> None:
+        """After a replay of the rows held before a resume at step ``at``: take from ``old`` (the engine's detector
+        this one replaces) the run-long values it set before ``at`` that the bounded replay did not reach. Nothing
+        to take by default."""
+        return None
+
+

@@ -1,0 +1,56 @@
+"""``steptable watch``: the app built over the watched paths, and run until the user quits."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+from steptable.app.app import Clock, StepTableApp
+from steptable.app.feed import Feed
+from steptable.table.formatting import sanitize
+
+
+def make_app(
+    paths: list[str] | list[Path],
+    poll: float | None = None,
+    theme: str | None = None,
+    schema: str | None = None,
+    *,
+    clock: Clock = time.time,
+    feed: Feed | None = None,
+    stacked: bool | None = None,
+    tick: float = 1.0,
+) -> StepTableApp:
+    """The app over ``paths`` (files or directories of runs)."""
+    feed = feed if feed is not None else Feed([str(p) for p in paths], poll=poll)
+    feed.prepare()
+    return StepTableApp(feed, theme=theme, schema=schema, clock=clock, stacked=stacked, tick=tick)
+
+
+def run_watch(paths: list[str], poll: float | None = None, theme: str | None = None, schema: str | None = None) -> int:
+    """``steptable watch PATH...``: run the app until the user quits. Returns the exit code."""
+    missing = [p for p in paths if not Path(p).exists()]
+    if missing:
+        print(f"steptable watch: no such file or directory: {sanitize(', '.join(missing))}", file=sys.stderr)
+        return 2
+    from steptable.schemafiles.resolve import get_schema, user_schemas
+    from steptable.schemas import SchemaFileError
+
+    try:  # what tail says before it starts: an unknown --schema name, a steptable.toml that cannot be used
+        if schema is not None:
+            get_schema(schema, near=paths)
+        for p in paths:
+            user_schemas(p)
+    except SchemaFileError as e:
+        print(f"steptable watch: {sanitize(str(e))}", file=sys.stderr)
+        return 2
+    except KeyError as e:
+        print(f"steptable watch: {sanitize(str(e.args[0]))}", file=sys.stderr)
+        return 2
+    from steptable.app.signals import quit_on_signals
+
+    app = make_app(paths, poll=poll, theme=theme, schema=schema)
+    with quit_on_signals(app) as got:
+        app.run()
+    return 128 + got[0] if got else app.return_code or 0  # (a TERM's end is told apart from q's, as a shell does)

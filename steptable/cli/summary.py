@@ -1,0 +1,123 @@
+"""``steptable summary PATH...``: one compact block per run, for agents, CI logs and reports."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from typing import Any
+
+
+def add_parser(sub: Any) -> None:
+    """Register ``summary`` on the CLI's sub-parsers."""
+    from steptable.cli.tail import non_negative
+
+    s = sub.add_parser(
+        "summary", help="one compact block per run (for agents, CI logs and reports)",
+        description="One compact block per run: first, last, min, max and tr% of its key columns, then its alerts. "
+        "tr% is the recent trend: the trimmed mean of the last 10% of a column's values against the 10% before, in "
+        "percent of that level (or of the noise, when the level is near zero); 0 when the difference is within the "
+        "noise (2 standard errors).",
+        epilog="Exit status: 0 when the runs were read, whatever their alerts say (error alerts included: read the "
+        "alerts lines; `steptable tail --alerts-only PATH` exits 1 on an error alert); 2 for a usage error, a path "
+        "that does not exist, --columns that match no column at all, no metrics file found, no readable row (only "
+        "empty files: no rows yet), or a run that could not be read (the summary of what was read is still printed, "
+        "except when nothing was found).",
+    )
+    s.add_argument("paths", nargs="+", help="metrics files or directories")
+    s.add_argument("--columns", default="", help="comma-separated keys to summarise (default: the table's columns, "
+                   "then evaluation scores, then the most informative of the rest)")
+    s.add_argument("--max-columns", type=non_negative, default=20,
+                   help="columns chosen automatically for each trainer's runs (default 20)")
+    s.add_argument("--format", choices=("text", "md"), default="text", help="plain text (default) or a markdown table")
+    s.add_argument("--align", action="store_true", help="pad every column (easier on eyes, costs tokens)")
+
+
+def run(args: argparse.Namespace) -> int:
+    """``steptable summary``: print one block per run found under ``args.paths``; returns 0, or 2 when nothing
+    readable was found, a path is missing or unreadable, or --columns matched nothing (the summary of what was read
+    is still printed)."""
+    from steptable.alerts.replaced import read_replaced
+    from steptable.cli.tail import missing_paths
+    from steptable.ingest import Follower
+    from steptable.ingest.files.discover import nothing_found
+    from steptable.schemafiles.resolve import by_schema, unused_files
+    from steptable.schemas import layout
+    from steptable.schemas.arrange import matches, unmatched
+    from steptable.summary.report import summarize
+    from steptable.table.formatting import sanitize
+
+    follower = Follower(args.paths, on_resume=read_replaced)
+    follower.scan()
+    follower.finish()
+    for line in follower.errors:
+        sys.stderr.write(sanitize(line) + "\n")
+    stores = [follower.stores[k] for k in sorted(follower.stores)]
+    if not stores:
+        sys.stderr.write(f"steptable summary: {sanitize(nothing_found(args.paths))}\n")
+        return 2
+    now = time.time()
+    alerts = {s.run: _run_alerts(s, now) for s in stores}
+    for e in unused_files(stores):
+        sys.stderr.write(f"steptable summary: {sanitize(str(e))} (the file is not used)\n")
+    # Rows are named by the same short headers as the table (pg_loss for actor/pg_loss).
+    labels: dict[str, str] = {}
+    hidden: set[str] = set()  # keys a schema keeps out of its table ("same as step", legacy mirrors): not picked
+    shown: set[str] = set()
+    groups = by_schema(stores)
+    for schema, group in groups:  # each trainer's runs named as its own table names them
+        for c in layout(group, schema):
+            for k in (c.key, *c.aliases):  # (a run may log the column under an alias: its row is named the same)
+                labels.setdefault(k, c.header.strip())
+                shown.add(k)
+        hidden |= {k for s in group for k in s.keys if (r := schema.rule(k)) is not None and r.hide}
+    hidden -= shown  # (a key one schema hides may be another run's column)
+    columns = None
+    nothing_picked = False
+    patterns = [c.strip() for c in args.columns.split(",") if c.strip()]
+    if patterns:  # globs over keys and the headers the rows are named by, as `tail --columns` takes them
+        names = [(k, labels.get(k, k)) for k in dict.fromkeys(k for s in stores for k in s.keys)]
+        chosen = dict.fromkeys(k for p in patterns for k, h in names if matches(k, h, p))  # in the order asked
+        columns = list(chosen)
+        for p in unmatched(patterns, names):
+            sys.stderr.write(f"steptable summary: --columns {sanitize(p)!r} matches no column\n")
+        if not columns:  # every pattern missed: a summary of no column is no answer
+            nothing_picked = True
+    text = summarize(stores, columns=columns, now=now, fmt=args.format, alerts=alerts,
+                     max_columns=args.max_columns, labels=labels, align=args.align, skip=hidden, groups=groups)
+    sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    if follower.read_nothing():
+        sys.stderr.write("steptable summary: no readable rows\n")
+        return 2
+    status = 2 if nothing_picked else 0
+    if not any(len(s) for s in stores):  # empty files only: nothing was checked, which must not pass for "fine"
+        sys.stderr.write(f"steptable summary: no rows yet in {sanitize(', '.join(str(s.path) for s in stores))}\n")
+        status = 2
+    for p in missing_paths(args.paths):  # a summary of some runs must not pass for one of all
+        sys.stderr.write(f"steptable summary: no such path: {sanitize(p)}\n")
+        status = 2
+    if unread := follower.unreadable():
+        sys.stderr.write(f"steptable summary: could not read {sanitize(', '.join(unread))}\n")
+        status = 2
+    return status
+
+
+def _run_alerts(store: Any, now: float) -> list[Any]:
+    """A stored run's alerts for its summary: those of rows a resume replaced (RunStore.replaced), its rows replayed,
+    then how its StepLogger's ``with`` block ended where that was a crash or an interruption (its description,
+    steptable.table.runinfo)."""
+    from steptable.alerts.engine import AlertConfig, clockless_stall, end_alert, scan
+    from steptable.table.runinfo import closed_at
+
+    info = store.meta.get("runinfo")
+    watched = AlertConfig().watched()  # only the columns the detectors read: every column as cells costs GBs
+    closed = closed_at(info) is not None  # its StepLogger was closed: the run ended, no stall check against now
+    found = scan(
+        store.steps, {k: store.cells(k) for k in store.keys if k in watched},
+        store.wall_times if len(store.wall_times) else None,
+        now=None if closed else now, resumes=set(store.resumes))
+    end = end_alert(info, store.steps[-1]) if len(store.steps) else None
+    found = [*store.replaced, *found]  # the rows a resume replaced came first (why the run was restarted)
+    if not closed and (stall := clockless_stall(store, now)) is not None:  # rows without a clock of their own
+        found.append(stall)
+    return found if end is None else [*found, end]

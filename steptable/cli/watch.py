@@ -1,0 +1,26 @@
+"""``steptable watch PATH...``: the live viewer (the Textual app in steptable.app)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+
+def add_parser(sub: Any) -> None:
+    """Register ``watch`` on the CLI's sub-parsers."""
+    from steptable.cli.tail import positive_seconds
+
+    w = sub.add_parser("watch", help="the live viewer: per-arm tables, legend, diagnostics, charts")
+    w.add_argument("paths", nargs="+", help="log directories or metrics files (searched recursively)")
+    w.add_argument(
+        "--poll", type=positive_seconds, default=None, help="poll files every SECONDS instead of notifications"
+    )
+    w.add_argument("--theme", default=None, help="dark, light, high-contrast or any Textual theme")
+    w.add_argument("--schema", default=None, help="column set to use instead of the detected one")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the app over ``args.paths`` until it is quit; returns its exit status."""
+    from steptable.app import run_watch
+
+    return run_watch(list(args.paths), poll=args.poll, theme=args.theme, schema=args.schema)

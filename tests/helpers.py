@@ -1,0 +1,166 @@
+"""Plain helpers every test folder uses: files of rows, the command run in-process or followed, goldens."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+import random
+import shutil
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+GOLDEN = Path(__file__).parent / "golden"
+
+
+def check_golden(name: str, text: str) -> None:
+    """Compare ``text`` with tests/golden/<name>; STEPTABLE_UPDATE_GOLDEN=1 rewrites the file instead."""
+    path = GOLDEN / name
+    if os.environ.get("STEPTABLE_UPDATE_GOLDEN"):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        return
+    assert path.exists(), f"golden file {path} missing; run with STEPTABLE_UPDATE_GOLDEN=1 to create it"
+    expected = path.read_text(encoding="utf-8")
+    assert text == expected, f"output differs from {path}"
+
+
+@contextlib.contextmanager
+def following(path: Path) -> Iterator[tuple[list[int], Callable[[int], None]]]:
+    """``steptable tail -f --format jsonl path`` in a subprocess: (steps printed so far, wait until n of them)."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "steptable", "tail", "-f", "--poll", "0.1", "--format", "jsonl", str(path)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )  # fmt: skip
+    assert proc.stdout is not None
+    out = proc.stdout
+    seen: list[int] = []
+    threading.Thread(target=lambda: seen.extend(json.loads(x)["step"] for x in out), daemon=True).start()
+    deadline = time.time() + 20
+
+    def wait(n: int) -> None:
+        while len(seen) < n and time.time() < deadline:
+            time.sleep(0.05)
+
+    try:
+        yield seen, wait
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def run_cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    """``steptable <argv>`` in this process: (exit status, stdout, stderr)."""
+    from steptable.cli.main import main
+
+    rc = main(argv)
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def write(path: Path, text: str) -> Path:
+    """``text`` (dedented) to ``path``, its directory made."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(text).lstrip("\n"), encoding="utf-8")
+    return path
+
+
+def write_rows(path: Path, rows: Iterable[Mapping[str, Any]]) -> None:
+    """Append ``rows`` to a JSONL file (made with its directory if missing)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a", encoding="utf-8") as f:
+        for r in rows:
+            f.write(json.dumps(r) + "\n")
+
+
+def spy_whole_copies(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Record every call of RunStore's whole-history accessors (steps, wall_times, column, cells): a reader of new
+    rows must make none."""
+    from steptable.ingest import RunStore
+
+    whole: list[str] = []
+    for name in ("steps", "wall_times"):
+        prop = getattr(RunStore, name)
+        monkeypatch.setattr(RunStore, name, property(lambda s, n=name, p=prop: (whole.append(n), p.fget(s))[1]))
+    for name in ("column", "cells"):
+        meth = getattr(RunStore, name)
+        monkeypatch.setattr(RunStore, name, lambda s, k, n=name, m=meth: (whole.append(n), m(s, k))[1])
+    return whole
+
+
+def repoint(link: Path, target: Path, gone: Path) -> None:
+    """``link`` made to lead to ``target`` and ``gone`` deleted: the next launch's ``run_dir=latest`` re-pointed at
+    its own run, the old run cleaned up."""
+    link.unlink()
+    link.symlink_to(target)
+    shutil.rmtree(gone)
+
+
+@dataclass
+class FakeRun:
+    """A run as a summary reads it (steptable.summary.keycols.RunLike), from plain columns."""
+
+    run: str
+    arm: str
+    cols: dict[str, list[Any]]
+    steps: list[int]
+    resumes: list[int] = field(default_factory=list)
+    bad_count: int = 0
+    last_update: float | None = None
+    wall_times: list[float] = field(default_factory=list)
+
+    @property
+    def keys(self) -> list[str]:
+        return list(self.cols)
+
+    def column(self, key: str) -> Sequence[Any]:
+        return self.cols.get(key, [math.nan] * len(self.steps))
+
+    def __len__(self) -> int:
+        return len(self.steps)
+
+
+def store_of(path: Path, rows: Iterable[Mapping[str, Any]]) -> Any:
+    """The RunStore a Follower reads from ``rows`` written to ``path`` (with the alerts of rows a resume replaced)."""
+    from steptable.alerts.replaced import read_replaced
+    from steptable.ingest import Follower
+
+    write_rows(path, rows)
+    f = Follower([path.parent], on_resume=read_replaced)
+    f.scan()
+    (store,) = f.stores.values()
+    return store
+
+
+def grpo_row(rng: Any, step: int) -> dict[str, Any]:
+    """One healthy GRPO row: noisy loss, grad norm and reward."""
+    return {"step": step, "loss": 0.02 + rng.gauss(0, 0.01), "grad_norm": 0.4 + abs(rng.gauss(0, 0.05)),
+            "reward": 0.55 + rng.gauss(0, 0.05)}
+
+
+def grpo_rows(steps: range, seed: int = 0, step_key: str = "step") -> list[dict[str, Any]]:
+    """GRPO rows of ``steps`` (seeded): a loss falling and a reward rising slowly, noisy kl and grad norm."""
+    rng = random.Random(seed)
+    return [{step_key: s, "loss": 0.8 - 0.001 * s + rng.gauss(0, 0.03), "reward": 0.2 + 0.002 * s + rng.gauss(0, 0.05),
+             "kl": abs(rng.gauss(0.01, 0.003)), "grad_norm": abs(rng.gauss(1.0, 0.2))} for s in steps]
+
+
+def printed_steps(out: str) -> list[int]:
+    """The steps of JSONL text (``tail --format jsonl`` output), in order."""
+    return [json.loads(line)["step"] for line in out.splitlines()]
+
+
+def plain_run(root: Path, **extra: float) -> Path:
+    path = root / "metrics.jsonl"
+    write_rows(path, [{"step": s, "actor/loss": 1 / (s + 1), **extra} for s in range(4)])
+    return path

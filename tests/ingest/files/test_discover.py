@@ -1,0 +1,197 @@
+"""steptable.ingest.files.discover: which files under a path are runs (metrics files by name, unnamed JSONL and
+console logs by their content), their arms and side files; unreadable directories and files, FIFOs and devices are
+reported, never read or waited on."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from steptable.ingest import Follower, discover
+from tests.helpers import printed_steps, write_rows
+from tests.ingest.helpers import assert_rows, rew_rows, train_line
+
+
+def test_unreadable_directory_is_reported_once_and_retried(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A directory discovery cannot list (permission, I/O error) is skipped with one report; the other runs load,
+    and the skipped one arrives once it can be read."""
+    import os
+
+    root = tmp_path / "runs"
+    for arm in ("armA", "armB"):
+        (root / arm).mkdir(parents=True)
+        (root / arm / "metrics.jsonl").write_bytes(train_line(0))
+    locked = root / "armB"
+    real_scandir = os.scandir
+
+    def scandir(p: Any = ".") -> Any:
+        if Path(p) == locked:
+            raise PermissionError(13, "Permission denied", str(p))
+        return real_scandir(p)
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    f = Follower([root])
+    assert f.scan() == {"armA/metrics.jsonl"}
+    f.scan()
+    assert f.errors == [f"{locked}: unreadable (Permission denied); skipped"]
+    monkeypatch.setattr(os, "scandir", real_scandir)
+    assert f.scan() == {"armB/metrics.jsonl"} and len(f.errors) == 1
+
+
+def test_unreadable_unnamed_jsonl_is_reported_once_and_retried(tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """A ``*.jsonl`` whose content must say whether it holds metrics, but which cannot be opened, is not silently
+    waited on forever."""
+    import builtins
+
+    path = tmp_path / "runs" / "exp7.jsonl"
+    path.parent.mkdir(parents=True)
+    path.write_bytes(train_line(0) + train_line(1))
+    real_open = builtins.open
+
+    def denied(p: Any, *a: Any, **k: Any) -> Any:
+        if Path(p) == path:
+            raise PermissionError(13, "Permission denied", str(p))
+        return real_open(p, *a, **k)
+
+    monkeypatch.setattr(builtins, "open", denied)
+    f = Follower([tmp_path / "runs"])
+    assert f.scan() == set()
+    f.scan()
+    assert f.errors == [f"{path}: unreadable (Permission denied); skipped"]
+    monkeypatch.setattr(builtins, "open", real_open)
+    assert f.scan() == {"exp7.jsonl"}
+    assert_rows(f.stores["exp7.jsonl"], [0, 1])
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
+@pytest.mark.parametrize("name", ["other.jsonl", "trainer_state.json", "urandom"])
+def test_fifos_and_devices_are_reported_not_read(tmp_path: Path, name: str) -> None:
+    """A FIFO would block an open or a read forever and a device never ends: reported as not a regular file, and
+    the one-shot commands still return (run in a child with a deadline, so a hang fails instead of stalling)."""
+    run = tmp_path / "runs" / "arm"
+    run.mkdir(parents=True)
+    (run / "metrics.jsonl").write_bytes(train_line(0))
+    if name == "urandom":
+        if not os.path.exists("/dev/urandom"):
+            pytest.skip("no /dev/urandom")
+        target = run / "trainer_state.json"
+        os.symlink("/dev/urandom", target)
+    else:
+        target = run / name
+        os.mkfifo(target)
+    proc = subprocess.run([sys.executable, "-m", "steptable", "summary", str(tmp_path / "runs")],
+                          capture_output=True, text=True, timeout=60)
+    assert "arm" in proc.stdout and "not a regular file" in proc.stderr, (proc.stdout, proc.stderr)
+
+
+def test_unnamed_jsonl_with_a_malformed_first_line_is_still_read(tmp_path: Path) -> None:
+    """exp.jsonl whose first row was cut by a crash: judged by its first well-formed row, the bad one reported."""
+    path = tmp_path / "runs" / "exp7.jsonl"
+    path.parent.mkdir(parents=True)
+    path.write_bytes(b'{"step": 0, "loss": NaN\n' + train_line(1) + train_line(2))
+    f = Follower([tmp_path / "runs"])
+    assert f.scan() == {"exp7.jsonl"}
+    assert_rows(f.stores["exp7.jsonl"], [1, 2])
+    assert len(f.errors) == 1 and f.errors[0].startswith(f"{path}:1: ")
+
+
+def test_unnamed_jsonl_of_garbage_is_not_a_run(tmp_path: Path) -> None:
+    path = tmp_path / "runs" / "notes.jsonl"
+    path.parent.mkdir(parents=True)
+    path.write_bytes(b"not json\n" * 20)
+    f = Follower([tmp_path / "runs"])
+    assert f.scan() == set() and f.stores == {} and f.errors == []
+
+
+def test_discover_runs_arms_and_side_files(tmp_path: Path) -> None:
+    for arm in ("vanilla", "routeA", "absorb"):
+        write_rows(tmp_path / "logs" / arm / "metrics.jsonl", rew_rows(0, 2))
+    write_rows(tmp_path / "logs" / "routeA" / "generations.jsonl", [{"step": 0, "prompt": "p", "reward": 1}])
+    write_rows(tmp_path / "logs" / "routeA" / "custom_eval.jsonl", [{"iteration": 0, "acc": 0.5, "f1": 0.4}])
+    write_rows(tmp_path / "logs" / "routeA" / "prompts.jsonl", [{"id": "a", "text": "b"}])
+    (tmp_path / "logs" / "routeA" / "config.json").write_text("{}")
+    cands = {c.run_id: c for c in discover([tmp_path / "logs"])}
+    assert sorted(cands) == ["absorb/metrics.jsonl", "routeA/custom_eval.jsonl", "routeA/metrics.jsonl",
+                             "routeA/prompts.jsonl", "vanilla/metrics.jsonl"]
+    assert cands["routeA/metrics.jsonl"].arm == "routeA" and cands["routeA/metrics.jsonl"].confirmed
+    assert not cands["routeA/custom_eval.jsonl"].confirmed  # decided by its content
+    assert sorted(cands["routeA/metrics.jsonl"].side_files) == ["config", "generations"]
+    f = Follower([tmp_path / "logs"])
+    f.scan()
+    assert sorted(f.stores) == ["absorb/metrics.jsonl", "routeA/custom_eval.jsonl", "routeA/metrics.jsonl",
+                                "vanilla/metrics.jsonl"]  # prompts.jsonl holds no metric rows
+    assert f.stores["routeA/custom_eval.jsonl"].arm == "custom_eval"
+
+
+def test_a_console_log_given_up_on_comes_back_when_it_prints_metrics(tmp_path: Path) -> None:
+    """A training log that opens with noise (NCCL debug output, a model loading) is dropped as not a run, and
+    taken back, from its start, once a metrics line arrives."""
+    log = tmp_path / "tz" / "train.log"
+    log.parent.mkdir()
+    noise = "(main_task pid=1) NCCL INFO Channel 00/32 : 0[0] -> 1[1] via P2P/IPC/read\n"
+    log.write_text(noise * 2000)
+    (tmp_path / "tz" / "README.txt").write_text("how to run\n")
+    fol = Follower([tmp_path])
+    fol.scan()
+    assert fol.stores == {} and fol._sources == {}  # neither log is polled while it shows no metrics
+    assert discover([tmp_path], settled=fol._settled) == []  # nor read again by discovery while unchanged
+    with open(log, "a") as f:
+        f.write(noise * 10)
+    fol.scan()
+    assert fol.stores == {}  # more noise: still not a run, and only the new bytes were searched
+    with open(log, "a") as f:
+        f.write("".join(f"(main_task pid=1) step:{s} - critic/score/mean:0.5\n" for s in (1, 2)))
+    fol.scan()
+    assert [list(st.steps) for st in fol.stores.values()] == [[1, 2]]
+
+
+def test_a_dataset_of_number_strings_is_not_taken_for_a_run(tmp_path: Path) -> None:
+    """Discovery counts JSON numbers only: a dataset JSONL beside a run whose ids and labels are number strings
+    stays a dataset (the store reading such strings as numbers must not make it look like metrics)."""
+    run = tmp_path / "logs" / "a" / "metrics.jsonl"
+    run.parent.mkdir(parents=True)
+    run.write_text("".join(json.dumps({"step": s, "loss": 1 / (s + 1)}) + "\n" for s in range(3)))
+    data = tmp_path / "logs" / "a" / "train_split.jsonl"
+    data.write_text("".join(json.dumps({"id": str(100 + i), "label": "1", "difficulty": "0.5", "text": "q"}) + "\n"
+                            for i in range(20)))
+    fo = Follower([tmp_path / "logs"])
+    fo.scan()
+    assert list(fo.stores) == ["a/metrics.jsonl"]
+
+
+def test_an_empty_log_is_decided_when_its_first_line_arrives(tmp_path: Path) -> None:
+    from steptable.ingest import Follower
+
+    path = tmp_path / "v" / "metrics.log"  # verl truncates its file logger's file at every launch
+    path.parent.mkdir()
+    path.write_text("")
+    fol = Follower([path])
+    fol.scan()
+    with open(path, "a") as f:
+        f.write("".join(json.dumps({"step": s, "data": {"actor/pg_loss": 0.1}}) + "\n" for s in range(3)))
+    fol.scan()
+    assert [list(s.steps) for s in fol.stores.values()] == [[0, 1, 2]]
+    config = tmp_path / "tz" / "train.log"  # a console log opening with a verl config dump (a "data" key, no step)
+    config.parent.mkdir()
+    config.write_text('{"data": {"train_batch_size": 8}}\n(main_task pid=1) step:1 - critic/kl:0.04\n')
+    fol2 = Follower([config])
+    fol2.scan()
+    assert [s.kind for s in fol2.stores.values()] == ["console"]
+
+
+def test_a_fifo_named_like_a_log_does_not_hang_discovery(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    write_rows(tmp_path / "a" / "metrics.jsonl", [{"step": 0, "loss": 1.0}])
+    os.mkfifo(tmp_path / "a" / "train.log")  # opening it to look at its first line would block
+    p = subprocess.run([sys.executable, "-m", "steptable", "tail", str(tmp_path), "--format", "jsonl"],
+                       capture_output=True, text=True, timeout=30)
+    assert p.returncode == 0 and printed_steps(p.stdout) == [0]

@@ -1,0 +1,30 @@
+"""steptable.ingest.files.preview: rows from the end of a big file for a first frame (a CSV's header found at
+its top)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from steptable.ingest import preview_tail
+from tests.helpers import write_rows
+from tests.ingest.helpers import rew_rows
+from tests.trainer_logs import write_sb3_monitor
+
+
+def test_preview_tail_reads_only_the_end(tmp_path: Path) -> None:
+    path = tmp_path / "r" / "metrics.jsonl"
+    write_rows(path, rew_rows(0, 2000))
+    store = preview_tail(path, max_bytes=4000)
+    size = path.stat().st_size
+    assert 0 < len(store) < 200 and store.steps[-1] == 1999 and store.bad == []
+    assert store.steps[0] == 2000 - len(store) and store.meta["preview_offset"] > size - 4000
+    assert len(preview_tail(path, max_bytes=10**9)) == 2000
+
+
+def test_preview_of_a_big_monitor_csv_finds_its_header(tmp_path: Path) -> None:
+    """The preview reads the header from the top of the file: past the comment line, not the comment line."""
+    path = tmp_path / "0.monitor.csv"
+    write_sb3_monitor(path, 2000)
+    store = preview_tail(path, max_bytes=1000)
+    assert store.meta["preview_offset"] > 0 and len(store) > 10 and not store.bad
+    assert store.keys == ["r", "l", "t"] and store.value(len(store) - 1, "l") == 10 + 1999

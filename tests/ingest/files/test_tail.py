@@ -1,0 +1,192 @@
+"""steptable.ingest.files.tail: reading a growing file: partial lines, truncation, rotation, replacement,
+deletion, copytruncate holes; no row lost or doubled, memory bounded."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import steptable.ingest.files.tail as tail_mod
+from steptable.ingest import Follower
+from steptable.ingest.files.tail import RESET, FileTail, Lines
+from tests.ingest.helpers import assert_rows, train_line
+
+
+def line(step: int, **kw: float) -> bytes:
+    return (json.dumps({"step": step, "loss": step / 10, **kw}) + "\n").encode()
+
+
+def append(path: Path, data: bytes) -> None:
+    with open(path, "ab") as f:
+        f.write(data)
+
+
+def follow(tmp_path: Path) -> tuple[Follower, Path]:
+    run = tmp_path / "logs" / "armA"
+    run.mkdir(parents=True)
+    return Follower([tmp_path / "logs"]), run / "metrics.jsonl"
+
+
+def steps(f: Follower) -> list[int]:
+    return list(f.stores["armA/metrics.jsonl"].steps)
+
+
+def test_partial_chunks_wait_for_their_newline(tmp_path: Path) -> None:
+    f, path = follow(tmp_path)
+    data = b"".join(line(i) for i in range(50))
+    pieces = [data[i : i + 37] for i in range(0, len(data), 37)]  # cuts inside lines and inside numbers
+    path.write_bytes(b"")
+    for piece in pieces:
+        append(path, piece)
+        f.scan()
+        n = len(steps(f))
+        assert n == data[: data.index(piece) + len(piece)].count(b"\n")
+    assert steps(f) == list(range(50)) and f.errors == []
+    assert f.stores["armA/metrics.jsonl"].column("loss").tolist() == [i / 10 for i in range(50)]
+
+
+def test_truncate_and_rewrite_resets(tmp_path: Path) -> None:
+    f, path = follow(tmp_path)
+    path.write_bytes(b"".join(line(i) for i in range(20)))
+    f.scan()
+    store = f.stores["armA/metrics.jsonl"]
+    gen = store.generation
+    path.write_bytes(b"".join(line(i, extra=1.0) for i in range(5, 8)))  # verl: truncated on launch
+    assert f.scan() == {"armA/metrics.jsonl"}
+    assert steps(f) == [5, 6, 7] and store.generation > gen and store.value(0, "extra") == 1.0
+
+
+def test_rewrite_that_grows_past_offset_is_noticed(tmp_path: Path) -> None:
+    f, path = follow(tmp_path)
+    path.write_bytes(b"".join(line(i) for i in range(5)))
+    f.scan()
+    with open(path, "r+b") as fh:  # same inode, bigger, different first bytes
+        fh.write(b"".join(line(i + 100) for i in range(10)))
+    f.scan()
+    assert steps(f) == list(range(100, 110))
+
+
+def test_rotation_rename_and_new_file(tmp_path: Path) -> None:
+    f, path = follow(tmp_path)
+    path.write_bytes(b"".join(line(i) for i in range(10)))
+    f.scan()
+    path.rename(path.with_name("metrics.jsonl.1"))
+    path.write_bytes(b"".join(line(i) for i in range(10, 13)))
+    f.scan()
+    assert steps(f) == [10, 11, 12]
+    append(path, line(13))
+    f.scan()
+    assert steps(f) == [10, 11, 12, 13]
+
+
+def test_a_copy_renamed_over_the_file_goes_on_from_where_it_was(tmp_path: Path) -> None:
+    """rsync (and other copiers) write a new file and rename it over the old one: the same rows and more. That is
+    the log grown, not a new run: no reset (tail -f reprinted the whole history and repeated its alerts)."""
+    f, path = follow(tmp_path)
+    for stop in (10, 20, 30):  # three polls, so the file's history has samples from several points
+        path.write_bytes(b"".join(line(i) for i in range(stop)))
+        f.scan()
+    store = f.stores["armA/metrics.jsonl"]
+    gen = store.generation
+    copy = path.with_name("metrics.jsonl.tmp")
+    copy.write_bytes(b"".join(line(i) for i in range(35)))
+    os.replace(copy, path)
+    f.scan()
+    assert steps(f) == list(range(35)) and store.generation == gen
+    # a copy that differs inside what was read (one row changed, past the head) is another file: read again
+    data = b"".join(line(i) for i in range(40)).replace(b'"loss": 2.9}', b'"loss": 2.8}', 1)
+    assert len(data) == len(b"".join(line(i) for i in range(40))) and data.index(b"2.8}") > 512
+    copy.write_bytes(data)
+    os.replace(copy, path)
+    f.scan()
+    assert steps(f) == list(range(40)) and store.generation == gen + 1
+
+
+def test_delete_and_recreate(tmp_path: Path) -> None:
+    f, path = follow(tmp_path)
+    path.write_bytes(b"".join(line(i) for i in range(10)))
+    f.scan()
+    path.unlink()
+    f.scan()
+    assert steps(f) == list(range(10))  # rows stay visible while the file is gone
+    path.write_bytes(b"".join(line(i) for i in range(3)))
+    f.scan()
+    assert steps(f) == [0, 1, 2]
+    append(path, line(3))
+    f.scan()
+    assert steps(f) == [0, 1, 2, 3] and f.errors == []
+
+
+def test_unchanged_file_is_not_read_again(tmp_path: Path) -> None:
+    f, path = follow(tmp_path)
+    path.write_bytes(line(0))
+    assert f.scan() == {"armA/metrics.jsonl"}
+    version = f.stores["armA/metrics.jsonl"].version
+    assert f.scan() == set() and f.stores["armA/metrics.jsonl"].version == version
+
+
+def test_filetail_events_and_long_line_in_bounded_memory(tmp_path: Path) -> None:
+    path = tmp_path / "x.jsonl"
+    tail = FileTail(path, block=1024, max_line=4096)
+    assert list(tail.poll()) == []  # not there yet: nothing, no error
+    long = b'{"s": "' + b"x" * 10_000 + b'"}\n'
+    path.write_bytes(line(0) + long + line(2)[:10])
+    events = list(tail.poll())
+    assert tail.pending <= 4096
+    assert [str(e) for e in events if not isinstance(e, Lines)] == [f"{path}:2: line of 4096 bytes or more skipped"]
+    append(path, line(2)[10:] + line(3))
+    events = list(tail.poll())
+    assert [e.first_line() for e in events if isinstance(e, Lines)] == [3]
+    assert tail.lineno == 4 and tail.offset == os.path.getsize(path)
+    path.write_bytes(line(9))
+    assert next(iter(tail.poll())) is RESET
+
+
+def test_a_copytruncate_hole_of_any_size_loses_no_row(tmp_path: Path) -> None:
+    """logrotate's copytruncate while the trainer writes without O_APPEND: the writer goes on at its old offset,
+    so the file restarts with a hole of NULs as long as the old log (9 MiB here, past the 8 MiB line limit)."""
+    f, path = follow(tmp_path)
+    path.write_bytes(b"".join(line(i) for i in range(3)))
+    f.scan()
+    hole = 9 << 20
+    with open(path, "r+b") as w:
+        w.truncate(0)
+        w.seek(hole)  # sparse: reads back as NULs
+        w.write(line(3) + line(4))
+    f.scan()
+    assert steps(f) == [3, 4] and f.errors == []
+    append(path, b"\0" * 5 + line(5))  # NULs before a line in a later chunk too
+    f.scan()
+    assert steps(f) == [3, 4, 5] and f.errors == []
+
+
+def test_a_nul_hole_starting_inside_a_block_loses_no_row(tmp_path: Path) -> None:
+    f, path = follow(tmp_path)
+    path.write_bytes(line(1) + b"\0" * (9 << 20) + line(2) + line(3))
+    f.scan()
+    assert steps(f) == [1, 2, 3] and f.errors == []
+
+
+def test_unreadable_file_is_reported_once_and_retried(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "runs" / "arm" / "metrics.jsonl"
+    path.parent.mkdir(parents=True)
+    path.write_bytes(train_line(0) + train_line(1))
+    real_open = tail_mod.open_binary
+
+    def denied(p: Path) -> Any:
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(tail_mod, "open_binary", denied)
+    f = Follower([tmp_path / "runs"])
+    f.scan()
+    f.scan()
+    store = f.stores["arm/metrics.jsonl"]
+    assert len(store) == 0
+    assert f.errors == [f"{path}: unreadable (Permission denied)"] and store.bad_count == 1
+    monkeypatch.setattr(tail_mod, "open_binary", real_open)
+    f.scan()
+    assert_rows(store, [0, 1])

@@ -1,0 +1,194 @@
+"""steptable.ingest.readers.csvlog: CSV metrics logs (SB3's progress.csv and monitor.csv, Lightning's
+metrics.csv): comment lines before the header, a file rewritten from the top, cells read by the number rule, quoted
+newlines and stray quotes."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import steptable.ingest.readers.csvlog as csvlog
+from steptable.ingest import Follower
+from steptable.ingest.parse import number
+from steptable.ingest.readers.csvlog import CsvParser, cell, ends_quoted
+from tests.helpers import run_cli
+from tests.ingest.helpers import NOT_NUMBERS, NUMBERS, check_steps, follower_store
+from tests.trainer_logs import write_sb3_monitor
+
+# --- 1. steps of a followed file whose step key is another ------------------------------------------------------
+
+
+class Sb3Csv:
+    """stable_baselines3.common.logger.CSVOutputFormat.write: a key not seen before rewrites the file from the top,
+    the older rows getting empty cells for it."""
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.f = open(path, "w+")  # kept open across writes, as SB3 does
+        self.keys: list[str] = []
+
+    def write(self, kv: dict[str, Any]) -> None:
+        extra = sorted(k for k in kv if k not in self.keys)
+        if extra:
+            self.keys.extend(extra)
+            self.f.seek(0)
+            lines = self.f.readlines()
+            self.f.seek(0)
+            self.f.write(",".join(self.keys) + "\n")
+            for line in lines[1:]:
+                self.f.write(line[:-1] + "," * len(extra) + "\n")
+        self.f.write(",".join("" if kv.get(k) is None else str(kv[k]) for k in self.keys) + "\n")
+        self.f.flush()
+
+
+@pytest.mark.parametrize("step_key", ["time/total_timesteps", "global_step", "_step", None])
+def test_a_followed_csv_rewritten_from_the_top_keeps_its_steps(tmp_path: Path, step_key: str | None) -> None:
+    """SB3's start-up: train/* appears at iteration 2, rollout/* at 4, each rewriting the file (the step column
+    read nan after every rewrite: the copied rows carried the ``step`` the store shows, which became a real key)."""
+    path = tmp_path / "PPO_1" / "progress.csv"
+    writer = Sb3Csv(path)
+    fo = Follower([tmp_path])
+    want: list[int] = []
+    for it in range(1, 9):
+        kv: dict[str, Any] = {"time/fps": 1500 + it, "time/iterations": it}
+        if step_key is not None:
+            kv[step_key] = 2048 * it
+        if it >= 2:
+            kv["train/loss"] = 5.0 - it / 10
+        if it >= 4:
+            kv["rollout/ep_rew_mean"] = 20.0 + it
+        writer.write(kv)
+        fo.scan()
+        want.append(2048 * it if step_key is not None else it - 1)
+        store = follower_store(fo)
+        check_steps(store, want)
+    writer.f.close()
+    assert store.generation == 0 and list(store.column("time/fps")) == [1500.0 + it for it in range(1, 9)]
+    assert list(store.column("rollout/ep_rew_mean"))[3:] == [24.0, 25.0, 26.0, 27.0, 28.0]
+
+
+def test_sb3_monitor_csv_named_on_the_command_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "mon" / "0.monitor.csv"
+    write_sb3_monitor(path, 10)
+    rc, out, err = run_cli(["tail", str(path), "--format", "jsonl", "-n", "0"], capsys)
+    rows = [json.loads(line) for line in out.splitlines()]
+    assert rc == 0 and err == "", err
+    assert [r["step"] for r in rows] == list(range(10))
+    assert [r["r"] for r in rows] == [10.0 + i for i in range(10)] and rows[3]["l"] == 13 and rows[4]["t"] == 2.0
+
+
+@pytest.mark.parametrize("head", ["\ufeff", "\ufeff\n\n", "\n  \n", "# written by hand\n\n"])
+def test_a_bom_blank_and_comment_lines_before_the_header(tmp_path: Path, head: str) -> None:
+    path = tmp_path / "m.csv"
+    write_sb3_monitor(path, 3, head)
+    parser = CsvParser(str(path))
+    parsed = parser.parse(path.read_bytes(), 1)
+    assert parser.header == ["r", "l", "t"] and parser.step_key is None and not parsed.bad
+    assert list(parsed.steps) == [0, 1, 2] and parsed.rows == [
+        {"r": 10.0, "l": 10, "t": 0.0}, {"r": 11.0, "l": 11, "t": 0.5}, {"r": 12.0, "l": 12, "t": 1.0}
+    ]
+
+
+def test_comment_lines_and_header_split_over_chunks(tmp_path: Path) -> None:
+    """Followed as it is written: a chunk may end after the comment line, before the header."""
+    parser = CsvParser("m.csv")
+    assert parser.parse(b'#{"t_start": 1.0}\n', 1).steps == []
+    assert parser.parse(b"\n", 2).steps == []
+    parsed = parser.parse(b"r,l,t\n1.5,3,0.1\n", 3)
+    assert parser.header == ["r", "l", "t"] and parsed.rows == [{"r": 1.5, "l": 3, "t": 0.1}]
+
+
+def test_a_header_written_as_a_comment_numpy_savetxt(tmp_path: Path) -> None:
+    """``np.savetxt(path, a, delimiter=",", header="step,loss")`` writes ``# step,loss``: the rows are numbers, so
+    the last comment is the header; a comment followed by a header line stays a comment."""
+    parser = CsvParser("a.csv")
+    parsed = parser.parse(b"# step,loss\n0.000000000000000000e+00,2.5e-01\n1,0.125\n", 1)
+    assert parser.header == ["step", "loss"] and parser.step_key == "step" and not parsed.bad
+    assert list(parsed.steps) == [0, 1] and [r["loss"] for r in parsed.rows or []] == [0.25, 0.125]
+    parser = CsvParser("b.csv")
+    parsed = parser.parse(b"# step,loss\nstep,loss,acc\n3,0.5,0.9\n", 1)
+    assert parser.header == ["step", "loss", "acc"] and parsed.rows == [{"step": 3, "loss": 0.5, "acc": 0.9}]
+    # a commented header over rows with a text column: the first row is a row, not the header
+    parser = CsvParser("c.csv")
+    parsed = parser.parse(b"#step,phase,loss\n0,warmup,1.0\n1,main,0.9\n", 1)
+    assert parser.header == ["step", "phase", "loss"] and list(parsed.steps) == [0, 1]
+    assert [r["phase"] for r in parsed.rows or []] == ["warmup", "main"]
+
+
+def test_csv_cells_read_numbers_by_the_rule() -> None:
+    for text in [*NUMBERS, *NOT_NUMBERS]:
+        c = cell(text)
+        if not text.strip():
+            assert c is None
+        elif number(text) is not None:
+            assert type(c) in (int, float) and c == number(text), text
+        else:
+            assert c == text, text
+
+
+def test_tail_keeps_number_like_text_as_written(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "r" / "metrics.jsonl"
+    path.parent.mkdir(parents=True)
+    path.write_text("".join(json.dumps({"step": s, "loss": 0.5, "commit": "8e12345", "version": "1.10"}) + "\n"
+                            for s in range(3)))
+    rc, out, _ = run_cli(["tail", str(tmp_path), "--format", "jsonl", "-n", "1"], capsys)
+    last = json.loads(out.splitlines()[-1])
+    assert rc == 0 and last["commit"] == "8e12345" and last["version"] == "1.10"
+    rc, out, _ = run_cli(["tail", str(tmp_path), "--width", "0"], capsys)
+    assert rc == 0 and "8e12345" in out and "1.10" in out and "inf" not in out
+
+
+def test_a_csv_record_cut_by_a_read_is_joined_with_its_rest(tmp_path: Path) -> None:
+    """Followed live, the rest of a record whose quoted cell holds a newline may come in a later read."""
+    path = tmp_path / "r" / "metrics.csv"
+    path.parent.mkdir()
+    path.write_text('step,loss,note,acc\n1,0.9,a,0.1\n2,0.8,"multi\n')
+    f = Follower([tmp_path])
+    f.scan()
+    store = f.stores["r/metrics.csv"]
+    assert list(store.steps) == [1]
+    with open(path, "a") as fh:
+        fh.write('line",0.2\n3,0.7,b,0.3\n')
+    f.scan()
+    assert list(store.steps) == [1, 2, 3] and not store.bad
+    assert [store.value(1, k) for k in ("loss", "note", "acc")] == [0.8, "multi\nline", 0.2]
+
+
+def test_a_stray_quote_costs_its_line_not_the_rows_after_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A quote that is never closed holds at most MAX_RECORD_LINES lines; then its line is a bad line and the lines
+    after it are rows again (also when they came in later reads)."""
+    monkeypatch.setattr(csvlog, "MAX_RECORD_LINES", 4)
+    p = CsvParser("m.csv")
+    first = p.parse(b'step,loss,note\n0,0.5,"stray\n1,0.4,a\n', 1)
+    assert first.steps == [] and not first.bad
+    rest = p.parse(b"2,0.3,b\n3,0.2,c\n4,0.1,d\n", 4)
+    assert rest.steps == [1, 2, 3, 4] and [r["loss"] for r in rest.rows or []] == [0.4, 0.3, 0.2, 0.1]
+    assert [str(b) for b in rest.bad] == ["m.csv:2: quote not closed within 4 lines: line skipped"]
+
+
+@given(st.text(alphabet='a,"', max_size=16), st.booleans())
+def test_ends_quoted_reads_quotes_as_the_csv_module_does(line: str, quoted: bool) -> None:
+    text = ('"' if quoted else "") + line
+    swallowed = len(list(csv.reader(io.StringIO(text + "\nX\n")))) == 1 and text != ""  # the next line joined it
+    assert ends_quoted(line, quoted) == swallowed
+
+
+def test_rows_after_a_stray_quote_are_shown_live_after_a_few_lines() -> None:
+    # tail -f showed nothing after a stray quote until 100 more lines came (and said nothing)
+    p = CsvParser("m.csv")
+    first = p.parse(b'step,loss,note\n1,0.5,ok\n2,0.4,"quoted start\n', 1)
+    assert first.steps == [1]
+    got = [p.parse(f"{s},0.{s},ok\n".encode(), s) for s in range(3, 8)]
+    assert [st for g in got for st in g.steps] == [3, 4, 5, 6, 7]
+    assert [str(b) for g in got for b in g.bad] == ["m.csv:3: quote not closed within 4 lines: line skipped"]
+    # a real cell with newlines is still one cell
+    q = CsvParser("q.csv")
+    rows = q.parse(b'step,loss,note\n1,0.5,"a\n2,0.4,b\n3,0.3,c\nend"\n4,0.2,ok\n', 1)
+    assert rows.steps == [1, 4] and rows.rows is not None and rows.rows[0]["note"] == "a\n2,0.4,b\n3,0.3,c\nend"

@@ -1,0 +1,102 @@
+"""steptable.ingest.readers.fastpath: the typed whole-chunk decoder gives what the tolerant line-by-line path
+gives, and falls back on a new key, a type change or a bad line."""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+from typing import Any
+
+from steptable.ingest.readers.jsonl import JsonlParser
+from steptable.ingest.store import RunStore
+from tests.ingest.helpers import feed_chunks
+
+# --- the typed fast path gives what the tolerant path gives ---------------------------------------------------
+
+
+def _rows(n: int, seed: int = 0) -> list[dict[str, Any]]:
+    rng = random.Random(seed)
+    rows = []
+    for s in range(n):
+        r: dict[str, Any] = {"step": s, "loss": rng.random(), "n": rng.randrange(100), "phase": "a",
+                             "data": {"x/y": rng.random()}}
+        if s % 7 == 3:
+            r["loss"] = None
+        if s % 11 == 5:
+            r["loss"] = float("nan")
+        if s % 5 == 1:
+            del r["n"]
+        rows.append(r)
+    return rows
+
+
+def _dump(rows: list[dict[str, Any]]) -> bytes:
+    return "".join(json.dumps(r) + "\n" for r in rows).encode()
+
+
+def _same(a: RunStore, b: RunStore) -> None:
+    assert a.keys == b.keys and list(a.steps) == list(b.steps)
+    for i in range(len(a)):
+        ra, rb = a.row(i), b.row(i)
+        assert ra.keys() == rb.keys()
+        for k in ra:
+            va, vb = ra[k], rb[k]
+            assert (isinstance(va, float) and math.isnan(va) and math.isnan(vb)) or (va == vb and type(va) is type(vb))
+
+
+def test_fast_path_matches_tolerant_path() -> None:
+    rows = _rows(300)
+    data = _dump(rows)
+    lines = data.splitlines(keepends=True)
+    chunks = [b"".join(lines[i : i + 20]) for i in range(0, len(lines), 20)]
+    fast, parser = feed_chunks(chunks)
+    assert parser.fast_chunks >= 10  # the fast path did run
+    slow = RunStore("r", "r.jsonl")
+    p2 = JsonlParser("r.jsonl")
+    for i, ln in enumerate(lines):
+        slow.add(p2._tolerant(ln, i + 1))
+    _same(fast, slow)
+    assert fast.is_integer("n") and fast.value(1, "n") is None and isinstance(fast.value(0, "n"), int)
+    assert fast.value(3, "loss") is not None and math.isnan(fast.value(3, "loss"))
+    assert fast.column("phase")[5] == "a" and fast.value(0, "x/y") == rows[0]["data"]["x/y"]
+
+
+def test_fast_path_falls_back_on_new_key_type_change_and_bad_line() -> None:
+    rows = _rows(60)
+    rows[45]["new"] = 1.5
+    rows[50]["loss"] = True  # a bool where numbers were: the column becomes a list
+    data = _dump(rows).replace(b'{"step": 55,', b'{"step": 55, oops')
+    lines = data.splitlines(keepends=True)
+    chunks = [b"".join(lines[i : i + 10]) for i in range(0, len(lines), 10)]
+    store, _ = feed_chunks(chunks)
+    assert [b.lineno for b in store.bad] == [56]
+    assert list(store.steps) == [s for s in range(60) if s != 55]
+    assert store.value(store.index_of_step(45), "new") == 1.5 and store.value(0, "new") is None
+    assert not store.is_numeric("loss") and store.value(store.index_of_step(50), "loss") is True
+    assert store.value(0, "loss") == rows[0]["loss"]
+
+
+def _chunks(rows: list[dict[str, Any]], size: int) -> list[bytes]:
+    lines = _dump(rows).splitlines(keepends=True)
+    return [b"".join(lines[i : i + size]) for i in range(0, len(lines), size)]
+
+
+def test_fast_path_nested_step_and_verl_envelope() -> None:
+    rows = [{"training": {"global_step": 10 * s}, "data": {"actor/pg_loss": s / 10, "perf": {"mfu": 0.5}}}
+            for s in range(80)]
+    store, parser = feed_chunks(_chunks(rows, 10))
+    assert parser.fast_chunks >= 6 and parser.step_key == "training/global_step"
+    assert list(store.steps) == [10 * s for s in range(80)]
+    assert store.keys == ["training/global_step", "actor/pg_loss", "perf/mfu"]
+    assert store.value(79, "actor/pg_loss") == 7.9
+
+
+def test_fast_path_resume_and_merge_in_later_chunks() -> None:
+    rows = [{"step": s, "loss": float(s), "lr": 0.1} for s in range(50)]
+    rows += [{"step": s, "loss": 100.0 + s, "lr": 0.2} for s in range(30, 60)]  # resumed at 30
+    rows.insert(20, {"step": 19, "test/acc": 0.5, "lr": 0.1})  # a late eval row, next to its step
+    store, parser = feed_chunks(_chunks(rows, 10))
+    assert parser.fast_chunks >= 4 and store.resumes == [30]
+    assert list(store.steps) == list(range(60)) and store.value(30, "loss") == 130.0
+    assert store.row(19) == {"step": 19, "loss": 19.0, "lr": 0.1, "test/acc": 0.5}

@@ -1,0 +1,208 @@
+"""Bad input, one case each: every good row is kept, every bad line is reported as ``path:line: reason``."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from steptable.ingest import Follower, RunStore
+from tests.ingest.helpers import assert_rows, loss_line, train_line
+
+
+def ingest(tmp_path: Path, data: bytes, name: str = "metrics.jsonl") -> tuple[Follower, RunStore, str]:
+    path = tmp_path / "runs" / "arm" / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+    f = Follower([tmp_path / "runs"])
+    f.scan()
+    return f, f.stores[f"arm/{name}"], str(path)
+
+
+def test_malformed_json_mid_file(tmp_path: Path) -> None:
+    data = train_line(0) + train_line(1) + b'{"step": 2, "loss": \n' + train_line(3) + b"}{\n" + train_line(4)
+    f, store, path = ingest(tmp_path, data)
+    assert_rows(store, [0, 1, 3, 4])
+    assert [(b.lineno, b.reason[:14]) for b in store.bad] == [(3, "malformed JSON"), (5, "malformed JSON")]
+    assert store.bad_count == 2 and f.errors[0].startswith(f"{path}:3: malformed JSON (")
+
+
+def test_non_utf8_bytes(tmp_path: Path) -> None:
+    data = (train_line(0) + b'{"step": 1, "loss": 1.5, "phase": "tr\xff\xfeain"}\n' + train_line(2) + b"\xff\xfe\n"
+            + train_line(3))
+    _, store, _ = ingest(tmp_path, data)
+    assert_rows(store, [0, 1, 2, 3])
+    assert store.value(1, "phase") == "tr\ufffd\ufffdain"
+    assert [(b.lineno, b.reason) for b in store.bad] == [
+        (2, "invalid UTF-8 replaced with U+FFFD (row kept)"),
+        (4, "malformed JSON (invalid character (byte 0))"),
+    ]
+
+
+def test_utf8_bom_is_stripped(tmp_path: Path) -> None:
+    _, store, _ = ingest(tmp_path, b"\xef\xbb\xbf" + train_line(0) + train_line(1))
+    assert_rows(store, [0, 1])
+    assert store.keys == ["step", "loss", "phase"] and store.bad == []
+
+
+def test_nul_runs_around_a_line_keep_the_row(tmp_path: Path) -> None:
+    # copytruncate under a writer without O_APPEND: the next row lands after a hole of NULs, on the same line
+    data = train_line(0) + b"\0" * 4096 + train_line(1) + train_line(2)[:-1] + b"\0\0\n" + b"\0" * 7 + b"\n"
+    _, store, _ = ingest(tmp_path, data)
+    assert_rows(store, [0, 1, 2])
+    assert [(b.lineno, b.reason) for b in store.bad] == [
+        (2, "NUL bytes around the line removed (row kept)"),
+        (3, "NUL bytes around the line removed (row kept)"),
+    ]
+
+
+def test_unpaired_surrogate_escapes_keep_the_row(tmp_path: Path) -> None:
+    # Python's json.dumps writes "\udcff" for a str holding a lone surrogate (a surrogateescape-decoded path)
+    row = json.dumps({"step": 1, "loss": 1.5, "phase": "/data/\udcff\ud83d\ude00\ud800.bin"}).encode() + b"\n"
+    escaped = b'{"step": 2, "loss": 2.5, "phase": "\\\\udcff"}\n'  # an escaped backslash, then "udcff": text
+    _, store, _ = ingest(tmp_path, train_line(0) + row + escaped)
+    assert_rows(store, [0, 1, 2])
+    assert store.value(1, "phase") == "/data/\ufffd\U0001f600\ufffd.bin"
+    assert store.value(2, "phase") == "\\udcff"
+    assert [(b.lineno, b.reason) for b in store.bad] == [
+        (2, "unpaired UTF-16 surrogate escape replaced with U+FFFD (row kept)")
+    ]
+
+
+def test_crlf_line_endings(tmp_path: Path) -> None:
+    _, store, _ = ingest(tmp_path, (train_line(0) + train_line(1) + train_line(2)).replace(b"\n", b"\r\n"))
+    assert_rows(store, [0, 1, 2])
+    assert store.value(2, "phase") == "train" and store.bad == []
+
+
+def test_line_of_8_mib_or_more_is_skipped(tmp_path: Path) -> None:
+    huge = b'{"step": 1, "blob": "' + b"x" * (8 * 1024 * 1024) + b'"}\n'
+    _, store, path = ingest(tmp_path, train_line(0) + huge + train_line(2) + train_line(3))
+    assert_rows(store, [0, 2, 3])
+    assert [str(b) for b in store.bad] == [f"{path}:2: line of 8 MiB or more skipped"]
+
+
+def test_json_value_that_is_not_an_object(tmp_path: Path) -> None:
+    _, store, _ = ingest(tmp_path, train_line(0) + b"[1, 2]\n" + b"null\n" + b'"text"\n' + train_line(4))
+    assert_rows(store, [0, 4])
+    assert [(b.lineno, b.reason) for b in store.bad] == [
+        (2, "not a JSON object (list)"), (3, "not a JSON object (NoneType)"), (4, "not a JSON object (str)")]
+
+
+def test_number_out_of_range(tmp_path: Path) -> None:
+    _, store, _ = ingest(tmp_path, train_line(0) + b'{"step": 1, "loss": 1.5, "big": 1e999}\n' + train_line(2))
+    assert_rows(store, [0, 1, 2])
+    assert store.value(1, "big") == math.inf and math.isnan(store.column("big")[0])
+    assert [(b.lineno, b.reason) for b in store.bad] == [(2, "number out of range read as inf (row kept)")]
+
+
+def test_rows_without_a_step(tmp_path: Path) -> None:
+    _, store, path = ingest(tmp_path, train_line(0) + train_line(1) + b'{"loss": 1.5, "extra": 7}\n' + train_line(2))
+    assert list(store.steps) == [0, 1, 2]
+    assert store.value(1, "extra") == 7  # kept under the previous step, merged into that row
+    assert [str(b) for b in store.bad] == [f"{path}:3: step 'step' missing: row kept under step 1"]
+
+
+def test_file_without_any_step_key_numbers_rows_by_position(tmp_path: Path) -> None:
+    rows = b"".join((json.dumps({"loss": i + 0.5}) + "\n").encode() for i in range(4))
+    _, store, _ = ingest(tmp_path, rows)
+    assert_rows(store, [0, 1, 2, 3])
+    assert store.bad == [] and store.keys == ["loss"]
+
+
+def test_empty_file(tmp_path: Path) -> None:
+    f, store, _ = ingest(tmp_path, b"")
+    assert len(store) == 0 and store.bad == [] and f.errors == []
+    path = tmp_path / "runs" / "arm" / "metrics.jsonl"
+    path.write_bytes(train_line(0))
+    assert f.scan() == {"arm/metrics.jsonl"} and list(store.steps) == [0]
+
+
+def test_bad_lines_in_a_big_file_keep_their_numbers(tmp_path: Path) -> None:
+    """Bad lines deep in a file that the fast path reads in chunks: same numbers, all good rows."""
+    lines = [train_line(i) for i in range(6000)]
+    lines[4321] = b'{"step": 4321, "loss": oops}\n'
+    lines[5000] = b'{"step": 5000, "loss": NaN, "phase": "train"}\n'
+    _, store, _ = ingest(tmp_path, b"".join(lines))
+    assert len(store) == 5999 and store.index_of_step(4322) == 4321
+    assert [(b.lineno, b.reason[:14]) for b in store.bad] == [(4322, "malformed JSON")]
+    assert math.isnan(store.value(4999, "loss"))
+
+
+def test_a_file_bad_on_every_line_is_told_a_few_times_not_on_every_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A run that logged a fractional step on every row: 10,000 lines of stderr for an agent to read. Now the first
+    BAD_TOLD of each file, one line saying the rest are counted, and the count in the summary."""
+    from steptable.ingest.files.follow import BAD_TOLD
+    from tests.helpers import run_cli
+
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "m.jsonl").write_text("".join(json.dumps({"step": i / 4, "loss": i}) + "\n"
+                                                         for i in range(400)))
+    rc, out, err = run_cli(["summary", str(tmp_path)], capsys)
+    assert rc == 0 and "bad 300" in out
+    lines = err.splitlines()
+    assert len(lines) == 2 * (BAD_TOLD + 1), lines[-3:]
+    assert sum("the rest are counted, not told" in x for x in lines) == 2
+    # a file's problems as a whole (not a line of it) are always told
+    (tmp_path / "c.jsonl").write_bytes(b"\xff\xfe garbage\n" * 50)
+    _, _, err = run_cli(["legend", str(tmp_path)], capsys)
+    assert len(err.splitlines()) <= 3 * (BAD_TOLD + 1)
+
+
+def test_a_row_cut_short_does_not_take_the_row_written_after_it(tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """Two arms share a file; armA is killed mid-row and armB appends its row to the cut one: armB's whole row was
+    lost with it (one malformed line). A cut row's own nested object is not taken for a row."""
+    from tests.helpers import run_cli
+
+    rows = [json.dumps({"step": s, "arm": arm, "rew": 0.5}) for s in range(10) for arm in ("armA", "armB")]
+    glued = '{"step": 10, "arm": "armA", "rew": 0.' + json.dumps({"step": 10, "arm": "armB", "rew": 0.7})
+    cut_nested = '{"step": 11, "arm": "armB", "rew": 0.5, "cfg": {"a": 1}'  # cut before its last brace
+    (tmp_path / "metrics.jsonl").write_text("\n".join([*rows, glued, cut_nested]) + "\n")
+    _, out, err = run_cli(["tail", str(tmp_path), "--format", "jsonl", "-n", "0"], capsys)
+    got = [(r["arm"], r["step"], r["rew"]) for r in map(json.loads, out.splitlines())]
+    assert ("armB", 10, 0.7) in got and ("armA", 10, 0.7) not in got
+    assert not any(r[1] == 11 for r in got) and not any("a" in json.loads(x) for x in out.splitlines())
+    assert "ran into this one" in err and ":22: malformed JSON" in err
+
+
+def _ingest(tmp_path: Path, data: bytes) -> tuple[Follower, RunStore, Path]:
+    path = tmp_path / "runs" / "arm" / "metrics.jsonl"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+    f = Follower([tmp_path / "runs"])
+    f.scan()
+    return f, f.stores["arm/metrics.jsonl"], path
+
+
+def _consistent(store: RunStore) -> None:
+    n = len(store)
+    assert len(store.wall_times) == n
+    for k in store.keys:
+        assert len(store.column(k)) == n, k
+
+
+def test_step_beyond_int64_is_a_bad_line_not_a_lost_run(tmp_path: Path) -> None:
+    # One hostile line used to raise OverflowError in the store ("internal error") and every row was lost.
+    data = loss_line(0) + b'{"step": 1000000000000000000000000000000, "loss": 9.5}\n' + loss_line(2)
+    f, store, _ = _ingest(tmp_path, data)
+    assert list(store.steps) == [0, 0, 2] or list(store.steps) == [0, 2]
+    assert store.value(len(store) - 1, "loss") == 2.5
+    assert not any("internal error" in e for e in f.errors)
+    _consistent(store)
+
+
+def test_step_beyond_int64_on_the_fast_path_keeps_the_store_consistent(tmp_path: Path) -> None:
+    data = b"".join(loss_line(i) for i in range(50))
+    f, store, path = _ingest(tmp_path, data)
+    with open(path, "ab") as fh:  # a later chunk, decoded by the typed fast path: msgspec ints reach 2**64-1
+        fh.write(b'{"step": 18446744073709551615, "loss": 1.5}\n' + loss_line(50))
+    f.scan()
+    assert not any("internal error" in e for e in f.errors)
+    assert list(store.steps)[-1] == 50 and store.value(len(store) - 1, "loss") == 50.5
+    _consistent(store)

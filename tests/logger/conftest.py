@@ -1,0 +1,24 @@
+"""The logger tests' fixtures: loguru sinks a test set up are removed after it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from loguru import logger
+
+import steptable.logger.setup as st_logging
+import steptable.logger.sinks as st_sinks
+
+
+@pytest.fixture(autouse=True)
+def own_sinks() -> Iterator[None]:
+    """The sinks a test set up go with it (they write to the sys.stdout of the moment, a test's fake one)."""
+    yield
+    for hid in st_logging._handler_ids:
+        try:
+            logger.remove(hid)
+        except ValueError:
+            pass
+    st_logging._handler_ids.clear()
+    st_sinks._file_sink = None

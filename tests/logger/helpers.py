@@ -1,0 +1,116 @@
+"""Runs written by a StepLogger for the logger, command and app tests: the column sets they log, a run ended
+in a given way, and the files read back (rows, steps, description)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from steptable import Col, StepLogger
+from steptable.table import runinfo
+
+RUN_COLS = [Col("step", 5, "step", "d"), Col("loss", 7, "loss", ".3f")]
+
+
+def description(run: Path, arm: str | None = None) -> dict[str, Any]:
+    """The run's description file (steptable.json, or steptable.<arm>.json) as a dict."""
+    data: dict[str, Any] = json.loads((run / runinfo.file_name(arm)).read_text())
+    return data
+
+
+def logged_run(run: Path, stop: Callable[[StepLogger], None] | None, rows: int = 5, arm: str | None = None) -> None:
+    """``rows`` rows logged inside ``with StepLogger``, then ``stop(logger)`` (raises, or not) inside the block."""
+    with StepLogger(RUN_COLS, run_dir=run, arm=arm, console=False, alerts=False) as sl:
+        for s in range(rows):
+            sl.log({"step": s, "loss": 1 / (s + 1)})
+        if stop is not None:
+            stop(sl)
+
+
+def raising(exc: BaseException) -> Callable[[StepLogger], None]:
+    """A ``stop`` for :func:`logged_run` that raises ``exc`` inside the ``with`` block."""
+    def stop(_sl: StepLogger) -> None:
+        raise exc
+
+    return stop
+
+
+LOSS_COLS = [Col("step", 4, "step", "d", "step"), Col("loss", 7, "loss", None, "loss")]
+
+
+def jsonl_rows(run_dir: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+
+
+def numpy_full(x: float, shape: tuple[int, ...]) -> Any:
+    return np.full(shape, x, dtype=np.float32)
+
+
+def torch_full(x: float, shape: tuple[int, ...]) -> Any:
+    torch = pytest.importorskip("torch")
+    return torch.full(shape, x, requires_grad=True)  # (a loss before .detach(): .item() reads it all the same)
+
+
+ARRAY_MAKERS = [pytest.param(numpy_full, id="numpy"), pytest.param(torch_full, id="torch")]
+
+
+EMA_COLS = [
+    Col("step", 4, "step", "d", "step"), Col("loss", 7, "loss", "+.3f", "loss"), Col("ema", 6, "ema", None, "ema"),
+]
+
+
+def jsonl_steps(path: Path) -> list[int]:
+    return [json.loads(line)["step"] for line in path.read_text().splitlines()]
+
+
+LOGGER_COLS = [
+    Col("step", 4, "step", "d", "step"),
+    Col("loss", 7, "loss", "+.3f", "loss"),
+    Col("frac", 6, "frac", "frac", "passes"),
+    Col("sec", 6, "sec", None, "seconds", stream=False),
+]
+
+
+def strict_loads(line: str) -> object:
+    """``json.loads`` that refuses NaN and Infinity (strict JSON, as every reader may expect)."""
+    def bad(token: str) -> object:
+        raise ValueError(f"non-standard JSON token {token}")
+
+    return json.loads(line, parse_constant=bad)
+
+
+TABLE_COLS = [
+    Col("step", 5, "step", "d"), Col("loss", 6, "loss", ".3f"), Col("n", 5, "n", None), Col("tag", 6, "tag", None),
+    Col("acc", 6, "acc", ".2f"),
+]
+
+
+def closed_field(run: Path, arm: str | None = None) -> Any:
+    return json.loads((run / runinfo.file_name(arm)).read_text())["closed"]
+
+
+CUSTOM_COLS = [
+    Col("step", 5, "step", "d", "optimizer step"),
+    Col("reward/mean", 7, "rew", "+.3f", "mean reward of the batch", "higher"),
+    Col("kl", 8, "kl", ".2e", "KL to the reference policy"),
+    Col("secs", 6, "secs", ".1f", "seconds per step", stream=False),
+]
+
+
+def log_rows(run_dir: Path, cols: list[Col] | tuple[Col, ...], rows: list[dict[str, object]], arm: str | None = None,
+             close: bool = True) -> list[str]:
+    """``rows`` logged by a StepLogger without console or alerts (closed unless ``close`` is false): the lines it
+    printed."""
+    sl = StepLogger(cols, run_dir=run_dir, arm=arm, console=False, alerts=False)
+    printed = [line for r in rows if (line := sl.log(r)) is not None]
+    if close:
+        sl.close()
+    return printed
+
+
+SIGNED_LOSS_COLS = [Col("step", 4, "step", "d", "step"), Col("loss", 7, "loss", "+.3f", "loss")]

@@ -1,0 +1,62 @@
+"""steptable.logger.tablefile: table.txt holds every row an arm logged, one per step (a resume's rows replace
+the crashed ones, a late evaluation joins its step), one table per arm."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from steptable import Col, StepLogger
+
+
+def test_table_txt_of_a_resumed_run_holds_each_step_once(tmp_path: Path) -> None:
+    """A crash at step 7 and a resume from the checkpoint at step 4: table.txt shows the resumed rows from step 4
+    on (as tail and watch do), and an evaluation logged apart for a step joins that step's row."""
+    cols = [Col("step", 4, "step", "d"), Col("rew", 6, "rew", ".2f"), Col("acc", 6, "acc", ".2f")]
+    sl = StepLogger(cols, run_dir=tmp_path, console=False, alerts=False)
+    for step in range(8):
+        sl.log({"step": step, "rew": 0.1})
+    sl._writer.close()  # the crash: no close(), no table
+    with StepLogger(cols, run_dir=tmp_path, console=False, alerts=False) as sl:
+        for step in range(4, 10):
+            sl.log({"step": step, "rew": 0.9})
+            if step == 5:
+                sl.log({"step": step, "acc": 0.5})
+    table = [line.split() for line in (tmp_path / "table.txt").read_text().splitlines()[1:]]
+    assert [int(r[0]) for r in table] == list(range(10))
+    assert [r[1] for r in table] == ["0.10"] * 4 + ["0.90"] * 6 and table[5][2] == "0.50"
+
+
+def test_table_txt_keeps_the_rows_an_evaluation_of_an_earlier_step_joins(tmp_path: Path) -> None:
+    """An asynchronous evaluation of step 1 logged after step 2 shares a key (epoch) with its step's row: it joins
+    that row, as every reader places it, and step 2 stays (table.txt lost it as a resume)."""
+    cols = [Col("step", 4, "step", "d"), Col("loss", 6, "loss", ".2f"), Col("eval_acc", 6, "acc", ".2f")]
+    with StepLogger(cols, run_dir=tmp_path, console=False, alerts=False) as sl:
+        for step in range(3):
+            sl.log({"step": step, "loss": 1 - step / 10, "epoch": 0.1 * step})
+        sl.log({"step": 1, "epoch": 0.1, "eval_acc": 0.5, "eval_loss": 0.7})
+    table = [line.split() for line in (tmp_path / "table.txt").read_text().splitlines()[1:]]
+    assert table == [["0", "1.00", "nan"], ["1", "0.90", "0.50"], ["2", "0.80", "nan"]]
+
+
+def test_two_arms_in_one_run_dir_keep_their_own_tables(tmp_path: Path) -> None:
+    cols = [Col("step", 5, "step", "d", "s"), Col("loss", 6, "loss", None, "l")]
+    a = StepLogger(cols, run_dir=tmp_path, arm="A/x", console=False)
+    b = StepLogger(cols, run_dir=tmp_path, arm="B", console=False)
+    for i in range(3):
+        a.log({"step": i, "loss": 1.0})
+        b.log({"step": i, "loss": 2.0})
+    a.close()
+    b.close()
+    (ta,) = [p.read_text() for p in tmp_path.glob("table.A_x-*.txt")]  # (hashed: "A/x" and "A_x" differ)
+    tb = (tmp_path / "table.B.txt").read_text()
+    assert [line.split()[1] for line in ta.splitlines()[1:]] == ["1"] * 3
+    assert [line.split()[1] for line in tb.splitlines()[1:]] == ["2"] * 3
+    c = StepLogger(cols, run_dir=tmp_path, arm="A_x", console=False)  # a name reading alike: its own table
+    c.log({"step": 0, "loss": 3.0})
+    c.close()
+    assert (tmp_path / "table.A_x.txt").read_text().splitlines()[1].split() == ["0", "3"]
+    assert len(list(tmp_path.glob("table.A_x-*.txt"))) == 1
+    alone = StepLogger(cols, run_dir=tmp_path / "solo", arm="C", console=False)
+    alone.log({"step": 0, "loss": 3.0})
+    alone.close()
+    assert (tmp_path / "solo" / "table.txt").exists() and not list((tmp_path / "solo").glob(".*tmp"))

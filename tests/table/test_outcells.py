@@ -1,0 +1,15 @@
+"""steptable.table.outcells: CSV and JSON cells inert for a terminal and a spreadsheet."""
+
+from __future__ import annotations
+
+import pytest
+
+from steptable.table.outcells import csv_text
+
+
+@pytest.mark.parametrize(("text", "cell"), [
+    ("=1+2", "'=1+2"), ("-2+3", "'-2+3"), ("-", "'-"), ("\r@x", "'@x"), ("  =1", "'  =1"),
+    ("-0.5", "-0.5"), ("+inf", "+inf"), ("-1e-3", "-1e-3"), ("-nan", "-nan"), (" -2", " -2"), ("a-b", "a-b"),
+])  # fmt: skip
+def test_csv_text_quotes_what_a_spreadsheet_would_run(text: str, cell: str) -> None:
+    assert csv_text(text) == cell
