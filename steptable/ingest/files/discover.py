@@ -7,7 +7,9 @@ What is a metrics file (by name first, then by content where the name does not s
 - ``trainer_state.json`` (HF / TRL): the run is its directory (the parent of ``checkpoint-N/``), read whole;
 - any other ``*.jsonl``: metrics when its first line is an object with a step key or mostly numbers (``sniff``),
   except the known non-metric JSONL, which are side files of the run: ``checkpoints.jsonl``, ``*generations*.jsonl``,
-  ``*rollout_summaries.jsonl``, ``timing_spans.jsonl``;
+  ``*rollout_summaries.jsonl``, ``timing_spans.jsonl``, and rollout dumps (``files.dumps``: verl's
+  ``<rollout_data_dir>/<step>.jsonl``, TRL's ``completions/completions_<step>.parquet``): generations of the run
+  whose directory holds them (of the only run found, when none does);
 - ``*.log``, ``*.txt``, ``*.out``: console logs, a run once a TinyZero ``step:N - key:value`` line shows up; one
   whose first line is a JSON object with a step is JSONL (``$VERL_FILE_LOGGER_PATH=...metrics.log``);
 - ``metrics.csv`` (Lightning), ``progress.csv`` (SB3), and any ``*.csv`` named on the command line: CSV logs;
@@ -38,6 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
+from steptable.ingest.files.dumps import is_dump
 from steptable.ingest.files.walk import LINK_DEPTH as LINK_DEPTH
 from steptable.ingest.files.walk import SKIP_DIRS as SKIP_DIRS
 from steptable.ingest.files.walk import OnError as OnError
@@ -75,6 +78,8 @@ def side_category(path: Path) -> str | None:
         return "timing_spans"
     if name.endswith("_logtree.json"):
         return "logtree"
+    if is_dump(path) is not False:  # verl's rollout_data_dir/{step}.jsonl, TRL's completions_{step}.parquet
+        return "generations"  # (a verl-named file not yet judged waits as one: judged again when it changes)
     if name.endswith(".table.json") and path.parent.name == "table" and path.parent.parent.name == "media":
         return "generations"  # a wandb.Table logged beside a W&B run (files/media/table/<key>_<step>_<hash>)
     if name in ("config.json", "config.yaml", "config.yml", "hparams.yaml", "args.json"):
@@ -177,6 +182,8 @@ def discover(paths: Iterable[str | Path], on_error: OnError | None = None,
         owners = [c for c in cands if path.is_relative_to(c.run_dir)]
         # a W&B run directory owns what is under it (its files/requirements.txt is no run of its own)
         owners = [c for c in owners if c.kind == "wandb"] or owners
+        if not owners and cat == "generations" and len(cands) == 1:  # (verl's rollout_data_dir beside the run)
+            owners = cands
         if owners:
             depth = max(len(c.run_dir.parts) for c in owners)
             for c in owners:
