@@ -1,9 +1,8 @@
 """Sources of runs kept in record files and databases: W&B run files, TensorBoard run directories, trackio projects.
 
 Each follows its run live like :class:`~steptable.ingest.source.TailSource` follows a JSONL: a poll reads what was
-written since the last one (a record cut by a concurrent write waits for its second half) and feeds the store. The
-library that decodes a format is an optional extra: without it the run is listed with a one-line hint naming the
-extra (``pip install 'steptable[wandb]'``), never a traceback.
+written since the last one (a record cut by a concurrent write waits for its second half) and feeds the store. Each
+format is decoded with the standard library alone (no wandb, tensorboard or trackio needed to read).
 """
 
 from __future__ import annotations
@@ -31,11 +30,6 @@ class _RecordParser(Protocol):
     def reset(self) -> None: ...
 
     def parse(self, data: bytes, base: int, final: bool = False) -> tuple[int, Parsed]: ...
-
-
-def _hint(cand: Candidate, what: str, extra: str) -> BadLine:
-    return BadLine(str(cand.path), 0, f"{what}: install steptable[{extra}] to read it (pip install "
-                                      f"'steptable[{extra}]')")
 
 
 class _Base(Source):
@@ -78,8 +72,6 @@ class RecordSource(_Base):
 
     def __init__(self, cand: Candidate, report: Report, on_resume: ResumeReader | None = None) -> None:
         super().__init__(cand, report, on_resume)
-        mod = wandb if cand.kind == "wandb" else tensorboard
-        self._ok = mod.available()
         self._files: dict[Path, tuple[ByteTail, _RecordParser]] = {}
         self._dir_sig: int | None = None
         self.tail: ByteTail | None = None  # the file read last (the follower checks its progress)
@@ -122,11 +114,6 @@ class RecordSource(_Base):
 
     def _read(self, final: bool) -> bool:
         store = self.store
-        if not self._ok:
-            what = "a W&B run file" if self.cand.kind == "wandb" else "a TensorBoard event file"
-            before = len(self._told)
-            self._tell(store, _hint(self.cand, what, self.cand.kind))
-            return len(self._told) != before
         changed = False
         now = None if self._live else math.nan
         missing = True

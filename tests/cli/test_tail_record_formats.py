@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_cli, write_rows
+from tests.helpers import run_cli, write_rows
 from tests.ingest import writers
 
 trackio_dir = writers.trackio_dir  # (a session fixture of real runs)

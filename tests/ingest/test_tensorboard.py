@@ -144,10 +144,19 @@ def test_empty_event_file_reported(tmp_path: Path) -> None:
     assert len(store) == 0 and [b.reason for b in store.bad] == ["empty file"]
 
 
-def test_without_tensorboard_a_hint_naming_the_extra(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_read_without_tensorboard_or_google_crc32c(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The stdlib decoder and the pure-Python crc32c read the same rows."""
+    import sys
+
     from steptable.ingest.readers import tensorboard as reader
 
-    _torch_run(tmp_path / "run", range(2))
-    monkeypatch.setattr(reader, "available", lambda: False)
-    f = read_once(tmp_path)
-    assert len(f.errors) == 1 and "steptable[tensorboard]" in f.errors[0]
+    _torch_run(tmp_path / "run", range(3))
+    want = rows_of(_only(read_once(tmp_path)))
+    for name in ("tensorboard", "google_crc32c", "google.protobuf"):
+        monkeypatch.setitem(sys.modules, name, None)  # (an import of it fails, as when it is not installed)
+    assert reader._crc32c() is reader.crc32c_py
+    monkeypatch.setattr(reader, "_crc32c", lambda: reader.crc32c_py)
+    store = _only(read_once(tmp_path))
+    got = rows_of(store)
+    assert len(got) == 3 and not store.bad
+    assert all(g["train/loss"] == w["train/loss"] and g["step"] == w["step"] for g, w in zip(got, want, strict=True))

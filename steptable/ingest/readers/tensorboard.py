@@ -1,8 +1,9 @@
 """TensorBoard event files (``events.out.tfevents.*``): scalar summaries as rows, read as they are written.
 
 A file is a sequence of TFRecords (length u64, masked crc32c of the length, data, masked crc32c of the data), each an
-``Event`` protobuf decoded with tensorboard's own classes (``tensorboard.compat.proto.event_pb2``: the
-``steptable[tensorboard]`` extra; crc32c from ``google-crc32c`` when installed, else tensorboard's pure-Python one).
+``Event`` protobuf decoded by :mod:`~steptable.ingest.readers.protowire` (stdlib: reading needs no tensorboard).
+crc32c comes from ``google-crc32c`` when installed (the ``steptable[tensorboard]`` extra: fast), else from a
+table-driven pure-Python one (the same checksums, slower: about 10 s per 100 MB).
 
 Each scalar summary value is a cell named by its tag (``train/loss`` kept as is): ``simple_value`` (torch's
 SummaryWriter, tensorboardX) or a scalar tensor (tensorboard's and TF2's ``tf.summary.scalar``). Events of one step
@@ -22,36 +23,46 @@ from typing import Any
 
 from steptable.ingest.parse import BadLine
 from steptable.ingest.parsed import Parsed
+from steptable.ingest.readers.protowire import tb_event
 
-EXTRA = "tensorboard"
 _LEN = struct.Struct("<QI")
 _CRC = struct.Struct("<I")
 #: a record longer than this is taken for a damaged length (a scalar event is ~50 bytes; an image summary MBs)
 MAX_RECORD = 256 << 20
-#: tensorflow DataType -> struct format of one element of ``tensor_content``
-_DTYPES = {1: "<f", 2: "<d", 3: "<i", 9: "<q", 19: "<e", 4: "<B", 6: "<b", 10: "<?"}
-_VALS = {1: "float_val", 2: "double_val", 3: "int_val", 9: "int64_val", 19: "half_val", 10: "bool_val"}
 
 
-def available() -> bool:
-    try:
-        import tensorboard.compat.proto.event_pb2  # noqa: F401
-    except Exception:  # ImportError, or a protobuf version it refuses
-        return False
-    return True
+def _table() -> list[int]:
+    out = []
+    for n in range(256):
+        c = n
+        for _ in range(8):
+            c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
+        out.append(c)
+    return out
+
+
+_CRC32C_TABLE = _table()
+
+
+def crc32c_py(data: bytes) -> int:
+    """CRC-32C (Castagnoli) of ``data``, table-driven (the fallback without google-crc32c)."""
+    crc = 0xFFFFFFFF
+    t = _CRC32C_TABLE
+    for b in data:
+        crc = t[(crc ^ b) & 0xFF] ^ (crc >> 8)
+    return crc ^ 0xFFFFFFFF
 
 
 def _crc32c() -> Callable[[bytes], int]:
     try:
         import google_crc32c
 
-        value: Callable[[bytes], int] = google_crc32c.value
-        return value
-    except ImportError:
-        from tensorboard.compat.tensorflow_stub.pywrap_tensorflow import crc32c
-
-        pure: Callable[[bytes], int] = crc32c
-        return pure
+        if google_crc32c.implementation == "c":
+            value: Callable[[bytes], int] = google_crc32c.value
+            return value
+    except (ImportError, AttributeError):
+        pass
+    return crc32c_py
 
 
 def _masker(crc32c: Callable[[bytes], int]) -> Callable[[bytes], int]:
@@ -66,9 +77,6 @@ class EventParser:
     """Bytes of one event file (from its start, in pieces) -> :class:`Parsed` rows keyed by ``step``."""
 
     def __init__(self, label: str) -> None:
-        from tensorboard.compat.proto import event_pb2
-
-        self._event = event_pb2.Event
         self._masked = _masker(_crc32c())
         self.label = label
         self.reset()
@@ -115,51 +123,20 @@ class EventParser:
     def _event_row(self, raw: bytes, at: int, steps: list[int], rows: list[dict[str, Any]],
                    bad: list[BadLine]) -> None:
         try:
-            ev = self._event.FromString(raw)
-        except Exception as e:  # protobuf's DecodeError: checksums passed but the record is not an Event
+            ev = tb_event(raw)
+        except (ValueError, IndexError, struct.error) as e:  # checksums passed but the record is not an Event
             bad.append(BadLine(self.label, 0, f"byte {at}: not a readable event ({type(e).__name__}); skipped"))
             return
-        if not ev.HasField("summary"):
+        if ev is None:
             return
-        cells: dict[str, Any] = {}
-        for v in ev.summary.value:
-            kind = v.WhichOneof("value")
-            if kind == "simple_value":
-                cells[v.tag] = v.simple_value
-            elif kind == "tensor":
-                x = _scalar(v.tensor)
-                if x is not None:
-                    cells[v.tag] = x
-        if not cells:
+        wall, step, values = ev
+        if not values:
             return
-        step = ev.step
+        cells: dict[str, Any] = dict(values)
         if steps and steps[-1] == step:
             rows[-1].update(cells)
             return
         cells["step"] = step
-        cells["wall_time"] = ev.wall_time
+        cells["wall_time"] = wall
         steps.append(step)
         rows.append(cells)
-
-
-def _scalar(t: Any) -> float | int | bool | None:
-    """The value of a scalar (rank 0, or a single element) tensor proto of a numeric dtype, else None."""
-    if len(t.tensor_shape.dim) > 1 or any(d.size != 1 for d in t.tensor_shape.dim):
-        return None
-    if t.tensor_content:
-        fmt = _DTYPES.get(t.dtype)
-        if fmt is None or len(t.tensor_content) != struct.calcsize(fmt):
-            return None
-        x: float | int | bool = struct.unpack(fmt, t.tensor_content)[0]
-        return x
-    field = _VALS.get(t.dtype)
-    if field is None:
-        return None
-    vals = getattr(t, field)
-    if len(vals) != 1:
-        return None
-    if t.dtype == 19:  # half_val holds the float16's bits
-        x = struct.unpack("<e", struct.pack("<H", vals[0]))[0]
-        return x
-    out: float | int | bool = vals[0]
-    return out

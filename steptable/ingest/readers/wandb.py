@@ -2,7 +2,7 @@
 
 The file is wandb's transaction log: a 7-byte header (``:W&B``, magic 0xBEE1, version 0), then a LevelDB-style log
 of 32 KiB blocks whose chunks (crc32 over type and data, length, type FULL/FIRST/MIDDLE/LAST) carry protobuf
-``Record``s, decoded with wandb's own classes (``wandb.proto.wandb_internal_pb2``: the ``steptable[wandb]`` extra).
+``Record``s, decoded by :mod:`~steptable.ingest.readers.protowire` (stdlib: reading needs no wandb).
 
 - ``history``: one row per record; ``_step`` is the step, ``_timestamp`` (a wall clock) and ``_runtime`` are kept;
   nested keys are joined with ``/``; ``NaN``/``Infinity`` values are read as non-finite floats. A media value (a
@@ -24,8 +24,8 @@ from typing import Any
 from steptable.ingest.parse import BadLine
 from steptable.ingest.parsed import Parsed
 from steptable.ingest.readers.jsonl import JsonlParser
+from steptable.ingest.readers.protowire import wandb_record
 
-EXTRA = "wandb"
 HEADER = b":W&B" + struct.pack("<HB", 0xBEE1, 0)
 BLOCK = 32 * 1024
 CHUNK_HEADER = 7
@@ -36,23 +36,12 @@ _UNPACK = struct.Struct("<IHB").unpack_from
 ROWS_PER_CALL = 2048
 
 
-def available() -> bool:
-    try:
-        import wandb.proto.wandb_internal_pb2  # noqa: F401
-    except Exception:  # ImportError, or a broken install (a protobuf version it refuses)
-        return False
-    return True
-
-
 class WandbParser:
     """Bytes of a ``.wandb`` file (from its start, in pieces) -> :class:`Parsed` rows and run facts in ``meta``:
     ``name`` (the display name), ``config``, ``runinfo`` (``closed``, ``end``: as a StepLogger's description says a
     run ended) and ``tables`` (files of ``wandb.Table`` values, relative to the run's ``files/``)."""
 
     def __init__(self, label: str) -> None:
-        from wandb.proto import wandb_internal_pb2
-
-        self._record = wandb_internal_pb2.Record  # type: ignore[attr-defined]
         self.label = label
         self.reset()
 
@@ -66,8 +55,8 @@ class WandbParser:
         self.jsonl.step_key = "_step"  # the step of every row (a user key named ``step`` is a metric here)
         self._skip_until = 0
         self.more = False  # the last call stopped early: call again on the bytes left
-        self._keys: dict[str, bytes] = {}  # key -> its JSON text and colon
-        self._media_keys: set[str] = set()  # keys that name a media value's type (``samples/_type``)
+        self._keys: dict[bytes, bytes] = {}  # key -> its JSON text and colon
+        self._media_keys: set[bytes] = set()  # keys that name a media value's type (``samples/_type``)
 
     def parse(self, data: bytes, base: int, final: bool = False) -> tuple[int, Parsed]:
         """Parse whole chunks of ``data`` (file bytes from offset ``base`` = the offset where the last call stopped).
@@ -162,64 +151,62 @@ class WandbParser:
     def _record_bytes(self, raw: bytes, at: int, lines: list[bytes], meta: dict[str, Any],
                       bad: list[BadLine]) -> None:
         try:
-            rec = self._record.FromString(raw)
-        except Exception as e:  # protobuf's DecodeError: checksums passed but the record is not one
+            which, got = wandb_record(raw)
+        except (ValueError, IndexError, struct.error) as e:  # checksums passed but the record is not one
             bad.append(BadLine(self.label, 0, f"byte {at}: not a readable record ({type(e).__name__}); skipped"))
             return
-        which = rec.WhichOneof("record_type")
         if which == "history":
-            line = self._history_line(rec.history.item)
+            line = self._history_line(got)
             if line is not None:
                 lines.append(line)
         elif which == "run":
-            run = rec.run
-            if run.display_name:
-                meta["name"] = run.display_name
-            if run.start_time.seconds:
-                self._start = run.start_time.seconds + run.start_time.nanos / 1e9
+            if got["name"]:
+                meta["name"] = got["name"]
+            if got["start"]:
+                self._start = got["start"]
             config = {}
-            for item in run.config.update:
-                key = "/".join(item.nested_key) or item.key
-                if key == "_wandb":
+            for key, value in got["config"]:
+                name = key.decode("utf-8", "replace")
+                if name == "_wandb":
                     continue
                 try:
-                    config[key] = json.loads(item.value_json)
+                    config[name] = json.loads(value)
                 except ValueError:
-                    config[key] = item.value_json
+                    config[name] = value.decode("utf-8", "replace")
             if config:
                 meta["config"] = config
         elif which == "exit":
-            code = rec.exit.exit_code
-            closed = self._last_time or (self._start + rec.exit.runtime if self._start else 0.0)
+            code, runtime = got
+            closed = self._last_time or (self._start + runtime if self._start else 0.0)
             info: dict[str, Any] = {"closed": closed}
             if code:
                 info["end"] = f"exit_code_{code}" if code > 0 else f"exit_code_minus_{-code}"
             meta["runinfo"] = info
 
-    def _history_line(self, items: Any) -> bytes | None:
+    def _history_line(self, items: list[tuple[bytes, bytes]]) -> bytes | None:
         """One history record as a JSON object line (values are already JSON text: the JSONL reader does the rest,
         its fast path included)."""
         heads = self._keys
         out = []
-        media: list[str] = []
-        for item in items:
-            nk = item.nested_key
-            key = nk[0] if len(nk) == 1 else ("/".join(nk) or item.key)
+        media: list[bytes] = []
+        stamp = None
+        for key, value in items:
             head = heads.get(key)
             if head is None:
-                head = heads[key] = json.dumps(key).encode() + b":"
-                if key.endswith("/_type"):
+                head = heads[key] = json.dumps(key.decode("utf-8", "replace")).encode() + b":"
+                if key.endswith(b"/_type"):
                     self._media_keys.add(key)
             if key in self._media_keys:
-                media.append(key[:-5])
-            value = item.value_json
-            out.append(head + value.encode())
-            if key == "_timestamp":
-                try:
-                    self._last_time = float(value)
-                except ValueError:
-                    pass
+                media.append(head[:-7])  # (its JSON text without the closing `/_type":`)
+            out.append(head + value)
+            if key == b"_timestamp":
+                stamp = value
+        if stamp is not None:
+            try:
+                self._last_time = float(stamp)
+            except ValueError:
+                pass
         if media:  # a wandb.Table, an image...: its cells are no metrics
-            prefixes = tuple(json.dumps(m).encode()[:-1] for m in media)
+            prefixes = tuple(media)
             out = [o for o in out if not o.startswith(prefixes)]
         return b"{" + b",".join(out) + b"}" if out else None
