@@ -4,7 +4,6 @@ live growth and damaged copies. Every file here is written by wandb itself (offl
 from __future__ import annotations
 
 import math
-import shutil
 from pathlib import Path
 
 import pytest

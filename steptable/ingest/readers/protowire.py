@@ -18,6 +18,7 @@ check these decoders against the libraries' own classes on files the libraries w
 from __future__ import annotations
 
 import json
+import re
 import struct
 from typing import Any
 
@@ -111,7 +112,7 @@ def _item(buf: bytes, i: int, end: int) -> tuple[bytes, bytes]:
 
 def history_items(buf: bytes, i: int, end: int) -> list[tuple[bytes, bytes]]:
     """The items of a HistoryRecord at ``buf[i:end]``: [(key, value JSON)]."""
-    out = []
+    out: list[tuple[bytes, bytes]] = []
     append = out.append
     while i < end:
         if buf[i] != 0x0A:  # (step, _info: not needed, the row carries _step)
@@ -144,14 +145,44 @@ def history_items(buf: bytes, i: int, end: int) -> list[tuple[bytes, bytes]]:
     return out
 
 
-def wandb_record(buf: bytes) -> tuple[str, Any]:
+_VARINT = rb"[\x80-\xff]*[\x00-\x7f]"
+_KEY_PART = rb'[^\x00-\x1f"\\]*'  # (no control character, quote or backslash: JSON string text as it is)
+#: the usual HistoryItem: nested_key parts (field 2) and value_json (field 16: JSON text, which holds no control
+#: character). Lengths are not checked: a part or a value is bounded by the control characters that start the next
+#: field, so on this layout the match is the decode.
+_ITEM = (rb"\x0a" + _VARINT + rb"\x12" + _VARINT + rb"(?:" + _KEY_PART + rb"\x12[\x00-\x7f])*" + _KEY_PART
+         + rb"\x82\x01" + _VARINT + rb"[^\x00-\x1f]*")
+_ITEMS = re.compile(rb"(?:" + _ITEM + rb")+", re.DOTALL)
+#: what may follow the items: HistoryRecord.step (field 2: HistoryStep{num=1}), _info (field 200)
+_TAIL = re.compile(rb"(?:\x12[\x00-\x7f](?:\x08" + _VARINT + rb")?)?(?:\xc2\x0c.*)?", re.DOTALL)
+# on matched items, in this order: each item's start -> `,"`; value_json's tag and length -> `":`; part -> `/`
+_ITEM_START = re.compile(rb"\x0a" + _VARINT + rb"\x12" + _VARINT)
+_VALUE_START = re.compile(rb"\x82\x01" + _VARINT)
+_PART_SEP = re.compile(rb"\x12[\x00-\x7f]")  # (parts of 128 bytes or more: the general walk)
+
+
+def history_line(buf: bytes, i: int, end: int) -> bytes | None:
+    """A HistoryRecord of the usual layout as one JSON object line ``{"key":value,...}`` (key parts joined with
+    ``/``), rewritten by regular expressions in C; None for any other layout (read it with :func:`history_items`)."""
+    m = _ITEMS.match(buf, i, end)
+    if m is None or (m.end() != end and _TAIL.fullmatch(buf, m.end(), end) is None):
+        return None
+    body = _VALUE_START.sub(b'":', _ITEM_START.sub(b',"', buf[i : m.end()]))
+    if b"\x12" in body:  # keys of several parts (nested dicts)
+        body = _PART_SEP.sub(b"/", body)
+    return b"{" + body[1:] + b"}"
+
+
+def wandb_record(buf: bytes, lines: bool = False) -> tuple[str, Any]:
     """The kind of a Record and what the readers need of it: ("history", items), ("run", {name, start, config}),
-    ("exit", (exit_code, runtime)), or (other, None)."""
+    ("exit", (exit_code, runtime)), or (other, None). ``lines``: a history record of the usual layout comes as
+    ("line", its JSON object line) (:func:`history_line`)."""
     for num, wire, a, b in fields(buf, 0, len(buf)):
         if wire != 2:
             continue
         if num == 2:
-            return "history", history_items(buf, a, b)
+            line = history_line(buf, a, b) if lines else None
+            return ("line", line) if line is not None else ("history", history_items(buf, a, b))
         if num == 17:
             return "run", _run(buf, a, b)
         if num == 18:
@@ -200,6 +231,36 @@ DTYPES = {1: ("<f", 5), 2: ("<d", 6), 3: ("<i", 7), 9: ("<q", 10), 19: ("<e", 13
 
 def tb_event(buf: bytes) -> tuple[float, int, list[tuple[str, float | int | bool]]] | None:
     """(wall_time, step, scalar values by tag) of an Event with a summary; None for an event without one."""
+    fast = _tb_simple(buf)
+    return fast if fast is not None else _tb_event(buf)
+
+
+def _tb_simple(buf: bytes) -> tuple[float, int, list[tuple[str, float | int | bool]]] | None:
+    """The usual scalar event (SummaryWriter.add_scalar: wall_time, step, simple values with short tags), read
+    without the general walk; None for any other layout (the general walk reads it)."""
+    n = len(buf)
+    if n < 12 or buf[0] != 0x09:
+        return None
+    i, step = 9, 0
+    if buf[i] == 0x10:
+        step, i = varint(buf, i + 1)
+    if i + 2 > n or buf[i] != 0x2A or buf[i + 1] >= 0x80 or i + 2 + buf[i + 1] != n:
+        return None
+    j = i + 2
+    values: list[tuple[str, float | int | bool]] = []
+    while j < n:
+        if buf[j] != 0x0A or buf[j + 1] >= 0x80 or buf[j + 2] != 0x0A or buf[j + 3] >= 0x80:
+            return None
+        end = j + 2 + buf[j + 1]
+        tag_end = j + 4 + buf[j + 3]
+        if tag_end + 5 != end or buf[tag_end] != 0x15:
+            return None
+        values.append((buf[j + 4 : tag_end].decode("utf-8", "replace"), _FLOAT(buf, tag_end + 1)[0]))
+        j = end
+    return _DOUBLE(buf, 1)[0], _signed(step), values
+
+
+def _tb_event(buf: bytes) -> tuple[float, int, list[tuple[str, float | int | bool]]] | None:
     wall = 0.0
     step = 0
     summary: tuple[int, int] | None = None

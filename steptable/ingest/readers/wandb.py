@@ -17,6 +17,7 @@ ends on it. Every good record is kept.
 from __future__ import annotations
 
 import json
+import re
 import struct
 import zlib
 from typing import Any
@@ -32,6 +33,7 @@ CHUNK_HEADER = 7
 FULL, FIRST, MIDDLE, LAST = 1, 2, 3, 4
 _TYPE_CRC = [zlib.crc32(bytes([t])) for t in range(256)]
 _UNPACK = struct.Struct("<IHB").unpack_from
+_TIMESTAMP = re.compile(rb'"_timestamp":([^,}]*)')
 #: history rows handed on per call at most: the rest of what was read is parsed by the next call
 ROWS_PER_CALL = 2048
 
@@ -57,6 +59,8 @@ class WandbParser:
         self.more = False  # the last call stopped early: call again on the bytes left
         self._keys: dict[bytes, bytes] = {}  # key -> its JSON text and colon
         self._media_keys: set[bytes] = set()  # keys that name a media value's type (``samples/_type``)
+        self._batch = 64  # rows of the first call (the JSONL reader learns the keys; its fast path takes the rest)
+        self._last_line = b""  # the last history row (its _timestamp: when the run last logged)
 
     def parse(self, data: bytes, base: int, final: bool = False) -> tuple[int, Parsed]:
         """Parse whole chunks of ``data`` (file bytes from offset ``base`` = the offset where the last call stopped).
@@ -114,7 +118,8 @@ class WandbParser:
                 continue
             i = end
             self._chunk(kind, chunk, at, lines, meta, bad)
-            if len(lines) >= ROWS_PER_CALL and not self._frags and i < n:
+            if len(lines) >= self._batch and not self._frags and i < n:
+                self._batch = min(self._batch * 8, ROWS_PER_CALL)
                 self.more = True  # (the JSONL reader's typed fast path takes the next batches once it knows the keys)
                 break
         if final and i < n and not self.more:
@@ -151,11 +156,16 @@ class WandbParser:
     def _record_bytes(self, raw: bytes, at: int, lines: list[bytes], meta: dict[str, Any],
                       bad: list[BadLine]) -> None:
         try:
-            which, got = wandb_record(raw)
+            which, got = wandb_record(raw, lines=True)
+            if which == "line" and b'/_type":' in got:  # a media value: its cells are left out item by item
+                which, got = wandb_record(raw)
         except (ValueError, IndexError, struct.error) as e:  # checksums passed but the record is not one
             bad.append(BadLine(self.label, 0, f"byte {at}: not a readable record ({type(e).__name__}); skipped"))
             return
-        if which == "history":
+        if which == "line":
+            lines.append(got)
+            self._last_line = got
+        elif which == "history":
             line = self._history_line(got)
             if line is not None:
                 lines.append(line)
@@ -177,11 +187,21 @@ class WandbParser:
                 meta["config"] = config
         elif which == "exit":
             code, runtime = got
+            self._stamp(self._last_line)
             closed = self._last_time or (self._start + runtime if self._start else 0.0)
             info: dict[str, Any] = {"closed": closed}
             if code:
                 info["end"] = f"exit_code_{code}" if code > 0 else f"exit_code_minus_{-code}"
             meta["runinfo"] = info
+
+    def _stamp(self, line: bytes) -> None:
+        """The run's last clock: ``_timestamp`` of its last history row."""
+        m = _TIMESTAMP.search(line)
+        if m is not None:
+            try:
+                self._last_time = float(m.group(1))
+            except ValueError:
+                pass
 
     def _history_line(self, items: list[tuple[bytes, bytes]]) -> bytes | None:
         """One history record as a JSON object line (values are already JSON text: the JSONL reader does the rest,
@@ -202,10 +222,7 @@ class WandbParser:
             if key == b"_timestamp":
                 stamp = value
         if stamp is not None:
-            try:
-                self._last_time = float(stamp)
-            except ValueError:
-                pass
+            self._last_line = b'{"_timestamp":' + stamp + b"}"
         if media:  # a wandb.Table, an image...: its cells are no metrics
             prefixes = tuple(media)
             out = [o for o in out if not o.startswith(prefixes)]

@@ -4,6 +4,7 @@ simple values and as tensors of each numeric dtype)."""
 
 from __future__ import annotations
 
+import json
 import math
 import struct
 from pathlib import Path
@@ -49,6 +50,7 @@ def test_wandb_records_decode_as_wandbs_classes_do(fixture: str, request: pytest
     pb = pytest.importorskip("wandb.proto.wandb_internal_pb2")
     records = _wandb_records(wandb_file(request.getfixturevalue(fixture)))
     kinds = {"history": 0, "run": 0, "exit": 0}
+    lines = 0
     for raw in records:
         rec = pb.Record.FromString(raw)
         which = rec.WhichOneof("record_type")
@@ -61,6 +63,10 @@ def test_wandb_records_decode_as_wandbs_classes_do(fixture: str, request: pytest
         if which == "history":
             want = [("/".join(it.nested_key) or it.key, it.value_json) for it in rec.history.item]
             assert [(k.decode(), v.decode()) for k, v in got] == want
+            fast = wandb_record(raw, lines=True)
+            if fast[0] == "line":  # the regular-expression path: the same object
+                lines += 1
+                assert str(json.loads(fast[1])) == str({k: json.loads(v) for k, v in want})
         elif which == "run":
             assert got["name"] == rec.run.display_name
             assert got["start"] == rec.run.start_time.seconds + rec.run.start_time.nanos / 1e9
@@ -69,6 +75,7 @@ def test_wandb_records_decode_as_wandbs_classes_do(fixture: str, request: pytest
         else:
             assert got == (rec.exit.exit_code, rec.exit.runtime)
     assert kinds["history"] >= 3 and kinds["run"] >= 1 and kinds["exit"] == 1
+    assert lines >= kinds["history"] - 1  # (all but the record of a wandb.Table, whose `_type` key says media)
 
 
 def test_wandb_typed_history_values_decode_as_json() -> None:
@@ -81,6 +88,18 @@ def test_wandb_typed_history_values_decode_as_json() -> None:
     _, got = wandb_record(rec.SerializeToString())
     assert [(k.decode(), v.decode()) for k, v in got] == [
         ("a", "-7"), ("b", "Infinity"), ("c/d", "true"), ("e", '"say \\"hi\\""'), ("f", "0.25"), ("k" * 200, "1.5")]
+
+
+def test_history_line_nested_keys_and_other_layouts() -> None:
+    pb = pytest.importorskip("wandb.proto.wandb_internal_pb2")
+    rec = pb.Record(history=pb.HistoryRecord(item=[
+        pb.HistoryItem(nested_key=["a", "b", "c"], value_json="1"), pb.HistoryItem(nested_key=["é"], value_json="NaN"),
+        pb.HistoryItem(nested_key=["s"], value_json='"x\\ny"')], step=pb.HistoryStep(num=3)))
+    kind, line = wandb_record(rec.SerializeToString(), lines=True)
+    assert kind == "line" and line == '{"a/b/c":1,"é":NaN,"s":"x\\ny"}'.encode()
+    quoted = pb.Record(history=pb.HistoryRecord(item=[pb.HistoryItem(nested_key=['say "hi"'], value_json="2")]))
+    kind, items = wandb_record(quoted.SerializeToString(), lines=True)  # (a quote in a key: the general walk)
+    assert kind == "history" and items == [(b'say "hi"', b"2")]
 
 
 def test_truncated_record_raises() -> None:
