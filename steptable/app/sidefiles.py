@@ -5,7 +5,14 @@ Three shapes are read:
 - tinker ``iteration_NNNNNN/<split>_rollout_summaries.jsonl``: one row per trajectory ``{total_reward, steps: [...]}``
   (the step is the iteration number of the directory);
 - MaxEnt-GRPO ``rich_completions/<table>_step_NNNNNN.json``: one table per step ``{columns: [...], data: [[...]]}``
-  whose rows name ``prompt``, ``completion``, ``reward_total`` (and advantage, ranks, weights...).
+  whose rows name ``prompt``, ``completion``, ``reward_total`` (and advantage, ranks, weights...);
+- a ``wandb.Table`` logged in a W&B run, ``files/media/table/<key>_<step>_<hash>.table.json``: the same shape;
+- verl's rollout dumps ``<rollout_data_dir or validation_data_dir>/<step>.jsonl``: one row per generation
+  ``{input, output, gts, score, step, ...}`` (titled by their directory, so rollouts and validation stay apart);
+- TRL's ``completions/completions_<step>.parquet`` (read with pyarrow: the ``steptable[parquet]`` extra): one row per
+  completion ``{step, prompt, completion, <one column per reward function>, advantage}``; the reward is their sum.
+
+Samples of one prompt make a group (GRPO's group: several completions of one prompt); ``Sample.group`` names it.
 
 The index keeps byte offsets, not text, so a multi-GB generations file costs a few bytes per row; a step's rows are
 read when it is shown. Lines are decoded by the ingest's tolerant decoder. Text stays raw here: the viewer makes it
@@ -22,19 +29,27 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from steptable.ingest.files.dumps import dump_step
 from steptable.ingest.parse import NONFINITE, LineError, decode_line
 from steptable.ingest.readers.hf import decode_document
 
 _ITER_DIR = re.compile(r"iteration_(\d+)$")
 _RICH = re.compile(r"_step_(\d+)\.json$")
+_WANDB_TABLE = re.compile(r"_(\d+)_[0-9a-f]+\.table\.json$")
 _STEP_RE = re.compile(rb'"(?:step|iteration)"\s*:\s*(-?\d+)')
 #: bytes of one step's rows read at most (a single-step file can be any size; the viewer shows a page anyway)
 MAX_READ = 32 << 20
 
 
 def _rich_step(path: Path) -> re.Match[str] | None:
-    """The step match of a MaxEnt-GRPO ``rich_completions/<table>_step_N.json`` table, else None."""
-    return _RICH.search(path.name) if path.parent.name == "rich_completions" else None
+    """The step match of a ``{columns, data}`` table of one step, else None: MaxEnt-GRPO's
+    ``rich_completions/<table>_step_N.json``, or a ``wandb.Table`` beside a W&B run
+    (``files/media/table/<key>_<step>_<hash>.table.json``)."""
+    if path.parent.name == "rich_completions":
+        return _RICH.search(path.name)
+    if path.parent.name == "table" and path.parent.parent.name == "media":
+        return _WANDB_TABLE.search(path.name)
+    return None
 
 
 @dataclass(frozen=True)
@@ -47,6 +62,7 @@ class Sample:
     prompt: str
     completion: str
     extra: str = ""
+    group: str = ""  # samples of one group share it (one prompt's completions); "": in no group
 
 
 @dataclass
@@ -78,6 +94,9 @@ class SideIndex:
                 continue
             if _rich_step(path) is not None:
                 out += _table_samples(step, data, path)
+                continue
+            if path.suffix == ".parquet":
+                out += _parquet_samples(step, path)
                 continue
             if length > MAX_READ:  # whole lines only
                 data = data[: data.rfind(b"\n") + 1]
@@ -117,6 +136,21 @@ def _table_samples(step: int, data: bytes, path: Path) -> list[Sample]:
     return out
 
 
+def _parquet_samples(step: int, path: Path) -> list[Sample]:
+    """The rows of a TRL completions parquet, each a sample (pyarrow is optional: without it, one sample says
+    which extra reads them)."""
+    try:
+        import pyarrow.parquet as pq
+    except ImportError:
+        return [Sample(step, f"{path.name}: install steptable[parquet] to read it (pip install "
+                             "'steptable[parquet]')", None, "", "")]
+    try:
+        rows = pq.read_table(path).to_pylist()
+    except Exception as e:  # (ArrowInvalid, OSError: damaged, cut short, being written)
+        return [Sample(step, f"{path.name}: not a readable parquet file", None, "", f"{type(e).__name__}: {e}"[:500])]
+    return [_sample_or_error(step, row, path, "a row") for row in rows]
+
+
 def _sample_or_error(step: int, obj: dict[str, Any], path: Path, where: str) -> Sample:
     """``to_sample``, or an error sample for a row whose values it cannot show: one hostile row of a side file must
     not take the viewer (and the app) down."""
@@ -132,7 +166,8 @@ def side_paths(side_files: Mapping[str, Iterable[Path]]) -> list[Path]:
     for paths in side_files.values():
         for p in paths:
             p = Path(p)
-            if p.name.endswith(("generations.jsonl", "_rollout_summaries.jsonl")) or _rich_step(p) is not None:
+            if p.name.endswith(("generations.jsonl", "_rollout_summaries.jsonl")) or _rich_step(p) is not None \
+                    or dump_step(p) is not None:
                 out.append(p)
     return sorted(set(out))
 
@@ -143,12 +178,13 @@ def build_index(paths: Iterable[Path]) -> SideIndex:
     for path in paths:
         rollouts = path.name.endswith("_rollout_summaries.jsonl")
         m = _ITER_DIR.search(path.parent.name) if rollouts else _rich_step(path)
-        if m is not None:
+        step = int(m.group(1)) if m is not None else dump_step(path)
+        if step is not None:  # one file, one step: the whole file
             try:
                 size = path.stat().st_size
             except OSError:
                 continue
-            idx.where.setdefault(int(m.group(1)), []).append((path, 0, size))
+            idx.where.setdefault(step, []).append((path, 0, size))
         else:
             _index_lines(path, idx)
     idx.steps = sorted(idx.where)
@@ -214,7 +250,37 @@ def _text(v: Any) -> str:
     return v if isinstance(v, str) else str(v)
 
 
+def _chat(v: Any) -> str:
+    """A prompt or completion: text, or a conversation (TRL's ``[{role, content}]``) as ``role: content`` lines."""
+    if isinstance(v, list) and v and all(isinstance(m, dict) and "content" in m for m in v):
+        return "\n".join(f"{_text(m.get('role'))}: {_text(m.get('content'))}" for m in v)
+    return _text(v)
+
+
+#: columns of a verl dump or a TRL completions row that are no extra information
+_DUMP_TEXT = frozenset({"input", "output", "score", "step", "prompt", "completion", "advantage", "gts"})
+
+
+def _numbers(obj: dict[str, Any]) -> list[tuple[str, float]]:
+    return [(k, x) for k, v in obj.items() if k not in _DUMP_TEXT and (x := _num(v)) is not None]
+
+
 def to_sample(step: int, obj: dict[str, Any], path: Path) -> Sample:
+    if "input" in obj and "output" in obj:  # verl's rollout dump: titled by its directory (rollouts, validation)
+        bits = [f"{k} {_short(x)}" for k, x in _numbers(obj)[:8]]
+        if obj.get("gts") is not None:
+            bits.insert(0, f"answer {_text(obj.get('gts'))[:200]}")
+        prompt = _text(obj.get("input"))
+        return Sample(step, path.parent.name, _num(obj.get("score")), prompt, _text(obj.get("output")),
+                      " · ".join(bits), prompt)
+    if path.suffix == ".parquet" and "completion" in obj and "reward" not in obj:  # TRL: one column per reward
+        rewards = _numbers(obj)
+        total = sum(x for _, x in rewards) if rewards else None
+        bits = [f"{k} {_short(x)}" for k, x in rewards[:8]]
+        if (adv := _num(obj.get("advantage"))) is not None:
+            bits.append(f"advantage {_short(adv)}")
+        prompt = _chat(obj.get("prompt"))
+        return Sample(step, "completion", total, prompt, _chat(obj.get("completion")), " · ".join(bits), prompt)
     if "completion" in obj or "prompt" in obj:
         bits = []
         if "reward" not in obj and "reward_total" in obj:  # a rich_completions row: its numbers say where it ranks
@@ -227,8 +293,9 @@ def to_sample(step: int, obj: dict[str, Any], path: Path) -> Sample:
         if isinstance(tops, list) and tops:
             toks = [t for t in tops[:5] if isinstance(t, dict)]
             bits.append("surprising: " + ", ".join(f"{_text(t.get('token'))!r}" for t in toks))
-        return Sample(step, "generation", _num(obj.get("reward")), _text(obj.get("prompt")),
-                      _text(obj.get("completion")), " · ".join(bits))
+        prompt = _text(obj.get("prompt"))
+        return Sample(step, "generation", _num(obj.get("reward")), prompt, _text(obj.get("completion")),
+                      " · ".join(bits), prompt)
     if "total_reward" in obj or "steps" in obj:
         title = f"{_text(obj.get('split') or 'rollout')} group {_text(obj.get('group_idx'))} " \
                 f"traj {_text(obj.get('traj_idx'))}"
@@ -246,5 +313,7 @@ def to_sample(step: int, obj: dict[str, Any], path: Path) -> Sample:
                 lines.extend(f"  {_text(k)}: {_text(v)}" for k, v in logs.items())
         metrics = obj.get("trajectory_metrics")
         extra = ", ".join(f"{k}={_text(v)}" for k, v in metrics.items()) if isinstance(metrics, dict) else ""
-        return Sample(step, title, _num(obj.get("total_reward")), "", "\n".join(lines), extra)
+        group = f"{_text(obj.get('split') or 'rollout')} group {_text(obj.get('group_idx'))}" \
+            if obj.get("group_idx") is not None else ""
+        return Sample(step, title, _num(obj.get("total_reward")), "", "\n".join(lines), extra, group)
     return Sample(step, path.name, _num(obj.get("reward")), "", "\n".join(f"{k}: {_text(v)}" for k, v in obj.items()))

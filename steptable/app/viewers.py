@@ -99,7 +99,8 @@ class Viewers:
                 sources.append((labels.get(rid, rid), files))
         if not sources:
             self.app.notify("no generations side files (generations.jsonl, *_rollout_summaries.jsonl, "
-                            "rich_completions/*.json) in these runs")
+                            "rich_completions/*.json, verl's <rollout_data_dir>/<step>.jsonl, TRL's "
+                            "completions/*.parquet) in these runs")
             return
         grid = self.tables.focused_grid()
         step = None

@@ -385,6 +385,10 @@ def make_source(
     """The source of ``cand``: a StateSource for an HF ``trainer_state.json`` run, else a TailSource."""
     if cand.kind == "trainer_state":
         return StateSource(cand, report, on_resume)
+    if cand.kind in ("wandb", "tensorboard", "trackio"):  # (record files and databases: steptable.ingest.recordsource)
+        from steptable.ingest.recordsource import RecordSource, TrackioSource
+
+        return (TrackioSource if cand.kind == "trackio" else RecordSource)(cand, report, on_resume)
     return TailSource(cand, report, max_line, on_resume)
 
 

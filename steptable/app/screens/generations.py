@@ -1,4 +1,5 @@
-"""Generations viewer: pick a step, read its completions with their rewards.
+"""Generations viewer: pick a step, read its completions with their rewards, grouped by prompt (GRPO's groups:
+each group's rewards on its header line, a group whose rewards are all equal marked as giving no learning signal).
 
 Completions are untrusted text: every string goes through ``sanitize(..., keep_newlines=True)`` and into a Rich
 ``Text`` (never markup), so escape sequences, OSC 52, bidi overrides and ``[markup]`` show as inert characters.
@@ -21,6 +22,7 @@ from textual.screen import Screen
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
+from steptable.app.groups import grouped, groups_of, rewards_text
 from steptable.app.sidefiles import Sample, SideIndex, build_index
 from steptable.app.widgets.keys import KeyBar
 from steptable.table.formatting import sanitize
@@ -63,7 +65,14 @@ def sample_text(samples: Sequence[Sample], arm: str, step: int, start: int = 0) 
     first sample left for the next page (None: the last page)."""
     out = Text()
     n = len(samples)
-    out.append(sanitize(f"{arm} · step {step} · {n} samples"), "bold")
+    groups = groups_of(samples)
+    if all(len(g.rewards) == 1 for g in groups.values()):  # every prompt asked once: no groups to show
+        groups = {}
+    title = f"{arm} · step {step} · {n} samples"
+    if groups:
+        flat = sum(g.flat for g in groups.values())
+        title += f" · {len(groups)} groups" + (f", {flat} with all rewards equal (no learning signal)" if flat else "")
+    out.append(sanitize(title), "bold")
     lines = 1
     k = start
     while k < n:
@@ -72,12 +81,23 @@ def sample_text(samples: Sequence[Sample], arm: str, step: int, start: int = 0) 
         head = f"── {k + 1}/{n} {s.title} · reward {reward}"
         if s.extra:
             head += f" · {s.extra}"
-        prompt, completion = clip(s.prompt), clip(s.completion)
-        size = 2 + prompt.count("\n") + completion.count("\n") + (len(prompt) + len(completion)) // 200
+        group = groups.get(s.group) if s.group else None
+        opens = group is not None and (k == start or samples[k - 1].group != s.group)
+        prompt = clip(s.prompt) if group is None or opens else ""
+        completion = clip(s.completion)
+        size = 2 + 2 * opens + prompt.count("\n") + completion.count("\n") + (len(prompt) + len(completion)) // 200
         if k > start and lines + size > PAGE_LINES:
             break
         lines += size
         out.append("\n\n")
+        if group is not None and opens:
+            out.append(sanitize(f"━━ group {group.number}/{len(groups)} · {len(group.rewards)} sample"
+                                f"{'s' if len(group.rewards) != 1 else ''} · rewards "
+                                f"{rewards_text(group)}"), "bold reverse" if group.flat else "bold underline")
+            out.append("\nprompt: ", "bold dim")
+            out.append(sanitize(prompt, keep_newlines=True), "dim")
+            prompt = ""
+            out.append("\n")
         out.append(sanitize(head), "bold")
         if prompt:
             out.append("\nprompt: ", "bold dim")
@@ -181,7 +201,7 @@ class GenerationsScreen(Screen[None]):
             return
         if step != self.step:
             self.step = step
-            self.samples = _read_samples(self.index, step)
+            self.samples = grouped(_read_samples(self.index, step))
             self.pages = [0]
         elif start < self.pages[-1]:
             self.pages.pop()

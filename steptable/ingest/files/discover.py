@@ -7,11 +7,16 @@ What is a metrics file (by name first, then by content where the name does not s
 - ``trainer_state.json`` (HF / TRL): the run is its directory (the parent of ``checkpoint-N/``), read whole;
 - any other ``*.jsonl``: metrics when its first line is an object with a step key or mostly numbers (``sniff``),
   except the known non-metric JSONL, which are side files of the run: ``checkpoints.jsonl``, ``*generations*.jsonl``,
-  ``*rollout_summaries.jsonl``, ``timing_spans.jsonl``;
+  ``*rollout_summaries.jsonl``, ``timing_spans.jsonl``, and rollout dumps (``files.dumps``: verl's
+  ``<rollout_data_dir>/<step>.jsonl``, TRL's ``completions/completions_<step>.parquet``): generations of the run
+  whose directory holds them (of the only run found, when none does);
 - ``*.log``, ``*.txt``, ``*.out``: console logs, a run once a TinyZero ``step:N - key:value`` line shows up; one
   whose first line is a JSON object with a step is JSONL (``$VERL_FILE_LOGGER_PATH=...metrics.log``);
 - ``metrics.csv`` (Lightning), ``progress.csv`` (SB3), and any ``*.csv`` named on the command line: CSV logs;
-- a file named on the command line that starts with a JSON object: JSONL, whatever its name.
+- a file named on the command line that starts with a JSON object: JSONL, whatever its name;
+- ``run-<id>.wandb`` (W&B, online or offline): kind "wandb", its run directory the one it is in;
+- ``events.out.tfevents.*`` (TensorBoard): kind "tensorboard", one run per directory (its event files together);
+- ``*.db`` holding trackio's ``metrics`` table (``$TRACKIO_DIR/<project>.db``): kind "trackio", a run per run name.
 
 What is walked: every directory under a root but hidden ones and ``SKIP_DIRS``; directory links in the top
 ``LINK_DEPTH`` levels are followed (``logs/exp42 -> /scratch/exp42``) once the real tree is walked, deeper ones are
@@ -35,6 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
+from steptable.ingest.files.dumps import is_dump
 from steptable.ingest.files.walk import LINK_DEPTH as LINK_DEPTH
 from steptable.ingest.files.walk import SKIP_DIRS as SKIP_DIRS
 from steptable.ingest.files.walk import OnError as OnError
@@ -72,6 +78,10 @@ def side_category(path: Path) -> str | None:
         return "timing_spans"
     if name.endswith("_logtree.json"):
         return "logtree"
+    if is_dump(path) is not False:  # verl's rollout_data_dir/{step}.jsonl, TRL's completions_{step}.parquet
+        return "generations"  # (a verl-named file not yet judged waits as one: judged again when it changes)
+    if name.endswith(".table.json") and path.parent.name == "table" and path.parent.parent.name == "media":
+        return "generations"  # a wandb.Table logged beside a W&B run (files/media/table/<key>_<step>_<hash>)
     if name in ("config.json", "config.yaml", "config.yml", "hparams.yaml", "args.json"):
         return "config"
     if path.parent.name == "rich_completions" and name.endswith(".json"):
@@ -85,7 +95,7 @@ class Candidate:
 
     key: Path
     path: Path
-    kind: str  # "jsonl" | "trainer_state" | "console" | "csv"
+    kind: str  # "jsonl" | "trainer_state" | "console" | "csv" | "wandb" | "tensorboard" | "trackio"
     run_id: str
     arm: str
     run_dir: Path
@@ -170,6 +180,10 @@ def discover(paths: Iterable[str | Path], on_error: OnError | None = None,
     cands = _one_per_file(list(found.values()))
     for cat, path in sides:
         owners = [c for c in cands if path.is_relative_to(c.run_dir)]
+        # a W&B run directory owns what is under it (its files/requirements.txt is no run of its own)
+        owners = [c for c in owners if c.kind == "wandb"] or owners
+        if not owners and cat == "generations" and len(cands) == 1:  # (verl's rollout_data_dir beside the run)
+            owners = cands
         if owners:
             depth = max(len(c.run_dir.parts) for c in owners)
             for c in owners:
@@ -234,6 +248,8 @@ def classify(path: Path, root: Path, label: str | None = None, *, explicit: bool
         return Candidate(run_dir, path, "trainer_state", rid, arm, run_dir, True)
     if side_category(path) is not None and not explicit:
         return None
+    if (rec := _record_kind(path, root, label, explicit)) is not None:
+        return rec
     suffix = path.suffix.lower()
     if low in JSONL_NAMES or _TORCHTUNE.match(low) or suffix == ".jsonl":
         confirmed = explicit or low in JSONL_NAMES or _TORCHTUNE.match(low) is not None
@@ -252,6 +268,49 @@ def classify(path: Path, root: Path, label: str | None = None, *, explicit: bool
         arm, run_dir = arm_and_run_dir(path, root)
         return Candidate(path, path, "jsonl", _run_id(path, root, label), arm, run_dir, True)
     return None
+
+
+_WANDB_FILE: Final = re.compile(r"^run-[A-Za-z0-9_-]+\.wandb$")
+
+
+def _record_kind(path: Path, root: Path, label: str | None, explicit: bool) -> Candidate | None:
+    """A W&B run file, a TensorBoard event file (its directory is the run) or a trackio database, else None."""
+    name = path.name
+    if _WANDB_FILE.match(name) or (explicit and name.endswith(".wandb")):
+        run_dir = path.parent  # (offline-run-<date>-<id>: the run's display name becomes its arm once read)
+        return Candidate(path, path, "wandb", _run_id(path, root, label), run_dir.absolute().name, run_dir, True)
+    if name.startswith("events.out.tfevents."):
+        run_dir = path.parent
+        arm, _ = arm_and_run_dir(path, root, run_dir=run_dir)
+        rid = _run_id(path, root, label) if root == path else (
+            _run_id(run_dir, root, label) if run_dir != root else (label or run_dir.absolute().name))
+        return Candidate(run_dir, path, "tensorboard", rid, arm, run_dir, True)
+    if name.endswith(".db") and (explicit or _is_trackio(path)):
+        arm, run_dir = arm_and_run_dir(path, root)
+        return Candidate(path, path, "trackio", _run_id(path, root, label), arm, run_dir, True)
+    return None
+
+
+#: _is_trackio's verdicts: path -> ((inode, mtime), verdict); a database is opened once while it is unchanged
+_TRACKIO: dict[Path, tuple[tuple[int, int], bool]] = {}
+
+
+def _is_trackio(path: Path) -> bool:
+    from steptable.ingest.readers.trackio import is_trackio
+
+    try:
+        st = os.stat(path)
+    except OSError:
+        return False
+    sig = (st.st_ino, st.st_mtime_ns)
+    hit = _TRACKIO.get(path)
+    if hit is not None and (hit[1] or hit[0] == sig):  # (once trackio's, always: the writer only adds to it)
+        return hit[1]
+    verdict = is_trackio(path)
+    if len(_TRACKIO) >= _KINDS_MAX:
+        _TRACKIO.clear()
+    _TRACKIO[path] = (sig, verdict)
+    return verdict
 
 
 #: _log_kind's verdicts by path: (inode, size, mtime) -> kind; a file that has not changed is not read again

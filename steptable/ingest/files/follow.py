@@ -45,7 +45,7 @@ BAD_TOLD = 20
 #: Written later, it is a run again (a reset). A sweep that deletes its runs stops paying for them after it.
 GONE_AFTER, GONE_POLLS = 600.0, 3
 MAX_RETIRED = 10_000  # runs no longer followed whose generation is remembered for that (the oldest forgotten first)
-_WATCHED_SUFFIXES = frozenset({".jsonl", ".json", ".log", ".txt", ".out"})
+_WATCHED_SUFFIXES = frozenset({".jsonl", ".json", ".log", ".txt", ".out", ".wandb", ".db"})
 
 
 class Follower:
@@ -265,6 +265,8 @@ class Follower:
         src = make_source(cand, self._report, self.max_line, self.on_resume)
         self._sources[cand.key] = src
         self._by_file[os.path.abspath(cand.path)] = src
+        for extra in getattr(src, "watch_paths", list)():  # (a TensorBoard run's directory, a trackio WAL)
+            self._by_file[os.path.abspath(extra)] = src
 
     def _settled(self, path: Path) -> bool:
         """Judged not a run before and nothing to judge again: the same file, not grown (a JSONL whose first line
@@ -294,6 +296,8 @@ class Follower:
         self._missing.pop(src.cand.key, None)
         self._sources.pop(src.cand.key, None)
         self._by_file.pop(os.path.abspath(src.cand.path), None)
+        for extra in getattr(src, "watch_paths", list)():
+            self._by_file.pop(os.path.abspath(extra), None)
         self._real.pop(src.cand.real, None)
 
     def _drop(self, src: Source) -> None:
@@ -325,6 +329,8 @@ class Follower:
         with self._pass:
             for p in sorted(paths):  # (a set: in its order, runs found together came in a new order each launch)
                 src = self._by_file.get(os.path.abspath(p))
+                if src is None and p.name.startswith("events.out.tfevents."):  # a new file of a TensorBoard run
+                    src = self._by_file.get(os.path.dirname(os.path.abspath(p)))
                 if src is None and p.name == "trainer_state.json":
                     src = next((s for s in self._sources.values() if s.cand.kind == "trainer_state"
                                 and p.is_relative_to(s.cand.run_dir.absolute())), None)

@@ -1,0 +1,125 @@
+"""Full-ingest time of the same rows as a W&B run file, TensorBoard events and a trackio database, against the
+same rows as JSONL (the anchor), measured in the same run.
+
+    python bench/bench_records.py                    # 20k steps x 42 keys (each format written by its library)
+    python bench/bench_records.py --steps 100000 --data /tmp/rec100k   # the issue's size (written once, kept)
+
+Each format is written by its own library (wandb offline, torch's SummaryWriter, trackio), then read by
+``Follower.scan()`` + ``finish()`` (what ``tail``/``summary`` do, and what ``watch`` does before its first frame) in
+a fresh interpreter, best of ``--repeat``. Goal: every format within 2x the JSONL time for the same rows.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+
+KEYS = [f"grp{g}/metric_{i}" for g in range(6) for i in range(7)]  # 42 keys
+
+
+def _rows_code(steps: int) -> str:
+    return textwrap.dedent(f"""
+        import math, random
+        rng = random.Random(0)
+        KEYS = {KEYS!r}
+        def rows():
+            for s in range({steps}):
+                yield s, {{k: rng.gauss(0, 1) * 10 ** rng.randint(-4, 3) for k in KEYS}}
+    """)
+
+
+def _writer(code: str, env: dict[str, str], steps: int) -> float:
+    full = {**os.environ, **env, "WANDB_MODE": "offline", "WANDB_SILENT": "true", "TRACKIO_DISABLE_TELEMETRY": "1"}
+    t0 = time.perf_counter()
+    subprocess.run([sys.executable, "-c", _rows_code(steps) + textwrap.dedent(code)], env=full, check=True,
+                   capture_output=True)
+    return time.perf_counter() - t0
+
+
+def generate(root: Path, steps: int) -> dict[str, Path]:
+    out = {"jsonl": root / "jsonl" / "metrics.jsonl", "wandb": root / "wb", "tensorboard": root / "tb" / "run",
+           "trackio": root / "tk"}
+    done = root / "written"
+    if done.exists() and done.read_text() == str(steps):
+        return out
+    for p in out.values():
+        (p.parent if p.suffix else p).mkdir(parents=True, exist_ok=True)
+    _writer(f"""
+        import json
+        with open({str(out['jsonl'])!r}, "w") as f:
+            for s, r in rows():
+                f.write(json.dumps({{"step": s, **r}}) + "\\n")
+    """, {}, steps)
+    t = _writer("""
+        import wandb
+        run = wandb.init(project="bench", name="bench-run")
+        for s, r in rows():
+            run.log(r, step=s)
+        run.finish()
+    """, {"WANDB_DIR": str(out["wandb"])}, steps)
+    print(f"  wandb wrote {steps} steps in {t:.1f} s", file=sys.stderr)
+    _writer(f"""
+        from torch.utils.tensorboard import SummaryWriter
+        w = SummaryWriter({str(out['tensorboard'])!r}, max_queue=10000, flush_secs=3600)
+        for s, r in rows():
+            for k, v in r.items():
+                w.add_scalar(k, v, s)
+        w.close()
+    """, {}, steps)
+    _writer("""
+        import trackio
+        trackio.init(project="bench", name="bench-run")
+        for s, r in rows():
+            trackio.log(r, step=s)
+        trackio.finish()
+    """, {"TRACKIO_DIR": str(out["trackio"])}, steps)
+    done.write_text(str(steps))
+    return out
+
+
+def measure(path: Path) -> tuple[float, int]:
+    code = textwrap.dedent(f"""
+        import time, json
+        from steptable.ingest.files.follow import Follower
+        t0 = time.perf_counter()
+        f = Follower([{str(path)!r}]); f.scan(); f.finish()
+        dt = time.perf_counter() - t0
+        print(json.dumps([dt, sum(len(s) for s in f.stores.values())]))
+    """)
+    got = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
+    dt, rows = json.loads(got.stdout.strip().splitlines()[-1])
+    return float(dt), int(rows)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--steps", type=int, default=20_000)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--data", type=Path, help="write the runs here once and reuse them (default: a temporary dir)")
+    args = ap.parse_args()
+    random.seed(0)
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = generate(args.data or Path(tmp), args.steps)
+        sizes = {k: sum(f.stat().st_size for f in (p.rglob("*") if p.is_dir() else [p]) if f.is_file())
+                 for k, p in paths.items()}
+        best: dict[str, float] = {}
+        for name, path in paths.items():
+            runs = [measure(path) for _ in range(args.repeat)]
+            best[name] = min(dt for dt, _ in runs)
+            rows = runs[0][1]
+            print(f"{name:12s} {sizes[name] / 1e6:7.1f} MB  {rows:7d} rows  ingest {best[name]:6.2f} s"
+                  + ("" if name == "jsonl" else f"  = {best[name] / best['jsonl']:.2f}x JSONL"))
+        assert not math.isnan(best["jsonl"])
+
+
+if __name__ == "__main__":
+    main()

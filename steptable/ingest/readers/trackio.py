@@ -1,0 +1,184 @@
+"""trackio databases (``<project>.db`` under ``$TRACKIO_DIR``): one run per ``run_name``, new rows by id.
+
+trackio keeps a project in SQLite (WAL journal): table ``metrics(id, run_id, timestamp, run_name, step, metrics)``,
+``metrics`` a JSON object (a non-finite value stored as the string ``"NaN"``/``"Infinity"``: read as non-finite),
+``configs(run_name, config)``. The database is opened read-only (``mode=ro``): a reader never takes a write lock, and
+in WAL mode never blocks the writer; each poll is one short read of the rows past the last id seen. A database that
+is busy (a writer in rollback-journal mode) is read at the next poll; one that is damaged is read row by row around
+the damage, each unreadable id range reported.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from steptable.ingest.parse import BadLine, flatten
+
+SQLITE_MAGIC = b"SQLite format 3\x00"
+#: rows read per poll at most (a large database is read over a few polls)
+BATCH = 200_000
+#: ids tried one by one past the last readable row of a damaged database whose last id is unknown
+MAX_PROBE = 1000
+_DECODE = msgspec.json.Decoder()
+
+
+@contextlib.contextmanager
+def connect(path: Path) -> Iterator[sqlite3.Connection]:
+    """A read-only connection that waits at most 50 ms for a lock (then the poll gives up until the next one)."""
+    uri = Path(os.path.abspath(path)).as_uri() + "?mode=ro"
+    con = sqlite3.connect(uri, uri=True, timeout=0.05, check_same_thread=False)
+    try:
+        con.execute("PRAGMA query_only = 1")
+        yield con
+    finally:
+        con.close()
+
+
+def is_trackio(path: Path) -> bool:
+    """A SQLite file with trackio's ``metrics`` table: its schema text near the start (a damaged database is still
+    recognised, and reported by the reader), else asked of SQLite."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(1 << 16)
+    except OSError:
+        return False
+    if not head.startswith(SQLITE_MAGIC):
+        return False
+    if b"CREATE TABLE metrics" in head and b"run_name" in head:
+        return True
+    try:
+        with connect(path) as con:
+            cols = {r[1] for r in con.execute("PRAGMA table_info(metrics)")}
+    except sqlite3.OperationalError:  # locked, or not a database
+        return False
+    except sqlite3.DatabaseError:  # damaged where its schema is: the reader reports what it can read
+        return True
+    return {"id", "run_name", "step", "metrics"} <= cols
+
+
+def _unix(ts: Any) -> float | None:
+    if not isinstance(ts, str):
+        return None
+    try:
+        return datetime.fromisoformat(ts).timestamp()
+    except ValueError:
+        return None
+
+
+class TrackioReader:
+    """New rows of a trackio database, by run name."""
+
+    def __init__(self, path: Path, label: str) -> None:
+        self.path = path
+        self.label = label
+        self.last_id = 0
+        self._sig: tuple[int, ...] | None = None
+        self.configs: dict[str, Any] = {}
+
+    def _signature(self) -> tuple[int, ...]:
+        sig: list[int] = []
+        for p in (self.path, Path(f"{self.path}-wal")):
+            try:
+                st = os.stat(p)
+                sig += [st.st_ino, st.st_size, st.st_mtime_ns]
+            except OSError:
+                sig += [0, 0, 0]
+        return tuple(sig)
+
+    def changed(self) -> bool:
+        """The database (or its WAL) changed since the last read (a stat or two: a quiet run costs no query)."""
+        return self._signature() != self._sig
+
+    def read(self) -> tuple[dict[str, list[tuple[int, dict[str, Any]]]], list[BadLine]]:
+        """Rows added since the last read: run name -> [(step, row)], and problems. Raises sqlite3.OperationalError
+        while the database is locked (read again at the next poll)."""
+        sig = self._signature()
+        out: dict[str, list[tuple[int, dict[str, Any]]]] = {}
+        bad: list[BadLine] = []
+        if sig[1] == 0:
+            self._sig = sig
+            return out, [BadLine(self.label, 0, "empty file (no trackio database yet)")]
+        with connect(self.path) as con:
+            try:
+                got = con.execute(
+                    "SELECT id, run_name, step, timestamp, metrics FROM metrics WHERE id > ? ORDER BY id LIMIT ?",
+                    (self.last_id, BATCH)).fetchall()
+            except sqlite3.OperationalError as e:
+                if "locked" in str(e) or "busy" in str(e):
+                    raise
+                got, bad = self._around_damage(con, e)
+            except sqlite3.DatabaseError as e:
+                got, bad = self._around_damage(con, e)
+            self._read_configs(con)
+        for rid, run, step, ts, blob in got:
+            self.last_id = max(self.last_id, rid)
+            try:
+                obj = _DECODE.decode(blob)
+                if type(obj) is not dict:
+                    raise ValueError("not an object")
+            except (msgspec.DecodeError, ValueError, TypeError) as e:
+                bad.append(BadLine(self.label, 0, f"row id {rid}: unreadable metrics ({e}); skipped"))
+                continue
+            row = flatten(obj)
+            if isinstance(step, int):
+                row["step"] = step
+            else:
+                bad.append(BadLine(self.label, 0, f"row id {rid}: step {step!r:.40} is not an integer; skipped"))
+                continue
+            t = _unix(ts)
+            if t is not None:
+                row["_timestamp"] = t
+            out.setdefault(str(run), []).append((step, row))
+        if len(got) < BATCH:
+            self._sig = sig
+        return out, bad
+
+    def _around_damage(self, con: sqlite3.Connection, err: Exception) -> tuple[list[Any], list[BadLine]]:
+        """Rows past ``last_id`` read one id at a time (a damaged page costs the rows on it, not the rest)."""
+        bad = [BadLine(self.label, 0, f"database damaged ({err}); reading row by row")]
+        hi = None
+        for q in ("SELECT seq FROM sqlite_sequence WHERE name = 'metrics'", "SELECT max(id) FROM metrics"):
+            try:
+                top = con.execute(q).fetchone()
+                hi = int(top[0])
+                break
+            except (sqlite3.DatabaseError, TypeError, ValueError, IndexError):
+                continue
+        rows: list[Any] = []
+        lost: list[int] = []
+        rid = self.last_id
+        stop = min(hi, self.last_id + BATCH) if hi is not None else self.last_id + BATCH
+        while rid < stop:
+            rid += 1
+            try:
+                r = con.execute("SELECT id, run_name, step, timestamp, metrics FROM metrics WHERE id = ?",
+                                (rid,)).fetchone()
+            except sqlite3.DatabaseError:
+                lost.append(rid)
+                if hi is None and len(lost) >= MAX_PROBE and (not rows or rid - rows[-1][0] >= MAX_PROBE):
+                    break  # no known last id and nothing readable for a while: the rest is gone
+                continue
+            if r is not None:
+                rows.append(r)
+        if lost:
+            bad.append(BadLine(self.label, 0, f"rows id {lost[0]}-{lost[-1]}: {len(lost)} unreadable; skipped"))
+        if rows or lost:  # (ids past the damage are read next time only if new ones come)
+            self.last_id = max([self.last_id, *lost, *(r[0] for r in rows)])
+        return rows, bad
+
+    def _read_configs(self, con: sqlite3.Connection) -> None:
+        try:
+            for run, blob in con.execute("SELECT run_name, config FROM configs"):
+                if str(run) not in self.configs:
+                    with contextlib.suppress(msgspec.DecodeError, TypeError):
+                        self.configs[str(run)] = _DECODE.decode(blob)
+        except sqlite3.Error:
+            pass

@@ -1,0 +1,229 @@
+"""W&B run files (``run-<id>.wandb``): the run's history rows, name, config and end, read as they are written.
+
+The file is wandb's transaction log: a 7-byte header (``:W&B``, magic 0xBEE1, version 0), then a LevelDB-style log
+of 32 KiB blocks whose chunks (crc32 over type and data, length, type FULL/FIRST/MIDDLE/LAST) carry protobuf
+``Record``s, decoded by :mod:`~steptable.ingest.readers.protowire` (stdlib: reading needs no wandb).
+
+- ``history``: one row per record; ``_step`` is the step, ``_timestamp`` (a wall clock) and ``_runtime`` are kept;
+  nested keys are joined with ``/``; ``NaN``/``Infinity`` values are read as non-finite floats. A media value (a
+  ``wandb.Table``, an image: an object with ``_type``) is no metric: its cells are left out.
+- ``run``: the display name (the run's arm) and config; ``exit``: the run ended, and how (a non-zero exit code).
+
+Damage: a chunk whose checksum fails is reported with its byte offset and skipped (the chunk after it is tried, else
+the next block); a record cut short by a concurrent write waits for the rest, and is reported when a one-shot read
+ends on it. Every good record is kept.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import struct
+import zlib
+from typing import Any
+
+from steptable.ingest.parse import BadLine
+from steptable.ingest.parsed import Parsed
+from steptable.ingest.readers.jsonl import JsonlParser
+from steptable.ingest.readers.protowire import wandb_record
+
+HEADER = b":W&B" + struct.pack("<HB", 0xBEE1, 0)
+BLOCK = 32 * 1024
+CHUNK_HEADER = 7
+FULL, FIRST, MIDDLE, LAST = 1, 2, 3, 4
+_TYPE_CRC = [zlib.crc32(bytes([t])) for t in range(256)]
+_UNPACK = struct.Struct("<IHB").unpack_from
+_TIMESTAMP = re.compile(rb'"_timestamp":([^,}]*)')
+#: history rows handed on per call at most: the rest of what was read is parsed by the next call
+ROWS_PER_CALL = 2048
+
+
+class WandbParser:
+    """Bytes of a ``.wandb`` file (from its start, in pieces) -> :class:`Parsed` rows and run facts in ``meta``:
+    ``name`` (the display name), ``config``, ``runinfo`` (``closed``, ``end``: as a StepLogger's description says a
+    run ended) and ``tables`` (files of ``wandb.Table`` values, relative to the run's ``files/``)."""
+
+    def __init__(self, label: str) -> None:
+        self.label = label
+        self.reset()
+
+    def reset(self) -> None:
+        self.pos = 0  # file offset of the next byte to parse
+        self._frags: list[bytes] = []
+        self._frag_at = 0
+        self._start = 0.0
+        self._last_time: float | None = None
+        self.jsonl = JsonlParser(self.label)
+        self.jsonl.step_key = "_step"  # the step of every row (a user key named ``step`` is a metric here)
+        self._skip_until = 0
+        self.more = False  # the last call stopped early: call again on the bytes left
+        self._keys: dict[bytes, bytes] = {}  # key -> its JSON text and colon
+        self._media_keys: set[bytes] = set()  # keys that name a media value's type (``samples/_type``)
+        self._batch = 64  # rows of the first call (the JSONL reader learns the keys; its fast path takes the rest)
+        self._last_line = b""  # the last history row (its _timestamp: when the run last logged)
+
+    def parse(self, data: bytes, base: int, final: bool = False) -> tuple[int, Parsed]:
+        """Parse whole chunks of ``data`` (file bytes from offset ``base`` = the offset where the last call stopped).
+        Returns (bytes consumed, what they held). ``final``: nothing more will come (a one-shot read): a cut record
+        at the end is reported, not waited for."""
+        assert base == self.pos
+        bad: list[BadLine] = []
+        meta: dict[str, Any] = {}
+        lines: list[bytes] = []
+        self.more = False
+        i, n = 0, len(data)
+        if self._skip_until > base:
+            i = min(self._skip_until - base, n)
+        elif self.pos == 0:
+            if n < len(HEADER):
+                if final:
+                    bad.append(BadLine(self.label, 0, "empty file" if n == 0 else f"cut short at byte {n} (header)"))
+                return 0, Parsed(steps=[], bad=bad)
+            if data[: len(HEADER)] != HEADER:
+                bad.append(BadLine(self.label, 0, "byte 0: not a W&B run file (no :W&B header); not read"))
+                self.pos = n
+                return n, Parsed(steps=[], bad=bad)
+            i = len(HEADER)
+        while True:
+            at = base + i
+            left = BLOCK - at % BLOCK
+            if left < CHUNK_HEADER:  # a block's tail too short for a chunk header: zero padding
+                if n - i < left:
+                    break
+                i += left
+                continue
+            if n - i < CHUNK_HEADER:
+                break
+            crc, length, kind = _UNPACK(data, i)
+            end = i + CHUNK_HEADER + length
+            if length > left - CHUNK_HEADER or kind not in (FULL, FIRST, MIDDLE, LAST):
+                if crc == 0 and length == 0 and kind == 0:  # zero padding of a preallocated block
+                    i += left
+                    continue
+                bad.append(BadLine(self.label, 0, f"byte {at}: damaged chunk header; rest of the block skipped"))
+                self._frags = []
+                if n - i < left:  # the next block is not all here yet: skip to it over later calls
+                    self._skip_until = at + left
+                    i = n
+                    break
+                i += left
+                continue
+            if end > n:
+                break  # cut by a concurrent write: wait for the rest
+            chunk = data[i + CHUNK_HEADER : end]
+            if zlib.crc32(chunk, _TYPE_CRC[kind]) != crc:
+                bad.append(BadLine(self.label, 0, f"byte {at}: checksum mismatch; record skipped"))
+                self._frags = []
+                i = end
+                continue
+            i = end
+            self._chunk(kind, chunk, at, lines, meta, bad)
+            if len(lines) >= self._batch and not self._frags and i < n:
+                self._batch = min(self._batch * 8, ROWS_PER_CALL)
+                self.more = True  # (the JSONL reader's typed fast path takes the next batches once it knows the keys)
+                break
+        if final and i < n and not self.more:
+            bad.append(BadLine(self.label, 0, f"byte {base + i}: record cut short ({n - i} bytes at the end); "
+                                              "not read"))
+        self.pos = base + i
+        return i, self._parsed(lines, meta, bad)
+
+    def _chunk(self, kind: int, chunk: bytes, at: int, lines: list[bytes], meta: dict[str, Any],
+               bad: list[BadLine]) -> None:
+        """One checked chunk: a whole record, or a fragment of one (FIRST, MIDDLE, LAST)."""
+        if kind == FULL:
+            self._frags = []
+            self._record_bytes(chunk, at, lines, meta, bad)
+        elif kind == FIRST:
+            self._frags, self._frag_at = [chunk], at
+        elif self._frags:
+            self._frags.append(chunk)
+            if kind == LAST:
+                whole = b"".join(self._frags)
+                self._frags = []
+                self._record_bytes(whole, self._frag_at, lines, meta, bad)
+        else:
+            bad.append(BadLine(self.label, 0, f"byte {at}: the rest of a record whose start was lost; skipped"))
+
+    def _parsed(self, lines: list[bytes], meta: dict[str, Any], bad: list[BadLine]) -> Parsed:
+        if not lines:
+            return Parsed(steps=[], bad=bad, meta=meta)
+        parsed = self.jsonl.parse(b"\n".join(lines) + b"\n", 1)
+        parsed.bad = bad + [BadLine(self.label, 0, b.reason) for b in parsed.bad]
+        parsed.meta = meta
+        return parsed
+
+    def _record_bytes(self, raw: bytes, at: int, lines: list[bytes], meta: dict[str, Any],
+                      bad: list[BadLine]) -> None:
+        try:
+            which, got = wandb_record(raw, lines=True)
+            if which == "line" and b'/_type":' in got:  # a media value: its cells are left out item by item
+                which, got = wandb_record(raw)
+        except (ValueError, IndexError, struct.error) as e:  # checksums passed but the record is not one
+            bad.append(BadLine(self.label, 0, f"byte {at}: not a readable record ({type(e).__name__}); skipped"))
+            return
+        if which == "line":
+            lines.append(got)
+            self._last_line = got
+        elif which == "history":
+            line = self._history_line(got)
+            if line is not None:
+                lines.append(line)
+        elif which == "run":
+            if got["name"]:
+                meta["name"] = got["name"]
+            if got["start"]:
+                self._start = got["start"]
+            config = {}
+            for key, value in got["config"]:
+                name = key.decode("utf-8", "replace")
+                if name == "_wandb":
+                    continue
+                try:
+                    config[name] = json.loads(value)
+                except ValueError:
+                    config[name] = value.decode("utf-8", "replace")
+            if config:
+                meta["config"] = config
+        elif which == "exit":
+            code, runtime = got
+            self._stamp(self._last_line)
+            closed = self._last_time or (self._start + runtime if self._start else 0.0)
+            info: dict[str, Any] = {"closed": closed}
+            if code:
+                info["end"] = f"exit_code_{code}" if code > 0 else f"exit_code_minus_{-code}"
+            meta["runinfo"] = info
+
+    def _stamp(self, line: bytes) -> None:
+        """The run's last clock: ``_timestamp`` of its last history row."""
+        m = _TIMESTAMP.search(line)
+        if m is not None:
+            try:
+                self._last_time = float(m.group(1))
+            except ValueError:
+                pass
+
+    def _history_line(self, items: list[tuple[bytes, bytes]]) -> bytes | None:
+        """One history record as a JSON object line (values are already JSON text: the JSONL reader does the rest,
+        its fast path included)."""
+        heads = self._keys
+        out = []
+        media: list[bytes] = []
+        stamp = None
+        for key, value in items:
+            head = heads.get(key)
+            if head is None:
+                head = heads[key] = json.dumps(key.decode("utf-8", "replace")).encode() + b":"
+                if key.endswith(b"/_type"):
+                    self._media_keys.add(key)
+            if key in self._media_keys:
+                media.append(head[:-7])  # (its JSON text without the closing `/_type":`)
+            out.append(head + value)
+            if key == b"_timestamp":
+                stamp = value
+        if stamp is not None:
+            self._last_line = b'{"_timestamp":' + stamp + b"}"
+        if media:  # a wandb.Table, an image...: its cells are no metrics
+            prefixes = tuple(media)
+            out = [o for o in out if not o.startswith(prefixes)]
+        return b"{" + b",".join(out) + b"}" if out else None

@@ -1,0 +1,209 @@
+"""Sources of runs kept in record files and databases: W&B run files, TensorBoard run directories, trackio projects.
+
+Each follows its run live like :class:`~steptable.ingest.source.TailSource` follows a JSONL: a poll reads what was
+written since the last one (a record cut by a concurrent write waits for its second half) and feeds the store. Each
+format is decoded with the standard library alone (no wandb, tensorboard or trackio needed to read).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import sqlite3
+from pathlib import Path
+from typing import Any, Protocol
+
+from steptable.ingest.files.bytetail import ByteTail
+from steptable.ingest.files.discover import Candidate
+from steptable.ingest.parse import BadLine
+from steptable.ingest.parsed import Parsed
+from steptable.ingest.readers import tensorboard, trackio, wandb
+from steptable.ingest.source import Report, Source
+from steptable.ingest.store import ResumeReader, RunStore
+
+RECORD_KINDS = frozenset({"wandb", "tensorboard", "trackio"})
+_EVENTS = re.compile(r"^events\.out\.tfevents\.")
+
+
+class _RecordParser(Protocol):
+    def reset(self) -> None: ...
+
+    def parse(self, data: bytes, base: int, final: bool = False) -> tuple[int, Parsed]: ...
+
+
+class _Base(Source):
+    def __init__(self, cand: Candidate, report: Report, on_resume: ResumeReader | None) -> None:
+        super().__init__(cand, report, on_resume)
+        self.exposed = True
+        self._live = False
+        self._told: set[str] = set()
+
+    def _tell(self, store: RunStore, bad: BadLine) -> None:
+        """Report ``bad`` once (a file that cannot be read is not reported again on every poll)."""
+        if bad.reason in self._told:
+            return
+        self._told.add(bad.reason)
+        store.add_bad([bad])
+        self.report(bad)
+
+    def _apply(self, store: RunStore, parsed: Parsed, now: float | None) -> bool:
+        meta = parsed.meta
+        changed = False
+        if meta:
+            with store.lock:
+                if isinstance(name := meta.get("name"), str) and name:
+                    store.arm = name
+                if "config" in meta:
+                    store.meta["config"] = meta["config"]
+                if "runinfo" in meta:
+                    store.meta["runinfo"] = meta["runinfo"]
+            parsed.meta = {}
+            changed = True
+        if parsed.steps or parsed.bad:
+            store.add(parsed, now)
+            self._bad(parsed.bad)
+            changed = True
+        return changed
+
+
+class RecordSource(_Base):
+    """A W&B run file, or a TensorBoard run directory (its event files read in name order, merged by step)."""
+
+    def __init__(self, cand: Candidate, report: Report, on_resume: ResumeReader | None = None) -> None:
+        super().__init__(cand, report, on_resume)
+        self._files: dict[Path, tuple[ByteTail, _RecordParser]] = {}
+        self._dir_sig: int | None = None
+        self.tail: ByteTail | None = None  # the file read last (the follower checks its progress)
+
+    def watch_paths(self) -> list[Path]:
+        """Paths whose change events concern this run (a TensorBoard run's directory gains new files)."""
+        return [self.cand.run_dir] if self.cand.kind == "tensorboard" else []
+
+    def _paths(self) -> list[Path]:
+        if self.cand.kind == "wandb":
+            return [self.cand.path]
+        d = Path(self.cand.key)
+        try:
+            sig = os.stat(d).st_mtime_ns
+        except OSError:
+            return list(self._files)
+        if sig == self._dir_sig:
+            return list(self._files)
+        self._dir_sig = sig
+        try:
+            names = sorted(e.name for e in os.scandir(d) if _EVENTS.match(e.name) and e.is_file())
+        except OSError:
+            return list(self._files)
+        return [*self._files, *(d / n for n in names if d / n not in self._files)]
+
+    def _parser(self, path: Path) -> tuple[ByteTail, _RecordParser]:
+        got = self._files.get(path)
+        if got is None:
+            parser: _RecordParser = (wandb.WandbParser(str(path)) if self.cand.kind == "wandb"
+                                     else tensorboard.EventParser(str(path)))
+            got = self._files[path] = (ByteTail(path), parser)
+        return got
+
+    def poll(self) -> bool:
+        return self._read(final=False)
+
+    def finish(self) -> bool:
+        """One-shot reads: a record cut at the end of a file is reported (a follower waits for its rest)."""
+        return self._read(final=True)
+
+    def _read(self, final: bool) -> bool:
+        store = self.store
+        changed = False
+        now = None if self._live else math.nan
+        missing = True
+        for path in self._paths():
+            tail, parser = self._parser(path)
+            self.tail = tail
+            while True:
+                try:
+                    reset, grew = tail.read()
+                except OSError as e:
+                    self._tell(store, BadLine(str(path), 0, f"unreadable ({e.strerror or e})"))
+                    break
+                if reset:
+                    for t, p in self._files.values():  # the run is read again from its first file
+                        if t is not tail:
+                            t.pending, t.base, t.read_to = b"", 0, 0
+                        p.reset()
+                    store.reset()
+                    now = math.nan
+                    changed = True
+                if not (grew or reset or final):
+                    break
+                while True:  # (a parser may stop early on a large read: ``more``)
+                    used, parsed = parser.parse(tail.pending, tail.base, final and not tail.more)
+                    tail.consume(used)
+                    changed = self._apply(store, parsed, now) or changed
+                    if not (getattr(parser, "more", False) and used):
+                        break
+                if not grew:
+                    break
+            missing = missing and tail.missing
+        self.missing = missing and bool(self._files)
+        self._live = True
+        return changed
+
+
+class TrackioSource(_Base):
+    """A trackio project database: one store per run name (``<project>.db#<run_name>``, armed with the name)."""
+
+    def __init__(self, cand: Candidate, report: Report, on_resume: ResumeReader | None = None) -> None:
+        super().__init__(cand, report, on_resume)
+        self.reader = trackio.TrackioReader(cand.path, str(cand.path))
+        self.runs: dict[str, RunStore] = {}
+
+    def stores(self) -> list[RunStore]:
+        return list(self.runs.values())
+
+    def watch_paths(self) -> list[Path]:
+        return [Path(f"{self.cand.path}-wal")]
+
+    def poll(self) -> bool:
+        if not os.path.exists(self.cand.path):
+            self.missing = True
+            return False
+        self.missing = False
+        if not self.reader.changed():
+            return False
+        try:
+            got, bad = self.reader.read()
+        except sqlite3.Error as e:  # locked by a writer: read at the next poll
+            if "locked" in str(e) or "busy" in str(e):
+                return False
+            self._tell(self.store, BadLine(str(self.cand.path), 0, f"unreadable ({e})"))
+            return True
+        now = None if self._live else math.nan
+        self._live = True
+        changed = False
+        for b in bad:
+            target = next(iter(self.runs.values()), self.store)
+            self._tell(target, b)
+            changed = True
+        for run, rows in got.items():
+            store = self._run(run)
+            parsed = Parsed(steps=[s for s, _ in rows], rows=[r for _, r in rows], step_key="step")
+            changed = self._apply(store, parsed, now) or changed
+        return changed
+
+    def finish(self) -> bool:
+        if not self.runs and self.store.bad_count:
+            self.runs[""] = self.store  # nothing but problems: the file is listed with them
+            return True
+        return False
+
+    def _run(self, name: str) -> RunStore:
+        store = self.runs.get(name)
+        if store is None:
+            store = RunStore(f"{self.cand.run_id}#{name}", self.cand.path, "trackio", name, self.store.on_resume)
+            store.side_files = self.cand.side_files
+            config: Any = self.reader.configs.get(name)
+            if isinstance(config, dict):
+                store.meta["config"] = config
+            self.runs[name] = store
+        return store

@@ -1,0 +1,91 @@
+"""Rollout dumps written by the real trainers' own code: verl's ``_write_generations`` (the method its trainer
+calls for ``rollout_data_dir`` and ``validation_data_dir``, taken from the installed verl source: importing verl's
+trainer needs ray and a GPU stack) and TRL's GRPOTrainer run for two steps on a tiny random model
+(``log_completions=True``)."""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.ingest.writers import run_writer
+
+
+def verl_write_generations() -> Callable[..., None]:
+    """verl's ``RayPPOTrainer._write_generations(inputs, outputs, gts, scores, reward_extra_infos_dict,
+    dump_path, global_steps)``, compiled from verl's source as installed (skips when verl is not installed:
+    ``pip install --no-deps verl``)."""
+    spec = importlib.util.find_spec("verl")  # (finds the package without running its __init__)
+    if spec is None or not spec.submodule_search_locations:
+        pytest.skip("verl is not installed (pip install --no-deps verl)")
+    src = Path(next(iter(spec.submodule_search_locations))) / "trainer" / "ppo" / "ray_trainer.py"
+    tree = ast.parse(src.read_text())
+    fn = next((n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == "_write_generations"),
+              None)
+    if fn is None:
+        pytest.skip(f"this verl has no _write_generations in {src}")
+    fn.decorator_list = []  # (a staticmethod in verl 0.9; a method of the trainer before)
+    ns: dict[str, Any] = {"json": json, "os": os}
+    exec(compile(ast.Module(body=[fn], type_ignores=[]), str(src), "exec"), ns)
+    write: Callable[..., None] = ns["_write_generations"]
+    if fn.args.args and fn.args.args[0].arg == "self":
+        return lambda *a: write(None, *a)
+    return write
+
+
+def write_verl_dumps(run_dir: Path, steps: range, prompts: int = 3, n: int = 4) -> None:
+    """GRPO-like rollouts of ``prompts`` prompts x ``n`` samples per step in ``run_dir/rollouts`` (prompt 0's rewards
+    all 1.0: no learning signal), validation samples at the first step in ``run_dir/val``."""
+    write = verl_write_generations()
+    for step in steps:
+        inputs = [f"question {p} at {step}?" for p in range(prompts) for _ in range(n)]
+        outputs = [f"answer {i}" for i in range(prompts * n)]
+        scores = [1.0 if p == 0 else float(i % 2) for p in range(prompts) for i in range(n)]
+        gts = [str(p) for p in range(prompts) for _ in range(n)]
+        write(inputs, outputs, gts, scores, {"acc": scores, "too_short": [1.0]}, str(run_dir / "rollouts"),
+              step)
+    write(["val q"] * 2, ["val a", "val b"], ["1", "1"], [0.0, 1.0], {}, str(run_dir / "val"), steps[0])
+
+
+TRL_CODE = """
+import sys
+from tokenizers import Tokenizer, models, pre_tokenizers
+from transformers import PreTrainedTokenizerFast, LlamaConfig, LlamaForCausalLM
+from datasets import Dataset
+from trl import GRPOConfig, GRPOTrainer
+words = ["<pad>", "<eos>", "<unk>"] + [f"w{i}" for i in range(60)]
+tok = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="<unk>"))
+tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+tk = PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="<pad>", eos_token="<eos>", unk_token="<unk>")
+model = LlamaForCausalLM(LlamaConfig(vocab_size=len(words), hidden_size=16, intermediate_size=32, num_hidden_layers=1,
+                                     num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=64,
+                                     pad_token_id=0, eos_token_id=1, bos_token_id=1))
+ds = Dataset.from_dict({"prompt": ["w1 w2", "w3 w4", "w5 w6", "w7 w8"] * 4})
+def length_reward(completions, **kw):
+    return [float(len(c)) for c in completions]
+def constant_reward(completions, **kw):
+    return [1.0 for c in completions]
+args = GRPOConfig(output_dir=sys.argv[1], per_device_train_batch_size=4, num_generations=2, max_completion_length=4,
+                  max_steps=2, logging_steps=1, log_completions=True, report_to=[], save_strategy="no",
+                  use_cpu=True, bf16=False, disable_tqdm=True, seed=0)
+GRPOTrainer(model=model, processing_class=tk, reward_funcs=[length_reward, constant_reward], args=args,
+            train_dataset=ds).train()
+"""
+
+
+@pytest.fixture(scope="session")
+def trl_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A TRL GRPOTrainer output_dir after 2 steps with ``log_completions=True``: ``completions/completions_0000N
+    .parquet`` (two reward functions: the completion's length and a constant 1.0; 2 samples per prompt)."""
+    pytest.importorskip("trl")
+    pytest.importorskip("pyarrow")
+    out = tmp_path_factory.mktemp("trl") / "grpo-out"
+    run_writer(f"import sys; sys.argv = ['x', {str(out)!r}]\n" + TRL_CODE, {"CUDA_VISIBLE_DEVICES": ""})
+    return out

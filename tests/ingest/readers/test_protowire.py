@@ -1,0 +1,172 @@
+"""The stdlib wire decoder reads the same records as the libraries' own protobuf classes, on files the libraries
+wrote: every W&B Record (history items, run name, start, config, exit) and every TensorBoard Event (scalars as
+simple values and as tensors of each numeric dtype)."""
+
+from __future__ import annotations
+
+import json
+import math
+import struct
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from steptable.ingest.readers.protowire import WireError, tb_event, wandb_record
+from tests.ingest import writers
+from tests.ingest.writers import wandb_file
+
+wandb_run = writers.wandb_run  # (a session fixture of real runs)
+wandb_crashed = writers.wandb_crashed  # (a session fixture of real runs)
+
+
+def _wandb_records(path: Path) -> list[bytes]:
+    """Every record of a .wandb file, reassembled from its chunks (the framing itself is tested with the reader)."""
+    from steptable.ingest.readers.wandb import BLOCK, CHUNK_HEADER, FIRST, FULL, HEADER, LAST
+
+    data = path.read_bytes()
+    i, out, frags = len(HEADER), [], b""
+    while i + CHUNK_HEADER <= len(data):
+        left = BLOCK - i % BLOCK
+        if left < CHUNK_HEADER:
+            i += left
+            continue
+        _, length, kind = struct.unpack_from("<IHB", data, i)
+        chunk = data[i + CHUNK_HEADER : i + CHUNK_HEADER + length]
+        i += CHUNK_HEADER + length
+        if kind == FULL:
+            out.append(chunk)
+        elif kind == FIRST:
+            frags = chunk
+        else:
+            frags += chunk
+            if kind == LAST:
+                out.append(frags)
+    return out
+
+
+@pytest.mark.parametrize("fixture", ["wandb_run", "wandb_crashed"])
+def test_wandb_records_decode_as_wandbs_classes_do(fixture: str, request: pytest.FixtureRequest) -> None:
+    pb = pytest.importorskip("wandb.proto.wandb_internal_pb2")
+    records = _wandb_records(wandb_file(request.getfixturevalue(fixture)))
+    kinds = {"history": 0, "run": 0, "exit": 0}
+    lines = 0
+    for raw in records:
+        rec = pb.Record.FromString(raw)
+        which = rec.WhichOneof("record_type")
+        kind, got = wandb_record(raw)
+        if which not in kinds:
+            assert kind == "other"
+            continue
+        kinds[which] += 1
+        assert kind == which
+        if which == "history":
+            want = [("/".join(it.nested_key) or it.key, it.value_json) for it in rec.history.item]
+            assert [(k.decode(), v.decode()) for k, v in got] == want
+            fast = wandb_record(raw, lines=True)
+            if fast[0] == "line":  # the regular-expression path: the same object
+                lines += 1
+                assert str(json.loads(fast[1])) == str({k: json.loads(v) for k, v in want})
+        elif which == "run":
+            assert got["name"] == rec.run.display_name
+            assert got["start"] == rec.run.start_time.seconds + rec.run.start_time.nanos / 1e9
+            assert [(k.decode(), v.decode()) for k, v in got["config"]] == \
+                [("/".join(it.nested_key) or it.key, it.value_json) for it in rec.run.config.update]
+        else:
+            assert got == (rec.exit.exit_code, rec.exit.runtime)
+    assert kinds["history"] >= 3 and kinds["run"] >= 1 and kinds["exit"] == 1
+    assert lines >= kinds["history"] - 1  # (all but the record of a wandb.Table, whose `_type` key says media)
+
+
+def test_wandb_typed_history_values_decode_as_json() -> None:
+    """Items written with typed values (not value_json) by wandb's own classes."""
+    pb = pytest.importorskip("wandb.proto.wandb_internal_pb2")
+    rec = pb.Record(history=pb.HistoryRecord(item=[
+        pb.HistoryItem(key="a", integer=-7), pb.HistoryItem(key="b", number=math.inf),
+        pb.HistoryItem(nested_key=["c", "d"], boolean=True), pb.HistoryItem(key="e", text='say "hi"'),
+        pb.HistoryItem(key="f", number=0.25), pb.HistoryItem(key="k" * 200, value_json="1.5")]))
+    _, got = wandb_record(rec.SerializeToString())
+    assert [(k.decode(), v.decode()) for k, v in got] == [
+        ("a", "-7"), ("b", "Infinity"), ("c/d", "true"), ("e", '"say \\"hi\\""'), ("f", "0.25"), ("k" * 200, "1.5")]
+
+
+def test_history_line_nested_keys_and_other_layouts() -> None:
+    pb = pytest.importorskip("wandb.proto.wandb_internal_pb2")
+    rec = pb.Record(history=pb.HistoryRecord(item=[
+        pb.HistoryItem(nested_key=["a", "b", "c"], value_json="1"), pb.HistoryItem(nested_key=["é"], value_json="NaN"),
+        pb.HistoryItem(nested_key=["s"], value_json='"x\\ny"')], step=pb.HistoryStep(num=3)))
+    kind, line = wandb_record(rec.SerializeToString(), lines=True)
+    assert kind == "line" and line == '{"a/b/c":1,"é":NaN,"s":"x\\ny"}'.encode()
+    quoted = pb.Record(history=pb.HistoryRecord(item=[pb.HistoryItem(nested_key=['say "hi"'], value_json="2")]))
+    kind, items = wandb_record(quoted.SerializeToString(), lines=True)  # (a quote in a key: the general walk)
+    assert kind == "history" and items == [(b'say "hi"', b"2")]
+
+
+def test_truncated_record_raises() -> None:
+    pb = pytest.importorskip("wandb.proto.wandb_internal_pb2")
+    raw = pb.Record(history=pb.HistoryRecord(item=[pb.HistoryItem(key="a", value_json="1")])).SerializeToString()
+    with pytest.raises((WireError, IndexError)):
+        wandb_record(raw[:-2])
+
+
+def _events(path: Path) -> list[bytes]:
+    data = path.read_bytes()
+    out, i = [], 0
+    while i + 12 <= len(data):
+        (n,) = struct.unpack_from("<Q", data, i)
+        out.append(data[i + 12 : i + 12 + n])
+        i += 12 + n + 4
+    return out
+
+
+def _scalars(ev: Any) -> list[tuple[str, Any]]:
+    from tensorboard.util import tensor_util
+
+    out = []
+    for v in ev.summary.value:
+        if v.WhichOneof("value") == "simple_value":
+            out.append((v.tag, v.simple_value))
+        elif v.WhichOneof("value") == "tensor":
+            out.append((v.tag, tensor_util.make_ndarray(v.tensor).item()))
+    return out
+
+
+def test_tensorboard_events_decode_as_tensorboards_classes_do(tmp_path: Path) -> None:
+    pytest.importorskip("tensorboard")
+    import numpy as np
+    from tensorboard.compat.proto import event_pb2, summary_pb2
+    from tensorboard.summary.writer.event_file_writer import EventFileWriter
+    from tensorboard.util import tensor_util
+    from torch.utils.tensorboard import SummaryWriter
+
+    w = SummaryWriter(str(tmp_path / "torch"))
+    for i in range(4):
+        w.add_scalar("train/loss", 1.0 / (i + 1), i)
+        w.add_scalar("x", math.nan if i == 1 else -float(i), i)
+    w.close()
+    ew = EventFileWriter(str(tmp_path / "tb"))
+    dtypes = [np.float32, np.float64, np.int32, np.int64, np.float16, np.bool_, np.int8, np.uint8]
+    for i, dt in enumerate(dtypes):
+        values = [summary_pb2.Summary.Value(tag=f"t/{np.dtype(dt).name}", tensor=tensor_util.make_tensor_proto(
+            np.array(dt(i + 1)) if dt is not np.bool_ else np.array(True)))]
+        values.append(summary_pb2.Summary.Value(tag="one", tensor=tensor_util.make_tensor_proto(
+            np.array([2.5], dtype=np.float32))))
+        ew.add_event(event_pb2.Event(step=i * 1000, wall_time=1.7e9 + i, summary=summary_pb2.Summary(value=values)))
+    ew.close()
+    seen = 0
+    for path in sorted(tmp_path.rglob("events.out.tfevents.*")):
+        for raw in _events(path):
+            ev = event_pb2.Event.FromString(raw)
+            got = tb_event(raw)
+            if not ev.HasField("summary"):
+                assert got is None
+                continue
+            assert got is not None
+            wall, step, values = got
+            assert (wall, step) == (ev.wall_time, ev.step)
+            want = _scalars(ev)
+            assert [t for t, _ in values] == [t for t, _ in want]
+            for (_, a), (_, b) in zip(values, want, strict=True):
+                assert a == b or (math.isnan(a) and math.isnan(b))
+            seen += 1
+    assert seen == 4 * 2 + len(dtypes)  # (torch writes one event per add_scalar)

@@ -1,0 +1,108 @@
+"""trackio databases read as runs: one per run name, NaN, new rows by id while the writer holds the database,
+read-only, damaged copies. The databases are written by trackio itself."""
+
+from __future__ import annotations
+
+import math
+import shutil
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from steptable.ingest.files.follow import Follower
+from tests.ingest import writers
+from tests.ingest.writers import read_once, rows_of
+
+trackio_dir = writers.trackio_dir  # (a session fixture of real runs)
+
+pytest.importorskip("trackio")
+
+
+def _by_arm(f: Follower):  # type: ignore[no-untyped-def]
+    return {s.arm: s for s in f.stores.values()}
+
+
+def test_one_run_per_run_name(trackio_dir: Path) -> None:
+    runs = _by_arm(read_once(trackio_dir))
+    assert sorted(runs) == ["run-a", "run-b"]
+    a = runs["run-a"]
+    assert a.kind == "trackio" and list(a.steps) == [0, 1, 2, 3, 4] and list(runs["run-b"].steps) == [0, 1, 2]
+    rows = rows_of(a)
+    assert [r["train/loss"] for r in rows] == pytest.approx([1.0 / (i + 1) for i in range(5)])
+    assert math.isnan(rows[1]["x"]) and rows[2]["x"] == 2.0 and rows[3]["nested/a"] == 3
+    assert a.has_clock and a.meta["config"]["lr"] == 0.1 and not a.bad
+
+
+def _copy(trackio_dir: Path, dst: Path) -> Path:
+    dst.mkdir(parents=True, exist_ok=True)
+    out = dst / "proj.db"
+    shutil.copy(trackio_dir / "proj.db", out)
+    return out
+
+
+def test_new_rows_by_id_while_the_writer_holds_a_transaction(trackio_dir: Path, tmp_path: Path) -> None:
+    db = _copy(trackio_dir, tmp_path / "t")
+    f = Follower([tmp_path])
+    f.scan()
+    a = _by_arm(f)["run-a"]
+    assert len(a) == 5
+    w = sqlite3.connect(db, timeout=0.1)
+    w.execute("PRAGMA journal_mode=WAL")
+    w.execute("INSERT INTO metrics (run_id, timestamp, run_name, step, metrics) VALUES "
+              "('x', '2026-01-01T00:00:00+00:00', 'run-a', 5, '{\"train/loss\": \"NaN\"}')")
+    w.commit()
+    w.execute("BEGIN IMMEDIATE")  # the writer holds its write lock: the reader must neither block nor fail
+    w.execute("INSERT INTO metrics (run_id, timestamp, run_name, step, metrics) VALUES "
+              "('x', '2026-01-01T00:00:01+00:00', 'run-c', 0, '{\"loss\": 1}')")
+    f.scan()
+    assert list(a.steps) == [0, 1, 2, 3, 4, 5] and math.isnan(rows_of(a)[5]["train/loss"])
+    assert "run-c" not in _by_arm(f)
+    w.commit()  # the writer was never blocked: its commit goes through
+    w.close()
+    f.scan()
+    assert list(_by_arm(f)["run-c"].steps) == [0] and not f.errors
+
+
+def test_flipped_byte_in_a_row_reported_other_rows_kept(trackio_dir: Path, tmp_path: Path) -> None:
+    db = _copy(trackio_dir, tmp_path / "t")
+    data = bytearray(db.read_bytes())
+    at = data.find(b'{"train/loss":0.25')  # run-a's step 3
+    assert at > 0
+    data[at] = ord("[")
+    db.write_bytes(bytes(data))
+    f = read_once(tmp_path)
+    runs = _by_arm(f)
+    assert list(runs["run-a"].steps) == [0, 1, 2, 4] and list(runs["run-b"].steps) == [0, 1, 2]
+    assert any("row id" in e and "unreadable metrics" in e for e in f.errors)
+
+
+def test_cut_database_reported_good_rows_kept(trackio_dir: Path, tmp_path: Path) -> None:
+    db = _copy(trackio_dir, tmp_path / "t")
+    data = db.read_bytes()
+    page = int.from_bytes(data[16:18], "big")
+    rows_page = min(i for i in range(0, len(data), page) if b'{"train/loss":1.0' in data[i:i + page])
+    db.write_bytes(data[: rows_page + page // 2])  # cut in the middle of the page holding the rows
+    good = {s.arm: rows_of(s) for s in read_once(trackio_dir).stores.values()}
+    f = read_once(tmp_path)
+    assert f.errors and all(str(db) in e for e in f.errors) and any("damaged" in e for e in f.errors)
+    for store in f.stores.values():  # what is read is what was written
+        for row in rows_of(store):
+            assert any(row["step"] == g["step"] and row.get("train/loss") == g.get("train/loss")
+                       for g in good.get(store.arm, []))
+
+
+def test_empty_file_reported(tmp_path: Path) -> None:
+    db = tmp_path / "proj.db"
+    db.write_bytes(b"")
+    f = read_once(db)
+    assert len(f.errors) == 1 and "empty file" in f.errors[0]
+    (store,) = f.stores.values()
+    assert len(store) == 0
+
+
+def test_read_only(trackio_dir: Path, tmp_path: Path) -> None:
+    db = _copy(trackio_dir, tmp_path / "t")
+    before = db.read_bytes()
+    read_once(tmp_path)
+    assert db.read_bytes() == before

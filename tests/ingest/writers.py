@@ -1,0 +1,99 @@
+"""Runs written by the real libraries (W&B offline, TensorBoard, trackio), once per session, and helpers to read
+them the way the commands do. Each writer runs in a subprocess: wandb and trackio keep services, threads and
+module-level directories that must not leak into the test process."""
+
+from __future__ import annotations
+
+import math
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from steptable.ingest.files.follow import Follower
+
+WANDB_STEPS = 6
+
+
+def run_writer(code: str, env: dict[str, str]) -> None:
+    """Run ``code`` in a fresh interpreter with ``env`` added (no network: the writers are offline / local)."""
+    full = {**os.environ, **env, "WANDB_SILENT": "true", "WANDB_MODE": "offline", "NO_PROXY": "*",
+            "HF_HUB_OFFLINE": "1", "TRACKIO_DISABLE_TELEMETRY": "1"}
+    subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=full, check=True, timeout=120,
+                   capture_output=True)
+
+
+@pytest.fixture(scope="session")
+def wandb_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An offline W&B run: nested keys, a NaN and an inf, a wandb.Table, a display name; exit code 0. Returns the
+    directory holding ``wandb/``."""
+    pytest.importorskip("wandb")
+    root = tmp_path_factory.mktemp("wandb")
+    run_writer(f"""
+        import math, wandb
+        run = wandb.init(project="p", name="grpo-a", config={{"lr": 0.001}})
+        for i in range({WANDB_STEPS}):
+            run.log({{"train/loss": 1.0 / (i + 1), "nested": {{"a": i, "b": {{"c": 2 * i}}}},
+                     "x": math.nan if i == 2 else float(i), "y": math.inf if i == 3 else -1.0}})
+        run.log({{"samples": wandb.Table(columns=["prompt", "completion", "reward"],
+                                         data=[["p1", "c1", 1.0], ["p1", "c2", 0.0]])}})
+        run.finish()
+    """, {"WANDB_DIR": str(root)})
+    return root
+
+
+@pytest.fixture(scope="session")
+def wandb_crashed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An offline W&B run finished with exit code 3."""
+    pytest.importorskip("wandb")
+    root = tmp_path_factory.mktemp("wandb_crash")
+    run_writer("""
+        import wandb
+        run = wandb.init(project="p", name="dies")
+        for i in range(3):
+            run.log({"loss": float(i)})
+        run.finish(exit_code=3)
+    """, {"WANDB_DIR": str(root)})
+    return root
+
+
+@pytest.fixture(scope="session")
+def trackio_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A trackio project with two runs (one logs a NaN) in its own TRACKIO_DIR."""
+    pytest.importorskip("trackio")
+    root = tmp_path_factory.mktemp("trackio")
+    run_writer("""
+        import math, trackio
+        for name, n in (("run-a", 5), ("run-b", 3)):
+            trackio.init(project="proj", name=name, config={"lr": 0.1})
+            for i in range(n):
+                trackio.log({"train/loss": 1.0 / (i + 1), "x": math.nan if i == 1 else float(i),
+                             "nested": {"a": i}})
+            trackio.finish()
+    """, {"TRACKIO_DIR": str(root)})
+    return root
+
+
+def wandb_file(root: Path) -> Path:
+    (path,) = root.glob("wandb/*run-*/run-*.wandb")
+    return path
+
+
+def read_once(*paths: Path) -> Follower:
+    """What a one-shot command reads (``tail``, ``summary``): one scan and the finish."""
+    f = Follower(list(paths))
+    f.scan()
+    f.finish()
+    return f
+
+
+def rows_of(store: Any) -> list[dict[str, Any]]:
+    return list(store.stored_rows())
+
+
+def same(a: Any, b: Any) -> bool:
+    return a == b or (isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b))
