@@ -33,9 +33,27 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+#: the exit status of a bug of ours (sysexits' EX_SOFTWARE): never 1, which ``--alerts-only`` gives an error alert
+INTERNAL_ERROR = 70
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """The ``steptable`` command: parse ``argv`` (sys.argv by default), run the command and return its exit
-    status (2: a usage error, an unknown schema, a broken schema file or an output that cannot be written)."""
+    status (2: a usage error, an unknown schema, a broken schema file or an output that cannot be written;
+    70: an internal error, its traceback on stderr)."""
+    try:
+        return _main(argv)
+    except Exception as e:  # a crash must not read as "an error alert fired" (status 1) to a CI job
+        import traceback
+
+        from steptable.table.cells import sanitize
+
+        sys.stderr.write(sanitize(traceback.format_exc(), keep_newlines=True))  # (its messages may quote a file)
+        sys.stderr.write(f"steptable: internal error ({type(e).__name__}); exit status {INTERNAL_ERROR}\n")
+        return INTERNAL_ERROR
+
+
+def _main(argv: Sequence[str] | None) -> int:
     if sys.stdout is None:  # started with stdout closed (`>&-`): nothing can be written; say so where possible
         if sys.stderr is not None:
             sys.stderr.write("steptable: no standard output to write to\n")
