@@ -51,6 +51,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stderr.write(sanitize(traceback.format_exc(), keep_newlines=True))  # (its messages may quote a file)
         sys.stderr.write(f"steptable: internal error ({type(e).__name__}); exit status {INTERNAL_ERROR}\n")
         return INTERNAL_ERROR
+    finally:
+        if "steptable.schemafiles.files" in sys.modules:  # (a caller in this process is a library user again)
+            sys.modules["steptable.schemafiles.files"].set_scope(None)
 
 
 def _main(argv: Sequence[str] | None) -> int:
@@ -75,6 +78,8 @@ def _main(argv: Sequence[str] | None) -> int:
         sys.stderr.write(f"steptable {args.cmd}: the watch app needs a terminal (stdin and stdout); {hint}\n")
         return 2
     try:
+        if hasattr(args, "schema_file"):  # the log directories' files that apply: those of the paths given
+            _scope(args)
         if getattr(args, "schema", None) and args.cmd in ("tail", "summary"):
             from steptable.schemafiles.resolve import get_schema
 
@@ -110,6 +115,17 @@ def _main(argv: Sequence[str] | None) -> int:
             pass
         sys.stderr.write(f"steptable {args.cmd}: cannot write the output ({e.strerror or e})\n")
         return 2
+
+
+def _scope(args: argparse.Namespace) -> None:
+    """Let only the schema files at or below the paths given apply (and ``--schema-file``, read now: a broken one is
+    said before anything is scanned)."""
+    from steptable.schemafiles.files import set_scope
+    from steptable.schemafiles.resolve import user_schemas
+
+    set_scope(args.paths or ["."], args.schema_file)
+    if args.schema_file is not None:
+        user_schemas(".")
 
 
 def _tolerant(stream: object) -> None:
