@@ -163,7 +163,8 @@ def test_a_run_written_again_after_it_was_forgotten_is_a_run_again(tmp_path: Pat
 
 
 def test_a_rotation_within_the_grace_keeps_the_run_and_its_store(tmp_path: Path, clock: Clock) -> None:
-    """Rename + new file after a few polls, and copytruncate: the same store, read again from the new content."""
+    """Rename + new file after a few polls: the same store, the renamed file's rows kept (it was read to its end);
+    copytruncate: the same store, read again from the new content."""
     path = tmp_path / "a" / "metrics.jsonl"
     write_rows(path, rows(0, 5))
     f = Follower([tmp_path])
@@ -175,7 +176,7 @@ def test_a_rotation_within_the_grace_keeps_the_run_and_its_store(tmp_path: Path,
         clock.t += 1.0
     write_rows(path, rows(5, 7))
     f.scan()
-    assert f.stores["a/metrics.jsonl"] is store and list(store.steps) == [5, 6] and store.generation == 1
+    assert f.stores["a/metrics.jsonl"] is store and list(store.steps) == list(range(7)) and store.generation == 0
     path.write_text("")
     write_rows(path, rows(7, 8))
     clock.t += 600.0  # (missing no more: the grace starts again the next time)

@@ -90,7 +90,6 @@ def test_steplogger_messages_name_the_run_dir_inert(tmp_path: Path, captured: li
 def test_a_write_failure_names_the_directory_a_link_leads_to_inert(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, captured: list[str], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setattr(writer, "MOVED_CHECK_S", 0.0)
     a, b = tmp_path / "run-A", tmp_path / ("run-B" + ESC_DIR)
     a.mkdir()
     b.mkdir()

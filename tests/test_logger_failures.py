@@ -712,7 +712,6 @@ def test_a_rotated_jsonl_gets_the_rows_after_the_rotation(tmp_path: Path, monkey
                                                           captured: list[str]) -> None:
     """logrotate (rename, then create) mid-run: every later row went on into the renamed file, so the path every
     reader follows stayed empty (summary: no rows; table.txt: a header)."""
-    monkeypatch.setattr(writer, "MOVED_CHECK_S", 0.0)  # (a look at every write; once a second by default)
     sl = StepLogger(EMA_COLS, run_dir=tmp_path, console=False, alerts=False)
     jsonl = tmp_path / "metrics.jsonl"
     for s in range(20):
@@ -733,7 +732,6 @@ def test_a_moved_run_directory_or_a_repointed_symlink_is_no_rotation(tmp_path: P
     """run_dir=outputs/latest (a symlink the next launch points at its own run), or the run directory renamed while
     training: the rows go on into the open file (a reopen wrote one run's rows into the next run's file, or split
     the run in two)."""
-    monkeypatch.setattr(writer, "MOVED_CHECK_S", 0.0)
     a, b = tmp_path / "run-A", tmp_path / "run-B"
     a.mkdir()
     b.mkdir()
@@ -763,7 +761,6 @@ def test_rows_never_land_in_the_run_a_repointed_link_now_leads_to(tmp_path: Path
                                                                    capsys: pytest.CaptureFixture[str]) -> None:
     """run_dir=latest -> run-A; the next launch points latest at run-B and run-A is deleted: the reopen after the
     deletion appended this run's rows to run-B's file. Now they are kept (said once, counted at close)."""
-    monkeypatch.setattr(writer, "MOVED_CHECK_S", 0.0)
     a, b = tmp_path / "run-A", tmp_path / "run-B"
     a.mkdir()
     b.mkdir()

@@ -32,7 +32,8 @@ def add_parser(sub: Any) -> None:
     s.add_argument("--format", choices=("text", "md"), default="text", help="plain text (default) or a markdown table")
     s.add_argument("--align", action="store_true", help="pad every column (easier on eyes, costs tokens)")
     s.add_argument("--schema-file", metavar="PATH", default=None,
-                   help="a schema file (TOML) to apply: a log directory's steptable.toml applies only at or below the paths given")
+                   help="a schema file (TOML) to apply; a log directory's steptable.toml applies only "
+                   "at or below the paths given")
 
 
 def run(args: argparse.Namespace) -> int:

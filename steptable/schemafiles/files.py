@@ -12,7 +12,6 @@ from pathlib import Path
 from steptable.ingest.files.walk import walk
 from steptable.schemas.userdoc import LOCAL_DEPTH, LOCAL_NAME, MAX_SCHEMA_BYTES, SchemaFileError, _Doc, parse_doc
 
-
 #: the directories the command was given (a file's own directory for a file): a log directory's file above them is
 #: not the user's (a steptable.toml planted in a shared /tmp or /scratch); None outside a command (the library)
 _ROOTS: tuple[Path, ...] | None = None

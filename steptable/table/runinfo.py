@@ -12,7 +12,6 @@ validated field by field, and one that does not validate is ignored (the run is 
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from collections.abc import Sequence
 from pathlib import Path

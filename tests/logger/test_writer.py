@@ -208,7 +208,6 @@ def _unlinked_between_rows(path: Path) -> tuple[RunWriter, list[str]]:
 def test_a_deleted_file_is_reported_as_deleted_not_moved(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """With the rotation check due (it runs once a second), a deleted file is still "deleted": the two warnings tell
     the user different things (the rows before it are gone, versus in the renamed file)."""
-    monkeypatch.setattr(writer, "MOVED_CHECK_S", 0.0)
     path = tmp_path / "metrics.jsonl"
     w, warned = _unlinked_between_rows(path)
     assert (w.deleted, w.moved) == (1, 0) and len(warned) == 1 and "was deleted during the run" in warned[0]
@@ -220,7 +219,6 @@ def test_a_descriptor_closed_behind_the_writers_back_is_a_failure_not_a_rotation
 ) -> None:
     """A library closing inherited descriptors closed the JSONL's: the write fails and the row is retried on a fresh
     descriptor; nothing was moved, so no "moved or replaced" warning."""
-    monkeypatch.setattr(writer, "MOVED_CHECK_S", 0.0)
     path = tmp_path / "metrics.jsonl"
     warned: list[str] = []
     w = RunWriter(path, warned.append)
