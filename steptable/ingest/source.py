@@ -393,8 +393,8 @@ def load_meta(store: RunStore, cand: Candidate, report: Report | None = None) ->
 
     The file is untrusted: one too large or nested too deep is told through ``report`` (one line naming it) and left
     out; the run is read all the same. Invalid JSON is passed over quietly (a config being rewritten)."""
-    for d in (cand.path.parent, cand.run_dir):
-        path = Path(d) / "config.json"
+    for d in dict.fromkeys((Path(cand.path.parent), Path(cand.run_dir))):
+        path = d / "config.json"
         try:
             data = read_regular(path, MAX_META)
         except FileNotFoundError:
@@ -410,6 +410,7 @@ def load_meta(store: RunStore, cand: Candidate, report: Report | None = None) ->
                 store.meta["config_refused"] = path  # (not read again on every pass of discovery)
                 if report is not None:
                     report(BadLine(str(path), 0, f"config {e}"))
+                return
             continue
         store.meta["config_path"] = path
         return

@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 import stat
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
@@ -185,7 +185,7 @@ class FileTail:
                 self._samples.append((self.offset, self._tail))
         self._sig = sig
 
-    def _drain_moved(self) -> Iterator[TailEvent]:
+    def _drain_moved(self) -> Generator[TailEvent, None, bool]:
         """Read the rest of the file we were reading if it was renamed within its directory (found there by its
         inode, one directory listing); True (the generator's value) when it was found."""
         old = self._ident
