@@ -47,7 +47,7 @@ def trial(rows: int, fault: str, poll: float | None) -> tuple[int, int, int]:
         n = 0
         for s in range(1, rows):
             w.write({"step": s, "loss": 1 / (s + 1)})
-            if fault == "rename" and s % 500 == 0:
+            if fault == "rename" and s % 500 == 0 and path.exists():  # (a writer that has not reopened yet: next time)
                 n += 1
                 os.rename(path, run / f"metrics.jsonl.{n}")
             time.sleep(0.001)
