@@ -146,7 +146,10 @@ def test_a_users_generic_is_the_fallback(tmp_path: Path, capsys: pytest.CaptureF
     assert s.name == "generic" and s.source.endswith("steptable.toml")
     assert detect(verl, ["step", "actor/pg_loss", "critic/score/mean", "timing_s/step"]).name == "verl"
     assert detect(tmp_path / "elsewhere.jsonl", ["step", "foo"]).source == "built-in"
-    rc, out, _ = run_cli(["tail", str(tmp_path / "logs" / "r"), "-n", "1"], capsys)
+    rc, out, _ = run_cli(["tail", str(tmp_path / "logs" / "r"), "-n", "1"], capsys)  # (above the path given)
+    assert rc == 0 and header_of(out)[:2] == ["step", "foo"], out
+    rc, out, _ = run_cli(["tail", str(tmp_path / "logs" / "r"), "-n", "1",
+                          "--schema-file", str(tmp_path / "logs" / "steptable.toml")], capsys)
     assert rc == 0 and header_of(out)[:2] == ["step", "FOO"], out
 
 
@@ -261,7 +264,7 @@ def test_a_schema_named_in_a_file_below_the_path_is_found(tmp_path: Path, capsys
     rc, out, err = run_cli(["tail", logs, "--schema", "mine"], capsys)
     assert rc == 0 and header_of(out)[:2] == ["step", "AAA"], (out, err)
     rc, out, err = run_cli(["legend", logs, "--schema", "mine"], capsys)
-    assert rc == 0 and out.startswith("mine columns:") and "AAA" in out, (out, err)
+    assert rc == 0 and out.startswith("mine columns (schema file ") and "AAA" in out, (out, err)
     assert get_schema("mine", near=[logs]).name == "mine"
     # an unknown name still fails, and the names offered include the file's
     rc, out, err = run_cli(["tail", logs, "--schema", "nope"], capsys)

@@ -171,6 +171,10 @@ class Session:
     def _laid_out(self, relaid: bool) -> None:
         """After a run's layout changed: the unused steptable.toml files said (where a layout was made again), the
         picked column still one shown."""
+        if relaid:  # a user's file that redefines columns: the notices say which (once each)
+            for g in self.groups:
+                if g.schema.source != "built-in":
+                    self._say(f"columns from schema file {g.schema.source} (schema {g.schema.name})")
         if relaid and not self.schema_name:
             from steptable.schemafiles.resolve import unused_files
             from steptable.schemas import SchemaFileError

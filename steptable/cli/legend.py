@@ -12,6 +12,9 @@ def add_parser(sub: Any) -> None:
     lg = sub.add_parser("legend", help="print the legend of the columns a run has")
     lg.add_argument("paths", nargs="*", help="run files or directories")
     lg.add_argument("--schema", default=None, help="a schema name instead of a path (e.g. routing)")
+    lg.add_argument("--schema-file", metavar="PATH", default=None,
+                    help="a schema file (TOML) to apply; a log directory's steptable.toml applies only "
+                   "at or below the paths given")
 
 
 def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:

@@ -38,9 +38,30 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+#: the exit status of a bug of ours (sysexits' EX_SOFTWARE): never 1, which ``--alerts-only`` gives an error alert
+INTERNAL_ERROR = 70
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """The ``steptable`` command: parse ``argv`` (sys.argv by default), run the command and return its exit
-    status (2: a usage error, an unknown schema, a broken schema file or an output that cannot be written)."""
+    status (2: a usage error, an unknown schema, a broken schema file or an output that cannot be written;
+    70: an internal error, its traceback on stderr)."""
+    try:
+        return _main(argv)
+    except Exception as e:  # a crash must not read as "an error alert fired" (status 1) to a CI job
+        import traceback
+
+        from steptable.table.cells import sanitize
+
+        sys.stderr.write(sanitize(traceback.format_exc(), keep_newlines=True))  # (its messages may quote a file)
+        sys.stderr.write(f"steptable: internal error ({type(e).__name__}); exit status {INTERNAL_ERROR}\n")
+        return INTERNAL_ERROR
+    finally:
+        if "steptable.schemafiles.files" in sys.modules:  # (a caller in this process is a library user again)
+            sys.modules["steptable.schemafiles.files"].set_scope(None)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     if sys.stdout is None:  # started with stdout closed (`>&-`): nothing can be written; say so where possible
         if sys.stderr is not None:
             sys.stderr.write("steptable: no standard output to write to\n")
@@ -62,6 +83,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stderr.write(f"steptable {args.cmd}: the watch app needs a terminal (stdin and stdout); {hint}\n")
         return 2
     try:
+        if hasattr(args, "schema_file"):  # the log directories' files that apply: those of the paths given
+            _scope(args)
         if getattr(args, "schema", None) and args.cmd in ("tail", "summary"):
             from steptable.schemafiles.resolve import get_schema
 
@@ -97,6 +120,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             pass
         sys.stderr.write(f"steptable {args.cmd}: cannot write the output ({e.strerror or e})\n")
         return 2
+
+
+def _scope(args: argparse.Namespace) -> None:
+    """Let only the schema files at or below the paths given apply (and ``--schema-file``, read now: a broken one is
+    said before anything is scanned)."""
+    from steptable.schemafiles.files import set_scope
+    from steptable.schemafiles.resolve import user_schemas
+
+    set_scope(args.paths or ["."], args.schema_file)
+    if args.schema_file is not None:
+        user_schemas(".")
 
 
 def _tolerant(stream: object) -> None:

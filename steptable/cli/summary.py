@@ -32,6 +32,9 @@ def add_parser(sub: Any) -> None:
     s.add_argument("--format", choices=("text", "md"), default="text", help="plain text (default) or a markdown table")
     s.add_argument("--align", action="store_true", help="pad every column (easier on eyes, costs tokens)")
     s.add_argument("--run", default=None, metavar="NAME", help="only the run with this id or arm (see steptable runs)")
+    s.add_argument("--schema-file", metavar="PATH", default=None,
+                   help="a schema file (TOML) to apply; a log directory's steptable.toml applies only "
+                   "at or below the paths given")
 
 
 def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
@@ -42,7 +45,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     from steptable.cli.tail import missing_paths
     from steptable.ingest import Follower
     from steptable.ingest.files.discover import nothing_found
-    from steptable.schemafiles.resolve import by_schema, unused_files
+    from steptable.schemafiles.resolve import by_schema, schema_file_notes, unused_files
     from steptable.schemas import layout
     from steptable.schemas.arrange import matches, unmatched
     from steptable.summary.report import summarize
@@ -97,6 +100,8 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     text = summarize(stores, columns=columns, now=now, fmt=args.format, alerts=alerts,
                      max_columns=args.max_columns, labels=labels, align=args.align, skip=hidden, groups=groups,
                      comparison=comparison)
+    for note in schema_file_notes(groups):  # on stdout: what an agent reads must say the columns were redefined
+        out.write(sanitize(note) + "\n")
     out.write(text if text.endswith("\n") else text + "\n")
     if follower.read_nothing():
         err.write("steptable summary: no readable rows\n")

@@ -70,6 +70,9 @@ def add_parser(sub: Any) -> None:
         "Alerts (--alerts-only) follow it too",
     )
     t.add_argument("--schema", default=None, help="column set to use instead of the detected one")
+    t.add_argument("--schema-file", metavar="PATH", default=None,
+                   help="a schema file (TOML) to apply; a log directory's steptable.toml applies only "
+                   "at or below the paths given")
     t.add_argument(
         "--width", type=non_negative, default=None,
         help=f"max width of the text table in cells (default: the terminal's, {DEFAULT_WIDTH} in a pipe; 0 = any)",

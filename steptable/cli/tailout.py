@@ -16,7 +16,7 @@ from typing import Any, TextIO
 from steptable.alerts.engine import Alert, AlertEngine, clockless_stall, end_alert, resumed_engine
 from steptable.cli.tailformats import Layout, Printer
 from steptable.ingest import Follower, RunStore
-from steptable.schemafiles.resolve import by_schema, get_schema, unused_files
+from steptable.schemafiles.resolve import by_schema, get_schema, schema_file_notes, unused_files
 from steptable.schemas import Schema, cells_outgrown, first_look, fit, layout, steps_outgrown, widened
 from steptable.schemas.arrange import auto_col, own_step_keys, sample_values, step_key_of, unmatched
 from steptable.schemas.headers import short_headers
@@ -91,7 +91,12 @@ class Tail:
         out: dict[str, Layout] = {}
         names: list[tuple[str, str]] = []
         left_out = 0
-        for schema, group in by_schema(stores, named):
+        groups = by_schema(stores, named)
+        for note in schema_file_notes(groups):  # a file that changes what the columns mean is said (once each)
+            if note not in self.unused_told:
+                self.unused_told.add(note)
+                self.err.write(f"steptable tail: {sanitize(note)}\n")
+        for schema, group in groups:
             all_cols = widened(layout(group, schema, patterns=patterns), self.tried)
             if self._first_look(all_cols, group):
                 all_cols = widened(all_cols, self.tried)

@@ -17,6 +17,9 @@ def add_parser(sub: Any) -> None:
     )
     w.add_argument("--theme", default=None, help="dark, light, high-contrast or any Textual theme")
     w.add_argument("--schema", default=None, help="column set to use instead of the detected one")
+    w.add_argument("--schema-file", metavar="PATH", default=None,
+                   help="a schema file (TOML) to apply; a log directory's steptable.toml applies only "
+                   "at or below the paths given")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -64,9 +64,14 @@ class LineError(ValueError):
 # --- non-finite and out-of-range tokens -------------------------------------------------------------------------
 
 NONFINITE_TOKENS: Final = (b"NaN", b"Infinity")
-_TOKEN_OR_STRING: Final = re.compile(rb'"(?:[^"\\]|\\.)*"|(-?Infinity|NaN)')
-_BIGNUM: Final = re.compile(rb"(-?\d+(?:\.\d+)?[eE]\+?\d{3,})")
-_BIGNUM_OR_STRING: Final = re.compile(rb'"(?:[^"\\]|\\.)*"|(-?\d+(?:\.\d+)?[eE]\+?\d{3,})')
+#: a JSON string, closed or running to the end (an unclosed one must not make the scan start again at each quote
+#: inside it); unrolled so that each byte is looked at once
+_STRING: Final = rb'"[^"\\]*(?:\\.[^"\\]*)*"?'
+_TOKEN_OR_STRING: Final = re.compile(_STRING + rb"|(-?Infinity|NaN)", re.DOTALL)
+#: a number; the look-behind keeps a match from starting inside a run of digits (each start would rescan the run)
+_NUMBER_OR_STRING: Final = re.compile(_STRING + rb"|(?<![\w.+-])(-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?)", re.DOTALL)
+#: msgspec decodes integers in [-2**63, 2**64 - 1]: one of fewer digits than 2**64 is in range
+_INT_DIGITS: Final = 20
 
 
 def _quote_token(m: re.Match[bytes]) -> bytes:
@@ -78,28 +83,15 @@ def _big_to_sentinel(m: re.Match[bytes]) -> bytes:
     tok = m.group(1)
     if tok is None:
         return m.group(0)
-    value = float(tok)
+    integer = b"." not in tok and b"e" not in tok and b"E" not in tok
+    if integer and len(tok.lstrip(b"-")) < _INT_DIGITS:
+        return tok
+    if integer and len(tok) <= _INT_DIGITS + 1 and -(2**63) <= int(tok) <= 2**64 - 1:
+        return tok
+    value = float(tok)  # (float() reads any number of digits; int() stops at 4,300)
     if math.isinf(value):
         return b'"-Infinity"' if value < 0 else b'"Infinity"'
-    return tok
-
-
-def _outside_strings(line: bytes, simple: re.Pattern[bytes], careful: re.Pattern[bytes],
-                     repl: Callable[[re.Match[bytes]], bytes]) -> bytes:
-    """Apply ``repl`` to matches of ``simple`` (one group) that are not inside a JSON string."""
-    if b"\\" in line:  # escapes inside strings: tokenise strings properly (slow, rare)
-        return careful.sub(repl, line)
-    parts: list[bytes] = []
-    pos = 0
-    for m in simple.finditer(line):  # without escapes, an even number of quotes before means outside a string
-        if line.count(b'"', 0, m.start()) % 2 == 0:
-            parts.append(line[pos : m.start()])
-            parts.append(repl(m))
-            pos = m.end()
-    if not parts:
-        return line
-    parts.append(line[pos:])
-    return b"".join(parts)
+    return repr(value).encode() if integer else tok  # an integer past the decoder's range: its float
 
 
 def quote_nonfinite(data: bytes, needles: Iterable[bytes] = NONFINITE_TOKENS) -> bytes:
@@ -119,19 +111,25 @@ def quote_nonfinite(data: bytes, needles: Iterable[bytes] = NONFINITE_TOKENS) ->
     hits.sort()
     parts: list[bytes] = []
     pos = skip_to = 0
+    le = -1  # the end of the line of the hit before; the parity of its quotes is counted on from ``counted``
+    counted = quotes = 0
     for i in hits:
         if i < skip_to:
             continue
-        ls = data.rfind(b"\n", 0, i) + 1
-        le = data.find(b"\n", i)
-        le = len(data) if le < 0 else le
-        if data.find(b"\\", ls, le) >= 0:
-            parts += (data[pos:ls], _TOKEN_OR_STRING.sub(_quote_token, data[ls:le]))
-            pos = skip_to = le
+        if i > le:  # a new line: found once per line, so many hits on one long line stay linear
+            ls = data.rfind(b"\n", 0, i) + 1
+            le = data.find(b"\n", i)
+            le = len(data) if le < 0 else le
+            counted, quotes = ls, 0
+            if data.find(b"\\", ls, le) >= 0:  # escapes: tokenise the line's strings properly
+                parts += (data[pos:ls], _TOKEN_OR_STRING.sub(_quote_token, data[ls:le]))
+                pos = skip_to = le
+                continue
+        quotes += data.count(b'"', counted, i)
+        counted = i
+        if quotes % 2:  # inside a string
             continue
-        if data.count(b'"', ls, i) % 2:  # inside a string
-            continue
-        start = i - 1 if i > ls and data[i - 1] == 0x2D else i  # "-Infinity"
+        start = i - 1 if i > 0 and data[i - 1] == 0x2D else i  # "-Infinity"
         end = i + (3 if data[i] == 0x4E else 8)  # "NaN" | "Infinity"
         parts += (data[pos:start], b'"', data[start:end], b'"')
         pos = end
@@ -142,8 +140,10 @@ def quote_nonfinite(data: bytes, needles: Iterable[bytes] = NONFINITE_TOKENS) ->
 
 
 def quote_bignums(line: bytes) -> bytes:
-    """Numbers beyond the double range (``1e999``) -> ``"Infinity"`` / ``"-Infinity"`` sentinels."""
-    return _outside_strings(line, _BIGNUM, _BIGNUM_OR_STRING, _big_to_sentinel)
+    """Numbers beyond the double range (``1e999``) -> ``"Infinity"`` / ``"-Infinity"`` sentinels, and integers beyond
+    the decoder's range (a 50,000-digit one too) -> their float: one cell, not a lost row. One scan, strings skipped
+    whole, so the time is linear in the line."""
+    return _NUMBER_OR_STRING.sub(_big_to_sentinel, line)
 
 
 def find_token(data: bytes, token: bytes, start: int = 0) -> int:
@@ -157,7 +157,7 @@ def find_token(data: bytes, token: bytes, start: int = 0) -> int:
 
 
 # a \uXXXX escape of a UTF-16 surrogate, with the backslashes before it (an even run is an escaped backslash + "u")
-_SURROGATE_ESCAPE = re.compile(rb"(\\+)u([dD][89a-fA-F][0-9a-fA-F]{2})")
+_SURROGATE_ESCAPE = re.compile(rb"(?<!\\)(\\+)u([dD][89a-fA-F][0-9a-fA-F]{2})")
 
 
 def replace_lone_surrogates(line: bytes) -> bytes:

@@ -6,7 +6,6 @@ to the ``report`` callable the follower passes (its ``errors``).
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import stat
@@ -25,7 +24,8 @@ from steptable.ingest.readers.csvlog import CsvParser
 from steptable.ingest.readers.hf import newest_trainer_state, parse_trainer_state, trainer_states
 from steptable.ingest.readers.jsonl import JsonlParser, LineNo
 from steptable.ingest.store import ResumeReader, RunStore
-from steptable.table import runinfo
+from steptable.table import runinfo, sidejson
+from steptable.table.sidejson import SideFileError
 
 MAX_META = 4 * 1024 * 1024
 #: a ``trainer_state.json`` is re-read whole on every change; one beyond this is reported, not read
@@ -85,7 +85,7 @@ class Source(ABC):
         self.dead = False  # not a run after all: the follower drops it
         self.missing = False  # the last poll found no file (deleted, its directory removed or renamed)
         if self.exposed:  # (a log still to show a metrics line reads its config when it does)
-            load_meta(self.store, cand)
+            load_meta(self.store, cand, report)
 
     @abstractmethod
     def poll(self) -> bool:
@@ -267,7 +267,7 @@ class TailSource(Source):
         store = self.store
         if not self.exposed and len(store):
             self.exposed = True
-            load_meta(store, self.cand)
+            load_meta(store, self.cand, self.report)
         elif not self.exposed and not self.cand.confirmed and self.tail.opened:
             # A log that was not named explicitly and shows no metrics line (a README.txt, a server log, a training
             # log still loading its model): not a run for now. The follower searches what it grows by and takes
@@ -392,13 +392,29 @@ def make_source(
     return TailSource(cand, report, max_line, on_resume)
 
 
-def load_meta(store: RunStore, cand: Candidate) -> None:
-    """``config.json`` next to the metrics file or in the run directory (tinker writes one) -> ``meta["config"]``."""
-    for d in (cand.path.parent, cand.run_dir):
-        path = Path(d) / "config.json"
+def load_meta(store: RunStore, cand: Candidate, report: Report | None = None) -> None:
+    """``config.json`` next to the metrics file or in the run directory (tinker writes one) -> ``meta["config"]``.
+
+    The file is untrusted: one too large or nested too deep is told through ``report`` (one line naming it) and left
+    out; the run is read all the same. Invalid JSON is passed over quietly (a config being rewritten)."""
+    for d in dict.fromkeys((Path(cand.path.parent), Path(cand.run_dir))):
+        path = d / "config.json"
         try:
-            store.meta["config"] = json.loads(read_regular(path, MAX_META))
-            store.meta["config_path"] = path
-            return
-        except (OSError, ValueError):
+            data = read_regular(path, MAX_META)
+        except FileNotFoundError:
             continue
+        except OSError as e:
+            if report is not None and e.errno == 0:  # ours: not a regular file, too large
+                report(BadLine(str(path), 0, f"config not read: {e.strerror}"))
+            continue
+        try:
+            store.meta["config"] = sidejson.load(data)
+        except SideFileError as e:
+            if "nested" in str(e):
+                store.meta["config_refused"] = path  # (not read again on every pass of discovery)
+                if report is not None:
+                    report(BadLine(str(path), 0, f"config {e}"))
+                return
+            continue
+        store.meta["config_path"] = path
+        return

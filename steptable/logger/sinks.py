@@ -22,6 +22,7 @@ from typing import Any
 from tqdm import tqdm
 
 from steptable.logger.writer import open_append
+from steptable.table.cells import sanitize
 from steptable.table.formatting import char_cells
 
 
@@ -40,7 +41,12 @@ class ConsoleSink:
 
     def __call__(self, message: Any) -> None:
         out = sys.stdout
-        if self.failed is not None or out is None:
+        if self.failed is not None:
+            return
+        if out is None:  # started with stdout closed (`python train.py >&-`): Python gives no stream at all
+            self.failed = OSError(errno.EBADF, "no standard output")
+            report_once(f"stdout-{id(self)}", "steptable: console output failed (stdout is closed); rows continue "
+                        "in the JSONL and log file")
             return
         text = "\n" + str(message) if self.torn else str(message)
         handling = sys.exc_info()[1]  # (a line logged by the trainer's own ``except KeyboardInterrupt:``)
@@ -246,7 +252,7 @@ def report_once(topic: str, text: str, to_file: bool = True) -> None:
 def say(text: str, to_file: bool = True) -> None:
     """``text`` on stderr, a line, between tqdm's bars; and in the verbose file when setup_logging made one (not
     ``to_file`` from inside that file's sink). Never raises (a Ctrl-C that lands in it goes on)."""
-    line = text.rstrip("\n")
+    line = sanitize(text.rstrip("\n"))  # notices name paths and keys, which may hold escape sequences
     err = sys.stderr
     handling = sys.exc_info()[1]
     if err is not None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import stat
-import time
 from collections import deque
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -32,8 +31,6 @@ def error_text(e: BaseException) -> str:
 #: rows kept for retry while the file cannot be written; beyond this (or MAX_PENDING_BYTES) the oldest are dropped
 MAX_PENDING = 100_000
 MAX_PENDING_BYTES = 256 << 20
-#: seconds between two looks at whether the JSONL's path still leads to the open file (a rotation renames it)
-MOVED_CHECK_S = 1.0
 
 
 def open_append(path: str | os.PathLike[str]) -> int:
@@ -81,7 +78,7 @@ class RunWriter:
         self._pending: deque[bytes] = deque()
         self._pending_bytes = 0
         self._size = 0  # the file's size after our last write (to settle a write cut short by a signal)
-        self._checked = time.monotonic()  # when the path was last seen to lead to the open file
+        self._ident: tuple[int, int] | None = None  # (device, inode) of the open file
         self._dir: tuple[int, int] | None = None  # (device, inode) of the directory the open file was opened in
         self._real: str | None = None  # that directory's path with every link resolved
         # After a short write: (device, inode, size after it, the whole row). The rest of that row is _pending[0]
@@ -212,13 +209,16 @@ class RunWriter:
 
     def _moved(self, fh: BinaryIO) -> bool:
         """Was the open file rotated: renamed away (or replaced) inside the directory it was opened in, which still
-        holds the path? Asked at most once a second (three stat calls), and not of a deleted file (the check after
-        the write reopens that one). A directory moved or a symlink re-pointed (``outputs/latest`` to the next
-        run) is not a rotation: the rows go on into the open file, never into another run's."""
-        now = time.monotonic()
-        if now - self._checked < MOVED_CHECK_S:
-            return False
-        self._checked = now
+        holds the path? Asked before every row (one stat while the path leads to the open file), so a rotation's
+        next row goes to the new file; not of a deleted file (the check after the write reopens that one). A
+        directory moved or a symlink re-pointed (``outputs/latest`` to the next run) is not a rotation: the rows go
+        on into the open file, never into another run's."""
+        try:
+            now = os.stat(self.path)
+            if (now.st_dev, now.st_ino) == self._ident:
+                return False
+        except OSError:
+            pass
         try:
             st = os.fstat(fh.fileno())
         except OSError:
@@ -245,6 +245,8 @@ class RunWriter:
                 raise OSError(f"the run directory now leads to {real}, another directory than the run's {self._real}")
             self.path.parent.mkdir(parents=True, exist_ok=True)
             fh = open(open_append(self.path), "ab", buffering=0)
+            opened = os.fstat(fh.fileno())
+            self._ident = (opened.st_dev, opened.st_ino)
             self._dir = _dir_id(self.path.parent)  # (the directory it was opened in, through any symlink)
             self._real = real
             try:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import re
 import stat
+from collections.abc import Sequence
 from pathlib import Path
 
 from steptable.ingest.files.walk import walk
@@ -20,6 +21,31 @@ from steptable.schemas.userdoc import (
     parse_doc,
 )
 
+#: the directories the command was given (a file's own directory for a file): a log directory's file above them is
+#: not the user's (a steptable.toml planted in a shared /tmp or /scratch); None outside a command (the library)
+_ROOTS: tuple[Path, ...] | None = None
+#: the file ``--schema-file`` names: applies wherever it is, before the log directories' own
+_NAMED: Path | None = None
+
+
+def set_scope(paths: Sequence[str | os.PathLike[str]] | None, schema_file: str | os.PathLike[str] | None = None
+              ) -> None:
+    """Where log-directory files may apply from now on: at or below one of ``paths`` (the paths a command was
+    given; None: up to LOCAL_DEPTH parents of a run, as for a library caller), plus ``schema_file`` wherever it is."""
+    global _ROOTS, _NAMED
+    roots = None if paths is None else [Path(p).absolute() for p in paths]
+    _ROOTS = None if roots is None else tuple(r if os.path.isdir(r) else r.parent for r in roots)
+    _NAMED = None if schema_file is None else Path(schema_file).absolute()
+
+
+def named_file() -> Path | None:
+    """The file ``--schema-file`` named, if any."""
+    return _NAMED
+
+
+def _in_scope(d: Path) -> bool:
+    return _ROOTS is None or any(d == r or r in d.parents for r in _ROOTS)
+
 
 def config_dir() -> Path:
     """The directory of the user's own schemas."""
@@ -29,7 +55,8 @@ def config_dir() -> Path:
 
 def schema_files(near: str | os.PathLike[str] | None = None) -> list[Path]:
     """User schema files that apply to runs at ``near``: the nearest log-directory file first, then the user's."""
-    out = _local_files(near) if near is not None else []
+    out = [_NAMED] if _NAMED is not None else []
+    out += [f for f in _local_files(near) if f != _NAMED] if near is not None else []
     cfg = config_dir()
     if os.path.isdir(cfg):
         out += sorted(f for f in cfg.glob("*.toml") if os.path.isfile(f))
@@ -42,6 +69,8 @@ def _local_files(near: str | os.PathLike[str]) -> list[Path]:
     p = Path(near).absolute()  # (absolute: "." has no parents, and a steptable.toml above the current directory counts)
     start = p if os.path.isdir(p) else p.parent
     for d in [start, *list(start.parents)[:LOCAL_DEPTH]]:
+        if not _in_scope(d):  # above the path the user gave: someone else's directory
+            break
         f = d / LOCAL_NAME
         if os.path.lexists(f):  # a directory or FIFO of that name is an error to report, not to pass over
             out.append(f)  # (each of them: a nearer file that matches other runs does not hide a farther one)
@@ -50,6 +79,8 @@ def _local_files(near: str | os.PathLike[str]) -> list[Path]:
 
 def nearest_local(near: str | os.PathLike[str]) -> Path | None:
     """The log directory's file nearest to ``near`` (the one whose problems are reported), if there is one."""
+    if _NAMED is not None:
+        return _NAMED
     found = _local_files(near)
     return found[0] if found and found[0].parent != config_dir() else None
 

@@ -8,7 +8,7 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from steptable.schemafiles.files import config_dir, files_below, nearest_local, read_doc, schema_files
+from steptable.schemafiles.files import config_dir, files_below, named_file, nearest_local, read_doc, schema_files
 from steptable.schemas import registry
 from steptable.schemas.base import Schema
 from steptable.schemas.registry import SCHEMAS, Located, R, logged_schema
@@ -24,7 +24,8 @@ def user_schemas(near: str | os.PathLike[str] | None = None) -> list[Schema]:
     """User schemas that apply at ``near`` (a run file or directory), highest priority first. User files may extend
     built-ins and the user's own config schemas; the log-directory file may extend any of them."""
     files = schema_files(near)
-    local = [f for f in files if f.name == LOCAL_NAME and f.parent != config_dir()]
+    named = named_file()
+    local = [f for f in files if (f.name == LOCAL_NAME and f.parent != config_dir()) or f == named]
     # config files first, then the log-directory files farthest first: each may extend the ones before it
     order = [f for f in files if f not in local] + local[::-1]
     known = dict(SCHEMAS)
@@ -116,3 +117,13 @@ def unused_files(runs: Sequence[Located]) -> list[SchemaFileError]:
         if error is not None:
             out.append(error)
     return out
+
+
+def schema_file_notes(groups: Sequence[tuple[Schema, Sequence[Located]]]) -> list[str]:
+    """One line per user schema file that lays out some of the runs: ``schema file PATH (name NAME): N run(s)``.
+    A file that changes what columns mean must be seen to apply (every view says which)."""
+    counts: dict[tuple[str, str], int] = {}
+    for schema, group in groups:
+        if schema.source != "built-in":
+            counts[(schema.source, schema.name)] = counts.get((schema.source, schema.name), 0) + len(group)
+    return [f"schema file {path} (schema {name}): {n} run(s)" for (path, name), n in counts.items()]

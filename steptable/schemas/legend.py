@@ -71,7 +71,8 @@ def _names(runs: Sequence[RunView]) -> str:
 def _runs_text(runs: Sequence[RunView], schema: Schema | None, whose: str) -> str:
     cols = layout(runs, schema)
     name = schema.name if schema is not None else "generic"
-    text = render.legend(cols, title=f"{name} columns{whose}:")
+    source = f" (schema file {sanitize(schema.source)})" if schema is not None and schema.source != "built-in" else ""
+    text = render.legend(cols, title=f"{name} columns{whose}{source}:")
     rest = hidden_keys(runs, schema, cols)
     if "" in rest:  # a column needs a key: the empty one is in the JSONL and in `summary`, never a column
         rest.remove("")

@@ -102,6 +102,8 @@ def parse_doc(path: str, text: str) -> _Doc:
     except toml.TOMLDecodeError as e:
         m = re.search(r"line (\d+)", str(e))
         raise SchemaFileError(path, int(m.group(1)) if m else None, f"not valid TOML: {e}") from None
+    except RecursionError:  # arrays or inline tables nested thousands deep: tomllib recurses once per level
+        raise SchemaFileError(path, None, "not valid TOML: nested too deeply") from None
     return _Doc(path, text, data)
 
 

@@ -12,13 +12,14 @@ validated field by field, and one that does not validate is ignored (the run is 
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from steptable.table import sidejson
 from steptable.table.columns import Col, ColumnError, validate
+from steptable.table.sidejson import SideFileError
 
 VERSION = 1
 NAME = "steptable.json"
@@ -91,8 +92,8 @@ def parse(data: bytes, jsonl: Path) -> dict[str, Any] | None:
     """The description in ``data`` (a file's bytes: read it with steptable.ingest.source.read_regular, which never
     blocks on a FIFO and stops at MAX_BYTES) if it describes ``jsonl`` and validates; else None."""
     try:
-        info = json.loads(data)
-    except (ValueError, RecursionError):
+        info = sidejson.load(data)
+    except SideFileError:
         return None
     if type(info) is not dict or info.get("steptable") != VERSION or info.get("jsonl") != jsonl.name:
         return None

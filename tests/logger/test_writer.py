@@ -215,7 +215,6 @@ def _unlinked_between_rows(path: Path) -> tuple[RunWriter, list[str]]:
 def test_a_deleted_file_is_reported_as_deleted_not_moved(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """With the rotation check due (it runs once a second), a deleted file is still "deleted": the two warnings tell
     the user different things (the rows before it are gone, versus in the renamed file)."""
-    monkeypatch.setattr(writer, "MOVED_CHECK_S", 0.0)
     path = tmp_path / "metrics.jsonl"
     w, warned = _unlinked_between_rows(path)
     assert (w.deleted, w.moved) == (1, 0) and len(warned) == 1 and "was deleted during the run" in warned[0]
@@ -227,7 +226,6 @@ def test_a_descriptor_closed_behind_the_writers_back_is_a_failure_not_a_rotation
 ) -> None:
     """A library closing inherited descriptors closed the JSONL's: the write fails and the row is retried on a fresh
     descriptor; nothing was moved, so no "moved or replaced" warning."""
-    monkeypatch.setattr(writer, "MOVED_CHECK_S", 0.0)
     path = tmp_path / "metrics.jsonl"
     warned: list[str] = []
     w = RunWriter(path, warned.append)
@@ -296,7 +294,6 @@ ESC_DIR = "run\x1b]0;PWNED\x07\x1b[2J"  # a window title and a screen clear: "ru
 def test_a_write_failure_names_the_directory_a_link_leads_to_inert(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, captured: list[str], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setattr(writer, "MOVED_CHECK_S", 0.0)
     a, b = tmp_path / "run-A", tmp_path / ("run-B" + ESC_DIR)
     a.mkdir()
     b.mkdir()
@@ -529,7 +526,6 @@ def test_a_rotated_jsonl_gets_the_rows_after_the_rotation(tmp_path: Path, monkey
                                                           captured: list[str]) -> None:
     """logrotate (rename, then create) mid-run: every later row went on into the renamed file, so the path every
     reader follows stayed empty (summary: no rows; table.txt: a header)."""
-    monkeypatch.setattr(writer, "MOVED_CHECK_S", 0.0)  # (a look at every write; once a second by default)
     sl = StepLogger(EMA_COLS, run_dir=tmp_path, console=False, alerts=False)
     jsonl = tmp_path / "metrics.jsonl"
     for s in range(20):
@@ -550,7 +546,6 @@ def test_a_moved_run_directory_or_a_repointed_symlink_is_no_rotation(tmp_path: P
     """run_dir=outputs/latest (a symlink the next launch points at its own run), or the run directory renamed while
     training: the rows go on into the open file (a reopen wrote one run's rows into the next run's file, or split
     the run in two)."""
-    monkeypatch.setattr(writer, "MOVED_CHECK_S", 0.0)
     a, b = tmp_path / "run-A", tmp_path / "run-B"
     a.mkdir()
     b.mkdir()
@@ -580,7 +575,6 @@ def test_rows_never_land_in_the_run_a_repointed_link_now_leads_to(tmp_path: Path
                                                                    capsys: pytest.CaptureFixture[str]) -> None:
     """run_dir=latest -> run-A; the next launch points latest at run-B and run-A is deleted: the reopen after the
     deletion appended this run's rows to run-B's file. Now they are kept (said once, counted at close)."""
-    monkeypatch.setattr(writer, "MOVED_CHECK_S", 0.0)
     a, b = tmp_path / "run-A", tmp_path / "run-B"
     a.mkdir()
     b.mkdir()

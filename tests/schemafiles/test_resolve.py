@@ -218,9 +218,11 @@ def test_a_file_above_a_relative_path_and_a_named_schema_near_any_path(
         width = 6
     """)
     monkeypatch.chdir(tmp_path / "a" / "logs" / "run1")
-    rc, out, _ = run_cli(["tail", ".", "-n", "2"], capsys)
+    rc, out, _ = run_cli(["tail", ".", "-n", "2"], capsys)  # a file above the path given is not the user's
+    assert rc == 0 and "ENT" not in out
+    rc, out, _ = run_cli(["tail", ".", "-n", "2", "--schema-file", "../steptable.toml"], capsys)
     assert rc == 0 and "ENT" in out.splitlines()[0]
-    rc, out, _ = run_cli(["tail", ".", "--schema", "mine", "-n", "2"], capsys)
+    rc, out, _ = run_cli(["tail", ".", "--schema-file", "../steptable.toml", "--schema", "mine", "-n", "2"], capsys)
     assert rc == 0 and "ENT" in out
     monkeypatch.chdir(tmp_path / "a" / "logs")
     rc, out, _ = run_cli(["legend", "--schema", "mine"], capsys)

@@ -220,7 +220,7 @@ class Follower:
             src = self._sources.get(cand.key)
             if src is not None:
                 src.store.side_files = cand.side_files
-                if "config" in cand.side_files and "config" not in src.store.meta:
+                if "config" in cand.side_files and not {"config", "config_refused"} & src.store.meta.keys():
                     load_meta(src.store, cand)  # a config.json written after the run started
                 continue
             self._add(cand)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 import stat
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
@@ -142,6 +142,7 @@ class FileTail:
         except FileNotFoundError:
             if self._ident is not None:
                 self.missing = True
+                yield from self._drain_moved()  # renamed away, its successor not made yet: read it to its end now
             return
         except OSError as e:
             yield from self._fail(f"cannot stat: {e.strerror or e}")
@@ -162,7 +163,14 @@ class FileTail:
         with f:
             ident = (st.st_dev, st.st_ino)
             known = self._ident is not None
-            if known and (st.st_size < self.offset or not self._same_bytes(f)):
+            if known and ident != self._ident and (st.st_size < self.offset or not self._same_bytes(f)):
+                # A new file at the path. Renamed away (logrotate's metrics.jsonl -> metrics.jsonl.1) the old one is
+                # still beside it: read it to its end first, then the new one from its start, as the same run.
+                moved = yield from self._drain_moved()
+                self._restart()
+                if not moved:  # deleted, or replaced by another file: the run is read again from the new one
+                    yield RESET
+            elif known and (st.st_size < self.offset or not self._same_bytes(f)):
                 self._restart()
                 yield RESET
             self._ident = ident
@@ -176,6 +184,31 @@ class FileTail:
             if self._tail and (not self._samples or self._samples[-1][0] != self.offset):
                 self._samples.append((self.offset, self._tail))
         self._sig = sig
+
+    def _drain_moved(self) -> Generator[TailEvent, None, bool]:
+        """Read the rest of the file we were reading if it was renamed within its directory (found there by its
+        inode, one directory listing); True (the generator's value) when it was found."""
+        old = self._ident
+        if old is None:
+            return False
+        try:
+            with os.scandir(self.path.parent) as it:
+                found = [Path(e.path) for e in it if e.inode() == old[1] and e.name != self.path.name]
+        except OSError:
+            return False
+        for path in found:
+            try:
+                f = open_binary(path)
+            except OSError:
+                continue
+            with f:
+                st = os.fstat(f.fileno())
+                if (st.st_dev, st.st_ino) != old or st.st_size < self.offset:
+                    continue
+                f.seek(self.offset)
+                yield from self._read(f)
+            return True
+        return False
 
     def _fail(self, reason: str) -> Iterator[BadLine]:
         if reason != self.error:

@@ -31,9 +31,9 @@ def console_value(text: str) -> Any:
     m = _WRAPPED.match(text)
     if m is not None:
         text = m.group(1)
-    if _INT.match(text):
-        return int(text)
     try:
+        if _INT.match(text):  # (past 4,300 digits int() refuses: the value is read as a float, inf at worst)
+            return int(text) if len(text) <= 4000 else float(text)
         return float(text)
     except ValueError:
         return text

@@ -124,8 +124,11 @@ def test_one_late_look_is_not_a_grace_gone_by(tmp_path: Path, follower_clock: Fo
     assert list(f.stores["a/metrics.jsonl"].steps) == [0, 1] and f.stores["a/metrics.jsonl"].generation == 1
 
 
-def test_a_rotation_within_the_grace_keeps_the_run_and_its_store(tmp_path: Path, follower_clock: FollowerClock) -> None:
-    """Rename + new file after a few polls, and copytruncate: the same store, read again from the new content."""
+def test_a_rotation_within_the_grace_keeps_the_run_and_its_store(
+    tmp_path: Path, follower_clock: FollowerClock
+) -> None:
+    """Rename + new file after a few polls: the same store, the renamed file's rows kept (it was read to its end);
+    copytruncate: the same store, read again from the new content."""
     path = tmp_path / "a" / "metrics.jsonl"
     write_rows(path, timed_rows(0, 5))
     f = Follower([tmp_path])
@@ -137,7 +140,7 @@ def test_a_rotation_within_the_grace_keeps_the_run_and_its_store(tmp_path: Path,
         follower_clock.t += 1.0
     write_rows(path, timed_rows(5, 7))
     f.scan()
-    assert f.stores["a/metrics.jsonl"] is store and list(store.steps) == [5, 6] and store.generation == 1
+    assert f.stores["a/metrics.jsonl"] is store and list(store.steps) == list(range(7)) and store.generation == 0
     path.write_text("")
     write_rows(path, timed_rows(7, 8))
     follower_clock.t += 600.0  # (missing no more: the grace starts again the next time)
