@@ -63,6 +63,7 @@ class StepTableApp(App[int]):
         Binding("l", "toggle_legend", "Legend", tooltip="what each column means"),
         Binding("d", "toggle_diagnostics", "Diag", tooltip="routing diagnostics per arm, with their course"),
         Binding("c", "toggle_chart", "Chart", tooltip="the lit column over steps, one line per arm"),
+        Binding("C", "chart_view", "Chart view", show=False, tooltip="metrics over x, arms overlaid: axes, zoom, crosshair"),
         Binding("slash", "filter", "Filter", tooltip="show only the columns matching globs"),
         Binding("colon,g", "jump", "Jump", tooltip="go to a step"),
         Binding("p", "pin", "Pin", tooltip="keep the lit column in front (again: unpin it)"),
@@ -313,6 +314,9 @@ class StepTableApp(App[int]):
 
     def action_events(self) -> None:
         self.viewers.events()
+
+    def action_chart_view(self) -> None:
+        self.viewers.chart()
 
     def action_generations(self) -> None:
         self.viewers.generations()
