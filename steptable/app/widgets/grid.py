@@ -207,7 +207,7 @@ class StepGrid(ScrollView, can_focus=True):
         # table has a size: until then the bottom is not known, and Textual's own clamping is no user's scroll.
         if self.is_mounted and self.size.height:
             self._set_follow(round(new_value) >= self.max_scroll_y)
-        if round(old_value) != round(new_value):
+        if int(old_value) != int(new_value):  # (top_index's rounding: an animated scroll ends on whole rows)
             self.post_message(self.Moved(self))
 
     def watch_scroll_x(self, old_value: float, new_value: float) -> None:
