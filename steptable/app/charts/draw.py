@@ -116,10 +116,16 @@ def _plot_bits(buckets: Sequence[Bucket], lo: float, hi: float, log: bool, width
             a, z = min(top, prev[1]), max(bottom, prev[0])
         prev = (top, bottom)
         cell, sub = divmod(p, 2)
-        for d in range(a, z + 1):
-            row, dr = divmod(d, 4)
-            bits[row * width + cell] |= _DOTS[dr][sub]
+        masks = _SPANS[sub]
+        first, last = a >> 2, z >> 2
+        for row in range(first, last + 1):  # a cell row at a time: the dots from a to z within it
+            bits[row * width + cell] |= masks[a - 4 * row if row == first else 0][z - 4 * row if row == last else 3]
     return bits
+
+
+#: by pixel sub-column, first and last dot row (0-3): the bits of that run of dots in a cell
+_SPANS = tuple(tuple(tuple(sum(_DOTS[d][sub] for d in range(i, j + 1)) for j in range(4)) for i in range(4))
+               for sub in range(2))
 
 
 def chart(
@@ -157,6 +163,8 @@ def chart(
     lo, hi = yr if yr is not None else (0.0, 1.0)
     grids = [(arm, pri, _plot_bits(bs, lo, hi, log, plot_w, plot_h)) for arm, pri, bs in layers]
     smoothed = any(pri for _, pri, _ in layers)
+    looks = {(arm, pri): styles.arms[arm % len(styles.arms)] + (Style(dim=True) if smoothed and not pri else Style())
+             for arm, pri, _ in layers}
     marker_row = Text(_pad("nan/inf", GUTTER - 2) + "  ", style=styles.axis, no_wrap=True)
     for c in range(plot_w):
         marker_row.append(MARKER if marks[c] else " ", styles.alert if marks[c] else _cross(None, c, cross, styles))
@@ -167,6 +175,8 @@ def chart(
         t = tick_rows.get(row)
         label = _fmt(10.0**t if log else t) if t is not None else ""
         line = Text(_pad(label, GUTTER - 2) + (" ┤" if t is not None else " │"), style=styles.axis, no_wrap=True)
+        run: list[str] = []
+        run_style: Style | None = None
         for c in range(plot_w):
             k = row * plot_w + c
             cell, owner = 0, None
@@ -177,13 +187,18 @@ def chart(
                     key = (pri, b.bit_count())
                     if owner is None or key > owner[0]:
                         owner = (key, arm, pri)
-            if owner is None:
-                line.append(" ", _cross(None, c, cross, styles))
-                continue
-            style = styles.arms[owner[1] % len(styles.arms)]
-            if smoothed and owner[2] == 0:
-                style += Style(dim=True)
-            line.append(chr(0x2800 + cell), _cross(style, c, cross, styles))
+            style: Style | None = None
+            if owner is not None:
+                style = looks[owner[1], owner[2]]
+            if c == cross:
+                style = styles.cross if style is None else style + styles.cross
+            if style != run_style and run:  # one append per run of a style: Text.append per cell is slow
+                line.append("".join(run), run_style)
+                run = []
+            run_style = style
+            run.append(chr(0x2800 + cell) if cell else " ")
+        if run:
+            line.append("".join(run), run_style)
         out.append(line)
     out += _x_axis(x0, x1, plot_w, styles, fmt_x)
     return out
