@@ -181,10 +181,10 @@ def chart(
             k = row * plot_w + c
             cell, owner = 0, None
             for arm, pri, bits in grids:
-                b = bits[k]
-                if b:
-                    cell |= b
-                    key = (pri, b.bit_count())
+                dots = bits[k]
+                if dots:
+                    cell |= dots
+                    key = (pri, dots.bit_count())
                     if owner is None or key > owner[0]:
                         owner = (key, arm, pri)
             style: Style | None = None
