@@ -116,13 +116,13 @@ async def test_a_column_picked_again_reads_no_column(tmp_path: Path, monkeypatch
         await pilot.press("right")
         await pilot.pause()
         reads: list[tuple[str, int, int]] = []
-        real = panels.downsample
+        real = panels.extremes
 
-        def counted(values: Any, buckets: int, per_bucket: int = 16, n: int | None = None) -> list[float]:
-            reads.append((app.session.selected or "", len(values), buckets))
-            return real(values, buckets, per_bucket, n)
+        def counted(pyramid: Any, rows: int, buckets: int) -> list[float]:
+            reads.append((app.session.selected or "", rows, buckets))
+            return real(pyramid, rows, buckets)
 
-        monkeypatch.setattr(panels, "downsample", counted)
+        monkeypatch.setattr(panels, "extremes", counted)
         await pilot.press("left")  # back to rew: cached
         await pilot.pause()
         assert app.session.selected == "rew" and reads == []

@@ -20,6 +20,7 @@ from textual.widgets import Static
 
 from steptable.app.arrange import ArmsBox, Arrangement
 from steptable.app.feed import Feed
+from steptable.app.lockstep import Lockstep
 from steptable.app.messages import AlertsFound, FeedProblem, PreviewReady, RunsChanged
 from steptable.app.model import Store
 from steptable.app.screens.help import key_lines, key_text
@@ -63,6 +64,8 @@ class StepTableApp(App[int]):
         Binding("l", "toggle_legend", "Legend", tooltip="what each column means"),
         Binding("d", "toggle_diagnostics", "Diag", tooltip="routing diagnostics per arm, with their course"),
         Binding("c", "toggle_chart", "Chart", tooltip="the lit column over steps, one line per arm"),
+        Binding("C", "chart_view", "Chart view", show=False,
+                tooltip="metrics over x, arms overlaid: axes, zoom, crosshair"),
         Binding("slash", "filter", "Filter", tooltip="show only the columns matching globs"),
         Binding("colon,g", "jump", "Jump", tooltip="go to a step"),
         Binding("p", "pin", "Pin", tooltip="keep the lit column in front (again: unpin it)"),
@@ -71,6 +74,7 @@ class StepTableApp(App[int]):
         Binding("f", "follow_all", "Follow all", show=False, tooltip="every table follows its newest rows"),
         Binding("e", "events", "Events", show=False, tooltip="every alert, stall and bad line so far"),
         Binding("w", "compare", "Compare", show=False, tooltip="which arm wins: window means, 95% CIs, Δ vs baseline"),
+        Binding("k", "lockstep", "Lockstep", show=False, tooltip="every arm's table moves with the one in front"),
         Binding("0", "show_all_arms", "All arms", show=False, tooltip="show the hidden arms again"),
         *(Binding(str(k), f"toggle_arm({k - 1})", f"Arm {k}", show=False, tooltip="hide or show that arm")
           for k in range(1, 10)),
@@ -95,6 +99,7 @@ class StepTableApp(App[int]):
         self.arrangement = Arrangement(self, stacked)
         self.tables = Tables(self)
         self.viewers = Viewers(self, self.tables)
+        self.lockstep = Lockstep(self.tables)
         self._new_panels = False
         self.problem = ""
         self._stop = threading.Event()
@@ -292,6 +297,10 @@ class StepTableApp(App[int]):
             if panel.grid is message.grid:
                 panel.refresh_title(self.clock())
 
+    @on(StepGrid.Moved)
+    def _grid_moved(self, message: StepGrid.Moved) -> None:
+        self.lockstep.moved(message.grid)
+
     @on(StepGrid.ColumnPicked)
     def _column_picked(self, message: StepGrid.ColumnPicked) -> None:
         self.tables.column_picked(message.grid, message.key)
@@ -313,6 +322,9 @@ class StepTableApp(App[int]):
 
     def action_events(self) -> None:
         self.viewers.events()
+
+    def action_chart_view(self) -> None:
+        self.viewers.chart()
 
     def action_generations(self) -> None:
         self.viewers.generations()
@@ -340,6 +352,9 @@ class StepTableApp(App[int]):
 
     def action_pin(self) -> None:
         self.tables.pin()
+
+    def action_lockstep(self) -> None:
+        self.notify("lockstep " + ("on: the tables move together" if self.lockstep.toggle() else "off"))
 
     def action_follow_all(self) -> None:
         self.tables.follow_all()

@@ -13,10 +13,13 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from steptable.table.columns import Col
 from steptable.table.formatting import to_float
+
+if TYPE_CHECKING:
+    from steptable.ingest.pyramid import Pyramid
 
 
 class Bad(Protocol):
@@ -81,6 +84,8 @@ class Store(Protocol):
 
     def column(self, key: str) -> Sequence[Any]: ...
 
+    def cells_between(self, key: str, start: int = 0, stop: int | None = None) -> list[Any]: ...
+
     def row(self, i: int) -> dict[str, Any]: ...
 
     def value(self, i: int, key: str) -> Any: ...
@@ -137,6 +142,21 @@ def downsample(values: Sequence[Any], buckets: int, per_bucket: int = 16, n: int
     return out
 
 
+#: a sparkline's cell whose rows hold a NaN / inf the run logged
+SPARK_BAD = "×"
+
+
+def extremes(pyramid: Pyramid, rows: int, buckets: int) -> list[float]:
+    """A sparkline's values: the max of every row of each of ``buckets`` equal slices of the first ``rows`` rows
+    (a one-point spike shows at full height), ``inf`` where a slice holds a NaN / inf the run logged (drawn as
+    SPARK_BAD), nan where it holds no value. One cell per row when there are fewer rows than buckets."""
+    from steptable.ingest.pyramid import even_edges
+
+    rows = min(rows, len(pyramid))
+    bs = pyramid.buckets(even_edges(0, rows, min(buckets, rows)))
+    return [math.inf if b.bad else math.nan if b.empty else b.hi for b in bs]
+
+
 def spark(values: Sequence[float], lo: float | None = None, hi: float | None = None) -> str:
     """One block character per value, scaled between ``lo`` and ``hi`` (their min / max by default); nan -> space."""
     xs = [v for v in values if math.isfinite(v)]
@@ -148,7 +168,9 @@ def spark(values: Sequence[float], lo: float | None = None, hi: float | None = N
     top = len(SPARK_CHARS) - 1
     chars = []
     for v in values:
-        if not math.isfinite(v):
+        if v == math.inf:
+            chars.append(SPARK_BAD)
+        elif not math.isfinite(v):
             chars.append(" ")
         elif span <= 0:
             chars.append(SPARK_CHARS[top // 2])

@@ -112,6 +112,14 @@ class Tables:
         for g in self.grids():
             g.action_follow()
 
+    def show_steps(self, steps: Mapping[str, int]) -> None:
+        """Each run's table in ``steps`` (run id -> step) shows that step at the top (the chart's crosshair: on an
+        x axis other than the step, the arms are at different steps)."""
+        for rid, step in steps.items():
+            panel = self.app.panels.get(rid)
+            if panel is not None and panel.grid.store is not None:
+                panel.grid.scroll_to_index(panel.grid.store.index_of_step(step))
+
     def jump_to_step(self, step: int) -> None:
         """Every shown table shows ``step`` (or the first step after it) at the top; following pauses."""
         for g in self.grids():

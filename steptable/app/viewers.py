@@ -85,6 +85,20 @@ class Viewers:
 
         self.app.push_screen(CompareScreen(lambda: [r.store for r in self.app.session.runs.values()]))
 
+    def chart(self) -> None:
+        """The chart view of the picked column (else the run's reward or loss), every shown arm overlaid; its
+        crosshair moves the tables."""
+        from steptable.app.screens.chart import Arm, ChartScreen
+
+        session = self.app.session
+
+        def arms() -> list[Arm]:
+            labels = session.labels()
+            return [Arm(rid, labels.get(rid, rid), r.store, r.rows) for rid, r in session.runs.items()
+                    if rid not in session.hidden and r.rows]
+
+        self.app.push_screen(ChartScreen(arms, None, self.tables.show_steps))
+
     def generations(self) -> None:
         """Completions of the shown arms that have generations side files, at the step on screen."""
         from steptable.app.screens.generations import GenerationsScreen

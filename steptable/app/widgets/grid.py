@@ -93,6 +93,13 @@ class StepGrid(ScrollView, can_focus=True):
             super().__init__()
             self.grid = grid
 
+    class Moved(Message):
+        """The table scrolled (rows or sideways): other arms' tables may follow it (lockstep)."""
+
+        def __init__(self, grid: StepGrid) -> None:
+            super().__init__()
+            self.grid = grid
+
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
         self.store: Store | None = None
@@ -200,11 +207,14 @@ class StepGrid(ScrollView, can_focus=True):
         # table has a size: until then the bottom is not known, and Textual's own clamping is no user's scroll.
         if self.is_mounted and self.size.height:
             self._set_follow(round(new_value) >= self.max_scroll_y)
+        if int(old_value) != int(new_value):  # (top_index's rounding: an animated scroll ends on whole rows)
+            self.post_message(self.Moved(self))
 
     def watch_scroll_x(self, old_value: float, new_value: float) -> None:
         super().watch_scroll_x(old_value, new_value)
         if round(old_value) != round(new_value):
             self.post_message(self.ViewChanged(self))
+            self.post_message(self.Moved(self))
 
     def columns_in_view(self) -> tuple[int, int, int]:
         """(first, last, total): 1-based positions of the columns on screen (first is 1 until the table scrolls

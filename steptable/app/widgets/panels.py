@@ -20,7 +20,8 @@ from textual.app import ComposeResult
 from textual.containers import ScrollableContainer
 from textual.widgets import Static
 
-from steptable.app.model import Store, Summaries, Summary, downsample, spark
+from steptable.app.charts.series import Feeds
+from steptable.app.model import Store, Summaries, Summary, extremes, spark
 from steptable.table import render
 from steptable.table.cells import cut_middle
 from steptable.table.columns import Col
@@ -188,6 +189,7 @@ class _ArmPanel(ScrollableContainer):
         self.cols: dict[str, Col] = {}
         self.summaries = Summaries()
         self._cache: dict[tuple[int, str], tuple[Store, tuple[int, int, int], Summary, list[float]]] = {}
+        self.feeds = Feeds()  # min/max pyramids: a sparkline cell shows its bucket's max over every row
         self.rows = self.MAX_ROWS  # the most lines it takes
 
     def cap(self, rows: int) -> None:
@@ -210,6 +212,7 @@ class _ArmPanel(ScrollableContainer):
         live = {id(store) for _, store, _ in self.arms}
         for k in [k for k in self._cache if k[0] not in live]:  # arms gone or hidden (their stores kept alive here)
             del self._cache[k]
+        self.feeds.keep([store for _, store, _ in self.arms])
         self.redraw()
 
     def on_resize(self, event: events.Resize) -> None:
@@ -233,9 +236,19 @@ class _ArmPanel(ScrollableContainer):
             return got[2], got[3]
         vals = store.column(key) if key in store.keys else ()
         summary = replace(self.summaries.get(store.run, key, vals, rows, store, version))  # (a copy: it changes)
-        line = downsample(vals, width, n=rows)
+        line = extremes(self.feeds.get(store, key, "step", rows).raw, rows, width)
         self._cache[(id(store), key)] = (store, (version, rows, width), summary, line)
         return summary, line
+
+    def _spark(self, line: list[float], lo: float | None, hi: float | None, width: int) -> Text:
+        """The sparkline in ``width`` cells: a bucket with a NaN / inf (``inf`` in ``line``) is a marker in the
+        alert colour."""
+        text = Text(pad(spark(line, lo, hi), width, "left"))
+        alert = self.app.theme_variables.get("error", "red")
+        for i, v in enumerate(line[:width]):
+            if v == math.inf:
+                text.stylize(f"bold {alert}", i, i + 1)
+        return text
 
     def _fmt(self, key: str, x: float, width: int = 6, bound: bool = True) -> str:
         """``bound``: x is a min or max, whose inf means no finite value yet (a latest value of inf is shown)."""
@@ -286,7 +299,7 @@ class DiagnosticsPanel(_ArmPanel):
                 lo, hi = scales[key]
                 for s, line in series[key][first : first + fit]:
                     out.append(" " + pad(self._fmt(key, s.last, bound=False), 6) + " ")
-                    out.append(pad(spark(line, lo, hi), cell - 7, "left"))
+                    out.append(self._spark(line, lo, hi, cell - 7))
         return out
 
 
@@ -324,7 +337,7 @@ class ChartPanel(_ArmPanel):
         lo, hi = _shared_scale(series)
         for label, (s, line), span in zip(labels, series, spans, strict=True):
             out.append("\n" + pad(label, lw, "left") + " ", "bold")
-            out.append(pad(spark(line, lo, hi), spark_w, "left"))
+            out.append(self._spark(line, lo, hi, spark_w))
             out.append(f" min {self._fmt(key, s.lo, 6)}", "dim")
             out.append(f" max {self._fmt(key, s.hi, 6)}", "dim")
             out.append(f" last {self._fmt(key, s.last, 6, bound=False)}")

@@ -1,0 +1,241 @@
+"""One metric's chart as lines of text: every arm overlaid in braille (2 x 4 dots a cell), each pixel column drawn
+from the min to the max of its rows (a one-point spike reaches its full height), joined to the column before; NaN /
+inf in a column drawn as a marker on a row of their own; a y axis with labelled ticks, an x axis in the chosen x, a
+crosshair column. Pure apart from Rich's Text: the pyramid gives the buckets, so a draw costs O(width * log rows)."""
+
+from __future__ import annotations
+
+import math
+from bisect import bisect_left, bisect_right
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from rich.style import Style
+from rich.text import Text
+
+from steptable.ingest.pyramid import Bucket, Pyramid
+from steptable.table.formatting import fmt_auto
+
+#: braille dot bits by (row 0-3, column 0-1) within a cell
+_DOTS = ((0x01, 0x08), (0x02, 0x10), (0x04, 0x20), (0x40, 0x80))
+#: the y axis gutter: a tick label, a space and the axis
+GUTTER = 9
+MARKER = "×"
+
+
+@dataclass
+class Line:
+    """One arm's series: its x per row (non-decreasing), the pyramid of its values, and optionally a smoothed one
+    drawn over the raw series (which is then drawn faint)."""
+
+    label: str
+    x: Sequence[float]
+    raw: Pyramid
+    smooth: Pyramid | None = None
+
+    @property
+    def rows(self) -> int:
+        return min(len(self.x), len(self.raw))
+
+
+@dataclass(frozen=True)
+class Styles:
+    """The arm colours (by index, cycled), the alert colour of NaN markers, axis and crosshair styles."""
+
+    arms: Sequence[Style]
+    alert: Style
+    axis: Style
+    cross: Style
+
+
+def x_range(lines: Sequence[Line]) -> tuple[float, float] | None:
+    """The finite x of every arm's rows: (lowest, highest); None when there is none."""
+    lows = []
+    for ln in lines:
+        first = bisect_right(ln.x, -math.inf, 0, ln.rows)  # (rows before an x key's first value hold -inf)
+        if first < ln.rows and math.isfinite(ln.x[first]):
+            lows.append(ln.x[first])
+    highs = [ln.x[ln.rows - 1] for ln in lines if ln.rows and math.isfinite(ln.x[ln.rows - 1])]
+    return (min(lows), max(highs)) if lows and highs else None
+
+
+def pixel_edges(x: Sequence[float], rows: int, x0: float, x1: float, pixels: int) -> list[int]:
+    """Row edges of ``pixels`` columns splitting [x0, x1] evenly in x (the last one ends x1 included)."""
+    span = (x1 - x0) / pixels
+    edges = [bisect_left(x, x0 + span * p, 0, rows) for p in range(pixels)]
+    edges.append(bisect_right(x, x1, 0, rows))
+    return edges
+
+
+def nice_ticks(lo: float, hi: float, most: int) -> list[float]:
+    """Round values (1, 2 or 5 times a power of ten apart) within [lo, hi], at most ``most`` of them."""
+    if not (math.isfinite(lo) and math.isfinite(hi)) or hi <= lo or most < 1:
+        return [lo] if math.isfinite(lo) else []
+    raw = (hi - lo) / most
+    power = 10.0 ** math.floor(math.log10(raw))
+    step = next(m * power for m in (1, 2, 5, 10) if m * power >= raw)
+    first = math.ceil(lo / step)
+    return [t * step for t in range(first, math.floor(hi / step) + 1)]
+
+
+def _tf(v: float, log: bool) -> float:
+    if not log:
+        return v
+    return math.log10(v) if v > 0 else -math.inf
+
+
+def y_range(buckets: Sequence[Sequence[Bucket]], log: bool) -> tuple[float, float] | None:
+    """Lowest and highest finite value (log10 of the positive ones with ``log``) over the buckets in view."""
+    lows = [t for bs in buckets for b in bs if not b.empty and math.isfinite(t := _tf(b.lo, log))]
+    highs = [t for bs in buckets for b in bs if not b.empty and math.isfinite(t := _tf(b.hi, log))]
+    if not lows and not highs:
+        return None
+    lo, hi = min(lows + highs), max(lows + highs)
+    if hi <= lo:  # a constant: a band around it
+        pad = abs(lo) * 0.05 or 0.5
+        lo, hi = lo - pad, hi + pad
+    return lo, hi
+
+
+def _plot_bits(buckets: Sequence[Bucket], lo: float, hi: float, log: bool, width: int, height: int) -> bytearray:
+    """One layer: braille bits per cell (row-major), each pixel column from its min to its max, joined to the
+    column before it."""
+    bits = bytearray(width * height)
+    dots = height * 4
+    scale = (dots - 1) / (hi - lo)
+    prev: tuple[int, int] | None = None
+    for p, b in enumerate(buckets[: width * 2]):
+        if b.empty:
+            prev = None
+            continue
+        tlo, thi = _tf(b.lo, log), _tf(b.hi, log)
+        top = dots - 1 - round((min(max(thi, lo), hi) - lo) * scale) if thi > -math.inf else dots - 1
+        bottom = dots - 1 - round((min(max(tlo, lo), hi) - lo) * scale) if tlo > -math.inf else dots - 1
+        a, z = top, bottom
+        if prev is not None:  # the line goes on from the column before: no gap between a fall and a rise
+            a, z = min(top, prev[1]), max(bottom, prev[0])
+        prev = (top, bottom)
+        cell, sub = divmod(p, 2)
+        masks = _SPANS[sub]
+        first, last = a >> 2, z >> 2
+        for row in range(first, last + 1):  # a cell row at a time: the dots from a to z within it
+            bits[row * width + cell] |= masks[a - 4 * row if row == first else 0][z - 4 * row if row == last else 3]
+    return bits
+
+
+#: by pixel sub-column, first and last dot row (0-3): the bits of that run of dots in a cell
+_SPANS = tuple(tuple(tuple(sum(_DOTS[d][sub] for d in range(i, j + 1)) for j in range(4)) for i in range(4))
+               for sub in range(2))
+
+
+def chart(
+    title: str,
+    lines: Sequence[Line],
+    view: tuple[float, float],
+    width: int,
+    height: int,
+    styles: Styles,
+    *,
+    log: bool = False,
+    cross: int | None = None,
+    fmt_x: str = "step",
+) -> list[Text]:
+    """The chart in ``width`` x ``height`` cells: a title line, the NaN marker row, the plot, the x axis and its
+    labels. ``view``: the x range shown; ``cross``: the crosshair's cell column in the plot (None: none)."""
+    plot_w = max(width - GUTTER, 4)
+    plot_h = max(height - 4, 2)
+    x0, x1 = view
+    if not x1 > x0:
+        x1 = x0 + 1.0
+    layers: list[tuple[int, int, list[Bucket]]] = []  # (arm, priority: 1 smoothed / 0 raw, buckets)
+    marks = [False] * plot_w
+    for i, ln in enumerate(lines):
+        edges = pixel_edges(ln.x, ln.rows, x0, x1, plot_w * 2)
+        raw = ln.raw.buckets(edges)
+        layers.append((i, 0, raw))
+        if ln.smooth is not None:
+            layers.append((i, 1, ln.smooth.buckets(edges)))
+        for p, b in enumerate(raw):
+            if b.bad:
+                marks[p // 2] = True
+    out = [Text(title, style="bold", no_wrap=True, overflow="ellipsis")]
+    yr = y_range([bs for _, _, bs in layers], log)
+    lo, hi = yr if yr is not None else (0.0, 1.0)
+    grids = [(arm, pri, _plot_bits(bs, lo, hi, log, plot_w, plot_h)) for arm, pri, bs in layers]
+    smoothed = any(pri for _, pri, _ in layers)
+    looks = {(arm, pri): styles.arms[arm % len(styles.arms)] + (Style(dim=True) if smoothed and not pri else Style())
+             for arm, pri, _ in layers}
+    marker_row = Text(_pad("nan/inf", GUTTER - 2) + "  ", style=styles.axis, no_wrap=True)
+    for c in range(plot_w):
+        marker_row.append(MARKER if marks[c] else " ", styles.alert if marks[c] else _cross(None, c, cross, styles))
+    out.append(marker_row)
+    ticks = nice_ticks(lo, hi, max(plot_h // 3, 2)) if yr is not None else []
+    tick_rows = {plot_h - 1 - round((t - lo) / (hi - lo) * (plot_h - 1)): t for t in ticks}
+    for row in range(plot_h):
+        t = tick_rows.get(row)
+        label = _fmt(10.0**t if log else t) if t is not None else ""
+        line = Text(_pad(label, GUTTER - 2) + (" ┤" if t is not None else " │"), style=styles.axis, no_wrap=True)
+        run: list[str] = []
+        run_style: Style | None = None
+        for c in range(plot_w):
+            k = row * plot_w + c
+            cell, owner = 0, None
+            for arm, pri, bits in grids:
+                dots = bits[k]
+                if dots:
+                    cell |= dots
+                    key = (pri, dots.bit_count())
+                    if owner is None or key > owner[0]:
+                        owner = (key, arm, pri)
+            style: Style | None = None
+            if owner is not None:
+                style = looks[owner[1], owner[2]]
+            if c == cross:
+                style = styles.cross if style is None else style + styles.cross
+            if style != run_style and run:  # one append per run of a style: Text.append per cell is slow
+                line.append("".join(run), run_style)
+                run = []
+            run_style = style
+            run.append(chr(0x2800 + cell) if cell else " ")
+        if run:
+            line.append("".join(run), run_style)
+        out.append(line)
+    out += _x_axis(x0, x1, plot_w, styles, fmt_x)
+    return out
+
+
+def _cross(style: Style | None, c: int, cross: int | None, styles: Styles) -> Style | None:
+    if c != cross:
+        return style
+    return styles.cross if style is None else style + styles.cross
+
+
+def _x_axis(x0: float, x1: float, plot_w: int, styles: Styles, name: str) -> list[Text]:
+    """The axis line with tick marks and the labels under them (as many as fit apart), the x's name at the end."""
+    axis = [*"─" * plot_w]
+    labels = [" "] * plot_w
+    free = 0
+    for t in nice_ticks(x0, x1, max(plot_w // 12, 2)):
+        c = min(round((t - x0) / (x1 - x0) * (plot_w - 1)), plot_w - 1)
+        axis[c] = "┬"
+        text = _fmt(t)
+        start = max(min(c - len(text) // 2, plot_w - len(text)), 0)
+        if start >= free:
+            labels[start : start + len(text)] = text
+            free = start + len(text) + 1
+    line = Text(" " * (GUTTER - 1) + "└" + "".join(axis), style=styles.axis, no_wrap=True)
+    under = Text(" " * GUTTER + "".join(labels).rstrip(), style=styles.axis, no_wrap=True)
+    under.append(f"  ({name})" if len(under) + len(name) + 3 <= GUTTER + plot_w else "", style=styles.axis)
+    return [line, under]
+
+
+def _fmt(v: float) -> str:
+    if v == 0:
+        return "0"
+    if abs(v) >= 1e4 and float(v).is_integer() and abs(v) < 1e7:
+        return f"{v / 1e3:g}k"
+    return fmt_auto(v, 3).strip()
+
+
+def _pad(s: str, n: int) -> str:
+    return s[-n:].rjust(n)

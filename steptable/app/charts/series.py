@@ -1,0 +1,95 @@
+"""The chart's data feed: per (run, key, x axis) a min/max pyramid of the values, a smoothed one made on demand, and
+the x of each row (``steptable.compare.xaxis``), all extended by the rows a run appended since, so that a live
+run's chart costs the new rows, not the series. A rewritten file, a resume or a row changed in place builds them
+again from the store."""
+
+from __future__ import annotations
+
+import math
+from array import array
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+from steptable.app.model import Store, change_mark
+from steptable.compare.xaxis import XAxis, XRun, x_values
+from steptable.ingest.pyramid import Pyramid
+from steptable.table.formatting import to_float
+
+#: the smoothing weight (TensorBoard's default): each row's smoothed value keeps this much of the one before
+EMA_WEIGHT = 0.9
+
+
+@dataclass
+class Series:
+    """One run's column on one x axis, kept up to date by :meth:`update`."""
+
+    store: Store
+    key: str
+    x_name: str
+    x: XAxis | None = None
+    raw: Pyramid = field(default_factory=Pyramid)
+    smooth: Pyramid | None = None
+    _ema: float = math.nan
+    _mark: tuple[int, int, int] | None = None
+
+    def update(self, rows: int, smooth: bool = False) -> None:
+        """Take rows up to ``rows``: only the new ones unless the store changed beyond appends. Raises
+        ``steptable.compare.XError`` when the run has no such x axis."""
+        mark = change_mark(self.store)
+        if mark != self._mark or rows < len(self.raw):
+            self._mark = mark
+            self.x = x_values(cast(XRun, self.store), self.x_name)
+            self.raw = Pyramid()
+            self.smooth = None
+            self._ema = math.nan
+        elif self.x is not None and len(self.x.values) < rows:
+            self.x.extend(cast(XRun, self.store))
+        start = len(self.raw)
+        if rows > start:
+            new = self.store.cells_between(self.key, start, rows)
+            self.raw.extend(new)
+            if self.smooth is not None:
+                self.smooth.extend(self._smoothed(new))
+        if smooth and self.smooth is None:
+            self._ema = math.nan
+            self.smooth = Pyramid(self._smoothed(self.store.cells_between(self.key, 0, len(self.raw))))
+
+    def _smoothed(self, values: Sequence[Any]) -> list[float | None]:
+        """The exponential moving average of the finite values (absent rows stay absent; NaN / inf are skipped)."""
+        out: list[float | None] = []
+        ema, w = self._ema, EMA_WEIGHT
+        for v in values:
+            if v is None:
+                out.append(None)
+                continue
+            x = v if type(v) is float else to_float(v)
+            if x - x == 0.0:
+                ema = x if ema != ema else w * ema + (1 - w) * x
+            out.append(ema if ema == ema else None)
+        self._ema = ema
+        return out
+
+    @property
+    def xs(self) -> array[float]:
+        return self.x.values if self.x is not None else array("d")
+
+
+class Feeds:
+    """The Series of every (run, key, x axis) charted so far, dropped with their run's store."""
+
+    def __init__(self) -> None:
+        self.items: dict[tuple[int, str, str], Series] = {}
+
+    def get(self, store: Store, key: str, x_name: str, rows: int, smooth: bool = False) -> Series:
+        k = (id(store), key, x_name)
+        s = self.items.get(k)
+        if s is None or s.store is not store:
+            s = self.items[k] = Series(store, key, x_name)
+        s.update(min(rows, len(store)), smooth)
+        return s
+
+    def keep(self, stores: Sequence[Store]) -> None:
+        live = {id(s) for s in stores}
+        for k in [k for k in self.items if k[0] not in live]:
+            del self.items[k]
