@@ -9,6 +9,7 @@ Ctrl-C excepted). Which sinks are installed, with what filter, format and path, 
 from __future__ import annotations
 
 import errno
+import itertools
 import os
 import stat
 import sys
@@ -35,9 +36,13 @@ class ConsoleSink:
     way the rows still reach the JSONL and the verbose file.
     """
 
+    _numbers = itertools.count()
+
     def __init__(self) -> None:
         self.failed: BaseException | None = None
         self.torn = False  # a line was cut by a full non-blocking pipe: the next one starts a line of its own
+        # its failures' report topic: never one a sink collected before it used (an id() can come back)
+        self._topic = f"stdout-{next(self._numbers)}"
 
     def __call__(self, message: Any) -> None:
         out = sys.stdout
@@ -45,7 +50,7 @@ class ConsoleSink:
             return
         if out is None:  # started with stdout closed (`python train.py >&-`): Python gives no stream at all
             self.failed = OSError(errno.EBADF, "no standard output")
-            report_once(f"stdout-{id(self)}", "steptable: console output failed (stdout is closed); rows continue "
+            report_once(self._topic, "steptable: console output failed (stdout is closed); rows continue "
                         "in the JSONL and log file")
             return
         text = "\n" + str(message) if self.torn else str(message)
@@ -67,7 +72,7 @@ class ConsoleSink:
                 self.failed = e
             what = "" if gone else "; lines are dropped while it fails"
             report_once(
-                f"stdout-{id(self)}",
+                self._topic,
                 f"steptable: console output failed ({e!r}){what}; rows continue in the JSONL and log file",
             )
 
