@@ -12,6 +12,7 @@ and the run goes on.
 
 from __future__ import annotations
 
+import itertools
 import math
 import os
 import sys
@@ -41,6 +42,9 @@ from steptable.table.rowvalues import flat, freeze, kept
 
 JSONL_NAME = "metrics.jsonl"
 TABLE_NAME = tablefile.TABLE_NAME
+
+#: each logger's number, for its report topics (an id() can come back once a logger is collected)
+_NUMBERS = itertools.count()
 
 #: loggers alive in this process, so a forked child (a DataLoader worker) can be told it is not the writer
 _LIVE: weakref.WeakSet[StepLogger] = weakref.WeakSet()
@@ -138,7 +142,7 @@ class StepLogger:
         self._table: Path | None = None
         self._table_note = "all rows"
         self._started = 0.0
-        self._topic = f"steplogger-{id(self)}"  # failures are reported once per logger and kind
+        self._topic = f"steplogger-{next(_NUMBERS)}"  # failures are reported once per logger and kind
         _LIVE.add(self)
 
     def _set_cols(self, cols: Sequence[Col]) -> None:
