@@ -9,8 +9,8 @@ whole inbox when it handles it, so a writer that appends 1000 rows/s costs the U
 from __future__ import annotations
 
 import queue
-import time
 import threading
+import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol
 
@@ -42,6 +42,8 @@ class FollowerLike(Protocol):
     def stores(self) -> Mapping[str, Any]: ...
 
     def run(self, stop: threading.Event, on_change: Callable[[set[str]], None]) -> None: ...
+
+    def scan(self) -> set[str]: ...
 
 
 class Feed:

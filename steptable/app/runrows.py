@@ -43,6 +43,18 @@ class FilterError(ValueError):
     """A filter that cannot be used (a regular expression that does not compile)."""
 
 
+def _regex_test(rx: re.Pattern[str]) -> Callable[[Entry], bool]:
+    return lambda e: rx.search(e.run_id) is not None or rx.search(e.name) is not None
+
+
+def _config_test(key: str, want: str) -> Callable[[Entry], bool]:
+    return lambda e: config_matches(e.config, key, want)
+
+
+def _name_test(word: str) -> Callable[[Entry], bool]:
+    return lambda e: matches(e.name, word) or matches(e.run_id, word)
+
+
 def parse_filter(pattern: str) -> Callable[[Entry], bool]:
     """The predicate of a filter (see the module docstring); raises FilterError for a bad regular expression."""
     tests: list[Callable[[Entry], bool]] = []
@@ -52,12 +64,12 @@ def parse_filter(pattern: str) -> Callable[[Entry], bool]:
                 rx = re.compile(word[3:], re.IGNORECASE)
             except re.error as e:
                 raise FilterError(f"bad regular expression {word[3:]!r}: {e}") from None
-            tests.append(lambda e, rx=rx: rx.search(e.run_id) is not None or rx.search(e.name) is not None)
+            tests.append(_regex_test(rx))
         elif "=" in word.strip("="):
             key, _, want = word.partition("=")
-            tests.append(lambda e, key=key, want=want: config_matches(e.config, key, want))
+            tests.append(_config_test(key, want))
         else:
-            tests.append(lambda e, w=word: matches(e.name, w) or matches(e.run_id, w))
+            tests.append(_name_test(word))
     return lambda e: all(t(e) for t in tests)
 
 

@@ -6,6 +6,7 @@ import argparse
 import time
 from typing import Any, TextIO
 
+
 def run_top(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Print the ranking (see steptable.summary.toplines); 2 when no run is found or none logs the metric."""
     from steptable.cli.tail import missing_paths

@@ -13,6 +13,7 @@ the alert rules' numbers; a run whose interval is unknown after ``IDLE_UNKNOWN``
 
 from __future__ import annotations
 
+import itertools
 import math
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
@@ -67,15 +68,15 @@ class RunDigest:
 
 def _interval(store: Any, n: int) -> float | None:
     walls = [t for t in store.wall_times_between(max(0, n - WINDOW_ROWS - 1), n) if math.isfinite(t)]
-    dts = [b - a for a, b in zip(walls, walls[1:], strict=False) if b > a]
+    dts = [b - a for a, b in itertools.pairwise(walls) if b > a]
     if len(dts) >= 5:
-        return statistics.median(dts)
+        return float(statistics.median(dts))
     key = next((k for k in STEP_TIME_KEYS if k in store.keys), None)  # a per-row step time (verl, tinker)
     if key is not None:
         times = [x for v in store.column_between(key, max(0, n - WINDOW_ROWS), n)
                  if (x := cell_float(v)) is not None and math.isfinite(x) and x > 0]
         if len(times) >= 5:
-            return statistics.median(times)
+            return float(statistics.median(times))
     return None
 
 

@@ -34,7 +34,7 @@ class RunsScreen(Screen[None]):
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("slash", "filter", "Filter", tooltip="runs by name (glob, substring, re:REGEX) or config (lr=1e-5)"),
-        Binding("space", "toggle", "Select", tooltip="select the run (again: unselect)"),
+        Binding("space", "select", "Select", tooltip="select the run (again: unselect)"),
         Binding("enter", "open", "Open", tooltip="the selected runs (or this one) as tables, charts, compare"),
         Binding("o", "sort", "Sort", tooltip="by the next column (O: this column the other way)"),
         Binding("O", "reverse", "Reverse", show=False),
@@ -110,7 +110,7 @@ class RunsScreen(Screen[None]):
                 event.input.remove_class("-open")
             self.runlist.focus()
 
-    def action_toggle(self) -> None:
+    def action_select(self) -> None:
         rid = self.runlist.current
         if rid is not None:
             self.state.toggle(rid)

@@ -75,7 +75,7 @@ def flat(value: Any, prefix: str = "", out: dict[str, Any] | None = None) -> dic
 
 def _yaml(data: bytes) -> Any:
     try:
-        import yaml  # optional: W&B and Lightning, which write these files, install it
+        import yaml  # type: ignore[import-untyped,unused-ignore]  # optional: W&B and Lightning install it
     except ImportError:
         return None
     try:
@@ -143,7 +143,8 @@ class RunIndex(Generic[D]):
     goes on (a list on screen fills in while the rest are read)."""
 
     def __init__(self, paths: Iterable[str | Path], digest: Callable[[RunStore, Candidate], D], *,
-                 tail_bytes: int = TAIL_BYTES, recheck: float = 2.0, clock: Callable[[], float] = time.monotonic) -> None:
+                 tail_bytes: int = TAIL_BYTES, recheck: float = 2.0,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.paths = [Path(p) for p in paths]
         self._digest = digest
         self.tail_bytes = tail_bytes
