@@ -12,6 +12,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
 from typing import Any, Protocol
 
 from textual.message import Message
@@ -171,14 +172,17 @@ class Feed:
         out.put(SweepFound(found))
         return True
 
-    def open(self, run_ids: Iterable[str]) -> None:
-        """Follow these runs of a sweep too (their whole files are read now, in a thread of their own)."""
+    def open(self, run_ids: Iterable[str], where: Iterable[Path] = ()) -> None:
+        """Follow these runs of a sweep too (their whole files are read now, in a thread of their own); ``where``:
+        the directories that hold them (looked through alone, not every run's), else a full discovery."""
         self._opened.update(run_ids)
         follower = self.follower
+        dirs = set(where)
+        on_events = getattr(follower, "on_events", None)
 
         def scan() -> None:
             try:
-                self._changed(follower.scan())
+                self._changed(on_events(dirs) if dirs and on_events is not None else follower.scan())
             except Exception as e:  # the UI shows it; the thread must not die silently
                 self._post(FeedProblem(f"reading the runs opened failed: {type(e).__name__}: {e}", lasting=False))
 

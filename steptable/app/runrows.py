@@ -12,6 +12,7 @@ import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol
 
 from steptable.summary.sweep import RunDigest, best_value, config_matches, matches, run_state
@@ -30,6 +31,9 @@ class Entry(Protocol):
 
     @property
     def name(self) -> str: ...
+
+    @property
+    def path(self) -> Path: ...
 
     size: int
     mtime: float

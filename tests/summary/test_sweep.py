@@ -18,8 +18,8 @@ from tests.app.sweephelpers import write_run, write_sweep
 def _digest(run: Path) -> RunDigest:
     path = run / "metrics.jsonl"
     store = preview_tail(path, 1 << 20)
-    from steptable.ingest.files.runindex import _load_runinfo
     from steptable.ingest.files.discover import discover
+    from steptable.ingest.files.runindex import _load_runinfo
 
     _load_runinfo(discover([path])[0], store)
     return digest(store, path.stat().st_size)

@@ -55,6 +55,11 @@ class Indexed(Generic[D]):
         return self.cand.run_id
 
     @property
+    def path(self) -> Path:
+        """The run's metrics file."""
+        return self.cand.path
+
+    @property
     def name(self) -> str:
         """The run's name: its arm (``lr1e-5_seed3`` for ``lr1e-5_seed3/metrics.jsonl``)."""
         return self.cand.arm
