@@ -92,6 +92,7 @@ def pty_first_frame(cmd: list[str], needle: str, timeout: float = 60.0) -> float
     name = f"stb{os.getpid()}"
     env = " ".join(f"{k}={v}" for k, v in (("PYTHONPATH", os.environ.get("PYTHONPATH", "")),
                                            ("PYTHONPYCACHEPREFIX", CHILD_ENV.get("PYTHONPYCACHEPREFIX", ""))) if v)
+    time.sleep(0.3)  # (the server of the previous session may still be exiting: a new one started then dies)
     t0 = time.time()
     subprocess.run(["tmux", "new-session", "-d", "-s", name, "-x", str(SIZE[0]), "-y", str(SIZE[1]),
                     f"env {env} {' '.join(cmd)}"], check=True)

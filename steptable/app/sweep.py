@@ -21,6 +21,8 @@ from steptable.app.runrows import Entry
 PERIOD = 1.0
 #: seconds of tail reading between two posts while the first pass reads (the list fills in as it goes)
 SLICE = 0.1
+#: longest the tails wait for the list's first frame
+DRAWN_WAIT = 2.0
 
 
 @dataclass
@@ -47,17 +49,16 @@ class SweepIndex:
 
         self.index = RunIndex(paths, lambda store, cand: digest(store, store.meta.get("size", 0)))
         self.period = period
-        self.lock = threading.Lock()
         self._posted = threading.Event()
+        #: set by the app once the list is on screen: the tails are read after that (they compete for the GIL)
+        self.drawn = threading.Event()
 
     def discover(self) -> int:
-        with self.lock:
-            self.index.discover()
-            return len(self.index.runs)
+        self.index.discover()
+        return len(self.index.runs)
 
     def entries(self) -> list[Entry]:
-        with self.lock:
-            return list(self.index.runs.values())  # type: ignore[arg-type]
+        return list(self.index.runs.values())  # type: ignore[arg-type]  # (the index replaces its dict, see there)
 
     def line(self, now: float) -> str:
         """The sweep's status line (steptable.summary.sweep.sweep_line), with the runs whose tails are not read yet."""
@@ -74,11 +75,11 @@ class SweepIndex:
     def run(self, stop: threading.Event, post: Callable[[Message], Any]) -> None:
         post(IndexChanged())
         self._posted.set()
+        self.drawn.wait(DRAWN_WAIT)
         warm = False
         while not stop.is_set():
-            with self.lock:
-                changed = self.index.refresh(budget=SLICE)
-                pending = self.index.pending()
+            changed = self.index.refresh(budget=SLICE)
+            pending = self.index.pending()
             if not pending and not warm:
                 warm = True
                 _warm_tables()
@@ -143,6 +144,7 @@ class Sweep:
             if not self.screen.state.metrics:
                 self.screen.state.metrics = default_metrics(idx.entries())
             self.screen.refresh_list()
+            self.screen.call_after_refresh(idx.drawn.set)
         idx.taken()
 
     # ListHost

@@ -145,7 +145,9 @@ class RunIndex(Generic[D]):
 
     ``refresh`` first lists what discovery finds (names, sizes: ``digest`` None), then reads tails, the runs not read
     yet first, then those whose file changed; with a ``budget`` of seconds it stops after that long and the next call
-    goes on (a list on screen fills in while the rest are read)."""
+    goes on (a list on screen fills in while the rest are read). Threads: one thread refreshes; others may read
+    ``runs`` meanwhile (the dict is replaced when runs come or go, never changed in place; an entry's ``digest`` is
+    replaced whole)."""
 
     def __init__(self, paths: Iterable[str | Path], digest: Callable[[RunStore, Candidate], D], *,
                  tail_bytes: int = TAIL_BYTES, recheck: float = 2.0,
@@ -184,7 +186,7 @@ class RunIndex(Generic[D]):
                     self._rejected[cand.path] = st.st_size
                     continue
             entry: Indexed[D | None] = Indexed(cand, st.st_size, st.st_mtime, None)
-            self.runs[cand.run_id] = entry
+            self.runs = {**self.runs, cand.run_id: entry}  # (replaced, not changed: readers in other threads)
             # a console log is a run only once it holds a metrics line: read now (a sweep's table.txt files must
             # not count as runs)
             if cand.kind != "console" or cand.confirmed or self._read(entry):
@@ -232,7 +234,7 @@ class RunIndex(Generic[D]):
             return False
         if cand.kind == "console" and not len(tail):  # a log with no metrics line (yet): not a run
             self._rejected[cand.path] = st.st_size
-            del self.runs[cand.run_id]
+            self.runs = {k: v for k, v in self.runs.items() if k != cand.run_id}
             return False
         tail.run = cand.run_id
         tail.arm = tail.arm or cand.arm
