@@ -25,6 +25,7 @@ from steptable.app.messages import AlertsFound, FeedProblem, PreviewReady, RunsC
 from steptable.app.model import Store
 from steptable.app.screens.help import key_lines, key_text
 from steptable.app.session import Session
+from steptable.app.sweep import IndexChanged, Sweep, SweepFound
 from steptable.app.tables import Tables
 from steptable.app.themes import DEFAULT_THEME, load_themes
 from steptable.app.viewers import Viewers
@@ -75,6 +76,7 @@ class StepTableApp(App[int]):
         Binding("e", "events", "Events", show=False, tooltip="every alert, stall and bad line so far"),
         Binding("w", "compare", "Compare", show=False, tooltip="which arm wins: window means, 95% CIs, Δ vs baseline"),
         Binding("k", "lockstep", "Lockstep", show=False, tooltip="every arm's table moves with the one in front"),
+        Binding("r", "runs", "Runs", show=False, tooltip="a sweep's run list: filter, sort, pick runs to show"),
         Binding("0", "show_all_arms", "All arms", show=False, tooltip="show the hidden arms again"),
         *(Binding(str(k), f"toggle_arm({k - 1})", f"Arm {k}", show=False, tooltip="hide or show that arm")
           for k in range(1, 10)),
@@ -100,6 +102,7 @@ class StepTableApp(App[int]):
         self.tables = Tables(self)
         self.viewers = Viewers(self, self.tables)
         self.lockstep = Lockstep(self.tables)
+        self.sweep = Sweep(self, clock)
         self._new_panels = False
         self.problem = ""
         self._stop = threading.Event()
@@ -184,6 +187,13 @@ class StepTableApp(App[int]):
             self.feed.drawn.set()
         else:
             self.call_after_refresh(self._preview_drawn, tries + 1)
+
+    def on_sweep_found(self, message: SweepFound) -> None:
+        self.sweep.found()
+
+    def on_index_changed(self, message: IndexChanged) -> None:
+        self.sweep.changed()
+        self._refresh_status()
 
     def on_alerts_found(self, message: AlertsFound) -> None:
         self.session.add_alerts(message.run, message.alerts, message.closed)
@@ -331,6 +341,9 @@ class StepTableApp(App[int]):
 
     def action_compare(self) -> None:
         self.viewers.compare()
+
+    def action_runs(self) -> None:
+        self.sweep.show_list()
 
     def action_toggle_legend(self) -> None:
         self.arrangement.toggle_legend()

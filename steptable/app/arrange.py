@@ -136,6 +136,11 @@ class Arrangement:
         self.app.session.hidden.clear()
         self._apply_hidden()
 
+    def set_hidden(self, hidden: set[str]) -> None:
+        """Hide exactly these runs' tables (the runs opened from a sweep's list that are not picked now)."""
+        self.app.session.hidden = set(hidden)
+        self._apply_hidden()
+
     def _apply_hidden(self) -> None:
         hidden = self.app.session.hidden
         for rid, panel in self.app.panels.items():

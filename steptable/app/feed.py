@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import queue
 import threading
-from collections.abc import Callable, Mapping
+import time
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
 from typing import Any, Protocol
 
 from textual.message import Message
@@ -30,6 +32,8 @@ PREVIEW_WAIT = 2.0
 INTERNAL_ERROR = ": internal error ("
 #: distinct internal errors told at most (one that names a changing value must not bury the screen in notices)
 MAX_TOLD = 5
+#: more runs than this under the paths: the run list is the home screen and runs are read when opened from it
+SWEEP_MIN = 8
 
 Post = Callable[[Message], Any]
 
@@ -39,6 +43,8 @@ class FollowerLike(Protocol):
     def stores(self) -> Mapping[str, Any]: ...
 
     def run(self, stop: threading.Event, on_change: Callable[[set[str]], None]) -> None: ...
+
+    def scan(self) -> set[str]: ...
 
 
 class Feed:
@@ -51,6 +57,7 @@ class Feed:
         follower: FollowerLike | None = None,
         preview_min_bytes: int = PREVIEW_MIN_BYTES,
         alerts: bool = True,
+        sweep_min: int = SWEEP_MIN,
     ) -> None:
         self.paths = [str(p) for p in paths]
         self.poll = poll
@@ -64,11 +71,14 @@ class Feed:
         self.scanner = AlertScanner(lambda: self.follower.stores, lambda m: self._post(m))
         #: set by the app once it has drawn the previews (the full parse starts then)
         self.drawn = threading.Event()
-        self._prepared: queue.SimpleQueue[PreviewReady | None] | None = None
+        self._prepared: queue.SimpleQueue[Message | None] | None = None
         self._error_count = 0
         self._own_problem = ""
         self._errors_seen = 0  # the follower's error count when its errors were last looked through
         self._told: set[str] = set()
+        self.sweep_min = sweep_min
+        self.sweep: Any = None  # a SweepIndex (steptable.app.sweep) when the paths hold a sweep
+        self._opened: set[str] = set()
 
     @property
     def follower(self) -> FollowerLike:
@@ -112,12 +122,14 @@ class Feed:
             threading.Thread(target=self._read_ahead, args=(self._prepared,), name="steptable-preview",
                              daemon=True).start()
 
-    def _read_ahead(self, out: queue.SimpleQueue[PreviewReady | None]) -> None:
+    def _read_ahead(self, out: queue.SimpleQueue[Message | None]) -> None:
         try:
             from steptable.ingest import discover, preview_tail
             from steptable.ingest.files.discover import sniff_jsonl
 
             self.follower  # noqa: B018  (builds the Follower here, off the UI thread)
+            if self._sweep_found(out):
+                return
             if self.preview_min_bytes > 0:
                 for cand in discover(self.paths):
                     try:
@@ -145,6 +157,37 @@ class Feed:
         finally:
             out.put(None)
 
+    def _sweep_found(self, out: queue.SimpleQueue[Message | None]) -> bool:
+        """More than ``sweep_min`` runs: follow only the runs opened from the list (``open``), index the rest."""
+        if self.sweep_min <= 0 or self._follower is None or not hasattr(self._follower, "want"):
+            return False
+        from steptable.app.sweep import SweepFound, SweepIndex
+
+        sweep = SweepIndex(self.paths)
+        found = sweep.discover()
+        if found <= self.sweep_min:
+            return False
+        self._follower.want = lambda cand: cand.run_id in self._opened
+        self.sweep = sweep
+        out.put(SweepFound(found))
+        return True
+
+    def open(self, run_ids: Iterable[str], where: Iterable[Path] = ()) -> None:
+        """Follow these runs of a sweep too (their whole files are read now, in a thread of their own); ``where``:
+        the directories that hold them (looked through alone, not every run's), else a full discovery."""
+        self._opened.update(run_ids)
+        follower = self.follower
+        dirs = set(where)
+        on_events = getattr(follower, "on_events", None)
+
+        def scan() -> None:
+            try:
+                self._changed(on_events(dirs) if dirs and on_events is not None else follower.scan())
+            except Exception as e:  # the UI shows it; the thread must not die silently
+                self._post(FeedProblem(f"reading the runs opened failed: {type(e).__name__}: {e}", lasting=False))
+
+        threading.Thread(target=scan, name="steptable-open", daemon=True).start()
+
     def _preview(self, stop: threading.Event) -> None:
         """Post the tails of the big metrics files, so their newest rows show before the whole files are read.
 
@@ -161,7 +204,10 @@ class Feed:
             self.drawn.clear()
             self._post(message)
             shown += 1
-        if shown:
+        if self.sweep is not None:
+            threading.Thread(target=self.sweep.run, args=(stop, self._post), name="steptable-index",
+                             daemon=True).start()
+        elif shown:
             self.drawn.wait(PREVIEW_WAIT)
 
     def _changed(self, ids: set[str]) -> None:
@@ -196,6 +242,8 @@ class Feed:
         f = self._follower
         if f is None:  # (not built yet: building it here would import ingest on the UI thread)
             return ""
+        if self.sweep is not None:
+            return f"{self.sweep.line(time.time())} · {len(f.stores)} open (r: the run list)"
         mode = str(getattr(f, "mode", "") or "")
         count = int(getattr(f, "error_count", 0) or 0)
         if count != self._error_count:

@@ -35,6 +35,14 @@ def add_parser(sub: Any) -> None:
     s.add_argument("--schema-file", metavar="PATH", default=None,
                    help="a schema file (TOML) to apply; a log directory's steptable.toml applies only "
                    "at or below the paths given")
+    s.add_argument("--top", type=int, default=None, metavar="K",
+                   help="a sweep: the K best and K worst runs by --by, one line each (reads only each file's end)")
+    s.add_argument("--by", default=None, metavar="METRIC", help="the metric --top ranks by (default: the sweep's "
+                   "first reward/score key, else loss)")
+    s.add_argument("--stat", choices=("last", "mean", "best"), default="mean",
+                   help="what --top ranks: the last value, the mean of the newest rows (default) or their best")
+    s.add_argument("--lower", action="store_true", help="for --top: lower is better (default: the schema's word, "
+                   "else higher)")
 
 
 def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
@@ -52,6 +60,10 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     from steptable.table.formatting import sanitize
 
     out, err = out or sys.stdout, err or sys.stderr
+    if args.top is not None or args.by is not None:
+        from steptable.cli.sweeptop import run_top
+
+        return run_top(args, out, err)
     follower = Follower(args.paths, on_resume=read_replaced)
     follower.scan()
     follower.finish()

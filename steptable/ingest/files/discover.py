@@ -178,17 +178,19 @@ def discover(paths: Iterable[str | Path], on_error: OnError | None = None,
             continue
         _collect(root, root, _label(root, roots), found, sides, on_error, settled)
     cands = _one_per_file(list(found.values()))
+    by_dir: dict[Path, list[Candidate]] = {}
+    for c in cands:
+        by_dir.setdefault(c.run_dir, []).append(c)
     for cat, path in sides:
-        owners = [c for c in cands if path.is_relative_to(c.run_dir)]
+        # the runs of the nearest directory above the file that holds runs (a sweep's hundreds of runs are not
+        # each tried against every side file)
+        owners = next((by_dir[d] for d in path.parents if d in by_dir), [])
         # a W&B run directory owns what is under it (its files/requirements.txt is no run of its own)
         owners = [c for c in owners if c.kind == "wandb"] or owners
         if not owners and cat == "generations" and len(cands) == 1:  # (verl's rollout_data_dir beside the run)
             owners = cands
-        if owners:
-            depth = max(len(c.run_dir.parts) for c in owners)
-            for c in owners:
-                if len(c.run_dir.parts) == depth:
-                    c.side_files.setdefault(cat, []).append(path)
+        for c in owners:
+            c.side_files.setdefault(cat, []).append(path)
     return cands
 
 

@@ -76,6 +76,8 @@ class Follower:
         self._missing: dict[Path, tuple[float, int]] = {}  # source key -> (when its file was first missed, polls)
         self._retired: dict[str, tuple[int, int]] = {}  # run no longer followed -> (generation, version) of its store
         self._pass = threading.RLock()
+        #: which candidates to follow (None: all): a sweep's list follows only the runs opened from it
+        self.want: Callable[[Candidate], bool] | None = None
 
     # --- public -----------------------------------------------------------------------------------------------
 
@@ -236,6 +238,8 @@ class Follower:
         self._failing.add(path)
 
     def _add(self, cand: Candidate) -> None:
+        if self.want is not None and not self.want(cand):
+            return
         if not cand.confirmed and cand.path in self._rejected:
             try:
                 st = cand.path.stat()

@@ -1,0 +1,156 @@
+"""The run list's rows: filter, sort, pins and selection over a sweep's index entries. Pure (no textual).
+
+A filter is words, all of which a run must match: ``key=value`` matches the run's config (a dotted key or its last
+part: ``lr=1e-5`` matches ``optim.lr: 1e-05``), ``re:PATTERN`` a regular expression searched in its name or run id, any
+other word a glob (``*seed[12]``) matching its name (its arm) or its whole run id or, without glob characters, a
+substring of either (case-insensitive).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from steptable.summary.sweep import RunDigest, best_value, config_matches, matches, run_state
+
+#: the list's own columns (then the metric columns): what ``sort`` may name
+COLUMNS = ("name", "format", "state", "rows", "step", "age", "alerts")
+STATS = ("last", "mean", "best")
+STATE_ORDER = {"crashed": 0, "idle": 1, "live": 2, "ended": 3}
+
+
+class Entry(Protocol):
+    """One run of the index (steptable.ingest.files.runindex.Indexed)."""
+
+    @property
+    def run_id(self) -> str: ...
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def path(self) -> Path: ...
+
+    size: int
+    mtime: float
+    config: dict[str, Any]
+
+    @property
+    def digest(self) -> RunDigest | None: ...
+
+
+class FilterError(ValueError):
+    """A filter that cannot be used (a regular expression that does not compile)."""
+
+
+def _regex_test(rx: re.Pattern[str]) -> Callable[[Entry], bool]:
+    return lambda e: rx.search(e.run_id) is not None or rx.search(e.name) is not None
+
+
+def _config_test(key: str, want: str) -> Callable[[Entry], bool]:
+    return lambda e: config_matches(e.config, key, want)
+
+
+def _name_test(word: str) -> Callable[[Entry], bool]:
+    return lambda e: matches(e.name, word) or matches(e.run_id, word)
+
+
+def parse_filter(pattern: str) -> Callable[[Entry], bool]:
+    """The predicate of a filter (see the module docstring); raises FilterError for a bad regular expression."""
+    tests: list[Callable[[Entry], bool]] = []
+    for word in pattern.split():
+        if word.startswith("re:"):
+            try:
+                rx = re.compile(word[3:], re.IGNORECASE)
+            except re.error as e:
+                raise FilterError(f"bad regular expression {word[3:]!r}: {e}") from None
+            tests.append(_regex_test(rx))
+        elif "=" in word.strip("="):
+            key, _, want = word.partition("=")
+            tests.append(_config_test(key, want))
+        else:
+            tests.append(_name_test(word))
+    return lambda e: all(t(e) for t in tests)
+
+
+@dataclass
+class ListState:
+    """What the user chose: filter, sort column and order, the metric statistic shown, selection, pins."""
+
+    pattern: str = ""
+    sort: str = "name"
+    reverse: bool = False
+    stat: str = "last"
+    metrics: list[str] = field(default_factory=list)
+    higher: dict[str, bool] = field(default_factory=dict)  # metric -> higher is better (for ``best``)
+    selected: set[str] = field(default_factory=set)
+    pinned: list[str] = field(default_factory=list)
+
+    def toggle(self, rid: str) -> None:
+        self.selected.symmetric_difference_update({rid})
+
+    def pin(self, rid: str) -> None:
+        if rid in self.pinned:
+            self.pinned.remove(rid)
+        else:
+            self.pinned.append(rid)
+
+    def sort_by(self, column: str) -> None:
+        """Sort by ``column``; the same column again reverses the order."""
+        if column == self.sort:
+            self.reverse = not self.reverse
+        else:
+            self.sort, self.reverse = column, False
+
+    def columns(self) -> tuple[str, ...]:
+        return (*COLUMNS, *self.metrics)
+
+
+def metric(e: Entry, key: str, state: ListState) -> float | None:
+    d = e.digest
+    return None if d is None else best_value(d, key, state.stat, state.higher.get(key, True))
+
+
+def state_of(e: Entry, now: float) -> str:
+    return "…" if e.digest is None else run_state(e.digest, now)
+
+
+def sort_key(e: Entry, column: str, state: ListState, now: float) -> tuple[int, Any]:
+    """(absent last, value) of ``e``'s cell in ``column``."""
+    d = e.digest
+    value: Any
+    if column == "name":
+        value = e.run_id.lower()
+    elif column == "format":
+        value = d.kind if d is not None else ""
+    elif column == "state":
+        value = STATE_ORDER.get(state_of(e, now), 9)
+    elif column == "rows":
+        value = d.rows if d is not None else e.size
+    elif column == "step":
+        value = d.last_step if d is not None else None
+    elif column == "age":
+        value = now - (d.updated if d is not None and d.updated is not None else e.mtime)
+    elif column == "alerts":
+        value = (-(d.errors), -(d.warnings)) if d is not None else None
+    else:
+        value = metric(e, column, state)
+    return (1, 0) if value is None or (isinstance(value, float) and math.isnan(value)) else (0, value)
+
+
+def shown(entries: Sequence[Entry], state: ListState, now: float) -> list[Entry]:
+    """The entries the filter keeps, pinned ones first (in pin order), the rest sorted; runs without the sort
+    column's value last either way."""
+    keep = parse_filter(state.pattern)
+    by_id = {e.run_id: e for e in entries}
+    pins = [by_id[r] for r in state.pinned if r in by_id]
+    pinned = set(state.pinned)
+    rest = [e for e in entries if e.run_id not in pinned and keep(e)]
+    keyed = [(sort_key(e, state.sort, state, now), e) for e in rest]
+    have = [ke for ke in keyed if ke[0][0] == 0]
+    have.sort(key=lambda ke: ke[0][1], reverse=state.reverse)
+    return [*pins, *(e for _, e in have), *(e for k, e in keyed if k[0] != 0)]

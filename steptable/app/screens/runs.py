@@ -1,0 +1,186 @@
+"""The run list: the home screen of a path that holds more runs than fit as tables (a sweep). One line per run
+(steptable.app.widgets.runlist), the sweep's status line above it; filter by name or config, sort by any column,
+select runs and open them as tables (their histories are read then, in the background), pin runs to the top."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from typing import Any, ClassVar, Protocol
+
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.screen import Screen
+from textual.widgets import Input, Static
+
+from steptable.app.runrows import STATS, Entry, FilterError, ListState, shown
+from steptable.app.widgets.keys import KeyBar
+from steptable.app.widgets.runlist import RunList
+from steptable.table.formatting import sanitize
+
+
+class ListHost(Protocol):
+    def entries(self) -> list[Entry]: ...
+
+    def sweep_line(self, now: float) -> str: ...
+
+    def open_runs(self, run_ids: Sequence[str]) -> None: ...
+
+    def can_close_list(self) -> bool: ...
+
+
+class RunsScreen(Screen[None]):
+    """See the module docstring. ``refresh_list`` shows the index as it is now (the app calls it as it changes)."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("slash", "filter", "Filter", tooltip="runs by name (glob, substring, re:REGEX) or config (lr=1e-5)"),
+        Binding("space", "select", "Select", tooltip="select the run (again: unselect)"),
+        Binding("enter", "open", "Open", tooltip="the selected runs (or this one) as tables, charts, compare"),
+        Binding("o", "sort", "Sort", tooltip="by the next column (O: this column the other way)"),
+        Binding("O", "reverse", "Reverse", show=False),
+        Binding("m", "stat", "Stat", tooltip="metric columns: last value, mean of the newest rows, best"),
+        Binding("k", "metrics", "Metrics", tooltip="which metric columns (globs)"),
+        Binding("p", "pin", "Pin", tooltip="keep the run at the top (again: unpin)"),
+        Binding("a", "select_shown", "Select shown", show=False, tooltip="select every run the filter shows"),
+        Binding("escape", "close", "Tables", tooltip="back to the open tables"),
+    ]
+    DEFAULT_CSS = """
+    RunsScreen #sweep { height: 1; width: 1fr; background: $panel; color: $text-muted; padding: 0 1; }
+    RunsScreen #filter { display: none; }
+    RunsScreen #filter.-open { display: block; }
+    RunsScreen #list-note { height: 1; width: 1fr; color: $text-muted; padding: 0 1; }
+    """
+
+    def __init__(self, host: ListHost, metrics: Sequence[str] = (), clock: Callable[[], float] = time.time) -> None:
+        super().__init__()
+        self.host = host
+        self.state = ListState(metrics=list(metrics))
+        self.clock = clock
+        self.listed: list[Entry] = []
+        self._order = ["name", "state", "age", "rows", "step", "alerts", "format"]
+
+    def compose(self) -> ComposeResult:
+        yield Static("", id="sweep", markup=False)
+        yield Input(placeholder="filter: name glob, substring, re:REGEX, key=value (config)", id="filter")
+        yield RunList(id="runs")
+        yield Static("", id="list-note", markup=False)
+        yield KeyBar()
+
+    def on_mount(self) -> None:
+        self.query_one(RunList).focus()
+        self.refresh_list()
+
+    @property
+    def runlist(self) -> RunList:
+        return self.query_one(RunList)
+
+    def refresh_list(self) -> None:
+        """Filter and sort the index's runs and show them with the sweep's line."""
+        now = self.clock()
+        entries = self.host.entries()
+        try:
+            self.listed = shown(entries, self.state, now)
+            problem = ""
+        except FilterError as e:
+            problem = f" · {e}"
+        self.runlist.show(self.listed, self.state, now)
+        self.query_one("#sweep", Static).update(sanitize(self.host.sweep_line(now)))
+        sel = len(self.state.selected)
+        self.query_one("#list-note", Static).update(sanitize(
+            f"{len(self.listed)} of {len(entries)} shown" + (f" (filter: {self.state.pattern})" if self.state.pattern
+                                                               else "")
+            + f" · {sel} selected · metrics: {self.state.stat}" + problem))
+
+    # ---------------------------------------------------------------------------------------------- actions
+
+    def action_filter(self) -> None:
+        box = self.query_one("#filter", Input)
+        box.add_class("-open")
+        box.value = self.state.pattern
+        box.focus()
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        if event.input.id == "filter":
+            self.state.pattern = event.value
+            self.refresh_list()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        if event.input.id == "filter":
+            if not event.value:
+                event.input.remove_class("-open")
+            self.runlist.focus()
+
+    def action_select(self) -> None:
+        rid = self.runlist.current
+        if rid is not None:
+            self.state.toggle(rid)
+            self.runlist.move_to(self.runlist.cursor + 1)
+            self.refresh_list()
+
+    def action_select_shown(self) -> None:
+        self.state.selected |= {e.run_id for e in self.listed}
+        self.refresh_list()
+
+    def action_pin(self) -> None:
+        rid = self.runlist.current
+        if rid is not None:
+            self.state.pin(rid)
+            self.refresh_list()
+
+    def action_sort(self) -> None:
+        names = [*self._order, *self.state.metrics]
+        i = names.index(self.state.sort) if self.state.sort in names else -1
+        self.state.sort, self.state.reverse = names[(i + 1) % len(names)], False
+        self.refresh_list()
+
+    def action_reverse(self) -> None:
+        self.state.reverse = not self.state.reverse
+        self.refresh_list()
+
+    def sort_by(self, column: str) -> None:
+        self.state.sort_by(column)
+        self.refresh_list()
+
+    def action_stat(self) -> None:
+        self.state.stat = STATS[(STATS.index(self.state.stat) + 1) % len(STATS)]
+        self.refresh_list()
+
+    def action_metrics(self) -> None:
+        from steptable.app.screens.prompt import PromptScreen
+
+        def done(answer: str | None) -> None:
+            if answer is None:
+                return
+            self.set_metrics(answer)
+
+        self.app.push_screen(PromptScreen("metric columns", ", ".join(self.state.metrics), "reward*, loss",
+                                          "globs over the runs' keys"), done)
+
+    def set_metrics(self, answer: str) -> None:
+        from fnmatch import fnmatchcase
+
+        keys = list(dict.fromkeys(k for e in self.host.entries() if e.digest is not None for k in e.digest.keys))
+        pats = [p.strip() for p in answer.replace(",", " ").split() if p.strip()]
+        self.state.metrics = list(dict.fromkeys(k for p in pats for k in keys if fnmatchcase(k, p)))[:8]
+        self.refresh_list()
+
+    def action_open(self) -> None:
+        chosen = [e.run_id for e in self.host.entries() if e.run_id in self.state.selected]
+        if not chosen and self.runlist.current is not None:
+            chosen = [self.runlist.current]
+            self.state.selected.add(chosen[0])
+        if chosen:
+            self.host.open_runs(chosen)
+
+    def action_close(self) -> None:
+        box = self.query_one("#filter", Input)
+        if box.has_focus:
+            self.runlist.focus()
+            return
+        if self.host.can_close_list():
+            self.dismiss(None)
+
+    def check_action(self, action: str, parameters: tuple[Any, ...]) -> bool | None:
+        if action == "close":
+            return self.host.can_close_list() or self.query_one("#filter", Input).has_focus
+        return True

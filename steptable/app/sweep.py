@@ -1,0 +1,181 @@
+"""A sweep in the watch app: the index of every run's newest rows (its own thread, one for all runs), and the app's
+part that shows it as the run list and opens the runs picked from it.
+
+Lazy: while the list is the home screen the follower reads only the runs opened from it (``Feed.want``); the rest
+are known by their file's size and last ``TAIL_BYTES`` (steptable.ingest.files.runindex), stat-polled once a
+``period`` by one thread, which also finds new runs (discovery every few seconds)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from textual.message import Message
+
+from steptable.app.runrows import Entry
+
+#: seconds between the index's stat passes over every run
+PERIOD = 1.0
+#: seconds of tail reading between two posts while the first pass reads (the list fills in as it goes)
+SLICE = 0.1
+#: longest the tails wait for the list's first frame
+DRAWN_WAIT = 2.0
+
+
+@dataclass
+class IndexChanged(Message):
+    """Runs of the sweep's index were found or changed (the list reads the index itself)."""
+
+    def can_replace(self, message: Message) -> bool:
+        return isinstance(message, IndexChanged)
+
+
+@dataclass
+class SweepFound(Message):
+    """The paths hold more runs than fit as tables: the run list is the home screen."""
+
+    runs: int
+
+
+class SweepIndex:
+    """The RunIndex of a sweep and the thread that keeps it current. ``entries`` is for the UI thread."""
+
+    def __init__(self, paths: Sequence[str], period: float = PERIOD) -> None:
+        from steptable.ingest.files.runindex import RunIndex
+        from steptable.summary.sweep import digest
+
+        self.index = RunIndex(paths, lambda store, cand: digest(store, store.meta.get("size", 0)))
+        self.period = period
+        self._posted = threading.Event()
+        #: set by the app once the list is on screen: the tails are read after that (they compete for the GIL)
+        self.drawn = threading.Event()
+
+    def discover(self) -> int:
+        self.index.discover()
+        return len(self.index.runs)
+
+    def entries(self) -> list[Entry]:
+        return list(self.index.runs.values())  # type: ignore[arg-type]  # (the index replaces its dict, see there)
+
+    def line(self, now: float) -> str:
+        """The sweep's status line (steptable.summary.sweep.sweep_line), with the runs whose tails are not read yet."""
+        from steptable.summary.sweep import sweep_line
+
+        es = self.entries()
+        ds = [e.digest for e in es if e.digest is not None]
+        return sweep_line(ds, now) + (f" (reading {len(es) - len(ds)} more)" if len(ds) < len(es) else "")
+
+    def taken(self) -> None:
+        """The UI has shown the index (the next change posts again)."""
+        self._posted.clear()
+
+    def run(self, stop: threading.Event, post: Callable[[Message], Any]) -> None:
+        post(IndexChanged())
+        self._posted.set()
+        self.drawn.wait(DRAWN_WAIT)
+        warm = False
+        while not stop.is_set():
+            changed = self.index.refresh(budget=SLICE)
+            pending = self.index.pending()
+            if not pending and not warm:
+                warm = True
+                _warm_tables()
+            if changed and not self._posted.is_set():
+                self._posted.set()
+                post(IndexChanged())
+            if stop.wait(0.005 if pending or changed else self.period):
+                return
+
+
+def _warm_tables() -> None:
+    """Import what a run's table needs (its schema, layout, column widths) before the first run is opened from the
+    list: opening one then costs its file's read, not seconds of imports."""
+    import steptable.app.layouts
+    import steptable.schemafiles.resolve
+    import steptable.schemas  # noqa: F401
+
+
+class SweepHost(Protocol):
+    session: Any
+    feed: Any
+
+    def push_screen(self, screen: Any, callback: Any = None) -> Any: ...
+
+    @property
+    def screen_stack(self) -> list[Any]: ...
+
+    def notify(self, message: str, *, severity: Any = "information", markup: bool = True) -> None: ...
+
+
+class Sweep:
+    """The app's part for a sweep: the run list screen, opening runs from it, the status line."""
+
+    def __init__(self, app: SweepHost, clock: Callable[[], float] = time.time) -> None:
+        self.app = app
+        self.clock = clock
+        self.screen: Any = None
+        self.opened: list[str] = []
+
+    @property
+    def index(self) -> SweepIndex | None:
+        return getattr(self.app.feed, "sweep", None)
+
+    def found(self) -> None:
+        self.show_list()
+
+    def show_list(self) -> None:
+        from steptable.app.screens.runs import RunsScreen
+
+        if self.index is None:
+            return
+        if self.screen is None:
+            self.screen = RunsScreen(self, clock=self.clock)
+        if self.screen not in self.app.screen_stack:
+            self.app.push_screen(self.screen)
+
+    def changed(self) -> None:
+        idx = self.index
+        if idx is None:
+            return
+        if self.screen is not None and self.screen.is_attached:
+            if not self.screen.state.metrics:
+                self.screen.state.metrics = default_metrics(idx.entries())
+            self.screen.refresh_list()
+            self.screen.call_after_refresh(idx.drawn.set)
+        idx.taken()
+
+    # ListHost
+    def entries(self) -> list[Entry]:
+        idx = self.index
+        return idx.entries() if idx is not None else []
+
+    def sweep_line(self, now: float) -> str:
+        idx = self.index
+        return idx.line(now) if idx is not None else ""
+
+    def open_runs(self, run_ids: Sequence[str]) -> None:
+        """Show ``run_ids`` as tables (their histories are read now, in the background), hide the others opened."""
+        for rid in run_ids:
+            if rid not in self.opened:
+                self.opened.append(rid)
+        self.app.session.hidden = {rid for rid in self.opened if rid not in run_ids}
+        runs = {e.run_id: e for e in self.entries()}
+        self.app.feed.open(run_ids, {runs[r].path.parent for r in run_ids if r in runs})
+        if self.screen is not None and self.screen in self.app.screen_stack:
+            self.screen.dismiss(None)
+        arrangement = getattr(self.app, "arrangement", None)
+        if arrangement is not None:
+            arrangement.set_hidden(self.app.session.hidden)
+
+    def can_close_list(self) -> bool:
+        return bool(self.opened)
+
+
+def default_metrics(entries: Sequence[Entry], most: int = 3) -> list[str]:
+    """The metric columns a list starts with: the ranking keys (steptable.summary.sweep.RANK_KEYS) the runs log."""
+    from steptable.summary.sweep import default_keys
+
+    return default_keys([k for e in entries if e.digest is not None for k in e.digest.keys], most)

@@ -1,0 +1,146 @@
+"""RunList: a sweep's runs, one line each (mark, name, format, state, rows, last step, age, alerts, metric columns),
+under a header that stays. A virtual list (Line API): only the lines on screen are drawn, so thousands of runs
+filter and sort in the time of one pass over their digests."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import ClassVar
+
+from rich.segment import Segment
+from rich.style import Style
+from textual.binding import Binding, BindingType
+from textual.geometry import Size
+from textual.message import Message
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+
+from steptable.alerts.engine import fmt_age
+from steptable.app.runrows import Entry, ListState, metric, state_of
+from steptable.table.formatting import display_width, fmt_auto, pad, sanitize
+
+#: a run's name is cut (in the middle) to this many cells
+NAME_MAX = 48
+HEADERS = {"name": "run", "format": "format", "state": "state", "rows": "rows", "step": "step", "age": "age",
+           "alerts": "alerts"}
+STATE_STYLES = {"live": "green", "idle": "yellow", "ended": "dim", "crashed": "bold red", "…": "dim"}
+
+
+def cut(name: str, width: int = NAME_MAX) -> str:
+    if display_width(name) <= width:
+        return name
+    half = (width - 1) // 2
+    return f"{name[:half]}…{name[len(name) - (width - 1 - half):]}"
+
+
+def cells(e: Entry, state: ListState, now: float) -> list[tuple[str, str]]:
+    """(text, style name) of each column of ``e``'s line (``ListState.columns`` order, the mark first)."""
+    d = e.digest
+    mark = ("p" if e.run_id in state.pinned else " ") + ("✓" if e.run_id in state.selected else " ")
+    st = state_of(e, now)
+    out = [(mark, "bold"), (sanitize(cut(e.run_id)), ""), (sanitize(d.kind) if d else "", "dim"),
+           (st, STATE_STYLES.get(st, ""))]
+    if d is None:
+        out += [(f"{e.size / 1e6:.1f} MB", "dim"), ("", ""), ("", ""), ("", "")]
+    else:
+        rows = f"{d.rows:,}" if d.rows_exact else f"~{d.rows:,}"
+        age = fmt_age(now - d.updated) if d.updated is not None else ""
+        marks = " ".join(f"{n}{c}" for n, c in ((d.errors, "E"), (d.warnings, "W")) if n)
+        out += [(rows, ""), (str(d.last_step) if d.last_step is not None else "", ""), (age, ""),
+                (marks, "bold red" if d.errors else "yellow" if d.warnings else "")]
+    for key in state.metrics:
+        v = metric(e, key, state)
+        out.append((fmt_auto(v, 4) if v is not None else "", ""))
+    return out
+
+
+class RunList(ScrollView, can_focus=True):
+    """The runs ``show`` was given, one line each; the cursor line is the one ``space`` / ``enter`` act on."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("up", "cursor(-1)", "Up", show=False),
+        Binding("down", "cursor(1)", "Down", show=False),
+        Binding("pageup", "page(-1)", "Page up", show=False),
+        Binding("pagedown", "page(1)", "Page down", show=False),
+        Binding("home", "cursor(-1000000000)", "First", show=False),
+        Binding("end", "cursor(1000000000)", "Last", show=False),
+    ]
+    DEFAULT_CSS = """
+    RunList { width: 1fr; height: 1fr; background: $panel; color: $foreground; }
+    """
+
+    class CursorMoved(Message):
+        pass
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.entries: list[Entry] = []
+        self.lines: list[list[tuple[str, str]]] = []
+        self.widths: list[int] = []
+        self.header: list[str] = []
+        self.cursor = 0
+
+    def show(self, entries: Sequence[Entry], state: ListState, now: float) -> None:
+        """Show ``entries`` (already filtered and sorted), keeping the cursor on the run it was on."""
+        current = self.current
+        self.entries = list(entries)
+        self.lines = [cells(e, state, now) for e in self.entries]
+        arrow = " ▼" if state.reverse else " ▲"
+        names = state.columns()
+        self.header = ["", *(HEADERS.get(c, c) + (arrow if c == state.sort else "") for c in names)]
+        self.widths = [max([display_width(h), *(display_width(ln[j][0]) for ln in self.lines)])
+                       for j, h in enumerate(self.header)]
+        ids = [e.run_id for e in self.entries]
+        self.cursor = ids.index(current) if current in ids else min(self.cursor, max(0, len(ids) - 1))
+        self.virtual_size = Size(sum(self.widths) + 2 * len(self.widths), len(self.lines) + 1)
+        self.refresh()
+
+    @property
+    def current(self) -> str | None:
+        """The run id on the cursor line (None when the list is empty)."""
+        return self.entries[self.cursor].run_id if 0 <= self.cursor < len(self.entries) else None
+
+    def render_line(self, y: int) -> Strip:
+        sx, sy = self.scroll_offset
+        if y == 0:
+            text, base = self.header, Style(bold=True, underline=True)
+            styles = [""] * len(text)
+        else:
+            i = y - 1 + sy
+            if i >= len(self.lines):
+                return Strip.blank(self.size.width)
+            text = [c for c, _ in self.lines[i]]
+            styles = [s for _, s in self.lines[i]]
+            base = Style(reverse=True) if i == self.cursor and self.has_focus else \
+                Style(underline=True) if i == self.cursor else Style()
+        segs: list[Segment] = []
+        for j, (t, st) in enumerate(zip(text, styles, strict=True)):
+            align = "right" if j >= 5 else "left"
+            segs.append(Segment(pad(t, self.widths[j], align) + "  ", base + Style.parse(st) if st else base))
+        strip = Strip(segs).crop(sx, sx + self.size.width)
+        return strip.extend_cell_length(self.size.width)
+
+    def action_cursor(self, by: int) -> None:
+        self.move_to(self.cursor + by)
+
+    def action_page(self, by: int) -> None:
+        self.move_to(self.cursor + by * max(1, self.size.height - 2))
+
+    def move_to(self, i: int) -> None:
+        if not self.entries:
+            return
+        self.cursor = max(0, min(len(self.entries) - 1, i))
+        top = self.scroll_offset.y
+        rows = max(1, self.size.height - 1)
+        if self.cursor < top:
+            self.scroll_to(y=self.cursor, animate=False)
+        elif self.cursor >= top + rows:
+            self.scroll_to(y=self.cursor - rows + 1, animate=False)
+        self.refresh()
+        self.post_message(self.CursorMoved())
+
+    def on_focus(self) -> None:
+        self.refresh()
+
+    def on_blur(self) -> None:
+        self.refresh()

@@ -1,0 +1,49 @@
+"""``steptable summary PATH --top K --by METRIC``: a sweep's best and worst runs from each file's newest rows."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from typing import Any, TextIO
+
+
+def run_top(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """Print the ranking (see steptable.summary.toplines); 2 when no run is found or none logs the metric."""
+    from steptable.cli.tail import missing_paths
+    from steptable.ingest.files.discover import nothing_found
+    from steptable.ingest.files.runindex import RunIndex
+    from steptable.summary.sweep import default_keys, digest, direction
+    from steptable.summary.toplines import top_text
+    from steptable.table.formatting import sanitize
+
+    first: list[Any] = []
+
+    def make(store: Any, cand: Any) -> Any:
+        if not first and len(store):
+            first.append(store)  # (its schema says which way the metric is better)
+        return digest(store, store.meta.get("size", 0), alerts=False)
+
+    index = RunIndex(args.paths, make)
+    index.refresh()
+    for line in index.errors:
+        err.write(sanitize(line) + "\n")
+    digests = [e.digest for e in index.runs.values() if e.digest is not None]
+    if getattr(args, "run", None):
+        digests = [d for d in digests if args.run in (d.run, d.arm)]
+    status = 0
+    for p in missing_paths(args.paths):
+        err.write(f"steptable summary: no such path: {sanitize(p)}\n")
+        status = 2
+    if not digests:
+        err.write(f"steptable summary: {sanitize(nothing_found(args.paths))}\n")
+        return 2
+    key = args.by or next(iter(default_keys([k for d in digests for k in d.keys])), None)
+    if key is None:
+        err.write("steptable summary: no numeric metric to rank by\n")
+        return 2
+    higher = not args.lower and (not first or direction(first[0], key) != "lower")
+    text = top_text(digests, key, args.top or 5, args.stat, higher, time.time())
+    out.write(text + "\n")
+    if not any(key in d.last for d in digests):
+        return 2
+    return status

@@ -1,0 +1,248 @@
+"""RunIndex: every run under some paths known by its file's size, age and last rows, not its whole history. Pure.
+
+A sweep puts hundreds of runs under one directory; a list of them needs each run's name, format, newest rows and
+hyper-parameters, not millions of rows. The index discovers the runs (:func:`discover`), stats each file, reads the
+complete lines of its last ``tail_bytes`` (:func:`preview_tail`) and its config side file, and hands that store to a
+``digest`` callback supplied by the layer above (the index keeps only what the digest returns, so a sweep of 2,000
+runs holds 2,000 small digests, not 2,000 tails). ``refresh`` stats every file again and reads the tail of those
+that changed; discovery runs again every ``recheck`` seconds. One caller thread does it all: no thread, watch or
+open descriptor per run.
+
+Config (hyper-parameters, flattened to dotted keys): a ``config.json`` / ``args.json`` beside the run (tinker, many
+scripts), a W&B ``config.yaml`` (``{key: {value: ...}}`` unwrapped) and a Lightning ``hparams.yaml`` when PyYAML is
+importable (both writers install it). A StepLogger's ``steptable.json`` (how the run ended) goes to the tail's meta.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Generic, TypeVar
+
+from steptable.ingest.files.discover import Candidate, discover, sniff_jsonl
+from steptable.ingest.files.preview import preview_tail
+from steptable.ingest.store import RunStore
+from steptable.table import runinfo
+
+#: bytes read from the end of each file: the newest rows (a row of 20 metrics is ~600 bytes: about 50 rows)
+TAIL_BYTES = 32 * 1024
+#: a config file larger than this is not read (a dumped dataset is not hyper-parameters)
+MAX_CONFIG_BYTES = 1 << 20
+#: config values kept per run (a flattened model config can hold thousands)
+MAX_CONFIG_KEYS = 500
+
+D = TypeVar("D")
+
+
+@dataclass
+class Indexed(Generic[D]):
+    """One run of the index: where it is, its file's size and change time, what ``digest`` made of its tail, and its
+    hyper-parameters (dotted keys)."""
+
+    cand: Candidate
+    size: int
+    mtime: float
+    digest: D
+    config: dict[str, Any] = field(default_factory=dict)
+    sig: tuple[int, float] = (0, 0.0)  # (size, mtime) the digest was made for
+
+    @property
+    def run_id(self) -> str:
+        return self.cand.run_id
+
+    @property
+    def path(self) -> Path:
+        """The run's metrics file."""
+        return self.cand.path
+
+    @property
+    def name(self) -> str:
+        """The run's name: its arm (``lr1e-5_seed3`` for ``lr1e-5_seed3/metrics.jsonl``)."""
+        return self.cand.arm
+
+
+def flat(value: Any, prefix: str = "", out: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Nested dicts as dotted keys (``optim.lr``); lists and other values as they are. At most MAX_CONFIG_KEYS."""
+    out = {} if out is None else out
+    if isinstance(value, Mapping) and value:
+        for k, v in value.items():
+            if len(out) >= MAX_CONFIG_KEYS:
+                break
+            flat(v, f"{prefix}{k}.", out)
+    elif prefix:
+        out[prefix[:-1]] = value
+    return out
+
+
+def _yaml(data: bytes) -> Any:
+    try:
+        import yaml  # type: ignore[import-untyped,unused-ignore]  # optional: W&B and Lightning install it
+    except ImportError:
+        return None
+    try:
+        return yaml.safe_load(data)
+    except Exception:  # a YAML error of any kind: no config, not a failed index
+        return None
+
+
+def _wandb_values(doc: Mapping[str, Any]) -> dict[str, Any]:
+    """W&B's ``config.yaml``: ``{key: {desc, value}}`` -> ``{key: value}``, its own ``_wandb`` entry left out."""
+    return {k: v["value"] if isinstance(v, Mapping) and "value" in v else v for k, v in doc.items() if k != "_wandb"}
+
+
+def read_config(cand: Candidate) -> dict[str, Any]:
+    """The run's hyper-parameters, flattened (see the module docstring); {} when none can be read."""
+    paths = list(cand.side_files.get("config", []))
+    for d in dict.fromkeys((cand.path.parent, cand.run_dir)):
+        for name in ("config.json", "args.json", "config.yaml", "hparams.yaml"):
+            p = Path(d) / name
+            if p not in paths and p.is_file():
+                paths.append(p)
+    out: dict[str, Any] = {}
+    for p in paths:
+        try:
+            if os.stat(p).st_size > MAX_CONFIG_BYTES:
+                continue
+            data = p.read_bytes()
+        except OSError:
+            continue
+        doc: Any
+        if p.suffix == ".json":
+            try:
+                doc = json.loads(data)
+            except (ValueError, RecursionError):
+                continue
+        else:
+            doc = _yaml(data)
+            if isinstance(doc, Mapping) and p.name == "config.yaml":
+                doc = _wandb_values(doc)
+        if isinstance(doc, Mapping):
+            for k, v in flat(doc).items():
+                out.setdefault(k, v)
+    return out
+
+
+def _load_runinfo(cand: Candidate, tail: RunStore) -> None:
+    """A StepLogger's description of the run (``steptable.json``: its columns, when it was closed and how) into
+    ``tail.meta["runinfo"]``, as the follower keeps it: the run's state reads it."""
+    for path in runinfo.candidates(cand.path, tail.arm or cand.arm):
+        try:
+            with open(path, "rb") as f:
+                info = runinfo.parse(f.read(runinfo.MAX_BYTES), cand.path)
+        except OSError:
+            continue
+        if info is not None:
+            tail.meta["runinfo"] = info
+            return
+
+
+class RunIndex(Generic[D]):
+    """The runs under ``paths``, each as ``digest(tail store, candidate)`` of its last ``tail_bytes``.
+
+    ``refresh`` first lists what discovery finds (names, sizes: ``digest`` None), then reads tails, the runs not read
+    yet first, then those whose file changed; with a ``budget`` of seconds it stops after that long and the next call
+    goes on (a list on screen fills in while the rest are read). Threads: one thread refreshes; others may read
+    ``runs`` meanwhile (the dict is replaced when runs come or go, never changed in place; an entry's ``digest`` is
+    replaced whole)."""
+
+    def __init__(self, paths: Iterable[str | Path], digest: Callable[[RunStore, Candidate], D], *,
+                 tail_bytes: int = TAIL_BYTES, recheck: float = 2.0,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.paths = [Path(p) for p in paths]
+        self._digest = digest
+        self.tail_bytes = tail_bytes
+        self.recheck = recheck
+        self._clock = clock
+        self.runs: dict[str, Indexed[D | None]] = {}  # run id -> entry, in discovery order
+        self._rejected: dict[Path, int] = {}  # not metrics (so far) -> its size then: a JSONL whose first line is
+        # not metrics, a console log (``table.txt``, NCCL output) whose last lines hold no ``step:N`` metrics line
+        self._last_discovery: float | None = None
+        self.errors: list[str] = []
+
+    def discover(self) -> set[str]:
+        """Find runs not known yet (listed with their size, ``digest`` None until read); returns their ids."""
+        self._last_discovery = self._clock()
+        new: set[str] = set()
+        for cand in discover(self.paths):
+            old = self.runs.get(cand.run_id)
+            if old is not None:
+                old.cand.side_files = cand.side_files
+                continue
+            try:
+                st = os.stat(cand.path)
+            except OSError:
+                continue
+            if self._rejected.get(cand.path) == st.st_size:
+                continue
+            if cand.kind == "jsonl" and not cand.confirmed:
+                verdict = sniff_jsonl(cand.path)
+                if verdict is None:  # empty so far: looked at again next time
+                    continue
+                if not verdict:
+                    self._rejected[cand.path] = st.st_size
+                    continue
+            entry: Indexed[D | None] = Indexed(cand, st.st_size, st.st_mtime, None)
+            self.runs = {**self.runs, cand.run_id: entry}  # (replaced, not changed: readers in other threads)
+            # a console log is a run only once it holds a metrics line: read now (a sweep's table.txt files must
+            # not count as runs)
+            if cand.kind != "console" or cand.confirmed or self._read(entry):
+                new.add(cand.run_id)
+        return new
+
+    def pending(self) -> int:
+        """Runs listed whose tail is not read yet."""
+        return sum(1 for e in self.runs.values() if e.digest is None)
+
+    def refresh(self, budget: float | None = None) -> set[str]:
+        """Discover when due, read the tails not read yet, then those of files changed since (size or mtime); stop
+        after ``budget`` seconds. Returns the ids of runs new or changed."""
+        t0 = self._clock()
+        changed: set[str] = set()
+        if self._last_discovery is None or t0 - self._last_discovery >= self.recheck:
+            changed |= self.discover()
+        todo = [e for e in self.runs.values() if e.digest is None]
+        todo += [e for e in self.runs.values() if e.digest is not None and self._stale(e)]
+        for entry in todo:
+            if budget is not None and self._clock() - t0 > budget:
+                break
+            if self._read(entry):
+                changed.add(entry.run_id)
+        return changed
+
+    def _stale(self, entry: Indexed[D | None]) -> bool:
+        try:
+            st = os.stat(entry.cand.path)
+        except OSError:
+            return False
+        entry.size, entry.mtime = st.st_size, st.st_mtime
+        return (st.st_size, st.st_mtime) != entry.sig
+
+    def _read(self, entry: Indexed[D | None]) -> bool:
+        """Read the entry's tail and config; False when the file cannot be read (said in ``errors``)."""
+        cand = entry.cand
+        try:
+            st = os.stat(cand.path)
+            tail = preview_tail(cand.path, self.tail_bytes, cand.kind)
+        except (OSError, ValueError) as e:
+            if len(self.errors) < 100:
+                self.errors.append(f"{cand.path}: {e}")
+            entry.sig = (-1, -1.0)
+            return False
+        if cand.kind == "console" and not len(tail):  # a log with no metrics line (yet): not a run
+            self._rejected[cand.path] = st.st_size
+            self.runs = {k: v for k, v in self.runs.items() if k != cand.run_id}
+            return False
+        tail.run = cand.run_id
+        tail.arm = tail.arm or cand.arm
+        tail.side_files = cand.side_files
+        if not entry.config:
+            entry.config = read_config(cand)
+        _load_runinfo(cand, tail)
+        tail.meta.setdefault("size", st.st_size)
+        entry.size, entry.mtime, entry.sig = st.st_size, st.st_mtime, (st.st_size, st.st_mtime)
+        entry.digest = self._digest(tail, cand)
+        return True

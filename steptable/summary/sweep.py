@@ -1,0 +1,199 @@
+"""A sweep of runs, each known by its newest rows: per-run digests, their state, the sweep's one status line, and the
+best and worst runs by a metric. Pure (the caller reads the files: steptable.ingest.files.runindex).
+
+A :class:`RunDigest` is made from a store of a run's last rows (its tail) and the file's size: the last step, when
+the run was last written, its usual row interval, how its StepLogger ended it (``steptable.json``), and per numeric
+key the last value, the mean of the rows read (the *window*: at most ``WINDOW_ROWS``, the newest), the lowest and the
+highest value read. It holds no rows, so a list of thousands of runs stays small.
+
+States (:func:`run_state`): ``crashed`` (its StepLogger was closed by an exception), ``ended`` (closed normally or
+by an interruption), ``idle`` (not written for ``stall_factor`` x its usual row interval, at least ``stall_min_s``:
+the alert rules' numbers; a run whose interval is unknown after ``IDLE_UNKNOWN`` s), else ``live``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import statistics
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
+from typing import Any
+
+from steptable.alerts.engine import STEP_TIME_KEYS, end_alert, scan
+from steptable.alerts.rules import AlertConfig, cell_float
+from steptable.table.runinfo import closed_at, ended_by
+
+#: rows of the tail the window mean spans (the newest)
+WINDOW_ROWS = 100
+#: a run whose row interval is unknown (no clock, no step-time key, fewer than 5 rows) is idle after this long
+IDLE_UNKNOWN = 600.0
+#: the order states are told in
+STATES = ("live", "idle", "ended", "crashed")
+INTERRUPTED = "interrupted"
+#: the metrics a sweep is ranked and listed by when none is named, the first ones a run logs (score, reward, loss)
+RANK_KEYS = ("eval/score", "score", "reward/mean", "reward", "env/all/reward/total", "rewards/mean", "loss",
+             "train/loss", "kl", "entropy")
+
+
+@dataclass
+class RunDigest:
+    """What the run list and ``summary --top`` know of one run without its history (see the module docstring)."""
+
+    run: str
+    arm: str
+    kind: str
+    size: int
+    rows: int  # rows in the file: exact when ``rows_exact``, else the rows read scaled by the bytes they span
+    rows_exact: bool
+    last_step: int | None
+    updated: float | None  # unix time of the newest row (its clock) or of the file's last write
+    interval: float | None  # the run's usual seconds per row, when known
+    end: str | None  # how its StepLogger ended it: None while it runs, "" for a normal end, "interrupted", "Error"
+    window: int  # rows the means span
+    last: dict[str, float] = field(default_factory=dict)
+    mean: dict[str, float] = field(default_factory=dict)
+    low: dict[str, float] = field(default_factory=dict)
+    high: dict[str, float] = field(default_factory=dict)
+    errors: int = 0  # error alerts in the rows read
+    warnings: int = 0
+    first_alerts: list[str] = field(default_factory=list)  # the first few alert lines
+    bad: int = 0  # bad lines in the rows read
+
+    @property
+    def keys(self) -> list[str]:
+        return list(self.last)
+
+
+def _interval(store: Any, n: int) -> float | None:
+    walls = [t for t in store.wall_times_between(max(0, n - WINDOW_ROWS - 1), n) if math.isfinite(t)]
+    dts = [b - a for a, b in itertools.pairwise(walls) if b > a]
+    if len(dts) >= 5:
+        return float(statistics.median(dts))
+    key = next((k for k in STEP_TIME_KEYS if k in store.keys), None)  # a per-row step time (verl, tinker)
+    if key is not None:
+        times = [x for v in store.column_between(key, max(0, n - WINDOW_ROWS), n)
+                 if (x := cell_float(v)) is not None and math.isfinite(x) and x > 0]
+        if len(times) >= 5:
+            return float(statistics.median(times))
+    return None
+
+
+def digest(store: Any, size: int, *, alerts: bool = True, config: AlertConfig | None = None) -> RunDigest:
+    """The digest of a run from ``store``, its newest rows (``store.meta["preview_offset"]``: where in a file of
+    ``size`` bytes they start; 0 or absent: the whole file). ``alerts``: run the detectors over the rows read (a
+    crash's alert is counted either way)."""
+    with store.lock:
+        n = len(store)
+        start = max(0, n - WINDOW_ROWS)
+        last: dict[str, float] = {}
+        mean: dict[str, float] = {}
+        low: dict[str, float] = {}
+        high: dict[str, float] = {}
+        cols: dict[str, Sequence[Any]] = {}
+        for key in store.keys:
+            if not store.is_numeric(key) or key == store.step_key:
+                continue
+            col = store.column_between(key, start, n)
+            cols[key] = col
+            vals = [v for v in col if math.isfinite(v)]
+            if not vals:
+                continue
+            last[key], mean[key] = vals[-1], math.fsum(vals) / len(vals)
+            low[key], high[key] = min(vals), max(vals)
+        offset = int(store.meta.get("preview_offset", 0) or 0)
+        read = size - offset
+        rows = n if offset <= 0 or read <= 0 else round(n * size / read)
+        info = store.meta.get("runinfo")
+        end = ended_by(info) or ("" if closed_at(info) is not None else None)
+        out = RunDigest(
+            run=store.run, arm=store.arm or store.run, kind=store.kind, size=size, rows=rows, rows_exact=offset <= 0,
+            last_step=store.step_at(n - 1) if n else None, updated=store.last_update, interval=_interval(store, n),
+            end=end, window=n - start, last=last, mean=mean, low=low, high=high, bad=store.bad_count,
+        )
+        found = scan(store.steps_between(start, n), cols, None, config) if alerts and n else []
+        if (ea := end_alert(info, out.last_step or 0)) is not None:
+            found.append(ea)
+        if found:
+            out.errors = sum(1 for a in found if a.level == "E")
+            out.warnings = len(found) - out.errors
+            out.first_alerts = [a.message_line() for a in found[:3]]
+    return out
+
+
+def direction(store: Any, key: str) -> str | None:
+    """``higher`` / ``lower``: which way ``key`` is better by the schema ``store``'s run is shown with; None when it
+    does not say."""
+    from steptable.schemafiles.resolve import run_schema
+
+    schema = run_schema(store)
+    col = schema.col(key) or next((c for c in schema.cols if key in c.aliases), None)
+    rule = schema.rule(key)
+    return (col.better if col is not None and col.better else rule.better if rule is not None else None) or None
+
+
+def run_state(d: RunDigest, now: float, config: AlertConfig | None = None) -> str:
+    """``live`` / ``idle`` / ``ended`` / ``crashed`` (see the module docstring)."""
+    if d.end is not None:
+        return "ended" if d.end in ("", INTERRUPTED) else "crashed"
+    if d.updated is None:
+        return "live"  # no row yet and no age: a file just created
+    c = config or AlertConfig()
+    gap = now - d.updated
+    after = max(c.stall_factor * d.interval, c.stall_min_s) if d.interval is not None else IDLE_UNKNOWN
+    return "idle" if gap > after else "live"
+
+
+def sweep_line(digests: Iterable[RunDigest], now: float) -> str:
+    """``200 runs: 12 live, 180 ended, 3 crashed, 5 idle; 4 with errors`` (states with no run left out)."""
+    ds = list(digests)
+    counts = dict.fromkeys(STATES, 0)
+    for d in ds:
+        counts[run_state(d, now)] += 1
+    parts = [f"{counts[s]} {s}" for s in STATES if counts[s]]
+    errs = sum(1 for d in ds if d.errors)
+    warns = sum(1 for d in ds if d.warnings and not d.errors)
+    tail = "; ".join(x for x in (f"{errs} with errors" if errs else "", f"{warns} with warnings" if warns else "") if x)
+    head = f"{len(ds)} run{'s' if len(ds) != 1 else ''}" + (f": {', '.join(parts)}" if parts else "")
+    return f"{head}; {tail}" if tail else head
+
+
+def best_value(d: RunDigest, key: str, stat: str, higher: bool) -> float | None:
+    """The value of ``key`` a run is ranked by: ``last``, ``mean`` (the window) or ``best`` (of the rows read)."""
+    table = {"last": d.last, "mean": d.mean}.get(stat) or (d.high if higher else d.low)
+    v = table.get(key)
+    return v if v is not None and math.isfinite(v) else None
+
+
+def ranked(digests: Iterable[RunDigest], key: str, stat: str, higher: bool) -> list[tuple[RunDigest, float]]:
+    """The runs that have ``key``, best first."""
+    have = [(d, v) for d in digests if (v := best_value(d, key, stat, higher)) is not None]
+    have.sort(key=lambda dv: -dv[1] if higher else dv[1])
+    return have
+
+
+def matches(name: str, pattern: str) -> bool:
+    """A run name against a filter word: a glob when it has ``*?[``, else a substring (case-insensitive)."""
+    name, pattern = name.lower(), pattern.lower()
+    return fnmatchcase(name, pattern) if any(ch in pattern for ch in "*?[") else pattern in name
+
+
+def config_matches(config: Mapping[str, Any], key: str, want: str) -> bool:
+    """``lr=1e-5`` against a run's config: the key (a dotted key or its last part) and the value as text or number."""
+    hits = [v for k, v in config.items() if k == key or k.rsplit(".", 1)[-1] == key]
+    for v in hits:
+        if str(v) == want or matches(str(v), want):
+            return True
+        try:
+            if float(v) == float(want):
+                return True
+        except (TypeError, ValueError):
+            continue
+    return False
+
+
+def default_keys(keys: Sequence[str], most: int = 1) -> list[str]:
+    """The first ``most`` of ``RANK_KEYS`` among ``keys``, else the first keys."""
+    have = dict.fromkeys(keys)
+    return [k for k in RANK_KEYS if k in have][:most] or list(have)[:most]

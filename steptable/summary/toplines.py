@@ -1,0 +1,70 @@
+"""``summary --top K --by METRIC``: a sweep's best and worst runs by one metric, one line each, in a bounded number
+of characters whatever the sweep's size (an agent reads it: about 4 characters a token, ``MAX_CHARS`` ~ 300 tokens).
+Pure."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from steptable.summary.sweep import RunDigest, ranked, run_state, sweep_line
+from steptable.table.formatting import sanitize
+
+#: the whole answer's length (about 300 tokens)
+MAX_CHARS = 1150
+#: a run's name is cut to this many characters (the middle left out)
+MAX_NAME = 36
+STAT_WORDS = {"last": "last value", "mean": "mean of the newest rows", "best": "best value of the newest rows"}
+
+
+def short_name(name: str, width: int = MAX_NAME) -> str:
+    """``name`` cut in the middle to ``width`` characters (a sweep's names differ at their ends: seeds, lrs)."""
+    if len(name) <= width:
+        return name
+    half = (width - 1) // 2
+    return f"{name[:half]}…{name[len(name) - (width - 1 - half):]}"
+
+
+def _num(x: float) -> str:
+    return f"{x:.4g}"
+
+
+def _line(rank: int, d: RunDigest, value: float, name: str, now: float) -> str:
+    marks = "".join(f" {n}{c}" for n, c in ((d.errors, "E"), (d.warnings, "W")) if n)
+    step = f" @{d.last_step}" if d.last_step is not None else ""
+    return f"{rank}. {sanitize(short_name(name))} {_num(value)}{step} {run_state(d, now)}{marks}"
+
+
+def names_of(digests: Sequence[RunDigest]) -> dict[str, str]:
+    """Each run's shortest name that is unique: its arm (directory), else its run id."""
+    arms = [d.arm for d in digests]
+    dup = {a for a in arms if arms.count(a) > 1} if len(set(arms)) != len(arms) else set()
+    return {d.run: d.run if d.arm in dup else d.arm for d in digests}
+
+
+def top_text(digests: Sequence[RunDigest], key: str, k: int, stat: str, higher: bool, now: float) -> str:
+    """The sweep's status line, what the ranking is by, the ``k`` best runs then the ``k`` worst (fewer when the
+    answer would pass ``MAX_CHARS``; the lines left out are counted), and how many runs lack ``key``."""
+    order = ranked(digests, key, stat, higher)
+    names = names_of(digests)
+    lines = [sweep_line(digests, now),
+             f"by {sanitize(key)} ({STAT_WORDS[stat]}, {'higher' if higher else 'lower'} is better):"]
+    if not order:
+        return "\n".join([*lines, f"no run logs {sanitize(key)}"])
+    k = max(1, k)
+    best = [(i + 1, d, v) for i, (d, v) in enumerate(order[:k])]
+    rest = order[len(best):]
+    worst = [(len(order) - j, d, v) for j, (d, v) in enumerate(reversed(rest[-k:]))]
+    missing = len(digests) - len(order)
+    foot = f"{missing} run{'s' if missing != 1 else ''} without {sanitize(key)}" if missing else ""
+    while True:
+        body = ["best:", *(_line(r, d, v, names[d.run], now) for r, d, v in best)]
+        if worst:
+            body += ["worst:", *(_line(r, d, v, names[d.run], now) for r, d, v in worst)]
+        left = len(order) - len(best) - len(worst)
+        text = "\n".join([*lines, *body, *([f"({left} runs between)"] if left > 0 else []), *([foot] if foot else [])])
+        if len(text) <= MAX_CHARS or len(best) <= 1:
+            return text
+        if len(worst) >= len(best):
+            worst.pop()  # (the least bad of the worst first)
+        else:
+            best.pop()

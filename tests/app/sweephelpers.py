@@ -1,0 +1,48 @@
+"""A small sweep written by steptable's own StepLogger: runs that ended, one that crashed, live ones (no close),
+each with a tinker-style config.json of its hyper-parameters."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+from steptable.logger.steplogger import StepLogger
+
+LRS = (1e-6, 3e-6, 1e-5)
+OPEN: list[StepLogger] = []
+
+
+def write_run(root: Path, name: str, lr: float, steps: int, *, end: str = "live", level: float = 0.0) -> Path:
+    """One run under ``root/name``: ``steps`` rows of reward and loss; ``end``: "ended" (closed), "crashed" (an
+    exception left the ``with`` block) or "live" (left open: its logger never closed)."""
+    run = root / name
+    run.mkdir(parents=True)
+    (run / "config.json").write_text(json.dumps({"lr": lr, "optim": {"beta1": 0.9}, "seed": int(level * 10)}))
+    t0 = time.time() - steps
+    sl = StepLogger(run_dir=run, console=False, alerts=False)
+    for s in range(steps):
+        sl.log({"step": s, "ts": t0 + s, "reward": level + s / steps, "loss": 2.0 - level - s / steps})
+    if end == "ended":
+        sl.close()
+    elif end == "crashed":
+        try:
+            with sl:
+                raise RuntimeError("out of memory")
+        except RuntimeError:
+            pass
+    else:
+        OPEN.append(sl)  # still running: never closed while the test reads it
+    return run
+
+
+def write_sweep(root: Path, runs: int = 12, steps: int = 30) -> list[str]:
+    """``runs`` runs named ``lr<lr>_s<i>``: the first ended, the second crashed, the rest live. Returns their
+    names in order; run ``i`` reaches reward ``i / 10 + 1`` (the later the better)."""
+    names = []
+    for i in range(runs):
+        lr = LRS[i % len(LRS)]
+        name = f"lr{lr:g}_s{i}"
+        write_run(root, name, lr, steps, end="ended" if i == 0 else "crashed" if i == 1 else "live", level=i / 10)
+        names.append(name)
+    return names

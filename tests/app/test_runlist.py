@@ -1,0 +1,161 @@
+"""The run list of a sweep (steptable.app.screens.runs): the home screen when a path holds more runs than fit as
+tables; filter, sort, select-to-open and compare, pins, the state column, on a sweep written by StepLogger."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from steptable.app.app import StepTableApp
+from steptable.app.feed import Feed
+from steptable.app.screens.compare import CompareScreen
+from steptable.app.screens.runs import RunsScreen
+from tests.app.sweephelpers import write_sweep
+
+SIZE = (160, 40)
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+async def _list(app: StepTableApp, pilot, runs: int) -> RunsScreen:  # type: ignore[no-untyped-def]
+    """The run list once every run's tail is read."""
+    for _ in range(400):
+        await pilot.pause(0.02)
+        scr = app.screen
+        if isinstance(scr, RunsScreen) and scr.is_mounted and app.feed.sweep is not None \
+                and app.feed.sweep.index.pending() == 0 and len(scr.listed) == runs:
+            scr.refresh_list()
+            return scr
+    raise AssertionError(f"no complete run list: {app.screen!r}")
+
+
+def _names(scr: RunsScreen) -> list[str]:
+    return [e.run_id.split("/")[0] for e in scr.listed]
+
+
+@pytest.fixture
+def sweep(tmp_path: Path) -> tuple[Path, list[str]]:
+    return tmp_path, write_sweep(tmp_path, runs=12)
+
+
+async def test_list_is_home_and_reads_no_history(sweep: tuple[Path, list[str]]) -> None:
+    root, names = sweep
+    app = StepTableApp(Feed([str(root)]))
+    async with app.run_test(size=SIZE) as pilot:
+        scr = await _list(app, pilot, len(names))
+        assert sorted(_names(scr)) == sorted(names)
+        assert app.feed.follower.stores == {}  # nothing followed until a run is opened
+        assert app.panels == {}
+        line = scr.query_one("#sweep").render()
+        assert "12 runs: 10 live, 1 ended, 1 crashed; 1 with errors" in str(line)
+
+
+async def test_state_column(sweep: tuple[Path, list[str]]) -> None:
+    root, names = sweep
+    app = StepTableApp(Feed([str(root)]))
+    async with app.run_test(size=SIZE) as pilot:
+        scr = await _list(app, pilot, len(names))
+        lines = {e.run_id.split("/")[0]: scr.runlist.render_line(1 + i).text for i, e in enumerate(scr.listed)}
+        assert " ended " in lines[names[0]]
+        assert " crashed " in lines[names[1]] and "1E" in lines[names[1]]
+        assert " live " in lines[names[5]]
+
+
+async def test_filter_by_glob_regex_and_config(sweep: tuple[Path, list[str]]) -> None:
+    root, names = sweep
+    app = StepTableApp(Feed([str(root)]))
+    async with app.run_test(size=SIZE) as pilot:
+        scr = await _list(app, pilot, len(names))
+        await pilot.press("slash", *"*_s1?", "enter")
+        assert sorted(_names(scr)) == ["lr1e-05_s11", "lr3e-06_s10"]
+        scr.state.pattern = "re:_s[23]$|_s[23]/"
+        scr.refresh_list()
+        assert sorted(_names(scr)) == ["lr1e-05_s2", "lr1e-06_s3"]
+        scr.state.pattern = "lr=1e-5"  # the config's 1e-05, as a number
+        scr.refresh_list()
+        assert sorted(_names(scr)) == sorted(n for n in names if n.startswith("lr1e-05"))
+        scr.state.pattern = "beta1=0.9 s1"  # a nested config key by its last part, and a name
+        scr.refresh_list()
+        assert sorted(_names(scr)) == sorted(["lr3e-06_s1", "lr3e-06_s10", "lr1e-05_s11"])
+        scr.state.pattern = "re:("  # a bad expression says so and keeps the list
+        scr.refresh_list()
+        assert "bad regular expression" in str(scr.query_one("#list-note").render())
+
+
+async def test_sort_by_metric_and_state(sweep: tuple[Path, list[str]]) -> None:
+    root, names = sweep
+    app = StepTableApp(Feed([str(root)]))
+    async with app.run_test(size=SIZE) as pilot:
+        scr = await _list(app, pilot, len(names))
+        assert "reward" in scr.state.metrics
+        scr.sort_by("reward")
+        assert _names(scr) == names  # reward grows with the run's index
+        scr.sort_by("reward")  # again: the other way
+        assert _names(scr) == names[::-1]
+        scr.sort_by("state")
+        assert _names(scr)[0] == names[1]  # crashed first
+        assert _names(scr)[-1] == names[0]  # ended last
+
+
+async def test_pin_keeps_a_run_on_top(sweep: tuple[Path, list[str]]) -> None:
+    root, names = sweep
+    app = StepTableApp(Feed([str(root)]))
+    async with app.run_test(size=SIZE) as pilot:
+        scr = await _list(app, pilot, len(names))
+        scr.sort_by("reward")
+        scr.runlist.move_to(5)
+        await pilot.press("p")
+        assert _names(scr)[0] == names[5]
+        scr.sort_by("reward")
+        assert _names(scr)[0] == names[5] and _names(scr)[1] == names[-1]
+
+
+async def test_select_open_and_compare(sweep: tuple[Path, list[str]]) -> None:
+    root, names = sweep
+    app = StepTableApp(Feed([str(root)]))
+    async with app.run_test(size=SIZE) as pilot:
+        scr = await _list(app, pilot, len(names))
+        scr.sort_by("reward")
+        await pilot.press("home", "space", "space")  # the two worst by reward
+        assert scr.state.selected == {f"{names[0]}/metrics.jsonl", f"{names[1]}/metrics.jsonl"}
+        await pilot.press("enter")
+        for _ in range(200):
+            await pilot.pause(0.02)
+            if len(app.panels) == 2 and all(len(r.store) == 30 for r in app.session.runs.values()):
+                break
+        assert not isinstance(app.screen, RunsScreen)
+        assert sorted(app.panels) == sorted(scr.state.selected)
+        assert set(app.feed.follower.stores) == scr.state.selected  # only the opened runs are read whole
+        await pilot.press("w")
+        await pilot.pause(0.3)
+        assert isinstance(app.screen, CompareScreen)
+        await pilot.press("escape")
+        await pilot.press("r")  # back to the list: open another run, the first two's tables hide
+        await pilot.pause(0.1)
+        assert isinstance(app.screen, RunsScreen)
+        scr.state.selected.clear()
+        scr.runlist.move_to(len(names) - 1)
+        await pilot.press("enter")
+        for _ in range(200):
+            await pilot.pause(0.02)
+            if len(app.panels) == 3:
+                break
+        assert app.session.visible() == [f"{names[-1]}/metrics.jsonl"]
+
+
+async def test_few_runs_show_as_tables(tmp_path: Path) -> None:
+    write_sweep(tmp_path, runs=3)
+    app = StepTableApp(Feed([str(tmp_path)]))
+    async with app.run_test(size=SIZE) as pilot:
+        for _ in range(200):
+            await pilot.pause(0.02)
+            if len(app.panels) == 3:
+                break
+        assert len(app.panels) == 3
+        assert not isinstance(app.screen, RunsScreen)
+        assert app.feed.sweep is None

@@ -1,0 +1,105 @@
+"""RunIndex: runs known by their file's tail and size; config side files; new runs and changed files on refresh."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from steptable.ingest.files.runindex import RunIndex, flat, read_config
+
+
+def _rows(path: Path, start: int, stop: int) -> None:
+    with open(path, "a") as f:
+        for s in range(start, stop):
+            f.write(json.dumps({"step": s, "loss": 1.0 / (s + 1), "note": "x" * 200}) + "\n")
+
+
+def _index(root: Path, tail: int = 4096) -> RunIndex[tuple[int, int, int]]:
+    return RunIndex([root], lambda st, c: (len(st), st.step_at(len(st) - 1), int(st.meta["preview_offset"])),
+                    tail_bytes=tail, recheck=0.0)
+
+
+def test_reads_only_the_tail(tmp_path: Path) -> None:
+    (tmp_path / "a").mkdir()
+    _rows(tmp_path / "a" / "metrics.jsonl", 0, 1000)
+    idx = _index(tmp_path)
+    assert idx.discover() == {"a/metrics.jsonl"}
+    assert idx.runs["a/metrics.jsonl"].digest is None and idx.pending() == 1  # listed before any tail is read
+    assert idx.refresh() == {"a/metrics.jsonl"}
+    rows, last, offset = idx.runs["a/metrics.jsonl"].digest  # type: ignore[misc]
+    assert last == 999 and 0 < rows < 30 and offset > 0
+
+
+def test_refresh_finds_new_runs_and_growth(tmp_path: Path) -> None:
+    (tmp_path / "a").mkdir()
+    _rows(tmp_path / "a" / "metrics.jsonl", 0, 10)
+    idx = _index(tmp_path)
+    idx.refresh()
+    assert idx.refresh() == set()  # nothing changed: no tail read again
+    _rows(tmp_path / "a" / "metrics.jsonl", 10, 12)
+    (tmp_path / "b").mkdir()
+    _rows(tmp_path / "b" / "metrics.jsonl", 0, 3)
+    assert idx.refresh() == {"a/metrics.jsonl", "b/metrics.jsonl"}
+    assert idx.runs["a/metrics.jsonl"].digest[1] == 11  # type: ignore[index]
+
+
+def test_console_log_without_metrics_is_not_a_run(tmp_path: Path) -> None:
+    (tmp_path / "a").mkdir()
+    _rows(tmp_path / "a" / "metrics.jsonl", 0, 3)
+    (tmp_path / "a" / "table.txt").write_text("step  loss\n   0  1.0\n")  # a StepLogger's rendered table
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "train.log").write_text("loading\nstep:3 - loss:0.5 - reward:1.0\n")
+    idx = _index(tmp_path)
+    idx.refresh()
+    assert set(idx.runs) == {"a/metrics.jsonl", "b/train.log"}
+
+
+def test_budget_reads_part_then_the_rest(tmp_path: Path) -> None:
+    for name in "abc":
+        (tmp_path / name).mkdir()
+        _rows(tmp_path / name / "metrics.jsonl", 0, 5)
+    ticks = iter(range(100))
+    idx = RunIndex([tmp_path], lambda st, c: len(st), recheck=1e9, clock=lambda: float(next(ticks)))
+    first = idx.refresh(budget=2.5)  # the clock moves 1 a call (the pass, discovery, each tail): one tail read
+    assert len(first) == 3 and idx.pending() == 2  # (all three listed)
+    while idx.pending():
+        idx.refresh(budget=2.5)
+    assert all(e.digest == 5 for e in idx.runs.values())
+
+
+def test_config_files(tmp_path: Path) -> None:
+    (tmp_path / "a").mkdir()
+    _rows(tmp_path / "a" / "metrics.jsonl", 0, 3)
+    (tmp_path / "a" / "config.json").write_text(json.dumps({"lr": 1e-5, "optim": {"beta1": 0.9, "eps": {}}}))
+    (tmp_path / "a" / "config.yaml").write_text(  # W&B: {key: {desc, value}}
+        "_wandb:\n  value: {cli_version: 0.17}\nbatch_size:\n  desc: null\n  value: 64\n")
+    (tmp_path / "a" / "broken").mkdir()
+    idx = _index(tmp_path)
+    idx.refresh()
+    cfg = idx.runs["a/metrics.jsonl"].config
+    assert cfg["lr"] == 1e-5 and cfg["optim.beta1"] == 0.9 and cfg["batch_size"] == 64
+    assert not any(k.startswith("_wandb") for k in cfg)
+
+
+def test_bad_config_is_no_config(tmp_path: Path) -> None:
+    (tmp_path / "a").mkdir()
+    _rows(tmp_path / "a" / "metrics.jsonl", 0, 3)
+    (tmp_path / "a" / "config.json").write_text("{not json")
+    (tmp_path / "a" / "hparams.yaml").write_text("lr: [unclosed\n")
+    idx = _index(tmp_path)
+    idx.refresh()
+    assert idx.runs["a/metrics.jsonl"].config == {}
+
+
+def test_flat() -> None:
+    assert flat({"a": {"b": 1, "c": {"d": [1, 2]}}, "e": {}}) == {"a.b": 1, "a.c.d": [1, 2], "e": {}}
+    assert flat([1, 2]) == {}
+
+
+def test_read_config_hparams(tmp_path: Path) -> None:
+    (tmp_path / "hparams.yaml").write_text("lr: 0.001\nlayers: 4\n")  # Lightning
+    _rows(tmp_path / "metrics.jsonl", 0, 1)
+    from steptable.ingest.files.discover import discover
+
+    cand = discover([tmp_path])[0]
+    assert read_config(cand) == {"lr": 0.001, "layers": 4}
