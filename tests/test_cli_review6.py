@@ -16,7 +16,6 @@ import pytest
 from steptable.ingest import Follower
 from steptable.schemafiles.resolve import by_schema
 from steptable.schemas import layout
-from steptable.summary.report import column_stats
 from tests.helpers import run_cli, write_rows
 from tests.trainer_logs import write_tinker, write_trl_state, write_verl
 
@@ -140,11 +139,6 @@ def test_a_logged_nan_is_not_an_absence(tmp_path: Path, capsys: Cap) -> None:
     rc, out, _ = run_cli(["summary", str(tmp_path)], capsys)
     assert rc == 0
     assert _names(out) == [f"m{j:02d}" for j in range(20)]
-
-
-def test_a_loss_that_is_only_nan_is_shown() -> None:
-    st = column_stats([math.nan, None, math.nan], nan_logged=True)
-    assert (st.present, st.logged) == (0, 2) and math.isnan(st.last)
 
 
 def test_summary_of_an_all_nan_loss_shows_nan(tmp_path: Path, capsys: Cap) -> None:

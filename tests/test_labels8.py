@@ -4,12 +4,10 @@ file (review 8)."""
 from __future__ import annotations
 
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 
 from steptable.ingest.files.discover import discover
-from steptable.summary.report import run_label
 from tests.helpers import run_cli, write_rows
 
 SWEEP = Path("exps/2024-06-01_resnet50_cifar10_sweep/lr_0.001/lightning_logs")
@@ -35,19 +33,6 @@ def test_tail_tells_two_lightning_versions_apart(
     titles = _titles(out)
     assert rc == 0 and len(titles) == 2, out
     assert all(t.endswith(f"/version_{v}/metrics.csv)") for t, v in zip(titles, (0, 1), strict=True)), titles
-
-
-def test_a_label_names_the_path_alone_when_it_shows_the_arm() -> None:
-    nested = SimpleNamespace(run="campaign/grpo_none/logs/train/metrics.jsonl", arm="grpo_none")
-    verl = SimpleNamespace(run="exp_lr1e-6/train_log.jsonl", arm="train_log")
-    split = SimpleNamespace(run="logs/metrics.jsonl#routeB", arm="routeB")
-    assert [run_label(r, False) for r in (nested, verl, split)] == [nested.run, verl.run, split.run]
-    assert run_label(nested) == "grpo_none"  # an arm no other run has names it alone
-
-
-def test_a_label_leads_with_an_arm_the_path_does_not_show() -> None:
-    above = SimpleNamespace(run="train/metrics.jsonl", arm="exp1")  # the arm from a directory above the root
-    assert run_label(above, False) == "exp1 (train/metrics.jsonl)"
 
 
 def test_summary_and_alerts_of_runs_sharing_an_arm_name_their_paths(

@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 
 from steptable.cli.main import main
-from steptable.summary.report import _arm_tag
 from steptable.table.formatting import display_width
 from tests.helpers import following, printed_steps, run_cli, write_rows
 
@@ -120,12 +119,6 @@ def test_csv_has_one_header_for_several_runs(tmp_path: Path, capsys: pytest.Capt
     lines = out.splitlines()
     assert rc == 0 and sum(line.startswith("run,arm,") for line in lines) == 1 and len(lines) == 10
     assert len({line.count(",") for line in lines}) == 1
-
-
-def test_arm_tags_never_run_out() -> None:
-    tags = [_arm_tag(i) for i in range(20_000)]
-    assert len(set(tags)) == 20_000
-    assert tags[:3] == ["a", "b", "c"] and tags[26] == "aa" and tags[701] == "zz" and tags[702] == "aaa"
 
 
 def test_summary_aligns_wide_key_names_by_cells(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

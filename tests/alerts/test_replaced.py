@@ -18,7 +18,6 @@ from steptable.alerts.engine import (
 )
 from steptable.alerts.replaced import read_replaced, replaced_alerts
 from steptable.ingest import Follower, RunStore
-from steptable.summary.report import summarize
 from tests.alerts.helpers import clocked_rows, loss_rows
 from tests.helpers import grpo_row, run_cli, store_of, write_rows
 from tests.trainer_logs import trainer_state
@@ -288,15 +287,6 @@ def test_a_single_evaluation_shows_what_it_measured(tmp_path: Path, capsys: pyte
     _write_trl(tmp_path / "grpo", 40, 40)
     rows = _summary(tmp_path / "grpo", capsys)
     assert rows["eval_kl"][:2] == [".016", ".016"] and "eval_entropy" in rows, rows
-
-
-def test_a_negative_column_budget_shows_no_key_column(tmp_path: Path) -> None:
-    # a library caller's max_columns below 0 is no budget at all, as 0 is (not all rows but one)
-    rng = random.Random(6)
-    store = store_of(tmp_path / "r" / "metrics.jsonl", [grpo_row(rng, s) for s in range(30)])
-    for budget in (-1, 0):
-        text = summarize([store], max_columns=budget)
-        assert not [ln for ln in text.splitlines() if ln.startswith(("col ", "loss", "reward"))], (budget, text)
 
 
 def test_a_stall_before_a_restart_is_said_after_it(tmp_path: Path) -> None:
