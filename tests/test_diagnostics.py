@@ -29,6 +29,7 @@ from steptable.diagnostics import (  # noqa: E402
     shares,
 )
 from steptable.diagnostics.otsu import histogram  # noqa: E402
+from tests.diagnostics.helpers import make_batch, same, sk_auroc, sk_otsu  # noqa: E402
 
 roc_auc_score = sklearn_metrics.roc_auc_score
 threshold_multiotsu = skimage_filters.threshold_multiotsu
@@ -40,24 +41,6 @@ CUDA = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 #: The reference comparisons run where the tensors are: the CPU always, the GPU where there is one (sorts, cumsums
 #: and the histogram's binning are other kernels there).
 DEVICES = ["cpu", pytest.param("cuda", marks=CUDA)]
-
-
-def same(a: float, b: float, tol: float = 0.0) -> bool:
-    return (math.isnan(a) and math.isnan(b)) or abs(a - b) <= tol
-
-
-def sk_auroc(y: np.ndarray, s: np.ndarray) -> float:
-    if y.size == 0 or y.min() == y.max():
-        return NAN  # sklearn raises (or warns and returns nan): nan is the contract here
-    return float(roc_auc_score(y, s))
-
-
-def sk_otsu(x: np.ndarray) -> tuple[float, float]:
-    try:
-        lo, hi = threshold_multiotsu(x.astype(np.float64), classes=3, nbins=256)
-    except ValueError:  # fewer than 3 distinct binned values
-        return NAN, NAN
-    return float(lo), float(hi)
 
 
 # ---------------------------------------------------------------------------------------------------- AUROC
@@ -303,17 +286,6 @@ def test_quarantine_mass() -> None:
     assert same(quarantine_mass(big, big).item(), 0.5, 1e-12)
 
 
-# ---------------------------------------------------------------------------------------------------- monitor
-
-
-def _batch(g: Any, n: int, d: int = 16, dtype: Any = torch.float32) -> tuple[Any, Any, Any, Any]:
-    hack = torch.rand(n, generator=g) < 0.25
-    v = torch.randn(d, generator=g)
-    act = torch.randn(n, d, generator=g) + hack[:, None] * 0.4 * v
-    adv = torch.randn(n, generator=g)
-    return act.to(dtype), v.to(dtype), hack, adv
-
-
 def test_columns_match_routing_schema() -> None:
     from steptable.schemas.routing import DIAGNOSTIC_KEYS
 
@@ -326,7 +298,7 @@ def test_monitor_against_references(device: str) -> None:
     mon = RoutingMonitor(capacity=1000, warmup=400, device=torch.device(device), proj_dtype=torch.float64)
     seen: list[np.ndarray] = []
     for _ in range(6):
-        act, v, hack, adv = _batch(g, 150)
+        act, v, hack, adv = make_batch(g, 150)
         row = mon.step(*(t.to(device) for t in (act, v, hack, adv)))
         assert list(row) == list(COLUMNS) and all(type(x) is float for x in row.values())
         s = act.double().numpy() @ v.double().numpy()
@@ -378,7 +350,7 @@ def test_monitor_stale_and_refresh() -> None:
 
 def test_monitor_qmass_scores_path_and_dtypes() -> None:
     g = torch.Generator().manual_seed(2)
-    act, v, hack, adv = _batch(g, 300, dtype=torch.bfloat16)
+    act, v, hack, adv = make_batch(g, 300, dtype=torch.bfloat16)
     mon = RoutingMonitor(capacity=4096, warmup=100)
     row = mon.step(act, v, hack, adv, g_keep=[torch.ones(4)], g_quar=[torch.ones(4, dtype=torch.float16) * 3])
     assert same(row["qmass"], 0.75, 1e-12)
@@ -397,7 +369,7 @@ def test_monitor_qmass_scores_path_and_dtypes() -> None:
 
 def test_monitor_nan_policy() -> None:
     g = torch.Generator().manual_seed(3)
-    act, v, hack, adv = _batch(g, 400)
+    act, v, hack, adv = make_batch(g, 400)
     adv[0] = 1.0
     bad = act.clone()
     bad[0, 0] = NAN
@@ -421,7 +393,7 @@ def test_monitor_empty_batch(dtype: Any) -> None:
     """A step with no rollouts (every one filtered out upstream) reports nan and leaves the buffer alone."""
     g = torch.Generator().manual_seed(11)
     mon = RoutingMonitor(capacity=64, warmup=0)
-    mon.step(*_batch(g, 20))
+    mon.step(*make_batch(g, 20))
     row = mon.step(torch.zeros(0, 16, dtype=dtype), torch.ones(16, dtype=dtype), torch.zeros(0, dtype=torch.bool))
     assert all(math.isnan(row[k]) for k in ("auroc", "cos", "keep", "resid", "rout")), row
     assert mon.buffer().numel() == 20 and not math.isnan(row["tlo"])
@@ -431,10 +403,10 @@ def test_monitor_state_dict_roundtrip() -> None:
     g = torch.Generator().manual_seed(4)
     a = RoutingMonitor(capacity=256, warmup=50)
     for _ in range(3):
-        a.step(*_batch(g, 60))
+        a.step(*make_batch(g, 60))
     b = RoutingMonitor(capacity=256, warmup=50)
     b.load_state_dict(a.state_dict())
-    batch = _batch(g, 60)
+    batch = make_batch(g, 60)
     assert a.step(*batch) == pytest.approx(b.step(*batch), nan_ok=True)
     with pytest.raises(ValueError):
         RoutingMonitor(capacity=10, warmup=11)
@@ -511,8 +483,8 @@ def test_recorder_catches_syncs() -> None:
 def test_monitor_step_has_exactly_one_host_transfer(nan_policy: str) -> None:
     g = torch.Generator().manual_seed(5)
     mon = RoutingMonitor(capacity=1024, warmup=200, nan_policy=nan_policy)
-    mon.step(*_batch(g, 300))  # lazy allocation happens outside the recorded step
-    act, v, hack, adv = _batch(g, 300, dtype=torch.bfloat16)
+    mon.step(*make_batch(g, 300))  # lazy allocation happens outside the recorded step
+    act, v, hack, adv = make_batch(g, 300, dtype=torch.bfloat16)
     grads = {"g_keep": [torch.randn(5, generator=g), None], "g_quar": [torch.randn(3, generator=g)]}
     with HostSyncRecorder() as rec:
         pending = mon.step_async(act, v, hack, adv, refreshed=True, **grads)
@@ -529,7 +501,7 @@ def test_monitor_step_has_exactly_one_host_transfer(nan_policy: str) -> None:
 
 def test_standalone_functions_do_not_sync() -> None:
     g = torch.Generator().manual_seed(8)
-    act, v, hack, adv = _batch(g, 500, dtype=torch.bfloat16)
+    act, v, hack, adv = make_batch(g, 500, dtype=torch.bfloat16)
     s = torch.randn(500, generator=g, dtype=torch.float64)
     with HostSyncRecorder() as rec:
         auroc(s, hack, adv > 0, nan_policy="drop")
@@ -544,7 +516,7 @@ def test_standalone_functions_do_not_sync() -> None:
 def test_monitor_cuda_no_sync() -> None:
     dev = torch.device("cuda")
     g = torch.Generator().manual_seed(6)
-    batches = [tuple(t.to(dev) for t in _batch(g, 4096, d=256, dtype=torch.bfloat16)) for _ in range(4)]
+    batches = [tuple(t.to(dev) for t in make_batch(g, 4096, d=256, dtype=torch.bfloat16)) for _ in range(4)]
     grads = [torch.randn(1000, device=dev)]
     default = RoutingMonitor(capacity=8192, warmup=1000, device=dev)  # float32 projections
     exact = RoutingMonitor(capacity=8192, warmup=1000, device=dev, proj_dtype=torch.float64)
@@ -581,9 +553,9 @@ def test_monitor_cuda_matches_cpu_on_hostile_steps(nan_policy: str) -> None:
     cpu = RoutingMonitor(**kw)
     steps: list[dict[str, Any]] = []
     for n in (500, 300, 1, 0, 900, 2500):
-        act, v, hack, adv = _batch(g, n, d=64, dtype=torch.bfloat16)
+        act, v, hack, adv = make_batch(g, n, d=64, dtype=torch.bfloat16)
         steps.append({"act": act, "v_act": v, "hack": hack, "adv": adv})
-    act, v, hack, adv = _batch(g, 800, d=64)
+    act, v, hack, adv = make_batch(g, 800, d=64)
     act[3, 5], act[10, 0], adv[7], adv[8] = NAN, math.inf, NAN, -math.inf
     labels = hack.double()
     labels[20] = NAN
@@ -609,7 +581,7 @@ def test_monitor_cuda_graph_replays_match_eager() -> None:
     dev = torch.device("cuda")
     g = torch.Generator().manual_seed(12)
     sizes = [256, 256, 256, 100, 256, 100, 100, 37, 512, 512, 640, 640, 700, 700, 256, 800, 800, 37, 256, 100]
-    batches = [tuple(t.to(dev) for t in _batch(g, n, d=32)) for n in sizes]
+    batches = [tuple(t.to(dev) for t in make_batch(g, n, d=32)) for n in sizes]
     kw: dict[str, Any] = {"capacity": 2048, "warmup": 300, "device": dev, "proj_dtype": torch.float64}
     graphed = RoutingMonitor(**kw)
     eager = RoutingMonitor(**kw, cuda_graph=False)
@@ -638,7 +610,7 @@ def test_monitor_cuda_graph_capture_failure_falls_back(monkeypatch: pytest.Monke
     (the capture's warm-up updated the buffer, which must be put back)."""
     dev = torch.device("cuda")
     g = torch.Generator().manual_seed(13)
-    batches = [tuple(t.to(dev) for t in _batch(g, 300, d=32)) for _ in range(5)]
+    batches = [tuple(t.to(dev) for t in make_batch(g, 300, d=32)) for _ in range(5)]
     kw: dict[str, Any] = {"capacity": 1024, "warmup": 200, "device": dev, "proj_dtype": torch.float64}
     failing = RoutingMonitor(**kw)
     eager = RoutingMonitor(**kw, cuda_graph=False)
@@ -665,7 +637,7 @@ def test_monitor_cuda_graph_buckets_varying_batch_sizes() -> None:
     kw: dict[str, Any] = {"capacity": 4096, "warmup": 500, "device": dev, "proj_dtype": torch.float64}
     graphed, eager = RoutingMonitor(**kw), RoutingMonitor(**kw, cuda_graph=False)
     for i, n in enumerate(sizes):
-        b = tuple(t.to(dev) for t in _batch(g, n, d=32))
+        b = tuple(t.to(dev) for t in make_batch(g, n, d=32))
         got, want = graphed.step(*b), eager.step(*b)
         assert all(same(got[k], want[k], 1e-9) for k in COLUMNS), (i, n, got, want)
     assert 3 <= graphed._captures <= 7 and graphed.cuda_graph  # buckets 64 ... 4096
@@ -711,11 +683,11 @@ def test_loading_a_state_saved_before_any_step_empties_the_buffer() -> None:
     g = torch.Generator().manual_seed(5)
     used = RoutingMonitor(capacity=32, warmup=8)
     for _ in range(3):
-        used.step(*_batch(g, 10))
+        used.step(*make_batch(g, 10))
     saved = RoutingMonitor(capacity=32, warmup=8).state_dict()
     used.load_state_dict(saved)
     fresh = RoutingMonitor(capacity=32, warmup=8)
     fresh.load_state_dict(saved)
     assert used.buffer().numel() == 0
-    batch = _batch(g, 4)
+    batch = make_batch(g, 4)
     assert used.step(*batch) == pytest.approx(fresh.step(*batch), nan_ok=True)

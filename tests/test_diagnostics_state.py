@@ -3,7 +3,6 @@ reset / load_state_dict change the ring in place so that captured CUDA graphs st
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import pytest
@@ -12,26 +11,16 @@ torch = pytest.importorskip("torch")
 
 from steptable.diagnostics import COLUMNS, RoutingMonitor  # noqa: E402
 from steptable.diagnostics.monitor import _Graph  # noqa: E402
+from tests.diagnostics.helpers import same_row, small_batch  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
-
-
-def _batch(g: Any, n: int, d: int = 8, device: str = "cpu") -> tuple[Any, Any, Any, Any]:
-    hack = torch.rand(n, generator=g) < 0.3
-    v = torch.randn(d, generator=g)
-    act = torch.randn(n, d, generator=g) + hack[:, None] * 0.5 * v
-    return act.to(device), v.to(device), hack.to(device), torch.randn(n, generator=g).to(device)
-
-
-def _same_row(a: dict[str, float], b: dict[str, float], tol: float = 1e-12) -> bool:
-    return all((math.isnan(a[k]) and math.isnan(b[k])) or abs(a[k] - b[k]) <= tol for k in COLUMNS)
 
 
 def _trained(seed: int = 1) -> RoutingMonitor:
     g = torch.Generator().manual_seed(seed)
     mon = RoutingMonitor(capacity=64, warmup=16)
     for _ in range(3):
-        mon.step(*_batch(g, 30))
+        mon.step(*small_batch(g, 30))
     return mon
 
 
@@ -49,7 +38,7 @@ def test_loaded_state_waits_for_the_first_steps_device() -> None:
     assert torch.equal(mon.buffer(), src.buffer()) and torch.equal(mon.buffer(zscored=True), src.buffer(zscored=True))
     assert torch.equal(mon.state_dict()["buffer"], src.state_dict()["buffer"])
     g = torch.Generator().manual_seed(2)
-    pending = mon.step_async(*_batch(g, 20, device="meta"), g_keep=[torch.ones(3, device="meta")], g_quar=[])
+    pending = mon.step_async(*small_batch(g, 20, device="meta"), g_keep=[torch.ones(3, device="meta")], g_quar=[])
     assert mon.device == torch.device("meta") and pending.values.device.type == "meta"
     assert all(t.device.type == "meta" for t in mon._st())
 
@@ -63,9 +52,9 @@ def test_loaded_state_continues_exactly() -> None:
     used.load_state_dict(src.state_dict())
     g = torch.Generator().manual_seed(3)
     for _ in range(3):
-        batch = _batch(g, 25)
+        batch = small_batch(g, 25)
         want = src.step(*batch)
-        assert _same_row(fresh.step(*batch), want) and _same_row(used.step(*batch), want)
+        assert same_row(fresh.step(*batch), want) and same_row(used.step(*batch), want)
     assert fresh.device == torch.device("cpu")
 
 
@@ -76,9 +65,9 @@ def test_loaded_state_moves_to_the_gpu_on_the_first_step() -> None:
     mon.load_state_dict(src.state_dict())
     g = torch.Generator().manual_seed(8)
     for _ in range(3):
-        batch = _batch(g, 30)
+        batch = small_batch(g, 30)
         want = src.step(*batch)
-        assert _same_row(mon.step(*(t.cuda() for t in batch)), want, 1e-9)  # reduction order differs
+        assert same_row(mon.step(*(t.cuda() for t in batch)), want, 1e-9)  # reduction order differs
     assert mon.device == torch.device("cuda", torch.cuda.current_device())
     assert torch.allclose(mon.buffer().cpu(), src.buffer(), rtol=1e-12, atol=1e-12)
 
@@ -93,7 +82,7 @@ def test_state_dict_is_a_snapshot() -> None:
     loaded.load_state_dict(saved)
     g = torch.Generator().manual_seed(4)
     for _ in range(3):
-        batch = _batch(g, 30)
+        batch = small_batch(g, 30)
         mon.step(*batch)
         loaded.step(*batch)
     assert torch.equal(saved["buffer"], kept)
@@ -116,7 +105,7 @@ def test_reset_after_load_forgets_the_host_state() -> None:
     mon.load_state_dict(_trained().state_dict())
     mon.reset()
     assert mon.buffer().numel() == 0 and mon.steps == 0
-    mon.step(*_batch(torch.Generator().manual_seed(5), 10))
+    mon.step(*small_batch(torch.Generator().manual_seed(5), 10))
     assert mon.buffer().numel() == 10
 
 
@@ -175,8 +164,8 @@ def test_reset_and_load_keep_captured_graphs(monkeypatch: pytest.MonkeyPatch) ->
             graphed.reset()
             eager.reset()
         for _ in range(steps):
-            batch = _batch(g, 50)  # padded to the 64-row bucket
+            batch = small_batch(g, 50)  # padded to the 64-row bucket
             got, want = graphed.step(*batch), eager.step(*batch)
-            assert _same_row(got, want), (cycle, got, want)
+            assert same_row(got, want), (cycle, got, want)
     assert counts == {"captures": 1, "replays": cycles * steps - 1}  # the first step of the bucket runs eagerly
     assert graphed._captures == 1 and graphed.cuda_graph
