@@ -672,7 +672,7 @@ def test_project_upcasts_big_batches_in_chunks_on_cuda(dtype: torch.dtype, monke
 
 def test_import_is_lazy() -> None:
     code = "import sys, steptable.diagnostics; assert 'torch' not in sys.modules; print('ok')"
-    root = str(Path(__file__).resolve().parents[1])
+    root = str(Path(__file__).resolve().parents[2])
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=root, timeout=60)
     assert out.stdout.strip() == "ok", out.stderr
 

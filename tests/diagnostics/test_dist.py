@@ -76,14 +76,14 @@ def _close(a: float, b: float, tol: float = 1e-12) -> bool:
 
 def _run_ranks(tmp_path: Path, worker: str) -> list[dict[str, Any]]:
     """Run ``worker(rank, init_file, out_dir)`` of this module in 2 gloo processes; their rank{r}.json results."""
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     # The worker returns after a barrier and destroy_process_group; the process then leaves by os._exit, so no
     # C++ destructor of torch's process-group registries runs at interpreter exit. A rank aborted once in CI and
     # once in 20 runs here ("terminate called without an active exception", SIGABRT, no Python traceback: torch's
     # gloo teardown, after the values). An exception in the worker still exits 1 with its traceback.
     code = (
-        "import os, sys; sys.path[:0] = [{root!r}, {tests!r}]; "
-        "from test_diagnostics_dist import {worker}; {worker}({rank}, {init!r}, {out!r}); "
+        "import os, sys; sys.path[:0] = [{root!r}]; "
+        "from tests.diagnostics.test_dist import {worker}; {worker}({rank}, {init!r}, {out!r}); "
         "sys.stdout.flush(); sys.stderr.flush(); os._exit(0)"
     )
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
@@ -94,7 +94,6 @@ def _run_ranks(tmp_path: Path, worker: str) -> list[dict[str, Any]]:
                 "-c",
                 code.format(
                     root=str(root),
-                    tests=str(root / "tests"),
                     worker=worker,
                     rank=r,
                     init=str(tmp_path / "init"),

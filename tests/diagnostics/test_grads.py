@@ -96,7 +96,7 @@ def test_sparse_norm_has_no_host_sync() -> None:
     """Merging duplicate indices with ``coalesce()`` would sync on a GPU; the sort + index_add path does not."""
     pytest.importorskip("skimage")
     pytest.importorskip("sklearn")
-    from tests.test_diagnostics import HostSyncRecorder
+    from tests.diagnostics.test_monitor import HostSyncRecorder
 
     ids = torch.tensor([[0, 3, 0, 5, 3]])
     sp = torch.sparse_coo_tensor(ids, torch.randn(5, 4), (8, 4))
