@@ -1,6 +1,6 @@
-"""RoutingMonitor under torch.distributed: 2 gloo processes on CPU give the single-process values on the
-concatenated rollouts (unequal N per rank, including an empty rank; padded gathers), and qmass of DTensor
-(FSDP2) gradients is the full tensors' on every rank."""
+"""steptable.diagnostics._dist: RoutingMonitor under torch.distributed: 2 gloo processes on CPU give the
+single-process values on the concatenated rollouts (unequal N per rank, including an empty rank; padded gathers),
+qmass of DTensor (FSDP2) gradients is the full tensors' on every rank, and a process alone needs no collective."""
 
 from __future__ import annotations
 
@@ -13,11 +13,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import torch
 
-torch = pytest.importorskip("torch")
+from steptable.diagnostics import COLUMNS, RoutingMonitor, quarantine_mass
+from steptable.diagnostics._dist import pad_size, world_size
+
 dist = pytest.importorskip("torch.distributed")
-
-from steptable.diagnostics import COLUMNS, RoutingMonitor, quarantine_mass  # noqa: E402
 
 D = 12
 STEPS = 5
@@ -67,7 +68,6 @@ def _worker(rank: int, init_file: str, out_dir: str) -> None:
         dist.destroy_process_group()
 
 
-pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def _close(a: float, b: float, tol: float = 1e-12) -> bool:
@@ -189,3 +189,17 @@ def test_gloo_two_ranks_dtensor_grads(tmp_path: Path) -> None:
         assert _close(got["quarantine_mass"], qmass(sq["c"] + sq["d"]), 1e-12), got
         assert _close(got["sharded=False"], qmass(sq["c"] + sq["d"]), 1e-12), got
         assert _close(got["sharded=True"], qmass(sq["c"] + 2 * sq["d"]), 1e-12), got  # d is summed over 2 ranks
+
+
+def test_without_an_initialised_group_the_world_is_one_process() -> None:
+    assert not dist.is_initialized()
+    assert world_size(None, None) == 1 and world_size(False, None) == 1
+    with pytest.raises(RuntimeError, match="not initialised"):
+        world_size(True, None)
+
+
+def test_a_static_pad_size_needs_no_collective_and_bounds_the_rows() -> None:
+    assert pad_size(7, 40, None, torch.device("cpu")) == 40  # no group needed: no all_reduce
+    with pytest.raises(ValueError, match="41 rollouts on this rank exceed pad_to=40"):
+        pad_size(41, 40, None, torch.device("cpu"))
+

@@ -1,5 +1,6 @@
-"""steptable.diagnostics' standalone functions (ninth review): a bare gradient tensor in quarantine_mass, the
-non-blocking copies of host-side inputs, shares with tlo > thi, a float nbins in multiotsu."""
+"""steptable.diagnostics.measures: keep/resid/rout shares (a partition of the rows, also with tlo > thi), the
+mean cosine to v_act, and the quarantine mass of gradients given as lists, bare tensors, 0-d tensors or a dict
+(refused with what was meant)."""
 
 from __future__ import annotations
 
@@ -8,16 +9,16 @@ from typing import Any
 
 import numpy as np
 import pytest
+import torch
 
-torch = pytest.importorskip("torch")
-
-from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
-
-import steptable.diagnostics._grads as grads_mod  # noqa: E402
-from steptable.diagnostics import RoutingMonitor, auroc, cosine_mean, multiotsu, quarantine_mass, shares  # noqa: E402
-
-pytestmark = pytest.mark.usefixtures("one_torch_thread")
-
+import steptable.diagnostics._grads as grads_mod
+from steptable.diagnostics import (
+    cosine_mean,
+    measures,
+    quarantine_mass,
+    shares,
+)
+from tests.diagnostics.helpers import same
 
 # ------------------------------------------------------------------------------------------ quarantine_mass
 
@@ -57,65 +58,6 @@ def test_quarantine_mass_dict_of_grads_says_what_was_meant(which: str) -> None:
         quarantine_mass(keep, quar)  # type: ignore[arg-type]
 
 
-# ------------------------------------------------------------------------------------ copies onto the device
-
-
-class CopyRecorder(TorchDispatchMode):
-    """Records every copy across devices as (source, destination, non_blocking)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.copies: list[tuple[str, str, bool]] = []
-
-    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
-        kwargs = kwargs or {}
-        name = func.overloadpacket.__name__
-        if name == "_to_copy" and kwargs.get("device") is not None:
-            dst = torch.device(kwargs["device"])
-            if dst.type != args[0].device.type:
-                self.copies.append((args[0].device.type, dst.type, bool(kwargs.get("non_blocking", False))))
-        if name == "copy_" and args[0].device.type != args[1].device.type:
-            blocking = bool(args[2]) if len(args) > 2 else bool(kwargs.get("non_blocking", False))
-            self.copies.append((args[1].device.type, args[0].device.type, blocking))
-        return func(*args, **kwargs)
-
-
-def test_copy_recorder_sees_blocking_copies() -> None:
-    with CopyRecorder() as rec:
-        torch.ones(3).to("meta")
-        torch.ones(3).to(device="meta", dtype=torch.float64, non_blocking=True)
-    assert rec.copies == [("cpu", "meta", False), ("cpu", "meta", True)]
-
-
-_HOST_MASK = torch.tensor([True, False] * 4)
-_CALLS = {
-    # the "meta" device stands in for an accelerator: the data is on it, the small inputs on the host
-    "auroc": lambda: auroc(torch.randn(8, device="meta"), torch.tensor([0, 1] * 4), _HOST_MASK),
-    "shares": lambda: shares(torch.randn(8, device="meta"), torch.tensor(-0.5), torch.tensor(0.5), _HOST_MASK),
-    "multiotsu": lambda: multiotsu(torch.randn(8, device="meta"), mask=_HOST_MASK),
-    "cosine_mean": lambda: cosine_mean(torch.randn(8, 4, device="meta"), torch.randn(4), _HOST_MASK),
-}
-
-
-@pytest.mark.parametrize("name", sorted(_CALLS))
-def test_host_inputs_are_copied_to_the_device_without_blocking(name: str) -> None:
-    """A blocking host-to-device copy synchronises a CUDA stream; auroc promises no host synchronisation."""
-    with CopyRecorder() as rec:
-        _CALLS[name]()
-    assert rec.copies, "nothing was copied: the test would prove nothing"
-    assert all(src == "cpu" and dst == "meta" and non_blocking for src, dst, non_blocking in rec.copies), rec.copies
-
-
-def test_copies_to_the_host_stay_blocking() -> None:
-    """The other way (scores on the host, labels elsewhere) a non-blocking copy could be read before it lands."""
-    labels, scores = torch.tensor([0, 1, 1, 0], device="meta"), torch.randn(4)
-    with CopyRecorder() as rec:
-        # meta labels hold no data, so the copy is checked here, not the value
-        with pytest.raises((NotImplementedError, RuntimeError)):
-            auroc(scores, labels)
-    assert rec.copies == [("meta", "cpu", False)]
-
-
 # -------------------------------------------------------------------------------------------------- shares
 
 
@@ -149,18 +91,81 @@ def test_shares_tlo_above_thi_random_against_numpy() -> None:
             assert all(math.isnan(v) for v in got)
 
 
-# ------------------------------------------------------------------------------------------ multiotsu nbins
+NAN = float("nan")
 
 
-@pytest.mark.parametrize("nbins", [8.0, True, "8"])
-def test_multiotsu_non_int_nbins_is_a_type_error(nbins: Any) -> None:
-    with pytest.raises(TypeError, match="nbins must be an int"):
-        multiotsu(torch.randn(50), nbins=nbins)
-    with pytest.raises(TypeError, match="nbins must be an int"):  # the monitor's check is the same one
-        RoutingMonitor(nbins=nbins)
+CUDA = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 
 
-def test_multiotsu_numpy_int_nbins_is_an_int() -> None:
-    x = torch.randn(200, generator=torch.Generator().manual_seed(3))
-    from_numpy = multiotsu(x, nbins=np.int64(16))  # type: ignore[arg-type]
-    assert [float(t) for t in from_numpy] == [float(t) for t in multiotsu(x, nbins=16)]
+def test_shares() -> None:
+    z = torch.tensor([-2.0, -1.0, -0.5, 0.0, 0.5, 1.0, 2.0, 3.0], dtype=torch.float64)
+    got = shares(z, -0.5, 1.0).tolist()  # digitize: z == tlo is resid, z == thi is rout
+    assert got == [2 / 8, 3 / 8, 3 / 8]
+    assert shares(z, torch.tensor(-0.5), torch.tensor(1.0)).tolist() == got
+    assert shares(z, -math.inf, math.inf).tolist() == [0.0, 1.0, 0.0]  # warmup convention
+    assert all(math.isnan(v) for v in shares(z, NAN, 1.0).tolist())  # never a silent "all resid"
+    assert all(math.isnan(v) for v in shares(z[:0], -1.0, 1.0).tolist())
+    zb = z.clone()
+    zb[0] = NAN
+    assert all(math.isnan(v) for v in shares(zb, -0.5, 1.0).tolist())
+    assert shares(zb, -0.5, 1.0, nan_policy="drop").tolist() == [1 / 7, 3 / 7, 3 / 7]
+    mask = torch.tensor([True] * 4 + [False] * 4)
+    assert shares(z, -0.5, 1.0, mask).tolist() == [0.5, 0.5, 0.0]
+
+
+def test_cosine_mean() -> None:
+    g = torch.Generator().manual_seed(0)
+    act = torch.randn(64, 32, generator=g, dtype=torch.float64)
+    v = torch.randn(32, generator=g, dtype=torch.float64)
+    a, vv = act.numpy(), v.numpy()
+    want = float(np.mean(a @ vv / (np.linalg.norm(a, axis=1) * np.linalg.norm(vv))))
+    assert same(cosine_mean(act, v).item(), want, 1e-12)
+    got16 = cosine_mean(act.to(torch.bfloat16), v.to(torch.bfloat16)).item()
+    assert abs(got16 - want) < 1e-2
+    act[5] = 0.0  # a zero row has no direction: nan, not a clamped 0
+    assert math.isnan(cosine_mean(act, v).item())
+    rest = np.delete(a, 5, axis=0)
+    want_rest = float(np.mean(rest @ vv / (np.linalg.norm(rest, axis=1) * np.linalg.norm(vv))))
+    assert same(cosine_mean(act, v, nan_policy="drop").item(), want_rest, 1e-12)
+    assert math.isnan(cosine_mean(act, torch.zeros(32, dtype=torch.float64), nan_policy="drop").item())
+
+
+def test_quarantine_mass() -> None:
+    keep = [torch.full((3,), 1.0), torch.full((2, 2), 1.0), None]  # |g_keep| = sqrt(7)
+    quar = [torch.full((9,), 1.0, dtype=torch.bfloat16)]  # |g_quar| = 3
+    assert same(quarantine_mass(keep, quar).item(), 3 / (3 + math.sqrt(7)), 1e-12)
+    assert quarantine_mass(keep, []).item() == 0.0
+    assert quarantine_mass([], quar).item() == 1.0
+    assert math.isnan(quarantine_mass([torch.zeros(3)], [torch.zeros(3)]).item())  # 0/0
+    assert math.isnan(quarantine_mass([], []).item())
+    assert math.isnan(quarantine_mass([torch.tensor([math.inf])], quar).item())  # not a silent 0
+    assert math.isnan(quarantine_mass(keep, [torch.tensor([NAN])]).item())
+    big = [torch.full((1000,), 300.0, dtype=torch.float16)]  # squares overflow fp16: norms are upcast
+    assert same(quarantine_mass(big, big).item(), 0.5, 1e-12)
+
+
+@CUDA
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_project_upcasts_big_batches_in_chunks_on_cuda(dtype: torch.dtype, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A batch larger than the accelerator's chunk is upcast a chunk at a time: scores and cosines as accurate as
+    one whole upcast, with at most one chunk's float32 copy allocated beside the inputs."""
+    dev = torch.device("cuda")
+    g = torch.Generator(device=dev).manual_seed(21)
+    act = torch.randn(3001, 1024, device=dev, generator=g).to(dtype)
+    v = torch.randn(1024, device=dev, generator=g).to(dtype)
+    whole = measures.project(act, v)
+    monkeypatch.setattr(measures, "_ACCEL_CHUNK", 1 << 18)  # 256 rows of 1024 a chunk: 12 chunks
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    before = torch.cuda.memory_allocated()
+    chunked = measures.project(act, v)
+    torch.cuda.synchronize()
+    extra = torch.cuda.max_memory_allocated() - before
+    assert extra < act.numel(), extra  # a whole float32 copy would be 4 bytes an element
+    a64, v64 = act.double(), v.double()
+    dot64 = a64 @ v64
+    cos64 = dot64 / (torch.linalg.vector_norm(a64, dim=1) * torch.linalg.vector_norm(v64))
+    bound = 1e-6 * (a64.abs() @ v64.abs())  # float32 sums (gemv orders them by the batch's shape)
+    for dot, cos in (whole, chunked):
+        assert dot.dtype == cos.dtype == torch.float64 and dot.shape == cos.shape == (3001,)
+        assert ((dot - dot64).abs() <= bound).all() and ((cos - cos64).abs() <= 1e-6).all()
