@@ -5,7 +5,6 @@ generations and starts on the hack rate; the chart's min / max / last in one for
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import signal
@@ -21,11 +20,9 @@ from textual.widgets import Static
 from steptable.app import demo as app_demo
 from steptable.app.screens.help import HelpScreen
 from steptable.app.screens.prompt import PromptScreen
-from steptable.app.sidefiles import build_index, side_paths
 from steptable.app.widgets.keys import KeyBar
 from steptable.app.widgets.lines import join_line
 from steptable.app.widgets.panels import ChartPanel
-from steptable.demo import run as demo_mod
 from tests.app.helpers import SIZE, make_runs, manual_app, sync
 from tests.helpers import run_cli
 
@@ -190,35 +187,6 @@ def test_term_ends_watch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
     assert {s: signal.getsignal(s) for s in _SIGNALS} == before
 
 
-# ---------------------------------------------------------------------------------------------- 3. first rows first
-class _Monitor:
-    def synthetic_step(self, step: int, hack_p: float) -> dict[str, float]:
-        return {"auroc": 0.5, "stale": 0}
-
-
-def test_the_demo_writes_its_first_rows_while_torch_loads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The monitors (torch's import: 2-4 s) were made before the first row: the app said "No runs ... yet" that
-    long. Here the "import" ends only once every arm's first row is on disk (bounded)."""
-    files = [tmp_path / a / "metrics.jsonl" for a in demo_mod.ARMS]
-    seen: list[bool] = []
-
-    def slow_monitor(seed: int) -> _Monitor:
-        for _ in range(1000):
-            if all(f.exists() and f.stat().st_size for f in files):
-                break
-            threading.Event().wait(0.01)
-        seen.append(all(f.exists() and f.stat().st_size for f in files))
-        return _Monitor()
-
-    monkeypatch.setattr(demo_mod, "_make_monitor", slow_monitor)
-    monkeypatch.setattr(demo_mod, "_torch_installed", lambda: True, raising=False)
-    demo_mod.run_demo(tmp_path, steps=3, interval=0, console=False)
-    assert seen and all(seen)
-    rows = [json.loads(line) for line in (tmp_path / "routeA" / "metrics.jsonl").read_text().splitlines()]
-    assert rows[0].get("auroc") is None  # the first row went without the monitor (nan), the rest have it
-    assert [r["auroc"] for r in rows[1:]] == [0.5, 0.5]
-
-
 # ---------------------------------------------------------------------------------------------- 4. cut columns
 def test_a_column_cut_by_the_window_is_blank() -> None:
     """120x40: rows ended in "9.", "1." (the start of lr = 9.0e-6) under a header cut to blanks."""
@@ -259,19 +227,6 @@ async def test_palette_names_keys_as_the_footer_does(tmp_path: Path) -> None:
         helps = {c.title: c.help for c in app.get_system_commands(app.screen)}
     assert helps["Jump"].endswith("(key : g)") and helps["Filter"].endswith("(key /)")
     assert not any("colon" in h or "slash" in h or "question_mark" in h for h in helps.values())
-
-
-# ---------------------------------------------------------------------------------------------- 6. the demo's views
-def test_the_demo_writes_generations_the_viewer_reads(tmp_path: Path) -> None:
-    """v said "no generations side files": the demo wrote none."""
-    demo_mod.run_demo(tmp_path, steps=21, interval=0, console=False)
-    for arm in demo_mod.ARMS:
-        paths = side_paths({"generations": [tmp_path / arm / "generations.jsonl"]})
-        index = build_index(paths)
-        assert index.steps == [0, 10, 20]
-        samples = index.samples(10)
-        assert len(samples) == demo_mod.GEN_SAMPLES
-        assert all(s.title == "generation" and s.prompt and s.completion and s.reward in (0.0, 1.0) for s in samples)
 
 
 async def test_the_demo_starts_on_the_hack_rate(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
