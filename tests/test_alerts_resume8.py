@@ -10,20 +10,14 @@ from typing import Any
 from steptable.app.alerting import AlertScanner
 from steptable.app.messages import AlertsFound
 from steptable.ingest import Follower
-from tests.alerts.helpers import reward_rows
+from tests.alerts.helpers import reward_rows, write_finished_run
 from tests.app.helpers import scan_rounds
 from tests.cli.helpers import Live
 from tests.helpers import write_rows
 
 
-def _old_then_restart(root: Path) -> Path:
-    path = root / "routeA" / "metrics.jsonl"
-    write_rows(path, reward_rows(range(160), 0.85, 1))  # the finished run: rewards near .85
-    return path
-
-
 def test_tail_f_after_a_restart_from_step_0_says_no_collapse(tmp_path: Path) -> None:
-    path = _old_then_restart(tmp_path)
+    path = write_finished_run(tmp_path)
     live = Live(tmp_path, ["--alerts-only"])
     live.step()
     write_rows(path, reward_rows(range(30), 0.2, 2))  # a new run from scratch in the same directory: rewards start low
@@ -32,7 +26,7 @@ def test_tail_f_after_a_restart_from_step_0_says_no_collapse(tmp_path: Path) -> 
 
 
 def test_the_app_after_a_restart_from_step_0_says_no_collapse(tmp_path: Path) -> None:
-    path = _old_then_restart(tmp_path)
+    path = write_finished_run(tmp_path)
     f = Follower([tmp_path])
     f.scan()
     posted: list[Any] = []

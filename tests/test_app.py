@@ -40,11 +40,6 @@ from tests.app.helpers import (
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 async def test_one_table_per_arm_same_layout(tmp_path: Path) -> None:
     app, follower, _ = manual_app(make_runs(tmp_path))
     async with app.run_test(size=SIZE) as pilot:

@@ -22,11 +22,6 @@ from tests.app.helpers import ARMS, append, make_runs, manual_app, row, sync, wr
 SIZE = (150, 40)
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 def _fresh_text(panel: _ArmPanel, width: int) -> str:
     """What a panel with no caches and no earlier summaries builds from the same inputs."""
     fresh = ChartPanel() if isinstance(panel, ChartPanel) else DiagnosticsPanel()

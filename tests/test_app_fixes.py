@@ -17,24 +17,24 @@ from steptable.app.session import Session
 from steptable.app.widgets.arm import ArmPanel
 from steptable.app.widgets.panels import ChartPanel, DiagnosticsPanel
 from steptable.app.widgets.status import Event
-from steptable.ingest import RunStore
 from steptable.ingest.files.follow import Follower, load
 from steptable.schemafiles.resolve import get_schema
 from steptable.schemas import layout
-from tests.app.helpers import T0, make_runs, manual_app, row, screen_text, sync, write_generations, write_rows
+from tests.app.helpers import (
+    T0,
+    keyed_stores,
+    lines_of,
+    make_runs,
+    manual_app,
+    row,
+    screen_text,
+    session_counting_measures,
+    sync,
+    write_generations,
+    write_rows,
+)
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-def lines_of(app: Any, start: str, n: int) -> list[str]:
-    shown = screen_text(app).split("\n")
-    i = next(k for k, line in enumerate(shown) if start in line)
-    return shown[i : i + n]
 
 
 # ------------------------------------------------------------------------------------------ a restart under the chart
@@ -76,19 +76,8 @@ async def test_generations_key_with_an_emptied_store(tmp_path: Path) -> None:
         assert app.is_running and app._exception is None
 
 
-# ------------------------------------------------------------------------------------------ keys arriving mid-run
-
-
-def _stores(tmp_path: Path, arms: int, keys: int) -> list[RunStore]:
-    for a in range(arms):
-        write_rows(tmp_path / f"arm{a}" / "metrics.jsonl",
-                   ({"step": s, **{f"g{k % 3}/m{k}": (s * 0.37 + k + a) % 3.1 for k in range(keys)}}
-                    for s in range(40)))
-    return list(load(tmp_path).values())
-
-
 def test_layouts_first_layout_is_schemas_layout(tmp_path: Path) -> None:
-    stores = _stores(tmp_path, 3, 12)
+    stores = keyed_stores(tmp_path, 3, 12)
     for name in ("generic", "routing", "verl"):
         assert Layouts().layout(stores, get_schema(name)) == layout(stores, get_schema(name))
     # runs that name their steps differently: one step column, neither run's own step key again
@@ -100,30 +89,8 @@ def test_layouts_first_layout_is_schemas_layout(tmp_path: Path) -> None:
     assert [c.key for c in Layouts().layout(mixed, get_schema("generic"))] == ["step", "loss"]
 
 
-def _session_counting_measures(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> tuple[list[RunStore], Session, list[str]]:
-    """A session over 4 runs of 30 keys, and the keys ``auto_col`` measures from then on."""
-    import steptable.schemas as schemas
-
-    stores = _stores(tmp_path, 4, 30)
-    session = Session()
-    for s in stores:
-        session.update(s.path.parent.name, s)
-    measured: list[str] = []
-    real = schemas.auto_col
-
-    def counting(key: str, *a: Any, **kw: Any) -> Any:
-        measured.append(key)
-        return real(key, *a, **kw)
-
-    monkeypatch.setattr(schemas, "auto_col", counting)
-    monkeypatch.setattr(schemas.arrange, "auto_col", counting)  # (what schemas.layout calls)
-    return stores, session, measured
-
-
 def test_a_new_key_measures_only_that_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    stores, session, measured = _session_counting_measures(tmp_path, monkeypatch)
+    stores, session, measured = session_counting_measures(tmp_path, monkeypatch)
     write_rows(stores[0].path, [{"step": 40, "g0/m0": 1.0, "eval/new": 0.5}])
     load_more = load(stores[0].path.parent)  # the same file read again, now with the new key
     assert session.update(stores[0].path.parent.name, next(iter(load_more.values())))
@@ -337,7 +304,7 @@ def test_the_filter_reaches_columns_the_layout_keeps_out(tmp_path: Path) -> None
 
 def test_the_filter_measures_only_the_keys_it_names(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A sweep's filter froze the app for 12 s: every key of every run was measured, then filtered."""
-    _, session, measured = _session_counting_measures(tmp_path, monkeypatch)
+    _, session, measured = session_counting_measures(tmp_path, monkeypatch)
     session.pattern = "nomatch"
     assert [c.key for c in session.columns()[0]] == ["step"]
     assert [k for k in measured if k != "step"] == []

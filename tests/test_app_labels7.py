@@ -23,11 +23,6 @@ pytestmark = pytest.mark.anyio
 SWEEP = ("qwen7b_grpo_lr1e-6_kl0.01", "qwen7b_grpo_lr3e-6_kl0.01", "qwen7b_grpo_lr1e-5_kl0.01")
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 # ------------------------------------------------------------------------------------------ labels that tell runs apart
 
 

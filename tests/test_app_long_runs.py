@@ -12,17 +12,13 @@ import pytest
 from steptable.app.alerting import AlertScanner
 from steptable.app.session import Session
 from steptable.ingest import Follower
+from tests.app.helpers import app_rows
 from tests.helpers import spy_whole_copies, write_rows
-
-
-def rows(start: int, stop: int, loss: float = 1.0) -> list[dict[str, Any]]:
-    return [{"step": s, "loss": loss + 0.01 * (s % 3), "rew": 0.5 + 0.01 * (s % 4), "ts": 1.7e9 + 2 * s}
-            for s in range(start, stop)]
 
 
 def test_the_alert_thread_reads_only_the_new_rows(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "a" / "metrics.jsonl"
-    write_rows(path, rows(0, 300))
+    write_rows(path, app_rows(0, 300))
     f = Follower([tmp_path])
     f.scan()
     posted: list[Any] = []
@@ -30,13 +26,13 @@ def test_the_alert_thread_reads_only_the_new_rows(tmp_path: Path, monkeypatch: p
     (rid,) = f.stores
     assert scanner.scan(rid, f.stores[rid]) == []
     whole = spy_whole_copies(monkeypatch)
-    write_rows(path, rows(300, 303, loss=math.nan))
+    write_rows(path, app_rows(300, 303, loss=math.nan))
     f.scan()
     found = scanner.scan(rid, f.stores[rid])
     assert whole == []
     # the new rows, and only they, with their own steps: one non-finite alert at the first of them
     assert [(a.step, a.column, a.kind) for a in found] == [(300, "loss", "nonfinite")]
-    write_rows(path, rows(303, 305))
+    write_rows(path, app_rows(303, 305))
     f.scan()
     assert scanner.scan(rid, f.stores[rid]) == [] and whole == []
 
@@ -45,13 +41,13 @@ def test_the_alert_thread_after_a_resume_feeds_from_the_resume_point(tmp_path: P
     """A resumed run rewrites steps already fed: those are fed again (with the ranged copies, the offsets must
     still point at the right rows)."""
     path = tmp_path / "a" / "metrics.jsonl"
-    write_rows(path, rows(0, 200))
+    write_rows(path, app_rows(0, 200))
     f = Follower([tmp_path])
     f.scan()
     scanner = AlertScanner(lambda: f.stores, lambda m: None)
     (rid,) = f.stores
     scanner.scan(rid, f.stores[rid])
-    write_rows(path, rows(150, 160, loss=math.inf))  # resumed from a checkpoint at 150, then diverged
+    write_rows(path, app_rows(150, 160, loss=math.inf))  # resumed from a checkpoint at 150, then diverged
     f.scan()
     found = scanner.scan(rid, f.stores[rid])
     assert [(a.step, a.kind) for a in found] == [(150, "nonfinite")]
@@ -59,7 +55,7 @@ def test_the_alert_thread_after_a_resume_feeds_from_the_resume_point(tmp_path: P
 
 def test_the_stall_check_reads_the_last_rows_clock_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "a" / "metrics.jsonl"
-    write_rows(path, rows(0, 500))
+    write_rows(path, app_rows(0, 500))
     f = Follower([tmp_path])
     f.scan()
     session = Session()
@@ -78,7 +74,7 @@ def test_an_alert_found_again_after_a_reset_is_counted_once(tmp_path: Path) -> N
     """A file read again from the top (moved away and back, rewritten with the same rows) gives the scanner the same
     alerts again: the session's counts and events list them once."""
     path = tmp_path / "a" / "metrics.jsonl"
-    write_rows(path, [*rows(0, 60), *rows(60, 61, loss=math.nan)])
+    write_rows(path, [*app_rows(0, 60), *app_rows(60, 61, loss=math.nan)])
     f = Follower([tmp_path])
     f.scan()
     (rid,) = f.stores

@@ -36,11 +36,6 @@ from tests.trainer_logs import (
 SIZE = (160, 44)
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 def _stores(root: Path) -> dict[str, Any]:
     fol = Follower([root])
     fol.scan()

@@ -12,11 +12,6 @@ from tests.app.helpers import SIZE, make_runs, manual_app, sync
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 async def test_the_cursor_column_is_shaded_in_every_theme(tmp_path: Path) -> None:
     """The column under the cursor (the one the chart plots and p pins) was shaded with $boost, which Textual 8.2.5
     and later make transparent in a theme that sets $panel: no shading at all in steptable's three themes."""

@@ -3,7 +3,6 @@ told instead of passing silently."""
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import Any
@@ -17,41 +16,34 @@ from steptable.app.screens import generations as gen_screen
 from steptable.app.screens.generations import GenerationsScreen
 from steptable.app.sidefiles import SideIndex, build_index
 from steptable.ingest import Follower
-from tests.app.helpers import make_runs, manual_app, open_generations, scan_rounds, sync, write_rows
+from tests.app.helpers import (
+    make_runs,
+    manual_app,
+    open_generations,
+    scan_rounds,
+    sync,
+    write_rows,
+    write_side_file,
+)
 
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-GOOD = {"step": 0, "prompt": "p", "completion": "c", "reward": 1.0}
-
-
-def write_side(run_dir: Path, *lines: str) -> Path:
-    path = run_dir / "emergence" / "generations.jsonl"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(line + "\n" for line in (json.dumps(GOOD), *lines)))
-    return path
-
-
 def test_a_steps_field_that_is_not_a_list(tmp_path: Path) -> None:
-    idx = build_index([write_side(tmp_path, '{"step": 10, "steps": 4, "reward": 1.0, "response": "r"}')])
+    idx = build_index([write_side_file(tmp_path, '{"step": 10, "steps": 4, "reward": 1.0, "response": "r"}')])
     (s,) = idx.samples(10)
     assert s.completion == "" and "rollout" in s.title
 
 
 def test_an_integer_reward_beyond_the_double_range(tmp_path: Path) -> None:
-    idx = build_index([write_side(tmp_path, '{"step": 10, "prompt": "p", "completion": "c", "reward": 1'
+    idx = build_index([write_side_file(tmp_path, '{"step": 10, "prompt": "p", "completion": "c", "reward": 1'
                                              + "0" * 400 + "}")])
     (s,) = idx.samples(10)
     assert s.reward == math.inf and s.completion == "c"
 
 
 def test_a_step_with_more_digits_than_int_converts(tmp_path: Path) -> None:
-    idx = build_index([write_side(tmp_path, '{"step": 1' + "0" * 5000 + ', "completion": "c", "reward": 1}')])
+    idx = build_index([write_side_file(tmp_path, '{"step": 1' + "0" * 5000 + ', "completion": "c", "reward": 1}')])
     assert idx.steps == [0]  # the line goes with the rows before it, where it shows as a bad line
     good, bad = idx.samples(0)
     assert good.completion == "c" and "bad line" in bad.title and bad.reward is None
@@ -63,7 +55,7 @@ def viewer_text(screen: GenerationsScreen) -> str:
 
 async def test_the_viewer_over_a_malformed_row_keeps_the_app(tmp_path: Path) -> None:
     root = make_runs(tmp_path, arms=("solo",))
-    write_side(root / "solo", '{"step": 10, "steps": 4, "reward": 1.0, "response": "r"}')
+    write_side_file(root / "solo", '{"step": 10, "steps": 4, "reward": 1.0, "response": "r"}')
     app, follower, _ = manual_app(root)
     async with app.run_test() as pilot:
         await sync(pilot, follower)
@@ -91,7 +83,7 @@ async def test_a_viewer_failure_is_shown_not_fatal(tmp_path: Path, monkeypatch: 
     """Indexing the side files, or reading one step's samples, raising: the viewer says why and the app stays."""
     monkeypatch.setattr(target, name, bug)
     root = make_runs(tmp_path, arms=("solo",))
-    write_side(root / "solo")
+    write_side_file(root / "solo")
     app, follower, _ = manual_app(root)
     async with app.run_test() as pilot:
         await sync(pilot, follower)

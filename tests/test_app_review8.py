@@ -29,11 +29,6 @@ SIZE = (160, 44)
 COLS = [Col("step", 5, "step", "d"), Col("loss", 7, "loss", ".3f"), Col("gn", 7, "gn", ".3f")]
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 def _keys(panel: ArmPanel) -> list[str]:
     return [c.key for c in panel.grid.cols]
 

@@ -21,11 +21,6 @@ BAD_TOML = '[schema]\nname = "bad name"\n'
 MINE_TOML = '[schema]\nname = "mine"\n[[columns]]\nkey = "my/loss"\nheader = "myl"\n'
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 def _my_run(root: Path) -> Path:
     write_rows(root / "r" / "metrics.jsonl", ({"step": s, "my/loss": 1 / (s + 1)} for s in range(10)))
     return root

@@ -23,15 +23,10 @@ from steptable.app.screens.prompt import PromptScreen
 from steptable.app.widgets.keys import KeyBar
 from steptable.app.widgets.lines import join_line
 from steptable.app.widgets.panels import ChartPanel
-from tests.app.helpers import SIZE, make_runs, manual_app, sync
+from tests.app.helpers import SIGNALS, SIZE, SignalledApp, handlers_are_ours, make_runs, manual_app, sync
 from tests.helpers import run_cli
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 # ---------------------------------------------------------------------------------------------- 1. ctrl+c quits
@@ -50,15 +45,6 @@ async def test_ctrl_c_quits_the_app(tmp_path: Path, over_prompt: bool) -> None:
     assert (app.return_code or 0) == 0
 
 
-# ---------------------------------------------------------------------------------------------- 2. TERM and HUP
-def _ours() -> bool:
-    """The handlers in place are quit_on_signals' (a TERM sent otherwise would end the test run)."""
-    return all(getattr(signal.getsignal(s), "__qualname__", "").startswith("quit_on_signals") for s in _SIGNALS)
-
-
-_SIGNALS = [getattr(signal, n) for n in ("SIGTERM", "SIGHUP") if hasattr(signal, n)]
-
-
 def test_quit_on_signals_sets_and_puts_back_the_handlers() -> None:
     from steptable.app.signals import quit_on_signals
 
@@ -72,13 +58,13 @@ def test_quit_on_signals_sets_and_puts_back_the_handlers() -> None:
             self.exits += 1
 
     app = App()
-    before = {s: signal.signal(s, mine) for s in _SIGNALS}
+    before = {s: signal.signal(s, mine) for s in SIGNALS}
     try:
         with quit_on_signals(app) as got:
-            assert _ours()
+            assert handlers_are_ours()
             os.kill(os.getpid(), signal.SIGTERM)  # (no loop running: the app is asked at once)
         assert got == [signal.SIGTERM] and app.exits == 1
-        assert all(signal.getsignal(s) is mine for s in _SIGNALS)
+        assert all(signal.getsignal(s) is mine for s in SIGNALS)
     finally:
         for s, old in before.items():
             signal.signal(s, old)
@@ -96,7 +82,7 @@ async def test_a_signal_ends_the_running_app_as_q_does(tmp_path: Path, name: str
     async with app.run_test(size=SIZE) as pilot:
         await sync(pilot, follower)
         with quit_on_signals(app) as got:
-            assert _ours()
+            assert handlers_are_ours()
             os.kill(os.getpid(), getattr(signal, name))
             for _ in range(200):  # bounded: the loop takes the exit on its next turn
                 if not app.is_running:
@@ -104,25 +90,6 @@ async def test_a_signal_ends_the_running_app_as_q_does(tmp_path: Path, name: str
                 await pilot.pause(0.01)
         assert got == [getattr(signal, name)] and not app.is_running
     assert (app.return_code or 0) == 0
-
-
-class _SignalledApp:
-    """A stand-in for the demo's app: it is sent TERM while it runs, and returns when asked to exit (bounded)."""
-
-    return_code = 0
-
-    def __init__(self) -> None:
-        self.asked = threading.Event()
-        self.handlers_were_ours = False
-
-    def exit(self) -> None:
-        self.asked.set()
-
-    def run(self) -> None:
-        self.handlers_were_ours = _ours()
-        if self.handlers_were_ours:
-            os.kill(os.getpid(), signal.SIGTERM)
-        self.asked.wait(10)
 
 
 def test_term_ends_the_demo_with_its_directory_removed(tmp_path: Path, capsys: pytest.CaptureFixture[str],
@@ -133,16 +100,16 @@ def test_term_ends_the_demo_with_its_directory_removed(tmp_path: Path, capsys: p
 
     from steptable.cli import main as cli
 
-    app = _SignalledApp()
+    app = SignalledApp()
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     monkeypatch.setattr(cli, "_terminal", lambda: True)
     monkeypatch.setattr(app_demo, "make_app", lambda paths, theme=None: app)
-    before = {s: signal.getsignal(s) for s in _SIGNALS}
+    before = {s: signal.getsignal(s) for s in SIGNALS}
     rc, _, err = run_cli(["demo", "--steps", "100000", "--interval", "0.01"], capsys)
     assert app.handlers_were_ours and app.asked.is_set()
     # 128 + TERM, as a shell tells a command a TERM ended (q is 0): a supervisor tells the two apart
     assert rc == 128 + signal.SIGTERM and list(tmp_path.glob("steptable-demo-*")) == []
-    assert {s: signal.getsignal(s) for s in _SIGNALS} == before
+    assert {s: signal.getsignal(s) for s in SIGNALS} == before
     assert not any(t.name == "steptable-demo-writer" and t.is_alive() for t in threading.enumerate())
     assert "was temporary and is removed with its files; --dir DIR keeps the run" in err
     assert "named above" not in err
@@ -179,12 +146,12 @@ def test_a_hang_up_ends_the_demo_with_status_0(tmp_path: Path, monkeypatch: pyte
 def test_term_ends_watch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from steptable.app import watch as app_mod
 
-    app = _SignalledApp()
+    app = SignalledApp()
     monkeypatch.setattr(app_mod, "make_app", lambda paths, **kw: app)
-    before = {s: signal.getsignal(s) for s in _SIGNALS}
+    before = {s: signal.getsignal(s) for s in SIGNALS}
     assert app_mod.run_watch([str(tmp_path)]) == 128 + signal.SIGTERM  # (q: 0)
     assert app.handlers_were_ours and app.asked.is_set()
-    assert {s: signal.getsignal(s) for s in _SIGNALS} == before
+    assert {s: signal.getsignal(s) for s in SIGNALS} == before
 
 
 # ---------------------------------------------------------------------------------------------- 4. cut columns

@@ -3,8 +3,6 @@ many of its own step times is said to have stalled, by summary and by the app op
 
 from __future__ import annotations
 
-import os
-import random
 import time
 from pathlib import Path
 from typing import Any
@@ -13,32 +11,20 @@ import pytest
 
 from steptable.app.session import Session
 from steptable.ingest import Follower
-from tests.helpers import run_cli, write_rows
-
-
-def _verl(path: Path, n: int = 200, step_s: float = 72.0) -> Path:
-    rng = random.Random(0)
-    write_rows(path, [{"step": s, "data": {"actor/pg_loss": rng.gauss(0, 0.1),
-                                           "critic/score/mean": 0.5 + rng.gauss(0, 0.05),
-                                           "timing_s/step": step_s + rng.gauss(0, 2)}} for s in range(1, n + 1)])
-    return path
-
-
-def _age(path: Path, seconds: float) -> None:
-    t = time.time() - seconds
-    os.utime(path, (t, t))
+from tests.helpers import age, run_cli, write_rows
+from tests.trainer_logs import write_clockless_verl
 
 
 def test_a_verl_run_left_for_hours_is_stalled(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """summary said "upd 3h ago, alerts 0" of a verl run whose steps take 72 s: a run with a row clock of the same
     age read "stalled"."""
-    path = _verl(tmp_path / "v" / "exp.jsonl")
-    _age(path, 3 * 3600)
+    path = write_clockless_verl(tmp_path / "v" / "exp.jsonl")
+    age(path, 3 * 3600)
     rc, out, _ = run_cli(["summary", str(tmp_path)], capsys)
     assert rc == 0 and "W step 200 stalled: file untouched for 3h (" in out and "timing_s/step; or it ended)" in out
     rc, out, _ = run_cli(["tail", str(tmp_path), "--alerts-only"], capsys)
     assert rc == 0 and out.count("stalled: file untouched for 3h (") == 1, out
-    _age(path, 5 * 60)  # four step times: a step under way
+    age(path, 5 * 60)  # four step times: a step under way
     rc, out, _ = run_cli(["summary", str(tmp_path)], capsys)
     assert "stalled" not in out and "alerts 0" in out, out
     rc, out, _ = run_cli(["tail", str(tmp_path), "--alerts-only"], capsys)
@@ -46,8 +32,8 @@ def test_a_verl_run_left_for_hours_is_stalled(tmp_path: Path, capsys: pytest.Cap
 
 
 def test_the_app_opened_after_the_hang_sees_it(tmp_path: Path) -> None:
-    path = _verl(tmp_path / "v" / "exp.jsonl")
-    _age(path, 3 * 3600)
+    path = write_clockless_verl(tmp_path / "v" / "exp.jsonl")
+    age(path, 3 * 3600)
     f = Follower([tmp_path])
     f.scan()
     session = Session()
@@ -77,7 +63,7 @@ def test_no_stall_where_the_run_says_it_finished_or_nothing_tells_its_pace(tmp_p
         path = tmp_path / "v" / "exp.jsonl"
         write_rows(path, [{"step": s, "data": {"actor/pg_loss": 0.1 * (s % 3), "timing_s/step":
                                                1300.0 if s % 50 == 0 else 60.0}} for s in range(1, 200)])
-        _age(path, 15 * 60)
+        age(path, 15 * 60)
         rc, out, err = run_cli(["summary", str(tmp_path)], capsys)
         assert rc == 0 and "stalled" not in out, (out, err)
         return
@@ -89,7 +75,7 @@ def test_no_stall_where_the_run_says_it_finished_or_nothing_tells_its_pace(tmp_p
         path.parent.mkdir()
         path.write_text('{"global_step": 100, "log_history": ['
                         + ",".join(f'{{"step": {s}, "loss": 0.5, "step_time": 60.0}}' for s in range(1, 101)) + "]}")
-    _age(path, 3 * 3600)
+    age(path, 3 * 3600)
     rc, out, err = run_cli(["summary", str(tmp_path)], capsys)
     assert rc == 0 and "stalled" not in out, (out, err)
 
@@ -100,8 +86,8 @@ def test_tail_f_says_a_hang_once(tmp_path: Path) -> None:
     from steptable.alerts.engine import AlertEngine
     from tests.cli.helpers import Live
 
-    path = _verl(tmp_path / "v" / "exp.jsonl", step_s=1.0)
-    _age(path, 120)
+    path = write_clockless_verl(tmp_path / "v" / "exp.jsonl", step_s=1.0)
+    age(path, 120)
     live = Live(tmp_path, ["--alerts-only"])
     live.step()
     (run,) = live.follower.stores

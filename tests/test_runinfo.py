@@ -91,11 +91,6 @@ def test_a_description_that_is_a_fifo_is_not_read(tmp_path: Path, capsys: pytest
     assert rc == 0 and out.startswith("step reward")
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 @pytest.mark.anyio
 async def test_the_app_shows_an_ended_run_as_ended_not_stalled(tmp_path: Path) -> None:
     from steptable.app.widgets.arm import ArmPanel
