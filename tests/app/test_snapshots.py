@@ -1,6 +1,6 @@
 """Snapshot tests of the watch app (pytest-textual-snapshot): fixed data, fixed clock, fixed terminal size.
 
-Update after an intended change with ``pytest tests/test_app_snapshots.py --snapshot-update`` and look at the SVGs.
+Update after an intended change with ``pytest tests/app/test_snapshots.py --snapshot-update`` and look at the SVGs.
 """
 
 from __future__ import annotations
