@@ -1,5 +1,5 @@
 """Fixtures every test folder uses: the hypothesis profile, goldens, captured log lines, a private schema
-directory, the async backend, the follower's clock, every trainer's logs."""
+directory, the follower's clock, every trainer's logs."""
 
 from __future__ import annotations
 
@@ -46,12 +46,6 @@ def xdg(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     """The user's schema directory, empty and private to the test (XDG_CONFIG_HOME under tmp_path)."""
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
     return tmp_path / "xdg" / "steptable" / "schemas"
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    """The app's async tests run on asyncio (Textual's loop)."""
-    return "asyncio"
 
 
 @pytest.fixture

@@ -5,13 +5,8 @@ the app, while a one-shot read said nothing."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
-from steptable.app.alerting import AlertScanner
-from steptable.app.messages import AlertsFound
-from steptable.ingest import Follower
 from tests.alerts.helpers import reward_rows, write_finished_run
-from tests.app.helpers import scan_rounds
 from tests.cli.helpers import Live
 from tests.helpers import write_rows
 
@@ -23,25 +18,6 @@ def test_tail_f_after_a_restart_from_step_0_says_no_collapse(tmp_path: Path) -> 
     write_rows(path, reward_rows(range(30), 0.2, 2))  # a new run from scratch in the same directory: rewards start low
     live.step()
     assert "collapse" not in live.out.getvalue(), live.out.getvalue()
-
-
-def test_the_app_after_a_restart_from_step_0_says_no_collapse(tmp_path: Path) -> None:
-    path = write_finished_run(tmp_path)
-    f = Follower([tmp_path])
-    f.scan()
-    posted: list[Any] = []
-    scanner = AlertScanner(lambda: f.stores, posted.append)
-    write_rows(path, [])
-
-    def rounds() -> Any:
-        yield set(f.stores)
-        write_rows(path, reward_rows(range(30), 0.2, 2))
-        f.scan()
-        yield set(f.stores)
-
-    scan_rounds(scanner, rounds())
-    said = [a.line() for m in posted if isinstance(m, AlertsFound) for a in m.alerts]
-    assert not any("collapse" in line for line in said), said
 
 
 def test_a_resume_mid_run_still_sees_a_real_collapse_after_it(tmp_path: Path) -> None:

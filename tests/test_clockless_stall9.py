@@ -9,8 +9,6 @@ from typing import Any
 
 import pytest
 
-from steptable.app.session import Session
-from steptable.ingest import Follower
 from tests.helpers import age, run_cli, write_rows
 from tests.trainer_logs import write_clockless_verl
 
@@ -29,18 +27,6 @@ def test_a_verl_run_left_for_hours_is_stalled(tmp_path: Path, capsys: pytest.Cap
     assert "stalled" not in out and "alerts 0" in out, out
     rc, out, _ = run_cli(["tail", str(tmp_path), "--alerts-only"], capsys)
     assert rc == 0 and out == "", out
-
-
-def test_the_app_opened_after_the_hang_sees_it(tmp_path: Path) -> None:
-    path = write_clockless_verl(tmp_path / "v" / "exp.jsonl")
-    age(path, 3 * 3600)
-    f = Follower([tmp_path])
-    f.scan()
-    session = Session()
-    for rid, store in f.stores.items():
-        session.update(rid, store)
-    (gap,) = session.check_stalls(time.time()).values()
-    assert gap == pytest.approx(3 * 3600, abs=60)
 
 
 @pytest.mark.parametrize("case", ["done", "supervised_done", "eval_row_last", "clockless_no_step_time",

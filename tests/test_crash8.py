@@ -130,37 +130,3 @@ def test_tail_f_says_the_end_once_when_the_run_dies_while_followed(tmp_path: Pat
     assert alerts == ["E [r] step 1 run ended with RuntimeError"] and tails["--alerts-only"].error_alert
     assert [line for line in text if "ended" in line] == ["── r: ended with RuntimeError ──"]
     assert text[-1].startswith("──") and text[-2].split() == ["1", "0.250"]  # under the run's last row
-
-
-def test_the_watch_app_says_how_a_run_ended_and_alerts_a_crash(tmp_path: Path) -> None:
-    from steptable.app.alerting import AlertScanner
-    from steptable.app.messages import AlertsFound
-    from steptable.ingest import Follower
-    from tests.app.helpers import scan_rounds
-
-    with pytest.raises(RuntimeError):
-        logged_run(tmp_path / "crash", raising(RuntimeError("CUDA out of memory")), rows=12)
-    logged_run(tmp_path / "ok", None, rows=12)
-    f = Follower([tmp_path])
-    f.scan()
-    posted: list[Any] = []
-    scan_rounds(AlertScanner(lambda: f.stores, posted.append), [set(f.stores), set(f.stores)])  # again: said once
-    ends = [(m.run, a.line()) for m in posted if isinstance(m, AlertsFound) for a in m.alerts if a.kind == "ended"]
-    assert [line for _, line in ends] == ["E step 11 run ended with RuntimeError"] and "crash" in ends[0][0]
-
-
-@pytest.mark.anyio
-@pytest.mark.parametrize("anyio_backend", ["asyncio"])
-async def test_an_arms_title_says_how_its_run_ended(tmp_path: Path) -> None:
-    from steptable.app.widgets.arm import ArmPanel
-    from tests.app.helpers import manual_app, sync
-
-    with pytest.raises(RuntimeError):
-        logged_run(tmp_path / "crash", raising(RuntimeError("CUDA out of memory")), rows=12, arm="crash")
-    logged_run(tmp_path / "ok", None, rows=12, arm="ok")
-    app, follower, _ = manual_app(tmp_path)
-    async with app.run_test(size=(160, 40)) as pilot:
-        await sync(pilot, follower)
-        titles = {p.label: str(p.title_bar.render()) for p in app.query(ArmPanel)}
-    assert "run ended with RuntimeError" in titles["crash"], titles
-    assert "run ended" in titles["ok"] and "with" not in titles["ok"], titles

@@ -49,33 +49,6 @@ def test_a_clean_restart_says_nothing_and_replaced_alerts_are_bounded(tmp_path: 
     assert len(store.replaced) == MAX_REPLACED_ALERTS and all(a.step == 30 for a in store.replaced)
 
 
-def test_the_app_says_them_once_whether_or_not_it_saw_the_rows(tmp_path: Path) -> None:
-    from steptable.app.alerting import AlertScanner
-
-    rng = random.Random(2)
-    crashed, again = loss_rows(range(1100), rng, nan_from=1090), loss_rows(range(1000, 1150), rng)
-    # opened after the restart: the replaced rows' alert, said once
-    write_rows(tmp_path / "late" / "r" / "metrics.jsonl", crashed + again)
-    f = Follower([tmp_path / "late"], on_resume=read_replaced)
-    f.scan()
-    scanner = AlertScanner(lambda: f.stores, lambda m: None)
-    (rid,) = f.stores
-    found = scanner.scan(rid, f.stores[rid])
-    assert [(a.level, a.step, a.kind) for a in found] == [("E", 1090, "nonfinite")]
-    assert "replaced" in found[0].message and scanner.scan(rid, f.stores[rid]) == []
-    # open while the run crashed: said when the rows came, not again at the restart
-    path = tmp_path / "live" / "r" / "metrics.jsonl"
-    write_rows(path, crashed)
-    f = Follower([tmp_path / "live"], on_resume=read_replaced)
-    f.scan()
-    scanner = AlertScanner(lambda: f.stores, lambda m: None)
-    (rid,) = f.stores
-    assert [(a.step, a.kind) for a in scanner.scan(rid, f.stores[rid])] == [(1090, "nonfinite")]
-    write_rows(path, again)
-    f.scan()
-    assert scanner.scan(rid, f.stores[rid]) == []
-
-
 def test_a_second_resume_behind_the_first_is_no_stall(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """The gap between a crash and its restart is no stall: the replay of replaced rows read it as one where the
     rows held an earlier resume ('stalled: no row for 2.28h ... (a row the resume at step 400 replaced)')."""

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from steptable import Col, StepLogger
+from steptable import StepLogger
 from steptable.schemas import routing_columns
 from steptable.table import render, runinfo
 from tests.helpers import run_cli
@@ -91,24 +91,6 @@ def test_a_description_that_is_a_fifo_is_not_read(tmp_path: Path, capsys: pytest
     assert rc == 0 and out.startswith("step reward")
 
 
-@pytest.mark.anyio
-async def test_the_app_shows_an_ended_run_as_ended_not_stalled(tmp_path: Path) -> None:
-    from steptable.app.widgets.arm import ArmPanel
-    from tests.app.helpers import manual_app, static_text, sync
-
-    start = time.time() - 7200
-    rows: list[dict[str, object]] = [{"step": s, "ts": start + s, "reward/mean": 0.5, "kl": 0.01} for s in range(60)]
-    log_rows(tmp_path / "done", CUSTOM_COLS, rows)
-    app, follower, _ = manual_app(tmp_path, now=time.time())
-    async with app.run_test(size=(120, 32)) as pilot:
-        await sync(pilot, follower)
-        app._on_tick()
-        await pilot.pause()
-        title = static_text(app.query_one(ArmPanel).title_bar)
-        assert "run ended" in title and "STALLED" not in title
-        assert [c.header.strip() for c in app.session.layout][:3] == ["step", "rew", "kl"]  # the logger's columns
-
-
 def test_an_arm_other_than_its_directory_finds_its_description(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -136,21 +118,6 @@ def test_a_description_that_arrives_later_lays_the_run_out_again(tmp_path: Path)
     lines = out.getvalue().splitlines()  # type: ignore[attr-defined]
     assert lines[1].split() == ["step", "reward", "kl"] and lines[-2].split() == ["step", "rew", "kl"]
     assert lines[-1].split() == ["3", "+0.250", "2.00e-2"]  # the logger's own formats
-
-
-def test_runs_logged_with_different_columns_share_no_logger_s_layout(tmp_path: Path) -> None:
-    from steptable.app.session import Session
-    from steptable.ingest import Follower
-
-    log_rows(tmp_path / "a", CUSTOM_COLS, [{"step": 0, "reward/mean": 0.5, "kl": 0.01}])
-    other = [Col("step", 5, "step", "d"), Col("train/loss", 8, "loss", ".4f", "the loss")]
-    log_rows(tmp_path / "b", other, [{"step": 0, "train/loss": 0.25}])
-    fol = Follower([tmp_path])
-    fol.scan()
-    session = Session()
-    for rid in sorted(fol.stores):
-        session.update(rid, fol.stores[rid])
-    assert not session.schema().name.startswith("steplogger")  # one run's columns would mislabel the other's
 
 
 def test_a_run_shows_the_columns_its_logger_printed_even_those_it_never_filled(

@@ -181,19 +181,6 @@ def test_a_fmt_without_a_width_gets_room_for_its_text(tmp_path: Path, capsys: py
     assert col is not None and col.width == 9
 
 
-def test_the_watch_session_says_an_unused_file_once(tmp_path: Path) -> None:
-    from steptable.app.session import Session
-
-    plain_run(tmp_path / "r")
-    write(tmp_path / "steptable.toml", '[schema]\nname = "quiet"\nhide = ["actor/*"]\n')
-    (store,) = load(tmp_path).values()
-    session = Session()
-    session.update("r", store)
-    session.update("r", store)
-    assert len(session.problems) == 1 and "applies to none" in session.problems[0]
-    assert "(the file is not used)" in session.problems[0] and session.layout
-
-
 def test_a_hide_glob_spares_the_columns_the_file_declares_itself(tmp_path: Path,
                                                                  capsys: pytest.CaptureFixture[str]) -> None:
     """hide = ["timing_s/*"] with the file's own [[columns]] timing_s/gen: "hide the group, keep the one I declared"

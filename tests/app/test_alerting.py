@@ -1,11 +1,11 @@
-"""Review of the watch app's per-trainer groups and end alerts: the focused table's lit column is the one p pins and
-the chart shows; a run's end alert is its newest event; a resumed run that dies again is told again; a run that
-comes or grows keys detects only its own schema again."""
+"""steptable.app.alerting: the alert thread reads only the rows each run gains (from the resume point after a
+resume), survives a failing run, and says each alert, crash and end of a run once, in order, whether or not it saw
+the rows."""
 
 from __future__ import annotations
 
-import json
 import math
+import random
 import threading
 import time
 from pathlib import Path
@@ -13,83 +13,25 @@ from typing import Any
 
 import pytest
 
-import steptable.schemafiles.resolve
-import steptable.schemas.registry
 from steptable import Col, StepLogger
+from steptable.alerts.replaced import read_replaced
 from steptable.app.alerting import AlertScanner
-from steptable.app.messages import AlertsFound
+from steptable.app.messages import AlertsFound, FeedProblem
 from steptable.app.session import Session
-from steptable.app.widgets.arm import ArmPanel
-from steptable.app.widgets.panels import ChartPanel
-from steptable.ingest import Follower
-from tests.app.helpers import manual_app, sync
-from tests.trainer_logs import write_tinker, write_verl
+from steptable.ingest import Follower, Parsed
+from tests.alerts.helpers import loss_rows, reward_rows, write_finished_run
+from tests.app.helpers import (
+    app_rows,
+    manual_app,
+    scan_rounds,
+    sync,
+    write_rows,
+)
+from tests.helpers import spy_whole_copies
+from tests.logger.helpers import logged_run, raising
 
 SIZE = (160, 44)
 COLS = [Col("step", 5, "step", "d"), Col("loss", 7, "loss", ".3f"), Col("gn", 7, "gn", ".3f")]
-
-
-def _keys(panel: ArmPanel) -> list[str]:
-    return [c.key for c in panel.grid.cols]
-
-
-def _two_trainers(root: Path) -> tuple[Any, Any]:
-    """A verl run and a tinker run under ``root``, and the app (not started) with its follower."""
-    write_verl(root / "verl" / "qwen.jsonl", steps=8)
-    write_tinker(root / "tinker" / "llama", steps=8)
-    app, follower, _ = manual_app(root, now=time.time())
-    return app, follower
-
-
-def _first_and_other(app: Any) -> tuple[ArmPanel, ArmPanel]:
-    """The arm whose table has the picked column (and the focus, as the app starts), and the other trainer's."""
-    a, b = app.query(ArmPanel)
-    return (a, b) if app.session.selected in _keys(a) else (b, a)
-
-
-@pytest.mark.anyio
-async def test_p_and_the_chart_take_the_focused_tables_lit_column(tmp_path: Path) -> None:
-    """Focused, the verl table lit its critic/score/mean, but p pinned tinker's progress/done_frac (the column
-    picked last, in the other table) and the chart showed the tinker run."""
-    app, follower = _two_trainers(tmp_path)
-    async with app.run_test(size=SIZE) as pilot:
-        await sync(pilot, follower)
-        first, other = _first_and_other(app)
-        lit = other.grid.selected
-        assert lit in _keys(other) and lit not in _keys(first)
-        await pilot.press("c")
-        chart = app.query_one(ChartPanel)
-        other.grid.focus()  # (the chart open: it follows the focus, not only the next key)
-        await pilot.pause()
-        assert (app.session.selected, chart.key) == (lit, lit)
-        assert [label for label, _, _ in chart.arms] == [other.label]
-        await pilot.press("p")
-        assert app.session.pins == [lit] and _keys(other)[1] == lit
-        assert first.grid.selected in _keys(first)  # the first table keeps its own
-
-
-@pytest.mark.anyio
-@pytest.mark.parametrize("in_legend", [False, True])
-async def test_hiding_the_arms_with_the_picked_column_moves_it_to_a_visible_table(
-    tmp_path: Path, in_legend: bool
-) -> None:
-    """The tinker arm hidden, the chart said "pick a column" and showed no run beside the verl table's lit one
-    (``in_legend``: the focus in the legend, not in the table hidden, so it stays there)."""
-    app, follower = _two_trainers(tmp_path)
-    async with app.run_test(size=SIZE) as pilot:
-        await sync(pilot, follower)
-        first, other = _first_and_other(app)
-        await pilot.press("c")
-        if in_legend:
-            await pilot.press("l")
-            app.query_one("#legend-box").focus()
-            await pilot.pause()
-        await pilot.press(str(list(app.panels).index(first.run_id) + 1))  # hide the arm with the picked column
-        await pilot.pause()
-        chart = app.query_one(ChartPanel)
-        assert chart.key == other.grid.selected and chart.key in _keys(other)
-        assert [label for label, _, _ in chart.arms] == [other.label]
-        assert not in_legend or app.focused is app.query_one("#legend-box")
 
 
 def _crashed_run(run: Path) -> None:
@@ -174,45 +116,6 @@ def test_the_same_close_read_again_is_counted_once(tmp_path: Path) -> None:
     assert len(lines) == 6 and session.counts == {"E": 3}
 
 
-def _count(monkeypatch: pytest.MonkeyPatch, module: Any, name: str) -> list[int]:
-    calls: list[int] = []
-    real = getattr(module, name)
-
-    def counted(*args: Any, **kw: Any) -> Any:
-        calls.append(1)
-        return real(*args, **kw)
-
-    monkeypatch.setattr(module, name, counted)
-    return calls
-
-
-def test_runs_arriving_one_by_one_are_each_detected_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Each run that came (or any run's keys growing) detected every run's schema again: 60 runs arriving one by
-    one, 1,830 detections (3.6 s of the app's handlers against 1.9 s before groups)."""
-    for i in range(8):
-        write_verl(tmp_path / "sweep" / f"lr{i}.jsonl", steps=4, seed=i)
-    write_tinker(tmp_path / "tinker" / "run", steps=4)
-    detected = _count(monkeypatch, steptable.schemafiles.resolve, "detect")
-    looked = _count(monkeypatch, steptable.schemafiles.resolve, "unused_files")
-    fol = Follower([tmp_path])
-    fol.scan()
-    session = Session()
-    made = 0
-    for rid in sorted(fol.stores):
-        before = [g.layout for g in session.groups]
-        session.update(rid, fol.stores[rid])
-        made += any(all(g.layout is not b for b in before) for g in session.groups)
-    assert len(detected) == 9 and [g.schema.name for g in session.groups] == ["verl", "tinker"]
-    # the steptable.toml files looked for once a layout made; not again for each arm that joins one as it is
-    assert len(looked) == made < 9
-    path = tmp_path / "sweep" / "lr0.jsonl"
-    with open(path, "a") as f:
-        f.write(json.dumps({"step": 5, "data": {"actor/new_metric": 1.0}}) + "\n")
-    fol.scan()
-    assert session.update("sweep/lr0.jsonl", fol.stores["sweep/lr0.jsonl"])  # a key more: that run only
-    assert len(detected) == 10 and "actor/new_metric" in [c.key for c in session.columns("sweep/lr0.jsonl")[0]]
-
-
 def test_a_scan_stopped_midway_does_not_say_how_the_run_ended(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -231,3 +134,173 @@ def test_a_scan_stopped_midway_does_not_say_how_the_run_ended(
     AlertScanner(lambda: f.stores, posted.append).scan(rid, f.stores[rid], stop)
     assert [a.line() for m in posted for a in m.alerts] == ["E step 10 loss non-finite (nan) after 10 finite steps",
                                                            "E step 15 gn non-finite (nan) after 15 finite steps"]
+
+
+def test_the_app_after_a_restart_from_step_0_says_no_collapse(tmp_path: Path) -> None:
+    path = write_finished_run(tmp_path)
+    f = Follower([tmp_path])
+    f.scan()
+    posted: list[Any] = []
+    scanner = AlertScanner(lambda: f.stores, posted.append)
+    write_rows(path, [])
+
+    def rounds() -> Any:
+        yield set(f.stores)
+        write_rows(path, reward_rows(range(30), 0.2, 2))
+        f.scan()
+        yield set(f.stores)
+
+    scan_rounds(scanner, rounds())
+    said = [a.line() for m in posted if isinstance(m, AlertsFound) for a in m.alerts]
+    assert not any("collapse" in line for line in said), said
+
+
+def test_the_alert_thread_reads_only_the_new_rows(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "a" / "metrics.jsonl"
+    write_rows(path, app_rows(0, 300))
+    f = Follower([tmp_path])
+    f.scan()
+    posted: list[Any] = []
+    scanner = AlertScanner(lambda: f.stores, posted.append)
+    (rid,) = f.stores
+    assert scanner.scan(rid, f.stores[rid]) == []
+    whole = spy_whole_copies(monkeypatch)
+    write_rows(path, app_rows(300, 303, loss=math.nan))
+    f.scan()
+    found = scanner.scan(rid, f.stores[rid])
+    assert whole == []
+    # the new rows, and only they, with their own steps: one non-finite alert at the first of them
+    assert [(a.step, a.column, a.kind) for a in found] == [(300, "loss", "nonfinite")]
+    write_rows(path, app_rows(303, 305))
+    f.scan()
+    assert scanner.scan(rid, f.stores[rid]) == [] and whole == []
+
+
+def test_the_alert_thread_after_a_resume_feeds_from_the_resume_point(tmp_path: Path) -> None:
+    """A resumed run rewrites steps already fed: those are fed again (with the ranged copies, the offsets must
+    still point at the right rows)."""
+    path = tmp_path / "a" / "metrics.jsonl"
+    write_rows(path, app_rows(0, 200))
+    f = Follower([tmp_path])
+    f.scan()
+    scanner = AlertScanner(lambda: f.stores, lambda m: None)
+    (rid,) = f.stores
+    scanner.scan(rid, f.stores[rid])
+    write_rows(path, app_rows(150, 160, loss=math.inf))  # resumed from a checkpoint at 150, then diverged
+    f.scan()
+    found = scanner.scan(rid, f.stores[rid])
+    assert [(a.step, a.kind) for a in found] == [(150, "nonfinite")]
+
+
+def test_an_alert_found_again_after_a_reset_is_counted_once(tmp_path: Path) -> None:
+    """A file read again from the top (moved away and back, rewritten with the same rows) gives the scanner the same
+    alerts again: the session's counts and events list them once."""
+    path = tmp_path / "a" / "metrics.jsonl"
+    write_rows(path, [*app_rows(0, 60), *app_rows(60, 61, loss=math.nan)])
+    f = Follower([tmp_path])
+    f.scan()
+    (rid,) = f.stores
+    session = Session()
+    session.update(rid, f.stores[rid])
+    for _ in range(2):
+        scanner = AlertScanner(lambda: f.stores, lambda m: None)  # (a reset: the engine starts over)
+        session.add_alerts(rid, scanner.scan(rid, f.stores[rid]))
+    assert session.counts == {"E": 1} and len(session.alerts) == 1
+
+
+def test_alert_scanner_feeds_edits_resumes_and_late_rows() -> None:
+    """Rows inserted among the fed ones (one batch, out of order), merged cells, and two resumes between scans."""
+    from steptable.alerts.engine import AlertEngine
+    from steptable.app.alerting import AlertScanner
+    from steptable.ingest.parsed import Parsed
+    from steptable.ingest.store import RunStore
+
+    def loss_rows(steps: list[int], bad: int | None = None, value: float = 1.0) -> Parsed:
+        rows = [{"step": t, "loss": math.nan if t == bad else value} for t in steps]
+        return Parsed(steps=steps, rows=rows)
+
+    sc = AlertScanner(lambda: {}, lambda _: None)
+    s = RunStore("r", "/nonexistent/metrics.jsonl")
+    s.add(loss_rows(list(range(0, 40, 2))), now=math.nan)
+    assert sc.scan("r", s) == []
+    s.add(loss_rows([37, 35, 33], bad=37), now=math.nan)  # a late writer, descending; 37 is a NaN
+    assert [(a.step, a.kind) for a in sc.scan("r", s)] == [(37, "nonfinite")]
+    replay = AlertEngine()
+    assert [a.step for i in range(len(s)) for a in replay.update(s.step_at(i), {"loss": s.value(i, "loss")})] == [37]
+
+    s2 = RunStore("r2", "/nonexistent/metrics.jsonl")
+    s2.add(loss_rows(list(range(30))), now=math.nan)
+    sc.scan("r2", s2)
+    s2.add(loss_rows(list(range(20, 26)), bad=22), now=math.nan)  # resumed at 20 (NaN at 22) ...
+    s2.add(loss_rows(list(range(24, 30))), now=math.nan)  # ... and at 24, before the next scan
+    assert [(a.step, a.kind) for a in sc.scan("r2", s2)] == [(22, "nonfinite")]
+
+
+def test_the_alert_thread_survives_a_failing_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from steptable.alerts.engine import AlertEngine
+
+    update = AlertEngine.update
+
+    def boom(self: AlertEngine, step: int, row: dict[str, Any], wall_time: float | None = None) -> Any:
+        if step >= 1000:  # run "bad" only
+            raise ZeroDivisionError("detector bug")
+        return update(self, step, row, wall_time)
+
+    monkeypatch.setattr(AlertEngine, "update", boom)
+    write_rows(tmp_path / "bad" / "metrics.jsonl", [{"step": 1000 + s, "loss": 1.0} for s in range(5)])
+    write_rows(tmp_path / "good" / "metrics.jsonl", [{"step": s, "loss": 1.0} for s in range(5)])
+    write_rows(tmp_path / "good" / "metrics.jsonl", [{"step": 5, "loss": None}])  # a logged NaN: an alert
+    f = Follower([tmp_path])
+    posted: list[Any] = []
+    scanner = AlertScanner(lambda: f.stores, posted.append)
+    (bad,) = [r for r in f.scan() if "bad" in r]
+    # its next rows (the second round): the engine starts over, fails again, is not told again
+    assert scan_rounds(scanner, [set(f.stores), {bad}])
+    problems = [m.text for m in posted if isinstance(m, FeedProblem)]
+    assert len(problems) == 1 and bad in problems[0] and "ZeroDivisionError: detector bug" in problems[0]
+    assert any(isinstance(m, AlertsFound) and "good" in m.run for m in posted)
+    assert bad not in scanner._engines
+
+
+def test_the_watch_app_says_how_a_run_ended_and_alerts_a_crash(tmp_path: Path) -> None:
+    from steptable.app.alerting import AlertScanner
+    from steptable.app.messages import AlertsFound
+    from steptable.ingest import Follower
+    from tests.app.helpers import scan_rounds
+
+    with pytest.raises(RuntimeError):
+        logged_run(tmp_path / "crash", raising(RuntimeError("CUDA out of memory")), rows=12)
+    logged_run(tmp_path / "ok", None, rows=12)
+    f = Follower([tmp_path])
+    f.scan()
+    posted: list[Any] = []
+    scan_rounds(AlertScanner(lambda: f.stores, posted.append), [set(f.stores), set(f.stores)])  # again: said once
+    ends = [(m.run, a.line()) for m in posted if isinstance(m, AlertsFound) for a in m.alerts if a.kind == "ended"]
+    assert [line for _, line in ends] == ["E step 11 run ended with RuntimeError"] and "crash" in ends[0][0]
+
+
+def test_the_app_says_them_once_whether_or_not_it_saw_the_rows(tmp_path: Path) -> None:
+    from steptable.app.alerting import AlertScanner
+
+    rng = random.Random(2)
+    crashed, again = loss_rows(range(1100), rng, nan_from=1090), loss_rows(range(1000, 1150), rng)
+    # opened after the restart: the replaced rows' alert, said once
+    write_rows(tmp_path / "late" / "r" / "metrics.jsonl", crashed + again)
+    f = Follower([tmp_path / "late"], on_resume=read_replaced)
+    f.scan()
+    scanner = AlertScanner(lambda: f.stores, lambda m: None)
+    (rid,) = f.stores
+    found = scanner.scan(rid, f.stores[rid])
+    assert [(a.level, a.step, a.kind) for a in found] == [("E", 1090, "nonfinite")]
+    assert "replaced" in found[0].message and scanner.scan(rid, f.stores[rid]) == []
+    # open while the run crashed: said when the rows came, not again at the restart
+    path = tmp_path / "live" / "r" / "metrics.jsonl"
+    write_rows(path, crashed)
+    f = Follower([tmp_path / "live"], on_resume=read_replaced)
+    f.scan()
+    scanner = AlertScanner(lambda: f.stores, lambda m: None)
+    (rid,) = f.stores
+    assert [(a.step, a.kind) for a in scanner.scan(rid, f.stores[rid])] == [(1090, "nonfinite")]
+    write_rows(path, again)
+    f.scan()
+    assert scanner.scan(rid, f.stores[rid]) == []

@@ -1,7 +1,6 @@
-"""`steptable watch` over several trainers' runs: each trainer's runs get their own layout (``by_schema``, as tail
-groups them), while the arms of one experiment still share one. The tables, the legend, the chart, the diagnostics
-panel, the filter and pins follow each run's own columns; a run that comes later or changes its keys is grouped
-again, and a batch of runs is grouped once."""
+"""steptable.app.grouping: `steptable watch` over several trainers' runs: each trainer's runs get their own layout
+(``by_schema``, as tail groups them) while the arms of one experiment share one, with tables, legend, chart,
+diagnostics and pins per trainer; each run's schema is detected once."""
 
 from __future__ import annotations
 
@@ -15,6 +14,7 @@ from typing import Any
 import pytest
 
 import steptable.schemafiles.resolve
+import steptable.schemas.registry
 from steptable import Col, StepLogger
 from steptable.app.session import Session
 from steptable.app.widgets.arm import ArmPanel
@@ -23,6 +23,7 @@ from steptable.ingest import Follower
 from steptable.schemafiles.resolve import by_schema
 from steptable.schemas import layout
 from tests.app.helpers import manual_app, static_text, sync
+from tests.logger.helpers import CUSTOM_COLS, log_rows
 from tests.trainer_logs import (
     write_lightning,
     write_maxent_state,
@@ -278,3 +279,57 @@ def test_a_batch_of_runs_is_grouped_once_and_a_batch_of_rows_not_at_all(
     assert session.update_all([(rid, s, None) for rid, s in stores.items()])
     assert calls == [12] and len(session.groups) == 1
     assert not session.update_all([(rid, s, None) for rid, s in stores.items()]) and calls == [12]
+
+
+def _count(monkeypatch: pytest.MonkeyPatch, module: Any, name: str) -> list[int]:
+    calls: list[int] = []
+    real = getattr(module, name)
+
+    def counted(*args: Any, **kw: Any) -> Any:
+        calls.append(1)
+        return real(*args, **kw)
+
+    monkeypatch.setattr(module, name, counted)
+    return calls
+
+
+def test_runs_arriving_one_by_one_are_each_detected_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each run that came (or any run's keys growing) detected every run's schema again: 60 runs arriving one by
+    one, 1,830 detections (3.6 s of the app's handlers against 1.9 s before groups)."""
+    for i in range(8):
+        write_verl(tmp_path / "sweep" / f"lr{i}.jsonl", steps=4, seed=i)
+    write_tinker(tmp_path / "tinker" / "run", steps=4)
+    detected = _count(monkeypatch, steptable.schemafiles.resolve, "detect")
+    looked = _count(monkeypatch, steptable.schemafiles.resolve, "unused_files")
+    fol = Follower([tmp_path])
+    fol.scan()
+    session = Session()
+    made = 0
+    for rid in sorted(fol.stores):
+        before = [g.layout for g in session.groups]
+        session.update(rid, fol.stores[rid])
+        made += any(all(g.layout is not b for b in before) for g in session.groups)
+    assert len(detected) == 9 and [g.schema.name for g in session.groups] == ["verl", "tinker"]
+    # the steptable.toml files looked for once a layout made; not again for each arm that joins one as it is
+    assert len(looked) == made < 9
+    path = tmp_path / "sweep" / "lr0.jsonl"
+    with open(path, "a") as f:
+        f.write(json.dumps({"step": 5, "data": {"actor/new_metric": 1.0}}) + "\n")
+    fol.scan()
+    assert session.update("sweep/lr0.jsonl", fol.stores["sweep/lr0.jsonl"])  # a key more: that run only
+    assert len(detected) == 10 and "actor/new_metric" in [c.key for c in session.columns("sweep/lr0.jsonl")[0]]
+
+
+def test_runs_logged_with_different_columns_share_no_logger_s_layout(tmp_path: Path) -> None:
+    from steptable.app.session import Session
+    from steptable.ingest import Follower
+
+    log_rows(tmp_path / "a", CUSTOM_COLS, [{"step": 0, "reward/mean": 0.5, "kl": 0.01}])
+    other = [Col("step", 5, "step", "d"), Col("train/loss", 8, "loss", ".4f", "the loss")]
+    log_rows(tmp_path / "b", other, [{"step": 0, "train/loss": 0.25}])
+    fol = Follower([tmp_path])
+    fol.scan()
+    session = Session()
+    for rid in sorted(fol.stores):
+        session.update(rid, fol.stores[rid])
+    assert not session.schema().name.startswith("steplogger")  # one run's columns would mislabel the other's

@@ -1,5 +1,5 @@
-"""The watch app and users' steptable.toml files: one that cannot be used is said once, sanitized, and the runs are
-still shown; a schema named with --schema is looked for where tail looks for it."""
+"""steptable.app.watch: run_watch refuses bad paths and schema names, stops at a bad steptable.toml as tail
+does, finds a named schema in the logs' steptable.toml, and a bad file found later is a notice."""
 
 from __future__ import annotations
 
@@ -10,14 +10,31 @@ import pytest
 
 from steptable.app import run_watch
 from steptable.app import watch as app_module
-from steptable.app.messages import FeedProblem
 from steptable.app.session import Session
-from steptable.ingest.files.follow import load
-from tests.app.helpers import SIZE, make_runs, manual_app, screen_text, sync, write_rows
+from tests.app.helpers import (
+    SIZE,
+    make_runs,
+    manual_app,
+    screen_text,
+    sync,
+    write_rows,
+)
 
 pytestmark = pytest.mark.anyio
 
+
+def test_run_watch_bad_arguments(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from steptable.app import run_watch
+
+    assert run_watch([str(tmp_path / "nope")]) == 2
+    assert "no such file" in capsys.readouterr().err
+    assert run_watch([str(tmp_path)], schema="no-such-schema") == 2
+    assert "unknown schema" in capsys.readouterr().err
+
+
 BAD_TOML = '[schema]\nname = "bad name"\n'
+
+
 MINE_TOML = '[schema]\nname = "mine"\n[[columns]]\nkey = "my/loss"\nheader = "myl"\n'
 
 
@@ -70,27 +87,3 @@ def test_run_watch_finds_a_named_schema_in_the_logs_steptable_toml(
     assert run_watch([str(root)], schema="nosuch") == 2 and "unknown schema 'nosuch'" in capsys.readouterr().err
     session = Session(schema_name="mine", near=str(root))
     assert session.schema().name == "mine"
-
-
-async def test_a_feed_problem_is_sanitized(tmp_path: Path) -> None:
-    app, follower, _ = manual_app(make_runs(tmp_path, arms=("a",)))
-    async with app.run_test(size=SIZE, notifications=True) as pilot:
-        await sync(pilot, follower)
-        app.post_message(FeedProblem("follower stopped: bad \x1b]52;c;ZXZpbA==\x07name\x1b[2J"))
-        await pilot.pause()
-        texts = [str(n.message) for n in app._notifications] + [app.problem]
-        assert any("follower stopped" in t for t in texts)
-        assert not any(ch in t for t in texts for ch in "\x1b\x07")
-
-
-def test_the_session_falls_back_to_the_built_in_schema_and_says_the_file_once(tmp_path: Path) -> None:
-    """The session's fallback is the built-in schema for the run, not an empty or generic table."""
-    run_dir = tmp_path / "exp"
-    make_runs(run_dir, arms=("a",))
-    (run_dir / "steptable.toml").write_text(BAD_TOML)
-    (store,) = load(run_dir / "a" / "metrics.jsonl").values()
-    session = Session()
-    session.update("a", store)
-    assert session.schema().name == "routing" and len(session.problems) == 1
-    session.update("a", store)
-    assert len(session.problems) == 1  # said once
