@@ -5,14 +5,12 @@ from __future__ import annotations
 
 import math
 import random
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from steptable.alerts.engine import AlertConfig, AlertEngine
 from tests.alerts.helpers import diverged, fed, grad_norms, kinds, lines, noise, series, stream
-from tests.helpers import run_cli, write
 
 Row = dict[str, Any]
 
@@ -187,22 +185,6 @@ def test_a_run_that_stopped_learning_is_flat() -> None:
     assert [a.step for a in flat] == [49, 129]
     # each names where its stretch began (the alert comes flat_rows rows later)
     assert flat[1].message == "flat at 0 for 50 rows since step 80 (no learning signal?)"
-
-
-def test_a_tinyzero_entropy_collapse_is_alerted_on_actor_entropy_loss(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    # TinyZero logs the policy's entropy as actor/entropy_loss (its legend says so); a collapse there went unsaid
-    lines = [f"(main_task pid=7) step:{s} - critic/kl:0.001 - actor/entropy_loss:{0.6 if s < 80 else 0.01} - "
-             f"critic/score/mean:0.5" for s in range(1, 101)]
-    write(tmp_path / "tz" / "train.log", "\n".join(lines) + "\n")
-    _, out, _ = run_cli(["tail", str(tmp_path / "tz"), "--alerts-only"], capsys)
-    assert "actor/entropy_loss collapse" in out, out
-    # a run logging both names is watched on actor/entropy (the later verl name), once
-    eng = AlertEngine()
-    for s in range(100):
-        eng.update(s, {"actor/entropy": 0.6 if s < 80 else 0.01, "actor/entropy_loss": 0.6})
-    assert eng._bound["entropy"] == "actor/entropy"
 
 
 @pytest.mark.parametrize("seed", range(3))

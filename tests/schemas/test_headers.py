@@ -3,9 +3,6 @@ suffixes, look-alike keys (invisible characters, decompositions, blanks) told ap
 
 from __future__ import annotations
 
-import csv
-from pathlib import Path
-
 import pytest
 
 from steptable.schemas import (
@@ -14,7 +11,6 @@ from steptable.schemas import (
 )
 from steptable.schemas.headers import MAX_HEADER, clean, look, short_header
 from steptable.table.formatting import ELLIPSIS, display_width
-from tests.helpers import run_cli, write_rows
 from tests.schemas.helpers import seen, verl_validation_keys
 
 
@@ -92,16 +88,6 @@ def test_accented_headers_are_kept_apart_or_counted_by_look() -> None:
 def test_edge_blanks_do_not_tell_columns_apart_in_any_script() -> None:
     # " café" was counted while " loss" was not: only the script decided
     assert look(" loss ") == "loss" and look(" caf\u00e9") == "caf\u00e9"
-
-
-def test_csv_counts_a_name_that_differs_only_by_a_leading_space(tmp_path: Path,
-                                                              capsys: pytest.CaptureFixture[str]) -> None:
-    # "loss, loss" in the header line reads as two loss columns
-    row = {"step": 0, "loss": 1.0, " loss": 2.0, "caf\u00e9": 3, " caf\u00e9": 4}
-    write_rows(tmp_path / "r" / "metrics.jsonl", [row])
-    rc, out, _ = run_cli(["tail", str(tmp_path), "--format", "csv"], capsys)
-    header = next(csv.reader([out.splitlines()[0]]))
-    assert rc == 0 and header == ["run", "arm", "step", "loss", " loss~2", "caf\u00e9", " caf\u00e9~2"], header
 
 
 #: the reviewer's keys: seven that read "loss", two that read "café", one homoglyph (Cyrillic dze)

@@ -4,7 +4,6 @@ labels, alerts, markdown escaping, the column budget."""
 
 from __future__ import annotations
 
-import json
 import math
 import random
 import re
@@ -22,8 +21,7 @@ from steptable.alerts.engine import (
 from steptable.summary.report import _arm_tag, alerts_text, rate_text, run_label, summarize, trend_pct
 from tests.alerts.helpers import spike
 from tests.helpers import grpo_row, run_cli, store_of, write_rows
-from tests.summary.helpers import FakeRun
-from tests.trainer_logs import trainer_state
+from tests.summary.helpers import FakeRun, summary_table
 
 NOW = 1_700_100_000.0
 
@@ -33,102 +31,12 @@ def one(cols: dict[str, list[Any]], **kw: Any) -> FakeRun:
     return FakeRun("runs/grpo/metrics.jsonl", "", cols, list(range(n)), **kw)
 
 
-def table(text: str) -> dict[str, list[str]]:
-    """Row name -> its cells, of a single run's text summary."""
-    lines = text.splitlines()
-    start = next(i for i, ln in enumerate(lines) if ln.startswith("col "))
-    rows = [ln.split(" ") for ln in lines[start + 1 :] if ln and not ln.startswith("alerts")]
-    return {r[0]: r[1:] for r in rows}
-
-
-# ------------------------------------------------------------------------------------------ promoted eval keys
-
-
-def _tinker_eval(acc: float) -> dict[str, float]:
-    # what tinker-cookbook's RL test-set evaluator logs: scores, and the size of the (fixed) test set
-    return {"test/env/all/reward/total": 1.0 + acc, "test/env/all/correct": acc, "test/env/all/total_episodes": 64,
-            "test/env/all/total_turns": 64, "test/env/all/total_ob_tokens": 11987,
-            "test/env/all/turns_per_episode": 1.0, "test/env/all/ob_tokens_per_turn": 187.3, "time/run_evals": 31.5}
-
-
-def _write_tinker_stalled(d: Path) -> None:
-    rng = random.Random(7)
-    rows: list[dict[str, Any]] = []
-    for step in range(30):
-        rows.append({"step": step, "progress/batch": step, "progress/done_frac": round((step + 1) / 30, 4),
-                     "optim/lr": 4e-5, "env/all/reward/total": round(0.3 + rng.gauss(0, 0.05), 4),
-                     "optim/entropy": round(0.8 + rng.gauss(0, 0.02), 3), "time/total": round(44 + rng.gauss(0, 2), 2),
-                     **(_tinker_eval(0.25) if step == 0 else {})})  # the step-0 evaluation shares the training row
-        if step == 15:
-            rows.append({"step": step, **_tinker_eval(0.25)})  # a later evaluation row, same score
-    write_rows(d / "metrics.jsonl", rows)
-
-
-def test_eval_score_held_at_one_value_is_shown_but_eval_set_size_is_not(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    # an accuracy that did not move between evaluations is the news (training stalled); the test set's episode
-    # count, turns per episode and prompt length are the same at every evaluation by construction
-    _write_tinker_stalled(tmp_path / "run")
-    rc, out, _ = run_cli(["summary", str(tmp_path / "run")], capsys)
-    assert rc == 0, out
-    rows = table(out)
-    assert [c for name, c in rows.items() if name.endswith("correct")] == [[".25", ".25", ".25", ".25", "0"]], out
-    assert [c for name, c in rows.items() if name.startswith("test_rew")] == [["1.25", "1.25", "1.25", "1.25", "0"]]
-    assert sorted(name for name in rows if name.startswith("test")) == ["test/correct", "test_rew"], out
-
-
-def _write_trl_grpo(d: Path, steps: int = 40, every: int = 5) -> None:
-    """A TRL GRPO trainer_state.json: at evaluation the clip ratios are 0 by construction (no old policy)."""
-
-    rng = random.Random(4)
-    hist: list[dict[str, Any]] = []
-    for step in range(1, steps + 1):
-        acc = round(0.2 + 0.01 * step + rng.uniform(-0.02, 0.02), 4)
-        hist.append({"step": step, "loss": round(rng.uniform(-0.01, 0.01), 5), "reward": round(acc + 0.5, 4),
-                     "reward_std": round(0.4 + rng.uniform(-0.05, 0.05), 4), "kl": round(0.0004 * step, 6),
-                     "entropy": round(0.7 - 0.002 * step + rng.uniform(0, 0.01), 4), "learning_rate": 1e-6,
-                     "grad_norm": round(rng.uniform(0.05, 0.3), 4), "completions/mean_length": round(300 + 8 * step, 2),
-                     "completions/mean_terminated_length": round(280 + 8 * step, 2), "num_tokens": 40960.0 * step,
-                     "frac_reward_zero_std": round(0.25 + rng.uniform(-0.1, 0.1), 4), "epoch": round(step / steps, 4),
-                     "completions/clipped_ratio": round(0.1 - 0.001 * step + rng.uniform(0, 0.01), 4),
-                     "rewards/accuracy_reward/mean": acc, **{f"clip_ratio/{k}": 0.0 for k in _CLIPS}})
-        if step % every == 0:
-            hist.append({"step": step, "epoch": round(step / steps, 4), "eval_loss": round(rng.uniform(-0.01, 0.01), 5),
-                         "eval_reward": round(acc + 0.45 + rng.uniform(0, 0.05), 4),
-                         "eval_reward_std": round(0.4 + rng.uniform(-0.05, 0.05), 4),
-                         "eval_rewards/accuracy_reward/mean": round(acc + rng.uniform(0, 0.05), 4),
-                         "eval_completions/mean_length": round(300 + 8 * step, 2),
-                         "eval_completions/clipped_ratio": 0.0,
-                         "eval_kl": round(0.0004 * step, 6), "eval_entropy": round(0.7 - 0.002 * step, 4),
-                         "eval_runtime": round(12.5 + rng.uniform(0, 1), 3), "eval_samples_per_second": 10.24,
-                         **{f"eval_clip_ratio/{k}": 0.0 for k in _CLIPS}})
-    p = d / f"checkpoint-{steps}" / "trainer_state.json"
-    p.parent.mkdir(parents=True)
-    p.write_text(json.dumps(trainer_state(hist, steps, {"epoch": 1.0, "eval_steps": every})))
-
-
-_CLIPS = ("low_mean", "low_min", "high_mean", "high_max", "region_mean")
-
-
-def test_eval_bookkeeping_held_at_zero_does_not_push_out_varying_columns(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    # GRPO's evaluation clip ratios are 0 at every evaluation by construction: not a headline, so the 20 rows go to
-    # the evaluation KL and entropy and the training lengths and tokens, which move
-    _write_trl_grpo(tmp_path / "grpo")
-    rc, out, _ = run_cli(["summary", str(tmp_path / "grpo")], capsys)
-    rows = table(out)
-    assert rc == 0 and not [k for k in rows if "clip" in k and rows[k][:4] == ["0"] * 4], out
-    assert {"eval_kl", "eval_entropy", "num_tokens"} <= set(rows), out
-
-
 # ------------------------------------------------------------------------------------------------------- cells
 
 
 def test_one_row_run_shows_no_trend_as_a_dash() -> None:
     # one value has no trend: the cell says so ("-"), so the row keeps its five cells under the header
-    rows = table(summarize([one({"loss": [1.5]})], now=NOW))
+    rows = summary_table(summarize([one({"loss": [1.5]})], now=NOW))
     assert rows["loss"] == ["1.5", "1.5", "1.5", "1.5", "-"]
 
 
@@ -138,13 +46,14 @@ def test_small_rising_trend_keeps_its_sign() -> None:
     xs = [round(2.0 + 0.0008 * i + rng.gauss(0, 0.002), 5) for i in range(200)]
     t = trend_pct(xs)
     assert t is not None and 0.5 < t < 1
-    assert table(summarize([one({"vf_loss": xs})], now=NOW))["vf_loss"][-1] == "+1"
+    assert summary_table(summarize([one({"vf_loss": xs})], now=NOW))["vf_loss"][-1] == "+1"
 
 
 def test_small_learning_rate_is_positional_with_three_digits() -> None:
     # 1e-5 <= |x| < 1e-3 is written positionally, 3 significant digits: .000771, not 7.71e-4 nor .00077123
     lr = [7.7123e-4 - 1e-6 * i for i in range(10)]
-    assert table(summarize([one({"lr": lr})], now=NOW))["lr"][:4] == [".000771", ".000762", ".000762", ".000771"]
+    cells = summary_table(summarize([one({"lr": lr})], now=NOW))["lr"][:4]
+    assert cells == [".000771", ".000762", ".000762", ".000771"]
 
 
 def test_aligned_small_numbers_take_two_positional_digits_where_they_fit() -> None:
@@ -158,14 +67,14 @@ def test_aligned_small_numbers_take_two_positional_digits_where_they_fit() -> No
 def test_a_text_cell_is_one_word_whatever_blanks_it_holds() -> None:
     # the summary's cells are split on whitespace by the agents that read it: "roll out" would be two cells
     cols = {"loss": [1.0, 2.0], "phase": ["roll out", "eval\u00a0 pass\u3000"]}
-    rows = table(summarize([one(cols)], now=NOW, columns=["loss", "phase"]))
+    rows = summary_table(summarize([one(cols)], now=NOW, columns=["loss", "phase"]))
     assert rows["phase"] == ["roll_out", "eval__pass", "-", "-", "-"]
 
 
 def test_text_column_first_and_last_values_are_cut_to_twelve_columns() -> None:
     # a status string asked for by name shows its first and last values, cut to 12 columns with an ellipsis
     cols = {"loss": [1.0, 2.0, 3.0, 4.0], "status": [None, "warmup", "training", "checkpointing-shard-7"]}
-    rows = table(summarize([one(cols)], now=NOW, columns=["loss", "status"]))
+    rows = summary_table(summarize([one(cols)], now=NOW, columns=["loss", "status"]))
     assert rows["status"] == ["warmup", "checkpointi…", "-", "-", "-"]
 
 
@@ -173,11 +82,11 @@ def test_default_budget_is_twenty_key_columns(capsys: pytest.CaptureFixture[str]
     # summarize() called as a library gives the same 20 rows as the CLI's default --max-columns
     rng = random.Random(3)
     cols = {f"env/metric_{k:02d}": [rng.gauss(k, 1) for _ in range(50)] for k in range(30)}
-    assert len(table(summarize([one(cols)], now=NOW))) == 20
+    assert len(summary_table(summarize([one(cols)], now=NOW))) == 20
     write_rows(tmp_path / "metrics.jsonl", [{"step": i, **{k: v[i] for k, v in cols.items()}} for i in range(50)])
     rc, out, _ = run_cli(["summary", str(tmp_path)], capsys)
     assert rc == 0, out
-    assert len(table(out)) == 20
+    assert len(summary_table(out)) == 20
 
 
 # ------------------------------------------------------------------------------------------------------ header

@@ -1,18 +1,17 @@
-"""A new user's first commands: paths behind a directory they may not enter, a stdout that is not UTF-8, a broken
-pipe after a usage error, what the sdist carries."""
+"""The paths a command is given: missing, unreachable, behind a directory one may not enter, dangling links, and a file
+named beside its directory; the good paths are still read and the status says what went wrong."""
 
 from __future__ import annotations
 
 import errno
-import io
 import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from steptable.ingest.files.discover import discover
+from tests.cli.helpers import block_titles
 from tests.helpers import run_cli, write_rows
 
 
@@ -51,40 +50,6 @@ def test_an_unreachable_path_beside_a_good_one(
     assert rc == 2 and "steps 0-2" in out and "Permission denied" in err and "no such path" not in err, (out, err)
 
 
-class _LeftReader(io.StringIO):
-    """A stdout whose reader left (``| head -1``) after the first write."""
-
-    def write(self, s: str) -> int:
-        if self.getvalue():
-            raise BrokenPipeError(errno.EPIPE, "Broken pipe")
-        return super().write(s)
-
-
-def test_a_broken_pipe_keeps_the_status_of_a_columns_typo(tmp_path: Path) -> None:
-    # `tail --columns 'zz*' | head -1` exited 0: a `set -o pipefail` script missed the typo (2 without the pipe)
-    from steptable.cli.main import _parser
-    from steptable.cli.tail import run as run_tail
-
-    write_rows(tmp_path / "r" / "metrics.jsonl", [{"step": i, "loss": 1.0} for i in range(50)])
-    args = _parser().parse_args(["tail", str(tmp_path), "--columns", "zz*", "-n", "50"])
-    err = io.StringIO()
-    assert run_tail(args, _LeftReader(), err) == 2
-    assert "matches no column" in err.getvalue()
-    args = _parser().parse_args(["tail", str(tmp_path), "-n", "50"])
-    assert run_tail(args, _LeftReader(), io.StringIO()) == 0  # the reader leaving is no error in itself
-
-
-@pytest.mark.parametrize("encoding", ["cp1252", "ascii"])
-def test_a_stdout_that_is_not_utf8_gets_question_marks_not_a_traceback(tmp_path: Path, encoding: str) -> None:
-    # a Windows redirect (cp1252), PYTHONIOENCODING=ascii: the title's box characters raised UnicodeEncodeError
-    for arm in ("a", "b"):
-        write_rows(tmp_path / arm / "metrics.jsonl", [{"step": i, "loss": 1.0} for i in range(3)])
-    env = {**os.environ, "PYTHONIOENCODING": encoding}
-    got = subprocess.run([sys.executable, "-m", "steptable", "tail", str(tmp_path)], capture_output=True, env=env)
-    assert got.returncode == 0 and b"Traceback" not in got.stderr, got.stderr
-    assert b"?? a " in got.stdout and b"loss" in got.stdout, got.stdout
-
-
 def test_a_dangling_link_beside_a_good_path_is_a_missing_path(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -94,3 +59,43 @@ def test_a_dangling_link_beside_a_good_path_is_a_missing_path(
     for cmd in (["tail", "--alerts-only"], ["summary"]):
         rc, _, err = run_cli([*cmd, str(tmp_path / "good"), str(tmp_path / "latest")], capsys)
         assert rc == 2 and "no such path" in err, (cmd, err)
+
+
+@pytest.mark.parametrize(
+    ("argv", "shown"),
+    [(["tail"], "1.5"), (["tail", "--alerts-only"], ""), (["summary"], "steps 0-2"), (["legend"], "reward")],
+)
+def test_a_missing_path_beside_a_good_one_is_named_and_fails(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], shown: str
+) -> None:
+    write_rows(tmp_path / "good" / "metrics.jsonl", [{"step": s, "reward": 1.5} for s in range(3)])
+    typo = tmp_path / "typo"
+    rc, out, err = run_cli([*argv, str(tmp_path / "good"), str(typo)], capsys)
+    assert rc == 2  # a CI gate over armA and a mistyped armB must not pass as "no alerts"
+    assert f"no such path: {typo}" in err
+    assert shown in out  # what the good path gives is still printed
+
+
+def test_all_paths_there_is_still_a_success(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    write_rows(tmp_path / "a" / "metrics.jsonl", [{"step": 0, "reward": 1.0}])
+    write_rows(tmp_path / "b" / "metrics.jsonl", [{"step": 0, "reward": 1.0}])
+    rc, _, err = run_cli(["tail", "--alerts-only", str(tmp_path / "a"), str(tmp_path / "b")], capsys)
+    assert rc == 0 and err == ""
+
+
+def test_a_file_named_beside_a_directory_is_named_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    write_rows(Path("odd/a/metrics.jsonl"), [{"step": 0, "loss": 1.0}])
+    Path("odd/b").mkdir()
+    Path("odd/b/results.csv").write_text("step,loss\n0,1\n1,0.5\n", encoding="utf-8")
+    assert sorted(c.run_id for c in discover(["odd", "odd/b/results.csv"])) == ["odd/a/metrics.jsonl",
+                                                                                "odd/b/results.csv"]
+    _, out, _ = run_cli(["tail", "-n", "1", "odd", "odd/b/results.csv"], capsys)
+    assert "── results (odd/b/results.csv)" in block_titles(out), out
+
+
+def test_alerts_only_on_a_missing_path_is_an_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rc, _, err = run_cli(["tail", "--alerts-only", str(tmp_path / "typo")], capsys)
+    assert rc == 2 and "no such path" in err

@@ -1,5 +1,5 @@
-"""User schemas (steptable.toml): hide and drop over declared columns, reserved headers and names, a file that applies
-to none of its runs, a user's generic, one build per file, fmt widths and blank headers."""
+"""steptable.toml end to end: files above a path or below it, named schemas, aliases, hide globs and rules, a file
+that applies to none of its runs said once, a user's generic schema, formats without a width."""
 
 from __future__ import annotations
 
@@ -10,18 +10,80 @@ import pytest
 from steptable import Col, StepLogger
 from steptable.ingest import load
 from steptable.schemafiles.resolve import detect, get_schema, load_schema_file
-from steptable.schemas import SCHEMAS, layout
+from steptable.schemas import (
+    SCHEMAS,
+    layout,
+)
 from tests.helpers import plain_run, run_cli, write, write_rows
-from tests.trainer_logs import write_verl
+from tests.trainer_logs import (
+    write_verl,
+)
 
 pytestmark = pytest.mark.usefixtures("xdg")  # (no user's schema directory leaks in)
+
+
+def test_a_file_above_a_relative_path_and_a_named_schema_near_any_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`cd logs/run1; steptable tail .` ignored logs/steptable.toml ("." has no parents); `--schema NAME` was looked
+    for beside the first path only, and `legend --schema NAME` without a path nowhere but the user's directory."""
+
+    write_verl(tmp_path / "a" / "logs" / "run1" / "grpo.jsonl")
+    write_verl(tmp_path / "other" / "grpo.jsonl")
+    write(tmp_path / "a" / "logs" / "steptable.toml", """
+        [schema]
+        name = "mine"
+        extends = "verl"
+
+        [[columns]]
+        key = "actor/entropy"
+        header = "ENT"
+        width = 6
+    """)
+    monkeypatch.chdir(tmp_path / "a" / "logs" / "run1")
+    rc, out, _ = run_cli(["tail", ".", "-n", "2"], capsys)
+    assert rc == 0 and "ENT" in out.splitlines()[0]
+    rc, out, _ = run_cli(["tail", ".", "--schema", "mine", "-n", "2"], capsys)
+    assert rc == 0 and "ENT" in out
+    monkeypatch.chdir(tmp_path / "a" / "logs")
+    rc, out, _ = run_cli(["legend", "--schema", "mine"], capsys)
+    assert rc == 0 and "ENT" in out
+    monkeypatch.chdir(tmp_path)
+    rc, out, err = run_cli(["tail", "other", "a/logs", "--schema", "mine", "-n", "1"], capsys)
+    assert rc == 0 and "ENT" in out, err
+
+
+def test_summary_names_a_column_logged_under_an_alias_by_its_header(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """key = "reward", aliases = ["rew_score"], header = "R": tail said R, summary's row said rew_score, and
+    `summary --columns R` matched nothing."""
+    from tests.helpers import write_rows
+
+    write_rows(tmp_path / "run" / "metrics.jsonl", [{"step": s, "rew_score": 0.1 * s, "loss": 1.0 / (s + 1)}
+                                                    for s in range(6)])
+    write(tmp_path / "steptable.toml", """
+        [schema]
+        name = "mine"
+
+        [match]
+        keys = ["rew_score"]
+
+        [[columns]]
+        key = "reward"
+        aliases = ["rew_score"]
+        header = "R"
+        width = 5
+    """)
+    rc, out, _ = run_cli(["summary", str(tmp_path)], capsys)
+    assert rc == 0 and any(line.startswith("R ") for line in out.splitlines()), out
+    rc, out, err = run_cli(["summary", str(tmp_path), "--columns", "R"], capsys)
+    assert rc == 0 and "matches no column" not in err and any(line.startswith("R ") for line in out.splitlines())
 
 
 def header_of(out: str) -> list[str]:
     return out.splitlines()[0].split()
 
-
-# ------------------------------------------------------------------------------------------ 1. hide and drop
 
 HIDE_DROP = """
     [schema]
@@ -126,9 +188,6 @@ def test_a_file_beside_steplogger_runs_is_for_schema_and_not_said(tmp_path: Path
     assert rc == 0 and "R" in header_of(out)
 
 
-# -------------------------------------------------------------------------------------------- 5. generic
-
-
 def test_a_users_generic_is_the_fallback(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """name = "generic" took the built-in's match (it scores nothing) and detection fell back to the built-in."""
     write_rows(tmp_path / "logs" / "r" / "metrics.jsonl", [{"step": s, "foo": s / 10, "bar": 1 / (s + 1)}
@@ -148,9 +207,6 @@ def test_a_users_generic_is_the_fallback(tmp_path: Path, capsys: pytest.CaptureF
     assert detect(tmp_path / "elsewhere.jsonl", ["step", "foo"]).source == "built-in"
     rc, out, _ = run_cli(["tail", str(tmp_path / "logs" / "r"), "-n", "1"], capsys)
     assert rc == 0 and header_of(out)[:2] == ["step", "FOO"], out
-
-
-# ---------------------------------------------------------------------------------------------- 7. fmt width
 
 
 def test_a_fmt_without_a_width_gets_room_for_its_text(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -228,8 +284,6 @@ def test_hiding_reaches_through_a_rule_and_a_schema_that_extends_another(tmp_pat
     rc, out, _ = run_cli(["tail", str(tmp_path / "b"), "--width", "0", "-n", "1"], capsys)
     assert rc == 0 and not {"t_step", "t_gen"} & set(header_of(out)), header_of(out)
 
-
-# ------------------------------------------------------------------------------------------ --schema NAME below a path
 
 BELOW = """
     [schema]
