@@ -118,7 +118,7 @@ def write_retrain(
     """``dir/logs/train/{metrics.jsonl, emergence/steps.jsonl, emergence/generations.jsonl}``.
 
     resume_at       the restarted run re-logs steps resume_at.. (default: steps - 2; pass steps for no resume)
-    legacy_entropy  write only the ``*_entropy_*`` names (runs from before the surprisal names)
+    legacy_entropy  write only the ``*_entropy_*`` names (as runs without the surprisal names do)
     """
     rng = random.Random(seed)
     log_dir = Path(dir) / "logs" / "train"

@@ -11,16 +11,11 @@ from typing import Any
 
 import pytest
 
-from steptable.alerts.engine import (
-    AlertConfig,
-    scan,
-)
+from steptable.alerts.engine import AlertConfig, scan
 from steptable.alerts.replaced import read_replaced, replaced_alerts
 from steptable.ingest import Follower, RunStore
 from tests.alerts.helpers import clocked_rows, loss_rows
 from tests.helpers import grpo_row, store_of, write_rows
-
-# --- the rows a resume replaces ---------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(("spike_at", "said"), [(1000, True), (999, False)])

@@ -20,13 +20,7 @@ from steptable.app.messages import AlertsFound, FeedProblem
 from steptable.app.session import Session
 from steptable.ingest import Follower, Parsed
 from tests.alerts.helpers import loss_rows, reward_rows, write_finished_run
-from tests.app.helpers import (
-    app_rows,
-    manual_app,
-    scan_rounds,
-    sync,
-    write_rows,
-)
+from tests.app.helpers import app_rows, manual_app, scan_rounds, sync, write_rows
 from tests.helpers import spy_whole_copies
 from tests.logger.helpers import logged_run, raising
 
@@ -60,8 +54,8 @@ def _scan(root: Path, scans: int = 1) -> tuple[Session, list[str]]:
 
 
 def test_a_crash_is_the_newest_event_after_the_rows_alerts(tmp_path: Path) -> None:
-    """The end alert was posted before the rows' alerts of the same scan: the status bar's newest three were the
-    NaNs, and the crash hid behind them."""
+    """The end alert comes after the rows' alerts of the same scan: the crash is the status bar's newest event,
+    not hidden behind the NaNs."""
     _crashed_run(tmp_path / "crash")
     session, lines = _scan(tmp_path)
     assert lines[-1] == "E step 39 run ended with RuntimeError" and len(lines) == 3
@@ -87,8 +81,8 @@ def test_a_run_closed_after_its_rows_were_scanned_is_told_once(tmp_path: Path) -
 
 @pytest.mark.anyio
 async def test_a_resumed_run_that_dies_again_at_the_same_step_is_told_again(tmp_path: Path) -> None:
-    """Resumed from step 3, the run died at step 4 again, of the same exception: the app's alert said the first
-    crash, and the count stayed 1."""
+    """Resumed from step 3, the run dies at step 4 again, of the same exception: the app says the second crash
+    too, and counts 2."""
     run = tmp_path / "crash"
 
     def crash(steps: range) -> None:

@@ -9,12 +9,7 @@ import pytest
 
 from steptable.app.screens.prompt import PromptScreen
 from steptable.app.widgets.grid import StepGrid
-from tests.app.helpers import (
-    SIZE,
-    make_runs,
-    manual_app,
-    sync,
-)
+from tests.app.helpers import SIZE, make_runs, manual_app, sync
 
 pytestmark = pytest.mark.anyio
 
@@ -51,7 +46,7 @@ async def test_quit_key(tmp_path: Path) -> None:
 @pytest.mark.parametrize("where", ["jump", "theme"])
 async def test_typed_text_in_notifications_is_never_markup(tmp_path: Path, where: str) -> None:
     """A Jump answer or a --theme name that looks like markup: a plain warning, no crash (an unbalanced closing
-    tag raised MarkupError) and no live action link (``[@click=app.quit]`` quit the app when clicked)."""
+    tag would raise MarkupError) and no live action link (``[@click=app.quit]`` would quit the app when clicked)."""
     theme = "[/x][@click=app.quit]t" if where == "theme" else None
     app, follower, _ = manual_app(make_runs(tmp_path, arms=("solo",)), theme=theme)
     async with app.run_test(size=SIZE, notifications=True) as pilot:
@@ -69,7 +64,7 @@ async def test_typed_text_in_notifications_is_never_markup(tmp_path: Path, where
 
 @pytest.mark.parametrize("over_prompt", [False, True])
 async def test_ctrl_c_quits_the_app(tmp_path: Path, over_prompt: bool) -> None:
-    """^C showed a toast "Press ctrl+q to quit the app" and a second ^C did nothing (also over a prompt's input)."""
+    """^C quits the app (also over a prompt's input), not a toast "Press ctrl+q to quit the app"."""
     app, follower, _ = manual_app(make_runs(tmp_path))
     async with app.run_test(size=SIZE) as pilot:
         await sync(pilot, follower)
@@ -83,7 +78,7 @@ async def test_ctrl_c_quits_the_app(tmp_path: Path, over_prompt: bool) -> None:
 
 
 async def test_palette_names_keys_as_the_footer_does(tmp_path: Path) -> None:
-    """The palette said "Jump / key colon,g"."""
+    """The palette names keys as the footer does (":", not "colon,g")."""
     app, follower, _ = manual_app(make_runs(tmp_path))
     async with app.run_test(size=SIZE) as pilot:
         await sync(pilot, follower)

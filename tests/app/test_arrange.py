@@ -10,13 +10,7 @@ from typing import Any
 import pytest
 
 from steptable.app.widgets.arm import ArmPanel
-from tests.app.helpers import (
-    SIZE,
-    make_runs,
-    manual_app,
-    screen_text,
-    sync,
-)
+from tests.app.helpers import SIZE, make_runs, manual_app, screen_text, sync
 
 pytestmark = pytest.mark.anyio
 
@@ -48,8 +42,8 @@ async def test_toggle_arms_and_layout(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("stacked", [True, False])
 async def test_many_arms_keep_a_readable_size_and_scroll(tmp_path: Path, stacked: bool) -> None:
-    """More arms than fit: each arm keeps a readable size and the box scrolls to any of them (every arm grew to the
-    whole box, so only the first was ever seen)."""
+    """More arms than fit: each arm keeps a readable size and the box scrolls to any of them (an arm the size of
+    the whole box would leave only the first ever seen)."""
     arms = [f"arm{i:02d}" for i in range(12)]
     app, follower, _ = manual_app(make_runs(tmp_path, steps=20, arms=arms), stacked=stacked)
     async with app.run_test(size=(80, 24)) as pilot:
@@ -97,8 +91,8 @@ def _last_rows_shown(app: Any) -> int:
                                                     (("vanilla", "routeA", "absorb"), (80, 24), "dc")])
 async def test_open_panels_leave_every_arm_table_rows(tmp_path: Path, arms: tuple[str, ...], size: tuple[int, int],
                                                       keys: str) -> None:
-    """Each panel took up to 14 lines: at 60x15 the diagnostics hid every row of the table, at 80x24 with both
-    panels open only the first of three stacked arms could be seen."""
+    """Open panels leave every arm's table rows: a panel of 14 lines would hide every row at 60x15, and at 80x24
+    with both panels open would leave only the first of three stacked arms."""
     root = make_runs(tmp_path, arms=arms)
     app, follower, _ = manual_app(root)
     async with app.run_test(size=size) as pilot:

@@ -10,11 +10,7 @@ import pytest
 
 from steptable.app import demo as app_demo
 from steptable.app.widgets.panels import ChartPanel
-from tests.app.helpers import (
-    SIZE,
-    manual_app,
-    sync,
-)
+from tests.app.helpers import SIZE, manual_app, sync
 
 pytestmark = pytest.mark.anyio
 

@@ -17,17 +17,7 @@ from steptable.app.messages import AlertsFound, FeedProblem, RunsChanged
 from steptable.app.widgets.arm import ArmPanel
 from steptable.app.widgets.grid import StepGrid
 from steptable.ingest import Follower
-from tests.app.helpers import (
-    SIZE,
-    T0,
-    ManualFollower,
-    append,
-    make_runs,
-    row,
-    screen_text,
-    static_text,
-    sync,
-)
+from tests.app.helpers import SIZE, T0, ManualFollower, append, make_runs, row, screen_text, static_text, sync
 
 pytestmark = pytest.mark.anyio
 
@@ -76,8 +66,8 @@ async def test_live_follower_thread(tmp_path: Path) -> None:
 
 
 def test_previews_only_for_what_the_follower_will_show(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A big dataset JSONL and a big server log beside a run are not previewed as runs (they stayed "loading"
-    forever and lent their keys to the real run's layout), and a big file that cannot be read is passed over."""
+    """A big dataset JSONL and a big server log beside a run are not previewed as runs (they would stay "loading"
+    and lend their keys to the real run's layout), and a big file that cannot be read is passed over."""
     import steptable.ingest as ingest
     from steptable.app.feed import Feed
 

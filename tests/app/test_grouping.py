@@ -62,8 +62,8 @@ def _trl_and_maxent(root: Path) -> None:
 
 
 def test_a_trl_run_and_a_maxent_run_each_get_their_trainers_columns(tmp_path: Path) -> None:
-    """Both panels had the TRL run's ['step','loss','reward','kl','gnorm','lr'] and the MaxEnt run's rows were all
-    None (its keys are train/loss, train/reward, ...): the first run's schema laid out the whole session."""
+    """Each run gets its own trainer's columns, not the first run's schema for the whole session (the MaxEnt run,
+    whose keys are train/loss, train/reward, ..., would read all None under TRL's columns)."""
     _trl_and_maxent(tmp_path)
     session, stores = _session(tmp_path)
     assert [(s.name, len(g)) for s, g in by_schema(list(stores.values()))] == [("trl", 1), ("maxent-grpo", 1)]
@@ -106,7 +106,8 @@ def _panel(app: Any, word: str) -> ArmPanel:
 
 @pytest.mark.anyio
 async def test_verl_and_tinker_tables_chart_legend_and_filter_each_follow_their_trainer(tmp_path: Path) -> None:
-    """The tinker panel showed verl's columns and the chart said "min nan max nan" for it."""
+    """The tinker panel shows tinker's columns, not verl's, and its chart reads its values (not "min nan max
+    nan")."""
     _verl_and_tinker(tmp_path)
     async with _running(tmp_path) as (app, pilot, _):
         verl, tinker = _panel(app, "verl"), _panel(app, "tinker")
@@ -294,8 +295,8 @@ def _count(monkeypatch: pytest.MonkeyPatch, module: Any, name: str) -> list[int]
 
 
 def test_runs_arriving_one_by_one_are_each_detected_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Each run that came (or any run's keys growing) detected every run's schema again: 60 runs arriving one by
-    one, 1,830 detections (3.6 s of the app's handlers against 1.9 s before groups)."""
+    """Each run's schema is detected once as runs arrive one by one (or any run's keys grow), not every run's
+    again each time (60 runs would cost 1,830 detections)."""
     for i in range(8):
         write_verl(tmp_path / "sweep" / f"lr{i}.jsonl", steps=4, seed=i)
     write_tinker(tmp_path / "tinker" / "run", steps=4)

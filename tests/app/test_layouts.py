@@ -11,11 +11,7 @@ from steptable.app.layouts import Layouts
 from steptable.ingest.files.follow import load
 from steptable.schemafiles.resolve import get_schema
 from steptable.schemas import layout
-from tests.app.helpers import (
-    keyed_stores,
-    session_counting_measures,
-    write_rows,
-)
+from tests.app.helpers import keyed_stores, session_counting_measures, write_rows
 
 
 def test_layouts_first_layout_is_schemas_layout(tmp_path: Path) -> None:

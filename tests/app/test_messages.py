@@ -7,19 +7,14 @@ from pathlib import Path
 import pytest
 
 from steptable.app.messages import FeedProblem
-from tests.app.helpers import (
-    SIZE,
-    make_runs,
-    manual_app,
-    sync,
-)
+from tests.app.helpers import SIZE, make_runs, manual_app, sync
 
 pytestmark = pytest.mark.anyio
 
 
 async def test_one_runs_failure_is_a_notice_not_the_status_line_for_good(tmp_path: Path) -> None:
-    """A per-run failure (a reader's internal error, an alert scan) is told once as a notice; before, it took the
-    status line's note for the rest of the session (the feed's own note never showed again)."""
+    """A per-run failure (a reader's internal error, an alert scan) is told once as a notice, and does not take
+    the status line's note for the rest of the session (the feed's own note shows again)."""
     app, follower, _ = manual_app(make_runs(tmp_path, arms=("solo",)))
     async with app.run_test() as pilot:
         await sync(pilot, follower)

@@ -87,8 +87,8 @@ def test_display_order_and_filter() -> None:
 
 
 def test_summary_of_a_numeric_column_matches_the_general_path() -> None:
-    """The array path (C loops; a chart of 200k rows blocked the UI for a second a column) gives what the
-    per-value path gives, non-finite values and appended rows included."""
+    """The array path (C loops: a chart of 200k rows value by value would block the UI for a second a column)
+    gives what the per-value path gives, non-finite values and appended rows included."""
     import random
     from array import array
 
@@ -151,7 +151,7 @@ def test_finite_matches_to_float_on_any_mix(values: list[Any]) -> None:
 
 
 def _reference_downsample(values: list[Any], buckets: int, per_bucket: int = 16) -> list[float]:
-    """The sparkline's values as they were computed value by value."""
+    """The sparkline's values computed value by value."""
     n = len(values)
     if n <= buckets:
         return [to_float(v) for v in values]
@@ -166,7 +166,7 @@ def _reference_downsample(values: list[Any], buckets: int, per_bucket: int = 16)
 
 def test_summary_and_downsample_of_pairs_take_no_call_per_row(monkeypatch: Any) -> None:
     """A column of (n, d) pairs with gaps: the same min / max / last and sparkline as value by value, with to_float
-    called only for the newest value (``last``), not once per row (~0.4 s on a 200k-row column)."""
+    called only for the newest value (``last``), not once per row."""
     values: list[Any] = [None if s % 7 == 3 else [(s * 7) % 9, 16] for s in range(5000)]
     values[100] = [1, 0]  # n / 0: nan, left out
     expect = _reference_finite(values)

@@ -15,13 +15,7 @@ from steptable import Col, StepLogger
 from steptable.alerts.engine import Alert
 from steptable.app.session import Session
 from steptable.ingest import Follower, Parsed, RunStore, load
-from tests.app.helpers import (
-    app_rows,
-    make_runs,
-    row,
-    session_counting_measures,
-    write_rows,
-)
+from tests.app.helpers import app_rows, make_runs, row, session_counting_measures, write_rows
 from tests.helpers import age, plain_run, spy_whole_copies, write
 from tests.trainer_logs import write_clockless_verl
 
@@ -54,7 +48,8 @@ def test_the_filter_reaches_columns_the_layout_keeps_out(tmp_path: Path) -> None
 
 
 def test_the_filter_measures_only_the_keys_it_names(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A sweep's filter froze the app for 12 s: every key of every run was measured, then filtered."""
+    """A sweep's filter measures only the keys it names, not every key of every run before filtering (which
+    would freeze the app)."""
     _, session, measured = session_counting_measures(tmp_path, monkeypatch)
     session.pattern = "nomatch"
     assert [c.key for c in session.columns()[0]] == ["step"]
@@ -86,8 +81,8 @@ def test_a_column_pinned_under_a_filter_stays_after_it(tmp_path: Path) -> None:
 
 
 def test_a_new_key_goes_after_the_columns_shown(tmp_path: Path) -> None:
-    """Ranked keys were sorted again with every new key: one more informative than the ones shown (``kl``) landed
-    between them and pushed them sideways."""
+    """A new key goes after the columns shown, even one more informative than they are (``kl``): the ranked keys
+    are not sorted again, which would push the shown columns sideways."""
     def rows(keys: dict[str, Any], n: int) -> list[dict[str, Any]]:
         return [{"step": s, **{k: (f(s) if callable(f) else f) for k, f in keys.items()}} for s in range(n)]
 

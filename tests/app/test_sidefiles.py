@@ -10,11 +10,7 @@ from pathlib import Path
 import pytest
 
 from steptable.app.sidefiles import build_index, side_paths
-from tests.app.helpers import (
-    HOSTILE,
-    write_generations,
-    write_side_file,
-)
+from tests.app.helpers import HOSTILE, write_generations, write_side_file
 
 pytestmark = pytest.mark.anyio
 

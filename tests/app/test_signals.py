@@ -41,8 +41,8 @@ def test_quit_on_signals_sets_and_puts_back_the_handlers() -> None:
 
 @pytest.mark.parametrize("name", ["SIGTERM", "SIGHUP"])
 async def test_a_signal_ends_the_running_app_as_q_does(tmp_path: Path, name: str) -> None:
-    """The default action killed the process where it stood: the terminal stayed in the alternate screen with mouse
-    tracking on and the cursor hidden. Now the app's own exit runs (its driver puts the terminal back)."""
+    """The app's own exit runs (its driver puts the terminal back), not the default action, which kills the
+    process where it stands and leaves the terminal in the alternate screen with mouse tracking on and no cursor."""
     from steptable.app.signals import quit_on_signals
 
     if not hasattr(signal, name):
@@ -73,8 +73,8 @@ def test_term_ends_watch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
 
 
 def test_a_term_before_the_demo_app_is_up_ends_through_the_cleanup() -> None:
-    """A TERM in the second before the demo's app was up killed the process where it stood: the temporary
-    directory stayed behind. Now it ends through SystemExit (the callers' finally blocks run), handlers put back."""
+    """A TERM in the second before the demo's app is up ends it through SystemExit (the callers' finally blocks
+    run, the temporary directory goes), the handlers put back."""
     from steptable.app.signals import end_on_signals
 
     before = signal.getsignal(signal.SIGTERM)

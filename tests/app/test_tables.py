@@ -12,11 +12,7 @@ import pytest
 from steptable.app.widgets.arm import ArmPanel
 from steptable.app.widgets.grid import StepGrid
 from steptable.app.widgets.panels import ChartPanel
-from tests.app.helpers import (
-    make_runs,
-    manual_app,
-    sync,
-)
+from tests.app.helpers import make_runs, manual_app, sync
 from tests.trainer_logs import write_tinker, write_verl
 
 pytestmark = pytest.mark.anyio
@@ -62,8 +58,8 @@ def _first_and_other(app: Any) -> tuple[ArmPanel, ArmPanel]:
 
 @pytest.mark.anyio
 async def test_p_and_the_chart_take_the_focused_tables_lit_column(tmp_path: Path) -> None:
-    """Focused, the verl table lit its critic/score/mean, but p pinned tinker's progress/done_frac (the column
-    picked last, in the other table) and the chart showed the tinker run."""
+    """p pins and the chart plots the focused table's lit column (the verl table's critic/score/mean), not the
+    column picked last in the other table (tinker's progress/done_frac)."""
     app, follower = _two_trainers(tmp_path)
     async with app.run_test(size=WIDE_SIZE) as pilot:
         await sync(pilot, follower)
@@ -86,7 +82,7 @@ async def test_p_and_the_chart_take_the_focused_tables_lit_column(tmp_path: Path
 async def test_hiding_the_arms_with_the_picked_column_moves_it_to_a_visible_table(
     tmp_path: Path, in_legend: bool
 ) -> None:
-    """The tinker arm hidden, the chart said "pick a column" and showed no run beside the verl table's lit one
+    """With the tinker arm hidden, the picked column is the verl table's lit one, charted (not "pick a column")
     (``in_legend``: the focus in the legend, not in the table hidden, so it stays there)."""
     app, follower = _two_trainers(tmp_path)
     async with app.run_test(size=WIDE_SIZE) as pilot:

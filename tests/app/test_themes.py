@@ -8,12 +8,7 @@ from pathlib import Path
 import pytest
 
 from steptable.app.themes import DEFAULT_THEME, load_themes, parse_theme, theme_dirs
-from tests.app.helpers import (
-    SIZE,
-    make_runs,
-    manual_app,
-    sync,
-)
+from tests.app.helpers import SIZE, make_runs, manual_app, sync
 
 pytestmark = pytest.mark.anyio
 

@@ -8,13 +8,7 @@ from pathlib import Path
 import pytest
 
 from steptable.app.widgets.arm import ArmPanel
-from tests.app.helpers import (
-    make_runs,
-    manual_app,
-    row,
-    sync,
-    write_generations,
-)
+from tests.app.helpers import make_runs, manual_app, row, sync, write_generations
 
 pytestmark = pytest.mark.anyio
 

@@ -48,9 +48,6 @@ def emit(follower: Any, tail: Any) -> None:
     tail.emit(follower)
 
 
-# --- summary ------------------------------------------------------------------------------------------------------
-
-
 def run_summary(root: Path, capsys: pytest.CaptureFixture[str], *more: str) -> str:
     """``steptable summary ROOT MORE...`` in this process: its stdout (the status must be 0)."""
     rc, out, err = run_cli(["summary", str(root), *more], capsys)

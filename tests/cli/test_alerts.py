@@ -143,7 +143,7 @@ def test_a_stall_still_going_on_is_an_alert_in_one_shot_reads(
 
 
 def test_alerts_only_over_runs_one_of_which_never_got_a_row(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """A CI gate over a sweep where one trainer died before its first row: 0 and silence before."""
+    """A CI gate over a sweep where one trainer died before its first row says so (not 0 and silence)."""
     (tmp_path / "dead").mkdir()
     (tmp_path / "dead" / "metrics.jsonl").write_bytes(b"")
     write_rows(tmp_path / "ok" / "metrics.jsonl", [{"step": s, "loss": 0.5} for s in range(3)])
@@ -157,7 +157,7 @@ def test_alerts_only_over_runs_one_of_which_never_got_a_row(tmp_path: Path, caps
 
 def test_alerts_only_does_not_call_a_resumed_run_stalled(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A job that died after step 150 and was relaunched from the step-100 checkpoint 5 minutes later: tail
-    --alerts-only said "stalled: no row for 30.5m" at step 99 (summary and the app, rightly, said nothing)."""
+    --alerts-only, like summary and the app, says no "stalled: no row for 30.5m" at step 99."""
     import time
 
     t0 = time.time() - (30 * 150 + 300 + 30 * 99) - 5  # the last row 5 s ago: a live run, not a stalled one

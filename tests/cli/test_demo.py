@@ -19,8 +19,8 @@ from tests.helpers import run_cli
 
 def test_term_ends_the_demo_with_its_directory_removed(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
-    """`timeout steptable demo`, tmux kill-pane: the temporary directory stayed behind; after q the last line said
-    the files "named above" were gone where the app named none."""
+    """`timeout steptable demo`, tmux kill-pane: the temporary directory is removed; the last line after q does
+    not speak of files "named above" where the app named none."""
     import tempfile
 
     from steptable.cli import main as cli
@@ -69,7 +69,7 @@ def test_a_hang_up_ends_the_demo_with_status_0(tmp_path: Path, monkeypatch: pyte
 
 
 def test_demo_stops_quietly_when_its_reader_leaves(tmp_path: Path) -> None:
-    """`steptable demo --stdout | head -1` went on writing for 2000 steps x 0.5 s (17 minutes)."""
+    """`steptable demo --stdout | head -1` stops when its reader leaves (not after 2000 steps x 0.5 s)."""
     cmd = [sys.executable, "-m", "steptable", "demo", "--stdout", "--dir", str(tmp_path), "--steps", "100000",
            "--interval", "0.01"]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**os.environ, "CI": "true"})

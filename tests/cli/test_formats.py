@@ -15,9 +15,7 @@ import pytest
 
 from steptable.ingest import load
 from tests.helpers import printed_steps, run_cli, write_rows
-from tests.trainer_logs import (
-    write_sb3_monitor,
-)
+from tests.trainer_logs import write_sb3_monitor
 
 
 def test_a_deeply_nested_line_is_one_bad_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -285,9 +283,6 @@ def test_sb3_monitor_csv_named_on_the_command_line(tmp_path: Path, capsys: pytes
     assert [r["r"] for r in rows] == [10.0 + i for i in range(10)] and rows[3]["l"] == 13 and rows[4]["t"] == 2.0
 
 
-# --- CSV: a quoted cell holding newlines ------------------------------------------------------------------------
-
-
 def _csv_rows(out: str) -> list[dict[str, Any]]:
     return [{k: v for k, v in json.loads(line).items() if k not in ("run", "arm")} for line in out.splitlines()]
 
@@ -295,9 +290,8 @@ def _csv_rows(out: str) -> list[dict[str, Any]]:
 def test_a_quoted_newline_in_a_csv_cell_keeps_the_rows_apart(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """csv.writer quotes a text with a newline; the line after it was read as a row of its own and merged into the
-    step before it (step 3 showed train_loss .4). A line separator the csv module keeps in a cell (U+2028) did the
-    same."""
+    """csv.writer quotes a text with a newline: the line after it is the rest of the cell, not a row of its own
+    merged into the step before it. A line separator the csv module keeps in a cell (U+2028) too."""
     path = tmp_path / "r" / "metrics.csv"
     path.parent.mkdir()
     with open(path, "w", newline="") as fh:
@@ -318,7 +312,7 @@ def test_a_quoted_newline_in_a_csv_cell_keeps_the_rows_apart(
 def test_a_quote_left_open_at_the_end_of_a_file_costs_its_line_in_a_one_shot_read(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # the rows after a stray quote were held for its closing quote: a one-shot read ended with them unshown, unsaid
+    # the rows after a stray quote are not held for its closing quote: a one-shot read shows them and says the quote
     path = tmp_path / "r" / "metrics.csv"
     path.parent.mkdir()
     path.write_text('step,loss,note\n0,1.0,ok\n1,0.9,"open quote\n2,0.8,x\n3,0.7,y\n', encoding="utf-8")
@@ -332,7 +326,7 @@ def test_a_quote_left_open_at_the_end_of_a_file_costs_its_line_in_a_one_shot_rea
 def test_a_csv_read_once_in_the_middle_of_a_multiline_cell_makes_no_rows_of_its_lines(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # the end-of-read flush read the held lines of a record still being written as rows: "42" became step 42
+    # the end-of-read flush does not read the held lines of a record still being written as rows ("42" as step 42)
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(["step", "loss", "sample"])

@@ -8,10 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import run_cli, write_rows
-from tests.trainer_logs import (
-    write_tinker,
-    write_verl,
-)
+from tests.trainer_logs import write_tinker, write_verl
 
 
 def test_legend_of_a_directory_of_several_trainers_has_one_legend_each(
@@ -29,7 +26,7 @@ def test_legend_of_a_directory_of_several_trainers_has_one_legend_each(
     verl, tinker, plain = out.split("\n\n")
     assert "mfu" in verl and "mfu" not in tinker  # verl's own column, in its own legend only
     assert "my_metric" in plain and "my_metric" not in verl
-    # one trainer's runs: one legend, titled as before
+    # one trainer's runs: one legend, with the title of a single legend
     rc, out, _ = run_cli(["legend", str(tmp_path / "a_verl")], capsys)
     assert rc == 0 and out.startswith("verl columns:\n")
 

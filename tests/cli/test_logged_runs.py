@@ -138,8 +138,8 @@ def test_a_run_shows_the_columns_its_logger_printed_even_those_it_never_filled(
 
 def test_arms_sharing_one_file_are_runs_of_their_own(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Two StepLoggers of different arms given one run_dir write one metrics.jsonl: every reader shows each arm's
-    rows as its own run (they were merged by step, one arm's numbers under the other's name). A file whose rows
-    merely carry an "arm" field, with no StepLogger description for it, stays one run."""
+    rows as its own run (not merged by step, one arm's numbers under the other's name). A file whose rows merely
+    carry an "arm" field, with no StepLogger description for it, stays one run."""
     from tests.helpers import write_rows
 
     van = StepLogger(CUSTOM_COLS, run_dir=tmp_path / "exp", arm="vanilla", console=False, alerts=False)
@@ -216,7 +216,7 @@ def _normal_description(tmp_path: Path) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("stop", [None, SystemExit(0), SystemExit(None), SystemExit(False)])
-def test_a_normal_end_or_exit_0_reads_as_before(
+def test_a_normal_end_or_exit_0_reads_as_a_normal_end(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], stop: BaseException | None
 ) -> None:
     if stop is None:
@@ -225,7 +225,7 @@ def test_a_normal_end_or_exit_0_reads_as_before(
         with pytest.raises(SystemExit):
             logged_run(tmp_path / "r", raising(stop))
     info = description(tmp_path / "r")
-    assert "end" not in info and set(info) == set(_normal_description(tmp_path))  # the file as before the field
+    assert "end" not in info and set(info) == set(_normal_description(tmp_path))  # a file without the field
     rc, out, _ = run_cli(["summary", str(tmp_path / "r")], capsys)
     assert rc == 0 and out.splitlines()[0].endswith(", ended") and out.splitlines()[-1] == "alerts 0"
     rc, out, _ = run_cli(["tail", str(tmp_path / "r"), "--alerts-only"], capsys)
@@ -234,7 +234,7 @@ def test_a_normal_end_or_exit_0_reads_as_before(
     assert rc == 0 and "──" not in out
 
 
-def test_an_older_description_without_the_field_reads_as_before(
+def test_a_description_without_the_end_field_reads_as_a_normal_end(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A file an older logger wrote (no ``end``) is a normal end; a newer file is valid version 1 for an older
@@ -262,12 +262,9 @@ def test_an_older_description_without_the_field_reads_as_before(
 COLS = [Col("step", 5, "step", "d"), Col("rew", 6, "rew")]
 
 
-# --- an arm that is not a name ----------------------------------------------------------------------------------
-
-
 def test_a_list_under_arm_is_a_cell_not_the_end_of_the_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """One row whose ``arm`` was a list raised TypeError (unhashable) on every read of the file: summary showed no
-    rows and failed, tail -f and watch showed none."""
+    """A row whose ``arm`` is a list is a cell, not a TypeError (unhashable) on every read of the file: summary,
+    tail -f and watch show the run's rows."""
     run = tmp_path / "b3" / "routeA"
     with StepLogger(COLS, run_dir=run, arm="routeA", console=False, alerts=False) as sl:
         for step in range(100):
@@ -282,8 +279,9 @@ def test_a_list_under_arm_is_a_cell_not_the_end_of_the_run(tmp_path: Path, capsy
 def test_a_relaunch_that_logs_more_metrics_replaces_the_crashed_rows(tmp_path: Path,
                                                                       capsys: pytest.CaptureFixture[str]) -> None:
     """The crashed run logged rew, loss, kl (kl diverging from step 100); the relaunch from step 100 logs rew and
-    loss with 4 diagnostics more and no kl: 2 of its 6 metrics repeat, 2 of the old row's 3. Taken for a late
-    evaluation before (merged: the crashed kl kept beside the relaunch's rows, and an E alert on the healthy run)."""
+    loss with 4 diagnostics more and no kl: 2 of its 6 metrics repeat, 2 of the old row's 3. It is a resume, not
+    a late evaluation (merged, it would keep the crashed kl beside the relaunch's rows, with an E alert on the
+    healthy run)."""
     from tests.helpers import run_cli
 
     cols = [Col("step", 5, "step", "d"), Col("rew", 6, "rew"), Col("loss", 6, "loss"), Col("kl", 6, "kl")]
@@ -313,7 +311,7 @@ def test_a_relaunch_that_logs_more_metrics_replaces_the_crashed_rows(tmp_path: P
 def test_a_late_evaluation_carrying_the_epoch_joins_its_step(tmp_path: Path,
                                                               capsys: pytest.CaptureFixture[str]) -> None:
     """An async evaluator logs {"step": 5, "eval/acc": .41, "epoch": 1.25} after step 9: one score and the epoch
-    the train row has too read as a resume of step 5, and steps 6-9 were dropped (tail, summary, table.txt)."""
+    the train row has too is no resume of step 5: steps 6-9 stay (tail, summary, table.txt)."""
     from tests.helpers import run_cli
 
     cols = [Col("step", 4, "step", "d"), Col("loss", 6, "loss"), Col("eval/acc", 5, "acc")]
@@ -340,7 +338,8 @@ def test_a_nan_in_a_one_element_loss_raises_the_alert_in_the_loop_and_in_tail(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], captured: list[str],
     make: Callable[[float, tuple[int, ...]], Any],
 ) -> None:
-    """[nan] was text to the alerts and a list in the file: a NaN loss raised no alert, here or in ``tail``."""
+    """A NaN loss logged as a one-element array ([nan]) is a NaN to the alerts and in the file (not text, not a
+    list): it raises the alert in the loop and in ``tail``."""
     with StepLogger(LOSS_COLS, run_dir=tmp_path, console=True) as sl:
         for step in range(12):
             sl.log({"step": step, "loss": make(float("nan") if step == 10 else 1.0 / (step + 1), (1,))})

@@ -26,7 +26,7 @@ class _LeftReader(io.StringIO):
 
 
 def test_a_broken_pipe_keeps_the_status_of_a_columns_typo(tmp_path: Path) -> None:
-    # `tail --columns 'zz*' | head -1` exited 0: a `set -o pipefail` script missed the typo (2 without the pipe)
+    # `tail --columns 'zz*' | head -1` exits 2, as without the pipe: a `set -o pipefail` script sees the typo
     from steptable.cli.tail import run as run_tail
 
     write_rows(tmp_path / "r" / "metrics.jsonl", [{"step": i, "loss": 1.0} for i in range(50)])

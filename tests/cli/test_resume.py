@@ -20,8 +20,8 @@ from tests.helpers import grpo_rows, run_cli, write_rows
 
 
 def test_a_nan_before_a_restart_is_still_said(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """The loss went NaN at step 1090, the run was restarted from its step-1000 checkpoint: summary an hour later
-    said "alerts 0" (the NaN rows were replaced), and nothing told why the run had been restarted."""
+    """The loss went NaN at step 1090, the run was restarted from its step-1000 checkpoint: summary still says
+    why, though the NaN rows were replaced (not "alerts 0")."""
     rng = random.Random(0)
     rows = loss_rows(range(1100), rng, nan_from=1090) + loss_rows(range(1000, 1150), rng)
     write_rows(tmp_path / "r" / "metrics.jsonl", rows)
@@ -51,8 +51,8 @@ def test_a_clean_restart_says_nothing_and_replaced_alerts_are_bounded(tmp_path: 
 
 
 def test_a_second_resume_behind_the_first_is_no_stall(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """The gap between a crash and its restart is no stall: the replay of replaced rows read it as one where the
-    rows held an earlier resume ('stalled: no row for 2.28h ... (a row the resume at step 400 replaced)')."""
+    """The gap between a crash and its restart is no stall, also where the replaced rows hold an earlier resume
+    (no 'stalled: no row for 2.28h ... (a row the resume at step 400 replaced)')."""
     def rows(steps: range, t0: float) -> list[dict[str, Any]]:
         return [{"step": s, "loss": 0.1, "grad_norm": 0.5 + 0.01 * (s % 7), "ts": t0 + 2 * (s - steps[0])}
                 for s in steps]
@@ -65,7 +65,8 @@ def test_a_second_resume_behind_the_first_is_no_stall(tmp_path: Path, capsys: py
 
 
 def test_summary_of_empty_files_checks_nothing_and_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """An empty metrics file read "alerts 0", status 0: a run that was never checked passed for a clean one."""
+    """An empty metrics file is said to be unchecked: a run that was never checked must not pass for a clean one
+    ("alerts 0", status 0)."""
     (tmp_path / "e").mkdir()
     (tmp_path / "e" / "metrics.jsonl").write_text("")
     rc, out, err = run_cli(["summary", str(tmp_path)], capsys)
@@ -78,8 +79,9 @@ def test_summary_of_empty_files_checks_nothing_and_says_so(tmp_path: Path, capsy
 
 
 def test_the_latest_of_many_long_crashes_is_still_read(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """Six crashes on a NaN, each restarted 5,000 steps back: a fixed budget for the whole file spent itself on the
-    first four, and the latest crash (the one that matters most) went unsaid. All of them, under one name."""
+    """Six crashes on a NaN, each restarted 5,000 steps back: all of them are said, under one name, the latest
+    (the one that matters most) included (a fixed budget for the whole file would spend itself on the first
+    four)."""
     rng = random.Random(5)
     rows: list[dict[str, Any]] = []
     start = 0

@@ -10,14 +10,9 @@ import pytest
 from steptable import Col, StepLogger
 from steptable.ingest import load
 from steptable.schemafiles.resolve import detect, get_schema, load_schema_file
-from steptable.schemas import (
-    SCHEMAS,
-    layout,
-)
+from steptable.schemas import SCHEMAS, layout
 from tests.helpers import plain_run, run_cli, write, write_rows
-from tests.trainer_logs import (
-    write_verl,
-)
+from tests.trainer_logs import write_verl
 
 pytestmark = pytest.mark.usefixtures("xdg")  # (no user's schema directory leaks in)
 
@@ -25,8 +20,9 @@ pytestmark = pytest.mark.usefixtures("xdg")  # (no user's schema directory leaks
 def test_a_file_above_a_relative_path_and_a_named_schema_near_any_path(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """`cd logs/run1; steptable tail .` ignored logs/steptable.toml ("." has no parents); `--schema NAME` was looked
-    for beside the first path only, and `legend --schema NAME` without a path nowhere but the user's directory."""
+    """`cd logs/run1; steptable tail .` uses logs/steptable.toml (the parents of "." are looked at); `--schema
+    NAME` is found near any path given, not only the first, and `legend --schema NAME` without a path finds it in
+    the working directory's steptable.toml."""
 
     write_verl(tmp_path / "a" / "logs" / "run1" / "grpo.jsonl")
     write_verl(tmp_path / "other" / "grpo.jsonl")
@@ -56,8 +52,8 @@ def test_a_file_above_a_relative_path_and_a_named_schema_near_any_path(
 def test_summary_names_a_column_logged_under_an_alias_by_its_header(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """key = "reward", aliases = ["rew_score"], header = "R": tail said R, summary's row said rew_score, and
-    `summary --columns R` matched nothing."""
+    """key = "reward", aliases = ["rew_score"], header = "R": summary's row is R, as tail's column is, and
+    `summary --columns R` matches it."""
     from tests.helpers import write_rows
 
     write_rows(tmp_path / "run" / "metrics.jsonl", [{"step": s, "rew_score": 0.1 * s, "loss": 1.0 / (s + 1)}
@@ -131,8 +127,9 @@ def test_a_header_step_gives_one_step_column(tmp_path: Path, capsys: pytest.Capt
 @pytest.mark.parametrize("cmd", ["tail", "summary", "legend"])
 def test_a_file_that_applies_to_none_of_its_runs_is_said(tmp_path: Path, capsys: pytest.CaptureFixture[str], cmd: str
                                                          ) -> None:
-    """Only hide globs (no column, no [match], no base) or a misspelt key: the file was passed over in silence. Said
-    once as a warning: the runs are still shown (the file may be meant for runs that have not logged its keys yet)."""
+    """Only hide globs (no column, no [match], no base) or a misspelt key: the file is not passed over in
+    silence. Said once as a warning: the runs are still shown (the file may be meant for runs that have not
+    logged its keys yet)."""
     plain_run(tmp_path / "a" / "r")
     write(tmp_path / "a" / "steptable.toml", '[schema]\nname = "quiet"\nhide = ["actor/*"]\n')
     rc, out, err = run_cli([cmd, str(tmp_path / "a")], capsys)
@@ -189,7 +186,7 @@ def test_a_file_beside_steplogger_runs_is_for_schema_and_not_said(tmp_path: Path
 
 
 def test_a_users_generic_is_the_fallback(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """name = "generic" took the built-in's match (it scores nothing) and detection fell back to the built-in."""
+    """A user schema named "generic" is the fallback, not the built-in (whose match scores nothing)."""
     write_rows(tmp_path / "logs" / "r" / "metrics.jsonl", [{"step": s, "foo": s / 10, "bar": 1 / (s + 1)}
                                                            for s in range(4)])
     verl = write_verl(tmp_path / "logs" / "v" / "metrics.jsonl")
@@ -264,8 +261,8 @@ def test_a_hide_glob_spares_the_columns_the_file_declares_itself(tmp_path: Path,
 
 def test_hiding_reaches_through_a_rule_and_a_schema_that_extends_another(tmp_path: Path, xdg: Path,
                                                                          capsys: pytest.CaptureFixture[str]) -> None:
-    """[[rules]] hide = true over verl's timings, and a schema extending a user schema that hides them: both showed
-    the timing columns again once hiding became a field of the schema."""
+    """[[rules]] hide = true over verl's timings, and a schema extending a user schema that hides them: both keep
+    the timing columns hidden."""
     write_verl(tmp_path / "a" / "run" / "grpo.jsonl")
     write(tmp_path / "a" / "steptable.toml", """
         [schema]
@@ -313,8 +310,8 @@ def test_a_schema_named_in_a_file_below_the_path_is_found(tmp_path: Path, capsys
 
 def test_a_built_in_overridden_below_the_path_is_the_override(tmp_path: Path,
                                                              capsys: pytest.CaptureFixture[str]) -> None:
-    """Detection applies logs/exp1/steptable.toml's own ``verl`` to the runs beside it; ``--schema verl`` from
-    logs/ took the built-in instead, so the same run read two ways."""
+    """Detection applies logs/exp1/steptable.toml's own ``verl`` to the runs beside it, and so does ``--schema
+    verl`` from logs/ (not the built-in): the same run reads one way."""
     write(tmp_path / "logs" / "exp1" / "steptable.toml", BELOW.replace('"mine"', '"verl"'))
     write_rows(tmp_path / "logs" / "exp1" / "metrics.jsonl", [{"step": i, "a": i / 2, "b": 1} for i in range(3)])
     logs = str(tmp_path / "logs")

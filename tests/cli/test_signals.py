@@ -43,9 +43,9 @@ def _nan_run(root: Path) -> Path:
 @pytest.mark.parametrize("name", STOP_SIGNALS)
 def test_stop_signals_however_many_keep_the_alert_status(tmp_path: Path, name: str) -> None:
     """coreutils `timeout` sends TERM to the child and then to its process group, and users press Ctrl-C twice: the
-    status stays 1 after an error alert (it was 143, or a death by SIGINT, about a third of the time; HUP killed
-    it). Two signals as `timeout` sends them, and signals sent without a pause until the process is gone: later
-    ones land at every point of the ending (in its cleanup, after the command returned)."""
+    status stays 1 after an error alert (not 143, nor a death by SIGINT or HUP). Two signals as `timeout` sends
+    them, and signals sent without a pause until the process is gone: later ones land at every point of the ending
+    (in its cleanup, after the command returned)."""
     sig = getattr(signal, name)
     _nan_run(tmp_path)
     for barrage in (False, True, False, True, True, True):
@@ -60,7 +60,7 @@ def test_stop_signals_however_many_keep_the_alert_status(tmp_path: Path, name: s
 
 def test_a_stop_while_rows_are_printed_keeps_the_status_and_whole_lines(tmp_path: Path) -> None:
     """TERM after TERM while the first view of a long run is being written: status 0, no traceback, and the output ends
-    on a whole row (the stop was an exception raised wherever the main thread was, mid-line included)."""
+    on a whole row (the stop is not an exception raised wherever the main thread is, mid-line included)."""
     path = tmp_path / "long" / "metrics.jsonl"
     path.parent.mkdir()
     with open(path, "w") as f:
@@ -83,7 +83,7 @@ def test_a_stop_while_rows_are_printed_keeps_the_status_and_whole_lines(tmp_path
 
 def test_a_reader_that_left_ends_the_watch_with_the_alert_status(tmp_path: Path) -> None:
     """`steptable tail -f --alerts-only | head -1`: the next alert finds the pipe closed; the watch ends quietly and
-    still says that an error alert fired (it said 0)."""
+    still says that an error alert fired (status 1, not 0)."""
     path = _nan_run(tmp_path)
     p = start_follow("--alerts-only", str(tmp_path))
     assert p.stdout is not None and p.stderr is not None

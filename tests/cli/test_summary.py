@@ -114,7 +114,6 @@ def _tail_head(path: Path, capsys: Cap) -> list[str]:
     return out.splitlines()[0].split()
 
 
-# ------------------------------------------------------------------------------------------ 2. summary columns
 def test_summary_leads_with_the_tables_columns_and_the_validation_score(tmp_path: Path, capsys: Cap) -> None:
     write_verl_real(tmp_path / "exp" / "metrics.jsonl")
     rc, out, _ = run_cli(["summary", str(tmp_path)], capsys)
@@ -162,7 +161,7 @@ def test_summary_of_an_all_nan_loss_shows_nan(tmp_path: Path, capsys: Cap) -> No
     assert rc == 0 and "loss - nan - - -" in lines, out
 
 
-def test_summary_columns_and_max_columns_still_narrow(tmp_path: Path, capsys: Cap) -> None:
+def test_summary_columns_and_max_columns_narrow(tmp_path: Path, capsys: Cap) -> None:
     write_verl_real(tmp_path / "exp" / "metrics.jsonl")
     head = _tail_head(tmp_path, capsys)
     _, out, _ = run_cli(["summary", str(tmp_path), "--max-columns", "3"], capsys)
@@ -216,9 +215,6 @@ def test_a_verl_run_left_for_hours_is_stalled(tmp_path: Path, capsys: pytest.Cap
     assert "stalled" not in out and "alerts 0" in out, out
     rc, out, _ = run_cli(["tail", str(tmp_path), "--alerts-only"], capsys)
     assert rc == 0 and out == "", out
-
-
-# --- which columns a summary shows (steptable/keycols.py) --------------------------------------------------------
 
 
 def _table(text: str) -> dict[str, list[str]]:
@@ -518,7 +514,8 @@ def test_summary_age_of_a_run_without_a_clock_is_the_files(tmp_path: Path, capsy
 def test_summary_hands_the_alert_scan_only_the_columns_it_watches(
     tmp_path: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Every column of a 1M-row run as Python cells took 1.75 GB beside a 0.7 GB store; scan reads the role keys."""
+    """The alert scan is handed the role keys' columns only (every column of a 1M-row run as Python cells would
+    take 1.75 GB beside a 0.7 GB store)."""
     import steptable.alerts.engine as alerts
     from tests.helpers import run_cli, write_rows
 
@@ -539,7 +536,7 @@ def test_summary_hands_the_alert_scan_only_the_columns_it_watches(
 
 def test_runs_without_a_column_get_no_row_of_dashes_in_it(tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
     """Runs of different trainers share few keys: each run's row only in the columns it logged (rows of dashes
-    were half the tokens of such a summary); a column asked for by name still shows every run."""
+    would be half the tokens of such a summary); a column asked for by name still shows every run."""
     from tests.helpers import run_cli, write_rows
 
     write_rows(tmp_path / "a" / "metrics.jsonl", ({"step": s, "loss": 1 / (s + 1), "kl": s / 9} for s in range(30)))
@@ -557,7 +554,7 @@ def test_a_resumed_run_is_not_called_stalled_at_its_resume_point(
     tmp_path: Any, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Rows replayed in step order: the crashed run's step 199, then the resumed run's 200, whose clock is after the
-    crashed run's steps 200-260 and the restart. That gap was reported as a 30-minute stall of the run."""
+    crashed run's steps 200-260 and the restart. That gap is no 30-minute stall of the run."""
     import time
 
     from tests.helpers import run_cli, write_rows
@@ -580,7 +577,7 @@ def test_a_resumed_run_is_not_called_stalled_at_its_resume_point(
 
 
 def test_summary_of_a_flat_grpo_reward_reads_zero(tmp_path: Path, capsys: Cap) -> None:
-    """The review's runs: 3000 steps of no learning at all read tr% +-10 in 7 of 10 seeds."""
+    """3000 steps of no learning at all (a flat GRPO reward) read a tr% of 0, not +-10, in nearly every seed."""
     trends = []
     for seed in range(10):
         run = tmp_path / f"s{seed}" / "metrics.jsonl"

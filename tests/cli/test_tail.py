@@ -247,9 +247,9 @@ def test_output_that_cannot_be_written_is_one_line_and_status_2(tmp_path: Path) 
 
 
 def test_an_empty_metrics_file_is_no_check(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """A trainer that made its metrics file and died before its first row: `tail --alerts-only` (a CI gate) said
-    nothing and exited 0, and `legend` made up a legend of a step column. Now 2 with a reason for both; a plain
-    one-shot tail still reads it as a run just started."""
+    """A trainer that made its metrics file and died before its first row: `tail --alerts-only` (a CI gate) and
+    `legend` exit 2 with a reason (not 0 and silence, nor a legend of a step column); a plain one-shot tail still
+    reads it as a run just started."""
     empty = tmp_path / "ci" / "metrics.jsonl"
     empty.parent.mkdir()
     empty.write_bytes(b"")
@@ -288,7 +288,7 @@ def test_text_says_how_many_columns_it_left_out(tmp_path: Path, capsys: pytest.C
     assert live.err.getvalue().count("left out") == 1  # said once, not at every new layout
 
 
-#: the reviewer's keys: seven that read "loss", two that read "café", one homoglyph (Cyrillic dze)
+#: keys that read alike: seven that read "loss", two that read "café", one homoglyph (Cyrillic dze)
 LOSSES = ["loss", "loss\u200c", "loss\u034f", "loss\ufe00", "lo\u200dss", "loss\U000e0100", "loss\u180b"]
 
 
@@ -351,8 +351,8 @@ def test_a_file_bad_on_every_line_is_told_a_few_times_not_on_every_line(
 
 def test_a_row_cut_short_does_not_take_the_row_written_after_it(tmp_path: Path,
                                                                 capsys: pytest.CaptureFixture[str]) -> None:
-    """Two arms share a file; armA is killed mid-row and armB appends its row to the cut one: armB's whole row was
-    lost with it (one malformed line). A cut row's own nested object is not taken for a row."""
+    """Two arms share a file; armA is killed mid-row and armB appends its row to the cut one: armB's row is read (the
+    line is not one malformed line). A cut row's own nested object is not taken for a row."""
     from tests.helpers import run_cli
 
     rows = [json.dumps({"step": s, "arm": arm, "rew": 0.5}) for s in range(10) for arm in ("armA", "armB")]

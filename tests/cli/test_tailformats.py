@@ -17,9 +17,7 @@ import pytest
 from steptable.cli.main import main
 from steptable.ingest import Follower
 from steptable.schemafiles.resolve import by_schema
-from steptable.schemas import (
-    layout,
-)
+from steptable.schemas import layout
 from steptable.schemas.headers import look
 from tests.cli.helpers import write_mixed_runs, write_wide_run
 from tests.helpers import run_cli, write_rows
@@ -161,7 +159,7 @@ def test_csv_and_md_carry_every_key_jsonl_carries(tmp_path: Path, capsys: Cap, w
     assert head[2 : 2 + len(shown)] == shown and set(dropped) <= set(head[2 + len(shown) :])
 
 
-def test_columns_still_narrow_csv_and_jsonl_alike(tmp_path: Path, capsys: Cap) -> None:
+def test_columns_narrow_csv_and_jsonl_alike(tmp_path: Path, capsys: Cap) -> None:
     write_trl_state(tmp_path / "trl", steps=6, eval_every=3)
     assert _csv_head(tmp_path, capsys, "--columns", "loss") == ["run", "arm", "step", "loss"]
     assert sorted(_jsonl_keys(tmp_path, capsys, "--columns", "loss")) == ["arm", "loss", "run", "step"]
@@ -298,7 +296,8 @@ def test_jsonl_columns_keep_step_of_an_iteration_keyed_run(tmp_path: Path, capsy
 
 
 def test_csv_step_column_is_named_step(tmp_path: Path, capsys: Cap) -> None:
-    """The step column was named "iteration" for a run keyed by it alone, "step" beside a step-keyed run."""
+    """The step column is named "step", also for a run keyed by iteration alone (not "iteration" alone and "step"
+    beside a step-keyed run)."""
     it, _ = _two_runs(tmp_path)
     for paths, want in (([it], ["10", "20", "30"]), ([tmp_path], ["10", "20", "30", "1", "2"])):
         rc, out, _ = run_cli(["tail", *map(str, paths), "--format", "csv"], capsys)
@@ -309,7 +308,7 @@ def test_csv_step_column_is_named_step(tmp_path: Path, capsys: Cap) -> None:
 
 
 def test_md_shows_a_unix_time_as_a_time(tmp_path: Path, capsys: Cap) -> None:
-    """md showed ``ts`` as 1.8e9 on every row; csv and jsonl keep the number."""
+    """md shows ``ts`` as a time (not 1.8e9 on every row); csv and jsonl keep the number."""
     run = tmp_path / "r" / "metrics.jsonl"
     write_rows(run, ({"step": s, "ts": 1.8e9 + 30 * s, "time": 1.8e12 + 500 * s, "loss": 1.0} for s in range(3)))
     rc, out, _ = run_cli(["tail", str(run), "--format", "md"], capsys)

@@ -33,7 +33,6 @@ from tests.logger.helpers import CUSTOM_COLS, RUN_COLS, log_rows
 from tests.trainer_logs import write_clockless_verl
 
 
-# ---------------------------------------------------------------------------------------- 4. tail -f over arms
 def _two_arms(tmp_path: Path, argv: list[str], steps: int = 30) -> Live:
     live = Live(tmp_path, argv)
     for s in range(steps):
@@ -51,7 +50,7 @@ def test_follow_over_arms_taking_turns_costs_a_short_title_a_row(tmp_path: Path)
     titles = [x for x in lines if x.startswith("──")]
     assert len(rows) == 60
     assert lines[0].startswith("── a (a/metrics.jsonl)")  # the first arm's first row carries its name too
-    assert len(heads) <= 5  # the first, b's first block, then a reminder every 20 rows (was one a row: 60)
+    assert len(heads) <= 5  # the first, b's first block, then a reminder every 20 rows (not one a row: 60)
     assert all(b - a > 20 for a, b in itertools.pairwise(heads[1:]))
     assert titles[2:] == ["── a", "── b"] * 29  # a short title where the arm changes, not its file again
     assert len(lines) <= 2 * 60 + 6
@@ -190,9 +189,6 @@ class Watch:
         return [json.loads(line) for line in self.poll().splitlines()]
 
 
-# --- tail -f: rows changed in place are printed again, once ------------------------------------------------------
-
-
 @pytest.mark.parametrize("step_key", ["step", "_step"])
 def test_tail_f_prints_a_late_row_once_and_with_its_step(tmp_path: Path, step_key: str) -> None:
     """Two ranks' rows out of step: a row that lands before rows already printed is printed when it arrives (not a
@@ -258,7 +254,7 @@ def test_tail_follow_never_copies_a_whole_history_for_new_rows(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, argv: list[str]
 ) -> None:
     """An appended row costs `tail -f` the same with a million rows before it as with ten: it never takes a copy of
-    the run's steps, wall times or columns (it did for every run on every emit)."""
+    the run's steps, wall times or columns."""
     path = tmp_path / "a" / "metrics.jsonl"
     write_rows(path, timed_rows(0, 50))
     write_rows(tmp_path / "b" / "metrics.jsonl", timed_rows(0, 50))
@@ -345,8 +341,8 @@ def test_follow_notices_a_replaced_file_with_as_many_rows(tmp_path: Path) -> Non
 
 
 def test_tail_f_after_a_rewrite_says_the_new_runs_replaced_alerts(tmp_path: Path) -> None:
-    """The file truncated and written again (a new run with its own restart): tail -f --alerts-only kept what it had
-    looked at of the old content and missed the new one's NaN before its restart."""
+    """The file truncated and written again (a new run with its own restart): tail -f --alerts-only reads the new
+    content over again and says the new run's NaN before its restart."""
     from tests.cli.helpers import Live
 
     rng = random.Random(4)
@@ -381,7 +377,7 @@ def test_a_description_that_arrives_later_lays_the_run_out_again(tmp_path: Path)
 
 
 def test_a_watch_of_nothing_readable_ends_with_status_2(tmp_path: Path) -> None:
-    """As the one-shot read says: lines that are not metrics must not pass a CI gate as "no alerts" (it was 0)."""
+    """As the one-shot read says: lines that are not metrics must not pass a CI gate as "no alerts" (status 0)."""
     bad = tmp_path / "bad" / "metrics.jsonl"
     bad.parent.mkdir()
     bad.write_text('hello world\nnot json\n{"a": \n')
@@ -426,7 +422,7 @@ def test_a_watch_of_a_file_that_never_got_a_row_ends_with_status_2(tmp_path: Pat
 
 def test_a_run_that_appears_while_following_is_printed_whole_and_the_watch_ends_with_0(tmp_path: Path) -> None:
     """A directory not there at the start; a run of 30 rows appears in it at once, after the first view of a run
-    that was there: all 30 are printed (-n 5 is for the runs there at the start; it printed steps 25-29), and
+    that was there: all 30 are printed (-n 5 is for the runs there at the start, not steps 25-29 of this one), and
     stopping then is a success."""
     write_rows(tmp_path / "old" / "metrics.jsonl", [{"step": s, "reward": 0.5} for s in range(10)])
     runs = tmp_path / "runs"
@@ -532,7 +528,7 @@ def test_follow_prints_a_late_row_once_and_nothing_twice(tmp_path: Path) -> None
     write_rows(path, [{"step": 5, "loss": 0.5}])
     emit(follower, tail)
     steps = [json.loads(line)["step"] for line in out.getvalue().splitlines()]  # type: ignore[attr-defined]
-    assert steps == [0, 1, 2, 4, 3, 5]  # it used to print 0, 1, 2, 4, 4, 5: step 4 twice, step 3 never
+    assert steps == [0, 1, 2, 4, 3, 5]  # (not 0, 1, 2, 4, 4, 5: step 4 twice, step 3 never)
 
 
 def test_follow_alerts_see_a_value_merged_into_a_fed_row(tmp_path: Path) -> None:

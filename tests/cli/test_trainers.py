@@ -19,13 +19,7 @@ from steptable.schemafiles.resolve import by_schema
 from steptable.schemas import SCHEMAS
 from steptable.schemas.headers import short_headers
 from tests.helpers import run_cli, write_rows
-from tests.trainer_logs import (
-    tinker_evaluation_row,
-    tinker_iteration_row,
-    write_retrain,
-    write_tinker,
-    write_verl,
-)
+from tests.trainer_logs import tinker_evaluation_row, tinker_iteration_row, write_retrain, write_tinker, write_verl
 
 NAN = float("nan")
 
@@ -72,7 +66,7 @@ def _blocks(out: str) -> dict[str, list[str]]:
 
 
 def test_trl_ppo_nan_is_an_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """Every watched key of a PPO run was unknown (alerts 0, exit 0 when its metrics turned NaN)."""
+    """A PPO run's keys are watched: its metrics turning NaN is an error (not alerts 0 and exit 0)."""
     _ppo_run(tmp_path / "ppo" / "checkpoint-300", diverge=True)
     rc, out, _ = run_cli(["summary", str(tmp_path / "ppo")], capsys)
     assert "E step 290 loss/policy_avg non-finite" in out and "objective/kl" in out.split("alerts")[1]
@@ -115,8 +109,8 @@ def _grpo_entries() -> list[dict[str, Any]]:
 def test_grpo_and_ppo_runs_in_one_directory_each_get_their_own_layout(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Both are HF Trainer state files (schema trl): laid out together, the PPO run was a row of nan under GRPO's
-    columns, its own metrics pushed past the width."""
+    """Both are HF Trainer state files (schema trl): each gets its own layout (together, the PPO run would be a
+    row of nan under GRPO's columns, its own metrics pushed past the width)."""
     _write_state(tmp_path / "out" / "qwen-grpo", _grpo_entries())
     _ppo_run(tmp_path / "out" / "pythia-ppo", diverge=False)
     rc, out, _ = run_cli(["tail", str(tmp_path / "out"), "-n", "1", "--width", "0"], capsys)
@@ -131,7 +125,7 @@ def test_grpo_and_ppo_runs_in_one_directory_each_get_their_own_layout(
 def test_current_verl_reward_kl_penalty_is_the_kl_column_and_watched(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Current verl logs the in-reward KL as actor/reward_kl_penalty (critic/kl before): shown as kl, watched."""
+    """verl logs the in-reward KL as actor/reward_kl_penalty (critic/kl in older versions): shown as kl, watched."""
     rng = random.Random(3)
     lines = []
     for step in range(1, 121):
@@ -260,7 +254,7 @@ def test_the_emergence_summary_is_not_shown_with_the_metrics_files_columns(
     summaries = [h for t, h in got.items() if "emer" in t]  # (a title is cut to the table's width)
     metrics = [h for t, h in got.items() if "emer" not in t]
     assert len(summaries) == 2 and len(metrics) == 2, out
-    # the summary's own columns only (one table of both showed it with loss, correct, sepa... all nan)
+    # the summary's own columns only (one table of both would show it with loss, correct, sepa... all nan)
     assert summaries[0] == summaries[1] == ["step", "reward", "corr_n"], out
     assert metrics[0] == metrics[1] and "loss" in metrics[0] and "corr_n" not in metrics[0], out
     groups = by_schema(list(load([tmp_path]).values()))

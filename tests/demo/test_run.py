@@ -18,8 +18,8 @@ from steptable.logger.steplogger import StepLogger
 
 
 def test_a_second_ctrl_c_in_one_close_still_closes_every_arm(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The second interrupt, raised by the first arm's close(), ended the loop over the loggers: the other arms were
-    never closed (no table.txt, their runs read as still in progress)."""
+    """A second interrupt, raised by the first arm's close(), does not end the loop over the loggers: the other arms
+    are closed too (each has its table.txt, and its run reads as ended, not in progress)."""
     real_close = StepLogger.close
     calls: list[str | None] = []
 
@@ -46,8 +46,9 @@ class _Monitor:
 
 
 def test_the_demo_writes_its_first_rows_while_torch_loads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The monitors (torch's import: 2-4 s) were made before the first row: the app said "No runs ... yet" that
-    long. Here the "import" ends only once every arm's first row is on disk (bounded)."""
+    """Every arm's first row is written before the monitors are made (torch's import takes 2-4 s, all that time
+    the app would say "No runs ... yet"). Here the "import" ends only once every arm's first row is on disk
+    (bounded)."""
     files = [tmp_path / a / "metrics.jsonl" for a in demo_mod.ARMS]
     seen: list[bool] = []
 
@@ -69,7 +70,7 @@ def test_the_demo_writes_its_first_rows_while_torch_loads(tmp_path: Path, monkey
 
 
 def test_the_demo_writes_generations_the_viewer_reads(tmp_path: Path) -> None:
-    """v said "no generations side files": the demo wrote none."""
+    """The demo writes generations side files, which v opens (not "no generations side files")."""
     demo_mod.run_demo(tmp_path, steps=21, interval=0, console=False)
     for arm in demo_mod.ARMS:
         paths = side_paths({"generations": [tmp_path / arm / "generations.jsonl"]})

@@ -1,6 +1,7 @@
 """References and batches for the diagnostics tests: sklearn's AUROC and scikit-image's Otsu thresholds with
-nan for the cases they refuse, NaN-aware comparisons, seeded batches of activations. Imported by test modules that
-have checked torch, sklearn and scikit-image are there (pytest.importorskip)."""
+nan for the cases they refuse, NaN-aware comparisons, seeded batches of activations, the devices to compare on
+(the CPU, and CUDA where there is one). Imported by test modules that have checked sklearn and scikit-image are
+there (pytest.importorskip)."""
 
 from __future__ import annotations
 
@@ -8,11 +9,16 @@ import math
 from typing import Any
 
 import numpy as np
+import pytest
 import torch
 
 from steptable.diagnostics import COLUMNS
 
 NAN = float("nan")
+CUDA = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+#: The reference comparisons run where the tensors are: the CPU always, the GPU where there is one (sorts, cumsums
+#: and the histogram's binning are other kernels there).
+DEVICES = ["cpu", pytest.param("cuda", marks=CUDA)]
 
 
 def same(a: float, b: float, tol: float = 0.0) -> bool:

@@ -9,26 +9,11 @@ import numpy as np
 import pytest
 import torch
 
-from steptable.diagnostics import (
-    auroc,
-)
-from tests.diagnostics.helpers import same, sk_auroc
+from steptable.diagnostics import auroc
+from tests.diagnostics.helpers import DEVICES, NAN, same, sk_auroc
 
 sklearn_metrics = pytest.importorskip("sklearn.metrics")
-
-
 roc_auc_score = sklearn_metrics.roc_auc_score
-
-
-NAN = float("nan")
-
-
-CUDA = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
-
-
-#: The reference comparisons run where the tensors are: the CPU always, the GPU where there is one (sorts, cumsums
-#: and the histogram's binning are other kernels there).
-DEVICES = ["cpu", pytest.param("cuda", marks=CUDA)]
 
 
 def _random_scores(rng: np.random.Generator, n: int, kind: int) -> np.ndarray:

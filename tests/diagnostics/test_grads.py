@@ -30,9 +30,6 @@ def _step(mon: Any, keep: list[Any], quar: list[Any]) -> dict[str, float]:
     return mon.step(act, v, torch.rand(40, generator=g) < 0.3, g_keep=keep, g_quar=quar)  # type: ignore[no-any-return]
 
 
-# ---------------------------------------------------------------------------------------------------- sparse
-
-
 def test_sparse_embedding_gradient() -> None:
     """An embedding looked up with repeated ids leaves an uncoalesced COO gradient (one value row per lookup):
     the duplicates are summed before the norm, as in the dense gradient."""
@@ -88,9 +85,6 @@ def test_sparse_empty_and_all_duplicates() -> None:
     assert quarantine_mass([torch.ones(4)], [empty]).item() == 0.0
     same = torch.sparse_coo_tensor(torch.tensor([[1, 1, 1], [2, 2, 2]]), torch.tensor([1.0, 2.0, -6.0]), (3, 3))
     assert quarantine_mass([torch.full((9,), 1.0)], [same]).item() == pytest.approx(3 / (3 + 3), rel=1e-12)
-
-
-# ---------------------------------------------------------------------------------------------------- DTensor
 
 
 @pytest.fixture

@@ -10,17 +10,9 @@ import numpy as np
 import pytest
 import torch
 
-from steptable.diagnostics import (
-    COLUMNS,
-    RoutingMonitor,
-)
+from steptable.diagnostics import COLUMNS, RoutingMonitor
 from steptable.diagnostics.monitor import _Graph
-from tests.diagnostics.helpers import make_batch, same, same_row, small_batch
-
-NAN = float("nan")
-
-
-CUDA = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+from tests.diagnostics.helpers import CUDA, NAN, make_batch, same, same_row, small_batch
 
 
 @CUDA

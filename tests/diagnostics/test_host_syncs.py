@@ -11,19 +11,8 @@ import pytest
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from steptable.diagnostics import (
-    COLUMNS,
-    RoutingMonitor,
-    auroc,
-    cosine_mean,
-    multiotsu,
-    quarantine_mass,
-    shares,
-)
-from tests.diagnostics.helpers import make_batch, same
-
-CUDA = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
-
+from steptable.diagnostics import COLUMNS, RoutingMonitor, auroc, cosine_mean, multiotsu, quarantine_mass, shares
+from tests.diagnostics.helpers import CUDA, make_batch, same
 
 # Ops that force (or imply) a device -> host synchronisation or a data-dependent output shape.
 _SYNC_OPS = {

@@ -12,20 +12,13 @@ import pytest
 import torch
 
 import steptable.diagnostics._grads as grads_mod
-from steptable.diagnostics import (
-    cosine_mean,
-    measures,
-    quarantine_mass,
-    shares,
-)
-from tests.diagnostics.helpers import same
-
-# ------------------------------------------------------------------------------------------ quarantine_mass
+from steptable.diagnostics import cosine_mean, measures, quarantine_mass, shares
+from tests.diagnostics.helpers import CUDA, NAN, same
 
 
 def test_quarantine_mass_takes_a_bare_tensor_as_one_gradient(monkeypatch: pytest.MonkeyPatch) -> None:
-    """An FSDP flat_param.grad (or a torch.cat of the grads) was iterated element by element: one norm per
-    element, 38 s for 1e6 elements."""
+    """An FSDP flat_param.grad (or a torch.cat of the grads) is one gradient, not iterated element by element
+    (one norm per element would take seconds for 1e6 elements)."""
     g = torch.Generator().manual_seed(9)
     keep, quar = torch.randn(100_000, generator=g), torch.randn(100_000, generator=g)
     expected = quarantine_mass([keep], [quar])
@@ -49,16 +42,14 @@ def test_quarantine_mass_takes_0d_tensors() -> None:
 
 @pytest.mark.parametrize("which", ["keep", "quar", "both"])
 def test_quarantine_mass_dict_of_grads_says_what_was_meant(which: str) -> None:
-    """A dict iterates over its names: the default-device lookup read ``"w".device`` before the type check."""
+    """A dict iterates over its names: it is refused by the type check, saying what was meant, before the
+    default-device lookup would read ``"w".device``."""
     named = {"w": torch.randn(3), "b": torch.randn(2)}
     listed = [torch.randn(3)]
     keep = named if which in ("keep", "both") else listed
     quar = named if which in ("quar", "both") else listed
     with pytest.raises(TypeError, match="gradients must be tensors"):
         quarantine_mass(keep, quar)  # type: ignore[arg-type]
-
-
-# -------------------------------------------------------------------------------------------------- shares
 
 
 def _digitize_shares(z: np.ndarray, tlo: float, thi: float) -> list[float]:
@@ -89,12 +80,6 @@ def test_shares_tlo_above_thi_random_against_numpy() -> None:
             assert got == pytest.approx(_digitize_shares(z[mask], tlo, thi))
         else:
             assert all(math.isnan(v) for v in got)
-
-
-NAN = float("nan")
-
-
-CUDA = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 
 
 def test_shares() -> None:

@@ -11,22 +11,12 @@ import numpy as np
 import pytest
 import torch
 
-from steptable.diagnostics import (
-    COLUMNS,
-    RoutingMonitor,
-)
-from tests.diagnostics.helpers import make_batch, same, sk_auroc, sk_otsu
+from steptable.diagnostics import COLUMNS, RoutingMonitor
+from tests.diagnostics.helpers import CUDA, DEVICES, NAN, make_batch, same, sk_auroc, sk_otsu
 
 skimage_filters = pytest.importorskip("skimage.filters")
 
 threshold_multiotsu = skimage_filters.threshold_multiotsu
-NAN = float("nan")
-
-
-CUDA = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
-#: The reference comparisons run where the tensors are: the CPU always, the GPU where there is one (sorts, cumsums
-#: and the histogram's binning are other kernels there).
-DEVICES = ["cpu", pytest.param("cuda", marks=CUDA)]
 
 
 def test_columns_match_routing_schema() -> None:
@@ -186,8 +176,9 @@ def _batch(seed: int, n: int = 32, d: int = 8) -> tuple[object, object, object, 
 
 @pytest.mark.parametrize("placed_in_inference", [False, True])
 def test_a_first_step_under_inference_mode_does_not_break_the_later_ones(placed_in_inference: bool) -> None:
-    """An evaluation helper under @torch.inference_mode() took the first step (or built the monitor with device=):
-    its buffer became inference tensors, and every later step outside that mode raised into the loop, for good."""
+    """An evaluation helper under @torch.inference_mode() takes the first step (or builds the monitor with
+    device=): the buffer is made of normal tensors, so the later steps outside that mode still run (inference
+    tensors would make every one of them raise into the loop)."""
     if placed_in_inference:
         with torch.inference_mode():
             mon = RoutingMonitor(capacity=256, warmup=16, device="cpu")
@@ -209,7 +200,7 @@ def test_gradients_in_the_wrong_container_say_what_is_wanted() -> None:
     wanted = r"iterable of them \(e.g. \[p.grad for p in params\]\), got an item of type str"
     with pytest.raises(TypeError, match=wanted):
         mon.step(act, v, hack, adv, g_keep={"w": torch.randn(3)}, g_quar={"q": torch.randn(3)})
-    # one flat tensor is one gradient (it was taken element by element: the same number, a kernel per element)
+    # one flat tensor is one gradient (element by element would give the same number, at a kernel per element)
     flat = mon.step(act, v, hack, adv, g_keep=torch.tensor([3.0, 4.0]), g_quar=torch.tensor([0.0, 5.0]))
     assert flat["qmass"] == pytest.approx(0.5)
     scalar = mon.step(act, v, hack, adv, g_keep=torch.tensor(1.0), g_quar=torch.tensor(3.0))  # a 0-d one too

@@ -10,21 +10,11 @@ import numpy as np
 import pytest
 import torch
 
-from steptable.diagnostics import (
-    RoutingMonitor,
-    multiotsu,
-)
+from steptable.diagnostics import RoutingMonitor, multiotsu
 from steptable.diagnostics.otsu import histogram
-from tests.diagnostics.helpers import sk_otsu
+from tests.diagnostics.helpers import DEVICES, sk_otsu
 
 sk_histogram = pytest.importorskip("skimage.exposure").histogram
-
-CUDA = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
-
-
-#: The reference comparisons run where the tensors are: the CPU always, the GPU where there is one (sorts, cumsums
-#: and the histogram's binning are other kernels there).
-DEVICES = ["cpu", pytest.param("cuda", marks=CUDA)]
 
 
 def _random_values(rng: np.random.Generator, n: int, kind: int) -> np.ndarray:

@@ -18,9 +18,6 @@ def _trained(seed: int = 1) -> RoutingMonitor:
     return mon
 
 
-# ---------------------------------------------------------------------------------------------------- loading
-
-
 def test_loaded_state_waits_for_the_first_steps_device() -> None:
     """A checkpoint loaded into a monitor built without a device stays on the host; the first step moves it to
     its inputs' device (meta here, standing in for a GPU: a monitor pinned to the CPU would copy each step's

@@ -146,7 +146,7 @@ def _consistent(store: RunStore) -> None:
 
 
 def test_step_beyond_int64_is_a_bad_line_not_a_lost_run(tmp_path: Path) -> None:
-    # One hostile line used to raise OverflowError in the store ("internal error") and every row was lost.
+    # One hostile line is a bad line, not an OverflowError in the store ("internal error") that loses every row.
     data = loss_line(0) + b'{"step": 1000000000000000000000000000000, "loss": 9.5}\n' + loss_line(2)
     f, store, _ = _ingest(tmp_path, data)
     assert list(store.steps) == [0, 0, 2] or list(store.steps) == [0, 2]

@@ -12,17 +12,10 @@ import pytest
 
 from steptable.ingest import Follower, load
 from steptable.schemafiles.resolve import by_schema, detect, get_schema, load_schema_file
-from steptable.schemas import (
-    Schema,
-    SchemaFileError,
-    layout,
-)
+from steptable.schemas import Schema, SchemaFileError, layout
 from steptable.schemas import user as user_module
 from tests.helpers import plain_run, write, write_rows
-from tests.trainer_logs import (
-    write_sb3,
-    write_verl,
-)
+from tests.trainer_logs import write_sb3, write_verl
 
 pytestmark = pytest.mark.usefixtures("xdg")  # (no user's schema directory leaks in)
 
@@ -124,8 +117,8 @@ def test_bad_config_file_is_reported_by_detect(tmp_path: Path, xdg: Path) -> Non
 
 @pytest.mark.parametrize("kind", ["dir", "fifo", "huge"])
 def test_a_schema_file_that_cannot_be_one_is_an_error(tmp_path: Path, kind: str) -> None:
-    """A directory or FIFO named steptable.toml is reported (it was passed over, and a parent's file used
-    instead; a FIFO would block the read); so is a file too large to be a schema."""
+    """A directory or FIFO named steptable.toml is reported, not passed over for a parent's file (a FIFO would
+    block the read); so is a file too large to be a schema."""
     f = tmp_path / "logs" / "steptable.toml"
     f.parent.mkdir()
     write(tmp_path / "steptable.toml", '[schema]\nname = "parent"\n')
@@ -215,7 +208,7 @@ def test_by_schema_keeps_arms_of_one_generic_experiment_together(tmp_path: Path)
     groups = by_schema(stores)
     assert [s.name for s, _ in groups] == ["generic", "generic"]
     assert [[s.path.parent.name for s in g] for _, g in groups] == [["a", "b", "c"], ["d"]]
-    ((_, one),) = by_schema(stores, groups[0][0])  # a schema named: all its runs under it, as before
+    ((_, one),) = by_schema(stores, groups[0][0])  # a schema named: all its runs under it
     assert len(one) == 4
 
 

@@ -15,9 +15,7 @@ from typing import Any, Literal
 
 import pytest
 
-from steptable.alerts.engine import (
-    Alert,
-)
+from steptable.alerts.engine import Alert
 from steptable.summary.report import _arm_tag, alerts_text, rate_text, run_label, summarize, trend_pct
 from tests.alerts.helpers import spike
 from tests.helpers import grpo_row, run_cli, store_of, write_rows
@@ -29,9 +27,6 @@ NOW = 1_700_100_000.0
 def one(cols: dict[str, list[Any]], **kw: Any) -> FakeRun:
     n = len(next(iter(cols.values())))
     return FakeRun("runs/grpo/metrics.jsonl", "", cols, list(range(n)), **kw)
-
-
-# ------------------------------------------------------------------------------------------------------- cells
 
 
 def test_one_row_run_shows_no_trend_as_a_dash() -> None:
@@ -89,9 +84,6 @@ def test_default_budget_is_twenty_key_columns(capsys: pytest.CaptureFixture[str]
     assert len(summary_table(out)) == 20
 
 
-# ------------------------------------------------------------------------------------------------------ header
-
-
 @pytest.mark.parametrize(("secs", "want"), [
     ([1.0, 3.0], "2s/step"),  # an even count: the mean of the middle two
     ([1.0, 2.0, 3.0], "2s/step"),  # odd: the middle one
@@ -122,9 +114,6 @@ def test_arm_that_is_the_files_dotted_stem_is_not_repeated() -> None:
     assert run_label(r2, unique_arm=False) == "exp.v1 (runs/v1.2/run.jsonl)"
 
 
-# ------------------------------------------------------------------------------------------------------ alerts
-
-
 def test_summarize_without_alerts_reads_the_clock_for_stalls() -> None:
     # alerts computed by summarize itself (a library caller) see a 2 h pause between rows, as the CLI's do
     rng = random.Random(11)
@@ -133,9 +122,6 @@ def test_summarize_without_alerts_reads_the_clock_for_stalls() -> None:
               last_update=walls[-1])
     out = summarize([run], now=walls[-1] + 5)
     assert "stalled" in out and "alerts 1 (1W)" in out, out
-
-
-# -------------------------------------------------------------------------------------------------- markdown
 
 
 def test_run_name_is_escaped_in_markdown_only() -> None:
@@ -336,7 +322,7 @@ def test_alerts_given_selected_and_limited() -> None:
     assert summarize([run], now=NOW, columns=["rew"], alerts={}).endswith("alerts 0\n")
 
 
-def test_max_columns_prefers_present_columns_and_now_defaults() -> None:
+def test_max_columns_prefers_present_columns_and_the_clock_defaults_to_now() -> None:
     run = make_run("v", 6, n=200)
     text = summarize([run], max_columns=3)
     names = [line.split()[0] for line in text.splitlines()[2:5]]
@@ -352,7 +338,7 @@ def test_hostile_names_are_inert() -> None:
 
 def test_two_trainers_keys_for_one_quantity_share_one_block() -> None:
     """verl's actor/entropy and TRL's entropy are both shown as "entropy": one block of rows, the name said once
-    (before: two blocks of the same name, far apart); a run that has both keys gets each by its own key."""
+    (not two blocks of the same name, far apart); a run that has both keys gets each by its own key."""
     n = 30
     verl = FakeRun("v", "verl", {"actor/entropy": [1.0 - i / 100 for i in range(n)],
                                  "actor/pg_loss": [0.1 * (-1) ** i for i in range(n)]}, list(range(n)))

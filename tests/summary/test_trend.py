@@ -17,7 +17,7 @@ from tests.summary.helpers import held, lattice
 @pytest.mark.parametrize("draw", ["normal", "grid"])
 @pytest.mark.parametrize(("n", "hold"), [(60, 5), (200, 10), (1000, 2), (1000, 10), (5000, 50)])
 def test_a_flat_held_series_reads_a_trend_about_as_rarely_as_a_plain_one(n: int, hold: int, draw: str) -> None:
-    # before: 34-100 of 100 read a trend (held 2: a third; held 10: 85 or more)
+    # judged by successive pairs, 34-100 of 100 would read a trend (held 2: a third; held 10: 85 or more)
     rng = random.Random(n * 100 + hold)
     hits = sum(trend_pct(held(n, hold, rng, draw)) != 0 for _ in range(100))
     assert hits <= 12
@@ -36,7 +36,7 @@ def test_a_rise_of_a_held_series_still_shows_at_its_size(hold: int) -> None:
 
 
 def test_a_level_then_another_is_a_change_not_a_hold() -> None:
-    # too few runs to learn a hold from: the step is read as before
+    # too few runs to learn a hold from: the step is read as a plain series reads it
     assert trend_pct([1.0] * 90 + [2.0] * 10) == pytest.approx(100.0)
     assert trend_pct([0.5] * 54 + [0.7] * 6) == pytest.approx(40.0)
     assert hold_length([1.0] * 90 + [2.0] * 10, 80) == (1, 80)
@@ -170,7 +170,8 @@ def test_fractions_bools_and_strings_summarise_as_rates() -> None:
 
 
 def test_a_column_that_ends_at_inf_shows_it_last() -> None:
-    """A KL that blew up to inf read as healthy: ``last`` was the last finite value (min/max/tr% stay finite)."""
+    """A KL that blew up to inf shows inf as ``last`` (the last finite value would read as healthy); min, max and
+    tr% stay finite."""
     st = column_stats([0.01, 0.02, 0.015, math.inf, math.inf, math.nan])
     assert (st.present, st.first, st.last, st.lo, st.hi) == (3, 0.01, math.inf, 0.01, 0.02)
     assert column_stats([math.inf, 0.5]).last == 0.5
@@ -180,7 +181,7 @@ def test_a_column_that_ends_at_inf_shows_it_last() -> None:
 
 
 def test_trend_of_values_near_the_float_limit_is_finite() -> None:
-    """Sums of values near 1.8e308 used to overflow to inf (tr% read -inf or -nan)."""
+    """Values near 1.8e308 give a finite tr% (their sums must not overflow to inf: -inf or -nan)."""
     assert trend_pct([(-1) ** i * 1e308 for i in range(4)]) == 0.0  # (all noise)
     assert trend_pct([-1e308] * 18 + [1e308] * 2) == pytest.approx(200.0)
     assert trend_pct([1.0] + [1.7e308] * 19) == pytest.approx(0.0)

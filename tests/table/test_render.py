@@ -186,7 +186,7 @@ def test_a_row_of_thousands_of_columns_renders() -> None:
 
 
 def test_legend_names_the_key_of_a_renamed_column_without_a_description() -> None:
-    """Col("grad_norm", 6, "gn") without desc: the legend left it out, so nothing said what "gn" is."""
+    """Col("grad_norm", 6, "gn") without desc: the legend names its key, so something says what "gn" is."""
     cols = [Col("step", 4, "step", "d", "optimizer step"), Col("grad_norm", 6, "gn"), Col("loss", 6, "loss")]
     text = render.legend(cols)
     assert text.splitlines() == ["columns:", " step  optimizer step", " gn    grad_norm"]
@@ -238,7 +238,7 @@ def test_one_column_with_a_one_element_sequence_shows_the_sequence(fmt: str, val
 
 
 def test_exponent_column_with_a_one_element_tuple_shows_the_tuple() -> None:
-    # '%.1e' % (3e-4,) unpacks the tuple: the whole-row path printed 3.0e-4 where every other view shows [0.0003]
+    # '%.1e' % (3e-4,) unpacks the tuple: the whole-row path must show [0.0003] as every other view does, not 3.0e-4
     cols = [Col("edge_lr", 8, "lr", ".1e"), Col("edge_x", 6, "x", ".2f")]
     values = {"edge_lr": (3e-4,), "edge_x": 1.0}
     assert render.row(cols, values) == per_cell(cols, values)

@@ -8,12 +8,7 @@ import pytest
 
 from steptable.app.screens.events import EventList, EventsScreen
 from steptable.app.widgets.status import Event
-from tests.app.helpers import (
-    make_runs,
-    manual_app,
-    screen_text,
-    sync,
-)
+from tests.app.helpers import make_runs, manual_app, screen_text, sync
 
 pytestmark = pytest.mark.anyio
 

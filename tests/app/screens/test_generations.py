@@ -70,8 +70,8 @@ def test_hostile_constant_is_hostile() -> None:
 
 
 async def test_generations_viewer_pages_a_big_step(tmp_path: Path) -> None:
-    """A GRPO group of 128 long completions: the viewer shows a page (laying out all of it froze the UI for
-    seconds), n and p move between pages."""
+    """A GRPO group of 128 long completions: the viewer shows a page (laying out all of it would freeze the UI
+    for seconds), n and p move between pages."""
 
     root = make_runs(tmp_path, arms=("solo",))
     path = root / "solo" / "emergence" / "generations.jsonl"

@@ -16,7 +16,8 @@ pytestmark = pytest.mark.anyio
 
 @pytest.mark.parametrize("key", ["question_mark", "f1"])
 async def test_help_lists_every_key(tmp_path: Path, key: str) -> None:
-    """? and F1 did nothing; e, f, 0 and 1-9 were in no footer, and at 80 columns the footer ends before s, v."""
+    """? and F1 open the help, which lists every key: e, f, 0 and 1-9 are in no footer, and at 80 columns the
+    footer ends before s, v."""
     app, follower, _ = manual_app(make_runs(tmp_path))
     async with app.run_test(size=(80, 24)) as pilot:
         await sync(pilot, follower)
@@ -33,8 +34,8 @@ async def test_help_lists_every_key(tmp_path: Path, key: str) -> None:
 
 
 async def test_the_help_quits_on_q_names_tab_and_wraps_at_80_columns(tmp_path: Path) -> None:
-    """The help's footer said "q Quit" but q did nothing there (a modal screen takes the app's q away); tab, which
-    picks the table p and the chart follow, was not listed; at 80 columns a line was cut ("at the step" of "... on
+    """q quits the help as its footer says (a modal screen takes the app's q away); tab, which picks the table p
+    and the chart follow, is listed; at 80 columns the lines wrap, none is cut ("at the step" of "... on
     screen")."""
     app, follower, _ = manual_app(make_runs(tmp_path))
     async with app.run_test(size=(80, 24)) as pilot:

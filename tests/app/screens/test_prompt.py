@@ -8,12 +8,7 @@ import pytest
 
 from steptable.app.screens.prompt import PromptScreen
 from steptable.app.widgets.grid import StepGrid
-from tests.app.helpers import (
-    SIZE,
-    make_runs,
-    manual_app,
-    sync,
-)
+from tests.app.helpers import SIZE, make_runs, manual_app, sync
 
 pytestmark = pytest.mark.anyio
 

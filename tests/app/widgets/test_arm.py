@@ -60,7 +60,7 @@ async def test_no_runs_says_what_it_waits_for_and_a_deleted_run_says_gone(tmp_pa
     async with app.run_test(size=SIZE) as pilot:
         await sync(pilot, follower)
         text = screen_text(app)
-        assert "No runs under" in text and "keeps watching" in text  # it was a blank screen
+        assert "No runs under" in text and "keeps watching" in text  # (not a blank screen)
         write_rows(notes / "a" / "metrics.jsonl", [{"step": s, "loss": 1.0} for s in range(3)])
         await sync(pilot, follower)
         assert "No runs under" not in screen_text(app) and len(app.query(ArmPanel)) == 1
@@ -128,7 +128,7 @@ async def test_a_long_name_never_hides_the_state(tmp_path: Path, size: tuple[int
 
 
 def test_an_arm_title_says_where_its_run_was_resumed(tmp_path: Path) -> None:
-    """The rows from a resume step on are a relaunch's: summary and tail -f say so, the app's title did not."""
+    """The rows from a resume step on are a relaunch's: the app's title says so, as summary and tail -f do."""
     from steptable.app.widgets.arm import ArmPanel
 
     path = tmp_path / "a" / "metrics.jsonl"

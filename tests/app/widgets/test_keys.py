@@ -9,12 +9,7 @@ from typing import Any
 import pytest
 
 from steptable.app.widgets.keys import KeyBar
-from tests.app.helpers import (
-    SIZE,
-    make_runs,
-    manual_app,
-    sync,
-)
+from tests.app.helpers import SIZE, make_runs, manual_app, sync
 
 pytestmark = pytest.mark.anyio
 
@@ -30,8 +25,8 @@ async def test_keybar_click_presses_the_key(tmp_path: Path) -> None:
 
 
 async def test_keybar_fits_whole_keys_in_the_width(tmp_path: Path) -> None:
-    """At 80 columns the footer was cut mid-key ("s Lay"), the palette's key off the end; it draws whole keys, closer
-    together, the palette's last, and all of them again when the terminal widens."""
+    """At 80 columns the footer draws whole keys (never "s Lay"), closer together, the palette's last, and all of
+    them again when the terminal widens."""
     app, follower, _ = manual_app(make_runs(tmp_path))
     async with app.run_test(size=(80, 24)) as pilot:
         await sync(pilot, follower)

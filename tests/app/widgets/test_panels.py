@@ -32,9 +32,6 @@ pytestmark = pytest.mark.anyio
 SWEEP = ("qwen7b_grpo_lr1e-6_kl0.01", "qwen7b_grpo_lr3e-6_kl0.01", "qwen7b_grpo_lr1e-5_kl0.01")
 
 
-# ------------------------------------------------------------------------------------------ labels that tell runs apart
-
-
 def _panel_labels(app: Any) -> tuple[list[str], list[str]]:
     """The chart's label of each arm (its line's first word) and the diagnostics header's cells."""
     chart = str(app.query_one(ChartPanel).body.render()).split("\n")[1:]
@@ -45,8 +42,9 @@ def _panel_labels(app: Any) -> tuple[list[str], list[str]]:
 @pytest.mark.parametrize("width", [200, 80])
 @pytest.mark.parametrize("nested", [False, True])
 async def test_sweep_runs_get_distinct_chart_and_diagnostics_labels(tmp_path: Path, width: int, nested: bool) -> None:
-    """Cutting each name's middle to 16 cells left ``qwen7b_g…_kl0.01`` three times; runs under ``<run>/seed0/``
-    (one arm name, seed0) were labelled by their whole run id, ``/metrics.jsonl`` included."""
+    """A sweep's runs get distinct labels (cutting each name's middle to 16 cells would leave ``qwen7b_g…_kl0.01``
+    three times), and runs under ``<run>/seed0/`` (one arm name, seed0) are labelled by what tells them apart, not
+    by their whole run id with ``/metrics.jsonl``."""
     for i, name in enumerate(SWEEP):
         write_rows(tmp_path / name / ("seed0" if nested else "") / "metrics.jsonl", (row(i, s) for s in range(40)))
     app, follower, _ = manual_app(tmp_path)
@@ -93,8 +91,8 @@ async def test_the_chart_counts_the_arms_in_view_at_its_height(tmp_path: Path) -
 
 
 def test_arm_labels_keep_names_that_are_not_file_paths_and_survive_empty_ones() -> None:
-    """'Qwen/Qwen2.5-7B' became 'Qwen' (the last part of any name was taken for a file name), and a name that is
-    empty once sanitized (a zero-width space, an escape) crashed the chart with an IndexError."""
+    """'Qwen/Qwen2.5-7B' stays whole (only a file path loses its file name), and a name that is empty once
+    sanitized (a zero-width space, an escape) gets a label too (no IndexError in the chart)."""
     assert arm_labels(["Qwen/Qwen2.5-7B", "meta-llama/Llama-3.1-8B"], 40) == ["Qwen/Qwen2.5-7B",
                                                                              "meta-llama/Llama-3.1-8B"]
     assert arm_labels(["grpo/lr1e-6", "ppo/lr3e-6"], 40) == ["grpo/lr1e-6", "ppo/lr3e-6"]

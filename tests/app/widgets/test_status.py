@@ -9,16 +9,7 @@ import pytest
 from steptable.app.screens.events import EventsScreen
 from steptable.app.widgets.arm import ArmPanel
 from steptable.app.widgets.status import StatusBar
-from tests.app.helpers import (
-    SIZE,
-    T0,
-    make_runs,
-    manual_app,
-    screen_text,
-    static_text,
-    sync,
-    write_rows,
-)
+from tests.app.helpers import SIZE, T0, make_runs, manual_app, screen_text, static_text, sync, write_rows
 
 pytestmark = pytest.mark.anyio
 

@@ -20,8 +20,6 @@ from steptable.ingest.readers.csvlog import CsvParser, cell, ends_quoted
 from tests.ingest.helpers import NOT_NUMBERS, NUMBERS, check_steps, follower_store
 from tests.trainer_logs import write_sb3_monitor
 
-# --- 1. steps of a followed file whose step key is another ------------------------------------------------------
-
 
 class Sb3Csv:
     """stable_baselines3.common.logger.CSVOutputFormat.write: a key not seen before rewrites the file from the top,
@@ -157,7 +155,7 @@ def test_ends_quoted_reads_quotes_as_the_csv_module_does(line: str, quoted: bool
 
 
 def test_rows_after_a_stray_quote_are_shown_live_after_a_few_lines() -> None:
-    # tail -f showed nothing after a stray quote until 100 more lines came (and said nothing)
+    # tail -f shows the rows after a stray quote within a few lines (not after 100 more lines), and says the quote
     p = CsvParser("m.csv")
     first = p.parse(b'step,loss,note\n1,0.5,ok\n2,0.4,"quoted start\n', 1)
     assert first.steps == [1]
