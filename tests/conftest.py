@@ -1,5 +1,5 @@
 """Fixtures every test folder uses: the hypothesis profile, goldens, captured log lines, a private schema
-directory, one torch thread, the async backend."""
+directory, the follower's clock, every trainer's logs."""
 
 from __future__ import annotations
 
@@ -18,18 +18,6 @@ from tests.trainer_logs import write_all
 # failed a run with "input generation is slow" though every example passed.
 settings.register_profile("steptable", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("steptable")
-
-
-@pytest.fixture(scope="module")
-def one_torch_thread():  # type: ignore[no-untyped-def]
-    """Small tensors on a shared 2-core machine: intra-op threads only add OpenMP contention (restored after).
-    torch is imported here, not at the top: most test modules never need it."""
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 @pytest.fixture
@@ -58,12 +46,6 @@ def xdg(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     """The user's schema directory, empty and private to the test (XDG_CONFIG_HOME under tmp_path)."""
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
     return tmp_path / "xdg" / "steptable" / "schemas"
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    """The app's async tests run on asyncio (Textual's loop)."""
-    return "asyncio"
 
 
 @pytest.fixture

@@ -138,3 +138,9 @@ def plain_run(root: Path, **extra: float) -> Path:
     path = root / "metrics.jsonl"
     write_rows(path, [{"step": s, "actor/loss": 1 / (s + 1), **extra} for s in range(4)])
     return path
+
+
+def age(path: Path, seconds: float) -> None:
+    """``path`` last written ``seconds`` ago (its mtime)."""
+    t = time.time() - seconds
+    os.utime(path, (t, t))

@@ -27,8 +27,8 @@ def test_every_subpackage_is_listed_for_the_wheel() -> None:
 
 
 def test_an_installed_package_finds_the_themes_it_carries(tmp_path: Path) -> None:
-    """Laid out as the wheel installs it (steptable/themes/*.tcss, no repository beside it), the app found no theme:
-    the resource path of the themes' namespace package read as "MultiplexedPath('...')"."""
+    """Laid out as the wheel installs it (steptable/themes/*.tcss, no repository beside it), the app finds its themes
+    (the resource path of the themes' namespace package must not be read as "MultiplexedPath('...')")."""
     import shutil
     import subprocess
 

@@ -1,4 +1,5 @@
-"""The pure core imports neither textual, torch nor loguru (checked in a fresh interpreter)."""
+"""The pure core imports neither textual, torch nor loguru (checked in a fresh interpreter), and steptable's public
+names load on first use."""
 
 from __future__ import annotations
 
@@ -39,3 +40,16 @@ def test_cli_help_does_not_import_torch() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip().endswith("False")
+
+
+def test_the_public_names_load_on_first_use() -> None:
+    code = (
+        "import sys, steptable\n"
+        "assert 'steptable.logger.steplogger' not in sys.modules\n"
+        "from steptable import Col, StepLogger\n"
+        "from steptable.logger.steplogger import StepLogger as S\n"
+        "assert StepLogger is S and Col.__module__ == 'steptable.table.columns'\n"
+        "try:\n    steptable.nope\nexcept AttributeError as e:\n    print(e)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "module 'steptable' has no attribute 'nope'"

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from steptable.logger.writer import encode_row
+from tests.helpers import write_rows
 
 __all__ = [
     "routing_row", "trainer_state", "write_all", "write_generic", "write_lightning", "write_maxent_state",
@@ -117,7 +118,7 @@ def write_retrain(
     """``dir/logs/train/{metrics.jsonl, emergence/steps.jsonl, emergence/generations.jsonl}``.
 
     resume_at       the restarted run re-logs steps resume_at.. (default: steps - 2; pass steps for no resume)
-    legacy_entropy  write only the ``*_entropy_*`` names (runs from before the surprisal names)
+    legacy_entropy  write only the ``*_entropy_*`` names (as runs without the surprisal names do)
     """
     rng = random.Random(seed)
     log_dir = Path(dir) / "logs" / "train"
@@ -578,3 +579,12 @@ def write_sb3_monitor(path: Path, episodes: int, head: str = "") -> None:
         f.write(head + '#{"t_start": 1700000000.123, "env_id": "CartPole-v1"}\n' + "r,l,t\n")
         for i in range(episodes):
             f.write(f"{10.0 + i},{10 + i},{0.5 * i:.6f}\n")
+
+
+def write_clockless_verl(path: Path, n: int = 200, step_s: float = 72.0) -> Path:
+    """verl's file logger rows without a clock (``timing_s/step`` says a step takes ``step_s``)."""
+    rng = random.Random(0)
+    write_rows(path, [{"step": s, "data": {"actor/pg_loss": rng.gauss(0, 0.1),
+                                           "critic/score/mean": 0.5 + rng.gauss(0, 0.05),
+                                           "timing_s/step": step_s + rng.gauss(0, 2)}} for s in range(1, n + 1)])
+    return path

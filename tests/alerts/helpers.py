@@ -6,15 +6,11 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
-from steptable.alerts.engine import (
-    Alert,
-    AlertConfig,
-    AlertEngine,
-    replay_spans,
-)
-from tests.helpers import grpo_row
+from steptable.alerts.engine import Alert, AlertConfig, AlertEngine, replay_spans
+from tests.helpers import grpo_row, write_rows
 
 Series = list[tuple[int, float]]
 Row = dict[str, Any]
@@ -117,3 +113,10 @@ def clocked_rows(rng: random.Random, steps: range, t0: float) -> list[dict[str, 
 def spike(step: int) -> Alert:
     """A routine grad-norm spike warning at ``step``."""
     return Alert("W", step, "actor/grad_norm", "spike", f"spike 1.{step % 97} (z=11 vs median .354 over 50)")
+
+
+def write_finished_run(root: Path) -> Path:
+    """routeA's metrics file holding a finished run of 160 steps, its rewards near .85."""
+    path = root / "routeA" / "metrics.jsonl"
+    write_rows(path, reward_rows(range(160), 0.85, 1))  # the finished run: rewards near .85
+    return path

@@ -177,9 +177,6 @@ def _frac(rng: random.Random, p: float, n: int = 1024) -> list[int]:
     return [sum(rng.random() < p for _ in range(n)), n]
 
 
-# --- crash vs interruption -------------------------------------------------------------------------------------
-
-
 def test_a_crash_is_an_error_and_an_interruption_a_warning() -> None:
     # Ctrl-C / a scheduler's SIGTERM is someone stopping the run (W); an exception is the run failing (E, exit 1)
     closed = {"closed": 1_700_000_000.0}
@@ -188,9 +185,6 @@ def test_a_crash_is_an_error_and_an_interruption_a_warning() -> None:
     assert stopped is not None and stopped.line() == "W step 812 run interrupted"
     assert crashed is not None and crashed.line() == "E step 812 run ended with RuntimeError"
     assert end_alert({**closed}, 812) is None  # a normal end says nothing
-
-
-# --- age text --------------------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(("seconds", "text"), [
@@ -205,9 +199,6 @@ def test_an_age_changes_unit_at_each_boundary(seconds: float, text: str) -> None
 def test_a_day_is_86400_seconds() -> None:
     # 202606.7 s is 2.34498 days: a stall message must not round it up to 2.35d
     assert fmt_age(202606.7) == "2.34d"
-
-
-# --- reward hacking vs a probe's AUROC ---------------------------------------------------------------------------
 
 
 def _hack_rows(rng: random.Random, hack: list[float], auroc: list[float], train_rows: int = 0) -> list[Alert]:
@@ -274,9 +265,6 @@ def test_a_hack_rate_without_an_auroc_or_with_a_tiny_window_is_no_error() -> Non
     eng = AlertEngine(AlertConfig(hack_window=1))
     found = [a for k in range(6) for a in eng.update(k, {"hack_s": [5 + 60 * k, 100], "auroc": 0.9 - 0.1 * k})]
     assert [(a.kind, a.step) for a in found] == [("hack_auroc", 1)]
-
-
-# --- scan and the store readers ------------------------------------------------------------------------------------
 
 
 def test_a_column_shorter_than_the_steps_is_absent_where_it_ends() -> None:

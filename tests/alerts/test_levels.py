@@ -16,11 +16,7 @@ from typing import Any
 
 import pytest
 
-from steptable.alerts.engine import (
-    Alert,
-    AlertConfig,
-    AlertEngine,
-)
+from steptable.alerts.engine import Alert, AlertConfig, AlertEngine
 from tests.alerts.helpers import fed, grad_norms, kinds, lines, noise, resumed, series, stream
 
 
@@ -34,7 +30,7 @@ def _dipped(seed: int, dip: int, after: list[float] | None = None) -> list[float
 
 @pytest.mark.parametrize("dip", [26, 30, 40, 90, 120])
 def test_the_end_of_a_dip_is_no_rise(dip: int) -> None:
-    # before: every seed read a rise for dips of 30 rows and more (2 in 10 at 26)
+    # measured against the lowest level alone, every seed would read a rise for dips of 30 rows and more
     for seed in range(10):
         got = [line for line in lines("grad_norm", _dipped(seed, dip)) if "rise" in line]
         assert got == [], (seed, got)
@@ -240,7 +236,7 @@ def rewards(seed: int, n: int, at: int, f: Any) -> list[Row]:
 
 @pytest.mark.parametrize("steps", [100, 200, 400])
 def test_a_slow_reward_collapse_is_warned_then_an_error(steps: int) -> None:
-    """The window's median followed a decline over more than ~50 steps down: it was never reported."""
+    """A decline over more than ~50 steps is reported although the window's median follows it down."""
     got = fed(rewards(1, 2200, 1500, lambda p, k: max(0.01, p * (1 - k / steps))))
     assert [(a.level, a.kind) for a in got] == [("W", "reward_collapse"), ("E", "reward_collapse")]
     w, e = got

@@ -4,7 +4,6 @@ the live engine bound."""
 
 from __future__ import annotations
 
-import json
 import math
 import random
 from pathlib import Path
@@ -12,18 +11,11 @@ from typing import Any
 
 import pytest
 
-from steptable.alerts.engine import (
-    AlertConfig,
-    scan,
-)
+from steptable.alerts.engine import AlertConfig, scan
 from steptable.alerts.replaced import read_replaced, replaced_alerts
 from steptable.ingest import Follower, RunStore
-from steptable.summary.report import summarize
 from tests.alerts.helpers import clocked_rows, loss_rows
-from tests.helpers import grpo_row, run_cli, store_of, write_rows
-from tests.trainer_logs import trainer_state
-
-# --- the rows a resume replaces ---------------------------------------------------------------------------------
+from tests.helpers import grpo_row, store_of, write_rows
 
 
 @pytest.mark.parametrize(("spike_at", "said"), [(1000, True), (999, False)])
@@ -220,83 +212,6 @@ def test_a_nan_long_after_an_older_one_counts_from_the_end_of_that_one(tmp_path:
     assert [a.line() for a in store.replaced if a.kind == "nonfinite"] == live
     assert [line.partition(" after ")[2].partition(" (")[0] for line in live] == ["600 finite steps",
                                                                                 "21399 finite steps"]
-
-
-# --- which columns a summary shows (steptable/keycols.py) --------------------------------------------------------
-
-
-def _table(text: str) -> dict[str, list[str]]:
-    """Row name -> its cells, of a single run's text summary."""
-    lines = text.splitlines()
-    start = next(i for i, ln in enumerate(lines) if ln.startswith("col "))
-    rows = [ln.split(" ") for ln in lines[start + 1:] if ln and not ln.startswith("alerts")]
-    return {r[0]: r[1:] for r in rows}
-
-
-def _write_trl(d: Path, steps: int, every: int, held: float | None = None) -> None:
-    """A TRL GRPO trainer_state.json of ``steps`` steps, a fixed learning rate, an evaluation every ``every`` steps
-    (its reward ``held`` at one value, if given)."""
-    rng = random.Random(4)
-    hist: list[dict[str, Any]] = []
-    for step in range(1, steps + 1):
-        acc = round(0.2 + 0.01 * step + rng.uniform(-0.02, 0.02), 4)
-        hist.append({"step": step, "loss": round(rng.uniform(-0.01, 0.01), 5), "reward": round(acc + 0.5, 4),
-                     "kl": round(0.0004 * step, 6), "entropy": round(0.7 - 0.002 * step + rng.uniform(0, 0.01), 4),
-                     "learning_rate": 1e-6, "grad_norm": round(rng.uniform(0.05, 0.3), 4),
-                     "completions/mean_length": round(300 + 8 * step + rng.uniform(0, 5), 2),
-                     "epoch": round(step / steps, 4)})
-        if step % every == 0:
-            hist.append({"step": step, "epoch": round(step / steps, 4), "eval_loss": round(rng.uniform(-0.01, 0.01), 5),
-                         "eval_reward": held if held is not None else round(acc + 0.45 + rng.uniform(0, 0.05), 4),
-                         "eval_kl": round(0.0004 * step, 6), "eval_entropy": round(0.7 - 0.002 * step, 4)})
-    p = d / f"checkpoint-{steps}" / "trainer_state.json"
-    p.parent.mkdir(parents=True)
-    p.write_text(json.dumps(trainer_state(hist, steps, {"epoch": 1.0, "eval_steps": every})))
-
-
-def _summary(d: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, list[str]]:
-    rc, out, _ = run_cli(["summary", str(d)], capsys)
-    assert rc == 0, out
-    return _table(out)
-
-
-def test_an_eval_reward_held_at_every_other_step_is_shown(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    # evaluated every 2nd step (half the rows), the evaluation reward never moved: a stalled run's headline, not a
-    # setting like a fixed learning rate logged every row
-    _write_trl(tmp_path / "grpo", 40, 2, held=0.5)
-    rows = _summary(tmp_path / "grpo", capsys)
-    assert rows["eval_rew"][:4] == [".5"] * 4 and "lr" not in rows, rows
-
-
-def test_a_one_row_run_shows_each_declared_column(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    # after its first logged step a run's single learning rate is all there is to see of it
-    _write_trl(tmp_path / "grpo", 1, 5)
-    assert _summary(tmp_path / "grpo", capsys)["lr"][:2] == ["1e-6", "1e-6"]
-
-
-def test_a_fixed_learning_rate_is_a_setting_from_its_second_row(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    # two rows that agree already make it a constant: no row for it, while the varying length gets one
-    _write_trl(tmp_path / "grpo", 2, 5)
-    rows = _summary(tmp_path / "grpo", capsys)
-    assert "lr" not in rows and "len" in rows, rows
-
-
-def test_a_single_evaluation_shows_what_it_measured(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    # one evaluation at the end of the run: its KL and entropy are single values, each the news of that evaluation
-    _write_trl(tmp_path / "grpo", 40, 40)
-    rows = _summary(tmp_path / "grpo", capsys)
-    assert rows["eval_kl"][:2] == [".016", ".016"] and "eval_entropy" in rows, rows
-
-
-def test_a_negative_column_budget_shows_no_key_column(tmp_path: Path) -> None:
-    # a library caller's max_columns below 0 is no budget at all, as 0 is (not all rows but one)
-    rng = random.Random(6)
-    store = store_of(tmp_path / "r" / "metrics.jsonl", [grpo_row(rng, s) for s in range(30)])
-    for budget in (-1, 0):
-        text = summarize([store], max_columns=budget)
-        assert not [ln for ln in text.splitlines() if ln.startswith(("col ", "loss", "reward"))], (budget, text)
 
 
 def test_a_stall_before_a_restart_is_said_after_it(tmp_path: Path) -> None:

@@ -11,11 +11,7 @@ from typing import Any
 
 import pytest
 
-from steptable.alerts.engine import (
-    AlertConfig,
-    AlertEngine,
-    resumed_engine,
-)
+from steptable.alerts.engine import AlertConfig, AlertEngine, resumed_engine
 from steptable.ingest import Follower
 from tests.alerts.helpers import fed, resumed, reward_rows
 from tests.helpers import grpo_row, store_of, write_rows
@@ -66,9 +62,9 @@ def _nan_in_the_middle(rng: random.Random, s: int) -> Row:
     (_slow_collapse, 1250, 1200), (_grad_rise, 1350, 1300), (_entropy_rise, 1350, 1300),
     (_sparse_entropy_rise, 1350, 1300), (_nan_in_the_middle, 1350, 1300)])
 def test_a_resumed_engine_says_what_the_one_shot_read_says(tmp_path: Path, make: Any, crash: int, at: int) -> None:
-    """The reward's peak, the grad norm's lowest level and the entropy's early level were set hundreds of rows before
-    the resume, out of the bounded replay's reach: the live engine said the collapse late against a lower peak,
-    missed the rise, and measured an entropy rise against an early level of the replay's rows."""
+    """The reward's peak, the grad norm's lowest level and the entropy's early level set hundreds of rows before
+    the resume, out of the bounded replay's reach, are carried: without them the live engine would say the collapse
+    late against a lower peak, miss the rise, and measure an entropy rise against an early level of the replay."""
     rng = random.Random(0)
     rows = [make(rng, s) for s in range(2000)]
     old = AlertEngine()
@@ -85,7 +81,7 @@ def test_a_resumed_engine_says_what_the_one_shot_read_says(tmp_path: Path, make:
 
 
 def test_levels_set_from_the_replaced_rows_are_not_carried(tmp_path: Path) -> None:
-    """The crashed run's rows from the resume step on were replaced: a peak or a lowest level set there is not the
+    """The crashed run's rows from the resume step on are replaced: a peak or a lowest level set there is not the
     run's (a restart from step 0 carries nothing at all)."""
     rng = random.Random(3)
 

@@ -9,13 +9,7 @@ import random
 from pathlib import Path
 from typing import Any
 
-from steptable.alerts.engine import (
-    AlertConfig,
-    AlertEngine,
-    clockless_gap,
-    feed_store,
-    scan,
-)
+from steptable.alerts.engine import AlertConfig, AlertEngine, clockless_gap, feed_store, scan
 from steptable.alerts.replaced import read_replaced
 from steptable.ingest import Follower, RunStore
 from tests.alerts.helpers import clocked_rows, kinds
@@ -61,7 +55,7 @@ def test_a_pause_the_run_keeps_making_is_its_rhythm_not_a_stall() -> None:
 
 
 def test_a_stall_far_past_the_median_is_said_in_the_compact_number_format() -> None:
-    # a run found again after days: the ratio was printed whole (95694940x), eight digits nobody reads
+    # a run found again after days: the ratio is not printed whole (95694940x), eight digits nobody reads
     eng = AlertEngine()
     for i in range(30):
         eng.update(i, {"loss": 1.0}, float(i))
@@ -76,9 +70,6 @@ def test_a_short_window_does_not_switch_the_stall_test_off() -> None:
         eng.update(s, {"loss": 1.0}, wall_time=1000.0 + 10 * s)
     stalled = [a.line() for a in eng.check_stall(1090.0 + 3600)]
     assert stalled == ["W step 9 stalled: no row for 60m (360x median 10s/row)"]
-
-
-# --- stalls of a run whose rows carry a clock --------------------------------------------------------------------
 
 
 def _walls(rng: random.Random, n: int, t0: float = 1_700_000_000.0, every: float = 10.0) -> list[float]:
@@ -151,8 +142,6 @@ def test_restarts_after_crashes_are_not_the_runs_rhythm(tmp_path: Path) -> None:
         last = store.wall_times_between(len(store) - 1)[0]
     assert [a.kind for a in eng.check_stall(last + 3600)] == ["stall"]
 
-
-# --- runs whose rows carry no clock: the file's age against the run's own step time --------------------------------
 
 _MTIME = 1_700_000_000  # the file's last write, whole seconds (exact as a float)
 

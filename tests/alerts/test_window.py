@@ -15,7 +15,7 @@ from tests.alerts.helpers import fed, lines
 
 def test_spike_z_on_a_two_level_signal_is_finite_and_sane() -> None:
     """Over half the window on one value makes the MAD 0; the z-score then comes from the mean deviation instead
-    of a 1e-9 floor (which printed z=500000000)."""
+    of a 1e-9 floor (which would print z=500000000)."""
     eng = AlertEngine(AlertConfig(flat_rows=0))
     alerts = []
     for s in range(80):

@@ -8,18 +8,23 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import signal
 import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+import pytest
 from textual.widgets import Static
 
 from steptable.app import make_app
 from steptable.app.app import StepTableApp
 from steptable.app.feed import Feed
 from steptable.app.screens.generations import GenerationsScreen
-from steptable.ingest import Follower
+from steptable.app.session import Session
+from steptable.ingest import Follower, RunStore
+from steptable.ingest.files.follow import load
 
 T0 = 1_700_000_000.0  # the first row's timestamp; rows are 2 s apart
 ARMS = ("vanilla", "routeA", "absorb")
@@ -177,4 +182,87 @@ def scan_rounds(scanner: Any, rounds: Iterable[set[str]]) -> bool:
 
 
 def static_text(w: Static) -> str:
+    """What a Static widget shows, as text."""
     return str(w.render())
+
+
+def lines_of(app: Any, start: str, n: int) -> list[str]:
+    """``n`` screen lines from the first one holding ``start``."""
+    shown = screen_text(app).split("\n")
+    i = next(k for k, line in enumerate(shown) if start in line)
+    return shown[i : i + n]
+
+
+def keyed_stores(tmp_path: Path, arms: int, keys: int) -> list[RunStore]:
+    """The stores of ``arms`` runs of 40 steps, each logging ``keys`` keys in three groups."""
+    for a in range(arms):
+        write_rows(tmp_path / f"arm{a}" / "metrics.jsonl",
+                   ({"step": s, **{f"g{k % 3}/m{k}": (s * 0.37 + k + a) % 3.1 for k in range(keys)}}
+                    for s in range(40)))
+    return list(load(tmp_path).values())
+
+
+def session_counting_measures(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> tuple[list[RunStore], Session, list[str]]:
+    """A session over 4 runs of 30 keys, and the keys ``auto_col`` measures from then on."""
+    import steptable.schemas as schemas
+
+    stores = keyed_stores(tmp_path, 4, 30)
+    session = Session()
+    for s in stores:
+        session.update(s.path.parent.name, s)
+    measured: list[str] = []
+    real = schemas.auto_col
+
+    def counting(key: str, *a: Any, **kw: Any) -> Any:
+        measured.append(key)
+        return real(key, *a, **kw)
+
+    monkeypatch.setattr(schemas, "auto_col", counting)
+    monkeypatch.setattr(schemas.arrange, "auto_col", counting)  # (what schemas.layout calls)
+    return stores, session, measured
+
+
+def app_rows(start: int, stop: int, loss: float = 1.0) -> list[dict[str, Any]]:
+    """Rows of steps ``start``..``stop - 1``: loss, reward and a clock 2 s a step."""
+    return [{"step": s, "loss": loss + 0.01 * (s % 3), "rew": 0.5 + 0.01 * (s % 4), "ts": 1.7e9 + 2 * s}
+            for s in range(start, stop)]
+
+
+SIGNALS = [getattr(signal, n) for n in ("SIGTERM", "SIGHUP") if hasattr(signal, n)]
+
+
+def handlers_are_ours() -> bool:
+    """The handlers in place are quit_on_signals' (a TERM sent otherwise would end the test run)."""
+    return all(getattr(signal.getsignal(s), "__qualname__", "").startswith("quit_on_signals") for s in SIGNALS)
+
+
+class SignalledApp:
+    """A stand-in for the demo's app: it is sent TERM while it runs, and returns when asked to exit (bounded)."""
+
+    return_code = 0
+
+    def __init__(self) -> None:
+        self.asked = threading.Event()
+        self.handlers_were_ours = False
+
+    def exit(self) -> None:
+        self.asked.set()
+
+    def run(self) -> None:
+        self.handlers_were_ours = handlers_are_ours()
+        if self.handlers_were_ours:
+            os.kill(os.getpid(), signal.SIGTERM)
+        self.asked.wait(10)
+
+
+GOOD_SAMPLE = {"step": 0, "prompt": "p", "completion": "c", "reward": 1.0}
+
+
+def write_side_file(run_dir: Path, *lines: str) -> Path:
+    """retrain's generations side file in ``run_dir``: one good sample, then ``lines`` as they are."""
+    path = run_dir / "emergence" / "generations.jsonl"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(line + "\n" for line in (json.dumps(GOOD_SAMPLE), *lines)))
+    return path

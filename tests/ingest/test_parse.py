@@ -94,7 +94,8 @@ def test_missing_is_not_nan() -> None:
 
 def test_a_row_cut_right_after_a_nested_object_is_not_taken_for_a_glued_row() -> None:
     """{"step": 3, "loss": .4, "eval": {"step": 3, "loss": .9}  (killed before the last brace): the nested eval
-    object named a step and ran to the line's end, so it was kept as the row (loss .9 in the train column)."""
+    object names a step and runs to the line's end, but it is not the row (its loss .9 must not land in the train
+    column)."""
     from steptable.ingest.parse import LineError, decode_line
 
     with pytest.raises(LineError, match="malformed JSON"):

@@ -57,8 +57,8 @@ def test_a_crash_late_in_a_long_run_is_read_from_the_rows_the_resume_replaced() 
 
 
 def test_a_late_nan_row_read_alone_is_no_resume(tmp_path: Path) -> None:
-    """A bare NaN reaches the store as its quoted sentinel when a chunk's keys are all known: the live reader took
-    a late {"step": 6, "loss": NaN} for a resume and dropped steps 7-9, which a fresh read keeps."""
+    """A bare NaN reaches the store as its quoted sentinel when a chunk's keys are all known: a late
+    {"step": 6, "loss": NaN} read live is no resume, and steps 7-9 stay, as a fresh read keeps them."""
     from steptable.ingest import load
 
     f = tmp_path / "run" / "metrics.jsonl"
@@ -98,8 +98,8 @@ def test_counter_restart_is_a_resume_at_zero() -> None:
 
 
 def test_a_late_value_for_a_key_logged_as_null_is_merged_not_a_resume() -> None:
-    """StepLogger writes NaN as null ("not measured this step"); an eval thread's late value for that step used to
-    read as a resume and drop every row after it."""
+    """StepLogger writes NaN as null ("not measured this step"); an eval thread's late value for that step is
+    merged, not a resume that would drop every row after it."""
     s = RunStore("r", "/nonexistent/metrics.jsonl")
     rows = [{"step": t, "loss": 1 / (t + 1), "val": None} for t in range(100)]
     s.add(Parsed(steps=list(range(100)), rows=rows, step_key="step"), now=math.nan)

@@ -96,9 +96,6 @@ def test_rows_with_their_own_clock_keep_it(tmp_path: Path) -> None:
     assert store.last_update == t0 + 270.0
 
 
-# --- a reader's bug on one chunk --------------------------------------------------------------------------------
-
-
 def _failing_on(monkeypatch: pytest.MonkeyPatch, marker: bytes) -> None:
     """JsonlParser raises on any chunk that holds ``marker`` (a bug of ours met by one row)."""
     parse = JsonlParser.parse
@@ -114,8 +111,8 @@ def _failing_on(monkeypatch: pytest.MonkeyPatch, marker: bytes) -> None:
 def test_a_bug_on_one_chunk_costs_that_chunk_not_the_rest_of_a_one_shot_read(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The tail has read past a chunk the parser failed on; a one-shot read has no next poll, so the rows after it
-    were never read (summary of a 600 KB file showed its first 256 KiB)."""
+    """The tail has read past a chunk the parser failed on; a one-shot read has no next poll, so it reads on:
+    the rows after that chunk are read too (a summary of a 600 KB file shows all of it, not its first 256 KiB)."""
     path = tmp_path / "r" / "metrics.jsonl"
     pad = "x" * 80
     write_rows(path, [{"step": s, "rew": 0.5, "pad": pad} for s in range(6000)])
@@ -133,7 +130,8 @@ def test_a_bug_on_one_chunk_costs_that_chunk_not_the_rest_of_a_one_shot_read(
 def test_a_bug_on_the_last_unfinished_line_does_not_end_a_one_shot_read(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """``finish()`` (the last line, without its newline) raised out of the command: a traceback, no summary."""
+    """A bug in ``finish()`` (the last line, without its newline) does not raise out of the command: the summary
+    is still given."""
     good, cut = tmp_path / "a" / "metrics.jsonl", tmp_path / "b" / "metrics.jsonl"
     write_rows(good, [{"step": 0, "rew": 0.5}])
     write_rows(cut, [{"step": 0, "rew": 0.5}])

@@ -146,9 +146,6 @@ def test_the_key_cap_notice_names_the_file_not_a_line(tmp_path: Path, monkeypatc
     assert len(fol.errors) == 1 and fol.errors[0].startswith(f"{path}: more than 50 distinct keys"), fol.errors
 
 
-# --- the Follower's stores (what the app and summary read) ---------------------------------------------------------
-
-
 @pytest.mark.parametrize(("arm", "why"), [("", "empty"), (3, "not a name")])
 def test_an_arm_cell_that_is_not_a_name_leaves_the_directorys(tmp_path: Path, arm: Any, why: str) -> None:
     """A row's own "arm" names the run's arm only when it is a non-empty string; else the directory names it."""
@@ -190,9 +187,6 @@ def test_a_store_that_takes_a_deleted_runs_place_goes_past_its_generation_and_ve
     assert new.generation > old.generation and new.version > old.version
 
 
-# --- tail -f: only the new rows are read --------------------------------------------------------------------------
-
-
 def test_ranged_accessors_copy_only_the_rows_asked_for(tmp_path: Path) -> None:
     path = tmp_path / "a" / "metrics.jsonl"
     write_rows(path, timed_rows(0, 10))
@@ -230,7 +224,7 @@ def test_a_late_row_with_nothing_to_add_changes_nothing() -> None:
 
 def test_a_row_of_the_last_step_still_merges_later_values_winning() -> None:
     """In order (verl's validation metrics, an HF eval entry right after its train entry, tinker's synchronous
-    loop): the newest line of the newest step is that step's latest word, as before."""
+    loop): the newest line of the newest step is that step's latest word."""
     s = RunStore("r", "/nonexistent/metrics.jsonl")
     add_untimed(s, [tinker_iteration_row(t) for t in range(5)])
     add_untimed(s, [tinker_evaluation_row(4)])  # another batch: placed row by row
@@ -241,8 +235,8 @@ def test_a_row_of_the_last_step_still_merges_later_values_winning() -> None:
 
 
 def test_cells_merged_into_an_earlier_row_keep_its_clock(tmp_path: Path) -> None:
-    """An eval line for step 20 without a clock of its own set row 20's time to when it was read (1,108 days of
-    'stall' in a replay, and a run's last clock held at the read time would hide its stall)."""
+    """An eval line for step 20 without a clock of its own keeps row 20's time, not the time it was read (a
+    replay would see days of 'stall', and a run's last clock held at the read time would hide its stall)."""
     path = tmp_path / "r" / "metrics.jsonl"
     rows = [{"step": s, "loss": 0.1, "ts": 1.7e9 + 2 * s} for s in range(40)]
     write_rows(path, [*rows, {"step": 20, "eval/acc": 0.5}])

@@ -14,12 +14,10 @@ from steptable.ingest.parsed import Parsed
 from steptable.ingest.store import RunStore
 from tests.helpers import write_rows
 
-# --- store memory: repeated texts --------------------------------------------------------------------------------
-
 
 def test_a_text_logged_on_every_row_is_stored_once(tmp_path: Path) -> None:
-    """A tag column ("code", "math") held a string object per row (about 60 bytes a cell); now a pointer to a shared
-    one. Long or many distinct texts are stored as they come, and every value reads back as logged."""
+    """A tag column ("code", "math") holds a pointer to one shared string object, not one object per row (about
+    60 bytes a cell). Long or many distinct texts are stored as they come, and every value reads back as logged."""
     path = tmp_path / "a" / "metrics.jsonl"
     tags = ["code", "math", None, "code"]
     write_rows(path, [{"step": s, "tag": tags[s % 4], "note": f"sample {s}", "long": "x" * 100 + str(s % 2)}

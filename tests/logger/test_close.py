@@ -35,7 +35,7 @@ from tests.logger.helpers import (
 
 def test_a_handler_s_close_then_exit_1_records_the_interruption(tmp_path: Path) -> None:
     """``def on_term(s, f): sl.close(); sys.exit(1)``, run inside log() (a value read calls it) or between rows: the
-    run was closed as ended, and the exit that left the ``with`` block then marks it interrupted."""
+    run is closed as ended, and the exit that leaves the ``with`` block then marks it interrupted."""
 
     class Synced:
         def item(self) -> float:
@@ -205,8 +205,8 @@ class _Synced:
 
 
 def test_a_handler_that_closes_and_exits_inside_log_still_closes_the_run(tmp_path: Path) -> None:
-    """``def on_term(s, f): lg.close(); sys.exit(0)`` running inside log(): the close was deferred to the end of the
-    row, and the SystemExit skipped it (no table, the run never read as ended)."""
+    """``def on_term(s, f): lg.close(); sys.exit(0)`` running inside log(): the close deferred to the end of the row
+    still runs though the SystemExit leaves log() first: the table is written and the run reads as ended."""
     sl = StepLogger(LOSS_COLS, run_dir=tmp_path, console=False, alerts=False)
     sl.log({"step": 0, "loss": 0.5})
 
@@ -240,8 +240,8 @@ def test_a_handler_that_closes_then_leaves_with_os_exit_has_marked_the_run_ended
 
 
 def test_the_dump_keeps_no_reference_to_big_arrays(tmp_path: Path) -> None:
-    """A per-token loss array (or a tensor with its autograd graph) logged each step was kept alive by the last
-    dump_rows rows; the dump shows its type and shape instead."""
+    """A per-token loss array (or a tensor with its autograd graph) logged each step is not kept alive by the
+    last dump_rows rows: the dump shows its type and shape instead."""
     cols = [*LOSS_COLS, Col("tok_loss", 16, "tok_loss")]
     sl = StepLogger(cols, run_dir=tmp_path, console=False, alerts=False)
     arr = np.zeros((4, 2048))
@@ -252,14 +252,14 @@ def test_the_dump_keeps_no_reference_to_big_arrays(tmp_path: Path) -> None:
     assert ref() is None
     assert "ndarray[4x2048]" in sl.dump()
     small = np.array([3, 8])
-    sl.log({"step": 1, "tok_loss": small})  # a small 1-d array is its numbers, as before
+    sl.log({"step": 1, "tok_loss": small})  # a small 1-d array is still its numbers
     assert "3/8" in sl.dump() or "(3, 8)" in sl.dump() or "3, 8" in sl.dump()
     sl.close()
 
 
 def test_steps_that_go_back_are_told_in_the_end_note(tmp_path: Path, captured: list[str]) -> None:
     """A per-epoch step counter (0..3 each epoch): every reader takes each epoch as a restart, and table.txt holds
-    the last epoch; the end of run said "all rows"."""
+    the last epoch; the end-of-run note says so (not "all rows")."""
     sl = StepLogger(LOSS_COLS, run_dir=tmp_path)
     for e in range(3):
         for s in range(4):
@@ -282,7 +282,8 @@ def test_steps_that_go_back_are_told_in_the_end_note(tmp_path: Path, captured: l
 
 
 def test_the_dump_keeps_no_nested_mapping_of_tensors() -> None:
-    """{"stats": {"act": big}}: the leaf was shortened but the mapping itself was kept, and the tensor with it."""
+    """{"stats": {"act": big}}: the dump keeps neither the leaf nor the mapping that holds it (the tensor would
+    stay alive with it)."""
     sl = StepLogger([*LOSS_COLS, Col("stats/act", 16, "act")], console=False, alerts=False)
     arr = np.zeros((64, 64))
     ref = weakref.ref(arr)
@@ -321,8 +322,9 @@ def _is_description(args: tuple[Any, ...]) -> bool:
 def test_a_second_ctrl_c_while_close_marks_the_run_ended_still_marks_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, after: bool
 ) -> None:
-    """Interrupted inside runinfo.write (right after mkstemp made its file, or at the rename): steptable.json kept no
-    "closed" (the run read as stalled for ever) and a stray .tmp stayed beside it."""
+    """Interrupted while the description is written (right after its temporary file is made, or at the rename):
+    steptable.json still says "closed" (else the run reads as stalled for ever) and no stray .tmp stays beside
+    it."""
     sl = StepLogger(LOSS_COLS, run_dir=tmp_path, console=False, alerts=False)
     sl.log({"step": 0, "loss": 0.5})
     fired = _interrupt_once(monkeypatch, name, _is_description, after)
@@ -350,7 +352,8 @@ class _LockInterruptedOnce:
 
 
 def test_a_ctrl_c_as_close_begins_still_marks_the_run_ended(tmp_path: Path) -> None:
-    """The second SIGINT landed as __exit__ entered close(): none of its steps ran and the run read as stalled."""
+    """A second SIGINT landing as __exit__ enters close(), before any of its steps: the run is still marked
+    ended (not read as stalled)."""
     sl = StepLogger(LOSS_COLS, run_dir=tmp_path, console=False, alerts=False)
     sl.log({"step": 0, "loss": 0.5})
     sl._lock = _LockInterruptedOnce(sl._lock)  # type: ignore[assignment]
@@ -361,7 +364,8 @@ def test_a_ctrl_c_as_close_begins_still_marks_the_run_ended(tmp_path: Path) -> N
 
 @pytest.mark.parametrize("what", ["file", "directory"])
 def test_the_dump_says_the_table_misses_the_rows_of_a_deleted_jsonl(tmp_path: Path, what: str) -> None:
-    """The dump said "all rows, every column: table.txt" though table.txt held the 3 rows after the deletion."""
+    """The dump says table.txt misses rows when the JSONL was deleted mid-run (it holds the 3 rows after the
+    deletion), not "all rows, every column: table.txt"."""
     run = tmp_path / "run"
     sl = StepLogger(LOSS_COLS, run_dir=run, console=False, alerts=False)
     for step in range(6):

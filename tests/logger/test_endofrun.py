@@ -117,7 +117,7 @@ def test_table_txt_equals_a_whole_file_store_on_random_runs(tmp_path: Path, monk
 
 def _reader_table(cols: list[Col], jsonl: Path, arm: str) -> list[str]:
     """The rows as the readers place them: the file through JsonlParser into a RunStore, chunk by chunk, as a
-    follower reads it (and as table.txt was made before endofrun)."""
+    follower reads it."""
     from steptable.ingest.parsed import Parsed
     from steptable.ingest.readers.jsonl import JsonlParser
     from steptable.ingest.store import RunStore
@@ -160,7 +160,7 @@ def _sparse_run(path: Path, rows: int) -> None:
 def test_rows_that_each_hold_their_own_keys_cost_a_few_bytes_a_row(tmp_path: Path,
                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     """Almost every row holds its own set of keys: table.txt still equals the readers' table, and reading it back
-    costs a few bytes a row more for them (a set of its keys per row was 2 KB a row here)."""
+    costs a few bytes a row more for them (not a set of its keys per row, 2 KB a row here)."""
     from steptable.logger import endofrun
 
     monkeypatch.setattr(endofrun, "_CHUNK", 1 << 15)

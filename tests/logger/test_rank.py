@@ -51,8 +51,8 @@ def fake_dist(monkeypatch: pytest.MonkeyPatch) -> _FakeDist:
 def test_a_logger_made_before_init_process_group_writes_on_rank_0_only(
     tmp_path: Path, fake_dist: _FakeDist, rank: int
 ) -> None:
-    """mp.spawn sets no RANK, and the logger was made before init_process_group: every rank printed and wrote
-    metrics.jsonl (the rows of rank 0 and 1 interleaved; summary read rank 1's last value)."""
+    """mp.spawn sets no RANK, and the logger is made before init_process_group: rank 0 alone prints and writes
+    metrics.jsonl (the rows of ranks 0 and 1 interleaved would make summary read rank 1's last value)."""
     sl = StepLogger(LOSS_COLS, run_dir=tmp_path, console=False, alerts=False)
     fake_dist.rank = rank
     written = [sl.log({"step": s, "loss": 0.5}) for s in range(3)]
@@ -77,7 +77,7 @@ def test_a_rank_once_known_is_not_asked_again_and_a_given_rank_never(tmp_path: P
 
 
 def test_a_spawned_pair_of_ranks_writes_rank_0s_rows_only(tmp_path: Path) -> None:
-    """The reviewer's case end to end: torch.multiprocessing.spawn, gloo, the logger made before the group."""
+    """End to end: torch.multiprocessing.spawn, gloo, the logger made before the group: rank 0's rows only."""
     pytest.importorskip("torch.distributed")
     script = tmp_path / "spawned.py"
     script.write_text(textwrap.dedent(f"""
@@ -107,8 +107,8 @@ def test_a_spawned_pair_of_ranks_writes_rank_0s_rows_only(tmp_path: Path) -> Non
 def test_a_rank_learnt_after_setup_moves_the_console_and_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """torch.multiprocessing.spawn with setup_logging before init_process_group: every worker read rank 0, took
-    rank 0's file name and printed its INFO lines."""
+    """torch.multiprocessing.spawn with setup_logging before init_process_group: once a worker learns its rank,
+    its console and file follow (not rank 0's file name and INFO lines for every worker)."""
     group: list[int | None] = [None]  # no process group yet, and no launcher's variable
     monkeypatch.setattr(st_rank, "known_rank", lambda: group[0])
     monkeypatch.setattr(st_rank, "dist_rank", lambda: group[0])

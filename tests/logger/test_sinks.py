@@ -86,7 +86,8 @@ def test_a_row_reaches_a_piped_stdout_while_the_run_goes_on(tmp_path: Path) -> N
 
 def test_ctrl_c_inside_tqdm_write_is_not_swallowed(tmp_path: Path) -> None:
     """A Ctrl-C landing in tqdm's lock comes out of tqdm.write as RuntimeError('cannot release un-acquired lock'):
-    taken for a dead stdout, it silenced the console for good and training went on."""
+    it is raised as the Ctrl-C, not taken for a dead stdout (which would silence the console for good while
+    training goes on)."""
     code = textwrap.dedent(
         """
         import sys
@@ -156,7 +157,7 @@ def test_a_stdout_raising_something_else_is_reported_once_and_tried_again(
 def test_notices_clear_the_bar_and_reach_the_verbose_file(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], captured: list[str]
 ) -> None:
-    """steptable's own notices were glued after a progress bar's text and missing from the verbose log."""
+    """steptable's own notices clear a progress bar's text first (not glued after it) and reach the verbose log."""
     path = setup_logging("notices", log_dir=tmp_path / "logs", colour=False)
     bar = tqdm(total=4, desc="train", file=sys.stderr)
     bar.update(1)
@@ -198,8 +199,8 @@ def test_a_deleted_log_directory_is_reported_once_and_made_again(
 def test_a_trainers_own_ctrl_c_handler_that_logs_is_not_cut_short(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                                    capsys: pytest.CaptureFixture[str]) -> None:
     """Ctrl-C at a terminal kills `| tee` too: the trainer's ``except KeyboardInterrupt:`` logs "saving a
-    checkpoint", the write fails with EPIPE, and the handled Ctrl-C in that error's context was raised again from
-    inside logger.warning: the checkpoint was never saved."""
+    checkpoint", the write fails with EPIPE, and the handled Ctrl-C in that error's context is not raised again from
+    inside logger.warning: the handler goes on and the checkpoint is saved."""
 
     class DeadPipe:
         encoding = "utf-8"
@@ -223,7 +224,8 @@ def test_a_trainers_own_ctrl_c_handler_that_logs_is_not_cut_short(tmp_path: Path
 
 
 def test_a_forked_worker_writes_without_tqdms_lock(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A DataLoader worker forked while a thread held tqdm's lock hung for ever in it at its first log line."""
+    """A DataLoader worker forked while a thread holds tqdm's lock writes its first log line without that lock
+    (taking it would hang for ever)."""
     out = FakeOut()
     setup_logging("fork", log_dir=tmp_path / "logs", colour=False)
     monkeypatch.setattr(sys, "stdout", out)
@@ -234,8 +236,8 @@ def test_a_forked_worker_writes_without_tqdms_lock(tmp_path: Path, monkeypatch: 
 
 
 def test_a_line_cut_by_a_full_pipe_is_not_glued_to_the_next(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A full non-blocking pipe took half a row (EAGAIN after 8 characters): the next row was glued to the cut one
-    ('I   7202  +0.500I   7722  +0.500')."""
+    """A full non-blocking pipe that takes half a row (EAGAIN after 8 characters): the next row starts on a line
+    of its own, not glued to the cut one ('I   7202  +0.500I   7722  +0.500')."""
     def full(out: FakeOut, text: str) -> None:
         if out.calls == 2:
             out.lines.append(text[:8])

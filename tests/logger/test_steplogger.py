@@ -223,7 +223,7 @@ def test_a_pair_given_as_an_array_shows_as_a_fraction(tmp_path: Path, captured: 
 
 
 def test_a_none_step_ts_or_arm_is_not_given(tmp_path: Path, captured: list[str]) -> None:
-    """None means "not given": the row's position, the logger's arm, its clock (written as null, the step was
+    """None means "not given": the row's position, the logger's arm, its clock (written as null, the step would be
     read back as the next row's and the arm as a second arm)."""
     cols = [Col("step", 4, "step", "d"), Col("rew", 6, "rew", ".2f")]
     with StepLogger(cols, run_dir=tmp_path, arm="a", alerts=False) as sl:
@@ -499,8 +499,8 @@ def test_a_fifo_whose_reader_left_never_blocks_the_loop(tmp_path: Path) -> None:
 
 
 def test_nested_metric_dicts_show_under_the_keys_readers_give_them(tmp_path: Path, captured: list[str]) -> None:
-    """{"train": {"loss": x}} under Col("train/loss"): stdout showed nan (a divergence to the eye) where table.txt
-    and tail showed the value; the in-loop alerts did not see it either."""
+    """{"train": {"loss": x}} under Col("train/loss"): stdout shows the value, as table.txt and tail do (not nan,
+    a divergence to the eye), and the in-loop alerts see it."""
     cols = [Col("step", 4, "step", "d"), Col("train/loss", 6, "loss"), Col("eval/acc", 5, "acc")]
     sl = StepLogger(cols, run_dir=tmp_path)
     for s in range(3):
@@ -550,7 +550,7 @@ def test_a_step_that_is_not_whole_is_said_once(tmp_path: Path, capsys: pytest.Ca
 
 
 def test_a_nested_key_and_a_flat_one_of_the_same_name_read_as_the_file_does(tmp_path: Path) -> None:
-    """The JSONL readers take the later of two keys that spread to one name; the stdout row took the earlier."""
+    """The JSONL readers take the later of two keys that spread to one name, and so does the stdout row."""
     cols = [Col("step", 4, "step", "d"), Col("train/loss", 6, "loss")]
     sl = StepLogger(cols, run_dir=tmp_path, console=False, alerts=False)
     a = sl.log({"step": 0, "train": {"loss": 2.0}, "train/loss": 1.0})
@@ -561,8 +561,8 @@ def test_a_nested_key_and_a_flat_one_of_the_same_name_read_as_the_file_does(tmp_
 
 
 def test_a_big_nested_mapping_does_not_starve_the_declared_columns(captured: list[str]) -> None:
-    """A 1500-entry per-task dict logged before {"train": {"loss": x}}: the row's one budget went to the tasks and
-    stdout showed nan for train/loss (the file had the value)."""
+    """A 1500-entry per-task dict logged before {"train": {"loss": x}}: the row's one budget does not all go to the
+    tasks: stdout shows train/loss, as the file has it (not nan)."""
     cols = [Col("step", 4, "step", "d"), Col("train/loss", 6, "loss"), Col("eval/acc", 5, "acc")]
     sl = StepLogger(cols, alerts=False)
     line = sl.log({"step": 0, "tasks": {str(i): i for i in range(1500)}, "train": {"loss": 0.25},
@@ -571,7 +571,8 @@ def test_a_big_nested_mapping_does_not_starve_the_declared_columns(captured: lis
 
 
 def test_a_mappings_own_values_come_before_the_mappings_in_it(captured: list[str]) -> None:
-    """{"train": {"per_task": {1500 items}, "loss": x}}: the budget went to the tasks and train/loss showed nan."""
+    """{"train": {"per_task": {1500 items}, "loss": x}}: the mapping's own values are spread first, so
+    train/loss shows (the tasks do not take the whole budget)."""
     sl = StepLogger([Col("step", 4, "step", "d"), Col("train/loss", 6, "loss")], alerts=False)
     line = sl.log({"step": 0, "train": {"per_task": {str(i): i for i in range(1500)}, "loss": 0.25}})
     assert line is not None and line.split()[1] == ".25", line
@@ -582,7 +583,8 @@ def test_a_mappings_own_values_come_before_the_mappings_in_it(captured: list[str
 def test_a_one_element_array_is_its_number_in_the_row_and_the_jsonl(
     tmp_path: Path, make: Callable[[float, tuple[int, ...]], Any], shape: tuple[int, ...]
 ) -> None:
-    """``t = torch.tensor([loss]); dist.all_reduce(t)``: the row showed ``[.731`` and the JSONL held [0.731]."""
+    """``t = torch.tensor([loss]); dist.all_reduce(t)``: a one-element array is its number in the printed row and
+    in the JSONL (not ``[.731`` and [0.731])."""
     sl = StepLogger(LOSS_COLS, run_dir=tmp_path, console=False, alerts=False)
     line = sl.log({"step": 0, "loss": make(0.75, shape), "extra": make(2.5, shape)})
     sl.close()

@@ -242,7 +242,8 @@ def test_a_descriptor_closed_behind_the_writers_back_is_a_failure_not_a_rotation
 @needs_fifo
 def test_a_fifo_whose_reader_does_not_read_refuses_rows_instead_of_blocking(tmp_path: Path) -> None:
     """A full pipe fails the write (the rows are kept) and the loop goes on; once the reader reads, every row arrives
-    once, in order. (The descriptor must be non-blocking: checked first, so a regression fails instead of hanging.)"""
+    once, in order. (The descriptor must be non-blocking: checked first, so that a blocking one fails the test
+    instead of hanging it.)"""
     fifo = tmp_path / "metrics.jsonl"
     os.mkfifo(fifo)
     rfd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
@@ -506,7 +507,7 @@ def test_numpy_longdouble_is_written_as_a_number() -> None:
 
 def test_small_arrays_are_written_as_json_lists() -> None:
     row = json.loads(encode_row({"a": np.array([1, 2]), "m": np.array([[1.5, np.nan]]), "big": np.arange(5000.0)}))
-    assert row["a"] == [1, 2] and row["m"] == [[1.5, None]]  # they were the text "[1 2]"
+    assert row["a"] == [1, 2] and row["m"] == [[1.5, None]]  # (not the text "[1 2]")
     assert isinstance(row["big"], str) and "..." in row["big"]  # a big one stays numpy's short summary
 
 
@@ -517,15 +518,15 @@ def test_a_fifo_without_a_reader_fails_the_write_at_once(tmp_path: Path) -> None
     os.mkfifo(fifo)
     warned: list[str] = []
     w = RunWriter(fifo, warned.append)
-    assert w.write({"step": 0}) is False and w.pending == 1  # would block forever in open() before
+    assert w.write({"step": 0}) is False and w.pending == 1  # (a blocking open() would wait forever)
     assert len(warned) == 1 and "kept for retry" in warned[0]
 
 
 def test_a_rotated_jsonl_gets_the_rows_after_the_rotation(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                           capsys: pytest.CaptureFixture[str],
                                                           captured: list[str]) -> None:
-    """logrotate (rename, then create) mid-run: every later row went on into the renamed file, so the path every
-    reader follows stayed empty (summary: no rows; table.txt: a header)."""
+    """logrotate (rename, then create) mid-run: the later rows go to the new file at the path every reader
+    follows, not on into the renamed file (which would leave summary no rows and table.txt a header)."""
     sl = StepLogger(EMA_COLS, run_dir=tmp_path, console=False, alerts=False)
     jsonl = tmp_path / "metrics.jsonl"
     for s in range(20):
@@ -574,7 +575,7 @@ def test_rows_never_land_in_the_run_a_repointed_link_now_leads_to(tmp_path: Path
                                                                    captured: list[str],
                                                                    capsys: pytest.CaptureFixture[str]) -> None:
     """run_dir=latest -> run-A; the next launch points latest at run-B and run-A is deleted: the reopen after the
-    deletion appended this run's rows to run-B's file. Now they are kept (said once, counted at close)."""
+    deletion does not append this run's rows to run-B's file: they are kept (said once, counted at close)."""
     a, b = tmp_path / "run-A", tmp_path / "run-B"
     a.mkdir()
     b.mkdir()
@@ -590,7 +591,7 @@ def test_rows_never_land_in_the_run_a_repointed_link_now_leads_to(tmp_path: Path
     assert (b / "metrics.jsonl").read_text() == '{"step": 0, "loss": 9.0}\n'
     told = capsys.readouterr().err + "".join(captured)
     assert "another directory than the run's" in told
-    # a run directory deleted (no link on the way) is made again, as before
+    # a run directory deleted (no link on the way) is made again
     plain = StepLogger(EMA_COLS, run_dir=tmp_path / "plain", console=False, alerts=False)
     plain.log({"step": 0, "loss": 0.5})
     shutil.rmtree(tmp_path / "plain")

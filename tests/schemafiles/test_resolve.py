@@ -12,17 +12,10 @@ import pytest
 
 from steptable.ingest import Follower, load
 from steptable.schemafiles.resolve import by_schema, detect, get_schema, load_schema_file
-from steptable.schemas import (
-    Schema,
-    SchemaFileError,
-    layout,
-)
+from steptable.schemas import Schema, SchemaFileError, layout
 from steptable.schemas import user as user_module
-from tests.helpers import plain_run, run_cli, write, write_rows
-from tests.trainer_logs import (
-    write_sb3,
-    write_verl,
-)
+from tests.helpers import plain_run, write, write_rows
+from tests.trainer_logs import write_sb3, write_verl
 
 pytestmark = pytest.mark.usefixtures("xdg")  # (no user's schema directory leaks in)
 
@@ -124,8 +117,8 @@ def test_bad_config_file_is_reported_by_detect(tmp_path: Path, xdg: Path) -> Non
 
 @pytest.mark.parametrize("kind", ["dir", "fifo", "huge"])
 def test_a_schema_file_that_cannot_be_one_is_an_error(tmp_path: Path, kind: str) -> None:
-    """A directory or FIFO named steptable.toml is reported (it was passed over, and a parent's file used
-    instead; a FIFO would block the read); so is a file too large to be a schema."""
+    """A directory or FIFO named steptable.toml is reported, not passed over for a parent's file (a FIFO would
+    block the read); so is a file too large to be a schema."""
     f = tmp_path / "logs" / "steptable.toml"
     f.parent.mkdir()
     write(tmp_path / "steptable.toml", '[schema]\nname = "parent"\n')
@@ -199,67 +192,6 @@ def test_a_farther_file_that_cannot_be_used_leaves_the_nearer_one(tmp_path: Path
         detect(tmp_path / "other.jsonl", ["step"])
 
 
-def test_a_file_above_a_relative_path_and_a_named_schema_near_any_path(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    """`cd logs/run1; steptable tail .` ignored logs/steptable.toml ("." has no parents); `--schema NAME` was looked
-    for beside the first path only, and `legend --schema NAME` without a path nowhere but the user's directory."""
-
-    write_verl(tmp_path / "a" / "logs" / "run1" / "grpo.jsonl")
-    write_verl(tmp_path / "other" / "grpo.jsonl")
-    write(tmp_path / "a" / "logs" / "steptable.toml", """
-        [schema]
-        name = "mine"
-        extends = "verl"
-
-        [[columns]]
-        key = "actor/entropy"
-        header = "ENT"
-        width = 6
-    """)
-    monkeypatch.chdir(tmp_path / "a" / "logs" / "run1")
-    rc, out, _ = run_cli(["tail", ".", "-n", "2"], capsys)  # a file above the path given is not the user's
-    assert rc == 0 and "ENT" not in out
-    rc, out, _ = run_cli(["tail", ".", "-n", "2", "--schema-file", "../steptable.toml"], capsys)
-    assert rc == 0 and "ENT" in out.splitlines()[0]
-    rc, out, _ = run_cli(["tail", ".", "--schema-file", "../steptable.toml", "--schema", "mine", "-n", "2"], capsys)
-    assert rc == 0 and "ENT" in out
-    monkeypatch.chdir(tmp_path / "a" / "logs")
-    rc, out, _ = run_cli(["legend", "--schema", "mine"], capsys)
-    assert rc == 0 and "ENT" in out
-    monkeypatch.chdir(tmp_path)
-    rc, out, err = run_cli(["tail", "other", "a/logs", "--schema", "mine", "-n", "1"], capsys)
-    assert rc == 0 and "ENT" in out, err
-
-
-def test_summary_names_a_column_logged_under_an_alias_by_its_header(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    """key = "reward", aliases = ["rew_score"], header = "R": tail said R, summary's row said rew_score, and
-    `summary --columns R` matched nothing."""
-    from tests.helpers import write_rows
-
-    write_rows(tmp_path / "run" / "metrics.jsonl", [{"step": s, "rew_score": 0.1 * s, "loss": 1.0 / (s + 1)}
-                                                    for s in range(6)])
-    write(tmp_path / "steptable.toml", """
-        [schema]
-        name = "mine"
-
-        [match]
-        keys = ["rew_score"]
-
-        [[columns]]
-        key = "reward"
-        aliases = ["rew_score"]
-        header = "R"
-        width = 5
-    """)
-    rc, out, _ = run_cli(["summary", str(tmp_path)], capsys)
-    assert rc == 0 and any(line.startswith("R ") for line in out.splitlines()), out
-    rc, out, err = run_cli(["summary", str(tmp_path), "--columns", "R"], capsys)
-    assert rc == 0 and "matches no column" not in err and any(line.startswith("R ") for line in out.splitlines())
-
-
 def test_by_schema_keeps_arms_of_one_generic_experiment_together(tmp_path: Path) -> None:
     """Arms with the same keys (one with an extra one, one that has logged only its first key so far) share a
     layout; an unrelated CSV log beside them gets its own; the groups come in the order of their first run."""
@@ -276,7 +208,7 @@ def test_by_schema_keeps_arms_of_one_generic_experiment_together(tmp_path: Path)
     groups = by_schema(stores)
     assert [s.name for s, _ in groups] == ["generic", "generic"]
     assert [[s.path.parent.name for s in g] for _, g in groups] == [["a", "b", "c"], ["d"]]
-    ((_, one),) = by_schema(stores, groups[0][0])  # a schema named: all its runs under it, as before
+    ((_, one),) = by_schema(stores, groups[0][0])  # a schema named: all its runs under it
     assert len(one) == 4
 
 

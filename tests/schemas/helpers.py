@@ -12,11 +12,7 @@ from typing import Any
 
 from steptable.ingest import RunStore, load
 from steptable.schemafiles.resolve import detect
-from steptable.schemas import (
-    Schema,
-    layout,
-    legend_for,
-)
+from steptable.schemas import Schema, layout, legend_for
 from steptable.table import render
 from steptable.table.formatting import display_width
 
@@ -111,5 +107,5 @@ class Rows:
         return len(self.rows)
 
 
-#: characters a terminal draws as nothing, as the reviewer found them in headers
+#: characters a terminal draws as nothing (joiners, selectors), as they turn up in logged keys
 INVISIBLE = "\u200c\u200d\u034f\ufe00\ufe0f\U000e0100\u180b"

@@ -7,18 +7,11 @@ import math
 
 import pytest
 
-from steptable.schemas import (
-    Rule,
-    Schema,
-    auto_col,
-    layout,
-)
+from steptable.schemas import Rule, Schema, auto_col, layout
 from steptable.table import render
 from steptable.table.columns import Col
 from steptable.table.formatting import display_width
 from tests.schemas.helpers import Rows
-
-# ------------------------------------------------------------------------------------------------------- layout
 
 
 def test_layout_declared_order_then_auto_by_information() -> None:

@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-from steptable.schemas import (
-    GENERIC,
-    Schema,
-    layout,
-)
+from steptable.schemas import GENERIC, Schema, layout
 from steptable.table.columns import Col
 from tests.schemas.helpers import Rows
 

@@ -7,9 +7,7 @@ from pathlib import Path
 
 from steptable.schemafiles.resolve import detect
 from tests.schemas.helpers import check_layout, read_one, render_runs
-from tests.trainer_logs import (
-    write_generic,
-)
+from tests.trainer_logs import write_generic
 
 Golden = Callable[[str, str], None]
 

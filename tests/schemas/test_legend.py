@@ -8,10 +8,7 @@ from collections.abc import Callable
 import pytest
 
 from steptable.schemafiles.resolve import get_schema
-from steptable.schemas import (
-    SCHEMAS,
-    legend_for,
-)
+from steptable.schemas import SCHEMAS, legend_for
 from tests.schemas.helpers import Rows
 
 

@@ -5,14 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from steptable.schemas import (
-    Derived,
-    Schema,
-    SideFile,
-    layout,
-    ratio_pair,
-    side_file,
-)
+from steptable.schemas import Derived, Schema, SideFile, layout, ratio_pair, side_file
 from steptable.table import render
 from steptable.table.columns import Col, ColumnError
 from tests.schemas.helpers import Rows

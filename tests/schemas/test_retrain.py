@@ -7,14 +7,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from steptable.schemafiles.resolve import detect, get_schema
-from steptable.schemas import (
-    layout,
-    side_file,
-)
+from steptable.schemas import layout, side_file
 from tests.schemas.helpers import Rows, check_layout, read_one
-from tests.trainer_logs import (
-    write_retrain,
-)
+from tests.trainer_logs import write_retrain
 
 
 def test_retrain_entropy_mirrors_and_surprisal_first() -> None:

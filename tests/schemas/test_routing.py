@@ -15,9 +15,7 @@ from steptable.table import render
 from steptable.table.columns import ColumnError, streamed
 from steptable.table.formatting import display_width
 from tests.schemas.helpers import SEED_ORDER, read_one, render_runs, routing_rows
-from tests.trainer_logs import (
-    write_routing,
-)
+from tests.trainer_logs import write_routing
 
 
 def test_routing_layout_matches_seed_order() -> None:

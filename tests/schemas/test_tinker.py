@@ -7,9 +7,7 @@ from pathlib import Path
 
 from steptable.schemas import side_file
 from tests.schemas.helpers import check_layout
-from tests.trainer_logs import (
-    write_tinker,
-)
+from tests.trainer_logs import write_tinker
 
 
 def test_tinker_side_files_each_claimed(tmp_path: Path) -> None:

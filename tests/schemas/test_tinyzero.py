@@ -7,9 +7,7 @@ from pathlib import Path
 
 from steptable.schemafiles.resolve import detect
 from tests.schemas.helpers import check_layout
-from tests.trainer_logs import (
-    write_tinyzero_console,
-)
+from tests.trainer_logs import write_tinyzero_console
 
 
 def test_verl_console_log_is_verl_not_tinyzero() -> None:

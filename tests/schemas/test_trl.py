@@ -8,10 +8,7 @@ from pathlib import Path
 
 from steptable.schemafiles.resolve import detect, get_schema
 from tests.schemas.helpers import check_layout
-from tests.trainer_logs import (
-    write_maxent_state,
-    write_trl_state,
-)
+from tests.trainer_logs import write_maxent_state, write_trl_state
 
 
 def test_pg_losses_have_no_direction() -> None:

@@ -55,7 +55,8 @@ def test_a_step_key_may_be_headed_step_and_other_names_are_free(tmp_path: Path) 
 
 def test_a_huge_format_width_is_refused_before_it_is_formatted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
                                                                 ) -> None:
-    """fmt = ">500000000.2f" was formatted (half a gigabyte) to size the column before the spec check refused it."""
+    """fmt = ">500000000.2f" is refused by the spec check before anything is formatted with it (sizing the column
+    would format half a gigabyte)."""
     formatted: list[Any] = []
     monkeypatch.setattr(user_module, "format_value", lambda *a, **kw: formatted.append(a) or "x")
     f = write(tmp_path / "s.toml", '[schema]\nname = "x"\n\n[[columns]]\nkey = "a"\nfmt = ">500000000.2f"\n')

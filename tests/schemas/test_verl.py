@@ -8,9 +8,7 @@ from pathlib import Path
 from steptable.schemafiles.resolve import detect
 from steptable.schemas import SCHEMAS, layout
 from tests.schemas.helpers import check_layout, verl_validation_keys
-from tests.trainer_logs import (
-    write_verl,
-)
+from tests.trainer_logs import write_verl
 
 
 def test_verl_validation_layout() -> None:

@@ -1,5 +1,5 @@
-"""Runs for the summary tests: a run as a summary reads it, from plain columns, and a reward that is the mean
-of binary outcomes (a lattice of values)."""
+"""Runs for the summary tests: a run as a summary reads it, from plain columns, a reward that is the mean of
+binary outcomes (a lattice of values), a series held for several steps; and a summary's rows read back."""
 
 from __future__ import annotations
 
@@ -39,3 +39,26 @@ class FakeRun:
 
     def __len__(self) -> int:
         return len(self.steps)
+
+
+def held(n: int, hold: int, rng: random.Random, draw: str = "normal", rise_at: int | None = None,
+          rise: float = 0.0) -> list[float]:
+    """n steps of a value drawn every ``hold`` steps (N(1, 0.1), or a mean of 32 coin flips at 0.3), plus ``rise``
+    from step ``rise_at`` on."""
+    xs: list[float] = []
+    x = 0.0
+    for i in range(n):
+        if i % hold == 0:
+            x = rng.gauss(1.0, 0.1) if draw == "normal" else sum(rng.random() < 0.3 for _ in range(32)) / 32
+            if rise_at is not None and i >= rise_at:
+                x += rise
+        xs.append(x)
+    return xs
+
+
+def summary_table(text: str) -> dict[str, list[str]]:
+    """Row name -> its cells, of a single run's text summary."""
+    lines = text.splitlines()
+    start = next(i for i, ln in enumerate(lines) if ln.startswith("col "))
+    rows = [ln.split(" ") for ln in lines[start + 1 :] if ln and not ln.startswith("alerts")]
+    return {r[0]: r[1:] for r in rows}

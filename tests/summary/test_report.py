@@ -1,21 +1,25 @@
-"""Edges of ``steptable summary`` a mutation run left unpinned: which promoted evaluation keys get a row, the cells of
-one-row, text and small-number columns, the rate and resume parts of the header, labels, and markdown escaping."""
+"""steptable.summary.report: the summary text of runs (golden): header (steps, rate, resumes, age, how the run
+ended), one row per key column with first/last/min/max/tr%, the cells of text, small-number and fraction columns,
+labels, alerts, markdown escaping, the column budget."""
 
 from __future__ import annotations
 
-import json
+import math
 import random
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from types import SimpleNamespace
+from typing import Any, Literal
 
 import pytest
 
-from steptable.ingest import Follower
-from steptable.summary.keycols import lead_columns
-from steptable.summary.report import rate_text, run_label, summarize
-from steptable.summary.trend import trend_pct
-from tests.helpers import run_cli, write_rows
-from tests.summary.helpers import FakeRun
+from steptable.alerts.engine import Alert
+from steptable.summary.report import _arm_tag, alerts_text, rate_text, run_label, summarize, trend_pct
+from tests.alerts.helpers import spike
+from tests.helpers import grpo_row, run_cli, store_of, write_rows
+from tests.summary.helpers import FakeRun, summary_table
 
 NOW = 1_700_100_000.0
 
@@ -25,119 +29,9 @@ def one(cols: dict[str, list[Any]], **kw: Any) -> FakeRun:
     return FakeRun("runs/grpo/metrics.jsonl", "", cols, list(range(n)), **kw)
 
 
-def table(text: str) -> dict[str, list[str]]:
-    """Row name -> its cells, of a single run's text summary."""
-    lines = text.splitlines()
-    start = next(i for i, ln in enumerate(lines) if ln.startswith("col "))
-    rows = [ln.split(" ") for ln in lines[start + 1 :] if ln and not ln.startswith("alerts")]
-    return {r[0]: r[1:] for r in rows}
-
-
-# ------------------------------------------------------------------------------------------ promoted eval keys
-
-
-def _tinker_eval(acc: float) -> dict[str, float]:
-    # what tinker-cookbook's RL test-set evaluator logs: scores, and the size of the (fixed) test set
-    return {"test/env/all/reward/total": 1.0 + acc, "test/env/all/correct": acc, "test/env/all/total_episodes": 64,
-            "test/env/all/total_turns": 64, "test/env/all/total_ob_tokens": 11987,
-            "test/env/all/turns_per_episode": 1.0, "test/env/all/ob_tokens_per_turn": 187.3, "time/run_evals": 31.5}
-
-
-def _write_tinker_stalled(d: Path) -> None:
-    rng = random.Random(7)
-    rows: list[dict[str, Any]] = []
-    for step in range(30):
-        rows.append({"step": step, "progress/batch": step, "progress/done_frac": round((step + 1) / 30, 4),
-                     "optim/lr": 4e-5, "env/all/reward/total": round(0.3 + rng.gauss(0, 0.05), 4),
-                     "optim/entropy": round(0.8 + rng.gauss(0, 0.02), 3), "time/total": round(44 + rng.gauss(0, 2), 2),
-                     **(_tinker_eval(0.25) if step == 0 else {})})  # the step-0 evaluation shares the training row
-        if step == 15:
-            rows.append({"step": step, **_tinker_eval(0.25)})  # a later evaluation row, same score
-    write_rows(d / "metrics.jsonl", rows)
-
-
-def test_eval_score_held_at_one_value_is_shown_but_eval_set_size_is_not(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    # an accuracy that did not move between evaluations is the news (training stalled); the test set's episode
-    # count, turns per episode and prompt length are the same at every evaluation by construction
-    _write_tinker_stalled(tmp_path / "run")
-    rc, out, _ = run_cli(["summary", str(tmp_path / "run")], capsys)
-    assert rc == 0, out
-    rows = table(out)
-    assert [c for name, c in rows.items() if name.endswith("correct")] == [[".25", ".25", ".25", ".25", "0"]], out
-    assert [c for name, c in rows.items() if name.startswith("test_rew")] == [["1.25", "1.25", "1.25", "1.25", "0"]]
-    assert sorted(name for name in rows if name.startswith("test")) == ["test/correct", "test_rew"], out
-
-
-def _write_trl_grpo(d: Path, steps: int = 40, every: int = 5) -> None:
-    """A TRL GRPO trainer_state.json: at evaluation the clip ratios are 0 by construction (no old policy)."""
-    from tests.trainer_logs import trainer_state
-
-    rng = random.Random(4)
-    hist: list[dict[str, Any]] = []
-    for step in range(1, steps + 1):
-        acc = round(0.2 + 0.01 * step + rng.uniform(-0.02, 0.02), 4)
-        hist.append({"step": step, "loss": round(rng.uniform(-0.01, 0.01), 5), "reward": round(acc + 0.5, 4),
-                     "reward_std": round(0.4 + rng.uniform(-0.05, 0.05), 4), "kl": round(0.0004 * step, 6),
-                     "entropy": round(0.7 - 0.002 * step + rng.uniform(0, 0.01), 4), "learning_rate": 1e-6,
-                     "grad_norm": round(rng.uniform(0.05, 0.3), 4), "completions/mean_length": round(300 + 8 * step, 2),
-                     "completions/mean_terminated_length": round(280 + 8 * step, 2), "num_tokens": 40960.0 * step,
-                     "frac_reward_zero_std": round(0.25 + rng.uniform(-0.1, 0.1), 4), "epoch": round(step / steps, 4),
-                     "completions/clipped_ratio": round(0.1 - 0.001 * step + rng.uniform(0, 0.01), 4),
-                     "rewards/accuracy_reward/mean": acc, **{f"clip_ratio/{k}": 0.0 for k in _CLIPS}})
-        if step % every == 0:
-            hist.append({"step": step, "epoch": round(step / steps, 4), "eval_loss": round(rng.uniform(-0.01, 0.01), 5),
-                         "eval_reward": round(acc + 0.45 + rng.uniform(0, 0.05), 4),
-                         "eval_reward_std": round(0.4 + rng.uniform(-0.05, 0.05), 4),
-                         "eval_rewards/accuracy_reward/mean": round(acc + rng.uniform(0, 0.05), 4),
-                         "eval_completions/mean_length": round(300 + 8 * step, 2),
-                         "eval_completions/clipped_ratio": 0.0,
-                         "eval_kl": round(0.0004 * step, 6), "eval_entropy": round(0.7 - 0.002 * step, 4),
-                         "eval_runtime": round(12.5 + rng.uniform(0, 1), 3), "eval_samples_per_second": 10.24,
-                         **{f"eval_clip_ratio/{k}": 0.0 for k in _CLIPS}})
-    p = d / f"checkpoint-{steps}" / "trainer_state.json"
-    p.parent.mkdir(parents=True)
-    p.write_text(json.dumps(trainer_state(hist, steps, {"epoch": 1.0, "eval_steps": every})))
-
-
-_CLIPS = ("low_mean", "low_min", "high_mean", "high_max", "region_mean")
-
-
-@pytest.mark.parametrize(("key", "score"), [
-    *((k, True) for k in ["eval_rougeL", "eval_rouge1", "eval_meanAccuracy", "eval/top1acc", "eval_pearson",
-                          "eval_matthews_correlation", "eval_wer", "eval/sacrebleu", "test/env/all/correct",
-                          "test/format_parse", "test/env/all/reward/total", "val-core/openai/gsm8k/reward/mean@1",
-                          "test/pass@1", "val/test_score/countdown", "eval/win_rate"]),
-    *((k, False) for k in ["eval/grad_accum_steps", "eval/accepted_len", "eval_format_time_s",
-                           "eval_clip_ratio/low_mean", "test/env/all/total_episodes", "test/env/all/ob_tokens_per_turn",
-                           "eval_samples_per_second", "eval_completions/clipped_ratio", "eval_num_tokens"]),
-])
-def test_a_held_evaluation_key_is_a_headline_when_its_name_is_a_score(key: str, score: bool) -> None:
-    # held at one value, a score stalled (shown); a time, size, count or clip ratio is the evaluation's bookkeeping
-    from steptable.summary.keycols import _score
-
-    assert _score(key) is score
-
-
-def test_eval_bookkeeping_held_at_zero_does_not_push_out_varying_columns(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    # GRPO's evaluation clip ratios are 0 at every evaluation by construction: not a headline, so the 20 rows go to
-    # the evaluation KL and entropy and the training lengths and tokens, which move
-    _write_trl_grpo(tmp_path / "grpo")
-    rc, out, _ = run_cli(["summary", str(tmp_path / "grpo")], capsys)
-    rows = table(out)
-    assert rc == 0 and not [k for k in rows if "clip" in k and rows[k][:4] == ["0"] * 4], out
-    assert {"eval_kl", "eval_entropy", "num_tokens"} <= set(rows), out
-
-
-# ------------------------------------------------------------------------------------------------------- cells
-
-
 def test_one_row_run_shows_no_trend_as_a_dash() -> None:
     # one value has no trend: the cell says so ("-"), so the row keeps its five cells under the header
-    rows = table(summarize([one({"loss": [1.5]})], now=NOW))
+    rows = summary_table(summarize([one({"loss": [1.5]})], now=NOW))
     assert rows["loss"] == ["1.5", "1.5", "1.5", "1.5", "-"]
 
 
@@ -147,13 +41,14 @@ def test_small_rising_trend_keeps_its_sign() -> None:
     xs = [round(2.0 + 0.0008 * i + rng.gauss(0, 0.002), 5) for i in range(200)]
     t = trend_pct(xs)
     assert t is not None and 0.5 < t < 1
-    assert table(summarize([one({"vf_loss": xs})], now=NOW))["vf_loss"][-1] == "+1"
+    assert summary_table(summarize([one({"vf_loss": xs})], now=NOW))["vf_loss"][-1] == "+1"
 
 
 def test_small_learning_rate_is_positional_with_three_digits() -> None:
     # 1e-5 <= |x| < 1e-3 is written positionally, 3 significant digits: .000771, not 7.71e-4 nor .00077123
     lr = [7.7123e-4 - 1e-6 * i for i in range(10)]
-    assert table(summarize([one({"lr": lr})], now=NOW))["lr"][:4] == [".000771", ".000762", ".000762", ".000771"]
+    cells = summary_table(summarize([one({"lr": lr})], now=NOW))["lr"][:4]
+    assert cells == [".000771", ".000762", ".000762", ".000771"]
 
 
 def test_aligned_small_numbers_take_two_positional_digits_where_they_fit() -> None:
@@ -167,14 +62,14 @@ def test_aligned_small_numbers_take_two_positional_digits_where_they_fit() -> No
 def test_a_text_cell_is_one_word_whatever_blanks_it_holds() -> None:
     # the summary's cells are split on whitespace by the agents that read it: "roll out" would be two cells
     cols = {"loss": [1.0, 2.0], "phase": ["roll out", "eval\u00a0 pass\u3000"]}
-    rows = table(summarize([one(cols)], now=NOW, columns=["loss", "phase"]))
+    rows = summary_table(summarize([one(cols)], now=NOW, columns=["loss", "phase"]))
     assert rows["phase"] == ["roll_out", "eval__pass", "-", "-", "-"]
 
 
 def test_text_column_first_and_last_values_are_cut_to_twelve_columns() -> None:
     # a status string asked for by name shows its first and last values, cut to 12 columns with an ellipsis
     cols = {"loss": [1.0, 2.0, 3.0, 4.0], "status": [None, "warmup", "training", "checkpointing-shard-7"]}
-    rows = table(summarize([one(cols)], now=NOW, columns=["loss", "status"]))
+    rows = summary_table(summarize([one(cols)], now=NOW, columns=["loss", "status"]))
     assert rows["status"] == ["warmup", "checkpointi…", "-", "-", "-"]
 
 
@@ -182,14 +77,11 @@ def test_default_budget_is_twenty_key_columns(capsys: pytest.CaptureFixture[str]
     # summarize() called as a library gives the same 20 rows as the CLI's default --max-columns
     rng = random.Random(3)
     cols = {f"env/metric_{k:02d}": [rng.gauss(k, 1) for _ in range(50)] for k in range(30)}
-    assert len(table(summarize([one(cols)], now=NOW))) == 20
+    assert len(summary_table(summarize([one(cols)], now=NOW))) == 20
     write_rows(tmp_path / "metrics.jsonl", [{"step": i, **{k: v[i] for k, v in cols.items()}} for i in range(50)])
     rc, out, _ = run_cli(["summary", str(tmp_path)], capsys)
     assert rc == 0, out
-    assert len(table(out)) == 20
-
-
-# ------------------------------------------------------------------------------------------------------ header
+    assert len(summary_table(out)) == 20
 
 
 @pytest.mark.parametrize(("secs", "want"), [
@@ -222,17 +114,6 @@ def test_arm_that_is_the_files_dotted_stem_is_not_repeated() -> None:
     assert run_label(r2, unique_arm=False) == "exp.v1 (runs/v1.2/run.jsonl)"
 
 
-def test_lead_columns_detects_the_schema_when_none_is_given(tmp_path: Path) -> None:
-    # a library caller passing runs only: their schema is detected, not a crash
-    (tmp_path / "metrics.jsonl").write_text(json.dumps({"step": 0, "loss": 1, "reward": 2, "foo": 3}) + "\n")
-    f = Follower([tmp_path])
-    f.scan()
-    assert lead_columns(list(f.stores.values())) == {"loss": 0, "reward": 0}
-
-
-# ------------------------------------------------------------------------------------------------------ alerts
-
-
 def test_summarize_without_alerts_reads_the_clock_for_stalls() -> None:
     # alerts computed by summarize itself (a library caller) see a 2 h pause between rows, as the CLI's do
     rng = random.Random(11)
@@ -241,9 +122,6 @@ def test_summarize_without_alerts_reads_the_clock_for_stalls() -> None:
               last_update=walls[-1])
     out = summarize([run], now=walls[-1] + 5)
     assert "stalled" in out and "alerts 1 (1W)" in out, out
-
-
-# -------------------------------------------------------------------------------------------------- markdown
 
 
 def test_run_name_is_escaped_in_markdown_only() -> None:
@@ -263,3 +141,282 @@ def test_markdown_alert_lines_are_escaped() -> None:
     assert "kl blow-up 20 (\\>10)" in out, out
     assert "entropy collapse .05 (\\<10% of early" in out, out
     assert "(>10)" not in out and "(<10%" not in out
+
+
+def test_a_negative_column_budget_shows_no_key_column(tmp_path: Path) -> None:
+    # a library caller's max_columns below 0 is no budget at all, as 0 is (not all rows but one)
+    rng = random.Random(6)
+    store = store_of(tmp_path / "r" / "metrics.jsonl", [grpo_row(rng, s) for s in range(30)])
+    for budget in (-1, 0):
+        text = summarize([store], max_columns=budget)
+        assert not [ln for ln in text.splitlines() if ln.startswith(("col ", "loss", "reward"))], (budget, text)
+
+
+def test_a_label_names_the_path_alone_when_it_shows_the_arm() -> None:
+    nested = SimpleNamespace(run="campaign/grpo_none/logs/train/metrics.jsonl", arm="grpo_none")
+    verl = SimpleNamespace(run="exp_lr1e-6/train_log.jsonl", arm="train_log")
+    split = SimpleNamespace(run="logs/metrics.jsonl#routeB", arm="routeB")
+    assert [run_label(r, False) for r in (nested, verl, split)] == [nested.run, verl.run, split.run]
+    assert run_label(nested) == "grpo_none"  # an arm no other run has names it alone
+
+
+def test_a_label_leads_with_an_arm_the_path_does_not_show() -> None:
+    above = SimpleNamespace(run="train/metrics.jsonl", arm="exp1")  # the arm from a directory above the root
+    assert run_label(above, False) == "exp1 (train/metrics.jsonl)"
+
+
+def test_arm_tags_never_run_out() -> None:
+    tags = [_arm_tag(i) for i in range(20_000)]
+    assert len(set(tags)) == 20_000
+    assert tags[:3] == ["a", "b", "c"] and tags[26] == "aa" and tags[701] == "zz" and tags[702] == "aaa"
+
+
+Golden = Callable[[str, str], None]
+
+
+def make_run(arm: str, seed: int, n: int = 400, hack: float = 0.3) -> FakeRun:
+    rng = random.Random(seed)
+    cols: dict[str, list[Any]] = {
+        "step": list(range(n)),
+        "rew": [0.2 + 0.5 * (1 - math.exp(-i / 100)) + rng.gauss(0, 0.03) for i in range(n)],
+        "hack_s": [(sum(rng.random() < hack * i / n for _ in range(16)), 16) for i in range(n)],
+        "loss": [rng.gauss(-0.02, 0.05) for _ in range(n)],
+        "gn": [abs(rng.gauss(0.8, 0.1)) * (15 if i == 250 else 1) for i in range(n)],
+        "lr": [1e-5 * min(1.0, (i + 1) / 50) for i in range(n)],
+        "eval_acc": [0.3 + i / 2000 if i % 50 == 0 else math.nan for i in range(n)],
+        "const": [1.0] * n,
+        "phase": ["warmup" if i < 50 else "train" for i in range(n)],
+        "tok_s": [12000 + 10 * i for i in range(n)],
+    }
+    walls = [NOW - 3600 + 9 * i for i in range(n)]
+    return FakeRun("exp7", arm, cols, list(range(n)), [200], 2, walls[-1] if walls else None, walls)
+
+
+def test_golden_single(golden: Golden) -> None:
+    run = make_run("vanilla", 1)
+    run.cols["loss"][300] = math.nan  # NaN reads as missing in stored columns: no alert for it
+    run.cols["loss"][310] = "inf"
+    golden("summary_single.txt", summarize([run], now=NOW + 42))
+
+
+def test_golden_arms_text_and_md(golden: Golden) -> None:
+    runs = [make_run("vanilla", 1), make_run("routeA", 2, hack=0.05), make_run("absorb", 3, hack=0.15)]
+    runs[2].resumes = []
+    runs[2].bad_count = 0
+    golden("summary_arms.txt", summarize(runs, now=NOW + 42))
+    golden("summary_arms_aligned.txt", summarize(runs, now=NOW + 42, align=True))
+    golden("summary_arms_md.txt", summarize(runs, now=NOW + 42, fmt="md", columns=["rew", "hack_s", "gn", "x"]))
+
+
+def test_size_of_20_column_10k_step_run() -> None:
+    rng = random.Random(0)
+    n = 10_000
+    names = ["rew", "loss", "gn", "kl", "entropy", "lr", "hack_s", "hack_t", "gt_s", "gt_t", "lp_s", "lp_t",
+             "ref_eq", "gen", "fb", "sec", "auroc", "cos", "qmass", "keep"]
+    cols: dict[str, list[Any]] = {}
+    for j, k in enumerate(names):
+        scale = 10.0 ** rng.randint(-4, 3)
+        cols[k] = [scale * (1 + j / 10 + 0.2 * math.sin(i / 300) + rng.gauss(0, 0.1)) for i in range(n)]
+    walls = [NOW - 2 * n + 2.0 * i for i in range(n)]
+    run = FakeRun("run", "arm", cols, list(range(n)), [3000, 7000], 1, walls[-1], walls)
+    text = summarize([run], now=NOW)
+    assert text.count("\n") == 2 + 20 + 1  # header, table head, 20 rows, alerts
+    assert len(text) < 1200, len(text)
+
+
+def _md_tables(text: str) -> list[list[str]]:
+    tables: list[list[str]] = []
+    prev = False
+    for line in text.splitlines():
+        is_row = line.startswith("|")
+        if is_row and not prev:
+            tables.append([])
+        if is_row:
+            tables[-1].append(line)
+        prev = is_row
+    return tables
+
+
+def _md_cells(line: str) -> list[str]:
+    assert line.startswith("| ") and line.endswith(" |")
+    return [c.strip() for c in re.split(r"(?<!\\)\|", line[1:-1])]
+
+
+def test_md_is_a_valid_table() -> None:
+    runs = [make_run("a", 1), make_run("b|pipe", 2)]
+    runs[0].cols["we|ird"] = [f"v|{i}" for i in range(400)]
+    text = summarize(runs, now=NOW, fmt="md", columns=["rew", "we|ird", "gn"])
+    tables = _md_tables(text)
+    assert len(tables) == 1
+    head, sep, *rows = tables[0]
+    width = len(_md_cells(head))
+    assert all(re.fullmatch(r"-{3}|-{2}:", c) for c in _md_cells(sep))
+    assert all(len(_md_cells(r)) == width for r in [sep, *rows])
+    assert len(rows) == 6 and r"we\|ird" in text and r"v\|399" in text
+    # a blank line before and after the table, header lines as a list
+    lines = text.splitlines()
+    i = lines.index(head)
+    assert lines[i - 1] == "" and lines[i + 2 + len(rows)] == ""
+
+
+def test_arms_line_up() -> None:
+    runs = [make_run("vanilla", 1), make_run("routeA", 2, n=100), make_run("absorb", 3, n=0)]
+    text = summarize(runs, now=NOW, columns=["rew", "gn", "tok_s"], align=True)
+    lines = text.splitlines()
+    assert lines[0].startswith("a: vanilla: steps 0-399")
+    assert lines[2] == "c: absorb: no rows, resumed 200, bad 2"
+    table = lines[3:13]
+    assert table[0].split() == ["col", "arm", "first", "last", "min", "max", "tr%"]
+    # numbers right-aligned: every value column ends at the same offset on every row
+    ends = [m.end() for m in re.finditer(r"\S+", table[1])][2:6]
+    for row in table[2:]:
+        assert [m.end() for m in re.finditer(r"\S+", row)][-5:-1] == ends or row.split()[-4:] == ["-"] * 4
+    assert [r.split()[0] for r in table[1:]] == ["rew", "b", "c", "gn", "b", "c", "tok_s", "b", "c"]
+    assert table[3].split() == ["c", "-", "-", "-", "-", "-"]
+    # compact (default): same cells, names and arms padded, values one space apart
+    compact = summarize(runs, now=NOW, columns=["rew", "gn", "tok_s"]).splitlines()
+    assert [r.split() for r in compact] == [r.split() for r in lines]
+    assert all(r[6] in "abc" and r[7] == " " and "  " not in r[6:] for r in compact[4:13])
+
+
+def test_empty_run_and_no_runs() -> None:
+    empty = FakeRun("r", "", {}, [])
+    assert summarize([empty], now=NOW) == "r: no rows\nalerts: none checked (no rows)\n"
+    assert summarize([empty], now=NOW, fmt="md") == "**r**: no rows\n\n- alerts: none checked (no rows)\n"
+    assert summarize([], now=NOW) == "no runs\n"
+
+
+def test_all_nan_and_non_numeric_columns() -> None:
+    run = make_run("x", 4, n=50)
+    run.cols["dead"] = [math.nan] * 50
+    run.cols["none"] = [None] * 50
+    auto = summarize([run], now=NOW)
+    names = [line.split()[0] for line in auto.splitlines()[2:-1]]
+    assert names == ["rew", "hack_s", "loss", "gn", "lr", "tok_s"]  # no step, const, phase, dead, none, nor
+    # eval_acc: one value in 50 rows does not vary
+    text = summarize([run], now=NOW, columns=["dead", "phase", "none", "missing"])
+    rows = [line.split() for line in text.splitlines()[2:6]]
+    assert rows == [["dead", "-", "-", "-", "-", "-"], ["phase", "warmup", "warmup", "-", "-", "-"],
+                    ["none", "-", "-", "-", "-", "-"], ["missing", "-", "-", "-", "-", "-"]]
+
+
+def test_trend_and_rate() -> None:
+    assert trend_pct([1.0] * 90 + [2.0] * 10) == pytest.approx(100.0)
+    assert trend_pct([5.0]) is None and trend_pct([1.0, 1.0]) == 0.0
+    xs = [0.001 * (i - 85) for i in range(100)]  # crosses zero, no noise: relative to median |x| / 4
+    assert trend_pct(xs) == pytest.approx(100 * 0.01 / (sorted(abs(x) for x in xs[80:])[10] / 4))  # (recent)
+    assert rate_text([0, 1, 2, 3], [0.0, 2.0, 4.0, 6.0]) == "2s/step"
+    assert rate_text([0, 10, 20], [0.0, 2.0, 4.0]) == "300 step/min"
+    assert rate_text([0, 1], []) is None and rate_text([0, 0, 0], [1.0, 2.0, 3.0]) is None
+
+
+def test_alerts_given_selected_and_limited() -> None:
+    run = make_run("v", 5, n=60)
+    found = [Alert("W", s, "gn", "spike", f"spike {s}") for s in (1, 2, 3, 4)] + [Alert("E", 9, "loss", "nonfinite",
+                                                                                    "non-finite (nan)")]
+    text = summarize([run], now=NOW, columns=["rew"], alerts={"exp7": found})
+    assert text.splitlines()[-3:] == ["alerts 5 (1E 4W):", "E step 9 loss non-finite (nan)",
+                                      "W steps 1-4 gn x4, last spike 4"]  # one line per kind, errors first
+    by_arm = summarize([run], now=NOW, columns=["rew"], alerts={"exp7/v": found[:1], "exp7": found})
+    assert by_arm.splitlines()[-2:] == ["alerts 1 (1W):", "W step 1 gn spike 1"]
+    assert summarize([run], now=NOW, columns=["rew"], alerts={}).endswith("alerts 0\n")
+
+
+def test_max_columns_prefers_present_columns_and_the_clock_defaults_to_now() -> None:
+    run = make_run("v", 6, n=200)
+    text = summarize([run], max_columns=3)
+    names = [line.split()[0] for line in text.splitlines()[2:5]]
+    assert names == ["rew", "hack_s", "loss"] and "eval_acc" not in text
+    assert "upd " in text
+
+
+def test_hostile_names_are_inert() -> None:
+    run = FakeRun("\x1b[31mred", "arm\n2", {"k\x1b[2J": [1.0, 2.0]}, [0, 1])
+    text = summarize([run], now=NOW)
+    assert "\x1b" not in text and text.count("\n") == 4
+
+
+def test_two_trainers_keys_for_one_quantity_share_one_block() -> None:
+    """verl's actor/entropy and TRL's entropy are both shown as "entropy": one block of rows, the name said once
+    (not two blocks of the same name, far apart); a run that has both keys gets each by its own key."""
+    n = 30
+    verl = FakeRun("v", "verl", {"actor/entropy": [1.0 - i / 100 for i in range(n)],
+                                 "actor/pg_loss": [0.1 * (-1) ** i for i in range(n)]}, list(range(n)))
+    trl = FakeRun("t", "trl", {"loss": [0.2 + i / 50 for i in range(n)], "entropy": [0.7 - i / 200 for i in range(n)]},
+                  list(range(n)))
+    labels = {"actor/entropy": "entropy", "actor/pg_loss": "pg_loss", "entropy": "entropy"}
+    lines = summarize([verl, trl], now=NOW, labels=labels).splitlines()
+    named = [ln.split()[0] for ln in lines if not ln.startswith((" ", "a", "b", "col"))]
+    assert named.count("entropy") == 1, lines
+    at = next(j for j, ln in enumerate(lines) if ln.startswith("entropy"))
+    assert lines[at].split()[1] == "a" and lines[at + 1].split()[0] == "b", lines  # b's row right under a's
+    # one run with both keys: the shared name would hide which is which
+    both = FakeRun("x", "x", {"actor/entropy": verl.cols["actor/entropy"], "entropy": trl.cols["entropy"]},
+                   list(range(n)))
+    text = summarize([both, trl], now=NOW, labels=labels)
+    assert re.search(r"^actor/entropy\s+a ", text, re.M) and re.search(r"^entropy\s+a ", text, re.M), text
+
+
+SPIKES = [110, 224, 421, 505, 555, 595, 829, 1000, 1176, 1289, 1344, 1422, 1580, 1604, 1838, 2347, 2662, 2686, 2740]
+
+
+@dataclass
+class Run:
+    run: str = "verl0/metrics.jsonl"
+    arm: str = ""
+    steps: list[int] = field(default_factory=lambda: list(range(1, 3001)))
+    keys: list[str] = field(default_factory=list)
+    resumes: list[int] = field(default_factory=list)
+    bad_count: int = 0
+    last_update: float | None = None
+    wall_times: list[float] = field(default_factory=list)
+
+    def column(self, key: str) -> Sequence[Any]:
+        return []
+
+    def __len__(self) -> int:
+        return len(self.steps)
+
+
+def stall(step: int, gap: str) -> Alert:
+    return Alert("W", step, "", "stall", f"stalled: no row for {gap} (12x median 60s/row)")
+
+
+def healthy() -> list[Alert]:
+    """A healthy verl run's alerts: grad-norm spikes, two evaluation pauses, the end stall of an idle file."""
+    found = [*map(spike, SPIKES), stall(99, "10.9m"), stall(399, "12.1m"), stall(3000, "1105d")]
+    return sorted(found, key=lambda a: a.step)
+
+
+def alert_lines(found: list[Alert], fmt: Literal["text", "md"] = "text") -> list[str]:
+    text = summarize([Run()], now=NOW, columns=[], alerts={"verl0/metrics.jsonl": found}, fmt=fmt)
+    lines = text.splitlines()
+    return lines[next(i for i, x in enumerate(lines) if "alerts" in x):]
+
+
+def test_incident_not_hidden_behind_routine_alerts() -> None:
+    collapse = Alert("W", 1513, "actor/entropy", "entropy_collapse", "collapse .188 (<50% of recent .393)")
+    base, sick = alert_lines(healthy()), alert_lines(sorted([*healthy(), collapse], key=lambda a: a.step))
+    assert base == ["alerts 22 (22W):",
+                    "W step 3000 stalled: no row for 1105d (12x median 60s/row)",
+                    "W steps 99-399 x2, last stalled: no row for 12.1m",
+                    "W steps 110-2740 actor/grad_norm x19, last spike 1.24"]
+    assert sick == ["alerts 23 (23W):", base[1], "W step 1513 actor/entropy collapse .188 (<50% of recent .393)",
+                    *base[2:]]
+
+
+def test_hang_mid_run_shows_apart_from_the_end_stall() -> None:
+    """The stall at the run's last step (where it stands now) is its own line; the hour-long hang leads the pauses."""
+    lines = alert_lines(sorted([*healthy(), stall(1499, "71.6m")], key=lambda a: a.step))
+    assert lines[1:3] == ["W step 3000 stalled: no row for 1105d (12x median 60s/row)",
+                          "W steps 99-1499 x3, last stalled: no row for 71.6m"]
+    merged = alerts_text([stall(99, "10.9m"), stall(3000, "1105d")])  # no end given: one kind
+    assert merged[1:] == ["W steps 99-3000 x2, last stalled: no row for 1105d"]
+
+
+def test_md_lists_one_line_per_kind() -> None:
+    lines = alert_lines(healthy(), fmt="md")
+    assert lines == ["- alerts 22 (22W):",
+                     "  - W step 3000 stalled: no row for 1105d (12x median 60s/row)",
+                     "  - W steps 99-399 x2, last stalled: no row for 12.1m",
+                     "  - W steps 110-2740 actor/grad_norm x19, last spike 1.24"]

@@ -1,41 +1,25 @@
-"""tr% of a held series: a metric logged every step but updated every few (Otsu thresholds between refreshes, an
-eval score carried forward). Its successive pairs are mostly equal, which read as no noise: 85% of flat series held
-10 steps read a trend. It is judged by its updates instead."""
+"""steptable.summary.trend: a column's statistics and its recent trend (tr%): flat noise reads no trend about one
+time in twenty, a real rise or fall shows at its size, lattice values, spikes, non-finite values, and held series
+(logged every step, updated every few) judged by their updates."""
 
 from __future__ import annotations
 
+import math
 import random
-from pathlib import Path
 
 import pytest
 
-from steptable.summary.trend import hold_length, trend_pct
-from tests.helpers import run_cli, write_rows
-
-Cap = pytest.CaptureFixture[str]
-
-
-def _held(n: int, hold: int, rng: random.Random, draw: str = "normal", rise_at: int | None = None,
-          rise: float = 0.0) -> list[float]:
-    """n steps of a value drawn every ``hold`` steps (N(1, 0.1), or a mean of 32 coin flips at 0.3), plus ``rise``
-    from step ``rise_at`` on."""
-    xs: list[float] = []
-    x = 0.0
-    for i in range(n):
-        if i % hold == 0:
-            x = rng.gauss(1.0, 0.1) if draw == "normal" else sum(rng.random() < 0.3 for _ in range(32)) / 32
-            if rise_at is not None and i >= rise_at:
-                x += rise
-        xs.append(x)
-    return xs
+from steptable.summary.report import column_stats, trend_pct
+from steptable.summary.trend import _t_quantile, hold_length
+from tests.summary.helpers import held, lattice
 
 
 @pytest.mark.parametrize("draw", ["normal", "grid"])
 @pytest.mark.parametrize(("n", "hold"), [(60, 5), (200, 10), (1000, 2), (1000, 10), (5000, 50)])
 def test_a_flat_held_series_reads_a_trend_about_as_rarely_as_a_plain_one(n: int, hold: int, draw: str) -> None:
-    # before: 34-100 of 100 read a trend (held 2: a third; held 10: 85 or more)
+    # judged by successive pairs, 34-100 of 100 would read a trend (held 2: a third; held 10: 85 or more)
     rng = random.Random(n * 100 + hold)
-    hits = sum(trend_pct(_held(n, hold, rng, draw)) != 0 for _ in range(100))
+    hits = sum(trend_pct(held(n, hold, rng, draw)) != 0 for _ in range(100))
     assert hits <= 12
 
 
@@ -44,7 +28,7 @@ def test_a_rise_of_a_held_series_still_shows_at_its_size(hold: int) -> None:
     # two standard deviations of an update, over the last 10% of the steps: +20% of the level
     trends = []
     for seed in range(100):
-        t = trend_pct(_held(1000, hold, random.Random(seed), rise_at=900, rise=0.2))
+        t = trend_pct(held(1000, hold, random.Random(seed), rise_at=900, rise=0.2))
         assert t is not None
         trends.append(t)
     assert sum(t != 0 for t in trends) >= 95
@@ -52,7 +36,7 @@ def test_a_rise_of_a_held_series_still_shows_at_its_size(hold: int) -> None:
 
 
 def test_a_level_then_another_is_a_change_not_a_hold() -> None:
-    # too few runs to learn a hold from: the step is read as before
+    # too few runs to learn a hold from: the step is read as a plain series reads it
     assert trend_pct([1.0] * 90 + [2.0] * 10) == pytest.approx(100.0)
     assert trend_pct([0.5] * 54 + [0.7] * 6) == pytest.approx(40.0)
     assert hold_length([1.0] * 90 + [2.0] * 10, 80) == (1, 80)
@@ -100,20 +84,162 @@ def test_the_hold_is_read_from_how_often_values_repeat_beyond_chance(xs: list[fl
 
 
 def test_a_held_series_reads_its_noise_from_at_least_twenty_updates() -> None:
-    xs = _held(5000, 50, random.Random(3))
+    xs = held(5000, 50, random.Random(3))
     assert hold_length(xs, 4000) == (50, 4000)  # 20 holds of 50 are the last 1000 values
     assert hold_length(xs, 4900) == (50, 4000)
 
 
-def test_the_summary_of_flat_thresholds_held_between_refreshes_reads_zero(tmp_path: Path, capsys: Cap) -> None:
-    # the routing arm's tlo / thi: recomputed every 8 steps, logged every step; 800 flat steps, 10 seeds
-    trends = []
+def test_a_loss_that_is_only_nan_is_shown() -> None:
+    st = column_stats([math.nan, None, math.nan], nan_logged=True)
+    assert (st.present, st.logged) == (0, 2) and math.isnan(st.last)
+
+
+@pytest.mark.parametrize(("df", "expected", "student"), [
+    (2, 4.015625, 4.5265), (3, 3.1736111, 3.3068), (10, 2.280625, 2.2837), (100, 2.0253063, 2.0253091),
+])
+def test_t_threshold_is_the_cornish_fisher_t_quantile(df: float, expected: float, student: float) -> None:
+    # z + (z^3 + z) / 4df + (5z^5 + 16z^3 + 3z) / 96df^2 (Abramowitz & Stegun 26.7.5): a noise read from few values
+    # is less sure, so the bar is higher; it stays under Student's exact quantile (scipy's t.ppf(Phi(2), df))
+    assert _t_quantile(2.0, df) == pytest.approx(expected, rel=1e-7)
+    assert 2.0 < _t_quantile(2.0, df) < student
+
+
+def test_flat_noise_reads_a_trend_about_one_time_in_twenty() -> None:
+    # the noise's degrees of freedom (2/3 of the pairs) keep flat N(0, 1) near the nominal 2-s.e. rate; read as
+    # sharper (all of the pairs), 100 values read a trend one time in 16
+    rng = random.Random(1)
+    runs = 8000
+    hits = sum(trend_pct([rng.gauss(10, 1) for _ in range(100)]) != 0 for _ in range(runs))
+    assert 0.04 < hits / runs < 0.0575
+
+
+def test_four_values_with_one_late_jump_read_no_trend() -> None:
+    # 0.92 0.98 1.01 1.24: the last step is four times the others; from four values that is a spike as much as a rise
+    assert trend_pct([0.92, 0.98, 1.01, 1.24]) == 0.0
+
+
+def test_a_spike_before_the_noise_window_does_not_mute_the_recent_rise() -> None:
+    # the noise is read from the last 20 values (the windows are 4 + 4 here): a restart's wild first step 21 values
+    # back must not make a clear +20% rise read as noise
+    xs = [1.0 + 0.01 * (i * 7 % 5) for i in range(40)]
+    xs[40 - 21] = 50.0
+    xs[-4:] = [x + 0.2 for x in xs[-4:]]
+    assert trend_pct(xs) == pytest.approx(20.1, abs=0.1)
+
+
+@pytest.mark.parametrize("bad", [math.inf, -math.inf])
+def test_an_infinite_value_gives_no_trend(bad: float) -> None:
+    # trend_pct takes finite values (column_stats filters them); an inf that slips through gives no tr%, not a crash
+    assert trend_pct([1.0, 2.0, bad]) is None
+    assert trend_pct([1.0, 2.0, 3.0, 4.0, bad, 5.0]) is None
+
+
+def _held_by_two(n: int, rng: random.Random) -> list[float]:
+    """A metric the trainer updates every other step and logs every step (the value held in between)."""
+    xs: list[float] = []
+    while len(xs) < n:
+        x = rng.gauss(10, 1)
+        xs += [x, x]
+    return xs[:n]
+
+
+def test_a_metric_held_two_steps_in_a_long_run_does_not_crash_the_summary() -> None:
+    # 0 for most of a 30000-step run, then 1 for a third of the last steps (updated every 2): a rise, read the same
+    # wherever the pairs fall; reading one pair in two saw no noise at all and divided 0 by 0
+    xs = [0.0] * 30000
+    for i in range(27000, 30000, 2):
+        if i // 2 % 3 == 0:
+            xs[i] = xs[i + 1] = 1.0
+    trends = [column_stats([0.0] * off + xs[: len(xs) - off]).trend for off in range(3)]
+    assert trends[0] is not None and trends[0] > 50
+    assert trends == pytest.approx([trends[0]] * 3)
+
+
+def test_a_long_run_reads_no_more_false_trends_than_a_short_one() -> None:
+    # a flat metric held two steps: 30000 steps must not read a trend more often than 16000 do (reading one pair in
+    # two, past 20000 values, saw no noise and read a trend in every run)
+    rng = random.Random(0)
+    short = sum(trend_pct(_held_by_two(16000, rng)) != 0 for _ in range(20))
+    long = sum(trend_pct(_held_by_two(30000, rng)) != 0 for _ in range(20))
+    assert long <= short + 5 and long < 15
+
+
+def test_fractions_bools_and_strings_summarise_as_rates() -> None:
+    st = column_stats([(1, 4), [3, 4], "1/2", (1, 0), True, "0.25", "abc", None])
+    assert (st.present, st.first, st.last, st.lo, st.hi) == (5, 0.25, 0.25, 0.25, 1.0)
+
+
+def test_a_column_that_ends_at_inf_shows_it_last() -> None:
+    """A KL that blew up to inf shows inf as ``last`` (the last finite value would read as healthy); min, max and
+    tr% stay finite."""
+    st = column_stats([0.01, 0.02, 0.015, math.inf, math.inf, math.nan])
+    assert (st.present, st.first, st.last, st.lo, st.hi) == (3, 0.01, math.inf, 0.01, 0.02)
+    assert column_stats([math.inf, 0.5]).last == 0.5
+    # from a store's cells(): None is absent, a NaN was logged (and is the column's last value)
+    assert math.isnan(column_stats([0.5, 0.4, math.nan, None], nan_logged=True).last)
+    assert column_stats([0.5, 0.4, math.nan, None]).last == 0.4  # column(): NaN pads absent cells
+
+
+def test_trend_of_values_near_the_float_limit_is_finite() -> None:
+    """Values near 1.8e308 give a finite tr% (their sums must not overflow to inf: -inf or -nan)."""
+    assert trend_pct([(-1) ** i * 1e308 for i in range(4)]) == 0.0  # (all noise)
+    assert trend_pct([-1e308] * 18 + [1e308] * 2) == pytest.approx(200.0)
+    assert trend_pct([1.0] + [1.7e308] * 19) == pytest.approx(0.0)
+    assert trend_pct([1.7e308] * 18 + [-1.7e308] * 2) == pytest.approx(-200.0)
+
+
+def _flat(mu: float, sd: float, seed: int, n: int = 1000) -> list[float]:
+    g = random.Random(seed)
+    return [g.gauss(mu, sd) for _ in range(n)]
+
+
+@pytest.mark.parametrize(("mu", "sd"), [(0.05, 0.3), (0.0, 1.0), (-0.2, 0.5), (0.5, 0.05)])
+def test_trend_of_flat_noise_reads_as_none(mu: float, sd: float) -> None:
+    """tr% compared window means to the mean: N(0.05, 0.3) read a median |tr%| of 49 (a flat reward +57)."""
+    ts = sorted(abs(t) for s in range(200) if (t := trend_pct(_flat(mu, sd, s))) is not None)
+    assert len(ts) == 200
+    assert ts[100] == 0.0 and ts[180] == 0.0  # median and 90th percentile: no trend
+    assert sum(t > 0 for t in ts) <= 20  # a 2-standard-error gate lets about 5% through
+
+
+def test_a_trend_beyond_the_noise_still_shows() -> None:
+    g = random.Random(1)
+    ramp = [0.1 + 0.5 * i / 1000 + g.gauss(0, 0.05) for i in range(1000)]  # +0.05 from one window to the next
+    t = trend_pct(ramp)
+    assert t is not None and 5 < t < 14  # 100 * .05 / .55 = 9
+    jump = [x + (0.5 if i >= 900 else 0.0) for i, x in enumerate(_flat(0.05, 0.3, 2))]  # 1.7 sd in the last 10%
+    t = trend_pct(jump)
+    assert t is not None and t > 50
+    decay = [2 * math.exp(-i / 300) + g.gauss(0, 0.05) for i in range(1000)]  # a loss still going down
+    t = trend_pct(decay)
+    assert t is not None and -40 < t < -15
+
+
+@pytest.mark.parametrize(("m", "p"), [(32, 0.3), (1, 0.5)])
+def test_flat_lattice_reads_no_trend(m: int, p: float) -> None:
+    """Mean of 32 Bernoulli(0.3): 38 of 100 flat series read a trend (|tr%| ~10-25); a 0/1 column 57 of 100."""
+    ts = [trend_pct(lattice(s, p, m)) for s in range(100)]
+    assert sum(t != 0.0 for t in ts) <= 10  # a 2-standard-error gate lets about 5% through
+
+
+def test_a_rise_on_the_lattice_still_shows() -> None:
+    n = 3000
     for seed in range(10):
-        rng = random.Random(seed)
-        tlo, thi = _held(800, 8, rng), _held(800, 8, rng)
-        run = tmp_path / f"s{seed}" / "metrics.jsonl"
-        write_rows(run, ({"step": s, "tlo": a, "thi": b + 1} for s, (a, b) in enumerate(zip(tlo, thi, strict=True))))
-        rc, out, _ = run_cli(["summary", str(run)], capsys)
-        assert rc == 0
-        trends += [line.split()[-1] for line in out.splitlines() if line.startswith(("tlo", "thi"))]
-    assert len(trends) == 20 and trends.count("0") >= 17, trends
+        step = trend_pct(lattice(seed, [0.3 if i < 0.9 * n else 0.4 for i in range(n)], n=n))
+        assert step is not None and 25 < step < 45  # 100 * .1 / .3 = 33
+        ramp = [0.3 + 0.1 * min(max((i - 0.8 * n) / (0.2 * n), 0.0), 1.0) for i in range(n)]  # over the last 20%
+        t = trend_pct(lattice(seed, ramp, n=n))
+        assert t is not None and 8 < t < 25  # the windows' p: .375 vs .325, +15%
+
+
+def test_a_few_spikes_are_not_a_trend() -> None:
+    """The windows' means are trimmed: three spikes of 50 in the last 100 values of a flat 1 +- 0.1 move a mean by 1.5
+    (150%); they read as no trend as often as flat noise does, and never as a large one."""
+    ts = []
+    for seed in range(100):
+        g = random.Random(seed)
+        xs = [1 + g.gauss(0, 0.1) for _ in range(1000)]
+        for i in (950, 970, 990):
+            xs[i] = 50.0
+        ts.append(trend_pct(xs))
+    assert sum(t != 0.0 for t in ts) <= 10 and max(abs(t or 0.0) for t in ts) < 3

@@ -130,8 +130,8 @@ def test_sanitize_removes_invisible_format_characters() -> None:
 def test_sanitize_keeps_text_after_c1_characters() -> None:
     """UTF-8 read as Latin-1 (scraped text, LLM output) is full of C1 characters: a curly quote becomes
     "\xe2\x80\x9d", and \x9d is the 8-bit OSC introducer. Only the C1 characters go; the text after them stays (the
-    whole rest of a completion was deleted as if it were an OSC payload). An unterminated 7-bit OSC loses only its
-    introducer (the rest of a message built around a name holding one was deleted)."""
+    rest of a completion is not deleted as if it were an OSC payload). An unterminated 7-bit OSC loses only its
+    introducer (not the rest of a message built around a name holding one)."""
     moj = "He said \u201cyes\u201d, then \u201cno\u201d.\nAnswer: 7".encode().decode("latin-1")
     out = sanitize(moj, keep_newlines=True)
     assert out == "He said \xe2yes\xe2, then \xe2no\xe2.\nAnswer: 7"

@@ -182,8 +182,8 @@ def test_a_two_element_array_stays_a_pair_and_a_nested_one_element_array_is_writ
 
 
 def test_one_element_arrays_of_text_objects_or_masks_are_not_numbers() -> None:
-    """jsonable took .item() of any one-element array: ["abc"] became "abc", an object array's dict a column of
-    its own, and a masked-out value a real-looking number."""
+    """jsonable takes .item() only of one-element arrays of numbers: ["abc"] stays a list, an object array's dict
+    does not become a column of its own, and a masked-out value is no real-looking number."""
     np = pytest.importorskip("numpy")
     from steptable.table.jsonvalues import jsonable
     from steptable.table.rowvalues import frozen

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -185,7 +186,7 @@ def test_a_row_of_thousands_of_columns_renders() -> None:
 
 
 def test_legend_names_the_key_of_a_renamed_column_without_a_description() -> None:
-    """Col("grad_norm", 6, "gn") without desc: the legend left it out, so nothing said what "gn" is."""
+    """Col("grad_norm", 6, "gn") without desc: the legend names its key, so something says what "gn" is."""
     cols = [Col("step", 4, "step", "d", "optimizer step"), Col("grad_norm", 6, "gn"), Col("loss", 6, "loss")]
     text = render.legend(cols)
     assert text.splitlines() == ["columns:", " step  optimizer step", " gn    grad_norm"]
@@ -237,7 +238,7 @@ def test_one_column_with_a_one_element_sequence_shows_the_sequence(fmt: str, val
 
 
 def test_exponent_column_with_a_one_element_tuple_shows_the_tuple() -> None:
-    # '%.1e' % (3e-4,) unpacks the tuple: the whole-row path printed 3.0e-4 where every other view shows [0.0003]
+    # '%.1e' % (3e-4,) unpacks the tuple: the whole-row path must show [0.0003] as every other view does, not 3.0e-4
     cols = [Col("edge_lr", 8, "lr", ".1e"), Col("edge_x", 6, "x", ".2f")]
     values = {"edge_lr": (3e-4,), "edge_x": 1.0}
     assert render.row(cols, values) == per_cell(cols, values)
@@ -288,3 +289,34 @@ def test_title_line_is_measured_in_cells() -> None:
 
     assert display_width(title_line("奖励 arm", 30)) == 30
     assert display_width(title_line("a" * 100, 10)) == 40  # a long label is cut, a narrow table keeps it readable
+
+
+def test_frac_cell_with_unhashable_member_renders_like_the_slow_path() -> None:
+    # The whole-row fast path looked the pair up in a memo dict: an ndarray or list inside raised TypeError.
+    cols = (Col("step", 6, "step", "d"), Col("f", 6, "f", "frac"))
+    for v in [(np.array(3), 32), ([1], 2)]:
+        row = {"step": 1, "f": v}
+        assert render.row(cols, row) == render.SEP.join(render.cells(cols, row))
+
+
+def test_zero_decimal_spec_does_not_round_a_value_to_zero() -> None:
+    cols = (Col("step", 6, "step", "d"), Col("x", 6, "x", ".0f"))
+    for v in (0.3, 0.5, -0.5, 2.5):
+        row = {"step": 1, "x": v}
+        assert render.row(cols, row) == render.SEP.join(render.cells(cols, row)), v
+    assert render.row((Col("x", 6, "x", ".0f"),), {"x": 0.5}).strip() == ".5"
+
+
+def test_int_beyond_str_digit_limit_does_not_raise() -> None:
+    cols = (Col("step", 6, "step", "d"), Col("x", 6, "x", "d"))
+    row = {"step": 10**5000, "x": 10**5000}
+    assert render.row(cols, row) == render.SEP.join(render.cells(cols, row))
+
+
+def test_spec_without_precision_does_not_round_a_value_to_zero() -> None:
+    from steptable.table import render
+    from steptable.table.columns import Col
+
+    cols = (Col("a", 9, "a", "f"), Col("b", 9, "b", "+f"))
+    for row in ({"a": 1e-9, "b": 0.5}, {"a": 0.5, "b": -1e-9}, {"a": 0.0, "b": 0.0}):
+        assert render.compile_row(cols)(row) == render.SEP.join(render.cells(cols, row))

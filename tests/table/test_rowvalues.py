@@ -6,7 +6,8 @@ from typing import Any
 
 
 def test_a_config_dict_that_holds_itself_is_spread_once() -> None:
-    """{"x": d, "y": d, "z": d} with d that dict: spreading it 16 levels deep was 3**16 paths (log() hung)."""
+    """{"x": d, "y": d, "z": d} with d that dict is spread once: spreading it 16 levels deep would be 3**16 paths
+    (log() would hang)."""
     from steptable.table.rowvalues import MAX_LEAVES, flat
 
     d: dict[str, Any] = {"lr": 0.1}

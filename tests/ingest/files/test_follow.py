@@ -81,14 +81,11 @@ def test_a_console_log_cut_inside_its_first_metrics_line_shows_when_the_line_end
     assert [list(st.steps) for st in fol.stores.values()] == [[0]]
 
 
-# --- the Follower forgets what was deleted --------------------------------------------------------------------------
-
-
 def test_a_deleted_run_is_forgotten_after_the_grace_and_its_store_stays_readable(
     tmp_path: Path, follower_clock: FollowerClock
 ) -> None:
-    """A sweep deletes old run directories: their runs leave ``stores`` and are no longer polled (every idle tick
-    stat'ed every run ever seen), while a reader that holds a store still reads its rows."""
+    """A sweep deletes old run directories: their runs leave ``stores`` and are not polled any more (an idle tick
+    does not stat every run ever seen), while a reader that holds a store still reads its rows."""
     for name in ("r0", "r1", "r2"):
         write_rows(tmp_path / name / "metrics.jsonl", timed_rows(0, 5))
     f = Follower([tmp_path])
@@ -198,7 +195,8 @@ def test_a_followed_file_restarted_or_replaced_keeps_its_steps(
     tmp_path: Path, kind: str, step_key: str | None, how: str
 ) -> None:
     """A restart that truncates the file, or a new file moved in its place, then appended to: every row keeps its
-    step (the CSV's new rows read nan: the rows copied from the re-read file had stored a ``step`` key)."""
+    step (rows copied from the re-read file store no ``step`` key of their own, which would make a CSV's new rows
+    read nan)."""
     path = tmp_path / "run" / f"{'progress.csv' if kind == 'csv' else 'metrics.jsonl'}"
     _write(path, kind, step_key, range(0, 6), 1.0)
     fo = Follower([tmp_path])

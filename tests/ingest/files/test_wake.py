@@ -12,9 +12,7 @@ import pytest
 import steptable.ingest.files.wake as wake_mod
 from steptable.ingest import Follower
 from tests.helpers import write_rows
-from tests.ingest.helpers import (
-    rew_rows,
-)
+from tests.ingest.helpers import rew_rows
 
 
 def run_loop(f: Follower) -> tuple[threading.Event, threading.Thread, list[set[str]], threading.Event]:

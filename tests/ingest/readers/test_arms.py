@@ -38,7 +38,7 @@ def test_an_arm_that_is_not_a_string_keeps_its_row_in_the_files_own_run(tmp_path
 
 def test_arms_sharing_a_file_keep_their_rows_after_a_restart(tmp_path: Path) -> None:
     """The shared file is replaced by a new run in which the other arm logs first: each arm's rows stay in its
-    own run (the arm stores were made anew, empty stores being falsy, and the follower kept the old ones)."""
+    own run (the follower takes the arm stores made anew, though empty stores are falsy)."""
     from steptable.ingest.files.follow import Follower
 
     def session(order: list[str]) -> None:

@@ -12,8 +12,6 @@ from steptable.ingest.readers.jsonl import JsonlParser
 from steptable.ingest.store import RunStore
 from tests.ingest.helpers import feed_chunks
 
-# --- the typed fast path gives what the tolerant path gives ---------------------------------------------------
-
 
 def _rows(n: int, seed: int = 0) -> list[dict[str, Any]]:
     rng = random.Random(seed)

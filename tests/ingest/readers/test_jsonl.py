@@ -36,8 +36,8 @@ def _lines(rows: list[dict[str, Any]]) -> bytes:
 
 def test_json_strings_that_look_like_numbers_stay_text_on_both_paths() -> None:
     """JSON says which values are text: a git hash "8e12345", a version "1.10", a seed past float precision, a job id
-    stay as they were written (read as numbers they showed as inf, 1.1, 1.23e18, 4.82e7), whichever parse path
-    read the chunk; only the non-finite spellings read as floats."""
+    stay as they were written (read as numbers they would show as inf, 1.1, 1.23e18, 4.82e7), whichever parse
+    path read the chunk; only the non-finite spellings read as floats."""
     def row(s: int) -> dict[str, Any]:
         return {"step": s, "loss": 1.0 / (s + 1), "commit": "8e12345", "version": "1.10",
                 "seed": "1234567890123456789", "job": "48234217", "kl": "NaN" if s == 3 else 0.1}

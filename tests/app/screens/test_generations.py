@@ -1,0 +1,158 @@
+"""steptable.app.screens.generations: the generations viewer: hostile text inert, a big step paged, long
+completions clipped, malformed rows and failures shown, not fatal."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from textual.widgets import Static
+
+from steptable.app.screens import generations as gen_screen
+from steptable.app.screens.generations import GenerationsScreen
+from steptable.app.sidefiles import SideIndex
+from steptable.app.widgets.arm import ArmPanel
+from tests.app.helpers import (
+    HOSTILE,
+    SIZE,
+    append,
+    make_runs,
+    manual_app,
+    open_generations,
+    static_text,
+    sync,
+    write_generations,
+    write_side_file,
+)
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_generations_viewer_hostile_text(tmp_path: Path) -> None:
+    root = make_runs(tmp_path)
+    write_generations(root / "routeA")
+    app, follower, _ = manual_app(root)
+    async with app.run_test(size=SIZE) as pilot:
+        await sync(pilot, follower)
+        screen = await open_generations(pilot)
+        assert screen.step == 20  # following: the newest step with samples
+        await pilot.press("left")
+        assert screen.step == 10
+        shown = static_text(screen.query_one("#gen-text", Static))
+        assert "\x1b" not in shown and "\u202e" not in shown and "\x07" not in shown
+        assert "[bold red]markup[/]" in shown and "[link=https://evil.example]click[/link]" in shown
+        assert "reward +1" in shown and "12 tokens" in shown
+        assert "clearscreen" in shown and "titlepwned" not in shown
+        await pilot.press("right", "right")
+        assert screen.step == 20
+        append(root, "routeA", 40, 45)  # rows arrive while the viewer is open: the tables behind it update
+        await pilot.press("l")  # table keys do nothing over the viewer
+        await sync(pilot, follower)
+        assert app.screen is screen and not app.main.query_one("#legend-box").display
+        assert max(p.grid.rows for p in app.main.query(ArmPanel)) == 45
+        await pilot.press("a")  # one arm with generations: stays
+        await pilot.press("escape")
+        assert not isinstance(app.screen, GenerationsScreen)
+
+
+async def test_generations_absent_notifies(tmp_path: Path) -> None:
+    app, follower, _ = manual_app(make_runs(tmp_path, arms=("solo",)))
+    async with app.run_test(size=SIZE) as pilot:
+        await sync(pilot, follower)
+        await pilot.press("v")
+        assert not isinstance(app.screen, GenerationsScreen)
+
+
+def test_hostile_constant_is_hostile() -> None:
+    assert "\x1b[2J" in HOSTILE and "\x1b]52;" in HOSTILE and "\u202e" in HOSTILE and "[bold red]" in HOSTILE
+
+
+async def test_generations_viewer_pages_a_big_step(tmp_path: Path) -> None:
+    """A GRPO group of 128 long completions: the viewer shows a page (laying out all of it would freeze the UI
+    for seconds), n and p move between pages."""
+
+    root = make_runs(tmp_path, arms=("solo",))
+    path = root / "solo" / "emergence" / "generations.jsonl"
+    path.parent.mkdir(parents=True)
+    body = "\n".join(f"reasoning line {i}" for i in range(200))
+    path.write_text("".join(json.dumps({"step": 5, "prompt": "q", "completion": f"{k}\n{body}", "reward": 0.5})
+                            + "\n" for k in range(128)))
+    app, follower, _ = manual_app(root)
+    async with app.run_test(size=SIZE) as pilot:
+        await sync(pilot, follower)
+        screen = await open_generations(pilot)
+        first = static_text(screen.query_one("#gen-text", Static))
+        assert "── 1/128 " in first and "── 128/128 " not in first and "n for the next ones" in first
+        await pilot.press("n")
+        second = static_text(screen.query_one("#gen-text", Static))
+        assert "── 1/128 " not in second and second != first
+        await pilot.press("p")
+        assert static_text(screen.query_one("#gen-text", Static)) == first
+        await pilot.press("p")  # no page before the first
+        assert static_text(screen.query_one("#gen-text", Static)) == first
+
+
+def test_long_completions_are_clipped_and_paged() -> None:
+    from steptable.app.screens.generations import PAGE_LINES, clip, sample_text
+    from steptable.app.sidefiles import Sample
+
+    runaway = "\n".join(f"line {i}" for i in range(32_000))
+    shown = clip(runaway)
+    assert shown.startswith("line 0\n") and shown.endswith("line 31999") and "lines, " in shown
+    assert shown.count("\n") < 200 and clip("short\ntext") == "short\ntext"
+    one_line = "x" * 1_000_000
+    assert len(clip(one_line)) < 20_000 and "999,9" not in clip(one_line)[:100]
+    samples = [Sample(7, "generation", 0.5, "q", "\n".join(["y"] * 200)) for _ in range(128)]
+    text, nxt = sample_text(samples, "arm", 7)
+    assert nxt is not None and 1 < nxt < 128 and text.plain.count("\n") <= PAGE_LINES + 250
+    assert f"samples 1-{nxt} of 128 shown" in text.plain
+    pages = 1
+    while nxt is not None:
+        text, nxt = sample_text(samples, "arm", 7, nxt)
+        pages += 1
+    assert pages > 1 and "128/128" in text.plain
+
+
+def viewer_text(screen: GenerationsScreen) -> str:
+    return str(screen.query_one("#gen-text").render())
+
+
+async def test_the_viewer_over_a_malformed_row_keeps_the_app(tmp_path: Path) -> None:
+    root = make_runs(tmp_path, arms=("solo",))
+    write_side_file(root / "solo", '{"step": 10, "steps": 4, "reward": 1.0, "response": "r"}')
+    app, follower, _ = manual_app(root)
+    async with app.run_test() as pilot:
+        await sync(pilot, follower)
+        screen = await open_generations(pilot)
+        assert screen.step == 10
+        await pilot.press("left")
+        assert screen.step == 0 and app.screen is screen
+    assert app.return_code is None
+
+
+def _index_fails(paths: Any) -> SideIndex:
+    raise RuntimeError("index bug")
+
+
+def _read_fails(self: SideIndex, step: int) -> Any:
+    raise RuntimeError("read bug")
+
+
+@pytest.mark.parametrize(("target", "name", "bug", "said"), [
+    (gen_screen, "build_index", _index_fails, ["could not index: RuntimeError: index bug"]),
+    (SideIndex, "samples", _read_fails, ["could not read this step's samples", "RuntimeError: read bug"]),
+])
+async def test_a_viewer_failure_is_shown_not_fatal(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, target: Any,
+                                                   name: str, bug: Any, said: list[str]) -> None:
+    """Indexing the side files, or reading one step's samples, raising: the viewer says why and the app stays."""
+    monkeypatch.setattr(target, name, bug)
+    root = make_runs(tmp_path, arms=("solo",))
+    write_side_file(root / "solo")
+    app, follower, _ = manual_app(root)
+    async with app.run_test() as pilot:
+        await sync(pilot, follower)
+        text = viewer_text(await open_generations(pilot))
+        assert all(x in text for x in said), text
+    assert app.return_code is None

@@ -1,0 +1,54 @@
+"""steptable.app.screens.help: every key listed, q quits the help, tab named, wrapped at 80 columns."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from textual.widgets import Static
+
+from steptable.app.screens.help import HelpScreen
+from steptable.app.widgets.keys import KeyBar
+from tests.app.helpers import make_runs, manual_app, sync
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.mark.parametrize("key", ["question_mark", "f1"])
+async def test_help_lists_every_key(tmp_path: Path, key: str) -> None:
+    """? and F1 open the help, which lists every key: e, f, 0 and 1-9 are in no footer, and at 80 columns the
+    footer ends before s, v."""
+    app, follower, _ = manual_app(make_runs(tmp_path))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await sync(pilot, follower)
+        assert "? Help" in str(app.query_one(KeyBar).render())[:40]  # (within 80 columns)
+        await pilot.press(key)
+        screen = app.screen
+        assert isinstance(screen, HelpScreen)
+        keys = {k: what for k, what in screen.lines}
+        for k in ("e", "f", "0", "1-9", "s", "v", ": g", "/", "q ^c", "end G", "^p"):
+            assert k in keys, k
+        assert keys["e"].startswith("Events") and keys["1-9"].startswith("Arm")
+        await pilot.press("escape")
+        assert not isinstance(app.screen, HelpScreen)
+
+
+async def test_the_help_quits_on_q_names_tab_and_wraps_at_80_columns(tmp_path: Path) -> None:
+    """q quits the help as its footer says (a modal screen takes the app's q away); tab, which picks the table p
+    and the chart follow, is listed; at 80 columns the lines wrap, none is cut ("at the step" of "... on
+    screen")."""
+    app, follower, _ = manual_app(make_runs(tmp_path))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await sync(pilot, follower)
+        await pilot.press("question_mark")
+        screen = app.screen
+        assert isinstance(screen, HelpScreen)
+        keys = {k: what for k, what in screen.lines}
+        assert any(k.startswith("tab") for k in keys), keys
+        box = screen.query_one("VerticalScroll")
+        assert box.outer_size.width <= 80
+        text = screen.query_one(Static)
+        assert text.size.width <= box.size.width  # wrapped inside its box, not cut at its edge
+        await pilot.press("q")
+        await pilot.pause()
+    assert app.return_code == 0 and not app.is_running

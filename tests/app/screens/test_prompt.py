@@ -1,0 +1,41 @@
+"""steptable.app.screens.prompt: the filter and jump prompts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from steptable.app.screens.prompt import PromptScreen
+from steptable.app.widgets.grid import StepGrid
+from tests.app.helpers import SIZE, make_runs, manual_app, sync
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_filter_jump_prompts(tmp_path: Path) -> None:
+    app, follower, _ = manual_app(make_runs(tmp_path))
+    async with app.run_test(size=SIZE) as pilot:
+        await sync(pilot, follower)
+        await pilot.press("slash")
+        assert isinstance(app.screen, PromptScreen)
+        await pilot.press(*"rew*", "enter")
+        grid = app.query_one(StepGrid)
+        assert [c.key for c in grid.cols] == ["step", "rew", "rew_s"]
+        await pilot.press("slash", "escape")  # cancel keeps the filter
+        assert [c.key for c in grid.cols] == ["step", "rew", "rew_s"]
+        await pilot.press("slash")
+        await pilot.press(*["backspace"] * 4, "enter")
+        assert len(grid.cols) > 3
+
+        for key in ("colon", "g"):
+            await pilot.press(key)
+            assert isinstance(app.screen, PromptScreen)
+            await pilot.press("1", "2", "enter")
+            for g in app.query(StepGrid):
+                assert g.top_index == 12 and not g.follow
+            await pilot.press("G")
+        for answer in ("x", "inf", "-1e400", "nan"):  # not a step: a warning, nothing moves ("inf" ended the app)
+            await pilot.press("g", *answer, "enter")
+            assert not isinstance(app.screen, PromptScreen) and app.is_running
+        assert sum("not a step" in n.message for n in app._notifications) == 4

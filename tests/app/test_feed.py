@@ -1,0 +1,167 @@
+"""steptable.app.feed: the follower side of the app: a preview first, then the full store; the real follower thread;
+changes coalesced and alerts scanned; a failing follower or reader told once."""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from steptable.app import feed as feed_mod
+from steptable.app import make_app
+from steptable.app.feed import Feed
+from steptable.app.messages import AlertsFound, FeedProblem, RunsChanged
+from steptable.app.widgets.arm import ArmPanel
+from steptable.app.widgets.grid import StepGrid
+from steptable.ingest import Follower
+from tests.app.helpers import SIZE, T0, ManualFollower, append, make_runs, row, screen_text, static_text, sync
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_preview_then_full_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = make_runs(tmp_path, steps=2000, arms=("big",))
+    monkeypatch.setattr(feed_mod, "PREVIEW_BYTES", 20_000)
+    follower = ManualFollower([root])
+    feed = feed_mod.Feed([str(root)], follower=follower, preview_min_bytes=1)
+    app = make_app([str(root)], feed=feed, clock=lambda: T0 + 4000, tick=3600)
+    async with app.run_test(size=SIZE) as pilot:
+        assert follower.ready.wait(10)  # the preview is posted before the follower runs
+        await pilot.pause()
+        panel = app.query_one(ArmPanel)
+        assert panel.preview is not None and 0 < panel.grid.rows < 2000
+        assert "preview" in static_text(panel.title_bar)
+        assert "1999" in screen_text(app)  # the newest rows first
+        for _ in range(100):  # the full parse waits until the preview rows are drawn
+            if feed.drawn.is_set():
+                break
+            await pilot.pause(0.01)
+        assert feed.drawn.is_set() and panel.grid.drawn_rows
+        await sync(pilot, follower)
+        assert panel.preview is None and panel.grid.rows == 2000
+
+
+async def test_live_follower_thread(tmp_path: Path) -> None:
+    """The real Follower.run in the app's thread worker (stat polling): appended rows reach the table."""
+    root = make_runs(tmp_path, arms=("solo",))
+    app = make_app([str(root)], poll=0.02, clock=lambda: T0 + 100, tick=3600)
+    async with app.run_test(size=SIZE) as pilot:
+        grid = None
+        for _ in range(500):
+            await pilot.pause(0.01)
+            grids = list(app.query(StepGrid))
+            if grids and grids[0].rows == 40:
+                grid = grids[0]
+                break
+        assert grid is not None
+        append(root, "solo", 40, 45)
+        for _ in range(500):
+            await pilot.pause(0.01)
+            if grid.rows == 45:
+                break
+        assert grid.rows == 45 and grid.scroll_y == grid.max_scroll_y
+
+
+def test_previews_only_for_what_the_follower_will_show(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A big dataset JSONL and a big server log beside a run are not previewed as runs (they would stay "loading"
+    and lend their keys to the real run's layout), and a big file that cannot be read is passed over."""
+    import steptable.ingest as ingest
+    from steptable.app.feed import Feed
+
+    root = make_runs(tmp_path, steps=300, arms=("big", "locked"))
+    (root / "data").mkdir()
+    (root / "data" / "prompts.jsonl").write_text(json.dumps({"prompt": "Solve " + "x" * 300, "answer": "42"}) + "\n"
+                                                 * 300)
+    (root / "vllm_server.log").write_text("INFO metrics.py:351] Avg prompt throughput: 0.0 tokens/s\n" * 3000)
+    real = ingest.preview_tail
+
+    def preview(path: Any, *a: Any, **kw: Any) -> Any:
+        if Path(path).parent.name == "locked":
+            raise PermissionError(13, "Permission denied", str(path))
+        return real(path, *a, **kw)
+
+    monkeypatch.setattr(ingest, "preview_tail", preview)
+    feed = Feed([str(root)], follower=Follower([root]), preview_min_bytes=1)
+    feed.prepare()
+    assert feed._prepared is not None
+    got = []
+    while (msg := feed._prepared.get(timeout=30)) is not None:
+        got.append(msg.run)
+    assert got == ["big/metrics.jsonl"]
+    # a file several arms' StepLoggers share: no preview (it would show their rows merged under one name)
+    from steptable import Col, StepLogger
+
+    loggers = [StepLogger([Col("step", 4, "step", "d"), Col("rew", 6, "rew")], run_dir=root / "shared", arm=arm,
+                          console=False, alerts=False) for arm in ("routeA", "absorb")]
+    for s in range(50):
+        for i, lg in enumerate(loggers):
+            lg.log({"step": s, "rew": 0.111 if i == 0 else 0.999})
+    for lg in loggers:
+        lg.close()
+    feed = Feed([str(root / "shared")], follower=Follower([root / "shared"]), preview_min_bytes=1)
+    feed.prepare()
+    assert feed._prepared is not None and feed._prepared.get(timeout=30) is None
+
+
+def test_feed_coalesces_changes_and_scans_alerts(tmp_path: Path) -> None:
+    root = make_runs(tmp_path, steps=30, arms=("solo",))
+    path = root / "solo" / "metrics.jsonl"
+    with open(path, "a") as fh:
+        fh.write(json.dumps({**row(0, 30), "loss": None}) + "\n")  # JSON null: a logged NaN loss
+    follower = Follower([str(root)])
+    posted: list[Any] = []
+    feed = Feed([str(root)], follower=follower, preview_min_bytes=0)
+    feed._post = posted.append
+    ids = follower.scan()
+    feed._changed(ids)
+    feed._changed(ids)  # a second change before the app took the first: no second message
+    assert posted == [RunsChanged()] and not feed.scanner.idle.is_set()
+    assert feed.take() == ids and feed.take() == set()
+    feed._changed(ids)
+    assert posted == [RunsChanged(), RunsChanged()]
+
+    stop = threading.Event()
+    scanner = threading.Thread(target=feed.scanner.run, args=(stop,))
+    scanner.start()
+    assert feed.scanner.idle.wait(10)
+    stop.set()
+    scanner.join()
+    alerts = [m for m in posted if isinstance(m, AlertsFound)]
+    assert len(alerts) == 1 and any(a.kind == "nonfinite" and a.column == "loss" for a in alerts[0].alerts)
+    assert feed.scanner.scan(next(iter(ids)), follower.stores[next(iter(ids))]) == []  # nothing new to scan
+
+
+def test_feed_reports_a_failing_follower() -> None:
+    class Broken:
+        stores: dict[str, Any] = {}  # noqa: RUF012
+
+        def run(self, stop: threading.Event, on_change: Any) -> None:
+            raise OSError("disk on fire")
+
+    posted: list[Any] = []
+    Feed([], follower=Broken(), preview_min_bytes=0).run(threading.Event(), posted.append)
+    assert "disk on fire" in posted[0].text
+
+
+def test_a_readers_internal_error_is_told_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = make_runs(tmp_path, steps=5, arms=("solo",))
+    follower = Follower([str(root)])
+    feed = Feed([str(root)], follower=follower, preview_min_bytes=0)
+    posted: list[Any] = []
+    feed._post = posted.append
+    feed._changed(follower.scan())
+
+    def boom() -> bool:
+        raise KeyError("reader bug \x1b]52;c;ZXZpbA==\x07")
+
+    for src in follower._sources.values():
+        monkeypatch.setattr(src, "poll", boom)
+    for _ in range(2):  # the same error on every pass: one notice
+        feed._changed(follower.scan())
+    problems = [m.text for m in posted if isinstance(m, FeedProblem)]
+    assert len(problems) == 1 and "internal error (KeyError: 'reader bug" in problems[0]
+    assert "\x1b" not in problems[0] and "\x07" not in problems[0]
+    assert follower.error_count == 2

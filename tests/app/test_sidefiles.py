@@ -1,0 +1,95 @@
+"""steptable.app.sidefiles: generations side files indexed and read per step (retrain, tinker rollouts, MaxEnt
+rich_completions), hostile rows (steps that are not a list, numbers past range) and bad lines."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from steptable.app.sidefiles import build_index, side_paths
+from tests.app.helpers import HOSTILE, write_generations, write_side_file
+
+pytestmark = pytest.mark.anyio
+
+
+def test_a_steps_field_that_is_not_a_list(tmp_path: Path) -> None:
+    idx = build_index([write_side_file(tmp_path, '{"step": 10, "steps": 4, "reward": 1.0, "response": "r"}')])
+    (s,) = idx.samples(10)
+    assert s.completion == "" and "rollout" in s.title
+
+
+def test_an_integer_reward_beyond_the_double_range(tmp_path: Path) -> None:
+    idx = build_index([write_side_file(tmp_path, '{"step": 10, "prompt": "p", "completion": "c", "reward": 1'
+                                             + "0" * 400 + "}")])
+    (s,) = idx.samples(10)
+    assert s.reward == math.inf and s.completion == "c"
+
+
+def test_a_step_with_more_digits_than_int_converts(tmp_path: Path) -> None:
+    idx = build_index([write_side_file(tmp_path, '{"step": 1' + "0" * 5000 + ', "completion": "c", "reward": 1}')])
+    assert idx.steps == [0]  # the line goes with the rows before it; its step reads as a float: one cell, not the row
+    good, kept = idx.samples(0)
+    assert good.completion == "c" and kept.completion == "c" and kept.reward == 1
+
+
+def test_generations_index_and_samples(tmp_path: Path) -> None:
+    path = write_generations(tmp_path)
+    with open(path, "ab") as fh:
+        fh.write(b'{"step": 30, "completion": "partial')  # the writer is mid-line: not indexed yet
+    idx = build_index([path])
+    assert idx.steps == [0, 10, 20]
+    assert idx.nearest(15) == 10 and idx.nearest(-5) == 0 and idx.nearest(99) == 20
+    samples = idx.samples(10)
+    assert len(samples) == 2 and samples[0].completion == HOSTILE and samples[0].reward == 1.0
+    assert samples[0].extra == "12 tokens"
+    assert side_paths({"generations": [path], "checkpoints": [tmp_path / "checkpoints.jsonl"]}) == [path]
+
+
+def test_tinker_rollout_summaries(tmp_path: Path) -> None:
+    d = tmp_path / "iteration_000012"
+    d.mkdir()
+    rec = {"split": "train", "group_idx": 0, "traj_idx": 1, "total_reward": 0.5, "final_reward": 0.5,
+           "trajectory_metrics": {"correct": 1}, "steps": [
+               {"step_idx": 0, "ob_len": 10, "ac_len": 4, "reward": 0.5, "logs": {"answer": "42\x1b[2J"}}]}
+    (d / "train_rollout_summaries.jsonl").write_text(json.dumps(rec) + "\nnot json\n")
+    idx = build_index(side_paths({"rollout_summaries": [d / "train_rollout_summaries.jsonl"]}))
+    assert idx.steps == [12]
+    good, bad = idx.samples(12)
+    assert good.reward == 0.5 and "group 0 traj 1" in good.title and "answer: 42" in good.completion
+    assert good.extra == "correct=1"
+    assert bad.reward is None and "bad line" in bad.title
+    assert idx.samples(13) == []
+
+
+def test_rich_completions_tables_are_generations(tmp_path: Path) -> None:
+    """MaxEnt-GRPO's rich_completions/<table>_step_N.json ({columns, data}, bare NaN allowed) reach the viewer."""
+    from tests.trainer_logs import write_maxent_state
+
+    out = write_maxent_state(tmp_path / "maxent")
+    rich = out["completions"]
+    extra = rich.parent / "completions_step_000004.json"
+    extra.write_text('{"columns": ["step", "prompt", "completion", "reward_total", "advantage"],'
+                     ' "data": [[4, "p", "c", NaN, 0.5], "not a row"]}')
+    (rich.parent / "completions_step_000005.json").write_text('[1, 2]')
+    paths = side_paths({"rich_completions": [rich, extra, rich.parent / "completions_step_000005.json"]})
+    idx = build_index(paths)
+    assert idx.steps == [2, 4, 5]
+    a, b = idx.samples(2)
+    assert (a.prompt, a.completion, a.reward, b.completion, b.reward) == ("2+2?", "4", 1.0, "9", 0.0)
+    good, bad = idx.samples(4)
+    assert good.reward is not None and math.isnan(good.reward) and "advantage 0.5" in good.extra
+    assert "not a list" in bad.title
+    assert "not a {columns, data} table" in idx.samples(5)[0].title
+
+
+def test_generations_values_and_bad_lines(tmp_path: Path) -> None:
+    """A reward logged as Infinity shows as inf (the decoder spells it as text); a bad line says where it is."""
+    path = tmp_path / "generations.jsonl"
+    path.write_bytes(b'{"step": 1, "completion": "a", "reward": Infinity}\n{"step": 1, oops\n')
+    good, bad = build_index([path]).samples(1)
+    assert good.reward == math.inf
+    second = path.read_bytes().index(b"\n") + 1
+    assert bad.title == f"generations.jsonl: bad line at byte {second}"
