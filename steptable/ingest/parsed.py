@@ -8,8 +8,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from steptable.ingest.parse import STEP_KEYS, BadLine, norm_value
+from steptable.ingest.parse import BadLine, norm_value
 from steptable.ingest.table import WALL_KEYS
+from steptable.table.stepkeys import is_step_key
 
 #: keys that say nothing about whether two rows are the same measurement (resume vs merge test; endofrun's too)
 BOOKKEEPING_KEYS = frozenset(WALL_KEYS) | {"arm", "run"}
@@ -19,7 +20,7 @@ def counter(key: str) -> bool:
     """A counter an evaluation row carries as well as a training row (the epoch, a second step key, HF's
     ``train/epoch`` and ``train/global_step``): alone it is no sign of a resume (an eval of an earlier step logged
     late with one score and the epoch would read as one, and drop the rows after it)."""
-    return key in STEP_KEYS or key == "epoch" or key.endswith(("/epoch", "/global_step"))
+    return is_step_key(key) or key == "epoch" or key.endswith(("/epoch", "/global_step"))
 
 
 @dataclass(slots=True)

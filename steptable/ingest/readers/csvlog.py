@@ -20,9 +20,10 @@ from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-from steptable.ingest.parse import NONFINITE, STEP_KEYS, BadLine, number, step_of
+from steptable.ingest.parse import NONFINITE, BadLine, number, step_of
 from steptable.ingest.parsed import Parsed
 from steptable.ingest.readers.jsonl import LineNo
+from steptable.table.stepkeys import step_key_among
 
 #: lines and characters one record may span; past either, its first line is a bad line (a quote that is never closed)
 #: and the lines after it are read as lines of their own
@@ -203,7 +204,7 @@ class CsvParser:
                 header[j] = ""
             seen.add(k)
         self.header = header
-        self.step_key = next((k for k in STEP_KEYS if k in header), None)
+        self.step_key = step_key_among(k for k in header if k)
         return header
 
 

@@ -20,7 +20,6 @@ import msgspec
 from steptable.ingest.parse import (
     MISSING,
     NONFINITE_TOKENS,
-    STEP_KEYS,
     BadLine,
     LineError,
     decode_line,
@@ -32,6 +31,7 @@ from steptable.ingest.parse import (
 )
 from steptable.ingest.parsed import Parsed
 from steptable.ingest.readers.fastpath import Shape, TypedDecoder, learn
+from steptable.table.stepkeys import step_key_among
 
 _DICTS = msgspec.json.Decoder()
 MAX_REST = 64
@@ -156,11 +156,10 @@ class JsonlParser:
 
     def _step(self, row: dict[str, Any], lineno: int, bad: list[BadLine]) -> int:
         if self.step_key is None:
-            for k in STEP_KEYS:
-                if k in row and step_of(row[k]) is not None:
-                    self.step_key = k
-                    self._stale = True  # the typed decoder must now require it
-                    break
+            k = step_key_among(row, lambda k: step_of(row[k]) is not None)
+            if k is not None:
+                self.step_key = k
+                self._stale = True  # the typed decoder must now require it
         step: int | None = None
         if self.step_key is not None:
             step = step_of(row.get(self.step_key, MISSING))
