@@ -22,14 +22,12 @@ from steptable.ingest.parsed import Parsed
 from steptable.ingest.readers.arms import ArmSplit
 from steptable.ingest.readers.console import ConsoleParser
 from steptable.ingest.readers.csvlog import CsvParser
-from steptable.ingest.readers.hf import newest_trainer_state, parse_trainer_state, trainer_states
+from steptable.ingest.readers.hf import MAX_STATE, newest_modified, parse_trainer_state, trainer_states
 from steptable.ingest.readers.jsonl import JsonlParser, LineNo
 from steptable.ingest.store import ResumeReader, RunStore
 from steptable.table import runinfo
 
 MAX_META = 4 * 1024 * 1024
-#: a ``trainer_state.json`` is re-read whole on every change; one beyond this is reported, not read
-MAX_STATE = 1_000_000_000
 
 Report = Callable[[BadLine], None]
 
@@ -286,9 +284,12 @@ class StateSource(Source):
         self._reported: tuple[str, int, int, int] | None = None
         self._seen_bad: set[tuple[str, str]] = set()
         self._rows: list[dict[str, object]] = []  # the log_history rows in the store (to add only what is new)
+        self._noted: tuple[Path, Path] | None = None  # (shown, modified last) when they differed, as last reported
 
     def poll(self) -> bool:
-        path = newest_trainer_state(self.cand.run_dir) or self.cand.path
+        states = trainer_states(self.cand.run_dir)
+        path = states[0] if states else self.cand.path
+        self._note_order(path, states)
         try:
             st = os.stat(path)
             self.missing = False
@@ -320,6 +321,16 @@ class StateSource(Source):
         self._load(path, parsed)
         self._sig = sig
         return True
+
+    def _note_order(self, shown: Path, states: list[Path]) -> None:
+        """Say (once per pair) when the state shown is not the one modified last: a restart in the same directory, or
+        a copy that reordered the files' times; either way the reader should know which history it sees."""
+        newest = newest_modified(states) if len(states) > 1 else None
+        pair = None if newest is None or newest == shown else (shown, newest)
+        if pair is not None and pair != self._noted:
+            self.report(BadLine(str(shown), 0, f"shown as the furthest state (highest global_step, longest history); "
+                                               f"{newest} was modified later but holds less"))
+        self._noted = pair
 
     def finish(self) -> bool:
         """One-shot reads poll once, so a state that failed to parse is reported now (a follower waits for the
