@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
@@ -85,7 +86,9 @@ def trainer_states(run_dir: Path) -> list[Path]:
             st = path.stat()
         except OSError:
             continue
-        step, length = _progress(str(path), st.st_ino, st.st_size, st.st_mtime_ns)
+        # (a FIFO or a device is never opened here: it would block or never end; the source reports it)
+        regular = stat.S_ISREG(st.st_mode)
+        step, length = _progress(str(path), st.st_ino, st.st_size, st.st_mtime_ns) if regular else (-1, 0)
         found.append(((number if step < 0 else step, length, number, st.st_mtime_ns), path))
     found.sort(key=lambda t: t[0], reverse=True)
     return [p for _, p in found]
