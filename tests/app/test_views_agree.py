@@ -3,6 +3,7 @@ trainer's fixture tree: the two consumers render through one code path (the sche
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import pytest
@@ -47,7 +48,7 @@ def split_table(text: str) -> tuple[list[str], list[dict[str, str]]]:
         tokens.append((i, j))
         i = j
     cuts = [0]
-    for (_, end), (start, _) in zip(tokens, tokens[1:], strict=False):
+    for (_, end), (start, _) in itertools.pairwise(tokens):
         at = next(p for p in range(start - 1, end - 1, -1) if all(line[p] == " " for line in lines))
         cuts.append(at)
     cuts.append(width)
