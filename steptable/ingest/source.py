@@ -10,6 +10,7 @@ import json
 import math
 import os
 import stat
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from pathlib import Path
@@ -30,6 +31,14 @@ from steptable.table import runinfo
 MAX_META = 4 * 1024 * 1024
 
 Report = Callable[[BadLine], None]
+
+#: seconds a JSONL last line without its newline must stay unchanged before a follower shows it (a finished run whose
+#: writer never ended its last row; a line being written grows well within this)
+HELD_QUIET_S = 1.0
+
+
+def _now() -> float:
+    return time.monotonic()
 
 
 def read_regular(path: str | os.PathLike[str], limit: int) -> bytes:
@@ -117,6 +126,10 @@ class TailSource(Source):
         # a JSONL written by the StepLoggers of several arms: the stores of the arms after the file's first
         self._arms = ArmSplit(cand.path) if cand.kind == "jsonl" else None
         self.arm_stores: dict[str, RunStore] = {}
+        # the unfinished last line: (the tail's offset, when it was first seen at it), and, once shown, the rows each
+        # store had before it (taken back before the line is read again, grown or whole)
+        self._quiet: tuple[int, float] | None = None
+        self._shown_held: dict[int, tuple[RunStore, int]] = {}
 
     def stores(self) -> list[RunStore]:
         return [self.store, *self.arm_stores.values()]  # (dict order: an arm's store never goes away)
@@ -142,7 +155,12 @@ class TailSource(Source):
         store = self.store
         # Rows already in the file when it is first read (or re-read after a reset) have no known arrival time.
         now = None if self._live else math.nan
-        for ev in self.tail.poll():
+        offset = self.tail.offset
+        events = list(self.tail.poll())
+        if self._shown_held and (events or self.tail.offset != offset):
+            self._take_back_held()  # the held line grew, ended or the file was reset: read again as it is now
+            changed = True
+        for ev in events:
             if ev is RESET and self.cand.kind == "csv" and len(store):
                 # SB3 and Lightning rewrite a CSV from the top when they add a key: read it aside, and keep the
                 # rows shown when the new file only adds to them (_settle)
@@ -169,6 +187,7 @@ class TailSource(Source):
                     changed = True
         if store is not self.store:
             self._settle(store)
+        changed = self._show_held() or changed
         self._live = self.tail.opened
         # (a file never opened may be gone before its first read, or be a link that now leads nowhere)
         self.missing = self.tail.missing or (not self.tail.opened and not os.path.exists(self.cand.path))
@@ -228,6 +247,42 @@ class TailSource(Source):
                 store.meta["runinfo"] = info
             return True
         return False
+
+    def _show_held(self) -> bool:
+        """A follower shows a JSONL last line without its newline once it has not grown for ``HELD_QUIET_S`` and
+        parses as a whole row (as a one-shot read does at once): a finished run's writer may never end its last row,
+        and it may hold the run's final evaluation. The parser reads it without moving on (its row count and last
+        step are restored): the line is read again when it grows or ends, its row taken back first, so it is
+        replaced, never shown twice."""
+        if self.cand.kind != "jsonl" or self._shown_held or not self.tail.pending:
+            self._quiet = None
+            return False
+        t = _now()
+        if self._quiet is None or self._quiet[0] != self.tail.offset:
+            self._quiet = (self.tail.offset, t)
+            return False
+        if t - self._quiet[1] < HELD_QUIET_S:
+            return False
+        ev = self.tail.final_line()
+        if ev is None or not isinstance(self.parser, JsonlParser):
+            return False
+        before = {id(st): (st, len(st)) for st in self.stores()}
+        kept = self.parser.ordinal, self.parser.last_step
+        parsed = self.parser.parse(ev.data, ev.first_line)
+        self.parser.ordinal, self.parser.last_step = kept
+        if not parsed.steps:
+            self._quiet = (self.tail.offset, math.inf)  # not a whole row: wait for more bytes
+            return False
+        parsed.bad.clear()  # (reported when the line is read for good)
+        self._add(self.store, parsed, None)
+        self._shown_held = {**before, **{id(st): (st, 0) for st in self.stores() if id(st) not in before}}
+        return True
+
+    def _take_back_held(self) -> None:
+        for st, n in self._shown_held.values():
+            st.withdraw(n)
+        self._shown_held = {}
+        self._quiet = None
 
     def finish(self) -> bool:
         """One-shot reads: parse a JSONL last line that has no newline (a follower never calls this).

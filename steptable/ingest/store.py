@@ -264,6 +264,17 @@ class RunStore(ColumnTable):
             self.generation += 1
             self.version += 1
 
+    def withdraw(self, n: int) -> None:
+        """Drop the rows after the first ``n`` (a row shown before its line was complete, about to be read again
+        whole): one batch, logged as an edit of the first dropped step, so a viewer draws that step again."""
+        with self.lock:
+            if n >= len(self._steps):
+                return
+            step = self._steps[n]
+            self._truncate(n)
+            self._edited(step, None)
+            self.version += 1
+
     def succeed(self, generation: int, version: int) -> None:
         """This store takes the place of an earlier one of the same run (whose file was deleted and is written again,
         a resumed run): ``generation`` and ``version`` go past that one's, so a reader that knows the run by its id
