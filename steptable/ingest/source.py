@@ -156,11 +156,10 @@ class TailSource(Source):
         # Rows already in the file when it is first read (or re-read after a reset) have no known arrival time.
         now = None if self._live else math.nan
         offset = self.tail.offset
-        events = list(self.tail.poll())
-        if self._shown_held and (events or self.tail.offset != offset):
-            self._take_back_held()  # the held line grew, ended or the file was reset: read again as it is now
-            changed = True
-        for ev in events:
+        for ev in self.tail.poll():  # (read lazily: a chunk that fails costs that chunk, not the blocks after it)
+            if self._shown_held:
+                self._take_back_held()  # the held line ended or the file was reset: read again as it is now
+                changed = True
             if ev is RESET and self.cand.kind == "csv" and len(store):
                 # SB3 and Lightning rewrite a CSV from the top when they add a key: read it aside, and keep the
                 # rows shown when the new file only adds to them (_settle)
@@ -187,6 +186,9 @@ class TailSource(Source):
                     changed = True
         if store is not self.store:
             self._settle(store)
+        if self._shown_held and self.tail.offset != offset:  # the held line grew, still without its newline
+            self._take_back_held()
+            changed = True
         changed = self._show_held() or changed
         self._live = self.tail.opened
         # (a file never opened may be gone before its first read, or be a link that now leads nowhere)
