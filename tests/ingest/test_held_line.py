@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import steptable.ingest.source as source_mod
-from steptable.ingest import Follower
+from steptable.ingest import Follower, RunStore
 
 
 class Clock:
@@ -53,17 +53,23 @@ def test_an_unended_last_row_is_shown_after_a_quiet_second_then_replaced(tmp_pat
     assert list(store.steps) == list(range(32)) and store.value(30, "eval_acc") == 0.875
 
 
-def test_a_held_row_whose_line_grows_is_taken_back(tmp_path: Path, clock: Clock) -> None:
-    """The held text parsed whole, then more came on its line: the row shown is taken back and the line read again
-    as it is now (here no row at all: reported as a bad line), never kept beside the new reading."""
+def quiet_after(tmp_path: Path, clock: Clock, text: str) -> tuple[Follower, RunStore, Path]:
+    """``text`` as a run's metrics file, followed, read again after a quiet while: (follower, store, path)."""
     path = tmp_path / "run" / "metrics.jsonl"
     path.parent.mkdir()
-    path.write_text(line(0) + "\n" + '{"step": 1, "loss": 5}')
+    path.write_text(text)
     f = Follower([tmp_path])
     f.scan()
     clock.t += 2
     f.scan()
     (store,) = f.stores.values()
+    return f, store, path
+
+
+def test_a_held_row_whose_line_grows_is_taken_back(tmp_path: Path, clock: Clock) -> None:
+    """The held text parsed whole, then more came on its line: the row shown is taken back and the line read again
+    as it is now (here no row at all: reported as a bad line), never kept beside the new reading."""
+    f, store, path = quiet_after(tmp_path, clock, line(0) + "\n" + '{"step": 1, "loss": 5}')
     assert list(store.steps) == [0, 1] and store.value(1, "loss") == 5
     with open(path, "a") as fh:
         fh.write('0, "x": 1}\n' + line(2) + "\n")
@@ -72,14 +78,7 @@ def test_a_held_row_whose_line_grows_is_taken_back(tmp_path: Path, clock: Clock)
 
 
 def test_a_held_row_whose_line_ends_is_one_row(tmp_path: Path, clock: Clock) -> None:
-    path = tmp_path / "run" / "metrics.jsonl"
-    path.parent.mkdir()
-    path.write_text(line(0) + "\n" + '{"step": 1, "loss": 5}')
-    f = Follower([tmp_path])
-    f.scan()
-    clock.t += 2
-    f.scan()
-    (store,) = f.stores.values()
+    f, store, path = quiet_after(tmp_path, clock, line(0) + "\n" + '{"step": 1, "loss": 5}')
     with open(path, "a") as fh:
         fh.write('\n{"step": 1, "acc": 0.5}\n')  # another line of the same step
     f.scan()
@@ -87,12 +86,7 @@ def test_a_held_row_whose_line_ends_is_one_row(tmp_path: Path, clock: Clock) -> 
 
 
 def test_a_cut_last_line_is_never_shown(tmp_path: Path, clock: Clock) -> None:
-    path = tmp_path / "run" / "metrics.jsonl"
-    path.parent.mkdir()
-    path.write_text(line(0) + "\n" + '{"step": 1, "loss": 0.')
-    f = Follower([tmp_path])
-    f.scan()
+    f, store, _ = quiet_after(tmp_path, clock, line(0) + "\n" + '{"step": 1, "loss": 0.')
     clock.t += 5
     f.scan()
-    (store,) = f.stores.values()
     assert list(store.steps) == [0] and f.errors == []
