@@ -137,7 +137,8 @@ def detections(rows: int, seeds: int) -> dict[str, dict[str, int]]:
                 at = random.Random(f"{name}-{fam}-{seed}").randrange(rows // 3, rows - 2 * DETECT_WITHIN)
                 inject(run, at)
                 tried += 1
-                hit += any(a.kind == kind and at - 1 <= a.step <= at + DETECT_WITHIN for a in alerts(run))  # (a stall: the row before)
+                # (a stall is reported at the row before the gap)
+                hit += any(a.kind == kind and at - 1 <= a.step <= at + DETECT_WITHIN for a in alerts(run))
         out[name] = {"detected": hit, "runs": tried}
     return out
 
