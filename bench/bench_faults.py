@@ -35,7 +35,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from steptable.ingest import Follower
 from steptable.logger.writer import RunWriter
 
-
 FAULTS = ("none", "rename", "copytruncate", "delete", "mixed")
 
 

@@ -3,8 +3,8 @@
 The process that writes an arm's rows holds ``.metrics.jsonl.lock`` (``.metrics.jsonl.<arm>.lock`` for a named arm;
 arms sharing a directory each hold their own) until it closes; the lock file names its pid. The kernel releases a
 ``flock`` when its process dies, so a stale lock (a run killed with SIGKILL) is no lock. A second process that finds
-the lock held is told once, with the holder's pid, and writes on: a training run's rows are never dropped for this,
-and readers tell the two writers' interleaved rows apart (their steps go back and forth). Where ``flock`` is missing
+the lock held is told once, with the holder's pid, and writes on: a training run's rows are never dropped for this
+(its rows interleave with the first's in the one file). Where ``flock`` is missing
 (Windows) or the lock file cannot be made, there is no check. Nothing here raises.
 """
 
@@ -59,7 +59,7 @@ class WriterLock:
             os.close(fd)
             who = f"process {sanitize(holder)}" if holder.isdigit() else "another process"
             return (f"{who} is writing this arm's rows to {sanitize(str(self._jsonl))} too (lock "
-                    f"{sanitize(str(self.path))}); both write on, and readers will show two writers")
+                    f"{sanitize(str(self.path))}); both write on, their rows interleaved in that file")
         try:
             os.ftruncate(fd, 0)
             os.write(fd, f"{os.getpid()}\n".encode())
