@@ -330,7 +330,8 @@ def test_a_second_ctrl_c_while_close_marks_the_run_ended_still_marks_it(
         sl.close()
     assert fired
     assert runinfo.closed_at(description(tmp_path)) is not None and description(tmp_path)["rows"] == 1
-    assert sorted(p.name for p in tmp_path.iterdir()) == [".metrics.jsonl.lock", "metrics.jsonl", runinfo.NAME]  # (no table: interrupted)
+    names = sorted(p.name for p in tmp_path.iterdir())
+    assert names == [".metrics.jsonl.lock", "metrics.jsonl", runinfo.NAME]  # (no table: interrupted)
 
 
 class _LockInterruptedOnce:
