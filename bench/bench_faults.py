@@ -1,19 +1,29 @@
 """File faults under a follower: rows a StepLogger's writer wrote that the reader never delivered, per fault kind,
 with notifications and with polling.
 
-    python bench/bench_faults.py                # 3,000 rows, a fault every 0.5 s
+    python bench/bench_faults.py                # 3,000 rows, a fault every 500 rows
     python bench/bench_faults.py --rows 1000
 
-A RunWriter writes rows (step, loss) every 1 ms while the file is renamed away (logrotate's rename), and a Follower
-follows the directory (``run()`` in a thread, as ``tail -f`` does). Reported: rows written, rows on disk (in all the
-files of the directory), rows the follower delivered, rows lost = on disk - delivered. Goal: 0 where the bytes are
-on disk. The anchor is the same run without faults (its loss must be 0).
+A RunWriter writes rows (step, loss) every 1 ms (``mixed``: without pauses) and every 500 rows the file meets a fault:
+
+- rename: logrotate's rename (metrics.jsonl -> metrics.jsonl.N; the writer reopens the path on its next row);
+- copytruncate: logrotate's copytruncate (copied to metrics.jsonl.N, then truncated in place; the writer appends on);
+- delete: the file unlinked (the writer makes it again on its next row);
+- mixed: rename, copytruncate and delete in turn, the writer never pausing.
+
+A Follower follows the directory (``run()`` in a thread, as ``tail -f`` does). Reported: rows written, rows on disk
+(in all the files of the directory at the end), rows the follower delivered, rows lost = steps on disk the follower
+never delivered (goal 0: the bytes are there), gone = rows written that no file holds (a deletion, or rows written
+between copytruncate's copy and its truncation: nothing can recover them; the follower may still have read some).
+The anchor is the same run without faults (its loss must be 0).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import shutil
 import sys
 import tempfile
 import threading
@@ -25,8 +35,23 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from steptable.ingest import Follower
 from steptable.logger.writer import RunWriter
 
+FAULTS = ("none", "rename", "copytruncate", "delete", "mixed")
 
-def trial(rows: int, fault: str, poll: float | None) -> tuple[int, int, int]:
+
+def fault_at(path: Path, kind: str, n: int) -> None:
+    """Do fault ``kind`` to the file at ``path`` (the ``n``-th fault); nothing when the writer has not made it again."""
+    if not path.exists():
+        return
+    if kind == "rename":
+        os.rename(path, path.with_name(f"metrics.jsonl.{n}"))
+    elif kind == "copytruncate":
+        shutil.copyfile(path, path.with_name(f"metrics.jsonl.{n}"))
+        os.truncate(path, 0)
+    elif kind == "delete":
+        path.unlink()
+
+
+def trial(rows: int, fault: str, poll: float | None) -> tuple[int, int, int, int]:
     with tempfile.TemporaryDirectory() as d:
         run = Path(d) / "run"
         run.mkdir()
@@ -47,28 +72,31 @@ def trial(rows: int, fault: str, poll: float | None) -> tuple[int, int, int]:
         n = 0
         for s in range(1, rows):
             w.write({"step": s, "loss": 1 / (s + 1)})
-            if fault == "rename" and s % 500 == 0 and path.exists():  # (a writer that has not reopened yet: next time)
+            if fault != "none" and s % 500 == 0:
                 n += 1
-                os.rename(path, run / f"metrics.jsonl.{n}")
-            time.sleep(0.001)
+                fault_at(path, FAULTS[1 + n % 3] if fault == "mixed" else fault, n)
+            if fault != "mixed":
+                time.sleep(0.001)
         w.close()
         time.sleep(2.0 if poll is None else 3 * poll + 1)
         stop.set()
         t.join(5)
         changed(None)
-        on_disk = sum(p.read_text().count("\n") for p in run.iterdir() if p.name.startswith("metrics.jsonl"))
-        return rows, on_disk, len(seen)
+        on_disk = {json.loads(line)["step"] for p in run.iterdir() if p.name.startswith("metrics.jsonl")
+                   for line in p.read_text().splitlines() if line}
+        return rows, len(on_disk), len(on_disk - seen), rows - len(on_disk)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rows", type=int, default=3000)
+    ap.add_argument("--faults", default=",".join(FAULTS), help="comma-separated subset of " + ", ".join(FAULTS))
     a = ap.parse_args()
-    print(f"{'fault':10} {'mode':10} {'written':>8} {'on disk':>8} {'read':>8} {'lost':>6}")
-    for fault in ("none", "rename"):
+    print(f"{'fault':13} {'mode':10} {'written':>8} {'on disk':>8} {'lost':>6} {'gone':>6}")
+    for fault in a.faults.split(","):
         for mode, poll in (("notify", None), ("poll 0.5", 0.5)):
-            written, disk, read = trial(a.rows, fault, poll)
-            print(f"{fault:10} {mode:10} {written:8} {disk:8} {read:8} {disk - read:6}")
+            written, disk, lost, gone = trial(a.rows, fault, poll)
+            print(f"{fault:13} {mode:10} {written:8} {disk:8} {lost:6} {gone:6}", flush=True)
 
 
 if __name__ == "__main__":

@@ -53,8 +53,28 @@ def following(path: Path) -> Iterator[tuple[list[int], Callable[[int], None]]]:
     try:
         yield seen, wait
     finally:
+        reap(proc)
+
+
+def reap(proc: subprocess.Popen[Any], grace: float = 10.0) -> None:
+    """End ``proc`` whatever state it is in: TERM, ``grace`` seconds, then KILL (a test that fails or times out
+    must never leave a follower spinning)."""
+    if proc.poll() is None:
         proc.terminate()
-        proc.wait(timeout=10)
+        try:
+            proc.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def readline_within(stream: Any, seconds: float) -> str | bytes | None:
+    """One line of ``stream`` (a subprocess's pipe), or None when none came within ``seconds``."""
+    got: list[str | bytes] = []
+    t = threading.Thread(target=lambda: got.append(stream.readline()), daemon=True)
+    t.start()
+    t.join(seconds)
+    return got[0] if got else None
 
 
 def run_cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:

@@ -35,6 +35,7 @@ from steptable.logger.setup import installed
 from steptable.logger.sinks import report_once, say
 from steptable.logger.wholefile import write_description
 from steptable.logger.writer import RunWriter, error_text
+from steptable.logger.writerlock import WriterLock
 from steptable.table import render, runinfo
 from steptable.table.columns import Col, fit_to, streamed, validate
 from steptable.table.formatting import sanitize
@@ -124,6 +125,7 @@ class StepLogger:
         self.run_dir = Path(run_dir).absolute() if run_dir is not None else None
         self.jsonl_path = self.run_dir / JSONL_NAME if self.run_dir is not None else None
         self._writer = RunWriter(self.jsonl_path, self._warn) if self.jsonl_path is not None else None
+        self._writer_lock = WriterLock(self.jsonl_path, arm) if self.jsonl_path is not None else None
         self._recent: deque[dict[str, Any]] = deque(maxlen=max(self.dump_rows, 1))
         self._rows = 0
         self._lost = 0  # rows log() failed on (each failure kind is reported once; close() says how many)
@@ -255,6 +257,7 @@ class StepLogger:
         if self._writer is not None:
             if first:  # before the first row: a reader that sees the row sees whose arm it is
                 self._describe(None)
+                self._lock_arm()
             self._writer.write(record)
         view = flat(cells)  # {"train": {"loss": x}} shows under train/loss, as the readers of the file name it
         if view.get("step") is None:
@@ -400,6 +403,17 @@ class StepLogger:
     def _final_flush(self) -> None:
         if self._writer is not None:
             self._writer.close()
+        if self._writer_lock is not None:
+            self._writer_lock.release()
+
+    def _lock_arm(self) -> None:
+        """Take this arm's writer lock; another live process holding it is told once (never raised: logging must
+        not break the run) and both write on."""
+        try:
+            if self._writer_lock is not None and (busy := self._writer_lock.acquire()) is not None:
+                report_once(f"{self._topic}-two-writers", f"steptable: {busy}")
+        except Exception:
+            pass
 
     def _write_table_at_close(self) -> None:
         if self._rows:

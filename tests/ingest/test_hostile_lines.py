@@ -17,7 +17,7 @@ import pytest
 from steptable.ingest.parse import decode_line, flatten, quote_bignums, quote_nonfinite, replace_lone_surrogates
 from steptable.ingest.readers.console import ConsoleParser, console_value
 from steptable.ingest.readers.hf import parse_trainer_state
-from tests.helpers import run_cli
+from tests.helpers import readline_within, run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -87,13 +87,14 @@ def test_tail_f_stops_soon_after_term_while_parsing_the_worst_line(tmp_path: Pat
     path.write_bytes(b'{"step":0,"loss":1}\n' * 1000 + b'{"step":1,"x":' + body + b"}\n")
     proc = subprocess.Popen([sys.executable, "-m", "steptable", "tail", "-f", str(path), "--format", "jsonl"],
                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    assert proc.stdout is not None
-    proc.stdout.readline()  # reading has begun (the first rows are out)
-    time.sleep(0.3)
-    sent = time.monotonic()
-    proc.send_signal(signal.SIGTERM)
     try:
+        assert proc.stdout is not None
+        assert readline_within(proc.stdout, 30), "no row within 30 s"  # reading has begun (the first rows are out)
+        time.sleep(0.3)
+        sent = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
         proc.communicate(timeout=15)
+        assert time.monotonic() - sent < 5.0
     finally:
-        proc.kill()
-    assert time.monotonic() - sent < 5.0
+        proc.kill()  # (a failed or timed-out test leaves no process behind)
+        proc.wait()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 
 from steptable.ingest import Follower
@@ -62,3 +63,29 @@ def test_the_writer_reopens_on_the_row_after_a_rename(tmp_path: Path) -> None:
     w.close()
     assert json.loads(path.read_text()) == {"step": 3}
     assert (tmp_path / "metrics.jsonl.1").read_text().count("\n") == 3 and w.moved == 1 and len(warned) == 1
+
+
+def test_rows_left_in_a_copytruncate_copy_are_read_and_the_run_goes_on(tmp_path: Path) -> None:
+    path = tmp_path / "metrics.jsonl"
+    path.write_bytes(rows(0, 10))
+    f = Follower([path])
+    f.scan()
+    with open(path, "ab") as w:
+        w.write(rows(10, 14))  # not read yet when logrotate copies and truncates
+        shutil.copyfile(path, tmp_path / "metrics.jsonl.1")
+        os.truncate(path, 0)
+        w.write(rows(14, 16))
+    f.scan()
+    (store,) = f.stores.values()
+    assert steps(f) == list(range(16)) and store.generation == 0 and f.errors == []
+
+
+def test_a_truncation_without_a_copy_is_still_a_reset(tmp_path: Path) -> None:
+    path = tmp_path / "metrics.jsonl"
+    path.write_bytes(rows(0, 10))
+    (tmp_path / "metrics.jsonl.1").write_bytes(rows(100, 120))  # an older rotation: not a copy of what was read
+    f = Follower([path])
+    f.scan()
+    path.write_bytes(rows(0, 3))  # verl's relaunch truncates and writes from the top
+    f.scan()
+    assert steps(f) == [0, 1, 2]

@@ -113,7 +113,7 @@ def test_an_interrupt_during_table_txt_leaves_the_run_ended_and_reaches_the_scri
         sl.close()
     assert closed_field(tmp_path) is not None
     assert (tmp_path / "table.txt").read_text() == before and sorted(p.name for p in tmp_path.iterdir()) == [
-        "metrics.jsonl", "steptable.json", "table.txt"]
+        ".metrics.jsonl.lock", "metrics.jsonl", "steptable.json", "table.txt"]  # (the lock file is no temporary)
     assert "end of run: 398 rows" in "".join(captured)
     sl.close()  # closed: nothing again, nothing raised
 
@@ -332,7 +332,8 @@ def test_a_second_ctrl_c_while_close_marks_the_run_ended_still_marks_it(
         sl.close()
     assert fired
     assert runinfo.closed_at(description(tmp_path)) is not None and description(tmp_path)["rows"] == 1
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["metrics.jsonl", runinfo.NAME]  # (no table: interrupted)
+    names = sorted(p.name for p in tmp_path.iterdir())
+    assert names == [".metrics.jsonl.lock", "metrics.jsonl", runinfo.NAME]  # (no table: interrupted)
 
 
 class _LockInterruptedOnce:

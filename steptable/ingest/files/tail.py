@@ -5,8 +5,10 @@ byte 0; the caller rebuilds the run from the new content) when the size is below
 truncates on every launch), or bytes we already read changed (the first up to 512 bytes, the 64 bytes just before
 our offset, or the 64 bytes before where each of the last 16 polls ended: a rewrite that grew past our offset between
 two polls), or the inode changed to a file that does not hold those same bytes (rotation: rename + new file; delete +
-recreate). A new inode that does hold them is the same log grown (rsync and other copiers write a new file and
-rename it over the old one): reading goes on from our offset. A partial last line is kept until its newline arrives.
+recreate). A file renamed away within its directory, or copied beside it before a truncation (logrotate's
+copytruncate), is read to its end first, and the new content then continues the same run (no reset). A new inode
+that does hold them is the same log grown (rsync and other copiers write a new file and rename it over the old one):
+reading goes on from our offset. A partial last line is kept until its newline arrives.
 A line of ``max_line`` bytes or more is reported and skipped while reading on in bounded blocks, never held whole.
 The file is opened per poll, never kept open, so renames, deletions and many runs cost no descriptors.
 """
@@ -167,12 +169,16 @@ class FileTail:
                 # A new file at the path. Renamed away (logrotate's metrics.jsonl -> metrics.jsonl.1) the old one is
                 # still beside it: read it to its end first, then the new one from its start, as the same run.
                 moved = yield from self._drain_moved()
+                if not moved:
+                    moved = yield from self._drain_copy()
                 self._restart()
                 if not moved:  # deleted, or replaced by another file: the run is read again from the new one
                     yield RESET
             elif known and (st.st_size < self.offset or not self._same_bytes(f)):
+                copied = yield from self._drain_copy()  # logrotate's copytruncate: the rest is in the copy
                 self._restart()
-                yield RESET
+                if not copied:  # truncated with no copy beside it (verl's relaunch): the run is read again
+                    yield RESET
             self._ident = ident
             self.missing = False
             self.error = None
@@ -204,6 +210,32 @@ class FileTail:
             with f:
                 st = os.fstat(f.fileno())
                 if (st.st_dev, st.st_ino) != old or st.st_size < self.offset:
+                    continue
+                f.seek(self.offset)
+                yield from self._read(f)
+            return True
+        return False
+
+    def _drain_copy(self) -> Generator[TailEvent, None, bool]:
+        """Read the rest of the file we were reading from a copy of it beside it (logrotate's copytruncate copies
+        ``metrics.jsonl`` to ``metrics.jsonl.1`` or ``metrics.jsonl-DATE``, then truncates it): a file whose name
+        starts with ours and that holds the bytes we read where we looked (the newest such, one directory listing);
+        True (the generator's value) when one was found."""
+        if self._ident is None or not self.offset:
+            return False
+        try:
+            with os.scandir(self.path.parent) as it:
+                found = [(e.stat().st_mtime_ns, Path(e.path)) for e in it
+                         if e.name.startswith(self.path.name) and e.name != self.path.name and e.is_file()]
+        except OSError:
+            return False
+        for _, path in sorted(found, reverse=True):
+            try:
+                f = open_binary(path)
+            except OSError:
+                continue
+            with f:
+                if os.fstat(f.fileno()).st_size < self.offset or not self._same_bytes(f):
                     continue
                 f.seek(self.offset)
                 yield from self._read(f)

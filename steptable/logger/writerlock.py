@@ -1,0 +1,79 @@
+"""One writer per arm of a run directory: an advisory lock (``flock``) on a lock file beside the JSONL.
+
+The process that writes an arm's rows holds ``.metrics.jsonl.lock`` (``.metrics.jsonl.<arm>.lock`` for a named arm;
+arms sharing a directory each hold their own) until it closes; the lock file names its pid. The kernel releases a
+``flock`` when its process dies, so a stale lock (a run killed with SIGKILL) is no lock. A second process that finds
+the lock held is told once, with the holder's pid, and writes on: a training run's rows are never dropped for this
+(its rows interleave with the first's in the one file). Where ``flock`` is missing
+(Windows) or the lock file cannot be made, there is no check. Nothing here raises.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from steptable.table.formatting import sanitize
+from steptable.table.runinfo import name_part
+
+try:
+    import fcntl
+except ImportError:  # (Windows)
+    fcntl = None  # type: ignore[assignment]
+
+
+def lock_path(jsonl: Path, arm: object) -> Path:
+    """The lock file of ``arm``'s rows in ``jsonl``."""
+    part = "" if arm is None or arm == "" else "." + name_part(str(arm))
+    return jsonl.with_name(f".{jsonl.name}{part}.lock")
+
+
+class WriterLock:
+    """The lock of one arm's rows; :meth:`acquire` once, :meth:`release` at close."""
+
+    def __init__(self, jsonl: Path, arm: object) -> None:
+        self.path = lock_path(jsonl, arm)
+        self._jsonl = jsonl
+        self._fd: int | None = None
+
+    @property
+    def held(self) -> bool:
+        return self._fd is not None
+
+    def acquire(self) -> str | None:
+        """Take the lock. None when taken (or there is no way to check); else what to tell the user: another live
+        process holds it."""
+        if fcntl is None or self._fd is not None:
+            return None
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+        except OSError:
+            return None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            try:
+                holder = os.read(fd, 32).decode("ascii", "replace").strip()
+            except OSError:
+                holder = ""
+            os.close(fd)
+            who = f"process {sanitize(holder)}" if holder.isdigit() else "another process"
+            return (f"{who} is writing this arm's rows to {sanitize(str(self._jsonl))} too (lock "
+                    f"{sanitize(str(self.path))}); both write on, their rows interleaved in that file")
+        try:
+            os.ftruncate(fd, 0)
+            os.write(fd, f"{os.getpid()}\n".encode())
+        except OSError:
+            pass  # (the lock holds without the pid: the message then says "another process")
+        self._fd = fd
+        return None
+
+    def release(self) -> None:
+        """Let the lock go (closing the descriptor releases the flock). The file stays: removing it would race a
+        third process that opened it meanwhile and locks an unlinked file."""
+        if self._fd is not None:
+            try:
+                os.close(self._fd)
+            except OSError:
+                pass
+            self._fd = None
