@@ -30,7 +30,7 @@ NONFINITE: Final[dict[str, float]] = {
 
 #: candidate step keys, in priority order (the first one a row carries wins for the whole file)
 STEP_KEYS: Final = ("step", "iteration", "iter", "global_step", "training/global_step", "progress/batch", "_step",
-                    "time/total_timesteps")
+                    "time/total_timesteps", "training_iteration")
 
 
 class _Missing:

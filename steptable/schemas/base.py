@@ -35,7 +35,7 @@ META_KEYS = frozenset({"arm", "ts", "timestamp", "_timestamp", "wall_time", "run
 #: step keys real trainers use, most common first; ``layout`` uses the first one present
 STEP_KEYS = (
     "step", "iteration", "iter", "global_step", "training/global_step", "progress/batch", "_step",
-    "time/total_timesteps",
+    "time/total_timesteps", "training_iteration",
 )
 
 
