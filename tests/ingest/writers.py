@@ -1,6 +1,6 @@
-"""Runs written by the real libraries (W&B offline, TensorBoard, trackio, Ray Tune, torchtune), once per session, and helpers to read
-them the way the commands do. Each writer runs in a subprocess: wandb and trackio keep services, threads and
-module-level directories that must not leak into the test process."""
+"""Runs written by the real libraries (W&B offline, TensorBoard, trackio, Ray Tune, torchtune), once per session,
+and helpers to read them the way the commands do. Each writer runs in a subprocess: wandb, trackio and Ray keep
+services, threads and module-level directories that must not leak into the test process."""
 
 from __future__ import annotations
 
