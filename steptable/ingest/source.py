@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
-from steptable.ingest.files.discover import Candidate
+from steptable.ingest.files.discover import RAY_PARAMS, RAY_RESULT, Candidate
 from steptable.ingest.files.tail import MAX_LINE, RESET, FileTail, Lines
 from steptable.ingest.parse import BadLine
 from steptable.ingest.parsed import Parsed
@@ -461,12 +461,15 @@ def make_source(
 
 
 def load_meta(store: RunStore, cand: Candidate, report: Report | None = None) -> None:
-    """``config.json`` next to the metrics file or in the run directory (tinker writes one) -> ``meta["config"]``.
+    """``config.json`` next to the metrics file or in the run directory (tinker writes one), or a Ray Tune trial's
+    ``params.json`` beside its ``result.json`` -> ``meta["config"]``.
 
     The file is untrusted: one too large or nested too deep is told through ``report`` (one line naming it) and left
     out; the run is read all the same. Invalid JSON is passed over quietly (a config being rewritten)."""
-    for d in dict.fromkeys((Path(cand.path.parent), Path(cand.run_dir))):
-        path = d / "config.json"
+    places = [d / "config.json" for d in dict.fromkeys((Path(cand.path.parent), Path(cand.run_dir)))]
+    if cand.path.name == RAY_RESULT:
+        places.append(cand.path.parent / RAY_PARAMS)
+    for path in places:
         try:
             data = read_regular(path, MAX_META)
         except FileNotFoundError:

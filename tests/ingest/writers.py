@@ -1,6 +1,6 @@
-"""Runs written by the real libraries (W&B offline, TensorBoard, trackio), once per session, and helpers to read
-them the way the commands do. Each writer runs in a subprocess: wandb and trackio keep services, threads and
-module-level directories that must not leak into the test process."""
+"""Runs written by the real libraries (W&B offline, TensorBoard, trackio, Ray Tune, torchtune), once per session,
+and helpers to read them the way the commands do. Each writer runs in a subprocess: wandb, trackio and Ray keep
+services, threads and module-level directories that must not leak into the test process."""
 
 from __future__ import annotations
 
@@ -19,11 +19,11 @@ from steptable.ingest.files.follow import Follower
 WANDB_STEPS = 6
 
 
-def run_writer(code: str, env: dict[str, str]) -> None:
+def run_writer(code: str, env: dict[str, str], timeout: float = 120) -> None:
     """Run ``code`` in a fresh interpreter with ``env`` added (no network: the writers are offline / local)."""
     full = {**os.environ, **env, "WANDB_SILENT": "true", "WANDB_MODE": "offline", "NO_PROXY": "*",
             "HF_HUB_OFFLINE": "1", "TRACKIO_DISABLE_TELEMETRY": "1"}
-    subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=full, check=True, timeout=120,
+    subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=full, check=True, timeout=timeout,
                    capture_output=True)
 
 
@@ -76,6 +76,56 @@ def trackio_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
             trackio.finish()
     """, {"TRACKIO_DIR": str(root)})
     return root
+
+
+RAY_STEPS = 5
+
+
+@pytest.fixture(scope="session")
+def ray_trials(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A Ray Tune experiment of two trials (lr 0.1 and 0.2) of a function trainable reporting a loss, a NaN and a
+    nested dict, run by ``tune.Tuner`` on a local Ray of one CPU. Returns the experiment directory ``exp``."""
+    pytest.importorskip("ray.tune")
+    root = tmp_path_factory.mktemp("ray")
+    run_writer(f"""
+        import math, ray
+        from ray import tune
+
+        def trainable(config):
+            for i in range({RAY_STEPS}):
+                tune.report({{"loss": 1.0 / (i + 1), "x": math.nan if i == 1 else float(i),
+                             "eval": {{"acc": config["lr"] * i}}}})
+
+        ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False)
+        tune.Tuner(trainable, param_space={{"lr": tune.grid_search([0.1, 0.2])}},
+                   run_config=tune.RunConfig(storage_path={str(root)!r}, name="exp", verbose=0)).fit()
+        ray.shutdown()
+    """, {"RAY_USAGE_STATS_ENABLED": "0"}, timeout=300)
+    return root / "exp"
+
+
+TUNE_STEPS = 6
+
+
+@pytest.fixture(scope="session")
+def torchtune_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A torchtune ``DiskLogger`` file (``log_<ts>.txt``): ``log_dict`` rows of floats and a tensor, a NaN, and a
+    single ``log`` call. Returns the file."""
+    pytest.importorskip("torchtune")
+    root = tmp_path_factory.mktemp("torchtune") / "lora-sft" / "logs"
+    run_writer(f"""
+        import math, torch
+        from torchtune.training.metric_logging import DiskLogger
+
+        log = DiskLogger(log_dir={str(root)!r})
+        for i in range({TUNE_STEPS}):
+            log.log_dict({{"loss": 1.0 / (i + 1), "lr": 2e-5, "grad_norm": torch.tensor(0.5 * i),
+                          "x": math.nan if i == 1 else float(i)}}, step=i + 1)
+        log.log("tokens_per_second_per_gpu", 1234.5, step={TUNE_STEPS})
+        log.close()
+    """, {}, timeout=180)
+    (path,) = root.glob("log_*.txt")
+    return path
 
 
 def wandb_file(root: Path) -> Path:

@@ -4,13 +4,18 @@ What is a metrics file (by name first, then by content where the name does not s
 
 - ``metrics.jsonl``, ``progress.json`` (SB3, JSONL despite the name), ``log_<ts>.jsonl`` (torchtune), ``steps.jsonl``
   (retrain emergence), ``wandb-history.jsonl``: JSONL metrics, followed at once (even while empty);
+- ``result.json`` with ``params.json`` beside it (a Ray Tune trial directory, one run per trial; Ray writes
+  ``params.json`` before it opens ``result.json``, and a ``result.json`` elsewhere is often one JSON document): JSONL
+  metrics, step ``training_iteration``; the trial's ``progress.csv`` and TensorBoard events hold the same rows again
+  and are passed over, its ``params.json`` is the run's config;
 - ``trainer_state.json`` (HF / TRL): the run is its directory (the parent of ``checkpoint-N/``), read whole;
 - any other ``*.jsonl``: metrics when its first line is an object with a step key or mostly numbers (``sniff``),
   except the known non-metric JSONL, which are side files of the run: ``checkpoints.jsonl``, ``*generations*.jsonl``,
   ``*rollout_summaries.jsonl``, ``timing_spans.jsonl``, and rollout dumps (``files.dumps``: verl's
   ``<rollout_data_dir>/<step>.jsonl``, TRL's ``completions/completions_<step>.parquet``): generations of the run
   whose directory holds them (of the only run found, when none does);
-- ``*.log``, ``*.txt``, ``*.out``: console logs, a run once a TinyZero ``step:N - key:value`` line shows up; one
+- ``*.log``, ``*.txt``, ``*.out``: console logs, a run once a metrics line shows up (TinyZero's ``step:N - key:value``,
+  torchtune's ``Step N | key:value ...``, its DiskLogger's ``log_<ts>.txt``); one
   whose first line is a JSON object with a step is JSONL (``$VERL_FILE_LOGGER_PATH=...metrics.log``);
 - ``metrics.csv`` (Lightning), ``progress.csv`` (SB3), and any ``*.csv`` named on the command line: CSV logs;
 - a file named on the command line that starts with a JSON object: JSONL, whatever its name;
@@ -59,8 +64,11 @@ GENERIC_DIRS: Final = frozenset({
 })
 GENERIC_STEMS: Final = frozenset({
     "metrics", "progress", "steps", "log", "logs", "train", "training", "history", "wandb-history", "events",
-    "scalars", "trainer_state", "output", "out", "stdout", "stderr", "console", "nohup",
+    "scalars", "trainer_state", "output", "out", "stdout", "stderr", "console", "nohup", "result",
 })
+#: Ray Tune's trial files: metrics (JSONL), the config, and the same rows again as CSV
+RAY_RESULT: Final = "result.json"
+RAY_PARAMS: Final = "params.json"
 _GENERIC_PATTERN: Final = re.compile(
     r"^(?:log_\d+|version_\d+|checkpoint-\d+|global_step_?\d+|iteration_\d+|step_?\d+|run-\d{8}_\d{6}-\w+|\d+)$")
 _TORCHTUNE: Final = re.compile(r"^log_\d+\.jsonl$")
@@ -83,7 +91,8 @@ def side_category(path: Path) -> str | None:
         return "generations"  # (a verl-named file not yet judged waits as one: judged again when it changes)
     if name.endswith(".table.json") and path.parent.name == "table" and path.parent.parent.name == "media":
         return "generations"  # a wandb.Table logged beside a W&B run (files/media/table/<key>_<step>_<hash>)
-    if name in ("config.json", "config.yaml", "config.yml", "hparams.yaml", "args.json"):
+    if name in ("config.json", "config.yaml", "config.yml", "hparams.yaml", "args.json") or (
+            name == RAY_PARAMS and is_ray_trial(path.parent)):
         return "config"
     if path.parent.name == "rich_completions" and name.endswith(".json"):
         return "rich_completions"
@@ -104,6 +113,11 @@ class Candidate:
     side_files: dict[str, list[Path]] = field(default_factory=dict)
     linked: bool = False  # reached through a symbolic link below the root given
     real: str = ""  # the key's path with every link resolved (set by discovery)
+
+
+def is_ray_trial(directory: Path) -> bool:
+    """Is ``directory`` a Ray Tune trial directory (its ``params.json`` and ``result.json`` both there)?"""
+    return os.path.isfile(directory / RAY_PARAMS) and os.path.isfile(directory / RAY_RESULT)
 
 
 def is_generic(name: str) -> bool:
@@ -251,11 +265,15 @@ def classify(path: Path, root: Path, label: str | None = None, *, explicit: bool
         return Candidate(run_dir, path, "trainer_state", rid, arm, run_dir, True)
     if side_category(path) is not None and not explicit:
         return None
+    if not explicit and (low == "progress.csv" or low.startswith("events.out.tfevents.")) and is_ray_trial(
+            path.parent):
+        return None  # (a Ray trial's progress.csv and TensorBoard events: its result.json's rows again)
     if (rec := _record_kind(path, root, label, explicit)) is not None:
         return rec
     suffix = path.suffix.lower()
-    if low in JSONL_NAMES or _TORCHTUNE.match(low) or suffix == ".jsonl":
-        confirmed = explicit or low in JSONL_NAMES or _TORCHTUNE.match(low) is not None
+    ray_result = low == RAY_RESULT and os.path.isfile(path.parent / RAY_PARAMS)
+    if low in JSONL_NAMES or _TORCHTUNE.match(low) or suffix == ".jsonl" or ray_result:
+        confirmed = explicit or low in JSONL_NAMES or _TORCHTUNE.match(low) is not None or ray_result
         arm, run_dir = arm_and_run_dir(path, root)
         return Candidate(path, path, "jsonl", _run_id(path, root, label), arm, run_dir, confirmed)
     if low in CSV_NAMES or (explicit and suffix == ".csv"):
