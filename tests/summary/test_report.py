@@ -66,7 +66,7 @@ def test_eval_score_held_at_one_value_is_shown_but_eval_set_size_is_not(
     assert rc == 0, out
     rows = table(out)
     assert [c for name, c in rows.items() if name.endswith("correct")] == [[".25", ".25", ".25", ".25", "="]], out
-    assert [c for name, c in rows.items() if name.startswith("test_rew")] == [["1.25", "1.25", "1.25", "1.25", "0"]]
+    assert [c for name, c in rows.items() if name.startswith("test_rew")] == [["1.25", "1.25", "1.25", "1.25", "="]]
     assert sorted(name for name in rows if name.startswith("test")) == ["test/correct", "test_rew"], out
 
 
