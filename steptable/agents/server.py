@@ -53,7 +53,8 @@ def build(runner: Runner) -> Any:
     @said
     def summary(path: str, run: str | None = None) -> str:
         """A compact summary of each run under path (or only `run`, an id or arm from runs): steps, rate, age,
-        then first/last/min/max/tr% (recent trend in percent) of its key columns, then its alerts."""
+        then first/last/min/max/tr% (recent trend in percent; = within the noise) of its key columns, then
+        its alerts."""
         return tools.summary(runner, path, run)
 
     @server.tool()

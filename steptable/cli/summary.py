@@ -16,7 +16,7 @@ def add_parser(sub: Any) -> None:
         "summary", help="one compact block per run (for agents, CI logs and reports)",
         description="One compact block per run: first, last, min, max and tr% of its key columns, then its alerts. "
         "tr% is the recent trend: the trimmed mean of the last 10% of a column's values against the 10% before, in "
-        "percent of that level (or of the noise, when the level is near zero); 0 when the difference is within the "
+        "percent of that level (or of the noise, when the level is near zero); = when the difference is within the "
         "noise (2 standard errors).",
         epilog="Exit status: 0 when the runs were read, whatever their alerts say (error alerts included: read the "
         "alerts lines; `steptable tail --alerts-only PATH` exits 1 on an error alert); 2 for a usage error, a path "

@@ -30,6 +30,7 @@ from loguru import logger
 from steptable.alerts.engine import AlertEngine
 from steptable.logger import tablefile
 from steptable.logger.autocols import auto_columns
+from steptable.logger.consolecols import ConsoleLayout
 from steptable.logger.rank import LazyRank
 from steptable.logger.setup import installed
 from steptable.logger.sinks import report_once, say
@@ -92,7 +93,8 @@ class StepLogger:
                   would detect, the rest ranked by how much they tell, fitted to the terminal's width)
     run_dir       where ``metrics.jsonl`` (and at close ``table.txt``) go; None = console only
     arm           the experiment arm, written into every JSONL row
-    header_every  repeat the header every N rows (0 = once), so the last 30 lines of a log still carry it
+    header_every  repeat the header after N rows without one (0 = once), so the last 30 lines of a log still
+                  carry it (a header printed because a column widened starts the count again)
     alerts        watch the rows with steptable.alerts.engine and log W/E lines as problems start
     dump_rows     rows of the all-column table printed at close
     rank          override the detected global rank; only rank 0 prints and writes (detected: a launcher's RANK,
@@ -128,6 +130,7 @@ class StepLogger:
         self._writer_lock = WriterLock(self.jsonl_path, arm) if self.jsonl_path is not None else None
         self._recent: deque[dict[str, Any]] = deque(maxlen=max(self.dump_rows, 1))
         self._rows = 0
+        self._since_header = 0  # rows printed since the last header
         self._lost = 0  # rows log() failed on (each failure kind is reported once; close() says how many)
         self._closed = False
         # log() may be called from several threads (an eval thread beside the loop): rows, header cadence and the
@@ -150,26 +153,38 @@ class StepLogger:
     def _set_cols(self, cols: Sequence[Col]) -> None:
         self.cols = tuple(cols)
         self.stream_cols = streamed(self.cols)
-        self._render_row = render.compile_row(self.stream_cols)
+        self._layout = ConsoleLayout(self.stream_cols)
+        self._render_row = render.compile_row(self._layout.cols)
 
     # ------------------------------------------------------------------------------------------------ rendering
     def header(self) -> str:
-        return render.header(self.stream_cols)
+        """The header of the printed rows (their columns as fitted so far: see steptable.logger.consolecols)."""
+        return render.header(self._layout.cols)
 
     def row(self, cells: Mapping[str, Any]) -> str:
         return self._render_row(cells)
 
     def _fit(self, view: Mapping[str, Any]) -> bool:
-        """Widen the columns declared without a width to ``view``'s values; True when one was widened."""
+        """Fit the printed columns to ``view``'s values (and the columns declared without a width, as the run's
+        description gives them); True when the printed columns changed."""
         cols = fit_to(self.cols, view) if any(c.fit for c in self.cols) else None
-        if cols is None:
+        if cols is not None:
+            self.cols = cols
+            self.stream_cols = streamed(cols)
+        if not self._layout.update(view):
             return False
-        self._set_cols(cols)
+        self._render_row = render.compile_row(self._layout.cols)
         return True
 
+    def _shown(self, cols: Sequence[Col]) -> list[Col]:
+        """``self.cols`` with the streamed ones as printed (``cols``: the layout's columns or legend columns)."""
+        by_key = {c.key: c for c in cols}
+        return [by_key.get(c.key, c) if c.stream else c for c in self.cols]
+
     def legend(self) -> str:
-        """The meaning of each column present this run (streamed and dump-only)."""
-        return render.legend(self.cols)
+        """The meaning of each column present this run (streamed and dump-only); an abbreviated header's line
+        names its key."""
+        return render.legend(self._shown(self._layout.legend_cols()))
 
     # ------------------------------------------------------------------------------------------------ the loop
     @property
@@ -264,13 +279,15 @@ class StepLogger:
             view = {**view, "step": step}
         self._recent.append(kept(view))
 
-        widened = self._fit(view)  # a column left without a width grows to this row's value: its header again
-        header_due = first or widened or bool(self.header_every and self._rows % self.header_every == 0)
+        widened = self._fit(view)  # a column grows to this row's value: its header again
+        header_due = first or widened or bool(self.header_every and self._since_header >= self.header_every)
         self._rows += 1  # counted before printing: a failure below must not bring the legend back next step
-        if first and any(render.explained(c) for c in self.cols):
+        if first and any(render.explained(c) for c in self._shown(self._layout.legend_cols())):
             self._emit(self.legend())  # a legend with nothing to explain is only a line to pay for
         if header_due:
+            self._since_header = 0
             self._emit(self.header())
+        self._since_header += 1
         line = self.row(view)
         self._emit(line)
 
@@ -336,7 +353,7 @@ class StepLogger:
         parts = [f"end of run: {self._rows} rows" + (f", arm {sanitize(str(self.arm))}" if self.arm else "")
                  + (f", {runinfo.end_words(self._end)}" if self._end else "")]
         if rows:
-            parts.append(render.table(self.cols, rows))
+            parts.append(render.table(self._shown(self._layout.cols), rows))
         extra = [c for c in self.cols if not c.stream]
         if extra:
             parts.append(render.legend(extra, title="dump-only columns:"))

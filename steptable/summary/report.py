@@ -16,11 +16,12 @@ Definitions
   last finite value; with ``cells()`` an absent cell is None, told apart from a logged NaN). ``-``: no value.
 - tr% (the recent trend) = 100 * (mean of the last 10% of the values - mean of the 10% before, each without its
   top and bottom tenth) / max(|mean before|, median |x| / 4, noise), rounded to an integer (``+12``, ``-3``), and
-  ``0`` when the difference is within the noise: under 2 standard errors of the two trimmed means (a median of
-  values on a grid, a reward that is a mean of 32 outcomes, moved by whole grid steps: false trends). The noise
+  ``=`` when the difference is within the noise (with the line's end one o200k token, where `` 0`` takes three):
+  under 2 standard errors of the two trimmed means (a median of values on a grid, a reward that is a mean of 32
+  outcomes, moved by whole grid steps: false trends). The noise
   (the sd of one value about the series' local level) comes from successive differences, so a slope is not taken
   for noise; it and |x| are read over the last 20% of the values (at least the last 20). Flat noise therefore
-  reads ``0`` (not +57 for N(0.05, 0.3)); a move beyond it keeps its sign and size relative to the level, and the
+  reads ``=`` (not +57 for N(0.05, 0.3)); a move beyond it keeps its sign and size relative to the level, and the
   median |x| and noise terms keep columns that cross zero readable. A series held between updates (logged every
   step, updated every h: thresholds between refreshes, an eval score carried forward; read from equal successive
   values far beyond chance, h the lower quartile of its runs) is judged by its updates: its noise from the
@@ -69,7 +70,7 @@ def _trend_text(t: float | None) -> str:
     if t is None:
         return "-"
     if abs(t) < 0.5:
-        return "0"
+        return "="
     return ("+" if t > 0 else "-") + (f"{abs(t):.0f}" if abs(t) < 999.5 else fmt_auto(abs(t)))
 
 

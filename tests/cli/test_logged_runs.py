@@ -44,7 +44,8 @@ def test_tail_shows_a_run_with_the_columns_its_logger_printed(
     rc, out, _ = run_cli(["tail", str(tmp_path / "run"), "--width", "0"], capsys)
     lines = out.splitlines()
     assert rc == 0 and lines[0] == render.header([c for c in CUSTOM_COLS if c.stream])
-    assert lines[1:] == printed  # the same cells, as its stdout printed them
+    # the same cells as its stdout printed them (stdout fits each column to its values: steptable.logger.consolecols)
+    assert [line.split() for line in lines[1:]] == [line.split() for line in printed]
     rc, out, _ = run_cli(["legend", str(tmp_path / "run")], capsys)
     assert "mean reward of the batch; higher is better" in out and "seconds per step" in out
 
@@ -131,7 +132,8 @@ def test_a_run_shows_the_columns_its_logger_printed_even_those_it_never_filled(
         rc, out, _ = run_cli(["tail", str(path), "--width", "0", "-n", "1"], capsys)
         header = next(line for line in out.splitlines() if line.lstrip().startswith("step"))
         assert rc == 0 and header == render.header(streamed)
-        assert out.splitlines()[-1] == printed["vanilla"][-1]  # (arms in name order) as its stdout printed it
+        # (arms in name order) the cells its stdout printed, each column there as wide as its values
+        assert out.splitlines()[-1].split() == printed["vanilla"][-1].split()
     rc, out, _ = run_cli(["legend", str(tmp_path / "vanilla")], capsys)
     assert "auroc" in out and "stale" in out
 

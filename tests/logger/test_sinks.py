@@ -319,7 +319,7 @@ def test_a_stdout_that_fails_for_a_moment_loses_only_that_line(
         for step in range(6):
             sl.log({"step": step, "loss": 0.1})
     text = "".join(lines)
-    assert "end of run: 6 rows" in text and "I    5  +0.100" in text, text
+    assert "end of run: 6 rows" in text and "I    5 +0.100" in text, text
     assert capsys.readouterr().err.count("lines are dropped while it fails") == 1
 
 

@@ -48,9 +48,10 @@ def test_log_writes_strict_jsonl_and_prints_rows(tmp_path: Path, captured: list[
     assert r2["loss"] is None and r2["extra"] is None and r2["arm"] == "armA" and r2["step"] == 2
     assert r2["frac"] == [2, 8] and isinstance(r2["ts"], float)
     text = "".join(captured)
-    assert text.split("end of run")[0].count("step    loss   frac") == 3  # header at rows 0, 3, 6
+    # header at rows 0, 3, 6; each column as wide as its values so far (a declared width is a maximum)
+    assert text.split("end of run")[0].count("step   loss frac") == 3
     assert len(re.findall(r"^\S+ columns:$", text.split("end of run")[0], flags=re.M)) == 1
-    assert "   2     nan    2/8" in text
+    assert "   2    nan  2/8" in text
     # the end-of-run dump carries the dump-only column; table.txt holds every row with every column
     assert "end of run: 7 rows" in text and " sec" in text.split("end of run")[1]
     table = (tmp_path / "arm" / "table.txt").read_text().splitlines()
@@ -63,8 +64,8 @@ def test_missing_keys_nan_and_header_once(tmp_path: Path, captured: list[str]) -
         assert sl.log({}) is not None
     sl.close()
     text = "".join(captured)
-    assert text.split("end of run")[0].count("step    loss") == 1
-    assert "   0     nan    nan" in text
+    assert text.split("end of run")[0].count("step loss") == 1
+    assert "   0  nan  nan" in text
 
 
 def test_non_zero_rank_prints_and_writes_nothing(tmp_path: Path, captured: list[str]) -> None:
@@ -177,7 +178,7 @@ def test_a_failure_while_printing_does_not_repeat_the_legend(
         sl.log({"step": step, "loss": 0.5})
     sl.close()
     text = "".join(captured).split("end of run")[0]
-    assert text.count("columns:") == 1 and text.count("step    loss") == 1
+    assert text.count("columns:") == 1 and text.count("step   loss") == 1
     assert len((tmp_path / "metrics.jsonl").read_text().splitlines()) == 4
 
 
@@ -212,7 +213,7 @@ def test_a_pair_given_as_an_array_shows_as_a_fraction(tmp_path: Path, captured: 
     with StepLogger(cols, run_dir=tmp_path, alerts=False) as sl:
         line = sl.log({"step": 0, "gt_s": values, "hack_s": np.array([2.0, 16.0])})
         values[0] = 9  # updated in place after the step: the row keeps what it was
-    assert line == "   0   3/16   2/16"
+    assert line == "   0 3/16 2/16"
     assert json.loads((tmp_path / "metrics.jsonl").read_text())["gt_s"] == [3, 16]
     from steptable.table.rowvalues import frozen as _frozen
 
@@ -231,7 +232,7 @@ def test_a_none_step_ts_or_arm_is_not_given(tmp_path: Path, captured: list[str])
             sl.log({"step": None if s == 1 else s, "ts": None, "arm": None, "rew": s / 10})
     rows = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
     assert [(r["step"], r["arm"], type(r["ts"])) for r in rows] == [(0, "a", float), (1, "a", float), (2, "a", float)]
-    assert (tmp_path / "table.txt").exists() and "   1   0.10\n" in "".join(captured)
+    assert (tmp_path / "table.txt").exists() and "   1 0.10\n" in "".join(captured)
 
 
 def test_no_legend_line_when_no_column_has_anything_to_explain(tmp_path: Path, captured: list[str]) -> None:
@@ -240,11 +241,11 @@ def test_no_legend_line_when_no_column_has_anything_to_explain(tmp_path: Path, c
     bare = [Col("step", 5, "step", "d"), Col("loss", 7, "loss")]
     with StepLogger(bare, run_dir=tmp_path / "a", alerts=False) as sl:
         sl.log({"step": 1, "loss": 0.5})
-    assert captured[:2] == ["I  step    loss\n", "I     1      .5\n"]
+    assert captured[:2] == ["I step loss\n", "I    1   .5\n"]
     captured.clear()
     with StepLogger([*bare, Col("grad_norm", 5, "gn")], run_dir=tmp_path / "b", alerts=False) as sl:
         sl.log({"step": 1, "loss": 0.5, "grad_norm": 1.0})
-    assert captured[:2] == ["I columns:\n gn  grad_norm\n", "I  step    loss    gn\n"]
+    assert captured[:2] == ["I columns:\n gn  grad_norm\n", "I step loss gn\n"]
 
 
 ESC_DIR = "run\x1b]0;PWNED\x07\x1b[2J"  # a window title and a screen clear: "run" once made inert
@@ -276,7 +277,7 @@ def test_exceptions_in_steplogger_messages_are_inert(
 ) -> None:
     monkeypatch.setattr(steplogger, "write_description", _raise)  # steptable.json: "cannot write ..."
     sl = StepLogger(SIGNED_LOSS_COLS, run_dir=tmp_path / "r", console=False, alerts=False)
-    sl._render_row = _raise  # type: ignore[method-assign,assignment]  # "StepLogger.log failed"
+    monkeypatch.setattr(sl, "row", _raise)  # "StepLogger.log failed"
     sl.log({"step": 0, "loss": 0.5})
     sl._final_dump = _raise  # type: ignore[method-assign]  # "StepLogger.close: the end-of-run dump failed"
     sl.close()
@@ -301,7 +302,7 @@ def test_an_exception_whose_repr_raises_does_not_reach_the_loop(
 ) -> None:
     # the handler that keeps the loop alive formatted the exception: a repr that raised escaped from it
     sl = StepLogger(SIGNED_LOSS_COLS, run_dir=tmp_path / "r", console=False, alerts=False)
-    sl._render_row = _raise_no_repr  # type: ignore[method-assign,assignment]
+    sl.row = _raise_no_repr  # type: ignore[method-assign,assignment]
     assert sl.log({"step": 0, "loss": 0.5}) is None
     sl.close()
     assert "StepLogger.log failed (_NoRepr)" in capsys.readouterr().err

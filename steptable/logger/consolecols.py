@@ -1,0 +1,134 @@
+"""The columns as StepLogger prints them: each as narrow as the values it has shown, its header abbreviated to fit.
+
+A declared width is a maximum, not a target: a column declared ``Col("completion_len_max", 18, ...)`` whose values
+are 4 cells wide is printed 4 cells wide (each run of pad spaces is a token a reader pays for on every row). A
+column starts as wide as its first value needs (a header of up to :data:`KEEP_HEADER` cells is never abbreviated,
+so ``step`` and ``loss`` keep theirs), and widens, never narrows, as later values need, up to its declared width
+(:data:`steptable.table.columns.FIT_MAX` for a column declared without one). A header wider than its column is
+abbreviated (``steptable.schemas.headers.abbreviate``: ``clm`` for ``completion_len_max``) and the legend names the
+key it stands for; once the column is as wide as its header, the header is shown whole.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from steptable.schemas.headers import abbreviate, look
+from steptable.table.columns import FIT_MAX, Col
+from steptable.table.formatting import display_width, fill_digits, fmt_auto, format_value
+
+#: the least room an abbreviation gets (``ent`` over ``.5``, not ``en``)
+MIN_ABBREV = 3
+#: a header this narrow is never abbreviated: ``step``, ``loss``, a schema's ``rew_s`` read better than a shorter one
+KEEP_HEADER = 5
+
+
+def need(value: Any, fmt: str | None, most: int) -> int:
+    """Cells ``value``'s text takes in a column of at most ``most`` cells: its 3-significant-digit form with the
+    trailing zeros kept (.340, .00300), so that a column is as wide as its values' usual form from the start."""
+    if fmt is None and type(value) is float:
+        text = fmt_auto(value)  # what the automatic format prints where it fits (ASCII)
+        if len(text) <= most:
+            return len(fill_digits(value, text, most))
+    return display_width(format_value(value, fmt, most))
+
+
+def _band(w: int) -> tuple[float, float]:
+    """[lo, hi): magnitudes whose automatic-format text (3 significant digits, trailing zeros kept) takes at most
+    ``w`` cells (.xyz, x.yz, xy.z and whole numbers of up to ``w`` digits for ``w`` >= 4; .0xyz from 5 cells...).
+    Conservative: a value outside it is formatted to be measured. Empty (``lo == hi``) below 4 cells."""
+    if w < 4:
+        return 0.0, 0.0
+    return max(10.0 ** (3 - w), 1e-4), min(10.0 ** w - 0.5, 999_999.5)
+
+
+class ConsoleLayout:
+    """The printed columns of a column set (``cols``), fitted to the rows as they arrive.
+
+    Before the first row, ``cols`` are the declared columns. ``update(row)`` fits them and says whether they
+    changed (the header is due again); ``legend_cols`` are the columns for the legend, an abbreviated header's
+    description naming its key.
+    """
+
+    def __init__(self, declared: Sequence[Col]) -> None:
+        self.declared = tuple(declared)
+        self.cols = self.declared
+        self._most = [max(FIT_MAX, c.width) if c.fit else c.width for c in self.declared]
+        self._widths: list[int] = []
+        self._short: list[str] = []  # each column's abbreviated header ("" where the header is kept whole)
+        self._open: list[int] = []  # the columns not yet at their widest
+        #: (column, key, automatic format, band of positives, band of negatives' magnitudes)
+        self._bands: list[tuple[int, str, bool, float, float, float, float]] = []
+
+    def update(self, row: Mapping[str, Any]) -> bool:
+        """Widen the columns to ``row``'s values; True when the printed columns changed."""
+        if not self._widths:
+            self._start(row)
+            return True
+        if not self._open:
+            return False
+        widths = self._widths
+        widened = False
+        get = row.get
+        for i, key, auto, lo, hi, nlo, nhi in self._bands:
+            v = get(key)
+            # the common cases without formatting: an automatic-format float within its width's band, an int
+            if (type(v) is float and auto and (lo <= v < hi or -nhi < v <= -nlo or v == 0.0)) or (
+                    type(v) is int and -10 ** (widths[i] - 1) < v < 10 ** widths[i]) or v is None:
+                continue
+            if (n := need(v, self.declared[i].fmt, self._most[i])) > widths[i]:
+                widths[i] = n
+                widened = True
+        if widened:
+            self._reopen()
+        return widened
+
+    def _reopen(self) -> None:
+        """The columns still below their widest, each with the band of automatic-format floats that fit it."""
+        self._open = [i for i, w in enumerate(self._widths) if w < self._most[i]]
+        self._bands = []
+        for i in self._open:
+            c, w = self.declared[i], self._widths[i]
+            # a negative's sign takes one of the cells
+            self._bands.append((i, c.key, c.fmt is None, *_band(w), *_band(w - 1)))
+        self._build()
+
+    def legend_cols(self) -> tuple[Col, ...]:
+        """The declared columns, with the printed header, and the key named beside an abbreviation's meaning."""
+        out = []
+        for c, shown in zip(self.declared, self.cols, strict=True):
+            if shown.header != c.header and shown.header.strip() != c.key:
+                desc = f"{c.key}: {c.desc}" if c.desc else c.key
+                out.append(c.with_(header=shown.header, desc=desc, width=shown.width))
+            else:
+                out.append(c)
+        return tuple(out)
+
+    def _start(self, row: Mapping[str, Any]) -> None:
+        widths = []
+        for c, most in zip(self.declared, self._most, strict=True):
+            hw = display_width(c.header)
+            floor = hw if hw <= KEEP_HEADER else 0
+            shown = need(row[c.key], c.fmt, most) if c.key in row else 3  # "nan" until it comes
+            widths.append(min(most, max(shown, floor)))
+        # an abbreviation reads like no other column's header: not even one shown whole only once it has widened
+        taken = {look(c.header) for c in self.declared}
+        short = []
+        for i, (c, w) in enumerate(zip(self.declared, widths, strict=True)):
+            hw = display_width(c.header)
+            a = "" if hw <= w else abbreviate(c.header or c.key, max(w, MIN_ABBREV), taken)
+            if a and display_width(a) >= hw:  # no shorter header that is told apart: the header whole
+                a, widths[i] = "", hw
+            taken.add(look(a))
+            short.append(a)
+        self._short = short
+        self._widths = [max(w, display_width(a)) for w, a in zip(widths, short, strict=True)]
+        self._reopen()
+
+    def _build(self) -> None:
+        cols = []
+        for c, w, a in zip(self.declared, self._widths, self._short, strict=True):
+            header = c.header if display_width(c.header) <= w else a
+            cols.append(c if (w, header) == (c.width, c.header) else c.with_(width=w, header=header))
+        self.cols = tuple(cols)

@@ -1,0 +1,133 @@
+"""steptable.logger.consolecols: a declared width is a maximum. Each printed column is as wide as its values so far,
+widening only and never past its declared width; a long header is abbreviated to fit, the legend naming its key."""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+
+from steptable import Col, StepLogger
+from steptable.logger.consolecols import KEEP_HEADER, ConsoleLayout
+from steptable.table import render
+
+
+def _rows(text: str) -> list[str]:
+    return [line[2:] for line in text.splitlines() if re.match(r"I +\d+ ", line)]
+
+
+def _headers(text: str) -> list[str]:
+    return [line[2:] for line in text.splitlines() if re.match(r"I +step ", line)]
+
+
+def test_a_long_header_over_narrow_values_is_abbreviated_and_the_legend_names_its_key(captured: list[str]) -> None:
+    cols = [Col("step", 5, "step", "d"), Col("completion_len_max", 18, "completion_len_max"),
+            Col("grad_norm", 9, "grad_norm", None, "gradient norm before clipping")]
+    with StepLogger(cols, alerts=False) as sl:
+        line = sl.log({"step": 1, "completion_len_max": 1451.0, "grad_norm": 0.344})
+    text = "".join(captured)
+    assert sl.header() == "step  clm   gn" and line == "   1 1451 .344"
+    assert " clm  completion_len_max\n" in text and " gn   grad_norm: gradient norm before clipping\n" in text
+    assert text.index("columns:") < text.index("step  clm")  # the legend comes before the first header
+
+
+def test_a_column_widens_up_to_its_declared_width_and_the_header_comes_again(captured: list[str]) -> None:
+    cols = [Col("step", 4, "step", "d"), Col("kl", 6, "kl"), Col("reward_std", 10, "reward_std")]
+    values = [0.0030001, 0.00298, 0.5, -0.000123456, 12345678.0]
+    with StepLogger(cols, alerts=False, header_every=0) as sl:
+        for i, kl in enumerate(values):
+            sl.log({"step": i, "kl": kl, "reward_std": 0.25 if i < 3 else 0.123456})
+    text = "".join(captured).split("end of run")[0]
+    rows, headers = _rows(text), _headers(text)
+    # .00300 (the 3-digit form) from the first row: the next value's .00298 needs no new header; -.000123 does
+    assert rows[:3] == ["   0 .00300 .25", "   1 .00298 .25", "   2     .5 .25"]
+    assert headers == ["step     kl  rs", "step     kl   rs"]
+    # kl is at its declared width (6): a value needing more degrades there, as it always did; rs widens
+    assert rows[3:] == ["   3 -.0001 .123", "   4 1.23e7 .123"]
+    assert sl.header() == headers[-1]
+
+
+def test_columns_never_narrow_and_a_header_is_shown_whole_once_it_fits(captured: list[str]) -> None:
+    layout = ConsoleLayout([Col("step", 5, "step", "d"), Col("entropy", 8, "entropy")])
+    assert layout.update({"step": 0, "entropy": 0.5})
+    assert [(c.header, c.width) for c in layout.cols] == [("step", 4), ("ent", 3)]
+    assert not layout.update({"step": 1, "entropy": 0.25})
+    assert layout.update({"step": 2, "entropy": -1234.5})  # "-1234" / "-1235" : 5 cells
+    assert [(c.header, c.width) for c in layout.cols] == [("step", 4), ("ent", 5)]
+    assert layout.update({"step": 3, "entropy": -0.0001234})  # "-1.23e-4": 8 cells, the declared width
+    assert [(c.header, c.width) for c in layout.cols] == [("step", 4), ("entropy", 8)]
+    assert not layout.update({"step": 4, "entropy": 0.5})
+    assert layout.cols[1].width == 8
+
+
+def test_a_short_header_is_kept_whole_and_abbreviations_never_read_like_another_header() -> None:
+    cols = [Col("step", 5, "step", "d"), Col("rs", 4, "rs"), Col("reward_std", 10, "reward_std"),
+            Col("rew_s", 6, "rew_s"), Col("reward", 6, "reward"), Col("rewards", 7, "rewards")]
+    layout = ConsoleLayout(cols)
+    layout.update({"step": 1, "rs": 1.0, "reward_std": 0.5, "rew_s": 0.5, "reward": 0.5, "rewards": 0.5})
+    shown = [c.header for c in layout.cols]
+    assert shown[:2] == ["step", "rs"] and shown[3] == "rew_s"  # at most KEEP_HEADER cells: whole
+    assert len(set(shown)) == len(shown) and shown[2] not in ("rs", "rew_s") and shown[4] != shown[5]
+    assert all(len(h) <= KEEP_HEADER or h == c.header for h, c in zip(shown, cols, strict=True))
+    assert render.width(layout.cols) == len(render.row(layout.cols, {"step": 1}))
+
+
+def test_a_value_missing_from_the_first_row_starts_its_column_at_nan(captured: list[str]) -> None:
+    cols = [Col("step", 5, "step", "d"), Col("eval/accuracy", 13, "eval/accuracy")]
+    with StepLogger(cols, alerts=False, header_every=0) as sl:
+        sl.log({"step": 0})
+        sl.log({"step": 1, "eval/accuracy": math.nan})
+        sl.log({"step": 2, "eval/accuracy": 0.6125})
+    text = "".join(captured).split("end of run")[0]
+    assert _headers(text) == ["step  ea", "step   ea"] and _rows(text) == ["   0 nan", "   1 nan", "   2 .613"]
+    assert " ea  eval/accuracy\n" in text
+
+
+def test_a_column_without_a_width_still_grows_past_its_header(captured: list[str]) -> None:
+    with StepLogger([Col("step"), Col("x")], alerts=False, header_every=0) as sl:
+        for i, x in enumerate([1.0, 123.0, 123456.0]):
+            sl.log({"step": i, "x": x})
+    rows = _rows("".join(captured).split("end of run")[0])
+    assert rows == ["   0 1", "   1 123", "   2 123456"]
+    assert [c.width for c in sl.cols] == [4, 6]  # the run's description gets the fitted widths
+
+
+def test_the_header_repeats_header_every_rows_after_the_last_one(captured: list[str]) -> None:
+    cols = [Col("step", 5, "step", "d"), Col("v", 8, "v")]
+    with StepLogger(cols, alerts=False, header_every=3) as sl:
+        for i in range(8):
+            sl.log({"step": i, "v": 1234.0 if i >= 2 else 1.0})
+    lines = "".join(captured).split("end of run")[0].splitlines()
+    at = [i for i, line in enumerate(lines) if re.match(r"I +step ", line)]
+    # at row 0, at row 2 (widened), then three rows after each header
+    assert [lines[i + 1].split()[1] for i in at] == ["0", "2", "5"]
+
+
+def test_the_dump_shows_the_streamed_columns_as_printed(tmp_path: Path, captured: list[str]) -> None:
+    cols = [Col("step", 5, "step", "d"), Col("completion_len", 14, "completion_len"),
+            Col("seconds", 7, "seconds", stream=False)]
+    with StepLogger(cols, run_dir=tmp_path, alerts=False) as sl:
+        sl.log({"step": 3, "completion_len": 509.0, "seconds": 2.5})
+    dump = "".join(captured).split("end of run")[1].splitlines()
+    assert dump[1] == "  step  cl seconds" and dump[2] == "     3 509     2.5"
+    table = (tmp_path / "table.txt").read_text().splitlines()  # table.txt keeps the declared columns
+    assert table[0].split() == ["step", "completion_len", "seconds"]
+
+
+def test_the_band_a_row_is_checked_by_never_holds_a_value_too_wide_for_the_column() -> None:
+    """update() skips formatting a float inside its width's band: every such value must fit (decade edges,
+    rounding up into the next decade, negatives one cell narrower)."""
+    import random
+
+    from steptable.logger.consolecols import _band, need
+
+    rng = random.Random(7)
+    edges = [s * 10.0 ** e * m for e in range(-6, 8) for m in (1.0, 0.9995, 0.99951, 0.99949, 9.995, 9.9951)
+             for s in (1, -1)]
+    values = edges + [rng.choice((-1, 1)) * 10 ** rng.uniform(-6, 7) for _ in range(20000)]
+    for w in range(1, 12):
+        lo, hi = _band(w)
+        nlo, nhi = _band(w - 1)
+        for v in values:
+            if lo <= v < hi or -nhi < v <= -nlo:
+                assert need(v, None, 30) <= w, (v, w)
