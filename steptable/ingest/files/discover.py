@@ -197,15 +197,18 @@ def discover(paths: Iterable[str | Path], on_error: OnError | None = None,
     for c in cands:
         by_dir.setdefault(c.run_dir, []).append(c)
     for cat, path in sides:
-        # the runs of the nearest directory above the file that holds runs (a sweep's hundreds of runs are not
-        # each tried against every side file)
-        owners = next((by_dir[d] for d in path.parents if d in by_dir), [])
-        # a W&B run directory owns what is under it (its files/requirements.txt is no run of its own)
+        # the runs of the directories above the file (looked up by directory: a sweep's hundreds of runs are not
+        # each tried against every side file); a W&B run directory owns what is under it (its
+        # files/requirements.txt is no run of its own), else the nearest directory's runs do
+        owners = [c for d in path.parents for c in by_dir.get(d, ())]
         owners = [c for c in owners if c.kind == "wandb"] or owners
         if not owners and cat == "generations" and len(cands) == 1:  # (verl's rollout_data_dir beside the run)
             owners = cands
-        for c in owners:
-            c.side_files.setdefault(cat, []).append(path)
+        if owners:
+            depth = max(len(c.run_dir.parts) for c in owners)
+            for c in owners:
+                if len(c.run_dir.parts) == depth:
+                    c.side_files.setdefault(cat, []).append(path)
     return cands
 
 
