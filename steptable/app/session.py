@@ -341,7 +341,7 @@ class Session:
                 self._alerted.clear()
             self._alerted.add(seen)
             self.counts[a.level] = self.counts.get(a.level, 0) + 1
-            self.alerts.append(Event(a.level, label, a.message_line()))
+            self.alerts.append(Event(a.level, label, a.message_line(), run_id, a.step, a.column))
         del self.alerts[:-MAX_ALERTS]
 
     def check_stalls(self, now: float) -> dict[str, float]:
@@ -371,7 +371,7 @@ class Session:
             r = self.runs[rid]
             med = usual_interval(r.store.wall_times_between(-INTERVAL_WINDOW - 1))
             usual = f" (usual {med:.3g}s/row)" if med is not None and math.isfinite(med) else ""
-            out.append(Event("S", labels[rid], f"stalled: no row for {fmt_age(gap)}{usual}"))
+            out.append(Event("S", labels[rid], f"stalled: no row for {fmt_age(gap)}{usual}", rid))
         errors = [e for e in reversed(self.alerts) if e.level == "E"]
         warnings = [e for e in reversed(self.alerts) if e.level != "E"]
         bad: list[Event] = []
@@ -387,8 +387,8 @@ class Session:
             between = total - len(kept) - len(later)
             for i, b in enumerate(lines):
                 if between > 0 and i == len(later):
-                    bad.append(Event("B", labels[rid], f"{between:,} more bad lines between these (not kept)"))
-                bad.append(Event("B", labels[rid], bad_line(b.path, b.lineno, b.reason)))
+                    bad.append(Event("B", labels[rid], f"{between:,} more bad lines between these (not kept)", rid))
+                bad.append(Event("B", labels[rid], bad_line(b.path, b.lineno, b.reason), rid))
         out += errors + bad + warnings
         return out if recent is None else out[:recent]
 

@@ -15,11 +15,15 @@ from steptable.table.formatting import sanitize
 
 @dataclass(frozen=True)
 class Event:
-    """One line of the status area: ``level`` E / W / B (bad line) / S (stalled) / I (info)."""
+    """One line of the status area: ``level`` E / W / B (bad line) / S (stalled) / I (info); ``run`` (the run id),
+    ``step`` and ``column`` where the event has them (an alert: its step and key; a bad line: no step)."""
 
     level: str
     arm: str
     text: str
+    run: str | None = None
+    step: int | None = None
+    column: str = ""
 
     def line(self) -> str:
         return sanitize(f"{self.level} {self.arm}: {self.text}")
