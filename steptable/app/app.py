@@ -24,6 +24,7 @@ from steptable.app.lockstep import Lockstep
 from steptable.app.messages import AlertsFound, FeedProblem, PreviewReady, RunsChanged
 from steptable.app.model import Store
 from steptable.app.screens.help import key_lines, key_text
+from steptable.app.seek import Seek
 from steptable.app.session import Session
 from steptable.app.sweep import IndexChanged, Sweep, SweepFound
 from steptable.app.tables import Tables
@@ -76,6 +77,14 @@ class StepTableApp(App[int]):
         Binding("e", "events", "Events", show=False, tooltip="every alert, stall and bad line so far"),
         Binding("w", "compare", "Compare", show=False, tooltip="which arm wins: window means, 95% CIs, Δ vs baseline"),
         Binding("k", "lockstep", "Lockstep", show=False, tooltip="every arm's table moves with the one in front"),
+        Binding("right_square_bracket", "seek_alert(True)", "Next alert", show=False,
+                tooltip="every table goes to the next step with an alert"),
+        Binding("left_square_bracket", "seek_alert(False)", "Prev alert", show=False,
+                tooltip="every table goes to the previous step with an alert"),
+        Binding("right_curly_bracket", "seek_nonfinite(True)", "Next NaN", show=False,
+                tooltip="every table goes to the next step with a NaN or inf in a shown column"),
+        Binding("left_curly_bracket", "seek_nonfinite(False)", "Prev NaN", show=False,
+                tooltip="every table goes to the previous step with a NaN or inf in a shown column"),
         Binding("r", "runs", "Runs", show=False, tooltip="a sweep's run list: filter, sort, pick runs to show"),
         Binding("0", "show_all_arms", "All arms", show=False, tooltip="show the hidden arms again"),
         *(Binding(str(k), f"toggle_arm({k - 1})", f"Arm {k}", show=False, tooltip="hide or show that arm")
@@ -102,6 +111,7 @@ class StepTableApp(App[int]):
         self.tables = Tables(self)
         self.viewers = Viewers(self, self.tables)
         self.lockstep = Lockstep(self.tables)
+        self.seek = Seek(self.tables)
         self.sweep = Sweep(self, clock)
         self._new_panels = False
         self.problem = ""
@@ -368,6 +378,14 @@ class StepTableApp(App[int]):
 
     def action_lockstep(self) -> None:
         self.notify("lockstep " + ("on: the tables move together" if self.lockstep.toggle() else "off"))
+
+    def action_seek_alert(self, forward: bool) -> None:
+        if (why := self.seek.alert(forward)) is not None:
+            self.notify(why)
+
+    def action_seek_nonfinite(self, forward: bool) -> None:
+        if (why := self.seek.nonfinite(forward)) is not None:
+            self.notify(why)
 
     def action_follow_all(self) -> None:
         self.tables.follow_all()
