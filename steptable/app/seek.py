@@ -25,15 +25,12 @@ def nonfinite_steps(grid: StepGrid) -> list[int]:
     if store is None:
         return []
     n = min(grid.rows, len(store))
-    steps = store.steps_between(0, n)
     rows: set[int] = set()
     for c in grid.cols[1:]:
-        if not store.is_numeric(c.key):
-            continue
         for i, v in enumerate(store.cells_between(c.key, 0, n)):
             if isinstance(v, float) and not math.isfinite(v):
                 rows.add(i)
-    return [steps[i] for i in rows]
+    return [store.step_at(i) for i in rows]
 
 
 class Seek:
