@@ -266,6 +266,7 @@ class StepTableApp(App[int]):
                  else [(None, cols) for _, cols, _ in tables[:1]] or [(None, ())])
         self.main.query_one(LegendPanel).show_parts(parts)
         self.arrangement.apply()
+        self._refresh_status()  # (it shows the filter's match count)
 
     def refresh_panels(self) -> None:
         """The open chart and diagnostics panels show the shown runs they are about (another trainer's runs have
@@ -290,7 +291,7 @@ class StepTableApp(App[int]):
         except NoMatches:  # shutting down
             return
         note = self.problem or self.feed.note()
-        bar.show(s.events(recent=3), s.status_counts(), note)
+        bar.show(s.events(recent=3), s.status_counts(), note, (s.pattern, s.filter_matches()) if s.pattern else None)
 
     def _on_tick(self) -> None:
         if not self.screen_stack or not self.is_running:
@@ -319,7 +320,8 @@ class StepTableApp(App[int]):
 
     @on(StepGrid.Moved)
     def _grid_moved(self, message: StepGrid.Moved) -> None:
-        self.lockstep.moved(message.grid)
+        if self.screen_stack:  # (a table's last scroll can arrive after the app closed its screens)
+            self.lockstep.moved(message.grid)
 
     @on(StepGrid.ColumnPicked)
     def _column_picked(self, message: StepGrid.ColumnPicked) -> None:

@@ -318,6 +318,21 @@ class Session:
         group.hidden_for = (key, cols)
         return cols
 
+    def filter_matches(self) -> int:
+        """How many columns the filter shows (distinct keys, each table's step column not counted); every column
+        without a filter."""
+        return len({c.key for _, cols, _ in self.tables() for c in cols[1:]})
+
+    def set_filter(self, pattern: str) -> bool:
+        """Show the columns matching ``pattern``; one that matches no column (with runs to match) is not taken and
+        the filter stays as it was: False."""
+        before = self.pattern
+        self.pattern = pattern.strip()
+        if self.pattern and self.groups and not self.filter_matches():
+            self.pattern = before
+            return False
+        return True
+
     def toggle_pin(self, key: str | None) -> None:
         if key is None or any(g.layout and key == g.layout[0].key for g in self.groups):
             return

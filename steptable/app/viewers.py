@@ -50,9 +50,13 @@ class Viewers:
         from steptable.app.screens.prompt import PromptScreen
 
         def done(pattern: str | None) -> None:
-            if pattern is not None:
-                self.app.session.pattern = pattern.strip()
+            if pattern is None:
+                return
+            if self.app.session.set_filter(pattern):
                 self.app.apply_columns()
+            else:  # typed text: never markup
+                self.app.notify(f"no column matches {pattern.strip()!r}: the columns stay as they were",
+                                severity="warning", markup=False)
 
         self.app.push_screen(
             PromptScreen("Show columns matching (globs, comma or space separated; empty shows all):",
