@@ -5,6 +5,7 @@ only the lines on screen are drawn. A cursor line: Enter on an event with a step
 from __future__ import annotations
 
 from collections.abc import Sequence
+from fnmatch import fnmatchcase
 from typing import ClassVar
 
 from rich.segment import Segment
@@ -98,6 +99,31 @@ class EventList(ScrollView, can_focus=True):
         return strip.crop(scroll_x, scroll_x + width).adjust_cell_length(width, style if i == self.cursor else base)
 
 
+def matching(events: Sequence[Event], query: str) -> list[Event] | str:
+    """The events a filter keeps: words ``E`` / ``W`` / ``S`` / ``B`` (levels, any of them), ``run:GLOB`` (the arm's
+    label or run id) and ``col:GLOB`` (the alert's key); kinds of word are all required. A word of no kind: the
+    reason, as text."""
+    levels: set[str] = set()
+    runs: list[str] = []
+    cols: list[str] = []
+    for word in query.replace(",", " ").split():
+        kind, sep, glob = word.partition(":")
+        if not sep and word.upper() in ("E", "W", "S", "B"):
+            levels.add(word.upper())
+        elif sep and kind.lower() == "run" and glob:
+            runs.append(glob)
+        elif sep and kind.lower() in ("col", "column") and glob:
+            cols.append(glob)
+        else:
+            return f"not a filter word: {word!r} (E W S B, run:GLOB, col:GLOB)"
+    return [
+        ev for ev in events
+        if (not levels or ev.level in levels)
+        and (not runs or any(fnmatchcase(ev.arm, g) or fnmatchcase(ev.run or "", g) for g in runs))
+        and (not cols or any(fnmatchcase(ev.column, g) for g in cols))
+    ]
+
+
 class EventsScreen(ModalScreen[Event | None]):
     """Dismissed with the event Enter was pressed on (None when closed)."""
 
@@ -109,11 +135,13 @@ class EventsScreen(ModalScreen[Event | None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape,e,q", "close", "Close"),
         Binding("enter", "go", "Go to step", tooltip="every table shows the event's step"),
+        Binding("f,slash", "filter", "Filter", tooltip="by level (E W S B), run:GLOB, col:GLOB"),
     ]
 
     def __init__(self, events: Sequence[Event]) -> None:
         super().__init__()
         self.events = list(events)
+        self.query_text = ""
 
     def compose(self) -> ComposeResult:
         yield EventList(self.events, id="events-list")
@@ -128,6 +156,26 @@ class EventsScreen(ModalScreen[Event | None]):
             self.notify("this event has no step (a stall or a bad line)", severity="warning")
             return
         self.dismiss(ev)
+
+    def action_filter(self) -> None:
+        from steptable.app.screens.prompt import PromptScreen
+
+        self.app.push_screen(PromptScreen("Show events of (empty shows all):", self.query_text,
+                                          "E W run:lr3e* col:loss*", "levels E W S B, run:GLOB, col:GLOB"),
+                             self.filter)
+
+    def filter(self, query: str | None) -> None:
+        """Show the events ``query`` keeps (:func:`matching`); a query that cannot be read says so, the list stays."""
+        if query is None:
+            return
+        kept = matching(self.events, query)
+        if isinstance(kept, str):
+            self.notify(kept, severity="warning", markup=False)  # typed text: never markup
+            return
+        self.query_text = query.strip()
+        lst = self.query_one(EventList)
+        lst.show(kept)
+        lst.border_title = f"{len(kept)} of {len(self.events)} events: {self.query_text}" if self.query_text else None
 
     def action_close(self) -> None:
         self.dismiss(None)
