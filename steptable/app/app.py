@@ -24,6 +24,7 @@ from steptable.app.lockstep import Lockstep
 from steptable.app.messages import AlertsFound, FeedProblem, PreviewReady, RunsChanged
 from steptable.app.model import Store
 from steptable.app.screens.help import key_lines, key_text
+from steptable.app.seek import Seek
 from steptable.app.session import Session
 from steptable.app.sweep import IndexChanged, Sweep, SweepFound
 from steptable.app.tables import Tables
@@ -76,6 +77,14 @@ class StepTableApp(App[int]):
         Binding("e", "events", "Events", show=False, tooltip="every alert, stall and bad line so far"),
         Binding("w", "compare", "Compare", show=False, tooltip="which arm wins: window means, 95% CIs, Δ vs baseline"),
         Binding("k", "lockstep", "Lockstep", show=False, tooltip="every arm's table moves with the one in front"),
+        Binding("right_square_bracket", "seek_alert(True)", "Next alert", show=False,
+                tooltip="every table goes to the next step with an alert"),
+        Binding("left_square_bracket", "seek_alert(False)", "Prev alert", show=False,
+                tooltip="every table goes to the previous step with an alert"),
+        Binding("right_curly_bracket", "seek_nonfinite(True)", "Next NaN", show=False,
+                tooltip="every table goes to the next step with a NaN or inf in a shown column"),
+        Binding("left_curly_bracket", "seek_nonfinite(False)", "Prev NaN", show=False,
+                tooltip="every table goes to the previous step with a NaN or inf in a shown column"),
         Binding("r", "runs", "Runs", show=False, tooltip="a sweep's run list: filter, sort, pick runs to show"),
         Binding("0", "show_all_arms", "All arms", show=False, tooltip="show the hidden arms again"),
         *(Binding(str(k), f"toggle_arm({k - 1})", f"Arm {k}", show=False, tooltip="hide or show that arm")
@@ -102,6 +111,7 @@ class StepTableApp(App[int]):
         self.tables = Tables(self)
         self.viewers = Viewers(self, self.tables)
         self.lockstep = Lockstep(self.tables)
+        self.seek = Seek(self.tables)
         self.sweep = Sweep(self, clock)
         self._new_panels = False
         self.problem = ""
@@ -257,6 +267,7 @@ class StepTableApp(App[int]):
                  else [(None, cols) for _, cols, _ in tables[:1]] or [(None, ())])
         self.main.query_one(LegendPanel).show_parts(parts)
         self.arrangement.apply()
+        self._refresh_status()  # (it shows the filter's match count)
 
     def refresh_panels(self) -> None:
         """The open chart and diagnostics panels show the shown runs they are about (another trainer's runs have
@@ -281,7 +292,7 @@ class StepTableApp(App[int]):
         except NoMatches:  # shutting down
             return
         note = self.problem or self.feed.note()
-        bar.show(s.events(recent=3), s.status_counts(), note)
+        bar.show(s.events(recent=3), s.status_counts(), note, (s.pattern, s.filter_matches()) if s.pattern else None)
 
     def _on_tick(self) -> None:
         if not self.screen_stack or not self.is_running:
@@ -310,7 +321,8 @@ class StepTableApp(App[int]):
 
     @on(StepGrid.Moved)
     def _grid_moved(self, message: StepGrid.Moved) -> None:
-        self.lockstep.moved(message.grid)
+        if self.screen_stack:  # (a table's last scroll can arrive after the app closed its screens)
+            self.lockstep.moved(message.grid)
 
     @on(StepGrid.ColumnPicked)
     def _column_picked(self, message: StepGrid.ColumnPicked) -> None:
@@ -369,6 +381,14 @@ class StepTableApp(App[int]):
 
     def action_lockstep(self) -> None:
         self.notify("lockstep " + ("on: the tables move together" if self.lockstep.toggle() else "off"))
+
+    def action_seek_alert(self, forward: bool) -> None:
+        if (why := self.seek.alert(forward)) is not None:
+            self.notify(why)
+
+    def action_seek_nonfinite(self, forward: bool) -> None:
+        if (why := self.seek.nonfinite(forward)) is not None:
+            self.notify(why)
 
     def action_follow_all(self) -> None:
         self.tables.follow_all()

@@ -322,6 +322,21 @@ class Session:
         group.hidden_for = (key, cols)
         return cols
 
+    def filter_matches(self) -> int:
+        """How many columns the filter shows (distinct keys, each table's step column not counted); every column
+        without a filter."""
+        return len({c.key for _, cols, _ in self.tables() for c in cols[1:]})
+
+    def set_filter(self, pattern: str) -> bool:
+        """Show the columns matching ``pattern``; one that matches no column (with runs to match) is not taken and
+        the filter stays as it was: False."""
+        before = self.pattern
+        self.pattern = pattern.strip()
+        if self.pattern and self.groups and not self.filter_matches():
+            self.pattern = before
+            return False
+        return True
+
     def toggle_pin(self, key: str | None) -> None:
         if key is None or any(g.layout and key == g.layout[0].key for g in self.groups):
             return
@@ -345,7 +360,7 @@ class Session:
                 self._alerted.clear()
             self._alerted.add(seen)
             self.counts[a.level] = self.counts.get(a.level, 0) + 1
-            self.alerts.append(Event(a.level, label, a.message_line()))
+            self.alerts.append(Event(a.level, label, a.message_line(), run_id, a.step, a.column))
         del self.alerts[:-MAX_ALERTS]
 
     def check_stalls(self, now: float) -> dict[str, float]:
@@ -375,7 +390,7 @@ class Session:
             r = self.runs[rid]
             med = usual_interval(r.store.wall_times_between(-INTERVAL_WINDOW - 1))
             usual = f" (usual {med:.3g}s/row)" if med is not None and math.isfinite(med) else ""
-            out.append(Event("S", labels[rid], f"stalled: no row for {fmt_age(gap)}{usual}"))
+            out.append(Event("S", labels[rid], f"stalled: no row for {fmt_age(gap)}{usual}", rid))
         errors = [e for e in reversed(self.alerts) if e.level == "E"]
         warnings = [e for e in reversed(self.alerts) if e.level != "E"]
         bad: list[Event] = []
@@ -391,8 +406,8 @@ class Session:
             between = total - len(kept) - len(later)
             for i, b in enumerate(lines):
                 if between > 0 and i == len(later):
-                    bad.append(Event("B", labels[rid], f"{between:,} more bad lines between these (not kept)"))
-                bad.append(Event("B", labels[rid], bad_line(b.path, b.lineno, b.reason)))
+                    bad.append(Event("B", labels[rid], f"{between:,} more bad lines between these (not kept)", rid))
+                bad.append(Event("B", labels[rid], bad_line(b.path, b.lineno, b.reason), rid))
         out += errors + bad + warnings
         return out if recent is None else out[:recent]
 

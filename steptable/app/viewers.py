@@ -13,6 +13,7 @@ from textual.screen import Screen
 if TYPE_CHECKING:
     from steptable.app.session import Session
     from steptable.app.tables import Tables
+    from steptable.app.widgets.status import Event
 
 _R = TypeVar("_R")
 
@@ -49,9 +50,13 @@ class Viewers:
         from steptable.app.screens.prompt import PromptScreen
 
         def done(pattern: str | None) -> None:
-            if pattern is not None:
-                self.app.session.pattern = pattern.strip()
+            if pattern is None:
+                return
+            if self.app.session.set_filter(pattern):
                 self.app.apply_columns()
+            else:  # typed text: never markup
+                self.app.notify(f"no column matches {pattern.strip()!r}: the columns stay as they were",
+                                severity="warning", markup=False)
 
         self.app.push_screen(
             PromptScreen("Show columns matching (globs, comma or space separated; empty shows all):",
@@ -77,7 +82,11 @@ class Viewers:
     def events(self) -> None:
         from steptable.app.screens.events import EventsScreen
 
-        self.app.push_screen(EventsScreen(self.app.session.events()))
+        def done(event: Event | None) -> None:
+            if event is not None and event.step is not None:
+                self.tables.jump_to_step(event.step)
+
+        self.app.push_screen(EventsScreen(self.app.session.events()), done)
 
     def compare(self) -> None:
         """Which arm wins: window means and differences against a baseline arm, brought up to date live."""

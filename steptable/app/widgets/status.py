@@ -15,11 +15,15 @@ from steptable.table.formatting import sanitize
 
 @dataclass(frozen=True)
 class Event:
-    """One line of the status area: ``level`` E / W / B (bad line) / S (stalled) / I (info)."""
+    """One line of the status area: ``level`` E / W / B (bad line) / S (stalled) / I (info); ``run`` (the run id),
+    ``step`` and ``column`` where the event has them (an alert: its step and key; a bad line: no step)."""
 
     level: str
     arm: str
     text: str
+    run: str | None = None
+    step: int | None = None
+    column: str = ""
 
     def line(self) -> str:
         return sanitize(f"{self.level} {self.arm}: {self.text}")
@@ -52,12 +56,17 @@ class StatusBar(Static):
         self.recent = 3
         self._last = Text()
 
-    def show(self, events: Sequence[Event], counts: dict[str, int], note: str = "") -> None:
-        """``events``: the most relevant first; ``counts``: per level (E, W, S, B) over the whole session."""
+    def show(self, events: Sequence[Event], counts: dict[str, int], note: str = "",
+             filtered: tuple[str, int] | None = None) -> None:
+        """``events``: the most relevant first; ``counts``: per level (E, W, S, B) over the whole session;
+        ``filtered``: the column filter in force and how many columns it shows."""
         out = Text(no_wrap=True, overflow="ellipsis")
         names = {"E": "errors", "W": "warnings", "S": "stalled", "B": "bad lines"}
         parts = [f"{counts.get(k, 0)} {names[k]}" for k in ("E", "W", "S", "B") if counts.get(k)]
         out.append("● " + (" · ".join(parts) if parts else "no alerts"), self._style("I" if not parts else "W"))
+        if filtered is not None:
+            pattern, n = filtered
+            out.append(f"  filter {sanitize(pattern)}: {n} column{'s' if n != 1 else ''}", self._style("I"))
         if note:
             out.append("  " + sanitize(note), self._style("I"))
         if parts:

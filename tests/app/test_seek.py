@@ -1,0 +1,83 @@
+"""] / [ take every table to the next / previous step with an alert, } / { to the next / previous step with a NaN or
+inf in a shown column; where there is none they say so and nothing moves."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from steptable.app.app import StepTableApp
+from steptable.app.seek import nearest
+from tests.app.helpers import SIZE, manual_app, row, sync, write_rows
+
+
+def two_nans(root: Path) -> Path:
+    """Three arms of 200 rows; arm 1's loss is NaN at steps 40 and 150, arm 2's gn is inf at step 90."""
+    for i, arm in enumerate(("vanilla", "routeA", "absorb")):
+        rows = [row(i, s) for s in range(200)]
+        if i == 1:
+            rows[40]["loss"] = rows[150]["loss"] = float("nan")
+        if i == 2:
+            rows[90]["gn"] = float("inf")
+        write_rows(root / arm / "metrics.jsonl", rows)
+    return root
+
+
+def _tops(app: StepTableApp) -> list[int]:
+    return [p.grid.store.step_at(p.grid.top_index) for p in app.panels.values() if p.grid.store is not None]
+
+
+def test_nearest() -> None:
+    assert nearest([5, 1, 9], 5, True) == 9
+    assert nearest([5, 1, 9], 5, False) == 1
+    assert nearest([5, 1, 9], 9, True) is None
+    assert nearest([], 0, False) is None
+
+
+@pytest.mark.anyio
+async def test_next_and_previous_nonfinite(tmp_path: Path) -> None:
+    app, follower, _ = manual_app(two_nans(tmp_path))
+    async with app.run_test(size=SIZE) as pilot:
+        await sync(pilot, follower)
+        await pilot.press("home")
+        seen = []
+        for _ in range(3):
+            await pilot.press("right_curly_bracket")
+            await pilot.pause()
+            seen.append(_tops(app))
+        assert seen[0] == [40] * 3 and seen[1] == [90] * 3
+        assert all(p.grid.follow is False for p in app.panels.values())
+        # 150 is too near the end to come to the top: the table still counts as at 150
+        assert set(seen[2]) != {90}
+        assert app.seek.here(app.tables.focused_grid()) == 150  # type: ignore[arg-type]
+        await pilot.press("right_curly_bracket")
+        await pilot.pause()
+        assert any("no NaN or inf after step 150" in str(n.message) for n in app._notifications)
+        await pilot.press("left_curly_bracket")
+        await pilot.pause()
+        assert _tops(app) == [90] * 3
+
+
+@pytest.mark.anyio
+async def test_next_and_previous_alert(tmp_path: Path) -> None:
+    app, follower, _ = manual_app(two_nans(tmp_path))
+    async with app.run_test(size=SIZE) as pilot:
+        await sync(pilot, follower)
+        alert_steps = sorted({e.step for e in app.session.alerts if e.step is not None})
+        assert 40 in alert_steps
+        await pilot.press("home", "right_square_bracket")
+        await pilot.pause()
+        assert _tops(app) == [alert_steps[0]] * 3
+        await pilot.press("left_square_bracket")
+        await pilot.pause()
+        assert _tops(app) == [alert_steps[0]] * 3  # nothing before the first
+        assert any(f"no alert before step {alert_steps[0]}" in str(n.message) for n in app._notifications)
+
+
+@pytest.mark.anyio
+async def test_seek_keys_are_in_the_help(tmp_path: Path) -> None:
+    app, _, _ = manual_app(two_nans(tmp_path))
+    async with app.run_test(size=SIZE):
+        lines = dict(app.key_help())
+        assert lines["]"].startswith("Next alert") and lines["{"].startswith("Prev NaN")
