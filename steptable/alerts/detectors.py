@@ -130,16 +130,10 @@ class Flat(Detector):
             return "W", self.message(x)
         return None
 
-    def message(self, x: float, to_end: bool = False) -> str:
-        still = ", still at the last row" if to_end else ""
-        return f"flat at {_f(x)} for {self.run} rows since step {self.since}{still} (no learning signal?)"
-
-    def still(self) -> str | None:
-        """Where the episode it said goes on to the row read last: its message as of now (a run dead from step 0
-        read "flat ... for 50 rows since step 0" at step 999, as if it were a blip at the start)."""
-        if self.latch.level is None or self.value is None or self.run < self.cfg.flat_rows:
-            return None
-        return self.message(self.value, to_end=True)
+    def message(self, x: float) -> str:
+        """One text for the episode in every view (the streaming tail's, the summary's, the app's): the value and the
+        step it began at; how long it lasted is the table's to show, not a count that differs by when it was read."""
+        return f"flat at {_f(x)} since step {self.since} (no learning signal?)"
 
 
 # Every quantity a step computes from the batch is broken when it is NaN or inf: a reward function that returned

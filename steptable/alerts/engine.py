@@ -99,11 +99,6 @@ class AlertEngine:
                     d.gate = self._grad_still
         return dets
 
-    def still_flat(self) -> dict[str, str]:
-        """Key -> the message of each flat episode that goes on to the last row fed (:meth:`Flat.still`)."""
-        return {d.key: m for dets in self._dets.values() for d in dets
-                if isinstance(d, Flat) and (m := d.still()) is not None}
-
     def _grad_still(self) -> bool:
         """A loss flat for flat_rows rows is no learning signal only where the grad norm, if the run logs one, is
         flat too: TRL's loss is round(beta * KL, 4), one value for hundreds of steps of a run that learns."""
@@ -394,10 +389,4 @@ def scan(
         out.extend(eng.update(step, row, wt))
     if now is not None:
         out.extend(eng.check_stall(now))
-    still = eng.still_flat()  # what the run looks like at its end, not only when the episode began
-    last = {a.column: i for i, a in enumerate(out) if a.kind == "flat"}
-    for key, message in still.items():
-        if key in last:
-            a = out[last[key]]
-            out[last[key]] = Alert(a.level, a.step, a.column, a.kind, message)
     return out

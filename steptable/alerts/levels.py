@@ -95,7 +95,9 @@ class RewardCollapse(LevelDetector):
         self.near = self.near or z > c.clear_frac * n_sigma
         if drop <= c.reward_rel_drop * abs(ref) or z <= n_sigma:
             return None
-        rel = f"-{100 * drop / abs(ref):.0f}%" if ref else f"-{_f(drop)}"
+        # a share only of a positive reference the level stays above 0 from: against a reference near 0 (or across
+        # it) a percentage is meaningless ("-5100%"), the absolute change is what happened
+        rel = f"-{100 * drop / ref:.0f}%" if ref > 0 and cur >= 0 else f"-{_f(drop)}"
         floor = min(seen, 0.0)  # 0 for a reward never seen negative, else the lowest value seen before ``ref``
         # "to floor" only from a reference clearly above it (a reward sitting on its floor that dips below is no E),
         # or far below a negative floor seen before (a penalty reward at -1 falling to -3)
@@ -140,8 +142,9 @@ class Rise(LevelDetector):
         self.pre = math.inf  # the level before the lowest: the highest of the last PRE_SAMPLES samples when it was
         # set, followed down in proportion as the lowest level steps lower (a plateau's small steps keep the level
         # before its dip)
-        self.lows: deque[tuple[int, float, float]] = deque(maxlen=16)  # (step, base, pre) as each was set: what a
-        # resumed engine reads the low as it stood at the resume from
+        self.base_sigma = 0.0  # the window's robust sigma when the lowest level was set: a rise must clear its noise
+        # (step, base, pre, sigma) as each was set: what a resumed engine reads the low as it stood at the resume from
+        self.lows: deque[tuple[int, float, float, float]] = deque(maxlen=16)
 
     @abstractmethod
     def factor(self) -> float:
@@ -160,13 +163,16 @@ class Rise(LevelDetector):
             if (m := w.median()) < self.base:
                 before = [v for _, v in list(self.samples)[-PRE_SAMPLES:]]
                 scaled = self.pre * (m / self.base) if math.isfinite(self.base) and self.base > 0 else m
-                self.base, self.pre = m, max(scaled, m, *before)
-                self.lows.append((self.step, m, self.pre))
+                self.base, self.pre, self.base_sigma = m, max(scaled, m, *before), w.sigma(m)
+                self.lows.append((self.step, m, self.pre, self.base_sigma))
             self.samples.append((self.step, m))
         if not self.base > 0 or cur <= c.clear_frac * self.factor() * self.base:
             return None
         self.near = True
-        if cur <= self.factor() * self.base or (more := self.beyond(cur)) is None:
+        # ... and clear of the noise the low was measured in (uniform noise's lowest window median, read over 100k
+        # rows, is a third of its typical value: a level three times it is ordinary there)
+        if (cur <= self.factor() * self.base or cur - self.base <= c.drop_sigma * self.base_sigma
+                or (more := self.beyond(cur)) is None):
             return None
         return "W", f"rise to {_f(cur)} (x{_f(cur / self.base)} its lowest level {_f(self.base)}{more})"
 
@@ -182,15 +188,15 @@ class Rise(LevelDetector):
         if not prior:
             return
         low = min(prior, key=lambda low: low[1])  # the lowest: the last set before the resume
-        _, base, pre = low
+        _, base, pre, sigma = low
         if base < self.base:
-            self.base, self.pre = base, pre
+            self.base, self.pre, self.base_sigma = base, pre, sigma
             self.lows.append(low)
         elif 0 < base <= self.base < math.inf:
             # the replay's own low, at or below the old one: the level before it followed down as a live engine
             # would (a replay that began inside a dip read that level from samples of the dip)
             self.pre = max(self.pre, pre * self.base / base)
-            self.lows[-1] = (self.lows[-1][0], self.base, self.pre)  # (a later resume reads it from there)
+            self.lows[-1] = (self.lows[-1][0], self.base, self.pre, self.base_sigma)  # (a later resume reads it)
 
 
 class GradRise(Rise):

@@ -6,7 +6,7 @@ import threading
 from pathlib import Path
 
 from steptable.app.app import StepTableApp
-from steptable.app.signals import quit_on_signals
+from steptable.app.signals import run_until_quit
 from steptable.app.watch import make_app
 
 #: the column the demo starts on (the chart's): the hack rate, which the arms are about. The first column, ref_eq,
@@ -32,9 +32,7 @@ def run_demo_app(out_dir: str | Path, steps: int = 500, interval: float = 0.5, t
         app = make_app([str(out)], theme=theme)
         if isinstance(app, StepTableApp):  # (a test's stand-in app has no session)
             app.session.selected = START_COLUMN
-        with quit_on_signals(app) as got:
-            app.run()
-        return 128 + got[0] if got else app.return_code or 0  # (a TERM's end is told apart from q's, as a shell does)
+        return run_until_quit(app)
     finally:
         stop.set()
         writer.join(timeout=5)

@@ -18,6 +18,28 @@ class _Exits(Protocol):
     def exit(self) -> None: ...
 
 
+class _Runs(_Exits, Protocol):
+    @property
+    def return_code(self) -> int | None: ...
+
+    def run(self) -> Any: ...
+
+
+def run_until_quit(app: _Runs) -> int:
+    """Run ``app`` until q, TERM, HUP or its terminal going away; the exit code (128 + the signal for a signal, as a
+    shell reports a killed command; a hangup's for a terminal gone without one). On Linux and macOS a Textual app runs
+    on ``GuardedDriver``, which never writes to, nor waits on, a terminal that is gone."""
+    from textual.app import App
+
+    if isinstance(app, App) and app.driver_class.__name__ == "LinuxDriver":
+        from steptable.app.terminal import GuardedDriver
+
+        app.driver_class = GuardedDriver
+    with quit_on_signals(app) as got:
+        app.run()
+    return 128 + got[0] if got else app.return_code or 0
+
+
 @contextmanager
 def quit_on_signals(app: _Exits) -> Iterator[list[int]]:
     """While inside: TERM and HUP ask ``app`` to exit (the driver puts the terminal back, the callers' ``finally``

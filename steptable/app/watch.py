@@ -48,9 +48,6 @@ def run_watch(paths: list[str], poll: float | None = None, theme: str | None = N
     except KeyError as e:
         print(f"steptable watch: {sanitize(str(e.args[0]))}", file=sys.stderr)
         return 2
-    from steptable.app.signals import quit_on_signals
+    from steptable.app.signals import run_until_quit
 
-    app = make_app(paths, poll=poll, theme=theme, schema=schema)
-    with quit_on_signals(app) as got:
-        app.run()
-    return 128 + got[0] if got else app.return_code or 0  # (a TERM's end is told apart from q's, as a shell does)
+    return run_until_quit(make_app(paths, poll=poll, theme=theme, schema=schema))

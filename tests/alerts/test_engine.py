@@ -32,15 +32,19 @@ Row = dict[str, Any]
 SEEDS = range(5)
 
 
-def test_a_flat_episode_to_the_last_row_says_so_in_a_scan() -> None:
-    """A run dead from step 0 to 999 read "flat at 0 for 50 rows since step 0": a blip at the start, to an agent."""
+def test_a_flat_episode_reads_the_same_in_a_scan_and_in_the_stream() -> None:
+    """One text for one episode in every view: a scan (summary, watch) said "flat ... for 80 rows ..., still at the
+    last row" where the streaming engine (tail --alerts-only) said "for 50 rows" of the same episode. The text says
+    where the episode began, which no view reads differently."""
     steps = list(range(1000))
-    (dead,) = scan(steps, {"grad_norm": [0.0] * 1000})
-    assert (dead.step, dead.message) == (49, "flat at 0 for 1000 rows since step 0, still at the last row "
-                                               "(no learning signal?)")
-    # an episode that ended is said as it began
+    cols = {"grad_norm": [0.0] * 1000}
+    (dead,) = scan(steps, cols)
+    eng = AlertEngine()
+    streamed = [a for s in steps for a in eng.update(s, {"grad_norm": cols["grad_norm"][s]})]
+    assert streamed == [dead]
+    assert (dead.step, dead.message) == (49, "flat at 0 since step 0 (no learning signal?)")
     (over,) = scan(steps, {"grad_norm": [0.0] * 100 + noise(5, 900, 1.0, 0.1)})
-    assert over.message == "flat at 0 for 50 rows since step 0 (no learning signal?)"
+    assert over.message == "flat at 0 since step 0 (no learning signal?)"
 
 
 def test_hack_rising_while_auroc_falls() -> None:

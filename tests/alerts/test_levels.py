@@ -393,3 +393,23 @@ def test_a_grad_rise_quotes_the_lowest_level_sampled_every_hold_rows() -> None:
     rng = random.Random(7)
     xs = [abs(rng.gauss(1.0, 0.15)) for _ in range(300)] + [abs(rng.gauss(1.0 + i / 20, 0.15)) for i in range(100)]
     assert lines("grad_norm", xs) == ["W step 363 grad_norm rise to 3.89 (x4.01 its lowest level .971)"]
+
+
+def test_uniform_noise_entropy_over_100k_rows_is_no_rise() -> None:
+    """The 148 MB stationary-noise run (every column uniform on [0, 1)) raised 57 "entropy rise" warnings: its
+    lowest 50-row median, read over 100k rows, is a third of the usual one, and a 10-row level three times that is
+    ordinary. A rise must also clear the noise the low was measured in."""
+    rnd = random.Random(0)
+    assert [ln for ln in lines("entropy", [rnd.random() for _ in range(100_000)]) if "rise" in ln] == []
+
+
+def test_a_collapse_from_near_zero_quotes_the_change_not_a_percentage() -> None:
+    """"collapse ... (-5100%)": a percentage of a reference near 0 (or of a fall across 0) says nothing; the
+    absolute change does."""
+    rnd = random.Random(1)
+    xs = [0.01 + 0.002 * rnd.gauss(0, 1) for _ in range(200)] + [-0.5 + 0.002 * rnd.gauss(0, 1) for _ in range(40)]
+    got = [ln for ln in lines("reward", xs) if "collapse" in ln]
+    assert len(got) == 1 and "%" not in got[0] and re.search(r"\(-\.5\d*, \d+sd\)", got[0]), got
+    # a fall towards 0 from a clearly positive level keeps its share
+    ys = [0.5 + 0.02 * rnd.gauss(0, 1) for _ in range(200)] + [0.1 + 0.02 * rnd.gauss(0, 1) for _ in range(40)]
+    assert any(re.search(r"from \.5\d* \(-7\d%, \d+sd\)", ln) for ln in lines("reward", ys))
