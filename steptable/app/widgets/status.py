@@ -53,11 +53,16 @@ class StatusBar(Static):
         self._last = Text()
 
     def show(self, events: Sequence[Event], counts: dict[str, int], note: str = "") -> None:
-        """``events``: the most relevant first; ``counts``: per level (E, W, S, B) over the whole session."""
+        """``events``: the most relevant first; ``counts``: per level (E, W, S, B) over the whole session, and
+        ``idle``: runs long quiet (told apart from the alerts)."""
         out = Text(no_wrap=True, overflow="ellipsis")
         names = {"E": "errors", "W": "warnings", "S": "stalled", "B": "bad lines"}
         parts = [f"{counts.get(k, 0)} {names[k]}" for k in ("E", "W", "S", "B") if counts.get(k)]
-        out.append("● " + (" · ".join(parts) if parts else "no alerts"), self._style("I" if not parts else "W"))
+        idle = f"{counts['idle']} idle" if counts.get("idle") else ""  # a state, not an alert
+        head = " · ".join(parts) if parts else "no alerts"
+        out.append("● " + head, self._style("I" if not parts else "W"))
+        if idle:
+            out.append(" · " + idle, self._style("I"))
         if note:
             out.append("  " + sanitize(note), self._style("I"))
         if parts:
