@@ -20,6 +20,7 @@ from collections.abc import Collection, Mapping, Sequence
 from statistics import median
 from typing import Any
 
+from steptable.alerts.activity import STEP_TIME_KEYS as STEP_TIME_KEYS
 from steptable.alerts.detectors import DETECTORS, Flat, NonFinite
 from steptable.alerts.rules import DEFAULT_ROLES as DEFAULT_ROLES
 from steptable.alerts.rules import MULTI_ROLES as MULTI_ROLES
@@ -266,8 +267,6 @@ def resumed_engine(store: Any, at: int, config: AlertConfig | None = None,
     return eng
 
 
-#: per-row step times (seconds a step took) of trainers whose rows carry no clock: verl and TinyZero, tinker, ours
-STEP_TIME_KEYS = ("timing_s/step", "time/total", "perf/time_per_step", "t_step", "step_time", "time_per_step")
 
 
 def clockless_gap(store: Any, now: float,

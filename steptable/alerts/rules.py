@@ -79,6 +79,10 @@ class AlertConfig:
     stall_factor: float = 10.0  # no row for this many median row intervals ...
     stall_min_s: float = 60.0  # ... and at least this many seconds
     stall_min_rows: int = 5  # row intervals seen before the stall test runs
+    # quiet past the stall threshold with nothing saying it still runs: stalled only this long (or 2x the threshold),
+    # then idle (a finished run from a trainer that marks no end is not an alert)
+    stall_window_s: float = 1800.0
+    idle_unknown_s: float = 600.0  # a run with no usual interval known (few rows) is idle after this long
     hack_window: int = 20  # observations of each of hack_s / auroc; halves are compared
     hack_rise: float = 0.1  # pooled hack rate up by this much (absolute) ...
     auroc_drop: float = 0.05  # ... while the mean AUROC falls by this much

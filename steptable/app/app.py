@@ -301,6 +301,7 @@ class StepTableApp(App[int]):
         stalls = self.session.check_stalls(now)
         for rid, panel in self.panels.items():
             panel.stalled = stalls.get(rid)
+            panel.idle = self.session.idle.get(rid)
             store = panel.grid.store
             panel.gone = store is not None and not os.path.exists(store.path)  # deleted, or its directory renamed
             panel.refresh_title(now)

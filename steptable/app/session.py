@@ -18,13 +18,13 @@ from steptable.app.model import (
     ended,
     filter_cols,
     filter_globs,
-    stalled_for,
     usual_interval,
 )
 from steptable.app.widgets.status import Event, bad_line
 from steptable.table.columns import Col
 
 if TYPE_CHECKING:  # (imported when first needed: the first frame does not wait for them)
+    from steptable.alerts.activity import Activity
     from steptable.alerts.engine import Alert
     from steptable.schemas import Schema
 
@@ -54,6 +54,7 @@ class Session:
     alerts: list[Event] = field(default_factory=list)
     counts: dict[str, int] = field(default_factory=dict)
     stalls: dict[str, float] = field(default_factory=dict)
+    idle: dict[str, Activity] = field(default_factory=dict)  # runs long quiet with nothing saying they still run
     _group_of: dict[str, Group] = field(default_factory=dict)
     _grouped: tuple[tuple[str, int, int, int, int], ...] = ()  # what the runs were grouped for (see _regroup)
     _tried: dict[str, int] = field(default_factory=dict)  # key -> the widest value a new layout was made for
@@ -364,17 +365,18 @@ class Session:
         del self.alerts[:-MAX_ALERTS]
 
     def check_stalls(self, now: float) -> dict[str, float]:
-        """Runs not written for much longer than their usual row interval: run id -> seconds since the last row."""
-        from steptable.alerts.engine import clockless_gap
+        """Runs stalled (steptable.alerts.activity: quiet past their threshold while something says they still run,
+        or not long past it): run id -> seconds since the last row. Runs long quiet go to ``idle`` (not alerts)."""
+        from steptable.alerts.activity import IDLE, STALLED, store_activity
 
-        self.stalls = {}
+        self.stalls, self.idle = {}, {}
         for rid, r in self.runs.items():
             if r.preview is None and not ended(r.store):  # a run whose StepLogger was closed has ended
-                gap = stalled_for(r.store.wall_times_between(-INTERVAL_WINDOW - 1), r.store.last_update, now)
-                if gap is None and (far := clockless_gap(r.store, now)) is not None:
-                    gap = far[0]  # no row clock and no rows seen arrive (the app opened after the hang)
-                if gap is not None:
-                    self.stalls[rid] = gap
+                act = store_activity(r.store, now)
+                if act.state == STALLED and act.gap is not None:
+                    self.stalls[rid] = act.gap
+                elif act.state == IDLE:
+                    self.idle[rid] = act
         return self.stalls
 
     def bad_total(self) -> int:
@@ -412,4 +414,5 @@ class Session:
         return out if recent is None else out[:recent]
 
     def status_counts(self) -> dict[str, int]:
-        return {**self.counts, "S": len(self.stalls), "B": self.bad_total()}
+        idle = {"idle": len(self.idle)} if self.idle else {}
+        return {**self.counts, "S": len(self.stalls), **idle, "B": self.bad_total()}

@@ -135,18 +135,19 @@ def _run_alerts(store: Any, now: float) -> list[Any]:
     """A stored run's alerts for its summary: those of rows a resume replaced (RunStore.replaced), its rows replayed,
     then how its StepLogger's ``with`` block ended where that was a crash or an interruption (its description,
     steptable.table.runinfo)."""
+    from steptable.alerts.activity import STALLED, store_activity
     from steptable.alerts.engine import AlertConfig, clockless_stall, end_alert, scan
-    from steptable.table.runinfo import closed_at
 
     info = store.meta.get("runinfo")
     watched = AlertConfig().watched()  # only the columns the detectors read: every column as cells costs GBs
-    closed = closed_at(info) is not None  # its StepLogger was closed: the run ended, no stall check against now
+    # a stall against now only where the run should still be writing (an idle or ended run is no alert)
+    stalled = store_activity(store, now).state == STALLED
     found = scan(
         store.steps, {k: store.cells(k) for k in store.keys if k in watched},
         store.wall_times if len(store.wall_times) else None,
-        now=None if closed else now, resumes=set(store.resumes))
+        now=now if stalled else None, resumes=set(store.resumes))
     end = end_alert(info, store.steps[-1]) if len(store.steps) else None
     found = [*store.replaced, *found]  # the rows a resume replaced came first (why the run was restarted)
-    if not closed and (stall := clockless_stall(store, now)) is not None:  # rows without a clock of their own
+    if stalled and (stall := clockless_stall(store, now)) is not None:  # rows without a clock of their own
         found.append(stall)
     return found if end is None else [*found, end]

@@ -321,18 +321,22 @@ class Tail:
     def check_stalls(self, now: float, stores: Collection[RunStore] = ()) -> None:
         """A stall of each run read, against ``now``: from its rows' clock, or for ``stores`` whose rows carry none,
         from the age of its file against its own step time (once, until it writes again)."""
-        for run, eng in self.engines.items():
-            if run in self.ended:
-                continue  # its StepLogger was closed: it ended, it did not stall
-            for alert in eng.check_stall(now):
-                self._alert(run, alert)
-        for store in stores:
+        from steptable.alerts.activity import STALLED, store_activity
+
+        for store in stores:  # a stall against now only where the run should still be writing (idle: no alert)
             run = store.run
             fed = self.engines.get(run)
-            if fed is not None and not fed.times_rows() and run not in self.ended and run not in self.far_told:
-                if (far := clockless_stall(store, now)) is not None:
-                    self.far_told.add(run)
-                    self._alert(run, far)
+            if fed is None or run in self.ended or run in self.far_told:
+                continue  # ended: its StepLogger was closed; told: once until it writes again
+            if store_activity(store, now).state != STALLED:
+                continue
+            found = fed.check_stall(now) if fed.times_rows() else []
+            if not fed.times_rows() and (far := clockless_stall(store, now)) is not None:
+                found = [far]
+            if found:
+                self.far_told.add(run)
+            for alert in found:
+                self._alert(run, alert)
         self.out.flush()
 
     def _alert(self, run: str, alert: Alert) -> None:

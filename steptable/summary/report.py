@@ -155,7 +155,10 @@ def header_text(run: RunLike, now: float) -> str:
             parts.append(rate)
     last = run.last_update if run.last_update is not None else (run.wall_times[-1] if run.wall_times else None)
     if last is not None and math.isfinite(last):
-        parts.append(f"upd {fmt_age(now - last)} ago")
+        from steptable.alerts.activity import IDLE, store_activity
+
+        act = store_activity(run, now) if hasattr(run, "lock") else None  # (a RunStore: the judgement's evidence)
+        parts.append(act.words() if act is not None and act.state == IDLE else f"upd {fmt_age(now - last)} ago")
     meta = getattr(run, "meta", None)
     if isinstance(meta, dict) and closed_at(info := meta.get("runinfo")) is not None:
         end = ended_by(info)  # its StepLogger was closed: a run that ended (finished or died), not a hung one

@@ -7,8 +7,8 @@ key the last value, the mean of the rows read (the *window*: at most ``WINDOW_RO
 highest value read. It holds no rows, so a list of thousands of runs stays small.
 
 States (:func:`run_state`): ``crashed`` (its StepLogger was closed by an exception), ``ended`` (closed normally or
-by an interruption), ``idle`` (not written for ``stall_factor`` x its usual row interval, at least ``stall_min_s``:
-the alert rules' numbers; a run whose interval is unknown after ``IDLE_UNKNOWN`` s), else ``live``.
+by an interruption), ``stalled`` / ``idle`` as steptable.alerts.activity judges a run quiet past its threshold (the
+alert rules' numbers), else ``live``.
 """
 
 from __future__ import annotations
@@ -21,16 +21,16 @@ from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from typing import Any
 
+from steptable.alerts.activity import judge, stall_after
 from steptable.alerts.engine import STEP_TIME_KEYS, end_alert, scan
 from steptable.alerts.rules import AlertConfig, cell_float
+from steptable.ingest.files.siblings import newest_sibling
 from steptable.table.runinfo import closed_at, ended_by
 
 #: rows of the tail the window mean spans (the newest)
 WINDOW_ROWS = 100
-#: a run whose row interval is unknown (no clock, no step-time key, fewer than 5 rows) is idle after this long
-IDLE_UNKNOWN = 600.0
 #: the order states are told in
-STATES = ("live", "idle", "ended", "crashed")
+STATES = ("live", "stalled", "idle", "ended", "crashed")
 INTERRUPTED = "interrupted"
 #: the metrics a sweep is ranked and listed by when none is named, the first ones a run logs (score, reward, loss)
 RANK_KEYS = ("eval/score", "score", "reward/mean", "reward", "env/all/reward/total", "rewards/mean", "loss",
@@ -60,6 +60,7 @@ class RunDigest:
     warnings: int = 0
     first_alerts: list[str] = field(default_factory=list)  # the first few alert lines
     bad: int = 0  # bad lines in the rows read
+    running_at: float | None = None  # a StepLogger run not closed: when a file beside it was last written
 
     @property
     def keys(self) -> list[str]:
@@ -111,6 +112,7 @@ def digest(store: Any, size: int, *, alerts: bool = True, config: AlertConfig | 
             run=store.run, arm=store.arm or store.run, kind=store.kind, size=size, rows=rows, rows_exact=offset <= 0,
             last_step=store.step_at(n - 1) if n else None, updated=store.last_update, interval=_interval(store, n),
             end=end, window=n - start, last=last, mean=mean, low=low, high=high, bad=store.bad_count,
+            running_at=newest_sibling(store.path) if isinstance(info, dict) and end is None else None,
         )
         found = scan(store.steps_between(start, n), cols, None, config) if alerts and n else []
         if (ea := end_alert(info, out.last_step or 0)) is not None:
@@ -134,15 +136,10 @@ def direction(store: Any, key: str) -> str | None:
 
 
 def run_state(d: RunDigest, now: float, config: AlertConfig | None = None) -> str:
-    """``live`` / ``idle`` / ``ended`` / ``crashed`` (see the module docstring)."""
+    """``live`` / ``stalled`` / ``idle`` / ``ended`` / ``crashed`` (see the module docstring)."""
     if d.end is not None:
         return "ended" if d.end in ("", INTERRUPTED) else "crashed"
-    if d.updated is None:
-        return "live"  # no row yet and no age: a file just created
-    c = config or AlertConfig()
-    gap = now - d.updated
-    after = max(c.stall_factor * d.interval, c.stall_min_s) if d.interval is not None else IDLE_UNKNOWN
-    return "idle" if gap > after else "live"
+    return judge(d.updated, stall_after(d.interval, config), now, running_at=d.running_at, config=config).state
 
 
 def sweep_line(digests: Iterable[RunDigest], now: float) -> str:

@@ -34,7 +34,8 @@ def test_states(tmp_path: Path) -> None:
     assert crashed.errors == 1 and "RuntimeError" in crashed.first_alerts[0]
     assert live.interval is not None and abs(live.interval - 1.0) < 0.01  # rows 1 s apart by their clock
     assert run_state(live, now + 59) == "live"  # at least stall_min_s (60 s)
-    assert run_state(live, now + 61) == "idle"
+    assert run_state(live, now + 61) == "stalled"  # quiet past its threshold, not long: it may hang
+    assert run_state(live, now + 1801) == "idle"  # past stall_window_s with nothing saying it runs
     assert sweep_line([ended, crashed, live], now) == "3 runs: 1 live, 1 ended, 1 crashed; 1 with errors"
 
 

@@ -7,6 +7,7 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Static
 
+from steptable.alerts.activity import Activity
 from steptable.app.model import Store, ended
 from steptable.app.widgets.grid import StepGrid
 from steptable.table.cells import cut_middle
@@ -32,6 +33,7 @@ class ArmPanel(Vertical):
         self.label = label
         self.preview: str | None = None  # "last 1,400 rows of 1.0 GB" while the full parse runs
         self.stalled: float | None = None
+        self.idle: Activity | None = None  # long quiet, nothing saying it still runs: a state, not an alert
         self.gone = False  # its file no longer exists (deleted, rotated away, its directory renamed)
         self.grid = StepGrid()
         self.title_bar = Static("", classes="arm-title", markup=False)
@@ -56,7 +58,7 @@ class ArmPanel(Vertical):
 
         parts = [f"{rows:,} rows"]
         if store is not None:
-            if store.last_update is not None and self.stalled is None:  # (STALLED says the same age)
+            if store.last_update is not None and self.stalled is None and self.idle is None:  # (those say it)
                 parts.append(f"{fmt_age(now - store.last_update)} ago")
             nbad = store.bad_count  # all of them: the store keeps only the first few lines themselves
             if nbad:
@@ -66,6 +68,8 @@ class ArmPanel(Vertical):
                 parts.append("resumed " + ",".join(str(r) for r in resumes[-3:]) + (" …" if len(resumes) > 3 else ""))
         if self.stalled is not None:
             parts.append(f"STALLED {fmt_age(self.stalled)}")
+        elif self.idle is not None:
+            parts.append(self.idle.words())
         if self.gone:
             parts.append("FILE GONE (rows as last read)")
         if self.preview:

@@ -58,12 +58,17 @@ class StatusBar(Static):
 
     def show(self, events: Sequence[Event], counts: dict[str, int], note: str = "",
              filtered: tuple[str, int] | None = None) -> None:
-        """``events``: the most relevant first; ``counts``: per level (E, W, S, B) over the whole session;
-        ``filtered``: the column filter in force and how many columns it shows."""
+        """``events``: the most relevant first; ``counts``: per level (E, W, S, B) over the whole session, and
+        ``idle``: runs long quiet (told apart from the alerts); ``filtered``: the column filter in force and how
+        many columns it shows."""
         out = Text(no_wrap=True, overflow="ellipsis")
         names = {"E": "errors", "W": "warnings", "S": "stalled", "B": "bad lines"}
         parts = [f"{counts.get(k, 0)} {names[k]}" for k in ("E", "W", "S", "B") if counts.get(k)]
-        out.append("● " + (" · ".join(parts) if parts else "no alerts"), self._style("I" if not parts else "W"))
+        idle = f"{counts['idle']} idle" if counts.get("idle") else ""  # a state, not an alert
+        head = " · ".join(parts) if parts else "no alerts"
+        out.append("● " + head, self._style("I" if not parts else "W"))
+        if idle:
+            out.append(" · " + idle, self._style("I"))
         if filtered is not None:
             pattern, n = filtered
             out.append(f"  filter {sanitize(pattern)}: {n} column{'s' if n != 1 else ''}", self._style("I"))

@@ -117,7 +117,7 @@ async def test_a_long_name_never_hides_the_state(tmp_path: Path, size: tuple[int
     app, follower, clock = manual_app(root, stacked=size[0] == 120)
     async with app.run_test(size=size) as pilot:
         await sync(pilot, follower)
-        clock.now = T0 + 84 + 3600
+        clock.now = T0 + 84 + 600
         app._on_tick()
         await pilot.pause()
         for panel in app.query(ArmPanel):
