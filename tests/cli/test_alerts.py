@@ -125,7 +125,7 @@ def test_alert_lines_name_the_run_when_arms_share_a_name(tmp_path: Path, capsys:
 def test_a_stall_still_going_on_is_an_alert_in_one_shot_reads(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    start = time.time() - 7200  # one row a second, the last two hours ago
+    start = time.time() - 700  # one row a second, the last ten minutes ago: within the stall window
     write_rows(tmp_path / "a" / "metrics.jsonl",
                [{"step": s, "ts": start + s, "loss": 1.0 + 0.01 * (s % 3)} for s in range(100)])
     rc, out, _ = run_cli(["tail", str(tmp_path), "--alerts-only"], capsys)
