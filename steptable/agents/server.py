@@ -79,6 +79,14 @@ def build(runner: Runner) -> Any:
         """What each column of the runs under path means (header, key, meaning, whether higher is better)."""
         return tools.legend(runner, path)
 
+    @server.tool()
+    @said
+    def compare(path: str, baseline: str, x: str | None = None, window: str | None = None) -> str:
+        """Which arm wins: per metric, each arm's mean over a window of x (default: the last 10% of the range every
+        run reached) with its 95% interval, and its difference from the baseline arm (better/worse where the interval
+        excludes 0). x: step (default), tokens, samples, time or a key; window: a fraction (0.2) or a range (A:B)."""
+        return tools.compare(runner, path, baseline, x, window)
+
     return server
 
 

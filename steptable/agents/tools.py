@@ -60,3 +60,9 @@ def alerts(runner: Runner, path: str, since_step: int | None = None) -> str:
 
 def legend(runner: Runner, path: str) -> str:
     return run(runner, ["legend", "--", path])
+
+
+def compare(runner: Runner, path: str, baseline: str, x: str | None = None, window: str | None = None) -> str:
+    argv = ["compare", f"--baseline={baseline}", *([f"--x={x}"] if x else [])]
+    argv += [f"--window={window}"] if window else []
+    return run(runner, [*argv, "--", path])

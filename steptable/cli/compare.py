@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import Any, TextIO
 
 DESCRIPTION = (
     "Compare arms: per metric and arm the mean over a window of x with its 95% interval (Student t over the seeds' "
@@ -37,9 +37,11 @@ def add_parser(sub: Any) -> None:
     c.add_argument("--format", choices=("text", "md", "jsonl"), default="text", help="output format (default text)")
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
     """``steptable compare``: each arm's window mean and its difference from the baseline, per metric; returns 0,
-    or 2 for a usage error, a path or arm that is not there, or a window some arm has not reached."""
+    or 2 for a usage error, a path or arm that is not there, or a window some arm has not reached. Writes on ``out``
+    and ``err`` (default stdout and stderr)."""
+    out_, err_ = out or sys.stdout, err or sys.stderr
     from steptable.cli.tail import missing_paths
     from steptable.compare import (
         CompareError,
@@ -60,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
     from steptable.table.formatting import sanitize
 
     def fail(msg: str) -> int:
-        sys.stderr.write(f"steptable compare: {sanitize(msg)}\n")
+        err_.write(f"steptable compare: {sanitize(msg)}\n")
         return 2
 
     if missing := missing_paths(args.paths):
@@ -79,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
     follower.scan()
     follower.finish()
     for line in follower.errors:
-        sys.stderr.write(sanitize(line) + "\n")
+        err_.write(sanitize(line) + "\n")
     stores = [follower.stores[k] for k in sorted(follower.stores)]
     stores = [s for s in stores if len(s)]
     if not stores:
@@ -100,12 +102,12 @@ def run(args: argparse.Namespace) -> int:
     except CompareError as e:
         return fail(str(e))
     if args.format == "jsonl":
-        out = jsonl_report(results)
+        text = jsonl_report(results)
     elif args.format == "md":
-        out = md_report(arms, window, baseline, results)
+        text = md_report(arms, window, baseline, results)
     else:
-        out = text_report(arms, window, baseline, results)
-    sys.stdout.write(out)
+        text = text_report(arms, window, baseline, results)
+    out_.write(text)
     if unread := follower.unreadable():
         return fail(f"could not read {', '.join(unread)}")
     return 0

@@ -13,9 +13,9 @@ HINT = "steptable mcp: needs the MCP SDK: pip install 'steptable[mcp]'\n"
 
 def add_parser(sub: Any) -> None:
     sub.add_parser(
-        "mcp", help="an MCP server over stdio for coding agents (tools: runs, summary, tail, alerts, legend)",
-        description="An MCP server over stdio: the tools runs, summary, tail (rows after a cursor), alerts and legend "
-        "return the same text as the commands of those names. Register it with an agent as the command "
+        "mcp", help="an MCP server over stdio for coding agents (tools: runs, summary, tail, alerts, legend, compare)",
+        description="An MCP server over stdio: the tools runs, summary, tail (rows after a cursor), alerts, legend and "
+        "compare return the same text as the commands of those names. Register it with an agent as the command "
         "`steptable mcp`. Needs the extra: pip install 'steptable[mcp]'.",
     )
 
@@ -31,8 +31,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def run_argv(argv: list[str], out: TextIO, err: TextIO) -> int:
-    """Run ``steptable *argv`` (runs, summary, tail without -f, legend) writing on ``out`` and ``err``; the exit
-    status. ``tail`` ends with its cursor line whether or not --since was given."""
+    """Run ``steptable *argv`` (runs, summary, tail without -f, legend, compare) writing on ``out`` and ``err``;
+    the exit status. ``tail`` ends with its cursor line whether or not --since was given."""
     from steptable.cli.main import _parser
 
     try:  # (the tools build argv from typed arguments: argparse refuses none of them; its own words go to stderr)
@@ -55,6 +55,10 @@ def run_argv(argv: list[str], out: TextIO, err: TextIO) -> int:
         from steptable.cli import legend
 
         return legend.run(args, out, err)
+    if args.cmd == "compare":
+        from steptable.cli import compare
+
+        return compare.run(args, out, err)
     if args.cmd == "runs":
         from steptable.cli import runs
 

@@ -68,7 +68,7 @@ def test_tools_return_the_cli_text_and_tail_follows_a_cursor(tmp_path: Path, cap
 
     async def body(client: Any) -> None:
         tools = await client.list_tools()
-        assert {t.name for t in tools.tools} == {"runs", "summary", "tail", "alerts", "legend"}  # (compare: later)
+        assert {t.name for t in tools.tools} == {"runs", "summary", "tail", "alerts", "legend", "compare"}
         for name in ("summary", "legend", "runs"):
             seen[name] = _text(await client.call_tool(name, {"path": root}))
         seen["tail"] = _text(await client.call_tool("tail", {"path": root, "run": "armA", "since_step": 24}))
@@ -124,3 +124,29 @@ def test_without_the_sdk_a_one_line_hint(monkeypatch: pytest.MonkeyPatch, capsys
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "mcp" else real(name, *a))
     rc, out, err = run_cli(["mcp"], capsys)
     assert rc == 2 and out == "" and err == "steptable mcp: needs the MCP SDK: pip install 'steptable[mcp]'\n"
+
+
+def test_compare_returns_the_commands_text(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Two arms of one experiment: the compare tool's text is `steptable compare`'s, window and all."""
+    from steptable.logger.steplogger import StepLogger
+    from steptable.table.columns import Col
+
+    cols = [Col("step", 5, "step", "d", "step"), Col("reward", 7, "reward", ".3f", "reward", better="higher")]
+    for arm, lift in (("vanilla", 0.0), ("routeA", 0.2)):
+        with StepLogger(cols, run_dir=tmp_path / "exp" / arm, arm=arm, console=False, alerts=False) as sl:
+            for s in range(200):
+                sl.log({"step": s, "reward": 0.3 + lift + 0.01 * ((s * 7) % 5)})
+    root = str(tmp_path / "exp")
+    rc, cli, err = run_cli(["compare", root, "--baseline", "vanilla", "--window", "0.2"], capsys)
+    assert rc == 0, err
+    seen: dict[str, str] = {}
+
+    async def body(client: Any) -> None:
+        got = await client.call_tool("compare", {"path": root, "baseline": "vanilla", "window": "0.2"})
+        seen["compare"] = _text(got)
+        bad = await client.call_tool("compare", {"path": root, "baseline": "nosucharm"})
+        seen["bad"] = _text(bad) if bad.is_error else ""
+
+    _session(body)
+    assert seen["compare"] == cli + err and "routeA" in seen["compare"]
+    assert "nosucharm" in seen["bad"]
