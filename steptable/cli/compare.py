@@ -41,7 +41,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     """``steptable compare``: each arm's window mean and its difference from the baseline, per metric; returns 0,
     or 2 for a usage error, a path or arm that is not there, or a window some arm has not reached. Writes on ``out``
     and ``err`` (default stdout and stderr)."""
-    out_, err_ = out or sys.stdout, err or sys.stderr
+    from steptable.cli.reading import read_runs
     from steptable.cli.tail import missing_paths
     from steptable.compare import (
         CompareError,
@@ -55,10 +55,11 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     )
     from steptable.compare.direction import directions
     from steptable.compare.render import jsonl_report, md_report, text_report
-    from steptable.ingest import Follower
     from steptable.ingest.files.discover import nothing_found
     from steptable.schemafiles.files import compare_settings
     from steptable.schemas.userdoc import SchemaFileError
+
+    out_, err_ = out or sys.stdout, err or sys.stderr
     from steptable.table.formatting import sanitize
 
     def fail(msg: str) -> int:
@@ -77,12 +78,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
         spec = parse_window(args.window)
     except CompareError as e:
         return fail(str(e))
-    follower = Follower(args.paths)
-    follower.scan()
-    follower.finish()
-    for line in follower.errors:
-        err_.write(sanitize(line) + "\n")
-    stores = [follower.stores[k] for k in sorted(follower.stores)]
+    follower, stores = read_runs(args.paths, err_)
     stores = [s for s in stores if len(s)]
     if not stores:
         return fail(nothing_found(args.paths) if not follower.stores else "no readable rows")

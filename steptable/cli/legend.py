@@ -27,15 +27,10 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     out, err = out or sys.stdout, err or sys.stderr
     missing: list[str] = []
     if args.paths:
-        from steptable.ingest import Follower
+        from steptable.cli.reading import read_runs
         from steptable.ingest.files.discover import nothing_found
 
-        follower = Follower(args.paths)
-        follower.scan()
-        follower.finish()
-        for line in follower.errors:
-            err.write(sanitize(line) + "\n")
-        stores = [follower.stores[k] for k in sorted(follower.stores)]
+        follower, stores = read_runs(args.paths, err)
         if not stores:
             err.write(f"steptable legend: {sanitize(nothing_found(args.paths))}\n")
             return 2

@@ -17,17 +17,13 @@ def add_parser(sub: Any) -> None:
 def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
     """Exit status: 0 when runs were found (with or without rows), 2 when none was or a path is missing."""
     from steptable.alerts.engine import fmt_age
-    from steptable.ingest import Follower
+    from steptable.cli.reading import read_runs
     from steptable.ingest.files.discover import missing_paths, nothing_found
     from steptable.table import runinfo
     from steptable.table.formatting import sanitize
 
     out, err = out or sys.stdout, err or sys.stderr
-    follower = Follower(args.paths)
-    follower.scan()
-    follower.finish()
-    for line in follower.errors:
-        err.write(sanitize(line) + "\n")
+    follower, _ = read_runs(args.paths, err)
     if not follower.stores:
         err.write(f"steptable runs: {sanitize(nothing_found(args.paths))}\n")
         return 2

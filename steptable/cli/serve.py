@@ -11,7 +11,7 @@ HINT = "steptable serve: needs textual-serve: pip install 'steptable[serve]'\n"
 
 
 def add_parser(sub: Any) -> None:
-    from steptable.cli.tail import positive_seconds
+    from steptable.cli.reading import positive, positive_seconds
 
     s = sub.add_parser(
         "serve", help="the watch app in a browser (a token in the URL; localhost unless --host)",
@@ -24,7 +24,7 @@ def add_parser(sub: Any) -> None:
     s.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
     s.add_argument("--port", type=_port, default=8000, help="port (default 8000)")
     s.add_argument("--token", default=None, help="the token to require (default: a random one, printed in the URL)")
-    s.add_argument("--max-sessions", type=_positive, default=4, help="browser sessions open at once (default 4)")
+    s.add_argument("--max-sessions", type=positive, default=4, help="browser sessions open at once (default 4)")
     s.add_argument("--theme", default=None, help="dark, light, high-contrast or any Textual theme")
     s.add_argument("--poll", type=positive_seconds, default=None, help="poll files every SECONDS")
 
@@ -36,16 +36,6 @@ def _port(text: str) -> int:
         raise argparse.ArgumentTypeError(f"not a port: {text!r}") from None
     if not 1 <= n <= 65535:
         raise argparse.ArgumentTypeError(f"a port is 1-65535, got {n}")
-    return n
-
-
-def _positive(text: str) -> int:
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"must be 1 or more, got {n}")
     return n
 
 

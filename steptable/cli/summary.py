@@ -10,7 +10,7 @@ from typing import Any, TextIO
 
 def add_parser(sub: Any) -> None:
     """Register ``summary`` on the CLI's sub-parsers."""
-    from steptable.cli.tail import non_negative
+    from steptable.cli.reading import non_negative
 
     s = sub.add_parser(
         "summary", help="one compact block per run (for agents, CI logs and reports)",
@@ -50,8 +50,8 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     default stdout and stderr); returns 0, or 2 when nothing readable was found, a path is missing or unreadable,
     ``--run`` names no run, or --columns matched nothing (the summary of what was read is still printed)."""
     from steptable.alerts.replaced import read_replaced
+    from steptable.cli.reading import read_runs
     from steptable.cli.tail import missing_paths
-    from steptable.ingest import Follower
     from steptable.ingest.files.discover import nothing_found
     from steptable.schemafiles.resolve import by_schema, schema_file_notes, unused_files
     from steptable.schemas import layout
@@ -64,12 +64,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
         from steptable.cli.sweeptop import run_top
 
         return run_top(args, out, err)
-    follower = Follower(args.paths, on_resume=read_replaced)
-    follower.scan()
-    follower.finish()
-    for line in follower.errors:
-        err.write(sanitize(line) + "\n")
-    stores = [follower.stores[k] for k in sorted(follower.stores)]
+    follower, stores = read_runs(args.paths, err, read_replaced)
     if not stores:
         err.write(f"steptable summary: {sanitize(nothing_found(args.paths))}\n")
         return 2

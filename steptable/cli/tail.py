@@ -8,7 +8,6 @@ when an error-level alert fired. What is printed is steptable.cli.tailout's Tail
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import signal
 import sys
@@ -17,13 +16,14 @@ import time
 from typing import Any, TextIO, cast
 
 from steptable.alerts.replaced import read_replaced
+from steptable.cli.reading import non_negative, positive_seconds
 from steptable.cli.tailout import DEFAULT_WIDTH, Tail
 from steptable.ingest import Follower
 from steptable.ingest.files.discover import missing_paths, nothing_found
 from steptable.table.formatting import sanitize
 
 __all__ = [
-    "DEFAULT_WIDTH", "Tail", "add_parser", "cursor_line", "missing_paths", "non_negative", "positive_seconds", "run",
+    "DEFAULT_WIDTH", "Tail", "add_parser", "cursor_line", "missing_paths", "run",
     "tail_once",
 ]
 
@@ -82,28 +82,6 @@ def add_parser(sub: Any) -> None:
     t.add_argument(
         "--poll", type=positive_seconds, default=None, help="poll files every SECONDS instead of notifications"
     )
-
-
-def non_negative(text: str) -> int:
-    """argparse type: an integer >= 0."""
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if n < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more, got {n}")
-    return n
-
-
-def positive_seconds(text: str) -> float:
-    """argparse type: a finite number of seconds > 0."""
-    try:
-        x = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not (x > 0 and math.isfinite(x)):
-        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text}")
-    return x
 
 
 def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:

@@ -8,7 +8,7 @@ from typing import Any
 
 def add_parser(sub: Any) -> None:
     """Register ``watch`` on the CLI's sub-parsers."""
-    from steptable.cli.tail import positive_seconds
+    from steptable.cli.reading import positive_seconds
 
     w = sub.add_parser("watch", help="the live viewer: per-arm tables, legend, diagnostics, charts")
     w.add_argument("paths", nargs="+", help="log directories or metrics files (searched recursively)")

@@ -1,0 +1,54 @@
+"""What the commands share: argparse types for their numbers, and one read of the runs under the paths given."""
+
+from __future__ import annotations
+
+import argparse
+import math
+from collections.abc import Callable, Sequence
+from typing import Any, TextIO
+
+from steptable.table.formatting import sanitize
+
+
+def _integer(text: str, least: int, what: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if n < least:
+        raise argparse.ArgumentTypeError(f"must be {what}, got {n}")
+    return n
+
+
+def non_negative(text: str) -> int:
+    """argparse type: an integer >= 0."""
+    return _integer(text, 0, "0 or more")
+
+
+def positive(text: str) -> int:
+    """argparse type: an integer >= 1."""
+    return _integer(text, 1, "1 or more")
+
+
+def positive_seconds(text: str) -> float:
+    """argparse type: a finite number of seconds > 0."""
+    try:
+        x = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not (x > 0 and math.isfinite(x)):
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text}")
+    return x
+
+
+def read_runs(paths: Sequence[str], err: TextIO, on_resume: Callable[..., Any] | None = None) -> tuple[Any, list[Any]]:
+    """Read every run under ``paths`` once (a Follower's scan to the end of each file); the follower's problems go
+    to ``err``, a line each. Returns the follower and its stores in name order."""
+    from steptable.ingest import Follower
+
+    follower = Follower(paths, on_resume=on_resume)
+    follower.scan()
+    follower.finish()
+    for line in follower.errors:
+        err.write(sanitize(line) + "\n")
+    return follower, [follower.stores[k] for k in sorted(follower.stores)]
