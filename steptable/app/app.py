@@ -251,7 +251,8 @@ class StepTableApp(App[int]):
         for group, cols, fixed in tables:
             for rid in group.runs:
                 if (panel := self.panels.get(rid)) is not None:
-                    panel.grid.set_columns(cols, fixed, s.marked(cols, panel.grid.selected, shown))
+                    panel.grid.set_columns(cols, fixed, s.marked(cols, panel.grid.selected, shown),
+                                          group.schema.derive)
         parts = ([(s.group_title(g), cols) for g, cols, _ in tables if cols] if len(tables) > 1
                  else [(None, cols) for _, cols, _ in tables[:1]] or [(None, ())])
         self.main.query_one(LegendPanel).show_parts(parts)

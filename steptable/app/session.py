@@ -85,7 +85,11 @@ class Session:
         for rid, was, n in seen:
             waiting.discard(rid)
             group = self._group_of[rid]
-            self._lay_out(group, waiting, self._outgrown(group, self.runs[rid].store, was, n))
+            store = self.runs[rid].store
+            self._lay_out(group, waiting, self._outgrown(group, store, was, n))
+            if was == 0 and self._outgrown(group, store, was, n):
+                # the layout was first made just now: the first look across the run (as tail takes it) widens it
+                self._lay_out(group, waiting, True)
         for group in self.groups if regrouped else ():  # (one a run left)
             self._lay_out(group)
         changed = any(g.layout and g.layout is not before.get(rid) for rid, g in self._group_of.items())

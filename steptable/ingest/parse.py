@@ -19,6 +19,9 @@ from typing import Any, Final
 
 import msgspec
 
+from steptable.table.stepkeys import STEP_KEYS as STEP_KEYS
+from steptable.table.stepkeys import step_key_among
+
 BOM: Final = b"\xef\xbb\xbf"
 
 #: strings read as non-finite floats wherever a value is expected (also what the rewrite below produces)
@@ -28,9 +31,6 @@ NONFINITE: Final[dict[str, float]] = {
     "infinity": math.inf, "+infinity": math.inf, "-infinity": -math.inf,
 }
 
-#: candidate step keys, in priority order (the first one a row carries wins for the whole file)
-STEP_KEYS: Final = ("step", "iteration", "iter", "global_step", "training/global_step", "progress/batch", "_step",
-                    "time/total_timesteps")
 
 
 class _Missing:
@@ -308,7 +308,7 @@ def _after_cut(line: bytes) -> dict[str, Any] | None:
             continue
         # both readings possible (a row cut after a colon, another appended): the glued one when the object names
         # its arm as the rows of a shared file do (a nested evaluation object does not)
-        if type(obj) is dict and any(k in obj for k in STEP_KEYS) and (not closable or "arm" in obj):
+        if type(obj) is dict and step_key_among(obj) is not None and (not closable or "arm" in obj):
             return obj
     return None
 

@@ -8,8 +8,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from steptable.ingest.parse import STEP_KEYS, BadLine, norm_value
+from steptable.ingest.parse import MISSING, BadLine, norm_value
 from steptable.ingest.table import WALL_KEYS
+from steptable.table.stepkeys import is_step_key
 
 #: keys that say nothing about whether two rows are the same measurement (resume vs merge test; endofrun's too)
 BOOKKEEPING_KEYS = frozenset(WALL_KEYS) | {"arm", "run"}
@@ -19,7 +20,7 @@ def counter(key: str) -> bool:
     """A counter an evaluation row carries as well as a training row (the epoch, a second step key, HF's
     ``train/epoch`` and ``train/global_step``): alone it is no sign of a resume (an eval of an earlier step logged
     late with one score and the epoch would read as one, and drop the rows after it)."""
-    return key in STEP_KEYS or key == "epoch" or key.endswith(("/epoch", "/global_step"))
+    return is_step_key(key) or key == "epoch" or key.endswith(("/epoch", "/global_step"))
 
 
 @dataclass(slots=True)
@@ -45,3 +46,18 @@ def measured(v: Any) -> bool:
     if type(v) is str and len(v) <= 9:
         v = norm_value(v)
     return v is not None and not (type(v) is float and v != v)
+
+
+def stepless(label: str, lineno: int, key: str, got: Any, last: int | None, ordinal: int) -> tuple[int, BadLine, bool]:
+    """(step, report, whether to report it once a file only) for a row whose step ``key`` is missing (``got`` is
+    MISSING or None) or not an integer. A row without a step is placed after the last step: its cells must not land
+    in the previous step's row (the store never overwrites a cell, but they would be read as that step's). A row
+    whose step is not an integer (1.5, a huge number) is kept under the last step, filling only what that row lacks,
+    and reported every time (a run that logs fractional steps on every row is told a few times and counted)."""
+    if got is None or got is MISSING:
+        step = ordinal if last is None else last + 1
+        where = f"placed after step {last}, as step {step}" if last is not None else f"placed at its position, {step}"
+        return step, BadLine(label, lineno, f"step {key!r} missing: row {where} (further rows without a step are "
+                                            "placed the same way, not reported again)"), True
+    step = ordinal if last is None else last
+    return step, BadLine(label, lineno, f"step {key!r} not an integer ({got!r:.40}): row kept under step {step}"), False

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import os
 import stat
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from pathlib import Path
@@ -21,17 +22,23 @@ from steptable.ingest.parsed import Parsed
 from steptable.ingest.readers.arms import ArmSplit
 from steptable.ingest.readers.console import ConsoleParser
 from steptable.ingest.readers.csvlog import CsvParser
-from steptable.ingest.readers.hf import newest_trainer_state, parse_trainer_state, trainer_states
+from steptable.ingest.readers.hf import MAX_STATE, newest_modified, parse_trainer_state, trainer_states
 from steptable.ingest.readers.jsonl import JsonlParser, LineNo
 from steptable.ingest.store import ResumeReader, RunStore
 from steptable.table import runinfo, sidejson
 from steptable.table.sidejson import SideFileError
 
 MAX_META = 4 * 1024 * 1024
-#: a ``trainer_state.json`` is re-read whole on every change; one beyond this is reported, not read
-MAX_STATE = 1_000_000_000
 
 Report = Callable[[BadLine], None]
+
+#: seconds a JSONL last line without its newline must stay unchanged before a follower shows it (a finished run whose
+#: writer never ended its last row; a line being written grows well within this)
+HELD_QUIET_S = 1.0
+
+
+def _now() -> float:
+    return time.monotonic()
 
 
 def read_regular(path: str | os.PathLike[str], limit: int) -> bytes:
@@ -119,6 +126,10 @@ class TailSource(Source):
         # a JSONL written by the StepLoggers of several arms: the stores of the arms after the file's first
         self._arms = ArmSplit(cand.path) if cand.kind == "jsonl" else None
         self.arm_stores: dict[str, RunStore] = {}
+        # the unfinished last line: (the tail's offset, when it was first seen at it), and, once shown, the rows each
+        # store had before it (taken back before the line is read again, grown or whole)
+        self._quiet: tuple[int, float] | None = None
+        self._shown_held: dict[int, tuple[RunStore, int]] = {}
 
     def stores(self) -> list[RunStore]:
         return [self.store, *self.arm_stores.values()]  # (dict order: an arm's store never goes away)
@@ -144,7 +155,11 @@ class TailSource(Source):
         store = self.store
         # Rows already in the file when it is first read (or re-read after a reset) have no known arrival time.
         now = None if self._live else math.nan
-        for ev in self.tail.poll():
+        offset = self.tail.offset
+        for ev in self.tail.poll():  # (read lazily: a chunk that fails costs that chunk, not the blocks after it)
+            if self._shown_held:
+                self._take_back_held()  # the held line ended or the file was reset: read again as it is now
+                changed = True
             if ev is RESET and self.cand.kind == "csv" and len(store):
                 # SB3 and Lightning rewrite a CSV from the top when they add a key: read it aside, and keep the
                 # rows shown when the new file only adds to them (_settle)
@@ -171,6 +186,10 @@ class TailSource(Source):
                     changed = True
         if store is not self.store:
             self._settle(store)
+        if self._shown_held and self.tail.offset != offset:  # the held line grew, still without its newline
+            self._take_back_held()
+            changed = True
+        changed = self._show_held() or changed
         self._live = self.tail.opened
         # (a file never opened may be gone before its first read, or be a link that now leads nowhere)
         self.missing = self.tail.missing or (not self.tail.opened and not os.path.exists(self.cand.path))
@@ -231,6 +250,42 @@ class TailSource(Source):
             return True
         return False
 
+    def _show_held(self) -> bool:
+        """A follower shows a JSONL last line without its newline once it has not grown for ``HELD_QUIET_S`` and
+        parses as a whole row (as a one-shot read does at once): a finished run's writer may never end its last row,
+        and it may hold the run's final evaluation. The parser reads it without moving on (its row count and last
+        step are restored): the line is read again when it grows or ends, its row taken back first, so it is
+        replaced, never shown twice."""
+        if self.cand.kind != "jsonl" or self._shown_held or not self.tail.pending:
+            self._quiet = None
+            return False
+        t = _now()
+        if self._quiet is None or self._quiet[0] != self.tail.offset:
+            self._quiet = (self.tail.offset, t)
+            return False
+        if t - self._quiet[1] < HELD_QUIET_S:
+            return False
+        ev = self.tail.final_line()
+        if ev is None or not isinstance(self.parser, JsonlParser):
+            return False
+        before = {id(st): (st, len(st)) for st in self.stores()}
+        kept = self.parser.ordinal, self.parser.last_step
+        parsed = self.parser.parse(ev.data, ev.first_line)
+        self.parser.ordinal, self.parser.last_step = kept
+        if not parsed.steps:
+            self._quiet = (self.tail.offset, math.inf)  # not a whole row: wait for more bytes
+            return False
+        parsed.bad.clear()  # (reported when the line is read for good)
+        self._add(self.store, parsed, None)
+        self._shown_held = {**before, **{id(st): (st, 0) for st in self.stores() if id(st) not in before}}
+        return True
+
+    def _take_back_held(self) -> None:
+        for st, n in self._shown_held.values():
+            st.withdraw(n)
+        self._shown_held = {}
+        self._quiet = None
+
     def finish(self) -> bool:
         """One-shot reads: parse a JSONL last line that has no newline (a follower never calls this).
 
@@ -286,9 +341,12 @@ class StateSource(Source):
         self._reported: tuple[str, int, int, int] | None = None
         self._seen_bad: set[tuple[str, str]] = set()
         self._rows: list[dict[str, object]] = []  # the log_history rows in the store (to add only what is new)
+        self._noted: tuple[Path, Path] | None = None  # (shown, modified last) when they differed, as last reported
 
     def poll(self) -> bool:
-        path = newest_trainer_state(self.cand.run_dir) or self.cand.path
+        states = trainer_states(self.cand.run_dir)
+        path = states[0] if states else self.cand.path
+        self._note_order(path, states)
         try:
             st = os.stat(path)
             self.missing = False
@@ -320,6 +378,16 @@ class StateSource(Source):
         self._load(path, parsed)
         self._sig = sig
         return True
+
+    def _note_order(self, shown: Path, states: list[Path]) -> None:
+        """Say (once per pair) when the state shown is not the one modified last: a restart in the same directory, or
+        a copy that reordered the files' times; either way the reader should know which history it sees."""
+        newest = newest_modified(states) if len(states) > 1 else None
+        pair = None if newest is None or newest == shown else (shown, newest)
+        if pair is not None and pair != self._noted:
+            self.report(BadLine(str(shown), 0, f"shown as the furthest state (highest global_step, longest history); "
+                                               f"{newest} was modified later but holds less"))
+        self._noted = pair
 
     def finish(self) -> bool:
         """One-shot reads poll once, so a state that failed to parse is reported now (a follower waits for the

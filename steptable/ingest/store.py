@@ -4,8 +4,9 @@ Storage is columnar (:mod:`steptable.ingest.table`). Placement of a row with ste
 chunk arrive together, in file order):
 
 - ``s`` above every stored step: appended (the hot path: a whole chunk at once, column by column);
-- ``s`` equal to the last stored step: merged into that row, later values winning per key (tinker's eval line,
-  torchtune's one-metric lines);
+- ``s`` equal to the last stored step: merged into that row, adding the keys it lacks (tinker's eval line,
+  torchtune's one-metric lines); a cell that row holds is never overwritten (the first value wins: a loss of inf
+  must not be hidden by a later line of the same step);
 - ``s`` equal to an earlier stored step and measuring again at least half of its own metric keys, or more than
   half of that row's: a *resume*
   (a retrain restart appends again from its checkpoint; a counter that restarts at 0): rows from ``s`` on are dropped,
@@ -263,6 +264,17 @@ class RunStore(ColumnTable):
             self.generation += 1
             self.version += 1
 
+    def withdraw(self, n: int) -> None:
+        """Drop the rows after the first ``n`` (a row shown before its line was complete, about to be read again
+        whole): one batch, logged as an edit of the first dropped step, so a viewer draws that step again."""
+        with self.lock:
+            if n >= len(self._steps):
+                return
+            step = self._steps[n]
+            self._truncate(n)
+            self._edited(step, None)
+            self.version += 1
+
     def succeed(self, generation: int, version: int) -> None:
         """This store takes the place of an earlier one of the same run (whose file was deleted and is written again,
         a resumed run): ``generation`` and ``version`` go past that one's, so a reader that knows the run by its id
@@ -343,7 +355,8 @@ class RunStore(ColumnTable):
                 pend_rows.append(row)
                 last = step
             elif pend_steps and step == pend_steps[-1]:
-                pend_rows[-1] = {**pend_rows[-1], **row}
+                held = pend_rows[-1]  # a cell another row of the step wrote stays
+                pend_rows[-1] = {**held, **{k: v for k, v in row.items() if k not in held}}
             else:
                 if pend_steps:
                     self._append(pend_steps, rows_to_cols(pend_rows), None, now)
@@ -371,10 +384,11 @@ class RunStore(ColumnTable):
                 self.resumes.append(step)
                 self._append([step], rows_to_cols([row]), None, now)
             else:
-                if i < n - 1:  # a late row (later steps' rows came first): it fills the row in, it overwrites nothing
-                    row = self._unheld(i, row)
-                    if not row:
-                        return
+                # a late row (later steps' rows came first) fills the row in; another line of the last step (an eval
+                # line, one metric a line) adds its cells: neither overwrites a cell the step's first row wrote
+                row = self._unheld(i, row) if i < n - 1 else {k: v for k, v in row.items() if not self._present(i, k)}
+                if not row:
+                    return
                 self._merge(i, row, now)
                 self._edited(step, frozenset(row))
             return

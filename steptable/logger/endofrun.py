@@ -332,7 +332,9 @@ class Plan:
                     got_row = pending[step]
                     if j in self.late:  # (RunStore._unheld: what the row holds stays)
                         cells = {key: v for key, v in cells.items() if not measured(got_row.get(key))}
-                    got_row.update(cells)  # a later row of the same step in order: its values win
+                    else:  # a later row of the same step in order adds the keys it lacks (RunStore._place)
+                        cells = {key: v for key, v in cells.items() if key not in got_row}
+                    got_row.update(cells)
                 else:
                     pending[step] = {"step": step, **cells} if positional else cells
             while e < n and self.last[e] <= j:

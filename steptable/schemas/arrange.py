@@ -12,11 +12,12 @@ from collections.abc import Mapping, Sequence
 from fnmatch import fnmatchcase
 from typing import Any
 
-from steptable.schemas.base import META_KEYS, STEP_KEYS, RunView, Schema
+from steptable.schemas.base import META_KEYS, RunView, Schema
 from steptable.schemas.headers import short_headers
 from steptable.schemas.widths import narrowest
 from steptable.table.columns import Better, Col
 from steptable.table.formatting import display_width, format_value, numeric_pair, sanitize
+from steptable.table.stepkeys import step_key_among
 
 __all__ = [
     "auto_col", "by_key", "fit", "hidden_keys", "informative", "layout", "own_step_keys", "run_keys", "sample_values",
@@ -120,7 +121,8 @@ def step_key_of(runs: Sequence[RunView], default: str = "step") -> str:
     keys = {k for r in runs for k in r.keys}
     if default in keys or len({getattr(r, "step_key", None) for r in runs}) > 1:
         return default
-    return next((k for k in STEP_KEYS if k in keys), default)
+    found = step_key_among(keys)
+    return default if found is None else found
 
 
 def layout(

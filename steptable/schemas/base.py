@@ -23,6 +23,7 @@ from typing import Any, Protocol
 
 from steptable.schemas.parts import SIDE_KINDS, Derived, Rule, SideFile, ratio_pair
 from steptable.table.columns import Col, ColumnError, validate
+from steptable.table.stepkeys import STEP_KEYS as STEP_KEYS
 
 __all__ = [
     "META_KEYS", "SIDE_KINDS", "STEP_KEYS", "Derived", "Rule", "RunView", "Schema", "SideFile", "derive_rows",
@@ -32,11 +33,6 @@ __all__ = [
 #: keys that are bookkeeping, not metrics (never auto-columns)
 META_KEYS = frozenset({"arm", "ts", "timestamp", "_timestamp", "wall_time", "run", "_runtime"})
 
-#: step keys real trainers use, most common first; ``layout`` uses the first one present
-STEP_KEYS = (
-    "step", "iteration", "iter", "global_step", "training/global_step", "progress/batch", "_step",
-    "time/total_timesteps",
-)
 
 
 class RunView(Protocol):

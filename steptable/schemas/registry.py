@@ -15,10 +15,11 @@ from pathlib import Path, PurePath
 from typing import Protocol, TypeVar
 
 from steptable.schemas import generic, retrain, tinker, tinyzero, trl, verl
-from steptable.schemas.base import META_KEYS, STEP_KEYS, Rule, Schema, SideFile
+from steptable.schemas.base import META_KEYS, Rule, Schema, SideFile
 from steptable.schemas.routing import DIAGNOSTIC_KEYS, routing_columns
 from steptable.table import runinfo
 from steptable.table.columns import Col, streamed
+from steptable.table.stepkeys import is_step_key
 
 #: the routing arms' distinctive keys
 ROUTING_MARKERS = frozenset({"hack_s", "gt_s", "rew_s", "ref_eq", "hack_t", "gt_t", *DIAGNOSTIC_KEYS})
@@ -152,7 +153,7 @@ def by_schema(
         s = schema if schema is not None else (schema_of or builtin_run_schema)(r)
         # (a user's generic declares columns but no more than the built-in says which runs belong together)
         loose = schema is None and (not s.cols or s.name == GENERIC.name or s.several is not None)
-        keys = set(r.keys) - _NOT_METRICS - (s.several or frozenset())
+        keys = {k for k in r.keys if not is_step_key(k)} - _NOT_METRICS - (s.several or frozenset())
         part = s.part(r.path)
         group = next((g for g in groups if g[0].name == s.name and g[3] == part
                       and (not loose or _shares_keys(keys, g[2]))), None)
@@ -165,7 +166,7 @@ def by_schema(
 
 
 #: keys every kind of run may log (steps, clocks, names): no sign that two runs log the same things
-_NOT_METRICS = frozenset({*STEP_KEYS, *META_KEYS, "time", "epoch"})
+_NOT_METRICS = frozenset({*META_KEYS, "time", "epoch"})
 
 
 def _shares_keys(keys: set[str], group: set[str]) -> bool:

@@ -214,10 +214,10 @@ def test_csv_rows_survive_bad_cells_bad_steps_a_bom_and_repeated_names(
     )
     rc, out, err = run_cli(["tail", str(path), "--format", "jsonl", "-n", "0"], capsys)
     rows = [json.loads(line) for line in out.splitlines()]
-    # the BOM kept no quotes on "step"; the row with the huge cell is one bad line; the 1.5 row is kept (merged)
-    # under the step before it and said so; the first "loss" column is the one shown; "1_000" is text
+    # the BOM kept no quotes on "step"; the row with the huge cell is one bad line; the 1.5 row is kept under the
+    # step before it and said so, overwriting nothing there; the first "loss" column is the one shown; "1_000" is text
     assert rc == 0 and [r["step"] for r in rows] == [0, 2]
-    assert [r["loss"] for r in rows] == [0.3, "1_000"]
+    assert [r["loss"] for r in rows] == [0.5, "1_000"]
     assert "header name 'loss' repeated" in err and ":3: malformed CSV" in err
     assert ":4: step 'step' not an integer (1.5): row kept under step 0" in err
 

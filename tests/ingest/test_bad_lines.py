@@ -96,11 +96,24 @@ def test_number_out_of_range(tmp_path: Path) -> None:
     assert [(b.lineno, b.reason) for b in store.bad] == [(2, "number out of range read as inf (row kept)")]
 
 
-def test_rows_without_a_step(tmp_path: Path) -> None:
-    _, store, path = ingest(tmp_path, train_line(0) + train_line(1) + b'{"loss": 1.5, "extra": 7}\n' + train_line(2))
-    assert list(store.steps) == [0, 1, 2]
-    assert store.value(1, "extra") == 7  # kept under the previous step, merged into that row
-    assert [str(b) for b in store.bad] == [f"{path}:3: step 'step' missing: row kept under step 1"]
+def test_rows_without_a_step_are_placed_after_the_last_step(tmp_path: Path) -> None:
+    """A row without a step never lands in (or overwrites) the previous step's row: placed after it, said once."""
+    _, store, path = ingest(tmp_path, b'{"step": 0, "loss": 1.0}\n{"step": 1, "loss": 1e999}\n'
+                            b'{"loss": 0.3, "extra": 7}\n{"loss": 0.2}\n')
+    assert list(store.steps) == [0, 1, 2, 3]
+    assert store.value(1, "loss") == math.inf and store.value(1, "extra") is None
+    assert store.value(2, "loss") == 0.3 and store.value(2, "extra") == 7 and store.value(3, "loss") == 0.2
+    assert [str(b) for b in store.bad] == [
+        f"{path}:2: number out of range read as inf (row kept)",
+        f"{path}:3: step 'step' missing: row placed after step 1, as step 2 (further rows without a step are placed "
+        "the same way, not reported again)",
+    ]
+
+
+def test_csv_rows_without_a_step_are_placed_after_the_last_step(tmp_path: Path) -> None:
+    _, store, _ = ingest(tmp_path, b"step,loss\n0,1.0\n1,inf\n,0.3\n", "metrics.csv")
+    assert list(store.steps) == [0, 1, 2] and store.value(1, "loss") == math.inf and store.value(2, "loss") == 0.3
+    assert len(store.bad) == 1 and "row placed after step 1, as step 2" in store.bad[0].reason
 
 
 def test_file_without_any_step_key_numbers_rows_by_position(tmp_path: Path) -> None:

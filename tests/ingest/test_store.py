@@ -41,13 +41,14 @@ def test_append_and_read_api() -> None:
     assert s.version == 1 and s.last_update == 1000.0 and list(s.wall_times) == [1000.0] * 3
 
 
-def test_same_step_on_neighbouring_lines_merges_later_wins() -> None:
+def test_same_step_on_neighbouring_lines_merges_first_value_kept() -> None:
+    """Lines of one step add the keys the step lacks; a cell one of them wrote is never overwritten by another."""
     s = RunStore("r", "r")
     add_rows(s, [{"step": 0, "loss": 1.0}, {"step": 0, "test/acc": 0.5}, {"step": 1, "loss": 2.0},
                  {"step": 1, "loss": 2.5, "lr": 0.1}])
     assert list(s.steps) == [0, 1] and s.resumes == []
     assert s.row(0) == {"step": 0, "loss": 1.0, "test/acc": 0.5}
-    assert s.row(1) == {"step": 1, "loss": 2.5, "lr": 0.1}
+    assert s.row(1) == {"step": 1, "loss": 2.0, "lr": 0.1}
     add_rows(s, [{"step": 1, "test/acc": 0.7}])  # a later batch merges into the last row too
     assert s.row(1)["test/acc"] == 0.7 and len(s) == 2
 
@@ -222,16 +223,27 @@ def test_a_late_row_with_nothing_to_add_changes_nothing() -> None:
     assert s.value(3, "time/total") == 33.0 and s.edits_since(0) == [] and s.edit_count == 0 and len(s) == 7
 
 
-def test_a_row_of_the_last_step_still_merges_later_values_winning() -> None:
+def test_a_row_of_the_last_step_merges_without_overwriting() -> None:
     """In order (verl's validation metrics, an HF eval entry right after its train entry, tinker's synchronous
-    loop): the newest line of the newest step is that step's latest word."""
+    loop): a later line of the newest step adds its keys; a key the step's row holds keeps its first value (the
+    evaluation's own ``time/total`` is not the iteration's), as for a late row."""
     s = RunStore("r", "/nonexistent/metrics.jsonl")
     add_untimed(s, [tinker_iteration_row(t) for t in range(5)])
+    first = s.value(4, "time/total")
     add_untimed(s, [tinker_evaluation_row(4)])  # another batch: placed row by row
-    assert s.value(4, "time/total") == 75.3 and s.value(4, "test/env/all/reward/total") == 0.75
+    assert s.value(4, "time/total") == first != 75.3 and s.value(4, "test/env/all/reward/total") == 0.75
     # the same batch: merged before it is appended
     add_untimed(s, [tinker_iteration_row(5), {"step": 5, "time/total": 40.0}])
-    assert s.value(5, "time/total") == 40.0 and len(s) == 6 and s.resumes == []
+    assert s.value(5, "time/total") == tinker_iteration_row(5)["time/total"] != 40.0
+    assert len(s) == 6 and s.resumes == []
+
+
+def test_an_infinite_value_is_never_overwritten_by_another_line_of_its_step() -> None:
+    s = RunStore("r", "r")
+    add_rows(s, [{"step": 0, "loss": 1.0}, {"step": 1, "loss": math.inf}, {"step": 1, "loss": 0.3}])
+    assert s.value(1, "loss") == math.inf
+    add_rows(s, [{"step": 1, "loss": 0.2, "acc": 0.9}])  # a later batch
+    assert s.value(1, "loss") == math.inf and s.value(1, "acc") == 0.9
 
 
 def test_cells_merged_into_an_earlier_row_keep_its_clock(tmp_path: Path) -> None:

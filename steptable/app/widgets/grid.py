@@ -7,7 +7,7 @@ scrolls sideways. Follow mode keeps the newest row in view until the user scroll
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
 from rich.segment import Segment
@@ -27,6 +27,10 @@ from steptable.table.columns import Col
 from steptable.table.formatting import cut, pad, sanitize
 
 _SEP = render.SEP
+
+
+def _as_is(row: Mapping[str, Any]) -> Mapping[str, Any]:
+    return row
 
 
 class StepGrid(ScrollView, can_focus=True):
@@ -107,6 +111,7 @@ class StepGrid(ScrollView, can_focus=True):
         self.cols: tuple[Col, ...] = ()
         self.fixed = 1  # leading columns that do not scroll sideways
         self.selected: str | None = None
+        self.derive: Callable[[Mapping[str, Any]], Mapping[str, Any]] = _as_is
         self.follow = True
         self.drawn_rows = False  # a data row has been drawn (the app waits for it before the full parse)
         self._marks: tuple[tuple[int, int, int], int | None] = ((-1, -1, -1), None)
@@ -122,9 +127,18 @@ class StepGrid(ScrollView, can_focus=True):
 
     # ---------------------------------------------------------------------------------------------- data in
 
-    def set_columns(self, cols: Sequence[Col], fixed: int, selected: str | None) -> None:
-        """Columns in display order; the first ``fixed`` stay in place when scrolling sideways."""
+    def set_columns(
+        self,
+        cols: Sequence[Col],
+        fixed: int,
+        selected: str | None,
+        derive: Callable[[Mapping[str, Any]], Mapping[str, Any]] | None = None,
+    ) -> None:
+        """Columns in display order; the first ``fixed`` stay in place when scrolling sideways. ``derive``: the
+        schema's ``derive`` (derived and aliased columns), applied to every row before it is rendered, as `tail`
+        does: a derived fraction or an alias read in place of its key shows its value here too, not nan."""
         self.cols = tuple(cols)
+        self.derive = derive or _as_is
         self.fixed = max(1, min(fixed, len(self.cols))) if self.cols else 0
         self.selected = selected
         self._trend = any(c.better for c in self.cols)
@@ -353,9 +367,8 @@ class StepGrid(ScrollView, can_focus=True):
                         cursor if c.key == self.selected else head)
                 for c in cols
             ]
-        assert self.store is not None
-        values: dict[str, Any] = self.store.row(i)
-        prev = self.store.row(i - 1) if self._trend and i > 0 else None
+        values = self.row_values(i)
+        prev = self.row_values(i - 1) if self._trend and i > 0 else None
         texts = render.cells(cols, values)
         styles = self._styles()  # (plain, pinned, nan, better, worse), then the same on the selected column
         segs: list[Segment] = []
@@ -371,6 +384,15 @@ class StepGrid(ScrollView, can_focus=True):
             style = styles[kind + 5 if c.key == self.selected else kind]
             segs.append(Segment(text, style))
         return segs
+
+    def row_values(self, i: int) -> Mapping[str, Any]:
+        """Row ``i`` as its cells are rendered from (the schema's derived and aliased values added)."""
+        assert self.store is not None
+        return self.derive(self.store.row(i))
+
+    def texts(self, i: int) -> list[str]:
+        """Each column's cell text of row ``i``, in display order (``render.cells``: the text `tail` prints)."""
+        return render.cells(self.cols, self.row_values(i))
 
     @property
     def view_width(self) -> int:

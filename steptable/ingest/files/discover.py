@@ -45,7 +45,8 @@ from steptable.ingest.files.walk import LINK_DEPTH as LINK_DEPTH
 from steptable.ingest.files.walk import SKIP_DIRS as SKIP_DIRS
 from steptable.ingest.files.walk import OnError as OnError
 from steptable.ingest.files.walk import walk
-from steptable.ingest.parse import STEP_KEYS, LineError, decode_line, flatten, step_of
+from steptable.ingest.parse import LineError, decode_line, flatten, step_of
+from steptable.table.stepkeys import step_key_among
 
 JSONL_NAMES: Final = frozenset({"metrics.jsonl", "progress.json", "steps.jsonl", "wandb-history.jsonl"})
 CONSOLE_SUFFIXES: Final = frozenset({".log", ".txt", ".out"})
@@ -357,7 +358,7 @@ def _first_line_kind(path: Path, limit: int) -> str | None:
         row = json.loads(first)
     except (ValueError, RecursionError):
         return "console"
-    return "jsonl" if isinstance(row, dict) and any(k in row and step_of(row[k]) is not None for k in STEP_KEYS) \
+    return "jsonl" if isinstance(row, dict) and step_key_among(row, lambda k: step_of(row[k]) is not None) is not None \
         else "console"
 
 
@@ -413,7 +414,7 @@ def sniff_jsonl(path: Path, limit: int = 1 << 16, max_limit: int = 8 << 20,
         if obj is None:
             continue
         row = flatten(obj)
-        if any(k in row for k in STEP_KEYS):
+        if step_key_among(row) is not None:
             return True
         numeric = sum(type(v) in (int, float) for v in row.values())
         return numeric >= 2 and numeric * 2 >= len(row)

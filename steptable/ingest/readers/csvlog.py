@@ -20,9 +20,10 @@ from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-from steptable.ingest.parse import NONFINITE, STEP_KEYS, BadLine, number, step_of
-from steptable.ingest.parsed import Parsed
+from steptable.ingest.parse import NONFINITE, BadLine, number, step_of
+from steptable.ingest.parsed import Parsed, stepless
 from steptable.ingest.readers.jsonl import LineNo
+from steptable.table.stepkeys import step_key_among
 
 #: lines and characters one record may span; past either, its first line is a bad line (a quote that is never closed)
 #: and the lines after it are read as lines of their own
@@ -58,6 +59,7 @@ class CsvParser:
         self.step_key: str | None = None
         self.ordinal = 0
         self.last_step: int | None = None
+        self._told_stepless = False  # a row without a step was reported (once a file)
         self._held: list[str] = []  # the lines of a record whose quoted cell is still open (the next read ends it)
         self._held_at = 0  # the number of its first line
         self._held_chars = 0
@@ -98,11 +100,13 @@ class CsvParser:
             row = {k: v for k, c in zip(header, cells, strict=False) if k and (v := cell(c)) is not None}
             step = step_of(row.get(self.step_key)) if self.step_key is not None else None
             if step is None:
-                step = self.ordinal if self.step_key is None or self.last_step is None else self.last_step
+                step = self.ordinal
                 if self.step_key is not None:
-                    got = row.get(self.step_key)
-                    what = "missing" if got is None else f"not an integer ({got!r:.40})"
-                    bad.append(BadLine(self.label, no, f"step {self.step_key!r} {what}: row kept under step {step}"))
+                    step, note, once = stepless(self.label, no, self.step_key, row.get(self.step_key), self.last_step,
+                                          self.ordinal)
+                    if not (once and self._told_stepless):
+                        self._told_stepless = self._told_stepless or once
+                        bad.append(note)
             if self.step_key is not None:
                 row[self.step_key] = step
             self.ordinal += 1
@@ -203,7 +207,7 @@ class CsvParser:
                 header[j] = ""
             seen.add(k)
         self.header = header
-        self.step_key = next((k for k in STEP_KEYS if k in header), None)
+        self.step_key = step_key_among(k for k in header if k)
         return header
 
 

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from collections.abc import Mapping
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
@@ -29,7 +31,8 @@ from steptable.ingest.parsed import Parsed
 
 _CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
 _DECODER = msgspec.json.Decoder()
-
+#: a ``trainer_state.json`` is re-read whole on every change; one beyond this is reported, not read
+MAX_STATE = 1_000_000_000
 
 
 #: ``log_history`` mixes three kinds of entries:
@@ -61,9 +64,12 @@ def classify_log_entry(entry: Mapping[str, Any]) -> LogEntryKind:
 
 def trainer_states(run_dir: Path) -> list[Path]:
     """The ``trainer_state.json`` files of a run directory (in it or in its ``checkpoint-N/`` subdirectories),
-    newest first: latest modification time; ties go to the higher checkpoint number (the top-level file counts as
-    the highest, the Trainer writes it last at the end of training)."""
-    found: list[tuple[int, int, Path]] = []
+    furthest first: the highest ``global_step``, then the longest ``log_history``, then the higher checkpoint number
+    (the top-level file counts as the highest: the Trainer writes it last at the end of training), then the latest
+    modification time. Modification times alone mislead: a copy (``cp -r``, a sync from a cluster) reorders them.
+    A file that does not parse (half-written) ranks by its checkpoint number, which the Trainer names after its
+    global step, so the newest checkpoint being written is tried first (and an older one shown when it fails)."""
+    found: list[tuple[tuple[int, int, int, int], Path]] = []
     try:
         entries = list(os.scandir(run_dir))
     except OSError:
@@ -77,16 +83,50 @@ def trainer_states(run_dir: Path) -> list[Path]:
                 continue
             path, number = Path(entry.path) / "trainer_state.json", int(m.group(1))
         try:
-            mtime = path.stat().st_mtime_ns
+            st = path.stat()
         except OSError:
             continue
-        found.append((mtime, number, path))
-    found.sort(key=lambda t: (t[0], t[1]), reverse=True)
-    return [p for _, _, p in found]
+        # (a FIFO or a device is never opened here: it would block or never end; the source reports it)
+        regular = stat.S_ISREG(st.st_mode)
+        step, length = _progress(str(path), st.st_ino, st.st_size, st.st_mtime_ns) if regular else (-1, 0)
+        found.append(((number if step < 0 else step, length, number, st.st_mtime_ns), path))
+    found.sort(key=lambda t: t[0], reverse=True)
+    return [p for _, p in found]
+
+
+def newest_modified(paths: list[Path]) -> Path | None:
+    """The path of ``paths`` modified last (None when none can be read)."""
+    stamped = []
+    for p in paths:
+        try:
+            stamped.append((p.stat().st_mtime_ns, p))
+        except OSError:
+            continue
+    return max(stamped, key=lambda t: t[0])[1] if stamped else None
+
+
+@lru_cache(maxsize=1024)
+def _progress(path: str, ino: int, size: int, mtime_ns: int) -> tuple[int, int]:
+    """(``global_step``, entries of ``log_history``) of the file as it is at this signature; (-1, 0) when it cannot
+    be read or parsed. Cached by the file's signature: a follower ranks the checkpoints at every poll."""
+    if size > MAX_STATE:
+        return -1, 0
+    try:
+        with open(path, "rb") as f:
+            doc = decode_document(f.read(MAX_STATE + 1))
+    except (OSError, msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError, RecursionError):
+        return -1, 0
+    if type(doc) is not dict or type(history := doc.get("log_history")) is not list:
+        return -1, 0
+    step = step_of(doc.get("global_step", MISSING))
+    if step is None:  # no global_step: the last entry's step
+        step = max((s for e in history if type(e) is dict and (s := step_of(e.get("step", MISSING))) is not None),
+                   default=-1)
+    return step, len(history)
 
 
 def newest_trainer_state(run_dir: Path) -> Path | None:
-    """The newest ``trainer_state.json`` of a run directory (see ``trainer_states``), or None."""
+    """The furthest ``trainer_state.json`` of a run directory (see ``trainer_states``), or None."""
     states = trainer_states(run_dir)
     return states[0] if states else None
 

@@ -7,7 +7,7 @@ not pay for it twice; a new key or type learned line by line makes it try again 
 
 Step resolution (the store only ever sees int steps): the first candidate key (``STEP_KEYS``) a row carries becomes
 the file's step key; a file with none numbers its rows by position (0, 1, 2...). A row without the step in a file
-that has one is kept under the previous row's step (merged into it) and reported.
+that has one is placed after the last step (never merged into that step's row) and reported, once a file.
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ import msgspec
 from steptable.ingest.parse import (
     MISSING,
     NONFINITE_TOKENS,
-    STEP_KEYS,
     BadLine,
     LineError,
     decode_line,
@@ -30,8 +29,9 @@ from steptable.ingest.parse import (
     quote_nonfinite,
     step_of,
 )
-from steptable.ingest.parsed import Parsed
+from steptable.ingest.parsed import Parsed, stepless
 from steptable.ingest.readers.fastpath import Shape, TypedDecoder, learn
+from steptable.table.stepkeys import step_key_among
 
 _DICTS = msgspec.json.Decoder()
 MAX_REST = 64
@@ -50,6 +50,7 @@ class JsonlParser:
         self.step_key: str | None = None
         self.ordinal = 0  # good rows so far: the position of the next row
         self.last_step: int | None = None
+        self._told_stepless = False  # a row without a step was reported (once a file)
         self._shape: Shape = {}
         self._shape_ok = True
         self._typed: TypedDecoder | None = None
@@ -156,18 +157,19 @@ class JsonlParser:
 
     def _step(self, row: dict[str, Any], lineno: int, bad: list[BadLine]) -> int:
         if self.step_key is None:
-            for k in STEP_KEYS:
-                if k in row and step_of(row[k]) is not None:
-                    self.step_key = k
-                    self._stale = True  # the typed decoder must now require it
-                    break
+            k = step_key_among(row, lambda k: step_of(row[k]) is not None)
+            if k is not None:
+                self.step_key = k
+                self._stale = True  # the typed decoder must now require it
         step: int | None = None
         if self.step_key is not None:
-            step = step_of(row.get(self.step_key, MISSING))
+            got = row.get(self.step_key, MISSING)
+            step = step_of(got)
             if step is None:
-                step = self.last_step if self.last_step is not None else self.ordinal
-                what = "missing" if self.step_key not in row else f"not an integer ({row[self.step_key]!r:.40})"
-                bad.append(BadLine(self.label, lineno, f"step {self.step_key!r} {what}: row kept under step {step}"))
+                step, note, once = stepless(self.label, lineno, self.step_key, got, self.last_step, self.ordinal)
+                if not (once and self._told_stepless):
+                    self._told_stepless = self._told_stepless or once
+                    bad.append(note)
             row[self.step_key] = step
         else:
             step = self.ordinal

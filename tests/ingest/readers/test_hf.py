@@ -73,10 +73,13 @@ def test_trainer_state_newest_checkpoint_reread_whole(tmp_path: Path) -> None:
     # the new checkpoint's history extends the last one: only its new entries are added (tail -f reprinted the whole
     # history, and --alerts-only repeated every alert, at each checkpoint)
     assert store.generation == gen and store.row(1)["eval_loss"] == 0.9 and math.isnan(store.row(1)["grad_norm"])
-    trainer_state(run / "checkpoint-8" / "trainer_state.json", 3)  # another history: a restart from scratch
+    # a shorter history modified later (a restart in the same directory, a copy that reordered times): the furthest
+    # state stays shown, and the reader is told which file holds less
+    trainer_state(run / "checkpoint-8" / "trainer_state.json", 3)
     os.utime(run / "checkpoint-8" / "trainer_state.json", (later + 10, later + 10))
     f.scan()
-    assert list(store.steps) == [1, 2, 3] and store.generation == gen + 1
+    assert list(store.steps) == list(range(1, 7)) and store.generation == gen
+    assert any("checkpoint-8" in e and "holds less" in e for e in f.errors)
 
 
 def test_a_half_written_newest_trainer_state_shows_the_older_one_while_following(tmp_path: Path) -> None:
@@ -132,3 +135,25 @@ def test_trainer_state_final_summary_is_run_metadata(every_trainer_log: dict[str
     (store,) = stores.values()
     assert "train_runtime" not in store.keys  # not merged into the last step's row
     assert "train_runtime" in store.meta["train_summary"]
+
+
+def test_the_furthest_checkpoint_wins_over_the_newest_mtime(tmp_path: Path) -> None:
+    """States written by transformers' own TrainerState; a copy then makes the older checkpoint the newest file."""
+    from transformers.trainer_callback import TrainerState
+
+    run = tmp_path / "out"
+    for n in (10, 20):
+        state = TrainerState(global_step=n, max_steps=20)
+        state.log_history = [{"loss": 1.0 / s, "step": s} for s in range(1, n + 1)]
+        (run / f"checkpoint-{n}").mkdir(parents=True)
+        state.save_to_json(str(run / f"checkpoint-{n}" / "trainer_state.json"))
+    later = time.time() + 5
+    os.utime(run / "checkpoint-10" / "trainer_state.json", (later, later))
+    f = Follower([tmp_path])
+    f.scan()
+    (store,) = f.stores.values()
+    assert list(store.steps) == list(range(1, 21)) and store.path.parent.name == "checkpoint-20"
+    notes = [e for e in f.errors if "holds less" in e]
+    assert len(notes) == 1 and "checkpoint-10" in notes[0]
+    f.scan()
+    assert len([e for e in f.errors if "holds less" in e]) == 1  # said once
