@@ -26,10 +26,10 @@ import re
 from collections.abc import Callable, Container, Sequence
 from typing import Any
 
+from steptable.table.cells import ABSENT as ABSENT
 from steptable.table.cells import (
     ELLIPSIS as ELLIPSIS,  # re-exported: the text half of formatting lives in steptable.table.cells
 )
-from steptable.table.cells import ABSENT as ABSENT
 from steptable.table.cells import INVISIBLE as INVISIBLE
 from steptable.table.cells import NAN as NAN
 from steptable.table.cells import char_cells as char_cells
