@@ -103,7 +103,10 @@ class ColumnTable:
             v = arr[i]
             return int(v) if key in self._ints and math.isfinite(v) else v
         col = self._obj.get(key)
-        return col[i] if col is not None else None
+        if col is None:
+            return None
+        v = col[i]
+        return NAN if v is None else v  # a present None is a logged null: not finite, unlike an absent cell
 
     def _row(self, i: int) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -116,7 +119,8 @@ class ColumnTable:
                 v = arr[i]
                 out[key] = int(v) if key in self._ints and math.isfinite(v) else v
             else:
-                out[key] = self._obj[key][i]
+                v = self._obj[key][i]
+                out[key] = NAN if v is None else v  # a logged null (present): not finite
         return out
 
     def _present(self, i: int, key: str) -> bool:

@@ -77,10 +77,18 @@ class _Types(ColumnTable):
                 return [v if type(v) is int or v is MISSING else _stored(v, True) for v in vals]
             return [v if type(v) is float or v is MISSING else _stored(v, False) for v in vals]
         since, ints = self.converted.get(key, (-1, False))  # a numeric column until file row ``since``
+        # (a logged null in a column of objects is a NaN, as RunStore.row gives it)
         if base >= since:
-            return [norm_value(v) if type(v) is str or type(v) is list else v for v in vals]
-        return [v if v is MISSING else _stored(v, ints) if j < since else norm_value(v)
+            return [norm_value(v) if type(v) is str or type(v) is list else math.nan if v is None else v
+                    for v in vals]
+        return [v if v is MISSING else _stored(v, ints) if j < since else _obj_cell(v)
                 for j, v in enumerate(vals, base)]
+
+
+def _obj_cell(v: Any) -> Any:
+    """A cell of a column of objects as the store keeps it (a logged null: NaN)."""
+    v = norm_value(v)
+    return math.nan if v is None else v
 
 
 def _stored(v: Any, ints: bool) -> Any:

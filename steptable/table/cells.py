@@ -11,7 +11,10 @@ from collections.abc import Iterator
 from functools import lru_cache
 from typing import Any
 
-NAN = "nan"
+#: the text of a logged value that is not a finite number (NaN); +/-inf are "inf" / "-inf"
+NAN = "NaN"
+#: the text of a cell whose key was not logged in its row: blank, so a sparse column does not read as NaN filler
+ABSENT = ""
 ELLIPSIS = "…"
 
 # C0 and C1 controls, DEL, and the Unicode bidi/isolate overrides and invisible formatting characters that can

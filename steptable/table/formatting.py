@@ -4,7 +4,8 @@ Pure: no textual, torch or loguru. Everything that turns a number into character
 `steptable tail` and the watch app show the same text for the same value.
 
 Rules
-- None, NaN (float or the strings "nan"/"NaN"/"null") -> ``nan``; +/-inf -> ``inf`` / ``-inf``.
+- None (a key not logged in the row) -> blank; NaN (float or the strings "nan"/"NaN"/"null") -> ``NaN``;
+  +/-inf -> ``inf`` / ``-inf``: a real non-finite value never reads as the filler of a sparse column.
 - ``fmt=None`` on a float uses :func:`fmt_auto` (3 significant digits, no leading zero), its trailing zeros kept
   where they fit (:func:`fill_number`: .340 not .34); never more than 3 significant digits, whatever the width.
 - ``fmt="frac"`` takes an ``(n, d)`` pair (tuple or JSON list) of real numbers -> ``n/d``.
@@ -25,6 +26,7 @@ import re
 from collections.abc import Callable, Container, Sequence
 from typing import Any
 
+from steptable.table.cells import ABSENT as ABSENT
 from steptable.table.cells import (
     ELLIPSIS as ELLIPSIS,  # re-exported: the text half of formatting lives in steptable.table.cells
 )
@@ -69,7 +71,7 @@ def fmt_auto(x: float, digits: int = 3) -> str:
     """Compact number: about ``digits`` significant digits, no leading zero, exponent only when needed.
 
     0.41234 -> .412, -0.0412 -> -.0412, 12.345 -> 12.3, 1234.5 -> 1234, 3.0 -> 3, 0.00031 -> .00031,
-    123456.7 -> 123457, 123456789 -> 1.23e8, 3.1e-5 -> 3.1e-5, nan -> nan, inf -> inf.
+    123456.7 -> 123457, 123456789 -> 1.23e8, 3.1e-5 -> 3.1e-5, nan -> NaN, inf -> inf.
 
     Positional digits are preferred over an exponent between 1e-4 and 1e6 because they cost far fewer tokens at
     the same width (o200k: '.00031' is 2 tokens, '3.1e-4' is 6; '123457' is 2, '1.23e5' is 6). A column too
@@ -228,7 +230,7 @@ def format_value(value: Any, fmt: str | None, width: int, *, fill: bool = True) 
 
 def _format_value(value: Any, fmt: str | None, width: int, fill: bool = True) -> str:
     if value is None:
-        return NAN
+        return ABSENT
     if fmt == "frac":
         return _frac_text(value, width)
     if isinstance(value, bool):

@@ -7,13 +7,14 @@ import json
 import re
 from typing import Any
 
-from steptable.table.formatting import INVISIBLE, numeric_pair, sanitize
+from steptable.table.formatting import INVISIBLE, NAN, numeric_pair, sanitize
 
 
 def csv_cell(v: Any) -> Any:
-    """A cell of a row as a CSV cell: NaN empty, a fraction n/d, lists and dicts as JSON, text inert."""
+    """A cell of a row as a CSV cell: a key not logged (None) empty, a logged NaN ``NaN`` (inf / -inf as Python
+    writes them), a fraction n/d, lists and dicts as JSON, text inert."""
     if isinstance(v, float) and v != v:
-        return ""
+        return NAN
     if numeric_pair(v):
         return f"{v[0]}/{v[1]}"
     if isinstance(v, (tuple, list, dict)):

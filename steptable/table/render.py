@@ -36,7 +36,7 @@ def header(cols: Sequence[Col]) -> str:
 
 
 def cells(cols: Sequence[Col], row: Mapping[str, Any]) -> list[str]:
-    """Each column's cell text, padded to its width. A missing key renders as ``nan``."""
+    """Each column's cell text, padded to its width. A missing key renders blank."""
     get = row.get
     return [format_cell(get(c.key), c.fmt, c.width, c.align) for c in cols]
 
@@ -208,7 +208,7 @@ def _frac_new(memo: dict[Any, str], v: Any) -> str | None:
 
 def _keys_getter(cols: tuple[Col, ...]) -> Callable[[Mapping[str, Any]], Any]:
     """All of a row's values in one C call, as a tuple; a missing key raises KeyError (the per-cell path renders
-    it as nan)."""
+    it blank)."""
     keys = tuple(c.key for c in cols)
     if not keys:
         return lambda values: ()
@@ -226,7 +226,7 @@ def _fast_path(cols: tuple[Col, ...]) -> list[str]:
     names = [f"v{i}" for i in range(len(cols))]
     args = list(names)
     # Only a plain dict: itemgetter on a defaultdict would insert the missing keys its factory makes up, where the
-    # per-cell path (values.get) shows them as nan.
+    # per-cell path (values.get) shows them blank.
     lines = ["def render_fast(values):", "    if type(values) is not dict: return render_row(values)", "    try:"]
     lines.append(f"        {', '.join(names)}{',' if len(names) == 1 else ''} = KEYS_GET(values)")
     ints = [f"type(v{i}) is not int" for i, k in enumerate(kinds) if k == "int"]
@@ -262,12 +262,13 @@ def _fast_path(cols: tuple[Col, ...]) -> list[str]:
         f"    if len(text) != WIDTH or {_zero_check(cols)}:",
         "        return render_row(values)",
     ]
-    if any(k == "float" and (c.fmt or "").startswith("+") for c, k in zip(cols, kinds, strict=True)):
-        # '%+6.2f' prints nan as '+nan' and inf as '+inf' (never '-nan'); the per-cell path prints 'nan' / 'inf'.
+    if any(k == "float" for k in kinds):
+        # '%6.2f' prints nan as 'nan', '%+6.2f' as '+nan' and inf as '+inf' (never '-nan'); the per-cell path
+        # prints 'NaN' / 'inf'.
         lines += [
             "    if 'n' in text:",  # a one-character search is a memchr: much cheaper than a replace
-            "        text = text.replace('+nan', ' nan')",
-            "        if 'i' in text: text = text.replace('+inf', ' inf')",
+            "        text = text.replace('+nan', ' NaN').replace('nan', 'NaN')",
+            "        if '+inf' in text: text = text.replace('+inf', ' inf')",
         ]
     lines.append("    return text")
     return lines

@@ -25,7 +25,7 @@ def test_nonfinite_fires_once_per_episode() -> None:
     xs[500] = "inf"  # a second one, logged as a string
     got = stream(series("loss", xs))
     assert kinds(got) == [("E", 300, "loss", "nonfinite"), ("E", 500, "loss", "nonfinite")]
-    assert got[0].line() == "E step 300 loss non-finite (nan) after 300 finite steps"
+    assert got[0].line() == "E step 300 loss non-finite (NaN) after 300 finite steps"
     assert got[1].message == "non-finite (inf) after 180 finite steps"
 
 
@@ -83,7 +83,7 @@ def test_non_finite_counts_the_steps_it_was_finite_for() -> None:
     which would read as a NaN after a short run)."""
     eng = AlertEngine(AlertConfig(flat_rows=0))
     got = [a for s in range(10, 810, 10) for a in eng.update(s, {"loss": math.nan if s == 800 else 0.5})]
-    assert [a.message for a in got] == ["non-finite (nan) after 790 finite steps"]
+    assert [a.message for a in got] == ["non-finite (NaN) after 790 finite steps"]
 
 
 def test_kl_jump_and_escalation() -> None:
@@ -228,12 +228,12 @@ def test_a_frozen_run_is_still_flat() -> None:
 def test_a_divergence_is_one_error_line() -> None:
     got = fed(diverged())
     assert [(a.level, a.step, a.column, a.kind) for a in got] == [("E", 200, "actor/pg_loss", "nonfinite")]
-    assert got[0].line() == ("E step 200 actor/pg_loss non-finite (nan) after 200 finite steps; "
-                             "also actor/grad_norm (nan), critic/score/mean (nan), actor/entropy (nan), "
-                             "actor/ppo_kl (nan), actor/kl_loss (nan)")
+    assert got[0].line() == ("E step 200 actor/pg_loss non-finite (NaN) after 200 finite steps; "
+                             "also actor/grad_norm (NaN), critic/score/mean (NaN), actor/entropy (NaN), "
+                             "actor/ppo_kl (NaN), actor/kl_loss (NaN)")
     two = fed({"loss": 1.0, "gn": math.inf if i == 30 else 1.0} | ({"loss": math.nan} if i == 30 else {})
                  for i in range(40))
-    assert [a.message for a in two] == ["non-finite (nan) after 30 finite steps; also gn (inf)"]
+    assert [a.message for a in two] == ["non-finite (NaN) after 30 finite steps; also gn (inf)"]
 
 
 @pytest.mark.parametrize("seed", range(10))

@@ -173,7 +173,7 @@ def test_the_merged_non_finite_line_names_every_column_with_its_value() -> None:
     rows = [{"loss": 1.0, "grad_norm": 1.0, "entropy": 0.5, "kl": 0.01} for _ in range(40)]
     rows.append({"loss": math.nan, "grad_norm": math.inf, "entropy": math.nan, "kl": -math.inf})
     (a,) = fed(rows)
-    assert a.message == "non-finite (nan) after 40 finite steps; also grad_norm (inf), entropy (nan), kl (-inf)"
+    assert a.message == "non-finite (NaN) after 40 finite steps; also grad_norm (inf), entropy (NaN), kl (-inf)"
 
 
 def _frac(rng: random.Random, p: float, n: int = 1024) -> list[int]:

@@ -44,7 +44,7 @@ def test_a_nan_after_20000_finite_steps_from_the_first_row_is_counted_exactly(tm
             if a.kind == "nonfinite"]
     store = store_of(tmp_path / "r" / "metrics.jsonl", rows + [grpo_row(rng, s) for s in range(100, 120)])
     assert [a.line() for a in store.replaced] == [f"{line} (a row the resume at step 100 replaced)" for line in live]
-    assert live == ["E step 20000 loss non-finite (nan) after 20000 finite steps"]
+    assert live == ["E step 20000 loss non-finite (NaN) after 20000 finite steps"]
 
 
 def test_a_budget_of_one_row_reads_the_newest_replaced_row_through_every_detector(tmp_path: Path) -> None:
@@ -89,7 +89,7 @@ def test_a_finite_blip_at_the_restart_step_ends_the_nan_episode_as_live(
             if a.kind == "nonfinite" and a.step >= 500]
     store = store_of(tmp_path / "r" / "metrics.jsonl", rows + [grpo_row(rng, s) for s in range(500, 520)])
     assert [a.line() for a in store.replaced if a.kind == "nonfinite"] == live
-    assert live == ([f"E step {blip_from + blip} loss non-finite (nan) after {blip} finite steps (a row the resume at"
+    assert live == ([f"E step {blip_from + blip} loss non-finite (NaN) after {blip} finite steps (a row the resume at"
                      " step 500 replaced)"] if said else [])
 
 
@@ -102,7 +102,7 @@ def test_a_nan_episode_across_the_oldest_row_read_then_another_counts_from_its_e
         r["loss"] = math.nan
     store = store_of(tmp_path / "r" / "metrics.jsonl", rows + [grpo_row(rng, s) for s in range(500, 520)])
     assert [(a.step, a.message.partition(" (a row")[0]) for a in store.replaced if a.kind == "nonfinite"] == [
-        (900, "non-finite (nan) after 900 finite steps"), (1500, "non-finite (nan) after 500 finite steps")]
+        (900, "non-finite (NaN) after 900 finite steps"), (1500, "non-finite (NaN) after 500 finite steps")]
 
 
 def test_a_reward_whose_first_cell_is_nan_was_finite_for_0_steps(tmp_path: Path) -> None:
@@ -113,7 +113,7 @@ def test_a_reward_whose_first_cell_is_nan_was_finite_for_0_steps(tmp_path: Path)
         r["reward"] = math.nan
     store = store_of(tmp_path / "r" / "metrics.jsonl", rows + [grpo_row(rng, s) for s in range(500, 520)])
     assert [a.line() for a in store.replaced if a.kind == "nonfinite"] == [
-        "E step 800 reward non-finite (nan) after 0 finite steps (a row the resume at step 500 replaced)"]
+        "E step 800 reward non-finite (NaN) after 0 finite steps (a row the resume at step 500 replaced)"]
 
 def test_a_restart_of_a_healthy_run_reads_few_of_its_cells_back(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -154,7 +154,7 @@ def test_a_sparse_loss_finite_since_its_first_row_is_counted_exactly_past_the_lo
             for a in scan([r["step"] for r in rows], {"loss": [r.get("loss") for r in rows]}) if a.kind == "nonfinite"]
     store = store_of(tmp_path / "r" / "metrics.jsonl", rows + [{"step": s, "grad_norm": 0.4} for s in range(500, 510)])
     assert [a.line() for a in store.replaced if a.kind == "nonfinite"] == live
-    assert live == ["E step 22000 loss non-finite (nan) after 22000 finite steps"
+    assert live == ["E step 22000 loss non-finite (NaN) after 22000 finite steps"
                     " (a row the resume at step 500 replaced)"]
 
 
@@ -170,7 +170,7 @@ def test_a_reward_logged_as_counts_is_finite_for_the_nan_count(tmp_path: Path, n
             for a in scan([r["step"] for r in rows], {"reward": [r["reward"] for r in rows]}) if a.kind == "nonfinite"]
     store = store_of(tmp_path / "r" / "metrics.jsonl", rows + [grpo_row(rng, s) for s in range(500, 510)])
     assert [a.line() for a in store.replaced if a.kind == "nonfinite"] == live
-    assert live[0].startswith(f"E step {nan_at} reward non-finite (nan) after {nan_at} finite steps")
+    assert live[0].startswith(f"E step {nan_at} reward non-finite (NaN) after {nan_at} finite steps")
 
 
 def test_a_count_longer_than_the_look_back_is_a_lower_bound_never_a_wrong_exact_one(tmp_path: Path) -> None:
@@ -185,7 +185,7 @@ def test_a_count_longer_than_the_look_back_is_a_lower_bound_never_a_wrong_exact_
     rows += [{"step": s, "grad_norm": 0.4} for s in range(25_000, 25_010)]
     store = store_of(tmp_path / "r" / "metrics.jsonl", rows)
     assert [a.line() for a in store.replaced if a.kind == "nonfinite"] == [
-        "E step 27500 loss non-finite (nan) after 20000+ finite steps (a row the resume at step 25000 replaced)"]
+        "E step 27500 loss non-finite (NaN) after 20000+ finite steps (a row the resume at step 25000 replaced)"]
 
 
 def test_a_column_absent_for_longer_than_the_look_back_is_counted_as_a_lower_bound(tmp_path: Path) -> None:
@@ -197,7 +197,7 @@ def test_a_column_absent_for_longer_than_the_look_back_is_counted_as_a_lower_bou
     rows += [{"step": s, "grad_norm": 0.4, "loss": 0.5} for s in range(200, 210)]
     store = store_of(tmp_path / "r" / "metrics.jsonl", rows)
     assert [a.line() for a in store.replaced if a.kind == "nonfinite"] == [
-        "E step 25100 loss non-finite (nan) after 20000+ finite steps (a row the resume at step 200 replaced)"]
+        "E step 25100 loss non-finite (NaN) after 20000+ finite steps (a row the resume at step 200 replaced)"]
 
 
 def test_a_nan_long_after_an_older_one_counts_from_the_end_of_that_one(tmp_path: Path) -> None:
@@ -236,7 +236,7 @@ def test_a_nan_that_began_before_the_newest_2000_replaced_rows_is_still_said(tmp
     for r in rows[nan_from:3000]:
         r["loss"] = math.nan
     store = store_of(tmp_path / "r" / "metrics.jsonl", rows)
-    assert [a.line() for a in store.replaced] == [f"E step {nan_from} loss non-finite (nan) after {nan_from} finite"
+    assert [a.line() for a in store.replaced] == [f"E step {nan_from} loss non-finite (NaN) after {nan_from} finite"
                                                   " steps (a row the resume at step 500 replaced)"]
 
 
@@ -264,7 +264,7 @@ def test_columns_that_went_nan_together_long_before_a_restart_are_one_line(tmp_p
         r["loss"], r["grad_norm"] = math.nan, math.inf
     store = store_of(tmp_path / "r" / "metrics.jsonl", rows)
     assert [a.line() for a in store.replaced] == [
-        "E step 800 loss non-finite (nan) after 800 finite steps; also grad_norm (inf)"
+        "E step 800 loss non-finite (NaN) after 800 finite steps; also grad_norm (inf)"
         " (a row the resume at step 500 replaced)"]
 
 
@@ -276,7 +276,7 @@ def test_a_nan_before_the_read_and_another_after_a_recovery_are_both_said(tmp_pa
         r["loss"] = math.nan
     store = store_of(tmp_path / "r" / "metrics.jsonl", rows)
     assert [(a.step, a.kind) for a in store.replaced] == [(600, "nonfinite"), (2900, "nonfinite")]
-    assert store.replaced[1].message.startswith("non-finite (nan) after 1700 finite steps")
+    assert store.replaced[1].message.startswith("non-finite (NaN) after 1700 finite steps")
 
 
 def _preempted(rng: random.Random, restarts: int) -> list[dict[str, Any]]:
@@ -299,7 +299,7 @@ def test_a_run_restarted_a_hundred_times_still_says_the_nan_it_was_last_restarte
     store = store_of(tmp_path / "r" / "metrics.jsonl", rows)
     assert len(store.resumes) == 152 and store._replay_read < 21_000  # the budget ran out long before the crash
     assert [a.line() for a in store.replaced] == [
-        "E step 250 loss non-finite (nan) after 250 finite steps; also grad_norm (inf) (a row the resume at step 100"
+        "E step 250 loss non-finite (NaN) after 250 finite steps; also grad_norm (inf) (a row the resume at step 100"
         " replaced)"]
 
 
@@ -377,7 +377,7 @@ def test_the_replaced_rows_watch_the_loss_column_the_live_engine_bound(tmp_path:
              **({"loss": 0.4 + rng.gauss(0, 0.01)} if s else {})} for s in range(3000)]
     store = store_of(tmp_path / "r" / "metrics.jsonl", rows)
     for said, live in _said_vs_live(store, rows, 100, ["loss", "train/loss"]):
-        assert said == live == ["E step 500 train/loss non-finite (nan) after 500 finite steps"]
+        assert said == live == ["E step 500 train/loss non-finite (NaN) after 500 finite steps"]
 
 
 def test_a_loss_key_left_by_dropped_rows_does_not_take_the_watch(tmp_path: Path) -> None:
@@ -389,7 +389,7 @@ def test_a_loss_key_left_by_dropped_rows_does_not_take_the_watch(tmp_path: Path)
     store = store_of(tmp_path / "r" / "metrics.jsonl", rows)
     crashed = rows[10:]
     for said, live in _said_vs_live(store, crashed, 100, ["loss", "train/loss"]):
-        assert said == live == ["E step 2850 train/loss non-finite (nan) after 2800 finite steps"]
+        assert said == live == ["E step 2850 train/loss non-finite (NaN) after 2800 finite steps"]
 
 
 def test_with_rearm_0_an_unbroken_nan_stretch_across_the_resume_is_one_episode(tmp_path: Path) -> None:

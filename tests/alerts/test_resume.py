@@ -121,7 +121,7 @@ def test_a_nan_in_the_replaced_rows_does_not_shorten_the_finite_run_after_a_resu
     crashed = kept + [(s, math.nan if s == 400 else rng.gauss(0.7, 0.05)) for s in range(300, 450)]
     new = [(s, math.nan if s == 550 else rng.gauss(0.7, 0.05)) for s in range(300, 600)]
     got, want = resumed("loss", crashed, kept, new)
-    assert got == want == ["E step 550 loss non-finite (nan) after 550 finite steps"]
+    assert got == want == ["E step 550 loss non-finite (NaN) after 550 finite steps"]
 
 
 def test_a_negative_floor_of_the_replaced_rows_is_not_carried() -> None:

@@ -27,8 +27,8 @@ def test_a_role_given_replaces_the_default_keys_and_an_empty_one_turns_it_off() 
 
 
 def test_an_alert_is_one_inert_line() -> None:
-    a = Alert("E", 812, "loss", "nonfinite", "non-finite (nan) after 811 finite steps")
-    assert a.line() == "E step 812 loss non-finite (nan) after 811 finite steps"
+    a = Alert("E", 812, "loss", "nonfinite", "non-finite (NaN) after 811 finite steps")
+    assert a.line() == "E step 812 loss non-finite (NaN) after 811 finite steps"
     assert Alert("W", 5, "", "stall", "no new row for 2h").line() == "W step 5 no new row for 2h"
     hostile = Alert("W", 1, "arm\x1b[2J", "spike", "spike\x1b]52;c;eA==\x07 2")
     assert "\x1b" not in hostile.line() and "\x07" not in hostile.message_line()

@@ -15,8 +15,8 @@ def test_order_errors_escalated_rarer_recent_and_limit() -> None:
         Alert("W", 300, "kl", "kl_blowup", "blow-up .02 (x12 vs median .001)"),
         Alert("E", 305, "kl", "kl_blowup", "blow-up .2 (x130 vs median .001)"),
         Alert("W", 900, "kl", "kl_blowup", "blow-up 1.1 (>1)"),
-        Alert("E", 700, "loss", "nonfinite", "non-finite (nan) after 699 finite steps"),
-        Alert("E", 720, "loss", "nonfinite", "non-finite (nan) after 9 finite steps"),
+        Alert("E", 700, "loss", "nonfinite", "non-finite (NaN) after 699 finite steps"),
+        Alert("E", 720, "loss", "nonfinite", "non-finite (NaN) after 9 finite steps"),
         Alert("W", 50, "loss", "flat", "flat at 0 for 50 rows since step 1 (no learning signal?)"),
         Alert("W", 1200, "reward", "reward_collapse", "collapse to .2 from .5 (-60%, 6sd)"),
     ]
@@ -27,7 +27,7 @@ def test_order_errors_escalated_rarer_recent_and_limit() -> None:
     assert alerts_text(found) == [
         "alerts 12 (3E 9W, 4 of 6 kinds):",
         "E step 305 kl blow-up .2 (x130 vs median .001)",
-        "E steps 700-720 loss x2, last non-finite (nan) after 9 finite steps",  # no closing parenthetical to drop
+        "E steps 700-720 loss x2, last non-finite (NaN) after 9 finite steps",  # no closing parenthetical to drop
         "W steps 300-900 kl x2, last blow-up 1.1",
         "W step 1200 reward collapse to .2 from .5 (-60%, 6sd)"]
     assert alerts_text(found, limit=0) == ["alerts 12 (3E 9W, 0 of 6 kinds):"]

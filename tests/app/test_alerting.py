@@ -126,8 +126,8 @@ def test_a_scan_stopped_midway_does_not_say_how_the_run_ended(
     stop = threading.Event()
     stop.set()
     AlertScanner(lambda: f.stores, posted.append).scan(rid, f.stores[rid], stop)
-    assert [a.line() for m in posted for a in m.alerts] == ["E step 10 loss non-finite (nan) after 10 finite steps",
-                                                           "E step 15 gn non-finite (nan) after 15 finite steps"]
+    assert [a.line() for m in posted for a in m.alerts] == ["E step 10 loss non-finite (NaN) after 10 finite steps",
+                                                           "E step 15 gn non-finite (NaN) after 15 finite steps"]
 
 
 def test_the_app_after_a_restart_from_step_0_says_no_collapse(tmp_path: Path) -> None:

@@ -147,7 +147,7 @@ def test_session_layout_pins_arms_and_events() -> None:
     assert s.visible() == ["b/metrics.jsonl"]
     assert s.toggle_arm(7) is None
 
-    s.add_alerts("a/metrics.jsonl", [Alert("E", 3, "loss", "nonfinite", "non-finite (nan)"),
+    s.add_alerts("a/metrics.jsonl", [Alert("E", 3, "loss", "nonfinite", "non-finite (NaN)"),
                                      Alert("W", 4, "gn", "spike", "spike")])
     bad = RunStore("c", "/x/c.jsonl")
     from steptable.ingest import BadLine

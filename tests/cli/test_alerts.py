@@ -75,12 +75,12 @@ def test_tail_and_summary_read_the_merged_line(tmp_path: Path, capsys: pytest.Ca
     path = tmp_path / "run" / "metrics.jsonl"
     write_rows(path, diverged())
     rc, out, _ = run_cli(["tail", "--alerts-only", "--format", fmt, str(path)], capsys)
-    assert rc == 1 and out.count("non-finite") == 1 and "actor/kl_loss (nan)" in out
+    assert rc == 1 and out.count("non-finite") == 1 and "actor/kl_loss (NaN)" in out
     if fmt == "jsonl":
         rec = json.loads(out.splitlines()[-1])
         assert (rec["step"], rec["level"], rec["column"], rec["kind"]) == (200, "E", "actor/pg_loss", "nonfinite")
     rc, out, _ = run_cli(["summary", str(path)], capsys)
-    assert out.count("non-finite") == 1 and "E step 200 actor/pg_loss non-finite (nan)" in out
+    assert out.count("non-finite") == 1 and "E step 200 actor/pg_loss non-finite (NaN)" in out
 
 
 def test_tail_and_summary_agree_on_a_tinker_kl_logged_without_its_namespace(

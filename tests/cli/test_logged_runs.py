@@ -345,10 +345,10 @@ def test_a_nan_in_a_one_element_loss_raises_the_alert_in_the_loop_and_in_tail(
     with StepLogger(LOSS_COLS, run_dir=tmp_path, console=True) as sl:
         for step in range(12):
             sl.log({"step": step, "loss": make(float("nan") if step == 10 else 1.0 / (step + 1), (1,))})
-    assert any(line.startswith("E ") and "loss non-finite (nan)" in line for line in captured)
+    assert any(line.startswith("E ") and "loss non-finite (NaN)" in line for line in captured)
     assert jsonl_rows(tmp_path)[10]["loss"] is None
     _, out, _ = run_cli(["tail", str(tmp_path), "--alerts-only"], capsys)
-    assert "step 10 loss non-finite (nan)" in out
+    assert "step 10 loss non-finite (NaN)" in out
 
 
 def test_a_run_whose_logger_was_closed_reads_ended(tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:

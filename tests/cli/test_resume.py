@@ -27,10 +27,10 @@ def test_a_nan_before_a_restart_is_still_said(tmp_path: Path, capsys: pytest.Cap
     write_rows(tmp_path / "r" / "metrics.jsonl", rows)
     rc, out, err = run_cli(["summary", str(tmp_path)], capsys)
     assert rc == 0, err
-    assert "E step 1090 loss non-finite (nan) after 1090 finite steps (a row the resume at step 1000 replaced)" in out
+    assert "E step 1090 loss non-finite (NaN) after 1090 finite steps (a row the resume at step 1000 replaced)" in out
     assert "resumed 1000" in out
     rc, out, err = run_cli(["tail", str(tmp_path), "--alerts-only"], capsys)  # exit 1 on it, as before the restart
-    assert rc == 1 and "step 1090 loss non-finite (nan)" in out and "the resume at step 1000 replaced" in out, err
+    assert rc == 1 and "step 1090 loss non-finite (NaN)" in out and "the resume at step 1000 replaced" in out, err
 
 
 def test_a_clean_restart_says_nothing_and_replaced_alerts_are_bounded(tmp_path: Path,
@@ -128,7 +128,7 @@ def test_summary_of_a_restart_over_a_nan_loss_in_a_column_that_once_held_text_sa
     rows[30]["loss"] = NAN
     write_rows(tmp_path / "run" / "metrics.jsonl", [*rows, *grpo_rows(range(25, 45), seed=1)])
     out = run_summary(tmp_path, capsys)
-    assert "resumed 25" in out and "step 30 loss non-finite (nan)" in out and "resume at step 25 replaced" in out, out
+    assert "resumed 25" in out and "step 30 loss non-finite (NaN)" in out and "resume at step 25 replaced" in out, out
 
 
 def test_summary_of_a_run_restarted_over_and_over_lists_the_first_100_restarts_alerts(

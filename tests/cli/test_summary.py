@@ -158,7 +158,7 @@ def test_summary_of_an_all_nan_loss_shows_nan(tmp_path: Path, capsys: Cap) -> No
                [{"step": s, "loss": math.nan, "reward": rng.random(), "x": rng.random()} for s in range(10)])
     rc, out, _ = run_cli(["summary", str(tmp_path)], capsys)
     lines = out.splitlines()
-    assert rc == 0 and "loss - nan - - -" in lines, out
+    assert rc == 0 and "loss - NaN - - -" in lines, out
 
 
 def test_summary_columns_and_max_columns_narrow(tmp_path: Path, capsys: Cap) -> None:
@@ -384,7 +384,7 @@ def test_summary_reads_a_nan_loss_in_a_column_that_once_held_text(tmp_path: Path
         r["phase"] = "rollout"
     write_rows(tmp_path / "run" / "metrics.jsonl", rows)
     out = run_summary(tmp_path, capsys)
-    assert "E step 30 loss non-finite (nan)" in out, out
+    assert "E step 30 loss non-finite (NaN)" in out, out
     out = run_summary(tmp_path, capsys, "--columns", "reward,phase")
     assert [("rollout" in line) for line in out.splitlines() if line.startswith("phase ")] == [True], out
 

@@ -46,7 +46,7 @@ def test_tail_reports_bad_lines_to_stderr(tmp_path: Path, capsys: pytest.Capture
     rc, out, err = run_cli(["tail", str(p)], capsys)
     assert rc == 0
     assert "metrics.jsonl:2:" in err
-    assert out.splitlines() == ["step loss", "   0    1", "   2  nan"]
+    assert out.splitlines() == ["step loss", "   0    1", "   2  NaN"]
 
 
 def test_tail_missing_path(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

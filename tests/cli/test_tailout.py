@@ -359,7 +359,7 @@ def test_tail_f_after_a_rewrite_says_the_new_runs_replaced_alerts(tmp_path: Path
     path.write_text("")  # truncated and written again in one go (no read in between)
     write_rows(path, loss_rows(range(300), rng, nan_from=290) + loss_rows(range(200, 260), rng))
     live.step()
-    assert "step 290 loss non-finite (nan)" in live.out.getvalue(), live.out.getvalue()
+    assert "step 290 loss non-finite (NaN)" in live.out.getvalue(), live.out.getvalue()
 
 
 def test_a_description_that_arrives_later_lays_the_run_out_again(tmp_path: Path) -> None:

@@ -20,7 +20,7 @@ def test_derived_fraction_column() -> None:
     cols = layout([run], schema)
     assert [c.key for c in cols] == ["step", "ok"]  # the inputs are consumed by the fraction
     assert render.table(cols, [schema.derive(r) for r in run.rows]).splitlines()[1:] == [
-        "   0    3/8", "   1    nan"]
+        "   0    3/8", "   1       "]  # an input not logged: the fraction is not logged either
     assert schema.column(run, "ok") == [(3, 8), None]
     assert [c.key for c in layout([run], schema, patterns=["good"])] == ["step", "good"]
 

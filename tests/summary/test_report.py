@@ -313,9 +313,9 @@ def test_trend_and_rate() -> None:
 def test_alerts_given_selected_and_limited() -> None:
     run = make_run("v", 5, n=60)
     found = [Alert("W", s, "gn", "spike", f"spike {s}") for s in (1, 2, 3, 4)] + [Alert("E", 9, "loss", "nonfinite",
-                                                                                    "non-finite (nan)")]
+                                                                                    "non-finite (NaN)")]
     text = summarize([run], now=NOW, columns=["rew"], alerts={"exp7": found})
-    assert text.splitlines()[-3:] == ["alerts 5 (1E 4W):", "E step 9 loss non-finite (nan)",
+    assert text.splitlines()[-3:] == ["alerts 5 (1E 4W):", "E step 9 loss non-finite (NaN)",
                                       "W steps 1-4 gn x4, last spike 4"]  # one line per kind, errors first
     by_arm = summarize([run], now=NOW, columns=["rew"], alerts={"exp7/v": found[:1], "exp7": found})
     assert by_arm.splitlines()[-2:] == ["alerts 1 (1W):", "W step 1 gn spike 1"]

@@ -51,7 +51,7 @@ from steptable.table.formatting import (
         (-0.0009996, "-.001"),
         (1e-4, ".0001"),
         (9.9999e-5, "1e-4"),
-        (math.nan, "nan"),
+        (math.nan, "NaN"),
         (math.inf, "inf"),
         (-math.inf, "-inf"),
     ],
@@ -63,10 +63,10 @@ def test_fmt_auto(x: float, expected: str) -> None:
 @pytest.mark.parametrize(
     ("value", "fmt", "width", "expected"),
     [
-        (None, None, 5, "nan"),
-        (math.nan, "+.2f", 6, "nan"),
-        ("nan", ".2f", 6, "nan"),
-        ("NaN", None, 6, "nan"),
+        (None, None, 5, ""),  # not logged: blank, never read as a NaN
+        (math.nan, "+.2f", 6, "NaN"),
+        ("nan", ".2f", 6, "NaN"),
+        ("NaN", None, 6, "NaN"),
         (math.inf, ".2f", 6, "inf"),
         (-math.inf, None, 6, "-inf"),
         ("-Infinity", None, 6, "-inf"),
@@ -75,9 +75,9 @@ def test_fmt_auto(x: float, expected: str) -> None:
         ([1234, 5678], "frac", 6, ".217"),  # too wide as n/d: the ratio instead
         ((True, 1), "frac", 6, "1/1"),  # a bool counts as one
         ((3.0, 8), "frac", 6, "3/8"),
-        (("3", 8), "frac", 6, "nan"),  # text is not a count
-        ((object(), 8), "frac", 6, "nan"),
-        ((None, 8), "frac", 6, "nan"),
+        (("3", 8), "frac", 6, "NaN"),  # text is not a count
+        ((object(), 8), "frac", 6, "NaN"),
+        ((None, 8), "frac", 6, "NaN"),
         (True, None, 3, "T"),
         (False, "d", 3, "0"),  # an explicit numeric spec formats a bool as format() does
         (True, "+.2f", 6, "+1.00"),
@@ -207,7 +207,7 @@ def test_fit_number_is_honest(x: float, width: int) -> None:
         (123.4, 6, "123"),
         (5e-5, 8, "5e-5"),
         (123456789.0, 9, "1.23e8"),
-        (math.nan, 6, "nan"),
+        (math.nan, 6, "NaN"),
         (-math.inf, 6, "-inf"),
     ],
 )
@@ -245,7 +245,7 @@ def test_numpy_scalars_format_like_python_numbers() -> None:
     assert format_cell((np.int64(3), np.int32(32)), "frac", 6) == "  3/32"
     assert format_cell(np.float32(0.25), "+.2f", 6) == format_cell(0.25, "+.2f", 6)
     assert format_cell(np.int64(7), "d", 4) == "   7"
-    assert format_cell(np.float64("nan"), None, 4) == " nan"
+    assert format_cell(np.float64("nan"), None, 4) == " NaN"
 
 
 def test_only_pairs_of_numbers_read_as_fractions() -> None:
@@ -256,7 +256,7 @@ def test_only_pairs_of_numbers_read_as_fractions() -> None:
     assert format_value([0.5, "x"], None, 20) == "[0.5, 'x']"
     assert format_value([[1, 2], [3]], None, 20) == "[[1, 2], [3]]"
     assert format_value([None, 3], None, 20) == "[None, 3]"
-    assert format_value(["a", "b"], "frac", 8) == "nan"
+    assert format_value(["a", "b"], "frac", 8) == "NaN"
 
 
 class _Hostile:
@@ -299,8 +299,8 @@ def test_percent_spec_in_a_narrow_column(value: float, fmt: str, width: int, exp
 
 @pytest.mark.parametrize("pair", [(math.nan, 4), (4, math.nan), (math.nan, math.nan)])
 def test_frac_with_a_nan_side_is_nan(pair: tuple[float, float]) -> None:
-    # a fraction with a missing side has no value: the cell says nan, like any other missing number
-    assert format_value(pair, "frac", 8) == "nan"
+    # a fraction with a non-finite side has no finite value: the cell says NaN
+    assert format_value(pair, "frac", 8) == "NaN"
 
 
 def test_frac_over_zero_that_does_not_fit_is_marked() -> None:

@@ -13,3 +13,13 @@ from steptable.table.outcells import csv_text
 ])  # fmt: skip
 def test_csv_text_quotes_what_a_spreadsheet_would_run(text: str, cell: str) -> None:
     assert csv_text(text) == cell
+
+
+def test_csv_tells_a_key_not_logged_from_a_logged_nan() -> None:
+    import math
+
+    from steptable.table.outcells import csv_cell
+
+    assert csv_cell(None) == ""  # not logged: blank
+    assert csv_cell(math.nan) == "NaN"
+    assert str(csv_cell(math.inf)) == "inf" and str(csv_cell(-math.inf)) == "-inf"

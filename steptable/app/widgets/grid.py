@@ -33,6 +33,10 @@ def _as_is(row: Mapping[str, Any]) -> Mapping[str, Any]:
     return row
 
 
+#: the texts of a logged non-finite value (steptable.table.formatting), shown in the alert colour
+_NON_FINITE = frozenset({"NaN", "inf", "-inf"})
+_NON_FINITE_ENDS = ("NaN", "inf")
+
 class StepGrid(ScrollView, can_focus=True):
     """One arm's step table."""
 
@@ -69,7 +73,7 @@ class StepGrid(ScrollView, can_focus=True):
     StepGrid > .grid--column { background: $foreground 8%; }
     StepGrid > .grid--better { color: $text-success; }
     StepGrid > .grid--worse { color: $text-error; }
-    StepGrid > .grid--nan { color: $text-muted; }
+    StepGrid > .grid--nan { color: $error; text-style: bold; }  /* a logged NaN / inf: an alert, not filler */
     StepGrid > .grid--pinned { color: $text-accent; }
     """
 
@@ -376,8 +380,8 @@ class StepGrid(ScrollView, can_focus=True):
             kind = 0
             if j == 0:
                 kind = 1
-            elif text.endswith("nan") and text.strip() == "nan":
-                kind = 2
+            elif text.endswith(_NON_FINITE_ENDS) and text.strip() in _NON_FINITE:
+                kind = 2  # a logged NaN / inf (a key not logged is blank: nothing to colour)
             elif prev is not None and c.better:
                 t = render.trend(c, values.get(c.key), prev.get(c.key))
                 kind = 3 if t > 0 else 4 if t < 0 else 0

@@ -85,7 +85,7 @@ async def test_diverged_run_shows_nan_and_inf_as_latest(tmp_path: Path) -> None:
         await pilot.pause()
         diag = lines_of(app, "Routing diagnostics", 11)
         assert "inf" in next(line for line in diag if line.split()[:1] == ["auroc"])
-        assert "nan" in next(line for line in diag if line.split()[:1] == ["qmass"])
+        assert "NaN" in next(line for line in diag if line.split()[:1] == ["qmass"])
         await pilot.press("d")
         app.query_one(ArmPanel).grid.focus()
         while app.session.selected != "qmass":
