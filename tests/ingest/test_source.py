@@ -43,7 +43,7 @@ def test_a_backlog_without_a_clock_has_no_rate(tmp_path: Path) -> None:
     assert len(store) == 30_000
     assert all(math.isnan(t) for t in store.wall_times)
     text = header_text(store, time.time())
-    assert text.startswith("steps 0-29999, upd 3") and "step/min" not in text and "s/step" not in text
+    assert text.startswith("steps 0-29999, idle since ") and "step/min" not in text and "s/step" not in text
 
 
 def test_rows_that_arrive_while_following_get_their_arrival_time(tmp_path: Path,
@@ -83,7 +83,10 @@ def test_the_age_of_a_run_whose_last_row_lacks_its_clock(tmp_path: Path) -> None
     store = load([tmp_path])["run/metrics.jsonl"]
     assert store.last_update is not None and abs(store.last_update - (t0 + 1500)) < 1
     text = header_text(store, time.time())
-    assert "30s/step" in text and "upd 2.98d ago" in text, text
+    from steptable.alerts.activity import since_words
+
+    # three days quiet: idle since the file's last write, not since its last row's clock
+    assert "30s/step" in text and f"idle since {since_words(t0 + 1500, time.time())}" in text, text
 
 
 def test_rows_with_their_own_clock_keep_it(tmp_path: Path) -> None:

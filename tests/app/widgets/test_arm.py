@@ -93,7 +93,7 @@ async def test_diverged_run_shows_nan_and_inf_as_latest(tmp_path: Path) -> None:
         await pilot.press("c")
         await pilot.pause()
         chart = lines_of(app, "Chart of", 2)[1]
-        assert "last nan" in chart and "max .31" in chart
+        assert "last NaN" in chart and "max .31" in chart
 
 
 async def test_bad_count_in_title_and_newest_bad_lines_in_status(tmp_path: Path) -> None:
