@@ -125,7 +125,7 @@ class Feed:
     def _read_ahead(self, out: queue.SimpleQueue[Message | None]) -> None:
         try:
             from steptable.ingest import discover, preview_tail
-            from steptable.ingest.files.discover import sniff_jsonl
+            from steptable.ingest.files.sniff import sniff_jsonl
 
             self.follower  # noqa: B018  (builds the Follower here, off the UI thread)
             if self._sweep_found(out):

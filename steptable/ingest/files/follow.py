@@ -22,7 +22,8 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from steptable.ingest.files.discover import Candidate, discover, discover_at, sniff_jsonl
+from steptable.ingest.files.discover import Candidate, discover, discover_at
+from steptable.ingest.files.sniff import sniff_jsonl
 from steptable.ingest.files.tail import MAX_LINE
 from steptable.ingest.parse import BadLine
 from steptable.ingest.readers.console import metrics_between

@@ -23,8 +23,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-from steptable.ingest.files.discover import Candidate, discover, sniff_jsonl
+from steptable.ingest.files.discover import Candidate, discover
 from steptable.ingest.files.preview import preview_tail
+from steptable.ingest.files.sniff import sniff_jsonl
 from steptable.ingest.store import RunStore
 from steptable.table import runinfo
 
