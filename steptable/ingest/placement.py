@@ -21,6 +21,7 @@ resume drops rows.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from bisect import bisect_left
 from collections.abc import Sequence
 from itertools import islice
@@ -31,20 +32,23 @@ from steptable.ingest.parsed import BOOKKEEPING_KEYS, counter, measured
 from steptable.ingest.table import MAX_KEYS, ColumnTable, rows_to_cols
 
 
-class RowPlacement(ColumnTable):
+class RowPlacement(ColumnTable, ABC):
     """The placement rule (module docstring) over a :class:`ColumnTable`; its owner supplies the hooks."""
 
     resumes: list[int]
     step_key: str | None
 
+    @abstractmethod
     def _note(self, arm: Any) -> None:
-        raise NotImplementedError
+        """After a batch: the arm a row named and the newest row's wall time."""
 
+    @abstractmethod
     def _note_replaced(self, i: int) -> None:
-        raise NotImplementedError
+        """Before a resume drops rows ``i:``: what the store keeps of them."""
 
+    @abstractmethod
     def _edited(self, step: int, keys: frozenset[str] | None) -> None:
-        raise NotImplementedError
+        """Row ``step`` was changed in place (``keys`` set, None: inserted)."""
 
     def _appendable(self, steps: Sequence[int]) -> bool:
         if self._steps and steps[0] <= self._steps[-1]:
