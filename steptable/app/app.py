@@ -19,11 +19,12 @@ from textual.screen import Screen
 from textual.widgets import Static
 
 from steptable.app.arrange import ArmsBox, Arrangement
+from steptable.app.bindings import BINDINGS, MAIN_ACTIONS, key_help
 from steptable.app.feed import Feed
 from steptable.app.lockstep import Lockstep
 from steptable.app.messages import AlertsFound, FeedProblem, PreviewReady, RunsChanged
 from steptable.app.model import Store
-from steptable.app.screens.help import key_lines, key_text
+from steptable.app.screens.help import key_text
 from steptable.app.seek import Seek
 from steptable.app.session import Session
 from steptable.app.sweep import IndexChanged, Sweep, SweepFound
@@ -58,38 +59,7 @@ class StepTableApp(App[int]):
     ChartPanel.-open, DiagnosticsPanel.-open { display: block; }
     """
 
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("q", "quit", "Quit"),
-        # ctrl+c quits too (Textual makes it copy, and only says how to quit): priority, over any screen's copy
-        Binding("ctrl+c", "quit", "Quit", show=False, priority=True),
-        Binding("question_mark,f1", "help", "Help", tooltip="this list of keys"),
-        Binding("l", "toggle_legend", "Legend", tooltip="what each column means"),
-        Binding("d", "toggle_diagnostics", "Diag", tooltip="routing diagnostics per arm, with their course"),
-        Binding("c", "toggle_chart", "Chart", tooltip="the lit column over steps, one line per arm"),
-        Binding("C", "chart_view", "Chart view", show=False,
-                tooltip="metrics over x, arms overlaid: axes, zoom, crosshair"),
-        Binding("slash", "filter", "Filter", tooltip="show only the columns matching globs"),
-        Binding("colon,g", "jump", "Jump", tooltip="go to a step"),
-        Binding("p", "pin", "Pin", tooltip="keep the lit column in front (again: unpin it)"),
-        Binding("s", "switch_layout", "Layout", tooltip="arms side by side or stacked"),
-        Binding("v", "generations", "Gens", tooltip="the samples (generations side files) at the step on screen"),
-        Binding("f", "follow_all", "Follow all", show=False, tooltip="every table follows its newest rows"),
-        Binding("e", "events", "Events", show=False, tooltip="every alert, stall and bad line so far"),
-        Binding("w", "compare", "Compare", show=False, tooltip="which arm wins: window means, 95% CIs, Δ vs baseline"),
-        Binding("k", "lockstep", "Lockstep", show=False, tooltip="every arm's table moves with the one in front"),
-        Binding("right_square_bracket", "seek_alert(True)", "Next alert", show=False,
-                tooltip="every table goes to the next step with an alert"),
-        Binding("left_square_bracket", "seek_alert(False)", "Prev alert", show=False,
-                tooltip="every table goes to the previous step with an alert"),
-        Binding("right_curly_bracket", "seek_nonfinite(True)", "Next NaN", show=False,
-                tooltip="every table goes to the next step with a NaN or inf in a shown column"),
-        Binding("left_curly_bracket", "seek_nonfinite(False)", "Prev NaN", show=False,
-                tooltip="every table goes to the previous step with a NaN or inf in a shown column"),
-        Binding("r", "runs", "Runs", show=False, tooltip="a sweep's run list: filter, sort, pick runs to show"),
-        Binding("0", "show_all_arms", "All arms", show=False, tooltip="show the hidden arms again"),
-        *(Binding(str(k), f"toggle_arm({k - 1})", f"Arm {k}", show=False, tooltip="hide or show that arm")
-          for k in range(1, 10)),
-    ]
+    BINDINGS: ClassVar[list[BindingType]] = BINDINGS
 
     def __init__(
         self,
@@ -396,7 +366,7 @@ class StepTableApp(App[int]):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """The table actions work (and show in the footer) on the main screen only, not over a viewer."""
-        if len(self.screen_stack) > 1 and action in _MAIN_ACTIONS:
+        if len(self.screen_stack) > 1 and action in MAIN_ACTIONS:
             return False
         return True
 
@@ -410,18 +380,8 @@ class StepTableApp(App[int]):
 
     def key_help(self) -> list[tuple[str, str]]:
         """(keys, what they do) of the tables' screen: the table's own keys, the app's, the command palette's."""
-        palette = Binding(self.COMMAND_PALETTE_BINDING, "command_palette", "Commands",
-                          tooltip="every action by name, the theme, screenshots")
-        rows = Binding("up,down,pageup,pagedown", "scroll_rows", "Rows", tooltip="scroll (following stops)")
-        tables = Binding("tab,shift+tab", "focus_table", "Tables",
-                         tooltip="the next / previous table: p and the chart take its marked column")
-        own = [b for b in (*StepGrid.BINDINGS, *self.BINDINGS) if isinstance(b, Binding)]
-        return key_lines([rows, tables, *own, palette], self.get_key_display)
+        return key_help(self.COMMAND_PALETTE_BINDING, self.get_key_display)
 
     def _runner(self, action: str) -> Callable[[], Any]:
         return lambda: self.run_action(action)
 
-
-_MAIN_ACTIONS = frozenset(
-    b.action.partition("(")[0] for b in StepTableApp.BINDINGS if isinstance(b, Binding) and b.action != "quit"
-)

@@ -1,34 +1,24 @@
 """The state of a watch session, apart from widgets: runs shown, their column layouts (one per trainer: the arms of
-one experiment share one), filter / pins / hidden arms, alerts, stalls and bad lines. Pure (no textual); the app
-calls it and hands the results to widgets."""
+one experiment share one), filter / pins / hidden arms, and (its EventLog, eventlog.py) alerts, stalls and bad lines.
+Pure (no textual); the app calls it and hands the results to widgets."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from steptable.app.eventlog import EventLog
 from steptable.app.grouping import Group, RunSchemas, group_runs, groups_for
 from steptable.app.layouts import named_columns
-from steptable.app.model import (
-    INTERVAL_WINDOW,
-    Store,
-    display_order,
-    ended,
-    filter_cols,
-    filter_globs,
-    usual_interval,
-)
-from steptable.app.widgets.status import Event, bad_line
+from steptable.app.model import Store, display_order, filter_cols, filter_globs
+from steptable.app.widgets.status import Event
 from steptable.table.columns import Col
 
 if TYPE_CHECKING:  # (imported when first needed: the first frame does not wait for them)
     from steptable.alerts.activity import Activity
     from steptable.alerts.engine import Alert
     from steptable.schemas import Schema
-
-MAX_ALERTS = 5000
 
 
 @dataclass
@@ -51,21 +41,17 @@ class Session:
     pins: list[str] = field(default_factory=list)
     hidden: set[str] = field(default_factory=set)
     selected: str | None = None  # the column picked last (the chart's); a table without it keeps its own
-    alerts: list[Event] = field(default_factory=list)
-    counts: dict[str, int] = field(default_factory=dict)
-    stalls: dict[str, float] = field(default_factory=dict)
-    idle: dict[str, Activity] = field(default_factory=dict)  # runs long quiet with nothing saying they still run
     _group_of: dict[str, Group] = field(default_factory=dict)
     _grouped: tuple[tuple[str, int, int, int, int], ...] = ()  # what the runs were grouped for (see _regroup)
     _tried: dict[str, int] = field(default_factory=dict)  # key -> the widest value a new layout was made for
     _named: Schema | None = None
     _bad_turn: int = 0
     problems: list[str] = field(default_factory=list)  # to be said once each (the app takes them as notices)
-    _alerted: set[tuple[str, str, int, str, str, str, float | None]] = field(default_factory=set)
     _said: set[str] = field(default_factory=set)
 
     def __post_init__(self) -> None:
         self._schemas = RunSchemas(self._say)  # each run's schema, found again only when it may have changed
+        self.log = EventLog(self.runs, self.labels)  # alerts, stalls and bad lines
 
     # ------------------------------------------------------------------------------------------------ runs
 
@@ -348,71 +334,33 @@ class Session:
 
     # ------------------------------------------------------------------------------------------------ events
 
+    @property
+    def alerts(self) -> list[Event]:
+        return self.log.alerts
+
+    @property
+    def counts(self) -> dict[str, int]:
+        return self.log.counts
+
+    @property
+    def stalls(self) -> dict[str, float]:
+        return self.log.stalls
+
+    @property
+    def idle(self) -> dict[str, Activity]:
+        return self.log.idle
+
     def add_alerts(self, run_id: str, alerts: Sequence[Alert], closed: float | None = None) -> None:
-        """Alerts the scanner found; one it found before (its file read again after a reset, the same rows) is not
-        counted twice. ``closed``: the close an end alert is for (a run resumed that dies again at the same step, of
-        the same exception, is told again)."""
-        label = self.labels().get(run_id, run_id)
-        for a in alerts:
-            seen = (run_id, a.level, a.step, a.column, a.kind, a.message, closed if a.kind == "ended" else None)
-            if seen in self._alerted:
-                continue
-            if len(self._alerted) >= 4 * MAX_ALERTS:
-                self._alerted.clear()
-            self._alerted.add(seen)
-            self.counts[a.level] = self.counts.get(a.level, 0) + 1
-            self.alerts.append(Event(a.level, label, a.message_line(), run_id, a.step, a.column))
-        del self.alerts[:-MAX_ALERTS]
+        self.log.add_alerts(run_id, alerts, closed)
 
     def check_stalls(self, now: float) -> dict[str, float]:
-        """Runs stalled (steptable.alerts.activity: quiet past their threshold while something says they still run,
-        or not long past it): run id -> seconds since the last row. Runs long quiet go to ``idle`` (not alerts)."""
-        from steptable.alerts.activity import IDLE, STALLED, store_activity
-
-        self.stalls, self.idle = {}, {}
-        for rid, r in self.runs.items():
-            if r.preview is None and not ended(r.store):  # a run whose StepLogger was closed has ended
-                act = store_activity(r.store, now)
-                if act.state == STALLED and act.gap is not None:
-                    self.stalls[rid] = act.gap
-                elif act.state == IDLE:
-                    self.idle[rid] = act
-        return self.stalls
+        return self.log.check_stalls(now)
 
     def bad_total(self) -> int:
-        return sum(r.store.bad_count for r in self.runs.values())
+        return self.log.bad_total()
 
     def events(self, recent: int | None = None) -> list[Event]:
-        """Stalled runs first, then errors, bad lines and warnings, newest first within each (all when no limit)."""
-        from steptable.alerts.engine import fmt_age
-
-        labels = self.labels()
-        out = []
-        for rid, gap in self.stalls.items():
-            r = self.runs[rid]
-            med = usual_interval(r.store.wall_times_between(-INTERVAL_WINDOW - 1))
-            usual = f" (usual {med:.3g}s/row)" if med is not None and math.isfinite(med) else ""
-            out.append(Event("S", labels[rid], f"stalled: no row for {fmt_age(gap)}{usual}", rid))
-        errors = [e for e in reversed(self.alerts) if e.level == "E"]
-        warnings = [e for e in reversed(self.alerts) if e.level != "E"]
-        bad: list[Event] = []
-        # the runs whose bad lines came last first
-        by_age = sorted(self.runs.items(), key=lambda item: -item[1].bad_turn)
-        for rid, r in by_age:
-            kept, newest, total = r.store.bad_lines()
-            # the store keeps the first bad lines and the newest: newest first, then a line for the ones between
-            later = newest[len(newest) - min(total - len(kept), len(newest)):]
-            lines = [*reversed(later), *reversed(kept)]
-            if recent is not None:
-                lines = lines[:recent]
-            between = total - len(kept) - len(later)
-            for i, b in enumerate(lines):
-                if between > 0 and i == len(later):
-                    bad.append(Event("B", labels[rid], f"{between:,} more bad lines between these (not kept)", rid))
-                bad.append(Event("B", labels[rid], bad_line(b.path, b.lineno, b.reason), rid))
-        out += errors + bad + warnings
-        return out if recent is None else out[:recent]
+        return self.log.events(recent)
 
     def status_counts(self) -> dict[str, int]:
-        idle = {"idle": len(self.idle)} if self.idle else {}
-        return {**self.counts, "S": len(self.stalls), **idle, "B": self.bad_total()}
+        return self.log.status_counts()

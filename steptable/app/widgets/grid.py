@@ -21,6 +21,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from steptable.app.model import Store, change_mark
+from steptable.app.widgets.cellstyle import CELL_CSS, COMPONENT_CLASSES, KINDS, cell_kind, cell_styles
 from steptable.app.widgets.lines import join_line, visible_columns
 from steptable.table import render
 from steptable.table.columns import Col
@@ -33,22 +34,10 @@ def _as_is(row: Mapping[str, Any]) -> Mapping[str, Any]:
     return row
 
 
-#: the texts of a logged non-finite value (steptable.table.formatting), shown in the alert colour
-_NON_FINITE = frozenset({"NaN", "inf", "-inf"})
-_NON_FINITE_ENDS = ("NaN", "inf")
-
 class StepGrid(ScrollView, can_focus=True):
     """One arm's step table."""
 
-    COMPONENT_CLASSES: ClassVar[set[str]] = {
-        "grid--header",
-        "grid--cursor",
-        "grid--column",
-        "grid--better",
-        "grid--worse",
-        "grid--nan",
-        "grid--pinned",
-    }
+    COMPONENT_CLASSES: ClassVar[set[str]] = set(COMPONENT_CLASSES)
 
     DEFAULT_CSS = """
     StepGrid {
@@ -65,17 +54,7 @@ class StepGrid(ScrollView, can_focus=True):
         scrollbar-color-hover: $primary 60%;
         scrollbar-color-active: $primary;
         scrollbar-corner-color: $surface;
-    }
-    StepGrid > .grid--header { text-style: bold; background: $panel; color: $text; }
-    StepGrid > .grid--cursor { text-style: bold reverse; }
-    /* the cursor's column: a tint of the text colour shows in every theme ($boost is transparent from Textual
-       8.2.5 on in a theme that sets $panel, as all of steptable's do) */
-    StepGrid > .grid--column { background: $foreground 8%; }
-    StepGrid > .grid--better { color: $text-success; }
-    StepGrid > .grid--worse { color: $text-error; }
-    StepGrid > .grid--nan { color: $error; text-style: bold; }  /* a logged NaN / inf: an alert, not filler */
-    StepGrid > .grid--pinned { color: $text-accent; }
-    """
+    }""" + CELL_CSS
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("left", "column(-1)", "◀col", show=False, tooltip="light the column to the left (charted; p pins it)"),
@@ -339,10 +318,7 @@ class StepGrid(ScrollView, can_focus=True):
     def _styles(self) -> tuple[Style, ...]:
         """The cell styles, combined once per style change (Rich's Style addition is not free)."""
         if self._cell_styles is None:
-            base = self._base
-            kinds = [base] + [base + self._style(f"grid--{k}") for k in ("pinned", "nan", "better", "worse")]
-            column = Style(bgcolor=self._style("grid--column").bgcolor)  # a tint only: keep the cell's colour
-            self._cell_styles = (*kinds, *(k + column for k in kinds))
+            self._cell_styles = cell_styles(self._base, self._style)
         return self._cell_styles
 
     @property
@@ -377,15 +353,8 @@ class StepGrid(ScrollView, can_focus=True):
         styles = self._styles()  # (plain, pinned, nan, better, worse), then the same on the selected column
         segs: list[Segment] = []
         for j, (c, text) in enumerate(zip(cols, texts, strict=True)):
-            kind = 0
-            if j == 0:
-                kind = 1
-            elif text.endswith(_NON_FINITE_ENDS) and text.strip() in _NON_FINITE:
-                kind = 2  # a logged NaN / inf (a key not logged is blank: nothing to colour)
-            elif prev is not None and c.better:
-                t = render.trend(c, values.get(c.key), prev.get(c.key))
-                kind = 3 if t > 0 else 4 if t < 0 else 0
-            style = styles[kind + 5 if c.key == self.selected else kind]
+            kind = cell_kind(j, c, text, values, prev)
+            style = styles[kind + KINDS if c.key == self.selected else kind]
             segs.append(Segment(text, style))
         return segs
 
