@@ -1,7 +1,8 @@
 """The end of a StepLogger's run: close()'s steps, ``table.txt`` and the end-of-run dump.
 
 :class:`Closer` is owned by one :class:`~steptable.logger.steplogger.StepLogger` and works on its state: the loop's
-rows, lock, writer and run description stay the logger's. Contracts: close() is idempotent and raises nothing of its
+rows, lock, writer and run description stay the logger's, and close() runs its ``_final_flush`` and ``_final_dump``
+(looked up on it at close). Contracts: close() is idempotent and raises nothing of its
 own (an interrupt during it is raised again once the run is marked ended); each step runs whatever the one before
 did, and a failed step is reported once.
 """
@@ -88,7 +89,7 @@ class Closer:
             return
         sl._closed = True
         steps: tuple[tuple[str, Callable[[], None]], ...] = (
-            ("the final flush", self._final_flush),
+            ("the final flush", sl._final_flush),
             # before table.txt (slow on a long run): a job killed meanwhile must not read as a stalled run forever
             ("marking the run ended", self._describe_closed),
             ("writing table.txt", self._write_table_at_close),
@@ -108,13 +109,6 @@ class Closer:
             report_once(f"{sl._topic}-lost", f"steptable: {sl._lost} row(s) could not be logged in this run")
         if stop is not None:
             raise stop
-
-    def _final_flush(self) -> None:
-        sl = self._sl
-        if sl._writer is not None:
-            sl._writer.close()
-        if sl._writer_lock is not None:
-            sl._writer_lock.release()
 
     def _write_table_at_close(self) -> None:
         if self._sl._rows:

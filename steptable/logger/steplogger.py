@@ -368,6 +368,12 @@ class StepLogger:
         own, but an interrupt (Ctrl-C) during it is raised again once the run is marked ended (not the table)."""
         self._closer.close()
 
+    def _final_flush(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
+        if self._writer_lock is not None:
+            self._writer_lock.release()
+
     def _final_dump(self) -> None:
         if self._rows:
             # lines after the first indented as the sink's "I " indents the first: the dump's table sits under the
