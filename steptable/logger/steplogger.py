@@ -20,7 +20,7 @@ import threading
 import time
 import weakref
 from collections import deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -30,6 +30,7 @@ from loguru import logger
 from steptable.alerts.engine import AlertEngine
 from steptable.logger import tablefile
 from steptable.logger.autocols import auto_columns
+from steptable.logger.closing import Closer
 from steptable.logger.consolecols import ConsoleLayout
 from steptable.logger.rank import LazyRank
 from steptable.logger.setup import installed
@@ -140,14 +141,11 @@ class StepLogger:
         self._forked = False  # set in a child process created by fork(): it never prints or writes
         self._owner: int | None = None  # the thread inside log() now
         self._deferred: deque[dict[str, Any]] = deque()  # rows logged from inside log() (signal handlers)
-        self._close_due = False  # close() was called from inside log(): done when that call ends
         self._end: str | None = None  # how the ``with`` block ended when not normally (steptable.table.runinfo.end_of)
         self._closed_at: float | None = None
-        self._marked_ended = False  # steptable.json says the run ended (close() got that far)
-        self._table: Path | None = None
-        self._table_note = "all rows"
         self._started = 0.0
         self._topic = f"steplogger-{next(_NUMBERS)}"  # failures are reported once per logger and kind
+        self._closer = Closer(self)  # close(), table.txt and the end-of-run dump
         _LIVE.add(self)
 
     def _set_cols(self, cols: Sequence[Col]) -> None:
@@ -229,8 +227,8 @@ class StepLogger:
                         self._log(self._deferred.popleft())
                 finally:
                     self._owner = None
-                    if self._close_due:  # also when a handler's sys.exit() leaves the row (close(); exit)
-                        self._close()
+                    if self._closer.due:  # also when a handler's sys.exit() leaves the row (close(); exit)
+                        self._closer.close_now()
                 return line
         except Exception as e:  # the loop must survive anything we do wrong
             self._lost += 1
@@ -346,83 +344,6 @@ class StepLogger:
         except Exception:
             report_once(text, msg)
 
-    # ------------------------------------------------------------------------------------------------ the end
-    def dump(self) -> str:
-        """Every column (streamed and dump-only) for the last ``dump_rows`` rows, with the legend of the dump."""
-        rows = list(self._recent)[-self.dump_rows :] if self.dump_rows else []
-        parts = [f"end of run: {self._rows} rows" + (f", arm {sanitize(str(self.arm))}" if self.arm else "")
-                 + (f", {runinfo.end_words(self._end)}" if self._end else "")]
-        if rows:
-            parts.append(render.table(self._shown(self._layout.cols), rows))
-        extra = [c for c in self.cols if not c.stream]
-        if extra:
-            parts.append(render.legend(extra, title="dump-only columns:"))
-        if self._table is not None:
-            parts.append(f"{self._table_note}, every column: {sanitize(str(self._table))}")  # (run_dir's text)
-        return "\n".join(parts)
-
-    def write_table(self) -> Path | None:
-        """Write the arm's rows (the last ``tablefile.MAX_ROWS`` of a longer run), every column, beside the JSONL (read
-        back from it): ``table.txt``, or ``table.<arm>.txt`` where arms share it. None without a regular JSONL."""
-        if self.run_dir is None or self.jsonl_path is None:
-            return None
-        done = tablefile.write_table(self.cols, self.jsonl_path, self.run_dir, self.arm, self.header_every)
-        if done is None:
-            return None
-        self._table_note = done.note(self._rows, self._writer.why_missing(self._rows) if self._writer else "")
-        return done.path
-
-    def close(self) -> None:
-        """Final flush, the run marked ended, ``table.txt``, the end-of-run dump. Idempotent; raises nothing of its
-        own, but an interrupt (Ctrl-C) during it is raised again once the run is marked ended (not the table)."""
-        if self._owner == threading.get_ident():  # from inside log() (a signal handler): once that row is done
-            self._close_due = True
-            if self.is_writer and not self._forked and self._rows:
-                # and the run marked ended now: a handler that goes on to os._exit() never comes back to the row
-                self._describe(time.time())
-            return
-        try:
-            with self._lock:
-                self._close()
-        except (KeyboardInterrupt, SystemExit):
-            # A second Ctrl-C while the first one's close() runs (or a SIGTERM handler's exit): the run marked
-            # ended once more where it was cut short, else it reads as stalled for ever; then raised.
-            self._mark_ended_again()
-            raise
-
-    def _close(self) -> None:
-        if self._closed or not self.is_writer or self._forked:
-            self._closed = True  # a forked child leaves the file, the table and the dump to its parent
-            return
-        self._closed = True
-        steps: tuple[tuple[str, Callable[[], None]], ...] = (
-            ("the final flush", self._final_flush),
-            # before table.txt (slow on a long run): a job killed meanwhile must not read as a stalled run forever
-            ("marking the run ended", self._describe_closed),
-            ("writing table.txt", self._write_table_at_close),
-            ("the end-of-run dump", self._final_dump),
-        )
-        stop: BaseException | None = None
-        for what, run in steps:  # each runs whatever the one before did (after an interrupt, all but the table)
-            try:
-                if stop is None or run != self._write_table_at_close:
-                    run()
-            except Exception as e:
-                report_once(f"{self._topic}-close-{what}",
-                            f"steptable: StepLogger.close: {what} failed ({error_text(e)})")
-            except BaseException as e:  # Ctrl-C, SystemExit from a signal handler: the user's, raised below
-                stop = stop or e
-        if self._lost:  # the failures were reported once each; say how many rows they cost in all
-            report_once(f"{self._topic}-lost", f"steptable: {self._lost} row(s) could not be logged in this run")
-        if stop is not None:
-            raise stop
-
-    def _final_flush(self) -> None:
-        if self._writer is not None:
-            self._writer.close()
-        if self._writer_lock is not None:
-            self._writer_lock.release()
-
     def _lock_arm(self) -> None:
         """Take this arm's writer lock; another live process holding it is told once (never raised: logging must
         not break the run) and both write on."""
@@ -432,21 +353,26 @@ class StepLogger:
         except Exception:
             pass
 
-    def _write_table_at_close(self) -> None:
-        if self._rows:
-            self._table = self.write_table()
+    # ------------------------------------------------------------------------------------------------ the end
+    def dump(self) -> str:
+        """Every column (streamed and dump-only) for the last ``dump_rows`` rows, with the legend of the dump."""
+        return self._closer.dump()
 
-    def _describe_closed(self) -> None:
-        if self._rows:
-            self._describe(time.time())  # the run ended: readers stop watching it for a stall
-            self._marked_ended = True
+    def write_table(self) -> Path | None:
+        """Write the arm's rows (the last ``tablefile.MAX_ROWS`` of a longer run), every column, beside the JSONL (read
+        back from it): ``table.txt``, or ``table.<arm>.txt`` where arms share it. None without a regular JSONL."""
+        return self._closer.write_table()
 
-    def _mark_ended_again(self) -> None:
-        """After an interrupt in close(): the run marked ended if that was cut short or never reached."""
-        if not self._marked_ended and self._rows and self.is_writer and not self._forked:
-            with self._lock:
-                self._describe(time.time())
-                self._marked_ended = True
+    def close(self) -> None:
+        """Final flush, the run marked ended, ``table.txt``, the end-of-run dump. Idempotent; raises nothing of its
+        own, but an interrupt (Ctrl-C) during it is raised again once the run is marked ended (not the table)."""
+        self._closer.close()
+
+    def _final_flush(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
+        if self._writer_lock is not None:
+            self._writer_lock.release()
 
     def _final_dump(self) -> None:
         if self._rows:
@@ -463,15 +389,5 @@ class StepLogger:
         """Close, the run marked as ended by what left the block: a crash or a Ctrl-C must not read as a run that
         finished (steptable.table.runinfo.end_of). Closed already (a SIGTERM handler's ``close(); sys.exit(1)``): the
         description says it again, with how the block ended."""
-        end = runinfo.end_of(exc)
-        if not self._closed:
-            self._end = end
-            self.close()
-            return
-        if end is None:
-            return
-        with self._lock:
-            self._end = end
-            if self._closed_at is not None and self.is_writer and not self._forked:
-                self._describe(self._closed_at)
+        self._closer.exit(runinfo.end_of(exc))
 

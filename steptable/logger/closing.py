@@ -1,0 +1,142 @@
+"""The end of a StepLogger's run: close()'s steps, ``table.txt`` and the end-of-run dump.
+
+:class:`Closer` is owned by one :class:`~steptable.logger.steplogger.StepLogger` and works on its state: the loop's
+rows, lock, writer and run description stay the logger's, and close() runs its ``_final_flush`` and ``_final_dump``
+(looked up on it at close). Contracts: close() is idempotent and raises nothing of its
+own (an interrupt during it is raised again once the run is marked ended); each step runs whatever the one before
+did, and a failed step is reported once.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from steptable.logger import tablefile
+from steptable.logger.sinks import report_once
+from steptable.logger.writer import error_text
+from steptable.table import render, runinfo
+from steptable.table.formatting import sanitize
+
+if TYPE_CHECKING:
+    from steptable.logger.steplogger import StepLogger
+
+
+class Closer:
+    """The closing of ``sl``'s run: the final flush, the run marked ended, ``table.txt``, the end-of-run dump."""
+
+    def __init__(self, sl: StepLogger) -> None:
+        self._sl = sl
+        self.due = False  # close() was called from inside log(): done when that call ends (see :meth:`close_now`)
+        self._marked_ended = False  # steptable.json says the run ended (close() got that far)
+        self._table: Path | None = None
+        self._table_note = "all rows"
+
+    def dump(self) -> str:
+        """Every column (streamed and dump-only) for the last ``dump_rows`` rows, with the legend of the dump."""
+        sl = self._sl
+        rows = list(sl._recent)[-sl.dump_rows :] if sl.dump_rows else []
+        parts = [f"end of run: {sl._rows} rows" + (f", arm {sanitize(str(sl.arm))}" if sl.arm else "")
+                 + (f", {runinfo.end_words(sl._end)}" if sl._end else "")]
+        if rows:
+            parts.append(render.table(sl._shown(sl._layout.cols), rows))
+        extra = [c for c in sl.cols if not c.stream]
+        if extra:
+            parts.append(render.legend(extra, title="dump-only columns:"))
+        if self._table is not None:
+            parts.append(f"{self._table_note}, every column: {sanitize(str(self._table))}")  # (run_dir's text)
+        return "\n".join(parts)
+
+    def write_table(self) -> Path | None:
+        """Write the arm's rows (the last ``tablefile.MAX_ROWS`` of a longer run), every column, beside the JSONL (read
+        back from it): ``table.txt``, or ``table.<arm>.txt`` where arms share it. None without a regular JSONL."""
+        sl = self._sl
+        if sl.run_dir is None or sl.jsonl_path is None:
+            return None
+        done = tablefile.write_table(sl.cols, sl.jsonl_path, sl.run_dir, sl.arm, sl.header_every)
+        if done is None:
+            return None
+        self._table_note = done.note(sl._rows, sl._writer.why_missing(sl._rows) if sl._writer else "")
+        return done.path
+
+    def close(self) -> None:
+        """StepLogger.close: see there. From inside log() on this thread, only marked :attr:`due` (and the run
+        marked ended now)."""
+        sl = self._sl
+        if sl._owner == threading.get_ident():  # from inside log() (a signal handler): once that row is done
+            self.due = True
+            if sl.is_writer and not sl._forked and sl._rows:
+                # and the run marked ended now: a handler that goes on to os._exit() never comes back to the row
+                sl._describe(time.time())
+            return
+        try:
+            with sl._lock:
+                self.close_now()
+        except (KeyboardInterrupt, SystemExit):
+            # A second Ctrl-C while the first one's close() runs (or a SIGTERM handler's exit): the run marked
+            # ended once more where it was cut short, else it reads as stalled for ever; then raised.
+            self._mark_ended_again()
+            raise
+
+    def close_now(self) -> None:
+        """close()'s steps, the logger's lock held."""
+        sl = self._sl
+        if sl._closed or not sl.is_writer or sl._forked:
+            sl._closed = True  # a forked child leaves the file, the table and the dump to its parent
+            return
+        sl._closed = True
+        steps: tuple[tuple[str, Callable[[], None]], ...] = (
+            ("the final flush", sl._final_flush),
+            # before table.txt (slow on a long run): a job killed meanwhile must not read as a stalled run forever
+            ("marking the run ended", self._describe_closed),
+            ("writing table.txt", self._write_table_at_close),
+            ("the end-of-run dump", sl._final_dump),
+        )
+        stop: BaseException | None = None
+        for what, run in steps:  # each runs whatever the one before did (after an interrupt, all but the table)
+            try:
+                if stop is None or run != self._write_table_at_close:
+                    run()
+            except Exception as e:
+                report_once(f"{sl._topic}-close-{what}",
+                            f"steptable: StepLogger.close: {what} failed ({error_text(e)})")
+            except BaseException as e:  # Ctrl-C, SystemExit from a signal handler: the user's, raised below
+                stop = stop or e
+        if sl._lost:  # the failures were reported once each; say how many rows they cost in all
+            report_once(f"{sl._topic}-lost", f"steptable: {sl._lost} row(s) could not be logged in this run")
+        if stop is not None:
+            raise stop
+
+    def _write_table_at_close(self) -> None:
+        if self._sl._rows:
+            self._table = self._sl.write_table()
+
+    def _describe_closed(self) -> None:
+        if self._sl._rows:
+            self._sl._describe(time.time())  # the run ended: readers stop watching it for a stall
+            self._marked_ended = True
+
+    def _mark_ended_again(self) -> None:
+        """After an interrupt in close(): the run marked ended if that was cut short or never reached."""
+        sl = self._sl
+        if not self._marked_ended and sl._rows and sl.is_writer and not sl._forked:
+            with sl._lock:
+                sl._describe(time.time())
+                self._marked_ended = True
+
+    def exit(self, end: str | None) -> None:
+        """StepLogger.__exit__ with ``end`` (steptable.table.runinfo.end_of of what left the block): see there."""
+        sl = self._sl
+        if not sl._closed:
+            sl._end = end
+            sl.close()
+            return
+        if end is None:
+            return
+        with sl._lock:
+            sl._end = end
+            if sl._closed_at is not None and sl.is_writer and not sl._forked:
+                sl._describe(sl._closed_at)
