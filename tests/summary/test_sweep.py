@@ -11,7 +11,6 @@ from pathlib import Path
 from steptable.cli.main import main
 from steptable.ingest.files.preview import preview_tail
 from steptable.summary.sweep import RunDigest, config_matches, digest, matches, ranked, run_state, sweep_line
-from steptable.summary.toplines import MAX_CHARS, short_name, top_text
 from tests.app.sweephelpers import write_run, write_sweep
 
 
@@ -58,19 +57,6 @@ def test_ranked_and_filters() -> None:
     assert matches("LR1e-5_seed3", "*seed[34]") and matches("lr1e-5_seed3", "SEED") and not matches("a", "b*")
     assert config_matches({"optim.lr": 1e-05}, "lr", "1e-5") and not config_matches({"lr": 1e-05}, "lr", "2e-5")
     assert config_matches({"model": "qwen-7b"}, "model", "qwen*") and not config_matches({}, "lr", "1")
-
-
-def test_top_text_stays_short_for_any_sweep() -> None:
-    ds = [RunDigest("x" * 80 + str(i), "x" * 80 + str(i), "jsonl", 1, 1, True, 10**9, 0.0, None, "", 1,
-                    last={"loss": float(i)}, mean={"loss": float(i)}, errors=i % 3, warnings=i % 2)
-          for i in range(5000)]
-    text = top_text(ds, "loss", 50, "mean", False, 0.0)
-    assert len(text) <= MAX_CHARS
-    lines = text.splitlines()
-    assert lines[0].startswith("5000 runs: 5000 ended; 3333 with errors")
-    assert lines[2] == "best:" and lines[3].startswith("1. ") and " 0 " in lines[3]
-    assert "runs between" in text and "worst:" in text
-    assert short_name("a" * 100).count("…") == 1 and len(short_name("a" * 100)) == 36
 
 
 def test_summary_top_command(tmp_path: Path) -> None:
