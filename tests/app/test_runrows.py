@@ -3,25 +3,11 @@ first, runs without the sort column's value last."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
-
 import pytest
 
 from steptable.app.runrows import FilterError, ListState, parse_filter, shown
 from steptable.summary.sweep import RunDigest
-
-
-@dataclass
-class Row:
-    run_id: str
-    name: str
-    config: dict[str, Any] = field(default_factory=dict)
-    digest: RunDigest | None = None
-    size: int = 0
-    mtime: float = 0.0
-    path: Path = Path("metrics.jsonl")
+from tests.app.sweephelpers import Row
 
 
 def _digest(run: str, loss: float) -> RunDigest:
