@@ -118,15 +118,6 @@ def test_alerts_since_a_cursor_and_failures_in_the_commands_words(tmp_path: Path
         assert seen[key].is_error and words in _text(seen[key]), (key, _text(seen[key]))
 
 
-def test_without_the_sdk_a_one_line_hint(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    import importlib.util
-
-    real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "mcp" else real(name, *a))
-    rc, out, err = run_cli(["mcp"], capsys)
-    assert rc == 2 and out == "" and err == "steptable mcp: needs the MCP SDK: pip install 'steptable[mcp]'\n"
-
-
 def test_compare_returns_the_commands_text(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Two arms of one experiment: the compare tool's text is `steptable compare`'s, window and all."""
     from steptable.logger.steplogger import StepLogger

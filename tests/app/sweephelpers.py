@@ -1,13 +1,16 @@
 """A small sweep written by steptable's own StepLogger: runs that ended, one that crashed, live ones (no close),
-each with a tinker-style config.json of its hyper-parameters."""
+each with a tinker-style config.json of its hyper-parameters; and a run list's index entry made by hand (Row)."""
 
 from __future__ import annotations
 
 import json
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from steptable.logger.steplogger import StepLogger
+from steptable.summary.sweep import RunDigest
 
 LRS = (1e-6, 3e-6, 1e-5)
 OPEN: list[StepLogger] = []
@@ -46,3 +49,16 @@ def write_sweep(root: Path, runs: int = 12, steps: int = 30) -> list[str]:
         write_run(root, name, lr, steps, end="ended" if i == 0 else "crashed" if i == 1 else "live", level=i / 10)
         names.append(name)
     return names
+
+
+@dataclass
+class Row:
+    """An index entry of the run list (steptable.app.runrows.Entry) made by hand."""
+
+    run_id: str
+    name: str
+    config: dict[str, Any] = field(default_factory=dict)
+    digest: RunDigest | None = None
+    size: int = 0
+    mtime: float = 0.0
+    path: Path = Path("metrics.jsonl")

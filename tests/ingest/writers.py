@@ -147,3 +147,33 @@ def rows_of(store: Any) -> list[dict[str, Any]]:
 
 def same(a: Any, b: Any) -> bool:
     return a == b or (isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b))
+
+
+def only(f: Follower):  # type: ignore[no-untyped-def]
+    """The one run a follower has read."""
+    (store,) = f.stores.values()
+    return store
+
+
+def torch_run(logdir: Path, steps: range) -> None:
+    """TensorBoard events by torch's SummaryWriter: train/loss 1/(i+1) and x = i (NaN at step 1)."""
+    from torch.utils.tensorboard import SummaryWriter
+
+    w = SummaryWriter(str(logdir))
+    for i in steps:
+        w.add_scalar("train/loss", 1.0 / (i + 1), i)
+        w.add_scalar("x", math.nan if i == 1 else float(i), i)
+    w.close()
+
+
+def event_file(d: Path) -> Path:
+    (path,) = d.glob("events.out.tfevents.*")
+    return path
+
+
+def copy_dir(wandb_run: Path, tmp_path: Path) -> Path:
+    """Where a copy of the run's .wandb file goes under ``tmp_path`` (its directory made, the file not written)."""
+    src = wandb_file(wandb_run)
+    dst = tmp_path / "wandb" / src.parent.name / src.name
+    dst.parent.mkdir(parents=True)
+    return dst

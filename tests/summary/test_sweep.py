@@ -1,18 +1,14 @@
-"""Sweep digests from a run's newest rows: state, the sweep's line, ranking, filters; summary --top/--by."""
+"""Sweep digests from a run's newest rows: state, the sweep's line, ranking, filters."""
 
 from __future__ import annotations
 
-import argparse
-import io
 import json
 import time
 from pathlib import Path
 
-from steptable.cli.main import main
 from steptable.ingest.files.preview import preview_tail
 from steptable.summary.sweep import RunDigest, config_matches, digest, matches, ranked, run_state, sweep_line
-from steptable.summary.toplines import MAX_CHARS, short_name, top_text
-from tests.app.sweephelpers import write_run, write_sweep
+from tests.app.sweephelpers import write_run
 
 
 def _digest(run: Path) -> RunDigest:
@@ -58,42 +54,3 @@ def test_ranked_and_filters() -> None:
     assert matches("LR1e-5_seed3", "*seed[34]") and matches("lr1e-5_seed3", "SEED") and not matches("a", "b*")
     assert config_matches({"optim.lr": 1e-05}, "lr", "1e-5") and not config_matches({"lr": 1e-05}, "lr", "2e-5")
     assert config_matches({"model": "qwen-7b"}, "model", "qwen*") and not config_matches({}, "lr", "1")
-
-
-def test_top_text_stays_short_for_any_sweep() -> None:
-    ds = [RunDigest("x" * 80 + str(i), "x" * 80 + str(i), "jsonl", 1, 1, True, 10**9, 0.0, None, "", 1,
-                    last={"loss": float(i)}, mean={"loss": float(i)}, errors=i % 3, warnings=i % 2)
-          for i in range(5000)]
-    text = top_text(ds, "loss", 50, "mean", False, 0.0)
-    assert len(text) <= MAX_CHARS
-    lines = text.splitlines()
-    assert lines[0].startswith("5000 runs: 5000 ended; 3333 with errors")
-    assert lines[2] == "best:" and lines[3].startswith("1. ") and " 0 " in lines[3]
-    assert "runs between" in text and "worst:" in text
-    assert short_name("a" * 100).count("…") == 1 and len(short_name("a" * 100)) == 36
-
-
-def test_summary_top_command(tmp_path: Path) -> None:
-    names = write_sweep(tmp_path, runs=10)
-    out, err = io.StringIO(), io.StringIO()
-    from steptable.cli.summary import run
-
-    args = argparse.Namespace(paths=[str(tmp_path)], top=2, by="reward", stat="last", lower=False, run=None)
-    assert run(args, out, err) == 0
-    lines = out.getvalue().splitlines()
-    assert lines[0] == "10 runs: 8 live, 1 ended, 1 crashed; 1 with errors"
-    assert lines[1] == "by reward (last value, higher is better):"
-    assert lines[3].startswith(f"1. {names[-1]} ") and lines[4].startswith(f"2. {names[-2]} ")
-    assert lines[6].startswith(f"10. {names[0]} ") and " ended" in lines[6]
-    assert lines[7].startswith(f"9. {names[1]} ") and lines[7].endswith("crashed 1E")
-    args.by = "nothing"
-    out = io.StringIO()
-    assert run(args, out, err) == 2 and "no run logs nothing" in out.getvalue()
-
-
-def test_summary_top_parses(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
-    write_sweep(tmp_path, runs=3)
-    assert main(["summary", str(tmp_path), "--top", "1", "--by", "loss", "--lower"]) == 0
-    out = capsys.readouterr().out
-    assert "by loss (mean of the newest rows, lower is better):" in out
-    assert main(["summary", str(tmp_path / "missing"), "--top", "1"]) == 2

@@ -1,5 +1,6 @@
-"""TensorBoard event files read as runs: simple_value and scalar tensors, step 0, several files of one run, live
-growth and damaged copies. Every file is written by torch's SummaryWriter or tensorboard's own writer."""
+"""TensorBoard event files read as runs: simple_value and scalar tensors, step 0, several files of one run and
+damaged copies (live growth: tests/ingest/test_recordsource.py). Every file is written by torch's SummaryWriter or
+tensorboard's own writer."""
 
 from __future__ import annotations
 
@@ -8,20 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from steptable.ingest.files.follow import Follower
-from tests.ingest.writers import read_once, rows_of
+from tests.ingest.writers import event_file, only, read_once, rows_of, torch_run
 
 pytest.importorskip("tensorboard")
-
-
-def _torch_run(logdir: Path, steps: range) -> None:
-    from torch.utils.tensorboard import SummaryWriter
-
-    w = SummaryWriter(str(logdir))
-    for i in steps:
-        w.add_scalar("train/loss", 1.0 / (i + 1), i)
-        w.add_scalar("x", math.nan if i == 1 else float(i), i)
-    w.close()
 
 
 def _tensor_run(logdir: Path, steps: range) -> None:
@@ -38,14 +28,9 @@ def _tensor_run(logdir: Path, steps: range) -> None:
     w.close()
 
 
-def _only(f: Follower):  # type: ignore[no-untyped-def]
-    (store,) = f.stores.values()
-    return store
-
-
 def test_simple_values_tags_and_step_zero(tmp_path: Path) -> None:
-    _torch_run(tmp_path / "runs" / "exp1", range(5))
-    store = _only(read_once(tmp_path))
+    torch_run(tmp_path / "runs" / "exp1", range(5))
+    store = only(read_once(tmp_path))
     assert store.kind == "tensorboard" and store.arm == "exp1"
     assert list(store.steps) == [0, 1, 2, 3, 4]  # step 0 is not on the wire
     rows = rows_of(store)
@@ -56,7 +41,7 @@ def test_simple_values_tags_and_step_zero(tmp_path: Path) -> None:
 
 def test_scalar_tensors(tmp_path: Path) -> None:
     _tensor_run(tmp_path / "tb", range(4))
-    store = _only(read_once(tmp_path))
+    store = only(read_once(tmp_path))
     assert list(store.steps) == [0, 1, 2, 3]
     assert [r["eval/acc"] for r in rows_of(store)] == pytest.approx([0.0, 0.1, 0.2, 0.3])
     assert store.wall_times[1] == pytest.approx(1.7e9 + 1)
@@ -64,49 +49,20 @@ def test_scalar_tensors(tmp_path: Path) -> None:
 
 def test_several_files_of_one_run_merged_by_step(tmp_path: Path) -> None:
     run = tmp_path / "run"
-    _torch_run(run, range(3))
+    torch_run(run, range(3))
     _tensor_run(run, range(2, 5))  # a second writer in the same directory (a resumed run): a later file
-    store = _only(read_once(tmp_path))
+    store = only(read_once(tmp_path))
     assert list(store.steps) == [0, 1, 2, 3, 4]
     rows = rows_of(store)
     assert rows[2]["train/loss"] == pytest.approx(1 / 3) and rows[2]["eval/acc"] == pytest.approx(0.2)
 
 
-def _event_file(d: Path) -> Path:
-    (path,) = d.glob("events.out.tfevents.*")
-    return path
-
-
-def test_growing_file_read_incrementally_cut_record_waits(tmp_path: Path) -> None:
-    src = tmp_path / "src"
-    _torch_run(src, range(6))
-    data = _event_file(src).read_bytes()
-    dst = tmp_path / "live" / "exp" / _event_file(src).name
-    dst.parent.mkdir(parents=True)
-    f = Follower([tmp_path / "live"])
-    seen = []
-    for cut in range(0, len(data) + 1, 7):  # every few bytes: most cuts fall inside a record
-        with open(dst, "wb") as fh:
-            fh.write(data[:cut])
-        f.scan()
-        if f.stores:
-            store = _only(f)
-            seen.append(len(store))
-            assert not store.bad and not f.errors
-    with open(dst, "wb") as fh:
-        fh.write(data)
-    f.scan()
-    store = _only(f)
-    assert list(store.steps) == list(range(6)) and seen == sorted(seen)
-    assert store.generation == 0  # grown, never read again from the start
-
-
 @pytest.mark.parametrize("damage", ["cut", "flip", "flip_length"])
 def test_damaged_copy_reported_with_position_good_rows_kept(tmp_path: Path, damage: str) -> None:
     src = tmp_path / "src"
-    _torch_run(src, range(6))
-    data = bytearray(_event_file(src).read_bytes())
-    good = {r["step"]: r for r in rows_of(_only(read_once(src)))}
+    torch_run(src, range(6))
+    data = bytearray(event_file(src).read_bytes())
+    good = {r["step"]: r for r in rows_of(only(read_once(src)))}
     at = data.find(b"train/loss", len(data) // 2)  # a record in the middle
     assert at > 0
     if damage == "cut":
@@ -117,11 +73,11 @@ def test_damaged_copy_reported_with_position_good_rows_kept(tmp_path: Path, dama
         start = max(i for i in range(at - 40, at - 12)
                     if at < i + 12 + int.from_bytes(data[i:i + 8], "little") < len(data))
         data[start] ^= 0x40
-    dst = tmp_path / "bad" / "run" / _event_file(src).name
+    dst = tmp_path / "bad" / "run" / event_file(src).name
     dst.parent.mkdir(parents=True)
     dst.write_bytes(bytes(data))
     f = read_once(tmp_path / "bad")
-    store = _only(f)
+    store = only(f)
     reasons = [b.reason for b in store.bad]
     assert reasons and all(r.startswith("byte ") for r in reasons), reasons
     want = {"cut": "record cut short", "flip": "checksum mismatch", "flip_length": "damaged record length"}[damage]
@@ -140,7 +96,7 @@ def test_empty_event_file_reported(tmp_path: Path) -> None:
     path = tmp_path / "run" / "events.out.tfevents.1.host.1.0"
     path.parent.mkdir()
     path.write_bytes(b"")
-    store = _only(read_once(tmp_path))
+    store = only(read_once(tmp_path))
     assert len(store) == 0 and [b.reason for b in store.bad] == ["empty file"]
 
 
@@ -150,13 +106,13 @@ def test_read_without_tensorboard_or_google_crc32c(tmp_path: Path, monkeypatch: 
 
     from steptable.ingest.readers import tensorboard as reader
 
-    _torch_run(tmp_path / "run", range(3))
-    want = rows_of(_only(read_once(tmp_path)))
+    torch_run(tmp_path / "run", range(3))
+    want = rows_of(only(read_once(tmp_path)))
     for name in ("tensorboard", "google_crc32c", "google.protobuf"):
         monkeypatch.setitem(sys.modules, name, None)  # (an import of it fails, as when it is not installed)
     assert reader._crc32c() is reader.crc32c_py
     monkeypatch.setattr(reader, "_crc32c", lambda: reader.crc32c_py)
-    store = _only(read_once(tmp_path))
+    store = only(read_once(tmp_path))
     got = rows_of(store)
     assert len(got) == 3 and not store.bad
     assert all(g["train/loss"] == w["train/loss"] and g["step"] == w["step"] for g, w in zip(got, want, strict=True))

@@ -1,5 +1,6 @@
-"""W&B run files read as runs: rows, step, clock columns, nested keys, non-finite values, name, end, tables,
-live growth and damaged copies. Every file here is written by wandb itself (offline)."""
+"""W&B run files read as runs: rows, step, clock columns, nested keys, non-finite values, name, end, tables and
+damaged copies (live growth: tests/ingest/test_recordsource.py). Every file here is written by wandb itself
+(offline)."""
 
 from __future__ import annotations
 
@@ -8,9 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from steptable.ingest.files.follow import Follower
 from tests.ingest import writers
-from tests.ingest.writers import WANDB_STEPS, read_once, rows_of, wandb_file
+from tests.ingest.writers import WANDB_STEPS, copy_dir, only, read_once, rows_of, wandb_file
 
 wandb_crashed = writers.wandb_crashed  # (a session fixture of real runs)
 wandb_run = writers.wandb_run  # (a session fixture of real runs)
@@ -18,13 +18,8 @@ wandb_run = writers.wandb_run  # (a session fixture of real runs)
 pytest.importorskip("wandb")
 
 
-def _only(f: Follower):  # type: ignore[no-untyped-def]
-    (store,) = f.stores.values()
-    return store
-
-
 def test_history_rows_steps_values_and_name(wandb_run: Path) -> None:
-    store = _only(read_once(wandb_run))
+    store = only(read_once(wandb_run))
     assert store.kind == "wandb" and store.arm == "grpo-a"
     assert list(store.steps) == list(range(WANDB_STEPS + 1))  # (+ the step of the table)
     rows = rows_of(store)
@@ -44,7 +39,7 @@ def test_history_rows_steps_values_and_name(wandb_run: Path) -> None:
 def test_exit_code_marks_how_the_run_ended(wandb_crashed: Path) -> None:
     from steptable.table.runinfo import end_words, ended_by
 
-    store = _only(read_once(wandb_crashed))
+    store = only(read_once(wandb_crashed))
     assert store.arm == "dies" and len(store) == 3
     assert end_words(ended_by(store.meta["runinfo"]) or "") == "ended with exit_code_3"
 
@@ -57,41 +52,18 @@ def test_found_by_latest_run_link_once(wandb_run: Path) -> None:
 def test_table_opens_in_the_generations_viewer(wandb_run: Path) -> None:
     from steptable.app.sidefiles import build_index, side_paths
 
-    store = _only(read_once(wandb_run))
+    store = only(read_once(wandb_run))
     idx = build_index(side_paths(store.side_files))
     assert idx.steps == [WANDB_STEPS]
     samples = idx.samples(WANDB_STEPS)
     assert [(s.prompt, s.completion, s.reward) for s in samples] == [("p1", "c1", 1.0), ("p1", "c2", 0.0)]
 
 
-def _copy_dir(wandb_run: Path, tmp_path: Path) -> Path:
-    src = wandb_file(wandb_run)
-    dst = tmp_path / "wandb" / src.parent.name / src.name
-    dst.parent.mkdir(parents=True)
-    return dst
-
-
-def test_live_growth_cut_record_waits(wandb_run: Path, tmp_path: Path) -> None:
-    data = wandb_file(wandb_run).read_bytes()
-    dst = _copy_dir(wandb_run, tmp_path)
-    cut = data.find(b"0.3333333333333333")  # inside the history record of step 2 (its summary comes after it)
-    dst.write_bytes(data[:cut])
-    f = Follower([tmp_path])
-    f.scan()
-    store = _only(f)
-    assert list(store.steps) == [0, 1] and not store.bad and not f.errors  # the cut record waits
-    with open(dst, "ab") as fh:
-        fh.write(data[cut:])
-    f.scan()
-    assert list(store.steps) == list(range(WANDB_STEPS + 1)) and not f.errors
-    assert store.arm == "grpo-a"
-
-
 @pytest.mark.parametrize("where", ["cut", "flip"])
 def test_damaged_copy_reported_with_position_good_rows_kept(wandb_run: Path, tmp_path: Path, where: str) -> None:
     data = bytearray(wandb_file(wandb_run).read_bytes())
-    good = rows_of(_only(read_once(wandb_run)))
-    dst = _copy_dir(wandb_run, tmp_path)
+    good = rows_of(only(read_once(wandb_run)))
+    dst = copy_dir(wandb_run, tmp_path)
     third = data.find(b"0.3333333333333333")  # inside the history record of step 2
     if where == "cut":
         data = data[:third]
@@ -102,7 +74,7 @@ def test_damaged_copy_reported_with_position_good_rows_kept(wandb_run: Path, tmp
             at = data.find(b"0.3333333333333333", at + 1)
     dst.write_bytes(bytes(data))
     f = read_once(tmp_path)
-    store = _only(f)
+    store = only(f)
     reasons = [b.reason for b in store.bad]
     assert reasons and all(r.startswith("byte ") for r in reasons), reasons
     assert any(("cut short" if where == "cut" else "checksum") in r for r in reasons)
@@ -121,22 +93,22 @@ def test_empty_file_reported(tmp_path: Path) -> None:
     path.parent.mkdir(parents=True)
     path.write_bytes(b"")
     f = read_once(tmp_path)
-    store = _only(f)
+    store = only(f)
     assert len(store) == 0 and [b.reason for b in store.bad] == ["empty file"]
 
 
 def test_not_a_wandb_file_reported(tmp_path: Path) -> None:
     path = tmp_path / "run-abc.wandb"
     path.write_bytes(b"hello world, not a run\n" * 4)
-    store = _only(read_once(tmp_path))
+    store = only(read_once(tmp_path))
     assert len(store) == 0 and "not a W&B run file" in store.bad[0].reason
 
 
 def test_read_without_wandb_installed(wandb_run: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import sys
 
-    want = rows_of(_only(read_once(wandb_run)))
+    want = rows_of(only(read_once(wandb_run)))
     for name in ("wandb", "google.protobuf"):
         monkeypatch.setitem(sys.modules, name, None)  # (an import of it fails, as when it is not installed)
-    store = _only(read_once(wandb_run))
+    store = only(read_once(wandb_run))
     assert store.arm == "grpo-a" and str(rows_of(store)) == str(want)  # (str: NaN == NaN)

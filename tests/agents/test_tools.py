@@ -1,0 +1,55 @@
+"""The MCP tools as plain functions (steptable.agents.tools): the argument list each builds, the text it returns,
+status 2 as CommandFailed; no SDK needed."""
+
+from __future__ import annotations
+
+from typing import TextIO
+
+import pytest
+
+from steptable.agents import tools
+
+
+class Recorder:
+    """A runner that records each argv and answers with a fixed status and text."""
+
+    def __init__(self, status: int = 0, out: str = "", err: str = "") -> None:
+        self.status, self.out, self.err = status, out, err
+        self.argvs: list[list[str]] = []
+
+    def __call__(self, argv: list[str], out: TextIO, err: TextIO) -> int:
+        self.argvs.append(argv)
+        out.write(self.out)
+        err.write(self.err)
+        return self.status
+
+
+def test_each_tool_builds_its_commands_arguments() -> None:
+    r = Recorder(out="rows\n", err="cursor 9\n")
+    assert tools.tail(r, "exp", "armA", since_step=4, columns="loss", last=2) == "rows\ncursor 9\n"
+    tools.runs(r, "exp")
+    tools.summary(r, "exp", "armA")
+    tools.alerts(r, "exp", since_step=3)
+    tools.legend(r, "-exp")
+    tools.compare(r, "exp", "vanilla", x="tokens", window="0.2")
+    assert r.argvs == [
+        ["tail", "--run=armA", "--since=4", "--columns=loss", "--last=2", "--", "exp"],
+        ["runs", "--", "exp"],
+        ["summary", "--run=armA", "--", "exp"],
+        ["tail", "--alerts-only", "--since=3", "--", "exp"],
+        ["legend", "--", "-exp"],  # a path that looks like an option stays a path
+        ["compare", "--baseline=vanilla", "--x=tokens", "--window=0.2", "--", "exp"],
+    ]
+
+
+def test_status_two_fails_and_status_one_answers() -> None:
+    with pytest.raises(tools.CommandFailed, match="no run 'nope'"):
+        tools.summary(Recorder(2, err="steptable summary: no run 'nope'\n"), "exp", "nope")
+    with pytest.raises(tools.CommandFailed, match="steptable runs failed"):
+        tools.runs(Recorder(2), "exp")
+    assert tools.alerts(Recorder(1, out="E loss nan\n"), "exp") == "E loss nan\n"
+    assert tools.legend(Recorder(0), "exp") == "(nothing)\n"
+    r = Recorder()
+    with pytest.raises(tools.CommandFailed, match="last must be 0 or more"):
+        tools.tail(r, "exp", "armA", last=-1)
+    assert r.argvs == []  # refused before any command ran

@@ -1,0 +1,46 @@
+"""The chart's data feed (steptable.app.charts.series): a run's column as a min/max pyramid on its x axis, NaN
+flagged and absent rows empty, the smoothed series on demand, rows appended later taken without building again,
+series dropped with their run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from steptable.app.charts.series import EMA_WEIGHT, Feeds
+from steptable.ingest import Follower
+from tests.helpers import write_rows
+
+
+def test_a_series_follows_its_run(tmp_path: Path) -> None:
+    path = tmp_path / "r" / "metrics.jsonl"
+    write_rows(path, [*({"step": s, "loss": float(s)} for s in range(3)), {"step": 3, "loss": float("nan")},
+                      {"step": 4}])
+    follower = Follower([tmp_path])
+    follower.scan()
+    (store,) = follower.stores.values()
+    feeds = Feeds()
+    s = feeds.get(store, "loss", "step", 3)
+    assert len(s.raw) == 3 and s.smooth is None
+    raw = s.raw
+    s = feeds.get(store, "loss", "step", 100, smooth=True)  # rows past the store's are not there
+    assert s.raw is raw and len(s.raw) == 5 and list(s.xs) == [0.0, 1.0, 2.0, 3.0, 4.0]
+    assert [tuple(s.raw.range(i, i + 1)) for i in range(3)] == [(0.0, 0.0, False), (1.0, 1.0, False),
+                                                                (2.0, 2.0, False)]
+    assert s.raw.range(3, 4).bad and s.raw.range(4, 5).empty and not s.raw.range(4, 5).bad  # NaN; absent
+    assert s.smooth is not None
+    ema = [0.0, EMA_WEIGHT * 0.0 + (1 - EMA_WEIGHT) * 1.0]
+    ema.append(EMA_WEIGHT * ema[1] + (1 - EMA_WEIGHT) * 2.0)
+    assert [s.smooth.range(i, i + 1).lo for i in range(3)] == pytest.approx(ema)
+    assert s.smooth.range(3, 4).lo == pytest.approx(ema[2])  # NaN skipped: the average so far
+    with path.open("a") as f:
+        f.write('{"step": 5, "loss": 10.0}\n')
+    follower.scan()
+    again = feeds.get(store, "loss", "step", len(store), smooth=True)
+    assert again is s and s.raw is raw and len(s.raw) == 6 and s.raw.range(5, 6).hi == 10.0  # appended, not rebuilt
+    assert s.smooth.range(5, 6).lo == pytest.approx(EMA_WEIGHT * ema[2] + (1 - EMA_WEIGHT) * 10.0)
+    feeds.keep([store])
+    assert len(feeds.items) == 1
+    feeds.keep([])
+    assert feeds.items == {}

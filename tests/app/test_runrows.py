@@ -1,0 +1,47 @@
+"""The run list's rows (steptable.app.runrows), without textual: the filter's words, sort and its reversal, pins
+first, runs without the sort column's value last."""
+
+from __future__ import annotations
+
+import pytest
+
+from steptable.app.runrows import FilterError, ListState, parse_filter, shown
+from steptable.summary.sweep import RunDigest
+from tests.app.sweephelpers import Row
+
+
+def _digest(run: str, loss: float) -> RunDigest:
+    return RunDigest(run, run, "jsonl", 1, 1, True, 0, 0.0, None, None, 1, last={"loss": loss})
+
+
+def test_filter_words_all_must_match() -> None:
+    a = Row("exp/lr1e-5_seed1", "lr1e-5_seed1", {"optim": {"lr": 1e-05}, "optim.lr": 1e-05})
+    b = Row("exp/lr2e-5_seed2", "lr2e-5_seed2", {"optim.lr": 2e-05})
+    assert [parse_filter("seed1")(r) for r in (a, b)] == [True, False]  # a substring, any case
+    assert [parse_filter("*SEED[12]")(r) for r in (a, b)] == [True, True]  # a glob
+    assert [parse_filter("re:lr2e-5_s")(r) for r in (a, b)] == [False, True]
+    assert [parse_filter("lr=1e-5")(r) for r in (a, b)] == [True, False]  # a config key's last part
+    assert [parse_filter("seed lr=2e-5")(r) for r in (a, b)] == [False, True]
+    assert parse_filter("")(a)
+    with pytest.raises(FilterError, match="bad regular expression"):
+        parse_filter("re:(")
+
+
+def test_sort_pins_and_runs_without_a_value() -> None:
+    rows = [Row("c", "c", digest=_digest("c", 0.3)), Row("a", "a", digest=_digest("a", 0.1)),
+            Row("b", "b"), Row("d", "d", digest=_digest("d", 0.2))]
+    state = ListState(metrics=["loss"])
+    assert [r.run_id for r in shown(rows, state, 0.0)] == ["a", "b", "c", "d"]
+    state.sort_by("loss")
+    assert [r.run_id for r in shown(rows, state, 0.0)] == ["a", "d", "c", "b"]  # b has no digest: last
+    state.sort_by("loss")  # again: reversed, b still last
+    assert state.reverse and [r.run_id for r in shown(rows, state, 0.0)] == ["c", "d", "a", "b"]
+    state.pin("b")
+    state.pattern = "a"  # pins stay whatever the filter
+    assert [r.run_id for r in shown(rows, state, 0.0)] == ["b", "a"]
+    state.pin("b")
+    assert state.pinned == [] and state.columns()[-1] == "loss"
+    state.toggle("a")
+    state.toggle("c")
+    state.toggle("a")
+    assert state.selected == {"c"}

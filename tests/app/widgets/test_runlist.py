@@ -1,0 +1,27 @@
+"""The run list's lines (steptable.app.widgets.runlist): a long name cut in the middle, each column's cell of a run
+with a digest and of one still being read."""
+
+from __future__ import annotations
+
+from steptable.app.runrows import ListState
+from steptable.app.widgets.runlist import NAME_MAX, cells, cut
+from steptable.summary.sweep import RunDigest
+from tests.app.sweephelpers import Row
+
+
+def test_a_long_name_is_cut_in_the_middle() -> None:
+    assert cut("short") == "short"
+    name = "a" * 30 + "MIDDLE" + "z" * 30
+    assert len(cut(name)) == NAME_MAX and cut(name).startswith("a" * 23 + "…") and cut(name).endswith("z" * 24)
+
+
+def test_cells_of_a_run() -> None:
+    d = RunDigest("lr1_seed1", "lr1_seed1", "jsonl", size=10**6, rows=1200, rows_exact=False, last_step=1199,
+                  updated=100.0, interval=None, end=None, window=1, last={"loss": 0.25}, errors=2, warnings=1)
+    state = ListState(metrics=["loss", "reward"], pinned=["exp/lr1_seed1"], selected={"exp/lr1_seed1"})
+    got = cells(Row("exp/lr1_seed1", "lr1_seed1", digest=d), state, 130.0)
+    assert [text for text, _ in got] == ["p✓", "exp/lr1_seed1", "jsonl", "live", "~1,200", "1199", "30s",
+                                         "2E 1W", ".25", ""]
+    assert len(got) == 1 + len(state.columns()) and got[-3][1] == "bold red"
+    reading = cells(Row("exp/b", "b", size=2_500_000), ListState(), 130.0)
+    assert [text for text, _ in reading] == ["  ", "exp/b", "", "…", "2.5 MB", "", "", ""]

@@ -1,0 +1,36 @@
+"""``steptable summary PATH --top K --by METRIC`` (steptable.cli.sweeptop): the ranking printed, its exit status."""
+
+from __future__ import annotations
+
+import argparse
+import io
+from pathlib import Path
+
+from steptable.cli.main import main
+from tests.app.sweephelpers import write_sweep
+
+
+def test_summary_top_command(tmp_path: Path) -> None:
+    names = write_sweep(tmp_path, runs=10)
+    out, err = io.StringIO(), io.StringIO()
+    from steptable.cli.summary import run
+
+    args = argparse.Namespace(paths=[str(tmp_path)], top=2, by="reward", stat="last", lower=False, run=None)
+    assert run(args, out, err) == 0
+    lines = out.getvalue().splitlines()
+    assert lines[0] == "10 runs: 8 live, 1 ended, 1 crashed; 1 with errors"
+    assert lines[1] == "by reward (last value, higher is better):"
+    assert lines[3].startswith(f"1. {names[-1]} ") and lines[4].startswith(f"2. {names[-2]} ")
+    assert lines[6].startswith(f"10. {names[0]} ") and " ended" in lines[6]
+    assert lines[7].startswith(f"9. {names[1]} ") and lines[7].endswith("crashed 1E")
+    args.by = "nothing"
+    out = io.StringIO()
+    assert run(args, out, err) == 2 and "no run logs nothing" in out.getvalue()
+
+
+def test_summary_top_parses(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    write_sweep(tmp_path, runs=3)
+    assert main(["summary", str(tmp_path), "--top", "1", "--by", "loss", "--lower"]) == 0
+    out = capsys.readouterr().out
+    assert "by loss (mean of the newest rows, lower is better):" in out
+    assert main(["summary", str(tmp_path / "missing"), "--top", "1"]) == 2
