@@ -129,3 +129,15 @@ def feed_chunks(chunks: list[bytes]) -> tuple[RunStore, JsonlParser]:
 def add_rows(store: RunStore, rows: list[dict[str, Any]], step_key: str = "step") -> None:
     """``rows`` added to ``store`` as one batch that arrived at time 1000."""
     store.add(Parsed(steps=[r[step_key] for r in rows], rows=rows, step_key=step_key), now=1000.0)
+
+
+def trainer_state(path: Path, steps: int, nan: bool = True) -> None:
+    """An HF Trainer state file of ``steps`` logged steps (a NaN grad norm at step 2, an evaluation every 2nd)."""
+    history: list[dict[str, Any]] = []
+    for s in range(1, steps + 1):
+        history.append({"loss": 1.0 / s, "grad_norm": float("nan") if nan and s == 2 else 0.5,
+                        "learning_rate": 1e-5, "epoch": s / 10, "step": s})
+        if s % 2 == 0:
+            history.append({"eval_loss": 0.9, "eval_runtime": 1.0, "epoch": s / 10, "step": s})
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"global_step": steps, "log_history": history}, indent=2))

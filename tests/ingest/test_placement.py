@@ -1,6 +1,6 @@
-"""RunStore's resume rule: rows that log a step again from a checkpoint replace the rows from there on (with
-fewer or more metrics, from step 0 after a counter restart), while a late row, a null or a NaN read alone is merged,
-not a resume."""
+"""Where a store places rows (steptable.ingest.placement), its resume rule first: rows that log a step again from
+a checkpoint replace the rows from there on (with fewer or more metrics, from step 0 after a counter restart),
+while a late row, a null or a NaN read alone is merged, not a resume."""
 
 from __future__ import annotations
 
