@@ -17,7 +17,7 @@ from textual.screen import ModalScreen
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from steptable.app.widgets.keys import KeyBar
+from steptable.app.widgets.keys import KeyBar, cursor_bindings
 from steptable.app.widgets.status import Event
 from steptable.table.formatting import display_width
 
@@ -42,14 +42,7 @@ class EventList(ScrollView, can_focus=True):
     EventList > .events--cursor { background: $boost; text-style: reverse; }
     """
 
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("up", "move(-1)", "Up", show=False),
-        Binding("down", "move(1)", "Down", show=False),
-        Binding("pageup", "page(-1)", "Page up", show=False),
-        Binding("pagedown", "page(1)", "Page down", show=False),
-        Binding("home", "move(-1000000000)", "First", show=False),
-        Binding("end", "move(1000000000)", "Last", show=False),
-    ]
+    BINDINGS: ClassVar[list[BindingType]] = [*cursor_bindings("move")]
 
     cursor: reactive[int] = reactive(0)
 

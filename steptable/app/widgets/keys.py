@@ -11,6 +11,7 @@ from typing import Any, ClassVar
 
 from rich.text import Text
 from textual import events
+from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import Static
 
@@ -107,3 +108,17 @@ def fit(shown: list[tuple[str, str, str, bool]], width: int, palette: str) -> li
             break
         del keep[drop]
     return [(*s, "") for s in keep]
+
+
+def cursor_bindings(move: str) -> list[Binding]:
+    """The keys of a list with a cursor line: up/down a line, a page, the first and last line, each calling the
+    list's ``action_<move>(lines)`` (pages: ``action_page(pages)``)."""
+    far = 1_000_000_000
+    return [
+        Binding("up", f"{move}(-1)", "Up", show=False),
+        Binding("down", f"{move}(1)", "Down", show=False),
+        Binding("pageup", "page(-1)", "Page up", show=False),
+        Binding("pagedown", "page(1)", "Page down", show=False),
+        Binding("home", f"{move}(-{far})", "First", show=False),
+        Binding("end", f"{move}({far})", "Last", show=False),
+    ]

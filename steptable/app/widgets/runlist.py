@@ -9,7 +9,7 @@ from typing import ClassVar
 
 from rich.segment import Segment
 from rich.style import Style
-from textual.binding import Binding, BindingType
+from textual.binding import BindingType
 from textual.geometry import Size
 from textual.message import Message
 from textual.scroll_view import ScrollView
@@ -17,6 +17,7 @@ from textual.strip import Strip
 
 from steptable.alerts.engine import fmt_age
 from steptable.app.runrows import Entry, ListState, metric, state_of
+from steptable.app.widgets.keys import cursor_bindings
 from steptable.table.formatting import display_width, fmt_auto, pad, sanitize
 
 #: a run's name is cut (in the middle) to this many cells
@@ -57,14 +58,7 @@ def cells(e: Entry, state: ListState, now: float) -> list[tuple[str, str]]:
 class RunList(ScrollView, can_focus=True):
     """The runs ``show`` was given, one line each; the cursor line is the one ``space`` / ``enter`` act on."""
 
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("up", "cursor(-1)", "Up", show=False),
-        Binding("down", "cursor(1)", "Down", show=False),
-        Binding("pageup", "page(-1)", "Page up", show=False),
-        Binding("pagedown", "page(1)", "Page down", show=False),
-        Binding("home", "cursor(-1000000000)", "First", show=False),
-        Binding("end", "cursor(1000000000)", "Last", show=False),
-    ]
+    BINDINGS: ClassVar[list[BindingType]] = [*cursor_bindings("cursor")]
     DEFAULT_CSS = """
     RunList { width: 1fr; height: 1fr; background: $panel; color: $foreground; }
     """
