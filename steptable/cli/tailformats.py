@@ -18,7 +18,7 @@ from typing import Any, TextIO
 from steptable.alerts.engine import Alert
 from steptable.ingest import RunStore
 from steptable.ingest.table import WALL_KEYS, epoch_seconds
-from steptable.logger.writer import encode_row
+from steptable.logger.writer import json_line
 from steptable.schemas import Schema
 from steptable.schemas.headers import look
 from steptable.summary.report import run_label
@@ -69,12 +69,15 @@ class Printer:
         if a.format == "jsonl":
             # --columns here too; "step" (the run's step, whatever its file calls it) is kept, as in the table
             keep = {"step"} | {k for c in lay.cols for k in (c.key, *c.aliases)} if a.columns else None
+            lines = []
             for r in rows:
                 rec: dict[str, Any] = {"run": run, "arm": store.arm}
                 for key, v in r.items():  # a row's own "run" (a W&B name) is kept as "run~2", never taken for ours
                     if not (key == "arm" and v == store.arm) and (keep is None or key in keep):
                         rec[unique_name(key, rec)] = v
-                self.out.write(inert_json(encode_row(rec).decode("utf-8")))
+                lines.append(json_line(rec))
+            # (one write for the rows given: encode_row's bytes as text, made inert; each step is per character)
+            self.out.write(inert_json("".join(lines).encode("utf-8", "replace").decode("utf-8")))
         elif a.format == "csv":
             self._csv(store, rows, lay.cols)
         elif a.format == "md":

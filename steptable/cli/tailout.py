@@ -27,6 +27,7 @@ from steptable.table.columns import Col
 from steptable.table.formatting import sanitize
 
 DEFAULT_WIDTH = 200  # cells, when stdout is not a terminal (an agent pays for every column)
+ROW_BATCH = 2048  # rows built and printed at a time
 
 
 class Tail:
@@ -269,9 +270,11 @@ class Tail:
             first = 0 if last is None else min(store.index_of_step(last + 1), n)  # the first row past ``last``
             self.printed[run] = store.step_at(n - 1) if first < n else last
             again = {} if since is None or redo_upto is None else store.rows_edited(since, redo_upto, until=version)
-            new = store.rows(first, n)
             if a.alerts_only:
+                new = store.rows(first, n)
                 steps, walls = store.steps_between(first, n), store.wall_times_between(first, n)
+            else:  # only the keys printed, copied now; their rows are built a batch at a time below
+                cut = store.cut(self._printed_keys(self.of[run]), first, n)
         if note:
             self.out.write(note)
         if a.alerts_only:  # the rows as stored, as summary and the app scan them (not derived: an alias the layout
@@ -283,10 +286,31 @@ class Tail:
             self._alerts(store, [(st, *again[st]) for st in sorted(again)], new, steps, walls, set(resumes))
             return
         derive = self.of[run].schema.derive
-        rows = [derive(again[st][0]) for st in sorted(again)] + [derive(r) for r in new]
-        if not rows:
-            return
-        self.printer.rows(store, rows, self.of[run], multi)
+        if again:
+            self.printer.rows(store, [derive(again[st][0]) for st in sorted(again)], self.of[run], multi)
+        for batch in cut.batches(ROW_BATCH):  # a long run's rows go out as they are built, never all held at once
+            self.printer.rows(store, [derive(r) for r in batch], self.of[run], multi)
+
+    def _printed_keys(self, lay: Layout) -> set[str] | None:
+        """The stored keys the printed rows are made of (None: all of them, jsonl without --columns): the layout's
+        columns, their aliases and what their derived values are computed from (closed over: an alias of a
+        derived column's input counts), the step."""
+        a = self.args
+        if a.format == "jsonl" and not a.columns:
+            return None
+        need = {"step", lay.step_key}
+        todo = [k for c in lay.cols for k in (c.key, *c.aliases)]
+        if a.format == "csv":
+            todo += [*self.printer.csv_want, *(self.printer.csv_keys or ())]
+        while todo:
+            k = todo.pop()
+            if k in need:
+                continue
+            need.add(k)
+            c = lay.schema.col(k)
+            todo += c.aliases if c is not None else ()
+            todo += [n for d in lay.schema.derived if d.key == k for n in d.needs]
+        return need
 
     def _alerts(
         self,

@@ -27,7 +27,7 @@ import time
 from array import array
 from bisect import bisect_left
 from collections import deque
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from itertools import islice
 from pathlib import Path
 from typing import Any, TypeAlias
@@ -36,6 +36,7 @@ from steptable.ingest.edits import EditLog
 from steptable.ingest.parse import BadLine
 from steptable.ingest.parsed import Parsed
 from steptable.ingest.placement import RowPlacement
+from steptable.ingest.rowcut import RowCut
 from steptable.ingest.table import MAX_KEYS, cols_to_rows
 
 MAX_BAD_KEPT = 1000
@@ -229,6 +230,12 @@ class RunStore(RowPlacement):
         with self.lock:
             get = self._numbered if self._positional("step") else self._row
             return [get(i) for i in range(*slice(start, stop).indices(len(self._steps)))]
+
+    def cut(self, keys: Collection[str] | None, start: int = 0, stop: int | None = None) -> RowCut:
+        """Rows ``[start, stop)`` (slice rules) with only ``keys`` (None: all), as ``rows`` gives them, copied now
+        and built into dicts later, a batch at a time (:class:`~steptable.ingest.rowcut.RowCut`)."""
+        with self.lock:
+            return RowCut(self, keys, start, len(self._steps) if stop is None else stop, self._positional("step"))
 
     def _numbered(self, i: int) -> dict[str, Any]:
         return {"step": self._steps[i], **self._row(i)}

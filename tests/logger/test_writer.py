@@ -172,8 +172,8 @@ def test_a_row_that_cannot_be_encoded_is_skipped_with_one_warning(tmp_path: Path
     warned: list[str] = []
     w = RunWriter(tmp_path / "metrics.jsonl", warned.append)
     assert w.write({"step": 0}) is True
-    assert w.write({"step": 1, "bad": 1}) is True
-    assert w.write({"step": 2, "bad": 1}) is True
+    assert w.write({"step": 1, "bad": [1]}) is True  # (a list: the general path, through jsonable)
+    assert w.write({"step": 2, "bad": [1]}) is True
     assert w.write({"step": 3}) is True
     w.close()
     assert _steps((tmp_path / "metrics.jsonl").read_bytes()) == [0, 3]
@@ -598,3 +598,33 @@ def test_rows_never_land_in_the_run_a_repointed_link_now_leads_to(tmp_path: Path
     plain.log({"step": 1, "loss": 0.5})
     plain._writer.close()  # type: ignore[union-attr]
     assert [json.loads(x)["step"] for x in (tmp_path / "plain" / "metrics.jsonl").read_text().splitlines()] == [1]
+
+
+def _dumped(record: dict[Any, Any]) -> bytes:
+    """The line as the writer wrote it before its plain-row path: every value through jsonable, then json.dumps."""
+    text = json.dumps(jsonable(record), allow_nan=False, ensure_ascii=False, separators=(",", ":"))
+    return text.encode("utf-8", "replace") + b"\n"
+
+
+def test_a_plain_row_is_written_as_jsonable_and_json_dumps_write_it() -> None:
+    """The plain-row path (floats, ints, text, bools, None) gives the very line of the general one, on random doubles
+    of every magnitude, non-finite values, ints either side of the size written as a float, escapes, a lone
+    surrogate, and rows it leaves to the general path (lists, numpy scalars, a key that is not text)."""
+    import random
+    import struct
+
+    rng = random.Random(0)
+    odd: list[Any] = [math.nan, math.inf, -math.inf, -0.0, 1e-05, 1e16, 1e300, 5e-324, 2**1000, 2**1000 - 1,
+                      -(2**1000) + 1, -(2**1000), 10**400, True, False, None, "", 'a"\\\n\x00\x1f\x7f\u2028é\ud800',
+                      [1, math.nan], {"a": (1, 2)}, np.float32(0.25), np.int64(7), 3, -7]
+    keys: list[Any] = ["step", 'q"uote', "é", "new\nline", "\ud800"]
+    for i in range(20_000):
+        row: dict[Any, Any] = {}
+        for _ in range(rng.randint(0, 5)):
+            double = struct.unpack("d", struct.pack("Q", rng.getrandbits(64)))[0]
+            row[rng.choice(keys)] = rng.choice([*odd, double, rng.random() * 10.0 ** rng.randint(-30, 30),
+                                                rng.getrandbits(70) - 2**69])
+        if i % 1000 == 0:
+            row[3] = 1.0  # a key that is not text
+        assert encode_row(row) == _dumped(row), row
+        assert writer.json_line(row).encode("utf-8", "replace") == _dumped(row)
