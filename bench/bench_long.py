@@ -15,6 +15,17 @@ Three measurements, each against an anchor taken in the same run:
    (what table.txt costs at the least; goal: at most 1.5x), and the peak Python memory close allocates, against
    reading the file into the readers' store (goal: at most 0.5x: table.txt is read back without a store of the
    whole run).
+
+    python bench/bench_long.py --commands                    # only 4.-6., on a 100k-step x 43-key run (~148 MB)
+    python bench/bench_long.py --commands --big PATH          # the same on a run already written (bigfile.py's)
+
+4.-6. The commands as users run them, each a fresh ``python -m steptable`` process (byte-compiled, as installed),
+   on the 100k-step x 43-key run: wall time and peak resident memory (the child's own rusage), each the worst of
+   3, against anchors run in the same bench, also 3 times: a stdlib ``json`` script that streams the ``step`` and
+   ``loss`` of every row as JSON lines, and one that only reads every row (``json.loads``).
+   4. ``tail -n 0 --format jsonl --columns step,loss``; 5. the same under ``-f``, until its last row is out (then
+   TERM); goals: at most 0.5x the streaming script's time, resident memory at most 2x the two columns' numeric
+   payload + 50 MB. 6. ``summary``: goal at most 0.5x the reading script's time.
 """
 
 from __future__ import annotations
@@ -23,7 +34,9 @@ import argparse
 import io
 import json
 import math
+import os
 import random
+import signal
 import subprocess
 import sys
 import tempfile
@@ -146,7 +159,12 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rows", type=int, default=200_000, help="rows of the long history (default 200,000)")
     ap.add_argument("--short", type=int, default=1_000, help="rows of the short history (default 1,000)")
+    ap.add_argument("--commands", action="store_true", help="only the commands as users run them (4.-6.)")
+    ap.add_argument("--big", metavar="PATH", help="the 100k-step run for 4.-6. (default: written to a temp dir)")
     a = ap.parse_args()
+    if a.commands:
+        commands(a.big)
+        return
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         short, long_ = per_new_row(root, a.short), per_new_row(root, a.rows)
@@ -171,6 +189,112 @@ def main() -> None:
               f"{close_mb / load_mb:.2f}x (goal <= 0.5x)")
         if not math.isfinite(ratio):
             sys.exit(1)
+    commands(a.big)
+
+
+# ------------------------------------------------------------------------------------------- 4.-6. the commands
+BIG_ROWS = 100_000
+# The anchors: what a user's own stdlib script costs on the same file.
+STREAM = """\
+import json, sys
+w = sys.stdout.write
+with open(sys.argv[1]) as f:
+    for line in f:
+        d = json.loads(line)
+        w(json.dumps({"step": d.get("step"), "loss": d.get("loss")}) + "\\n")
+"""
+READ = """\
+import json, sys
+with open(sys.argv[1]) as f:
+    for line in f:
+        json.loads(line)
+"""
+
+
+def write_big(path: Path, rows: int = BIG_ROWS) -> None:
+    """The 100k-step run of /work/shared/tools/bigfile.py: ``step`` and 42 metrics of random floats (~148 MB)."""
+    rnd = random.Random(0)
+    keys = ["loss", "reward/mean", "reward/std", "kl", "entropy", "grad_norm", "lr", "response_length/mean",
+            "clip_ratio", "timing_s/gen", "timing_s/update_actor", "timing_s/step"] + [f"env/all/m{i}" for i in range(30)]
+    with open(path, "w") as f:
+        for s in range(rows):
+            d: dict[str, Any] = {"step": s}
+            d.update({k: rnd.random() for k in keys})
+            f.write(json.dumps(d) + "\n")
+
+
+def _env() -> dict[str, str]:
+    """The children's environment: byte-compiled modules kept (an installed package has them), this checkout first."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    root = str(Path(__file__).resolve().parent.parent)
+    env["PYTHONPATH"] = os.pathsep.join([root, *filter(None, [env.get("PYTHONPATH")])])
+    return env
+
+
+def run_child(argv: list[str], rows_out: int | None = None) -> tuple[float, float]:
+    """(seconds, peak resident MB) of one process. With ``rows_out`` (a ``tail -f``): the time until that many lines
+    were out, then it is sent TERM (its peak memory counts to its end)."""
+    t = time.perf_counter()
+    p = subprocess.Popen(argv, stdout=subprocess.PIPE if rows_out else subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL, env=_env())
+    if rows_out:
+        assert p.stdout is not None
+        n = 0
+        for _ in p.stdout:
+            n += 1
+            if n >= rows_out:
+                break
+        secs = time.perf_counter() - t
+        p.send_signal(signal.SIGTERM)
+        p.stdout.close()
+    _, status, usage = os.wait4(p.pid, 0)
+    p.returncode = os.waitstatus_to_exitcode(status)
+    if not rows_out:
+        secs = time.perf_counter() - t
+        if p.returncode != 0:
+            raise SystemExit(f"{argv}: exit status {p.returncode}")
+    elif n < rows_out:
+        raise SystemExit(f"{argv}: {n} of {rows_out} rows out")
+    return secs, usage.ru_maxrss / 1024 * (1 if sys.platform != "darwin" else 1 / 1024)
+
+
+def worst(argv: list[str], rows_out: int | None = None, repeat: int = 3) -> tuple[float, float]:
+    """The worst time and the worst peak memory of ``repeat`` runs."""
+    runs = [run_child(argv, rows_out) for _ in range(repeat)]
+    return max(r[0] for r in runs), max(r[1] for r in runs)
+
+
+def commands(big: str | None) -> None:
+    """4.-6.: tail one-shot, tail -f and summary of the 100k-step run, against the stdlib scripts, same run."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(big) if big else Path(tmp) / "big" / "metrics.jsonl"
+        if not big:
+            path.parent.mkdir(parents=True)
+            write_big(path)
+        rows = sum(1 for _ in open(path, "rb"))
+        st = [sys.executable, "-m", "steptable"]
+        small = Path(tmp) / "small" / "metrics.jsonl"
+        small.parent.mkdir(parents=True)
+        small.write_bytes(b"".join(open(path, "rb").readlines(100_000)))
+        for cmd in ("tail", "summary"):  # the modules byte-compiled once, as an installed package has them
+            subprocess.run([*st, cmd, str(small)], capture_output=True, env=_env())
+        anchor_s, anchor_mb = worst([sys.executable, "-c", STREAM, str(path)])
+        read_s, read_mb = worst([sys.executable, "-c", READ, str(path)])
+        one = ["tail", "-n", "0", "--format", "jsonl", "--columns", "step,loss", str(path)]
+        tail_s, tail_mb = worst([*st, *one])
+        follow_s, follow_mb = worst([*st, "tail", "-f", *one[1:]], rows_out=rows)
+        sum_s, sum_mb = worst([*st, "summary", str(path)])
+        payload = rows * 2 * 8 / 2**20
+        goal_mb = 2 * payload + 50
+        size = path.stat().st_size / 1e6
+        print(f"anchors ({rows:,} rows, {size:.0f} MB; worst of 3): the stdlib script streaming step,loss "
+              f"{anchor_s:.2f} s, {anchor_mb:.0f} MB; reading every row {read_s:.2f} s")
+        for label, secs, mb in (("4. tail -n 0 --format jsonl --columns step,loss", tail_s, tail_mb),
+                                ("5. the same with -f, to its last row", follow_s, follow_mb)):
+            print(f"{label}: {secs:.2f} s: {secs / anchor_s:.2f}x the streaming script (goal <= 0.5x); peak "
+                  f"{mb:.0f} MB (goal <= {goal_mb:.0f} MB: 2x the {payload:.1f} MB of step,loss + 50 MB)")
+        print(f"6. summary: {sum_s:.2f} s, peak {sum_mb:.0f} MB: {sum_s / read_s:.2f}x the reading script "
+              f"(goal <= 0.5x), {sum_s / anchor_s:.2f}x the streaming one")
 
 
 if __name__ == "__main__":

@@ -67,8 +67,7 @@ class Printer:
         """A run's rows (derived, in order) in the chosen format."""
         a, run = self.args, store.run
         if a.format == "jsonl":
-            # --columns here too; "step" (the run's step, whatever its file calls it) is kept, as in the table
-            keep = {"step"} | {k for c in lay.cols for k in (c.key, *c.aliases)} if a.columns else None
+            keep = self.jsonl_keep(lay)
             lines = []
             for r in rows:
                 rec: dict[str, Any] = {"run": run, "arm": store.arm}
@@ -77,13 +76,22 @@ class Printer:
                         rec[unique_name(key, rec)] = v
                 lines.append(json_line(rec))
             # (one write for the rows given: encode_row's bytes as text, made inert; each step is per character)
-            self.out.write(inert_json("".join(lines).encode("utf-8", "replace").decode("utf-8")))
+            self.text("".join(lines))
         elif a.format == "csv":
             self._csv(store, rows, lay.cols)
         elif a.format == "md":
             self._md(store, rows, lay)
         else:
             self._text(store, rows, lay, multi)
+
+    def jsonl_keep(self, lay: Layout) -> set[str] | None:
+        """The keys of a row that JSONL prints (None: all): --columns here too; "step" (the run's step, whatever
+        its file calls it) is kept, as in the table."""
+        return {"step"} | {k for c in lay.cols for k in (c.key, *c.aliases)} if self.args.columns else None
+
+    def text(self, lines: str) -> None:
+        """JSONL lines as :func:`~steptable.logger.writer.encode_row` encodes them, made inert; in one write."""
+        self.out.write(inert_json(lines.encode("utf-8", "replace").decode("utf-8")))
 
     def _title(self, store: RunStore) -> str | None:
         """The block's label when its run differs from the last block's (None: same run). The first title of a run

@@ -15,6 +15,7 @@ from typing import Any, TextIO
 
 from steptable.alerts.engine import Alert, AlertEngine, clockless_stall, end_alert, resumed_engine
 from steptable.cli.tailformats import Layout, Printer
+from steptable.cli.tailjsonl import jsonl_lines, plain
 from steptable.ingest import Follower, RunStore
 from steptable.schemafiles.resolve import by_schema, get_schema, schema_file_notes, unused_files
 from steptable.schemas import Schema, cells_outgrown, first_look, fit, layout, steps_outgrown, widened
@@ -288,8 +289,14 @@ class Tail:
         derive = self.of[run].schema.derive
         if again:
             self.printer.rows(store, [derive(again[st][0]) for st in sorted(again)], self.of[run], multi)
-        for batch in cut.batches(ROW_BATCH):  # a long run's rows go out as they are built, never all held at once
-            self.printer.rows(store, [derive(r) for r in batch], self.of[run], multi)
+        lay = self.of[run]
+        keep = self.printer.jsonl_keep(lay) if a.format == "jsonl" else None
+        fast = a.format == "jsonl" and plain(lay.schema, keep)
+        for lo in range(0, len(cut), ROW_BATCH):  # a long run's rows go out as they are built, never all held at once
+            if fast and (text := jsonl_lines(run, store.arm, cut, lo, lo + ROW_BATCH, keep)) is not None:
+                self.printer.text(text)
+            else:
+                self.printer.rows(store, [derive(r) for r in cut.rows(lo, lo + ROW_BATCH)], lay, multi)
 
     def _printed_keys(self, lay: Layout) -> set[str] | None:
         """The stored keys the printed rows are made of (None: all of them, jsonl without --columns): the layout's

@@ -61,6 +61,13 @@ class RowCut:
                         row[key] = v
         return out
 
+    def columns(self, lo: int = 0, hi: int | None = None) -> list[tuple[str, Any, bytearray | None, bool]]:
+        """Rows ``[lo, hi)`` column by column, for a reader that writes them without a dict a row: (key, its cells:
+        an ``array('d')`` of a numeric column (NaN where absent or null) or a list (None where absent, a logged null
+        too), the presence of each cell or None when all are present, whether the column is an integer one)."""
+        lo, hi, _ = slice(lo, hi).indices(len(self.steps))
+        return [(key, vals[lo:hi], None if pres is None else pres[lo:hi], ints) for key, vals, pres, ints in self.cols]
+
     def batches(self, size: int) -> Iterator[list[dict[str, Any]]]:
         """The rows, ``size`` at a time."""
         for lo in range(0, len(self.steps), size):

@@ -32,18 +32,29 @@ def trees(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     write_rows(root / "aliased" / "metrics.jsonl", [
         {"step": s, "loss": rng.random(), "exec_entropy_mean": rng.random(), "correct_count": rng.randrange(8),
          "total_count": 8} for s in range(40)])
-    return {**out, "resumed": root / "resumed", "positional": root / "positional", "aliased": root / "aliased"}
+    # numbers only (JSONL then writes a batch column by column): non-finite values, a null, ints, gaps, a huge value
+    lines = [f'{{"step": {s}, "loss": {["NaN", "Infinity", "-Infinity", "null", "1e308", "0.5"][s % 6]}, '
+             f'"n": {s * 3}' + (', "eval": 0.25}' if s % 4 == 0 else "}") for s in range(60)]
+    (root / "numbers").mkdir()
+    (root / "numbers" / "metrics.jsonl").write_text("\n".join(lines) + "\n")
+    (root / "numberless").mkdir()  # numbered by position, a row's own "run" and "arm"
+    (root / "numberless" / "metrics.jsonl").write_text("".join(
+        json.dumps({"loss": i / 7, "run": "theirs", "arm": "numberless" if i % 2 else "x"}) + "\n" for i in range(30)))
+    return {**out, "resumed": root / "resumed", "positional": root / "positional", "aliased": root / "aliased",
+            "numbers": root / "numbers", "numberless": root / "numberless"}
 
 
 def whole(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every row built with all its keys and printed in one batch: the reference."""
+    """Every row built whole, as a dict with all its keys, and printed in one batch: the reference."""
     monkeypatch.setattr(tailout, "ROW_BATCH", 10**9)
+    monkeypatch.setattr(tailout, "jsonl_lines", lambda *a: None)  # (JSONL: never column by column)
     monkeypatch.setattr(tailout.Tail, "_printed_keys", lambda self, lay: None)
 
 
 CASES = [(name, fmt, cols) for name in ("routing", "retrain", "retrain_emergence", "verl", "tinyzero", "tinker", "trl",
-                                        "maxent", "generic", "resumed", "positional", "aliased")
-         for fmt in FORMATS for cols in ("", "loss,step", "*rew*,eval*", "ex_surp,correct_of_total")]
+                                        "maxent", "generic", "resumed", "positional", "aliased", "numbers",
+                                        "numberless")
+         for fmt in FORMATS for cols in ("", "loss,step", "*rew*,eval*", "ex_surp,correct_of_total", "n,loss")]
 
 
 @pytest.mark.parametrize(("name", "fmt", "cols"), CASES)
