@@ -215,7 +215,8 @@ def write_big(path: Path, rows: int = BIG_ROWS) -> None:
     """The 100k-step run of /work/shared/tools/bigfile.py: ``step`` and 42 metrics of random floats (~148 MB)."""
     rnd = random.Random(0)
     keys = ["loss", "reward/mean", "reward/std", "kl", "entropy", "grad_norm", "lr", "response_length/mean",
-            "clip_ratio", "timing_s/gen", "timing_s/update_actor", "timing_s/step"] + [f"env/all/m{i}" for i in range(30)]
+            "clip_ratio", "timing_s/gen", "timing_s/update_actor", "timing_s/step"]
+    keys += [f"env/all/m{i}" for i in range(30)]
     with open(path, "w") as f:
         for s in range(rows):
             d: dict[str, Any] = {"step": s}
@@ -279,7 +280,7 @@ def commands(big: str | None) -> None:
         for cmd in ("tail", "summary"):  # the modules byte-compiled once, as an installed package has them
             subprocess.run([*st, cmd, str(small)], capture_output=True, env=_env())
         anchor_s, anchor_mb = worst([sys.executable, "-c", STREAM, str(path)])
-        read_s, read_mb = worst([sys.executable, "-c", READ, str(path)])
+        read_s, _ = worst([sys.executable, "-c", READ, str(path)])
         one = ["tail", "-n", "0", "--format", "jsonl", "--columns", "step,loss", str(path)]
         tail_s, tail_mb = worst([*st, *one])
         follow_s, follow_mb = worst([*st, "tail", "-f", *one[1:]], rows_out=rows)
