@@ -91,7 +91,9 @@ class Printer:
 
     def text(self, lines: str) -> None:
         """JSONL lines as :func:`~steptable.logger.writer.encode_row` encodes them, made inert; in one write."""
-        self.out.write(inert_json(lines.encode("utf-8", "replace").decode("utf-8")))
+        if not lines.isascii():  # (what inert_json escapes and lone surrogates are all past ASCII)
+            lines = inert_json(lines.encode("utf-8", "replace").decode("utf-8"))
+        self.out.write(lines)
 
     def _title(self, store: RunStore) -> str | None:
         """The block's label when its run differs from the last block's (None: same run). The first title of a run
