@@ -76,7 +76,7 @@ class Printer:
                         rec[unique_name(key, rec)] = v
                 lines.append(json_line(rec))
             # (one write for the rows given: encode_row's bytes as text, made inert; each step is per character)
-            self.text("".join(lines))
+            self.jsonl_text("".join(lines))
         elif a.format == "csv":
             self._csv(store, rows, lay.cols)
         elif a.format == "md":
@@ -89,7 +89,7 @@ class Printer:
         its file calls it) is kept, as in the table."""
         return {"step"} | {k for c in lay.cols for k in (c.key, *c.aliases)} if self.args.columns else None
 
-    def text(self, lines: str) -> None:
+    def jsonl_text(self, lines: str) -> None:
         """JSONL lines as :func:`~steptable.logger.writer.encode_row` encodes them, made inert; in one write."""
         if not lines.isascii():  # (what inert_json escapes and lone surrogates are all past ASCII)
             lines = inert_json(lines.encode("utf-8", "replace").decode("utf-8"))

@@ -294,7 +294,7 @@ class Tail:
         fast = a.format == "jsonl" and plain(lay.schema, keep)
         for lo in range(0, len(cut), ROW_BATCH):  # a long run's rows go out as they are built, never all held at once
             if fast and (text := jsonl_lines(run, store.arm, cut, lo, lo + ROW_BATCH, keep)) is not None:
-                self.printer.text(text)
+                self.printer.jsonl_text(text)
             else:
                 self.printer.rows(store, [derive(r) for r in cut.rows(lo, lo + ROW_BATCH)], lay, multi)
 
@@ -305,8 +305,8 @@ class Tail:
         a = self.args
         if a.format == "jsonl" and not a.columns:
             return None
-        need = {"step", lay.step_key}
-        todo = [k for c in lay.cols for k in (c.key, *c.aliases)]
+        need: set[str] = set()
+        todo = ["step", lay.step_key, *(k for c in lay.cols for k in (c.key, *c.aliases))]
         if a.format == "csv":
             todo += [*self.printer.csv_want, *(self.printer.csv_keys or ())]
         while todo:
