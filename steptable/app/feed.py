@@ -168,6 +168,7 @@ class Feed:
         if found <= self.sweep_min:
             return False
         self._follower.want = lambda cand: cand.run_id in self._opened
+        self._follower.passed_over = sweep.poke
         self.sweep = sweep
         out.put(SweepFound(found))
         return True
