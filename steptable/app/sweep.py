@@ -80,13 +80,15 @@ class SweepIndex:
     def entries(self) -> list[Entry]:
         return list(self.index.runs.values())  # type: ignore[arg-type]  # (the index replaces its dict, see there)
 
-    def line(self, now: float) -> str:
-        """The sweep's status line (steptable.summary.sweep.sweep_line), with the runs whose tails are not read yet."""
-        from steptable.summary.sweep import sweep_line
+    def line(self, now: float, judge: Any = None) -> str:
+        """The sweep's status line (steptable.summary.sweep.sweep_line), with the runs whose tails are not read yet;
+        ``judge``: a memo of the runs' states (steptable.app.runrows.StateMemo), else each is judged."""
+        from steptable.summary.sweep import run_state, sweep_line
 
         es = self.entries()
         ds = [e.digest for e in es if e.digest is not None]
-        return sweep_line(ds, now) + (f" (reading {len(es) - len(ds)} more)" if len(ds) < len(es) else "")
+        more = f" (reading {len(es) - len(ds)} more)" if len(ds) < len(es) else ""
+        return sweep_line(ds, now, judge or run_state) + more
 
     def taken(self) -> None:
         """The UI has shown the index (the next change posts again)."""
@@ -191,9 +193,9 @@ class Sweep:
         idx = self.index
         return idx.entries() if idx is not None else []
 
-    def sweep_line(self, now: float) -> str:
+    def sweep_line(self, now: float, judge: Any = None) -> str:
         idx = self.index
-        return idx.line(now) if idx is not None else ""
+        return idx.line(now, judge) if idx is not None else ""
 
     def open_runs(self, run_ids: Sequence[str]) -> None:
         """Show ``run_ids`` as tables (their histories are read now, in the background), hide the others opened."""
