@@ -65,6 +65,7 @@ def child_sweep(launch: float, root: str, runs: int, steps: int, metrics: int, o
                 await _after_refresh(app)
                 filt.append(time.perf_counter() - t0)
             out["filter_ms"] = [1000 * x for x in filt]
+            out["new_run_ms"] = await _new_runs(app, scr, Path(root), NEW_RUNS)
             if opens:
                 scr.runlist.move_to(0)
                 t0 = time.time()
@@ -85,6 +86,32 @@ def child_sweep(launch: float, root: str, runs: int, steps: int, metrics: int, o
         return out
 
     return asyncio.run(main())
+
+
+NEW_RUNS = 20
+
+
+async def _new_runs(app: Any, scr: Any, root: Path, count: int) -> list[float]:
+    """Milliseconds from writing a new run (its directory and a metrics.jsonl of 5 rows) under ``root`` to the list
+    refreshed with it, for ``count`` runs one after the other (removed afterwards: the sweep stays as made)."""
+    made, out = [], []
+    try:
+        for i in range(count):
+            await asyncio.sleep(0.2)
+            run = root / f"zz_new_{os.getpid()}_{i}"
+            made.append(run)
+            t0 = time.perf_counter()
+            run.mkdir()
+            (run / "metrics.jsonl").write_text("".join(
+                json.dumps({"step": s, "reward/mean": 0.1 * s, "loss": 1.0 - 0.1 * s}) + "\n" for s in range(5)))
+            while not any(e.run_id.startswith(run.name) for e in scr.listed):
+                await asyncio.sleep(0.002)
+            await _after_refresh(app)
+            out.append(1000 * (time.perf_counter() - t0))
+    finally:
+        for run in made:
+            shutil.rmtree(run, ignore_errors=True)
+    return out
 
 
 def pty_first_frame(cmd: list[str], needle: str, timeout: float = 60.0) -> float:
@@ -142,6 +169,9 @@ def sweep_case(root: Path, runs: int, steps: int, metrics: int, repeat: int, ope
           f"{extra['rss_first_mb']:.0f} MB (goal <= 150 MB)", flush=True)
     print(f"  filter + redraw: {', '.join(f'{x:.0f}' for x in extra['filter_ms'])} ms (globs, regex, config, none; "
           f"goal <= 100 ms)", flush=True)
+    lat = sorted(extra["new_run_ms"])
+    print(f"  a new run written during the watch, on the list: median {lat[len(lat) // 2]:.0f} ms, worst "
+          f"{lat[-1]:.0f} ms of {len(lat)} (goal: the append latency goal, p99 <= 150 ms)", flush=True)
     if "open_one_ms" in extra:
         print(f"  open one run ({steps:,} rows read whole, on screen): {extra['open_one_ms']:.0f} ms (goal <= 300 ms); "
               f"ten runs {extra['open_ten_s']:.2f} s, RSS {extra['rss_ten_mb']:.0f} MB (peak {extra['rss_peak_mb']:.0f}"

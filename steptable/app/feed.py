@@ -159,7 +159,8 @@ class Feed:
 
     def _sweep_found(self, out: queue.SimpleQueue[Message | None]) -> bool:
         """More than ``sweep_min`` runs: follow only the runs opened from the list (``open``), index the rest."""
-        if self.sweep_min <= 0 or self._follower is None or not hasattr(self._follower, "want"):
+        if self.sweep_min <= 0 or self._follower is None or not hasattr(self._follower, "want") \
+                or not hasattr(self._follower, "passed_over"):
             return False
         from steptable.app.sweep import SweepFound, SweepIndex
 
@@ -168,6 +169,7 @@ class Feed:
         if found <= self.sweep_min:
             return False
         self._follower.want = lambda cand: cand.run_id in self._opened
+        self._follower.passed_over = sweep.poke
         self.sweep = sweep
         out.put(SweepFound(found))
         return True

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from steptable.summary.sweep import RunDigest, best_value, config_matches, matches, run_state
+from steptable.summary.sweep import RunDigest, best_value, config_matches, matcher, run_state
 
 #: the list's own columns (then the metric columns): what ``sort`` may name
 COLUMNS = ("name", "format", "state", "rows", "step", "age", "alerts")
@@ -56,7 +56,8 @@ def _config_test(key: str, want: str) -> Callable[[Entry], bool]:
 
 
 def _name_test(word: str) -> Callable[[Entry], bool]:
-    return lambda e: matches(e.name, word) or matches(e.run_id, word)
+    test = matcher(word)
+    return lambda e: test(e.name) or test(e.run_id)
 
 
 def parse_filter(pattern: str) -> Callable[[Entry], bool]:
@@ -115,11 +116,34 @@ def metric(e: Entry, key: str, state: ListState) -> float | None:
     return None if d is None else best_value(d, key, state.stat, state.higher.get(key, True))
 
 
-def state_of(e: Entry, now: float) -> str:
-    return "…" if e.digest is None else run_state(e.digest, now)
+Judge = Callable[[RunDigest, float], str]
 
 
-def sort_key(e: Entry, column: str, state: ListState, now: float) -> tuple[int, Any]:
+class StateMemo:
+    """``run_state`` of each digest, judged once a second: a list of thousands of runs is redrawn on every key press
+    of its filter, and its states and status line need not be judged again each time. For the UI thread."""
+
+    def __init__(self) -> None:
+        self._second = -1
+        self._memo: dict[int, tuple[RunDigest, str]] = {}  # id(digest) -> (the digest, its state this second)
+
+    def __call__(self, d: RunDigest, now: float) -> str:
+        second = int(now)
+        if second != self._second:
+            self._second, self._memo = second, {}
+        hit = self._memo.get(id(d))
+        if hit is not None and hit[0] is d:
+            return hit[1]
+        st = run_state(d, now)
+        self._memo[id(d)] = (d, st)
+        return st
+
+
+def state_of(e: Entry, now: float, judge: Judge = run_state) -> str:
+    return "…" if e.digest is None else judge(e.digest, now)
+
+
+def sort_key(e: Entry, column: str, state: ListState, now: float, judge: Judge = run_state) -> tuple[int, Any]:
     """(absent last, value) of ``e``'s cell in ``column``."""
     d = e.digest
     value: Any
@@ -128,7 +152,7 @@ def sort_key(e: Entry, column: str, state: ListState, now: float) -> tuple[int, 
     elif column == "format":
         value = d.kind if d is not None else ""
     elif column == "state":
-        value = STATE_ORDER.get(state_of(e, now), 9)
+        value = STATE_ORDER.get(state_of(e, now, judge), 9)
     elif column == "rows":
         value = d.rows if d is not None else e.size
     elif column == "step":
@@ -142,7 +166,7 @@ def sort_key(e: Entry, column: str, state: ListState, now: float) -> tuple[int, 
     return (1, 0) if value is None or (isinstance(value, float) and math.isnan(value)) else (0, value)
 
 
-def shown(entries: Sequence[Entry], state: ListState, now: float) -> list[Entry]:
+def shown(entries: Sequence[Entry], state: ListState, now: float, judge: Judge = run_state) -> list[Entry]:
     """The entries the filter keeps, pinned ones first (in pin order), the rest sorted; runs without the sort
     column's value last either way."""
     keep = parse_filter(state.pattern)
@@ -150,7 +174,7 @@ def shown(entries: Sequence[Entry], state: ListState, now: float) -> list[Entry]
     pins = [by_id[r] for r in state.pinned if r in by_id]
     pinned = set(state.pinned)
     rest = [e for e in entries if e.run_id not in pinned and keep(e)]
-    keyed = [(sort_key(e, state.sort, state, now), e) for e in rest]
+    keyed = [(sort_key(e, state.sort, state, now, judge), e) for e in rest]
     have = [ke for ke in keyed if ke[0][0] == 0]
     have.sort(key=lambda ke: ke[0][1], reverse=state.reverse)
     return [*pins, *(e for _, e in have), *(e for k, e in keyed if k[0] != 0)]

@@ -2,8 +2,10 @@
 part that shows it as the run list and opens the runs picked from it.
 
 Lazy: while the list is the home screen the follower reads only the runs opened from it (``Feed.want``); the rest
-are known by their file's size and last ``TAIL_BYTES`` (steptable.ingest.files.runindex), stat-polled once a
-``period`` by one thread, which also finds new runs (discovery every few seconds)."""
+are known by their file's size and last ``TAIL_BYTES`` (steptable.ingest.files.runindex), kept by one thread: the
+follower's file notifications name the runs it passes over (new runs, growing files), which the index reads at once;
+a stat pass once a ``period`` and a discovery every few seconds catch what notification misses (polling, network
+filesystems)."""
 
 from __future__ import annotations
 
@@ -23,6 +25,8 @@ PERIOD = 1.0
 SLICE = 0.1
 #: longest the tails wait for the list's first frame
 DRAWN_WAIT = 2.0
+#: seconds between two looks at the stop event while the index waits for a poke
+WAKE_CHECK = 0.1
 
 
 @dataclass
@@ -52,6 +56,22 @@ class SweepIndex:
         self._posted = threading.Event()
         #: set by the app once the list is on screen: the tails are read after that (they compete for the GIL)
         self.drawn = threading.Event()
+        self._woken = threading.Event()
+        self._poked: dict[str, Any] = {}  # run id -> candidate a file event named since the last pass
+        self._poke_lock = threading.Lock()
+
+    def poke(self, cand: Any) -> None:
+        """A file event named this candidate (a run new to the index, or one whose file changed): read it now.
+        Called from the follower's thread."""
+        with self._poke_lock:
+            self._poked[cand.run_id] = cand
+        self._woken.set()
+
+    def _take_poked(self) -> list[Any]:
+        with self._poke_lock:
+            poked, self._poked = list(self._poked.values()), {}
+        self._woken.clear()
+        return poked
 
     def discover(self) -> int:
         self.index.discover()
@@ -60,13 +80,15 @@ class SweepIndex:
     def entries(self) -> list[Entry]:
         return list(self.index.runs.values())  # type: ignore[arg-type]  # (the index replaces its dict, see there)
 
-    def line(self, now: float) -> str:
-        """The sweep's status line (steptable.summary.sweep.sweep_line), with the runs whose tails are not read yet."""
-        from steptable.summary.sweep import sweep_line
+    def line(self, now: float, judge: Any = None) -> str:
+        """The sweep's status line (steptable.summary.sweep.sweep_line), with the runs whose tails are not read yet;
+        ``judge``: a memo of the runs' states (steptable.app.runrows.StateMemo), else each is judged."""
+        from steptable.summary.sweep import run_state, sweep_line
 
         es = self.entries()
         ds = [e.digest for e in es if e.digest is not None]
-        return sweep_line(ds, now) + (f" (reading {len(es) - len(ds)} more)" if len(ds) < len(es) else "")
+        more = f" (reading {len(es) - len(ds)} more)" if len(ds) < len(es) else ""
+        return sweep_line(ds, now, judge or run_state) + more
 
     def taken(self) -> None:
         """The UI has shown the index (the next change posts again)."""
@@ -77,8 +99,16 @@ class SweepIndex:
         self._posted.set()
         self.drawn.wait(DRAWN_WAIT)
         warm = False
+        next_pass = 0.0
         while not stop.is_set():
-            changed = self.index.refresh(budget=SLICE)
+            changed: set[str] = set()
+            poked = self._take_poked()
+            if poked:
+                changed |= self.index.admit(poked)
+                changed |= self.index.refresh(budget=SLICE, only=[c.run_id for c in poked])
+            if self.index.pending() or time.monotonic() >= next_pass:
+                changed |= self.index.refresh(budget=SLICE)
+                next_pass = time.monotonic() + self.period
             pending = self.index.pending()
             if not pending and not warm:
                 warm = True
@@ -86,8 +116,19 @@ class SweepIndex:
             if changed and not self._posted.is_set():
                 self._posted.set()
                 post(IndexChanged())
-            if stop.wait(0.005 if pending or changed else self.period):
+            if pending:
+                if stop.wait(0.005):
+                    return
+            else:
+                self._wait(stop, next_pass)
+
+    def _wait(self, stop: threading.Event, until: float) -> None:
+        """Until a poke, ``stop`` or the monotonic time ``until`` (``stop`` is looked at every WAKE_CHECK s)."""
+        while not stop.is_set() and not self._woken.is_set():
+            left = until - time.monotonic()
+            if left <= 0:
                 return
+            self._woken.wait(min(left, WAKE_CHECK))
 
 
 def _warm_tables() -> None:
@@ -152,9 +193,9 @@ class Sweep:
         idx = self.index
         return idx.entries() if idx is not None else []
 
-    def sweep_line(self, now: float) -> str:
+    def sweep_line(self, now: float, judge: Any = None) -> str:
         idx = self.index
-        return idx.line(now) if idx is not None else ""
+        return idx.line(now, judge) if idx is not None else ""
 
     def open_runs(self, run_ids: Sequence[str]) -> None:
         """Show ``run_ids`` as tables (their histories are read now, in the background), hide the others opened."""

@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
 import statistics
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from fnmatch import fnmatchcase
+from fnmatch import translate
 from typing import Any
 
 from steptable.alerts.activity import judge, stall_after
@@ -142,12 +143,14 @@ def run_state(d: RunDigest, now: float, config: AlertConfig | None = None) -> st
     return judge(d.updated, stall_after(d.interval, config), now, running_at=d.running_at, config=config).state
 
 
-def sweep_line(digests: Iterable[RunDigest], now: float) -> str:
-    """``200 runs: 12 live, 180 ended, 3 crashed, 5 idle; 4 with errors`` (states with no run left out)."""
+def sweep_line(digests: Iterable[RunDigest], now: float,
+               judge: Callable[[RunDigest, float], str] = run_state) -> str:
+    """``200 runs: 12 live, 180 ended, 3 crashed, 5 idle; 4 with errors`` (states with no run left out); ``judge``:
+    each run's state (``run_state``, or a memo of it)."""
     ds = list(digests)
     counts = dict.fromkeys(STATES, 0)
     for d in ds:
-        counts[run_state(d, now)] += 1
+        counts[judge(d, now)] += 1
     parts = [f"{counts[s]} {s}" for s in STATES if counts[s]]
     errs = sum(1 for d in ds if d.errors)
     warns = sum(1 for d in ds if d.warnings and not d.errors)
@@ -170,10 +173,19 @@ def ranked(digests: Iterable[RunDigest], key: str, stat: str, higher: bool) -> l
     return have
 
 
+def matcher(pattern: str) -> Callable[[str], bool]:
+    """The test of a filter word against run names: a glob when it has ``*?[``, else a substring (case-insensitive);
+    compiled once for a list of names."""
+    pattern = pattern.lower()
+    if any(ch in pattern for ch in "*?["):
+        rx = re.compile(translate(pattern), re.DOTALL)
+        return lambda name: rx.match(name.lower()) is not None
+    return lambda name: pattern in name.lower()
+
+
 def matches(name: str, pattern: str) -> bool:
-    """A run name against a filter word: a glob when it has ``*?[``, else a substring (case-insensitive)."""
-    name, pattern = name.lower(), pattern.lower()
-    return fnmatchcase(name, pattern) if any(ch in pattern for ch in "*?[") else pattern in name
+    """``name`` against one filter word (see :func:`matcher`)."""
+    return matcher(pattern)(name)
 
 
 def config_matches(config: Mapping[str, Any], key: str, want: str) -> bool:

@@ -45,3 +45,20 @@ def test_sort_pins_and_runs_without_a_value() -> None:
     state.toggle("c")
     state.toggle("a")
     assert state.selected == {"c"}
+
+
+def test_state_memo_judges_each_digest_once_a_second(monkeypatch: pytest.MonkeyPatch) -> None:
+    import steptable.app.runrows as runrows
+
+    judged: list[float] = []
+    real = runrows.run_state
+    monkeypatch.setattr(runrows, "run_state", lambda d, now: judged.append(now) or real(d, now))
+    memo = runrows.StateMemo()
+    a, b = _digest("a", 0.1), _digest("b", 0.2)
+    assert memo(a, 10.2) == real(a, 10.2) and memo(a, 10.9) == real(a, 10.9)
+    assert judged == [10.2]  # the same digest in the same second: judged once
+    memo(b, 10.5)
+    memo(a, 11.0)  # a new second: judged again
+    newer = _digest("a", 0.3)  # the index replaced a's digest: a new judgement
+    memo(newer, 11.1)
+    assert judged == [10.2, 10.5, 11.0, 11.1]

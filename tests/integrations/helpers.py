@@ -49,3 +49,32 @@ def tiny_config() -> Any:
     from transformers import GPT2Config
 
     return GPT2Config(n_layer=1, n_embd=16, n_head=2, vocab_size=64, n_positions=16, bos_token_id=0, eos_token_id=0)
+
+
+def tiny_grpo_trainer(out: Any, callbacks: list[Any], max_steps: int = 4, logging_steps: int = 1) -> Any:
+    """A TRL GRPOTrainer of a 1-layer Llama on a word-level tokenizer built in place (CPU, nothing downloaded), rewarded
+    by completion length: it logs TRL's ~23 GRPO keys (reward, reward_std, frac_reward_zero_std, completions/...)."""
+    import torch
+    from datasets import Dataset
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+    from trl import GRPOConfig, GRPOTrainer
+
+    torch.manual_seed(0)
+    words = ["<pad>", "<eos>", "<unk>"] + [f"w{i}" for i in range(60)]
+    tok = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="<pad>", eos_token="<eos>", unk_token="<unk>")
+    model = LlamaForCausalLM(LlamaConfig(vocab_size=len(words), hidden_size=16, intermediate_size=32,
+                                         num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=2,
+                                         max_position_embeddings=64, pad_token_id=0, eos_token_id=1, bos_token_id=1))
+    prompts = Dataset.from_dict({"prompt": ["w1 w2", "w3 w4", "w5 w6", "w7 w8"] * 4})
+
+    def length_reward(completions: list[str], **_: Any) -> list[float]:
+        return [float(len(c)) for c in completions]
+
+    args = GRPOConfig(output_dir=str(out), per_device_train_batch_size=4, num_generations=2, max_completion_length=4,
+                      max_steps=max_steps, logging_steps=logging_steps, report_to=[], save_strategy="no",
+                      use_cpu=True, bf16=False, seed=0)
+    return GRPOTrainer(model=model, processing_class=tokenizer, reward_funcs=[length_reward], args=args,
+                       train_dataset=prompts, callbacks=callbacks)

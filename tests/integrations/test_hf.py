@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.integrations.helpers import close_enough, info_of, rows_of, tiny_trainer
+from tests.integrations.helpers import close_enough, info_of, rows_of, tiny_grpo_trainer, tiny_trainer
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
@@ -88,6 +88,27 @@ def test_console_rows_replace_the_dict_prints(tmp_path: Path, capsys: pytest.Cap
     stepped = [ln.split()[1] for ln in lines if ln.split()[1:2] and ln.split()[1].isdigit()]
     assert stepped[:2] == ["5", "10"]
     assert "it/s" in got.err  # the progress bar stays
+
+
+def test_a_trl_grpo_trainer_gets_one_row_a_step_in_the_trl_layout(tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("trl")
+    trainer = tiny_grpo_trainer(tmp_path / "grpo", [StepTableCallback(console=True)], max_steps=3)
+    trainer.train()
+    rows = [r for r in rows_of(tmp_path / "grpo") if "step" in r]
+    history = merged_history(trainer.state.log_history)
+    assert [r["step"] for r in rows] == [1, 2, 3]
+    for row in rows:
+        logged = history[row["step"]]
+        assert {"reward", "reward_std", "frac_reward_zero_std"} <= set(logged)
+        assert all(close_enough(row[k], v) for k, v in logged.items())
+    out = capsys.readouterr().out
+    assert "{'loss'" not in out  # TRL's dict prints gone, the rows in their place
+    header = next(ln for ln in out.splitlines() if ln.startswith("I step "))
+    legend = {ln.split()[0]: ln for ln in out.splitlines() if ln.startswith(" ") and ln.split()}
+    assert set(header.split()[1:]) <= set(legend)  # every header explained once, in the legend before the rows
+    assert any(" reward: " in line for line in legend.values())  # laid out by the trl schema, which knows `reward`
+    assert any("frac_reward_zero_std" in line for line in legend.values())
 
 
 def test_a_console_callback_leaves_another_trainers_prints(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

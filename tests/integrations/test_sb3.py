@@ -75,7 +75,9 @@ def test_one_row_per_dump_with_evals_merged(tmp_path: Path) -> None:
     assert info["closed"] is not None and "end" not in info
 
 
-def test_rows_instead_of_boxes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_rows_instead_of_boxes(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                               monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SB3_LOGDIR", str(tmp_path / "sb3-default"))  # SB3's default logger's folder (else in /tmp)
     ppo([], steps=128, verbose=1)
     boxed = capsys.readouterr().out
     assert "| rollout/" in boxed or "| time/" in boxed  # SB3's own tables

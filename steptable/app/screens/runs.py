@@ -13,7 +13,7 @@ from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.widgets import Input, Static
 
-from steptable.app.runrows import STATS, Entry, FilterError, ListState, shown
+from steptable.app.runrows import STATS, Entry, FilterError, Judge, ListState, StateMemo, shown
 from steptable.app.widgets.keys import KeyBar
 from steptable.app.widgets.runlist import RunList
 from steptable.table.formatting import sanitize
@@ -22,7 +22,7 @@ from steptable.table.formatting import sanitize
 class ListHost(Protocol):
     def entries(self) -> list[Entry]: ...
 
-    def sweep_line(self, now: float) -> str: ...
+    def sweep_line(self, now: float, judge: Judge) -> str: ...
 
     def open_runs(self, run_ids: Sequence[str]) -> None: ...
 
@@ -57,6 +57,7 @@ class RunsScreen(Screen[None]):
         self.state = ListState(metrics=list(metrics))
         self.clock = clock
         self.listed: list[Entry] = []
+        self.judge = StateMemo()
         self._order = ["name", "state", "age", "rows", "step", "alerts", "format"]
 
     def compose(self) -> ComposeResult:
@@ -79,12 +80,12 @@ class RunsScreen(Screen[None]):
         now = self.clock()
         entries = self.host.entries()
         try:
-            self.listed = shown(entries, self.state, now)
+            self.listed = shown(entries, self.state, now, self.judge)
             problem = ""
         except FilterError as e:
             problem = f" · {e}"
-        self.runlist.show(self.listed, self.state, now)
-        self.query_one("#sweep", Static).update(sanitize(self.host.sweep_line(now)))
+        self.runlist.show(self.listed, self.state, now, self.judge)
+        self.query_one("#sweep", Static).update(sanitize(self.host.sweep_line(now, self.judge)))
         sel = len(self.state.selected)
         self.query_one("#list-note", Static).update(sanitize(
             f"{len(self.listed)} of {len(entries)} shown" + (f" (filter: {self.state.pattern})" if self.state.pattern

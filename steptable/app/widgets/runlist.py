@@ -16,8 +16,9 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from steptable.alerts.engine import fmt_age
-from steptable.app.runrows import Entry, ListState, metric, state_of
+from steptable.app.runrows import Entry, Judge, ListState, metric, state_of
 from steptable.app.widgets.keys import cursor_bindings
+from steptable.summary.sweep import run_state
 from steptable.table.formatting import display_width, fmt_auto, pad, sanitize
 
 #: a run's name is cut (in the middle) to this many cells
@@ -34,25 +35,43 @@ def cut(name: str, width: int = NAME_MAX) -> str:
     return f"{name[:half]}…{name[len(name) - (width - 1 - half):]}"
 
 
-def cells(e: Entry, state: ListState, now: float) -> list[tuple[str, str]]:
+def cells(e: Entry, state: ListState, now: float, judge: Judge = run_state) -> list[tuple[str, str]]:
     """(text, style name) of each column of ``e``'s line (``ListState.columns`` order, the mark first)."""
+    fixed = fixed_cells(e, state)
+    return _assemble(e, state, now, judge, fixed)
+
+
+def fixed_cells(e: Entry, state: ListState) -> list[tuple[str, str]]:
+    """The cells of ``e``'s line that change only with its digest and the metric columns: name, format, rows, step,
+    alerts, the metrics (the mark, state and age change with the selection and the clock)."""
     d = e.digest
-    mark = ("p" if e.run_id in state.pinned else " ") + ("✓" if e.run_id in state.selected else " ")
-    st = state_of(e, now)
-    out = [(mark, "bold"), (sanitize(cut(e.run_id)), ""), (sanitize(d.kind) if d else "", "dim"),
-           (st, STATE_STYLES.get(st, ""))]
+    out = [(sanitize(cut(e.run_id)), ""), (sanitize(d.kind) if d else "", "dim")]
     if d is None:
-        out += [(f"{e.size / 1e6:.1f} MB", "dim"), ("", ""), ("", ""), ("", "")]
+        out += [(f"{e.size / 1e6:.1f} MB", "dim"), ("", ""), ("", "")]
     else:
         rows = f"{d.rows:,}" if d.rows_exact else f"~{d.rows:,}"
-        age = fmt_age(now - d.updated) if d.updated is not None else ""
         marks = " ".join(f"{n}{c}" for n, c in ((d.errors, "E"), (d.warnings, "W")) if n)
-        out += [(rows, ""), (str(d.last_step) if d.last_step is not None else "", ""), (age, ""),
+        out += [(rows, ""), (str(d.last_step) if d.last_step is not None else "", ""),
                 (marks, "bold red" if d.errors else "yellow" if d.warnings else "")]
     for key in state.metrics:
         v = metric(e, key, state)
         out.append((fmt_auto(v, 4) if v is not None else "", ""))
     return out
+
+
+def _assemble(e: Entry, state: ListState, now: float, judge: Judge, fixed: list[tuple[str, str]],
+              clock: tuple[str, str] | None = None) -> list[tuple[str, str]]:
+    """The whole line: ``fixed`` with the mark, and the state and age (``clock``: both, judged already)."""
+    mark = ("p" if e.run_id in state.pinned else " ") + ("✓" if e.run_id in state.selected else " ")
+    st, age = clock or _clock_cells(e, now, judge)
+    name, kind, rows, step, alerts, *metrics = fixed
+    return [(mark, "bold"), name, kind, (st, STATE_STYLES.get(st, "")), rows, step, (age, ""), alerts, *metrics]
+
+
+def _clock_cells(e: Entry, now: float, judge: Judge) -> tuple[str, str]:
+    """The cells that change with the clock: the run's state and the age of its newest row."""
+    d = e.digest
+    return state_of(e, now, judge), fmt_age(now - d.updated) if d is not None and d.updated is not None else ""
 
 
 class RunList(ScrollView, can_focus=True):
@@ -73,17 +92,41 @@ class RunList(ScrollView, can_focus=True):
         self.widths: list[int] = []
         self.header: list[str] = []
         self.cursor = 0
+        # run id -> (its digest, the metric columns' key, its fixed cells, their widths): a filter key press
+        # re-lays thousands of lines; only those whose digest changed are formatted again
+        self._fixed: dict[str, tuple[object, tuple[object, ...], list[tuple[str, str]], tuple[int, ...]]] = {}
+        self._clock: dict[str, tuple[object, tuple[str, str]]] = {}  # run id -> (digest, state and age) this second
+        self._second = -1
 
-    def show(self, entries: Sequence[Entry], state: ListState, now: float) -> None:
+    def show(self, entries: Sequence[Entry], state: ListState, now: float, judge: Judge = run_state) -> None:
         """Show ``entries`` (already filtered and sorted), keeping the cursor on the run it was on."""
         current = self.current
         self.entries = list(entries)
-        self.lines = [cells(e, state, now) for e in self.entries]
+        key = (tuple(state.metrics), state.stat, tuple(sorted(state.higher.items())))
+        lines, widths = [], []
+        if int(now) != self._second:
+            self._second, self._clock = int(now), {}
+        for e in self.entries:
+            hit = self._fixed.get(e.run_id)
+            if hit is None or hit[0] is not e.digest or hit[1] != key or e.digest is None:
+                fixed = fixed_cells(e, state)
+                hit = (e.digest, key, fixed, tuple(display_width(t) for t, _ in fixed))
+                self._fixed[e.run_id] = hit
+            timed = self._clock.get(e.run_id)
+            if timed is None or timed[0] is not e.digest:
+                timed = (e.digest, _clock_cells(e, now, judge))
+                self._clock[e.run_id] = timed
+            line = _assemble(e, state, now, judge, hit[2], timed[1])
+            lines.append(line)
+            w = hit[3]
+            widths.append((2, w[0], w[1], len(line[3][0]), w[2], w[3], len(line[6][0]), *w[4:]))
+        self.lines = lines
         arrow = " ▼" if state.reverse else " ▲"
         names = state.columns()
         self.header = ["", *(HEADERS.get(c, c) + (arrow if c == state.sort else "") for c in names)]
-        self.widths = [max([display_width(h), *(display_width(ln[j][0]) for ln in self.lines)])
-                       for j, h in enumerate(self.header)]
+        self.widths = [max(display_width(h), *col) if col else display_width(h)
+                       for h, col in zip(self.header, zip(*widths, strict=True) if widths else
+                                         [()] * len(self.header), strict=True)]
         ids = [e.run_id for e in self.entries]
         self.cursor = ids.index(current) if current in ids else min(self.cursor, max(0, len(ids) - 1))
         self.virtual_size = Size(sum(self.widths) + 2 * len(self.widths), len(self.lines) + 1)

@@ -79,6 +79,9 @@ class Follower:
         self._pass = threading.RLock()
         #: which candidates to follow (None: all): a sweep's list follows only the runs opened from it
         self.want: Callable[[Candidate], bool] | None = None
+        #: told of each candidate ``want`` turned down (a sweep's index learns of new and growing runs from the
+        #: follower's file events instead of waiting for its own stat pass)
+        self.passed_over: Callable[[Candidate], None] | None = None
 
     # --- public -----------------------------------------------------------------------------------------------
 
@@ -240,6 +243,8 @@ class Follower:
 
     def _add(self, cand: Candidate) -> None:
         if self.want is not None and not self.want(cand):
+            if self.passed_over is not None:
+                self.passed_over(cand)
             return
         if not cand.confirmed and cand.path in self._rejected:
             try:

@@ -167,8 +167,13 @@ class RunIndex(Generic[D]):
     def discover(self) -> set[str]:
         """Find runs not known yet (listed with their size, ``digest`` None until read); returns their ids."""
         self._last_discovery = self._clock()
+        return self.admit(discover(self.paths))
+
+    def admit(self, cands: Iterable[Candidate]) -> set[str]:
+        """Take these candidates (a discovery's, or those a file event named) as runs where they are new and hold
+        metrics; returns the ids of the runs new to the index."""
         new: set[str] = set()
-        for cand in discover(self.paths):
+        for cand in cands:
             old = self.runs.get(cand.run_id)
             if old is not None:
                 old.cand.side_files = cand.side_files
@@ -198,15 +203,17 @@ class RunIndex(Generic[D]):
         """Runs listed whose tail is not read yet."""
         return sum(1 for e in self.runs.values() if e.digest is None)
 
-    def refresh(self, budget: float | None = None) -> set[str]:
+    def refresh(self, budget: float | None = None, only: Iterable[str] | None = None) -> set[str]:
         """Discover when due, read the tails not read yet, then those of files changed since (size or mtime); stop
-        after ``budget`` seconds. Returns the ids of runs new or changed."""
+        after ``budget`` seconds. ``only``: look at these runs alone (those a file event named; no discovery).
+        Returns the ids of runs new or changed."""
         t0 = self._clock()
         changed: set[str] = set()
-        if self._last_discovery is None or t0 - self._last_discovery >= self.recheck:
+        if only is None and (self._last_discovery is None or t0 - self._last_discovery >= self.recheck):
             changed |= self.discover()
-        todo = [e for e in self.runs.values() if e.digest is None]
-        todo += [e for e in self.runs.values() if e.digest is not None and self._stale(e)]
+        looked = list(self.runs.values()) if only is None else [e for r in only if (e := self.runs.get(r))]
+        todo = [e for e in looked if e.digest is None]
+        todo += [e for e in looked if e.digest is not None and self._stale(e)]
         for entry in todo:
             if budget is not None and self._clock() - t0 > budget:
                 break

@@ -159,3 +159,27 @@ async def test_few_runs_show_as_tables(tmp_path: Path) -> None:
         assert len(app.panels) == 3
         assert not isinstance(app.screen, RunsScreen)
         assert app.feed.sweep is None
+
+
+async def test_a_new_run_shows_as_the_follower_is_notified(sweep: tuple[Path, list[str]]) -> None:
+    """The index reads a run a file event names at once: with its own stat pass and every discovery a minute
+    away, a run written during the watch is in the list within a second."""
+    import time
+
+    from tests.app.sweephelpers import write_run
+
+    root, names = sweep
+    app = StepTableApp(Feed([str(root)]))
+    async with app.run_test(size=SIZE) as pilot:
+        scr = await _list(app, pilot, len(names))
+        follower, index = app.feed.follower, app.feed.sweep
+        if follower.mode != "notify":
+            pytest.skip("no file notification on this filesystem")
+        index.period = index.index.recheck = follower.recheck = 60.0
+        await pilot.pause(1.2)  # (the passes planned before are done: the next is a minute away)
+        t0 = time.monotonic()
+        write_run(root, "zz_new", 1e-5, steps=5, end="ended")
+        while "zz_new" not in _names(scr) and time.monotonic() - t0 < 10:
+            await pilot.pause(0.02)
+        assert "zz_new" in _names(scr)
+        assert time.monotonic() - t0 < 2.0

@@ -25,3 +25,29 @@ def test_cells_of_a_run() -> None:
     assert len(got) == 1 + len(state.columns()) and got[-3][1] == "bold red"
     reading = cells(Row("exp/b", "b", size=2_500_000), ListState(), 130.0)
     assert [text for text, _ in reading] == ["  ", "exp/b", "", "…", "2.5 MB", "", "", ""]
+
+
+def test_a_redraw_formats_again_only_the_runs_whose_digest_changed(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import steptable.app.widgets.runlist as runlist
+
+    made: list[str] = []
+    real = runlist.fixed_cells
+    monkeypatch.setattr(runlist, "fixed_cells", lambda e, state: made.append(e.run_id) or real(e, state))
+
+    def digest(run: str, loss: float) -> RunDigest:
+        return RunDigest(run, run, "jsonl", 1, 1, True, 0, 100.0, None, None, 1, last={"loss": loss})
+
+    rows = [Row(f"r{i}", f"r{i}", digest=digest(f"r{i}", 0.5)) for i in range(3)]
+    state = ListState(metrics=["loss"])
+    widget = runlist.RunList()
+    widget.show(rows, state, 130.0)
+    widget.show(rows[:2], state, 130.5)  # a filter: nothing formatted again
+    assert made == ["r0", "r1", "r2"]
+    rows[1] = Row("r1", "r1", digest=digest("r1", 12.25))
+    widget.show(rows, state, 131.0)
+    assert made == ["r0", "r1", "r2", "r1"] and widget.lines[1] == runlist.cells(rows[1], state, 131.0)
+    assert widget.widths[-1] == max(len("loss"), len(widget.lines[1][-1][0]))  # the widest line's, or the header's
+    state.metrics = []  # other metric columns: every line again
+    before = len(made)
+    widget.show(rows, state, 131.0)
+    assert made[before:] == ["r0", "r1", "r2"] and widget.lines[0] == runlist.cells(rows[0], state, 131.0)
