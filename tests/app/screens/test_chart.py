@@ -85,8 +85,8 @@ def seed_runs(root: Path, n: int = 600) -> Path:
         p = root / arm / "metrics.jsonl"
         p.parent.mkdir(parents=True)
         with p.open("w") as f:
-            for s in range(n):
-                reward = 0.3 + lift + 0.1 * math.sin(s / 40) + 0.02 * math.sin(s / 7 + lift * 50)  # seeds differ a little
+            for s in range(n):  # the seeds differ a little
+                reward = 0.3 + lift + 0.1 * math.sin(s / 40) + 0.02 * math.sin(s / 7 + lift * 50)
                 f.write(json.dumps({"step": s, "reward": reward}) + "\n")
     return root
 
