@@ -1,0 +1,95 @@
+"""A seed group's table of means: the runs that differ only by a seed part (``steptable.compare.groups``) shown as one
+run whose row at a step holds, for each numeric key, the mean of the seeds' finite values at that step, and
+``n_seeds``, how many seeds have a row at that step. Rows go up to the step every seed has reached (the slowest
+seed's last step), so a row, once made, never changes as the seeds go on: a live group's table grows like a run's.
+A seed rewritten, resumed or changed in place (``change_mark``), or a seed more or less, makes the table again.
+Pure (no textual): a RunStore holds the rows, so the app's tables read it as any run."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from steptable.app.model import Store, change_mark
+from steptable.ingest.parse import MISSING
+from steptable.ingest.parsed import Parsed
+from steptable.ingest.store import RunStore
+from steptable.table.formatting import to_float
+
+#: the column that counts the seeds with a row at the step
+N_KEY = "n_seeds"
+#: keys not averaged (their own bookkeeping)
+_SKIP = frozenset({"step", "_step", "global_step", "arm", "run", N_KEY})
+
+
+def run_label(name: str, seeds: int) -> str:
+    """The group table's name: ``routeA · mean of 3 seeds``."""
+    return f"{name} · mean of {seeds} seeds"
+
+
+class SeedMeans:
+    """The table of means of one seed group, brought up to date by :meth:`update`."""
+
+    def __init__(self, name: str, seeds: Sequence[Store]) -> None:
+        self.name = name
+        self.seeds: list[Store] = list(seeds)
+        label = run_label(name, len(self.seeds))
+        self.store = RunStore(label, self.seeds[0].path, arm=label)  # (the arm names its table)
+        self._marks: tuple[Any, ...] = ()
+
+    def update(self, seeds: Sequence[Store]) -> bool:
+        """Take the seeds' new rows (``seeds``: the group's runs now); True when the table changed."""
+        marks = tuple((id(s), change_mark(s)) for s in seeds)
+        changed = False
+        if marks != self._marks:
+            if len(self.store) or [id(s) for s in seeds] != [id(s) for s in self.seeds]:
+                self.seeds = list(seeds)
+                self.store.run = self.store.arm = run_label(self.name, len(self.seeds))
+                self.store.reset()
+                changed = True
+            self._marks = marks
+        if not self.seeds or any(len(s) == 0 for s in self.seeds):
+            return changed
+        end = min(s.steps[-1] for s in self.seeds)
+        start = self.store.steps[-1] + 1 if len(self.store) else -math.inf
+        if end < start:
+            return changed
+        self._add(start, end)
+        return True
+
+    def _add(self, start: float, end: int) -> None:
+        """The rows of the steps from ``start`` to ``end`` (both included) that some seed has."""
+        spans = []
+        for s in self.seeds:
+            i0 = 0 if start == -math.inf else s.index_of_step(int(start))
+            i1 = s.index_of_step(end + 1)
+            spans.append((s, i0, i1, {step: i for i, step in enumerate(s.steps[i0:i1])}))
+        steps = sorted(set().union(*(pos for _, _, _, pos in spans)))
+        if not steps:
+            return
+        keys = list(dict.fromkeys(k for s in self.seeds for k in s.keys if k not in _SKIP and _numeric(s, k)))
+        cols: dict[str, Sequence[Any]] = {N_KEY: [sum(1 for *_, pos in spans if st in pos) for st in steps]}
+        for k in keys:
+            sums = [0.0] * len(steps)
+            counts = [0] * len(steps)
+            for s, i0, i1, pos in spans:
+                if k not in s.keys:
+                    continue
+                values = s.cells_between(k, i0, i1)
+                for j, st in enumerate(steps):
+                    i = pos.get(st)
+                    if i is None or values[i] is None:
+                        continue
+                    v = values[i]
+                    x = v if type(v) is float else to_float(v)
+                    if x - x == 0.0:  # (finite)
+                        sums[j] += x
+                        counts[j] += 1
+            cols[k] = [sm / c if c else MISSING for sm, c in zip(sums, counts, strict=True)]
+        self.store.add(Parsed(steps=steps, cols=cols, int_keys=frozenset({N_KEY})), now=math.nan)
+
+
+def _numeric(store: Store, key: str) -> bool:
+    is_numeric = getattr(store, "is_numeric", None)
+    return bool(is_numeric(key)) if is_numeric is not None else True
