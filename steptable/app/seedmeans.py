@@ -8,6 +8,7 @@ Pure (no textual): a RunStore holds the rows, so the app's tables read it as any
 from __future__ import annotations
 
 import math
+from array import array
 from collections.abc import Sequence
 from typing import Any
 
@@ -51,43 +52,61 @@ class SeedMeans:
             self._marks = marks
         if not self.seeds or any(len(s) == 0 for s in self.seeds):
             return changed
-        end = min(s.steps[-1] for s in self.seeds)
-        start = self.store.steps[-1] + 1 if len(self.store) else -math.inf
+        end = min(s.step_at(len(s) - 1) for s in self.seeds)
+        start = self.store.step_at(len(self.store) - 1) + 1 if len(self.store) else -math.inf
         if end < start:
             return changed
         self._add(start, end)
         return True
 
     def _add(self, start: float, end: int) -> None:
-        """The rows of the steps from ``start`` to ``end`` (both included) that some seed has."""
+        """The rows of the steps from ``start`` to ``end`` (both included) that some seed has. Numeric columns are
+        read as floats (NaN where absent: left out like a logged NaN); seeds at the same steps (the usual case)
+        are averaged row by row without a step lookup."""
         spans = []
         for s in self.seeds:
             i0 = 0 if start == -math.inf else s.index_of_step(int(start))
             i1 = s.index_of_step(end + 1)
-            spans.append((s, i0, i1, {step: i for i, step in enumerate(s.steps[i0:i1])}))
-        steps = sorted(set().union(*(pos for _, _, _, pos in spans)))
+            spans.append((s, i0, i1, _steps(s, i0, i1)))
+        first = spans[0][3]
+        same = all(sp[3] == first for sp in spans)
+        steps = list(first) if same else sorted(set().union(*(sp[3] for sp in spans)))
         if not steps:
             return
         keys = list(dict.fromkeys(k for s in self.seeds for k in s.keys if k not in _SKIP and _numeric(s, k)))
-        cols: dict[str, Sequence[Any]] = {N_KEY: [sum(1 for *_, pos in spans if st in pos) for st in steps]}
+        n = len(self.seeds)
+        if same:
+            cols: dict[str, Sequence[Any]] = {N_KEY: [n] * len(steps)}
+        else:
+            where = [{st: i for i, st in enumerate(sp[3])} for sp in spans]
+            cols = {N_KEY: [sum(1 for pos in where if st in pos) for st in steps]}
         for k in keys:
-            sums = [0.0] * len(steps)
-            counts = [0] * len(steps)
-            for s, i0, i1, pos in spans:
-                if k not in s.keys:
-                    continue
-                values = s.cells_between(k, i0, i1)
-                for j, st in enumerate(steps):
-                    i = pos.get(st)
-                    if i is None or values[i] is None:
-                        continue
-                    v = values[i]
-                    x = v if type(v) is float else to_float(v)
-                    if x - x == 0.0:  # (finite)
-                        sums[j] += x
-                        counts[j] += 1
-            cols[k] = [sm / c if c else MISSING for sm, c in zip(sums, counts, strict=True)]
+            values = [(_column(s, k, i0, i1), j) for j, (s, i0, i1, _) in enumerate(spans) if k in s.keys]
+            if same and all(isinstance(v, array) and v.typecode == "d" for v, _ in values):
+                m = len(values)  # (a row whose sum is finite has every value finite: its mean at C speed)
+                cols[k] = [t / m if t - t == 0.0 else _mean(row)
+                           for row in zip(*(v for v, _ in values), strict=True) for t in (sum(row),)]
+            elif same:
+                cols[k] = [_mean(row) for row in zip(*(v for v, _ in values), strict=True)]
+            else:
+                cols[k] = [_mean([v[i] for v, j in values if (i := where[j].get(st)) is not None]) for st in steps]
         self.store.add(Parsed(steps=steps, cols=cols, int_keys=frozenset({N_KEY})), now=math.nan)
+
+
+def _column(store: Store, key: str, i0: int, i1: int) -> Sequence[Any]:
+    between = getattr(store, "column_between", None)  # (a RunStore: floats, NaN where absent; only those rows)
+    return between(key, i0, i1) if between is not None else store.cells_between(key, i0, i1)
+
+
+def _steps(store: Store, i0: int, i1: int) -> Sequence[int]:
+    between = getattr(store, "steps_between", None)  # (a RunStore copies only those rows)
+    return between(i0, i1) if between is not None else store.steps[i0:i1]
+
+
+def _mean(values: Sequence[Any]) -> Any:
+    """The mean of the finite numbers of ``values``; MISSING (no cell) when there is none."""
+    xs = [x for v in values if (x := v if type(v) is float else to_float(v)) - x == 0.0]
+    return math.fsum(xs) / len(xs) if xs else MISSING
 
 
 def _numeric(store: Store, key: str) -> bool:

@@ -99,3 +99,14 @@ async def test_a_seed_group_is_one_table_of_means_that_opens_into_its_seeds(tmp_
         arms = app.screen.arms()  # type: ignore[attr-defined]
         assert sorted(a.run for a in arms) == sorted(["vanilla/metrics.jsonl",
                                                       *(f"routeA_seed{k}/metrics.jsonl" for k in (1, 2, 3))])
+
+
+def test_seeds_at_the_same_steps_leave_out_nan_and_absent_cells() -> None:
+    """The row-by-row path (every seed at the same steps): a NaN or an absent cell is left out of that row's mean,
+    a row where no seed has a value has no cell."""
+    a = _store("g_seed1", [0, 1, 2], [1.0, math.nan, None])
+    b = _store("g_seed2", [0, 1, 2], [3.0, 4.0, None])
+    m = SeedMeans("g", [a, b])
+    assert m.update([a, b])
+    assert [m.store.row(i).get("loss") for i in range(3)] == [2.0, 4.0, None]
+    assert [m.store.row(i)[N_KEY] for i in range(3)] == [2, 2, 2]
