@@ -10,7 +10,9 @@ from __future__ import annotations
 import math
 from array import array
 from collections.abc import Sequence
-from typing import Any
+from itertools import repeat
+from operator import add, truediv
+from typing import Any, cast
 
 from steptable.app.model import Store, change_mark
 from steptable.ingest.parse import MISSING
@@ -83,14 +85,25 @@ class SeedMeans:
         for k in keys:
             values = [(_column(s, k, i0, i1), j) for j, (s, i0, i1, _) in enumerate(spans) if k in s.keys]
             if same and all(isinstance(v, array) and v.typecode == "d" for v, _ in values):
-                m = len(values)  # (a row whose sum is finite has every value finite: its mean at C speed)
-                cols[k] = [t / m if t - t == 0.0 else _mean(row)
-                           for row in zip(*(v for v, _ in values), strict=True) for t in (sum(row),)]
+                cols[k] = _column_means([cast("array[float]", v) for v, _ in values])
             elif same:
                 cols[k] = [_mean(row) for row in zip(*(v for v, _ in values), strict=True)]
             else:
                 cols[k] = [_mean([v[i] for v, j in values if (i := where[j].get(st)) is not None]) for st in steps]
         self.store.add(Parsed(steps=steps, cols=cols, int_keys=frozenset({N_KEY})), now=math.nan)
+
+
+def _column_means(arrays: Sequence[array[float]]) -> list[Any]:
+    """Row by row, the mean of the finite values of equally long float columns: summed and divided in C; a row
+    whose sum is not finite (a NaN, an absent cell, an inf) averaged on its own."""
+    total: Sequence[float] = arrays[0]
+    for a in arrays[1:]:
+        total = list(map(add, total, a))
+    means: list[Any] = list(map(truediv, total, repeat(float(len(arrays)))))
+    if not math.isfinite(math.fsum(total)):  # (one pass in C: most columns of most runs have no such row)
+        for i in [i for i, t in enumerate(means) if t - t != 0.0]:
+            means[i] = _mean([a[i] for a in arrays])
+    return means
 
 
 def _column(store: Store, key: str, i0: int, i1: int) -> Sequence[Any]:
