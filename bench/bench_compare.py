@@ -5,9 +5,12 @@
    last 10% window, per-seed means, t intervals over seeds, Welch differences), each in a fresh interpreter,
    interleaved; the numbers of both are checked to agree. Goal: steptable <= 0.5x pandas.
 2. Tokens: ``steptable summary`` of 3 arms (10k steps, 6 metrics) with the comparison lines, and the lines alone
-   (o200k, offline; needs bpe-openai). Goal: the whole summary <= 300 tokens.
+   (o200k, offline; needs bpe-openai), over ``--seeds`` seeds of the data (worst and mean). Goal: the whole summary
+   <= 300 tokens.
 3. Live: the cost of bringing steptable.compare.live.LiveCompare up to date after one appended row per run, at
    several run lengths (goal: independent of the run length), against a full ``compare`` of the same runs.
+4. Groups: watch's table of a seed group's means made whole and after one row a seed, and the chart's band of 3
+   seeds against the same seeds drawn as lines.
 
     python bench/bench_compare.py                      # all three; data generated once into a temp dir
     python bench/bench_compare.py --only e2e --rows 20000 --reps 1
@@ -115,7 +118,7 @@ def end_to_end(root: Path, reps: int) -> None:
           f"max relative difference from pandas {worst:.1e}")
 
 
-def tokens() -> None:
+def tokens(seeds: int) -> None:
     from bpe_openai import get_encoding
 
     sys.path.insert(0, str(Path(__file__).parent))
@@ -126,27 +129,34 @@ def tokens() -> None:
     def count(text: str) -> int:
         return sum(len(enc.encode(line)) for line in text.splitlines(keepends=True))
 
-    with tempfile.TemporaryDirectory() as tmp:
-        for arm, lift in ARMS:
-            rng = random.Random(arm)
-            p = Path(tmp) / "exp" / arm / "metrics.jsonl"
-            p.parent.mkdir(parents=True)
-            with open(p, "w") as f:
-                for s in range(10_000):
-                    f.write(json.dumps({
-                        "step": s, "ts": 1.8e9 + 30 * s, "loss": rng.gauss(0, 0.05) - lift,
-                        "grad_norm": abs(rng.gauss(0.4, 0.05)),
-                        "reward": 0.3 + lift + 0.4 * s / 1e4 + rng.gauss(0, 0.03),
-                        "kl": abs(rng.gauss(0.002, 0.0005)), "entropy": 0.6 + rng.gauss(0, 0.02),
-                        "accuracy": rng.uniform(0.3, 0.7)}) + "\n")
-        _, out = run_cli(["summary", str(Path(tmp) / "exp")])
-    lines = out.splitlines(keepends=True)
-    start = next(i for i, ln in enumerate(lines) if ln.startswith("Δ vs"))
-    end = next(i for i, ln in enumerate(lines) if " alerts" in ln)
-    print("summary of 3 arms (10k steps, 6 metrics):")
-    print(f"  whole summary: {count(out)} tokens (goal <= 300); comparison lines: {count(''.join(lines[start:end]))}"
-          f" tokens; the summary without them: {count(''.join(lines[:start] + lines[end:]))}")
-    print("".join("    " + ln for ln in lines[start:end]), end="")
+    wholes, parts, shown = [], [], ""
+    for seed in range(seeds):
+        with tempfile.TemporaryDirectory() as tmp:
+            for arm, lift in ARMS:
+                rng = random.Random(arm if seed == 0 else f"{arm}/{seed}")  # (seed 0: the data of earlier figures)
+                p = Path(tmp) / "exp" / arm / "metrics.jsonl"
+                p.parent.mkdir(parents=True)
+                with open(p, "w") as f:
+                    for s in range(10_000):
+                        f.write(json.dumps({
+                            "step": s, "ts": 1.8e9 + 30 * s, "loss": rng.gauss(0, 0.05) - lift,
+                            "grad_norm": abs(rng.gauss(0.4, 0.05)),
+                            "reward": 0.3 + lift + 0.4 * s / 1e4 + rng.gauss(0, 0.03),
+                            "kl": abs(rng.gauss(0.002, 0.0005)), "entropy": 0.6 + rng.gauss(0, 0.02),
+                            "accuracy": rng.uniform(0.3, 0.7)}) + "\n")
+            _, out = run_cli(["summary", str(Path(tmp) / "exp")])
+        lines = out.splitlines(keepends=True)
+        start = next(i for i, ln in enumerate(lines) if ln.startswith("Δ vs"))
+        end = next(i for i, ln in enumerate(lines) if " alerts" in ln)
+        wholes.append(count(out))
+        parts.append(count("".join(lines[start:end])))
+        shown = shown or out
+    worst = max(range(seeds), key=wholes.__getitem__)
+    print(f"summary of 3 arms (10k steps, 6 metrics), {seeds} seeds of the data:")
+    print(f"  whole summary: worst {wholes[worst]} tokens (seed {worst}), mean {statistics.mean(wholes):.1f} "
+          f"(goal <= 300 every seed); comparison lines: worst {max(parts)}, mean {statistics.mean(parts):.1f}")
+    print("  seed 0:")
+    print("".join("    " + ln for ln in shown.splitlines(keepends=True)), end="")
 
 
 def live(lengths: list[int], metrics: int) -> None:
@@ -185,13 +195,74 @@ def live(lengths: list[int], metrics: int) -> None:
               f"a full compare {1e3 * full:8.1f} ms")
 
 
+def groups(lengths: list[int], metrics: int) -> None:
+    """watch's seed groups: the table of means (steptable.app.seedmeans) made whole, then one appended row a seed
+    (anchor: made whole again at the same length); the chart's band of the 3 seeds (steptable.app.charts.bands)
+    against drawing the same seeds as 3 lines, one 200-column chart each."""
+    from rich.style import Style
+
+    from steptable.app.charts.bands import Band, Seed, Sums
+    from steptable.app.charts.draw import Line, Styles, chart
+    from steptable.app.seedmeans import SeedMeans
+    from steptable.ingest import RunStore
+    from steptable.ingest.parsed import Parsed
+    from steptable.ingest.pyramid import Pyramid
+
+    styles = Styles(arms=[Style(color="red")] * 4, alert=Style(), axis=Style(), cross=Style())
+    print(f"seed groups: 3 seeds x {metrics} metrics")
+    for n in lengths:
+        seeds = []
+        for s in range(1, SEEDS + 1):
+            st = RunStore(f"routeA_seed{s}", f"/nonexistent/routeA_seed{s}.jsonl", arm=f"routeA_seed{s}")
+            rng = random.Random(s)
+            st.add(Parsed(steps=list(range(n)), cols={f"m{j:02d}": [rng.gauss(j, 1) for _ in range(n)]
+                                                      for j in range(metrics)}, int_keys=frozenset()), now=math.nan)
+            seeds.append(st)
+        t = time.perf_counter()
+        SeedMeans("routeA", seeds).update(seeds)
+        whole = time.perf_counter() - t
+        means = SeedMeans("routeA", seeds)
+        means.update(seeds)
+        per_row = []
+        for k in range(50):
+            for st in seeds:
+                st.add(Parsed(steps=[n + k], rows=[{f"m{j:02d}": 1.0 for j in range(metrics)}]), now=math.nan)
+            t = time.perf_counter()
+            means.update(seeds)
+            per_row.append(time.perf_counter() - t)
+        xs = [float(i) for i in range(n + 50)]
+        vals = [st.column("m00") for st in seeds]
+        pyramids = [Pyramid(v) for v in vals]
+        sums = []
+        for v in vals:
+            sm = Sums()
+            sm.extend(list(v))
+            sums.append(sm)
+        band = Band("routeA", [Seed(xs, p, sm) for p, sm in zip(pyramids, sums, strict=True)])
+        lines = [Line(f"s{i}", xs, p) for i, p in enumerate(pyramids)]
+        draws: dict[str, list[float]] = {"band": [], "lines": []}
+        for _ in range(10):  # interleaved
+            t = time.perf_counter()
+            chart("m00", [], (0.0, xs[-1]), 209, 20, styles, bands=[(0, band)])
+            draws["band"].append(time.perf_counter() - t)
+            t = time.perf_counter()
+            chart("m00", lines, (0.0, xs[-1]), 209, 20, styles)
+            draws["lines"].append(time.perf_counter() - t)
+        up = statistics.median(per_row)
+        b, ln = statistics.median(draws["band"]), statistics.median(draws["lines"])
+        print(f"  {n:>9,} rows a seed: table of means made whole {1e3 * whole:7.1f} ms, one row a seed "
+              f"{1e3 * up:5.2f} ms (median of 50; {up / whole:.5f}x whole); chart band {1e3 * b:5.1f} ms vs the "
+              f"3 seeds as lines {1e3 * ln:5.1f} ms ({b / ln:.2f}x)")
+
+
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rows", type=int, default=100_000)
     ap.add_argument("--metrics", type=int, default=40)
     ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--seeds", type=int, default=10, help="seeds of the summary's data (tokens)")
     ap.add_argument("--data", type=Path, default=None, help="keep the generated files here (reused when present)")
-    ap.add_argument("--only", choices=("e2e", "tokens", "live"), default=None)
+    ap.add_argument("--only", choices=("e2e", "tokens", "live", "groups"), default=None)
     args = ap.parse_args()
     if args.only in (None, "e2e"):
         with tempfile.TemporaryDirectory() as tmp:
@@ -202,6 +273,8 @@ if __name__ == "__main__":
                 print(f"(generated {len(ARMS) * SEEDS} files in {time.perf_counter() - t:.0f} s)")
             end_to_end(root, args.reps)
     if args.only in (None, "tokens"):
-        tokens()
+        tokens(args.seeds)
     if args.only in (None, "live"):
         live([10_000, 50_000, 200_000], args.metrics)
+    if args.only in (None, "groups"):
+        groups([10_000, 100_000], args.metrics)

@@ -25,6 +25,7 @@ from steptable.app.lockstep import Lockstep
 from steptable.app.messages import AlertsFound, FeedProblem, PreviewReady, RunsChanged
 from steptable.app.model import Store
 from steptable.app.screens.help import key_text
+from steptable.app.seedgroups import SeedGroups
 from steptable.app.seek import Seek
 from steptable.app.session import Session
 from steptable.app.sweep import IndexChanged, Sweep, SweepFound
@@ -83,6 +84,7 @@ class StepTableApp(App[int]):
         self.lockstep = Lockstep(self.tables)
         self.seek = Seek(self.tables)
         self.sweep = Sweep(self, clock)
+        self.seedgroups = SeedGroups(self.session)
         self._new_panels = False
         self.problem = ""
         self._stop = threading.Event()
@@ -151,6 +153,7 @@ class StepTableApp(App[int]):
                 continue  # keep the preview until the full parse has rows
             batch.append((rid, store, None))
         self._take(batch)
+        self._take_groups()
         self._after_data()
 
     def on_preview_ready(self, message: PreviewReady) -> None:
@@ -208,6 +211,13 @@ class StepTableApp(App[int]):
             panel.preview = preview
             panel.grid.set_rows(store, self.session.runs[rid].rows)
             panel.refresh_title(now)
+
+    def _take_groups(self) -> None:
+        """The seed groups' tables of means brought up to date with the rows just taken, and their folds shown."""
+        hidden = set(self.session.hidden)
+        self._take(self.seedgroups.update())
+        if self.session.hidden != hidden:
+            self.arrangement.set_hidden(self.session.hidden)
 
     def _after_data(self) -> None:
         if self._new_panels:  # arms arrived: labels may need the run id, the arrangement may change
@@ -360,6 +370,18 @@ class StepTableApp(App[int]):
     def action_seek_nonfinite(self, forward: bool) -> None:
         if (why := self.seek.nonfinite(forward)) is not None:
             self.notify(why)
+
+    def action_seed_group(self) -> None:
+        """The seed group's table in front opens into its seeds' tables; a seed's table folds them back."""
+        grid = self.tables.focused_grid()
+        rid = next((r for r, p in self.panels.items() if p.grid is grid), None)
+        target = self.seedgroups.toggle(rid) if rid is not None else None
+        if target is None:
+            self.notify("not a seed group: runs that differ only by a seed part (routeA_seed1, routeA_seed2) form one")
+            return
+        self.arrangement.set_hidden(self.session.hidden)
+        if (panel := self.panels.get(target)) is not None:
+            self.call_after_refresh(panel.grid.focus)
 
     def action_follow_all(self) -> None:
         self.tables.follow_all()

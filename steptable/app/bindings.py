@@ -36,6 +36,8 @@ BINDINGS: list[BindingType] = [
             tooltip="every table goes to the next step with a NaN or inf in a shown column"),
     Binding("left_curly_bracket", "seek_nonfinite(False)", "Prev NaN", show=False,
             tooltip="every table goes to the previous step with a NaN or inf in a shown column"),
+    Binding("o", "seed_group", "Seeds", show=False,
+            tooltip="a seed group's table of means opens into its seeds' tables, and back"),
     Binding("r", "runs", "Runs", show=False, tooltip="a sweep's run list: filter, sort, pick runs to show"),
     Binding("0", "show_all_arms", "All arms", show=False, tooltip="show the hidden arms again"),
     *(Binding(str(k), f"toggle_arm({k - 1})", f"Arm {k}", show=False, tooltip="hide or show that arm")

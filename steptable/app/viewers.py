@@ -11,6 +11,7 @@ from textual.notifications import SeverityLevel
 from textual.screen import Screen
 
 if TYPE_CHECKING:
+    from steptable.app.seedgroups import SeedGroups
     from steptable.app.session import Session
     from steptable.app.tables import Tables
     from steptable.app.widgets.status import Event
@@ -23,6 +24,9 @@ class ViewerHost(Protocol):
 
     @property
     def session(self) -> Session: ...
+
+    @property
+    def seedgroups(self) -> SeedGroups: ...
 
     def push_screen(self, screen: Screen[_R], callback: Callable[[_R | None], None] | None = None) -> Any: ...
 
@@ -92,19 +96,21 @@ class Viewers:
         """Which arm wins: window means and differences against a baseline arm, brought up to date live."""
         from steptable.app.screens.compare import CompareScreen
 
-        self.app.push_screen(CompareScreen(lambda: [r.store for r in self.app.session.runs.values()]))
+        self.app.push_screen(CompareScreen(lambda: list(self.app.seedgroups.real_runs().values())))
 
     def chart(self) -> None:
         """The chart view of the picked column (else the run's reward or loss), every shown arm overlaid; its
         crosshair moves the tables."""
         from steptable.app.screens.chart import Arm, ChartScreen
+        from steptable.app.seedgroups import is_group
 
         session = self.app.session
 
         def arms() -> list[Arm]:
             labels = session.labels()
+            folded = self.app.seedgroups.folded_seeds()  # (drawn as their group's band)
             return [Arm(rid, labels.get(rid, rid), r.store, r.rows) for rid, r in session.runs.items()
-                    if rid not in session.hidden and r.rows]
+                    if (rid not in session.hidden or rid in folded) and r.rows and not is_group(rid)]
 
         self.app.push_screen(ChartScreen(arms, None, self.tables.show_steps))
 

@@ -27,8 +27,9 @@ def add_parser(sub: Any) -> None:
     s.add_argument("paths", nargs="+", help="metrics files or directories")
     s.add_argument("--columns", default="", help="comma-separated keys to summarise (default: the table's columns, "
                    "then evaluation scores, then the most informative of the rest)")
-    s.add_argument("--max-columns", type=non_negative, default=20,
-                   help="columns chosen automatically for each trainer's runs (default 20)")
+    s.add_argument("--max-columns", type=non_negative, default=None,
+                   help="columns chosen automatically for each trainer's runs (default 20; several arms of one "
+                   "trainer: as many whole columns as fit 15 rows, the others named)")
     s.add_argument("--format", choices=("text", "md"), default="text", help="plain text (default) or a markdown table")
     s.add_argument("--align", action="store_true", help="pad every column (easier on eyes, costs tokens)")
     s.add_argument("--run", default=None, metavar="NAME", help="only the run with this id or arm (see steptable runs)")
@@ -56,7 +57,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     from steptable.schemafiles.resolve import by_schema, schema_file_notes, unused_files
     from steptable.schemas import layout
     from steptable.schemas.arrange import matches, unmatched
-    from steptable.summary.report import summarize
+    from steptable.summary.report import ARM_ROWS, summarize
     from steptable.table.formatting import sanitize
 
     out, err = out or sys.stdout, err or sys.stderr
@@ -105,8 +106,9 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
 
     comparison = summary_comparison(stores, args.paths[0]) if len(groups) == 1 else []  # (arms of one trainer only)
     text = summarize(stores, columns=columns, now=now, fmt=args.format, alerts=alerts,
-                     max_columns=args.max_columns, labels=labels, align=args.align, skip=hidden, groups=groups,
-                     comparison=comparison)
+                     max_columns=20 if args.max_columns is None else args.max_columns, labels=labels,
+                     align=args.align, skip=hidden, groups=groups, comparison=comparison,
+                     max_rows=ARM_ROWS if args.max_columns is None and len(groups) == 1 else None)
     for note in schema_file_notes(groups):  # on stdout: what an agent reads must say the columns were redefined
         out.write(sanitize(note) + "\n")
     out.write(text if text.endswith("\n") else text + "\n")

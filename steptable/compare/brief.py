@@ -6,8 +6,10 @@ least MIN_WINDOW_ROWS rows in the window: one line naming the baseline (the firs
 the window (the last 10% of the steps every run has reached), then one line per key metric (at most
 ``MAX_METRICS``) with each other arm's difference from the baseline and the half-width of its 95% interval
 (``+.030±.012``), marked ``better`` / ``worse`` by the metric's direction (``*`` with none) when the interval
-excludes 0. Key metrics: the reward's and the loss's columns (the alert roles' keys, first present), then columns
-the schema gives a direction, in the schema's order; each one every arm logs. Arms are named by their summary tag
+excludes 0, led by the arm of the best mean where the metric has a direction
+(``reward best b: b +.030±.012 better, c -.020±.012``). Key metrics: the reward's and the loss's columns (the
+alert roles' keys, first present), then columns the schema gives a direction, in the schema's order; each one
+every arm logs. Arms are named by their summary tag
 (``b``) when each is one run, else by the group's name.
 """
 
@@ -70,9 +72,11 @@ def summary_lines(runs: Sequence[Any], tags: Mapping[str, str] | None = None,
     results = compare(arms, baseline, metrics, window, better)
     shown = {a.name: names[a.name] for a in arms}
     lo, hi = math.ceil(window.lo), math.floor(window.hi)  # the steps in it
-    lines = [f"Δ vs {sanitize(shown[baseline])}, steps {lo}-{hi}, 95% CI:"]
+    lines = [f"Δ vs {sanitize(shown[baseline])} (95% CI), steps {lo}-{hi}:"]
     for m in metrics:
-        line = compact_line([r for r in results if r.metric == m], shown, baseline)
-        if line is not None:
-            lines.append(line)
+        direction = better.get(m)
+        text = compact_line([r for r in results if r.metric == m], shown, baseline,
+                            None if direction is None else direction == "higher")
+        if text is not None:
+            lines.append(text)
     return lines if len(lines) > 1 else []

@@ -102,14 +102,18 @@ def jsonl_report(results: Sequence[Result]) -> str:
 
 
 def pm_text(center: float, lo: float | None, hi: float | None) -> str:
-    """``+.030±.012``: a signed value and the half-width of its (symmetric) interval, the half-width to two
-    significant digits and the value to the same place; the value alone without an interval."""
+    """``+.030±.012``: a signed value and the half-width of its (symmetric) interval, the value to the half-width's
+    last place; the half-width rounded as the Particle Data Group rounds errors: its three leading digits 100-354
+    keep two significant digits (``.012``), 355-949 one (``.0056`` -> ``.006``), 950-999 go up to two (``.0097`` ->
+    ``.010``). The value alone without an interval."""
     if lo is None or hi is None:
         return _fmt(center, 3, signed=True)
     half = (hi - lo) / 2
     if half == 0:
         return _fmt(center, 3, signed=True) + "±0"
-    places = 1 - math.floor(math.log10(half))
+    power = math.floor(math.log10(half))
+    lead = half / 10.0 ** (power - 2)  # the three leading digits, 100 <= lead < 1000
+    places = 1 - power if lead < 355 else -power
     if not 0 <= places <= 6 or abs(center) >= 1e6:
         return f"{_fmt(center, 3, signed=True)}±{fmt_auto(half, 2)}"
 
@@ -119,18 +123,27 @@ def pm_text(center: float, lo: float | None, hi: float | None) -> str:
     return f"{fixed(center, '+')}±{fixed(half, '')}"
 
 
-def compact_line(results: Sequence[Result], tags: dict[str, str], baseline: str) -> str | None:
-    """``reward: b +.030±.012 better, c -.020±.012``: one metric's differences from ``baseline`` with the half-widths
-    of their 95% intervals, each arm by its name in ``tags``, the verdict where the interval excludes 0 (``*`` for a
-    metric without a direction); None when no arm has a difference."""
+def compact_line(results: Sequence[Result], tags: dict[str, str], baseline: str,
+                 higher: bool | None = None) -> str | None:
+    """``reward best b: b +.030±.012 better, c -.020±.012``: one metric's differences from ``baseline`` with the
+    half-widths of their 95% intervals, each arm by its name in ``tags``, the verdict where the interval excludes 0
+    (``*`` for a metric without a direction). ``higher``: the metric's direction (True: higher is better; None: none);
+    with one, ``best`` names the arm of the best mean (the baseline's difference is 0; the point estimates: whether
+    it is better than the baseline beyond chance is its verdict). None when no arm has a difference."""
     parts = []
     metric = ""
+    deltas = {baseline: 0.0}
     for r in results:
         metric = r.metric
         if r.arm == baseline or r.delta is None:
             continue
+        deltas[r.arm] = r.delta
         mark = f" {r.verdict}" if r.verdict in ("better", "worse") else "*" if r.verdict else ""
         parts.append(f"{tags.get(r.arm, sanitize(r.arm))} {pm_text(r.delta, r.delta_lo, r.delta_hi)}{mark}")
     if not parts:
         return None
-    return f"{sanitize(metric)}: {', '.join(parts)}"
+    best = ""
+    if higher is not None:
+        top = (max if higher else min)(deltas, key=deltas.__getitem__)  # (ties: the first, the baseline)
+        best = f" best {tags.get(top, sanitize(top))}"
+    return f"{sanitize(metric)}{best}: {', '.join(parts)}"

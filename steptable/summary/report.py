@@ -2,12 +2,13 @@
 
 Per run a header line (steps done, rate, age of the last row, resume points, bad lines; zero counts left out),
 one table row per key column (first / last / min / max / tr%), then the alerts so far. Several runs (arms) share
-one table, one row per column per arm (name on the first only, arms lettered a, b, ... in the header lines) so the
-values of a column sit under each other. ``fmt="text"``: the name column fixed-width, the other cells one space
-apart in header order, because every run of padding spaces is an o200k token: aligning the numbers too costs ~15%
-more tokens (bench/bench_agent.py measures it). ``align=True`` aligns them: right, each
-column one width (at least 4, enough for 2 significant digits of all its values), each value the most digits
-(<= 3) that fit it. ``fmt="md"``: a markdown table.
+one table, one row per column per arm (name on the first only, arms lettered a, b, ... in the header lines);
+arms in the same state (header text) share one header line, arms with the same alerts (``alerts 0``) one alerts
+line; ``max_rows`` bounds the rows they share. ``fmt="text"``: cells one space apart in header order, unpadded,
+because every run of padding spaces is an o200k token: aligning the numbers costs ~15% more tokens
+(bench/bench_agent.py measures it). ``align=True`` aligns them: right, each column one width (at least 4, enough
+for 2 significant digits of all its values), each value the most digits (<= 3) that fit it.
+``fmt="md"``: a markdown table.
 
 Definitions
 - Values are read with :func:`steptable.alerts.engine.cell_float`: (n, d) fractions are rates n/d, bools 0/1, numeric
@@ -64,6 +65,9 @@ from steptable.table.formatting import cut, display_width, fit_number, fmt_auto,
 from steptable.table.runinfo import closed_at, end_words, ended_by
 
 _HEAD = ("first", "last", "min", "max", "tr%")
+#: the table rows several arms share when the caller sets this budget (``summary``'s default; ~12 o200k tokens a
+#: row: 3 arms' summary with its comparison lines stays within ~300 tokens)
+ARM_ROWS = 15
 
 
 def _trend_text(t: float | None) -> str:
@@ -186,13 +190,11 @@ def _alerts_for(run: RunLike, alerts: Mapping[str, Sequence[Alert]] | None) -> S
 
 
 def _table_text(head: list[str], rows: list[list[str]], align: bool) -> list[str]:
-    """One space between cells; the name column padded when several arms share the table (so their rows line
-    up), not for a single run (each pad run costs a token). With ``align`` every column is padded, numbers
-    right-aligned and the trend (last, so that a short value leaves no padding token before it) left-aligned."""
-    widths = [max(display_width(r[j]) for r in [head, *rows]) for j in range(len(head))]
-    if not align:
-        multi = "arm" in head
-        widths = [w if (h == "col" and multi) else 0 for h, w in zip(head, widths, strict=True)]
+    """One space between cells, no padding (each run of pad spaces costs a token): several arms' rows of one column
+    after its first start with a space and their tag (`` b .27 ...``). With ``align`` every column is padded,
+    numbers right-aligned and the trend (last, so that a short value leaves no padding token before it)
+    left-aligned."""
+    widths = [max(display_width(r[j]) for r in [head, *rows]) for j in range(len(head))] if align else [0] * len(head)
     num = [h in _HEAD[:4] for h in head]
     return [" ".join(pad(c, w, "right" if n else "left") for c, w, n in zip(r, widths, num, strict=True)).rstrip()
             for r in [head, *rows]]
@@ -219,6 +221,7 @@ def summarize(
     skip: Collection[str] = (),
     groups: Groups | None = None,
     comparison: Sequence[str] = (),
+    max_rows: int | None = None,
 ) -> str:
     """One compact block for ``runs`` (see the module doc); several runs share one table. ``skip``: keys never
     picked as key columns (those a schema keeps out of its table: a step counter again, a legacy mirror).
@@ -226,6 +229,8 @@ def summarize(
     ``labels`` names a key's row (the table's short header, e.g. ``pg_loss`` for ``actor/pg_loss``); default: the key.
     ``groups``: ``by_schema(runs)``, where the caller has it already. ``comparison``: lines placed after the table
     (steptable.compare.brief's differences between arms; text from logs, sanitized by their maker).
+    ``max_rows``: with several runs and picked columns, the table keeps its first whole columns (in its order, at
+    least one) whose rows fit this many, and names the others on a line after it (``more columns: accuracy``).
     """
     if not runs:
         return "no runs\n"
@@ -242,12 +247,14 @@ def summarize(
     keys = list(picks) if picks is not None else list(columns or ())
 
     lines: list[str] = []
+    heads: list[tuple[str, str]] = []
     for tag, r in zip(tags, runs, strict=True):
         unique = sum(1 for o in runs if o.arm == r.arm) == 1
         name = md_escape(run_label(r, unique)) if md else run_label(r, unique)  # a directory named "[x](http:..)"
         label = f"{tag}: {name}" if multi else name
-        head = f"**{label}**" if md and not multi else label
-        lines.append(f"{'- ' if md and multi else ''}{head}: {header_text(r, now)}")
+        heads.append((f"**{label}**" if md and not multi else label, header_text(r, now)))
+    for labels_, state in _together(heads):  # arms in one state (steps, rate, age) share its line
+        lines.append(f"{'- ' if md and multi else ''}{', '.join(labels_)}: {state}")
     # Several runs: a run without a value in a column gets no row in it (runs of different trainers share few
     # keys: their rows of dashes would be half the tokens), nor one in a column its trainer's budget left out, unless
     # the columns were asked for by name.
@@ -256,6 +263,9 @@ def summarize(
     names = _row_names(keys, order, labels or {})
     rank = {k: r for r, k in enumerate(names)}
     order.sort(key=lambda ki: rank[ki[0]])  # (stable) rows of one name together, where two keys share it
+    more: list[str] = []
+    if multi and picks is not None and max_rows is not None and len(order) > max_rows:
+        order, more = _fit_rows(order, max_rows)
     cells = _cells([stats.get((i, key), ColStats()) for key, i in order], align and not md)
     rows = [[names[key] if j == 0 or names[order[j - 1][0]] != names[key] else "",
              *([tags[i]] if multi else []), *c] for j, ((key, i), c) in enumerate(zip(order, cells, strict=True))]
@@ -264,16 +274,45 @@ def summarize(
         lines.extend(["", *_table_md(head_row, rows), ""] if md else _table_text(head_row, rows, align))
     elif md:
         lines.append("")
+    if more:
+        shown = ", ".join(dict.fromkeys(names[k] for k in more))
+        lines.append(f"- more columns: {md_escape(shown)}" if md else f"more columns: {shown}")
     lines.extend(f"- {md_escape(c)}" if md else c for c in comparison)
+    said: list[tuple[str, str]] = []
     for tag, r in zip(tags, runs, strict=True):
         found = _alerts_for(r, alerts)
-        first, *rest = (alerts_text(found, end=r.steps[-1] if len(r.steps) else None) if found or len(r.steps)
-                        else ["alerts: none checked (no rows)"])  # "alerts 0" would pass for a clean run
+        told = (alerts_text(found, end=r.steps[-1] if len(r.steps) else None) if found or len(r.steps)
+                else ["alerts: none checked (no rows)"])  # "alerts 0" would pass for a clean run
+        said.append((tag, "\n".join(told)))
+    for tags_, text in _together(said):  # arms with the same alerts (``alerts 0``) share their lines
+        first, *rest = text.split("\n")
         if md:  # alert lines quote keys from the file
             first, rest = md_escape(first), [md_escape(x) for x in rest]
-        first = f"{tag} {first}" if multi else first
+        first = f"{' '.join(tags_)} {first}" if multi else first
         lines.extend([f"- {first}", *(f"  - {x}" for x in rest)] if md else [first, *rest])
     return "\n".join(lines) + "\n"
+
+
+def _fit_rows(order: Sequence[tuple[str, int]], max_rows: int) -> tuple[list[tuple[str, int]], list[str]]:
+    """The rows of the first whole columns that fit ``max_rows`` (the first column always), and the keys left out."""
+    keys = list(dict.fromkeys(k for k, _ in order))
+    count = {k: 0 for k in keys}
+    for k, _ in order:
+        count[k] += 1
+    kept, total = 0, 0
+    while kept < len(keys) and (kept == 0 or total + count[keys[kept]] <= max_rows):
+        total += count[keys[kept]]
+        kept += 1
+    return [ki for ki in order if ki[0] in keys[:kept]], keys[kept:]
+
+
+def _together(items: Sequence[tuple[str, str]]) -> list[tuple[list[str], str]]:
+    """(names, text) pairs with the same text joined: each text once, with the names that have it, in the order
+    of their first."""
+    out: dict[str, list[str]] = {}
+    for name, text in items:
+        out.setdefault(text, []).append(name)
+    return [(names, text) for text, names in out.items()]
 
 
 def _row_names(keys: Sequence[str], order: Sequence[tuple[str, int]], labels: Mapping[str, str]) -> dict[str, str]:

@@ -142,7 +142,8 @@ def test_settings_from_steptable_toml(tmp_path: Path, capsys: pytest.CaptureFixt
     rc, out, err = cli(["summary", str(tmp_path / "e")], capsys)  # the file is no schema: no warning, seeds grouped
     assert rc == 0 and "steptable.toml" not in err
     lines = out.splitlines()
-    assert lines[lines.index("Δ vs old, steps 90-99, 95% CI:") + 1].startswith("reward: new ")  # the group's name
+    reward = lines[lines.index("Δ vs old (95% CI), steps 90-99:") + 1]
+    assert reward.startswith("reward best old: new ")  # the group's name; equal rewards: the baseline is best
 
 
 @pytest.mark.parametrize(("toml", "message"), [

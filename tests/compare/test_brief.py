@@ -30,15 +30,16 @@ def test_three_arms_one_run_each(tmp_path: Path, capsys: pytest.CaptureFixture[s
     rc, out = cli(["summary", str(base)], capsys)
     assert rc == 0
     lines = out.splitlines()
-    i = lines.index("Δ vs a, steps 270-299, 95% CI:")  # the last 10% of steps 0-299: 269.1-299
+    i = lines.index("Δ vs a (95% CI), steps 270-299:")  # the last 10% of steps 0-299: 269.1-299
     reward, loss = lines[i + 1], lines[i + 2]
-    assert reward.startswith("reward: b +.09") and reward.split(",")[0].endswith(" better")  # the alert role's way
-    assert loss.startswith("loss: b -.09") and loss.split(",")[0].endswith(" better")  # lower loss is better
-    assert lines[i + 3].startswith("a alerts")  # two key metrics found: reward, loss (other has no direction)
+    # b (routeA) is best both ways: the alert roles' directions, higher reward and lower loss
+    assert reward.startswith("reward best b: b +.09") and reward.split(",")[0].endswith(" better")
+    assert loss.startswith("loss best b: b -.09") and loss.split(",")[0].endswith(" better")
+    assert lines[i + 3].startswith("a b c alerts 0")  # two key metrics: reward, loss (other has no direction)
     rc, out = cli(["summary", "--format", "md", str(base)], capsys)
     lines = out.splitlines()
-    i = lines.index("- Δ vs a, steps 270-299, 95% CI:")
-    assert lines[i + 1].startswith("- reward: b +.09") and lines[i + 3].startswith("- a alerts")
+    i = lines.index("- Δ vs a (95% CI), steps 270-299:")
+    assert lines[i + 1].startswith("- reward best b: b +.09") and lines[i + 3].startswith("- a b c alerts")
 
 
 def test_seeds_are_named_by_their_arm() -> None:
@@ -46,8 +47,39 @@ def test_seeds_are_named_by_their_arm() -> None:
     runs = [MemRun(f"{arm}_seed{s}", range(200), {"reward": [lift + rng.gauss(0, 0.1) for _ in range(200)]})
             for arm, lift in (("base", 0.0), ("new", 1.0)) for s in (1, 2, 3)]
     lines = summary_lines(runs)
-    assert lines[0] == "Δ vs base, steps 180-199, 95% CI:"
-    assert lines[1].startswith("reward: new +1.") and lines[1].endswith("better")
+    assert lines[0] == "Δ vs base (95% CI), steps 180-199:"
+    assert lines[1].startswith("reward best new: new +1.") and lines[1].endswith("better")
+
+
+def test_best_is_the_arm_of_the_best_mean_by_the_direction() -> None:
+    """The baseline can be best (its difference is 0); a lower-is-better metric's best is the lowest; a metric
+    without a direction names no best."""
+    rng = random.Random(5)
+    runs = [MemRun(f"{arm}_seed{s}", range(200), {"reward": [lift + rng.gauss(0, 0.05) for _ in range(200)],
+                                                   "loss": [-lift + rng.gauss(0, 0.05) for _ in range(200)]})
+            for arm, lift in (("base", 0.5), ("mid", 0.2), ("low", 0.0)) for s in (1, 2, 3)]
+    lines = summary_lines(runs)
+    reward = next(ln for ln in lines if ln.startswith("reward"))
+    loss = next(ln for ln in lines if ln.startswith("loss"))
+    assert reward.startswith("reward best base: mid -.") and reward.endswith("worse")  # every other arm is lower
+    assert loss.startswith("loss best base: mid +.") and loss.endswith("worse")  # every other arm's loss is higher
+    flipped = [MemRun(r.arm, range(200), {"loss": [-x for x in r.column("loss")]}) for r in runs]
+    assert summary_lines(flipped)[1].startswith("loss best low: ")  # lower is better: low's -0 beats base's -.5
+
+
+def test_no_direction_no_best() -> None:
+    from steptable.compare.core import Result
+    from steptable.compare.render import compact_line
+
+    def res(arm: str, delta: float | None) -> Result:
+        return Result(arm, "m", "step", 0, 1, 3, 30, 0, 1.0, 0.9, 1.1, "a", delta,
+                      None if delta is None else delta - .01, None if delta is None else delta + .01, "seeds",
+                      None if delta is None else "differs")
+
+    rows = [res("a", None), res("b", .1), res("c", -.2)]
+    assert compact_line(rows, {}, "a") == "m: b +.100±.010*, c -.200±.010*"
+    assert compact_line(rows, {}, "a", higher=False) == "m best c: b +.100±.010*, c -.200±.010*"
+    assert compact_line(rows, {"c": "z"}, "a", higher=True) == "m best b: b +.100±.010*, z -.200±.010*"
 
 
 def test_one_arm_short_runs_and_runs_that_never_overlap() -> None:

@@ -19,3 +19,8 @@ def test_pm_text() -> None:
     assert pm_text(-.02, -.032, -.008) == "-.020±.012"
     assert pm_text(.03, .03, .03) == "+.03±0"
     assert pm_text(.03, None, None) == "+.03"
+    assert pm_text(-.0269, -.0325, -.0213) == "-.027±.006"  # 560: one significant digit
+    assert pm_text(.0269, .0172, .0366) == "+.027±.010"  # 970: up to .010, two digits
+    assert pm_text(1.234, 1.199, 1.269) == "+1.234±.035"  # 350: two digits
+    assert pm_text(12.3, 9.3, 15.3) == "+12.3±3.0"  # 300: two digits
+    assert pm_text(12.3, 7.3, 17.3) == "+12±5"

@@ -273,10 +273,11 @@ def test_arms_line_up() -> None:
         assert [m.end() for m in re.finditer(r"\S+", row)][-5:-1] == ends or row.split()[-4:] == ["-"] * 4
     assert [r.split()[0] for r in table[1:]] == ["rew", "b", "c", "gn", "b", "c", "tok_s", "b", "c"]
     assert table[3].split() == ["c", "-", "-", "-", "-", "-"]
-    # compact (default): same cells, names and arms padded, values one space apart
+    # compact (default): same cells, one space apart
     compact = summarize(runs, now=NOW, columns=["rew", "gn", "tok_s"]).splitlines()
     assert [r.split() for r in compact] == [r.split() for r in lines]
-    assert all(r[6] in "abc" and r[7] == " " and "  " not in r[6:] for r in compact[4:13])
+    # unpadded: a column's first row starts with its name, the other arms' rows with a space and their tag
+    assert all(re.fullmatch(r"(\S+ [abc]| [bc])( \S+){5}", r) for r in compact[4:13]), compact
 
 
 def test_empty_run_and_no_runs() -> None:
@@ -420,3 +421,32 @@ def test_md_lists_one_line_per_kind() -> None:
                      "  - W step 3000 stalled: no row for 1105d (12x median 60s/row)",
                      "  - W steps 99-399 x2, last stalled: no row for 12.1m",
                      "  - W steps 110-2740 actor/grad_norm x19, last spike 1.24"]
+
+
+def test_arms_row_budget_keeps_whole_columns_and_names_the_rest() -> None:
+    """``max_rows``: several arms keep their table's first whole columns that fit (3 arms x 5 columns of 7 in 15
+    rows) and name the others on one line; without it, or with one run, every picked column."""
+    runs = [make_run("vanilla", 1), make_run("routeA", 2), make_run("absorb", 3)]
+    full = summarize(runs, now=NOW, alerts={})
+    names = [r.split()[0] for r in full.splitlines() if re.match(r"\S+ a ", r)]
+    assert len(names) == 7
+    cut = summarize(runs, now=NOW, alerts={}, max_rows=15).splitlines()
+    assert [r.split()[0] for r in cut if re.match(r"\S+ a ", r)] == names[:5]
+    assert sum(1 for r in cut if re.fullmatch(r"(\S+ [abc]| [bc])( \S+){5}", r)) == 15
+    assert f"more columns: {names[5]}, {names[6]}" in cut
+    assert summarize(runs, now=NOW, alerts={}, max_rows=2).count(" a ") == 1  # the first column always
+    one = summarize(runs[:1], now=NOW, alerts={}, max_rows=2)
+    assert "more columns" not in one and len(one.splitlines()) == 2 + 7 + 1
+    md = summarize(runs, now=NOW, alerts={}, max_rows=15, fmt="md")
+    assert f"- more columns: {names[5]}, {names[6]}" in md
+
+
+def test_arms_in_one_state_share_a_line_and_clean_arms_one_alerts_line() -> None:
+    runs = [make_run("vanilla", 1), make_run("routeA", 2), make_run("absorb", 3)]
+    lines = summarize(runs, now=NOW, alerts={}).splitlines()
+    assert lines[0].startswith("a: vanilla, b: routeA, c: absorb: steps 0-399, 9s/step, upd ")
+    assert lines[-1] == "a b c alerts 0" and sum("alerts" in ln for ln in lines) == 1
+    late = make_run("late", 4, n=300)
+    lines = summarize([runs[0], late, runs[1]], now=NOW, alerts={"exp7/late": [spike(250)]}).splitlines()
+    assert lines[0].startswith("a: vanilla, c: routeA: steps 0-399") and lines[1].startswith("b: late: steps 0-299")
+    assert lines[-3:-1] == ["a c alerts 0", "b alerts 1 (1W):"]

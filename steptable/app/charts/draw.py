@@ -9,6 +9,7 @@ import math
 from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from rich.style import Style
 from rich.text import Text
@@ -46,6 +47,13 @@ class Styles:
     alert: Style
     axis: Style
     cross: Style
+
+
+class BandLayer(Protocol):
+    """A seed group's layer (``steptable.app.charts.bands.Band``): per pixel column of [x0, x1], its band (lo-hi
+    buckets) and its mean (one-value buckets)."""
+
+    def buckets(self, x0: float, x1: float, pixels: int) -> tuple[list[Bucket], list[Bucket]]: ...
 
 
 def x_range(lines: Sequence[Line]) -> tuple[float, float] | None:
@@ -139,15 +147,17 @@ def chart(
     log: bool = False,
     cross: int | None = None,
     fmt_x: str = "step",
+    bands: Sequence[tuple[int, BandLayer]] = (),
 ) -> list[Text]:
     """The chart in ``width`` x ``height`` cells: a title line, the NaN marker row, the plot, the x axis and its
-    labels. ``view``: the x range shown; ``cross``: the crosshair's cell column in the plot (None: none)."""
+    labels. ``view``: the x range shown; ``cross``: the crosshair's cell column in the plot (None: none).
+    ``bands``: (colour index, seed group) drawn as a faint band under every line and the group's mean line over it."""
     plot_w = max(width - GUTTER, 4)
     plot_h = max(height - 4, 2)
     x0, x1 = view
     if not x1 > x0:
         x1 = x0 + 1.0
-    layers: list[tuple[int, int, list[Bucket]]] = []  # (arm, priority: 1 smoothed / 0 raw, buckets)
+    layers: list[tuple[int, int, list[Bucket]]] = []  # (arm, 2 group mean/1 smoothed/0 raw/-1 band, buckets)
     marks = [False] * plot_w
     for i, ln in enumerate(lines):
         edges = pixel_edges(ln.x, ln.rows, x0, x1, plot_w * 2)
@@ -158,13 +168,19 @@ def chart(
         for p, b in enumerate(raw):
             if b.bad:
                 marks[p // 2] = True
+    for arm, band in bands:  # priority -1: under every line; 2: its mean over everything
+        area, mean = band.buckets(x0, x1, plot_w * 2)
+        layers += [(arm, -1, area), (arm, 2, mean)]
+        for p, b in enumerate(area):
+            if b.bad:
+                marks[p // 2] = True
     out = [Text(title, style="bold", no_wrap=True, overflow="ellipsis")]
     yr = y_range([bs for _, _, bs in layers], log)
     lo, hi = yr if yr is not None else (0.0, 1.0)
     grids = [(arm, pri, _plot_bits(bs, lo, hi, log, plot_w, plot_h)) for arm, pri, bs in layers]
-    smoothed = any(pri for _, pri, _ in layers)
-    looks = {(arm, pri): styles.arms[arm % len(styles.arms)] + (Style(dim=True) if smoothed and not pri else Style())
-             for arm, pri, _ in layers}
+    smoothed = any(pri == 1 for _, pri, _ in layers)
+    looks = {(arm, pri): styles.arms[arm % len(styles.arms)]
+             + (Style(dim=True) if pri < 0 or (smoothed and not pri) else Style()) for arm, pri, _ in layers}
     marker_row = Text(_pad("nan/inf", GUTTER - 2) + "  ", style=styles.axis, no_wrap=True)
     for c in range(plot_w):
         marker_row.append(MARKER if marks[c] else " ", styles.alert if marks[c] else _cross(None, c, cross, styles))

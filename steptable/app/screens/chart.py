@@ -1,7 +1,10 @@
 """The chart view: one or several metrics (a glob), every shown arm overlaid in its own colour (Okabe-Ito, told
 apart by colour-blind readers) with a key, min/max per pixel column from the pyramid (spikes and NaN markers never
 averaged away), labelled y ticks, the x axis of choice (step, tokens, samples, time), log y, smoothing over the
-faint raw series, zoom and pan on x, and a crosshair that reads every arm's value and moves the tables there."""
+faint raw series, zoom and pan on x, and a crosshair that reads every arm's value and moves the tables there. Arms
+that are seeds of one group (``steptable.compare.groups``) are drawn as the group's mean line and a band
+(:mod:`steptable.app.charts.bands`: the 95% t interval across seeds per pixel column; ``g`` draws each seed instead).
+"""
 
 from __future__ import annotations
 
@@ -21,11 +24,12 @@ from textual.binding import Binding, BindingType
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
+from steptable.app.charts.bands import BAND_WORDS, Band, Seed, Sums
 from steptable.app.charts.draw import MARKER, Line, Styles, chart, x_range
-from steptable.app.charts.series import Feeds
+from steptable.app.charts.series import Feeds, Series
 from steptable.app.model import Store, filter_globs
 from steptable.app.widgets.keys import KeyBar
-from steptable.compare import X_NAMES, XError
+from steptable.compare import X_NAMES, XError, group_runs
 from steptable.table.formatting import fmt_auto, sanitize
 
 #: Okabe & Ito's colour-blind-safe palette, in the order arms take it (dark backgrounds; light ones swap yellow
@@ -81,6 +85,7 @@ class ChartScreen(ModalScreen[None]):
         Binding("m", "smooth", "Smooth", tooltip="EMA over the faint raw series"),
         Binding("x", "next_x", "X axis", tooltip="step, tokens, samples, time"),
         Binding("slash", "metrics", "Metrics", tooltip="which metrics: globs"),
+        Binding("g", "bands", "Seeds", tooltip="a seed group as its mean and 95% band, or each seed's line"),
     ]
 
     def __init__(
@@ -101,6 +106,8 @@ class ChartScreen(ModalScreen[None]):
         self.view: tuple[float, float] | None = None  # None: the whole run (and it grows with it)
         self.cross: int | None = None
         self.feeds = Feeds()
+        self.banded = True  # seed groups as their mean and band (g: each seed's own line)
+        self._sums: dict[tuple[int, str, str], tuple[object, Sums]] = {}
         self.body = Static("", id="chart-body", markup=False)
 
     def compose(self) -> ComposeResult:
@@ -129,16 +136,41 @@ class ChartScreen(ModalScreen[None]):
             self.pattern = default_metric(keys) or ""
         return metrics_for(self.pattern, keys)
 
-    def _lines(self, arms: Sequence[Arm], key: str) -> tuple[list[Line], list[str]]:
-        lines, problems = [], []
-        for a in arms:
-            try:
-                s = self.feeds.get(a.store, key, self.x_name, a.rows, self.smoothed)
-            except XError as e:
-                problems.append(f"{a.label}: {e}")
-                continue
-            lines.append(Line(a.label, s.xs, s.raw, s.smooth if self.smoothed else None))
-        return lines, problems
+    def groups(self, arms: Sequence[Arm]) -> list[tuple[str, list[Arm]]]:
+        """The arms by seed group (a group of one where an arm has no seed siblings), in the arms' order."""
+        by = {id(a.store): a for a in arms}
+        return [(name, [by[id(m.run)] for m in ms]) for name, ms in group_runs([a.store for a in arms]).items()]
+
+    def _lines(self, arms: Sequence[Arm], key: str) -> tuple[list[Line], list[Band], list[str]]:
+        """One metric's lines (an arm alone, or each seed with ``g``) and seed groups' bands, and the arms that
+        cannot be drawn on this x and why."""
+        lines, bands, problems = [], [], []
+        for name, members in self.groups(arms):
+            seeds = []
+            for a in members:
+                try:
+                    s = self.feeds.get(a.store, key, self.x_name, a.rows, self.smoothed)
+                except XError as e:
+                    problems.append(f"{a.label}: {e}")
+                    continue
+                if len(members) > 1 and self.banded:
+                    seeds.append(Seed(s.xs, s.raw, self._sums_of(a.store, key, s)))
+                else:
+                    lines.append(Line(a.label, s.xs, s.raw, s.smooth if self.smoothed else None))
+            if seeds:
+                bands.append(Band(f"{name} mean (n={len(seeds)})", seeds))
+        return lines, bands, problems
+
+    def _sums_of(self, store: Store, key: str, s: Series) -> Sums:
+        """The prefix sums of a seed's values, beside its series: extended by its new rows, made again with it."""
+        k = (id(store), key, self.x_name)
+        got = self._sums.get(k)
+        if got is None or got[0] is not s.raw:  # (a series built again from the store: a rewritten file, a resume)
+            got = self._sums[k] = (s.raw, Sums())
+        sums = got[1]
+        if len(sums) < len(s.raw):
+            sums.extend(store.cells_between(key, len(sums), len(s.raw)))
+        return sums
 
     def redraw(self) -> None:
         """Draw the chart again for the body's size (also brings the series up to date: new rows are appended)."""
@@ -147,30 +179,39 @@ class ChartScreen(ModalScreen[None]):
             return
         arms = self.arms()
         self.feeds.keep([a.store for a in arms])
+        live = {id(a.store) for a in arms}
+        self._sums = {k: v for k, v in self._sums.items() if k[0] in live}
         keys = self.metrics(arms)
         styles = self._styles()
-        out: list[Text] = [self._key(arms, styles)]
         if not keys:
+            out = [self._key([a.label for a in arms], False, styles)]
             out.append(Text(f"no column matches {sanitize(self.pattern)!r} (/ picks metrics)"))
             self.body.update(Group(*out))
             return
         each = max((height - 3) // len(keys), 8)
         charted = [(key, *self._lines(arms, key)) for key in keys]
-        view = self.view or x_range([ln for _, lines, _ in charted for ln in lines]) or (0.0, 1.0)
-        for key, lines, problems in charted:
+        first_lines, first_bands = charted[0][1], charted[0][2]
+        out = [self._key([ln.label for ln in first_lines] + [b.label for b in first_bands], bool(first_bands),
+                         styles)]
+        view = self.view or _span(charted) or (0.0, 1.0)
+        for key, lines, bands, problems in charted:
             title = sanitize(f"{key}{' (log y)' if self.log_y else ''}{' · smoothed' if self.smoothed else ''}")
             if problems:
                 title += sanitize(" · " + "; ".join(problems))
-            out += chart(title, lines, view, width, each, styles, log=self.log_y, cross=self.cross, fmt_x=self.x_name)
+            out += chart(title, lines, view, width, each, styles, log=self.log_y, cross=self.cross, fmt_x=self.x_name,
+                         bands=[(len(lines) + j, b) for j, b in enumerate(bands)])
         out.append(self._readout(arms, keys))
         self.body.update(Group(*out))
 
-    def _key(self, arms: Sequence[Arm], styles: Styles) -> Text:
-        """Every colour's meaning: one per arm, the NaN marker, the crosshair, the faint raw series."""
+    def _key(self, labels: Sequence[str], banded: bool, styles: Styles) -> Text:
+        """Every colour's meaning: one per line or seed group (in the chart's colour order), what a group's band
+        is, the NaN marker, the crosshair, the faint raw series."""
         out = Text("Chart (C closes) · ", style="bold", no_wrap=True, overflow="ellipsis")
-        for i, a in enumerate(arms):
+        for i, label in enumerate(labels):
             out.append("■ ", styles.arms[i % len(styles.arms)])
-            out.append(sanitize(a.label) + "  ")
+            out.append(sanitize(label) + "  ")
+        if banded:
+            out.append(BAND_WORDS + "  ")
         out.append(MARKER, styles.alert)
         out.append(" NaN/inf  ")
         out.append(" ", styles.cross)
@@ -180,8 +221,7 @@ class ChartScreen(ModalScreen[None]):
     def _view(self) -> tuple[float, float] | None:
         if self.view is not None:
             return self.view
-        lines = [ln for k in self.metrics(self.arms()) for ln in self._lines(self.arms(), k)[0]]
-        return x_range(lines)
+        return _span([(k, *self._lines(self.arms(), k)) for k in self.metrics(self.arms())])
 
     def _plot_width(self) -> int:
         from steptable.app.charts.draw import GUTTER
@@ -287,8 +327,19 @@ class ChartScreen(ModalScreen[None]):
         self.app.push_screen(PromptScreen("Chart metrics (globs, comma or space separated; up to 4 charts):",
                                           self.pattern, "loss rew*"), done)
 
+    def action_bands(self) -> None:
+        self.banded = not self.banded
+        self.redraw()
+
     def action_close(self) -> None:
         self.dismiss(None)
+
+
+def _span(charted: Sequence[tuple[str, list[Line], list[Band], list[str]]]) -> tuple[float, float] | None:
+    """The x every line and band of the charts spans."""
+    spans = [r for _, lines, bands, _ in charted for r in (x_range(lines), *(b.x_range() for b in bands))
+             if r is not None]
+    return (min(a for a, _ in spans), max(b for _, b in spans)) if spans else None
 
 
 def _value(store: Store, row: int, key: str) -> str:

@@ -77,3 +77,58 @@ def test_chart_view_snapshot(snap_compare: Any, tmp_path: Path) -> None:
         await pilot.pause()
 
     assert snap_compare(app, terminal_size=(120, 40), run_before=run_before)
+
+
+def seed_runs(root: Path, n: int = 600) -> Path:
+    """vanilla (one run) and routeA in 3 seeds (routeA_seed1..3): a seed group."""
+    for arm, lift in (("vanilla", 0.0), ("routeA_seed1", 0.1), ("routeA_seed2", 0.12), ("routeA_seed3", 0.08)):
+        p = root / arm / "metrics.jsonl"
+        p.parent.mkdir(parents=True)
+        with p.open("w") as f:
+            for s in range(n):  # the seeds differ a little
+                reward = 0.3 + lift + 0.1 * math.sin(s / 40) + 0.02 * math.sin(s / 7 + lift * 50)
+                f.write(json.dumps({"step": s, "reward": reward}) + "\n")
+    return root
+
+
+@pytest.mark.anyio
+async def test_a_seed_group_is_drawn_as_its_mean_and_band_and_g_draws_each_seed(tmp_path: Path) -> None:
+    from steptable.app.charts.bands import BAND_WORDS
+
+    app, follower, _ = manual_app(seed_runs(tmp_path))
+    async with app.run_test(size=(140, 40)) as pilot:
+        await sync(pilot, follower)
+        await pilot.press("C")
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, ChartScreen)
+        key = screen_text(app).splitlines()
+        key_line = next(ln for ln in key if "Chart (C closes)" in ln)
+        assert "routeA mean (n=3)" in key_line and BAND_WORDS in key_line and "routeA_seed1" not in key_line
+        lines, bands, _ = screen._lines(screen.arms(), "reward")
+        assert [ln.label for ln in lines] == ["vanilla"] and len(bands) == 1 and len(bands[0].seeds) == 3
+        band, mean = bands[0].buckets(0.0, 599.0, 20)
+        assert all(b.lo < m.lo < b.hi for b, m in zip(band, mean, strict=True))  # three seeds differ: a band
+        for seed in (1, 2, 3):  # new rows: the band's seeds follow them
+            with (tmp_path / f"routeA_seed{seed}" / "metrics.jsonl").open("a") as f:
+                f.write(json.dumps({"step": 600, "reward": 5.0}) + "\n")
+        await sync(pilot, follower)
+        screen.redraw()
+        _, bands, _ = screen._lines(screen.arms(), "reward")
+        assert all(s.rows == 601 for s in bands[0].seeds)
+        assert bands[0].buckets(600.0, 601.0, 1)[1][0].lo == 5.0  # the mean of the seeds' new rows
+        await pilot.press("g")
+        await pilot.pause()
+        key_line = next(ln for ln in screen_text(app).splitlines() if "Chart (C closes)" in ln)
+        assert "routeA_seed1" in key_line and BAND_WORDS not in key_line
+
+
+def test_seed_group_band_snapshot(snap_compare: Any, tmp_path: Path) -> None:
+    app, follower, _ = manual_app(seed_runs(tmp_path), now=1e12)
+
+    async def run_before(pilot: Any) -> None:
+        await sync(pilot, follower)
+        await pilot.press("C")
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=(140, 40), run_before=run_before)

@@ -112,7 +112,7 @@ async def test_bad_count_in_title_and_newest_bad_lines_in_status(tmp_path: Path)
 
 @pytest.mark.parametrize("size", [(160, 30), (120, 30)])
 async def test_a_long_name_never_hides_the_state(tmp_path: Path, size: tuple[int, int]) -> None:
-    names = [f"grpo_qwen2.5-7b_lr1e-6_kl0.001_t1.0_bs512_seed{i}" for i in range(3)]
+    names = [f"grpo_qwen2.5-7b_lr1e-6_kl0.001_t1.0_bs512_trial{i}" for i in range(3)]  # (seed{i}: one group)
     root = make_runs(tmp_path, arms=names)
     app, follower, clock = manual_app(root, stacked=size[0] == 120)
     async with app.run_test(size=size) as pilot:

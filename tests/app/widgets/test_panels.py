@@ -294,14 +294,14 @@ async def test_chart_of_many_arms_scrolls_and_says_so(tmp_path: Path) -> None:
 
 
 async def test_chart_labels_keep_the_end_of_sweep_names(tmp_path: Path) -> None:
-    arms = tuple(f"grpo_qwen2.5-7b_lr1e-6_kl0.001_seed{i}" for i in range(3))
+    arms = tuple(f"grpo_qwen2.5-7b_lr1e-6_kl0.001_trial{i}" for i in range(3))  # (seed{i}: one seed group)
     app, follower, _ = manual_app(make_runs(tmp_path, steps=20, arms=arms))
     async with app.run_test(size=(120, 40)) as pilot:
         await sync(pilot, follower)
         await pilot.press("c")
         await pilot.pause()
         chart = str(app.query_one(ChartPanel).body.render())
-        assert all(f"seed{i}" in chart for i in range(3))
+        assert all(f"trial{i}" in chart for i in range(3))
 
 
 async def test_a_column_a_filter_brought_in_can_be_charted(tmp_path: Path) -> None:

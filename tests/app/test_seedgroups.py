@@ -1,0 +1,112 @@
+"""Seed groups in watch (steptable.app.seedgroups, seedmeans): routeA_seed1..3 shown as one table of per-step means
+with n_seeds, o opens it into the seeds' tables and folds them back, new rows update the means; a run alone stays
+itself; the compare view and the chart read the seeds, not the table of means."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from steptable.app.seedgroups import GROUP_PREFIX
+from steptable.app.seedmeans import N_KEY, SeedMeans
+from steptable.ingest.parsed import Parsed
+from steptable.ingest.store import RunStore
+from tests.app.helpers import manual_app, sync
+
+LOSS = {"routeA_seed1": 1.0, "routeA_seed2": 2.0, "routeA_seed3": 6.0, "vanilla": 10.0}
+
+
+def write_group(root: Path, rows: dict[str, int]) -> Path:
+    for arm, n in rows.items():
+        p = root / arm / "metrics.jsonl"
+        p.parent.mkdir(parents=True, exist_ok=True)
+        with p.open("a") as f:
+            start = sum(1 for _ in p.open()) if p.stat().st_size else 0
+            for s in range(start, n):
+                f.write(json.dumps({"step": s, "loss": LOSS[arm] + s, "text": "x"}) + "\n")
+    return root
+
+
+def _store(name: str, steps: list[int], loss: list[float | None]) -> RunStore:
+    st = RunStore(name, f"/nonexistent/{name}.jsonl", arm=name)
+    st.add(Parsed(steps=steps, rows=[{"loss": v} if v is not None else {"other": 1.0} for v in loss]), now=math.nan)
+    return st
+
+
+def test_means_per_step_with_n_up_to_the_slowest_seed_and_nan_left_out() -> None:
+    a = _store("g_seed1", [0, 1, 2, 3], [1.0, 2.0, math.nan, 4.0])
+    b = _store("g_seed2", [0, 2, 3], [3.0, 5.0, 6.0])  # no step 1
+    c = _store("g_seed3", [0, 1, 2], [5.0, None, 8.0])  # the slowest: ends at 2
+    m = SeedMeans("g", [a, b, c])
+    assert m.update([a, b, c]) and m.store.run == "g · mean of 3 seeds"
+    assert [m.store.row(i) for i in range(len(m.store))] == [
+        {"step": 0, N_KEY: 3, "loss": 3.0},
+        {"step": 1, N_KEY: 2, "loss": 2.0, "other": 1.0},  # b has no row at 1, c no loss: a's alone
+        {"step": 2, N_KEY: 3, "loss": 6.5},  # a's NaN left out: (5 + 8) / 2
+    ]
+    assert not m.update([a, b, c])  # nothing new
+    c.add(Parsed(steps=[3], rows=[{"loss": 9.0}]), now=math.nan)
+    assert m.update([a, b, c]) and m.store.row(3) == {"step": 3, N_KEY: 3, "loss": (4.0 + 6.0 + 9.0) / 3}
+    gen = m.store.generation
+    a.reset()  # a seed's file rewritten: the table is made again
+    a.add(Parsed(steps=[0, 1, 2, 3], rows=[{"loss": 0.0}] * 4), now=math.nan)
+    assert m.update([a, b, c]) and m.store.generation > gen and m.store.row(0)["loss"] == (0.0 + 3.0 + 5.0) / 3
+    assert m.update([a, b]) and m.store.run == "g · mean of 2 seeds"  # a seed less
+
+
+@pytest.mark.anyio
+async def test_a_seed_group_is_one_table_of_means_that_opens_into_its_seeds(tmp_path: Path) -> None:
+    root = write_group(tmp_path, {"routeA_seed1": 40, "routeA_seed2": 40, "routeA_seed3": 30, "vanilla": 40})
+    app, follower, _ = manual_app(root)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await sync(pilot, follower)
+        await pilot.pause()
+        gid = GROUP_PREFIX + "routeA"
+        assert {rid for rid, p in app.panels.items() if p.display} == {"vanilla/metrics.jsonl", gid}
+        group = app.panels[gid]
+        assert group.label == "routeA · mean of 3 seeds"
+        store = group.grid.store
+        assert store is not None and len(store) == 30  # up to the slowest seed's last step
+        assert store.row(29) == {"step": 29, N_KEY: 3, "loss": (1 + 2 + 6) / 3 + 29}
+        assert any(c.key == N_KEY for c in group.grid.cols) and any(c.key == "loss" for c in group.grid.cols)
+        group.grid.focus()
+        await pilot.press("o")  # open: the seeds' own tables, the table of means hidden
+        await pilot.pause()
+        shown = {rid for rid, p in app.panels.items() if p.display}
+        assert shown == {"vanilla/metrics.jsonl", *(f"routeA_seed{k}/metrics.jsonl" for k in (1, 2, 3))}
+        assert app.focused is app.panels["routeA_seed1/metrics.jsonl"].grid
+        write_group(root, {"routeA_seed3": 45, "routeA_seed1": 45, "routeA_seed2": 45})  # live: the means follow
+        await sync(pilot, follower)
+        assert len(store) == 45 and store.row(44)["loss"] == 3 + 44
+        await pilot.press("o")  # on a seed: fold back
+        await pilot.pause()
+        assert {rid for rid, p in app.panels.items() if p.display} == {"vanilla/metrics.jsonl", gid}
+        assert app.focused is group.grid
+        app.panels["vanilla/metrics.jsonl"].grid.focus()
+        await pilot.press("o")  # a run alone: said, nothing changes
+        await pilot.pause()
+        assert {rid for rid, p in app.panels.items() if p.display} == {"vanilla/metrics.jsonl", gid}
+        await pilot.press("w")  # the compare view groups the seeds, not the table of means
+        await pilot.pause()
+        live = app.screen.live  # type: ignore[attr-defined]
+        assert live is not None and {g: len(m) for g, m in live.groups.items()} == {"routeA": 3, "vanilla": 1}
+        await pilot.press("escape")
+        await pilot.press("C")  # the chart draws the folded group's band from its seeds
+        await pilot.pause()
+        arms = app.screen.arms()  # type: ignore[attr-defined]
+        assert sorted(a.run for a in arms) == sorted(["vanilla/metrics.jsonl",
+                                                      *(f"routeA_seed{k}/metrics.jsonl" for k in (1, 2, 3))])
+
+
+def test_seeds_at_the_same_steps_leave_out_nan_and_absent_cells() -> None:
+    """The row-by-row path (every seed at the same steps): a NaN or an absent cell is left out of that row's mean,
+    a row where no seed has a value has no cell."""
+    a = _store("g_seed1", [0, 1, 2], [1.0, math.nan, None])
+    b = _store("g_seed2", [0, 1, 2], [3.0, 4.0, None])
+    m = SeedMeans("g", [a, b])
+    assert m.update([a, b])
+    assert [m.store.row(i).get("loss") for i in range(3)] == [2.0, 4.0, None]
+    assert [m.store.row(i)[N_KEY] for i in range(3)] == [2, 2, 2]
