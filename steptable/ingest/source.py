@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Protocol
 
 from steptable.ingest.files.discover import RAY_PARAMS, RAY_RESULT, Candidate
-from steptable.ingest.files.tail import MAX_LINE, RESET, FileTail, Lines
+from steptable.ingest.files.tail import MAX_LINE, RESET, FileTail, Lines, Lost
+from steptable.ingest.gaps import GapWatch
 from steptable.ingest.parse import BadLine
 from steptable.ingest.parsed import Parsed
 from steptable.ingest.readers.arms import ArmSplit
@@ -124,6 +125,7 @@ class TailSource(Source):
         # store had before it (taken back before the line is read again, grown or whole)
         self._quiet: tuple[int, float] | None = None
         self._shown_held: dict[int, tuple[RunStore, int]] = {}
+        self._gaps = GapWatch()  # the file went with its rest unread: do the next rows show rows lost?
 
     def stores(self) -> list[RunStore]:
         return [self.store, *self.arm_stores.values()]  # (dict order: an arm's store never goes away)
@@ -168,6 +170,8 @@ class TailSource(Source):
                     other.reset()
                 now = math.nan
                 changed = True
+            elif isinstance(ev, Lost):
+                self._gaps.broken(self.stores(), str(self.cand.path), ev.offset, ev.reason)
             elif isinstance(ev, BadLine):
                 store.add_bad([ev])
                 self._bad([ev])
@@ -180,6 +184,11 @@ class TailSource(Source):
                     changed = True
         if store is not self.store:
             self._settle(store)
+        for st, gap in self._gaps.judge():
+            st.add_gap(gap)
+            said = gap.message() if st is self.store else f"arm {st.arm}: {gap.message()}"
+            self._bad([BadLine(str(self.cand.path), 0, said)])
+            changed = True
         if self._shown_held and self.tail.offset != offset:  # the held line grew, still without its newline
             self._take_back_held()
             changed = True
