@@ -194,18 +194,18 @@ class FileTail:
                 # A new file at the path. Renamed away (logrotate's metrics.jsonl -> metrics.jsonl.1) the old one is
                 # still beside it: read it to its end first, then the new one from its start, as the same run.
                 moved = yield from self._drain_moved()
-                if not moved:
+                if not moved:  # deleted or replaced: what a copy of it holds is read, what came after may be lost
                     moved = yield from self._drain_copy()
-                if not moved:  # deleted or replaced: its rest is gone, but files made after it may be beside it
                     if self.offset:
                         yield Lost(self.offset, "deleted or replaced")
-                    moved = yield from self._drain_unseen(ident)
+                # files made at the path after our last read and rotated away before we opened them
+                made = yield from self._drain_unseen(ident)
                 self._restart()
-                if not moved:  # deleted, or replaced by another file: the run is read again from the new one
+                if not (moved or made):  # deleted, or replaced by another file: the run is read again from the new one
                     yield RESET
             elif known and (st.st_size < self.offset or not self._same_bytes(f)):
                 copied = yield from self._drain_copy()  # logrotate's copytruncate: the rest is in the copy
-                if not copied and self.offset:
+                if self.offset:  # (rows written between the copy and the truncation are in neither)
                     yield Lost(self.offset, "truncated or rewritten")
                 self._restart()
                 if not copied:  # truncated with no copy beside it (verl's relaunch): the run is read again
@@ -294,21 +294,25 @@ class FileTail:
                         found.append((st.st_mtime_ns, ident, Path(e.path)))
         except OSError:
             return False
-        read = False
-        for _, ident, path in sorted(found):
+        made = [path for _, ident, path in sorted(found) if self._made_after(path, ident)]
+        for path in made:
             try:
                 f = open_binary(path)
             except OSError:
                 continue
             with f:
-                st = os.fstat(f.fileno())
-                if (st.st_dev, st.st_ino) != ident or not _text(f.read(HEAD)) or self._same_bytes(f):
-                    continue  # (holding what we read: a copy of the old file, not a file made after it)
-                f.seek(0)
                 self._restart()
                 yield from self._read(f)
-                read = True
-        return read
+        return bool(made)
+
+    def _made_after(self, path: Path, ident: tuple[int, int]) -> bool:
+        """Is the file at ``path`` still ``ident``, text, and not holding what we read (a copy of the old file)?"""
+        try:
+            with open_binary(path) as f:
+                st = os.fstat(f.fileno())
+                return (st.st_dev, st.st_ino) == ident and _text(f.read(HEAD)) and not self._same_bytes(f)
+        except OSError:
+            return False
 
     def _fail(self, reason: str) -> Iterator[BadLine]:
         if reason != self.error:
