@@ -27,7 +27,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.bench_fuzz import cases  # noqa: E402
+from bench.bench_fuzz import cases
 
 ROOT = Path(__file__).resolve().parents[1]
 DELAYS = (0.2, 0.6, 1.2)
