@@ -146,3 +146,15 @@ def test_a_gap_of_a_run_logged_every_tenth_step_counts_by_its_stride(tmp_path: P
         w.write(b'{"step": 90}\n')
     f.scan()
     assert [g.steps() for g in store.gaps] == ["the steps after 60 and before 90"]
+
+
+def test_a_file_named_after_ours_that_is_no_rotation_of_it_is_not_read_as_its_rest(tmp_path: Path) -> None:
+    path = tmp_path / "train.log"
+    path.write_bytes(b"step:0 - loss:1\nstep:1 - loss:1\n")
+    f = Follower([path])
+    f.scan()
+    (tmp_path / "train.log.err").write_bytes(b"step:50 - loss:9\n")  # written after the read, but not a rotation
+    path.unlink()
+    path.write_bytes(b"step:2 - loss:1\n")
+    f.scan()
+    assert steps(f) == [2]

@@ -18,6 +18,7 @@ The file is opened per poll, never kept open, so renames, deletions and many run
 from __future__ import annotations
 
 import os
+import re
 import stat
 from collections import deque
 from collections.abc import Generator, Iterator
@@ -68,6 +69,10 @@ class Lost:
 
 
 TailEvent = Lines | BadLine | Reset | Lost
+
+
+#: what a rotation adds to a file's name: logrotate's ``.1`` (``.1.gz``), its dateext ``-20261128``
+_ROTATED = re.compile(r"[.-][0-9][\w.-]*")
 
 
 def _text(head: bytes) -> bool:
@@ -275,8 +280,8 @@ class FileTail:
 
     def _drain_unseen(self, new: tuple[int, int]) -> Generator[TailEvent, None, bool]:
         """Read whole, oldest first, the files beside ours that a writer made at our path after we last read it and
-        that were renamed away before we ever opened them (a file rotated twice between two polls): named after
-        ours (``metrics.jsonl.3``), last written after our last read, not holding what we read (an inode number
+        that were renamed away before we ever opened them (a file rotated twice between two polls): named as a
+        rotation of ours (``metrics.jsonl.3``, ``metrics.jsonl-20261128``), last written after our last read, not holding what we read (an inode number
         is used again once its file is deleted), not ``new`` (the file at the path now), text (a compressed
         rotation is not); True (the generator's value) when one was read."""
         if self._sig is None:
@@ -286,7 +291,8 @@ class FileTail:
             with os.scandir(self.path.parent) as it:
                 found = []
                 for e in it:
-                    if not e.name.startswith(self.path.name) or e.name == self.path.name or not e.is_file():
+                    if not _ROTATED.fullmatch(e.name[len(self.path.name) :]) or not e.name.startswith(
+                            self.path.name) or not e.is_file():
                         continue
                     st = e.stat()
                     ident = (st.st_dev, st.st_ino)
