@@ -43,8 +43,8 @@ class Gap:
 
     def message(self) -> str:
         """One line, sanitized (the file name comes from the filesystem): what was lost and where."""
-        return (f"rows lost: {self.steps()} ({sanitize(self.file)} was {self.reason} with its bytes after byte "
-                f"{self.after_byte} unread; no file holds them)")
+        return (f"rows lost: {self.steps()} ({sanitize(self.file)} was {self.reason} before its bytes after byte "
+                f"{self.after_byte} were read, no file holds them, and the rows go on at step {self.before_step})")
 
 
 @dataclass(slots=True)

@@ -349,10 +349,12 @@ class StepLogger:
 
     def _lock_arm(self) -> None:
         """Take this arm's writer lock; another live process holding it is told once (never raised: logging must
-        not break the run) and both write on."""
+        not break the run) and both write on, our rows marked with our pid (``runinfo.WRITER_KEY``) so that readers
+        show them apart. (Held by this process: a logger left open, as a notebook's cell run again leaves it.)"""
         try:
             if self._writer_lock is not None and (busy := self._writer_lock.acquire()) is not None:
-                self._second = os.getpid()
+                if self._writer_lock.holder != os.getpid():  # (this process's own: a logger left open, not a writer)
+                    self._second = os.getpid()
                 report_once(f"{self._topic}-two-writers", f"steptable: {busy}")
         except Exception:
             pass

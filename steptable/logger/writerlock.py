@@ -36,6 +36,8 @@ class WriterLock:
         self.path = lock_path(jsonl, arm)
         self._jsonl = jsonl
         self._fd: int | None = None
+        #: the pid of the process that held the lock when :meth:`acquire` found it held (None: not known)
+        self.holder: int | None = None
 
     @property
     def held(self) -> bool:
@@ -58,6 +60,7 @@ class WriterLock:
             except OSError:
                 holder = ""
             os.close(fd)
+            self.holder = int(holder) if holder.isdigit() else None
             who = f"process {sanitize(holder)}" if holder.isdigit() else "another process"
             return (f"{who} is writing this arm's rows to {sanitize(str(self._jsonl))} too (lock "
                     f"{sanitize(str(self.path))}); both write on, their rows interleaved in that file")
