@@ -281,9 +281,9 @@ class FileTail:
     def _drain_unseen(self, new: tuple[int, int]) -> Generator[TailEvent, None, bool]:
         """Read whole, oldest first, the files beside ours that a writer made at our path after we last read it and
         that were renamed away before we ever opened them (a file rotated twice between two polls): named as a
-        rotation of ours (``metrics.jsonl.3``, ``metrics.jsonl-20261128``), last written after our last read, not holding what we read (an inode number
-        is used again once its file is deleted), not ``new`` (the file at the path now), text (a compressed
-        rotation is not); True (the generator's value) when one was read."""
+        rotation of ours (``metrics.jsonl.3``, ``metrics.jsonl-20261128``), last written after our last read, not
+        holding what we read (an inode number is used again once its file is deleted), not ``new`` (the file at the
+        path now), text (a compressed rotation is not); True (the generator's value) when one was read."""
         if self._sig is None:
             return False
         since = self._sig[3]
