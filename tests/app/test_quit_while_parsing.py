@@ -6,18 +6,17 @@ figure (under 1 s) is bench/bench_watch_exit.py's."""
 from __future__ import annotations
 
 import os
-import select
 import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
 
+from tests.app.helpers import PtyWatch
+
 pytestmark = pytest.mark.skipif(not hasattr(os, "openpty") or sys.platform == "win32", reason="no ptys here")
 
-ROOT = Path(__file__).resolve().parents[2]
 BOUND_S = 5.0
 
 
@@ -38,45 +37,25 @@ def nan_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.mark.parametrize("stop", ["TERM", "q", "ctrl-c"])
 def test_watch_ends_within_the_bound_while_parsing_the_worst_line(nan_run: Path, stop: str) -> None:
-    master, slave = os.openpty()
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "TERM": "xterm-256color"}
-    out = b""
-
-    def read(wait: float) -> bool:
-        nonlocal out
-        if not select.select([master], [], [], wait)[0]:
-            return False
-        try:
-            chunk = os.read(master, 65536)
-        except OSError:  # (EIO: the process is gone and the pty with it)
-            return False
-        out += chunk
-        return bool(chunk)
-
-    with subprocess.Popen([sys.executable, "-m", "steptable", "watch", str(nan_run)], stdin=slave, stdout=slave,
-                          stderr=slave, env=env, start_new_session=True, close_fds=True, cwd=ROOT) as proc:
-        os.close(slave)
-        try:
-            deadline = time.monotonic() + 60
-            while not raw(out) and time.monotonic() < deadline:
-                read(0.2)
-            read(0.3)  # (the app has drawn; its reader is in the 4 MB line, which takes seconds)
-            t = time.monotonic()
-            if stop == "TERM":
-                proc.send_signal(signal.SIGTERM)
-            else:
-                os.write(master, b"q" if stop == "q" else b"\x03")
-            while proc.poll() is None and time.monotonic() - t < 30:
-                read(0.02)
-            took = time.monotonic() - t
-            while read(0.05):
-                pass
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-            os.close(master)
-        code = proc.wait()
+    w = PtyWatch(nan_run, nan_run.parent)
+    try:
+        deadline = time.monotonic() + 60
+        while not raw(w.out) and time.monotonic() < deadline:
+            w.read(0.2)
+        w.read(0.3)  # (the app has drawn; its reader is in the 4 MB line, which takes seconds)
+        t = time.monotonic()
+        if stop == "TERM":
+            w.proc.send_signal(signal.SIGTERM)
+        else:
+            os.write(w.master, b"q" if stop == "q" else b"\x03")
+        while w.proc.poll() is None and time.monotonic() - t < 30:
+            w.read(0.02)
+        took = time.monotonic() - t
+        while w.read(0.05):
+            pass
+    finally:
+        code = w.close()
     assert took < BOUND_S, f"{stop}: exit {took:.2f} s after it"
     assert code == (128 + signal.SIGTERM if stop == "TERM" else 0)
-    tail = out[out.rindex(b"\x1b[?1049h"):]
+    tail = w.out[w.out.rindex(b"\x1b[?1049h"):]
     assert b"\x1b[?1049l" in tail and b"\x1b[?25h" in tail  # the alternate screen left, the cursor shown
