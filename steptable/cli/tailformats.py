@@ -1,6 +1,7 @@
 """How `steptable tail` writes on its stream: runs' rows as the fixed-width table, JSONL, CSV or markdown, and alerts
-and rows lost for good (gaps) in the same format, with what the stream printed last (block titles and headers, the CSV header's columns). What is
-printed and when (new rows, edits, resets, resumes, layouts, alert engines) is steptable.cli.tailout's Tail.
+and rows lost for good (gaps) in the same format, with what the stream printed last (block titles and headers, the
+CSV header's columns). What is printed and when (new rows, edits, resets, resumes, layouts, alert engines) is
+steptable.cli.tailout's Tail.
 """
 
 from __future__ import annotations
