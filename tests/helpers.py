@@ -43,7 +43,9 @@ def following(path: Path) -> Iterator[tuple[list[int], Callable[[int], None]]]:
     assert proc.stdout is not None
     out = proc.stdout
     seen: list[int] = []
-    threading.Thread(target=lambda: seen.extend(json.loads(x)["step"] for x in out), daemon=True).start()
+    # (rows only: an object that says rows were lost has no step)
+    threading.Thread(target=lambda: seen.extend(r["step"] for r in map(json.loads, out) if "step" in r),
+                     daemon=True).start()
     deadline = time.time() + 20
 
     def wait(n: int) -> None:

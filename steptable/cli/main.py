@@ -8,7 +8,7 @@ import importlib
 import os
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 from steptable import __version__
 
@@ -61,6 +61,21 @@ def main(argv: Sequence[str] | None = None) -> int:
             sys.modules["steptable.schemafiles.files"].set_scope(None)
 
 
+def _end_now(status: int) -> NoReturn:
+    """End the process now with ``status``: the watch app has exited and put the terminal back. The interpreter's
+    own teardown (freeing the app's objects, its reader thread holding the GIL while it parses a pathological line)
+    took 0.4-0.7 s more; the exit handlers still run and the streams are flushed."""
+    import atexit
+
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError, AttributeError):
+            pass
+    os._exit(status)
+
+
 def _main(argv: Sequence[str] | None) -> int:
     if sys.stdout is None:  # started with stdout closed (`>&-`): nothing can be written; say so where possible
         if sys.stderr is not None:
@@ -89,7 +104,10 @@ def _main(argv: Sequence[str] | None) -> int:
             from steptable.schemafiles.resolve import get_schema
 
             get_schema(args.schema, near=args.paths)  # an unknown name: said now, not after a scan of the tree
-        return int(_module(args.cmd).run(args))
+        status = int(_module(args.cmd).run(args))
+        if argv is None and getattr(args, "end_at_once", False):  # (the program itself, not a caller in-process)
+            _end_now(status)
+        return status
     except KeyboardInterrupt:
         return 130
     except (KeyError, ValueError) as e:

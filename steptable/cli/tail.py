@@ -67,7 +67,10 @@ def add_parser(sub: Any) -> None:
         help="the fixed-width table (default), one JSON object a row, CSV (one header: the union of the runs' "
         "columns; under -f a column that appears later adds a header line, said on stderr; text a spreadsheet would "
         "run as a formula, starting with = + - @, gets a leading '), or markdown tables. "
-        "Alerts (--alerts-only) follow it too",
+        "Alerts (--alerts-only) follow it too. Under -f, rows lost for good (a file replaced or truncated before "
+        "its rest was read, no file holding it) are said in-band and on stderr: a notice line (text), a quote "
+        "between two tables (md), an object with kind steptable.gap and no step (jsonl), a line starting with # "
+        "(csv: pandas' comment='#' skips it)",
     )
     t.add_argument("--schema", default=None, help="column set to use instead of the detected one")
     t.add_argument("--schema-file", metavar="PATH", default=None,

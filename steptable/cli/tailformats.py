@@ -1,6 +1,7 @@
 """How `steptable tail` writes on its stream: runs' rows as the fixed-width table, JSONL, CSV or markdown, and alerts
-in the same format, with what the stream printed last (block titles and headers, the CSV header's columns). What is
-printed and when (new rows, edits, resets, resumes, layouts, alert engines) is steptable.cli.tailout's Tail.
+and rows lost for good (gaps) in the same format, with what the stream printed last (block titles and headers, the
+CSV header's columns). What is printed and when (new rows, edits, resets, resumes, layouts, alert engines) is
+steptable.cli.tailout's Tail.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any, TextIO
 
 from steptable.alerts.engine import Alert
 from steptable.ingest import RunStore
+from steptable.ingest.gaps import Gap
 from steptable.ingest.table import WALL_KEYS, epoch_seconds
 from steptable.logger.writer import json_line
 from steptable.schemas import Schema
@@ -26,6 +28,9 @@ from steptable.table import render
 from steptable.table.columns import Col
 from steptable.table.formatting import md_escape, sanitize, unique_name
 from steptable.table.outcells import csv_cell, csv_text, inert_json
+
+#: the ``kind`` of a JSONL line that says rows were lost (every other line is a row or an alert)
+GAP_KIND = "steptable.gap"
 
 
 class Layout:
@@ -171,6 +176,27 @@ class Printer:
                 if (t := epoch_seconds(r.get(cols[i].key))) is not None:
                     cells[i] = datetime.fromtimestamp(t, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
             self.out.write("| " + " | ".join(md_escape(x.strip()) for x in cells) + " |\n")
+
+    def gap(self, store: RunStore, gap: Gap) -> None:
+        """Rows of ``store``'s run lost for good, in-band in the chosen format: a text notice line; a markdown
+        quote between two tables (the rows after it get their header again); a JSON object whose ``kind`` is
+        ``steptable.gap`` and that has no ``step`` (a row reader skips it); a CSV line of one field starting with
+        ``#`` (skipped by readers told ``#`` starts a comment, e.g. pandas' ``comment="#"``), no comma or quote."""
+        fmt, label = self.args.format, run_label(store, self.arm_runs.get(store.arm, 0) <= 1)
+        text = f"{sanitize(label)}: {gap.message()}"
+        if fmt == "jsonl":
+            rec = {"kind": GAP_KIND, "run": store.run, "arm": store.arm, "file": gap.file,
+                   "after_byte": gap.after_byte, "after_step": gap.after_step, "before_step": gap.before_step,
+                   "message": text}
+            self.out.write(inert_json(json.dumps(rec, ensure_ascii=False) + "\n"))
+        elif fmt == "csv":
+            self.out.write("# steptable: " + text.replace(",", ";").replace('"', "'") + "\n")
+        elif fmt == "md":
+            self.out.write(f"\n> **{md_escape(text)}**\n")
+            self.need_head.add(store.run)
+        else:
+            self.out.write(f"── {text} ──\n")
+            self.need_head.add(store.run)
 
     def alert(self, run: str, arm: str, label: str, alert: Alert) -> None:
         """One alert in the chosen format: a text line, a JSON object, a CSV row (header before the first) or a

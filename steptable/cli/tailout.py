@@ -56,6 +56,7 @@ class Tail:
         self.looked: set[str] = set()  # runs whose rows were looked at across (_first_look)
         self.ended: set[str] = set()  # runs whose StepLogger was closed
         self.far_told: set[str] = set()  # runs without a row clock told stalled (until they write again)
+        self.gaps_told: dict[str, int] = {}  # run -> its store's gaps printed
         self.replaced_seen: dict[str, int] = {}  # a run's RunStore.replaced alerts looked at so far
         self.end_told: dict[str, float] = {}  # run -> when it was closed, for the crash or interruption told
         self.logged: dict[str, str | None] = {}  # run -> the name of its logged schema when the layout was made
@@ -230,6 +231,8 @@ class Tail:
             since = self.seen_version.get(run)
             lost = store.lost_since(since) if since is not None else None
             seen = self.versions.get(run)
+            gaps = store.gaps[self.gaps_told.get(run, 0) :]  # rows lost for good since the last call: said in-band
+            self.gaps_told[run] = len(store.gaps)
             redo_upto: int | None = None  # rows printed before and changed since, up to this step, are printed again
             if run not in self.printed:
                 first = max(n - self.last, 0) if (self.last and first_view and not a.alerts_only) else 0
@@ -278,6 +281,8 @@ class Tail:
                 cut = store.cut(self._printed_keys(self.of[run]), first, n)
         if note:
             self.out.write(note)
+        for gap in gaps if not a.alerts_only else ():
+            self.printer.gap(store, gap)
         if a.alerts_only:  # the rows as stored, as summary and the app scan them (not derived: an alias the layout
             # fills in would be watched here alone, and tail's alerts would differ from theirs)
             if missed:

@@ -20,6 +20,7 @@ def add_parser(sub: Any) -> None:
     w.add_argument("--schema-file", metavar="PATH", default=None,
                    help="a schema file (TOML) to apply; a log directory's steptable.toml applies only "
                    "at or below the paths given")
+    w.set_defaults(end_at_once=True)  # once the app is gone, the process ends without the interpreter's teardown
 
 
 def run(args: argparse.Namespace) -> int:

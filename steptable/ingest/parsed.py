@@ -13,7 +13,7 @@ from steptable.ingest.table import WALL_KEYS
 from steptable.table.stepkeys import is_step_key
 
 #: keys that say nothing about whether two rows are the same measurement (resume vs merge test; endofrun's too)
-BOOKKEEPING_KEYS = frozenset(WALL_KEYS) | {"arm", "run"}
+BOOKKEEPING_KEYS = frozenset(WALL_KEYS) | {"arm", "run", "writer_pid"}
 
 
 def counter(key: str) -> bool:

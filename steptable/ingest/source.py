@@ -16,10 +16,11 @@ from pathlib import Path
 from typing import Protocol
 
 from steptable.ingest.files.discover import RAY_PARAMS, RAY_RESULT, Candidate
-from steptable.ingest.files.tail import MAX_LINE, RESET, FileTail, Lines
+from steptable.ingest.files.tail import MAX_LINE, RESET, FileTail, Lines, Lost
+from steptable.ingest.gaps import GapWatch
 from steptable.ingest.parse import BadLine
 from steptable.ingest.parsed import Parsed
-from steptable.ingest.readers.arms import ArmSplit
+from steptable.ingest.readers.arms import ArmSplit, writer_groups
 from steptable.ingest.readers.console import ConsoleParser
 from steptable.ingest.readers.csvlog import CsvParser
 from steptable.ingest.readers.jsonl import JsonlParser, LineNo
@@ -120,23 +121,45 @@ class TailSource(Source):
         # a JSONL written by the StepLoggers of several arms: the stores of the arms after the file's first
         self._arms = ArmSplit(cand.path) if cand.kind == "jsonl" else None
         self.arm_stores: dict[str, RunStore] = {}
+        self.writer_stores: dict[str, RunStore] = {}  # rows a second process wrote into an arm (writer_pid)
         # the unfinished last line: (the tail's offset, when it was first seen at it), and, once shown, the rows each
         # store had before it (taken back before the line is read again, grown or whole)
         self._quiet: tuple[int, float] | None = None
         self._shown_held: dict[int, tuple[RunStore, int]] = {}
+        self._gaps = GapWatch()  # the file went with its rest unread: do the next rows show rows lost?
 
     def stores(self) -> list[RunStore]:
-        return [self.store, *self.arm_stores.values()]  # (dict order: an arm's store never goes away)
+        # (dict order: an arm's store never goes away)
+        return [self.store, *self.arm_stores.values(), *self.writer_stores.values()]
 
     def _add(self, store: RunStore, parsed: Parsed, now: float | None) -> None:
-        """Add a parsed chunk: to ``store``, or split among the arms that share the file."""
+        """Add a parsed chunk: to ``store``, or split among the arms that share the file, and the rows a second
+        writer of an arm marked as its own to a store of their own."""
         parts = self._arms.groups(parsed) if self._arms is not None and store is self.store else [(None, parsed)]
         for arm, part in parts:
             target = store
             if arm is not None:
                 got = self.arm_stores.get(arm)  # (an empty store is falsy: a reset arm's is not made again)
                 target = got if got is not None else self._arm_store(arm)
-            target.add(part, now)
+            for pid, rows in writer_groups(part) if self.cand.kind == "jsonl" else [(None, part)]:
+                (target if pid is None else self._second_writer(target, pid)).add(rows, now)
+
+    def _second_writer(self, first: RunStore, pid: int) -> RunStore:
+        """The store of the rows process ``pid`` wrote into ``first``'s arm while another process held its writer
+        lock: made the first time, said once (two writers, not a resume on every row that interleaves)."""
+        key = f"{first.run}~writer{pid}"
+        got = self.writer_stores.get(key)
+        if got is not None:
+            return got
+        st = RunStore(key, self.cand.path, self.cand.kind, first.arm, self.store.on_resume)
+        st.side_files = self.cand.side_files
+        st.meta["two_writers"] = f"the rows process {pid} wrote beside {first.run}'s writer"
+        first.meta["two_writers"] = f"process {pid} writes this arm too; its rows are run {key}"
+        self.writer_stores[key] = st
+        arm = f" (arm {first.arm})" if first.arm else ""
+        self._bad([BadLine(str(self.cand.path), 0, f"two writers{arm}: process {pid} writes these rows too (a "
+                           f"second StepLogger on this run directory and arm); its rows are shown apart as {key}")])
+        return st
 
     def _arm_store(self, arm: str) -> RunStore:
         st = RunStore(f"{self.cand.run_id}#{arm}", self.cand.path, self.cand.kind, arm, self.store.on_resume)
@@ -164,10 +187,12 @@ class TailSource(Source):
             elif ev is RESET:
                 self.parser.reset()
                 store.reset()
-                for other in self.arm_stores.values():
+                for other in [*self.arm_stores.values(), *self.writer_stores.values()]:
                     other.reset()
                 now = math.nan
                 changed = True
+            elif isinstance(ev, Lost):
+                self._gaps.broken(self.stores(), str(self.cand.path), ev.offset, ev.reason)
             elif isinstance(ev, BadLine):
                 store.add_bad([ev])
                 self._bad([ev])
@@ -180,6 +205,11 @@ class TailSource(Source):
                     changed = True
         if store is not self.store:
             self._settle(store)
+        for st, gap in self._gaps.judge():
+            st.add_gap(gap)
+            said = gap.message() if st is self.store else f"arm {st.arm}: {gap.message()}"
+            self._bad([BadLine(str(self.cand.path), 0, said)])
+            changed = True
         if self._shown_held and self.tail.offset != offset:  # the held line grew, still without its newline
             self._take_back_held()
             changed = True

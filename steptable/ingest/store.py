@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any, TypeAlias
 
 from steptable.ingest.edits import EditLog
+from steptable.ingest.gaps import MAX_GAPS, Gap
 from steptable.ingest.parse import BadLine
 from steptable.ingest.parsed import Parsed
 from steptable.ingest.placement import RowPlacement
@@ -85,6 +86,7 @@ class RunStore(RowPlacement):
         self.bad_recent: deque[BadLine] = deque(maxlen=MAX_BAD_RECENT)  # the newest, kept or not
         self._bad_count = 0
         self._edit_log = EditLog(MAX_EDITS)
+        self.gaps: list[Gap] = []  # rows lost for good (kept across resets: they are the run's history)
         self._clear()
 
     def _clear(self) -> None:
@@ -278,6 +280,13 @@ class RunStore(RowPlacement):
         with self.lock:
             self.generation += generation + 1
             self.version += version + 1
+
+    def add_gap(self, gap: Gap) -> None:
+        """Rows of this run lost for good (steptable.ingest.gaps); the first ``MAX_GAPS`` are kept."""
+        with self.lock:
+            if len(self.gaps) < MAX_GAPS:
+                self.gaps.append(gap)
+            self.version += 1
 
     def add_bad(self, lines: Iterable[BadLine]) -> None:
         with self.lock:

@@ -129,6 +129,7 @@ class StepLogger:
         self.jsonl_path = self.run_dir / JSONL_NAME if self.run_dir is not None else None
         self._writer = RunWriter(self.jsonl_path, self._warn) if self.jsonl_path is not None else None
         self._writer_lock = WriterLock(self.jsonl_path, arm) if self.jsonl_path is not None else None
+        self._second: int | None = None  # our pid, where another live process held the lock: it marks our rows
         self._recent: deque[dict[str, Any]] = deque(maxlen=max(self.dump_rows, 1))
         self._rows = 0
         self._since_header = 0  # rows printed since the last header
@@ -271,6 +272,8 @@ class StepLogger:
             if first:  # before the first row: a reader that sees the row sees whose arm it is
                 self._describe(None)
                 self._lock_arm()
+            if self._second is not None:  # readers show this process's rows apart from the lock holder's
+                record[runinfo.WRITER_KEY] = self._second
             self._writer.write(record)
         view = flat(cells)  # {"train": {"loss": x}} shows under train/loss, as the readers of the file name it
         if view.get("step") is None:
@@ -346,9 +349,12 @@ class StepLogger:
 
     def _lock_arm(self) -> None:
         """Take this arm's writer lock; another live process holding it is told once (never raised: logging must
-        not break the run) and both write on."""
+        not break the run) and both write on, our rows marked with our pid (``runinfo.WRITER_KEY``) so that readers
+        show them apart. (Held by this process: a logger left open, as a notebook's cell run again leaves it.)"""
         try:
             if self._writer_lock is not None and (busy := self._writer_lock.acquire()) is not None:
+                if self._writer_lock.holder != os.getpid():  # (this process's own: a logger left open, not a writer)
+                    self._second = os.getpid()
                 report_once(f"{self._topic}-two-writers", f"steptable: {busy}")
         except Exception:
             pass

@@ -4,7 +4,8 @@ The process that writes an arm's rows holds ``.metrics.jsonl.lock`` (``.metrics.
 arms sharing a directory each hold their own) until it closes; the lock file names its pid. The kernel releases a
 ``flock`` when its process dies, so a stale lock (a run killed with SIGKILL) is no lock. A second process that finds
 the lock held is told once, with the holder's pid, and writes on: a training run's rows are never dropped for this
-(its rows interleave with the first's in the one file). Where ``flock`` is missing
+(its rows interleave with the first's in the one file, each marked with its pid under ``runinfo.WRITER_KEY``, so
+readers show them apart and say "two writers"). Where ``flock`` is missing
 (Windows) or the lock file cannot be made, there is no check. Nothing here raises.
 """
 
@@ -35,6 +36,8 @@ class WriterLock:
         self.path = lock_path(jsonl, arm)
         self._jsonl = jsonl
         self._fd: int | None = None
+        #: the pid of the process that held the lock when :meth:`acquire` found it held (None: not known)
+        self.holder: int | None = None
 
     @property
     def held(self) -> bool:
@@ -57,6 +60,7 @@ class WriterLock:
             except OSError:
                 holder = ""
             os.close(fd)
+            self.holder = int(holder) if holder.isdigit() else None
             who = f"process {sanitize(holder)}" if holder.isdigit() else "another process"
             return (f"{who} is writing this arm's rows to {sanitize(str(self._jsonl))} too (lock "
                     f"{sanitize(str(self.path))}); both write on, their rows interleaved in that file")

@@ -167,6 +167,8 @@ def header_text(run: RunLike, now: float) -> str:
     if isinstance(meta, dict) and closed_at(info := meta.get("runinfo")) is not None:
         end = ended_by(info)  # its StepLogger was closed: a run that ended (finished or died), not a hung one
         parts.append("ended" if end is None else end_words(end))
+    if isinstance(meta, dict) and isinstance(two := meta.get("two_writers"), str):  # (not resumes: readers.arms)
+        parts.append(f"two writers: {sanitize(two)}")
     if run.resumes:
         shown = ",".join(str(r) for r in run.resumes[:5])
         more = f" +{len(run.resumes) - 5}" if len(run.resumes) > 5 else ""

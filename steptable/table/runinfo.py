@@ -23,6 +23,9 @@ from steptable.table.sidejson import SideFileError
 
 VERSION = 1
 NAME = "steptable.json"
+#: the key of a row a StepLogger wrote while another live process held its arm's writer lock: its pid (readers show
+#: those rows apart, and say "two writers", instead of reading the interleaving as resumes)
+WRITER_KEY = "writer_pid"
 #: a description larger than this is not read (a column set of a few hundred columns is ~100 KB)
 MAX_BYTES = 1 << 20
 _FIELDS = ("key", "width", "header", "fmt", "desc", "better", "align", "stream")

@@ -266,3 +266,40 @@ def write_side_file(run_dir: Path, *lines: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("".join(line + "\n" for line in (json.dumps(GOOD_SAMPLE), *lines)))
     return path
+
+
+class PtyWatch:
+    """``steptable watch PATH`` in a subprocess on a fresh pty (a session of its own, ``xterm-256color``): ``read``
+    collects what it draws into ``out``; ``close`` ends it (killed if still there) and gives its exit code."""
+
+    def __init__(self, path: Path, cwd: Path) -> None:
+        import subprocess
+        import sys
+
+        self.master, slave = os.openpty()
+        root = Path(__file__).resolve().parents[2]
+        env = {**os.environ, "PYTHONPATH": str(root), "TERM": "xterm-256color"}
+        self.proc = subprocess.Popen([sys.executable, "-m", "steptable", "watch", str(path)], stdin=slave,
+                                     stdout=slave, stderr=slave, env=env, start_new_session=True, close_fds=True,
+                                     cwd=cwd)  # fmt: skip
+        os.close(slave)
+        self.out = b""
+
+    def read(self, wait: float) -> bool:
+        """What the app wrote within ``wait`` seconds, if anything (False: nothing, or the pty is gone)."""
+        import select
+
+        if not select.select([self.master], [], [], wait)[0]:
+            return False
+        try:
+            chunk = os.read(self.master, 65536)
+        except OSError:  # (EIO: the process is gone and the pty with it)
+            return False
+        self.out += chunk
+        return bool(chunk)
+
+    def close(self) -> int:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        os.close(self.master)
+        return self.proc.wait()

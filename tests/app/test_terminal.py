@@ -19,6 +19,7 @@ import pytest
 
 import steptable
 from steptable.app.terminal import HANGUP_CODE, _GuardedFile, gone
+from tests.app.helpers import PtyWatch
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "openpty") or sys.platform == "win32", reason="no ptys here")
 
@@ -120,42 +121,22 @@ def test_watch_ends_within_2s_when_its_pty_closes_50_times_of_50(tmp_path: Path)
 def test_a_live_pty_is_put_back_on_term(tmp_path: Path) -> None:
     """The guard drops nothing while the terminal is there: TERM on a live pty still leaves the alternate screen
     and shows the cursor (the writes that put the terminal back)."""
-    master, slave = os.openpty()
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "TERM": "xterm-256color"}
-    with subprocess.Popen([sys.executable, "-m", "steptable", "watch", str(_run_dir(tmp_path))], stdin=slave,
-                          stdout=slave, stderr=slave, env=env, start_new_session=True, close_fds=True,
-                          cwd=tmp_path) as proc:
-        os.close(slave)
-        out = b""
-
-        def read(wait: float) -> bool:
-            nonlocal out
-            if not select.select([master], [], [], wait)[0]:
-                return False
-            try:
-                chunk = os.read(master, 65536)
-            except OSError:  # (EIO: the process is gone and the pty with it)
-                return False
-            out += chunk
-            return bool(chunk)
-
-        try:
-            deadline = time.monotonic() + 60
-            while len(out) < 2000 and time.monotonic() < deadline:
-                read(0.5)
-            proc.send_signal(signal.SIGTERM)
-            deadline = time.monotonic() + 10
-            while proc.poll() is None and time.monotonic() < deadline:
-                read(0.05)
-            while read(0.05):
-                pass
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-            os.close(master)
-        assert proc.wait() == 128 + signal.SIGTERM
-    assert b"\x1b[?1049h" in out
-    tail = out[out.rindex(b"\x1b[?1049h"):]
+    w = PtyWatch(_run_dir(tmp_path), tmp_path)
+    try:
+        deadline = time.monotonic() + 60
+        while len(w.out) < 2000 and time.monotonic() < deadline:
+            w.read(0.5)
+        w.proc.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + 10
+        while w.proc.poll() is None and time.monotonic() < deadline:
+            w.read(0.05)
+        while w.read(0.05):
+            pass
+    finally:
+        code = w.close()
+    assert code == 128 + signal.SIGTERM
+    assert b"\x1b[?1049h" in w.out
+    tail = w.out[w.out.rindex(b"\x1b[?1049h"):]
     assert b"\x1b[?1049l" in tail and b"\x1b[?25h" in tail
 
 

@@ -34,8 +34,8 @@ def test_metrics_are_not_counters(key: str) -> None:
     assert not counter(key)
 
 
-def test_bookkeeping_keys_are_the_clocks_the_arm_and_the_run() -> None:
-    assert BOOKKEEPING_KEYS == frozenset(WALL_KEYS) | {"arm", "run"}
+def test_bookkeeping_keys_are_the_clocks_the_arm_the_run_and_the_second_writers_mark() -> None:
+    assert BOOKKEEPING_KEYS == frozenset(WALL_KEYS) | {"arm", "run", "writer_pid"}
 
 
 def test_each_chunk_has_its_own_bad_lines_and_meta() -> None:

@@ -3,12 +3,14 @@ before the new one, and the writer's next row goes to the new file."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import shutil
 from pathlib import Path
 
 from steptable.ingest import Follower
+from steptable.ingest.gaps import Gap
 from steptable.logger.writer import RunWriter
 
 
@@ -89,3 +91,70 @@ def test_a_truncation_without_a_copy_is_still_a_reset(tmp_path: Path) -> None:
     path.write_bytes(rows(0, 3))  # verl's relaunch truncates and writes from the top
     f.scan()
     assert steps(f) == [0, 1, 2]
+
+
+def test_a_file_made_and_renamed_away_between_two_reads_is_read_and_the_rest_lost_is_a_gap(tmp_path: Path) -> None:
+    path = tmp_path / "metrics.jsonl"
+    path.write_bytes(rows(0, 10))
+    f = Follower([path])
+    f.scan()
+    read = path.stat().st_size
+    with open(path, "ab") as w:
+        w.write(rows(10, 12))  # not read before the file is deleted: gone
+    path.unlink()
+    path.write_bytes(rows(12, 20))  # the writer makes it again, and it is rotated before any read
+    path.rename(tmp_path / "metrics.jsonl.3")
+    (tmp_path / "metrics.jsonl.2.gz").write_bytes(gzip.compress(rows(100, 105)))  # compressed: not a continuation
+    path.write_bytes(rows(20, 25))
+    f.scan()
+    (store,) = f.stores.values()
+    assert steps(f) == [*range(10), *range(12, 25)]
+    assert store.gaps == [Gap(str(path), read, "deleted or replaced", 9, 12)]
+    assert [e for e in f.errors if "rows lost" in e] == [f"{path}: {store.gaps[0].message()}"]
+    assert "steps 10-11" in f.errors[-1] and f"byte {read}" in f.errors[-1]
+
+
+def test_a_replaced_file_that_goes_on_past_the_next_step_is_a_gap_a_relaunch_is_not(tmp_path: Path) -> None:
+    path = tmp_path / "metrics.jsonl"
+    path.write_bytes(rows(0, 10))
+    f = Follower([path])
+    f.scan()
+    path.write_bytes(rows(0, 3))  # a relaunch from the top: read again, nothing claimed lost
+    f.scan()
+    new = tmp_path / "new"
+    new.write_bytes(rows(9, 12))  # a file renamed over it, going on past step 3: steps 3-8 never read
+    os.replace(new, path)
+    f.scan()
+    (store,) = f.stores.values()
+    assert steps(f) == [9, 10, 11]
+    assert [(g.after_step, g.before_step, g.steps()) for g in store.gaps] == [(2, 9, "steps 3-8")]
+
+
+def test_a_gap_of_a_run_logged_every_tenth_step_counts_by_its_stride(tmp_path: Path) -> None:
+    path = tmp_path / "metrics.jsonl"
+    path.write_bytes(b"".join(json.dumps({"step": s}).encode() + b"\n" for s in range(0, 50, 10)))
+    f = Follower([path])
+    f.scan()
+    with open(path, "r+b") as w:  # truncated and written again before the follower read the rows after 40
+        w.truncate(0)
+        w.write(b'{"step": 50}\n{"step": 60}\n')
+    f.scan()
+    (store,) = f.stores.values()
+    assert store.gaps == []  # 50 follows 40 by the run's stride: nothing lost
+    with open(path, "r+b") as w:
+        w.truncate(0)
+        w.write(b'{"step": 90}\n')
+    f.scan()
+    assert [g.steps() for g in store.gaps] == ["the steps after 60 and before 90"]
+
+
+def test_a_file_named_after_ours_that_is_no_rotation_of_it_is_not_read_as_its_rest(tmp_path: Path) -> None:
+    path = tmp_path / "train.log"
+    path.write_bytes(b"step:0 - loss:1\nstep:1 - loss:1\n")
+    f = Follower([path])
+    f.scan()
+    (tmp_path / "train.log.err").write_bytes(b"step:50 - loss:9\n")  # written after the read, but not a rotation
+    path.unlink()
+    path.write_bytes(b"step:2 - loss:1\n")
+    f.scan()
+    assert steps(f) == [2]

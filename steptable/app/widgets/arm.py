@@ -63,6 +63,12 @@ class ArmPanel(Vertical):
             nbad = store.bad_count  # all of them: the store keeps only the first few lines themselves
             if nbad:
                 parts.append(f"{nbad:,} bad")
+            gaps = list(getattr(store, "gaps", ()))
+            if gaps:  # rows lost for good (ingest.gaps): the latest, as tail -f says each
+                parts.append(f"rows lost: {gaps[-1].steps()}" + (f" (+{len(gaps) - 1} more)" if len(gaps) > 1 else ""))
+            two = getattr(store, "meta", {}).get("two_writers")
+            if isinstance(two, str):  # rows of two processes in one arm: shown apart (ingest.readers.arms)
+                parts.append(f"two writers: {two}")
             resumes = list(getattr(store, "resumes", ()))
             if resumes:  # rows from there were replaced by a relaunch's (as summary says it; the last three)
                 parts.append("resumed " + ",".join(str(r) for r in resumes[-3:]) + (" …" if len(resumes) > 3 else ""))

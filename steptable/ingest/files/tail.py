@@ -8,7 +8,9 @@ two polls), or the inode changed to a file that does not hold those same bytes (
 recreate). A file renamed away within its directory, or copied beside it before a truncation (logrotate's
 copytruncate), is read to its end first, and the new content then continues the same run (no reset). A new inode
 that does hold them is the same log grown (rsync and other copiers write a new file and rename it over the old one):
-reading goes on from our offset. A partial last line is kept until its newline arrives.
+reading goes on from our offset. Where neither holds the rest, ``Lost`` says so before the reset, and files made at
+our path after our last read and renamed away before we opened them (rotated twice between two polls) are read whole
+first, as the run's continuation. A partial last line is kept until its newline arrives.
 A line of ``max_line`` bytes or more is reported and skipped while reading on in bounded blocks, never held whole.
 The file is opened per poll, never kept open, so renames, deletions and many runs cost no descriptors.
 """
@@ -16,6 +18,7 @@ The file is opened per poll, never kept open, so renames, deletions and many run
 from __future__ import annotations
 
 import os
+import re
 import stat
 from collections import deque
 from collections.abc import Generator, Iterator
@@ -53,7 +56,34 @@ class Reset:
 
 
 RESET = Reset()
-TailEvent = Lines | BadLine | Reset
+
+
+@dataclass(frozen=True, slots=True)
+class Lost:
+    """Yielded when the file we were reading went before its end was known to be read (``reason``: deleted,
+    replaced, truncated) and no file beside it holds the rest: bytes after ``offset`` may be lost (the rows read next
+    tell; steptable.ingest.gaps)."""
+
+    offset: int
+    reason: str
+
+
+TailEvent = Lines | BadLine | Reset | Lost
+
+
+#: what a rotation adds to a file's name: logrotate's ``.1`` (``.1.gz``), its dateext ``-20261128``
+_ROTATED = re.compile(r"[.-][0-9][\w.-]*")
+
+
+def _text(head: bytes) -> bool:
+    """Do the first bytes of a file read as text (not a compressed or binary file)?"""
+    if b"\0" in head:
+        return False
+    try:
+        head.decode("utf-8")
+    except UnicodeDecodeError as e:
+        return e.start >= len(head) - 3  # (a character cut by the end of the sample)
+    return True
 
 
 def open_binary(path: Path) -> BinaryIO:
@@ -169,13 +199,19 @@ class FileTail:
                 # A new file at the path. Renamed away (logrotate's metrics.jsonl -> metrics.jsonl.1) the old one is
                 # still beside it: read it to its end first, then the new one from its start, as the same run.
                 moved = yield from self._drain_moved()
-                if not moved:
+                if not moved:  # deleted or replaced: what a copy of it holds is read, what came after may be lost
                     moved = yield from self._drain_copy()
+                    if self.offset:
+                        yield Lost(self.offset, "deleted or replaced")
+                # files made at the path after our last read and rotated away before we opened them
+                made = yield from self._drain_unseen(ident)
                 self._restart()
-                if not moved:  # deleted, or replaced by another file: the run is read again from the new one
+                if not (moved or made):  # deleted, or replaced by another file: the run is read again from the new one
                     yield RESET
             elif known and (st.st_size < self.offset or not self._same_bytes(f)):
                 copied = yield from self._drain_copy()  # logrotate's copytruncate: the rest is in the copy
+                if self.offset:  # (rows written between the copy and the truncation are in neither)
+                    yield Lost(self.offset, "truncated or rewritten")
                 self._restart()
                 if not copied:  # truncated with no copy beside it (verl's relaunch): the run is read again
                     yield RESET
@@ -209,8 +245,8 @@ class FileTail:
                 continue
             with f:
                 st = os.fstat(f.fileno())
-                if (st.st_dev, st.st_ino) != old or st.st_size < self.offset:
-                    continue
+                if (st.st_dev, st.st_ino) != old or st.st_size < self.offset or not self._same_bytes(f):
+                    continue  # (another file that got the deleted one's inode number)
                 f.seek(self.offset)
                 yield from self._read(f)
             return True
@@ -241,6 +277,48 @@ class FileTail:
                 yield from self._read(f)
             return True
         return False
+
+    def _drain_unseen(self, new: tuple[int, int]) -> Generator[TailEvent, None, bool]:
+        """Read whole, oldest first, the files beside ours that a writer made at our path after we last read it and
+        that were renamed away before we ever opened them (a file rotated twice between two polls): named as a
+        rotation of ours (``metrics.jsonl.3``, ``metrics.jsonl-20261128``), last written after our last read, not
+        holding what we read (an inode number is used again once its file is deleted), not ``new`` (the file at the
+        path now), text (a compressed rotation is not); True (the generator's value) when one was read."""
+        if self._sig is None:
+            return False
+        since = self._sig[3]
+        try:
+            with os.scandir(self.path.parent) as it:
+                found = []
+                for e in it:
+                    if not _ROTATED.fullmatch(e.name[len(self.path.name) :]) or not e.name.startswith(
+                            self.path.name) or not e.is_file():
+                        continue
+                    st = e.stat()
+                    ident = (st.st_dev, st.st_ino)
+                    if st.st_mtime_ns >= since and st.st_size and ident != new:
+                        found.append((st.st_mtime_ns, ident, Path(e.path)))
+        except OSError:
+            return False
+        made = [path for _, ident, path in sorted(found) if self._made_after(path, ident)]
+        for path in made:
+            try:
+                f = open_binary(path)
+            except OSError:
+                continue
+            with f:
+                self._restart()
+                yield from self._read(f)
+        return bool(made)
+
+    def _made_after(self, path: Path, ident: tuple[int, int]) -> bool:
+        """Is the file at ``path`` still ``ident``, text, and not holding what we read (a copy of the old file)?"""
+        try:
+            with open_binary(path) as f:
+                st = os.fstat(f.fileno())
+                return (st.st_dev, st.st_ino) == ident and _text(f.read(HEAD)) and not self._same_bytes(f)
+        except OSError:
+            return False
 
     def _fail(self, reason: str) -> Iterator[BadLine]:
         if reason != self.error:

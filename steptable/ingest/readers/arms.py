@@ -1,4 +1,5 @@
-"""One JSONL file written by StepLoggers of several arms (given one ``run_dir``): each arm's rows as a run of its own.
+"""One JSONL file written by StepLoggers of several arms (given one ``run_dir``): each arm's rows as a run of its own;
+and the rows a second process wrote into an arm's rows (``writer_pid``), apart from the first's.
 
 A row names its arm (``"arm": "routeA"``); an arm is split off the file's first arm only when its StepLogger's
 description (``steptable.<arm>.json``) is beside the file, so a file whose rows merely carry an ``arm`` field
@@ -50,20 +51,7 @@ class ArmSplit:
         own = {a for a in names if self._own(a)}  # (each name once a chunk: a row is not a stat)
         if not own:
             return [(None, parsed)]
-        where = [a if a in own else None for a in arms]
-        rows = parsed.rows if parsed.rows is not None else cols_to_rows(parsed.cols or {}, len(parsed.steps))
-        order: dict[str | None, list[int]] = {}
-        for i, w in enumerate(where):
-            order.setdefault(w, []).append(i)
-        out = []
-        for w, idx in order.items():
-            part = Parsed(steps=[parsed.steps[i] for i in idx], rows=[rows[i] for i in idx], step_key=parsed.step_key)
-            if w is None:
-                part.bad, part.meta = parsed.bad, parsed.meta
-            out.append((w, part))
-        if None not in order and (parsed.bad or parsed.meta):  # the chunk's bad lines still belong to the file
-            out.insert(0, (None, Parsed(steps=[], bad=parsed.bad, meta=parsed.meta, step_key=parsed.step_key)))
-        return out
+        return split_rows(parsed, [a if a in own else None for a in arms])
 
     def _own(self, arm: str) -> bool:
         if arm in self.split:
@@ -80,6 +68,41 @@ class ArmSplit:
             del self.looked[arm]
             return True
         return False
+
+
+def split_rows(parsed: Parsed, where: list[Any]) -> list[tuple[Any, Parsed]]:
+    """``parsed`` in parts by ``where`` (a key per row; None: the file's own store), in file order of their first
+    rows; the chunk's bad lines and meta go with the None part (one made for them where no row stays)."""
+    rows = parsed.rows if parsed.rows is not None else cols_to_rows(parsed.cols or {}, len(parsed.steps))
+    order: dict[Any, list[int]] = {}
+    for i, w in enumerate(where):
+        order.setdefault(w, []).append(i)
+    out = []
+    for w, idx in order.items():
+        part = Parsed(steps=[parsed.steps[i] for i in idx], rows=[rows[i] for i in idx], step_key=parsed.step_key)
+        if w is None:
+            part.bad, part.meta = parsed.bad, parsed.meta
+        out.append((w, part))
+    if None not in order and (parsed.bad or parsed.meta):  # the chunk's bad lines still belong to the file
+        out.insert(0, (None, Parsed(steps=[], bad=parsed.bad, meta=parsed.meta, step_key=parsed.step_key)))
+    return out
+
+
+def writer_groups(parsed: Parsed) -> list[tuple[int | None, Parsed]]:
+    """``parsed`` in parts by the ``writer_pid`` its rows carry (a StepLogger that found its arm's writer lock held
+    by another live process marks its rows with its pid): None for rows without one. One part, ``(None, parsed)``,
+    when no row carries one (the usual case, at no cost)."""
+    if parsed.cols is not None:
+        col = parsed.cols.get(runinfo.WRITER_KEY)
+        pids = None if col is None else [None if v is MISSING else v for v in col]
+    elif parsed.rows is not None and any(runinfo.WRITER_KEY in r for r in parsed.rows):
+        pids = [r.get(runinfo.WRITER_KEY) for r in parsed.rows]
+    else:
+        pids = None
+    if pids is None:
+        return [(None, parsed)]
+    where = [p if type(p) is int and p > 0 else None for p in pids]
+    return [(None, parsed)] if not any(where) else split_rows(parsed, where)
 
 
 def arm_values(parsed: Parsed) -> list[Any] | None:

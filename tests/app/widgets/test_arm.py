@@ -178,3 +178,33 @@ async def test_the_app_shows_an_ended_run_as_ended_not_stalled(tmp_path: Path) -
         title = static_text(app.query_one(ArmPanel).title_bar)
         assert "run ended" in title and "STALLED" not in title
         assert [c.header.strip() for c in app.session.layout][:3] == ["step", "rew", "kl"]  # the logger's columns
+
+
+def test_an_arm_title_says_two_writers_not_resumes(tmp_path: Path) -> None:
+    """Rows of a second process in one arm (marked with its pid, as its StepLogger writes them: the processes
+    themselves are in tests/cli/test_two_writers.py): each title says two writers, neither says resumed."""
+    path = tmp_path / "a" / "metrics.jsonl"
+    write_rows(path, [r for s in range(30) for r in ({"step": s, "loss": 1.0}, {"step": s, "loss": 2.0,
+                                                                                 "writer_pid": 4242})])
+    f = Follower([tmp_path])
+    f.scan()
+    titles = [ArmPanel(k, k).title_text(st, len(st), now=0.0) for k, st in sorted(f.stores.items())]
+    assert len(titles) == 2 and all("two writers" in t and "resumed" not in t for t in titles)
+    assert "process 4242 writes this arm too" in titles[0] and "4242" in titles[1]
+
+
+def test_an_arm_title_says_the_rows_lost_for_good(tmp_path: Path) -> None:
+    """The file replaced before its rest was read, the new one going on past the next step: the title says which
+    steps were lost, as tail -f does."""
+    import os
+
+    path = tmp_path / "a" / "metrics.jsonl"
+    write_rows(path, [{"step": s, "loss": 1.0} for s in range(10)])
+    f = Follower([tmp_path])
+    f.scan()
+    new = tmp_path / "a" / "incoming"
+    write_rows(new, [{"step": s, "loss": 1.0} for s in range(20, 25)])
+    os.replace(new, path)
+    f.scan()
+    (store,) = f.stores.values()
+    assert "rows lost: steps 10-19" in ArmPanel("a", "a").title_text(store, len(store), now=0.0)
