@@ -25,6 +25,7 @@ from steptable.app.lockstep import Lockstep
 from steptable.app.messages import AlertsFound, FeedProblem, PreviewReady, RunsChanged
 from steptable.app.model import Store
 from steptable.app.screens.help import key_text
+from steptable.app.search import Search
 from steptable.app.seek import Seek
 from steptable.app.session import Session
 from steptable.app.sweep import IndexChanged, Sweep, SweepFound
@@ -82,6 +83,7 @@ class StepTableApp(App[int]):
         self.viewers = Viewers(self, self.tables)
         self.lockstep = Lockstep(self.tables)
         self.seek = Seek(self.tables)
+        self.search = Search(self.tables)
         self.sweep = Sweep(self, clock)
         self._new_panels = False
         self.problem = ""
@@ -253,6 +255,10 @@ class StepTableApp(App[int]):
                 panel.show_arms([(self.panels[rid].label, s.runs[rid].store, s.runs[rid].rows) for rid in rids],
                                 s.panel_cols(set(rids)))
 
+    def refresh_status(self) -> None:
+        """Show the session's state (events, filter, search) in the status line again."""
+        self._refresh_status()
+
     def _refresh_status(self) -> None:
         if not self.screen_stack or not self.is_running:
             return
@@ -262,7 +268,8 @@ class StepTableApp(App[int]):
         except NoMatches:  # shutting down
             return
         note = self.problem or self.feed.note()
-        bar.show(s.events(recent=3), s.status_counts(), note, (s.pattern, s.filter_matches()) if s.pattern else None)
+        bar.show(s.events(recent=3), s.status_counts(), note, (s.pattern, s.filter_matches()) if s.pattern else None,
+                 self.search.finder.status)
 
     def _on_tick(self) -> None:
         if not self.screen_stack or not self.is_running:
@@ -310,6 +317,13 @@ class StepTableApp(App[int]):
 
     def action_filter(self) -> None:
         self.viewers.filter()
+
+    def action_search(self) -> None:
+        self.viewers.search(self.search)
+
+    def action_search_next(self, forward: bool) -> None:
+        self.search.next(forward)
+        self._refresh_status()
 
     def action_jump(self) -> None:
         self.viewers.jump()
@@ -360,6 +374,10 @@ class StepTableApp(App[int]):
     def action_seek_nonfinite(self, forward: bool) -> None:
         if (why := self.seek.nonfinite(forward)) is not None:
             self.notify(why)
+
+    def action_seek_regime(self, forward: bool) -> None:
+        if (why := self.seek.regime(forward)) is not None:
+            self.notify(why, markup=False)  # (it names a column)
 
     def action_follow_all(self) -> None:
         self.tables.follow_all()

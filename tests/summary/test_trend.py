@@ -10,7 +10,7 @@ import random
 import pytest
 
 from steptable.summary.report import column_stats, trend_pct
-from steptable.summary.trend import _t_quantile, hold_length
+from steptable.summary.trend import _t_quantile, hold_length, regime_changes
 from tests.summary.helpers import held, lattice
 
 
@@ -243,3 +243,32 @@ def test_a_few_spikes_are_not_a_trend() -> None:
             xs[i] = 50.0
         ts.append(trend_pct(xs))
     assert sum(t != 0.0 for t in ts) <= 10 and max(abs(t or 0.0) for t in ts) < 3
+
+
+def test_regime_changes_of_a_stepped_schedule() -> None:
+    """A learning rate halved at rows 300 and 600 changes regime there and nowhere else; noisy levels too."""
+    lr = [1e-3] * 300 + [5e-4] * 300 + [2.5e-4] * 300
+    assert regime_changes(lr) == [300, 600]
+    r = random.Random(1)
+    noisy = [(1.0 if i < 500 else 2.0) + r.gauss(0, 0.2) for i in range(1000)]
+    assert regime_changes(noisy) == [500]
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_no_regime_change_in_noise_a_ramp_or_a_spike(seed: int) -> None:
+    r = random.Random(seed)
+    assert regime_changes([r.gauss(0, 1) for _ in range(20_000)]) == []
+    assert regime_changes([i * 0.01 for i in range(2000)]) == []  # a slope is no change of regime
+    spiky = [r.gauss(1, 0.05) for _ in range(5000)]
+    spiky[2500] = 1000.0
+    assert regime_changes(spiky) == []
+    # single-row spikes of z 11-27 in one row of 100 (the alerts corpus' heavy-tailed family)
+    heavy = [r.gauss(0, 1) + (r.uniform(11, 27) * r.choice((-1, 1)) if r.random() < 0.01 else 0.0)
+             for _ in range(20_000)]
+    assert regime_changes(heavy) == []
+
+
+def test_regime_changes_of_short_or_flat_series() -> None:
+    assert regime_changes([1.0, 2.0] * 10) == []  # fewer than two windows
+    assert regime_changes([0.0] * 500) == []
+    assert regime_changes([3.0] * 100 + [4.0] * 100) == [100]

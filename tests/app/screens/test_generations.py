@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from rich.text import Text
 from textual.widgets import Static
 
 from steptable.app.screens import generations as gen_screen
@@ -84,13 +85,13 @@ async def test_generations_viewer_pages_a_big_step(tmp_path: Path) -> None:
         await sync(pilot, follower)
         screen = await open_generations(pilot)
         first = static_text(screen.query_one("#gen-text", Static))
-        assert "── 1/128 " in first and "── 128/128 " not in first and "n for the next ones" in first
-        await pilot.press("n")
+        assert "── 1/128 " in first and "── 128/128 " not in first and "> for the next ones" in first
+        await pilot.press("greater_than_sign")
         second = static_text(screen.query_one("#gen-text", Static))
         assert "── 1/128 " not in second and second != first
-        await pilot.press("p")
+        await pilot.press("less_than_sign")
         assert static_text(screen.query_one("#gen-text", Static)) == first
-        await pilot.press("p")  # no page before the first
+        await pilot.press("less_than_sign")  # no page before the first
         assert static_text(screen.query_one("#gen-text", Static)) == first
 
 
@@ -156,3 +157,60 @@ async def test_a_viewer_failure_is_shown_not_fatal(tmp_path: Path, monkeypatch: 
         text = viewer_text(await open_generations(pilot))
         assert all(x in text for x in said), text
     assert app.return_code is None
+
+
+async def _search_samples(pilot: Any, screen: GenerationsScreen, text: str) -> None:
+    await pilot.press("slash", "ctrl+a", "ctrl+k", *text, "enter")
+    searching = [w for w in pilot.app.workers if w.group == "gen-search"]
+    if searching:
+        await pilot.app.workers.wait_for_complete(searching)
+    await pilot.pause()
+    await pilot.pause()
+
+
+def _title(screen: GenerationsScreen) -> str:
+    return static_text(screen.query_one("#gen-title", Static))
+
+
+async def test_search_moves_to_the_matching_samples(tmp_path: Path) -> None:
+    """/ in the viewer finds text in the arm's samples (every step), ignoring case; n / N move to the next /
+    previous matching sample (wrapping), which is shown first; the title says "k of m" or that nothing matched."""
+    root = make_runs(tmp_path)
+    write_generations(root / "routeA")
+    app, follower, _ = manual_app(root)
+    async with app.run_test(size=SIZE) as pilot:
+        await sync(pilot, follower)
+        screen = await open_generations(pilot)
+        await pilot.press("left", "left")
+        assert screen.step == 0
+        await _search_samples(pilot, screen, "ANSWER 1")
+        assert screen.step == 0 and "1 of 3" in _title(screen)
+        assert viewer_text(screen).split("\n── ")[1].startswith("2/2 ")  # the match first on the page
+        await pilot.press("n")
+        await pilot.pause()
+        assert screen.step == 10 and "2 of 3" in _title(screen)
+        await pilot.press("n", "n")
+        await pilot.pause()
+        assert screen.step == 0 and "1 of 3" in _title(screen)
+        await pilot.press("N")
+        await pilot.pause()
+        assert screen.step == 20 and "3 of 3" in _title(screen)
+        await _search_samples(pilot, screen, "no such words")
+        assert "no match for 'no such words'" in _title(screen) and screen.step == 20
+
+
+async def test_search_finds_untrusted_text_and_shows_it_inert(tmp_path: Path) -> None:
+    root = make_runs(tmp_path)
+    write_generations(root / "routeA")
+    app, follower, _ = manual_app(root)
+    async with app.run_test(size=SIZE) as pilot:
+        await sync(pilot, follower)
+        screen = await open_generations(pilot)
+        await _search_samples(pilot, screen, "[bold red]markup")
+        assert screen.step == 10 and "1 of 1" in _title(screen)
+        shown = viewer_text(screen)
+        assert "[bold red]markup[/]" in shown and "\x1b" not in shown
+        text = screen.query_one("#gen-text", Static).content
+        assert isinstance(text, Text)
+        marked = [text.plain[s.start : s.end] for s in text.spans if s.style == "reverse"]
+        assert marked == ["[bold red]markup"]  # the match is marked, where it shows
