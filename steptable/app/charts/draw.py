@@ -9,9 +9,10 @@ import math
 from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from rich.style import Style
-from rich.text import Text
+from rich.text import Span, Text
 
 from steptable.ingest.pyramid import Bucket, Pyramid
 from steptable.table.formatting import fmt_auto
@@ -86,8 +87,12 @@ def _tf(v: float, log: bool) -> float:
 
 def y_range(buckets: Sequence[Sequence[Bucket]], log: bool) -> tuple[float, float] | None:
     """Lowest and highest finite value (log10 of the positive ones with ``log``) over the buckets in view."""
-    lows = [t for bs in buckets for b in bs if not b.empty and math.isfinite(t := _tf(b.lo, log))]
-    highs = [t for bs in buckets for b in bs if not b.empty and math.isfinite(t := _tf(b.hi, log))]
+    if log:
+        lows = [t for bs in buckets for b in bs if not b.empty and math.isfinite(t := _tf(b.lo, log))]
+        highs = [t for bs in buckets for b in bs if not b.empty and math.isfinite(t := _tf(b.hi, log))]
+    else:  # (a bucket's extremes are finite when it has any: the pyramid keeps NaN / inf apart)
+        lows = [b.lo for bs in buckets for b in bs if b.lo <= b.hi]
+        highs = [b.hi for bs in buckets for b in bs if b.lo <= b.hi]
     if not lows and not highs:
         return None
     lo, hi = min(lows + highs), max(lows + highs)
@@ -165,49 +170,81 @@ def chart(
     smoothed = any(pri for _, pri, _ in layers)
     looks = {(arm, pri): styles.arms[arm % len(styles.arms)] + (Style(dim=True) if smoothed and not pri else Style())
              for arm, pri, _ in layers}
-    marker_row = Text(_pad("nan/inf", GUTTER - 2) + "  ", style=styles.axis, no_wrap=True)
-    for c in range(plot_w):
-        marker_row.append(MARKER if marks[c] else " ", styles.alert if marks[c] else _cross(None, c, cross, styles))
-    out.append(marker_row)
+    marked = [(c, (-1, 0)) for c in range(plot_w) if marks[c]]
+    out.append(Text(_pad("nan/inf", GUTTER - 2) + "  " + "".join(MARKER if m else " " for m in marks),
+                    style=styles.axis, no_wrap=True,
+                    spans=_row_spans(marked, {(-1, 0): styles.alert}, cross, styles, keep=True)))
     ticks = nice_ticks(lo, hi, max(plot_h // 3, 2)) if yr is not None else []
     tick_rows = {plot_h - 1 - round((t - lo) / (hi - lo) * (plot_h - 1)): t for t in ticks}
+    owned = _owners(grids, plot_w, plot_h)
+    union = 0
+    for _, _, bits in grids:  # (OR'd as big integers: one C pass per layer)
+        union |= int.from_bytes(bits, "little")
+    dots = union.to_bytes(plot_w * plot_h, "little")
     for row in range(plot_h):
         t = tick_rows.get(row)
         label = _fmt(10.0**t if log else t) if t is not None else ""
-        line = Text(_pad(label, GUTTER - 2) + (" ┤" if t is not None else " │"), style=styles.axis, no_wrap=True)
-        run: list[str] = []
-        run_style: Style | None = None
-        for c in range(plot_w):
-            k = row * plot_w + c
-            cell, owner = 0, None
-            for arm, pri, bits in grids:
-                dots = bits[k]
-                if dots:
-                    cell |= dots
-                    key = (pri, dots.bit_count())
-                    if owner is None or key > owner[0]:
-                        owner = (key, arm, pri)
-            style: Style | None = None
-            if owner is not None:
-                style = looks[owner[1], owner[2]]
-            if c == cross:
-                style = styles.cross if style is None else style + styles.cross
-            if style != run_style and run:  # one append per run of a style: Text.append per cell is slow
-                line.append("".join(run), run_style)
-                run = []
-            run_style = style
-            run.append(chr(0x2800 + cell) if cell else " ")
-        if run:
-            line.append("".join(run), run_style)
-        out.append(line)
+        head = _pad(label, GUTTER - 2) + (" ┤" if t is not None else " │")
+        a = row * plot_w
+        plot = "".join(map(_BRAILLE.__getitem__, dots[a : a + plot_w]))
+        spans = _row_spans(owned[row], looks, cross if cross is not None and 0 <= cross < plot_w else None, styles)
+        out.append(Text(head + plot, style=styles.axis, no_wrap=True, spans=spans))
     out += _x_axis(x0, x1, plot_w, styles, fmt_x)
     return out
 
 
-def _cross(style: Style | None, c: int, cross: int | None, styles: Styles) -> Style | None:
-    if c != cross:
-        return style
-    return styles.cross if style is None else style + styles.cross
+Owned = list[tuple[int, tuple[int, int]]]
+
+
+def _owners(grids: Sequence[tuple[int, int, bytearray]], width: int, height: int) -> list[Owned]:
+    """Per cell row, (cell column, (arm, layer)) of each cell with dots, by column: the layer that draws the cell is
+    a smoothed one over a raw one, then the one with more dots in it, then the first."""
+    best: dict[int, tuple[tuple[int, int], int, int]] = {}
+    for arm, pri, bits in grids:
+        marks = bits.translate(_ANY)
+        k = marks.find(1)
+        while k >= 0:  # (the cells with dots only: a line crosses a row in a few places)
+            key = (pri, bits[k].bit_count())
+            if k not in best or key > best[k][0]:
+                best[k] = (key, arm, pri)
+            k = marks.find(1, k + 1)
+    rows: list[Owned] = [[] for _ in range(height)]
+    for k in sorted(best):
+        r, c = divmod(k, width)
+        rows[r].append((c, best[k][1:]))
+    return rows
+
+
+#: a braille cell's character by its dot bits (no dots: a space)
+_BRAILLE = [" ", *(chr(0x2800 + b) for b in range(1, 256))]
+#: any dots -> 1
+_ANY = bytes([0] + [1] * 255)
+
+
+def _row_spans(owned: Owned, looks: dict[tuple[int, int], Style], cross: int | None, styles: Styles,
+               keep: bool = False) -> list[Span]:
+    """The spans of one plot row (after the gutter): one per run of cells one layer owns, in its look, and the
+    crosshair's cell (over its owner's look; ``keep``: a cell with an owner keeps its own look there)."""
+    runs: list[list[Any]] = []  # [start, end, owner]
+    for c, who in owned:
+        if runs and runs[-1][1] == c and runs[-1][2] == who:
+            runs[-1][1] = c + 1
+        else:
+            runs.append([c, c + 1, who])
+    spans = []
+    for a, b, who in runs:
+        look = looks[who]
+        if cross is None or not a <= cross < b:
+            spans.append(Span(GUTTER + a, GUTTER + b, look))
+            continue
+        if a < cross:
+            spans.append(Span(GUTTER + a, GUTTER + cross, look))
+        spans.append(Span(GUTTER + cross, GUTTER + cross + 1, look if keep else look + styles.cross))
+        if cross + 1 < b:
+            spans.append(Span(GUTTER + cross + 1, GUTTER + b, look))
+    if cross is not None and not any(a <= cross < b for a, b, _ in runs):
+        spans.append(Span(GUTTER + cross, GUTTER + cross + 1, styles.cross))
+    return spans
 
 
 def _x_axis(x0: float, x1: float, plot_w: int, styles: Styles, name: str) -> list[Text]:
