@@ -9,7 +9,8 @@ import math
 from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from functools import cache
+from itertools import groupby
 
 from rich.style import Style
 from rich.text import Span, Text
@@ -63,8 +64,21 @@ def x_range(lines: Sequence[Line]) -> tuple[float, float] | None:
 def pixel_edges(x: Sequence[float], rows: int, x0: float, x1: float, pixels: int) -> list[int]:
     """Row edges of ``pixels`` columns splitting [x0, x1] evenly in x (the last one ends x1 included)."""
     span = (x1 - x0) / pixels
-    edges = [bisect_left(x, x0 + span * p, 0, rows) for p in range(pixels)]
-    edges.append(bisect_right(x, x1, 0, rows))
+    edges = []
+    at = gap = 0
+    for p in range(pixels):
+        v = x0 + span * p
+        # searched first near where the last gap between edges puts it (an evenly spaced x, the step: a few
+        # comparisons, not log2 rows), the rest of the rows where that misses
+        lo, hi = min(max(at, at + gap - 2), rows), min(rows, at + gap + 2)
+        if lo > at and x[lo - 1] >= v:
+            lo = at
+        if hi < rows and x[hi] < v:
+            hi = rows
+        new = bisect_left(x, v, lo, hi)
+        gap, at = new - at, new
+        edges.append(at)
+    edges.append(bisect_right(x, x1, at, rows))
     return edges
 
 
@@ -102,35 +116,48 @@ def y_range(buckets: Sequence[Sequence[Bucket]], log: bool) -> tuple[float, floa
     return lo, hi
 
 
-def _plot_bits(buckets: Sequence[Bucket], lo: float, hi: float, log: bool, width: int, height: int) -> bytearray:
+def _plot_bits(buckets: Sequence[Bucket], lo: float, hi: float, log: bool, width: int, height: int) -> bytes:
     """One layer: braille bits per cell (row-major), each pixel column from its min to its max, joined to the
     column before it."""
-    bits = bytearray(width * height)
+    cols = bytearray(width * height)  # column-major while drawing: a cell column's rows lie together
     dots = height * 4
     scale = (dots - 1) / (hi - lo)
     prev: tuple[int, int] | None = None
+    top_dot = dots - 1
     for p, b in enumerate(buckets[: width * 2]):
-        if b.empty:
+        if b.lo > b.hi:  # empty
             prev = None
             continue
-        tlo, thi = _tf(b.lo, log), _tf(b.hi, log)
-        top = dots - 1 - round((min(max(thi, lo), hi) - lo) * scale) if thi > -math.inf else dots - 1
-        bottom = dots - 1 - round((min(max(tlo, lo), hi) - lo) * scale) if tlo > -math.inf else dots - 1
+        tlo, thi = (_tf(b.lo, log), _tf(b.hi, log)) if log else (b.lo, b.hi)
+        # (conditional expressions, not min / max calls: this runs per pixel column and layer)
+        thi = lo if thi < lo else hi if thi > hi else thi
+        tlo = lo if tlo < lo else hi if tlo > hi else tlo
+        top = top_dot - round((thi - lo) * scale)
+        bottom = top_dot - round((tlo - lo) * scale)
         a, z = top, bottom
         if prev is not None:  # the line goes on from the column before: no gap between a fall and a rise
-            a, z = min(top, prev[1]), max(bottom, prev[0])
+            a = top if top < prev[1] else prev[1]
+            z = bottom if bottom > prev[0] else prev[0]
         prev = (top, bottom)
         cell, sub = divmod(p, 2)
         masks = _SPANS[sub]
         first, last = a >> 2, z >> 2
-        for row in range(first, last + 1):  # a cell row at a time: the dots from a to z within it
-            bits[row * width + cell] |= masks[a - 4 * row if row == first else 0][z - 4 * row if row == last else 3]
-    return bits
+        at = cell * height
+        if first == last:
+            cols[at + first] |= masks[a & 3][z & 3]
+            continue
+        cols[at + first] |= masks[a & 3][3]
+        cols[at + last] |= masks[0][z & 3]
+        if last > first + 1:  # the cells between: the whole sub-column, OR'd in C
+            cols[at + first + 1 : at + last] = cols[at + first + 1 : at + last].translate(_FILL[sub])
+    return b"".join(cols[r::height] for r in range(height))
 
 
 #: by pixel sub-column, first and last dot row (0-3): the bits of that run of dots in a cell
 _SPANS = tuple(tuple(tuple(sum(_DOTS[d][sub] for d in range(i, j + 1)) for j in range(4)) for i in range(4))
                for sub in range(2))
+#: by pixel sub-column: a cell's bits with that whole sub-column added
+_FILL = tuple(bytes(b | _SPANS[sub][0][3] for b in range(256)) for sub in range(2))
 
 
 def chart(
@@ -170,7 +197,7 @@ def chart(
     smoothed = any(pri for _, pri, _ in layers)
     looks = {(arm, pri): styles.arms[arm % len(styles.arms)] + (Style(dim=True) if smoothed and not pri else Style())
              for arm, pri, _ in layers}
-    marked = [(c, (-1, 0)) for c in range(plot_w) if marks[c]]
+    marked = [(c, c + 1, (-1, 0)) for c in range(plot_w) if marks[c]]
     out.append(Text(_pad("nan/inf", GUTTER - 2) + "  " + "".join(MARKER if m else " " for m in marks),
                     style=styles.axis, no_wrap=True,
                     spans=_row_spans(marked, {(-1, 0): styles.alert}, cross, styles, keep=True)))
@@ -193,44 +220,44 @@ def chart(
     return out
 
 
-Owned = list[tuple[int, tuple[int, int]]]
+#: a run of cells of one plot row one layer draws: (first, end, the layer's (arm, priority))
+Runs = list[tuple[int, int, tuple[int, int]]]
 
 
-def _owners(grids: Sequence[tuple[int, int, bytearray]], width: int, height: int) -> list[Owned]:
-    """Per cell row, (cell column, (arm, layer)) of each cell with dots, by column: the layer that draws the cell is
-    a smoothed one over a raw one, then the one with more dots in it, then the first."""
-    best: dict[int, tuple[tuple[int, int], int, int]] = {}
-    for arm, pri, bits in grids:
-        marks = bits.translate(_ANY)
-        k = marks.find(1)
-        while k >= 0:  # (the cells with dots only: a line crosses a row in a few places)
-            key = (pri, bits[k].bit_count())
-            if k not in best or key > best[k][0]:
-                best[k] = (key, arm, pri)
-            k = marks.find(1, k + 1)
-    rows: list[Owned] = [[] for _ in range(height)]
-    for k in sorted(best):
-        r, c = divmod(k, width)
-        rows[r].append((c, best[k][1:]))
+def _owners(grids: Sequence[tuple[int, int, bytes]], width: int, height: int) -> list[Runs]:
+    """Per cell row, the runs of cells each layer draws: where layers overlap, a smoothed one over a raw one, then
+    the one with more dots in the cell, then the first. Each cell's winner is a C ``max`` over the layers' keys."""
+    keyed = [map(_keys(pri, i).__getitem__, bits) for i, (_, pri, bits) in enumerate(grids[:255])]
+    best = list(map(max, *keyed)) if len(keyed) > 1 else list(keyed[0]) if keyed else []
+    layer = [(arm, pri) for arm, pri, _ in grids]
+    rows: list[Runs] = []
+    for r in range(height):
+        runs: Runs = []
+        c = 0
+        for code, cells in groupby(best[r * width : (r + 1) * width], key=_LOW.__and__):
+            n = len(list(cells))
+            if code:
+                runs.append((c, c + n, layer[255 - code]))
+            c += n
+        rows.append(runs)
     return rows
 
 
+_LOW = 255
+
+
+@cache
+def _keys(pri: int, i: int) -> list[int]:
+    """Layer ``i``'s key of a cell by its dot bits (0: no dots): its priority, its dots, then the first layer."""
+    return [0, *(((pri * 9 + d.bit_count()) << 8) | (_LOW - i) for d in range(1, 256))]
 #: a braille cell's character by its dot bits (no dots: a space)
 _BRAILLE = [" ", *(chr(0x2800 + b) for b in range(1, 256))]
-#: any dots -> 1
-_ANY = bytes([0] + [1] * 255)
 
 
-def _row_spans(owned: Owned, looks: dict[tuple[int, int], Style], cross: int | None, styles: Styles,
+def _row_spans(runs: Runs, looks: dict[tuple[int, int], Style], cross: int | None, styles: Styles,
                keep: bool = False) -> list[Span]:
-    """The spans of one plot row (after the gutter): one per run of cells one layer owns, in its look, and the
+    """The spans of one plot row (after the gutter): one per run of cells one layer draws, in its look, and the
     crosshair's cell (over its owner's look; ``keep``: a cell with an owner keeps its own look there)."""
-    runs: list[list[Any]] = []  # [start, end, owner]
-    for c, who in owned:
-        if runs and runs[-1][1] == c and runs[-1][2] == who:
-            runs[-1][1] = c + 1
-        else:
-            runs.append([c, c + 1, who])
     spans = []
     for a, b, who in runs:
         look = looks[who]
