@@ -100,7 +100,7 @@ class ChartScreen(ModalScreen[None]):
         self.smoothed = False
         self.view: tuple[float, float] | None = None  # None: the whole run (and it grows with it)
         self.cross: int | None = None
-        self.feeds = Feeds()
+        self.feeds = Feeds(self._built)  # a long run's first build in a thread: the keys keep working
         self.body = Static("", id="chart-body", markup=False)
 
     def compose(self) -> ComposeResult:
@@ -129,13 +129,23 @@ class ChartScreen(ModalScreen[None]):
             self.pattern = default_metric(keys) or ""
         return metrics_for(self.pattern, keys)
 
+    def _built(self) -> None:
+        """(From the building thread) a series is ready: draw it."""
+        try:
+            self.app.call_from_thread(self.redraw)
+        except RuntimeError:  # the app has closed meanwhile
+            pass
+
     def _lines(self, arms: Sequence[Arm], key: str) -> tuple[list[Line], list[str]]:
         lines, problems = [], []
         for a in arms:
             try:
-                s = self.feeds.get(a.store, key, self.x_name, a.rows, self.smoothed)
+                s = self.feeds.ready(a.store, key, self.x_name, a.rows, self.smoothed)
             except XError as e:
                 problems.append(f"{a.label}: {e}")
+                continue
+            if s is None:
+                problems.append(f"{a.label}: building the view of {len(a.store):,} rows…")
                 continue
             lines.append(Line(a.label, s.xs, s.raw, s.smooth if self.smoothed else None))
         return lines, problems
@@ -218,8 +228,10 @@ class ChartScreen(ModalScreen[None]):
         if not keys:
             return None
         try:
-            s = self.feeds.get(arm.store, keys[0], self.x_name, arm.rows)
+            s = self.feeds.ready(arm.store, keys[0], self.x_name, arm.rows)
         except XError:
+            return None
+        if s is None:  # still building
             return None
         row = bisect_right(s.xs, x, 0, min(len(s.xs), len(s.raw))) - 1
         return row if row >= 0 else None
