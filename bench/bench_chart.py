@@ -27,12 +27,12 @@ STYLES = Styles(arms=[Style(color=c) for c in ("#E69F00", "#56B4E9", "#009E73")]
                 axis=Style(dim=True), cross=Style(reverse=True))
 
 
-def timed(f: Callable[[], object], reps: int = 9) -> float:
+def timed(f: Callable[[], object], reps: int = 9, clock: Callable[[], float] = time.perf_counter) -> float:
     ts = []
     for _ in range(reps):
-        t = time.perf_counter()
+        t = clock()
         f()
-        ts.append(time.perf_counter() - t)
+        ts.append(clock() - t)
     return statistics.median(ts)
 
 
@@ -53,14 +53,18 @@ def one_seed(seed: int) -> dict[str, float]:
     for _ in range(9):
         a = r.randrange(N // 2)
         views.append((float(a), float(a + r.randrange(1000, N // 2))))
+    cpu_views = list(views)
     redraw = timed(lambda: chart("loss", lines, views.pop(), 160, 30, STYLES))
+    # the process's CPU time as well: on a shared machine the wall clock also counts the time others hold the CPU
+    redraw_cpu = timed(lambda: chart("loss", lines, cpu_views.pop(), 160, 30, STYLES), clock=time.process_time)
     anchor = timed(lambda: [downsample(c, 151 * 2) for c in cols])
     copy = timed(lambda: [c[:] for c in cols], reps=3)
     small = Pyramid(cols[0][:1000])
     big = pyrs[0]
     app_small = timed(lambda: small.extend([1.0]), reps=201)
     app_big = timed(lambda: big.extend([1.0]), reps=201)
-    return {"build_s": build, "redraw_ms": redraw * 1e3, "anchor_ms": anchor * 1e3, "copy_ms": copy * 1e3,
+    return {"build_s": build, "redraw_ms": redraw * 1e3, "redraw_cpu_ms": redraw_cpu * 1e3,
+            "anchor_ms": anchor * 1e3, "copy_ms": copy * 1e3,
             "append_1k_us": app_small * 1e6, "append_1M_us": app_big * 1e6}
 
 
@@ -72,11 +76,12 @@ def main() -> None:
     for s in range(args.seeds):
         runs.append(one_seed(s))
         got = runs[-1]
-        print(f"seed {s}: redraw {got['redraw_ms']:.2f} ms, anchor (old downsample) {got['anchor_ms']:.2f} ms, "
-              f"ratio {got['redraw_ms'] / got['anchor_ms']:.2f}")
+        print(f"seed {s}: redraw {got['redraw_ms']:.2f} ms (CPU {got['redraw_cpu_ms']:.2f} ms), anchor (old "
+              f"downsample) {got['anchor_ms']:.2f} ms, ratio {got['redraw_ms'] / got['anchor_ms']:.2f}")
     worst = {k: max(r[k] for r in runs) for k in runs[0]}
     print(f"worst of {args.seeds} seeds, 3 arms x {N:,} points, 160 x 30 cells (302 pixel columns):")
     print(f"  redraw after a zoom        {worst['redraw_ms']:8.2f} ms  (goal <= 15)")
+    print(f"  the same, process CPU time {worst['redraw_cpu_ms']:8.2f} ms")
     ratio = worst["redraw_ms"] / worst["anchor_ms"]
     print(f"  anchor: old downsample     {worst['anchor_ms']:8.2f} ms  ratio {ratio:.2f}")
     print(f"  anchor: copy the 3 columns {worst['copy_ms']:8.2f} ms  ratio {worst['redraw_ms'] / worst['copy_ms']:.2f}")
