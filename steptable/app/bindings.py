@@ -19,7 +19,7 @@ BINDINGS: list[BindingType] = [
     Binding("c", "toggle_chart", "Chart", tooltip="the lit column over steps, one line per arm"),
     Binding("C", "chart_view", "Chart view", show=False,
             tooltip="metrics over x, arms overlaid: axes, zoom, crosshair"),
-    Binding("slash", "search", "Search", tooltip="find text in cells and column names (ignoring case)"),
+    Binding("slash", "search", "Search", tooltip="find text in cells and column names, ignoring case (the cell found: underlined, reversed)"),
     Binding("n", "search_next(True)", "Next match", show=False, tooltip="the search's next match (wraps)"),
     Binding("N", "search_next(False)", "Prev match", show=False, tooltip="the search's previous match (wraps)"),
     Binding("F", "filter", "Filter", tooltip="show only the columns matching globs"),
