@@ -8,7 +8,8 @@ The generations viewer searches its samples with the same ``Finder`` (``steptabl
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Generic, TypeVar
 
@@ -81,33 +82,47 @@ def key_matches(grids: Sequence[StepGrid], pat: re.Pattern[str]) -> list[Match]:
     return list(seen.values())
 
 
-def cell_matches(run: str, grid: StepGrid, pat: re.Pattern[str]) -> list[Match]:
-    """The cells of ``grid``'s rows whose drawn text holds the text: each row is drawn whole once, and only a row
-    that holds the text is split into its cells."""
-    store = grid.store
-    if store is None or not grid.cols:
-        return []
-    cols = grid.cols
+def cell_matches(run: str, grid: StepGrid, pat: re.Pattern[str]) -> Callable[[], list[Match]]:
+    """A reader of the cells of ``grid``'s rows (as they are now) whose drawn text holds the text, safe to call in
+    another thread: each row is drawn whole once, and only a row that holds the text is split into its cells."""
+    store, cols, derive, rows = grid.store, grid.cols, grid.derive, grid.rows
     sep = render.SEP
-    out: list[Match] = []
-    try:
-        for i in range(min(grid.rows, len(store))):
-            texts = render.cells(cols, grid.row_values(i))
-            if pat.search(sep.join(texts)) is None:
-                continue
-            step = store.step_at(i)
-            out += [Match(c.key, run, i, step) for c, t in zip(cols, texts, strict=True) if pat.search(t)]
-    except IndexError:  # the follower emptied the store (a rewritten file): the rows matched so far
-        pass
-    return out
+
+    def read() -> list[Match]:
+        out: list[Match] = []
+        if store is None or not cols:
+            return out
+        try:
+            for i in range(min(rows, len(store))):
+                texts = render.cells(cols, derive(store.row(i)))
+                if pat.search(sep.join(texts)) is None:
+                    continue
+                step = store.step_at(i)
+                out += [Match(c.key, run, i, step) for c, t in zip(cols, texts, strict=True) if pat.search(t)]
+        except IndexError:  # the follower emptied the store (a rewritten file): the rows matched so far
+            pass
+        return out
+
+    return read
 
 
 class Search:
-    """Owned by the app, which hands it the search keys; ``tables``: the tables it searches and moves."""
+    """Owned by the app, which hands it the search keys; ``tables``: the tables it searches and moves. ``post``:
+    runs a function on the app's thread (from another one); with it the cells are read in a thread of their own
+    (a long run's rows take seconds), ``done`` called on the app's thread when the search has moved; without it
+    they are read in the caller's thread."""
 
-    def __init__(self, tables: Tables) -> None:
+    def __init__(self, tables: Tables, post: Callable[[Callable[[], None]], None] | None = None,
+                 done: Callable[[], None] | None = None) -> None:
         self.tables = tables
+        self.post = post
+        self.done = done
         self.finder: Finder[Match] = Finder()
+        self.searching = ""  # the text being searched for in a thread ("": none)
+
+    @property
+    def status(self) -> str:
+        return f"searching {sanitize(self.searching)!r}…" if self.searching else self.finder.status
 
     def find(self, text: str) -> str:
         """Search for ``text`` and show the first match (the first column, else the first cell at or after the step
@@ -116,27 +131,49 @@ class Search:
         if pat is None:
             self._mark(None)
             self.finder.start("", [])
+            self.searching = ""
             return ""
         panels = self.tables.app.panels
         hidden = self.tables.app.session.hidden
         shown = [(rid, p.grid) for rid, p in panels.items() if rid not in hidden]
         keys = key_matches([g for _, g in shown], pat)
         order = {rid: n for n, (rid, _) in enumerate(shown)}
-        cells = sorted((m for rid, g in shown for m in cell_matches(rid, g, pat)),
-                       key=lambda m: (m.step, order[m.run or ""], m.index))
-        first = 0
-        if not keys and cells:
-            here = self._here()
-            first = next((n for n, m in enumerate(cells) if m.step >= here), 0) if here is not None else 0
-        self._go(self.finder.start(text, [*keys, *cells], first))
-        return self.finder.status
+        readers = [cell_matches(rid, g, pat) for rid, g in shown]
+
+        def read() -> None:
+            cells = sorted((m for r in readers for m in r()), key=lambda m: (m.step, order[m.run or ""], m.index))
+            if self.post is None:
+                show(cells)
+            else:
+                self.post(lambda: show(cells))
+
+        def show(cells: list[Match]) -> None:
+            if self.searching != text and self.post is not None:  # another search since
+                return
+            self.searching = ""
+            first = 0
+            if not keys and cells:
+                here = self._here()
+                first = next((n for n, m in enumerate(cells) if m.step >= here), 0) if here is not None else 0
+            self._go(self.finder.start(text, [*keys, *cells], first))
+            if self.done is not None:
+                self.done()
+
+        if self.post is None:
+            read()
+        else:
+            self.searching = text
+            threading.Thread(target=read, name="steptable-search", daemon=True).start()
+        return self.status
 
     def next(self, forward: bool) -> str:
         """Show the next (previous) match of the last search; the status line's words."""
+        if self.searching:
+            return self.status
         if not self.finder.text:
             return "no search yet: / searches"
         self._go(self.finder.next(forward))
-        return self.finder.status
+        return self.status
 
     def _here(self) -> int | None:
         grid = self.tables.focused_grid()
@@ -152,7 +189,7 @@ class Search:
             self._mark(None)
             return
         panel = self.tables.app.panels.get(m.run) if m.run is not None else None
-        grid = panel.grid if panel is not None else self.tables.focused_grid()
+        grid = panel.grid if panel is not None else self._with_key(m.key)
         if panel is not None:
             self.tables.jump_to_step(m.step)
         self._mark(m if panel is not None else None)
@@ -161,6 +198,12 @@ class Search:
                 grid.focus()
             grid.select(m.key)
             self.tables.column_picked(grid, m.key)
+
+    def _with_key(self, key: str) -> StepGrid | None:
+        """The table in front if it has column ``key``, else the first shown one that has it."""
+        front = self.tables.focused_grid()
+        grids = [g for g in ([front] if front is not None else []) + self.tables.grids() if g is not None]
+        return next((g for g in grids if any(c.key == key for c in g.cols)), front)
 
     def _mark(self, m: Match | None) -> None:
         """Mark the found cell in its table (and no other)."""

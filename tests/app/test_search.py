@@ -3,7 +3,9 @@ status line says "k of m" or that nothing matched; moving to a cell takes every 
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -39,9 +41,14 @@ def _status(app: StepTableApp) -> str:
     return app.query_one(StatusBar)._last.plain
 
 
-async def _search(pilot: object, text: str) -> None:
-    await pilot.press("slash", "ctrl+a", "ctrl+k", *text, "enter")  # type: ignore[attr-defined]
-    await pilot.pause()  # type: ignore[attr-defined]
+async def _search(pilot: Any, text: str) -> None:
+    """Type a search and wait for its thread to read the cells."""
+    await pilot.press("slash", "ctrl+a", "ctrl+k", *text, "enter")
+    for _ in range(1000):  # (bounded)
+        if not pilot.app.search.searching:
+            break
+        await pilot.pause(0.01)
+    await pilot.pause()
 
 
 async def test_cells_next_previous_and_wrapping(tmp_path: Path) -> None:
@@ -118,3 +125,24 @@ def test_finder_wraps_both_ways() -> None:
     assert f.next(True) == 7 and f.next(False) == 9 and f.status == "search 'x': 3 of 3"
     assert f.start("y", []) is None and f.next(True) is None and f.status == "no match for 'y'"
     assert f.start("  ", []) is None and f.status == ""
+
+
+async def test_the_status_says_searching_while_the_thread_reads(tmp_path: Path) -> None:
+    app, follower, _ = manual_app(marked_runs(tmp_path))
+    async with app.run_test(size=SIZE) as pilot:
+        await sync(pilot, follower)
+        gate = threading.Event()
+        real = app.search.post
+        assert real is not None
+        app.search.post = lambda f: (gate.wait(10), real(f))  # the result held back until the test lets it go
+        app.search.find("777.25")
+        await pilot.pause()
+        assert app.search.status == "searching '777.25'…" and app.search.next(True) == app.search.status
+        app.search.post = real
+        gate.set()
+        for _ in range(1000):
+            if not app.search.searching:
+                break
+            await pilot.pause(0.01)
+        await pilot.pause()
+        assert "1 of 3" in _status(app)
