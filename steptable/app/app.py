@@ -83,7 +83,7 @@ class StepTableApp(App[int]):
         self.viewers = Viewers(self, self.tables)
         self.lockstep = Lockstep(self.tables)
         self.seek = Seek(self.tables)
-        self.search = Search(self.tables, self._from_thread, self._refresh_status)
+        self.search = Search(self.tables, self.call_from_thread, self._refresh_status)
         self.sweep = Sweep(self, clock)
         self._new_panels = False
         self.problem = ""
@@ -255,16 +255,6 @@ class StepTableApp(App[int]):
                 panel.show_arms([(self.panels[rid].label, s.runs[rid].store, s.runs[rid].rows) for rid in rids],
                                 s.panel_cols(set(rids)))
 
-    def _from_thread(self, f: Callable[[], None]) -> None:
-        try:
-            self.call_from_thread(f)
-        except RuntimeError:  # the app closed meanwhile
-            pass
-
-    def refresh_status(self) -> None:
-        """Show the session's state (events, filter, search) in the status line again."""
-        self._refresh_status()
-
     def _refresh_status(self) -> None:
         if not self.screen_stack or not self.is_running:
             return
@@ -329,7 +319,6 @@ class StepTableApp(App[int]):
 
     def action_search_next(self, forward: bool) -> None:
         self.search.next(forward)
-        self._refresh_status()
 
     def action_jump(self) -> None:
         self.viewers.jump()

@@ -109,14 +109,14 @@ def cell_matches(run: str, grid: StepGrid, pat: re.Pattern[str]) -> Callable[[],
 class Search:
     """Owned by the app, which hands it the search keys; ``tables``: the tables it searches and moves. ``post``:
     runs a function on the app's thread (from another one); with it the cells are read in a thread of their own
-    (a long run's rows take seconds), ``done`` called on the app's thread when the search has moved; without it
-    they are read in the caller's thread."""
+    (a long run's rows take seconds), without it in the caller's thread. ``changed``: called on the app's thread
+    when ``status`` may have changed."""
 
-    def __init__(self, tables: Tables, post: Callable[[Callable[[], None]], None] | None = None,
-                 done: Callable[[], None] | None = None) -> None:
+    def __init__(self, tables: Tables, post: Callable[[Callable[[], None]], object] | None = None,
+                 changed: Callable[[], None] | None = None) -> None:
         self.tables = tables
         self.post = post
-        self.done = done
+        self.changed = changed or (lambda: None)
         self.finder: Finder[Match] = Finder()
         self.searching = ""  # the text being searched for in a thread ("": none)
 
@@ -132,6 +132,7 @@ class Search:
             self._mark(None)
             self.finder.start("", [])
             self.searching = ""
+            self.changed()
             return ""
         panels = self.tables.app.panels
         hidden = self.tables.app.session.hidden
@@ -144,8 +145,11 @@ class Search:
             cells = sorted((m for r in readers for m in r()), key=lambda m: (m.step, order[m.run or ""], m.index))
             if self.post is None:
                 show(cells)
-            else:
+                return
+            try:
                 self.post(lambda: show(cells))
+            except RuntimeError:  # the app closed meanwhile
+                pass
 
         def show(cells: list[Match]) -> None:
             if self.searching != text and self.post is not None:  # another search since
@@ -156,14 +160,14 @@ class Search:
                 here = self._here()
                 first = next((n for n, m in enumerate(cells) if m.step >= here), 0) if here is not None else 0
             self._go(self.finder.start(text, [*keys, *cells], first))
-            if self.done is not None:
-                self.done()
+            self.changed()
 
         if self.post is None:
             read()
         else:
             self.searching = text
             threading.Thread(target=read, name="steptable-search", daemon=True).start()
+            self.changed()
         return self.status
 
     def next(self, forward: bool) -> str:
@@ -173,6 +177,7 @@ class Search:
         if not self.finder.text:
             return "no search yet: / searches"
         self._go(self.finder.next(forward))
+        self.changed()
         return self.status
 
     def _here(self) -> int | None:

@@ -33,8 +33,6 @@ class ViewerHost(Protocol):
 
     def key_help(self) -> list[tuple[str, str]]: ...
 
-    def refresh_status(self) -> None: ...
-
 
 class Viewers:
     """Opens the screens; owned by the app, which hands it the actions. ``tables``: the tables a jump moves and
@@ -73,7 +71,6 @@ class Viewers:
         def done(text: str | None) -> None:
             if text is not None:
                 search.find(text)
-                self.app.refresh_status()
 
         self.app.push_screen(PromptScreen("Search cells and column names (ignoring case; n / N: next, previous):",
                                           search.finder.text, "e.g. nan, 0.25, kl"), done)
