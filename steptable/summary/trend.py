@@ -137,8 +137,9 @@ def regime_changes(xs: Sequence[float]) -> list[int]:
 
     At position ``i`` the REGIME_WINDOW values before it and the REGIME_WINDOW from it on are compared as tr% compares
     its two windows (trimmed means, the noise of successive differences), less the change the series' typical slope
-    (the median successive difference) makes over a window; a change is beyond REGIME_SE standard errors and the
-    largest within a window either side. A scan over running sums finds the few candidates (beyond half that many
+    (the median successive difference) makes over a window; a change is beyond REGIME_SE standard errors, the
+    largest within a window either side and twice the change a window before and after it (a warm-up ramp is no
+    change of regime). A scan over running sums finds the few candidates (beyond half that many
     standard errors of the whole series' noise); only they get the full test: about linear time."""
     w = REGIME_WINDOW
     n = len(xs)
@@ -160,6 +161,10 @@ def regime_changes(xs: Sequence[float]) -> list[int]:
         top = max(block)
         j = start + block.index(top)
         if not top > floor or top < max(shift[max(j - w, 0) : j + w + 1]):
+            continue
+        # a step stands out from the change a window either side of it; a ramp's change is the same all along
+        around = max(shift[j - w] if j >= w else 0.0, shift[j + w] if j + w < len(shift) else 0.0)
+        if top < 2 * around:
             continue
         i = j + w
         if out and i - w < out[-1]:  # the window before it starts after the last change

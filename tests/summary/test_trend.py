@@ -268,6 +268,11 @@ def test_no_regime_change_in_noise_a_ramp_or_a_spike(seed: int) -> None:
     assert regime_changes(heavy) == []
 
 
+def test_a_warm_up_is_no_regime_change_but_the_step_after_it_is() -> None:
+    lr = [min(i, 100) * 1e-5 if i < 500 else 5e-4 for i in range(1000)]  # warm-up to 1e-3, halved at 500
+    assert regime_changes(lr) == [500]
+
+
 def test_regime_changes_of_short_or_flat_series() -> None:
     assert regime_changes([1.0, 2.0] * 10) == []  # fewer than two windows
     assert regime_changes([0.0] * 500) == []
