@@ -194,6 +194,7 @@ class GenerationsScreen(Screen[None]):
 
     def _load(self) -> None:
         self.index = None
+        self.finder.start("", [])  # (a search's matches are of one arm's samples)
         self.query_one("#gen-title", Static).update(Text(sanitize(f" Generations · {self.arm} · indexing…")))
         if self.sources:
             self._index(self.sources[self.arm_i][1])

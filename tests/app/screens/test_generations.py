@@ -214,3 +214,23 @@ async def test_search_finds_untrusted_text_and_shows_it_inert(tmp_path: Path) ->
         assert isinstance(text, Text)
         marked = [text.plain[s.start : s.end] for s in text.spans if s.style == "reverse"]
         assert marked == ["[bold red]markup"]  # the match is marked, where it shows
+
+
+async def test_another_arm_forgets_the_search(tmp_path: Path) -> None:
+    root = make_runs(tmp_path)
+    write_generations(root / "routeA")
+    write_generations(root / "absorb")
+    app, follower, _ = manual_app(root)
+    async with app.run_test(size=SIZE) as pilot:
+        await sync(pilot, follower)
+        screen = await open_generations(pilot)
+        await _search_samples(pilot, screen, "answer 1")
+        assert "3 of 3" in _title(screen)  # from the step on screen (the newest) on
+        await pilot.press("a")
+        indexing = [w for w in app.workers if w.group == "gen-index"]
+        if indexing:
+            await app.workers.wait_for_complete(indexing)
+        await pilot.pause()
+        await pilot.press("n")  # no matches of the other arm's samples to go to
+        await pilot.pause()
+        assert screen.finder.text == "" and "of 3" not in _title(screen) and screen.step is not None
