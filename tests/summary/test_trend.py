@@ -268,6 +268,17 @@ def test_no_regime_change_in_noise_a_ramp_or_a_spike(seed: int) -> None:
     assert regime_changes(heavy) == []
 
 
+def test_a_step_of_four_times_the_noise_is_found_where_it_is() -> None:
+    found = 0
+    for seed in range(20):
+        r = random.Random(seed)
+        xs = [r.gauss(0, 1) + (4.0 if i >= 10_000 else 0.0) for i in range(20_000)]
+        got = regime_changes(xs)
+        assert len(got) <= 1
+        found += bool(got) and abs(got[0] - 10_000) <= 3
+    assert found >= 18
+
+
 def test_a_warm_up_is_no_regime_change_but_the_step_after_it_is() -> None:
     lr = [min(i, 100) * 1e-5 if i < 500 else 5e-4 for i in range(1000)]  # warm-up to 1e-3, halved at 500
     assert regime_changes(lr) == [500]
