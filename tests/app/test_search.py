@@ -4,6 +4,8 @@ status line says "k of m" or that nothing matched; moving to a cell takes every 
 from __future__ import annotations
 
 import threading
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -41,9 +43,8 @@ def _status(app: StepTableApp) -> str:
     return app.query_one(StatusBar)._last.plain
 
 
-async def _search(pilot: Any, text: str) -> None:
-    """Type a search and wait for its thread to read the cells."""
-    await pilot.press("slash", "ctrl+a", "ctrl+k", *text, "enter")
+async def _settled(pilot: Any) -> None:
+    """Wait for the search's thread to have read the cells and the search to have moved."""
     for _ in range(1000):  # (bounded)
         if not pilot.app.search.searching:
             break
@@ -51,10 +52,22 @@ async def _search(pilot: Any, text: str) -> None:
     await pilot.pause()
 
 
-async def test_cells_next_previous_and_wrapping(tmp_path: Path) -> None:
+@asynccontextmanager
+async def _running(tmp_path: Path) -> AsyncIterator[tuple[StepTableApp, Any]]:
+    """The app over ``marked_runs``, its rows read."""
     app, follower, _ = manual_app(marked_runs(tmp_path))
     async with app.run_test(size=SIZE) as pilot:
         await sync(pilot, follower)
+        yield app, pilot
+
+
+async def _search(pilot: Any, text: str) -> None:
+    await pilot.press("slash", "ctrl+a", "ctrl+k", *text, "enter")
+    await _settled(pilot)
+
+
+async def test_cells_next_previous_and_wrapping(tmp_path: Path) -> None:
+    async with _running(tmp_path) as (app, pilot):
         await pilot.press("home")
         await _search(pilot, "777.2")
         assert _tops(app) == [30] * 3 and _found(app) == {"vanilla": (30, "loss")}
@@ -71,18 +84,14 @@ async def test_cells_next_previous_and_wrapping(tmp_path: Path) -> None:
 
 
 async def test_a_search_starts_at_the_step_on_screen(tmp_path: Path) -> None:
-    app, follower, _ = manual_app(marked_runs(tmp_path))
-    async with app.run_test(size=SIZE) as pilot:
-        await sync(pilot, follower)
+    async with _running(tmp_path) as (app, pilot):
         await pilot.press("colon", *"50", "enter")
         await _search(pilot, "777.25")
         assert _tops(app) == [60] * 3 and "2 of 3" in _status(app)
 
 
 async def test_column_names_match_ignoring_case_and_light_the_column(tmp_path: Path) -> None:
-    app, follower, _ = manual_app(marked_runs(tmp_path))
-    async with app.run_test(size=SIZE) as pilot:
-        await sync(pilot, follower)
+    async with _running(tmp_path) as (app, pilot):
         await _search(pilot, "QMASS")
         assert app.session.selected == "qmass" and "1 of 1" in _status(app)
         assert not _found(app)  # a column, no cell
@@ -91,9 +100,7 @@ async def test_column_names_match_ignoring_case_and_light_the_column(tmp_path: P
 
 
 async def test_no_match_says_so_and_moves_nothing(tmp_path: Path) -> None:
-    app, follower, _ = manual_app(marked_runs(tmp_path))
-    async with app.run_test(size=SIZE) as pilot:
-        await sync(pilot, follower)
+    async with _running(tmp_path) as (app, pilot):
         await pilot.press("home")
         await _search(pilot, "[bold]zz")
         assert "no match for '[bold]zz'" in _status(app)  # typed text shown as typed, not as markup
@@ -103,17 +110,13 @@ async def test_no_match_says_so_and_moves_nothing(tmp_path: Path) -> None:
 
 
 async def test_next_before_any_search_says_how(tmp_path: Path) -> None:
-    app, follower, _ = manual_app(marked_runs(tmp_path))
-    async with app.run_test(size=SIZE) as pilot:
-        await sync(pilot, follower)
+    async with _running(tmp_path) as (app, pilot):
         await pilot.press("n")
         assert app.search.next(True) == "no search yet: / searches"
 
 
 async def test_the_filter_moved_to_F_and_search_is_in_the_help(tmp_path: Path) -> None:
-    app, follower, _ = manual_app(marked_runs(tmp_path))
-    async with app.run_test(size=SIZE) as pilot:
-        await sync(pilot, follower)
+    async with _running(tmp_path) as (app, _):
         keys = dict(app.key_help())
         assert keys["/"].startswith("Search") and keys["F"].startswith("Filter")
         assert keys["n"].startswith("Next match") and keys["N"].startswith("Prev match")
@@ -128,9 +131,7 @@ def test_finder_wraps_both_ways() -> None:
 
 
 async def test_the_status_says_searching_while_the_thread_reads(tmp_path: Path) -> None:
-    app, follower, _ = manual_app(marked_runs(tmp_path))
-    async with app.run_test(size=SIZE) as pilot:
-        await sync(pilot, follower)
+    async with _running(tmp_path) as (app, pilot):
         gate = threading.Event()
         real = app.search.post
         assert real is not None
@@ -140,9 +141,5 @@ async def test_the_status_says_searching_while_the_thread_reads(tmp_path: Path) 
         assert app.search.status == "searching '777.25'…" and app.search.next(True) == app.search.status
         app.search.post = real
         gate.set()
-        for _ in range(1000):
-            if not app.search.searching:
-                break
-            await pilot.pause(0.01)
-        await pilot.pause()
+        await _settled(pilot)
         assert "1 of 3" in _status(app)

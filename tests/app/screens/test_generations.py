@@ -4,6 +4,8 @@ completions clipped, malformed rows and failures shown, not fatal."""
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -172,15 +174,22 @@ def _title(screen: GenerationsScreen) -> str:
     return static_text(screen.query_one("#gen-title", Static))
 
 
-async def test_search_moves_to_the_matching_samples(tmp_path: Path) -> None:
-    """/ in the viewer finds text in the arm's samples (every step), ignoring case; n / N move to the next /
-    previous matching sample (wrapping), which is shown first; the title says "k of m" or that nothing matched."""
+@asynccontextmanager
+async def _viewer(tmp_path: Path, arms: tuple[str, ...] = ("routeA",)) -> AsyncIterator[tuple[Any, GenerationsScreen]]:
+    """The app over three arms, ``arms`` with generations files, and its generations viewer open and indexed."""
     root = make_runs(tmp_path)
-    write_generations(root / "routeA")
+    for arm in arms:
+        write_generations(root / arm)
     app, follower, _ = manual_app(root)
     async with app.run_test(size=SIZE) as pilot:
         await sync(pilot, follower)
-        screen = await open_generations(pilot)
+        yield pilot, await open_generations(pilot)
+
+
+async def test_search_moves_to_the_matching_samples(tmp_path: Path) -> None:
+    """/ in the viewer finds text in the arm's samples (every step), ignoring case; n / N move to the next /
+    previous matching sample (wrapping), which is shown first; the title says "k of m" or that nothing matched."""
+    async with _viewer(tmp_path) as (pilot, screen):
         await pilot.press("left", "left")
         assert screen.step == 0
         await _search_samples(pilot, screen, "ANSWER 1")
@@ -200,12 +209,7 @@ async def test_search_moves_to_the_matching_samples(tmp_path: Path) -> None:
 
 
 async def test_search_finds_untrusted_text_and_shows_it_inert(tmp_path: Path) -> None:
-    root = make_runs(tmp_path)
-    write_generations(root / "routeA")
-    app, follower, _ = manual_app(root)
-    async with app.run_test(size=SIZE) as pilot:
-        await sync(pilot, follower)
-        screen = await open_generations(pilot)
+    async with _viewer(tmp_path) as (pilot, screen):
         await _search_samples(pilot, screen, "[bold red]markup")
         assert screen.step == 10 and "1 of 1" in _title(screen)
         shown = viewer_text(screen)
@@ -217,13 +221,8 @@ async def test_search_finds_untrusted_text_and_shows_it_inert(tmp_path: Path) ->
 
 
 async def test_another_arm_forgets_the_search(tmp_path: Path) -> None:
-    root = make_runs(tmp_path)
-    write_generations(root / "routeA")
-    write_generations(root / "absorb")
-    app, follower, _ = manual_app(root)
-    async with app.run_test(size=SIZE) as pilot:
-        await sync(pilot, follower)
-        screen = await open_generations(pilot)
+    async with _viewer(tmp_path, ("routeA", "absorb")) as (pilot, screen):
+        app = pilot.app
         await _search_samples(pilot, screen, "answer 1")
         assert "3 of 3" in _title(screen)  # from the step on screen (the newest) on
         await pilot.press("a")
