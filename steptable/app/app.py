@@ -25,6 +25,7 @@ from steptable.app.lockstep import Lockstep
 from steptable.app.messages import AlertsFound, FeedProblem, PreviewReady, RunsChanged
 from steptable.app.model import Store
 from steptable.app.screens.help import key_text
+from steptable.app.search import Search
 from steptable.app.seedgroups import SeedGroups
 from steptable.app.seek import Seek
 from steptable.app.session import Session
@@ -83,6 +84,7 @@ class StepTableApp(App[int]):
         self.viewers = Viewers(self, self.tables)
         self.lockstep = Lockstep(self.tables)
         self.seek = Seek(self.tables)
+        self.search = Search(self.tables, self.call_from_thread, self._refresh_status)
         self.sweep = Sweep(self, clock)
         self.seedgroups = SeedGroups(self.session)
         self._new_panels = False
@@ -272,7 +274,8 @@ class StepTableApp(App[int]):
         except NoMatches:  # shutting down
             return
         note = self.problem or self.feed.note()
-        bar.show(s.events(recent=3), s.status_counts(), note, (s.pattern, s.filter_matches()) if s.pattern else None)
+        bar.show(s.events(recent=3), s.status_counts(), note, (s.pattern, s.filter_matches()) if s.pattern else None,
+                 self.search.status)
 
     def _on_tick(self) -> None:
         if not self.screen_stack or not self.is_running:
@@ -320,6 +323,12 @@ class StepTableApp(App[int]):
 
     def action_filter(self) -> None:
         self.viewers.filter()
+
+    def action_search(self) -> None:
+        self.viewers.search(self.search)
+
+    def action_search_next(self, forward: bool) -> None:
+        self.search.next(forward)
 
     def action_jump(self) -> None:
         self.viewers.jump()
@@ -382,6 +391,10 @@ class StepTableApp(App[int]):
         self.arrangement.set_hidden(self.session.hidden)
         if (panel := self.panels.get(target)) is not None:
             self.call_after_refresh(panel.grid.focus)
+
+    def action_seek_regime(self, forward: bool) -> None:
+        if (why := self.seek.regime(forward)) is not None:
+            self.notify(why, markup=False)  # (it names a column)
 
     def action_follow_all(self) -> None:
         self.tables.follow_all()

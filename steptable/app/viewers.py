@@ -11,6 +11,7 @@ from textual.notifications import SeverityLevel
 from textual.screen import Screen
 
 if TYPE_CHECKING:
+    from steptable.app.search import Search
     from steptable.app.seedgroups import SeedGroups
     from steptable.app.session import Session
     from steptable.app.tables import Tables
@@ -67,6 +68,16 @@ class Viewers:
                          self.app.session.pattern, "rew* kl* loss", "a word without * matches anywhere in the key"),
             done,
         )
+
+    def search(self, search: Search) -> None:
+        from steptable.app.screens.prompt import PromptScreen
+
+        def done(text: str | None) -> None:
+            if text is not None:
+                search.find(text)
+
+        self.app.push_screen(PromptScreen("Search cells and column names (ignoring case; n / N: next, previous):",
+                                          search.finder.text, "e.g. nan, 0.25, kl"), done)
 
     def jump(self) -> None:
         from steptable.app.screens.prompt import PromptScreen

@@ -7,9 +7,9 @@ import math
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from itertools import pairwise
+from itertools import accumulate, pairwise
 from operator import eq, sub
-from typing import Any
+from typing import Any, NamedTuple
 
 from steptable.alerts.engine import cell_float
 
@@ -18,6 +18,10 @@ TREND_NOISE_MIN = 20  # values the noise of tr% is read from, at least (the last
 TREND_SE = 2.0  # a difference of the window locations within this many standard errors reads as no trend
 TREND_TRIM = 0.1  # a window's location: the mean of its values without this share of them at each end
 HOLD_RUNS_MIN = 5  # runs of equal values a series needs before it is read as held (updated every few steps)
+REGIME_WINDOW = 20  # values either side of a regime change that its levels are read from
+REGIME_NEAR = 3  # rows either side of where the window sums put a change that the full test is tried at
+REGIME_SE = 5.0  # standard errors a regime change is beyond: a scan of every row makes 2-sigma changes by chance
+_ROUNDING = 1e-9  # a noiseless series' standard error, relative to its scale (float rounding of equal levels)
 
 
 @dataclass
@@ -102,6 +106,26 @@ def trend_pct(xs: Sequence[float]) -> float | None:
     if not math.isfinite(scale):
         return None
     ys = [x / scale for x in recent]  # |y| <= 1: values near the float limit (1e308) cannot overflow below
+    w = _windows(ys, k, hold)
+    if abs(w.change) <= _t_quantile(TREND_SE, w.dof) * w.se * math.sqrt(2):
+        return 0.0
+    return 100 * w.change / max(abs(w.prev), mags[len(mags) // 2] / scale / 4, w.noise)
+
+
+class Windows(NamedTuple):
+    """Two adjacent windows of a series: the earlier one's location, the change to the later one's, the noise of one
+    value, the standard error of a window's location and the degrees of freedom the noise was read with."""
+
+    prev: float
+    change: float
+    noise: float
+    se: float
+    dof: float
+
+
+def _windows(ys: Sequence[float], k: int, hold: int) -> Windows:
+    """The last two windows of ``k`` values of ``ys`` compared; the noise is read from all of ``ys`` (a series held
+    ``hold`` steps between updates by its updates)."""
     # Trimmed means, not medians: the median of values on a grid (a reward that is the mean of 32 binary outcomes)
     # moves by whole grid steps, far beyond its standard error for continuous values. Spikes are still cut
     # (windows of 10 values or more).
@@ -125,11 +149,68 @@ def trend_pct(xs: Sequence[float]) -> float | None:
     # times the windows' sd_w / sd, so neither a slope nor a spike counts as noise.
     shape = math.sqrt((sw0 + sw1) / (ss0 + ss1)) if ss0 + ss1 > 0 else 1.0
     se = noise * shape / ((1 - 2 * cut / k) * math.sqrt(per_window))
-    dof = 2 * count / 3
-    change = last - prev
-    if abs(change) <= _t_quantile(TREND_SE, dof) * se * math.sqrt(2):
+    return Windows(prev, last - prev, noise, se, 2 * count / 3)
+
+
+def regime_changes(xs: Sequence[float]) -> list[int]:
+    """The positions in ``xs`` (finite values) where the series changes regime: moves to another level and stays
+    there, as a stepped schedule does at each step, not as a ramp, a spike or the noise does.
+
+    At position ``i`` the REGIME_WINDOW values before it and the REGIME_WINDOW from it on are compared as tr% compares
+    its two windows (trimmed means, the noise of successive differences), less the change the series' typical slope
+    (the median successive difference) makes over a window; a change is beyond REGIME_SE standard errors, the
+    largest within a window either side and twice the change a window before and after it (a warm-up ramp is no
+    change of regime). With windows of 20 values a step of 4 times one value's noise is found (of 3 times: about
+    3 in 4), and plain noise reads no change in a million values. A scan over running sums finds the few candidates
+    (beyond half that many standard errors of the whole series' noise); only they get the full test, where the sums
+    put the change or a few rows either side: about linear time."""
+    w = REGIME_WINDOW
+    n = len(xs)
+    if n < 2 * w:
+        return []
+    diffs = sorted(map(sub, xs[1:], xs[:-1]))
+    slope = diffs[len(diffs) // 2]
+    spread = sorted(abs(d - slope) for d in diffs)[len(diffs) // 2] * 1.4826 / math.sqrt(2)  # MAD: one value's sd
+    size = max(map(abs, xs))
+    if not math.isfinite(size) or not size > 0:
+        return []
+    floor = max(REGIME_SE / 2 * spread * math.sqrt(2 / w), _ROUNDING * size) * w  # in window sums
+    sums = [0.0, *accumulate(xs)]
+    # each i's change of the window sums, the slope taken out: a ramp and a constant both read 0
+    shift = [abs(sums[i + w] - 2 * sums[i] + sums[i - w] - slope * w * w) for i in range(w, n - w + 1)]
+    out: list[int] = []
+    for start in range(0, len(shift), w):  # the largest of each stretch of w, where it is the largest around it too
+        block = shift[start : start + w]
+        top = max(block)
+        j = start + block.index(top)
+        if not top > floor or top < max(shift[max(j - w, 0) : j + w + 1]):
+            continue
+        # a step stands out from the change a window either side of it; a ramp's change is the same all along
+        around = max(shift[j - w] if j >= w else 0.0, shift[j + w] if j + w < len(shift) else 0.0)
+        if top < 2 * around:
+            continue
+        # the full test where the sums put it, else a few rows either side (noise moves the sums' peak a little)
+        peak = j + w
+        near = range(max(peak - REGIME_NEAR, w), min(peak + REGIME_NEAR, n - w) + 1)
+        for i in sorted(near, key=lambda i: abs(i - peak)):
+            if not (out and i - w < out[-1]) and _regime_margin(xs[i - w : i + w], w, slope, spread) > 1:
+                out.append(i)  # (the window before it starts after the last change)
+                break
+    return out
+
+
+def _regime_margin(span: Sequence[float], w: int, slope: float, spread: float) -> float:
+    """How far beyond the regime test the change between the halves of ``span`` (w values each) is: above 1 it
+    passes (``slope``: the series' typical successive difference; ``spread``: one value's noise over the series)."""
+    scale = max(map(abs, span))
+    if not scale > 0:
         return 0.0
-    return 100 * change / max(abs(prev), mags[len(mags) // 2] / scale / 4, noise)
+    ys = [x / scale for x in span]
+    got = _windows(ys, w, hold_length(ys, 0)[0])
+    # the whole series' noise as a floor: 40 values now and then read a noise far below it by chance
+    least = spread / scale / ((1 - 2 * int(w * TREND_TRIM) / w) * math.sqrt(w))
+    limit = _t_quantile(REGIME_SE, got.dof) * max(got.se, least, _ROUNDING) * math.sqrt(2)
+    return abs(got.change - slope / scale * w) / limit
 
 
 def run_lengths(xs: Sequence[float]) -> list[int]:

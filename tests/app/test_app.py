@@ -83,5 +83,6 @@ async def test_palette_names_keys_as_the_footer_does(tmp_path: Path) -> None:
     async with app.run_test(size=SIZE) as pilot:
         await sync(pilot, follower)
         helps = {c.title: c.help for c in app.get_system_commands(app.screen)}
-    assert helps["Jump"].endswith("(key : g)") and helps["Filter"].endswith("(key /)")
+    assert helps["Jump"].endswith("(key : g)") and helps["Filter"].endswith("(key F)")
+    assert helps["Search"].endswith("(key /)")
     assert not any("colon" in h or "slash" in h or "question_mark" in h for h in helps.values())

@@ -12,7 +12,7 @@ from tests.app.helpers import SIZE, make_runs, manual_app, static_text, sync
 
 
 async def _filter(pilot: object, text: str) -> None:
-    await pilot.press("slash", "ctrl+a", "ctrl+k", *text, "enter")  # type: ignore[attr-defined]
+    await pilot.press("F", "ctrl+a", "ctrl+k", *text, "enter")  # type: ignore[attr-defined]
     await pilot.pause()  # type: ignore[attr-defined]
 
 

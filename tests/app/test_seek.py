@@ -81,3 +81,38 @@ async def test_seek_keys_are_in_the_help(tmp_path: Path) -> None:
     async with app.run_test(size=SIZE):
         lines = dict(app.key_help())
         assert lines["]"].startswith("Next alert") and lines["{"].startswith("Prev NaN")
+
+
+def stepped(root: Path) -> Path:
+    """Two arms of 300 rows whose learning rate is halved at steps 100 and 200 (a stepped schedule)."""
+    for i, arm in enumerate(("vanilla", "routeA")):
+        rows = [row(i, s) for s in range(300)]
+        for s, r in enumerate(rows):
+            r["lr"] = 1e-3 / 2 ** (s // 100)
+        write_rows(root / arm / "metrics.jsonl", rows)
+    return root
+
+
+@pytest.mark.anyio
+async def test_next_and_previous_regime_change_of_the_lit_column(tmp_path: Path) -> None:
+    app, follower, _ = manual_app(stepped(tmp_path))
+    async with app.run_test(size=SIZE) as pilot:
+        await sync(pilot, follower)
+        grid = app.tables.focused_grid()
+        assert grid is not None
+        grid.select("lr")
+        app.tables.column_picked(grid, "lr")
+        await pilot.press("home", "right_parenthesis")
+        await pilot.pause()
+        assert _tops(app) == [100, 100]
+        await pilot.press("right_parenthesis")
+        await pilot.pause()
+        assert _tops(app) == [200, 200]
+        await pilot.press("right_parenthesis")
+        await pilot.pause()
+        assert any("no regime change of lr after step 200" in str(n.message) for n in app._notifications)
+        await pilot.press("left_parenthesis")
+        await pilot.pause()
+        assert _tops(app) == [100, 100]
+        keys = dict(app.key_help())
+        assert keys[")"].startswith("Next regime") and keys["("].startswith("Prev regime")

@@ -10,7 +10,7 @@ import random
 import pytest
 
 from steptable.summary.report import column_stats, trend_pct
-from steptable.summary.trend import _t_quantile, hold_length
+from steptable.summary.trend import _t_quantile, hold_length, regime_changes
 from tests.summary.helpers import held, lattice
 
 
@@ -264,3 +264,46 @@ def test_a_column_of_floats_reads_as_the_general_loop_reads_it() -> None:
             # (compared as text: NaN reads as nan on both sides, and F(x) as x)
             assert repr(column_stats(xs, logged)) == repr(column_stats([F(x) for x in xs], logged)), (xs, logged)
     assert column_stats([math.nan] * 3, False).logged == 0 and column_stats([math.nan] * 3, True).logged == 3
+def test_regime_changes_of_a_stepped_schedule() -> None:
+    """A learning rate halved at rows 300 and 600 changes regime there and nowhere else; noisy levels too."""
+    lr = [1e-3] * 300 + [5e-4] * 300 + [2.5e-4] * 300
+    assert regime_changes(lr) == [300, 600]
+    r = random.Random(1)
+    noisy = [(1.0 if i < 500 else 2.0) + r.gauss(0, 0.2) for i in range(1000)]
+    assert regime_changes(noisy) == [500]
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_no_regime_change_in_noise_a_ramp_or_a_spike(seed: int) -> None:
+    r = random.Random(seed)
+    assert regime_changes([r.gauss(0, 1) for _ in range(20_000)]) == []
+    assert regime_changes([i * 0.01 for i in range(2000)]) == []  # a slope is no change of regime
+    spiky = [r.gauss(1, 0.05) for _ in range(5000)]
+    spiky[2500] = 1000.0
+    assert regime_changes(spiky) == []
+    # single-row spikes of z 11-27 in one row of 100 (the alerts corpus' heavy-tailed family)
+    heavy = [r.gauss(0, 1) + (r.uniform(11, 27) * r.choice((-1, 1)) if r.random() < 0.01 else 0.0)
+             for _ in range(20_000)]
+    assert regime_changes(heavy) == []
+
+
+def test_a_step_of_four_times_the_noise_is_found_where_it_is() -> None:
+    found = 0
+    for seed in range(20):
+        r = random.Random(seed)
+        xs = [r.gauss(0, 1) + (4.0 if i >= 10_000 else 0.0) for i in range(20_000)]
+        got = regime_changes(xs)
+        assert len(got) <= 1
+        found += bool(got) and abs(got[0] - 10_000) <= 3
+    assert found >= 18
+
+
+def test_a_warm_up_is_no_regime_change_but_the_step_after_it_is() -> None:
+    lr = [min(i, 100) * 1e-5 if i < 500 else 5e-4 for i in range(1000)]  # warm-up to 1e-3, halved at 500
+    assert regime_changes(lr) == [500]
+
+
+def test_regime_changes_of_short_or_flat_series() -> None:
+    assert regime_changes([1.0, 2.0] * 10) == []  # fewer than two windows
+    assert regime_changes([0.0] * 500) == []
+    assert regime_changes([3.0] * 100 + [4.0] * 100) == [100]

@@ -9,10 +9,12 @@ import math
 from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cache
+from itertools import groupby
 from typing import Protocol
 
 from rich.style import Style
-from rich.text import Text
+from rich.text import Span, Text
 
 from steptable.ingest.pyramid import Bucket, Pyramid
 from steptable.table.formatting import fmt_auto
@@ -70,8 +72,21 @@ def x_range(lines: Sequence[Line]) -> tuple[float, float] | None:
 def pixel_edges(x: Sequence[float], rows: int, x0: float, x1: float, pixels: int) -> list[int]:
     """Row edges of ``pixels`` columns splitting [x0, x1] evenly in x (the last one ends x1 included)."""
     span = (x1 - x0) / pixels
-    edges = [bisect_left(x, x0 + span * p, 0, rows) for p in range(pixels)]
-    edges.append(bisect_right(x, x1, 0, rows))
+    edges = []
+    at = gap = 0
+    for p in range(pixels):
+        v = x0 + span * p
+        # searched first near where the last gap between edges puts it (an evenly spaced x, the step: a few
+        # comparisons, not log2 rows), the rest of the rows where that misses
+        lo, hi = min(max(at, at + gap - 2), rows), min(rows, at + gap + 2)
+        if lo > at and x[lo - 1] >= v:
+            lo = at
+        if hi < rows and x[hi] < v:
+            hi = rows
+        new = bisect_left(x, v, lo, hi)
+        gap, at = new - at, new
+        edges.append(at)
+    edges.append(bisect_right(x, x1, at, rows))
     return edges
 
 
@@ -94,8 +109,12 @@ def _tf(v: float, log: bool) -> float:
 
 def y_range(buckets: Sequence[Sequence[Bucket]], log: bool) -> tuple[float, float] | None:
     """Lowest and highest finite value (log10 of the positive ones with ``log``) over the buckets in view."""
-    lows = [t for bs in buckets for b in bs if not b.empty and math.isfinite(t := _tf(b.lo, log))]
-    highs = [t for bs in buckets for b in bs if not b.empty and math.isfinite(t := _tf(b.hi, log))]
+    if log:
+        lows = [t for bs in buckets for b in bs if not b.empty and math.isfinite(t := _tf(b.lo, log))]
+        highs = [t for bs in buckets for b in bs if not b.empty and math.isfinite(t := _tf(b.hi, log))]
+    else:  # (a bucket's extremes are finite when it has any: the pyramid keeps NaN / inf apart)
+        lows = [b.lo for bs in buckets for b in bs if b.lo <= b.hi]
+        highs = [b.hi for bs in buckets for b in bs if b.lo <= b.hi]
     if not lows and not highs:
         return None
     lo, hi = min(lows + highs), max(lows + highs)
@@ -105,35 +124,48 @@ def y_range(buckets: Sequence[Sequence[Bucket]], log: bool) -> tuple[float, floa
     return lo, hi
 
 
-def _plot_bits(buckets: Sequence[Bucket], lo: float, hi: float, log: bool, width: int, height: int) -> bytearray:
+def _plot_bits(buckets: Sequence[Bucket], lo: float, hi: float, log: bool, width: int, height: int) -> bytes:
     """One layer: braille bits per cell (row-major), each pixel column from its min to its max, joined to the
     column before it."""
-    bits = bytearray(width * height)
+    cols = bytearray(width * height)  # column-major while drawing: a cell column's rows lie together
     dots = height * 4
     scale = (dots - 1) / (hi - lo)
     prev: tuple[int, int] | None = None
+    top_dot = dots - 1
     for p, b in enumerate(buckets[: width * 2]):
-        if b.empty:
+        if b.lo > b.hi:  # empty
             prev = None
             continue
-        tlo, thi = _tf(b.lo, log), _tf(b.hi, log)
-        top = dots - 1 - round((min(max(thi, lo), hi) - lo) * scale) if thi > -math.inf else dots - 1
-        bottom = dots - 1 - round((min(max(tlo, lo), hi) - lo) * scale) if tlo > -math.inf else dots - 1
+        tlo, thi = (_tf(b.lo, log), _tf(b.hi, log)) if log else (b.lo, b.hi)
+        # (conditional expressions, not min / max calls: this runs per pixel column and layer)
+        thi = lo if thi < lo else hi if thi > hi else thi
+        tlo = lo if tlo < lo else hi if tlo > hi else tlo
+        top = top_dot - round((thi - lo) * scale)
+        bottom = top_dot - round((tlo - lo) * scale)
         a, z = top, bottom
         if prev is not None:  # the line goes on from the column before: no gap between a fall and a rise
-            a, z = min(top, prev[1]), max(bottom, prev[0])
+            a = top if top < prev[1] else prev[1]
+            z = bottom if bottom > prev[0] else prev[0]
         prev = (top, bottom)
         cell, sub = divmod(p, 2)
         masks = _SPANS[sub]
         first, last = a >> 2, z >> 2
-        for row in range(first, last + 1):  # a cell row at a time: the dots from a to z within it
-            bits[row * width + cell] |= masks[a - 4 * row if row == first else 0][z - 4 * row if row == last else 3]
-    return bits
+        at = cell * height
+        if first == last:
+            cols[at + first] |= masks[a & 3][z & 3]
+            continue
+        cols[at + first] |= masks[a & 3][3]
+        cols[at + last] |= masks[0][z & 3]
+        if last > first + 1:  # the cells between: the whole sub-column, OR'd in C
+            cols[at + first + 1 : at + last] = cols[at + first + 1 : at + last].translate(_FILL[sub])
+    return b"".join(cols[r::height] for r in range(height))
 
 
 #: by pixel sub-column, first and last dot row (0-3): the bits of that run of dots in a cell
 _SPANS = tuple(tuple(tuple(sum(_DOTS[d][sub] for d in range(i, j + 1)) for j in range(4)) for i in range(4))
                for sub in range(2))
+#: by pixel sub-column: a cell's bits with that whole sub-column added
+_FILL = tuple(bytes(b | _SPANS[sub][0][3] for b in range(256)) for sub in range(2))
 
 
 def chart(
@@ -181,49 +213,84 @@ def chart(
     smoothed = any(pri == 1 for _, pri, _ in layers)
     looks = {(arm, pri): styles.arms[arm % len(styles.arms)]
              + (Style(dim=True) if pri < 0 or (smoothed and not pri) else Style()) for arm, pri, _ in layers}
-    marker_row = Text(_pad("nan/inf", GUTTER - 2) + "  ", style=styles.axis, no_wrap=True)
-    for c in range(plot_w):
-        marker_row.append(MARKER if marks[c] else " ", styles.alert if marks[c] else _cross(None, c, cross, styles))
-    out.append(marker_row)
+    marked = [(c, c + 1, (-1, 0)) for c in range(plot_w) if marks[c]]
+    out.append(Text(_pad("nan/inf", GUTTER - 2) + "  " + "".join(MARKER if m else " " for m in marks),
+                    style=styles.axis, no_wrap=True,
+                    spans=_row_spans(marked, {(-1, 0): styles.alert}, cross, styles, keep=True)))
     ticks = nice_ticks(lo, hi, max(plot_h // 3, 2)) if yr is not None else []
     tick_rows = {plot_h - 1 - round((t - lo) / (hi - lo) * (plot_h - 1)): t for t in ticks}
+    owned = _owners(grids, plot_w, plot_h)
+    union = 0
+    for _, _, bits in grids:  # (OR'd as big integers: one C pass per layer)
+        union |= int.from_bytes(bits, "little")
+    dots = union.to_bytes(plot_w * plot_h, "little")
     for row in range(plot_h):
         t = tick_rows.get(row)
         label = _fmt(10.0**t if log else t) if t is not None else ""
-        line = Text(_pad(label, GUTTER - 2) + (" ┤" if t is not None else " │"), style=styles.axis, no_wrap=True)
-        run: list[str] = []
-        run_style: Style | None = None
-        for c in range(plot_w):
-            k = row * plot_w + c
-            cell, owner = 0, None
-            for arm, pri, bits in grids:
-                dots = bits[k]
-                if dots:
-                    cell |= dots
-                    key = (pri, dots.bit_count())
-                    if owner is None or key > owner[0]:
-                        owner = (key, arm, pri)
-            style: Style | None = None
-            if owner is not None:
-                style = looks[owner[1], owner[2]]
-            if c == cross:
-                style = styles.cross if style is None else style + styles.cross
-            if style != run_style and run:  # one append per run of a style: Text.append per cell is slow
-                line.append("".join(run), run_style)
-                run = []
-            run_style = style
-            run.append(chr(0x2800 + cell) if cell else " ")
-        if run:
-            line.append("".join(run), run_style)
-        out.append(line)
+        head = _pad(label, GUTTER - 2) + (" ┤" if t is not None else " │")
+        a = row * plot_w
+        plot = "".join(map(_BRAILLE.__getitem__, dots[a : a + plot_w]))
+        spans = _row_spans(owned[row], looks, cross if cross is not None and 0 <= cross < plot_w else None, styles)
+        out.append(Text(head + plot, style=styles.axis, no_wrap=True, spans=spans))
     out += _x_axis(x0, x1, plot_w, styles, fmt_x)
     return out
 
 
-def _cross(style: Style | None, c: int, cross: int | None, styles: Styles) -> Style | None:
-    if c != cross:
-        return style
-    return styles.cross if style is None else style + styles.cross
+#: a run of cells of one plot row one layer draws: (first, end, the layer's (arm, priority))
+Runs = list[tuple[int, int, tuple[int, int]]]
+
+
+def _owners(grids: Sequence[tuple[int, int, bytes]], width: int, height: int) -> list[Runs]:
+    """Per cell row, the runs of cells each layer draws: where layers overlap, a smoothed one over a raw one, then
+    the one with more dots in the cell, then the first. Each cell's winner is a C ``max`` over the layers' keys."""
+    keyed = [map(_keys(pri, i).__getitem__, bits) for i, (_, pri, bits) in enumerate(grids[:255])]
+    best = list(map(max, *keyed)) if len(keyed) > 1 else list(keyed[0]) if keyed else []
+    layer = [(arm, pri) for arm, pri, _ in grids]
+    rows: list[Runs] = []
+    for r in range(height):
+        runs: Runs = []
+        c = 0
+        for code, cells in groupby(best[r * width : (r + 1) * width], key=_LOW.__and__):
+            n = len(list(cells))
+            if code:
+                runs.append((c, c + n, layer[255 - code]))
+            c += n
+        rows.append(runs)
+    return rows
+
+
+_LOW = 255
+
+
+@cache
+def _keys(pri: int, i: int) -> list[int]:
+    """Layer ``i``'s key of a cell by its dot bits (0: no dots): its priority (from -1, a band under every line),
+    its dots, then the first layer."""
+    return [0, *((((max(pri + 1, 0)) * 9 + d.bit_count()) << 8) | (_LOW - i) for d in range(1, 256))]
+
+
+#: a braille cell's character by its dot bits (no dots: a space)
+_BRAILLE = [" ", *(chr(0x2800 + b) for b in range(1, 256))]
+
+
+def _row_spans(runs: Runs, looks: dict[tuple[int, int], Style], cross: int | None, styles: Styles,
+               keep: bool = False) -> list[Span]:
+    """The spans of one plot row (after the gutter): one per run of cells one layer draws, in its look, and the
+    crosshair's cell (over its owner's look; ``keep``: a cell with an owner keeps its own look there)."""
+    spans = []
+    for a, b, who in runs:
+        look = looks[who]
+        if cross is None or not a <= cross < b:
+            spans.append(Span(GUTTER + a, GUTTER + b, look))
+            continue
+        if a < cross:
+            spans.append(Span(GUTTER + a, GUTTER + cross, look))
+        spans.append(Span(GUTTER + cross, GUTTER + cross + 1, look if keep else look + styles.cross))
+        if cross + 1 < b:
+            spans.append(Span(GUTTER + cross + 1, GUTTER + b, look))
+    if cross is not None and not any(a <= cross < b for a, b, _ in runs):
+        spans.append(Span(GUTTER + cross, GUTTER + cross + 1, styles.cross))
+    return spans
 
 
 def _x_axis(x0: float, x1: float, plot_w: int, styles: Styles, name: str) -> list[Text]:

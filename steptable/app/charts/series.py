@@ -1,18 +1,20 @@
 """The chart's data feed: per (run, key, x axis) a min/max pyramid of the values, a smoothed one made on demand, and
 the x of each row (``steptable.compare.xaxis``), all extended by the rows a run appended since, so that a live
 run's chart costs the new rows, not the series. A rewritten file, a resume or a row changed in place builds them
-again from the store."""
+again from the store. A build of many rows (the first one of a long run) can go to a thread of its own, so that the
+screen asking for it keeps taking keys: the series is then not handed out until it is built."""
 
 from __future__ import annotations
 
 import math
+import threading
 from array import array
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
 from steptable.app.model import Store, change_mark
-from steptable.compare.xaxis import XAxis, XRun, x_values
+from steptable.compare.xaxis import XAxis, XError, XRun, x_values
 from steptable.ingest.pyramid import Pyramid
 from steptable.table.formatting import to_float
 
@@ -32,6 +34,14 @@ class Series:
     smooth: Pyramid | None = None
     _ema: float = math.nan
     _mark: tuple[int, int, int] | None = None
+    building: bool = False  # a thread is building it: not to be read or updated until it ends
+    failed: Exception | None = None  # what the last build in a thread raised (an x axis the run lacks)
+
+    def pending(self, rows: int, smooth: bool = False) -> int:
+        """How many rows :meth:`update` would read for ``rows`` (all of them when it would build again)."""
+        fresh = change_mark(self.store) != self._mark or rows < len(self.raw)
+        new = rows if fresh else rows - len(self.raw)
+        return new + (min(rows, len(self.raw)) if smooth and self.smooth is None and not fresh else 0)
 
     def update(self, rows: int, smooth: bool = False) -> None:
         """Take rows up to ``rows``: only the new ones unless the store changed beyond appends. Raises
@@ -75,19 +85,64 @@ class Series:
         return self.x.values if self.x is not None else array("d")
 
 
-class Feeds:
-    """The Series of every (run, key, x axis) charted so far, dropped with their run's store."""
+#: a build of more rows than this goes to a thread of its own when the Feeds have a ``built`` callback
+BACKGROUND_ROWS = 20_000
 
-    def __init__(self) -> None:
+
+class Feeds:
+    """The Series of every (run, key, x axis) charted so far, dropped with their run's store. ``built``: called from
+    a building thread when a series it built is ready; with it, :meth:`ready` builds more than ``background`` rows
+    (default BACKGROUND_ROWS) in that thread."""
+
+    def __init__(self, built: Callable[[], None] | None = None, background: int | None = None) -> None:
         self.items: dict[tuple[int, str, str], Series] = {}
+        self.built = built
+        self.background = BACKGROUND_ROWS if background is None else background
 
     def get(self, store: Store, key: str, x_name: str, rows: int, smooth: bool = False) -> Series:
+        """The series brought up to ``rows``, built in the caller's thread. Raises ``steptable.compare.XError``
+        when the run has no such x axis."""
+        s = self._series(store, key, x_name)
+        s.update(min(rows, len(store)), smooth)
+        return s
+
+    def _series(self, store: Store, key: str, x_name: str) -> Series:
         k = (id(store), key, x_name)
         s = self.items.get(k)
         if s is None or s.store is not store:
             s = self.items[k] = Series(store, key, x_name)
-        s.update(min(rows, len(store)), smooth)
         return s
+
+    def ready(self, store: Store, key: str, x_name: str, rows: int, smooth: bool = False) -> Series | None:
+        """As :meth:`get`, but a build of more than ``background`` rows goes to a thread (with a ``built``
+        callback): None until it is done."""
+        s = self._series(store, key, x_name)
+        if s.building:
+            return None
+        rows = min(rows, len(store))
+        if s.failed is not None and s._mark == change_mark(store):
+            raise s.failed
+        s.failed = None
+        if self.built is not None and s.pending(rows, smooth) > self.background:
+            s.building = True
+            threading.Thread(target=self._build, args=(s, rows, smooth), name="steptable-chart-build",
+                             daemon=True).start()
+            return None
+        s.update(rows, smooth)
+        return s
+
+    def _build(self, s: Series, rows: int, smooth: bool) -> None:
+        try:
+            s.update(rows, smooth)
+        except XError as e:  # an x axis the run lacks: raised by the next ready(), until the run changes
+            s.failed = e
+            s._mark = change_mark(s.store)
+        except Exception:  # (a store emptied by a rewrite meanwhile): built again by the next ready()
+            s._mark = None
+        finally:
+            s.building = False
+        if self.built is not None:
+            self.built()
 
     def keep(self, stores: Sequence[Store]) -> None:
         live = {id(s) for s in stores}

@@ -105,7 +105,7 @@ class ChartScreen(ModalScreen[None]):
         self.smoothed = False
         self.view: tuple[float, float] | None = None  # None: the whole run (and it grows with it)
         self.cross: int | None = None
-        self.feeds = Feeds()
+        self.feeds = Feeds(self._built)  # a long run's first build in a thread: the keys keep working
         self.banded = True  # seed groups as their mean and band (g: each seed's own line)
         self._sums: dict[tuple[int, str, str], tuple[object, Sums]] = {}
         self.body = Static("", id="chart-body", markup=False)
@@ -141,17 +141,27 @@ class ChartScreen(ModalScreen[None]):
         by = {id(a.store): a for a in arms}
         return [(name, [by[id(m.run)] for m in ms]) for name, ms in group_runs([a.store for a in arms]).items()]
 
+    def _built(self) -> None:
+        """(From the building thread) a series is ready: draw it."""
+        try:
+            self.app.call_from_thread(self.redraw)
+        except RuntimeError:  # the app has closed meanwhile
+            pass
+
     def _lines(self, arms: Sequence[Arm], key: str) -> tuple[list[Line], list[Band], list[str]]:
         """One metric's lines (an arm alone, or each seed with ``g``) and seed groups' bands, and the arms that
-        cannot be drawn on this x and why."""
+        cannot be drawn on this x (or not yet: a long run's view being built) and why."""
         lines, bands, problems = [], [], []
         for name, members in self.groups(arms):
             seeds = []
             for a in members:
                 try:
-                    s = self.feeds.get(a.store, key, self.x_name, a.rows, self.smoothed)
+                    s = self.feeds.ready(a.store, key, self.x_name, a.rows, self.smoothed)
                 except XError as e:
                     problems.append(f"{a.label}: {e}")
+                    continue
+                if s is None:
+                    problems.append(f"{a.label}: building the view of {len(a.store):,} rows…")
                     continue
                 if len(members) > 1 and self.banded:
                     seeds.append(Seed(s.xs, s.raw, self._sums_of(a.store, key, s)))
@@ -258,8 +268,10 @@ class ChartScreen(ModalScreen[None]):
         if not keys:
             return None
         try:
-            s = self.feeds.get(arm.store, keys[0], self.x_name, arm.rows)
+            s = self.feeds.ready(arm.store, keys[0], self.x_name, arm.rows)
         except XError:
+            return None
+        if s is None:  # still building
             return None
         row = bisect_right(s.xs, x, 0, min(len(s.xs), len(s.raw))) - 1
         return row if row >= 0 else None

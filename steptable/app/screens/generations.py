@@ -23,6 +23,7 @@ from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
 from steptable.app.groups import grouped, groups_of, rewards_text
+from steptable.app.search import Finder, pattern
 from steptable.app.sidefiles import Sample, SideIndex, build_index
 from steptable.app.widgets.keys import KeyBar
 from steptable.table.formatting import sanitize
@@ -32,6 +33,29 @@ from steptable.table.formatting import sanitize
 class IndexReady(Message):
     index: SideIndex
     problem: str = ""
+
+
+@dataclass
+class SearchDone(Message):
+    """The samples of the arm that hold ``text``: (step, sample number within its step, grouped as shown)."""
+
+    index: SideIndex
+    text: str
+    matches: list[tuple[int, int]]
+
+
+def sample_matches(index: SideIndex, text: str) -> list[tuple[int, int]]:
+    """(step, sample number as shown) of every sample whose title, prompt, completion or notes hold ``text``
+    (ignoring case; read as shown: sanitized)."""
+    pat = pattern(text)
+    if pat is None:
+        return []
+    out = []
+    for step in index.steps:
+        for k, s in enumerate(grouped(_read_samples(index, step))):
+            if any(pat.search(sanitize(t, keep_newlines=True)) for t in (s.title, s.prompt, s.completion, s.extra)):
+                out.append((step, k))
+    return out
 
 
 #: a prompt or completion longer than this (lines / characters) shows its head and its tail around a note
@@ -107,7 +131,7 @@ def sample_text(samples: Sequence[Sample], arm: str, step: int, start: int = 0) 
             out.append(sanitize(completion, keep_newlines=True))
         k += 1
     if k < n:
-        out.append(f"\n\n── samples {start + 1}-{k} of {n} shown: n for the next ones, p for the ones before", "bold")
+        out.append(f"\n\n── samples {start + 1}-{k} of {n} shown: > for the next ones, < for the ones before", "bold")
         return out, k
     return out, None
 
@@ -132,8 +156,11 @@ class GenerationsScreen(Screen[None]):
         Binding("a", "next_arm", "Next arm"),
         Binding("left,[", "step(-1)", "Prev step"),
         Binding("right,]", "step(1)", "Next step"),
-        Binding("n", "page(1)", "More samples"),
-        Binding("p", "page(-1)", "Samples before"),
+        Binding("greater_than_sign", "page(1)", "More samples"),
+        Binding("less_than_sign", "page(-1)", "Samples before"),
+        Binding("slash", "search", "Search", tooltip="find text in this arm's samples (ignoring case)"),
+        Binding("n", "search_next(True)", "Next match"),
+        Binding("N", "search_next(False)", "Prev match", show=False),
     ]
 
     def __init__(self, sources: Sequence[tuple[str, list[Path]]], step: int | None = None) -> None:
@@ -147,6 +174,8 @@ class GenerationsScreen(Screen[None]):
         self.samples: list[Sample] = []
         self.pages: list[int] = [0]  # first sample of each page shown so far for this step (the last: on screen)
         self.next_start: int | None = None
+        self.finder: Finder[tuple[int, int]] = Finder()
+        self._go_to: int | None = None  # the sample the next step shown starts at (a search's match)
 
     def compose(self) -> ComposeResult:
         yield Static("", id="gen-title", markup=False)
@@ -165,6 +194,7 @@ class GenerationsScreen(Screen[None]):
 
     def _load(self) -> None:
         self.index = None
+        self.finder.start("", [])  # (a search's matches are of one arm's samples)
         self.query_one("#gen-title", Static).update(Text(sanitize(f" Generations · {self.arm} · indexing…")))
         if self.sources:
             self._index(self.sources[self.arm_i][1])
@@ -181,9 +211,7 @@ class GenerationsScreen(Screen[None]):
         steps = self.query_one("#gen-steps", OptionList)
         steps.clear_options()
         steps.add_options(Option(str(s), id=str(s)) for s in idx.steps)
-        self.query_one("#gen-title", Static).update(
-            Text(sanitize(f" Generations · {self.arm} · {len(idx.steps)} steps with samples"))
-        )
+        self._title("")
         target = idx.nearest(self.want if self.want is not None else (idx.steps[-1] if idx.steps else 0))
         if target is None:
             none = message.problem or "no samples in this run's generations files"
@@ -197,17 +225,22 @@ class GenerationsScreen(Screen[None]):
             self.show(int(event.option.id))
 
     def show(self, step: int, start: int = 0) -> None:
+        if step != self.step and self._go_to is not None:
+            start, self._go_to = self._go_to, None
         if self.index is None or (step == self.step and start == self.pages[-1]):
             return
         if step != self.step:
             self.step = step
             self.samples = grouped(_read_samples(self.index, step))
-            self.pages = [0]
+            self.pages = [0, start] if start else [0]
         elif start < self.pages[-1]:
             self.pages.pop()
         else:
             self.pages.append(start)
         text, self.next_start = sample_text(self.samples, self.arm, step, start)
+        if (pat := pattern(self.finder.text)) is not None:  # the search's text marked where it shows
+            for m in pat.finditer(text.plain):
+                text.stylize("reverse", m.start(), m.end())
         self.query_one("#gen-text", Static).update(text)
         self.query_one("#gen-body", VerticalScroll).scroll_home(animate=False)
 
@@ -226,6 +259,51 @@ class GenerationsScreen(Screen[None]):
         steps = self.query_one("#gen-steps", OptionList)
         i = (steps.highlighted or 0) + delta
         steps.highlighted = max(0, min(i, len(self.index.steps) - 1))
+
+    def action_search(self) -> None:
+        from steptable.app.screens.prompt import PromptScreen
+
+        def done(text: str | None) -> None:
+            if text is not None and self.index is not None:
+                self._title(f"searching {text.strip()!r}…")
+                self._search(self.index, text)
+
+        self.app.push_screen(PromptScreen("Search this arm's samples (ignoring case; n / N: next, previous):",
+                                          self.finder.text, "e.g. boxed, error"), done)
+
+    @work(thread=True, exclusive=True, group="gen-search", exit_on_error=False)
+    def _search(self, index: SideIndex, text: str) -> None:
+        self.post_message(SearchDone(index, text, sample_matches(index, text)))
+
+    def on_search_done(self, message: SearchDone) -> None:
+        if message.index is not self.index:  # another arm since
+            return
+        first = next((n for n, (st, _) in enumerate(message.matches) if self.step is None or st >= self.step), 0)
+        self._go(self.finder.start(message.text, message.matches, first))
+
+    def action_search_next(self, forward: bool) -> None:
+        if self.finder.text:
+            self._go(self.finder.next(forward))
+
+    def _go(self, match: tuple[int, int] | None) -> None:
+        """Show the sample ``match`` (step, sample number) at the top, the search's status in the title."""
+        self._title(self.finder.status)
+        if match is None or self.index is None:
+            return
+        step, k = match
+        steps = self.query_one("#gen-steps", OptionList)
+        self.step, self._go_to = None, k  # (drawn again even at the same step: the marks of the text change)
+        where = self.index.steps.index(step)
+        if steps.highlighted != where:
+            steps.highlighted = where  # (shows it: the highlight's message)
+        else:
+            self.show(step)
+
+    def _title(self, note: str) -> None:
+        n = len(self.index.steps) if self.index is not None else 0
+        self.query_one("#gen-title", Static).update(
+            Text(sanitize(f" Generations · {self.arm} · {n} steps with samples" + (f" · {note}" if note else "")))
+        )
 
     def action_next_arm(self) -> None:
         if len(self.sources) > 1:

@@ -37,7 +37,7 @@ def _as_is(row: Mapping[str, Any]) -> Mapping[str, Any]:
 class StepGrid(ScrollView, can_focus=True):
     """One arm's step table."""
 
-    COMPONENT_CLASSES: ClassVar[set[str]] = set(COMPONENT_CLASSES)
+    COMPONENT_CLASSES: ClassVar[set[str]] = {*COMPONENT_CLASSES, "grid--found"}
 
     DEFAULT_CSS = """
     StepGrid {
@@ -54,7 +54,8 @@ class StepGrid(ScrollView, can_focus=True):
         scrollbar-color-hover: $primary 60%;
         scrollbar-color-active: $primary;
         scrollbar-corner-color: $surface;
-    }""" + CELL_CSS
+    }
+    StepGrid > .grid--found { text-style: bold reverse underline; }  /* the search's cell */""" + CELL_CSS
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("left", "column(-1)", "◀col", show=False, tooltip="light the column to the left (charted; p pins it)"),
@@ -98,6 +99,7 @@ class StepGrid(ScrollView, can_focus=True):
         self.follow = True
         self.drawn_rows = False  # a data row has been drawn (the app waits for it before the full parse)
         self._marks: tuple[tuple[int, int, int], int | None] = ((-1, -1, -1), None)
+        self.found: tuple[int, str] | None = None  # (row, column key) of the search's cell (app/search.py)
         self._trend = False
         self._fixed_w = 0
         self._rest_w = 0
@@ -170,6 +172,12 @@ class StepGrid(ScrollView, can_focus=True):
             self._cache.clear()
             self.refresh()
             self._reveal_selected()
+
+    def mark_found(self, cell: tuple[int, str] | None) -> None:
+        if cell != self.found:
+            self.found = cell
+            self._cache.clear()
+            self.refresh()
 
     def _invalidate(self, keep_lines: bool = False) -> None:
         if not keep_lines:
@@ -355,6 +363,8 @@ class StepGrid(ScrollView, can_focus=True):
         for j, (c, text) in enumerate(zip(cols, texts, strict=True)):
             kind = cell_kind(j, c, text, values, prev)
             style = styles[kind + KINDS if c.key == self.selected else kind]
+            if self.found is not None and self.found == (i, c.key):
+                style = style + self._style("grid--found")
             segs.append(Segment(text, style))
         return segs
 

@@ -57,10 +57,10 @@ class StatusBar(Static):
         self._last = Text()
 
     def show(self, events: Sequence[Event], counts: dict[str, int], note: str = "",
-             filtered: tuple[str, int] | None = None) -> None:
+             filtered: tuple[str, int] | None = None, search: str = "") -> None:
         """``events``: the most relevant first; ``counts``: per level (E, W, S, B) over the whole session, and
         ``idle``: runs long quiet (told apart from the alerts); ``filtered``: the column filter in force and how
-        many columns it shows."""
+        many columns it shows; ``search``: the search's "k of m" (or that nothing matched)."""
         out = Text(no_wrap=True, overflow="ellipsis")
         names = {"E": "errors", "W": "warnings", "S": "stalled", "B": "bad lines"}
         parts = [f"{counts.get(k, 0)} {names[k]}" for k in ("E", "W", "S", "B") if counts.get(k)]
@@ -72,6 +72,8 @@ class StatusBar(Static):
         if filtered is not None:
             pattern, n = filtered
             out.append(f"  filter {sanitize(pattern)}: {n} column{'s' if n != 1 else ''}", self._style("I"))
+        if search:
+            out.append("  " + sanitize(search), self._style("I"))
         if note:
             out.append("  " + sanitize(note), self._style("I"))
         if parts:

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import math
+import random
+from bisect import bisect_left, bisect_right
 from typing import Any
 
 import pytest
 from rich.style import Style
 
-from steptable.app.charts.draw import GUTTER, MARKER, Line, Styles, chart
+from steptable.app.charts.draw import GUTTER, MARKER, Line, Styles, chart, pixel_edges
 from steptable.ingest.pyramid import Pyramid
 
 STYLES = Styles(arms=[Style(color="red"), Style(color="blue")], alert=Style(color="yellow"), axis=Style(dim=True),
@@ -56,3 +58,17 @@ def test_log_y_and_overlay_colours() -> None:
     colours = {str(s.style.color.name) for t in out[2:-2] for s in t.spans
                if isinstance(s.style, Style) and s.style.color is not None}
     assert {"red", "blue"} <= colours
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_pixel_edges_are_the_plain_search_on_any_x(seed: int) -> None:
+    """The edges searched near the last gap are those of a search of every row: even, uneven, repeated x."""
+    r = random.Random(seed)
+    xs: list[float] = []
+    for _ in range(5000):
+        xs.append((xs[-1] if xs else 0.0) + r.choice((0.0, 0.5, 1.0, 1.0, 1.0, 7.0, 300.0)))
+    for x0, x1 in ((0.0, xs[-1]), (xs[100], xs[4000]), (-50.0, xs[-1] + 50.0), (xs[10], xs[10] + 3.0)):
+        for pixels in (1, 7, 302):
+            span = (x1 - x0) / pixels
+            plain = [bisect_left(xs, x0 + span * p) for p in range(pixels)] + [bisect_right(xs, x1)]
+            assert pixel_edges(xs, len(xs), x0, x1, pixels) == plain

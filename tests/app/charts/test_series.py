@@ -44,3 +44,27 @@ def test_a_series_follows_its_run(tmp_path: Path) -> None:
     assert len(feeds.items) == 1
     feeds.keep([])
     assert feeds.items == {}
+
+
+def test_a_long_build_goes_to_a_thread_and_its_failure_is_said_after(tmp_path: Path) -> None:
+    import threading
+
+    from steptable.compare import XError
+
+    write_rows(tmp_path / "r" / "metrics.jsonl", ({"step": s, "loss": float(s)} for s in range(50)))
+    follower = Follower([tmp_path])
+    follower.scan()
+    (store,) = follower.stores.values()
+    done = threading.Event()
+    feeds = Feeds(done.set, background=10)
+    assert feeds.ready(store, "loss", "step", 50) is None  # 50 rows > 10: built in a thread
+    assert done.wait(10)
+    s = feeds.ready(store, "loss", "step", 50)
+    assert s is not None and len(s.raw) == 50 and s.raw.range(0, 50)[:2] == (0.0, 49.0)
+    assert feeds.ready(store, "loss", "step", 50) is s  # nothing new: no thread
+    done.clear()
+    assert feeds.ready(store, "loss", "tokens", 50) is None
+    assert done.wait(10)
+    with pytest.raises(XError):  # the run has no token counts: said by the next call, not lost in the thread
+        feeds.ready(store, "loss", "tokens", 50)
+    assert Feeds(background=10).ready(store, "loss", "step", 50) is not None  # no callback: built right here

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,19 @@ def big_runs(root: Path, n: int = 100_000) -> Path:
     return root
 
 
+async def built(pilot: Any) -> ChartScreen:
+    """The chart view on screen once the series its threads build are drawn."""
+    screen = pilot.app.screen
+    assert isinstance(screen, ChartScreen)
+    for _ in range(2000):  # (bounded: a build of 100k rows takes well under a second)
+        if screen.feeds.items and not any(s.building for s in screen.feeds.items.values()):
+            break
+        await pilot.pause(0.01)
+    await pilot.pause()
+    await pilot.pause()
+    return screen
+
+
 def test_ticks_and_metric_choice() -> None:
     assert nice_ticks(0.0, 1.0, 5) == [0.0, 0.2, 0.4, 0.6000000000000001, 0.8, 1.0]
     assert nice_ticks(3.0, 3.0, 4) == [3.0]
@@ -49,9 +63,7 @@ async def test_chart_view_opens_on_loss_shows_spike_and_crosshair_moves_tables(t
     async with app.run_test(size=(120, 40)) as pilot:
         await sync(pilot, follower)
         await pilot.press("C")
-        await pilot.pause()
-        screen = app.screen
-        assert isinstance(screen, ChartScreen)
+        screen = await built(pilot)
         assert screen.metrics(screen.arms()) == ["loss"]  # not the first column (ref_eq)
         text = screen_text(app)
         assert MARKER in text  # the NaN marker
@@ -74,9 +86,42 @@ def test_chart_view_snapshot(snap_compare: Any, tmp_path: Path) -> None:
     async def run_before(pilot: Any) -> None:
         await sync(pilot, follower)
         await pilot.press("C")
-        await pilot.pause()
+        await built(pilot)
 
     assert snap_compare(app, terminal_size=(120, 40), run_before=run_before)
+
+
+@pytest.mark.anyio
+async def test_a_long_run_is_built_in_a_thread_while_the_keys_work(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first build of a long series runs in a thread: the chart says it is building, the keys keep working
+    (here while the build is held), and the chart is drawn when it is done."""
+    from steptable.app.charts import series
+
+    hold = threading.Event()
+    real = series.Series.update
+
+    def held_update(self: series.Series, rows: int, smooth: bool = False) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            assert hold.wait(30)
+        real(self, rows, smooth)
+
+    monkeypatch.setattr(series.Series, "update", held_update)
+    monkeypatch.setattr(series, "BACKGROUND_ROWS", 1_000)
+    app, follower, _ = manual_app(big_runs(tmp_path, n=5_000))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await sync(pilot, follower)
+        await pilot.press("C")
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, ChartScreen)
+        assert "building the view of 5,000 rows" in screen_text(app)
+        await pilot.press("y", "m")  # keys are taken while the series are being built
+        assert screen.log_y and screen.smoothed
+        hold.set()
+        await built(pilot)
+        text = screen_text(app)
+        assert "building" not in text and MARKER in text and "(log y)" in text
 
 
 def seed_runs(root: Path, n: int = 600) -> Path:

@@ -4,10 +4,13 @@ completions clipped, malformed rows and failures shown, not fatal."""
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
+from rich.text import Text
 from textual.widgets import Static
 
 from steptable.app.screens import generations as gen_screen
@@ -84,13 +87,13 @@ async def test_generations_viewer_pages_a_big_step(tmp_path: Path) -> None:
         await sync(pilot, follower)
         screen = await open_generations(pilot)
         first = static_text(screen.query_one("#gen-text", Static))
-        assert "── 1/128 " in first and "── 128/128 " not in first and "n for the next ones" in first
-        await pilot.press("n")
+        assert "── 1/128 " in first and "── 128/128 " not in first and "> for the next ones" in first
+        await pilot.press("greater_than_sign")
         second = static_text(screen.query_one("#gen-text", Static))
         assert "── 1/128 " not in second and second != first
-        await pilot.press("p")
+        await pilot.press("less_than_sign")
         assert static_text(screen.query_one("#gen-text", Static)) == first
-        await pilot.press("p")  # no page before the first
+        await pilot.press("less_than_sign")  # no page before the first
         assert static_text(screen.query_one("#gen-text", Static)) == first
 
 
@@ -156,3 +159,77 @@ async def test_a_viewer_failure_is_shown_not_fatal(tmp_path: Path, monkeypatch: 
         text = viewer_text(await open_generations(pilot))
         assert all(x in text for x in said), text
     assert app.return_code is None
+
+
+async def _search_samples(pilot: Any, screen: GenerationsScreen, text: str) -> None:
+    await pilot.press("slash", "ctrl+a", "ctrl+k", *text, "enter")
+    searching = [w for w in pilot.app.workers if w.group == "gen-search"]
+    if searching:
+        await pilot.app.workers.wait_for_complete(searching)
+    await pilot.pause()
+    await pilot.pause()
+
+
+def _title(screen: GenerationsScreen) -> str:
+    return static_text(screen.query_one("#gen-title", Static))
+
+
+@asynccontextmanager
+async def _viewer(tmp_path: Path, arms: tuple[str, ...] = ("routeA",)) -> AsyncIterator[tuple[Any, GenerationsScreen]]:
+    """The app over three arms, ``arms`` with generations files, and its generations viewer open and indexed."""
+    root = make_runs(tmp_path)
+    for arm in arms:
+        write_generations(root / arm)
+    app, follower, _ = manual_app(root)
+    async with app.run_test(size=SIZE) as pilot:
+        await sync(pilot, follower)
+        yield pilot, await open_generations(pilot)
+
+
+async def test_search_moves_to_the_matching_samples(tmp_path: Path) -> None:
+    """/ in the viewer finds text in the arm's samples (every step), ignoring case; n / N move to the next /
+    previous matching sample (wrapping), which is shown first; the title says "k of m" or that nothing matched."""
+    async with _viewer(tmp_path) as (pilot, screen):
+        await pilot.press("left", "left")
+        assert screen.step == 0
+        await _search_samples(pilot, screen, "ANSWER 1")
+        assert screen.step == 0 and "1 of 3" in _title(screen)
+        assert viewer_text(screen).split("\n── ")[1].startswith("2/2 ")  # the match first on the page
+        await pilot.press("n")
+        await pilot.pause()
+        assert screen.step == 10 and "2 of 3" in _title(screen)
+        await pilot.press("n", "n")
+        await pilot.pause()
+        assert screen.step == 0 and "1 of 3" in _title(screen)
+        await pilot.press("N")
+        await pilot.pause()
+        assert screen.step == 20 and "3 of 3" in _title(screen)
+        await _search_samples(pilot, screen, "no such words")
+        assert "no match for 'no such words'" in _title(screen) and screen.step == 20
+
+
+async def test_search_finds_untrusted_text_and_shows_it_inert(tmp_path: Path) -> None:
+    async with _viewer(tmp_path) as (pilot, screen):
+        await _search_samples(pilot, screen, "[bold red]markup")
+        assert screen.step == 10 and "1 of 1" in _title(screen)
+        shown = viewer_text(screen)
+        assert "[bold red]markup[/]" in shown and "\x1b" not in shown
+        text = screen.query_one("#gen-text", Static).content
+        assert isinstance(text, Text)
+        marked = [text.plain[s.start : s.end] for s in text.spans if s.style == "reverse"]
+        assert marked == ["[bold red]markup"]  # the match is marked, where it shows
+
+
+async def test_another_arm_forgets_the_search(tmp_path: Path) -> None:
+    async with _viewer(tmp_path, ("routeA", "absorb")) as (pilot, screen):
+        app = pilot.app
+        await _search_samples(pilot, screen, "answer 1")
+        assert "3 of 3" in _title(screen)  # from the step on screen (the newest) on
+        await pilot.press("a")
+        indexing = [w for w in app.workers if w.group == "gen-index"]
+        if indexing:
+            await app.workers.wait_for_complete(indexing)
+        await pilot.pause()
+        await pilot.press("n")  # no matches of the other arm's samples to go to
+        await pilot.pause()
+        assert screen.finder.text == "" and "of 3" not in _title(screen) and screen.step is not None

@@ -26,7 +26,7 @@ async def test_help_lists_every_key(tmp_path: Path, key: str) -> None:
         screen = app.screen
         assert isinstance(screen, HelpScreen)
         keys = {k: what for k, what in screen.lines}
-        for k in ("e", "f", "0", "1-9", "s", "v", ": g", "/", "q ^c", "end G", "^p"):
+        for k in ("e", "f", "0", "1-9", "s", "v", ": g", "/", "F", "n", "N", "q ^c", "end G", "^p"):
             assert k in keys, k
         assert keys["e"].startswith("Events") and keys["1-9"].startswith("Arm")
         await pilot.press("escape")

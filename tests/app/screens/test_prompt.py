@@ -17,14 +17,14 @@ async def test_filter_jump_prompts(tmp_path: Path) -> None:
     app, follower, _ = manual_app(make_runs(tmp_path))
     async with app.run_test(size=SIZE) as pilot:
         await sync(pilot, follower)
-        await pilot.press("slash")
+        await pilot.press("F")
         assert isinstance(app.screen, PromptScreen)
         await pilot.press(*"rew*", "enter")
         grid = app.query_one(StepGrid)
         assert [c.key for c in grid.cols] == ["step", "rew", "rew_s"]
-        await pilot.press("slash", "escape")  # cancel keeps the filter
+        await pilot.press("F", "escape")  # cancel keeps the filter
         assert [c.key for c in grid.cols] == ["step", "rew", "rew_s"]
-        await pilot.press("slash")
+        await pilot.press("F")
         await pilot.press(*["backspace"] * 4, "enter")
         assert len(grid.cols) > 3
 

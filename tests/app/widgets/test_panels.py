@@ -315,7 +315,7 @@ async def test_a_column_a_filter_brought_in_can_be_charted(tmp_path: Path) -> No
     app, follower, _ = manual_app(tmp_path)
     async with app.run_test(size=(120, 30)) as pilot:
         await sync(pilot, follower)
-        await pilot.press("slash", "g", "e", "n", "enter")
+        await pilot.press("F", "g", "e", "n", "enter")
         await pilot.pause()
         app.session.selected = "gen"
         await pilot.press("c")
