@@ -185,10 +185,10 @@ class TrackioSource(_Base):
             target = next(iter(self.runs.values()), self.store)
             self._tell(target, b)
             changed = True
-        for run, rows in got.items():
+        for run, batches in got.items():
             store = self._run(run)
-            parsed = Parsed(steps=[s for s, _ in rows], rows=[r for _, r in rows], step_key="step")
-            changed = self._apply(store, parsed, now) or changed
+            for parsed in batches:
+                changed = self._apply(store, parsed, now) or changed
         return changed
 
     def finish(self) -> bool:
