@@ -34,6 +34,9 @@ FULL, FIRST, MIDDLE, LAST = 1, 2, 3, 4
 _TYPE_CRC = [zlib.crc32(bytes([t])) for t in range(256)]
 _UNPACK = struct.Struct("<IHB").unpack_from
 _TIMESTAMP = re.compile(rb'"_timestamp":([^,}]*)')
+#: tags of the Record kinds no row or run fact comes from (summary, output, config, files, stats, artifact, tbrecord,
+#: alert, telemetry, metric, output_raw: fields 3-13): a whole record of one is passed over unread
+_UNREAD = frozenset((n << 3) | 2 for n in range(3, 14))
 #: history rows handed on per call at most: the rest of what was read is parsed by the next call
 ROWS_PER_CALL = 2048
 
@@ -62,8 +65,9 @@ class WandbParser:
         self._batch = 64  # rows of the first call (the JSONL reader learns the keys; its fast path takes the rest)
         self._last_line = b""  # the last history row (its _timestamp: when the run last logged)
 
-    def parse(self, data: bytes, base: int, final: bool = False) -> tuple[int, Parsed]:
-        """Parse whole chunks of ``data`` (file bytes from offset ``base`` = the offset where the last call stopped).
+    def parse(self, data: bytes | memoryview, base: int, final: bool = False) -> tuple[int, Parsed]:
+        """Parse whole chunks of ``data`` (file bytes from offset ``base`` = the offset where the last call stopped;
+        bytes or a memoryview of them).
         Returns (bytes consumed, what they held). ``final``: nothing more will come (a one-shot read): a cut record
         at the end is reported, not waited for."""
         assert base == self.pos
@@ -110,13 +114,20 @@ class WandbParser:
                 continue
             if end > n:
                 break  # cut by a concurrent write: wait for the rest
-            chunk = data[i + CHUNK_HEADER : end]
+            chunk = bytes(data[i + CHUNK_HEADER : end])
             if zlib.crc32(chunk, _TYPE_CRC[kind]) != crc:
                 bad.append(BadLine(self.label, 0, f"byte {at}: checksum mismatch; record skipped"))
                 self._frags = []
                 i = end
                 continue
             i = end
+            if kind == FULL and chunk[:1] == b"\x08":  # Record.num first: the kind's tag follows it
+                j = 1
+                while j < 11 and j < length and chunk[j] & 0x80:
+                    j += 1
+                if j + 1 < length and chunk[j + 1] in _UNREAD:
+                    self._frags = []
+                    continue
             self._chunk(kind, chunk, at, lines, meta, bad)
             if len(lines) >= self._batch and not self._frags and i < n:
                 self._batch = min(self._batch * 8, ROWS_PER_CALL)

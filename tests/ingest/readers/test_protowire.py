@@ -14,41 +14,17 @@ import pytest
 
 from steptable.ingest.readers.protowire import WireError, tb_event, wandb_record
 from tests.ingest import writers
+from tests.ingest.readers.helpers import wandb_records
 from tests.ingest.writers import wandb_file
 
 wandb_run = writers.wandb_run  # (a session fixture of real runs)
 wandb_crashed = writers.wandb_crashed  # (a session fixture of real runs)
 
 
-def _wandb_records(path: Path) -> list[bytes]:
-    """Every record of a .wandb file, reassembled from its chunks (the framing itself is tested with the reader)."""
-    from steptable.ingest.readers.wandb import BLOCK, CHUNK_HEADER, FIRST, FULL, HEADER, LAST
-
-    data = path.read_bytes()
-    i, out, frags = len(HEADER), [], b""
-    while i + CHUNK_HEADER <= len(data):
-        left = BLOCK - i % BLOCK
-        if left < CHUNK_HEADER:
-            i += left
-            continue
-        _, length, kind = struct.unpack_from("<IHB", data, i)
-        chunk = data[i + CHUNK_HEADER : i + CHUNK_HEADER + length]
-        i += CHUNK_HEADER + length
-        if kind == FULL:
-            out.append(chunk)
-        elif kind == FIRST:
-            frags = chunk
-        else:
-            frags += chunk
-            if kind == LAST:
-                out.append(frags)
-    return out
-
-
 @pytest.mark.parametrize("fixture", ["wandb_run", "wandb_crashed"])
 def test_wandb_records_decode_as_wandbs_classes_do(fixture: str, request: pytest.FixtureRequest) -> None:
     pb = pytest.importorskip("wandb.proto.wandb_internal_pb2")
-    records = _wandb_records(wandb_file(request.getfixturevalue(fixture)))
+    records = wandb_records(wandb_file(request.getfixturevalue(fixture)))
     kinds = {"history": 0, "run": 0, "exit": 0}
     lines = 0
     for raw in records:

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from steptable.ingest.files.follow import Follower
-from tests.ingest import writers
 from steptable.ingest.readers import trackio
 from steptable.ingest.recordsource import TrackioSource
+from tests.ingest import writers
 from tests.ingest.writers import read_once, rows_of, same
 
 trackio_dir = writers.trackio_dir  # (a session fixture of real runs)

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from tests.ingest import writers
-from tests.ingest.writers import WANDB_STEPS, copy_dir, only, read_once, rows_of, wandb_file
+from tests.ingest.readers.helpers import wandb_records
+from tests.ingest.writers import WANDB_STEPS, copy_dir, only, read_once, rows_of, same, wandb_file
 
 wandb_crashed = writers.wandb_crashed  # (a session fixture of real runs)
 wandb_run = writers.wandb_run  # (a session fixture of real runs)
@@ -112,3 +113,32 @@ def test_read_without_wandb_installed(wandb_run: Path, monkeypatch: pytest.Monke
         monkeypatch.setitem(sys.modules, name, None)  # (an import of it fails, as when it is not installed)
     store = only(read_once(wandb_run))
     assert store.arm == "grpo-a" and str(rows_of(store)) == str(want)  # (str: NaN == NaN)
+
+
+def test_long_run_read_over_several_calls_as_wandbs_classes_read_it(tmp_path: Path) -> None:
+    """A run of 700 steps (the reader hands rows on in growing batches: several calls over one read, each going on
+    where the last stopped; the summary records beside each history record passed over): every row is what
+    wandb's own classes decode from the same file."""
+    import json
+
+    pb = pytest.importorskip("wandb.proto.wandb_internal_pb2")
+    root = tmp_path / "long"
+    writers.run_writer("""
+        import math, wandb
+        run = wandb.init(project="p", name="long")
+        for i in range(700):
+            run.log({"loss": 1.0 / (i + 1), "x": math.nan if i % 97 == 5 else i * 0.5, "n": {"k": i}})
+        run.finish()
+    """, {"WANDB_DIR": str(root)})
+    want = []
+    for raw in wandb_records(wandb_file(root)):
+        rec = pb.Record.FromString(raw)
+        if rec.WhichOneof("record_type") == "history":
+            want.append({"/".join(it.nested_key) or it.key: json.loads(it.value_json) for it in rec.history.item})
+    store = only(read_once(root))
+    rows = rows_of(store)
+    assert len(want) == 700 and list(store.steps) == list(range(700))
+    for got, row in zip(rows, want, strict=True):
+        assert {k for k, v in got.items() if v is not None} == set(row)
+        assert all(same(got[k], v) for k, v in row.items()), (got, row)
+    assert not store.bad
