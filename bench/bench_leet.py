@@ -19,7 +19,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from bench_records import _writer
+from bench_records import write_wandb
 from bench_sweep import pty_first_frame
 
 
@@ -29,13 +29,7 @@ def generate(root: Path, steps: int) -> Path:
     if not (done.exists() and done.read_text() == str(steps)):
         shutil.rmtree(root / "wandb", ignore_errors=True)
         root.mkdir(parents=True, exist_ok=True)
-        t = _writer("""
-            import wandb
-            run = wandb.init(project="bench", name="leet-bench")
-            for s, r in rows():
-                run.log(r, step=s)
-            run.finish()
-        """, {"WANDB_DIR": str(root)}, steps)
+        t = write_wandb(root, steps, "leet-bench")
         print(f"  wandb wrote {steps} steps in {t:.0f} s", file=sys.stderr)
         done.write_text(str(steps))
     (path,) = (root / "wandb").glob("offline-run-*/run-*.wandb")

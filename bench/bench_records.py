@@ -45,6 +45,17 @@ def _writer(code: str, env: dict[str, str], steps: int) -> float:
     return time.perf_counter() - t0
 
 
+def write_wandb(wandb_dir: Path, steps: int, name: str) -> float:
+    """The rows logged by wandb offline (run ``name``) under ``wandb_dir``; returns the seconds it took."""
+    return _writer(f"""
+        import wandb
+        run = wandb.init(project="bench", name={name!r})
+        for s, r in rows():
+            run.log(r, step=s)
+        run.finish()
+    """, {"WANDB_DIR": str(wandb_dir)}, steps)
+
+
 def generate(root: Path, steps: int) -> dict[str, Path]:
     out = {"jsonl": root / "jsonl" / "metrics.jsonl", "wandb": root / "wb", "tensorboard": root / "tb" / "run",
            "trackio": root / "tk"}
@@ -59,13 +70,7 @@ def generate(root: Path, steps: int) -> dict[str, Path]:
             for s, r in rows():
                 f.write(json.dumps({{"step": s, **r}}) + "\\n")
     """, {}, steps)
-    t = _writer("""
-        import wandb
-        run = wandb.init(project="bench", name="bench-run")
-        for s, r in rows():
-            run.log(r, step=s)
-        run.finish()
-    """, {"WANDB_DIR": str(out["wandb"])}, steps)
+    t = write_wandb(out["wandb"], steps, "bench-run")
     print(f"  wandb wrote {steps} steps in {t:.1f} s", file=sys.stderr)
     _writer(f"""
         from torch.utils.tensorboard import SummaryWriter

@@ -3,12 +3,12 @@
 trackio keeps a project in SQLite (WAL journal): table ``metrics(id, run_id, timestamp, run_name, step, metrics)``,
 ``metrics`` a JSON object (a non-finite value stored as the string ``"NaN"``/``"Infinity"``: read as non-finite),
 ``configs(run_name, config)``. Rows are read by one query on ids; the ``metrics`` objects of a run are handed to the
-JSONL reader as one chunk of lines (its typed batch decode makes columns in C), and read one by one only when a
-chunk holds a key that clashes with the columns a row gains here (``step``, ``_timestamp``, a ``data`` object) or
-an unreadable object (then each bad row is reported by its id). The database is opened read-only (``mode=ro``): a reader never takes a write lock, and
-in WAL mode never blocks the writer; each poll is one short read of the rows past the last id seen. A database that
-is busy (a writer in rollback-journal mode) is read at the next poll; one that is damaged is read row by row around
-the damage, each unreadable id range reported.
+JSONL reader as one chunk of lines (its typed batch decode makes columns in C), and read one by one only when one
+holds a key that clashes with the columns a row gains here (``step``, ``_timestamp``, a ``data`` object) or is
+unreadable (then each bad row is reported by its id). The database is opened read-only (``mode=ro``): a reader never
+takes a write lock, and in WAL mode never blocks the writer; each poll is one short read of the rows past the last id
+seen. A database that is busy (a writer in rollback-journal mode) is read at the next poll; one that is damaged is
+read row by row around the damage, each unreadable id range reported.
 """
 
 from __future__ import annotations
