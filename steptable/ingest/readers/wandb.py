@@ -25,7 +25,7 @@ from typing import Any
 from steptable.ingest.parse import BadLine
 from steptable.ingest.parsed import Parsed
 from steptable.ingest.readers.jsonl import JsonlParser
-from steptable.ingest.readers.protowire import wandb_record
+from steptable.ingest.readers.protowire import WireError, history_line, varint, wandb_record
 
 HEADER = b":W&B" + struct.pack("<HB", 0xBEE1, 0)
 BLOCK = 32 * 1024
@@ -125,7 +125,11 @@ class WandbParser:
                 j = 1
                 while j < 11 and j < length and chunk[j] & 0x80:
                     j += 1
-                if j + 1 < length and chunk[j + 1] in _UNREAD:
+                tag = chunk[j + 1] if j + 1 < length else 0
+                if tag in _UNREAD:
+                    self._frags = []
+                    continue
+                if tag == 0x12 and self._history(chunk, j + 2, lines):
                     self._frags = []
                     continue
             self._chunk(kind, chunk, at, lines, meta, bad)
@@ -138,6 +142,26 @@ class WandbParser:
                                               "not read"))
         self.pos = base + i
         return i, self._parsed(lines, meta, bad)
+
+    def _history(self, raw: bytes, i: int, lines: list[bytes]) -> bool:
+        """A history record (its field starting at ``raw[i]``, the length) of the usual layout taken as a JSON
+        line; False when it is not one (the general record path reads it, and reports it if it is damaged)."""
+        n = raw[i]
+        if n < 0x80:
+            a = i + 1
+        else:
+            try:
+                n, a = varint(raw, i)
+            except (IndexError, WireError):
+                return False
+        if a + n > len(raw):
+            return False
+        line = history_line(raw, a, a + n)
+        if line is None or b'/_type":' in line:
+            return False
+        lines.append(line)
+        self._last_line = line
+        return True
 
     def _chunk(self, kind: int, chunk: bytes, at: int, lines: list[bytes], meta: dict[str, Any],
                bad: list[BadLine]) -> None:
