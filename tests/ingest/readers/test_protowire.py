@@ -73,6 +73,12 @@ def test_history_line_nested_keys_and_other_layouts() -> None:
         pb.HistoryItem(nested_key=["s"], value_json='"x\\ny"')], step=pb.HistoryStep(num=3)))
     kind, line = wandb_record(rec.SerializeToString(), lines=True)
     assert kind == "line" and line == '{"a/b/c":1,"é":NaN,"s":"x\\ny"}'.encode()
+    # keys whose UTF-8 holds the byte 0x82 that starts value_json's tag (₂ is e2 82 82), last or inside a part
+    subscript = pb.Record(history=pb.HistoryRecord(item=[
+        pb.HistoryItem(nested_key=["norm₂"], value_json="2.5"),
+        pb.HistoryItem(nested_key=["x₂y", "₂"], value_json="1")]))
+    kind, line = wandb_record(subscript.SerializeToString(), lines=True)
+    assert kind == "line" and line == '{"norm₂":2.5,"x₂y/₂":1}'.encode()
     quoted = pb.Record(history=pb.HistoryRecord(item=[pb.HistoryItem(nested_key=['say "hi"'], value_json="2")]))
     kind, items = wandb_record(quoted.SerializeToString(), lines=True)  # (a quote in a key: the general walk)
     assert kind == "history" and items == [(b'say "hi"', b"2")]
