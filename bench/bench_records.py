@@ -95,22 +95,25 @@ def generate(root: Path, steps: int) -> dict[str, Path]:
 OPTIONAL = {"tensorboard": "google_crc32c"}
 
 
-def measure(path: Path, without: str | None = None, tree: Path | None = None) -> tuple[float, int]:
-    """(seconds, rows) of a full ingest of ``path`` in a fresh interpreter; ``without``: a module made unimportable
-    there first (the reader's fallback is measured); ``tree``: the steptable imported there (default: this one)."""
+def measure(path: Path, without: str | None = None, tree: Path | None = None) -> tuple[float, float, int]:
+    """(wall seconds, CPU seconds, rows) of a full ingest of ``path`` in a fresh interpreter; ``without``: a module
+    made unimportable there first (the reader's fallback is measured); ``tree``: the steptable imported there
+    (default: this one). CPU time is the steadier of the two on a shared machine (waiting for a core is not in it)."""
     block = f"import sys; sys.modules[{without!r}] = None\n" if without else ""
     code = block + textwrap.dedent(f"""
         import time, json
         from steptable.ingest.files.follow import Follower
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         f = Follower([{str(path)!r}]); f.scan(); f.finish()
-        dt = time.perf_counter() - t0
-        print(json.dumps([dt, sum(len(s) for s in f.stores.values())]))
+        dt, dc = time.perf_counter() - t0, time.process_time() - c0
+        print(json.dumps([dt, dc, sum(len(s) for s in f.stores.values())]))
     """)
     env = None if tree is None else {**os.environ, "PYTHONPATH": str(tree)}
-    got = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True, env=env)
-    dt, rows = json.loads(got.stdout.strip().splitlines()[-1])
-    return float(dt), int(rows)
+    # (run in the tree: ``-c`` puts the working directory first on sys.path, before PYTHONPATH)
+    got = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True, env=env,
+                         cwd=tree)
+    dt, dc, rows = json.loads(got.stdout.strip().splitlines()[-1])
+    return float(dt), float(dc), int(rows)
 
 
 def main() -> None:
@@ -131,23 +134,27 @@ def main() -> None:
         # all of them alike; the best of --repeat each
         names = [*paths, *(f"{n}/{OPTIONAL[n]}" for n in paths if n in OPTIONAL)]
         trees: list[Path | None] = [None] if args.against is None else [None, args.against]
-        runs: dict[tuple[Path | None, str], list[tuple[float, int]]] = {(t, n): [] for t in trees for n in names}
+        runs: dict[tuple[Path | None, str], list[tuple[float, float, int]]] = {(t, n): [] for t in trees
+                                                                                 for n in names}
         for _ in range(args.repeat):
             for tree in trees:
                 for name in names:
                     fmt, _, without = name.partition("/")
                     runs[tree, name].append(measure(paths[fmt], without or None, tree))
-        best = {key: min(dt for dt, _ in got) for key, got in runs.items()}
+        best = {key: min(dt for dt, _, _ in got) for key, got in runs.items()}
+        cpu = {key: min(dc for _, dc, _ in got) for key, got in runs.items()}
         for tree in trees:
             if args.against is not None:
                 print("this tree:" if tree is None else f"{tree}:")
             for name in names:
                 fmt, _, without = name.partition("/")
                 label = (f"{fmt:12s} without {without}" if without
-                         else f"{fmt:12s} {sizes[fmt] / 1e6:7.1f} MB  {runs[tree, name][0][1]:7d} rows")
+                         else f"{fmt:12s} {sizes[fmt] / 1e6:7.1f} MB  {runs[tree, name][0][2]:7d} rows")
                 dt, anchor = best[tree, name], best[tree, "jsonl"]
-                ratio = "" if name == "jsonl" else f"  = {dt / anchor:.2f}x JSONL"
-                print(f"{label}  ingest {dt:6.2f} s{ratio}")
+                dc, cpu_anchor = cpu[tree, name], cpu[tree, "jsonl"]
+                ratio = "" if name == "jsonl" else f" = {dt / anchor:5.2f}x JSONL"
+                cpu_ratio = "" if name == "jsonl" else f" = {dc / cpu_anchor:5.2f}x JSONL"
+                print(f"{label}  ingest {dt:6.3f} s{ratio}   CPU {dc:6.3f} s{cpu_ratio}")
             assert not math.isnan(best[tree, "jsonl"])
 
 
