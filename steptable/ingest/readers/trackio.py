@@ -3,9 +3,9 @@
 trackio keeps a project in SQLite (WAL journal): table ``metrics(id, run_id, timestamp, run_name, step, metrics)``,
 ``metrics`` a JSON object (a non-finite value stored as the string ``"NaN"``/``"Infinity"``: read as non-finite),
 ``configs(run_name, config)``. Rows are read by one query on ids; the ``metrics`` objects of a run are handed to the
-JSONL reader as one chunk of lines (its typed batch decode makes columns in C), and read one by one only when one
-holds a key that clashes with the columns a row gains here (``step``, ``_timestamp``, a ``data`` object) or is
-unreadable (then each bad row is reported by its id). The database is opened read-only (``mode=ro``): a reader never
+JSONL reader as one chunk of lines (its typed batch decode makes columns in C), each with the row's step and clock
+added, and read one by one only when one is unreadable (then each bad row is reported by its id) or holds those
+keys inside a ``data`` object. The database is opened read-only (``mode=ro``): a reader never
 takes a write lock, and in WAL mode never blocks the writer; each poll is one short read of the rows past the last id
 seen. A database that is busy (a writer in rollback-journal mode) is read at the next poll; one that is damaged is
 read row by row around the damage, each unreadable id range reported.
@@ -35,8 +35,8 @@ MAX_PROBE = 1000
 _DECODE = msgspec.json.Decoder()
 #: lines of a run's first chunk handed on first (the JSONL reader learns the keys; its typed decode takes the rest)
 FIRST_LINES = 64
-#: keys a ``metrics`` object must not hold for the batch decode (the row's own step and clock, verl's envelope)
-_CLASHES = frozenset({"step", "_timestamp", "data"})
+#: the row's own keys: a ``data`` object (verl's envelope, unwrapped by the JSONL reader) must not hold them
+_CLASHES = frozenset({"step", "_timestamp"})
 
 
 @contextlib.contextmanager
@@ -158,8 +158,9 @@ class TrackioReader:
         return end
 
     def _batch(self, run: str, rows: list[Any], bad: list[BadLine]) -> list[Parsed]:
-        """One run's new rows as JSON lines ``{"data":<metrics>,"step":N,"_timestamp":T}`` for the JSONL reader's
-        batch decode (``data`` is unwrapped by it), else (a key that would clash, a bad object) row by row."""
+        """One run's new rows as JSON lines for the JSONL reader's batch decode: each ``metrics`` object with
+        ``"step":N,"_timestamp":T`` added last (a key of the same name in it is read over, as row by row: JSON's
+        last one wins), else (a bad object, a ``data`` envelope holding those keys) row by row."""
         parser = self._parsers.get(run)
         if parser is None:
             parser = self._parsers[run] = JsonlParser(self.label)
@@ -170,16 +171,16 @@ class TrackioReader:
         for _, _, step, ts, blob in rows:
             if type(blob) is str:
                 blob = blob.encode()
-            if type(step) is not int or type(blob) is not bytes:
+            if type(step) is not int or type(blob) is not bytes or blob[-1:] != b"}":
                 return [self._rows(rows, bad)]
-            add((b'{"data":', blob, b',"step":%d' % step, end(ts)))
-        cut = 4 * FIRST_LINES if parser.fast_chunks + parser.slow_chunks == 0 else 0
+            add((blob[:-1], b',"step":%d' % step if len(blob) > 2 else b'"step":%d' % step, end(ts)))
+        cut = 3 * FIRST_LINES if parser.fast_chunks + parser.slow_chunks == 0 else 0
         chunks = [b"".join(parts[:cut]), b"".join(parts[cut:])] if 0 < cut < len(parts) else [b"".join(parts)]
         out = [parser.parse(chunk, 1) for chunk in chunks]
-        # an object that is not one, or keys that clash with the row's own (every key is in the shape: the typed
-        # decode fails on one it has not learned): the rows one by one
+        # an object that is not one, or verl's envelope holding the row's own keys (unwrapped, they would stand
+        # beside them; every key is in the shape: the typed decode fails on one it has not learned): row by row
         data = parser.shape.get("data")
-        if any(p.bad for p in out) or type(data) is not dict or not data.keys().isdisjoint(_CLASHES):
+        if any(p.bad for p in out) or (type(data) is dict and not data.keys().isdisjoint(_CLASHES)):
             return [self._rows(rows, bad)]
         return out
 

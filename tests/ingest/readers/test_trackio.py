@@ -130,10 +130,11 @@ def _same_rows(got: list[dict[str, object]], want: list[dict[str, object]]) -> b
         for g, w in zip(got, want, strict=True))
 
 
-@pytest.mark.parametrize("extra", ["", "data", "step"])
+@pytest.mark.parametrize("extra", ["", "data", "step", "data_step"])
 def test_batch_decode_reads_the_rows_the_row_by_row_path_reads(tmp_path: Path, extra: str) -> None:
     """Runs long enough for the JSONL reader's typed batch decode, with NaN, nested keys, ints and text; a metrics
-    object holding a key the row gains itself (``step``) or verl's envelope (``data``) is read row by row."""
+    object holding a key the row gains itself (``step``) or verl's envelope (``data``, with ``step`` in it or not)
+    reads as row by row does."""
     root = tmp_path / "tk"
     writers.run_writer(f"""
         import math, trackio
@@ -146,6 +147,8 @@ def test_batch_decode_reads_the_rows_the_row_by_row_path_reads(tmp_path: Path, e
                     row["data"] = {{"inner": 1.5}}
                 if {extra!r} == "step" and i == 120:
                     row["step"] = 0.5
+                if {extra!r} == "data_step" and i == 200:
+                    row["data"] = {{"step": 7, "y": 2.0}}
                 trackio.log(row)
             trackio.finish()
     """, {"TRACKIO_DIR": str(root)})
@@ -157,7 +160,7 @@ def test_batch_decode_reads_the_rows_the_row_by_row_path_reads(tmp_path: Path, e
     fast = {run: p.fast_chunks for run, p in source.reader._parsers.items()}
     # (the clash is logged at step 200 of long-a only for "data", at step 120 of both for "step")
     assert fast == {"": {"long-a": 1, "long-b": 1}, "data": {"long-a": 0, "long-b": 1},
-                    "step": {"long-a": 0, "long-b": 0}}[extra], fast
+                    "step": {"long-a": 0, "long-b": 0}, "data_step": {"long-a": 0, "long-b": 1}}[extra], fast
     assert sorted(runs) == ["long-a", "long-b"]
     for name, store in runs.items():
         assert list(store.steps) == list(range(300 if name == "long-a" else 150))
