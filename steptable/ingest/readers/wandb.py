@@ -146,14 +146,10 @@ class WandbParser:
     def _history(self, raw: bytes, i: int, lines: list[bytes]) -> bool:
         """A history record (its field starting at ``raw[i]``, the length) of the usual layout taken as a JSON
         line; False when it is not one (the general record path reads it, and reports it if it is damaged)."""
-        n = raw[i]
-        if n < 0x80:
-            a = i + 1
-        else:
-            try:
-                n, a = varint(raw, i)
-            except (IndexError, WireError):
-                return False
+        try:
+            n, a = varint(raw, i)
+        except (IndexError, WireError):  # (cut after the tag)
+            return False
         if a + n > len(raw):
             return False
         line = history_line(raw, a, a + n)

@@ -142,3 +142,36 @@ def test_long_run_read_over_several_calls_as_wandbs_classes_read_it(tmp_path: Pa
         assert {k for k, v in got.items() if v is not None} == set(row)
         assert all(same(got[k], v) for k, v in row.items()), (got, row)
     assert not store.bad
+
+
+def test_record_with_good_checksum_but_unreadable_reported(wandb_run: Path, tmp_path: Path) -> None:
+    """A history record whose bytes pass the chunk checksum but are no record (its length field runs on: a writer
+    bug, not a torn write) is reported with its offset; every other row is kept."""
+    import struct
+    import zlib
+
+    from steptable.ingest.readers.wandb import BLOCK, CHUNK_HEADER, FULL, HEADER
+
+    data = bytearray(wandb_file(wandb_run).read_bytes())
+    path = copy_dir(wandb_run, tmp_path)
+    i, found = len(HEADER), None
+    while i + CHUNK_HEADER <= len(data):
+        if BLOCK - i % BLOCK < CHUNK_HEADER:
+            i += BLOCK - i % BLOCK
+            continue
+        _, length, kind = struct.unpack_from("<IHB", data, i)
+        body = bytes(data[i + CHUNK_HEADER : i + CHUNK_HEADER + length])
+        num_end = 1 + next(k for k, b in enumerate(body[1:]) if b < 0x80) + 1  # (Record.num: a varint)
+        if kind == FULL and body[num_end] == 0x12 and b"train/loss" in body and found is None:  # a history record
+            found = (i, length)
+        i += CHUNK_HEADER + length
+    assert found is not None
+    at, length = found
+    junk = b"\x08\x0b\x12" + b"\xff" * (length - 3)  # Record.num, the history tag, then a varint that never ends
+    data[at + CHUNK_HEADER : at + CHUNK_HEADER + length] = junk
+    struct.pack_into("<I", data, at, zlib.crc32(junk, zlib.crc32(bytes([FULL]))))
+    path.write_bytes(bytes(data))
+    store = only(read_once(tmp_path))
+    reasons = [b.reason for b in store.bad]
+    assert reasons == [f"byte {at}: not a readable record (WireError); skipped"], reasons
+    assert len(store) == WANDB_STEPS  # (of the 6 steps and the table's, one history record lost)
