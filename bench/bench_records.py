@@ -45,6 +45,17 @@ def _writer(code: str, env: dict[str, str], steps: int) -> float:
     return time.perf_counter() - t0
 
 
+def write_wandb(wandb_dir: Path, steps: int, name: str) -> float:
+    """The rows logged by wandb offline (run ``name``) under ``wandb_dir``; returns the seconds it took."""
+    return _writer(f"""
+        import wandb
+        run = wandb.init(project="bench", name={name!r})
+        for s, r in rows():
+            run.log(r, step=s)
+        run.finish()
+    """, {"WANDB_DIR": str(wandb_dir)}, steps)
+
+
 def generate(root: Path, steps: int) -> dict[str, Path]:
     out = {"jsonl": root / "jsonl" / "metrics.jsonl", "wandb": root / "wb", "tensorboard": root / "tb" / "run",
            "trackio": root / "tk"}
@@ -59,13 +70,7 @@ def generate(root: Path, steps: int) -> dict[str, Path]:
             for s, r in rows():
                 f.write(json.dumps({{"step": s, **r}}) + "\\n")
     """, {}, steps)
-    t = _writer("""
-        import wandb
-        run = wandb.init(project="bench", name="bench-run")
-        for s, r in rows():
-            run.log(r, step=s)
-        run.finish()
-    """, {"WANDB_DIR": str(out["wandb"])}, steps)
+    t = write_wandb(out["wandb"], steps, "bench-run")
     print(f"  wandb wrote {steps} steps in {t:.1f} s", file=sys.stderr)
     _writer(f"""
         from torch.utils.tensorboard import SummaryWriter
@@ -86,18 +91,29 @@ def generate(root: Path, steps: int) -> dict[str, Path]:
     return out
 
 
-def measure(path: Path) -> tuple[float, int]:
-    code = textwrap.dedent(f"""
+#: optional libraries a reader uses when installed, with the format whose reader falls back without them
+OPTIONAL = {"tensorboard": "google_crc32c"}
+
+
+def measure(path: Path, without: str | None = None, tree: Path | None = None) -> tuple[float, float, int]:
+    """(wall seconds, CPU seconds, rows) of a full ingest of ``path`` in a fresh interpreter; ``without``: a module
+    made unimportable there first (the reader's fallback is measured); ``tree``: the steptable imported there
+    (default: this one). CPU time is the steadier of the two on a shared machine (waiting for a core is not in it)."""
+    block = f"import sys; sys.modules[{without!r}] = None\n" if without else ""
+    code = block + textwrap.dedent(f"""
         import time, json
         from steptable.ingest.files.follow import Follower
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         f = Follower([{str(path)!r}]); f.scan(); f.finish()
-        dt = time.perf_counter() - t0
-        print(json.dumps([dt, sum(len(s) for s in f.stores.values())]))
+        dt, dc = time.perf_counter() - t0, time.process_time() - c0
+        print(json.dumps([dt, dc, sum(len(s) for s in f.stores.values())]))
     """)
-    got = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
-    dt, rows = json.loads(got.stdout.strip().splitlines()[-1])
-    return float(dt), int(rows)
+    env = None if tree is None else {**os.environ, "PYTHONPATH": str(tree)}
+    # (run in the tree: ``-c`` puts the working directory first on sys.path, before PYTHONPATH)
+    got = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True, env=env,
+                         cwd=tree)
+    dt, dc, rows = json.loads(got.stdout.strip().splitlines()[-1])
+    return float(dt), float(dc), int(rows)
 
 
 def main() -> None:
@@ -105,20 +121,41 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=20_000)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--data", type=Path, help="write the runs here once and reuse them (default: a temporary dir)")
+    ap.add_argument("--against", type=Path, metavar="DIR",
+                    help="a folder holding another steptable package (an older commit: `git archive REV steptable | "
+                         "tar -x -C DIR`), measured in the same round robin")
     args = ap.parse_args()
     random.seed(0)
     with tempfile.TemporaryDirectory() as tmp:
         paths = generate(args.data or Path(tmp), args.steps)
         sizes = {k: sum(f.stat().st_size for f in (p.rglob("*") if p.is_dir() else [p]) if f.is_file())
                  for k, p in paths.items()}
-        best: dict[str, float] = {}
-        for name, path in paths.items():
-            runs = [measure(path) for _ in range(args.repeat)]
-            best[name] = min(dt for dt, _ in runs)
-            rows = runs[0][1]
-            print(f"{name:12s} {sizes[name] / 1e6:7.1f} MB  {rows:7d} rows  ingest {best[name]:6.2f} s"
-                  + ("" if name == "jsonl" else f"  = {best[name] / best['jsonl']:.2f}x JSONL"))
-        assert not math.isnan(best["jsonl"])
+        # round robin (every format once, then again): a load that comes and goes on a shared machine falls on
+        # all of them alike; the best of --repeat each
+        names = [*paths, *(f"{n}/{OPTIONAL[n]}" for n in paths if n in OPTIONAL)]
+        trees: list[Path | None] = [None] if args.against is None else [None, args.against]
+        runs: dict[tuple[Path | None, str], list[tuple[float, float, int]]] = {(t, n): [] for t in trees
+                                                                                 for n in names}
+        for _ in range(args.repeat):
+            for tree in trees:
+                for name in names:
+                    fmt, _, without = name.partition("/")
+                    runs[tree, name].append(measure(paths[fmt], without or None, tree))
+        best = {key: min(dt for dt, _, _ in got) for key, got in runs.items()}
+        cpu = {key: min(dc for _, dc, _ in got) for key, got in runs.items()}
+        for tree in trees:
+            if args.against is not None:
+                print("this tree:" if tree is None else f"{tree}:")
+            for name in names:
+                fmt, _, without = name.partition("/")
+                label = (f"{fmt:12s} without {without}" if without
+                         else f"{fmt:12s} {sizes[fmt] / 1e6:7.1f} MB  {runs[tree, name][0][2]:7d} rows")
+                dt, anchor = best[tree, name], best[tree, "jsonl"]
+                dc, cpu_anchor = cpu[tree, name], cpu[tree, "jsonl"]
+                ratio = "" if name == "jsonl" else f" = {dt / anchor:5.2f}x JSONL"
+                cpu_ratio = "" if name == "jsonl" else f" = {dc / cpu_anchor:5.2f}x JSONL"
+                print(f"{label}  ingest {dt:6.3f} s{ratio}   CPU {dc:6.3f} s{cpu_ratio}")
+            assert not math.isnan(best[tree, "jsonl"])
 
 
 if __name__ == "__main__":

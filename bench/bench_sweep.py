@@ -18,6 +18,7 @@ import argparse
 import asyncio
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -114,8 +115,9 @@ async def _new_runs(app: Any, scr: Any, root: Path, count: int) -> list[float]:
     return out
 
 
-def pty_first_frame(cmd: list[str], needle: str, timeout: float = 60.0) -> float:
-    """Seconds from starting ``cmd`` in a detached 200x50 tmux session to ``needle`` on its screen."""
+def pty_first_frame(cmd: list[str], needle: str | re.Pattern[str], timeout: float = 60.0) -> float:
+    """Seconds from starting ``cmd`` in a detached 200x50 tmux session to ``needle`` (a text, or a pattern
+    searched for) on its screen."""
     name = f"stb{os.getpid()}"
     env = " ".join(f"{k}={v}" for k, v in (("PYTHONPATH", os.environ.get("PYTHONPATH", "")),
                                            ("PYTHONPYCACHEPREFIX", CHILD_ENV.get("PYTHONPYCACHEPREFIX", ""))) if v)
@@ -126,7 +128,7 @@ def pty_first_frame(cmd: list[str], needle: str, timeout: float = 60.0) -> float
     try:
         while time.time() - t0 < timeout:
             screen = subprocess.run(["tmux", "capture-pane", "-p", "-t", name], capture_output=True, text=True).stdout
-            if needle in screen:
+            if (needle.search(screen) is not None) if isinstance(needle, re.Pattern) else needle in screen:
                 return time.time() - t0
             time.sleep(0.005)
         raise RuntimeError(f"{needle!r} not on screen after {timeout} s")

@@ -29,7 +29,7 @@ _EVENTS = re.compile(r"^events\.out\.tfevents\.")
 class _RecordParser(Protocol):
     def reset(self) -> None: ...
 
-    def parse(self, data: bytes, base: int, final: bool = False) -> tuple[int, Parsed]: ...
+    def parse(self, data: bytes | memoryview, base: int, final: bool = False) -> tuple[int, Parsed]: ...
 
 
 class _Base(Source):
@@ -136,12 +136,15 @@ class RecordSource(_Base):
                     changed = True
                 if not (grew or reset or final):
                     break
-                while True:  # (a parser may stop early on a large read: ``more``)
-                    used, parsed = parser.parse(tail.pending, tail.base, final and not tail.more)
-                    tail.consume(used)
+                data, off = tail.pending, 0
+                while True:  # (a parser may stop early on a large read: ``more``; it reads on past ``off``)
+                    view = data if off == 0 else memoryview(data)[off:]
+                    used, parsed = parser.parse(view, tail.base + off, final and not tail.more)
+                    off += used
                     changed = self._apply(store, parsed, now) or changed
                     if not (getattr(parser, "more", False) and used):
                         break
+                tail.consume(off)
                 if not grew:
                     break
             missing = missing and tail.missing
@@ -185,10 +188,10 @@ class TrackioSource(_Base):
             target = next(iter(self.runs.values()), self.store)
             self._tell(target, b)
             changed = True
-        for run, rows in got.items():
+        for run, batches in got.items():
             store = self._run(run)
-            parsed = Parsed(steps=[s for s, _ in rows], rows=[r for _, r in rows], step_key="step")
-            changed = self._apply(store, parsed, now) or changed
+            for parsed in batches:
+                changed = self._apply(store, parsed, now) or changed
         return changed
 
     def finish(self) -> bool:

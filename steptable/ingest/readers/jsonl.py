@@ -62,6 +62,11 @@ class JsonlParser:
         self.fast_chunks = 0
         self.slow_chunks = 0
 
+    @property
+    def shape(self) -> Shape:
+        """The nested structure of the rows read so far (every key a row held; see :mod:`.fastpath`)."""
+        return self._shape
+
     def parse(self, chunk: bytes, lineno: LineNo) -> Parsed:
         """Parse complete lines (``chunk`` ends with a newline). ``lineno``: the 1-based number of the first line, or
         a callable giving it (counting lines costs; only the tolerant path needs them).

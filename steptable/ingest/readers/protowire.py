@@ -145,14 +145,16 @@ def history_items(buf: bytes, i: int, end: int) -> list[tuple[bytes, bytes]]:
     return out
 
 
-_VARINT = rb"[\x80-\xff]*[\x00-\x7f]"
-_KEY_PART = rb'[^\x00-\x1f"\\]*'  # (no control character, quote or backslash: JSON string text as it is)
+_VARINT = rb"[\x80-\xff]*+[\x00-\x7f]"
+#: no control character, quote or backslash (JSON string text as it is); possessive, so nothing is tried twice: it
+#: stops at the next part's tag (\x12) and at value_json's (\x82\x01), the only byte it holds that may start one
+_KEY_PART = rb'(?:[^\x00-\x1f"\\\x82]++|\x82(?!\x01))*+'
 #: the usual HistoryItem: nested_key parts (field 2) and value_json (field 16: JSON text, which holds no control
 #: character). Lengths are not checked: a part or a value is bounded by the control characters that start the next
 #: field, so on this layout the match is the decode.
-_ITEM = (rb"\x0a" + _VARINT + rb"\x12" + _VARINT + rb"(?:" + _KEY_PART + rb"\x12[\x00-\x7f])*" + _KEY_PART
-         + rb"\x82\x01" + _VARINT + rb"[^\x00-\x1f]*")
-_ITEMS = re.compile(rb"(?:" + _ITEM + rb")+", re.DOTALL)
+_ITEM = (rb"\x0a" + _VARINT + rb"\x12" + _VARINT + _KEY_PART + rb"(?:\x12[\x00-\x7f]" + _KEY_PART + rb")*+"
+         + rb"\x82\x01" + _VARINT + rb"[^\x00-\x1f]*+")
+_ITEMS = re.compile(rb"(?:" + _ITEM + rb")++", re.DOTALL)
 #: what may follow the items: HistoryRecord.step (field 2: HistoryStep{num=1}), _info (field 200)
 _TAIL = re.compile(rb"(?:\x12[\x00-\x7f](?:\x08" + _VARINT + rb")?)?(?:\xc2\x0c.*)?", re.DOTALL)
 # on matched items, in this order: each item's start -> `,"`; value_json's tag and length -> `":`; part -> `/`

@@ -85,9 +85,14 @@ class EventParser:
         self.pos = 0
         self._resync = False  # searching for the next record whose length checksum holds
 
-    def parse(self, data: bytes, base: int, final: bool = False) -> tuple[int, Parsed]:
-        """Parse whole records of ``data`` (file bytes from offset ``base``, where the last call stopped). Returns
-        (bytes consumed, rows). ``final``: nothing more will come: a cut record at the end is reported."""
+    def parse(self, data: bytes | memoryview, base: int, final: bool = False) -> tuple[int, Parsed]:
+        """Parse whole records of ``data`` (file bytes from offset ``base``, where the last call stopped; bytes or a
+        memoryview of them). Returns (bytes consumed, rows). ``final``: nothing more will come: a cut record at the
+        end is reported.
+
+        A record's length checksum is checked where its data checksum fails (which of the two was damaged), while
+        searching past damage, and for a length that reaches past the bytes read: a good data checksum at the end
+        a length gives vouches for that length as well (one checksum per record, not two)."""
         bad: list[BadLine] = []
         steps: list[int] = []
         rows: list[dict[str, Any]] = []
@@ -97,18 +102,21 @@ class EventParser:
             bad.append(BadLine(self.label, 0, "empty file"))
         while n - i >= 12:
             length, len_crc = _LEN.unpack_from(data, i)
-            if masked(data[i : i + 8]) != len_crc or length > MAX_RECORD:
-                if not self._resync:
-                    bad.append(BadLine(self.label, 0, f"byte {base + i}: damaged record length; searching on"))
-                    self._resync = True
-                i += 1
-                continue
-            self._resync = False
-            end = i + 12 + length + 4
-            if end > n:
-                break  # cut by a concurrent write: wait for the rest
-            payload = data[i + 12 : i + 12 + length]
+            end = i + 16 + length
+            if self._resync or length > MAX_RECORD or end > n:
+                if length > MAX_RECORD or masked(bytes(data[i : i + 8])) != len_crc:
+                    self._damaged_length(base + i, bad)
+                    i += 1
+                    continue
+                self._resync = False
+                if end > n:
+                    break  # cut by a concurrent write: wait for the rest
+            payload = bytes(data[i + 12 : end - 4])
             if masked(payload) != _CRC.unpack_from(data, end - 4)[0]:
+                if masked(bytes(data[i : i + 8])) != len_crc:
+                    self._damaged_length(base + i, bad)
+                    i += 1
+                    continue
                 bad.append(BadLine(self.label, 0, f"byte {base + i}: checksum mismatch; record skipped"))
                 i = end
                 continue
@@ -119,6 +127,13 @@ class EventParser:
             bad.append(BadLine(self.label, 0, f"byte {base + i}: {what} ({n - i} bytes at the end); not read"))
         self.pos = base + i
         return i, Parsed(steps=steps, rows=rows, bad=bad, step_key="step")
+
+    def _damaged_length(self, at: int, bad: list[BadLine]) -> None:
+        """A length whose checksum fails at file offset ``at``: reported once a damaged stretch (the search goes on
+        at the next byte)."""
+        if not self._resync:
+            bad.append(BadLine(self.label, 0, f"byte {at}: damaged record length; searching on"))
+            self._resync = True
 
     def _event_row(self, raw: bytes, at: int, steps: list[int], rows: list[dict[str, Any]],
                    bad: list[BadLine]) -> None:

@@ -2,10 +2,13 @@
 
 trackio keeps a project in SQLite (WAL journal): table ``metrics(id, run_id, timestamp, run_name, step, metrics)``,
 ``metrics`` a JSON object (a non-finite value stored as the string ``"NaN"``/``"Infinity"``: read as non-finite),
-``configs(run_name, config)``. The database is opened read-only (``mode=ro``): a reader never takes a write lock, and
-in WAL mode never blocks the writer; each poll is one short read of the rows past the last id seen. A database that
-is busy (a writer in rollback-journal mode) is read at the next poll; one that is damaged is read row by row around
-the damage, each unreadable id range reported.
+``configs(run_name, config)``. Rows are read by one query on ids; the ``metrics`` objects of a run are handed to the
+JSONL reader as one chunk of lines (its typed batch decode makes columns in C), each with the row's step and clock
+added, and read one by one only when one is unreadable (then each bad row is reported by its id) or holds those
+keys inside a ``data`` object. The database is opened read-only (``mode=ro``): a reader never
+takes a write lock, and in WAL mode never blocks the writer; each poll is one short read of the rows past the last id
+seen. A database that is busy (a writer in rollback-journal mode) is read at the next poll; one that is damaged is
+read row by row around the damage, each unreadable id range reported.
 """
 
 from __future__ import annotations
@@ -21,6 +24,8 @@ from typing import Any
 import msgspec
 
 from steptable.ingest.parse import BadLine, flatten
+from steptable.ingest.parsed import Parsed
+from steptable.ingest.readers.jsonl import JsonlParser
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 #: rows read per poll at most (a large database is read over a few polls)
@@ -28,6 +33,10 @@ BATCH = 200_000
 #: ids tried one by one past the last readable row of a damaged database whose last id is unknown
 MAX_PROBE = 1000
 _DECODE = msgspec.json.Decoder()
+#: lines of a run's first chunk handed on first (the JSONL reader learns the keys; its typed decode takes the rest)
+FIRST_LINES = 64
+#: the row's own keys: a ``data`` object (verl's envelope, unwrapped by the JSONL reader) must not hold them
+_CLASHES = frozenset({"step", "_timestamp"})
 
 
 @contextlib.contextmanager
@@ -82,6 +91,9 @@ class TrackioReader:
         self.last_id = 0
         self._sig: tuple[int, ...] | None = None
         self.configs: dict[str, Any] = {}
+        self._parsers: dict[str, JsonlParser] = {}
+        self._clocks: dict[Any, float | None] = {}  # timestamp text -> Unix time (trackio stamps rows in batches)
+        self._ends: dict[Any, bytes] = {}
 
     def _signature(self) -> tuple[int, ...]:
         sig: list[int] = []
@@ -97,15 +109,15 @@ class TrackioReader:
         """The database (or its WAL) changed since the last read (a stat or two: a quiet run costs no query)."""
         return self._signature() != self._sig
 
-    def read(self) -> tuple[dict[str, list[tuple[int, dict[str, Any]]]], list[BadLine]]:
-        """Rows added since the last read: run name -> [(step, row)], and problems. Raises sqlite3.OperationalError
-        while the database is locked (read again at the next poll)."""
+    def read(self) -> tuple[dict[str, list[Parsed]], list[BadLine]]:
+        """Rows added since the last read: run name -> parsed batches (step key ``step``, the row's time as
+        ``_timestamp``), and problems. Raises sqlite3.OperationalError while the database is locked (read again at
+        the next poll)."""
         sig = self._signature()
-        out: dict[str, list[tuple[int, dict[str, Any]]]] = {}
         bad: list[BadLine] = []
         if sig[1] == 0:
             self._sig = sig
-            return out, [BadLine(self.label, 0, "empty file (no trackio database yet)")]
+            return {}, [BadLine(self.label, 0, "empty file (no trackio database yet)")]
         with connect(self.path) as con:
             try:
                 got = con.execute(
@@ -118,8 +130,65 @@ class TrackioReader:
             except sqlite3.DatabaseError as e:
                 got, bad = self._around_damage(con, e)
             self._read_configs(con)
-        for rid, run, step, ts, blob in got:
-            self.last_id = max(self.last_id, rid)
+        if got:
+            self.last_id = max(self.last_id, max(r[0] for r in got))
+        by_run: dict[str, list[Any]] = {}
+        for r in got:
+            by_run.setdefault(str(r[1]), []).append(r)
+        out = {run: self._batch(run, rows, bad) for run, rows in by_run.items()}
+        if len(got) < BATCH:
+            self._sig = sig
+        return {run: parsed for run, parsed in out.items() if parsed}, bad
+
+    def _clock(self, ts: Any) -> float | None:
+        t = self._clocks.get(ts, False)
+        if t is False:
+            if len(self._clocks) > 4096:
+                self._clocks.clear()
+                self._ends.clear()
+            t = self._clocks[ts] = _unix(ts)
+        return t  # type: ignore[return-value]
+
+    def _end(self, ts: Any) -> bytes:
+        """The end of a row's JSON line after its step: its clock, the object's brace, the newline."""
+        end = self._ends.get(ts)
+        if end is None:
+            t = self._clock(ts)
+            end = self._ends[ts] = b"}\n" if t is None else b',"_timestamp":%r}\n' % t
+        return end
+
+    def _batch(self, run: str, rows: list[Any], bad: list[BadLine]) -> list[Parsed]:
+        """One run's new rows as JSON lines for the JSONL reader's batch decode: each ``metrics`` object with
+        ``"step":N,"_timestamp":T`` added last (a key of the same name in it is read over, as row by row: JSON's
+        last one wins), else (a bad object, a ``data`` envelope holding those keys) row by row."""
+        parser = self._parsers.get(run)
+        if parser is None:
+            parser = self._parsers[run] = JsonlParser(self.label)
+            parser.step_key = "step"
+        parts: list[bytes] = []
+        add = parts.extend
+        end = self._end
+        for _, _, step, ts, blob in rows:
+            if type(blob) is str:
+                blob = blob.encode()
+            if type(step) is not int or type(blob) is not bytes or blob[-1:] != b"}":
+                return [self._rows(rows, bad)]
+            add((blob[:-1], b',"step":%d' % step if len(blob) > 2 else b'"step":%d' % step, end(ts)))
+        cut = 3 * FIRST_LINES if parser.fast_chunks + parser.slow_chunks == 0 else 0
+        chunks = [b"".join(parts[:cut]), b"".join(parts[cut:])] if 0 < cut < len(parts) else [b"".join(parts)]
+        out = [parser.parse(chunk, 1) for chunk in chunks]
+        # an object that is not one, or verl's envelope holding the row's own keys (unwrapped, they would stand
+        # beside them; every key is in the shape: the typed decode fails on one it has not learned): row by row
+        data = parser.shape.get("data")
+        if any(p.bad for p in out) or (type(data) is dict and not data.keys().isdisjoint(_CLASHES)):
+            return [self._rows(rows, bad)]
+        return out
+
+    def _rows(self, got: list[Any], bad: list[BadLine]) -> Parsed:
+        """Rows one by one (each unreadable one reported by its id)."""
+        steps: list[int] = []
+        rows: list[dict[str, Any]] = []
+        for rid, _, step, ts, blob in got:
             try:
                 obj = _DECODE.decode(blob)
                 if type(obj) is not dict:
@@ -133,13 +202,12 @@ class TrackioReader:
             else:
                 bad.append(BadLine(self.label, 0, f"row id {rid}: step {step!r:.40} is not an integer; skipped"))
                 continue
-            t = _unix(ts)
+            t = self._clock(ts)
             if t is not None:
                 row["_timestamp"] = t
-            out.setdefault(str(run), []).append((step, row))
-        if len(got) < BATCH:
-            self._sig = sig
-        return out, bad
+            steps.append(step)
+            rows.append(row)
+        return Parsed(steps=steps, rows=rows, step_key="step")
 
     def _around_damage(self, con: sqlite3.Connection, err: Exception) -> tuple[list[Any], list[BadLine]]:
         """Rows past ``last_id`` read one id at a time (a damaged page costs the rows on it, not the rest)."""

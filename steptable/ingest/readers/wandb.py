@@ -25,7 +25,7 @@ from typing import Any
 from steptable.ingest.parse import BadLine
 from steptable.ingest.parsed import Parsed
 from steptable.ingest.readers.jsonl import JsonlParser
-from steptable.ingest.readers.protowire import wandb_record
+from steptable.ingest.readers.protowire import WireError, history_line, varint, wandb_record
 
 HEADER = b":W&B" + struct.pack("<HB", 0xBEE1, 0)
 BLOCK = 32 * 1024
@@ -34,6 +34,9 @@ FULL, FIRST, MIDDLE, LAST = 1, 2, 3, 4
 _TYPE_CRC = [zlib.crc32(bytes([t])) for t in range(256)]
 _UNPACK = struct.Struct("<IHB").unpack_from
 _TIMESTAMP = re.compile(rb'"_timestamp":([^,}]*)')
+#: tags of the Record kinds no row or run fact comes from (summary, output, config, files, stats, artifact, tbrecord,
+#: alert, telemetry, metric, output_raw: fields 3-13): a whole record of one is passed over unread
+_UNREAD = frozenset((n << 3) | 2 for n in range(3, 14))
 #: history rows handed on per call at most: the rest of what was read is parsed by the next call
 ROWS_PER_CALL = 2048
 
@@ -62,8 +65,9 @@ class WandbParser:
         self._batch = 64  # rows of the first call (the JSONL reader learns the keys; its fast path takes the rest)
         self._last_line = b""  # the last history row (its _timestamp: when the run last logged)
 
-    def parse(self, data: bytes, base: int, final: bool = False) -> tuple[int, Parsed]:
-        """Parse whole chunks of ``data`` (file bytes from offset ``base`` = the offset where the last call stopped).
+    def parse(self, data: bytes | memoryview, base: int, final: bool = False) -> tuple[int, Parsed]:
+        """Parse whole chunks of ``data`` (file bytes from offset ``base`` = the offset where the last call stopped;
+        bytes or a memoryview of them).
         Returns (bytes consumed, what they held). ``final``: nothing more will come (a one-shot read): a cut record
         at the end is reported, not waited for."""
         assert base == self.pos
@@ -110,13 +114,24 @@ class WandbParser:
                 continue
             if end > n:
                 break  # cut by a concurrent write: wait for the rest
-            chunk = data[i + CHUNK_HEADER : end]
+            chunk = bytes(data[i + CHUNK_HEADER : end])
             if zlib.crc32(chunk, _TYPE_CRC[kind]) != crc:
                 bad.append(BadLine(self.label, 0, f"byte {at}: checksum mismatch; record skipped"))
                 self._frags = []
                 i = end
                 continue
             i = end
+            if kind == FULL and chunk[:1] == b"\x08":  # Record.num first: the kind's tag follows it
+                j = 1
+                while j < 11 and j < length and chunk[j] & 0x80:
+                    j += 1
+                tag = chunk[j + 1] if j + 1 < length else 0
+                if tag in _UNREAD:
+                    self._frags = []
+                    continue
+                if tag == 0x12 and self._history(chunk, j + 2, lines):
+                    self._frags = []
+                    continue
             self._chunk(kind, chunk, at, lines, meta, bad)
             if len(lines) >= self._batch and not self._frags and i < n:
                 self._batch = min(self._batch * 8, ROWS_PER_CALL)
@@ -127,6 +142,22 @@ class WandbParser:
                                               "not read"))
         self.pos = base + i
         return i, self._parsed(lines, meta, bad)
+
+    def _history(self, raw: bytes, i: int, lines: list[bytes]) -> bool:
+        """A history record (its field starting at ``raw[i]``, the length) of the usual layout taken as a JSON
+        line; False when it is not one (the general record path reads it, and reports it if it is damaged)."""
+        try:
+            n, a = varint(raw, i)
+        except (IndexError, WireError):  # (cut after the tag)
+            return False
+        if a + n > len(raw):
+            return False
+        line = history_line(raw, a, a + n)
+        if line is None or b'/_type":' in line:
+            return False
+        lines.append(line)
+        self._last_line = line
+        return True
 
     def _chunk(self, kind: int, chunk: bytes, at: int, lines: list[bytes], meta: dict[str, Any],
                bad: list[BadLine]) -> None:

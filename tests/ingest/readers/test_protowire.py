@@ -14,41 +14,17 @@ import pytest
 
 from steptable.ingest.readers.protowire import WireError, tb_event, wandb_record
 from tests.ingest import writers
+from tests.ingest.readers.helpers import wandb_records
 from tests.ingest.writers import wandb_file
 
 wandb_run = writers.wandb_run  # (a session fixture of real runs)
 wandb_crashed = writers.wandb_crashed  # (a session fixture of real runs)
 
 
-def _wandb_records(path: Path) -> list[bytes]:
-    """Every record of a .wandb file, reassembled from its chunks (the framing itself is tested with the reader)."""
-    from steptable.ingest.readers.wandb import BLOCK, CHUNK_HEADER, FIRST, FULL, HEADER, LAST
-
-    data = path.read_bytes()
-    i, out, frags = len(HEADER), [], b""
-    while i + CHUNK_HEADER <= len(data):
-        left = BLOCK - i % BLOCK
-        if left < CHUNK_HEADER:
-            i += left
-            continue
-        _, length, kind = struct.unpack_from("<IHB", data, i)
-        chunk = data[i + CHUNK_HEADER : i + CHUNK_HEADER + length]
-        i += CHUNK_HEADER + length
-        if kind == FULL:
-            out.append(chunk)
-        elif kind == FIRST:
-            frags = chunk
-        else:
-            frags += chunk
-            if kind == LAST:
-                out.append(frags)
-    return out
-
-
 @pytest.mark.parametrize("fixture", ["wandb_run", "wandb_crashed"])
 def test_wandb_records_decode_as_wandbs_classes_do(fixture: str, request: pytest.FixtureRequest) -> None:
     pb = pytest.importorskip("wandb.proto.wandb_internal_pb2")
-    records = _wandb_records(wandb_file(request.getfixturevalue(fixture)))
+    records = wandb_records(wandb_file(request.getfixturevalue(fixture)))
     kinds = {"history": 0, "run": 0, "exit": 0}
     lines = 0
     for raw in records:
@@ -97,6 +73,12 @@ def test_history_line_nested_keys_and_other_layouts() -> None:
         pb.HistoryItem(nested_key=["s"], value_json='"x\\ny"')], step=pb.HistoryStep(num=3)))
     kind, line = wandb_record(rec.SerializeToString(), lines=True)
     assert kind == "line" and line == '{"a/b/c":1,"é":NaN,"s":"x\\ny"}'.encode()
+    # keys whose UTF-8 holds the byte 0x82 that starts value_json's tag (₂ is e2 82 82), last or inside a part
+    subscript = pb.Record(history=pb.HistoryRecord(item=[
+        pb.HistoryItem(nested_key=["norm₂"], value_json="2.5"),
+        pb.HistoryItem(nested_key=["x₂y", "₂"], value_json="1")]))
+    kind, line = wandb_record(subscript.SerializeToString(), lines=True)
+    assert kind == "line" and line == '{"norm₂":2.5,"x₂y/₂":1}'.encode()
     quoted = pb.Record(history=pb.HistoryRecord(item=[pb.HistoryItem(nested_key=['say "hi"'], value_json="2")]))
     kind, items = wandb_record(quoted.SerializeToString(), lines=True)  # (a quote in a key: the general walk)
     assert kind == "history" and items == [(b'say "hi"', b"2")]

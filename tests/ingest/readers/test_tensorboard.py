@@ -57,7 +57,7 @@ def test_several_files_of_one_run_merged_by_step(tmp_path: Path) -> None:
     assert rows[2]["train/loss"] == pytest.approx(1 / 3) and rows[2]["eval/acc"] == pytest.approx(0.2)
 
 
-@pytest.mark.parametrize("damage", ["cut", "flip", "flip_length"])
+@pytest.mark.parametrize("damage", ["cut", "flip", "flip_length", "flip_length_far"])
 def test_damaged_copy_reported_with_position_good_rows_kept(tmp_path: Path, damage: str) -> None:
     src = tmp_path / "src"
     torch_run(src, range(6))
@@ -69,10 +69,11 @@ def test_damaged_copy_reported_with_position_good_rows_kept(tmp_path: Path, dama
         data = data[:at]
     elif damage == "flip":
         data[at + 3] ^= 0x01
-    else:  # the length field of the record holding it (12 bytes of header before its payload)
+    else:  # the length field of the record holding it (12 bytes of header before its payload): a little longer (its
+        # end inside the file), or 16 MB longer (past the file's end: not a record cut short)
         start = max(i for i in range(at - 40, at - 12)
                     if at < i + 12 + int.from_bytes(data[i:i + 8], "little") < len(data))
-        data[start] ^= 0x40
+        data[start + (3 if damage == "flip_length_far" else 0)] ^= 0x01 if damage == "flip_length_far" else 0x40
     dst = tmp_path / "bad" / "run" / event_file(src).name
     dst.parent.mkdir(parents=True)
     dst.write_bytes(bytes(data))
@@ -80,7 +81,8 @@ def test_damaged_copy_reported_with_position_good_rows_kept(tmp_path: Path, dama
     store = only(f)
     reasons = [b.reason for b in store.bad]
     assert reasons and all(r.startswith("byte ") for r in reasons), reasons
-    want = {"cut": "record cut short", "flip": "checksum mismatch", "flip_length": "damaged record length"}[damage]
+    want = {"cut": "record cut short", "flip": "checksum mismatch", "flip_length": "damaged record length",
+            "flip_length_far": "damaged record length"}[damage]
     assert any(want in r for r in reasons), reasons
     kept = {r["step"]: r for r in rows_of(store)}
     assert kept and len(kept) >= 3

@@ -11,8 +11,10 @@ from pathlib import Path
 import pytest
 
 from steptable.ingest.files.follow import Follower
+from steptable.ingest.readers import trackio
+from steptable.ingest.recordsource import TrackioSource
 from tests.ingest import writers
-from tests.ingest.writers import read_once, rows_of
+from tests.ingest.writers import read_once, rows_of, same
 
 trackio_dir = writers.trackio_dir  # (a session fixture of real runs)
 
@@ -106,3 +108,61 @@ def test_read_only(trackio_dir: Path, tmp_path: Path) -> None:
     before = db.read_bytes()
     read_once(tmp_path)
     assert db.read_bytes() == before
+
+
+def _one_by_one(db: Path) -> dict[str, list[dict[str, object]]]:
+    """The rows as the row-by-row path reads them (each metrics object decoded and flattened alone)."""
+    reader = trackio.TrackioReader(db, str(db))
+    with trackio.connect(db) as con:
+        got = con.execute("SELECT id, run_name, step, timestamp, metrics FROM metrics ORDER BY id").fetchall()
+    out: dict[str, list[dict[str, object]]] = {}
+    for run in sorted({str(r[1]) for r in got}):
+        bad: list[object] = []
+        parsed = reader._rows([r for r in got if r[1] == run], bad)  # type: ignore[arg-type]
+        assert parsed.rows is not None and not bad
+        out[run] = parsed.rows
+    return out
+
+
+def _same_rows(got: list[dict[str, object]], want: list[dict[str, object]]) -> bool:
+    return len(got) == len(want) and all(
+        {k: v for k, v in g.items() if v is not None} .keys() == w.keys() and all(same(g[k], w[k]) for k in w)
+        for g, w in zip(got, want, strict=True))
+
+
+@pytest.mark.parametrize("extra", ["", "data", "step", "data_step"])
+def test_batch_decode_reads_the_rows_the_row_by_row_path_reads(tmp_path: Path, extra: str) -> None:
+    """Runs long enough for the JSONL reader's typed batch decode, with NaN, nested keys, ints and text; a metrics
+    object holding a key the row gains itself (``step``) or verl's envelope (``data``, with ``step`` in it or not)
+    reads as row by row does."""
+    root = tmp_path / "tk"
+    writers.run_writer(f"""
+        import math, trackio
+        for name, n in (("long-a", 300), ("long-b", 150)):
+            trackio.init(project="big", name=name)
+            for i in range(n):
+                row = {{"train/loss": 1.0 / (i + 1), "x": math.nan if i % 7 == 1 else float(i),
+                       "nested": {{"a": i, "b": {{"c": -i}}}}, "tag": "t" if i % 50 else "u", "count": i * 3}}
+                if {extra!r} == "data" and i == 200:
+                    row["data"] = {{"inner": 1.5}}
+                if {extra!r} == "step" and i == 120:
+                    row["step"] = 0.5
+                if {extra!r} == "data_step" and i == 200:
+                    row["data"] = {{"step": 7, "y": 2.0}}
+                trackio.log(row)
+            trackio.finish()
+    """, {"TRACKIO_DIR": str(root)})
+    want = _one_by_one(root / "big.db")
+    f = read_once(root)
+    runs = _by_arm(f)
+    (source,) = f._sources.values()
+    assert isinstance(source, TrackioSource)
+    fast = {run: p.fast_chunks for run, p in source.reader._parsers.items()}
+    # (the clash is logged at step 200 of long-a only for "data", at step 120 of both for "step")
+    assert fast == {"": {"long-a": 1, "long-b": 1}, "data": {"long-a": 0, "long-b": 1},
+                    "step": {"long-a": 0, "long-b": 0}, "data_step": {"long-a": 0, "long-b": 1}}[extra], fast
+    assert sorted(runs) == ["long-a", "long-b"]
+    for name, store in runs.items():
+        assert list(store.steps) == list(range(300 if name == "long-a" else 150))
+        assert _same_rows(rows_of(store), want[name]), name
+        assert not store.bad

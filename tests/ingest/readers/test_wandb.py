@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from tests.ingest import writers
-from tests.ingest.writers import WANDB_STEPS, copy_dir, only, read_once, rows_of, wandb_file
+from tests.ingest.readers.helpers import wandb_records
+from tests.ingest.writers import WANDB_STEPS, copy_dir, only, read_once, rows_of, same, wandb_file
 
 wandb_crashed = writers.wandb_crashed  # (a session fixture of real runs)
 wandb_run = writers.wandb_run  # (a session fixture of real runs)
@@ -112,3 +113,65 @@ def test_read_without_wandb_installed(wandb_run: Path, monkeypatch: pytest.Monke
         monkeypatch.setitem(sys.modules, name, None)  # (an import of it fails, as when it is not installed)
     store = only(read_once(wandb_run))
     assert store.arm == "grpo-a" and str(rows_of(store)) == str(want)  # (str: NaN == NaN)
+
+
+def test_long_run_read_over_several_calls_as_wandbs_classes_read_it(tmp_path: Path) -> None:
+    """A run of 700 steps (the reader hands rows on in growing batches: several calls over one read, each going on
+    where the last stopped; the summary records beside each history record passed over): every row is what
+    wandb's own classes decode from the same file."""
+    import json
+
+    pb = pytest.importorskip("wandb.proto.wandb_internal_pb2")
+    root = tmp_path / "long"
+    writers.run_writer("""
+        import math, wandb
+        run = wandb.init(project="p", name="long")
+        for i in range(700):
+            run.log({"loss": 1.0 / (i + 1), "x": math.nan if i % 97 == 5 else i * 0.5, "n": {"k": i}})
+        run.finish()
+    """, {"WANDB_DIR": str(root)})
+    want = []
+    for raw in wandb_records(wandb_file(root)):
+        rec = pb.Record.FromString(raw)
+        if rec.WhichOneof("record_type") == "history":
+            want.append({"/".join(it.nested_key) or it.key: json.loads(it.value_json) for it in rec.history.item})
+    store = only(read_once(root))
+    rows = rows_of(store)
+    assert len(want) == 700 and list(store.steps) == list(range(700))
+    for got, row in zip(rows, want, strict=True):
+        assert {k for k, v in got.items() if v is not None} == set(row)
+        assert all(same(got[k], v) for k, v in row.items()), (got, row)
+    assert not store.bad
+
+
+def test_record_with_good_checksum_but_unreadable_reported(wandb_run: Path, tmp_path: Path) -> None:
+    """A history record whose bytes pass the chunk checksum but are no record (its length field runs on: a writer
+    bug, not a torn write) is reported with its offset; every other row is kept."""
+    import struct
+    import zlib
+
+    from steptable.ingest.readers.wandb import BLOCK, CHUNK_HEADER, FULL, HEADER
+
+    data = bytearray(wandb_file(wandb_run).read_bytes())
+    path = copy_dir(wandb_run, tmp_path)
+    i, found = len(HEADER), None
+    while i + CHUNK_HEADER <= len(data):
+        if BLOCK - i % BLOCK < CHUNK_HEADER:
+            i += BLOCK - i % BLOCK
+            continue
+        _, length, kind = struct.unpack_from("<IHB", data, i)
+        body = bytes(data[i + CHUNK_HEADER : i + CHUNK_HEADER + length])
+        num_end = 1 + next(k for k, b in enumerate(body[1:]) if b < 0x80) + 1  # (Record.num: a varint)
+        if kind == FULL and body[num_end] == 0x12 and b"train/loss" in body and found is None:  # a history record
+            found = (i, length)
+        i += CHUNK_HEADER + length
+    assert found is not None
+    at, length = found
+    junk = b"\x08\x0b\x12" + b"\xff" * (length - 3)  # Record.num, the history tag, then a varint that never ends
+    data[at + CHUNK_HEADER : at + CHUNK_HEADER + length] = junk
+    struct.pack_into("<I", data, at, zlib.crc32(junk, zlib.crc32(bytes([FULL]))))
+    path.write_bytes(bytes(data))
+    store = only(read_once(tmp_path))
+    reasons = [b.reason for b in store.bad]
+    assert reasons == [f"byte {at}: not a readable record (WireError); skipped"], reasons
+    assert len(store) == WANDB_STEPS  # (of the 6 steps and the table's, one history record lost)

@@ -1,0 +1,56 @@
+"""``steptable tail DIR`` on the directory trackio writes to, as trackio leaves it (its database, WAL, lock and
+media files): ``$TRACKIO_DIR``, and trackio's default location (``$HF_HOME/trackio``) when TRACKIO_DIR is unset."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import run_cli
+from tests.ingest import writers
+
+trackio_dir = writers.trackio_dir  # (a session fixture of real runs)
+
+pytest.importorskip("trackio")
+
+
+def _rows_by_arm(out: str) -> dict[str, list[dict[str, object]]]:
+    by_arm: dict[str, list[dict[str, object]]] = {}
+    for line in out.splitlines():
+        rec = json.loads(line)
+        by_arm.setdefault(str(rec["arm"]), []).append(rec)
+    return by_arm
+
+
+def test_tail_of_trackio_dir(trackio_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run_cli(["tail", "-n", "0", "--format", "jsonl", str(trackio_dir)], capsys)
+    assert code == 0, err
+    by_arm = _rows_by_arm(out)
+    assert sorted(by_arm) == ["run-a", "run-b"]
+    assert [r["step"] for r in by_arm["run-a"]] == [0, 1, 2, 3, 4]
+    assert [r["train/loss"] for r in by_arm["run-b"]] == pytest.approx([1.0, 0.5, 1 / 3])
+
+
+def test_tail_of_trackios_default_dir(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without TRACKIO_DIR trackio writes under ``$HF_HOME/trackio`` (the installed trackio's utils); that
+    directory, media folder and all, reads without flags."""
+    monkeypatch.delenv("TRACKIO_DIR", raising=False)
+    home = tmp_path / "hf"
+    writers.run_writer("""
+        import trackio
+        trackio.init(project="defaults", name="plain")
+        for i in range(3):
+            trackio.log({"reward": float(i)})
+        trackio.finish()
+    """, {"HF_HOME": str(home)})
+    default = home / "trackio"
+    assert (default / "defaults.db").is_file()
+    code, out, err = run_cli(["tail", "-n", "0", "--format", "jsonl", str(default)], capsys)
+    assert code == 0, err
+    assert [(r["step"], r["reward"]) for r in _rows_by_arm(out)["plain"]] == [(0, 0.0), (1, 1.0), (2, 2.0)]
+    code, out, err = run_cli(["summary", str(home)], capsys)
+    assert code == 0, err
+    assert "plain:" in out
