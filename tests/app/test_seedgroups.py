@@ -6,12 +6,17 @@ from __future__ import annotations
 
 import json
 import math
+import random
+import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from steptable.app import seedgroups, seedmeans
 from steptable.app.seedgroups import GROUP_PREFIX
 from steptable.app.seedmeans import N_KEY, SeedMeans
+from steptable.app.widgets.status import StatusBar
 from steptable.ingest.parsed import Parsed
 from steptable.ingest.store import RunStore
 from tests.app.helpers import manual_app, sync
@@ -111,3 +116,78 @@ def test_seeds_at_the_same_steps_leave_out_nan_and_absent_cells() -> None:
     assert m.update([a, b])
     assert [m.store.row(i).get("loss") for i in range(3)] == [2.0, 4.0, None]
     assert [m.store.row(i)[N_KEY] for i in range(3)] == [2, 2, 2]
+
+
+def test_a_build_in_chunks_equals_one_in_a_piece(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Chunks cut at the first seed's steps: seeds with steps the first lacks, and the slowest seed, as above."""
+    def seeds() -> list[RunStore]:
+        return [_store("g_seed1", [0, 1, 2, 3, 5, 6, 7], [1.0, 2.0, math.nan, 4.0, 5.0, 6.0, 7.0]),
+                _store("g_seed2", [0, 2, 3, 4, 5, 6], [3.0, 5.0, 6.0, 1.0, 2.0, None]),
+                _store("g_seed3", [0, 1, 2, 4, 6, 8], [5.0, None, 8.0, 2.0, 3.0, 9.0])]
+    whole = SeedMeans("g", s := seeds())
+    assert whole.update(s)
+    monkeypatch.setattr(seedmeans, "CHUNK", 2)
+    chunked = SeedMeans("g", s := seeds())
+    assert chunked.update(s)
+    assert chunked.store.rows() == whole.store.rows() and [r["step"] for r in whole.store.rows()] == [0, 1, 2, 3, 4,
+                                                                                                       5, 6]
+
+
+def write_seeds(root: Path, rows: int, metrics: int) -> Path:
+    for s in range(1, 4):
+        p = root / f"routeA_seed{s}" / "metrics.jsonl"
+        p.parent.mkdir(parents=True)
+        rng = random.Random(s)
+        p.write_text("".join(json.dumps({"step": i, **{f"m{j:02d}": rng.gauss(j, 1) for j in range(metrics)}}) + "\n"
+                             for i in range(rows)))
+    return root
+
+
+@pytest.mark.anyio
+async def test_a_large_group_is_built_off_the_ui_thread_and_keys_work_meanwhile(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """3 seeds x 12k rows x 20 metrics (a build of ~0.3 s here, in 3 chunks): the build is held after its first
+    chunk until the test lets it go, so a key pressed meanwhile must be handled while the build is under way; the
+    seeds show meanwhile and the status line says what is computed; then the table of means replaces them and
+    equals the one made at once."""
+    assert 12_000 > seedgroups.INLINE_ROWS and 12_000 > 2 * seedmeans.CHUNK
+    go, held = threading.Event(), threading.Event()
+    real_add = seedmeans._add
+
+    def gated(store: RunStore, seeds: Any, start: float, end: int) -> None:
+        real_add(store, seeds, start, end)
+        if threading.current_thread() is not threading.main_thread():
+            held.set()
+            assert go.wait(30)
+
+    monkeypatch.setattr(seedmeans, "_add", gated)
+    app, follower, _ = manual_app(write_seeds(tmp_path, 12_000, 20))
+    async with app.run_test(size=(160, 40)) as pilot:
+        await sync(pilot, follower)
+        for _ in range(1000):  # (the build's thread reaches the end of its first chunk)
+            if held.is_set():
+                break
+            await pilot.pause(0.01)
+        gid = GROUP_PREFIX + "routeA"
+        means = app.seedgroups.means[gid]
+        assert held.is_set() and means.building is not None
+        seeds = [f"routeA_seed{k}/metrics.jsonl" for k in (1, 2, 3)]
+        assert {rid for rid, p in app.panels.items() if p.display} == set(seeds)  # the seeds meanwhile
+        assert "computing the mean of 3 seeds of routeA..." in str(app.query_one(StatusBar).render())
+        assert app.lockstep.on
+        await pilot.press("k")  # handled while the build is under way
+        assert not app.lockstep.on and means.building is not None
+        go.set()
+        for _ in range(3000):
+            if gid in app.panels:
+                break
+            await pilot.pause(0.01)
+        await pilot.pause()
+        assert means.building is None
+        assert {rid for rid, p in app.panels.items() if p.display} == {gid}
+        assert "computing the mean" not in str(app.query_one(StatusBar).render())
+        store = app.panels[gid].grid.store
+        stores = [app.session.runs[rid].store for rid in seeds]
+        at_once = SeedMeans("routeA", stores)
+        assert at_once.update(stores)
+        assert store is means.store and len(store) == 12_000 and store.rows() == at_once.store.rows()
