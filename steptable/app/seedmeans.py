@@ -10,7 +10,7 @@ from __future__ import annotations
 import itertools
 import math
 from array import array
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from itertools import repeat
@@ -175,13 +175,13 @@ def _add(store: RunStore, seeds: Sequence[Store], start: float, end: int) -> Non
 
 
 def _column_means(arrays: Sequence[array[float]]) -> list[Any]:
-    """Row by row, the mean of the finite values of equally long float columns: summed and divided in C; a row
-    whose sum is not finite (a NaN, an absent cell, an inf) averaged on its own."""
-    total: Sequence[float] = arrays[0]
+    """Row by row, the mean of the finite values of equally long float columns: summed and divided in C, in one
+    pass (no list between); a row whose mean is not finite (a NaN, an absent cell, an inf) averaged on its own."""
+    total: Iterable[float] = arrays[0]
     for a in arrays[1:]:
-        total = list(map(add, total, a))
+        total = map(add, total, a)
     means: list[Any] = list(map(truediv, total, repeat(float(len(arrays)))))
-    if not math.isfinite(math.fsum(total)):  # (one pass in C: most columns of most runs have no such row)
+    if not math.isfinite(sum(means)):  # (one pass in C: most columns of most runs have no such row; inf - inf: nan)
         for i in [i for i, t in enumerate(means) if t - t != 0.0]:
             means[i] = _mean([a[i] for a in arrays])
     return means

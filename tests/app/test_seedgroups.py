@@ -191,3 +191,12 @@ async def test_a_large_group_is_built_off_the_ui_thread_and_keys_work_meanwhile(
         at_once = SeedMeans("routeA", stores)
         assert at_once.update(stores)
         assert store is means.store and len(store) == 12_000 and store.rows() == at_once.store.rows()
+
+
+def test_infinities_of_both_signs_in_a_column_are_left_out_row_by_row() -> None:
+    """An inf in one row and a -inf in another (a diverging run): each row's mean of its finite values."""
+    a = _store("g_seed1", [0, 1, 2], [math.inf, 2.0, 1.0])
+    b = _store("g_seed2", [0, 1, 2], [3.0, -math.inf, 5.0])
+    m = SeedMeans("g", [a, b])
+    assert m.update([a, b])
+    assert [m.store.row(i)["loss"] for i in range(3)] == [3.0, 2.0, 3.0]
