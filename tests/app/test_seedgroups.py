@@ -133,14 +133,24 @@ def test_a_build_in_chunks_equals_one_in_a_piece(monkeypatch: pytest.MonkeyPatch
                                                                                                        5, 6]
 
 
-def write_seeds(root: Path, rows: int, metrics: int) -> Path:
-    for s in range(1, 4):
+def write_seeds(root: Path, rows: int, metrics: int, seeds: tuple[int, ...] = (1, 2, 3), salt: int = 0) -> Path:
+    """Each seed's file written whole (a new file put in place of the old one: a rewrite)."""
+    for s in seeds:
         p = root / f"routeA_seed{s}" / "metrics.jsonl"
-        p.parent.mkdir(parents=True)
-        rng = random.Random(s)
-        p.write_text("".join(json.dumps({"step": i, **{f"m{j:02d}": rng.gauss(j, 1) for j in range(metrics)}}) + "\n"
-                             for i in range(rows)))
+        p.parent.mkdir(parents=True, exist_ok=True)
+        rng = random.Random(s + salt)
+        tmp = p.with_suffix(".tmp")
+        tmp.write_text("".join(json.dumps({"step": i, **{f"m{j:02d}": rng.gauss(j, 1) for j in range(metrics)}})
+                               + "\n" for i in range(rows)))
+        tmp.replace(p)
     return root
+
+
+async def _until(pilot: Any, done: Any) -> None:
+    for _ in range(3000):  # bounded: no fixed sleep
+        if done():
+            return
+        await pilot.pause(0.01)
 
 
 @pytest.mark.anyio
@@ -149,7 +159,8 @@ async def test_a_large_group_is_built_off_the_ui_thread_and_keys_work_meanwhile(
     """3 seeds x 12k rows x 20 metrics (a build of ~0.3 s here, in 3 chunks): the build is held after its first
     chunk until the test lets it go, so a key pressed meanwhile must be handled while the build is under way; the
     seeds show meanwhile and the status line says what is computed; then the table of means replaces them and
-    equals the one made at once."""
+    equals the one made at once. A seed rewritten: the table is made again the same way, the old one shown
+    meanwhile."""
     assert 12_000 > seedgroups.INLINE_ROWS and 12_000 > 2 * seedmeans.CHUNK
     go, held = threading.Event(), threading.Event()
     real_add = seedmeans._add
@@ -164,10 +175,7 @@ async def test_a_large_group_is_built_off_the_ui_thread_and_keys_work_meanwhile(
     app, follower, _ = manual_app(write_seeds(tmp_path, 12_000, 20))
     async with app.run_test(size=(160, 40)) as pilot:
         await sync(pilot, follower)
-        for _ in range(1000):  # (the build's thread reaches the end of its first chunk)
-            if held.is_set():
-                break
-            await pilot.pause(0.01)
+        await _until(pilot, held.is_set)  # (the build's thread reaches the end of its first chunk)
         gid = GROUP_PREFIX + "routeA"
         means = app.seedgroups.means[gid]
         assert held.is_set() and means.building is not None
@@ -178,10 +186,7 @@ async def test_a_large_group_is_built_off_the_ui_thread_and_keys_work_meanwhile(
         await pilot.press("k")  # handled while the build is under way
         assert not app.lockstep.on and means.building is not None
         go.set()
-        for _ in range(3000):
-            if gid in app.panels:
-                break
-            await pilot.pause(0.01)
+        await _until(pilot, lambda: gid in app.panels)
         await pilot.pause()
         assert means.building is None
         assert {rid for rid, p in app.panels.items() if p.display} == {gid}
@@ -191,6 +196,24 @@ async def test_a_large_group_is_built_off_the_ui_thread_and_keys_work_meanwhile(
         at_once = SeedMeans("routeA", stores)
         assert at_once.update(stores)
         assert store is means.store and len(store) == 12_000 and store.rows() == at_once.store.rows()
+
+        held.clear()
+        go.clear()
+        write_seeds(tmp_path, 11_000, 20, seeds=(2,), salt=7)  # seed 2 rewritten: shorter, other values
+        await sync(pilot, follower)
+        await _until(pilot, held.is_set)
+        assert held.is_set() and means.building is not None and means.building.fresh
+        assert app.panels[gid].grid.store is store and app.panels[gid].display  # the old table meanwhile
+        assert "computing the mean of 3 seeds of routeA..." in str(app.query_one(StatusBar).render())
+        await pilot.press("k")
+        assert app.lockstep.on and means.building is not None
+        go.set()
+        await _until(pilot, lambda: app.panels[gid].grid.store is not store)
+        await pilot.pause()
+        stores = [app.session.runs[rid].store for rid in seeds]
+        at_once = SeedMeans("routeA", stores)
+        assert at_once.update(stores) and len(at_once.store) == 11_000
+        assert app.panels[gid].grid.store is means.store and means.store.rows() == at_once.store.rows()
 
 
 def test_infinities_of_both_signs_in_a_column_are_left_out_row_by_row() -> None:
