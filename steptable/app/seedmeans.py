@@ -2,7 +2,9 @@
 run whose row at a step holds, for each numeric key, the mean of the seeds' finite values at that step, and
 ``n_seeds``, how many seeds have a row at that step. Rows go up to the step every seed has reached (the slowest
 seed's last step), so a row, once made, never changes as the seeds go on: a live group's table grows like a run's.
-A seed rewritten, resumed or changed in place (``change_mark``), or a seed more or less, makes the table again.
+A seed rewritten, resumed or changed in place (``change_mark``), or a seed more or less, makes the table again (a
+new RunStore). Made at once (:meth:`SeedMeans.update`) or by a :class:`Build` run on any thread, in chunks, the seeds
+read under their locks (the follower's thread appends to them), then taken by :meth:`SeedMeans.finish`.
 Pure (no textual): a RunStore holds the rows, so the app's tables read it as any run."""
 
 from __future__ import annotations
