@@ -45,6 +45,8 @@ class SeedMeans:
         self.seeds: list[Store] = list(seeds)
         self.store = _means_store(name, self.seeds)
         self._marks: tuple[Any, ...] = ()
+        self._planned: tuple[Any, ...] = ()  # the seeds' state when the last build was planned
+        self._failed: tuple[Any, ...] = ()  # ... and when that build failed: not tried again until they change
         #: the build handed out by :meth:`plan` and not yet finished (no other is planned meanwhile)
         self.building: Build | None = None
 
@@ -64,6 +66,9 @@ class SeedMeans:
         Cheap: it reads the seeds' lengths and last steps only."""
         if self.building is not None:
             return None
+        state = tuple((id(s), change_mark(s), len(s)) for s in seeds)
+        if state == self._failed:
+            return None
         marks = tuple((id(s), change_mark(s)) for s in seeds)
         fresh = marks != self._marks and bool(len(self.store) or [id(s) for s in seeds] != [id(s) for s in self.seeds])
         if marks != self._marks:
@@ -77,15 +82,17 @@ class SeedMeans:
         if end < start and not fresh:
             return None
         self.building = Build(list(self.seeds), target, fresh, start, end)
+        self._planned = state
         return self.building
 
     def finish(self, build: Build) -> None:
         """Take a build that has run: a new table replaces :attr:`store`. A build that failed (``build.error``)
-        leaves the table as it was, to be made again from the top."""
+        leaves the table as it was, to be made again from the top once the seeds change (a row more, a rewrite)."""
         self.building = None
         if build.error is not None:
-            self._marks = ()
+            self._marks, self._failed = (), self._planned
             return
+        self._failed = ()
         if build.fresh:
             self.store = build.store
 

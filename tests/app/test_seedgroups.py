@@ -223,3 +223,20 @@ def test_infinities_of_both_signs_in_a_column_are_left_out_row_by_row() -> None:
     m = SeedMeans("g", [a, b])
     assert m.update([a, b])
     assert [m.store.row(i)["loss"] for i in range(3)] == [3.0, 2.0, 3.0]
+
+
+def test_a_failed_build_is_not_tried_again_until_a_seed_changes() -> None:
+    a = _store("g_seed1", [0, 1], [1.0, 2.0])
+    b = _store("g_seed2", [0, 1], [3.0, 4.0])
+    m = SeedMeans("g", [a, b])
+    build = m.plan([a, b])
+    assert build is not None and m.plan([a, b]) is None  # (one build out at a time)
+    build.error = RuntimeError("boom")
+    m.finish(build)
+    assert m.plan([a, b]) is None and len(m.store) == 0
+    b.add(Parsed(steps=[2], rows=[{"loss": 5.0}]), now=math.nan)
+    again = m.plan([a, b])
+    assert again is not None and again.fresh is False
+    again.run()
+    m.finish(again)
+    assert [m.store.row(i)["loss"] for i in range(len(m.store))] == [2.0, 3.0]
