@@ -10,7 +10,9 @@
 3. Live: the cost of bringing steptable.compare.live.LiveCompare up to date after one appended row per run, at
    several run lengths (goal: independent of the run length), against a full ``compare`` of the same runs.
 4. Groups: watch's table of a seed group's means made whole and after one row a seed, and the chart's band of 3
-   seeds against the same seeds drawn as lines.
+   seeds against the same seeds drawn as lines; and the UI thread's longest block while watch takes a new group of
+   3 seeds (the event loop's lag, from a 2 ms ticker), the build on its own thread against the same build made at
+   once on the UI thread (``INLINE_ROWS`` raised past the rows), interleaved.
 
     python bench/bench_compare.py                      # all three; data generated once into a temp dir
     python bench/bench_compare.py --only e2e --rows 20000 --reps 1
@@ -19,6 +21,7 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import math
 import os
@@ -253,6 +256,73 @@ def groups(lengths: list[int], metrics: int) -> None:
         print(f"  {n:>9,} rows a seed: table of means made whole {1e3 * whole:7.1f} ms, one row a seed "
               f"{1e3 * up:5.2f} ms (median of 50; {up / whole:.5f}x whole); chart band {1e3 * b:5.1f} ms vs the "
               f"3 seeds as lines {1e3 * ln:5.1f} ms ({b / ln:.2f}x)")
+        blocks: dict[bool, list[tuple[float, float, float]]] = {True: [], False: []}
+        for _ in range(2):
+            for off_thread in (True, False):
+                blocks[off_thread].append(asyncio.run(_ui_block(seeds, off_thread)))
+        for off_thread, how in ((True, "on its own thread"), (False, "at once on the UI thread (anchor)")):
+            worst, seeds_take, after = (max(x[i] for x in blocks[off_thread]) for i in range(3))
+            print(f"  {n:>9,} rows a seed, build {how}: watch's UI thread's longest block from the seeds' arrival "
+                  f"until the table of means is on screen {1e3 * worst:7.1f} ms (of the arrival's handler, the "
+                  f"seeds' own tables {1e3 * seeds_take:5.1f} ms); after that handler {1e3 * after:7.1f} ms "
+                  f"(worst of 2)")
+        ratio = max(x[0] for x in blocks[True]) / max(x[0] for x in blocks[False])
+        print(f"  {n:>9,} rows a seed: longest block, own thread / at once: {ratio:.2f}x")
+
+
+async def _ui_block(seeds: list[Any], off_thread: bool) -> tuple[float, float, float]:
+    """In a headless watch app, the event loop's longest lag (a 2 ms ticker) from the seeds' arrival (their
+    tables taken, then the group's, in one handler as watch does) until the group's table of means is on screen;
+    the seeds' tables' part of that handler; the longest lag after the handler returned."""
+    from steptable.app import make_app, seedgroups
+    from steptable.app.seedgroups import GROUP_PREFIX
+
+    inline = seedgroups.INLINE_ROWS
+    seedgroups.INLINE_ROWS = inline if off_thread else 1 << 62
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            app = make_app([tmp], tick=3600)
+            fresh = [_copy_store(st) for st in seeds]  # (before the ticker: not the app's work)
+            async with app.run_test(size=(200, 50)) as pilot:
+                await pilot.pause(0.2)
+                lags: list[tuple[float, float]] = []  # (tick start, lag)
+                done = False
+
+                async def ticker() -> None:
+                    while not done:
+                        t = time.perf_counter()
+                        await asyncio.sleep(0.002)
+                        lags.append((t, time.perf_counter() - t - 0.002))
+
+                task = asyncio.create_task(ticker())
+                await asyncio.sleep(0.05)
+                t0 = time.perf_counter()
+                app._take([(st.run, st, None) for st in fresh])
+                seeds_take = time.perf_counter() - t0
+                app._take_groups()
+                app._after_data()
+                t1 = time.perf_counter()
+                while GROUP_PREFIX + "routeA" not in app.panels:
+                    await asyncio.sleep(0.01)
+                await pilot.pause()
+                done = True
+                await task
+                worst = max(lag for t, lag in lags if t + lag >= t0)
+                after = max((lag for t, lag in lags if t >= t1), default=0.0)
+                return worst, seeds_take, after
+    finally:
+        seedgroups.INLINE_ROWS = inline
+
+
+def _copy_store(st: Any) -> Any:
+    """A new store with ``st``'s rows (each app run takes seeds it has not seen)."""
+    from steptable.ingest import RunStore
+    from steptable.ingest.parsed import Parsed
+
+    out = RunStore(st.run, st.path, arm=st.arm)
+    out.add(Parsed(steps=list(st.steps), cols={k: list(st.column(k)) for k in st.keys},
+                   int_keys=frozenset()), now=math.nan)
+    return out
 
 
 if __name__ == "__main__":

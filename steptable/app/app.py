@@ -26,7 +26,7 @@ from steptable.app.messages import AlertsFound, FeedProblem, PreviewReady, RunsC
 from steptable.app.model import Store
 from steptable.app.screens.help import key_text
 from steptable.app.search import Search
-from steptable.app.seedgroups import SeedGroups
+from steptable.app.seedgroups import MeansReady, SeedGroups
 from steptable.app.seek import Seek
 from steptable.app.session import Session
 from steptable.app.sweep import IndexChanged, Sweep, SweepFound
@@ -86,10 +86,10 @@ class StepTableApp(App[int]):
         self.seek = Seek(self.tables)
         self.search = Search(self.tables, self.call_from_thread, self._refresh_status)
         self.sweep = Sweep(self, clock)
-        self.seedgroups = SeedGroups(self.session)
+        self._stop = threading.Event()
+        self.seedgroups = SeedGroups(self.session, self.post_message, self._stop)
         self._new_panels = False
         self.problem = ""
-        self._stop = threading.Event()
         self._want_theme = theme
         self._theme_problems: list[str] = []
         self.themes = load_themes(problems=self._theme_problems)
@@ -214,6 +214,11 @@ class StepTableApp(App[int]):
             panel.grid.set_rows(store, self.session.runs[rid].rows)
             panel.refresh_title(now)
 
+    def on_means_ready(self, message: MeansReady) -> None:
+        self.seedgroups.finished(message)
+        self._take_groups()
+        self._after_data()
+
     def _take_groups(self) -> None:
         """The seed groups' tables of means brought up to date with the rows just taken, and their folds shown."""
         hidden = set(self.session.hidden)
@@ -273,7 +278,7 @@ class StepTableApp(App[int]):
             bar = self.main.query_one(StatusBar)
         except NoMatches:  # shutting down
             return
-        note = self.problem or self.feed.note()
+        note = " · ".join(filter(None, (self.problem or self.feed.note(), self.seedgroups.note())))
         bar.show(s.events(recent=3), s.status_counts(), note, (s.pattern, s.filter_matches()) if s.pattern else None,
                  self.search.status)
 

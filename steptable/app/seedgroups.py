@@ -2,21 +2,45 @@
 table of per-step means across the seeds, with ``n_seeds`` per row (:class:`~steptable.app.seedmeans.SeedMeans`);
 ``o`` on that table opens it into the seeds' own tables, and ``o`` on one of them folds them back. The group's table
 is an arm of the session like a run's (its own run id, ``GROUP_PREFIX`` + the group's name), brought up to date
-after every batch of the seeds' rows; a folded group's seeds, and an open group's table, are hidden arms."""
+after every batch of the seeds' rows; a folded group's seeds, and an open group's table, are hidden arms.
+
+A build of more than ``INLINE_ROWS`` rows of means (a group seen for the first time, a seed rewritten) runs on its
+own thread and is taken when it is done (:class:`MeansReady`, then :meth:`SeedGroups.finished`): until then a new
+group shows as its seeds, a group made again keeps its table, and :meth:`SeedGroups.note` says what is being
+computed; the few rows of means a live run adds at a time are made at once."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from textual.message import Message
 
 from steptable.app.model import Store
-from steptable.app.seedmeans import SeedMeans
+from steptable.app.seedmeans import Build, SeedMeans
 from steptable.compare.groups import group_runs
+from steptable.table.cells import sanitize
 
 if TYPE_CHECKING:
     from steptable.app.session import Session
 
 #: the run id of a group's table: this and the group's name (no file's run id starts with it)
 GROUP_PREFIX = "\0group:"
+#: builds of up to this many rows of means are made at once, on the caller's thread (~20 ms at 3 seeds x 40
+#: metrics); larger ones on a thread of their own
+INLINE_ROWS = 1000
+#: the pause between two chunks of a build on its own thread (seconds): the GIL goes to the UI thread meanwhile
+PAUSE = 0.002
+
+
+class MeansReady(Message):
+    """A seed group's build, run on its own thread, is done (or failed: ``build.error``)."""
+
+    def __init__(self, group: str, build: Build) -> None:
+        super().__init__()
+        self.group = group
+        self.build = build
 
 
 def is_group(run_id: str) -> bool:
@@ -26,8 +50,15 @@ def is_group(run_id: str) -> bool:
 class SeedGroups:
     """The session's seed groups: their tables of means, and which are open (shown as their seeds)."""
 
-    def __init__(self, session: Session) -> None:
+    def __init__(self, session: Session, post: Callable[[Message], Any] | None = None,
+                 stop: threading.Event | None = None) -> None:
+        """``post``: how a build's thread hands back its result (thread-safe, e.g. ``App.post_message``); without
+        it every build is made at once. ``stop``: set when the app quits (a build stops between chunks)."""
         self.session = session
+        self._post = post
+        self._stop = stop or threading.Event()
+        self._done: set[str] = set()  # groups whose build finished since the last update
+        self._failed: set[str] = set()  # groups whose build failure was told (once each)
         self.means: dict[str, SeedMeans] = {}  # group run id -> its table
         self.members: dict[str, list[str]] = {}  # group run id -> its seeds' run ids
         self.opened: set[str] = set()
@@ -54,11 +85,57 @@ class SeedGroups:
             means = self.means.get(gid)
             if means is None:
                 means = self.means[gid] = SeedMeans(name, seeds)
-            if means.update(seeds) or gid not in self.session.runs:
+            build = means.plan(seeds)
+            if build is not None and self._post is not None and build.rows() > INLINE_ROWS:
+                self._start(gid, build)
+            elif build is not None:
+                build.run()
+                means.finish(build)
+            shown = gid in self.session.runs
+            if not shown and means.building is not None:  # a new group's first table: its seeds show meanwhile
+                del current[gid]
+            elif (build is not None and means.building is None) or gid in self._done or not shown:
                 batch.append((gid, means.store, None))
+        self._done.clear()
         self.members = current
         self._fold()
         return batch
+
+    def _start(self, gid: str, build: Build) -> None:
+        post = self._post
+        assert post is not None
+
+        def work() -> None:
+            try:
+                if not build.run(pause=lambda: self._stop.wait(PAUSE)):
+                    return  # (quitting)
+            except Exception as e:  # a bug of ours, or a seed cut short under the build: told, made again later
+                build.error = e
+            post(MeansReady(gid, build))
+
+        threading.Thread(target=work, name="steptable-seedmeans", daemon=True).start()
+
+    def finished(self, message: MeansReady) -> None:
+        """Take a build done on its own thread (the UI thread); :meth:`update` then shows it."""
+        means = self.means.get(message.group)
+        if means is None or means.building is not message.build:
+            return
+        means.finish(message.build)
+        error = message.build.error
+        if error is None:
+            self._done.add(message.group)
+        elif message.group not in self._failed:
+            self._failed.add(message.group)
+            why = f"{type(error).__name__}: {error}"[:300]
+            name = message.group.removeprefix(GROUP_PREFIX)
+            self.session.problems.append(sanitize(f"the mean of the seeds of {name} failed ({why}); it is made "
+                                                  "again with their next rows"))  # (names from the disk)
+
+    def note(self) -> str:
+        """What is being computed, for the status line ("" when nothing)."""
+        parts = [f"computing the mean of {len(m.building.seeds)} seeds of {m.name}..."
+                 for m in self.means.values() if m.building is not None]
+        return " · ".join(parts)
 
     def _fold(self) -> None:
         """Hide each folded group's seeds and each open group's table (and nothing this part hid before that

@@ -6,12 +6,17 @@ from __future__ import annotations
 
 import json
 import math
+import random
+import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from steptable.app import seedgroups, seedmeans
 from steptable.app.seedgroups import GROUP_PREFIX
 from steptable.app.seedmeans import N_KEY, SeedMeans
+from steptable.app.widgets.status import StatusBar
 from steptable.ingest.parsed import Parsed
 from steptable.ingest.store import RunStore
 from tests.app.helpers import manual_app, sync
@@ -50,10 +55,11 @@ def test_means_per_step_with_n_up_to_the_slowest_seed_and_nan_left_out() -> None
     assert not m.update([a, b, c])  # nothing new
     c.add(Parsed(steps=[3], rows=[{"loss": 9.0}]), now=math.nan)
     assert m.update([a, b, c]) and m.store.row(3) == {"step": 3, N_KEY: 3, "loss": (4.0 + 6.0 + 9.0) / 3}
-    gen = m.store.generation
-    a.reset()  # a seed's file rewritten: the table is made again
+    old = m.store
+    a.reset()  # a seed's file rewritten: the table is made again (a new store; the old one stays as it was)
     a.add(Parsed(steps=[0, 1, 2, 3], rows=[{"loss": 0.0}] * 4), now=math.nan)
-    assert m.update([a, b, c]) and m.store.generation > gen and m.store.row(0)["loss"] == (0.0 + 3.0 + 5.0) / 3
+    assert m.update([a, b, c]) and m.store is not old and len(old) == 4
+    assert m.store.row(0)["loss"] == (0.0 + 3.0 + 5.0) / 3
     assert m.update([a, b]) and m.store.run == "g · mean of 2 seeds"  # a seed less
 
 
@@ -110,3 +116,127 @@ def test_seeds_at_the_same_steps_leave_out_nan_and_absent_cells() -> None:
     assert m.update([a, b])
     assert [m.store.row(i).get("loss") for i in range(3)] == [2.0, 4.0, None]
     assert [m.store.row(i)[N_KEY] for i in range(3)] == [2, 2, 2]
+
+
+def test_a_build_in_chunks_equals_one_in_a_piece(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Chunks cut at the first seed's steps: seeds with steps the first lacks, and the slowest seed, as above."""
+    def seeds() -> list[RunStore]:
+        return [_store("g_seed1", [0, 1, 2, 3, 5, 6, 7], [1.0, 2.0, math.nan, 4.0, 5.0, 6.0, 7.0]),
+                _store("g_seed2", [0, 2, 3, 4, 5, 6], [3.0, 5.0, 6.0, 1.0, 2.0, None]),
+                _store("g_seed3", [0, 1, 2, 4, 6, 8], [5.0, None, 8.0, 2.0, 3.0, 9.0])]
+    whole = SeedMeans("g", s := seeds())
+    assert whole.update(s)
+    monkeypatch.setattr(seedmeans, "CHUNK", 2)
+    chunked = SeedMeans("g", s := seeds())
+    assert chunked.update(s)
+    assert chunked.store.rows() == whole.store.rows() and [r["step"] for r in whole.store.rows()] == [0, 1, 2, 3, 4,
+                                                                                                       5, 6]
+
+
+def write_seeds(root: Path, rows: int, metrics: int, seeds: tuple[int, ...] = (1, 2, 3), salt: int = 0) -> Path:
+    """Each seed's file written whole (a new file put in place of the old one: a rewrite)."""
+    for s in seeds:
+        p = root / f"routeA_seed{s}" / "metrics.jsonl"
+        p.parent.mkdir(parents=True, exist_ok=True)
+        rng = random.Random(s + salt)
+        tmp = p.with_suffix(".tmp")
+        tmp.write_text("".join(json.dumps({"step": i, **{f"m{j:02d}": rng.gauss(j, 1) for j in range(metrics)}})
+                               + "\n" for i in range(rows)))
+        tmp.replace(p)
+    return root
+
+
+async def _until(pilot: Any, done: Any) -> None:
+    for _ in range(3000):  # bounded: no fixed sleep
+        if done():
+            return
+        await pilot.pause(0.01)
+
+
+@pytest.mark.anyio
+async def test_a_large_group_is_built_off_the_ui_thread_and_keys_work_meanwhile(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """3 seeds x 12k rows x 20 metrics (a build of ~0.3 s here, in 3 chunks): the build is held after its first
+    chunk until the test lets it go, so a key pressed meanwhile must be handled while the build is under way; the
+    seeds show meanwhile and the status line says what is computed; then the table of means replaces them and
+    equals the one made at once. A seed rewritten: the table is made again the same way, the old one shown
+    meanwhile."""
+    assert 12_000 > seedgroups.INLINE_ROWS and 12_000 > 2 * seedmeans.CHUNK
+    go, held = threading.Event(), threading.Event()
+    real_add = seedmeans._add
+
+    def gated(store: RunStore, seeds: Any, start: float, end: int) -> None:
+        real_add(store, seeds, start, end)
+        if threading.current_thread() is not threading.main_thread():
+            held.set()
+            assert go.wait(30)
+
+    monkeypatch.setattr(seedmeans, "_add", gated)
+    app, follower, _ = manual_app(write_seeds(tmp_path, 12_000, 20))
+    async with app.run_test(size=(160, 40)) as pilot:
+        await sync(pilot, follower)
+        await _until(pilot, held.is_set)  # (the build's thread reaches the end of its first chunk)
+        gid = GROUP_PREFIX + "routeA"
+        means = app.seedgroups.means[gid]
+        assert held.is_set() and means.building is not None
+        seeds = [f"routeA_seed{k}/metrics.jsonl" for k in (1, 2, 3)]
+        assert {rid for rid, p in app.panels.items() if p.display} == set(seeds)  # the seeds meanwhile
+        assert "computing the mean of 3 seeds of routeA..." in str(app.query_one(StatusBar).render())
+        assert app.lockstep.on
+        await pilot.press("k")  # handled while the build is under way
+        assert not app.lockstep.on and means.building is not None
+        go.set()
+        await _until(pilot, lambda: gid in app.panels)
+        await pilot.pause()
+        assert means.building is None
+        assert {rid for rid, p in app.panels.items() if p.display} == {gid}
+        assert "computing the mean" not in str(app.query_one(StatusBar).render())
+        store = app.panels[gid].grid.store
+        stores = [app.session.runs[rid].store for rid in seeds]
+        at_once = SeedMeans("routeA", stores)
+        assert at_once.update(stores)
+        assert store is means.store and len(store) == 12_000 and store.rows() == at_once.store.rows()
+
+        held.clear()
+        go.clear()
+        write_seeds(tmp_path, 11_000, 20, seeds=(2,), salt=7)  # seed 2 rewritten: shorter, other values
+        await sync(pilot, follower)
+        await _until(pilot, held.is_set)
+        assert held.is_set() and means.building is not None and means.building.fresh
+        assert app.panels[gid].grid.store is store and app.panels[gid].display  # the old table meanwhile
+        assert "computing the mean of 3 seeds of routeA..." in str(app.query_one(StatusBar).render())
+        await pilot.press("k")
+        assert app.lockstep.on and means.building is not None
+        go.set()
+        await _until(pilot, lambda: app.panels[gid].grid.store is not store)
+        await pilot.pause()
+        stores = [app.session.runs[rid].store for rid in seeds]
+        at_once = SeedMeans("routeA", stores)
+        assert at_once.update(stores) and len(at_once.store) == 11_000
+        assert app.panels[gid].grid.store is means.store and means.store.rows() == at_once.store.rows()
+
+
+def test_infinities_of_both_signs_in_a_column_are_left_out_row_by_row() -> None:
+    """An inf in one row and a -inf in another (a diverging run): each row's mean of its finite values."""
+    a = _store("g_seed1", [0, 1, 2], [math.inf, 2.0, 1.0])
+    b = _store("g_seed2", [0, 1, 2], [3.0, -math.inf, 5.0])
+    m = SeedMeans("g", [a, b])
+    assert m.update([a, b])
+    assert [m.store.row(i)["loss"] for i in range(3)] == [3.0, 2.0, 3.0]
+
+
+def test_a_failed_build_is_not_tried_again_until_a_seed_changes() -> None:
+    a = _store("g_seed1", [0, 1], [1.0, 2.0])
+    b = _store("g_seed2", [0, 1], [3.0, 4.0])
+    m = SeedMeans("g", [a, b])
+    build = m.plan([a, b])
+    assert build is not None and m.plan([a, b]) is None  # (one build out at a time)
+    build.error = RuntimeError("boom")
+    m.finish(build)
+    assert m.plan([a, b]) is None and len(m.store) == 0
+    b.add(Parsed(steps=[2], rows=[{"loss": 5.0}]), now=math.nan)
+    again = m.plan([a, b])
+    assert again is not None and again.fresh is False
+    again.run()
+    m.finish(again)
+    assert [m.store.row(i)["loss"] for i in range(len(m.store))] == [2.0, 3.0]
