@@ -40,7 +40,7 @@ from steptable.schemas.legend import legend_for
 from steptable.schemas.registry import GENERIC, ROUTING, SCHEMAS, side_file
 from steptable.schemas.routing import routing_columns
 from steptable.schemas.user import SchemaFileError
-from steptable.schemas.widths import cells_outgrown, first_look, widened
+from steptable.schemas.widths import cells_outgrown, first_look, notation_left, noted, widened
 
 __all__ = [
     "GENERIC",
@@ -56,6 +56,8 @@ __all__ = [
     "SideFile",
     "auto_col",
     "cells_outgrown",
+    "notation_left",
+    "noted",
     "derive_rows",
     "first_look",
     "fit",

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from steptable.table.formatting import display_width, format_value, sanitize
+from steptable.table.notation import Notation
 
 Better = Literal["higher", "lower"]
 Align = Literal["right", "left", "center"]
@@ -72,6 +73,8 @@ class Col:
     align   ``"right"`` (numbers, default), ``"left"`` or ``"center"``
     stream  False keeps the column out of the per-step stdout row; it is still written to JSONL and shown in the
             end-of-run dump (timings, for instance)
+    notation  the one notation the automatic format writes this column's numbers in (steptable.table.notation),
+            set by whoever sees the column's values (a reader, the live logger); None: each value on its own
     """
 
     key: str
@@ -84,6 +87,7 @@ class Col:
     stream: bool = True
     aliases: tuple[str, ...] = field(default=())
     fit: bool = False  # the width was left out: fitted to the values as rows arrive
+    notation: Notation | None = None
 
     def __post_init__(self) -> None:
         if not self.key:

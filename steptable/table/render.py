@@ -15,6 +15,7 @@ from typing import Any, Final
 
 from steptable.table.cells import cut_middle
 from steptable.table.columns import Col
+from steptable.table.notation import Range
 from steptable.table.formatting import (
     _compact_exponent,
     cut,
@@ -30,6 +31,19 @@ from steptable.table.formatting import (
 SEP = " "
 
 
+def noted(cols: Sequence[Col], rows: Iterable[Mapping[str, Any]]) -> tuple[Col, ...]:
+    """``cols`` with each automatic-format column's notation chosen from its values in ``rows`` (all of them: a
+    table printed whole, by a reader that has every row; see steptable.table.notation)."""
+    ranges = {i: (c.key, Range()) for i, c in enumerate(cols) if c.fmt is None}
+    for r in rows:  # (one pass: table.txt streams a whole run's rows through here)
+        get = r.get
+        for key, seen in ranges.values():
+            v = get(key)
+            if type(v) is float and v - v == 0:  # finite (nan - nan and inf - inf are nan)
+                seen.add(v)
+    return tuple(c.with_(notation=ranges[i][1].notation(c.width)) if i in ranges else c for i, c in enumerate(cols))
+
+
 def header(cols: Sequence[Col]) -> str:
     """The header line: each header right-aligned (or as the column aligns) over its column."""
     return SEP.join(pad(c.header, c.width, c.align) for c in cols)
@@ -38,7 +52,7 @@ def header(cols: Sequence[Col]) -> str:
 def cells(cols: Sequence[Col], row: Mapping[str, Any]) -> list[str]:
     """Each column's cell text, padded to its width. A missing key renders blank."""
     get = row.get
-    return [format_cell(get(c.key), c.fmt, c.width, c.align) for c in cols]
+    return [format_cell(get(c.key), c.fmt, c.width, c.align, c.notation) for c in cols]
 
 
 def row(cols: Sequence[Col], values: Mapping[str, Any]) -> str:
@@ -74,7 +88,7 @@ def compile_row(cols: tuple[Col, ...]) -> Callable[[Mapping[str, Any]], str]:
     for i, c in enumerate(cols):
         w, fmt, name = c.width, c.fmt, f"c{i}"
         names.append(name)
-        slow = f"{name} = cell(v, COLS[{i}].fmt, {w}, COLS[{i}].align)"
+        slow = f"{name} = cell(v, COLS[{i}].fmt, {w}, COLS[{i}].align, COLS[{i}].notation)"
         lines.append(f"    v = get(KEYS[{i}])")
         if c.align != "right" or (fmt not in (None, "frac") and not _SAFE_SPEC.fullmatch(fmt)):
             lines.append(f"    {slow}")
@@ -84,6 +98,15 @@ def compile_row(cols: tuple[Col, ...]) -> Callable[[Mapping[str, Any]], str]:
                 "    if (type(v) is tuple or type(v) is list) and len(v) == 2"
                 " and type(v[0]) is int and type(v[1]) is int:",
                 f"        {name} = f'{{v[0]}}/{{v[1]}}'.rjust({w})",
+                f"        if len({name}) != {w}: {slow}",
+                f"    else: {slow}",
+            ]
+        elif fmt is None and c.notation is not None:
+            n = c.notation  # a float the column's notation holds: its text (the slow path checks the rest)
+            exact = f" and HOLDS{i}(v)" if n.exact else ""
+            lines += [
+                f"    if type(v) is float and {-n.top!r} < v < {n.top!r}{exact}:",
+                f"        {name} = NOTE{i}(v).rjust({w})",
                 f"        if len({name}) != {w}: {slow}",
                 f"    else: {slow}",
             ]
@@ -135,6 +158,8 @@ def compile_row(cols: tuple[Col, ...]) -> Callable[[Mapping[str, Any]], str]:
         "filled": fill_digits, "INF": math.inf, "SEP": SEP, "WIDTH": width(cols), "KEYS_GET": _keys_getter(cols),
         "TEMPLATE": _template(cols), "frac_new": _frac_new, "EXP_SUFFIX": _EXP_SUFFIX,
         **{f"MEMO{i}": {} for i in range(len(cols))},
+        **{f"NOTE{i}": c.notation.text for i, c in enumerate(cols) if c.notation is not None},
+        **{f"HOLDS{i}": c.notation.holds for i, c in enumerate(cols) if c.notation is not None},
     }
     exec(compile("\n".join(lines), f"<steptable row {len(cols)} cols>", "exec"), env)
     fn: Callable[[Mapping[str, Any]], str] = env.get("render_fast", env["render_row"])
@@ -315,7 +340,10 @@ def legend(cols: Iterable[Col], title: str | None = "columns:", indent: int = 1)
 
 
 def table(cols: Sequence[Col], rows: Iterable[Mapping[str, Any]], header_every: int = 0) -> str:
-    """A whole table: header, then rows; the header repeats every ``header_every`` rows (0 = once)."""
+    """A whole table: header, then rows; the header repeats every ``header_every`` rows (0 = once). Each
+    automatic-format column writes its numbers in one notation, chosen from these rows (:func:`noted`)."""
+    rows = list(rows)
+    cols = noted(cols, rows)
     h = header(cols)
     render_row = compile_row(tuple(cols))
     out = [h]
