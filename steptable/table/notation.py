@@ -171,8 +171,8 @@ class Running:
 
     Chosen at the first number; kept while values stay inside it; chosen again, once, when one leaves it (bigger
     than its top, more decimal places than exact values had, a first negative that needs its sign cell), from
-    every value seen. A column whose last :data:`LOW_RUN` values all show at most one significant digit (a loss that decayed by
-    decades) is chosen again from those values alone.
+    every value seen. A column whose last :data:`LOW_RUN` values all show at most one significant digit (a loss
+    that decayed by decades) is chosen again from those values alone.
     """
 
     def __init__(self, width: int) -> None:

@@ -15,7 +15,6 @@ from typing import Any, Final
 
 from steptable.table.cells import cut_middle
 from steptable.table.columns import Col
-from steptable.table.notation import Range
 from steptable.table.formatting import (
     _compact_exponent,
     cut,
@@ -27,6 +26,7 @@ from steptable.table.formatting import (
     sanitize,
     to_float,
 )
+from steptable.table.notation import Range
 
 SEP = " "
 
