@@ -77,6 +77,8 @@ class Notation:
         """Whether the finite number ``x`` is inside the notation (NaN and inf never are)."""
         if not -self.top < x < self.top:
             return False
+        if self.decimals == 0 and self.exp is None and 0 < abs(x) < 1:
+            return False  # '0' would read as a true zero: such a value is written on its own (.5)
         return not self.exact or places_of(x, 0) <= self.decimals - (self.exp or 0)
 
     def text(self, x: float) -> str:
@@ -118,12 +120,12 @@ def choose(biggest: float, width: int, negative: bool = False, places: int = PLA
             if cells <= width:
                 # (the top: where a value's text would round up into the next decade, a 4th digit)
                 top = 10.0 ** (d + 1) - 0.5 * 10.0**-dec if cap > 0 else POSITIONAL_TOP
-                return Notation(dec, None, top, places < cap)
+                return Notation(dec, None, top, dec == places < cap)
     mantissa = DIGITS - 1 if d >= 0 else min(DIGITS - 1, max(places + d, 0))
     for dec in range(mantissa, -1, -1):
         cells = sign + 1 + (dec + 1 if dec else 0) + len(f"e{d}")
         if cells <= width:
-            return Notation(dec, d, 10.0 ** (d + 1) - 0.5 * 10.0 ** (d - dec), mantissa < DIGITS - 1)
+            return Notation(dec, d, 10.0 ** (d + 1) - 0.5 * 10.0 ** (d - dec), dec == mantissa < DIGITS - 1)
     return None
 
 
