@@ -106,12 +106,14 @@ class ConsoleLayout:
             v = get(key)
             # the common cases without formatting: an automatic-format float within its width's band or its
             # column's notation (whose width follows the largest value seen), an int
-            if (type(v) is float and auto and (
-                    (notes[i] is not None and v - v == 0) or lo <= v < hi or -nhi < v <= -nlo or v == 0.0)) or (
-                    type(v) is int and -10 ** (widths[i] - 1) < v < 10 ** widths[i]) or v is None:
+            if v is None or (type(v) is int and -10 ** (widths[i] - 1) < v < 10 ** widths[i]):
                 continue
-            if (n := need(v, self.declared[i].fmt, self._most[i], notes[i])) > widths[i]:
-                widths[i] = n
+            if type(v) is float and auto and (
+                    ((n := notes[i]) is not None and v - v == 0 and n.holds(v))
+                    or lo <= v < hi or -nhi < v <= -nlo or v == 0.0):
+                continue
+            if (w := need(v, self.declared[i].fmt, self._most[i], notes[i])) > widths[i]:
+                widths[i] = w
                 widened = True
         if widened or noted:
             self._reopen()

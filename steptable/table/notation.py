@@ -77,8 +77,8 @@ class Notation:
         """Whether the finite number ``x`` is inside the notation (NaN and inf never are)."""
         if not -self.top < x < self.top:
             return False
-        if self.decimals == 0 and self.exp is None and 0 < abs(x) < 1:
-            return False  # '0' would read as a true zero: such a value is written on its own (.5)
+        if (self.decimals == 0 or self.exp is not None) and 0 < abs(x) < self.half():
+            return False  # '0' or '0e9' would read as a true zero: such a value is written on its own (.5)
         return not self.exact or places_of(x, 0) <= self.decimals - (self.exp or 0)
 
     def text(self, x: float) -> str:
@@ -88,6 +88,10 @@ class Notation:
         if self.exp is None:
             return strip_zero(f"{x:.{self.decimals}f}")
         return f"{strip_zero(f'{x / 10.0 ** self.exp:.{self.decimals}f}')}e{self.exp}"
+
+    def half(self) -> float:
+        """Magnitudes below this round to zero."""
+        return 0.5 * 10.0 ** ((self.exp or 0) - self.decimals)
 
     def low(self) -> float:
         """Magnitudes below this show at most one significant digit."""
@@ -153,7 +157,7 @@ class Range:
 
 
 def numbers(values: Iterable[Any]) -> Iterable[float]:
-    """The finite floats among ``values`` (what a notation is chosen from; ints, bools and text are not)."""
+    """The finite floats among ``values`` (what a notation is chosen from; bools and text are not)."""
     for v in values:
         if type(v) is float and v - v == 0:  # (nan - nan and inf - inf are nan)
             yield v
@@ -161,11 +165,17 @@ def numbers(values: Iterable[Any]) -> Iterable[float]:
 
 def of_values(values: Iterable[Any], width: int) -> Notation | None:
     """The notation of a column holding ``values`` (all of them, as a reader of a whole file has), ``width``
-    cells wide."""
+    cells wide: None for a column without a float (integers show whole), else chosen from its floats and ints."""
     r = Range()
-    for x in numbers(values):
-        r.add(x)
-    return r.notation(width)
+    floats = False
+    for v in values:
+        if type(v) is float:
+            if v - v == 0:
+                r.add(v)
+                floats = True
+        elif type(v) is int and -(2**53) < v < 2**53:
+            r.add(float(v))
+    return r.notation(width) if floats else None
 
 
 class Running:

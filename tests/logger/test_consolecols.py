@@ -55,9 +55,9 @@ def test_columns_never_narrow_and_a_header_is_shown_whole_once_it_fits(captured:
     assert layout.update({"step": 2, "entropy": -1234.5})  # "-1234" / "-1235" : 5 cells
     assert [(c.header, c.width) for c in layout.cols] == [("step", 4), ("ent", 5)]
     # a value below the whole numbers' notation is written on its own ('0' would read as a true zero)
-    assert layout.update({"step": 3, "entropy": -0.0001234})  # "-1.23e-4": 8 cells, the declared width
+    assert layout.update({"step": 3, "entropy": -0.0001234})  # "-.000123": 8 cells, the declared width
     assert [(c.header, c.width) for c in layout.cols] == [("step", 4), ("entropy", 8)]
-    assert render.row(layout.cols, {"step": 3, "entropy": -0.0001234}).split()[-1] == "-1.23e-4"
+    assert render.row(layout.cols, {"step": 3, "entropy": -0.0001234}).split()[-1] == "-.000123"
     assert not layout.update({"step": 4, "entropy": 0.5})
     assert layout.cols[1].width == 8
 
