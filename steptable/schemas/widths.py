@@ -9,7 +9,7 @@ from typing import Any, Protocol
 
 from steptable.table.columns import Col
 from steptable.table.formatting import fmt_auto, format_value
-from steptable.table.notation import Range, numbers
+from steptable.table.notation import Range
 
 
 def narrowest(value: Any, fmt: str | None, start: int = 1, limit: int = 12) -> int:
@@ -114,8 +114,8 @@ def noted(cols: Sequence[Col], runs: Sequence[ColumnView]) -> tuple[Col, ...]:
             continue
         seen = Range()
         for r in runs:
-            for v in numbers(r.column(c.key)):
-                seen.add(v)
+            for v in r.column(c.key):
+                seen.take(v)
         out.append(c.with_(notation=seen.notation(c.width)))
     return tuple(out)
 

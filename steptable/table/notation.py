@@ -141,6 +141,17 @@ class Range:
     biggest: float = 0.0
     negative: bool = False
     places: int = 0
+    floats: bool = False  # a float was taken in (a column of integers alone has no notation: they show whole)
+
+    def take(self, v: Any) -> None:
+        """Take a cell's raw value in: a finite float, or an integer of a column that also holds floats (the
+        notation writes those too); anything else (NaN, inf, text, bools, pairs) is not a number of it."""
+        if type(v) is float:
+            if v - v == 0:  # (nan - nan and inf - inf are nan)
+                self.add(v)
+                self.floats = True
+        elif type(v) is int and -(2**53) < v < 2**53:
+            self.add(float(v))
 
     def add(self, x: float) -> None:
         """Take the finite number ``x`` in."""
@@ -153,29 +164,17 @@ class Range:
             self.places = places_of(x, self.places)
 
     def notation(self, width: int) -> Notation | None:
-        return choose(self.biggest, width, self.negative, self.places)
-
-
-def numbers(values: Iterable[Any]) -> Iterable[float]:
-    """The finite floats among ``values`` (what a notation is chosen from; bools and text are not)."""
-    for v in values:
-        if type(v) is float and v - v == 0:  # (nan - nan and inf - inf are nan)
-            yield v
+        """The notation of the numbers taken in, ``width`` cells wide; None without a float."""
+        return choose(self.biggest, width, self.negative, self.places) if self.floats else None
 
 
 def of_values(values: Iterable[Any], width: int) -> Notation | None:
     """The notation of a column holding ``values`` (all of them, as a reader of a whole file has), ``width``
-    cells wide: None for a column without a float (integers show whole), else chosen from its floats and ints."""
+    cells wide (see :meth:`Range.take`)."""
     r = Range()
-    floats = False
     for v in values:
-        if type(v) is float:
-            if v - v == 0:
-                r.add(v)
-                floats = True
-        elif type(v) is int and -(2**53) < v < 2**53:
-            r.add(float(v))
-    return r.notation(width) if floats else None
+        r.take(v)
+    return r.notation(width)
 
 
 class Running:
@@ -192,12 +191,13 @@ class Running:
         self.notation: Notation | None = None
         self.seen = Range()
         self._low = 0
-        self._recent = Range()  # the values of the current run of low ones
+        self._recent = Range(floats=True)  # the values of the current run of low ones
 
     def see(self, x: float) -> bool:
-        """Take the finite number ``x`` in; True when the notation changed."""
+        """Take the finite float ``x`` in; True when the notation changed."""
         n = self.notation
         seen = self.seen
+        seen.floats = True
         if n is not None and n.holds(x) and not (x < 0 and not seen.negative):
             if x != 0 and abs(x) < n.low():
                 self._low += 1
@@ -207,18 +207,18 @@ class Running:
                     return self._choose()
             elif self._low:
                 self._low = 0
-                self._recent = Range()
+                self._recent = Range(floats=True)
             seen.add(x)
             return False
         seen.add(x)
         self._low = 0
-        self._recent = Range()
+        self._recent = Range(floats=True)
         return self._choose()
 
     def _choose(self) -> bool:
         new = self.seen.notation(self.width)
         self._low = 0
-        self._recent = Range()
+        self._recent = Range(floats=True)
         if new == self.notation:
             return False
         self.notation = new

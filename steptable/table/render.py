@@ -38,9 +38,7 @@ def noted(cols: Sequence[Col], rows: Iterable[Mapping[str, Any]]) -> tuple[Col, 
     for r in rows:  # (one pass: table.txt streams a whole run's rows through here)
         get = r.get
         for key, seen in ranges.values():
-            v = get(key)
-            if type(v) is float and v - v == 0:  # finite (nan - nan and inf - inf are nan)
-                seen.add(v)
+            seen.take(get(key))
     return tuple(c.with_(notation=ranges[i][1].notation(c.width)) if i in ranges else c for i, c in enumerate(cols))
 
 
