@@ -101,7 +101,7 @@ def compile_row(cols: tuple[Col, ...]) -> Callable[[Mapping[str, Any]], str]:
             ]
         elif fmt is None and c.notation is not None:
             n = c.notation  # a float the column's notation holds: its text (the slow path checks the rest)
-            exact = f" and HOLDS{i}(v)" if n.exact or n.decimals == 0 else ""
+            exact = f" and HOLDS{i}(v)" if n.exact or n.decimals == 0 or n.exp is not None else ""
             lines += [
                 f"    if type(v) is float and {-n.top!r} < v < {n.top!r}{exact}:",
                 f"        {name} = NOTE{i}(v).rjust({w})",
