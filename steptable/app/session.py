@@ -134,9 +134,10 @@ class Session:
         if not group.layout or not 0 <= before < n:
             return False
         try:
+            left = False
             if before:  # a live run's few new rows
-                if notation_left(group.layout, store, max(before, n - 200), n):
-                    return True  # a number outside its column's notation: chosen again over the column
+                # a number outside its column's notation: the notation is chosen again over the column
+                left = notation_left(group.layout, store, max(before, n - 200), n)
                 grown = cells_outgrown(group.layout, store, max(before, n - 200), n)
             else:  # a run seen for the first time: rows across it (first_look)
                 grown = first_look(group.layout, store, n)
@@ -144,7 +145,7 @@ class Session:
             return False
         grown = {k: w for k, w in grown.items() if w > self._tried.get(k, 0)}
         self._tried.update(grown)
-        return bool(grown)
+        return bool(grown) or left
 
     def _lay_out(self, group: Group, waiting: Collection[str] = (), outgrown: bool = False) -> bool:
         """Make the group's layout again where its runs' keys changed or a value or step outgrew a column (``waiting``:

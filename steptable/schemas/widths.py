@@ -106,7 +106,8 @@ class ColumnView(Protocol):
 def noted(cols: Sequence[Col], runs: Sequence[ColumnView]) -> tuple[Col, ...]:
     """``cols`` with each automatic-format column's notation chosen from every value the ``runs`` hold of it (the
     one notation `tail` and the watch app write its numbers in: steptable.table.notation). A derived column, whose
-    values no run holds, keeps none: each of its values is written on its own."""
+    values no run holds, keeps none: each of its values is written on its own. (A store's numeric column holds
+    its integers as floats; a column of integers alone is left out by ``is_integer``.)"""
     out = []
     for c in cols:
         if c.fmt is not None:
@@ -114,6 +115,9 @@ def noted(cols: Sequence[Col], runs: Sequence[ColumnView]) -> tuple[Col, ...]:
             continue
         seen = Range()
         for r in runs:
+            is_integer = getattr(r, "is_integer", None)
+            if is_integer is not None and is_integer(c.key):
+                continue  # its rows give ints: they show whole, in no notation of this run's making
             for v in r.column(c.key):
                 seen.take(v)
         out.append(c.with_(notation=seen.notation(c.width)))
