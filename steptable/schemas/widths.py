@@ -9,7 +9,7 @@ from typing import Any, Protocol
 
 from steptable.table.columns import Col
 from steptable.table.formatting import fmt_auto, format_value
-from steptable.table.notation import Range
+from steptable.table.notation import Column
 
 
 def narrowest(value: Any, fmt: str | None, start: int = 1, limit: int = 12) -> int:
@@ -113,7 +113,7 @@ def noted(cols: Sequence[Col], runs: Sequence[ColumnView]) -> tuple[Col, ...]:
         if c.fmt is not None:
             out.append(c)
             continue
-        seen = Range()
+        seen = Column()
         for r in runs:
             is_integer = getattr(r, "is_integer", None)
             if is_integer is not None and is_integer(c.key):

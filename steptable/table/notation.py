@@ -13,14 +13,17 @@ column reads ``-.0300 -.0001 .0041`` (not ``-.03 -.00011 .00408``), a gradient n
 - A notation holds for magnitudes below its ``top`` (where the biggest value's decade ends): a value at or above it,
   or one with more decimal places than a column of exact values had, is outside it and the notation is chosen
   again (:meth:`Notation.holds`).
-- A reader with every value (``tail``, the watch app, table.txt) chooses from them all (:func:`of_values`); the live
-  logger cannot look ahead and chooses from the values seen so far (:class:`Running`).
+- A reader with every value (``tail``, the watch app, table.txt) chooses from them all (:func:`of_values`), its
+  largest 1% (a spike) left out: such a value is written on its own; the live logger cannot look ahead and
+  chooses from the values seen so far (:class:`Running`).
 NaN, inf and text are not numbers of the notation: they show as the automatic format shows them.
 """
 
 from __future__ import annotations
 
+import heapq
 import math
+from array import array
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -168,10 +171,36 @@ class Range:
         return choose(self.biggest, width, self.negative, self.places) if self.floats else None
 
 
+#: a whole column's notation leaves out its largest values up to this share (at least OUTLIERS_FROM values): a
+#: single spike of 1000 among losses of .5 is written on its own ("1000"), not every other value as "1" or "0"
+OUTLIER_SHARE = 0.01
+OUTLIERS_FROM = 100
+
+
+class Column(Range):
+    """The range of a whole column, as a reader that has every value sees it: its largest magnitudes up to
+    :data:`OUTLIER_SHARE` of them (a spike) left out of ``biggest``; a value the notation then does not hold is
+    written on its own, wider (the spike still reads as bigger)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.magnitudes = array("d")
+
+    def add(self, x: float) -> None:
+        super().add(x)
+        self.magnitudes.append(abs(x))
+
+    def notation(self, width: int) -> Notation | None:
+        n = len(self.magnitudes)
+        if n >= OUTLIERS_FROM:
+            self.biggest = heapq.nlargest(int(n * OUTLIER_SHARE) + 1, self.magnitudes)[-1]
+        return super().notation(width)
+
+
 def of_values(values: Iterable[Any], width: int) -> Notation | None:
     """The notation of a column holding ``values`` (all of them, as a reader of a whole file has), ``width``
-    cells wide (see :meth:`Range.take`)."""
-    r = Range()
+    cells wide (see :meth:`Range.take`, :class:`Column`)."""
+    r = Column()
     for v in values:
         r.take(v)
     return r.notation(width)

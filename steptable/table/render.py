@@ -26,7 +26,7 @@ from steptable.table.formatting import (
     sanitize,
     to_float,
 )
-from steptable.table.notation import Range
+from steptable.table.notation import Column
 
 SEP = " "
 
@@ -34,7 +34,7 @@ SEP = " "
 def noted(cols: Sequence[Col], rows: Iterable[Mapping[str, Any]]) -> tuple[Col, ...]:
     """``cols`` with each automatic-format column's notation chosen from its values in ``rows`` (all of them: a
     table printed whole, by a reader that has every row; see steptable.table.notation)."""
-    ranges = {i: (c.key, Range()) for i, c in enumerate(cols) if c.fmt is None}
+    ranges = {i: (c.key, Column()) for i, c in enumerate(cols) if c.fmt is None}
     for r in rows:  # (one pass: table.txt streams a whole run's rows through here)
         get = r.get
         for key, seen in ranges.values():

@@ -116,3 +116,10 @@ def test_the_live_row_writes_each_column_in_its_running_notation() -> None:
 def test_of_values_takes_numbers_only() -> None:
     assert of_values(["text", None, math.nan, True, 3], 8) is None
     assert of_values([0.0, 0.0], 8) is None
+
+
+def test_a_rare_spike_is_written_on_its_own_not_every_other_value_as_a_whole_number() -> None:
+    values = [0.5 + i / 1000 for i in range(199)] + [1234.5]
+    got = texts(values)
+    assert got[:3] == [".500", ".501", ".502"] and got[-1] == "1234"  # still reads 2000x bigger
+    assert len({len(t) for t in got[:-1]}) == 1
