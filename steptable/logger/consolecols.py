@@ -67,6 +67,7 @@ class ConsoleLayout:
         #: per noted column, the (largest magnitude, negative) its width was last measured for
         self._reach: dict[int, tuple[float, bool]] = {}
         self._floor: list[int] = []
+        self._outside: set[int] = set()
         self._runs_of = {i: running for i, _, running in self._runs}
         self._widths: list[int] = []
         self._short: list[str] = []  # each column's abbreviated header ("" where the header is kept whole)
@@ -102,6 +103,7 @@ class ConsoleLayout:
             return widened
         get = row.get
         notes = self._notes
+        outside = self._outside
         for i, key, auto, lo, hi, nlo, nhi in self._bands:
             v = get(key)
             # the common cases without formatting: an automatic-format float within its width's band or its
@@ -109,7 +111,7 @@ class ConsoleLayout:
             if v is None or (type(v) is int and -10 ** (widths[i] - 1) < v < 10 ** widths[i]):
                 continue
             if type(v) is float and auto and (
-                    ((n := notes[i]) is not None and v - v == 0 and n.holds(v))
+                    (notes[i] is not None and v - v == 0 and i not in outside)
                     or lo <= v < hi or -nhi < v <= -nlo or v == 0.0):
                 continue
             if (w := need(v, self.declared[i].fmt, self._most[i], notes[i])) > widths[i]:
@@ -121,18 +123,24 @@ class ConsoleLayout:
 
     def _see(self, row: Mapping[str, Any]) -> list[int]:
         """Each automatic-format column's number of ``row`` taken into its notation; the columns whose notation, or
-        the largest value its width was measured for, changed."""
+        the largest value its width was measured for, changed. ``_outside``: the columns whose number the notation
+        does not hold (written on its own, measured as such)."""
         out = []
         get = row.get
+        reach = self._reach
+        outside = self._outside
+        outside.clear()
         for i, key, running in self._runs:
             v = get(key)
             if type(v) is not float or v - v != 0:  # (nan - nan and inf - inf are nan)
                 continue
             changed = running.see(v)
-            reach = (running.seen.biggest, running.seen.negative)
-            if changed or reach != self._reach.get(i):
+            if not running.held:
+                outside.add(i)
+            seen = running.seen
+            if changed or reach.get(i) != (seen.biggest, seen.negative):
                 self._notes[i] = running.notation
-                self._reach[i] = reach
+                reach[i] = (seen.biggest, seen.negative)
                 out.append(i)
         return out
 

@@ -145,6 +145,7 @@ class Range:
     negative: bool = False
     places: int = 0
     floats: bool = False  # a float was taken in (a column of integers alone has no notation: they show whole)
+    _cap: int = PLACES_MAX
 
     def take(self, v: Any) -> None:
         """Take a cell's raw value in: a finite float, or an integer of a column that also holds floats (the
@@ -161,9 +162,12 @@ class Range:
         ax = abs(x)
         if ax > self.biggest:
             self.biggest = ax
+            self._cap = DIGITS - 1 - _decade(ax)  # the most places 3 significant digits of it show
         if x < 0:
             self.negative = True
-        if self.places < PLACES_MAX:  # (a column of measurements reaches the limit at its first value)
+        # past the cap the values' own places no longer matter (the biggest only grows): measurements get there at
+        # their first value, and are not measured again
+        if self.places <= self._cap:
             self.places = places_of(x, self.places)
 
     def notation(self, width: int) -> Notation | None:
@@ -218,31 +222,45 @@ class Running:
     def __init__(self, width: int) -> None:
         self.width = width
         self.notation: Notation | None = None
-        self.seen = Range()
+        self.seen = Range(floats=True)
+        #: whether the notation holds the last value taken in (one it does not hold is written on its own)
+        self.held = False
         self._low = 0
         self._recent = Range(floats=True)  # the values of the current run of low ones
+        self._band = (math.inf, 0.0)  # magnitudes a notation holds without another check: [low, top)
 
     def see(self, x: float) -> bool:
         """Take the finite float ``x`` in; True when the notation changed."""
-        n = self.notation
         seen = self.seen
-        seen.floats = True
+        ax = x if x >= 0 else -x
+        lo, top = self._band
+        if lo <= ax < top and (x >= 0 or seen.negative):  # the common case: inside, not a low value
+            if self._low:
+                self._low = 0
+                self._recent = Range(floats=True)
+            seen.add(x)
+            self.held = True
+            return False
+        n = self.notation
         if n is not None and n.holds(x) and not (x < 0 and not seen.negative):
-            if x != 0 and abs(x) < n.low():
+            self.held = True
+            if x != 0 and ax < n.low():
                 self._low += 1
                 self._recent.add(x)
                 if self._low >= LOW_RUN:
                     self.seen = self._recent  # the range starts again from the recent values
-                    return self._choose()
+                    changed = self._choose()
+                    self.held = self.notation is not None and self.notation.holds(x)
+                    return changed
             elif self._low:
                 self._low = 0
                 self._recent = Range(floats=True)
             seen.add(x)
             return False
         seen.add(x)
-        self._low = 0
-        self._recent = Range(floats=True)
-        return self._choose()
+        changed = self._choose()
+        self.held = self.notation is not None and self.notation.holds(x)
+        return changed
 
     def _choose(self) -> bool:
         new = self.seen.notation(self.width)
@@ -251,4 +269,6 @@ class Running:
         if new == self.notation:
             return False
         self.notation = new
+        # an exact notation checks each value's places: no band
+        self._band = (new.low(), new.top) if new is not None and not new.exact else (math.inf, 0.0)
         return True
