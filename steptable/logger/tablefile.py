@@ -17,7 +17,7 @@ from typing import Any, TextIO
 from steptable.logger.wholefile import replace_whole
 from steptable.table import render, runinfo
 from steptable.table.cells import sanitize
-from steptable.table.columns import Col
+from steptable.table.columns import Col, with_notations
 
 TABLE_NAME = "table.txt"
 #: rows table.txt holds at most: the last ones of a longer run (about 5 s of rendering)
@@ -81,7 +81,7 @@ def write_table(cols: Sequence[Col], jsonl: Path, run_dir: Path, arm: Any, heade
         n = len(plan.steps)
         lo = 0 if max_rows is None else max(n - max(max_rows, 1), 0)
         keys = [c.key for c in cols]
-        cols = render.noted(cols, plan.rows(src, lo, keys))  # each column's notation, from the rows written
+        cols = with_notations(cols, plan.rows(src, lo, keys))  # each column's notation, from the rows written
         render_row = render.compile_row(cols)
         head = render.header(cols) + "\n"
         out = run_dir / (f"table.{runinfo.name_part(str(arm))}.txt" if plan.shared else TABLE_NAME)

@@ -14,7 +14,7 @@ from operator import itemgetter
 from typing import Any, Final
 
 from steptable.table.cells import cut_middle
-from steptable.table.columns import Col
+from steptable.table.columns import Col, with_notations
 from steptable.table.formatting import (
     _compact_exponent,
     cut,
@@ -26,20 +26,8 @@ from steptable.table.formatting import (
     sanitize,
     to_float,
 )
-from steptable.table.notation import Column
 
 SEP = " "
-
-
-def noted(cols: Sequence[Col], rows: Iterable[Mapping[str, Any]]) -> tuple[Col, ...]:
-    """``cols`` with each automatic-format column's notation chosen from its values in ``rows`` (all of them: a
-    table printed whole, by a reader that has every row; see steptable.table.notation)."""
-    ranges = {i: (c.key, Column()) for i, c in enumerate(cols) if c.fmt is None}
-    for r in rows:  # (one pass: table.txt streams a whole run's rows through here)
-        get = r.get
-        for key, seen in ranges.values():
-            seen.take(get(key))
-    return tuple(c.with_(notation=ranges[i][1].notation(c.width)) if i in ranges else c for i, c in enumerate(cols))
 
 
 def header(cols: Sequence[Col]) -> str:
@@ -339,9 +327,10 @@ def legend(cols: Iterable[Col], title: str | None = "columns:", indent: int = 1)
 
 def table(cols: Sequence[Col], rows: Iterable[Mapping[str, Any]], header_every: int = 0) -> str:
     """A whole table: header, then rows; the header repeats every ``header_every`` rows (0 = once). Each
-    automatic-format column writes its numbers in one notation, chosen from these rows (:func:`noted`)."""
+    automatic-format column writes its numbers in one notation, chosen from these rows
+    (``columns.with_notations``)."""
     rows = list(rows)
-    cols = noted(cols, rows)
+    cols = with_notations(cols, rows)
     h = header(cols)
     render_row = compile_row(tuple(cols))
     out = [h]

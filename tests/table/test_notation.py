@@ -7,14 +7,14 @@ import math
 
 from steptable.logger.consolecols import ConsoleLayout
 from steptable.table import render
-from steptable.table.columns import Col
+from steptable.table.columns import Col, with_notations
 from steptable.table.notation import LOW_RUN, Running, choose, of_values
 
 
 def texts(values: list[float | None], width: int = 8, key: str = "x") -> list[str]:
     """Each value's cell in a column of ``values`` shown whole (as tail and the app show it)."""
     rows = [{key: v} for v in values]
-    cols = render.noted([Col(key, width, key)], rows)
+    cols = with_notations([Col(key, width, key)], rows)
     return [render.cells(cols, r)[0].strip() for r in rows]
 
 
