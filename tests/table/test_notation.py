@@ -123,3 +123,20 @@ def test_a_rare_spike_is_written_on_its_own_not_every_other_value_as_a_whole_num
     got = texts(values)
     assert got[:3] == [".500", ".501", ".502"] and got[-1] == "1234"  # still reads 2000x bigger
     assert len({len(t) for t in got[:-1]}) == 1
+
+
+def test_the_compiled_row_writes_what_the_cells_write_in_every_notation() -> None:
+    import random
+
+    rng = random.Random(7)
+    specials = [math.nan, math.inf, -math.inf, None, 0.0, -0.0, 3, True, "text", 2**60, 1e-300]
+    for _ in range(300):
+        scale = 10.0 ** rng.randint(-9, 9)
+        col = [rng.choice([1.0, -1.0]) * rng.random() * scale for _ in range(20)]
+        if rng.random() < 0.3:
+            col = [round(v, rng.randint(0, 3)) for v in col]  # exact values: a notation with their own places
+        width = rng.randint(3, 12)
+        cols = with_notations([Col("x", width, "x")], [{"x": v} for v in col])
+        row = render.compile_row(cols)
+        for v in [*col, *specials, rng.random() * scale * 50, rng.random() * scale / 1e4]:
+            assert row({"x": v}) == render.cells(cols, {"x": v})[0], (cols[0].notation, v)
