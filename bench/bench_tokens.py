@@ -129,6 +129,7 @@ def main() -> None:
         print(f"steptable, {name:35s}: {mean(per_step):5.2f} tokens/step (seeds {lo:.2f}-{hi:.2f},"
               f" seed 0 {per_step[0]:.2f}; row alone {mean(g[1] for g in got):4.1f})"
               f"   ratio {mean(per_step) / mean(hf):.3f}x anchor   goal <= 60")
+        print(f"  per seed: {' '.join(f'{x:.2f}' for x in per_step)}; worst {hi:.2f}")
         print(f"  sample: {got[0][2]}")
 
 

@@ -129,12 +129,15 @@ class Session:
     def _outgrown(self, group: Group, store: Store, before: int, n: int) -> bool:
         """New rows hold a value its column has no room for (``####``, an integer cut to a compact form), one the
         group's layout has not been made again for yet (a value that stays too wide after that does not ask again)."""
-        from steptable.schemas import cells_outgrown, first_look
+        from steptable.schemas import cells_outgrown, first_look, notation_left
 
         if not group.layout or not 0 <= before < n:
             return False
         try:
+            left = False
             if before:  # a live run's few new rows
+                # a number outside its column's notation: the notation is chosen again over the column
+                left = notation_left(group.layout, store, max(before, n - 200), n)
                 grown = cells_outgrown(group.layout, store, max(before, n - 200), n)
             else:  # a run seen for the first time: rows across it (first_look)
                 grown = first_look(group.layout, store, n)
@@ -142,12 +145,12 @@ class Session:
             return False
         grown = {k: w for k, w in grown.items() if w > self._tried.get(k, 0)}
         self._tried.update(grown)
-        return bool(grown)
+        return bool(grown) or left
 
     def _lay_out(self, group: Group, waiting: Collection[str] = (), outgrown: bool = False) -> bool:
         """Make the group's layout again where its runs' keys changed or a value or step outgrew a column (``waiting``:
         runs of the batch not taken yet)."""
-        from steptable.schemas import steps_outgrown, widened
+        from steptable.schemas import noted, steps_outgrown, widened
 
         stores = [self.runs[rid].store for rid in group.runs if rid not in waiting]
         keys = frozenset(k for s in stores for k in s.keys)
@@ -156,7 +159,7 @@ class Session:
         if not any(len(s) for s in stores):
             return False  # no data yet: widths would be guesses
         group.keys = keys
-        group.layout = widened(group.layouts.layout(stores, group.schema), self._tried)
+        group.layout = noted(widened(group.layouts.layout(stores, group.schema), self._tried), stores)
         return True
 
     def _laid_out(self, relaid: bool) -> None:

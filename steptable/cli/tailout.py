@@ -18,7 +18,17 @@ from steptable.cli.tailformats import Layout, Printer
 from steptable.cli.tailjsonl import jsonl_lines, plain
 from steptable.ingest import Follower, RunStore
 from steptable.schemafiles.resolve import by_schema, get_schema, schema_file_notes, unused_files
-from steptable.schemas import Schema, cells_outgrown, first_look, fit, layout, steps_outgrown, widened
+from steptable.schemas import (
+    Schema,
+    cells_outgrown,
+    first_look,
+    fit,
+    layout,
+    notation_left,
+    noted,
+    steps_outgrown,
+    widened,
+)
 from steptable.schemas.arrange import auto_col, own_step_keys, sample_values, step_key_of, unmatched
 from steptable.schemas.headers import short_headers
 from steptable.schemas.registry import logged_schema
@@ -108,6 +118,7 @@ class Tail:
             left_out += len(all_cols) - len(cols)
             if a.format in ("csv", "md") and not patterns:  # every key the jsonl rows carry, the table's first
                 cols += widened(_rest(group, schema, cols), self.tried)
+            cols = noted(cols, group)  # (last: a column's notation is chosen for the width it is shown in)
             old = next((self.of[s.run] for s in group if s.run in self.of), None)
             lay = old if old is not None and old.cols == cols and old.schema is schema else Layout(
                 schema, cols, step_key_of(group))
@@ -155,6 +166,7 @@ class Tail:
             seen = self.versions.get(s.run)
             n = len(s)
             if seen is not None and 0 <= seen[1] < n:
+                out = out or notation_left(lay.cols, s, max(seen[1], n - 200), n)
                 grown = cells_outgrown(lay.cols, s, max(seen[1], n - 200), n)
                 grown = {k: w for k, w in grown.items() if w > self.tried.get(k, 0)}
                 self.tried.update(grown)

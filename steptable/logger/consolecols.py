@@ -17,6 +17,7 @@ from typing import Any
 from steptable.schemas.headers import abbreviate, look
 from steptable.table.columns import FIT_MAX, Col
 from steptable.table.formatting import display_width, fill_digits, fmt_auto, format_value
+from steptable.table.notation import Notation, Running
 
 #: the least room an abbreviation gets (``ent`` over ``.5``, not ``en``)
 MIN_ABBREV = 3
@@ -24,10 +25,13 @@ MIN_ABBREV = 3
 KEEP_HEADER = 5
 
 
-def need(value: Any, fmt: str | None, most: int) -> int:
-    """Cells ``value``'s text takes in a column of at most ``most`` cells: its 3-significant-digit form with the
-    trailing zeros kept (.340, .00300), so that a column is as wide as its values' usual form from the start."""
-    if fmt is None and type(value) is float:
+def need(value: Any, fmt: str | None, most: int, notation: Notation | None = None) -> int:
+    """Cells ``value``'s text takes in a column of at most ``most`` cells: in the column's notation where it holds
+    the value, else its 3-significant-digit form with the trailing zeros kept (.340, .00300), so that a column is as
+    wide as its values' usual form from the start."""
+    if notation is not None or fmt is not None:
+        return display_width(format_value(value, fmt, most, notation=notation))
+    if type(value) is float:
         text = fmt_auto(value)  # what the automatic format prints where it fits (ASCII)
         if len(text) <= most:
             return len(fill_digits(value, text, most))
@@ -46,15 +50,25 @@ def _band(w: int) -> tuple[float, float]:
 class ConsoleLayout:
     """The printed columns of a column set (``cols``), fitted to the rows as they arrive.
 
-    Before the first row, ``cols`` are the declared columns. ``update(row)`` fits them and says whether they
-    changed (the header is due again); ``legend_cols`` are the columns for the legend, an abbreviated header's
-    description naming its key.
+    Before the first row, ``cols`` are the declared columns. ``update(row)`` fits them and says whether their
+    widths or headers changed (the header is due again); ``legend_cols`` are the columns for the legend, an
+    abbreviated header's description naming its key. Each column of the automatic format writes its numbers in one
+    notation, chosen from the values seen so far (steptable.table.notation.Running): ``cols`` is a new tuple
+    whenever a notation or a width changed.
     """
 
     def __init__(self, declared: Sequence[Col]) -> None:
         self.declared = tuple(declared)
         self.cols = self.declared
         self._most = [max(FIT_MAX, c.width) if c.fit else c.width for c in self.declared]
+        #: (column, key, its running notation) of each automatic-format column
+        self._runs = [(i, c.key, Running(self._most[i])) for i, c in enumerate(self.declared) if c.fmt is None]
+        self._notes: list[Notation | None] = [None] * len(self.declared)
+        #: per noted column, the (largest magnitude, negative) its width was last measured for
+        self._reach: dict[int, tuple[float, bool]] = {}
+        self._floor: list[int] = []
+        self._outside: set[int] = set()
+        self._runs_of = {i: running for i, _, running in self._runs}
         self._widths: list[int] = []
         self._short: list[str] = []  # each column's abbreviated header ("" where the header is kept whole)
         self._open: list[int] = []  # the columns not yet at their widest
@@ -62,27 +76,79 @@ class ConsoleLayout:
         self._bands: list[tuple[int, str, bool, float, float, float, float]] = []
 
     def update(self, row: Mapping[str, Any]) -> bool:
-        """Widen the columns to ``row``'s values; True when the printed columns changed."""
+        """Take ``row``'s values in (notations, widths); True when the printed widths or headers changed."""
         if not self._widths:
+            self._see(row)
             self._start(row)
             return True
-        if not self._open:
-            return False
         widths = self._widths
+        before = list(self._notes)
+        noted = self._see(row)
         widened = False
+        for i in noted:
+            n = self._notes[i]
+            if n is None:
+                continue
+            w = self._noted_width(i, n)
+            if n != before[i]:
+                # a notation chosen again (fewer decimals for a bigger value): the column is as wide as it needs,
+                # narrower too, so that its first few values' notation leaves no padding for the rest of the run
+                w = max(w, self._floor[i])
+            if w != widths[i] and (w > widths[i] or n != before[i]):
+                widths[i] = w
+                widened = True
+        if not self._open:
+            if noted or widened:
+                self._reopen()
+            return widened
         get = row.get
+        notes = self._notes
+        outside = self._outside
         for i, key, auto, lo, hi, nlo, nhi in self._bands:
             v = get(key)
-            # the common cases without formatting: an automatic-format float within its width's band, an int
-            if (type(v) is float and auto and (lo <= v < hi or -nhi < v <= -nlo or v == 0.0)) or (
-                    type(v) is int and -10 ** (widths[i] - 1) < v < 10 ** widths[i]) or v is None:
+            # the common cases without formatting: an automatic-format float within its width's band or its
+            # column's notation (whose width follows the largest value seen), an int
+            if v is None or (type(v) is int and -10 ** (widths[i] - 1) < v < 10 ** widths[i]):
                 continue
-            if (n := need(v, self.declared[i].fmt, self._most[i])) > widths[i]:
-                widths[i] = n
+            if type(v) is float and auto and (
+                    (notes[i] is not None and v - v == 0 and i not in outside)
+                    or lo <= v < hi or -nhi < v <= -nlo or v == 0.0):
+                continue
+            if (w := need(v, self.declared[i].fmt, self._most[i], notes[i])) > widths[i]:
+                widths[i] = w
                 widened = True
-        if widened:
+        if widened or noted:
             self._reopen()
         return widened
+
+    def _see(self, row: Mapping[str, Any]) -> list[int]:
+        """Each automatic-format column's number of ``row`` taken into its notation; the columns whose notation, or
+        the largest value its width was measured for, changed. ``_outside``: the columns whose number the notation
+        does not hold (written on its own, measured as such)."""
+        out = []
+        get = row.get
+        reach = self._reach
+        outside = self._outside
+        outside.clear()
+        for i, key, running in self._runs:
+            v = get(key)
+            if type(v) is not float or v - v != 0:  # (nan - nan and inf - inf are nan)
+                continue
+            changed = running.see(v)
+            if not running.held:
+                outside.add(i)
+            seen = running.seen
+            if changed or reach.get(i) != (seen.biggest, seen.negative):
+                self._notes[i] = running.notation
+                reach[i] = (seen.biggest, seen.negative)
+                out.append(i)
+        return out
+
+    def _noted_width(self, i: int, n: Notation) -> int:
+        """Cells the values seen in column ``i`` take in its notation ``n`` (the widest is the largest, with the
+        sign where any was negative)."""
+        seen = self._runs_of[i].seen
+        return min(len(n.text(seen.biggest)) + seen.negative, self._most[i])
 
     def _reopen(self) -> None:
         """The columns still below their widest, each with the band of automatic-format floats that fit it."""
@@ -106,11 +172,15 @@ class ConsoleLayout:
         return tuple(out)
 
     def _start(self, row: Mapping[str, Any]) -> None:
-        widths = []
+        widths: list[int] = []
+        notes = self._notes
         for c, most in zip(self.declared, self._most, strict=True):
             hw = display_width(c.header)
             floor = hw if hw <= KEEP_HEADER else 0
-            shown = need(row[c.key], c.fmt, most) if c.key in row else 3  # "nan" until it comes
+            shown = need(row[c.key], c.fmt, most, notes[len(widths)]) if c.key in row else 3  # "nan" until it comes
+            n = notes[len(widths)]
+            if n is not None:
+                shown = max(shown, self._noted_width(len(widths), n))
             widths.append(min(most, max(shown, floor)))
         # an abbreviation reads like no other column's header: not even one shown whole only once it has widened
         taken = {look(c.header) for c in self.declared}
@@ -124,11 +194,15 @@ class ConsoleLayout:
             short.append(a)
         self._short = short
         self._widths = [max(w, display_width(a)) for w, a in zip(widths, short, strict=True)]
+        # the narrowest each column is printed: its header whole (up to KEEP_HEADER cells) or abbreviated
+        self._floor = [max(display_width(c.header) if display_width(c.header) <= w else 0, display_width(a), 1)
+                       for c, w, a in zip(self.declared, self._widths, short, strict=True)]
         self._reopen()
 
     def _build(self) -> None:
         cols = []
-        for c, w, a in zip(self.declared, self._widths, self._short, strict=True):
+        for c, w, a, n in zip(self.declared, self._widths, self._short, self._notes, strict=True):
             header = c.header if display_width(c.header) <= w else a
-            cols.append(c if (w, header) == (c.width, c.header) else c.with_(width=w, header=header))
+            same = (w, header, n) == (c.width, c.header, c.notation)
+            cols.append(c if same else c.with_(width=w, header=header, notation=n))
         self.cols = tuple(cols)

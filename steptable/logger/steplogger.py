@@ -165,15 +165,16 @@ class StepLogger:
 
     def _fit(self, view: Mapping[str, Any]) -> bool:
         """Fit the printed columns to ``view``'s values (and the columns declared without a width, as the run's
-        description gives them); True when the printed columns changed."""
+        description gives them), their notations included; True when their widths or headers changed."""
         cols = fit_to(self.cols, view) if any(c.fit for c in self.cols) else None
         if cols is not None:
             self.cols = cols
             self.stream_cols = streamed(cols)
-        if not self._layout.update(view):
-            return False
-        self._render_row = render.compile_row(self._layout.cols)
-        return True
+        shown = self._layout.cols
+        widened = self._layout.update(view)
+        if self._layout.cols is not shown:  # a width, a header or a column's notation changed
+            self._render_row = render.compile_row(self._layout.cols)
+        return widened
 
     def _shown(self, cols: Sequence[Col]) -> list[Col]:
         """``self.cols`` with the streamed ones as printed (``cols``: the layout's columns or legend columns)."""

@@ -17,7 +17,7 @@ from typing import Any, TextIO
 from steptable.logger.wholefile import replace_whole
 from steptable.table import render, runinfo
 from steptable.table.cells import sanitize
-from steptable.table.columns import Col
+from steptable.table.columns import Col, with_notations
 
 TABLE_NAME = "table.txt"
 #: rows table.txt holds at most: the last ones of a longer run (about 5 s of rendering)
@@ -74,22 +74,23 @@ def write_table(cols: Sequence[Col], jsonl: Path, run_dir: Path, arm: Any, heade
         return None
     from steptable.logger.endofrun import Plan  # (at the end of a run only: the loop never pays for the readers)
 
-    cols = tuple(cols)
-    render_row = render.compile_row(cols)
-    head = render.header(cols) + "\n"
     every = header_every * 5
     with open(jsonl, "rb") as src:
         plan = Plan(str(jsonl), arm)
         plan.read(src)
         n = len(plan.steps)
         lo = 0 if max_rows is None else max(n - max(max_rows, 1), 0)
+        keys = [c.key for c in cols]
+        cols = with_notations(cols, plan.rows(src, lo, keys))  # each column's notation, from the rows written
+        render_row = render.compile_row(cols)
+        head = render.header(cols) + "\n"
         out = run_dir / (f"table.{runinfo.name_part(str(arm))}.txt" if plan.shared else TABLE_NAME)
         def fill(dst: TextIO) -> None:
             if lo:
                 dst.write(f"# the last {n - lo} of {n} rows; every row: {sanitize(jsonl.name)} beside this file "
                           f"(steptable tail {sanitize(str(run_dir))} -n 0)\n")
             dst.write(head)
-            for i, cells in enumerate(plan.rows(src, lo, [c.key for c in cols])):
+            for i, cells in enumerate(plan.rows(src, lo, keys)):
                 if every and i and i % every == 0:
                     dst.write(head)
                 dst.write(render_row(cells) + "\n")

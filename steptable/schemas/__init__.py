@@ -40,7 +40,7 @@ from steptable.schemas.legend import legend_for
 from steptable.schemas.registry import GENERIC, ROUTING, SCHEMAS, side_file
 from steptable.schemas.routing import routing_columns
 from steptable.schemas.user import SchemaFileError
-from steptable.schemas.widths import cells_outgrown, first_look, widened
+from steptable.schemas.widths import cells_outgrown, first_look, notation_left, noted, widened
 
 __all__ = [
     "GENERIC",
@@ -63,6 +63,8 @@ __all__ = [
     "informative",
     "layout",
     "legend_for",
+    "notation_left",
+    "noted",
     "own_step_keys",
     "ratio_pair",
     "routing_columns",

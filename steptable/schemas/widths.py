@@ -1,5 +1,5 @@
-"""Column widths against the values a run brings: the narrowest form of a value, the columns a live run's new rows
-outgrew, and the layout widened for them. Pure."""
+"""Column widths and notations against the values a run brings: the narrowest form of a value, the columns a live
+run's new rows outgrew, the layout widened for them, each column's number notation. Pure."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from typing import Any, Protocol
 
 from steptable.table.columns import Col
 from steptable.table.formatting import fmt_auto, format_value
+from steptable.table.notation import Column
 
 
 def narrowest(value: Any, fmt: str | None, start: int = 1, limit: int = 12) -> int:
@@ -96,3 +97,42 @@ def widened(cols: Sequence[Col], need: Mapping[str, int], limit: int = 12) -> tu
         else c
         for c in cols
     )
+
+
+class ColumnView(Protocol):
+    def column(self, key: str) -> Sequence[Any]: ...
+
+
+def noted(cols: Sequence[Col], runs: Sequence[ColumnView]) -> tuple[Col, ...]:
+    """``cols`` with each automatic-format column's notation chosen from every value the ``runs`` hold of it (the
+    one notation `tail` and the watch app write its numbers in: steptable.table.notation). A derived column, whose
+    values no run holds, keeps none: each of its values is written on its own. (A store's numeric column holds
+    its integers as floats; a column of integers alone is left out by ``is_integer``.)"""
+    out = []
+    for c in cols:
+        if c.fmt is not None:
+            out.append(c)
+            continue
+        seen = Column()
+        for r in runs:
+            is_integer = getattr(r, "is_integer", None)
+            if is_integer is not None and is_integer(c.key):
+                continue  # its rows give ints: they show whole, in no notation of this run's making
+            for v in r.column(c.key):
+                seen.take(v)
+        out.append(c.with_(notation=seen.notation(c.width)))
+    return tuple(out)
+
+
+def notation_left(cols: Sequence[Col], run: RowView, start: int, stop: int) -> bool:
+    """Rows ``[start, stop)`` of ``run`` (a live run's new rows) hold a number outside its column's notation: the
+    notation is to be chosen again, over the whole column."""
+    for c in cols:
+        n = c.notation
+        if c.fmt is not None or n is None:
+            continue
+        for i in range(start, stop):
+            v = run.value(i, c.key)
+            if type(v) is float and v - v == 0 and not n.holds(v):
+                return True
+    return False

@@ -5,9 +5,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Literal
+from typing import Any, Literal
 
 from steptable.table.formatting import display_width, format_value, sanitize
+from steptable.table.notation import Column, Notation
 
 Better = Literal["higher", "lower"]
 Align = Literal["right", "left", "center"]
@@ -72,6 +73,8 @@ class Col:
     align   ``"right"`` (numbers, default), ``"left"`` or ``"center"``
     stream  False keeps the column out of the per-step stdout row; it is still written to JSONL and shown in the
             end-of-run dump (timings, for instance)
+    notation  the one notation the automatic format writes this column's numbers in (steptable.table.notation),
+            set by whoever sees the column's values (a reader, the live logger); None: each value on its own
     """
 
     key: str
@@ -84,6 +87,7 @@ class Col:
     stream: bool = True
     aliases: tuple[str, ...] = field(default=())
     fit: bool = False  # the width was left out: fitted to the values as rows arrive
+    notation: Notation | None = None
 
     def __post_init__(self) -> None:
         if not self.key:
@@ -153,6 +157,17 @@ def fit_to(cols: Sequence[Col], values: Mapping[str, object]) -> tuple[Col, ...]
                 out = list(cols)
             out[i] = c.with_(width=need)
     return None if out is None else tuple(out)
+
+
+def with_notations(cols: Sequence[Col], rows: Iterable[Mapping[str, Any]]) -> tuple[Col, ...]:
+    """``cols`` with each automatic-format column's notation chosen from its values in ``rows`` (all of them: a
+    table printed whole, by a reader that has every row; see steptable.table.notation)."""
+    ranges = {i: (c.key, Column()) for i, c in enumerate(cols) if c.fmt is None}
+    for r in rows:  # (one pass: table.txt streams a whole run's rows through here)
+        get = r.get
+        for key, seen in ranges.values():
+            seen.take(get(key))
+    return tuple(c.with_(notation=ranges[i][1].notation(c.width)) if i in ranges else c for i, c in enumerate(cols))
 
 
 def streamed(cols: Sequence[Col]) -> tuple[Col, ...]:

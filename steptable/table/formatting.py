@@ -8,6 +8,8 @@ Rules
   +/-inf -> ``inf`` / ``-inf``: a real non-finite value never reads as the filler of a sparse column.
 - ``fmt=None`` on a float uses :func:`fmt_auto` (3 significant digits, no leading zero), its trailing zeros kept
   where they fit (:func:`fill_number`: .340 not .34); never more than 3 significant digits, whatever the width.
+  Given the column's notation (steptable.table.notation), a number it holds is written in it instead, so that a
+  column's values line up (``.0300`` over ``.0041``).
 - ``fmt="frac"`` takes an ``(n, d)`` pair (tuple or JSON list) of real numbers -> ``n/d``.
 - Bools show as ``T`` / ``F`` under the automatic format; an explicit spec formats them as ``format()`` does
   (``True`` under ``+.2f`` is ``+1.00``).
@@ -38,17 +40,9 @@ from steptable.table.cells import display_width as display_width
 from steptable.table.cells import md_escape as md_escape
 from steptable.table.cells import pad as pad
 from steptable.table.cells import sanitize as sanitize
+from steptable.table.notation import Notation, strip_zero
 
 # ---------------------------------------------------------------------------------------------------------- numbers
-
-
-def _strip_zero(s: str) -> str:
-    """'0.412' -> '.412', '-0.412' -> '-.412' (a leading zero costs a token and a cell)."""
-    if s.startswith("0.") and len(s) > 2:
-        return s[1:]
-    if s.startswith("-0.") and len(s) > 3:
-        return "-" + s[2:]
-    return s
 
 
 def _exp(x: float, digits: int) -> str:
@@ -91,7 +85,7 @@ def fmt_auto(x: float, digits: int = 3) -> str:
         return str(round(x))
     # 1e-4 <= |x| < 10**(digits-1): "g" is positional here (its exponent, after rounding, is -4 .. digits-1) and
     # drops trailing zeros itself; one C-level conversion instead of a log10 and a second format
-    return _strip_zero(f"{x:.{digits}g}")
+    return strip_zero(f"{x:.{digits}g}")
 
 
 def _positional(x: float, digits: int) -> str:
@@ -99,7 +93,7 @@ def _positional(x: float, digits: int) -> str:
     trailing zeros kept and no leading zero: 0.34016 -> '.340'. A value that rounds up into the next decade keeps
     the count: 9.9996 at 4 digits is '10.00', not '10.000'; 99.96 at 3 is '100'."""
     s = f"{x:#.{digits}g}"  # "#": trailing zeros kept, and a bare point where none are left ('100.'), cut here
-    return _strip_zero(s[:-1] if s[-1] == "." else s)
+    return strip_zero(s[:-1] if s[-1] == "." else s)
 
 
 def fit_number(x: float, width: int) -> str:
@@ -214,18 +208,37 @@ def _frac_text(value: Any, width: int) -> str:
     return fit_number(nf / df, width)
 
 
-def format_value(value: Any, fmt: str | None, width: int, *, fill: bool = True) -> str:
+def format_value(
+    value: Any, fmt: str | None, width: int, *, fill: bool = True, notation: Notation | None = None
+) -> str:
     """Text for one cell, at most ``width`` cells wide (not yet padded). Never raises.
 
     ``fill=False`` gives a float in the automatic format its natural 3-significant-digit text, without the trailing
-    zeros :func:`fill_number` keeps where they fit: what a width is fitted to.
+    zeros :func:`fill_number` keeps where they fit: what a width is fitted to. ``notation`` (the column's, see
+    steptable.table.notation) writes a number of the automatic format that it holds, and fits the width, in it.
     """
     try:
+        if notation is not None and fmt is None:
+            text = _noted(value, notation, width)
+            if text is not None:
+                return text
         text = _format_value(value, fmt, width, fill)
         # Columns narrower than 'nan' or '-inf': never overflow the column, whatever the token.
         return text if display_width(text) <= width else cut(text, width)
     except Exception:  # a hostile __format__ or __str__ must not break a training loop
         return "?" if width < 3 else cut("err", width)
+
+
+def _noted(value: Any, notation: Notation, width: int) -> str | None:
+    """``value`` in the column's notation, or None where it is not a number the notation holds in ``width``."""
+    if type(value) is int and -(2**53) < value < 2**53:
+        value = float(value)
+    elif isinstance(value, float) and type(value) is not float:
+        value = float(value)  # a subclass (numpy's float64) by its value
+    if type(value) is not float or not notation.holds(value):
+        return None
+    text = notation.text(value)
+    return text if len(text) <= width else None
 
 
 def _format_value(value: Any, fmt: str | None, width: int, fill: bool = True) -> str:
@@ -305,9 +318,11 @@ def _format_value(value: Any, fmt: str | None, width: int, fill: bool = True) ->
     return _format_value(f, fmt, width, fill)
 
 
-def format_cell(value: Any, fmt: str | None, width: int, align: str = "right") -> str:
+def format_cell(
+    value: Any, fmt: str | None, width: int, align: str = "right", notation: Notation | None = None
+) -> str:
     """One cell of exactly ``width`` display cells."""
-    return pad(format_value(value, fmt, width), width, align)
+    return pad(format_value(value, fmt, width, notation=notation), width, align)
 
 
 def to_float(value: Any) -> float:

@@ -14,7 +14,7 @@ from operator import itemgetter
 from typing import Any, Final
 
 from steptable.table.cells import cut_middle
-from steptable.table.columns import Col
+from steptable.table.columns import Col, with_notations
 from steptable.table.formatting import (
     _compact_exponent,
     cut,
@@ -38,7 +38,7 @@ def header(cols: Sequence[Col]) -> str:
 def cells(cols: Sequence[Col], row: Mapping[str, Any]) -> list[str]:
     """Each column's cell text, padded to its width. A missing key renders blank."""
     get = row.get
-    return [format_cell(get(c.key), c.fmt, c.width, c.align) for c in cols]
+    return [format_cell(get(c.key), c.fmt, c.width, c.align, c.notation) for c in cols]
 
 
 def row(cols: Sequence[Col], values: Mapping[str, Any]) -> str:
@@ -74,7 +74,7 @@ def compile_row(cols: tuple[Col, ...]) -> Callable[[Mapping[str, Any]], str]:
     for i, c in enumerate(cols):
         w, fmt, name = c.width, c.fmt, f"c{i}"
         names.append(name)
-        slow = f"{name} = cell(v, COLS[{i}].fmt, {w}, COLS[{i}].align)"
+        slow = f"{name} = cell(v, COLS[{i}].fmt, {w}, COLS[{i}].align, COLS[{i}].notation)"
         lines.append(f"    v = get(KEYS[{i}])")
         if c.align != "right" or (fmt not in (None, "frac") and not _SAFE_SPEC.fullmatch(fmt)):
             lines.append(f"    {slow}")
@@ -84,6 +84,15 @@ def compile_row(cols: tuple[Col, ...]) -> Callable[[Mapping[str, Any]], str]:
                 "    if (type(v) is tuple or type(v) is list) and len(v) == 2"
                 " and type(v[0]) is int and type(v[1]) is int:",
                 f"        {name} = f'{{v[0]}}/{{v[1]}}'.rjust({w})",
+                f"        if len({name}) != {w}: {slow}",
+                f"    else: {slow}",
+            ]
+        elif fmt is None and c.notation is not None:
+            n = c.notation  # a float the column's notation holds: its text (the slow path checks the rest)
+            exact = f" and HOLDS{i}(v)" if n.exact or n.decimals == 0 or n.exp is not None else ""
+            lines += [
+                f"    if type(v) is float and {-n.top!r} < v < {n.top!r}{exact}:",
+                f"        {name} = NOTE{i}(v).rjust({w})",
                 f"        if len({name}) != {w}: {slow}",
                 f"    else: {slow}",
             ]
@@ -135,6 +144,8 @@ def compile_row(cols: tuple[Col, ...]) -> Callable[[Mapping[str, Any]], str]:
         "filled": fill_digits, "INF": math.inf, "SEP": SEP, "WIDTH": width(cols), "KEYS_GET": _keys_getter(cols),
         "TEMPLATE": _template(cols), "frac_new": _frac_new, "EXP_SUFFIX": _EXP_SUFFIX,
         **{f"MEMO{i}": {} for i in range(len(cols))},
+        **{f"NOTE{i}": c.notation.text for i, c in enumerate(cols) if c.notation is not None},
+        **{f"HOLDS{i}": c.notation.holds for i, c in enumerate(cols) if c.notation is not None},
     }
     exec(compile("\n".join(lines), f"<steptable row {len(cols)} cols>", "exec"), env)
     fn: Callable[[Mapping[str, Any]], str] = env.get("render_fast", env["render_row"])
@@ -315,7 +326,11 @@ def legend(cols: Iterable[Col], title: str | None = "columns:", indent: int = 1)
 
 
 def table(cols: Sequence[Col], rows: Iterable[Mapping[str, Any]], header_every: int = 0) -> str:
-    """A whole table: header, then rows; the header repeats every ``header_every`` rows (0 = once)."""
+    """A whole table: header, then rows; the header repeats every ``header_every`` rows (0 = once). Each
+    automatic-format column writes its numbers in one notation, chosen from these rows
+    (``columns.with_notations``)."""
+    rows = list(rows)
+    cols = with_notations(cols, rows)
     h = header(cols)
     render_row = compile_row(tuple(cols))
     out = [h]

@@ -590,7 +590,9 @@ def test_follow_widens_a_column_for_values_its_first_rows_never_had(tmp_path: Pa
     write_rows(path, [{"step": 30, "loss": -1.2345e-05, "tokens": 123456789}])
     emit(follower, tail)
     last = out.getvalue().splitlines()[-1].split()  # type: ignore[attr-defined]
-    assert last == ["30", "-1e-5", "123456789"]  # they read "####" and "1.2e8"
+    # the tokens read "1.2e8" before; the loss is written in its column's notation, chosen again for it (.5 had one
+    # decimal): thousandths, in which -1.2e-5 rounds away with its sign
+    assert last == ["30", "-.000", "123456789"]
 
 
 def test_follow_after_two_resumes_and_an_edit_between_reads(tmp_path: Path) -> None:

@@ -39,11 +39,11 @@ def test_a_column_widens_up_to_its_declared_width_and_the_header_comes_again(cap
             sl.log({"step": i, "kl": kl, "reward_std": 0.25 if i < 3 else 0.123456})
     text = "".join(captured).split("end of run")[0]
     rows, headers = _rows(text), _headers(text)
-    # .00300 (the 3-digit form) from the first row: the next value's .00298 needs no new header; -.000123 does
-    assert rows[:3] == ["   0 .00300 .25", "   1 .00298 .25", "   2     .5 .25"]
-    assert headers == ["step     kl  rs", "step     kl   rs"]
-    # kl is at its declared width (6): a value needing more degrades there, as it always did; rs widens
-    assert rows[3:] == ["   3 -.0001 .123", "   4 1.23e7 .123"]
+    # .00300 (the 3-digit form) from the first row: the next value's .00298 needs no new header; .5 leaves that
+    # notation (thousandths now, the column as narrow as they need: a header again); -.000123 rounds away in it
+    # with its sign, and needs its sign cell; 1.2e7 leaves it for an exponent, within the declared width (6)
+    assert rows == ["   0 .00300 .25", "   1 .00298 .25", "   2 .500 .25", "   3 -.000 .123", "   4  1.2e7 .123"]
+    assert headers == ["step     kl  rs", "step   kl  rs", "step    kl   rs", "step     kl   rs"]
     assert sl.header() == headers[-1]
 
 
@@ -54,8 +54,10 @@ def test_columns_never_narrow_and_a_header_is_shown_whole_once_it_fits(captured:
     assert not layout.update({"step": 1, "entropy": 0.25})
     assert layout.update({"step": 2, "entropy": -1234.5})  # "-1234" / "-1235" : 5 cells
     assert [(c.header, c.width) for c in layout.cols] == [("step", 4), ("ent", 5)]
-    assert layout.update({"step": 3, "entropy": -0.0001234})  # "-1.23e-4": 8 cells, the declared width
+    # a value below the whole numbers' notation is written on its own ('0' would read as a true zero)
+    assert layout.update({"step": 3, "entropy": -0.0001234})  # "-.000123": 8 cells, the declared width
     assert [(c.header, c.width) for c in layout.cols] == [("step", 4), ("entropy", 8)]
+    assert render.row(layout.cols, {"step": 3, "entropy": -0.0001234}).split()[-1] == "-.000123"
     assert not layout.update({"step": 4, "entropy": 0.5})
     assert layout.cols[1].width == 8
 

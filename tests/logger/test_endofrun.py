@@ -15,6 +15,7 @@ import pytest
 
 from steptable import Col, StepLogger
 from steptable.logger import tablefile
+from steptable.schemas import noted
 from steptable.table import render
 from tests.logger.helpers import TABLE_COLS
 
@@ -134,7 +135,7 @@ def _reader_table(cols: list[Col], jsonl: Path, arm: str) -> list[str]:
             keep = [i for i, r in enumerate(rows) if r.get("arm", arm) == arm]
             store.add(Parsed(steps=[parsed.steps[i] for i in keep], rows=[rows[i] for i in keep],
                              step_key=parsed.step_key), math.nan)
-    row = render.compile_row(tuple(cols))
+    row = render.compile_row(noted(cols, [store]))  # each column's notation as the readers choose it
     return [row(store.row(i)) for i in range(len(store))]
 
 

@@ -629,9 +629,10 @@ def test_columns_without_widths_widen_with_their_header_printed_again() -> None:
     lines = []
     for step, loss in enumerate([0.5, 0.25, -0.0123, 0.5, 1234.5]):
         lines.append(sl.log({"step": step, "loss": loss}))
-    assert lines == ["   0   .5", "   1  .25", "   2 -.0123", "   3     .5", "   4   1234"]
-    assert sl.header() == "step   loss"
+    # each value in the column's notation from the values seen so far: -.012 among thousandths, then .500
+    assert lines == ["   0   .5", "   1  .25", "   2 -.012", "   3  .500", "   4  1234"]
+    assert sl.header() == "step  loss"
     heads = [t for t in emitted if "loss" in t and "step" in t]
-    assert heads == ["step loss", "step   loss"]  # the first, then at the widening (1234 fits: no more)
-    assert emitted.index("step   loss") == emitted.index("   2 -.0123") - 1
+    assert heads == ["step loss", "step  loss"]  # the first, then at the widening (1234 fits: no more)
+    assert emitted.index("step  loss") == emitted.index("   2 -.012") - 1
     sl.close()

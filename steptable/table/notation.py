@@ -1,0 +1,274 @@
+"""One number notation per column: fixed decimals, or one shared exponent, chosen from the column's range. Pure.
+
+A column in the automatic format shows every value of it in one notation, so that magnitudes line up: a loss
+column reads ``-.0300 -.0001 .0041`` (not ``-.03 -.00011 .00408``), a gradient norm ``1.0`` beside ``12.0`` (a
+10x spike is a wider cell, not one changed digit), a learning rate ``.20e-6`` beside ``1.00e-6``.
+
+- The notation is chosen from the largest finite magnitude (``biggest``): 3 significant digits for it (the
+  automatic format's cap; the width is a maximum, not a target), fewer where the column is narrower or its values
+  have fewer (``2.5``, ``.25``, whole numbers ``1451``). Positional between 1e-4 and 1e6, one shared exponent
+  outside.
+- Smaller values show fewer significant digits in the same notation (``.0001`` for 5.5e-5 among hundredths); a
+  non-zero value that rounds away keeps its sign (``-.000``); zero is ``0``.
+- A notation holds for magnitudes below its ``top`` (where the biggest value's decade ends): a value at or above it,
+  or one with more decimal places than a column of exact values had, is outside it and the notation is chosen
+  again (:meth:`Notation.holds`).
+- A reader with every value (``tail``, the watch app, table.txt) chooses from them all (:func:`of_values`), its
+  largest 1% (a spike) left out: such a value is written on its own; the live logger cannot look ahead and
+  chooses from the values seen so far (:class:`Running`).
+NaN, inf and text are not numbers of the notation: they show as the automatic format shows them.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from array import array
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+#: the largest magnitude shown positionally (the automatic format's own band: 1e-4 <= |x| < 999999.5)
+POSITIONAL_TOP = 999_999.5
+POSITIONAL_LOW = 1e-4
+#: significant digits the largest value of a column shows
+DIGITS = 3
+#: consecutive values of the live logger shown with at most one significant digit after which it chooses again
+#: from them (a loss that decayed by decades); a column that merely crosses zero never has that many
+LOW_RUN = 20
+
+
+def strip_zero(s: str) -> str:
+    """'0.412' -> '.412', '-0.412' -> '-.412' (a leading zero costs a token and a cell)."""
+    if s.startswith("0.") and len(s) > 2:
+        return s[1:]
+    if s.startswith("-0.") and len(s) > 3:
+        return "-" + s[2:]
+    return s
+
+
+#: decimal places measured (a value needing more is as good as "any number of them")
+PLACES_MAX = 12
+
+
+def places_of(x: float, start: int = 0) -> int:
+    """The fewest decimal places (from ``start``) that write ``x`` exactly, as far as a float32 metric or
+    0.1 + 0.2 can be (0.25 -> 2, 3.0 -> 0); :data:`PLACES_MAX` for a value that needs more."""
+    for k in range(start, PLACES_MAX):
+        if abs(round(x, k) - x) <= 1e-7 * abs(x):
+            return k
+    return PLACES_MAX
+
+
+@dataclass(frozen=True)
+class Notation:
+    """How every number of one column is written.
+
+    decimals  digits after the point (of the mantissa, with ``exp``)
+    exp       the shared exponent (cells read ``1.20e-6``), or None for positional numbers
+    top       magnitudes from here up are outside the notation (a 4th significant digit, a wider cell)
+    exact     the decimals are the column's values' own (2.5, .25: never more digits than the values have), fewer
+              than its top allows: a value with more places is outside the notation
+    """
+
+    decimals: int
+    exp: int | None = None
+    top: float = POSITIONAL_TOP
+    exact: bool = False
+
+    def holds(self, x: float) -> bool:
+        """Whether the finite number ``x`` is inside the notation (NaN and inf never are)."""
+        if not -self.top < x < self.top:
+            return False
+        if (self.decimals == 0 or self.exp is not None) and 0 < abs(x) < self.half():
+            return False  # '0' or '0e9' would read as a true zero: such a value is written on its own (.5)
+        return not self.exact or places_of(x, 0) <= self.decimals - (self.exp or 0)
+
+    def text(self, x: float) -> str:
+        """``x`` (finite) in this notation, no leading zero: ``.041``, ``-.000``, ``12.0``, ``.20e-6``; 0 is ``0``."""
+        if x == 0:
+            return "0"
+        if self.exp is None:
+            return strip_zero(f"{x:.{self.decimals}f}")
+        return f"{strip_zero(f'{x / 10.0 ** self.exp:.{self.decimals}f}')}e{self.exp}"
+
+    def half(self) -> float:
+        """Magnitudes below this round to zero."""
+        return 0.5 * 10.0 ** ((self.exp or 0) - self.decimals)
+
+    def low(self) -> float:
+        """Magnitudes below this show at most one significant digit."""
+        return 10.0 ** ((self.exp or 0) + 1 - self.decimals)
+
+
+def _decade(x: float) -> int:
+    """The decade of ``x`` (> 0) after rounding to :data:`DIGITS` significant digits (9.996 is in 10's)."""
+    d = math.floor(math.log10(x))
+    if round(x / 10.0 ** d, DIGITS - 1) >= 10:
+        d += 1
+    return d
+
+
+def choose(biggest: float, width: int, negative: bool = False, places: int = PLACES_MAX) -> Notation | None:
+    """The notation for a column whose largest magnitude is ``biggest`` and whose values need at most ``places``
+    decimal places, in at most ``width`` cells (a sign cell more where ``negative``). None where no number needs
+    one (only zeros) or none fits."""
+    if not (biggest > 0 and math.isfinite(biggest)):
+        return None
+    sign = 1 if negative else 0
+    d = _decade(biggest)
+    if POSITIONAL_LOW <= biggest and 10.0**d < POSITIONAL_TOP:
+        cap = max(DIGITS - 1 - d, 0)
+        ints = max(d + 1, 0)  # digits before the point (none for .0xyz)
+        for dec in range(min(cap, places), -1, -1):
+            cells = sign + ints + (dec + 1 if dec else 0)
+            if dec == 0 and ints == 0:
+                break  # '0' / '1' for a fraction column says nothing: the exponent form instead
+            if cells <= width:
+                # (the top: where a value's text would round up into the next decade, a 4th digit)
+                top = 10.0 ** (d + 1) - 0.5 * 10.0**-dec if cap > 0 else POSITIONAL_TOP
+                return Notation(dec, None, top, dec == places < cap)
+    mantissa = DIGITS - 1 if d >= 0 else min(DIGITS - 1, max(places + d, 0))
+    for dec in range(mantissa, -1, -1):
+        cells = sign + 1 + (dec + 1 if dec else 0) + len(f"e{d}")
+        if cells <= width:
+            return Notation(dec, d, 10.0 ** (d + 1) - 0.5 * 10.0 ** (d - dec), dec == mantissa < DIGITS - 1)
+    return None
+
+
+@dataclass
+class Range:
+    """What a notation is chosen from: the largest finite magnitude, whether any value is negative, the most
+    decimal places a value needs."""
+
+    biggest: float = 0.0
+    negative: bool = False
+    places: int = 0
+    floats: bool = False  # a float was taken in (a column of integers alone has no notation: they show whole)
+    _cap: int = PLACES_MAX
+
+    def take(self, v: Any) -> None:
+        """Take a cell's raw value in: a finite float, or an integer of a column that also holds floats (the
+        notation writes those too); anything else (NaN, inf, text, bools, pairs) is not a number of it."""
+        if type(v) is float:
+            if v - v == 0:  # (nan - nan and inf - inf are nan)
+                self.add(v)
+                self.floats = True
+        elif type(v) is int and -(2**53) < v < 2**53:
+            self.add(float(v))
+
+    def add(self, x: float) -> None:
+        """Take the finite number ``x`` in."""
+        ax = abs(x)
+        if ax > self.biggest:
+            self.biggest = ax
+            self._cap = DIGITS - 1 - _decade(ax)  # the most places 3 significant digits of it show
+        if x < 0:
+            self.negative = True
+        # past the cap the values' own places no longer matter (the biggest only grows): measurements get there at
+        # their first value, and are not measured again
+        if self.places <= self._cap:
+            self.places = places_of(x, self.places)
+
+    def notation(self, width: int) -> Notation | None:
+        """The notation of the numbers taken in, ``width`` cells wide; None without a float."""
+        return choose(self.biggest, width, self.negative, self.places) if self.floats else None
+
+
+#: a whole column's notation leaves out its largest values up to this share (at least OUTLIERS_FROM values): a
+#: single spike of 1000 among losses of .5 is written on its own ("1000"), not every other value as "1" or "0"
+OUTLIER_SHARE = 0.01
+OUTLIERS_FROM = 100
+
+
+class Column(Range):
+    """The range of a whole column, as a reader that has every value sees it: its largest magnitudes up to
+    :data:`OUTLIER_SHARE` of them (a spike) left out of ``biggest``; a value the notation then does not hold is
+    written on its own, wider (the spike still reads as bigger)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.magnitudes = array("d")
+
+    def add(self, x: float) -> None:
+        super().add(x)
+        self.magnitudes.append(abs(x))
+
+    def notation(self, width: int) -> Notation | None:
+        n = len(self.magnitudes)
+        if n >= OUTLIERS_FROM:
+            self.biggest = heapq.nlargest(int(n * OUTLIER_SHARE) + 1, self.magnitudes)[-1]
+        return super().notation(width)
+
+
+def of_values(values: Iterable[Any], width: int) -> Notation | None:
+    """The notation of a column holding ``values`` (all of them, as a reader of a whole file has), ``width``
+    cells wide (see :meth:`Range.take`, :class:`Column`)."""
+    r = Column()
+    for v in values:
+        r.take(v)
+    return r.notation(width)
+
+
+class Running:
+    """A column's notation from the values seen so far (the live logger: it cannot look ahead).
+
+    Chosen at the first number; kept while values stay inside it; chosen again, once, when one leaves it (bigger
+    than its top, more decimal places than exact values had, a first negative that needs its sign cell), from
+    every value seen. A column whose last :data:`LOW_RUN` values all show at most one significant digit (a loss
+    that decayed by decades) is chosen again from those values alone.
+    """
+
+    def __init__(self, width: int) -> None:
+        self.width = width
+        self.notation: Notation | None = None
+        self.seen = Range(floats=True)
+        #: whether the notation holds the last value taken in (one it does not hold is written on its own)
+        self.held = False
+        self._low = 0
+        self._recent = Range(floats=True)  # the values of the current run of low ones
+        self._band = (math.inf, 0.0)  # magnitudes a notation holds without another check: [low, top)
+
+    def see(self, x: float) -> bool:
+        """Take the finite float ``x`` in; True when the notation changed."""
+        seen = self.seen
+        ax = x if x >= 0 else -x
+        lo, top = self._band
+        if lo <= ax < top and (x >= 0 or seen.negative):  # the common case: inside, not a low value
+            if self._low:
+                self._low = 0
+                self._recent = Range(floats=True)
+            seen.add(x)
+            self.held = True
+            return False
+        n = self.notation
+        if n is not None and n.holds(x) and not (x < 0 and not seen.negative):
+            self.held = True
+            if x != 0 and ax < n.low():
+                self._low += 1
+                self._recent.add(x)
+                if self._low >= LOW_RUN:
+                    self.seen = self._recent  # the range starts again from the recent values
+                    changed = self._choose()
+                    self.held = self.notation is not None and self.notation.holds(x)
+                    return changed
+            elif self._low:
+                self._low = 0
+                self._recent = Range(floats=True)
+            seen.add(x)
+            return False
+        seen.add(x)
+        changed = self._choose()
+        self.held = self.notation is not None and self.notation.holds(x)
+        return changed
+
+    def _choose(self) -> bool:
+        new = self.seen.notation(self.width)
+        self._low = 0
+        self._recent = Range(floats=True)
+        if new == self.notation:
+            return False
+        self.notation = new
+        # an exact notation checks each value's places: no band
+        self._band = (new.low(), new.top) if new is not None and not new.exact else (math.inf, 0.0)
+        return True

@@ -1,0 +1,142 @@
+"""One number notation per column (steptable.table.notation): chosen from the column's range, kept while values stay
+inside it, chosen again only when one leaves it; the live logger's from the values seen so far."""
+
+from __future__ import annotations
+
+import math
+
+from steptable.logger.consolecols import ConsoleLayout
+from steptable.table import render
+from steptable.table.columns import Col, with_notations
+from steptable.table.notation import LOW_RUN, Running, choose, of_values
+
+
+def texts(values: list[float | None], width: int = 8, key: str = "x") -> list[str]:
+    """Each value's cell in a column of ``values`` shown whole (as tail and the app show it)."""
+    rows = [{key: v} for v in values]
+    cols = with_notations([Col(key, width, key)], rows)
+    return [render.cells(cols, r)[0].strip() for r in rows]
+
+
+def test_the_mixed_loss_column_is_written_in_one_notation() -> None:
+    # the issue's column: -0.03, -.00011, -5.5e-5, .00408 (three notations, per cell)
+    got = texts([-0.03, -0.00011, -5.5e-5, 0.00408])
+    assert got == ["-.0300", "-.0001", "-.0001", ".0041"]
+    assert len({len(t.lstrip("-")) for t in got}) == 1  # the points line up
+
+
+def test_a_tenfold_gradient_spike_reads_as_ten_times_wider() -> None:
+    got = texts([1.0123, 12.1, 1.0501])
+    assert got == ["1.0", "12.1", "1.1"]  # not 1.0e0 beside 1.2e1: one more integer digit
+    assert len(got[1]) == len(got[0]) + 1
+
+
+def test_a_column_out_of_the_positional_range_shares_one_exponent() -> None:
+    assert texts([2e-8, 4e-7, 1.23e-6], width=13) == [".02e-6", ".40e-6", "1.23e-6"]
+    assert texts([3.2e9, 1.25e8]) == ["3.20e9", ".12e9"]
+
+
+def test_never_more_than_three_significant_digits_whatever_the_width() -> None:
+    assert texts([0.123456, 0.654321], width=20) == [".123", ".654"]
+    assert texts([123.456, 7.5], width=20) == ["123", "8"]
+    assert texts([1234.5678, 999.9], width=20) == ["1235", "1000"]  # whole numbers show whole
+    assert choose(0.5, 20) is not None and choose(0.5, 20).decimals == 3  # type: ignore[union-attr]
+
+
+def test_exact_values_keep_their_own_digits() -> None:
+    assert texts([2.5, 1.0, 0.25]) == ["2.50", "1.00", ".25"]
+    assert texts([1.5, 3.0, 4.5]) == ["1.5", "3.0", "4.5"]
+    assert texts([1.0, 2.0, 30.0]) == ["1", "2", "30"]
+
+
+def test_nan_inf_and_not_logged_are_unchanged() -> None:
+    assert texts([0.5, math.nan, math.inf, -math.inf, None, 0.0, 0.2513]) == [
+        ".500", "NaN", "inf", "-inf", "", "0", ".251"]
+
+
+def test_a_narrow_column_gets_fewer_decimals_not_a_per_cell_form() -> None:
+    assert texts([0.0021, 0.0049, 0.0013], width=5) == [".0021", ".0049", ".0013"]
+    assert texts([0.0021, -0.0049, 0.0013], width=5) == [".002", "-.005", ".001"]
+    assert texts([0.5, 0.25, 0.125]) == [".500", ".250", ".125"]
+
+
+def test_a_value_inside_the_range_never_changes_earlier_cells() -> None:
+    base = [0.41, -0.073, 0.298, 0.0051]
+    before = texts(base)
+    for inside in (0.5, -0.9, 0.0003, 0.123456, 0.0):
+        assert texts([*base, inside])[:-1] == before, inside
+
+
+def test_a_value_far_outside_the_range_changes_the_notation_once() -> None:
+    base = [0.41, -0.073, 0.298]
+    far = texts([*base, 15.3])
+    assert far == [".4", "-.1", ".3", "15.3"]
+    assert texts([*base, 15.3, 12.0, 0.5])[:4] == far  # later values inside the new range change nothing
+
+
+def test_the_live_notation_comes_from_the_values_seen_so_far() -> None:
+    running = Running(8)
+    changed = [running.see(v) for v in (0.4137, -0.0731, 0.2983, 0.00512, 0.6271)]
+    assert changed == [True, False, False, False, False]  # the first negative fits the width: kept
+    n = running.notation
+    assert n is not None and [n.text(v) for v in (0.4137, -0.0731, 0.00512)] == [".414", "-.073", ".005"]
+    assert running.see(15.3) is True  # far outside: chosen again, once
+    assert running.notation is not None and running.notation.text(15.3) == "15.3"
+    assert [running.see(v) for v in (0.4137, 12.01, -3.2213)] == [False, False, False]
+
+
+def test_the_live_notation_follows_a_loss_that_decayed_by_decades() -> None:
+    running = Running(8)
+    running.see(0.9137)
+    for i in range(LOW_RUN - 1):
+        assert running.see(0.0012 + i * 1.1e-6) is False
+    assert running.see(0.00131) is True
+    assert running.notation is not None and running.notation.text(0.00131) == ".00131"
+
+
+def test_a_column_crossing_zero_keeps_its_notation() -> None:
+    running = Running(8)
+    running.see(0.0513)
+    running.see(-0.0417)
+    for i in range(200):
+        v = 0.000417 if i % 5 else -0.0417  # small values, never LOW_RUN of them in a row
+        assert running.see(v) is False
+
+
+def test_the_live_row_writes_each_column_in_its_running_notation() -> None:
+    layout = ConsoleLayout([Col("step", 4, "step", "d"), Col("gn", 6, "gn")])
+    shown = []
+    for step, gn in enumerate([1.0123, 1.2, 12.1, 1.05]):
+        layout.update({"step": step, "gn": gn})
+        shown.append(render.cells(layout.cols, {"step": step, "gn": gn})[1].strip())
+    # before the spike, from the values seen so far (3 digits); the spike leaves that notation, once
+    assert shown == ["1.01", "1.20", "12.1", "1.1"]
+
+
+def test_of_values_takes_numbers_only() -> None:
+    assert of_values(["text", None, math.nan, True, 3], 8) is None
+    assert of_values([0.0, 0.0], 8) is None
+
+
+def test_a_rare_spike_is_written_on_its_own_not_every_other_value_as_a_whole_number() -> None:
+    values = [0.5 + i / 1000 for i in range(199)] + [1234.5]
+    got = texts(values)
+    assert got[:3] == [".500", ".501", ".502"] and got[-1] == "1234"  # still reads 2000x bigger
+    assert len({len(t) for t in got[:-1]}) == 1
+
+
+def test_the_compiled_row_writes_what_the_cells_write_in_every_notation() -> None:
+    import random
+
+    rng = random.Random(7)
+    specials = [math.nan, math.inf, -math.inf, None, 0.0, -0.0, 3, True, "text", 2**60, 1e-300]
+    for _ in range(300):
+        scale = 10.0 ** rng.randint(-9, 9)
+        col = [rng.choice([1.0, -1.0]) * rng.random() * scale for _ in range(20)]
+        if rng.random() < 0.3:
+            col = [round(v, rng.randint(0, 3)) for v in col]  # exact values: a notation with their own places
+        width = rng.randint(3, 12)
+        cols = with_notations([Col("x", width, "x")], [{"x": v} for v in col])
+        row = render.compile_row(cols)
+        for v in [*col, *specials, rng.random() * scale * 50, rng.random() * scale / 1e4]:
+            assert row({"x": v}) == render.cells(cols, {"x": v})[0], (cols[0].notation, v)
