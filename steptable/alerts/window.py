@@ -39,6 +39,50 @@ class Window(deque[float]):
         return max(_MAD_SIGMA * mad, upper, res, 1e-9 * max(1.0, abs(m)))
 
 
+class Tail:
+    """A column's own tail: the largest excursion (its distance from the window's median, up or down, in the
+    column's noise scale) it has shown and come back from, over the whole run. A spike is news only when it is
+    ``factor`` times that: on heavy-tailed noise (Student-t, df 3) a 50-row window's robust z reaches 10-30 every
+    few thousand rows, each the column's ordinary weather; a loss x20 is 200+, several times anything before it.
+    Rows of an episode that was said are not part of the tail (a spike that repeats is news again). The scale is
+    the window's sigma sampled every ``REFRESH`` rows and smoothed (a 50-row window's sigma wanders by a third
+    from one window to the next: a tail read against each would be as much the scale's noise as the column's)."""
+
+    REFRESH = 10
+    SMOOTH = 0.1  # the weight of each new sample of the scale (about ten samples, a hundred rows, remembered)
+
+    __slots__ = ("age", "at", "scale", "top")
+
+    def __init__(self) -> None:
+        self.top = 0.0  # the largest excursion seen (0: none yet)
+        self.at = 0  # the step it was seen at
+        self.scale = 0.0  # the smoothed sigma
+        self.age = 0  # rows read
+
+    def z(self, win: Window, x: float, m: float) -> float:
+        """The row's distance from ``m``, either way, in the smoothed scale (sampled first when due): heavy-tailed
+        noise shows its tail below the median as well as above."""
+        if self.age % self.REFRESH == 0:
+            s = win.sigma(m, spread=True)
+            self.scale = s if self.age == 0 else self.scale + self.SMOOTH * (s - self.scale)
+        self.age += 1
+        return abs(x - m) / self.scale
+
+    def news(self, z: float, factor: float) -> bool:
+        """Is ``z`` (of :meth:`z`) past ``factor`` times the column's tail?"""
+        return z > factor * self.top
+
+    def note(self, z: float, step: int) -> None:
+        """An ordinary row's z: the tail grows to it."""
+        if z > self.top:
+            self.top, self.at = z, step
+
+    def carry(self, old: Tail, at: int) -> None:
+        """The tail an engine replaced at a resume at step ``at`` had seen before it (a replay is bounded)."""
+        if old.at < at and old.top > self.top:
+            self.top, self.at = old.top, old.at
+
+
 def still(sigma: float, m: float) -> bool:
     """``sigma`` (of a window with median ``m``) is at its floor: the window never varied, there is no noise to
     measure a drop against (a reward exactly 0 or 1.0 so far)."""

@@ -181,8 +181,10 @@ def test_routine_x3_grad_norm_steps_are_no_spike(seed: int) -> None:
     assert fed({"actor/grad_norm": g} for g in grad_norms(seed, 3000)) == []
 
 
-@pytest.mark.parametrize(("factor", "level"), [(10.0, "W"), (100.0, "W"), (math.inf, "E")])
+@pytest.mark.parametrize(("factor", "level"), [(15.0, "W"), (100.0, "W"), (math.inf, "E")])
 def test_real_grad_norm_blowups_are_still_caught(factor: float, level: str) -> None:
+    # (routine x3 steps are this column's tail: a spike is news at spike_tail = 4 times their excursion; a x10
+    # step on a .29 draw is x8 the median, 3.3 times the routine excursion, within its tail)
     xs = grad_norms(0, 1000)
     xs[500] *= factor
     got = fed({"actor/grad_norm": g} for g in xs)
