@@ -111,11 +111,11 @@ class KLBlowup(Detector):
             if not jump:
                 self.tail.note(t, self.step)
         if self.levels and x > c.kl_error:
-            out = "E", f"blow-up {_f(x)} (>{_f(c.kl_error)})"
+            out = "E", "" if self.said("E") else f"blow-up {_f(x)} (>{_f(c.kl_error)})"
         elif jump:
             out = "E" if x > c.kl_jump_error * m else "W", f"blow-up {_f(x)} (x{_f(x / m)} vs median {_f(m)})"
         elif self.levels and x > c.kl_warn:
-            out = "W", f"blow-up {_f(x)} (>{_f(c.kl_warn)})"
+            out = "W", "" if self.said("W") else f"blow-up {_f(x)} (>{_f(c.kl_warn)})"
         self.near = (self.levels and x > c.clear_frac * c.kl_warn) or x > c.clear_frac * c.kl_jump * m > 0
         w.append(x)
         return out
@@ -134,6 +134,8 @@ class Saturation(Detector):
         if self.run == 1:
             self.since = self.step
         if self.run >= self.cfg.sat_rows:
+            if self.said("W"):
+                return "W", ""
             return "W", f"saturated {_f(x)} (>{_f(self.cfg.sat_level)} for {self.run} rows, since step {self.since})"
         return None
 
@@ -157,7 +159,7 @@ class Flat(Detector):
             self.since = self.step
         self.value = x
         if self.run >= self.cfg.flat_rows > 0 and self.gate():
-            return "W", self.message(x)
+            return "W", "" if self.said("W") else self.message(x)
         return None
 
     def message(self, x: float) -> str:

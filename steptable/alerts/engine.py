@@ -41,6 +41,8 @@ class AlertEngine:
         self.config = config or AlertConfig()
         self.roles = self.config.role_keys()
         self._bound: dict[str, str] = {}
+        self._plans: dict[tuple[str, ...], list[tuple[str, str, tuple[type[Detector], ...]]]] = {}
+        self._hack_keys = False  # a row held a hack or AUROC key: the hack test runs from then on
         self._dets: dict[tuple[str, str], tuple[Detector, ...]] = {}
         self._last_step = 0
         self._last_wall: float | None = None
@@ -74,23 +76,45 @@ class AlertEngine:
         """Feed one row (raw cells by key); returns the alerts that start at this row."""
         out: list[Alert] = []
         self._last_step = step
-        self._wall(wall_time)
-        for role, classes in DETECTORS.items():
-            for key in self._keys(role, row):
-                x = self._value(row, key)
-                if x is None:
-                    continue
-                dets = self._dets.get((role, key))
-                if dets is None:
-                    dets = self._dets[(role, key)] = self._new(role, key, classes)
-                finite = math.isfinite(x)
-                for d in dets:
-                    if finite or d.nonfinite:
-                        if (a := d.feed(step, x)) is not None:
-                            out.append(a)
-        if (a := self._hack_update(step, row)) is not None:
+        if wall_time is not None:
+            self._wall(wall_time)
+        nan_missing = self.config.nan_missing
+        for role, key, classes in self._plan(row):
+            v = row.get(key)
+            x = v if type(v) is float else cell_float(v)
+            if x is None or (nan_missing and x != x and isinstance(v, float)):
+                continue
+            dets = self._dets.get((role, key))
+            if dets is None:
+                dets = self._dets[(role, key)] = self._new(role, key, classes)
+            finite = x - x == 0  # (math.isfinite, without the call)
+            for d in dets:
+                if finite or d.nonfinite:
+                    if (a := d.feed(step, x)) is not None:
+                        out.append(a)
+        if self._hack_keys and (a := self._hack_update(step, row)) is not None:
             out.append(a)
         return _merge_nonfinite(out) if len(out) > 1 else out
+
+    def _plan(self, row: Mapping[str, Any]) -> list[tuple[str, str, tuple[type[Detector], ...]]]:
+        """(role, key, detector classes) for each watched key of ``row``, in the role table's order. Rows of a run
+        mostly hold the same keys: the plan is kept per key set once every role it could bind is bound (a row whose
+        candidate cell is None binds nothing, so its plan is not kept)."""
+        sig = tuple(row)
+        plan = self._plans.get(sig)
+        if plan is not None:
+            return plan
+        plan, keep = [], True
+        for role, classes in DETECTORS.items():
+            unbound = role not in MULTI_ROLES and role not in self._bound
+            for key in self._keys(role, row):
+                plan.append((role, key, classes))
+            if unbound and role not in self._bound and any(k in row for k in self.roles.get(role, ())):
+                keep = False
+        self._hack_keys = self._hack_keys or any(k in row for r in ("hack", "auroc") for k in self.roles.get(r, ()))
+        if keep and len(self._plans) < 64:  # (a run whose key sets keep changing: planned row by row)
+            self._plans[sig] = plan
+        return plan
 
     def _new(self, role: str, key: str, classes: Sequence[type[Detector]]) -> tuple[Detector, ...]:
         dets = tuple(c(self.config, key) for c in classes)
@@ -118,6 +142,7 @@ class AlertEngine:
         multi-key role watches every candidate present anyway. For a reader that replays only some of them."""
         if role not in MULTI_ROLES:
             self._bound.setdefault(role, key)
+            self._plans.clear()
 
     def set_nonfinite(self, key: str, on: bool, clear: int, since: int | None, known: bool = True) -> None:
         """The non-finite test of ``key`` as reading the rows before would leave it: an episode ``on`` (said), with

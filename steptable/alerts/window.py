@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
+from bisect import bisect_left, insort
 from collections import deque
+from collections.abc import Iterable
 from statistics import median as _median
 
 from steptable.alerts.rules import Alert, AlertConfig, Level
@@ -14,12 +16,34 @@ _MAD_SIGMA = 1.4826  # MAD -> sigma for normal noise
 
 
 class Window(deque[float]):
-    """The last ``maxlen`` finite values with robust statistics."""
+    """The last ``maxlen`` finite values with robust statistics, kept in order of arrival and, beside, sorted
+    (``ordered``: an insert and a delete by bisection a value, so the median is read, not sorted, at every row)."""
 
     gap = math.inf  # the column's resolution: smallest non-zero step between consecutive values (spike tests)
 
+    def __init__(self, values: Iterable[float] = (), maxlen: int | None = None) -> None:
+        super().__init__((), maxlen)
+        self.ordered: list[float] = []
+        for x in values:
+            self.append(x)
+
+    def append(self, x: float) -> None:
+        s = self.ordered
+        if len(s) == self.maxlen:
+            del s[bisect_left(s, self[0])]
+        super().append(x)
+        insort(s, x)
+
     def median(self) -> float:
-        return _median(self)
+        s = self.ordered
+        n = len(s)
+        if not n:
+            raise ValueError("the median of an empty window")
+        return s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2
+
+    def low_median(self) -> float:
+        """The lower of the two middle values (the middle one of an odd count)."""
+        return self.ordered[(len(self.ordered) - 1) // 2]
 
     def sigma(self, m: float, spread: bool = False) -> float:
         """Robust sigma around ``m`` (1.4826 MAD), floored so a constant window does not divide by zero. With
@@ -34,7 +58,7 @@ class Window(deque[float]):
             mad = 0.8453 * sum(devs) / len(devs)  # sigma = 1.2533 x mean deviation on normal data: 1.2533 / 1.4826
         upper = 0.0
         if spread and len(self) >= 10:
-            upper = (sorted(self)[round(0.9 * (len(self) - 1))] - m) / 1.2816
+            upper = (self.ordered[round(0.9 * (len(self) - 1))] - m) / 1.2816
         res = self.gap / 2 if self.gap < math.inf else 0.0
         return max(_MAD_SIGMA * mad, upper, res, 1e-9 * max(1.0, abs(m)))
 
@@ -131,6 +155,11 @@ class Detector(ABC):
         if self.latch.step(found[0] if found else None, self.cfg.rearm, self.near) and found:
             return Alert(found[0], step, self.key, self.kind, found[1])
         return None
+
+    def said(self, level: Level) -> bool:
+        """An episode at ``level`` or worse was said and goes on: the latch will not fire on this row, so its text
+        is not needed (a run saturated for 100k rows would otherwise format an alert text at every one)."""
+        return self.latch.level == "E" or self.latch.level == level
 
     @abstractmethod
     def check(self, x: float) -> tuple[Level, str] | None:
