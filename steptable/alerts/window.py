@@ -152,7 +152,11 @@ class Detector(ABC):
         self.step = step
         self.near = False
         found = self.check(x)
-        if self.latch.step(found[0] if found else None, self.cfg.rearm, self.near) and found:
+        if found is None:
+            if self.latch.level is not None:  # (outside an episode the latch has no clear rows to count)
+                self.latch.step(None, self.cfg.rearm, self.near)
+            return None
+        if self.latch.step(found[0], self.cfg.rearm, self.near):
             return Alert(found[0], step, self.key, self.kind, found[1])
         return None
 

@@ -4,6 +4,7 @@ upward spread, the resolution floor), the once-per-episode latch, and the Detect
 from __future__ import annotations
 
 import random
+import statistics
 
 import pytest
 
@@ -61,6 +62,17 @@ def test_the_window_keeps_its_last_values_and_their_median() -> None:
     w = Window([5.0, 1.0, 3.0], maxlen=3)
     w.append(2.0)
     assert list(w) == [1.0, 3.0, 2.0] and w.median() == 2.0
+
+
+def test_the_window_keeps_its_values_sorted_beside_them() -> None:
+    rng = random.Random(3)
+    w = Window(maxlen=50)
+    for i in range(2000):  # repeats too (a quantised loss): a delete takes one copy of the value that left
+        w.append(float(rng.randint(0, 20)) if i % 2 else rng.gauss(10, 3))
+        assert w.ordered == sorted(w)
+        assert w.median() == statistics.median(w) and w.low_median() == sorted(w)[(len(w) - 1) // 2]
+    with pytest.raises(ValueError):
+        Window(maxlen=5).median()
 
 
 def test_sigma_is_the_scaled_mad_of_normal_noise() -> None:
