@@ -299,9 +299,8 @@ def test_a_kl_of_exactly_the_error_level_is_a_warning() -> None:
 
 def heavy_rows(seed: int, n: int = 4000) -> list[Row]:
     """A healthy run whose loss, grad norm and KL have heavy-tailed (Student-t, df 3) noise."""
-    return [{"loss": lo, "grad_norm": g, "kl": k}
-            for lo, g, k in zip(heavy(seed, n, 0.5, 0.1), heavy(seed + 100, n, 1.0, 0.2), heavy(seed + 200, n, 0.02, 0.3),
-                                strict=True)]
+    loss, gn, kl = heavy(seed, n, 0.5, 0.1), heavy(seed + 100, n, 1.0, 0.2), heavy(seed + 200, n, 0.02, 0.3)
+    return [{"loss": lo, "grad_norm": g, "kl": k} for lo, g, k in zip(loss, gn, kl, strict=True)]
 
 
 #: seeds whose heavy-tailed run has single rows 11-27 robust sigma out (spikes against a Gaussian z). Not seed 5:
