@@ -19,9 +19,10 @@ from dataclasses import dataclass
 from statistics import median
 from typing import Any
 
-from steptable.alerts.rules import AlertConfig, cell_float
+from steptable.alerts.rules import Alert, AlertConfig, cell_float
 from steptable.ingest.files.siblings import newest_sibling
 from steptable.table import runinfo
+from steptable.table.formatting import fmt_auto as _f
 
 #: the rows a run's usual interval is read from
 INTERVAL_ROWS = 50
@@ -114,3 +115,65 @@ def store_activity(store: Any, now: float, config: AlertConfig | None = None) ->
     if act.state == IDLE and isinstance(info, dict):  # a StepLogger run never closed: does it still write elsewhere?
         act = judge(store.last_update, after, now, running_at=newest_sibling(store.path), config=config)
     return act
+
+
+def fmt_age(seconds: float) -> str:
+    """Compact duration: 42s, 7.5m, 3.2h, 2.5d."""
+    s = max(0.0, seconds) if seconds == seconds else 0.0
+    for unit, size, below in (("s", 1, 99.5), ("m", 60, 5997), ("h", 3600, 172800)):  # (99.6s: 1.66m, not 100s)
+        if s < below:
+            return f"{s:.0f}s" if unit == "s" else f"{_f(s / size)}{unit}"
+    return f"{_f(s / 86400)}d"
+
+
+def clockless_gap(store: Any, now: float,
+                  config: AlertConfig | None = None) -> tuple[float, float, str, int] | None:
+    """(seconds since its file was written, its usual step time, the key read, its last step) for a run whose rows
+    carry no clock (verl's file logger, tinker, a console log) when the file has been left alone for
+    ``stall_factor`` x the run's own step time (and twice its longest recent step, at least ``stall_min_s``); None
+    otherwise, and for rows with a clock (the engine's stall check reads those), a trainer_state.json (written at
+    checkpoints only), a run without a step-time column, or one whose progress says it finished (tinker's
+    done_frac or progress of 1). Such a run may also have ended: its trainer marks no end."""
+    c = config or AlertConfig()
+    with store.lock:
+        n = len(store)
+        last = store.last_update
+        key = next((k for k in STEP_TIME_KEYS if k in store.keys), None)
+        if not n or key is None or last is None or store.has_clock or store.kind == "trainer_state":
+            return None
+        times = [x for v in store.column_between(key, max(0, n - c.window), n)
+                 if (x := cell_float(v)) is not None and math.isfinite(x) and x > 0]
+        done = _finished(store, n, c.window)
+        step = store.step_at(n - 1)
+    if len(times) < c.stall_min_rows or done:
+        return None
+    # ... and twice its longest recent step: a validation and a checkpoint every 50th step take 20x the others
+    per, gap = median(times), now - last
+    return (gap, per, key, step) if gap > max(c.stall_factor * per, 2 * max(times), c.stall_min_s) else None
+
+
+#: a run's share done (0..1), as tinker logs it: RL (progress/done_frac) and supervised (progress)
+PROGRESS_KEYS = ("progress/done_frac", "progress")
+
+
+def _finished(store: Any, n: int, window: int) -> bool:
+    """Does the newest value of a progress key in the last ``window`` rows say the run is done (an eval row after
+    the last step holds none)? A "progress" beyond 1 is some other count, not a share."""
+    for key in PROGRESS_KEYS:
+        if key in store.keys:
+            for v in reversed(store.column_between(key, max(0, n - window), n)):
+                if (x := cell_float(v)) is not None and math.isfinite(x):
+                    if 0.999 <= x <= 1.0 + 1e-9:
+                        return True
+                    break
+    return False
+
+
+def clockless_stall(store: Any, now: float, config: AlertConfig | None = None) -> Alert | None:
+    """:func:`clockless_gap` as the alert summary and ``tail --alerts-only`` give, at the run's last step."""
+    found = clockless_gap(store, now, config)
+    if found is None:
+        return None
+    gap, per, key, step = found
+    msg = f"stalled: file untouched for {fmt_age(gap)} ({_f(gap / per)}x its {_f(per)}s/step of {key}; or it ended)"
+    return Alert("W", step, "", "stall", msg)

@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping
 
 from steptable.alerts.levels import EntropyCollapse, EntropyRise, GradRise, RewardCollapse
 from steptable.alerts.rules import SUMMED_KL, AlertConfig, Level
-from steptable.alerts.window import Detector
+from steptable.alerts.window import Detector, Tail
 from steptable.table.formatting import fmt_auto as _f
 
 
@@ -39,13 +39,20 @@ def _z(z: float) -> str:
 
 
 class Spike(Detector):
-    """One row far above the window's median. Not on a column that never moved (a loss exactly 0 so far: no noise
-    to measure against; its first step is where its signal starts), nor while a quarter of the window or more is
-    zeros from before it first moved (``run``: rows since then): a GRPO loss 0 while every group fails, then
-    ordinary values, is no spike against the zeros; two leading zeros must not blind the test for a window's length
-    (an explosion in those rows went unsaid). (From a plateau off 0, ``min_rel`` of its level guards the test.)"""
+    """One row far above the window's median (robust z past ``spike_z``) and far past the column's own tail: z
+    ``spike_tail`` times the largest the column has shown before and come back from (:class:`Tail`; a heavy-tailed
+    loss's routine excursions are no news, a x20 one is). Not on a column that never moved (a loss exactly 0 so
+    far: no noise to measure against; its first step is where its signal starts), nor while a quarter of the window
+    or more is zeros from before it first moved (``run``: rows since then): a GRPO loss 0 while every group fails,
+    then ordinary values, is no spike against the zeros; two leading zeros must not blind the test for a window's
+    length (an explosion in those rows went unsaid). (From a plateau off 0, ``min_rel`` of its level guards the
+    test.)"""
 
     kind = "spike"
+
+    def __init__(self, cfg: AlertConfig, key: str) -> None:
+        super().__init__(cfg, key)
+        self.tail = Tail()
 
     def min_rel(self) -> float:
         return self.cfg.spike_min_rel
@@ -54,10 +61,14 @@ class Spike(Detector):
         out: tuple[Level, str] | None = None
         c, w = self.cfg, self.win
         moved = 4 * (len(w) - self.run) <= len(w)  # (zeros from before the first move: a quarter of it at most)
-        if len(w) >= c.min_history and moved and x - (m := w.median()) > self.min_rel() * abs(m):
-            z = (x - m) / w.sigma(m, spread=True)
-            if z > c.spike_z:
+        if len(w) >= c.min_history and moved:
+            m = w.median()
+            t = self.tail.z(w, x, m)
+            if (x - m > self.min_rel() * abs(m) and (z := (x - m) / w.sigma(m, spread=True)) > c.spike_z
+                    and self.tail.news(t, c.spike_tail)):
                 out = "W", f"spike {_f(x)} ({_z(z)} vs median {_f(m)} over {len(w)})"
+            else:
+                self.tail.note(t, self.step)
         if w and x != w[-1]:  # after the test: a spike's own step is not the column's resolution
             if w.gap == math.inf and w[-1] != 0:
                 self.run = w.maxlen or 0
@@ -67,6 +78,10 @@ class Spike(Detector):
             self.run += 1
         return out
 
+    def carry(self, old: Detector, at: int) -> None:
+        if isinstance(old, Spike):
+            self.tail.carry(old.tail, at)
+
 
 class GradSpike(Spike):
     def min_rel(self) -> float:
@@ -74,25 +89,40 @@ class GradSpike(Spike):
 
 
 class KLBlowup(Detector):
+    """A per-token KL past the absolute levels, or any KL jumping ``kl_jump`` times its window's median with a
+    robust z past ``spike_z`` and past its own tail (as :class:`Spike`)."""
+
     kind = "kl_blowup"
 
     def __init__(self, cfg: AlertConfig, key: str) -> None:
         super().__init__(cfg, key)
         self.levels = key not in SUMMED_KL  # the absolute KL levels apply (a per-token KL)
+        self.tail = Tail()
 
     def check(self, x: float) -> tuple[Level, str] | None:
         c, w = self.cfg, self.win
         out: tuple[Level, str] | None = None
         m = w.median() if len(w) >= c.min_history and x > c.kl_jump_min else 0.0  # 0: no jump test
+        jump = False
+        if m > 0:
+            t = self.tail.z(w, x, m)
+            jump = (x > c.kl_jump * m and (x - m) / w.sigma(m, spread=True) > c.spike_z
+                    and self.tail.news(t, c.spike_tail))
+            if not jump:
+                self.tail.note(t, self.step)
         if self.levels and x > c.kl_error:
-            out = "E", f"blow-up {_f(x)} (>{_f(c.kl_error)})"
-        elif m > 0 and x > c.kl_jump * m and (x - m) / w.sigma(m, spread=True) > c.spike_z:
+            out = "E", "" if self.said("E") else f"blow-up {_f(x)} (>{_f(c.kl_error)})"
+        elif jump:
             out = "E" if x > c.kl_jump_error * m else "W", f"blow-up {_f(x)} (x{_f(x / m)} vs median {_f(m)})"
         elif self.levels and x > c.kl_warn:
-            out = "W", f"blow-up {_f(x)} (>{_f(c.kl_warn)})"
+            out = "W", "" if self.said("W") else f"blow-up {_f(x)} (>{_f(c.kl_warn)})"
         self.near = (self.levels and x > c.clear_frac * c.kl_warn) or x > c.clear_frac * c.kl_jump * m > 0
         w.append(x)
         return out
+
+    def carry(self, old: Detector, at: int) -> None:
+        if isinstance(old, KLBlowup):
+            self.tail.carry(old.tail, at)
 
 
 class Saturation(Detector):
@@ -104,6 +134,8 @@ class Saturation(Detector):
         if self.run == 1:
             self.since = self.step
         if self.run >= self.cfg.sat_rows:
+            if self.said("W"):
+                return "W", ""
             return "W", f"saturated {_f(x)} (>{_f(self.cfg.sat_level)} for {self.run} rows, since step {self.since})"
         return None
 
@@ -127,7 +159,7 @@ class Flat(Detector):
             self.since = self.step
         self.value = x
         if self.run >= self.cfg.flat_rows > 0 and self.gate():
-            return "W", self.message(x)
+            return "W", "" if self.said("W") else self.message(x)
         return None
 
     def message(self, x: float) -> str:

@@ -17,10 +17,12 @@ from __future__ import annotations
 import math
 from collections import deque
 from collections.abc import Collection, Mapping, Sequence
-from statistics import median
 from typing import Any
 
 from steptable.alerts.activity import STEP_TIME_KEYS as STEP_TIME_KEYS
+from steptable.alerts.activity import clockless_gap as clockless_gap
+from steptable.alerts.activity import clockless_stall as clockless_stall
+from steptable.alerts.activity import fmt_age as fmt_age
 from steptable.alerts.detectors import DETECTORS, Flat, NonFinite
 from steptable.alerts.rules import DEFAULT_ROLES as DEFAULT_ROLES
 from steptable.alerts.rules import MULTI_ROLES as MULTI_ROLES
@@ -41,6 +43,8 @@ class AlertEngine:
         self.config = config or AlertConfig()
         self.roles = self.config.role_keys()
         self._bound: dict[str, str] = {}
+        self._plans: dict[tuple[str, ...], list[tuple[str, str, tuple[type[Detector], ...]]]] = {}
+        self._hack_keys = False  # a row held a hack or AUROC key: the hack test runs from then on
         self._dets: dict[tuple[str, str], tuple[Detector, ...]] = {}
         self._last_step = 0
         self._last_wall: float | None = None
@@ -74,23 +78,45 @@ class AlertEngine:
         """Feed one row (raw cells by key); returns the alerts that start at this row."""
         out: list[Alert] = []
         self._last_step = step
-        self._wall(wall_time)
-        for role, classes in DETECTORS.items():
-            for key in self._keys(role, row):
-                x = self._value(row, key)
-                if x is None:
-                    continue
-                dets = self._dets.get((role, key))
-                if dets is None:
-                    dets = self._dets[(role, key)] = self._new(role, key, classes)
-                finite = math.isfinite(x)
-                for d in dets:
-                    if finite or d.nonfinite:
-                        if (a := d.feed(step, x)) is not None:
-                            out.append(a)
-        if (a := self._hack_update(step, row)) is not None:
+        if wall_time is not None:
+            self._wall(wall_time)
+        nan_missing = self.config.nan_missing
+        for role, key, classes in self._plan(row):
+            v = row.get(key)
+            x = v if type(v) is float else cell_float(v)
+            if x is None or (nan_missing and x != x and isinstance(v, float)):
+                continue
+            dets = self._dets.get((role, key))
+            if dets is None:
+                dets = self._dets[(role, key)] = self._new(role, key, classes)
+            finite = x - x == 0  # (math.isfinite, without the call)
+            for d in dets:
+                if finite or d.nonfinite:
+                    if (a := d.feed(step, x)) is not None:
+                        out.append(a)
+        if self._hack_keys and (a := self._hack_update(step, row)) is not None:
             out.append(a)
         return _merge_nonfinite(out) if len(out) > 1 else out
+
+    def _plan(self, row: Mapping[str, Any]) -> list[tuple[str, str, tuple[type[Detector], ...]]]:
+        """(role, key, detector classes) for each watched key of ``row``, in the role table's order. Rows of a run
+        mostly hold the same keys: the plan is kept per key set once every role it could bind is bound (a row whose
+        candidate cell is None binds nothing, so its plan is not kept)."""
+        sig = tuple(row)
+        plan = self._plans.get(sig)
+        if plan is not None:
+            return plan
+        plan, keep = [], True
+        for role, classes in DETECTORS.items():
+            unbound = role not in MULTI_ROLES and role not in self._bound
+            for key in self._keys(role, row):
+                plan.append((role, key, classes))
+            if unbound and role not in self._bound and any(k in row for k in self.roles.get(role, ())):
+                keep = False
+        self._hack_keys = self._hack_keys or any(k in row for r in ("hack", "auroc") for k in self.roles.get(r, ()))
+        if keep and len(self._plans) < 64:  # (a run whose key sets keep changing: planned row by row)
+            self._plans[sig] = plan
+        return plan
 
     def _new(self, role: str, key: str, classes: Sequence[type[Detector]]) -> tuple[Detector, ...]:
         dets = tuple(c(self.config, key) for c in classes)
@@ -118,6 +144,7 @@ class AlertEngine:
         multi-key role watches every candidate present anyway. For a reader that replays only some of them."""
         if role not in MULTI_ROLES:
             self._bound.setdefault(role, key)
+            self._plans.clear()
 
     def set_nonfinite(self, key: str, on: bool, clear: int, since: int | None, known: bool = True) -> None:
         """The non-finite test of ``key`` as reading the rows before would leave it: an episode ``on`` (said), with
@@ -218,15 +245,6 @@ def _merge_nonfinite(found: list[Alert]) -> list[Alert]:
     return [merged if a is first else a for a in found if a.kind != "nonfinite" or a is first]
 
 
-def fmt_age(seconds: float) -> str:
-    """Compact duration: 42s, 7.5m, 3.2h, 2.5d."""
-    s = max(0.0, seconds) if seconds == seconds else 0.0
-    for unit, size, below in (("s", 1, 99.5), ("m", 60, 5997), ("h", 3600, 172800)):  # (99.6s: 1.66m, not 100s)
-        if s < below:
-            return f"{s:.0f}s" if unit == "s" else f"{_f(s / size)}{unit}"
-    return f"{_f(s / 86400)}d"
-
-
 def end_alert(info: dict[str, Any] | None, step: int) -> Alert | None:
     """At the run's last ``step``, how its StepLogger's ``with`` block ended, from its description ``info``
     (steptable.table.runinfo): E on an exception (a crash: "run ended with RuntimeError"), W when interrupted (Ctrl-C, a
@@ -265,61 +283,6 @@ def resumed_engine(store: Any, at: int, config: AlertConfig | None = None,
         eng.carry(old, at)
     eng.resumed()
     return eng
-
-
-
-
-def clockless_gap(store: Any, now: float,
-                  config: AlertConfig | None = None) -> tuple[float, float, str, int] | None:
-    """(seconds since its file was written, its usual step time, the key read, its last step) for a run whose rows
-    carry no clock (verl's file logger, tinker, a console log) when the file has been left alone for
-    ``stall_factor`` x the run's own step time (and twice its longest recent step, at least ``stall_min_s``); None
-    otherwise, and for rows with a clock (the engine's stall check reads those), a trainer_state.json (written at
-    checkpoints only), a run without a step-time column, or one whose progress says it finished (tinker's
-    done_frac or progress of 1). Such a run may also have ended: its trainer marks no end."""
-    c = config or AlertConfig()
-    with store.lock:
-        n = len(store)
-        last = store.last_update
-        key = next((k for k in STEP_TIME_KEYS if k in store.keys), None)
-        if not n or key is None or last is None or store.has_clock or store.kind == "trainer_state":
-            return None
-        times = [x for v in store.column_between(key, max(0, n - c.window), n)
-                 if (x := cell_float(v)) is not None and math.isfinite(x) and x > 0]
-        done = _finished(store, n, c.window)
-        step = store.step_at(n - 1)
-    if len(times) < c.stall_min_rows or done:
-        return None
-    # ... and twice its longest recent step: a validation and a checkpoint every 50th step take 20x the others
-    per, gap = median(times), now - last
-    return (gap, per, key, step) if gap > max(c.stall_factor * per, 2 * max(times), c.stall_min_s) else None
-
-
-#: a run's share done (0..1), as tinker logs it: RL (progress/done_frac) and supervised (progress)
-PROGRESS_KEYS = ("progress/done_frac", "progress")
-
-
-def _finished(store: Any, n: int, window: int) -> bool:
-    """Does the newest value of a progress key in the last ``window`` rows say the run is done (an eval row after
-    the last step holds none)? A "progress" beyond 1 is some other count, not a share."""
-    for key in PROGRESS_KEYS:
-        if key in store.keys:
-            for v in reversed(store.column_between(key, max(0, n - window), n)):
-                if (x := cell_float(v)) is not None and math.isfinite(x):
-                    if 0.999 <= x <= 1.0 + 1e-9:
-                        return True
-                    break
-    return False
-
-
-def clockless_stall(store: Any, now: float, config: AlertConfig | None = None) -> Alert | None:
-    """:func:`clockless_gap` as the alert summary and ``tail --alerts-only`` give, at the run's last step."""
-    found = clockless_gap(store, now, config)
-    if found is None:
-        return None
-    gap, per, key, step = found
-    msg = f"stalled: file untouched for {fmt_age(gap)} ({_f(gap / per)}x its {_f(per)}s/step of {key}; or it ended)"
-    return Alert("W", step, "", "stall", msg)
 
 
 def feed_store(eng: AlertEngine, store: Any, a: int, b: int, resumes: Collection[int] = (),

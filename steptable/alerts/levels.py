@@ -10,7 +10,7 @@ from collections.abc import Callable
 from statistics import median as _median
 
 from steptable.alerts.rules import AlertConfig, Level
-from steptable.alerts.window import Detector, still
+from steptable.alerts.window import Detector, Window, still
 from steptable.table.formatting import fmt_auto as _f
 
 PRE_SAMPLES = 5  # sampled window medians a rise's level-before-the-low is read from (a window's worth at hold 10)
@@ -22,7 +22,7 @@ class LevelDetector(Detector):
 
     def __init__(self, cfg: AlertConfig, key: str) -> None:
         super().__init__(cfg, key)
-        self.hold: deque[float] = deque()
+        self.hold = Window(maxlen=max(1, cfg.hold))
         self.floor = math.inf  # lowest value that has left the window: seen before any median of it
         self.floor_at = 0  # the step it left the window at
         self.first: list[float] = []
@@ -30,13 +30,14 @@ class LevelDetector(Detector):
         self.early_at = 0  # the step it was set at
 
     def level(self, x: float) -> float | None:
-        self.hold.append(x)
-        if len(self.hold) > self.cfg.hold:
-            old = self.hold.popleft()
+        hold = self.hold
+        if len(hold) == hold.maxlen:
+            old = hold[0]
             if len(self.win) == self.win.maxlen and self.win[0] < self.floor:
                 self.floor, self.floor_at = self.win[0], self.step
             self.win.append(old)
-        return sorted(self.hold)[(len(self.hold) - 1) // 2] if len(self.hold) >= self.cfg.hold else None
+        hold.append(x)
+        return hold.low_median() if len(hold) >= self.cfg.hold else None
 
     def note_early(self, x: float) -> None:
         """The early level: the median of the column's first ``entropy_early`` values, once they are in."""
@@ -119,6 +120,8 @@ class EntropyCollapse(LevelDetector):
         if self.early is not None and self.early > 0 and cur < c.entropy_frac_early * self.early / c.clear_frac:
             self.near = True
             if cur < c.entropy_frac_early * self.early:
+                if self.said("W"):
+                    return "W", ""
                 return "W", f"collapse {_f(cur)} (<{100 * c.entropy_frac_early:.0f}% of early {_f(self.early)})"
         w = self.win
         if len(w) < c.min_history or (m := w.median()) <= 0 or cur >= c.entropy_frac_recent * m / c.clear_frac:
@@ -128,6 +131,8 @@ class EntropyCollapse(LevelDetector):
             return None
         if (m - cur) / w.sigma(m) <= c.drop_sigma:  # a drop within the noise
             return None
+        if self.said("W"):
+            return "W", ""
         return "W", f"collapse {_f(cur)} (<{100 * c.entropy_frac_recent:.0f}% of recent {_f(m)})"
 
 
@@ -174,6 +179,8 @@ class Rise(LevelDetector):
         if (cur <= self.factor() * self.base or cur - self.base <= c.drop_sigma * self.base_sigma
                 or (more := self.beyond(cur)) is None):
             return None
+        if self.said("W"):
+            return "W", ""
         return "W", f"rise to {_f(cur)} (x{_f(cur / self.base)} its lowest level {_f(self.base)}{more})"
 
     def carry(self, old: Detector, at: int) -> None:

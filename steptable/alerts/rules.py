@@ -55,6 +55,7 @@ class AlertConfig:
     spike_z: float = 10.0  # robust z of loss / grad-norm over the window median
     spike_min_rel: float = 0.5  # ... and more than this far above the median, relative to |median| (loss) ...
     grad_spike_min_rel: float = 3.0  # ... (grad norm: single-step x3 spikes are routine, a x10 one is not)
+    spike_tail: float = 4.0  # ... and z this many times the largest the column came back from (KL jumps too)
     grad_rise: float = 4.0  # grad norm: W when its level is this many times the lowest 50-row median seen ...
     grad_rise_pre: float = 2.0  # ... and this many times the level before that low (the end of a dip is no rise)
     hold: int = 10  # reward / entropy: the low median of the last `hold` rows is the current level

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
+from bisect import bisect_left, insort
 from collections import deque
+from collections.abc import Iterable
 from statistics import median as _median
 
 from steptable.alerts.rules import Alert, AlertConfig, Level
@@ -14,12 +16,34 @@ _MAD_SIGMA = 1.4826  # MAD -> sigma for normal noise
 
 
 class Window(deque[float]):
-    """The last ``maxlen`` finite values with robust statistics."""
+    """The last ``maxlen`` finite values with robust statistics, kept in order of arrival and, beside, sorted
+    (``ordered``: an insert and a delete by bisection a value, so the median is read, not sorted, at every row)."""
 
     gap = math.inf  # the column's resolution: smallest non-zero step between consecutive values (spike tests)
 
+    def __init__(self, values: Iterable[float] = (), maxlen: int | None = None) -> None:
+        super().__init__((), maxlen)
+        self.ordered: list[float] = []
+        for x in values:
+            self.append(x)
+
+    def append(self, x: float) -> None:
+        s = self.ordered
+        if len(s) == self.maxlen:
+            del s[bisect_left(s, self[0])]
+        super().append(x)
+        insort(s, x)
+
     def median(self) -> float:
-        return _median(self)
+        s = self.ordered
+        n = len(s)
+        if not n:
+            raise ValueError("the median of an empty window")
+        return s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2
+
+    def low_median(self) -> float:
+        """The lower of the two middle values (the middle one of an odd count)."""
+        return self.ordered[(len(self.ordered) - 1) // 2]
 
     def sigma(self, m: float, spread: bool = False) -> float:
         """Robust sigma around ``m`` (1.4826 MAD), floored so a constant window does not divide by zero. With
@@ -34,9 +58,53 @@ class Window(deque[float]):
             mad = 0.8453 * sum(devs) / len(devs)  # sigma = 1.2533 x mean deviation on normal data: 1.2533 / 1.4826
         upper = 0.0
         if spread and len(self) >= 10:
-            upper = (sorted(self)[round(0.9 * (len(self) - 1))] - m) / 1.2816
+            upper = (self.ordered[round(0.9 * (len(self) - 1))] - m) / 1.2816
         res = self.gap / 2 if self.gap < math.inf else 0.0
         return max(_MAD_SIGMA * mad, upper, res, 1e-9 * max(1.0, abs(m)))
+
+
+class Tail:
+    """A column's own tail: the largest excursion (its distance from the window's median, up or down, in the
+    column's noise scale) it has shown and come back from, over the whole run. A spike is news only when it is
+    ``factor`` times that: on heavy-tailed noise (Student-t, df 3) a 50-row window's robust z reaches 10-30 every
+    few thousand rows, each the column's ordinary weather; a loss x20 is 200+, several times anything before it.
+    Rows of an episode that was said are not part of the tail (a spike that repeats is news again). The scale is
+    the window's sigma sampled every ``REFRESH`` rows and smoothed (a 50-row window's sigma wanders by a third
+    from one window to the next: a tail read against each would be as much the scale's noise as the column's)."""
+
+    REFRESH = 10
+    SMOOTH = 0.1  # the weight of each new sample of the scale (about ten samples, a hundred rows, remembered)
+
+    __slots__ = ("age", "at", "scale", "top")
+
+    def __init__(self) -> None:
+        self.top = 0.0  # the largest excursion seen (0: none yet)
+        self.at = 0  # the step it was seen at
+        self.scale = 0.0  # the smoothed sigma
+        self.age = 0  # rows read
+
+    def z(self, win: Window, x: float, m: float) -> float:
+        """The row's distance from ``m``, either way, in the smoothed scale (sampled first when due): heavy-tailed
+        noise shows its tail below the median as well as above."""
+        if self.age % self.REFRESH == 0:
+            s = win.sigma(m, spread=True)
+            self.scale = s if self.age == 0 else self.scale + self.SMOOTH * (s - self.scale)
+        self.age += 1
+        return abs(x - m) / self.scale
+
+    def news(self, z: float, factor: float) -> bool:
+        """Is ``z`` (of :meth:`z`) past ``factor`` times the column's tail?"""
+        return z > factor * self.top
+
+    def note(self, z: float, step: int) -> None:
+        """An ordinary row's z: the tail grows to it."""
+        if z > self.top:
+            self.top, self.at = z, step
+
+    def carry(self, old: Tail, at: int) -> None:
+        """The tail an engine replaced at a resume at step ``at`` had seen before it (a replay is bounded)."""
+        if old.at < at and old.top > self.top:
+            self.top, self.at = old.top, old.at
 
 
 def still(sigma: float, m: float) -> bool:
@@ -84,9 +152,18 @@ class Detector(ABC):
         self.step = step
         self.near = False
         found = self.check(x)
-        if self.latch.step(found[0] if found else None, self.cfg.rearm, self.near) and found:
+        if found is None:
+            if self.latch.level is not None:  # (outside an episode the latch has no clear rows to count)
+                self.latch.step(None, self.cfg.rearm, self.near)
+            return None
+        if self.latch.step(found[0], self.cfg.rearm, self.near):
             return Alert(found[0], step, self.key, self.kind, found[1])
         return None
+
+    def said(self, level: Level) -> bool:
+        """An episode at ``level`` or worse was said and goes on: the latch will not fire on this row, so its text
+        is not needed (a run saturated for 100k rows would otherwise format an alert text at every one)."""
+        return self.latch.level == "E" or self.latch.level == level
 
     @abstractmethod
     def check(self, x: float) -> tuple[Level, str] | None:

@@ -1,13 +1,16 @@
 """AlertScanner: runs steptable.alerts.engine over the rows each run gains, in its own thread, a chunk at a time.
 
 Its own thread so that the follower keeps reading files while a long history is scanned (the detectors cost tens of
-microseconds a row: minutes of a million-row run), and chunks with a short sleep between them so that the UI thread
-gets the GIL while that happens. Found alerts are posted per chunk; the scanner never touches a widget.
+microseconds a row: tens of seconds of a million-row run), and chunks with a short sleep between them so that the UI
+thread gets the GIL while that happens; while the user acts (a key, a click: :meth:`AlertScanner.defer`) it waits
+between chunks, so that the UI's work is not shared with it. Found alerts are posted per chunk; the scanner never
+touches a widget.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -19,10 +22,12 @@ from steptable.app.messages import AlertsFound, FeedProblem
 if TYPE_CHECKING:
     from steptable.alerts.engine import Alert, AlertEngine
 
-#: rows fed to the detectors between two pauses
-CHUNK = 1000
+#: rows fed to the detectors between two pauses (a few milliseconds of work)
+CHUNK = 250
 #: the pause (seconds): the GIL goes to the UI thread meanwhile
 PAUSE = 0.002
+#: how long the scanner keeps off the GIL after a key or a click (seconds)
+QUIET = 0.3
 
 
 class AlertScanner:
@@ -36,7 +41,17 @@ class AlertScanner:
         self.idle = threading.Event()
         self.idle.set()
         self._engines: dict[str, _Fed] = {}
+        self._quiet_until = 0.0  # time.monotonic() until which the user is acting
         self._failed: set[str] = set()  # runs whose scan failed (told once each)
+
+    def defer(self, seconds: float = QUIET) -> None:
+        """The user acts (any thread): the scan waits between chunks until ``seconds`` from now (a history of 700k rows
+        takes tens of seconds of CPU; shared with it, a key's redraw would take twice as long or more)."""
+        self._quiet_until = time.monotonic() + seconds
+
+    def _wait_quiet(self, stop: threading.Event) -> None:
+        while (left := self._quiet_until - time.monotonic()) > 0 and not stop.is_set():
+            stop.wait(min(left, 0.05))  # (a shorter defer may follow)
 
     def changed(self, ids: set[str]) -> None:
         """Runs that gained rows (any thread)."""
@@ -139,8 +154,10 @@ class AlertScanner:
             if found:
                 out.extend(found)
                 self._post(AlertsFound(rid, found))
-            if stop is not None and stop_at < n and stop.wait(PAUSE):
-                return out  # (quitting: the rows left, and how the run ended, are not said)
+            if stop is not None and stop_at < n:
+                self._wait_quiet(stop)
+                if stop.wait(PAUSE):
+                    return out  # (quitting: the rows left, and how the run ended, are not said)
         return out + self._say_end(rid, fed, ended)
 
     def _end(self, fed: _Fed, store: Any, n: int) -> tuple[Alert, float] | None:

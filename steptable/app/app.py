@@ -138,6 +138,11 @@ class StepTableApp(App[int]):
         )
         self._feed_thread.start()
 
+    async def on_event(self, event: events.Event) -> None:
+        if isinstance(event, (events.Key, events.MouseDown, events.MouseScrollDown, events.MouseScrollUp)):
+            self.feed.scanner.defer()  # the user acts: a history's alert scan waits, not the keys
+        await super().on_event(event)
+
     def on_unmount(self) -> None:
         self._stop.set()
 

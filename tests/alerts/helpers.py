@@ -87,6 +87,18 @@ def grad_norms(seed: int, n: int) -> list[float]:
     return [0.35 * (3 if i % 100 == 99 else math.exp(rng.gauss(0, 0.15))) for i in range(n)]
 
 
+def heavy(seed: int, n: int, mu: float, rel: float) -> list[float]:
+    """``n`` seeded values ``mu * (1 + rel * t)``, t Student-t noise with 3 degrees of freedom scaled to unit
+    variance, made non-negative: a healthy metric with a heavy tail (one row in a few thousand 10-30 robust sigma
+    out)."""
+    rng = random.Random(seed)
+    out = []
+    for _ in range(n):
+        t = rng.gauss(0, 1) / math.sqrt(sum(rng.gauss(0, 1) ** 2 for _ in range(3)) / 3) / math.sqrt(3)
+        out.append(abs(mu * (1 + rel * t)))
+    return out
+
+
 def diverged(n: int = 300, at: int = 200) -> list[Row]:
     rng = random.Random(0)
     keys = ("actor/pg_loss", "actor/grad_norm", "critic/score/mean", "actor/entropy", "actor/ppo_kl", "actor/kl_loss")

@@ -111,6 +111,17 @@ def test_role_override_and_binding() -> None:
     assert "train/weight_entropy" not in AlertConfig().role_keys()["entropy"]
 
 
+def test_a_role_binds_at_the_first_row_whose_cell_is_not_none_though_earlier_rows_held_the_key() -> None:
+    # the engine keeps a plan per key set: a row whose only candidate is None must not leave the role unwatched
+    rows: list[Row] = [{"loss": None, "x": 1.0}] * 3 + [{"loss": 1.0, "x": 1.0}] * 30 + [{"loss": math.nan, "x": 1}]
+    assert kinds(stream(rows)) == [("E", 33, "loss", "nonfinite")]
+    eng = AlertEngine(AlertConfig(flat_rows=0))
+    for s in range(5):
+        eng.update(s, {"loss": 1.0, "train/loss": 1.0})
+    eng.bind("loss", "train/loss")  # bound already (to "loss"): the plan stays
+    assert [a.column for a in eng.update(5, {"loss": math.nan, "train/loss": 1.0})] == ["loss"]
+
+
 def _event_columns(n: int, seed: int) -> dict[str, list[Any]]:
     rng = random.Random(seed)
     cols: dict[str, list[Any]] = {

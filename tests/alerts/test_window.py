@@ -4,12 +4,13 @@ upward spread, the resolution floor), the once-per-episode latch, and the Detect
 from __future__ import annotations
 
 import random
+import statistics
 
 import pytest
 
 from steptable.alerts.engine import AlertConfig, AlertEngine
 from steptable.alerts.rules import Alert, Level
-from steptable.alerts.window import Detector, Latch, Window, still
+from steptable.alerts.window import Detector, Latch, Tail, Window, still
 from tests.alerts.helpers import fed, lines
 
 
@@ -61,6 +62,17 @@ def test_the_window_keeps_its_last_values_and_their_median() -> None:
     w = Window([5.0, 1.0, 3.0], maxlen=3)
     w.append(2.0)
     assert list(w) == [1.0, 3.0, 2.0] and w.median() == 2.0
+
+
+def test_the_window_keeps_its_values_sorted_beside_them() -> None:
+    rng = random.Random(3)
+    w = Window(maxlen=50)
+    for i in range(2000):  # repeats too (a quantised loss): a delete takes one copy of the value that left
+        w.append(float(rng.randint(0, 20)) if i % 2 else rng.gauss(10, 3))
+        assert w.ordered == sorted(w)
+        assert w.median() == statistics.median(w) and w.low_median() == sorted(w)[(len(w) - 1) // 2]
+    with pytest.raises(ValueError):
+        Window(maxlen=5).median()
 
 
 def test_sigma_is_the_scaled_mad_of_normal_noise() -> None:
@@ -120,3 +132,20 @@ def test_a_detector_says_its_episode_once_with_its_key_kind_and_step() -> None:
     det = Above(AlertConfig(rearm=2), "gn")
     got = [a for s, x in enumerate([0.5, 2.0, 3.0, 0.5, 0.5, 2.5]) if (a := det.feed(10 + s, x)) is not None]
     assert got == [Alert("W", 11, "gn", "above", "above 1 (2.0)"), Alert("W", 15, "gn", "above", "above 1 (2.5)")]
+
+
+def test_the_tail_is_the_largest_excursion_either_way_and_a_resume_keeps_it() -> None:
+    w = Window([1.0, 2.0] * 10, maxlen=50)  # median 1.5, sigma .5 (mean deviation, two levels)
+    t = Tail()
+    assert t.z(w, 3.5, 1.5) == pytest.approx(2 / w.sigma(1.5, spread=True))
+    t.note(t.z(w, 3.5, 1.5), step=7)
+    low = t.z(w, -4.5, 1.5)  # an excursion below the median counts as much as one above
+    t.note(low, step=8)
+    assert (t.top, t.at) == (low, 8)
+    assert t.news(4.01 * low, 4.0) and not t.news(3.99 * low, 4.0)
+    fresh = Tail()
+    fresh.carry(t, at=9)  # the replaced engine's tail from before the resume
+    assert (fresh.top, fresh.at) == (low, 8)
+    later = Tail()
+    later.carry(t, at=8)  # ... not one it saw at or after it
+    assert later.top == 0.0

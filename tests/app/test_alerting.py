@@ -298,3 +298,32 @@ def test_the_app_says_them_once_whether_or_not_it_saw_the_rows(tmp_path: Path) -
     write_rows(path, again)
     f.scan()
     assert scanner.scan(rid, f.stores[rid]) == []
+
+
+def test_the_alert_scan_waits_between_chunks_while_the_user_acts() -> None:
+    import threading
+
+    from steptable.app.alerting import CHUNK, AlertScanner
+    from steptable.ingest.parsed import Parsed
+    from steptable.ingest.store import RunStore
+
+    n = 3 * CHUNK
+    s = RunStore("r", "/nonexistent/metrics.jsonl")
+    rows = [{"step": t, "loss": math.nan if t == n - 1 else 1.0 + 0.01 * (t % 7)} for t in range(n)]
+    s.add(Parsed(steps=list(range(n)), rows=rows), now=math.nan)
+    posted: list[Any] = []
+    sc = AlertScanner(lambda: {"r": s}, posted.append)
+    stop = threading.Event()
+    sc.defer(60.0)  # a key was pressed
+    th = threading.Thread(target=sc.run, args=(stop,), daemon=True)
+    th.start()
+    try:
+        sc.changed({"r"})
+        assert not sc.idle.wait(0.5)  # the first chunk, then it waits
+        assert sc._engines["r"].last == CHUNK - 1 and posted == []
+        sc.defer(0.0)  # the user stopped acting: the rest is scanned
+        assert sc.idle.wait(60)
+        assert [a.step for m in posted for a in m.alerts] == [n - 1]
+    finally:
+        stop.set()
+        th.join(5)
