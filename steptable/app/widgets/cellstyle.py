@@ -19,6 +19,7 @@ from rich.segment import Segment
 from rich.style import Style
 from textual.cache import LRUCache
 
+from steptable.schemas.legend import ALERT_MARK
 from steptable.table import render
 from steptable.table.columns import Col
 from steptable.table.direction import RECENT, SHORT, direction
@@ -26,9 +27,6 @@ from steptable.table.formatting import to_float
 
 #: the rows before a cell that its move is measured against
 BEFORE = SHORT - 1 + RECENT
-
-#: the mark of a cell that raised an alert (ASCII: it survives any terminal's encoding and NO_COLOR)
-ALERT_MARK = "!"
 
 COMPONENT_CLASSES = frozenset({
     "grid--header",
@@ -67,18 +65,6 @@ PLAIN, PINNED, NAN, BETTER, WORSE, ALERT_W, ALERT_E = range(7)
 #: how many cell styles there are off the lit column (``cell_styles``: the same again on it follow)
 KINDS = 7
 _ALERT_KIND = {"W": ALERT_W, "E": ALERT_E}
-
-#: what each mark and colour of a watch table means: (mark or colour, meaning), for the legend and the help screen
-COLOURS: tuple[tuple[str, str], ...] = (
-    (f"{ALERT_MARK} and a tint", "the cell raised an alert (orange tint: a warning, red: an error); its row's step "
-                                 f"carries {ALERT_MARK} too; e lists the alerts"),
-    ("green", "the column's level moved the better way (a column whose legend line says higher/lower is better)"),
-    ("bold red", "the column's level moved the worse way"),
-    ("red NaN / inf", "a logged non-finite value (blank: not logged)"),
-    ("accent", "the step column"),
-    ("tinted column", "the lit column (the chart's; p pins it)"),
-)
-
 
 def cell_styles(base: Style, style: Callable[[str], Style]) -> tuple[Style, ...]:
     """The cell styles over ``base`` (``style``: a component class's full style): plain, pinned, nan, better, worse,

@@ -13,7 +13,6 @@ from steptable.app.widgets.cellstyle import (
     ALERT_MARK,
     ALERT_W,
     BETTER,
-    COLOURS,
     KINDS,
     NAN,
     PINNED,
@@ -25,6 +24,7 @@ from steptable.app.widgets.cellstyle import (
     cell_styles,
     marked,
 )
+from steptable.schemas.legend import COLOURS, MARKS
 from steptable.table import render
 from steptable.table.columns import Col
 
@@ -121,5 +121,7 @@ def test_painted_cells_carry_the_mark_in_their_text() -> None:
 
 def test_the_key_names_every_mark_and_colour() -> None:
     said = " ".join(f"{k} {v}" for k, v in COLOURS)
-    for word in (ALERT_MARK, "warning", "error", "green", "red", "NaN", "step column", "lit column"):
+    for word in (ALERT_MARK, "warning", "error", "green", "red", "NaN", "step column", "lit column", "median"):
         assert word in said
+    marks = [k.split()[0] for k, _ in MARKS]
+    assert {"↑", "?", ALERT_MARK, "NaN", "…", "blank"} <= set(marks)
