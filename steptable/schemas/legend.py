@@ -16,8 +16,9 @@ ALERT_MARK = "!"
 
 #: what a mark in a header or a cell means, in every view: (mark, meaning)
 MARKS: tuple[tuple[str, str], ...] = (
-    ("↑ ↓ after a header", "the way the schema expects the metric to move in a healthy run (routing's rew_s↑, "
-                           "lp_s↓); good or bad is the column's \"higher/lower is better\", which colours watch"),
+    ("↑ ↓ after a header", "the good direction of the metric, as the schema's header marks it (routing's rew_s↑, "
+                           "lp_s↓); watch colours a column by the direction its legend line declares "
+                           "(\"higher/lower is better\"), where it has one"),
     ("? after a header", "the column to watch first (routing's hack_s?)"),
     ("? as a header", "a key with no printable character"),
     ("blank cell", "not logged at this step"),

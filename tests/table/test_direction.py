@@ -27,7 +27,7 @@ def test_a_trend_is_coloured_by_its_direction_and_noise_is_not() -> None:
 def test_a_step_is_coloured_once_the_level_moved_and_a_lone_spike_is_not() -> None:
     before = [1.0, 1.1, 0.9, 1.0, 1.05, 0.95] * 10
     assert direction("higher", 3.0, before) == 0  # one value does not move a level (an alert may mark it)
-    stepped = before + [3.0, 3.1, 2.9, 3.0]
+    stepped = [*before, 3.0, 3.1, 2.9, 3.0]
     assert direction("higher", 3.05, stepped) == 1 and direction("lower", 3.05, stepped) == -1
     assert direction("higher", 0.99, stepped) == 0  # the level moved, but this cell is not past it
 

@@ -342,12 +342,6 @@ class StepGrid(ScrollView, can_focus=True):
     def _visible(self, scroll_x: int, view: int) -> tuple[int, int, int]:
         return visible_columns(self._rest_spans, self._rest_ends, scroll_x, view)
 
-    def _line(self, cells: tuple[list[Segment], dict[int, Segment]], base: Style, scroll_x: int, view: int,
-              width: int) -> Strip:
-        skip = self._visible(scroll_x, view)[2]
-        segs, leads = cells
-        return Strip(join_line(segs, self.fixed, len(self.cols) > self.fixed, base, skip, view, width, leads), width)
-
     def _cells(self, i: int | None, first: int, stop: int) -> tuple[list[Segment], dict[int, Segment]]:
         """Styled cells of the fixed columns and of scrolling columns first..stop, for row ``i`` (None: header), and
         the alert marks that take the separator before a cell (CellPaint.cells)."""
@@ -393,13 +387,13 @@ class StepGrid(ScrollView, can_focus=True):
         line = self._cache.get(key)
         if line is not None:
             return line
-        first, stop, _ = self._visible(scroll_x, view)
+        first, stop, skip = self._visible(scroll_x, view)
         try:
-            cells = self._cells(i, first, stop)
+            cells, leads = self._cells(i, first, stop)
         except IndexError:  # the run was truncated (a restart rewrote the file) since rows was taken
             return Strip.blank(width, base)
         style = base + self._style("grid--header") if i is None else base
-        line = self._line(cells, style, scroll_x, view, width)
+        line = Strip(join_line(cells, self.fixed, len(self.cols) > self.fixed, style, skip, view, width, leads), width)
         self._cache[key] = line
         self.drawn_rows = self.drawn_rows or i is not None
         return line
