@@ -98,6 +98,32 @@ def step_share(rnd: random.Random, rows: int, size: float) -> tuple[float, float
     return old, new, math.nan, math.nan
 
 
+def paint_cost(rows: int = 48, cols: int = 20, repeat: int = 5) -> tuple[float, float]:
+    """(with moves, without): seconds to paint a fresh screen of ``rows`` lines of ``cols`` columns that have a
+    better direction (``CellPaint.cells``, as a jump or a page shows new rows: nothing cached), the best of
+    ``repeat``; without = the same cells with move colours off (the anchor: formatting and styles alone)."""
+    import time
+
+    from rich.style import Style
+
+    from steptable.app.widgets.cellstyle import KINDS, CellPaint
+
+    rnd = random.Random(0)
+    table = (Col("step", 6, "step", "d"), *(Col(f"m{k}", 7, f"m{k}", None, "", "higher") for k in range(cols)))
+    data = [{"step": i, **{f"m{k}": rnd.gauss(k, 1) for k in range(cols)}} for i in range(2000)]
+    styles = tuple(Style() for _ in range(2 * KINDS))
+    best = {True: math.inf, False: math.inf}
+    for n in range(repeat + 1):  # (the first round warms render's memo of the cells' texts for both: not timed)
+        for trend in (False, True):
+            paint = CellPaint()
+            t0 = time.perf_counter()
+            for i in range(1000, 1000 + rows):
+                paint.cells(i, i, table, data.__getitem__, styles, None, trend)
+            if n:
+                best[trend] = min(best[trend], time.perf_counter() - t0)
+    return best[True], best[False]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--seeds", type=int, default=20)
@@ -116,6 +142,9 @@ def main() -> None:
             for size in (3.0, 5.0):
                 _line(f"step of {size:g} sigma (20 rows)", [step_share(random.Random(f"step-{seed}"), args.rows, size)
                                                           for seed in range(args.seeds)], worst)
+    with_moves, without = paint_cost()
+    print(f"paint a fresh 48-line screen, 20 directed columns: {with_moves * 1e3:.1f} ms with move colours, "
+          f"{without * 1e3:.1f} ms without (anchor): {with_moves / without:.2f}x")
 
 
 def _line(name: str, got: list[tuple[float, float, float, float]],

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from itertools import pairwise
+from operator import sub
 from statistics import median
 
 #: values (the cell's and those just before it) that make a cell's current level
@@ -42,7 +42,7 @@ def noise(values: Sequence[float]) -> float:
     """One sigma of the row-to-row noise of ``values`` (finite, in order): from the median absolute difference
     between neighbours, or their mean where over half of them are 0 (a quantised column); 0 for a column that
     never moved."""
-    diffs = [abs(b - a) for a, b in pairwise(values)]
+    diffs = list(map(abs, map(sub, values[1:], values)))  # (|b - a| of each neighbour pair, at C speed)
     if not diffs:
         return 0.0
     mid = median(diffs)
@@ -63,7 +63,8 @@ def direction(better: str | None, value: float, before: Sequence[float]) -> int:
         return 0
     level = median(recent)
     move = median(short) - level
-    se = _MEDIAN_SE * noise(values) * math.sqrt(1 / len(short) + 1 / len(recent))
-    if move == 0 or abs(move) <= BEYOND * se or (value - level) * move <= 0:
+    if move == 0 or (value - level) * move <= 0:  # (before the noise: most cells of a still column end here)
+        return 0
+    if abs(move) <= BEYOND * _MEDIAN_SE * noise(values) * math.sqrt(1 / len(short) + 1 / len(recent)):
         return 0
     return 1 if (move > 0) == (better == "higher") else -1

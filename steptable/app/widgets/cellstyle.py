@@ -19,14 +19,10 @@ from rich.segment import Segment
 from rich.style import Style
 from textual.cache import LRUCache
 
+from steptable.app.widgets.moves import BEFORE, Moves
 from steptable.schemas.legend import ALERT_MARK
 from steptable.table import render
 from steptable.table.columns import Col
-from steptable.table.direction import RECENT, SHORT, direction
-from steptable.table.formatting import to_float
-
-#: the rows before a cell that its move is measured against
-BEFORE = SHORT - 1 + RECENT
 
 COMPONENT_CLASSES = frozenset({
     "grid--header",
@@ -77,32 +73,17 @@ def cell_styles(base: Style, style: Callable[[str], Style]) -> tuple[Style, ...]
     return (*kinds, *(k + column if i < alerts else k for i, k in enumerate(kinds)))
 
 
-def cell_kind(j: int, c: Col, text: str, values: Mapping[str, Any], before: Sequence[float] | None,
-              alert: str | None = None) -> int:
-    """Which of ``cell_styles``' first :data:`KINDS` cell ``j`` (column ``c``, showing ``text`` of ``values``)
-    takes; ``before``: the column's finite values in the rows before, oldest first, where the table colours moves
-    (None: it does not); ``alert``: the level ("W" / "E") of an alert the cell raised, if any."""
+def cell_kind(j: int, text: str, move: int = 0, alert: str | None = None) -> int:
+    """Which of ``cell_styles``' first :data:`KINDS` cell ``j`` (showing ``text``) takes; ``move``: which way its
+    column's level moved there (steptable.table.direction: +1 the better way, -1 the worse, 0 no move or no
+    direction); ``alert``: the level ("W" / "E") of an alert the cell raised, if any."""
     if alert is not None:
         return _ALERT_KIND.get(alert, ALERT_W)
     if j == 0:
         return PINNED
     if text.endswith(_NON_FINITE_ENDS) and text.strip() in _NON_FINITE:
         return NAN  # a logged NaN / inf (a key not logged is blank: nothing to colour)
-    if before is not None and c.better:
-        t = direction(c.better, to_float(values.get(c.key)), before)
-        return BETTER if t > 0 else WORSE if t < 0 else PLAIN
-    return PLAIN
-
-
-def finite_values(rows: Sequence[Mapping[str, Any]], key: str) -> list[float]:
-    """The finite values of ``key`` in ``rows``, in order (a fraction as its ratio): what a cell's move is measured
-    against."""
-    out = []
-    for r in rows:
-        v = to_float(r.get(key))
-        if v - v == 0:  # finite (nan - nan and inf - inf are nan)
-            out.append(v)
-    return out
+    return BETTER if move > 0 else WORSE if move < 0 else PLAIN
 
 
 def marked(text: str) -> tuple[str, bool]:
@@ -132,11 +113,13 @@ def alert_level(alerts: Mapping[str, str], c: Col) -> str | None:
 
 class CellPaint:
     """What one table's cells are painted from besides their own row: the alerts its run raised (step -> key ->
-    worst level) and the rows before a row (what a move is measured against), a few hundred of them kept."""
+    worst level), the rows before a row (what a move is measured against), a few hundred of them kept, and the
+    cells' moves."""
 
     def __init__(self) -> None:
         self.alerts: dict[int, dict[str, str]] = {}
         self._rows: LRUCache[int, Mapping[str, Any]] = LRUCache(4 * BEFORE)
+        self.moves = Moves()
 
     def add_alerts(self, alerts: Iterable[Any]) -> bool:
         """Take the cells ``alerts`` (steptable.alerts.rules.Alert) name (run-level ones name none); True when a
@@ -157,6 +140,7 @@ class CellPaint:
             self._rows.clear()
         else:
             self._rows.discard(i)
+        self.moves.forget(i)
 
     def _row(self, k: int, row_values: Callable[[int], Mapping[str, Any]]) -> Mapping[str, Any]:
         row = self._rows.get(k)
@@ -170,14 +154,13 @@ class CellPaint:
         a cell (cell index -> segment). ``styles``: ``cell_styles``; ``trend``: colour the moves of columns with a
         better direction."""
         values = self._row(i, row_values)
-        rows = [self._row(k, row_values) for k in range(max(0, i - BEFORE), i)] if trend else None
         alerts = self.alerts.get(step, {})
         segs: list[Segment] = []
         leads: dict[int, Segment] = {}
         for j, (c, text) in enumerate(zip(cols, render.cells(cols, values), strict=True)):
             level = ("E" if "E" in alerts.values() else "W") if j == 0 and alerts else alert_level(alerts, c)
-            before = finite_values(rows, c.key) if rows is not None and c.better and level is None else None
-            kind = cell_kind(j, c, text, values, before, level)
+            move = self.moves.move(c, i, lambda k: self._row(k, row_values)) if trend and c.better and j else 0
+            kind = cell_kind(j, text, move, level)
             style = styles[kind + KINDS if c.key == selected else kind]
             if level is not None:
                 text, lead = marked(text)
