@@ -42,37 +42,46 @@ class _Alert:
 
 
 def test_cell_kinds() -> None:
-    assert cell_kind(0, STEP, "    3", {"step": 3}, None) == PINNED
-    assert cell_kind(1, LOSS, "   NaN", {"loss": float("nan")}, None) == NAN
-    assert cell_kind(1, LOSS, "  -inf", {"loss": float("-inf")}, None) == NAN
-    assert cell_kind(1, LOSS, "      ", {}, None) == PLAIN  # not logged: blank, nothing to colour
-    assert cell_kind(1, NOTE, "   NaN", {"note": "NaN"}, None) == NAN  # (the text is what is shown)
+    assert cell_kind(0, "    3") == PINNED
+    assert cell_kind(1, "   NaN") == NAN and cell_kind(1, "  -inf") == NAN and cell_kind(1, "   inf") == NAN
+    assert cell_kind(1, "      ") == PLAIN  # not logged: blank, nothing to colour
+    assert cell_kind(1, "   .4", 1) == BETTER and cell_kind(1, "   .4", -1) == WORSE
+    assert cell_kind(1, "   NaN", -1) == NAN  # a logged NaN / inf first
     # an alert wins over everything else the cell is (a NaN that raised one, the step cell of its row)
-    assert cell_kind(1, LOSS, "   NaN", {"loss": float("nan")}, None, "E") == ALERT_E
-    assert cell_kind(1, LOSS, "   1.2", {"loss": 1.2}, [0.5] * 30, "W") == ALERT_W
-    assert cell_kind(0, STEP, "    3", {"step": 3}, None, "E") == ALERT_E
+    assert cell_kind(1, "   NaN", 0, "E") == ALERT_E
+    assert cell_kind(1, "   1.2", -1, "W") == ALERT_W
+    assert cell_kind(0, "    3", 0, "E") == ALERT_E
 
 
-def test_a_move_of_the_level_is_coloured_by_the_better_direction() -> None:
-    falling = [1.0 - 0.01 * i for i in range(40)]
-    assert cell_kind(1, LOSS, "    .6", {"loss": 0.6}, falling) == BETTER  # lower is better: better
-    rising = [0.5 + 0.01 * i for i in range(40)]
-    assert cell_kind(1, LOSS, "    .9", {"loss": 0.9}, rising) == WORSE
-    assert cell_kind(1, NOTE, "    .9", {"note": 0.9}, rising) == PLAIN  # no direction: never coloured
-    assert cell_kind(1, LOSS, "    .9", {"loss": 0.9}, None) == PLAIN  # the table does not colour moves
+def _kinds(col: Col, series: list[float], first: int = 60, trend: bool = True) -> list[int]:
+    """The kind of each cell of ``col`` from row ``first`` on, painted as the table paints them."""
+    paint = CellPaint()
+    cols = (STEP, col)
+    rows = [{"step": i, col.key: v} for i, v in enumerate(series)]
+    styles = tuple(Style(color=f"color({k})") for k in range(2 * KINDS))
+    out = []
+    for i in range(first, len(series)):
+        segs, _ = paint.cells(i, i, cols, rows.__getitem__, styles, None, trend)
+        out.append(styles.index(segs[1].style))
+    return out
 
 
 def test_a_noisy_stationary_column_is_almost_never_coloured_a_trend_is() -> None:
-    """What the previous-row rule coloured nearly every cell of (any change), the level rule leaves alone."""
+    """What the previous-row rule coloured nearly every cell of (any change), the level rule leaves alone; a
+    steady trend is coloured by the column's better direction."""
     rnd = random.Random(7)
     noisy = [0.3 + rnd.gauss(0, 0.05) for _ in range(2000)]
-    kinds = [cell_kind(1, LOSS, "", {"loss": noisy[i]}, noisy[:i]) for i in range(60, 2000)]
+    kinds = _kinds(LOSS, noisy)
     assert sum(k != PLAIN for k in kinds) / len(kinds) < 0.01
     prev_rule = [render.trend(LOSS, noisy[i], noisy[i - 1]) for i in range(60, 2000)]
     assert sum(t != 0 for t in prev_rule) / len(prev_rule) > 0.99
     trend = [1.0 - 0.01 * i + rnd.gauss(0, 0.05) for i in range(300)]  # a loss falling 0.2 sigma a row
-    kinds = [cell_kind(1, LOSS, "", {"loss": trend[i]}, trend[:i]) for i in range(60, 300)]
+    kinds = _kinds(LOSS, trend)
     assert sum(k == BETTER for k in kinds) / len(kinds) > 0.9 and WORSE not in kinds
+    rising = _kinds(Col("loss", 6, "loss", better="higher"), trend)
+    assert sum(k == WORSE for k in rising) / len(rising) > 0.9  # the same numbers, the other direction
+    assert set(_kinds(NOTE, trend)) == {PLAIN}  # no direction: never coloured
+    assert set(_kinds(LOSS, trend, trend=False)) == {PLAIN}  # a table that does not colour moves
 
 
 def test_cell_styles_are_the_kinds_then_the_same_on_the_lit_column() -> None:
