@@ -42,7 +42,7 @@ def noise(values: Sequence[float]) -> float:
     """One sigma of the row-to-row noise of ``values`` (finite, in order): from the median absolute difference
     between neighbours, or their mean where over half of them are 0 (a quantised column); 0 for a column that
     never moved."""
-    diffs = list(map(abs, map(sub, values[1:], values)))  # (|b - a| of each neighbour pair, at C speed)
+    diffs: list[float] = list(map(abs, map(sub, values[1:], values)))  # (|b - a| of neighbours, at C speed)
     if not diffs:
         return 0.0
     mid = median(diffs)
