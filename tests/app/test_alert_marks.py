@@ -93,3 +93,28 @@ async def test_the_legend_pane_and_the_help_name_every_mark_and_colour(tmp_path:
             assert mark in legend and meaning[:30] in legend, mark  # (the meaning wraps in the pane)
         for glyph in ("↑ ↓", "? after a header", ALERT_MARK, "green", "bold red"):
             assert glyph in help_text and glyph in legend, glyph
+
+
+def _luminance(c: object) -> float:
+    r, g, b = (v / 255 for v in c.triplet)  # type: ignore[attr-defined]
+    lin = [v / 12.92 if v <= 0.03928 else ((v + 0.055) / 1.055) ** 2.4 for v in (r, g, b)]
+    return 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
+
+
+async def test_alert_cells_read_in_every_theme(tmp_path: Path) -> None:
+    """In each of steptable's themes an alert cell's tint differs from the table's background and from the other
+    level's, its text is readable on it (contrast >= 3:1), and it is bold (a cue without colour)."""
+    app, follower, _ = manual_app(_spiked_run(tmp_path))
+    async with app.run_test(size=SIZE) as pilot:
+        await sync(pilot, follower)
+        grid = app.query_one(StepGrid)
+        for theme in ("dark", "light", "high-contrast"):
+            app.theme = theme
+            await pilot.pause()
+            styles = grid._styles()
+            plain, warn, err = styles[0], styles[ALERT_W], styles[ALERT_E]
+            assert warn.bgcolor != plain.bgcolor and err.bgcolor != plain.bgcolor and warn.bgcolor != err.bgcolor
+            for s in (warn, err):
+                assert s.bold and s.color is not None and s.bgcolor is not None, theme
+                hi, lo = sorted((_luminance(s.color), _luminance(s.bgcolor)), reverse=True)
+                assert (hi + 0.05) / (lo + 0.05) >= 3, (theme, s)
