@@ -4,6 +4,7 @@ resize and column-cursor move, and the cells below a cell read the same values a
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -13,13 +14,16 @@ from steptable.table.formatting import to_float
 
 #: the rows before a cell that its move is measured against
 BEFORE = SHORT - 1 + RECENT
+#: rows a block of a column's values holds (a window spans at most two)
+BLOCK = 256
 #: values and moves kept before all are dropped (a scroll through a long run would keep every cell it passed)
 LIMIT = 200_000
 
 
 class Moves:
     def __init__(self) -> None:
-        self._values: dict[str, dict[int, float]] = {}  # key -> row -> its value as a float (nan: none)
+        # key -> block of rows -> their values as floats (nan: none; None: not read yet)
+        self._values: dict[str, dict[int, list[float | None]]] = {}
         self._moves: dict[tuple[str, int], int] = {}
         self._size = 0
 
@@ -32,8 +36,30 @@ class Moves:
             self._size = 0
             return
         for key, col in self._values.items():
-            col.pop(i, None)
+            block = col.get(i // BLOCK)
+            if block is not None:
+                block[i % BLOCK] = None
             self._moves.pop((key, i), None)
+
+    def _read(self, col: dict[int, list[float | None]], key: str, lo: int, hi: int,
+              row: Callable[[int], Mapping[str, Any]]) -> list[float]:
+        """The values of rows ``lo..hi`` (inclusive) of ``key``, read from ``row`` where not yet kept."""
+        out: list[float] = []
+        for b in range(lo // BLOCK, hi // BLOCK + 1):
+            block = col.get(b)
+            if block is None:
+                block = col[b] = [None] * BLOCK
+                self._size += BLOCK
+            base = b * BLOCK
+            start, stop = max(lo - base, 0), min(hi - base, BLOCK - 1) + 1
+            part = block[start:stop]
+            if None in part:
+                for k in range(start, stop):
+                    if block[k] is None:
+                        block[k] = to_float(row(base + k).get(key))
+                part = block[start:stop]
+            out += part  # type: ignore[arg-type]  # (no None left in it)
+        return out
 
     def move(self, c: Col, i: int, row: Callable[[int], Mapping[str, Any]]) -> int:
         """+1 / -1 / 0: how row ``i``'s cell of column ``c`` (which has a better direction) moved; ``row``: a row's
@@ -43,12 +69,8 @@ class Moves:
             return hit
         if self._size > LIMIT:
             self.forget()
-        col = self._values.setdefault(c.key, {})
-        lo = max(0, i - BEFORE)
-        for k in [k for k in range(lo, i + 1) if k not in col]:
-            col[k] = to_float(row(k).get(c.key))
-            self._size += 1
-        before = [v for v in map(col.__getitem__, range(lo, i)) if v - v == 0]  # finite (nan - nan is nan)
-        out = self._moves[(c.key, i)] = direction(c.better, col[i], before)
+        values = self._read(self._values.setdefault(c.key, {}), c.key, max(0, i - BEFORE), i, row)
+        before = list(filter(math.isfinite, values[:-1]))
+        out = self._moves[(c.key, i)] = direction(c.better, values[-1], before)
         self._size += 1
         return out

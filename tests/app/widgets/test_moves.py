@@ -33,7 +33,7 @@ def test_moves_are_kept_and_worked_out_again_when_their_row_changes(monkeypatch:
     assert len(reads) > 50
     monkeypatch.setattr(moves_module, "LIMIT", 10)
     m.move(UP, 78, row)
-    assert m._size < 80  # past the limit, what was kept went
+    assert list(m._moves) == [("acc", 78)]  # past the limit, what was kept went
 
 
 def test_rows_without_a_value_are_left_out() -> None:
