@@ -13,9 +13,11 @@ losses) almost never does. Against the previous row alone, every other cell of a
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from bisect import bisect_left, insort
+from collections import deque
+from collections.abc import Callable, Sequence
+from itertools import islice
 from operator import sub
-from statistics import median
 
 #: values (the cell's and those just before it) that make a cell's current level
 SHORT = 9
@@ -38,33 +40,99 @@ RULE = (f"the median of the cell and the {SHORT - 1} values before it moved from
         f"that level too")
 
 
+#: the values before a cell that its move is measured against
+BEFORE = SHORT - 1 + RECENT
+
+
+def _mid(ordered: Sequence[float]) -> float:
+    """The median of ``ordered`` (sorted, not empty), as ``statistics.median`` gives it."""
+    n = len(ordered)
+    return ordered[n // 2] if n % 2 else (ordered[n // 2 - 1] + ordered[n // 2]) / 2
+
+
+def _noise_of(diffs: Sequence[float]) -> float:
+    """``noise`` from the absolute neighbour differences, sorted."""
+    if not diffs:
+        return 0.0
+    mid = _mid(diffs)
+    return mid / _DIFF_MEDIAN if mid > 0 else sum(diffs) / len(diffs) / _DIFF_MEAN
+
+
 def noise(values: Sequence[float]) -> float:
     """One sigma of the row-to-row noise of ``values`` (finite, in order): from the median absolute difference
     between neighbours, or their mean where over half of them are 0 (a quantised column); 0 for a column that
     never moved."""
-    diffs: list[float] = list(map(abs, map(sub, values[1:], values)))  # (|b - a| of neighbours, at C speed)
-    if not diffs:
-        return 0.0
-    mid = median(diffs)
-    return mid / _DIFF_MEDIAN if mid > 0 else sum(diffs) / len(diffs) / _DIFF_MEAN
+    return _noise_of(sorted(map(abs, map(sub, values[1:], values))))  # (|b - a| of neighbours, at C speed)
+
+
+def _verdict(better: str, value: float, recent: Sequence[float], short: Sequence[float],
+             diffs: Callable[[], Sequence[float]]) -> int:
+    """The move of ``value`` given its recent and current levels' values, both sorted, and (asked only where the
+    levels differ) the sorted neighbour differences of all of them."""
+    if len(recent) < MIN_RECENT:
+        return 0
+    level = _mid(recent)
+    move = _mid(short) - level
+    if move == 0 or (value - level) * move <= 0:  # (before the noise: most cells of a still column end here)
+        return 0
+    if abs(move) <= BEYOND * _MEDIAN_SE * _noise_of(diffs()) * math.sqrt(1 / len(short) + 1 / len(recent)):
+        return 0
+    return 1 if (move > 0) == (better == "higher") else -1
 
 
 def direction(better: str | None, value: float, before: Sequence[float]) -> int:
     """+1 where the column's level moved the ``better`` way ("higher" / "lower") at ``value``, -1 where it moved
     the other way, 0 otherwise: no direction, a non-finite value, fewer than :data:`MIN_RECENT` values for the recent
     level, a move within the noise, or the cell itself not past the recent level in the move's direction.
-    ``before``: the finite values logged before this cell, oldest first (only the last ``SHORT - 1 + RECENT`` are
-    read). A column that never moved (noise 0) counts any change of level as a move."""
+    ``before``: the finite values logged before this cell, oldest first (only the last :data:`BEFORE` are read).
+    A column that never moved (noise 0) counts any change of level as a move."""
     if better not in ("higher", "lower") or not math.isfinite(value):
         return 0
-    values = [*before[-(SHORT - 1 + RECENT):], value]
-    short, recent = values[-SHORT:], values[:-SHORT]
-    if len(recent) < MIN_RECENT:
-        return 0
-    level = median(recent)
-    move = median(short) - level
-    if move == 0 or (value - level) * move <= 0:  # (before the noise: most cells of a still column end here)
-        return 0
-    if abs(move) <= BEYOND * _MEDIAN_SE * noise(values) * math.sqrt(1 / len(short) + 1 / len(recent)):
-        return 0
-    return 1 if (move > 0) == (better == "higher") else -1
+    values = [*before[-BEFORE:], value]
+    return _verdict(better, value, sorted(values[:-SHORT]), sorted(values[-SHORT:]),
+                    lambda: sorted(map(abs, map(sub, values[1:], values))))
+
+
+def directions(better: str | None, values: Sequence[float], first: int) -> list[int]:
+    """``direction`` of each of ``values[first:]`` (a column's values in row order, non-finite ones included) against
+    the finite ones among the :data:`BEFORE` rows before it, in one pass: the windows slide, kept sorted, instead of
+    being sorted again for every cell."""
+    if better not in ("higher", "lower"):
+        return [0] * max(len(values) - first, 0)
+    k = SHORT - 1
+    window: deque[float] = deque()  # the finite values of the rows before the cell (at most BEFORE rows back)
+    rows: deque[int] = deque()
+    recent: list[float] = []  # window[:-k], sorted
+    diffs: list[float] = []  # |b - a| of the window's neighbours, sorted
+    out: list[int] = []
+    for i in range(max(0, first - BEFORE), len(values)):
+        while rows and rows[0] < i - BEFORE:  # out of the window
+            gone = window.popleft()
+            rows.popleft()
+            if window:
+                del diffs[bisect_left(diffs, abs(window[0] - gone))]
+            if len(window) >= k:  # (it was in the recent part)
+                del recent[bisect_left(recent, gone)]
+        v = values[i]
+        if i >= first:
+            if not math.isfinite(v):
+                out.append(0)
+            else:
+                n = len(window)
+                short = sorted([*islice(window, max(n - k, 0), n), v])
+
+                def all_diffs(n: int = n, v: float = v) -> list[float]:
+                    if not n:
+                        return diffs
+                    extra = abs(v - window[-1])
+                    return [*diffs[: (j := bisect_left(diffs, extra))], extra, *diffs[j:]]
+
+                out.append(_verdict(better, v, recent, short, all_diffs))
+        if math.isfinite(v):
+            if window:
+                insort(diffs, abs(v - window[-1]))
+            window.append(v)
+            rows.append(i)
+            if len(window) > k:
+                insort(recent, window[-k - 1])
+    return out

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import math
 import random
 
-from steptable.table.direction import MIN_RECENT, direction, noise
+from steptable.table.direction import BEFORE, MIN_RECENT, direction, directions, noise
 
 
 def test_noise_is_one_sigma_of_gaussian_noise_and_of_a_quantised_column() -> None:
@@ -39,3 +40,31 @@ def test_no_colour_without_a_direction_a_finite_value_or_enough_values() -> None
     assert direction("higher", 100.0, ramp[: MIN_RECENT + 7]) == 0  # too few before the current level
     assert direction("higher", 100.0, ramp[: MIN_RECENT + 8]) == 1
     assert direction("higher", 5.0, [5.0] * 30) == 0  # nothing moved
+
+
+def _one_by_one(better: str, values: list[float], first: int) -> list[int]:
+    return [direction(better, values[i], [v for v in values[max(0, i - BEFORE):i] if math.isfinite(v)])
+            for i in range(first, len(values))]
+
+
+def test_the_one_pass_gives_what_each_cell_alone_gives() -> None:
+    """``directions`` (sliding sorted windows) and ``direction`` cell by cell agree exactly: on noise, trends,
+    steps, a quantised column, a constant one, with NaN / inf / gaps anywhere, from any first row."""
+    rnd = random.Random(5)
+    for case in range(60):
+        n = rnd.choice([5, 30, 70, 200])
+        kind = case % 5
+        values = [
+            [rnd.gauss(0, 1) for _ in range(n)],
+            [0.05 * i + rnd.gauss(0, 1) for i in range(n)],
+            [float(rnd.random() < 0.1) for _ in range(n)],
+            [3.0] * n,
+            [(5.0 if i > n // 2 else 0.0) + rnd.gauss(0, 1) for i in range(n)],
+        ][kind]
+        for i in range(n):
+            if rnd.random() < 0.15:
+                values[i] = rnd.choice([math.nan, math.inf, -math.inf])
+        first = rnd.randrange(n)
+        for better in ("higher", "lower"):
+            assert directions(better, values, first) == _one_by_one(better, values, first), (case, first)
+    assert directions(None, [1.0, 2.0, 3.0], 1) == [0, 0]

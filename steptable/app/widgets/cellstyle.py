@@ -19,10 +19,11 @@ from rich.segment import Segment
 from rich.style import Style
 from textual.cache import LRUCache
 
-from steptable.app.widgets.moves import BEFORE, Moves
+from steptable.app.widgets.moves import Moves
 from steptable.schemas.legend import ALERT_MARK
 from steptable.table import render
 from steptable.table.columns import Col
+from steptable.table.direction import BEFORE
 
 COMPONENT_CLASSES = frozenset({
     "grid--header",

@@ -1,19 +1,19 @@
 """Moves: which way each cell of a table's directed columns moved (steptable.table.direction), worked out once a
 cell and kept, with the column values it was worked out from: a line is drawn again on every sideways scroll,
-resize and column-cursor move, and the cells below a cell read the same values again."""
+resize and column-cursor move, and the cells below a cell read the same values again. A cell not worked out yet
+is worked out with the :data:`AHEAD` - 1 below it, in one pass (``directions``): a new screen asks for them next."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from steptable.table.columns import Col
-from steptable.table.direction import RECENT, SHORT, direction
+from steptable.table.direction import BEFORE, directions
 from steptable.table.formatting import to_float
 
-#: the rows before a cell that its move is measured against
-BEFORE = SHORT - 1 + RECENT
+#: cells of a column worked out together (as far as the table goes)
+AHEAD = 64
 #: rows a block of a column's values holds (a window spans at most two)
 BLOCK = 256
 #: values and moves kept before all are dropped (a scroll through a long run would keep every cell it passed)
@@ -43,7 +43,8 @@ class Moves:
 
     def _read(self, col: dict[int, list[float | None]], key: str, lo: int, hi: int,
               row: Callable[[int], Mapping[str, Any]]) -> list[float]:
-        """The values of rows ``lo..hi`` (inclusive) of ``key``, read from ``row`` where not yet kept."""
+        """The values of rows ``lo..hi`` (inclusive) of ``key``, read from ``row`` where not yet kept; fewer where
+        the table ends first (``row`` raises IndexError past its last row)."""
         out: list[float] = []
         for b in range(lo // BLOCK, hi // BLOCK + 1):
             block = col.get(b)
@@ -56,9 +57,13 @@ class Moves:
             if None in part:
                 for k in range(start, stop):
                     if block[k] is None:
-                        block[k] = to_float(row(base + k).get(key))
+                        try:
+                            block[k] = to_float(row(base + k).get(key))
+                        except IndexError:  # the end of the table
+                            out += block[start:k]  # type: ignore[arg-type]  # (no None left in it)
+                            return out
                 part = block[start:stop]
-            out += part  # type: ignore[arg-type]  # (no None left in it)
+            out += part  # type: ignore[arg-type]
         return out
 
     def move(self, c: Col, i: int, row: Callable[[int], Mapping[str, Any]]) -> int:
@@ -69,8 +74,10 @@ class Moves:
             return hit
         if self._size > LIMIT:
             self.forget()
-        values = self._read(self._values.setdefault(c.key, {}), c.key, max(0, i - BEFORE), i, row)
-        before = list(filter(math.isfinite, values[:-1]))
-        out = self._moves[(c.key, i)] = direction(c.better, values[-1], before)
-        self._size += 1
-        return out
+        lo = max(0, i - BEFORE)
+        values = self._read(self._values.setdefault(c.key, {}), c.key, lo, i + AHEAD - 1, row)
+        found = directions(c.better, values, i - lo)
+        for k, d in enumerate(found):
+            self._moves[(c.key, i + k)] = d
+        self._size += len(found)
+        return found[0] if found else 0
