@@ -8,6 +8,8 @@ The noise is measured from the differences between consecutive values (their med
 one sigma of Gaussian noise), not from the spread around the level, so that a steady trend, whose values spread
 widely but move little from one row to the next, reads as a move, and a noisy stationary column (RL rewards,
 losses) almost never does. Against the previous row alone, every other cell of a noisy column flips colour.
+
+``direction`` answers for one cell; ``directions`` for a run of a column's cells in one pass, the same answers.
 """
 
 from __future__ import annotations
@@ -58,11 +60,16 @@ def _noise_of(diffs: Sequence[float]) -> float:
     return mid / _DIFF_MEDIAN if mid > 0 else sum(diffs) / len(diffs) / _DIFF_MEAN
 
 
+def _diffs(values: Sequence[float]) -> list[float]:
+    """|b - a| of each pair of neighbours in ``values``, sorted (at C speed)."""
+    return sorted(map(abs, map(sub, values[1:], values)))
+
+
 def noise(values: Sequence[float]) -> float:
     """One sigma of the row-to-row noise of ``values`` (finite, in order): from the median absolute difference
     between neighbours, or their mean where over half of them are 0 (a quantised column); 0 for a column that
     never moved."""
-    return _noise_of(sorted(map(abs, map(sub, values[1:], values))))  # (|b - a| of neighbours, at C speed)
+    return _noise_of(_diffs(values))
 
 
 def _verdict(better: str, value: float, recent: Sequence[float], short: Sequence[float],
@@ -89,8 +96,7 @@ def direction(better: str | None, value: float, before: Sequence[float]) -> int:
     if better not in ("higher", "lower") or not math.isfinite(value):
         return 0
     values = [*before[-BEFORE:], value]
-    return _verdict(better, value, sorted(values[:-SHORT]), sorted(values[-SHORT:]),
-                    lambda: sorted(map(abs, map(sub, values[1:], values))))
+    return _verdict(better, value, sorted(values[:-SHORT]), sorted(values[-SHORT:]), lambda: _diffs(values))
 
 
 def directions(better: str | None, values: Sequence[float], first: int) -> list[int]:
