@@ -63,6 +63,7 @@ PLAIN, PINNED, NAN, BETTER, WORSE, ALERT_W, ALERT_E = range(7)
 KINDS = 7
 _ALERT_KIND = {"W": ALERT_W, "E": ALERT_E}
 
+
 def cell_styles(base: Style, style: Callable[[str], Style]) -> tuple[Style, ...]:
     """The cell styles over ``base`` (``style``: a component class's full style): plain, pinned, nan, better, worse,
     warning alert, error alert, then the same seven on the lit column."""
