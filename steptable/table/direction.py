@@ -36,11 +36,12 @@ _DIFF_MEAN = 1.1284
 #: the standard error of a median of n Gaussian values is this / sqrt(n) sigmas
 _MEDIAN_SE = 1.2533
 
-#: the rule in words, for the legend and the help screen
-RULE = (f"the median of the cell and the {SHORT - 1} values before it moved from the median of the {RECENT} values "
-        f"before those, beyond {BEYOND:g} standard errors of the column's row-to-row noise, and the cell is past "
+#: the rule in words, for the legend and the help screen (the table reads the values of the BEFORE rows before a
+#: cell: a column logged every row has RECENT values for its recent level, a sparse one fewer)
+RULE = (f"the median of the cell and the {SHORT - 1} values before it moved from the median of the values before "
+        f"those in the last {SHORT - 1 + RECENT} rows ({RECENT} where the column is logged every row, at least "
+        f"{MIN_RECENT}), beyond {BEYOND:g} standard errors of the column's row-to-row noise, and the cell is past "
         f"that level too")
-
 
 #: the values before a cell that its move is measured against
 BEFORE = SHORT - 1 + RECENT

@@ -62,4 +62,4 @@ def test_legend_explains_every_mark_and_colour(tmp_path: Path, capsys: pytest.Ca
         for mark in ("↑ ↓ after a header", "? after a header", "? as a header", "blank cell", "NaN inf -inf",
                      "err", "…", "!", "green", "bold red", "red NaN / inf", "accent", "tinted column"):
             assert any(line.startswith(f" {mark}") for line in lines), mark
-        assert "colours in watch:" in lines and "median of the 50 values" in out
+        assert "colours in watch:" in lines and "median of the values before those in the last 58 rows" in out

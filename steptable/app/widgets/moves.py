@@ -1,7 +1,9 @@
 """Moves: which way each cell of a table's directed columns moved (steptable.table.direction), worked out once a
 cell and kept, with the column values it was worked out from: a line is drawn again on every sideways scroll,
 resize and column-cursor move, and the cells below a cell read the same values again. A cell not worked out yet
-is worked out with the :data:`AHEAD` - 1 below it, in one pass (``directions``): a new screen asks for them next."""
+is worked out with the :data:`AHEAD` - 1 below it, in one pass (``directions``): a new screen asks for them next.
+A cell's move is measured against the values of the ``BEFORE`` rows before it: a column logged every few rows (an
+evaluation) has fewer, and one with fewer than ``MIN_RECENT`` for its recent level is not coloured."""
 
 from __future__ import annotations
 
