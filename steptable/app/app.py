@@ -187,6 +187,7 @@ class StepTableApp(App[int]):
 
     def on_alerts_found(self, message: AlertsFound) -> None:
         self.session.add_alerts(message.run, message.alerts, message.closed)
+        self.tables.mark_alerts(message.run, message.alerts)
         self._refresh_status()
 
     def on_feed_problem(self, message: FeedProblem) -> None:
@@ -207,6 +208,7 @@ class StepTableApp(App[int]):
                 self._new_panels = True
                 self.main.query_one("#no-runs").display = False
                 arms.mount(panel)
+                self.tables.mark_alerts(rid)  # (alerts found before its table was made)
                 relayout = True
                 if len(self.panels) == 1:
                     self.call_after_refresh(panel.grid.focus)

@@ -3,7 +3,7 @@ p pins) lit in every table that has it, and the actions that go to every shown t
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 from textual.screen import Screen
@@ -99,6 +99,18 @@ class Tables:
         grids = self.grids()
         if grids and not any(c.key == self.app.session.selected for g in grids for c in g.cols):
             self._take_lit(self._in_front() or grids[0])
+
+    # ---------------------------------------------------------------------------------------------- alert marks
+
+    def mark_alerts(self, rid: str, alerts: Iterable[Any] | None = None) -> None:
+        """Run ``rid``'s table marks the cells ``alerts`` name (steptable.alerts.rules.Alert, or the session's
+        events); None: every alert of the run the session holds (a table made after its alerts were found)."""
+        panel = self.app.panels.get(rid)
+        if panel is None:  # (its table is made later: it takes them from the session then)
+            return
+        if alerts is None:
+            alerts = [e for e in self.app.session.log.alerts if e.run == rid and e.step is not None]
+        panel.grid.mark_alerts(list(alerts))
 
     # ---------------------------------------------------------------------------------------------- actions
 

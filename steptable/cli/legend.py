@@ -57,7 +57,9 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
             return 2
         if not args.schema:  # say what this is: a run's own columns need its path
             text = "(no path: the routing schema's columns; steptable legend PATH shows a run's own)\n" + text
-    out.write(text.rstrip("\n") + "\n")
+    from steptable.schemas.legend import marks_text
+
+    out.write(text.rstrip("\n") + "\n\n" + marks_text() + "\n")
     for p in missing:  # a legend of some of the paths given must not pass for one of all
         err.write(f"steptable legend: no such path: {sanitize(p)}\n")
     return 2 if missing else 0

@@ -8,8 +8,45 @@ from typing import Any, cast
 from steptable.schemas.arrange import hidden_keys, layout
 from steptable.schemas.base import RunView, Schema
 from steptable.schemas.registry import by_schema
-from steptable.table import render
+from steptable.table import direction, render
 from steptable.table.formatting import display_width, pad, sanitize
+
+#: the mark of a cell that raised an alert in ``watch`` (ASCII: any terminal writes it, and it stays under NO_COLOR)
+ALERT_MARK = "!"
+
+#: what a mark in a header or a cell means, in every view: (mark, meaning)
+MARKS: tuple[tuple[str, str], ...] = (
+    ("↑ ↓ after a header", "the good direction of the metric, as the schema's header marks it (routing's rew_s↑, "
+                           "lp_s↓); watch colours a column by the direction its legend line declares "
+                           "(\"higher/lower is better\"), where it has one"),
+    ("? after a header", "the column to watch first (routing's hack_s?)"),
+    ("? as a header", "a key with no printable character"),
+    ("blank cell", "not logged at this step"),
+    ("NaN inf -inf", "logged, but not a finite number"),
+    ("err (? if narrow)", "a value that could not be written as text"),
+    ("…", "text cut to the column's width"),
+    (ALERT_MARK, "watch: this cell raised an alert (the alert lines of tail and the e list say which)"),
+)
+
+#: the colours of a watch table: (colour, rule)
+COLOURS: tuple[tuple[str, str], ...] = (
+    (f"{ALERT_MARK} + red / orange tint", "the cell raised an error / a warning; its row's step carries it too"),
+    ("green", f"better: {direction.RULE}; only a column whose legend line says higher/lower is better"),
+    ("bold red", "worse: the same rule, the other way"),
+    ("red NaN / inf", "a logged non-finite value"),
+    ("accent", "the step column"),
+    ("tinted column", "the lit column (the chart's; p pins it)"),
+)
+
+
+def marks_text(indent: int = 1) -> str:
+    """Every mark and colour rule, one per line, under two titles (``steptable legend``'s last part)."""
+    parts: list[str] = []
+    for title, lines in (("marks:", MARKS), ("colours in watch:", COLOURS)):
+        w = max(display_width(k) for k, _ in lines)
+        parts.append(title)
+        parts += [f"{' ' * indent}{pad(k, w, 'left')}  {v}" for k, v in lines]
+    return "\n".join(parts)
 
 
 def _runs(target: Any) -> list[RunView] | None:

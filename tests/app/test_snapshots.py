@@ -76,3 +76,14 @@ def test_generations_hostile_text(snap_compare: Any, tmp_path: Path) -> None:
         await pilot.press("left")  # step 10: the hostile completion
 
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
+def test_alert_marked_cell(snap_compare: Any, tmp_path: Path) -> None:
+    """A 12x grad-norm cell: ! and the alert's colour on it and on its row's step."""
+    from tests.app.helpers import row, write_rows
+
+    rows = [row(0, s) for s in range(40)]
+    rows[30]["gn"] = 12.0
+    write_rows(tmp_path / "solo" / "metrics.jsonl", rows)
+    app, loaded = _app(tmp_path)
+    assert snap_compare(app, terminal_size=SIZE, run_before=loaded)

@@ -23,7 +23,8 @@ def test_legend_of_a_directory_of_several_trainers_has_one_legend_each(
     heads = [line for line in out.splitlines() if line.endswith(":") and " columns" in line]
     assert [h.split()[0] for h in heads] == ["verl", "tinker", "generic"], heads
     assert "a_verl/grpo.jsonl" in heads[0] and "c_plain/run.jsonl" in heads[2]
-    verl, tinker, plain = out.split("\n\n")
+    verl, tinker, plain, marks = out.split("\n\n")
+    assert marks.startswith("marks:")  # what the marks and colours mean: once, after the legends
     assert "mfu" in verl and "mfu" not in tinker  # verl's own column, in its own legend only
     assert "my_metric" in plain and "my_metric" not in verl
     # one trainer's runs: one legend, with the title of a single legend
@@ -36,7 +37,7 @@ def test_legend_gives_each_unrelated_generic_log_its_own(
 ) -> None:
     rc, out, _ = run_cli(["legend", str(lightning_sb3)], capsys)
     assert rc == 0
-    light, sb3 = out.split("\n\n")
+    light, sb3, _ = out.split("\n\n")
     assert "metrics.csv" in light.splitlines()[0] and "val_loss" in light and "ep_rew_mean" not in light
     assert "progress.csv" in sb3.splitlines()[0] and "ep_rew_mean" in sb3 and "val_loss" not in sb3
 
@@ -48,3 +49,17 @@ def test_legend_of_a_run_and_of_a_schema_by_name(demo_dir: Path, capsys: pytest.
     assert rc == 0 and "auroc" in out
     rc, _, err = run_cli(["legend", "--schema", "nope"], capsys)
     assert rc == 2 and "unknown schema" in err
+
+
+def test_legend_explains_every_mark_and_colour(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The header marks (routing's rew_s↑, lp_s↓, hack_s?), the cell texts (blank, NaN, err, …), watch's alert mark
+    and every colour rule of watch's tables, each on a line of its own, with a path and without one."""
+    write_rows(tmp_path / "run.jsonl", [{"step": i, "loss": 0.5 + i} for i in range(5)])
+    for args in (["legend", str(tmp_path)], ["legend"]):
+        rc, out, _ = run_cli(args, capsys)
+        assert rc == 0
+        lines = out.splitlines()
+        for mark in ("↑ ↓ after a header", "? after a header", "? as a header", "blank cell", "NaN inf -inf",
+                     "err", "…", "!", "green", "bold red", "red NaN / inf", "accent", "tinted column"):
+            assert any(line.startswith(f" {mark}") for line in lines), mark
+        assert "colours in watch:" in lines and "median of the values before those in the last 58 rows" in out

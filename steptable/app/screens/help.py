@@ -1,5 +1,5 @@
 """``?`` / F1: every key of the tables' screen, one line each (the footer has room for some of them, and e, f, 0-9
-are not in it at all)."""
+are not in it at all), then what each mark and colour of the tables means."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from steptable.app.widgets.keys import KeyBar
+from steptable.schemas.legend import marks_text
 from steptable.table.formatting import display_width
 
 Display = Callable[[Binding], str]
@@ -59,8 +60,10 @@ class HelpScreen(ModalScreen[None]):
         self.lines = list(lines)
 
     def text(self) -> str:
+        """The keys, one per line, then what each mark and colour of the tables means (``steptable legend``'s)."""
         kw = max((display_width(k) for k, _ in self.lines), default=0)
-        return "\n".join(k + " " * (kw - display_width(k)) + "  " + what for k, what in self.lines)
+        keys = "\n".join(k + " " * (kw - display_width(k)) + "  " + what for k, what in self.lines)
+        return keys + "\n\n" + marks_text(indent=0)
 
     def compose(self) -> ComposeResult:
         box = VerticalScroll(Static(self.text(), markup=False))

@@ -21,7 +21,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from steptable.app.model import Store, change_mark
-from steptable.app.widgets.cellstyle import CELL_CSS, COMPONENT_CLASSES, KINDS, cell_kind, cell_styles
+from steptable.app.widgets.cellstyle import CELL_CSS, COMPONENT_CLASSES, CellPaint, cell_styles
 from steptable.app.widgets.lines import join_line, visible_columns
 from steptable.table import render
 from steptable.table.columns import Col
@@ -107,6 +107,7 @@ class StepGrid(ScrollView, can_focus=True):
         self._rest_ends: list[int] = []
         self._base_style: Style | None = None
         self._cell_styles: tuple[Style, ...] | None = None
+        self.paint = CellPaint()  # the run's alerts, and the rows before a row (moves are measured against them)
         # finished lines by (row or None for the header, scroll_x, width); cleared on any change
         self._cache: LRUCache[tuple[int | None, int, int], Strip] = LRUCache(1024)
 
@@ -137,7 +138,7 @@ class StepGrid(ScrollView, can_focus=True):
     def set_rows(self, store: Store | None, rows: int) -> None:
         """Show the first ``rows`` rows of ``store`` (a snapshot length: rows being appended stay unseen).
 
-        Rows only appended keep their drawn lines (a line depends on its row and the row before); the last old row
+        Rows only appended keep their drawn lines (a line depends on its row and the rows before); the last old row
         is drawn again, since a writer may have merged more keys into it. Anything else redraws everything."""
         mark = self._mark(store, rows)
         appended = store is not None and store is self.store and rows >= self.rows and mark[0] == self._marks[0]
@@ -149,6 +150,9 @@ class StepGrid(ScrollView, can_focus=True):
         if appended and self.rows:
             for key in [k for k in self._cache.keys() if k[0] == self.rows - 1]:
                 self._cache.discard(key)
+            self.paint.forget_rows(self.rows - 1)
+        if store is not self.store and self.store is not None:
+            self.paint = CellPaint()  # (another run's alerts)
         self.store = store
         self._marks = mark
         self.rows = rows if store is not None else 0
@@ -174,14 +178,22 @@ class StepGrid(ScrollView, can_focus=True):
             self._reveal_selected()
 
     def mark_found(self, cell: tuple[int, str] | None) -> None:
+        """Light the cell a search found (row, column key); None: none."""
         if cell != self.found:
             self.found = cell
+            self._cache.clear()
+            self.refresh()
+
+    def mark_alerts(self, alerts: Sequence[Any]) -> None:
+        """Mark the cells ``alerts`` (steptable.alerts.rules.Alert of this table's run) name."""
+        if self.paint.add_alerts(alerts):
             self._cache.clear()
             self.refresh()
 
     def _invalidate(self, keep_lines: bool = False) -> None:
         if not keep_lines:
             self._cache.clear()
+            self.paint.forget_rows()
         size = Size(self._fixed_w + self._rest_w, self.rows + 1)
         if size != self.virtual_size:
             if self.is_mounted and self.size.height:
@@ -339,12 +351,9 @@ class StepGrid(ScrollView, can_focus=True):
     def _visible(self, scroll_x: int, view: int) -> tuple[int, int, int]:
         return visible_columns(self._rest_spans, self._rest_ends, scroll_x, view)
 
-    def _line(self, cells: list[Segment], base: Style, scroll_x: int, view: int, width: int) -> Strip:
-        skip = self._visible(scroll_x, view)[2]
-        return Strip(join_line(cells, self.fixed, len(self.cols) > self.fixed, base, skip, view, width), width)
-
-    def _cells(self, i: int | None, first: int, stop: int) -> list[Segment]:
-        """Styled cells of the fixed columns and of scrolling columns first..stop, for row ``i`` (None: header)."""
+    def _cells(self, i: int | None, first: int, stop: int) -> tuple[list[Segment], dict[int, Segment]]:
+        """Styled cells of the fixed columns and of scrolling columns first..stop, for row ``i`` (None: header), and
+        the alert marks that take the separator before a cell (CellPaint.cells)."""
         cols = self.cols[: self.fixed] + self.cols[self.fixed + first : self.fixed + stop]
         base = self._base
         if i is None:
@@ -354,19 +363,15 @@ class StepGrid(ScrollView, can_focus=True):
                 Segment(pad(cut(sanitize(c.header), c.width), c.width, c.align),
                         cursor if c.key == self.selected else head)
                 for c in cols
-            ]
-        values = self.row_values(i)
-        prev = self.row_values(i - 1) if self._trend and i > 0 else None
-        texts = render.cells(cols, values)
-        styles = self._styles()  # (plain, pinned, nan, better, worse), then the same on the selected column
-        segs: list[Segment] = []
-        for j, (c, text) in enumerate(zip(cols, texts, strict=True)):
-            kind = cell_kind(j, c, text, values, prev)
-            style = styles[kind + KINDS if c.key == self.selected else kind]
-            if self.found is not None and self.found == (i, c.key):
-                style = style + self._style("grid--found")
-            segs.append(Segment(text, style))
-        return segs
+            ], {}
+        assert self.store is not None
+        segs, leads = self.paint.cells(i, self.store.step_at(i), cols, self.row_values, self._styles(),
+                                       self.selected, self._trend)
+        if self.found is not None and self.found[0] == i:  # the cell a search found
+            lit = self._style("grid--found")
+            segs = [Segment(seg.text, (seg.style or base) + lit) if c.key == self.found[1] else seg
+                    for c, seg in zip(cols, segs, strict=True)]
+        return segs, leads
 
     def row_values(self, i: int) -> Mapping[str, Any]:
         """Row ``i`` as its cells are rendered from (the schema's derived and aliased values added)."""
@@ -396,13 +401,13 @@ class StepGrid(ScrollView, can_focus=True):
         line = self._cache.get(key)
         if line is not None:
             return line
-        first, stop, _ = self._visible(scroll_x, view)
+        first, stop, skip = self._visible(scroll_x, view)
         try:
-            cells = self._cells(i, first, stop)
+            cells, leads = self._cells(i, first, stop)
         except IndexError:  # the run was truncated (a restart rewrote the file) since rows was taken
             return Strip.blank(width, base)
         style = base + self._style("grid--header") if i is None else base
-        line = self._line(cells, style, scroll_x, view, width)
+        line = Strip(join_line(cells, self.fixed, len(self.cols) > self.fixed, style, skip, view, width, leads), width)
         self._cache[key] = line
         self.drawn_rows = self.drawn_rows or i is not None
         return line

@@ -7,7 +7,7 @@ that starts ``scroll_x`` cells into them. Only the columns in the window are for
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from rich.segment import Segment
 from rich.style import Style
@@ -29,20 +29,23 @@ def visible_columns(spans: Sequence[tuple[int, int]], ends: Sequence[int], scrol
 
 
 def join_line(cells: Sequence[Segment], fixed: int, more: bool, base: Style, skip: int, view: int,
-              width: int) -> list[Segment]:
+              width: int, leads: Mapping[int, Segment] | None = None) -> list[Segment]:
     """The segments of one line, exactly ``width`` cells: the ``fixed`` leading cells, a separator when ``more``
     columns follow, then the scrolling cells (only those in the window) cropped to it: ``skip`` cells off the
     first, ``view`` cells at most. A column either edge of the window cuts is drawn blank: its start would read as
-    another number (``9.`` of 9.0e-6 under a header cut to blanks), its end would lose the sign."""
+    another number (``9.`` of 9.0e-6 under a header cut to blanks), its end would lose the sign. ``leads``: cell
+    index -> what takes the separator before that cell (an alert mark; as wide as the separator), where the cell
+    is drawn whole."""
     sep = Segment(SEP, base)
+    leads = leads or {}
     segs: list[Segment] = []
     for k, seg in enumerate(cells[:fixed]):
         if k:
-            segs.append(sep)
+            segs.append(leads.get(k, sep))
         segs.append(seg)
     if more:
-        segs.append(sep)
-    rest = _window_cells(cells[fixed:], sep, skip, skip + view)
+        segs.append(leads.get(fixed, sep) if skip == 0 else sep)
+    rest = _window_cells(cells[fixed:], sep, skip, skip + view, {k - fixed: s for k, s in leads.items() if k > fixed})
     if rest and view > 0:
         parts = list(Segment.divide(rest, [skip, skip + view]))
         if len(parts) > 1:
@@ -57,17 +60,21 @@ def join_line(cells: Sequence[Segment], fixed: int, more: bool, base: Style, ski
     return list(Segment.simplify(segs))
 
 
-def _window_cells(cells: Sequence[Segment], sep: Segment, start: int, end: int) -> list[Segment]:
-    """The scrolling cells joined by separators, those that straddle the window's edges ``start`` and ``end``
-    blanked (their style kept): a cell cut on the left would lose its sign (``0.80`` of -0.80, ``32`` of 21/32)."""
+def _window_cells(cells: Sequence[Segment], sep: Segment, start: int, end: int,
+                  leads: Mapping[int, Segment]) -> list[Segment]:
+    """The scrolling cells joined by separators (or the cell's lead), those that straddle the window's edges
+    ``start`` and ``end`` blanked (their style kept, their lead dropped): a cell cut on the left would lose its sign
+    (``0.80`` of -0.80, ``32`` of 21/32)."""
     out: list[Segment] = []
     pos = 0
     for k, seg in enumerate(cells):
-        if k:
-            out.append(sep)
-            pos += sep.cell_length
         n = seg.cell_length
-        if pos < end < pos + n or pos < start < pos + n:
+        cut = pos + sep.cell_length * bool(k)
+        cut_off = cut < end < cut + n or cut < start < cut + n
+        if k:
+            out.append(sep if cut_off else leads.get(k, sep))
+            pos += sep.cell_length
+        if cut_off:
             seg = Segment(" " * n, seg.style)
         out.append(seg)
         pos += n

@@ -22,6 +22,7 @@ from textual.widgets import Static
 
 from steptable.app.charts.series import Feeds
 from steptable.app.model import Store, Summaries, Summary, extremes, spark
+from steptable.schemas.legend import COLOURS, MARKS
 from steptable.table import render
 from steptable.table.cells import cut_middle
 from steptable.table.columns import Col
@@ -67,7 +68,19 @@ class LegendPanel(Static):
             if title is not None:
                 out.append(Text(("\n" if i else "") + sanitize(title), style="bold"))
             out.append(self._table(cols))
+        out.append(Text("\nMarks and colours", style="bold"))
+        out.append(self._key_table())
         self.update(Group(*out))
+
+    @staticmethod
+    def _key_table() -> Table:
+        """Every mark and colour rule (``steptable legend``'s last part), the meaning wrapped beside it."""
+        table = Table.grid(padding=(0, 1), expand=True)
+        table.add_column(no_wrap=True, style="bold")
+        table.add_column(ratio=1)
+        for mark, meaning in (*MARKS, *COLOURS):
+            table.add_row(Text(mark), Text(meaning))
+        return table
 
     @staticmethod
     def _table(cols: Sequence[Col]) -> Table:

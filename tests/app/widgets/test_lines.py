@@ -36,3 +36,18 @@ def test_a_column_cut_by_the_window_is_blank() -> None:
     # the window ends inside the last column: "  1234" would read as 1
     line = "".join(s.text for s in join_line(cells, 1, True, plain, 0, 16, 23))
     assert line == "  step   loss 9.0e-6   "
+
+
+def test_an_alert_mark_takes_the_separator_before_a_full_cell() -> None:
+    """A mark in ``leads`` replaces the separator before its cell, in the fixed part, between the fixed and the
+    scrolling part and among the scrolling cells, never widening the line; a cell the window cuts drops it."""
+    plain = Style()
+    cells = [Segment("  step", plain), Segment("1.2e+1", plain), Segment("9.0e-6", plain), Segment("  1234", plain)]
+    mark = Segment("!", plain)
+    line = "".join(s.text for s in join_line(cells, 2, True, plain, 0, 13, 23, {1: mark, 2: mark}))
+    assert line == "  step!1.2e+1!9.0e-6   "
+    line = "".join(s.text for s in join_line(cells, 1, True, plain, 0, 20, 27, {1: mark, 3: mark}))
+    assert line == "  step!1.2e+1 9.0e-6!  1234"
+    # scrolled 1 cell: the first scrolling cell is cut (blank), its mark goes; the next one's stays
+    line = "".join(s.text for s in join_line(cells, 1, True, plain, 1, 20, 27, {1: mark, 2: mark}))
+    assert line == "  step      !9.0e-6   1234 " and len(line) == 27
