@@ -42,7 +42,7 @@ _MID = (
     Col("lp_s", 6, "lp_s↓", "+.2f", "mean log-probability the student gives its generated tokens"),
     Col("lp_t", 6, "lp_t↑", "+.2f", "mean log-probability of the teacher's tokens; lp_s - lp_t is the off-policy gap"),
     Col("loss", 7, "loss", "+.2f", "mean GRPO loss of the step"),
-    Col("gn", 7, "gn", ".1e", "L2 norm of the adapter gradients before clipping (compare with grad_clip)"),
+    Col("gn", 7, "gn", None, "L2 norm of the adapter gradients before clipping (compare with grad_clip)"),
     Col("lr", 7, "lr", ".1e", "learning rate from the schedule at this step"),
 )
 

@@ -90,21 +90,37 @@ class Notation:
             return "0"
         if self.exp is None:
             return strip_zero(f"{x:.{self.decimals}f}")
-        return f"{strip_zero(f'{x / 10.0 ** self.exp:.{self.decimals}f}')}e{self.exp}"
+        return f"{strip_zero(f'{_scale(x, self.exp):.{self.decimals}f}')}e{self.exp}"
 
     def half(self) -> float:
         """Magnitudes below this round to zero."""
-        return 0.5 * 10.0 ** ((self.exp or 0) - self.decimals)
+        return 0.5 * _pow10((self.exp or 0) - self.decimals)
 
     def low(self) -> float:
         """Magnitudes below this show at most one significant digit."""
-        return 10.0 ** ((self.exp or 0) + 1 - self.decimals)
+        return _pow10((self.exp or 0) + 1 - self.decimals)
+
+
+def _pow10(e: int) -> float:
+    """10 ** ``e`` as a float: inf past the largest double (a column holding 1e308), 0 below the smallest."""
+    try:
+        return 10.0**e
+    except OverflowError:
+        return math.inf
+
+
+def _scale(x: float, e: int) -> float:
+    """``x`` / 10 ** ``e`` for any decade a double has (5e-324's -324 too: 10 ** -324 alone is 0)."""
+    if -300 <= e <= 300:
+        return x / 10.0**e
+    h = e // 2
+    return x / 10.0**h / 10.0 ** (e - h)
 
 
 def _decade(x: float) -> int:
     """The decade of ``x`` (> 0) after rounding to :data:`DIGITS` significant digits (9.996 is in 10's)."""
     d = math.floor(math.log10(x))
-    if round(x / 10.0 ** d, DIGITS - 1) >= 10:
+    if round(_scale(x, d), DIGITS - 1) >= 10:
         d += 1
     return d
 
@@ -126,13 +142,13 @@ def choose(biggest: float, width: int, negative: bool = False, places: int = PLA
                 break  # '0' / '1' for a fraction column says nothing: the exponent form instead
             if cells <= width:
                 # (the top: where a value's text would round up into the next decade, a 4th digit)
-                top = 10.0 ** (d + 1) - 0.5 * 10.0**-dec if cap > 0 else POSITIONAL_TOP
+                top = _pow10(d + 1) - 0.5 * 10.0**-dec if cap > 0 else POSITIONAL_TOP
                 return Notation(dec, None, top, dec == places < cap)
     mantissa = DIGITS - 1 if d >= 0 else min(DIGITS - 1, max(places + d, 0))
     for dec in range(mantissa, -1, -1):
         cells = sign + 1 + (dec + 1 if dec else 0) + len(f"e{d}")
         if cells <= width:
-            return Notation(dec, d, 10.0 ** (d + 1) - 0.5 * 10.0 ** (d - dec), dec == mantissa < DIGITS - 1)
+            return Notation(dec, d, _pow10(d + 1) - 0.5 * _pow10(d - dec), dec == mantissa < DIGITS - 1)
     return None
 
 

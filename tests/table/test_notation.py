@@ -140,3 +140,12 @@ def test_the_compiled_row_writes_what_the_cells_write_in_every_notation() -> Non
         row = render.compile_row(cols)
         for v in [*col, *specials, rng.random() * scale * 50, rng.random() * scale / 1e4]:
             assert row({"x": v}) == render.cells(cols, {"x": v})[0], (cols[0].notation, v)
+
+
+def test_the_extreme_decades_of_a_double_have_a_notation() -> None:
+    """A column holding 1e308 (whose next decade is past the largest double) or 5e-324 (whose decade's power of ten
+    is 0 as a double) is written, not an OverflowError or a division by zero."""
+    for biggest, text in ((1e308, "1.00e308"), (1.7976931348623157e308, "1.80e308"), (5e-324, "5e-324")):
+        n = choose(biggest, 12)
+        assert n is not None and n.text(biggest) == text
+        assert n.half() >= 0 and n.low() > 0

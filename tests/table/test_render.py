@@ -141,8 +141,11 @@ def test_whole_row_path_equals_cell_by_cell_on_one_odd_value(data: st.DataObject
 
 
 def test_whole_row_path_is_taken_for_a_typical_row() -> None:
-    """The fast path is not dead code: a typical routing row renders without the per-cell fallback."""
+    """The fast path is not dead code: a routing row whose columns all declare a format renders without the
+    per-cell fallback (an automatic-format column, the routing gn's, takes the per-column path: its notation)."""
     cols = tuple(streamed(routing_columns(["code"])))
+    assert render.compile_row(cols).__name__ == "render_row"  # gn: automatic
+    cols = tuple(c.with_(fmt=".1e") if c.fmt is None else c for c in cols)
     fn = render.compile_row(cols)
     assert fn.__name__ == "render_fast"
     calls: list[object] = []
