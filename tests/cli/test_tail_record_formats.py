@@ -56,4 +56,6 @@ def test_summary_names_each_run(mixed: Path, capsys: pytest.CaptureFixture[str])
     assert code == 0, err
     for name in ("grpo-a", "ppo-tb", "run-a", "run-b", "jsonl-arm"):
         assert f"{name}:" in out
-    assert "grpo-a: steps 0-6" in out and ", ended" in out.split("grpo-a:")[1].split("\n")[0]
+    # (runs in the same state share one header line: "a: grpo-a, b: ppo-tb: steps 0-6, ..., ended")
+    line = next(ln for ln in out.splitlines() if "grpo-a" in ln and "steps" in ln)
+    assert "steps 0-6" in line and ", ended" in line, line
