@@ -308,15 +308,16 @@ def main() -> None:
             b, m = statistics.median(bare), statistics.median(mine)
             print(f"  first frame: bare Textual app {1000 * b:.0f} ms, steptable {1000 * m:.0f} ms "
                   f"({extra.get('first_rows', 0):,} rows, preview={extra.get('preview')}), ratio {m / b:.2f}x "
-                  f"(worst of each {max(mine) / max(bare):.2f}x; goal <= 1.5x)  [runs: bare {', '.join(f'{1000 * x:.0f}' for x in bare)}; "
+                  f"(worst of each {max(mine) / max(bare):.2f}x; goal <= 1.5x)  "
+                  f"[runs: bare {', '.join(f'{1000 * x:.0f}' for x in bare)}; "
                   f"steptable {', '.join(f'{1000 * x:.0f}' for x in mine)} ms]", flush=True)
             if shutil.which("tmux"):
                 tb, tm = pty_first_frames(path, rows, args.repeat)
                 print(f"  first frame in tmux 200x50 (until the last step's row is on screen): bare "
                       f"Textual app {1000 * max(tb):.0f} ms, steptable {1000 * max(tm):.0f} ms, ratio "
                       f"{max(tm) / max(tb):.2f}x (worst of {args.repeat}; goal <= 1.5x)  [bare "
-                      f"{', '.join(f'{1000 * x:.0f}' for x in tb)}; steptable {', '.join(f'{1000 * x:.0f}' for x in tm)}"
-                      f" ms]", flush=True)
+                      f"{', '.join(f'{1000 * x:.0f}' for x in tb)}; steptable "
+                      f"{', '.join(f'{1000 * x:.0f}' for x in tm)} ms]", flush=True)
             if "full_rows" in extra:
                 print(f"  full store: {extra['full_rows']:,} rows {extra['full_after_first_s']:.1f} s after the first "
                       f"frame; alerts over the history {extra['alerts_after_full_s']:.1f} s after that", flush=True)
