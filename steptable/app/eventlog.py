@@ -69,11 +69,11 @@ class EventLog:
 
     def events(self, recent: int | None = None) -> list[Event]:
         """Stalled runs first, then errors, bad lines and warnings, newest first within each (all when no limit)."""
-        from steptable.alerts.engine import fmt_age
-
         labels = self._labels()
         out = []
         for rid, gap in self.stalls.items():
+            from steptable.alerts.engine import fmt_age  # (here: the status line at mount has no stall to say)
+
             r = self.runs[rid]
             med = usual_interval(r.store.wall_times_between(-INTERVAL_WINDOW - 1))
             usual = f" (usual {med:.3g}s/row)" if med is not None and math.isfinite(med) else ""

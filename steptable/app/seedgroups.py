@@ -18,11 +18,10 @@ from typing import TYPE_CHECKING, Any
 from textual.message import Message
 
 from steptable.app.model import Store
-from steptable.app.seedmeans import Build, SeedMeans
-from steptable.compare.groups import group_runs
 from steptable.table.cells import sanitize
 
 if TYPE_CHECKING:
+    from steptable.app.seedmeans import Build, SeedMeans
     from steptable.app.session import Session
 
 #: the run id of a group's table: this and the group's name (no file's run id starts with it)
@@ -72,6 +71,10 @@ class SeedGroups:
         """The groups' tables brought up to date with their seeds (a new group gets its table), as a batch for the
         session: (group run id, its store, None) for each table that changed or is new; the hidden arms set for
         the groups' folds."""
+        # (imported here, after the first frame: the preview is not grouped; the means read with ingest's stores)
+        from steptable.app.seedmeans import SeedMeans
+        from steptable.compare.groups import group_runs
+
         runs = self.real_runs()
         by_id = {id(s): rid for rid, s in runs.items()}
         batch: list[tuple[str, Store, str | None]] = []

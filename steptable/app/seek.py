@@ -8,9 +8,7 @@ import math
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from steptable.alerts.engine import cell_float
 from steptable.app.model import change_mark
-from steptable.summary.trend import regime_changes
 
 if TYPE_CHECKING:
     from steptable.app.tables import Tables
@@ -40,6 +38,9 @@ def nonfinite_steps(grid: StepGrid) -> list[int]:
 
 def regime_steps(grid: StepGrid, key: str) -> list[int]:
     """The steps of ``grid``'s rows where column ``key`` changed regime (its finite values read in row order)."""
+    from steptable.alerts.engine import cell_float
+    from steptable.summary.trend import regime_changes
+
     store = grid.store
     if store is None:
         return []

@@ -13,11 +13,12 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from textual.message import Message
 
-from steptable.app.runrows import Entry
+if TYPE_CHECKING:  # (the run list's rows, and the digests under them, load with the list)
+    from steptable.app.runrows import Entry
 
 #: seconds between the index's stat passes over every run
 PERIOD = 1.0

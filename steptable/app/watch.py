@@ -34,6 +34,8 @@ def run_watch(paths: list[str], poll: float | None = None, theme: str | None = N
     if missing:
         print(f"steptable watch: no such file or directory: {sanitize(', '.join(missing))}", file=sys.stderr)
         return 2
+    # built first: the app starts reading the runs' tails in a thread, which the checks below overlap
+    app = make_app(paths, poll=poll, theme=theme, schema=schema)
     from steptable.schemafiles.resolve import get_schema, user_schemas
     from steptable.schemas import SchemaFileError
 
@@ -50,4 +52,4 @@ def run_watch(paths: list[str], poll: float | None = None, theme: str | None = N
         return 2
     from steptable.app.signals import run_until_quit
 
-    return run_until_quit(make_app(paths, poll=poll, theme=theme, schema=schema))
+    return run_until_quit(app)

@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from textual import events
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Static
 
-from steptable.alerts.activity import Activity
 from steptable.app.model import Store, ended
 from steptable.app.widgets.grid import StepGrid
 from steptable.table.cells import cut_middle
 from steptable.table.formatting import display_width, sanitize
 from steptable.table.runinfo import end_words, ended_by
+
+if TYPE_CHECKING:
+    from steptable.alerts.activity import Activity
 
 
 class ArmPanel(Vertical):

@@ -11,6 +11,7 @@ import re
 from abc import abstractmethod
 from collections.abc import Sequence
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from rich.console import Group
 from rich.table import Table
@@ -20,13 +21,15 @@ from textual.app import ComposeResult
 from textual.containers import ScrollableContainer
 from textual.widgets import Static
 
-from steptable.app.charts.series import Feeds
 from steptable.app.model import Store, Summaries, Summary, extremes, spark
 from steptable.schemas.legend import COLOURS, MARKS
 from steptable.table import render
 from steptable.table.cells import cut_middle
 from steptable.table.columns import Col
 from steptable.table.formatting import cut, display_width, format_value, pad, sanitize
+
+if TYPE_CHECKING:
+    from steptable.app.charts.series import Feeds
 
 Arm = tuple[str, Store, int]  # (label, store, rows shown)
 
@@ -202,7 +205,7 @@ class _ArmPanel(ScrollableContainer):
         self.cols: dict[str, Col] = {}
         self.summaries = Summaries()
         self._cache: dict[tuple[int, str], tuple[Store, tuple[int, int, int], Summary, list[float]]] = {}
-        self.feeds = Feeds()  # min/max pyramids: a sparkline cell shows its bucket's max over every row
+        self._feeds: Feeds | None = None  # made at the first sparkline (charts import ingest: not for the first frame)
         self.rows = self.MAX_ROWS  # the most lines it takes
 
     def cap(self, rows: int) -> None:
@@ -225,7 +228,8 @@ class _ArmPanel(ScrollableContainer):
         live = {id(store) for _, store, _ in self.arms}
         for k in [k for k in self._cache if k[0] not in live]:  # arms gone or hidden (their stores kept alive here)
             del self._cache[k]
-        self.feeds.keep([store for _, store, _ in self.arms])
+        if self._feeds is not None:
+            self._feeds.keep([store for _, store, _ in self.arms])
         self.redraw()
 
     def on_resize(self, event: events.Resize) -> None:
@@ -234,6 +238,15 @@ class _ArmPanel(ScrollableContainer):
     def redraw(self) -> None:
         if self.display:
             self.body.update(self.build(max(self.scrollable_content_region.width - 2, 40)))  # (the text's padding)
+
+    @property
+    def feeds(self) -> Feeds:
+        """Min/max pyramids: a sparkline cell shows its bucket's max over every row."""
+        if self._feeds is None:
+            from steptable.app.charts.series import Feeds
+
+            self._feeds = Feeds()
+        return self._feeds
 
     @abstractmethod
     def build(self, width: int) -> Text:

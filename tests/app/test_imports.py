@@ -1,0 +1,43 @@
+"""What importing the watch app loads: only what its first frame needs on the UI thread. Ingest (the feed's
+read-ahead thread imports it), comparisons, seed means, the run list's digests, chart series and the alert engine
+come in where they are used."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+NOT_AT_IMPORT = (
+    "steptable.ingest",
+    "steptable.compare",
+    "steptable.summary",
+    "steptable.alerts.engine",
+    "steptable.app.seedmeans",
+    "steptable.app.runrows",
+    "steptable.app.charts.series",
+)
+
+
+def _loaded_by(code: str) -> set[str]:
+    out = subprocess.run([sys.executable, "-c", f"{code}\nimport json, sys\nprint(json.dumps(sorted(sys.modules)))"],
+                         capture_output=True, text=True, check=True)
+    return set(json.loads(out.stdout.strip().splitlines()[-1]))
+
+
+def test_importing_the_app_leaves_the_heavy_parts_out() -> None:
+    loaded = _loaded_by("import steptable.app")
+    assert "steptable.app.app" in loaded
+    assert [m for m in NOT_AT_IMPORT if m in loaded] == []
+
+
+def test_the_lazy_parts_still_import_where_used() -> None:
+    # (the modules that now import them inside functions: each must resolve its names there)
+    loaded = _loaded_by("import steptable.app\n"
+                        "from steptable.app.widgets.panels import ChartPanel\n"
+                        "assert ChartPanel().feeds is not None\n"
+                        "from steptable.app.seek import regime_steps\n"
+                        "class G:\n    store = None\n"
+                        "regime_steps(G(), 'x')\n")
+    assert "steptable.app.charts.series" in loaded
+    assert {"steptable.ingest", "steptable.alerts.engine", "steptable.summary.trend"} <= loaded
