@@ -44,6 +44,8 @@ class Session:
     _group_of: dict[str, Group] = field(default_factory=dict)
     _grouped: tuple[tuple[str, int, int, int, int], ...] = ()  # what the runs were grouped for (see _regroup)
     _tried: dict[str, int] = field(default_factory=dict)  # key -> the widest value a new layout was made for
+    # id(store) -> key -> the largest magnitude its notation was asked again for (schemas.notation_left)
+    _extremes: dict[int, dict[str, float]] = field(default_factory=dict)
     _named: Schema | None = None
     _bad_turn: int = 0
     problems: list[str] = field(default_factory=list)  # to be said once each (the app takes them as notices)
@@ -137,7 +139,8 @@ class Session:
             left = False
             if before:  # a live run's few new rows
                 # a number outside its column's notation: the notation is chosen again over the column
-                left = notation_left(group.layout, store, max(before, n - 200), n)
+                left = notation_left(group.layout, store, max(before, n - 200), n,
+                                     self._extremes.setdefault(id(store), {}))
                 grown = cells_outgrown(group.layout, store, max(before, n - 200), n)
             else:  # a run seen for the first time: rows across it (first_look)
                 grown = first_look(group.layout, store, n)

@@ -63,6 +63,7 @@ class Tail:
         self.unmatched_told: set[str] = set()  # of them, those that matched nothing when laid out
         self.unused_told: set[str] = set()  # steptable.toml files said to apply to none of their runs
         self.tried: dict[str, int] = {}  # key -> the widest value a layout was made again for
+        self.extremes: dict[str, dict[str, float]] = {}  # run -> key -> the largest magnitude a notation was asked for
         self.looked: set[str] = set()  # runs whose rows were looked at across (_first_look)
         self.ended: set[str] = set()  # runs whose StepLogger was closed
         self.far_told: set[str] = set()  # runs without a row clock told stalled (until they write again)
@@ -166,7 +167,8 @@ class Tail:
             seen = self.versions.get(s.run)
             n = len(s)
             if seen is not None and 0 <= seen[1] < n:
-                out = out or notation_left(lay.cols, s, max(seen[1], n - 200), n)
+                out = out or notation_left(lay.cols, s, max(seen[1], n - 200), n,
+                                           self.extremes.setdefault(s.run, {}))
                 grown = cells_outgrown(lay.cols, s, max(seen[1], n - 200), n)
                 grown = {k: w for k, w in grown.items() if w > self.tried.get(k, 0)}
                 self.tried.update(grown)

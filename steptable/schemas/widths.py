@@ -103,11 +103,17 @@ class ColumnView(Protocol):
     def column(self, key: str) -> Sequence[Any]: ...
 
 
+#: a column's notation is chosen from each run's newest rows, this many (a layout made again for a new row of ten
+#: runs of 200,000 rows must not read 2 million values per column)
+NOTED_ROWS = 1000
+
+
 def noted(cols: Sequence[Col], runs: Sequence[ColumnView]) -> tuple[Col, ...]:
-    """``cols`` with each automatic-format column's notation chosen from every value the ``runs`` hold of it (the
-    one notation `tail` and the watch app write its numbers in: steptable.table.notation). A derived column, whose
-    values no run holds, keeps none: each of its values is written on its own. (A store's numeric column holds
-    its integers as floats; a column of integers alone is left out by ``is_integer``.)"""
+    """``cols`` with each automatic-format column's notation chosen from the values the ``runs`` hold of it in
+    their newest :data:`NOTED_ROWS` rows (the one notation `tail` and the watch app write its numbers in:
+    steptable.table.notation; a value outside it is written on its own). A derived column, whose values no run
+    holds, keeps none: each of its values is written on its own. (A store's numeric column holds its integers as
+    floats; a column of integers alone is left out by ``is_integer``.)"""
     out = []
     for c in cols:
         if c.fmt is not None:
@@ -118,21 +124,40 @@ def noted(cols: Sequence[Col], runs: Sequence[ColumnView]) -> tuple[Col, ...]:
             is_integer = getattr(r, "is_integer", None)
             if is_integer is not None and is_integer(c.key):
                 continue  # its rows give ints: they show whole, in no notation of this run's making
-            for v in r.column(c.key):
+            for v in r.column(c.key)[-NOTED_ROWS:]:
                 seen.take(v)
         out.append(c.with_(notation=seen.notation(c.width)))
     return tuple(out)
 
 
-def notation_left(cols: Sequence[Col], run: RowView, start: int, stop: int) -> bool:
-    """Rows ``[start, stop)`` of ``run`` (a live run's new rows) hold a number outside its column's notation: the
-    notation is to be chosen again, over the whole column."""
+def notation_left(cols: Sequence[Col], run: RowView, start: int, stop: int,
+                  extremes: dict[str, float] | None = None) -> bool:
+    """Rows ``[start, stop)`` of ``run`` (a live run's new rows) hold a number too big for its column's notation:
+    the notation is to be chosen again. ``extremes`` (the caller's, one per run): the largest magnitude each column
+    held when last asked; with it, only a number past that asks again (the notation leaves a column's top 1% out on
+    purpose). A number the notation does not hold for another reason (more decimal places than its exact values, a
+    magnitude that would round to zero) is written on its own and asks nothing: a clock column's every new value is
+    such a one, and asking would lay the runs out again at every row."""
     for c in cols:
         n = c.notation
         if c.fmt is not None or n is None:
             continue
         for i in range(start, stop):
             v = run.value(i, c.key)
-            if type(v) is float and v - v == 0 and not n.holds(v):
-                return True
+            if type(v) is float and v - v == 0 and abs(v) >= n.top:
+                if extremes is None:
+                    return True
+                top = extremes.get(c.key)
+                if top is None:
+                    top = extremes[c.key] = _largest(run, c.key, start)
+                if abs(v) > top:
+                    extremes[c.key] = abs(v)
+                    return True
     return False
+
+
+def _largest(run: RowView, key: str, stop: int) -> float:
+    """The largest finite magnitude of ``key`` in ``run``'s rows before ``stop``."""
+    column = getattr(run, "column", None)
+    values = column(key)[:stop] if column is not None else [run.value(i, key) for i in range(stop)]
+    return max((abs(v) for v in values if type(v) is float and v - v == 0), default=0.0)

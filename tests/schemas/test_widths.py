@@ -22,3 +22,46 @@ def test_a_column_grows_when_its_values_drift_out_of_its_measure() -> None:
     assert cells_outgrown(col, drifted, 0, 50) == {"loss": 5}
     rare = Rows([0.5] * 49 + [0.0125])
     assert cells_outgrown(col, rare, 0, 50) == {}
+
+
+class _Rows:
+    """A run's rows as notation_left reads them (value by row and key, whole columns)."""
+
+    def __init__(self, rows: list[dict[str, float]]) -> None:
+        self.rows = rows
+
+    def value(self, i: int, key: str) -> float:
+        return self.rows[i][key]
+
+    def column(self, key: str) -> list[float]:
+        return [r[key] for r in self.rows]
+
+
+def test_a_new_row_asks_for_a_notation_again_only_past_its_columns_magnitudes() -> None:
+    """A clock's every new value has more decimals than the notation writes, a value near zero rounds to it: both
+    are written on their own and ask nothing (asking would lay a live run out at every row); a number too big for
+    the notation asks once, and a smaller one past the notation's top after it does not ask again."""
+    from steptable.schemas.widths import notation_left, noted
+
+    rows = [{"ts": 1.7959e9 + 0.37 * i, "loss": 0.5 + 0.01 * (i % 7)} for i in range(50)]
+    run = _Rows(rows)
+    cols = noted([Col("ts", 10, "ts"), Col("loss", 6, "loss")], [run])  # type: ignore[list-item]
+    extremes: dict[str, float] = {}
+    rows.append({"ts": 1.7959e9 + 0.37 * 50 + 0.000123, "loss": 0.0000001})
+    assert not notation_left(cols, run, 50, 51, extremes)
+    rows.append({"ts": rows[-1]["ts"] + 0.5, "loss": 12.5})  # too big for `.xx`: the notation is chosen again
+    assert notation_left(cols, run, 51, 52, extremes)
+    rows.append({"ts": rows[-1]["ts"] + 0.5, "loss": 11.0})  # the same layout's cells: not past 12.5
+    assert not notation_left(cols, run, 52, 53, extremes)
+    assert notation_left(cols, run, 52, 53)  # (without the caller's extremes: every number past the top asks)
+
+
+def test_a_columns_notation_is_chosen_from_each_runs_newest_rows() -> None:
+    """A long run's layout made again reads NOTED_ROWS values a column per run, not its whole history: a loss
+    that was in the hundreds long ago and is below one for the newest rows is written as the newest rows need."""
+    from steptable.schemas.widths import NOTED_ROWS, noted
+
+    old = [{"loss": 300.0 + i} for i in range(5000)]
+    new = [{"loss": 0.25 + 0.001 * (i % 50)} for i in range(NOTED_ROWS)]
+    (col,) = noted([Col("loss", 6, "loss")], [_Rows(old + new)])  # type: ignore[list-item]
+    assert col.notation is not None and col.notation.top < 10 and col.notation.text(0.25) == ".250"
