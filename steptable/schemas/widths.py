@@ -9,7 +9,7 @@ from typing import Any, Protocol
 
 from steptable.table.columns import Col
 from steptable.table.formatting import fmt_auto, format_value
-from steptable.table.notation import Column
+from steptable.table.notation import Column, of_values
 
 
 def narrowest(value: Any, fmt: str | None, start: int = 1, limit: int = 12) -> int:
@@ -152,8 +152,18 @@ def notation_left(cols: Sequence[Col], run: RowView, start: int, stop: int,
                     top = extremes[c.key] = _largest(run, c.key, start)
                 if abs(v) > top:
                     extremes[c.key] = abs(v)
-                    return True
+                    if not _same_notation(run, c, stop):
+                        return True
     return False
+
+
+def _same_notation(run: RowView, c: Col, stop: int) -> bool:
+    """Whether ``run``'s newest rows up to ``stop`` alone give ``c`` the notation it has (a new largest value in a
+    column whose top 1% its notation leaves out mostly does: the runs are then not laid out again for it)."""
+    column = getattr(run, "column", None)
+    if column is None:
+        return False
+    return of_values(column(c.key)[max(0, stop - NOTED_ROWS):stop], c.width) == c.notation
 
 
 def _largest(run: RowView, key: str, stop: int) -> float:

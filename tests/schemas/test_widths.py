@@ -65,3 +65,17 @@ def test_a_columns_notation_is_chosen_from_each_runs_newest_rows() -> None:
     new = [{"loss": 0.25 + 0.001 * (i % 50)} for i in range(NOTED_ROWS)]
     (col,) = noted([Col("loss", 6, "loss")], [_Rows(old + new)])  # type: ignore[list-item]
     assert col.notation is not None and col.notation.top < 10 and col.notation.text(0.25) == ".250"
+
+
+def test_a_spike_its_columns_notation_leaves_out_asks_nothing() -> None:
+    """A new largest value that the notation of the run's newest rows leaves out anyway (a column's top 1%) is
+    written on its own: the runs are not laid out again for it."""
+    from steptable.schemas.widths import notation_left, noted
+
+    rows = [{"loss": 0.1 + 0.0004 * i} for i in range(1000)]
+    run = _Rows(rows)
+    cols = noted([Col("loss", 6, "loss")], [run])  # type: ignore[list-item]
+    extremes: dict[str, float] = {}
+    rows.append({"loss": 5.0})  # one spike in 1,001 values: in the top 1%
+    assert not notation_left(cols, run, 1000, 1001, extremes) and extremes["loss"] == 5.0
+    assert notation_left(cols, run, 1000, 1001)  # (asked without the caller's extremes: past the top, it asks)
