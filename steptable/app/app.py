@@ -266,6 +266,8 @@ class StepTableApp(App[int]):
     def refresh_panels(self) -> None:
         """The open chart and diagnostics panels show the shown runs they are about (another trainer's runs have
         none of their keys), at the picked column."""
+        if not self.screen_stack:  # shutting down (a focus event can come after the screens are gone)
+            return
         self.tables.keep_picked_shown()
         chart = self.main.query_one(ChartPanel)
         chart.key = self.session.selected

@@ -86,3 +86,14 @@ async def test_palette_names_keys_as_the_footer_does(tmp_path: Path) -> None:
     assert helps["Jump"].endswith("(key : g)") and helps["Filter"].endswith("(key F)")
     assert helps["Search"].endswith("(key /)")
     assert not any("colon" in h or "slash" in h or "question_mark" in h for h in helps.values())
+
+
+def test_panels_are_not_refreshed_once_the_screens_are_gone() -> None:
+    """A focus event that arrives while the app shuts down (its screen stack empty) refreshes nothing and does not
+    raise."""
+    from steptable.app.app import StepTableApp
+    from steptable.app.feed import Feed
+
+    app = StepTableApp(Feed([]))
+    assert app.screen_stack == []
+    app.refresh_panels()
