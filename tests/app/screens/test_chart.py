@@ -144,9 +144,7 @@ async def test_a_seed_group_is_drawn_as_its_mean_and_band_and_g_draws_each_seed(
     async with app.run_test(size=(140, 40)) as pilot:
         await sync(pilot, follower)
         await pilot.press("C")
-        await pilot.pause()
-        screen = app.screen
-        assert isinstance(screen, ChartScreen)
+        screen = await built(pilot)
         key = screen_text(app).splitlines()
         key_line = next(ln for ln in key if "Chart (C closes)" in ln)
         assert "routeA mean (n=3)" in key_line and BAND_WORDS in key_line and "routeA_seed1" not in key_line
@@ -174,6 +172,6 @@ def test_seed_group_band_snapshot(snap_compare: Any, tmp_path: Path) -> None:
     async def run_before(pilot: Any) -> None:
         await sync(pilot, follower)
         await pilot.press("C")
-        await pilot.pause()
+        await built(pilot)
 
     assert snap_compare(app, terminal_size=(140, 40), run_before=run_before)
