@@ -239,10 +239,13 @@ def writer(root: str, arms: int, seconds: float, rate: float) -> None:
 CHILD_ENV: dict[str, str] = {}
 
 
-def run_child(*args: str, timeout: float = 600) -> dict[str, Any]:
+def run_child(*args: str, timeout: float = 600, script: str = __file__,
+              env: dict[str, str] | None = None) -> dict[str, Any]:
+    """Run ``script``'s child mode ``args[0]`` (its launch time passed after it) in a fresh interpreter with ``env``
+    (default: this module's CHILD_ENV); the JSON object it prints last."""
     launch = time.time()
-    proc = subprocess.run([sys.executable, __file__, *args[:1], str(launch), *args[1:]], capture_output=True,
-                          text=True, timeout=timeout, env=CHILD_ENV or None)
+    proc = subprocess.run([sys.executable, script, *args[:1], str(launch), *args[1:]], capture_output=True,
+                          text=True, timeout=timeout, env=(CHILD_ENV if env is None else env) or None)
     if proc.returncode != 0:
         raise RuntimeError(f"child {args} failed:\n{proc.stderr[-3000:]}")
     return dict(json.loads(proc.stdout.strip().splitlines()[-1]))

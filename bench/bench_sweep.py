@@ -27,6 +27,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import bench_app
 from bench_app import _after_refresh, _rss_mb, child_bare
 from sweepdata import make_sweep
 
@@ -137,12 +138,7 @@ def pty_first_frame(cmd: list[str], needle: str | re.Pattern[str], timeout: floa
 
 
 def run_child(*args: str, timeout: float = 900) -> dict[str, Any]:
-    launch = time.time()
-    proc = subprocess.run([sys.executable, __file__, *args[:1], str(launch), *args[1:]], capture_output=True,
-                          text=True, timeout=timeout, env=CHILD_ENV or None)
-    if proc.returncode != 0:
-        raise RuntimeError(f"child {args} failed:\n{proc.stderr[-3000:]}")
-    return dict(json.loads(proc.stdout.strip().splitlines()[-1]))
+    return bench_app.run_child(*args, timeout=timeout, script=__file__, env=CHILD_ENV)
 
 
 def _timed(cmd: list[str]) -> float:
