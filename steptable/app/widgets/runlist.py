@@ -37,8 +37,7 @@ def cut(name: str, width: int = NAME_MAX) -> str:
 
 def cells(e: Entry, state: ListState, now: float, judge: Judge = run_state) -> list[tuple[str, str]]:
     """(text, style name) of each column of ``e``'s line (``ListState.columns`` order, the mark first)."""
-    fixed = fixed_cells(e, state)
-    return _assemble(e, state, now, judge, fixed)
+    return _assemble(e, state, fixed_cells(e, state), _clock_cells(e, now, judge))
 
 
 def fixed_cells(e: Entry, state: ListState) -> list[tuple[str, str]]:
@@ -59,11 +58,11 @@ def fixed_cells(e: Entry, state: ListState) -> list[tuple[str, str]]:
     return out
 
 
-def _assemble(e: Entry, state: ListState, now: float, judge: Judge, fixed: list[tuple[str, str]],
-              clock: tuple[str, str] | None = None) -> list[tuple[str, str]]:
-    """The whole line: ``fixed`` with the mark, and the state and age (``clock``: both, judged already)."""
+def _assemble(e: Entry, state: ListState, fixed: list[tuple[str, str]],
+              clock: tuple[str, str]) -> list[tuple[str, str]]:
+    """The whole line: ``fixed`` with the mark, and ``clock``'s state and age."""
     mark = ("p" if e.run_id in state.pinned else " ") + ("✓" if e.run_id in state.selected else " ")
-    st, age = clock or _clock_cells(e, now, judge)
+    st, age = clock
     name, kind, rows, step, alerts, *metrics = fixed
     return [(mark, "bold"), name, kind, (st, STATE_STYLES.get(st, "")), rows, step, (age, ""), alerts, *metrics]
 
@@ -116,7 +115,7 @@ class RunList(ScrollView, can_focus=True):
             if timed is None or timed[0] is not e.digest:
                 timed = (e.digest, _clock_cells(e, now, judge))
                 self._clock[e.run_id] = timed
-            line = _assemble(e, state, now, judge, hit[2], timed[1])
+            line = _assemble(e, state, hit[2], timed[1])
             lines.append(line)
             w = hit[3]
             widths.append((2, w[0], w[1], len(line[3][0]), w[2], w[3], len(line[6][0]), *w[4:]))
