@@ -39,16 +39,28 @@ class Closer:
         """Every column (streamed and dump-only) for the last ``dump_rows`` rows, with the legend of the dump."""
         sl = self._sl
         rows = list(sl._recent)[-sl.dump_rows :] if sl.dump_rows else []
-        parts = [f"end of run: {sl._rows} rows" + (f", arm {sanitize(str(sl.arm))}" if sl.arm else "")
-                 + (f", {runinfo.end_words(sl._end)}" if sl._end else "")]
+        parts = [self._end_words()]
         if rows:
-            parts.append(render.table(sl._shown(sl._layout.cols), rows))
+            parts.append(render.table(sl._shown(sl._layout.bare), rows))  # (its own notations: bare headers)
         extra = [c for c in sl.cols if not c.stream]
         if extra:
             parts.append(render.legend(extra, title="dump-only columns:"))
         if self._table is not None:
             parts.append(f"{self._table_note}, every column: {sanitize(str(self._table))}")  # (run_dir's text)
         return "\n".join(parts)
+
+    def console_end(self) -> str:
+        """What the console gets at close: with ``table.txt`` written, one line that points to it (its last rows
+        are the rows printed just above, and it holds every column of every row: a dump of them would be paid for
+        again in every log of the run); without one, :meth:`dump`."""
+        if self._table is None:
+            return self.dump()
+        return f"{self._end_words()}; {self._table_note}, every column: {sanitize(str(self._table))}"
+
+    def _end_words(self) -> str:
+        sl = self._sl
+        return (f"end of run: {sl._rows} rows" + (f", arm {sanitize(str(sl.arm))}" if sl.arm else "")
+                + (f", {runinfo.end_words(sl._end)}" if sl._end else ""))
 
     def write_table(self) -> Path | None:
         """Write the arm's rows (the last ``tablefile.MAX_ROWS`` of a longer run), every column, beside the JSONL (read

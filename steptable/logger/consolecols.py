@@ -11,13 +11,14 @@ key it stands for; once the column is as wide as its header, the header is shown
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from steptable.schemas.headers import abbreviate, look
 from steptable.table.columns import FIT_MAX, Col
 from steptable.table.formatting import display_width, fill_digits, fmt_auto, format_value
-from steptable.table.notation import Notation, Running
+from steptable.table.notation import Notation, Running, unit
 
 #: the least room an abbreviation gets (``ent`` over ``.5``, not ``en``)
 MIN_ABBREV = 3
@@ -36,6 +37,12 @@ def need(value: Any, fmt: str | None, most: int, notation: Notation | None = Non
         if len(text) <= most:
             return len(fill_digits(value, text, most))
     return display_width(format_value(value, fmt, most))
+
+
+def _names(desc: str, key: str) -> bool:
+    """Whether ``desc`` names ``key`` already, as a word of its own ("... (rewards/acc/mean)"; "ent" is not named by
+    "entropy"): the legend then does not name it twice."""
+    return re.search(rf"(?<![\w/.]){re.escape(key)}(?![\w/])", desc) is not None
 
 
 def _band(w: int) -> tuple[float, float]:
@@ -60,6 +67,9 @@ class ConsoleLayout:
     def __init__(self, declared: Sequence[Col]) -> None:
         self.declared = tuple(declared)
         self.cols = self.declared
+        #: ``cols`` without their notations, each header without a power of ten: for a table that chooses its own
+        self.bare = self.declared
+        self._retitled = False  # the last update changed a header (a scaled column's power of ten) and no width
         self._most = [max(FIT_MAX, c.width) if c.fit else c.width for c in self.declared]
         #: (column, key, its running notation) of each automatic-format column
         self._runs = [(i, c.key, Running(self._most[i])) for i, c in enumerate(self.declared) if c.fmt is None]
@@ -82,6 +92,7 @@ class ConsoleLayout:
             self._start(row)
             return True
         widths = self._widths
+        self._retitled = False
         before = list(self._notes)
         noted = self._see(row)
         widened = False
@@ -100,7 +111,7 @@ class ConsoleLayout:
         if not self._open:
             if noted or widened:
                 self._reopen()
-            return widened
+            return widened or self._retitled
         get = row.get
         notes = self._notes
         outside = self._outside
@@ -119,7 +130,7 @@ class ConsoleLayout:
                 widened = True
         if widened or noted:
             self._reopen()
-        return widened
+        return widened or self._retitled
 
     def _see(self, row: Mapping[str, Any]) -> list[int]:
         """Each automatic-format column's number of ``row`` taken into its notation; the columns whose notation, or
@@ -139,7 +150,8 @@ class ConsoleLayout:
                 outside.add(i)
             seen = running.seen
             if changed or reach.get(i) != (seen.biggest, seen.negative):
-                self._notes[i] = running.notation
+                n = running.notation
+                self._notes[i] = None if n is None else n.in_header()
                 reach[i] = (seen.biggest, seen.negative)
                 out.append(i)
         return out
@@ -163,9 +175,9 @@ class ConsoleLayout:
     def legend_cols(self) -> tuple[Col, ...]:
         """The declared columns, with the printed header, and the key named beside an abbreviation's meaning."""
         out = []
-        for c, shown in zip(self.declared, self.cols, strict=True):
+        for c, shown in zip(self.declared, self.bare, strict=True):
             if shown.header != c.header and shown.header.strip() != c.key:
-                desc = f"{c.key}: {c.desc}" if c.desc else c.key
+                desc = c.desc if _names(c.desc, c.key) else f"{c.key}: {c.desc}" if c.desc else c.key
                 out.append(c.with_(header=shown.header, desc=desc, width=shown.width))
             else:
                 out.append(c)
@@ -200,9 +212,17 @@ class ConsoleLayout:
         self._reopen()
 
     def _build(self) -> None:
-        cols = []
-        for c, w, a, n in zip(self.declared, self._widths, self._short, self._notes, strict=True):
+        cols, bare = [], []
+        before = [c.header for c in self.cols]
+        for i, (c, w, a, n) in enumerate(zip(self.declared, self._widths, self._short, self._notes, strict=True)):
             header = c.header if display_width(c.header) <= w else a
-            same = (w, header, n) == (c.width, c.header, c.notation)
-            cols.append(c if same else c.with_(width=w, header=header, notation=n))
+            shown = unit(header, n)  # a scaled notation's power of ten after it: the column as wide as both
+            w = max(w, display_width(shown))
+            same = (w, shown, n) == (c.width, c.header, c.notation)
+            cols.append(c if same else c.with_(width=w, header=shown, notation=n))
+            if n is not None and n.scaled:  # (the width of its values with the exponent in each cell)
+                w = max(self._noted_width(i, self._runs_of[i].notation or n), display_width(header))
+            bare.append(c if (w, header) == (c.width, c.header) else c.with_(width=w, header=header))
         self.cols = tuple(cols)
+        self.bare = tuple(bare)
+        self._retitled = [c.header for c in cols] != before

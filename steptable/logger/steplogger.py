@@ -97,7 +97,8 @@ class StepLogger:
     header_every  repeat the header after N rows without one (0 = once), so the last 30 lines of a log still
                   carry it (a header printed because a column widened starts the count again)
     alerts        watch the rows with steptable.alerts.engine and log W/E lines as problems start
-    dump_rows     rows of the all-column table printed at close
+    dump_rows     rows of the all-column table printed at close where no ``table.txt`` is written (with one, a line
+                  that points to it is printed instead)
     rank          override the detected global rank; only rank 0 prints and writes (detected: a launcher's RANK,
                   else torch.distributed's rank, looked for at each row until its process group is made)
     console       False writes the JSONL only (no rows through loguru), e.g. when a TUI owns the terminal
@@ -385,7 +386,7 @@ class StepLogger:
         if self._rows:
             # lines after the first indented as the sink's "I " indents the first: the dump's table sits under the
             # streamed rows, column for column
-            self._emit(self.dump().replace("\n", "\n  "), level="INFO")
+            self._emit(self._closer.console_end().replace("\n", "\n  "), level="INFO")
 
     def __enter__(self) -> StepLogger:
         return self

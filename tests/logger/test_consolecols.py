@@ -41,9 +41,10 @@ def test_a_column_widens_up_to_its_declared_width_and_the_header_comes_again(cap
     rows, headers = _rows(text), _headers(text)
     # .00300 (the 3-digit form) from the first row: the next value's .00298 needs no new header; .5 leaves that
     # notation (thousandths now, the column as narrow as they need: a header again); -.000123 rounds away in it
-    # with its sign, and needs its sign cell; 1.2e7 leaves it for an exponent, within the declared width (6)
-    assert rows == ["   0 .00300 .25", "   1 .00298 .25", "   2 .500 .25", "   3 -.000 .123", "   4  1.2e7 .123"]
-    assert headers == ["step     kl  rs", "step   kl  rs", "step    kl   rs", "step     kl   rs"]
+    # with its sign, and needs its sign cell; 1.2e7 leaves it for an exponent, written once in the header (a cell
+    # of its mantissa's digits under "kl e6": 12e6)
+    assert rows == ["   0 .00300 .25", "   1 .00298 .25", "   2 .500 .25", "   3 -.000 .123", "   4    12 .123"]
+    assert headers == ["step     kl  rs", "step   kl  rs", "step    kl   rs", "step kl e6   rs"]
     assert sl.header() == headers[-1]
 
 
@@ -111,8 +112,8 @@ def test_the_dump_shows_the_streamed_columns_as_printed(tmp_path: Path, captured
             Col("seconds", 7, "seconds", stream=False)]
     with StepLogger(cols, run_dir=tmp_path, alerts=False) as sl:
         sl.log({"step": 3, "completion_len": 509.0, "seconds": 2.5})
-    dump = "".join(captured).split("end of run")[1].splitlines()
-    assert dump[1] == "  step  cl seconds" and dump[2] == "     3 509     2.5"
+    dump = sl.dump().splitlines()
+    assert dump[1] == "step  cl seconds" and dump[2] == "   3 509     2.5"
     table = (tmp_path / "table.txt").read_text().splitlines()  # table.txt keeps the declared columns
     assert table[0].split() == ["step", "completion_len", "seconds"]
 
@@ -134,3 +135,36 @@ def test_the_band_a_row_is_checked_by_never_holds_a_value_too_wide_for_the_colum
         for v in values:
             if lo <= v < hi or -nhi < v <= -nlo:
                 assert need(v, None, 30) <= w, (v, w)
+
+
+def test_a_shared_exponent_is_printed_once_in_the_header_and_each_change_of_it_brings_the_header_again(
+    tmp_path: Path, captured: list[str]
+) -> None:
+    cols = [Col("step", 4, "step", "d"), Col("learning_rate", 13, "learning_rate", None, "learning rate")]
+    lrs = [1e-6, 1e-6, 2e-5, 1.25e-5, 1.25e-5, 0.0]
+    with StepLogger(cols, alerts=False, header_every=0) as sl:
+        for step, lr in enumerate(lrs):
+            sl.log({"step": step, "learning_rate": lr})
+    text = "".join(captured)
+    printed = text.split("end of run")[0]
+    # 1e-6 is "1" under "lr e-6" (its exact digits), 2e-5 "20" in the same notation; 1.25e-5 needs a finer unit: the
+    # header comes again with the new power of ten
+    assert _headers(printed) == ["step lr e-6", "step lr e-7"]
+    assert [line.split()[1] for line in _rows(printed)] == ["1", "1", "20", "125", "125", "0"]
+    # the legend, printed once, names the column without a power of ten (that is the header's)
+    assert re.search(r"^ lr +learning_rate: learning rate$", printed, flags=re.M)
+    # without table.txt the console gets the dump, which chooses its own notation under the bare header
+    dump = text.split("end of run")[1].splitlines()
+    assert dump[1].split() == ["step", "lr"] and [line.split()[1] for line in dump[2:]] == [
+        ".10e-5", "2.00e-5", "1.25e-5", "1.25e-5", "0"]
+
+
+def test_a_description_that_names_its_key_is_not_told_it_twice_in_the_legend(captured: list[str]) -> None:
+    cols = [Col("step", 4, "step", "d"),
+            Col("rewards/acc/mean", 16, "rewards/acc/mean", None, "mean of one reward (rewards/acc/mean)"),
+            Col("reward", 6, "reward", None, "rewards summed")]
+    with StepLogger(cols, alerts=False) as sl:
+        sl.log({"step": 1, "rewards/acc/mean": 0.5, "reward": 0.25})
+    legend = sl.legend()
+    assert "mean of one reward (rewards/acc/mean)" in legend and legend.count("rewards/acc/mean") == 1
+    assert "reward: rewards summed" in legend  # a word that only begins with the key does not name it

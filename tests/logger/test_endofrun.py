@@ -212,6 +212,9 @@ def test_a_long_run_s_table_holds_its_last_rows_and_says_so(
             sl.log({"step": step, "loss": 0.25})
     table = (tmp_path / "run" / "table.txt").read_text().splitlines()
     assert table[0].startswith("# the last 10 of 300 rows") and table[-1].split()[:2] == ["299", "0.250"]
-    dump = "".join(captured).split("end of run: 300 rows")[1]
+    # the console's end of the run: one line that points to the table (the rows are printed above it already)
+    end = "".join(captured).split("end of run: 300 rows")[1]
+    assert end == f"; the last 10 rows, every column: {tmp_path / 'run' / 'table.txt'}\n"
+    dump = sl.dump()
     assert f"the last 10 rows, every column: {tmp_path / 'run' / 'table.txt'}" in dump
     assert [line.split()[0] for line in dump.splitlines()[2:]] == ["297", "298", "299", "the"]  # the last rows only

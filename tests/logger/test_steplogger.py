@@ -52,8 +52,11 @@ def test_log_writes_strict_jsonl_and_prints_rows(tmp_path: Path, captured: list[
     assert text.split("end of run")[0].count("step   loss frac") == 3
     assert len(re.findall(r"^\S+ columns:$", text.split("end of run")[0], flags=re.M)) == 1
     assert "   2    NaN  2/8" in text  # a logged NaN reads NaN
-    # the end-of-run dump carries the dump-only column; table.txt holds every row with every column
-    assert "end of run: 7 rows" in text and " sec" in text.split("end of run")[1]
+    # the console's end of the run points to table.txt, which holds every row with every column; the dump (printed
+    # where no table is written) carries the dump-only column
+    end = text.split("end of run")[1]
+    assert end == f": 7 rows, arm armA; all rows, every column: {tmp_path / 'arm' / 'table.txt'}\n"
+    assert " sec" in sl.dump().split("end of run")[1]
     table = (tmp_path / "arm" / "table.txt").read_text().splitlines()
     assert len(table) == 8 and table[0].split() == ["step", "loss", "frac", "sec"]
 

@@ -8,7 +8,7 @@ import math
 from steptable.logger.consolecols import ConsoleLayout
 from steptable.table import render
 from steptable.table.columns import Col, with_notations
-from steptable.table.notation import LOW_RUN, Running, choose, of_values
+from steptable.table.notation import LOW_RUN, Running, choose, of_values, unit
 
 
 def texts(values: list[float | None], width: int = 8, key: str = "x") -> list[str]:
@@ -149,3 +149,20 @@ def test_the_extreme_decades_of_a_double_have_a_notation() -> None:
         n = choose(biggest, 12)
         assert n is not None and n.text(biggest) == text
         assert n.half() >= 0 and n.low() > 0
+
+
+def test_a_shared_exponent_moved_to_the_header_leaves_whole_numbers_that_mean_the_same() -> None:
+    n = choose(1e-6, 13)
+    assert n is not None and n.text(1e-6) == "1.00e-6"
+    m = n.in_header()
+    assert (m.exp, m.scaled, unit("lr", m)) == (-8, True, "lr e-8")
+    assert [m.text(x) for x in (1e-6, 2e-8, 2.4e-7, 0.0)] == ["100", "2", "24", "0"]
+    # the values held are the same; a non-zero value that rounds to no whole unit keeps its sign, never reads as 0
+    for x in (1e-6, 2e-8, 9.99e-6, 1e-5, 3e-12, -3e-12):
+        assert m.holds(x) == (n.holds(x) or 0 < abs(x) < n.half())
+    assert (m.text(3e-12), m.text(-3e-12)) == ("+0", "-0")
+    assert (m.low(), m.half(), m.top) == (n.low(), n.half(), n.top)
+    # a positional notation has no exponent to move; a scaled one stays as it is
+    p = choose(0.5, 6)
+    assert p is not None and p.in_header() is p and unit("rew", p) == "rew" and m.in_header() is m
+    assert unit("rew", None) == "rew"
