@@ -11,7 +11,6 @@ key it stands for; once the column is as wide as its header, the header is shown
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -40,9 +39,10 @@ def need(value: Any, fmt: str | None, most: int, notation: Notation | None = Non
 
 
 def _names(desc: str, key: str) -> bool:
-    """Whether ``desc`` names ``key`` already, as a word of its own ("... (rewards/acc/mean)"; "ent" is not named by
-    "entropy"): the legend then does not name it twice."""
-    return re.search(rf"(?<![\w/.]){re.escape(key)}(?![\w/])", desc) is not None
+    """Whether ``desc`` names ``key`` already, in parentheses as a schema's description of a family of keys does
+    ("mean reward of one reward function (rewards/acc/mean)"): the legend then does not name it twice. A word of
+    the description that is the key ("mean reward" for ``reward``) does not say which key the header stands for."""
+    return f"({key})" in desc
 
 
 def _band(w: int) -> tuple[float, float]:

@@ -183,9 +183,14 @@ class StepLogger:
         return [by_key.get(c.key, c) if c.stream else c for c in self.cols]
 
     def legend(self) -> str:
-        """The meaning of each column present this run (streamed and dump-only); an abbreviated header's line
-        names its key."""
-        return render.legend(self._shown(self._layout.legend_cols()))
+        """The meaning of each printed column whose header is not its key (an abbreviated header's line names the
+        key), and of each dump-only column. A column printed under its own key reads as what the loop logged: its
+        line would be paid for in every log and is left out (``steptable legend`` and the watch app's legend pane
+        give every column's meaning)."""
+        return render.legend(self._legend_cols())
+
+    def _legend_cols(self) -> list[Col]:
+        return [c for c in self._shown(self._layout.legend_cols()) if not c.stream or c.header.strip() != c.key]
 
     # ------------------------------------------------------------------------------------------------ the loop
     @property
@@ -285,7 +290,7 @@ class StepLogger:
         widened = self._fit(view)  # a column grows to this row's value: its header again
         header_due = first or widened or bool(self.header_every and self._since_header >= self.header_every)
         self._rows += 1  # counted before printing: a failure below must not bring the legend back next step
-        if first and any(render.explained(c) for c in self._shown(self._layout.legend_cols())):
+        if first and any(render.explained(c) for c in self._legend_cols()):
             self._emit(self.legend())  # a legend with nothing to explain is only a line to pay for
         if header_due:
             self._since_header = 0

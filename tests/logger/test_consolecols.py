@@ -162,9 +162,24 @@ def test_a_shared_exponent_is_printed_once_in_the_header_and_each_change_of_it_b
 def test_a_description_that_names_its_key_is_not_told_it_twice_in_the_legend(captured: list[str]) -> None:
     cols = [Col("step", 4, "step", "d"),
             Col("rewards/acc/mean", 16, "rewards/acc/mean", None, "mean of one reward (rewards/acc/mean)"),
-            Col("reward", 6, "reward", None, "rewards summed")]
+            Col("reward", 6, "reward", None, "mean reward")]
     with StepLogger(cols, alerts=False) as sl:
         sl.log({"step": 1, "rewards/acc/mean": 0.5, "reward": 0.25})
     legend = sl.legend()
     assert "mean of one reward (rewards/acc/mean)" in legend and legend.count("rewards/acc/mean") == 1
-    assert "reward: rewards summed" in legend  # a word that only begins with the key does not name it
+    assert "reward: mean reward" in legend  # a word of the description is no naming of the key "rew" stands for
+
+
+def test_the_console_legend_leaves_out_a_column_printed_under_its_own_key(captured: list[str]) -> None:
+    cols = [Col("step", 4, "step", "d", "optimizer step"), Col("loss", 6, "loss", None, "policy-gradient loss"),
+            Col("grad_norm", 9, "grad_norm", None, "gradient norm"), Col("secs", 5, "secs", None, "seconds",
+                                                                         stream=False)]
+    with StepLogger(cols, alerts=False) as sl:
+        sl.log({"step": 1, "loss": 0.5, "grad_norm": 0.25, "secs": 3.0})
+    legend = "".join(captured).split("step  loss")[0]
+    # "gn" needs its line; "step" and "loss" read as what was logged; the dump-only column is not in the rows
+    assert re.findall(r"^ (\S+)", legend, flags=re.M) == ["gn", "secs"]
+    captured.clear()
+    with StepLogger(cols[:2], alerts=False) as sl:  # nothing to explain: no legend at all
+        sl.log({"step": 1, "loss": 0.5})
+    assert "columns:" not in "".join(captured)
