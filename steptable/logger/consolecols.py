@@ -61,7 +61,9 @@ class ConsoleLayout:
     widths or headers changed (the header is due again); ``legend_cols`` are the columns for the legend, an
     abbreviated header's description naming its key. Each column of the automatic format writes its numbers in one
     notation, chosen from the values seen so far (steptable.table.notation.Running): ``cols`` is a new tuple
-    whenever a notation or a width changed.
+    whenever a notation or a width changed. A notation with a shared exponent is printed with it in the header
+    (``lr e-8`` over ``100``): a change of it is a change of the header (``bare``: the columns without it, for a
+    table that chooses its own notations).
     """
 
     def __init__(self, declared: Sequence[Col]) -> None:
@@ -69,7 +71,7 @@ class ConsoleLayout:
         self.cols = self.declared
         #: ``cols`` without their notations, each header without a power of ten: for a table that chooses its own
         self.bare = self.declared
-        self._retitled = False  # the last update changed a header (a scaled column's power of ten) and no width
+        self._changed = False  # the last _build changed a printed width or header
         self._most = [max(FIT_MAX, c.width) if c.fit else c.width for c in self.declared]
         #: (column, key, its running notation) of each automatic-format column
         self._runs = [(i, c.key, Running(self._most[i])) for i, c in enumerate(self.declared) if c.fmt is None]
@@ -92,7 +94,7 @@ class ConsoleLayout:
             self._start(row)
             return True
         widths = self._widths
-        self._retitled = False
+        self._changed = False
         before = list(self._notes)
         noted = self._see(row)
         widened = False
@@ -111,7 +113,7 @@ class ConsoleLayout:
         if not self._open:
             if noted or widened:
                 self._reopen()
-            return widened or self._retitled
+            return self._changed
         get = row.get
         notes = self._notes
         outside = self._outside
@@ -130,7 +132,7 @@ class ConsoleLayout:
                 widened = True
         if widened or noted:
             self._reopen()
-        return widened or self._retitled
+        return self._changed
 
     def _see(self, row: Mapping[str, Any]) -> list[int]:
         """Each automatic-format column's number of ``row`` taken into its notation; the columns whose notation, or
@@ -213,7 +215,7 @@ class ConsoleLayout:
 
     def _build(self) -> None:
         cols, bare = [], []
-        before = [c.header for c in self.cols]
+        before = [(c.width, c.header) for c in self.cols]
         for i, (c, w, a, n) in enumerate(zip(self.declared, self._widths, self._short, self._notes, strict=True)):
             header = c.header if display_width(c.header) <= w else a
             shown = unit(header, n)  # a scaled notation's power of ten after it: the column as wide as both
@@ -225,4 +227,5 @@ class ConsoleLayout:
             bare.append(c if (w, header) == (c.width, c.header) else c.with_(width=w, header=header))
         self.cols = tuple(cols)
         self.bare = tuple(bare)
-        self._retitled = [c.header for c in cols] != before
+        # (a column widened under a wider header, lr e-8 over 2 digits then 3, prints as before: no header for it)
+        self._changed = [(c.width, c.header) for c in cols] != before

@@ -183,10 +183,9 @@ class StepLogger:
         return [by_key.get(c.key, c) if c.stream else c for c in self.cols]
 
     def legend(self) -> str:
-        """The meaning of each printed column whose header is not its key (an abbreviated header's line names the
-        key), and of each dump-only column. A column printed under its own key reads as what the loop logged: its
-        line would be paid for in every log and is left out (``steptable legend`` and the watch app's legend pane
-        give every column's meaning)."""
+        """The meaning of each printed column whose header is not its key (an abbreviation's line names the key) and
+        of each dump-only column; one printed under its own key reads as what was logged and is left out (every
+        column's meaning: ``steptable legend``, the watch app's legend pane)."""
         return render.legend(self._legend_cols())
 
     def _legend_cols(self) -> list[Col]:

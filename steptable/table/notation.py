@@ -16,6 +16,8 @@ column reads ``-.0300 -.0001 .0041`` (not ``-.03 -.00011 .00408``), a gradient n
 - A reader with every value (``tail``, the watch app, table.txt) chooses from them all (:func:`of_values`), its
   largest 1% (a spike) left out: such a value is written on its own; the live logger cannot look ahead and
   chooses from the values seen so far (:class:`Running`).
+- The console logger writes a shared exponent once, in the column's header (:meth:`Notation.in_header`, :func:`unit`:
+  ``100`` under ``lr e-8``); readers that show a whole table keep it in each cell.
 NaN, inf and text are not numbers of the notation: they show as the automatic format shows them.
 """
 

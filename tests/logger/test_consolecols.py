@@ -183,3 +183,17 @@ def test_the_console_legend_leaves_out_a_column_printed_under_its_own_key(captur
     with StepLogger(cols[:2], alerts=False) as sl:  # nothing to explain: no legend at all
         sl.log({"step": 1, "loss": 0.5})
     assert "columns:" not in "".join(captured)
+
+
+def test_a_value_that_rounds_to_no_whole_unit_keeps_its_sign_and_a_wider_value_under_the_header_prints_no_header(
+    captured: list[str]
+) -> None:
+    cols = [Col("step", 4, "step", "d"), Col("learning_rate", 13, "learning_rate")]
+    with StepLogger(cols, alerts=False, header_every=0) as sl:
+        for step, lr in enumerate([1.5e-6, 1e-12, -1e-12, 1.23e-6]):
+            sl.log({"step": step, "learning_rate": lr})
+    printed = "".join(captured).split("end of run")[0]
+    # 1e-12 has more places than 1.5e-6 had: a finer unit, its header; the first negative needs a sign cell, which
+    # the 6-cell column under "lr e-8" has: no header for it
+    assert _headers(printed) == ["step lr e-7", "step lr e-8"]
+    assert [line.split()[1] for line in _rows(printed)] == ["15", "+0", "-0", "123"]
