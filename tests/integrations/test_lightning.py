@@ -119,5 +119,5 @@ def test_console_rows(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
     lines = [ln.split() for ln in out.splitlines() if ln.startswith("I ")]
     # train_loss over 4-cell values is abbreviated; the legend names the key
     assert any(ln[1:2] == ["step"] and "tl" in ln for ln in lines)
-    assert " tl    train_loss" in out.split("I step")[0]
+    assert " tl  train_loss" in out.split("I step")[0]
     assert [ln[1] for ln in lines if ln[1:2] and ln[1].isdigit()][:2] == ["4", "9"]
