@@ -4,7 +4,7 @@ Every arm gets the same layout (the routing diagnostics are present even on arms
 so the arms' tables line up column for column. Conditional columns:
 - ``hk_<code>`` per environment mode, only when the run trains on more than one mode;
 - ``hk_abl`` / ``slv_abl`` only when a slice of rollouts is generated with the quarantine ablated.
-Timing columns are written to JSONL and shown in the end-of-run dump, not streamed.
+Timing columns are written to JSONL and shown in table.txt and the end-of-run dump, not streamed.
 """
 
 from __future__ import annotations

@@ -71,8 +71,8 @@ class Col:
     desc    the one-line meaning shown in the legend
     better  ``"higher"`` / ``"lower"`` when a direction is good for this metric (colouring, alerts), else None
     align   ``"right"`` (numbers, default), ``"left"`` or ``"center"``
-    stream  False keeps the column out of the per-step stdout row; it is still written to JSONL and shown in the
-            end-of-run dump (timings, for instance)
+    stream  False keeps the column out of the per-step stdout row; it is still written to JSONL and shown in
+            table.txt and the end-of-run dump (timings, for instance)
     notation  the one notation the automatic format writes this column's numbers in (steptable.table.notation),
             set by whoever sees the column's values (a reader, the live logger); None: each value on its own
     """
