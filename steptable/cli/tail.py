@@ -112,17 +112,27 @@ def tail_once(args: argparse.Namespace, out: TextIO, err: TextIO) -> tuple[int, 
     """One read of the runs (no -f): what is printed, then the exit status and the cursor, the highest step read
     of the runs chosen (the lowest of them over several runs; ``--since`` itself when no row is past it; None when
     no run has a row)."""
-    follower = Follower(args.paths, poll=args.poll, on_resume=read_replaced)
     tail = Tail(args, out, err)
+    keep = tail.projection()  # --columns: only the keys they need are stored (steptable.cli.tailkeep)
+    follower = _read(args, keep)
+    if keep is not None and not tail.projection_holds(tail.chosen(follower)):
+        del follower  # (before the second read: one store of the run at a time)
+        follower = _read(args, None)  # what was kept cannot print what the whole store would: read it whole
     try:
-        follower.scan()
-        follower.finish()  # a file that will not grow: its unterminated last line is a row too
         tail.emit(follower)
         if args.alerts_only and follower.stores:  # a stall still going on (a one-shot check by an agent or CI)
             tail.check_stalls(time.time(), tail.chosen(follower))
     except BrokenPipeError:  # the reader left (`| head`): not an error in itself; the status of what was read
         _quiet(out)  # stands (an error alert seen, a --columns typo, a missing path: `set -o pipefail` sees it)
     return _status(args, follower, tail, err, live=False), tail.cursor(follower)
+
+
+def _read(args: argparse.Namespace, keep: Any) -> Follower:
+    """The runs under the paths read to their end once, each store holding the keys ``keep`` keeps."""
+    follower = Follower(args.paths, poll=args.poll, on_resume=read_replaced, keep=keep)
+    follower.scan()
+    follower.finish()  # a file that will not grow: its unterminated last line is a row too
+    return follower
 
 
 def _status(args: argparse.Namespace, follower: Follower, tail: Tail, err: TextIO, live: bool) -> int:
@@ -177,8 +187,9 @@ def _follow(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             err.write(f"steptable tail: no such path (yet): {sanitize(p)}\n")
         err.flush()
         stop = threading.Event()  # set: the follower ends, and the gates end any printing under way
-        follower = Follower(args.paths, poll=args.poll, on_resume=read_replaced)
         tail = Tail(args, cast(TextIO, _Gate(out, stop)), cast(TextIO, _Gate(err, stop)))
+        keep = tail.projection()
+        follower = Follower(args.paths, poll=args.poll, on_resume=read_replaced, keep=keep)
         lock = threading.Lock()  # one printer at a time: the follower thread's emits, this thread's stall checks
         failed: list[BaseException] = []
 
@@ -195,9 +206,13 @@ def _follow(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                     stop.set()
 
         def work() -> None:
+            nonlocal follower
             try:
                 signals.keep_out()
                 follower.scan()
+                if keep is not None and not tail.projection_holds(tail.chosen(follower)):
+                    follower = Follower(args.paths, poll=args.poll, on_resume=read_replaced)  # whole (tail_once)
+                    follower.scan()
                 emit()  # the first view: -n rows of each run found now
                 follower.run(stop, lambda _runs: emit())
             except BaseException as e:  # said by the main thread (a traceback there is one of the command's)

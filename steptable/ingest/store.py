@@ -70,10 +70,14 @@ class RunStore(RowPlacement):
     :mod:`steptable.ingest.placement` for where rows go."""
 
     def __init__(
-        self, run: str, path: str | Path, kind: str = "jsonl", arm: str = "", on_resume: ResumeReader | None = None
+        self, run: str, path: str | Path, kind: str = "jsonl", arm: str = "", on_resume: ResumeReader | None = None,
+        keep: Callable[[str], bool] | None = None,
     ) -> None:
+        """``keep``: the projection, a test of a key whose values to store (None: every key's; see
+        steptable.ingest.table): a reader that prints some columns only."""
         self.run = run
         self.on_resume = on_resume
+        self.keep = keep
         self.path = Path(path)
         self.kind = kind
         self.arm = arm
