@@ -24,7 +24,7 @@ from steptable.table.formatting import sanitize
 
 __all__ = [
     "DEFAULT_WIDTH", "Tail", "add_parser", "cursor_line", "missing_paths", "run",
-    "tail_once",
+    "tail_once", "whole_if_needed",
 ]
 
 
@@ -113,11 +113,11 @@ def tail_once(args: argparse.Namespace, out: TextIO, err: TextIO) -> tuple[int, 
     of the runs chosen (the lowest of them over several runs; ``--since`` itself when no row is past it; None when
     no run has a row)."""
     tail = Tail(args, out, err)
-    keep = tail.projection()  # --columns: only the keys they need are stored (steptable.cli.tailkeep)
-    follower = _read(args, keep)
-    if keep is not None and not tail.projection_holds(tail.chosen(follower)):
-        del follower  # (before the second read: one store of the run at a time)
-        follower = _read(args, None)  # what was kept cannot print what the whole store would: read it whole
+    # --columns: only the keys they need are stored (steptable.cli.tailkeep)
+    follower = Follower(args.paths, poll=args.poll, on_resume=read_replaced, keep=tail.projection())
+    follower.scan()
+    follower.finish()  # a file that will not grow: its unterminated last line is a row too
+    follower = whole_if_needed(tail, follower, args, finish=True)
     try:
         tail.emit(follower)
         if args.alerts_only and follower.stores:  # a stall still going on (a one-shot check by an agent or CI)
@@ -127,12 +127,17 @@ def tail_once(args: argparse.Namespace, out: TextIO, err: TextIO) -> tuple[int, 
     return _status(args, follower, tail, err, live=False), tail.cursor(follower)
 
 
-def _read(args: argparse.Namespace, keep: Any) -> Follower:
-    """The runs under the paths read to their end once, each store holding the keys ``keep`` keeps."""
-    follower = Follower(args.paths, poll=args.poll, on_resume=read_replaced, keep=keep)
-    follower.scan()
-    follower.finish()  # a file that will not grow: its unterminated last line is a row too
-    return follower
+def whole_if_needed(tail: Tail, follower: Follower, args: argparse.Namespace, finish: bool) -> Follower:
+    """``follower``, scanned with the stores ``tail.projection()`` gave it, when what they kept prints what stores of
+    every key would; else the runs read again (``finish``: to the end of a file that will not grow) into stores of
+    every key (rare: a key that a column selected needs was left out, or headers that rest on values not kept)."""
+    if follower.keep is None or tail.projection_holds(tail.chosen(follower)):
+        return follower
+    whole = Follower(args.paths, poll=args.poll, on_resume=read_replaced)
+    whole.scan()
+    if finish:
+        whole.finish()
+    return whole
 
 
 def _status(args: argparse.Namespace, follower: Follower, tail: Tail, err: TextIO, live: bool) -> int:
@@ -188,8 +193,7 @@ def _follow(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         err.flush()
         stop = threading.Event()  # set: the follower ends, and the gates end any printing under way
         tail = Tail(args, cast(TextIO, _Gate(out, stop)), cast(TextIO, _Gate(err, stop)))
-        keep = tail.projection()
-        follower = Follower(args.paths, poll=args.poll, on_resume=read_replaced, keep=keep)
+        follower = Follower(args.paths, poll=args.poll, on_resume=read_replaced, keep=tail.projection())
         lock = threading.Lock()  # one printer at a time: the follower thread's emits, this thread's stall checks
         failed: list[BaseException] = []
 
@@ -210,9 +214,7 @@ def _follow(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             try:
                 signals.keep_out()
                 follower.scan()
-                if keep is not None and not tail.projection_holds(tail.chosen(follower)):
-                    follower = Follower(args.paths, poll=args.poll, on_resume=read_replaced)  # whole (tail_once)
-                    follower.scan()
+                follower = whole_if_needed(tail, follower, args, finish=False)
                 emit()  # the first view: -n rows of each run found now
                 follower.run(stop, lambda _runs: emit())
             except BaseException as e:  # said by the main thread (a traceback there is one of the command's)
