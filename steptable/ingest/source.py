@@ -162,7 +162,8 @@ class TailSource(Source):
         return st
 
     def _arm_store(self, arm: str) -> RunStore:
-        st = RunStore(f"{self.cand.run_id}#{arm}", self.cand.path, self.cand.kind, arm, self.store.on_resume, self.store.keep)
+        st = RunStore(f"{self.cand.run_id}#{arm}", self.cand.path, self.cand.kind, arm, self.store.on_resume,
+                      self.store.keep)
         st.side_files = self.cand.side_files
         self.arm_stores[arm] = st
         return st
@@ -181,7 +182,8 @@ class TailSource(Source):
                 # SB3 and Lightning rewrite a CSV from the top when they add a key: read it aside, and keep the
                 # rows shown when the new file only adds to them (_settle)
                 self.parser.reset()
-                store = RunStore(self.store.run, self.store.path, "csv", self.store.arm, self.store.on_resume, self.store.keep)
+                store = RunStore(self.store.run, self.store.path, "csv", self.store.arm, self.store.on_resume,
+                                 self.store.keep)
                 now = math.nan
                 changed = True
             elif ev is RESET:

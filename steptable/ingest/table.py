@@ -19,10 +19,10 @@ from __future__ import annotations
 import math
 import struct
 from array import array
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache
 from itertools import islice
-from typing import Any, Callable
+from typing import Any
 
 from steptable.ingest.parse import MISSING, NONFINITE, norm_value
 
