@@ -285,6 +285,11 @@ def commands(big: str | None) -> None:
         tail_s, tail_mb = worst([*st, *one])
         follow_s, follow_mb = worst([*st, "tail", "-f", *one[1:]], rows_out=rows)
         sum_s, sum_mb = worst([*st, "summary", str(path)])
+        first = Path(tmp) / "one" / "metrics.jsonl"  # the floor: the interpreter and what tail imports, one row
+        first.parent.mkdir(parents=True)
+        first.write_bytes(open(path, "rb").readline())
+        _, floor_mb = worst([*st, *one[:-1], str(first)])
+        _, bare_mb = worst([sys.executable, "-c", "pass"])
         payload = rows * 2 * 8 / 2**20
         goal_mb = 2 * payload + 50
         size = path.stat().st_size / 1e6
@@ -294,6 +299,8 @@ def commands(big: str | None) -> None:
                                 ("5. the same with -f, to its last row", follow_s, follow_mb)):
             print(f"{label}: {secs:.2f} s: {secs / anchor_s:.2f}x the streaming script (goal <= 0.5x); peak "
                   f"{mb:.0f} MB (goal <= {goal_mb:.0f} MB: 2x the {payload:.1f} MB of step,loss + 50 MB)")
+        print(f"   the floor: the same tail of a one-row file peaks at {floor_mb:.1f} MB (a bare interpreter "
+              f"{bare_mb:.1f} MB)")
         print(f"6. summary: {sum_s:.2f} s, peak {sum_mb:.0f} MB: {sum_s / read_s:.2f}x the reading script "
               f"(goal <= 0.5x), {sum_s / anchor_s:.2f}x the streaming one")
 
