@@ -17,7 +17,7 @@ from typing import Any
 
 from steptable.ingest.table import WALL_KEYS
 from steptable.schemas import Schema
-from steptable.schemas.arrange import layout, matches, own_step_keys, run_keys
+from steptable.schemas.arrange import layout, matches, own_step_keys, run_keys, step_key_of
 from steptable.schemas.base import META_KEYS
 from steptable.schemas.headers import order_free, short_headers
 from steptable.schemas.registry import SCHEMAS
@@ -66,8 +66,7 @@ def needed(cols: Sequence[Any], schema: Schema, step_key: str, more: Sequence[st
     return need
 
 
-def holds(groups: Sequence[tuple[Schema, Sequence[Any]]], patterns: Sequence[str], step_key_of: Callable[..., str]
-          ) -> bool:
+def holds(groups: Sequence[tuple[Schema, Sequence[Any]]], patterns: Sequence[str]) -> bool:
     """Do stores read under a projection print what stores of every key would, for ``groups`` (schema, its runs)?
     Yes when no store lost a key to the key limit, every key the selected columns need was kept, and the headers
     of the undeclared keys do not depend on their rank (ranked by values a store left out, they may be ranked
@@ -75,7 +74,7 @@ def holds(groups: Sequence[tuple[Schema, Sequence[Any]]], patterns: Sequence[str
     for schema, runs in groups:
         if any(getattr(r, "dropped_keys", 0) for r in runs):
             return False
-        gone = {k for r in runs for k in getattr(r, "keys", ()) if k not in set(r.held_keys())}
+        gone = {k for r in runs for k in set(r.keys).difference(r.held_keys())}
         if not gone:
             continue
         cols = layout(runs, schema, patterns=patterns)

@@ -91,7 +91,7 @@ class Tail:
         """Stores read under :meth:`projection` print what stores of every key would (steptable.cli.tailkeep)."""
         a = self.args
         named = get_schema(a.schema, near=a.paths) if a.schema else None
-        return holds(by_schema(stores, named), self.patterns, step_key_of)
+        return holds(by_schema(stores, named), self.patterns)
 
     def chosen(self, follower: Follower) -> list[RunStore]:
         """The runs to print (all, or those --run names by id or arm), by id."""
