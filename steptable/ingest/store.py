@@ -186,6 +186,13 @@ class RunStore(RowPlacement):
             col = self._obj.get(key)
             return col[start:stop] if col is not None else [None] * len(range(len(self._steps))[start:stop])
 
+    def numbers(self, key: str) -> array[float] | None:
+        """A copy of ``key``'s cells as doubles (a logged null as NaN) when every row holds a number or a null of it
+        (no absent cell): what ``cells`` holds then, without a float object a cell; else None."""
+        with self.lock:
+            arr = self._num.get(key)
+            return arr[:] if arr is not None and key not in self._pres and not self._positional(key) else None
+
     def cells(self, key: str) -> list[Any]:
         """Like ``column`` but None where the row lacks the key (a NaN left is a non-finite value the run logged)."""
         return self.cells_between(key)

@@ -339,7 +339,11 @@ def _row_names(keys: Sequence[str], order: Sequence[tuple[str, int]], labels: Ma
 
 
 def _stats(run: RunLike, key: str, trend: bool = True) -> ColStats:
-    """``column_stats`` of a run's column: a store's cells tell absent (None) from a logged NaN."""
+    """``column_stats`` of a run's column: a store's cells tell absent (None) from a logged NaN (a column of numbers
+    without an absent cell read as its doubles: the same values)."""
+    numbers = getattr(run, "numbers", None)
+    if numbers is not None and (nums := numbers(key)) is not None:
+        return column_stats(nums, True, trend)
     cells = getattr(run, "cells", None)
     return column_stats(cells(key), True, trend) if cells is not None else column_stats(run.column(key), False, trend)
 
