@@ -362,7 +362,7 @@ def make_source(
     keep: Callable[[str], bool] | None = None,
 ) -> Source:
     """The source of ``cand``: a StateSource for an HF ``trainer_state.json`` run, else a TailSource. ``keep``: the
-    projection of a TailSource's stores (RunStore); the other kinds store every key."""
+    projection of a TailSource's stores (RunStore); CSV logs and the other kinds store every key."""
     if cand.kind == "trainer_state":  # (an HF run directory: steptable.ingest.statesource)
         from steptable.ingest.statesource import StateSource
 
@@ -372,7 +372,8 @@ def make_source(
 
         return (TrackioSource if cand.kind == "trackio" else RecordSource)(cand, report, on_resume)
     src = TailSource(cand, report, max_line, on_resume)
-    src.store.keep = keep  # (before its first read)
+    # (before its first read; not a CSV: a rewritten one is settled by comparing and copying whole stored rows)
+    src.store.keep = keep if cand.kind != "csv" else None
     return src
 
 

@@ -99,3 +99,13 @@ def test_a_left_out_key_is_kept_from_when_a_reader_asks(tmp_path: Path) -> None:
     assert store.held_keys() == store.keys
     assert store.cells("kl")[:10] == [None] * 10  # (not held then: absent)
     assert store.value(10, "kl") == 0.02 and store.value(10, "reward") == 3  # (an integer column stays one)
+
+
+def test_a_csv_log_stores_every_key(tmp_path: Path) -> None:
+    """A CSV that is rewritten from the top (SB3, Lightning adding a key) is settled by comparing and copying whole
+    stored rows: it is never read under a projection."""
+    path = tmp_path / "run" / "progress.csv"
+    path.parent.mkdir()
+    path.write_text("step,loss,kl\n" + "".join(f"{s},{s / 10},{s % 3}\n" for s in range(20)))
+    (store,) = _read(tmp_path, lambda k: k in ("step", "loss")).values()
+    assert store.kind == "csv" and store.held_keys() == store.keys == ["step", "loss", "kl"]
