@@ -11,17 +11,33 @@ so the output is always the store path's.
 
 from __future__ import annotations
 
+import argparse
 from collections.abc import Callable, Sequence
 from fnmatch import fnmatchcase
 from typing import Any
 
 from steptable.ingest.table import WALL_KEYS
+from steptable.schemafiles.resolve import by_schema, get_schema
 from steptable.schemas import Schema
 from steptable.schemas.arrange import layout, matches, own_step_keys, run_keys, step_key_of
 from steptable.schemas.base import META_KEYS
 from steptable.schemas.headers import order_free, short_headers
 from steptable.schemas.registry import SCHEMAS
 from steptable.table.stepkeys import is_step_key
+
+
+def for_args(args: argparse.Namespace, patterns: Sequence[str]) -> Callable[[str], bool] | None:
+    """The projection of `tail` with ``args`` and its ``--columns`` ``patterns``: none with --alerts-only (alerts
+    watch every column) or without patterns."""
+    if args.alerts_only or not patterns:
+        return None
+    return projection(patterns, [get_schema(args.schema, near=args.paths)] if args.schema else [])
+
+
+def holds_for(args: argparse.Namespace, patterns: Sequence[str], stores: Sequence[Any]) -> bool:
+    """:func:`holds` of ``stores`` grouped by schema as `tail` with ``args`` groups them."""
+    named = get_schema(args.schema, near=args.paths) if args.schema else None
+    return holds(by_schema(stores, named), patterns)
 
 
 def projection(patterns: Sequence[str], schemas: Sequence[Schema] = ()) -> Callable[[str], bool] | None:

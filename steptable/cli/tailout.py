@@ -16,7 +16,7 @@ from typing import Any, TextIO
 from steptable.alerts.engine import Alert, AlertEngine, clockless_stall, end_alert, resumed_engine
 from steptable.cli.tailformats import Layout, Printer
 from steptable.cli.tailjsonl import jsonl_lines, plain
-from steptable.cli.tailkeep import holds, needed, projection
+from steptable.cli.tailkeep import for_args, holds_for, needed
 from steptable.ingest import Follower, RunStore
 from steptable.schemafiles.resolve import by_schema, get_schema, schema_file_notes, unused_files
 from steptable.schemas import (
@@ -80,18 +80,12 @@ class Tail:
         self.last: int = args.last if args.last is not None else (0 if self.since is not None else 20)
 
     def projection(self) -> Any:
-        """The keep test of the stores to read (steptable.cli.tailkeep; None: every key): with --columns, not with
-        --alerts-only (alerts watch every column)."""
-        if self.args.alerts_only or not self.patterns:
-            return None
-        a = self.args
-        return projection(self.patterns, [get_schema(a.schema, near=a.paths)] if a.schema else [])
+        """The keep test of the stores to read (None: every key's; steptable.cli.tailkeep.for_args)."""
+        return for_args(self.args, self.patterns)
 
     def projection_holds(self, stores: Sequence[RunStore]) -> bool:
-        """Stores read under :meth:`projection` print what stores of every key would (steptable.cli.tailkeep)."""
-        a = self.args
-        named = get_schema(a.schema, near=a.paths) if a.schema else None
-        return holds(by_schema(stores, named), self.patterns)
+        """Stores read under :meth:`projection` print what stores of every key would (tailkeep.holds_for)."""
+        return holds_for(self.args, self.patterns, stores)
 
     def chosen(self, follower: Follower) -> list[RunStore]:
         """The runs to print (all, or those --run names by id or arm), by id."""

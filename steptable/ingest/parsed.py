@@ -8,9 +8,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from steptable.ingest.cellmarks import measured as measured  # (the resume test's)
 from steptable.ingest.parse import MISSING, BadLine
 from steptable.ingest.table import WALL_KEYS
-from steptable.ingest.table import measured as measured  # (the resume test's, kept beside the cells it reads)
 from steptable.table.stepkeys import is_step_key
 
 #: keys that say nothing about whether two rows are the same measurement (resume vs merge test; endofrun's too)

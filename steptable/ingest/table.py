@@ -24,6 +24,7 @@ from functools import lru_cache
 from itertools import islice
 from typing import Any
 
+from steptable.ingest.cellmarks import ABSENT, MEASURED, mark, marks_of, measured
 from steptable.ingest.parse import MISSING, NONFINITE, norm_value
 
 NAN = math.nan
@@ -69,33 +70,6 @@ def _as_float(v: Any) -> float | None:
     if t is str and len(v) <= 9:
         return NONFINITE.get(v.lower())
     return None
-
-
-def measured(v: Any) -> bool:
-    """A cell that holds a measurement (not None, not NaN): what the resume test compares. A bare NaN arrives as
-    its quoted sentinel ("NaN") where a chunk is handed over as columns: not a measurement either (a late row with
-    a NaN, read alone by a live reader, would be taken for a resume and drop every later row)."""
-    if type(v) is str and len(v) <= 9:
-        v = norm_value(v)
-    return v is not None and not (type(v) is float and v != v)
-
-
-#: a cell of a key the projection leaves out: absent, present but not measured (null, NaN), measured
-ABSENT, UNMEASURED, MEASURED = 0, 1, 2
-
-
-def _mark(v: Any) -> int:
-    return ABSENT if v is MISSING else MEASURED if measured(v) else UNMEASURED
-
-
-def _marks(vals: Sequence[Any]) -> bytes:
-    """The marks of a chunk's cells of a left-out key; a column of numbers without a NaN in one C pass."""
-    try:
-        if (total := sum(vals)) == total:  # (no NaN, no inf - inf; a bool is measured too)
-            return bytes([MEASURED]) * len(vals)
-    except TypeError:  # None, MISSING, text
-        pass
-    return bytes(map(_mark, vals))
 
 
 class ColumnTable:
@@ -223,7 +197,7 @@ class ColumnTable:
             if key not in self._num and key not in self._obj:
                 self._create(key, v, n)
                 if (marks := self._gone.get(key)) is not None:
-                    marks[i] = _mark(v)
+                    marks[i] = mark(v)
                     continue
             arr = self._num.get(key)
             if arr is not None:
@@ -313,7 +287,7 @@ class ColumnTable:
             if arr is None and key not in self._obj:
                 self._create(key, next((v for v in vals if v is not MISSING and v is not None), MISSING), base)
                 if (marks := gone.get(key)) is not None:
-                    marks.extend(_marks(vals))
+                    marks.extend(marks_of(vals))
                     continue
             if key in num:
                 self._extend_num(key, vals, int_keys)
