@@ -203,6 +203,14 @@ with open(sys.argv[1]) as f:
         d = json.loads(line)
         w(json.dumps({"step": d.get("step"), "loss": d.get("loss")}) + "\\n")
 """
+# summary with its alert pass left out (steptable.alerts' own figure is bench_alert_history.py): the rest of it
+NO_ALERTS = """\
+import sys
+import steptable.cli.summary as summary
+summary._run_alerts = lambda store, now: []
+from steptable.cli.main import main
+sys.exit(main(["summary", *sys.argv[1:]]))
+"""
 READ = """\
 import json, sys
 with open(sys.argv[1]) as f:
@@ -232,9 +240,10 @@ def _env() -> dict[str, str]:
     return env
 
 
-def run_child(argv: list[str], rows_out: int | None = None) -> tuple[float, float]:
-    """(seconds, peak resident MB) of one process. With ``rows_out`` (a ``tail -f``): the time until that many lines
-    were out, then it is sent TERM (its peak memory counts to its end)."""
+def run_child(argv: list[str], rows_out: int | None = None) -> tuple[float, float, float]:
+    """(seconds, peak resident MB, CPU seconds: user + system) of one process. With ``rows_out`` (a
+    ``tail -f``): the time until that many lines were out, then it is sent TERM (its peak memory and CPU count to
+    its end)."""
     t = time.perf_counter()
     p = subprocess.Popen(argv, stdout=subprocess.PIPE if rows_out else subprocess.DEVNULL,
                          stderr=subprocess.DEVNULL, env=_env())
@@ -256,13 +265,19 @@ def run_child(argv: list[str], rows_out: int | None = None) -> tuple[float, floa
             raise SystemExit(f"{argv}: exit status {p.returncode}")
     elif n < rows_out:
         raise SystemExit(f"{argv}: {n} of {rows_out} rows out")
-    return secs, usage.ru_maxrss / 1024 * (1 if sys.platform != "darwin" else 1 / 1024)
+    return secs, usage.ru_maxrss / 1024 * (1 if sys.platform != "darwin" else 1 / 1024), usage.ru_utime + usage.ru_stime
 
 
-def worst(argv: list[str], rows_out: int | None = None, repeat: int = 3) -> tuple[float, float]:
-    """The worst time and the worst peak memory of ``repeat`` runs."""
+def worst(argv: list[str], rows_out: int | None = None, repeat: int = 3, label: str = "") -> tuple[float, float]:
+    """The worst time and the worst peak memory of ``repeat`` runs (with a ``label``, the worst CPU time is noted in
+    ``CPU``: on a shared machine it moves less than the wall time)."""
     runs = [run_child(argv, rows_out) for _ in range(repeat)]
+    if label:
+        CPU[label] = max(r[2] for r in runs)
     return max(r[0] for r in runs), max(r[1] for r in runs)
+
+
+CPU: dict[str, float] = {}  # a command's label -> its worst CPU seconds
 
 
 def commands(big: str | None) -> None:
@@ -279,12 +294,18 @@ def commands(big: str | None) -> None:
         small.write_bytes(b"".join(open(path, "rb").readlines(100_000)))
         for cmd in ("tail", "summary"):  # the modules byte-compiled once, as an installed package has them
             subprocess.run([*st, cmd, str(small)], capture_output=True, env=_env())
-        anchor_s, anchor_mb = worst([sys.executable, "-c", STREAM, str(path)])
-        read_s, _ = worst([sys.executable, "-c", READ, str(path)])
+        anchor_s, anchor_mb = worst([sys.executable, "-c", STREAM, str(path)], label="the streaming script")
+        read_s, _ = worst([sys.executable, "-c", READ, str(path)], label="the reading script")
         one = ["tail", "-n", "0", "--format", "jsonl", "--columns", "step,loss", str(path)]
-        tail_s, tail_mb = worst([*st, *one])
-        follow_s, follow_mb = worst([*st, "tail", "-f", *one[1:]], rows_out=rows)
-        sum_s, sum_mb = worst([*st, "summary", str(path)])
+        tail_s, tail_mb = worst([*st, *one], label="4. tail")
+        follow_s, follow_mb = worst([*st, "tail", "-f", *one[1:]], rows_out=rows, label="5. tail -f (to its end)")
+        sum_s, sum_mb = worst([*st, "summary", str(path)], label="6. summary")
+        rest_s, _ = worst([sys.executable, "-c", NO_ALERTS, str(path)], label="   summary without its alert pass")
+        first = Path(tmp) / "one" / "metrics.jsonl"  # the floor: the interpreter and what tail imports, one row
+        first.parent.mkdir(parents=True)
+        first.write_bytes(open(path, "rb").readline())
+        _, floor_mb = worst([*st, *one[:-1], str(first)])
+        _, bare_mb = worst([sys.executable, "-c", "pass"])
         payload = rows * 2 * 8 / 2**20
         goal_mb = 2 * payload + 50
         size = path.stat().st_size / 1e6
@@ -294,8 +315,16 @@ def commands(big: str | None) -> None:
                                 ("5. the same with -f, to its last row", follow_s, follow_mb)):
             print(f"{label}: {secs:.2f} s: {secs / anchor_s:.2f}x the streaming script (goal <= 0.5x); peak "
                   f"{mb:.0f} MB (goal <= {goal_mb:.0f} MB: 2x the {payload:.1f} MB of step,loss + 50 MB)")
+        print(f"   the floor: the same tail of a one-row file peaks at {floor_mb:.1f} MB (a bare interpreter "
+              f"{bare_mb:.1f} MB)")
         print(f"6. summary: {sum_s:.2f} s, peak {sum_mb:.0f} MB: {sum_s / read_s:.2f}x the reading script "
               f"(goal <= 0.5x), {sum_s / anchor_s:.2f}x the streaming one")
+        print(f"   summary without its alert pass: {rest_s:.2f} s: {rest_s / read_s:.2f}x the reading script (its "
+              "share of the goal: <= 0.3x)")
+        read_cpu = CPU["the reading script"]
+        print(f"CPU seconds (user + system, worst of 3), against the reading script's {read_cpu:.2f} s:")
+        for label, cpu in CPU.items():
+            print(f"   {cpu:6.2f} s  {cpu / read_cpu:5.2f}x  {label}")
 
 
 if __name__ == "__main__":

@@ -24,7 +24,7 @@ from steptable.table.formatting import sanitize
 
 __all__ = [
     "DEFAULT_WIDTH", "Tail", "add_parser", "cursor_line", "missing_paths", "run",
-    "tail_once",
+    "tail_once", "whole_if_needed",
 ]
 
 
@@ -112,17 +112,32 @@ def tail_once(args: argparse.Namespace, out: TextIO, err: TextIO) -> tuple[int, 
     """One read of the runs (no -f): what is printed, then the exit status and the cursor, the highest step read
     of the runs chosen (the lowest of them over several runs; ``--since`` itself when no row is past it; None when
     no run has a row)."""
-    follower = Follower(args.paths, poll=args.poll, on_resume=read_replaced)
     tail = Tail(args, out, err)
+    # --columns: only the keys they need are stored (steptable.cli.tailkeep)
+    follower = Follower(args.paths, poll=args.poll, on_resume=read_replaced, keep=tail.projection())
+    follower.scan()
+    follower.finish()  # a file that will not grow: its unterminated last line is a row too
+    follower = whole_if_needed(tail, follower, args, finish=True)
     try:
-        follower.scan()
-        follower.finish()  # a file that will not grow: its unterminated last line is a row too
         tail.emit(follower)
         if args.alerts_only and follower.stores:  # a stall still going on (a one-shot check by an agent or CI)
             tail.check_stalls(time.time(), tail.chosen(follower))
     except BrokenPipeError:  # the reader left (`| head`): not an error in itself; the status of what was read
         _quiet(out)  # stands (an error alert seen, a --columns typo, a missing path: `set -o pipefail` sees it)
     return _status(args, follower, tail, err, live=False), tail.cursor(follower)
+
+
+def whole_if_needed(tail: Tail, follower: Follower, args: argparse.Namespace, finish: bool) -> Follower:
+    """``follower``, scanned with the stores ``tail.projection()`` gave it, when what they kept prints what stores of
+    every key would; else the runs read again (``finish``: to the end of a file that will not grow) into stores of
+    every key (rare: a key that a column selected needs was left out, or headers that rest on values not kept)."""
+    if follower.keep is None or tail.projection_holds(tail.chosen(follower)):
+        return follower
+    whole = Follower(args.paths, poll=args.poll, on_resume=read_replaced)
+    whole.scan()
+    if finish:
+        whole.finish()
+    return whole
 
 
 def _status(args: argparse.Namespace, follower: Follower, tail: Tail, err: TextIO, live: bool) -> int:
@@ -177,8 +192,8 @@ def _follow(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             err.write(f"steptable tail: no such path (yet): {sanitize(p)}\n")
         err.flush()
         stop = threading.Event()  # set: the follower ends, and the gates end any printing under way
-        follower = Follower(args.paths, poll=args.poll, on_resume=read_replaced)
         tail = Tail(args, cast(TextIO, _Gate(out, stop)), cast(TextIO, _Gate(err, stop)))
+        follower = Follower(args.paths, poll=args.poll, on_resume=read_replaced, keep=tail.projection())
         lock = threading.Lock()  # one printer at a time: the follower thread's emits, this thread's stall checks
         failed: list[BaseException] = []
 
@@ -195,9 +210,11 @@ def _follow(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                     stop.set()
 
         def work() -> None:
+            nonlocal follower
             try:
                 signals.keep_out()
                 follower.scan()
+                follower = whole_if_needed(tail, follower, args, finish=False)
                 emit()  # the first view: -n rows of each run found now
                 follower.run(stop, lambda _runs: emit())
             except BaseException as e:  # said by the main thread (a traceback there is one of the command's)

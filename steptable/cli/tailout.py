@@ -16,6 +16,7 @@ from typing import Any, TextIO
 from steptable.alerts.engine import Alert, AlertEngine, clockless_stall, end_alert, resumed_engine
 from steptable.cli.tailformats import Layout, Printer
 from steptable.cli.tailjsonl import jsonl_lines, plain
+from steptable.cli.tailkeep import for_args, holds_for, needed
 from steptable.ingest import Follower, RunStore
 from steptable.schemafiles.resolve import by_schema, get_schema, schema_file_notes, unused_files
 from steptable.schemas import (
@@ -77,6 +78,14 @@ class Tail:
         self.only: str | None = getattr(args, "run", None)  # only the runs of this id or arm
         # -n: 20 by default, every row past the cursor with --since
         self.last: int = args.last if args.last is not None else (0 if self.since is not None else 20)
+
+    def projection(self) -> Any:
+        """The keep test of the stores to read (None: every key's; steptable.cli.tailkeep.for_args)."""
+        return for_args(self.args, self.patterns)
+
+    def projection_holds(self, stores: Sequence[RunStore]) -> bool:
+        """Stores read under :meth:`projection` print what stores of every key would (tailkeep.holds_for)."""
+        return holds_for(self.args, self.patterns, stores)
 
     def chosen(self, follower: Follower) -> list[RunStore]:
         """The runs to print (all, or those --run names by id or arm), by id."""
@@ -204,6 +213,13 @@ class Tail:
             self.logged = logged
             # New runs or keys (a sparse eval column appearing late), or steps past the step column's width: lay
             # out again and re-print the header of each run whose layout changed.
+            if follower.keep is not None and not self.projection_holds(stores):
+                # (-f: new keys made a key the projection left out one to print: kept from now on, its cells of
+                # the rows read before absent; a one-shot read never gets here: it is read again whole first)
+                follower.keep = None
+                for s in stores:
+                    with s.lock:
+                        s.keep_every_key()
             self.keys_seen = keys
             self.of = self._layouts(stores)  # (a changed layout gets its header: the printer's head_of is not it)
             self.printer.laid_out([self.of[s.run] for s in stores])  # (the columns of the CSV header)
@@ -324,19 +340,8 @@ class Tail:
         a = self.args
         if a.format == "jsonl" and not a.columns:
             return None
-        need: set[str] = set()
-        todo = ["step", lay.step_key, *(k for c in lay.cols for k in (c.key, *c.aliases))]
-        if a.format == "csv":
-            todo += [*self.printer.csv_want, *(self.printer.csv_keys or ())]
-        while todo:
-            k = todo.pop()
-            if k in need:
-                continue
-            need.add(k)
-            c = lay.schema.col(k)
-            todo += c.aliases if c is not None else ()
-            todo += [n for d in lay.schema.derived if d.key == k for n in d.needs]
-        return need
+        csv = [*self.printer.csv_want, *(self.printer.csv_keys or ())] if a.format == "csv" else []
+        return needed(lay.cols, lay.schema, lay.step_key, csv)
 
     def _alerts(
         self,

@@ -8,7 +8,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from steptable.ingest.parse import MISSING, BadLine, norm_value
+from steptable.ingest.cellmarks import measured as measured  # (the resume test's)
+from steptable.ingest.parse import MISSING, BadLine
 from steptable.ingest.table import WALL_KEYS
 from steptable.table.stepkeys import is_step_key
 
@@ -37,15 +38,6 @@ class Parsed:
     step_key: str | None = None
     #: run-level facts found by the parser (HF's final training summary), merged into ``RunStore.meta``
     meta: dict[str, Any] = field(default_factory=dict)
-
-
-def measured(v: Any) -> bool:
-    """A cell that holds a measurement (not None, not NaN): what the resume test compares. A bare NaN arrives as
-    its quoted sentinel ("NaN") where a chunk is handed over as columns: not a measurement either (a late row with
-    a NaN, read alone by a live reader, would be taken for a resume and drop every later row)."""
-    if type(v) is str and len(v) <= 9:
-        v = norm_value(v)
-    return v is not None and not (type(v) is float and v != v)
 
 
 def stepless(label: str, lineno: int, key: str, got: Any, last: int | None, ordinal: int) -> tuple[int, BadLine, bool]:

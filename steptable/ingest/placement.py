@@ -57,7 +57,7 @@ class RowPlacement(ColumnTable, ABC):
 
     def _add_rows(self, steps: Sequence[int], rows: list[dict[str, Any]], now: float) -> None:
         if len(self.keys) >= MAX_KEYS:  # full: cells of keys not stored are dropped before columns are built
-            known = self._num.keys() | self._obj.keys()
+            known = self._num.keys() | self._obj.keys() | self._gone.keys()
             rows = [r if r.keys() <= known else self._known_cells(r, known) for r in rows]
         pend_steps: list[int] = []
         pend_rows: list[dict[str, Any]] = []
@@ -116,14 +116,14 @@ class RowPlacement(ColumnTable, ABC):
         was logged by another activity at that step (tinker's asynchronous evaluation): a key both name (its own
         ``time/total``) means something else there, so the row's first value stays (a cell it logged as null is
         filled in: null is "not measured")."""
-        return {k: v for k, v in row.items() if not (self._present(i, k) and measured(self._cell(i, k)))}
+        return {k: v for k, v in row.items() if not self._measured(i, k)}
 
     def _shares_keys(self, i: int, row: dict[str, Any]) -> bool:
         """Does ``row`` measure again what row ``i`` holds (a resume), rather than add to it (a late evaluation)?
         A cell logged as null or NaN there (StepLogger writes a NaN as null: "not measured this step") is not a
         measurement the new row repeats."""
         metric = [k for k, v in row.items() if k != self.step_key and k not in BOOKKEEPING_KEYS and measured(v)]
-        again = [k for k in metric if self._present(i, k) and measured(self._cell(i, k))]
+        again = [k for k in metric if self._measured(i, k)]
         if all(counter(k) for k in again):  # (nothing, or only counters: a late evaluation, not a resume)
             return False
         shared = len(again)
@@ -133,7 +133,7 @@ class RowPlacement(ColumnTable, ABC):
         # added) repeats most of the old row's, though not half of its own (counted until it is decided)
         held = 0
         for k in self.keys:
-            if k != self.step_key and k not in BOOKKEEPING_KEYS and self._present(i, k) and measured(self._cell(i, k)):
+            if k != self.step_key and k not in BOOKKEEPING_KEYS and self._measured(i, k):
                 held += 1
                 if held >= shared * 2:
                     return False

@@ -30,7 +30,7 @@ class RowCut:
         # (key, numeric values or object values, presence or None, integer column)
         self.cols: list[tuple[str, Any, bytearray | None, bool]] = []
         for key in table.keys:
-            if keys is not None and key not in keys:
+            if (keys is not None and key not in keys) or key in table._gone:  # (gone: values left out, none held)
                 continue
             pres = table._pres.get(key)
             num = table._num.get(key)

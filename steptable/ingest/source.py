@@ -151,7 +151,7 @@ class TailSource(Source):
         got = self.writer_stores.get(key)
         if got is not None:
             return got
-        st = RunStore(key, self.cand.path, self.cand.kind, first.arm, self.store.on_resume)
+        st = RunStore(key, self.cand.path, self.cand.kind, first.arm, self.store.on_resume, self.store.keep)
         st.side_files = self.cand.side_files
         st.meta["two_writers"] = f"the rows process {pid} wrote beside {first.run}'s writer"
         first.meta["two_writers"] = f"process {pid} writes this arm too; its rows are run {key}"
@@ -162,7 +162,8 @@ class TailSource(Source):
         return st
 
     def _arm_store(self, arm: str) -> RunStore:
-        st = RunStore(f"{self.cand.run_id}#{arm}", self.cand.path, self.cand.kind, arm, self.store.on_resume)
+        st = RunStore(f"{self.cand.run_id}#{arm}", self.cand.path, self.cand.kind, arm, self.store.on_resume,
+                      self.store.keep)
         st.side_files = self.cand.side_files
         self.arm_stores[arm] = st
         return st
@@ -181,7 +182,8 @@ class TailSource(Source):
                 # SB3 and Lightning rewrite a CSV from the top when they add a key: read it aside, and keep the
                 # rows shown when the new file only adds to them (_settle)
                 self.parser.reset()
-                store = RunStore(self.store.run, self.store.path, "csv", self.store.arm, self.store.on_resume)
+                store = RunStore(self.store.run, self.store.path, "csv", self.store.arm, self.store.on_resume,
+                                 self.store.keep)
                 now = math.nan
                 changed = True
             elif ev is RESET:
@@ -356,9 +358,11 @@ class TailSource(Source):
 
 
 def make_source(
-    cand: Candidate, report: Report, max_line: int = MAX_LINE, on_resume: ResumeReader | None = None
+    cand: Candidate, report: Report, max_line: int = MAX_LINE, on_resume: ResumeReader | None = None,
+    keep: Callable[[str], bool] | None = None,
 ) -> Source:
-    """The source of ``cand``: a StateSource for an HF ``trainer_state.json`` run, else a TailSource."""
+    """The source of ``cand``: a StateSource for an HF ``trainer_state.json`` run, else a TailSource. ``keep``: the
+    projection of a TailSource's stores (RunStore); CSV logs and the other kinds store every key."""
     if cand.kind == "trainer_state":  # (an HF run directory: steptable.ingest.statesource)
         from steptable.ingest.statesource import StateSource
 
@@ -367,7 +371,10 @@ def make_source(
         from steptable.ingest.recordsource import RecordSource, TrackioSource
 
         return (TrackioSource if cand.kind == "trackio" else RecordSource)(cand, report, on_resume)
-    return TailSource(cand, report, max_line, on_resume)
+    src = TailSource(cand, report, max_line, on_resume)
+    # (before its first read; not a CSV: a rewritten one is settled by comparing and copying whole stored rows)
+    src.store.keep = keep if cand.kind != "csv" else None
+    return src
 
 
 def load_meta(store: RunStore, cand: Candidate, report: Report | None = None) -> None:

@@ -70,10 +70,14 @@ class RunStore(RowPlacement):
     :mod:`steptable.ingest.placement` for where rows go."""
 
     def __init__(
-        self, run: str, path: str | Path, kind: str = "jsonl", arm: str = "", on_resume: ResumeReader | None = None
+        self, run: str, path: str | Path, kind: str = "jsonl", arm: str = "", on_resume: ResumeReader | None = None,
+        keep: Callable[[str], bool] | None = None,
     ) -> None:
+        """``keep``: the projection, a test of a key whose values to store (None: every key's; see
+        steptable.ingest.table): a reader that prints some columns only."""
         self.run = run
         self.on_resume = on_resume
+        self.keep = keep
         self.path = Path(path)
         self.kind = kind
         self.arm = arm
@@ -181,6 +185,13 @@ class RunStore(RowPlacement):
                 return arr[start:stop]
             col = self._obj.get(key)
             return col[start:stop] if col is not None else [None] * len(range(len(self._steps))[start:stop])
+
+    def numbers(self, key: str) -> array[float] | None:
+        """A copy of ``key``'s cells as doubles (a logged null as NaN) when every row holds a number or a null of it
+        (no absent cell): what ``cells`` holds then, without a float object a cell; else None."""
+        with self.lock:
+            arr = self._num.get(key)
+            return arr[:] if arr is not None and key not in self._pres and not self._positional(key) else None
 
     def cells(self, key: str) -> list[Any]:
         """Like ``column`` but None where the row lacks the key (a NaN left is a non-finite value the run logged)."""

@@ -8,6 +8,10 @@ float objects are kept: a 100k x 43 all-numeric run holds ~34 MB of doubles and 
 The hot path appends a parsed chunk column by column: ``struct.pack`` of a column's values into its array (one C
 call); a column whose values are not all numbers (nulls, non-finite sentinels, absent cells) takes a slower path,
 and one that receives text or bools becomes a list.
+
+A *projection* (``keep``, a test of a key) stores the values of the kept keys only: a key it leaves out is still one
+of the table's ``keys``, in its place, and holds one byte a row (absent, present but not measured, measured), which
+is all that where rows go (steptable.ingest.placement) asks of it; its cells read as absent.
 """
 
 from __future__ import annotations
@@ -15,11 +19,12 @@ from __future__ import annotations
 import math
 import struct
 from array import array
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache
 from itertools import islice
 from typing import Any
 
+from steptable.ingest.cellmarks import ABSENT, MEASURED, mark, marks_of, measured
 from steptable.ingest.parse import MISSING, NONFINITE, norm_value
 
 NAN = math.nan
@@ -70,6 +75,9 @@ def _as_float(v: Any) -> float | None:
 class ColumnTable:
     """Rows as aligned columns. Subclassed by RunStore, which adds locking, placement and run metadata."""
 
+    #: the projection: which keys' values are stored (None: every key's)
+    keep: Callable[[str], bool] | None = None
+
     def __init__(self) -> None:
         self._clear_table()
 
@@ -83,6 +91,7 @@ class ColumnTable:
         self._walls: array[float] = array("d")
         self._wall_key: str | None = None
         self._texts: dict[str, dict[Any, Any]] = {}  # text column -> its shared strings (SHARED_TEXTS)
+        self._gone: dict[str, bytearray] = {}  # keys the projection leaves out -> a mark a row
         self.dropped_keys = 0  # cells of keys past MAX_KEYS not stored
         self.first_dropped: str | None = None
 
@@ -108,6 +117,29 @@ class ColumnTable:
         v = col[i]
         return NAN if v is None else v  # a present None is a logged null: not finite, unlike an absent cell
 
+    def _measured(self, i: int, key: str) -> bool:
+        """Row ``i`` holds a measured value of ``key`` (kept or left out by the projection)."""
+        marks = self._gone.get(key)
+        if marks is not None:
+            return marks[i] == MEASURED
+        return self._present(i, key) and measured(self._cell(i, key))
+
+    def keep_every_key(self) -> list[str]:
+        """From now on store every key's values (a reader that finds it needs a key the projection left out): such
+        a key's cells of the rows held so far read as absent. Returns those keys."""
+        self.keep = None
+        gone, self._gone = self._gone, {}
+        n = len(self._steps)
+        for key in gone:
+            self._num[key] = array("d", [NAN]) * n
+            self._pres[key] = bytearray(n)
+            self._ints.add(key)  # (until a value that is not an integer arrives, as for a new column)
+        return list(gone)
+
+    def held_keys(self) -> list[str]:
+        """The keys whose values are stored (all of ``keys`` but those the projection leaves out)."""
+        return [k for k in self.keys if k not in self._gone]
+
     def _row(self, i: int) -> dict[str, Any]:
         out: dict[str, Any] = {}
         for key in self.keys:
@@ -118,14 +150,15 @@ class ColumnTable:
             if arr is not None:
                 v = arr[i]
                 out[key] = int(v) if key in self._ints and math.isfinite(v) else v
-            else:
+            elif key in self._obj:  # (not a key the projection leaves out)
                 v = self._obj[key][i]
                 out[key] = NAN if v is None else v  # a logged null (present): not finite
         return out
 
     def _present(self, i: int, key: str) -> bool:
         if key not in self._num and key not in self._obj:
-            return False
+            marks = self._gone.get(key)
+            return marks is not None and marks[i] != ABSENT
         pres = self._pres.get(key)
         return pres is None or pres[i] == 1
 
@@ -138,12 +171,17 @@ class ColumnTable:
             del col[i:]
         for pres in self._pres.values():
             del pres[i:]
+        for marks in self._gone.values():
+            del marks[i:]
         del self._steps[i:]
         del self._walls[i:]
 
     def _insert_empty(self, i: int, step: int, wall: float) -> None:
         """An empty row at index ``i`` (every cell absent)."""
         for key in self.keys:
+            if (marks := self._gone.get(key)) is not None:
+                marks.insert(i, ABSENT)
+                continue
             self._presence(key).insert(i, 0)
             arr = self._num.get(key)
             if arr is not None:
@@ -158,6 +196,9 @@ class ColumnTable:
         for key, v in row.items():
             if key not in self._num and key not in self._obj:
                 self._create(key, v, n)
+                if (marks := self._gone.get(key)) is not None:
+                    marks[i] = mark(v)
+                    continue
             arr = self._num.get(key)
             if arr is not None:
                 f = _as_float(v)
@@ -188,10 +229,16 @@ class ColumnTable:
     def _create(self, key: str, sample: Any, base: int) -> None:
         """A new column with ``base`` absent cells; numeric unless ``sample`` says otherwise. Past MAX_KEYS keys
         nothing is created (the key's cells are not stored) and the key is counted in ``dropped_keys``."""
+        if key in self._gone:
+            return
         if len(self.keys) >= MAX_KEYS:
             self.dropped_keys += 1
             if self.first_dropped is None:
                 self.first_dropped = key
+            return
+        if self.keep is not None and not self.keep(key):
+            self._gone[key] = bytearray(base)
+            self.keys.append(key)
             return
         number = _as_float(sample) is not None and type(sample) is not bool
         exact = type(sample) is not int or -EXACT_INT <= sample <= EXACT_INT
@@ -220,7 +267,7 @@ class ColumnTable:
         base = len(self._steps)
         n = len(steps)
         packer = _doubles(n)
-        num, pres, ints = self._num, self._pres, self._ints
+        num, pres, ints, gone = self._num, self._pres, self._ints, self._gone
         for key, vals in cols.items():
             arr = num.get(key)
             if arr is not None and int_keys is not None:  # the hot path, inlined: one C call per column
@@ -239,14 +286,21 @@ class ColumnTable:
                     continue
             if arr is None and key not in self._obj:
                 self._create(key, next((v for v in vals if v is not MISSING and v is not None), MISSING), base)
+                if (marks := gone.get(key)) is not None:
+                    marks.extend(marks_of(vals))
+                    continue
             if key in num:
                 self._extend_num(key, vals, int_keys)
             if key in self._obj:  # (also after _extend_num turned the column into a list)
                 self._extend_obj(key, vals)
         # (cols may hold keys past MAX_KEYS that were not stored: count only the stored ones)
-        if len(cols) < len(self.keys) or sum(1 for k in cols if k in num or k in self._obj) < len(self.keys):
+        if len(cols) < len(self.keys) or sum(1 for k in cols if k in num or k in self._obj or k in gone) < len(
+                self.keys):
             for key in self.keys:
                 if key not in cols:
+                    if (marks := gone.get(key)) is not None:
+                        marks.extend(bytes(n))
+                        continue
                     self._presence(key).extend(bytes(n))
                     arr = num.get(key)
                     if arr is not None:

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Collection, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from functools import cache
 
 from steptable.table.cells import cut_middle, one_word
@@ -209,43 +209,8 @@ def short_headers(keys: Iterable[str], reserved: Collection[str] = ()) -> dict[s
     only then are headers fitted to ``MAX_HEADER``, so that a cut never sends a key back to grow the shared middle.
     Headers are compared by :func:`look`: two that differ only in what is not drawn collide.
     """
-    order = list(dict.fromkeys(keys))
-    parts = {k: _parts(k) for k in order}
-    depth = {k: min(_min_depth(parts[k][1]), len(parts[k][1])) for k in order}
-    seen_as = cache(look)  # the same few headers are looked at again in every round; cleared with the call
-    taken = {seen_as(r.strip()) for r in reserved}
-
-    def whole(k: str, d: int | None = None) -> str:
-        lead, segs = parts[k]
-        return _safe(_render(lead, segs, depth[k] if d is None else d))
-
-    for _ in range(64):  # each round grows at least one key; paths are short
-        by_header: dict[str, list[str]] = {}
-        for k in order:
-            by_header.setdefault(seen_as(whole(k)), []).append(k)
-        grew = False
-        for h, ks in by_header.items():
-            if len(ks) > 1 or h in taken:
-                for k in ks:
-                    if depth[k] < len(parts[k][1]):
-                        depth[k] += 1
-                        grew = True
-        if not grew:
-            break
-    looks = {k: seen_as(whole(k)) for k in order}
-    count: dict[str, int] = {}
-    for k in order:
-        count[looks[k]] = count.get(looks[k], 0) + 1
-    out: dict[str, str] = {}
-    used = set(taken)  # looks, not headers
-    pending: list[str] = []
-    for k in order:
-        h = whole(k)
-        if count[looks[k]] == 1 and looks[k] not in taken and display_width(h) <= MAX_HEADER:
-            out[k] = h
-            used.add(looks[k])
-        else:
-            pending.append(k)
+    order, parts, depth, seen_as, taken, out, pending = _grown(keys, reserved)
+    used = {seen_as(h) for h in out.values()} | taken  # looks, not headers
     gens = {k: _candidates(k, parts[k], depth[k]) for k in pending}  # lazy: most keys take their first
     cands: dict[str, list[tuple[str, str]]] = {k: [] for k in pending}  # (header, its look), no two alike
 
@@ -282,6 +247,65 @@ def short_headers(keys: Iterable[str], reserved: Collection[str] = ()) -> dict[s
         out[k] = _suffixed((cand(k, 0) or ("?", ""))[0], used)
         used.add(seen_as(out[k]))
     return {k: out[k] for k in order}
+
+
+def order_free(keys: Iterable[str], reserved: Collection[str] = ()) -> bool:
+    """The headers :func:`short_headers` gives do not depend on the order of ``keys``: the keys its first pass
+    leaves over (a grown header shared, reserved or too wide; they are headed first come, first served) want no
+    header in common (one with every candidate taken is numbered on its first: ``kl~2``). A reader that ranks keys by
+    values it does not hold may head them in a guessed order then."""
+    _, parts, depth, seen_as, _, _, pending = _grown(keys, reserved)
+    wanted: set[str] = set()
+    for k in pending:
+        looks = {seen_as(c) for c in _candidates(k, parts[k], depth[k])}
+        if not looks or looks & wanted:  # (none: a "?~N" header, numbered in order)
+            return False
+        wanted |= looks
+    return True
+
+
+def _grown(keys: Iterable[str], reserved: Collection[str]) -> tuple[
+        list[str], dict[str, tuple[str | None, list[str]]], dict[str, int], Callable[[str], str], set[str],
+        dict[str, str], list[str]]:
+    """The first pass of :func:`short_headers`: every key grown by segments until its whole header differs from the
+    others' and from ``reserved``; (keys in order, their parts, depths, the look of a header (cached), the reserved
+    looks, the keys headed by their grown tail -> that header, the keys left over in order)."""
+    order = list(dict.fromkeys(keys))
+    parts = {k: _parts(k) for k in order}
+    depth = {k: min(_min_depth(parts[k][1]), len(parts[k][1])) for k in order}
+    seen_as = cache(look)  # the same few headers are looked at again in every round; dropped with the call
+    taken = {seen_as(r.strip()) for r in reserved}
+
+    def whole(k: str) -> str:
+        lead, segs = parts[k]
+        return _safe(_render(lead, segs, depth[k]))
+
+    for _ in range(64):  # each round grows at least one key; paths are short
+        by_header: dict[str, list[str]] = {}
+        for k in order:
+            by_header.setdefault(seen_as(whole(k)), []).append(k)
+        grew = False
+        for h, ks in by_header.items():
+            if len(ks) > 1 or h in taken:
+                for k in ks:
+                    if depth[k] < len(parts[k][1]):
+                        depth[k] += 1
+                        grew = True
+        if not grew:
+            break
+    looks = {k: seen_as(whole(k)) for k in order}
+    count: dict[str, int] = {}
+    for k in order:
+        count[looks[k]] = count.get(looks[k], 0) + 1
+    out: dict[str, str] = {}
+    pending: list[str] = []
+    for k in order:
+        h = whole(k)
+        if count[looks[k]] == 1 and looks[k] not in taken and display_width(h) <= MAX_HEADER:
+            out[k] = h
+        else:
+            pending.append(k)
+    return order, parts, depth, seen_as, taken, out, pending
 
 
 def _candidates(key: str, parts: tuple[str | None, list[str]], depth: int) -> Iterator[str]:

@@ -240,11 +240,10 @@ def summarize(
     now = time.time() if now is None else now
     tags = [_arm_tag(i) for i in range(len(runs))] if multi else [""]
     stats: dict[tuple[int, str], ColStats] = {}
-    for i, r in enumerate(runs):
+    for i, r in enumerate(runs):  # (the trend, most of the cost, only of the rows shown: below)
         present = set(r.keys)
         for key in r.keys if columns is None else [k for k in columns if k in present]:
-            cells = getattr(r, "cells", None)  # a store's cells() tells absent (None) from a logged NaN
-            stats[(i, key)] = column_stats(cells(key), True) if cells is not None else column_stats(r.column(key))
+            stats[(i, key)] = _stats(r, key, trend=False)
     picks = picked(runs, stats, max_columns, skip, groups=groups) if columns is None else None
     keys = list(picks) if picks is not None else list(columns or ())
 
@@ -268,6 +267,9 @@ def summarize(
     more: list[str] = []
     if multi and picks is not None and max_rows is not None and len(order) > max_rows:
         order, more = _fit_rows(order, max_rows)
+    for key, i in order:
+        if (i, key) in stats:
+            stats[(i, key)] = _stats(runs[i], key)
     cells = _cells([stats.get((i, key), ColStats()) for key, i in order], align and not md)
     rows = [[names[key] if j == 0 or names[order[j - 1][0]] != names[key] else "",
              *([tags[i]] if multi else []), *c] for j, ((key, i), c) in enumerate(zip(order, cells, strict=True))]
@@ -334,6 +336,16 @@ def _row_names(keys: Sequence[str], order: Sequence[tuple[str, int]], labels: Ma
         for k in group:
             out[k] = shown if len(group) == 1 or len(rows) == len(set(rows)) else sanitize(k) or '""'
     return out
+
+
+def _stats(run: RunLike, key: str, trend: bool = True) -> ColStats:
+    """``column_stats`` of a run's column: a store's cells tell absent (None) from a logged NaN (a column of numbers
+    without an absent cell read as its doubles: the same values)."""
+    numbers = getattr(run, "numbers", None)
+    if numbers is not None and (nums := numbers(key)) is not None:
+        return column_stats(nums, True, trend)
+    cells = getattr(run, "cells", None)
+    return column_stats(cells(key), True, trend) if cells is not None else column_stats(run.column(key), False, trend)
 
 
 def _has_value(st: ColStats | None) -> bool:

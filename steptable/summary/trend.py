@@ -4,6 +4,7 @@ definitions are in steptable.summary.report's module doc."""
 from __future__ import annotations
 
 import math
+from array import array
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -43,11 +44,12 @@ class ColStats:
         return self.present >= 2 and self.lo != self.hi
 
 
-def column_stats(values: Sequence[Any], nan_logged: bool = False) -> ColStats:
-    """first / last / min / max / trend of one column (see the module doc)."""
+def column_stats(values: Sequence[Any], nan_logged: bool = False, trend: bool = True) -> ColStats:
+    """first / last / min / max / trend of one column (see the module doc); ``trend`` False: no trend (None), for a
+    column that may not be shown (the trend is most of the cost)."""
     st = ColStats()
-    if values and set(map(type, values)) == {float}:  # the common column, all numbers: a few passes in C
-        return _float_stats(st, values, nan_logged)
+    if values and (type(values) is array or set(map(type, values)) == {float}):  # all numbers: a few C passes
+        return _float_stats(st, values, nan_logged, trend)
     xs: list[float] = []
     last = math.nan  # the last number, inf included: a KL that went to inf must not read as its last finite value
     for v in values:
@@ -67,15 +69,15 @@ def column_stats(values: Sequence[Any], nan_logged: bool = False) -> ColStats:
     if xs:
         st.present = len(xs)
         st.first, st.lo, st.hi = xs[0], min(xs), max(xs)
-        st.trend = trend_pct(xs)
+        st.trend = trend_pct(xs) if trend else None
     return st
 
 
-def _float_stats(st: ColStats, values: Sequence[float], nan_logged: bool) -> ColStats:
+def _float_stats(st: ColStats, values: Sequence[float], nan_logged: bool, trend: bool) -> ColStats:
     """:func:`column_stats` of floats only, as its loop reads them: every finite one is a number, inf is logged,
     NaN is logged only where ``nan_logged``."""
     if math.isfinite(sum(values)):  # (a sum past the largest double reads as not finite: the filter then)
-        xs = list(values)
+        xs = list(values) if trend or type(values) is not array else values  # (no trend: ends, min, max)
         st.logged, st.last = len(xs), xs[-1]
     else:
         xs = [x for x in values if x - x == 0.0]  # (inf - inf and NaN - NaN are NaN)
@@ -85,7 +87,7 @@ def _float_stats(st: ColStats, values: Sequence[float], nan_logged: bool) -> Col
     if xs:
         st.present = len(xs)
         st.first, st.lo, st.hi = xs[0], min(xs), max(xs)
-        st.trend = trend_pct(xs)
+        st.trend = trend_pct(xs) if trend else None
     return st
 
 

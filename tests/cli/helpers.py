@@ -16,6 +16,7 @@ import pytest
 
 from steptable.alerts.replaced import read_replaced
 from steptable.cli.main import _parser
+from steptable.cli.tail import whole_if_needed
 from steptable.cli.tailout import Tail
 from steptable.ingest import Follower
 from tests.helpers import run_cli, write_rows
@@ -26,11 +27,16 @@ class Live:
 
     def __init__(self, root: Path, argv: list[str]) -> None:
         self.out, self.err = io.StringIO(), io.StringIO()
-        self.follower = Follower([root], on_resume=read_replaced)
-        self.tail = Tail(_parser().parse_args(["tail", "-f", *argv, str(root)]), self.out, self.err)
+        self.args = _parser().parse_args(["tail", "-f", *argv, str(root)])
+        self.tail = Tail(self.args, self.out, self.err)
+        self.follower = Follower([root], on_resume=read_replaced, keep=self.tail.projection())  # as the command
+        self.first = True
 
     def step(self) -> None:
         self.follower.scan()
+        if self.first:  # (the first view: as the command, read whole where the projection does not hold)
+            self.first = False
+            self.follower = whole_if_needed(self.tail, self.follower, self.args, finish=False)
         self.tail.emit(self.follower)
 
 

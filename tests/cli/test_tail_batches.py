@@ -4,6 +4,7 @@ every trainer's fixture tree, a resumed run and a run numbered by position, one-
 
 from __future__ import annotations
 
+import io
 import json
 import random
 from pathlib import Path
@@ -11,6 +12,9 @@ from pathlib import Path
 import pytest
 
 from steptable.cli import tailout
+from steptable.cli.main import _parser
+from steptable.cli.tail import whole_if_needed
+from steptable.ingest import Follower
 from tests.cli.helpers import Live
 from tests.helpers import grpo_rows, run_cli, write_rows
 from tests.trainer_logs import write_all
@@ -40,8 +44,19 @@ def trees(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     (root / "numberless").mkdir()  # numbered by position, a row's own "run" and "arm"
     (root / "numberless" / "metrics.jsonl").write_text("".join(
         json.dumps({"loss": i / 7, "run": "theirs", "arm": "numberless" if i % 2 else "x"}) + "\n" for i in range(30)))
+    # keys that change mid-file: some stop, a selected one (late_loss) and others first appear late, text, nulls
+    changing = [{"step": s, "loss": rng.random(), "aux": rng.random() if s % 3 else None, "tag": rng.choice("ab"),
+                 **({"late_loss": rng.random(), "new/metric": rng.random()} if s >= 120 else {"old_n": s})}
+                for s in range(200)]
+    write_rows(root / "changing" / "metrics.jsonl", [*changing, {"step": 50, "eval/acc": 0.5}, *grpo_rows(
+        range(150, 230), seed=2)])  # (an evaluation merged into step 50; a restart at 150)
+    # headers that rest on the keys' ranks (two long names share their cut forms): read again whole
+    write_rows(root / "long" / "metrics.jsonl", [
+        {"step": s, "loss": rng.random(), "grp/verylongmetricnamenumber1": rng.random(),
+         "grp/verylongmetricnamenumber2": s % 2} for s in range(30)])
     return {**out, "resumed": root / "resumed", "positional": root / "positional", "aliased": root / "aliased",
-            "numbers": root / "numbers", "numberless": root / "numberless"}
+            "numbers": root / "numbers", "numberless": root / "numberless", "changing": root / "changing",
+            "long": root / "long"}
 
 
 def whole(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -49,12 +64,14 @@ def whole(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(tailout, "ROW_BATCH", 10**9)
     monkeypatch.setattr(tailout, "jsonl_lines", lambda *a: None)  # (JSONL: never column by column)
     monkeypatch.setattr(tailout.Tail, "_printed_keys", lambda self, lay: None)
+    monkeypatch.setattr(tailout.Tail, "projection", lambda self: None)  # (stores of every key)
 
 
 CASES = [(name, fmt, cols) for name in ("routing", "retrain", "retrain_emergence", "verl", "tinyzero", "tinker", "trl",
                                         "maxent", "generic", "resumed", "positional", "aliased", "numbers",
-                                        "numberless")
-         for fmt in FORMATS for cols in ("", "loss,step", "*rew*,eval*", "ex_surp,correct_of_total", "n,loss")]
+                                        "numberless", "changing", "long")
+         for fmt in FORMATS for cols in ("", "loss,step", "*rew*,eval*", "ex_surp,correct_of_total", "n,loss",
+                                         "late*,t*", "*number1")]
 
 
 @pytest.mark.parametrize(("name", "fmt", "cols"), CASES)
@@ -98,3 +115,72 @@ def test_under_follow_batches_print_what_whole_rows_print(tmp_path: Path, fmt: s
     want = _followed(tmp_path / "b" / "exp", steps, argv)
     assert got == want
     assert got.count("\n") > 60
+
+
+@pytest.mark.parametrize(("name", "cols", "held"), [
+    ("verl", "loss,step", True), ("resumed", "loss", True), ("changing", "late*", True), ("aliased", "ex_surp", True),
+    ("tinker", "loss", True), ("long", "loss", False), ("long", "*number1", False)])
+def test_stores_keep_only_what_the_columns_need_or_are_read_whole(name: str, cols: str, held: bool,
+                                                                   trees: dict[str, Path]) -> None:
+    """The projection the output above was printed with: it held (the stores kept few keys), or it did not and the
+    runs were read again whole (headers that rest on ranks by values left out)."""
+    argv = ["tail", "-n", "0", "--format", "jsonl", "--columns", cols, str(trees[name])]
+    argv += ["--schema", "retrain"] if name == "aliased" else []
+    args = _parser().parse_args(argv)
+    tail = tailout.Tail(args, io.StringIO(), io.StringIO())
+    follower = Follower(args.paths, keep=tail.projection())
+    follower.scan()
+    follower.finish()
+    got = whole_if_needed(tail, follower, args, finish=True)
+    assert (got is follower) == held
+    stores = tail.chosen(got)
+    assert stores and all((len(s.held_keys()) < len(s.keys)) == held for s in stores)
+
+
+def _followed_rows(root: Path, spans: list[list[dict[str, object]]], argv: list[str]) -> tuple[str, Live]:
+    run = root / "run" / "metrics.jsonl"
+    run.parent.mkdir(parents=True)
+    live = Live(root, argv)
+    for rows in spans:
+        write_rows(run, rows)
+        live.step()
+    return live.out.getvalue(), live
+
+
+def _late_keys(step: int, late: str) -> dict[str, object]:
+    return {"late_loss": step / 100, late: step % 7} if step >= 30 else {}
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_under_follow_keys_that_arrive_later_print_what_whole_rows_print(tmp_path: Path, fmt: str,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """Under -f a key first seen later is kept from its first row when the columns may need it (late_loss), left
+    out when not (other/x); a restart replaces rows printed before."""
+    spans = [[{**r, **_late_keys(int(r["step"]), "other/x")} for r in grpo_rows(span, seed=i)]
+             for i, span in enumerate([range(0, 25), range(25, 40), range(35, 50), range(50, 51)])]
+    argv = ["-n", "0", "--format", fmt, "--columns", "loss,late*"]
+    got, live = _followed_rows(tmp_path / "a" / "exp", spans, argv)
+    (store,) = live.follower.stores.values()
+    assert {"late_loss", "loss"} <= set(store.held_keys()) and "other/x" not in store.held_keys()
+    whole(monkeypatch)
+    want, _ = _followed_rows(tmp_path / "b" / "exp", spans, argv)
+    assert got == want
+    assert "late" in got
+
+
+def test_under_follow_a_key_left_out_that_turns_needed_is_kept_from_then_on(tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """A key arriving later makes the headers rest on ranks by values left out (two long names): the stores keep
+    every key from then on (the cells read before it read as absent); what the columns select prints as before."""
+    long1, long2 = "grp/verylongmetricnamenumber1", "grp/verylongmetricnamenumber2"
+    spans = [[{"step": s, "loss": s / 10, long1: s / 3, "kl": s % 4} for s in range(20)],
+             [{"step": s, "loss": s / 10, long1: s / 3, long2: s % 2, "kl": s % 4} for s in range(20, 40)],
+             [{"step": s, "loss": s / 10, long1: s / 3, long2: s % 2, "kl": s % 4} for s in range(40, 45)]]
+    argv = ["-n", "0", "--format", "jsonl", "--columns", "loss,*number1"]
+    got, live = _followed_rows(tmp_path / "a" / "exp", spans, argv)
+    (store,) = live.follower.stores.values()
+    assert store.held_keys() == store.keys and live.follower.keep is None
+    assert store.cells("kl")[:40] == [None] * 40 and store.value(41, "kl") == 1  # (read after the switch: held)
+    whole(monkeypatch)
+    want, _ = _followed_rows(tmp_path / "b" / "exp", spans, argv)
+    assert got == want and got.count("\n") == 45

@@ -256,3 +256,22 @@ def test_cells_merged_into_an_earlier_row_keep_its_clock(tmp_path: Path) -> None
     f.scan()
     (store,) = f.stores.values()
     assert store.wall_times[20] == 1.7e9 + 40 and store.value(20, "eval/acc") == 0.5
+
+
+def test_numbers_are_the_cells_of_a_column_of_numbers_without_an_absent_cell(tmp_path: Path) -> None:
+    path = tmp_path / "run" / "metrics.jsonl"
+    path.parent.mkdir()
+    path.write_text("".join(
+        f'{{"loss": {["0.5", "null", "NaN", "3"][i % 4]}, "n": {i}, "tag": "a"'
+        + (', "eval": 0.25}' if i % 3 == 0 else "}") + "\n" for i in range(12)))
+    f = Follower([tmp_path])
+    f.scan()
+    f.finish()
+    (store,) = f.stores.values()
+    for key in ("loss", "n"):
+        nums = store.numbers(key)
+        assert nums is not None
+        assert [x if x == x else "nan" for x in nums] == [x if x == x else "nan" for x in store.cells(key)]
+    assert store.numbers("eval") is None  # (absent cells: cells() says None there)
+    assert store.numbers("tag") is None and store.numbers("nope") is None
+    assert store.numbers("step") is None  # (numbered by position: the cells are the row numbers, ints)

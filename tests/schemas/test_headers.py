@@ -3,13 +3,16 @@ suffixes, look-alike keys (invisible characters, decompositions, blanks) told ap
 
 from __future__ import annotations
 
+import itertools
+import random
+
 import pytest
 
 from steptable.schemas import (
     SCHEMAS,
     short_headers,
 )
-from steptable.schemas.headers import MAX_HEADER, abbreviate, clean, look, short_header
+from steptable.schemas.headers import MAX_HEADER, abbreviate, clean, look, order_free, short_header
 from steptable.table.formatting import ELLIPSIS, display_width
 from tests.schemas.helpers import seen, verl_validation_keys
 
@@ -321,3 +324,35 @@ def test_abbreviate_never_reads_like_a_taken_header() -> None:
     assert abbreviate("reward_std", 4, {"rs"}) == "rewa"
     assert abbreviate("reward", 1, {"r"}) == "rew~2"  # nothing else fits: a counter, wider than the room
     assert abbreviate("x\x1b[2Jy_z", 3) == "xz"  # made terminal-safe first
+
+
+ORDER_CASES = [
+    (["loss", "kl", "timing_s/gen", "env/all/m0", "env/all/m1"], ["step"], True),
+    (["a/loss", "b/loss", "loss"], ["step"], True),  # grown apart in the first pass
+    (["reward/mean", "kl", "x/kl"], ["step", "reward", "kl"], True),  # reserved: numbered, each on its own header
+    (["grp/verylongmetricnamenumber1", "grp/verylongmetricnamenumber2"], [], False),  # cut forms both want
+    (["very_long_metric_name_alpha/x", "very_long_metric_name_beta/x", "y"], ["step"], False),
+]
+
+
+@pytest.mark.parametrize(("keys", "reserved", "free"), ORDER_CASES)
+def test_order_free_says_whether_the_headers_depend_on_the_keys_order(keys: list[str], reserved: list[str],
+                                                                      free: bool) -> None:
+    assert order_free(keys, reserved) is free
+    if free:  # every order heads every key alike
+        want = short_headers(keys, reserved)
+        for perm in itertools.permutations(keys):
+            assert short_headers(perm, reserved) == want
+
+
+def test_order_free_holds_only_where_every_order_gives_the_same_headers() -> None:
+    rng = random.Random(4)
+    pool = ["loss", "kl", "x/kl", "a/b/score/mean", "c/b/score/mean", "reward", "eval/reward", "val/reward",
+            "grp/verylongmetricnamenumber1", "grp/verylongmetricnamenumber2", "timing_s/gen", "timing/gen",
+            "response_length/mean", "critic/score/max", "critic/rewards/max", "t/gen"]
+    for _ in range(200):
+        keys = rng.sample(pool, rng.randint(2, 6))
+        reserved = rng.sample(["step", "kl", "reward", "gen"], rng.randint(0, 3))
+        if order_free(keys, reserved):
+            want = short_headers(keys, reserved)
+            assert all(short_headers(p, reserved) == want for p in itertools.permutations(keys)), (keys, reserved)

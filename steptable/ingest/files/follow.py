@@ -51,10 +51,12 @@ _WATCHED_SUFFIXES = frozenset({".jsonl", ".json", ".log", ".txt", ".out", ".wand
 
 class Follower:
     def __init__(self, paths: Iterable[str | Path] | str | Path, poll: float | None = None, recheck: float = 2.0,
-                 *, max_line: int = MAX_LINE, on_resume: ResumeReader | None = None) -> None:
+                 *, max_line: int = MAX_LINE, on_resume: ResumeReader | None = None,
+                 keep: Callable[[str], bool] | None = None) -> None:
         """Follow the runs under ``paths`` (``poll`` seconds between stat polls, None: notifications). ``on_resume``
         reads the rows a resume drops from a store (see RunStore); the alert layer passes its reader of them."""
         self.on_resume = on_resume
+        self.keep = keep  # the projection of its runs' stores (RunStore's keep)
         self.roots = [Path(paths)] if isinstance(paths, (str, Path)) else [Path(p) for p in paths]
         self.poll = poll
         self.recheck = recheck
@@ -272,7 +274,7 @@ class Follower:
             cand.confirmed = True
         if self._real.setdefault(cand.real, cand.key) != cand.key:
             return  # the same file by another path (a link) is followed already
-        src = make_source(cand, self._report, self.max_line, self.on_resume)
+        src = make_source(cand, self._report, self.max_line, self.on_resume, self.keep)
         self._sources[cand.key] = src
         self._by_file[os.path.abspath(cand.path)] = src
         for extra in getattr(src, "watch_paths", list)():  # (a TensorBoard run's directory, a trackio WAL)
