@@ -1,0 +1,175 @@
+"""CRC-32C (Castagnoli) as TFRecords use it: one record at a time, and the records of many equal-layout blocks at
+once.
+
+:func:`crc32c_py` is the table-driven stdlib one (the fallback without google-crc32c). :func:`good_blocks` checks
+every record of a run of blocks with a few C calls per byte that differs between blocks, none per block (a CRC is
+linear over GF(2)); :func:`all_good` checks them with two calls of a fast crc32c over the whole run;
+:func:`mask_lanes` masks many checksums (TFRecord's ``rotate right 15 + 0xa282ead8``) with a few
+big-integer operations. Both are stdlib only.
+"""
+
+from __future__ import annotations
+
+import sys
+from array import array
+from collections.abc import Callable, Sequence
+
+POLY = 0x82F63B78  # (reflected)
+MASK_DELTA = 0xA282EAD8
+
+
+def _table() -> list[int]:
+    out = []
+    for n in range(256):
+        c = n
+        for _ in range(8):
+            c = (c >> 1) ^ POLY if c & 1 else c >> 1
+        out.append(c)
+    return out
+
+
+TABLE = _table()
+
+
+def crc32c_py(data: bytes) -> int:
+    """CRC-32C of ``data``, table-driven (the fallback without google-crc32c)."""
+    crc = 0xFFFFFFFF
+    t = TABLE
+    for b in data:
+        crc = t[(crc ^ b) & 0xFF] ^ (crc >> 8)
+    return crc ^ 0xFFFFFFFF
+
+
+def mask(x: int) -> int:
+    """TFRecord's masked form of checksum ``x``."""
+    return (((x >> 15) | (x << 17)) + MASK_DELTA) & 0xFFFFFFFF
+
+
+def unmask(x: int) -> int:
+    """The checksum whose masked form is ``x``."""
+    y = (x - MASK_DELTA) & 0xFFFFFFFF
+    return ((y << 15) | (y >> 17)) & 0xFFFFFFFF
+
+
+def _lanes(n: int, value: int) -> int:
+    """An integer whose ``n`` 64-bit lanes each hold ``value``."""
+    return int.from_bytes(value.to_bytes(8, "little") * n, "little")
+
+
+def mask_lanes(x: int, n: int) -> int:
+    """:func:`mask` of each of the ``n`` checksums packed one per 64-bit lane of ``x`` (little-endian lanes, each
+    < 2**32), as one integer of the same lanes: a few big-integer operations in place of one per checksum."""
+    # rotate right by 15 within each lane's low 32 bits (the high 32 bits are zero, so nothing crosses a lane), then
+    # the delta: a lane's sum stays below 2**33, no carry reaches the next lane
+    r = ((x >> 15) & _lanes(n, 0x1FFFF)) | ((x << 17) & _lanes(n, 0xFFFE0000))
+    return (r + _lanes(n, MASK_DELTA)) & _lanes(n, 0xFFFFFFFF)
+
+
+def unmask_lanes(x: int, n: int) -> int:
+    """The inverse of :func:`mask_lanes`: the checksums whose masked forms are the ``n`` lanes of ``x``."""
+    y = (x + _lanes(n, (1 << 32) - MASK_DELTA)) & _lanes(n, 0xFFFFFFFF)  # (adding keeps a borrow in its lane)
+    return ((y << 15) & _lanes(n, 0xFFFF8000)) | ((y >> 17) & _lanes(n, 0x7FFF))
+
+
+def gather_lanes(region: bytes, size: int, blocks: int, offsets: Sequence[int]) -> bytearray:
+    """The little-endian u32 at each of ``offsets`` in each block of ``region``, one per 64-bit lane, offset by
+    offset (all the blocks' values of the first offset, then of the next)."""
+    out = bytearray(8 * blocks * len(offsets))
+    for j, at in enumerate(offsets):
+        lane = j * blocks * 8
+        for t in range(4):
+            out[lane + t : lane + blocks * 8 : 8] = region[at + t :: size]
+    return out
+
+
+def all_good(region: bytes, blocks: int, size: int, crc_at: Sequence[int], ideal: int,
+             checksum: Callable[[bytes], int]) -> bool:
+    """Whether every record of ``blocks`` blocks has its masked checksum (at ``crc_at`` in a block) right, with one
+    checksum call over the whole region in place of one per record. ``ideal``: the checksum of ``blocks`` copies of
+    a block of good records laid out the same way, their checksums unmasked. False: some record is damaged (find
+    it with :func:`good_blocks`).
+
+    With each checksum unmasked in place, a good record and its checksum (CRC ``d || crc(d)``) have the constant
+    CRC residue whatever ``d`` is; a CRC is linear, so the region has the CRC of the ideal blocks exactly when the
+    records' differences from the ideal ones are all multiples of the polynomial: one damaged record always shows,
+    several could cancel with a chance of 2**-32 (the chance a CRC itself passes a random change)."""
+    n = blocks * len(crc_at)
+    lanes = unmask_lanes(int.from_bytes(gather_lanes(region, size, blocks, crc_at), "little"), n)
+    plain = lanes.to_bytes(8 * n, "little")
+    work = bytearray(region)
+    for j, at in enumerate(crc_at):
+        lane = j * blocks * 8
+        for t in range(4):
+            work[at + t :: size] = plain[lane + t : lane + blocks * 8 : 8]
+    return checksum(bytes(work)) == ideal
+
+
+_PLANES: list[tuple[bytes, bytes, bytes, bytes]] = []  # by distance d: byte t of raw-CRC(b, then d - 1 zero bytes)
+
+
+def _planes(d: int) -> tuple[bytes, bytes, bytes, bytes]:
+    """Translation tables: byte value b -> byte t (t = 0..3) of the raw CRC (no initial or final xor) of a message
+    whose only nonzero byte is b, ``d`` bytes from its end."""
+    if not _PLANES:
+        _PLANES.append((b"", b"", b"", b""))
+        _PLANES.append(_split(TABLE))
+        _PLANES_RAW.append([])
+        _PLANES_RAW.append(TABLE)
+    while len(_PLANES) <= d:
+        prev = _PLANES_RAW[-1]
+        raw = [TABLE[x & 0xFF] ^ (x >> 8) for x in prev]
+        _PLANES_RAW.append(raw)
+        _PLANES.append(_split(raw))
+    return _PLANES[d]
+
+
+_PLANES_RAW: list[list[int]] = []
+
+
+def _split(raw: list[int]) -> tuple[bytes, bytes, bytes, bytes]:
+    return (bytes(x & 0xFF for x in raw), bytes(x >> 8 & 0xFF for x in raw), bytes(x >> 16 & 0xFF for x in raw),
+            bytes(x >> 24 for x in raw))
+
+
+def good_blocks(region: bytes, blocks: int, size: int, records: Sequence[tuple[int, int]], varying: Sequence[int],
+                crc_at: Sequence[int], bases: Sequence[int]) -> int:
+    """How many leading blocks of ``region`` (``blocks`` blocks of ``size`` bytes) have every record's checksum
+    right. ``records``: (offset in the block, length) of each record's checksummed bytes; ``varying``: offsets in a
+    record (negative: from its end), the same for every record, of the only bytes that may differ between blocks
+    (the others are taken to be the layout's); ``crc_at``: where each record's masked checksum is in the block;
+    ``bases``: each record's CRC with its varying bytes zeroed. A block whose other bytes differ from the layout's
+    fails its checksums (as a damaged one does).
+
+    A CRC is linear over GF(2): a record's CRC is its base xor one table entry per varying byte (the raw CRC of
+    that byte at its distance from the record's end). Each varying byte is read for every block at once (a slice
+    with a step), mapped through the table one byte plane at a time by ``bytes.translate`` and xor-ed as big
+    integers: a few C calls per varying byte of a record, none per block."""
+    n_rec = len(records)
+    got = bytearray(8 * blocks * n_rec)
+    ones = b"\x01" * blocks
+    for j, (off, length) in enumerate(records):
+        planes = [0, 0, 0, 0]
+        const = 0
+        for v in varying:
+            c = v + length if v < 0 else v
+            col = region[off + c :: size]
+            table = _planes(length - c)
+            if col.count(col[0]) == blocks:  # the same in every block: one table entry
+                const ^= _PLANES_RAW[length - c][col[0]]
+                continue
+            for t in range(4):
+                planes[t] ^= int.from_bytes(col.translate(table[t]), "little")
+        base = bases[j] ^ const
+        lane = j * blocks * 8
+        for t in range(4):
+            plane = planes[t] ^ int.from_bytes(ones, "little") * (base >> 8 * t & 0xFF)
+            got[lane + t : lane + blocks * 8 : 8] = plane.to_bytes(blocks, "little")
+    want = gather_lanes(region, size, blocks, crc_at)
+    n = blocks * n_rec
+    if mask_lanes(int.from_bytes(got, "little"), n) == int.from_bytes(want, "little"):
+        return blocks
+    g, w = array("Q", bytes(got)), array("Q", bytes(want))
+    if sys.byteorder != "little":
+        g.byteswap()
+        w.byteswap()
+    return min(t % blocks for t in range(n) if mask(g[t]) != w[t])
