@@ -14,7 +14,6 @@ stops before the first block that fails (the record walk reads it and reports wh
 
 from __future__ import annotations
 
-import re
 import sys
 from array import array
 from collections.abc import Callable
@@ -93,9 +92,6 @@ class Layout:
         self._checksum = checksum
         self._ideal_crc: dict[int, int] = {}
         self._fast = fast
-        # where a run of blocks ends: the first block whose first record's header differs (a record of another
-        # length shifts the next block; anything else that differs fails its checksum)
-        self._extent = re.compile(rb"(?:" + re.escape(self.heads[0]) + rb".{%d})*" % (self.size - 12), re.DOTALL)
 
     def _zero(self, data: bytes) -> bytes:
         out = bytearray(data)
@@ -119,8 +115,7 @@ class Layout:
         """(end, rows) of the run of whole steps of this layout at ``data[i:n]`` whose checksums hold; None when
         the first step does not match or fails its checksums."""
         size = self.size
-        m = self._extent.match(data, i, n)
-        blocks = 0 if m is None else (m.end() - i) // size
+        blocks = (n - i) // size  # (the first piece that holds a block of another layout ends the run)
         chunk = max(1, CHUNK // size)  # (a piece's columns stay in the CPU's cache from one pass to the next)
         cols: list[list[Any]] = [[] for _ in range(len(self.tags) + 2)]
         done = 0
@@ -184,15 +179,8 @@ class Layout:
             work[at::size] = zero
         if work == self._blank * blocks:
             return blocks
-        lo, hi = 0, blocks  # the first lo blocks agree, the first hi do not
-        view = memoryview(work)
-        while hi - lo > 1:
-            mid = (lo + hi) // 2
-            if view[: mid * size] == self._blank * mid:
-                lo = mid
-            else:
-                hi = mid
-        return lo
+        blank = self._blank
+        return next(b for b in range(blocks) if work[b * size : (b + 1) * size] != blank)
 
     def _agree(self, region: bytes, blocks: int) -> int:
         """How many leading blocks have one step in all their records, a varint of this layout's length."""

@@ -63,6 +63,16 @@ def _read(root: Path, monkeypatch: pytest.MonkeyPatch, bulk: bool) -> tuple[list
     return rows_of(store), [b.reason for b in store.bad], sum(runs)
 
 
+def _record_at(data: bytes | bytearray, at: int) -> tuple[int, int]:
+    """(start, end) of the record holding byte ``at``, found by walking the records' lengths from the start."""
+    i = 0
+    while True:
+        end = i + 16 + int.from_bytes(data[i : i + 8], "little")
+        if end > at:
+            return i, end
+        i = end
+
+
 def _same_rows(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> bool:
     return len(a) == len(b) and all(x.keys() == y.keys() and all(same(x[k], y[k]) for k in x)
                                     for x, y in zip(a, b, strict=True))
@@ -93,8 +103,7 @@ def test_damage_inside_a_run_reported_as_the_walk_reports_it(tmp_path: Path, mon
     _wide_run(src)
     data = bytearray(event_file(src).read_bytes())
     at = data.find(b"eval/aa", len(data) * 2 // 3)  # a record of a step in the middle of a run
-    head = data.rfind(b"\x09", 0, at) - 12  # its header: length, length checksum, then wall_time's tag
-    end = head + 16 + int.from_bytes(data[head : head + 8], "little")
+    head, end = _record_at(data, at)
     if damage == "value":
         data[end - 6] ^= 0x10
     elif damage == "tag":
