@@ -167,8 +167,8 @@ def good_blocks(region: bytes, blocks: int, size: int, records: Sequence[tuple[i
     n = blocks * n_rec
     if mask_lanes(int.from_bytes(got, "little"), n) == int.from_bytes(want, "little"):
         return blocks
-    g, w = array("Q", bytes(got)), array("Q", bytes(want))
+    computed, stored = array("Q", bytes(got)), array("Q", bytes(want))
     if sys.byteorder != "little":
-        g.byteswap()
-        w.byteswap()
-    return min(t % blocks for t in range(n) if mask(g[t]) != w[t])
+        computed.byteswap()
+        stored.byteswap()
+    return min(t % blocks for t in range(n) if mask(computed[t]) != stored[t])
