@@ -55,7 +55,7 @@ def usual(buf: Any, a: int, b: int) -> tuple[int, int, bytes] | None:
 class Layout:
     """The records of one step (spans of ``buf``, each :func:`usual` with step varint length ``k``; their checksums
     held) as a pattern that reads any run of following steps laid out the same way. ``checksum``: crc32c of one
-    message; ``fast``: it is google-crc32c's (a run is checked with two calls over all of it)."""
+    message; ``fast``: it is google-crc32c's (a run's records are checked with one call over all of them)."""
 
     def __init__(self, buf: Any, spans: list[tuple[int, int]], k: int, tags: list[bytes],
                  checksum: Callable[[bytes], int], fast: bool) -> None:
@@ -64,21 +64,19 @@ class Layout:
         self.size = sum(b - a for a, b in spans)
         # the bytes of a record's data that may differ from step to step: wall time, step, value
         self.varying = [*range(1, 9), *range(10, 10 + k), *range(-4, 0)]
-        self.heads: list[bytes] = []
-        self.zeroed: list[bytes] = []  # each record's data with the varying bytes zeroed
+        zeroed: list[bytes] = []  # each record's data with the varying bytes zeroed
         self.data: list[tuple[int, int]] = []  # (offset in the block, length) of each record's checksummed bytes
         self.value_at: list[int] = []
         self.crc_at: list[int] = []
         at = 0
         for a, b in spans:
             n = b - a
-            self.heads.append(bytes(buf[a : a + 12]))
-            self.zeroed.append(self._zero(bytes(buf[a + 12 : b - 4])))
+            zeroed.append(self._zero(bytes(buf[a + 12 : b - 4])))
             self.data.append((at + 12, n - 16))
             self.value_at.append(at + n - 8)
             self.crc_at.append(at + n - 4)
             at += n
-        self.bases = [checksum(z) for z in self.zeroed]
+        self.bases = [checksum(z) for z in zeroed]
         block = bytearray(b"".join(bytes(buf[a:b]) for a, b in spans))
         self._ideal = bytearray(block)  # checksums unmasked (crc.all_good)
         for at in self.crc_at:
@@ -103,13 +101,8 @@ class Layout:
         """Whether a whole step of this layout is at ``data[i:n]`` (its checksums unchecked)."""
         if n - i < self.size:
             return False
-        at = i
-        for head, zeroed in zip(self.heads, self.zeroed, strict=True):
-            end = at + 16 + len(zeroed)
-            if bytes(data[at : at + 12]) != head or self._zero(bytes(data[at + 12 : end - 4])) != zeroed:
-                return False
-            at = end
-        return self._agree(bytes(data[i : i + self.size]), 1) == 1
+        region = bytes(data[i : i + self.size])
+        return self._agree(region, 1) == 1 and self._same(region, 1) == 1
 
     def read(self, data: Any, i: int, n: int) -> tuple[int, Parsed] | None:
         """(end, rows) of the run of whole steps of this layout at ``data[i:n]`` whose checksums hold; None when
