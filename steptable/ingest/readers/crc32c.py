@@ -10,6 +10,7 @@ big-integer operations. Both are stdlib only.
 
 from __future__ import annotations
 
+import functools
 import sys
 from array import array
 from collections.abc import Callable, Sequence
@@ -51,6 +52,7 @@ def unmask(x: int) -> int:
     return ((y << 15) | (y >> 17)) & 0xFFFFFFFF
 
 
+@functools.lru_cache(maxsize=32)  # (the same few per size of piece: building one costs as much as using it)
 def _lanes(n: int, value: int) -> int:
     """An integer whose ``n`` 64-bit lanes each hold ``value``."""
     return int.from_bytes(value.to_bytes(8, "little") * n, "little")
@@ -83,11 +85,11 @@ def gather_lanes(region: bytes, size: int, blocks: int, offsets: Sequence[int]) 
 
 
 def all_good(region: bytes, blocks: int, size: int, crc_at: Sequence[int], ideal: int,
-             checksum: Callable[[bytes], int]) -> bool:
+             checksum: Callable[[bytes], int], work: bytearray | None = None) -> bool:
     """Whether every record of ``blocks`` blocks has its masked checksum (at ``crc_at`` in a block) right, with one
     checksum call over the whole region in place of one per record. ``ideal``: the checksum of ``blocks`` copies of
     a block of good records laid out the same way, their checksums unmasked. False: some record is damaged (find
-    it with :func:`good_blocks`).
+    it with :func:`good_blocks`). ``work``: a buffer to use, of the region's length (one is made without it).
 
     With each checksum unmasked in place, a good record and its checksum (CRC ``d || crc(d)``) have the constant
     CRC residue whatever ``d`` is; a CRC is linear, so the region has the CRC of the ideal blocks exactly when the
@@ -96,7 +98,10 @@ def all_good(region: bytes, blocks: int, size: int, crc_at: Sequence[int], ideal
     n = blocks * len(crc_at)
     lanes = unmask_lanes(int.from_bytes(gather_lanes(region, size, blocks, crc_at), "little"), n)
     plain = lanes.to_bytes(8 * n, "little")
-    work = bytearray(region)
+    if work is None or len(work) != len(region):
+        work = bytearray(region)
+    else:
+        work[:] = region
     for j, at in enumerate(crc_at):
         lane = j * blocks * 8
         for t in range(4):

@@ -89,6 +89,8 @@ class Layout:
         self._blank = bytes(block)
         self._checksum = checksum
         self._ideal_crc: dict[int, int] = {}
+        self._blanks: dict[int, bytes] = {}
+        self._work = bytearray()
         self._fast = fast
 
     def _zero(self, data: bytes) -> bytes:
@@ -137,7 +139,7 @@ class Layout:
         if blocks:
             region = region[: blocks * self.size]
             if not (self._fast and crc.all_good(region, blocks, self.size, self.crc_at, self._ideal_of(blocks),
-                                                self._checksum)):
+                                                self._checksum, self._work)):
                 blocks = crc.good_blocks(region, blocks, self.size, self.data, self.varying, self.crc_at, self.bases)
         return blocks
 
@@ -167,10 +169,18 @@ class Layout:
         """How many leading blocks hold this layout's bytes but for those that may differ between steps."""
         size = self.size
         zero = bytes(blocks)
-        work = bytearray(region[: blocks * size])
+        work = self._work
+        if len(work) != blocks * size:  # (the same buffer for every piece of one size: no memory to fault in)
+            work = self._work = bytearray(blocks * size)
+        work[:] = region[: blocks * size]
         for at in self._loose:
             work[at::size] = zero
-        if work == self._blank * blocks:
+        blanks = self._blanks.get(blocks)
+        if blanks is None:
+            if len(self._blanks) > 8:
+                self._blanks.clear()
+            blanks = self._blanks[blocks] = self._blank * blocks
+        if work == blanks:
             return blocks
         blank = self._blank
         return next(b for b in range(blocks) if work[b * size : (b + 1) * size] != blank)
