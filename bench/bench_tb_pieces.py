@@ -44,7 +44,8 @@ def ingest(path: Path) -> None:
 def longest_run(data: bytes) -> tuple[tbsteps.Layout, int, int]:
     """(layout, start, whole blocks) of the longest run of steps the parser reads in bulk."""
     parser = tensorboard.EventParser("bench")
-    off, found = 0, (None, 0, 0)
+    off = 0
+    found: tuple[tbsteps.Layout | None, int, int] = (None, 0, 0)
     while off < len(data):
         used, parsed = parser.parse(memoryview(data)[off:], off, True)
         if parsed.cols is not None and parser._layout is not None and len(parsed.steps) > found[2]:
@@ -94,8 +95,10 @@ def main() -> None:
         "columns (_columns)": layout._columns,
     }
     for name, fn in steps.items():
-        rows.append((f"  {name}", best(lambda fn=fn: [fn(p, n) for p, n in zip(pieces, counts, strict=True)],
-                                       args.repeat)))
+        def each(fn: Callable[[bytes, int], Any] = fn) -> list[Any]:
+            return [fn(p, n) for p, n in zip(pieces, counts, strict=True)]
+
+        rows.append((f"  {name}", best(each, args.repeat)))
     got = layout.read(data, start, start + blocks * size)
     assert got is not None
     parsed = got[1]
