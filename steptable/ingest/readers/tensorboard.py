@@ -3,7 +3,13 @@
 A file is a sequence of TFRecords (length u64, masked crc32c of the length, data, masked crc32c of the data), each an
 ``Event`` protobuf decoded by :mod:`~steptable.ingest.readers.protowire` (stdlib: reading needs no tensorboard).
 crc32c comes from ``google-crc32c`` when installed (the ``steptable[tensorboard]`` extra: fast), else from a
-table-driven pure-Python one (the same checksums, slower: about 10 s per 100 MB).
+table-driven pure-Python one (the same checksums, slower: about 10 s per 100 MB, where the records are walked one by
+one).
+
+Records are walked one by one until a step's records can be taken as a layout: the steps that follow laid out the
+same way (SummaryWriter's one event per scalar, the same tags each step) are read in bulk by
+:mod:`~steptable.ingest.readers.tbsteps`, with the same rows and checks; the walk takes over where a step differs or
+fails a check (and reports the damage as it always does).
 
 Each scalar summary value is a cell named by its tag (``train/loss`` kept as is): ``simple_value`` (torch's
 SummaryWriter, tensorboardX) or a scalar tensor (tensorboard's and TF2's ``tf.summary.scalar``). Events of one step
