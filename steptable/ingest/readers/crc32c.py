@@ -132,8 +132,8 @@ _PLANES_RAW: list[list[int]] = []
 
 
 def _split(raw: list[int]) -> tuple[bytes, bytes, bytes, bytes]:
-    return (bytes(x & 0xFF for x in raw), bytes(x >> 8 & 0xFF for x in raw), bytes(x >> 16 & 0xFF for x in raw),
-            bytes(x >> 24 for x in raw))
+    packed = b"".join(x.to_bytes(4, "little") for x in raw)
+    return packed[0::4], packed[1::4], packed[2::4], packed[3::4]
 
 
 def good_blocks(region: bytes, blocks: int, size: int, records: Sequence[tuple[int, int]], varying: Sequence[int],
