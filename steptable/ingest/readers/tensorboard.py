@@ -73,6 +73,7 @@ class EventParser:
         self.label = label
         self.bulk = bulk
         self._layouts: dict[tuple[Any, ...], tbsteps.Layout] = {}
+        self._skip = self._backoff = 0  # steps to walk before the next try to learn a layout, after a failed one
         self.reset()
 
     def reset(self) -> None:
@@ -159,6 +160,16 @@ class EventParser:
     def _learnt(self, data: bytes | memoryview, spans: list[tuple[int, int]], i: int, n: int) -> bool:
         """Whether the layout of the step at ``spans`` (records whose checksums held) matches the step at ``i``
         (it becomes this parser's layout: the next call reads the run)."""
+        if self._skip:  # (a run whose steps are laid out each its own way: tried again less and less often)
+            self._skip -= 1
+            return False
+        if self._learn(data, spans, i, n):
+            self._backoff = 0
+            return True
+        self._skip = self._backoff = min(max(1, 2 * self._backoff), 1024)
+        return False
+
+    def _learn(self, data: bytes | memoryview, spans: list[tuple[int, int]], i: int, n: int) -> bool:
         found = [tbsteps.usual(data, a, b) for a, b in spans]
         if any(f is None for f in found):
             return False

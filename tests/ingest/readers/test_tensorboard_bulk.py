@@ -170,3 +170,19 @@ def test_a_tag_named_step_is_left_to_the_walk(tmp_path: Path, monkeypatch: pytes
     walk, _, _ = _read(tmp_path, monkeypatch, bulk=False)
     got, bad, runs = _read(tmp_path, monkeypatch, bulk=True)
     assert runs == 0 and not bad and _same_rows(got, walk)
+
+
+def test_steps_laid_out_each_their_own_way_then_alike(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tags that change every step (no layout repeats: the walk reads them, and tries less and less often), then
+    steps alike (read in bulk again)."""
+    from torch.utils.tensorboard import SummaryWriter
+
+    w = SummaryWriter(str(tmp_path / "run"), max_queue=100_000, flush_secs=3600)
+    for s in range(400):
+        for k in range(5):
+            w.add_scalar(f"m{(s * 3 + k) % 7}/v{k}" if s < 150 else f"stable/v{k}", float(s * 10 + k), s)
+    w.close()
+    walk, _, _ = _read(tmp_path, monkeypatch, bulk=False)
+    got, bad, runs = _read(tmp_path, monkeypatch, bulk=True)
+    assert runs >= 1 and not bad and _same_rows(got, walk)
+    assert got[399]["stable/v4"] == 3994.0 and got[10]["m3/v1"] == 101.0
