@@ -29,9 +29,9 @@ INT_KEYS = frozenset({"step"})
 CHUNK = 1 << 20
 
 
-def usual(buf: Any, a: int, b: int) -> tuple[int, int, bytes] | None:
-    """(step varint length, offset of the summary field in the record's data, tag) of the record at ``buf[a:b]``
-    (header, data, checksum) when its data is the usual single-value scalar event; None for any other layout."""
+def usual(buf: Any, a: int, b: int) -> tuple[int, bytes] | None:
+    """(step varint length, tag) of the record at ``buf[a:b]`` (header, data, checksum) when its data is the usual
+    single-value scalar event; None for any other layout."""
     d, n = a + 12, b - a - 16
     if n < 16 or buf[d] != 0x09:
         return None
@@ -49,7 +49,7 @@ def usual(buf: Any, a: int, b: int) -> tuple[int, int, bytes] | None:
         return None
     if buf[d + p + 6 + tl] != 0x15:
         return None
-    return k, p, bytes(buf[d + p + 6 : d + p + 6 + tl])
+    return k, bytes(buf[d + p + 6 : d + p + 6 + tl])
 
 
 class Layout:

@@ -174,7 +174,7 @@ class EventParser:
         if any(f is None for f in found):
             return False
         ks = {f[0] for f in found if f is not None}
-        tags = [f[2] for f in found if f is not None]
+        tags = [f[1] for f in found if f is not None]
         if len(ks) != 1 or not tbsteps.OWN_KEYS.isdisjoint(t.decode("utf-8", "replace") for t in tags):
             return False
         key = (*(bytes(data[a : a + 12]) for a, _ in spans), *tags, *ks)
