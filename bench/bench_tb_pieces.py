@@ -7,12 +7,17 @@ The pieces are those of ``steptable.ingest.readers.tbsteps.Layout.read`` on the 
 layout, timed one by one over the same pieces of bytes it reads: the step check (``_agree``), the layout check
 (``_same``), the checksums (``crc32c.all_good`` with google-crc32c, ``crc32c.good_blocks`` without), the columns
 (``_columns``), and the store taking the rows; beside them the whole ingest (``Follower.scan()`` + ``finish()``) with
-and without google-crc32c, and reading the file's bytes.
+and without google-crc32c, and reading the file's bytes. Last, the whole command as users run it, interpreter start
+and imports included: ``steptable summary PATH`` on the JSONL and on the TensorBoard run (CPU of the child process,
+round robin, best of ``--repeat``).
 """
 
 from __future__ import annotations
 
 import argparse
+import resource
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -32,6 +37,21 @@ def best(fn: Callable[[], Any], repeat: int) -> float:
         c0 = time.process_time()
         fn()
         out.append(time.process_time() - c0)
+    return min(out)
+
+
+def command(path: Path, repeat: int, without: str | None = None) -> float:
+    """CPU seconds (its own and its children's, best of ``repeat``) of ``steptable summary PATH`` as users run it;
+    ``without``: a module made unimportable first."""
+    block = f"import sys; sys.modules[{without!r}] = None; " if without else ""
+    code = block + ("import sys; from steptable.cli.main import main; "
+                    "sys.argv = ['steptable', 'summary', sys.argv[1]]; main()")
+    out = []
+    for _ in range(repeat):  # (under PYTHONPATH: this checkout's steptable, as bench_records.py measures it)
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        subprocess.run([sys.executable, "-c", code, str(path)], check=True, capture_output=True)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        out.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
     return min(out)
 
 
@@ -108,6 +128,15 @@ def main() -> None:
           f"{args.steps} steps, {blocks * size / 1e6:.1f} MB")
     for name, t in rows:
         print(f"{name:48s} {t:7.4f} s = {t / anchor:5.2f}x JSONL")
+    # the whole command, interpreter start and imports included (round robin, best of --repeat each)
+    cmd: dict[str, list[float]] = {"jsonl": [], "tensorboard": [], "tensorboard without google-crc32c": []}
+    for _ in range(args.repeat):
+        cmd["jsonl"].append(command(paths["jsonl"], 1))
+        cmd["tensorboard"].append(command(paths["tensorboard"], 1))
+        cmd["tensorboard without google-crc32c"].append(command(paths["tensorboard"], 1, "google_crc32c"))
+    whole = {k: min(v) for k, v in cmd.items()}
+    for name, t in whole.items():
+        print(f"{'steptable summary, ' + name:48s} {t:7.4f} s = {t / whole['jsonl']:5.2f}x JSONL's command")
 
 
 if __name__ == "__main__":
