@@ -3,9 +3,9 @@ once.
 
 :func:`crc32c_py` is the table-driven stdlib one (the fallback without google-crc32c). :func:`good_blocks` checks
 every record of a run of blocks with a few C calls per byte that differs between blocks, none per block (a CRC is
-linear over GF(2)); :func:`all_good` checks them with two calls of a fast crc32c over the whole run;
-:func:`mask_lanes` masks many checksums (TFRecord's ``rotate right 15 + 0xa282ead8``) with a few
-big-integer operations. Both are stdlib only.
+linear over GF(2)); :func:`all_good` checks them with one call of a fast crc32c over the whole run;
+:func:`mask_lanes` masks many checksums (TFRecord's ``rotate right 15 + 0xa282ead8``) with a few big-integer
+operations. All are stdlib only.
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ def unmask(x: int) -> int:
     return ((y << 15) | (y >> 17)) & 0xFFFFFFFF
 
 
-@functools.lru_cache(maxsize=32)  # (the same few per size of piece: building one costs as much as using it)
+@functools.lru_cache(maxsize=16)  # (the same few per size of piece: building one costs as much as using it)
 def _lanes(n: int, value: int) -> int:
     """An integer whose ``n`` 64-bit lanes each hold ``value``."""
     return int.from_bytes(value.to_bytes(8, "little") * n, "little")
