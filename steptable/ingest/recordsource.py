@@ -10,7 +10,6 @@ from __future__ import annotations
 import math
 import os
 import re
-import sqlite3
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -18,7 +17,6 @@ from steptable.ingest.files.bytetail import ByteTail
 from steptable.ingest.files.discover import Candidate
 from steptable.ingest.parse import BadLine
 from steptable.ingest.parsed import Parsed
-from steptable.ingest.readers import tensorboard, trackio, wandb
 from steptable.ingest.source import Report, Source
 from steptable.ingest.store import ResumeReader, RunStore
 
@@ -100,8 +98,16 @@ class RecordSource(_Base):
     def _parser(self, path: Path) -> tuple[ByteTail, _RecordParser]:
         got = self._files.get(path)
         if got is None:
-            parser: _RecordParser = (wandb.WandbParser(str(path)) if self.cand.kind == "wandb"
-                                     else tensorboard.EventParser(str(path)))
+            # (each format's reader imported by the runs that need it: a TensorBoard run does not pay for
+            # sqlite3 and the W&B reader's patterns, nor the other way round)
+            if self.cand.kind == "wandb":
+                from steptable.ingest.readers import wandb
+
+                parser: _RecordParser = wandb.WandbParser(str(path))
+            else:
+                from steptable.ingest.readers import tensorboard
+
+                parser = tensorboard.EventParser(str(path))
             got = self._files[path] = (ByteTail(path), parser)
         return got
 
@@ -158,6 +164,8 @@ class TrackioSource(_Base):
 
     def __init__(self, cand: Candidate, report: Report, on_resume: ResumeReader | None = None) -> None:
         super().__init__(cand, report, on_resume)
+        from steptable.ingest.readers import trackio  # (imported by the runs that need it, as RecordSource's)
+
         self.reader = trackio.TrackioReader(cand.path, str(cand.path))
         self.runs: dict[str, RunStore] = {}
 
@@ -168,6 +176,8 @@ class TrackioSource(_Base):
         return [Path(f"{self.cand.path}-wal")]
 
     def poll(self) -> bool:
+        import sqlite3  # (loaded with the trackio reader already)
+
         if not os.path.exists(self.cand.path):
             self.missing = True
             return False

@@ -3,7 +3,13 @@
 A file is a sequence of TFRecords (length u64, masked crc32c of the length, data, masked crc32c of the data), each an
 ``Event`` protobuf decoded by :mod:`~steptable.ingest.readers.protowire` (stdlib: reading needs no tensorboard).
 crc32c comes from ``google-crc32c`` when installed (the ``steptable[tensorboard]`` extra: fast), else from a
-table-driven pure-Python one (the same checksums, slower: about 10 s per 100 MB).
+table-driven pure-Python one (the same checksums, slower: about 10 s per 100 MB, where the records are walked one by
+one).
+
+Records are walked one by one until a step's records can be taken as a layout: the steps that follow laid out the
+same way (SummaryWriter's one event per scalar, the same tags each step) are read in bulk by
+:mod:`~steptable.ingest.readers.tbsteps`, with the same rows and checks; the walk takes over where a step differs or
+fails a check (and reports the damage as it always does).
 
 Each scalar summary value is a cell named by its tag (``train/loss`` kept as is): ``simple_value`` (torch's
 SummaryWriter, tensorboardX) or a scalar tensor (tensorboard's and TF2's ``tf.summary.scalar``). Events of one step
@@ -23,34 +29,16 @@ from typing import Any
 
 from steptable.ingest.parse import BadLine
 from steptable.ingest.parsed import Parsed
+from steptable.ingest.readers import tbsteps
+from steptable.ingest.readers.crc32c import crc32c_py
 from steptable.ingest.readers.protowire import tb_event
 
 _LEN = struct.Struct("<QI")
 _CRC = struct.Struct("<I")
+__all__ = ["MAX_RECORD", "EventParser", "crc32c_py"]
+
 #: a record longer than this is taken for a damaged length (a scalar event is ~50 bytes; an image summary MBs)
 MAX_RECORD = 256 << 20
-
-
-def _table() -> list[int]:
-    out = []
-    for n in range(256):
-        c = n
-        for _ in range(8):
-            c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
-        out.append(c)
-    return out
-
-
-_CRC32C_TABLE = _table()
-
-
-def crc32c_py(data: bytes) -> int:
-    """CRC-32C (Castagnoli) of ``data``, table-driven (the fallback without google-crc32c)."""
-    crc = 0xFFFFFFFF
-    t = _CRC32C_TABLE
-    for b in data:
-        crc = t[(crc ^ b) & 0xFF] ^ (crc >> 8)
-    return crc ^ 0xFFFFFFFF
 
 
 def _crc32c() -> Callable[[bytes], int]:
@@ -74,16 +62,26 @@ def _masker(crc32c: Callable[[bytes], int]) -> Callable[[bytes], int]:
 
 
 class EventParser:
-    """Bytes of one event file (from its start, in pieces) -> :class:`Parsed` rows keyed by ``step``."""
+    """Bytes of one event file (from its start, in pieces) -> :class:`Parsed` rows keyed by ``step``.
 
-    def __init__(self, label: str) -> None:
-        self._masked = _masker(_crc32c())
+    ``bulk``: steps laid out like the step before them are read as a run (:mod:`tbsteps`); a call that meets one
+    returns the rows before it, or the run, and sets :attr:`more` (call again from where it stopped)."""
+
+    def __init__(self, label: str, bulk: bool = True) -> None:
+        self._crc = _crc32c()
+        self._masked = _masker(self._crc)
         self.label = label
+        self.bulk = bulk
+        self._layouts: dict[tuple[Any, ...], tbsteps.Layout] = {}
+        self._skip = self._backoff = 0  # steps to walk before the next try to learn a layout, after a failed one
         self.reset()
 
     def reset(self) -> None:
         self.pos = 0
+        self.more = False
         self._resync = False  # searching for the next record whose length checksum holds
+        self._layout: tbsteps.Layout | None = None
+        self._boundary = True  # the next call's bytes start where a step starts (a file's start, a run's end)
 
     def parse(self, data: bytes | memoryview, base: int, final: bool = False) -> tuple[int, Parsed]:
         """Parse whole records of ``data`` (file bytes from offset ``base``, where the last call stopped; bytes or a
@@ -98,8 +96,16 @@ class EventParser:
         rows: list[dict[str, Any]] = []
         masked = self._masked
         i, n = 0, len(data)
+        self.more = False
         if final and n == 0 and base == 0:
             bad.append(BadLine(self.label, 0, "empty file"))
+        if self._layout is not None and not self._resync:
+            run = self._layout.read(data, 0, n)
+            if run is not None:
+                return self._ran(run, base, n)
+        spans: list[tuple[int, int]] | None = None  # the records of the last row's step, while it can be learnt
+        boundary = self._boundary
+        self._boundary = False
         while n - i >= 12:
             length, len_crc = _LEN.unpack_from(data, i)
             end = i + 16 + length
@@ -120,13 +126,68 @@ class EventParser:
                 bad.append(BadLine(self.label, 0, f"byte {base + i}: checksum mismatch; record skipped"))
                 i = end
                 continue
-            self._event_row(payload, base + i, steps, rows, bad)
+            ev = self._event(payload, base + i, bad)
+            if ev is not None:
+                wall, step, values = ev
+                if steps and steps[-1] == step:
+                    rows[-1].update(values)
+                    if spans is not None and spans[-1][1] == i:
+                        spans.append((i, end))
+                    else:
+                        spans = None
+                else:
+                    if self.bulk and spans is not None and spans[-1][1] == i and (boundary or len(steps) > 1):
+                        if self._learnt(data, spans, i, n):
+                            self.more = self._boundary = True  # the next call reads the run
+                            break
+                    steps.append(step)
+                    rows.append({**dict(values), "step": step, "wall_time": wall})
+                    spans = [(i, end)]
             i = end
-        if final and i < n:
+        if final and i < n and not self.more:
             what = "damaged data" if self._resync else "record cut short"
             bad.append(BadLine(self.label, 0, f"byte {base + i}: {what} ({n - i} bytes at the end); not read"))
         self.pos = base + i
         return i, Parsed(steps=steps, rows=rows, bad=bad, step_key="step")
+
+    def _ran(self, run: tuple[int, Parsed], base: int, n: int) -> tuple[int, Parsed]:
+        end, parsed = run
+        self.more = end < n
+        self._boundary = True
+        self.pos = base + end
+        return end, parsed
+
+    def _learnt(self, data: bytes | memoryview, spans: list[tuple[int, int]], i: int, n: int) -> bool:
+        """Whether the layout of the step at ``spans`` (records whose checksums held) matches the step at ``i``
+        (it becomes this parser's layout: the next call reads the run)."""
+        if self._skip:  # (a run whose steps are laid out each its own way: tried again less and less often)
+            self._skip -= 1
+            return False
+        if self._learn(data, spans, i, n):
+            self._backoff = 0
+            return True
+        self._skip = self._backoff = min(max(1, 2 * self._backoff), 1024)
+        return False
+
+    def _learn(self, data: bytes | memoryview, spans: list[tuple[int, int]], i: int, n: int) -> bool:
+        found = [tbsteps.usual(data, a, b) for a, b in spans]
+        if any(f is None for f in found):
+            return False
+        ks = {f[0] for f in found if f is not None}
+        tags = [f[1] for f in found if f is not None]
+        if len(ks) != 1 or not tbsteps.OWN_KEYS.isdisjoint(t.decode("utf-8", "replace") for t in tags):
+            return False
+        key = (*(bytes(data[a : a + 12]) for a, _ in spans), *tags, *ks)
+        layout = self._layouts.get(key)
+        if layout is None:
+            if len(self._layouts) >= 64:  # (a run whose steps keep changing layout: keep the cache bounded)
+                self._layouts.clear()
+            layout = self._layouts[key] = tbsteps.Layout(data, spans, ks.pop(), tags, self._crc,
+                                                         fast=self._crc is not crc32c_py)
+        if layout.matches(data, i, n):
+            self._layout = layout
+            return True
+        return False
 
     def _damaged_length(self, at: int, bad: list[BadLine]) -> None:
         """A length whose checksum fails at file offset ``at``: reported once a damaged stretch (the search goes on
@@ -135,23 +196,13 @@ class EventParser:
             bad.append(BadLine(self.label, 0, f"byte {at}: damaged record length; searching on"))
             self._resync = True
 
-    def _event_row(self, raw: bytes, at: int, steps: list[int], rows: list[dict[str, Any]],
-                   bad: list[BadLine]) -> None:
+    def _event(self, raw: bytes, at: int, bad: list[BadLine]) -> \
+            tuple[float, int, list[tuple[str, float | int | bool]]] | None:
+        """(wall time, step, values) of an event with scalar values, else None (an unreadable one reported)."""
         try:
             ev = tb_event(raw)
         except (ValueError, IndexError, struct.error) as e:  # checksums passed but the record is not an Event
             bad.append(BadLine(self.label, 0, f"byte {at}: not a readable event ({type(e).__name__}); skipped"))
-            return
-        if ev is None:
-            return
-        wall, step, values = ev
-        if not values:
-            return
-        cells: dict[str, Any] = dict(values)
-        if steps and steps[-1] == step:
-            rows[-1].update(cells)
-            return
-        cells["step"] = step
-        cells["wall_time"] = wall
-        steps.append(step)
-        rows.append(cells)
+            return None
+        return ev if ev is not None and ev[2] else None
+
