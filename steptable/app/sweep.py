@@ -4,11 +4,12 @@ part that shows it as the run list and opens the runs picked from it.
 Lazy: while the list is the home screen the follower reads only the runs opened from it (``Feed.want``); the rest
 are known by their file's size and last ``TAIL_BYTES`` (steptable.ingest.files.runindex), kept by one thread: the
 follower's file notifications name the runs it passes over (new runs, growing files), which the index reads at once;
-a stat pass once a ``period`` and a discovery every few seconds catch what notification misses (polling, network
-filesystems)."""
+a stat pass once a ``period`` and the follower's own discovery passes (every few seconds, each naming every run)
+catch what notification misses (polling, network filesystems)."""
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -53,7 +54,9 @@ class SweepIndex:
         from steptable.ingest.files.runindex import RunIndex
         from steptable.summary.sweep import digest
 
-        self.index = RunIndex(paths, lambda store, cand: digest(store, store.meta.get("size", 0)))
+        # (no discovery of its own after the first: the follower's passes, every few seconds, name every run they
+        # turn down to ``poke``; a second walk of thousands of runs would compete with the UI for the GIL)
+        self.index = RunIndex(paths, lambda store, cand: digest(store, store.meta.get("size", 0)), recheck=math.inf)
         self.judge = StateMemo()  # the status line's, on the UI thread (thousands of runs at every status refresh)
         self.period = period
         self._posted = threading.Event()
