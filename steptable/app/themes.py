@@ -73,15 +73,24 @@ def _check(theme: Theme) -> None:
         variables = {**theme.to_color_system().generate(), **theme.variables}
     except Exception as e:  # ColorParseError from a main colour
         raise ValueError(f"theme {theme.name!r}: {e}") from None
+    # each variable checked in the kind of property its name says it is used in (our own are colours)
+    props = {name: "text-style" if "style" in name else "background" if "background" in name else "color"
+             for name in theme.variables}
+    if _parses(variables, " ".join(f"Widget {{ {prop}: ${name}; }}" for name, prop in props.items()), theme.name):
+        return  # (all in one sheet: a sheet's variables are tokenized anew for each sheet)
     for name, value in theme.variables.items():
-        # each variable checked in the kind of property its name says it is used in (our own are colours)
-        prop = "text-style" if "style" in name else "background" if "background" in name else "color"
-        sheet = Stylesheet(variables=variables)
-        sheet.add_source(f"Widget {{ {prop}: ${name}; }}", read_from=(f"theme {theme.name}", name))
-        try:
-            sheet.parse()
-        except Exception:
-            raise ValueError(f"theme {theme.name!r}: ${name}: {value!r} is not a valid {prop}") from None
+        if not _parses(variables, f"Widget {{ {props[name]}: ${name}; }}", theme.name):
+            raise ValueError(f"theme {theme.name!r}: ${name}: {value!r} is not a valid {props[name]}")
+
+
+def _parses(variables: dict[str, str], css: str, theme: str) -> bool:
+    sheet = Stylesheet(variables=variables)
+    sheet.add_source(css, read_from=(f"theme {theme}", "variables"))
+    try:
+        sheet.parse()
+    except Exception:
+        return False
+    return True
 
 
 def load_themes(dirs: list[Path] | None = None, problems: list[str] | None = None) -> dict[str, Theme]:
