@@ -37,14 +37,20 @@ def theme_dirs() -> list[Path]:
     env = os.environ.get("STEPTABLE_THEMES")
     if env:
         out.append(Path(env))
-    package = Path(__file__).resolve().parents[1]  # steptable/
-    packaged = package / "themes"
-    out.append(packaged if packaged.is_dir() else package.parent / "themes")
+    out.append(shipped_dir())
     return out
 
 
-def parse_theme(name: str, text: str) -> Theme:
-    """A Theme from the variables of a theme file. Raises ValueError without ``$primary``."""
+def shipped_dir() -> Path:
+    """The themes steptable ships: the wheel's steptable/themes, or a source checkout's repository themes/."""
+    package = Path(__file__).resolve().parents[1]  # steptable/
+    packaged = package / "themes"
+    return packaged if packaged.is_dir() else package.parent / "themes"
+
+
+def parse_theme(name: str, text: str, check: bool = True) -> Theme:
+    """A Theme from the variables of a theme file. Raises ValueError without ``$primary``, and with ``check`` where
+    Textual would refuse a value (see ``_check``)."""
     values = {k: v for k, v in _VAR.findall(_COMMENT.sub("", text))}
     if "primary" not in values:
         raise ValueError(f"theme {name!r}: no $primary")
@@ -62,7 +68,8 @@ def parse_theme(name: str, text: str) -> Theme:
         panel=get("panel", None), boost=get("boost", None), dark=dark, luminosity_spread=spread, text_alpha=alpha,
         variables=values,
     )
-    _check(theme)
+    if check:
+        _check(theme)
     return theme
 
 
@@ -95,8 +102,10 @@ def _parses(variables: dict[str, str], css: str, theme: str) -> bool:
 
 def load_themes(dirs: list[Path] | None = None, problems: list[str] | None = None) -> dict[str, Theme]:
     """Every readable theme file, by name (earlier directories win). A file that cannot be used is skipped, and
-    said why in ``problems`` (one line each, made inert: a file name is untrusted text)."""
+    said why in ``problems`` (one line each, made inert: a file name is untrusted text). The shipped themes are
+    not checked against what Textual accepts (the tests do that; it costs the first frame ~10 ms); users' are."""
     out: dict[str, Theme] = {}
+    shipped = shipped_dir()
     for d in theme_dirs() if dirs is None else dirs:
         try:
             files = sorted(d.glob("*.tcss"))
@@ -106,7 +115,7 @@ def load_themes(dirs: list[Path] | None = None, problems: list[str] | None = Non
             if f.stem in out:
                 continue
             try:
-                out[f.stem] = parse_theme(f.stem, f.read_text(encoding="utf-8"))
+                out[f.stem] = parse_theme(f.stem, f.read_text(encoding="utf-8"), check=d != shipped)
             except (OSError, ValueError, UnicodeDecodeError) as e:  # a broken user theme must not stop the app
                 if problems is not None:
                     problems.append(sanitize(f"theme file {f} not used: {e}"))
