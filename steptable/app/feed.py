@@ -105,12 +105,11 @@ class Feed:
 
         self._post = send
         self.scanner = AlertScanner(lambda: self.follower.stores, send)
+        if self.alerts:
+            threading.Thread(target=self.scanner.run, args=(stop,), name="steptable-alerts", daemon=True).start()
         try:
-            self._preview(stop)
-            # built once the previews are drawn (its imports are not the first frame's), as is the alert thread
             follower = self.follower
-            if self.alerts:
-                threading.Thread(target=self.scanner.run, args=(stop,), name="steptable-alerts", daemon=True).start()
+            self._preview(stop)
             follower.run(stop, self._changed)
         except Exception as e:  # the UI shows it; the thread must not die silently
             send(FeedProblem(f"follower stopped: {type(e).__name__}: {e}"))
@@ -128,6 +127,7 @@ class Feed:
             from steptable.ingest import discover, preview_tail
             from steptable.ingest.files.sniff import sniff_jsonl
 
+            self.follower  # noqa: B018  (builds the Follower here, off the UI thread)
             if self._sweep_found(out):
                 return
             if self.preview_min_bytes > 0:
@@ -158,9 +158,9 @@ class Feed:
             out.put(None)
 
     def _sweep_found(self, out: queue.SimpleQueue[Message | None]) -> bool:
-        """More than ``sweep_min`` runs: follow only the runs opened from the list (``open``), index the rest. (The
-        follower is built here only for a sweep: off the UI thread, before it follows anything.)"""
-        if self.sweep_min <= 0:
+        """More than ``sweep_min`` runs: follow only the runs opened from the list (``open``), index the rest."""
+        if self.sweep_min <= 0 or self._follower is None or not hasattr(self._follower, "want") \
+                or not hasattr(self._follower, "passed_over"):
             return False
         from steptable.app.sweep import SweepFound, SweepIndex
 
@@ -168,11 +168,8 @@ class Feed:
         found = sweep.discover()
         if found <= self.sweep_min:
             return False
-        follower = self.follower
-        if not hasattr(follower, "want") or not hasattr(follower, "passed_over"):
-            return False
-        follower.want = lambda cand: cand.run_id in self._opened
-        follower.passed_over = sweep.poke
+        self._follower.want = lambda cand: cand.run_id in self._opened
+        self._follower.passed_over = sweep.poke
         self.sweep = sweep
         out.put(SweepFound(found))
         return True
