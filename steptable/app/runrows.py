@@ -119,22 +119,34 @@ def metric(e: Entry, key: str, state: ListState) -> float | None:
 Judge = Callable[[RunDigest, float], str]
 
 
+#: states the clock alone never changes for a digest: a run quiet for longer only stays idle, an ended one ended
+SETTLED = frozenset({"ended", "crashed", "idle"})
+#: digests kept in a StateMemo past which it starts again (a settled run that wrote again leaves its old digest)
+MEMO_MAX = 100_000
+
+
 class StateMemo:
-    """``run_state`` of each digest, judged once a second: a list of thousands of runs is redrawn on every key press
-    of its filter, and its states and status line need not be judged again each time. For the UI thread."""
+    """``run_state`` of each digest, judged once a second, and once for all where it settled (:data:`SETTLED`): a
+    list of thousands of runs is redrawn on every key press of its filter and every new run, and its states and
+    status line need not be judged again each time. For the UI thread."""
 
     def __init__(self) -> None:
+        from steptable.alerts.rules import AlertConfig
+
         self._second = -1
         self._memo: dict[int, tuple[RunDigest, str]] = {}  # id(digest) -> (the digest, its state this second)
+        self._config = AlertConfig()  # (the default run_state makes anew at each call otherwise)
 
     def __call__(self, d: RunDigest, now: float) -> str:
         second = int(now)
         if second != self._second:
-            self._second, self._memo = second, {}
+            self._second = second
+            memo = self._memo
+            self._memo = {k: v for k, v in memo.items() if v[1] in SETTLED} if len(memo) < MEMO_MAX else {}
         hit = self._memo.get(id(d))
         if hit is not None and hit[0] is d:
             return hit[1]
-        st = run_state(d, now)
+        st = run_state(d, now, self._config)
         self._memo[id(d)] = (d, st)
         return st
 

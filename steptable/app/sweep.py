@@ -4,11 +4,12 @@ part that shows it as the run list and opens the runs picked from it.
 Lazy: while the list is the home screen the follower reads only the runs opened from it (``Feed.want``); the rest
 are known by their file's size and last ``TAIL_BYTES`` (steptable.ingest.files.runindex), kept by one thread: the
 follower's file notifications name the runs it passes over (new runs, growing files), which the index reads at once;
-a stat pass once a ``period`` and a discovery every few seconds catch what notification misses (polling, network
-filesystems)."""
+a stat pass once a ``period`` and the follower's own discovery passes (every few seconds, each naming every run)
+catch what notification misses (polling, network filesystems)."""
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -49,10 +50,14 @@ class SweepIndex:
     """The RunIndex of a sweep and the thread that keeps it current. ``entries`` is for the UI thread."""
 
     def __init__(self, paths: Sequence[str], period: float = PERIOD) -> None:
+        from steptable.app.runrows import StateMemo
         from steptable.ingest.files.runindex import RunIndex
         from steptable.summary.sweep import digest
 
-        self.index = RunIndex(paths, lambda store, cand: digest(store, store.meta.get("size", 0)))
+        # (no discovery of its own after the first: the follower's passes, every few seconds, name every run they
+        # turn down to ``poke``; a second walk of thousands of runs would compete with the UI for the GIL)
+        self.index = RunIndex(paths, lambda store, cand: digest(store, store.meta.get("size", 0)), recheck=math.inf)
+        self.judge = StateMemo()  # the status line's, on the UI thread (thousands of runs at every status refresh)
         self.period = period
         self._posted = threading.Event()
         #: set by the app once the list is on screen: the tails are read after that (they compete for the GIL)
@@ -83,13 +88,14 @@ class SweepIndex:
 
     def line(self, now: float, judge: Any = None) -> str:
         """The sweep's status line (steptable.summary.sweep.sweep_line), with the runs whose tails are not read yet;
-        ``judge``: a memo of the runs' states (steptable.app.runrows.StateMemo), else each is judged."""
-        from steptable.summary.sweep import run_state, sweep_line
+        ``judge``: a memo of the runs' states (steptable.app.runrows.StateMemo), else the index's own. For the UI
+        thread."""
+        from steptable.summary.sweep import sweep_line
 
         es = self.entries()
         ds = [e.digest for e in es if e.digest is not None]
         more = f" (reading {len(es) - len(ds)} more)" if len(ds) < len(es) else ""
-        return sweep_line(ds, now, judge or run_state) + more
+        return sweep_line(ds, now, judge or self.judge) + more
 
     def taken(self) -> None:
         """The UI has shown the index (the next change posts again)."""

@@ -37,14 +37,20 @@ def theme_dirs() -> list[Path]:
     env = os.environ.get("STEPTABLE_THEMES")
     if env:
         out.append(Path(env))
-    package = Path(__file__).resolve().parents[1]  # steptable/
-    packaged = package / "themes"
-    out.append(packaged if packaged.is_dir() else package.parent / "themes")
+    out.append(shipped_dir())
     return out
 
 
-def parse_theme(name: str, text: str) -> Theme:
-    """A Theme from the variables of a theme file. Raises ValueError without ``$primary``."""
+def shipped_dir() -> Path:
+    """The themes steptable ships: the wheel's steptable/themes, or a source checkout's repository themes/."""
+    package = Path(__file__).resolve().parents[1]  # steptable/
+    packaged = package / "themes"
+    return packaged if packaged.is_dir() else package.parent / "themes"
+
+
+def parse_theme(name: str, text: str, check: bool = True) -> Theme:
+    """A Theme from the variables of a theme file. Raises ValueError without ``$primary``, and with ``check`` where
+    Textual would refuse a value (see ``_check``)."""
     values = {k: v for k, v in _VAR.findall(_COMMENT.sub("", text))}
     if "primary" not in values:
         raise ValueError(f"theme {name!r}: no $primary")
@@ -62,7 +68,8 @@ def parse_theme(name: str, text: str) -> Theme:
         panel=get("panel", None), boost=get("boost", None), dark=dark, luminosity_spread=spread, text_alpha=alpha,
         variables=values,
     )
-    _check(theme)
+    if check:
+        _check(theme)
     return theme
 
 
@@ -73,21 +80,32 @@ def _check(theme: Theme) -> None:
         variables = {**theme.to_color_system().generate(), **theme.variables}
     except Exception as e:  # ColorParseError from a main colour
         raise ValueError(f"theme {theme.name!r}: {e}") from None
+    # each variable checked in the kind of property its name says it is used in (our own are colours)
+    props = {name: "text-style" if "style" in name else "background" if "background" in name else "color"
+             for name in theme.variables}
+    if _parses(variables, " ".join(f"Widget {{ {prop}: ${name}; }}" for name, prop in props.items()), theme.name):
+        return  # (all in one sheet: a sheet's variables are tokenized anew for each sheet)
     for name, value in theme.variables.items():
-        # each variable checked in the kind of property its name says it is used in (our own are colours)
-        prop = "text-style" if "style" in name else "background" if "background" in name else "color"
-        sheet = Stylesheet(variables=variables)
-        sheet.add_source(f"Widget {{ {prop}: ${name}; }}", read_from=(f"theme {theme.name}", name))
-        try:
-            sheet.parse()
-        except Exception:
-            raise ValueError(f"theme {theme.name!r}: ${name}: {value!r} is not a valid {prop}") from None
+        if not _parses(variables, f"Widget {{ {props[name]}: ${name}; }}", theme.name):
+            raise ValueError(f"theme {theme.name!r}: ${name}: {value!r} is not a valid {props[name]}")
+
+
+def _parses(variables: dict[str, str], css: str, theme: str) -> bool:
+    sheet = Stylesheet(variables=variables)
+    sheet.add_source(css, read_from=(f"theme {theme}", "variables"))
+    try:
+        sheet.parse()
+    except Exception:
+        return False
+    return True
 
 
 def load_themes(dirs: list[Path] | None = None, problems: list[str] | None = None) -> dict[str, Theme]:
     """Every readable theme file, by name (earlier directories win). A file that cannot be used is skipped, and
-    said why in ``problems`` (one line each, made inert: a file name is untrusted text)."""
+    said why in ``problems`` (one line each, made inert: a file name is untrusted text). The shipped themes are
+    not checked against what Textual accepts (the tests do that; it costs the first frame ~10 ms); users' are."""
     out: dict[str, Theme] = {}
+    shipped = shipped_dir()
     for d in theme_dirs() if dirs is None else dirs:
         try:
             files = sorted(d.glob("*.tcss"))
@@ -97,7 +115,7 @@ def load_themes(dirs: list[Path] | None = None, problems: list[str] | None = Non
             if f.stem in out:
                 continue
             try:
-                out[f.stem] = parse_theme(f.stem, f.read_text(encoding="utf-8"))
+                out[f.stem] = parse_theme(f.stem, f.read_text(encoding="utf-8"), check=d != shipped)
             except (OSError, ValueError, UnicodeDecodeError) as e:  # a broken user theme must not stop the app
                 if problems is not None:
                     problems.append(sanitize(f"theme file {f} not used: {e}"))

@@ -69,16 +69,18 @@ def auto_col(
         or (isinstance(v, (list, tuple, dict)) and not numeric_pair(v))  # shown as its text
         for v in samples
     )
-    widths = sorted(display_width(format_value(v, fmt, 12, fill=False)) for v in samples if v is not None)
+    measured = [(display_width(format_value(v, fmt, 12, fill=False)), v) for v in samples if v is not None]
+    widths = sorted(w for w, _ in measured)
     data_w = widths[-1] if widths else 3
     fractional = fmt is None and not is_str and any(
         isinstance(v, float) and v == v and v not in (math.inf, -math.inf) and not v.is_integer() for v in samples
     )
     if fractional and len(widths) >= 10:
         data_w = widths[int(0.9 * (len(widths) - 1))]
-        # ... but never so narrow that a rarer value has no form at all (a ``####`` cell says nothing)
-        for v in samples:
-            if v is not None and not isinstance(v, str) and "#" in format_value(v, fmt, data_w, fill=False):
+        # ... but never so narrow that a rarer value has no form at all (a ``####`` cell says nothing); a value
+        # whose form fits in data_w cells has one there
+        for w, v in measured:
+            if w > data_w and not isinstance(v, str) and "#" in format_value(v, fmt, data_w, fill=False):
                 data_w = narrowest(v, fmt, data_w)
     w = max(display_width(h), min(data_w, 12 if is_str else 8), 3)
     text = sanitize(desc or f"{key} (as logged)")  # keys come from files: one line, nothing a terminal obeys

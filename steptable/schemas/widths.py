@@ -124,10 +124,15 @@ def noted(cols: Sequence[Col], runs: Sequence[ColumnView]) -> tuple[Col, ...]:
             is_integer = getattr(r, "is_integer", None)
             if is_integer is not None and is_integer(c.key):
                 continue  # its rows give ints: they show whole, in no notation of this run's making
-            for v in r.column(c.key)[-NOTED_ROWS:]:
-                seen.take(v)
+            seen.take_all(_newest(r, c.key))
         out.append(c.with_(notation=seen.notation(c.width)))
     return tuple(out)
+
+
+def _newest(run: ColumnView, key: str) -> Sequence[Any]:
+    """``run``'s newest :data:`NOTED_ROWS` values of ``key`` (only those copied where the run can)."""
+    between = getattr(run, "column_between", None)
+    return between(key, -NOTED_ROWS) if between is not None else run.column(key)[-NOTED_ROWS:]
 
 
 def notation_left(cols: Sequence[Col], run: RowView, start: int, stop: int,

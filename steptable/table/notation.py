@@ -233,6 +233,37 @@ class Column(Range):
         super().add(x)
         self.magnitudes.append(abs(x))
 
+    def take_all(self, values: Iterable[Any]) -> None:
+        """``take`` each of ``values`` in turn, with the same outcome; a float array (a store's numeric column) in
+        bulk: the values' own places are measured one by one only until the cap stops them (see ``Range.add``),
+        the rest is the magnitudes, the sign and the largest of them."""
+        if not (isinstance(values, array) and values.typecode == "d"):
+            for v in values:
+                self.take(v)
+            return
+        total = sum(values)
+        # (a finite sum: every value is finite; nan - nan and inf - inf are nan)
+        finite = values if total - total == 0 else [v for v in values if v - v == 0]
+        if not finite:
+            return
+        self.floats = True
+        i = 0
+        for i, x in enumerate(finite):  # noqa: B007  (i: where the places stopped mattering)
+            if self.places > self._cap:
+                break  # the cap only falls as the biggest grows: no later value changes the places
+            Range.add(self, x)
+            self.magnitudes.append(abs(x))
+        else:
+            return
+        rest = list(map(abs, finite[i:]))
+        self.magnitudes.extend(rest)
+        top = max(rest)
+        if top > self.biggest:
+            self.biggest = top
+            self._cap = DIGITS - 1 - _decade(top)
+        if not self.negative and min(finite[i:]) < 0:
+            self.negative = True
+
     def notation(self, width: int) -> Notation | None:
         n = len(self.magnitudes)
         if n >= OUTLIERS_FROM:
@@ -244,8 +275,7 @@ def of_values(values: Iterable[Any], width: int) -> Notation | None:
     """The notation of a column holding ``values`` (all of them, as a reader of a whole file has), ``width``
     cells wide (see :meth:`Range.take`, :class:`Column`)."""
     r = Column()
-    for v in values:
-        r.take(v)
+    r.take_all(values)
     return r.notation(width)
 
 

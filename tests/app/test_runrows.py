@@ -52,7 +52,7 @@ def test_state_memo_judges_each_digest_once_a_second(monkeypatch: pytest.MonkeyP
 
     judged: list[float] = []
     real = runrows.run_state
-    monkeypatch.setattr(runrows, "run_state", lambda d, now: judged.append(now) or real(d, now))
+    monkeypatch.setattr(runrows, "run_state", lambda d, now, config=None: judged.append(now) or real(d, now))
     memo = runrows.StateMemo()
     a, b = _digest("a", 0.1), _digest("b", 0.2)
     assert memo(a, 10.2) == real(a, 10.2) and memo(a, 10.9) == real(a, 10.9)
@@ -62,3 +62,27 @@ def test_state_memo_judges_each_digest_once_a_second(monkeypatch: pytest.MonkeyP
     newer = _digest("a", 0.3)  # the index replaced a's digest: a new judgement
     memo(newer, 11.1)
     assert judged == [10.2, 10.5, 11.0, 11.1]
+
+
+def test_state_memo_judges_a_settled_run_once_and_a_live_one_each_second(monkeypatch: pytest.MonkeyPatch) -> None:
+    import dataclasses
+
+    import steptable.app.runrows as runrows
+
+    judged: list[tuple[str, float]] = []
+    real = runrows.run_state
+    monkeypatch.setattr(runrows, "run_state",
+                        lambda d, now, config=None: judged.append((d.run, now)) or real(d, now, config))
+    memo = runrows.StateMemo()
+    # one row every 10 s, last at t=1000: live, then stalled past 100 s of quiet, then idle past 1800 s
+    live = dataclasses.replace(_digest("live", 0.1), updated=1000.0, interval=10.0)
+    ended = dataclasses.replace(_digest("ended", 0.1), updated=1000.0, interval=10.0, end="")
+    crashed = dataclasses.replace(_digest("crashed", 0.1), updated=1000.0, interval=10.0, end="Error")
+    seen = []
+    for now in (1001.0, 1002.0, 1200.0, 1201.0, 3000.0, 3001.0, 9000.0):
+        for d in (live, ended, crashed):
+            assert memo(d, now) == real(d, now)
+        seen.append(memo(live, now))
+    assert seen == ["live", "live", "stalled", "stalled", "idle", "idle", "idle"]
+    assert [t for r, t in judged if r == "ended"] == [1001.0] == [t for r, t in judged if r == "crashed"]
+    assert [t for r, t in judged if r == "live"] == [1001.0, 1002.0, 1200.0, 1201.0, 3000.0]  # idle: settled

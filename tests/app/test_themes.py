@@ -75,3 +75,22 @@ def test_a_theme_with_textual_s_own_style_values_is_offered(tmp_path: Path, monk
     monkeypatch.setenv("STEPTABLE_THEMES", str(tmp_path))
     problems: list[str] = []
     assert "fine" in load_themes(problems=problems) and problems == []
+
+
+def test_the_shipped_themes_pass_the_check_that_launch_leaves_to_users_themes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import steptable.app.themes as themes
+
+    shipped = sorted(themes.shipped_dir().glob("*.tcss"))
+    assert shipped
+    for f in shipped:
+        themes.parse_theme(f.stem, f.read_text(encoding="utf-8"))  # (checked: raises where Textual would refuse)
+    checked: list[str] = []
+    real = themes._check
+    monkeypatch.setattr(themes, "_check", lambda theme: checked.append(theme.name) or real(theme))
+    monkeypatch.delenv("STEPTABLE_THEMES", raising=False)
+    assert {"dark", "light", "high-contrast"} <= set(themes.load_themes()) and checked == []
+    (tmp_path / "mine.tcss").write_text("$primary: #123456;\n")
+    monkeypatch.setenv("STEPTABLE_THEMES", str(tmp_path))
+    assert "mine" in themes.load_themes() and checked == ["mine"]

@@ -341,3 +341,12 @@ def test_unique_name_skips_every_taken_suffix() -> None:
     # two keys that read alike stay two names: past "loss~2" the next free one is "loss~3"
     assert unique_name("loss", {"loss", "loss~2"}) == "loss~3"
     assert unique_name("loss", {"loss", "loss~2", "loss~3"}) == "loss~4"
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.one_of(st.floats(allow_nan=False, allow_infinity=False), st.integers(-10**15, 10**15)))
+def test_a_value_whose_form_fits_a_width_has_one_in_every_wider_one(x: float) -> None:
+    # (a layout measures a value's form once, at the widest, and looks again only at those wider than a column)
+    natural = display_width(format_value(x, None, 12, fill=False))
+    for width in range(max(natural, 1), 13):
+        assert "#" not in format_value(x, None, width, fill=False)

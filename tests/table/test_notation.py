@@ -4,11 +4,15 @@ inside it, chosen again only when one leaves it; the live logger's from the valu
 from __future__ import annotations
 
 import math
+from array import array
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from steptable.logger.consolecols import ConsoleLayout
 from steptable.table import render
 from steptable.table.columns import Col, with_notations
-from steptable.table.notation import LOW_RUN, Running, choose, of_values, unit
+from steptable.table.notation import LOW_RUN, Column, Running, choose, of_values, unit
 
 
 def texts(values: list[float | None], width: int = 8, key: str = "x") -> list[str]:
@@ -166,3 +170,20 @@ def test_a_shared_exponent_moved_to_the_header_leaves_whole_numbers_that_mean_th
     p = choose(0.5, 6)
     assert p is not None and p.in_header() is p and unit("rew", p) == "rew" and m.in_header() is m
     assert unit("rew", None) == "rew"
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(
+    st.floats(allow_nan=True, allow_infinity=True, width=64),
+    st.sampled_from([0.0, -0.0, 0.25, -2.5, 1e-6, 3.0, 1451.0, 0.1 + 0.2, 5.5e-5]),
+    st.integers(-5, 5).map(lambda k: k / 4),
+), max_size=300))
+def test_a_float_array_taken_in_bulk_gives_what_taking_each_value_gives(values: list[float]) -> None:
+    one, bulk = Column(), Column()
+    for v in values:
+        one.take(v)
+    bulk.take_all(array("d", values))
+    assert (bulk.biggest, bulk.negative, bulk.places, bulk.floats, list(bulk.magnitudes)) == \
+        (one.biggest, one.negative, one.places, one.floats, list(one.magnitudes))
+    for width in (3, 5, 8):
+        assert bulk.notation(width) == one.notation(width)

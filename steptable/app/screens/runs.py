@@ -85,12 +85,13 @@ class RunsScreen(Screen[None]):
         except FilterError as e:
             problem = f" · {e}"
         self.runlist.show(self.listed, self.state, now, self.judge)
-        self.query_one("#sweep", Static).update(sanitize(self.host.sweep_line(now, self.judge)))
+        # (both lines are one row of the screen's width whatever they say: no layout pass of the screen for them)
+        self.query_one("#sweep", Static).update(sanitize(self.host.sweep_line(now, self.judge)), layout=False)
         sel = len(self.state.selected)
         self.query_one("#list-note", Static).update(sanitize(
             f"{len(self.listed)} of {len(entries)} shown" + (f" (filter: {self.state.pattern})" if self.state.pattern
                                                                else "")
-            + f" · {sel} selected · metrics: {self.state.stat}" + problem))
+            + f" · {sel} selected · metrics: {self.state.stat}" + problem), layout=False)
 
     # ---------------------------------------------------------------------------------------------- actions
 

@@ -23,6 +23,7 @@ from textual.strip import Strip
 from steptable.app.model import Store, change_mark
 from steptable.app.widgets.cellstyle import CELL_CSS, COMPONENT_CLASSES, CellPaint, cell_styles
 from steptable.app.widgets.lines import join_line, visible_columns
+from steptable.app.widgets.scrollrange import set_scroll_range
 from steptable.table import render
 from steptable.table.columns import Col
 from steptable.table.formatting import cut, pad, sanitize
@@ -194,15 +195,7 @@ class StepGrid(ScrollView, can_focus=True):
         if not keep_lines:
             self._cache.clear()
             self.paint.forget_rows()
-        size = Size(self._fixed_w + self._rest_w, self.rows + 1)
-        if size != self.virtual_size:
-            if self.is_mounted and self.size.height:
-                # New rows change only this widget's scroll range, never its place on screen: update the scrollbars
-                # here rather than through the reactive, whose layout pass repaints the whole screen on each append.
-                self.set_reactive(ScrollView.virtual_size, size)
-                self._scroll_update(size)
-            else:
-                self.virtual_size = size
+        set_scroll_range(self, Size(self._fixed_w + self._rest_w, self.rows + 1))
         self.refresh()
 
     def notify_style_update(self) -> None:

@@ -18,6 +18,7 @@ from textual.strip import Strip
 from steptable.alerts.engine import fmt_age
 from steptable.app.runrows import Entry, Judge, ListState, metric, state_of
 from steptable.app.widgets.keys import cursor_bindings
+from steptable.app.widgets.scrollrange import set_scroll_range
 from steptable.summary.sweep import run_state
 from steptable.table.formatting import display_width, fmt_auto, pad, sanitize
 
@@ -87,10 +88,13 @@ class RunList(ScrollView, can_focus=True):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.entries: list[Entry] = []
-        self.lines: list[list[tuple[str, str]]] = []
         self.widths: list[int] = []
         self.header: list[str] = []
         self.cursor = 0
+        self._state = ListState()
+        # each shown run's fixed and clock cells; its line is put together when it is drawn (a new run in a list of
+        # thousands redraws the lines on screen, not every line)
+        self._cells: list[tuple[list[tuple[str, str]], tuple[str, str]]] = []
         # run id -> (its digest, the metric columns' key, its fixed cells, their widths): a filter key press
         # re-lays thousands of lines; only those whose digest changed are formatted again
         self._fixed: dict[str, tuple[object, tuple[object, ...], list[tuple[str, str]], tuple[int, ...]]] = {}
@@ -101,8 +105,9 @@ class RunList(ScrollView, can_focus=True):
         """Show ``entries`` (already filtered and sorted), keeping the cursor on the run it was on."""
         current = self.current
         self.entries = list(entries)
+        self._state = state
         key = (tuple(state.metrics), state.stat, tuple(sorted(state.higher.items())))
-        lines, widths = [], []
+        shown, fixed_widths = [], []
         if int(now) != self._second:
             self._second, self._clock = int(now), {}
         for e in self.entries:
@@ -115,21 +120,34 @@ class RunList(ScrollView, can_focus=True):
             if timed is None or timed[0] is not e.digest:
                 timed = (e.digest, _clock_cells(e, now, judge))
                 self._clock[e.run_id] = timed
-            line = _assemble(e, state, hit[2], timed[1])
-            lines.append(line)
-            w = hit[3]
-            widths.append((2, w[0], w[1], len(line[3][0]), w[2], w[3], len(line[6][0]), *w[4:]))
-        self.lines = lines
+            shown.append((hit[2], timed[1]))
+            fixed_widths.append(hit[3])
+        self._cells = shown
         arrow = " ▼" if state.reverse else " ▲"
         names = state.columns()
         self.header = ["", *(HEADERS.get(c, c) + (arrow if c == state.sort else "") for c in names)]
-        self.widths = [max(display_width(h), *col) if col else display_width(h)
-                       for h, col in zip(self.header, zip(*widths, strict=True) if widths else
-                                         [()] * len(self.header), strict=True)]
+        if shown:  # (the columns in _assemble's order: the mark, name, format, state, rows, step, age, alerts, ...)
+            fw = [max(col) for col in zip(*fixed_widths, strict=True)]
+            states = max(len(clock[0]) for _, clock in shown)
+            ages = max(len(clock[1]) for _, clock in shown)
+            widest = [2, fw[0], fw[1], states, fw[2], fw[3], ages, *fw[4:]]
+        else:
+            widest = [0] * len(self.header)
+        self.widths = [max(display_width(h), w) for h, w in zip(self.header, widest, strict=True)]
         ids = [e.run_id for e in self.entries]
         self.cursor = ids.index(current) if current in ids else min(self.cursor, max(0, len(ids) - 1))
-        self.virtual_size = Size(sum(self.widths) + 2 * len(self.widths), len(self.lines) + 1)
+        set_scroll_range(self, Size(sum(self.widths) + 2 * len(self.widths), len(shown) + 1))
         self.refresh()
+
+    def line(self, i: int) -> list[tuple[str, str]]:
+        """(text, style name) of each column of the ``i``-th run shown (as :func:`cells` gives them)."""
+        fixed, clock = self._cells[i]
+        return _assemble(self.entries[i], self._state, fixed, clock)
+
+    @property
+    def lines(self) -> list[list[tuple[str, str]]]:
+        """Every shown run's :meth:`line`."""
+        return [self.line(i) for i in range(len(self._cells))]
 
     @property
     def current(self) -> str | None:
@@ -143,10 +161,11 @@ class RunList(ScrollView, can_focus=True):
             styles = [""] * len(text)
         else:
             i = y - 1 + sy
-            if i >= len(self.lines):
+            if i >= len(self._cells):
                 return Strip.blank(self.size.width)
-            text = [c for c, _ in self.lines[i]]
-            styles = [s for _, s in self.lines[i]]
+            line = self.line(i)
+            text = [c for c, _ in line]
+            styles = [s for _, s in line]
             base = Style(reverse=True) if i == self.cursor and self.has_focus else \
                 Style(underline=True) if i == self.cursor else Style()
         segs: list[Segment] = []

@@ -183,3 +183,30 @@ async def test_a_new_run_shows_as_the_follower_is_notified(sweep: tuple[Path, li
             await pilot.pause(0.02)
         assert "zz_new" in _names(scr)
         assert time.monotonic() - t0 < 2.0
+
+
+async def test_a_new_run_shows_through_the_followers_discovery_when_polling(sweep: tuple[Path, list[str]]) -> None:
+    """Without file events the follower's own discovery passes name every run to the index, which walks the tree
+    only once (a second walk of thousands of runs would compete with the UI): a run written during the watch still
+    comes to the list."""
+    import time
+
+    from tests.app.sweephelpers import write_run
+
+    root, names = sweep
+    app = StepTableApp(Feed([str(root)], poll=0.05))
+    async with app.run_test(size=SIZE) as pilot:
+        scr = await _list(app, pilot, len(names))
+        follower, index = app.feed.follower, app.feed.sweep
+        assert follower.mode == "poll"
+        walks: list[float] = []
+        real = index.index.discover
+        index.index.discover = lambda: walks.append(time.monotonic()) or real()  # type: ignore[method-assign]
+        follower.recheck = 0.2
+        t0 = time.monotonic()
+        write_run(root, "zz_new", 1e-5, steps=5, end="ended")
+        while "zz_new" not in _names(scr) and time.monotonic() - t0 < 20:
+            await pilot.pause(0.02)
+        assert "zz_new" in _names(scr)
+        await pilot.pause(2.5)  # (past the 2 s after which the index used to walk the tree again)
+        assert walks == []  # the index's own discovery never ran again
