@@ -25,7 +25,7 @@ import msgspec
 
 from steptable.ingest.parse import BadLine, flatten
 from steptable.ingest.parsed import Parsed
-from steptable.ingest.readers.jsonl import JsonlParser
+from steptable.ingest.readers.jsonl import PIECE, JsonlParser
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 #: rows read per poll at most (a large database is read over a few polls)
@@ -165,24 +165,40 @@ class TrackioReader:
         if parser is None:
             parser = self._parsers[run] = JsonlParser(self.label)
             parser.step_key = "step"
-        parts: list[bytes] = []
-        add = parts.extend
-        end = self._end
-        for _, _, step, ts, blob in rows:
-            if type(blob) is str:
-                blob = blob.encode()
-            if type(step) is not int or type(blob) is not bytes or blob[-1:] != b"}":
-                return [self._rows(rows, bad)]
-            add((blob[:-1], b',"step":%d' % step if len(blob) > 2 else b'"step":%d' % step, end(ts)))
-        cut = 3 * FIRST_LINES if parser.fast_chunks + parser.slow_chunks == 0 else 0
-        chunks = [b"".join(parts[:cut]), b"".join(parts[cut:])] if 0 < cut < len(parts) else [b"".join(parts)]
-        out = [parser.parse(chunk, 1) for chunk in chunks]
+        first = FIRST_LINES if parser.fast_chunks + parser.slow_chunks == 0 else 0
+        chunks = self._lines(rows[:first]) + self._lines(rows[first:])
+        if None in chunks:
+            return [self._rows(rows, bad)]
+        out = [parser.parse(chunk, 1) for chunk in chunks if chunk]
         # an object that is not one, or verl's envelope holding the row's own keys (unwrapped, they would stand
         # beside them; every key is in the shape: the typed decode fails on one it has not learned): row by row
         data = parser.shape.get("data")
         if any(p.bad for p in out) or (type(data) is dict and not data.keys().isdisjoint(_CLASHES)):
             return [self._rows(rows, bad)]
         return out
+
+    def _lines(self, rows: list[Any]) -> list[bytes | None]:
+        """Rows as chunks of JSON lines of about :data:`PIECE` bytes each; [None] when a row cannot be one (its
+        step not an integer, its metrics no JSON object's text)."""
+        chunks: list[bytes | None] = []
+        parts: list[bytes] = []
+        add = parts.extend
+        end = self._end
+        size = 0
+        for _, _, step, ts, blob in rows:
+            if type(blob) is str:
+                blob = blob.encode()
+            if type(step) is not int or type(blob) is not bytes or blob[-1:] != b"}":
+                return [None]
+            add((blob[:-1], b',"step":%d' % step if len(blob) > 2 else b'"step":%d' % step, end(ts)))
+            size += len(blob)
+            if size >= PIECE:
+                chunks.append(b"".join(parts))
+                parts.clear()
+                size = 0
+        if parts:
+            chunks.append(b"".join(parts))
+        return chunks
 
     def _rows(self, got: list[Any], bad: list[BadLine]) -> Parsed:
         """Rows one by one (each unreadable one reported by its id)."""
