@@ -175,10 +175,12 @@ def history_line(buf: bytes, i: int, end: int) -> bytes | None:
     return b"{" + body[1:] + b"}"
 
 
-#: the step after a record's items (HistoryRecord.step) and the record's end (the 0 byte put after each)
-_STEP_END = re.compile(rb"\x12[\x00-\x7f](?:\x08" + _VARINT + rb")?\x00")
+#: a record's start (the 0 byte put before each) and its first item's start
+_FIRST = re.compile(rb"\x00" + _ITEM_START.pattern)
+#: the step after a record's items (HistoryRecord.step), before the next record's start (or the 0 byte at the end)
+_STEP_AT_END = re.compile(rb"\x12[\x00-\x7f](?:\x08" + _VARINT + rb")?(?=[\x00\x03])")
 _TEXT = bytes(range(0x20, 0x100))  # (deleted to leave the control characters)
-_MARKS = re.compile(rb"(?:\x00(?:\x01\x03*\x02)++)*+\x00")
+_MARKS = re.compile(rb"(?:\x03\n\x04*+\x02(?:\x01\x04*+\x02)*+)*+\x00")
 
 
 def history_lines(records: list[bytes]) -> bytes | None:
@@ -186,32 +188,30 @@ def history_lines(records: list[bytes]) -> bytes | None:
     as :func:`history_line` reads each, one JSON object per line (joined by newlines, none at the end); None when
     any record is not one (read each with :func:`history_line` then).
 
-    All at once in a few passes in C: each item's start (its tag and length, its key's tag and length), each key
-    part's tag and length and each value's tag and length become marks 1, 3 and 2, the step after the items goes.
-    The marks put there must then be all the control characters left, in the order ``(1 3* 2)+`` per record: the
-    text between them (keys, values) holds none, as the layout's regular expression requires."""
+    All at once, in a few passes in C: each record's start, each item's start (tag and length, its key's tag and
+    length), each further key part's tag and length and each value's tag and length become the JSON text that
+    stands there (``}\\n{"``, ``,"``, ``/``, ``":``) after a mark (3, 1, 4, 2), and the step after the items goes.
+    Then the marks put there must be all the control characters left, in the order ``3 (4* 2) (1 4* 2)*`` per
+    record, and every quote one put there: the keys and values between them are text as the layout's regular
+    expression reads it (none of those characters), so the lines are what it makes. The marks are then deleted."""
     n = len(records)
     s = b"\x00" + b"\x00".join(records) + b"\x00"
-    s, items = _ITEM_START.subn(b"\x01", s)
-    s = _STEP_END.sub(b"\x00", s)
-    s, values = _VALUE_START.subn(b"\x02", s)
+    s, firsts = _FIRST.subn(b'\x03}\n{"', s)
+    s, items = _ITEM_START.subn(b'\x01,"', s)
+    s, values = _VALUE_START.subn(b'\x02":', s)
+    s = _STEP_AT_END.sub(b"", s)
     parts = 0
     if b"\x12" in s:  # keys of several parts (nested dicts)
-        s, parts = _PART_SEP.subn(b"\x03", s)
-    if items != values or b'"' in s or b"\\" in s:
+        s, parts = _PART_SEP.subn(b"\x04/", s)
+    if firsts != n or firsts + items != values or s.count(b'"') != 2 * values or b"\\" in s:
         return None
     marks = s.translate(None, _TEXT)
-    # (counts: a mark byte that was in a key or value, not put there, is more than were put)
-    if len(marks) != n + 1 + items + values + parts or marks.count(b"\x01") != items \
-            or marks.count(b"\x02") != values or marks.count(b"\x00") != n + 1:
+    if len(marks) != 2 * n + 1 + items + values + parts:  # (a mark byte that was in a key or value: more)
         return None
-    if parts:
-        if _MARKS.fullmatch(marks) is None:
-            return None
-        s = s.replace(b"\x03", b"/")
-    elif marks.replace(b"\x01\x02", b"") != b"\x00" * (n + 1) or marks.count(b"\x00\x01") != n:
+    if (_MARKS.fullmatch(marks) is None if parts
+            else marks.replace(b"\x01\x02", b"") != b"\x03\n\x02" * n + b"\x00"):
         return None
-    return s.replace(b"\x00\x01", b'}\n{"').replace(b"\x01", b',"').replace(b"\x02", b'":')[2:-1] + b"}"
+    return s.translate(None, b"\x00\x01\x02\x03\x04")[2:] + b"}"
 
 
 def wandb_record(buf: bytes, lines: bool = False) -> tuple[str, Any]:
