@@ -131,10 +131,12 @@ class TrackioReader:
                 got, bad = self._around_damage(con, e)
             self._read_configs(con)
         if got:
-            self.last_id = max(self.last_id, max(r[0] for r in got))
-        by_run: dict[str, list[Any]] = {}
-        for r in got:
-            by_run.setdefault(str(r[1]), []).append(r)
+            self.last_id = max(self.last_id, got[-1][0])  # (rows come in id order)
+        names = {r[1] for r in got}
+        by_run: dict[str, list[Any]] = {str(names.pop()): got} if len(names) == 1 else {}
+        if len(names) > 1:
+            for r in got:
+                by_run.setdefault(str(r[1]), []).append(r)
         out = {run: self._batch(run, rows, bad) for run, rows in by_run.items()}
         if len(got) < BATCH:
             self._sig = sig
@@ -183,14 +185,14 @@ class TrackioReader:
         chunks: list[bytes | None] = []
         parts: list[bytes] = []
         add = parts.extend
-        end = self._end
+        ends, end = self._ends, self._end
         size = 0
         for _, _, step, ts, blob in rows:
             if type(blob) is str:
                 blob = blob.encode()
             if type(step) is not int or type(blob) is not bytes or blob[-1:] != b"}":
                 return [None]
-            add((blob[:-1], b',"step":%d' % step if len(blob) > 2 else b'"step":%d' % step, end(ts)))
+            add((blob[:-1], b',"step":%d' % step if len(blob) > 2 else b'"step":%d' % step, ends.get(ts) or end(ts)))
             size += len(blob)
             if size >= PIECE:
                 chunks.append(b"".join(parts))

@@ -93,6 +93,7 @@ class WandbParser:
                 self.pos = n
                 return n, Parsed(steps=[], bad=bad)
             i = len(HEADER)
+        unpack, crc32, type_crc, unread = _UNPACK, zlib.crc32, _TYPE_CRC, _UNREAD  # (locals: read per chunk)
         while True:
             at = base + i
             left = BLOCK - at % BLOCK
@@ -103,7 +104,7 @@ class WandbParser:
                 continue
             if n - i < CHUNK_HEADER:
                 break
-            crc, length, kind = _UNPACK(data, i)
+            crc, length, kind = unpack(data, i)
             end = i + CHUNK_HEADER + length
             if length > left - CHUNK_HEADER or kind not in (FULL, FIRST, MIDDLE, LAST):
                 if crc == 0 and length == 0 and kind == 0:  # zero padding of a preallocated block
@@ -120,7 +121,7 @@ class WandbParser:
             if end > n:
                 break  # cut by a concurrent write: wait for the rest
             chunk = bytes(data[i + CHUNK_HEADER : end])
-            if zlib.crc32(chunk, _TYPE_CRC[kind]) != crc:
+            if crc32(chunk, type_crc[kind]) != crc:
                 bad.append(BadLine(self.label, 0, f"byte {at}: checksum mismatch; record skipped"))
                 self._frags = []
                 i = end
@@ -135,16 +136,18 @@ class WandbParser:
                 if got is None:  # (a record's first or middle part, or a part whose start was lost)
                     continue
                 record, at = got
-            history = False
-            if record[:1] == b"\x08":  # Record.num first: the kind's tag follows it
-                j = 1
-                while j < 11 and j < len(record) and record[j] & 0x80:
-                    j += 1
-                tag = record[j + 1] if j + 1 < len(record) else 0
-                if tag in _UNREAD:
-                    continue
-                history = tag == 0x12
-            if history:  # rewritten with the next few (alone where they are not of the usual layout)
+            tag = j = 0
+            try:
+                if record[0] == 0x08:  # Record.num first: the kind's tag follows it
+                    j = 1
+                    while record[j] > 0x7F and j < 11:
+                        j += 1
+                    tag = record[j + 1]
+            except IndexError:  # (a record cut inside its first fields: read, and reported, below)
+                tag = 0
+            if tag in unread:
+                continue
+            if tag == 0x12:  # rewritten with the next few (alone where they are not of the usual layout)
                 group.append((record, j + 2, at))
                 if len(group) < GROUP:
                     continue
