@@ -178,27 +178,28 @@ def history_line(buf: bytes, i: int, end: int) -> bytes | None:
 #: a record's start (the 0 byte put before each) and its first item's start
 _FIRST = re.compile(rb"\x00" + _ITEM_START.pattern)
 #: the step after a record's items (HistoryRecord.step), before the next record's start (or the 0 byte at the end)
-_STEP_AT_END = re.compile(rb"\x12[\x00-\x7f](?:\x08" + _VARINT + rb")?(?=[\x00\x03])")
+_STEP_AT_END = re.compile(rb"\x12[\x00-\x7f](?:\x08" + _VARINT + rb")?(?=\x00|\}\n\{)")
 _TEXT = bytes(range(0x20, 0x100))  # (deleted to leave the control characters)
-_MARKS = re.compile(rb"(?:\x03\n\x04*+\x02(?:\x01\x04*+\x02)*+)*+\x00")
+_MARKS = re.compile(rb"(?:\n\x04*+\r(?:\t\x04*+\r)*+)*+\x00")
 
 
 def history_lines(records: list[bytes]) -> bytes | None:
     """HistoryRecords of the usual layout with neither quote nor backslash in a key or value (numbers: most runs)
-    as :func:`history_line` reads each, one JSON object per line (joined by newlines, none at the end); None when
-    any record is not one (read each with :func:`history_line` then).
+    as :func:`history_line` reads each (JSON whitespace aside), one JSON object per line (joined by newlines, none
+    at the end); None when any record is not one (read each with :func:`history_line` then).
 
     All at once, in a few passes in C: each record's start, each item's start (tag and length, its key's tag and
-    length), each further key part's tag and length and each value's tag and length become the JSON text that
-    stands there (``}\\n{"``, ``,"``, ``/``, ``":``) after a mark (3, 1, 4, 2), and the step after the items goes.
-    Then the marks put there must be all the control characters left, in the order ``3 (4* 2) (1 4* 2)*`` per
-    record, and every quote one put there: the keys and values between them are text as the layout's regular
-    expression reads it (none of those characters), so the lines are what it makes. The marks are then deleted."""
+    length), each value's tag and length and each further key part's tag and length become the JSON text that
+    stands there with a control character to mark it: ``}\\n{"``, ``,\\t"``, ``":\\r``, ``\\x04/``; the step after
+    the items goes. The marks put there must then be all the control characters left, in the order
+    ``\\n (\\x04* \\r) (\\t \\x04* \\r)*`` per record, and every quote one put there: the keys and values between
+    them are text as the layout's regular expression reads it (none of those characters), so the lines are what it
+    makes. Tab and carriage return are JSON whitespace (they stay); a key part's mark is deleted."""
     n = len(records)
     s = b"\x00" + b"\x00".join(records) + b"\x00"
-    s, firsts = _FIRST.subn(b'\x03}\n{"', s)
-    s, items = _ITEM_START.subn(b'\x01,"', s)
-    s, values = _VALUE_START.subn(b'\x02":', s)
+    s, firsts = _FIRST.subn(b'}\n{"', s)
+    s, items = _ITEM_START.subn(b',\t"', s)
+    s, values = _VALUE_START.subn(b'":\r', s)
     s = _STEP_AT_END.sub(b"", s)
     parts = 0
     if b"\x12" in s:  # keys of several parts (nested dicts)
@@ -206,12 +207,15 @@ def history_lines(records: list[bytes]) -> bytes | None:
     if firsts != n or firsts + items != values or s.count(b'"') != 2 * values or b"\\" in s:
         return None
     marks = s.translate(None, _TEXT)
-    if len(marks) != 2 * n + 1 + items + values + parts:  # (a mark byte that was in a key or value: more)
+    if len(marks) != n + items + values + parts + 1:  # (a mark byte that was in a key or value: more)
         return None
-    if (_MARKS.fullmatch(marks) is None if parts
-            else marks.replace(b"\x01\x02", b"") != b"\x03\n\x02" * n + b"\x00"):
+    if parts:
+        if _MARKS.fullmatch(marks) is None:
+            return None
+        s = s.translate(None, b"\x04")
+    elif marks.replace(b"\t\r", b"") != b"\n\r" * n + b"\x00":
         return None
-    return s.translate(None, b"\x00\x01\x02\x03\x04")[2:] + b"}"
+    return s[2:-1] + b"}"
 
 
 def wandb_record(buf: bytes, lines: bool = False) -> tuple[str, Any]:

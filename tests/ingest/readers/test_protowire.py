@@ -96,6 +96,13 @@ def _as_one_by_one(records: list[bytes]) -> bytes | None:
     return None if None in lines else b"\n".join(lines)  # type: ignore[arg-type]
 
 
+def _lines(records: list[bytes]) -> bytes | None:
+    """:func:`history_lines` without the JSON whitespace it leaves (tabs, carriage returns: none in a key or value
+    of the records it reads)."""
+    got = history_lines(records)
+    return None if got is None else got.translate(None, b"\t\r")
+
+
 def test_history_lines_read_what_history_line_reads(wandb_run: Path) -> None:
     """All at once, a run's history records (nested keys, NaN, inf) read as one by one; the record of a
     wandb.Table (text values: quotes) is left to them, alone or with the others."""
@@ -104,10 +111,10 @@ def test_history_lines_read_what_history_line_reads(wandb_run: Path) -> None:
                if pb.Record.FromString(raw).WhichOneof("record_type") == "history"]
     plain = [r for r in records if b"_type" not in r]
     assert len(plain) >= 3 and len(plain) < len(records)
-    assert history_lines(plain) == _as_one_by_one(plain) is not None
-    assert b"/" in history_lines(plain)  # type: ignore[operator]  # (nested keys: several parts)
+    assert _lines(plain) == _as_one_by_one(plain) is not None
+    assert b"/" in _lines(plain)  # type: ignore[operator]  # (nested keys: several parts)
     for r in plain:
-        assert history_lines([r]) == history_line(r, 0, len(r))
+        assert _lines([r]) == history_line(r, 0, len(r))
     assert history_lines(records) is None
     assert history_lines([r for r in records if r not in plain]) is None
 
@@ -131,9 +138,12 @@ def test_history_lines_only_where_every_record_is_of_the_usual_layout() -> None:
     good = [rec(item("a", "1"), item("b|c", "2.5"), step=3), rec(item("é", "NaN"), item("norm₂", "-1e-05")),
             rec(item("x₂y|₂", "1"), item("k" * 127, "3"), step=300), rec(item("_step", "7"), step=2 ** 40),
             rec(item("v", "[1, 2]"), item("w", "{}"), item("t", "true")), rec(item("c", "1\x122"))]
-    assert history_lines(good) == _as_one_by_one(good) is not None
-    assert history_lines(good).count(b"\n") == len(good) - 1  # type: ignore[union-attr]
+    assert _lines(good) == _as_one_by_one(good) is not None
+    assert _lines(good).count(b"\n") == len(good) - 1  # type: ignore[union-attr]
+    assert [json.loads(line) for line in history_lines(good).split(b"\n")] == [  # type: ignore[union-attr]
+        json.loads(line) for line in _as_one_by_one(good).split(b"\n")]  # type: ignore[union-attr]
     bad = [rec(item('say "hi"', "1")), rec(item("s", '"text"')), rec(item("back\\slash", "1")),
+           rec(item("a\tb", "1")), rec(item("c", "1\r")), rec(item("c", "1\x04")),
            rec(pb.HistoryItem(key="a", number=1.5)), rec(item("c", "1\x01x\x022")),
            rec(), rec(item("a", "1"), step=130), rec(item("a\nb", "1")),
            rec(item("a", "1"), step=5) + b"\xc2\x0c\x02\x08\x01"]
