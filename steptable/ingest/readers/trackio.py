@@ -37,6 +37,9 @@ _DECODE = msgspec.json.Decoder()
 FIRST_LINES = 64
 #: the row's own keys: a ``data`` object (verl's envelope, unwrapped by the JSONL reader) must not hold them
 _CLASHES = frozenset({"step", "_timestamp"})
+#: rows fetched at first, then about :data:`PIECE` bytes of metrics at a time within these bounds: each fetch is
+#: decoded while its rows are still in the CPU's cache (20,000 rows of 2 KB fetched at once read 1.6x slower)
+FETCH, FETCH_MIN, FETCH_MAX = 128, 32, 4096
 
 
 @contextlib.contextmanager
@@ -94,6 +97,7 @@ class TrackioReader:
         self._parsers: dict[str, JsonlParser] = {}
         self._clocks: dict[Any, float | None] = {}  # timestamp text -> Unix time (trackio stamps rows in batches)
         self._ends: dict[Any, bytes] = {}
+        self._fetch = FETCH
 
     def _signature(self) -> tuple[int, ...]:
         sig: list[int] = []
@@ -118,29 +122,50 @@ class TrackioReader:
         if sig[1] == 0:
             self._sig = sig
             return {}, [BadLine(self.label, 0, "empty file (no trackio database yet)")]
+        out: dict[str, list[Parsed]] = {}
+        taken = 0
         with connect(self.path) as con:
             try:
-                got = con.execute(
+                cur = con.execute(
                     "SELECT id, run_name, step, timestamp, metrics FROM metrics WHERE id > ? ORDER BY id LIMIT ?",
-                    (self.last_id, BATCH)).fetchall()
+                    (self.last_id, BATCH))
+                while rows := cur.fetchmany(self._fetch):
+                    taken += len(rows)
+                    self._take(rows, out, bad)
             except sqlite3.OperationalError as e:
-                if "locked" in str(e) or "busy" in str(e):
+                if "locked" not in str(e) and "busy" not in str(e):
+                    rows, damage = self._around_damage(con, e)
+                    bad += damage
+                    taken += len(rows)
+                    self._take(rows, out, bad)
+                elif not taken:
                     raise
-                got, bad = self._around_damage(con, e)
+                else:  # (rows taken so far are kept; the rest is read at the next poll)
+                    taken = BATCH
             except sqlite3.DatabaseError as e:
-                got, bad = self._around_damage(con, e)
+                rows, damage = self._around_damage(con, e)
+                bad += damage
+                taken += len(rows)
+                self._take(rows, out, bad)
             self._read_configs(con)
-        if got:
-            self.last_id = max(self.last_id, got[-1][0])  # (rows come in id order)
-        names = {r[1] for r in got}
-        by_run: dict[str, list[Any]] = {str(names.pop()): got} if len(names) == 1 else {}
-        if len(names) > 1:
-            for r in got:
-                by_run.setdefault(str(r[1]), []).append(r)
-        out = {run: self._batch(run, rows, bad) for run, rows in by_run.items()}
-        if len(got) < BATCH:
+        if taken < BATCH:
             self._sig = sig
         return {run: parsed for run, parsed in out.items() if parsed}, bad
+
+    def _take(self, rows: list[Any], out: dict[str, list[Parsed]], bad: list[BadLine]) -> None:
+        """Rows fetched (in id order) parsed into ``out`` by run; the next fetch sized to about PIECE bytes."""
+        if not rows:
+            return
+        self.last_id = max(self.last_id, rows[-1][0])
+        names = {r[1] for r in rows}
+        by_run: dict[str, list[Any]] = {str(names.pop()): rows} if len(names) == 1 else {}
+        if names:
+            for r in rows:
+                by_run.setdefault(str(r[1]), []).append(r)
+        for run, got in by_run.items():
+            out.setdefault(run, []).extend(self._batch(run, got, bad))
+        size = sum(len(r[4]) for r in rows if isinstance(r[4], (bytes, str)))
+        self._fetch = max(FETCH_MIN, min(FETCH_MAX, PIECE * len(rows) // max(size, 1)))
 
     def _clock(self, ts: Any) -> float | None:
         t = self._clocks.get(ts, False)

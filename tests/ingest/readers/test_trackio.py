@@ -131,10 +131,13 @@ def _same_rows(got: list[dict[str, object]], want: list[dict[str, object]]) -> b
 
 
 @pytest.mark.parametrize("extra", ["", "data", "step", "data_step"])
-def test_batch_decode_reads_the_rows_the_row_by_row_path_reads(tmp_path: Path, extra: str) -> None:
+def test_batch_decode_reads_the_rows_the_row_by_row_path_reads(tmp_path: Path, extra: str,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
     """Runs long enough for the JSONL reader's typed batch decode, with NaN, nested keys, ints and text; a metrics
     object holding a key the row gains itself (``step``) or verl's envelope (``data``, with ``step`` in it or not)
-    reads as row by row does."""
+    reads as row by row does (all rows in one fetch here; in several: the test below)."""
+    monkeypatch.setattr(trackio, "FETCH", 10_000)
+    monkeypatch.setattr(trackio, "FETCH_MIN", 10_000)
     root = tmp_path / "tk"
     writers.run_writer(f"""
         import math, trackio
@@ -168,25 +171,33 @@ def test_batch_decode_reads_the_rows_the_row_by_row_path_reads(tmp_path: Path, e
         assert not store.bad
 
 
-def test_rows_read_in_pieces_read_as_row_by_row(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A run's rows handed to the batch decode a few at a time (the piece size made small) read as row by row does:
-    none lost or doubled where a piece ends, NaN and text included."""
+@pytest.mark.parametrize("fetch", [10_000, 37])
+def test_rows_read_in_pieces_read_as_row_by_row(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fetch: int) -> None:
+    """Rows fetched a few at a time (37: a fetch holds the end of one run and the start of the next) and handed to
+    the batch decode a few at a time (the piece size made small) read as row by row does: none lost or doubled where
+    a fetch or a piece ends, NaN and text included."""
     root = tmp_path / "tk"
     writers.run_writer("""
         import math, trackio
-        trackio.init(project="big", name="pieces")
-        for i in range(400):
-            trackio.log({"train/loss": 1.0 / (i + 1), "x": math.nan if i % 9 == 4 else float(i), "tag": f"t{i}",
-                         "nested": {"a": i}})
-        trackio.finish()
+        for name, n in (("pieces", 400), ("after", 90)):
+            trackio.init(project="big", name=name)
+            for i in range(n):
+                trackio.log({"train/loss": 1.0 / (i + 1), "x": math.nan if i % 9 == 4 else float(i),
+                             "tag": f"t{i}", "nested": {"a": i}})
+            trackio.finish()
     """, {"TRACKIO_DIR": str(root)})
     want = _one_by_one(root / "big.db")
     monkeypatch.setattr(trackio, "PIECE", 1000)
+    monkeypatch.setattr(trackio, "FETCH", fetch)
+    monkeypatch.setattr(trackio, "FETCH_MIN", fetch)
+    monkeypatch.setattr(trackio, "FETCH_MAX", fetch)
     f = read_once(root)
     (source,) = f._sources.values()
     assert isinstance(source, TrackioSource)
-    assert source.reader._parsers["pieces"].fast_chunks > 10
-    (store,) = _by_arm(f).values()
-    assert list(store.steps) == list(range(400))
-    assert _same_rows(rows_of(store), want["pieces"])
-    assert not store.bad
+    assert source.reader._parsers["pieces"].fast_chunks > 9
+    runs = _by_arm(f)
+    assert sorted(runs) == ["after", "pieces"]
+    for name, n in (("pieces", 400), ("after", 90)):
+        assert list(runs[name].steps) == list(range(n))
+        assert _same_rows(rows_of(runs[name]), want[name]), name
+        assert not runs[name].bad
