@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from steptable.ingest import recordsource
 from tests.ingest import writers
 from tests.ingest.readers.helpers import wandb_records
 from tests.ingest.writers import WANDB_STEPS, copy_dir, only, read_once, rows_of, same, wandb_file
@@ -115,11 +116,15 @@ def test_read_without_wandb_installed(wandb_run: Path, monkeypatch: pytest.Monke
     assert store.arm == "grpo-a" and str(rows_of(store)) == str(want)  # (str: NaN == NaN)
 
 
-def test_long_run_read_over_several_calls_as_wandbs_classes_read_it(tmp_path: Path) -> None:
-    """A run of 700 steps (the reader hands rows on in growing batches: several calls over one read, each going on
-    where the last stopped; the summary records beside each history record passed over): every row is what
-    wandb's own classes decode from the same file."""
+@pytest.mark.parametrize("read", [recordsource.WANDB_READ, 5000])
+def test_long_run_read_over_several_calls_as_wandbs_classes_read_it(tmp_path: Path, read: int,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run of 700 steps (the reader hands rows on in batches: several calls over one read, each going on where
+    the last stopped; the summary records beside each history record passed over; read 5,000 bytes at a time: its
+    records cut by each read's end): every row is what wandb's own classes decode from the same file."""
     import json
+
+    monkeypatch.setattr(recordsource, "WANDB_READ", read)
 
     pb = pytest.importorskip("wandb.proto.wandb_internal_pb2")
     root = tmp_path / "long"
