@@ -124,6 +124,7 @@ class TrackioReader:
             return {}, [BadLine(self.label, 0, "empty file (no trackio database yet)")]
         out: dict[str, list[Parsed]] = {}
         taken = 0
+        done = True  # (False: stopped before the rows it could read: read again at the next poll)
         with connect(self.path) as con:
             try:
                 cur = con.execute(
@@ -140,15 +141,15 @@ class TrackioReader:
                     self._take(rows, out, bad)
                 elif not taken:
                     raise
-                else:  # (rows taken so far are kept; the rest is read at the next poll)
-                    taken = BATCH
+                else:  # (the rows taken so far are kept)
+                    done = False
             except sqlite3.DatabaseError as e:
                 rows, damage = self._around_damage(con, e)
                 bad += damage
                 taken += len(rows)
                 self._take(rows, out, bad)
             self._read_configs(con)
-        if taken < BATCH:
+        if done and taken < BATCH:
             self._sig = sig
         return {run: parsed for run, parsed in out.items() if parsed}, bad
 
@@ -158,8 +159,10 @@ class TrackioReader:
             return
         self.last_id = max(self.last_id, rows[-1][0])
         names = {r[1] for r in rows}
-        by_run: dict[str, list[Any]] = {str(names.pop()): rows} if len(names) == 1 else {}
-        if names:
+        by_run: dict[str, list[Any]] = {}
+        if len(names) == 1:
+            by_run[str(names.pop())] = rows
+        else:
             for r in rows:
                 by_run.setdefault(str(r[1]), []).append(r)
         for run, got in by_run.items():

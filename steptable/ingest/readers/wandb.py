@@ -132,7 +132,7 @@ class WandbParser:
                     self._frags = []
                 record = chunk
             else:
-                got = self._record(kind, chunk, at, bad)
+                got = self._part(kind, chunk, at, bad)
                 if got is None:  # (a record's first or middle part, or a part whose start was lost)
                     continue
                 record, at = got
@@ -214,12 +214,10 @@ class WandbParser:
         self._rows += 1
         self._size += len(line)
 
-    def _record(self, kind: int, chunk: bytes, at: int, bad: list[BadLine]) -> tuple[bytes, int] | None:
-        """One checked chunk -> (a whole record, its offset): the chunk itself (FULL), or the parts before it
-        joined to it (LAST); None for a FIRST or MIDDLE part (kept for the rest) or a part whose start was lost."""
-        if kind == FULL:
-            self._frags = []
-            return chunk, at
+    def _part(self, kind: int, chunk: bytes, at: int, bad: list[BadLine]) -> tuple[bytes, int] | None:
+        """A checked chunk that is part of a record (FIRST, MIDDLE, LAST) -> (the whole record, its offset) once
+        the LAST part joins the parts before it; None for a FIRST or MIDDLE part (kept for the rest) or a part whose
+        start was lost (reported)."""
         if kind == FIRST:
             self._frags, self._frag_at = [chunk], at
         elif self._frags:
