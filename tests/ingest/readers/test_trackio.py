@@ -3,6 +3,7 @@ read-only, damaged copies. The databases are written by trackio itself."""
 
 from __future__ import annotations
 
+import contextlib
 import math
 import shutil
 import sqlite3
@@ -64,6 +65,50 @@ def test_new_rows_by_id_while_the_writer_holds_a_transaction(trackio_dir: Path, 
     w.close()
     f.scan()
     assert list(_by_arm(f)["run-c"].steps) == [0] and not f.errors
+
+
+def test_lock_met_after_rows_were_taken_keeps_them(trackio_dir: Path, tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """A read that meets a lock after some fetches keeps the rows taken (none lost, none read twice) and reads the
+    rest at the next poll, with nothing reported."""
+    db = _copy(trackio_dir, tmp_path / "t")
+    real = trackio.connect
+
+    class Locking:  # a cursor that meets a lock at its second fetch
+        def __init__(self, cur: sqlite3.Cursor) -> None:
+            self.cur, self.calls = cur, 0
+
+        def fetchmany(self, n: int) -> list[object]:
+            self.calls += 1
+            if self.calls == 2:
+                raise sqlite3.OperationalError("database is locked")
+            return self.cur.fetchmany(n)
+
+    class Connection:
+        def __init__(self, con: sqlite3.Connection) -> None:
+            self.con = con
+
+        def execute(self, *args: object) -> object:
+            cur = self.con.execute(*args)  # type: ignore[arg-type]
+            return Locking(cur) if "FROM metrics WHERE id >" in str(args[0]) else cur
+
+    @contextlib.contextmanager
+    def locking(path: Path):  # type: ignore[no-untyped-def]
+        with real(path) as con:
+            yield Connection(con)
+
+    monkeypatch.setattr(trackio, "FETCH", 3)
+    monkeypatch.setattr(trackio, "FETCH_MIN", 3)
+    monkeypatch.setattr(trackio, "connect", locking)
+    reader = trackio.TrackioReader(db, str(db))
+    got, bad = reader.read()
+    assert not bad and reader.last_id == 3 and reader.changed()
+    assert list(got) == ["run-a"] and [s for p in got["run-a"] for s in p.steps] == [0, 1, 2]
+    monkeypatch.setattr(trackio, "connect", real)
+    rest, bad = reader.read()
+    assert not bad and not reader.changed()
+    steps = {run: [s for p in parsed for s in p.steps] for run, parsed in rest.items()}
+    assert steps == {"run-a": [3, 4], "run-b": [0, 1, 2]}
 
 
 def test_flipped_byte_in_a_row_reported_other_rows_kept(trackio_dir: Path, tmp_path: Path) -> None:
