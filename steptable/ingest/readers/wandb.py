@@ -42,6 +42,8 @@ _UNREAD = frozenset((n << 3) | 2 for n in range(3, 14))
 FIRST_ROWS = 64
 #: history records rewritten together (:func:`history_lines`: fewer calls; more would leave the CPU's cache)
 GROUP = 16
+#: groups read one by one at most after one that could not be read at once
+MAX_REST = 64
 
 
 class WandbParser:
@@ -66,6 +68,10 @@ class WandbParser:
         self._keys: dict[bytes, bytes] = {}  # key -> its JSON text and colon
         self._media_keys: set[bytes] = set()  # keys that name a media value's type (``samples/_type``)
         self._first = True  # the first call: FIRST_ROWS rows, then PIECE bytes of rows a call
+        # groups read one by one without trying them all at once, after one that was not (doubling up to MAX_REST:
+        # a run that logs text every step pays for the try once in a while, one with a table now and then little)
+        self._rest = 0
+        self._backoff = 1
         self._last_line = b""  # the last history row (its _timestamp: when the run last logged)
 
     def parse(self, data: bytes | memoryview, base: int, final: bool = False) -> tuple[int, Parsed]:
@@ -172,17 +178,27 @@ class WandbParser:
         layout (:func:`history_lines`), else one by one."""
         if not group:
             return
-        records = []
-        for chunk, i, _ in group:
-            try:
-                n, a = varint(chunk, i)
-            except (IndexError, WireError):
-                break
-            if a + n > len(chunk):
-                break
-            records.append(chunk[a : a + n])
-        got = history_lines(records) if len(records) == len(group) else None
-        if got is not None and b'/_type":' not in got:
+        got = None
+        if self._rest:
+            self._rest -= 1
+        else:
+            records = []
+            for chunk, i, _ in group:
+                try:
+                    n, a = varint(chunk, i)
+                except (IndexError, WireError):
+                    break
+                if a + n > len(chunk):
+                    break
+                records.append(chunk[a : a + n])
+            got = history_lines(records) if len(records) == len(group) else None
+            if got is not None and b'/_type":' in got:
+                got = None
+            if got is None:
+                self._rest, self._backoff = self._backoff, min(self._backoff * 2, MAX_REST)
+            else:
+                self._backoff = 1
+        if got is not None:
             lines.append(got)
             self._last_line = got[got.rfind(b"\n") + 1 :]
             self._rows += len(group)

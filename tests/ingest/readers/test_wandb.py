@@ -116,23 +116,28 @@ def test_read_without_wandb_installed(wandb_run: Path, monkeypatch: pytest.Monke
     assert store.arm == "grpo-a" and str(rows_of(store)) == str(want)  # (str: NaN == NaN)
 
 
-@pytest.mark.parametrize("read", [recordsource.WANDB_READ, 5000])
-def test_long_run_read_over_several_calls_as_wandbs_classes_read_it(tmp_path: Path, read: int,
+@pytest.mark.parametrize(("read", "text"), [(recordsource.WANDB_READ, 0), (5000, 0), (recordsource.WANDB_READ, 1),
+                                            (recordsource.WANDB_READ, 50)])
+def test_long_run_read_over_several_calls_as_wandbs_classes_read_it(tmp_path: Path, read: int, text: int,
                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     """A run of 700 steps (the reader hands rows on in batches: several calls over one read, each going on where
     the last stopped; the summary records beside each history record passed over; read 5,000 bytes at a time: its
-    records cut by each read's end): every row is what wandb's own classes decode from the same file."""
+    records cut by each read's end; a text value every step or every 50th: their records read one by one, the
+    others together): every row is what wandb's own classes decode from the same file."""
     import json
 
     monkeypatch.setattr(recordsource, "WANDB_READ", read)
 
     pb = pytest.importorskip("wandb.proto.wandb_internal_pb2")
     root = tmp_path / "long"
-    writers.run_writer("""
+    writers.run_writer(f"""
         import math, wandb
         run = wandb.init(project="p", name="long")
         for i in range(700):
-            run.log({"loss": 1.0 / (i + 1), "x": math.nan if i % 97 == 5 else i * 0.5, "n": {"k": i}})
+            row = {{"loss": 1.0 / (i + 1), "x": math.nan if i % 97 == 5 else i * 0.5, "n": {{"k": i}}}}
+            if {text} and i % {text or 1} == 0:
+                row["phase"] = f"say \\"p{{i}}\\""
+            run.log(row)
         run.finish()
     """, {"WANDB_DIR": str(root)})
     want = []
