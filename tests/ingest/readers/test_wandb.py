@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from steptable.ingest import recordsource
+from steptable.ingest.readers.wandb import WandbParser
 from tests.ingest import writers
 from tests.ingest.readers.helpers import wandb_records
 from tests.ingest.writers import WANDB_STEPS, copy_dir, only, read_once, rows_of, same, wandb_file
@@ -148,6 +149,15 @@ def test_long_run_read_over_several_calls_as_wandbs_classes_read_it(tmp_path: Pa
     store = only(read_once(root))
     rows = rows_of(store)
     assert len(want) == 700 and list(store.steps) == list(range(700))
+    # (the store keeps one row a step: the parser's batches themselves hold each row once)
+    data, parser, at, steps = wandb_file(root).read_bytes(), WandbParser("long"), 0, []
+    while True:
+        used, parsed = parser.parse(memoryview(data)[at:], at, final=True)
+        steps += list(parsed.steps)
+        at += used
+        if not (parser.more and used):
+            break
+    assert steps == list(range(700)) and at == len(data)
     for got, row in zip(rows, want, strict=True):
         assert {k for k, v in got.items() if v is not None} == set(row)
         assert all(same(got[k], v) for k, v in row.items()), (got, row)
