@@ -122,7 +122,8 @@ def test_history_lines_read_what_history_line_reads(wandb_run: Path) -> None:
 def test_history_lines_only_where_every_record_is_of_the_usual_layout() -> None:
     """Records history_line reads (nested keys, UTF-8 keys holding the value tag's byte, NaN, steps past 127) come
     out as it reads them; any other (a quote or control character in a key or value, typed values, no items, a
-    field after the step, the value tag's bytes inside the step) makes the group None, never other lines; bytes
+    field after the step, the value tag's bytes inside the step, an item of two values beside one of a typed value,
+    an item's marks inside a value) makes the group None, never other lines; bytes
     after a value that read as a step are one, as history_line reads them."""
     pb = pytest.importorskip("wandb.proto.wandb_internal_pb2")
 
@@ -147,9 +148,18 @@ def test_history_lines_only_where_every_record_is_of_the_usual_layout() -> None:
            rec(pb.HistoryItem(key="a", number=1.5)), rec(item("c", "1\x01x\x022")),
            rec(), rec(item("a", "1"), step=130), rec(item("a\nb", "1")),
            rec(item("a", "1"), step=5) + b"\xc2\x0c\x02\x08\x01"]
+    # an item of two value_json fields (two messages merged: the last one counts) beside one of a typed value
+    # whose 8 bytes are text: as many value tags as items, quotes as many as they put, in another order
+    printable = struct.unpack("<d", b"ABCDEFGH")[0]
+    for key in ("a", "a|x"):
+        twice = (item(key, "1").SerializeToString() + pb.HistoryItem(value_json="2").SerializeToString())
+        typed = pb.HistoryItem(nested_key=["b"], number=printable).SerializeToString()
+        bad.append(b"\x0a" + bytes([len(twice)]) + twice + b"\x0a" + bytes([len(typed)]) + typed)
+    bad.append(rec(item("c", '1\t""\r2')))  # (the marks of an item, in a value)
     for b in bad:
         assert history_lines([b]) is None, b
         assert history_lines([good[0], b, good[1]]) is None, b
+    assert wandb_record(b"\x12" + bytes([len(bad[-2])]) + bad[-2])[1][0] == (b"a/x", b"2")
 
 
 def test_truncated_record_raises() -> None:
