@@ -205,7 +205,7 @@ def history_lines(records: list[bytes]) -> bytes | None:
     parts = 0
     if b"\x12" in s:  # keys of several parts (nested dicts)
         s, parts = _PART_SEP.subn(b"\x04/", s)
-    if firsts != n or firsts + items != values:
+    if firsts != n or firsts + items != values:  # (each record starts with an item, each item has one value)
         return None
     marks = s.translate(None, _TEXT)
     if len(marks) != n + items + 3 * values + parts + 1:  # (a mark byte or quote that was in a key or value: more)
