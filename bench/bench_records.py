@@ -91,8 +91,9 @@ def generate(root: Path, steps: int) -> dict[str, Path]:
     return out
 
 
-#: optional libraries a reader uses when installed, with the format whose reader falls back without them
-OPTIONAL = {"tensorboard": "google_crc32c"}
+#: optional libraries a reader uses when installed, with the format whose reader falls back without them; and the
+#: format's own library, which its reader must never need (W&B, trackio: the same figure without it)
+OPTIONAL = {"tensorboard": "google_crc32c", "wandb": "wandb", "trackio": "trackio"}
 
 
 def measure(path: Path, without: str | None = None, tree: Path | None = None) -> tuple[float, float, int]:

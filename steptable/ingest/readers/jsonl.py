@@ -35,6 +35,9 @@ from steptable.table.stepkeys import step_key_among
 
 _DICTS = msgspec.json.Decoder()
 MAX_REST = 64
+#: bytes of lines a reader that builds its own chunks hands to one :meth:`JsonlParser.parse` at most: the rows and
+#: columns of a batch decode stay in the CPU's cache (the same 8 MB of lines decode about 1.5x slower at once)
+PIECE = 256 * 1024
 LineNo = int | Callable[[], int]
 
 

@@ -25,7 +25,7 @@ import msgspec
 
 from steptable.ingest.parse import BadLine, flatten
 from steptable.ingest.parsed import Parsed
-from steptable.ingest.readers.jsonl import JsonlParser
+from steptable.ingest.readers.jsonl import PIECE, JsonlParser
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 #: rows read per poll at most (a large database is read over a few polls)
@@ -37,6 +37,9 @@ _DECODE = msgspec.json.Decoder()
 FIRST_LINES = 64
 #: the row's own keys: a ``data`` object (verl's envelope, unwrapped by the JSONL reader) must not hold them
 _CLASHES = frozenset({"step", "_timestamp"})
+#: rows fetched at first, then about :data:`PIECE` bytes of metrics at a time within these bounds: each fetch is
+#: decoded while its rows are still in the CPU's cache (20,000 rows of 2 KB fetched at once read 1.6x slower)
+FETCH, FETCH_MIN, FETCH_MAX = 128, 32, 4096
 
 
 @contextlib.contextmanager
@@ -94,6 +97,7 @@ class TrackioReader:
         self._parsers: dict[str, JsonlParser] = {}
         self._clocks: dict[Any, float | None] = {}  # timestamp text -> Unix time (trackio stamps rows in batches)
         self._ends: dict[Any, bytes] = {}
+        self._fetch = FETCH
 
     def _signature(self) -> tuple[int, ...]:
         sig: list[int] = []
@@ -118,27 +122,53 @@ class TrackioReader:
         if sig[1] == 0:
             self._sig = sig
             return {}, [BadLine(self.label, 0, "empty file (no trackio database yet)")]
+        out: dict[str, list[Parsed]] = {}
+        taken = 0
+        done = True  # (False: stopped before the rows it could read: read again at the next poll)
         with connect(self.path) as con:
             try:
-                got = con.execute(
+                cur = con.execute(
                     "SELECT id, run_name, step, timestamp, metrics FROM metrics WHERE id > ? ORDER BY id LIMIT ?",
-                    (self.last_id, BATCH)).fetchall()
+                    (self.last_id, BATCH))
+                while rows := cur.fetchmany(self._fetch):
+                    taken += len(rows)
+                    self._take(rows, out, bad)
             except sqlite3.OperationalError as e:
-                if "locked" in str(e) or "busy" in str(e):
+                if "locked" not in str(e) and "busy" not in str(e):
+                    rows, damage = self._around_damage(con, e)
+                    bad += damage
+                    taken += len(rows)
+                    self._take(rows, out, bad)
+                elif not taken:
                     raise
-                got, bad = self._around_damage(con, e)
+                else:  # (the rows taken so far are kept)
+                    done = False
             except sqlite3.DatabaseError as e:
-                got, bad = self._around_damage(con, e)
+                rows, damage = self._around_damage(con, e)
+                bad += damage
+                taken += len(rows)
+                self._take(rows, out, bad)
             self._read_configs(con)
-        if got:
-            self.last_id = max(self.last_id, max(r[0] for r in got))
-        by_run: dict[str, list[Any]] = {}
-        for r in got:
-            by_run.setdefault(str(r[1]), []).append(r)
-        out = {run: self._batch(run, rows, bad) for run, rows in by_run.items()}
-        if len(got) < BATCH:
+        if done and taken < BATCH:
             self._sig = sig
         return {run: parsed for run, parsed in out.items() if parsed}, bad
+
+    def _take(self, rows: list[Any], out: dict[str, list[Parsed]], bad: list[BadLine]) -> None:
+        """Rows fetched (in id order) parsed into ``out`` by run; the next fetch sized to about PIECE bytes."""
+        if not rows:
+            return
+        self.last_id = max(self.last_id, rows[-1][0])
+        names = {r[1] for r in rows}
+        by_run: dict[str, list[Any]] = {}
+        if len(names) == 1:
+            by_run[str(names.pop())] = rows
+        else:
+            for r in rows:
+                by_run.setdefault(str(r[1]), []).append(r)
+        for run, got in by_run.items():
+            out.setdefault(run, []).extend(self._batch(run, got, bad))
+        size = sum(len(r[4]) for r in rows if isinstance(r[4], (bytes, str)))
+        self._fetch = max(FETCH_MIN, min(FETCH_MAX, PIECE * len(rows) // max(size, 1)))
 
     def _clock(self, ts: Any) -> float | None:
         t = self._clocks.get(ts, False)
@@ -165,24 +195,40 @@ class TrackioReader:
         if parser is None:
             parser = self._parsers[run] = JsonlParser(self.label)
             parser.step_key = "step"
-        parts: list[bytes] = []
-        add = parts.extend
-        end = self._end
-        for _, _, step, ts, blob in rows:
-            if type(blob) is str:
-                blob = blob.encode()
-            if type(step) is not int or type(blob) is not bytes or blob[-1:] != b"}":
-                return [self._rows(rows, bad)]
-            add((blob[:-1], b',"step":%d' % step if len(blob) > 2 else b'"step":%d' % step, end(ts)))
-        cut = 3 * FIRST_LINES if parser.fast_chunks + parser.slow_chunks == 0 else 0
-        chunks = [b"".join(parts[:cut]), b"".join(parts[cut:])] if 0 < cut < len(parts) else [b"".join(parts)]
-        out = [parser.parse(chunk, 1) for chunk in chunks]
+        first = FIRST_LINES if parser.fast_chunks + parser.slow_chunks == 0 else 0
+        chunks = self._lines(rows[:first]) + self._lines(rows[first:])
+        if None in chunks:
+            return [self._rows(rows, bad)]
+        out = [parser.parse(chunk, 1) for chunk in chunks if chunk]
         # an object that is not one, or verl's envelope holding the row's own keys (unwrapped, they would stand
         # beside them; every key is in the shape: the typed decode fails on one it has not learned): row by row
         data = parser.shape.get("data")
         if any(p.bad for p in out) or (type(data) is dict and not data.keys().isdisjoint(_CLASHES)):
             return [self._rows(rows, bad)]
         return out
+
+    def _lines(self, rows: list[Any]) -> list[bytes | None]:
+        """Rows as chunks of JSON lines of about :data:`PIECE` bytes each; [None] when a row cannot be one (its
+        step not an integer, its metrics no JSON object's text)."""
+        chunks: list[bytes | None] = []
+        parts: list[bytes] = []
+        add = parts.extend
+        ends, end = self._ends, self._end
+        size = 0
+        for _, _, step, ts, blob in rows:
+            if type(blob) is str:
+                blob = blob.encode()
+            if type(step) is not int or type(blob) is not bytes or blob[-1:] != b"}":
+                return [None]
+            add((blob[:-1], b',"step":%d' % step if len(blob) > 2 else b'"step":%d' % step, ends.get(ts) or end(ts)))
+            size += len(blob)
+            if size >= PIECE:
+                chunks.append(b"".join(parts))
+                parts.clear()
+                size = 0
+        if parts:
+            chunks.append(b"".join(parts))
+        return chunks
 
     def _rows(self, got: list[Any], bad: list[BadLine]) -> Parsed:
         """Rows one by one (each unreadable one reported by its id)."""

@@ -24,8 +24,8 @@ from typing import Any
 
 from steptable.ingest.parse import BadLine
 from steptable.ingest.parsed import Parsed
-from steptable.ingest.readers.jsonl import JsonlParser
-from steptable.ingest.readers.protowire import WireError, history_line, varint, wandb_record
+from steptable.ingest.readers.jsonl import PIECE, JsonlParser
+from steptable.ingest.readers.protowire import WireError, history_line, history_lines, varint, wandb_record
 
 HEADER = b":W&B" + struct.pack("<HB", 0xBEE1, 0)
 BLOCK = 32 * 1024
@@ -37,8 +37,13 @@ _TIMESTAMP = re.compile(rb'"_timestamp":([^,}]*)')
 #: tags of the Record kinds no row or run fact comes from (summary, output, config, files, stats, artifact, tbrecord,
 #: alert, telemetry, metric, output_raw: fields 3-13): a whole record of one is passed over unread
 _UNREAD = frozenset((n << 3) | 2 for n in range(3, 14))
-#: history rows handed on per call at most: the rest of what was read is parsed by the next call
-ROWS_PER_CALL = 2048
+#: history rows of the first call (the JSONL reader learns the keys; its typed decode takes the later calls, each
+#: about :data:`PIECE` bytes of rows: the rest of what was read is parsed by the next call)
+FIRST_ROWS = 64
+#: history records rewritten together (:func:`history_lines`: fewer calls; more would leave the CPU's cache)
+GROUP = 16
+#: groups read one by one at most after one that could not be read at once
+MAX_REST = 64
 
 
 class WandbParser:
@@ -62,7 +67,11 @@ class WandbParser:
         self.more = False  # the last call stopped early: call again on the bytes left
         self._keys: dict[bytes, bytes] = {}  # key -> its JSON text and colon
         self._media_keys: set[bytes] = set()  # keys that name a media value's type (``samples/_type``)
-        self._batch = 64  # rows of the first call (the JSONL reader learns the keys; its fast path takes the rest)
+        self._first = True  # the first call: FIRST_ROWS rows, then PIECE bytes of rows a call
+        # groups read one by one without trying them all at once, after one that was not (doubling up to MAX_REST:
+        # a run that logs text every step pays for the try once in a while, one with a table now and then little)
+        self._rest = 0
+        self._backoff = 1
         self._last_line = b""  # the last history row (its _timestamp: when the run last logged)
 
     def parse(self, data: bytes | memoryview, base: int, final: bool = False) -> tuple[int, Parsed]:
@@ -73,7 +82,9 @@ class WandbParser:
         assert base == self.pos
         bad: list[BadLine] = []
         meta: dict[str, Any] = {}
-        lines: list[bytes] = []
+        lines: list[bytes] = []  # JSON lines, or several joined by newlines
+        group: list[tuple[bytes, int, int]] = []  # history records not yet rewritten: (chunk, its field, offset)
+        self._rows = self._size = 0
         self.more = False
         i, n = 0, len(data)
         if self._skip_until > base:
@@ -88,6 +99,7 @@ class WandbParser:
                 self.pos = n
                 return n, Parsed(steps=[], bad=bad)
             i = len(HEADER)
+        unpack, crc32, type_crc, unread = _UNPACK, zlib.crc32, _TYPE_CRC, _UNREAD  # (locals: read per chunk)
         while True:
             at = base + i
             left = BLOCK - at % BLOCK
@@ -98,7 +110,7 @@ class WandbParser:
                 continue
             if n - i < CHUNK_HEADER:
                 break
-            crc, length, kind = _UNPACK(data, i)
+            crc, length, kind = unpack(data, i)
             end = i + CHUNK_HEADER + length
             if length > left - CHUNK_HEADER or kind not in (FULL, FIRST, MIDDLE, LAST):
                 if crc == 0 and length == 0 and kind == 0:  # zero padding of a preallocated block
@@ -115,33 +127,87 @@ class WandbParser:
             if end > n:
                 break  # cut by a concurrent write: wait for the rest
             chunk = bytes(data[i + CHUNK_HEADER : end])
-            if zlib.crc32(chunk, _TYPE_CRC[kind]) != crc:
+            if crc32(chunk, type_crc[kind]) != crc:
                 bad.append(BadLine(self.label, 0, f"byte {at}: checksum mismatch; record skipped"))
                 self._frags = []
                 i = end
                 continue
             i = end
-            if kind == FULL and chunk[:1] == b"\x08":  # Record.num first: the kind's tag follows it
-                j = 1
-                while j < 11 and j < length and chunk[j] & 0x80:
-                    j += 1
-                tag = chunk[j + 1] if j + 1 < length else 0
-                if tag in _UNREAD:
+            if kind == FULL:
+                if self._frags:
                     self._frags = []
+                record = chunk
+            else:
+                got = self._part(kind, chunk, at, bad)
+                if got is None:  # (a record's first or middle part, or a part whose start was lost)
                     continue
-                if tag == 0x12 and self._history(chunk, j + 2, lines):
-                    self._frags = []
+                record, at = got
+            tag = j = 0
+            try:
+                if record[0] == 0x08:  # Record.num first: the kind's tag follows it
+                    j = 1
+                    while record[j] > 0x7F and j < 11:
+                        j += 1
+                    tag = record[j + 1]
+            except IndexError:  # (a record cut inside its first fields: read, and reported, below)
+                tag = 0
+            if tag in unread:
+                continue
+            if tag == 0x12:  # rewritten with the next few (alone where they are not of the usual layout)
+                group.append((record, j + 2, at))
+                if len(group) < GROUP:
                     continue
-            self._chunk(kind, chunk, at, lines, meta, bad)
-            if len(lines) >= self._batch and not self._frags and i < n:
-                self._batch = min(self._batch * 8, ROWS_PER_CALL)
+                self._group(group, lines, meta, bad)
+            else:
+                self._group(group, lines, meta, bad)
+                self._record_bytes(record, at, lines, meta, bad)
+            if (self._rows >= FIRST_ROWS if self._first else self._size >= PIECE) and not self._frags and i < n:
+                self._first = False
                 self.more = True  # (the JSONL reader's typed fast path takes the next batches once it knows the keys)
                 break
+        self._group(group, lines, meta, bad)
         if final and i < n and not self.more:
             bad.append(BadLine(self.label, 0, f"byte {base + i}: record cut short ({n - i} bytes at the end); "
                                               "not read"))
         self.pos = base + i
         return i, self._parsed(lines, meta, bad)
+
+    def _group(self, group: list[tuple[bytes, int, int]], lines: list[bytes], meta: dict[str, Any],
+               bad: list[BadLine]) -> None:
+        """History records waiting in ``group`` (emptied) as JSON lines, all at once where each is of the usual
+        layout (:func:`history_lines`), else one by one."""
+        if not group:
+            return
+        got = None
+        if self._rest:
+            self._rest -= 1
+        else:
+            records = []
+            for chunk, i, _ in group:
+                try:
+                    n, a = varint(chunk, i)
+                except (IndexError, WireError):
+                    break
+                if a + n > len(chunk):
+                    break
+                records.append(chunk[a : a + n])
+            got = history_lines(records) if len(records) == len(group) else None
+            if got is not None and b'/_type":' in got:
+                got = None
+            if got is None:
+                self._rest, self._backoff = self._backoff, min(self._backoff * 2, MAX_REST)
+            else:
+                self._backoff = 1
+        if got is not None:
+            lines.append(got)
+            self._last_line = got[got.rfind(b"\n") + 1 :]
+            self._rows += len(group)
+            self._size += len(got)
+        else:
+            for chunk, i, at in group:
+                if not self._history(chunk, i, lines):
+                    self._record_bytes(chunk, at, lines, meta, bad)
+        group.clear()
 
     def _history(self, raw: bytes, i: int, lines: list[bytes]) -> bool:
         """A history record (its field starting at ``raw[i]``, the length) of the usual layout taken as a JSON
@@ -155,26 +221,30 @@ class WandbParser:
         line = history_line(raw, a, a + n)
         if line is None or b'/_type":' in line:
             return False
-        lines.append(line)
+        self._line(line, lines)
         self._last_line = line
         return True
 
-    def _chunk(self, kind: int, chunk: bytes, at: int, lines: list[bytes], meta: dict[str, Any],
-               bad: list[BadLine]) -> None:
-        """One checked chunk: a whole record, or a fragment of one (FIRST, MIDDLE, LAST)."""
-        if kind == FULL:
-            self._frags = []
-            self._record_bytes(chunk, at, lines, meta, bad)
-        elif kind == FIRST:
+    def _line(self, line: bytes, lines: list[bytes]) -> None:
+        lines.append(line)
+        self._rows += 1
+        self._size += len(line)
+
+    def _part(self, kind: int, chunk: bytes, at: int, bad: list[BadLine]) -> tuple[bytes, int] | None:
+        """A checked chunk that is part of a record (FIRST, MIDDLE, LAST) -> (the whole record, its offset) once
+        the LAST part joins the parts before it; None for a FIRST or MIDDLE part (kept for the rest) or a part whose
+        start was lost (reported)."""
+        if kind == FIRST:
             self._frags, self._frag_at = [chunk], at
         elif self._frags:
             self._frags.append(chunk)
             if kind == LAST:
                 whole = b"".join(self._frags)
                 self._frags = []
-                self._record_bytes(whole, self._frag_at, lines, meta, bad)
+                return whole, self._frag_at
         else:
             bad.append(BadLine(self.label, 0, f"byte {at}: the rest of a record whose start was lost; skipped"))
+        return None
 
     def _parsed(self, lines: list[bytes], meta: dict[str, Any], bad: list[BadLine]) -> Parsed:
         if not lines:
@@ -194,12 +264,12 @@ class WandbParser:
             bad.append(BadLine(self.label, 0, f"byte {at}: not a readable record ({type(e).__name__}); skipped"))
             return
         if which == "line":
-            lines.append(got)
+            self._line(got, lines)
             self._last_line = got
         elif which == "history":
             line = self._history_line(got)
             if line is not None:
-                lines.append(line)
+                self._line(line, lines)
         elif which == "run":
             if got["name"]:
                 meta["name"] = got["name"]

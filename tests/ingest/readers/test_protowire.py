@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from steptable.ingest.readers.protowire import WireError, tb_event, wandb_record
+from steptable.ingest.readers.protowire import WireError, fields, history_line, history_lines, tb_event, wandb_record
 from tests.ingest import writers
 from tests.ingest.readers.helpers import wandb_records
 from tests.ingest.writers import wandb_file
@@ -82,6 +82,84 @@ def test_history_line_nested_keys_and_other_layouts() -> None:
     quoted = pb.Record(history=pb.HistoryRecord(item=[pb.HistoryItem(nested_key=['say "hi"'], value_json="2")]))
     kind, items = wandb_record(quoted.SerializeToString(), lines=True)  # (a quote in a key: the general walk)
     assert kind == "history" and items == [(b'say "hi"', b"2")]
+
+
+def _history_field(raw: bytes) -> bytes:
+    """The HistoryRecord inside a Record's bytes."""
+    (got,) = [raw[a:b] for num, wire, a, b in fields(raw, 0, len(raw)) if num == 2 and wire == 2]
+    return got
+
+
+def _as_one_by_one(records: list[bytes]) -> bytes | None:
+    """What :func:`history_lines` must give: each record's :func:`history_line`, or None if any has none."""
+    lines = [history_line(r, 0, len(r)) for r in records]
+    return None if None in lines else b"\n".join(lines)  # type: ignore[arg-type]
+
+
+def _lines(records: list[bytes]) -> bytes | None:
+    """:func:`history_lines` without the JSON whitespace it leaves (tabs, carriage returns: none in a key or value
+    of the records it reads)."""
+    got = history_lines(records)
+    return None if got is None else got.translate(None, b"\t\r")
+
+
+def test_history_lines_read_what_history_line_reads(wandb_run: Path) -> None:
+    """All at once, a run's history records (nested keys, NaN, inf) read as one by one; the record of a
+    wandb.Table (text values: quotes) is left to them, alone or with the others."""
+    pb = pytest.importorskip("wandb.proto.wandb_internal_pb2")
+    records = [_history_field(raw) for raw in wandb_records(wandb_file(wandb_run))
+               if pb.Record.FromString(raw).WhichOneof("record_type") == "history"]
+    plain = [r for r in records if b"_type" not in r]
+    assert len(plain) >= 3 and len(plain) < len(records)
+    assert _lines(plain) == _as_one_by_one(plain) is not None
+    assert b"/" in _lines(plain)  # type: ignore[operator]  # (nested keys: several parts)
+    for r in plain:
+        assert _lines([r]) == history_line(r, 0, len(r))
+    assert history_lines(records) is None
+    assert history_lines([r for r in records if r not in plain]) is None
+
+
+def test_history_lines_only_where_every_record_is_of_the_usual_layout() -> None:
+    """Records history_line reads (nested keys, UTF-8 keys holding the value tag's byte, NaN, steps past 127) come
+    out as it reads them; any other (a quote or control character in a key or value, typed values, no items, a
+    field after the step, the value tag's bytes inside the step, an item of two values beside one of a typed value,
+    an item's marks inside a value) makes the group None, never other lines; bytes
+    after a value that read as a step are one, as history_line reads them."""
+    pb = pytest.importorskip("wandb.proto.wandb_internal_pb2")
+
+    def rec(*items: Any, step: int | None = None) -> bytes:
+        h = pb.HistoryRecord(item=list(items))
+        if step is not None:
+            h.step.num = step
+        return bytes(h.SerializeToString())
+
+    def item(key: str, value: str) -> Any:
+        return pb.HistoryItem(nested_key=key.split("|"), value_json=value)
+
+    good = [rec(item("a", "1"), item("b|c", "2.5"), step=3), rec(item("é", "NaN"), item("norm₂", "-1e-05")),
+            rec(item("x₂y|₂", "1"), item("k" * 127, "3"), step=300), rec(item("_step", "7"), step=2 ** 40),
+            rec(item("v", "[1, 2]"), item("w", "{}"), item("t", "true")), rec(item("c", "1\x122"))]
+    assert _lines(good) == _as_one_by_one(good) is not None
+    assert _lines(good).count(b"\n") == len(good) - 1  # type: ignore[union-attr]
+    assert [json.loads(line) for line in history_lines(good).split(b"\n")] == [  # type: ignore[union-attr]
+        json.loads(line) for line in _as_one_by_one(good).split(b"\n")]  # type: ignore[union-attr]
+    bad = [rec(item('say "hi"', "1")), rec(item("s", '"text"')), rec(item("back\\slash", "1")),
+           rec(item("a\tb", "1")), rec(item("c", "1\r")), rec(item("c", "1\x04")),
+           rec(pb.HistoryItem(key="a", number=1.5)), rec(item("c", "1\x01x\x022")),
+           rec(), rec(item("a", "1"), step=130), rec(item("a\nb", "1")),
+           rec(item("a", "1"), step=5) + b"\xc2\x0c\x02\x08\x01"]
+    # an item of two value_json fields (two messages merged: the last one counts) beside one of a typed value
+    # whose 8 bytes are text: as many value tags as items, quotes as many as they put, in another order
+    printable = struct.unpack("<d", b"ABCDEFGH")[0]
+    for key in ("a", "a|x"):
+        twice = (item(key, "1").SerializeToString() + pb.HistoryItem(value_json="2").SerializeToString())
+        typed = pb.HistoryItem(nested_key=["b"], number=printable).SerializeToString()
+        bad.append(b"\x0a" + bytes([len(twice)]) + twice + b"\x0a" + bytes([len(typed)]) + typed)
+    bad.append(rec(item("c", '1\t""\r2')))  # (the marks of an item, in a value)
+    for b in bad:
+        assert history_lines([b]) is None, b
+        assert history_lines([good[0], b, good[1]]) is None, b
+    assert wandb_record(b"\x12" + bytes([len(bad[-2])]) + bad[-2])[1][0] == (b"a/x", b"2")
 
 
 def test_truncated_record_raises() -> None:

@@ -3,6 +3,7 @@ read-only, damaged copies. The databases are written by trackio itself."""
 
 from __future__ import annotations
 
+import contextlib
 import math
 import shutil
 import sqlite3
@@ -64,6 +65,50 @@ def test_new_rows_by_id_while_the_writer_holds_a_transaction(trackio_dir: Path, 
     w.close()
     f.scan()
     assert list(_by_arm(f)["run-c"].steps) == [0] and not f.errors
+
+
+def test_lock_met_after_rows_were_taken_keeps_them(trackio_dir: Path, tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """A read that meets a lock after some fetches keeps the rows taken (none lost, none read twice) and reads the
+    rest at the next poll, with nothing reported."""
+    db = _copy(trackio_dir, tmp_path / "t")
+    real = trackio.connect
+
+    class Locking:  # a cursor that meets a lock at its second fetch
+        def __init__(self, cur: sqlite3.Cursor) -> None:
+            self.cur, self.calls = cur, 0
+
+        def fetchmany(self, n: int) -> list[object]:
+            self.calls += 1
+            if self.calls == 2:
+                raise sqlite3.OperationalError("database is locked")
+            return self.cur.fetchmany(n)
+
+    class Connection:
+        def __init__(self, con: sqlite3.Connection) -> None:
+            self.con = con
+
+        def execute(self, *args: object) -> object:
+            cur = self.con.execute(*args)  # type: ignore[arg-type]
+            return Locking(cur) if "FROM metrics WHERE id >" in str(args[0]) else cur
+
+    @contextlib.contextmanager
+    def locking(path: Path):  # type: ignore[no-untyped-def]
+        with real(path) as con:
+            yield Connection(con)
+
+    monkeypatch.setattr(trackio, "FETCH", 3)
+    monkeypatch.setattr(trackio, "FETCH_MIN", 3)
+    monkeypatch.setattr(trackio, "connect", locking)
+    reader = trackio.TrackioReader(db, str(db))
+    got, bad = reader.read()
+    assert not bad and reader.last_id == 3 and reader.changed()
+    assert list(got) == ["run-a"] and [s for p in got["run-a"] for s in p.steps] == [0, 1, 2]
+    monkeypatch.setattr(trackio, "connect", real)
+    rest, bad = reader.read()
+    assert not bad and not reader.changed()
+    steps = {run: [s for p in parsed for s in p.steps] for run, parsed in rest.items()}
+    assert steps == {"run-a": [3, 4], "run-b": [0, 1, 2]}
 
 
 def test_flipped_byte_in_a_row_reported_other_rows_kept(trackio_dir: Path, tmp_path: Path) -> None:
@@ -131,10 +176,13 @@ def _same_rows(got: list[dict[str, object]], want: list[dict[str, object]]) -> b
 
 
 @pytest.mark.parametrize("extra", ["", "data", "step", "data_step"])
-def test_batch_decode_reads_the_rows_the_row_by_row_path_reads(tmp_path: Path, extra: str) -> None:
+def test_batch_decode_reads_the_rows_the_row_by_row_path_reads(tmp_path: Path, extra: str,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
     """Runs long enough for the JSONL reader's typed batch decode, with NaN, nested keys, ints and text; a metrics
     object holding a key the row gains itself (``step``) or verl's envelope (``data``, with ``step`` in it or not)
-    reads as row by row does."""
+    reads as row by row does (all rows in one fetch here; in several: the test below)."""
+    monkeypatch.setattr(trackio, "FETCH", 10_000)
+    monkeypatch.setattr(trackio, "FETCH_MIN", 10_000)
     root = tmp_path / "tk"
     writers.run_writer(f"""
         import math, trackio
@@ -166,3 +214,40 @@ def test_batch_decode_reads_the_rows_the_row_by_row_path_reads(tmp_path: Path, e
         assert list(store.steps) == list(range(300 if name == "long-a" else 150))
         assert _same_rows(rows_of(store), want[name]), name
         assert not store.bad
+
+
+@pytest.mark.parametrize("fetch", [10_000, 37])
+def test_rows_read_in_pieces_read_as_row_by_row(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fetch: int) -> None:
+    """Rows fetched a few at a time (37: a fetch holds the end of one run and the start of the next) and handed to
+    the batch decode a few at a time (the piece size made small) read as row by row does: none lost or doubled where
+    a fetch or a piece ends, NaN and text included."""
+    root = tmp_path / "tk"
+    writers.run_writer("""
+        import math, trackio
+        for name, n in (("pieces", 400), ("after", 90)):
+            trackio.init(project="big", name=name)
+            for i in range(n):
+                trackio.log({"train/loss": 1.0 / (i + 1), "x": math.nan if i % 9 == 4 else float(i),
+                             "tag": f"t{i}", "nested": {"a": i}})
+            trackio.finish()
+    """, {"TRACKIO_DIR": str(root)})
+    want = _one_by_one(root / "big.db")
+    monkeypatch.setattr(trackio, "PIECE", 1000)
+    monkeypatch.setattr(trackio, "FETCH", fetch)
+    monkeypatch.setattr(trackio, "FETCH_MIN", fetch)
+    monkeypatch.setattr(trackio, "FETCH_MAX", fetch)
+    f = read_once(root)
+    (source,) = f._sources.values()
+    assert isinstance(source, TrackioSource)
+    assert source.reader._parsers["pieces"].fast_chunks > 9
+    runs = _by_arm(f)
+    assert sorted(runs) == ["after", "pieces"]
+    for name, n in (("pieces", 400), ("after", 90)):
+        assert list(runs[name].steps) == list(range(n))
+        assert _same_rows(rows_of(runs[name]), want[name]), name
+        assert not runs[name].bad
+    # (the store keeps one row a step: the batches themselves hold each row once)
+    got, bad = trackio.TrackioReader(root / "big.db", "big").read()
+    assert not bad
+    assert {run: [s for p in parsed for s in p.steps] for run, parsed in got.items()} == {
+        "pieces": list(range(400)), "after": list(range(90))}

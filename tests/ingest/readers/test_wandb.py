@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from steptable.ingest import recordsource
+from steptable.ingest.readers.wandb import WandbParser
 from tests.ingest import writers
 from tests.ingest.readers.helpers import wandb_records
 from tests.ingest.writers import WANDB_STEPS, copy_dir, only, read_once, rows_of, same, wandb_file
@@ -115,19 +117,28 @@ def test_read_without_wandb_installed(wandb_run: Path, monkeypatch: pytest.Monke
     assert store.arm == "grpo-a" and str(rows_of(store)) == str(want)  # (str: NaN == NaN)
 
 
-def test_long_run_read_over_several_calls_as_wandbs_classes_read_it(tmp_path: Path) -> None:
-    """A run of 700 steps (the reader hands rows on in growing batches: several calls over one read, each going on
-    where the last stopped; the summary records beside each history record passed over): every row is what
-    wandb's own classes decode from the same file."""
+@pytest.mark.parametrize(("read", "text"), [(recordsource.WANDB_READ, 0), (5000, 0), (recordsource.WANDB_READ, 1),
+                                            (recordsource.WANDB_READ, 50)])
+def test_long_run_read_over_several_calls_as_wandbs_classes_read_it(tmp_path: Path, read: int, text: int,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run of 700 steps (the reader hands rows on in batches: several calls over one read, each going on where
+    the last stopped; the summary records beside each history record passed over; read 5,000 bytes at a time: its
+    records cut by each read's end; a text value every step or every 50th: their records read one by one, the
+    others together): every row is what wandb's own classes decode from the same file."""
     import json
+
+    monkeypatch.setattr(recordsource, "WANDB_READ", read)
 
     pb = pytest.importorskip("wandb.proto.wandb_internal_pb2")
     root = tmp_path / "long"
-    writers.run_writer("""
+    writers.run_writer(f"""
         import math, wandb
         run = wandb.init(project="p", name="long")
         for i in range(700):
-            run.log({"loss": 1.0 / (i + 1), "x": math.nan if i % 97 == 5 else i * 0.5, "n": {"k": i}})
+            row = {{"loss": 1.0 / (i + 1), "x": math.nan if i % 97 == 5 else i * 0.5, "n": {{"k": i}}}}
+            if {text} and i % {text or 1} == 0:
+                row["phase"] = f"say \\"p{{i}}\\""
+            run.log(row)
         run.finish()
     """, {"WANDB_DIR": str(root)})
     want = []
@@ -138,6 +149,15 @@ def test_long_run_read_over_several_calls_as_wandbs_classes_read_it(tmp_path: Pa
     store = only(read_once(root))
     rows = rows_of(store)
     assert len(want) == 700 and list(store.steps) == list(range(700))
+    # (the store keeps one row a step: the parser's batches themselves hold each row once)
+    data, parser, at, steps = wandb_file(root).read_bytes(), WandbParser("long"), 0, []
+    while True:
+        used, parsed = parser.parse(memoryview(data)[at:], at, final=True)
+        steps += list(parsed.steps)
+        at += used
+        if not (parser.more and used):
+            break
+    assert steps == list(range(700)) and at == len(data)
     for got, row in zip(rows, want, strict=True):
         assert {k for k, v in got.items() if v is not None} == set(row)
         assert all(same(got[k], v) for k, v in row.items()), (got, row)
