@@ -25,7 +25,6 @@ from steptable.schemas.arrange import layout, matches, own_step_keys, run_keys, 
 from steptable.schemas.base import META_KEYS
 from steptable.schemas.headers import order_free, short_headers
 from steptable.schemas.registry import SCHEMAS
-from steptable.schemas.userdoc import SchemaFileError
 from steptable.table.stepkeys import is_step_key
 
 
@@ -35,11 +34,9 @@ def for_args(args: argparse.Namespace, patterns: Sequence[str]) -> Callable[[str
     if args.alerts_only or not patterns:
         return None
     named = [get_schema(args.schema, near=args.paths)] if args.schema else []
-    try:  # (the steptable.toml columns of the runs: under -f their keys may arrive after the first check)
-        places = [q for p in args.paths for q in (p, *(f.parent for f in files_below(Path(p))))]
-        mine = [s for q in places for s in user_schemas(q)]
-    except (SchemaFileError, OSError):  # (said where the runs are read: stores of every key meanwhile)
-        return None
+    # (the steptable.toml columns of the runs too: under -f their keys may arrive after the first check)
+    places = [q for p in args.paths for q in (p, *(f.parent for f in files_below(Path(p))))]
+    mine = [s for q in places for s in user_schemas(q)]
     return projection(patterns, [*named, *mine])
 
 

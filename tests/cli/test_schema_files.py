@@ -365,3 +365,15 @@ def test_follow_columns_prints_a_user_column_logged_under_an_alias_that_arrives_
     live.step()
     rows = [line.split() for line in live.out.getvalue().splitlines()]
     assert [r for r in rows if len(r) == 2 and r[0].isdigit()] == [[str(s), f"{s + 0.5}"] for s in range(3, 8)]
+
+
+def test_columns_with_a_broken_file_below_the_path_read_as_without(tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """A steptable.toml under the path that is not valid TOML: `tail --columns` says what is wrong as `tail` does
+    (the keys kept for its columns are not guessed from it)."""
+    for run in ("bad", "ok"):
+        write_rows(tmp_path / run / "metrics.jsonl", [{"step": s, "loss": 1.0 / (s + 1)} for s in range(3)])
+    (tmp_path / "bad" / "steptable.toml").write_text("[schema\nname=\n")
+    got = run_cli(["tail", str(tmp_path), "--columns", "loss,step"], capsys)
+    want = run_cli(["tail", str(tmp_path)], capsys)
+    assert got == want and got[0] == 2 and "not valid TOML" in got[2]
