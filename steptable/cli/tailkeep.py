@@ -14,10 +14,12 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable, Sequence
 from fnmatch import fnmatchcase
+from pathlib import Path
 from typing import Any
 
 from steptable.ingest.table import WALL_KEYS
-from steptable.schemafiles.resolve import by_schema, get_schema
+from steptable.schemafiles.files import files_below
+from steptable.schemafiles.resolve import by_schema, get_schema, user_schemas
 from steptable.schemas import Schema
 from steptable.schemas.arrange import layout, matches, own_step_keys, run_keys, step_key_of
 from steptable.schemas.base import META_KEYS
@@ -31,7 +33,11 @@ def for_args(args: argparse.Namespace, patterns: Sequence[str]) -> Callable[[str
     watch every column) or without patterns."""
     if args.alerts_only or not patterns:
         return None
-    return projection(patterns, [get_schema(args.schema, near=args.paths)] if args.schema else [])
+    named = [get_schema(args.schema, near=args.paths)] if args.schema else []
+    # (the steptable.toml columns of the runs too: under -f their keys may arrive after the first check)
+    places = [q for p in args.paths for q in (p, *(f.parent for f in files_below(Path(p))))]
+    mine = [s for q in places for s in user_schemas(q)]
+    return projection(patterns, [*named, *mine])
 
 
 def holds_for(args: argparse.Namespace, patterns: Sequence[str], stores: Sequence[Any]) -> bool:

@@ -322,3 +322,58 @@ def test_a_built_in_overridden_below_the_path_is_the_override(tmp_path: Path,
     assert get_schema("verl", near=[logs]) is not SCHEMAS["verl"]
     rc, out, err = run_cli(["tail", logs, "--schema", "verl"], capsys)
     assert rc == 0 and header_of(out)[:2] == ["step", "AAA"], (out, err)
+
+
+@pytest.mark.parametrize("where", ["beside", "below"])
+def test_follow_columns_prints_a_user_column_logged_under_an_alias_that_arrives_late(tmp_path: Path,
+                                                                                     where: str) -> None:
+    """`tail -f --columns R`, R a steptable.toml column read under an alias the first rows lack: the rows that
+    bring the alias print its values (the stores keep what a user's column reads, as a built-in's)."""
+    import json
+
+    from tests.cli.helpers import Live
+
+    run = tmp_path / "exp" / "run"
+    run.mkdir(parents=True)
+    write((tmp_path if where == "beside" else run) / "steptable.toml", """
+        [schema]
+        name = "mine"
+
+        [match]
+        keys = ["loss"]
+
+        [[columns]]
+        key = "reward"
+        aliases = ["rew_score"]
+        header = "R"
+        width = 5
+    """)
+    path = run / "metrics.jsonl"
+
+    def add(steps: range) -> None:
+        with open(path, "a") as fh:
+            for s in steps:
+                row = {"step": s, "loss": 1.0 / (s + 1), **({"rew_score": s + 0.5} if s >= 3 else {})}
+                fh.write(json.dumps(row) + "\n")
+
+    add(range(3))
+    live = Live(tmp_path, ["--columns", "R"])
+    live.step()
+    add(range(3, 6))
+    live.step()
+    add(range(6, 8))
+    live.step()
+    rows = [line.split() for line in live.out.getvalue().splitlines()]
+    assert [r for r in rows if len(r) == 2 and r[0].isdigit()] == [[str(s), f"{s + 0.5}"] for s in range(3, 8)]
+
+
+def test_columns_with_a_broken_file_below_the_path_read_as_without(tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """A steptable.toml under the path that is not valid TOML: `tail --columns` says what is wrong as `tail` does
+    (the keys kept for its columns are not guessed from it)."""
+    for run in ("bad", "ok"):
+        write_rows(tmp_path / run / "metrics.jsonl", [{"step": s, "loss": 1.0 / (s + 1)} for s in range(3)])
+    (tmp_path / "bad" / "steptable.toml").write_text("[schema\nname=\n")
+    got = run_cli(["tail", str(tmp_path), "--columns", "loss,step"], capsys)
+    want = run_cli(["tail", str(tmp_path)], capsys)
+    assert got == want and got[0] == 2 and "not valid TOML" in got[2]
