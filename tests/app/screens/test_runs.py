@@ -185,12 +185,17 @@ async def test_a_new_run_shows_as_the_follower_is_notified(sweep: tuple[Path, li
         assert time.monotonic() - t0 < 2.0
 
 
-async def test_a_new_run_shows_through_the_followers_discovery_when_polling(sweep: tuple[Path, list[str]]) -> None:
+async def test_a_new_run_shows_through_the_followers_discovery_when_polling(
+        sweep: tuple[Path, list[str]], monkeypatch: pytest.MonkeyPatch) -> None:
     """Without file events the follower's own discovery passes name every run to the index, which walks the tree
     only once (a second walk of thousands of runs would compete with the UI): a run written during the watch still
     comes to the list."""
     import time
 
+    from steptable.ingest.files import follow
+
+    # (re-checks every 0.2 s below whatever a discovery pass took on a loaded machine: not spaced out to 20x it)
+    monkeypatch.setattr(follow, "RECHECK_SHARE", 0)
     from tests.app.sweephelpers import write_run
 
     root, names = sweep
