@@ -17,8 +17,10 @@ from __future__ import annotations
 import math
 from collections import deque
 from collections.abc import Collection, Mapping, Sequence
+from operator import sub
 from typing import Any
 
+from steptable.alerts import quiet
 from steptable.alerts.activity import STEP_TIME_KEYS as STEP_TIME_KEYS
 from steptable.alerts.activity import clockless_gap as clockless_gap
 from steptable.alerts.activity import clockless_stall as clockless_stall
@@ -97,6 +99,59 @@ class AlertEngine:
         if self._hack_keys and (a := self._hack_update(step, row)) is not None:
             out.append(a)
         return _merge_nonfinite(out) if len(out) > 1 else out
+
+    def feed_block(self, steps: Sequence[int], cells: Sequence[tuple[str, Sequence[Any]]],
+                   walls: Sequence[Any] | None) -> list[Alert] | None:
+        """Feed the rows ``update(steps[i], {key: cells[i] for each key}, walls[i])`` would and return their
+        alerts, where every cell is a finite number, the clock moves on by less than the stall threshold at each and
+        the rows' keys are planned: each detector that provably raises and notes nothing over them is advanced in
+        bulk (steptable.alerts.quiet), the others fed row by row. None, with nothing fed, otherwise."""
+        plan = self._plans.get(tuple(k for k, _ in cells))
+        if plan is None or self._hack_keys or not steps:
+            return None
+        xs: dict[str, list[float]] = {}
+        for k, c in cells:
+            v = quiet.floats(c)
+            if v is None or len(v) != len(steps):
+                return None
+            xs[k] = v
+        clock = self._quiet_clock(walls, len(steps))
+        if clock is None:
+            return None
+        found: list[tuple[Detector, list[float], quiet.Commit | None]] = []
+        for role, key, _ in plan:
+            dets = self._dets.get((role, key))
+            if dets is None:
+                return None
+            found += zip(dets, [xs[key]] * len(dets), quiet.advance(dets, xs[key], steps), strict=True)
+        if any(c is None and isinstance(d, Flat) and d.gate == self._grad_still for d, _, c in found):
+            # a loss's flat test asks the grad norm's at its rows: both go row by row
+            found = [(d, v, None if isinstance(d, Flat) and d.key == self._bound.get("grad_norm") else c)
+                     for d, v, c in found]
+        for _, _, commit in found:
+            if commit is not None:
+                commit()
+        if clock:
+            self._dts.shift(clock[0])
+            self._stalled, self._last_wall = False, clock[1]
+        self._last_step = steps[-1]
+        slow = [(d, v) for d, v, c in found if c is None]
+        out: list[Alert] = []
+        for i, step in enumerate(steps):  # (every cell finite: no non-finite alerts to merge)
+            out += [a for d, v in slow if (a := d.feed(step, v[i])) is not None]
+        return out
+
+    def _quiet_clock(self, walls: Sequence[Any] | None, n: int) -> tuple[list[float], float] | tuple[()] | None:
+        """The row intervals ``walls`` add and the last wall time, when every row moves the clock on and none by
+        more than the stall threshold (no stall is said, no pause noted); () for rows without a clock; None
+        otherwise."""
+        if walls is None or all(t is None or t != t for t in walls):
+            return ()
+        ts = quiet.floats(walls)
+        if ts is None or len(ts) != n or self._last_wall is None:
+            return None
+        gaps = list(map(sub, ts, [self._last_wall, *ts[:-1]]))
+        return (gaps, ts[-1]) if min(gaps) > 0 and max(gaps) <= self.config.stall_min_s else None
 
     def _plan(self, row: Mapping[str, Any]) -> list[tuple[str, str, tuple[type[Detector], ...]]]:
         """(role, key, detector classes) for each watched key of ``row``, in the role table's order. Rows of a run
@@ -303,23 +358,42 @@ def feed_columns(eng: AlertEngine, store: Any, cols: Sequence[tuple[str, Sequenc
     ``base`` on (copied under the store's lock: the app feeds them outside it)."""
     value = store.value
     out: list[Alert] = []
-    for i in range(start, stop):
-        j = i - base
-        row = {}
-        for k, c in cols:
-            v = c[j]
-            # Numeric columns pad absent cells with NaN; only a NaN cell asks the store whether it is absent
-            # (a sparse eval column) or a logged NaN (which the non-finite detector must see).
-            if v is None or (v != v and value(i, k) is None):
-                continue
-            row[k] = v
-        step, wall = int(steps[j]), walls[j] if j < len(walls) else None
-        if step in resumes:
-            eng.resumed()
-        elif stalls and wall is not None and math.isfinite(wall):
-            out.extend(eng.check_stall(wall))
-        out.extend(eng.update(step, row, wall))
+    for a, b in _blocks(start, stop):
+        if b - a == quiet.BLOCK and (got := _block(eng, cols, steps, walls, a - base, b - base, resumes)) is not None:
+            out += got
+            continue
+        for i in range(a, b):
+            j = i - base
+            row = {}
+            for k, c in cols:
+                v = c[j]
+                # Numeric columns pad absent cells with NaN; only a NaN cell asks the store whether it is absent
+                # (a sparse eval column) or a logged NaN (which the non-finite detector must see).
+                if v is None or (v != v and value(i, k) is None):
+                    continue
+                row[k] = v
+            step, wall = int(steps[j]), walls[j] if j < len(walls) else None
+            if step in resumes:
+                eng.resumed()
+            elif stalls and wall is not None and math.isfinite(wall):
+                out.extend(eng.check_stall(wall))
+            out.extend(eng.update(step, row, wall))
     return out
+
+
+def _blocks(start: int, stop: int) -> list[tuple[int, int]]:
+    return [(a, min(a + quiet.BLOCK, stop)) for a in range(start, stop, quiet.BLOCK)]
+
+
+def _block(eng: AlertEngine, cols: Sequence[tuple[str, Sequence[Any]]], steps: Sequence[Any],
+           walls: Sequence[Any] | None, a: int, b: int, resumes: Collection[int]) -> list[Alert] | None:
+    """Rows ``[a, b)`` of ``cols`` through :meth:`AlertEngine.feed_block` (None: not fed), unless one is at a
+    resume."""
+    at = [int(s) for s in steps[a:b]]
+    if resumes and any(s in resumes for s in at):
+        return None
+    clock = None if walls is None else [*walls[a:b], *[None] * (b - a - len(walls[a:b]))]
+    return eng.feed_block(at, [(k, c[a:b]) for k, c in cols], clock)
 
 
 def scan(
@@ -341,14 +415,19 @@ def scan(
     wanted = eng.config.watched()
     cols = [(k, col) for k, col in columns.items() if k in wanted]
     out: list[Alert] = []
-    for i, step in enumerate(steps):
-        row = {k: col[i] for k, col in cols if i < len(col) and col[i] is not None}
-        wt = cell_float(wall_times[i]) if wall_times is not None and i < len(wall_times) else None
-        if step in resumes:
-            eng.resumed()
-        elif wt is not None and math.isfinite(wt):
-            out.extend(eng.check_stall(wt))
-        out.extend(eng.update(step, row, wt))
+    for a, b in _blocks(0, len(steps)):
+        if b - a == quiet.BLOCK and (got := _block(eng, cols, steps, wall_times, a, b, resumes)) is not None:
+            out += got
+            continue
+        for i in range(a, b):
+            step = steps[i]
+            row = {k: col[i] for k, col in cols if i < len(col) and col[i] is not None}
+            wt = cell_float(wall_times[i]) if wall_times is not None and i < len(wall_times) else None
+            if step in resumes:
+                eng.resumed()
+            elif wt is not None and math.isfinite(wt):
+                out.extend(eng.check_stall(wt))
+            out.extend(eng.update(step, row, wt))
     if now is not None:
         out.extend(eng.check_stall(now))
     return out

@@ -1,0 +1,358 @@
+"""Quiet stretches of a stored history, fed in bulk: a block of rows that provably raises nothing and notes nothing
+advances every detector's state over it at once (windows shifted, run counts added, the tail's scale resampled at
+its rows) instead of one call per detector per row. Pure, stdlib only.
+
+The proofs use bounds, never the rows' own statistics: a window's median over the next k rows lies between the
+order statistics k places either side of the middle of the window it starts from (k values leave, k arrive); a low
+median of ``hold`` values lies between the same order statistic of their union and the one k places above. Every
+comparison a detector makes is monotone in the bounded quantity and evaluated with the detector's own expression,
+so a block passes only where each row would give the same outcome row by row. Anything else (an episode going on,
+a non-finite or absent cell, a resume, a clock gap, a detector not known here) is left to the row-by-row path.
+"""
+
+from __future__ import annotations
+
+import math
+from bisect import bisect_left, insort
+from collections.abc import Callable, Sequence
+from operator import eq, sub
+from typing import Any
+
+from steptable.alerts.detectors import Flat, GradSpike, KLBlowup, NonFinite, Saturation, Spike
+from steptable.alerts.levels import EntropyCollapse, EntropyRise, GradRise, LevelDetector, RewardCollapse, Rise
+from steptable.alerts.window import Detector, Tail, Window, robust_sigma, sorted_median, still
+
+Commit = Callable[[], None]
+#: rows a stored history is fed in bulk at a time, where they are quiet
+BLOCK = 50
+#: rows a bound anchored on one exact window covers (more rows, looser bounds)
+SEG = 10
+
+
+def floats(cells: Sequence[Any]) -> list[float] | None:
+    """``cells`` as the floats a detector reads (``cell_float`` of each), when every one is a finite number or a
+    numeric string; None otherwise (an absent, non-finite or fraction cell: the row-by-row path reads those)."""
+    try:
+        xs = list(map(float, cells))
+    except (TypeError, ValueError, OverflowError):
+        return None
+    total = sum(xs)
+    if total - total != 0:  # an inf or a NaN (or a sum past float range: let the rows say)
+        return None
+    return xs
+
+
+def _negative_zero(values: list[float]) -> bool:
+    # a sorted list and one kept by insort may order 0.0 and -0.0 differently: leave those to the rows
+    return 0.0 in values and any(v == 0 and math.copysign(1.0, v) < 0 for v in values)
+
+
+def advance(dets: Sequence[Detector], xs: list[float], steps: Sequence[int]) -> list[Commit | None]:
+    """For each of ``dets`` (one column's detectors), how to advance it over ``xs`` (the column's values at
+    ``steps``, every one finite) when none of those rows raises or notes anything in it; None for a detector where
+    that cannot be shown (fed row by row). Nothing is changed until a returned commit runs."""
+    memo: dict[str, Any] = {}
+    rise = next((d for d in dets if isinstance(d, Rise)), None)
+    if rise is not None and rise.cfg.hold > 0:  # the column's level segments start at its samples' rows
+        memo["phase"] = (-rise.run) % rise.cfg.hold
+    out: list[Commit | None] = []
+    for d in dets:
+        q = QUIET.get(type(d))
+        # (an episode said and not re-armed: its clear rows are counted row by row)
+        out.append(q(d, xs, steps, memo) if q is not None and d.latch.level is None else None)
+    return out
+
+
+def _nonfinite(d: Detector, xs: list[float], steps: Sequence[int], memo: dict[str, Any]) -> Commit | None:
+    def commit() -> None:
+        if d.run == 0:
+            d.since = steps[0]
+        d.run += len(xs)
+        d.step = steps[-1]
+
+    return commit
+
+
+def _saturation(d: Detector, xs: list[float], steps: Sequence[int], memo: dict[str, Any]) -> Commit | None:
+    if not max(xs) <= d.cfg.sat_level or d.cfg.sat_rows <= 0:
+        return None
+
+    def commit() -> None:
+        d.run, d.step = 0, steps[-1]
+
+    return commit
+
+
+def _flat(d: Detector, xs: list[float], steps: Sequence[int], memo: dict[str, Any]) -> Commit | None:
+    assert isinstance(d, Flat)
+    rows = d.cfg.flat_rows
+    same = list(map(eq, [d.value, *xs[:-1]], xs))  # each row equal to the one before
+    run, since = d.run, d.since
+    if True not in same:
+        run, since = 1, steps[-1]
+        if run >= rows > 0:
+            return None
+    else:
+        for i, s in enumerate(same):
+            run = run + 1 if s else 1
+            if run == 1:
+                since = steps[i]
+            if run >= rows > 0:  # (it would ask the gate, and may fire)
+                return None
+
+    def commit() -> None:
+        d.run, d.since, d.value, d.step = run, since, xs[-1], steps[-1]
+
+    return commit
+
+
+def _spaced(starts: list[int], n: int) -> list[int]:
+    """``starts`` (sorted, from 0) with more put in where two are more than SEG rows apart (or the last from n)."""
+    out: list[int] = []
+    for a, b in zip(starts, [*starts[1:], n], strict=True):
+        out.extend(range(a, b, SEG))
+    return out
+
+
+def _tail_scale(win: Window, tail: Tail, xs: list[float], gap: float, diffs: list[float] | None,
+                cut: float | None = None) -> float | None:
+    """The tail's scale after the rows ``xs`` are each tested against the window before them (those past ``cut``
+    only, when given), when no tested row's excursion passes the tail's top (nothing said, nothing noted); None
+    otherwise. ``gap``: the window's resolution before the rows; ``diffs``: |x - previous| of each row where the
+    test moves the resolution (Spike), None where it does not."""
+    n = win.maxlen or 0
+    lo, hi = (n - 1) // 2, n // 2
+    top, scale, age = tail.top, tail.scale, tail.age
+    if age == 0 or not top > 0 or lo < SEG:
+        return None
+    vals = [*win, *xs]
+    tested = range(len(xs)) if cut is None else [i for i, x in enumerate(xs) if x > cut]
+    # the rows that resample the scale, each with the tested rows before it in the block
+    refresh = {tested[p]: p for p in range((-age) % Tail.REFRESH, len(tested), Tail.REFRESH)}
+    starts = _spaced(sorted({0, *refresh}), len(xs))
+    for a, b in zip(starts, [*starts[1:], len(xs)], strict=True):
+        s = win.ordered if a == 0 else sorted(vals[a:a + n])
+        if a in refresh:
+            m = sorted_median(s)
+            g = gap if diffs is None else min(gap, min(filter(None, diffs[:a]), default=math.inf))
+            scale = Tail.smoothed(scale, robust_sigma(vals[a:a + n], s, m, g, True), age + refresh[a])
+        k = b - a - 1
+        mlo, mhi = s[lo - k], s[hi + k]
+        seg = xs[a:b] if cut is None else [x for x in xs[a:b] if x > cut]
+        if seg and max(max(seg) - mlo, mhi - min(seg)) / scale > top:
+            return None
+    return scale
+
+
+def _spike(d: Detector, xs: list[float], steps: Sequence[int], memo: dict[str, Any]) -> Commit | None:
+    assert isinstance(d, Spike)
+    w, c = d.win, d.cfg
+    n = w.maxlen or 0
+    if len(w) < n or n < c.min_history or d.run < n or not w.gap < math.inf or _negative_zero([*w, *xs]):
+        return None
+    diffs = list(map(abs, map(sub, xs, [w[-1], *xs[:-1]])))
+    scale = _tail_scale(w, d.tail, xs, w.gap, diffs)
+    if scale is None:
+        return None
+    gap = min(w.gap, min(filter(None, diffs), default=math.inf))
+
+    def commit() -> None:
+        w.shift(xs)
+        w.gap = gap
+        d.tail.scale, d.tail.age, d.step = scale, d.tail.age + len(xs), steps[-1]
+
+    return commit
+
+
+def _kl(d: Detector, xs: list[float], steps: Sequence[int], memo: dict[str, Any]) -> Commit | None:
+    assert isinstance(d, KLBlowup)
+    w, c = d.win, d.cfg
+    n = w.maxlen or 0
+    if len(w) < n or n < c.min_history or (d.levels and not max(xs) <= c.kl_warn) or _negative_zero([*w, *xs]):
+        return None
+    scale, age = d.tail.scale, d.tail.age
+    if max(xs) > c.kl_jump_min:  # rows tested (a median of 0 skips the test: every one > 0 here)
+        if not min(w.ordered[0], *xs) > 0:
+            return None
+        found = _tail_scale(w, d.tail, xs, w.gap, None, c.kl_jump_min)
+        if found is None:
+            return None
+        scale, age = found, age + sum(1 for x in xs if x > c.kl_jump_min)
+
+    def commit() -> None:
+        w.shift(xs)
+        d.tail.scale, d.tail.age, d.step = scale, age, steps[-1]
+
+    return commit
+
+
+class _Levels:
+    """A level detector's hold and window over a block: row i's hold and window, and bounds over a segment (one
+    for the column's level detectors: their holds and windows hold the same values)."""
+
+    def __init__(self, vals: list[float], nw: int, nh: int, phase: int) -> None:
+        self.vals, self.nw, self.nh = vals, nw, nh
+        n = len(vals) - nw - nh
+        starts = sorted({0, *range(phase % SEG, n, SEG)})
+        self.segments = list(zip(starts, [*starts[1:], n], strict=True))
+        self._sorted: dict[int, list[float]] = {}
+        self._bounds: dict[int, tuple[float, float, float, float] | None] = {}
+
+    def window(self, i: int) -> list[float]:
+        """Row i's window (after its hold gave its oldest value to it)."""
+        return self.vals[i + 1: i + 1 + self.nw]
+
+    def sorted_window(self, i: int) -> list[float]:
+        s = self._sorted.get(i)
+        if s is None:
+            s = self._sorted[i] = sorted(self.window(i))
+        return s
+
+    def bounds(self, a: int, b: int) -> tuple[float, float, float, float] | None:
+        """Over rows [a, b): bounds of the window's median (low, high) and of the current level (the low median of
+        the hold: low, high); None where the window is too short to bound the median over that many rows."""
+        if a in self._bounds:
+            return self._bounds[a]
+        s = self.sorted_window(a)
+        k = b - a - 1
+        lo, hi = (self.nw - 1) // 2 - k, self.nw // 2 + k
+        found = None
+        if lo >= 0 and hi < len(s):
+            union = sorted(self.vals[self.nw + a + 1: self.nw + self.nh + b])
+            j = (self.nh - 1) // 2
+            found = s[lo], s[hi], union[j], union[j + k]
+        self._bounds[a] = found
+        return found
+
+    def floor(self, d: LevelDetector, steps: Sequence[int], upto: int) -> tuple[float, int]:
+        """The detector's floor (and the step it was set at) after rows [0, upto)."""
+        left = self.vals[:upto]  # each row's oldest window value, as it leaves
+        mn = min(left, default=math.inf)
+        return (mn, steps[left.index(mn)]) if mn < d.floor else (d.floor, d.floor_at)
+
+
+def _steady(d: LevelDetector, xs: list[float], memo: dict[str, Any]) -> _Levels | None:
+    nw, nh = d.win.maxlen or 0, d.hold.maxlen or 0
+    if len(d.hold) < nh or len(d.win) < nw or nw < d.cfg.min_history or nh != d.cfg.hold:
+        return None
+    vals = [*d.win, *d.hold, *xs]
+    lv = memo.get("levels")
+    if isinstance(lv, _Levels) and lv.nw == nw and lv.nh == nh and lv.vals == vals:
+        return lv
+    if _negative_zero(vals):
+        return None
+    lv = memo["levels"] = _Levels(vals, nw, nh, memo.get("phase", 0))
+    return lv
+
+
+def _commit_levels(d: LevelDetector, lv: _Levels, steps: Sequence[int], floor: tuple[float, int]) -> None:
+    n = len(lv.vals)
+    d.win.shift(lv.vals[n - lv.nh - lv.nw: n - lv.nh])
+    d.hold.shift(lv.vals[n - lv.nh:])
+    d.floor, d.floor_at = floor
+    d.step = steps[-1]
+
+
+def _reward(d: Detector, xs: list[float], steps: Sequence[int], memo: dict[str, Any]) -> Commit | None:
+    assert isinstance(d, RewardCollapse)
+    lv = _steady(d, xs, memo)
+    if lv is None:
+        return None
+    c = d.cfg
+    k = c.clear_frac * c.reward_rel_drop
+    peak, peak_sigma, peak_at, peak_floor = d.peak, d.peak_sigma, d.peak_at, d.peak_floor
+    for a, b in lv.segments:
+        found = lv.bounds(a, b)
+        if found is None:
+            return None
+        mlo, mhi, cur_lo, _ = found
+        peak_lo = peak
+        if not mhi < peak:  # a median may pass the peak: each row's, exactly (its window kept sorted row to row)
+            ordered = list(lv.sorted_window(a))
+            for i in range(a, b):
+                if i > a:
+                    del ordered[bisect_left(ordered, lv.vals[i])]
+                    insort(ordered, lv.vals[i + lv.nw])
+                m = sorted_median(ordered)
+                if m > peak or (m == peak and still(peak_sigma, m)):
+                    peak, peak_sigma, peak_at = m, robust_sigma(lv.window(i), ordered, m, d.win.gap, False), steps[i]
+                    peak_floor = lv.floor(d, steps, i + 1)[0]
+        # no drop from the window's median, nor from the peak, reaches the level's clear share (the cheap test)
+        if not (mlo > 0 and peak_lo > 0 and mhi - cur_lo <= k * mlo and peak - cur_lo <= k * peak_lo):
+            return None
+    floor = lv.floor(d, steps, len(xs))
+
+    def commit() -> None:
+        _commit_levels(d, lv, steps, floor)
+        d.peak, d.peak_sigma, d.peak_at, d.peak_floor = peak, peak_sigma, peak_at, peak_floor
+
+    return commit
+
+
+def _entropy_collapse(d: Detector, xs: list[float], steps: Sequence[int], memo: dict[str, Any]) -> Commit | None:
+    assert isinstance(d, EntropyCollapse)
+    lv = _steady(d, xs, memo)
+    if lv is None or d.early is None:
+        return None
+    c, early = d.cfg, d.early
+    for a, b in lv.segments:
+        found = lv.bounds(a, b)
+        if found is None:
+            return None
+        _, mhi, cur_lo, _ = found
+        if early > 0 and cur_lo < c.entropy_frac_early * early / c.clear_frac:
+            return None
+        if mhi > 0 and cur_lo < c.entropy_frac_recent * mhi / c.clear_frac:
+            return None
+    floor = lv.floor(d, steps, len(xs))
+
+    def commit() -> None:
+        _commit_levels(d, lv, steps, floor)
+
+    return commit
+
+
+def _rise(d: Detector, xs: list[float], steps: Sequence[int], memo: dict[str, Any]) -> Commit | None:
+    assert isinstance(d, Rise)
+    lv = _steady(d, xs, memo)
+    hold = d.cfg.hold
+    if lv is None or (isinstance(d, EntropyRise) and d.early is None) or hold <= 0:
+        return None
+    # the rows that sample the window's median, and the lowest level as each row reads it
+    samples = [(i, sorted_median(lv.sorted_window(i))) for i in range(len(xs)) if (d.run + i) % hold == 0]
+    base, at, thr = d.base, 0, d.cfg.clear_frac * d.factor()
+    for a, b in lv.segments:
+        while at < len(samples) and samples[at][0] < b:
+            base = min(base, samples[at][1])
+            at += 1
+        found = lv.bounds(a, b)
+        if found is None or not (base > 0 and found[3] <= thr * base):
+            return None
+    floor = lv.floor(d, steps, len(xs))
+
+    def commit() -> None:
+        for i, m in samples:
+            d.step = steps[i]
+
+            def sigma(i: int = i, m: float = m) -> float:
+                return robust_sigma(lv.window(i), lv.sorted_window(i), m, d.win.gap, False)
+
+            d.sample(m, sigma)
+        d.run += len(xs)
+        _commit_levels(d, lv, steps, floor)
+
+    return commit
+
+
+QUIET: dict[type[Detector], Callable[[Detector, list[float], Sequence[int], dict[str, Any]], Commit | None]] = {
+    NonFinite: _nonfinite,
+    Saturation: _saturation,
+    Flat: _flat,
+    Spike: _spike,
+    GradSpike: _spike,
+    KLBlowup: _kl,
+    RewardCollapse: _reward,
+    EntropyCollapse: _entropy_collapse,
+    GradRise: _rise,
+    EntropyRise: _rise,
+}
