@@ -137,8 +137,9 @@ class AlertEngine:
         self._last_step = steps[-1]
         slow = [(d, v) for d, v, c in found if c is None]
         out: list[Alert] = []
-        for i, step in enumerate(steps):  # (every cell finite: no non-finite alerts to merge)
-            out += [a for d, v in slow if (a := d.feed(step, v[i])) is not None]
+        if slow:
+            for i, step in enumerate(steps):  # (every cell finite: no non-finite alerts to merge)
+                out += [a for d, v in slow if (a := d.feed(step, v[i])) is not None]
         return out
 
     def _quiet_clock(self, walls: Sequence[Any] | None, n: int) -> tuple[list[float], float] | tuple[()] | None:
@@ -359,7 +360,7 @@ def feed_columns(eng: AlertEngine, store: Any, cols: Sequence[tuple[str, Sequenc
     value = store.value
     out: list[Alert] = []
     for a, b in _blocks(start, stop):
-        if b - a == quiet.BLOCK and (got := _block(eng, cols, steps, walls, a - base, b - base, resumes)) is not None:
+        if b - a >= quiet.MIN_ROWS and (got := _block(eng, cols, steps, walls, a - base, b - base, resumes)) is not None:
             out += got
             continue
         for i in range(a, b):
@@ -416,7 +417,7 @@ def scan(
     cols = [(k, col) for k, col in columns.items() if k in wanted]
     out: list[Alert] = []
     for a, b in _blocks(0, len(steps)):
-        if b - a == quiet.BLOCK and (got := _block(eng, cols, steps, wall_times, a, b, resumes)) is not None:
+        if b - a >= quiet.MIN_ROWS and (got := _block(eng, cols, steps, wall_times, a, b, resumes)) is not None:
             out += got
             continue
         for i in range(a, b):

@@ -23,10 +23,12 @@ from steptable.alerts.levels import EntropyCollapse, EntropyRise, GradRise, Leve
 from steptable.alerts.window import Detector, Tail, Window, robust_sigma, sorted_median, still
 
 Commit = Callable[[], None]
-#: rows a stored history is fed in bulk at a time, where they are quiet
-BLOCK = 50
 #: rows a bound anchored on one exact window covers (more rows, looser bounds)
 SEG = 10
+#: rows a stored history is fed in bulk at a time, where they are quiet ...
+BLOCK = 200
+#: ... and the fewest worth it (a shorter block, as the end of a chunk, is fed row by row)
+MIN_ROWS = SEG
 
 
 def floats(cells: Sequence[Any]) -> list[float] | None:
@@ -196,7 +198,7 @@ class _Levels:
         starts = sorted({0, *range(phase % SEG, n, SEG)})
         self.segments = list(zip(starts, [*starts[1:], n], strict=True))
         self._sorted: dict[int, list[float]] = {}
-        self._bounds: dict[int, tuple[float, float, float, float] | None] = {}
+        self._bounds: dict[tuple[int, int], tuple[float, float, float, float]] = {}
 
     def window(self, i: int) -> list[float]:
         """Row i's window (after its hold gave its oldest value to it)."""
@@ -208,21 +210,23 @@ class _Levels:
             s = self._sorted[i] = sorted(self.window(i))
         return s
 
-    def bounds(self, a: int, b: int) -> tuple[float, float, float, float] | None:
+    def bounds(self, a: int, b: int) -> tuple[float, float, float, float]:
         """Over rows [a, b): bounds of the window's median (low, high) and of the current level (the low median of
-        the hold: low, high); None where the window is too short to bound the median over that many rows."""
-        if a in self._bounds:
-            return self._bounds[a]
-        s = self.sorted_window(a)
-        k = b - a - 1
-        lo, hi = (self.nw - 1) // 2 - k, self.nw // 2 + k
-        found = None
-        if lo >= 0 and hi < len(s):
-            union = sorted(self.vals[self.nw + a + 1: self.nw + self.nh + b])
-            j = (self.nh - 1) // 2
-            found = s[lo], s[hi], union[j], union[j + k]
-        self._bounds[a] = found
+        the hold: low, high), each from the sorted union of those rows' windows (holds): the j-th smallest of a
+        subset lies between the union's j-th and its (j + the values the subset leaves out)-th."""
+        found = self._bounds.get((a, b))
+        if found is None:
+            wins = sorted(self.vals[a + 1: b + self.nw])
+            holds = sorted(self.vals[self.nw + a + 1: self.nw + self.nh + b])
+            more, j = b - a - 1, (self.nh - 1) // 2
+            found = self._bounds[(a, b)] = (wins[(self.nw - 1) // 2], wins[self.nw // 2 + more], holds[j],
+                                            holds[j + more])
         return found
+
+    def holds(self, test: Callable[[int, int], bool]) -> bool:
+        """``test(a, b)`` on the whole block, or else on each segment of it."""
+        n = len(self.vals) - self.nw - self.nh
+        return test(0, n) or all(test(a, b) for a, b in self.segments)
 
     def floor(self, d: LevelDetector, steps: Sequence[int], upto: int) -> tuple[float, int]:
         """The detector's floor (and the step it was set at) after rows [0, upto)."""
@@ -258,29 +262,31 @@ def _reward(d: Detector, xs: list[float], steps: Sequence[int], memo: dict[str, 
     lv = _steady(d, xs, memo)
     if lv is None:
         return None
-    c = d.cfg
+    c, n = d.cfg, len(xs)
     k = c.clear_frac * c.reward_rel_drop
     peak, peak_sigma, peak_at, peak_floor = d.peak, d.peak_sigma, d.peak_at, d.peak_floor
-    for a, b in lv.segments:
-        found = lv.bounds(a, b)
-        if found is None:
-            return None
-        mlo, mhi, cur_lo, _ = found
-        peak_lo = peak
-        if not mhi < peak:  # a median may pass the peak: each row's, exactly (its window kept sorted row to row)
-            ordered = list(lv.sorted_window(a))
-            for i in range(a, b):
-                if i > a:
-                    del ordered[bisect_left(ordered, lv.vals[i])]
-                    insort(ordered, lv.vals[i + lv.nw])
-                m = sorted_median(ordered)
-                if m > peak or (m == peak and still(peak_sigma, m)):
-                    peak, peak_sigma, peak_at = m, robust_sigma(lv.window(i), ordered, m, d.win.gap, False), steps[i]
-                    peak_floor = lv.floor(d, steps, i + 1)[0]
+    peaks = [peak] * n  # the peak each row reads
+    if not lv.bounds(0, n)[1] < peak:  # a median may pass the peak: each row's, exactly (kept sorted row to row)
+        ordered = list(lv.sorted_window(0))
+        for i in range(n):
+            if i:
+                del ordered[bisect_left(ordered, lv.vals[i])]
+                insort(ordered, lv.vals[i + lv.nw])
+            m = sorted_median(ordered)
+            if m > peak or (m == peak and still(peak_sigma, m)):
+                peak, peak_sigma, peak_at = m, robust_sigma(lv.window(i), ordered, m, d.win.gap, False), steps[i]
+                peak_floor = lv.floor(d, steps, i + 1)[0]
+            peaks[i] = peak
+
+    def quiet(a: int, b: int) -> bool:
         # no drop from the window's median, nor from the peak, reaches the level's clear share (the cheap test)
-        if not (mlo > 0 and peak_lo > 0 and mhi - cur_lo <= k * mlo and peak - cur_lo <= k * peak_lo):
-            return None
-    floor = lv.floor(d, steps, len(xs))
+        mlo, mhi, cur_lo, _ = lv.bounds(a, b)
+        lo, hi = peaks[a], peaks[b - 1]
+        return mlo > 0 and lo > 0 and mhi - cur_lo <= k * mlo and hi - cur_lo <= k * lo
+
+    if not lv.holds(quiet):
+        return None
+    floor = lv.floor(d, steps, n)
 
     def commit() -> None:
         _commit_levels(d, lv, steps, floor)
@@ -295,15 +301,14 @@ def _entropy_collapse(d: Detector, xs: list[float], steps: Sequence[int], memo: 
     if lv is None or d.early is None:
         return None
     c, early = d.cfg, d.early
-    for a, b in lv.segments:
-        found = lv.bounds(a, b)
-        if found is None:
-            return None
-        _, mhi, cur_lo, _ = found
-        if early > 0 and cur_lo < c.entropy_frac_early * early / c.clear_frac:
-            return None
-        if mhi > 0 and cur_lo < c.entropy_frac_recent * mhi / c.clear_frac:
-            return None
+
+    def quiet(a: int, b: int) -> bool:
+        _, mhi, cur_lo, _ = lv.bounds(a, b)
+        return ((early <= 0 or not cur_lo < c.entropy_frac_early * early / c.clear_frac)
+                and (mhi <= 0 or not cur_lo < c.entropy_frac_recent * mhi / c.clear_frac))
+
+    if not lv.holds(quiet):
+        return None
     floor = lv.floor(d, steps, len(xs))
 
     def commit() -> None:
@@ -318,16 +323,20 @@ def _rise(d: Detector, xs: list[float], steps: Sequence[int], memo: dict[str, An
     hold = d.cfg.hold
     if lv is None or (isinstance(d, EntropyRise) and d.early is None) or hold <= 0:
         return None
-    # the rows that sample the window's median, and the lowest level as each row reads it
+    # the rows that sample the window's median, and the lowest level each row reads
     samples = [(i, sorted_median(lv.sorted_window(i))) for i in range(len(xs)) if (d.run + i) % hold == 0]
-    base, at, thr = d.base, 0, d.cfg.clear_frac * d.factor()
-    for a, b in lv.segments:
-        while at < len(samples) and samples[at][0] < b:
-            base = min(base, samples[at][1])
-            at += 1
-        found = lv.bounds(a, b)
-        if found is None or not (base > 0 and found[3] <= thr * base):
-            return None
+    bases, base = [], d.base
+    for i, m in samples:
+        base = min(base, m)
+        bases.append((i, base))
+    thr = d.cfg.clear_frac * d.factor()
+
+    def quiet(a: int, b: int) -> bool:
+        low = min([d.base, *(v for i, v in bases if i < b)])  # (the lowest any row of them reads)
+        return low > 0 and lv.bounds(a, b)[3] <= thr * low
+
+    if not lv.holds(quiet):
+        return None
     floor = lv.floor(d, steps, len(xs))
 
     def commit() -> None:

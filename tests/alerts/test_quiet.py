@@ -42,7 +42,7 @@ def rows_only(monkeypatch: pytest.MonkeyPatch) -> Callable[[Callable[[], Any]], 
 
     def call(f: Callable[[], Any]) -> Any:
         with monkeypatch.context() as m:
-            m.setattr(quiet, "BLOCK", 10**9)
+            m.setattr(quiet, "MIN_ROWS", 10**9)
             return f()
 
     return call
