@@ -53,10 +53,7 @@ def advance(dets: Sequence[Detector], xs: list[float], steps: Sequence[int]) -> 
     """For each of ``dets`` (one column's detectors), how to advance it over ``xs`` (the column's values at
     ``steps``, every one finite) when none of those rows raises or notes anything in it; None for a detector where
     that cannot be shown (fed row by row). Nothing is changed until a returned commit runs."""
-    memo: dict[str, Any] = {}
-    rise = next((d for d in dets if isinstance(d, Rise)), None)
-    if rise is not None and rise.cfg.hold > 0:  # the column's level segments start at its samples' rows
-        memo["phase"] = (-rise.run) % rise.cfg.hold
+    memo: dict[str, Any] = {}  # (what the column's detectors share: its level detectors' windows)
     out: list[Commit | None] = []
     for d in dets:
         q = QUIET.get(type(d))
@@ -132,16 +129,17 @@ def _tail_scale(win: Window, tail: Tail, xs: list[float], gap: float, diffs: lis
     # the rows that resample the scale, each with the tested rows before it in the block
     refresh = {tested[p]: p for p in range((-age) % Tail.REFRESH, len(tested), Tail.REFRESH)}
     starts = _spaced(sorted({0, *refresh}), len(xs))
+    seen = 0  # the rows of diffs taken into gap
     for a, b in zip(starts, [*starts[1:], len(xs)], strict=True):
         s = win.ordered if a == 0 else sorted(vals[a:a + n])
         if a in refresh:
-            m = sorted_median(s)
-            g = gap if diffs is None else min(gap, min(filter(None, diffs[:a]), default=math.inf))
-            scale = Tail.smoothed(scale, robust_sigma(vals[a:a + n], s, m, g, True), age + refresh[a])
+            if diffs is not None:  # the resolution as row a's test reads it
+                gap = min(gap, min(filter(None, diffs[seen:a]), default=math.inf))
+                seen = a
+            scale = Tail.smoothed(scale, robust_sigma(vals[a:a + n], s, sorted_median(s), gap, True), age + refresh[a])
         k = b - a - 1
-        mlo, mhi = s[lo - k], s[hi + k]
         seg = xs[a:b] if cut is None else [x for x in xs[a:b] if x > cut]
-        if seg and max(max(seg) - mlo, mhi - min(seg)) / scale > top:
+        if seg and max(max(seg) - s[lo - k], s[hi + k] - min(seg)) / scale > top:
             return None
     return scale
 
@@ -192,13 +190,14 @@ class _Levels:
     """A level detector's hold and window over a block: row i's hold and window, and bounds over a segment (one
     for the column's level detectors: their holds and windows hold the same values)."""
 
-    def __init__(self, vals: list[float], nw: int, nh: int, phase: int) -> None:
+    def __init__(self, vals: list[float], nw: int, nh: int) -> None:
         self.vals, self.nw, self.nh = vals, nw, nh
         n = len(vals) - nw - nh
-        starts = sorted({0, *range(phase % SEG, n, SEG)})
-        self.segments = list(zip(starts, [*starts[1:], n], strict=True))
+        # bounds are tried over the whole block, else over shorter spans (tighter: fewer values left out)
+        self.tiers = [[(a, min(a + size, n)) for a in range(0, n, size)] for size in (n, 25, SEG)]
         self._sorted: dict[int, list[float]] = {}
         self._bounds: dict[tuple[int, int], tuple[float, float, float, float]] = {}
+        self._wins: dict[tuple[int, int], list[float]] = {}
 
     def window(self, i: int) -> list[float]:
         """Row i's window (after its hold gave its oldest value to it)."""
@@ -216,17 +215,26 @@ class _Levels:
         subset lies between the union's j-th and its (j + the values the subset leaves out)-th."""
         found = self._bounds.get((a, b))
         if found is None:
-            wins = sorted(self.vals[a + 1: b + self.nw])
+            wins = self._union(a, b)
             holds = sorted(self.vals[self.nw + a + 1: self.nw + self.nh + b])
             more, j = b - a - 1, (self.nh - 1) // 2
             found = self._bounds[(a, b)] = (wins[(self.nw - 1) // 2], wins[self.nw // 2 + more], holds[j],
                                             holds[j + more])
         return found
 
+    def _union(self, a: int, b: int) -> list[float]:
+        u = self._wins.get((a, b))
+        if u is None:
+            u = self._wins[(a, b)] = sorted(self.vals[a + 1: b + self.nw])
+        return u
+
+    def median_high(self, a: int, b: int) -> float:
+        """The bound above the window's median over rows [a, b) (as :meth:`bounds`, alone)."""
+        return self._union(a, b)[self.nw // 2 + b - a - 1]
+
     def holds(self, test: Callable[[int, int], bool]) -> bool:
-        """``test(a, b)`` on the whole block, or else on each segment of it."""
-        n = len(self.vals) - self.nw - self.nh
-        return test(0, n) or all(test(a, b) for a, b in self.segments)
+        """``test(a, b)`` over every span of the whole block, or else of one of the finer tiers of spans."""
+        return any(all(test(a, b) for a, b in spans) for spans in self.tiers)
 
     def floor(self, d: LevelDetector, steps: Sequence[int], upto: int) -> tuple[float, int]:
         """The detector's floor (and the step it was set at) after rows [0, upto)."""
@@ -245,7 +253,7 @@ def _steady(d: LevelDetector, xs: list[float], memo: dict[str, Any]) -> _Levels 
         return lv
     if _negative_zero(vals):
         return None
-    lv = memo["levels"] = _Levels(vals, nw, nh, memo.get("phase", 0))
+    lv = memo["levels"] = _Levels(vals, nw, nh)
     return lv
 
 
@@ -266,10 +274,13 @@ def _reward(d: Detector, xs: list[float], steps: Sequence[int], memo: dict[str, 
     k = c.clear_frac * c.reward_rel_drop
     peak, peak_sigma, peak_at, peak_floor = d.peak, d.peak_sigma, d.peak_at, d.peak_floor
     peaks = [peak] * n  # the peak each row reads
-    if not lv.bounds(0, n)[1] < peak:  # a median may pass the peak: each row's, exactly (kept sorted row to row)
-        ordered = list(lv.sorted_window(0))
-        for i in range(n):
-            if i:
+    for a, b in lv.tiers[1]:
+        if lv.median_high(a, b) < peak:
+            peaks[a:b] = [peak] * (b - a)
+            continue
+        ordered = list(lv.sorted_window(a))  # a median may pass the peak: each row's, exactly (kept sorted)
+        for i in range(a, b):
+            if i > a:
                 del ordered[bisect_left(ordered, lv.vals[i])]
                 insort(ordered, lv.vals[i + lv.nw])
             m = sorted_median(ordered)

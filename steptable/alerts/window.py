@@ -8,8 +8,6 @@ from abc import ABC, abstractmethod
 from bisect import bisect_left, insort
 from collections import deque
 from collections.abc import Iterable
-from itertools import repeat
-from operator import sub
 
 from steptable.alerts.rules import Alert, AlertConfig, Level
 
@@ -27,11 +25,11 @@ def sorted_median(s: list[float]) -> float:
 def robust_sigma(values: Iterable[float], ordered: list[float], m: float, gap: float, spread: bool) -> float:
     """:meth:`Window.sigma` of a window holding ``values`` (in order of arrival; ``ordered`` the same sorted) whose
     column's resolution is ``gap``."""
-    # |x - m| of each, from the sorted values (falling, then rising: a quick sort), in C
-    devs: list[float] = sorted(map(abs, map(sub, ordered, repeat(m))))
+    # |x - m| of each, from the sorted values (falling, then rising: a quick sort)
+    devs = sorted([abs(x - m) for x in ordered])
     mad = sorted_median(devs)
     if mad == 0 and devs:  # over half the window sits on one value (a two-level signal): mean deviation
-        devs = list(map(abs, map(sub, values, repeat(m))))  # (summed in the order of arrival)
+        devs = [abs(x - m) for x in values]  # (summed in the order of arrival)
         mad = 0.8453 * sum(devs) / len(devs)  # sigma = 1.2533 x mean deviation on normal data: 1.2533 / 1.4826
     upper = 0.0
     n = len(ordered)
