@@ -124,23 +124,28 @@ class AlertEngine:
             if dets is None:
                 return None
             found += zip(dets, [xs[key]] * len(dets), quiet.advance(dets, xs[key], steps), strict=True)
+        together: set[int] = set()  # fed row by row in the engine's order, every row of the block
         if any(c is None and isinstance(d, Flat) and d.gate == self._grad_still for d, _, c in found):
-            # a loss's flat test asks the grad norm's at its rows: both go row by row
-            found = [(d, v, None if isinstance(d, Flat) and d.key == self._bound.get("grad_norm") else c)
-                     for d, v, c in found]
-        for _, _, commit in found:
-            if commit is not None:
-                commit()
+            # a loss's flat test asks the grad norm's at its rows
+            grad = self._dets.get(("grad_norm", self._bound.get("grad_norm", "")), ())
+            together = {id(d) for d, _, c in found if isinstance(d, Flat) and (c is None or d in grad)}
         if clock:
             self._dts.shift(clock[0])
             self._stalled, self._last_wall = False, clock[1]
         self._last_step = steps[-1]
-        slow = [(d, v) for d, v, c in found if c is None]
-        out: list[Alert] = []
-        if slow:
-            for i, step in enumerate(steps):  # (every cell finite: no non-finite alerts to merge)
-                out += [a for d, v in slow if (a := d.feed(step, v[i])) is not None]
-        return out
+        out: list[tuple[int, int, Alert]] = []  # (row, the detector's place in the engine's order, alert)
+        rows: list[tuple[int, Detector, list[float]]] = []
+        for at, (d, v, commit) in enumerate(found):
+            if id(d) in together:
+                rows.append((at, d, v))
+            elif commit is not None:
+                commit()
+            else:  # in bulk where shorter stretches are quiet, else row by row
+                quiet.piecewise(d, v, steps, lambda i, a, at=at: out.append((i, at, a)))
+        for i, step in enumerate(steps if rows else ()):
+            out += [(i, at, a) for at, d, v in rows if (a := d.feed(step, v[i])) is not None]
+        # (every cell finite: no non-finite alerts to merge)
+        return [a for _, _, a in sorted(out, key=lambda t: t[:2])]
 
     def _quiet_clock(self, walls: Sequence[Any] | None, n: int) -> tuple[list[float], float] | tuple[()] | None:
         """The row intervals ``walls`` add and the last wall time, when every row moves the clock on and none by

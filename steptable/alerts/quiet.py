@@ -20,15 +20,18 @@ from typing import Any
 
 from steptable.alerts.detectors import Flat, GradSpike, KLBlowup, NonFinite, Saturation, Spike
 from steptable.alerts.levels import EntropyCollapse, EntropyRise, GradRise, LevelDetector, RewardCollapse, Rise
+from steptable.alerts.rules import Alert
 from steptable.alerts.window import Detector, Tail, Window, robust_sigma, sorted_median, still
 
 Commit = Callable[[], None]
 #: rows a bound anchored on one exact window covers (more rows, looser bounds)
 SEG = 10
-#: rows a stored history is fed in bulk at a time, where they are quiet ...
-BLOCK = 200
-#: ... and the fewest worth it (a shorter block, as the end of a chunk, is fed row by row)
+#: rows a stored history is fed in bulk at a time, where they are quiet (the app's scanner feeds 250 at a time) ...
+BLOCK = 250
+#: ... and the fewest worth it (a shorter block, as the end of a history, is fed row by row)
 MIN_ROWS = SEG
+#: the rows a detector that is not quiet over a whole block tries in bulk at a time
+PIECE = 50
 
 
 def floats(cells: Sequence[Any]) -> list[float] | None:
@@ -60,6 +63,21 @@ def advance(dets: Sequence[Detector], xs: list[float], steps: Sequence[int]) -> 
         # (an episode said and not re-armed: its clear rows are counted row by row)
         out.append(q(d, xs, steps, memo) if q is not None and d.latch.level is None else None)
     return out
+
+
+def piecewise(d: Detector, xs: list[float], steps: Sequence[int], said: Callable[[int, Alert], object]) -> None:
+    """Feed ``d`` the rows (``xs`` at ``steps``, every one finite): in bulk PIECE rows at a time where those are
+    quiet, else row by row; ``said(row, alert)`` for each alert."""
+    q = QUIET.get(type(d))
+    for a in range(0, len(xs), PIECE):
+        b = min(a + PIECE, len(xs))
+        commit = q(d, xs[a:b], steps[a:b], {}) if q is not None and d.latch.level is None else None
+        if commit is not None:
+            commit()
+            continue
+        for i in range(a, b):
+            if (found := d.feed(steps[i], xs[i])) is not None:
+                said(i, found)
 
 
 def _nonfinite(d: Detector, xs: list[float], steps: Sequence[int], memo: dict[str, Any]) -> Commit | None:
