@@ -141,7 +141,7 @@ class AlertEngine:
             elif commit is not None:
                 commit()
             else:  # in bulk where shorter stretches are quiet, else row by row
-                quiet.piecewise(d, v, steps, lambda i, a, at=at: out.append((i, at, a)))
+                out += [(i, at, a) for i, a in quiet.piecewise(d, v, steps)]
         for i, step in enumerate(steps if rows else ()):
             out += [(i, at, a) for at, d, v in rows if (a := d.feed(step, v[i])) is not None]
         # (every cell finite: no non-finite alerts to merge)
@@ -365,7 +365,8 @@ def feed_columns(eng: AlertEngine, store: Any, cols: Sequence[tuple[str, Sequenc
     value = store.value
     out: list[Alert] = []
     for a, b in _blocks(start, stop):
-        if b - a >= quiet.MIN_ROWS and (got := _block(eng, cols, steps, walls, a - base, b - base, resumes)) is not None:
+        got = _block(eng, cols, steps, walls, a - base, b - base, resumes) if b - a >= quiet.MIN_ROWS else None
+        if got is not None:
             out += got
             continue
         for i in range(a, b):
@@ -422,7 +423,8 @@ def scan(
     cols = [(k, col) for k, col in columns.items() if k in wanted]
     out: list[Alert] = []
     for a, b in _blocks(0, len(steps)):
-        if b - a >= quiet.MIN_ROWS and (got := _block(eng, cols, steps, wall_times, a, b, resumes)) is not None:
+        got = _block(eng, cols, steps, wall_times, a, b, resumes) if b - a >= quiet.MIN_ROWS else None
+        if got is not None:
             out += got
             continue
         for i in range(a, b):

@@ -65,19 +65,19 @@ def advance(dets: Sequence[Detector], xs: list[float], steps: Sequence[int]) -> 
     return out
 
 
-def piecewise(d: Detector, xs: list[float], steps: Sequence[int], said: Callable[[int, Alert], object]) -> None:
+def piecewise(d: Detector, xs: list[float], steps: Sequence[int]) -> list[tuple[int, Alert]]:
     """Feed ``d`` the rows (``xs`` at ``steps``, every one finite): in bulk PIECE rows at a time where those are
-    quiet, else row by row; ``said(row, alert)`` for each alert."""
+    quiet, else row by row; (row, alert) for each alert."""
     q = QUIET.get(type(d))
+    out: list[tuple[int, Alert]] = []
     for a in range(0, len(xs), PIECE):
         b = min(a + PIECE, len(xs))
         commit = q(d, xs[a:b], steps[a:b], {}) if q is not None and d.latch.level is None else None
         if commit is not None:
             commit()
             continue
-        for i in range(a, b):
-            if (found := d.feed(steps[i], xs[i])) is not None:
-                said(i, found)
+        out += [(i, found) for i in range(a, b) if (found := d.feed(steps[i], xs[i])) is not None]
+    return out
 
 
 def _nonfinite(d: Detector, xs: list[float], steps: Sequence[int], memo: dict[str, Any]) -> Commit | None:

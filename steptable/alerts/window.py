@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
-from bisect import bisect_left, insort
+from bisect import bisect_left, bisect_right, insort
 from collections import deque
 from collections.abc import Iterable
 
@@ -25,10 +25,10 @@ def sorted_median(s: list[float]) -> float:
 def robust_sigma(values: Iterable[float], ordered: list[float], m: float, gap: float, spread: bool) -> float:
     """:meth:`Window.sigma` of a window holding ``values`` (in order of arrival; ``ordered`` the same sorted) whose
     column's resolution is ``gap``."""
-    # |x - m| of each, from the sorted values (falling, then rising: a quick sort)
-    devs = sorted([abs(x - m) for x in ordered])
-    mad = sorted_median(devs)
-    if mad == 0 and devs:  # over half the window sits on one value (a two-level signal): mean deviation
+    if not ordered:
+        raise ValueError("the sigma of an empty window")
+    mad = _mad(ordered, m) if m - m == 0 else sorted_median(sorted([abs(x - m) for x in ordered]))
+    if mad == 0:  # over half the window sits on one value (a two-level signal): mean deviation
         devs = [abs(x - m) for x in values]  # (summed in the order of arrival)
         mad = 0.8453 * sum(devs) / len(devs)  # sigma = 1.2533 x mean deviation on normal data: 1.2533 / 1.4826
     upper = 0.0
@@ -37,6 +37,31 @@ def robust_sigma(values: Iterable[float], ordered: list[float], m: float, gap: f
         upper = (ordered[round(0.9 * (n - 1))] - m) / 1.2816
     res = gap / 2 if gap < math.inf else 0.0
     return max(_MAD_SIGMA * mad, upper, res, 1e-9 * max(1.0, abs(m)))
+
+
+def _mad(s: list[float], m: float) -> float:
+    """The median of |x - m| over the sorted list ``s`` (m finite), without computing each: those at or below m,
+    m - x, rise from m down; those above, x - m, rise from m up; the middle of the two rising runs together is
+    found by bisection on how many come from the first."""
+    h = bisect_right(s, m)
+    p, q = h, len(s) - h
+    k = (p + q - 1) // 2  # the lower middle
+    lo, hi = max(0, k + 1 - q), min(k + 1, p)
+    while lo < hi:  # i from below and k + 1 - i from above make the k + 1 smallest
+        i = (lo + hi) >> 1
+        if m - s[h - 1 - i] < s[h + k - i] - m:
+            lo = i + 1
+        else:
+            hi = i
+    i, j = lo, k + 1 - lo
+    below = m - s[h - i] if i else -math.inf
+    above = s[h + j - 1] - m if j else -math.inf
+    kth = below if below > above else above
+    if (p + q) % 2:
+        return kth
+    below = m - s[h - 1 - i] if i < p else math.inf
+    above = s[h + j] - m if j < q else math.inf
+    return (kth + (below if below < above else above)) / 2
 
 
 class Window(deque[float]):
