@@ -192,10 +192,11 @@ def _kl(d: Detector, xs: list[float], steps: Sequence[int], memo: dict[str, Any]
     if max(xs) > c.kl_jump_min:  # rows tested (a median of 0 skips the test: every one > 0 here)
         if not min(w.ordered[0], *xs) > 0:
             return None
-        found = _tail_scale(w, d.tail, xs, w.gap, None, c.kl_jump_min)
+        every = min(xs) > c.kl_jump_min
+        found = _tail_scale(w, d.tail, xs, w.gap, None, None if every else c.kl_jump_min)
         if found is None:
             return None
-        scale, age = found, age + sum(1 for x in xs if x > c.kl_jump_min)
+        scale, age = found, age + (len(xs) if every else sum(1 for x in xs if x > c.kl_jump_min))
 
     def commit() -> None:
         w.shift(xs)
