@@ -1,7 +1,8 @@
 """Alert detectors over a run's per-step columns: pure, stdlib only, one ASCII line per alert.
 
 The StepLogger and ``steptable tail --alerts-only`` stream rows through :meth:`AlertEngine.update`; the app and the
-summary replay a stored run with :func:`scan` (same rows, same alerts).
+summary replay a stored run with :func:`scan` / :func:`feed_columns` (same rows, same alerts), which feed its quiet
+stretches in bulk (:meth:`AlertEngine.feed_block`, steptable.alerts.quiet).
 
 Each detector fires once per episode: when its condition starts; silent while it holds; re-armed after
 ``AlertConfig.rearm`` clear rows where the column was present (a row without the key tells a detector nothing).
@@ -148,8 +149,8 @@ class AlertEngine:
         return [a for _, _, a in sorted(out, key=lambda t: t[:2])]
 
     def _quiet_clock(self, walls: Sequence[Any] | None, n: int) -> tuple[list[float], float] | tuple[()] | None:
-        """The row intervals ``walls`` add and the last wall time, when every row moves the clock on and none by
-        more than the stall threshold (no stall is said, no pause noted); () for rows without a clock; None
+        """The row intervals ``walls`` add and the last wall time, when no row puts the clock back and none moves it
+        on by more than the stall threshold (no stall is said, no pause noted); () for rows without a clock; None
         otherwise."""
         if walls is None or all(t is None or t != t for t in walls):
             return ()
@@ -157,7 +158,9 @@ class AlertEngine:
         if ts is None or len(ts) != n or self._last_wall is None:
             return None
         gaps = list(map(sub, ts, [self._last_wall, *ts[:-1]]))
-        return (gaps, ts[-1]) if min(gaps) > 0 and max(gaps) <= self.config.stall_min_s else None
+        if min(gaps) < 0 or max(gaps) > self.config.stall_min_s:
+            return None
+        return [g for g in gaps if g > 0], ts[-1]  # (a row at the same time adds no interval)
 
     def _plan(self, row: Mapping[str, Any]) -> list[tuple[str, str, tuple[type[Detector], ...]]]:
         """(role, key, detector classes) for each watched key of ``row``, in the role table's order. Rows of a run

@@ -2,12 +2,14 @@
 advances every detector's state over it at once (windows shifted, run counts added, the tail's scale resampled at
 its rows) instead of one call per detector per row. Pure, stdlib only.
 
-The proofs use bounds, never the rows' own statistics: a window's median over the next k rows lies between the
-order statistics k places either side of the middle of the window it starts from (k values leave, k arrive); a low
-median of ``hold`` values lies between the same order statistic of their union and the one k places above. Every
-comparison a detector makes is monotone in the bounded quantity and evaluated with the detector's own expression,
-so a block passes only where each row would give the same outcome row by row. Anything else (an episode going on,
-a non-finite or absent cell, a resume, a clock gap, a detector not known here) is left to the row-by-row path.
+The proofs use bounds, never the rows' own statistics: the j-th smallest of k + 1 consecutive windows lies
+between the j-th smallest of their union and the one k places above (a window's median over the next rows, a hold's
+low median), or of the first of them and those k places either side (k values leave, k arrive). Every comparison a
+detector makes is monotone in the bounded quantity and evaluated with the detector's own expression, so a block
+passes only where each row would give the same outcome row by row; what a row sets exactly (the tail's scale every
+10 rows, a reward's peak, a rise's sampled medians) is computed exactly, at those rows only. Anything else (an
+episode going on, a non-finite or absent cell, a resume, a clock gap, a detector not known here) is left to the
+row-by-row path: tests/alerts/test_quiet.py holds the two to the same alerts and the same state.
 """
 
 from __future__ import annotations
@@ -290,7 +292,9 @@ def _reward(d: Detector, xs: list[float], steps: Sequence[int], memo: dict[str, 
     if lv is None:
         return None
     c, n = d.cfg, len(xs)
-    k = c.clear_frac * c.reward_rel_drop
+    k = c.reward_rel_drop  # (the share past which a drop is said: below it _drop returns nothing, near or not)
+    if k < 0:
+        return None
     peak, peak_sigma, peak_at, peak_floor = d.peak, d.peak_sigma, d.peak_at, d.peak_floor
     peaks = [peak] * n  # the peak each row reads
     for a, b in lv.tiers[1]:
@@ -331,11 +335,14 @@ def _entropy_collapse(d: Detector, xs: list[float], steps: Sequence[int], memo: 
     if lv is None or d.early is None:
         return None
     c, early = d.cfg, d.early
+    if c.entropy_frac_recent < 0:
+        return None
 
     def quiet(a: int, b: int) -> bool:
         _, mhi, cur_lo, _ = lv.bounds(a, b)
-        return ((early <= 0 or not cur_lo < c.entropy_frac_early * early / c.clear_frac)
-                and (mhi <= 0 or not cur_lo < c.entropy_frac_recent * mhi / c.clear_frac))
+        # (the shares past which the detector says something: inside them it returns nothing, near or not)
+        return ((early <= 0 or not cur_lo < c.entropy_frac_early * early)
+                and (mhi <= 0 or not cur_lo < c.entropy_frac_recent * mhi))
 
     if not lv.holds(quiet):
         return None
@@ -359,7 +366,9 @@ def _rise(d: Detector, xs: list[float], steps: Sequence[int], memo: dict[str, An
     for i, m in samples:
         base = min(base, m)
         bases.append((i, base))
-    thr = d.cfg.clear_frac * d.factor()
+    thr = d.factor()  # (below it the detector returns nothing, near or not)
+    if thr < 0:
+        return None
 
     def quiet(a: int, b: int) -> bool:
         low = min([d.base, *(v for i, v in bases if i < b)])  # (the lowest any row of them reads)

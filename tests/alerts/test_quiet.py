@@ -205,6 +205,16 @@ def test_clock_gaps_and_resumes(rows_only: Callable[[Callable[[], Any]], Any]) -
         assert any(a.kind == "stall" for a in slow)
 
 
+@pytest.mark.parametrize("clock", ["one time for every row", "a clock that goes back", "repeated times"])
+def test_clocks_that_do_not_move_on(clock: str, rows_only: Callable[[Callable[[], Any]], Any]) -> None:
+    """A store without a clock reads its file's time for every row; a clock put back; rows logged at one time."""
+    walls = {"one time for every row": [1.8e9] * 1500,
+             "a clock that goes back": [1000.0 + 10 * i - (500 if i >= 700 else 0) for i in range(1500)],
+             "repeated times": [1000.0 + 10 * (i // 3) for i in range(1500)]}[clock]
+    fast, slow = both(rows_only, list(range(1500)), _base(), walls, now=walls[-1] + 5000)
+    assert fast == slow
+
+
 def test_store_and_scanner(rows_only: Callable[[Callable[[], Any]], Any]) -> None:
     """The app's path: a RunStore (numeric columns padded with NaN where a row lacks the key) through the
     scanner's feed, a chunk at a time."""
