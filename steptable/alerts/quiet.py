@@ -253,9 +253,10 @@ class _Levels:
         """The bound above the window's median over rows [a, b) (as :meth:`bounds`, alone)."""
         return self._union(a, b)[self.nw // 2 + b - a - 1]
 
-    def holds(self, test: Callable[[int, int], bool]) -> bool:
-        """``test(a, b)`` over every span of the whole block, or else of one of the finer tiers of spans."""
-        return any(all(test(a, b) for a, b in spans) for spans in self.tiers)
+    def holds(self, test: Callable[[int, int], bool], tier: int = 0) -> bool:
+        """``test(a, b)`` over every span of the whole block, or else of one of the finer tiers of spans (from
+        ``tier`` on)."""
+        return any(all(test(a, b) for a, b in spans) for spans in self.tiers[tier:])
 
     def floor(self, d: LevelDetector, steps: Sequence[int], upto: int) -> tuple[float, int]:
         """The detector's floor (and the step it was set at) after rows [0, upto)."""
@@ -318,7 +319,7 @@ def _reward(d: Detector, xs: list[float], steps: Sequence[int], memo: dict[str, 
         lo, hi = peaks[a], peaks[b - 1]
         return mlo > 0 and lo > 0 and mhi - cur_lo <= k * mlo and hi - cur_lo <= k * lo
 
-    if not lv.holds(quiet):
+    if not lv.holds(quiet, 1):  # (from the spans the peak was checked over: their windows are sorted)
         return None
     floor = lv.floor(d, steps, n)
 
