@@ -49,6 +49,22 @@ def floats(cells: Sequence[Any]) -> list[float] | None:
     return xs
 
 
+def unfit(cells: Sequence[Any], n: int) -> list[int]:
+    """The rows of ``n`` whose cell (``cells``, fewer where a column ends early) :func:`floats` does not take."""
+    if len(cells) == n and floats(cells) is not None:
+        return []
+    out = list(range(len(cells), n))
+    for j, v in enumerate(cells):
+        try:
+            x = float(v)
+        except (TypeError, ValueError, OverflowError):
+            out.append(j)
+            continue
+        if x - x != 0:
+            out.append(j)
+    return out
+
+
 def _negative_zero(values: list[float]) -> bool:
     # a sorted list and one kept by insort may order 0.0 and -0.0 differently: leave those to the rows
     return 0.0 in values and any(v == 0 and math.copysign(1.0, v) < 0 for v in values)

@@ -92,6 +92,22 @@ def test_quiet_blocks_are_taken(monkeypatch: pytest.MonkeyPatch) -> None:
     assert len(taken) > 300 and sum(taken) > 0.8 * len(taken)
 
 
+def test_quiet_blocks_between_eval_rows(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rows without the training keys split the blocks: the stretches between them are still fed in bulk."""
+    cols = _eval_rows(_base(3000))
+    taken: list[bool] = []
+    real = quiet.advance
+
+    def spy(dets: Sequence[Any], xs: list[float], steps: Sequence[int]) -> list[Any]:
+        got = real(dets, xs, steps)
+        taken.extend(c is not None for c in got)
+        return got
+
+    monkeypatch.setattr(quiet, "advance", spy)
+    scan(list(range(3000)), cols, [1000.0 + 10 * i for i in range(3000)])
+    assert len(taken) > 300 and sum(taken) > 0.8 * len(taken)
+
+
 def _state(eng: AlertEngine) -> dict[str, Any]:
     """Every detector's state, comparable (windows as lists with their sorted copies and resolution)."""
     def plain(v: Any) -> Any:
@@ -156,7 +172,13 @@ def _set(cols: Columns, key: str, at: int, values: Sequence[Any]) -> Columns:
     return out
 
 
+def _eval_rows(cols: Columns, every: int = 37) -> Columns:
+    """Every ``every``-th row an evaluation row: none of the training keys (as HF's Trainer logs them)."""
+    return {k: [None if i % every == every - 1 else v for i, v in enumerate(c)] for k, c in cols.items()}
+
+
 HOSTILE: dict[str, Callable[[], Columns]] = {
+    "eval rows among the training rows": lambda: _eval_rows(_set(_base(), "loss", 900, [9.0])),
     "nan in a quiet stretch": lambda: _set(_base(), "loss", 700, [math.nan]),
     "inf and -inf": lambda: _set(_set(_base(), "kl", 600, [math.inf]), "reward", 900, [-math.inf]),
     "a nan run": lambda: _set(_base(), "grad_norm", 500, [math.nan] * 80),
