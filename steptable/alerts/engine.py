@@ -367,7 +367,7 @@ def feed_columns(eng: AlertEngine, store: Any, cols: Sequence[tuple[str, Sequenc
     ``base`` on (copied under the store's lock: the app feeds them outside it)."""
     value = store.value
     out: list[Alert] = []
-    for a, b in _blocks(start, stop, cols, base):
+    for a, b in quiet.blocks(start, stop, cols, base):
         got = _block(eng, cols, steps, walls, a - base, b - base, resumes) if b - a >= quiet.MIN_ROWS else None
         if got is not None:
             out += got
@@ -388,21 +388,6 @@ def feed_columns(eng: AlertEngine, store: Any, cols: Sequence[tuple[str, Sequenc
             elif stalls and wall is not None and math.isfinite(wall):
                 out.extend(eng.check_stall(wall))
             out.extend(eng.update(step, row, wall))
-    return out
-
-
-def _blocks(start: int, stop: int, cols: Sequence[tuple[str, Sequence[Any]]], base: int) -> list[tuple[int, int]]:
-    """``[start, stop)`` in blocks of BLOCK rows, a row with a cell that is not a finite number (absent: an eval
-    row without the training keys; NaN) a block of its own (fed row by row) and the stretches between it blocks."""
-    out: list[tuple[int, int]] = []
-    for a in range(start, stop, quiet.BLOCK):
-        b = min(a + quiet.BLOCK, stop)
-        at = a
-        for i in sorted({j + a for _, c in cols for j in quiet.unfit(c[a - base: b - base], b - a)}):
-            out += [(at, i), (i, i + 1)] if i > at else [(i, i + 1)]
-            at = i + 1
-        if at < b:
-            out.append((at, b))
     return out
 
 
@@ -436,7 +421,7 @@ def scan(
     wanted = eng.config.watched()
     cols = [(k, col) for k, col in columns.items() if k in wanted]
     out: list[Alert] = []
-    for a, b in _blocks(0, len(steps), cols, 0):
+    for a, b in quiet.blocks(0, len(steps), cols, 0):
         got = _block(eng, cols, steps, wall_times, a, b, resumes) if b - a >= quiet.MIN_ROWS else None
         if got is not None:
             out += got

@@ -19,6 +19,7 @@ from steptable.alerts import quiet
 from steptable.alerts.engine import Alert, AlertConfig, AlertEngine, feed_store, scan
 from steptable.ingest.parsed import Parsed
 from steptable.ingest.store import RunStore
+from tests.alerts.helpers import Unfloatable
 from tests.helpers import run_cli
 from tests.trainer_logs import (
     write_generic,
@@ -193,6 +194,7 @@ HOSTILE: dict[str, Callable[[], Columns]] = {
     "fractions": lambda: _set(_base(), "response_length/clip_ratio", 300, [(9, 10)] * 40 + ["1/2"] * 40),
     "gaps (None cells)": lambda: _set(_base(), "entropy", 300, [None] * 120),
     "bools": lambda: {**_base(), "response_length/clip_ratio": [i % 7 == 0 for i in range(1500)]},
+    "a cell whose float() raises": lambda: _set(_base(), "reward", 640, [Unfloatable()]),
     "huge values": lambda: _set(_base(), "kl", 800, [1e308, 1e308, -1e308]),
     "a short column": lambda: {**_base(), "entropy": _noisy(730, 1.0, 0.05, 9)},
     "a spike and a collapse": lambda: _set(_set(_base(), "loss", 800, [9.0]), "reward", 1000, [0.01] * 60),
