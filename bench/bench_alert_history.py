@@ -2,6 +2,7 @@
 
     python bench/bench_alert_history.py                 # 700,000 rows
     python bench/bench_alert_history.py --rows 100000 --no-watch --no-summary
+    python bench/bench_alert_history.py --summary-of /tmp/big/metrics.jsonl   # only that, in CPU seconds
 
 Writes a healthy run (bench_alerts.py's drifting family: loss, grad norm, reward, entropy, KL, clip ratio, a clock)
 of ROWS rows as JSONL, then measures, in this one run:
@@ -104,6 +105,23 @@ def commands(path: Path) -> tuple[float, float]:
                                                                                str(path)])
 
 
+def summary_cpu(path: Path, repeat: int = 3) -> list[tuple[float, float]]:
+    """(CPU seconds of ``steptable summary PATH``, of a stdlib script ``json.loads``-ing each line), as children,
+    ``repeat`` times: wall time on a shared VM counts other people's work."""
+    import resource
+
+    def cpu(cmd: list[str]) -> float:
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        subprocess.run(cmd, check=True, capture_output=True)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+
+    read = "import json, sys\nfor line in open(sys.argv[1]):\n    json.loads(line)\n"
+    return [(cpu([sys.executable, "-m", "steptable", "summary", str(path)]), cpu([sys.executable, "-c", read,
+                                                                                   str(path)]))
+            for _ in range(repeat)]
+
+
 def watch_keys(path: Path, rows: int) -> dict[str, Any]:
     """Key actions in the app while its scanner goes through the history and after (ms, medians of 5)."""
     from bench_app import SIZE, _after_refresh
@@ -155,7 +173,14 @@ def main() -> None:
     ap.add_argument("--rows", type=int, default=700_000)
     ap.add_argument("--no-watch", action="store_true")
     ap.add_argument("--no-summary", action="store_true")
+    ap.add_argument("--summary-of", metavar="PATH", help="only: CPU seconds of `steptable summary PATH` against a "
+                    "stdlib read of it (3 times; e.g. the 148 MB run of bench_long.py)")
     a = ap.parse_args()
+    if a.summary_of:
+        for summ, read in summary_cpu(Path(a.summary_of)):
+            print(f"steptable summary {a.summary_of}: {summ:.2f} s CPU, stdlib read {read:.2f} s: ratio "
+                  f"{summ / read:.2f}x", flush=True)
+        return
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "run" / "metrics.jsonl"
         write_run(path, a.rows)

@@ -64,8 +64,9 @@ class Spike(Detector):
         if len(w) >= c.min_history and moved:
             m = w.median()
             t = self.tail.z(w, x, m)
-            if (x - m > self.min_rel() * abs(m) and (z := (x - m) / w.sigma(m, spread=True)) > c.spike_z
-                    and self.tail.news(t, c.spike_tail)):
+            # (the tail's test before the sigma's: the cheap one first, both pure)
+            if (x - m > self.min_rel() * abs(m) and self.tail.news(t, c.spike_tail)
+                    and (z := (x - m) / w.sigma(m, spread=True)) > c.spike_z):
                 out = "W", f"spike {_f(x)} ({_z(z)} vs median {_f(m)} over {len(w)})"
             else:
                 self.tail.note(t, self.step)
@@ -106,8 +107,8 @@ class KLBlowup(Detector):
         jump = False
         if m > 0:
             t = self.tail.z(w, x, m)
-            jump = (x > c.kl_jump * m and (x - m) / w.sigma(m, spread=True) > c.spike_z
-                    and self.tail.news(t, c.spike_tail))
+            jump = (x > c.kl_jump * m and self.tail.news(t, c.spike_tail)
+                    and (x - m) / w.sigma(m, spread=True) > c.spike_z)
             if not jump:
                 self.tail.note(t, self.step)
         if self.levels and x > c.kl_error:

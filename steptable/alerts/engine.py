@@ -1,7 +1,8 @@
 """Alert detectors over a run's per-step columns: pure, stdlib only, one ASCII line per alert.
 
 The StepLogger and ``steptable tail --alerts-only`` stream rows through :meth:`AlertEngine.update`; the app and the
-summary replay a stored run with :func:`scan` (same rows, same alerts).
+summary replay a stored run with :func:`scan` / :func:`feed_columns` (same rows, same alerts), which feed its quiet
+stretches in bulk (:meth:`AlertEngine.feed_block`, steptable.alerts.quiet).
 
 Each detector fires once per episode: when its condition starts; silent while it holds; re-armed after
 ``AlertConfig.rearm`` clear rows where the column was present (a row without the key tells a detector nothing).
@@ -17,8 +18,10 @@ from __future__ import annotations
 import math
 from collections import deque
 from collections.abc import Collection, Mapping, Sequence
+from operator import sub
 from typing import Any
 
+from steptable.alerts import quiet
 from steptable.alerts.activity import STEP_TIME_KEYS as STEP_TIME_KEYS
 from steptable.alerts.activity import clockless_gap as clockless_gap
 from steptable.alerts.activity import clockless_stall as clockless_stall
@@ -97,6 +100,67 @@ class AlertEngine:
         if self._hack_keys and (a := self._hack_update(step, row)) is not None:
             out.append(a)
         return _merge_nonfinite(out) if len(out) > 1 else out
+
+    def feed_block(self, steps: Sequence[int], cells: Sequence[tuple[str, Sequence[Any]]],
+                   walls: Sequence[Any] | None) -> list[Alert] | None:
+        """Feed the rows ``update(steps[i], {key: cells[i] for each key}, walls[i])`` would and return their
+        alerts, where every cell is a finite number, the clock moves on by less than the stall threshold at each and
+        the rows' keys are planned: each detector that provably raises and notes nothing over them is advanced in
+        bulk (steptable.alerts.quiet), the others fed row by row. None, with nothing fed, otherwise."""
+        plan = self._plans.get(tuple(k for k, _ in cells))
+        if plan is None or self._hack_keys or not steps:
+            return None
+        xs: dict[str, list[float]] = {}
+        for k, c in cells:
+            v = quiet.floats(c)
+            if v is None or len(v) != len(steps):
+                return None
+            xs[k] = v
+        clock = self._quiet_clock(walls, len(steps))
+        if clock is None:
+            return None
+        found: list[tuple[Detector, list[float], quiet.Commit | None]] = []
+        for role, key, _ in plan:
+            dets = self._dets.get((role, key))
+            if dets is None:
+                return None
+            found += zip(dets, [xs[key]] * len(dets), quiet.advance(dets, xs[key], steps), strict=True)
+        together: set[int] = set()  # fed row by row in the engine's order, every row of the block
+        if any(c is None and isinstance(d, Flat) and d.gate == self._grad_still for d, _, c in found):
+            # a loss's flat test asks the grad norm's at its rows
+            grad = self._dets.get(("grad_norm", self._bound.get("grad_norm", "")), ())
+            together = {id(d) for d, _, c in found if isinstance(d, Flat) and (c is None or d in grad)}
+        if clock:
+            self._dts.shift(clock[0])
+            self._stalled, self._last_wall = False, clock[1]
+        self._last_step = steps[-1]
+        out: list[tuple[int, int, Alert]] = []  # (row, the detector's place in the engine's order, alert)
+        rows: list[tuple[int, Detector, list[float]]] = []
+        for at, (d, v, commit) in enumerate(found):
+            if id(d) in together:
+                rows.append((at, d, v))
+            elif commit is not None:
+                commit()
+            else:  # in bulk where shorter stretches are quiet, else row by row
+                out += [(i, at, a) for i, a in quiet.piecewise(d, v, steps)]
+        for i, step in enumerate(steps if rows else ()):
+            out += [(i, at, a) for at, d, v in rows if (a := d.feed(step, v[i])) is not None]
+        # (every cell finite: no non-finite alerts to merge)
+        return [a for _, _, a in sorted(out, key=lambda t: t[:2])]
+
+    def _quiet_clock(self, walls: Sequence[Any] | None, n: int) -> tuple[list[float], float] | tuple[()] | None:
+        """The row intervals ``walls`` add and the last wall time, when no row puts the clock back and none moves it
+        on by more than the stall threshold (no stall is said, no pause noted); () for rows without a clock; None
+        otherwise."""
+        if walls is None or all(t is None or t != t for t in walls):
+            return ()
+        ts = quiet.floats(walls)
+        if ts is None or len(ts) != n or self._last_wall is None:
+            return None
+        gaps = list(map(sub, ts, [self._last_wall, *ts[:-1]]))
+        if min(gaps) < 0 or max(gaps) > self.config.stall_min_s:
+            return None
+        return [g for g in gaps if g > 0], ts[-1]  # (a row at the same time adds no interval)
 
     def _plan(self, row: Mapping[str, Any]) -> list[tuple[str, str, tuple[type[Detector], ...]]]:
         """(role, key, detector classes) for each watched key of ``row``, in the role table's order. Rows of a run
@@ -303,23 +367,39 @@ def feed_columns(eng: AlertEngine, store: Any, cols: Sequence[tuple[str, Sequenc
     ``base`` on (copied under the store's lock: the app feeds them outside it)."""
     value = store.value
     out: list[Alert] = []
-    for i in range(start, stop):
-        j = i - base
-        row = {}
-        for k, c in cols:
-            v = c[j]
-            # Numeric columns pad absent cells with NaN; only a NaN cell asks the store whether it is absent
-            # (a sparse eval column) or a logged NaN (which the non-finite detector must see).
-            if v is None or (v != v and value(i, k) is None):
-                continue
-            row[k] = v
-        step, wall = int(steps[j]), walls[j] if j < len(walls) else None
-        if step in resumes:
-            eng.resumed()
-        elif stalls and wall is not None and math.isfinite(wall):
-            out.extend(eng.check_stall(wall))
-        out.extend(eng.update(step, row, wall))
+    for a, b in quiet.blocks(start, stop, cols, base):
+        got = _block(eng, cols, steps, walls, a - base, b - base, resumes) if b - a >= quiet.MIN_ROWS else None
+        if got is not None:
+            out += got
+            continue
+        for i in range(a, b):
+            j = i - base
+            row = {}
+            for k, c in cols:
+                v = c[j]
+                # Numeric columns pad absent cells with NaN; only a NaN cell asks the store whether it is absent
+                # (a sparse eval column) or a logged NaN (which the non-finite detector must see).
+                if v is None or (v != v and value(i, k) is None):
+                    continue
+                row[k] = v
+            step, wall = int(steps[j]), walls[j] if j < len(walls) else None
+            if step in resumes:
+                eng.resumed()
+            elif stalls and wall is not None and math.isfinite(wall):
+                out.extend(eng.check_stall(wall))
+            out.extend(eng.update(step, row, wall))
     return out
+
+
+def _block(eng: AlertEngine, cols: Sequence[tuple[str, Sequence[Any]]], steps: Sequence[Any],
+           walls: Sequence[Any] | None, a: int, b: int, resumes: Collection[int]) -> list[Alert] | None:
+    """Rows ``[a, b)`` of ``cols`` through :meth:`AlertEngine.feed_block` (None: not fed), unless one is at a
+    resume."""
+    at = [int(s) for s in steps[a:b]]
+    if resumes and any(s in resumes for s in at):
+        return None
+    clock = None if walls is None else [*walls[a:b], *[None] * (b - a - len(walls[a:b]))]
+    return eng.feed_block(at, [(k, c[a:b]) for k, c in cols], clock)
 
 
 def scan(
@@ -341,14 +421,20 @@ def scan(
     wanted = eng.config.watched()
     cols = [(k, col) for k, col in columns.items() if k in wanted]
     out: list[Alert] = []
-    for i, step in enumerate(steps):
-        row = {k: col[i] for k, col in cols if i < len(col) and col[i] is not None}
-        wt = cell_float(wall_times[i]) if wall_times is not None and i < len(wall_times) else None
-        if step in resumes:
-            eng.resumed()
-        elif wt is not None and math.isfinite(wt):
-            out.extend(eng.check_stall(wt))
-        out.extend(eng.update(step, row, wt))
+    for a, b in quiet.blocks(0, len(steps), cols, 0):
+        got = _block(eng, cols, steps, wall_times, a, b, resumes) if b - a >= quiet.MIN_ROWS else None
+        if got is not None:
+            out += got
+            continue
+        for i in range(a, b):
+            step = steps[i]
+            row = {k: col[i] for k, col in cols if i < len(col) and col[i] is not None}
+            wt = cell_float(wall_times[i]) if wall_times is not None and i < len(wall_times) else None
+            if step in resumes:
+                eng.resumed()
+            elif wt is not None and math.isfinite(wt):
+                out.extend(eng.check_stall(wt))
+            out.extend(eng.update(step, row, wt))
     if now is not None:
         out.extend(eng.check_stall(now))
     return out

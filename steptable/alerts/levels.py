@@ -165,12 +165,8 @@ class Rise(LevelDetector):
             return None
         self.run += 1
         if (self.run - 1) % self.cfg.hold == 0:  # the lowest of medians every `hold` rows: the same minimum, cheaper
-            if (m := w.median()) < self.base:
-                before = [v for _, v in list(self.samples)[-PRE_SAMPLES:]]
-                scaled = self.pre * (m / self.base) if math.isfinite(self.base) and self.base > 0 else m
-                self.base, self.pre, self.base_sigma = m, max(scaled, m, *before), w.sigma(m)
-                self.lows.append((self.step, m, self.pre, self.base_sigma))
-            self.samples.append((self.step, m))
+            m = w.median()
+            self.sample(m, lambda: w.sigma(m))
         if not self.base > 0 or cur <= c.clear_frac * self.factor() * self.base:
             return None
         self.near = True
@@ -182,6 +178,15 @@ class Rise(LevelDetector):
         if self.said("W"):
             return "W", ""
         return "W", f"rise to {_f(cur)} (x{_f(cur / self.base)} its lowest level {_f(self.base)}{more})"
+
+    def sample(self, m: float, sigma: Callable[[], float]) -> None:
+        """The window's median ``m`` sampled at this row (``sigma``: the window's robust sigma around it)."""
+        if m < self.base:
+            before = [v for _, v in list(self.samples)[-PRE_SAMPLES:]]
+            scaled = self.pre * (m / self.base) if math.isfinite(self.base) and self.base > 0 else m
+            self.base, self.pre, self.base_sigma = m, max(scaled, m, *before), sigma()
+            self.lows.append((self.step, m, self.pre, self.base_sigma))
+        self.samples.append((self.step, m))
 
     def carry(self, old: Detector, at: int) -> None:
         super().carry(old, at)

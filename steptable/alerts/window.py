@@ -5,14 +5,63 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
-from bisect import bisect_left, insort
+from bisect import bisect_left, bisect_right, insort
 from collections import deque
 from collections.abc import Iterable
-from statistics import median as _median
 
 from steptable.alerts.rules import Alert, AlertConfig, Level
 
 _MAD_SIGMA = 1.4826  # MAD -> sigma for normal noise
+
+
+def sorted_median(s: list[float]) -> float:
+    """The median of the sorted list ``s`` (the mean of the two middle values of an even count)."""
+    n = len(s)
+    if not n:
+        raise ValueError("the median of an empty window")
+    return s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2
+
+
+def robust_sigma(values: Iterable[float], ordered: list[float], m: float, gap: float, spread: bool) -> float:
+    """:meth:`Window.sigma` of a window holding ``values`` (in order of arrival; ``ordered`` the same sorted) whose
+    column's resolution is ``gap``."""
+    if not ordered:
+        raise ValueError("the sigma of an empty window")
+    mad = _mad(ordered, m) if m - m == 0 else sorted_median(sorted([abs(x - m) for x in ordered]))
+    if mad == 0:  # over half the window sits on one value (a two-level signal): mean deviation
+        devs = [abs(x - m) for x in values]  # (summed in the order of arrival)
+        mad = 0.8453 * sum(devs) / len(devs)  # sigma = 1.2533 x mean deviation on normal data: 1.2533 / 1.4826
+    upper = 0.0
+    n = len(ordered)
+    if spread and n >= 10:
+        upper = (ordered[round(0.9 * (n - 1))] - m) / 1.2816
+    res = gap / 2 if gap < math.inf else 0.0
+    return max(_MAD_SIGMA * mad, upper, res, 1e-9 * max(1.0, abs(m)))
+
+
+def _mad(s: list[float], m: float) -> float:
+    """The median of |x - m| over the sorted list ``s`` (m finite), without computing each: those at or below m,
+    m - x, rise from m down; those above, x - m, rise from m up; the middle of the two rising runs together is
+    found by bisection on how many come from the first."""
+    h = bisect_right(s, m)
+    p, q = h, len(s) - h
+    k = (p + q - 1) // 2  # the lower middle
+    lo, hi = max(0, k + 1 - q), min(k + 1, p)
+    while lo < hi:  # i from below and k + 1 - i from above make the k + 1 smallest
+        i = (lo + hi) >> 1
+        if m - s[h - 1 - i] < s[h + k - i] - m:
+            lo = i + 1
+        else:
+            hi = i
+    i, j = lo, k + 1 - lo
+    below = m - s[h - i] if i else -math.inf
+    above = s[h + j - 1] - m if j else -math.inf
+    kth = below if below > above else above
+    if (p + q) % 2:
+        return kth
+    below = m - s[h - 1 - i] if i < p else math.inf
+    above = s[h + j] - m if j < q else math.inf
+    return (kth + (below if below < above else above)) / 2
 
 
 class Window(deque[float]):
@@ -34,12 +83,13 @@ class Window(deque[float]):
         super().append(x)
         insort(s, x)
 
+    def shift(self, values: list[float]) -> None:
+        """As ``append`` of each of ``values`` (the last ``maxlen`` of them, when ``maxlen`` or more) in one go."""
+        deque.extend(self, values)
+        self.ordered = sorted(self)
+
     def median(self) -> float:
-        s = self.ordered
-        n = len(s)
-        if not n:
-            raise ValueError("the median of an empty window")
-        return s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2
+        return sorted_median(self.ordered)
 
     def low_median(self) -> float:
         """The lower of the two middle values (the middle one of an odd count)."""
@@ -52,15 +102,7 @@ class Window(deque[float]):
         is exactly 0 on degenerate batches, a KL frozen at 0 during warmup) has a MAD near 0 that makes ordinary
         values read as spikes. Never below half the column's resolution (a loss rounded to 4 digits reads 0, .0001,
         .0002: a step of .0001 is no spike however still the rest of the window)."""
-        devs = [abs(x - m) for x in self]
-        mad = _median(devs)
-        if mad == 0 and devs:  # over half the window sits on one value (a two-level signal): mean deviation
-            mad = 0.8453 * sum(devs) / len(devs)  # sigma = 1.2533 x mean deviation on normal data: 1.2533 / 1.4826
-        upper = 0.0
-        if spread and len(self) >= 10:
-            upper = (self.ordered[round(0.9 * (len(self) - 1))] - m) / 1.2816
-        res = self.gap / 2 if self.gap < math.inf else 0.0
-        return max(_MAD_SIGMA * mad, upper, res, 1e-9 * max(1.0, abs(m)))
+        return robust_sigma(self, self.ordered, m, self.gap, spread)
 
 
 class Tail:
@@ -87,10 +129,14 @@ class Tail:
         """The row's distance from ``m``, either way, in the smoothed scale (sampled first when due): heavy-tailed
         noise shows its tail below the median as well as above."""
         if self.age % self.REFRESH == 0:
-            s = win.sigma(m, spread=True)
-            self.scale = s if self.age == 0 else self.scale + self.SMOOTH * (s - self.scale)
+            self.scale = self.smoothed(self.scale, win.sigma(m, spread=True), self.age)
         self.age += 1
         return abs(x - m) / self.scale
+
+    @classmethod
+    def smoothed(cls, scale: float, s: float, age: int) -> float:
+        """The scale after a sample ``s`` taken when ``age`` rows were read (the first sample is the scale)."""
+        return s if age == 0 else scale + cls.SMOOTH * (s - scale)
 
     def news(self, z: float, factor: float) -> bool:
         """Is ``z`` (of :meth:`z`) past ``factor`` times the column's tail?"""

@@ -1,7 +1,7 @@
 """AlertScanner: runs steptable.alerts.engine over the rows each run gains, in its own thread, a chunk at a time.
 
-Its own thread so that the follower keeps reading files while a long history is scanned (the detectors cost tens of
-microseconds a row: tens of seconds of a million-row run), and chunks with a short sleep between them so that the UI
+Its own thread so that the follower keeps reading files while a long history is scanned (a few microseconds a quiet
+row, tens where detectors work: seconds of a million-row run), and chunks with a short sleep between them so that the UI
 thread gets the GIL while that happens; while the user acts (a key, a click: :meth:`AlertScanner.defer`) it waits
 between chunks, so that the UI's work is not shared with it. Found alerts are posted per chunk; the scanner never
 touches a widget.

@@ -3,6 +3,7 @@ upward spread, the resolution floor), the once-per-episode latch, and the Detect
 
 from __future__ import annotations
 
+import math
 import random
 import statistics
 
@@ -10,7 +11,7 @@ import pytest
 
 from steptable.alerts.engine import AlertConfig, AlertEngine
 from steptable.alerts.rules import Alert, Level
-from steptable.alerts.window import Detector, Latch, Tail, Window, still
+from steptable.alerts.window import Detector, Latch, Tail, Window, _mad, still
 from tests.alerts.helpers import fed, lines
 
 
@@ -149,3 +150,19 @@ def test_the_tail_is_the_largest_excursion_either_way_and_a_resume_keeps_it() ->
     later = Tail()
     later.carry(t, at=8)  # ... not one it saw at or after it
     assert later.top == 0.0
+
+
+def test_mad_by_bisection_is_the_sorted_deviations_median() -> None:
+    """The MAD read from the sorted window (no list of deviations) is the median of the sorted |x - m|, to the bit
+    (ties, integers, a centre off the median, one value, zeros)."""
+    median = statistics.median
+    rnd = random.Random(3)
+    for _ in range(20000):
+        n = rnd.randrange(1, 60)
+        xs = ([rnd.randrange(-3, 4) * 0.5 for _ in range(n)] if rnd.random() < 0.3
+              else [rnd.gauss(0, 1) for _ in range(n)])
+        s = sorted(xs)
+        m = median(s) if rnd.random() < 0.7 else rnd.choice([rnd.gauss(0, 1), s[0], s[-1], s[0] - 1, s[-1] + 1])
+        want = median([abs(x - m) for x in s])
+        got = _mad(s, m)
+        assert got == want and math.copysign(1, got) == math.copysign(1, want), (s, m)

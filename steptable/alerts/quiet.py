@@ -1,0 +1,245 @@
+"""Quiet stretches of a stored history, fed in bulk: a block of rows that provably raises nothing and notes nothing
+advances every detector's state over it at once (windows shifted, run counts added, the tail's scale resampled at
+its rows) instead of one call per detector per row. Pure, stdlib only.
+
+The proofs use bounds, never the rows' own statistics: the j-th smallest of k + 1 consecutive windows lies
+between the j-th smallest of their union and the one k places above (a window's median over the next rows, a hold's
+low median), or of the first of them and those k places either side (k values leave, k arrive). Every comparison a
+detector makes is monotone in the bounded quantity and evaluated with the detector's own expression, so a block
+passes only where each row would give the same outcome row by row; what a row sets exactly (the tail's scale every
+10 rows, a reward's peak, a rise's sampled medians) is computed exactly, at those rows only. Anything else (an
+episode going on, a non-finite or absent cell, a resume, a clock gap, a detector not known here) is left to the
+row-by-row path: tests/alerts/test_quiet.py holds the two to the same alerts and the same state.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from operator import eq, sub
+from typing import Any
+
+from steptable.alerts.detectors import Flat, GradSpike, KLBlowup, NonFinite, Saturation, Spike
+from steptable.alerts.levels import EntropyCollapse, EntropyRise, GradRise, RewardCollapse
+from steptable.alerts.quietlevels import SEG, entropy_collapse, negative_zero, reward, rise
+from steptable.alerts.quietlevels import Commit as Commit
+from steptable.alerts.rules import Alert
+from steptable.alerts.window import Detector, Tail, Window, robust_sigma, sorted_median
+
+#: rows a stored history is fed in bulk at a time, where they are quiet (the app's scanner feeds 250 at a time) ...
+BLOCK = 250
+#: ... and the fewest worth it (a shorter block, as the end of a history, is fed row by row)
+MIN_ROWS = SEG
+#: the rows a detector that is not quiet over a whole block tries in bulk at a time
+PIECE = 50
+
+
+def floats(cells: Sequence[Any]) -> list[float] | None:
+    """``cells`` as the floats a detector reads (``cell_float`` of each), when every one is a finite number or a
+    numeric string; None otherwise (an absent, non-finite or fraction cell: the row-by-row path reads those)."""
+    try:
+        xs = list(map(float, cells))
+    except Exception:  # (as cell_float: any cell whose float() fails is not a number)
+        return None
+    total = sum(xs)
+    if total - total != 0:  # an inf or a NaN (or a sum past float range: let the rows say)
+        return None
+    return xs
+
+
+def unfit(cells: Sequence[Any], n: int) -> list[int]:
+    """The rows of ``n`` whose cell (``cells``, fewer where a column ends early) :func:`floats` does not take."""
+    if len(cells) == n and floats(cells) is not None:
+        return []
+    out = list(range(len(cells), n))
+    for j, v in enumerate(cells):
+        try:
+            x = float(v)
+        except Exception:  # (as cell_float: any cell whose float() fails is not a number)
+            out.append(j)
+            continue
+        if x - x != 0:
+            out.append(j)
+    return out
+
+
+def blocks(start: int, stop: int, cols: Sequence[tuple[str, Sequence[Any]]], base: int) -> list[tuple[int, int]]:
+    """``[start, stop)`` in blocks of BLOCK rows, a row with a cell that is not a finite number (absent: an eval
+    row without the training keys; NaN) a block of its own (fed row by row) and the stretches between it blocks."""
+    out: list[tuple[int, int]] = []
+    for a in range(start, stop, BLOCK):
+        b = min(a + BLOCK, stop)
+        at = a
+        for i in sorted({j + a for _, c in cols for j in unfit(c[a - base: b - base], b - a)}):
+            out += [(at, i), (i, i + 1)] if i > at else [(i, i + 1)]
+            at = i + 1
+        if at < b:
+            out.append((at, b))
+    return out
+
+
+def advance(dets: Sequence[Detector], xs: list[float], steps: Sequence[int]) -> list[Commit | None]:
+    """For each of ``dets`` (one column's detectors), how to advance it over ``xs`` (the column's values at
+    ``steps``, every one finite) when none of those rows raises or notes anything in it; None for a detector where
+    that cannot be shown (fed row by row). Nothing is changed until a returned commit runs."""
+    memo: dict[str, Any] = {}  # (what the column's detectors share: its level detectors' windows)
+    out: list[Commit | None] = []
+    for d in dets:
+        q = QUIET.get(type(d))
+        # (an episode said and not re-armed: its clear rows are counted row by row)
+        out.append(q(d, xs, steps, memo) if q is not None and d.latch.level is None else None)
+    return out
+
+
+def piecewise(d: Detector, xs: list[float], steps: Sequence[int]) -> list[tuple[int, Alert]]:
+    """Feed ``d`` the rows (``xs`` at ``steps``, every one finite): in bulk PIECE rows at a time where those are
+    quiet, else row by row; (row, alert) for each alert."""
+    q = QUIET.get(type(d))
+    out: list[tuple[int, Alert]] = []
+    for a in range(0, len(xs), PIECE):
+        b = min(a + PIECE, len(xs))
+        commit = q(d, xs[a:b], steps[a:b], {}) if q is not None and d.latch.level is None else None
+        if commit is not None:
+            commit()
+            continue
+        out += [(i, found) for i in range(a, b) if (found := d.feed(steps[i], xs[i])) is not None]
+    return out
+
+
+def _nonfinite(d: Detector, xs: list[float], steps: Sequence[int], memo: dict[str, Any]) -> Commit | None:
+    def commit() -> None:
+        if d.run == 0:
+            d.since = steps[0]
+        d.run += len(xs)
+        d.step = steps[-1]
+
+    return commit
+
+
+def _saturation(d: Detector, xs: list[float], steps: Sequence[int], memo: dict[str, Any]) -> Commit | None:
+    if not max(xs) <= d.cfg.sat_level or d.cfg.sat_rows <= 0:
+        return None
+
+    def commit() -> None:
+        d.run, d.step = 0, steps[-1]
+
+    return commit
+
+
+def _flat(d: Detector, xs: list[float], steps: Sequence[int], memo: dict[str, Any]) -> Commit | None:
+    assert isinstance(d, Flat)
+    rows = d.cfg.flat_rows
+    same = list(map(eq, [d.value, *xs[:-1]], xs))  # each row equal to the one before
+    run, since = d.run, d.since
+    if True not in same:
+        run, since = 1, steps[-1]
+        if run >= rows > 0:
+            return None
+    else:
+        for i, s in enumerate(same):
+            run = run + 1 if s else 1
+            if run == 1:
+                since = steps[i]
+            if run >= rows > 0:  # (it would ask the gate, and may fire)
+                return None
+
+    def commit() -> None:
+        d.run, d.since, d.value, d.step = run, since, xs[-1], steps[-1]
+
+    return commit
+
+
+def _spaced(starts: list[int], n: int) -> list[int]:
+    """``starts`` (sorted, from 0) with more put in where two are more than SEG rows apart (or the last from n)."""
+    out: list[int] = []
+    for a, b in zip(starts, [*starts[1:], n], strict=True):
+        out.extend(range(a, b, SEG))
+    return out
+
+
+def _tail_scale(win: Window, tail: Tail, xs: list[float], gap: float, diffs: list[float] | None,
+                cut: float | None = None) -> float | None:
+    """The tail's scale after the rows ``xs`` are each tested against the window before them (those past ``cut``
+    only, when given), when no tested row's excursion passes the tail's top (nothing said, nothing noted); None
+    otherwise. ``gap``: the window's resolution before the rows; ``diffs``: |x - previous| of each row where the
+    test moves the resolution (Spike), None where it does not."""
+    n = win.maxlen or 0
+    lo, hi = (n - 1) // 2, n // 2
+    top, scale, age = tail.top, tail.scale, tail.age
+    if age == 0 or not top > 0 or lo < SEG:
+        return None
+    vals = [*win, *xs]
+    tested = range(len(xs)) if cut is None else [i for i, x in enumerate(xs) if x > cut]
+    # the rows that resample the scale, each with the tested rows before it in the block
+    refresh = {tested[p]: p for p in range((-age) % Tail.REFRESH, len(tested), Tail.REFRESH)}
+    starts = _spaced(sorted({0, *refresh}), len(xs))
+    seen = 0  # the rows of diffs taken into gap
+    for a, b in zip(starts, [*starts[1:], len(xs)], strict=True):
+        s = win.ordered if a == 0 else sorted(vals[a:a + n])
+        if a in refresh:
+            if diffs is not None:  # the resolution as row a's test reads it
+                gap = min(gap, min(filter(None, diffs[seen:a]), default=math.inf))
+                seen = a
+            scale = Tail.smoothed(scale, robust_sigma(vals[a:a + n], s, sorted_median(s), gap, True), age + refresh[a])
+        k = b - a - 1
+        seg = xs[a:b] if cut is None else [x for x in xs[a:b] if x > cut]
+        if seg and max(max(seg) - s[lo - k], s[hi + k] - min(seg)) / scale > top:
+            return None
+    return scale
+
+
+def _spike(d: Detector, xs: list[float], steps: Sequence[int], memo: dict[str, Any]) -> Commit | None:
+    assert isinstance(d, Spike)
+    w, c = d.win, d.cfg
+    n = w.maxlen or 0
+    if len(w) < n or n < c.min_history or d.run < n or not w.gap < math.inf or negative_zero([*w, *xs]):
+        return None
+    diffs = list(map(abs, map(sub, xs, [w[-1], *xs[:-1]])))
+    scale = _tail_scale(w, d.tail, xs, w.gap, diffs)
+    if scale is None:
+        return None
+    gap = min(w.gap, min(filter(None, diffs), default=math.inf))
+
+    def commit() -> None:
+        w.shift(xs)
+        w.gap = gap
+        d.tail.scale, d.tail.age, d.step = scale, d.tail.age + len(xs), steps[-1]
+
+    return commit
+
+
+def _kl(d: Detector, xs: list[float], steps: Sequence[int], memo: dict[str, Any]) -> Commit | None:
+    assert isinstance(d, KLBlowup)
+    w, c = d.win, d.cfg
+    n = w.maxlen or 0
+    if len(w) < n or n < c.min_history or (d.levels and not max(xs) <= c.kl_warn) or negative_zero([*w, *xs]):
+        return None
+    scale, age = d.tail.scale, d.tail.age
+    if max(xs) > c.kl_jump_min:  # rows tested (a median of 0 skips the test: every one > 0 here)
+        if not min(w.ordered[0], *xs) > 0:
+            return None
+        every = min(xs) > c.kl_jump_min
+        found = _tail_scale(w, d.tail, xs, w.gap, None, None if every else c.kl_jump_min)
+        if found is None:
+            return None
+        scale, age = found, age + (len(xs) if every else sum(1 for x in xs if x > c.kl_jump_min))
+
+    def commit() -> None:
+        w.shift(xs)
+        d.tail.scale, d.tail.age, d.step = scale, age, steps[-1]
+
+    return commit
+
+
+QUIET: dict[type[Detector], Callable[[Detector, list[float], Sequence[int], dict[str, Any]], Commit | None]] = {
+    NonFinite: _nonfinite,
+    Saturation: _saturation,
+    Flat: _flat,
+    Spike: _spike,
+    GradSpike: _spike,
+    KLBlowup: _kl,
+    RewardCollapse: reward,
+    EntropyCollapse: entropy_collapse,
+    GradRise: rise,
+    EntropyRise: rise,
+}

@@ -1,0 +1,210 @@
+"""The level detectors (reward and entropy collapses, grad-norm and entropy rises) over a quiet block, for
+steptable.alerts.quiet: a column's hold and window over the block, bounds on its median and on its current level over
+spans of it, and each detector's test against them. Pure, stdlib only."""
+
+from __future__ import annotations
+
+import math
+from bisect import bisect_left, insort
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from steptable.alerts.levels import EntropyCollapse, EntropyRise, LevelDetector, RewardCollapse, Rise
+from steptable.alerts.window import Detector, robust_sigma, sorted_median, still
+
+#: how a detector is advanced over a block, once every detector's test has passed
+Commit = Callable[[], None]
+#: rows a bound anchored on one exact window covers (more rows, looser bounds)
+SEG = 10
+
+
+def negative_zero(values: list[float]) -> bool:
+    """A -0.0 among ``values``: a sorted list and one kept by insort may order 0.0 and -0.0 differently, so
+    those are left to the rows."""
+    return 0.0 in values and any(v == 0 and math.copysign(1.0, v) < 0 for v in values)
+
+
+class _Levels:
+    """A level detector's hold and window over a block: row i's hold and window, and bounds over a segment (one
+    for the column's level detectors: their holds and windows hold the same values)."""
+
+    def __init__(self, vals: list[float], nw: int, nh: int) -> None:
+        self.vals, self.nw, self.nh = vals, nw, nh
+        n = len(vals) - nw - nh
+        # bounds are tried over the whole block, else over shorter spans (tighter: fewer values left out)
+        self.tiers = [[(a, min(a + size, n)) for a in range(0, n, size)] for size in (n, 25, SEG)]
+        self._sorted: dict[int, list[float]] = {}
+        self._bounds: dict[tuple[int, int], tuple[float, float, float, float]] = {}
+        self._wins: dict[tuple[int, int], list[float]] = {}
+
+    def window(self, i: int) -> list[float]:
+        """Row i's window (after its hold gave its oldest value to it)."""
+        return self.vals[i + 1: i + 1 + self.nw]
+
+    def sorted_window(self, i: int) -> list[float]:
+        s = self._sorted.get(i)
+        if s is None:
+            s = self._sorted[i] = sorted(self.window(i))
+        return s
+
+    def bounds(self, a: int, b: int) -> tuple[float, float, float, float]:
+        """Over rows [a, b): bounds of the window's median (low, high) and of the current level (the low median of
+        the hold: low, high), each from the sorted union of those rows' windows (holds): the j-th smallest of a
+        subset lies between the union's j-th and its (j + the values the subset leaves out)-th."""
+        found = self._bounds.get((a, b))
+        if found is None:
+            wins = self._union(a, b)
+            holds = sorted(self.vals[self.nw + a + 1: self.nw + self.nh + b])
+            more, j = b - a - 1, (self.nh - 1) // 2
+            found = self._bounds[(a, b)] = (wins[(self.nw - 1) // 2], wins[self.nw // 2 + more], holds[j],
+                                            holds[j + more])
+        return found
+
+    def _union(self, a: int, b: int) -> list[float]:
+        u = self._wins.get((a, b))
+        if u is None:
+            u = self._wins[(a, b)] = sorted(self.vals[a + 1: b + self.nw])
+        return u
+
+    def median_high(self, a: int, b: int) -> float:
+        """The bound above the window's median over rows [a, b) (as :meth:`bounds`, alone)."""
+        return self._union(a, b)[self.nw // 2 + b - a - 1]
+
+    def holds(self, test: Callable[[int, int], bool], tier: int = 0) -> bool:
+        """``test(a, b)`` over every span of the whole block, or else of one of the finer tiers of spans (from
+        ``tier`` on)."""
+        return any(all(test(a, b) for a, b in spans) for spans in self.tiers[tier:])
+
+    def floor(self, d: LevelDetector, steps: Sequence[int], upto: int) -> tuple[float, int]:
+        """The detector's floor (and the step it was set at) after rows [0, upto)."""
+        left = self.vals[:upto]  # each row's oldest window value, as it leaves
+        mn = min(left, default=math.inf)
+        return (mn, steps[left.index(mn)]) if mn < d.floor else (d.floor, d.floor_at)
+
+
+def _steady(d: LevelDetector, xs: list[float], memo: dict[str, Any]) -> _Levels | None:
+    nw, nh = d.win.maxlen or 0, d.hold.maxlen or 0
+    if len(d.hold) < nh or len(d.win) < nw or nw < d.cfg.min_history or nh != d.cfg.hold:
+        return None
+    vals = [*d.win, *d.hold, *xs]
+    lv = memo.get("levels")
+    if isinstance(lv, _Levels) and lv.nw == nw and lv.nh == nh and lv.vals == vals:
+        return lv
+    if negative_zero(vals):
+        return None
+    lv = memo["levels"] = _Levels(vals, nw, nh)
+    return lv
+
+
+def _commit_levels(d: LevelDetector, lv: _Levels, steps: Sequence[int], floor: tuple[float, int]) -> None:
+    n = len(lv.vals)
+    d.win.shift(lv.vals[n - lv.nh - lv.nw: n - lv.nh])
+    d.hold.shift(lv.vals[n - lv.nh:])
+    d.floor, d.floor_at = floor
+    d.step = steps[-1]
+
+
+def reward(d: Detector, xs: list[float], steps: Sequence[int], memo: dict[str, Any]) -> Commit | None:
+    assert isinstance(d, RewardCollapse)
+    lv = _steady(d, xs, memo)
+    if lv is None:
+        return None
+    c, n = d.cfg, len(xs)
+    k = c.reward_rel_drop  # (the share past which a drop is said: below it _drop returns nothing, near or not)
+    if k < 0:
+        return None
+    peak, peak_sigma, peak_at, peak_floor = d.peak, d.peak_sigma, d.peak_at, d.peak_floor
+    peaks = [peak] * n  # the peak each row reads
+    for a, b in lv.tiers[1]:
+        if lv.median_high(a, b) < peak:
+            peaks[a:b] = [peak] * (b - a)
+            continue
+        ordered = list(lv.sorted_window(a))  # a median may pass the peak: each row's, exactly (kept sorted)
+        for i in range(a, b):
+            if i > a:
+                del ordered[bisect_left(ordered, lv.vals[i])]
+                insort(ordered, lv.vals[i + lv.nw])
+            m = sorted_median(ordered)
+            if m > peak or (m == peak and still(peak_sigma, m)):
+                peak, peak_sigma, peak_at = m, robust_sigma(lv.window(i), ordered, m, d.win.gap, False), steps[i]
+                peak_floor = lv.floor(d, steps, i + 1)[0]
+            peaks[i] = peak
+
+    def quiet(a: int, b: int) -> bool:
+        # no drop from the window's median, nor from the peak, reaches the level's clear share (the cheap test)
+        mlo, mhi, cur_lo, _ = lv.bounds(a, b)
+        lo, hi = peaks[a], peaks[b - 1]
+        return mlo > 0 and lo > 0 and mhi - cur_lo <= k * mlo and hi - cur_lo <= k * lo
+
+    if not lv.holds(quiet, 1):  # (from the spans the peak was checked over: their windows are sorted)
+        return None
+    floor = lv.floor(d, steps, n)
+
+    def commit() -> None:
+        _commit_levels(d, lv, steps, floor)
+        d.peak, d.peak_sigma, d.peak_at, d.peak_floor = peak, peak_sigma, peak_at, peak_floor
+
+    return commit
+
+
+def entropy_collapse(d: Detector, xs: list[float], steps: Sequence[int], memo: dict[str, Any]) -> Commit | None:
+    assert isinstance(d, EntropyCollapse)
+    lv = _steady(d, xs, memo)
+    if lv is None or d.early is None:
+        return None
+    c, early = d.cfg, d.early
+    if c.entropy_frac_recent < 0:
+        return None
+
+    def quiet(a: int, b: int) -> bool:
+        _, mhi, cur_lo, _ = lv.bounds(a, b)
+        # (the shares past which the detector says something: inside them it returns nothing, near or not)
+        return ((early <= 0 or not cur_lo < c.entropy_frac_early * early)
+                and (mhi <= 0 or not cur_lo < c.entropy_frac_recent * mhi))
+
+    if not lv.holds(quiet):
+        return None
+    floor = lv.floor(d, steps, len(xs))
+
+    def commit() -> None:
+        _commit_levels(d, lv, steps, floor)
+
+    return commit
+
+
+def rise(d: Detector, xs: list[float], steps: Sequence[int], memo: dict[str, Any]) -> Commit | None:
+    assert isinstance(d, Rise)
+    lv = _steady(d, xs, memo)
+    hold = d.cfg.hold
+    if lv is None or (isinstance(d, EntropyRise) and d.early is None) or hold <= 0:
+        return None
+    # the rows that sample the window's median, and the lowest level each row reads
+    samples = [(i, sorted_median(lv.sorted_window(i))) for i in range(len(xs)) if (d.run + i) % hold == 0]
+    bases, base = [], d.base
+    for i, m in samples:
+        base = min(base, m)
+        bases.append((i, base))
+    thr = d.factor()  # (below it the detector returns nothing, near or not)
+    if thr < 0:
+        return None
+
+    def quiet(a: int, b: int) -> bool:
+        low = min([d.base, *(v for i, v in bases if i < b)])  # (the lowest any row of them reads)
+        return low > 0 and lv.bounds(a, b)[3] <= thr * low
+
+    if not lv.holds(quiet):
+        return None
+    floor = lv.floor(d, steps, len(xs))
+
+    def commit() -> None:
+        for i, m in samples:
+            d.step = steps[i]
+
+            def sigma(i: int = i, m: float = m) -> float:
+                return robust_sigma(lv.window(i), lv.sorted_window(i), m, d.win.gap, False)
+
+            d.sample(m, sigma)
+        d.run += len(xs)
+        _commit_levels(d, lv, steps, floor)
+
+    return commit

@@ -1,0 +1,282 @@
+"""A stored history fed in quiet blocks (steptable.alerts.quiet) says exactly what feeding it row by row says: the same
+alerts (steps, columns, text, order) over bench_alerts' corpus with every incident, every trainer's fixture tree
+(summary's text), hostile columns, a RunStore read by the app's scanner; and leaves every detector in the same
+state."""
+
+from __future__ import annotations
+
+import math
+import random
+import re
+import sys
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from steptable.alerts import quiet
+from steptable.alerts.engine import Alert, AlertConfig, AlertEngine, feed_store, scan
+from steptable.ingest.parsed import Parsed
+from steptable.ingest.store import RunStore
+from tests.alerts.helpers import Unfloatable
+from tests.helpers import run_cli
+from tests.trainer_logs import (
+    write_generic,
+    write_maxent_state,
+    write_retrain,
+    write_routing,
+    write_tinker,
+    write_tinyzero_console,
+    write_trl_state,
+    write_verl,
+)
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+import bench_alerts
+
+Columns = dict[str, list[Any]]
+
+
+@pytest.fixture
+def rows_only(monkeypatch: pytest.MonkeyPatch) -> Callable[[Callable[[], Any]], Any]:
+    """Run a callable with quiet blocks off (every row fed one by one)."""
+
+    def call(f: Callable[[], Any]) -> Any:
+        with monkeypatch.context() as m:
+            m.setattr(quiet, "MIN_ROWS", 10**9)
+            return f()
+
+    return call
+
+
+def both(rows_only: Callable[[Callable[[], Any]], Any], steps: Sequence[int], cols: Mapping[str, Sequence[Any]],
+         walls: Sequence[Any] | None = None, **kw: Any) -> tuple[list[Alert], list[Alert]]:
+    fast = scan(steps, cols, walls, **kw)
+    slow = rows_only(lambda: scan(steps, cols, walls, **kw))
+    return fast, slow
+
+
+def corpus(rows: int, seeds: int) -> Iterator[tuple[str, dict[str, list[float]]]]:
+    for fam in bench_alerts.FAMILIES:
+        for seed in range(seeds):
+            yield f"{fam} {seed}", bench_alerts.healthy(fam, seed, rows)
+            for name, (inject, _) in bench_alerts.INCIDENTS.items():
+                run = bench_alerts.healthy(fam, seed, rows)
+                inject(run, random.Random(f"{name}-{fam}-{seed}").randrange(rows // 3, rows - 120))
+                yield f"{fam} {seed} {name}", run
+
+
+def test_corpus_same_alerts(rows_only: Callable[[Callable[[], Any]], Any]) -> None:
+    said = 0
+    for name, run in corpus(3000, 2):
+        n = len(run["_t"])
+        fast, slow = both(rows_only, list(range(n)), {k: run[k] for k in bench_alerts.KEYS}, run["_t"])
+        assert fast == slow, name
+        said += len(slow)
+    assert said > 50  # (the incidents are said: the comparison is not of empty lists)
+
+
+def test_quiet_blocks_are_taken(monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a healthy run most blocks are fed in bulk (else the equivalence above would be vacuous)."""
+    run = bench_alerts.healthy("drifting", 0, 5000)
+    taken: list[bool] = []
+    real = quiet.advance
+
+    def spy(dets: Sequence[Any], xs: list[float], steps: Sequence[int]) -> list[Any]:
+        got = real(dets, xs, steps)
+        taken.extend(c is not None for c in got)
+        return got
+
+    monkeypatch.setattr(quiet, "advance", spy)
+    scan(list(range(5000)), {k: run[k] for k in bench_alerts.KEYS}, run["_t"])
+    assert len(taken) > 300 and sum(taken) > 0.8 * len(taken)
+
+
+def test_quiet_blocks_between_eval_rows(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rows without the training keys split the blocks: the stretches between them are still fed in bulk."""
+    cols = _eval_rows(_base(3000))
+    taken: list[bool] = []
+    real = quiet.advance
+
+    def spy(dets: Sequence[Any], xs: list[float], steps: Sequence[int]) -> list[Any]:
+        got = real(dets, xs, steps)
+        taken.extend(c is not None for c in got)
+        return got
+
+    monkeypatch.setattr(quiet, "advance", spy)
+    scan(list(range(3000)), cols, [1000.0 + 10 * i for i in range(3000)])
+    assert len(taken) > 300 and sum(taken) > 0.8 * len(taken)
+
+
+def _state(eng: AlertEngine) -> dict[str, Any]:
+    """Every detector's state, comparable (windows as lists with their sorted copies and resolution)."""
+    def plain(v: Any) -> Any:
+        if hasattr(v, "ordered"):
+            return (list(v), list(v.ordered), v.gap)
+        if hasattr(v, "__slots__"):
+            return {s: getattr(v, s) for s in v.__slots__}
+        if isinstance(v, (list, tuple)) or type(v).__name__ == "deque":
+            return [plain(x) for x in v]
+        return v
+
+    out: dict[str, Any] = {}
+    for rk, dets in eng._dets.items():
+        for d in dets:
+            out[f"{rk} {type(d).__name__}"] = {k: plain(v) for k, v in vars(d).items() if k not in ("near", "gate")}
+    out["clock"] = (plain(eng._dts), eng._last_wall, eng._last_step, eng._stalled)
+    return out
+
+
+@pytest.mark.parametrize("family", bench_alerts.FAMILIES)
+def test_same_state_after_bulk(family: str, rows_only: Callable[[Callable[[], Any]], Any]) -> None:
+    run = bench_alerts.healthy(family, 1, 4000)
+
+    def fed() -> dict[str, Any]:
+        eng = AlertEngine()
+        store = _store({k: run[k] for k in bench_alerts.KEYS}, run["_t"])
+        with store.lock:
+            feed_store(eng, store, 0, len(store), stalls=True)
+        return _state(eng)
+
+    assert fed() == rows_only(fed)
+
+
+def _store(cols: Mapping[str, Sequence[Any]], walls: Sequence[float] | None = None) -> RunStore:
+    n = max(len(c) for c in cols.values())
+    rows = []
+    for i in range(n):
+        row: dict[str, Any] = {"step": i}
+        if walls is not None:
+            row["ts"] = walls[i]
+        row.update({k: c[i] for k, c in cols.items() if i < len(c) and c[i] is not None})
+        rows.append(row)
+    store = RunStore("run", Path("run.jsonl"))
+    store.add(Parsed(steps=list(range(n)), rows=rows))
+    return store
+
+
+def _noisy(n: int, level: float, rel: float, seed: int) -> list[float]:
+    rnd = random.Random(seed)
+    return [round(level * (1 + rel * rnd.gauss(0, 1)), 6) for _ in range(n)]
+
+
+def _base(n: int = 1500) -> Columns:
+    return {"loss": _noisy(n, 0.5, 0.1, 1), "grad_norm": _noisy(n, 1.0, 0.2, 2), "reward": _noisy(n, 0.5, 0.1, 3),
+            "entropy": _noisy(n, 1.0, 0.05, 4), "kl": _noisy(n, 0.05, 0.3, 5),
+            "response_length/clip_ratio": [abs(x) for x in _noisy(n, 0.05, 0.3, 6)]}
+
+
+def _set(cols: Columns, key: str, at: int, values: Sequence[Any]) -> Columns:
+    out = {k: list(v) for k, v in cols.items()}
+    out[key][at:at + len(values)] = list(values)
+    return out
+
+
+def _eval_rows(cols: Columns, every: int = 37) -> Columns:
+    """Every ``every``-th row an evaluation row: none of the training keys (as HF's Trainer logs them)."""
+    return {k: [None if i % every == every - 1 else v for i, v in enumerate(c)] for k, c in cols.items()}
+
+
+HOSTILE: dict[str, Callable[[], Columns]] = {
+    "eval rows among the training rows": lambda: _eval_rows(_set(_base(), "loss", 900, [9.0])),
+    "nan in a quiet stretch": lambda: _set(_base(), "loss", 700, [math.nan]),
+    "inf and -inf": lambda: _set(_set(_base(), "kl", 600, [math.inf]), "reward", 900, [-math.inf]),
+    "a nan run": lambda: _set(_base(), "grad_norm", 500, [math.nan] * 80),
+    "constant column": lambda: {**_base(), "reward": [0.25] * 1500},
+    "constant from the middle": lambda: _set(_base(), "grad_norm", 700, [1.0] * 300),
+    "loss flat, grad norm flat too": lambda: _set(_set(_base(), "loss", 600, [0.3] * 200), "grad_norm", 620,
+                                                  [0.0] * 200),
+    "loss flat, grad norm moving": lambda: _set(_base(), "loss", 600, [0.3] * 200),
+    "zeros and negative zeros": lambda: _set(_base(), "loss", 400, [0.0, -0.0] * 100),
+    "ints": lambda: {**_base(), "reward": [random.Random(7).randrange(0, 5) for _ in range(1500)]},
+    "numeric strings": lambda: {**_base(), "loss": [str(x) for x in _noisy(1500, 0.5, 0.1, 8)]},
+    "fractions": lambda: _set(_base(), "response_length/clip_ratio", 300, [(9, 10)] * 40 + ["1/2"] * 40),
+    "gaps (None cells)": lambda: _set(_base(), "entropy", 300, [None] * 120),
+    "bools": lambda: {**_base(), "response_length/clip_ratio": [i % 7 == 0 for i in range(1500)]},
+    "a cell whose float() raises": lambda: _set(_base(), "reward", 640, [Unfloatable()]),
+    "huge values": lambda: _set(_base(), "kl", 800, [1e308, 1e308, -1e308]),
+    "a short column": lambda: {**_base(), "entropy": _noisy(730, 1.0, 0.05, 9)},
+    "a spike and a collapse": lambda: _set(_set(_base(), "loss", 800, [9.0]), "reward", 1000, [0.01] * 60),
+    "an entropy collapse and rise": lambda: _set(_set(_base(), "entropy", 500, [0.05] * 100), "entropy", 900,
+                                                 [4.0] * 200),
+    "a KL that crosses its test's floor": lambda: {**_base(), "kl": _noisy(1500, 0.011, 0.3, 10)},
+    "a saturated stretch": lambda: _set(_base(), "response_length/clip_ratio", 600, [0.95] * 30),
+    "a negative reward": lambda: {**_base(), "reward": _noisy(1500, -0.5, 0.1, 11)},
+}
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE))
+def test_hostile_columns(name: str, rows_only: Callable[[Callable[[], Any]], Any]) -> None:
+    cols = HOSTILE[name]()
+    n = max(len(c) for c in cols.values())
+    walls = [1000.0 + 10 * i for i in range(n)]
+    for kw in ({}, {"config": AlertConfig(nan_missing=True)}):
+        fast, slow = both(rows_only, list(range(n)), cols, walls, **kw)
+        assert fast == slow, (name, kw)
+    fast, slow = both(rows_only, list(range(n)), cols, None)  # no clock
+    assert fast == slow, name
+
+
+def test_clock_gaps_and_resumes(rows_only: Callable[[Callable[[], Any]], Any]) -> None:
+    cols = _base()
+    walls = [1000.0 + 10 * i + (7200 if i >= 800 else 0) - (50 if 400 <= i < 420 else 0) for i in range(1500)]
+    walls[1000] = math.nan
+    steps = list(range(1500))
+    for resumes in (set(), {650, 1200}):
+        fast, slow = both(rows_only, steps, cols, walls, now=walls[-1] + 9000, resumes=resumes)
+        assert fast == slow
+        assert any(a.kind == "stall" for a in slow)
+
+
+@pytest.mark.parametrize("clock", ["one time for every row", "a clock that goes back", "repeated times"])
+def test_clocks_that_do_not_move_on(clock: str, rows_only: Callable[[Callable[[], Any]], Any]) -> None:
+    """A store without a clock reads its file's time for every row; a clock put back; rows logged at one time."""
+    walls = {"one time for every row": [1.8e9] * 1500,
+             "a clock that goes back": [1000.0 + 10 * i - (500 if i >= 700 else 0) for i in range(1500)],
+             "repeated times": [1000.0 + 10 * (i // 3) for i in range(1500)]}[clock]
+    fast, slow = both(rows_only, list(range(1500)), _base(), walls, now=walls[-1] + 5000)
+    assert fast == slow
+
+
+def test_store_and_scanner(rows_only: Callable[[Callable[[], Any]], Any]) -> None:
+    """The app's path: a RunStore (numeric columns padded with NaN where a row lacks the key) through the
+    scanner's feed, a chunk at a time."""
+    from steptable.app.alerting import AlertScanner
+
+    cols = _set(_set(_base(3000), "loss", 1200, [math.nan]), "reward", 2000, [0.01] * 50)
+    cols["entropy"][500:700] = [None] * 200  # a sparse stretch
+    walls = [1000.0 + 10 * i for i in range(3000)]
+
+    def found() -> list[Alert]:
+        scanner = AlertScanner(lambda: {}, lambda _m: None)
+        return scanner.scan("run", _store(cols, walls))
+
+    fast, slow = found(), rows_only(found)
+    assert fast == slow and slow
+
+
+WRITERS: dict[str, Callable[[Path], Path]] = {
+    "retrain": lambda d: write_retrain(d, steps=400, resume_at=250)["metrics"],
+    "routing": lambda d: write_routing(d, steps=300)["routeA"],
+    "verl": lambda d: write_verl(d / "grpo.jsonl", steps=400),
+    "tinyzero": lambda d: write_tinyzero_console(d / "train.log", steps=300),
+    "tinker": lambda d: write_tinker(d, steps=300)["metrics"],
+    "trl": lambda d: write_trl_state(d, steps=300),
+    "maxent": lambda d: write_maxent_state(d, steps=300)["state"],
+    "generic": lambda d: write_generic(d / "run.jsonl", steps=400),
+}
+
+
+@pytest.mark.parametrize("tree", sorted(WRITERS))
+def test_fixture_trees_summary(tree: str, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                               rows_only: Callable[[Callable[[], Any]], Any]) -> None:
+    path = WRITERS[tree](tmp_path)
+
+    def summary() -> tuple[int, str, str]:
+        rc, out, err = run_cli(["summary", str(path)], capsys)
+        return rc, re.sub(r"\d+[smhd] ago", "ago", out), err  # (the file's age moves on between the two)
+
+    fast = summary()
+    assert fast == rows_only(summary)
+    assert fast[0] == 0
