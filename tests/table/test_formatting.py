@@ -12,7 +12,9 @@ from hypothesis import strategies as st
 
 from steptable.table.formatting import (
     FILL_DIGITS,
+    auto_filled,
     display_width,
+    fill_digits,
     fill_number,
     fit_number,
     fmt_auto,
@@ -341,3 +343,15 @@ def test_unique_name_skips_every_taken_suffix() -> None:
     # two keys that read alike stay two names: past "loss~2" the next free one is "loss~3"
     assert unique_name("loss", {"loss", "loss~2"}) == "loss~3"
     assert unique_name("loss", {"loss", "loss~2", "loss~3"}) == "loss~4"
+
+
+_AUTO_EDGES = [0.0, -0.0, math.nan, math.inf, -math.inf, 1e-4, -1e-4, 9.9996e-5, 9.9996, 99.96, 99.9996, 100.0, 0.5,
+               0.1, 0.1 + 0.2, 71.5, 0.34016, -0.34016, 5e-5, 0.00099996, 12.0, -3.0, 1e300, 5e-324]
+
+
+@settings(max_examples=3000, deadline=None)
+@given(x=st.one_of(st.floats(), st.sampled_from(_AUTO_EDGES),
+                   st.builds(round, st.floats(-1000, 1000), st.integers(0, 5))), width=st.integers(1, 12))
+def test_auto_filled_is_the_automatic_format_filled(x: float, width: int) -> None:
+    """The compiled row's one-format shortcut gives what the automatic format and its filling give."""
+    assert auto_filled(x, width) == fill_digits(x, fmt_auto(x), width)
