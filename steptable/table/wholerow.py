@@ -106,9 +106,10 @@ def _keys_getter(cols: tuple[Col, ...]) -> Callable[[Mapping[str, Any]], Any]:
 
 
 def names(cols: tuple[Col, ...], sep: str) -> dict[str, Any]:
-    """The globals :func:`source`'s code reads (beside ``render_row``, the per-cell renderer, and ``WIDTH``)."""
+    """The globals :func:`source`'s code reads (beside ``render_row``, the per-cell renderer, and
+    ``WIDTH``)."""
     env: dict[str, Any] = {
-        "KEYS_GET": _keys_getter(cols), "TEMPLATE": _template(cols, sep), "frac_new": frac_new,
+        "KEYS": tuple(c.key for c in cols), "KEYS_GET": _keys_getter(cols), "TEMPLATE": _template(cols, sep), "frac_new": frac_new,
         "EXP_SUFFIX": EXP_SUFFIX, "auto_filled": auto_filled, "cell": format_cell,
     }
     for i, c in enumerate(cols):
@@ -129,10 +130,16 @@ def source(cols: tuple[Col, ...], sep: str) -> list[str]:
     # Only a plain dict: itemgetter on a defaultdict would insert the missing keys its factory makes up, where the
     # per-cell path (values.get) shows them blank.
     lines = ["def render_fast(values):", "    if type(values) is not dict: return render_row(values)", "    try:"]
-    lines.append(f"        {', '.join(vs)}{',' if len(vs) == 1 else ''} = KEYS_GET(values)")
+    unpack = f"{', '.join(vs)}{',' if len(vs) == 1 else ''}"
+    lines += [
+        "        try:",
+        f"            {unpack} = KEYS_GET(values)",
+        "        except KeyError:",  # a key this row does not log (an evaluation's, between evaluations)
+        f"            {unpack} = map(values.get, KEYS)",
+    ]
     ints = [f"type(v{i}) is not int" for i, k in enumerate(kinds) if k == "int"]
-    # an automatic-format cell takes floats only: an int, a string, a tensor... go the per-cell way
-    floats = [f"type(v{i}) is not float" for i, k in enumerate(kinds) if k in ("auto", "note")]
+    # an automatic-format cell takes floats (and None: blank) only: an int, a string, a tensor... go the per-cell way
+    floats = [f"(type(v{i}) is not float and v{i} is not None)" for i, k in enumerate(kinds) if k in ("auto", "note")]
     if ints or floats:
         lines.append(f"        if {' or '.join(ints + floats)}: return render_row(values)")
     for i, (c, k) in enumerate(zip(cols, kinds, strict=True)):
@@ -161,14 +168,14 @@ def source(cols: tuple[Col, ...], sep: str) -> list[str]:
         elif k == "auto":
             # as the per-cell path: the 3-digit form, filled where it is narrower than the column; a wider one
             # lengthens the row (checked below)
-            lines.append(f"        t{i} = auto_filled(v{i}, {c.width})")
+            lines.append(f"        t{i} = '' if v{i} is None else auto_filled(v{i}, {c.width})")
             args[i] = f"t{i}"
         elif k == "note":
             n = c.notation
             assert n is not None
             exact = f" and HOLDS{i}(v{i})" if n.exact or n.decimals == 0 or n.exp is not None else ""
             lines += [  # a float the notation does not hold (NaN, a spike) is written as the per-cell path does
-                f"        t{i} = NOTE{i}(v{i}) if -TOP{i} < v{i} < TOP{i}{exact} else "
+                f"        t{i} = '' if v{i} is None else NOTE{i}(v{i}) if -TOP{i} < v{i} < TOP{i}{exact} else "
                 f"cell(v{i}, None, {c.width}, 'right', NOTATION{i})",
             ]
             args[i] = f"t{i}"

@@ -154,6 +154,8 @@ def test_whole_row_path_equals_cell_by_cell_on_one_odd_value(data: st.DataObject
             row = {"n": 3, "a": 0.3401, "b": -12.5, "g": 1.25, "x": 0.0031, "l": 2e-7}
         for _ in range(data.draw(st.integers(1, 2))):
             row[data.draw(st.sampled_from([c.key for c in cols]))] = data.draw(_hostile)
+        if data.draw(st.booleans()):  # a key the row does not log (blank)
+            row.pop(data.draw(st.sampled_from([c.key for c in cols])), None)
         assert render.compile_row(cols)(row) == render.SEP.join(render.cells(cols, row))
 
 
@@ -175,6 +177,8 @@ def test_whole_row_path_is_taken_for_a_typical_row() -> None:
             assert fn(row) and not calls
             row["gn"] = math.nan  # a NaN in an automatic-format column stays on the whole-row path
             assert fn(row) and not calls
+            del row["gn"]  # and so does an automatic-format column the row does not log (blank)
+            assert fn(row) == render.SEP.join(render.cells(cols, row)) and not calls
         finally:
             fn.__globals__["render_row"] = orig
 
