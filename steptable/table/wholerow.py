@@ -109,8 +109,8 @@ def names(cols: tuple[Col, ...], sep: str) -> dict[str, Any]:
     """The globals :func:`source`'s code reads (beside ``render_row``, the per-cell renderer, and
     ``WIDTH``)."""
     env: dict[str, Any] = {
-        "KEYS": tuple(c.key for c in cols), "KEYS_GET": _keys_getter(cols), "TEMPLATE": _template(cols, sep), "frac_new": frac_new,
-        "EXP_SUFFIX": EXP_SUFFIX, "auto_filled": auto_filled, "cell": format_cell,
+        "KEYS": tuple(c.key for c in cols), "KEYS_GET": _keys_getter(cols), "TEMPLATE": _template(cols, sep),
+        "frac_new": frac_new, "EXP_SUFFIX": EXP_SUFFIX, "auto_filled": auto_filled, "cell": format_cell,
     }
     for i, c in enumerate(cols):
         env[f"MEMO{i}"] = {}
