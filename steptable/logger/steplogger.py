@@ -33,7 +33,7 @@ from steptable.logger.autocols import auto_columns
 from steptable.logger.closing import Closer
 from steptable.logger.consolecols import ConsoleLayout
 from steptable.logger.rank import LazyRank
-from steptable.logger.setup import installed
+from steptable.logger.setup import installed, write_info
 from steptable.logger.sinks import report_once, say
 from steptable.logger.wholefile import write_description
 from steptable.logger.writer import RunWriter, error_text
@@ -321,7 +321,11 @@ class StepLogger:
             if level != "INFO" and installed():
                 logger.bind(steptable_console=False).opt(depth=_caller_depth()).log(level, text)
             return
-        logger.opt(depth=_caller_depth()).log(level, text)
+        depth = _caller_depth()
+        # (a row: straight to setup_logging's sinks where that writes loguru's very lines, a quarter of a row's cost)
+        if level == "INFO" and write_info(text, sys._getframe(depth)):
+            return
+        logger.opt(depth=depth).log(level, text)
 
     def _describe(self, closed: float | None) -> None:
         """``steptable.json`` beside the JSONL: this logger's columns, and whether the run has ended (see
