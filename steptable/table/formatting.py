@@ -143,7 +143,14 @@ def auto_filled(x: float, width: int) -> str:
     automatic format of a number that is new every step (a gradient norm), on the compiled row's path."""
     if 1e-4 <= abs(x) < 100.0 and not x.is_integer():  # (false for nan and inf)
         s = f"{x:#.3g}"  # as _positional: trailing zeros kept, a bare point cut; fmt_auto's text is s without them
-        s = strip_zero(s[:-1] if s[-1] == "." else s)
+        if s[-1] == ".":
+            s = s[:-1]
+        if s[0] == "0":  # (strip_zero: "0.412" -> ".412"; 3 significant digits of |x| >= 1e-4 follow the point)
+            s = s[1:]
+        elif s[0] == "-" and s[1] == "0":
+            s = "-" + s[2:]
+        if s[-1] != "0":  # no trailing zero: both texts are s (the common case: one format, no parse)
+            return s
         short = s.rstrip("0").rstrip(".") if "." in s else s
         if len(short) < len(s) <= width and abs(float(s) - x) > 1e-7 * abs(x):
             return s
