@@ -152,6 +152,7 @@ class StepLogger:
 
     def _set_cols(self, cols: Sequence[Col]) -> None:
         self.cols = tuple(cols)
+        self._fits = any(c.fit for c in self.cols)  # (fit_to keeps each column's fit: asked once, not per row)
         self.stream_cols = streamed(self.cols)
         self._layout = ConsoleLayout(self.stream_cols)
         self._render_row = render.compile_row(self._layout.cols)
@@ -167,7 +168,7 @@ class StepLogger:
     def _fit(self, view: Mapping[str, Any]) -> bool:
         """Fit the printed columns to ``view``'s values (and the columns declared without a width, as the run's
         description gives them), their notations included; True when their widths or headers changed."""
-        cols = fit_to(self.cols, view) if any(c.fit for c in self.cols) else None
+        cols = fit_to(self.cols, view) if self._fits else None
         if cols is not None:
             self.cols = cols
             self.stream_cols = streamed(cols)
