@@ -56,7 +56,8 @@ def compile_row(cols: tuple[Col, ...]) -> Callable[[Mapping[str, Any]], str]:
     It is generated as straight-line code, one block per column: the common case (a finite float under a fixed
     spec, an int under "d", an (int, int) fraction, a float in the automatic format) is formatted inline, and every
     other value goes through :func:`format_cell`, so the text is identical to ``SEP.join(cells(cols, values))``
-    (the render tests check that on random rows).
+    (the render tests check that on random rows). Where every column can take it, the renderer returned is the
+    whole-row ``%``-template of steptable.table.wholerow, with this code as its fallback for a row it cannot write.
     """
     lines = ["def render_inline(values):", "    get = values.get"]
     names = []
