@@ -153,9 +153,14 @@ class ConsoleLayout:
             seen = running.seen
             if changed or reach.get(i) != (seen.biggest, seen.negative):
                 n = running.notation
-                self._notes[i] = None if n is None else n.in_header()
+                note = self._notes[i] = None if n is None else n.in_header()
+                old = reach.get(i)
                 reach[i] = (seen.biggest, seen.negative)
-                out.append(i)
+                # a bigger value the notation and the width already hold (an epoch, a token count growing every
+                # step) changes nothing printed: the layout is not rebuilt for it
+                if (changed or old is None or old[1] != seen.negative or not self._widths or note is None
+                        or self._noted_width(i, note) > self._widths[i]):
+                    out.append(i)
         return out
 
     def _noted_width(self, i: int, n: Notation) -> int:

@@ -96,7 +96,7 @@ def setup_logging(
     keep writing to the same verbose file within a process. On a non-zero distributed rank the
     console shows warnings and errors only, prefixed with the rank, and the file is suffixed with it.
     """
-    global _removed_default
+    global _removed_default, _direct
     for hid in _handler_ids:
         try:
             logger.remove(hid)
@@ -120,15 +120,17 @@ def setup_logging(
     rank = LazyRank()
     colourise = use_colour() if colour is None else colour
     level_no = _level_no(level)
+    console = ConsoleSink()
     _handler_ids.append(
         logger.add(
-            ConsoleSink(),
+            console,
             level=min(level_no, _WARNING),
             format=_ConsoleFormat(rank, colourise),
             colorize=colourise,
             filter=_ConsoleFilter(rank, level_no),
         )
     )
+    _direct = None
 
     directory = Path(log_dir)
     where = (str(run_id), os.path.abspath(directory))  # (absolute: a later os.chdir must not move the file)
@@ -148,9 +150,48 @@ def setup_logging(
                 )
             )
             sinks._file_sink = sink if _level_no(file_level) <= _WARNING else None
+            if not colourise and max(level_no, _level_no(file_level)) <= _INFO:
+                _direct = _Direct(console, sink, rank, list(_handler_ids))
     except OSError as e:
         report_once(f"logfile:{path}", f"steptable: cannot open the verbose log {path} ({e}); console only")
     return directory / path.name
+
+
+_INFO = 20  # loguru's INFO
+
+
+class _Direct:
+    """The console and verbose-file lines of an INFO message written as loguru writes them through setup_logging's
+    sinks, without loguru's record (a quarter of a logged row's cost): only while those sinks are loguru's only
+    handlers, without colour, on rank 0, and with both levels letting INFO through."""
+
+    def __init__(self, console: ConsoleSink, file: FileSink, rank: LazyRank, handlers: list[int]) -> None:
+        self.console = console
+        self.file = file
+        self.rank = rank
+        self.handlers = set(handlers)
+
+    def __call__(self, text: str, frame: Any) -> bool:
+        core = getattr(logger, "_core", None)
+        handlers = getattr(core, "handlers", None)
+        if not isinstance(handlers, dict) or handlers.keys() != self.handlers or self.rank() != 0 or sinks._in_child:
+            return False  # another sink (the trainer's own) gets loguru's record; a forked child writes plainly
+        now = datetime.now()
+        code = frame.f_code
+        self.console(f"I {text}\n")
+        self.file.write(f"{now:%Y-%m-%d %H:%M:%S}.{now.microsecond // 1000:03d} | INFO     | "
+                        f"{os.path.basename(code.co_filename)}:{frame.f_lineno} | {text}\n")
+        return True
+
+
+_direct: _Direct | None = None
+
+
+def write_info(text: str, frame: Any) -> bool:
+    """Write the INFO line ``text``, logged from ``frame``, to setup_logging's console and verbose file as loguru
+    would (the same lines); False where that cannot be done the same way: log it through loguru then."""
+    direct = _direct
+    return direct is not None and direct(text, frame)
 
 
 def _level_no(level: str | int) -> int:

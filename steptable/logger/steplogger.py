@@ -33,7 +33,7 @@ from steptable.logger.autocols import auto_columns
 from steptable.logger.closing import Closer
 from steptable.logger.consolecols import ConsoleLayout
 from steptable.logger.rank import LazyRank
-from steptable.logger.setup import installed
+from steptable.logger.setup import installed, write_info
 from steptable.logger.sinks import report_once, say
 from steptable.logger.wholefile import write_description
 from steptable.logger.writer import RunWriter, error_text
@@ -152,6 +152,7 @@ class StepLogger:
 
     def _set_cols(self, cols: Sequence[Col]) -> None:
         self.cols = tuple(cols)
+        self._fits = any(c.fit for c in self.cols)  # (fit_to keeps each column's fit: asked once, not per row)
         self.stream_cols = streamed(self.cols)
         self._layout = ConsoleLayout(self.stream_cols)
         self._render_row = render.compile_row(self._layout.cols)
@@ -167,7 +168,7 @@ class StepLogger:
     def _fit(self, view: Mapping[str, Any]) -> bool:
         """Fit the printed columns to ``view``'s values (and the columns declared without a width, as the run's
         description gives them), their notations included; True when their widths or headers changed."""
-        cols = fit_to(self.cols, view) if any(c.fit for c in self.cols) else None
+        cols = fit_to(self.cols, view) if self._fits else None
         if cols is not None:
             self.cols = cols
             self.stream_cols = streamed(cols)
@@ -321,7 +322,11 @@ class StepLogger:
             if level != "INFO" and installed():
                 logger.bind(steptable_console=False).opt(depth=_caller_depth()).log(level, text)
             return
-        logger.opt(depth=_caller_depth()).log(level, text)
+        depth = _caller_depth()
+        # (a row: straight to setup_logging's sinks where that writes loguru's very lines, a quarter of a row's cost)
+        if level == "INFO" and write_info(text, sys._getframe(depth)):
+            return
+        logger.opt(depth=depth).log(level, text)
 
     def _describe(self, closed: float | None) -> None:
         """``steptable.json`` beside the JSONL: this logger's columns, and whether the run has ended (see

@@ -17,6 +17,8 @@ from json.encoder import encode_basestring  # type: ignore[attr-defined]
 from pathlib import Path
 from typing import Any, BinaryIO
 
+import msgspec
+
 from steptable.table.formatting import sanitize
 from steptable.table.jsonvalues import jsonable
 
@@ -64,8 +66,24 @@ def _dir_id(path: Path) -> tuple[int, int] | None:
 
 
 def encode_row(record: Mapping[str, Any]) -> bytes:
-    """One strict-JSON line (with its newline)."""
+    """One strict-JSON line (with its newline). A dict of text keys and plain values (floats, ints below
+    ``2**1000``, text, bools, None) is encoded by msgspec, in C: the same values as :func:`json_line`'s line (a
+    non-finite float as null), a float's exponent spelt without its padding (``1e-7``, not ``1e-07``); anything
+    else, and text msgspec refuses (a lone surrogate), is :func:`json_line`'s."""
+    if type(record) is dict and _TEXT.issuperset(map(type, record)):
+        types = set(map(type, record.values()))
+        if _PLAIN.issuperset(types) and (int not in types or all(
+                -_BIG < v < _BIG for v in record.values() if type(v) is int)):
+            try:
+                return _ENCODE(record) + b"\n"
+            except (UnicodeEncodeError, OverflowError, TypeError):
+                pass
     return json_line(record).encode("utf-8", "replace")
+
+
+_TEXT = frozenset({str})
+_PLAIN = frozenset({float, int, str, bool, type(None)})
+_ENCODE = msgspec.json.Encoder().encode
 
 
 _BIG = 2**1000  # jsonable writes an int this large as a float

@@ -138,6 +138,26 @@ def fill_digits(x: float, text: str, width: int) -> str:
     return s if len(text) < len(s) <= width else text
 
 
+def auto_filled(x: float, width: int) -> str:
+    """``fill_digits(x, fmt_auto(x), width)`` for a float ``x``, with one number format where the two take two: the
+    automatic format of a number that is new every step (a gradient norm), on the compiled row's path."""
+    if 1e-4 <= abs(x) < 100.0 and not x.is_integer():  # (false for nan and inf)
+        s = f"{x:#.3g}"  # as _positional: trailing zeros kept, a bare point cut; fmt_auto's text is s without them
+        if s[-1] == ".":
+            s = s[:-1]
+        if s[0] == "0":  # (strip_zero: "0.412" -> ".412"; 3 significant digits of |x| >= 1e-4 follow the point)
+            s = s[1:]
+        elif s[0] == "-" and s[1] == "0":
+            s = "-" + s[2:]
+        if s[-1] != "0":  # no trailing zero: both texts are s (the common case: one format, no parse)
+            return s
+        short = s.rstrip("0").rstrip(".") if "." in s else s
+        if len(short) < len(s) <= width and abs(float(s) - x) > 1e-7 * abs(x):
+            return s
+        return short
+    return fmt_auto(x)
+
+
 def _non_finite(x: float) -> str | None:
     if x != x:
         return NAN

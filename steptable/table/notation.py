@@ -35,6 +35,8 @@ POSITIONAL_TOP = 999_999.5
 POSITIONAL_LOW = 1e-4
 #: significant digits the largest value of a column shows
 DIGITS = 3
+#: values of an exact column the live logger remembers as held by its notation (lengths, fractions of a batch)
+KNOWN_MAX = 256
 #: consecutive values of the live logger shown with at most one significant digit after which it chooses again
 #: from them (a loss that decayed by decades); a column that merely crosses zero never has that many
 LOW_RUN = 20
@@ -297,9 +299,18 @@ class Running:
         self._low = 0
         self._recent = Range(floats=True)  # the values of the current run of low ones
         self._band = (math.inf, 0.0)  # magnitudes a notation holds without another check: [low, top)
+        #: values the current notation held, none of them low: one seen again changes nothing (an exact column's
+        #: lengths and fractions repeat; its notation has no band, and each check measures the value's places)
+        self._known: set[float] = set()
 
     def see(self, x: float) -> bool:
         """Take the finite float ``x`` in; True when the notation changed."""
+        if x in self._known:  # (taken in before: the range and the notation already hold it)
+            if self._low:
+                self._low = 0
+                self._recent = Range(floats=True)
+            self.held = True
+            return False
         seen = self.seen
         ax = x if x >= 0 else -x
         lo, top = self._band
@@ -321,9 +332,12 @@ class Running:
                     changed = self._choose()
                     self.held = self.notation is not None and self.notation.holds(x)
                     return changed
-            elif self._low:
-                self._low = 0
-                self._recent = Range(floats=True)
+            else:
+                if self._low:
+                    self._low = 0
+                    self._recent = Range(floats=True)
+                if n.exact and len(self._known) < KNOWN_MAX:
+                    self._known.add(x)
             seen.add(x)
             return False
         seen.add(x)
@@ -335,6 +349,7 @@ class Running:
         new = self.seen.notation(self.width)
         self._low = 0
         self._recent = Range(floats=True)
+        self._known = set()
         if new == self.notation:
             return False
         self.notation = new

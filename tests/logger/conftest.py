@@ -21,4 +21,5 @@ def own_sinks() -> Iterator[None]:
         except ValueError:
             pass
     st_logging._handler_ids.clear()
+    st_logging._direct = None
     st_sinks._file_sink = None

@@ -197,3 +197,20 @@ def test_a_value_that_rounds_to_no_whole_unit_keeps_its_sign_and_a_wider_value_u
     # the 6-cell column under "lr e-8" has: no header for it
     assert _headers(printed) == ["step lr e-7", "step lr e-8"]
     assert [line.split()[1] for line in _rows(printed)] == ["15", "+0", "-0", "123"]
+
+
+def test_a_growing_value_its_notation_holds_leaves_the_layout_as_it_is_and_a_first_negative_widens_it() -> None:
+    """An epoch or a token count grows every step: while its column's notation and width hold it, the printed
+    columns are the same object (nothing rebuilt, no header); its first negative value needs the sign's cell."""
+    layout = ConsoleLayout([Col("step", 4, "step", "d"), Col("ep", 8, "ep"), Col("tokens", 9, "tokens")])
+    assert layout.update({"step": 0, "ep": 0.101, "tokens": 100512.0})
+    shown = layout.cols
+    for step in range(1, 80):
+        assert not layout.update({"step": step, "ep": 0.101 + step / 100, "tokens": 100512.0 + 512 * step})
+        assert layout.cols is shown
+        row = {"step": step, "ep": 0.101 + step / 100, "tokens": 100512.0 + 512 * step}
+        assert render.row(layout.cols, row) == render.SEP.join(render.cells(layout.cols, row))
+    width = layout.cols[1].width
+    assert layout.update({"step": 80, "ep": -0.9, "tokens": 141472.0})
+    assert layout.cols[1].width == width + 1
+    assert render.row(layout.cols, {"ep": -0.9}).split()[0] == "-.900"

@@ -190,3 +190,55 @@ def test_each_console_message_is_flushed(tmp_path: Path, monkeypatch: pytest.Mon
     logger.info("one")
     logger.info("two")
     assert calls == ["write 'I one\\n'", "flush", "write 'I two\\n'", "flush"]
+
+
+def _logged_lines(tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str, colour: bool = False,
+                  extra_sink: list[str] | None = None) -> tuple[str, list[str]]:
+    """What 30 rows (headers and the end of run included) print and put in the verbose file, each file line without
+    its time."""
+    log = setup_logging(name, log_dir=tmp_path / name, colour=colour)
+    if extra_sink is not None:  # a sink of the trainer's own
+        logger.add(extra_sink.append, level="INFO", format="{message}")
+    cols = [Col("step", 4, "step", "d"), Col("loss", 6, "loss", None, "the loss"), Col("n", 5, "n", "frac")]
+    sl = StepLogger(cols, alerts=False, header_every=10)
+    for step in range(30):
+        sl.log({"step": step, "loss": 0.5 / (step + 1), "n": (step, 32)})
+    sl.close()
+    logger.warning("careful")
+    out = capsys.readouterr().out
+    file = [line.split(" | ", 1)[1] for line in log.read_text(encoding="utf-8").splitlines() if " | " in line]
+    return out, file
+
+
+def test_rows_written_past_loguru_are_the_lines_loguru_writes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """setup_logging's own sinks get a row's lines without loguru's record: stdout and the verbose file (its level,
+    the caller's file and line) read as loguru writes them, which it still does for a colour terminal, for another
+    sink beside them and for warnings."""
+    import steptable.logger.setup as st_setup
+    import steptable.logger.steplogger as st_steplogger
+
+    calls: list[str] = []
+    real = st_setup.write_info
+
+    def counted(text: str, frame: object) -> bool:
+        done = real(text, frame)
+        calls.append("direct" if done else "loguru")
+        return done
+
+    monkeypatch.setattr(st_steplogger, "write_info", counted)
+    direct = _logged_lines(tmp_path, capsys, "direct")
+    assert calls and set(calls) == {"direct"}
+    monkeypatch.setattr(st_steplogger, "write_info", lambda text, frame: False)
+    assert direct == _logged_lines(tmp_path, capsys, "loguru")
+    assert "INFO     | test_setup.py:" in direct[1][1] and "W careful" in direct[0]
+
+    monkeypatch.setattr(st_steplogger, "write_info", counted)
+    calls.clear()
+    seen: list[str] = []
+    out, _ = _logged_lines(tmp_path, capsys, "beside", extra_sink=seen)
+    assert set(calls) == {"loguru"} and len([s for s in seen if s.lstrip().startswith("2 ")]) == 1
+    calls.clear()
+    out, _ = _logged_lines(tmp_path, capsys, "colour", colour=True)
+    assert set(calls) == {"loguru"} and "\x1b[" in out

@@ -12,7 +12,9 @@ from hypothesis import strategies as st
 
 from steptable.table.formatting import (
     FILL_DIGITS,
+    auto_filled,
     display_width,
+    fill_digits,
     fill_number,
     fit_number,
     fmt_auto,
@@ -350,3 +352,15 @@ def test_a_value_whose_form_fits_a_width_has_one_in_every_wider_one(x: float) ->
     natural = display_width(format_value(x, None, 12, fill=False))
     for width in range(max(natural, 1), 13):
         assert "#" not in format_value(x, None, width, fill=False)
+
+
+_AUTO_EDGES = [0.0, -0.0, math.nan, math.inf, -math.inf, 1e-4, -1e-4, 9.9996e-5, 9.9996, 99.96, 99.9996, 100.0, 0.5,
+               0.1, 0.1 + 0.2, 71.5, 0.34016, -0.34016, 5e-5, 0.00099996, 12.0, -3.0, 1e300, 5e-324]
+
+
+@settings(max_examples=3000, deadline=None)
+@given(x=st.one_of(st.floats(), st.sampled_from(_AUTO_EDGES),
+                   st.builds(round, st.floats(-1000, 1000), st.integers(0, 5))), width=st.integers(1, 12))
+def test_auto_filled_is_the_automatic_format_filled(x: float, width: int) -> None:
+    """The compiled row's one-format shortcut gives what the automatic format and its filling give."""
+    assert auto_filled(x, width) == fill_digits(x, fmt_auto(x), width)

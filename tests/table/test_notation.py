@@ -187,3 +187,34 @@ def test_a_float_array_taken_in_bulk_gives_what_taking_each_value_gives(values: 
         (one.biggest, one.negative, one.places, one.floats, list(one.magnitudes))
     for width in (3, 5, 8):
         assert bulk.notation(width) == one.notation(width)
+
+
+def test_the_running_notation_remembering_held_values_decides_as_it_does_without_them() -> None:
+    """Values seen again (an exact column's lengths) are not checked again: on sequences with repeats, low runs,
+    first negatives and values past the top, each step's notation and ``held`` are those of a Running that
+    remembers nothing."""
+    import random
+
+    from steptable.table import notation as nt
+
+    rng = random.Random(5)
+    remembered = 0
+    for trial in range(300):
+        # an exact column (lengths, fractions of a batch), now and then a value that leaves or shifts its notation
+        pool = ([float(rng.randint(1, 99)) for _ in range(6)] if trial % 2 else
+                [rng.randint(-8, 8) / 4 for _ in range(6)])
+        odd = [round(rng.choice([1, -1]) * 10 ** rng.uniform(-6, 4), rng.randint(0, 4)), 0.0, 1e-7, 2e-7, 0.5]
+        values = [rng.choice(odd if rng.random() < 0.03 else pool) for _ in range(rng.randint(1, 120))]
+        width = rng.randint(3, 10)
+        fast = Running(width)
+        ref = Running(width)
+        for v in values:
+            changed = fast.see(v)
+            known_max, nt.KNOWN_MAX = nt.KNOWN_MAX, 0
+            try:
+                assert ref.see(v) == changed, (trial, v)
+            finally:
+                nt.KNOWN_MAX = known_max
+            assert (fast.notation, fast.held) == (ref.notation, ref.held), (trial, v)
+        remembered += len(fast._known)
+    assert remembered  # the memo is used, not bypassed

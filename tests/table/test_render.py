@@ -15,8 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from steptable.schemas.routing import routing_columns
-from steptable.table import render
-from steptable.table.columns import Col, select, streamed
+from steptable.table import render, wholerow
+from steptable.table.columns import Col, select, streamed, with_notations
 from steptable.table.formatting import display_width
 from steptable.table.render import title_line
 from tests.schemas.helpers import routing_rows
@@ -99,9 +99,21 @@ def test_compiled_row_equals_cell_by_cell(data: st.DataObject) -> None:
         tuple(generic_columns()),
         (Col("a", 5, "a", "+.1%"), Col("b", 8, "b", ".3e"), Col("c", 6, "c", None, align="left"),
          Col("d", 6, "d", ">6.2f")),
+        _auto_and_noted(),
     ):
         row = {c.key: data.draw(_values) for c in cols}
         assert render.compile_row(cols)(row) == render.SEP.join(render.cells(cols, row))
+
+
+def _auto_and_noted() -> tuple[Col, ...]:
+    """Automatic-format columns, without a notation and with the ones the live logger would choose (positional,
+    exact decimals, a shared exponent in the header), beside an int column: all of them take the whole-row path."""
+    cols = (Col("n", 4, "n", "d"), Col("a", 6, "a"), Col("b", 7, "b"), Col("g", 5, "g"), Col("x", 7, "x"),
+            Col("l", 5, "l"))
+    noted = with_notations(cols[2:], [{"b": -12.5, "g": 1.25, "x": 0.0031, "l": 2e-7}, {"b": 3.0, "g": 0.5}])
+    noted = tuple(c.with_(notation=c.notation.in_header()) if c.key == "l" and c.notation else c for c in noted)
+    assert all(c.notation is not None for c in noted)
+    return (*cols[:2], *noted)
 
 
 class _Floaty:
@@ -132,30 +144,43 @@ def test_whole_row_path_equals_cell_by_cell_on_one_odd_value(data: st.DataObject
         tuple(streamed(routing_columns(["code", "math"], show_ablate=True))),
         (Col("n", 4, "n", "d"), Col("x", 6, "x", "+.3f"), Col("e", 7, "e", "+.1e"), Col("f", 5, "f", "frac")),
         (Col("n", 4, "n", "-d"), Col("x", 6, "x", "-.2f"), Col("e", 7, "e", ".2F"), Col("f", 5, "f", "frac")),
+        _auto_and_noted(),
     ):
-        row = dict(data.draw(st.sampled_from(routing_rows()))) if len(cols) > 4 else {
-            "n": 3, "x": 0.25, "e": 1e-5, "f": (3, 8)}
+        if len(cols) > 6:
+            row = dict(data.draw(st.sampled_from(routing_rows())))
+        elif cols[0].key == "n":
+            row = {"n": 3, "x": 0.25, "e": 1e-5, "f": (3, 8)}
+        else:
+            row = {"n": 3, "a": 0.3401, "b": -12.5, "g": 1.25, "x": 0.0031, "l": 2e-7}
         for _ in range(data.draw(st.integers(1, 2))):
             row[data.draw(st.sampled_from([c.key for c in cols]))] = data.draw(_hostile)
+        if data.draw(st.booleans()):  # a key the row does not log (blank)
+            row.pop(data.draw(st.sampled_from([c.key for c in cols])), None)
         assert render.compile_row(cols)(row) == render.SEP.join(render.cells(cols, row))
 
 
 def test_whole_row_path_is_taken_for_a_typical_row() -> None:
-    """The fast path is not dead code: a routing row whose columns all declare a format renders without the
-    per-cell fallback (an automatic-format column, the routing gn's, takes the per-column path: its notation)."""
-    cols = tuple(streamed(routing_columns(["code"])))
-    assert render.compile_row(cols).__name__ == "render_row"  # gn: automatic
-    cols = tuple(c.with_(fmt=".1e") if c.fmt is None else c for c in cols)
-    fn = render.compile_row(cols)
-    assert fn.__name__ == "render_fast"
+    """The fast path is not dead code: a routing row (its gn in the automatic format, then in a notation the live
+    logger chose for it) renders without the per-cell fallback."""
+    base = tuple(streamed(routing_columns(["code"])))
+    assert any(c.fmt is None for c in base)  # gn: automatic
+    noted = with_notations(base, [{"gn": 0.5}, {"gn": 2.5}])
+    assert next(c for c in noted if c.key == "gn").notation is not None
     calls: list[object] = []
-    fn.__globals__["render_row"], orig = (lambda values: calls.append(values) or ""), fn.__globals__["render_row"]
-    try:
-        row: dict[str, object] = {c.key: 0.5 for c in cols}
-        row.update(step=12, stale=0, gt_s=(3, 32), gt_t=(4, 32), hack_s=(0, 32), hack_t=(1, 32), gn=0.5, lr=1e-5)
-        assert fn(row) and not calls
-    finally:
-        fn.__globals__["render_row"] = orig
+    for cols in (base, noted):
+        fn = render.compile_row(cols)
+        assert fn.__name__ == "render_fast"
+        fn.__globals__["render_row"], orig = (lambda values: calls.append(values) or ""), fn.__globals__["render_row"]
+        try:
+            row: dict[str, object] = {c.key: 0.5 for c in cols}
+            row.update(step=12, stale=0, gt_s=(3, 32), gt_t=(4, 32), hack_s=(0, 32), hack_t=(1, 32), gn=0.5, lr=1e-5)
+            assert fn(row) and not calls
+            row["gn"] = math.nan  # a NaN in an automatic-format column stays on the whole-row path
+            assert fn(row) and not calls
+            del row["gn"]  # and so does an automatic-format column the row does not log (blank)
+            assert fn(row) == render.SEP.join(render.cells(cols, row)) and not calls
+        finally:
+            fn.__globals__["render_row"] = orig
 
 
 def test_a_defaultdict_row_is_read_not_filled() -> None:
@@ -227,9 +252,9 @@ def test_frac_cell_that_is_not_a_pair_is_not_shown_as_one(value: Any) -> None:
 def test_fraction_texts_remembered_stay_bounded() -> None:
     # a run of distinct fractions (a growing denominator, say) must not grow the renderer's memory without limit
     memo: dict[Any, str] = {}
-    for n in range(2 * render._MEMO_SIZE + 5):
-        assert render._frac_new(memo, (n, 7)) == f"{n}/7"
-    assert 0 < len(memo) <= render._MEMO_SIZE
+    for n in range(2 * wholerow.MEMO_SIZE + 5):
+        assert wholerow.frac_new(memo, (n, 7)) == f"{n}/7"
+    assert 0 < len(memo) <= wholerow.MEMO_SIZE
 
 
 def test_no_columns_renders_empty_lines() -> None:
