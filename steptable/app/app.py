@@ -207,11 +207,12 @@ class StepTableApp(App[int]):
                 panel = self.panels[rid] = ArmPanel(rid, rid)
                 self._new_panels = True
                 self.main.query_one("#no-runs").display = False
+                if len(self.panels) == 1:  # styled as focused from its mount: no second styling pass
+                    panel.add_class("-focused", update=False)
+                    self.call_after_refresh(panel.grid.focus)
                 arms.mount(panel)
                 self.tables.mark_alerts(rid)  # (alerts found before its table was made)
                 relayout = True
-                if len(self.panels) == 1:
-                    self.call_after_refresh(panel.grid.focus)
         if relayout:
             self.apply_columns()
         now = self.clock()

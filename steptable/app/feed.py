@@ -9,6 +9,7 @@ whole inbox when it handles it, so a writer that appends 1000 rows/s costs the U
 from __future__ import annotations
 
 import queue
+import shutil
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -26,6 +27,8 @@ from steptable.table.formatting import sanitize
 PREVIEW_MIN_BYTES = 32 * 1024 * 1024
 #: bytes read from the end of a big file for the preview
 PREVIEW_BYTES = 256 * 1024
+#: most rows of a JSONL preview: more than a terminal shows (the first frame's layout and draw cost per row)
+PREVIEW_ROWS = 100
 #: longest the full parse waits for the app to draw the previews
 PREVIEW_WAIT = 2.0
 #: how the follower words a reader's exception on one file (it goes on with the others)
@@ -140,7 +143,8 @@ class Feed:
                         # rows (a 40 MB prompts.jsonl does not), a console log a metrics line in its window
                         if cand.kind == "jsonl" and not cand.confirmed and not sniff_jsonl(cand.path):
                             continue
-                        store = preview_tail(cand.path, PREVIEW_BYTES, cand.kind)
+                        rows = max(PREVIEW_ROWS, shutil.get_terminal_size().lines) if cand.kind == "jsonl" else None
+                        store = preview_tail(cand.path, PREVIEW_BYTES, cand.kind, rows)
                     except OSError:  # unreadable: the follower reports it; the preview just does without it
                         continue
                     if not len(store):

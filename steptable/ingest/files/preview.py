@@ -19,8 +19,10 @@ from steptable.ingest.store import RunStore
 PREVIEW_BYTES = 4 * 1024 * 1024
 
 
-def preview_tail(path: str | Path, max_bytes: int = PREVIEW_BYTES, kind: str | None = None) -> RunStore:
-    """A store of the complete lines within the last ``max_bytes`` of ``path`` (from the first full line there).
+def preview_tail(path: str | Path, max_bytes: int = PREVIEW_BYTES, kind: str | None = None,
+                 max_lines: int | None = None) -> RunStore:
+    """A store of the complete lines within the last ``max_bytes`` of ``path`` (from the first full line there),
+    only the last ``max_lines`` of them where given (a JSONL's row per line: no more rows than a screen shows).
 
     ``meta["preview_offset"]`` is the byte offset the window starts at (0: the whole file was read);
     ``meta["arms"]`` how many arms its rows name. Line numbers in
@@ -47,7 +49,10 @@ def preview_tail(path: str | Path, max_bytes: int = PREVIEW_BYTES, kind: str | N
     if start > 0:
         data = data[data.find(b"\n") + 1 :] if b"\n" in data else b""
     data = data[: data.rfind(b"\n") + 1]
-    store.meta["preview_offset"] = size - len(data) if start > 0 else 0
+    whole = len(data)
+    if max_lines is not None and kind != "csv":  # (a CSV's header is read apart: its window keeps its rows)
+        data = _last_lines(data, max(max_lines, 1))
+    store.meta["preview_offset"] = size - len(data) if start > 0 or len(data) < whole else 0
     label = str(path)
     parser: ConsoleParser | CsvParser | JsonlParser
     if kind == "csv":  # the header is at the top, not in the window
@@ -77,3 +82,13 @@ def preview_tail(path: str | Path, max_bytes: int = PREVIEW_BYTES, kind: str | N
         pos = end
     store.meta["arms"] = len(arms)
     return store
+
+
+def _last_lines(data: bytes, n: int) -> bytes:
+    """The last ``n`` lines of ``data`` (complete lines, each ending in a newline); all of them if fewer."""
+    cut = len(data) - 1
+    for _ in range(n):
+        cut = data.rfind(b"\n", 0, cut)
+        if cut < 0:
+            return data
+    return data[cut + 1 :]

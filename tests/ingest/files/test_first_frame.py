@@ -28,3 +28,24 @@ def test_preview_of_a_big_monitor_csv_finds_its_header(tmp_path: Path) -> None:
     store = preview_tail(path, max_bytes=1000)
     assert store.meta["preview_offset"] > 0 and len(store) > 10 and not store.bad
     assert store.keys == ["r", "l", "t"] and store.value(len(store) - 1, "l") == 10 + 1999
+
+
+def test_preview_tail_keeps_at_most_max_lines(tmp_path: Path) -> None:
+    """``max_lines``: the newest rows of the window only (the rows a screen shows), the offset where they start."""
+    path = tmp_path / "r" / "metrics.jsonl"
+    write_rows(path, rew_rows(0, 2000))
+    size = path.stat().st_size
+    store = preview_tail(path, max_bytes=10**9, kind="jsonl", max_lines=50)
+    assert len(store) == 50 and store.steps[0] == 1950 and store.steps[-1] == 1999 and store.bad == []
+    assert 0 < store.meta["preview_offset"] < size and path.read_bytes()[store.meta["preview_offset"] - 1:][:1] == b"\n"
+    small = preview_tail(path, max_bytes=4000, kind="jsonl", max_lines=10**6)  # fewer lines than asked: all of them
+    assert len(small) == len(preview_tail(path, max_bytes=4000)) and small.steps[-1] == 1999
+    whole = preview_tail(path, max_bytes=10**9, kind="jsonl", max_lines=2000)
+    assert len(whole) == 2000 and whole.meta["preview_offset"] == 0
+    assert len(preview_tail(path, max_bytes=10**9, kind="jsonl", max_lines=0)) == 1  # (at least the newest row)
+
+
+def test_preview_tail_max_lines_leaves_a_csv_window_whole(tmp_path: Path) -> None:
+    path = tmp_path / "0.monitor.csv"
+    write_sb3_monitor(path, 2000)
+    assert len(preview_tail(path, max_bytes=1000, max_lines=3)) == len(preview_tail(path, max_bytes=1000))
