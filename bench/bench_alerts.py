@@ -11,7 +11,7 @@ heavy tails (Student-t noise, df 3). Every alert on a healthy run is a false ala
 incident is injected into a healthy run of every family at a random step and must be reported by its detector
 within a few rows of it: the detection list says which were. With the big file (/work/shared/tools/bigfile.py:
 100,000 rows x 42 uniform-noise columns, 4.2M cells), the warnings on it too. Alerts are read as ``summary``,
-``tail --alerts-only`` and ``watch`` read them (``steptable.alerts.engine.scan`` over the stored columns).
+``tail --alerts-only`` and ``watch`` read them (``steptable.alerts.history.scan`` over the stored columns).
 """
 
 from __future__ import annotations
@@ -27,7 +27,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from steptable.alerts.engine import Alert, scan
+from steptable.alerts.engine import Alert
+from steptable.alerts.history import scan
 
 KEYS = ("loss", "grad_norm", "reward", "entropy", "kl", "response_length/clip_ratio")
 FAMILIES = ("stationary", "drifting", "stepped", "heavy")

@@ -9,7 +9,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from steptable.alerts.detectors import DETECTORS
-from steptable.alerts.engine import AlertEngine, _merge_nonfinite, feed_store, replay_spans
+from steptable.alerts.engine import AlertEngine, _merge_nonfinite
+from steptable.alerts.history import feed_store, replay_spans
 from steptable.alerts.rules import MULTI_ROLES, Alert, AlertConfig, cell_float
 from steptable.table.formatting import fmt_auto as _f
 

@@ -95,7 +95,8 @@ class AlertScanner:
         """Feed the rows added since the last call to this run's engine (from the top after a reset, from the
         earliest resume point after resumes; cells merged into rows already fed, and rows inserted among them, are
         fed too); returns and posts what they raise."""
-        from steptable.alerts.engine import AlertEngine, feed_columns, resumed_engine
+        from steptable.alerts.engine import AlertEngine
+        from steptable.alerts.history import feed_columns, resumed_engine
 
         gen = int(getattr(store, "generation", 0))
         fed = self._engines.get(rid)

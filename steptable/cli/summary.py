@@ -133,7 +133,8 @@ def _run_alerts(store: Any, now: float) -> list[Any]:
     then how its StepLogger's ``with`` block ended where that was a crash or an interruption (its description,
     steptable.table.runinfo)."""
     from steptable.alerts.activity import STALLED, store_activity
-    from steptable.alerts.engine import AlertConfig, clockless_stall, end_alert, scan
+    from steptable.alerts.engine import AlertConfig, clockless_stall, end_alert
+    from steptable.alerts.history import scan
 
     info = store.meta.get("runinfo")
     watched = AlertConfig().watched()  # only the columns the detectors read: every column as cells costs GBs

@@ -13,7 +13,8 @@ from collections import Counter
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any, TextIO
 
-from steptable.alerts.engine import Alert, AlertEngine, clockless_stall, end_alert, resumed_engine
+from steptable.alerts.engine import Alert, AlertEngine, clockless_stall, end_alert
+from steptable.alerts.history import resumed_engine
 from steptable.cli.tailformats import Layout, Printer
 from steptable.cli.tailjsonl import jsonl_lines, plain
 from steptable.cli.tailkeep import for_args, holds_for, needed

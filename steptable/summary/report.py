@@ -40,8 +40,8 @@ Definitions
   evaluation is shown; the evaluation's 64 episodes and a clip ratio 0 by construction are not); then varying
   numeric keys, most present first (a logged NaN is present).
 - alerts: given per run (keyed ``"run/arm"`` or ``run.run``); when ``alerts`` is None they are computed with
-  :func:`steptable.alerts.engine.scan` (NaN cells read as missing). One line per kind (level, column, detector), at most
-  MAX_ALERTS: errors first, then the rarer and more recent warnings ahead of the routine repeated ones
+  :func:`steptable.alerts.history.scan` (NaN cells read as missing). One line per kind (level, column, detector), at
+  most MAX_ALERTS: errors first, then the rarer and more recent warnings ahead of the routine repeated ones
   (:func:`alerts_text`); ``tail --alerts-only`` prints every alert.
 """
 
@@ -52,7 +52,8 @@ import time
 from collections.abc import Collection, Mapping, Sequence
 from typing import Literal
 
-from steptable.alerts.engine import Alert, AlertConfig, end_alert, fmt_age, scan
+from steptable.alerts.engine import Alert, AlertConfig, end_alert, fmt_age
+from steptable.alerts.history import scan
 from steptable.alerts.text import MAX_ALERTS as MAX_ALERTS
 from steptable.alerts.text import alert_groups as alert_groups
 from steptable.alerts.text import alerts_text as alerts_text

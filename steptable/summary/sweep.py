@@ -23,7 +23,8 @@ from fnmatch import translate
 from typing import Any
 
 from steptable.alerts.activity import judge, stall_after
-from steptable.alerts.engine import STEP_TIME_KEYS, end_alert, scan
+from steptable.alerts.engine import STEP_TIME_KEYS, end_alert
+from steptable.alerts.history import scan
 from steptable.alerts.rules import AlertConfig, cell_float
 from steptable.ingest.files.siblings import newest_sibling
 from steptable.table.runinfo import closed_at, ended_by

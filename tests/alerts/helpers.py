@@ -9,7 +9,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from steptable.alerts.engine import Alert, AlertConfig, AlertEngine, replay_spans
+from steptable.alerts.engine import Alert, AlertConfig, AlertEngine
+from steptable.alerts.history import replay_spans
 from tests.helpers import grpo_row, write_rows
 
 Series = list[tuple[int, float]]

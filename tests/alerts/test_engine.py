@@ -17,11 +17,9 @@ from steptable.alerts.engine import (
     AlertConfig,
     AlertEngine,
     end_alert,
-    feed_store,
     fmt_age,
-    replay_spans,
-    scan,
 )
+from steptable.alerts.history import feed_store, replay_spans, scan
 from steptable.table import runinfo
 from tests.alerts.helpers import Unfloatable, fed, kinds, noise, series, stream
 from tests.helpers import grpo_row, store_of

@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 
 from steptable.alerts import quiet
-from steptable.alerts.engine import Alert, AlertConfig, AlertEngine, feed_store, scan
+from steptable.alerts.engine import Alert, AlertConfig, AlertEngine
+from steptable.alerts.history import feed_store, scan
 from steptable.ingest.parsed import Parsed
 from steptable.ingest.store import RunStore
 from tests.alerts.helpers import Unfloatable

@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from steptable.alerts.engine import AlertConfig, scan
+from steptable.alerts.engine import AlertConfig
+from steptable.alerts.history import scan
 from steptable.alerts.replaced import read_replaced, replaced_alerts
 from steptable.ingest import Follower, RunStore
 from tests.alerts.helpers import clocked_rows, loss_rows

@@ -1,4 +1,4 @@
-"""A resumed AlertEngine (steptable.alerts.engine.resumed_engine and each detector's carry) says what one engine
+"""A resumed AlertEngine (steptable.alerts.history.resumed_engine and each detector's carry) says what one engine
 fed the run straight says: run-long levels set before the bounded replay are carried, levels set in the replaced
 rows are not."""
 
@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from steptable.alerts.engine import AlertConfig, AlertEngine, resumed_engine
+from steptable.alerts.engine import AlertConfig, AlertEngine
+from steptable.alerts.history import resumed_engine
 from steptable.ingest import Follower
 from tests.alerts.helpers import fed, resumed, reward_rows
 from tests.helpers import grpo_row, store_of, write_rows

@@ -9,7 +9,8 @@ import random
 from pathlib import Path
 from typing import Any
 
-from steptable.alerts.engine import AlertConfig, AlertEngine, clockless_gap, feed_store, scan
+from steptable.alerts.engine import AlertConfig, AlertEngine, clockless_gap
+from steptable.alerts.history import feed_store, scan
 from steptable.alerts.replaced import read_replaced
 from steptable.ingest import Follower, RunStore
 from tests.alerts.helpers import clocked_rows, kinds

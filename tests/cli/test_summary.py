@@ -523,7 +523,7 @@ def test_summary_hands_the_alert_scan_only_the_columns_it_watches(
 ) -> None:
     """The alert scan is handed the role keys' columns only (every column of a 1M-row run as Python cells would
     take 1.75 GB beside a 0.7 GB store)."""
-    import steptable.alerts.engine as alerts
+    import steptable.alerts.history as alerts
     from tests.helpers import run_cli, write_rows
 
     rows = ({"step": s, "loss": 1 / (s + 1), "rew": s / 50, **{f"m{j}": s * j for j in range(30)}} for s in range(50))
