@@ -78,35 +78,33 @@ def test_corpus_same_alerts(rows_only: Callable[[Callable[[], Any]], Any]) -> No
     assert said > 50  # (the incidents are said: the comparison is not of empty lists)
 
 
-def test_quiet_blocks_are_taken(monkeypatch: pytest.MonkeyPatch) -> None:
-    """On a healthy run most blocks are fed in bulk (else the equivalence above would be vacuous)."""
-    run = bench_alerts.healthy("drifting", 0, 5000)
+def _bulk_share(monkeypatch: pytest.MonkeyPatch, steps: list[int], cols: dict[str, Any],
+                walls: list[float]) -> list[bool]:
+    """For each detector handed a quiet block while ``scan`` reads the columns: was it advanced in bulk?"""
     taken: list[bool] = []
     real = quiet.advance
 
-    def spy(dets: Sequence[Any], xs: list[float], steps: Sequence[int]) -> list[Any]:
-        got = real(dets, xs, steps)
+    def spy(dets: Sequence[Any], xs: list[float], at: Sequence[int]) -> list[Any]:
+        got = real(dets, xs, at)
         taken.extend(c is not None for c in got)
         return got
 
     monkeypatch.setattr(quiet, "advance", spy)
-    scan(list(range(5000)), {k: run[k] for k in bench_alerts.KEYS}, run["_t"])
+    scan(steps, cols, walls)
+    return taken
+
+
+def test_quiet_blocks_are_taken(monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a healthy run most blocks are fed in bulk (else the equivalence above would be vacuous)."""
+    run = bench_alerts.healthy("drifting", 0, 5000)
+    taken = _bulk_share(monkeypatch, list(range(5000)), {k: run[k] for k in bench_alerts.KEYS}, run["_t"])
     assert len(taken) > 300 and sum(taken) > 0.8 * len(taken)
 
 
 def test_quiet_blocks_between_eval_rows(monkeypatch: pytest.MonkeyPatch) -> None:
     """Rows without the training keys split the blocks: the stretches between them are still fed in bulk."""
     cols = _eval_rows(_base(3000))
-    taken: list[bool] = []
-    real = quiet.advance
-
-    def spy(dets: Sequence[Any], xs: list[float], steps: Sequence[int]) -> list[Any]:
-        got = real(dets, xs, steps)
-        taken.extend(c is not None for c in got)
-        return got
-
-    monkeypatch.setattr(quiet, "advance", spy)
-    scan(list(range(3000)), cols, [1000.0 + 10 * i for i in range(3000)])
+    taken = _bulk_share(monkeypatch, list(range(3000)), cols, [1000.0 + 10 * i for i in range(3000)])
     assert len(taken) > 300 and sum(taken) > 0.8 * len(taken)
 
 
