@@ -214,21 +214,35 @@ class Tail:
             self.logged = logged
             # New runs or keys (a sparse eval column appearing late), or steps past the step column's width: lay
             # out again and re-print the header of each run whose layout changed.
+            unkept: dict[str, list[str]] = {}
             if follower.keep is not None and not self.projection_holds(stores):
                 # (-f: new keys made a key the projection left out one to print: kept from now on, its cells of
                 # the rows read before absent; a one-shot read never gets here: it is read again whole first)
                 follower.keep = None
                 for s in stores:
                     with s.lock:
-                        s.keep_every_key()
+                        unkept[s.run] = s.keep_every_key()
             self.keys_seen = keys
             self.of = self._layouts(stores)  # (a changed layout gets its header: the printer's head_of is not it)
+            for s in stores:
+                self._tell_unkept(s, unkept.get(s.run, ()))
             self.printer.laid_out([self.of[s.run] for s in stores])  # (the columns of the CSV header)
         for store in stores:
             self.arm_of[store.run] = store.arm
             self._emit_run(store, len(stores) > 1, first_view)
             self._tell_end(store)
         self.out.flush()
+
+    def _tell_unkept(self, store: RunStore, gone: Sequence[str]) -> None:
+        """Say (stderr) which of the keys ``gone`` (left out by the projection until now) the run's new layout
+        prints: their cells in the rows read before now are empty, though the file holds them."""
+        printed = self._printed_keys(self.of[store.run])
+        shown = sorted(k for k in gone if printed is None or k in printed)
+        if shown:
+            more = f" and {len(shown) - 3} more" if len(shown) > 3 else ""
+            names = ", ".join(sanitize(k) for k in shown[:3]) + more
+            self.err.write(f"steptable tail: {sanitize(store.arm or store.run)}: {names} now printed but not kept "
+                           "before: empty in the rows read so far (a one-shot tail reads them)\n")
 
     def _tell_end(self, store: RunStore) -> None:
         """A run whose StepLogger's ``with`` block ended on a crash or an interruption: its alert (--alerts-only) or

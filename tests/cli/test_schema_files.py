@@ -377,3 +377,4 @@ def test_columns_with_a_broken_file_below_the_path_read_as_without(tmp_path: Pat
     got = run_cli(["tail", str(tmp_path), "--columns", "loss,step"], capsys)
     want = run_cli(["tail", str(tmp_path)], capsys)
     assert got == want and got[0] == 2 and "not valid TOML" in got[2]
+

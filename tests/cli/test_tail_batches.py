@@ -184,3 +184,27 @@ def test_under_follow_a_key_left_out_that_turns_needed_is_kept_from_then_on(tmp_
     whole(monkeypatch)
     want, _ = _followed_rows(tmp_path / "b" / "exp", spans, argv)
     assert got == want and got.count("\n") == 45
+
+
+def test_under_follow_a_printed_key_that_was_not_kept_is_said_on_stderr(tmp_path: Path) -> None:
+    """`--columns` given as a shortened header that only exists once a second long key arrives: the key it selects
+    was left out of the rows read until then, so their cells print empty; stderr says so once, naming the key
+    (rows read after it print their values)."""
+    long1, long2 = "grp/verylongmetricnamenumber1", "grp/verylongmetricnamenumber2"
+    spans = [[{"step": s, "loss": s / 10, long1: s / 3} for s in range(20)],
+             [{"step": s, "loss": s / 10, long1: s / 3, long2: s % 2} for s in range(20, 40)],
+             [{"step": s, "loss": s / 10, long1: s / 3, long2: s % 2} for s in range(40, 45)]]
+    got, live = _followed_rows(tmp_path / "exp", spans, ["-n", "0", "--columns", "loss,verylongm…enumber1"])
+    told = [line for line in live.tail.err.getvalue().splitlines() if "not kept" in line]
+    assert len(told) == 1 and long1 in told[0] and long2 not in told[0], live.tail.err.getvalue()
+    rows = [line.split() for line in got.splitlines() if line.split()[:1] and line.split()[0].isdigit()]
+    assert rows[-1] == ["44", "4.4", "14.7"] and rows[25] == ["25", "2.5"]  # (read before the switch: empty)
+
+
+def test_under_follow_a_switch_that_prints_no_unkept_key_says_nothing(tmp_path: Path) -> None:
+    """The stores keep every key after a switch whose left-out keys are not printed (kl): nothing to say."""
+    long1, long2 = "grp/verylongmetricnamenumber1", "grp/verylongmetricnamenumber2"
+    spans = [[{"step": s, "loss": s / 10, long1: s / 3, "kl": s % 4} for s in range(20)],
+             [{"step": s, "loss": s / 10, long1: s / 3, long2: s % 2, "kl": s % 4} for s in range(20, 40)]]
+    _, live = _followed_rows(tmp_path / "exp", spans, ["-n", "0", "--format", "jsonl", "--columns", "loss,*number1"])
+    assert live.follower.keep is None and "not kept" not in live.tail.err.getvalue()
