@@ -133,8 +133,9 @@ class TrackioReader:
                 while rows := cur.fetchmany(self._fetch):
                     taken += len(rows)
                     self._take(rows, out, bad)
-            except sqlite3.OperationalError as e:
-                if "locked" not in str(e) and "busy" not in str(e):
+            except sqlite3.DatabaseError as e:
+                locked = isinstance(e, sqlite3.OperationalError) and ("locked" in str(e) or "busy" in str(e))
+                if not locked:
                     rows, damage = self._around_damage(con, e)
                     bad += damage
                     taken += len(rows)
@@ -143,11 +144,6 @@ class TrackioReader:
                     raise
                 else:  # (the rows taken so far are kept)
                     done = False
-            except sqlite3.DatabaseError as e:
-                rows, damage = self._around_damage(con, e)
-                bad += damage
-                taken += len(rows)
-                self._take(rows, out, bad)
             self._read_configs(con)
         if done and taken < BATCH:
             self._sig = sig
