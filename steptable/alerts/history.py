@@ -7,7 +7,7 @@ rows through :meth:`AlertEngine.update`. Pure, stdlib only."""
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from typing import Any
 
 from steptable.alerts import quiet
@@ -62,28 +62,43 @@ def feed_columns(eng: AlertEngine, store: Any, cols: Sequence[tuple[str, Sequenc
     ``base`` on (copied under the store's lock: the app feeds them outside it)."""
     value = store.value
     out: list[Alert] = []
+    for i in _unquiet_rows(eng, cols, steps, walls, start, stop, base, resumes, out):
+        j = i - base
+        row = {}
+        for k, c in cols:
+            v = c[j]
+            # Numeric columns pad absent cells with NaN; only a NaN cell asks the store whether it is absent
+            # (a sparse eval column) or a logged NaN (which the non-finite detector must see).
+            if v is None or (v != v and value(i, k) is None):
+                continue
+            row[k] = v
+        _feed_row(eng, int(steps[j]), row, walls[j] if j < len(walls) else None, resumes, stalls, out)
+    return out
+
+
+def _unquiet_rows(eng: AlertEngine, cols: Sequence[tuple[str, Sequence[Any]]], steps: Sequence[Any],
+                  walls: Sequence[Any] | None, start: int, stop: int, base: int, resumes: Collection[int],
+                  out: list[Alert]) -> Iterator[int]:
+    """The rows of ``[start, stop)`` to feed one by one, in order; the quiet blocks between them go through
+    :func:`_block` as they are reached, their alerts added to ``out``. ``cols``, ``steps`` and ``walls`` hold the
+    rows from ``base`` on."""
     for a, b in quiet.blocks(start, stop, cols, base):
         got = _block(eng, cols, steps, walls, a - base, b - base, resumes) if b - a >= quiet.MIN_ROWS else None
-        if got is not None:
+        if got is None:
+            yield from range(a, b)
+        else:
             out += got
-            continue
-        for i in range(a, b):
-            j = i - base
-            row = {}
-            for k, c in cols:
-                v = c[j]
-                # Numeric columns pad absent cells with NaN; only a NaN cell asks the store whether it is absent
-                # (a sparse eval column) or a logged NaN (which the non-finite detector must see).
-                if v is None or (v != v and value(i, k) is None):
-                    continue
-                row[k] = v
-            step, wall = int(steps[j]), walls[j] if j < len(walls) else None
-            if step in resumes:
-                eng.resumed()
-            elif stalls and wall is not None and math.isfinite(wall):
-                out.extend(eng.check_stall(wall))
-            out.extend(eng.update(step, row, wall))
-    return out
+
+
+def _feed_row(eng: AlertEngine, step: Any, row: dict[str, Any], wall: float | None, resumes: Collection[int],
+              stalls: bool, out: list[Alert]) -> None:
+    """One row through ``eng``, its alerts added to ``out``: a row at a resume restarts the clock, else (with
+    ``stalls``) the gap since the last row is checked first."""
+    if step in resumes:
+        eng.resumed()
+    elif stalls and wall is not None and math.isfinite(wall):
+        out.extend(eng.check_stall(wall))
+    out.extend(eng.update(step, row, wall))
 
 
 def _block(eng: AlertEngine, cols: Sequence[tuple[str, Sequence[Any]]], steps: Sequence[Any],
@@ -116,20 +131,10 @@ def scan(
     wanted = eng.config.watched()
     cols = [(k, col) for k, col in columns.items() if k in wanted]
     out: list[Alert] = []
-    for a, b in quiet.blocks(0, len(steps), cols, 0):
-        got = _block(eng, cols, steps, wall_times, a, b, resumes) if b - a >= quiet.MIN_ROWS else None
-        if got is not None:
-            out += got
-            continue
-        for i in range(a, b):
-            step = steps[i]
-            row = {k: col[i] for k, col in cols if i < len(col) and col[i] is not None}
-            wt = cell_float(wall_times[i]) if wall_times is not None and i < len(wall_times) else None
-            if step in resumes:
-                eng.resumed()
-            elif wt is not None and math.isfinite(wt):
-                out.extend(eng.check_stall(wt))
-            out.extend(eng.update(step, row, wt))
+    for i in _unquiet_rows(eng, cols, steps, wall_times, 0, len(steps), 0, resumes, out):
+        row = {k: col[i] for k, col in cols if i < len(col) and col[i] is not None}
+        wt = cell_float(wall_times[i]) if wall_times is not None and i < len(wall_times) else None
+        _feed_row(eng, steps[i], row, wt, resumes, True, out)
     if now is not None:
         out.extend(eng.check_stall(now))
     return out
