@@ -3,14 +3,18 @@
 A declared width is a maximum, not a target: a column declared ``Col("completion_len_max", 18, ...)`` whose values
 are 4 cells wide is printed 4 cells wide (each run of pad spaces is a token a reader pays for on every row). A
 column starts as wide as its first value needs (a header of up to :data:`KEEP_HEADER` cells is never abbreviated,
-so ``step`` and ``loss`` keep theirs), and widens, never narrows, as later values need, up to its declared width
-(:data:`steptable.table.columns.FIT_MAX` for a column declared without one). A header wider than its column is
-abbreviated (``steptable.schemas.headers.abbreviate``: ``clm`` for ``completion_len_max``) and the legend names the
-key it stands for; once the column is as wide as its header, the header is shown whole.
+so ``step`` and ``loss`` keep theirs; one that is the column's key is printed without its joins, ``tgen`` for
+``t_gen``, over narrower values), and widens as later values need, up to its declared width
+(:data:`steptable.table.columns.FIT_MAX` for a column declared without one). It narrows only where its notation is
+chosen again with fewer cells, and then only under a header printed anyway (:meth:`ConsoleLayout.settle`). A
+header wider than its column is abbreviated (``steptable.schemas.headers.abbreviate``: ``clm`` for
+``completion_len_max``) and the legend names the key it stands for; once the column is as wide as its header, the
+header is shown whole.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -21,7 +25,8 @@ from steptable.table.notation import Notation, Running, unit
 
 #: the least room an abbreviation gets (``ent`` over ``.5``, not ``en``)
 MIN_ABBREV = 3
-#: a header this narrow is never abbreviated: ``step``, ``loss``, a schema's ``rew_s`` read better than a shorter one
+#: a header this narrow is never abbreviated (``step``, ``loss``, a schema's ``rew_s`` read better than a shorter
+#: one), only joined over narrower values (:func:`joined`: ``t_gen`` -> ``tgen``)
 KEEP_HEADER = 5
 
 
@@ -36,6 +41,23 @@ def need(value: Any, fmt: str | None, most: int, notation: Notation | None = Non
         if len(text) <= most:
             return len(fill_digits(value, text, most))
     return display_width(format_value(value, fmt, most))
+
+
+#: what joins a short header's words: left out where the values are narrower (``tgen`` over ``27.2``)
+_JOINS = re.compile(r"[_./-]")
+
+
+def joined(header: str) -> str:
+    """A short header as narrow as it reads the same: its words without what joins them (``t_gen`` -> ``tgen``,
+    ``rew_s`` -> ``rews``); the header itself where nothing joins them, or where it is only joins."""
+    out = _JOINS.sub("", header)
+    return out if out.strip() else header
+
+
+def _short(c: Col) -> str:
+    """The narrowest a short header (up to :data:`KEEP_HEADER` cells) is printed: joined where it is the column's
+    key; a header chosen for the column (a schema's ``rew_s``) is its author's, kept whole."""
+    return joined(c.header) if c.header == c.key else c.header
 
 
 def _names(desc: str, key: str) -> bool:
@@ -84,6 +106,8 @@ class ConsoleLayout:
         self._widths: list[int] = []
         self._short: list[str] = []  # each column's abbreviated header ("" where the header is kept whole)
         self._open: list[int] = []  # the columns not yet at their widest
+        #: the columns whose notation now needs fewer cells than they are printed with (see :meth:`settle`)
+        self._narrower: set[int] = set()
         #: (column, key, automatic format, band of positives, band of negatives' magnitudes)
         self._bands: list[tuple[int, str, bool, float, float, float, float]] = []
 
@@ -105,9 +129,12 @@ class ConsoleLayout:
             w = self._noted_width(i, n)
             if n != before[i]:
                 # a notation chosen again (fewer decimals for a bigger value): the column is as wide as it needs,
-                # narrower too, so that its first few values' notation leaves no padding for the rest of the run
+                # narrower too, so that its first few values' notation leaves no padding for the rest of the run;
+                # narrower only where a header is printed anyway (settle): a header costs more than a few pads
                 w = max(w, self._floor[i])
-            if w != widths[i] and (w > widths[i] or n != before[i]):
+                if w < widths[i]:
+                    self._narrower.add(i)
+            if w > widths[i]:
                 widths[i] = w
                 widened = True
         if not self._open:
@@ -133,6 +160,26 @@ class ConsoleLayout:
         if widened or noted:
             self._reopen()
         return self._changed
+
+    def settle(self) -> bool:
+        """Print each column whose notation was chosen again with fewer cells (``.000721`` then ``.0103``) as narrow
+        as its values now need; True when a width changed (``cols`` is then new). Called where a header is printed
+        anyway (due by the cadence, or for a wider column): narrowing alone would cost a header."""
+        if not self._narrower:
+            return False
+        narrowed = False
+        for i in self._narrower:
+            n = self._notes[i]
+            if n is None:
+                continue
+            w = max(self._noted_width(i, n), self._floor[i])
+            if w < self._widths[i]:
+                self._widths[i] = w
+                narrowed = True
+        self._narrower.clear()
+        if narrowed:
+            self._reopen()
+        return narrowed
 
     def _see(self, row: Mapping[str, Any]) -> list[int]:
         """Each automatic-format column's number of ``row`` taken into its notation; the columns whose notation, or
@@ -195,7 +242,7 @@ class ConsoleLayout:
         notes = self._notes
         for c, most in zip(self.declared, self._most, strict=True):
             hw = display_width(c.header)
-            floor = hw if hw <= KEEP_HEADER else 0
+            floor = display_width(_short(c)) if hw <= KEEP_HEADER else 0
             shown = need(row[c.key], c.fmt, most, notes[len(widths)]) if c.key in row else 3  # "nan" until it comes
             n = notes[len(widths)]
             if n is not None:
@@ -206,7 +253,10 @@ class ConsoleLayout:
         short = []
         for i, (c, w) in enumerate(zip(self.declared, widths, strict=True)):
             hw = display_width(c.header)
-            a = "" if hw <= w else abbreviate(c.header or c.key, max(w, MIN_ABBREV), taken)
+            a = "" if hw <= w else _short(c) if hw <= KEEP_HEADER else abbreviate(
+                c.header or c.key, max(w, MIN_ABBREV), taken)
+            if a and look(a) in taken:  # (a short header joined reads like another column's: cut as a long one)
+                a = abbreviate(c.header or c.key, max(w, MIN_ABBREV), taken)
             if a and display_width(a) >= hw:  # no shorter header that is told apart: the header whole
                 a, widths[i] = "", hw
             taken.add(look(a))

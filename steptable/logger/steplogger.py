@@ -94,8 +94,9 @@ class StepLogger:
                   would detect, the rest ranked by how much they tell, fitted to the terminal's width)
     run_dir       where ``metrics.jsonl`` (and at close ``table.txt``) go; None = console only
     arm           the experiment arm, written into every JSONL row
-    header_every  repeat the header after N rows without one (0 = once), so the last 30 lines of a log still
-                  carry it (a header printed because a column widened starts the count again)
+    header_every  repeat the header after N lines (rows and alert lines) without one (0 = once): 25 keeps one in
+                  the last 30 lines of a log with room for a few lines of other output (a header printed because
+                  a column widened starts the count again; a column that can be printed narrower waits for it)
     alerts        watch the rows with steptable.alerts.engine and log W/E lines as problems start
     dump_rows     rows of the all-column table printed at close where no ``table.txt`` is written (with one, a line
                   that points to it is printed instead)
@@ -110,7 +111,7 @@ class StepLogger:
         run_dir: str | os.PathLike[str] | None = None,
         arm: str | None = None,
         *,
-        header_every: int = 20,
+        header_every: int = 25,
         alerts: bool = True,
         dump_rows: int = 5,
         rank: int | None = None,
@@ -133,7 +134,7 @@ class StepLogger:
         self._second: int | None = None  # our pid, where another live process held the lock: it marks our rows
         self._recent: deque[dict[str, Any]] = deque(maxlen=max(self.dump_rows, 1))
         self._rows = 0
-        self._since_header = 0  # rows printed since the last header
+        self._since_header = 0  # lines (rows, alerts) printed since the last header
         self._lost = 0  # rows log() failed on (each failure kind is reported once; close() says how many)
         self._closed = False
         # log() may be called from several threads (an eval thread beside the loop): rows, header cadence and the
@@ -293,6 +294,8 @@ class StepLogger:
         if first and any(render.explained(c) for c in self._legend_cols()):
             self._emit(self.legend())  # a legend with nothing to explain is only a line to pay for
         if header_due:
+            if self._layout.settle():  # columns waiting to print narrower do so under this header
+                self._render_row = render.compile_row(self._layout.cols)
             self._since_header = 0
             self._emit(self.header())
         self._since_header += 1
@@ -302,6 +305,7 @@ class StepLogger:
         if self._alerts is not None:
             step_i = _step_number(step, self._rows - 1)
             for alert in self._alerts.update(step_i, view, now):
+                self._since_header += 1  # a line of the log too: the header's cadence counts lines
                 self._emit(alert.message_line(), level="ERROR" if alert.level == "E" else "WARNING")
         return line
 

@@ -40,11 +40,11 @@ def test_a_column_widens_up_to_its_declared_width_and_the_header_comes_again(cap
     text = "".join(captured).split("end of run")[0]
     rows, headers = _rows(text), _headers(text)
     # .00300 (the 3-digit form) from the first row: the next value's .00298 needs no new header; .5 leaves that
-    # notation (thousandths now, the column as narrow as they need: a header again); -.000123 rounds away in it
-    # with its sign, and needs its sign cell; 1.2e7 leaves it for an exponent, written once in the header (a cell
-    # of its mantissa's digits under "kl e6": 12e6)
-    assert rows == ["   0 .00300 .25", "   1 .00298 .25", "   2 .500 .25", "   3 -.000 .123", "   4    12 .123"]
-    assert headers == ["step     kl  rs", "step   kl  rs", "step    kl   rs", "step kl e6   rs"]
+    # notation (thousandths now), printed in the wider column until a header is due anyway: rs widens at the next
+    # row, and under that header kl is as narrow as its values need (-.000123 rounds away with its sign, which
+    # needs its cell); 1.2e7 leaves it for an exponent, written once in the header (12 under "kl e6")
+    assert rows == ["   0 .00300 .25", "   1 .00298 .25", "   2   .500 .25", "   3 -.000 .123", "   4    12 .123"]
+    assert headers == ["step     kl  rs", "step    kl   rs", "step kl e6   rs"]
     assert sl.header() == headers[-1]
 
 
@@ -65,14 +65,36 @@ def test_columns_never_narrow_and_a_header_is_shown_whole_once_it_fits(captured:
 
 def test_a_short_header_is_kept_whole_and_abbreviations_never_read_like_another_header() -> None:
     cols = [Col("step", 5, "step", "d"), Col("rs", 4, "rs"), Col("reward_std", 10, "reward_std"),
-            Col("rew_s", 6, "rew_s"), Col("reward", 6, "reward"), Col("rewards", 7, "rewards")]
+            Col("reward_s", 8, "rew_s"), Col("reward", 6, "reward"), Col("rewards", 7, "rewards")]
     layout = ConsoleLayout(cols)
-    layout.update({"step": 1, "rs": 1.0, "reward_std": 0.5, "rew_s": 0.5, "reward": 0.5, "rewards": 0.5})
+    layout.update({"step": 1, "rs": 1.0, "reward_std": 0.5, "reward_s": 0.5, "reward": 0.5, "rewards": 0.5})
     shown = [c.header for c in layout.cols]
-    assert shown[:2] == ["step", "rs"] and shown[3] == "rew_s"  # at most KEEP_HEADER cells: whole
+    # at most KEEP_HEADER cells: whole (a header given for the column, not its key, is never joined either)
+    assert shown[:2] == ["step", "rs"] and shown[3] == "rew_s"
     assert len(set(shown)) == len(shown) and shown[2] not in ("rs", "rew_s") and shown[4] != shown[5]
     assert all(len(h) <= KEEP_HEADER or h == c.header for h, c in zip(shown, cols, strict=True))
     assert render.width(layout.cols) == len(render.row(layout.cols, {"step": 1}))
+
+
+def test_a_short_key_over_narrower_values_is_printed_without_its_joins_until_they_fill_it(
+        captured: list[str]) -> None:
+    cols = [Col("step", 5, "step", "d"), Col("t_gen", 5, "t_gen"), Col("lr/x", 4, "lr/x"), Col("tgen", 6, "tgen"),
+            Col("a_b", 5, "a_b")]
+    with StepLogger(cols, alerts=False, header_every=0) as sl:
+        sl.log({"step": 1, "t_gen": 27.2, "lr/x": 0.5, "tgen": 0.5, "a_b": 0.5})
+        sl.log({"step": 2, "t_gen": -27.5, "lr/x": 0.5, "tgen": 0.5, "a_b": 0.5})
+    text = "".join(captured).split("end of run")[0]
+    # "t_gen" over 27.2 is "tgen" only where no other column reads so: here it is cut as a long header is; "lr/x"
+    # over ".5" is "lrx", "a_b" over ".5" is "ab"; the legend names each key; at -27.5 (5 cells, the header's width)
+    # "t_gen" is shown whole
+    assert _headers(text)[0] == "step   tg lrx tgen ab"
+    assert _rows(text)[0] == "   1 27.2  .5   .5 .5"
+    assert re.search(r"^ tg +t_gen$", text, flags=re.M) and re.search(r"^ lrx +lr/x$", text, flags=re.M)
+    assert _headers(text)[1] == "step t_gen lrx tgen ab" and _rows(text)[1] == "   2 -27.5  .5   .5 .5"
+    captured.clear()
+    with StepLogger([Col("step", 5, "step", "d"), Col("t_gen", 5, "t_gen")], alerts=False) as sl:
+        sl.log({"step": 1, "t_gen": 27.2})
+    assert sl.header() == "step tgen" and " tgen  t_gen\n" in "".join(captured)
 
 
 def test_a_value_missing_from_the_first_row_starts_its_column_blank(captured: list[str]) -> None:
@@ -214,3 +236,36 @@ def test_a_growing_value_its_notation_holds_leaves_the_layout_as_it_is_and_a_fir
     assert layout.update({"step": 80, "ep": -0.9, "tokens": 141472.0})
     assert layout.cols[1].width == width + 1
     assert render.row(layout.cols, {"ep": -0.9}).split()[0] == "-.900"
+
+
+def test_the_header_cadence_counts_alert_lines_and_the_default_keeps_one_in_any_30_lines(captured: list[str]) -> None:
+    cols = [Col("step", 5, "step", "d"), Col("loss", 7, "loss", "+.3f"), Col("gn", 6, "gn")]
+    with StepLogger(cols, header_every=4) as sl:
+        for step in range(6):
+            sl.log({"step": step, "loss": math.nan if step == 1 else 1.0, "gn": 1.0})
+    lines = [line.rstrip("\n") for line in captured][:9]
+    # the alert after row 1 is a line of the log: the header comes again after 4 lines, before row 3
+    assert [line.split()[1] if line[0] == "I" else line[:6] for line in lines] == [
+        "step", "0", "1", "E step", "2", "step", "3", "4", "5"]
+    captured.clear()
+    with StepLogger(cols) as sl:
+        for step in range(300):
+            sl.log({"step": step, "loss": math.nan if step % 37 in (5, 6) else 1.0 + 0.01 * (step % 4), "gn": 1.0})
+    out = [line for line in "".join(captured).split("end of run")[0].splitlines() if line]
+    heads = [i for i, line in enumerate(out) if re.match(r"I +step ", line)]
+    assert sum(line.startswith("E ") for line in out) > 5
+    assert max(b - a for a, b in zip(heads, [*heads[1:], len(out)], strict=True)) <= 30  # (26: rows and alerts)
+    assert len(heads) < 300 / 20  # fewer than the 20-row cadence printed before
+
+
+def test_a_column_its_notation_narrows_is_printed_narrower_only_under_the_next_header_due(
+        captured: list[str]) -> None:
+    cols = [Col("step", 5, "step", "d"), Col("adv", 9, "adv")]
+    with StepLogger(cols, alerts=False, header_every=3) as sl:
+        for step, adv in enumerate([-0.000721, -0.0103, 0.0064, 0.0081, -0.0204]):
+            sl.log({"step": step, "adv": adv})
+    text = "".join(captured).split("end of run")[0]
+    # -.0103 takes the column to ten-thousandths (6 cells, not 8): no header for that alone; the header due after
+    # three rows prints the column as narrow as its values now need
+    assert _headers(text) == ["step      adv", "step    adv"]
+    assert _rows(text) == ["   0 -.000721", "   1   -.0103", "   2    .0064", "   3  .0081", "   4 -.0204"]
