@@ -1,7 +1,8 @@
 """Console tokens per step (o200k, counted offline) for a 20-metric RL step.
 
-What StepLogger prints to a piped stdout for 100 steps (each row with its 1-character level icon, the header every
-20 rows, the legend once), per step, against an HF-Trainer-style dict print of the same step measured in the same run.
+What StepLogger prints to a piped stdout for 100 steps (each row with its 1-character level icon, the header at its
+default cadence and whenever a column widens, the legend once), per step, against an HF-Trainer-style dict print of
+the same step measured in the same run.
 Ten runs of random values (seeds 0-9): one draw moves the figure by up to 0.3, so the mean is the figure and the range
 and seed 0 (the one run measured before 2026-11-26) are printed beside it. Goal: <= 60 tokens per step.
 The headline is what a user writes without thinking about widths: ``Col(k, max(len(k), 5), k)`` for each key, the
@@ -83,7 +84,7 @@ def fitted(cols: list[Col], rows: list[dict[str, Any]]) -> list[Col]:
 
 def printed(cols: list[Col], rows: list[dict[str, Any]]) -> str:
     """What a training script's stdout gets: setup_logging's sink (a pipe, so no colour) and StepLogger's defaults
-    (legend once, header every 20 rows), up to the end-of-run dump, which is not per-step output."""
+    (legend once, the header at its default cadence), up to the end-of-run dump, which is not per-step output."""
     out = io.StringIO()
     with tempfile.TemporaryDirectory() as tmp, contextlib.redirect_stdout(out):
         setup_logging("bench", log_dir=tmp)
@@ -111,8 +112,8 @@ def main() -> None:
     steps, seeds = 100, range(10)  # one seed's draw moves the figure by +-0.2: report the mean, the range, seed 0
     runs = [_draw(seed, steps) for seed in seeds]
     hf = [sum(len(enc.encode(hf_style(r) + "\n")) for r in rows) / steps for rows in runs]
-    print(f"20-metric RL step, {steps} steps x {len(runs)} seeds, o200k tokens; header every 20 rows and legend once,"
-          " amortised")
+    print(f"20-metric RL step, {steps} steps x {len(runs)} seeds, o200k tokens; the header at StepLogger's default"
+          " cadence and the legend once, amortised")
     print(f"HF-Trainer dict print (anchor): {mean(hf):6.1f} tokens/step")
     declared = [Col(c.key, max(len(c.key), 5), c.key) for c in COLS]
     omitted = [Col(c.key) for c in COLS]
