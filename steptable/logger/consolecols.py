@@ -43,13 +43,14 @@ def need(value: Any, fmt: str | None, most: int, notation: Notation | None = Non
     return display_width(format_value(value, fmt, most))
 
 
-#: what joins a short header's words: left out where the values are narrower (``tgen`` over ``27.2``)
-_JOINS = re.compile(r"[_./-]")
+#: the underscores that join a short header's words, left out where the values are narrower (``tgen`` over
+#: ``27.2``); not one between two digits (``r1_5`` must not read as ``r15``)
+_JOINS = re.compile(r"_(?!\d)|(?<!\d)_")
 
 
 def joined(header: str) -> str:
-    """A short header as narrow as it reads the same: its words without what joins them (``t_gen`` -> ``tgen``,
-    ``rew_s`` -> ``rews``); the header itself where nothing joins them, or where it is only joins."""
+    """A short header as narrow as it reads the same: its words without the underscores that join them (``t_gen``
+    -> ``tgen``, ``rew_s`` -> ``rews``); the header itself where none does, or where it is only underscores."""
     out = _JOINS.sub("", header)
     return out if out.strip() else header
 

@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 from steptable import Col, StepLogger
-from steptable.logger.consolecols import KEEP_HEADER, ConsoleLayout
+from steptable.logger.consolecols import KEEP_HEADER, ConsoleLayout, joined
 from steptable.table import render
 
 
@@ -79,22 +79,25 @@ def test_a_short_header_is_kept_whole_and_abbreviations_never_read_like_another_
 def test_a_short_key_over_narrower_values_is_printed_without_its_joins_until_they_fill_it(
         captured: list[str]) -> None:
     cols = [Col("step", 5, "step", "d"), Col("t_gen", 5, "t_gen"), Col("lr/x", 4, "lr/x"), Col("tgen", 6, "tgen"),
-            Col("a_b", 5, "a_b")]
+            Col("a_b", 5, "a_b"), Col("r1_5", 4, "r1_5"), Col("x_2", 3, "x_2")]
+    row = {"t_gen": 27.2, "lr/x": 0.5, "tgen": 0.5, "a_b": 0.5, "r1_5": 0.5, "x_2": 0.5}
     with StepLogger(cols, alerts=False, header_every=0) as sl:
-        sl.log({"step": 1, "t_gen": 27.2, "lr/x": 0.5, "tgen": 0.5, "a_b": 0.5})
-        sl.log({"step": 2, "t_gen": -27.5, "lr/x": 0.5, "tgen": 0.5, "a_b": 0.5})
+        sl.log({"step": 1, **row})
+        sl.log({"step": 2, **row, "t_gen": -27.5})
     text = "".join(captured).split("end of run")[0]
-    # "t_gen" over 27.2 is "tgen" only where no other column reads so: here it is cut as a long header is; "lr/x"
-    # over ".5" is "lrx", "a_b" over ".5" is "ab"; the legend names each key; at -27.5 (5 cells, the header's width)
-    # "t_gen" is shown whole
-    assert _headers(text)[0] == "step   tg lrx tgen ab"
-    assert _rows(text)[0] == "   1 27.2  .5   .5 .5"
-    assert re.search(r"^ tg +t_gen$", text, flags=re.M) and re.search(r"^ lrx +lr/x$", text, flags=re.M)
-    assert _headers(text)[1] == "step t_gen lrx tgen ab" and _rows(text)[1] == "   2 -27.5  .5   .5 .5"
+    # "t_gen" over 27.2 is "tgen" only where no other column reads so: here it is cut as a long header is; "a_b"
+    # and "x_2" over ".5" are "ab" and "x2"; "lr/x" and "r1_5" have no underscore that joins words (r15 would read
+    # as another number): whole; the legend names each key; at -27.5 (5 cells, the header's width) "t_gen" is
+    # shown whole
+    assert _headers(text)[0] == "step   tg lr/x tgen ab r1_5 x2"
+    assert _rows(text)[0] == "   1 27.2   .5   .5 .5   .5 .5"
+    assert re.search(r"^ tg +t_gen$", text, flags=re.M) and re.search(r"^ ab +a_b$", text, flags=re.M)
+    assert _headers(text)[1] == "step t_gen lr/x tgen ab r1_5 x2" and _rows(text)[1].startswith("   2 -27.5   .5")
     captured.clear()
     with StepLogger([Col("step", 5, "step", "d"), Col("t_gen", 5, "t_gen")], alerts=False) as sl:
         sl.log({"step": 1, "t_gen": 27.2})
     assert sl.header() == "step tgen" and " tgen  t_gen\n" in "".join(captured)
+    assert [joined(h) for h in ("t_gen", "_", "a_1", "1_a", "1_2", "__x")] == ["tgen", "_", "a1", "1a", "1_2", "x"]
 
 
 def test_a_value_missing_from_the_first_row_starts_its_column_blank(captured: list[str]) -> None:
