@@ -1,5 +1,6 @@
 """steptable.logger.consolecols: a declared width is a maximum. Each printed column is as wide as its values so far,
-widening only and never past its declared width; a long header is abbreviated to fit, the legend naming its key."""
+never past its declared width (narrower only under a header printed anyway); a long header is abbreviated to fit, a
+short key joined, the legend naming its key."""
 
 from __future__ import annotations
 
