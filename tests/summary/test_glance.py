@@ -8,11 +8,13 @@ from __future__ import annotations
 import math
 import random
 from array import array
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from steptable.summary.trend import column_glance, column_stats
+from tests.helpers import store_of
 
 _HUGE = 2.0**1010  # a finite double that shares its top byte with inf and NaN
 
@@ -61,3 +63,39 @@ def test_an_array_of_doubles_gives_the_statistics_of_the_same_list() -> None:
     for xs in series:
         a, b = column_stats(array("d", xs), True), column_stats(xs, True)
         assert repr(a) == repr(b)
+
+
+def _hostile_rows(seed: int) -> list[dict[str, Any]]:
+    """A run whose keys change mid-file, resumed from an earlier step, with constant, signed-zero, NaN, inf, huge,
+    integer, text and bool columns, and more varying undeclared keys than the column budget."""
+    rng = random.Random(seed)
+    rows: list[dict[str, Any]] = []
+    for step in [*range(120), *range(80, 200)]:  # (the second stretch is a resume from step 80)
+        r: dict[str, Any] = {"step": step, "loss": rng.gauss(1, 0.1), "lr": 3e-4, "zero": -0.0,
+                             "signed": rng.choice([0.0, -0.0]), "tag": rng.choice(["a", "b"]), "ok": step % 3 == 0,
+                             "count": rng.randint(0, 3), "huge": rng.choice([_HUGE, -_HUGE, 1.0])}
+        r["kl"] = math.nan if step % 17 == 0 else math.inf if step == 150 else rng.random()
+        if step >= 60:  # keys that arrive late, one that stops
+            r["reward"] = rng.random()
+            r.update({f"env/m{i}": rng.random() if i % 4 else 0.5 for i in range(30)})
+        if step < 100:
+            r["early"] = rng.random()
+        rows.append(r)
+    return rows
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_a_summary_picks_and_prints_the_same_from_glances_as_from_full_statistics(
+        seed: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import steptable.summary.report as report
+
+    stores = [store_of(tmp_path / name / "metrics.jsonl", _hostile_rows(seed + i)) for i, name in enumerate("ab")]
+    cases = [[stores[0]], [stores[1]], stores]
+    glanced = [report.summarize(runs, now=1.9e9, alerts={}) for runs in cases]
+    monkeypatch.setattr(report, "column_glance", lambda values, nan_logged=False: column_stats(values, nan_logged,
+                                                                                              trend=False))
+    assert [report.summarize(runs, now=1.9e9, alerts={}) for runs in cases] == glanced
+    shown = {line.split()[0] for line in glanced[0].splitlines()[2:] if line and not line.startswith("alerts")}
+    assert {"loss", "kl", "huge", "count", "env/m1"} <= shown  # varying, with NaN / inf / huge doubles / integers
+    assert not shown & {"zero", "signed", "lr", "env/m0", "env/m4", "env/m8"}  # constant, 0.0 against -0.0 too
+    assert "resumed 80" in glanced[0]
