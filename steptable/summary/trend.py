@@ -313,8 +313,8 @@ def _trimmed(xs: Sequence[float], cut: int) -> tuple[float, float, float]:
 
 
 def _squares(xs: Sequence[float], mean: float) -> float:
-    """The sum of the squared deviations of ``xs`` from ``mean``; each square a product (exact to the last bit, and
-    twice as fast as ``** 2``, which calls ``pow``)."""
+    """The sum of the squared deviations of ``xs`` from ``mean``, each square one correctly rounded product (half
+    the time of ``** 2``, which calls the C library's ``pow``)."""
     return sum([(x - mean) * (x - mean) for x in xs])
 
 
