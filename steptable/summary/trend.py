@@ -100,7 +100,7 @@ _TOP = 7 if sys.byteorder == "little" else 0
 
 def _all_finite(values: array[float]) -> bool:
     """No NaN or inf in an ``array('d')``: no double whose top byte holds an exponent of all ones, looked for in C
-    (the finite doubles past 2**1008 share those top bytes: they take the sum's test)."""
+    (finite doubles of magnitude 2**1009 or more share those top bytes: a column holding one takes the sum's test)."""
     top = values.tobytes()[_TOP::8]
     return (b"\x7f" not in top and b"\xff" not in top) or math.isfinite(sum(values))
 

@@ -1,6 +1,6 @@
-"""steptable.summary.trend.column_glance: what picking the key columns reads of a column (present, logged, first,
-last, texts, whether it varies) is what column_stats says, on doubles read in C passes over their bytes and on
-anything else, including signed zeros, NaN, inf, doubles past 2**1008 and text; and column_stats reads an array of
+"""steptable.summary.trend.column_glance: what picking the key columns reads of a column (present, logged, first, last,
+texts, whether it varies) is what column_stats says, on doubles read in C passes over their bytes and on anything
+else, including signed zeros, NaN, inf, doubles of 2**1009 and more, and text; and column_stats reads an array of
 doubles as it reads the same values in a list."""
 
 from __future__ import annotations
