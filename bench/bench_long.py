@@ -25,7 +25,10 @@ Three measurements, each against an anchor taken in the same run:
    ``loss`` of every row as JSON lines, and one that only reads every row (``json.loads``).
    4. ``tail -n 0 --format jsonl --columns step,loss``; 5. the same under ``-f``, until its last row is out (then
    TERM); goals: at most 0.5x the streaming script's time, resident memory at most 2x the two columns' numeric
-   payload + 50 MB. 6. ``summary``: goal at most 0.5x the reading script's time.
+   payload + 50 MB. 6. ``summary``: goal at most 0.5x the reading script's time. Beside it, in CPU seconds: summary
+   without its alert pass, its read alone (``read_runs`` in a fresh interpreter, with the imports summary makes)
+   and ``summary`` of a one-row file (the interpreter's start, the imports, the parser): what is left of summary's
+   own part past them is its statistics, layout and text.
 """
 
 from __future__ import annotations
@@ -211,6 +214,14 @@ summary._run_alerts = lambda store, now: []
 from steptable.cli.main import main
 sys.exit(main(["summary", *sys.argv[1:]]))
 """
+# summary's read alone: its imports, then the runs read into stores as summary reads them
+READ_ONLY = """\
+import io, sys
+import steptable.cli.summary
+from steptable.alerts.replaced import read_replaced
+from steptable.cli.reading import read_runs
+read_runs(sys.argv[1:], io.StringIO(), read_replaced)
+"""
 READ = """\
 import json, sys
 with open(sys.argv[1]) as f:
@@ -301,9 +312,11 @@ def commands(big: str | None) -> None:
         follow_s, follow_mb = worst([*st, "tail", "-f", *one[1:]], rows_out=rows, label="5. tail -f (to its end)")
         sum_s, sum_mb = worst([*st, "summary", str(path)], label="6. summary")
         rest_s, _ = worst([sys.executable, "-c", NO_ALERTS, str(path)], label="   summary without its alert pass")
+        worst([sys.executable, "-c", READ_ONLY, str(path)], label="   summary's read alone (start, imports, read)")
         first = Path(tmp) / "one" / "metrics.jsonl"  # the floor: the interpreter and what tail imports, one row
         first.parent.mkdir(parents=True)
         first.write_bytes(open(path, "rb").readline())
+        worst([*st, "summary", str(first)], label="   summary of a one-row file (start, imports)")
         _, floor_mb = worst([*st, *one[:-1], str(first)])
         _, bare_mb = worst([sys.executable, "-c", "pass"])
         payload = rows * 2 * 8 / 2**20

@@ -102,9 +102,11 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
             err.write(f"steptable summary: --columns {sanitize(p)!r} matches no column\n")
         if not columns:  # every pattern missed: a summary of no column is no answer
             nothing_picked = True
-    from steptable.cli.compare import summary_comparison
+    comparison: list[str] = []
+    if len(groups) == 1 and len(stores) > 1:  # (arms of one trainer only; one run is one arm: no comparison)
+        from steptable.cli.compare import summary_comparison
 
-    comparison = summary_comparison(stores, args.paths[0]) if len(groups) == 1 else []  # (arms of one trainer only)
+        comparison = summary_comparison(stores, args.paths[0])
     text = summarize(stores, columns=columns, now=now, fmt=args.format, alerts=alerts,
                      max_columns=20 if args.max_columns is None else args.max_columns, labels=labels,
                      align=args.align, skip=hidden, groups=groups, comparison=comparison,

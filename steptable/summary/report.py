@@ -59,6 +59,7 @@ from steptable.alerts.text import alert_groups as alert_groups
 from steptable.alerts.text import alerts_text as alerts_text
 from steptable.summary.keycols import _ROLE_KEYS, Groups, RunLike, picked
 from steptable.summary.trend import ColStats as ColStats
+from steptable.summary.trend import column_glance
 from steptable.summary.trend import column_stats as column_stats
 from steptable.summary.trend import trend_pct as trend_pct
 from steptable.table.cells import one_word
@@ -241,10 +242,10 @@ def summarize(
     now = time.time() if now is None else now
     tags = [_arm_tag(i) for i in range(len(runs))] if multi else [""]
     stats: dict[tuple[int, str], ColStats] = {}
-    for i, r in enumerate(runs):  # (the trend, most of the cost, only of the rows shown: below)
+    for i, r in enumerate(runs):  # (min, max and the trend, most of the cost, only of the rows shown: below)
         present = set(r.keys)
         for key in r.keys if columns is None else [k for k in columns if k in present]:
-            stats[(i, key)] = _stats(r, key, trend=False)
+            stats[(i, key)] = _stats(r, key, glance=True)
     picks = picked(runs, stats, max_columns, skip, groups=groups) if columns is None else None
     keys = list(picks) if picks is not None else list(columns or ())
 
@@ -339,14 +340,16 @@ def _row_names(keys: Sequence[str], order: Sequence[tuple[str, int]], labels: Ma
     return out
 
 
-def _stats(run: RunLike, key: str, trend: bool = True) -> ColStats:
-    """``column_stats`` of a run's column: a store's cells tell absent (None) from a logged NaN (a column of numbers
-    without an absent cell read as its doubles: the same values)."""
+def _stats(run: RunLike, key: str, glance: bool = False) -> ColStats:
+    """``column_stats`` of a run's column (with ``glance``: ``column_glance``, what picking the key columns reads):
+    a store's cells tell absent (None) from a logged NaN (a column of numbers without an absent cell read as its
+    doubles: the same values)."""
+    stats = column_glance if glance else column_stats
     numbers = getattr(run, "numbers", None)
     if numbers is not None and (nums := numbers(key)) is not None:
-        return column_stats(nums, True, trend)
+        return stats(nums, True)
     cells = getattr(run, "cells", None)
-    return column_stats(cells(key), True, trend) if cells is not None else column_stats(run.column(key), False, trend)
+    return stats(cells(key), True) if cells is not None else stats(run.column(key), False)
 
 
 def _has_value(st: ColStats | None) -> bool:

@@ -4,6 +4,7 @@ definitions are in steptable.summary.report's module doc."""
 from __future__ import annotations
 
 import math
+import sys
 from array import array
 from collections import Counter
 from collections.abc import Sequence
@@ -38,10 +39,11 @@ class ColStats:
     trend: float | None = None  # percent, see the module doc
     first_text: str = ""  # first and last non-numeric text cells, shown when the column has no numbers
     last_text: str = ""
+    moves: bool | None = None  # whether two values differ, where lo and hi were not worked out (column_glance)
 
     @property
     def varies(self) -> bool:
-        return self.present >= 2 and self.lo != self.hi
+        return self.present >= 2 and (self.lo != self.hi if self.moves is None else self.moves)
 
 
 def column_stats(values: Sequence[Any], nan_logged: bool = False, trend: bool = True) -> ColStats:
@@ -73,11 +75,42 @@ def column_stats(values: Sequence[Any], nan_logged: bool = False, trend: bool = 
     return st
 
 
+def column_glance(values: Sequence[Any], nan_logged: bool = False) -> ColStats:
+    """What choosing the key columns reads of a column, without its min, max and trend: ``present``, ``logged``,
+    ``first``, ``last``, the texts and whether it varies (``moves``; ``lo`` and ``hi`` are left NaN), as
+    :func:`column_stats` has them. An ``array('d')`` of finite doubles is read in a few C passes over its bytes, with
+    no float object a value; anything else as :func:`column_stats` reads it."""
+    if type(values) is not array or not values or not _all_finite(values):
+        return column_stats(values, nan_logged, trend=False)
+    n = len(values)
+    st = ColStats(present=n, logged=n, first=values[0], last=values[-1])
+    raw = values.tobytes()
+    if raw[8:] == raw[:-8]:  # every double the same bytes: one value
+        st.moves = False
+    elif values[0] != 0.0:  # other bytes are another value, except for 0.0 against -0.0
+        st.moves = True
+    else:
+        st.moves = min(values) != max(values)
+    return st
+
+
+#: where a double's sign and top exponent bits are in its bytes
+_TOP = 7 if sys.byteorder == "little" else 0
+
+
+def _all_finite(values: array[float]) -> bool:
+    """No NaN or inf in an ``array('d')``: no double whose top byte holds an exponent of all ones, looked for in C
+    (finite doubles of magnitude 2**1009 or more share those top bytes: a column holding one takes the sum's test)."""
+    top = values.tobytes()[_TOP::8]
+    return (b"\x7f" not in top and b"\xff" not in top) or math.isfinite(sum(values))
+
+
 def _float_stats(st: ColStats, values: Sequence[float], nan_logged: bool, trend: bool) -> ColStats:
     """:func:`column_stats` of floats only, as its loop reads them: every finite one is a number, inf is logged,
     NaN is logged only where ``nan_logged``."""
-    if math.isfinite(sum(values)):  # (a sum past the largest double reads as not finite: the filter then)
-        xs = list(values) if trend or type(values) is not array else values  # (no trend: ends, min, max)
+    finite = _all_finite(values) if type(values) is array else math.isfinite(sum(values))
+    if finite:  # (a sum past the largest double reads as not finite: the filter then)
+        xs = values  # (an array of doubles is read as it is: the trend reads slices of it)
         st.logged, st.last = len(xs), xs[-1]
     else:
         xs = [x for x in values if x - x == 0.0]  # (inf - inf and NaN - NaN are NaN)
@@ -101,8 +134,7 @@ def trend_pct(xs: Sequence[float]) -> float | None:
     # updates of a held series): O(k log k), and linear in the values a held series needs.
     hold, start = hold_length(xs, max(0, n - max(2 * k, TREND_NOISE_MIN)))
     recent = xs[start:]
-    mags = sorted(map(abs, recent))
-    scale = mags[-1]
+    scale = max(map(abs, recent))
     if not scale > 0:
         return 0.0
     if not math.isfinite(scale):
@@ -111,6 +143,7 @@ def trend_pct(xs: Sequence[float]) -> float | None:
     w = _windows(ys, k, hold)
     if abs(w.change) <= _t_quantile(TREND_SE, w.dof) * w.se * math.sqrt(2):
         return 0.0
+    mags = sorted(map(abs, recent))  # (only for a trend beyond the noise: the median |x|)
     return 100 * w.change / max(abs(w.prev), mags[len(mags) // 2] / scale / 4, w.noise)
 
 
@@ -144,7 +177,7 @@ def _windows(ys: Sequence[float], k: int, hold: int) -> Windows:
     diffs = list(map(sub, heads[1:], heads[:-1]))
     count = max(len(diffs), len(ys) / hold - 1)
     slope = sum(diffs) / count
-    noise = math.sqrt((sum((d - slope) ** 2 for d in diffs) + (count - len(diffs)) * slope**2) / (2 * count))
+    noise = math.sqrt((_squares(diffs, slope) + (count - len(diffs)) * slope**2) / (2 * count))
     per_window = max(1.0, k / hold)
     # A trimmed mean of k values has a standard error of sd_w / ((1 - 2 cut / k) sqrt(k)), sd_w the sd of the values
     # winsorized (those cut set to the nearest kept one); on a grid as for continuous values. It is read as the noise
@@ -276,8 +309,13 @@ def _trimmed(xs: Sequence[float], cut: int) -> tuple[float, float, float]:
     lo, hi = s[cut], s[n - 1 - cut]
     w = [lo] * cut + s[cut : n - cut] + [hi] * cut
     mean, mean_w = sum(s) / n, sum(w) / n
-    return (sum(s[cut : n - cut]) / (n - 2 * cut), sum((x - mean) ** 2 for x in s),
-            sum((x - mean_w) ** 2 for x in w))
+    return sum(s[cut : n - cut]) / (n - 2 * cut), _squares(s, mean), _squares(w, mean_w)
+
+
+def _squares(xs: Sequence[float], mean: float) -> float:
+    """The sum of the squared deviations of ``xs`` from ``mean``, each square one correctly rounded product (half
+    the time of ``** 2``, which calls the C library's ``pow``)."""
+    return sum([(x - mean) * (x - mean) for x in xs])
 
 
 def _t_quantile(z: float, df: float) -> float:
