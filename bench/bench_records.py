@@ -56,39 +56,64 @@ def write_wandb(wandb_dir: Path, steps: int, name: str) -> float:
     """, {"WANDB_DIR": str(wandb_dir)}, steps)
 
 
-def generate(root: Path, steps: int) -> dict[str, Path]:
-    out = {"jsonl": root / "jsonl" / "metrics.jsonl", "wandb": root / "wb", "tensorboard": root / "tb" / "run",
-           "trackio": root / "tk"}
+FORMATS = ("jsonl", "wandb", "tensorboard", "trackio")
+
+
+def generate(root: Path, steps: int, formats: tuple[str, ...] = FORMATS) -> dict[str, Path]:
+    """The runs of ``formats`` under ``root``, each written once by its library (a marker file per format, or the
+    one ``written`` marker of a folder that holds them all, says it is there)."""
+    every = {"jsonl": root / "jsonl" / "metrics.jsonl", "wandb": root / "wb", "tensorboard": root / "tb" / "run",
+             "trackio": root / "tk"}
+    out = {k: every[k] for k in FORMATS if k in formats}
     done = root / "written"
     if done.exists() and done.read_text() == str(steps):
         return out
-    for p in out.values():
+    for fmt, p in out.items():
+        marker = root / f"written.{fmt}"
+        if marker.exists() and marker.read_text() == str(steps):
+            continue
         (p.parent if p.suffix else p).mkdir(parents=True, exist_ok=True)
+        _WRITE[fmt](p, steps)
+        marker.write_text(str(steps))
+    return out
+
+
+def _write_jsonl(path: Path, steps: int) -> None:
     _writer(f"""
         import json
-        with open({str(out['jsonl'])!r}, "w") as f:
+        with open({str(path)!r}, "w") as f:
             for s, r in rows():
                 f.write(json.dumps({{"step": s, **r}}) + "\\n")
     """, {}, steps)
-    t = write_wandb(out["wandb"], steps, "bench-run")
+
+
+def _write_wandb(path: Path, steps: int) -> None:
+    t = write_wandb(path, steps, "bench-run")
     print(f"  wandb wrote {steps} steps in {t:.1f} s", file=sys.stderr)
+
+
+def _write_tensorboard(path: Path, steps: int) -> None:
     _writer(f"""
         from torch.utils.tensorboard import SummaryWriter
-        w = SummaryWriter({str(out['tensorboard'])!r}, max_queue=10000, flush_secs=3600)
+        w = SummaryWriter({str(path)!r}, max_queue=10000, flush_secs=3600)
         for s, r in rows():
             for k, v in r.items():
                 w.add_scalar(k, v, s)
         w.close()
     """, {}, steps)
+
+
+def _write_trackio(path: Path, steps: int) -> None:
     _writer("""
         import trackio
         trackio.init(project="bench", name="bench-run")
         for s, r in rows():
             trackio.log(r, step=s)
         trackio.finish()
-    """, {"TRACKIO_DIR": str(out["trackio"])}, steps)
-    done.write_text(str(steps))
-    return out
+    """, {"TRACKIO_DIR": str(path)}, steps)
+
+
+_WRITE = {"jsonl": _write_jsonl, "wandb": _write_wandb, "tensorboard": _write_tensorboard, "trackio": _write_trackio}
 
 
 #: optional libraries a reader uses when installed, with the format whose reader falls back without them; and the
@@ -122,13 +147,20 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=20_000)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--data", type=Path, help="write the runs here once and reuse them (default: a temporary dir)")
+    ap.add_argument("--formats", default=",".join(FORMATS),
+                    help="the formats to write and read, comma-separated (JSONL, the anchor, always); e.g. "
+                         "`jsonl,wandb` for the issue's 100k-step W&B run without writing the others")
     ap.add_argument("--against", type=Path, metavar="DIR",
                     help="a folder holding another steptable package (an older commit: `git archive REV steptable | "
                          "tar -x -C DIR`), measured in the same round robin")
     args = ap.parse_args()
     random.seed(0)
     with tempfile.TemporaryDirectory() as tmp:
-        paths = generate(args.data or Path(tmp), args.steps)
+        formats = tuple(dict.fromkeys(["jsonl", *args.formats.split(",")]))
+        unknown = set(formats) - set(FORMATS)
+        if unknown:
+            ap.error(f"unknown formats: {', '.join(sorted(unknown))} (known: {', '.join(FORMATS)})")
+        paths = generate(args.data or Path(tmp), args.steps, formats)
         sizes = {k: sum(f.stat().st_size for f in (p.rglob("*") if p.is_dir() else [p]) if f.is_file())
                  for k, p in paths.items()}
         # round robin (every format once, then again): a load that comes and goes on a shared machine falls on

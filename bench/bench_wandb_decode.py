@@ -3,8 +3,8 @@ on the history records of the run ``bench_records.py`` writes, in one process (C
 
     python bench/bench_wandb_decode.py --steps 5000 --data /tmp/rs_rec5k
 
-Anchor: :func:`~steptable.ingest.readers.protowire.history_lines` over groups of ``wandb.GROUP`` records (what the
-reader does). Beside it: :func:`~steptable.ingest.readers.protowire.history_line` record by record (the reader's
+Anchor: :func:`~steptable.ingest.readers.wandbwire.history_lines` over groups of ``wandb.GROUP`` records (what the
+reader does). Beside it: :func:`~steptable.ingest.readers.wandbwire.history_line` record by record (the reader's
 path for records of another layout); wandb's classes (upb, C) parsing the records only, and parsing them and making
 the same JSON lines (what a reader built on them would have to do); and importing those classes (a fresh
 interpreter: it imports ``wandb``). Without wandb installed only the stdlib rows are printed.
@@ -24,8 +24,9 @@ from typing import Any
 from bench_records import generate
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from steptable.ingest.readers.protowire import fields, history_line, history_lines
+from steptable.ingest.readers.protowire import fields
 from steptable.ingest.readers.wandb import GROUP
+from steptable.ingest.readers.wandbwire import history_line, history_lines
 from tests.ingest.readers.helpers import wandb_records
 
 HISTORY = 2  # Record.history
