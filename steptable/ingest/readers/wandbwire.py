@@ -111,48 +111,96 @@ def history_line(buf: bytes, i: int, end: int) -> bytes | None:
     return b"{" + body[1:] + b"}"
 
 
-#: a record's start (the 0 byte put before each) and its first item's start
-_FIRST = re.compile(rb"\x00" + _ITEM_START.pattern)
-#: the step after a record's items (HistoryRecord.step), before the next record's start (or the 0 byte at the end)
-_STEP_AT_END = re.compile(rb"\x12[\x00-\x7f](?:\x08" + _VARINT + rb")?(?=\x00|\}\n\{)")
-_TEXT = bytes(b for b in range(0x20, 0x100) if b not in b'"\\')  # (deleted: control characters, quotes, \ left)
-_MARKS = re.compile(rb'(?:\n"\x04*+"\r(?:\t"\x04*+"\r)*+)*+\x00')
+#: a further key part's tag and length (nested keys), not a value's length right after ``":``
+_PART_AFTER_KEY = re.compile(rb'(?<!":)\x12[\x00-\x7f]')
+#: deleted to leave the marks: ASCII text but quotes and backslashes (control characters and bytes of 128 or more left)
+_ASCII_TEXT = bytes(b for b in range(0x20, 0x80) if b not in b'"\\')
+#: the marks of one record: per item a quote, the key's bytes of 128 or more (and a backslash per further part where
+#: there are parts), a quote and the value's length (one control character: the value is under 32 bytes, ASCII as
+#: JSON without quotes is), each next item after a tab; records end with the 0 byte
+_RECORD = rb'"%s"[\x01-\x1f](?:\t"%s"[\x01-\x1f])*+'
+_MARKS = {parts: re.compile(_RECORD % (k, k) + rb"(?:\x00" + _RECORD % (k, k) + rb")*+\x00")
+          for parts, k in ((False, rb"[\x80-\xff]*+"), (True, rb"[\\\x80-\xff]*+"))}
+#: all control characters (the marks, the values' lengths) and backslashes (part marks) go, the 0 byte between
+#: records becomes a newline
+_DROP = bytes(range(1, 0x20)) + b"\\"
+_NEWLINE = bytes.maketrans(b"\x00", b"\n")
+
+
+def _key_start(rec: bytes) -> int:
+    """Where the key of a HistoryRecord's first item starts (past the item's tag and length and its first key
+    part's tag and length); -1 when the record does not start with such an item."""
+    if rec[0] != 0x0A:
+        return -1
+    i = 1
+    while rec[i] > 0x7F:
+        i += 1
+    if rec[i + 1] != 0x12:
+        return -1
+    i += 2
+    while rec[i] > 0x7F:
+        i += 1
+    return i + 1
+
+
+def _items_end(rec: bytes) -> int:
+    """Where the items of a HistoryRecord end: before its step field (``\x12 len [\x08 varint]``) if it ends with
+    one, else at its end (anything else there is a mark the check finds); -1 for a record that cannot end so."""
+    e = len(rec)
+    if rec[e - 1] == 0 and rec[e - 2] == 0x12:  # (step 0: an empty HistoryStep)
+        return e - 2
+    j = e - 1
+    if rec[j] > 0x7F:
+        return -1
+    while rec[j - 1] > 0x7F:  # (the step's varint: its bytes before the last have the high bit; rec[0] has not)
+        j -= 1
+    if rec[j - 1] == 0x08 and rec[j - 2] == e - j + 1 and rec[j - 3] == 0x12:
+        return j - 3
+    return e
 
 
 def history_lines(records: list[bytes]) -> bytes | None:
-    """HistoryRecords of the usual layout with neither quote nor backslash in a key or value (numbers: most runs)
-    as :func:`history_line` reads each (JSON whitespace aside), one JSON object per line (joined by newlines, none
-    at the end); None when any record is not one (read each with :func:`history_line` then).
+    """HistoryRecords of the usual layout with neither quote nor backslash in a key or value and every value under
+    32 bytes (numbers: most runs) as :func:`history_line` reads each, one JSON object per line (joined by newlines,
+    none at the end); None when any record is not one (read each with :func:`history_line` then).
 
-    All at once, in a few passes in C: each record's start, each item's start (tag and length, its key's tag and
-    length), each value's tag and length and each further key part's tag and length become the JSON text that
-    stands there with a control character to mark it: ``}\\n{"``, ``,\\t"``, ``":\\r``, ``\\x04/``; the step after
-    the items goes. The marks and quotes put there must then be all the control characters, quotes and
-    backslashes left, in the order ``\\n " \\x04* " \\r`` for a record's first item, ``\\t " \\x04* " \\r`` for
-    each next: the keys and values between them are text as the layout's regular expression reads it (none of
-    those characters), so the lines are what it makes. Tab and carriage return are JSON whitespace (they stay); a
-    key part's mark is deleted."""
-    n = len(records)
-    s = b"\x00" + b"\x00".join(records) + b"\x00"
-    s, firsts = _FIRST.subn(b'}\n{"', s)
-    s, items = _ITEM_START.subn(b',\t"', s)
-    s, values = _VALUE_START.subn(b'":\r', s)
-    s = _STEP_AT_END.sub(b"", s)
-    parts = 0
-    if b"\x12" in s:  # keys of several parts (nested dicts)
-        s, parts = _PART_SEP.subn(b"\x04/", s)
-    if firsts != n or firsts + items != values:  # (each record starts with an item, each item has one value)
-        return None
-    marks = s.translate(None, _TEXT)
-    if len(marks) != n + items + 3 * values + parts + 1:  # (a mark byte or quote that was in a key or value: more)
-        return None
-    if parts:
-        if _MARKS.fullmatch(marks) is None:
+    Each record's step field and first item's start are cut here (a few byte tests a record); then over all of
+    them in C: each next item's start (tag, length, key tag and length) becomes ``,\t"``, each value's tag
+    ``\x82\x01`` becomes ``":`` (its length byte stays), records are joined by ``}\x00{"``; for nested keys, each
+    further key part's tag and length becomes a backslash and ``/``. The control characters, quotes and
+    backslashes left must then be exactly those marks and the value lengths, in the layout's order and as many as
+    were put there: keys and values hold none of them, each tag replaced was a tag (a tag or length byte not
+    replaced is a control character or a byte of 128 or more outside a key's quotes), and each value is under 32
+    bytes (its length one control character). The marks and lengths are then deleted and each 0 byte becomes a
+    newline."""
+    parts = []
+    for rec in records:
+        try:
+            i = _key_start(rec)
+            e = _items_end(rec)
+        except IndexError:
             return None
-        s = s.translate(None, b"\x04")
-    elif marks.replace(b'\t""\r', b"") != b'\n""\r' * n + b"\x00":
-        return None
-    return s[2:-1] + b"}"
+        if i < 0 or e <= i:
+            return None
+        parts.append(rec[i:e])
+    s = b'{"' + b'}\x00{"'.join(parts) + b"}\x00"
+    s, items = _ITEM_START.subn(b',\t"', s)
+    s = s.replace(b"\x82\x01", b'":')
+    if not _marked(s, False, len(parts), items, 0):
+        if b"\x12" not in s:
+            return None
+        s, further = _PART_AFTER_KEY.subn(b"\\/", s)  # (keys of several parts: nested dicts)
+        if not _marked(s, True, len(parts), items, further):
+            return None
+    return s.translate(_NEWLINE, _DROP)[:-1]
+
+
+def _marked(s: bytes, parts: bool, records: int, items: int, further: int) -> bool:
+    """The marks of ``s`` are in the layout's order, and as many as were put there (a tab, 0 byte or backslash in a
+    key or value would otherwise stand for one; a value's length can be a tab, and is followed by no quote)."""
+    marks = s.translate(None, _ASCII_TEXT)
+    return (_MARKS[parts].fullmatch(marks) is not None and marks.count(b"\x00") == records
+            and marks.count(b'\t"') == items and marks.count(b"\\") == further)
 
 
 def wandb_record(buf: bytes, lines: bool = False) -> tuple[str, Any]:

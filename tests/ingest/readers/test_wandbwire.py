@@ -120,11 +120,12 @@ def test_history_lines_read_what_history_line_reads(wandb_run: Path) -> None:
 
 
 def test_history_lines_only_where_every_record_is_of_the_usual_layout() -> None:
-    """Records history_line reads (nested keys, UTF-8 keys holding the value tag's byte, NaN, steps past 127) come
-    out as it reads them; any other (a quote or control character in a key or value, typed values, no items, a
-    field after the step, the value tag's bytes inside the step, an item of two values beside one of a typed value,
-    an item's marks inside a value) makes the group None, never other lines; bytes
-    after a value that read as a step are one, as history_line reads them."""
+    """Records history_line reads (nested keys, UTF-8 keys holding the value tag's byte, NaN, steps past 127 and
+    the value tag's bytes inside the step, values whose length byte is a tab, newline, carriage return, the part
+    tag or a mark, steps 0 and none) come out as it reads them; any other (a quote or control character in a key
+    or value, typed values, no items, a field after the step, an item of two values beside one of a typed value,
+    an item's marks inside a value, a value of 32 bytes or more: its length is no control character, or is two
+    bytes, the second one) makes the group None, never other lines."""
     pb = pytest.importorskip("wandb.proto.wandb_internal_pb2")
 
     def rec(*items: Any, step: int | None = None) -> bytes:
@@ -138,7 +139,10 @@ def test_history_lines_only_where_every_record_is_of_the_usual_layout() -> None:
 
     good = [rec(item("a", "1"), item("b|c", "2.5"), step=3), rec(item("é", "NaN"), item("norm₂", "-1e-05")),
             rec(item("x₂y|₂", "1"), item("k" * 127, "3"), step=300), rec(item("_step", "7"), step=2 ** 40),
-            rec(item("v", "[1, 2]"), item("w", "{}"), item("t", "true")), rec(item("c", "1\x122"))]
+            rec(item("v", "[1, 2]"), item("w", "{}"), item("t", "true")), rec(item("a", "1"), step=130),
+            rec(item("t", "0.1234567"), item("n|m", "0.12345678"), item("r", "0.12345678901"), step=0),
+            rec(item("p|q", "0.1234567890123456"), item("x", "1e-5"), item("y", "-1.2345678901234567e-300")),
+            rec(item("z", "1" * 31), step=10)]
     assert _lines(good) == _as_one_by_one(good) is not None
     assert _lines(good).count(b"\n") == len(good) - 1  # type: ignore[union-attr]
     assert [json.loads(line) for line in history_lines(good).split(b"\n")] == [  # type: ignore[union-attr]
@@ -146,7 +150,9 @@ def test_history_lines_only_where_every_record_is_of_the_usual_layout() -> None:
     bad = [rec(item('say "hi"', "1")), rec(item("s", '"text"')), rec(item("back\\slash", "1")),
            rec(item("a\tb", "1")), rec(item("c", "1\r")), rec(item("c", "1\x04")),
            rec(pb.HistoryItem(key="a", number=1.5)), rec(item("c", "1\x01x\x022")),
-           rec(), rec(item("a", "1"), step=130), rec(item("a\nb", "1")),
+           rec(), rec(item("a\nb", "1")), rec(item("c", "1\x122")), rec(item("z", "1" * 50)),
+           rec(item("l", "[" + ",".join(["1"] * 99) + "]")), rec(item("l", "[" + "1," * 63 + "11]")),
+           rec(item("l", "[1" + ",1" * 15 + "]"), step=4),
            rec(item("a", "1"), step=5) + b"\xc2\x0c\x02\x08\x01"]
     # an item of two value_json fields (two messages merged: the last one counts) beside one of a typed value
     # whose 8 bytes are text: as many value tags as items, quotes as many as they put, in another order
