@@ -188,6 +188,9 @@ def main() -> None:
                 ratio = "" if name == "jsonl" else f" = {dt / anchor:5.2f}x JSONL"
                 cpu_ratio = "" if name == "jsonl" else f" = {dc / cpu_anchor:5.2f}x JSONL"
                 print(f"{label}  ingest {dt:6.3f} s{ratio}   CPU {dc:6.3f} s{cpu_ratio}")
+                counts = sorted({rows for _, _, rows in runs[tree, name]})
+                if counts != [runs[tree, "jsonl"][0][2]]:  # (a read that took fewer rows is no figure)
+                    print(f"  ^ rows read: {counts}, not the JSONL run's {runs[tree, 'jsonl'][0][2]}: not a figure")
             assert not math.isnan(best[tree, "jsonl"])
 
 

@@ -250,7 +250,8 @@ class WandbParser:
     def _parsed(self, lines: list[bytes], meta: dict[str, Any], bad: list[BadLine]) -> Parsed:
         if not lines:
             return Parsed(steps=[], bad=bad, meta=meta)
-        parsed = self.jsonl.parse(b"\n".join(lines) + b"\n", 1)
+        lines.append(b"")  # (a newline after the last line, in the one join)
+        parsed = self.jsonl.parse(b"\n".join(lines), 1)
         parsed.bad = bad + [BadLine(self.label, 0, b.reason) for b in parsed.bad]
         parsed.meta = meta
         return parsed
