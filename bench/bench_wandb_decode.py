@@ -11,8 +11,9 @@ interpreter: it imports ``wandb``). Without wandb installed only the stdlib rows
 
 ``--floor``: the pieces a W&B read cannot do without, each timed alone in this process against the whole read of the
 same rows from the JSONL file (``Follower.scan()`` + ``finish()``, warm): reading the file's bytes, walking its chunks
-with their checksums (no record read), the rewrite above, and the typed decode of its lines as they come (each record
-with its keys in wandb's order) and with every line's keys in the decoder's field order (what JSONL rows have).
+with their checksums (no record read), the rewrite above, and the typed decode of its lines in pieces of
+``jsonl.PIECE`` bytes, as they come (each record with its keys in wandb's order) and with every line's keys in the
+decoder's field order (what JSONL rows have).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from bench_records import generate
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from steptable.ingest.files.follow import Follower
 from steptable.ingest.readers.fastpath import TypedDecoder, learn
+from steptable.ingest.readers.jsonl import PIECE
 from steptable.ingest.readers.protowire import fields
 from steptable.ingest.readers.wandb import BLOCK, CHUNK_HEADER, GROUP, HEADER
 from steptable.ingest.readers.wandbwire import history_line, history_lines
@@ -92,6 +94,7 @@ def floor(run_dir: Path, jsonl: Path, groups: list[list[bytes]], repeat: int) ->
         f.scan()
         f.finish()
 
+    data = path.read_bytes()
     lines = b"\n".join(x for x in (history_lines(g) for g in groups) if x is not None) + b"\n"
     shape: dict[str, Any] = {}
     for obj in msgspec.json.Decoder().decode_lines(lines[: lines.index(b"\n") + 1]):
@@ -100,16 +103,27 @@ def floor(run_dir: Path, jsonl: Path, groups: list[list[bytes]], repeat: int) ->
     rows = msgspec.json.Decoder().decode_lines(lines)
     order = ["_step", *(k for k in shape if k != "_step")]  # (the decoder's field order: the step first)
     ordered = b"".join(msgspec.json.encode({k: r[k] for k in order if k in r}) + b"\n" for r in rows)
+
+    def pieces(text: bytes) -> list[bytes]:  # (of about PIECE bytes, whole lines: as the reader decodes them)
+        out, i = [], 0
+        while i < len(text):
+            j = text.find(b"\n", i + PIECE) + 1 or len(text)
+            out.append(text[i:j])
+            i = j
+        return out
+
+    shuffled_pieces, ordered_pieces = pieces(lines), pieces(ordered)
     return [("JSONL file: full ingest, warm (anchor)", best(lambda: ingest(jsonl), repeat)),
             ("W&B file: full ingest, warm", best(lambda: ingest(path), repeat)),
             ("W&B file: reading its bytes", best(path.read_bytes, repeat)),
-            ("W&B file: chunks and their checksums, nothing read", best(lambda: walk_chunks(path.read_bytes()),
-                                                                        repeat)),
+            ("W&B file: its chunks and their checksums (bytes read), nothing read", best(lambda: walk_chunks(data),
+                                                                                          repeat)),
             (f"rewrite to JSON lines (history_lines, groups of {GROUP})",
              best(lambda: [history_lines(g) for g in groups], repeat)),
-            ("typed decode of those lines (keys in wandb's order)", best(lambda: typed.decode(lines), repeat)),
-            ("typed decode, the same lines with keys in the fields' order", best(lambda: typed.decode(ordered),
-                                                                                 repeat))]
+            ("typed decode of those lines (keys in wandb's order)",
+             best(lambda: [typed.decode(x) for x in shuffled_pieces], repeat)),
+            ("typed decode, the same lines with keys in the fields' order",
+             best(lambda: [typed.decode(x) for x in ordered_pieces], repeat))]
 
 
 def main() -> None:
@@ -127,13 +141,12 @@ def main() -> None:
             pieces = floor(paths["wandb"], paths["jsonl"], groups, args.repeat)
             print(f"{len(records)} history records; CPU, best of {args.repeat}")
             for label, dt in pieces:
-                print(f"  {label:58s} {dt:7.4f} s  = {dt / pieces[0][1]:5.2f}x JSONL ingest")
+                print(f"  {label:68s} {dt:7.4f} s  = {dt / pieces[0][1]:5.2f}x JSONL ingest")
             return
     rows: list[tuple[str, float]] = []
     anchor = best(lambda: [history_lines(g) for g in groups], args.repeat)
     if any(history_lines(g) is None for g in groups[1:]):
-        print("(some records are not of the usual layout (a step whose varint holds value_json's tag bytes): "
-              "their group is read record by record)")
+        print("(some groups are not all of the usual layout: the reader reads them record by record)")
     rows.append((f"stdlib history_lines, groups of {GROUP} (anchor)", anchor))
     rows.append(("stdlib history_line, record by record", best(lambda: [history_line(r, 0, len(r)) for r in records],
                                                                args.repeat)))
