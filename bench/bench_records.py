@@ -16,6 +16,7 @@ import json
 import math
 import os
 import random
+import resource
 import subprocess
 import sys
 import tempfile
@@ -142,6 +143,18 @@ def measure(path: Path, without: str | None = None, tree: Path | None = None) ->
     return float(dt), float(dc), int(rows)
 
 
+def command_cpu(path: Path, tree: Path | None = None) -> float:
+    """CPU seconds of the whole command as users run it, ``steptable tail -n 0 --format jsonl PATH`` (a fresh
+    process: imports, the read and every row printed, to /dev/null), measured as the child's CPU time."""
+    root = tree or Path(__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    subprocess.run([sys.executable, "-m", "steptable", "tail", "-n", "0", "--format", "jsonl", str(path)], env=env,
+                   cwd=root, check=True, stdout=subprocess.DEVNULL)
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--steps", type=int, default=20_000)
@@ -150,6 +163,8 @@ def main() -> None:
     ap.add_argument("--formats", default=",".join(FORMATS),
                     help="the formats to write and read, comma-separated (JSONL, the anchor, always); e.g. "
                          "`jsonl,wandb` for the issue's 100k-step W&B run without writing the others")
+    ap.add_argument("--command", action="store_true",
+                    help="also the whole command `steptable tail -n 0 --format jsonl PATH` on each format (child CPU)")
     ap.add_argument("--against", type=Path, metavar="DIR",
                     help="a folder holding another steptable package (an older commit: `git archive REV steptable | "
                          "tar -x -C DIR`), measured in the same round robin")
@@ -192,6 +207,19 @@ def main() -> None:
                 if counts != [runs[tree, "jsonl"][0][2]]:  # (a read that took fewer rows is no figure)
                     print(f"  ^ rows read: {counts}, not the JSONL run's {runs[tree, 'jsonl'][0][2]}: not a figure")
             assert not math.isnan(best[tree, "jsonl"])
+        if args.command:
+            cmd: dict[tuple[Path | None, str], float] = {}
+            for _ in range(args.repeat):
+                for tree in trees:
+                    for fmt in paths:
+                        got = command_cpu(paths[fmt], tree)
+                        cmd[tree, fmt] = min(cmd.get((tree, fmt), math.inf), got)
+            print(f"whole command `steptable tail -n 0 --format jsonl PATH`, CPU of the child, best of {args.repeat}:")
+            for tree in trees:
+                where = "this tree" if tree is None else str(tree)
+                cells = [f"{fmt} {cmd[tree, fmt]:.3f} s" if fmt == "jsonl" else
+                         f"{fmt} {cmd[tree, fmt]:.3f} s = {cmd[tree, fmt] / cmd[tree, 'jsonl']:.2f}x" for fmt in paths]
+                print(f"  {where}: " + ",  ".join(cells))
 
 
 if __name__ == "__main__":
