@@ -16,6 +16,7 @@ import json
 import math
 import os
 import random
+import resource
 import subprocess
 import sys
 import tempfile
@@ -56,39 +57,64 @@ def write_wandb(wandb_dir: Path, steps: int, name: str) -> float:
     """, {"WANDB_DIR": str(wandb_dir)}, steps)
 
 
-def generate(root: Path, steps: int) -> dict[str, Path]:
-    out = {"jsonl": root / "jsonl" / "metrics.jsonl", "wandb": root / "wb", "tensorboard": root / "tb" / "run",
-           "trackio": root / "tk"}
+FORMATS = ("jsonl", "wandb", "tensorboard", "trackio")
+
+
+def generate(root: Path, steps: int, formats: tuple[str, ...] = FORMATS) -> dict[str, Path]:
+    """The runs of ``formats`` under ``root``, each written once by its library (a marker file per format, or the
+    one ``written`` marker of a folder that holds them all, says it is there)."""
+    every = {"jsonl": root / "jsonl" / "metrics.jsonl", "wandb": root / "wb", "tensorboard": root / "tb" / "run",
+             "trackio": root / "tk"}
+    out = {k: every[k] for k in FORMATS if k in formats}
     done = root / "written"
     if done.exists() and done.read_text() == str(steps):
         return out
-    for p in out.values():
+    for fmt, p in out.items():
+        marker = root / f"written.{fmt}"
+        if marker.exists() and marker.read_text() == str(steps):
+            continue
         (p.parent if p.suffix else p).mkdir(parents=True, exist_ok=True)
+        _WRITE[fmt](p, steps)
+        marker.write_text(str(steps))
+    return out
+
+
+def _write_jsonl(path: Path, steps: int) -> None:
     _writer(f"""
         import json
-        with open({str(out['jsonl'])!r}, "w") as f:
+        with open({str(path)!r}, "w") as f:
             for s, r in rows():
                 f.write(json.dumps({{"step": s, **r}}) + "\\n")
     """, {}, steps)
-    t = write_wandb(out["wandb"], steps, "bench-run")
+
+
+def _write_wandb(path: Path, steps: int) -> None:
+    t = write_wandb(path, steps, "bench-run")
     print(f"  wandb wrote {steps} steps in {t:.1f} s", file=sys.stderr)
+
+
+def _write_tensorboard(path: Path, steps: int) -> None:
     _writer(f"""
         from torch.utils.tensorboard import SummaryWriter
-        w = SummaryWriter({str(out['tensorboard'])!r}, max_queue=10000, flush_secs=3600)
+        w = SummaryWriter({str(path)!r}, max_queue=10000, flush_secs=3600)
         for s, r in rows():
             for k, v in r.items():
                 w.add_scalar(k, v, s)
         w.close()
     """, {}, steps)
+
+
+def _write_trackio(path: Path, steps: int) -> None:
     _writer("""
         import trackio
         trackio.init(project="bench", name="bench-run")
         for s, r in rows():
             trackio.log(r, step=s)
         trackio.finish()
-    """, {"TRACKIO_DIR": str(out["trackio"])}, steps)
-    done.write_text(str(steps))
-    return out
+    """, {"TRACKIO_DIR": str(path)}, steps)
+
+
+_WRITE = {"jsonl": _write_jsonl, "wandb": _write_wandb, "tensorboard": _write_tensorboard, "trackio": _write_trackio}
 
 
 #: optional libraries a reader uses when installed, with the format whose reader falls back without them; and the
@@ -117,18 +143,39 @@ def measure(path: Path, without: str | None = None, tree: Path | None = None) ->
     return float(dt), float(dc), int(rows)
 
 
+def command_cpu(path: Path, tree: Path | None = None) -> float:
+    """CPU seconds of the whole command as users run it, ``steptable tail -n 0 --format jsonl PATH`` (a fresh
+    process: imports, the read and every row printed, to /dev/null), measured as the child's CPU time."""
+    root = tree or Path(__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    subprocess.run([sys.executable, "-m", "steptable", "tail", "-n", "0", "--format", "jsonl", str(path)], env=env,
+                   cwd=root, check=True, stdout=subprocess.DEVNULL)
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--steps", type=int, default=20_000)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--data", type=Path, help="write the runs here once and reuse them (default: a temporary dir)")
+    ap.add_argument("--formats", default=",".join(FORMATS),
+                    help="the formats to write and read, comma-separated (JSONL, the anchor, always); e.g. "
+                         "`jsonl,wandb` for the issue's 100k-step W&B run without writing the others")
+    ap.add_argument("--command", action="store_true",
+                    help="also the whole command `steptable tail -n 0 --format jsonl PATH` on each format (child CPU)")
     ap.add_argument("--against", type=Path, metavar="DIR",
                     help="a folder holding another steptable package (an older commit: `git archive REV steptable | "
                          "tar -x -C DIR`), measured in the same round robin")
     args = ap.parse_args()
     random.seed(0)
     with tempfile.TemporaryDirectory() as tmp:
-        paths = generate(args.data or Path(tmp), args.steps)
+        formats = tuple(dict.fromkeys(["jsonl", *args.formats.split(",")]))
+        unknown = set(formats) - set(FORMATS)
+        if unknown:
+            ap.error(f"unknown formats: {', '.join(sorted(unknown))} (known: {', '.join(FORMATS)})")
+        paths = generate(args.data or Path(tmp), args.steps, formats)
         sizes = {k: sum(f.stat().st_size for f in (p.rglob("*") if p.is_dir() else [p]) if f.is_file())
                  for k, p in paths.items()}
         # round robin (every format once, then again): a load that comes and goes on a shared machine falls on
@@ -156,7 +203,23 @@ def main() -> None:
                 ratio = "" if name == "jsonl" else f" = {dt / anchor:5.2f}x JSONL"
                 cpu_ratio = "" if name == "jsonl" else f" = {dc / cpu_anchor:5.2f}x JSONL"
                 print(f"{label}  ingest {dt:6.3f} s{ratio}   CPU {dc:6.3f} s{cpu_ratio}")
+                counts = sorted({rows for _, _, rows in runs[tree, name]})
+                if counts != [runs[tree, "jsonl"][0][2]]:  # (a read that took fewer rows is no figure)
+                    print(f"  ^ rows read: {counts}, not the JSONL run's {runs[tree, 'jsonl'][0][2]}: not a figure")
             assert not math.isnan(best[tree, "jsonl"])
+        if args.command:
+            cmd: dict[tuple[Path | None, str], float] = {}
+            for _ in range(args.repeat):
+                for tree in trees:
+                    for fmt in paths:
+                        got = command_cpu(paths[fmt], tree)
+                        cmd[tree, fmt] = min(cmd.get((tree, fmt), math.inf), got)
+            print(f"whole command `steptable tail -n 0 --format jsonl PATH`, CPU of the child, best of {args.repeat}:")
+            for tree in trees:
+                where = "this tree" if tree is None else str(tree)
+                cells = [f"{fmt} {cmd[tree, fmt]:.3f} s" if fmt == "jsonl" else
+                         f"{fmt} {cmd[tree, fmt]:.3f} s = {cmd[tree, fmt] / cmd[tree, 'jsonl']:.2f}x" for fmt in paths]
+                print(f"  {where}: " + ",  ".join(cells))
 
 
 if __name__ == "__main__":

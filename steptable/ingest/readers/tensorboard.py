@@ -1,7 +1,7 @@
 """TensorBoard event files (``events.out.tfevents.*``): scalar summaries as rows, read as they are written.
 
 A file is a sequence of TFRecords (length u64, masked crc32c of the length, data, masked crc32c of the data), each an
-``Event`` protobuf decoded by :mod:`~steptable.ingest.readers.protowire` (stdlib: reading needs no tensorboard).
+``Event`` protobuf decoded by :mod:`~steptable.ingest.readers.tbwire` (stdlib: reading needs no tensorboard).
 crc32c comes from ``google-crc32c`` when installed (the ``steptable[tensorboard]`` extra: fast), else from a
 table-driven pure-Python one (the same checksums, slower: about 10 s per 100 MB, where the records are walked one by
 one).
@@ -31,7 +31,7 @@ from steptable.ingest.parse import BadLine
 from steptable.ingest.parsed import Parsed
 from steptable.ingest.readers import tbsteps
 from steptable.ingest.readers.crc32c import crc32c_py
-from steptable.ingest.readers.protowire import tb_event
+from steptable.ingest.readers.tbwire import tb_event
 
 _LEN = struct.Struct("<QI")
 _CRC = struct.Struct("<I")

@@ -2,7 +2,7 @@
 
 The file is wandb's transaction log: a 7-byte header (``:W&B``, magic 0xBEE1, version 0), then a LevelDB-style log
 of 32 KiB blocks whose chunks (crc32 over type and data, length, type FULL/FIRST/MIDDLE/LAST) carry protobuf
-``Record``s, decoded by :mod:`~steptable.ingest.readers.protowire` (stdlib: reading needs no wandb).
+``Record``s, decoded by :mod:`~steptable.ingest.readers.wandbwire` (stdlib: reading needs no wandb).
 
 - ``history``: one row per record; ``_step`` is the step, ``_timestamp`` (a wall clock) and ``_runtime`` are kept;
   nested keys are joined with ``/``; ``NaN``/``Infinity`` values are read as non-finite floats. A media value (a
@@ -25,7 +25,8 @@ from typing import Any
 from steptable.ingest.parse import BadLine
 from steptable.ingest.parsed import Parsed
 from steptable.ingest.readers.jsonl import PIECE, JsonlParser
-from steptable.ingest.readers.protowire import WireError, history_line, history_lines, varint, wandb_record
+from steptable.ingest.readers.protowire import WireError, varint
+from steptable.ingest.readers.wandbwire import history_line, history_lines, wandb_record
 
 HEADER = b":W&B" + struct.pack("<HB", 0xBEE1, 0)
 BLOCK = 32 * 1024
@@ -249,7 +250,8 @@ class WandbParser:
     def _parsed(self, lines: list[bytes], meta: dict[str, Any], bad: list[BadLine]) -> Parsed:
         if not lines:
             return Parsed(steps=[], bad=bad, meta=meta)
-        parsed = self.jsonl.parse(b"\n".join(lines) + b"\n", 1)
+        lines.append(b"")  # (a newline after the last line, in the one join)
+        parsed = self.jsonl.parse(b"\n".join(lines), 1)
         parsed.bad = bad + [BadLine(self.label, 0, b.reason) for b in parsed.bad]
         parsed.meta = meta
         return parsed

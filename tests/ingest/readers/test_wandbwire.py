@@ -1,6 +1,5 @@
-"""The stdlib wire decoder reads the same records as the libraries' own protobuf classes, on files the libraries
-wrote: every W&B Record (history items, run name, start, config, exit) and every TensorBoard Event (scalars as
-simple values and as tensors of each numeric dtype)."""
+"""The stdlib W&B wire decoder reads the same records as wandb's own protobuf classes, on files wandb wrote: every
+Record (history items, run name, start, config, exit)."""
 
 from __future__ import annotations
 
@@ -12,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from steptable.ingest.readers.protowire import WireError, fields, history_line, history_lines, tb_event, wandb_record
+from steptable.ingest.readers.protowire import WireError, fields
+from steptable.ingest.readers.wandbwire import history_line, history_lines, wandb_record
 from tests.ingest import writers
 from tests.ingest.readers.helpers import wandb_records
 from tests.ingest.writers import wandb_file
@@ -120,11 +120,12 @@ def test_history_lines_read_what_history_line_reads(wandb_run: Path) -> None:
 
 
 def test_history_lines_only_where_every_record_is_of_the_usual_layout() -> None:
-    """Records history_line reads (nested keys, UTF-8 keys holding the value tag's byte, NaN, steps past 127) come
-    out as it reads them; any other (a quote or control character in a key or value, typed values, no items, a
-    field after the step, the value tag's bytes inside the step, an item of two values beside one of a typed value,
-    an item's marks inside a value) makes the group None, never other lines; bytes
-    after a value that read as a step are one, as history_line reads them."""
+    """Records history_line reads (nested keys, UTF-8 keys holding the value tag's byte, NaN, steps past 127 and
+    the value tag's bytes inside the step, values whose length byte is a tab, newline, carriage return, the part
+    tag or a mark, steps 0 and none) come out as it reads them; any other (a quote or control character in a key
+    or value, typed values, no items, a field after the step, an item of two values beside one of a typed value,
+    an item's marks inside a value, a value of 32 bytes or more: its length is no control character, or is two
+    bytes, the second one) makes the group None, never other lines."""
     pb = pytest.importorskip("wandb.proto.wandb_internal_pb2")
 
     def rec(*items: Any, step: int | None = None) -> bytes:
@@ -138,7 +139,10 @@ def test_history_lines_only_where_every_record_is_of_the_usual_layout() -> None:
 
     good = [rec(item("a", "1"), item("b|c", "2.5"), step=3), rec(item("é", "NaN"), item("norm₂", "-1e-05")),
             rec(item("x₂y|₂", "1"), item("k" * 127, "3"), step=300), rec(item("_step", "7"), step=2 ** 40),
-            rec(item("v", "[1, 2]"), item("w", "{}"), item("t", "true")), rec(item("c", "1\x122"))]
+            rec(item("v", "[1, 2]"), item("w", "{}"), item("t", "true")), rec(item("a", "1"), step=130),
+            rec(item("t", "0.1234567"), item("n|m", "0.12345678"), item("r", "0.12345678901"), step=0),
+            rec(item("p|q", "0.1234567890123456"), item("x", "1e-5"), item("y", "-1.2345678901234567e-300")),
+            rec(item("z", "1" * 31), step=10)]
     assert _lines(good) == _as_one_by_one(good) is not None
     assert _lines(good).count(b"\n") == len(good) - 1  # type: ignore[union-attr]
     assert [json.loads(line) for line in history_lines(good).split(b"\n")] == [  # type: ignore[union-attr]
@@ -146,7 +150,9 @@ def test_history_lines_only_where_every_record_is_of_the_usual_layout() -> None:
     bad = [rec(item('say "hi"', "1")), rec(item("s", '"text"')), rec(item("back\\slash", "1")),
            rec(item("a\tb", "1")), rec(item("c", "1\r")), rec(item("c", "1\x04")),
            rec(pb.HistoryItem(key="a", number=1.5)), rec(item("c", "1\x01x\x022")),
-           rec(), rec(item("a", "1"), step=130), rec(item("a\nb", "1")),
+           rec(), rec(item("a\nb", "1")), rec(item("c", "1\x122")), rec(item("z", "1" * 50)),
+           rec(item("l", "[" + ",".join(["1"] * 99) + "]")), rec(item("l", "[" + "1," * 63 + "11]")),
+           rec(item("l", "[1" + ",1" * 15 + "]"), step=4),
            rec(item("a", "1"), step=5) + b"\xc2\x0c\x02\x08\x01"]
     # an item of two value_json fields (two messages merged: the last one counts) beside one of a typed value
     # whose 8 bytes are text: as many value tags as items, quotes as many as they put, in another order
@@ -167,66 +173,3 @@ def test_truncated_record_raises() -> None:
     raw = pb.Record(history=pb.HistoryRecord(item=[pb.HistoryItem(key="a", value_json="1")])).SerializeToString()
     with pytest.raises((WireError, IndexError)):
         wandb_record(raw[:-2])
-
-
-def _events(path: Path) -> list[bytes]:
-    data = path.read_bytes()
-    out, i = [], 0
-    while i + 12 <= len(data):
-        (n,) = struct.unpack_from("<Q", data, i)
-        out.append(data[i + 12 : i + 12 + n])
-        i += 12 + n + 4
-    return out
-
-
-def _scalars(ev: Any) -> list[tuple[str, Any]]:
-    from tensorboard.util import tensor_util
-
-    out = []
-    for v in ev.summary.value:
-        if v.WhichOneof("value") == "simple_value":
-            out.append((v.tag, v.simple_value))
-        elif v.WhichOneof("value") == "tensor":
-            out.append((v.tag, tensor_util.make_ndarray(v.tensor).item()))
-    return out
-
-
-def test_tensorboard_events_decode_as_tensorboards_classes_do(tmp_path: Path) -> None:
-    pytest.importorskip("tensorboard")
-    import numpy as np
-    from tensorboard.compat.proto import event_pb2, summary_pb2
-    from tensorboard.summary.writer.event_file_writer import EventFileWriter
-    from tensorboard.util import tensor_util
-    from torch.utils.tensorboard import SummaryWriter
-
-    w = SummaryWriter(str(tmp_path / "torch"))
-    for i in range(4):
-        w.add_scalar("train/loss", 1.0 / (i + 1), i)
-        w.add_scalar("x", math.nan if i == 1 else -float(i), i)
-    w.close()
-    ew = EventFileWriter(str(tmp_path / "tb"))
-    dtypes = [np.float32, np.float64, np.int32, np.int64, np.float16, np.bool_, np.int8, np.uint8]
-    for i, dt in enumerate(dtypes):
-        values = [summary_pb2.Summary.Value(tag=f"t/{np.dtype(dt).name}", tensor=tensor_util.make_tensor_proto(
-            np.array(dt(i + 1)) if dt is not np.bool_ else np.array(True)))]
-        values.append(summary_pb2.Summary.Value(tag="one", tensor=tensor_util.make_tensor_proto(
-            np.array([2.5], dtype=np.float32))))
-        ew.add_event(event_pb2.Event(step=i * 1000, wall_time=1.7e9 + i, summary=summary_pb2.Summary(value=values)))
-    ew.close()
-    seen = 0
-    for path in sorted(tmp_path.rglob("events.out.tfevents.*")):
-        for raw in _events(path):
-            ev = event_pb2.Event.FromString(raw)
-            got = tb_event(raw)
-            if not ev.HasField("summary"):
-                assert got is None
-                continue
-            assert got is not None
-            wall, step, values = got
-            assert (wall, step) == (ev.wall_time, ev.step)
-            want = _scalars(ev)
-            assert [t for t, _ in values] == [t for t, _ in want]
-            for (_, a), (_, b) in zip(values, want, strict=True):
-                assert a == b or (math.isnan(a) and math.isnan(b))
-            seen += 1
-    assert seen == 4 * 2 + len(dtypes)  # (torch writes one event per add_scalar)
