@@ -28,7 +28,9 @@ from typing import Any
 from loguru import logger
 
 from steptable.alerts.engine import AlertEngine
+from steptable.alerts.rules import Alert
 from steptable.logger import tablefile
+from steptable.logger.alertfeed import AlertFeed
 from steptable.logger.autocols import auto_columns
 from steptable.logger.closing import Closer
 from steptable.logger.consolecols import ConsoleLayout
@@ -101,7 +103,9 @@ class StepLogger:
     arm           the experiment arm, written into every JSONL row
     header_every  repeat the header after N rows without one (0 = once), so the last 30 lines of a log still
                   carry it (a header printed because a column widened starts the count again)
-    alerts        watch the rows with steptable.alerts.engine and log W/E lines as problems start
+    alerts        watch the rows with steptable.alerts.engine and log W/E lines as problems start: a non-finite
+                  value's at once, the others when their batch is fed (steptable.logger.alertfeed: up to 64 rows
+                  or 2 s late, the line naming its step)
     dump_rows     rows of the all-column table printed at close where no ``table.txt`` is written (with one, a line
                   that points to it is printed instead)
     rank          override the detected global rank; only rank 0 prints and writes (detected: a launcher's RANK,
@@ -144,7 +148,7 @@ class StepLogger:
         # log() may be called from several threads (an eval thread beside the loop): rows, header cadence and the
         # writer's pending queue are shared state. Uncontended, the lock costs well under a microsecond per row.
         self._lock = threading.RLock()
-        self._alerts = AlertEngine() if alerts else None
+        self._alerts = AlertFeed(AlertEngine()) if alerts else None
         self._forked = False  # set in a child process created by fork(): it never prints or writes
         self._owner: int | None = None  # the thread inside log() now
         self._deferred: deque[dict[str, Any]] = deque()  # rows logged from inside log() (signal handlers)
@@ -319,9 +323,12 @@ class StepLogger:
 
         if self._alerts is not None:
             step_i = _step_number(step, self._rows - 1)
-            for alert in self._alerts.update(step_i, view, now):
-                self._emit(alert.message_line(), level="ERROR" if alert.level == "E" else "WARNING")
+            self._say(self._alerts.add(step_i, view, now))
         return line
+
+    def _say(self, alerts: Sequence[Alert]) -> None:
+        for alert in alerts:
+            self._emit(alert.message_line(), level="ERROR" if alert.level == "E" else "WARNING")
 
     def _first_cols(self, cells: Mapping[str, Any], step: Any) -> tuple[Col, ...]:
         """Automatic columns from the first row; a row that cannot be laid out (a value that cannot be walked)
@@ -404,6 +411,9 @@ class StepLogger:
         self._closer.close()
 
     def _final_flush(self) -> None:
+        if self._alerts is not None and self._alerts.waiting:
+            with self._lock:  # (the alerts of the rows still waiting for their batch)
+                self._say(self._alerts.drain())
         if self._writer is not None:
             self._writer.close()
         if self._writer_lock is not None:

@@ -184,7 +184,8 @@ class RunWriter:
             try:
                 fh = self._open()
                 here = self._here()  # (the common case: one stat a row, no fstat after the write)
-                if not here and self._moved(fh):  # (a log rotation renamed it, or the run directory was moved): the path wins
+                # (a log rotation renamed it, or the run directory was moved): the path wins
+                if not here and self._moved(fh):
                     self._close_fh()
                     self.moved += 1
                     self._warn(f"{self._shown} was moved or replaced during the run (a log rotation?); rows from this "
