@@ -11,8 +11,8 @@ rows before it: its alert is never late. :meth:`AlertFeed.drain` feeds what wait
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping
+from time import monotonic
 from typing import Any
 
 from steptable.alerts.engine import AlertEngine
@@ -44,27 +44,27 @@ class AlertFeed:
         self.seconds = seconds
         self._wanted = engine.config.watched()
         self._steps: list[int] = []
-        self._walls: list[float | None] = []
+        self._walls: list[float] = []
         self._cells: list[dict[str, Any]] = []
-        self._first = 0.0  # time.monotonic() when the first waiting row came
+        self._first = 0.0  # monotonic() when the first waiting row came
 
     @property
     def waiting(self) -> int:
         """Rows taken and not fed yet."""
         return len(self._steps)
 
-    def add(self, step: int, row: Mapping[str, Any], wall: float | None) -> list[Alert]:
+    def add(self, step: int, row: Mapping[str, Any], wall: float) -> list[Alert]:
         """Take one row (as :meth:`AlertEngine.update` would: its step, raw cells, wall time); the alerts of the
         batch it completes (empty while the batch waits)."""
         wanted = self._wanted
         cells = {k: v for k, v in row.items() if k in wanted}
         if not self._steps:
-            self._first = time.monotonic()
+            self._first = monotonic()
         self._steps.append(step)
         self._walls.append(wall)
         self._cells.append(cells)
         urgent = any(not (type(v) is float or type(v) is int) or v - v != 0 for v in cells.values())
-        if urgent or len(self._steps) >= self.rows or time.monotonic() - self._first >= self.seconds:
+        if urgent or len(self._steps) >= self.rows or monotonic() - self._first >= self.seconds:
             return self.drain()
         return []
 

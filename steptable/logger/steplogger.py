@@ -20,7 +20,7 @@ import threading
 import time
 import weakref
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -168,7 +168,7 @@ class StepLogger:
 
     def _new_layout(self) -> None:
         """The printed layout changed: its rows are rendered cell by cell until it has held COMPILE_AFTER rows."""
-        self._render_row = self._cell_by_cell
+        self._render_row: Callable[[Mapping[str, Any]], str] = self._cell_by_cell
         self._held = 0
 
     def _cell_by_cell(self, cells: Mapping[str, Any]) -> str:

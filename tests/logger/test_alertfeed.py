@@ -81,15 +81,15 @@ def test_batches_give_the_alerts_of_row_by_row_each_within_its_bound(batch: int,
 
 def test_a_batch_is_fed_when_its_first_row_waited_the_seconds(monkeypatch: pytest.MonkeyPatch) -> None:
     now = [0.0]
-    monkeypatch.setattr(alertfeed.time, "monotonic", lambda: now[0])
+    monkeypatch.setattr(alertfeed, "monotonic", lambda: now[0])
     feed = AlertFeed(AlertEngine(), rows=1000, seconds=2.0)
     for i in range(30):
-        assert feed.add(i, {"loss": 0.5}, None) == [] and feed.waiting == i + 1
+        assert feed.add(i, {"loss": 0.5}, 1000.0 + i) == [] and feed.waiting == i + 1
     now[0] = 1.9
-    feed.add(30, {"loss": 0.5}, None)
+    feed.add(30, {"loss": 0.5}, 1030.0)
     assert feed.waiting == 31
     now[0] = 2.0
-    feed.add(31, {"loss": 0.5}, None)
+    feed.add(31, {"loss": 0.5}, 1031.0)
     assert feed.waiting == 0
 
 
