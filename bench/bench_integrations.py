@@ -13,6 +13,9 @@ about).
    train_runtime / steps (which holds the callback's work and the trainer's logging); the mean over all logs (the
    first row's set-up included: schema detection, files made) and the steady state (every log after the first).
    Goal: < 1%.
+3. The whole step (one step's begin to the next's, every callback in it) with StepTableCallback(console=True)
+   against a third run of the same trainer with no steptable callback at all (its own dict prints), medians in the
+   same process: what adding the callback costs the training loop, net of the dict prints it replaces.
 
 Run: python bench/bench_integrations.py  (needs: pip install bpe-openai transformers torch trl)
 """
@@ -21,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import itertools
 import sys
 import tempfile
 import time
@@ -28,6 +32,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import transformers
 from bpe_openai import get_encoding
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -67,18 +72,40 @@ class Timed(StepTableCallback):
         super().on_step_end(*a, **k)
 
 
-def run(make: Callable[[Path, list[Any]], Any], out: Path, callback: StepTableCallback) -> tuple[str, Any]:
+class Clock(transformers.TrainerCallback):  # type: ignore[misc]
+    """The whole step as the trainer sees it, every callback's work in it: from one step's begin to the next's, in
+    wall time and in this thread's CPU time."""
+
+    def __init__(self) -> None:
+        self.wall: list[float] = []
+        self.cpu: list[float] = []
+
+    def on_step_begin(self, *a: Any, **k: Any) -> None:
+        self.wall.append(time.perf_counter())
+        self.cpu.append(time.thread_time())
+
+    def medians(self) -> tuple[float, float]:
+        """Median step (wall, CPU), the first 5 steps (warm-up) left out."""
+        def med(ts: list[float]) -> float:
+            d = sorted(b - a for a, b in itertools.pairwise(ts[5:]))
+            return d[len(d) // 2]
+        return med(self.wall), med(self.cpu)
+
+
+def run(make: Callable[[Path, list[Any]], Any], out: Path, *callbacks: Any) -> tuple[str, Any]:
     buf = io.StringIO()
     with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(io.StringIO()):
-        result = make(out, [callback]).train()
+        result = make(out, list(callbacks)).train()
     return buf.getvalue(), result
 
 
 def measure(name: str, make: Callable[[Path, list[Any]], Any], enc: Any) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         plain, _ = run(make, Path(tmp) / "plain", StepTableCallback())
-        timed = Timed(console=True)
-        rows, result = run(make, Path(tmp) / "rows", timed)
+        timed, clock = Timed(console=True), Clock()
+        rows, result = run(make, Path(tmp) / "rows", clock, timed)
+        bare = Clock()  # no steptable callback at all: the trainer's own dict prints
+        run(make, Path(tmp) / "bare", bare)
     t_plain, t_rows = len(enc.encode(plain)), len(enc.encode(rows))
     print(f"{name}: console tokens, {STEPS} logged steps")
     print(f"  default output (dict prints):    {t_plain:6d}  ({t_plain / STEPS:.0f} a step)")
@@ -97,6 +124,10 @@ def measure(name: str, make: Callable[[Path, list[Any]], Any], enc: Any) -> None
           f"p99 {p99 / own:.2%} (goal < 1%)")
     print(f"    against train_runtime / steps ({step_s * 1e3:.1f} ms): median {median / step_s:.2%}, p99 "
           f"{p99 / step_s:.2%}")
+    (w1, c1), (w0, c0) = clock.medians(), bare.medians()
+    print(f"  whole step with StepTableCallback(console=True) against none (the default dict prints), same process: "
+          f"median wall {w1 * 1e3:.2f} / {w0 * 1e3:.2f} ms ({w1 / w0 - 1:+.1%}), CPU {c1 * 1e3:.2f} / "
+          f"{c0 * 1e3:.2f} ms ({c1 / c0 - 1:+.1%})")
     print(f"  the first log's one-off set-up {timed.costs[0] * 1e3:.0f} ms; the mean over the {STEPS} logs with it "
           f"{mean * 1e6:.0f} us ({mean / step_s:.2%})")
 
