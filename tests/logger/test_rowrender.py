@@ -22,7 +22,7 @@ def test_the_row_is_compiled_once_its_layout_holds_and_reads_the_same(monkeypatc
         compiled.append(cols)
         return real(cols)
 
-    monkeypatch.setattr(steplogger.render, "compile_row", spy)
+    monkeypatch.setattr(render, "compile_row", spy)
     sl = StepLogger([Col("step", 5, "step", "d"), Col("loss", 7, "loss", "+.3f"), Col("gn", 6, "gn"), Col("kl")],
                     console=False, alerts=False)
     rnd = random.Random(0)

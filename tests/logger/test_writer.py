@@ -662,8 +662,8 @@ def test_a_row_costs_one_stat_and_no_fstat_while_the_path_leads_to_the_open_file
             return f(*a, **k)
         return call
 
-    monkeypatch.setattr(writer.os, "stat", counted("stat", stat))
-    monkeypatch.setattr(writer.os, "fstat", counted("fstat", fstat))
+    monkeypatch.setattr(os, "stat", counted("stat", stat))
+    monkeypatch.setattr(os, "fstat", counted("fstat", fstat))
     for step in range(1, 11):
         assert w.write({"step": step}) is True
     assert calls == {"stat": 10, "fstat": 0}
