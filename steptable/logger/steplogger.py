@@ -412,8 +412,11 @@ class StepLogger:
 
     def _final_flush(self) -> None:
         if self._alerts is not None and self._alerts.waiting:
-            with self._lock:  # (the alerts of the rows still waiting for their batch)
-                self._say(self._alerts.drain())
+            try:  # (the alerts of the rows still waiting for their batch; a failure must not keep the file open)
+                with self._lock:
+                    self._say(self._alerts.drain())
+            except Exception as e:
+                report_once(f"{self._topic}-alerts", f"steptable: the last rows' alerts failed ({error_text(e)})")
         if self._writer is not None:
             self._writer.close()
         if self._writer_lock is not None:

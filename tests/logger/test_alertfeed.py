@@ -104,3 +104,20 @@ def test_the_waiting_rows_alerts_are_said_before_the_run_ends(captured: list[str
     said = [i for i, line in enumerate(captured) if line.startswith("W step 45 loss")]
     end = [i for i, line in enumerate(captured) if "end of run" in line]
     assert len(said) == 1 and end and said[0] < end[0]
+
+
+def test_a_failing_last_batch_is_reported_and_the_run_still_closes(tmp_path: Any, monkeypatch: pytest.MonkeyPatch,
+                                                                    capsys: pytest.CaptureFixture[str],
+                                                                    captured: list[str]) -> None:
+    def broken(self: AlertFeed) -> list[Alert]:
+        raise RuntimeError("engine bug")
+
+    sl = StepLogger([Col("step", 5, "step", "d"), Col("loss", 7, "loss", "+.3f")], run_dir=tmp_path, console=False)
+    for step in range(5):
+        sl.log({"step": step, "loss": 0.5})
+    monkeypatch.setattr(AlertFeed, "drain", broken)
+    sl.close()
+    told = capsys.readouterr().err + "".join(captured)
+    assert "the last rows' alerts failed" in told and "engine bug" in told
+    assert len((tmp_path / "metrics.jsonl").read_text().splitlines()) == 5
+    assert sl._writer is not None and sl._writer._fh is None  # (the file closed after the failure)
