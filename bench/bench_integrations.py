@@ -13,6 +13,11 @@ about).
    train_runtime / steps (which holds the callback's work and the trainer's logging); the mean over all logs (the
    first row's set-up included: schema detection, files made) and the steady state (every log after the first).
    Goal: < 1%.
+3. The whole step (one step's begin to the next's, every callback in it) with StepTableCallback(console=True)
+   against a third run of the same trainer with no steptable callback at all (its own dict prints), medians in the
+   same process: what adding the callback costs the training loop, net of the dict prints it replaces.
+4. The floor of any per-log output in the same trainer (class Floor), measured in the default run: a line printed
+   between the bars as the row is, and an os.write of a JSONL row.
 
 Run: python bench/bench_integrations.py  (needs: pip install bpe-openai transformers torch trl)
 """
@@ -21,6 +26,8 @@ from __future__ import annotations
 
 import contextlib
 import io
+import itertools
+import os
 import sys
 import tempfile
 import time
@@ -28,7 +35,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import transformers
 from bpe_openai import get_encoding
+from tqdm import tqdm
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from steptable.integrations.hf import StepTableCallback
@@ -67,18 +76,68 @@ class Timed(StepTableCallback):
         super().on_step_end(*a, **k)
 
 
-def run(make: Callable[[Path, list[Any]], Any], out: Path, callback: StepTableCallback) -> tuple[str, Any]:
+class Clock(transformers.TrainerCallback):  # type: ignore[misc]
+    """The whole step as the trainer sees it, every callback's work in it: from one step's begin to the next's, in
+    wall time and in this thread's CPU time."""
+
+    def __init__(self) -> None:
+        self.wall: list[float] = []
+        self.cpu: list[float] = []
+
+    def on_step_begin(self, *a: Any, **k: Any) -> None:
+        self.wall.append(time.perf_counter())
+        self.cpu.append(time.thread_time())
+
+    def medians(self) -> tuple[float, float]:
+        """Median step (wall, CPU), the first 5 steps (warm-up) left out."""
+        def med(ts: list[float]) -> float:
+            d = sorted(b - a for a, b in itertools.pairwise(ts[5:]))
+            return d[len(d) // 2]
+        return med(self.wall), med(self.cpu)
+
+
+class Floor(transformers.TrainerCallback):  # type: ignore[misc]
+    """What any per-log output costs in this trainer, at the start of each step (as the callback's row goes out):
+    one ``tqdm.write`` of a line as long as the printed row, on stderr with the trainer's bar live there (cleared
+    and redrawn around it, as HF's own dict print does; stderr, so the token count of stdout is not touched), and
+    one ``os.write`` of a line as long as a JSONL row to a file in append mode. In CPU time of this thread."""
+
+    def __init__(self, line: int, record: int, path: Path) -> None:
+        self.line, self.record = "x" * line, b"y" * record + b"\n"
+        self.fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+        self.printed: list[float] = []
+        self.written: list[float] = []
+
+    def on_step_begin(self, *a: Any, **k: Any) -> None:
+        c = time.thread_time()
+        tqdm.write(self.line, file=sys.stderr)
+        self.printed.append(time.thread_time() - c)
+        c = time.thread_time()
+        os.write(self.fd, self.record)
+        self.written.append(time.thread_time() - c)
+
+    def medians(self) -> tuple[float, float]:
+        os.close(self.fd)
+        return tuple(sorted(x[5:])[len(x[5:]) // 2] for x in (self.printed, self.written))  # type: ignore[return-value]
+
+
+def run(make: Callable[[Path, list[Any]], Any], out: Path, *callbacks: Any) -> tuple[str, Any]:
     buf = io.StringIO()
     with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(io.StringIO()):
-        result = make(out, [callback]).train()
+        result = make(out, list(callbacks)).train()
     return buf.getvalue(), result
 
 
 def measure(name: str, make: Callable[[Path, list[Any]], Any], enc: Any) -> None:
     with tempfile.TemporaryDirectory() as tmp:
-        plain, _ = run(make, Path(tmp) / "plain", StepTableCallback())
-        timed = Timed(console=True)
-        rows, result = run(make, Path(tmp) / "rows", timed)
+        timed, clock = Timed(console=True), Clock()
+        rows, result = run(make, Path(tmp) / "rows", clock, timed)
+        jsonl = (Path(tmp) / "rows" / "metrics.jsonl").read_bytes().splitlines()
+        widest = max(len(line) for line in rows.splitlines())
+        floor = Floor(widest, len(jsonl[len(jsonl) // 2]), Path(tmp) / "floor.jsonl")
+        plain, _ = run(make, Path(tmp) / "plain", StepTableCallback(), floor)
+        bare = Clock()  # no steptable callback at all: the trainer's own dict prints
+        run(make, Path(tmp) / "bare", bare)
     t_plain, t_rows = len(enc.encode(plain)), len(enc.encode(rows))
     print(f"{name}: console tokens, {STEPS} logged steps")
     print(f"  default output (dict prints):    {t_plain:6d}  ({t_plain / STEPS:.0f} a step)")
@@ -97,6 +156,14 @@ def measure(name: str, make: Callable[[Path, list[Any]], Any], enc: Any) -> None
           f"p99 {p99 / own:.2%} (goal < 1%)")
     print(f"    against train_runtime / steps ({step_s * 1e3:.1f} ms): median {median / step_s:.2%}, p99 "
           f"{p99 / step_s:.2%}")
+    printed, written = floor.medians()
+    print(f"    the floor, same process (the default run, CPU): a tqdm.write of a {widest}-character line with the "
+          f"bar live {printed * 1e6:.0f} us ({printed / own:.2%} of the step), an os.write of a JSONL row "
+          f"{written * 1e6:.0f} us; the callback's CPU median is {cpu / printed:.1f}x the printed line")
+    (w1, c1), (w0, c0) = clock.medians(), bare.medians()
+    print(f"  whole step with StepTableCallback(console=True) against none (the default dict prints), same process: "
+          f"median wall {w1 * 1e3:.2f} / {w0 * 1e3:.2f} ms ({w1 / w0 - 1:+.1%}), CPU {c1 * 1e3:.2f} / "
+          f"{c0 * 1e3:.2f} ms ({c1 / c0 - 1:+.1%})")
     print(f"  the first log's one-off set-up {timed.costs[0] * 1e3:.0f} ms; the mean over the {STEPS} logs with it "
           f"{mean * 1e6:.0f} us ({mean / step_s:.2%})")
 

@@ -139,7 +139,9 @@ class RunLog:
                     self._flush()
                 if self._pending is None:
                     self._pending, self._step = {}, step
-                self._pending.update({k: _number(v) for k, v in metrics.items()})
+                # (a float or an int as it is: most of a log's values, without _number's attribute lookups)
+                self._pending.update({k: v if type(v) is float or type(v) is int else _number(v)
+                                      for k, v in metrics.items()})
         except Exception as e:  # (the loop must survive a value we cannot read)
             report_once(f"runlog-{id(self)}-add", f"steptable: a row could not be taken ({error_text(e)})")
 

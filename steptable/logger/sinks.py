@@ -84,9 +84,52 @@ _GONE = frozenset({errno.EPIPE, errno.EBADF, errno.ECONNRESET, errno.ENXIO, errn
 def write_between_bars(stream: Any, text: str) -> None:
     """``text`` on ``stream``, flushed at once, with tqdm's bars cleared before and redrawn after it (under tqdm's
     lock, so no other thread's bar lands inside it). Left in Python's buffer, a pipe or file (nohup, sbatch,
-    ``| tee``) would get rows kilobytes late, glued after a bar's text, and lose them to a SIGKILL."""
-    with tqdm.external_write_mode(file=stream):
+    ``| tee``) would get rows kilobytes late, glued after a bar's text, and lose them to a SIGKILL.
+
+    The bytes ``tqdm.external_write_mode`` writes, the bars it clears chosen as it chooses them; a bar on the first
+    line is cleared with one write and one flush where tqdm's ``clear`` makes four writes and three flushes (each a
+    trip through every wrapper of the stream: tqdm's own, and W&B's console capture where wandb is imported)."""
+    lock = tqdm.get_lock()
+    lock.acquire()
+    try:
+        cleared = []
+        for inst in list(getattr(tqdm, "_instances", ())):
+            if hasattr(inst, "start_t") and (inst.fp == stream or all(
+                    f in (sys.stdout, sys.stderr) for f in (stream, inst.fp))):
+                _clear(inst)
+                cleared.append(inst)
         write_plain(stream, text)
+        for inst in cleared:
+            inst.refresh(nolock=True)
+    finally:
+        lock.release()
+
+
+def _clear(bar: Any) -> None:
+    """``bar.clear(nolock=True)``'s bytes: at position 0, ``\r``, as many spaces as its last print took, ``\r``,
+    in one write (where the bar's status printer is not tqdm's closure over ``last_len``, tqdm's clear)."""
+    last = _last_len(bar) if not bar.disable and bar.pos == 0 else None
+    if last is None or type(last[0]) is not int:
+        bar.clear(nolock=True)
+        return
+    bar.fp.write("\r" + " " * last[0] + "\r")
+    bar.fp.flush()
+    last[0] = 0  # (as its clear leaves it: the redraw pads nothing after the bar)
+
+
+def _last_len(bar: Any) -> list[Any] | None:
+    """The cells of ``bar``'s last print, as its status printer (tqdm.status_printer's closure) keeps them: the
+    one-item list itself."""
+    sp = getattr(bar, "sp", None)
+    code = getattr(sp, "__code__", None)
+    cells = getattr(sp, "__closure__", None)
+    if code is None or cells is None or "last_len" not in code.co_freevars:
+        return None
+    try:
+        last = cells[code.co_freevars.index("last_len")].cell_contents
+    except (IndexError, ValueError):
+        return None
+    return last if type(last) is list and len(last) == 1 else None
 
 
 def write_plain(stream: Any, text: str) -> None:

@@ -20,7 +20,7 @@ import threading
 import time
 import weakref
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -28,7 +28,9 @@ from typing import Any
 from loguru import logger
 
 from steptable.alerts.engine import AlertEngine
+from steptable.alerts.rules import Alert
 from steptable.logger import tablefile
+from steptable.logger.alertfeed import AlertFeed
 from steptable.logger.autocols import auto_columns
 from steptable.logger.closing import Closer
 from steptable.logger.consolecols import ConsoleLayout
@@ -48,6 +50,11 @@ TABLE_NAME = tablefile.TABLE_NAME
 
 #: each logger's number, for its report topics (an id() can come back once a logger is collected)
 _NUMBERS = itertools.count()
+
+#: rows a new printed layout is rendered cell by cell before its row renderer is compiled: a compile costs what
+#: a few hundred rows of the compiled renderer save (GRPO's 19 columns: 2 ms against 6 us a row), and early in a run
+#: the layout changes every few rows (widths settling, notations chosen)
+COMPILE_AFTER = 128
 
 #: loggers alive in this process, so a forked child (a DataLoader worker) can be told it is not the writer
 _LIVE: weakref.WeakSet[StepLogger] = weakref.WeakSet()
@@ -97,7 +104,9 @@ class StepLogger:
     header_every  repeat the header after N lines (rows and alert lines) without one (0 = once): 25 keeps one in
                   the last 30 lines of a log with room for a few lines of other output (a header printed because
                   a column widened starts the count again; a column that can be printed narrower waits for it)
-    alerts        watch the rows with steptable.alerts.engine and log W/E lines as problems start
+    alerts        watch the rows with steptable.alerts.engine and log W/E lines as problems start: a non-finite
+                  value's at once, the others when their batch is fed (steptable.logger.alertfeed: up to 64 rows
+                  or 2 s late, the line naming its step)
     dump_rows     rows of the all-column table printed at close where no ``table.txt`` is written (with one, a line
                   that points to it is printed instead)
     rank          override the detected global rank; only rank 0 prints and writes (detected: a launcher's RANK,
@@ -140,7 +149,7 @@ class StepLogger:
         # log() may be called from several threads (an eval thread beside the loop): rows, header cadence and the
         # writer's pending queue are shared state. Uncontended, the lock costs well under a microsecond per row.
         self._lock = threading.RLock()
-        self._alerts = AlertEngine() if alerts else None
+        self._alerts = AlertFeed(AlertEngine()) if alerts else None
         self._forked = False  # set in a child process created by fork(): it never prints or writes
         self._owner: int | None = None  # the thread inside log() now
         self._deferred: deque[dict[str, Any]] = deque()  # rows logged from inside log() (signal handlers)
@@ -156,7 +165,16 @@ class StepLogger:
         self._fits = any(c.fit for c in self.cols)  # (fit_to keeps each column's fit: asked once, not per row)
         self.stream_cols = streamed(self.cols)
         self._layout = ConsoleLayout(self.stream_cols)
-        self._render_row = render.compile_row(self._layout.cols)
+        self._new_layout()
+
+    def _new_layout(self) -> None:
+        """The printed layout changed: its rows are rendered cell by cell until it has held COMPILE_AFTER rows."""
+        self._render_row: Callable[[Mapping[str, Any]], str] = self._cell_by_cell
+        self._held = 0
+
+    def _cell_by_cell(self, cells: Mapping[str, Any]) -> str:
+        """The row as the compiled renderer writes it (steptable.table.render.compile_row falls back to this)."""
+        return render.SEP.join(render.cells(self._layout.cols, cells))
 
     # ------------------------------------------------------------------------------------------------ rendering
     def header(self) -> str:
@@ -176,7 +194,11 @@ class StepLogger:
         shown = self._layout.cols
         widened = self._layout.update(view)
         if self._layout.cols is not shown:  # a width, a header or a column's notation changed
-            self._render_row = render.compile_row(self._layout.cols)
+            self._new_layout()
+        else:
+            self._held += 1
+            if self._held == COMPILE_AFTER:
+                self._render_row = render.compile_row(self._layout.cols)
         return widened
 
     def _shown(self, cols: Sequence[Col]) -> list[Col]:
@@ -304,10 +326,13 @@ class StepLogger:
 
         if self._alerts is not None:
             step_i = _step_number(step, self._rows - 1)
-            for alert in self._alerts.update(step_i, view, now):
-                self._since_header += 1  # a line of the log too: the header's cadence counts lines
-                self._emit(alert.message_line(), level="ERROR" if alert.level == "E" else "WARNING")
+            self._say(self._alerts.add(step_i, view, now))
         return line
+
+    def _say(self, alerts: Sequence[Alert]) -> None:
+        for alert in alerts:
+            self._since_header += 1  # a line of the log too: the header's cadence counts lines
+            self._emit(alert.message_line(), level="ERROR" if alert.level == "E" else "WARNING")
 
     def _first_cols(self, cells: Mapping[str, Any], step: Any) -> tuple[Col, ...]:
         """Automatic columns from the first row; a row that cannot be laid out (a value that cannot be walked)
@@ -390,6 +415,12 @@ class StepLogger:
         self._closer.close()
 
     def _final_flush(self) -> None:
+        if self._alerts is not None and self._alerts.waiting:
+            try:  # (the alerts of the rows still waiting for their batch; a failure must not keep the file open)
+                with self._lock:
+                    self._say(self._alerts.drain())
+            except Exception as e:
+                report_once(f"{self._topic}-alerts", f"steptable: the last rows' alerts failed ({error_text(e)})")
         if self._writer is not None:
             self._writer.close()
         if self._writer_lock is not None:

@@ -129,6 +129,7 @@ class RunWriter:
 
     def __init__(self, path: str | os.PathLike[str], warn: Callable[[str], None]) -> None:
         self.path = Path(path).absolute()  # a later os.chdir in the training script must not move the file
+        self._path = str(self.path)  # (os.stat of a str: a Path costs its conversion on every row)
         self._shown = sanitize(str(self.path))  # the path in messages: a run_dir's text can hold escape sequences
         self._warn = warn
         self._fh: BinaryIO | None = None
@@ -182,7 +183,9 @@ class RunWriter:
             data = self._pending[0]
             try:
                 fh = self._open()
-                if self._moved(fh):  # (a log rotation renamed it, or the run directory was moved): the path wins
+                here = self._here()  # (the common case: one stat a row, no fstat after the write)
+                # (a log rotation renamed it, or the run directory was moved): the path wins
+                if not here and self._moved(fh):
                     self._close_fh()
                     self.moved += 1
                     self._warn(f"{self._shown} was moved or replaced during the run (a log rotation?); rows from this "
@@ -199,18 +202,23 @@ class RunWriter:
                         self._pending[0] = data[n:]
                         self._pending_bytes -= n
                     raise OSError(f"short write ({n or 0} of {len(data)} bytes)")
-                st = os.fstat(fh.fileno())
-                if st.st_nlink == 0 and self._replaced(st):  # the file (or its directory) was deleted
-                    self._close_fh()
-                    if reopened:
-                        raise OSError("the new file vanished too")
-                    reopened = True
-                    self.deleted += 1
-                    self._warn(f"{self._shown} was deleted during the run; rows from this one on go to a new file")
-                    continue
+                if here:
+                    size = self._size + n
+                else:
+                    st = os.fstat(fh.fileno())
+                    if st.st_nlink == 0 and self._replaced(st):  # the file (or its directory) was deleted
+                        self._close_fh()
+                        if reopened:
+                            raise OSError("the new file vanished too")
+                        reopened = True
+                        self.deleted += 1
+                        self._warn(f"{self._shown} was deleted during the run; rows from this one on go to a new "
+                                   "file")
+                        continue
+                    size = st.st_size
                 self._pending.popleft()
                 self._pending_bytes -= len(data)
-                self._size = st.st_size
+                self._size = size
                 self._partial = None
                 self.written += 1
             except (OSError, ValueError) as e:
@@ -264,10 +272,21 @@ class RunWriter:
         except Exception:
             pass
 
+    def _here(self) -> bool:
+        """Does the path lead to the open file now? Asked before every row: where it does, the row goes into it and
+        nothing more is checked (a file deleted between this stat and the write takes that row with it, as it took
+        the rows before; the next row finds it gone); where it does not, :meth:`_moved` and the check after the
+        write tell a rotation from a deletion."""
+        try:
+            st = os.stat(self._path)
+        except OSError:
+            return False
+        return (st.st_dev, st.st_ino) == self._ident
+
     def _moved(self, fh: BinaryIO) -> bool:
         """Was the open file rotated: renamed away (or replaced) inside the directory it was opened in, which still
-        holds the path? Asked before every row (one stat while the path leads to the open file), so a rotation's
-        next row goes to the new file; not of a deleted file (the check after the write reopens that one). A
+        holds the path? Asked before every row the path does not lead to the open file (:meth:`_here`), so a
+        rotation's next row goes to the new file; not of a deleted file (the check after the write reopens that one). A
         directory moved or a symlink re-pointed (``outputs/latest`` to the next run) is not a rotation: the rows go
         on into the open file, never into another run's."""
         try:

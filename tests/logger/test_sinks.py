@@ -4,6 +4,7 @@ a forked worker, a stdout that fails for a moment."""
 
 from __future__ import annotations
 
+import io
 import os
 import shutil
 import subprocess
@@ -12,6 +13,7 @@ import textwrap
 import types
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from loguru import logger
@@ -230,7 +232,7 @@ def test_a_forked_worker_writes_without_tqdms_lock(tmp_path: Path, monkeypatch: 
     setup_logging("fork", log_dir=tmp_path / "logs", colour=False)
     monkeypatch.setattr(sys, "stdout", out)
     monkeypatch.setattr(st_sinks, "_in_child", True)  # as after a fork: the at-fork hook sets it
-    monkeypatch.setattr(tqdm, "external_write_mode", lambda *a, **kw: pytest.fail("tqdm's lock taken in a child"))
+    monkeypatch.setattr(tqdm, "get_lock", lambda *a, **kw: pytest.fail("tqdm's lock taken in a child"))
     logger.info("from a worker")
     assert out.lines == ["I from a worker\n"]
 
@@ -399,3 +401,42 @@ def test_console_false_without_setup_logging_reports_each_failure_episode(tmp_pa
     proc = subprocess.run([sys.executable, "-c", code, str(tmp_path / "arm")], capture_output=True, text=True,
                           timeout=60)
     assert proc.returncode == 0 and proc.stderr.count("was deleted during the run") == 2, proc.stderr
+
+
+def _bar_and_lines(write: Callable[[Any, str], None], where: str, monkeypatch: pytest.MonkeyPatch) -> tuple[str, str]:
+    """Two rows written by ``write`` while a bar on stderr (its text shortened between the rows) and a disabled one
+    are live, the rows on stderr too, on stdout, or ``elsewhere``; what stderr and the rows' stream then hold. (One
+    live bar: tqdm clears bars in its weak set's order, which differs from one set of bars to the next.)"""
+    bars, rows = io.StringIO(), io.StringIO()
+    monkeypatch.setattr(sys, "stderr", bars)
+    monkeypatch.setattr(sys, "stdout", rows if where == "stdout" else io.StringIO())
+    out = bars if where == "stderr" else rows
+    fmt = "{desc}{n}/{total}"  # (no clock in the text: two runs of this write the same bytes)
+    bar = tqdm(total=100, file=bars, bar_format=fmt, desc="a long description ", mininterval=0)
+    off = tqdm(total=10, file=bars, disable=True)
+    bar.update(5)
+    write(out, "I row one\n")
+    bar.set_description_str("d ", refresh=False)
+    write(out, "I row two\n")
+    off.close()
+    bar.close()
+    return bars.getvalue(), rows.getvalue()
+
+
+def _tqdms(stream: Any, text: str) -> None:
+    with tqdm.external_write_mode(file=stream):
+        st_sinks.write_plain(stream, text)
+
+
+@pytest.mark.parametrize("where", ["stderr", "stdout", "elsewhere"])
+def test_rows_between_bars_write_the_bytes_tqdms_external_write_mode_writes(where: str,
+                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """The one-write clear of a bar on the first line leaves what tqdm's clear leaves (its last length reset: the
+    redraw of a shorter bar pads nothing); a bar whose status printer is not tqdm's goes through tqdm's clear; a
+    stream that is neither the bar's nor a standard one clears nothing, as with tqdm."""
+    want = _bar_and_lines(_tqdms, where, monkeypatch)
+    assert "I row two" in "".join(want) and "a long description 5/100" in want[0]
+    assert ("\rd 5/100\r" in want[0]) == (where != "elsewhere")  # (the redraw after a clear: no padding)
+    assert _bar_and_lines(st_sinks.write_between_bars, where, monkeypatch) == want
+    monkeypatch.setattr(st_sinks, "_last_len", lambda bar: None)  # (a status printer of another shape)
+    assert _bar_and_lines(st_sinks.write_between_bars, where, monkeypatch) == want

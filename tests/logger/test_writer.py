@@ -644,3 +644,29 @@ def test_a_plain_row_is_written_as_jsonable_and_json_dumps_write_it() -> None:
         assert line.endswith(b"\n") and b"\n" not in line[:-1], row
         assert _same(json.loads(line), json.loads(_dumped(row))), row
         assert writer.json_line(row).encode("utf-8", "replace") == _dumped(row)
+
+
+def test_a_row_costs_one_stat_and_no_fstat_while_the_path_leads_to_the_open_file(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The steady state: one stat of the path a row (rotation and deletion are found by it at the next row, as the
+    tests above hold), no fstat after the write; the file holds every row."""
+    path = tmp_path / "metrics.jsonl"
+    w = RunWriter(path, lambda _: None)
+    w.write({"step": 0})  # (opening the file takes its own fstat calls)
+    calls = {"stat": 0, "fstat": 0}
+    stat, fstat = os.stat, os.fstat
+
+    def counted(name: str, f: Any) -> Any:
+        def call(*a: Any, **k: Any) -> Any:
+            calls[name] += 1
+            return f(*a, **k)
+        return call
+
+    monkeypatch.setattr(os, "stat", counted("stat", stat))
+    monkeypatch.setattr(os, "fstat", counted("fstat", fstat))
+    for step in range(1, 11):
+        assert w.write({"step": step}) is True
+    assert calls == {"stat": 10, "fstat": 0}
+    monkeypatch.undo()
+    w.close()
+    assert jsonl_steps(path) == list(range(11))
