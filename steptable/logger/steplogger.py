@@ -20,7 +20,7 @@ import threading
 import time
 import weakref
 from collections import deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -50,11 +50,6 @@ TABLE_NAME = tablefile.TABLE_NAME
 
 #: each logger's number, for its report topics (an id() can come back once a logger is collected)
 _NUMBERS = itertools.count()
-
-#: rows a new printed layout is rendered cell by cell before its row renderer is compiled: a compile costs what
-#: a few hundred rows of the compiled renderer save (GRPO's 19 columns: 2 ms against 6 us a row), and early in a run
-#: the layout changes every few rows (widths settling, notations chosen)
-COMPILE_AFTER = 128
 
 #: loggers alive in this process, so a forked child (a DataLoader worker) can be told it is not the writer
 _LIVE: weakref.WeakSet[StepLogger] = weakref.WeakSet()
@@ -165,16 +160,6 @@ class StepLogger:
         self._fits = any(c.fit for c in self.cols)  # (fit_to keeps each column's fit: asked once, not per row)
         self.stream_cols = streamed(self.cols)
         self._layout = ConsoleLayout(self.stream_cols)
-        self._new_layout()
-
-    def _new_layout(self) -> None:
-        """The printed layout changed: its rows are rendered cell by cell until it has held COMPILE_AFTER rows."""
-        self._render_row: Callable[[Mapping[str, Any]], str] = self._cell_by_cell
-        self._held = 0
-
-    def _cell_by_cell(self, cells: Mapping[str, Any]) -> str:
-        """The row as the compiled renderer writes it (steptable.table.render.compile_row falls back to this)."""
-        return render.SEP.join(render.cells(self._layout.cols, cells))
 
     # ------------------------------------------------------------------------------------------------ rendering
     def header(self) -> str:
@@ -182,7 +167,7 @@ class StepLogger:
         return render.header(self._layout.cols)
 
     def row(self, cells: Mapping[str, Any]) -> str:
-        return self._render_row(cells)
+        return self._layout.row(cells)
 
     def _fit(self, view: Mapping[str, Any]) -> bool:
         """Fit the printed columns to ``view``'s values (and the columns declared without a width, as the run's
@@ -191,15 +176,7 @@ class StepLogger:
         if cols is not None:
             self.cols = cols
             self.stream_cols = streamed(cols)
-        shown = self._layout.cols
-        widened = self._layout.update(view)
-        if self._layout.cols is not shown:  # a width, a header or a column's notation changed
-            self._new_layout()
-        else:
-            self._held += 1
-            if self._held == COMPILE_AFTER:
-                self._render_row = render.compile_row(self._layout.cols)
-        return widened
+        return self._layout.update(view)
 
     def _shown(self, cols: Sequence[Col]) -> list[Col]:
         """``self.cols`` with the streamed ones as printed (``cols``: the layout's columns or legend columns)."""
@@ -316,8 +293,7 @@ class StepLogger:
         if first and any(render.explained(c) for c in self._legend_cols()):
             self._emit(self.legend())  # a legend with nothing to explain is only a line to pay for
         if header_due:
-            if self._layout.settle():  # columns waiting to print narrower do so under this header
-                self._render_row = render.compile_row(self._layout.cols)
+            self._layout.settle()  # columns waiting to print narrower do so under this header
             self._since_header = 0
             self._emit(self.header())
         self._since_header += 1
