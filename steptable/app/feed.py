@@ -31,6 +31,8 @@ PREVIEW_BYTES = 256 * 1024
 PREVIEW_ROWS = 100
 #: longest the full parse waits for the app to draw the previews
 PREVIEW_WAIT = 2.0
+#: longest the app's first frame waits for the read-ahead, to be drawn with the previews in it
+FIRST_FRAME_WAIT = 0.25
 #: how the follower words a reader's exception on one file (it goes on with the others)
 INTERNAL_ERROR = ": internal error ("
 #: distinct internal errors told at most (one that names a changing value must not bury the screen in notices)
@@ -75,6 +77,7 @@ class Feed:
         #: set by the app once it has drawn the previews (the full parse starts then)
         self.drawn = threading.Event()
         self._prepared: queue.SimpleQueue[Message | None] | None = None
+        self._taken = 0  # previews the app took itself for its first frame (``first_messages``)
         self._error_count = 0
         self._own_problem = ""
         self._errors_seen = 0  # the follower's error count when its errors were last looked through
@@ -124,6 +127,26 @@ class Feed:
             self._prepared = queue.SimpleQueue()
             threading.Thread(target=self._read_ahead, args=(self._prepared,), name="steptable-preview",
                              daemon=True).start()
+
+    def first_messages(self, wait: float = FIRST_FRAME_WAIT) -> list[Message]:
+        """What the read-ahead (``prepare``, if it was called) has to say, waiting for it to finish for at most
+        ``wait`` s: the app builds its first frame with the previews in it, instead of a frame without runs, then
+        another with them one message later. What this returns ``run`` does not post."""
+        if self._prepared is None:
+            return []
+        out: list[Message] = []
+        end = time.monotonic() + wait
+        while (left := end - time.monotonic()) > 0:
+            try:
+                message = self._prepared.get(timeout=left)
+            except queue.Empty:
+                break
+            if message is None:
+                self._prepared.put(None)  # (``_preview`` stops on it)
+                break
+            out.append(message)
+        self._taken += sum(isinstance(m, PreviewReady) for m in out)
+        return out
 
     def _read_ahead(self, out: queue.SimpleQueue[Message | None]) -> None:
         try:
@@ -202,7 +225,7 @@ class Feed:
         """
         self.prepare()
         assert self._prepared is not None
-        shown = 0
+        shown = self._taken
         while not stop.is_set():
             message = self._prepared.get()
             if message is None:
