@@ -224,6 +224,8 @@ class StepTableApp(App[int]):
         self._refresh_status()
 
     def _take(self, batch: list[tuple[str, Store, str | None]]) -> None:
+        if not self.screen_stack:  # the app is closing (rows parsed as it quit): nothing to show the runs in
+            return
         arms = self.main.query_one("#arms")
         if not arms.is_attached:  # the app is closing (a TERM while it started): nothing to show the runs in
             return

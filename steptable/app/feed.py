@@ -13,6 +13,7 @@ import shutil
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
+from itertools import chain, islice
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -41,6 +42,14 @@ MAX_TOLD = 5
 SWEEP_MIN = 8
 
 Post = Callable[[Message], Any]
+
+
+def _read_replaced(store: Any, start: int, budget: int) -> tuple[list[Any], int]:
+    """steptable.alerts.replaced.read_replaced, imported at a run's first resume: the alert engine's import (~8 ms)
+    is not the read-ahead's, which the first frame waits for."""
+    from steptable.alerts.replaced import read_replaced
+
+    return read_replaced(store, start, budget)
 
 
 class FollowerLike(Protocol):
@@ -89,10 +98,9 @@ class Feed:
     @property
     def follower(self) -> FollowerLike:
         if self._follower is None:
-            from steptable.alerts.replaced import read_replaced
             from steptable.ingest import Follower
 
-            self._follower = Follower(self.paths, poll=self.poll, on_resume=read_replaced)
+            self._follower = Follower(self.paths, poll=self.poll, on_resume=_read_replaced)
         return self._follower
 
     @property
@@ -154,10 +162,13 @@ class Feed:
             from steptable.ingest.files.sniff import sniff_jsonl
 
             self.follower  # noqa: B018  (builds the Follower here, off the UI thread)
-            if self._sweep_found(out):
+            found = iter(discover(self.paths))
+            # no more candidates than that, no more runs: not a sweep, and no index (its imports) to build
+            cands = list(islice(found, self.sweep_min + 1)) if self.sweep_min > 0 else []
+            if len(cands) > self.sweep_min and self._sweep_found(out):
                 return
             if self.preview_min_bytes > 0:
-                for cand in discover(self.paths):
+                for cand in chain(cands, found):
                     try:
                         size = cand.path.stat().st_size
                         if cand.kind == "trainer_state" or size < self.preview_min_bytes:
