@@ -156,10 +156,11 @@ class StepTableApp(App[int]):
             target=self.feed.run, args=(self._stop, self.post_message), name="steptable-follow", daemon=True
         )
         self._feed_thread.start()
-        for message in self._first_other:
+        first, others, self._first, self._first_other = self._first, self._first_other, [], []
+        for message in others:
             self.post_message(message)
-        if self._first:
-            self._take([(m.run, m.store, m.note) for m in self._first])
+        if first:
+            self._take([(m.run, m.store, m.note) for m in first])
             self._after_data()
             self.call_after_refresh(self._preview_drawn)
 
