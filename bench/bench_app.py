@@ -256,6 +256,10 @@ def run_child(*args: str, timeout: float = 600, script: str = __file__,
     return dict(json.loads(proc.stdout.strip().splitlines()[-1]))
 
 
+def _ms(seconds: list[float]) -> str:
+    return ", ".join(f"{1000 * x:.0f}" for x in seconds)
+
+
 def pty_first_frames(path: Path, rows: int, repeat: int) -> tuple[list[float], list[float]]:
     """Seconds to the first frame in a real terminal (a detached tmux session, bench_sweep's ``pty_first_frame``),
     interleaved: the bare app to its text on screen, ``steptable watch`` to the last step's row on screen."""
@@ -335,8 +339,7 @@ def main() -> None:
             print(f"  first frame with the rows drawn (the refresh after which the table has drawn a data row; the "
                   f"lines above stop at the first refresh after the rows reached the table): wall {1000 * d:.0f} ms, "
                   f"ratio {d / b:.2f}x (worst of each {max(drawn) / max(bare):.2f}x); CPU {1000 * dc:.0f} ms, ratio "
-                  f"{dc / bc:.2f}x (medians; goal <= 1.5x)  [wall {', '.join(f'{1000 * x:.0f}' for x in drawn)}; CPU "
-                  f"{', '.join(f'{1000 * x:.0f}' for x in drawn_cpu)} ms]", flush=True)
+                  f"{dc / bc:.2f}x (medians; goal <= 1.5x)  [wall {_ms(drawn)}; CPU {_ms(drawn_cpu)} ms]", flush=True)
             if shutil.which("tmux"):
                 tb, tm = pty_first_frames(path, rows, args.repeat)
                 print(f"  first frame in tmux 200x50 (until the last step's row is on screen): bare "
