@@ -128,6 +128,8 @@ def child_app(launch: float, path: str, rows: int, full: bool, jumps: bool) -> d
                 grids = list(app.query(StepGrid))
                 if grids and grids[0].rows:
                     break
+                if time.time() - launch > 60:  # (an app that died or never got rows: said, not waited for)
+                    raise RuntimeError(f"no rows on screen 60 s after launch (app running: {app.is_running})")
                 await asyncio.sleep(0.002)
             t = await _after_refresh(app)
             out["cpu_s"] = time.process_time()
