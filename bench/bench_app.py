@@ -123,6 +123,15 @@ def child_app(launch: float, path: str, rows: int, full: bool, jumps: bool) -> d
     async def main() -> dict[str, Any]:
         app = make_app([path])
         out: dict[str, Any] = {}
+        drawn: list[tuple[float, float]] = []
+        shown = app._display
+
+        def display(screen: Any, renderable: Any) -> None:  # (the end of each refresh's output)
+            shown(screen, renderable)
+            if not drawn and renderable is not None and any(g.drawn_rows for g in app.query(StepGrid)):
+                drawn.append((time.time(), time.process_time()))
+
+        app._display = display  # type: ignore[method-assign]
         async with app.run_test(size=SIZE):
             while True:  # poll every 2 ms for rows, then wait for the refresh that draws them
                 grids = list(app.query(StepGrid))
@@ -135,11 +144,11 @@ def child_app(launch: float, path: str, rows: int, full: bool, jumps: bool) -> d
             out["cpu_s"] = time.process_time()
             grid = grids[0]
             out["first_frame_s"] = t - launch
-            # (that refresh may come before the new table is laid out and drawn: the point the rows are drawn at)
-            while not grid.drawn_rows:
-                t = await _after_refresh(app)
-            out["drawn_cpu_s"] = time.process_time()
-            out["drawn_s"] = t - launch
+            # (that refresh may come before the new table is laid out and drawn, or a refresh or two after it: the
+            # end of the output of the refresh that drew the table's first data row)
+            while not drawn:
+                await _after_refresh(app)
+            out["drawn_s"], out["drawn_cpu_s"] = drawn[0][0] - launch, drawn[0][1]
             out["first_rows"] = grid.rows
             out["preview"] = app.session.runs[next(iter(app.session.runs))].preview is not None
             out["rss_first_mb"], _ = _rss_mb()
@@ -338,7 +347,7 @@ def main() -> None:
                   f"{', '.join(f'{1000 * x:.0f}' for x in bare_cpu)}; steptable "
                   f"{', '.join(f'{1000 * x:.0f}' for x in mine_cpu)} ms]", flush=True)
             d, dc = statistics.median(drawn), statistics.median(drawn_cpu)
-            print(f"  first frame with the rows drawn (the refresh after which the table has drawn a data row; the "
+            print(f"  first frame with the rows drawn (the end of the output of the refresh that drew a data row; the "
                   f"lines above stop at the first refresh after the rows reached the table): wall {1000 * d:.0f} ms, "
                   f"ratio {d / b:.2f}x (worst of each {max(drawn) / max(bare):.2f}x); CPU {1000 * dc:.0f} ms, ratio "
                   f"{dc / bc:.2f}x (medians; goal <= 1.5x)  [wall {_ms(drawn)}; CPU {_ms(drawn_cpu)} ms]", flush=True)
