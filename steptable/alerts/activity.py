@@ -22,6 +22,7 @@ from typing import Any
 from steptable.alerts.rules import Alert, AlertConfig, cell_float
 from steptable.ingest.files.siblings import newest_sibling
 from steptable.table import runinfo
+from steptable.table.formatting import fmt_age as fmt_age
 from steptable.table.formatting import fmt_auto as _f
 
 #: the rows a run's usual interval is read from
@@ -115,15 +116,6 @@ def store_activity(store: Any, now: float, config: AlertConfig | None = None) ->
     if act.state == IDLE and isinstance(info, dict):  # a StepLogger run never closed: does it still write elsewhere?
         act = judge(store.last_update, after, now, running_at=newest_sibling(store.path), config=config)
     return act
-
-
-def fmt_age(seconds: float) -> str:
-    """Compact duration: 42s, 7.5m, 3.2h, 2.5d."""
-    s = max(0.0, seconds) if seconds == seconds else 0.0
-    for unit, size, below in (("s", 1, 99.5), ("m", 60, 5997), ("h", 3600, 172800)):  # (99.6s: 1.66m, not 100s)
-        if s < below:
-            return f"{s:.0f}s" if unit == "s" else f"{_f(s / size)}{unit}"
-    return f"{_f(s / 86400)}d"
 
 
 def clockless_gap(store: Any, now: float,

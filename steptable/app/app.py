@@ -15,12 +15,14 @@ from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.css.query import NoMatches
+from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Static
 
 from steptable.app.arrange import ArmsBox, Arrangement
 from steptable.app.bindings import BINDINGS, MAIN_ACTIONS, key_help
 from steptable.app.feed import Feed
+from steptable.app.firstrows import FirstRows
 from steptable.app.lockstep import Lockstep
 from steptable.app.messages import AlertsFound, FeedProblem, PreviewReady, RunsChanged
 from steptable.app.model import Store
@@ -89,6 +91,11 @@ class StepTableApp(App[int]):
         self._stop = threading.Event()
         self.seedgroups = SeedGroups(self.session, self.post_message, self._stop)
         self._new_panels = False
+        self._preview_panels: dict[str, ArmPanel] = {}  # panels of the first frame's previews, not taken yet
+        self._first: list[PreviewReady] = []
+        self._first_other: list[Message] = []
+        #: callbacks run once the first data rows are on screen (``add``)
+        self.first_rows = FirstRows(self, lambda: [p.grid for p in self.panels.values()])
         self.problem = ""
         self._want_theme = theme
         self._theme_problems: list[str] = []
@@ -104,11 +111,22 @@ class StepTableApp(App[int]):
     # ---------------------------------------------------------------------------------------------- layout
 
     def compose(self) -> ComposeResult:
+        # the read-ahead's previews, if ready within a moment, are in the first frame (taken at mount)
+        first = self.feed.first_messages()
+        self._first = [m for m in first if isinstance(m, PreviewReady)]
+        self._first_other = [m for m in first if not isinstance(m, PreviewReady)]
         with VerticalScroll(id="legend-box"):
             yield LegendPanel(id="legend")
         # scrollable: when the arms do not fit at a readable size they keep that size and the box scrolls
         with ArmsBox(self.arrangement.rearrange, id="arms", classes="side", can_focus=False):
-            yield Static(self._waiting_text(), id="no-runs", markup=False)
+            waiting = Static(self._waiting_text(), id="no-runs", markup=False)
+            waiting.display = not self._first
+            yield waiting
+            for message in self._first:
+                panel = self._preview_panels[message.run] = ArmPanel(message.run, message.run)
+                if len(self._preview_panels) == 1:  # styled as focused from its mount
+                    panel.add_class("-focused")
+                yield panel
         yield ChartPanel(id="chart")
         yield DiagnosticsPanel(id="diagnostics")
         yield StatusBar(id="status")
@@ -129,6 +147,7 @@ class StepTableApp(App[int]):
                         severity="warning", markup=False)  # names from the command line and theme files
         self._refresh_status()
         self.set_interval(self.tick, self._on_tick)
+        self.first_rows.start()
         for problem in self._theme_problems:
             self.notify(problem, severity="warning", markup=False)
         # The feed's thread: a daemon thread rather than a Textual thread worker, whose executor is joined when the
@@ -137,6 +156,13 @@ class StepTableApp(App[int]):
             target=self.feed.run, args=(self._stop, self.post_message), name="steptable-follow", daemon=True
         )
         self._feed_thread.start()
+        first, others, self._first, self._first_other = self._first, self._first_other, [], []
+        for message in others:
+            self.post_message(message)
+        if first:
+            self._take([(m.run, m.store, m.note) for m in first])
+            self._after_data()
+            self.call_after_refresh(self._preview_drawn)
 
     async def on_event(self, event: events.Event) -> None:
         if isinstance(event, (events.Key, events.MouseDown, events.MouseScrollDown, events.MouseScrollUp)):
@@ -145,6 +171,7 @@ class StepTableApp(App[int]):
 
     def on_unmount(self) -> None:
         self._stop.set()
+        self.first_rows.finish()
 
     # ---------------------------------------------------------------------------------------------- data in
 
@@ -198,19 +225,24 @@ class StepTableApp(App[int]):
         self._refresh_status()
 
     def _take(self, batch: list[tuple[str, Store, str | None]]) -> None:
+        if not self.screen_stack:  # the app is closing (rows parsed as it quit): nothing to show the runs in
+            return
         arms = self.main.query_one("#arms")
         if not arms.is_attached:  # the app is closing (a TERM while it started): nothing to show the runs in
             return
         relayout = self.session.update_all(batch)
         for rid, _, _ in batch:
             if rid not in self.panels:
-                panel = self.panels[rid] = ArmPanel(rid, rid)
+                composed = self._preview_panels.pop(rid, None)  # (in the first frame: mounted, styled)
+                panel = self.panels[rid] = composed or ArmPanel(rid, rid)
                 self._new_panels = True
-                self.main.query_one("#no-runs").display = False
-                if len(self.panels) == 1:  # styled as focused from its mount: no second styling pass
-                    panel.add_class("-focused", update=False)
+                if len(self.panels) == 1:
                     self.call_after_refresh(panel.grid.focus)
-                arms.mount(panel)
+                if composed is None:
+                    self.main.query_one("#no-runs").display = False
+                    if len(self.panels) == 1:  # styled as focused from its mount: no second styling pass
+                        panel.add_class("-focused", update=False)
+                    arms.mount(panel)
                 self.tables.mark_alerts(rid)  # (alerts found before its table was made)
                 relayout = True
         if relayout:
@@ -245,6 +277,7 @@ class StepTableApp(App[int]):
             self.arrangement.apply()
         self.refresh_panels()
         self._refresh_status()
+        self.first_rows.check()
         while self.session.problems:  # (sanitized by the session)
             self.notify(self.session.problems.pop(0), severity="error", timeout=30, markup=False)
 

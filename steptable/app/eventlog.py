@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from steptable.app.model import INTERVAL_WINDOW, ended, usual_interval
 from steptable.app.widgets.status import Event, bad_line
+from steptable.table.formatting import fmt_age
 
 if TYPE_CHECKING:  # (imported when first needed: the first frame does not wait for them)
     from steptable.alerts.activity import Activity
@@ -72,8 +73,6 @@ class EventLog:
         labels = self._labels()
         out = []
         for rid, gap in self.stalls.items():
-            from steptable.alerts.engine import fmt_age  # (here: the status line at mount has no stall to say)
-
             r = self.runs[rid]
             med = usual_interval(r.store.wall_times_between(-INTERVAL_WINDOW - 1))
             usual = f" (usual {med:.3g}s/row)" if med is not None and math.isfinite(med) else ""

@@ -13,6 +13,7 @@ import shutil
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
+from itertools import chain, islice
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -31,6 +32,8 @@ PREVIEW_BYTES = 256 * 1024
 PREVIEW_ROWS = 100
 #: longest the full parse waits for the app to draw the previews
 PREVIEW_WAIT = 2.0
+#: longest the app's first frame waits for the read-ahead, to be drawn with the previews in it
+FIRST_FRAME_WAIT = 0.25
 #: how the follower words a reader's exception on one file (it goes on with the others)
 INTERNAL_ERROR = ": internal error ("
 #: distinct internal errors told at most (one that names a changing value must not bury the screen in notices)
@@ -39,6 +42,14 @@ MAX_TOLD = 5
 SWEEP_MIN = 8
 
 Post = Callable[[Message], Any]
+
+
+def _read_replaced(store: Any, start: int, budget: int) -> tuple[list[Any], int]:
+    """steptable.alerts.replaced.read_replaced, imported at a run's first resume: the alert engine's import (~8 ms)
+    is not the read-ahead's, which the first frame waits for."""
+    from steptable.alerts.replaced import read_replaced
+
+    return read_replaced(store, start, budget)
 
 
 class FollowerLike(Protocol):
@@ -75,6 +86,7 @@ class Feed:
         #: set by the app once it has drawn the previews (the full parse starts then)
         self.drawn = threading.Event()
         self._prepared: queue.SimpleQueue[Message | None] | None = None
+        self._taken = 0  # previews the app took itself for its first frame (``first_messages``)
         self._error_count = 0
         self._own_problem = ""
         self._errors_seen = 0  # the follower's error count when its errors were last looked through
@@ -86,10 +98,9 @@ class Feed:
     @property
     def follower(self) -> FollowerLike:
         if self._follower is None:
-            from steptable.alerts.replaced import read_replaced
             from steptable.ingest import Follower
 
-            self._follower = Follower(self.paths, poll=self.poll, on_resume=read_replaced)
+            self._follower = Follower(self.paths, poll=self.poll, on_resume=_read_replaced)
         return self._follower
 
     @property
@@ -125,16 +136,39 @@ class Feed:
             threading.Thread(target=self._read_ahead, args=(self._prepared,), name="steptable-preview",
                              daemon=True).start()
 
+    def first_messages(self, wait: float = FIRST_FRAME_WAIT) -> list[Message]:
+        """What the read-ahead (``prepare``, if it was called) has to say, waiting for it to finish for at most
+        ``wait`` s: the app builds its first frame with the previews in it, instead of a frame without runs, then
+        another with them one message later. What this returns ``run`` does not post."""
+        if self._prepared is None:
+            return []
+        out: list[Message] = []
+        end = time.monotonic() + wait
+        while (left := end - time.monotonic()) > 0:
+            try:
+                message = self._prepared.get(timeout=left)
+            except queue.Empty:
+                break
+            if message is None:
+                self._prepared.put(None)  # (``_preview`` stops on it)
+                break
+            out.append(message)
+        self._taken += sum(isinstance(m, PreviewReady) for m in out)
+        return out
+
     def _read_ahead(self, out: queue.SimpleQueue[Message | None]) -> None:
         try:
             from steptable.ingest import discover, preview_tail
             from steptable.ingest.files.sniff import sniff_jsonl
 
             self.follower  # noqa: B018  (builds the Follower here, off the UI thread)
-            if self._sweep_found(out):
+            found = iter(discover(self.paths))
+            # no more candidates than that, no more runs: not a sweep, and no index (its imports) to build
+            cands = list(islice(found, self.sweep_min + 1)) if self.sweep_min > 0 else []
+            if len(cands) > self.sweep_min and self._sweep_found(out):
                 return
             if self.preview_min_bytes > 0:
-                for cand in discover(self.paths):
+                for cand in chain(cands, found):
                     try:
                         size = cand.path.stat().st_size
                         if cand.kind == "trainer_state" or size < self.preview_min_bytes:
@@ -202,7 +236,7 @@ class Feed:
         """
         self.prepare()
         assert self._prepared is not None
-        shown = 0
+        shown = self._taken
         while not stop.is_set():
             message = self._prepared.get()
             if message is None:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import gc
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from steptable.app.app import Clock, StepTableApp
@@ -28,14 +30,37 @@ def make_app(
     return StepTableApp(feed, theme=theme, schema=schema, clock=clock, stacked=stacked, tick=tick)
 
 
-def run_watch(paths: list[str], poll: float | None = None, theme: str | None = None, schema: str | None = None) -> int:
-    """``steptable watch PATH...``: run the app until the user quits. Returns the exit code."""
+def run_watch(
+    paths: list[str], poll: float | None = None, theme: str | None = None, schema: str | None = None,
+    *, gc_paused: bool = False,
+) -> int:
+    """``steptable watch PATH...``: run the app until the user quits. Returns the exit code. ``gc_paused``: the
+    caller disabled garbage collection for the start (``steptable watch``): it is enabled again once the first rows
+    are on screen, the objects made until then frozen (they live for the session: later collections skip them), and
+    in any case before this returns."""
+    try:
+        return _run_watch(paths, poll, theme, schema, _resume_gc if gc_paused else None)
+    finally:
+        if gc_paused and not gc.isenabled():
+            gc.enable()
+
+
+def _resume_gc() -> None:
+    if not gc.isenabled():
+        gc.freeze()
+        gc.enable()
+
+
+def _run_watch(paths: list[str], poll: float | None, theme: str | None, schema: str | None,
+               first_rows: Callable[[], None] | None) -> int:
     missing = [p for p in paths if not Path(p).exists()]
     if missing:
         print(f"steptable watch: no such file or directory: {sanitize(', '.join(missing))}", file=sys.stderr)
         return 2
     # built first: the app starts reading the runs' tails in a thread, which the checks below overlap
     app = make_app(paths, poll=poll, theme=theme, schema=schema)
+    if first_rows is not None:
+        app.first_rows.add(first_rows)
     from steptable.schemafiles.resolve import get_schema, user_schemas
     from steptable.schemas import SchemaFileError
 

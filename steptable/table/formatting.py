@@ -88,6 +88,15 @@ def fmt_auto(x: float, digits: int = 3) -> str:
     return strip_zero(f"{x:.{digits}g}")
 
 
+def fmt_age(seconds: float) -> str:
+    """Compact duration: 42s, 7.5m, 3.2h, 2.5d."""
+    s = max(0.0, seconds) if seconds == seconds else 0.0
+    for unit, size, below in (("s", 1, 99.5), ("m", 60, 5997), ("h", 3600, 172800)):  # (99.6s: 1.66m, not 100s)
+        if s < below:
+            return f"{s:.0f}s" if unit == "s" else f"{fmt_auto(s / size)}{unit}"
+    return f"{fmt_auto(s / 86400)}d"
+
+
 def _positional(x: float, digits: int) -> str:
     """``x`` (non-zero, finite, 1e-4 <= |x| < 10**(digits-1)) to ``digits`` significant digits in positional form,
     trailing zeros kept and no leading zero: 0.34016 -> '.340'. A value that rounds up into the next decade keeps

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 NOT_AT_IMPORT = (
     "steptable.ingest",
@@ -41,3 +42,21 @@ def test_the_lazy_parts_still_import_where_used() -> None:
                         "regime_steps(G(), 'x')\n")
     assert "steptable.app.charts.series" in loaded
     assert {"steptable.ingest", "steptable.alerts.engine", "steptable.summary.trend"} <= loaded
+
+
+def test_one_runs_read_ahead_leaves_the_alert_engine_and_the_run_list_out(tmp_path: Path) -> None:
+    """The first frame waits for the read-ahead: for a run or a few (no run list), it imports neither the alert
+    engine (a resume's alerts import it when one comes) nor the run list's index and digests."""
+    for arm in ("a", "b"):
+        (tmp_path / arm).mkdir()
+        (tmp_path / arm / "metrics.jsonl").write_text("".join(json.dumps({"step": i, "loss": 1.0}) + "\n"
+                                                              for i in range(50)))
+    loaded = _loaded_by("import steptable.app\n"
+                        "from steptable.app.feed import Feed\n"
+                        f"feed = Feed([{str(tmp_path)!r}], preview_min_bytes=1)\n"
+                        "feed.prepare()\n"
+                        "runs = [m.run for m in feed.first_messages(wait=30)]\n"
+                        "assert runs == ['a/metrics.jsonl', 'b/metrics.jsonl'], runs\n"
+                        "assert feed.sweep is None\n")
+    assert "steptable.ingest" in loaded
+    assert [m for m in ("steptable.alerts.engine", "steptable.summary", "steptable.app.runrows") if m in loaded] == []

@@ -9,10 +9,11 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from steptable.cli.main import _parser, main
+from steptable.cli.main import COMMANDS, _parser, main
 from tests.helpers import write_rows
 
 
@@ -77,3 +78,44 @@ def test_help_states_the_exit_statuses(cmd: str, said: list[str], capsys: pytest
         main([cmd, "--help"])
     text = " ".join(capsys.readouterr().out.split())  # (argparse wraps lines at the terminal's width)
     assert e.value.code == 0 and all(s in text for s in said), text
+
+
+def _sub(parser: Any, cmd: str) -> Any:
+    (action,) = [a for a in parser._actions if a.dest == "cmd"]
+    return action.choices[cmd]
+
+
+@pytest.mark.parametrize("cmd", list(COMMANDS))
+def test_a_command_line_builds_only_its_commands_parser(cmd: str) -> None:
+    """``steptable CMD ...`` registers CMD alone (each command's module costs its imports): its arguments, help and
+    defaults are those of the parser with every command."""
+    alone, full = _parser(cmd), _parser()
+    assert [a for a in next(a for a in alone._actions if a.dest == "cmd").choices] == [cmd]
+    assert _sub(alone, cmd).format_help() == _sub(full, cmd).format_help()
+    assert _sub(alone, cmd)._defaults == _sub(full, cmd)._defaults
+
+
+def test_an_unknown_command_lists_them_all(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as e:
+        main(["wacth", "."])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and "invalid choice" in err and all(repr(c) in err for c in COMMANDS)
+
+
+def test_watch_puts_collection_back_when_it_ends_early(tmp_path: Path) -> None:
+    """``steptable watch`` pauses garbage collection for the app's start; a path that does not exist ends it before
+    the app runs, and collection is on again."""
+    import argparse
+    import gc
+
+    from steptable.cli import watch
+
+    was = gc.isenabled()
+    gc.enable()
+    try:
+        args = argparse.Namespace(paths=[str(tmp_path / "nowhere")], poll=None, theme=None, schema=None)
+        assert watch.run(args) == 2
+        assert gc.isenabled()
+    finally:
+        if not was:
+            gc.disable()

@@ -12,7 +12,7 @@ from textual.widgets import Static
 from steptable.app.model import Store, ended
 from steptable.app.widgets.grid import StepGrid
 from steptable.table.cells import cut_middle
-from steptable.table.formatting import display_width, sanitize
+from steptable.table.formatting import display_width, fmt_age, sanitize
 from steptable.table.runinfo import end_words, ended_by
 
 if TYPE_CHECKING:
@@ -58,8 +58,6 @@ class ArmPanel(Vertical):
     def title_text(self, store: Store | None, rows: int, now: float, width: int | None = None) -> str:
         """`` routeA  1,234 rows · 5s ago · 3 bad · following`` (plain text; every part sanitized). In ``width``
         cells the name is shortened (down to MIN_LABEL cells), never the state after it."""
-        from steptable.alerts.engine import fmt_age
-
         parts = [f"{rows:,} rows"]
         if store is not None:
             if store.last_update is not None and self.stalled is None and self.idle is None:  # (those say it)
