@@ -15,7 +15,9 @@ row-by-row path: tests/alerts/test_quiet.py holds the two to the same alerts and
 from __future__ import annotations
 
 import math
+from bisect import bisect_left, insort
 from collections.abc import Callable, Sequence
+from itertools import accumulate
 from operator import eq, sub
 from typing import Any
 
@@ -157,15 +159,17 @@ def _spaced(starts: list[int], n: int) -> list[int]:
     return out
 
 
-def _tail_scale(win: Window, tail: Tail, xs: list[float], gap: float, diffs: list[float] | None,
-                cut: float | None = None) -> float | None:
-    """The tail's scale after the rows ``xs`` are each tested against the window before them (those past ``cut``
-    only, when given), when no tested row's excursion passes the tail's top (nothing said, nothing noted); None
-    otherwise. ``gap``: the window's resolution before the rows; ``diffs``: |x - previous| of each row where the
-    test moves the resolution (Spike), None where it does not."""
+def _tail_scale(win: Window, tail: Tail, xs: list[float], steps: Sequence[int], factor: float, gap: float,
+                diffs: list[float] | None, cut: float | None = None) -> tuple[float, float, int] | None:
+    """The tail's (scale, top, the step of top) after the rows ``xs`` (at ``steps``) are each tested against the
+    window before them (those past ``cut`` only, when given), when no tested row is news (its excursion past
+    ``factor`` times the tail's top: a spike or a jump may be said); None otherwise. A row whose excursion passes
+    the top without being news grows the tail, as :meth:`Tail.note` does. ``gap``: the window's resolution before
+    the rows; ``diffs``: |x - previous| of each row where the test moves the resolution (Spike), None where it does
+    not."""
     n = win.maxlen or 0
     lo, hi = (n - 1) // 2, n // 2
-    top, scale, age = tail.top, tail.scale, tail.age
+    top, at, scale, age = tail.top, tail.at, tail.scale, tail.age
     if age == 0 or not top > 0 or lo < SEG:
         return None
     vals = [*win, *xs]
@@ -173,19 +177,42 @@ def _tail_scale(win: Window, tail: Tail, xs: list[float], gap: float, diffs: lis
     # the rows that resample the scale, each with the tested rows before it in the block
     refresh = {tested[p]: p for p in range((-age) % Tail.REFRESH, len(tested), Tail.REFRESH)}
     starts = _spaced(sorted({0, *refresh}), len(xs))
-    seen = 0  # the rows of diffs taken into gap
+    if diffs is not None:  # the resolution each row's test reads: the smallest non-zero step before it
+        gaps = list(accumulate([gap, *(d or math.inf for d in diffs[:-1])], min))
     for a, b in zip(starts, [*starts[1:], len(xs)], strict=True):
         s = win.ordered if a == 0 else sorted(vals[a:a + n])
         if a in refresh:
-            if diffs is not None:  # the resolution as row a's test reads it
-                gap = min(gap, min(filter(None, diffs[seen:a]), default=math.inf))
-                seen = a
-            scale = Tail.smoothed(scale, robust_sigma(vals[a:a + n], s, sorted_median(s), gap, True), age + refresh[a])
+            scale = Tail.smoothed(scale, robust_sigma(vals[a:a + n], s, sorted_median(s),
+                                                      gap if diffs is None else gaps[a], True), age + refresh[a])
         k = b - a - 1
         seg = xs[a:b] if cut is None else [x for x in xs[a:b] if x > cut]
         if seg and max(max(seg) - s[lo - k], s[hi + k] - min(seg)) / scale > top:
-            return None
-    return scale
+            # (the median's bounds over the rows are too loose: each row against its window's own median)
+            got = _tail_rows(list(s), vals, a, b, n, scale, top, at, factor, cut, steps)
+            if got is None:
+                return None
+            top, at = got
+    return scale, top, at
+
+
+def _tail_rows(s: list[float], vals: list[float], a: int, b: int, n: int, scale: float, top: float, at: int,
+               factor: float, cut: float | None, steps: Sequence[int]) -> tuple[float, int] | None:
+    """:meth:`Tail.z` of each of the rows [a, b) (those past ``cut``) against its window's median, exactly (``s``:
+    the window before row a, sorted; row i's value is ``vals[i + n]``): the tail's (top, step) after them, or None
+    where one is news."""
+    for i in range(a, b):
+        if i > a:
+            del s[bisect_left(s, vals[i - 1])]
+            insort(s, vals[i - 1 + n])
+        x = vals[i + n]
+        if cut is not None and not x > cut:
+            continue
+        t = abs(x - sorted_median(s)) / scale
+        if t > top:
+            if t > factor * top:
+                return None
+            top, at = t, steps[i]
+    return top, at
 
 
 def _spike(d: Detector, xs: list[float], steps: Sequence[int], memo: dict[str, Any]) -> Commit | None:
@@ -195,15 +222,17 @@ def _spike(d: Detector, xs: list[float], steps: Sequence[int], memo: dict[str, A
     if len(w) < n or n < c.min_history or d.run < n or not w.gap < math.inf or negative_zero([*w, *xs]):
         return None
     diffs = list(map(abs, map(sub, xs, [w[-1], *xs[:-1]])))
-    scale = _tail_scale(w, d.tail, xs, w.gap, diffs)
-    if scale is None:
+    found = _tail_scale(w, d.tail, xs, steps, c.spike_tail, w.gap, diffs)
+    if found is None:
         return None
+    scale, top, at = found
     gap = min(w.gap, min(filter(None, diffs), default=math.inf))
 
     def commit() -> None:
         w.shift(xs)
         w.gap = gap
-        d.tail.scale, d.tail.age, d.step = scale, d.tail.age + len(xs), steps[-1]
+        d.tail.scale, d.tail.top, d.tail.at = scale, top, at
+        d.tail.age, d.step = d.tail.age + len(xs), steps[-1]
 
     return commit
 
@@ -214,19 +243,20 @@ def _kl(d: Detector, xs: list[float], steps: Sequence[int], memo: dict[str, Any]
     n = w.maxlen or 0
     if len(w) < n or n < c.min_history or (d.levels and not max(xs) <= c.kl_warn) or negative_zero([*w, *xs]):
         return None
-    scale, age = d.tail.scale, d.tail.age
+    scale, top, at, age = d.tail.scale, d.tail.top, d.tail.at, d.tail.age
     if max(xs) > c.kl_jump_min:  # rows tested (a median of 0 skips the test: every one > 0 here)
         if not min(w.ordered[0], *xs) > 0:
             return None
         every = min(xs) > c.kl_jump_min
-        found = _tail_scale(w, d.tail, xs, w.gap, None, None if every else c.kl_jump_min)
+        found = _tail_scale(w, d.tail, xs, steps, c.spike_tail, w.gap, None, None if every else c.kl_jump_min)
         if found is None:
             return None
-        scale, age = found, age + (len(xs) if every else sum(1 for x in xs if x > c.kl_jump_min))
+        scale, top, at = found
+        age += len(xs) if every else sum(1 for x in xs if x > c.kl_jump_min)
 
     def commit() -> None:
         w.shift(xs)
-        d.tail.scale, d.tail.age, d.step = scale, age, steps[-1]
+        d.tail.scale, d.tail.top, d.tail.at, d.tail.age, d.step = scale, top, at, age, steps[-1]
 
     return commit
 

@@ -5,12 +5,12 @@ spans of it, and each detector's test against them. Pure, stdlib only."""
 from __future__ import annotations
 
 import math
-from bisect import bisect_left, insort
+from bisect import bisect_left, bisect_right, insort
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from steptable.alerts.levels import EntropyCollapse, EntropyRise, LevelDetector, RewardCollapse, Rise
-from steptable.alerts.window import Detector, robust_sigma, sorted_median, still
+from steptable.alerts.window import MAD_SIGMA, Detector, robust_sigma, sorted_median, still
 
 #: how a detector is advanced over a block, once every detector's test has passed
 Commit = Callable[[], None]
@@ -65,6 +65,22 @@ class _Levels:
         if u is None:
             u = self._wins[(a, b)] = sorted(self.vals[a + 1: b + self.nw])
         return u
+
+    def sigma_low(self, a: int, b: int) -> float:
+        """A bound below the window's robust sigma (``Window.sigma`` without ``spread``) over rows [a, b); 0 where
+        none is found. Each value's distance from its window's median is at least its distance from the span of
+        the median's bounds (:meth:`bounds`), so the MAD is at least the middle such distance of the union of the
+        windows (a subset's k-th smallest is at least the union's); above 0, the MAD is the sigma's own (not the
+        mean deviation of a window half on one value), and the sigma at least MAD_SIGMA times it."""
+        mlo, mhi = self.bounds(a, b)[:2]
+        u = self._union(a, b)
+        i, j = bisect_left(u, mlo), bisect_right(u, mhi)
+        r = (self.nw - 1) // 2 - (j - i)  # (the values between the bounds: each may sit on its median)
+        if r < 0:
+            return 0.0
+        below = [mlo - x for x in u[:i]]
+        below.reverse()
+        return MAD_SIGMA * sorted(below + [x - mhi for x in u[j:]])[r]
 
     def median_high(self, a: int, b: int) -> float:
         """The bound above the window's median over rows [a, b) (as :meth:`bounds`, alone)."""
@@ -159,8 +175,12 @@ def entropy_collapse(d: Detector, xs: list[float], steps: Sequence[int], memo: d
     def quiet(a: int, b: int) -> bool:
         _, mhi, cur_lo, _ = lv.bounds(a, b)
         # (the shares past which the detector says something: inside them it returns nothing, near or not)
-        return ((early <= 0 or not cur_lo < c.entropy_frac_early * early)
-                and (mhi <= 0 or not cur_lo < c.entropy_frac_recent * mhi))
+        if not (early <= 0 or not cur_lo < c.entropy_frac_early * early):
+            return False
+        if mhi <= 0 or not cur_lo < c.entropy_frac_recent * mhi:
+            return True
+        # ... or a drop within the window's noise (uniform noise's level dips under half its median every few rows)
+        return c.drop_sigma >= 0 and (sig := lv.sigma_low(a, b)) > 0 and (mhi - cur_lo) / sig <= c.drop_sigma
 
     if not lv.holds(quiet):
         return None
@@ -175,22 +195,29 @@ def entropy_collapse(d: Detector, xs: list[float], steps: Sequence[int], memo: d
 def rise(d: Detector, xs: list[float], steps: Sequence[int], memo: dict[str, Any]) -> Commit | None:
     assert isinstance(d, Rise)
     lv = _steady(d, xs, memo)
-    hold = d.cfg.hold
+    hold, c = d.cfg.hold, d.cfg
     if lv is None or (isinstance(d, EntropyRise) and d.early is None) or hold <= 0:
         return None
-    # the rows that sample the window's median, and the lowest level each row reads
-    samples = [(i, sorted_median(lv.sorted_window(i))) for i in range(len(xs)) if (d.run + i) % hold == 0]
-    bases, base = [], d.base
-    for i, m in samples:
-        base = min(base, m)
-        bases.append((i, base))
-    thr = d.factor()  # (below it the detector returns nothing, near or not)
-    if thr < 0:
+    thr, drop = d.factor(), c.drop_sigma  # (below them the detector returns nothing, near or not)
+    if thr < 0 or drop < 0:
         return None
+    # the rows that sample the window's median, and each (row, lowest level, its sigma) as a sample lowers it
+    samples = [(i, sorted_median(lv.sorted_window(i))) for i in range(len(xs)) if (d.run + i) % hold == 0]
+    lows, base = [(0, d.base, d.base_sigma)], d.base
+    for i, m in samples:
+        if m < base:
+            base = m
+            lows.append((i, m, robust_sigma(lv.window(i), lv.sorted_window(i), m, d.win.gap, False)))
+    sigmas = {i: sigma for i, _, sigma in lows[1:]}
+    early = d.early if isinstance(d, EntropyRise) else None
 
     def quiet(a: int, b: int) -> bool:
-        low = min([d.base, *(v for i, v in bases if i < b)])  # (the lowest any row of them reads)
-        return low > 0 and lv.bounds(a, b)[3] <= thr * low
+        cur = lv.bounds(a, b)[3]  # (the highest level any row of them reads)
+        if early is not None and (not early > 0 or cur <= c.entropy_rise_early * early):
+            return True  # (EntropyRise's ``beyond``: no higher than that share of the early level is no rise)
+        # against each lowest level those rows read: not a multiple of it, or within its noise
+        return all(not low > 0 or cur <= thr * low or cur - low <= drop * sigma
+                   for i, low, sigma in lows if i < b and not (i <= a and _later(lows, i, a)))
 
     if not lv.holds(quiet):
         return None
@@ -199,12 +226,13 @@ def rise(d: Detector, xs: list[float], steps: Sequence[int], memo: dict[str, Any
     def commit() -> None:
         for i, m in samples:
             d.step = steps[i]
-
-            def sigma(i: int = i, m: float = m) -> float:
-                return robust_sigma(lv.window(i), lv.sorted_window(i), m, d.win.gap, False)
-
-            d.sample(m, sigma)
+            d.sample(m, lambda i=i: sigmas[i])
         d.run += len(xs)
         _commit_levels(d, lv, steps, floor)
 
     return commit
+
+
+def _later(lows: list[tuple[int, float, float]], i: int, a: int) -> bool:
+    """A later entry of ``lows`` than the one at row ``i`` is in force by row ``a``."""
+    return any(i < j <= a for j, _, _ in lows)
