@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 from bisect import bisect_left, bisect_right, insort
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any
 
 from steptable.alerts.levels import EntropyCollapse, EntropyRise, LevelDetector, RewardCollapse, Rise
@@ -226,7 +227,7 @@ def rise(d: Detector, xs: list[float], steps: Sequence[int], memo: dict[str, Any
     def commit() -> None:
         for i, m in samples:
             d.step = steps[i]
-            d.sample(m, lambda i=i: sigmas[i])
+            d.sample(m, partial(sigmas.__getitem__, i))  # (called only where m lowers the base)
         d.run += len(xs)
         _commit_levels(d, lv, steps, floor)
 
