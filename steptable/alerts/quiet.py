@@ -17,7 +17,6 @@ from __future__ import annotations
 import math
 from bisect import bisect_left, insort
 from collections.abc import Callable, Sequence
-from itertools import accumulate
 from operator import eq, sub
 from typing import Any
 
@@ -65,18 +64,24 @@ def unfit(cells: Sequence[Any], n: int) -> list[int]:
     return out
 
 
-def blocks(start: int, stop: int, cols: Sequence[tuple[str, Sequence[Any]]], base: int) -> list[tuple[int, int]]:
+def blocks(start: int, stop: int, cols: Sequence[tuple[str, Sequence[Any]]],
+           base: int) -> list[tuple[int, int, list[list[float]] | None]]:
     """``[start, stop)`` in blocks of BLOCK rows, a row with a cell that is not a finite number (absent: an eval
-    row without the training keys; NaN) a block of its own (fed row by row) and the stretches between it blocks."""
-    out: list[tuple[int, int]] = []
+    row without the training keys; NaN) a block of its own (fed row by row) and the stretches between it blocks;
+    each with its columns' :func:`floats` where the whole block of BLOCK rows has them (else None: not read yet)."""
+    out: list[tuple[int, int, list[list[float]] | None]] = []
     for a in range(start, stop, BLOCK):
         b = min(a + BLOCK, stop)
+        xs = [v for _, c in cols if (v := floats(c[a - base: b - base])) is not None and len(v) == b - a]
+        if len(xs) == len(cols):
+            out.append((a, b, xs))
+            continue
         at = a
         for i in sorted({j + a for _, c in cols for j in unfit(c[a - base: b - base], b - a)}):
-            out += [(at, i), (i, i + 1)] if i > at else [(i, i + 1)]
+            out += [(at, i, None), (i, i + 1, None)] if i > at else [(i, i + 1, None)]
             at = i + 1
         if at < b:
-            out.append((at, b))
+            out.append((at, b, None))
     return out
 
 
@@ -177,13 +182,17 @@ def _tail_scale(win: Window, tail: Tail, xs: list[float], steps: Sequence[int], 
     # the rows that resample the scale, each with the tested rows before it in the block
     refresh = {tested[p]: p for p in range((-age) % Tail.REFRESH, len(tested), Tail.REFRESH)}
     starts = _spaced(sorted({0, *refresh}), len(xs))
-    if diffs is not None:  # the resolution each row's test reads: the smallest non-zero step before it
-        gaps = list(accumulate([gap, *(d or math.inf for d in diffs[:-1])], min))
     for a, b in zip(starts, [*starts[1:], len(xs)], strict=True):
-        s = win.ordered if a == 0 else sorted(vals[a:a + n])
-        if a in refresh:
-            scale = Tail.smoothed(scale, robust_sigma(vals[a:a + n], s, sorted_median(s),
-                                                      gap if diffs is None else gaps[a], True), age + refresh[a])
+        w = vals[a:a + n]
+        s = win.ordered if a == 0 else sorted(w)
+        p = refresh.get(a)
+        if p is not None:
+            m = sorted_median(s)
+            sigma = robust_sigma(w, s, m, gap, True)
+            if diffs is not None and not sigma > gap / 2:
+                # the resolution is the sigma (rare): the one row a's test reads, the smallest step before it
+                sigma = robust_sigma(w, s, m, min(gap, min(filter(None, diffs[:a]), default=math.inf)), True)
+            scale = Tail.smoothed(scale, sigma, age + p)
         k = b - a - 1
         seg = xs[a:b] if cut is None else [x for x in xs[a:b] if x > cut]
         if seg and max(max(seg) - s[lo - k], s[hi + k] - min(seg)) / scale > top:
