@@ -15,6 +15,7 @@ row-by-row path: tests/alerts/test_quiet.py holds the two to the same alerts and
 from __future__ import annotations
 
 import math
+from array import array
 from bisect import bisect_left, insort
 from collections.abc import Callable, Sequence
 from operator import eq, sub
@@ -39,7 +40,7 @@ def floats(cells: Sequence[Any]) -> list[float] | None:
     """``cells`` as the floats a detector reads (``cell_float`` of each), when every one is a finite number or a
     numeric string; None otherwise (an absent, non-finite or fraction cell: the row-by-row path reads those)."""
     try:
-        xs = list(map(float, cells))
+        xs = cells.tolist() if type(cells) is array and cells.typecode == "d" else list(map(float, cells))
     except Exception:  # (as cell_float: any cell whose float() fails is not a number)
         return None
     total = sum(xs)

@@ -203,7 +203,7 @@ def rise(d: Detector, xs: list[float], steps: Sequence[int], memo: dict[str, Any
     if thr < 0 or drop < 0:
         return None
     # the rows that sample the window's median, and each (row, lowest level, its sigma) as a sample lowers it
-    samples = [(i, sorted_median(lv.sorted_window(i))) for i in range(len(xs)) if (d.run + i) % hold == 0]
+    samples = [(i, sorted_median(lv.sorted_window(i))) for i in range((-d.run) % hold, len(xs), hold)]
     lows, base = [(0, d.base, d.base_sigma)], d.base
     for i, m in samples:
         if m < base:
