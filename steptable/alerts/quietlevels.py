@@ -67,13 +67,12 @@ class _Levels:
             u = self._wins[(a, b)] = sorted(self.vals[a + 1: b + self.nw])
         return u
 
-    def sigma_low(self, a: int, b: int) -> float:
-        """A bound below the window's robust sigma (``Window.sigma`` without ``spread``) over rows [a, b); 0 where
-        none is found. Each value's distance from its window's median is at least its distance from the span of
-        the median's bounds (:meth:`bounds`), so the MAD is at least the middle such distance of the union of the
+    def sigma_low(self, a: int, b: int, mlo: float, mhi: float) -> float:
+        """A bound below the window's robust sigma (``Window.sigma`` without ``spread``) over rows [a, b), where the
+        window's median lies in [mlo, mhi]; 0 where none is found. Each value's distance from its window's median is
+        at least its distance from [mlo, mhi], so the MAD is at least the middle such distance of the union of the
         windows (a subset's k-th smallest is at least the union's); above 0, the MAD is the sigma's own (not the
         mean deviation of a window half on one value), and the sigma at least MAD_SIGMA times it."""
-        mlo, mhi = self.bounds(a, b)[:2]
         u = self._union(a, b)
         i, j = bisect_left(u, mlo), bisect_right(u, mhi)
         r = (self.nw - 1) // 2 - (j - i)  # (the values between the bounds: each may sit on its median)
@@ -87,10 +86,19 @@ class _Levels:
         """The bound above the window's median over rows [a, b) (as :meth:`bounds`, alone)."""
         return self._union(a, b)[self.nw // 2 + b - a - 1]
 
-    def holds(self, test: Callable[[int, int], bool], tier: int = 0) -> bool:
-        """``test(a, b)`` over every span of the whole block, or else of one of the finer tiers of spans (from
-        ``tier`` on)."""
-        return any(all(test(a, b) for a, b in spans) for spans in self.tiers[tier:])
+    def extremes(self, a: int, b: int) -> tuple[float, float, float, float]:
+        """Looser bounds than :meth:`bounds`, in the same order, found without a sort: the least and the greatest
+        value of the union of the windows, and of the holds (a median, a low median, lies between them)."""
+        w, h = self.vals[a + 1: b + self.nw], self.vals[self.nw + a + 1: self.nw + self.nh + b]
+        return min(w), max(w), min(h), max(h)
+
+    def holds(self, test: Callable[[int, int, tuple[float, float, float, float]], bool], tier: int = 0) -> bool:
+        """``test(a, b, bounds)`` over every span of the whole block (first with :meth:`extremes`, which most
+        quiet blocks pass, then :meth:`bounds`), or else of one of the finer tiers of spans (from ``tier`` on)."""
+        n = len(self.vals) - self.nw - self.nh
+        if tier == 0 and test(0, n, self.extremes(0, n)):
+            return True
+        return any(all(test(a, b, self.bounds(a, b)) for a, b in spans) for spans in self.tiers[tier:])
 
     def floor(self, d: LevelDetector, steps: Sequence[int], upto: int) -> tuple[float, int]:
         """The detector's floor (and the step it was set at) after rows [0, upto)."""
@@ -147,9 +155,9 @@ def reward(d: Detector, xs: list[float], steps: Sequence[int], memo: dict[str, A
                 peak_floor = lv.floor(d, steps, i + 1)[0]
             peaks[i] = peak
 
-    def quiet(a: int, b: int) -> bool:
+    def quiet(a: int, b: int, bounds: tuple[float, float, float, float]) -> bool:
         # no drop from the window's median, nor from the peak, reaches the level's clear share (the cheap test)
-        mlo, mhi, cur_lo, _ = lv.bounds(a, b)
+        mlo, mhi, cur_lo, _ = bounds
         lo, hi = peaks[a], peaks[b - 1]
         return mlo > 0 and lo > 0 and mhi - cur_lo <= k * mlo and hi - cur_lo <= k * lo
 
@@ -173,15 +181,15 @@ def entropy_collapse(d: Detector, xs: list[float], steps: Sequence[int], memo: d
     if c.entropy_frac_recent < 0:
         return None
 
-    def quiet(a: int, b: int) -> bool:
-        _, mhi, cur_lo, _ = lv.bounds(a, b)
+    def quiet(a: int, b: int, bounds: tuple[float, float, float, float]) -> bool:
+        mlo, mhi, cur_lo, _ = bounds
         # (the shares past which the detector says something: inside them it returns nothing, near or not)
         if not (early <= 0 or not cur_lo < c.entropy_frac_early * early):
             return False
         if mhi <= 0 or not cur_lo < c.entropy_frac_recent * mhi:
             return True
         # ... or a drop within the window's noise (uniform noise's level dips under half its median every few rows)
-        return c.drop_sigma >= 0 and (sig := lv.sigma_low(a, b)) > 0 and (mhi - cur_lo) / sig <= c.drop_sigma
+        return c.drop_sigma >= 0 and (sig := lv.sigma_low(a, b, mlo, mhi)) > 0 and (mhi - cur_lo) / sig <= c.drop_sigma
 
     if not lv.holds(quiet):
         return None
@@ -212,8 +220,8 @@ def rise(d: Detector, xs: list[float], steps: Sequence[int], memo: dict[str, Any
     sigmas = {i: sigma for i, _, sigma in lows[1:]}
     early = d.early if isinstance(d, EntropyRise) else None
 
-    def quiet(a: int, b: int) -> bool:
-        cur = lv.bounds(a, b)[3]  # (the highest level any row of them reads)
+    def quiet(a: int, b: int, bounds: tuple[float, float, float, float]) -> bool:
+        cur = bounds[3]  # (the highest level any row of them reads)
         if early is not None and (not early > 0 or cur <= c.entropy_rise_early * early):
             return True  # (EntropyRise's ``beyond``: no higher than that share of the early level is no rise)
         # against each lowest level those rows read: not a multiple of it, or within its noise
