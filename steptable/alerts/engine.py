@@ -148,10 +148,10 @@ class AlertEngine:
         """The row intervals ``walls`` add and the last wall time, when no row puts the clock back and none moves it
         on by more than the stall threshold (no stall is said, no pause noted); () for rows without a clock; None
         otherwise."""
-        if walls is None or all(t is None or t != t for t in walls):
-            return ()
-        ts = quiet.floats(walls)
-        if ts is None or len(ts) != n or self._last_wall is None:
+        ts = None if walls is None else quiet.floats(walls)
+        if ts is None:  # (no clock at all, or one row without: the rows say)
+            return () if walls is None or all(t is None or t != t for t in walls) else None
+        if len(ts) != n or self._last_wall is None:
             return None
         gaps = list(map(sub, ts, [self._last_wall, *ts[:-1]]))
         if min(gaps) < 0 or max(gaps) > self.config.stall_min_s:

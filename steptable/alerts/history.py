@@ -7,6 +7,7 @@ rows through :meth:`AlertEngine.update`. Pure, stdlib only."""
 from __future__ import annotations
 
 import math
+from array import array
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -106,14 +107,17 @@ def _block(eng: AlertEngine, cols: Sequence[tuple[str, Sequence[Any]]], xs: list
            resumes: Collection[int]) -> list[Alert] | None:
     """Rows ``[a, b)`` of ``cols`` (``xs``: their cells as floats, None where not read yet) through
     :meth:`AlertEngine.feed_block` (None: not fed), unless one is at a resume."""
-    at = [int(s) for s in steps[a:b]]
+    span = steps[a:b]
+    at = span.tolist() if isinstance(span, array) and span.typecode in "bBhHiIlLqQ" else [int(s) for s in span]
     if resumes and any(s in resumes for s in at):
         return None
     if xs is None:
         xs = [v for _, c in cols if (v := quiet.floats(c[a:b])) is not None and len(v) == b - a]
         if len(xs) != len(cols):
             return None
-    clock = None if walls is None else [*walls[a:b], *[None] * (b - a - len(walls[a:b]))]
+    clock = None if walls is None else walls[a:b]
+    if clock is not None and len(clock) < b - a:  # (a clock shorter than the rows: none for the rest)
+        clock = [*clock, *[None] * (b - a - len(clock))]
     return eng.feed_block(at, [(k, v) for (k, _), v in zip(cols, xs, strict=True)], clock)
 
 

@@ -229,7 +229,7 @@ def _spike(d: Detector, xs: list[float], steps: Sequence[int], memo: dict[str, A
     assert isinstance(d, Spike)
     w, c = d.win, d.cfg
     n = w.maxlen or 0
-    if len(w) < n or n < c.min_history or d.run < n or not w.gap < math.inf or negative_zero([*w, *xs]):
+    if len(w) < n or n < c.min_history or d.run < n or not w.gap < math.inf or negative_zero(w) or negative_zero(xs):
         return None
     diffs = list(map(abs, map(sub, xs, [w[-1], *xs[:-1]])))
     found = _tail_scale(w, d.tail, xs, steps, c.spike_tail, w.gap, diffs)
@@ -251,7 +251,9 @@ def _kl(d: Detector, xs: list[float], steps: Sequence[int], memo: dict[str, Any]
     assert isinstance(d, KLBlowup)
     w, c = d.win, d.cfg
     n = w.maxlen or 0
-    if len(w) < n or n < c.min_history or (d.levels and not max(xs) <= c.kl_warn) or negative_zero([*w, *xs]):
+    if len(w) < n or n < c.min_history or (d.levels and not max(xs) <= c.kl_warn):
+        return None
+    if negative_zero(w) or negative_zero(xs):
         return None
     scale, top, at, age = d.tail.scale, d.tail.top, d.tail.at, d.tail.age
     if max(xs) > c.kl_jump_min:  # rows tested (a median of 0 skips the test: every one > 0 here)

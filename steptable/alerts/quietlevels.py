@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_left, bisect_right, insort
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from functools import partial
 from typing import Any
 
@@ -19,7 +19,7 @@ Commit = Callable[[], None]
 SEG = 10
 
 
-def negative_zero(values: list[float]) -> bool:
+def negative_zero(values: Collection[float]) -> bool:
     """A -0.0 among ``values``: a sorted list and one kept by insort may order 0.0 and -0.0 differently, so
     those are left to the rows."""
     return 0.0 in values and any(v == 0 and math.copysign(1.0, v) < 0 for v in values)
