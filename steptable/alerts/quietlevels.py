@@ -37,6 +37,8 @@ class _Levels:
         self._sorted: dict[int, list[float]] = {}
         self._bounds: dict[tuple[int, int], tuple[float, float, float, float]] = {}
         self._wins: dict[tuple[int, int], list[float]] = {}
+        self._extremes: dict[tuple[int, int], tuple[float, float, float, float]] = {}
+        self._least: dict[int, tuple[float, int]] = {}
 
     def window(self, i: int) -> list[float]:
         """Row i's window (after its hold gave its oldest value to it)."""
@@ -89,8 +91,15 @@ class _Levels:
     def extremes(self, a: int, b: int) -> tuple[float, float, float, float]:
         """Looser bounds than :meth:`bounds`, in the same order, found without a sort: the least and the greatest
         value of the union of the windows, and of the holds (a median, a low median, lies between them)."""
-        w, h = self.vals[a + 1: b + self.nw], self.vals[self.nw + a + 1: self.nw + self.nh + b]
-        return min(w), max(w), min(h), max(h)
+        found = self._extremes.get((a, b))
+        if found is None:
+            v, nw = self.vals, self.nw
+            # the windows' values are head + mid, the holds' mid + tail: each value read once
+            head, mid, tail = v[a + 1: a + 1 + nw], v[a + 1 + nw: b + nw], v[b + nw: b + nw + self.nh]
+            lm, hm = min(mid, default=math.inf), max(mid, default=-math.inf)
+            found = self._extremes[(a, b)] = (min(min(head), lm), max(max(head), hm), min(lm, min(tail)),
+                                              max(hm, max(tail)))
+        return found
 
     def holds(self, test: Callable[[int, int, tuple[float, float, float, float]], bool], tier: int = 0) -> bool:
         """``test(a, b, bounds)`` over every span of the whole block (first with :meth:`extremes`, which most
@@ -102,9 +111,13 @@ class _Levels:
 
     def floor(self, d: LevelDetector, steps: Sequence[int], upto: int) -> tuple[float, int]:
         """The detector's floor (and the step it was set at) after rows [0, upto)."""
-        left = self.vals[:upto]  # each row's oldest window value, as it leaves
-        mn = min(left, default=math.inf)
-        return (mn, steps[left.index(mn)]) if mn < d.floor else (d.floor, d.floor_at)
+        least = self._least.get(upto)
+        if least is None:  # (the column's level detectors read the same rows)
+            left = self.vals[:upto]  # each row's oldest window value, as it leaves
+            mn = min(left, default=math.inf)
+            least = self._least[upto] = (mn, left.index(mn) if left else 0)
+        mn, at = least
+        return (mn, steps[at]) if mn < d.floor else (d.floor, d.floor_at)
 
 
 def _steady(d: LevelDetector, xs: list[float], memo: dict[str, Any]) -> _Levels | None:
