@@ -106,7 +106,7 @@ class AlertEngine:
         """Feed the rows ``update(steps[i], {key: cells[i] for each key}, walls[i])`` would and return their
         alerts, for ``values`` (key, the cells as floats: steptable.alerts.quiet.floats, every one finite), where the
         clock moves on by less than the stall threshold at each and the rows' keys are planned: each detector that
-        provably raises and notes nothing over them is advanced in bulk (steptable.alerts.quiet), the others fed row
+        provably raises nothing over them is advanced in bulk (steptable.alerts.quiet), the others fed row
         by row. None, with nothing fed, otherwise."""
         plan = self._plans.get(tuple(k for k, _ in values))
         if plan is None or self._hack_keys or not steps or any(len(v) != len(steps) for _, v in values):

@@ -1,15 +1,18 @@
-"""Quiet stretches of a stored history, fed in bulk: a block of rows that provably raises nothing and notes nothing
-advances every detector's state over it at once (windows shifted, run counts added, the tail's scale resampled at
-its rows) instead of one call per detector per row. Pure, stdlib only.
+"""Quiet stretches of a stored history, fed in bulk: a block of rows that provably raises nothing advances every
+detector's state over it at once (windows shifted, run counts added, the tail's scale resampled at its rows) instead
+of one call per detector per row. Pure, stdlib only.
 
-The proofs use bounds, never the rows' own statistics: the j-th smallest of k + 1 consecutive windows lies
+The proofs use bounds, mostly not the rows' own statistics: the j-th smallest of k + 1 consecutive windows lies
 between the j-th smallest of their union and the one k places above (a window's median over the next rows, a hold's
-low median), or of the first of them and those k places either side (k values leave, k arrive). Every comparison a
-detector makes is monotone in the bounded quantity and evaluated with the detector's own expression, so a block
-passes only where each row would give the same outcome row by row; what a row sets exactly (the tail's scale every
-10 rows, a reward's peak, a rise's sampled medians) is computed exactly, at those rows only. Anything else (an
-episode going on, a non-finite or absent cell, a resume, a clock gap, a detector not known here) is left to the
-row-by-row path: tests/alerts/test_quiet.py holds the two to the same alerts and the same state.
+low median), or of the first of them and those k places either side (k values leave, k arrive); the union's least
+and greatest values are looser bounds still, found without a sort. Every comparison a detector makes is monotone in
+the bounded quantity and evaluated with the detector's own expression, so a block passes only where each row would
+give the same outcome row by row; what a row sets exactly (the tail's scale every 10 rows, a reward's peak, a rise's
+sampled medians) is computed exactly, at those rows only, and where a spike tail's bounds are too loose (bounded
+noise: excursions near the tail's top every few rows) its rows are tested against their own medians, a row that
+grows the tail setting it as the row would. Anything else (an episode going on, a non-finite or absent cell, a
+resume, a clock gap, a detector not known here) is left to the row-by-row path: tests/alerts/test_quiet.py holds
+the two to the same alerts and the same state.
 """
 
 from __future__ import annotations
@@ -88,8 +91,9 @@ def blocks(start: int, stop: int, cols: Sequence[tuple[str, Sequence[Any]]],
 
 def advance(dets: Sequence[Detector], xs: list[float], steps: Sequence[int]) -> list[Commit | None]:
     """For each of ``dets`` (one column's detectors), how to advance it over ``xs`` (the column's values at
-    ``steps``, every one finite) when none of those rows raises or notes anything in it; None for a detector where
-    that cannot be shown (fed row by row). Nothing is changed until a returned commit runs."""
+    ``steps``, every one finite) when none of those rows raises anything in it (what a row notes is set as the row
+    sets it); None for a detector where that cannot be shown (fed row by row). Nothing is changed until a returned
+    commit runs."""
     memo: dict[str, Any] = {}  # (what the column's detectors share: its level detectors' windows)
     out: list[Commit | None] = []
     for d in dets:
