@@ -157,16 +157,21 @@ def reward(d: Detector, xs: list[float], steps: Sequence[int], memo: dict[str, A
         if lv.median_high(a, b) < peak:
             peaks[a:b] = [peak] * (b - a)
             continue
-        ordered = list(lv.sorted_window(a))  # a median may pass the peak: each row's, exactly (kept sorted)
-        for i in range(a, b):
-            if i > a:
-                del ordered[bisect_left(ordered, lv.vals[i])]
-                insort(ordered, lv.vals[i + lv.nw])
-            m = sorted_median(ordered)
-            if m > peak or (m == peak and still(peak_sigma, m)):
-                peak, peak_sigma, peak_at = m, robust_sigma(lv.window(i), ordered, m, d.win.gap, False), steps[i]
-                peak_floor = lv.floor(d, steps, i + 1)[0]
-            peaks[i] = peak
+        for a1 in range(a, b, SEG):  # (shorter spans, tighter bounds: a climbing reward's near its peak)
+            b1 = min(a1 + SEG, b)
+            if b - a > SEG and lv.median_high(a1, b1) < peak:
+                peaks[a1:b1] = [peak] * (b1 - a1)
+                continue
+            ordered = list(lv.sorted_window(a1))  # a median may pass the peak: each row's, exactly (kept sorted)
+            for i in range(a1, b1):
+                if i > a1:
+                    del ordered[bisect_left(ordered, lv.vals[i])]
+                    insort(ordered, lv.vals[i + lv.nw])
+                m = sorted_median(ordered)
+                if m > peak or (m == peak and still(peak_sigma, m)):
+                    peak, peak_sigma, peak_at = m, robust_sigma(lv.window(i), ordered, m, d.win.gap, False), steps[i]
+                    peak_floor = lv.floor(d, steps, i + 1)[0]
+                peaks[i] = peak
 
     def quiet(a: int, b: int, bounds: tuple[float, float, float, float]) -> bool:
         # no drop from the window's median, nor from the peak, reaches the level's clear share (the cheap test)
