@@ -229,7 +229,8 @@ def rise(d: Detector, xs: list[float], steps: Sequence[int], memo: dict[str, Any
     if thr < 0 or drop < 0:
         return None
     # the rows that sample the window's median, and each (row, lowest level, its sigma) as a sample lowers it
-    samples = [(i, sorted_median(lv.sorted_window(i))) for i in range((-d.run) % hold, len(xs), hold)]
+    vals, nw = lv.vals, lv.nw  # (row i's window: vals[i + 1: i + 1 + nw])
+    samples = [(i, sorted_median(sorted(vals[i + 1: i + 1 + nw]))) for i in range((-d.run) % hold, len(xs), hold)]
     lows, base = [(0, d.base, d.base_sigma)], d.base
     for i, m in samples:
         if m < base:
