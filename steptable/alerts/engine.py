@@ -101,21 +101,17 @@ class AlertEngine:
             out.append(a)
         return _merge_nonfinite(out) if len(out) > 1 else out
 
-    def feed_block(self, steps: Sequence[int], cells: Sequence[tuple[str, Sequence[Any]]],
+    def feed_block(self, steps: Sequence[int], values: Sequence[tuple[str, list[float]]],
                    walls: Sequence[Any] | None) -> list[Alert] | None:
         """Feed the rows ``update(steps[i], {key: cells[i] for each key}, walls[i])`` would and return their
-        alerts, where every cell is a finite number, the clock moves on by less than the stall threshold at each and
-        the rows' keys are planned: each detector that provably raises and notes nothing over them is advanced in
-        bulk (steptable.alerts.quiet), the others fed row by row. None, with nothing fed, otherwise."""
-        plan = self._plans.get(tuple(k for k, _ in cells))
-        if plan is None or self._hack_keys or not steps:
+        alerts, for ``values`` (key, the cells as floats: steptable.alerts.quiet.floats, every one finite), where the
+        clock moves on by less than the stall threshold at each and the rows' keys are planned: each detector that
+        provably raises nothing over them is advanced in bulk (steptable.alerts.quiet), the others fed row
+        by row. None, with nothing fed, otherwise."""
+        plan = self._plans.get(tuple(k for k, _ in values))
+        if plan is None or self._hack_keys or not steps or any(len(v) != len(steps) for _, v in values):
             return None
-        xs: dict[str, list[float]] = {}
-        for k, c in cells:
-            v = quiet.floats(c)
-            if v is None or len(v) != len(steps):
-                return None
-            xs[k] = v
+        xs = dict(values)
         clock = self._quiet_clock(walls, len(steps))
         if clock is None:
             return None
@@ -152,10 +148,10 @@ class AlertEngine:
         """The row intervals ``walls`` add and the last wall time, when no row puts the clock back and none moves it
         on by more than the stall threshold (no stall is said, no pause noted); () for rows without a clock; None
         otherwise."""
-        if walls is None or all(t is None or t != t for t in walls):
-            return ()
-        ts = quiet.floats(walls)
-        if ts is None or len(ts) != n or self._last_wall is None:
+        ts = None if walls is None else quiet.floats(walls)
+        if ts is None:  # (no clock at all, or one row without: the rows say)
+            return () if walls is None or all(t is None or t != t for t in walls) else None
+        if len(ts) != n or self._last_wall is None:
             return None
         gaps = list(map(sub, ts, [self._last_wall, *ts[:-1]]))
         if min(gaps) < 0 or max(gaps) > self.config.stall_min_s:

@@ -7,6 +7,7 @@ rows through :meth:`AlertEngine.update`. Pure, stdlib only."""
 from __future__ import annotations
 
 import math
+from array import array
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -82,8 +83,8 @@ def _unquiet_rows(eng: AlertEngine, cols: Sequence[tuple[str, Sequence[Any]]], s
     """The rows of ``[start, stop)`` to feed one by one, in order; the quiet blocks between them go through
     :func:`_block` as they are reached, their alerts added to ``out``. ``cols``, ``steps`` and ``walls`` hold the
     rows from ``base`` on."""
-    for a, b in quiet.blocks(start, stop, cols, base):
-        got = _block(eng, cols, steps, walls, a - base, b - base, resumes) if b - a >= quiet.MIN_ROWS else None
+    for a, b, xs in quiet.blocks(start, stop, cols, base):
+        got = _block(eng, cols, xs, steps, walls, a - base, b - base, resumes) if b - a >= quiet.MIN_ROWS else None
         if got is None:
             yield from range(a, b)
         else:
@@ -101,15 +102,23 @@ def _feed_row(eng: AlertEngine, step: Any, row: dict[str, Any], wall: float | No
     out.extend(eng.update(step, row, wall))
 
 
-def _block(eng: AlertEngine, cols: Sequence[tuple[str, Sequence[Any]]], steps: Sequence[Any],
-           walls: Sequence[Any] | None, a: int, b: int, resumes: Collection[int]) -> list[Alert] | None:
-    """Rows ``[a, b)`` of ``cols`` through :meth:`AlertEngine.feed_block` (None: not fed), unless one is at a
-    resume."""
-    at = [int(s) for s in steps[a:b]]
+def _block(eng: AlertEngine, cols: Sequence[tuple[str, Sequence[Any]]], xs: list[list[float]] | None,
+           steps: Sequence[Any], walls: Sequence[Any] | None, a: int, b: int,
+           resumes: Collection[int]) -> list[Alert] | None:
+    """Rows ``[a, b)`` of ``cols`` (``xs``: their cells as floats, None where not read yet) through
+    :meth:`AlertEngine.feed_block` (None: not fed), unless one is at a resume."""
+    span = steps[a:b]
+    at = span.tolist() if isinstance(span, array) and span.typecode in "bBhHiIlLqQ" else [int(s) for s in span]
     if resumes and any(s in resumes for s in at):
         return None
-    clock = None if walls is None else [*walls[a:b], *[None] * (b - a - len(walls[a:b]))]
-    return eng.feed_block(at, [(k, c[a:b]) for k, c in cols], clock)
+    if xs is None:
+        xs = [v for _, c in cols if (v := quiet.floats(c[a:b])) is not None and len(v) == b - a]
+        if len(xs) != len(cols):
+            return None
+    clock = None if walls is None else walls[a:b]
+    if clock is not None and len(clock) < b - a:  # (a clock shorter than the rows: none for the rest)
+        clock = [*clock, *[None] * (b - a - len(clock))]
+    return eng.feed_block(at, [(k, v) for (k, _), v in zip(cols, xs, strict=True)], clock)
 
 
 def scan(

@@ -11,7 +11,7 @@ from collections.abc import Iterable
 
 from steptable.alerts.rules import Alert, AlertConfig, Level
 
-_MAD_SIGMA = 1.4826  # MAD -> sigma for normal noise
+MAD_SIGMA = 1.4826  # MAD -> sigma for normal noise
 
 
 def sorted_median(s: list[float]) -> float:
@@ -36,7 +36,7 @@ def robust_sigma(values: Iterable[float], ordered: list[float], m: float, gap: f
     if spread and n >= 10:
         upper = (ordered[round(0.9 * (n - 1))] - m) / 1.2816
     res = gap / 2 if gap < math.inf else 0.0
-    return max(_MAD_SIGMA * mad, upper, res, 1e-9 * max(1.0, abs(m)))
+    return max(MAD_SIGMA * mad, upper, res, 1e-9 * max(1.0, abs(m)))
 
 
 def _mad(s: list[float], m: float) -> float:
