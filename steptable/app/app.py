@@ -7,26 +7,26 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 from textual import events, on
-from textual.app import App, ComposeResult, SystemCommand
-from textual.binding import Binding, BindingType
+from textual.app import ComposeResult
+from textual.binding import BindingType
 from textual.containers import VerticalScroll
 from textual.css.query import NoMatches
 from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Static
 
+from steptable.app.actions import Actions
 from steptable.app.arrange import ArmsBox, Arrangement
-from steptable.app.bindings import BINDINGS, MAIN_ACTIONS, key_help
+from steptable.app.bindings import BINDINGS
 from steptable.app.feed import Feed
 from steptable.app.firstrows import FirstRows
 from steptable.app.lockstep import Lockstep
 from steptable.app.messages import AlertsFound, FeedProblem, PreviewReady, RunsChanged
 from steptable.app.model import Store
-from steptable.app.screens.help import key_text
 from steptable.app.search import Search
 from steptable.app.seedgroups import MeansReady, SeedGroups
 from steptable.app.seek import Seek
@@ -45,10 +45,10 @@ from steptable.table.formatting import sanitize
 Clock = Callable[[], float]
 
 
-class StepTableApp(App[int]):
+class StepTableApp(Actions):
     """The tables' screen and its panels. The app owns the widgets and the session, and hands the actions to its
     parts: ``arrangement`` (where arms and panels go), ``tables`` (the arms' tables together), ``viewers`` (the
-    screens opened over them)."""
+    screens opened over them); what each key does is :class:`steptable.app.actions.Actions`."""
 
     TITLE = "steptable"
     CSS = """
@@ -363,108 +363,3 @@ class StepTableApp(App[int]):
     @on(events.DescendantFocus)
     def _widget_focused(self, event: events.DescendantFocus) -> None:
         self.tables.widget_focused(event.widget)
-
-    # ---------------------------------------------------------------------------------------------- actions
-
-    def action_help(self) -> None:
-        self.viewers.help()
-
-    def action_filter(self) -> None:
-        self.viewers.filter()
-
-    def action_search(self) -> None:
-        self.viewers.search(self.search)
-
-    def action_search_next(self, forward: bool) -> None:
-        self.search.next(forward)
-
-    def action_jump(self) -> None:
-        self.viewers.jump()
-
-    def action_events(self) -> None:
-        self.viewers.events()
-
-    def action_chart_view(self) -> None:
-        self.viewers.chart()
-
-    def action_generations(self) -> None:
-        self.viewers.generations()
-
-    def action_compare(self) -> None:
-        self.viewers.compare()
-
-    def action_runs(self) -> None:
-        self.sweep.show_list()
-
-    def action_toggle_legend(self) -> None:
-        self.arrangement.toggle_legend()
-
-    def action_toggle_diagnostics(self) -> None:
-        self.arrangement.toggle_diagnostics()
-
-    def action_toggle_chart(self) -> None:
-        self.arrangement.toggle_chart()
-
-    def action_switch_layout(self) -> None:
-        self.arrangement.switch_layout()
-
-    def action_toggle_arm(self, index: int) -> None:
-        self.arrangement.toggle_arm(index)
-
-    def action_show_all_arms(self) -> None:
-        self.arrangement.show_all_arms()
-
-    def action_pin(self) -> None:
-        self.tables.pin()
-
-    def action_lockstep(self) -> None:
-        self.notify("lockstep " + ("on: the tables move together" if self.lockstep.toggle() else "off"))
-
-    def action_seek_alert(self, forward: bool) -> None:
-        if (why := self.seek.alert(forward)) is not None:
-            self.notify(why)
-
-    def action_seek_nonfinite(self, forward: bool) -> None:
-        if (why := self.seek.nonfinite(forward)) is not None:
-            self.notify(why)
-
-    def action_seed_group(self) -> None:
-        """The seed group's table in front opens into its seeds' tables; a seed's table folds them back."""
-        grid = self.tables.focused_grid()
-        rid = next((r for r, p in self.panels.items() if p.grid is grid), None)
-        target = self.seedgroups.toggle(rid) if rid is not None else None
-        if target is None:
-            self.notify("not a seed group: runs that differ only by a seed part (routeA_seed1, routeA_seed2) form one")
-            return
-        self.arrangement.set_hidden(self.session.hidden)
-        if (panel := self.panels.get(target)) is not None:
-            self.call_after_refresh(panel.grid.focus)
-
-    def action_seek_regime(self, forward: bool) -> None:
-        if (why := self.seek.regime(forward)) is not None:
-            self.notify(why, markup=False)  # (it names a column)
-
-    def action_follow_all(self) -> None:
-        self.tables.follow_all()
-
-    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """The table actions work (and show in the footer) on the main screen only, not over a viewer."""
-        if len(self.screen_stack) > 1 and action in MAIN_ACTIONS:
-            return False
-        return True
-
-    def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
-        yield from super().get_system_commands(screen)
-        for b in self.BINDINGS:
-            if isinstance(b, Binding) and b.action not in ("quit",) and not b.action.startswith("toggle_arm"):
-                keys = f"key {key_text(b, self.get_key_display)}"
-                yield SystemCommand(b.description, f"{b.tooltip} ({keys})" if b.tooltip else keys,
-                                    self._runner(b.action))
-
-    def key_help(self) -> list[tuple[str, str]]:
-        """(keys, what they do) of the tables' screen: the table's own keys, the app's, the command palette's."""
-        return key_help(self.COMMAND_PALETTE_BINDING, self.get_key_display)
-
-    def _runner(self, action: str) -> Callable[[], Any]:
-        return lambda: self.run_action(action)
-
