@@ -159,7 +159,10 @@ class RunLog:
         if self._step is not None:
             row = {**row, "step": self._step}
         lg = self._logger if self._logger is not None else self._start(row)
-        lg.log(row)
+        if self.console:
+            lg.log(row)
+        else:  # (no console shows the row: it is not laid out or rendered)
+            lg.record(row)
 
     def _start(self, row: Mapping[str, Any]) -> StepLogger:
         if self.console and not installed():  # loguru's default handler prints every row to stderr, long-form

@@ -147,7 +147,8 @@ class StepLogger:
         self._alerts = AlertFeed(AlertEngine()) if alerts else None
         self._forked = False  # set in a child process created by fork(): it never prints or writes
         self._owner: int | None = None  # the thread inside log() now
-        self._deferred: deque[dict[str, Any]] = deque()  # rows logged from inside log() (signal handlers)
+        #: rows logged from inside log() (signal handlers), each with whether it is shown
+        self._deferred: deque[tuple[dict[str, Any], bool]] = deque()
         self._end: str | None = None  # how the ``with`` block ended when not normally (steptable.table.runinfo.end_of)
         self._closed_at: float | None = None
         self._started = 0.0
@@ -172,11 +173,17 @@ class StepLogger:
     def _fit(self, view: Mapping[str, Any]) -> bool:
         """Fit the printed columns to ``view``'s values (and the columns declared without a width, as the run's
         description gives them), their notations included; True when their widths or headers changed."""
+        self._fit_cols(view)
+        return self._layout.update(view)
+
+    def _fit_cols(self, view: Mapping[str, Any]) -> None:
+        """Fit the columns declared without a width to ``view``'s values (the run's description and table.txt
+        give them), and count the row."""
         cols = fit_to(self.cols, view) if self._fits else None
         if cols is not None:
             self.cols = cols
             self.stream_cols = streamed(cols)
-        return self._layout.update(view)
+        self._rows += 1
 
     def _shown(self, cols: Sequence[Col]) -> list[Col]:
         """``self.cols`` with the streamed ones as printed (``cols``: the layout's columns or legend columns)."""
@@ -207,6 +214,15 @@ class StepLogger:
 
         Returns the rendered line (None on non-zero ranks, which print and write nothing).
         """
+        return self._take(cells, True)
+
+    def record(self, cells: Mapping[str, Any]) -> None:
+        """Write the raw row to JSONL and watch it for alerts, as :meth:`log` does, without laying it out or
+        rendering it: for a logger whose rows no console shows (``console=False``), about half of log()'s cost.
+        ``table.txt`` and the run's description at close are the same either way."""
+        self._take(cells, False)
+
+    def _take(self, cells: Mapping[str, Any], show: bool) -> str | None:
         if not self.is_writer:
             return None
         if self._forked:
@@ -222,7 +238,7 @@ class StepLogger:
         if self._owner == threading.get_ident():
             # Called again from inside log() on this thread (a signal handler, a __float__ that logs): writing now
             # would interleave with the row in progress. The row is read now and logged right after that one.
-            self._deferred.append(freeze(cells))
+            self._deferred.append((freeze(cells), show))
             return None
         try:
             with self._lock:
@@ -230,9 +246,9 @@ class StepLogger:
                     return None
                 self._owner = threading.get_ident()
                 try:
-                    line = self._log(cells)
+                    line = self._log(cells, show)
                     while self._deferred:
-                        self._log(self._deferred.popleft())
+                        self._log(*self._deferred.popleft())
                 finally:
                     self._owner = None
                     if self._closer.due:  # also when a handler's sys.exit() leaves the row (close(); exit)
@@ -246,7 +262,7 @@ class StepLogger:
             )
             return None
 
-    def _log(self, raw: Mapping[str, Any]) -> str:
+    def _log(self, raw: Mapping[str, Any], show: bool = True) -> str:
         # Each value read once, now: a device tensor costs one sync here rather than one each for the JSONL, the
         # rendered row and the dump, and a value the loop updates in place later shows as it was at this step.
         cells = freeze(raw)
@@ -287,9 +303,22 @@ class StepLogger:
             view = {**view, "step": step}
         self._recent.append(kept(view))
 
+        if show:
+            line = self._show(view, first)
+        else:
+            self._fit_cols(view)
+            line = ""
+
+        if self._alerts is not None:
+            step_i = _step_number(step, self._rows - 1)
+            self._say(self._alerts.add(step_i, view, now))
+        return line
+
+    def _show(self, view: Mapping[str, Any], first: bool) -> str:
+        """Print ``view``'s row (the legend and the header as due); the row's line."""
         widened = self._fit(view)  # a column grows to this row's value: its header again
         header_due = first or widened or bool(self.header_every and self._since_header >= self.header_every)
-        self._rows += 1  # counted before printing: a failure below must not bring the legend back next step
+        # (the row is counted by _fit, before printing: a failure below must not bring the legend back next step)
         if first and any(render.explained(c) for c in self._legend_cols()):
             self._emit(self.legend())  # a legend with nothing to explain is only a line to pay for
         if header_due:
@@ -299,10 +328,6 @@ class StepLogger:
         self._since_header += 1
         line = self.row(view)
         self._emit(line)
-
-        if self._alerts is not None:
-            step_i = _step_number(step, self._rows - 1)
-            self._say(self._alerts.add(step_i, view, now))
         return line
 
     def _say(self, alerts: Sequence[Alert]) -> None:
