@@ -18,6 +18,7 @@ from typing import Any, Protocol
 
 from textual.message import Message
 
+from steptable.app import heap
 from steptable.app.alerting import AlertScanner
 from steptable.app.messages import FeedProblem, PreviewReady, RunsChanged
 from steptable.app.model import Store
@@ -82,6 +83,9 @@ class Feed:
         self.sweep_min = sweep_min
         self.sweep: Any = None  # a SweepIndex (steptable.app.sweep) when the paths hold a sweep
         self._opened: set[str] = set()
+        # the heap is frozen (steptable.app.heap) at the UI's take after the one that gave it the first rows read:
+        # its tables of them are made by then
+        self._heap = "empty"  # -> "read" (rows came) -> "shown" (taken once) -> "settled" -> "over" (run ended)
 
     @property
     def follower(self) -> FollowerLike:
@@ -116,6 +120,11 @@ class Feed:
             follower.run(stop, self._changed)
         except Exception as e:  # the UI shows it; the thread must not die silently
             send(FeedProblem(f"follower stopped: {type(e).__name__}: {e}"))
+        finally:
+            with self._lock:
+                settled, self._heap = self._heap == "settled", "over"
+            if settled:
+                heap.release()
 
     def prepare(self) -> None:
         """Start reading ahead (a thread) before the app runs: import ingest, find the runs, parse the tails of the
@@ -222,6 +231,8 @@ class Feed:
             self._pending |= ids
             post = not self._posted
             self._posted = True
+            if self._heap == "empty":
+                self._heap = "read"
         if post:
             self._post(RunsChanged())
         if self.alerts:
@@ -265,5 +276,9 @@ class Feed:
         with self._lock:
             ids, self._pending = self._pending, set()
             self._posted = False
+            settle = self._heap == "shown"
+            self._heap = {"read": "shown", "shown": "settled"}.get(self._heap, self._heap)
+        if settle:
+            heap.settle()
         return ids
 

@@ -7,11 +7,10 @@ follower's file notifications name the runs it passes over (new runs, growing fi
 a stat pass (once a ``period``, or rarer where a pass over thousands of runs is costly: see ``SHARE``) and the
 follower's own discovery passes (every few seconds, each naming every run) catch what notification misses (polling,
 network filesystems). Once every tail is read, what the process holds then is kept out of the garbage collector's
-full passes (``settle_heap``)."""
+full passes (steptable.app.heap)."""
 
 from __future__ import annotations
 
-import gc
 import math
 import threading
 import time
@@ -20,6 +19,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from textual.message import Message
+
+from steptable.app import heap
 
 if TYPE_CHECKING:  # (the run list's rows, and the digests under them, load with the list)
     from steptable.app.runrows import Entry
@@ -132,7 +133,8 @@ class SweepIndex:
                 pending = self.index.pending()
                 if not pending and not frozen:  # (after the post: the list shows the last tails first)
                     _warm_tables()
-                    frozen = settle_heap()
+                    heap.settle()
+                    frozen = True
                 if pending:
                     if stop.wait(0.005):
                         return
@@ -140,7 +142,7 @@ class SweepIndex:
                     self._wait(stop, next_pass)
         finally:
             if frozen:  # (the watch is over: what it held may be collected again)
-                gc.unfreeze()
+                heap.release()
 
     def _wait(self, stop: threading.Event, until: float) -> None:
         """Until a poke, ``stop`` or the monotonic time ``until`` (``stop`` is looked at every WAKE_CHECK s)."""
@@ -157,18 +159,6 @@ def _warm_tables() -> None:
     import steptable.app.layouts
     import steptable.schemafiles.resolve
     import steptable.schemas  # noqa: F401
-
-
-def settle_heap() -> bool:
-    """Keep every object alive now out of the garbage collector's full passes (a collection, then ``gc.freeze``);
-    True. Called once, when every run's tail is read: the index's thousands of digests and configs, the modules and
-    the list's widgets live as long as the watch, and a full pass over them took 30-160 ms of the UI thread every
-    few seconds on a 2,000-run sweep (a new run's way to the list stopped for it). Objects that die later are still
-    freed by their reference counts; only reference cycles among those frozen here wait for ``gc.unfreeze`` (the
-    index thread's end)."""
-    gc.collect()
-    gc.freeze()
-    return True
 
 
 class SweepHost(Protocol):

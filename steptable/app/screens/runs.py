@@ -59,7 +59,7 @@ class RunsScreen(Screen[None]):
         self.listed: list[Entry] = []
         self.judge = StateMemo()
         self._view: tuple[object, ...] | None = None  # the state ``listed`` was made for
-        self._seen: dict[str, object] = {}  # run id -> the digest it had in ``listed``
+        self._seen: dict[str, Any] = {}  # run id -> the digest it had in ``listed``
         self._order = ["name", "state", "age", "rows", "step", "alerts", "format"]
 
     def compose(self) -> ComposeResult:
