@@ -85,7 +85,8 @@ class Feed:
         self._opened: set[str] = set()
         # the heap is frozen (steptable.app.heap) at the UI's take after the one that gave it the first rows read:
         # its tables of them are made by then
-        self._heap = "empty"  # -> "read" (rows came) -> "shown" (taken once) -> "settled" -> "over" (run ended)
+        self._heap = "idle"  # -> "empty" (run began) -> "read" (rows came) -> "shown" (taken once) -> "settled"
+        # -> "over" (run ended): a Feed whose ``run`` never ran never freezes
 
     @property
     def follower(self) -> FollowerLike:
@@ -111,6 +112,8 @@ class Feed:
                 stop.set()
 
         self._post = send
+        with self._lock:
+            self._heap = "empty" if self._heap == "idle" else self._heap
         self.scanner = AlertScanner(lambda: self.follower.stores, send)
         if self.alerts:
             threading.Thread(target=self.scanner.run, args=(stop,), name="steptable-alerts", daemon=True).start()
