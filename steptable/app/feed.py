@@ -69,6 +69,7 @@ class Feed:
         self.preview_min_bytes = preview_min_bytes
         self.alerts = alerts
         self._lock = threading.Lock()
+        self._building = threading.Lock()
         self._pending: set[str] = set()
         self._posted = False
         self._post: Post = lambda m: None
@@ -90,11 +91,16 @@ class Feed:
 
     @property
     def follower(self) -> FollowerLike:
+        """The Follower, built on first use: once, though the read-ahead thread and ``run``'s thread both ask at start
+        (two built at once: ``run`` followed one while the sweep's settings went to the other, which read every run
+        of a sweep whole and told the list of no new run)."""
         if self._follower is None:
-            from steptable.alerts.replaced import read_replaced
-            from steptable.ingest import Follower
+            with self._building:
+                if self._follower is None:
+                    from steptable.alerts.replaced import read_replaced
+                    from steptable.ingest import Follower
 
-            self._follower = Follower(self.paths, poll=self.poll, on_resume=read_replaced)
+                    self._follower = Follower(self.paths, poll=self.poll, on_resume=read_replaced)
         return self._follower
 
     @property
