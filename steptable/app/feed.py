@@ -19,6 +19,7 @@ from typing import Any, Protocol
 
 from textual.message import Message
 
+from steptable.app import heap
 from steptable.app.alerting import AlertScanner
 from steptable.app.messages import FeedProblem, PreviewReady, RunsChanged
 from steptable.app.model import Store
@@ -79,6 +80,7 @@ class Feed:
         self.preview_min_bytes = preview_min_bytes
         self.alerts = alerts
         self._lock = threading.Lock()
+        self._building = threading.Lock()
         self._pending: set[str] = set()
         self._posted = False
         self._post: Post = lambda m: None
@@ -94,13 +96,21 @@ class Feed:
         self.sweep_min = sweep_min
         self.sweep: Any = None  # a SweepIndex (steptable.app.sweep) when the paths hold a sweep
         self._opened: set[str] = set()
+        # the heap is frozen (steptable.app.heap) at the UI's take after the one that gave it the first rows read:
+        # its tables of them are made by then
+        self._heap = "idle"  # -> "empty" (run began) -> "read" (rows came) -> "shown" (taken once) -> "settled"
+        # -> "over" (run ended): a Feed whose ``run`` never ran never freezes
 
     @property
     def follower(self) -> FollowerLike:
+        """The Follower, built on first use: once, though the read-ahead thread and ``run``'s thread both ask at start
+        (the sweep's settings and the runs followed must be those of one follower)."""
         if self._follower is None:
-            from steptable.ingest import Follower
+            with self._building:
+                if self._follower is None:
+                    from steptable.ingest import Follower
 
-            self._follower = Follower(self.paths, poll=self.poll, on_resume=_read_replaced)
+                    self._follower = Follower(self.paths, poll=self.poll, on_resume=_read_replaced)
         return self._follower
 
     @property
@@ -118,6 +128,8 @@ class Feed:
                 stop.set()
 
         self._post = send
+        with self._lock:
+            self._heap = "empty" if self._heap == "idle" else self._heap
         self.scanner = AlertScanner(lambda: self.follower.stores, send)
         if self.alerts:
             threading.Thread(target=self.scanner.run, args=(stop,), name="steptable-alerts", daemon=True).start()
@@ -127,6 +139,11 @@ class Feed:
             follower.run(stop, self._changed)
         except Exception as e:  # the UI shows it; the thread must not die silently
             send(FeedProblem(f"follower stopped: {type(e).__name__}: {e}"))
+        finally:
+            with self._lock:
+                settled, self._heap = self._heap == "settled", "over"
+            if settled:
+                heap.release()
 
     def prepare(self) -> None:
         """Start reading ahead (a thread) before the app runs: import ingest, find the runs, parse the tails of the
@@ -256,6 +273,8 @@ class Feed:
             self._pending |= ids
             post = not self._posted
             self._posted = True
+            if self._heap == "empty":
+                self._heap = "read"
         if post:
             self._post(RunsChanged())
         if self.alerts:
@@ -299,5 +318,9 @@ class Feed:
         with self._lock:
             ids, self._pending = self._pending, set()
             self._posted = False
+            settle = self._heap == "shown"
+            self._heap = {"read": "shown", "shown": "settled"}.get(self._heap, self._heap)
+        if settle:
+            heap.settle()
         return ids
 

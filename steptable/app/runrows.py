@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -21,6 +21,10 @@ from steptable.summary.sweep import RunDigest, best_value, config_matches, match
 COLUMNS = ("name", "format", "state", "rows", "step", "age", "alerts")
 STATS = ("last", "mean", "best")
 STATE_ORDER = {"crashed": 0, "idle": 1, "live": 2, "ended": 3}
+#: sort columns whose values change only with a run's digest (not with the clock: a state, an age)
+TIMELESS = frozenset({"name", "format", "rows", "step", "alerts"})
+#: more runs changed at once than this: the list is made whole again (``patched`` gives None)
+PATCH_MAX = 64
 
 
 class Entry(Protocol):
@@ -190,3 +194,52 @@ def shown(entries: Sequence[Entry], state: ListState, now: float, judge: Judge =
     have = [ke for ke in keyed if ke[0][0] == 0]
     have.sort(key=lambda ke: ke[0][1], reverse=state.reverse)
     return [*pins, *(e for _, e in have), *(e for k, e in keyed if k[0] != 0)]
+
+
+def patched(prev: Sequence[Entry], entries: Sequence[Entry], changed: Collection[str], state: ListState, now: float,
+            judge: Judge = run_state) -> list[Entry] | None:
+    """``shown(entries, state, now, judge)`` made from ``prev``, what ``shown`` gave for the same ``state`` before the
+    runs ``changed`` came or got a new digest: the others keep their places, each changed run is placed by a binary
+    search (a new run in a list of thousands costs a few sort keys, not thousands). None where that cannot give the
+    same list: a sort that moves with the clock, a run gone from ``entries``, more than ``PATCH_MAX`` changed."""
+    if len(changed) > PATCH_MAX or (state.sort not in TIMELESS and state.sort not in state.metrics):
+        return None
+    pos = {e.run_id: i for i, e in enumerate(entries)}
+    pinned = set(state.pinned)
+    head = sum(1 for r in state.pinned if r in pos)  # (the pins lead, in pin order, whatever the filter)
+    if any(e.run_id not in pos for e in prev) or len(prev) < head:
+        return None
+    keep = parse_filter(state.pattern)
+    out = [e for e in prev[head:] if e.run_id not in changed]
+    for rid in sorted(changed, key=lambda r: pos.get(r, -1)):
+        if rid in pinned:
+            if not any(e.run_id == rid for e in prev[:head]):
+                return None  # a pin that comes back
+            continue
+        if rid not in pos or not keep(e := entries[pos[rid]]):
+            continue
+        rank = _rank(e, pos, state, now, judge)
+        lo, hi = 0, len(out)
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if _before(_rank(out[mid], pos, state, now, judge), rank, state.reverse):
+                lo = mid + 1
+            else:
+                hi = mid
+        out.insert(lo, e)
+    return [*prev[:head], *out]
+
+
+def _rank(e: Entry, pos: dict[str, int], state: ListState, now: float, judge: Judge) -> tuple[int, Any, int]:
+    """(runs without the sort column's value after those with one, the value, the run's place in the index)."""
+    has, value = sort_key(e, state.sort, state, now, judge)
+    return has, value if has == 0 else None, pos[e.run_id]
+
+
+def _before(a: tuple[int, Any, int], b: tuple[int, Any, int], reverse: bool) -> bool:
+    """Does ``a`` come before ``b`` in ``shown``'s order (a stable sort of the runs in index order, by value)?"""
+    if a[0] != b[0]:
+        return a[0] < b[0]
+    if a[0] == 0 and a[1] != b[1]:
+        return bool(a[1] > b[1]) if reverse else bool(a[1] < b[1])
+    return a[2] < b[2]

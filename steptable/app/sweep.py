@@ -4,8 +4,10 @@ part that shows it as the run list and opens the runs picked from it.
 Lazy: while the list is the home screen the follower reads only the runs opened from it (``Feed.want``); the rest
 are known by their file's size and last ``TAIL_BYTES`` (steptable.ingest.files.runindex), kept by one thread: the
 follower's file notifications name the runs it passes over (new runs, growing files), which the index reads at once;
-a stat pass once a ``period`` and the follower's own discovery passes (every few seconds, each naming every run)
-catch what notification misses (polling, network filesystems)."""
+a stat pass (once a ``period``, or rarer where a pass over thousands of runs is costly: see ``SHARE``) and the
+follower's own discovery passes (every few seconds, each naming every run) catch what notification misses (polling,
+network filesystems). Once every tail is read, what the process holds then is kept out of the garbage collector's
+full passes (steptable.app.heap)."""
 
 from __future__ import annotations
 
@@ -18,11 +20,17 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from textual.message import Message
 
+from steptable.app import heap
+
 if TYPE_CHECKING:  # (the run list's rows, and the digests under them, load with the list)
     from steptable.app.runrows import Entry
 
-#: seconds between the index's stat passes over every run
+#: seconds between the index's stat passes over every run (at least)
 PERIOD = 1.0
+#: ... and at least this many times as long as the last pass took (up to PERIOD_MAX): a pass over 2,000 runs takes
+#: ~0.1 s of the GIL, which a pass once a second took from the UI thread (a new run's way to the list) 10% of the time
+SHARE = 20
+PERIOD_MAX = 10.0
 #: seconds of tail reading between two posts while the first pass reads (the list fills in as it goes)
 SLICE = 0.1
 #: longest the tails wait for the list's first frame
@@ -98,36 +106,43 @@ class SweepIndex:
         return sweep_line(ds, now, judge or self.judge) + more
 
     def taken(self) -> None:
-        """The UI has shown the index (the next change posts again)."""
+        """The UI is about to show the index (a change from now on posts again)."""
         self._posted.clear()
 
     def run(self, stop: threading.Event, post: Callable[[Message], Any]) -> None:
-        post(IndexChanged())
-        self._posted.set()
-        self.drawn.wait(DRAWN_WAIT)
-        warm = False
-        next_pass = 0.0
-        while not stop.is_set():
-            changed: set[str] = set()
-            poked = self._take_poked()
-            if poked:
-                changed |= self.index.admit(poked)
-                changed |= self.index.refresh(budget=SLICE, only=[c.run_id for c in poked])
-            if self.index.pending() or time.monotonic() >= next_pass:
-                changed |= self.index.refresh(budget=SLICE)
-                next_pass = time.monotonic() + self.period
-            pending = self.index.pending()
-            if not pending and not warm:
-                warm = True
-                _warm_tables()
-            if changed and not self._posted.is_set():
-                self._posted.set()
-                post(IndexChanged())
-            if pending:
-                if stop.wait(0.005):
-                    return
-            else:
-                self._wait(stop, next_pass)
+        frozen = False
+        try:
+            post(IndexChanged())
+            self._posted.set()
+            self.drawn.wait(DRAWN_WAIT)
+            next_pass = 0.0
+            while not stop.is_set():
+                changed: set[str] = set()
+                poked = self._take_poked()
+                if poked:
+                    changed |= self.index.admit(poked)
+                    changed |= self.index.refresh(budget=SLICE, only=[c.run_id for c in poked])
+                if self.index.pending() or time.monotonic() >= next_pass:
+                    t0 = time.monotonic()
+                    changed |= self.index.refresh(budget=SLICE)
+                    took = time.monotonic() - t0
+                    next_pass = t0 + took + max(self.period, min(SHARE * took, PERIOD_MAX))
+                if changed and not self._posted.is_set():
+                    self._posted.set()
+                    post(IndexChanged())
+                pending = self.index.pending()
+                if not pending and not frozen:  # (after the post: the list shows the last tails first)
+                    _warm_tables()
+                    heap.settle()
+                    frozen = True
+                if pending:
+                    if stop.wait(0.005):
+                        return
+                else:
+                    self._wait(stop, next_pass)
+        finally:
+            if frozen:  # (the watch is over: what it held may be collected again)
+                heap.release()
 
     def _wait(self, stop: threading.Event, until: float) -> None:
         """Until a poke, ``stop`` or the monotonic time ``until`` (``stop`` is looked at every WAKE_CHECK s)."""
@@ -188,12 +203,12 @@ class Sweep:
         idx = self.index
         if idx is None:
             return
+        idx.taken()  # (first: a run the index reads while the list is made posts again, it is not lost)
         if self.screen is not None and self.screen.is_attached:
             if not self.screen.state.metrics:
                 self.screen.state.metrics = default_metrics(idx.entries())
             self.screen.refresh_list()
             self.screen.call_after_refresh(idx.drawn.set)
-        idx.taken()
 
     # ListHost
     def entries(self) -> list[Entry]:

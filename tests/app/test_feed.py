@@ -165,3 +165,28 @@ def test_a_readers_internal_error_is_told_once(tmp_path: Path, monkeypatch: pyte
     assert len(problems) == 1 and "internal error (KeyError: 'reader bug" in problems[0]
     assert "\x1b" not in problems[0] and "\x07" not in problems[0]
     assert follower.error_count == 2
+
+
+def test_the_follower_is_built_once_when_two_threads_ask_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The read-ahead thread and the feed's thread both ask for the follower as the app starts: one is built."""
+    import time as time_mod
+
+    import steptable.ingest
+
+    built: list[Any] = []
+
+    class Slow(Follower):
+        def __init__(self, *a: Any, **k: Any) -> None:
+            time_mod.sleep(0.05)  # (both threads are in here together)
+            super().__init__(*a, **k)
+            built.append(self)
+
+    monkeypatch.setattr(steptable.ingest, "Follower", Slow)
+    feed = Feed([], preview_min_bytes=0)
+    got: list[Any] = []
+    threads = [threading.Thread(target=lambda: got.append(feed.follower)) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(10)
+    assert len(built) == 1 and got == [built[0], built[0]]

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import threading
 import time
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
+from steptable.app.runrows import ListState
 from steptable.app.sweep import IndexChanged, SweepIndex, default_metrics
 from tests.app.sweephelpers import write_sweep
 
@@ -34,3 +36,64 @@ def test_the_index_thread_reads_every_run(tmp_path: Path) -> None:
     assert index.line(time.time()) == "5 runs: 3 live, 1 ended, 1 crashed; 1 with errors"
     assert default_metrics(index.entries()) == ["reward", "loss"]  # the ranking keys the runs log
     assert default_metrics(index.entries(), most=1) == ["reward"]
+
+
+def test_the_stat_pass_is_spaced_by_what_it_costs(tmp_path: Path) -> None:
+    """A pass over every run that takes long (thousands of runs) comes at most once per SHARE times its length:
+    the index does not hold the GIL against the UI for more than 1/SHARE of the time."""
+    import steptable.app.sweep as sweep_mod
+
+    write_sweep(tmp_path, runs=3)
+    index = SweepIndex([str(tmp_path)], period=0.01)
+    index.discover()
+    passes: list[float] = []
+    real = index.index.refresh
+
+    def slow(budget: float | None = None, only: Any = None) -> set[str]:
+        if only is None:
+            passes.append(time.monotonic())
+            time.sleep(0.02)  # (as 2,000 stats take)
+        return real(budget, only)
+
+    index.index.refresh = slow  # type: ignore[method-assign]
+    stop = threading.Event()
+    index.drawn.set()
+    worker = threading.Thread(target=index.run, args=(stop, lambda m: None), daemon=True)
+    worker.start()
+    time.sleep(1.0)
+    stop.set()
+    worker.join(10)
+    gaps = [b - a for a, b in pairwise(passes)]
+    assert passes and all(g >= sweep_mod.SHARE * 0.02 for g in gaps)  # not every 0.01 s
+    assert len(passes) <= 3
+
+
+def test_the_ui_takes_the_index_before_it_reads_it(tmp_path: Path) -> None:
+    """The index posts again for a run it reads while the list is being made (taken first, then read): a change
+    then is never lost until some other change comes."""
+    from steptable.app.sweep import Sweep
+
+    write_sweep(tmp_path, runs=3)
+    index = SweepIndex([str(tmp_path)])
+    index.discover()
+    index._posted.set()  # an IndexChanged on its way to the UI
+    seen: list[bool] = []
+
+    class Screen:
+        is_attached = True
+
+        state = ListState(metrics=["loss"])
+
+        def refresh_list(self) -> None:
+            seen.append(index._posted.is_set())  # a change now would post again
+
+        def call_after_refresh(self, callback: Any) -> None:
+            callback()
+
+    class Host:
+        feed = type("F", (), {"sweep": index})()
+
+    sweep = Sweep(Host())  # type: ignore[arg-type]
+    sweep.screen = Screen()
+    sweep.changed()
+    assert seen == [False]

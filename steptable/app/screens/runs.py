@@ -13,7 +13,7 @@ from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.widgets import Input, Static
 
-from steptable.app.runrows import STATS, Entry, FilterError, Judge, ListState, StateMemo, shown
+from steptable.app.runrows import STATS, Entry, FilterError, Judge, ListState, StateMemo, patched, shown
 from steptable.app.widgets.keys import KeyBar
 from steptable.app.widgets.runlist import RunList
 from steptable.table.formatting import sanitize
@@ -58,6 +58,8 @@ class RunsScreen(Screen[None]):
         self.clock = clock
         self.listed: list[Entry] = []
         self.judge = StateMemo()
+        self._view: tuple[object, ...] | None = None  # the state ``listed`` was made for
+        self._seen: dict[str, Any] = {}  # run id -> the digest it had in ``listed``
         self._order = ["name", "state", "age", "rows", "step", "alerts", "format"]
 
     def compose(self) -> ComposeResult:
@@ -76,13 +78,26 @@ class RunsScreen(Screen[None]):
         return self.query_one(RunList)
 
     def refresh_list(self) -> None:
-        """Filter and sort the index's runs and show them with the sweep's line."""
+        """Filter and sort the index's runs and show them with the sweep's line. Where only the runs changed (not
+        the filter, sort or pins), the runs new or with a new digest (or none yet) are placed in the list as it was
+        (steptable.app.runrows.patched): a new run in a sweep of thousands does not sort them all again."""
         now = self.clock()
         entries = self.host.entries()
+        s = self.state
+        view = (s.pattern, s.sort, s.reverse, s.stat, tuple(s.metrics), tuple(sorted(s.higher.items())),
+                tuple(s.pinned))
+        seen = {e.run_id: e.digest for e in entries}
         try:
-            self.listed = shown(entries, self.state, now, self.judge)
+            listed = None
+            if view == self._view:
+                old = self._seen
+                changed = [r for r, d in seen.items() if d is None or old.get(r) is not d]
+                listed = patched(self.listed, entries, changed, s, now, self.judge)
+            self.listed = shown(entries, s, now, self.judge) if listed is None else listed
+            self._view, self._seen = view, seen
             problem = ""
         except FilterError as e:
+            self._view = None
             problem = f" · {e}"
         self.runlist.show(self.listed, self.state, now, self.judge)
         # (both lines are one row of the screen's width whatever they say: no layout pass of the screen for them)

@@ -1,6 +1,7 @@
 """RunList: a sweep's runs, one line each (mark, name, format, state, rows, last step, age, alerts, metric columns),
 under a header that stays. A virtual list (Line API): only the lines on screen are drawn, so thousands of runs
-filter and sort in the time of one pass over their digests."""
+filter and sort in the time of one pass over their digests; the cells that change with the clock (state, age) are
+made for the lines drawn only, in columns of a fixed width (``STATE_WIDTH``, ``AGE_WIDTH``)."""
 
 from __future__ import annotations
 
@@ -27,6 +28,10 @@ NAME_MAX = 48
 HEADERS = {"name": "run", "format": "format", "state": "state", "rows": "rows", "step": "step", "age": "age",
            "alerts": "alerts"}
 STATE_STYLES = {"live": "green", "idle": "yellow", "ended": "dim", "crashed": "bold red", "…": "dim"}
+#: the state column's width: its longest state
+STATE_WIDTH = max(map(display_width, STATE_STYLES))
+#: the age column's width: fmt_age's longest for any age under 27 years ("99.9m", "1.66h", "9999d")
+AGE_WIDTH = 5
 
 
 def cut(name: str, width: int = NAME_MAX) -> str:
@@ -92,35 +97,36 @@ class RunList(ScrollView, can_focus=True):
         self.header: list[str] = []
         self.cursor = 0
         self._state = ListState()
-        # each shown run's fixed and clock cells; its line is put together when it is drawn (a new run in a list of
-        # thousands redraws the lines on screen, not every line)
-        self._cells: list[tuple[list[tuple[str, str]], tuple[str, str]]] = []
+        self._now = 0.0
+        self._judge: Judge = run_state
+        # each shown run's fixed cells; its line is put together when it is drawn (a new run in a list of thousands
+        # redraws the lines on screen, not every line)
+        self._cells: list[list[tuple[str, str]]] = []
         # run id -> (its digest, the metric columns' key, its fixed cells, their widths): a filter key press
         # re-lays thousands of lines; only those whose digest changed are formatted again
         self._fixed: dict[str, tuple[object, tuple[object, ...], list[tuple[str, str]], tuple[int, ...]]] = {}
         self._clock: dict[str, tuple[object, tuple[str, str]]] = {}  # run id -> (digest, state and age) this second
         self._second = -1
+        # what ``show`` last had on screen: (the view's scroll, size and focus, each line on it with its cursor mark)
+        self._drawn: tuple[tuple[object, ...], list[tuple[list[tuple[str, str]], bool]]] | None = None
 
     def show(self, entries: Sequence[Entry], state: ListState, now: float, judge: Judge = run_state) -> None:
         """Show ``entries`` (already filtered and sorted), keeping the cursor on the run it was on."""
         current = self.current
         self.entries = list(entries)
-        self._state = state
+        self._state, self._now, self._judge = state, now, judge
         key = (tuple(state.metrics), state.stat, tuple(sorted(state.higher.items())))
+        memo = self._fixed
         shown, fixed_widths = [], []
         if int(now) != self._second:
             self._second, self._clock = int(now), {}
         for e in self.entries:
-            hit = self._fixed.get(e.run_id)
-            if hit is None or hit[0] is not e.digest or hit[1] != key or e.digest is None:
+            rid, d = e.run_id, e.digest
+            hit = memo.get(rid)
+            if hit is None or hit[0] is not d or hit[1] != key or d is None:
                 fixed = fixed_cells(e, state)
-                hit = (e.digest, key, fixed, tuple(display_width(t) for t, _ in fixed))
-                self._fixed[e.run_id] = hit
-            timed = self._clock.get(e.run_id)
-            if timed is None or timed[0] is not e.digest:
-                timed = (e.digest, _clock_cells(e, now, judge))
-                self._clock[e.run_id] = timed
-            shown.append((hit[2], timed[1]))
+                hit = memo[rid] = (d, key, fixed, tuple(display_width(t) for t, _ in fixed))
+            shown.append(hit[2])
             fixed_widths.append(hit[3])
         self._cells = shown
         arrow = " ▼" if state.reverse else " ▲"
@@ -128,21 +134,48 @@ class RunList(ScrollView, can_focus=True):
         self.header = ["", *(HEADERS.get(c, c) + (arrow if c == state.sort else "") for c in names)]
         if shown:  # (the columns in _assemble's order: the mark, name, format, state, rows, step, age, alerts, ...)
             fw = [max(col) for col in zip(*fixed_widths, strict=True)]
-            states = max(len(clock[0]) for _, clock in shown)
-            ages = max(len(clock[1]) for _, clock in shown)
-            widest = [2, fw[0], fw[1], states, fw[2], fw[3], ages, *fw[4:]]
+            widest = [2, fw[0], fw[1], STATE_WIDTH, fw[2], fw[3], AGE_WIDTH, *fw[4:]]
         else:
             widest = [0] * len(self.header)
+        columns = (self.widths, self.header)
         self.widths = [max(display_width(h), w) for h, w in zip(self.header, widest, strict=True)]
-        ids = [e.run_id for e in self.entries]
-        self.cursor = ids.index(current) if current in ids else min(self.cursor, max(0, len(ids) - 1))
+        self.cursor = self._place(current)
         set_scroll_range(self, Size(sum(self.widths) + 2 * len(self.widths), len(shown) + 1))
-        self.refresh()
+        self._redraw(columns == (self.widths, self.header))
+
+    def _redraw(self, same_columns: bool) -> None:
+        """Refresh the lines on screen that changed since the last ``show`` (every line where the columns, the
+        scroll, the size or the focus moved): a run added off screen redraws no line of the list."""
+        sx, top = self.scroll_offset
+        view = (sx, top, self.size, self.has_focus)
+        end = min(top + max(0, self.size.height - 1), len(self._cells))
+        lines = [(self.line(i), i == self.cursor) for i in range(top, end)]
+        before, self._drawn = self._drawn, (view, lines)
+        if not same_columns or before is None or before[0] != view or len(before[1]) != len(lines):
+            self.refresh()
+            return
+        for i, (line, old) in enumerate(zip(lines, before[1], strict=True)):
+            if line != old:
+                self.refresh_line(top + i + 1)  # (virtual lines: the header is the first)
+
+    def _place(self, current: str | None) -> int:
+        """The cursor's line once ``entries`` changed: the run it was on (looked for where it was first)."""
+        n = len(self.entries)
+        if current is not None:
+            if 0 <= self.cursor < n and self.entries[self.cursor].run_id == current:
+                return self.cursor
+            for i, e in enumerate(self.entries):
+                if e.run_id == current:
+                    return i
+        return min(self.cursor, max(0, n - 1))
 
     def line(self, i: int) -> list[tuple[str, str]]:
         """(text, style name) of each column of the ``i``-th run shown (as :func:`cells` gives them)."""
-        fixed, clock = self._cells[i]
-        return _assemble(self.entries[i], self._state, fixed, clock)
+        e = self.entries[i]
+        timed = self._clock.get(e.run_id)
+        if timed is None or timed[0] is not e.digest:
+            timed = self._clock[e.run_id] = (e.digest, _clock_cells(e, self._now, self._judge))
+        return _assemble(e, self._state, self._cells[i], timed[1])
 
     @property
     def lines(self) -> list[list[tuple[str, str]]]:
@@ -185,6 +218,7 @@ class RunList(ScrollView, can_focus=True):
         if not self.entries:
             return
         self.cursor = max(0, min(len(self.entries) - 1, i))
+        self._drawn = None
         top = self.scroll_offset.y
         rows = max(1, self.size.height - 1)
         if self.cursor < top:
@@ -195,7 +229,9 @@ class RunList(ScrollView, can_focus=True):
         self.post_message(self.CursorMoved())
 
     def on_focus(self) -> None:
+        self._drawn = None
         self.refresh()
 
     def on_blur(self) -> None:
+        self._drawn = None
         self.refresh()

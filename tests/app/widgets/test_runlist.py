@@ -3,6 +3,8 @@ with a digest and of one still being read."""
 
 from __future__ import annotations
 
+import pytest
+
 from steptable.app.runrows import ListState
 from steptable.app.widgets.runlist import NAME_MAX, cells, cut
 from steptable.summary.sweep import RunDigest
@@ -51,3 +53,45 @@ def test_a_redraw_formats_again_only_the_runs_whose_digest_changed(monkeypatch) 
     before = len(made)
     widget.show(rows, state, 131.0)
     assert made[before:] == ["r0", "r1", "r2"] and widget.lines[0] == runlist.cells(rows[0], state, 131.0)
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.mark.anyio
+async def test_a_run_added_off_screen_redraws_no_line_and_a_changed_one_only_its_own() -> None:
+    from textual.app import App, ComposeResult
+
+    import steptable.app.widgets.runlist as runlist
+
+    def digest(run: str, loss: float) -> RunDigest:
+        return RunDigest(run, run, "jsonl", 1, 1, True, 0, 100.0, None, None, 1, last={"loss": loss})
+
+    class Host(App[None]):
+        def compose(self) -> ComposeResult:
+            yield runlist.RunList(id="runs")
+
+    rows = [Row(f"r{i:03d}", f"r{i:03d}", digest=digest(f"r{i:03d}", 0.5)) for i in range(100)]
+    state = ListState(metrics=["loss"])
+    app = Host()
+    async with app.run_test(size=(100, 20)) as pilot:
+        widget = app.query_one(runlist.RunList)
+        widget.show(rows, state, 130.0)
+        await pilot.pause()
+        whole: list[int] = []
+        lines: list[int] = []
+        real_refresh = widget.refresh
+        widget.refresh = (  # type: ignore[method-assign]
+            lambda *a, **k: (whole.append(1) if not a else None) or real_refresh(*a, **k))
+        widget.refresh_line = lines.append  # type: ignore[method-assign]
+        widget.show([*rows, Row("r100", "r100", digest=digest("r100", 0.5))], state, 130.2)  # below the screen
+        assert whole == [] and lines == []
+        rows[3] = Row("r003", "r003", digest=digest("r003", 0.75))  # on screen: its line alone
+        widget.show(rows, state, 130.4)
+        assert whole == [] and lines == [4]  # (virtual lines: the header is line 0)
+        rows[5] = Row("r005", "r005", digest=digest("r005", 12345.25))  # a wider cell: every line
+        widget.show(rows, state, 130.8)
+        assert whole == [1]
+        assert widget.lines[5] == runlist.cells(rows[5], state, 130.8)
