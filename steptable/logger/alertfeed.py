@@ -5,8 +5,10 @@ Rows wait (only the cells the engine watches) until BATCH_ROWS have come or BATC
 first of them, whichever is first, and go through steptable.alerts.history's bulk path together (quiet stretches
 advanced at once, the rest row by row: the same alerts, in the same order, as row by row). So a spike or a level
 alert is said up to BATCH_ROWS rows (or the next row after BATCH_S seconds) after the row it names, which its line
-says (``step N ...``). A row with a watched cell that is not a finite number (a NaN loss) is fed at once, with the
-rows before it: its alert is never late. :meth:`AlertFeed.drain` feeds what waits (at the end of the run).
+says (``step N ...``). A row that comes BATCH_S seconds or more after the one before it (a slow run: minutes a step)
+is fed at once, so a slow run's alerts are not a step late. A row with a watched cell that is not a finite number (a
+NaN loss) is fed at once, with the rows before it: its alert is never late. :meth:`AlertFeed.drain` feeds what
+waits (at the end of the run).
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ class AlertFeed:
         self._walls: list[float] = []
         self._cells: list[dict[str, Any]] = []
         self._first = 0.0  # monotonic() when the first waiting row came
+        self._last = -float("inf")  # monotonic() when the last row came
 
     @property
     def waiting(self) -> int:
@@ -58,13 +61,16 @@ class AlertFeed:
         batch it completes (empty while the batch waits)."""
         wanted = self._wanted
         cells = {k: v for k, v in row.items() if k in wanted}
+        now = monotonic()
+        slow = now - self._last >= self.seconds  # (rows this far apart gain nothing by waiting for the next)
+        self._last = now
         if not self._steps:
-            self._first = monotonic()
+            self._first = now
         self._steps.append(step)
         self._walls.append(wall)
         self._cells.append(cells)
         urgent = any(not (type(v) is float or type(v) is int) or v - v != 0 for v in cells.values())
-        if urgent or len(self._steps) >= self.rows or monotonic() - self._first >= self.seconds:
+        if urgent or slow or len(self._steps) >= self.rows or now - self._first >= self.seconds:
             return self.drain()
         return []
 

@@ -12,6 +12,7 @@ and the run goes on.
 
 from __future__ import annotations
 
+import atexit
 import itertools
 import math
 import os
@@ -63,6 +64,17 @@ def _after_fork_in_child() -> None:
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def _say_waiting_alerts_at_exit() -> None:
+    """The alerts of rows still waiting for their batch, said as the process exits without close() (a script
+    that never calls it, an exception that ends the loop): a late spike must not go unsaid."""
+    for lg in list(_LIVE):
+        if not lg._closed and not lg._forked:
+            lg._say_waiting(wait=1.0)  # (a lock another thread holds at exit is not waited for long)
+
+
+atexit.register(_say_waiting_alerts_at_exit)
 
 
 def _step_number(step: Any, default: int) -> int:
@@ -415,13 +427,23 @@ class StepLogger:
         own, but an interrupt (Ctrl-C) during it is raised again once the run is marked ended (not the table)."""
         self._closer.close()
 
+    def _say_waiting(self, wait: float = -1) -> None:
+        """Feed the rows waiting for their alert batch and say their alerts (``wait``: seconds the lock is waited
+        for, -1 without end); raises nothing (a failure is reported once)."""
+        if self._alerts is None or not self._alerts.waiting:
+            return
+        try:
+            if not self._lock.acquire(timeout=wait):
+                return
+            try:
+                self._say(self._alerts.drain())
+            finally:
+                self._lock.release()
+        except Exception as e:
+            report_once(f"{self._topic}-alerts", f"steptable: the last rows' alerts failed ({error_text(e)})")
+
     def _final_flush(self) -> None:
-        if self._alerts is not None and self._alerts.waiting:
-            try:  # (the alerts of the rows still waiting for their batch; a failure must not keep the file open)
-                with self._lock:
-                    self._say(self._alerts.drain())
-            except Exception as e:
-                report_once(f"{self._topic}-alerts", f"steptable: the last rows' alerts failed ({error_text(e)})")
+        self._say_waiting()  # (before the file closes: a failure there must not keep it open)
         if self._writer is not None:
             self._writer.close()
         if self._writer_lock is not None:

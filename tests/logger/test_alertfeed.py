@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import math
 import random
+import subprocess
+import sys
+import textwrap
 from typing import Any
 
 import pytest
@@ -83,6 +86,8 @@ def test_a_batch_is_fed_when_its_first_row_waited_the_seconds(monkeypatch: pytes
     now = [0.0]
     monkeypatch.setattr(alertfeed, "monotonic", lambda: now[0])
     feed = AlertFeed(AlertEngine(), rows=1000, seconds=2.0)
+    feed.add(-1, {"loss": 0.5}, 999.0)  # (the run's first row: no row before it to wait with, fed at once)
+    assert feed.waiting == 0
     for i in range(30):
         assert feed.add(i, {"loss": 0.5}, 1000.0 + i) == [] and feed.waiting == i + 1
     now[0] = 1.9
@@ -121,3 +126,34 @@ def test_a_failing_last_batch_is_reported_and_the_run_still_closes(tmp_path: Any
     assert "the last rows' alerts failed" in told and "engine bug" in told
     assert len((tmp_path / "metrics.jsonl").read_text().splitlines()) == 5
     assert sl._writer is not None and sl._writer._fh is None  # (the file closed after the failure)
+
+
+def test_a_slow_runs_alert_is_said_at_its_own_row(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rows minutes apart (an LLM post-training step): a spike's alert is not left waiting a whole step."""
+    now = [0.0]
+    monkeypatch.setattr(alertfeed, "monotonic", lambda: now[0])
+    feed = AlertFeed(AlertEngine())
+    rnd = random.Random(5)
+    said: list[tuple[int, Alert]] = []
+    for i in range(60):
+        now[0] = 300.0 * i
+        loss = 9.0 if i == 50 else 0.5 + rnd.gauss(0, 0.01)
+        said += [(i, a) for a in feed.add(i, {"loss": loss}, 1000.0 + 300.0 * i)]
+    spikes = [(i, a) for i, a in said if a.step == 50]
+    assert spikes and all(i == 50 for i, _ in spikes)
+
+
+def test_the_waiting_rows_alerts_are_said_when_the_script_exits_without_close(tmp_path: Any) -> None:
+    """A script that never calls close() (or whose loop raises) still says the alerts of its last batch."""
+    script = textwrap.dedent(f"""
+        import random
+        from steptable import Col, StepLogger
+        sl = StepLogger([Col("step", 5, "step", "d"), Col("loss", 7, "loss", "+.3f")], run_dir={str(tmp_path)!r})
+        rnd = random.Random(3)
+        for step in range(50):
+            sl.log({{"step": step, "loss": 9.0 if step == 45 else 0.5 + rnd.gauss(0, 0.01)}})
+        raise SystemExit(3)
+    """)
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 3, proc.stderr
+    assert sum("step 45 loss" in line for line in (proc.stdout + proc.stderr).splitlines()) == 1

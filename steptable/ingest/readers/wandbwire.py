@@ -185,6 +185,8 @@ def history_lines(records: list[bytes]) -> bytes | None:
         parts.append(rec[i:e])
     s = b'{"' + b'}\x00{"'.join(parts) + b"}\x00"
     s, items = _ITEM_START.subn(b',\t"', s)
+    if s.count(b"\x82\x01") != items + len(parts):  # (one value an item: else a key's quote could pass for its mark)
+        return None
     s = s.replace(b"\x82\x01", b'":')
     if not _marked(s, False, len(parts), items, 0):
         if b"\x12" not in s:

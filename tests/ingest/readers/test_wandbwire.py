@@ -168,6 +168,20 @@ def test_history_lines_only_where_every_record_is_of_the_usual_layout() -> None:
     assert wandb_record(b"\x12" + bytes([len(bad[-2])]) + bad[-2])[1][0] == (b"a/x", b"2")
 
 
+def test_history_lines_never_take_a_keys_quote_for_a_missing_values_mark() -> None:
+    """An item without a value whose key ends in a quote and a control character (the marks a value leaves) is
+    not read as ``{"key":...}`` with the key cut at its quote: the group is left to the records one by one."""
+    pb = pytest.importorskip("wandb.proto.wandb_internal_pb2")
+    alone = pb.HistoryRecord(item=[pb.HistoryItem(nested_key=['},"\r'])])
+    alone.step.num = 3
+    beside = pb.HistoryRecord(item=[pb.HistoryItem(nested_key=['ā:"\n']),
+                                    pb.HistoryItem(nested_key=["{"], value_json="2.5")])
+    for h in (alone, beside):
+        raw = bytes(h.SerializeToString())
+        assert history_lines([raw]) is None, raw
+        assert _as_one_by_one([raw]) is None  # (one by one, the general walk reads them: a null value)
+
+
 def test_truncated_record_raises() -> None:
     pb = pytest.importorskip("wandb.proto.wandb_internal_pb2")
     raw = pb.Record(history=pb.HistoryRecord(item=[pb.HistoryItem(key="a", value_json="1")])).SerializeToString()
