@@ -20,7 +20,7 @@ from loguru import logger
 
 import steptable.logger.sinks as sinks
 from steptable.logger.rank import LazyRank
-from steptable.logger.sinks import ConsoleSink, FileSink, report_once
+from steptable.logger.sinks import ConsoleSink, FileSink, report_once, say
 
 ICONS = {"TRACE": "T", "DEBUG": "D", "INFO": "I", "SUCCESS": "S", "WARNING": "W", "ERROR": "E", "CRITICAL": "C"}
 
@@ -192,6 +192,47 @@ def write_info(text: str, frame: Any) -> bool:
     would (the same lines); False where that cannot be done the same way: log it through loguru then."""
     direct = _direct
     return direct is not None and direct(text, frame)
+
+
+def emit(text: str, level: str, console: bool) -> None:
+    """A StepLogger's line through loguru (a row: straight to setup_logging's sinks where that writes loguru's very
+    lines, a quarter of a row's cost), the verbose file naming the caller's line. ``console`` False: a TUI owns the
+    terminal, rows are not written and an alert goes to the verbose file only (without setup_logging's sinks,
+    loguru's default handler would paint it over the TUI)."""
+    if not console:
+        if level != "INFO" and installed():
+            logger.bind(steptable_console=False).opt(depth=_caller_depth()).log(level, text)
+        return
+    depth = _caller_depth()
+    if level == "INFO" and write_info(text, sys._getframe(depth)):
+        return
+    logger.opt(depth=depth).log(level, text)
+
+
+def warn(text: str, console: bool) -> None:
+    """A StepLogger's warning: through loguru (``console`` False: to the verbose file only); with no verbose file
+    and no console, on stderr, short (the JSONL writer says each failure episode once: its start, and that it
+    works again)."""
+    if not console and not installed():
+        say(text)
+        return
+    try:
+        logger.bind(steptable_console=console).opt(depth=_caller_depth()).warning(text)
+    except Exception:
+        report_once(text, text)
+
+
+def _caller_depth() -> int:
+    """loguru ``depth`` of the first frame outside steptable, so the verbose file names the caller's line."""
+    try:
+        frame = sys._getframe(2)
+    except ValueError:  # a shallower stack than any steptable caller has: name the nearest frame
+        return 1
+    depth = 1
+    while str(frame.f_globals.get("__name__", "")).startswith("steptable.") and frame.f_back is not None:
+        frame = frame.f_back
+        depth += 1
+    return depth
 
 
 def _level_no(level: str | int) -> int:

@@ -12,32 +12,27 @@ and the run goes on.
 
 from __future__ import annotations
 
-import atexit
 import itertools
 import math
 import os
-import sys
 import threading
 import time
-import weakref
 from collections import deque
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from loguru import logger
-
 from steptable.alerts.engine import AlertEngine
 from steptable.alerts.rules import Alert
-from steptable.logger import tablefile
+from steptable.logger import process, tablefile
 from steptable.logger.alertfeed import AlertFeed
 from steptable.logger.autocols import auto_columns
 from steptable.logger.closing import Closer
 from steptable.logger.consolecols import ConsoleLayout
 from steptable.logger.rank import LazyRank
-from steptable.logger.setup import installed, write_info
-from steptable.logger.sinks import report_once, say
+from steptable.logger.setup import emit, warn
+from steptable.logger.sinks import report_once
 from steptable.logger.wholefile import write_description
 from steptable.logger.writer import RunWriter, error_text
 from steptable.logger.writerlock import WriterLock
@@ -52,31 +47,6 @@ TABLE_NAME = tablefile.TABLE_NAME
 #: each logger's number, for its report topics (an id() can come back once a logger is collected)
 _NUMBERS = itertools.count()
 
-#: loggers alive in this process, so a forked child (a DataLoader worker) can be told it is not the writer
-_LIVE: weakref.WeakSet[StepLogger] = weakref.WeakSet()
-
-
-def _after_fork_in_child() -> None:
-    for lg in list(_LIVE):
-        lg._forked = True
-        lg._lock = threading.RLock()  # the parent's lock may have been held by another thread at the fork
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_after_fork_in_child)
-
-
-def _say_waiting_alerts_at_exit() -> None:
-    """The alerts of rows still waiting for their batch, said as the process exits without close() (a script
-    that never calls it, an exception that ends the loop): a late spike must not go unsaid."""
-    for lg in list(_LIVE):
-        if not lg._closed and not lg._forked:
-            lg._say_waiting(wait=1.0)  # (a lock another thread holds at exit is not waited for long)
-
-
-atexit.register(_say_waiting_alerts_at_exit)
-
-
 def _step_number(step: Any, default: int) -> int:
     """The step as an int for the alert engine; ``default`` for a step that is not a finite number."""
     try:
@@ -85,19 +55,6 @@ def _step_number(step: Any, default: int) -> int:
         return int(step) if math.isfinite(step) else default
     except (OverflowError, ValueError):  # an int past float range
         return default
-
-
-def _caller_depth() -> int:
-    """loguru ``depth`` of the first frame outside steptable, so the verbose file names the caller's line."""
-    try:
-        frame = sys._getframe(2)
-    except ValueError:  # a shallower stack than any steptable caller has: name the nearest frame
-        return 1
-    depth = 1
-    while str(frame.f_globals.get("__name__", "")).startswith("steptable.") and frame.f_back is not None:
-        frame = frame.f_back
-        depth += 1
-    return depth
 
 
 class StepLogger:
@@ -166,7 +123,7 @@ class StepLogger:
         self._started = 0.0
         self._topic = f"steplogger-{next(_NUMBERS)}"  # failures are reported once per logger and kind
         self._closer = Closer(self)  # close(), table.txt and the end-of-run dump
-        _LIVE.add(self)
+        process.track(self)  # (after_fork, at_exit)
 
     def _set_cols(self, cols: Sequence[Col]) -> None:
         self.cols = tuple(cols)
@@ -358,17 +315,7 @@ class StepLogger:
             return auto_columns({"step": step}, self.jsonl_path or JSONL_NAME)
 
     def _emit(self, text: str, level: str = "INFO") -> None:
-        if not self.console:
-            # An alert: a TUI owns the terminal, so it goes to setup_logging's verbose file only (without those
-            # sinks, loguru's default handler would paint it over the TUI).
-            if level != "INFO" and installed():
-                logger.bind(steptable_console=False).opt(depth=_caller_depth()).log(level, text)
-            return
-        depth = _caller_depth()
-        # (a row: straight to setup_logging's sinks where that writes loguru's very lines, a quarter of a row's cost)
-        if level == "INFO" and write_info(text, sys._getframe(depth)):
-            return
-        logger.opt(depth=depth).log(level, text)
+        emit(text, level, self.console)
 
     def _describe(self, closed: float | None) -> None:
         """``steptable.json`` beside the JSONL: this logger's columns, and whether the run has ended (see
@@ -388,17 +335,7 @@ class StepLogger:
                         f"steptable: cannot write {runinfo.file_name(self.arm)} ({error_text(e)})")
 
     def _warn(self, text: str) -> None:
-        msg = f"steptable: {text}"
-        if not self.console and not installed():
-            # a TUI owns the terminal and there is no verbose file: on stderr, short (the writer says each failure
-            # episode once: its start, and that it works again)
-            say(msg)
-            return
-        try:
-            # console=False: a TUI owns the terminal; the warning goes to the verbose file only
-            logger.bind(steptable_console=self.console).opt(depth=_caller_depth()).warning(msg)
-        except Exception:
-            report_once(text, msg)
+        warn(f"steptable: {text}", self.console)
 
     def _lock_arm(self) -> None:
         """Take this arm's writer lock; another live process holding it is told once (never raised: logging must
@@ -426,6 +363,17 @@ class StepLogger:
         """Final flush, the run marked ended, ``table.txt``, the end-of-run dump. Idempotent; raises nothing of its
         own, but an interrupt (Ctrl-C) during it is raised again once the run is marked ended (not the table)."""
         self._closer.close()
+
+    def after_fork(self) -> None:
+        """In a child made by fork(): this logger never prints or writes here (steptable.logger.process)."""
+        self._forked = True
+        self._lock = threading.RLock()  # the parent's lock may have been held by another thread at the fork
+
+    def at_exit(self) -> None:
+        """The process exits: the alerts of rows still waiting for their batch are said, where close() did not
+        say them (steptable.logger.process)."""
+        if not self._closed and not self._forked:
+            self._say_waiting(wait=1.0)  # (a lock another thread holds at exit is not waited for long)
 
     def _say_waiting(self, wait: float = -1) -> None:
         """Feed the rows waiting for their alert batch and say their alerts (``wait``: seconds the lock is waited

@@ -217,7 +217,6 @@ def test_rows_written_past_loguru_are_the_lines_loguru_writes(
     the caller's file and line) read as loguru writes them, which it still does for a colour terminal, for another
     sink beside them and for warnings."""
     import steptable.logger.setup as st_setup
-    import steptable.logger.steplogger as st_steplogger
 
     calls: list[str] = []
     real = st_setup.write_info
@@ -227,14 +226,14 @@ def test_rows_written_past_loguru_are_the_lines_loguru_writes(
         calls.append("direct" if done else "loguru")
         return done
 
-    monkeypatch.setattr(st_steplogger, "write_info", counted)
+    monkeypatch.setattr(st_setup, "write_info", counted)
     direct = _logged_lines(tmp_path, capsys, "direct")
     assert calls and set(calls) == {"direct"}
-    monkeypatch.setattr(st_steplogger, "write_info", lambda text, frame: False)
+    monkeypatch.setattr(st_setup, "write_info", lambda text, frame: False)
     assert direct == _logged_lines(tmp_path, capsys, "loguru")
     assert "INFO     | test_setup.py:" in direct[1][1] and "W careful" in direct[0]
 
-    monkeypatch.setattr(st_steplogger, "write_info", counted)
+    monkeypatch.setattr(st_setup, "write_info", counted)
     calls.clear()
     seen: list[str] = []
     out, _ = _logged_lines(tmp_path, capsys, "beside", extra_sink=seen)
