@@ -89,8 +89,10 @@ def fmt_auto(x: float, digits: int = 3) -> str:
 
 
 def fmt_age(seconds: float) -> str:
-    """Compact duration: 42s, 7.5m, 3.2h, 2.5d."""
+    """Compact duration: 42s, 7.5m, 3.2h, 2.5d; "?" for an endless one (a clock of -inf in a log)."""
     s = max(0.0, seconds) if seconds == seconds else 0.0
+    if s == math.inf:
+        return "?"
     for unit, size, below in (("s", 1, 99.5), ("m", 60, 5997), ("h", 3600, 172800)):  # (99.6s: 1.66m, not 100s)
         if s < below:
             return f"{s:.0f}s" if unit == "s" else f"{fmt_auto(s / size)}{unit}"

@@ -209,6 +209,10 @@ def test_an_age_changes_unit_at_each_boundary(seconds: float, text: str) -> None
     assert fmt_age(seconds) == text
 
 
+def test_an_endless_age_reads_unknown_and_a_negative_or_nan_one_zero() -> None:
+    assert (fmt_age(math.inf), fmt_age(-math.inf), fmt_age(math.nan)) == ("?", "0s", "0s")
+
+
 def test_a_day_is_86400_seconds() -> None:
     # 202606.7 s is 2.34498 days: a stall message must not round it up to 2.35d
     assert fmt_age(202606.7) == "2.34d"
