@@ -3,6 +3,7 @@
     python bench/bench_alert_history.py                 # 700,000 rows
     python bench/bench_alert_history.py --rows 100000 --no-watch --no-summary
     python bench/bench_alert_history.py --summary-of /tmp/big/metrics.jsonl   # only that, in CPU seconds
+    python bench/bench_alert_history.py --app-run /tmp/ah1g   # only: the pass over bench_app.py's 1 GB run
 
 Writes a healthy run (bench_alerts.py's drifting family: loss, grad norm, reward, entropy, KL, clip ratio, a clock)
 of ROWS rows as JSONL, then measures, in this one run:
@@ -175,7 +176,22 @@ def main() -> None:
     ap.add_argument("--no-summary", action="store_true")
     ap.add_argument("--summary-of", metavar="PATH", help="only: CPU seconds of `steptable summary PATH` against a "
                     "stdlib read of it (3 times; e.g. the 148 MB run of bench_long.py)")
+    ap.add_argument("--app-run", metavar="DIR", help="only: the alert pass (CPU, twice) over bench_app.py's 1 GB run "
+                    "(704,000 rows x 43 keys, the run the issue's first figure was taken on), written into DIR "
+                    "once and kept")
     a = ap.parse_args()
+    if a.app_run:
+        from bench_app import generate
+
+        path = Path(a.app_run) / "metrics.jsonl"
+        if not path.exists():
+            generate(path, 1_000_000_000)
+        store = load(path)
+        for _ in range(2):
+            cpu, wall, n = alert_pass(store)
+            print(f"{path}: {len(store):,} rows, alert pass {cpu:.2f} s CPU ({wall:.2f} s wall), "
+                  f"{1e6 * cpu / len(store):.1f} us/row, {n} alerts (goal <= 3 s)", flush=True)
+        return
     if a.summary_of:
         for summ, read in summary_cpu(Path(a.summary_of)):
             print(f"steptable summary {a.summary_of}: {summ:.2f} s CPU, stdlib read {read:.2f} s: ratio "

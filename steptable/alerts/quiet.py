@@ -99,7 +99,7 @@ def advance(dets: Sequence[Detector], xs: list[float], steps: Sequence[int]) -> 
     for d in dets:
         q = QUIET.get(type(d))
         # (an episode said and not re-armed: its clear rows are counted row by row)
-        out.append(q(d, xs, steps, memo) if q is not None and d.latch.level is None else None)
+        out.append(q(d, xs, steps, memo) if q is not None and _open(d) else None)
     return out
 
 
@@ -110,12 +110,18 @@ def piecewise(d: Detector, xs: list[float], steps: Sequence[int]) -> list[tuple[
     out: list[tuple[int, Alert]] = []
     for a in range(0, len(xs), PIECE):
         b = min(a + PIECE, len(xs))
-        commit = q(d, xs[a:b], steps[a:b], {}) if q is not None and d.latch.level is None else None
+        commit = q(d, xs[a:b], steps[a:b], {}) if q is not None and _open(d) else None
         if commit is not None:
             commit()
             continue
         out += [(i, found) for i in range(a, b) if (found := d.feed(steps[i], xs[i])) is not None]
     return out
+
+
+def _open(d: Detector) -> bool:
+    """Whether ``d``'s quiet test may be asked: outside an episode, or for a detector whose test judges a said
+    episode's rows itself (LATCHED)."""
+    return d.latch.level is None or type(d) in LATCHED
 
 
 def _nonfinite(d: Detector, xs: list[float], steps: Sequence[int], memo: dict[str, Any]) -> Commit | None:
@@ -129,7 +135,19 @@ def _nonfinite(d: Detector, xs: list[float], steps: Sequence[int], memo: dict[st
 
 
 def _saturation(d: Detector, xs: list[float], steps: Sequence[int], memo: dict[str, Any]) -> Commit | None:
-    if not max(xs) <= d.cfg.sat_level or d.cfg.sat_rows <= 0:
+    c = d.cfg
+    if d.latch.level is not None:
+        # a said saturation that goes on (a ratio logged in percent stays past the level all run): each row past
+        # the level says it again, silently
+        if not (min(xs) > c.sat_level and d.run >= 1 and d.run + 1 >= c.sat_rows > 0):
+            return None
+
+        def go_on() -> None:
+            d.run, d.step = d.run + len(xs), steps[-1]
+            d.latch.clear = 0  # (each row said the episode: none counts towards re-arming)
+
+        return go_on
+    if not max(xs) <= c.sat_level or c.sat_rows <= 0:
         return None
 
     def commit() -> None:
@@ -255,7 +273,12 @@ def _kl(d: Detector, xs: list[float], steps: Sequence[int], memo: dict[str, Any]
     assert isinstance(d, KLBlowup)
     w, c = d.win, d.cfg
     n = w.maxlen or 0
-    if len(w) < n or n < c.min_history or (d.levels and not max(xs) <= c.kl_warn):
+    latched = d.latch.level is not None
+    # A said episode (a KL that stays past its levels, as some trainers' summed KLs do for a whole run): a block
+    # where every row says that episode's level or a lower one again says nothing, and only the tail moves.
+    if latched and not (d.levels and min(xs) > c.kl_warn and (d.latch.level == "E" or max(xs) <= c.kl_error)):
+        return None
+    if len(w) < n or n < c.min_history or (d.levels and not latched and not max(xs) <= c.kl_warn):
         return None
     if negative_zero(w) or negative_zero(xs):
         return None
@@ -273,9 +296,14 @@ def _kl(d: Detector, xs: list[float], steps: Sequence[int], memo: dict[str, Any]
     def commit() -> None:
         w.shift(xs)
         d.tail.scale, d.tail.top, d.tail.at, d.tail.age, d.step = scale, top, at, age, steps[-1]
+        if latched:
+            d.latch.clear = 0  # (each row said the episode's level: none of them counts towards re-arming)
 
     return commit
 
+
+#: the detectors whose quiet test judges a said episode's rows itself (the others are fed row by row in one)
+LATCHED: frozenset[type[Detector]] = frozenset({KLBlowup, Saturation})
 
 QUIET: dict[type[Detector], Callable[[Detector, list[float], Sequence[int], dict[str, Any]], Commit | None]] = {
     NonFinite: _nonfinite,

@@ -101,6 +101,41 @@ def test_quiet_blocks_are_taken(monkeypatch: pytest.MonkeyPatch) -> None:
     assert len(taken) > 300 and sum(taken) > 0.8 * len(taken)
 
 
+def test_a_said_kl_episode_is_taken_in_bulk(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A KL past its levels for the whole run (said once) is advanced in bulk, not row by row."""
+    from steptable.alerts.detectors import KLBlowup
+
+    fed = 0
+    real = KLBlowup.feed
+
+    def count(d: KLBlowup, step: int, x: float) -> Any:
+        nonlocal fed
+        fed += 1
+        return real(d, step, x)
+
+    monkeypatch.setattr(KLBlowup, "feed", count)
+    alerts = scan(list(range(3000)), {"kl": _noisy(3000, 15.0, 0.1, 12)}, [1000.0 + 10 * i for i in range(3000)])
+    assert [a.level for a in alerts if a.kind == "kl_blowup"] == ["E"]
+    assert fed < 0.2 * 3000  # (row by row until the window is full and in the blocks a bound does not clear)
+
+
+def test_a_said_saturation_is_taken_in_bulk(monkeypatch: pytest.MonkeyPatch) -> None:
+    from steptable.alerts.detectors import Saturation
+
+    fed = 0
+    real = Saturation.feed
+
+    def count(d: Saturation, step: int, x: float) -> Any:
+        nonlocal fed
+        fed += 1
+        return real(d, step, x)
+
+    monkeypatch.setattr(Saturation, "feed", count)
+    alerts = scan(list(range(3000)), {"response_length/clip_ratio": _noisy(3000, 8.0, 0.1, 17)})
+    assert [a.kind for a in alerts] == ["saturation"]
+    assert fed < 0.2 * 3000
+
+
 def test_quiet_blocks_between_eval_rows(monkeypatch: pytest.MonkeyPatch) -> None:
     """Rows without the training keys split the blocks: the stretches between them are still fed in bulk."""
     cols = _eval_rows(_base(3000))
@@ -242,6 +277,16 @@ HOSTILE: dict[str, Callable[[], Columns]] = {
     "a KL that crosses its test's floor": lambda: {**_base(), "kl": _noisy(1500, 0.011, 0.3, 10)},
     "a saturated stretch": lambda: _set(_base(), "response_length/clip_ratio", 600, [0.95] * 30),
     "a negative reward": lambda: {**_base(), "reward": _noisy(1500, -0.5, 0.1, 11)},
+    "a KL past its error level all run": lambda: {**_base(), "kl": _noisy(1500, 15.0, 0.1, 12)},
+    "a KL between its levels all run": lambda: {**_base(), "kl": _noisy(1500, 3.0, 0.1, 13)},
+    "a KL past its levels that jumps": lambda: _set(_set({**_base(), "kl": _noisy(1500, 3.0, 0.05, 14)}, "kl", 700,
+                                                         [40.0]), "kl", 1100, [12.0] * 3 + [600.0]),
+    "a ratio past its saturation level all run": lambda: {**_base(), "response_length/clip_ratio":
+                                                          _noisy(1500, 8.0, 0.1, 17)},
+    "a saturation that ends and comes back": lambda: _set({**_base(), "response_length/clip_ratio": _noisy(
+        1500, 8.0, 0.1, 18)}, "response_length/clip_ratio", 600, [abs(x) for x in _noisy(300, 0.05, 0.3, 19)]),
+    "a KL that leaves its levels and comes back": lambda: _set({**_base(), "kl": _noisy(1500, 15.0, 0.1, 15)}, "kl",
+                                                               500, _noisy(400, 0.05, 0.3, 16)),
 }
 
 
