@@ -93,6 +93,19 @@ def child_sweep(launch: float, root: str, runs: int, steps: int, metrics: int, o
 NEW_RUNS = 20
 
 
+def write_new_run(run: Path) -> None:
+    """A run that appears under the sweep: its directory and a metrics.jsonl of 5 rows."""
+    run.mkdir()
+    (run / "metrics.jsonl").write_text("".join(
+        json.dumps({"step": s, "reward/mean": 0.1 * s, "loss": 1.0 - 0.1 * s}) + "\n" for s in range(5)))
+
+
+async def until_listed(scr: Any, name: str) -> None:
+    """Poll (every 2 ms) until the run list ``scr`` holds the run ``name``."""
+    while not any(e.run_id.startswith(name) for e in scr.listed):
+        await asyncio.sleep(0.002)
+
+
 async def _new_runs(app: Any, scr: Any, root: Path, count: int) -> list[float]:
     """Milliseconds from writing a new run (its directory and a metrics.jsonl of 5 rows) under ``root`` to the list
     refreshed with it, for ``count`` runs one after the other (removed afterwards: the sweep stays as made)."""
@@ -103,11 +116,8 @@ async def _new_runs(app: Any, scr: Any, root: Path, count: int) -> list[float]:
             run = root / f"zz_new_{os.getpid()}_{i}"
             made.append(run)
             t0 = time.perf_counter()
-            run.mkdir()
-            (run / "metrics.jsonl").write_text("".join(
-                json.dumps({"step": s, "reward/mean": 0.1 * s, "loss": 1.0 - 0.1 * s}) + "\n" for s in range(5)))
-            while not any(e.run_id.startswith(run.name) for e in scr.listed):
-                await asyncio.sleep(0.002)
+            write_new_run(run)
+            await until_listed(scr, run.name)
             await _after_refresh(app)
             out.append(1000 * (time.perf_counter() - t0))
     finally:

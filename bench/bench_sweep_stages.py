@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
-import json
 import os
 import shutil
 import time
@@ -112,7 +111,7 @@ def instrument(clock: Clock) -> None:
 
 
 async def measure(root: Path, runs: int, samples: int, gap: float) -> tuple[list[dict[str, float]], Clock]:
-    from bench_sweep import _listed
+    from bench_sweep import _listed, until_listed, write_new_run
 
     from steptable.app import make_app
 
@@ -125,9 +124,6 @@ async def measure(root: Path, runs: int, samples: int, gap: float) -> tuple[list
         scr = await _listed(app, runs)
         while app.feed.sweep.index.pending():
             await asyncio.sleep(0.01)
-        if os.environ.get("XFREEZE"):
-            print("objects", len(gc.get_objects()))
-            gc.freeze()
         clock.start = time.perf_counter()
         try:
             for i in range(samples):
@@ -137,11 +133,8 @@ async def measure(root: Path, runs: int, samples: int, gap: float) -> tuple[list
                 clock.watch = run.name
                 before = clock.refreshes
                 t0 = time.perf_counter()
-                run.mkdir()
-                (run / "metrics.jsonl").write_text("".join(
-                    json.dumps({"step": s, "reward/mean": 0.1 * s, "loss": 1.0 - 0.1 * s}) + "\n" for s in range(5)))
-                while not any(e.run_id.startswith(run.name) for e in scr.listed):
-                    await asyncio.sleep(0.002)
+                write_new_run(run)
+                await until_listed(scr, run.name)
                 clock.mark("listed", run.name)
                 await _after_refresh(app)
                 clock.mark("frame", run.name)

@@ -16,8 +16,10 @@ from typing import Any
 import pytest
 
 from steptable.alerts import quiet
+from steptable.alerts.detectors import KLBlowup, Saturation
 from steptable.alerts.engine import Alert, AlertConfig, AlertEngine
 from steptable.alerts.history import feed_store, scan
+from steptable.alerts.window import Detector
 from steptable.ingest.parsed import Parsed
 from steptable.ingest.store import RunStore
 from tests.alerts.helpers import Unfloatable
@@ -101,39 +103,33 @@ def test_quiet_blocks_are_taken(monkeypatch: pytest.MonkeyPatch) -> None:
     assert len(taken) > 300 and sum(taken) > 0.8 * len(taken)
 
 
-def test_a_said_kl_episode_is_taken_in_bulk(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A KL past its levels for the whole run (said once) is advanced in bulk, not row by row."""
-    from steptable.alerts.detectors import KLBlowup
+def _rows_fed(monkeypatch: pytest.MonkeyPatch, kind: type[Detector]) -> list[int]:
+    """A counter (one item) of the rows fed one by one to detectors of ``kind`` from now on."""
+    fed = [0]
+    real = kind.feed
 
-    fed = 0
-    real = KLBlowup.feed
-
-    def count(d: KLBlowup, step: int, x: float) -> Any:
-        nonlocal fed
-        fed += 1
+    def count(d: Detector, step: int, x: float) -> Any:
+        fed[0] += 1
         return real(d, step, x)
 
-    monkeypatch.setattr(KLBlowup, "feed", count)
+    monkeypatch.setattr(kind, "feed", count)
+    return fed
+
+
+def test_a_said_kl_episode_is_taken_in_bulk(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A KL past its levels for the whole run (said once) is advanced in bulk, not row by row."""
+    fed = _rows_fed(monkeypatch, KLBlowup)
     alerts = scan(list(range(3000)), {"kl": _noisy(3000, 15.0, 0.1, 12)}, [1000.0 + 10 * i for i in range(3000)])
     assert [a.level for a in alerts if a.kind == "kl_blowup"] == ["E"]
-    assert fed < 0.2 * 3000  # (row by row until the window is full and in the blocks a bound does not clear)
+    assert fed[0] < 0.2 * 3000  # (row by row until the window is full and in the blocks a bound does not clear)
 
 
 def test_a_said_saturation_is_taken_in_bulk(monkeypatch: pytest.MonkeyPatch) -> None:
-    from steptable.alerts.detectors import Saturation
-
-    fed = 0
-    real = Saturation.feed
-
-    def count(d: Saturation, step: int, x: float) -> Any:
-        nonlocal fed
-        fed += 1
-        return real(d, step, x)
-
-    monkeypatch.setattr(Saturation, "feed", count)
+    """A ratio past its saturation level for the whole run (said once) is advanced in bulk."""
+    fed = _rows_fed(monkeypatch, Saturation)
     alerts = scan(list(range(3000)), {"response_length/clip_ratio": _noisy(3000, 8.0, 0.1, 17)})
     assert [a.kind for a in alerts] == ["saturation"]
-    assert fed < 0.2 * 3000
+    assert fed[0] < 0.2 * 3000
 
 
 def test_quiet_blocks_between_eval_rows(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -188,8 +184,6 @@ def test_uniform_noise(seed: int, rows_only: Callable[[Callable[[], Any]], Any],
                        monkeypatch: pytest.MonkeyPatch) -> None:
     """The same alerts and detector states as row by row, and few rows fed one by one: the tails' rows checked
     against their own medians where the block's bounds are too loose, the level tests' drops within the noise."""
-    from steptable.alerts.window import Detector
-
     cols = _uniform(6000, seed)
     walls = [1.7e9 + 10 * i for i in range(6000)]
 
@@ -203,17 +197,9 @@ def test_uniform_noise(seed: int, rows_only: Callable[[Callable[[], Any]], Any],
     fast = fed()
     assert fast == rows_only(fed)
     assert scan(list(range(6000)), cols, walls) == fast[0]
-    fed_rows = 0
-    real = Detector.feed
-
-    def count(d: Detector, step: int, x: float) -> Any:
-        nonlocal fed_rows
-        fed_rows += 1
-        return real(d, step, x)
-
-    monkeypatch.setattr(Detector, "feed", count)
+    fed_rows = _rows_fed(monkeypatch, Detector)
     scan(list(range(6000)), cols)
-    assert fed_rows < 0.07 * 6000 * 13  # (13 detectors on the four columns; 26% before these bounds)
+    assert fed_rows[0] < 0.07 * 6000 * 13  # (13 detectors on the four columns; 26% before these bounds)
 
 
 def _store(cols: Mapping[str, Sequence[Any]], walls: Sequence[float] | None = None) -> RunStore:
