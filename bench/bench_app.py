@@ -93,6 +93,16 @@ def _rss_mb() -> tuple[float, float]:
     return cur, peak
 
 
+def new_row_stamps(session: Any, seen: dict[str, int]) -> list[float]:
+    """The write time of the last row of each run that gained rows since ``seen`` (run -> rows; updated)."""
+    stamps = []
+    for rid, run in session.runs.items():
+        if run.rows > seen.get(rid, 0):
+            seen[rid] = run.rows
+            stamps.append(run.store.wall_times[run.rows - 1])
+    return stamps
+
+
 async def _after_refresh(app: Any) -> float:
     fut: asyncio.Future[float] = asyncio.get_running_loop().create_future()
     app.call_after_refresh(lambda: fut.done() or fut.set_result(time.time()))
@@ -195,13 +205,11 @@ def child_latency(root: str, arms: int, seconds: float, rate: float, poll: float
     lat: list[float] = []
 
     class Timed(StepTableApp):
+        seen: dict[str, int] = {}  # noqa: RUF012
+
         def on_runs_changed(self, message: RunsChanged) -> None:
             super().on_runs_changed(message)
-            stamps = []
-            for rid, run in self.session.runs.items():
-                if run.rows > self._seen.get(rid, 0):
-                    self._seen[rid] = run.rows
-                    stamps.append(run.store.wall_times[run.rows - 1])
+            stamps = new_row_stamps(self.session, self.seen)
             if stamps:
                 self.call_after_refresh(lambda: lat.extend(time.time() - s for s in stamps))
 
@@ -209,7 +217,6 @@ def child_latency(root: str, arms: int, seconds: float, rate: float, poll: float
         # (more runs than a screen of tables open as the run list: the latency is that of their tables, so they
         # are shown as tables, as after opening them all from the list)
         app = Timed(Feed([root], poll=poll, sweep_min=arms))
-        app._seen = {}  # type: ignore[attr-defined]
         async with app.run_test(size=SIZE):
             while len(app.session.runs) < arms:
                 await asyncio.sleep(0.01)

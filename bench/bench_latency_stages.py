@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench_app import SIZE, generate
+from bench_app import SIZE, generate, new_row_stamps
 
 
 def measure(root: Path, arms: int, seconds: float, rate: float) -> tuple[list[list[float]], list[tuple[float, ...]],
@@ -58,11 +58,7 @@ def measure(root: Path, arms: int, seconds: float, rate: float) -> tuple[list[li
         def on_runs_changed(self, message: Any) -> None:
             t0 = time.time()
             super().on_runs_changed(message)
-            stamps = []
-            for rid, run in self.session.runs.items():
-                if run.rows > self.seen.get(rid, 0):
-                    self.seen[rid] = run.rows
-                    stamps.append(run.store.wall_times[run.rows - 1])
+            stamps = new_row_stamps(self.session, self.seen)
             if stamps:
                 rec = [t0, time.time(), min(stamps), 0.0]
                 batches.append(rec)

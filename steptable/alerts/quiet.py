@@ -98,7 +98,7 @@ def advance(dets: Sequence[Detector], xs: list[float], steps: Sequence[int]) -> 
     out: list[Commit | None] = []
     for d in dets:
         q = QUIET.get(type(d))
-        # (an episode said and not re-armed: its clear rows are counted row by row)
+        # (an episode said and not re-armed: row by row, where the detector is not LATCHED)
         out.append(q(d, xs, steps, memo) if q is not None and _open(d) else None)
     return out
 
