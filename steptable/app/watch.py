@@ -8,6 +8,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from steptable.app import heap
 from steptable.app.app import Clock, StepTableApp
 from steptable.app.feed import Feed
 from steptable.table.formatting import sanitize
@@ -47,7 +48,7 @@ def run_watch(
 
 def _resume_gc() -> None:
     if not gc.isenabled():
-        gc.freeze()
+        heap.settle()  # (for the session: not released)
         gc.enable()
 
 
