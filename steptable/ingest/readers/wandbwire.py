@@ -85,45 +85,38 @@ _VARINT = rb"[\x80-\xff]*+[\x00-\x7f]"
 #: no control character, quote or backslash (JSON string text as it is); possessive, so nothing is tried twice: it
 #: stops at the next part's tag (\x12) and at value_json's (\x82\x01), the only byte it holds that may start one
 _KEY_PART = rb'(?:[^\x00-\x1f"\\\x82]++|\x82(?!\x01))*+'
-#: the usual HistoryItem: nested_key parts (field 2) and value_json (field 16: JSON text, which holds no control
-#: character). Lengths are not checked: a part or a value is bounded by the control characters that start the next
-#: field, so on this layout the match is the decode.
-_ITEM = (rb"\x0a" + _VARINT + rb"\x12" + _VARINT + _KEY_PART + rb"(?:\x12[\x00-\x7f]" + _KEY_PART + rb")*+"
-         + rb"\x82\x01" + _VARINT + rb"[^\x00-\x1f]*+")
+#: the usual HistoryItem: one nested_key part (field 2) and value_json (field 16: JSON text, which holds no control
+#: character). Lengths are not checked: the key and the value are bounded by the control characters that start the
+#: next field, so on this layout the match is the decode. A key of several parts (a nested dict) is not matched:
+#: only the parts' lengths tell a further part's tag from a 0x12 in a key, and the general walk reads them.
+_ITEM = rb"\x0a" + _VARINT + rb"\x12" + _VARINT + _KEY_PART + rb"\x82\x01" + _VARINT + rb"[^\x00-\x1f]*+"
 _ITEMS = re.compile(rb"(?:" + _ITEM + rb")++", re.DOTALL)
 #: what may follow the items: HistoryRecord.step (field 2: HistoryStep{num=1}), _info (field 200)
 _TAIL = re.compile(rb"(?:\x12[\x00-\x7f](?:\x08" + _VARINT + rb")?)?(?:\xc2\x0c.*)?", re.DOTALL)
-# on matched items, in this order: each item's start -> `,"`; value_json's tag and length -> `":`; part -> `/`
+# on matched items, in this order: each item's start -> `,"`; value_json's tag and length -> `":`
 _ITEM_START = re.compile(rb"\x0a" + _VARINT + rb"\x12" + _VARINT)
 _VALUE_START = re.compile(rb"\x82\x01" + _VARINT)
-_PART_SEP = re.compile(rb"\x12[\x00-\x7f]")  # (parts of 128 bytes or more: the general walk)
 
 
 def history_line(buf: bytes, i: int, end: int) -> bytes | None:
-    """A HistoryRecord of the usual layout as one JSON object line ``{"key":value,...}`` (key parts joined with
-    ``/``), rewritten by regular expressions in C; None for any other layout (read it with :func:`history_items`)."""
+    """A HistoryRecord of the usual layout (every key of one part) as one JSON object line ``{"key":value,...}``,
+    rewritten by regular expressions in C; None for any other layout (read it with :func:`history_items`)."""
     m = _ITEMS.match(buf, i, end)
     if m is None or (m.end() != end and _TAIL.fullmatch(buf, m.end(), end) is None):
         return None
     body = _VALUE_START.sub(b'":', _ITEM_START.sub(b',"', buf[i : m.end()]))
-    if b"\x12" in body:  # keys of several parts (nested dicts)
-        body = _PART_SEP.sub(b"/", body)
     return b"{" + body[1:] + b"}"
 
 
-#: a further key part's tag and length (nested keys), not a value's length right after ``":``
-_PART_AFTER_KEY = re.compile(rb'(?<!":)\x12[\x00-\x7f]')
 #: deleted to leave the marks: ASCII text but quotes and backslashes (control characters and bytes of 128 or more left)
 _ASCII_TEXT = bytes(b for b in range(0x20, 0x80) if b not in b'"\\')
-#: the marks of one record: per item a quote, the key's bytes of 128 or more (and a backslash per further part where
-#: there are parts), a quote and the value's length (one control character: the value is under 32 bytes, ASCII as
-#: JSON without quotes is), each next item after a tab; records end with the 0 byte
-_RECORD = rb'"%s"[\x01-\x1f](?:\t"%s"[\x01-\x1f])*+'
-_MARKS = {parts: re.compile(_RECORD % (k, k) + rb"(?:\x00" + _RECORD % (k, k) + rb")*+\x00")
-          for parts, k in ((False, rb"[\x80-\xff]*+"), (True, rb"[\\\x80-\xff]*+"))}
-#: all control characters (the marks, the values' lengths) and backslashes (part marks) go, the 0 byte between
-#: records becomes a newline
-_DROP = bytes(range(1, 0x20)) + b"\\"
+#: the marks of one record: per item a quote, the key's bytes of 128 or more, a quote and the value's length (one
+#: control character: the value is under 32 bytes, ASCII as JSON without quotes is), each next item after a tab;
+#: records end with the 0 byte
+_RECORD = rb'"[\x80-\xff]*+"[\x01-\x1f](?:\t"[\x80-\xff]*+"[\x01-\x1f])*+'
+_MARKS = re.compile(_RECORD + rb"(?:\x00" + _RECORD + rb")*+\x00")
+#: all control characters (the marks, the values' lengths) go, the 0 byte between records becomes a newline
+_DROP = bytes(range(1, 0x20))
 _NEWLINE = bytes.maketrans(b"\x00", b"\n")
 
 
@@ -166,12 +159,12 @@ def history_lines(records: list[bytes]) -> bytes | None:
 
     Each record's step field and first item's start are cut here (a few byte tests a record); then over all of
     them in C: each next item's start (tag, length, key tag and length) becomes ``,\t"``, each value's tag
-    ``\x82\x01`` becomes ``":`` (its length byte stays), records are joined by ``}\x00{"``; for nested keys, each
-    further key part's tag and length becomes a backslash and ``/``. The control characters, quotes and
-    backslashes left must then be exactly those marks and the value lengths, in the layout's order and as many as
-    were put there: keys and values hold none of them, each tag replaced was a tag (a tag or length byte not
-    replaced is a control character or a byte of 128 or more outside a key's quotes), and each value is under 32
-    bytes (its length one control character). The marks and lengths are then deleted and each 0 byte becomes a
+    ``\x82\x01`` becomes ``":`` (its length byte stays), records are joined by ``}\x00{"``. The control characters,
+    quotes and backslashes left must then be exactly those marks and the value lengths, in the layout's order and as
+    many as were put there: keys and values hold none of them, each tag replaced was a tag (a tag or length byte not
+    replaced is a control character or a byte of 128 or more outside a key's quotes), every key is of one part (a
+    further part's tag is a control character left), and each value is under 32 bytes (its length one control
+    character). The marks and lengths are then deleted and each 0 byte becomes a
     newline."""
     parts = []
     for rec in records:
@@ -188,21 +181,16 @@ def history_lines(records: list[bytes]) -> bytes | None:
     if s.count(b"\x82\x01") != items + len(parts):  # (one value an item: else a key's quote could pass for its mark)
         return None
     s = s.replace(b"\x82\x01", b'":')
-    if not _marked(s, False, len(parts), items, 0):
-        if b"\x12" not in s:
-            return None
-        s, further = _PART_AFTER_KEY.subn(b"\\/", s)  # (keys of several parts: nested dicts)
-        if not _marked(s, True, len(parts), items, further):
-            return None
+    if not _marked(s, len(parts), items):
+        return None
     return s.translate(_NEWLINE, _DROP)[:-1]
 
 
-def _marked(s: bytes, parts: bool, records: int, items: int, further: int) -> bool:
-    """The marks of ``s`` are in the layout's order, and as many as were put there (a tab, 0 byte or backslash in a
-    key or value would otherwise stand for one; a value's length can be a tab, and is followed by no quote)."""
+def _marked(s: bytes, records: int, items: int) -> bool:
+    """The marks of ``s`` are in the layout's order, and as many as were put there (a tab or 0 byte in a key or
+    value would otherwise stand for one; a value's length can be a tab, and is followed by no quote)."""
     marks = s.translate(None, _ASCII_TEXT)
-    return (_MARKS[parts].fullmatch(marks) is not None and marks.count(b"\x00") == records
-            and marks.count(b'\t"') == items and marks.count(b"\\") == further)
+    return _MARKS.fullmatch(marks) is not None and marks.count(b"\x00") == records and marks.count(b'\t"') == items
 
 
 def wandb_record(buf: bytes, lines: bool = False) -> tuple[str, Any]:

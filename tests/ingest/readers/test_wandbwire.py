@@ -26,7 +26,7 @@ def test_wandb_records_decode_as_wandbs_classes_do(fixture: str, request: pytest
     pb = pytest.importorskip("wandb.proto.wandb_internal_pb2")
     records = wandb_records(wandb_file(request.getfixturevalue(fixture)))
     kinds = {"history": 0, "run": 0, "exit": 0}
-    lines = 0
+    lines = flat = 0
     for raw in records:
         rec = pb.Record.FromString(raw)
         which = rec.WhichOneof("record_type")
@@ -43,6 +43,10 @@ def test_wandb_records_decode_as_wandbs_classes_do(fixture: str, request: pytest
             if fast[0] == "line":  # the regular-expression path: the same object
                 lines += 1
                 assert str(json.loads(fast[1])) == str({k: json.loads(v) for k, v in want})
+            if all(len(it.nested_key) == 1 for it in rec.history.item):
+                flat += 1
+            else:  # (keys of several parts: only the general walk reads their lengths)
+                assert fast[0] == "history"
         elif which == "run":
             assert got["name"] == rec.run.display_name
             assert got["start"] == rec.run.start_time.seconds + rec.run.start_time.nanos / 1e9
@@ -51,7 +55,7 @@ def test_wandb_records_decode_as_wandbs_classes_do(fixture: str, request: pytest
         else:
             assert got == (rec.exit.exit_code, rec.exit.runtime)
     assert kinds["history"] >= 3 and kinds["run"] >= 1 and kinds["exit"] == 1
-    assert lines >= kinds["history"] - 1  # (all but the record of a wandb.Table, whose `_type` key says media)
+    assert lines >= flat - 1  # (all but the record of a wandb.Table, whose `_type` key says media)
 
 
 def test_wandb_typed_history_values_decode_as_json() -> None:
@@ -69,16 +73,28 @@ def test_wandb_typed_history_values_decode_as_json() -> None:
 def test_history_line_nested_keys_and_other_layouts() -> None:
     pb = pytest.importorskip("wandb.proto.wandb_internal_pb2")
     rec = pb.Record(history=pb.HistoryRecord(item=[
-        pb.HistoryItem(nested_key=["a", "b", "c"], value_json="1"), pb.HistoryItem(nested_key=["é"], value_json="NaN"),
+        pb.HistoryItem(nested_key=["a"], value_json="1"), pb.HistoryItem(nested_key=["é"], value_json="NaN"),
         pb.HistoryItem(nested_key=["s"], value_json='"x\\ny"')], step=pb.HistoryStep(num=3)))
     kind, line = wandb_record(rec.SerializeToString(), lines=True)
-    assert kind == "line" and line == '{"a/b/c":1,"é":NaN,"s":"x\\ny"}'.encode()
-    # keys whose UTF-8 holds the byte 0x82 that starts value_json's tag (₂ is e2 82 82), last or inside a part
+    assert kind == "line" and line == '{"a":1,"é":NaN,"s":"x\\ny"}'.encode()
+    # keys whose UTF-8 holds the byte 0x82 that starts value_json's tag (₂ is e2 82 82)
     subscript = pb.Record(history=pb.HistoryRecord(item=[
-        pb.HistoryItem(nested_key=["norm₂"], value_json="2.5"),
-        pb.HistoryItem(nested_key=["x₂y", "₂"], value_json="1")]))
+        pb.HistoryItem(nested_key=["norm₂"], value_json="2.5"), pb.HistoryItem(nested_key=["x₂y₂"], value_json="1")]))
     kind, line = wandb_record(subscript.SerializeToString(), lines=True)
-    assert kind == "line" and line == '{"norm₂":2.5,"x₂y/₂":1}'.encode()
+    assert kind == "line" and line == '{"norm₂":2.5,"x₂y₂":1}'.encode()
+    # keys of several parts (nested dicts), and keys holding the part tag's byte 0x12 before a character that would
+    # pass for a part's length: the general walk reads each part by its length
+    nested = pb.Record(history=pb.HistoryRecord(item=[
+        pb.HistoryItem(nested_key=["a", "b", "c"], value_json="1"),
+        pb.HistoryItem(nested_key=["x₂y", "₂"], value_json="2"),
+        pb.HistoryItem(nested_key=["a\x12bc"], value_json="3"),
+        pb.HistoryItem(nested_key=["a\x12\x01b"], value_json="4"),
+        pb.HistoryItem(nested_key=["p\x12\x01q", "r"], value_json="5")], step=pb.HistoryStep(num=4)))
+    kind, items = wandb_record(nested.SerializeToString(), lines=True)
+    assert kind == "history" and items == [(b"a/b/c", b"1"), ("x₂y/₂".encode(), b"2"), (b"a\x12bc", b"3"),
+                                           (b"a\x12\x01b", b"4"), (b"p\x12\x01q/r", b"5")]
+    raw = _history_field(nested.SerializeToString())
+    assert history_lines([raw]) is None and history_line(raw, 0, len(raw)) is None
     quoted = pb.Record(history=pb.HistoryRecord(item=[pb.HistoryItem(nested_key=['say "hi"'], value_json="2")]))
     kind, items = wandb_record(quoted.SerializeToString(), lines=True)  # (a quote in a key: the general walk)
     assert kind == "history" and items == [(b'say "hi"', b"2")]
@@ -109,23 +125,36 @@ def test_history_lines_read_what_history_line_reads(wandb_run: Path) -> None:
     pb = pytest.importorskip("wandb.proto.wandb_internal_pb2")
     records = [_history_field(raw) for raw in wandb_records(wandb_file(wandb_run))
                if pb.Record.FromString(raw).WhichOneof("record_type") == "history"]
-    plain = [r for r in records if b"_type" not in r]
-    assert len(plain) >= 3 and len(plain) < len(records)
+    media = [r for r in records if b"_type" in r]
+    assert len(media) >= 1 and history_lines(records) is None and history_lines(media) is None
+    # (the run's keys of several parts, "nested/b/c", are read record by record by the general walk; here they
+    # are rewritten as keys of one part by wandb's classes)
+    plain = [_one_part(pb, r) for r in records if r not in media]
+    assert len(plain) >= 3
     assert _lines(plain) == _as_one_by_one(plain) is not None
-    assert b"/" in _lines(plain)  # type: ignore[operator]  # (nested keys: several parts)
+    assert b"nested/b/c" in _lines(plain)  # type: ignore[operator]
     for r in plain:
         assert _lines([r]) == history_line(r, 0, len(r))
-    assert history_lines(records) is None
-    assert history_lines([r for r in records if r not in plain]) is None
+
+
+def _one_part(pb: Any, raw: bytes) -> bytes:
+    """A HistoryRecord (bytes) with each key of several parts rewritten by wandb's classes as one part
+    (``a``, ``b`` -> ``a/b``)."""
+    h = pb.HistoryRecord.FromString(raw)
+    for it in h.item:
+        if len(it.nested_key) > 1:
+            it.nested_key[:] = ["/".join(it.nested_key)]
+    return bytes(h.SerializeToString())
 
 
 def test_history_lines_only_where_every_record_is_of_the_usual_layout() -> None:
-    """Records history_line reads (nested keys, UTF-8 keys holding the value tag's byte, NaN, steps past 127 and
-    the value tag's bytes inside the step, values whose length byte is a tab, newline, carriage return, the part
-    tag or a mark, steps 0 and none) come out as it reads them; any other (a quote or control character in a key
-    or value, typed values, no items, a field after the step, an item of two values beside one of a typed value,
-    an item's marks inside a value, a value of 32 bytes or more: its length is no control character, or is two
-    bytes, the second one) makes the group None, never other lines."""
+    """Records history_line reads (UTF-8 keys holding the value tag's byte, NaN, steps past 127 and the value
+    tag's bytes inside the step, values whose length byte is a tab, newline, carriage return, the part tag or a
+    mark, steps 0 and none) come out as it reads them; any other (a key of several parts, a quote or control
+    character in a key or value -- the part tag's byte too --, typed values, no items, a field after the step, an
+    item of two values beside one of a typed value, an item's marks inside a value, a value of 32 bytes or more:
+    its length is no control character, or is two bytes, the second one) makes the group None, never other
+    lines."""
     pb = pytest.importorskip("wandb.proto.wandb_internal_pb2")
 
     def rec(*items: Any, step: int | None = None) -> bytes:
@@ -137,11 +166,11 @@ def test_history_lines_only_where_every_record_is_of_the_usual_layout() -> None:
     def item(key: str, value: str) -> Any:
         return pb.HistoryItem(nested_key=key.split("|"), value_json=value)
 
-    good = [rec(item("a", "1"), item("b|c", "2.5"), step=3), rec(item("é", "NaN"), item("norm₂", "-1e-05")),
-            rec(item("x₂y|₂", "1"), item("k" * 127, "3"), step=300), rec(item("_step", "7"), step=2 ** 40),
+    good = [rec(item("a", "1"), item("b/c", "2.5"), step=3), rec(item("é", "NaN"), item("norm₂", "-1e-05")),
+            rec(item("x₂y₂", "1"), item("k" * 127, "3"), step=300), rec(item("_step", "7"), step=2 ** 40),
             rec(item("v", "[1, 2]"), item("w", "{}"), item("t", "true")), rec(item("a", "1"), step=130),
-            rec(item("t", "0.1234567"), item("n|m", "0.12345678"), item("r", "0.12345678901"), step=0),
-            rec(item("p|q", "0.1234567890123456"), item("x", "1e-5"), item("y", "-1.2345678901234567e-300")),
+            rec(item("t", "0.1234567"), item("n", "0.12345678"), item("r", "0.12345678901"), step=0),
+            rec(item("p", "0.1234567890123456"), item("x", "1e-5"), item("y", "-1.2345678901234567e-300")),
             rec(item("z", "1" * 31), step=10)]
     assert _lines(good) == _as_one_by_one(good) is not None
     assert _lines(good).count(b"\n") == len(good) - 1  # type: ignore[union-attr]
@@ -153,7 +182,8 @@ def test_history_lines_only_where_every_record_is_of_the_usual_layout() -> None:
            rec(), rec(item("a\nb", "1")), rec(item("c", "1\x122")), rec(item("z", "1" * 50)),
            rec(item("l", "[" + ",".join(["1"] * 99) + "]")), rec(item("l", "[" + "1," * 63 + "11]")),
            rec(item("l", "[1" + ",1" * 15 + "]"), step=4),
-           rec(item("a", "1"), step=5) + b"\xc2\x0c\x02\x08\x01"]
+           rec(item("a", "1"), step=5) + b"\xc2\x0c\x02\x08\x01", rec(item("b|c", "2.5")),
+           rec(item("a\x12bc", "1")), rec(item("a\x12\x01b", "1"), item("x", "2"))]
     # an item of two value_json fields (two messages merged: the last one counts) beside one of a typed value
     # whose 8 bytes are text: as many value tags as items, quotes as many as they put, in another order
     printable = struct.unpack("<d", b"ABCDEFGH")[0]
