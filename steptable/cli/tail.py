@@ -165,7 +165,7 @@ def _status(args: argparse.Namespace, follower: Follower, tail: Tail, err: TextI
         _say(err, f"steptable tail: no rows yet in {paths}" + (": nothing checked\n" if args.alerts_only else "\n"))
         if args.alerts_only:  # a check of nothing: a trainer that died before its first row must not pass CI
             return 2
-    status = 1 if tail.error_alert else 0
+    status = 1 if tail.alerts.error_alert else 0
     if not live and tail.filter_missed():  # a mistyped filter showed the step column only
         status = 2
     empty = [s for s in chosen if not len(s)]

@@ -7,14 +7,13 @@ steptable.cli.tail.
 from __future__ import annotations
 
 import argparse
-import math
 import shutil
 from collections import Counter
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Sequence
 from typing import Any, TextIO
 
-from steptable.alerts.engine import Alert, AlertEngine, clockless_stall, end_alert
-from steptable.alerts.history import resumed_engine
+from steptable.alerts.engine import Alert, end_alert
+from steptable.cli.tailalerts import TailAlerts
 from steptable.cli.tailformats import Layout, Printer
 from steptable.cli.tailjsonl import jsonl_lines, plain
 from steptable.cli.tailkeep import for_args, holds_for, needed
@@ -52,13 +51,9 @@ class Tail:
         self.printed: dict[str, int | None] = {}  # run -> the highest step printed (None: none yet)
         self.seen_version: dict[str, int] = {}  # run -> store.version when it was last printed (for its edits)
         self.printer = Printer(args, out, err)  # the rows and alerts in the chosen format, and what it printed last
-        self.labels: dict[str, str] = {}  # run -> the name its alerts carry (the arm)
-        self.arm_of: dict[str, str] = {}  # run -> its arm (alert records)
         self.versions: dict[str, tuple[int, int, int]] = {}  # run -> (resumes, len, generation) seen: resets
         self.fit_told = False
         self.errors_seen = 0
-        self.engines: dict[str, AlertEngine] = {}
-        self.error_alert = False
         self.of: dict[str, Layout] = {}  # run -> the layout of its schema group
         self.keys_seen: set[str] = set()
         self.patterns = [p for p in args.columns.split(",") if p.strip()] if args.columns else []  # --columns
@@ -67,8 +62,6 @@ class Tail:
         self.tried: dict[str, int] = {}  # key -> the widest value a layout was made again for
         self.extremes: dict[str, dict[str, float]] = {}  # run -> key -> the largest magnitude a notation was asked for
         self.looked: set[str] = set()  # runs whose rows were looked at across (_first_look)
-        self.ended: set[str] = set()  # runs whose StepLogger was closed
-        self.far_told: set[str] = set()  # runs without a row clock told stalled (until they write again)
         self.gaps_told: dict[str, int] = {}  # run -> its store's gaps printed
         self.replaced_seen: dict[str, int] = {}  # a run's RunStore.replaced alerts looked at so far
         self.end_told: dict[str, float] = {}  # run -> when it was closed, for the crash or interruption told
@@ -76,9 +69,15 @@ class Tail:
         self.first_view = True  # -n is for the runs found at the start: a run found later is new output in full
         self.read_rows = False  # a row was read (the status of a -f that ends: was anything readable found?)
         self.since: int | None = getattr(args, "since", None)  # only rows and alerts at steps after it
+        self.alerts = TailAlerts(self.printer, self.since)
         self.only: str | None = getattr(args, "run", None)  # only the runs of this id or arm
         # -n: 20 by default, every row past the cursor with --since
         self.last: int = args.last if args.last is not None else (0 if self.since is not None else 20)
+
+    def check_stalls(self, now: float, stores: Collection[RunStore] = ()) -> None:
+        """Tell the stalls of ``stores`` against ``now`` (TailAlerts.check_stalls), then flush."""
+        self.alerts.check_stalls(now, stores)
+        self.out.flush()
 
     def projection(self) -> Any:
         """The keep test of the stores to read (None: every key's; steptable.cli.tailkeep.for_args)."""
@@ -192,10 +191,9 @@ class Tail:
         laying the runs out again first where keys, widths or a logged schema changed."""
         stores = self.chosen(follower)
         first_view, self.first_view = self.first_view, False
-        for run in [r for r in self.engines if r not in follower.stores]:
-            del self.engines[run]  # its file is gone and no longer followed: it did not stall
+        self.alerts.keep_only(follower.stores)
         self.printer.arm_runs = Counter(s.arm for s in stores)
-        self.ended = {s.run for s in stores if runinfo.closed_at(s.meta.get("runinfo")) is not None}
+        self.alerts.ended = {s.run for s in stores if runinfo.closed_at(s.meta.get("runinfo")) is not None}
         new = follower.error_count - self.errors_seen  # a count, not a cursor: the list keeps only the latest
         if new > 0:
             kept = list(follower.errors)[-new:]
@@ -228,7 +226,7 @@ class Tail:
                 self._tell_unkept(s, unkept.get(s.run, ()))
             self.printer.laid_out([self.of[s.run] for s in stores])  # (the columns of the CSV header)
         for store in stores:
-            self.arm_of[store.run] = store.arm
+            self.alerts.arm_of[store.run] = store.arm
             self._emit_run(store, len(stores) > 1, first_view)
             self._tell_end(store)
         self.out.flush()
@@ -257,7 +255,7 @@ class Tail:
         self.end_told[store.run] = closed
         if self.args.alerts_only:
             if (alert := end_alert(info, last)) is not None:
-                self._alert(store.run, alert)
+                self.alerts.tell(store.run, alert)
         elif self.args.format == "text":  # (as a resume is noted; jsonl, csv and md carry rows only)
             label = run_label(store, self.printer.arm_runs.get(store.arm, 0) <= 1)  # (as its alerts name it)
             self.out.write(f"── {label}: {runinfo.end_words(end)} ──\n")
@@ -295,13 +293,12 @@ class Tail:
                         note = f"── {sanitize(run)}: {what} ──\n"
                     if generation != seen[2] or at is None:
                         last = None
-                        self.engines.pop(run, None)  # new content: its history starts again
+                        self.alerts.restart(run)  # new content: its history starts again
                         self.replaced_seen.pop(run, None)  # (and its store's alerts of replaced rows)
                         self.printed.pop(run, None)
                     elif last is not None:
                         last = min(last, at - 1)
-                        if run in self.engines:  # what it read was replaced: the rows held now, up to the resume
-                            self.engines[run] = resumed_engine(store, at, old=self.engines[run])
+                        self.alerts.resumed(store, at)  # what it read was replaced: the rows held now
                     self.printer.need_head.add(run)
                 if last is not None and lost is not None:  # more edits than the store lists: all rows from there again
                     last = min(last, lost - 1)
@@ -331,10 +328,10 @@ class Tail:
         if a.alerts_only:  # the rows as stored, as summary and the app scan them (not derived: an alias the layout
             # fills in would be watched here alone, and tail's alerts would differ from theirs)
             if missed:
-                self._label(store)
+                self.alerts.label(store)
             for alert in missed:
-                self._alert(run, alert)
-            self._alerts(store, [(st, *again[st]) for st in sorted(again)], new, steps, walls, set(resumes))
+                self.alerts.tell(run, alert)
+            self.alerts.feed(store, [(st, *again[st]) for st in sorted(again)], new, steps, walls, set(resumes))
             return
         derive = self.of[run].schema.derive
         if again:
@@ -358,65 +355,6 @@ class Tail:
         csv = [*self.printer.csv_want, *(self.printer.csv_keys or ())] if a.format == "csv" else []
         return needed(lay.cols, lay.schema, lay.step_key, csv)
 
-    def _alerts(
-        self,
-        store: RunStore,
-        redo: Sequence[tuple[int, Mapping[str, Any], frozenset[str] | None]],
-        rows: Sequence[Mapping[str, Any]],
-        steps: Sequence[int],
-        walls: Sequence[float],
-        resumes: Collection[int] = (),
-    ) -> None:
-        """Feed the run's engine what changed in rows fed before (``redo``), then the new ``rows`` with their
-        ``steps`` and wall times (aligned with them). The gap before a row at one of the run's ``resumes`` is the
-        crash and the restart, not a stall (as ``alerts.scan`` takes it for summary and the app)."""
-        eng = self.engines.setdefault(store.run, AlertEngine())
-        if rows:
-            self.far_told.discard(store.run)  # it wrote again: a later stall is told again
-        self._label(store)
-        for step, row, keys in redo:  # what changed in rows already fed: the cells merged in, or the inserted row
-            for alert in eng.update(step, row if keys is None else {k: row[k] for k in keys if k in row}):
-                self._alert(store.run, alert)
-        for r, step, wall in zip(rows, steps, walls, strict=True):
-            if step in resumes:
-                eng.resumed()
-            found = eng.check_stall(wall) if math.isfinite(wall) and step not in resumes else []  # a gap now over
-            for alert in [*found, *eng.update(int(step), r, wall)]:
-                self._alert(store.run, alert)
-
-    def _label(self, store: RunStore) -> None:
-        # the arm when no other run has it, else run/arm: two experiments' seed0 must not read as one
-        self.labels[store.run] = run_label(store, self.printer.arm_runs.get(store.arm, 0) <= 1)
-
-    def check_stalls(self, now: float, stores: Collection[RunStore] = ()) -> None:
-        """A stall of each run read, against ``now``: from its rows' clock, or for ``stores`` whose rows carry none,
-        from the age of its file against its own step time (once, until it writes again)."""
-        from steptable.alerts.activity import STALLED, store_activity
-
-        for store in stores:  # a stall against now only where the run should still be writing (idle: no alert)
-            run = store.run
-            fed = self.engines.get(run)
-            if fed is None or run in self.ended or run in self.far_told:
-                continue  # ended: its StepLogger was closed; told: once until it writes again
-            if store_activity(store, now).state != STALLED:
-                continue
-            found = fed.check_stall(now) if fed.times_rows() else []
-            if not fed.times_rows() and (far := clockless_stall(store, now)) is not None:
-                found = [far]
-            if found:
-                self.far_told.add(run)
-            for alert in found:
-                self._alert(run, alert)
-        self.out.flush()
-
-    def _alert(self, run: str, alert: Alert) -> None:
-        """One alert, in the chosen format. With --since, those at steps up to it were told before; a stall or an end
-        is the run's state now, told whatever its step."""
-        if self.since is not None and alert.step <= self.since and alert.kind not in ("stall", "ended"):
-            return
-        if alert.level == "E":  # before the line: a SIGTERM right after it must not lose the status
-            self.error_alert = True
-        self.printer.alert(run, self.arm_of.get(run, ""), self.labels.get(run, run), alert)
 
 def _rest(group: Sequence[RunStore], schema: Schema, cols: tuple[Col, ...]) -> tuple[Col, ...]:
     """Columns for the keys the rows carry that ``cols`` leave out (hidden by a rule, bookkeeping such as ``ts``), in

@@ -131,15 +131,15 @@ def test_tail_f_says_a_hang_once(tmp_path: Path) -> None:
     eng = AlertEngine()  # what the live engine looks like after rows arrived a second apart
     for i in range(20):
         eng.update(i, {"loss": 0.1}, now - 120 - 20 + i)
-    live.tail.engines[run] = eng
+    live.tail.alerts.engines[run] = eng
     live.tail.check_stalls(now, list(live.follower.stores.values()))
     assert live.out.getvalue().count("stalled") == 1 and "no row for" in live.out.getvalue()
-    live.tail.engines[run] = AlertEngine()  # the same hang, seen by an engine of rows read at once: not said again
+    live.tail.alerts.engines[run] = AlertEngine()  # the same hang, seen afresh: not said again
     live.tail.check_stalls(now, list(live.follower.stores.values()))
     assert live.out.getvalue().count("stalled") == 1
     fresh = Live(tmp_path, ["--alerts-only"])  # rows read at once (one-shot): the file's age is all there is
     fresh.step()
-    fresh.tail.engines[run] = AlertEngine()
+    fresh.tail.alerts.engines[run] = AlertEngine()
     fresh.tail.check_stalls(now, list(fresh.follower.stores.values()))
     assert fresh.out.getvalue().count("file untouched for") == 1
 
@@ -167,7 +167,7 @@ def test_tail_f_says_the_end_once_when_the_run_dies_while_followed(tmp_path: Pat
     step()
     step()  # nothing new: told once
     alerts, text = (t.out.getvalue().splitlines() for t in tails.values())
-    assert alerts == ["E [r] step 1 run ended with RuntimeError"] and tails["--alerts-only"].error_alert
+    assert alerts == ["E [r] step 1 run ended with RuntimeError"] and tails["--alerts-only"].alerts.error_alert
     assert [line for line in text if "ended" in line] == ["── r: ended with RuntimeError ──"]
     assert text[-1].startswith("──") and text[-2].split() == ["1", "0.250"]  # under the run's last row
 
