@@ -117,7 +117,8 @@ class RunLog:
 
     @property
     def is_writer(self) -> bool:
-        return self._rank() == 0
+        rank = self._rank  # (asked once a row: no call once the rank is known)
+        return (rank() if rank.unknown else rank.value) == 0
 
     @property
     def logger(self) -> StepLogger | None:
