@@ -187,8 +187,9 @@ class StepLogger:
 
     def record(self, cells: Mapping[str, Any]) -> None:
         """Write the raw row to JSONL and watch it for alerts, as :meth:`log` does, without laying it out or
-        rendering it: for a logger whose rows no console shows (``console=False``), about half of log()'s cost.
-        ``table.txt`` and the run's description at close are the same either way."""
+        rendering it: for a logger whose rows no console shows (``console=False``). The line is written at once;
+        the rest of the row's work waits for a batch of rows (steptable.logger.backlog: each alert said when log()
+        would say it). ``table.txt``, the dump and the run's description are the same either way."""
         self._take(cells, False)
 
     def _take(self, cells: Mapping[str, Any], show: bool) -> str | None:
