@@ -6,9 +6,6 @@ from __future__ import annotations
 
 import math
 import random
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +13,7 @@ import pytest
 
 from steptable import Col, StepLogger
 from steptable.logger import alertfeed, backlog
+from tests.logger.helpers import spike_said_at_exit
 
 
 def _rows(n: int) -> list[dict[str, Any]]:
@@ -81,20 +79,7 @@ def test_the_dump_and_the_table_mid_run_see_every_recorded_row(tmp_path: Path) -
 
 
 def test_a_recorded_runs_last_alerts_are_said_when_the_script_exits_without_close(tmp_path: Path) -> None:
-    script = textwrap.dedent(f"""
-        import random
-        from steptable import Col, StepLogger
-        StepLogger._emit = lambda self, text, level="INFO": print(level, text)  # (console=False says them nowhere)
-        sl = StepLogger([Col("step", 5, "step", "d"), Col("loss", 7, "loss", "+.3f")], run_dir={str(tmp_path)!r},
-                        console=False)
-        rnd = random.Random(3)
-        for step in range(50):
-            sl.record({{"step": step, "loss": 9.0 if step == 45 else 0.5 + rnd.gauss(0, 0.01)}})
-        raise SystemExit(3)
-    """)
-    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
-    assert proc.returncode == 3, proc.stderr
-    assert sum("step 45 loss" in line for line in (proc.stdout + proc.stderr).splitlines()) == 1
+    assert spike_said_at_exit(tmp_path, "record", console=False) == 1
 
 
 def test_a_row_that_fails_its_catch_up_leaves_the_later_rows_for_the_next(
