@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
+from collections.abc import Collection
 from time import monotonic
 from typing import TYPE_CHECKING, Any
 
@@ -37,6 +38,18 @@ def step_number(step: Any, default: int) -> int:
         return int(step) if math.isfinite(step) else default
     except (OverflowError, ValueError):  # an int past float range
         return default
+
+
+def _finite(values: Collection[Any]) -> bool:
+    """Are ``values`` all finite floats and ints? In C: a NaN or an infinity makes their sum one (a sum of finite
+    numbers that overflows, or an int past float range beside a float, only says False: a row caught up early)."""
+    if not _NUMBERS.issuperset(map(type, values)):
+        return False
+    try:
+        total = sum(values)
+        return bool(total - total == 0)
+    except OverflowError:
+        return False
 
 
 def row_view(cells: dict[str, Any], step: Any) -> dict[str, Any]:
@@ -68,11 +81,7 @@ class Backlog:
         if not rows:
             self._first = now
         rows.append((step, cells, wall, index))
-        values = cells.values()
-        # (in C for a row of plain numbers: a NaN or an infinity makes the sum one; an overflow that makes a sum of
-        # finite numbers infinite only catches up early)
-        if (not _NUMBERS.issuperset(map(type, values)) or (total := sum(values)) - total != 0 or slow
-                or len(rows) >= BATCH_ROWS or now - self._first >= BATCH_S):
+        if not _finite(cells.values()) or slow or len(rows) >= BATCH_ROWS or now - self._first >= BATCH_S:
             self.catch_up(drain=True)
 
     def catch_up(self, drain: bool = False) -> None:

@@ -101,3 +101,18 @@ def test_a_row_that_fails_its_catch_up_leaves_the_later_rows_for_the_next(
     sl.close()
     assert [r["step"] for r in sl._recent] == [0, 1, 2, 4, 5, 6, 7, 8, 9]
     assert len((tmp_path / "metrics.jsonl").read_text().splitlines()) == 10
+
+
+@pytest.mark.parametrize("cells", [{"big": 2**1100, "loss": 0.5}, {"a": 1e308, "b": 1e308}, {"n": 2**1100},
+                                   {"note": "x", "loss": 0.5}, {"ok": True, "loss": 0.5}, {"loss": None}])
+def test_odd_rows_are_recorded_without_a_failure(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                 cells: dict[str, Any]) -> None:
+    """An int past float range beside a float (their sum raises), finite floats whose sum overflows, text, a bool,
+    a None: each row is written, nothing is reported, and the rows after it are caught up as ever."""
+    sl = StepLogger(None, tmp_path, console=False, dump_rows=100)
+    for i in range(5):
+        sl.record({"step": i, **cells})
+    sl.close()
+    assert "failed" not in capsys.readouterr().err and sl._lost == 0
+    assert len((tmp_path / "metrics.jsonl").read_text().splitlines()) == 5
+    assert [r["step"] for r in sl._recent] == list(range(5))
