@@ -161,7 +161,7 @@ class RunLog:
         if not row:
             return
         if self._step is not None:
-            row = {**row, "step": self._step}
+            row["step"] = self._step  # (the row is this RunLog's own, no longer pending)
         lg = self._logger if self._logger is not None else self._start(row)
         if self.console:
             lg.log(row)
