@@ -168,6 +168,12 @@ class RunWriter:
             return not self._pending
         self._pending.append(line)
         self._pending_bytes += len(line)
+        if len(self._pending) > 1:  # (rows wait only while writing fails)
+            self._drop_oldest()
+        return self.flush()
+
+    def _drop_oldest(self) -> None:
+        """Drop the oldest waiting rows beyond MAX_PENDING rows or MAX_PENDING_BYTES."""
         keep = 2 if self._partial is not None else 1  # never drop the rest of a row whose start is in the file
         while len(self._pending) > keep and (
             len(self._pending) > MAX_PENDING or self._pending_bytes > MAX_PENDING_BYTES
@@ -176,7 +182,6 @@ class RunWriter:
             del self._pending[keep - 1]
             self._pending_bytes -= len(victim)
             self.dropped += 1
-        return self.flush()
 
     def flush(self) -> bool:
         """Try to write every pending row. Never raises."""
