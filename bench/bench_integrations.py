@@ -18,7 +18,11 @@ about).
    against a third run of the same trainer with no steptable callback at all (its own dict prints), medians in the
    same process: what adding the callback costs the training loop, net of the dict prints it replaces.
 4. The floor of any per-log output in the same trainer (class Floor), measured in the default run: a line printed
-   between the bars as the row is, and an os.write of a JSONL row.
+   between the bars as the row is, and an os.write of a JSONL row (after the callback's own write: warm).
+5. The floor of the default callback's work (class Bare), in a run of its own: a callback that does only what a
+   JSONL-only row must do at once, in one function each (the logs merged into their step's row, the row stamped and
+   encoded by msgspec, one stat of the path, as the writer checks for a rotation or a deletion at each row, and one
+   os.write), timed as the callback is.
 
 Run: python bench/bench_integrations.py  (needs: pip install bpe-openai transformers torch trl)
 """
@@ -122,6 +126,45 @@ class Floor(transformers.TrainerCallback):  # type: ignore[misc]
         return tuple(sorted(x[5:])[len(x[5:]) // 2] for x in (self.printed, self.written))  # type: ignore[return-value]
 
 
+class Bare(transformers.TrainerCallback):  # type: ignore[misc]
+    """The floor of a JSONL-only row (see the module, 5.), timed as :class:`Timed` times the callback."""
+
+    def __init__(self, path: Path) -> None:
+        import msgspec
+
+        self.path, self.encode = str(path), msgspec.json.Encoder().encode
+        self.fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+        self.row: dict[str, Any] | None = None
+        self.step = 0
+        self.cpu: list[float] = []
+
+    def on_log(self, args: Any, state: Any, control: Any, logs: Any = None, **k: Any) -> None:
+        c = time.thread_time()
+        if self.row is not None and state.global_step != self.step:
+            self._out()
+        if self.row is None:
+            self.row, self.step = {}, state.global_step
+        self.row.update(logs or {})
+        self.cpu.append(time.thread_time() - c)
+
+    def on_step_begin(self, *a: Any, **k: Any) -> None:
+        c = time.thread_time()
+        if self.row:
+            self._out()
+        if self.cpu:
+            self.cpu[-1] += time.thread_time() - c
+
+    def _out(self) -> None:
+        row, self.row = self.row, None
+        line = self.encode({"step": self.step, "ts": round(time.time(), 3), **(row or {})}) + b"\n"
+        os.stat(self.path)
+        os.write(self.fd, line)
+
+    def median(self) -> float:
+        os.close(self.fd)
+        return sorted(self.cpu[1:])[len(self.cpu[1:]) // 2]
+
+
 def run(make: Callable[[Path, list[Any]], Any], out: Path, *callbacks: Any) -> tuple[str, Any]:
     buf = io.StringIO()
     with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(io.StringIO()):
@@ -140,6 +183,8 @@ def measure(name: str, make: Callable[[Path, list[Any]], Any], enc: Any) -> None
         plain, _ = run(make, Path(tmp) / "plain", quiet, floor)
         bare = Clock()  # no steptable callback at all: the trainer's own dict prints
         run(make, Path(tmp) / "bare", bare)
+        least = Bare(Path(tmp) / "least.jsonl")
+        run(make, Path(tmp) / "least", least)
     t_plain, t_rows = len(enc.encode(plain)), len(enc.encode(rows))
     print(f"{name}: console tokens, {STEPS} logged steps")
     print(f"  default output (dict prints):    {t_plain:6d}  ({t_plain / STEPS:.0f} a step)")
@@ -162,6 +207,10 @@ def measure(name: str, make: Callable[[Path, list[Any]], Any], enc: Any) -> None
     q_cpu = sorted(quiet.cpu[1:])[len(quiet.cpu[1:]) // 2]
     print(f"  the default StepTableCallback() (JSONL only): CPU median {q_cpu * 1e6:.0f} us per on_log, "
           f"{q_cpu / q_own:.2%} of its run's own step (median {q_own * 1e3:.2f} ms; goal < 1%)")
+    least_cpu = least.median()
+    print(f"    the floor of a JSONL-only row (merge, encode, stat, write; class Bare, a run of its own): CPU median "
+          f"{least_cpu * 1e6:.0f} us ({least_cpu / q_own:.2%} of the default run's step); the default callback is "
+          f"{q_cpu / least_cpu:.2f}x it")
     printed, written = floor.medians()
     print(f"    the floor, same process (the default run, CPU): a tqdm.write of a {widest}-character line with the "
           f"bar live {printed * 1e6:.0f} us ({printed / own:.2%} of the step), an os.write of a JSONL row "

@@ -96,7 +96,7 @@ class StepTableCallback(transformers.TrainerCallback):  # type: ignore[misc]
     def on_log(self, args: Any, state: Any, control: Any, logs: Any = None, **kwargs: Any) -> None:
         if not logs:
             return
-        run = self._run(args, state)
+        run = self.run if self.run is not None and state is self._state else self._run(args, state)
         if run.closed:
             if run.is_writer:  # (trainer.evaluate() after train(): the run was closed when training ended)
                 report_once(f"hf-closed-{id(self)}", "steptable: a log after training ended is not in the run's "

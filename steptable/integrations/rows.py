@@ -38,6 +38,7 @@ from steptable.table import runinfo
 HPARAMS_NAME = "args.json"
 
 _OPEN: weakref.WeakSet[RunLog] = weakref.WeakSet()
+_NUMBERS = frozenset({float, int})
 _hooked = False
 _hook_lock = threading.Lock()
 
@@ -117,7 +118,8 @@ class RunLog:
 
     @property
     def is_writer(self) -> bool:
-        return self._rank() == 0
+        rank = self._rank  # (asked once a row: no call once the rank is known)
+        return (rank() if rank.unknown else rank.value) == 0
 
     @property
     def logger(self) -> StepLogger | None:
@@ -139,9 +141,11 @@ class RunLog:
                     self._flush()
                 if self._pending is None:
                     self._pending, self._step = {}, step
-                # (a float or an int as it is: most of a log's values, without _number's attribute lookups)
-                self._pending.update({k: v if type(v) is float or type(v) is int else _number(v)
-                                      for k, v in metrics.items()})
+                if _NUMBERS.issuperset(map(type, metrics.values())):  # (in C: a log of plain numbers as it is)
+                    self._pending.update(metrics)
+                else:
+                    self._pending.update({k: v if type(v) is float or type(v) is int else _number(v)
+                                          for k, v in metrics.items()})
         except Exception as e:  # (the loop must survive a value we cannot read)
             report_once(f"runlog-{id(self)}-add", f"steptable: a row could not be taken ({error_text(e)})")
 
@@ -157,7 +161,7 @@ class RunLog:
         if not row:
             return
         if self._step is not None:
-            row = {**row, "step": self._step}
+            row["step"] = self._step  # (the row is this RunLog's own, no longer pending)
         lg = self._logger if self._logger is not None else self._start(row)
         if self.console:
             lg.log(row)

@@ -13,7 +13,6 @@ and the run goes on.
 from __future__ import annotations
 
 import itertools
-import math
 import os
 import threading
 import time
@@ -28,6 +27,7 @@ from steptable.alerts.rules import Alert
 from steptable.logger import process, tablefile
 from steptable.logger.alertfeed import AlertFeed
 from steptable.logger.autocols import auto_columns
+from steptable.logger.backlog import Backlog, row_view, step_number
 from steptable.logger.closing import Closer
 from steptable.logger.consolecols import ConsoleLayout
 from steptable.logger.rank import LazyRank
@@ -46,15 +46,8 @@ TABLE_NAME = tablefile.TABLE_NAME
 
 #: each logger's number, for its report topics (an id() can come back once a logger is collected)
 _NUMBERS = itertools.count()
-
-def _step_number(step: Any, default: int) -> int:
-    """The step as an int for the alert engine; ``default`` for a step that is not a finite number."""
-    try:
-        if isinstance(step, bool) or not isinstance(step, (int, float)):
-            return default
-        return int(step) if math.isfinite(step) else default
-    except (OverflowError, ValueError):  # an int past float range
-        return default
+#: a row of these value types alone is written as it is, every value (no None to leave out)
+_WRITTEN = frozenset({float, int, str, bool})
 
 
 class StepLogger:
@@ -123,6 +116,7 @@ class StepLogger:
         self._started = 0.0
         self._topic = f"steplogger-{next(_NUMBERS)}"  # failures are reported once per logger and kind
         self._closer = Closer(self)  # close(), table.txt and the end-of-run dump
+        self._backlog = Backlog(self)  # record()'s rows: their view, dump row, fit and alerts done in batches
         process.track(self)  # (after_fork, at_exit)
 
     def _set_cols(self, cols: Sequence[Col]) -> None:
@@ -146,13 +140,17 @@ class StepLogger:
         return self._layout.update(view)
 
     def _fit_cols(self, view: Mapping[str, Any]) -> None:
+        """Fit the columns declared without a width to ``view``'s values, and count the row."""
+        self._fit_widths(view)
+        self._rows += 1
+
+    def _fit_widths(self, view: Mapping[str, Any]) -> None:
         """Fit the columns declared without a width to ``view``'s values (the run's description and table.txt
-        give them), and count the row."""
+        give them)."""
         cols = fit_to(self.cols, view) if self._fits else None
         if cols is not None:
             self.cols = cols
             self.stream_cols = streamed(cols)
-        self._rows += 1
 
     def _shown(self, cols: Sequence[Col]) -> list[Col]:
         """``self.cols`` with the streamed ones as printed (``cols``: the layout's columns or legend columns)."""
@@ -163,6 +161,7 @@ class StepLogger:
         """The meaning of each printed column whose header is not its key (an abbreviation's line names the key) and
         of each dump-only column; one printed under its own key reads as what was logged and is left out (every
         column's meaning: ``steptable legend``, the watch app's legend pane)."""
+        self._caught_up()
         return render.legend(self._legend_cols())
 
     def _legend_cols(self) -> list[Col]:
@@ -171,7 +170,8 @@ class StepLogger:
     # ------------------------------------------------------------------------------------------------ the loop
     @property
     def is_writer(self) -> bool:
-        return self._rank() == 0
+        rank = self._rank  # (asked once a row: no call once the rank is known)
+        return (rank() if rank.unknown else rank.value) == 0
 
     @property
     def rank(self) -> int:
@@ -187,8 +187,9 @@ class StepLogger:
 
     def record(self, cells: Mapping[str, Any]) -> None:
         """Write the raw row to JSONL and watch it for alerts, as :meth:`log` does, without laying it out or
-        rendering it: for a logger whose rows no console shows (``console=False``), about half of log()'s cost.
-        ``table.txt`` and the run's description at close are the same either way."""
+        rendering it: for a logger whose rows no console shows (``console=False``). The line is written at once;
+        the rest of the row's work waits for a batch of rows (steptable.logger.backlog: each alert said when log()
+        would say it). ``table.txt``, the dump and the run's description are the same either way."""
         self._take(cells, False)
 
     def _take(self, cells: Mapping[str, Any], show: bool) -> str | None:
@@ -252,35 +253,35 @@ class StepLogger:
         now = time.time()
         # The caller's own timestamp (e.g. the step's start, or a clock of its own) wins over ours.
         record["ts"] = round(now, 3) if cells.get("ts") is None else cells["ts"]
-        for k, v in cells.items():
-            # None is "not measured this step": left out, since JSON's null is also what a NaN becomes, and a
-            # reader would take it for one (a NaN alert from the file that the loop rightly never raised).
-            if k not in record and v is not None:
-                record[k] = v
+        if _WRITTEN.issuperset(map(type, cells.values())):  # (in C: the loop below, where no value is None)
+            record.update(cells)
+        else:
+            for k, v in cells.items():
+                # None is "not measured this step": left out, since JSON's null is also what a NaN becomes, and a
+                # reader would take it for one (a NaN alert from the file that the loop rightly never raised).
+                if k not in record and v is not None:
+                    record[k] = v
         first = self._rows == 0
         if self._auto and first:  # (before the description: it names the columns)
             self._set_cols(self._first_cols(cells, step))
         if self._writer is not None:
             if first:  # before the first row: a reader that sees the row sees whose arm it is
                 self._describe(None)
-                self._lock_arm()
+                if self._writer_lock is not None:
+                    self._second = self._writer_lock.take(f"{self._topic}-two-writers")
             if self._second is not None:  # readers show this process's rows apart from the lock holder's
                 record[runinfo.WRITER_KEY] = self._second
             self._writer.write(record)
-        view = flat(cells)  # {"train": {"loss": x}} shows under train/loss, as the readers of the file name it
-        if view.get("step") is None:
-            view = {**view, "step": step}
+        if not show:  # (what only the alerts and the end of the run need of the row waits for a batch)
+            self._rows += 1
+            self._backlog.add(step, cells, now, self._rows - 1)
+            return ""
+        self._backlog.catch_up()  # (rows record() wrote before this one: in order)
+        view = row_view(cells, step)
         self._recent.append(kept(view))
-
-        if show:
-            line = self._show(view, first)
-        else:
-            self._fit_cols(view)
-            line = ""
-
+        line = self._show(view, first)
         if self._alerts is not None:
-            step_i = _step_number(step, self._rows - 1)
-            self._say(self._alerts.add(step_i, view, now))
+            self._say(self._alerts.add(step_number(step, self._rows - 1), view, now))
         return line
 
     def _show(self, view: Mapping[str, Any], first: bool) -> str:
@@ -337,27 +338,22 @@ class StepLogger:
     def _warn(self, text: str) -> None:
         warn(f"steptable: {text}", self.console)
 
-    def _lock_arm(self) -> None:
-        """Take this arm's writer lock; another live process holding it is told once (never raised: logging must
-        not break the run) and both write on, our rows marked with our pid (``runinfo.WRITER_KEY``) so that readers
-        show them apart. (Held by this process: a logger left open, as a notebook's cell run again leaves it.)"""
-        try:
-            if self._writer_lock is not None and (busy := self._writer_lock.acquire()) is not None:
-                if self._writer_lock.holder != os.getpid():  # (this process's own: a logger left open, not a writer)
-                    self._second = os.getpid()
-                report_once(f"{self._topic}-two-writers", f"steptable: {busy}")
-        except Exception:
-            pass
-
     # ------------------------------------------------------------------------------------------------ the end
     def dump(self) -> str:
         """Every column (streamed and dump-only) for the last ``dump_rows`` rows, with the legend of the dump."""
+        self._caught_up()
         return self._closer.dump()
 
     def write_table(self) -> Path | None:
         """Write the arm's rows (the last ``tablefile.MAX_ROWS`` of a longer run), every column, beside the JSONL (read
         back from it): ``table.txt``, or ``table.<arm>.txt`` where arms share it. None without a regular JSONL."""
+        self._caught_up()
         return self._closer.write_table()
+
+    def _caught_up(self) -> None:
+        """The rows record() left waiting, seen now (steptable.logger.backlog): the columns fitted, the dump rows."""
+        with self._lock:
+            self._backlog.catch_up()
 
     def close(self) -> None:
         """Final flush, the run marked ended, ``table.txt``, the end-of-run dump. Idempotent; raises nothing of its
@@ -373,25 +369,10 @@ class StepLogger:
         """The process exits: the alerts of rows still waiting for their batch are said, where close() did not
         say them (steptable.logger.process)."""
         if not self._closed and not self._forked:
-            self._say_waiting(wait=1.0)  # (a lock another thread holds at exit is not waited for long)
-
-    def _say_waiting(self, wait: float = -1) -> None:
-        """Feed the rows waiting for their alert batch and say their alerts (``wait``: seconds the lock is waited
-        for, -1 without end); raises nothing (a failure is reported once)."""
-        if self._alerts is None or not self._alerts.waiting:
-            return
-        try:
-            if not self._lock.acquire(timeout=wait):
-                return
-            try:
-                self._say(self._alerts.drain())
-            finally:
-                self._lock.release()
-        except Exception as e:
-            report_once(f"{self._topic}-alerts", f"steptable: the last rows' alerts failed ({error_text(e)})")
+            self._backlog.say_waiting(wait=1.0)  # (a lock another thread holds at exit is not waited for long)
 
     def _final_flush(self) -> None:
-        self._say_waiting()  # (before the file closes: a failure there must not keep it open)
+        self._backlog.say_waiting()  # (before the file closes: a failure there must not keep it open)
         if self._writer is not None:
             self._writer.close()
         if self._writer_lock is not None:

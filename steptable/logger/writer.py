@@ -70,14 +70,15 @@ def encode_row(record: Mapping[str, Any]) -> bytes:
     ``2**1000``, text, bools, None) is encoded by msgspec, in C: the same values as :func:`json_line`'s line (a
     non-finite float as null), a float's exponent spelt without its padding (``1e-7``, not ``1e-07``); anything
     else, and text msgspec refuses (a lone surrogate), is :func:`json_line`'s."""
-    if type(record) is dict and _TEXT.issuperset(map(type, record)):
-        types = set(map(type, record.values()))
-        if _PLAIN.issuperset(types) and (int not in types or all(
-                -_BIG < v < _BIG for v in record.values() if type(v) is int)):
-            try:
-                return _ENCODE(record) + b"\n"
-            except (UnicodeEncodeError, OverflowError, TypeError):
-                pass
+    if type(record) is dict and _TEXT.issuperset(map(type, record)) and _PLAIN.issuperset(
+            map(type, record.values())):
+        try:
+            line = _ENCODE(record)
+        except (UnicodeEncodeError, OverflowError, TypeError, ValueError):  # (ValueError: an int of 4300 digits)
+            pass
+        else:  # (an int of 2**1000 or more, which json_line writes as a float, has 302 digits: a long line only)
+            if len(line) < _BIG_DIGITS or all(-_BIG < v < _BIG for v in record.values() if type(v) is int):
+                return line + b"\n"
     return json_line(record).encode("utf-8", "replace")
 
 
@@ -87,6 +88,7 @@ _ENCODE = msgspec.json.Encoder().encode
 
 
 _BIG = 2**1000  # jsonable writes an int this large as a float
+_BIG_DIGITS = len(str(_BIG))
 _INF = math.inf
 _KEYS: dict[str, str] = {}  # key -> its JSON text (keys repeat on every row)
 
@@ -166,6 +168,12 @@ class RunWriter:
             return not self._pending
         self._pending.append(line)
         self._pending_bytes += len(line)
+        if len(self._pending) > 1:  # (rows wait only while writing fails)
+            self._drop_oldest()
+        return self.flush()
+
+    def _drop_oldest(self) -> None:
+        """Drop the oldest waiting rows beyond MAX_PENDING rows or MAX_PENDING_BYTES."""
         keep = 2 if self._partial is not None else 1  # never drop the rest of a row whose start is in the file
         while len(self._pending) > keep and (
             len(self._pending) > MAX_PENDING or self._pending_bytes > MAX_PENDING_BYTES
@@ -174,7 +182,6 @@ class RunWriter:
             del self._pending[keep - 1]
             self._pending_bytes -= len(victim)
             self.dropped += 1
-        return self.flush()
 
     def flush(self) -> bool:
         """Try to write every pending row. Never raises."""
@@ -182,8 +189,17 @@ class RunWriter:
         while self._pending:
             data = self._pending[0]
             try:
-                fh = self._open()
-                here = self._here()  # (the common case: one stat a row, no fstat after the write)
+                fh = self._fh or self._open()
+                # Does the path lead to the open file now? Asked before every row: where it does (the common case:
+                # one stat a row, nothing else), the row goes into it and nothing more is checked (a file deleted
+                # between this stat and the write takes that row with it, as it took the rows before; the next row
+                # finds it gone); where it does not, _moved and the check after the write tell a rotation from a
+                # deletion.
+                try:
+                    st = os.stat(self._path)
+                    here = (st.st_dev, st.st_ino) == self._ident
+                except OSError:
+                    here = False
                 # (a log rotation renamed it, or the run directory was moved): the path wins
                 if not here and self._moved(fh):
                     self._close_fh()
@@ -272,20 +288,9 @@ class RunWriter:
         except Exception:
             pass
 
-    def _here(self) -> bool:
-        """Does the path lead to the open file now? Asked before every row: where it does, the row goes into it and
-        nothing more is checked (a file deleted between this stat and the write takes that row with it, as it took
-        the rows before; the next row finds it gone); where it does not, :meth:`_moved` and the check after the
-        write tell a rotation from a deletion."""
-        try:
-            st = os.stat(self._path)
-        except OSError:
-            return False
-        return (st.st_dev, st.st_ino) == self._ident
-
     def _moved(self, fh: BinaryIO) -> bool:
         """Was the open file rotated: renamed away (or replaced) inside the directory it was opened in, which still
-        holds the path? Asked before every row the path does not lead to the open file (:meth:`_here`), so a
+        holds the path? Asked before every row the path does not lead to the open file, so a
         rotation's next row goes to the new file; not of a deleted file (the check after the write reopens that one). A
         directory moved or a symlink re-pointed (``outputs/latest`` to the next run) is not a rotation: the rows go
         on into the open file, never into another run's."""

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from steptable.logger.sinks import report_once
 from steptable.table.formatting import sanitize
 from steptable.table.runinfo import name_part
 
@@ -70,6 +71,19 @@ class WriterLock:
         except OSError:
             pass  # (the lock holds without the pid: the message then says "another process")
         self._fd = fd
+        return None
+
+    def take(self, topic: str) -> int | None:
+        """:meth:`acquire`, another live process holding the lock told once (report topic ``topic``; never
+        raised: logging must not break the run). Our pid where that process writes this arm's rows too (our rows
+        are then marked with it, ``runinfo.WRITER_KEY``, so that readers show them apart); else None (held by this
+        process: a logger left open, as a notebook's cell run again leaves it, is not a second writer)."""
+        try:
+            if (busy := self.acquire()) is not None:
+                report_once(topic, f"steptable: {busy}")
+                return os.getpid() if self.holder != os.getpid() else None
+        except Exception:
+            pass
         return None
 
     def release(self) -> None:

@@ -111,4 +111,6 @@ def freeze(raw: Mapping[str, Any]) -> dict[str, Any]:
                 continue
         else:
             items = dict(raw.items())
+    if _PLAIN.issuperset(map(type, items.values())):  # (in C: the common row, nothing to read)
+        return items
     return {k: v if type(v) in _PLAIN else frozen(v) for k, v in items.items()}

@@ -4,6 +4,9 @@ in a given way, and the files read back (rows, steps, description)."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+import textwrap
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -114,3 +117,24 @@ def log_rows(run_dir: Path, cols: list[Col] | tuple[Col, ...], rows: list[dict[s
 
 
 SIGNED_LOSS_COLS = [Col("step", 4, "step", "d", "step"), Col("loss", 7, "loss", "+.3f", "loss")]
+
+
+def spike_said_at_exit(run_dir: Path, method: str = "log", console: bool = True) -> int:
+    """A script that logs 50 rows with a loss spike at step 45 through ``StepLogger.<method>`` and exits without
+    close() (SystemExit(3)): how many of its output lines say the spike (its alert waits for a batch; ``console``
+    False says alerts nowhere, so the script prints them)."""
+    script = textwrap.dedent(f"""
+        import random
+        from steptable import Col, StepLogger
+        if not {console!r}:
+            StepLogger._emit = lambda self, text, level="INFO": print(level, text)
+        sl = StepLogger([Col("step", 5, "step", "d"), Col("loss", 7, "loss", "+.3f")], run_dir={str(run_dir)!r},
+                        console={console!r})
+        rnd = random.Random(3)
+        for step in range(50):
+            sl.{method}({{"step": step, "loss": 9.0 if step == 45 else 0.5 + rnd.gauss(0, 0.01)}})
+        raise SystemExit(3)
+    """)
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 3, proc.stderr
+    return sum("step 45 loss" in line for line in (proc.stdout + proc.stderr).splitlines())

@@ -5,9 +5,6 @@ from __future__ import annotations
 
 import math
 import random
-import subprocess
-import sys
-import textwrap
 from typing import Any
 
 import pytest
@@ -17,6 +14,7 @@ from steptable.logger import alertfeed
 from steptable.logger.alertfeed import AlertFeed
 from steptable.logger.steplogger import StepLogger
 from steptable.table.columns import Col
+from tests.logger.helpers import spike_said_at_exit
 
 KEYS = ("loss", "grad_norm", "reward", "entropy", "kl", "completions/clipped_ratio")
 
@@ -145,15 +143,4 @@ def test_a_slow_runs_alert_is_said_at_its_own_row(monkeypatch: pytest.MonkeyPatc
 
 def test_the_waiting_rows_alerts_are_said_when_the_script_exits_without_close(tmp_path: Any) -> None:
     """A script that never calls close() (or whose loop raises) still says the alerts of its last batch."""
-    script = textwrap.dedent(f"""
-        import random
-        from steptable import Col, StepLogger
-        sl = StepLogger([Col("step", 5, "step", "d"), Col("loss", 7, "loss", "+.3f")], run_dir={str(tmp_path)!r})
-        rnd = random.Random(3)
-        for step in range(50):
-            sl.log({{"step": step, "loss": 9.0 if step == 45 else 0.5 + rnd.gauss(0, 0.01)}})
-        raise SystemExit(3)
-    """)
-    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
-    assert proc.returncode == 3, proc.stderr
-    assert sum("step 45 loss" in line for line in (proc.stdout + proc.stderr).splitlines()) == 1
+    assert spike_said_at_exit(tmp_path) == 1

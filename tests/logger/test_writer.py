@@ -629,8 +629,9 @@ def test_a_plain_row_is_written_as_jsonable_and_json_dumps_write_it() -> None:
 
     rng = random.Random(0)
     odd: list[Any] = [math.nan, math.inf, -math.inf, -0.0, 1e-05, 1e16, 1e300, 5e-324, 2**1000, 2**1000 - 1,
-                      -(2**1000) + 1, -(2**1000), 10**400, True, False, None, "", 'a"\\\n\x00\x1f\x7f\u2028é\ud800',
-                      [1, math.nan], {"a": (1, 2)}, np.float32(0.25), np.int64(7), 3, -7]
+                      -(2**1000) + 1, -(2**1000), 10**400, 10**5000, True, False, None, "",
+                      'a"\\\n\x00\x1f\x7f\u2028é\ud800', [1, math.nan], {"a": (1, 2)}, np.float32(0.25), np.int64(7),
+                      3, -7]
     keys: list[Any] = ["step", 'q"uote', "é", "new\nline", "\ud800"]
     for i in range(20_000):
         row: dict[Any, Any] = {}

@@ -1,0 +1,117 @@
+"""The rows a StepLogger wrote without showing them (``StepLogger.record``), whose other work waits for a batch.
+
+Such a row goes to the JSONL at once (a reader of the file sees it as soon as log() would have written it); what
+only the end of the run or the alerts need of it waits here and is done for the waiting rows together: the row's
+view (nested mappings spread out), its copy for the end-of-run dump, the fit of the columns declared without a
+width (the run's description and table.txt at close) and its cells for the alert engine. They wait by the alert
+feed's own rules (steptable.logger.alertfeed: BATCH_ROWS rows, BATCH_S seconds since the first, a row BATCH_S
+seconds after the one before, a row with a cell that is not a finite number at once), so an alert is said when the
+feed would have said it, and the same alerts in the same order; the logger catches up before anything that reads
+that state (a row it shows, the dump, the table, the description, close, the interpreter's exit).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from collections.abc import Collection
+from time import monotonic
+from typing import TYPE_CHECKING, Any
+
+from steptable.logger.alertfeed import BATCH_ROWS, BATCH_S
+from steptable.logger.sinks import report_once
+from steptable.logger.writer import error_text
+from steptable.table.rowvalues import flat, kept
+
+if TYPE_CHECKING:
+    from steptable.logger.steplogger import StepLogger
+
+#: a row of these value types alone waits (anything else, nested mappings and text included, is caught up at once)
+_NUMBERS = frozenset({float, int})
+
+
+def step_number(step: Any, default: int) -> int:
+    """The step as an int for the alert engine; ``default`` for a step that is not a finite number."""
+    try:
+        if isinstance(step, bool) or not isinstance(step, (int, float)):
+            return default
+        return int(step) if math.isfinite(step) else default
+    except (OverflowError, ValueError):  # an int past float range
+        return default
+
+
+def _finite(values: Collection[Any]) -> bool:
+    """Are ``values`` all finite floats and ints? In C: a NaN or an infinity makes their sum one (a sum of finite
+    numbers that overflows, or an int past float range beside a float, only says False: a row caught up early)."""
+    if not _NUMBERS.issuperset(map(type, values)):
+        return False
+    try:
+        total = sum(values)
+        return bool(total - total == 0)
+    except OverflowError:
+        return False
+
+
+def row_view(cells: dict[str, Any], step: Any) -> dict[str, Any]:
+    """The row as the columns and the alerts read it: nested mappings spread out under ``a/b`` keys, as the readers
+    of the file name them, and its step."""
+    view = flat(cells)
+    return view if view.get("step") is not None else {**view, "step": step}
+
+
+class Backlog:
+    """The rows ``sl`` wrote and has not seen yet (see the module). Not thread-safe: used under the logger's lock."""
+
+    def __init__(self, sl: StepLogger) -> None:
+        self._sl = sl
+        #: (step, the frozen cells, wall time, the row's position in the run)
+        self._rows: deque[tuple[Any, dict[str, Any], float, int]] = deque()
+        self._first = 0.0  # monotonic() when the first waiting row came
+        self._last = -math.inf  # monotonic() when the last row came
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def add(self, step: Any, cells: dict[str, Any], wall: float, index: int) -> None:
+        """Take a row just written (``index``: its position in the run, from 0); caught up with the rows before it
+        where the alert feed would feed it now."""
+        now = monotonic()
+        slow, self._last = now - self._last >= BATCH_S, now
+        rows = self._rows
+        if not rows:
+            self._first = now
+        rows.append((step, cells, wall, index))
+        if not _finite(cells.values()) or slow or len(rows) >= BATCH_ROWS or now - self._first >= BATCH_S:
+            self.catch_up(drain=True)
+
+    def catch_up(self, drain: bool = False) -> None:
+        """Do the waiting rows' work, in order (a row that fails leaves those after it waiting); ``drain``: their
+        alerts are said now, not only those of the batches they complete."""
+        sl, rows = self._sl, self._rows
+        alerts = sl._alerts
+        while rows:
+            step, cells, wall, index = rows.popleft()
+            view = row_view(cells, step)
+            sl._recent.append(kept(view))
+            sl._fit_widths(view)
+            if alerts is not None:
+                sl._say(alerts.add(step_number(step, index), view, wall))
+        if drain and alerts is not None:
+            sl._say(alerts.drain())
+
+    def say_waiting(self, wait: float = -1) -> None:
+        """Catch up with the waiting rows and feed every row waiting for its alert batch, their alerts said (at
+        close and at the interpreter's exit; ``wait``: seconds the logger's lock is waited for, -1 without end).
+        Raises nothing (a failure is reported once)."""
+        sl = self._sl
+        if not self._rows and (sl._alerts is None or not sl._alerts.waiting):
+            return
+        try:
+            if not sl._lock.acquire(timeout=wait):
+                return
+            try:
+                self.catch_up(drain=True)
+            finally:
+                sl._lock.release()
+        except Exception as e:
+            report_once(f"{sl._topic}-alerts", f"steptable: the last rows' alerts failed ({error_text(e)})")

@@ -1,0 +1,118 @@
+"""steptable.logger.backlog: the rows StepLogger.record wrote wait for their other work (view, dump row, column fit,
+alerts) by the alert feed's rules; an alert is said when the feed would say it, and whatever reads that state
+(the dump, table.txt, close, the interpreter's exit) sees every row."""
+
+from __future__ import annotations
+
+import math
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from steptable import Col, StepLogger
+from steptable.logger import alertfeed, backlog
+from tests.logger.helpers import spike_said_at_exit
+
+
+def _rows(n: int) -> list[dict[str, Any]]:
+    rnd = random.Random(7)
+    rows = [{"step": i, "loss": 0.5 + rnd.gauss(0, 0.01), "kl": 0.05 + rnd.gauss(0, 0.002), "n": i % 5}
+            for i in range(n)]
+    rows[100]["loss"] = 9.0  # a spike
+    rows[150]["loss"] = math.nan
+    rows[170]["kl"] = math.inf
+    return rows
+
+
+def _said(sl: StepLogger, monkeypatch: pytest.MonkeyPatch, rows: list[dict[str, Any]]) -> list[tuple[int, str]]:
+    """(the row whose record() said it, the alert line) for each alert of the run; close's at len(rows)."""
+    said: list[tuple[int, str]] = []
+    at = [0]
+    monkeypatch.setattr(StepLogger, "_emit", lambda self, text, level="INFO": said.append((at[0], text))
+                        if level != "INFO" else None)
+    for i, row in enumerate(rows):
+        at[0] = i
+        sl.record(row)
+    at[0] = len(rows)
+    sl.close()
+    return said
+
+
+def test_recorded_rows_alerts_come_as_the_feed_says_them(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    rows = _rows(300)
+    said = _said(StepLogger(None, tmp_path, console=False), monkeypatch, rows)
+    steps = {(i, int(text.split()[1])) for i, text in said if text.startswith("step ")}
+    assert {150, 170} <= {s for _, s in steps} and 100 in {s for _, s in steps}
+    for i, step in steps:
+        assert step <= i < step + alertfeed.BATCH_ROWS or i == len(rows)
+        if step in (150, 170):
+            assert i == step  # a non-finite cell's alert at its own row
+
+
+def test_a_slow_runs_recorded_alert_is_said_at_its_own_row(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    now = [0.0]
+    monkeypatch.setattr(backlog, "monotonic", lambda: now[0])
+    monkeypatch.setattr(alertfeed, "monotonic", lambda: now[0])
+    rows = _rows(200)
+    sl = StepLogger(None, tmp_path, console=False)
+    said: list[tuple[int, str]] = []
+    monkeypatch.setattr(StepLogger, "_emit", lambda self, text, level="INFO": said.append((int(now[0] // 300), text))
+                        if level != "INFO" else None)
+    for i, row in enumerate(rows):
+        now[0] = 300.0 * i
+        sl.record(row)
+    assert [i for i, text in said if text.startswith("step 100 loss")] == [100]
+    sl.close()
+
+
+def test_the_dump_and_the_table_mid_run_see_every_recorded_row(tmp_path: Path) -> None:
+    sl = StepLogger([Col("step", 5, "step", "d"), Col("name")], tmp_path, console=False)
+    for i in range(9):
+        sl.record({"step": i, "name": "x" * (i + 1)})
+    assert sl.dump().splitlines()[-1].split()[0] == "8"  # (the last row, caught up)
+    table = sl.write_table()
+    assert table is not None and "xxxxxxxxx" in table.read_text()
+    assert {c.key: c.width for c in sl.cols}["name"] >= 9  # (fitted to the widest value)
+    sl.close()
+
+
+def test_a_recorded_runs_last_alerts_are_said_when_the_script_exits_without_close(tmp_path: Path) -> None:
+    assert spike_said_at_exit(tmp_path, "record", console=False) == 1
+
+
+def test_a_row_that_fails_its_catch_up_leaves_the_later_rows_for_the_next(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A row whose work raises costs that row's work only (reported once; training goes on): the rows after it
+    are caught up at the next batch, and every row is in the JSONL."""
+    real = backlog.kept
+
+    def kept(view: dict[str, Any]) -> dict[str, Any]:
+        if view.get("step") == 3:
+            raise RuntimeError("a bug")
+        return real(view)
+
+    monkeypatch.setattr(backlog, "kept", kept)
+    sl = StepLogger([Col("step", 5, "step", "d"), Col("loss", 7, "loss", "+.3f")], tmp_path, console=False,
+                    dump_rows=100)
+    for i in range(10):
+        sl.record({"step": i, "loss": 0.5 if i != 3 else math.nan})  # (the NaN row catches up at once)
+    sl.close()
+    assert [r["step"] for r in sl._recent] == [0, 1, 2, 4, 5, 6, 7, 8, 9]
+    assert len((tmp_path / "metrics.jsonl").read_text().splitlines()) == 10
+
+
+@pytest.mark.parametrize("cells", [{"big": 2**1100, "loss": 0.5}, {"a": 1e308, "b": 1e308}, {"n": 2**1100},
+                                   {"note": "x", "loss": 0.5}, {"ok": True, "loss": 0.5}, {"loss": None}])
+def test_odd_rows_are_recorded_without_a_failure(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                 cells: dict[str, Any]) -> None:
+    """An int past float range beside a float (their sum raises), finite floats whose sum overflows, text, a bool,
+    a None: each row is written, nothing is reported, and the rows after it are caught up as ever."""
+    sl = StepLogger(None, tmp_path, console=False, dump_rows=100)
+    for i in range(5):
+        sl.record({"step": i, **cells})
+    sl.close()
+    assert "failed" not in capsys.readouterr().err and sl._lost == 0
+    assert len((tmp_path / "metrics.jsonl").read_text().splitlines()) == 5
+    assert [r["step"] for r in sl._recent] == list(range(5))
