@@ -1,6 +1,7 @@
 """``summary``'s alert pass: each run's history through the alert engine, with what else its alerts line says (the
-rows a resume replaced, a stall, how the run ended). :class:`AlertsAhead` starts the pass in worker processes, over groups of columns that scan apart
-(steptable.alerts.parts), while the caller works out the statistics: the alerts are the same, in the same order.
+rows a resume replaced, a stall, how the run ended). :class:`AlertsAhead` starts the pass in worker processes, over
+groups of columns that scan apart (steptable.alerts.parts), while the caller works out the statistics: the alerts
+are the same, in the same order.
 
 The workers are forked (they read the runs already in memory; only their alerts come back, pickled through a
 pipe), so only where that is safe: a POSIX system other than macOS (whose system libraries may not survive a fork
