@@ -209,8 +209,21 @@ with open(sys.argv[1]) as f:
 # summary with its alert pass left out (steptable.alerts' own figure is bench_alert_history.py): the rest of it
 NO_ALERTS = """\
 import sys
-import steptable.cli.summary as summary
-summary._run_alerts = lambda store, now: []
+import steptable.summary.alertpass as alertpass
+class NoAlerts(dict):
+    def __init__(self, stores, now):
+        super().__init__()
+    def close(self):
+        pass
+alertpass.AlertsAhead = NoAlerts
+from steptable.cli.main import main
+sys.exit(main(["summary", *sys.argv[1:]]))
+"""
+# summary in one process: its alert pass with no worker (as on one core, or where forking is not safe)
+ONE_PROCESS = """\
+import sys
+import steptable.summary.alertpass as alertpass
+alertpass.workers_for = lambda cells: 0
 from steptable.cli.main import main
 sys.exit(main(["summary", *sys.argv[1:]]))
 """
@@ -285,10 +298,20 @@ def worst(argv: list[str], rows_out: int | None = None, repeat: int = 3, label: 
     runs = [run_child(argv, rows_out) for _ in range(repeat)]
     if label:
         CPU[label] = max(r[2] for r in runs)
+        WALL[label] = max(r[0] for r in runs)
     return max(r[0] for r in runs), max(r[1] for r in runs)
 
 
 CPU: dict[str, float] = {}  # a command's label -> its worst CPU seconds
+WALL: dict[str, float] = {}  # a command's label -> its worst wall seconds
+
+
+def cores() -> int:
+    """The cores this process (and so the commands it starts) may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
 
 
 def commands(big: str | None) -> None:
@@ -311,6 +334,7 @@ def commands(big: str | None) -> None:
         tail_s, tail_mb = worst([*st, *one], label="4. tail")
         follow_s, follow_mb = worst([*st, "tail", "-f", *one[1:]], rows_out=rows, label="5. tail -f (to its end)")
         sum_s, sum_mb = worst([*st, "summary", str(path)], label="6. summary")
+        worst([sys.executable, "-c", ONE_PROCESS, str(path)], label="   summary in one process (no alert worker)")
         rest_s, _ = worst([sys.executable, "-c", NO_ALERTS, str(path)], label="   summary without its alert pass")
         worst([sys.executable, "-c", READ_ONLY, str(path)], label="   summary's read alone (start, imports, read)")
         first = Path(tmp) / "one" / "metrics.jsonl"  # the floor: the interpreter and what tail imports, one row
@@ -334,10 +358,15 @@ def commands(big: str | None) -> None:
               f"(goal <= 0.5x), {sum_s / anchor_s:.2f}x the streaming one")
         print(f"   summary without its alert pass: {rest_s:.2f} s: {rest_s / read_s:.2f}x the reading script (its "
               "share of the goal: <= 0.3x)")
-        read_cpu = CPU["the reading script"]
-        print(f"CPU seconds (user + system, worst of 3), against the reading script's {read_cpu:.2f} s:")
+        read_cpu, read_wall = CPU["the reading script"], WALL["the reading script"]
+        print(f"wall and CPU seconds (CPU: user + system of the process and the workers it waited for; each the "
+              f"worst of 3), against the reading script's {read_wall:.2f} s wall, {read_cpu:.2f} s CPU; "
+              f"{cores()} cores this process may use (summary forks one fewer alert worker, itself the last):")
+        print("     wall  ratio     CPU  ratio  CPU/wall")
         for label, cpu in CPU.items():
-            print(f"   {cpu:6.2f} s  {cpu / read_cpu:5.2f}x  {label}")
+            wall = WALL[label]
+            print(f"   {wall:6.2f} {wall / read_wall:5.2f}x  {cpu:6.2f} {cpu / read_cpu:5.2f}x  {cpu / wall:5.2f}  "
+                  f"{label}")
 
 
 if __name__ == "__main__":

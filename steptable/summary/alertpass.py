@@ -24,9 +24,8 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from steptable.alerts import parts
+from steptable.alerts import history, parts
 from steptable.alerts.engine import Alert, AlertConfig, end_alert
-from steptable.alerts.history import scan
 
 #: watched cells (rows x watched keys, all runs) under which the pass stays in this process: a fork and its pipes
 #: cost a few ms, a 10k-row run's pass about 50 ms
@@ -48,7 +47,7 @@ def _inputs(store: Any, now: float) -> tuple[list[str], bool]:
 
 def _scan(store: Any, keys: Sequence[str], clock: bool, now: float | None, merge: bool = True) -> list[Alert]:
     walls = store.wall_times if clock and len(store.wall_times) else None
-    return scan(store.steps, {k: store.cells(k) for k in keys}, walls, now=now if clock else None,
+    return history.scan(store.steps, {k: store.cells(k) for k in keys}, walls, now=now if clock else None,
                 resumes=set(store.resumes), merge=merge)
 
 
@@ -181,8 +180,8 @@ class AlertsAhead(Mapping[str, list[Alert]]):
                 self._done[t] = self._run(t)
         found: dict[str, list[Alert]] = {}
         for i, (split, ids) in enumerate(self._plans):
-            got = parts.merge([self._done[t] for t in ids]) if split else self._done[ids[0]]
-            found[self._stores[i].run] = _finish(self._stores[i], self._now, self._stalled[i], got)
+            said = parts.merge([self._done[t] for t in ids]) if split else self._done[ids[0]]
+            found[self._stores[i].run] = _finish(self._stores[i], self._now, self._stalled[i], said)
         self._found = found
         return found
 

@@ -49,7 +49,8 @@ def test_hostile_columns(name: str) -> None:
     n = max(len(c) for c in cols.values())
     steps = list(range(n))
     walls = [1000.0 + 10 * i for i in range(n)]
-    for kw in ({}, {"config": AlertConfig(nan_missing=True)}):
+    configs: list[dict[str, Any]] = [{}, {"config": AlertConfig(nan_missing=True)}]
+    for kw in configs:
         assert split(steps, cols, walls, **kw) == scan(steps, cols, walls, **kw), (name, kw)
     assert split(steps, cols) == scan(steps, cols), name
 
@@ -73,7 +74,7 @@ def test_stalls_resumes_and_a_stall_at_the_end() -> None:
     walls[1000] = math.nan
     steps = [2 * i for i in range(1500)]
     for resumes in (set(), {1300, 2400}):
-        kw = {"now": walls[-1] + 9000, "resumes": resumes}
+        kw: dict[str, Any] = {"now": walls[-1] + 9000, "resumes": resumes}
         want = scan(steps, cols, walls, **kw)
         assert split(steps, cols, walls, **kw) == want
         assert any(a.kind == "stall" for a in want) and want[-1].kind == "stall"
