@@ -25,10 +25,13 @@ Three measurements, each against an anchor taken in the same run:
    ``loss`` of every row as JSON lines, and one that only reads every row (``json.loads``).
    4. ``tail -n 0 --format jsonl --columns step,loss``; 5. the same under ``-f``, until its last row is out (then
    TERM); goals: at most 0.5x the streaming script's time, resident memory at most 2x the two columns' numeric
-   payload + 50 MB. 6. ``summary``: goal at most 0.5x the reading script's time. Beside it, in CPU seconds: summary
-   without its alert pass, its read alone (``read_runs`` in a fresh interpreter, with the imports summary makes)
-   and ``summary`` of a one-row file (the interpreter's start, the imports, the parser): what is left of summary's
-   own part past them is its statistics, layout and text.
+   payload + 50 MB. 6. ``summary``: goal at most 0.5x the reading script's time. Beside it, in wall and CPU
+   seconds (the cores this bench may use and the load average printed with them): summary with its alert workers
+   whatever the load (steptable.summary.alertpass starts them only on cores other processes leave idle), summary
+   in one process (no worker: as on one core, or in the MCP server), summary without its alert pass, its read
+   alone (``read_runs`` in a fresh interpreter, with the imports summary makes) and ``summary`` of a one-row file
+   (the interpreter's start, the imports, the parser): what is left of summary's own part past them is its
+   statistics, layout and text.
 """
 
 from __future__ import annotations
@@ -219,6 +222,13 @@ alertpass.AlertsAhead = NoAlerts
 from steptable.cli.main import main
 sys.exit(main(["summary", *sys.argv[1:]]))
 """
+# summary with its alert workers on every core but one, whatever the load average says of other processes
+ALL_CORES = """\
+import os, sys
+os.getloadavg = lambda: (0.0, 0.0, 0.0)
+from steptable.cli.main import main
+sys.exit(main(["summary", *sys.argv[1:]]))
+"""
 # summary in one process: its alert pass with no worker (as on one core, or where forking is not safe)
 ONE_PROCESS = """\
 import sys
@@ -322,6 +332,7 @@ def commands(big: str | None) -> None:
             path.parent.mkdir(parents=True)
             write_big(path)
         rows = sum(1 for _ in open(path, "rb"))
+        load0 = os.getloadavg()[0]
         st = [sys.executable, "-m", "steptable"]
         small = Path(tmp) / "small" / "metrics.jsonl"
         small.parent.mkdir(parents=True)
@@ -334,6 +345,7 @@ def commands(big: str | None) -> None:
         tail_s, tail_mb = worst([*st, *one], label="4. tail")
         follow_s, follow_mb = worst([*st, "tail", "-f", *one[1:]], rows_out=rows, label="5. tail -f (to its end)")
         sum_s, sum_mb = worst([*st, "summary", str(path)], label="6. summary")
+        worst([sys.executable, "-c", ALL_CORES, str(path)], label="   summary, workers whatever the load")
         worst([sys.executable, "-c", ONE_PROCESS, str(path)], label="   summary in one process (no alert worker)")
         rest_s, _ = worst([sys.executable, "-c", NO_ALERTS, str(path)], label="   summary without its alert pass")
         worst([sys.executable, "-c", READ_ONLY, str(path)], label="   summary's read alone (start, imports, read)")
@@ -359,6 +371,7 @@ def commands(big: str | None) -> None:
         print(f"   summary without its alert pass: {rest_s:.2f} s: {rest_s / read_s:.2f}x the reading script (its "
               "share of the goal: <= 0.3x)")
         read_cpu, read_wall = CPU["the reading script"], WALL["the reading script"]
+        print(f"load average (1 min) at the start {load0:.2f}, at the end {os.getloadavg()[0]:.2f}")
         print(f"wall and CPU seconds (CPU: user + system of the process and the workers it waited for; each the "
               f"worst of 3), against the reading script's {read_wall:.2f} s wall, {read_cpu:.2f} s CPU; "
               f"{cores()} cores this process may use (summary forks one fewer alert worker, itself the last):")
