@@ -6,9 +6,8 @@ are the same, in the same order.
 The workers are forked (they read the runs already in memory; only their alerts come back, pickled through a
 pipe), so only where that is safe: a POSIX system other than macOS (whose system libraries may not survive a fork
 without exec), a process with no other thread (the MCP server runs commands in threads: one process there), more
-than one core that other processes leave idle, and a pass big enough to pay (:data:`MIN_CELLS`). A worker that
-dies, or that has not answered by its deadline, is killed and what it had not sent is worked out here: never a
-missing or different result.
+than one core, and a pass big enough to pay (:data:`MIN_CELLS`). A worker that dies, or that has not answered by
+its deadline, is killed and what it had not sent is worked out here: never a missing or different result.
 """
 
 from __future__ import annotations
@@ -67,8 +66,7 @@ def _finish(store: Any, now: float, stalled: bool, found: list[Alert]) -> list[A
 
 def workers_for(cells: int) -> int:
     """Worker processes for a pass over ``cells`` watched cells: 0 (this process alone) where forking is not safe
-    or does not pay, else the cores this process may use that other processes leave idle (the load average of the
-    last minute), less the one it works on itself."""
+    or does not pay, else one fewer than the cores this process may use (it works too)."""
     if cells < MIN_CELLS or not hasattr(os, "fork") or sys.platform == "darwin":
         return 0
     if threading.active_count() > 1 or threading.current_thread() is not threading.main_thread():
@@ -77,12 +75,7 @@ def workers_for(cells: int) -> int:
         cores = len(os.sched_getaffinity(0))
     except AttributeError:  # (no affinity call on this system)
         cores = os.cpu_count() or 1
-    try:
-        busy = os.getloadavg()[0]
-    except (AttributeError, OSError):
-        busy = 0.0
-    # (on cores others keep busy a worker only shares them: the same time, and the fork's cost on top)
-    return max(0, min(cores - 1, int(cores - busy)))
+    return max(0, cores - 1)
 
 
 class AlertsAhead(Mapping[str, list[Alert]]):
