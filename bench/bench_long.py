@@ -26,9 +26,8 @@ Three measurements, each against an anchor taken in the same run:
    4. ``tail -n 0 --format jsonl --columns step,loss``; 5. the same under ``-f``, until its last row is out (then
    TERM); goals: at most 0.5x the streaming script's time, resident memory at most 2x the two columns' numeric
    payload + 50 MB. 6. ``summary``: goal at most 0.5x the reading script's time. Beside it, in wall and CPU
-   seconds (the cores this bench may use and the load average printed with them): summary with its alert workers
-   whatever the load (steptable.summary.alertpass starts them only on cores other processes leave idle), summary
-   in one process (no worker: as on one core, or in the MCP server), summary without its alert pass, its read
+   seconds (the cores this bench may use and the load average printed with them): summary in one process (no
+   alert worker: as on one core, or in the MCP server), summary without its alert pass, its read
    alone (``read_runs`` in a fresh interpreter, with the imports summary makes) and ``summary`` of a one-row file
    (the interpreter's start, the imports, the parser): what is left of summary's own part past them is its
    statistics, layout and text.
@@ -222,13 +221,6 @@ alertpass.AlertsAhead = NoAlerts
 from steptable.cli.main import main
 sys.exit(main(["summary", *sys.argv[1:]]))
 """
-# summary with its alert workers on every core but one, whatever the load average says of other processes
-ALL_CORES = """\
-import os, sys
-os.getloadavg = lambda: (0.0, 0.0, 0.0)
-from steptable.cli.main import main
-sys.exit(main(["summary", *sys.argv[1:]]))
-"""
 # summary in one process: its alert pass with no worker (as on one core, or where forking is not safe)
 ONE_PROCESS = """\
 import sys
@@ -345,7 +337,6 @@ def commands(big: str | None) -> None:
         tail_s, tail_mb = worst([*st, *one], label="4. tail")
         follow_s, follow_mb = worst([*st, "tail", "-f", *one[1:]], rows_out=rows, label="5. tail -f (to its end)")
         sum_s, sum_mb = worst([*st, "summary", str(path)], label="6. summary")
-        worst([sys.executable, "-c", ALL_CORES, str(path)], label="   summary, workers whatever the load")
         worst([sys.executable, "-c", ONE_PROCESS, str(path)], label="   summary in one process (no alert worker)")
         rest_s, _ = worst([sys.executable, "-c", NO_ALERTS, str(path)], label="   summary without its alert pass")
         worst([sys.executable, "-c", READ_ONLY, str(path)], label="   summary's read alone (start, imports, read)")
