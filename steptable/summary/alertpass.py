@@ -6,8 +6,9 @@ are the same, in the same order.
 The workers are forked (they read the runs already in memory; only their alerts come back, pickled through a
 pipe), so only where that is safe: a POSIX system other than macOS (whose system libraries may not survive a fork
 without exec), a process with no other thread (the MCP server runs commands in threads: one process there), more
-than one core, and a pass big enough to pay (:data:`MIN_CELLS`). A worker that dies, or that has not answered by
-its deadline, is killed and what it had not sent is worked out here: never a missing or different result.
+than one core that no other process is running on, and a pass big enough to pay (:data:`MIN_CELLS`). A worker
+that dies, or that has not answered by its deadline, is killed and what it had not sent is worked out here: never
+a missing or different result.
 """
 
 from __future__ import annotations
@@ -66,7 +67,8 @@ def _finish(store: Any, now: float, stalled: bool, found: list[Alert]) -> list[A
 
 def workers_for(cells: int) -> int:
     """Worker processes for a pass over ``cells`` watched cells: 0 (this process alone) where forking is not safe
-    or does not pay, else one fewer than the cores this process may use (it works too)."""
+    or does not pay, else one fewer than the cores this process may use that no other process is running on (it
+    works too)."""
     if cells < MIN_CELLS or not hasattr(os, "fork") or sys.platform == "darwin":
         return 0
     if threading.active_count() > 1 or threading.current_thread() is not threading.main_thread():
@@ -75,7 +77,21 @@ def workers_for(cells: int) -> int:
         cores = len(os.sched_getaffinity(0))
     except AttributeError:  # (no affinity call on this system)
         cores = os.cpu_count() or 1
-    return max(0, cores - 1)
+    # (a worker on a core another process keeps busy only shares it: the same wall time, plus the fork's cost)
+    return max(0, min(cores, cores - _running_elsewhere()) - 1)
+
+
+#: Linux: the runnable count right now is the 4th field's numerator ("2/91")
+LOADAVG = "/proc/loadavg"
+
+
+def _running_elsewhere() -> int:
+    """Processes (threads) runnable right now besides this one; 0 where the system does not say."""
+    try:
+        with open(LOADAVG, "rb") as f:
+            return max(0, int(f.read().split()[3].split(b"/")[0]) - 1)
+    except (OSError, ValueError, IndexError):
+        return 0
 
 
 class AlertsAhead(Mapping[str, list[Alert]]):

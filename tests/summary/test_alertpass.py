@@ -143,10 +143,19 @@ def test_an_exception_in_this_process_ends_the_workers(tmp_path: Path, monkeypat
 
 
 @pytest.mark.skipif(not hasattr(os, "fork") or sys.platform == "darwin", reason="workers are forked")
-def test_when_workers_are_started(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_when_workers_are_started(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2, 3}, raising=False)
+    loadavg = tmp_path / "loadavg"
+    monkeypatch.setattr(alertpass, "LOADAVG", str(loadavg))
+    loadavg.write_text("2.48 2.09 1.61 1/91 14359\n")  # (this process alone runnable)
     assert alertpass.workers_for(alertpass.MIN_CELLS) == 3
     assert alertpass.workers_for(alertpass.MIN_CELLS - 1) == 0  # a pass too small to pay for a fork
+    loadavg.write_text("2.48 2.09 1.61 3/91 14359\n")  # two other processes running: two cores left
+    assert alertpass.workers_for(alertpass.MIN_CELLS) == 1
+    loadavg.write_text("2.48 2.09 1.61 5/91 14359\n")
+    assert alertpass.workers_for(alertpass.MIN_CELLS) == 0
+    loadavg.write_text("garbled")  # (or no such file: nothing known of other processes)
+    assert alertpass.workers_for(alertpass.MIN_CELLS) == 3
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0}, raising=False)
     assert alertpass.workers_for(10 * alertpass.MIN_CELLS) == 0  # one core
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2, 3}, raising=False)
