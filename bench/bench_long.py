@@ -365,7 +365,8 @@ def commands(big: str | None) -> None:
         print(f"load average (1 min) at the start {load0:.2f}, at the end {os.getloadavg()[0]:.2f}")
         print(f"wall and CPU seconds (CPU: user + system of the process and the workers it waited for; each the "
               f"worst of 3), against the reading script's {read_wall:.2f} s wall, {read_cpu:.2f} s CPU; "
-              f"{cores()} cores this process may use (summary forks one fewer alert worker, itself the last):")
+              f"{cores()} cores this process may use (summary's alert workers: one fewer than those no other process "
+              f"runs on, as it works too):")
         print("     wall  ratio     CPU  ratio  CPU/wall")
         for label, cpu in CPU.items():
             wall = WALL[label]

@@ -147,8 +147,6 @@ class AlertsAhead(Mapping[str, list[Alert]]):
         finally:
             os.close(w)  # (no writer left: a read of the empty pipe says so at once, in every process)
         self._tokens = r
-        sys.stdout.flush()
-        sys.stderr.flush()
         for _ in range(self.workers):
             rr, rw = os.pipe()
             try:
@@ -229,7 +227,10 @@ class AlertsAhead(Mapping[str, list[Alert]]):
                 os.kill(pid, signal.SIGKILL)  # (one already gone: its pid is ours until waited for)
             except OSError:
                 pass
-            os.waitpid(pid, 0)
+            try:
+                os.waitpid(pid, 0)
+            except ChildProcessError:  # (reaped already: SIGCHLD ignored by whoever embeds this)
+                pass
             os.close(fd)
         self._pids.clear()
         if self._tokens >= 0:
