@@ -28,9 +28,9 @@ from typing import Any
 from steptable.alerts import history, parts
 from steptable.alerts.engine import Alert, AlertConfig, end_alert
 
-#: watched cells (rows x watched keys, all runs) under which the pass stays in this process: a fork and its pipes
-#: cost a few ms, a 10k-row run's pass about 50 ms
-MIN_CELLS = 100_000
+#: watched cells (rows x watched keys, all runs) under which the pass stays in this process: a worker costs ~20 ms
+#: of CPU (the fork, pages copied on write, the pipes); a 10k-row run of 4 watched keys is ~30 ms faster with one
+MIN_CELLS = 40_000
 #: the fewest seconds a worker is waited for once this process has done its share (then 3x the time since the fork)
 WAIT_S = 20.0
 #: task bundles at most (one 4-byte token each, all written to one pipe before the fork: it holds 64 KiB)
