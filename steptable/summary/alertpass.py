@@ -35,6 +35,8 @@ MIN_CELLS = 40_000
 WAIT_S = 20.0
 #: task bundles at most (one 4-byte token each, all written to one pipe before the fork: it holds 64 KiB)
 MAX_TOKENS = 4096
+#: Linux: the runnable count right now is the 4th field's numerator ("2/91")
+LOADAVG = "/proc/loadavg"
 
 
 def _inputs(store: Any, now: float) -> tuple[list[str], bool]:
@@ -49,7 +51,7 @@ def _inputs(store: Any, now: float) -> tuple[list[str], bool]:
 def _scan(store: Any, keys: Sequence[str], clock: bool, now: float | None, merge: bool = True) -> list[Alert]:
     walls = store.wall_times if clock and len(store.wall_times) else None
     return history.scan(store.steps, {k: store.cells(k) for k in keys}, walls, now=now if clock else None,
-                resumes=set(store.resumes), merge=merge)
+                        resumes=set(store.resumes), merge=merge)
 
 
 def _finish(store: Any, now: float, stalled: bool, found: list[Alert]) -> list[Alert]:
@@ -81,10 +83,6 @@ def workers_for(cells: int) -> int:
     return max(0, min(cores, cores - _running_elsewhere()) - 1)
 
 
-#: Linux: the runnable count right now is the 4th field's numerator ("2/91")
-LOADAVG = "/proc/loadavg"
-
-
 def _running_elsewhere() -> int:
     """Processes (threads) runnable right now besides this one; 0 where the system does not say."""
     try:
@@ -95,18 +93,18 @@ def _running_elsewhere() -> int:
 
 
 class AlertsAhead(Mapping[str, list[Alert]]):
-    """Every run's alerts keyed by run id (the last store of an id wins), as ``{s.run: run_alerts(s, now)}`` has
-    them. Worker processes start at once; reading any alert waits for the pass to end (this process takes the
-    tasks no worker has taken yet). :meth:`close` ends the workers if the alerts are never read."""
+    """Every run's alerts keyed by run id (the last store of an id wins), as scanning each run in turn in this
+    process gives them. Worker processes start at once; reading any alert waits for the pass to end (this process
+    takes the tasks no worker has taken yet). :meth:`close` ends the workers if the alerts are never read."""
 
-    def __init__(self, stores: Sequence[Any], now: float, workers: int | None = None) -> None:
+    def __init__(self, stores: Sequence[Any], now: float) -> None:
         self._stores, self._now = list(stores), now
         self._plans: list[tuple[bool, list[int]]] = []  # per store: split into parts?, its task ids
         self._tasks: list[tuple[int, tuple[str, ...], bool, bool]] = []  # (store, keys, with the clock, merged)
         inputs = [_inputs(s, now) for s in self._stores]
         self._stalled = [stalled for _, stalled in inputs]
         cells = sum(len(s) * len(keys) for s, (keys, _) in zip(self._stores, inputs, strict=True))
-        self.workers = workers_for(cells) if workers is None else workers
+        self.workers = workers_for(cells)
         for i, (s, (keys, _)) in enumerate(zip(self._stores, inputs, strict=True)):
             # (in this process alone, one scan a run: the parts together read what it reads, and merge)
             groups = parts.parts(keys) if self.workers > 0 and len(s) > 1 else []
