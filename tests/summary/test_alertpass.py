@@ -57,6 +57,11 @@ def _runs(root: Path) -> dict[str, Path]:
 def _forks(monkeypatch: pytest.MonkeyPatch, workers: int) -> list[int]:
     """Force ``workers`` worker processes whatever the pass's size and the cores; the pids forked, in order."""
     monkeypatch.setattr(alertpass, "workers_for", lambda cells: workers)
+    return _spy_forks(monkeypatch)
+
+
+def _spy_forks(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The pids forked from this process from now on, in order."""
     pids: list[int] = []
     real = os.fork
 
@@ -167,3 +172,30 @@ def test_when_workers_are_started(monkeypatch: pytest.MonkeyPatch, tmp_path: Pat
     finally:
         stop.set()
         other.join()
+
+
+@pytest.mark.skipif(not hasattr(os, "fork") or sys.platform == "darwin", reason="workers are forked")
+def test_no_worker_under_the_mcp_server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The MCP server runs commands in threads: `summary` there stays one process, with the same text."""
+    import io
+
+    from steptable.cli.mcpcmd import run_argv
+
+    path = _runs(tmp_path)["plain"]
+    pids = _spy_forks(monkeypatch)
+    monkeypatch.setattr(alertpass, "MIN_CELLS", 0)  # (every pass big enough, every core free)
+    monkeypatch.setattr(alertpass, "_running_elsewhere", lambda: 0)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    texts: list[str] = []
+
+    def call() -> None:
+        out = io.StringIO()
+        run_argv(["summary", str(path)], out, io.StringIO())
+        texts.append(out.getvalue())
+
+    worker = threading.Thread(target=call)
+    worker.start()
+    worker.join()
+    assert texts and "spike" in texts[0] and pids == []
+    call()  # the same command in this (main, single-threaded) process: workers, the same text
+    assert len(pids) > 0 and texts[1] == texts[0]
