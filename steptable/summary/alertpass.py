@@ -161,18 +161,21 @@ class AlertsAhead(Mapping[str, list[Alert]]):
         self._forked_at = time.monotonic()
 
     def _work(self, out: int) -> None:
-        """A worker's life: take a bundle, send its tasks' alerts (one frame: 8-byte length, pickle), again; then
-        exit without running this process's exit handlers or flushing its buffers (they are the parent's)."""
+        """A worker's life: take bundles until none is left, then send their tasks' alerts (one frame: 8-byte
+        length, pickle; at the end, so that a pipe the parent does not read yet never holds up the work) and exit
+        without running this process's exit handlers or flushing its buffers (they are the parent's)."""
         status = 1
         try:
             gc.disable()  # (a collection would touch, and so copy, every object of the runs read)
             for rfd in self._pids.values():  # (the other workers' pipes, open in the parent when this one forked)
                 os.close(rfd)
+            done: list[tuple[int, list[Alert]]] = []
             while got := os.read(self._tokens, 4):
-                data = pickle.dumps([(t, self._run(t)) for t in self._todo[int.from_bytes(got, "little")]])
-                view = memoryview(len(data).to_bytes(8, "little") + data)
-                while view:
-                    view = view[os.write(out, view):]
+                done += [(t, self._run(t)) for t in self._todo[int.from_bytes(got, "little")]]
+            data = pickle.dumps(done)
+            view = memoryview(len(data).to_bytes(8, "little") + data)
+            while view:
+                view = view[os.write(out, view):]
             status = 0
         finally:  # (KeyboardInterrupt and SystemExit too)
             os._exit(status)
