@@ -33,6 +33,8 @@ from steptable.alerts.engine import Alert, AlertConfig, end_alert
 MIN_CELLS = 40_000
 #: the fewest seconds a worker is waited for once this process has done its share (then 3x the time since the fork)
 WAIT_S = 20.0
+#: workers at most: a run's scan splits into 6 parts or fewer, and each fork copies the page tables of every run read
+MAX_WORKERS = 8
 #: task bundles at most (one 4-byte token each, all written to one pipe before the fork: it holds 64 KiB)
 MAX_TOKENS = 4096
 #: Linux: the runnable count right now is the 4th field's numerator ("2/91")
@@ -70,7 +72,7 @@ def _finish(store: Any, now: float, stalled: bool, found: list[Alert]) -> list[A
 def workers_for(cells: int) -> int:
     """Worker processes for a pass over ``cells`` watched cells: 0 (this process alone) where forking is not safe
     or does not pay, else one fewer than the cores this process may use that no other process is running on (it
-    works too)."""
+    works too), at most MAX_WORKERS."""
     if cells < MIN_CELLS or not hasattr(os, "fork") or sys.platform == "darwin":
         return 0
     if threading.active_count() > 1 or threading.current_thread() is not threading.main_thread():
@@ -80,7 +82,7 @@ def workers_for(cells: int) -> int:
     except AttributeError:  # (no affinity call on this system)
         cores = os.cpu_count() or 1
     # (a worker on a core another process keeps busy only shares it: the same wall time, plus the fork's cost)
-    return max(0, min(cores, cores - _running_elsewhere()) - 1)
+    return max(0, min(MAX_WORKERS + 1, cores, cores - _running_elsewhere()) - 1)
 
 
 def _running_elsewhere() -> int:

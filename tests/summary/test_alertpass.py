@@ -161,6 +161,8 @@ def test_when_workers_are_started(monkeypatch: pytest.MonkeyPatch, tmp_path: Pat
     assert alertpass.workers_for(alertpass.MIN_CELLS) == 0
     loadavg.write_text("garbled")  # (or no such file: nothing known of other processes)
     assert alertpass.workers_for(alertpass.MIN_CELLS) == 3
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(64)), raising=False)
+    assert alertpass.workers_for(alertpass.MIN_CELLS) == alertpass.MAX_WORKERS
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0}, raising=False)
     assert alertpass.workers_for(10 * alertpass.MIN_CELLS) == 0  # one core
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2, 3}, raising=False)
