@@ -86,12 +86,17 @@ def workers_for(cells: int) -> int:
 
 
 def _running_elsewhere() -> int:
-    """Processes (threads) runnable right now besides this one; 0 where the system does not say."""
+    """Processes (threads) runnable besides this one: the fewest of a few looks over a millisecond (a kernel
+    thread's moment on a core is no busy core); 0 where the system does not say."""
+    seen = []
     try:
-        with open(LOADAVG, "rb") as f:
-            return max(0, int(f.read().split()[3].split(b"/")[0]) - 1)
+        for _ in range(5):
+            with open(LOADAVG, "rb") as f:
+                seen.append(int(f.read().split()[3].split(b"/")[0]) - 1)
+            time.sleep(0.0002)
     except (OSError, ValueError, IndexError):
         return 0
+    return max(0, min(seen))
 
 
 class AlertsAhead(Mapping[str, list[Alert]]):
