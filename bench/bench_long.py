@@ -25,10 +25,12 @@ Three measurements, each against an anchor taken in the same run:
    ``loss`` of every row as JSON lines, and one that only reads every row (``json.loads``).
    4. ``tail -n 0 --format jsonl --columns step,loss``; 5. the same under ``-f``, until its last row is out (then
    TERM); goals: at most 0.5x the streaming script's time, resident memory at most 2x the two columns' numeric
-   payload + 50 MB. 6. ``summary``: goal at most 0.5x the reading script's time. Beside it, in CPU seconds: summary
-   without its alert pass, its read alone (``read_runs`` in a fresh interpreter, with the imports summary makes)
-   and ``summary`` of a one-row file (the interpreter's start, the imports, the parser): what is left of summary's
-   own part past them is its statistics, layout and text.
+   payload + 50 MB. 6. ``summary``: goal at most 0.5x the reading script's time. Beside it, in wall and CPU
+   seconds (the cores this bench may use and the load average printed with them): summary in one process (no
+   alert worker: as on one core, or in the MCP server), summary without its alert pass, its read
+   alone (``read_runs`` in a fresh interpreter, with the imports summary makes) and ``summary`` of a one-row file
+   (the interpreter's start, the imports, the parser): what is left of summary's own part past them is its
+   statistics, layout and text.
 """
 
 from __future__ import annotations
@@ -209,8 +211,21 @@ with open(sys.argv[1]) as f:
 # summary with its alert pass left out (steptable.alerts' own figure is bench_alert_history.py): the rest of it
 NO_ALERTS = """\
 import sys
-import steptable.cli.summary as summary
-summary._run_alerts = lambda store, now: []
+import steptable.summary.alertpass as alertpass
+class NoAlerts(dict):
+    def __init__(self, stores, now):
+        super().__init__()
+    def close(self):
+        pass
+alertpass.AlertsAhead = NoAlerts
+from steptable.cli.main import main
+sys.exit(main(["summary", *sys.argv[1:]]))
+"""
+# summary in one process: its alert pass with no worker (as on one core, or where forking is not safe)
+ONE_PROCESS = """\
+import sys
+import steptable.summary.alertpass as alertpass
+alertpass.workers_for = lambda cells: 0
 from steptable.cli.main import main
 sys.exit(main(["summary", *sys.argv[1:]]))
 """
@@ -285,10 +300,22 @@ def worst(argv: list[str], rows_out: int | None = None, repeat: int = 3, label: 
     runs = [run_child(argv, rows_out) for _ in range(repeat)]
     if label:
         CPU[label] = max(r[2] for r in runs)
+        WALL[label] = max(r[0] for r in runs)
+        RUNS[label] = [(r[0], r[2]) for r in runs]
     return max(r[0] for r in runs), max(r[1] for r in runs)
 
 
 CPU: dict[str, float] = {}  # a command's label -> its worst CPU seconds
+WALL: dict[str, float] = {}  # a command's label -> its worst wall seconds
+RUNS: dict[str, list[tuple[float, float]]] = {}  # a command's label -> (wall, CPU) of each of its runs
+
+
+def cores() -> int:
+    """The cores this process (and so the commands it starts) may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
 
 
 def commands(big: str | None) -> None:
@@ -299,6 +326,7 @@ def commands(big: str | None) -> None:
             path.parent.mkdir(parents=True)
             write_big(path)
         rows = sum(1 for _ in open(path, "rb"))
+        load0 = os.getloadavg()[0]
         st = [sys.executable, "-m", "steptable"]
         small = Path(tmp) / "small" / "metrics.jsonl"
         small.parent.mkdir(parents=True)
@@ -311,6 +339,7 @@ def commands(big: str | None) -> None:
         tail_s, tail_mb = worst([*st, *one], label="4. tail")
         follow_s, follow_mb = worst([*st, "tail", "-f", *one[1:]], rows_out=rows, label="5. tail -f (to its end)")
         sum_s, sum_mb = worst([*st, "summary", str(path)], label="6. summary")
+        worst([sys.executable, "-c", ONE_PROCESS, str(path)], label="   summary in one process (no alert worker)")
         rest_s, _ = worst([sys.executable, "-c", NO_ALERTS, str(path)], label="   summary without its alert pass")
         worst([sys.executable, "-c", READ_ONLY, str(path)], label="   summary's read alone (start, imports, read)")
         first = Path(tmp) / "one" / "metrics.jsonl"  # the floor: the interpreter and what tail imports, one row
@@ -334,10 +363,21 @@ def commands(big: str | None) -> None:
               f"(goal <= 0.5x), {sum_s / anchor_s:.2f}x the streaming one")
         print(f"   summary without its alert pass: {rest_s:.2f} s: {rest_s / read_s:.2f}x the reading script (its "
               "share of the goal: <= 0.3x)")
-        read_cpu = CPU["the reading script"]
-        print(f"CPU seconds (user + system, worst of 3), against the reading script's {read_cpu:.2f} s:")
+        read_cpu, read_wall = CPU["the reading script"], WALL["the reading script"]
+        print(f"load average (1 min) at the start {load0:.2f}, at the end {os.getloadavg()[0]:.2f}")
+        print(f"wall and CPU seconds (CPU: user + system of the process and the workers it waited for; each the "
+              f"worst of 3), against the reading script's {read_wall:.2f} s wall, {read_cpu:.2f} s CPU; "
+              f"{cores()} cores this process may use (summary's alert workers: one fewer than those no other process "
+              f"runs on, as it works too):")
+        print("     wall  ratio     CPU  ratio  CPU/wall")
         for label, cpu in CPU.items():
-            print(f"   {cpu:6.2f} s  {cpu / read_cpu:5.2f}x  {label}")
+            wall = WALL[label]
+            print(f"   {wall:6.2f} {wall / read_wall:5.2f}x  {cpu:6.2f} {cpu / read_cpu:5.2f}x  {cpu / wall:5.2f}  "
+                  f"{label}")
+        # (a worker starts only on a core no other process runs on: on a shared machine one run of three may have
+        # none, and the worst of 3 is then that run's)
+        each = ", ".join(f"{w:.2f} s ({w / read_wall:.2f}x, CPU/wall {c / w:.2f})" for w, c in RUNS["6. summary"])
+        print(f"   6. summary, each run: {each}")
 
 
 if __name__ == "__main__":

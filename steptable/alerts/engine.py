@@ -42,8 +42,10 @@ from steptable.table.formatting import fmt_auto as _f
 class AlertEngine:
     """Streaming detectors: feed rows in order with :meth:`update`; poll :meth:`check_stall` while waiting."""
 
-    def __init__(self, config: AlertConfig | None = None) -> None:
+    def __init__(self, config: AlertConfig | None = None, merge: bool = True) -> None:
         self.config = config or AlertConfig()
+        # a row's non-finite alerts as one line; off for a scan of some columns (steptable.alerts.parts merges)
+        self.merge = merge
         self.roles = self.config.role_keys()
         self._bound: dict[str, str] = {}
         self._plans: dict[tuple[str, ...], list[tuple[str, str, tuple[type[Detector], ...]]]] = {}
@@ -99,7 +101,7 @@ class AlertEngine:
                         out.append(a)
         if self._hack_keys and (a := self._hack_update(step, row)) is not None:
             out.append(a)
-        return _merge_nonfinite(out) if len(out) > 1 else out
+        return _merge_nonfinite(out) if len(out) > 1 and self.merge else out
 
     def feed_block(self, steps: Sequence[int], values: Sequence[tuple[str, list[float]]],
                    walls: Sequence[Any] | None) -> list[Alert] | None:

@@ -128,15 +128,17 @@ def scan(
     config: AlertConfig | None = None,
     now: float | None = None,
     resumes: Collection[int] = (),
+    merge: bool = True,
 ) -> list[Alert]:
     """Replay a stored run: the alerts that streaming :meth:`AlertEngine.update` gives for the same rows.
 
     With ``wall_times`` each row is preceded by ``check_stall(wall_times[i])``, so stalls the run recovered from
     show up at the row after the gap; with ``now`` too, a stall still going on shows up after the last row. The
     gap to a row at one of the ``resumes`` steps (the store's resume points) is not a stall. None cells are absent
-    (and float NaN too with ``config.nan_missing``).
+    (and float NaN too with ``config.nan_missing``). Without ``merge``, a row's non-finite alerts are not made one
+    line (a scan of some of a run's columns: steptable.alerts.parts).
     """
-    eng = AlertEngine(config)
+    eng = AlertEngine(config, merge)
     wanted = eng.config.watched()
     cols = [(k, col) for k, col in columns.items() if k in wanted]
     out: list[Alert] = []

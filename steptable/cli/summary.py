@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Mapping
 from typing import Any, TextIO
 
 
@@ -52,12 +53,8 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     ``--run`` names no run, or --columns matched nothing (the summary of what was read is still printed)."""
     from steptable.alerts.replaced import read_replaced
     from steptable.cli.reading import read_runs
-    from steptable.cli.tail import missing_paths
     from steptable.ingest.files.discover import nothing_found
-    from steptable.schemafiles.resolve import by_schema, schema_file_notes, unused_files
-    from steptable.schemas import layout
-    from steptable.schemas.arrange import matches, unmatched
-    from steptable.summary.report import ARM_ROWS, summarize
+    from steptable.summary.alertpass import AlertsAhead
     from steptable.table.formatting import sanitize
 
     out, err = out or sys.stdout, err or sys.stderr
@@ -76,7 +73,23 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
             err.write(f"steptable summary: no run {sanitize(only)!r} (runs: {found})\n")
             return 2
     now = time.time()
-    alerts = {s.run: _run_alerts(s, now) for s in stores}
+    alerts = AlertsAhead(stores, now)  # (in worker processes where that pays, while the rest is worked out)
+    try:
+        return _report(args, out, err, follower, stores, now, alerts)
+    finally:
+        alerts.close()
+
+
+def _report(args: argparse.Namespace, out: TextIO, err: TextIO, follower: Any, stores: list[Any], now: float,
+            alerts: Mapping[str, list[Any]]) -> int:
+    """The rest of :func:`run`, once the runs are read and their alert pass started: the text and the status."""
+    from steptable.cli.tail import missing_paths
+    from steptable.schemafiles.resolve import by_schema, schema_file_notes, unused_files
+    from steptable.schemas import layout
+    from steptable.schemas.arrange import matches, unmatched
+    from steptable.summary.report import ARM_ROWS, summarize
+    from steptable.table.formatting import sanitize
+
     for e in unused_files(stores):
         err.write(f"steptable summary: {sanitize(str(e))} (the file is not used)\n")
     # Rows are named by the same short headers as the table (pg_loss for actor/pg_loss).
@@ -129,25 +142,3 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
         status = 2
     return status
 
-
-def _run_alerts(store: Any, now: float) -> list[Any]:
-    """A stored run's alerts for its summary: those of rows a resume replaced (RunStore.replaced), its rows replayed,
-    then how its StepLogger's ``with`` block ended where that was a crash or an interruption (its description,
-    steptable.table.runinfo)."""
-    from steptable.alerts.activity import STALLED, store_activity
-    from steptable.alerts.engine import AlertConfig, clockless_stall, end_alert
-    from steptable.alerts.history import scan
-
-    info = store.meta.get("runinfo")
-    watched = AlertConfig().watched()  # only the columns the detectors read: every column as cells costs GBs
-    # a stall against now only where the run should still be writing (an idle or ended run is no alert)
-    stalled = store_activity(store, now).state == STALLED
-    found = scan(
-        store.steps, {k: store.cells(k) for k in store.keys if k in watched},
-        store.wall_times if len(store.wall_times) else None,
-        now=now if stalled else None, resumes=set(store.resumes))
-    end = end_alert(info, store.steps[-1]) if len(store.steps) else None
-    found = [*store.replaced, *found]  # the rows a resume replaced came first (why the run was restarted)
-    if stalled and (stall := clockless_stall(store, now)) is not None:  # rows without a clock of their own
-        found.append(stall)
-    return found if end is None else [*found, end]

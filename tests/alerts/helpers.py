@@ -133,3 +133,70 @@ def write_finished_run(root: Path) -> Path:
     path = root / "routeA" / "metrics.jsonl"
     write_rows(path, reward_rows(range(160), 0.85, 1))  # the finished run: rewards near .85
     return path
+
+
+Columns = dict[str, list[Any]]
+
+
+def noisy(n: int, level: float, rel: float, seed: int) -> list[float]:
+    """``n`` seeded values around ``level`` (relative noise ``rel``), rounded to 6 places."""
+    rnd = random.Random(seed)
+    return [round(level * (1 + rel * rnd.gauss(0, 1)), 6) for _ in range(n)]
+
+
+def base(n: int = 1500) -> Columns:
+    """A healthy run's six watched columns, ``n`` rows."""
+    return {"loss": noisy(n, 0.5, 0.1, 1), "grad_norm": noisy(n, 1.0, 0.2, 2), "reward": noisy(n, 0.5, 0.1, 3),
+            "entropy": noisy(n, 1.0, 0.05, 4), "kl": noisy(n, 0.05, 0.3, 5),
+            "response_length/clip_ratio": [abs(x) for x in noisy(n, 0.05, 0.3, 6)]}
+
+
+def put(cols: Columns, key: str, at: int, values: Sequence[Any]) -> Columns:
+    """A copy of ``cols`` with ``key``'s cells from row ``at`` replaced by ``values``."""
+    out = {k: list(v) for k, v in cols.items()}
+    out[key][at:at + len(values)] = list(values)
+    return out
+
+
+def eval_rows(cols: Columns, every: int = 37) -> Columns:
+    """Every ``every``-th row an evaluation row: none of the training keys (as HF's Trainer logs them)."""
+    return {k: [None if i % every == every - 1 else v for i, v in enumerate(c)] for k, c in cols.items()}
+
+
+#: columns that test the bulk paths: every kind of cell, episode and gap
+HOSTILE: dict[str, Callable[[], Columns]] = {
+    "eval rows among the training rows": lambda: eval_rows(put(base(), "loss", 900, [9.0])),
+    "nan in a quiet stretch": lambda: put(base(), "loss", 700, [math.nan]),
+    "inf and -inf": lambda: put(put(base(), "kl", 600, [math.inf]), "reward", 900, [-math.inf]),
+    "a nan run": lambda: put(base(), "grad_norm", 500, [math.nan] * 80),
+    "constant column": lambda: {**base(), "reward": [0.25] * 1500},
+    "constant from the middle": lambda: put(base(), "grad_norm", 700, [1.0] * 300),
+    "loss flat, grad norm flat too": lambda: put(put(base(), "loss", 600, [0.3] * 200), "grad_norm", 620,
+                                                  [0.0] * 200),
+    "loss flat, grad norm moving": lambda: put(base(), "loss", 600, [0.3] * 200),
+    "zeros and negative zeros": lambda: put(base(), "loss", 400, [0.0, -0.0] * 100),
+    "ints": lambda: {**base(), "reward": [random.Random(7).randrange(0, 5) for _ in range(1500)]},
+    "numeric strings": lambda: {**base(), "loss": [str(x) for x in noisy(1500, 0.5, 0.1, 8)]},
+    "fractions": lambda: put(base(), "response_length/clip_ratio", 300, [(9, 10)] * 40 + ["1/2"] * 40),
+    "gaps (None cells)": lambda: put(base(), "entropy", 300, [None] * 120),
+    "bools": lambda: {**base(), "response_length/clip_ratio": [i % 7 == 0 for i in range(1500)]},
+    "a cell whose float() raises": lambda: put(base(), "reward", 640, [Unfloatable()]),
+    "huge values": lambda: put(base(), "kl", 800, [1e308, 1e308, -1e308]),
+    "a short column": lambda: {**base(), "entropy": noisy(730, 1.0, 0.05, 9)},
+    "a spike and a collapse": lambda: put(put(base(), "loss", 800, [9.0]), "reward", 1000, [0.01] * 60),
+    "an entropy collapse and rise": lambda: put(put(base(), "entropy", 500, [0.05] * 100), "entropy", 900,
+                                                 [4.0] * 200),
+    "a KL that crosses its test's floor": lambda: {**base(), "kl": noisy(1500, 0.011, 0.3, 10)},
+    "a saturated stretch": lambda: put(base(), "response_length/clip_ratio", 600, [0.95] * 30),
+    "a negative reward": lambda: {**base(), "reward": noisy(1500, -0.5, 0.1, 11)},
+    "a KL past its error level all run": lambda: {**base(), "kl": noisy(1500, 15.0, 0.1, 12)},
+    "a KL between its levels all run": lambda: {**base(), "kl": noisy(1500, 3.0, 0.1, 13)},
+    "a KL past its levels that jumps": lambda: put(put({**base(), "kl": noisy(1500, 3.0, 0.05, 14)}, "kl", 700,
+                                                         [40.0]), "kl", 1100, [12.0] * 3 + [600.0]),
+    "a ratio past its saturation level all run": lambda: {**base(), "response_length/clip_ratio":
+                                                          noisy(1500, 8.0, 0.1, 17)},
+    "a saturation that ends and comes back": lambda: put({**base(), "response_length/clip_ratio": noisy(
+        1500, 8.0, 0.1, 18)}, "response_length/clip_ratio", 600, [abs(x) for x in noisy(300, 0.05, 0.3, 19)]),
+    "a KL that leaves its levels and comes back": lambda: put({**base(), "kl": noisy(1500, 15.0, 0.1, 15)}, "kl",
+                                                               500, noisy(400, 0.05, 0.3, 16)),
+}

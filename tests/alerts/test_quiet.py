@@ -22,7 +22,7 @@ from steptable.alerts.history import feed_store, scan
 from steptable.alerts.window import Detector
 from steptable.ingest.parsed import Parsed
 from steptable.ingest.store import RunStore
-from tests.alerts.helpers import Unfloatable
+from tests.alerts.helpers import HOSTILE, Columns, base, eval_rows, noisy, put
 from tests.helpers import run_cli
 from tests.trainer_logs import (
     write_generic,
@@ -37,8 +37,6 @@ from tests.trainer_logs import (
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 import bench_alerts
-
-Columns = dict[str, list[Any]]
 
 
 @pytest.fixture
@@ -119,7 +117,7 @@ def _rows_fed(monkeypatch: pytest.MonkeyPatch, kind: type[Detector]) -> list[int
 def test_a_said_kl_episode_is_taken_in_bulk(monkeypatch: pytest.MonkeyPatch) -> None:
     """A KL past its levels for the whole run (said once) is advanced in bulk, not row by row."""
     fed = _rows_fed(monkeypatch, KLBlowup)
-    alerts = scan(list(range(3000)), {"kl": _noisy(3000, 15.0, 0.1, 12)}, [1000.0 + 10 * i for i in range(3000)])
+    alerts = scan(list(range(3000)), {"kl": noisy(3000, 15.0, 0.1, 12)}, [1000.0 + 10 * i for i in range(3000)])
     assert [a.level for a in alerts if a.kind == "kl_blowup"] == ["E"]
     assert fed[0] < 0.2 * 3000  # (row by row until the window is full and in the blocks a bound does not clear)
 
@@ -127,14 +125,14 @@ def test_a_said_kl_episode_is_taken_in_bulk(monkeypatch: pytest.MonkeyPatch) -> 
 def test_a_said_saturation_is_taken_in_bulk(monkeypatch: pytest.MonkeyPatch) -> None:
     """A ratio past its saturation level for the whole run (said once) is advanced in bulk."""
     fed = _rows_fed(monkeypatch, Saturation)
-    alerts = scan(list(range(3000)), {"response_length/clip_ratio": _noisy(3000, 8.0, 0.1, 17)})
+    alerts = scan(list(range(3000)), {"response_length/clip_ratio": noisy(3000, 8.0, 0.1, 17)})
     assert [a.kind for a in alerts] == ["saturation"]
     assert fed[0] < 0.2 * 3000
 
 
 def test_quiet_blocks_between_eval_rows(monkeypatch: pytest.MonkeyPatch) -> None:
     """Rows without the training keys split the blocks: the stretches between them are still fed in bulk."""
-    cols = _eval_rows(_base(3000))
+    cols = eval_rows(base(3000))
     taken = _bulk_share(monkeypatch, list(range(3000)), cols, [1000.0 + 10 * i for i in range(3000)])
     assert len(taken) > 300 and sum(taken) > 0.8 * len(taken)
 
@@ -216,66 +214,6 @@ def _store(cols: Mapping[str, Sequence[Any]], walls: Sequence[float] | None = No
     return store
 
 
-def _noisy(n: int, level: float, rel: float, seed: int) -> list[float]:
-    rnd = random.Random(seed)
-    return [round(level * (1 + rel * rnd.gauss(0, 1)), 6) for _ in range(n)]
-
-
-def _base(n: int = 1500) -> Columns:
-    return {"loss": _noisy(n, 0.5, 0.1, 1), "grad_norm": _noisy(n, 1.0, 0.2, 2), "reward": _noisy(n, 0.5, 0.1, 3),
-            "entropy": _noisy(n, 1.0, 0.05, 4), "kl": _noisy(n, 0.05, 0.3, 5),
-            "response_length/clip_ratio": [abs(x) for x in _noisy(n, 0.05, 0.3, 6)]}
-
-
-def _set(cols: Columns, key: str, at: int, values: Sequence[Any]) -> Columns:
-    out = {k: list(v) for k, v in cols.items()}
-    out[key][at:at + len(values)] = list(values)
-    return out
-
-
-def _eval_rows(cols: Columns, every: int = 37) -> Columns:
-    """Every ``every``-th row an evaluation row: none of the training keys (as HF's Trainer logs them)."""
-    return {k: [None if i % every == every - 1 else v for i, v in enumerate(c)] for k, c in cols.items()}
-
-
-HOSTILE: dict[str, Callable[[], Columns]] = {
-    "eval rows among the training rows": lambda: _eval_rows(_set(_base(), "loss", 900, [9.0])),
-    "nan in a quiet stretch": lambda: _set(_base(), "loss", 700, [math.nan]),
-    "inf and -inf": lambda: _set(_set(_base(), "kl", 600, [math.inf]), "reward", 900, [-math.inf]),
-    "a nan run": lambda: _set(_base(), "grad_norm", 500, [math.nan] * 80),
-    "constant column": lambda: {**_base(), "reward": [0.25] * 1500},
-    "constant from the middle": lambda: _set(_base(), "grad_norm", 700, [1.0] * 300),
-    "loss flat, grad norm flat too": lambda: _set(_set(_base(), "loss", 600, [0.3] * 200), "grad_norm", 620,
-                                                  [0.0] * 200),
-    "loss flat, grad norm moving": lambda: _set(_base(), "loss", 600, [0.3] * 200),
-    "zeros and negative zeros": lambda: _set(_base(), "loss", 400, [0.0, -0.0] * 100),
-    "ints": lambda: {**_base(), "reward": [random.Random(7).randrange(0, 5) for _ in range(1500)]},
-    "numeric strings": lambda: {**_base(), "loss": [str(x) for x in _noisy(1500, 0.5, 0.1, 8)]},
-    "fractions": lambda: _set(_base(), "response_length/clip_ratio", 300, [(9, 10)] * 40 + ["1/2"] * 40),
-    "gaps (None cells)": lambda: _set(_base(), "entropy", 300, [None] * 120),
-    "bools": lambda: {**_base(), "response_length/clip_ratio": [i % 7 == 0 for i in range(1500)]},
-    "a cell whose float() raises": lambda: _set(_base(), "reward", 640, [Unfloatable()]),
-    "huge values": lambda: _set(_base(), "kl", 800, [1e308, 1e308, -1e308]),
-    "a short column": lambda: {**_base(), "entropy": _noisy(730, 1.0, 0.05, 9)},
-    "a spike and a collapse": lambda: _set(_set(_base(), "loss", 800, [9.0]), "reward", 1000, [0.01] * 60),
-    "an entropy collapse and rise": lambda: _set(_set(_base(), "entropy", 500, [0.05] * 100), "entropy", 900,
-                                                 [4.0] * 200),
-    "a KL that crosses its test's floor": lambda: {**_base(), "kl": _noisy(1500, 0.011, 0.3, 10)},
-    "a saturated stretch": lambda: _set(_base(), "response_length/clip_ratio", 600, [0.95] * 30),
-    "a negative reward": lambda: {**_base(), "reward": _noisy(1500, -0.5, 0.1, 11)},
-    "a KL past its error level all run": lambda: {**_base(), "kl": _noisy(1500, 15.0, 0.1, 12)},
-    "a KL between its levels all run": lambda: {**_base(), "kl": _noisy(1500, 3.0, 0.1, 13)},
-    "a KL past its levels that jumps": lambda: _set(_set({**_base(), "kl": _noisy(1500, 3.0, 0.05, 14)}, "kl", 700,
-                                                         [40.0]), "kl", 1100, [12.0] * 3 + [600.0]),
-    "a ratio past its saturation level all run": lambda: {**_base(), "response_length/clip_ratio":
-                                                          _noisy(1500, 8.0, 0.1, 17)},
-    "a saturation that ends and comes back": lambda: _set({**_base(), "response_length/clip_ratio": _noisy(
-        1500, 8.0, 0.1, 18)}, "response_length/clip_ratio", 600, [abs(x) for x in _noisy(300, 0.05, 0.3, 19)]),
-    "a KL that leaves its levels and comes back": lambda: _set({**_base(), "kl": _noisy(1500, 15.0, 0.1, 15)}, "kl",
-                                                               500, _noisy(400, 0.05, 0.3, 16)),
-}
-
-
 @pytest.mark.parametrize("name", sorted(HOSTILE))
 def test_hostile_columns(name: str, rows_only: Callable[[Callable[[], Any]], Any]) -> None:
     cols = HOSTILE[name]()
@@ -289,7 +227,7 @@ def test_hostile_columns(name: str, rows_only: Callable[[Callable[[], Any]], Any
 
 
 def test_clock_gaps_and_resumes(rows_only: Callable[[Callable[[], Any]], Any]) -> None:
-    cols = _base()
+    cols = base()
     walls = [1000.0 + 10 * i + (7200 if i >= 800 else 0) - (50 if 400 <= i < 420 else 0) for i in range(1500)]
     walls[1000] = math.nan
     steps = list(range(1500))
@@ -305,7 +243,7 @@ def test_clocks_that_do_not_move_on(clock: str, rows_only: Callable[[Callable[[]
     walls = {"one time for every row": [1.8e9] * 1500,
              "a clock that goes back": [1000.0 + 10 * i - (500 if i >= 700 else 0) for i in range(1500)],
              "repeated times": [1000.0 + 10 * (i // 3) for i in range(1500)]}[clock]
-    fast, slow = both(rows_only, list(range(1500)), _base(), walls, now=walls[-1] + 5000)
+    fast, slow = both(rows_only, list(range(1500)), base(), walls, now=walls[-1] + 5000)
     assert fast == slow
 
 
@@ -314,7 +252,7 @@ def test_store_and_scanner(rows_only: Callable[[Callable[[], Any]], Any]) -> Non
     scanner's feed, a chunk at a time."""
     from steptable.app.alerting import AlertScanner
 
-    cols = _set(_set(_base(3000), "loss", 1200, [math.nan]), "reward", 2000, [0.01] * 50)
+    cols = put(put(base(3000), "loss", 1200, [math.nan]), "reward", 2000, [0.01] * 50)
     cols["entropy"][500:700] = [None] * 200  # a sparse stretch
     walls = [1000.0 + 10 * i for i in range(3000)]
 

@@ -1,0 +1,109 @@
+"""A run's alert scan split by column groups (steptable.alerts.parts) and merged says what one scan of every column
+says: the same alerts, text and order, over the hostile columns, bench_alerts' corpus with every incident, clocks
+with stalls and resumes, a divergence that turns every column non-finite at once, and the hack test."""
+
+from __future__ import annotations
+
+import math
+import random
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from steptable.alerts import parts
+from steptable.alerts.engine import Alert, AlertConfig
+from steptable.alerts.history import scan
+from tests.alerts.helpers import HOSTILE, base, put
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+import bench_alerts
+
+
+def split(steps: Sequence[int], cols: Mapping[str, Sequence[Any]], walls: Sequence[Any] | None = None,
+          config: AlertConfig | None = None, **kw: Any) -> list[Alert]:
+    """The alerts of scans over each part of ``cols`` and one over the clock alone, merged."""
+    found = [scan(steps, {k: cols[k] for k in p}, None, config, resumes=kw.get("resumes", ()), merge=False)
+             for p in parts.parts(cols, config)]
+    found.append(scan(steps, {}, walls, config, merge=False, **kw))
+    return parts.merge(found)
+
+
+def test_the_parts_keep_the_engine_order_and_what_reads_together() -> None:
+    cols = {**base(10), "hack_s": [0.1] * 10, "auroc": [0.9] * 10, "other": [1.0] * 10}
+    assert parts.parts(cols) == [("loss", "grad_norm"), ("reward",), ("entropy",), ("kl",),
+                                 ("response_length/clip_ratio",), ("hack_s", "auroc")]
+    assert parts.parts(["kl", "loss", "other"]) == [("loss",), ("kl",)]  # (the run's keys, its order in a part)
+    assert parts.parts(["other"]) == []
+    # a key two roles watch: the roles between them read together too (the order in a row stays the engine's)
+    shared = AlertConfig(roles={"kl": ("kl", "reward")})
+    assert parts.parts(cols, shared) == [("loss", "grad_norm"), ("reward", "entropy", "kl"),
+                                         ("response_length/clip_ratio",), ("hack_s", "auroc")]
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE))
+def test_hostile_columns(name: str) -> None:
+    cols = HOSTILE[name]()
+    n = max(len(c) for c in cols.values())
+    steps = list(range(n))
+    walls = [1000.0 + 10 * i for i in range(n)]
+    configs: list[dict[str, Any]] = [{}, {"config": AlertConfig(nan_missing=True)}]
+    for kw in configs:
+        assert split(steps, cols, walls, **kw) == scan(steps, cols, walls, **kw), (name, kw)
+    assert split(steps, cols) == scan(steps, cols), name
+
+
+def test_corpus_with_every_incident() -> None:
+    said = 0
+    for fam in bench_alerts.FAMILIES:
+        for name, (inject, _) in bench_alerts.INCIDENTS.items():
+            run = bench_alerts.healthy(fam, 0, 2000)
+            inject(run, random.Random(f"{name}-{fam}").randrange(600, 1800))
+            cols = {k: run[k] for k in bench_alerts.KEYS}
+            want = scan(list(range(2000)), cols, run["_t"])
+            assert split(list(range(2000)), cols, run["_t"]) == want, (fam, name)
+            said += len(want)
+    assert said > 20  # (the incidents are said: not a comparison of empty lists)
+
+
+def test_stalls_resumes_and_a_stall_at_the_end() -> None:
+    cols = base()
+    walls = [1000.0 + 10 * i + (7200 if i >= 800 else 0) for i in range(1500)]
+    walls[1000] = math.nan
+    steps = [2 * i for i in range(1500)]
+    for resumes in (set(), {1300, 2400}):
+        kw: dict[str, Any] = {"now": walls[-1] + 9000, "resumes": resumes}
+        want = scan(steps, cols, walls, **kw)
+        assert split(steps, cols, walls, **kw) == want
+        assert any(a.kind == "stall" for a in want) and want[-1].kind == "stall"
+
+
+def test_a_divergence_is_one_line_a_step() -> None:
+    """Every column non-finite from one row on: the parts' non-finite alerts of that step are merged into the
+    serial line (its first column's, the others after "also"), a stall after it."""
+    cols = base()
+    for k in cols:
+        cols[k][900:] = [math.nan if k != "kl" else math.inf] * 600
+    walls = [1000.0 + 10 * i for i in range(1500)]
+    want = scan(list(range(1500)), cols, walls, now=walls[-1] + 9000)
+    assert split(list(range(1500)), cols, walls, now=walls[-1] + 9000) == want
+    first = next(a for a in want if a.kind == "nonfinite")
+    assert "also" in first.message and "kl (inf)" in first.message
+
+
+def test_the_hack_test_reads_its_part_last() -> None:
+    rng = random.Random(5)
+    n = 600
+    cols: dict[str, list[Any]] = {**put(base(n), "loss", 400, [9.0]),
+                                  "hack_s": [(5 if i < 400 else 40, 100) for i in range(n)],
+                                  "auroc": [(0.9 if i < 400 else 0.8) + rng.gauss(0, 0.005) for i in range(n)]}
+    want = scan(list(range(n)), cols)
+    assert any(a.kind == "hack_auroc" for a in want)
+    assert split(list(range(n)), cols) == want
+
+
+def test_increasing() -> None:
+    assert parts.increasing([]) and parts.increasing([3]) and parts.increasing([1, 2, 5])
+    assert not parts.increasing([1, 1, 2]) and not parts.increasing([1, 3, 2])
