@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from steptable import Col, StepLogger
+from steptable.alerts.engine import AlertEngine
 from steptable.logger import alertfeed, backlog
 from tests.logger.helpers import spike_said_at_exit
 
@@ -116,3 +117,38 @@ def test_odd_rows_are_recorded_without_a_failure(tmp_path: Path, capsys: pytest.
     assert "failed" not in capsys.readouterr().err and sl._lost == 0
     assert len((tmp_path / "metrics.jsonl").read_text().splitlines()) == 5
     assert [r["step"] for r in sl._recent] == list(range(5))
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("between", ["nothing", "dump"])
+def test_rows_mixing_record_and_log_say_each_alert_at_the_row_the_feed_says_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, seed: int, between: str) -> None:
+    """record() and log() on one logger (and the dump read mid-run): each alert is said at the row where the alert
+    feed, given every row as it came, says it: a row log() gave the feed does not wait for record()'s batch, and
+    rows record() left waiting are batched by the time they came, not the time they were caught up."""
+    now = [0.0]
+    monkeypatch.setattr(backlog, "monotonic", lambda: now[0])
+    monkeypatch.setattr(alertfeed, "monotonic", lambda: now[0])
+    rows = _rows(300)
+    rnd = random.Random(seed)
+    shown = [rnd.random() < 0.3 for _ in rows]
+    feed = alertfeed.AlertFeed(AlertEngine())
+    want: list[tuple[int, str]] = []
+    for i, row in enumerate(rows):
+        now[0] = 0.05 * i  # (40 rows in BATCH_S: the feed's clock ends its batches)
+        want += [(i, a.message_line()) for a in feed.add(i, row, 1000.0 + i)]
+    want += [(len(rows), a.message_line()) for a in feed.drain()]
+    said: list[tuple[int, str]] = []
+    at = [0]
+    monkeypatch.setattr(StepLogger, "_emit", lambda self, text, level="INFO": said.append((at[0], text))
+                        if level != "INFO" else None)
+    sl = StepLogger(None, tmp_path, console=False)
+    for i, row in enumerate(rows):
+        now[0] = 0.05 * i
+        at[0] = i
+        (sl.log if shown[i] else sl.record)(row)
+        if between == "dump" and i % 25 == 24:
+            sl.dump()
+    at[0] = len(rows)
+    sl.close()
+    assert len(want) >= 3 and said == want
