@@ -352,7 +352,10 @@ class StepLogger:
 
     def _caught_up(self) -> None:
         """The rows record() left waiting, seen now (steptable.logger.backlog): the columns fitted, the dump rows.
-        Raises nothing (a row whose work fails is reported once, as record() reports it; training goes on)."""
+        Raises nothing (a row whose work fails is reported once, as record() reports it; training goes on). From
+        inside log() on this thread (a signal handler), the rows seen so far: the row in progress comes first."""
+        if self._owner == threading.get_ident():
+            return
         try:
             with self._lock:
                 self._backlog.catch_up()

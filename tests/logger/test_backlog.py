@@ -175,3 +175,29 @@ def test_a_waiting_row_that_fails_its_catch_up_raises_nothing_from_what_reads_th
     assert "a bug" in capsys.readouterr().err
     sl.close()
     assert [r["step"] for r in sl._recent] == [0, 1, 2, 4, 5]
+
+
+def test_the_dump_read_by_a_signal_handler_during_a_catch_up_leaves_the_rows_in_order(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A handler (SIGUSR1: print the dump) that runs while record() catches up reads the rows seen so far; it does
+    not catch up with the later rows before the one in progress (the dump rows and the alert engine's rows stay in
+    the run's order)."""
+    real = backlog.kept
+    dumps: list[str] = []
+
+    def kept(view: dict[str, Any]) -> dict[str, Any]:
+        if view.get("step") == 5 and not dumps:
+            dumps.append(sl.dump())  # (as a signal handler would, between two of this row's steps)
+        return real(view)
+
+    monkeypatch.setattr(backlog, "kept", kept)
+    sl = StepLogger([Col("step", 5, "step", "d"), Col("loss", 7, "loss", "+.3f")], tmp_path, console=False,
+                    dump_rows=100)
+    fed: list[int] = []
+    add = alertfeed.AlertFeed.add
+    monkeypatch.setattr(alertfeed.AlertFeed, "add", lambda self, step, row, *a: fed.append(step) or add(
+        self, step, row, *a))
+    for i in range(10):
+        sl.record({"step": i, "loss": 0.5 if i < 9 else math.nan})  # (the NaN row catches up inside record())
+    sl.close()
+    assert dumps and [r["step"] for r in sl._recent] == list(range(10)) and fed == list(range(10))
