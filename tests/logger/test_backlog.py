@@ -83,10 +83,8 @@ def test_a_recorded_runs_last_alerts_are_said_when_the_script_exits_without_clos
     assert spike_said_at_exit(tmp_path, "record", console=False) == 1
 
 
-def test_a_row_that_fails_its_catch_up_leaves_the_later_rows_for_the_next(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A row whose work raises costs that row's work only (reported once; training goes on): the rows after it
-    are caught up at the next batch, and every row is in the JSONL."""
+def _failing_at_step_3(run: Path, monkeypatch: pytest.MonkeyPatch) -> StepLogger:
+    """A logger of step and loss whose work on the row of step 3 raises (a bug in the row's catch-up)."""
     real = backlog.kept
 
     def kept(view: dict[str, Any]) -> dict[str, Any]:
@@ -95,8 +93,15 @@ def test_a_row_that_fails_its_catch_up_leaves_the_later_rows_for_the_next(
         return real(view)
 
     monkeypatch.setattr(backlog, "kept", kept)
-    sl = StepLogger([Col("step", 5, "step", "d"), Col("loss", 7, "loss", "+.3f")], tmp_path, console=False,
-                    dump_rows=100)
+    return StepLogger([Col("step", 5, "step", "d"), Col("loss", 7, "loss", "+.3f")], run, console=False,
+                      dump_rows=100)
+
+
+def test_a_row_that_fails_its_catch_up_leaves_the_later_rows_for_the_next(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A row whose work raises costs that row's work only (reported once; training goes on): the rows after it
+    are caught up at the next batch, and every row is in the JSONL."""
+    sl = _failing_at_step_3(tmp_path, monkeypatch)
     for i in range(10):
         sl.record({"step": i, "loss": 0.5 if i != 3 else math.nan})  # (the NaN row catches up at once)
     sl.close()
@@ -159,16 +164,7 @@ def test_a_waiting_row_that_fails_its_catch_up_raises_nothing_from_what_reads_th
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], read: str) -> None:
     """legend(), dump() and write_table() mid-run catch up with the waiting rows: a row whose work raises there is
     reported once, as record() reports it, and never raised into the training loop."""
-    real = backlog.kept
-
-    def kept(view: dict[str, Any]) -> dict[str, Any]:
-        if view.get("step") == 3:
-            raise RuntimeError("a bug")
-        return real(view)
-
-    monkeypatch.setattr(backlog, "kept", kept)
-    sl = StepLogger([Col("step", 5, "step", "d"), Col("loss", 7, "loss", "+.3f")], tmp_path, console=False,
-                    dump_rows=100)
+    sl = _failing_at_step_3(tmp_path, monkeypatch)
     for i in range(6):
         sl.record({"step": i, "loss": 0.5})  # (rows 1-5 wait: plain numbers, well inside the batch)
     getattr(sl, read)()
