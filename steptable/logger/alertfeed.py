@@ -56,12 +56,13 @@ class AlertFeed:
         """Rows taken and not fed yet."""
         return len(self._steps)
 
-    def add(self, step: int, row: Mapping[str, Any], wall: float) -> list[Alert]:
+    def add(self, step: int, row: Mapping[str, Any], wall: float, came: float | None = None) -> list[Alert]:
         """Take one row (as :meth:`AlertEngine.update` would: its step, raw cells, wall time); the alerts of the
-        batch it completes (empty while the batch waits)."""
+        batch it completes (empty while the batch waits). ``came``: the monotonic() time the row came, where it is
+        fed later (its batch is the one it would have joined then); None: now."""
         wanted = self._wanted
         cells = {k: v for k, v in row.items() if k in wanted}
-        now = monotonic()
+        now = monotonic() if came is None else came
         slow = now - self._last >= self.seconds  # (rows this far apart gain nothing by waiting for the next)
         self._last = now
         if not self._steps:

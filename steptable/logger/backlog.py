@@ -7,7 +7,9 @@ width (the run's description and table.txt at close) and its cells for the alert
 feed's own rules (steptable.logger.alertfeed: BATCH_ROWS rows, BATCH_S seconds since the first, a row BATCH_S
 seconds after the one before, a row with a cell that is not a finite number at once), so an alert is said when the
 feed would have said it, and the same alerts in the same order; the logger catches up before anything that reads
-that state (a row it shows, the dump, the table, the description, close, the interpreter's exit).
+that state (a row it shows, the dump, the table, the description, close, the interpreter's exit). Rows wait here
+only while the feed holds none (rows log() gave it wait there, by their own batch's clock and count), and each
+row reaches the feed with the time it came, so the feed batches it as it would have then.
 """
 
 from __future__ import annotations
@@ -64,8 +66,8 @@ class Backlog:
 
     def __init__(self, sl: StepLogger) -> None:
         self._sl = sl
-        #: (step, the frozen cells, wall time, the row's position in the run)
-        self._rows: deque[tuple[Any, dict[str, Any], float, int]] = deque()
+        #: (step, the frozen cells, wall time, the row's position in the run, monotonic() when it came)
+        self._rows: deque[tuple[Any, dict[str, Any], float, int, float]] = deque()
         self._first = 0.0  # monotonic() when the first waiting row came
         self._last = -math.inf  # monotonic() when the last row came
 
@@ -80,22 +82,24 @@ class Backlog:
         rows = self._rows
         if not rows:
             self._first = now
-        rows.append((step, cells, wall, index))
-        if not _finite(cells.values()) or slow or len(rows) >= BATCH_ROWS or now - self._first >= BATCH_S:
-            self.catch_up(drain=True)
+        rows.append((step, cells, wall, index, now))
+        if (not _finite(cells.values()) or slow or len(rows) >= BATCH_ROWS or now - self._first >= BATCH_S
+                or (self._sl._alerts is not None and self._sl._alerts.waiting)):  # (the feed's batch is open)
+            self.catch_up()
 
     def catch_up(self, drain: bool = False) -> None:
-        """Do the waiting rows' work, in order (a row that fails leaves those after it waiting); ``drain``: their
-        alerts are said now, not only those of the batches they complete."""
+        """Do the waiting rows' work, in order (a row that fails leaves those after it waiting), each row fed to
+        the alert feed as it came (the alerts of the batches they complete said now); ``drain``: every waiting
+        row's alerts are said now."""
         sl, rows = self._sl, self._rows
         alerts = sl._alerts
         while rows:
-            step, cells, wall, index = rows.popleft()
+            step, cells, wall, index, came = rows.popleft()
             view = row_view(cells, step)
             sl._recent.append(kept(view))
             sl._fit_widths(view)
             if alerts is not None:
-                sl._say(alerts.add(step_number(step, index), view, wall))
+                sl._say(alerts.add(step_number(step, index), view, wall, came))
         if drain and alerts is not None:
             sl._say(alerts.drain())
 

@@ -351,9 +351,17 @@ class StepLogger:
         return self._closer.write_table()
 
     def _caught_up(self) -> None:
-        """The rows record() left waiting, seen now (steptable.logger.backlog): the columns fitted, the dump rows."""
-        with self._lock:
-            self._backlog.catch_up()
+        """The rows record() left waiting, seen now (steptable.logger.backlog): the columns fitted, the dump rows.
+        Raises nothing (a row whose work fails is reported once, as record() reports it; training goes on). From
+        inside log() on this thread (a signal handler), the rows seen so far: the row in progress comes first."""
+        if self._owner == threading.get_ident():
+            return
+        try:
+            with self._lock:
+                self._backlog.catch_up()
+        except Exception as e:
+            report_once(f"{self._topic}-{type(e).__name__}",
+                        f"steptable: StepLogger.log failed ({error_text(e)}); training goes on")
 
     def close(self) -> None:
         """Final flush, the run marked ended, ``table.txt``, the end-of-run dump. Idempotent; raises nothing of its

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from steptable import Col, StepLogger
+from steptable.alerts.engine import AlertEngine
 from steptable.logger import alertfeed, backlog
 from tests.logger.helpers import spike_said_at_exit
 
@@ -82,10 +83,8 @@ def test_a_recorded_runs_last_alerts_are_said_when_the_script_exits_without_clos
     assert spike_said_at_exit(tmp_path, "record", console=False) == 1
 
 
-def test_a_row_that_fails_its_catch_up_leaves_the_later_rows_for_the_next(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A row whose work raises costs that row's work only (reported once; training goes on): the rows after it
-    are caught up at the next batch, and every row is in the JSONL."""
+def _failing_at_step_3(run: Path, monkeypatch: pytest.MonkeyPatch) -> StepLogger:
+    """A logger of step and loss whose work on the row of step 3 raises (a bug in the row's catch-up)."""
     real = backlog.kept
 
     def kept(view: dict[str, Any]) -> dict[str, Any]:
@@ -94,8 +93,15 @@ def test_a_row_that_fails_its_catch_up_leaves_the_later_rows_for_the_next(
         return real(view)
 
     monkeypatch.setattr(backlog, "kept", kept)
-    sl = StepLogger([Col("step", 5, "step", "d"), Col("loss", 7, "loss", "+.3f")], tmp_path, console=False,
-                    dump_rows=100)
+    return StepLogger([Col("step", 5, "step", "d"), Col("loss", 7, "loss", "+.3f")], run, console=False,
+                      dump_rows=100)
+
+
+def test_a_row_that_fails_its_catch_up_leaves_the_later_rows_for_the_next(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A row whose work raises costs that row's work only (reported once; training goes on): the rows after it
+    are caught up at the next batch, and every row is in the JSONL."""
+    sl = _failing_at_step_3(tmp_path, monkeypatch)
     for i in range(10):
         sl.record({"step": i, "loss": 0.5 if i != 3 else math.nan})  # (the NaN row catches up at once)
     sl.close()
@@ -116,3 +122,78 @@ def test_odd_rows_are_recorded_without_a_failure(tmp_path: Path, capsys: pytest.
     assert "failed" not in capsys.readouterr().err and sl._lost == 0
     assert len((tmp_path / "metrics.jsonl").read_text().splitlines()) == 5
     assert [r["step"] for r in sl._recent] == list(range(5))
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("between", ["nothing", "dump"])
+def test_rows_mixing_record_and_log_say_each_alert_at_the_row_the_feed_says_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, seed: int, between: str) -> None:
+    """record() and log() on one logger (and the dump read mid-run): each alert is said at the row where the alert
+    feed, given every row as it came, says it: a row log() gave the feed does not wait for record()'s batch, and
+    rows record() left waiting are batched by the time they came, not the time they were caught up."""
+    now = [0.0]
+    monkeypatch.setattr(backlog, "monotonic", lambda: now[0])
+    monkeypatch.setattr(alertfeed, "monotonic", lambda: now[0])
+    rows = _rows(300)
+    rnd = random.Random(seed)
+    shown = [rnd.random() < 0.3 for _ in rows]
+    feed = alertfeed.AlertFeed(AlertEngine())
+    want: list[tuple[int, str]] = []
+    for i, row in enumerate(rows):
+        now[0] = 0.05 * i  # (40 rows in BATCH_S: the feed's clock ends its batches)
+        want += [(i, a.message_line()) for a in feed.add(i, row, 1000.0 + i)]
+    want += [(len(rows), a.message_line()) for a in feed.drain()]
+    said: list[tuple[int, str]] = []
+    at = [0]
+    monkeypatch.setattr(StepLogger, "_emit", lambda self, text, level="INFO": said.append((at[0], text))
+                        if level != "INFO" else None)
+    sl = StepLogger(None, tmp_path, console=False)
+    for i, row in enumerate(rows):
+        now[0] = 0.05 * i
+        at[0] = i
+        (sl.log if shown[i] else sl.record)(row)
+        if between == "dump" and i % 25 == 24:
+            sl.dump()
+    at[0] = len(rows)
+    sl.close()
+    assert len(want) >= 3 and said == want
+
+
+@pytest.mark.parametrize("read", ["legend", "dump", "write_table"])
+def test_a_waiting_row_that_fails_its_catch_up_raises_nothing_from_what_reads_the_rows(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], read: str) -> None:
+    """legend(), dump() and write_table() mid-run catch up with the waiting rows: a row whose work raises there is
+    reported once, as record() reports it, and never raised into the training loop."""
+    sl = _failing_at_step_3(tmp_path, monkeypatch)
+    for i in range(6):
+        sl.record({"step": i, "loss": 0.5})  # (rows 1-5 wait: plain numbers, well inside the batch)
+    getattr(sl, read)()
+    assert "a bug" in capsys.readouterr().err
+    sl.close()
+    assert [r["step"] for r in sl._recent] == [0, 1, 2, 4, 5]
+
+
+def test_the_dump_read_by_a_signal_handler_during_a_catch_up_leaves_the_rows_in_order(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A handler (SIGUSR1: print the dump) that runs while record() catches up reads the rows seen so far; it does
+    not catch up with the later rows before the one in progress (the dump rows and the alert engine's rows stay in
+    the run's order)."""
+    real = backlog.kept
+    dumps: list[str] = []
+
+    def kept(view: dict[str, Any]) -> dict[str, Any]:
+        if view.get("step") == 5 and not dumps:
+            dumps.append(sl.dump())  # (as a signal handler would, between two of this row's steps)
+        return real(view)
+
+    monkeypatch.setattr(backlog, "kept", kept)
+    sl = StepLogger([Col("step", 5, "step", "d"), Col("loss", 7, "loss", "+.3f")], tmp_path, console=False,
+                    dump_rows=100)
+    fed: list[int] = []
+    add = alertfeed.AlertFeed.add
+    monkeypatch.setattr(alertfeed.AlertFeed, "add", lambda self, step, row, *a: fed.append(step) or add(
+        self, step, row, *a))
+    for i in range(10):
+        sl.record({"step": i, "loss": 0.5 if i < 9 else math.nan})  # (the NaN row catches up inside record())
+    sl.close()
+    assert dumps and [r["step"] for r in sl._recent] == list(range(10)) and fed == list(range(10))
