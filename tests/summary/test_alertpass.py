@@ -149,6 +149,8 @@ def test_an_exception_in_this_process_ends_the_workers(tmp_path: Path, monkeypat
 
 @pytest.mark.skipif(not hasattr(os, "fork") or sys.platform == "darwin", reason="workers are forked")
 def test_when_workers_are_started(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    active_count = threading.active_count
+    monkeypatch.setattr(threading, "active_count", lambda: 1)  # (other tests' threads may still be winding down)
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2, 3}, raising=False)
     loadavg = tmp_path / "loadavg"
     monkeypatch.setattr(alertpass, "LOADAVG", str(loadavg))
@@ -166,6 +168,7 @@ def test_when_workers_are_started(monkeypatch: pytest.MonkeyPatch, tmp_path: Pat
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0}, raising=False)
     assert alertpass.workers_for(10 * alertpass.MIN_CELLS) == 0  # one core
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2, 3}, raising=False)
+    monkeypatch.setattr(threading, "active_count", active_count)
     stop = threading.Event()
     other = threading.Thread(target=stop.wait)
     other.start()
