@@ -15,18 +15,17 @@ row reaches the feed with the time it came, so the feed batches it as it would h
 from __future__ import annotations
 
 import math
+import threading
 from collections import deque
-from collections.abc import Collection
+from collections.abc import Callable, Collection, Mapping, Sequence
 from time import monotonic
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from steptable.logger.alertfeed import BATCH_ROWS, BATCH_S
+from steptable.alerts.rules import Alert
+from steptable.logger.alertfeed import BATCH_ROWS, BATCH_S, AlertFeed
 from steptable.logger.sinks import report_once
 from steptable.logger.writer import error_text
 from steptable.table.rowvalues import flat, kept
-
-if TYPE_CHECKING:
-    from steptable.logger.steplogger import StepLogger
 
 #: a row of these value types alone waits (anything else, nested mappings and text included, is caught up at once)
 _NUMBERS = frozenset({float, int})
@@ -62,10 +61,14 @@ def row_view(cells: dict[str, Any], step: Any) -> dict[str, Any]:
 
 
 class Backlog:
-    """The rows ``sl`` wrote and has not seen yet (see the module). Not thread-safe: used under the logger's lock."""
+    """The rows a logger wrote and has not seen yet (see the module). Not thread-safe: used under the logger's lock.
+    What a row's work reaches: ``recent`` (the end-of-run dump's rows), ``fit`` (the widths of the columns
+    declared without one), ``feed`` (None: no alerts) and ``say`` (its alerts printed); ``topic``: the logger's for
+    failures reported once."""
 
-    def __init__(self, sl: StepLogger) -> None:
-        self._sl = sl
+    def __init__(self, recent: deque[dict[str, Any]], fit: Callable[[Mapping[str, Any]], None],
+                 feed: AlertFeed | None, say: Callable[[Sequence[Alert]], None], topic: str) -> None:
+        self._recent, self._fit, self._feed, self._say, self._topic = recent, fit, feed, say, topic
         #: (step, the frozen cells, wall time, the row's position in the run, monotonic() when it came)
         self._rows: deque[tuple[Any, dict[str, Any], float, int, float]] = deque()
         self._first = 0.0  # monotonic() when the first waiting row came
@@ -84,38 +87,36 @@ class Backlog:
             self._first = now
         rows.append((step, cells, wall, index, now))
         if (not _finite(cells.values()) or slow or len(rows) >= BATCH_ROWS or now - self._first >= BATCH_S
-                or (self._sl._alerts is not None and self._sl._alerts.waiting)):  # (the feed's batch is open)
+                or (self._feed is not None and self._feed.waiting)):  # (the feed's batch is open)
             self.catch_up()
 
     def catch_up(self, drain: bool = False) -> None:
         """Do the waiting rows' work, in order (a row that fails leaves those after it waiting), each row fed to
         the alert feed as it came (the alerts of the batches they complete said now); ``drain``: every waiting
         row's alerts are said now."""
-        sl, rows = self._sl, self._rows
-        alerts = sl._alerts
+        rows, alerts = self._rows, self._feed
         while rows:
             step, cells, wall, index, came = rows.popleft()
             view = row_view(cells, step)
-            sl._recent.append(kept(view))
-            sl._fit_widths(view)
+            self._recent.append(kept(view))
+            self._fit(view)
             if alerts is not None:
-                sl._say(alerts.add(step_number(step, index), view, wall, came))
+                self._say(alerts.add(step_number(step, index), view, wall, came))
         if drain and alerts is not None:
-            sl._say(alerts.drain())
+            self._say(alerts.drain())
 
-    def say_waiting(self, wait: float = -1) -> None:
+    def say_waiting(self, lock: threading.RLock, wait: float = -1) -> None:
         """Catch up with the waiting rows and feed every row waiting for its alert batch, their alerts said (at
-        close and at the interpreter's exit; ``wait``: seconds the logger's lock is waited for, -1 without end).
+        close and at the interpreter's exit; ``wait``: seconds the logger's ``lock`` is waited for, -1 without end).
         Raises nothing (a failure is reported once)."""
-        sl = self._sl
-        if not self._rows and (sl._alerts is None or not sl._alerts.waiting):
+        if not self._rows and (self._feed is None or not self._feed.waiting):
             return
         try:
-            if not sl._lock.acquire(timeout=wait):
+            if not lock.acquire(timeout=wait):
                 return
             try:
                 self.catch_up(drain=True)
             finally:
-                sl._lock.release()
+                lock.release()
         except Exception as e:
-            report_once(f"{sl._topic}-alerts", f"steptable: the last rows' alerts failed ({error_text(e)})")
+            report_once(f"{self._topic}-alerts", f"steptable: the last rows' alerts failed ({error_text(e)})")

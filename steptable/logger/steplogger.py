@@ -116,7 +116,8 @@ class StepLogger:
         self._started = 0.0
         self._topic = f"steplogger-{next(_NUMBERS)}"  # failures are reported once per logger and kind
         self._closer = Closer(self)  # close(), table.txt and the end-of-run dump
-        self._backlog = Backlog(self)  # record()'s rows: their view, dump row, fit and alerts done in batches
+        # record()'s rows: their view, dump row, fit and alerts done in batches
+        self._backlog = Backlog(self._recent, self._fit_widths, self._alerts, self._say, self._topic)
         process.track(self)  # (after_fork, at_exit)
 
     def _set_cols(self, cols: Sequence[Col]) -> None:
@@ -377,10 +378,10 @@ class StepLogger:
         """The process exits: the alerts of rows still waiting for their batch are said, where close() did not
         say them (steptable.logger.process)."""
         if not self._closed and not self._forked:
-            self._backlog.say_waiting(wait=1.0)  # (a lock another thread holds at exit is not waited for long)
+            self._backlog.say_waiting(self._lock, wait=1.0)  # (a lock held at exit: not waited for long)
 
     def _final_flush(self) -> None:
-        self._backlog.say_waiting()  # (before the file closes: a failure there must not keep it open)
+        self._backlog.say_waiting(self._lock)  # (before the file closes: a failure there must not keep it open)
         if self._writer is not None:
             self._writer.close()
         if self._writer_lock is not None:
