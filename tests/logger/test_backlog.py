@@ -5,7 +5,11 @@ alerts) by the alert feed's rules; an alert is said when the feed would say it, 
 from __future__ import annotations
 
 import math
+import os
 import random
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -197,3 +201,34 @@ def test_the_dump_read_by_a_signal_handler_during_a_catch_up_leaves_the_rows_in_
         sl.record({"step": i, "loss": 0.5 if i < 9 else math.nan})  # (the NaN row catches up inside record())
     sl.close()
     assert dumps and [r["step"] for r in sl._recent] == list(range(10)) and fed == list(range(10))
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_forked_child_reading_the_dump_says_none_of_the_parents_waiting_alerts(tmp_path: Path) -> None:
+    """A child forked while recorded rows wait for their batch (a spike among them), their time bound past, sees
+    them in its dump and says no alert of them, closing or not: the parent says the spike, once."""
+    script = textwrap.dedent(f"""
+        import os, random, time
+        from steptable import Col, StepLogger
+        from steptable.logger import backlog
+        StepLogger._emit = lambda self, text, level="INFO": print(level, text, flush=True)
+        backlog.BATCH_S = 0.5  # (the batch's time bound, shorter: it is past when the child reads the dump)
+        sl = StepLogger([Col("step", 5, "step", "d"), Col("loss", 7, "loss", "+.3f")], run_dir={str(tmp_path)!r},
+                        console=False)
+        sl._alerts.seconds = backlog.BATCH_S
+        rnd = random.Random(3)
+        for step in range(50):
+            sl.record({{"step": step, "loss": 9.0 if step == 45 else 0.5 + rnd.gauss(0, 0.01)}})
+        time.sleep(0.6)
+        pid = os.fork()
+        if pid == 0:
+            print("child dump", "49" in sl.dump(), flush=True)
+            sl.close()
+            os._exit(0)
+        os.waitpid(pid, 0)
+        sl.close()
+    """)
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert "child dump True" in proc.stdout
+    assert sum("step 45 loss" in line for line in proc.stdout.splitlines()) == 1, proc.stdout
