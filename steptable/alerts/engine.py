@@ -101,7 +101,7 @@ class AlertEngine:
                         out.append(a)
         if self._hack_keys and (a := self._hack_update(step, row)) is not None:
             out.append(a)
-        return _merge_nonfinite(out) if len(out) > 1 and self.merge else out
+        return merge_nonfinite(out) if len(out) > 1 and self.merge else out
 
     def feed_block(self, steps: Sequence[int], values: Sequence[tuple[str, list[float]]],
                    walls: Sequence[Any] | None) -> list[Alert] | None:
@@ -295,7 +295,7 @@ class AlertEngine:
         return Alert("W", step, hk[0], "hack_auroc", msg)
 
 
-def _merge_nonfinite(found: list[Alert]) -> list[Alert]:
+def merge_nonfinite(found: list[Alert]) -> list[Alert]:
     """One line for a step's non-finite columns (a divergence turns every metric NaN at once), under the first."""
     nf = [a for a in found if a.kind == "nonfinite"]
     if len(nf) < 2:

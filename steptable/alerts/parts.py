@@ -17,7 +17,7 @@ from itertools import groupby
 from operator import lt
 
 from steptable.alerts.detectors import DETECTORS
-from steptable.alerts.engine import _merge_nonfinite
+from steptable.alerts.engine import merge_nonfinite
 from steptable.alerts.rules import Alert, AlertConfig
 
 #: roles scanned together: the loss's flat test asks the grad norm's flat detector (AlertEngine._grad_still)
@@ -72,5 +72,5 @@ def merge(found: Sequence[Sequence[Alert]]) -> list[Alert]:
     out: list[Alert] = []
     for _, same in groupby(tagged, key=lambda t: t[0]):
         row = [t[3] for t in same]
-        out += _merge_nonfinite(row) if len(row) > 1 else row
+        out += merge_nonfinite(row) if len(row) > 1 else row
     return out

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from steptable.alerts.detectors import DETECTORS
-from steptable.alerts.engine import AlertEngine, _merge_nonfinite
+from steptable.alerts.engine import AlertEngine, merge_nonfinite
 from steptable.alerts.history import feed_store, replay_spans
 from steptable.alerts.rules import MULTI_ROLES, Alert, AlertConfig, cell_float
 from steptable.table.formatting import fmt_auto as _f
@@ -138,11 +138,11 @@ def _present(config: AlertConfig, store: Any, key: str, a: int, b: int) -> Itera
 
 
 def _merge_by_step(found: list[Alert]) -> list[Alert]:
-    """Non-finite alerts in step order, one line per step (:func:`_merge_nonfinite`)."""
+    """Non-finite alerts in step order, one line per step (:func:`merge_nonfinite`)."""
     by_step: dict[int, list[Alert]] = {}
     for a in sorted(found, key=lambda a: a.step):
         by_step.setdefault(a.step, []).append(a)
-    return [m for group in by_step.values() for m in _merge_nonfinite(group)]
+    return [m for group in by_step.values() for m in merge_nonfinite(group)]
 
 
 def read_replaced(store: Any, start: int, budget: int) -> tuple[list[Alert], int]:
