@@ -43,8 +43,8 @@ def add_parser(sub: Any) -> None:
                    "first reward/score key, else loss)")
     s.add_argument("--stat", choices=("last", "mean", "best"), default="mean",
                    help="what --top ranks: the last value, the mean of the newest rows (default) or their best")
-    s.add_argument("--lower", action="store_true", help="for --top: lower is better (default: the schema's word, "
-                   "else higher)")
+    s.add_argument("--lower", action="store_true", help="for --top: lower is better (default: the schema's word; "
+                   "where it says none, highest first, not called better)")
 
 
 def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:

@@ -41,8 +41,9 @@ def run_top(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if key is None:
         err.write("steptable summary: no numeric metric to rank by\n")
         return 2
-    higher = not args.lower and (not first or direction(first[0], key) != "lower")
-    text = top_text(digests, key, args.top or 5, args.stat, higher, time.time())
+    said = direction(first[0], key) if first else None  # (None: the schema does not say, e.g. an RL loss)
+    higher = not args.lower and said != "lower"
+    text = top_text(digests, key, args.top or 5, args.stat, higher, time.time(), args.lower or said is not None)
     out.write(text + "\n")
     if not any(key in d.last for d in digests):
         return 2

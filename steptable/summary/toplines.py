@@ -41,13 +41,17 @@ def names_of(digests: Sequence[RunDigest]) -> dict[str, str]:
     return {d.run: d.run if d.arm in dup else d.arm for d in digests}
 
 
-def top_text(digests: Sequence[RunDigest], key: str, k: int, stat: str, higher: bool, now: float) -> str:
+def top_text(digests: Sequence[RunDigest], key: str, k: int, stat: str, higher: bool, now: float,
+             known: bool = True) -> str:
     """The sweep's status line, what the ranking is by, the ``k`` best runs then the ``k`` worst (fewer when the
-    answer would pass ``MAX_CHARS``; the lines left out are counted), and how many runs lack ``key``."""
+    answer would pass ``MAX_CHARS``; the lines left out are counted), and how many runs lack ``key``. ``known``:
+    whether ``higher`` is known to be better (the schema or the user says so), else it is only the order shown
+    (an RL loss: neither way is better) and the text says so."""
     order = ranked(digests, key, stat, higher)
     names = names_of(digests)
-    lines = [sweep_line(digests, now),
-             f"by {sanitize(key)} ({STAT_WORDS[stat]}, {'higher' if higher else 'lower'} is better):"]
+    way = f"{'higher' if higher else 'lower'} is better" if known else \
+        f"{'highest' if higher else 'lowest'} first: which way is better is not known"
+    lines = [sweep_line(digests, now), f"by {sanitize(key)} ({STAT_WORDS[stat]}, {way}):"]
     if not order:
         return "\n".join([*lines, f"no run logs {sanitize(key)}"])
     k = max(1, k)
@@ -56,10 +60,11 @@ def top_text(digests: Sequence[RunDigest], key: str, k: int, stat: str, higher: 
     worst = [(len(order) - j, d, v) for j, (d, v) in enumerate(reversed(rest[-k:]))]
     missing = len(digests) - len(order)
     foot = f"{missing} run{'s' if missing != 1 else ''} without {sanitize(key)}" if missing else ""
+    top, bottom = ("best:", "worst:") if known else ("highest:", "lowest:") if higher else ("lowest:", "highest:")
     while True:
-        body = ["best:", *(_line(r, d, v, names[d.run], now) for r, d, v in best)]
+        body = [top, *(_line(r, d, v, names[d.run], now) for r, d, v in best)]
         if worst:
-            body += ["worst:", *(_line(r, d, v, names[d.run], now) for r, d, v in worst)]
+            body += [bottom, *(_line(r, d, v, names[d.run], now) for r, d, v in worst)]
         left = len(order) - len(best) - len(worst)
         text = "\n".join([*lines, *body, *([f"({left} runs between)"] if left > 0 else []), *([foot] if foot else [])])
         if len(text) <= MAX_CHARS or len(best) <= 1:

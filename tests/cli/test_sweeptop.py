@@ -19,7 +19,9 @@ def test_summary_top_command(tmp_path: Path) -> None:
     assert run(args, out, err) == 0
     lines = out.getvalue().splitlines()
     assert lines[0] == "10 runs: 8 live, 1 ended, 1 crashed; 1 with errors"
-    assert lines[1] == "by reward (last value, higher is better):"
+    # (a generic run's schema says no direction for reward: ranked highest first, not called better)
+    assert lines[1] == "by reward (last value, highest first: which way is better is not known):"
+    assert lines[2] == "highest:" and lines[5] == "lowest:"
     assert lines[3].startswith(f"1. {names[-1]} ") and lines[4].startswith(f"2. {names[-2]} ")
     assert lines[6].startswith(f"10. {names[0]} ") and " ended" in lines[6]
     assert lines[7].startswith(f"9. {names[1]} ") and lines[7].endswith("crashed 1E")

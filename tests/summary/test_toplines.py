@@ -17,3 +17,17 @@ def test_top_text_stays_short_for_any_sweep() -> None:
     assert lines[2] == "best:" and lines[3].startswith("1. ") and " 0 " in lines[3]
     assert "runs between" in text and "worst:" in text
     assert short_name("a" * 100).count("…") == 1 and len(short_name("a" * 100)) == 36
+
+
+def test_top_text_says_when_which_way_is_better_is_not_known() -> None:
+    """A metric whose schema says no direction (an RL loss) is ranked highest first, and the text does not call
+    that better; known either way (the schema's word, or --lower), it does."""
+    ds = [RunDigest(f"r{i}", f"r{i}", "jsonl", 1, 1, True, 10**9, 0.0, None, "", 1,
+                    last={"loss": float(i)}, mean={"loss": float(i)}) for i in range(6)]
+    unknown = top_text(ds, "loss", 2, "last", True, 0.0, known=False).splitlines()
+    assert unknown[1] == "by loss (last value, highest first: which way is better is not known):"
+    assert unknown[2] == "highest:" and unknown[3].startswith("1. r5 ") and unknown[5] == "lowest:"
+    assert "best" not in "\n".join(unknown) and "worst" not in "\n".join(unknown)
+    lower = top_text(ds, "loss", 2, "last", False, 0.0, known=True).splitlines()
+    assert lower[1] == "by loss (last value, lower is better):"
+    assert lower[2] == "best:" and lower[3].startswith("1. r0 ")
