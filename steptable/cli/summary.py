@@ -45,6 +45,8 @@ def add_parser(sub: Any) -> None:
                    help="what --top ranks: the last value, the mean of the newest rows (default) or their best")
     s.add_argument("--lower", action="store_true", help="for --top: lower is better (default: the schema's word; "
                    "where it says none, highest first, not called better)")
+    s.add_argument("--all", action="store_true", help="every run's block, however many runs (a path of more runs "
+                   "than a summary's rows hold, 15, gives the --top ranking by default)")
 
 
 def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
@@ -61,7 +63,17 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     if args.top is not None or args.by is not None:
         from steptable.cli.sweeptop import run_top
 
-        return run_top(args, out, err)
+        return run_top(args, out, err) or 0  # (None only for a bound: none given here)
+    if not getattr(args, "all", False) and getattr(args, "run", None) is None and not args.columns:
+        from steptable.cli.sweeptop import run_top
+        from steptable.ingest.files.discover import discover
+        from steptable.summary.report import ARM_ROWS
+
+        # a sweep: each run's block would be a line of every column, past the rows a summary holds (an agent's
+        # budget); its ranking instead, read from each file's end (candidates first: a file may be no run)
+        if len(discover(args.paths)) > ARM_ROWS and (status := run_top(args, out, err, ARM_ROWS)) is not None:
+            out.write("(each run's block and its alerts: --all; one run's: --run NAME)\n")
+            return status
     follower, stores = read_runs(args.paths, err, read_replaced)
     if not stores:
         err.write(f"steptable summary: {sanitize(nothing_found(args.paths))}\n")

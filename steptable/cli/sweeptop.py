@@ -7,8 +7,9 @@ import time
 from typing import Any, TextIO
 
 
-def run_top(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    """Print the ranking (see steptable.summary.toplines); 2 when no run is found or none logs the metric."""
+def run_top(args: argparse.Namespace, out: TextIO, err: TextIO, more_than: int = 0) -> int | None:
+    """Print the ranking (see steptable.summary.toplines); 2 when no run is found or none logs the metric.
+    ``more_than``: only for more runs than that; None (nothing printed) for fewer."""
     from steptable.cli.tail import missing_paths
     from steptable.ingest.files.discover import nothing_found
     from steptable.ingest.files.runindex import RunIndex
@@ -30,6 +31,8 @@ def run_top(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     digests = [e.digest for e in index.runs.values() if e.digest is not None]
     if getattr(args, "run", None):
         digests = [d for d in digests if args.run in (d.run, d.arm)]
+    if more_than and len(digests) <= more_than:
+        return None
     status = 0
     for p in missing_paths(args.paths):
         err.write(f"steptable summary: no such path: {sanitize(p)}\n")

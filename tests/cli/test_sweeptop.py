@@ -36,3 +36,30 @@ def test_summary_top_parses(tmp_path: Path, capsys) -> None:  # type: ignore[no-
     out = capsys.readouterr().out
     assert "by loss (mean of the newest rows, lower is better):" in out
     assert main(["summary", str(tmp_path / "missing"), "--top", "1"]) == 2
+
+
+def test_summary_of_a_sweep_gives_its_ranking_unless_every_run_is_asked_for(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    """More runs than a summary's rows hold (ARM_ROWS): the ranking (read from each file's end), and how to get each
+    run's block; --all, --run and --columns give the blocks; at ARM_ROWS runs or fewer, the blocks."""
+    from steptable.summary.report import ARM_ROWS
+    from steptable.summary.toplines import MAX_CHARS
+
+    names = write_sweep(tmp_path / "big", runs=ARM_ROWS + 1)
+    assert main(["summary", str(tmp_path / "big")]) == 0
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    assert lines[0].startswith(f"{ARM_ROWS + 1} runs: ") and lines[1].startswith("by reward")
+    assert lines[3].startswith(f"1. {names[-1]} ") and "runs between" in out
+    assert lines[-1] == "(each run's block and its alerts: --all; one run's: --run NAME)"
+    assert len(out) <= MAX_CHARS + len(lines[-1]) + 1
+    assert main(["summary", str(tmp_path / "big"), "--all"]) == 0
+    every = capsys.readouterr().out
+    assert "alerts" in every and all(n in every for n in names) and "runs between" not in every
+    assert main(["summary", str(tmp_path / "big"), "--run", names[3]]) == 0
+    one = capsys.readouterr().out
+    assert names[3] in one and names[4] not in one and "runs between" not in one
+    assert main(["summary", str(tmp_path / "big"), "--columns", "reward"]) == 0
+    assert "runs between" not in capsys.readouterr().out
+    write_sweep(tmp_path / "small", runs=ARM_ROWS)
+    assert main(["summary", str(tmp_path / "small")]) == 0
+    assert "runs between" not in capsys.readouterr().out
