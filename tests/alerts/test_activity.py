@@ -33,7 +33,9 @@ def test_a_directory_of_long_finished_runs_is_idle_not_stalled(tmp_path: Path, c
         _quiet_run(tmp_path / f"r{i}" / "metrics.jsonl", rows=40, quiet_s=3 * 3600)
     now = time.time()
     assert {store_activity(s, now).state for s in _stores(tmp_path).values()} == {IDLE}
-    rc, out, _ = run_cli(["summary", str(tmp_path)], capsys)
+    rc, out, _ = run_cli(["summary", str(tmp_path)], capsys)  # (a sweep: its ranking, each run's state)
+    assert rc == 0 and out.startswith("30 runs: 30 idle\n") and "stalled" not in out, out
+    rc, out, _ = run_cli(["summary", str(tmp_path), "--all"], capsys)
     assert rc == 0 and "stalled" not in out and "idle since" in out, out
     header = next(line for line in out.splitlines() if "idle since" in line)  # arms in one state share one line
     assert all(f": r{i}," in header or f": r{i}:" in header for i in range(30)), header
