@@ -137,13 +137,9 @@ class StepLogger:
     def _fit(self, view: Mapping[str, Any]) -> bool:
         """Fit the printed columns to ``view``'s values (and the columns declared without a width, as the run's
         description gives them), their notations included; True when their widths or headers changed."""
-        self._fit_cols(view)
-        return self._layout.update(view)
-
-    def _fit_cols(self, view: Mapping[str, Any]) -> None:
-        """Fit the columns declared without a width to ``view``'s values, and count the row."""
         self._fit_widths(view)
         self._rows += 1
+        return self._layout.update(view)
 
     def _fit_widths(self, view: Mapping[str, Any]) -> None:
         """Fit the columns declared without a width to ``view``'s values (the run's description and table.txt
