@@ -71,7 +71,8 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
 
         # a sweep: each run's block would be a line of every column, past the rows a summary holds (an agent's
         # budget); its ranking instead, read from each file's end (candidates first: a file may be no run)
-        if len(discover(args.paths)) > ARM_ROWS and (status := run_top(args, out, err, ARM_ROWS)) is not None:
+        cands = discover(args.paths)
+        if len(cands) > ARM_ROWS and (status := run_top(args, out, err, ARM_ROWS, cands)) is not None:
             out.write("(each run's block and its alerts: --all; one run's: --run NAME)\n")
             return status
     follower, stores = read_runs(args.paths, err, read_replaced)

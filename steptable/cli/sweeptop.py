@@ -4,12 +4,18 @@ from __future__ import annotations
 
 import argparse
 import time
-from typing import Any, TextIO
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, TextIO
+
+if TYPE_CHECKING:
+    from steptable.ingest.files.discover import Candidate
 
 
-def run_top(args: argparse.Namespace, out: TextIO, err: TextIO, more_than: int = 0) -> int | None:
+def run_top(args: argparse.Namespace, out: TextIO, err: TextIO, more_than: int = 0,
+            found: Sequence[Candidate] | None = None) -> int | None:
     """Print the ranking (see steptable.summary.toplines); 2 when no run is found or none logs the metric.
-    ``more_than``: only for more runs than that; None (nothing printed) for fewer."""
+    ``more_than``: only for more runs than that; None (nothing printed) for fewer. ``found``: the candidates a
+    discovery of ``args.paths`` just gave (not walked again)."""
     from steptable.cli.tail import missing_paths
     from steptable.ingest.files.discover import nothing_found
     from steptable.ingest.files.runindex import RunIndex
@@ -25,6 +31,8 @@ def run_top(args: argparse.Namespace, out: TextIO, err: TextIO, more_than: int =
         return digest(store, store.meta.get("size", 0), alerts=False)
 
     index = RunIndex(args.paths, make)
+    if found is not None:
+        index.discover(found)
     index.refresh()
     for line in index.errors:
         err.write(sanitize(line) + "\n")

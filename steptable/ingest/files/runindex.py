@@ -164,10 +164,11 @@ class RunIndex(Generic[D]):
         self._last_discovery: float | None = None
         self.errors: list[str] = []
 
-    def discover(self) -> set[str]:
-        """Find runs not known yet (listed with their size, ``digest`` None until read); returns their ids."""
+    def discover(self, found: Iterable[Candidate] | None = None) -> set[str]:
+        """Find runs not known yet (listed with their size, ``digest`` None until read); returns their ids.
+        ``found``: what a discovery of these paths just gave (the caller's own), not walked again."""
         self._last_discovery = self._clock()
-        return self.admit(discover(self.paths))
+        return self.admit(discover(self.paths) if found is None else found)
 
     def admit(self, cands: Iterable[Candidate]) -> set[str]:
         """Take these candidates (a discovery's, or those a file event named) as runs where they are new and hold
