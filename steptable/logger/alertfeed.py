@@ -27,6 +27,26 @@ BATCH_ROWS = 64
 BATCH_S = 2.0
 
 
+class Batch:
+    """When rows waiting for a batch are due: ``rows`` of them, ``seconds`` since the first, or a row ``seconds``
+    after the one before (rows this far apart gain nothing by waiting for the next). Defaults: BATCH_ROWS,
+    BATCH_S."""
+
+    def __init__(self, rows: int | None = None, seconds: float | None = None) -> None:
+        self.rows = max(int(BATCH_ROWS if rows is None else rows), 1)
+        self.seconds = BATCH_S if seconds is None else seconds
+        self._first = 0.0  # when the first waiting row came
+        self._last = -float("inf")  # when the last row came
+
+    def due(self, now: float, waiting: int) -> bool:
+        """A row came at ``now`` (monotonic), ``waiting`` rows waiting with it: are they due?"""
+        slow = now - self._last >= self.seconds
+        self._last = now
+        if waiting <= 1:
+            self._first = now
+        return slow or waiting >= self.rows or now - self._first >= self.seconds
+
+
 class _Rows:
     """The waiting rows as history.feed_columns reads its store: ``value(i, key)`` (None: the row has no such key)."""
 
@@ -40,16 +60,13 @@ class _Rows:
 class AlertFeed:
     """``engine`` fed in batches (see the module). Not thread-safe: the StepLogger calls it under its lock."""
 
-    def __init__(self, engine: AlertEngine, rows: int = BATCH_ROWS, seconds: float = BATCH_S) -> None:
+    def __init__(self, engine: AlertEngine, rows: int | None = None, seconds: float | None = None) -> None:
         self.engine = engine
-        self.rows = max(int(rows), 1)
-        self.seconds = seconds
+        self.batch = Batch(rows, seconds)
         self._wanted = engine.config.watched()
         self._steps: list[int] = []
         self._walls: list[float] = []
         self._cells: list[dict[str, Any]] = []
-        self._first = 0.0  # monotonic() when the first waiting row came
-        self._last = -float("inf")  # monotonic() when the last row came
 
     @property
     def waiting(self) -> int:
@@ -62,16 +79,11 @@ class AlertFeed:
         fed later (its batch is the one it would have joined then); None: now."""
         wanted = self._wanted
         cells = {k: v for k, v in row.items() if k in wanted}
-        now = monotonic() if came is None else came
-        slow = now - self._last >= self.seconds  # (rows this far apart gain nothing by waiting for the next)
-        self._last = now
-        if not self._steps:
-            self._first = now
         self._steps.append(step)
         self._walls.append(wall)
         self._cells.append(cells)
-        urgent = any(not (type(v) is float or type(v) is int) or v - v != 0 for v in cells.values())
-        if urgent or slow or len(self._steps) >= self.rows or now - self._first >= self.seconds:
+        due = self.batch.due(monotonic() if came is None else came, len(self._steps))
+        if due or any(not (type(v) is float or type(v) is int) or v - v != 0 for v in cells.values()):
             return self.drain()
         return []
 

@@ -22,7 +22,7 @@ from time import monotonic
 from typing import Any
 
 from steptable.alerts.rules import Alert
-from steptable.logger.alertfeed import BATCH_ROWS, BATCH_S, AlertFeed
+from steptable.logger.alertfeed import AlertFeed, Batch
 from steptable.logger.sinks import report_once
 from steptable.logger.writer import error_text
 from steptable.table.rowvalues import flat, kept
@@ -71,8 +71,7 @@ class Backlog:
         self._recent, self._fit, self._feed, self._say, self._topic = recent, fit, feed, say, topic
         #: (step, the frozen cells, wall time, the row's position in the run, monotonic() when it came)
         self._rows: deque[tuple[Any, dict[str, Any], float, int, float]] = deque()
-        self._first = 0.0  # monotonic() when the first waiting row came
-        self._last = -math.inf  # monotonic() when the last row came
+        self._batch = Batch()  # (the feed's rules)
 
     def __len__(self) -> int:
         return len(self._rows)
@@ -81,12 +80,9 @@ class Backlog:
         """Take a row just written (``index``: its position in the run, from 0); caught up with the rows before it
         where the alert feed would feed it now."""
         now = monotonic()
-        slow, self._last = now - self._last >= BATCH_S, now
         rows = self._rows
-        if not rows:
-            self._first = now
         rows.append((step, cells, wall, index, now))
-        if (not _finite(cells.values()) or slow or len(rows) >= BATCH_ROWS or now - self._first >= BATCH_S
+        if (self._batch.due(now, len(rows)) or not _finite(cells.values())
                 or (self._feed is not None and self._feed.waiting)):  # (the feed's batch is open)
             self.catch_up()
 

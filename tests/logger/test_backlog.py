@@ -210,12 +210,11 @@ def test_a_forked_child_reading_the_dump_says_none_of_the_parents_waiting_alerts
     script = textwrap.dedent(f"""
         import os, random, time
         from steptable import Col, StepLogger
-        from steptable.logger import backlog
+        from steptable.logger import alertfeed
         StepLogger._emit = lambda self, text, level="INFO": print(level, text, flush=True)
-        backlog.BATCH_S = 0.5  # (the batch's time bound, shorter: it is past when the child reads the dump)
+        alertfeed.BATCH_S = 0.5  # (the batch's time bound, shorter: it is past when the child reads the dump)
         sl = StepLogger([Col("step", 5, "step", "d"), Col("loss", 7, "loss", "+.3f")], run_dir={str(tmp_path)!r},
                         console=False)
-        sl._alerts.seconds = backlog.BATCH_S
         rnd = random.Random(3)
         for step in range(50):
             sl.record({{"step": step, "loss": 9.0 if step == 45 else 0.5 + rnd.gauss(0, 0.01)}})
