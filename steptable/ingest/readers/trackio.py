@@ -42,16 +42,37 @@ _CLASHES = frozenset({"step", "_timestamp"})
 FETCH, FETCH_MIN, FETCH_MAX = 128, 32, 4096
 
 
+#: what reading a damaged database raises: SQLite's errors, and UnicodeDecodeError where SQLite's message quotes a
+#: damaged schema's bytes that are not UTF-8 (Python decodes the message before it can raise the error)
+DAMAGED = (sqlite3.DatabaseError, UnicodeDecodeError)
+
+
+def why(e: BaseException) -> str:
+    """What went wrong, for a report (a message that could not be decoded is said as what it means)."""
+    return "its schema is unreadable" if isinstance(e, UnicodeDecodeError) else str(e)
+
+
 @contextlib.contextmanager
 def connect(path: Path) -> Iterator[sqlite3.Connection]:
-    """A read-only connection that waits at most 50 ms for a lock (then the poll gives up until the next one)."""
+    """A read-only connection that waits at most 50 ms for a lock (then the poll gives up until the next one). TEXT
+    comes back as bytes: a damaged page can hold bytes that are not UTF-8, which SQLite's own decode would raise on
+    (names and clocks go through :func:`text`; the metrics objects are handed on as bytes anyway). Any error the
+    block lets out is a ``sqlite3.Error`` (a UnicodeDecodeError of :data:`DAMAGED` becomes a DatabaseError)."""
     uri = Path(os.path.abspath(path)).as_uri() + "?mode=ro"
     con = sqlite3.connect(uri, uri=True, timeout=0.05, check_same_thread=False)
+    con.text_factory = bytes
     try:
         con.execute("PRAGMA query_only = 1")
         yield con
+    except UnicodeDecodeError as e:
+        raise sqlite3.DatabaseError(why(e)) from e
     finally:
         con.close()
+
+
+def text(v: Any) -> str:
+    """A TEXT value read as bytes, as a string (bytes that are not UTF-8 replaced)."""
+    return v.decode("utf-8", "replace") if type(v) is bytes else str(v)
 
 
 def is_trackio(path: Path) -> bool:
@@ -68,19 +89,19 @@ def is_trackio(path: Path) -> bool:
         return True
     try:
         with connect(path) as con:
-            cols = {r[1] for r in con.execute("PRAGMA table_info(metrics)")}
+            cols = {text(r[1]) for r in con.execute("PRAGMA table_info(metrics)")}
     except sqlite3.OperationalError:  # locked, or not a database
         return False
-    except sqlite3.DatabaseError:  # damaged where its schema is: the reader reports what it can read
+    except DAMAGED:  # damaged where its schema is: the reader reports what it can read
         return True
     return {"id", "run_name", "step", "metrics"} <= cols
 
 
 def _unix(ts: Any) -> float | None:
-    if not isinstance(ts, str):
+    if not isinstance(ts, (str, bytes)):
         return None
     try:
-        return datetime.fromisoformat(ts).timestamp()
+        return datetime.fromisoformat(text(ts)).timestamp()
     except ValueError:
         return None
 
@@ -133,7 +154,7 @@ class TrackioReader:
                 while rows := cur.fetchmany(self._fetch):
                     taken += len(rows)
                     self._take(rows, out, bad)
-            except sqlite3.DatabaseError as e:
+            except DAMAGED as e:
                 locked = isinstance(e, sqlite3.OperationalError) and ("locked" in str(e) or "busy" in str(e))
                 if not locked:
                     rows, damage = self._around_damage(con, e)
@@ -157,10 +178,10 @@ class TrackioReader:
         names = {r[1] for r in rows}
         by_run: dict[str, list[Any]] = {}
         if len(names) == 1:
-            by_run[str(names.pop())] = rows
+            by_run[text(names.pop())] = rows
         else:
             for r in rows:
-                by_run.setdefault(str(r[1]), []).append(r)
+                by_run.setdefault(text(r[1]), []).append(r)
         for run, got in by_run.items():
             out.setdefault(run, []).extend(self._batch(run, got, bad))
         size = sum(len(r[4]) for r in rows if isinstance(r[4], (bytes, str)))
@@ -212,8 +233,6 @@ class TrackioReader:
         ends, end = self._ends, self._end
         size = 0
         for _, _, step, ts, blob in rows:
-            if type(blob) is str:
-                blob = blob.encode()
             if type(step) is not int or type(blob) is not bytes or blob[-1:] != b"}":
                 return [None]
             add((blob[:-1], b',"step":%d' % step if len(blob) > 2 else b'"step":%d' % step, ends.get(ts) or end(ts)))
@@ -253,14 +272,14 @@ class TrackioReader:
 
     def _around_damage(self, con: sqlite3.Connection, err: Exception) -> tuple[list[Any], list[BadLine]]:
         """Rows past ``last_id`` read one id at a time (a damaged page costs the rows on it, not the rest)."""
-        bad = [BadLine(self.label, 0, f"database damaged ({err}); reading row by row")]
+        bad = [BadLine(self.label, 0, f"database damaged ({why(err)}); reading row by row")]
         hi = None
         for q in ("SELECT seq FROM sqlite_sequence WHERE name = 'metrics'", "SELECT max(id) FROM metrics"):
             try:
                 top = con.execute(q).fetchone()
                 hi = int(top[0])
                 break
-            except (sqlite3.DatabaseError, TypeError, ValueError, IndexError):
+            except (*DAMAGED, TypeError, ValueError, IndexError):
                 continue
         rows: list[Any] = []
         lost: list[int] = []
@@ -271,7 +290,7 @@ class TrackioReader:
             try:
                 r = con.execute("SELECT id, run_name, step, timestamp, metrics FROM metrics WHERE id = ?",
                                 (rid,)).fetchone()
-            except sqlite3.DatabaseError:
+            except DAMAGED:
                 lost.append(rid)
                 if hi is None and len(lost) >= MAX_PROBE and (not rows or rid - rows[-1][0] >= MAX_PROBE):
                     break  # no known last id and nothing readable for a while: the rest is gone
@@ -287,8 +306,8 @@ class TrackioReader:
     def _read_configs(self, con: sqlite3.Connection) -> None:
         try:
             for run, blob in con.execute("SELECT run_name, config FROM configs"):
-                if str(run) not in self.configs:
+                if text(run) not in self.configs:
                     with contextlib.suppress(msgspec.DecodeError, TypeError):
-                        self.configs[str(run)] = _DECODE.decode(blob)
-        except sqlite3.Error:
+                        self.configs[text(run)] = _DECODE.decode(blob)
+        except (sqlite3.Error, UnicodeDecodeError):
             pass

@@ -124,6 +124,31 @@ def test_flipped_byte_in_a_row_reported_other_rows_kept(trackio_dir: Path, tmp_p
     assert any("row id" in e and "unreadable metrics" in e for e in f.errors)
 
 
+def test_text_that_is_not_utf8_read_with_its_row(trackio_dir: Path, tmp_path: Path) -> None:
+    db = _copy(trackio_dir, tmp_path / "t")
+    with contextlib.closing(sqlite3.connect(db)) as w:  # a damaged page's bytes, stored as TEXT by SQLite itself
+        w.execute("UPDATE metrics SET run_name = CAST(X'ff2d62' AS TEXT), timestamp = CAST(X'c3' AS TEXT) "
+                  "WHERE run_name = 'run-b' AND step = 1")
+        w.commit()
+    f = read_once(tmp_path)
+    runs = _by_arm(f)
+    assert list(runs["run-a"].steps) == [0, 1, 2, 3, 4] and list(runs["run-b"].steps) == [0, 2]
+    assert list(runs["\ufffd-b"].steps) == [1] and not f.errors
+
+
+def test_schema_bytes_not_utf8_reported_not_raised(trackio_dir: Path, tmp_path: Path) -> None:
+    db = _copy(trackio_dir, tmp_path / "t")
+    data = bytearray(db.read_bytes())
+    at = data.find(b"step)", data.find(b"ON metrics(run_id, step)"))  # an index on a column it then lacks
+    assert at > 0
+    data[at + 1] = 0xFF  # SQLite's message about the schema then quotes a byte that is not UTF-8
+    db.write_bytes(bytes(data))
+    f = read_once(tmp_path)
+    assert f.errors and all(str(db) in e for e in f.errors)
+    assert any("schema is unreadable" in e for e in f.errors), f.errors
+    assert all(len(s) == 0 for s in f.stores.values())
+
+
 def test_cut_database_reported_good_rows_kept(trackio_dir: Path, tmp_path: Path) -> None:
     db = _copy(trackio_dir, tmp_path / "t")
     data = db.read_bytes()
@@ -161,9 +186,9 @@ def _one_by_one(db: Path) -> dict[str, list[dict[str, object]]]:
     with trackio.connect(db) as con:
         got = con.execute("SELECT id, run_name, step, timestamp, metrics FROM metrics ORDER BY id").fetchall()
     out: dict[str, list[dict[str, object]]] = {}
-    for run in sorted({str(r[1]) for r in got}):
+    for run in sorted({trackio.text(r[1]) for r in got}):
         bad: list[object] = []
-        parsed = reader._rows([r for r in got if r[1] == run], bad)  # type: ignore[arg-type]
+        parsed = reader._rows([r for r in got if trackio.text(r[1]) == run], bad)  # type: ignore[arg-type]
         assert parsed.rows is not None and not bad
         out[run] = parsed.rows
     return out
