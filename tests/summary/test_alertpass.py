@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from steptable.ingest import forkgate
 from steptable.summary import alertpass
 from tests.helpers import run_cli, write_rows
 
@@ -153,7 +154,7 @@ def test_when_workers_are_started(monkeypatch: pytest.MonkeyPatch, tmp_path: Pat
     monkeypatch.setattr(threading, "active_count", lambda: 1)  # (other tests' threads may still be winding down)
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2, 3}, raising=False)
     loadavg = tmp_path / "loadavg"
-    monkeypatch.setattr(alertpass, "LOADAVG", str(loadavg))
+    monkeypatch.setattr(forkgate, "LOADAVG", str(loadavg))
     loadavg.write_text("2.48 2.09 1.61 1/91 14359\n")  # (this process alone runnable)
     assert alertpass.workers_for(alertpass.MIN_CELLS) == 3
     assert alertpass.workers_for(alertpass.MIN_CELLS - 1) == 0  # a pass too small to pay for a fork
@@ -189,7 +190,7 @@ def test_no_worker_under_the_mcp_server(tmp_path: Path, monkeypatch: pytest.Monk
     path = _runs(tmp_path)["plain"]
     pids = _spy_forks(monkeypatch)
     monkeypatch.setattr(alertpass, "MIN_CELLS", 0)  # (every pass big enough, every core free)
-    monkeypatch.setattr(alertpass, "_running_elsewhere", lambda: 0)
+    monkeypatch.setattr(forkgate, "running_elsewhere", lambda: 0)
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
     texts: list[str] = []
 
