@@ -26,9 +26,11 @@ Three measurements, each against an anchor taken in the same run:
    4. ``tail -n 0 --format jsonl --columns step,loss``; 5. the same under ``-f``, until its last row is out (then
    TERM); goals: at most 0.5x the streaming script's time, resident memory at most 2x the two columns' numeric
    payload + 50 MB. 6. ``summary``: goal at most 0.5x the reading script's time. Beside it, in wall and CPU
-   seconds (the cores this bench may use and the load average printed with them): summary in one process (no
-   alert worker: as on one core, or in the MCP server), summary without its alert pass, its read
-   alone (``read_runs`` in a fresh interpreter, with the imports summary makes) and ``summary`` of a one-row file
+   seconds (the cores this bench may use and the load average printed with them): summary with its read in one
+   process (the path before the split read, steptable.ingest.splitread), summary in one process (read not split, no
+   alert worker: as on one core, or in the MCP server), summary without its alert pass, its read alone
+   (``read_runs`` in a fresh interpreter, with the imports summary makes), split as summary splits it and in one
+   process, and ``summary`` of a one-row file
    (the interpreter's start, the imports, the parser): what is left of summary's own part past them is its
    statistics, layout and text.
 """
@@ -221,21 +223,33 @@ alertpass.AlertsAhead = NoAlerts
 from steptable.cli.main import main
 sys.exit(main(["summary", *sys.argv[1:]]))
 """
-# summary in one process: its alert pass with no worker (as on one core, or where forking is not safe)
+# summary in one process: its read not split, its alert pass with no worker (as on one core, or where forking is
+# not safe)
 ONE_PROCESS = """\
 import sys
 import steptable.summary.alertpass as alertpass
+from steptable.ingest import splitread
 alertpass.workers_for = lambda cells: 0
+splitread.MIN_BYTES = 1 << 62
 from steptable.cli.main import main
 sys.exit(main(["summary", *sys.argv[1:]]))
 """
-# summary's read alone: its imports, then the runs read into stores as summary reads them
+# summary with its read in one process, its alert workers as they are (the path before the split read)
+READ_NOT_SPLIT = """\
+import sys
+from steptable.ingest import splitread
+splitread.MIN_BYTES = 1 << 62
+from steptable.cli.main import main
+sys.exit(main(["summary", *sys.argv[1:]]))
+"""
+# summary's read alone: its imports, then the runs read into stores as summary reads them (split: as summary reads
+# them, across two processes where that pays; else in one process)
 READ_ONLY = """\
 import io, sys
 import steptable.cli.summary
 from steptable.alerts.replaced import read_replaced
 from steptable.cli.reading import read_runs
-read_runs(sys.argv[1:], io.StringIO(), read_replaced)
+read_runs(sys.argv[2:], io.StringIO(), read_replaced, split=sys.argv[1] == "split")
 """
 READ = """\
 import json, sys
@@ -339,9 +353,15 @@ def commands(big: str | None) -> None:
         tail_s, tail_mb = worst([*st, *one], label="4. tail")
         follow_s, follow_mb = worst([*st, "tail", "-f", *one[1:]], rows_out=rows, label="5. tail -f (to its end)")
         sum_s, sum_mb = worst([*st, "summary", str(path)], label="6. summary")
-        worst([sys.executable, "-c", ONE_PROCESS, str(path)], label="   summary in one process (no alert worker)")
+        worst([sys.executable, "-c", READ_NOT_SPLIT, str(path)],
+              label="   summary, its read in one process (alert workers as they are)")
+        worst([sys.executable, "-c", ONE_PROCESS, str(path)],
+              label="   summary in one process (read not split, no alert worker)")
         rest_s, _ = worst([sys.executable, "-c", NO_ALERTS, str(path)], label="   summary without its alert pass")
-        worst([sys.executable, "-c", READ_ONLY, str(path)], label="   summary's read alone (start, imports, read)")
+        worst([sys.executable, "-c", READ_ONLY, "split", str(path)],
+              label="   summary's read alone (start, imports, read), split as summary splits it")
+        worst([sys.executable, "-c", READ_ONLY, "one", str(path)],
+              label="   summary's read alone (start, imports, read) in one process")
         first = Path(tmp) / "one" / "metrics.jsonl"  # the floor: the interpreter and what tail imports, one row
         first.parent.mkdir(parents=True)
         first.write_bytes(open(path, "rb").readline())

@@ -127,7 +127,7 @@ def test_a_worker_that_hangs(tmp_path: Path, capsys: Cap, monkeypatch: pytest.Mo
         m.setattr(alertpass, "workers_for", lambda cells: 0)
         want = _summary(runs["all"], capsys)
     _forks(monkeypatch, 1)
-    monkeypatch.setattr(alertpass, "WAIT_S", 0.5)
+    monkeypatch.setattr(forkgate, "WAIT_S", 0.5)
     _dies_in_worker(monkeypatch, lambda: time.sleep(60))
     t = time.monotonic()
     assert _summary(runs["all"], capsys) == want
