@@ -19,6 +19,7 @@ Only where forking is safe and a second core is free (steptable.ingest.forkgate)
 
 from __future__ import annotations
 
+import fcntl
 import gc
 import os
 import pickle
@@ -27,7 +28,8 @@ import signal
 import struct
 import time
 from array import array
-from typing import Any
+from functools import lru_cache
+from typing import Any, NamedTuple
 
 from steptable.ingest import forkgate
 from steptable.ingest.files.tail import FileTail, Lines
@@ -35,12 +37,13 @@ from steptable.ingest.parsed import Parsed
 from steptable.ingest.readers.jsonl import JsonlParser
 from steptable.ingest.source import Source, TailSource
 
-#: files under this many bytes are read in one process: below it the fork and the child's chunks added here cost
-#: about what the child saves (measured: bench/README.md, "summary's read split across two processes")
+#: files under this many bytes are read in one process: measured (read alone, a core free, medians of 7) 8 MB:
+#: 0.124 s split against 0.126 s, 16 MB: 0.140 against 0.150, 32 MB: 0.172 against 0.199, each split for ~15% more
+#: CPU (the fork, the child's guess and packing, the pipe)
 MIN_BYTES = 16 * 1024 * 1024
-#: the part of the file this process parses itself: it also adds the child's chunks to the store afterwards, so an
-#: even split would leave the child waiting
-SHARE = 0.42
+#: the part of the file this process parses itself: the child's part costs each a little more (packed, sent and
+#: added here after this process's part), and 0.5 and 0.56 measured alike
+SHARE = 0.5
 #: bytes before the cut searched for the newline the child starts after (a longer line: one process)
 LOOK_BACK = 64 * 1024
 _STEPS_COL = "="  # (the chunk's steps are its step key's column, as the parser makes them)
@@ -78,6 +81,10 @@ def _cut(src: Source) -> tuple[int, tuple[int, int, int, int]] | None:
 
 def _split(src: TailSource, stop: int, ident: tuple[int, int, int, int]) -> bool:
     r, w = os.pipe()
+    try:  # (a pipe of 1 MiB where the system allows: the child's columns come through in fewer reads)
+        fcntl.fcntl(w, getattr(fcntl, "F_SETPIPE_SZ", 1031), 1 << 20)
+    except OSError:
+        pass
     try:
         pid = os.fork()
     except OSError:
@@ -123,8 +130,8 @@ def _receive(fd: int, src: TailSource, stop: int, ident: tuple[int, int, int, in
              forked_at: float) -> tuple[Any, ...] | None:
     """The child's chunks, its parser's end state and its tail's end position, when the child's start matches where
     this process is now and the file did not change; else None (the rest is read here)."""
-    frames = _frames(fd, forkgate.deadline(forked_at))
-    start = next(frames, None)
+    frames = _Frames(fd, forkgate.deadline(forked_at))
+    start = frames.next()
     if start is None:
         return None
     guess, pending = start
@@ -132,11 +139,13 @@ def _receive(fd: int, src: TailSource, stop: int, ident: tuple[int, int, int, in
     assert isinstance(src.parser, JsonlParser)
     if position[:3] != (stop, stop - len(pending), pending) or position[4] or src.parser.state() != guess:
         return None
-    done = next(frames, None)
-    if done is None or done[0] != ident or _ident(src) != ident:
+    done = frames.next()
+    raw = frames.read(done[-1]) if done is not None else None
+    if done is None or raw is None or done[0] != ident or _ident(src) != ident:
         return None
-    _, packed, *rest = done
-    return ([_unpack(p) for p in packed], *rest)
+    _, packed, *rest, _ = done
+    view = memoryview(raw)
+    return ([_unpack(p, view) for p in packed], *rest)
 
 
 def _ident(src: TailSource) -> tuple[int, int, int, int] | None:
@@ -147,23 +156,32 @@ def _ident(src: TailSource) -> tuple[int, int, int, int] | None:
     return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns
 
 
-def _frames(fd: int, deadline: float) -> Any:
-    """The child's frames (8-byte length, pickle) as they come, until the pipe ends or ``deadline`` passes."""
-    buf = bytearray()
-    at = 0
-    with selectors.DefaultSelector() as sel:
-        sel.register(fd, selectors.EVENT_READ)
-        while True:
-            while at + 8 <= len(buf) and at + 8 + (n := int.from_bytes(buf[at:at + 8], "little")) <= len(buf):
-                yield pickle.loads(memoryview(buf)[at + 8:at + 8 + n])
-                at += 8 + n
-            left = deadline - time.monotonic()
-            if left <= 0 or not sel.select(left):
-                return
-            chunk = os.read(fd, 1 << 20)
-            if not chunk:
-                return
-            buf += chunk
+class _Frames:
+    """What the child sends, read until the pipe ends or ``deadline`` passes: frames (8-byte length, pickle) and
+    raw bytes of a length a frame gave, each read into a buffer of its size (no copy but the pipe's)."""
+
+    def __init__(self, fd: int, deadline: float) -> None:
+        self.fd, self.deadline = fd, deadline
+
+    def next(self) -> Any:
+        head = self.read(8)
+        data = self.read(int.from_bytes(head, "little")) if head is not None else None
+        return pickle.loads(data) if data is not None else None
+
+    def read(self, n: int) -> bytearray | None:
+        buf = bytearray(n)
+        view, got = memoryview(buf), 0
+        with selectors.DefaultSelector() as sel:
+            sel.register(self.fd, selectors.EVENT_READ)
+            while got < n:
+                left = self.deadline - time.monotonic()
+                if left <= 0 or not sel.select(left):
+                    return None
+                k = os.readv(self.fd, [view[got:]])
+                if not k:
+                    return None
+                got += k
+        return buf
 
 
 def _child(src: TailSource, stop: int, ident: tuple[int, int, int, int], out: int) -> None:
@@ -194,19 +212,22 @@ def _child(src: TailSource, stop: int, ident: tuple[int, int, int, int], out: in
         tail = FileTail(path, label, block=block, max_line=src.tail.max_line)
         tail.carry_on(stop, mid, pending, before[-64:])
         rows, fast, slow = parser.ordinal, parser.fast_chunks, parser.slow_chunks
-        packed = []
+        packed: list[tuple[Any, ...]] = []
+        raw = _Out()
         for ev in tail.poll():
             if not isinstance(ev, Lines):
                 return
             parsed = parser.parse(ev.data, 0)
             if parsed.bad:
                 return
-            packed.append(_pack(parsed))
+            packed.append(_pack(parsed, raw))
         st = os.stat(path)
         if (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns) != ident:
             return
+        data = b"".join(raw.pieces)
         _send(out, (ident, packed, parser.state(), parser.ordinal - rows, parser.last_step,
-                    parser.fast_chunks - fast, parser.slow_chunks - slow, tail.position()[:4]))
+                    parser.fast_chunks - fast, parser.slow_chunks - slow, tail.position()[:4], len(data)))
+        _write(out, data)
         status = 0
     finally:  # (KeyboardInterrupt and SystemExit too)
         os._exit(status)
@@ -214,38 +235,67 @@ def _child(src: TailSource, stop: int, ident: tuple[int, int, int, int], out: in
 
 def _send(fd: int, obj: Any) -> None:
     data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
-    view = memoryview(len(data).to_bytes(8, "little") + data)
+    _write(fd, len(data).to_bytes(8, "little") + data)
+
+
+def _write(fd: int, data: bytes) -> None:
+    view = memoryview(data)
     while view:
         view = view[os.write(fd, view):]
 
 
-def _pack(p: Parsed) -> tuple[Any, ...]:
+def _pack(p: Parsed, raw: _Out) -> tuple[Any, ...]:
     """A chunk for the pipe: the typed columns the fast path made (tuples of floats, or of ints: msgspec gives
-    those no other type) as raw doubles and int64s where every cell is one, the rest as it is."""
+    those no other type) as raw doubles or int64s added to ``raw`` where every cell is one (:class:`_Raw` says
+    where), the rest as it is."""
     cols = None
     if p.cols is not None:
-        ints = p.int_keys or frozenset()
-        cols = {k: _raw(v, k in ints) if p.int_keys is not None and type(v) is tuple else v
+        ints = p.int_keys if p.int_keys is not None else frozenset()
+        cols = {k: _raw(v, k in ints, raw) if p.int_keys is not None and type(v) is tuple else v
                 for k, v in p.cols.items()}
     same = p.cols is not None and p.step_key is not None and p.steps is p.cols.get(p.step_key)
     return _STEPS_COL if same else p.steps, p.rows, cols, p.int_keys, p.bad, p.step_key, p.meta
 
 
-def _raw(col: tuple[Any, ...], ints: bool) -> Any:
+class _Raw(NamedTuple):
+    """A column sent as raw numbers: its type code (``d``, ``q``), where its bytes start, how many."""
+
+    code: str
+    at: int
+    size: int
+
+
+class _Out:
+    """The raw bytes of a child's columns, in order, and their length so far."""
+
+    def __init__(self) -> None:
+        self.pieces: list[bytes] = []
+        self.size = 0
+
+
+def _raw(col: tuple[Any, ...], ints: bool, out: _Out) -> Any:
     code = "q" if ints else "d"
-    try:
-        return code, struct.pack(f"{len(col)}{code}", *col)  # (None, text, MISSING or an int past int64: as is)
+    try:  # (None, text, MISSING or an int past int64: as is)
+        data = _packer(code, len(col)).pack(*col)
     except (struct.error, OverflowError):
         return col
+    out.pieces.append(data)
+    out.size += len(data)
+    return _Raw(code, out.size - len(data), len(data))
 
 
-def _unpack(packed: tuple[Any, ...]) -> Parsed:
+@lru_cache(maxsize=64)
+def _packer(code: str, n: int) -> struct.Struct:
+    return struct.Struct(f"{n}{code}")
+
+
+def _unpack(packed: tuple[Any, ...], raw: memoryview) -> Parsed:
     steps, rows, cols, int_keys, bad, step_key, meta = packed
     if cols is not None:
         for k, v in cols.items():
-            if type(v) is tuple and len(v) == 2 and type(v[1]) is bytes and v[0] in ("d", "q"):
-                a = array(v[0])
-                a.frombytes(v[1])
+            if type(v) is _Raw:
+                a = array(v.code)
+                a.frombytes(raw[v.at:v.at + v.size])
                 cols[k] = a
     if type(steps) is str:
         steps = cols[step_key]

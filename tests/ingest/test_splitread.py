@@ -237,10 +237,10 @@ def _in_child(monkeypatch: pytest.MonkeyPatch, act: Callable[[], None]) -> None:
     parent = os.getpid()
     real = splitread._pack
 
-    def pack(p: Any) -> Any:
+    def pack(*args: Any) -> Any:
         if os.getpid() != parent:
             act()
-        return real(p)
+        return real(*args)
 
     monkeypatch.setattr(splitread, "_pack", pack)
 
@@ -290,10 +290,10 @@ splitread.MIN_BYTES = 0
 forkgate.forkable = lambda: True
 forkgate.free_cores = lambda: 2
 real = splitread._pack
-def pack(p):
+def pack(*args):
     if os.getpid() != parent:
         time.sleep(60)
-    return real(p)
+    return real(*args)
 splitread._pack = pack
 parent = os.getpid()
 print("started", flush=True)
