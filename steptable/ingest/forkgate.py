@@ -12,6 +12,7 @@ answer by :func:`deadline` is killed and its work done in the parent.
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import threading
 import time
@@ -57,3 +58,16 @@ def deadline(forked_at: float) -> float:
     has done its share): a child that takes that much longer than the parent is stuck, not slow."""
     now = time.monotonic()
     return now + max(WAIT_S, 3 * (now - forked_at))
+
+
+def end(pid: int, fd: int) -> None:
+    """End child ``pid`` (killed, done or not) and reap it; close ``fd``, the parent's end of its pipe."""
+    try:
+        os.kill(pid, signal.SIGKILL)  # (one already gone: its pid is ours until waited for)
+    except OSError:
+        pass
+    try:
+        os.waitpid(pid, 0)
+    except ChildProcessError:  # (reaped already: SIGCHLD ignored by whoever embeds this)
+        pass
+    os.close(fd)

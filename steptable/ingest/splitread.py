@@ -24,7 +24,6 @@ import gc
 import os
 import pickle
 import selectors
-import signal
 import struct
 import time
 from array import array
@@ -104,7 +103,7 @@ def _split(src: TailSource, stop: int, ident: tuple[int, int, int, int]) -> bool
             src.tail.stop = None
         got = _receive(r, src, stop, ident, forked_at)
     finally:
-        _end(pid, r)
+        forkgate.end(pid, r)
     if got is None:
         return src.read_on() or changed
     parts, state, rows, last, fast, slow, position = got
@@ -112,18 +111,6 @@ def _split(src: TailSource, stop: int, ident: tuple[int, int, int, int]) -> bool
     src.tail.carry_on(*position)
     src.parser.carry_on(state, rows, last, fast, slow)
     return src.carry_on(parts) or changed
-
-
-def _end(pid: int, fd: int) -> None:
-    try:
-        os.kill(pid, signal.SIGKILL)  # (done or not: its pid is ours until waited for)
-    except OSError:
-        pass
-    try:
-        os.waitpid(pid, 0)
-    except ChildProcessError:  # (reaped already: SIGCHLD ignored by whoever embeds this)
-        pass
-    os.close(fd)
 
 
 def _receive(fd: int, src: TailSource, stop: int, ident: tuple[int, int, int, int],
@@ -145,7 +132,7 @@ def _receive(fd: int, src: TailSource, stop: int, ident: tuple[int, int, int, in
         return None
     _, packed, *rest, _ = done
     view = memoryview(raw)
-    return ([_unpack(p, view) for p in packed], *rest)
+    return ((_unpack(p, view) for p in packed), *rest)  # (each chunk's arrays made as it is added)
 
 
 def _ident(src: TailSource) -> tuple[int, int, int, int] | None:

@@ -17,7 +17,6 @@ import math
 import os
 import pickle
 import selectors
-import signal
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
@@ -204,15 +203,7 @@ class AlertsAhead(Mapping[str, list[Alert]]):
         """End the workers still running (killed) and free their pipes; the alerts not read yet are then worked
         out in this process when read."""
         for pid, fd in self._pids.items():
-            try:
-                os.kill(pid, signal.SIGKILL)  # (one already gone: its pid is ours until waited for)
-            except OSError:
-                pass
-            try:
-                os.waitpid(pid, 0)
-            except ChildProcessError:  # (reaped already: SIGCHLD ignored by whoever embeds this)
-                pass
-            os.close(fd)
+            forkgate.end(pid, fd)
         self._pids.clear()
         if self._tokens >= 0:
             os.close(self._tokens)

@@ -24,7 +24,7 @@ from steptable.cli.reading import read_runs
 from steptable.ingest import forkgate, splitread
 from steptable.ingest.files.tail import BLOCK
 from steptable.ingest.source import TailSource
-from tests.helpers import age, reap, run_cli
+from tests.helpers import age, reap, run_cli, spy_forks
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork") or sys.platform == "darwin", reason="the child is forked")
 
@@ -261,19 +261,10 @@ def test_a_child_that_hangs(tmp_path: Path, fates: list[str], monkeypatch: pytes
 def test_no_process_left_when_the_parent_fails(tmp_path: Path, fates: list[str],
                                                monkeypatch: pytest.MonkeyPatch) -> None:
     """An interruption (Ctrl-C) during this process's part: the child is killed and reaped before it goes on."""
-    pids: list[int] = []
-    fork = os.fork
-
-    def spy() -> int:
-        pid = fork()
-        if pid:
-            pids.append(pid)
-        return pid
-
     def interrupted(self: TailSource) -> bool:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(os, "fork", spy)
+    pids = spy_forks(monkeypatch)
     path = _rows_file(tmp_path / "run" / "metrics.jsonl")
     monkeypatch.setattr(TailSource, "poll", interrupted)
     with pytest.raises(KeyboardInterrupt):
@@ -342,16 +333,7 @@ def test_the_same_summary_text(tmp_path: Path, capsys: Cap, monkeypatch: pytest.
     monkeypatch.setattr(splitread, "MIN_BYTES", 0)
     monkeypatch.setattr(forkgate, "forkable", lambda: True)
     monkeypatch.setattr(forkgate, "free_cores", lambda: 2)
-    forks: list[int] = []
-    fork = os.fork
-
-    def spy() -> int:
-        pid = fork()
-        if pid:
-            forks.append(pid)
-        return pid
-
-    monkeypatch.setattr(os, "fork", spy)
+    forks = spy_forks(monkeypatch)
     for p, want in one.items():
         assert run_cli(["summary", str(p)], capsys) == want
     assert len(forks) >= 3  # (a split read of each run at least: not one process against itself)
@@ -361,16 +343,7 @@ def test_the_same_summary_text(tmp_path: Path, capsys: Cap, monkeypatch: pytest.
 def test_when_a_read_is_split(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Only a first read, of a JSONL of at least MIN_BYTES, where forking is safe and a second core is free."""
     path = _rows_file(tmp_path / "run" / "metrics.jsonl")
-    forks: list[int] = []
-    fork = os.fork
-
-    def spy() -> int:
-        pid = fork()
-        if pid:
-            forks.append(pid)
-        return pid
-
-    monkeypatch.setattr(os, "fork", spy)
+    forks = spy_forks(monkeypatch)
     monkeypatch.setattr(forkgate, "forkable", lambda: True)
     monkeypatch.setattr(forkgate, "free_cores", lambda: 2)
     monkeypatch.setattr(splitread, "MIN_BYTES", path.stat().st_size + 1)

@@ -18,7 +18,7 @@ import pytest
 
 from steptable.ingest import forkgate
 from steptable.summary import alertpass
-from tests.helpers import run_cli, write_rows
+from tests.helpers import run_cli, spy_forks, write_rows
 
 Cap = pytest.CaptureFixture[str]
 
@@ -58,22 +58,7 @@ def _runs(root: Path) -> dict[str, Path]:
 def _forks(monkeypatch: pytest.MonkeyPatch, workers: int) -> list[int]:
     """Force ``workers`` worker processes whatever the pass's size and the cores; the pids forked, in order."""
     monkeypatch.setattr(alertpass, "workers_for", lambda cells: workers)
-    return _spy_forks(monkeypatch)
-
-
-def _spy_forks(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """The pids forked from this process from now on, in order."""
-    pids: list[int] = []
-    real = os.fork
-
-    def fork() -> int:
-        pid = real()
-        if pid:
-            pids.append(pid)
-        return pid
-
-    monkeypatch.setattr(os, "fork", fork)
-    return pids
+    return spy_forks(monkeypatch)
 
 
 def _summary(path: Path, capsys: Cap) -> tuple[int, str, str]:
@@ -188,7 +173,7 @@ def test_no_worker_under_the_mcp_server(tmp_path: Path, monkeypatch: pytest.Monk
     from steptable.cli.mcpcmd import run_argv
 
     path = _runs(tmp_path)["plain"]
-    pids = _spy_forks(monkeypatch)
+    pids = spy_forks(monkeypatch)
     monkeypatch.setattr(alertpass, "MIN_CELLS", 0)  # (every pass big enough, every core free)
     monkeypatch.setattr(forkgate, "running_elsewhere", lambda: 0)
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)

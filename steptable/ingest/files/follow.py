@@ -29,7 +29,6 @@ from steptable.ingest.parse import BadLine
 from steptable.ingest.readers.console import metrics_between
 from steptable.ingest.sidefiles import load_meta
 from steptable.ingest.source import Source, make_source
-from steptable.ingest.splitread import first_read
 from steptable.ingest.store import ResumeReader, RunStore
 
 #: a full re-check waits at least this many times as long as the last discovery pass took
@@ -167,6 +166,8 @@ class Follower:
         one-shot read has no next poll (``summary`` showed none of a file's rows after a failing chunk). Told once."""
         tail = getattr(src, "tail", None)
         failed = False
+        if self.split:  # (imported only here: a follower never splits)
+            from steptable.ingest.splitread import first_read
         for _ in range(MAX_SKIPS):
             at = tail.offset if tail is not None else None
             try:
