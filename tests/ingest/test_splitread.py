@@ -388,3 +388,24 @@ def test_the_gates(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     start = time.monotonic()
     assert forkgate.deadline(start) - time.monotonic() == pytest.approx(forkgate.WAIT_S, abs=1)
     assert forkgate.deadline(start - 100) - time.monotonic() == pytest.approx(300, abs=1)
+
+
+def test_no_split_beside_another_thread(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The MCP server runs commands in threads: a fork there could copy a lock another thread holds; the read stays
+    in one process (the real gate: no thread count faked)."""
+    import threading
+
+    path = _rows_file(tmp_path / "run" / "metrics.jsonl")
+    monkeypatch.setattr(splitread, "MIN_BYTES", 0)
+    monkeypatch.setattr(forkgate, "free_cores", lambda: 2)
+    forks = spy_forks(monkeypatch)
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait)
+    other.start()
+    try:
+        assert not forkgate.forkable()
+        _, stores = read_runs([str(path)], io.StringIO(), split=True)
+    finally:
+        stop.set()
+        other.join()
+    assert not forks and len(stores[0]) == ROWS
