@@ -18,6 +18,7 @@ Three measurements, each against an anchor taken in the same run:
 
     python bench/bench_long.py --commands                    # only 4.-6., on a 100k-step x 43-key run (~148 MB)
     python bench/bench_long.py --commands --big PATH          # the same on a run already written (bigfile.py's)
+    python bench/bench_long.py --commands --big PATH --ab 6   # 6. only, as an interleaved A/B (see interleaved)
 
 4.-6. The commands as users run them, each a fresh ``python -m steptable`` process (byte-compiled, as installed),
    on the 100k-step x 43-key run: wall time and peak resident memory (the child's own rusage), each the worst of
@@ -26,9 +27,11 @@ Three measurements, each against an anchor taken in the same run:
    4. ``tail -n 0 --format jsonl --columns step,loss``; 5. the same under ``-f``, until its last row is out (then
    TERM); goals: at most 0.5x the streaming script's time, resident memory at most 2x the two columns' numeric
    payload + 50 MB. 6. ``summary``: goal at most 0.5x the reading script's time. Beside it, in wall and CPU
-   seconds (the cores this bench may use and the load average printed with them): summary in one process (no
-   alert worker: as on one core, or in the MCP server), summary without its alert pass, its read
-   alone (``read_runs`` in a fresh interpreter, with the imports summary makes) and ``summary`` of a one-row file
+   seconds (the cores this bench may use and the load average printed with them): summary with its read in one
+   process (the path before the split read, steptable.ingest.splitread), summary in one process (read not split, no
+   alert worker: as on one core, or in the MCP server), summary without its alert pass, its read alone
+   (``read_runs`` in a fresh interpreter, with the imports summary makes), split as summary splits it and in one
+   process, and ``summary`` of a one-row file
    (the interpreter's start, the imports, the parser): what is left of summary's own part past them is its
    statistics, layout and text.
 """
@@ -166,7 +169,12 @@ def main() -> None:
     ap.add_argument("--short", type=int, default=1_000, help="rows of the short history (default 1,000)")
     ap.add_argument("--commands", action="store_true", help="only the commands as users run them (4.-6.)")
     ap.add_argument("--big", metavar="PATH", help="the 100k-step run for 4.-6. (default: written to a temp dir)")
+    ap.add_argument("--ab", type=int, metavar="ROUNDS", default=0,
+                    help="with --commands: only 6., interleaved rounds, each command started when a core is free")
     a = ap.parse_args()
+    if a.commands and a.ab:
+        interleaved(a.big, a.ab)
+        return
     if a.commands:
         commands(a.big)
         return
@@ -221,21 +229,33 @@ alertpass.AlertsAhead = NoAlerts
 from steptable.cli.main import main
 sys.exit(main(["summary", *sys.argv[1:]]))
 """
-# summary in one process: its alert pass with no worker (as on one core, or where forking is not safe)
+# summary in one process: its read not split, its alert pass with no worker (as on one core, or where forking is
+# not safe)
 ONE_PROCESS = """\
 import sys
 import steptable.summary.alertpass as alertpass
+from steptable.ingest import splitread
 alertpass.workers_for = lambda cells: 0
+splitread.MIN_BYTES = 1 << 62
 from steptable.cli.main import main
 sys.exit(main(["summary", *sys.argv[1:]]))
 """
-# summary's read alone: its imports, then the runs read into stores as summary reads them
+# summary with its read in one process, its alert workers as they are (the path before the split read)
+READ_NOT_SPLIT = """\
+import sys
+from steptable.ingest import splitread
+splitread.MIN_BYTES = 1 << 62
+from steptable.cli.main import main
+sys.exit(main(["summary", *sys.argv[1:]]))
+"""
+# summary's read alone: its imports, then the runs read into stores as summary reads them (split: as summary reads
+# them, across two processes where that pays; else in one process)
 READ_ONLY = """\
 import io, sys
 import steptable.cli.summary
 from steptable.alerts.replaced import read_replaced
 from steptable.cli.reading import read_runs
-read_runs(sys.argv[1:], io.StringIO(), read_replaced)
+read_runs(sys.argv[2:], io.StringIO(), read_replaced, split=sys.argv[1] == "split")
 """
 READ = """\
 import json, sys
@@ -339,9 +359,15 @@ def commands(big: str | None) -> None:
         tail_s, tail_mb = worst([*st, *one], label="4. tail")
         follow_s, follow_mb = worst([*st, "tail", "-f", *one[1:]], rows_out=rows, label="5. tail -f (to its end)")
         sum_s, sum_mb = worst([*st, "summary", str(path)], label="6. summary")
-        worst([sys.executable, "-c", ONE_PROCESS, str(path)], label="   summary in one process (no alert worker)")
+        worst([sys.executable, "-c", READ_NOT_SPLIT, str(path)],
+              label="   summary, its read in one process (alert workers as they are)")
+        worst([sys.executable, "-c", ONE_PROCESS, str(path)],
+              label="   summary in one process (read not split, no alert worker)")
         rest_s, _ = worst([sys.executable, "-c", NO_ALERTS, str(path)], label="   summary without its alert pass")
-        worst([sys.executable, "-c", READ_ONLY, str(path)], label="   summary's read alone (start, imports, read)")
+        worst([sys.executable, "-c", READ_ONLY, "split", str(path)],
+              label="   summary's read alone (start, imports, read), split as summary splits it")
+        worst([sys.executable, "-c", READ_ONLY, "one", str(path)],
+              label="   summary's read alone (start, imports, read) in one process")
         first = Path(tmp) / "one" / "metrics.jsonl"  # the floor: the interpreter and what tail imports, one row
         first.parent.mkdir(parents=True)
         first.write_bytes(open(path, "rb").readline())
@@ -378,6 +404,58 @@ def commands(big: str | None) -> None:
         # none, and the worst of 3 is then that run's)
         each = ", ".join(f"{w:.2f} s ({w / read_wall:.2f}x, CPU/wall {c / w:.2f})" for w, c in RUNS["6. summary"])
         print(f"   6. summary, each run: {each}")
+
+
+def _free_core(wait: float = 50.0) -> bool:
+    """Wait (up to ``wait`` s) until no other process is runnable (a core free besides the bench's): summary's
+    workers and its split read start only then, and a shared machine has such moments."""
+    end = time.monotonic() + wait
+    while time.monotonic() < end:
+        with open("/proc/loadavg") as f:
+            if int(f.read().split()[3].split("/")[0]) <= 1:
+                return True
+        time.sleep(0.5)
+    return False
+
+
+def interleaved(big: str | None, rounds: int) -> None:
+    """6. as an A/B: rounds of the reading script, summary as users run it, summary with its read in one process,
+    and the read alone split and in one process, interleaved, each started once a core is free; medians, wall and
+    CPU against the reading script's; the two summaries' texts compared."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(big) if big else Path(tmp) / "big" / "metrics.jsonl"
+        if not big:
+            path.parent.mkdir(parents=True)
+            write_big(path)
+        st = [sys.executable, "-m", "steptable", "summary", str(path)]
+        runs = {"the reading script": [sys.executable, "-c", READ, str(path)], "summary": st,
+                "summary, its read in one process": [sys.executable, "-c", READ_NOT_SPLIT, str(path)],
+                "its read alone, split": [sys.executable, "-c", READ_ONLY, "split", str(path)],
+                "its read alone, in one process": [sys.executable, "-c", READ_ONLY, "one", str(path)]}
+        subprocess.run(st, capture_output=True, env=_env())  # (byte-compiled once)
+        got: dict[str, list[tuple[float, float, bool]]] = {k: [] for k in runs}
+        texts: dict[str, set[bytes]] = {}
+        for _ in range(rounds):
+            for label, argv in runs.items():
+                free = _free_core()
+                t = time.perf_counter()
+                p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=_env())
+                assert p.stdout is not None
+                out = p.stdout.read()
+                _, _, usage = os.wait4(p.pid, 0)
+                got[label].append((time.perf_counter() - t, usage.ru_utime + usage.ru_stime, free))
+                if label.startswith("summary"):
+                    texts.setdefault("summary", set()).add(out)
+        med = {k: (sorted(w for w, _, _ in v)[len(v) // 2], sorted(c for _, c, _ in v)[len(v) // 2])
+               for k, v in got.items()}
+        read_wall, read_cpu = med["the reading script"]
+        print(f"6. summary, {rounds} interleaved rounds (medians; each started with a core free: "
+              f"{sum(f for v in got.values() for _, _, f in v)} of {rounds * len(runs)}); the same text every time: "
+              f"{len(texts['summary']) == 1}")
+        print("     wall  ratio     CPU  ratio  CPU/wall")
+        for label, (wall, cpu) in med.items():
+            print(f"   {wall:6.3f} {wall / read_wall:5.2f}x  {cpu:6.3f} {cpu / read_cpu:5.2f}x  {cpu / wall:5.2f}  "
+                  f"{label}")
 
 
 if __name__ == "__main__":

@@ -166,3 +166,18 @@ def age(path: Path, seconds: float) -> None:
     """``path`` last written ``seconds`` ago (its mtime)."""
     t = time.time() - seconds
     os.utime(path, (t, t))
+
+
+def spy_forks(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The pids forked from this process from now on (``os.fork`` spied on), in order."""
+    pids: list[int] = []
+    real = os.fork
+
+    def fork() -> int:
+        pid = real()
+        if pid:
+            pids.append(pid)
+        return pid
+
+    monkeypatch.setattr(os, "fork", fork)
+    return pids

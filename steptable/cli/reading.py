@@ -41,12 +41,15 @@ def positive_seconds(text: str) -> float:
     return x
 
 
-def read_runs(paths: Sequence[str], err: TextIO, on_resume: Callable[..., Any] | None = None) -> tuple[Any, list[Any]]:
+def read_runs(paths: Sequence[str], err: TextIO, on_resume: Callable[..., Any] | None = None,
+              split: bool = False) -> tuple[Any, list[Any]]:
     """Read every run under ``paths`` once (a Follower's scan to the end of each file); the follower's problems go
-    to ``err``, a line each. Returns the follower and its stores in name order."""
+    to ``err``, a line each. ``split``: a big JSONL read in two processes where that is safe and pays
+    (steptable.ingest.splitread: the same stores). Returns the follower and its stores in name order."""
     from steptable.ingest import Follower
 
     follower = Follower(paths, on_resume=on_resume)
+    follower.split = split
     follower.scan()
     follower.finish()
     for line in follower.errors:

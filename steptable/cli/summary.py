@@ -75,7 +75,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
         if len(cands) > ARM_ROWS and (status := run_top(args, out, err, ARM_ROWS, cands)) is not None:
             out.write("(each run's block and its alerts: --all; one run's: --run NAME)\n")
             return status
-    follower, stores = read_runs(args.paths, err, read_replaced)
+    follower, stores = read_runs(args.paths, err, read_replaced, split=True)
     if not stores:
         err.write(f"steptable summary: {sanitize(nothing_found(args.paths))}\n")
         return 2

@@ -41,6 +41,9 @@ class _Missing:
     def __repr__(self) -> str:
         return "MISSING"
 
+    def __reduce__(self) -> str:
+        return "MISSING"  # (pickled by name: the one marker in every process, tested by ``is``)
+
 
 MISSING: Final = _Missing()
 

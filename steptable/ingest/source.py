@@ -8,14 +8,12 @@ from __future__ import annotations
 
 import math
 import os
-import stat
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable
-from pathlib import Path
+from collections.abc import Callable, Iterable
 from typing import Protocol
 
-from steptable.ingest.files.discover import RAY_PARAMS, RAY_RESULT, Candidate
+from steptable.ingest.files.discover import Candidate
 from steptable.ingest.files.tail import MAX_LINE, RESET, FileTail, Lines, Lost
 from steptable.ingest.gaps import GapWatch
 from steptable.ingest.parse import BadLine
@@ -24,11 +22,9 @@ from steptable.ingest.readers.arms import ArmSplit, writer_groups
 from steptable.ingest.readers.console import ConsoleParser
 from steptable.ingest.readers.csvlog import CsvParser
 from steptable.ingest.readers.jsonl import JsonlParser, LineNo
+from steptable.ingest.sidefiles import load_meta, read_regular
 from steptable.ingest.store import ResumeReader, RunStore
-from steptable.table import runinfo, sidejson
-from steptable.table.sidejson import SideFileError
-
-MAX_META = 4 * 1024 * 1024
+from steptable.table import runinfo
 
 Report = Callable[[BadLine], None]
 
@@ -39,22 +35,6 @@ HELD_QUIET_S = 1.0
 
 def _now() -> float:
     return time.monotonic()
-
-
-def read_regular(path: str | os.PathLike[str], limit: int) -> bytes:
-    """A whole small file. OSError for anything but a regular file (a FIFO would block the read, a device such as
-    /dev/zero never end it: it is opened without blocking and checked before a byte is read) or one over ``limit``."""
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
-    with open(fd, "rb", closefd=True) as f:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise OSError(0, "not a regular file", str(path))
-        if st.st_size > limit:
-            raise OSError(0, f"{st.st_size / 1e6:.0f} MB: too large to read whole", str(path))
-        data = f.read(limit + 1)
-    if len(data) > limit:  # grew meanwhile
-        raise OSError(0, "too large to read whole", str(path))
-    return data
 
 
 def _same_cells(old: dict[str, object], new: dict[str, object]) -> bool:
@@ -335,6 +315,22 @@ class TailSource(Source):
             self._runinfo(st)
         return self._expose(True)
 
+    def carry_on(self, parts: Iterable[Parsed]) -> bool:
+        """A one-shot first read whose rest another process parsed (steptable.ingest.splitread), from the state this
+        source's parser and tail are in now: its chunks are added as :meth:`poll` adds a first read's (in file order,
+        arrival times unknown), then what a poll does after its rows. Returns whether viewers see a change."""
+        for parsed in parts:
+            self._add(self.store, parsed, math.nan)
+        for st in self.stores():
+            self._runinfo(st)
+        return self._expose(True)
+
+    def read_on(self) -> bool:
+        """:meth:`poll` for the rest of a one-shot first read that stopped early (``FileTail.stop``): its rows too
+        were in the file before the read (arrival times unknown)."""
+        self._live = False
+        return self.poll()
+
     def _flush_csv(self) -> bool:
         """A CSV record still open at the end of a one-shot read (:meth:`CsvParser.flush`)."""
         parsed = self.parser.flush() if isinstance(self.parser, CsvParser) else None
@@ -375,34 +371,3 @@ def make_source(
     # (before its first read; not a CSV: a rewritten one is settled by comparing and copying whole stored rows)
     src.store.keep = keep if cand.kind != "csv" else None
     return src
-
-
-def load_meta(store: RunStore, cand: Candidate, report: Report | None = None) -> None:
-    """``config.json`` next to the metrics file or in the run directory (tinker writes one), or a Ray Tune trial's
-    ``params.json`` beside its ``result.json`` -> ``meta["config"]``.
-
-    The file is untrusted: one too large or nested too deep is told through ``report`` (one line naming it) and left
-    out; the run is read all the same. Invalid JSON is passed over quietly (a config being rewritten)."""
-    places = [d / "config.json" for d in dict.fromkeys((Path(cand.path.parent), Path(cand.run_dir)))]
-    if cand.path.name == RAY_RESULT:
-        places.append(cand.path.parent / RAY_PARAMS)
-    for path in places:
-        try:
-            data = read_regular(path, MAX_META)
-        except FileNotFoundError:
-            continue
-        except OSError as e:
-            if report is not None and e.errno == 0:  # ours: not a regular file, too large
-                report(BadLine(str(path), 0, f"config not read: {e.strerror}"))
-            continue
-        try:
-            store.meta["config"] = sidejson.load(data)
-        except SideFileError as e:
-            if "nested" in str(e):
-                store.meta["config_refused"] = path  # (not read again on every pass of discovery)
-                if report is not None:
-                    report(BadLine(str(path), 0, f"config {e}"))
-                return
-            continue
-        store.meta["config_path"] = path
-        return

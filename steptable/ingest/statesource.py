@@ -16,7 +16,8 @@ from steptable.ingest.files.discover import Candidate
 from steptable.ingest.parse import BadLine
 from steptable.ingest.parsed import Parsed
 from steptable.ingest.readers.hf import MAX_STATE, newest_modified, parse_trainer_state, trainer_states
-from steptable.ingest.source import Report, Source, _same_cells, read_regular
+from steptable.ingest.sidefiles import read_regular
+from steptable.ingest.source import Report, Source, _same_cells
 from steptable.ingest.store import ResumeReader
 
 

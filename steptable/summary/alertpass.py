@@ -4,9 +4,8 @@ groups of columns that scan apart (steptable.alerts.parts), while the caller wor
 are the same, in the same order.
 
 The workers are forked (they read the runs already in memory; only their alerts come back, pickled through a
-pipe), so only where that is safe: a POSIX system other than macOS (whose system libraries may not survive a fork
-without exec), a process with no other thread (the MCP server runs commands in threads: one process there), more
-than one core that no other process is running on, and a pass big enough to pay (:data:`MIN_CELLS`). A worker
+pipe), so only where that is safe and pays (steptable.ingest.forkgate: POSIX but not macOS, no other thread, more
+than one core that no other process is running on) and for a pass big enough (:data:`MIN_CELLS`). A worker
 that dies, or that has not answered by its deadline, is killed and what it had not sent is worked out here: never
 a missing or different result.
 """
@@ -18,27 +17,21 @@ import math
 import os
 import pickle
 import selectors
-import signal
-import sys
-import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from steptable.alerts import history, parts
 from steptable.alerts.engine import Alert, AlertConfig, end_alert
+from steptable.ingest import forkgate
 
 #: watched cells (rows x watched keys, all runs) under which the pass stays in this process: a worker costs ~20 ms
 #: of CPU (the fork, pages copied on write, the pipes); a 10k-row run of 4 watched keys is ~30 ms faster with one
 MIN_CELLS = 40_000
-#: the fewest seconds a worker is waited for once this process has done its share (then 3x the time since the fork)
-WAIT_S = 20.0
 #: workers at most: a run's scan splits into 6 parts or fewer, and each fork copies the page tables of every run read
 MAX_WORKERS = 8
 #: task bundles at most (one 4-byte token each, all written to one pipe before the fork: it holds 64 KiB)
 MAX_TOKENS = 4096
-#: Linux: the runnable count right now is the 4th field's numerator ("2/91")
-LOADAVG = "/proc/loadavg"
 
 
 def _inputs(store: Any, now: float) -> tuple[list[str], bool]:
@@ -72,31 +65,10 @@ def _finish(store: Any, now: float, stalled: bool, found: list[Alert]) -> list[A
 def workers_for(cells: int) -> int:
     """Worker processes for a pass over ``cells`` watched cells: 0 (this process alone) where forking is not safe
     or does not pay, else one fewer than the cores this process may use that no other process is running on (it
-    works too), at most MAX_WORKERS."""
-    if cells < MIN_CELLS or not hasattr(os, "fork") or sys.platform == "darwin":
+    works too), at most MAX_WORKERS (steptable.ingest.forkgate)."""
+    if cells < MIN_CELLS or not forkgate.forkable():
         return 0
-    if threading.active_count() > 1 or threading.current_thread() is not threading.main_thread():
-        return 0
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except AttributeError:  # (no affinity call on this system)
-        cores = os.cpu_count() or 1
-    # (a worker on a core another process keeps busy only shares it: the same wall time, plus the fork's cost)
-    return max(0, min(MAX_WORKERS + 1, cores, cores - _running_elsewhere()) - 1)
-
-
-def _running_elsewhere() -> int:
-    """Processes (threads) runnable besides this one: the fewest of a few looks over a millisecond (a kernel
-    thread's moment on a core is no busy core); 0 where the system does not say."""
-    seen = []
-    try:
-        for _ in range(5):
-            with open(LOADAVG, "rb") as f:
-                seen.append(int(f.read().split()[3].split(b"/")[0]) - 1)
-            time.sleep(0.0002)
-    except (OSError, ValueError, IndexError):
-        return 0
-    return max(0, min(seen))
+    return max(0, min(MAX_WORKERS + 1, forkgate.free_cores()) - 1)
 
 
 class AlertsAhead(Mapping[str, list[Alert]]):
@@ -209,7 +181,7 @@ class AlertsAhead(Mapping[str, list[Alert]]):
 
     def _receive(self) -> None:
         """The workers' frames until each pipe ends or the deadline passes; complete frames only."""
-        deadline = time.monotonic() + max(WAIT_S, 3 * (time.monotonic() - self._forked_at))
+        deadline = forkgate.deadline(self._forked_at)
         bufs = {fd: bytearray() for fd in self._pids.values()}
         with selectors.DefaultSelector() as sel:
             for fd in bufs:
@@ -231,15 +203,7 @@ class AlertsAhead(Mapping[str, list[Alert]]):
         """End the workers still running (killed) and free their pipes; the alerts not read yet are then worked
         out in this process when read."""
         for pid, fd in self._pids.items():
-            try:
-                os.kill(pid, signal.SIGKILL)  # (one already gone: its pid is ours until waited for)
-            except OSError:
-                pass
-            try:
-                os.waitpid(pid, 0)
-            except ChildProcessError:  # (reaped already: SIGCHLD ignored by whoever embeds this)
-                pass
-            os.close(fd)
+            forkgate.end(pid, fd)
         self._pids.clear()
         if self._tokens >= 0:
             os.close(self._tokens)

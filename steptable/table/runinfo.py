@@ -92,7 +92,7 @@ def candidates(jsonl: Path, arm: object) -> list[Path]:
 
 
 def parse(data: bytes, jsonl: Path) -> dict[str, Any] | None:
-    """The description in ``data`` (a file's bytes: read it with steptable.ingest.source.read_regular, which never
+    """The description in ``data`` (a file's bytes: read it with steptable.ingest.sidefiles.read_regular, which never
     blocks on a FIFO and stops at MAX_BYTES) if it describes ``jsonl`` and validates; else None."""
     try:
         info = sidejson.load(data)

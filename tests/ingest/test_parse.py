@@ -132,3 +132,12 @@ def test_a_step_written_as_text_must_be_ascii_digits(text: str) -> None:
 
     assert step_of(text) is None  # int() reads "1_0" as 10 and "٣" (Arabic-Indic) as 3
     assert step_of(" 12 ") == 12 and step_of("-3") == -3 and step_of("7") == 7
+
+
+def test_the_missing_marker_survives_a_pickle() -> None:
+    """(A chunk parsed in another process: its absent cells must still be the one marker tested by ``is``.)"""
+    import pickle
+
+    from steptable.ingest.parse import MISSING
+
+    assert pickle.loads(pickle.dumps([MISSING, (MISSING,)]))[1][0] is MISSING

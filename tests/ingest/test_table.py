@@ -72,3 +72,30 @@ def test_the_key_cap_notice_names_the_first_key_left_out(monkeypatch: pytest.Mon
     p = Parsed(steps=[1, 2], rows=[{"step": 1, "a": 1.0, "c": 3.0}, {"step": 2, "a": 1.0}])
     s.add(p, now=math.nan)
     assert [b.reason for b in p.bad] == [store._too_many_keys("c")] and "'c'" in p.bad[0].reason
+
+
+def test_doubles_given_as_arrays_are_stored_as_floats_given_one_by_one() -> None:
+    """A parsed chunk whose float columns come as ``array('d')`` (and int columns as ``array('q')``: a read split
+    across processes, steptable.ingest.splitread) makes the store the same chunk of tuples makes."""
+    from array import array
+
+    def chunk(lo: int, kind: type) -> Parsed:
+        steps = list(range(lo, lo + 4))
+        cols = {"step": steps, "loss": [0.5, -0.0, 1e308, 2.5], "n": [1, 2, 3, 2**60]}
+        if lo:
+            cols["late"] = [0.1, 0.2, 0.3, 0.4]  # (a key new in this chunk)
+        conv = {k: array("q" if k in ("step", "n") else "d", v) if kind is array else tuple(v)
+                for k, v in cols.items()}
+        return Parsed(steps=conv["step"], cols=conv, int_keys=frozenset({"step", "n"}), step_key="step")
+
+    stores = []
+    for kind in (tuple, array):
+        st = RunStore("r", "m.jsonl")
+        for lo in (0, 4):
+            st.add(chunk(lo, kind), math.nan)
+        stores.append(st)
+    a, b = stores
+    assert a.keys == b.keys and list(a.steps) == list(b.steps)
+    for k in a.keys:
+        assert repr(a.cells(k)) == repr(b.cells(k)) and a.is_integer(k) == b.is_integer(k)
+    assert [type(v) for v in b.cells("n")] == [int] * 8 and repr(b.cells("loss")[1]) == "-0.0"

@@ -16,8 +16,9 @@ from typing import Any
 
 import pytest
 
+from steptable.ingest import forkgate
 from steptable.summary import alertpass
-from tests.helpers import run_cli, write_rows
+from tests.helpers import run_cli, spy_forks, write_rows
 
 Cap = pytest.CaptureFixture[str]
 
@@ -57,22 +58,7 @@ def _runs(root: Path) -> dict[str, Path]:
 def _forks(monkeypatch: pytest.MonkeyPatch, workers: int) -> list[int]:
     """Force ``workers`` worker processes whatever the pass's size and the cores; the pids forked, in order."""
     monkeypatch.setattr(alertpass, "workers_for", lambda cells: workers)
-    return _spy_forks(monkeypatch)
-
-
-def _spy_forks(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """The pids forked from this process from now on, in order."""
-    pids: list[int] = []
-    real = os.fork
-
-    def fork() -> int:
-        pid = real()
-        if pid:
-            pids.append(pid)
-        return pid
-
-    monkeypatch.setattr(os, "fork", fork)
-    return pids
+    return spy_forks(monkeypatch)
 
 
 def _summary(path: Path, capsys: Cap) -> tuple[int, str, str]:
@@ -126,7 +112,7 @@ def test_a_worker_that_hangs(tmp_path: Path, capsys: Cap, monkeypatch: pytest.Mo
         m.setattr(alertpass, "workers_for", lambda cells: 0)
         want = _summary(runs["all"], capsys)
     _forks(monkeypatch, 1)
-    monkeypatch.setattr(alertpass, "WAIT_S", 0.5)
+    monkeypatch.setattr(forkgate, "WAIT_S", 0.5)
     _dies_in_worker(monkeypatch, lambda: time.sleep(60))
     t = time.monotonic()
     assert _summary(runs["all"], capsys) == want
@@ -153,7 +139,7 @@ def test_when_workers_are_started(monkeypatch: pytest.MonkeyPatch, tmp_path: Pat
     monkeypatch.setattr(threading, "active_count", lambda: 1)  # (other tests' threads may still be winding down)
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2, 3}, raising=False)
     loadavg = tmp_path / "loadavg"
-    monkeypatch.setattr(alertpass, "LOADAVG", str(loadavg))
+    monkeypatch.setattr(forkgate, "LOADAVG", str(loadavg))
     loadavg.write_text("2.48 2.09 1.61 1/91 14359\n")  # (this process alone runnable)
     assert alertpass.workers_for(alertpass.MIN_CELLS) == 3
     assert alertpass.workers_for(alertpass.MIN_CELLS - 1) == 0  # a pass too small to pay for a fork
@@ -187,9 +173,9 @@ def test_no_worker_under_the_mcp_server(tmp_path: Path, monkeypatch: pytest.Monk
     from steptable.cli.mcpcmd import run_argv
 
     path = _runs(tmp_path)["plain"]
-    pids = _spy_forks(monkeypatch)
+    pids = spy_forks(monkeypatch)
     monkeypatch.setattr(alertpass, "MIN_CELLS", 0)  # (every pass big enough, every core free)
-    monkeypatch.setattr(alertpass, "_running_elsewhere", lambda: 0)
+    monkeypatch.setattr(forkgate, "running_elsewhere", lambda: 0)
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
     texts: list[str] = []
 

@@ -27,7 +27,8 @@ from steptable.ingest.files.sniff import sniff_jsonl
 from steptable.ingest.files.tail import MAX_LINE
 from steptable.ingest.parse import BadLine
 from steptable.ingest.readers.console import metrics_between
-from steptable.ingest.source import Source, load_meta, make_source
+from steptable.ingest.sidefiles import load_meta
+from steptable.ingest.source import Source, make_source
 from steptable.ingest.store import ResumeReader, RunStore
 
 #: a full re-check waits at least this many times as long as the last discovery pass took
@@ -81,6 +82,9 @@ class Follower:
         self._pass = threading.RLock()
         #: which candidates to follow (None: all): a sweep's list follows only the runs opened from it
         self.want: Callable[[Candidate], bool] | None = None
+        #: one-shot reads (``summary``): a big JSONL's first read split across two processes where that is safe
+        #: and pays (steptable.ingest.splitread; the same rows, bad lines and placements as one process reads)
+        self.split = False
         #: told of each candidate ``want`` turned down (a sweep's index learns of new and growing runs from the
         #: follower's file events instead of waiting for its own stat pass)
         self.passed_over: Callable[[Candidate], None] | None = None
@@ -162,10 +166,12 @@ class Follower:
         one-shot read has no next poll (``summary`` showed none of a file's rows after a failing chunk). Told once."""
         tail = getattr(src, "tail", None)
         failed = False
+        if self.split:  # (imported only here: a follower never splits)
+            from steptable.ingest.splitread import first_read
         for _ in range(MAX_SKIPS):
             at = tail.offset if tail is not None else None
             try:
-                return src.poll() or failed
+                return (first_read(src) if self.split else src.poll()) or failed
             except Exception as e:
                 if not failed:
                     self._internal(src, e)

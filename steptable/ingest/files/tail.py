@@ -22,10 +22,14 @@ import re
 import stat
 from collections import deque
 from collections.abc import Generator, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
+from steptable.ingest.files.tailevents import RESET as RESET
+from steptable.ingest.files.tailevents import Lines as Lines
+from steptable.ingest.files.tailevents import Lost as Lost
+from steptable.ingest.files.tailevents import Reset as Reset
+from steptable.ingest.files.tailevents import TailEvent as TailEvent
 from steptable.ingest.parse import BadLine
 
 BLOCK = 256 * 1024
@@ -34,41 +38,6 @@ HEAD = 512
 TAIL = 64
 #: bytes remembered from the ends of this many earlier polls, to tell a copy of the file (plus more) from a new file
 SAMPLES = 16
-
-
-@dataclass(slots=True)
-class Lines:
-    """Complete lines (ending with a newline) starting at byte ``offset`` of the file."""
-
-    data: bytes
-    offset: int
-    tail: FileTail
-
-    def first_line(self) -> int:
-        """1-based number of the first line, counted on demand: a chunk that parses cleanly never needs it."""
-        return self.tail.line_at(self.offset) + 1
-
-
-class Reset:
-    """Yielded first when the file must be read again from the start."""
-
-    __slots__ = ()
-
-
-RESET = Reset()
-
-
-@dataclass(frozen=True, slots=True)
-class Lost:
-    """Yielded when the file we were reading went before its end was known to be read (``reason``: deleted,
-    replaced, truncated) and no file beside it holds the rest: bytes after ``offset`` may be lost (the rows read next
-    tell; steptable.ingest.gaps)."""
-
-    offset: int
-    reason: str
-
-
-TailEvent = Lines | BadLine | Reset | Lost
 
 
 #: what a rotation adds to a file's name: logrotate's ``.1`` (``.1.gz``), its dateext ``-20261128``
@@ -103,6 +72,9 @@ class FileTail:
         self.block = block
         self.max_line = max_line
         self.missing = False  # it existed and is gone now
+        #: read no further than this byte (None: to the end): a one-shot read whose rest another process reads
+        #: (steptable.ingest.splitread); a poll that stopped there leaves the file to be read on by the next one
+        self.stop: int | None = None
         self.error: str | None = None  # the file-level problem last reported (reported once until it changes)
         self._restart()
         self._ident: tuple[int, int] | None = None
@@ -149,6 +121,19 @@ class FileTail:
         except OSError:
             pass
         return n
+
+    def position(self) -> tuple[int, int, bytes, bytes, bool]:
+        """(bytes read, where the unfinished line starts, its bytes read so far, the last bytes read, whether an
+        over-long line is being skipped): what the next read's lines depend on besides the file's bytes after it."""
+        return self.offset, self._start, self._pending, self._tail, self._skipping
+
+    def carry_on(self, offset: int, start: int, pending: bytes, tail: bytes) -> None:
+        """Go on as if this tail had read up to ``offset`` itself, its unfinished line (``pending``) starting at
+        ``start``, ``tail`` the bytes just before ``offset`` (a read of the file's rest apart:
+        steptable.ingest.splitread). Lines already counted stay counted; the rest are counted when asked for."""
+        self.offset, self._start, self._pending, self._tail, self._skipping = offset, start, pending, tail, False
+        if tail and (not self._samples or self._samples[-1][0] != offset):
+            self._samples.append((offset, tail))
 
     @property
     def pending(self) -> int:
@@ -225,7 +210,8 @@ class FileTail:
                 self._head = f.read(min(self.offset, HEAD))
             if self._tail and (not self._samples or self._samples[-1][0] != self.offset):
                 self._samples.append((self.offset, self._tail))
-        self._sig = sig
+        if self.stop is None:  # (stopped early: the next poll reads on, whatever the file's stat says)
+            self._sig = sig
 
     def _drain_moved(self) -> Generator[TailEvent, None, bool]:
         """Read the rest of the file we were reading if it was renamed within its directory (found there by its
@@ -340,7 +326,7 @@ class FileTail:
 
     def _read(self, f: BinaryIO) -> Iterator[TailEvent]:
         while True:
-            data = f.read(self.block)
+            data = f.read(self.block if self.stop is None else max(0, min(self.block, self.stop - self.offset)))
             if not data:
                 return
             base = self.offset  # file offset of data[0]

@@ -39,6 +39,18 @@ MAX_REST = 64
 #: columns of a batch decode stay in the CPU's cache (the same 8 MB of lines decode about 1.5x slower at once)
 PIECE = 256 * 1024
 LineNo = int | Callable[[], int]
+#: :meth:`JsonlParser.state`: (step key, shape as nested (key, kind) pairs in order, shape consistent, decoder
+#: stale, chunks the fast path rests, its back-off, non-finite tokens rewritten first, which tokens)
+ParserState = tuple[str | None, tuple[Any, ...], bool, bool, int, int, bool, tuple[bytes, ...]]
+
+
+def _ordered(shape: Shape) -> tuple[Any, ...]:
+    """``shape`` as nested pairs: equal only with its keys in the same order (the typed decoder's columns are)."""
+    return tuple((k, _ordered(v) if type(v) is dict else v) for k, v in shape.items())
+
+
+def _unordered(pairs: tuple[Any, ...]) -> Shape:
+    return {k: _unordered(v) if type(v) is tuple else v for k, v in pairs}
 
 
 class JsonlParser:
@@ -69,6 +81,34 @@ class JsonlParser:
     def shape(self) -> Shape:
         """The nested structure of the rows read so far (every key a row held; see :mod:`.fastpath`)."""
         return self._shape
+
+    def state(self) -> ParserState:
+        """What the next chunk's :class:`Parsed` depends on besides the chunk, the rows' count, the last step and
+        whether a stepless row was told (which only a stepless row or a file without a step key reads): two parsers
+        in equal states parse the same chunks into equal results, row counts and last steps aside. (The typed
+        decoder a changed shape asks for is built now, as the next parse would build it first.)"""
+        self._typed_decoder()
+        return (self.step_key, _ordered(self._shape), self._shape_ok, self._stale, self._rest, self._backoff,
+                self._fix_first, self._needles)
+
+    def carry_on(self, state: ParserState, rows: int, last_step: int | None, fast: int, slow: int) -> None:
+        """Go on as if this parser had parsed what a parser in this parser's :meth:`state` then parsed apart
+        (steptable.ingest.splitread): ``rows`` rows up to ``last_step``, none without a step, ending in ``state``
+        after ``fast`` chunks on the fast path and ``slow`` line by line."""
+        self.step_key, shape, self._shape_ok, self._stale, self._rest, self._backoff, self._fix_first, \
+            self._needles = state
+        self._shape = _unordered(shape)
+        self._typed = None
+        if self._shape_ok and self._shape and not self._stale:  # (the decoder the other parser used last)
+            try:
+                self._typed = TypedDecoder(self._shape, self.step_key)
+            except (ValueError, TypeError):
+                pass
+        self.ordinal += rows
+        if rows:
+            self.last_step = last_step
+        self.fast_chunks += fast
+        self.slow_chunks += slow
 
     def parse(self, chunk: bytes, lineno: LineNo) -> Parsed:
         """Parse complete lines (``chunk`` ends with a newline). ``lineno``: the 1-based number of the first line, or

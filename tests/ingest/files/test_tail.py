@@ -191,3 +191,27 @@ def test_unreadable_file_is_reported_once_and_retried(tmp_path: Path, monkeypatc
     monkeypatch.setattr(tail_mod, "open_binary", real_open)
     f.scan()
     assert_rows(store, [0, 1])
+
+
+def test_a_read_stopped_early_reads_on_where_it_stopped(tmp_path: Path) -> None:
+    """``stop``: a poll reads no further than that byte (the complete lines before it, the line it cuts waiting);
+    the next poll reads on from there: the same lines as one poll, and a tail set by ``carry_on`` to where another
+    reader's ``position`` was reads on the same way."""
+    path = tmp_path / "m.jsonl"
+    path.write_bytes(b"".join(f'{{"step": {i}, "x": "{"y" * (i % 37)}"}}\n'.encode() for i in range(3000)))
+    whole = b"".join(ev.data for ev in FileTail(path, block=4096, max_line=8192).poll() if isinstance(ev, Lines))
+    t = FileTail(path, block=4096, max_line=8192)
+    t.stop = 5 * 4096
+    first = [ev for ev in t.poll() if isinstance(ev, Lines)]
+    offset, start, pending, last, skipping = t.position()
+    assert offset == 5 * 4096 and first[-1].offset + len(first[-1].data) == start and not skipping
+    assert pending == whole[start:offset] and last == whole[offset - 64:offset]
+    other = FileTail(path, block=4096, max_line=8192)
+    other.carry_on(offset, start, pending, last)
+    t.stop = None
+    rest = [ev for ev in t.poll() if isinstance(ev, Lines)]
+    assert b"".join(ev.data for ev in first + rest) == whole
+    assert [(ev.offset, ev.data) for ev in other.poll() if isinstance(ev, Lines)] == [
+        (ev.offset, ev.data) for ev in rest]
+    assert rest[0].first_line() == whole[:start].count(b"\n") + 1  # (lines before counted when asked for)
+    assert t.position()[:3] == other.position()[:3] == (path.stat().st_size, path.stat().st_size, b"")

@@ -53,3 +53,38 @@ def test_json_strings_that_look_like_numbers_stay_text_on_both_paths() -> None:
         assert store.is_numeric("kl") and math.isnan(store.value(3, "kl"))
     for key in fast.keys:
         assert repr(fast.cells(key)) == repr(slow.cells(key)), key
+
+
+def test_a_parser_carried_on_parses_as_the_one_that_read_everything() -> None:
+    """``state`` is what the next chunk's result depends on (row counts and the last step aside): equal states after
+    different histories parse the same chunk alike; ``carry_on`` takes up another parser's end state and counts."""
+    import pickle
+
+    def chunk(lo: int, hi: int, **extra: Any) -> bytes:
+        return "".join(json.dumps({"step": s, "loss": 1 / (1 + s), **extra}) + "\n" for s in range(lo, hi)).encode()
+
+    nonfinite = b'{"step": 40, "loss": NaN}\n{"step": 41, "loss": Infinity}\n'
+    chunks = [chunk(0, 10), chunk(10, 20, kl=0.1), chunk(20, 30), nonfinite, chunk(42, 50, kl=0.2), chunk(50, 60)]
+    whole = JsonlParser("m")
+    for c in chunks:
+        whole.parse(c, 1)
+    part = JsonlParser("m")
+    for c in chunks[:3]:
+        part.parse(c, 1)
+    apart = JsonlParser("m")  # (another process, from part's state: its own history, the same state)
+    for c in (chunks[0], chunks[1], chunks[2], chunks[2]):
+        apart.parse(c, 1)
+    assert apart.state() == part.state() and apart.ordinal != part.ordinal
+    rows, fast, slow = apart.ordinal, apart.fast_chunks, apart.slow_chunks
+    for c in chunks[3:]:
+        apart.parse(c, 1)
+    state = pickle.loads(pickle.dumps(apart.state()))  # (as it comes through the pipe)
+    part.carry_on(state, apart.ordinal - rows, apart.last_step, apart.fast_chunks - fast, apart.slow_chunks - slow)
+    assert part.state() == whole.state() and (part.ordinal, part.last_step) == (whole.ordinal, whole.last_step)
+    assert (part.fast_chunks, part.slow_chunks) == (whole.fast_chunks, whole.slow_chunks)
+    nxt = chunk(60, 70, kl=0.3)
+    a, b = whole.parse(nxt, 1), part.parse(nxt, 1)
+    assert repr((a.steps, a.cols, a.rows, a.int_keys)) == repr((b.steps, b.cols, b.rows, b.int_keys))
+    other = JsonlParser("m")  # the same keys, first seen in another order: another state (the columns' order)
+    other.parse(b"".join(json.dumps({"step": s, "kl": 0.1, "loss": 0.5}).encode() + b"\n" for s in range(9)), 1)
+    assert sorted(other.state()[1]) == sorted(whole.state()[1]) and other.state()[1] != whole.state()[1]
