@@ -28,6 +28,7 @@ from tests.logger.helpers import (
     LOGGER_COLS,
     LOSS_COLS,
     SIGNED_LOSS_COLS,
+    Clock,
     jsonl_rows,
     jsonl_steps,
     strict_loads,
@@ -255,11 +256,12 @@ def test_no_legend_line_when_no_column_has_anything_to_explain(tmp_path: Path, c
 ESC_DIR = "run\x1b]0;PWNED\x07\x1b[2J"  # a window title and a screen clear: "run" once made inert
 
 
-def test_steplogger_messages_name_the_run_dir_inert(tmp_path: Path, captured: list[str]) -> None:
+def test_steplogger_messages_name_the_run_dir_inert(tmp_path: Path, captured: list[str], clock: Clock) -> None:
     run = tmp_path / ESC_DIR
     with StepLogger(SIGNED_LOSS_COLS, run_dir=run, alerts=False) as sl:
         sl.log({"step": 0, "loss": 0.1})
         (run / "metrics.jsonl").unlink()
+        clock.advance()
         sl.log({"step": 1, "loss": 0.1})
     text = "".join(captured)
     assert "\x1b" not in text and "\x07" not in text
@@ -313,12 +315,13 @@ def test_an_exception_whose_repr_raises_does_not_reach_the_loop(
     assert writer.error_text(_NoRepr()) == "_NoRepr"
 
 
-def test_run_dir_deleted_mid_run_rows_go_to_a_new_file(tmp_path: Path, captured: list[str]) -> None:
+def test_run_dir_deleted_mid_run_rows_go_to_a_new_file(tmp_path: Path, captured: list[str], clock: Clock) -> None:
     run = tmp_path / "arm"
     with StepLogger(EMA_COLS, run_dir=run, alerts=False) as sl:
         for step in range(3):
             sl.log({"step": step, "loss": 0.1})
         shutil.rmtree(run)
+        clock.advance()  # (the writer's check is due at the next row)
         for step in range(3, 6):
             sl.log({"step": step, "loss": 0.1})
     assert jsonl_steps(run / "metrics.jsonl") == [3, 4, 5]  # nothing after the deletion is lost
