@@ -101,6 +101,13 @@ class Backlog:
         if drain and alerts is not None:
             self._say(alerts.drain())
 
+    def fit_waiting(self) -> None:
+        """Fit the columns declared without a width to the waiting rows, the rest of their work left waiting: for a
+        description written from inside a row (a signal handler's close(), which the process may leave by
+        ``os._exit``). Their catch-up fits them again, which changes nothing (widths only grow)."""
+        for step, cells, *_ in self._rows:
+            self._fit(row_view(cells, step))
+
     def say_waiting(self, lock: threading.RLock, wait: float = -1) -> None:
         """Catch up with the waiting rows and feed every row waiting for its alert batch, their alerts said (at
         close and at the interpreter's exit; ``wait``: seconds the logger's ``lock`` is waited for, -1 without end).

@@ -82,6 +82,12 @@ class Closer:
             self.due = True
             if sl.is_writer and not sl._forked and sl._rows:
                 # and the run marked ended now: a handler that goes on to os._exit() never comes back to the row
+                # (its columns fitted to the rows record() left waiting first: the description gives their widths)
+                try:
+                    sl._backlog.fit_waiting()
+                except Exception as e:
+                    report_once(f"{sl._topic}-close-fit", f"steptable: StepLogger.close: fitting the columns failed "
+                                f"({error_text(e)})")
                 sl._describe(time.time())
             return
         try:
