@@ -178,9 +178,27 @@ class RunWriter:
                 self._encode_reported = True
                 self._warn(f"a row could not be encoded ({error_text(e)}); skipped (reported once)")
             return not self._pending
-        self._pending.append(line)
+        pending = self._pending
+        pending.append(line)
         self._pending_bytes += len(line)
-        if len(self._pending) > 1:  # (rows wait only while writing fails)
+        fh = self._fh
+        if len(pending) == 1 and fh is not None and monotonic() - self._checked < CHECK_S:
+            # The steady state (the file open, no other row waiting, no check due): the row's one write, counted.
+            try:
+                n = fh.write(line)  # unbuffered: one write(2)
+                if n != len(line):
+                    self._cut(fh, line, n)
+                pending.popleft()
+                self._pending_bytes -= n
+                self._size += n
+                self.written += 1
+                return True
+            except (OSError, ValueError) as e:
+                return self._failed(e)
+            except BaseException:  # Ctrl-C (or SystemExit from a signal handler) around the write
+                self._settle(line)
+                raise
+        if len(pending) > 1:  # (rows wait only while writing fails)
             self._drop_oldest()
         return self.flush()
 
@@ -226,14 +244,7 @@ class RunWriter:
                 data = self._pending[0]  # opening may have put a cut row back whole
                 n = fh.write(data)  # unbuffered: one write(2) per row
                 if n is None or n < len(data):
-                    # A short write (rare: a full disk can cut a row). Keep the rest, so the line completes later.
-                    if n:
-                        cut = os.fstat(fh.fileno())
-                        whole = self._partial[3] if self._partial is not None else data
-                        self._partial = (cut.st_dev, cut.st_ino, cut.st_size, whole)
-                        self._pending[0] = data[n:]
-                        self._pending_bytes -= n
-                    raise OSError(f"short write ({n or 0} of {len(data)} bytes)")
+                    self._cut(fh, data, n)
                 if here:
                     size = self._size + n
                 else:
@@ -254,10 +265,7 @@ class RunWriter:
                 self._partial = None
                 self.written += 1
             except (OSError, ValueError) as e:
-                self._close_fh()  # (the next row opens the file at the path again: a check)
-                why = sanitize(str(e))  # (an OSError's text names a path too, and ours the run directory's links)
-                self._fail(f"cannot write {self._shown} ({why}); {len(self._pending)} row(s) kept for retry")
-                return False
+                return self._failed(e)
             except BaseException:  # Ctrl-C (or SystemExit from a signal handler) between the write and its bookkeeping
                 self._settle(data)
                 raise
@@ -265,6 +273,25 @@ class RunWriter:
             self._failing = None
             self._warn(f"writing {self._shown} works again; late rows written" + self._dropped_note())
         return True
+
+    def _cut(self, fh: BinaryIO, data: bytes, n: int | None) -> None:
+        """A short write of the first pending row, ``data`` (rare: a full disk can cut a row): the rest kept, so the
+        line completes later (where its start is). Raises the OSError that says so."""
+        if n:
+            cut = os.fstat(fh.fileno())
+            whole = self._partial[3] if self._partial is not None else data
+            self._partial = (cut.st_dev, cut.st_ino, cut.st_size, whole)
+            self._pending[0] = data[n:]
+            self._pending_bytes -= n
+        raise OSError(f"short write ({n or 0} of {len(data)} bytes)")
+
+    def _failed(self, e: OSError | ValueError) -> bool:
+        """Writing failed with ``e``: the file closed (the next row opens the file at the path again: a check), the
+        failure said once. False (rows are kept)."""
+        self._close_fh()
+        why = sanitize(str(e))  # (an OSError's text names a path too, and ours the run directory's links)
+        self._fail(f"cannot write {self._shown} ({why}); {len(self._pending)} row(s) kept for retry")
+        return False
 
     def why_missing(self, logged: int) -> str:
         """Why the file holds fewer than the ``logged`` rows given to it, as this writer saw it."""

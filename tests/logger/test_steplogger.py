@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from steptable import Col, StepLogger
-from steptable.logger import steplogger, writer
+from steptable.logger import closing, writer
 from steptable.logger.writer import RunWriter
 from steptable.schemas import routing_columns
 from steptable.table import render
@@ -281,7 +281,7 @@ def _raise(*_: object, **__: object) -> None:
 def test_exceptions_in_steplogger_messages_are_inert(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setattr(steplogger, "write_description", _raise)  # steptable.json: "cannot write ..."
+    monkeypatch.setattr(closing, "write_description", _raise)  # steptable.json: "cannot write ..."
     sl = StepLogger(SIGNED_LOSS_COLS, run_dir=tmp_path / "r", console=False, alerts=False)
     monkeypatch.setattr(sl, "row", _raise)  # "StepLogger.log failed"
     sl.log({"step": 0, "loss": 0.5})

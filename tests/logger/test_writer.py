@@ -139,16 +139,35 @@ def test_the_byte_budget_is_exact_after_a_cut_row_is_rewritten_whole(tmp_path: P
     assert _steps(path.read_bytes()) == [0, 1, 12, 13, 14]
 
 
-def test_a_short_write_is_reported_with_how_much_of_the_row_landed(tmp_path: Path, disk: _Disk) -> None:
+@pytest.mark.parametrize("before", [0, 2])
+def test_a_short_write_is_reported_with_how_much_of_the_row_landed(tmp_path: Path, disk: _Disk, before: int) -> None:
+    """The row that opens the file, or one written in the steady state (the file open, nothing waiting, no check
+    due: its one write): cut by a full disk, reported, completed later."""
     warned: list[str] = []
     w = RunWriter(tmp_path / "metrics.jsonl", warned.append)
+    for step in range(-before, 0):
+        assert w.write({"step": step}) is True
     row = {"step": 0, "note": "x" * 80}
     disk.free = 50
-    assert w.write(row) is False
+    assert w.write(row) is False and w.pending == 1
     assert f"short write (50 of {len(encode_row(row))} bytes)" in warned[0]
     disk.free = 1 << 30
+    assert w.write({"step": 1}) is True
     w.close()
-    assert _steps((tmp_path / "metrics.jsonl").read_bytes()) == [0]  # and the rest of it completed the line
+    assert _steps((tmp_path / "metrics.jsonl").read_bytes()) == [*range(-before, 0), 0, 1]  # the line completed
+    assert "works again" in warned[-1] and w.written == before + 2
+
+
+def test_a_failed_write_in_the_steady_state_keeps_the_row_for_retry(tmp_path: Path, disk: _Disk) -> None:
+    warned: list[str] = []
+    w = RunWriter(tmp_path / "metrics.jsonl", warned.append)
+    assert w.write({"step": 0}) is True
+    disk.full = True
+    assert w.write({"step": 1}) is False and w.pending == 1 and "kept for retry" in warned[0]
+    disk.full = False
+    assert w.write({"step": 2}) is True
+    w.close()
+    assert _steps((tmp_path / "metrics.jsonl").read_bytes()) == [0, 1, 2] and w.written == 3
 
 
 def test_ctrl_c_after_a_write_with_rows_queued_writes_each_row_once(tmp_path: Path, disk: _Disk) -> None:
