@@ -165,6 +165,24 @@ def test_callers_timestamp_is_kept(tmp_path: Path) -> None:
     assert rows[0]["ts"] == 1700000000.5 and rows[1]["ts"] > 1700000000.5
 
 
+@pytest.mark.parametrize("how", ["log", "record"])
+def test_the_loggers_own_timestamp_is_the_wall_time_to_the_millisecond(tmp_path: Path, how: str,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """The millisecond the clock is in (a 3-decimal number, as JSON text too), not the wall time rounded up."""
+    import time
+
+    clock = iter([1_795_927_043_062_999_999, 1_795_927_044_000_400_000, 1_795_927_044_999_999_999])
+    monkeypatch.setattr(time, "time_ns", lambda: next(clock))
+    sl = StepLogger(LOGGER_COLS, run_dir=tmp_path, alerts=False, console=False)
+    for step in range(3):
+        getattr(sl, how)({"step": step, "loss": 1.0})
+    monkeypatch.undo()
+    sl.close()
+    lines = (tmp_path / "metrics.jsonl").read_text().splitlines()
+    assert [json.loads(x)["ts"] for x in lines] == [1795927043.062, 1795927044.0, 1795927044.999]
+    assert ['"ts":1795927043.062,' in lines[0], '"ts":1795927044.0,' in lines[1]] == [True, True]
+
+
 def test_a_failure_while_printing_does_not_repeat_the_legend(
     tmp_path: Path, captured: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
