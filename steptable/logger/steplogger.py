@@ -202,7 +202,8 @@ class StepLogger:
         if self._closed:
             report_once(f"{self._topic}-closed", "steptable: StepLogger.log called after close(); row not recorded")
             return None
-        if self._owner == threading.get_ident():
+        me = threading.get_ident()
+        if self._owner == me:
             # Called again from inside log() on this thread (a signal handler, a __float__ that logs): writing now
             # would interleave with the row in progress. The row is read now and logged right after that one.
             self._deferred.append((freeze(cells), show))
@@ -211,7 +212,7 @@ class StepLogger:
             with self._lock:
                 if self._closed:
                     return None
-                self._owner = threading.get_ident()
+                self._owner = me
                 try:
                     line = self._log(cells, show)
                     while self._deferred:
