@@ -56,9 +56,9 @@ class StepLogger:
                   chosen from the first row's keys and values (steptable.logger.autocols: the schema the readers
                   would detect, the rest ranked by how much they tell, fitted to the terminal's width)
     run_dir       where ``metrics.jsonl`` (and at close ``table.txt``) go; None = console only. A file renamed away
-                  (a log rotation) or deleted mid-run is noticed within 0.25 s (steptable.logger.writer.CHECK_S: the
-                  rows of that interval go where the rows before them went), and the rows after it go to the file
-                  at the path; said once
+                  (a log rotation) or deleted mid-run is noticed at the first row written 0.25 s or more after the
+                  writer's last check (steptable.logger.writer.CHECK_S), and at close: rows before that go where the
+                  rows before them went, the rest to the file at the path; said once
     arm           the experiment arm, written into every JSONL row
     header_every  repeat the header after N lines (rows and alert lines) without one (0 = once): 25 keeps one in
                   the last 30 lines of a log with room for a few lines of other output (a header printed because
