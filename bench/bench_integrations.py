@@ -21,8 +21,11 @@ about).
    between the bars as the row is, and an os.write of a JSONL row (after the callback's own write: warm).
 5. The floor of the default callback's work (class Bare), in a run of its own: a callback that does only what a
    JSONL-only row must do at once, in one function each (the logs merged into their step's row, the row stamped and
-   encoded by msgspec, one stat of the path, as the writer checks for a rotation or a deletion at each row, and one
-   os.write), timed as the callback is.
+   encoded by msgspec, one stat of the path, as the writer checked for a rotation or a deletion at each row until
+   2026-11-30, and one os.write), timed as the callback is; and the same without the stat (the writer now checks
+   the path on a clock, 4 times a second: steptable.logger.writer.CHECK_S), and without the stat and with the row
+   stamped as the logger now stamps it (``time_ns() // 1_000_000 / 1000`` for ``round(time(), 3)``), each in a run
+   of its own too.
 
 Run: python bench/bench_integrations.py  (needs: pip install bpe-openai transformers torch trl)
 """
@@ -129,10 +132,10 @@ class Floor(transformers.TrainerCallback):  # type: ignore[misc]
 class Bare(transformers.TrainerCallback):  # type: ignore[misc]
     """The floor of a JSONL-only row (see the module, 5.), timed as :class:`Timed` times the callback."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, stat: bool = True, ns: bool = False) -> None:
         import msgspec
 
-        self.path, self.encode = str(path), msgspec.json.Encoder().encode
+        self.path, self.encode, self.stat, self.ns = str(path), msgspec.json.Encoder().encode, stat, ns
         self.fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
         self.row: dict[str, Any] | None = None
         self.step = 0
@@ -156,8 +159,10 @@ class Bare(transformers.TrainerCallback):  # type: ignore[misc]
 
     def _out(self) -> None:
         row, self.row = self.row, None
-        line = self.encode({"step": self.step, "ts": round(time.time(), 3), **(row or {})}) + b"\n"
-        os.stat(self.path)
+        ts = time.time_ns() // 1_000_000 / 1000 if self.ns else round(time.time(), 3)
+        line = self.encode({"step": self.step, "ts": ts, **(row or {})}) + b"\n"
+        if self.stat:
+            os.stat(self.path)
         os.write(self.fd, line)
 
     def median(self) -> float:
@@ -185,6 +190,10 @@ def measure(name: str, make: Callable[[Path, list[Any]], Any], enc: Any) -> None
         run(make, Path(tmp) / "bare", bare)
         least = Bare(Path(tmp) / "least.jsonl")
         run(make, Path(tmp) / "least", least)
+        unstated = Bare(Path(tmp) / "unstated.jsonl", stat=False)
+        run(make, Path(tmp) / "unstated", unstated)
+        least_now = Bare(Path(tmp) / "least_now.jsonl", stat=False, ns=True)
+        run(make, Path(tmp) / "least_now", least_now)
     t_plain, t_rows = len(enc.encode(plain)), len(enc.encode(rows))
     print(f"{name}: console tokens, {STEPS} logged steps")
     print(f"  default output (dict prints):    {t_plain:6d}  ({t_plain / STEPS:.0f} a step)")
@@ -211,6 +220,17 @@ def measure(name: str, make: Callable[[Path, list[Any]], Any], enc: Any) -> None
     print(f"    the floor of a JSONL-only row (merge, encode, stat, write; class Bare, a run of its own): CPU median "
           f"{least_cpu * 1e6:.0f} us ({least_cpu / q_own:.2%} of the default run's step); the default callback is "
           f"{q_cpu / least_cpu:.2f}x it")
+    nostat_cpu = unstated.median()
+    print(f"    the same floor without the stat (merge, encode, write; a run of its own): CPU median "
+          f"{nostat_cpu * 1e6:.0f} us ({nostat_cpu / q_own:.2%} of the default run's step); the default callback is "
+          f"{q_cpu / nostat_cpu:.2f}x it")
+    now_cpu = least_now.median()
+    print(f"    the same without the stat, the row stamped by time_ns as the logger now stamps it (a run of its own): "
+          f"CPU median {now_cpu * 1e6:.0f} us ({now_cpu / q_own:.2%}); the default callback is "
+          f"{q_cpu / now_cpu:.2f}x it")
+    q_later = quiet.cpu[1:]
+    print(f"    the default callback's CPU mean after the first log (the backlog's batches of 64 rows in it): "
+          f"{sum(q_later) / len(q_later) * 1e6:.0f} us ({sum(q_later) / len(q_later) / q_own:.2%})")
     printed, written = floor.medians()
     print(f"    the floor, same process (the default run, CPU): a tqdm.write of a {widest}-character line with the "
           f"bar live {printed * 1e6:.0f} us ({printed / own:.2%} of the step), an os.write of a JSONL row "

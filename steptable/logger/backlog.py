@@ -28,7 +28,7 @@ from steptable.logger.writer import error_text
 from steptable.table.rowvalues import flat, kept
 
 #: a row of these value types alone waits (anything else, nested mappings and text included, is caught up at once)
-_NUMBERS = frozenset({float, int})
+NUMBERS = frozenset({float, int})
 
 
 def step_number(step: Any, default: int) -> int:
@@ -42,10 +42,8 @@ def step_number(step: Any, default: int) -> int:
 
 
 def _finite(values: Collection[Any]) -> bool:
-    """Are ``values`` all finite floats and ints? In C: a NaN or an infinity makes their sum one (a sum of finite
+    """Are ``values`` (floats and ints) all finite? In C: a NaN or an infinity makes their sum one (a sum of finite
     numbers that overflows, or an int past float range beside a float, only says False: a row caught up early)."""
-    if not _NUMBERS.issuperset(map(type, values)):
-        return False
     try:
         total = sum(values)
         return bool(total - total == 0)
@@ -76,13 +74,14 @@ class Backlog:
     def __len__(self) -> int:
         return len(self._rows)
 
-    def add(self, step: Any, cells: dict[str, Any], wall: float, index: int) -> None:
-        """Take a row just written (``index``: its position in the run, from 0); caught up with the rows before it
-        where the alert feed would feed it now."""
+    def add(self, step: Any, cells: dict[str, Any], wall: float, index: int, numbers: bool) -> None:
+        """Take a row just written (``index``: its position in the run, from 0; ``numbers``: its values are all
+        floats and ints, as the caller found: a row of anything else is caught up at once); caught up with the rows
+        before it where the alert feed would feed it now."""
         now = monotonic()
         rows = self._rows
         rows.append((step, cells, wall, index, now))
-        if (self._batch.due(now, len(rows)) or not _finite(cells.values())
+        if (self._batch.due(now, len(rows)) or not (numbers and _finite(cells.values()))
                 or (self._feed is not None and self._feed.waiting)):  # (the feed's batch is open)
             self.catch_up()
 
@@ -100,6 +99,13 @@ class Backlog:
                 self._say(alerts.add(step_number(step, index), view, wall, came))
         if drain and alerts is not None:
             self._say(alerts.drain())
+
+    def fit_waiting(self) -> None:
+        """Fit the columns declared without a width to the waiting rows, the rest of their work left waiting: for a
+        description written from inside a row (a signal handler's close(), which the process may leave by
+        ``os._exit``). Their catch-up fits them again, which changes nothing (widths only grow)."""
+        for step, cells, *_ in self._rows:
+            self._fit(row_view(cells, step))
 
     def say_waiting(self, lock: threading.RLock, wait: float = -1) -> None:
         """Catch up with the waiting rows and feed every row waiting for its alert batch, their alerts said (at

@@ -1,4 +1,5 @@
-"""The end of a StepLogger's run: close()'s steps, ``table.txt`` and the end-of-run dump.
+"""The end of a StepLogger's run: close()'s steps, the run's description marked ended, ``table.txt`` and the
+end-of-run dump.
 
 :class:`Closer` is owned by one :class:`~steptable.logger.steplogger.StepLogger` and works on its state: the loop's
 rows, lock, writer and run description stay the logger's, and close() runs its ``_final_flush`` and ``_final_dump``
@@ -17,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from steptable.logger import tablefile
 from steptable.logger.sinks import report_once
+from steptable.logger.wholefile import write_description
 from steptable.logger.writer import error_text
 from steptable.table import render, runinfo
 from steptable.table.formatting import sanitize
@@ -26,7 +28,8 @@ if TYPE_CHECKING:
 
 
 class Closer:
-    """The closing of ``sl``'s run: the final flush, the run marked ended, ``table.txt``, the end-of-run dump."""
+    """The closing of ``sl``'s run: the final flush, the run marked ended in its description (written at the first
+    row too: :meth:`describe`), ``table.txt``, the end-of-run dump."""
 
     def __init__(self, sl: StepLogger) -> None:
         self._sl = sl
@@ -34,6 +37,27 @@ class Closer:
         self._marked_ended = False  # steptable.json says the run ended (close() got that far)
         self._table: Path | None = None
         self._table_note = "all rows"
+        self._started = 0.0  # when the first row came (the description's start)
+        self._closed_at: float | None = None  # when the description said the run ended
+
+    def describe(self, closed: float | None) -> None:
+        """``steptable.json`` beside the JSONL: the logger's columns, and whether the run has ended (``closed``: when;
+        None at the first row; see steptable.table.runinfo). Readers do without it, so a failure is reported once
+        and nothing else happens."""
+        sl = self._sl
+        if sl.run_dir is None or sl.jsonl_path is None:
+            return
+        if closed is None:
+            self._started = time.time()
+        self._closed_at = closed
+        try:  # (anything: the description must never cost a row)
+            arm = None if sl.arm is None else str(sl.arm)
+            sl.run_dir.mkdir(parents=True, exist_ok=True)
+            info = runinfo.describe(sl.cols, arm, sl.jsonl_path.name, self._started, closed, sl._rows, sl._end)
+            write_description(sl.run_dir, info)
+        except Exception as e:
+            report_once(f"{sl._topic}-runinfo",
+                        f"steptable: cannot write {runinfo.file_name(sl.arm)} ({error_text(e)})")
 
     def dump(self) -> str:
         """Every column (streamed and dump-only) for the last ``dump_rows`` rows, with the legend of the dump."""
@@ -82,7 +106,13 @@ class Closer:
             self.due = True
             if sl.is_writer and not sl._forked and sl._rows:
                 # and the run marked ended now: a handler that goes on to os._exit() never comes back to the row
-                sl._describe(time.time())
+                # (its columns fitted to the rows record() left waiting first: the description gives their widths)
+                try:
+                    sl._backlog.fit_waiting()
+                except Exception as e:
+                    report_once(f"{sl._topic}-close-fit", f"steptable: StepLogger.close: fitting the columns failed "
+                                f"({error_text(e)})")
+                self.describe(time.time())
             return
         try:
             with sl._lock:
@@ -128,7 +158,7 @@ class Closer:
 
     def _describe_closed(self) -> None:
         if self._sl._rows:
-            self._sl._describe(time.time())  # the run ended: readers stop watching it for a stall
+            self.describe(time.time())  # the run ended: readers stop watching it for a stall
             self._marked_ended = True
 
     def _mark_ended_again(self) -> None:
@@ -136,7 +166,7 @@ class Closer:
         sl = self._sl
         if not self._marked_ended and sl._rows and sl.is_writer and not sl._forked:
             with sl._lock:
-                sl._describe(time.time())
+                self.describe(time.time())
                 self._marked_ended = True
 
     def exit(self, end: str | None) -> None:
@@ -150,5 +180,5 @@ class Closer:
             return
         with sl._lock:
             sl._end = end
-            if sl._closed_at is not None and sl.is_writer and not sl._forked:
-                sl._describe(sl._closed_at)
+            if self._closed_at is not None and sl.is_writer and not sl._forked:
+                self.describe(self._closed_at)

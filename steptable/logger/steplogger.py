@@ -27,13 +27,12 @@ from steptable.alerts.rules import Alert
 from steptable.logger import process, tablefile
 from steptable.logger.alertfeed import AlertFeed
 from steptable.logger.autocols import auto_columns
-from steptable.logger.backlog import Backlog, row_view, step_number
+from steptable.logger.backlog import NUMBERS, Backlog, row_view, step_number
 from steptable.logger.closing import Closer
 from steptable.logger.consolecols import ConsoleLayout
 from steptable.logger.rank import LazyRank
 from steptable.logger.setup import emit, warn
 from steptable.logger.sinks import report_once
-from steptable.logger.wholefile import write_description
 from steptable.logger.writer import RunWriter, error_text
 from steptable.logger.writerlock import WriterLock
 from steptable.table import render, runinfo
@@ -56,7 +55,10 @@ class StepLogger:
     cols          the column set (``routing_columns(...)`` or your own ``Col`` list); None: automatic columns,
                   chosen from the first row's keys and values (steptable.logger.autocols: the schema the readers
                   would detect, the rest ranked by how much they tell, fitted to the terminal's width)
-    run_dir       where ``metrics.jsonl`` (and at close ``table.txt``) go; None = console only
+    run_dir       where ``metrics.jsonl`` (and at close ``table.txt``) go; None = console only. A file renamed away
+                  (a log rotation) or deleted mid-run is noticed at the first row written 0.25 s or more after the
+                  writer's last check (steptable.logger.writer.CHECK_S), and at close: rows before that go where the
+                  rows before them went, the rest to the file at the path; said once
     arm           the experiment arm, written into every JSONL row
     header_every  repeat the header after N lines (rows and alert lines) without one (0 = once): 25 keeps one in
                   the last 30 lines of a log with room for a few lines of other output (a header printed because
@@ -112,10 +114,8 @@ class StepLogger:
         #: rows logged from inside log() (signal handlers), each with whether it is shown
         self._deferred: deque[tuple[dict[str, Any], bool]] = deque()
         self._end: str | None = None  # how the ``with`` block ended when not normally (steptable.table.runinfo.end_of)
-        self._closed_at: float | None = None
-        self._started = 0.0
         self._topic = f"steplogger-{next(_NUMBERS)}"  # failures are reported once per logger and kind
-        self._closer = Closer(self)  # close(), table.txt and the end-of-run dump
+        self._closer = Closer(self)  # the run's description, close(), table.txt and the end-of-run dump
         # record()'s rows: their view, dump row, fit and alerts done in batches
         self._backlog = Backlog(self._recent, self._fit_widths, self._alerts, self._say, self._topic)
         process.track(self)  # (after_fork, at_exit)
@@ -202,7 +202,8 @@ class StepLogger:
         if self._closed:
             report_once(f"{self._topic}-closed", "steptable: StepLogger.log called after close(); row not recorded")
             return None
-        if self._owner == threading.get_ident():
+        me = threading.get_ident()
+        if self._owner == me:
             # Called again from inside log() on this thread (a signal handler, a __float__ that logs): writing now
             # would interleave with the row in progress. The row is read now and logged right after that one.
             self._deferred.append((freeze(cells), show))
@@ -211,7 +212,7 @@ class StepLogger:
             with self._lock:
                 if self._closed:
                     return None
-                self._owner = threading.get_ident()
+                self._owner = me
                 try:
                     line = self._log(cells, show)
                     while self._deferred:
@@ -232,7 +233,14 @@ class StepLogger:
     def _log(self, raw: Mapping[str, Any], show: bool = True) -> str:
         # Each value read once, now: a device tensor costs one sync here rather than one each for the JSONL, the
         # rendered row and the dump, and a value the loop updates in place later shows as it was at this step.
-        cells = freeze(raw)
+        # A dict of floats and ints (the common row) is copied as it is: nothing to read, no None to leave out.
+        if type(raw) is dict:
+            cells = raw.copy()  # (one step no other thread interleaves, as in freeze)
+            numbers = NUMBERS.issuperset(map(type, cells.values()))
+            if not numbers:
+                cells = freeze(cells)
+        else:
+            cells, numbers = freeze(raw), False
         # (a None is "not given" here too: the row's position, this logger's arm, our clock)
         step = self._rows if cells.get("step") is None else cells["step"]
         if type(step) is float and not step.is_integer():
@@ -247,10 +255,12 @@ class StepLogger:
                 report_once(f"{self._topic}-arm", f"steptable: a row's 'arm' ({sanitize(repr(own)):.40}) is filed "
                             f"as its arm, not this logger's ({sanitize(repr(self.arm)):.40}): readers show it as "
                             "another arm's row; a metric named 'arm' needs another name")
-        now = time.time()
-        # The caller's own timestamp (e.g. the step's start, or a clock of its own) wins over ours.
-        record["ts"] = round(now, 3) if cells.get("ts") is None else cells["ts"]
-        if _WRITTEN.issuperset(map(type, cells.values())):  # (in C: the loop below, where no value is None)
+        ns = time.time_ns()
+        now = ns / 1e9
+        # The caller's own timestamp (e.g. the step's start, or a clock of its own) wins over ours. Ours is to the
+        # millisecond by integer division (round(now, 3) goes through decimal text: microseconds a row in a loop)
+        record["ts"] = ns // 1_000_000 / 1000 if cells.get("ts") is None else cells["ts"]
+        if numbers or _WRITTEN.issuperset(map(type, cells.values())):  # (in C: the loop below, where no None is)
             record.update(cells)
         else:
             for k, v in cells.items():
@@ -263,7 +273,7 @@ class StepLogger:
             self._set_cols(self._first_cols(cells, step))
         if self._writer is not None:
             if first:  # before the first row: a reader that sees the row sees whose arm it is
-                self._describe(None)
+                self._closer.describe(None)
                 if self._writer_lock is not None:
                     self._second = self._writer_lock.take(f"{self._topic}-two-writers")
             if self._second is not None:  # readers show this process's rows apart from the lock holder's
@@ -271,7 +281,7 @@ class StepLogger:
             self._writer.write(record)
         if not show:  # (what only the alerts and the end of the run need of the row waits for a batch)
             self._rows += 1
-            self._backlog.add(step, cells, now, self._rows - 1)
+            self._backlog.add(step, cells, now, self._rows - 1, numbers)
             return ""
         self._backlog.catch_up()  # (rows record() wrote before this one: in order)
         view = row_view(cells, step)
@@ -314,23 +324,6 @@ class StepLogger:
 
     def _emit(self, text: str, level: str = "INFO") -> None:
         emit(text, level, self.console)
-
-    def _describe(self, closed: float | None) -> None:
-        """``steptable.json`` beside the JSONL: this logger's columns, and whether the run has ended (see
-        steptable.table.runinfo). Readers do without it, so a failure is reported once and nothing else happens."""
-        if self.run_dir is None:
-            return
-        if closed is None:
-            self._started = time.time()
-        self._closed_at = closed
-        try:  # (anything: the description must never cost a row)
-            arm = None if self.arm is None else str(self.arm)
-            self.run_dir.mkdir(parents=True, exist_ok=True)
-            info = runinfo.describe(self.cols, arm, JSONL_NAME, self._started, closed, self._rows, self._end)
-            write_description(self.run_dir, info)
-        except Exception as e:
-            report_once(f"{self._topic}-runinfo",
-                        f"steptable: cannot write {runinfo.file_name(self.arm)} ({error_text(e)})")
 
     def _warn(self, text: str) -> None:
         warn(f"steptable: {text}", self.console)

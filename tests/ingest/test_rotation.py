@@ -9,9 +9,13 @@ import os
 import shutil
 from pathlib import Path
 
+import pytest
+
 from steptable.ingest import Follower
 from steptable.ingest.gaps import Gap
+from steptable.logger import writer
 from steptable.logger.writer import RunWriter
+from tests.logger.helpers import Clock
 
 
 def rows(lo: int, hi: int) -> bytes:
@@ -54,14 +58,18 @@ def test_three_renames_between_two_reads_lose_only_what_left_the_directory(tmp_p
     assert steps(f) == list(range(12))
 
 
-def test_the_writer_reopens_on_the_row_after_a_rename(tmp_path: Path) -> None:
+def test_the_writer_reopens_on_the_first_row_its_check_is_due_after_a_rename(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    clock = Clock()
+    monkeypatch.setattr(writer, "monotonic", clock)
     warned: list[str] = []
     path = tmp_path / "metrics.jsonl"
     w = RunWriter(path, warned.append)
     for s in range(3):
         w.write({"step": s})
     os.rename(path, tmp_path / "metrics.jsonl.1")
-    w.write({"step": 3})  # (no wait: the very next row)
+    clock.advance()  # (the writer checks the path CHECK_S after its last check)
+    w.write({"step": 3})
     w.close()
     assert json.loads(path.read_text()) == {"step": 3}
     assert (tmp_path / "metrics.jsonl.1").read_text().count("\n") == 3 and w.moved == 1 and len(warned) == 1

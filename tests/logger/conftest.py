@@ -1,4 +1,5 @@
-"""The logger tests' fixtures: loguru sinks a test set up are removed after it."""
+"""The logger tests' fixtures: loguru sinks a test set up are removed after it; the JSONL writer's clock moved on by
+hand."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ from loguru import logger
 
 import steptable.logger.setup as st_logging
 import steptable.logger.sinks as st_sinks
+from steptable.logger import writer
+from tests.logger.helpers import Clock
 
 
 @pytest.fixture(autouse=True)
@@ -23,3 +26,11 @@ def own_sinks() -> Iterator[None]:
     st_logging._handler_ids.clear()
     st_logging._direct = None
     st_sinks._file_sink = None
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
+    """The writer's clock (steptable.logger.writer.monotonic), moved on by the test."""
+    c = Clock()
+    monkeypatch.setattr(writer, "monotonic", c)
+    return c

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from steptable import Col, StepLogger
+from steptable.logger import writer
 from steptable.table import runinfo
 
 RUN_COLS = [Col("step", 5, "step", "d"), Col("loss", 7, "loss", ".3f")]
@@ -138,3 +139,17 @@ def spike_said_at_exit(run_dir: Path, method: str = "log", console: bool = True)
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 3, proc.stderr
     return sum("step 45 loss" in line for line in (proc.stdout + proc.stderr).splitlines())
+
+
+class Clock:
+    """The JSONL writer's monotonic clock, standing still until :meth:`advance` moves it on (by default by the
+    interval between two checks that the path leads to the open file: the next row checks)."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float | None = None) -> None:
+        self.now += writer.CHECK_S if seconds is None else seconds

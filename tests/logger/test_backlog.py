@@ -4,6 +4,7 @@ alerts) by the alert feed's rules; an alert is said when the feed would say it, 
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import random
@@ -231,3 +232,37 @@ def test_a_forked_child_reading_the_dump_says_none_of_the_parents_waiting_alerts
     assert proc.returncode == 0, proc.stderr
     assert "child dump True" in proc.stdout
     assert sum("step 45 loss" in line for line in proc.stdout.splitlines()) == 1, proc.stdout
+
+
+def test_a_signal_handlers_close_then_os_exit_describes_the_columns_fitted_to_the_waiting_rows(
+        tmp_path: Path) -> None:
+    """SIGTERM while a row is logged, its handler ``sl.close(); os._exit(0)``: the description written then gives
+    the widths of the columns declared without one fitted to every row record() left waiting (as a close between
+    rows does), not to the rows before them."""
+    script = textwrap.dedent(f"""
+        import os, signal
+        from steptable import Col, StepLogger
+        sl = StepLogger([Col("step"), Col("loss"), Col("kl")], run_dir={str(tmp_path)!r}, console=False)
+
+        def on_term(signum, frame):
+            sl.close()
+            os._exit(0)
+
+        class Read:  # a 0-d tensor's read: the signal comes while the row is logged
+            ndim = 0
+
+            def item(self):
+                os.kill(os.getpid(), signal.SIGTERM)
+                return 0.5
+
+        signal.signal(signal.SIGTERM, on_term)
+        for step in range(10):
+            sl.record({{"step": step, "loss": 123456.789 if step == 6 else 0.5, "kl": 0.01}})
+        sl.record({{"step": 10, "loss": Read(), "kl": 0.01}})
+        raise SystemExit(3)
+    """)
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    info = json.loads((tmp_path / "steptable.json").read_text())
+    widths = {c["key"]: c["width"] for c in info["columns"]}
+    assert info["closed"] is not None and widths["loss"] == len("123457") and widths["step"] == 4

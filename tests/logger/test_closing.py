@@ -27,6 +27,7 @@ from tests.logger.helpers import (
     LOSS_COLS,
     RUN_COLS,
     TABLE_COLS,
+    Clock,
     closed_field,
     description,
     logged_run,
@@ -364,14 +365,16 @@ def test_a_ctrl_c_as_close_begins_still_marks_the_run_ended(tmp_path: Path) -> N
 
 
 @pytest.mark.parametrize("what", ["file", "directory"])
-def test_the_dump_says_the_table_misses_the_rows_of_a_deleted_jsonl(tmp_path: Path, what: str) -> None:
+def test_the_dump_says_the_table_misses_the_rows_of_a_deleted_jsonl(tmp_path: Path, what: str,
+                                                                     clock: Clock) -> None:
     """The dump says table.txt misses rows when the JSONL was deleted mid-run (it holds the 3 rows after the
-    deletion), not "all rows, every column: table.txt"."""
+    deletion, the writer's check due at the first of them), not "all rows, every column: table.txt"."""
     run = tmp_path / "run"
     sl = StepLogger(LOSS_COLS, run_dir=run, console=False, alerts=False)
     for step in range(6):
         if step == 3:
             (run / "metrics.jsonl").unlink() if what == "file" else shutil.rmtree(run)
+            clock.advance()
         sl.log({"step": step, "loss": 0.5})
     sl.close()
     assert "3 of 6 rows (metrics.jsonl was deleted during the run), every column:" in sl.dump()

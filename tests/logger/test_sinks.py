@@ -388,8 +388,10 @@ def test_console_false_without_setup_logging_reports_a_write_failure_once_and_sh
 def test_console_false_without_setup_logging_reports_each_failure_episode(tmp_path: Path) -> None:
     code = textwrap.dedent(
         """
-        import os, sys
+        import itertools, os, sys
         from steptable import Col, StepLogger
+        from steptable.logger import writer
+        writer.monotonic = itertools.count(0.0, writer.CHECK_S).__next__  # (every row checks the path)
         run = sys.argv[1]
         with StepLogger([Col("step", 4, "step", "d")], run_dir=run, console=False, alerts=False) as sl:
             for step in range(9):

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from steptable import Col, StepLogger
-from steptable.logger import steplogger, writer
+from steptable.logger import closing, writer
 from steptable.logger.writer import RunWriter
 from steptable.schemas import routing_columns
 from steptable.table import render
@@ -28,6 +28,7 @@ from tests.logger.helpers import (
     LOGGER_COLS,
     LOSS_COLS,
     SIGNED_LOSS_COLS,
+    Clock,
     jsonl_rows,
     jsonl_steps,
     strict_loads,
@@ -164,6 +165,24 @@ def test_callers_timestamp_is_kept(tmp_path: Path) -> None:
     assert rows[0]["ts"] == 1700000000.5 and rows[1]["ts"] > 1700000000.5
 
 
+@pytest.mark.parametrize("how", ["log", "record"])
+def test_the_loggers_own_timestamp_is_the_wall_time_to_the_millisecond(tmp_path: Path, how: str,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """The millisecond the clock is in (a 3-decimal number, as JSON text too), not the wall time rounded up."""
+    import time
+
+    clock = iter([1_795_927_043_062_999_999, 1_795_927_044_000_400_000, 1_795_927_044_999_999_999])
+    monkeypatch.setattr(time, "time_ns", lambda: next(clock))
+    sl = StepLogger(LOGGER_COLS, run_dir=tmp_path, alerts=False, console=False)
+    for step in range(3):
+        getattr(sl, how)({"step": step, "loss": 1.0})
+    monkeypatch.undo()
+    sl.close()
+    lines = (tmp_path / "metrics.jsonl").read_text().splitlines()
+    assert [json.loads(x)["ts"] for x in lines] == [1795927043.062, 1795927044.0, 1795927044.999]
+    assert ['"ts":1795927043.062,' in lines[0], '"ts":1795927044.0,' in lines[1]] == [True, True]
+
+
 def test_a_failure_while_printing_does_not_repeat_the_legend(
     tmp_path: Path, captured: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -255,11 +274,12 @@ def test_no_legend_line_when_no_column_has_anything_to_explain(tmp_path: Path, c
 ESC_DIR = "run\x1b]0;PWNED\x07\x1b[2J"  # a window title and a screen clear: "run" once made inert
 
 
-def test_steplogger_messages_name_the_run_dir_inert(tmp_path: Path, captured: list[str]) -> None:
+def test_steplogger_messages_name_the_run_dir_inert(tmp_path: Path, captured: list[str], clock: Clock) -> None:
     run = tmp_path / ESC_DIR
     with StepLogger(SIGNED_LOSS_COLS, run_dir=run, alerts=False) as sl:
         sl.log({"step": 0, "loss": 0.1})
         (run / "metrics.jsonl").unlink()
+        clock.advance()
         sl.log({"step": 1, "loss": 0.1})
     text = "".join(captured)
     assert "\x1b" not in text and "\x07" not in text
@@ -279,7 +299,7 @@ def _raise(*_: object, **__: object) -> None:
 def test_exceptions_in_steplogger_messages_are_inert(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setattr(steplogger, "write_description", _raise)  # steptable.json: "cannot write ..."
+    monkeypatch.setattr(closing, "write_description", _raise)  # steptable.json: "cannot write ..."
     sl = StepLogger(SIGNED_LOSS_COLS, run_dir=tmp_path / "r", console=False, alerts=False)
     monkeypatch.setattr(sl, "row", _raise)  # "StepLogger.log failed"
     sl.log({"step": 0, "loss": 0.5})
@@ -313,12 +333,13 @@ def test_an_exception_whose_repr_raises_does_not_reach_the_loop(
     assert writer.error_text(_NoRepr()) == "_NoRepr"
 
 
-def test_run_dir_deleted_mid_run_rows_go_to_a_new_file(tmp_path: Path, captured: list[str]) -> None:
+def test_run_dir_deleted_mid_run_rows_go_to_a_new_file(tmp_path: Path, captured: list[str], clock: Clock) -> None:
     run = tmp_path / "arm"
     with StepLogger(EMA_COLS, run_dir=run, alerts=False) as sl:
         for step in range(3):
             sl.log({"step": step, "loss": 0.1})
         shutil.rmtree(run)
+        clock.advance()  # (the writer's check is due at the next row)
         for step in range(3, 6):
             sl.log({"step": step, "loss": 0.1})
     assert jsonl_steps(run / "metrics.jsonl") == [3, 4, 5]  # nothing after the deletion is lost

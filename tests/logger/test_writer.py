@@ -20,7 +20,7 @@ from steptable.logger import writer
 from steptable.logger.writer import RunWriter, encode_row, open_append
 from steptable.table.jsonvalues import jsonable
 from tests.helpers import repoint
-from tests.logger.helpers import EMA_COLS, SIGNED_LOSS_COLS, jsonl_steps, strict_loads
+from tests.logger.helpers import EMA_COLS, SIGNED_LOSS_COLS, Clock, jsonl_steps, strict_loads
 
 needs_fifo = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
 
@@ -139,16 +139,35 @@ def test_the_byte_budget_is_exact_after_a_cut_row_is_rewritten_whole(tmp_path: P
     assert _steps(path.read_bytes()) == [0, 1, 12, 13, 14]
 
 
-def test_a_short_write_is_reported_with_how_much_of_the_row_landed(tmp_path: Path, disk: _Disk) -> None:
+@pytest.mark.parametrize("before", [0, 2])
+def test_a_short_write_is_reported_with_how_much_of_the_row_landed(tmp_path: Path, disk: _Disk, before: int) -> None:
+    """The row that opens the file, or one written in the steady state (the file open, nothing waiting, no check
+    due: its one write): cut by a full disk, reported, completed later."""
     warned: list[str] = []
     w = RunWriter(tmp_path / "metrics.jsonl", warned.append)
+    for step in range(-before, 0):
+        assert w.write({"step": step}) is True
     row = {"step": 0, "note": "x" * 80}
     disk.free = 50
-    assert w.write(row) is False
+    assert w.write(row) is False and w.pending == 1
     assert f"short write (50 of {len(encode_row(row))} bytes)" in warned[0]
     disk.free = 1 << 30
+    assert w.write({"step": 1}) is True
     w.close()
-    assert _steps((tmp_path / "metrics.jsonl").read_bytes()) == [0]  # and the rest of it completed the line
+    assert _steps((tmp_path / "metrics.jsonl").read_bytes()) == [*range(-before, 0), 0, 1]  # the line completed
+    assert "works again" in warned[-1] and w.written == before + 2
+
+
+def test_a_failed_write_in_the_steady_state_keeps_the_row_for_retry(tmp_path: Path, disk: _Disk) -> None:
+    warned: list[str] = []
+    w = RunWriter(tmp_path / "metrics.jsonl", warned.append)
+    assert w.write({"step": 0}) is True
+    disk.full = True
+    assert w.write({"step": 1}) is False and w.pending == 1 and "kept for retry" in warned[0]
+    disk.full = False
+    assert w.write({"step": 2}) is True
+    w.close()
+    assert _steps((tmp_path / "metrics.jsonl").read_bytes()) == [0, 1, 2] and w.written == 3
 
 
 def test_ctrl_c_after_a_write_with_rows_queued_writes_each_row_once(tmp_path: Path, disk: _Disk) -> None:
@@ -202,22 +221,24 @@ def test_a_file_that_cannot_be_read_back_gets_no_blank_line(tmp_path: Path, disk
     assert path.read_bytes() == b'{"step":0}\n{"step":1}\n'
 
 
-def _unlinked_between_rows(path: Path) -> tuple[RunWriter, list[str]]:
-    """Rows 0 and 1 written to ``path`` with the file unlinked between them; the writer closed, its warnings."""
+def _unlinked_between_rows(path: Path, clock: Clock) -> tuple[RunWriter, list[str]]:
+    """Rows 0 and 1 written to ``path`` with the file unlinked between them and the check's interval run out; the
+    writer closed, its warnings."""
     warned: list[str] = []
     w = RunWriter(path, warned.append)
     w.write({"step": 0})
     path.unlink()
+    clock.advance()
     assert w.write({"step": 1}) is True
     w.close()
     return w, warned
 
 
-def test_a_deleted_file_is_reported_as_deleted_not_moved(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """With the rotation check due (it runs once a second), a deleted file is still "deleted": the two warnings tell
-    the user different things (the rows before it are gone, versus in the renamed file)."""
+def test_a_deleted_file_is_reported_as_deleted_not_moved(tmp_path: Path, clock: Clock) -> None:
+    """With the rotation check due, a deleted file is still "deleted": the two warnings tell the user different
+    things (the rows before it are gone, versus in the renamed file)."""
     path = tmp_path / "metrics.jsonl"
-    w, warned = _unlinked_between_rows(path)
+    w, warned = _unlinked_between_rows(path, clock)
     assert (w.deleted, w.moved) == (1, 0) and len(warned) == 1 and "was deleted during the run" in warned[0]
     assert _steps(path.read_bytes()) == [1]
 
@@ -276,14 +297,14 @@ def test_a_fifo_whose_reader_does_not_read_refuses_rows_instead_of_blocking(tmp_
 
 
 @needs_fifo
-def test_rows_go_on_into_a_fifo_that_was_unlinked(tmp_path: Path) -> None:
+def test_rows_go_on_into_a_fifo_that_was_unlinked(tmp_path: Path, clock: Clock) -> None:
     """A FIFO removed from the directory still reaches its reader: the rows go on into it, with no "deleted" warning
     and no regular file made in its place."""
     fifo = tmp_path / "metrics.jsonl"
     os.mkfifo(fifo)
     rfd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
     try:
-        _, warned = _unlinked_between_rows(fifo)
+        _, warned = _unlinked_between_rows(fifo, clock)
         assert _steps(os.read(rfd, 1 << 16)) == [0, 1]
         assert warned == [] and not fifo.exists()
     finally:
@@ -294,7 +315,7 @@ ESC_DIR = "run\x1b]0;PWNED\x07\x1b[2J"  # a window title and a screen clear: "ru
 
 
 def test_a_write_failure_names_the_directory_a_link_leads_to_inert(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, captured: list[str], capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, clock: Clock, captured: list[str], capsys: pytest.CaptureFixture[str]
 ) -> None:
     a, b = tmp_path / "run-A", tmp_path / ("run-B" + ESC_DIR)
     a.mkdir()
@@ -304,6 +325,7 @@ def test_a_write_failure_names_the_directory_a_link_leads_to_inert(
     sl = StepLogger(SIGNED_LOSS_COLS, run_dir=latest, console=False, alerts=False)
     sl.log({"step": 0, "loss": 0.5})
     repoint(latest, b, a)
+    clock.advance()
     sl.log({"step": 1, "loss": 0.5})
     sl.close()
     told = capsys.readouterr().err + "".join(captured)
@@ -523,17 +545,21 @@ def test_a_fifo_without_a_reader_fails_the_write_at_once(tmp_path: Path) -> None
     assert len(warned) == 1 and "kept for retry" in warned[0]
 
 
-def test_a_rotated_jsonl_gets_the_rows_after_the_rotation(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+def test_a_rotated_jsonl_gets_the_rows_after_the_rotation(tmp_path: Path, clock: Clock,
                                                           capsys: pytest.CaptureFixture[str],
                                                           captured: list[str]) -> None:
-    """logrotate (rename, then create) mid-run: the later rows go to the new file at the path every reader
-    follows, not on into the renamed file (which would leave summary no rows and table.txt a header)."""
+    """logrotate (rename, then create) mid-run: the rows after the next check go to the new file at the path every
+    reader follows, not on into the renamed file (which would leave summary no rows and table.txt a header); the
+    rows written within the check's interval after the rotation went on into the renamed file."""
     sl = StepLogger(EMA_COLS, run_dir=tmp_path, console=False, alerts=False)
     jsonl = tmp_path / "metrics.jsonl"
     for s in range(20):
-        if s == 10:
+        if s == 8:
             jsonl.rename(tmp_path / "metrics.jsonl.1")
             jsonl.touch()
+            clock.advance(writer.CHECK_S / 2)
+        if s == 10:
+            clock.advance(writer.CHECK_S / 2)  # (the interval since the last check runs out at this row)
         sl.log({"step": s, "loss": 0.5})
     sl.close()
     steps = [json.loads(x)["step"] for x in jsonl.read_text().splitlines()]
@@ -543,8 +569,7 @@ def test_a_rotated_jsonl_gets_the_rows_after_the_rotation(tmp_path: Path, monkey
     assert told.count("was moved or replaced during the run") == 1
 
 
-def test_a_moved_run_directory_or_a_repointed_symlink_is_no_rotation(tmp_path: Path,
-                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_moved_run_directory_or_a_repointed_symlink_is_no_rotation(tmp_path: Path, clock: Clock) -> None:
     """run_dir=outputs/latest (a symlink the next launch points at its own run), or the run directory renamed while
     training: the rows go on into the open file (a reopen wrote one run's rows into the next run's file, or split
     the run in two)."""
@@ -558,6 +583,7 @@ def test_a_moved_run_directory_or_a_repointed_symlink_is_no_rotation(tmp_path: P
         if s == 3:
             latest.unlink()
             latest.symlink_to(b)  # the next run started
+            clock.advance()
         sl.log({"step": s, "loss": 0.5})
     sl._writer.close()  # type: ignore[union-attr]
     assert [json.loads(x)["step"] for x in (a / "metrics.jsonl").read_text().splitlines()] == list(range(6))
@@ -566,13 +592,14 @@ def test_a_moved_run_directory_or_a_repointed_symlink_is_no_rotation(tmp_path: P
     for s in range(6):
         if s == 3:
             (tmp_path / "exp1").rename(tmp_path / "exp1_lr1e-6")
+            clock.advance()
         moved.log({"step": s, "loss": 0.5})
     moved._writer.close()  # type: ignore[union-attr]
     rows = (tmp_path / "exp1_lr1e-6" / "metrics.jsonl").read_text().splitlines()
     assert [json.loads(x)["step"] for x in rows] == list(range(6)) and not (tmp_path / "exp1").exists()
 
 
-def test_rows_never_land_in_the_run_a_repointed_link_now_leads_to(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+def test_rows_never_land_in_the_run_a_repointed_link_now_leads_to(tmp_path: Path, clock: Clock,
                                                                    captured: list[str],
                                                                    capsys: pytest.CaptureFixture[str]) -> None:
     """run_dir=latest -> run-A; the next launch points latest at run-B and run-A is deleted: the reopen after the
@@ -586,6 +613,7 @@ def test_rows_never_land_in_the_run_a_repointed_link_now_leads_to(tmp_path: Path
     sl = StepLogger(EMA_COLS, run_dir=latest, console=False, alerts=False)
     sl.log({"step": 0, "loss": 0.5})
     repoint(latest, b, a)
+    clock.advance()
     for s in range(1, 4):
         sl.log({"step": s, "loss": 0.5})
     sl.close()
@@ -596,6 +624,7 @@ def test_rows_never_land_in_the_run_a_repointed_link_now_leads_to(tmp_path: Path
     plain = StepLogger(EMA_COLS, run_dir=tmp_path / "plain", console=False, alerts=False)
     plain.log({"step": 0, "loss": 0.5})
     shutil.rmtree(tmp_path / "plain")
+    clock.advance()
     plain.log({"step": 1, "loss": 0.5})
     plain._writer.close()  # type: ignore[union-attr]
     assert [json.loads(x)["step"] for x in (tmp_path / "plain" / "metrics.jsonl").read_text().splitlines()] == [1]
@@ -647,13 +676,14 @@ def test_a_plain_row_is_written_as_jsonable_and_json_dumps_write_it() -> None:
         assert writer.json_line(row).encode("utf-8", "replace") == _dumped(row)
 
 
-def test_a_row_costs_one_stat_and_no_fstat_while_the_path_leads_to_the_open_file(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The steady state: one stat of the path a row (rotation and deletion are found by it at the next row, as the
-    tests above hold), no fstat after the write; the file holds every row."""
+def test_a_row_costs_no_stat_within_the_interval_and_one_stat_after_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, clock: Clock) -> None:
+    """The steady state: within CHECK_S seconds of the last check a row costs no stat and no fstat; the first row
+    at CHECK_S or more after it one stat (and none after the write while the path leads to the open file); the
+    file holds every row."""
     path = tmp_path / "metrics.jsonl"
     w = RunWriter(path, lambda _: None)
-    w.write({"step": 0})  # (opening the file takes its own fstat calls)
+    w.write({"step": 0})  # (opening the file takes its own fstat calls, and counts as a check)
     calls = {"stat": 0, "fstat": 0}
     stat, fstat = os.stat, os.fstat
 
@@ -666,8 +696,15 @@ def test_a_row_costs_one_stat_and_no_fstat_while_the_path_leads_to_the_open_file
     monkeypatch.setattr(os, "stat", counted("stat", stat))
     monkeypatch.setattr(os, "fstat", counted("fstat", fstat))
     for step in range(1, 11):
+        clock.advance(writer.CHECK_S * 3 / 32)  # (ten rows within 30/32 of the interval: steps exact in binary)
         assert w.write({"step": step}) is True
-    assert calls == {"stat": 10, "fstat": 0}
+    assert calls == {"stat": 0, "fstat": 0}
+    clock.advance(writer.CHECK_S / 16)  # (32/32: due)
+    assert w.write({"step": 11}) is True
+    assert calls == {"stat": 1, "fstat": 0}
+    for step in range(12, 15):
+        assert w.write({"step": step}) is True
+    assert calls == {"stat": 1, "fstat": 0}
     monkeypatch.undo()
     w.close()
-    assert jsonl_steps(path) == list(range(11))
+    assert jsonl_steps(path) == list(range(15))
