@@ -34,7 +34,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from steptable.logger.writer import encode_row
+from steptable.logger.rowjson import encode_row
 from tests.helpers import write_rows
 
 __all__ = [

@@ -20,7 +20,7 @@ from steptable.alerts.engine import Alert
 from steptable.ingest import RunStore
 from steptable.ingest.gaps import Gap
 from steptable.ingest.table import WALL_KEYS, epoch_seconds
-from steptable.logger.writer import json_line
+from steptable.logger.rowjson import json_line
 from steptable.schemas import Schema
 from steptable.schemas.headers import look
 from steptable.summary.report import run_label
@@ -95,7 +95,7 @@ class Printer:
         return {"step"} | {k for c in lay.cols for k in (c.key, *c.aliases)} if self.args.columns else None
 
     def jsonl_text(self, lines: str) -> None:
-        """JSONL lines as :func:`~steptable.logger.writer.encode_row` encodes them, made inert; in one write."""
+        """JSONL lines as :func:`~steptable.logger.rowjson.encode_row` encodes them, made inert; in one write."""
         if not lines.isascii():  # (what inert_json escapes and lone surrogates are all past ASCII)
             lines = inert_json(lines.encode("utf-8", "replace").decode("utf-8"))
         self.out.write(lines)

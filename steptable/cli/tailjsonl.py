@@ -1,6 +1,6 @@
 """`tail --format jsonl` of a long run, column by column: the lines of a batch of rows written from their columns
 (one C pass per column for the numbers) instead of a dict and an encoder call per row. The text is the one
-:func:`steptable.logger.writer.json_line` writes for each row's record; anything else than numbers (text, pairs)
+:func:`steptable.logger.rowjson.json_line` writes for each row's record; anything else than numbers (text, pairs)
 leaves the batch to the general path."""
 
 from __future__ import annotations

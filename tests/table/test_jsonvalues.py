@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from steptable.logger.writer import encode_row
+from steptable.logger.rowjson import encode_row
 from steptable.table.jsonvalues import jsonable
 
 
