@@ -321,6 +321,7 @@ class TailSource(Source):
         arrival times unknown), then what a poll does after its rows. Returns whether viewers see a change."""
         for parsed in parts:
             self._add(self.store, parsed, math.nan)
+            self._bad(parsed.bad)  # (what the store adds: past its most keys)
         for st in self.stores():
             self._runinfo(st)
         return self._expose(True)

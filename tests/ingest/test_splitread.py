@@ -409,3 +409,11 @@ def test_no_split_beside_another_thread(tmp_path: Path, monkeypatch: pytest.Monk
         stop.set()
         other.join()
     assert not forks and len(stores[0]) == ROWS
+
+
+def test_too_many_keys_after_the_cut(tmp_path: Path, fates: list[str]) -> None:
+    """A key of its own on every row after the cut: the store stops taking new keys in the child's part, and says
+    so once, to the reader's errors too, as a read in one process does."""
+    path = _rows_file(tmp_path / "run" / "metrics.jsonl", lambda i, c: {**_row(i), f"k{i}": 0.5} if i > c else None)
+    assert _same(path, fates) == "taken"
+    assert any("keys" in line for line in read_runs([str(path)], io.StringIO())[0].errors)
