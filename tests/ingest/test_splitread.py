@@ -417,3 +417,22 @@ def test_too_many_keys_after_the_cut(tmp_path: Path, fates: list[str]) -> None:
     path = _rows_file(tmp_path / "run" / "metrics.jsonl", lambda i, c: {**_row(i), f"k{i}": 0.5} if i > c else None)
     assert _same(path, fates) == "taken"
     assert any("keys" in line for line in read_runs([str(path)], io.StringIO())[0].errors)
+
+
+def test_a_bug_on_one_of_the_childs_chunks_costs_that_chunk(tmp_path: Path, fates: list[str],
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """A bug of ours adding one chunk (steptable.ingest.files.follow: it costs that chunk, not the rest of the
+    file): the chunks after it are read all the same, as in one process."""
+    path = _rows_file(tmp_path / "run" / "metrics.jsonl")
+    add = TailSource._add
+    marker = _cut_line() + 2000
+
+    def buggy(self: TailSource, store: Any, parsed: Any, now: Any) -> None:
+        if marker in parsed.steps:
+            raise KeyError("store bug")
+        add(self, store, parsed, now)
+
+    monkeypatch.setattr(TailSource, "_add", buggy)
+    assert _same(path, fates) == "taken"
+    _, stores = read_runs([str(path)], io.StringIO(), split=True)
+    assert ROWS - 1 in stores[0].steps and marker not in stores[0].steps
