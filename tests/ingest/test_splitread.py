@@ -4,6 +4,7 @@ they are proven the same, and a child that dies, hangs or is interrupted leaves 
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import math
@@ -436,3 +437,50 @@ def test_a_bug_on_one_of_the_childs_chunks_costs_that_chunk(tmp_path: Path, fate
     assert _same(path, fates) == "taken"
     _, stores = read_runs([str(path)], io.StringIO(), split=True)
     assert ROWS - 1 in stores[0].steps and marker not in stores[0].steps
+
+
+SLOW_CHILD = """\
+import os, sys, time
+from steptable.ingest import forkgate, splitread
+splitread.MIN_BYTES = 0
+forkgate.forkable = lambda: True
+forkgate.free_cores = lambda: 2
+real = splitread._pack
+def pack(*args):
+    if os.getpid() != parent:
+        time.sleep(0.5)  # (a big file's part: many chunks)
+    return real(*args)
+splitread._pack = pack
+parent = os.getpid()
+print("started", flush=True)
+from steptable.cli.main import main
+sys.exit(main(["summary", sys.argv[1]]))
+"""
+
+
+def test_the_child_ends_with_its_parent(tmp_path: Path) -> None:
+    """``kill`` (SIGTERM) of ``summary`` alone, while the child parses its part: the child stops at its next chunk
+    instead of parsing on for a parent that is gone."""
+    path = _rows_file(tmp_path / "run" / "metrics.jsonl", rows=40_000)  # (the child's part: ~25 chunks)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).resolve().parents[2]),
+                                                        os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.Popen([sys.executable, "-c", SLOW_CHILD, str(path)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=env, start_new_session=True, text=True)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline() == "started\n"
+        time.sleep(1.5)  # (the child forked and in its part)
+        proc.terminate()
+        proc.wait(timeout=30)
+        end = time.monotonic() + 5  # (well under the ~12 s the child's part takes)
+        while time.monotonic() < end:
+            try:
+                os.killpg(proc.pid, 0)
+            except ProcessLookupError:
+                break
+            time.sleep(0.1)
+        with pytest.raises(ProcessLookupError):
+            os.killpg(proc.pid, 0)  # (no process of its group left)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        reap(proc)
