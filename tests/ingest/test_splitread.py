@@ -284,7 +284,7 @@ forkgate.free_cores = lambda: 2
 real = splitread._pack
 def pack(*args):
     if os.getpid() != parent:
-        time.sleep(60)
+        time.sleep(float(sys.argv[2]))  # (each chunk of the child's part)
     return real(*args)
 splitread._pack = pack
 parent = os.getpid()
@@ -294,16 +294,22 @@ sys.exit(main(["summary", sys.argv[1]]))
 """
 
 
+def _summary(path: Path, child_sleep: float) -> subprocess.Popen[str]:
+    """``summary`` of ``path`` in a session of its own, its read split, the child sleeping ``child_sleep`` s before
+    each chunk it sends; returned once it has started."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).resolve().parents[2]),
+                                                        os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.Popen([sys.executable, "-c", SCRIPT, str(path), str(child_sleep)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=env, start_new_session=True, text=True)
+    assert proc.stdout is not None and proc.stdout.readline() == "started\n"
+    return proc
+
+
 def test_ctrl_c_during_a_split_read(tmp_path: Path) -> None:
     """Ctrl-C (SIGINT to the process group) while the child works: exit status 130, no traceback, no process of
     the group left."""
-    path = _rows_file(tmp_path / "run" / "metrics.jsonl")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).resolve().parents[2]),
-                                                        os.environ.get("PYTHONPATH", "")])}
-    proc = subprocess.Popen([sys.executable, "-c", SCRIPT, str(path)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, env=env, start_new_session=True, text=True)
+    proc = _summary(_rows_file(tmp_path / "run" / "metrics.jsonl"), child_sleep=60)
     try:
-        assert proc.stdout is not None and proc.stdout.readline() == "started\n"
         time.sleep(1.5)  # (the child forked and asleep, the parent waiting for it)
         os.killpg(proc.pid, signal.SIGINT)
         _, err = proc.communicate(timeout=30)
@@ -439,35 +445,12 @@ def test_a_bug_on_one_of_the_childs_chunks_costs_that_chunk(tmp_path: Path, fate
     assert ROWS - 1 in stores[0].steps and marker not in stores[0].steps
 
 
-SLOW_CHILD = """\
-import os, sys, time
-from steptable.ingest import forkgate, splitread
-splitread.MIN_BYTES = 0
-forkgate.forkable = lambda: True
-forkgate.free_cores = lambda: 2
-real = splitread._pack
-def pack(*args):
-    if os.getpid() != parent:
-        time.sleep(0.5)  # (a big file's part: many chunks)
-    return real(*args)
-splitread._pack = pack
-parent = os.getpid()
-print("started", flush=True)
-from steptable.cli.main import main
-sys.exit(main(["summary", sys.argv[1]]))
-"""
-
-
 def test_the_child_ends_with_its_parent(tmp_path: Path) -> None:
     """``kill`` (SIGTERM) of ``summary`` alone, while the child parses its part: the child stops at its next chunk
     instead of parsing on for a parent that is gone."""
     path = _rows_file(tmp_path / "run" / "metrics.jsonl", rows=40_000)  # (the child's part: ~25 chunks)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).resolve().parents[2]),
-                                                        os.environ.get("PYTHONPATH", "")])}
-    proc = subprocess.Popen([sys.executable, "-c", SLOW_CHILD, str(path)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, env=env, start_new_session=True, text=True)
+    proc = _summary(path, child_sleep=0.5)
     try:
-        assert proc.stdout is not None and proc.stdout.readline() == "started\n"
         time.sleep(1.5)  # (the child forked and in its part)
         proc.terminate()
         proc.wait(timeout=30)
