@@ -318,11 +318,20 @@ class TailSource(Source):
     def carry_on(self, parts: Iterable[Parsed]) -> bool:
         """A one-shot first read whose rest another process parsed (steptable.ingest.splitread), from the state this
         source's parser and tail are in now: its chunks are added as :meth:`poll` adds a first read's (in file order,
-        arrival times unknown), then what a poll does after its rows. Returns whether viewers see a change."""
+        arrival times unknown), then what a poll does after its rows. Returns whether viewers see a change. A bug of
+        ours adding a chunk costs that chunk, as in a poll: the rest are added, then the first such error is raised."""
+        failed: Exception | None = None
         for parsed in parts:
-            self._add(self.store, parsed, math.nan)
+            try:
+                self._add(self.store, parsed, math.nan)
+            except Exception as e:  # (a poll's tail has read past the chunk: the follower polls on, for the rest)
+                failed = failed or e
+                continue
+            self._bad(parsed.bad)  # (what the store adds: past its most keys)
         for st in self.stores():
             self._runinfo(st)
+        if failed is not None:
+            raise failed
         return self._expose(True)
 
     def read_on(self) -> bool:

@@ -85,6 +85,7 @@ def _split(src: TailSource, stop: int, ident: tuple[int, int, int, int]) -> bool
         fcntl.fcntl(w, getattr(fcntl, "F_SETPIPE_SZ", 1031), 1 << 20)
     except OSError:
         pass
+    parent = os.getpid()
     try:
         pid = os.fork()
     except OSError:
@@ -94,7 +95,7 @@ def _split(src: TailSource, stop: int, ident: tuple[int, int, int, int]) -> bool
     if pid == 0:  # the child: never returns (an interruption before its own ``finally`` included)
         try:
             os.close(r)
-            _child(src, stop, ident, w)
+            _child(src, stop, ident, w, parent)
         finally:
             os._exit(1)
     os.close(w)
@@ -175,10 +176,11 @@ class _Frames:
         return buf
 
 
-def _child(src: TailSource, stop: int, ident: tuple[int, int, int, int], out: int) -> None:
+def _child(src: TailSource, stop: int, ident: tuple[int, int, int, int], out: int, parent: int) -> None:
     """The child's life: guess the state the parent's parser will be in at the cut, say it, parse the rest from
     there and send the chunks; then exit without running the parent's exit handlers or flushing its buffers. Any bad
-    line, a file without a step key, an over-long line or a file that changed: no chunks (exit 1)."""
+    line, a file without a step key, an over-long line, a file that changed or a parent that is gone (killed alone:
+    the child would parse on, holding its stdout open): no chunks (exit 1)."""
     status = 1
     try:
         gc.disable()  # (a collection would touch, and so copy, every object of the parent's)
@@ -206,7 +208,7 @@ def _child(src: TailSource, stop: int, ident: tuple[int, int, int, int], out: in
         packed: list[tuple[Any, ...]] = []
         raw = _Out()
         for ev in tail.poll():
-            if not isinstance(ev, Lines):
+            if not isinstance(ev, Lines) or os.getppid() != parent:
                 return
             parsed = parser.parse(ev.data, 0)
             if parsed.bad:

@@ -4,6 +4,7 @@ they are proven the same, and a child that dies, hangs or is interrupted leaves 
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import math
@@ -283,7 +284,7 @@ forkgate.free_cores = lambda: 2
 real = splitread._pack
 def pack(*args):
     if os.getpid() != parent:
-        time.sleep(60)
+        time.sleep(float(sys.argv[2]))  # (each chunk of the child's part)
     return real(*args)
 splitread._pack = pack
 parent = os.getpid()
@@ -293,16 +294,22 @@ sys.exit(main(["summary", sys.argv[1]]))
 """
 
 
+def _summary(path: Path, child_sleep: float) -> subprocess.Popen[str]:
+    """``summary`` of ``path`` in a session of its own, its read split, the child sleeping ``child_sleep`` s before
+    each chunk it sends; returned once it has started."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).resolve().parents[2]),
+                                                        os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.Popen([sys.executable, "-c", SCRIPT, str(path), str(child_sleep)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=env, start_new_session=True, text=True)
+    assert proc.stdout is not None and proc.stdout.readline() == "started\n"
+    return proc
+
+
 def test_ctrl_c_during_a_split_read(tmp_path: Path) -> None:
     """Ctrl-C (SIGINT to the process group) while the child works: exit status 130, no traceback, no process of
     the group left."""
-    path = _rows_file(tmp_path / "run" / "metrics.jsonl")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).resolve().parents[2]),
-                                                        os.environ.get("PYTHONPATH", "")])}
-    proc = subprocess.Popen([sys.executable, "-c", SCRIPT, str(path)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, env=env, start_new_session=True, text=True)
+    proc = _summary(_rows_file(tmp_path / "run" / "metrics.jsonl"), child_sleep=60)
     try:
-        assert proc.stdout is not None and proc.stdout.readline() == "started\n"
         time.sleep(1.5)  # (the child forked and asleep, the parent waiting for it)
         os.killpg(proc.pid, signal.SIGINT)
         _, err = proc.communicate(timeout=30)
@@ -409,3 +416,54 @@ def test_no_split_beside_another_thread(tmp_path: Path, monkeypatch: pytest.Monk
         stop.set()
         other.join()
     assert not forks and len(stores[0]) == ROWS
+
+
+def test_too_many_keys_after_the_cut(tmp_path: Path, fates: list[str]) -> None:
+    """A key of its own on every row after the cut: the store stops taking new keys in the child's part, and says
+    so once, to the reader's errors too, as a read in one process does."""
+    path = _rows_file(tmp_path / "run" / "metrics.jsonl", lambda i, c: {**_row(i), f"k{i}": 0.5} if i > c else None)
+    assert _same(path, fates) == "taken"
+    assert any("keys" in line for line in read_runs([str(path)], io.StringIO())[0].errors)
+
+
+def test_a_bug_on_one_of_the_childs_chunks_costs_that_chunk(tmp_path: Path, fates: list[str],
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """A bug of ours adding one chunk (steptable.ingest.files.follow: it costs that chunk, not the rest of the
+    file): the chunks after it are read all the same, as in one process."""
+    path = _rows_file(tmp_path / "run" / "metrics.jsonl")
+    add = TailSource._add
+    marker = _cut_line() + 2000
+
+    def buggy(self: TailSource, store: Any, parsed: Any, now: Any) -> None:
+        if marker in parsed.steps:
+            raise KeyError("store bug")
+        add(self, store, parsed, now)
+
+    monkeypatch.setattr(TailSource, "_add", buggy)
+    assert _same(path, fates) == "taken"
+    _, stores = read_runs([str(path)], io.StringIO(), split=True)
+    assert ROWS - 1 in stores[0].steps and marker not in stores[0].steps
+
+
+def test_the_child_ends_with_its_parent(tmp_path: Path) -> None:
+    """``kill`` (SIGTERM) of ``summary`` alone, while the child parses its part: the child stops at its next chunk
+    instead of parsing on for a parent that is gone."""
+    path = _rows_file(tmp_path / "run" / "metrics.jsonl", rows=40_000)  # (the child's part: ~25 chunks)
+    proc = _summary(path, child_sleep=0.5)
+    try:
+        time.sleep(1.5)  # (the child forked and in its part)
+        proc.terminate()
+        proc.wait(timeout=30)
+        end = time.monotonic() + 5  # (well under the ~12 s the child's part takes)
+        while time.monotonic() < end:
+            try:
+                os.killpg(proc.pid, 0)
+            except ProcessLookupError:
+                break
+            time.sleep(0.1)
+        with pytest.raises(ProcessLookupError):
+            os.killpg(proc.pid, 0)  # (no process of its group left)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        reap(proc)
