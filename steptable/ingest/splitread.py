@@ -66,16 +66,14 @@ def _cut(src: Source) -> tuple[int, tuple[int, int, int, int]] | None:
     tail = src.tail
     if tail.opened or tail.offset or tail.stop is not None or len(src.store):
         return None
-    try:
-        st = os.stat(src.cand.path)
-    except OSError:
+    ident = _ident(src)
+    if ident is None or ident[2] < MIN_BYTES or not forkgate.forkable() or forkgate.free_cores() < 2:
         return None
-    if st.st_size < MIN_BYTES or not forkgate.forkable() or forkgate.free_cores() < 2:
+    size = ident[2]
+    stop = round(size * SHARE / tail.block) * tail.block
+    if not 2 * tail.block <= stop < size - tail.block:
         return None
-    stop = round(st.st_size * SHARE / tail.block) * tail.block
-    if not 2 * tail.block <= stop < st.st_size - tail.block:
-        return None
-    return stop, (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+    return stop, ident
 
 
 def _split(src: TailSource, stop: int, ident: tuple[int, int, int, int]) -> bool:
@@ -214,8 +212,7 @@ def _child(src: TailSource, stop: int, ident: tuple[int, int, int, int], out: in
             if parsed.bad:
                 return
             packed.append(_pack(parsed, raw))
-        st = os.stat(path)
-        if (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns) != ident:
+        if _ident(src) != ident:
             return
         data = b"".join(raw.pieces)
         _send(out, (ident, packed, parser.state(), parser.ordinal - rows, parser.last_step,
