@@ -271,23 +271,33 @@ def _write(fd: int, data: bytes) -> None:
 
 def _pack(p: Parsed, raw: _Out) -> tuple[Any, ...]:
     """A chunk for the pipe: the typed columns the fast path made (tuples of floats, or of ints: msgspec gives
-    those no other type) as raw doubles or int64s added to ``raw`` where every cell is one (:class:`_Raw` says
-    where), the rest as it is."""
+    those no other type) as raw doubles or int64s added to ``raw`` where every cell is one, the rest as it is
+    (:class:`_Cols` says which is which)."""
     cols = None
     if p.cols is not None:
         ints = p.int_keys if p.int_keys is not None else frozenset()
-        cols = {k: _raw(v, k in ints, raw) if p.int_keys is not None and type(v) is tuple else v
-                for k, v in p.cols.items()}
+        n, start = len(p.steps), raw.size
+        codes, others = [], []
+        for k, v in p.cols.items():
+            code = _raw(v, k in ints, n, raw) if p.int_keys is not None and type(v) is tuple else None
+            if code is None:
+                others.append(v)
+            codes.append(code or "-")
+        cols = _Cols(raw.shape(tuple(p.cols)), "".join(codes), start, n, others)
     same = p.cols is not None and p.step_key is not None and p.steps is p.cols.get(p.step_key)
     return _STEPS_COL if same else p.steps, p.rows, cols, p.int_keys, p.bad, p.step_key, p.meta
 
 
-class _Raw(NamedTuple):
-    """A column sent as raw numbers: its type code (``d``, ``q``), where its bytes start, how many."""
+class _Cols(NamedTuple):
+    """A chunk's columns as sent: its keys in order, a type code each (``d``, ``q``: raw numbers, ``n`` of them,
+    one column after another from ``start`` in the shared memory; ``-``: the next of ``others``, as it is). (One
+    per chunk: a tuple a column pickles ten times slower.)"""
 
-    code: str
-    at: int
-    size: int
+    keys: tuple[str, ...]
+    codes: str
+    start: int
+    n: int
+    others: list[Any]
 
 
 class _Out:
@@ -298,20 +308,29 @@ class _Out:
         self.mem = mem
         self.size = 0
         self.full = False
+        self._shapes: dict[tuple[str, ...], tuple[str, ...]] = {}
+
+    def shape(self, keys: tuple[str, ...]) -> tuple[str, ...]:
+        """``keys``, as the same tuple for every chunk of those keys (pickled once, then referred to)."""
+        return self._shapes.setdefault(keys, keys)
 
 
-def _raw(col: tuple[Any, ...], ints: bool, out: _Out) -> Any:
+def _raw(col: tuple[Any, ...], ints: bool, n: int, out: _Out) -> str | None:
+    """``col`` packed into ``out``: its type code; None where it stays as it is (a cell that is no double or int64:
+    None, text, MISSING, an int past int64; not ``n`` cells)."""
     code = "q" if ints else "d"
     packer = _packer(code, len(col))
+    if len(col) != n:
+        return None
     if out.size + packer.size > len(out.mem):
         out.full = True
-        return col
-    try:  # (None, text, MISSING or an int past int64: as is)
+        return None
+    try:
         packer.pack_into(out.mem, out.size, *col)
     except (struct.error, OverflowError):
-        return col
+        return None
     out.size += packer.size
-    return _Raw(code, out.size - packer.size, packer.size)
+    return code
 
 
 @lru_cache(maxsize=64)
@@ -320,13 +339,18 @@ def _packer(code: str, n: int) -> struct.Struct:
 
 
 def _unpack(packed: tuple[Any, ...], raw: memoryview) -> Parsed:
-    steps, rows, cols, int_keys, bad, step_key, meta = packed
-    if cols is not None:
-        for k, v in cols.items():
-            if type(v) is _Raw:
-                a = array(v.code)
-                a.frombytes(raw[v.at:v.at + v.size])
-                cols[k] = a
+    steps, rows, sent, int_keys, bad, step_key, meta = packed
+    cols = None
+    if sent is not None:
+        cols, at, size, others = {}, sent.start, 8 * sent.n, iter(sent.others)
+        for k, code in zip(sent.keys, sent.codes, strict=True):
+            if code == "-":
+                cols[k] = next(others)
+                continue
+            a = cols[k] = array(code)
+            a.frombytes(raw[at:at + size])
+            at += size
     if type(steps) is str:
+        assert cols is not None
         steps = cols[step_key]
     return Parsed(steps=steps, rows=rows, cols=cols, int_keys=int_keys, bad=bad, step_key=step_key, meta=meta)
