@@ -113,7 +113,7 @@ def _report(args: argparse.Namespace, out: TextIO, err: TextIO, follower: Any, s
     shown: set[str] = set()
     groups = by_schema(stores)
     for schema, group in groups:  # each trainer's runs named as its own table names them
-        for c in layout(group, schema):
+        for c in layout(group, schema, measure=False):  # (its keys, headers and order: not its widths)
             for k in (c.key, *c.aliases):  # (a run may log the column under an alias: its row is named the same)
                 labels.setdefault(k, c.header.strip())
                 shown.add(k)
