@@ -54,6 +54,7 @@ class AlertEngine:
         self._plans: dict[tuple[str, ...], list[tuple[str, str, tuple[type[Detector], ...]]]] = {}
         self._hack_keys = False  # a row held a hack or AUROC key: the hack test runs from then on
         self._dets: dict[tuple[str, str], tuple[Detector, ...]] = {}
+        self._hints: dict[str, dict[str, int]] = {}  # per column: where its quiet tests start (steptable.alerts.quiet)
         self._last_step = 0
         self._last_wall: float | None = None
         # (never fewer than the intervals the stall test waits for: a short window must not switch it off)
@@ -125,7 +126,8 @@ class AlertEngine:
             dets = self._dets.get((role, key))
             if dets is None:
                 return None
-            found += zip(dets, [xs[key]] * len(dets), quiet.advance(dets, xs[key], steps), strict=True)
+            hints = self._hints.setdefault(key, {})
+            found += zip(dets, [xs[key]] * len(dets), quiet.advance(dets, xs[key], steps, hints), strict=True)
         together: set[int] = set()  # fed row by row in the engine's order, every row of the block
         if any(c is None and isinstance(d, Flat) and d.gate == self._grad_still for d, _, c in found):
             # a loss's flat test asks the grad norm's at its rows
@@ -143,7 +145,7 @@ class AlertEngine:
             elif commit is not None:
                 commit()
             else:  # in bulk where shorter stretches are quiet, else row by row
-                out += [(i, at, a) for i, a in quiet.piecewise(d, v, steps)]
+                out += [(i, at, a) for i, a in quiet.piecewise(d, v, steps, self._hints.get(d.key))]
         for i, step in enumerate(steps if rows else ()):
             out += [(i, at, a) for at, d, v in rows if (a := d.feed(step, v[i])) is not None]
         # (every cell finite: no non-finite alerts to merge)
