@@ -98,7 +98,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
 def _report(args: argparse.Namespace, out: TextIO, err: TextIO, follower: Any, stores: list[Any], now: float,
             alerts: Mapping[str, list[Any]]) -> int:
     """The rest of :func:`run`, once the runs are read and their alert pass started: the text and the status."""
-    from steptable.cli.tail import missing_paths
+    from steptable.ingest.files.discover import missing_paths
     from steptable.schemafiles.resolve import by_schema, schema_file_notes, unused_files
     from steptable.schemas import layout
     from steptable.schemas.arrange import matches, unmatched
