@@ -347,11 +347,8 @@ def _unpack(packed: tuple[Any, ...], raw: memoryview) -> Parsed:
             if code == "-":
                 cols[k] = next(others)
                 continue
-            if k == step_key:  # (the steps an array, as the store keeps them)
-                a = cols[k] = array(code)
-                a.frombytes(raw[at:at + size])
-            else:  # (the numbers where the child put them: the store copies them once, into its own arrays)
-                cols[k] = raw[at:at + size].cast(code)
+            a = cols[k] = array(code)
+            a.frombytes(raw[at:at + size])
             at += size
     if type(steps) is str:
         assert cols is not None

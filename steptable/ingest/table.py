@@ -272,8 +272,7 @@ class ColumnTable:
             arr = num.get(key)
             if arr is not None and int_keys is not None:  # the hot path, inlined: one C call per column
                 try:
-                    packed = (vals.tobytes() if type(vals) is array and vals.typecode == "d" else
-                              vals.cast("B") if type(vals) is memoryview and vals.format == "d" else packer.pack(*vals))
+                    packed = vals.tobytes() if type(vals) is array and vals.typecode == "d" else packer.pack(*vals)
                     if key in int_keys and (max(vals) > EXACT_INT or min(vals) < -EXACT_INT):
                         raise OverflowError  # an int a double would round (a seed): the exact path below
                 except (struct.error, OverflowError, TypeError):
