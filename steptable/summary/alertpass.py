@@ -79,18 +79,21 @@ class AlertsAhead(Mapping[str, list[Alert]]):
     def __init__(self, stores: Sequence[Any], now: float) -> None:
         self._stores, self._now = list(stores), now
         self._plans: list[tuple[bool, list[int]]] = []  # per store: split into parts?, its task ids
+        self._keys: list[tuple[str, ...]] = []  # per store: the keys its scan reads
         self._tasks: list[tuple[int, tuple[str, ...], bool, bool]] = []  # (store, keys, with the clock, merged)
         inputs = [_inputs(s, now) for s in self._stores]
         self._stalled = [stalled for _, stalled in inputs]
         cells = sum(len(s) * len(keys) for s, (keys, _) in zip(self._stores, inputs, strict=True))
         self.workers = workers_for(cells)
         for i, (s, (keys, _)) in enumerate(zip(self._stores, inputs, strict=True)):
-            # (in this process alone, one scan a run: the parts together read what it reads, and merge)
+            self._keys.append(tuple(keys))
+            # (in this process alone, one scan a run: the parts together read what it reads, and merge; whether
+            # the steps only go up, as merging asks, is read while the workers work: _collect)
             groups = parts.parts(keys) if self.workers > 0 and len(s) > 1 else []
-            if len(groups) > 1 and parts.increasing(s.steps):
+            if len(groups) > 1:
                 ids = [self._task(i, g, False, False) for g in groups] + [self._task(i, (), True, False)]
                 self._plans.append((True, ids))
-            else:  # one scan of the whole run (steps that go back or repeat: merge places alerts by step)
+            else:
                 self._plans.append((False, [self._task(i, tuple(keys), True, True)]))
         self._done: dict[int, list[Alert]] = {}
         self._found: dict[str, list[Alert]] | None = None
@@ -162,10 +165,13 @@ class AlertsAhead(Mapping[str, list[Alert]]):
     def _collect(self) -> dict[str, list[Alert]]:
         if self._found is not None:
             return self._found
+        steady = [True] * len(self._plans)
         try:
             if self._tokens >= 0:  # this process's share: the bundles no worker has taken
                 while got := os.read(self._tokens, 4):
                     self._done.update((t, self._run(t)) for t in self._todo[int.from_bytes(got, "little")])
+                steady = [not split or parts.increasing(s.steps)  # (while the workers finish)
+                          for s, (split, _) in zip(self._stores, self._plans, strict=True)]
                 self._receive()
         finally:
             self.close()
@@ -174,7 +180,10 @@ class AlertsAhead(Mapping[str, list[Alert]]):
                 self._done[t] = self._run(t)
         found: dict[str, list[Alert]] = {}
         for i, (split, ids) in enumerate(self._plans):
-            said = parts.merge([self._done[t] for t in ids]) if split else self._done[ids[0]]
+            if not steady[i]:  # steps that go back or repeat (merging places alerts by step): one scan, here
+                said = _scan(self._stores[i], self._keys[i], True, self._now if self._stalled[i] else None)
+            else:
+                said = parts.merge([self._done[t] for t in ids]) if split else self._done[ids[0]]
             found[self._stores[i].run] = _finish(self._stores[i], self._now, self._stalled[i], said)
         self._found = found
         return found
