@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from operator import sub
 from typing import Any
 
@@ -42,10 +42,13 @@ from steptable.table.formatting import fmt_auto as _f
 class AlertEngine:
     """Streaming detectors: feed rows in order with :meth:`update`; poll :meth:`check_stall` while waiting."""
 
-    def __init__(self, config: AlertConfig | None = None, merge: bool = True) -> None:
+    def __init__(self, config: AlertConfig | None = None, merge: bool = True,
+                 only: Collection[type[Detector]] | None = None) -> None:
         self.config = config or AlertConfig()
         # a row's non-finite alerts as one line; off for a scan of some columns (steptable.alerts.parts merges)
         self.merge = merge
+        # the detectors made (None: every one): a scan of some of a role's detectors (steptable.alerts.parts)
+        self.only = None if only is None else frozenset(only)
         self.roles = self.config.role_keys()
         self._bound: dict[str, str] = {}
         self._plans: dict[tuple[str, ...], list[tuple[str, str, tuple[type[Detector], ...]]]] = {}
@@ -183,7 +186,7 @@ class AlertEngine:
         return plan
 
     def _new(self, role: str, key: str, classes: Sequence[type[Detector]]) -> tuple[Detector, ...]:
-        dets = tuple(c(self.config, key) for c in classes)
+        dets = tuple(c(self.config, key) for c in classes if self.only is None or c in self.only)
         if role == "loss":
             for d in dets:
                 if isinstance(d, Flat):

@@ -96,10 +96,10 @@ def test_steps_that_do_not_only_go_up_are_scanned_whole_here(tmp_path: Path, cap
     parent, whole = os.getpid(), []
     real = alertpass._scan
 
-    def scan(store: Any, keys: Any, clock: bool, now: Any, merge: bool = True) -> Any:
-        if os.getpid() == parent and merge and keys:
+    def scan(store: Any, keys: Any, clock: bool, now: Any, merge: bool = True, only: Any = None) -> Any:
+        if os.getpid() == parent and merge and keys and only is None:
             whole.append(store.run)
-        return real(store, keys, clock, now, merge)
+        return real(store, keys, clock, now, merge, only)
 
     monkeypatch.setattr(alertpass, "_scan", scan)
     for name, p in runs.items():
