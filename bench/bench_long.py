@@ -385,7 +385,7 @@ def commands(big: str | None) -> None:
                   f"{mb:.0f} MB (goal <= {goal_mb:.0f} MB: 2x the {payload:.1f} MB of step,loss + 50 MB)")
         print(f"   the floor: the same tail of a one-row file peaks at {floor_mb:.1f} MB (a bare interpreter "
               f"{bare_mb:.1f} MB)")
-        print(f"6. summary: {sum_s:.2f} s, peak {sum_mb:.0f} MB: {sum_s / read_s:.2f}x the reading script "
+        print(f"6. summary: {sum_s:.3f} s, peak {sum_mb:.0f} MB: {sum_s / read_s:.3f}x the reading script "
               f"(goal <= 0.5x), {sum_s / anchor_s:.2f}x the streaming one")
         print(f"   summary without its alert pass: {rest_s:.2f} s: {rest_s / read_s:.2f}x the reading script (its "
               "share of the goal: <= 0.3x)")
@@ -402,7 +402,7 @@ def commands(big: str | None) -> None:
                   f"{label}")
         # (a worker starts only on a core no other process runs on: on a shared machine one run of three may have
         # none, and the worst of 3 is then that run's)
-        each = ", ".join(f"{w:.2f} s ({w / read_wall:.2f}x, CPU/wall {c / w:.2f})" for w, c in RUNS["6. summary"])
+        each = ", ".join(f"{w:.3f} s ({w / read_wall:.3f}x, CPU/wall {c / w:.2f})" for w, c in RUNS["6. summary"])
         print(f"   6. summary, each run: {each}")
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from operator import sub
 from typing import Any
 
@@ -42,15 +42,19 @@ from steptable.table.formatting import fmt_auto as _f
 class AlertEngine:
     """Streaming detectors: feed rows in order with :meth:`update`; poll :meth:`check_stall` while waiting."""
 
-    def __init__(self, config: AlertConfig | None = None, merge: bool = True) -> None:
+    def __init__(self, config: AlertConfig | None = None, merge: bool = True,
+                 only: Collection[type[Detector]] | None = None) -> None:
         self.config = config or AlertConfig()
         # a row's non-finite alerts as one line; off for a scan of some columns (steptable.alerts.parts merges)
         self.merge = merge
+        # the detectors made (None: every one): a scan of some of a role's detectors (steptable.alerts.parts)
+        self.only = None if only is None else frozenset(only)
         self.roles = self.config.role_keys()
         self._bound: dict[str, str] = {}
         self._plans: dict[tuple[str, ...], list[tuple[str, str, tuple[type[Detector], ...]]]] = {}
         self._hack_keys = False  # a row held a hack or AUROC key: the hack test runs from then on
         self._dets: dict[tuple[str, str], tuple[Detector, ...]] = {}
+        self._hints: dict[str, dict[str, int]] = {}  # per column: where its quiet tests start (steptable.alerts.quiet)
         self._last_step = 0
         self._last_wall: float | None = None
         # (never fewer than the intervals the stall test waits for: a short window must not switch it off)
@@ -122,7 +126,8 @@ class AlertEngine:
             dets = self._dets.get((role, key))
             if dets is None:
                 return None
-            found += zip(dets, [xs[key]] * len(dets), quiet.advance(dets, xs[key], steps), strict=True)
+            hints = self._hints.setdefault(key, {})
+            found += zip(dets, [xs[key]] * len(dets), quiet.advance(dets, xs[key], steps, hints), strict=True)
         together: set[int] = set()  # fed row by row in the engine's order, every row of the block
         if any(c is None and isinstance(d, Flat) and d.gate == self._grad_still for d, _, c in found):
             # a loss's flat test asks the grad norm's at its rows
@@ -140,7 +145,7 @@ class AlertEngine:
             elif commit is not None:
                 commit()
             else:  # in bulk where shorter stretches are quiet, else row by row
-                out += [(i, at, a) for i, a in quiet.piecewise(d, v, steps)]
+                out += [(i, at, a) for i, a in quiet.piecewise(d, v, steps, self._hints.get(d.key))]
         for i, step in enumerate(steps if rows else ()):
             out += [(i, at, a) for at, d, v in rows if (a := d.feed(step, v[i])) is not None]
         # (every cell finite: no non-finite alerts to merge)
@@ -181,7 +186,7 @@ class AlertEngine:
         return plan
 
     def _new(self, role: str, key: str, classes: Sequence[type[Detector]]) -> tuple[Detector, ...]:
-        dets = tuple(c(self.config, key) for c in classes)
+        dets = tuple(c(self.config, key) for c in classes if self.only is None or c in self.only)
         if role == "loss":
             for d in dets:
                 if isinstance(d, Flat):

@@ -14,6 +14,7 @@ from typing import Any
 from steptable.alerts import quiet
 from steptable.alerts.engine import AlertEngine
 from steptable.alerts.rules import Alert, AlertConfig, cell_float
+from steptable.alerts.window import Detector
 
 
 def replay_spans(end: int, config: AlertConfig | None = None) -> list[tuple[int, int]]:
@@ -129,6 +130,7 @@ def scan(
     now: float | None = None,
     resumes: Collection[int] = (),
     merge: bool = True,
+    only: Collection[type[Detector]] | None = None,
 ) -> list[Alert]:
     """Replay a stored run: the alerts that streaming :meth:`AlertEngine.update` gives for the same rows.
 
@@ -136,9 +138,9 @@ def scan(
     show up at the row after the gap; with ``now`` too, a stall still going on shows up after the last row. The
     gap to a row at one of the ``resumes`` steps (the store's resume points) is not a stall. None cells are absent
     (and float NaN too with ``config.nan_missing``). Without ``merge``, a row's non-finite alerts are not made one
-    line (a scan of some of a run's columns: steptable.alerts.parts).
+    line (a scan of some of a run's columns: steptable.alerts.parts); with ``only``, only those detectors read them.
     """
-    eng = AlertEngine(config, merge)
+    eng = AlertEngine(config, merge, only)
     wanted = eng.config.watched()
     cols = [(k, col) for k, col in columns.items() if k in wanted]
     out: list[Alert] = []

@@ -7,7 +7,9 @@ together), the hack test reads its two roles at the end of each row, and the clo
 a row the engine says its alerts in role order (``DETECTORS``), then the hack test's, and a stall before a row is
 said after the row before it. So with the parts in role order and the clock last, alerts sorted by (step, part,
 their order in the part) are the serial ones, given steps that only go up; then a step's non-finite alerts are made
-one line, as :meth:`AlertEngine.update` makes a row's (the parts are scanned with ``merge=False``).
+one line, as :meth:`AlertEngine.update` makes a row's (the parts are scanned with ``merge=False``). The detectors of
+one column read it apart from each other too, and a row says them in the role's order: a part of one role may be
+read as two scans (:func:`scans`), its last detectors (:data:`APART`) after the others.
 """
 
 from __future__ import annotations
@@ -18,12 +20,23 @@ from operator import lt
 
 from steptable.alerts.detectors import DETECTORS
 from steptable.alerts.engine import merge_nonfinite
+from steptable.alerts.levels import EntropyRise
 from steptable.alerts.rules import Alert, AlertConfig
+from steptable.alerts.window import Detector
 
 #: roles scanned together: the loss's flat test asks the grad norm's flat detector (AlertEngine._grad_still)
 _TIED = ("loss", "grad_norm")
 #: the hack test, after every detector in a row (AlertEngine.update)
 _LAST = ("hack", "auroc")
+#: a role's last detectors, read in a scan apart from its others where the role is a part alone: an entropy's rise
+#: and its collapse each keep a level window of their own, and the collapse's quiet bounds are most of the role's cost
+APART: dict[str, tuple[type[Detector], ...]] = {"entropy": (EntropyRise,)}
+assert all(DETECTORS[r][-len(d):] == d for r, d in APART.items())  # (said last in a row: after the others' part)
+
+#: the detectors a scan makes (None: every one)
+Detectors = tuple[type[Detector], ...] | None
+#: a scan of a run: the keys it reads and the detectors that read them
+Scan = tuple[tuple[str, ...], Detectors]
 
 
 def _segments() -> list[list[str]]:
@@ -58,6 +71,21 @@ def parts(keys: Iterable[str], config: AlertConfig | None = None) -> list[tuple[
     return [p for p in out if p]
 
 
+def scans(keys: Iterable[str], config: AlertConfig | None = None) -> list[Scan]:
+    """:func:`parts`, each read by every detector, except that a part holding the keys of one role of
+    :data:`APART` alone is read twice: by the role's other detectors, then by those apart."""
+    role_keys = (config or AlertConfig()).role_keys()
+    out: list[Scan] = []
+    for part in parts(keys, config):
+        roles = [r for r, ks in role_keys.items() if set(ks) & set(part)]
+        apart = APART.get(roles[0]) if len(roles) == 1 else None
+        if apart is None:
+            out.append((part, None))
+            continue
+        out += [(part, tuple(c for c in DETECTORS[roles[0]] if c not in apart)), (part, apart)]
+    return out
+
+
 def increasing(steps: Sequence[int]) -> bool:
     """Every step above the one before (what :func:`merge` needs to place alerts by step)."""
     return all(map(lt, steps[:-1], steps[1:])) if len(steps) > 1 else True
@@ -65,8 +93,9 @@ def increasing(steps: Sequence[int]) -> bool:
 
 def merge(found: Sequence[Sequence[Alert]]) -> list[Alert]:
     """The alerts of :func:`~steptable.alerts.history.scan` over a run whose steps only go up (:func:`increasing`),
-    from ``found``: those of ``scan(..., merge=False)`` over the columns of each of :func:`parts` in order, then
-    of one over no column with the run's clock (``wall_times`` and ``now``), last."""
+    from ``found``: those of ``scan(..., merge=False)`` over the columns of each of :func:`parts` in order (or of
+    each of :func:`scans`, by its detectors: ``only``), then of one over no column with the run's clock
+    (``wall_times`` and ``now``), last."""
     tagged = sorted(((a.step, p, n, a) for p, got in enumerate(found) for n, a in enumerate(got)),
                     key=lambda t: t[:3])
     out: list[Alert] = []

@@ -89,12 +89,14 @@ def blocks(start: int, stop: int, cols: Sequence[tuple[str, Sequence[Any]]],
     return out
 
 
-def advance(dets: Sequence[Detector], xs: list[float], steps: Sequence[int]) -> list[Commit | None]:
+def advance(dets: Sequence[Detector], xs: list[float], steps: Sequence[int],
+            hints: dict[str, int] | None = None) -> list[Commit | None]:
     """For each of ``dets`` (one column's detectors), how to advance it over ``xs`` (the column's values at
     ``steps``, every one finite) when none of those rows raises anything in it (what a row notes is set as the row
     sets it); None for a detector where that cannot be shown (fed row by row). Nothing is changed until a returned
-    commit runs."""
-    memo: dict[str, Any] = {}  # (what the column's detectors share: its level detectors' windows)
+    commit runs. ``hints``: kept by the caller from block to block of the column, where its tests may start (the
+    outcomes do not depend on them)."""
+    memo: dict[str, Any] = {"hints": hints}  # (what the column's detectors share: its level detectors' windows)
     out: list[Commit | None] = []
     for d in dets:
         q = QUIET.get(type(d))
@@ -103,14 +105,15 @@ def advance(dets: Sequence[Detector], xs: list[float], steps: Sequence[int]) -> 
     return out
 
 
-def piecewise(d: Detector, xs: list[float], steps: Sequence[int]) -> list[tuple[int, Alert]]:
+def piecewise(d: Detector, xs: list[float], steps: Sequence[int],
+              hints: dict[str, int] | None = None) -> list[tuple[int, Alert]]:
     """Feed ``d`` the rows (``xs`` at ``steps``, every one finite): in bulk PIECE rows at a time where those are
-    quiet, else row by row; (row, alert) for each alert."""
+    quiet, else row by row; (row, alert) for each alert. ``hints``: as :func:`advance` takes them."""
     q = QUIET.get(type(d))
     out: list[tuple[int, Alert]] = []
     for a in range(0, len(xs), PIECE):
         b = min(a + PIECE, len(xs))
-        commit = q(d, xs[a:b], steps[a:b], {}) if q is not None and _open(d) else None
+        commit = q(d, xs[a:b], steps[a:b], {"hints": hints}) if q is not None and _open(d) else None
         if commit is not None:
             commit()
             continue

@@ -29,8 +29,10 @@ class _Levels:
     """A level detector's hold and window over a block: row i's hold and window, and bounds over a segment (one
     for the column's level detectors: their holds and windows hold the same values)."""
 
-    def __init__(self, vals: list[float], nw: int, nh: int) -> None:
+    def __init__(self, vals: list[float], nw: int, nh: int, hints: dict[str, int] | None = None) -> None:
         self.vals, self.nw, self.nh = vals, nw, nh
+        # the tier of spans each detector's test last held over (tried first: the outcome is the same in any order)
+        self.hints = {} if hints is None else hints
         n = len(vals) - nw - nh
         # bounds are tried over the whole block, else over shorter spans (tighter: fewer values left out)
         self.tiers = [[(a, min(a + size, n)) for a in range(0, n, size)] for size in (n, 25, SEG)]
@@ -101,13 +103,21 @@ class _Levels:
                                               max(hm, max(tail)))
         return found
 
-    def holds(self, test: Callable[[int, int, tuple[float, float, float, float]], bool], tier: int = 0) -> bool:
+    def holds(self, test: Callable[[int, int, tuple[float, float, float, float]], bool], kind: str,
+              tier: int = 0) -> bool:
         """``test(a, b, bounds)`` over every span of the whole block (first with :meth:`extremes`, which most
-        quiet blocks pass, then :meth:`bounds`), or else of one of the finer tiers of spans (from ``tier`` on)."""
+        quiet blocks pass, then :meth:`bounds`), or else of one of the finer tiers of spans (from ``tier`` on); the
+        tier ``kind``'s test last held over is tried first (a column's noise mostly passes at one tier)."""
         n = len(self.vals) - self.nw - self.nh
         if tier == 0 and test(0, n, self.extremes(0, n)):
             return True
-        return any(all(test(a, b, self.bounds(a, b)) for a, b in spans) for spans in self.tiers[tier:])
+        tiers = list(range(tier, len(self.tiers)))
+        last = self.hints.get(kind)
+        for t in [last, *(t for t in tiers if t != last)] if last in tiers else tiers:
+            if all(test(a, b, self.bounds(a, b)) for a, b in self.tiers[t]):
+                self.hints[kind] = t
+                return True
+        return False
 
     def floor(self, d: LevelDetector, steps: Sequence[int], upto: int) -> tuple[float, int]:
         """The detector's floor (and the step it was set at) after rows [0, upto)."""
@@ -130,7 +140,7 @@ def _steady(d: LevelDetector, xs: list[float], memo: dict[str, Any]) -> _Levels 
         return lv
     if negative_zero(vals):
         return None
-    lv = memo["levels"] = _Levels(vals, nw, nh)
+    lv = memo["levels"] = _Levels(vals, nw, nh, memo.get("hints"))
     return lv
 
 
@@ -179,7 +189,7 @@ def reward(d: Detector, xs: list[float], steps: Sequence[int], memo: dict[str, A
         lo, hi = peaks[a], peaks[b - 1]
         return mlo > 0 and lo > 0 and mhi - cur_lo <= k * mlo and hi - cur_lo <= k * lo
 
-    if not lv.holds(quiet, 1):  # (from the spans the peak was checked over: their windows are sorted)
+    if not lv.holds(quiet, d.kind, 1):  # (from the spans the peak was checked over: their windows are sorted)
         return None
     floor = lv.floor(d, steps, n)
 
@@ -209,7 +219,7 @@ def entropy_collapse(d: Detector, xs: list[float], steps: Sequence[int], memo: d
         # ... or a drop within the window's noise (uniform noise's level dips under half its median every few rows)
         return c.drop_sigma >= 0 and (sig := lv.sigma_low(a, b, mlo, mhi)) > 0 and (mhi - cur_lo) / sig <= c.drop_sigma
 
-    if not lv.holds(quiet):
+    if not lv.holds(quiet, d.kind):
         return None
     floor = lv.floor(d, steps, len(xs))
 
@@ -247,7 +257,7 @@ def rise(d: Detector, xs: list[float], steps: Sequence[int], memo: dict[str, Any
         return all(not low > 0 or cur <= thr * low or cur - low <= drop * sigma
                    for i, low, sigma in lows if i < b and not (i <= a and _later(lows, i, a)))
 
-    if not lv.holds(quiet):
+    if not lv.holds(quiet, d.kind):
         return None
     floor = lv.floor(d, steps, len(xs))
 

@@ -64,9 +64,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _end_now(status: int) -> NoReturn:
-    """End the process now with ``status``: the watch app has exited and put the terminal back. The interpreter's
-    own teardown (freeing the app's objects, its reader thread holding the GIL while it parses a pathological line)
-    took 0.4-0.7 s more; the exit handlers still run and the streams are flushed."""
+    """End the process now with ``status``: a command that sets ``end_at_once`` is done (the watch app has exited
+    and put the terminal back; summary's text is out). The interpreter's own teardown (freeing the app's objects, its
+    reader thread holding the GIL while it parses a pathological line; a long run's store) took 0.4-0.7 s more for
+    watch; the exit handlers still run and the streams are flushed."""
     import atexit
 
     atexit._run_exitfuncs()
@@ -109,6 +110,7 @@ def _main(argv: Sequence[str] | None) -> int:
             get_schema(args.schema, near=args.paths)  # an unknown name: said now, not after a scan of the tree
         status = int(_module(args.cmd).run(args))
         if argv is None and getattr(args, "end_at_once", False):  # (the program itself, not a caller in-process)
+            sys.stdout.flush()  # (here, where a full disk is said as one line and status 2)
             _end_now(status)
         return status
     except KeyboardInterrupt:

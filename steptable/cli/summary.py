@@ -47,6 +47,8 @@ def add_parser(sub: Any) -> None:
                    "where it says none, highest first, not called better)")
     s.add_argument("--all", action="store_true", help="every run's block, however many runs (a path of more runs "
                    "than a summary's rows hold, 15, gives the --top ranking by default)")
+    # (the interpreter's teardown of a long run's store, ~20 ms for 100k rows, is skipped once the text is out)
+    s.set_defaults(end_at_once=True)
 
 
 def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
@@ -96,7 +98,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
 def _report(args: argparse.Namespace, out: TextIO, err: TextIO, follower: Any, stores: list[Any], now: float,
             alerts: Mapping[str, list[Any]]) -> int:
     """The rest of :func:`run`, once the runs are read and their alert pass started: the text and the status."""
-    from steptable.cli.tail import missing_paths
+    from steptable.ingest.files.discover import missing_paths
     from steptable.schemafiles.resolve import by_schema, schema_file_notes, unused_files
     from steptable.schemas import layout
     from steptable.schemas.arrange import matches, unmatched
@@ -111,7 +113,7 @@ def _report(args: argparse.Namespace, out: TextIO, err: TextIO, follower: Any, s
     shown: set[str] = set()
     groups = by_schema(stores)
     for schema, group in groups:  # each trainer's runs named as its own table names them
-        for c in layout(group, schema):
+        for c in layout(group, schema, measure=False):  # (its keys, headers and order: not its widths)
             for k in (c.key, *c.aliases):  # (a run may log the column under an alias: its row is named the same)
                 labels.setdefault(k, c.header.strip())
                 shown.add(k)

@@ -186,12 +186,15 @@ class RunStore(RowPlacement):
             col = self._obj.get(key)
             return col[start:stop] if col is not None else [None] * len(range(len(self._steps))[start:stop])
 
-    def numbers(self, key: str) -> array[float] | None:
+    def numbers(self, key: str, view: bool = False) -> array[float] | None:
         """A copy of ``key``'s cells as doubles (a logged null as NaN) when every row holds a number or a null of it
-        (no absent cell): what ``cells`` holds then, without a float object a cell; else None."""
+        (no absent cell): what ``cells`` holds then, without a float object a cell; else None. ``view``: the store's
+        own array, not a copy (a reader of a store no rows are added to any more; it must not change it)."""
         with self.lock:
             arr = self._num.get(key)
-            return arr[:] if arr is not None and key not in self._pres and not self._positional(key) else None
+            if arr is None or key in self._pres or self._positional(key):
+                return None
+            return arr if view else arr[:]
 
     def cells(self, key: str) -> list[Any]:
         """Like ``column`` but None where the row lacks the key (a NaN left is a non-finite value the run logged)."""

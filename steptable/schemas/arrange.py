@@ -54,12 +54,14 @@ def auto_col(
     desc: str = "",
     better: Better | None = None,
     fmt: str | None = None,
+    measure: bool = True,
 ) -> Col:
     """A column for an undeclared key: width from the header and the data, compact number format.
 
     Integers, fractions and text get the width of their widest sample (cutting them would lose information).
     Columns of fractional floats get the 90th percentile: a rarer, wider value (".00298" among ".412"s) is shown
     in a shorter compact form (".003") instead of padding every row, since each pad is a token an agent pays for.
+    Not ``measure``: the samples are not formatted, the width is the header's (at least 3).
     """
     h = header if header is not None else key
     if fmt is None and any(numeric_pair(v) for v in samples):
@@ -69,7 +71,8 @@ def auto_col(
         or (isinstance(v, (list, tuple, dict)) and not numeric_pair(v))  # shown as its text
         for v in samples
     )
-    measured = [(display_width(format_value(v, fmt, 12, fill=False)), v) for v in samples if v is not None]
+    measured = [(display_width(format_value(v, fmt, 12, fill=False)), v) for v in samples
+                if v is not None] if measure else []
     widths = sorted(w for w, _ in measured)
     data_w = widths[-1] if widths else 3
     fractional = fmt is None and not is_str and any(
@@ -82,7 +85,7 @@ def auto_col(
         for w, v in measured:
             if w > data_w and not isinstance(v, str) and "#" in format_value(v, fmt, data_w, fill=False):
                 data_w = narrowest(v, fmt, data_w)
-    w = max(display_width(h), min(data_w, 12 if is_str else 8), 3)
+    w = max(display_width(h), min(data_w, 12 if is_str else 8) if measure else 0, 3)
     text = sanitize(desc or f"{key} (as logged)")  # keys come from files: one line, nothing a terminal obeys
     return Col(key, w, h, fmt, text, better, align="left" if is_str else "right")
 
@@ -133,6 +136,7 @@ def layout(
     max_width: int | None = None,
     step_key: str = "step",
     patterns: Sequence[str] | None = None,
+    measure: bool = True,
 ) -> tuple[Col, ...]:
     """One column layout for all ``runs``: the step, the schema's declared columns present in any run (directly,
     by an alias, or derived) and not hidden by a rule, in declared order, then (if the schema extends) promoted rule
@@ -141,7 +145,8 @@ def layout(
 
     ``patterns`` (``columns.select`` globs over keys and headers) filters the layout; with patterns, hidden keys
     (declared ones as declared), aliases, derived inputs and undeclared keys of non-extending schemas are candidates
-    too, so a filter reaches every key.
+    too, so a filter reaches every key. Not ``measure``: the undeclared keys' columns are as wide as their headers
+    (their values not formatted to fit: for a caller that reads only the keys, headers and order, as summary).
     """
     keys: dict[str, None] = {}
     for r in runs:
@@ -178,7 +183,7 @@ def layout(
     out = [_exact_steps(c, runs) if c.key == step_key else c for c in out]
     if schema is None or schema.extend or patterns:
         skip = used if patterns else used | consumed
-        out += _auto_cols(runs, schema, [k for k in keys if k not in skip], out, bool(patterns))
+        out += _auto_cols(runs, schema, [k for k in keys if k not in skip], out, bool(patterns), measure)
     if patterns:
         out = _filter(out, patterns, step_key)
     if max_width is not None:
@@ -221,7 +226,8 @@ def steps_outgrown(cols: Sequence[Col], runs: Sequence[RunView], step_key: str =
 
 
 def _auto_cols(
-    runs: Sequence[RunView], schema: Schema | None, rest: list[str], declared: list[Col], show_hidden: bool
+    runs: Sequence[RunView], schema: Schema | None, rest: list[str], declared: list[Col], show_hidden: bool,
+    measure: bool = True,
 ) -> list[Col]:
     rest = [k for k in rest if k and k not in META_KEYS and (show_hidden or schema is None or not schema.hidden(k))]
     rules = {k: schema.rule(k) if schema is not None else None for k in rest}
@@ -236,9 +242,9 @@ def _auto_cols(
         samples = [v for r in runs if k in r.keys for v in sample_values(r, k)]
         rule = rules[k]
         if rule is None:
-            cols.append(auto_col(k, samples, headers[k]))
+            cols.append(auto_col(k, samples, headers[k], measure=measure))
         else:
-            cols.append(auto_col(k, samples, headers[k], rule.describe(k), rule.better, rule.fmt))
+            cols.append(auto_col(k, samples, headers[k], rule.describe(k), rule.better, rule.fmt, measure))
     return cols
 
 

@@ -1,7 +1,7 @@
 """``summary``'s alert pass: each run's history through the alert engine, with what else its alerts line says (the
 rows a resume replaced, a stall, how the run ended). :class:`AlertsAhead` starts the pass in worker processes, over
-groups of columns that scan apart (steptable.alerts.parts), while the caller works out the statistics: the alerts
-are the same, in the same order.
+groups of columns (and of a column's detectors) that scan apart (steptable.alerts.parts.scans), while the caller works
+out the statistics: the alerts are the same, in the same order.
 
 The workers are forked (they read the runs already in memory; only their alerts come back, pickled through a
 pipe), so only where that is safe and pays (steptable.ingest.forkgate: POSIX but not macOS, no other thread, more
@@ -43,10 +43,11 @@ def _inputs(store: Any, now: float) -> tuple[list[str], bool]:
     return [k for k in store.keys if k in watched], store_activity(store, now).state == STALLED
 
 
-def _scan(store: Any, keys: Sequence[str], clock: bool, now: float | None, merge: bool = True) -> list[Alert]:
+def _scan(store: Any, keys: Sequence[str], clock: bool, now: float | None, merge: bool = True,
+          only: parts.Detectors = None) -> list[Alert]:
     walls = store.wall_times if clock and len(store.wall_times) else None
     return history.scan(store.steps, {k: store.cells(k) for k in keys}, walls, now=now if clock else None,
-                        resumes=set(store.resumes), merge=merge)
+                        resumes=set(store.resumes), merge=merge, only=only)
 
 
 def _finish(store: Any, now: float, stalled: bool, found: list[Alert]) -> list[Alert]:
@@ -79,18 +80,22 @@ class AlertsAhead(Mapping[str, list[Alert]]):
     def __init__(self, stores: Sequence[Any], now: float) -> None:
         self._stores, self._now = list(stores), now
         self._plans: list[tuple[bool, list[int]]] = []  # per store: split into parts?, its task ids
-        self._tasks: list[tuple[int, tuple[str, ...], bool, bool]] = []  # (store, keys, with the clock, merged)
+        self._keys: list[tuple[str, ...]] = []  # per store: the keys its scan reads
+        # (store, keys, with the clock, merged, the detectors that read them: None for every one)
+        self._tasks: list[tuple[int, tuple[str, ...], bool, bool, parts.Detectors]] = []
         inputs = [_inputs(s, now) for s in self._stores]
         self._stalled = [stalled for _, stalled in inputs]
         cells = sum(len(s) * len(keys) for s, (keys, _) in zip(self._stores, inputs, strict=True))
         self.workers = workers_for(cells)
         for i, (s, (keys, _)) in enumerate(zip(self._stores, inputs, strict=True)):
-            # (in this process alone, one scan a run: the parts together read what it reads, and merge)
-            groups = parts.parts(keys) if self.workers > 0 and len(s) > 1 else []
-            if len(groups) > 1 and parts.increasing(s.steps):
-                ids = [self._task(i, g, False, False) for g in groups] + [self._task(i, (), True, False)]
+            self._keys.append(tuple(keys))
+            # (in this process alone, one scan a run: the parts together read what it reads, and merge; whether
+            # the steps only go up, as merging asks, is read while the workers work: _collect)
+            groups = parts.scans(keys) if self.workers > 0 and len(s) > 1 else []
+            if len(groups) > 1:
+                ids = [self._task(i, g, False, False, only) for g, only in groups] + [self._task(i, (), True, False)]
                 self._plans.append((True, ids))
-            else:  # one scan of the whole run (steps that go back or repeat: merge places alerts by step)
+            else:
                 self._plans.append((False, [self._task(i, tuple(keys), True, True)]))
         self._done: dict[int, list[Alert]] = {}
         self._found: dict[str, list[Alert]] | None = None
@@ -100,13 +105,14 @@ class AlertsAhead(Mapping[str, list[Alert]]):
         if self.workers > 0:
             self._start()
 
-    def _task(self, store: int, keys: tuple[str, ...], clock: bool, merged: bool) -> int:
-        self._tasks.append((store, keys, clock, merged))
+    def _task(self, store: int, keys: tuple[str, ...], clock: bool, merged: bool,
+              only: parts.Detectors = None) -> int:
+        self._tasks.append((store, keys, clock, merged, only))
         return len(self._tasks) - 1
 
     def _run(self, t: int) -> list[Alert]:
-        i, keys, clock, merged = self._tasks[t]
-        return _scan(self._stores[i], keys, clock, self._now if self._stalled[i] else None, merged)
+        i, keys, clock, merged, only = self._tasks[t]
+        return _scan(self._stores[i], keys, clock, self._now if self._stalled[i] else None, merged, only)
 
     def _bundles(self) -> list[list[int]]:
         """Task ids, the biggest first (rows x keys read), in at most MAX_TOKENS bundles."""
@@ -162,10 +168,13 @@ class AlertsAhead(Mapping[str, list[Alert]]):
     def _collect(self) -> dict[str, list[Alert]]:
         if self._found is not None:
             return self._found
+        steady = [True] * len(self._plans)
         try:
             if self._tokens >= 0:  # this process's share: the bundles no worker has taken
                 while got := os.read(self._tokens, 4):
                     self._done.update((t, self._run(t)) for t in self._todo[int.from_bytes(got, "little")])
+                steady = [not split or parts.increasing(s.steps)  # (while the workers finish)
+                          for s, (split, _) in zip(self._stores, self._plans, strict=True)]
                 self._receive()
         finally:
             self.close()
@@ -174,7 +183,10 @@ class AlertsAhead(Mapping[str, list[Alert]]):
                 self._done[t] = self._run(t)
         found: dict[str, list[Alert]] = {}
         for i, (split, ids) in enumerate(self._plans):
-            said = parts.merge([self._done[t] for t in ids]) if split else self._done[ids[0]]
+            if not steady[i]:  # steps that go back or repeat (merging places alerts by step): one scan, here
+                said = _scan(self._stores[i], self._keys[i], True, self._now if self._stalled[i] else None)
+            else:
+                said = parts.merge([self._done[t] for t in ids]) if split else self._done[ids[0]]
             found[self._stores[i].run] = _finish(self._stores[i], self._now, self._stalled[i], said)
         self._found = found
         return found

@@ -346,7 +346,8 @@ def _stats(run: RunLike, key: str, glance: bool = False) -> ColStats:
     doubles: the same values)."""
     stats = column_glance if glance else column_stats
     numbers = getattr(run, "numbers", None)
-    if numbers is not None and (nums := numbers(key)) is not None:
+    # (no copy: summary's runs are read whole before their statistics, and nothing adds rows to them after)
+    if numbers is not None and (nums := numbers(key, view=True)) is not None:
         return stats(nums, True)
     cells = getattr(run, "cells", None)
     return stats(cells(key), True) if cells is not None else stats(run.column(key), False)

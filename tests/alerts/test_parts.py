@@ -23,10 +23,12 @@ import bench_alerts
 
 
 def split(steps: Sequence[int], cols: Mapping[str, Sequence[Any]], walls: Sequence[Any] | None = None,
-          config: AlertConfig | None = None, **kw: Any) -> list[Alert]:
-    """The alerts of scans over each part of ``cols`` and one over the clock alone, merged."""
-    found = [scan(steps, {k: cols[k] for k in p}, None, config, resumes=kw.get("resumes", ()), merge=False)
-             for p in parts.parts(cols, config)]
+          config: AlertConfig | None = None, apart: bool = True, **kw: Any) -> list[Alert]:
+    """The alerts of scans over each part of ``cols`` (``apart``: each of parts.scans, a column's detectors apart
+    where it says so) and one over the clock alone, merged."""
+    pieces = parts.scans(cols, config) if apart else [(p, None) for p in parts.parts(cols, config)]
+    found = [scan(steps, {k: cols[k] for k in p}, None, config, resumes=kw.get("resumes", ()), merge=False, only=only)
+             for p, only in pieces]
     found.append(scan(steps, {}, walls, config, merge=False, **kw))
     return parts.merge(found)
 
@@ -51,8 +53,9 @@ def test_hostile_columns(name: str) -> None:
     walls = [1000.0 + 10 * i for i in range(n)]
     configs: list[dict[str, Any]] = [{}, {"config": AlertConfig(nan_missing=True)}]
     for kw in configs:
-        assert split(steps, cols, walls, **kw) == scan(steps, cols, walls, **kw), (name, kw)
-    assert split(steps, cols) == scan(steps, cols), name
+        want = scan(steps, cols, walls, **kw)
+        assert split(steps, cols, walls, **kw) == want and split(steps, cols, walls, apart=False, **kw) == want, name
+    assert split(steps, cols) == scan(steps, cols) == split(steps, cols, apart=False), name
 
 
 def test_corpus_with_every_incident() -> None:
@@ -64,6 +67,7 @@ def test_corpus_with_every_incident() -> None:
             cols = {k: run[k] for k in bench_alerts.KEYS}
             want = scan(list(range(2000)), cols, run["_t"])
             assert split(list(range(2000)), cols, run["_t"]) == want, (fam, name)
+            assert split(list(range(2000)), cols, run["_t"], apart=False) == want, (fam, name)
             said += len(want)
     assert said > 20  # (the incidents are said: not a comparison of empty lists)
 
@@ -101,6 +105,36 @@ def test_the_hack_test_reads_its_part_last() -> None:
                                   "auroc": [(0.9 if i < 400 else 0.8) + rng.gauss(0, 0.005) for i in range(n)]}
     want = scan(list(range(n)), cols)
     assert any(a.kind == "hack_auroc" for a in want)
+    assert split(list(range(n)), cols) == want
+
+
+def test_scans_read_a_columns_last_detectors_apart() -> None:
+    from steptable.alerts.detectors import DETECTORS
+    from steptable.alerts.levels import EntropyRise
+
+    cols = {**base(10), "hack_s": [0.1] * 10, "auroc": [0.9] * 10}
+    got = parts.scans(cols)
+    assert [p for p, _ in got] == [("loss", "grad_norm"), ("reward",), ("entropy",), ("entropy",), ("kl",),
+                                   ("response_length/clip_ratio",), ("hack_s", "auroc")]
+    rest = tuple(c for c in DETECTORS["entropy"] if c is not EntropyRise)
+    assert [only for p, only in got if p == ("entropy",)] == [rest, (EntropyRise,)]
+    assert all(only is None for p, only in got if p != ("entropy",))
+    # a part of more than one role (a key two roles watch) is read whole
+    shared = AlertConfig(roles={"kl": ("kl", "entropy")})
+    assert all(only is None for _, only in parts.scans(cols, shared))
+
+
+def test_an_entropy_rise_and_collapse_read_apart() -> None:
+    """An entropy that collapses, then rises far past its early level, with a non-finite cell on the way: each
+    detector's alert at its row, in the engine's order, from two scans of the column."""
+    n = 3000
+    ent = [1.0 + 0.01 * math.sin(i) for i in range(n)]
+    ent[900:1400] = [0.05 + 0.001 * math.sin(i) for i in range(500)]
+    ent[2000:] = [4.0 + 0.01 * math.sin(i) for i in range(n - 2000)]
+    ent[1700] = math.nan
+    cols = {"entropy": ent, "loss": [1.0 / (1 + i) for i in range(n)]}
+    want = scan(list(range(n)), cols)
+    assert {a.kind for a in want} >= {"entropy_collapse", "entropy_rise", "nonfinite"}
     assert split(list(range(n)), cols) == want
 
 

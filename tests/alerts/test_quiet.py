@@ -84,8 +84,8 @@ def _bulk_share(monkeypatch: pytest.MonkeyPatch, steps: list[int], cols: dict[st
     taken: list[bool] = []
     real = quiet.advance
 
-    def spy(dets: Sequence[Any], xs: list[float], at: Sequence[int]) -> list[Any]:
-        got = real(dets, xs, at)
+    def spy(dets: Sequence[Any], xs: list[float], at: Sequence[int], hints: Any = None) -> list[Any]:
+        got = real(dets, xs, at, hints)
         taken.extend(c is not None for c in got)
         return got
 
@@ -288,3 +288,35 @@ def test_fixture_trees_summary(tree: str, tmp_path: Path, capsys: pytest.Capture
     fast = summary()
     assert fast == rows_only(summary)
     assert fast[0] == 0
+
+
+def test_the_tier_a_quiet_test_starts_from_does_not_change_its_outcome() -> None:
+    """``_Levels.holds`` tries first the tier of spans a detector's test last held over (the column's hints): on
+    columns of several noises, with and without a drop, each test holds or not whatever tier it starts from, and a
+    hint it leaves is a tier it held over."""
+    from steptable.alerts.quietlevels import _Levels
+
+    rnd = random.Random(7)
+    nw, nh, n = 50, 10, 250
+    seen = set()
+    for trial in range(300):
+        level = rnd.choice([1.0, 0.05, 4.0])
+        vals = [level + rnd.choice([0.001, 0.05, 0.5]) * rnd.gauss(0, 1) for _ in range(nw + nh + n)]
+        if trial % 3 == 0:  # a drop in the block
+            at = rnd.randrange(nw + nh, nw + nh + n)
+            vals[at:] = [v / 10 for v in vals[at:]]
+        limit = rnd.uniform(0.2, 2.0)
+
+        def test(a: int, b: int, bounds: tuple[float, float, float, float], limit: float = limit) -> bool:
+            mlo, mhi, cur_lo, cur_hi = bounds
+            return mhi - cur_lo <= limit * abs(mlo) and cur_hi <= (1 + limit) * mhi
+
+        want = _Levels(vals, nw, nh).holds(test, "k")
+        for start in (None, 0, 1, 2):
+            hints = {} if start is None else {"k": start}
+            lv = _Levels(vals, nw, nh, hints)
+            assert lv.holds(test, "k") == want
+            if hints.get("k", start) != start:  # (a hint left is a tier the test held over)
+                assert want and all(test(a, b, lv.bounds(a, b)) for a, b in lv.tiers[hints["k"]])
+        seen.add(want)
+    assert seen == {True, False}

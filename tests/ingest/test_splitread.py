@@ -100,7 +100,8 @@ def _read(path: Path, split: bool) -> tuple[str, list[str], Any]:
 @pytest.fixture
 def fates(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Every first read split, whatever the file's size and the cores; what became of each child's chunks, in
-    order: taken, or dropped (the rest read in this process)."""
+    order: taken, or dropped (the rest read in this process); "read on" after "taken": what was appended past the
+    child's end read here."""
     monkeypatch.setattr(splitread, "MIN_BYTES", 0)
     monkeypatch.setattr(forkgate, "forkable", lambda: True)
     monkeypatch.setattr(forkgate, "free_cores", lambda: 2)
@@ -112,7 +113,7 @@ def fates(monkeypatch: pytest.MonkeyPatch) -> list[str]:
         return carry_on(self, parts)
 
     def dropped(self: TailSource) -> bool:
-        seen.append("dropped")
+        seen.append("read on" if seen[-1:] == ["taken"] else "dropped")
         return read_on(self)
 
     monkeypatch.setattr(TailSource, "carry_on", taken)
@@ -212,9 +213,16 @@ def test_an_unterminated_last_line(tmp_path: Path, fates: list[str]) -> None:
     assert _same(path, fates) == "taken"
 
 
+def _same_run(got: tuple[str, list[str], Any], serial: tuple[str, list[str], Any]) -> None:
+    """The stores (the run's id and arm aside: other paths), errors and parser states of two reads agree."""
+    assert got[0].split(", ", 2)[2] == serial[0].split(", ", 2)[2]
+    assert got[1] == serial[1] and got[2] == serial[2]
+
+
 def test_a_file_that_grows_during_the_read(tmp_path: Path, fates: list[str],
                                            monkeypatch: pytest.MonkeyPatch) -> None:
-    """Rows appended after the child started: its part is not taken, the rest is read here, to the new end."""
+    """Rows appended while this process reads its part (a live run): the child's chunks are taken, and the store is
+    a read in one process of the file as it ends (what the child did not read of it is read here)."""
     path = _rows_file(tmp_path / "run" / "metrics.jsonl")
     grown = _rows_file(tmp_path / "grown" / "metrics.jsonl", rows=ROWS + 400)
     serial = _read(grown, split=False)
@@ -229,9 +237,69 @@ def test_a_file_that_grows_during_the_read(tmp_path: Path, fates: list[str],
 
     monkeypatch.setattr(TailSource, "poll", growing)
     got = _read(path, split=True)
+    assert fates[0] == "taken" and fates[1:] in ([], ["read on"])
+    _same_run(got, serial)
+    assert not got[1]
+
+
+def _after_the_child(monkeypatch: pytest.MonkeyPatch, act: Callable[[], None]) -> None:
+    """``act()`` once the child's last frame is read, before its chunks are judged."""
+    real = splitread._Frames.next
+    frames: list[int] = []
+
+    def next_frame(self: Any) -> Any:
+        got = real(self)
+        frames.append(1)
+        if len(frames) == 2:  # (the guess, then the chunks)
+            act()
+        return got
+
+    monkeypatch.setattr(splitread._Frames, "next", next_frame)
+
+
+def test_rows_appended_after_the_childs_end_are_read_here(tmp_path: Path, fates: list[str],
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """The child read to the file's end, then rows were appended (a live run): its chunks are taken and the rest is
+    read on from its end, as a read in one process of the file as it ends."""
+    path = _rows_file(tmp_path / "run" / "metrics.jsonl")
+    grown = _rows_file(tmp_path / "grown" / "metrics.jsonl", rows=ROWS + 400)
+    serial = _read(grown, split=False)
+
+    def append() -> None:
+        with open(path, "ab") as f:
+            f.write(grown.read_bytes()[path.stat().st_size:])
+
+    _after_the_child(monkeypatch, append)
+    got = _read(path, split=True)
+    assert fates == ["taken", "read on"]
+    _same_run(got, serial)
+
+
+@pytest.mark.parametrize("how", ["truncated and rewritten", "rewritten in place", "replaced"])
+def test_a_file_rewritten_during_the_read(how: str, tmp_path: Path, fates: list[str],
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """The file rewritten (shorter, or its bytes changed in place at the same size) or replaced by another (a new
+    inode at the path, longer) after the child read it: its chunks are not taken; the rest is read here as the
+    follower reads a rewrite, the rows those of the file as it ends, as without a child."""
+    path = _rows_file(tmp_path / "run" / "metrics.jsonl")
+    other = {"truncated and rewritten": ROWS // 2, "rewritten in place": ROWS, "replaced": ROWS + 400}[how]
+    new = _rows_file(tmp_path / "new" / "metrics.jsonl", lambda i, c: {**_row(i), "loss": 2.0}, rows=other)
+    serial = _read(new, split=False)
+
+    def rewrite() -> None:
+        if how == "replaced":
+            os.replace(new, path)
+        else:
+            with open(path, "r+b") as f:
+                f.truncate(0) if how == "truncated and rewritten" else None
+                f.seek(0)
+                f.write(new.read_bytes())
+
+    _after_the_child(monkeypatch, rewrite)
+    got = _read(path, split=True)
     assert fates == ["dropped"]
-    assert got[0].split(", ", 2)[2] == serial[0].split(", ", 2)[2]  # (the run's id and arm aside: other paths)
-    assert got[2] == serial[2] and not got[1] and not serial[1]
+    assert got[0].split(", ", 2)[2] == serial[0].split(", ", 2)[2]  # (its rows: those of the file as it ends)
+    assert got[2] == serial[2]
 
 
 def _in_child(monkeypatch: pytest.MonkeyPatch, act: Callable[[], None]) -> None:
@@ -244,6 +312,14 @@ def _in_child(monkeypatch: pytest.MonkeyPatch, act: Callable[[], None]) -> None:
         return real(*args)
 
     monkeypatch.setattr(splitread, "_pack", pack)
+
+
+def test_a_child_whose_numbers_outgrow_the_shared_memory(tmp_path: Path, fates: list[str],
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """The memory the child packs its numbers into is full (a file that grew far past its size at the fork): the
+    child gives up, and the rest is read here."""
+    monkeypatch.setattr(splitread, "RAW_PER_BYTE", 0)  # (one page)
+    assert _same(_rows_file(tmp_path / "run" / "metrics.jsonl"), fates) == "dropped"
 
 
 def test_a_child_that_dies(tmp_path: Path, fates: list[str], monkeypatch: pytest.MonkeyPatch) -> None:

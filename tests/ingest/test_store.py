@@ -275,3 +275,7 @@ def test_numbers_are_the_cells_of_a_column_of_numbers_without_an_absent_cell(tmp
     assert store.numbers("eval") is None  # (absent cells: cells() says None there)
     assert store.numbers("tag") is None and store.numbers("nope") is None
     assert store.numbers("step") is None  # (numbered by position: the cells are the row numbers, ints)
+    copy, view = store.numbers("loss"), store.numbers("loss", view=True)
+    assert copy is not None and view is not None and copy.tobytes() == view.tobytes()
+    assert view is store.numbers("loss", view=True) and copy is not store.numbers("loss")  # (the store's own array)
+    assert store.numbers("eval", view=True) is None and store.numbers("step", view=True) is None

@@ -93,3 +93,24 @@ def test_auto_col_width_from_data_never_below_header() -> None:
 def test_nan_is_not_informative() -> None:
     run = Rows([{"step": i, "dead": math.nan, "alive": float(i)} for i in range(3)])
     assert [c.key for c in layout([run])][:2] == ["step", "alive"]
+
+
+def test_a_layout_not_measured_has_the_same_columns_as_wide_as_their_headers() -> None:
+    """``measure=False`` (summary reads only keys, headers and order): the same columns, headers, formats and order
+    as the measured layout, each undeclared one as wide as its header (at least 3); declared ones as declared."""
+    schema = Schema("s", (Col("step", 4, "step", "d"), Col("b", 5, "bee")),
+                    rules=(Rule("eval/*", "score {key}", promote=True, fmt="frac"),))
+    run = Rows([{"step": i, "b": 1.0, "a/long/path/value": i / 3 + 123456.789, "t": "text" * i, "n": 10**i,
+                 "eval/acc": (i, 7), "x": None if i % 2 else -i} for i in range(12)])
+    for runs, sch in (([run], schema), ([run], None), ([run, Rows([{"step": 0, "other": 1.5}])], None)):
+        measured, plain = layout(runs, sch), layout(runs, sch, measure=False)
+        assert [(c.key, c.header, c.fmt, c.aliases, c.desc, c.better) for c in plain] == [
+            (c.key, c.header, c.fmt, c.aliases, c.desc, c.better) for c in measured]
+        declared = {c.key for c in sch.cols} if sch is not None else set()
+        for m, p in zip(measured, plain, strict=True):
+            if m.key in declared or m.key == "step":
+                assert p.width == m.width
+            else:
+                assert p.width == max(display_width(p.header), 3) and m.width >= p.width
+    assert any(m.width > p.width for m, p in zip(layout([run], schema), layout([run], schema, measure=False),
+                                                   strict=True))  # (the measured layout did measure)

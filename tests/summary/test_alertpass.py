@@ -83,6 +83,30 @@ def test_the_same_text_as_one_process(workers: int, tmp_path: Path, capsys: Cap,
     assert "also" in serial["diverged"][1]  # (a step's non-finite columns on one line, across parts)
 
 
+def test_steps_that_do_not_only_go_up_are_scanned_whole_here(tmp_path: Path, capsys: Cap,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """Whether a run's steps only go up (what merging its parts asks) is read while the workers work; where they do
+    not, its parts are dropped and the run scanned whole in this process: the same text."""
+    runs = _runs(tmp_path)
+    with monkeypatch.context() as m:
+        m.setattr(alertpass, "workers_for", lambda cells: 0)
+        serial = {name: _summary(p, capsys) for name, p in runs.items()}
+    _forks(monkeypatch, 1)
+    monkeypatch.setattr(alertpass.parts, "increasing", lambda steps: False)
+    parent, whole = os.getpid(), []
+    real = alertpass._scan
+
+    def scan(store: Any, keys: Any, clock: bool, now: Any, merge: bool = True, only: Any = None) -> Any:
+        if os.getpid() == parent and merge and keys and only is None:
+            whole.append(store.run)
+        return real(store, keys, clock, now, merge, only)
+
+    monkeypatch.setattr(alertpass, "_scan", scan)
+    for name, p in runs.items():
+        assert _summary(p, capsys) == serial[name], name
+    assert len(whole) >= 4  # (each run of more than one row, scanned whole here)
+
+
 def _dies_in_worker(monkeypatch: pytest.MonkeyPatch, act: Callable[[], None]) -> None:
     parent = os.getpid()
     real = alertpass.AlertsAhead._run

@@ -135,6 +135,21 @@ class FileTail:
         if tail and (not self._samples or self._samples[-1][0] != offset):
             self._samples.append((offset, tail))
 
+    def holds_read(self, offset: int, tail: bytes) -> bool:
+        """The file at the path is the one this tail read (its device and inode), at least ``offset`` bytes long,
+        and holds the bytes read where they were sampled and ``tail`` just before ``offset`` (read on past this
+        tail's own reads by another process: steptable.ingest.splitread): what :meth:`poll` tells an append from a
+        rewrite by."""
+        try:
+            with open_binary(self.path) as f:
+                st = os.fstat(f.fileno())
+                if (st.st_dev, st.st_ino) != self._ident or st.st_size < offset or not self._same_bytes(f):
+                    return False
+                f.seek(offset - len(tail))
+                return f.read(len(tail)) == tail
+        except OSError:
+            return False
+
     @property
     def pending(self) -> int:
         """Bytes of a partial last line waiting for their newline."""

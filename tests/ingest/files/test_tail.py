@@ -215,3 +215,36 @@ def test_a_read_stopped_early_reads_on_where_it_stopped(tmp_path: Path) -> None:
         (ev.offset, ev.data) for ev in rest]
     assert rest[0].first_line() == whole[:start].count(b"\n") + 1  # (lines before counted when asked for)
     assert t.position()[:3] == other.position()[:3] == (path.stat().st_size, path.stat().st_size, b"")
+
+
+def test_holds_read_tells_an_append_from_a_rewrite(tmp_path: Path) -> None:
+    """``holds_read(offset, tail)``: another reader read on to ``offset``, ``tail`` its last bytes; the file still
+    holds what both read where they sampled it only when it was appended to, as a poll judges it."""
+    path = tmp_path / "m.jsonl"
+    data = b"".join(f'{{"step": {i}, "x": {i / 7}}}\n'.encode() for i in range(2000))
+    path.write_bytes(data)
+    half = len(data) // 2
+    t = FileTail(path, block=4096, max_line=8192)
+    t.stop = half
+    list(t.poll())
+    end, tail = len(data), data[-64:]
+    assert t.holds_read(end, tail)
+    with open(path, "ab") as f:  # appended past the other reader's end
+        f.write(b'{"step": 2000, "x": 1.0}\n')
+    assert t.holds_read(end, tail)
+    assert not t.holds_read(end, b"x" * 64)  # (not what the other reader read last)
+    assert not t.holds_read(len(data) + 4096, tail)  # (shorter than the other reader read)
+    changed = bytearray(data)
+    changed[end - 10] ^= 1  # the other reader's last bytes rewritten in place, same size
+    path.write_bytes(bytes(changed))
+    assert not t.holds_read(end, tail)
+    path.write_bytes(data[:100] + bytes([data[100] ^ 1]) + data[101:])  # this tail's first bytes rewritten
+    assert not t.holds_read(end, tail)
+    path.write_bytes(data[:half])  # truncated
+    assert not t.holds_read(end, tail)
+    other = tmp_path / "other.jsonl"
+    other.write_bytes(data)
+    os.replace(other, path)  # the same bytes in another file: replaced
+    assert not t.holds_read(end, tail)
+    path.unlink()
+    assert not t.holds_read(end, tail)
