@@ -621,6 +621,38 @@ def test_an_interruption_while_the_childs_numbers_are_added(tmp_path: Path, fate
         os.waitpid(pids[0], os.WNOHANG)
 
 
+def test_an_interruption_holding_a_view_of_the_shared_memory(tmp_path: Path, fates: list[str],
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C while a slice of the shared memory is alive in a frame its traceback keeps (the memory cannot be
+    closed then): the interruption comes out, and the memory is freed with the traceback."""
+    import weakref
+
+    path = _rows_file(tmp_path / "run" / "metrics.jsonl")
+    real = splitread._unpack
+    held: list[Any] = []
+
+    def unpack(packed: Any, raw: memoryview) -> Any:
+        part = raw[:8]  # (alive in this frame when the interruption leaves it)
+        held.append(weakref.ref(raw.obj))
+        if len(held) == 2:
+            raise KeyboardInterrupt
+        del part
+        return real(packed, raw)
+
+    monkeypatch.setattr(splitread, "_unpack", unpack)
+    with pytest.raises(KeyboardInterrupt) as info:
+        read_runs([str(path)], io.StringIO(), split=True)
+    assert info.value.__context__ is None
+    memory = held[0]()
+    assert memory is not None and not memory.closed  # (kept open by the slice in the traceback's frame)
+    del memory
+    del info
+    import gc
+
+    gc.collect()
+    assert held[0]() is None
+
+
 NUMBERS: dict[str, tuple[Callable[[int, int], Any], str]] = {
     "an int column that turns float after the cut": (lambda i, c: {**_row(i), "n": i if i < c + 5 else i + 0.5},
                                                      "taken"),
