@@ -5,14 +5,17 @@ they are proven the same, and a child that dies, hangs or is interrupted leaves 
 from __future__ import annotations
 
 import contextlib
+import gc
 import io
 import json
 import math
+import mmap
 import os
 import signal
 import subprocess
 import sys
 import time
+import weakref
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -327,7 +330,7 @@ def test_a_chunk_whose_columns_do_not_all_fit(tmp_path: Path, fates: list[str],
     """The shared memory fills in the middle of a chunk's columns (the first chunk's fit, some of the second's):
     the child gives up, and the rest is read here."""
     monkeypatch.setattr(splitread, "RAW_PER_BYTE", 0)
-    monkeypatch.setattr(splitread.mmap, "PAGESIZE", 50_000)  # (a chunk's numbers: 819 rows of 5, ~33 kB)
+    monkeypatch.setattr(mmap, "PAGESIZE", 50_000)  # (a chunk's numbers: 819 rows of 5, ~33 kB)
     assert _same(_rows_file(tmp_path / "run" / "metrics.jsonl"), fates) == "dropped"
 
 
@@ -595,7 +598,7 @@ def test_no_shared_memory(tmp_path: Path, fates: list[str], monkeypatch: pytest.
     path = _rows_file(tmp_path / "run" / "metrics.jsonl")
     one = _read(path, split=False)
     forks = spy_forks(monkeypatch)
-    monkeypatch.setattr(splitread.mmap, "mmap", refused)
+    monkeypatch.setattr(mmap, "mmap", refused)
     assert _read(path, split=True) == one
     assert not forks and not fates
 
@@ -625,8 +628,6 @@ def test_an_interruption_holding_a_view_of_the_shared_memory(tmp_path: Path, fat
                                                              monkeypatch: pytest.MonkeyPatch) -> None:
     """Ctrl-C while a slice of the shared memory is alive in a frame its traceback keeps (the memory cannot be
     closed then): the interruption comes out, and the memory is freed with the traceback."""
-    import weakref
-
     path = _rows_file(tmp_path / "run" / "metrics.jsonl")
     real = splitread._unpack
     held: list[Any] = []
@@ -647,8 +648,6 @@ def test_an_interruption_holding_a_view_of_the_shared_memory(tmp_path: Path, fat
     assert memory is not None and not memory.closed  # (kept open by the slice in the traceback's frame)
     del memory
     del info
-    import gc
-
     gc.collect()
     assert held[0]() is None
 
