@@ -200,3 +200,61 @@ HOSTILE: dict[str, Callable[[], Columns]] = {
     "a KL that leaves its levels and comes back": lambda: put({**base(), "kl": noisy(1500, 15.0, 0.1, 15)}, "kl",
                                                                500, noisy(400, 0.05, 0.3, 16)),
 }
+
+
+#: the shapes of :func:`random_history`'s columns
+SHAPES = ("noisy", "flat", "stepwise", "collapse and rise", "drift", "spiky")
+#: the keys it draws from: every role's, two candidates of one role, and one no role watches
+KEYS = ("loss", "grad_norm", "reward", "entropy", "actor/entropy", "kl", "critic/kl", "response_length/clip_ratio",
+        "hack_s", "auroc", "other")
+
+
+def _shaped(rng: random.Random, n: int, shape: str, level: float) -> list[Any]:
+    """A column of ``shape`` about ``level``, with NaN, inf and None cells sprinkled in."""
+    period = rng.choice([20, 60, 150])
+    trend = rng.choice([-0.9, 3.0])
+    sd = rng.choice([0.01, 0.1, 0.5])
+    out: list[Any] = []
+    for i in range(n):
+        if shape == "noisy":
+            v = level * (1 + rng.gauss(0, sd))
+        elif shape == "flat":
+            v = level
+        elif shape == "stepwise":
+            v = level * (1 + (i // period) % 3)
+        elif shape == "collapse and rise":  # (an entropy's: down to 2% of its level, then up to 5 times it)
+            v = level * (1 if i < n // 3 else 0.02 if i < 2 * n // 3 else 5) * (1 + rng.gauss(0, 0.02))
+        elif shape == "drift":
+            v = level * (1 + i / n * trend)
+        else:
+            v = level * (1 + rng.gauss(0, 0.05)) * (30 if rng.random() < 0.01 else 1)
+        r = rng.random()
+        out.append(rng.choice([math.nan, math.inf, -math.inf]) if r < 0.01 else None if r < 0.02 else v)
+    return out
+
+
+def random_history(seed: int, steps_go_back: bool = False) -> tuple[list[int], dict[str, list[Any]], list[float]]:
+    """A run's steps, watched columns (some of :data:`KEYS`, each of a random shape; one may start late; every one
+    may turn NaN at once: a divergence) and wall clock (with pauses past the stall threshold); with
+    ``steps_go_back``, the steps may restart lower (resumes) or repeat."""
+    rng = random.Random(seed)
+    n = rng.choice([30, 120, 400, 900, 3000])
+    step, steps = 0, []
+    for _ in range(n):
+        steps.append(step)
+        back = steps_go_back and rng.random() < 0.005
+        step = max(0, step - rng.choice([0, 5, 200])) if back else step + rng.choice([1, 1, 1, 2, 10])
+    keys = rng.sample(KEYS, rng.randint(1, 8))
+    cols = {k: _shaped(rng, n, rng.choice(SHAPES), rng.choice([1.0, 0.05, 3.0])) for k in keys}
+    if rng.random() < 0.2:
+        late, at = rng.choice(keys), rng.randrange(n)
+        cols[late][:at] = [None] * at
+    if rng.random() < 0.15:
+        at = rng.randrange(n)
+        for k in keys:
+            cols[k][at:] = [math.nan] * (n - at)
+    t, walls = 1.7e9, []
+    for _ in range(n):
+        t += rng.choice([12.0, 5000.0]) if rng.random() < 0.02 else 10.0
+        walls.append(t)
+    return steps, cols, walls

@@ -16,7 +16,7 @@ import pytest
 from steptable.alerts import parts
 from steptable.alerts.engine import Alert, AlertConfig
 from steptable.alerts.history import scan
-from tests.alerts.helpers import HOSTILE, base, put
+from tests.alerts.helpers import HOSTILE, base, put, random_history
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 import bench_alerts
@@ -141,3 +141,18 @@ def test_an_entropy_rise_and_collapse_read_apart() -> None:
 def test_increasing() -> None:
     assert parts.increasing([]) and parts.increasing([3]) and parts.increasing([1, 2, 5])
     assert not parts.increasing([1, 1, 2]) and not parts.increasing([1, 3, 2])
+
+
+@pytest.mark.parametrize("seeds", [range(0, 100), range(100, 200)])
+def test_random_histories(seeds: range) -> None:
+    """Seeded random runs (noisy, flat, stepwise, drifting, spiky columns; an entropy that collapses and rises;
+    NaN, inf and None cells; a late key; a divergence; clock pauses), with and without ``nan_missing``: the parts'
+    and the detectors' scans apart, merged, say what one scan says."""
+    said = set()
+    for seed in seeds:
+        steps, cols, walls = random_history(seed)
+        for config in (None, AlertConfig(nan_missing=True)):
+            want = scan(steps, cols, walls, config)
+            assert split(steps, cols, walls, config) == want, seed
+            said |= {a.kind for a in want}
+    assert {"entropy_collapse", "entropy_rise", "spike", "stall", "nonfinite"} <= said  # (not empty alert lines)

@@ -22,7 +22,7 @@ from steptable.alerts.history import feed_store, scan
 from steptable.alerts.window import Detector
 from steptable.ingest.parsed import Parsed
 from steptable.ingest.store import RunStore
-from tests.alerts.helpers import HOSTILE, Columns, base, eval_rows, noisy, put
+from tests.alerts.helpers import HOSTILE, Columns, base, eval_rows, noisy, put, random_history
 from tests.helpers import run_cli
 from tests.trainer_logs import (
     write_generic,
@@ -320,3 +320,30 @@ def test_the_tier_a_quiet_test_starts_from_does_not_change_its_outcome() -> None
                 assert want and all(test(a, b, lv.bounds(a, b)) for a, b in lv.tiers[hints["k"]])
         seen.add(want)
     assert seen == {True, False}
+
+
+def test_any_tier_hints_give_the_same_alerts(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Seeded random runs scanned with every level test's hints set at random before its first test (any tier,
+    one past the last too, or none) say what a scan with the hints its own tests left says: the hints change where
+    a test starts, never its outcome, whatever order the column's tests left them in."""
+    from steptable.alerts import quietlevels
+
+    kinds = ("entropy_collapse", "entropy_rise", "reward_collapse", "grad_rise")
+    real = quietlevels._Levels.__init__
+    rng = random.Random(3)
+    tests: list[int] = []
+
+    def hinted(self: Any, vals: list[float], nw: int, nh: int, hints: dict[str, int] | None = None) -> None:
+        real(self, vals, nw, nh, hints)
+        tests.append(1)
+        for kind in kinds:
+            if rng.random() < 0.7:
+                self.hints[kind] = rng.randrange(len(self.tiers) + 1)
+
+    for seed in range(60):
+        steps, cols, walls = random_history(seed)
+        want = scan(steps, cols, walls)
+        with monkeypatch.context() as m:
+            m.setattr(quietlevels._Levels, "__init__", hinted)
+            assert scan(steps, cols, walls) == want, seed
+    assert len(tests) > 100  # (level tests ran: not a scan that never asks them)

@@ -5,14 +5,17 @@ they are proven the same, and a child that dies, hangs or is interrupted leaves 
 from __future__ import annotations
 
 import contextlib
+import gc
 import io
 import json
 import math
+import mmap
 import os
 import signal
 import subprocess
 import sys
 import time
+import weakref
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -322,6 +325,27 @@ def test_a_child_whose_numbers_outgrow_the_shared_memory(tmp_path: Path, fates: 
     assert _same(_rows_file(tmp_path / "run" / "metrics.jsonl"), fates) == "dropped"
 
 
+def test_a_chunk_whose_columns_do_not_all_fit(tmp_path: Path, fates: list[str],
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """The shared memory fills in the middle of a chunk's columns (the first chunk's fit, some of the second's):
+    the child gives up, and the rest is read here."""
+    monkeypatch.setattr(splitread, "RAW_PER_BYTE", 0)
+    monkeypatch.setattr(mmap, "PAGESIZE", 50_000)  # (a chunk's numbers: 819 rows of 5, ~33 kB)
+    assert _same(_rows_file(tmp_path / "run" / "metrics.jsonl"), fates) == "dropped"
+
+
+def test_a_child_killed_while_it_packs(tmp_path: Path, fates: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    packs: list[int] = []
+
+    def killed() -> None:
+        packs.append(1)
+        if len(packs) == 3:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    _in_child(monkeypatch, killed)
+    assert _same(_rows_file(tmp_path / "run" / "metrics.jsonl"), fates) == "dropped"
+
+
 def test_a_child_that_dies(tmp_path: Path, fates: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
     _in_child(monkeypatch, lambda: os._exit(3))
     assert _same(_rows_file(tmp_path / "run" / "metrics.jsonl"), fates) == "dropped"
@@ -543,3 +567,112 @@ def test_the_child_ends_with_its_parent(tmp_path: Path) -> None:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
         reap(proc)
+
+
+def test_a_partial_last_line_finished_after_the_childs_end(tmp_path: Path, fates: list[str],
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """The child's part ends in a line without its newline yet; its writer then ends that line and appends more
+    rows (a live run) before the chunks are taken: the line is read whole, as a read in one process of the file as
+    it ends."""
+    path = _rows_file(tmp_path / "run" / "metrics.jsonl")
+    grown = _rows_file(tmp_path / "grown" / "metrics.jsonl", rows=ROWS + 400)
+    serial = _read(grown, split=False)
+    with open(path, "ab") as f:
+        f.write(grown.read_bytes()[path.stat().st_size:][:WIDTH // 2])  # (half of the next line)
+
+    def append() -> None:
+        with open(path, "ab") as f:
+            f.write(grown.read_bytes()[path.stat().st_size:])
+
+    _after_the_child(monkeypatch, append)
+    got = _read(path, split=True)
+    assert fates == ["taken", "read on"]
+    _same_run(got, serial)
+
+
+def test_no_shared_memory(tmp_path: Path, fates: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """No memory to share (strict overcommit: mmap fails): the file is read in one process, no child forked."""
+    def refused(*args: Any, **kwargs: Any) -> Any:
+        raise OSError(12, "Cannot allocate memory")
+
+    path = _rows_file(tmp_path / "run" / "metrics.jsonl")
+    one = _read(path, split=False)
+    forks = spy_forks(monkeypatch)
+    monkeypatch.setattr(mmap, "mmap", refused)
+    assert _read(path, split=True) == one
+    assert not forks and not fates
+
+
+def test_an_interruption_while_the_childs_numbers_are_added(tmp_path: Path, fates: list[str],
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C while the child's chunks are being added (a view of the shared memory alive): the interruption
+    itself comes out (no BufferError in its place), and no process is left."""
+    path = _rows_file(tmp_path / "run" / "metrics.jsonl")
+    pids = spy_forks(monkeypatch)
+
+    def interrupted(self: TailSource, parts: Any) -> bool:
+        next(iter(parts))
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(TailSource, "carry_on", interrupted)
+    with pytest.raises(KeyboardInterrupt) as info:
+        read_runs([str(path)], io.StringIO(), split=True)
+    assert info.value.__context__ is None
+    del info
+    assert len(pids) == 1
+    with pytest.raises(ChildProcessError):
+        os.waitpid(pids[0], os.WNOHANG)
+
+
+def test_an_interruption_holding_a_view_of_the_shared_memory(tmp_path: Path, fates: list[str],
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C while a slice of the shared memory is alive in a frame its traceback keeps (the memory cannot be
+    closed then): the interruption comes out, and the memory is freed with the traceback."""
+    path = _rows_file(tmp_path / "run" / "metrics.jsonl")
+    real = splitread._unpack
+    held: list[Any] = []
+
+    def unpack(packed: Any, raw: memoryview) -> Any:
+        part = raw[:8]  # (alive in this frame when the interruption leaves it)
+        held.append(weakref.ref(raw.obj))
+        if len(held) == 2:
+            raise KeyboardInterrupt
+        del part
+        return real(packed, raw)
+
+    monkeypatch.setattr(splitread, "_unpack", unpack)
+    with pytest.raises(KeyboardInterrupt) as info:
+        read_runs([str(path)], io.StringIO(), split=True)
+    assert info.value.__context__ is None
+    memory = held[0]()
+    assert memory is not None and not memory.closed  # (kept open by the slice in the traceback's frame)
+    del memory
+    del info
+    gc.collect()
+    assert held[0]() is None
+
+
+NUMBERS: dict[str, tuple[Callable[[int, int], Any], str]] = {
+    "an int column that turns float after the cut": (lambda i, c: {**_row(i), "n": i if i < c + 5 else i + 0.5},
+                                                     "taken"),
+    "a float column with whole numbers after the cut": (lambda i, c: {**_row(i), "x": 1.5 if i < c else float(i)},
+                                                        "taken"),
+    "int64's edges about the cut": (lambda i, c: {**_row(i), "e": 2**63 - 1 if i % 2 else -2**63}
+                                    if c - 3 < i < c + 3 else {**_row(i), "e": i}, "taken"),
+    "past int64 just after the cut": (lambda i, c: {**_row(i), "e": 2**63 if i == c + 1 else -2**63 - 1
+                                                    if i == c + 2 else i}, "taken"),
+    # (a step written 5.0 is read the tolerant way: no child's chunks)
+    "steps written as floats": (lambda i, c: {**_row(i), "step": float(i)}, "dropped"),
+    "steps past 2**53 and a column of them": (lambda i, c: {**_row(i), "step": 2**60 + i, "tokens": 2**60 + i},
+                                              "taken"),
+    "bools and nulls in an int column after the cut": (lambda i, c: {**_row(i), "n": True if i == c + 4 else None
+                                                                     if i == c + 6 else i}, "taken"),
+}
+
+
+@pytest.mark.parametrize("name", list(NUMBERS))
+def test_numbers_read_the_same_about_the_cut(name: str, tmp_path: Path, fates: list[str]) -> None:
+    """Numbers the child packs as raw doubles and int64s (or leaves as they are: past int64, bools, nulls) about
+    the cut, the steps column shared with a column: the same cells and types as one process reads."""
+    edit, fate = NUMBERS[name]
+    assert _same(_rows_file(tmp_path / "run" / "metrics.jsonl", edit), fates) == fate

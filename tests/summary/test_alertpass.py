@@ -18,7 +18,8 @@ import pytest
 
 from steptable.ingest import forkgate
 from steptable.summary import alertpass
-from tests.helpers import run_cli, spy_forks, write_rows
+from tests.alerts.helpers import random_history
+from tests.helpers import run_cli, spy_forks, store_of, write_rows
 
 Cap = pytest.CaptureFixture[str]
 
@@ -215,3 +216,26 @@ def test_no_worker_under_the_mcp_server(tmp_path: Path, monkeypatch: pytest.Monk
     monkeypatch.setattr(threading, "active_count", lambda: 1)  # (other tests' threads may still be winding down)
     call()  # the same command in this (main, single-threaded) process: workers, the same text
     assert len(pids) > 0 and texts[1] == texts[0]
+
+
+def test_random_runs_with_workers_say_what_one_scan_says(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Seeded random runs (steptable.alerts: noisy, flat, stepwise columns, an entropy that collapses and rises,
+    NaN / inf / null cells, a divergence, clock pauses; steps that go back or repeat: resumes), read as ``summary``
+    reads them, several to a pass: the alerts of a pass with workers are those of one scan a run in this process,
+    in the same order."""
+    stores = []
+    for seed in range(24):
+        steps, cols, walls = random_history(seed, steps_go_back=seed % 3 == 0)
+        rows = [{"step": s, "ts": walls[i], **{k: c[i] for k, c in cols.items() if c[i] is not None or i % 2}}
+                for i, s in enumerate(steps)]
+        stores.append(store_of(tmp_path / f"run{seed}" / f"run{seed}.jsonl", rows))
+    now = max(s.wall_times[-1] for s in stores) + 100.0
+    with monkeypatch.context() as m:
+        m.setattr(alertpass, "workers_for", lambda cells: 0)
+        serial = alertpass.AlertsAhead(stores, now)
+        want = {s.run: serial[s.run] for s in stores}
+    pids = _forks(monkeypatch, 2)
+    ahead = alertpass.AlertsAhead(stores, now)
+    assert {s.run: ahead[s.run] for s in stores} == want
+    assert len(pids) == 2 and len(want) == len(stores) and sum(map(len, want.values())) > 100
+    assert any(s.resumes for s in stores)  # (steps that went back: resumes, scanned whole here)
