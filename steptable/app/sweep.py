@@ -205,8 +205,6 @@ class Sweep:
             return
         idx.taken()  # (first: a run the index reads while the list is made posts again, it is not lost)
         if self.screen is not None and self.screen.is_attached:
-            if not self.screen.state.metrics:
-                self.screen.state.metrics = default_metrics(idx.entries())
             self.screen.refresh_list()
             self.screen.call_after_refresh(idx.drawn.set)
 
@@ -235,6 +233,9 @@ class Sweep:
 
     def can_close_list(self) -> bool:
         return bool(self.opened)
+
+    def metric_defaults(self) -> list[str]:
+        return default_metrics(self.entries())
 
 
 def default_metrics(entries: Sequence[Entry], most: int = 3) -> list[str]:

@@ -28,6 +28,8 @@ class ListHost(Protocol):
 
     def can_close_list(self) -> bool: ...
 
+    def metric_defaults(self) -> list[str]: ...
+
 
 class RunsScreen(Screen[None]):
     """See the module docstring. ``refresh_list`` shows the index as it is now (the app calls it as it changes)."""
@@ -55,6 +57,7 @@ class RunsScreen(Screen[None]):
         super().__init__()
         self.host = host
         self.state = ListState(metrics=list(metrics))
+        self._chosen = bool(metrics)  # metric columns given or set by the user: never replaced by the defaults
         self.clock = clock
         self.listed: list[Entry] = []
         self.judge = StateMemo()
@@ -80,10 +83,13 @@ class RunsScreen(Screen[None]):
     def refresh_list(self) -> None:
         """Filter and sort the index's runs and show them with the sweep's line. Where only the runs changed (not
         the filter, sort or pins), the runs new or with a new digest (or none yet) are placed in the list as it was
-        (steptable.app.runrows.patched): a new run in a sweep of thousands does not sort them all again."""
+        (steptable.app.runrows.patched): a new run in a sweep of thousands does not sort them all again. Until the
+        user sets the metric columns (or they were given), they are the host's defaults as soon as it knows any."""
         now = self.clock()
         entries = self.host.entries()
         s = self.state
+        if not self._chosen and not s.metrics:  # (the runs' keys are known once their digests are read)
+            s.metrics = self.host.metric_defaults()
         view = (s.pattern, s.sort, s.reverse, s.stat, tuple(s.metrics), tuple(sorted(s.higher.items())),
                 tuple(s.pinned))
         seen = {e.run_id: e.digest for e in entries}
@@ -179,6 +185,7 @@ class RunsScreen(Screen[None]):
         keys = list(dict.fromkeys(k for e in self.host.entries() if e.digest is not None for k in e.digest.keys))
         pats = [p.strip() for p in answer.replace(",", " ").split() if p.strip()]
         self.state.metrics = list(dict.fromkeys(k for p in pats for k in keys if fnmatchcase(k, p)))[:8]
+        self._chosen = True
         self.refresh_list()
 
     def action_open(self) -> None:

@@ -3,14 +3,19 @@ tables; filter, sort, select-to-open and compare, pins, the state column, on a s
 
 from __future__ import annotations
 
+import threading
+import time
 from pathlib import Path
+from typing import Any
 
 import pytest
+from textual.app import App
 
 from steptable.app.app import StepTableApp
 from steptable.app.feed import Feed
 from steptable.app.screens.compare import CompareScreen
 from steptable.app.screens.runs import RunsScreen
+from steptable.app.sweep import SweepIndex, default_metrics
 from tests.app.sweephelpers import write_sweep
 
 SIZE = (160, 40)
@@ -215,3 +220,54 @@ async def test_a_new_run_shows_through_the_followers_discovery_when_polling(
         assert "zz_new" in _names(scr)
         await pilot.pause(2.5)  # (past the 2 s after which the index used to walk the tree again)
         assert walks == []  # the index's own discovery never ran again
+
+
+class _Host:
+    """A list's host over a SweepIndex whose runs were all read before any screen existed (no change to post)."""
+
+    def __init__(self, index: SweepIndex) -> None:
+        self.index = index
+
+    def entries(self) -> list[Any]:
+        return self.index.entries()
+
+    def sweep_line(self, now: float, judge: Any) -> str:
+        return self.index.line(now, judge)
+
+    def open_runs(self, run_ids: Any) -> None:
+        raise AssertionError("nothing is opened here")
+
+    def can_close_list(self) -> bool:
+        return False
+
+    def metric_defaults(self) -> list[str]:
+        return default_metrics(self.entries())
+
+
+def _read_index(root: Path) -> SweepIndex:
+    index = SweepIndex([str(root)], period=0.05)
+    index.discover()
+    index.drawn.set()
+    stop = threading.Event()
+    worker = threading.Thread(target=index.run, args=(stop, lambda message: None), daemon=True)
+    worker.start()
+    deadline = time.monotonic() + 20
+    while any(e.digest is None for e in index.entries()) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    stop.set()
+    worker.join(10)
+    assert all(e.digest is not None for e in index.entries())
+    return index
+
+
+async def test_metric_columns_start_as_the_defaults_when_every_run_was_read_first(tmp_path: Path) -> None:
+    write_sweep(tmp_path, runs=4)
+    screen = RunsScreen(_Host(_read_index(tmp_path)))
+    app = App[None]()
+    async with app.run_test(size=SIZE) as pilot:
+        await app.push_screen(screen)
+        await pilot.pause()
+        assert screen.state.metrics == ["reward", "loss"]  # the ranking keys the runs log, with no change posted
+        screen.set_metrics("nothing*")  # the user's choice stands, even one that matches no key
+        screen.refresh_list()
+        assert screen.state.metrics == []
