@@ -1,14 +1,18 @@
 """A small sweep written by steptable's own StepLogger: runs that ended, one that crashed, live ones (no close),
-each with a tinker-style config.json of its hyper-parameters; and a run list's index entry made by hand (Row)."""
+each with a tinker-style config.json of its hyper-parameters; a sweep index read whole by its own thread; and a run
+list's index entry made by hand (Row)."""
 
 from __future__ import annotations
 
 import json
+import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from steptable.app.sweep import SweepIndex
 from steptable.logger.steplogger import StepLogger
 from steptable.summary.sweep import RunDigest
 
@@ -37,6 +41,21 @@ def write_run(root: Path, name: str, lr: float, steps: int, *, end: str = "live"
     else:
         OPEN.append(sl)  # still running: never closed while the test reads it
     return run
+
+
+def read_all(index: SweepIndex, post: Callable[[Any], Any]) -> None:
+    """Run ``index``'s own thread (its list taken as drawn) until every run's digest is read, then stop it."""
+    stop = threading.Event()
+    index.drawn.set()
+    worker = threading.Thread(target=index.run, args=(stop, post), daemon=True)
+    worker.start()
+    deadline = time.monotonic() + 20
+    while any(e.digest is None for e in index.entries()) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    stop.set()
+    worker.join(10)
+    assert not worker.is_alive()
+    assert all(e.digest is not None for e in index.entries())
 
 
 def write_sweep(root: Path, runs: int = 12, steps: int = 30) -> list[str]:

@@ -245,6 +245,16 @@ def test_a_file_that_grows_during_the_read(tmp_path: Path, fates: list[str],
     assert not got[1]
 
 
+def _growing(path: Path, grown: Path) -> Callable[[], None]:
+    """What appends to ``path`` the rest of ``grown`` (the same rows and more), as a live run's writer would."""
+
+    def append() -> None:
+        with open(path, "ab") as f:
+            f.write(grown.read_bytes()[path.stat().st_size:])
+
+    return append
+
+
 def _after_the_child(monkeypatch: pytest.MonkeyPatch, act: Callable[[], None]) -> None:
     """``act()`` once the child's last frame is read, before its chunks are judged."""
     real = splitread._Frames.next
@@ -268,11 +278,7 @@ def test_rows_appended_after_the_childs_end_are_read_here(tmp_path: Path, fates:
     grown = _rows_file(tmp_path / "grown" / "metrics.jsonl", rows=ROWS + 400)
     serial = _read(grown, split=False)
 
-    def append() -> None:
-        with open(path, "ab") as f:
-            f.write(grown.read_bytes()[path.stat().st_size:])
-
-    _after_the_child(monkeypatch, append)
+    _after_the_child(monkeypatch, _growing(path, grown))
     got = _read(path, split=True)
     assert fates == ["taken", "read on"]
     _same_run(got, serial)
@@ -580,11 +586,7 @@ def test_a_partial_last_line_finished_after_the_childs_end(tmp_path: Path, fates
     with open(path, "ab") as f:
         f.write(grown.read_bytes()[path.stat().st_size:][:WIDTH // 2])  # (half of the next line)
 
-    def append() -> None:
-        with open(path, "ab") as f:
-            f.write(grown.read_bytes()[path.stat().st_size:])
-
-    _after_the_child(monkeypatch, append)
+    _after_the_child(monkeypatch, _growing(path, grown))
     got = _read(path, split=True)
     assert fates == ["taken", "read on"]
     _same_run(got, serial)

@@ -3,8 +3,6 @@ tables; filter, sort, select-to-open and compare, pins, the state column, on a s
 
 from __future__ import annotations
 
-import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +14,7 @@ from steptable.app.feed import Feed
 from steptable.app.screens.compare import CompareScreen
 from steptable.app.screens.runs import RunsScreen
 from steptable.app.sweep import SweepIndex, default_metrics
-from tests.app.sweephelpers import write_sweep
+from tests.app.sweephelpers import read_all, write_sweep
 
 SIZE = (160, 40)
 pytestmark = pytest.mark.anyio
@@ -247,16 +245,7 @@ class _Host:
 def _read_index(root: Path) -> SweepIndex:
     index = SweepIndex([str(root)], period=0.05)
     index.discover()
-    index.drawn.set()
-    stop = threading.Event()
-    worker = threading.Thread(target=index.run, args=(stop, lambda message: None), daemon=True)
-    worker.start()
-    deadline = time.monotonic() + 20
-    while any(e.digest is None for e in index.entries()) and time.monotonic() < deadline:
-        time.sleep(0.02)
-    stop.set()
-    worker.join(10)
-    assert all(e.digest is not None for e in index.entries())
+    read_all(index, lambda message: None)
     return index
 
 
