@@ -111,9 +111,8 @@ class _Levels:
         n = len(self.vals) - self.nw - self.nh
         if tier == 0 and test(0, n, self.extremes(0, n)):
             return True
-        tiers = list(range(tier, len(self.tiers)))
         last = self.hints.get(kind)
-        for t in [last, *(t for t in tiers if t != last)] if last in tiers else tiers:
+        for t in sorted(range(tier, len(self.tiers)), key=lambda t: t != last):  # (``last`` first, the rest in order)
             if all(test(a, b, self.bounds(a, b)) for a, b in self.tiers[t]):
                 self.hints[kind] = t
                 return True

@@ -181,8 +181,8 @@ def _size(src: TailSource) -> int | None:
 
 
 class _Frames:
-    """What the child sends, read until the pipe ends or ``deadline`` passes: frames (8-byte length, pickle) and
-    raw bytes of a length a frame gave, each read into a buffer of its size (no copy but the pipe's)."""
+    """What the child sends through the pipe, read until it ends or ``deadline`` passes: frames (8-byte length,
+    pickle), each read into a buffer of its size (its raw numbers are in the shared memory, not here)."""
 
     def __init__(self, fd: int, deadline: float) -> None:
         self.fd, self.deadline = fd, deadline
