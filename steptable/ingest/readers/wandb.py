@@ -20,13 +20,22 @@ import json
 import re
 import struct
 import zlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from steptable.ingest.parse import BadLine
 from steptable.ingest.parsed import Parsed
 from steptable.ingest.readers.jsonl import PIECE, JsonlParser
 from steptable.ingest.readers.protowire import WireError, varint
 from steptable.ingest.readers.wandbwire import history_line, history_lines, wandb_record
+
+if TYPE_CHECKING:
+    from steptable.ingest.readers import _wandbwalk
+
+Walker: type[_wandbwalk.Walker] | None
+try:  # the chunk walk in C, where it was built (an optional extension: the loop below does the same without it)
+    from steptable.ingest.readers._wandbwalk import Walker
+except ImportError:  # (a machine with no C compiler)
+    Walker = None
 
 HEADER = b":W&B" + struct.pack("<HB", 0xBEE1, 0)
 BLOCK = 32 * 1024
@@ -45,6 +54,8 @@ FIRST_ROWS = 64
 GROUP = 16
 #: groups read one by one at most after one that could not be read at once
 MAX_REST = 64
+#: why a walk in C stopped (besides at a chunk for the loop in Python): the bytes ended, its budget was spent
+_WALK_END, _WALK_BUDGET = 1, 2
 
 
 class WandbParser:
@@ -74,6 +85,7 @@ class WandbParser:
         self._rest = 0
         self._backoff = 1
         self._last_line = b""  # the last history row (its _timestamp: when the run last logged)
+        self._walker = Walker() if Walker is not None else None
 
     def parse(self, data: bytes | memoryview, base: int, final: bool = False) -> tuple[int, Parsed]:
         """Parse whole chunks of ``data`` (file bytes from offset ``base`` = the offset where the last call stopped;
@@ -101,7 +113,23 @@ class WandbParser:
                 return n, Parsed(steps=[], bad=bad)
             i = len(HEADER)
         unpack, crc32, type_crc, unread = _UNPACK, zlib.crc32, _TYPE_CRC, _UNREAD  # (locals: read per chunk)
+        walk = self._walker.walk if self._walker is not None else None
         while True:
+            if walk is not None and not self._frags:  # whole chunks in C, up to one it leaves to the loop below
+                self._group(group, lines, meta, bad)  # (what waits there first: rows keep the file's order)
+                i, walked, rows, why = walk(data, i, base, FIRST_ROWS - self._rows if self._first else n,
+                                            n if self._first else PIECE - self._size)
+                if rows:
+                    lines.append(walked)
+                    self._last_line = walked[walked.rfind(b"\n") + 1 :]
+                    self._rows += rows
+                    self._size += len(walked)
+                if why == _WALK_BUDGET:
+                    self._first = False
+                    self.more = True
+                    break
+                if why == _WALK_END:
+                    break
             at = base + i
             left = BLOCK - at % BLOCK
             if left < CHUNK_HEADER:  # a block's tail too short for a chunk header: zero padding
