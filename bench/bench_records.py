@@ -117,9 +117,11 @@ def _write_trackio(path: Path, steps: int) -> None:
 _WRITE = {"jsonl": _write_jsonl, "wandb": _write_wandb, "tensorboard": _write_tensorboard, "trackio": _write_trackio}
 
 
-#: optional libraries a reader uses when installed, with the format whose reader falls back without them; and the
-#: format's own library, which its reader must never need (W&B, trackio: the same figure without it)
-OPTIONAL = {"tensorboard": "google_crc32c", "wandb": "wandb", "trackio": "trackio"}
+#: optional modules a reader uses when installed, with the format whose reader falls back without them (TensorBoard's
+#: checksums, the W&B walk in C, an optional extension); and the format's own library, which its reader must never
+#: need (W&B, trackio: the same figure without it)
+OPTIONAL = {"tensorboard": ("google_crc32c",), "wandb": ("wandb", "steptable.ingest.readers._wandbwalk"),
+            "trackio": ("trackio",)}
 
 
 def measure(path: Path, without: str | None = None, tree: Path | None = None) -> tuple[float, float, int]:
@@ -180,7 +182,7 @@ def main() -> None:
                  for k, p in paths.items()}
         # round robin (every format once, then again): a load that comes and goes on a shared machine falls on
         # all of them alike; the best of --repeat each
-        names = [*paths, *(f"{n}/{OPTIONAL[n]}" for n in paths if n in OPTIONAL)]
+        names = [*paths, *(f"{n}/{m}" for n in paths for m in OPTIONAL.get(n, ()))]
         trees: list[Path | None] = [None] if args.against is None else [None, args.against]
         runs: dict[tuple[Path | None, str], list[tuple[float, float, int]]] = {(t, n): [] for t in trees
                                                                                  for n in names}

@@ -141,11 +141,35 @@ static const unsigned char *varint(const unsigned char *p, const unsigned char *
 /* bytes a JSON line takes as they are between quotes (a key) or bare (a number, NaN, true...): printable ASCII but
  * the quote and the backslash; anything else (a string value, a key with an escape or non-ASCII) is the Python
  * reader's to write */
+static inline uint64_t load64(const unsigned char *p) {
+    uint64_t x;
+    memcpy(&x, p, 8);  /* (one unaligned load) */
+    return x;
+}
+
+#define ONES 0x0101010101010101ull
+#define HIGH 0x8080808080808080ull
+
+/* eight bytes at once: any byte under 0x20 or over 0x7e, or a quote or backslash (exact bit tests: "Bit Twiddling
+ * Hacks", S. E. Anderson, hasless/hasmore/haszero) */
+static inline uint64_t unplain8(uint64_t x) {
+    uint64_t q = x ^ (ONES * '"'), b = x ^ (ONES * '\\');
+    return ((x - ONES * 0x20) & ~x) | ((x + ONES * (127 - 0x7e)) | x) | ((q - ONES) & ~q) | ((b - ONES) & ~b);
+}
+
 static inline int plain(const unsigned char *p, size_t n) {
-    for (size_t k = 0; k < n; k++)
-        if (p[k] < 0x20 || p[k] > 0x7e || p[k] == '"' || p[k] == '\\')
-            return 0;
-    return 1;
+    uint64_t bad = 0;
+    if (n >= 8) {
+        for (size_t k = 0; k + 8 <= n; k += 8)
+            bad |= unplain8(load64(p + k));
+        bad |= unplain8(load64(p + n - 8));  /* (the last word: bytes already tested again) */
+    } else {
+        uint64_t x = ONES * 'a';  /* (a plain byte where the word has none of p's) */
+        for (size_t k = 0; k < n; k++)
+            x = (x << 8) | p[k];
+        bad = unplain8(x);
+    }
+    return (bad & HIGH) == 0;
 }
 
 /* one history item: its key and value (in the record), the key's rank */
@@ -179,18 +203,35 @@ typedef struct {
     int busy;
 } Walker;
 
+/* the last n % 8 bytes of p[0:n] (n at least 8) as the low bytes of a word, from the word that ends there */
+static inline uint64_t tail64(const unsigned char *p, size_t n) {
+    size_t r = n & 7;
+    return r ? load64(p + n - 8) >> (8 * (8 - r)) : 0;
+}
+
 static uint64_t hash_key(const unsigned char *p, size_t n) {
     uint64_t h = 0x9e3779b97f4a7c15ull ^ n;  /* eight bytes a step, each multiplied in (a key is a few words) */
-    for (; n >= 8; p += 8, n -= 8) {
-        uint64_t x;
-        memcpy(&x, p, 8);
-        h = (h ^ x) * 0xff51afd7ed558ccdull;
-        h ^= h >> 32;
+    uint64_t last = 0;
+    if (n >= 8) {
+        last = tail64(p, n);
+        for (size_t k = 0; k + 8 <= n; k += 8)
+            h = (h ^ load64(p + k)) * 0xff51afd7ed558ccdull;
+    } else {
+        for (size_t k = 0; k < n; k++)
+            last = (last << 8) | p[k];
     }
-    uint64_t x = 0;
-    memcpy(&x, p, n);
-    h = (h ^ x) * 0xc4ceb9fe1a85ec53ull;
+    h = (h ^ last) * 0xc4ceb9fe1a85ec53ull;
     return h ^ (h >> 29);
+}
+
+/* p[0:n] == q[0:n] */
+static inline int same(const unsigned char *p, const unsigned char *q, size_t n) {
+    if (n < 8)
+        return memcmp(p, q, n) == 0;
+    for (size_t k = 0; k + 8 <= n; k += 8)
+        if (load64(p + k) != load64(q + k))
+            return 0;
+    return load64(p + n - 8) == load64(q + n - 8);
 }
 
 static int grow_keys(Walker *w) {
@@ -219,7 +260,7 @@ static uint32_t rank_of(Walker *w, const unsigned char *key, size_t len) {
     if (w->cap) {
         size_t at = h & (w->cap - 1);
         for (Slot *s = &w->slots[at]; s->key != NULL; s = &w->slots[at]) {
-            if (s->hash == h && s->len == len && memcmp(s->key, key, len) == 0)
+            if (s->hash == h && s->len == len && same((const unsigned char *)s->key, key, len))
                 return s->rank;
             at = (at + 1) & (w->cap - 1);
         }

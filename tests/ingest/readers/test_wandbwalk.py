@@ -1,0 +1,284 @@
+"""The W&B reader's chunk walk in C (steptable/ingest/readers/_wandbwalk.c) reads every file as the loop in Python
+reads it without the walk: the same rows (each row's keys in the order the file first showed them), run facts and
+reports, on runs wandb wrote (hostile keys and values, records over several blocks, a run read live), on damaged
+copies of them, and on records of layouts wandb's writer does not make, built with wandb's own classes. Its CRC-32
+is zlib's."""
+
+from __future__ import annotations
+
+import random
+import struct
+import zlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from steptable.ingest import recordsource
+from steptable.ingest.files.follow import Follower
+from steptable.ingest.readers import wandb as reader
+from tests.ingest import writers
+from tests.ingest.writers import copy_dir, read_once, rows_of, wandb_file
+
+pytest.importorskip("wandb")
+walkmod = pytest.importorskip("steptable.ingest.readers._wandbwalk", reason="the C walk is not built here")
+
+wandb_run = writers.wandb_run  # (a session fixture of real runs)
+
+STEPS = 400
+
+
+@pytest.fixture(scope="module")
+def hostile(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A run logged by wandb with what makes a history record hard to read: 70 keys, each left out now and then
+    (records of different key sets, each in a new order), quotes, backslashes, tabs and non-ASCII in keys, text and
+    booleans and None among the values, nested dicts, NaN and inf, ints past int64, lists long enough to span
+    several 32 KiB blocks, a wandb.Table now and then, a key first logged late, steps logged in two calls; it ends
+    with exit code 3."""
+    root = tmp_path_factory.mktemp("hostile")
+    writers.run_writer(f"""
+        import math, random, wandb
+        rng = random.Random(7)
+        run = wandb.init(project="p", name="hostile", config={{"lr": 1e-3, "note": 'say "hi"'}})
+        keys = [f"k{{i:02d}}/metric" for i in range(70)]
+        for i in range({STEPS}):
+            row = {{k: rng.gauss(0, 1) * 10 ** rng.randint(-8, 8) for k in keys if rng.random() > 0.1}}
+            row["ints"] = i * 1000003
+            if i % 7 == 0:
+                row.update({{'say "hi"': i, "back\\\\slash": -i, "é/unicode": 0.5, "tab\\tkey": 1}})
+            if i % 11 == 0:
+                row["text"] = f'step {{i}} "quoted" \\\\ \\n line'
+            if i % 13 == 0:
+                row["nested"] = {{"a": i, "b": {{"c": math.nan}}}}
+            if i % 17 == 0:
+                row["inf"] = math.inf if i % 2 else -math.inf
+            if i % 19 == 0:
+                row["big"] = 2 ** 63 + i
+            if i % 23 == 0:
+                row.update({{"flag": True, "none": None}})
+            if i % 50 == 0:
+                row["long"] = [rng.random() for _ in range(4000)]
+            if i >= 200:
+                row["late"] = i
+            if i % 100 == 0:
+                row["samples"] = wandb.Table(columns=["a"], data=[["x"]])
+            if i % 9 == 0:
+                run.log({{"half": i}}, step=i, commit=False)
+            run.log(row, step=i)
+        run.finish(exit_code=3)
+    """, {"WANDB_DIR": str(root)}, timeout=240)
+    return root
+
+
+class _Counted:
+    """The C walk, counting its calls and the rows it wrote (a read must have used it for the comparison to mean
+    anything)."""
+
+    calls = rows = 0
+
+    def __init__(self) -> None:
+        self._walker = walkmod.Walker()
+
+    def walk(self, *args: Any) -> tuple[int, bytes, int, int]:
+        got = self._walker.walk(*args)
+        _Counted.calls += 1
+        _Counted.rows += got[2]
+        return got  # type: ignore[no-any-return]
+
+
+def _facts(f: Follower) -> list[Any]:
+    """What a read gives: each run's name, steps, rows (their keys in order; str: NaN == NaN), meta and reports."""
+    return [(s.arm, list(s.steps), str(rows_of(s)), str(s.meta), [b.reason for b in s.bad])
+            for s in f.stores.values()] + [sorted(f.errors)]
+
+
+def _both(read: Any, monkeypatch: pytest.MonkeyPatch) -> tuple[Any, Any]:
+    """``read()`` with the C walk, then with the loop in Python alone."""
+    _Counted.calls = 0
+    with monkeypatch.context() as m:
+        m.setattr(reader, "Walker", _Counted)
+        walked = read()
+    assert _Counted.calls > 0  # (the walk took part)
+    with monkeypatch.context() as m:
+        m.setattr(reader, "Walker", None)
+        alone = read()
+    return walked, alone
+
+
+@pytest.mark.parametrize("read_size", [recordsource.WANDB_READ, 5000, 777])
+def test_runs_read_as_the_python_loop_reads_them(hostile: Path, wandb_run: Path, read_size: int,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(recordsource, "WANDB_READ", read_size)
+    for root in (hostile, wandb_run):
+        walked, alone = _both(lambda: _facts(read_once(root)), monkeypatch)  # noqa: B023
+        assert walked == alone
+    store = next(iter(read_once(hostile).stores.values()))
+    assert list(store.steps) == list(range(STEPS)) and not store.bad
+    assert "exit_code_3" in str(store.meta["runinfo"])
+
+
+def test_the_walk_takes_most_records_and_leaves_the_rest(hostile: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Of the hostile run's rows the walk writes the plain ones (numbers under plain keys) and leaves every record
+    holding text, a quote or backslash in a key, a nested key, a media value to the loop in Python."""
+    _Counted.rows = 0
+    monkeypatch.setattr(reader, "Walker", _Counted)
+    read_once(hostile)
+    assert STEPS // 2 < _Counted.rows < STEPS
+
+
+def test_key_order_is_the_first_seen_order(hostile: Path) -> None:
+    """wandb writes each record's items in a new order; the rows come out with their keys in one order, the order
+    the file first showed them (what lets the JSON decoder find each key where it looks first)."""
+    store = next(iter(read_once(hostile).stores.values()))
+    rows = rows_of(store)
+    first: dict[str, int] = {}
+    for r in rows:
+        for k in r:
+            first.setdefault(k, len(first))
+    for r in rows:
+        ranks = [first[k] for k in r]
+        assert ranks == sorted(ranks)
+
+
+def _damaged(data: bytes, seed: int) -> bytes:
+    rng = random.Random(seed)
+    out = bytearray(data)
+    how = seed % 4
+    at = rng.randrange(len(reader.HEADER), len(out))
+    if how == 0:  # one byte flipped
+        out[at] ^= 1 << rng.randrange(8)
+    elif how == 1:  # cut
+        del out[at:]
+    elif how == 2:  # a span zeroed (a preallocated block never written)
+        out[at : at + rng.randrange(1, 3000)] = bytes(min(len(out) - at, rng.randrange(1, 3000)))
+    else:  # a span repeated (a write retried)
+        out[at:at] = out[at - rng.randrange(1, 2000) : at]
+    return bytes(out)
+
+
+@pytest.mark.parametrize("seed", range(48))
+def test_damaged_copies_reported_as_the_python_loop_reports_them(hostile: Path, tmp_path: Path, seed: int,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    dst = copy_dir(hostile, tmp_path)
+    dst.write_bytes(_damaged(wandb_file(hostile).read_bytes(), seed))
+    walked, alone = _both(lambda: _facts(read_once(tmp_path)), monkeypatch)
+    assert walked == alone
+
+
+def test_live_run_read_as_the_python_loop_reads_it(hostile: Path, tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """The run's file written in pieces of random sizes (cut inside records, inside chunk headers, across blocks):
+    after every poll, the same steps; at the end, the same rows."""
+    data = wandb_file(hostile).read_bytes()
+    rng = random.Random(3)
+    cuts = sorted(rng.sample(range(1, len(data)), 120)) + [len(data)]
+
+    def live() -> tuple[list[list[int]], Any]:
+        where = tmp_path / f"live{rng.random()}"
+        dst = copy_dir(hostile, where)
+        dst.write_bytes(b"")
+        f = Follower([where])
+        seen, done = [], 0
+        for cut in cuts:
+            with open(dst, "ab") as fh:
+                fh.write(data[done:cut])
+            done = cut
+            f.scan()
+            seen.append([list(s.steps) for s in f.stores.values()])
+        f.finish()
+        return seen, _facts(f)
+
+    walked, alone = _both(live, monkeypatch)
+    assert walked == alone
+    assert walked[0][-1] == [list(range(STEPS))]
+
+
+def _framed(records: list[bytes]) -> bytes:
+    """Records in a run file's framing (the LevelDB log wandb writes: 32 KiB blocks, chunks of FULL, FIRST, MIDDLE,
+    LAST with zlib's CRC-32 over type and data), after the file header."""
+    out = bytearray(reader.HEADER)
+    for rec in records:
+        first = True
+        while True:
+            left = reader.BLOCK - len(out) % reader.BLOCK
+            if left < reader.CHUNK_HEADER:
+                out += bytes(left)
+                continue
+            part, rec = rec[: left - reader.CHUNK_HEADER], rec[left - reader.CHUNK_HEADER :]
+            kind = (reader.FULL if not rec else reader.FIRST) if first else (reader.LAST if not rec else reader.MIDDLE)
+            out += struct.pack("<IHB", zlib.crc32(part, zlib.crc32(bytes([kind]))), len(part), kind) + part
+            first = False
+            if not rec:
+                break
+    return bytes(out)
+
+
+def _records(pb: Any) -> Iterator[bytes]:
+    """History records of layouts wandb's writer does not make (built with its classes), between usual ones."""
+    def rec(*items: Any, step: int | None = None, num: int = 1) -> bytes:
+        h = pb.HistoryRecord(item=list(items))
+        if step is not None:
+            h.step.num = step
+        return bytes(pb.Record(num=num, history=h).SerializeToString())
+
+    def item(key: str, value: str) -> Any:
+        return pb.HistoryItem(nested_key=key.split("|"), value_json=value)
+
+    many = [f"m{i:04d}" for i in range(1000)]
+    yield rec(*(item(k, str(i)) for i, k in enumerate(many)), item("_step", "0"), step=0)
+    for s in range(1, 60):
+        yield rec(item("_step", str(s)), item(many[999 - s], "1.5"), item(many[s], "-2"), step=s)  # (sparse ranks)
+        yield rec(item("_step", str(s)), *(item(k, str(s)) for k in reversed(many[:80])), step=s)
+    odd = [rec(pb.HistoryItem(key="a", value_json="1"), item("_step", "60"), step=60),  # key field 1
+           rec(item("_step", "61"), item("b", "2")),  # no step field
+           rec(item("_step", "62"), item("b", "2"), step=2 ** 62),
+           rec(item("_step", "63"), item("b", "")),  # an empty value
+           rec(item("_step", "64"), item("b", "1"), item("b", "2"), step=64),  # a key twice
+           rec(item("_step", "65"), item("c|d", "2"), step=65),  # a key of two parts
+           rec(item("_step", "66"), pb.HistoryItem(key="t", number=2.5), step=66),  # a typed value
+           rec(item("_step", "67"), item("x/_type", '"table-file"'), step=67),
+           rec(item("_step", "67"), item("xy/_type", "1"), item("xy/cell", "2"), item("xyz", "3"), step=67),
+           rec(item("_step", "68"), item("bad", "1,2"), step=68),  # value_json that is no JSON
+           rec(item("_step", "69"), item("v", "[1, 2, 3]"), step=69),
+           rec(step=70),  # no item
+           rec(item("_step", "71"), item("b", "3"), step=71) + b"\xc2\x0c\x02\x08\x01",  # _info after the record
+           rec(item("_step", "72"), item("b", "3"), step=72)[:-1] + b"\x12\x00",  # the step's length runs short
+           rec(item("_step", "73"), item("k" * 300, "1" * 200), step=73),  # two-byte lengths
+           rec(item("_step", "74"), item("b", "4"), step=74, num=2 ** 40)]
+    yield from odd
+    h = pb.HistoryRecord(item=[item("_step", "75"), item("b", "5")])
+    h.step.num = 75
+    raw = bytes(h.SerializeToString()) + item("late", "6").SerializeToString()  # an item after the step
+    yield b"\x08\x01\x12" + bytes([len(raw)]) + raw
+
+
+def test_layouts_wandb_does_not_write_read_as_the_python_loop_reads_them(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    pb = pytest.importorskip("wandb.proto.wandb_internal_pb2")
+    path = tmp_path / "wandb" / "offline-run-20260101_000000-abc" / "run-abc.wandb"
+    path.parent.mkdir(parents=True)
+    path.write_bytes(_framed(list(_records(pb))))
+    for size in (recordsource.WANDB_READ, 4096):
+        monkeypatch.setattr(recordsource, "WANDB_READ", size)
+        walked, alone = _both(lambda: _facts(read_once(tmp_path)), monkeypatch)
+        assert walked == alone
+    rows = rows_of(next(iter(read_once(tmp_path).stores.values())))
+    assert len(rows[0]) >= 1000 and rows[1]["m0998"] == 1.5
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=5000), st.integers(0, 2**32 - 1), st.integers(0, 15))
+def test_crc32_is_zlibs(data: bytes, value: int, skew: int) -> None:
+    view = memoryview(bytes(skew) + data)[skew:]  # (at every alignment)
+    assert walkmod.crc32(view, value) == zlib.crc32(data, value)
+
+
+def test_walk_refuses_a_start_outside_the_bytes() -> None:
+    w = walkmod.Walker()
+    for i in (-1, 11):
+        with pytest.raises(ValueError):
+            w.walk(b"0123456789", i, 0, 10, 10)
+    assert w.walk(b"0123456789", 10, 0, 10, 10) == (10, b"", 0, 1)
