@@ -1,4 +1,4 @@
-"""The wheel carries every subpackage and the themes."""
+"""The wheel carries every subpackage, the themes and, where a C compiler is, the W&B walk built."""
 
 from __future__ import annotations
 
@@ -41,3 +41,20 @@ def test_an_installed_package_finds_the_themes_it_carries(tmp_path: Path) -> Non
                          capture_output=True, text=True, check=True).stdout.splitlines()
     assert out[0].startswith(str(site)), out
     assert out[1] == "['dark', 'high-contrast', 'light']"
+
+
+def test_the_wandb_walk_is_built_where_a_compiler_is() -> None:
+    """The W&B reader's walk in C is an optional extension: a failed build leaves the reader about three times slower
+    without a word, so where a C compiler is, the installed package must hold it."""
+    import importlib
+    import shutil
+
+    import pytest
+
+    conf = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    (ext,) = conf["ext-modules"]
+    assert ext["name"] == "steptable.ingest.readers._wandbwalk" and ext["optional"] is True
+    assert all((ROOT / src).is_file() for src in ext["sources"])
+    if not (shutil.which("cc") or shutil.which("gcc")):
+        pytest.skip("no C compiler here: the reader walks the chunks in Python")
+    importlib.import_module(ext["name"])

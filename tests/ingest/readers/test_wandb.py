@@ -21,6 +21,17 @@ wandb_run = writers.wandb_run  # (a session fixture of real runs)
 pytest.importorskip("wandb")
 
 
+@pytest.fixture(autouse=True, params=["walk in C", "loop in Python"])
+def _reader(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test with the walk in C (where it is built) and with the loop in Python alone."""
+    from steptable.ingest.readers import wandb as reader
+
+    if request.param == "loop in Python":
+        monkeypatch.setattr(reader, "Walker", None)
+    elif reader.Walker is None:
+        pytest.skip("the walk in C is not built here")
+
+
 def test_history_rows_steps_values_and_name(wandb_run: Path) -> None:
     store = only(read_once(wandb_run))
     assert store.kind == "wandb" and store.arm == "grpo-a"

@@ -174,7 +174,7 @@ def test_live_run_read_as_the_python_loop_reads_it(hostile: Path, tmp_path: Path
     after every poll, the same steps; at the end, the same rows."""
     data = wandb_file(hostile).read_bytes()
     rng = random.Random(3)
-    cuts = sorted(rng.sample(range(1, len(data)), 120)) + [len(data)]
+    cuts = [*sorted(rng.sample(range(1, len(data)), 120)), len(data)]
 
     def live() -> tuple[list[list[int]], Any]:
         where = tmp_path / f"live{rng.random()}"
