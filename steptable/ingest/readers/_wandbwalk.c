@@ -138,9 +138,10 @@ static const unsigned char *varint(const unsigned char *p, const unsigned char *
     return NULL;
 }
 
-/* bytes a JSON line takes as they are between quotes (a key) or bare (a number, NaN, true...): printable ASCII but
- * the quote and the backslash; anything else (a string value, a key with an escape or non-ASCII) is the Python
- * reader's to write */
+/* Bytes a JSON line takes as they are (the loop in Python copies them so too): a key between quotes holds no control
+ * character, quote or backslash; a value (value_json: JSON text) no control character. Anything else is the Python
+ * reader's to write. Eight bytes at once (exact bit tests: "Bit Twiddling Hacks", S. E. Anderson, hasless and
+ * haszero: the high bit of a byte is set where the test holds for some byte of the word). */
 static inline uint64_t load64(const unsigned char *p) {
     uint64_t x;
     memcpy(&x, p, 8);  /* (one unaligned load) */
@@ -150,26 +151,37 @@ static inline uint64_t load64(const unsigned char *p) {
 #define ONES 0x0101010101010101ull
 #define HIGH 0x8080808080808080ull
 
-/* eight bytes at once: any byte under 0x20 or over 0x7e, or a quote or backslash (exact bit tests: "Bit Twiddling
- * Hacks", S. E. Anderson, hasless/hasmore/haszero) */
-static inline uint64_t unplain8(uint64_t x) {
-    uint64_t q = x ^ (ONES * '"'), b = x ^ (ONES * '\\');
-    return ((x - ONES * 0x20) & ~x) | ((x + ONES * (127 - 0x7e)) | x) | ((q - ONES) & ~q) | ((b - ONES) & ~b);
+static inline uint64_t control8(uint64_t x) {
+    return (x - ONES * 0x20) & ~x;
 }
 
-static inline int plain(const unsigned char *p, size_t n) {
+static inline uint64_t unkey8(uint64_t x) {
+    uint64_t q = x ^ (ONES * '"'), b = x ^ (ONES * '\\');
+    return control8(x) | ((q - ONES) & ~q) | ((b - ONES) & ~b);
+}
+
+/* whether test(word) leaves every high bit clear over the words of p[0:n] (inlined: test is a constant) */
+static inline int all_clear(uint64_t (*test)(uint64_t), const unsigned char *p, size_t n) {
     uint64_t bad = 0;
     if (n >= 8) {
         for (size_t k = 0; k + 8 <= n; k += 8)
-            bad |= unplain8(load64(p + k));
-        bad |= unplain8(load64(p + n - 8));  /* (the last word: bytes already tested again) */
+            bad |= test(load64(p + k));
+        bad |= test(load64(p + n - 8));  /* (the last word: bytes already tested again) */
     } else {
-        uint64_t x = ONES * 'a';  /* (a plain byte where the word has none of p's) */
+        uint64_t x = ONES * 'a';  /* (a byte that passes where the word has none of p's) */
         for (size_t k = 0; k < n; k++)
             x = (x << 8) | p[k];
-        bad = unplain8(x);
+        bad = test(x);
     }
     return (bad & HIGH) == 0;
+}
+
+static inline int plain_key(const unsigned char *p, size_t n) {
+    return all_clear(unkey8, p, n);
+}
+
+static inline int plain_value(const unsigned char *p, size_t n) {
+    return all_clear(control8, p, n);
 }
 
 /* one history item: its key and value (in the record), the key's rank */
@@ -308,7 +320,7 @@ static size_t put_line(char *out, const Item *it, size_t count) {
 }
 
 /* A HistoryRecord at [p, end) of the usual layout, each item a key (field 1 or one nested_key part, field 2) then
- * value_json (field 16) and nothing else, plain (above), then at most the step (field 2, HistoryStep{num}) and
+ * value_json (field 16) and nothing else, both as a line takes them (above), then at most the step (field 2, HistoryStep{num}) and
  * _info (field 200): written at out as `{"key":value,...}\n`, its keys in the order the file first showed them
  * (wandb writes each record's items in a new order; one order lets the JSON decoder find each key where it looks
  * first); returns the bytes written, 0 for any other record, a key twice in it included (what was written then
@@ -334,7 +346,7 @@ static size_t history_line(Walker *w, const unsigned char *p, const unsigned cha
         const unsigned char *value = varint(tag + 2, item_end, &vlen);
         if (value == NULL || vlen == 0 || vlen != (uint64_t)(item_end - value))
             return 0;
-        if (!plain(key, klen) || !plain(value, vlen))
+        if (!plain_key(key, klen) || !plain_value(value, vlen))
             return 0;
         if (klen >= 6 && memcmp(key + klen - 6, "/_type", 6) == 0)
             return 0;

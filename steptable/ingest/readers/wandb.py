@@ -20,6 +20,7 @@ import json
 import re
 import struct
 import zlib
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from steptable.ingest.parse import BadLine
@@ -54,8 +55,8 @@ FIRST_ROWS = 64
 GROUP = 16
 #: groups read one by one at most after one that could not be read at once
 MAX_REST = 64
-#: why a walk in C stopped (besides at a chunk for the loop in Python): the bytes ended, its budget was spent
-_WALK_END, _WALK_BUDGET = 1, 2
+#: why a walk in C stopped: at a chunk for the loop in Python, the bytes ended, its budget was spent
+_WALK_AT_CHUNK, _WALK_END, _WALK_BUDGET = 0, 1, 2
 
 
 class WandbParser:
@@ -86,6 +87,8 @@ class WandbParser:
         self._backoff = 1
         self._last_line = b""  # the last history row (its _timestamp: when the run last logged)
         self._walker = Walker() if Walker is not None else None
+        self._walk_rest = 0  # chunks the loop in Python reads before the walk in C is tried again
+        self._walk_backoff = 1
 
     def parse(self, data: bytes | memoryview, base: int, final: bool = False) -> tuple[int, Parsed]:
         """Parse whole chunks of ``data`` (file bytes from offset ``base`` = the offset where the last call stopped;
@@ -116,14 +119,11 @@ class WandbParser:
         walk = self._walker.walk if self._walker is not None else None
         while True:
             if walk is not None and not self._frags:  # whole chunks in C, up to one it leaves to the loop below
-                self._group(group, lines, meta, bad)  # (what waits there first: rows keep the file's order)
-                i, walked, rows, why = walk(data, i, base, FIRST_ROWS - self._rows if self._first else n,
-                                            n if self._first else PIECE - self._size)
-                if rows:
-                    lines.append(walked)
-                    self._last_line = walked[walked.rfind(b"\n") + 1 :]
-                    self._rows += rows
-                    self._size += len(walked)
+                if self._walk_rest:
+                    self._walk_rest -= 1
+                    why = _WALK_AT_CHUNK
+                else:
+                    i, why = self._walk(walk, data, i, base, group, lines, meta, bad)
                 if why == _WALK_BUDGET:
                     self._first = False
                     self.more = True
@@ -200,6 +200,27 @@ class WandbParser:
                                               "not read"))
         self.pos = base + i
         return i, self._parsed(lines, meta, bad)
+
+    def _walk(self, walk: Callable[[bytes | memoryview, int, int, int, int], tuple[int, bytes, int, int]],
+              data: bytes | memoryview, i: int, base: int, group: list[tuple[bytes, int, int]], lines: list[bytes],
+              meta: dict[str, Any], bad: list[BadLine]) -> tuple[int, int]:
+        """The walk in C from ``data[i]``, its rows after those waiting in ``group`` (the file's order): (where it
+        stopped, why). One that stops at once at a record it leaves to the loop in Python is not tried again for a
+        few chunks (doubling up to :data:`MAX_REST`: a run whose every record is of another layout pays for the try
+        once in a while)."""
+        n = len(data)
+        i, walked, rows, why = walk(data, i, base, FIRST_ROWS - self._rows if self._first else n,
+                                    n if self._first else PIECE - self._size)
+        if rows:
+            self._group(group, lines, meta, bad)
+            lines.append(walked)
+            self._last_line = walked[walked.rfind(b"\n") + 1 :]
+            self._rows += rows
+            self._size += len(walked)
+            self._walk_backoff = 1
+        elif why == _WALK_AT_CHUNK:
+            self._walk_rest, self._walk_backoff = self._walk_backoff, min(self._walk_backoff * 2, MAX_REST)
+        return i, why
 
     def _group(self, group: list[tuple[bytes, int, int]], lines: list[bytes], meta: dict[str, Any],
                bad: list[BadLine]) -> None:
