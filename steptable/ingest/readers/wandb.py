@@ -55,6 +55,8 @@ FIRST_ROWS = 64
 GROUP = 16
 #: groups read one by one at most after one that could not be read at once
 MAX_REST = 64
+#: chunks the loop in Python reads at most between tries of the walk in C that stop at once (see WandbParser._walk)
+WALK_REST = 64
 #: why a walk in C stopped: at a chunk for the loop in Python, the bytes ended, its budget was spent
 _WALK_AT_CHUNK, _WALK_END, _WALK_BUDGET = 0, 1, 2
 
@@ -88,7 +90,7 @@ class WandbParser:
         self._last_line = b""  # the last history row (its _timestamp: when the run last logged)
         self._walker = Walker() if Walker is not None else None
         self._walk_rest = 0  # chunks the loop in Python reads before the walk in C is tried again
-        self._walk_backoff = 1
+        self._walk_backoff = 0
 
     def parse(self, data: bytes | memoryview, base: int, final: bool = False) -> tuple[int, Parsed]:
         """Parse whole chunks of ``data`` (file bytes from offset ``base`` = the offset where the last call stopped;
@@ -205,9 +207,9 @@ class WandbParser:
               data: bytes | memoryview, i: int, base: int, group: list[tuple[bytes, int, int]], lines: list[bytes],
               meta: dict[str, Any], bad: list[BadLine]) -> tuple[int, int]:
         """The walk in C from ``data[i]``, its rows after those waiting in ``group`` (the file's order): (where it
-        stopped, why). One that stops at once at a record it leaves to the loop in Python is not tried again for a
-        few chunks (doubling up to :data:`MAX_REST`: a run whose every record is of another layout pays for the try
-        once in a while)."""
+        stopped, why). After walks that stop at once, one after the other, at records they leave to the loop in
+        Python, the loop reads a few chunks before the next try (0, 1, 2, 4... up to :data:`WALK_REST`: a run whose
+        every record is of another layout pays for the try once in a while)."""
         n = len(data)
         i, walked, rows, why = walk(data, i, base, FIRST_ROWS - self._rows if self._first else n,
                                     n if self._first else PIECE - self._size)
@@ -217,9 +219,10 @@ class WandbParser:
             self._last_line = walked[walked.rfind(b"\n") + 1 :]
             self._rows += rows
             self._size += len(walked)
-            self._walk_backoff = 1
+            self._walk_backoff = 0
         elif why == _WALK_AT_CHUNK:
-            self._walk_rest, self._walk_backoff = self._walk_backoff, min(self._walk_backoff * 2, MAX_REST)
+            self._walk_rest = self._walk_backoff
+            self._walk_backoff = min(max(1, 2 * self._walk_backoff), WALK_REST)
         return i, why
 
     def _group(self, group: list[tuple[bytes, int, int]], lines: list[bytes], meta: dict[str, Any],
