@@ -12,7 +12,7 @@ import struct
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from hypothesis import given, settings
@@ -87,7 +87,7 @@ class _Counted:
     anything)."""
 
     calls = 0
-    steps: list[int] = []  # (of the rows it wrote)
+    steps: ClassVar[list[int]] = []  # (of the rows it wrote)
 
     def __init__(self) -> None:
         self._walker = walkmod.Walker()
