@@ -45,6 +45,7 @@ FULL, FIRST, MIDDLE, LAST = 1, 2, 3, 4
 _TYPE_CRC = [zlib.crc32(bytes([t])) for t in range(256)]
 _UNPACK = struct.Struct("<IHB").unpack_from
 _TIMESTAMP = re.compile(rb'"_timestamp":([^,}]*)')
+_LINE_POSITION = re.compile(r" \(byte \d+\)")
 #: tags of the Record kinds no row or run fact comes from (summary, output, config, files, stats, artifact, tbrecord,
 #: alert, telemetry, metric, output_raw: fields 3-13): a whole record of one is passed over unread
 _UNREAD = frozenset((n << 3) | 2 for n in range(3, 14))
@@ -304,7 +305,8 @@ class WandbParser:
             return Parsed(steps=[], bad=bad, meta=meta)
         lines.append(b"")  # (a newline after the last line, in the one join)
         parsed = self.jsonl.parse(b"\n".join(lines), 1)
-        parsed.bad = bad + [BadLine(self.label, 0, b.reason) for b in parsed.bad]
+        # (a position the JSON decoder gives is one in the line made of the record, not in the file: left out)
+        parsed.bad = bad + [BadLine(self.label, 0, _LINE_POSITION.sub("", b.reason)) for b in parsed.bad]
         parsed.meta = meta
         return parsed
 
