@@ -494,7 +494,8 @@ PyDoc_STRVAR(walk_doc,
 "``lines`` (JSON object lines joined by newlines, none at the end; ``rows`` of them), records no row comes from are\n"
 "passed over. Stops (``i``: where) at a chunk the Python reader must read (``why`` 0), at the end of ``data`` or a\n"
 "record not all in it (1), or once ``max_rows`` rows or ``max_bytes`` bytes of lines are written with bytes left\n"
-"(2). The keys of each line come in the order this walker first saw them (over all its calls: one per file).");
+"(2). The keys of each line come in the order given to :meth:`order`, then in the order this walker first saw\n"
+"them (over all its calls: one walker per file).");
 
 static PyObject *Walker_walk(Walker *w, PyObject *args) {
     Py_buffer view;
@@ -580,10 +581,50 @@ static PyObject *Walker_walk(Walker *w, PyObject *args) {
     return Py_BuildValue("nNni", i, lines, rows, why);
 }
 
-static void Walker_dealloc(Walker *w) {
+/* forget every key's rank */
+static void forget_keys(Walker *w) {
     for (size_t k = 0; k < w->cap; k++)
         free(w->slots[k].key);
     free(w->slots);
+    w->slots = NULL;
+    w->cap = w->count = 0;
+}
+
+PyDoc_STRVAR(order_doc,
+"order(keys)\n\n"
+"Rank ``keys`` (a list of bytes) first, in their order: the lines of the next walks write them in it (the order a\n"
+"JSON decoder of the rows reads fastest), each other key after them, in the order first seen.");
+
+static PyObject *Walker_order(Walker *w, PyObject *keys) {
+    if (w->busy) {
+        PyErr_SetString(PyExc_RuntimeError, "order: walking");
+        return NULL;
+    }
+    PyObject *seq = PySequence_Fast(keys, "order: a list of bytes");
+    if (seq == NULL)
+        return NULL;
+    forget_keys(w);
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    for (Py_ssize_t k = 0; k < n; k++) {
+        char *key;
+        Py_ssize_t len;
+        if (PyBytes_AsStringAndSize(PySequence_Fast_GET_ITEM(seq, k), &key, &len) < 0) {
+            Py_DECREF(seq);
+            return NULL;
+        }
+        if (rank_of(w, (const unsigned char *)key, (size_t)len) == UINT32_MAX) {
+            if (w->count >= MAX_KEYS)
+                break;  /* (the rest are ranked as they are seen: past MAX_KEYS, none is) */
+            Py_DECREF(seq);
+            return PyErr_NoMemory();
+        }
+    }
+    Py_DECREF(seq);
+    Py_RETURN_NONE;
+}
+
+static void Walker_dealloc(Walker *w) {
+    forget_keys(w);
     free(w->items);
     free(w->at);
     free(w->joined);
@@ -592,6 +633,7 @@ static void Walker_dealloc(Walker *w) {
 
 static PyMethodDef Walker_methods[] = {
     {"walk", (PyCFunction)Walker_walk, METH_VARARGS, walk_doc},
+    {"order", (PyCFunction)Walker_order, METH_O, order_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -1,6 +1,7 @@
 """The W&B reader's chunk walk in C (``_wandbwalk.c``): see its docstrings."""
 
 class Walker:
+    def order(self, keys: list[bytes], /) -> None: ...
     def walk(self, data: bytes | memoryview, i: int, base: int, max_rows: int, max_bytes: int, /
              ) -> tuple[int, bytes, int, int]: ...
 

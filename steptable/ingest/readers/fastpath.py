@@ -82,6 +82,9 @@ class TypedDecoder:
         self.int_keys: set[str] = set()
         self._step_found = False
         root_type, self._root = self._build(shape, "", top=True)
+        #: the row's keys in the Struct's field order (a line whose keys come in it is decoded fastest: msgspec
+        #: looks each key up from the field after the last one found)
+        self.keys = tuple(entry[0] for entry in self._root.entries)
         if step_key is not None and not self._step_found:
             raise ValueError("step key not in shape")
         self._decoder: Any = msgspec.json.Decoder(root_type)

@@ -82,6 +82,12 @@ class JsonlParser:
         """The nested structure of the rows read so far (every key a row held; see :mod:`.fastpath`)."""
         return self._shape
 
+    def key_order(self) -> tuple[str, ...] | None:
+        """The keys of a row in the order the next chunk is decoded fastest in (the typed decoder's fields); None
+        while there is no typed decoder."""
+        typed = self._typed_decoder()
+        return None if typed is None else typed.keys
+
     def state(self) -> ParserState:
         """What the next chunk's :class:`Parsed` depends on besides the chunk, the rows' count, the last step and
         whether a stepless row was told (which only a stepless row or a file without a step key reads): two parsers

@@ -90,6 +90,7 @@ class WandbParser:
         self._backoff = 1
         self._last_line = b""  # the last history row (its _timestamp: when the run last logged)
         self._walker = Walker() if Walker is not None else None
+        self._order: tuple[str, ...] | None = None  # the key order the walk was last given
         self._walk_rest = 0  # chunks the loop in Python reads before the walk in C is tried again
         self._walk_backoff = 0
 
@@ -305,6 +306,9 @@ class WandbParser:
             return Parsed(steps=[], bad=bad, meta=meta)
         lines.append(b"")  # (a newline after the last line, in the one join)
         parsed = self.jsonl.parse(b"\n".join(lines), 1)
+        if self._walker is not None and (keys := self.jsonl.key_order()) is not None and keys is not self._order:
+            self._order = keys  # the walk writes the next lines' keys in the decoder's order
+            self._walker.order([k.encode() for k in keys])
         # (a position the JSON decoder gives is one in the line made of the record, not in the file: left out)
         parsed.bad = bad + [BadLine(self.label, 0, _LINE_POSITION.sub("", b.reason)) for b in parsed.bad]
         parsed.meta = meta

@@ -75,6 +75,25 @@ def hostile(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
+@pytest.fixture(scope="module")
+def plain(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A run logged by wandb with keys a JSON decoder can type (no quote or backslash in one): 40 keys, each left
+    out now and then, one first logged late."""
+    root = tmp_path_factory.mktemp("plain")
+    writers.run_writer(f"""
+        import random, wandb
+        rng = random.Random(5)
+        run = wandb.init(project="p", name="plain")
+        for i in range({STEPS}):
+            row = {{f"g{{i % 3}}/k{{j:02d}}": rng.random() for j in range(40) if rng.random() > 0.05}}
+            if i >= 250:
+                row["late"] = i
+            run.log(row, step=i)
+        run.finish()
+    """, {"WANDB_DIR": str(root)}, timeout=240)
+    return root
+
+
 def _left_to_python(step: int) -> bool:
     """The hostile run's records the walk leaves to the loop in Python: a quote, backslash or tab in a key, a
     nested key (of several parts), a media value; it writes the rest (text, non-ASCII keys, records over several
@@ -91,6 +110,9 @@ class _Counted:
 
     def __init__(self) -> None:
         self._walker = walkmod.Walker()
+
+    def order(self, keys: list[bytes]) -> None:
+        self._walker.order(keys)
 
     def walk(self, *args: Any) -> tuple[int, bytes, int, int]:
         got = self._walker.walk(*args)
@@ -119,10 +141,10 @@ def _both(read: Any, monkeypatch: pytest.MonkeyPatch) -> tuple[Any, Any]:
 
 
 @pytest.mark.parametrize("read_size", [recordsource.WANDB_READ, 5000, 777])
-def test_runs_read_as_the_python_loop_reads_them(hostile: Path, wandb_run: Path, read_size: int,
+def test_runs_read_as_the_python_loop_reads_them(hostile: Path, plain: Path, wandb_run: Path, read_size: int,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(recordsource, "WANDB_READ", read_size)
-    for root in (hostile, wandb_run):
+    for root in (hostile, plain, wandb_run):
         walked, alone = _both(lambda: _facts(read_once(root)), monkeypatch)  # noqa: B023
         assert walked == alone
     store = next(iter(read_once(hostile).stores.values()))
@@ -152,6 +174,38 @@ def test_key_order_is_the_first_seen_order(hostile: Path) -> None:
     for r in rows:
         ranks = [first[k] for k in r]
         assert ranks == sorted(ranks)
+
+
+def test_lines_come_in_the_decoders_key_order(plain: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Once the JSON reader has a typed decoder, the walk writes each line's keys in its field order (the order it
+    decodes fastest), the keys it has no field for after them."""
+    monkeypatch.setattr(reader, "WALK_REST", 0)
+    data = wandb_file(plain).read_bytes()
+    parser, at, checked = reader.WandbParser("plain"), 0, 0
+    spy = _Counted()
+    parser._walker = spy  # type: ignore[assignment]
+    lines: list[bytes] = []
+    spy.walk = lambda *a: (got := _Counted.walk(spy, *a), lines.append(got[1]))[0]  # type: ignore[method-assign]
+    while True:
+        order = parser.jsonl.key_order()
+        lines.clear()
+        used, _ = parser.parse(memoryview(data)[at:], at, final=True)
+        at += used
+        for line in b"\n".join(lines).split(b"\n") if order is not None else []:
+            keys = [k.decode() for k in re.findall(rb'"([^"]*)":', line)] if line else []
+            known = [k for k in keys if k in order]
+            assert keys[: len(known)] == known == sorted(known, key=order.index)
+            checked += 1
+        if not (parser.more and used):
+            break
+    assert checked > STEPS // 2
+
+
+def test_order_ranks_the_keys_given_first() -> None:
+    w = walkmod.Walker()
+    w.order([b"c", b"a"])
+    with pytest.raises(TypeError):
+        w.order(["not bytes"])
 
 
 def _damaged(data: bytes, seed: int) -> bytes:
