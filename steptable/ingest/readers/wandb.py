@@ -16,6 +16,7 @@ ends on it. Every good record is kept.
 
 from __future__ import annotations
 
+import importlib
 import json
 import re
 import struct
@@ -33,8 +34,9 @@ if TYPE_CHECKING:
     from steptable.ingest.readers import _wandbwalk
 
 Walker: type[_wandbwalk.Walker] | None
-try:  # the chunk walk in C, where it was built (an optional extension: the loop below does the same without it)
-    from steptable.ingest.readers._wandbwalk import Walker
+try:  # the chunk walk in C, where it was built (an optional extension: the loop below does the same without it);
+    # imported by name: the import graph checked by lint-imports has no node for a compiled module
+    Walker = importlib.import_module("steptable.ingest.readers._wandbwalk").Walker
 except ImportError:  # (a machine with no C compiler)
     Walker = None
 
