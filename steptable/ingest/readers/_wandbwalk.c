@@ -184,6 +184,17 @@ static inline int plain_value(const unsigned char *p, size_t n) {
     return all_clear(control8, p, n);
 }
 
+/* whether `/_type":` is in p[0:n] (the Python reader reads a line holding it item by item: a media value's mark) */
+static int type_mark(const unsigned char *p, size_t n) {
+    const unsigned char *end = p + n;
+    while (end - p >= 8 && (p = memchr(p, '/', (size_t)(end - p - 7))) != NULL) {
+        if (memcmp(p, "/_type\":", 8) == 0)
+            return 1;
+        p++;
+    }
+    return 0;
+}
+
 /* one history item: its key and value (in the record), the key's rank */
 typedef struct {
     const unsigned char *key, *value;
@@ -290,6 +301,43 @@ static uint32_t rank_of(Walker *w, const unsigned char *key, size_t len) {
     return (uint32_t)w->count++;
 }
 
+/* forget the keys ranked from `from` on (those of a record then left to the Python reader: ranked, they would
+ * place a key the rows never showed before those they show next) */
+static void unrank(Walker *w, uint32_t from) {
+    if (w->count <= from)
+        return;
+    for (size_t k = 0; k < w->cap; k++) {  /* (rare: a record of new keys and a key twice, or past MAX_KEYS) */
+        Slot *s = &w->slots[k];
+        if (s->key != NULL && s->rank >= from) {
+            free(s->key);
+            s->key = NULL;
+        }
+    }
+    Slot *old = w->slots;
+    size_t cap = w->cap;
+    w->slots = NULL;
+    w->cap = w->count = 0;
+    /* the keys kept, inserted again at their ranks (grow_keys' probing; no key is copied) */
+    w->slots = calloc(cap, sizeof(Slot));
+    if (w->slots == NULL) {  /* (out of memory: every rank forgotten) */
+        for (size_t k = 0; k < cap; k++)
+            free(old[k].key);
+        free(old);
+        return;
+    }
+    w->cap = cap;
+    for (size_t k = 0; k < cap; k++) {
+        if (old[k].key == NULL)
+            continue;
+        size_t at = old[k].hash & (cap - 1);
+        while (w->slots[at].key != NULL)
+            at = (at + 1) & (cap - 1);
+        w->slots[at] = old[k];
+    }
+    w->count = from;
+    free(old);
+}
+
 static int by_rank(const void *a, const void *b) {
     uint32_t x = ((const Item *)a)->rank, y = ((const Item *)b)->rank;
     return (x > y) - (x < y);
@@ -319,9 +367,11 @@ static size_t put_line(char *out, const Item *it, size_t count) {
     return (size_t)(o - out);
 }
 
-/* A HistoryRecord at [p, end) of the usual layout, each item a key (field 1 or one nested_key part, field 2) then
- * value_json (field 16) and nothing else, both as a line takes them (above), then at most the step (field 2, HistoryStep{num}) and
- * _info (field 200): written at out as `{"key":value,...}\n`, its keys in the order the file first showed them
+/* A HistoryRecord at [p, end) of the usual layout, each item a key (one nested_key part, field 2) then value_json
+ * (field 16) and nothing else, both as a line takes them (above), then at most the step (field 2, HistoryStep{num})
+ * and, after a step, _info (field 200): the records the Python reader writes as they are (wandbwire.history_line;
+ * it reads any other, a value holding `/_type":` included, item by item, which writes keys and reports invalid
+ * UTF-8 in them otherwise and keeps the last line's clock otherwise): written at out as `{"key":value,...}\n`, its keys in the order the file first showed them
  * (wandb writes each record's items in a new order; one order lets the JSON decoder find each key where it looks
  * first); returns the bytes written, 0 for any other record, a key twice in it included (what was written then
  * does not count). A key ending in `/_type` names a media value (a wandb.Table, an image), whose cells the Python
@@ -335,7 +385,7 @@ static size_t history_line(Walker *w, const unsigned char *p, const unsigned cha
         if (q == NULL || len > (uint64_t)(end - q))
             return 0;
         const unsigned char *item_end = q + len;
-        if (q >= item_end || (*q != 0x0a && *q != 0x12))
+        if (q >= item_end || *q != 0x12)  /* (a key in field 1: the Python reader's general path, see above) */
             return 0;
         const unsigned char *key = varint(q + 1, item_end, &klen);
         if (key == NULL || klen > (uint64_t)(item_end - key))
@@ -348,7 +398,8 @@ static size_t history_line(Walker *w, const unsigned char *p, const unsigned cha
             return 0;
         if (!plain_key(key, klen) || !plain_value(value, vlen))
             return 0;
-        if (klen >= 6 && memcmp(key + klen - 6, "/_type", 6) == 0)
+        if ((klen >= 6 && memcmp(key + klen - 6, "/_type", 6) == 0) ||
+            type_mark(value, vlen))
             return 0;
         if (count == w->items_cap) {
             size_t cap = w->items_cap ? w->items_cap * 2 : 64;
@@ -363,7 +414,8 @@ static size_t history_line(Walker *w, const unsigned char *p, const unsigned cha
     }
     if (count == 0)
         return 0;
-    if (p < end && *p == 0x12) {  /* the step: empty (step 0) or exactly one varint num */
+    int step = p < end && *p == 0x12;
+    if (step) {  /* the step: empty (step 0) or exactly one varint num */
         if (end - p < 2 || p[1] >= 0x80 || p[1] > end - p - 2)
             return 0;
         const unsigned char *step_end = p + 2 + p[1];
@@ -374,16 +426,18 @@ static size_t history_line(Walker *w, const unsigned char *p, const unsigned cha
         }
         p = step_end;
     }
-    if (p < end && !(end - p >= 2 && p[0] == 0xc2 && p[1] == 0x0c))  /* _info runs to the record's end */
+    if (p < end && !(step && end - p >= 2 && p[0] == 0xc2 && p[1] == 0x0c))  /* _info runs to the record's end */
         return 0;
     /* ranked once the record is taken (a key of a record left to the Python reader is not seen here) */
     Item *it = w->items;
-    uint32_t lo = UINT32_MAX, hi = 0;
+    uint32_t lo = UINT32_MAX, hi = 0, known = (uint32_t)w->count;
     int sorted = 1;
     for (size_t a = 0; a < count; a++) {
         uint32_t rank = it[a].rank = rank_of(w, it[a].key, it[a].klen);
-        if (rank == UINT32_MAX)
+        if (rank == UINT32_MAX) {
+            unrank(w, known);
             return 0;  /* (out of memory, or past MAX_KEYS keys) */
+        }
         if (a && rank <= it[a - 1].rank)
             sorted = 0;
         lo = rank < lo ? rank : lo;
@@ -394,22 +448,28 @@ static size_t history_line(Walker *w, const unsigned char *p, const unsigned cha
         if (span > 4 * count + 64) {  /* (a few keys of a file of many: sorted instead) */
             qsort(w->items, count, sizeof(Item), by_rank);
             for (size_t a = 1; a < count; a++)
-                if (it[a].rank == it[a - 1].rank)
+                if (it[a].rank == it[a - 1].rank) {
+                    unrank(w, known);
                     return 0;  /* a key twice */
+                }
             return put_line(out, it, count);
         }
         if (span > w->at_cap) {
             uint32_t *at = realloc(w->at, span * sizeof(uint32_t));
-            if (at == NULL)
+            if (at == NULL) {
+                unrank(w, known);
                 return 0;
+            }
             w->at = at;
             w->at_cap = span;
         }
         memset(w->at, 0, span * sizeof(uint32_t));
         for (size_t a = 0; a < count; a++) {
             uint32_t *slot = &w->at[it[a].rank - lo];
-            if (*slot)
+            if (*slot) {
+                unrank(w, known);
                 return 0;  /* a key twice */
+            }
             *slot = (uint32_t)a + 1;
         }
         char *o = out;

@@ -361,3 +361,66 @@ def test_walk_refuses_a_start_outside_the_bytes() -> None:
         with pytest.raises(ValueError):
             w.walk(b"0123456789", i, 0, 10, 10)
     assert w.walk(b"0123456789", 10, 0, 10, 10) == (10, b"", 0, 1)
+
+
+def _history(pb: Any, *items: Any, step: int | None = None, tail: bytes = b"") -> bytes:
+    """A Record holding a HistoryRecord of ``items`` (``tail``: bytes after its fields, inside it)."""
+    h = pb.HistoryRecord(item=list(items))
+    if step is not None:
+        h.step.num = step
+    raw = bytes(h.SerializeToString()) + tail
+    return b"\x08\x01\x12" + _varint(len(raw)) + raw
+
+
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while n >= 0x80:
+        out.append(n & 0x7F | 0x80)
+        n >>= 7
+    return bytes(out) + bytes([n])
+
+
+def _read_both(tmp_path: Path, records: list[bytes], monkeypatch: pytest.MonkeyPatch) -> tuple[Any, Any]:
+    path = tmp_path / "wandb" / "offline-run-20260101_000000-abc" / "run-abc.wandb"
+    path.parent.mkdir(parents=True)
+    path.write_bytes(_framed(records))
+    return _both(lambda: _facts(read_once(tmp_path)), monkeypatch)  # type: ignore[no-any-return]
+
+
+def _item(pb: Any, key: str, value: str) -> Any:
+    return pb.HistoryItem(nested_key=[key], value_json=value)
+
+
+@pytest.mark.parametrize("layout", ["key in field 1", "media mark in a value", "_info without a step"])
+def test_records_the_loop_reads_item_by_item_are_left_to_it(tmp_path: Path, layout: str,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """Records the loop in Python does not write as they are (its item-by-item path writes keys as JSON of their
+    text, so invalid UTF-8 in a key is replaced unreported there, and keeps the clock of the last row that had one):
+    the walk leaves them to it, so the reports and the run's end are the loop's."""
+    pb = pytest.importorskip("wandb.proto.wandb_internal_pb2")
+    run = pb.RunRecord(display_name="arm")
+    run.start_time.seconds = 1000
+    first = _history(pb, _item(pb, "_step", "0"), _item(pb, "_timestamp", "1100.5"), _item(pb, "a", "1"), step=0)
+    last = {"key in field 1": _history(pb, _item(pb, "_step", "1"), pb.HistoryItem(key="kXX", value_json="2"),
+                                       step=1),
+            "media mark in a value": _history(pb, _item(pb, "_step", "1"), _item(pb, "kXX", '{"a/_type":1}'),
+                                              step=1),
+            "_info without a step": _history(pb, _item(pb, "_step", "1"), _item(pb, "kXX", "2"),
+                                             tail=b"\xc2\x0c\x00")}[layout]
+    exit_ = bytes(pb.Record(num=9, exit=pb.RunExitRecord(exit_code=0, runtime=50)).SerializeToString())
+    records = [bytes(pb.Record(num=1, run=run).SerializeToString()), first,
+               last.replace(b"kXX", b"k\xff\xfe"), exit_]  # (no UTF-8: a writer's bug the checksums pass)
+    walked, alone = _read_both(tmp_path, records, monkeypatch)
+    assert walked == alone
+    assert "1100.5" in walked[0][3]  # (the run ended at the last clock a row gave)
+
+
+def test_a_record_left_to_the_loop_ranks_no_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A record the walk leaves (a key twice) ranks none of its keys: a key of it that no row shows (the record's
+    value is no JSON) does not come before a key first shown with it later (the store's column order)."""
+    pb = pytest.importorskip("wandb.proto.wandb_internal_pb2")
+    records = [_history(pb, _item(pb, "_step", "0"), _item(pb, "p", "1"), _item(pb, "p", "1,2"), step=0),
+               _history(pb, _item(pb, "_step", "1"), _item(pb, "z", "1"), _item(pb, "p", "2"), step=1)]
+    walked, alone = _read_both(tmp_path, records, monkeypatch)
+    assert walked == alone
+    assert "'z': 1, 'p': 2" in walked[0][2]
