@@ -536,8 +536,10 @@ static Py_ssize_t joined(Walker *w, const unsigned char *data, Py_ssize_t n, Py_
             w->joined = grown;
             w->joined_cap = cap;
         }
-        memcpy(w->joined + size, part, (size_t)len);
-        size += (size_t)len;
+        if (len > 0) {  /* (a FIRST part may be empty: a header in a block's last 7 bytes; joined is NULL yet) */
+            memcpy(w->joined + size, part, (size_t)len);
+            size += (size_t)len;
+        }
         i = next;
         if (kind == LAST)
             break;
