@@ -222,6 +222,7 @@ typedef struct {
     uint32_t *at;  /* one record's items by rank (1 + the item's index; 0: none) */
     size_t at_cap;
     unsigned char *joined;  /* one record's parts joined (FIRST, MIDDLE..., LAST) */
+    uint32_t confirmed;  /* keys ranked below this were given to order(): keys the rows have shown */
     size_t joined_cap;
     int busy;
 } Walker;
@@ -301,41 +302,9 @@ static uint32_t rank_of(Walker *w, const unsigned char *key, size_t len) {
     return (uint32_t)w->count++;
 }
 
-/* forget the keys ranked from `from` on (those of a record then left to the Python reader: ranked, they would
- * place a key the rows never showed before those they show next) */
-static void unrank(Walker *w, uint32_t from) {
-    if (w->count <= from)
-        return;
-    for (size_t k = 0; k < w->cap; k++) {  /* (rare: a record of new keys and a key twice, or past MAX_KEYS) */
-        Slot *s = &w->slots[k];
-        if (s->key != NULL && s->rank >= from) {
-            free(s->key);
-            s->key = NULL;
-        }
-    }
-    Slot *old = w->slots;
-    size_t cap = w->cap;
-    w->slots = NULL;
-    w->cap = w->count = 0;
-    /* the keys kept, inserted again at their ranks (grow_keys' probing; no key is copied) */
-    w->slots = calloc(cap, sizeof(Slot));
-    if (w->slots == NULL) {  /* (out of memory: every rank forgotten) */
-        for (size_t k = 0; k < cap; k++)
-            free(old[k].key);
-        free(old);
-        return;
-    }
-    w->cap = cap;
-    for (size_t k = 0; k < cap; k++) {
-        if (old[k].key == NULL)
-            continue;
-        size_t at = old[k].hash & (cap - 1);
-        while (w->slots[at].key != NULL)
-            at = (at + 1) & (cap - 1);
-        w->slots[at] = old[k];
-    }
-    w->count = from;
-    free(old);
+static int by_place(const void *a, const void *b) {
+    const unsigned char *x = ((const Item *)a)->key, *y = ((const Item *)b)->key;
+    return (x > y) - (x < y);
 }
 
 static int by_rank(const void *a, const void *b) {
@@ -371,12 +340,15 @@ static size_t put_line(char *out, const Item *it, size_t count) {
  * (field 16) and nothing else, both as a line takes them (above), then at most the step (field 2, HistoryStep{num})
  * and, after a step, _info (field 200): the records the Python reader writes as they are (wandbwire.history_line;
  * it reads any other, a value holding `/_type":` included, item by item, which writes keys and reports invalid
- * UTF-8 in them otherwise and keeps the last line's clock otherwise): written at out as `{"key":value,...}\n`, its keys in the order the file first showed them
- * (wandb writes each record's items in a new order; one order lets the JSON decoder find each key where it looks
- * first); returns the bytes written, 0 for any other record, a key twice in it included (what was written then
- * does not count). A key ending in `/_type` names a media value (a wandb.Table, an image), whose cells the Python
- * reader leaves out. out has room for end - p + 2 bytes: each item takes at least 7 bytes of tags and lengths
- * beside its key and value, and 4 in the line. */
+ * UTF-8 in them otherwise and keeps the last line's clock otherwise): written at out as `{"key":value,...}\n`, its
+ * keys in the order given to order() (wandb writes each record's items in a new order; one order lets the JSON
+ * decoder find each key where it looks first), or in the record's order where it holds a key order() did not give
+ * (a key the rows may not have shown yet: the store's columns come in the order the rows first show them, and a
+ * line of a record the JSON decoder refuses shows none; its decoder has no field for the key either). Returns the
+ * bytes written, 0 for any other record, a key twice in it included (what was written then does not count). A key
+ * ending in `/_type` names a media value (a wandb.Table, an image), whose cells the Python reader leaves out. out
+ * has room for end - p + 2 bytes: each item takes at least 7 bytes of tags and lengths beside its key and value,
+ * and 4 in the line. */
 static size_t history_line(Walker *w, const unsigned char *p, const unsigned char *end, char *out) {
     size_t count = 0;
     while (p < end && *p == 0x0a) {
@@ -430,14 +402,13 @@ static size_t history_line(Walker *w, const unsigned char *p, const unsigned cha
         return 0;
     /* ranked once the record is taken (a key of a record left to the Python reader is not seen here) */
     Item *it = w->items;
-    uint32_t lo = UINT32_MAX, hi = 0, known = (uint32_t)w->count;
-    int sorted = 1;
+    uint32_t lo = UINT32_MAX, hi = 0;
+    int sorted = 1, fresh = 0;
     for (size_t a = 0; a < count; a++) {
         uint32_t rank = it[a].rank = rank_of(w, it[a].key, it[a].klen);
-        if (rank == UINT32_MAX) {
-            unrank(w, known);
+        if (rank == UINT32_MAX)
             return 0;  /* (out of memory, or past MAX_KEYS keys) */
-        }
+        fresh |= rank >= w->confirmed;
         if (a && rank <= it[a - 1].rank)
             sorted = 0;
         lo = rank < lo ? rank : lo;
@@ -448,30 +419,28 @@ static size_t history_line(Walker *w, const unsigned char *p, const unsigned cha
         if (span > 4 * count + 64) {  /* (a few keys of a file of many: sorted instead) */
             qsort(w->items, count, sizeof(Item), by_rank);
             for (size_t a = 1; a < count; a++)
-                if (it[a].rank == it[a - 1].rank) {
-                    unrank(w, known);
+                if (it[a].rank == it[a - 1].rank)
                     return 0;  /* a key twice */
-                }
+            if (fresh)  /* (back in the record's order: an item's key lies after the one before it) */
+                qsort(w->items, count, sizeof(Item), by_place);
             return put_line(out, it, count);
         }
         if (span > w->at_cap) {
             uint32_t *at = realloc(w->at, span * sizeof(uint32_t));
-            if (at == NULL) {
-                unrank(w, known);
+            if (at == NULL)
                 return 0;
-            }
             w->at = at;
             w->at_cap = span;
         }
         memset(w->at, 0, span * sizeof(uint32_t));
         for (size_t a = 0; a < count; a++) {
             uint32_t *slot = &w->at[it[a].rank - lo];
-            if (*slot) {
-                unrank(w, known);
+            if (*slot)
                 return 0;  /* a key twice */
-            }
             *slot = (uint32_t)a + 1;
         }
+        if (fresh)
+            return put_line(out, it, count);
         char *o = out;
         *o++ = '{';
         for (size_t r = 0; r < span; r++)
@@ -556,8 +525,8 @@ PyDoc_STRVAR(walk_doc,
 "``lines`` (JSON object lines joined by newlines, none at the end; ``rows`` of them), records no row comes from are\n"
 "passed over. Stops (``i``: where) at a chunk the Python reader must read (``why`` 0), at the end of ``data`` or a\n"
 "record not all in it (1), or once ``max_rows`` rows or ``max_bytes`` bytes of lines are written with bytes left\n"
-"(2). The keys of each line come in the order given to :meth:`order`, then in the order this walker first saw\n"
-"them (over all its calls: one walker per file).");
+"(2). The keys of each line come in the order given to :meth:`order`, or in the record's order where it holds a\n"
+"key not given (one walker per file).");
 
 static PyObject *Walker_walk(Walker *w, PyObject *args) {
     Py_buffer view;
@@ -650,12 +619,13 @@ static void forget_keys(Walker *w) {
     free(w->slots);
     w->slots = NULL;
     w->cap = w->count = 0;
+    w->confirmed = 0;
 }
 
 PyDoc_STRVAR(order_doc,
 "order(keys)\n\n"
-"Rank ``keys`` (a list of bytes) first, in their order: the lines of the next walks write them in it (the order a\n"
-"JSON decoder of the rows reads fastest), each other key after them, in the order first seen.");
+"Rank ``keys`` (a list of bytes: keys the rows have shown), in their order: the lines of the next walks write them\n"
+"in it (the order a JSON decoder of the rows reads fastest); a line holding another key comes in its record's order.");
 
 static PyObject *Walker_order(Walker *w, PyObject *keys) {
     if (w->busy) {
@@ -682,6 +652,7 @@ static PyObject *Walker_order(Walker *w, PyObject *keys) {
         }
     }
     Py_DECREF(seq);
+    w->confirmed = (uint32_t)w->count;
     Py_RETURN_NONE;
 }
 
