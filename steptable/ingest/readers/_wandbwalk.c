@@ -222,8 +222,8 @@ typedef struct {
     uint32_t *at;  /* one record's items by rank (1 + the item's index; 0: none) */
     size_t at_cap;
     unsigned char *joined;  /* one record's parts joined (FIRST, MIDDLE..., LAST) */
-    uint32_t confirmed;  /* keys ranked below this were given to order(): keys the rows have shown */
     size_t joined_cap;
+    uint32_t confirmed;  /* keys ranked below this were given to order(): keys the rows have shown */
     int busy;
 } Walker;
 
@@ -400,7 +400,8 @@ static size_t history_line(Walker *w, const unsigned char *p, const unsigned cha
     }
     if (p < end && !(step && end - p >= 2 && p[0] == 0xc2 && p[1] == 0x0c))  /* _info runs to the record's end */
         return 0;
-    /* ranked once the record is taken (a key of a record left to the Python reader is not seen here) */
+    /* (a key of a record then left to the Python reader stays ranked: a line holding it comes in its record's
+     * order until order() gives it) */
     Item *it = w->items;
     uint32_t lo = UINT32_MAX, hi = 0;
     int sorted = 1, fresh = 0;

@@ -416,7 +416,7 @@ def test_records_the_loop_reads_item_by_item_are_left_to_it(tmp_path: Path, layo
     assert "1100.5" in walked[0][3]  # (the run ended at the last clock a row gave)
 
 
-@pytest.mark.parametrize("first", ["a key twice", "no JSON", "no JSON object"])
+@pytest.mark.parametrize("first", ["a key twice", "no JSON", "no JSON object", "no JSON, ranks far apart"])
 def test_a_key_no_row_showed_comes_in_its_records_order(tmp_path: Path, first: str,
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     """A key of a record whose line the JSON decoder refuses (or that the walk leaves: a key twice) is shown by no
@@ -424,9 +424,12 @@ def test_a_key_no_row_showed_comes_in_its_records_order(tmp_path: Path, first: s
     Python writes them (the store's columns are in the order the rows first show them)."""
     pb = pytest.importorskip("wandb.proto.wandb_internal_pb2")
     p = {"a key twice": [_item(pb, "p", "1"), _item(pb, "p", "1,2")], "no JSON": [_item(pb, "p", "1,2")],
-         "no JSON object": [_item(pb, "p", "1}")]}[first]
-    records = [_history(pb, _item(pb, "_step", "0"), *p, step=0),
-               _history(pb, _item(pb, "_step", "1"), _item(pb, "z", "1"), _item(pb, "p", "2"), step=1)]
+         "no JSON object": [_item(pb, "p", "1}")], "no JSON, ranks far apart": [_item(pb, "p", "1,2")]}[first]
+    many = [_item(pb, f"k{i:03d}", "0") for i in range(100 if "far" in first else 2)]  # (ranks: sorted, not placed)
+    records = [_history(pb, _item(pb, "_step", "0"), *many, step=0), _history(pb, _item(pb, "_step", "1"), *p, step=1),
+               _history(pb, _item(pb, "_step", "2"), _item(pb, "z", "1"), many[-1], _item(pb, "p", "2"), many[0],
+                        step=2)]
     walked, alone = _read_both(tmp_path, records, monkeypatch)
     assert walked == alone
-    assert "'z': 1, 'p': 2" in walked[0][2]
+    last = walked[0][2].split("{'_step': 2")[1]
+    assert last.index("'z': 1") < last.index("'p': 2")
