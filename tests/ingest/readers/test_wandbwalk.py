@@ -433,3 +433,24 @@ def test_a_key_no_row_showed_comes_in_its_records_order(tmp_path: Path, first: s
     assert walked == alone
     last = walked[0][2].split("{'_step': 2")[1]
     assert last.index("'z': 1") < last.index("'p': 2")
+
+
+@pytest.mark.parametrize("last", ['{"_timestamp":7}', "[" * 5000 + "]" * 5000], ids=["a clock in a value", "too deep"])
+def test_the_runs_end_is_its_last_rows_clock(tmp_path: Path, last: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The run ended at its last row's ``_timestamp``, not at one a value of the row holds (which the walk, writing
+    the keys in the JSON decoder's order, may write first), nor is it lost to a value nested deeper than a decoder
+    goes."""
+    pb = pytest.importorskip("wandb.proto.wandb_internal_pb2")
+    run = pb.RunRecord(display_name="arm")
+    run.start_time.seconds = 1000
+    records = [bytes(pb.Record(num=1, run=run).SerializeToString()),
+               _history(pb, _item(pb, "_step", "0"), _item(pb, "obj", last), _item(pb, "_timestamp", "1000.5"),
+                        step=0)]
+    records += [_history(pb, _item(pb, "_step", str(s)), _item(pb, "_timestamp", str(1000.5 + s)),
+                         _item(pb, "obj", '{"_timestamp":7}'), step=s) for s in range(1, 200)]
+    records += [_history(pb, _item(pb, "_step", "200"), _item(pb, "_timestamp", "1200.5"), _item(pb, "obj", last),
+                         step=200),
+                bytes(pb.Record(num=9, exit=pb.RunExitRecord(exit_code=0, runtime=50)).SerializeToString())]
+    walked, alone = _read_both(tmp_path, records, monkeypatch)
+    assert walked == alone
+    assert "'closed': 1200.5" in walked[0][3] if last.startswith("{") else "'closed': 1050.0" in walked[0][3]
