@@ -438,8 +438,8 @@ def test_a_key_no_row_showed_comes_in_its_records_order(tmp_path: Path, first: s
 @pytest.mark.parametrize("last", ['{"_timestamp":7}', "[" * 5000 + "]" * 5000], ids=["a clock in a value", "too deep"])
 def test_the_runs_end_is_its_last_rows_clock(tmp_path: Path, last: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """The run ended at its last row's ``_timestamp``, not at one a value of the row holds (which the walk, writing
-    the keys in the JSON decoder's order, may write first), nor is it lost to a value nested deeper than a decoder
-    goes."""
+    the keys in the JSON decoder's order, may write first); a last row the JSON reader refuses (nested too deep)
+    gives no clock (the run's start and runtime tell the end) and stops nothing."""
     pb = pytest.importorskip("wandb.proto.wandb_internal_pb2")
     run = pb.RunRecord(display_name="arm")
     run.start_time.seconds = 1000
