@@ -674,7 +674,7 @@ static PyMethodDef Walker_methods[] = {
 static PyTypeObject WalkerType = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "steptable.ingest.readers._wandbwalk.Walker",
-    .tp_doc = PyDoc_STR("Walker(): one W&B run file's chunk walk, with the order its keys were first seen in."),
+    .tp_doc = PyDoc_STR("Walker(): one W&B run file's chunk walk, with its keys' ranks (see order)."),
     .tp_basicsize = sizeof(Walker),
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_new = PyType_GenericNew,
