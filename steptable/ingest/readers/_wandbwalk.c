@@ -184,6 +184,17 @@ static inline int plain_value(const unsigned char *p, size_t n) {
     return all_clear(control8, p, n);
 }
 
+/* whether `/_type":` is in p[0:n] (the Python reader reads a line holding it item by item: a media value's mark) */
+static int type_mark(const unsigned char *p, size_t n) {
+    const unsigned char *end = p + n;
+    while (end - p >= 8 && (p = memchr(p, '/', (size_t)(end - p - 7))) != NULL) {
+        if (memcmp(p, "/_type\":", 8) == 0)
+            return 1;
+        p++;
+    }
+    return 0;
+}
+
 /* one history item: its key and value (in the record), the key's rank */
 typedef struct {
     const unsigned char *key, *value;
@@ -212,6 +223,7 @@ typedef struct {
     size_t at_cap;
     unsigned char *joined;  /* one record's parts joined (FIRST, MIDDLE..., LAST) */
     size_t joined_cap;
+    uint32_t confirmed;  /* keys ranked below this were given to order(): keys the rows have shown */
     int busy;
 } Walker;
 
@@ -290,6 +302,11 @@ static uint32_t rank_of(Walker *w, const unsigned char *key, size_t len) {
     return (uint32_t)w->count++;
 }
 
+static int by_place(const void *a, const void *b) {
+    const unsigned char *x = ((const Item *)a)->key, *y = ((const Item *)b)->key;
+    return (x > y) - (x < y);
+}
+
 static int by_rank(const void *a, const void *b) {
     uint32_t x = ((const Item *)a)->rank, y = ((const Item *)b)->rank;
     return (x > y) - (x < y);
@@ -319,14 +336,19 @@ static size_t put_line(char *out, const Item *it, size_t count) {
     return (size_t)(o - out);
 }
 
-/* A HistoryRecord at [p, end) of the usual layout, each item a key (field 1 or one nested_key part, field 2) then
- * value_json (field 16) and nothing else, both as a line takes them (above), then at most the step (field 2, HistoryStep{num}) and
- * _info (field 200): written at out as `{"key":value,...}\n`, its keys in the order the file first showed them
- * (wandb writes each record's items in a new order; one order lets the JSON decoder find each key where it looks
- * first); returns the bytes written, 0 for any other record, a key twice in it included (what was written then
- * does not count). A key ending in `/_type` names a media value (a wandb.Table, an image), whose cells the Python
- * reader leaves out. out has room for end - p + 2 bytes: each item takes at least 7 bytes of tags and lengths
- * beside its key and value, and 4 in the line. */
+/* A HistoryRecord at [p, end) of the usual layout, each item a key (one nested_key part, field 2) then value_json
+ * (field 16) and nothing else, both as a line takes them (above), then at most the step (field 2, HistoryStep{num})
+ * and, after a step, _info (field 200): the records the Python reader writes as they are (wandbwire.history_line;
+ * it reads any other, a value holding `/_type":` included, item by item, which writes keys and reports invalid
+ * UTF-8 in them otherwise and keeps the last line's clock otherwise): written at out as `{"key":value,...}\n`, its
+ * keys in the order given to order() (wandb writes each record's items in a new order; one order lets the JSON
+ * decoder find each key where it looks first), or in the record's order where it holds a key order() did not give
+ * (a key the rows may not have shown yet: the store's columns come in the order the rows first show them, and a
+ * line of a record the JSON decoder refuses shows none; its decoder has no field for the key either). Returns the
+ * bytes written, 0 for any other record, a key twice in it included (what was written then does not count). A key
+ * ending in `/_type` names a media value (a wandb.Table, an image), whose cells the Python reader leaves out. out
+ * has room for end - p + 2 bytes: each item takes at least 7 bytes of tags and lengths beside its key and value,
+ * and 4 in the line. */
 static size_t history_line(Walker *w, const unsigned char *p, const unsigned char *end, char *out) {
     size_t count = 0;
     while (p < end && *p == 0x0a) {
@@ -335,7 +357,7 @@ static size_t history_line(Walker *w, const unsigned char *p, const unsigned cha
         if (q == NULL || len > (uint64_t)(end - q))
             return 0;
         const unsigned char *item_end = q + len;
-        if (q >= item_end || (*q != 0x0a && *q != 0x12))
+        if (q >= item_end || *q != 0x12)  /* (a key in field 1: the Python reader's general path, see above) */
             return 0;
         const unsigned char *key = varint(q + 1, item_end, &klen);
         if (key == NULL || klen > (uint64_t)(item_end - key))
@@ -348,7 +370,8 @@ static size_t history_line(Walker *w, const unsigned char *p, const unsigned cha
             return 0;
         if (!plain_key(key, klen) || !plain_value(value, vlen))
             return 0;
-        if (klen >= 6 && memcmp(key + klen - 6, "/_type", 6) == 0)
+        if ((klen >= 6 && memcmp(key + klen - 6, "/_type", 6) == 0) ||
+            type_mark(value, vlen))
             return 0;
         if (count == w->items_cap) {
             size_t cap = w->items_cap ? w->items_cap * 2 : 64;
@@ -363,7 +386,8 @@ static size_t history_line(Walker *w, const unsigned char *p, const unsigned cha
     }
     if (count == 0)
         return 0;
-    if (p < end && *p == 0x12) {  /* the step: empty (step 0) or exactly one varint num */
+    int step = p < end && *p == 0x12;
+    if (step) {  /* the step: empty (step 0) or exactly one varint num */
         if (end - p < 2 || p[1] >= 0x80 || p[1] > end - p - 2)
             return 0;
         const unsigned char *step_end = p + 2 + p[1];
@@ -374,16 +398,18 @@ static size_t history_line(Walker *w, const unsigned char *p, const unsigned cha
         }
         p = step_end;
     }
-    if (p < end && !(end - p >= 2 && p[0] == 0xc2 && p[1] == 0x0c))  /* _info runs to the record's end */
+    if (p < end && !(step && end - p >= 2 && p[0] == 0xc2 && p[1] == 0x0c))  /* _info runs to the record's end */
         return 0;
-    /* ranked once the record is taken (a key of a record left to the Python reader is not seen here) */
+    /* (a key of a record then left to the Python reader stays ranked: a line holding it comes in its record's
+     * order until order() gives it) */
     Item *it = w->items;
     uint32_t lo = UINT32_MAX, hi = 0;
-    int sorted = 1;
+    int sorted = 1, fresh = 0;
     for (size_t a = 0; a < count; a++) {
         uint32_t rank = it[a].rank = rank_of(w, it[a].key, it[a].klen);
         if (rank == UINT32_MAX)
             return 0;  /* (out of memory, or past MAX_KEYS keys) */
+        fresh |= rank >= w->confirmed;
         if (a && rank <= it[a - 1].rank)
             sorted = 0;
         lo = rank < lo ? rank : lo;
@@ -396,6 +422,8 @@ static size_t history_line(Walker *w, const unsigned char *p, const unsigned cha
             for (size_t a = 1; a < count; a++)
                 if (it[a].rank == it[a - 1].rank)
                     return 0;  /* a key twice */
+            if (fresh)  /* (back in the record's order: an item's key lies after the one before it) */
+                qsort(w->items, count, sizeof(Item), by_place);
             return put_line(out, it, count);
         }
         if (span > w->at_cap) {
@@ -412,6 +440,8 @@ static size_t history_line(Walker *w, const unsigned char *p, const unsigned cha
                 return 0;  /* a key twice */
             *slot = (uint32_t)a + 1;
         }
+        if (fresh)
+            return put_line(out, it, count);
         char *o = out;
         *o++ = '{';
         for (size_t r = 0; r < span; r++)
@@ -476,8 +506,10 @@ static Py_ssize_t joined(Walker *w, const unsigned char *data, Py_ssize_t n, Py_
             w->joined = grown;
             w->joined_cap = cap;
         }
-        memcpy(w->joined + size, part, (size_t)len);
-        size += (size_t)len;
+        if (len > 0) {  /* (a FIRST part may be empty: a header in a block's last 7 bytes; joined is NULL yet) */
+            memcpy(w->joined + size, part, (size_t)len);
+            size += (size_t)len;
+        }
         i = next;
         if (kind == LAST)
             break;
@@ -494,8 +526,8 @@ PyDoc_STRVAR(walk_doc,
 "``lines`` (JSON object lines joined by newlines, none at the end; ``rows`` of them), records no row comes from are\n"
 "passed over. Stops (``i``: where) at a chunk the Python reader must read (``why`` 0), at the end of ``data`` or a\n"
 "record not all in it (1), or once ``max_rows`` rows or ``max_bytes`` bytes of lines are written with bytes left\n"
-"(2). The keys of each line come in the order given to :meth:`order`, then in the order this walker first saw\n"
-"them (over all its calls: one walker per file).");
+"(2). The keys of each line come in the order given to :meth:`order`, or in the record's order where it holds a\n"
+"key not given (one walker per file).");
 
 static PyObject *Walker_walk(Walker *w, PyObject *args) {
     Py_buffer view;
@@ -588,12 +620,13 @@ static void forget_keys(Walker *w) {
     free(w->slots);
     w->slots = NULL;
     w->cap = w->count = 0;
+    w->confirmed = 0;
 }
 
 PyDoc_STRVAR(order_doc,
 "order(keys)\n\n"
-"Rank ``keys`` (a list of bytes) first, in their order: the lines of the next walks write them in it (the order a\n"
-"JSON decoder of the rows reads fastest), each other key after them, in the order first seen.");
+"Rank ``keys`` (a list of bytes: keys the rows have shown), in their order: the lines of the next walks write them\n"
+"in it (the order a JSON decoder of the rows reads fastest); a line holding another key comes in its record's order.");
 
 static PyObject *Walker_order(Walker *w, PyObject *keys) {
     if (w->busy) {
@@ -620,6 +653,7 @@ static PyObject *Walker_order(Walker *w, PyObject *keys) {
         }
     }
     Py_DECREF(seq);
+    w->confirmed = (uint32_t)w->count;
     Py_RETURN_NONE;
 }
 
@@ -640,7 +674,7 @@ static PyMethodDef Walker_methods[] = {
 static PyTypeObject WalkerType = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "steptable.ingest.readers._wandbwalk.Walker",
-    .tp_doc = PyDoc_STR("Walker(): one W&B run file's chunk walk, with the order its keys were first seen in."),
+    .tp_doc = PyDoc_STR("Walker(): one W&B run file's chunk walk, with its keys' ranks (see order)."),
     .tp_basicsize = sizeof(Walker),
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_new = PyType_GenericNew,

@@ -24,7 +24,7 @@ import zlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from steptable.ingest.parse import BadLine
+from steptable.ingest.parse import BadLine, LineError, decode_line
 from steptable.ingest.parsed import Parsed
 from steptable.ingest.readers.jsonl import PIECE, JsonlParser
 from steptable.ingest.readers.protowire import WireError, varint
@@ -46,7 +46,6 @@ CHUNK_HEADER = 7
 FULL, FIRST, MIDDLE, LAST = 1, 2, 3, 4
 _TYPE_CRC = [zlib.crc32(bytes([t])) for t in range(256)]
 _UNPACK = struct.Struct("<IHB").unpack_from
-_TIMESTAMP = re.compile(rb'"_timestamp":([^,}]*)')
 _LINE_POSITION = re.compile(r" \(byte \d+\)")
 #: tags of the Record kinds no row or run fact comes from (summary, output, config, files, stats, artifact, tbrecord,
 #: alert, telemetry, metric, output_raw: fields 3-13): a whole record of one is passed over unread
@@ -358,13 +357,15 @@ class WandbParser:
             meta["runinfo"] = info
 
     def _stamp(self, line: bytes) -> None:
-        """The run's last clock: ``_timestamp`` of its last history row."""
-        m = _TIMESTAMP.search(line)
-        if m is not None:
-            try:
-                self._last_time = float(m.group(1))
-            except ValueError:
-                pass
+        """The run's last clock: ``_timestamp`` of its last history row (the row's own, a number; not one a value
+        holds, which may come first: the walk in C writes a row's keys in another order than its record's)."""
+        try:
+            row = decode_line(line)  # (as the JSON reader reads it)
+        except LineError:  # (a row it refuses: no clock)
+            return
+        stamp = row.get("_timestamp") if row is not None else None
+        if isinstance(stamp, (int, float)) and not isinstance(stamp, bool):
+            self._last_time = float(stamp)
 
     def _history_line(self, items: list[tuple[bytes, bytes]]) -> bytes | None:
         """One history record as a JSON object line (values are already JSON text: the JSONL reader does the rest,
