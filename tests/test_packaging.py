@@ -54,7 +54,9 @@ def test_the_wandb_walk_is_built_where_a_compiler_is() -> None:
     conf = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
     (ext,) = conf["ext-modules"]
     assert ext["name"] == "steptable.ingest.readers._wandbwalk" and ext["optional"] is True
-    assert all((ROOT / src).is_file() for src in ext["sources"])
+    assert all((ROOT / src).is_file() for src in ext["sources"] + ext["depends"])
+    assert {p.name for p in (ROOT / "csrc" / "wandbwalk").iterdir()} == {
+        Path(src).name for src in ext["sources"] + ext["depends"]}  # (every part built, every header in the sdist)
     if not (shutil.which("cc") or shutil.which("gcc")):
         pytest.skip("no C compiler here: the reader walks the chunks in Python")
     importlib.import_module(ext["name"])

@@ -1,4 +1,4 @@
-"""The W&B reader's chunk walk in C (``_wandbwalk.c``): see its docstrings."""
+"""The W&B reader's chunk walk in C (``csrc/wandbwalk/``): see its docstrings."""
 
 class Walker:
     def order(self, keys: list[bytes], /) -> None: ...

@@ -1,8 +1,8 @@
-"""The W&B reader's chunk walk in C (steptable/ingest/readers/_wandbwalk.c) reads every file as the loop in Python
-reads it without the walk: the same rows (each row's keys in the order the file first showed them), run facts and
-reports, on runs wandb wrote (hostile keys and values, records over several blocks, a run read live), on damaged
-copies of them, and on records of layouts wandb's writer does not make, built with wandb's own classes. Its CRC-32
-is zlib's."""
+"""The W&B reader's chunk walk in C (csrc/wandbwalk/, the module steptable.ingest.readers._wandbwalk) reads every
+file as the loop in Python reads it without the walk: the same rows (each row's keys in the order the file first
+showed them), run facts and reports, on runs wandb wrote (hostile keys and values, records over several blocks, a
+run read live), on damaged copies of them, and on records of layouts wandb's writer does not make, built with
+wandb's own classes. Its CRC-32 is zlib's."""
 
 from __future__ import annotations
 
