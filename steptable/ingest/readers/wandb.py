@@ -2,7 +2,10 @@
 
 The file is wandb's transaction log: a 7-byte header (``:W&B``, magic 0xBEE1, version 0), then a LevelDB-style log
 of 32 KiB blocks whose chunks (crc32 over type and data, length, type FULL/FIRST/MIDDLE/LAST) carry protobuf
-``Record``s, decoded by :mod:`~steptable.ingest.readers.wandbwire` (stdlib: reading needs no wandb).
+``Record``s, decoded by :mod:`~steptable.ingest.readers.wandbwire` (stdlib: reading needs no wandb). Where the
+optional extension ``steptable.ingest.readers._wandbwalk`` was built (``csrc/wandbwalk/``), it walks the chunks and
+writes the history records of the usual layout itself; the loop here reads every chunk it leaves, and the rows,
+run facts and reports are those the loop alone gives (tests/ingest/readers/test_wandbwalk.py).
 
 - ``history``: one row per record; ``_step`` is the step, ``_timestamp`` (a wall clock) and ``_runtime`` are kept;
   nested keys are joined with ``/``; ``NaN``/``Infinity`` values are read as non-finite floats. A media value (a
