@@ -1,8 +1,8 @@
-/* The hot loop of the W&B run file reader (steptable/ingest/readers/wandb.py), in C: walk the file's whole FULL
- * chunks, check each one's CRC-32, pass over the record kinds no row comes from, and write each history record of the
- * usual layout as one JSON object line. Anything else (a chunk that is part of a record, a bad checksum or header,
- * any other record kind or layout) stops the walk at that chunk for the Python reader, which reads and reports it
- * as it reads every chunk without this module. So this module only ever takes work off the Python reader: the rows
+/* The hot loop of the W&B run file reader (steptable/ingest/readers/wandb.py), in C: walk the file's chunks (the
+ * parts of a record split over blocks joined), check each one's CRC-32, pass over the record kinds no row comes
+ * from, and write each history record of the usual layout as one JSON object line. Anything else (a bad checksum or
+ * header, a record not all in the bytes yet, any other record kind or layout) stops the walk at that chunk for the
+ * Python reader, which reads and reports it as it reads every chunk without this module. So this module only ever takes work off the Python reader: the rows
  * it writes are the ones the Python reader writes for the same records (tests/ingest/readers/test_wandbwalk.py).
  *
  * Optional: built where a C compiler is (setuptools' optional extension); the reader runs without it. Its parts:
