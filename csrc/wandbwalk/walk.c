@@ -2,8 +2,9 @@
  * parts of a record split over blocks joined), check each one's CRC-32, pass over the record kinds no row comes
  * from, and write each history record of the usual layout as one JSON object line. Anything else (a bad checksum or
  * header, a record not all in the bytes yet, any other record kind or layout) stops the walk at that chunk for the
- * Python reader, which reads and reports it as it reads every chunk without this module. So this module only ever takes work off the Python reader: the rows
- * it writes are the ones the Python reader writes for the same records (tests/ingest/readers/test_wandbwalk.py).
+ * Python reader, which reads and reports it as it reads every chunk without this module. So this module only ever
+ * takes work off the Python reader: the rows it writes are the ones the Python reader writes for the same records
+ * (tests/ingest/readers/test_wandbwalk.py).
  *
  * Optional: built where a C compiler is (setuptools' optional extension); the reader runs without it. Its parts:
  * crc32.c (the chunk checksum), ranks.c (the keys' order), line.c (a record as a line); here the framing and the
