@@ -39,16 +39,16 @@ typedef struct {
     int busy;
 } Walker;
 
-/* the chunk header at data[i] (file offset base + i), past a block's zero tail: its kind, data and length in *kind,
- * *rec, *length, and where the chunk after it starts; -1 when the bytes end first, -2 for a header or checksum the
- * Python reader must report */
-static Py_ssize_t chunk(const unsigned char *data, Py_ssize_t n, Py_ssize_t i, Py_ssize_t base, int *kind,
+/* the chunk header at data[*at] (file offset base + *at), *at moved past a block's zero tail first where the bytes
+ * hold it: its kind, data and length in *kind, *rec, *length, and where the chunk after it starts; -1 when the bytes
+ * end first, -2 for a header or checksum the Python reader must report */
+static Py_ssize_t chunk(const unsigned char *data, Py_ssize_t n, Py_ssize_t *at, Py_ssize_t base, int *kind,
                         const unsigned char **rec, Py_ssize_t *length) {
-    Py_ssize_t left = BLOCK - (base + i) % BLOCK;
+    Py_ssize_t i = *at, left = BLOCK - (base + i) % BLOCK;
     if (left < CHUNK_HEADER) {  /* a block's tail too short for a chunk header: zero padding */
         if (n - i < left)
             return -1;
-        i += left;
+        *at = i += left;
         left = BLOCK;
     }
     if (n - i < CHUNK_HEADER)
@@ -76,7 +76,7 @@ static Py_ssize_t joined(Walker *w, const unsigned char *data, Py_ssize_t n, Py_
     for (int first = 1;; first = 0) {
         int kind;
         const unsigned char *part;
-        Py_ssize_t len, next = chunk(data, n, i, base, &kind, &part, &len);
+        Py_ssize_t len, next = chunk(data, n, &i, base, &kind, &part, &len);
         if (next < 0)
             return next;
         if (kind != (first ? FIRST : kind == LAST ? LAST : MIDDLE))
@@ -145,7 +145,7 @@ static PyObject *Walker_walk(Walker *w, PyObject *args) {
     for (;;) {
         int kind;
         const unsigned char *rec;
-        Py_ssize_t length, next = chunk(data, n, i, base, &kind, &rec, &length);
+        Py_ssize_t length, next = chunk(data, n, &i, base, &kind, &rec, &length);  /* (i: past a zero tail) */
         if (next >= 0 && kind == FIRST) {
             next = joined(w, data, n, i, base, &rec, &length);
             if (next == -1)
@@ -154,8 +154,6 @@ static PyObject *Walker_walk(Walker *w, PyObject *args) {
             next = -2;
         if (next < 0) {
             why = next == -1 ? AT_END : AT_CHUNK;
-            if (next == -1 && BLOCK - (base + i) % BLOCK < CHUNK_HEADER && n - i >= BLOCK - (base + i) % BLOCK)
-                i += BLOCK - (base + i) % BLOCK;  /* (past a block's zero tail: where the next chunk starts) */
             break;
         }
         /* Record.num (a varint) first, then the tag of the record's kind (as the Python reader finds it) */

@@ -129,15 +129,14 @@ class WandbParser:
             if walk is not None and not self._frags:  # whole chunks in C, up to one it leaves to the loop below
                 if self._walk_rest:
                     self._walk_rest -= 1
-                    why = _WALK_AT_CHUNK
                 else:
                     i, why = self._walk(walk, data, i, base, group, lines, meta, bad)
-                if why == _WALK_BUDGET:
-                    self._first = False
-                    self.more = True
-                    break
-                if why == _WALK_END:
-                    break
+                    if why == _WALK_BUDGET:
+                        self._first = False
+                        self.more = True
+                        break
+                    if why == _WALK_END:
+                        break
             at = base + i
             left = BLOCK - at % BLOCK
             if left < CHUNK_HEADER:  # a block's tail too short for a chunk header: zero padding
