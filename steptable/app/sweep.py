@@ -82,9 +82,9 @@ class SweepIndex:
         self._woken.set()
 
     def _take_poked(self) -> list[Any]:
-        with self._poke_lock:
+        with self._poke_lock:  # (cleared with the take: a poke just after it wakes the next wait)
+            self._woken.clear()
             poked, self._poked = list(self._poked.values()), {}
-        self._woken.clear()
         return poked
 
     def discover(self) -> int:
@@ -112,8 +112,8 @@ class SweepIndex:
     def run(self, stop: threading.Event, post: Callable[[Message], Any]) -> None:
         frozen = False
         try:
+            self._posted.set()  # (before the post: the UI may take it before ``post`` returns here)
             post(IndexChanged())
-            self._posted.set()
             self.drawn.wait(DRAWN_WAIT)
             next_pass = 0.0
             while not stop.is_set():

@@ -87,3 +87,40 @@ def test_the_ui_takes_the_index_before_it_reads_it(tmp_path: Path) -> None:
     sweep.screen = Screen()
     sweep.changed()
     assert seen == [False]
+
+
+def test_a_change_after_a_post_the_ui_took_at_once_posts_again(tmp_path: Path) -> None:
+    """The UI may take a post before ``post`` returns in the index's thread (it had the GIL meanwhile): a run poked
+    after that still brings a post of its own, so it reaches the list."""
+    from steptable.ingest.files.discover import discover
+    from tests.app.sweephelpers import write_run
+
+    write_sweep(tmp_path, runs=3)
+    index = SweepIndex([str(tmp_path)])
+    index.discover()
+    posts: list[Any] = []
+
+    def take_at_once(message: Any) -> None:
+        posts.append(message)
+        index.taken()  # (what the UI's handler does first, here before the index's thread goes on)
+
+    stop = threading.Event()
+    index.drawn.set()
+    worker = threading.Thread(target=index.run, args=(stop, take_at_once), daemon=True)
+    worker.start()
+    try:
+        deadline = time.monotonic() + 10
+        while (index.index.pending() or not posts) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        before = len(posts)
+        new = write_run(tmp_path, "zz_new", 1e-5, steps=3, end="ended")
+        for cand in discover([tmp_path]):
+            if cand.path.parent == new:
+                index.poke(cand)
+        while len(posts) == before and time.monotonic() < deadline:
+            time.sleep(0.01)
+    finally:
+        stop.set()
+        worker.join(10)
+    assert len(posts) > before
+    assert any(e.run_id.startswith("zz_new/") and e.digest is not None for e in index.entries())
