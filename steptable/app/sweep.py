@@ -140,6 +140,10 @@ class SweepIndex:
                         return
                 else:
                     self._wait(stop, next_pass)
+        except Exception as e:  # the UI says so; a list that silently stopped changing looks like quiet runs
+            from steptable.app.messages import FeedProblem
+
+            post(FeedProblem(f"the run list stopped following its runs: {type(e).__name__}: {e}"))
         finally:
             if frozen:  # (the watch is over: what it held may be collected again)
                 heap.release()

@@ -124,3 +124,24 @@ def test_a_change_after_a_post_the_ui_took_at_once_posts_again(tmp_path: Path) -
         worker.join(10)
     assert len(posts) > before
     assert any(e.run_id.startswith("zz_new/") and e.digest is not None for e in index.entries())
+
+
+def test_a_failure_of_the_index_thread_is_posted(tmp_path: Path) -> None:
+    """A bug of ours that ends the index's thread is said on screen, not left as a list that stopped changing."""
+    from steptable.app.messages import FeedProblem
+
+    write_sweep(tmp_path, runs=3)
+    index = SweepIndex([str(tmp_path)])
+    index.discover()
+
+    def broken(budget: float | None = None, only: Any = None) -> set[str]:
+        raise KeyError("run")
+
+    index.index.refresh = broken  # type: ignore[method-assign]
+    posts: list[Any] = []
+    index.drawn.set()
+    worker = threading.Thread(target=index.run, args=(threading.Event(), posts.append), daemon=True)
+    worker.start()
+    worker.join(10)
+    problems = [m for m in posts if isinstance(m, FeedProblem)]
+    assert len(problems) == 1 and "KeyError" in problems[0].text
