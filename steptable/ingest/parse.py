@@ -320,19 +320,19 @@ def decode_line(line: bytes, warn: Callable[[str], None] | None = None) -> dict[
     """Decode one JSONL line (without its newline) to a raw (unflattened) object.
 
     Returns None for a blank line. Raises :class:`LineError` for a line that yields no row. Rows kept after a repair
-    (invalid UTF-8 replaced, a number out of range read as inf, a BOM stripped) are reported through ``warn``.
+    (invalid UTF-8 replaced, a number out of range read as inf, a BOM stripped) are reported through ``warn``, once
+    the row is kept: a line refused after a repair gets the refusal alone.
     """
+    repairs: list[str] = []
     if line.startswith(BOM):
         line = line[3:]
-        if warn is not None:
-            warn("UTF-8 BOM stripped (row kept)")
+        repairs.append("UTF-8 BOM stripped (row kept)")
     line = line.strip()
     if line[:1] == b"\0" or line[-1:] == b"\0":
         # NUL runs at a line's ends: a file truncated under a writer that did not open it for appending (logrotate's
         # copytruncate beside verl's open(path, "w"), a shell's >) goes on at its old offset, over a hole of NULs
         line = line.strip(b"\0 \t\r\n")
-        if warn is not None and line:
-            warn("NUL bytes around the line removed (row kept)")
+        repairs.append("NUL bytes around the line removed (row kept)")
     if not line:
         return None
     fixed = False
@@ -342,15 +342,13 @@ def decode_line(line: bytes, warn: Callable[[str], None] | None = None) -> dict[
             break
         except UnicodeDecodeError:
             line = line.decode("utf-8", "replace").encode("utf-8")
-            if warn is not None:
-                warn("invalid UTF-8 replaced with U+FFFD (row kept)")
+            repairs.append("invalid UTF-8 replaced with U+FFFD (row kept)")
         except msgspec.ValidationError as e:  # msgspec's word for a number out of range
             repaired = quote_bignums(line)
             if repaired == line:
                 raise LineError(f"invalid JSON ({e})") from None
             line = repaired
-            if warn is not None:
-                warn("number out of range read as inf (row kept)")
+            repairs.append("number out of range read as inf (row kept)")
         except RecursionError:
             raise LineError("JSON nested too deeply") from None
         except msgspec.DecodeError as e:
@@ -361,14 +359,13 @@ def decode_line(line: bytes, warn: Callable[[str], None] | None = None) -> dict[
                 repaired = replace_lone_surrogates(line)
                 if repaired != line:
                     line = repaired
-                    if warn is not None:
-                        warn("unpaired UTF-16 surrogate escape replaced with U+FFFD (row kept)")
+                    repairs.append("unpaired UTF-16 surrogate escape replaced with U+FFFD (row kept)")
                     continue
             glued = _after_cut(line)
             if glued is not None:
-                if warn is not None:
-                    warn("a row cut short (its writer stopped mid-line) ran into this one: the cut part dropped "
-                         "(row kept)")
+                repairs.append("a row cut short (its writer stopped mid-line) ran into this one: the cut part "
+                               "dropped (row kept)")
+                _tell(repairs, warn)
                 return glued
             detail = str(e).removeprefix("JSON is malformed: ")
             raise LineError(f"malformed JSON ({detail})") from None
@@ -376,4 +373,11 @@ def decode_line(line: bytes, warn: Callable[[str], None] | None = None) -> dict[
         raise LineError("undecodable line")
     if type(obj) is not dict:
         raise LineError(f"not a JSON object ({type(obj).__name__})")
+    _tell(repairs, warn)
     return obj
+
+
+def _tell(repairs: list[str], warn: Callable[[str], None] | None) -> None:
+    if warn is not None:
+        for text in repairs:
+            warn(text)

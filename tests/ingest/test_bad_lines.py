@@ -39,6 +39,14 @@ def test_non_utf8_bytes(tmp_path: Path) -> None:
     ]
 
 
+def test_a_line_repaired_then_refused_is_reported_once_as_refused(tmp_path: Path) -> None:
+    """Invalid UTF-8 in a string of a line that is malformed JSON besides: no "(row kept)" for a row not kept."""
+    data = train_line(0) + b'{"step": 1, "phase": "tr\xffain", "loss": }\n' + b"\xef\xbb\xbf[1, 2]\n" + train_line(3)
+    _, store, _ = ingest(tmp_path, data)
+    assert_rows(store, [0, 3])
+    assert [(b.lineno, b.reason[:16]) for b in store.bad] == [(2, "malformed JSON ("), (3, "not a JSON objec")]
+
+
 def test_utf8_bom_is_stripped(tmp_path: Path) -> None:
     _, store, _ = ingest(tmp_path, b"\xef\xbb\xbf" + train_line(0) + train_line(1))
     assert_rows(store, [0, 1])
