@@ -86,6 +86,8 @@ def _main(argv: Sequence[str] | None) -> int:
         return 2
     for stream in (sys.stdout, sys.stderr):
         _tolerant(stream)
+    if argv is None and sys.stderr is not None:  # (the program: a caller in-process keeps its own stderr)
+        sys.stderr = _Diagnostics(sys.stderr)  # type: ignore[assignment]
     words = sys.argv[1:] if argv is None else list(argv)
     parser = _parser(words[0] if words and words[0] in COMMANDS else None)
     args = parser.parse_args(argv)
@@ -166,6 +168,34 @@ def _tolerant(stream: object) -> None:
             stream.reconfigure(errors="replace")  # type: ignore[attr-defined]
         except (AttributeError, ValueError, OSError):  # (not a text file: a test's StringIO)
             pass
+
+
+class _Diagnostics:
+    """The program's stderr: a write that fails (a full disk, a reader gone) drops it and every later one. Problems
+    are said on stderr, the command's output goes to stdout: a stderr that cannot take them must not cost the
+    output or change the exit status."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+        self._broken = False
+
+    def write(self, text: str) -> int:
+        if not self._broken:
+            try:
+                self._stream.write(text)
+            except (OSError, ValueError):  # (ValueError: a closed stream)
+                self._broken = True
+        return len(text)
+
+    def flush(self) -> None:
+        if not self._broken:
+            try:
+                self._stream.flush()
+            except (OSError, ValueError):
+                self._broken = True
+
+    def __getattr__(self, name: str) -> Any:  # (encoding, isatty, fileno... as the stream has them)
+        return getattr(self._stream, name)
 
 
 def _stdout_failed(e: OSError) -> bool:

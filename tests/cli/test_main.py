@@ -50,6 +50,24 @@ def test_a_stdout_that_is_not_utf8_gets_question_marks_not_a_traceback(tmp_path:
     assert b"?? a " in got.stdout and b"loss" in got.stdout, got.stdout
 
 
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full here")
+@pytest.mark.parametrize("argv", [["summary", "--all"], ["summary"], ["tail"], ["tail", "--format", "jsonl"]])
+def test_a_stderr_that_cannot_be_written_costs_neither_the_output_nor_the_status(tmp_path: Path,
+                                                                                  argv: list[str]) -> None:
+    """``2>/dev/full``: the bad line's report fails to write; the command's output and status are those it has
+    with a stderr that takes everything."""
+    for arm in ("a", "b"):
+        write_rows(tmp_path / arm / "metrics.jsonl", [{"step": i, "loss": 1.0 / (i + 1)} for i in range(3)])
+    with open(tmp_path / "a" / "metrics.jsonl", "ab") as f:
+        f.write(b"not json\n")
+    cmd = [sys.executable, "-m", "steptable", *argv, str(tmp_path)]
+    with open(os.devnull, "w") as null, open("/dev/full", "w") as full:
+        said = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=null, text=True)
+        lost = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=full, text=True)
+    assert said.returncode == 0 and "loss" in said.stdout
+    assert (lost.returncode, lost.stdout) == (said.returncode, said.stdout)
+
+
 @pytest.mark.parametrize("argv", [["-n", "-5"], ["--header-every", "-1"], ["--poll", "0"], ["--width", "-3"]])
 def test_negative_counts_are_refused(tmp_path: Path, argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exc:
