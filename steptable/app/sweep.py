@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from textual.message import Message
 
 from steptable.app import heap
+from steptable.app.messages import FeedProblem
 
 if TYPE_CHECKING:  # (the run list's rows, and the digests under them, load with the list)
     from steptable.app.runrows import Entry
@@ -141,8 +142,6 @@ class SweepIndex:
                 else:
                     self._wait(stop, next_pass)
         except Exception as e:  # the UI says so; a list that silently stopped changing looks like quiet runs
-            from steptable.app.messages import FeedProblem
-
             post(FeedProblem(f"the run list stopped following its runs: {type(e).__name__}: {e}"))
         finally:
             if frozen:  # (the watch is over: what it held may be collected again)

@@ -7,7 +7,8 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -43,18 +44,27 @@ def write_run(root: Path, name: str, lr: float, steps: int, *, end: str = "live"
     return run
 
 
-def read_all(index: SweepIndex, post: Callable[[Any], Any]) -> None:
-    """Run ``index``'s own thread (its list taken as drawn) until every run's digest is read, then stop it."""
+@contextmanager
+def index_running(index: SweepIndex, post: Callable[[Any], Any]) -> Iterator[None]:
+    """``index``'s own thread (its list taken as drawn) while the block runs; stopped and joined after it."""
     stop = threading.Event()
     index.drawn.set()
     worker = threading.Thread(target=index.run, args=(stop, post), daemon=True)
     worker.start()
-    deadline = time.monotonic() + 20
-    while any(e.digest is None for e in index.entries()) and time.monotonic() < deadline:
-        time.sleep(0.02)
-    stop.set()
-    worker.join(10)
+    try:
+        yield
+    finally:
+        stop.set()
+        worker.join(10)
     assert not worker.is_alive()
+
+
+def read_all(index: SweepIndex, post: Callable[[Any], Any]) -> None:
+    """Run ``index``'s own thread until every run's digest is read, then stop it."""
+    with index_running(index, post):
+        deadline = time.monotonic() + 20
+        while any(e.digest is None for e in index.entries()) and time.monotonic() < deadline:
+            time.sleep(0.02)
     assert all(e.digest is not None for e in index.entries())
 
 

@@ -3,7 +3,6 @@ thread, one IndexChanged posted until the UI has taken it, the status line, the 
 
 from __future__ import annotations
 
-import threading
 import time
 from itertools import pairwise
 from pathlib import Path
@@ -11,7 +10,7 @@ from typing import Any
 
 from steptable.app.runrows import ListState
 from steptable.app.sweep import IndexChanged, SweepIndex, default_metrics
-from tests.app.sweephelpers import read_all, write_sweep
+from tests.app.sweephelpers import index_running, read_all, write_sweep
 
 
 def test_the_index_thread_reads_every_run(tmp_path: Path) -> None:
@@ -46,13 +45,8 @@ def test_the_stat_pass_is_spaced_by_what_it_costs(tmp_path: Path) -> None:
         return real(budget, only)
 
     index.index.refresh = slow  # type: ignore[method-assign]
-    stop = threading.Event()
-    index.drawn.set()
-    worker = threading.Thread(target=index.run, args=(stop, lambda m: None), daemon=True)
-    worker.start()
-    time.sleep(1.0)
-    stop.set()
-    worker.join(10)
+    with index_running(index, lambda m: None):
+        time.sleep(1.0)
     gaps = [b - a for a, b in pairwise(passes)]
     assert passes and all(g >= sweep_mod.SHARE * 0.02 for g in gaps)  # not every 0.01 s
     assert len(passes) <= 3
@@ -104,11 +98,7 @@ def test_a_change_after_a_post_the_ui_took_at_once_posts_again(tmp_path: Path) -
         posts.append(message)
         index.taken()  # (what the UI's handler does first, here before the index's thread goes on)
 
-    stop = threading.Event()
-    index.drawn.set()
-    worker = threading.Thread(target=index.run, args=(stop, take_at_once), daemon=True)
-    worker.start()
-    try:
+    with index_running(index, take_at_once):
         deadline = time.monotonic() + 10
         while (index.index.pending() or not posts) and time.monotonic() < deadline:
             time.sleep(0.01)
@@ -119,9 +109,6 @@ def test_a_change_after_a_post_the_ui_took_at_once_posts_again(tmp_path: Path) -
                 index.poke(cand)
         while len(posts) == before and time.monotonic() < deadline:
             time.sleep(0.01)
-    finally:
-        stop.set()
-        worker.join(10)
     assert len(posts) > before
     assert any(e.run_id.startswith("zz_new/") and e.digest is not None for e in index.entries())
 
@@ -139,9 +126,9 @@ def test_a_failure_of_the_index_thread_is_posted(tmp_path: Path) -> None:
 
     index.index.refresh = broken  # type: ignore[method-assign]
     posts: list[Any] = []
-    index.drawn.set()
-    worker = threading.Thread(target=index.run, args=(threading.Event(), posts.append), daemon=True)
-    worker.start()
-    worker.join(10)
+    with index_running(index, posts.append):
+        deadline = time.monotonic() + 10
+        while not posts[1:] and time.monotonic() < deadline:  # (its first post, then the problem's)
+            time.sleep(0.01)
     problems = [m for m in posts if isinstance(m, FeedProblem)]
     assert len(problems) == 1 and "KeyError" in problems[0].text
