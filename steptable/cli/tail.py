@@ -173,8 +173,7 @@ def _status(args: argparse.Namespace, follower: Follower, tail: Tail, err: TextI
         _say(err, f"steptable tail: no rows yet in {', '.join(sanitize(str(s.path)) for s in empty)}: nothing "
                   "checked there\n")
         status = 2
-    for p in missing_paths(args.paths):  # --alerts-only of some runs must not pass for "no alerts" in all
-        _say(err, f"steptable tail: no such path: {sanitize(p)}\n")
+    if _say_missing(args, err):  # --alerts-only of some runs must not pass for "no alerts" in all
         status = 2
     if unread := follower.unreadable():
         _say(err, f"steptable tail: could not read {sanitize(', '.join(unread))}\n")
@@ -196,6 +195,7 @@ def _follow(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         follower = Follower(args.paths, poll=args.poll, on_resume=read_replaced, keep=tail.projection())
         lock = threading.Lock()  # one printer at a time: the follower thread's emits, this thread's stall checks
         failed: list[BaseException] = []
+        viewed = threading.Event()  # the first view was printed: what a stop during a later read leaves checked
 
         def emit() -> None:
             with lock:
@@ -216,6 +216,7 @@ def _follow(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                 follower.scan()
                 follower = whole_if_needed(tail, follower, args, finish=False)
                 emit()  # the first view: -n rows of each run found now
+                viewed.set()
                 follower.run(stop, lambda _runs: emit())
             except BaseException as e:  # said by the main thread (a traceback there is one of the command's)
                 failed.append(e)
@@ -249,9 +250,32 @@ def _follow(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             failed.append(e)
         if failed:
             _quiet(out)
+        if worker.is_alive():  # a read the stop cannot cut short: the state it changes is not read from here
+            return _status_of_a_read_cut_short(args, tail, err, viewed.is_set())
         return _status(args, follower, tail, err, live=True)
     finally:
         signals.restore()
+
+
+def _status_of_a_read_cut_short(args: argparse.Namespace, tail: Tail, err: TextIO, viewed: bool) -> int:
+    """The exit status of a watch stopped while its follower was still reading (a first read of many runs, a long
+    pass) and did not end within :data:`STOP_WAIT_S`: that of the rows checked before that read, as :func:`_status`
+    would give it then (2 before the first view: nothing was checked)."""
+    if not viewed:
+        _say(err, "steptable tail: stopped before the first read ended: nothing checked\n")
+        return 2
+    if not tail.read_rows:
+        _say(err, "steptable tail: stopped during a read, with no row read before it: nothing checked\n")
+        return 2
+    return 2 if _say_missing(args, err) else 1 if tail.alerts.error_alert else 0
+
+
+def _say_missing(args: argparse.Namespace, err: TextIO) -> bool:
+    """Say each path given that does not exist (now); whether there was one."""
+    missing = missing_paths(args.paths)
+    for p in missing:
+        _say(err, f"steptable tail: no such path: {sanitize(p)}\n")
+    return bool(missing)
 
 
 STALL_CHECK_S = 5.0  # seconds between stall checks of --alerts-only
