@@ -131,6 +131,7 @@ class Closer:
             return
         sl._closed = True
         steps: tuple[tuple[str, Callable[[], None]], ...] = (
+            ("logging the rows logged from inside a row", sl._log_deferred),
             ("the final flush", sl._final_flush),
             # before table.txt (slow on a long run): a job killed meanwhile must not read as a stalled run forever
             ("marking the run ended", self._describe_closed),

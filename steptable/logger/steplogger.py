@@ -215,8 +215,7 @@ class StepLogger:
                 self._owner = me
                 try:
                     line = self._log(cells, show)
-                    while self._deferred:
-                        self._log(*self._deferred.popleft())
+                    self._log_deferred()
                 finally:
                     self._owner = None
                     if self._closer.due:  # also when a handler's sys.exit() leaves the row (close(); exit)
@@ -368,6 +367,12 @@ class StepLogger:
         say them (steptable.logger.process)."""
         if not self._closed and not self._forked:
             self._backlog.say_waiting(self._lock, wait=1.0)  # (a lock held at exit: not waited for long)
+
+    def _log_deferred(self) -> None:
+        """Log the rows logged from inside log() (a signal handler's) that the end of that row did not reach: an
+        exception left it (the handler's ``close(); sys.exit()``, a Ctrl-C in the same row)."""
+        while self._deferred:
+            self._log(*self._deferred.popleft())
 
     def _final_flush(self) -> None:
         self._backlog.say_waiting(self._lock)  # (before the file closes: a failure there must not keep it open)

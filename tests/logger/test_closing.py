@@ -222,6 +222,42 @@ def test_a_handler_that_closes_and_exits_inside_log_still_closes_the_run(tmp_pat
     assert sl.log({"step": 2, "loss": 0.1}) is None  # closed: nothing more is written
 
 
+def test_a_row_a_handler_logs_before_it_closes_and_exits_is_written(tmp_path: Path) -> None:
+    """``def on_term(s, f): lg.log(last); lg.close(); sys.exit(0)`` running inside log(): the handler's row waits for
+    the row in progress, which the SystemExit then leaves; close() still writes it (a row logged before close() is
+    never lost) and counts it."""
+    sl = StepLogger(LOSS_COLS, run_dir=tmp_path, console=False, alerts=False)
+    sl.log({"step": 0, "loss": 0.5})
+
+    def on_term() -> None:
+        sl.log({"step": 99, "loss": 9.0})
+        sl.close()
+        raise SystemExit(0)
+
+    with pytest.raises(SystemExit):
+        sl.log({"step": 1, "loss": _Synced(0.25, on_term)})  # (its value never read: the row is not logged)
+    rows = [json.loads(x) for x in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in rows] == [0, 99]
+    assert description(tmp_path)["rows"] == 2 and _closed(tmp_path) is not None
+
+
+def test_a_row_a_handler_logs_before_a_ctrl_c_in_the_same_row_is_written_at_close(tmp_path: Path) -> None:
+    """A handler logs a row inside log() (it waits for the row in progress), then a Ctrl-C lands in that same row:
+    the ``with`` block's close() writes the handler's row."""
+
+    def on_usr1_then_ctrl_c() -> None:
+        sl.log({"step": 99, "loss": 9.0})
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt), StepLogger(LOSS_COLS, run_dir=tmp_path, console=False,
+                                                      alerts=False) as sl:
+        sl.log({"step": 0, "loss": 0.5})
+        sl.log({"step": 1, "loss": _Synced(0.25, on_usr1_then_ctrl_c)})
+    rows = [json.loads(x) for x in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in rows] == [0, 99]
+    assert description(tmp_path)["end"] == "interrupted"
+
+
 def test_a_handler_that_closes_then_leaves_with_os_exit_has_marked_the_run_ended(tmp_path: Path) -> None:
     """os._exit() after close() never returns to the row: the run is marked ended by close() itself."""
     sl = StepLogger(LOSS_COLS, run_dir=tmp_path, console=False, alerts=False)
