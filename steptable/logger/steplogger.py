@@ -361,6 +361,8 @@ class StepLogger:
         """In a child made by fork(): this logger never prints or writes here (steptable.logger.process)."""
         self._forked = True
         self._lock = threading.RLock()  # the parent's lock may have been held by another thread at the fork
+        if self._writer_lock is not None:
+            self._writer_lock.after_fork()
 
     def at_exit(self) -> None:
         """The process exits: the alerts of rows still waiting for their batch are said, where close() did not

@@ -103,3 +103,39 @@ def test_the_lock_of_a_killed_writer_is_no_lock(tmp_path: Path) -> None:
     finally:
         reap(b)
     assert "writing this arm's rows" not in err
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_forked_worker_does_not_hold_the_lock_past_close(tmp_path: Path) -> None:
+    """A DataLoader worker forked while the logger holds its arm's lock inherits the lock's descriptor, and with it
+    the flock: once the logger closes, the lock is free though the worker lives on, so a later writer of the arm
+    (a resumed run) is not told of a second writer."""
+    from steptable.logger.steplogger import StepLogger
+
+    sl = StepLogger(None, run_dir=tmp_path, console=False, alerts=False)
+    sl.log({"step": 0, "loss": 1.0})
+    ready_r, ready_w = os.pipe()
+    go_r, go_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the worker: alive until told (its at-fork hooks ran before fork() returned here)
+        try:
+            os.close(go_w)
+            os.write(ready_w, b"1")
+            os.read(go_r, 1)
+        finally:
+            os._exit(0)
+    os.close(go_r)
+    os.close(ready_w)
+    try:
+        assert os.read(ready_r, 1) == b"1"
+        sl.close()
+        b = start(tmp_path, first=100)
+        try:
+            err = finish(b)
+        finally:
+            reap(b)
+        assert "writing this arm's rows" not in err
+    finally:
+        os.close(go_w)
+        os.close(ready_r)
+        os.waitpid(pid, 0)
