@@ -200,7 +200,7 @@ class StepLogger:
             )
             return None
         if self._closed:
-            report_once(f"{self._topic}-closed", "steptable: StepLogger.log called after close(); row not recorded")
+            self._after_close()
             return None
         me = threading.get_ident()
         if self._owner == me:
@@ -210,7 +210,8 @@ class StepLogger:
             return None
         try:
             with self._lock:
-                if self._closed:
+                if self._closed:  # (closed by another thread while this one waited for the lock)
+                    self._after_close()
                     return None
                 self._owner = me
                 try:
@@ -228,6 +229,9 @@ class StepLogger:
                 f"steptable: StepLogger.log failed ({error_text(e)}); training goes on",
             )
             return None
+
+    def _after_close(self) -> None:
+        report_once(f"{self._topic}-closed", "steptable: StepLogger.log called after close(); row not recorded")
 
     def _log(self, raw: Mapping[str, Any], show: bool = True) -> str:
         # Each value read once, now: a device tensor costs one sync here rather than one each for the JSONL, the

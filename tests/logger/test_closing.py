@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import threading
 import weakref
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -152,6 +153,38 @@ def test_log_after_close_is_reported_once(capsys: pytest.CaptureFixture[str]) ->
     sl.log({"step": 0})
     sl.close()
     assert sl.log({"step": 1}) is None and sl.log({"step": 2}) is None
+    assert capsys.readouterr().err.count("called after close()") == 1
+
+
+class _Announcing:
+    """``lock`` that sets ``entering`` as ``thread`` is about to wait for it."""
+
+    def __init__(self, lock: Any, thread: Callable[[], bool], entering: threading.Event) -> None:
+        self.lock, self.thread, self.entering = lock, thread, entering
+
+    def __enter__(self) -> Any:
+        if self.thread():
+            self.entering.set()
+        return self.lock.__enter__()
+
+    def __exit__(self, *exc: object) -> None:
+        self.lock.__exit__(*exc)
+
+
+def test_a_row_that_another_threads_close_came_before_is_reported(capsys: pytest.CaptureFixture[str]) -> None:
+    """An evaluation thread logs as the loop's thread closes: its row, found closed only once the lock is its, is
+    not recorded, and that is said as any log() after close() is (never dropped unsaid)."""
+    sl = StepLogger(EMA_COLS, alerts=False, console=False)
+    sl.log({"step": 0})
+    lock, entering, got = sl._lock, threading.Event(), []
+    evaluation = threading.Thread(target=lambda: got.append(sl.log({"step": 1})))
+    sl._lock = _Announcing(lock, lambda: threading.current_thread() is evaluation, entering)  # type: ignore[assignment]
+    with lock:  # the loop's thread: the row's check that the logger is open is passed before close() comes
+        evaluation.start()
+        assert entering.wait(60)
+        sl.close()
+    evaluation.join(60)
+    assert got == [None]
     assert capsys.readouterr().err.count("called after close()") == 1
 
 
