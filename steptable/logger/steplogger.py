@@ -218,9 +218,7 @@ class StepLogger:
                     line = self._log(cells, show)
                     self._log_deferred()
                 finally:
-                    self._owner = None
-                    if self._closer.due:  # also when a handler's sys.exit() leaves the row (close(); exit)
-                        self._closer.close_now()
+                    self._leave()
                 return line
         except Exception as e:  # the loop must survive anything we do wrong
             self._lost += 1
@@ -347,11 +345,17 @@ class StepLogger:
         """The rows record() left waiting, seen now (steptable.logger.backlog): the columns fitted, the dump rows.
         Raises nothing (a row whose work fails is reported once, as record() reports it; training goes on). From
         inside log() on this thread (a signal handler), the rows seen so far: the row in progress comes first."""
-        if self._owner == threading.get_ident():
+        me = threading.get_ident()
+        if self._owner == me:
             return
         try:
             with self._lock:
-                self._backlog.catch_up()
+                self._owner = me  # (a row a signal handler logs meanwhile comes after the waiting rows, as in log())
+                try:
+                    self._backlog.catch_up()
+                    self._log_deferred()
+                finally:
+                    self._leave()
         except Exception as e:
             report_once(f"{self._topic}-{type(e).__name__}",
                         f"steptable: StepLogger.log failed ({error_text(e)}); training goes on")
@@ -373,6 +377,13 @@ class StepLogger:
         say them (steptable.logger.process)."""
         if not self._closed and not self._forked:
             self._backlog.say_waiting(self._lock, wait=1.0)  # (a lock held at exit: not waited for long)
+
+    def _leave(self) -> None:
+        """The end of this thread's turn inside log() (or a catch-up): a close() called from inside it (a signal
+        handler's) is done now, also where the handler's sys.exit() left the row (close(); exit)."""
+        self._owner = None
+        if self._closer.due:
+            self._closer.close_now()
 
     def _log_deferred(self) -> None:
         """Log the rows logged from inside log() (a signal handler's) that the end of that row did not reach: an

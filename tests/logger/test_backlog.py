@@ -204,6 +204,37 @@ def test_the_dump_read_by_a_signal_handler_during_a_catch_up_leaves_the_rows_in_
     assert dumps and [r["step"] for r in sl._recent] == list(range(10)) and fed == list(range(10))
 
 
+@pytest.mark.parametrize("read", ["dump", "legend", "write_table"])
+def test_a_row_a_signal_handler_logs_during_a_readers_catch_up_comes_after_the_waiting_rows(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, read: str) -> None:
+    """A handler (SIGUSR1: log an event row) that runs while dump(), legend() or write_table() catches up with the
+    rows record() left waiting: its row is logged after them (the dump rows and the alert engine's rows stay in the
+    run's order, as a row logged from inside log() does)."""
+    real = backlog.kept
+    reading: list[bool] = []
+
+    def kept(view: dict[str, Any]) -> dict[str, Any]:
+        if view.get("step") == 2 and reading == [True]:
+            reading.append(False)
+            sl.record({"step": 100, "loss": 0.5})  # (as a signal handler would, between two of this row's steps)
+        return real(view)
+
+    monkeypatch.setattr(backlog, "kept", kept)
+    sl = StepLogger([Col("step", 5, "step", "d"), Col("loss", 7, "loss", "+.3f")], tmp_path, console=False,
+                    dump_rows=100)
+    fed: list[int] = []
+    add = alertfeed.AlertFeed.add
+    monkeypatch.setattr(alertfeed.AlertFeed, "add", lambda self, step, row, *a: fed.append(step) or add(
+        self, step, row, *a))
+    for i in range(5):
+        sl.record({"step": i, "loss": 0.5})  # (they wait for their batch)
+    reading.append(True)
+    getattr(sl, read)()
+    sl.close()
+    assert reading == [True, False]
+    assert [r["step"] for r in sl._recent] == [0, 1, 2, 3, 4, 100] and fed == [0, 1, 2, 3, 4, 100]
+
+
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
 def test_a_forked_child_reading_the_dump_says_none_of_the_parents_waiting_alerts(tmp_path: Path) -> None:
     """A child forked while recorded rows wait for their batch (a spike among them), their time bound past, sees
