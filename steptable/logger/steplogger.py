@@ -222,11 +222,13 @@ class StepLogger:
                 return line
         except Exception as e:  # the loop must survive anything we do wrong
             self._lost += 1
-            report_once(  # (an exception's text may quote a path or a value: made inert as names are)
-                f"{self._topic}-{type(e).__name__}",
-                f"steptable: StepLogger.log failed ({error_text(e)}); training goes on",
-            )
+            self._failed(e)
             return None
+
+    def _failed(self, e: Exception) -> None:
+        """A row's work failed with ``e``: said once per kind (its text may quote a path or a value: made inert)."""
+        report_once(f"{self._topic}-{type(e).__name__}",
+                    f"steptable: StepLogger.log failed ({error_text(e)}); training goes on")
 
     def _after_close(self) -> None:
         report_once(f"{self._topic}-closed", "steptable: StepLogger.log called after close(); row not recorded")
@@ -357,8 +359,7 @@ class StepLogger:
                 finally:
                     self._leave()
         except Exception as e:
-            report_once(f"{self._topic}-{type(e).__name__}",
-                        f"steptable: StepLogger.log failed ({error_text(e)}); training goes on")
+            self._failed(e)
 
     def close(self) -> None:
         """Final flush, the run marked ended, ``table.txt``, the end-of-run dump. Idempotent; raises nothing of its
@@ -373,10 +374,18 @@ class StepLogger:
             self._writer_lock.after_fork()
 
     def at_exit(self) -> None:
-        """The process exits: the alerts of rows still waiting for their batch are said, where close() did not
-        say them (steptable.logger.process)."""
-        if not self._closed and not self._forked:
-            self._backlog.say_waiting(self._lock, wait=1.0)  # (a lock held at exit: not waited for long)
+        """The process exits: the rows logged from inside a row that an exception then left are logged, and the
+        alerts of rows still waiting for their batch said, where close() did not (steptable.logger.process)."""
+        if self._closed or self._forked:
+            return
+        if self._deferred and self._lock.acquire(timeout=1.0):  # (a lock held at exit: not waited for long)
+            try:  # rows a signal handler logged inside a row that its sys.exit() then left
+                self._log_deferred()
+            except Exception as e:
+                self._failed(e)
+            finally:
+                self._lock.release()
+        self._backlog.say_waiting(self._lock, wait=1.0)
 
     def _leave(self) -> None:
         """The end of this thread's turn inside log() (or a catch-up): a close() called from inside it (a signal

@@ -291,6 +291,37 @@ def test_a_row_a_handler_logs_before_a_ctrl_c_in_the_same_row_is_written_at_clos
     assert description(tmp_path)["end"] == "interrupted"
 
 
+def test_a_row_a_sigterm_handler_logs_inside_a_row_before_sys_exit_is_written_at_the_exit(tmp_path: Path) -> None:
+    """``def on_term(s, f): lg.log({"step": 99, ...}); sys.exit(1)``, the script never calling close(), SIGTERM
+    landing while a row is logged (a device value's read, where a GPU loop waits): the handler's row, which waits
+    for the row in progress that the exit leaves, is written as the interpreter exits."""
+    script = textwrap.dedent(f"""
+        import os, signal, sys
+        from steptable import Col, StepLogger
+        sl = StepLogger([Col("step", 5, "step", "d"), Col("loss", 7, "loss", ".3f")], run_dir={str(tmp_path)!r},
+                        console=False, alerts=False)
+
+        def on_term(s, f):
+            sl.log({{"step": 99, "loss": 9.0}})
+            sys.exit(1)
+
+        class Read:  # a 0-d tensor's read: the signal comes while the row is logged
+            ndim = 0
+
+            def item(self):
+                os.kill(os.getpid(), signal.SIGTERM)
+                return 0.25
+
+        signal.signal(signal.SIGTERM, on_term)
+        sl.log({{"step": 0, "loss": 0.5}})
+        sl.log({{"step": 1, "loss": Read()}})
+    """)
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1, proc.stderr
+    rows = [json.loads(x) for x in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in rows][-1] == 99
+
+
 def test_a_handler_that_closes_then_leaves_with_os_exit_has_marked_the_run_ended(tmp_path: Path) -> None:
     """os._exit() after close() never returns to the row: the run is marked ended by close() itself."""
     sl = StepLogger(LOSS_COLS, run_dir=tmp_path, console=False, alerts=False)
