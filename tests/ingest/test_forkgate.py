@@ -111,7 +111,8 @@ def test_a_child_held_by_its_pidfd_is_never_mistaken_for_the_process_that_got_it
         assert alive()
 
 
-def test_a_stuck_child_is_killed_and_reaped() -> None:
+def stuck_child() -> tuple[int, int]:
+    """A child forked by forkgate.fork that never ends by itself: (its pid, the parent's end of its pipe)."""
     r, w = os.pipe()
     pid = forkgate.fork()
     if pid == 0:
@@ -122,6 +123,11 @@ def test_a_stuck_child_is_killed_and_reaped() -> None:
         finally:
             os._exit(1)
     os.close(w)
+    return pid, r
+
+
+def test_a_stuck_child_is_killed_and_reaped() -> None:
+    pid, r = stuck_child()
     forkgate.end(pid, r)
     with pytest.raises(ChildProcessError):  # reaped: no zombie left
         os.waitpid(pid, os.WNOHANG)
@@ -130,15 +136,6 @@ def test_a_stuck_child_is_killed_and_reaped() -> None:
 
 def test_a_stuck_child_is_killed_with_sigchld_ignored() -> None:
     with sigchld_ignored():
-        r, w = os.pipe()
-        pid = forkgate.fork()
-        if pid == 0:
-            try:
-                os.close(r)
-                while True:
-                    signal.pause()
-            finally:
-                os._exit(1)
-        os.close(w)
+        pid, r = stuck_child()
         forkgate.end(pid, r)
         assert reaped(pid)

@@ -27,6 +27,7 @@ from tests.logger.helpers import (
     EMA_COLS,
     LOSS_COLS,
     RUN_COLS,
+    SIGTERM_IN_A_READ,
     TABLE_COLS,
     Clock,
     closed_field,
@@ -295,8 +296,7 @@ def test_a_row_a_sigterm_handler_logs_inside_a_row_before_sys_exit_is_written_at
     """``def on_term(s, f): lg.log({"step": 99, ...}); sys.exit(1)``, the script never calling close(), SIGTERM
     landing while a row is logged (a device value's read, where a GPU loop waits): the handler's row, which waits
     for the row in progress that the exit leaves, is written as the interpreter exits."""
-    script = textwrap.dedent(f"""
-        import os, signal, sys
+    script = SIGTERM_IN_A_READ + textwrap.dedent(f"""
         from steptable import Col, StepLogger
         sl = StepLogger([Col("step", 5, "step", "d"), Col("loss", 7, "loss", ".3f")], run_dir={str(tmp_path)!r},
                         console=False, alerts=False)
@@ -305,16 +305,9 @@ def test_a_row_a_sigterm_handler_logs_inside_a_row_before_sys_exit_is_written_at
             sl.log({{"step": 99, "loss": 9.0}})
             sys.exit(1)
 
-        class Read:  # a 0-d tensor's read: the signal comes while the row is logged
-            ndim = 0
-
-            def item(self):
-                os.kill(os.getpid(), signal.SIGTERM)
-                return 0.25
-
         signal.signal(signal.SIGTERM, on_term)
         sl.log({{"step": 0, "loss": 0.5}})
-        sl.log({{"step": 1, "loss": Read()}})
+        sl.log({{"step": 1, "loss": Read(0.25)}})
     """)
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 1, proc.stderr

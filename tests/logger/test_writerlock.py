@@ -46,6 +46,15 @@ def start(run: Path, arm: str = "", first: int = 0) -> subprocess.Popen[str]:
     return p
 
 
+def later_writer(run: Path) -> str:
+    """The stderr of a writer of ``run``'s arm started now (its rows from step 100), run to its close."""
+    p = start(run, first=100)
+    try:
+        return finish(p)
+    finally:
+        reap(p)
+
+
 def finish(p: subprocess.Popen[str]) -> str:
     """Let ``p`` write its last rows and close; its stderr."""
     _, err = p.communicate("\n", timeout=60)
@@ -97,12 +106,7 @@ def test_the_lock_of_a_killed_writer_is_no_lock(tmp_path: Path) -> None:
         a.wait(30)
     finally:
         reap(a)
-    b = start(tmp_path, first=100)
-    try:
-        err = finish(b)
-    finally:
-        reap(b)
-    assert "writing this arm's rows" not in err
+    assert "writing this arm's rows" not in later_writer(tmp_path)
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
@@ -129,12 +133,7 @@ def test_a_forked_worker_does_not_hold_the_lock_past_close(tmp_path: Path) -> No
     try:
         assert os.read(ready_r, 1) == b"1"
         sl.close()
-        b = start(tmp_path, first=100)
-        try:
-            err = finish(b)
-        finally:
-            reap(b)
-        assert "writing this arm's rows" not in err
+        assert "writing this arm's rows" not in later_writer(tmp_path)
     finally:
         os.close(go_w)
         os.close(ready_r)
