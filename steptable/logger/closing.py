@@ -103,6 +103,8 @@ class Closer:
         marked ended now)."""
         sl = self._sl
         if sl._owner == threading.get_ident():  # from inside log() (a signal handler): once that row is done
+            if sl._closed:  # (a catch-up after close: a dump() then)
+                return
             self.due = True
             if sl.is_writer and not sl._forked and sl._rows:
                 # and the run marked ended now: a handler that goes on to os._exit() never comes back to the row

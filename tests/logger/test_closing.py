@@ -12,6 +12,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
 import weakref
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -313,6 +314,21 @@ def test_a_row_a_sigterm_handler_logs_inside_a_row_before_sys_exit_is_written_at
     assert proc.returncode == 1, proc.stderr
     rows = [json.loads(x) for x in (tmp_path / "metrics.jsonl").read_text().splitlines()]
     assert [r["step"] for r in rows][-1] == 99
+
+
+def test_a_handler_that_closes_during_a_dump_after_close_leaves_the_run_as_it_ended(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """dump() after close() still marks its thread inside the logger while it catches up: a handler's close() then
+    (a second SIGTERM) finds the run closed and says nothing new of it (not a later end)."""
+    sl = StepLogger(LOSS_COLS, run_dir=tmp_path, console=False, alerts=False)
+    sl.log({"step": 0, "loss": 0.5})
+    sl.close()
+    before = description(tmp_path)
+    ended = before["closed"]
+    monkeypatch.setattr(sl._backlog, "catch_up", lambda drain=False: sl.close())  # (the handler, in the catch-up)
+    monkeypatch.setattr(time, "time", lambda: ended + 100.0)
+    sl.dump()
+    assert description(tmp_path) == before
 
 
 def test_a_handler_that_closes_then_leaves_with_os_exit_has_marked_the_run_ended(tmp_path: Path) -> None:
