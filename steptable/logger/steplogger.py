@@ -231,6 +231,7 @@ class StepLogger:
                     f"steptable: StepLogger.log failed ({error_text(e)}); training goes on")
 
     def _after_close(self) -> None:
+        """A row refused: the logger is closed (said once)."""
         report_once(f"{self._topic}-closed", "steptable: StepLogger.log called after close(); row not recorded")
 
     def _log(self, raw: Mapping[str, Any], show: bool = True) -> str:
