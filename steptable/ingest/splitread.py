@@ -109,7 +109,7 @@ def _split_into(src: TailSource, stop: int, ident: tuple[int, int, int, int], sh
         pass
     parent = os.getpid()
     try:
-        pid = os.fork()
+        pid = forkgate.fork()
     except OSError:
         os.close(r)
         os.close(w)

@@ -103,6 +103,8 @@ class Closer:
         marked ended now)."""
         sl = self._sl
         if sl._owner == threading.get_ident():  # from inside log() (a signal handler): once that row is done
+            if sl._closed:  # (a catch-up after close: a dump() then)
+                return
             self.due = True
             if sl.is_writer and not sl._forked and sl._rows:
                 # and the run marked ended now: a handler that goes on to os._exit() never comes back to the row
@@ -131,6 +133,7 @@ class Closer:
             return
         sl._closed = True
         steps: tuple[tuple[str, Callable[[], None]], ...] = (
+            ("logging the rows logged from inside a row", sl._log_deferred),
             ("the final flush", sl._final_flush),
             # before table.txt (slow on a long run): a job killed meanwhile must not read as a stalled run forever
             ("marking the run ended", self._describe_closed),

@@ -200,7 +200,7 @@ class StepLogger:
             )
             return None
         if self._closed:
-            report_once(f"{self._topic}-closed", "steptable: StepLogger.log called after close(); row not recorded")
+            self._after_close()
             return None
         me = threading.get_ident()
         if self._owner == me:
@@ -210,25 +210,29 @@ class StepLogger:
             return None
         try:
             with self._lock:
-                if self._closed:
+                if self._closed:  # (closed by another thread while this one waited for the lock)
+                    self._after_close()
                     return None
                 self._owner = me
                 try:
                     line = self._log(cells, show)
-                    while self._deferred:
-                        self._log(*self._deferred.popleft())
+                    self._log_deferred()
                 finally:
-                    self._owner = None
-                    if self._closer.due:  # also when a handler's sys.exit() leaves the row (close(); exit)
-                        self._closer.close_now()
+                    self._leave()
                 return line
         except Exception as e:  # the loop must survive anything we do wrong
             self._lost += 1
-            report_once(  # (an exception's text may quote a path or a value: made inert as names are)
-                f"{self._topic}-{type(e).__name__}",
-                f"steptable: StepLogger.log failed ({error_text(e)}); training goes on",
-            )
+            self._failed(e)
             return None
+
+    def _failed(self, e: Exception) -> None:
+        """A row's work failed with ``e``: said once per kind (its text may quote a path or a value: made inert)."""
+        report_once(f"{self._topic}-{type(e).__name__}",
+                    f"steptable: StepLogger.log failed ({error_text(e)}); training goes on")
+
+    def _after_close(self) -> None:
+        """A row refused: the logger is closed (said once)."""
+        report_once(f"{self._topic}-closed", "steptable: StepLogger.log called after close(); row not recorded")
 
     def _log(self, raw: Mapping[str, Any], show: bool = True) -> str:
         # Each value read once, now: a device tensor costs one sync here rather than one each for the JSONL, the
@@ -344,14 +348,19 @@ class StepLogger:
         """The rows record() left waiting, seen now (steptable.logger.backlog): the columns fitted, the dump rows.
         Raises nothing (a row whose work fails is reported once, as record() reports it; training goes on). From
         inside log() on this thread (a signal handler), the rows seen so far: the row in progress comes first."""
-        if self._owner == threading.get_ident():
+        me = threading.get_ident()
+        if self._owner == me:
             return
         try:
             with self._lock:
-                self._backlog.catch_up()
+                self._owner = me  # (a row a signal handler logs meanwhile comes after the waiting rows, as in log())
+                try:
+                    self._backlog.catch_up()
+                    self._log_deferred()
+                finally:
+                    self._leave()
         except Exception as e:
-            report_once(f"{self._topic}-{type(e).__name__}",
-                        f"steptable: StepLogger.log failed ({error_text(e)}); training goes on")
+            self._failed(e)
 
     def close(self) -> None:
         """Final flush, the run marked ended, ``table.txt``, the end-of-run dump. Idempotent; raises nothing of its
@@ -362,12 +371,35 @@ class StepLogger:
         """In a child made by fork(): this logger never prints or writes here (steptable.logger.process)."""
         self._forked = True
         self._lock = threading.RLock()  # the parent's lock may have been held by another thread at the fork
+        if self._writer_lock is not None:
+            self._writer_lock.after_fork()
 
     def at_exit(self) -> None:
-        """The process exits: the alerts of rows still waiting for their batch are said, where close() did not
-        say them (steptable.logger.process)."""
-        if not self._closed and not self._forked:
-            self._backlog.say_waiting(self._lock, wait=1.0)  # (a lock held at exit: not waited for long)
+        """The process exits: the rows logged from inside a row that an exception then left are logged, and the
+        alerts of rows still waiting for their batch said, where close() did not (steptable.logger.process)."""
+        if self._closed or self._forked:
+            return
+        if self._deferred and self._lock.acquire(timeout=1.0):  # (a lock held at exit: not waited for long)
+            try:  # rows a signal handler logged inside a row that its sys.exit() then left
+                self._log_deferred()
+            except Exception as e:
+                self._failed(e)
+            finally:
+                self._lock.release()
+        self._backlog.say_waiting(self._lock, wait=1.0)
+
+    def _leave(self) -> None:
+        """The end of this thread's turn inside log() (or a catch-up): a close() called from inside it (a signal
+        handler's) is done now, also where the handler's sys.exit() left the row (close(); exit)."""
+        self._owner = None
+        if self._closer.due:
+            self._closer.close_now()
+
+    def _log_deferred(self) -> None:
+        """Log the rows logged from inside log() (a signal handler's) that the end of that row did not reach: an
+        exception left it (the handler's ``close(); sys.exit()``, a Ctrl-C in the same row)."""
+        while self._deferred:
+            self._log(*self._deferred.popleft())
 
     def _final_flush(self) -> None:
         self._backlog.say_waiting(self._lock)  # (before the file closes: a failure there must not keep it open)

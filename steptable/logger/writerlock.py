@@ -86,6 +86,12 @@ class WriterLock:
             pass
         return None
 
+    def after_fork(self) -> None:
+        """In a child made by fork() (a DataLoader worker): its copy of the lock's descriptor closed, or the flock
+        (held by the open file, which the child shares) would outlive the parent's release and the parent itself.
+        Closed without unlocking: an unlock from here would free the parent's lock."""
+        self.release()
+
     def release(self) -> None:
         """Let the lock go (closing the descriptor releases the flock). The file stays: removing it would race a
         third process that opened it meanwhile and locks an unlinked file."""

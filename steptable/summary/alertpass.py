@@ -133,7 +133,7 @@ class AlertsAhead(Mapping[str, list[Alert]]):
         for _ in range(self.workers):
             rr, rw = os.pipe()
             try:
-                pid = os.fork()
+                pid = forkgate.fork()
             except OSError:  # (no process to be had: the rest is worked out here)
                 os.close(rr)
                 os.close(rw)

@@ -153,3 +153,21 @@ class Clock:
 
     def advance(self, seconds: float | None = None) -> None:
         self.now += writer.CHECK_S if seconds is None else seconds
+
+
+#: the head of a script: ``Read(value)``, a 0-d tensor whose read (``item()``, where a GPU loop waits) sends the
+#: process SIGTERM, so the signal comes while the row that holds it is logged
+SIGTERM_IN_A_READ = textwrap.dedent("""
+    import os, signal, sys
+
+
+    class Read:
+        ndim = 0
+
+        def __init__(self, value):
+            self.value = value
+
+        def item(self):
+            os.kill(os.getpid(), signal.SIGTERM)
+            return self.value
+""")

@@ -19,7 +19,7 @@ import pytest
 from steptable import Col, StepLogger
 from steptable.alerts.engine import AlertEngine
 from steptable.logger import alertfeed, backlog
-from tests.logger.helpers import spike_said_at_exit
+from tests.logger.helpers import SIGTERM_IN_A_READ, spike_said_at_exit
 
 
 def _rows(n: int) -> list[dict[str, Any]]:
@@ -178,6 +178,17 @@ def test_a_waiting_row_that_fails_its_catch_up_raises_nothing_from_what_reads_th
     assert [r["step"] for r in sl._recent] == [0, 1, 2, 4, 5]
 
 
+def _fed_logger(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[StepLogger, list[int]]:
+    """A logger of every row in its dump, and the steps its alert feed is given, in order."""
+    sl = StepLogger([Col("step", 5, "step", "d"), Col("loss", 7, "loss", "+.3f")], tmp_path, console=False,
+                    dump_rows=100)
+    fed: list[int] = []
+    add = alertfeed.AlertFeed.add
+    monkeypatch.setattr(alertfeed.AlertFeed, "add", lambda self, step, row, *a: fed.append(step) or add(
+        self, step, row, *a))
+    return sl, fed
+
+
 def test_the_dump_read_by_a_signal_handler_during_a_catch_up_leaves_the_rows_in_order(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A handler (SIGUSR1: print the dump) that runs while record() catches up reads the rows seen so far; it does
@@ -192,16 +203,37 @@ def test_the_dump_read_by_a_signal_handler_during_a_catch_up_leaves_the_rows_in_
         return real(view)
 
     monkeypatch.setattr(backlog, "kept", kept)
-    sl = StepLogger([Col("step", 5, "step", "d"), Col("loss", 7, "loss", "+.3f")], tmp_path, console=False,
-                    dump_rows=100)
-    fed: list[int] = []
-    add = alertfeed.AlertFeed.add
-    monkeypatch.setattr(alertfeed.AlertFeed, "add", lambda self, step, row, *a: fed.append(step) or add(
-        self, step, row, *a))
+    sl, fed = _fed_logger(tmp_path, monkeypatch)
     for i in range(10):
         sl.record({"step": i, "loss": 0.5 if i < 9 else math.nan})  # (the NaN row catches up inside record())
     sl.close()
     assert dumps and [r["step"] for r in sl._recent] == list(range(10)) and fed == list(range(10))
+
+
+@pytest.mark.parametrize("read", ["dump", "legend", "write_table"])
+def test_a_row_a_signal_handler_logs_during_a_readers_catch_up_comes_after_the_waiting_rows(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, read: str) -> None:
+    """A handler (SIGUSR1: log an event row) that runs while dump(), legend() or write_table() catches up with the
+    rows record() left waiting: its row is logged after them (the dump rows and the alert engine's rows stay in the
+    run's order, as a row logged from inside log() does)."""
+    real = backlog.kept
+    reading: list[bool] = []
+
+    def kept(view: dict[str, Any]) -> dict[str, Any]:
+        if view.get("step") == 2 and reading == [True]:
+            reading.append(False)
+            sl.record({"step": 100, "loss": 0.5})  # (as a signal handler would, between two of this row's steps)
+        return real(view)
+
+    monkeypatch.setattr(backlog, "kept", kept)
+    sl, fed = _fed_logger(tmp_path, monkeypatch)
+    for i in range(5):
+        sl.record({"step": i, "loss": 0.5})  # (they wait for their batch)
+    reading.append(True)
+    getattr(sl, read)()
+    sl.close()
+    assert reading == [True, False]
+    assert [r["step"] for r in sl._recent] == [0, 1, 2, 3, 4, 100] and fed == [0, 1, 2, 3, 4, 100]
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
@@ -239,8 +271,7 @@ def test_a_signal_handlers_close_then_os_exit_describes_the_columns_fitted_to_th
     """SIGTERM while a row is logged, its handler ``sl.close(); os._exit(0)``: the description written then gives
     the widths of the columns declared without one fitted to every row record() left waiting (as a close between
     rows does), not to the rows before them."""
-    script = textwrap.dedent(f"""
-        import os, signal
+    script = SIGTERM_IN_A_READ + textwrap.dedent(f"""
         from steptable import Col, StepLogger
         sl = StepLogger([Col("step"), Col("loss"), Col("kl")], run_dir={str(tmp_path)!r}, console=False)
 
@@ -248,17 +279,10 @@ def test_a_signal_handlers_close_then_os_exit_describes_the_columns_fitted_to_th
             sl.close()
             os._exit(0)
 
-        class Read:  # a 0-d tensor's read: the signal comes while the row is logged
-            ndim = 0
-
-            def item(self):
-                os.kill(os.getpid(), signal.SIGTERM)
-                return 0.5
-
         signal.signal(signal.SIGTERM, on_term)
         for step in range(10):
             sl.record({{"step": step, "loss": 123456.789 if step == 6 else 0.5, "kl": 0.01}})
-        sl.record({{"step": 10, "loss": Read(), "kl": 0.01}})
+        sl.record({{"step": 10, "loss": Read(0.5), "kl": 0.01}})
         raise SystemExit(3)
     """)
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)

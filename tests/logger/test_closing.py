@@ -11,6 +11,8 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import threading
+import time
 import weakref
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -26,6 +28,7 @@ from tests.logger.helpers import (
     EMA_COLS,
     LOSS_COLS,
     RUN_COLS,
+    SIGTERM_IN_A_READ,
     TABLE_COLS,
     Clock,
     closed_field,
@@ -155,6 +158,38 @@ def test_log_after_close_is_reported_once(capsys: pytest.CaptureFixture[str]) ->
     assert capsys.readouterr().err.count("called after close()") == 1
 
 
+class _Announcing:
+    """``lock`` that sets ``entering`` as ``thread`` is about to wait for it."""
+
+    def __init__(self, lock: Any, thread: Callable[[], bool], entering: threading.Event) -> None:
+        self.lock, self.thread, self.entering = lock, thread, entering
+
+    def __enter__(self) -> Any:
+        if self.thread():
+            self.entering.set()
+        return self.lock.__enter__()
+
+    def __exit__(self, *exc: object) -> None:
+        self.lock.__exit__(*exc)
+
+
+def test_a_row_that_another_threads_close_came_before_is_reported(capsys: pytest.CaptureFixture[str]) -> None:
+    """An evaluation thread logs as the loop's thread closes: its row, found closed only once the lock is its, is
+    not recorded, and that is said as any log() after close() is (never dropped unsaid)."""
+    sl = StepLogger(EMA_COLS, alerts=False, console=False)
+    sl.log({"step": 0})
+    lock, entering, got = sl._lock, threading.Event(), []
+    evaluation = threading.Thread(target=lambda: got.append(sl.log({"step": 1})))
+    sl._lock = _Announcing(lock, lambda: threading.current_thread() is evaluation, entering)  # type: ignore[assignment]
+    with lock:  # the loop's thread: the row's check that the logger is open is passed before close() comes
+        evaluation.start()
+        assert entering.wait(60)
+        sl.close()
+    evaluation.join(60)
+    assert got == [None]
+    assert capsys.readouterr().err.count("called after close()") == 1
+
+
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
 def test_close_returns_when_the_jsonl_is_not_a_regular_file(tmp_path: Path) -> None:
     """metrics.jsonl as a FIFO (or /dev/stdout): rows stream into it, and close() does not try to read it back
@@ -220,6 +255,80 @@ def test_a_handler_that_closes_and_exits_inside_log_still_closes_the_run(tmp_pat
     assert _closed(tmp_path) is not None
     assert (tmp_path / "table.txt").exists()
     assert sl.log({"step": 2, "loss": 0.1}) is None  # closed: nothing more is written
+
+
+def test_a_row_a_handler_logs_before_it_closes_and_exits_is_written(tmp_path: Path) -> None:
+    """``def on_term(s, f): lg.log(last); lg.close(); sys.exit(0)`` running inside log(): the handler's row waits for
+    the row in progress, which the SystemExit then leaves; close() still writes it (a row logged before close() is
+    never lost) and counts it."""
+    sl = StepLogger(LOSS_COLS, run_dir=tmp_path, console=False, alerts=False)
+    sl.log({"step": 0, "loss": 0.5})
+
+    def on_term() -> None:
+        sl.log({"step": 99, "loss": 9.0})
+        sl.close()
+        raise SystemExit(0)
+
+    with pytest.raises(SystemExit):
+        sl.log({"step": 1, "loss": _Synced(0.25, on_term)})  # (its value never read: the row is not logged)
+    rows = [json.loads(x) for x in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in rows] == [0, 99]
+    assert description(tmp_path)["rows"] == 2 and _closed(tmp_path) is not None
+
+
+def test_a_row_a_handler_logs_before_a_ctrl_c_in_the_same_row_is_written_at_close(tmp_path: Path) -> None:
+    """A handler logs a row inside log() (it waits for the row in progress), then a Ctrl-C lands in that same row:
+    the ``with`` block's close() writes the handler's row."""
+
+    def on_usr1_then_ctrl_c() -> None:
+        sl.log({"step": 99, "loss": 9.0})
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt), StepLogger(LOSS_COLS, run_dir=tmp_path, console=False,
+                                                      alerts=False) as sl:
+        sl.log({"step": 0, "loss": 0.5})
+        sl.log({"step": 1, "loss": _Synced(0.25, on_usr1_then_ctrl_c)})
+    rows = [json.loads(x) for x in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in rows] == [0, 99]
+    assert description(tmp_path)["end"] == "interrupted"
+
+
+def test_a_row_a_sigterm_handler_logs_inside_a_row_before_sys_exit_is_written_at_the_exit(tmp_path: Path) -> None:
+    """``def on_term(s, f): lg.log({"step": 99, ...}); sys.exit(1)``, the script never calling close(), SIGTERM
+    landing while a row is logged (a device value's read, where a GPU loop waits): the handler's row, which waits
+    for the row in progress that the exit leaves, is written as the interpreter exits."""
+    script = SIGTERM_IN_A_READ + textwrap.dedent(f"""
+        from steptable import Col, StepLogger
+        sl = StepLogger([Col("step", 5, "step", "d"), Col("loss", 7, "loss", ".3f")], run_dir={str(tmp_path)!r},
+                        console=False, alerts=False)
+
+        def on_term(s, f):
+            sl.log({{"step": 99, "loss": 9.0}})
+            sys.exit(1)
+
+        signal.signal(signal.SIGTERM, on_term)
+        sl.log({{"step": 0, "loss": 0.5}})
+        sl.log({{"step": 1, "loss": Read(0.25)}})
+    """)
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1, proc.stderr
+    rows = [json.loads(x) for x in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in rows][-1] == 99
+
+
+def test_a_handler_that_closes_during_a_dump_after_close_leaves_the_run_as_it_ended(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """dump() after close() still marks its thread inside the logger while it catches up: a handler's close() then
+    (a second SIGTERM) finds the run closed and says nothing new of it (not a later end)."""
+    sl = StepLogger(LOSS_COLS, run_dir=tmp_path, console=False, alerts=False)
+    sl.log({"step": 0, "loss": 0.5})
+    sl.close()
+    before = description(tmp_path)
+    ended = before["closed"]
+    monkeypatch.setattr(sl._backlog, "catch_up", lambda drain=False: sl.close())  # (the handler, in the catch-up)
+    monkeypatch.setattr(time, "time", lambda: ended + 100.0)
+    sl.dump()
+    assert description(tmp_path) == before
 
 
 def test_a_handler_that_closes_then_leaves_with_os_exit_has_marked_the_run_ended(tmp_path: Path) -> None:

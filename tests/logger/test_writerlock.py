@@ -46,6 +46,15 @@ def start(run: Path, arm: str = "", first: int = 0) -> subprocess.Popen[str]:
     return p
 
 
+def later_writer(run: Path) -> str:
+    """The stderr of a writer of ``run``'s arm started now (its rows from step 100), run to its close."""
+    p = start(run, first=100)
+    try:
+        return finish(p)
+    finally:
+        reap(p)
+
+
 def finish(p: subprocess.Popen[str]) -> str:
     """Let ``p`` write its last rows and close; its stderr."""
     _, err = p.communicate("\n", timeout=60)
@@ -97,9 +106,35 @@ def test_the_lock_of_a_killed_writer_is_no_lock(tmp_path: Path) -> None:
         a.wait(30)
     finally:
         reap(a)
-    b = start(tmp_path, first=100)
+    assert "writing this arm's rows" not in later_writer(tmp_path)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_forked_worker_does_not_hold_the_lock_past_close(tmp_path: Path) -> None:
+    """A DataLoader worker forked while the logger holds its arm's lock inherits the lock's descriptor, and with it
+    the flock: once the logger closes, the lock is free though the worker lives on, so a later writer of the arm
+    (a resumed run) is not told of a second writer."""
+    from steptable.logger.steplogger import StepLogger
+
+    sl = StepLogger(None, run_dir=tmp_path, console=False, alerts=False)
+    sl.log({"step": 0, "loss": 1.0})
+    ready_r, ready_w = os.pipe()
+    go_r, go_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the worker: alive until told (its at-fork hooks ran before fork() returned here)
+        try:
+            os.close(go_w)
+            os.write(ready_w, b"1")
+            os.read(go_r, 1)
+        finally:
+            os._exit(0)
+    os.close(go_r)
+    os.close(ready_w)
     try:
-        err = finish(b)
+        assert os.read(ready_r, 1) == b"1"
+        sl.close()
+        assert "writing this arm's rows" not in later_writer(tmp_path)
     finally:
-        reap(b)
-    assert "writing this arm's rows" not in err
+        os.close(go_w)
+        os.close(ready_r)
+        os.waitpid(pid, 0)
