@@ -16,7 +16,7 @@ from textual.widgets import Static
 
 from steptable.app.screens import generations as gen_screen
 from steptable.app.screens.generations import GenerationsScreen
-from steptable.app.sidefiles import SideIndex
+from steptable.app.sidefiles import SideIndex, build_index
 from steptable.app.widgets.arm import ArmPanel
 from tests.app.helpers import (
     HOSTILE,
@@ -254,7 +254,7 @@ async def test_an_index_that_ends_after_the_next_arms_is_not_shown(tmp_path: Pat
     write_generations(root / "absorb")
     with open(root / "absorb" / "emergence" / "generations.jsonl", "a", encoding="utf-8") as fh:
         fh.write(json.dumps({"step": 30, "prompt": "p", "completion": "absorb only", "reward": 0.5}) + "\n")
-    real_build, real_ready = gen_screen.build_index, GenerationsScreen.on_index_ready
+    real_build, real_ready = build_index, GenerationsScreen.on_index_ready
     release = threading.Event()
     built: dict[tuple[Path, ...], SideIndex] = {}
     handled: list[Any] = []
