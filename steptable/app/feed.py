@@ -140,10 +140,10 @@ class Feed:
         except Exception as e:  # the UI shows it; the thread must not die silently
             send(FeedProblem(f"follower stopped: {type(e).__name__}: {e}"))
         finally:
-            with self._lock:
-                settled, self._heap = self._heap == "settled", "over"
-            if settled:
-                heap.release()
+            with self._lock:  # (the UI's take freezes under this lock: a thaw here comes after that freeze)
+                if self._heap == "settled":
+                    heap.release()
+                self._heap = "over"
 
     def prepare(self) -> None:
         """Start reading ahead (a thread) before the app runs: import ingest, find the runs, parse the tails of the
@@ -318,9 +318,8 @@ class Feed:
         with self._lock:
             ids, self._pending = self._pending, set()
             self._posted = False
-            settle = self._heap == "shown"
+            if self._heap == "shown":  # (under the lock: ``run`` ending now thaws after this, not before)
+                heap.settle()
             self._heap = {"read": "shown", "shown": "settled"}.get(self._heap, self._heap)
-        if settle:
-            heap.settle()
         return ids
 
