@@ -68,17 +68,22 @@ class _OneChange:
         return set()
 
 
+def _start(worker: threading.Thread, posted: list[Any]) -> None:
+    """Start the feed's thread and wait (bounded) for its first post."""
+    worker.start()
+    for _ in range(500):
+        if posted:
+            return
+        threading.Event().wait(0.01)
+
+
 def test_the_feed_freezes_after_the_ui_took_its_first_rows_and_thaws_when_it_stops(spy: _Spy) -> None:
     feed = Feed([], follower=_OneChange(), preview_min_bytes=0, alerts=False)
     stop = threading.Event()
     posted: list[Any] = []
     worker = threading.Thread(target=feed.run, args=(stop, posted.append))
-    worker.start()
     try:
-        for _ in range(500):
-            if posted:
-                break
-            threading.Event().wait(0.01)
+        _start(worker, posted)
         assert posted and spy.calls == []  # the rows are read, the tables not made yet
         assert feed.take() == {"r"}
         assert spy.calls == []  # the UI makes its tables of them now
@@ -130,12 +135,8 @@ def test_a_feed_that_stops_while_the_ui_freezes_thaws_after(spy: _Spy, monkeypat
 
     feed._lock = Lock()  # type: ignore[assignment]
     monkeypatch.setattr(heap, "settle", settle)
-    worker.start()
     try:
-        for _ in range(500):
-            if posted:
-                break
-            threading.Event().wait(0.01)
+        _start(worker, posted)
         assert posted and feed.take() == {"r"}
         feed.take()  # (the freeze)
     finally:
