@@ -9,9 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.helpers import write_rows
-
-WRITTEN = 1_700_000_000.0  # the runs' files' mtime
+from tests.helpers import write_rows, written_long_ago
 
 
 def _env() -> dict[str, str]:
@@ -34,8 +32,7 @@ def test_summary_output_is_whole_when_the_process_ends_at_once(tmp_path: Path) -
         rows = [{"step": s, "loss": 1.0 / (s + 1), **{f"metric_{r}_{j}": s * j for j in range(12)}} for s in range(30)]
         path = tmp_path / f"run{r:02d}" / "metrics.jsonl"
         write_rows(path, rows)
-        # (written long ago: a run's block names when, not "upd 0s ago", which the second run read as 1s ago)
-        os.utime(path, (WRITTEN, WRITTEN))
+        written_long_ago(path)  # (the two runs below say the same: no "upd 0s ago" read a second later)
     argv = [sys.executable, "-m", "steptable", "summary", "--all", str(tmp_path)]
     buffered = subprocess.run(argv, capture_output=True, text=True, env=_env())
     unbuffered = subprocess.run(argv, capture_output=True, text=True, env={**_env(), "PYTHONUNBUFFERED": "1"})
