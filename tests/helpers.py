@@ -168,6 +168,17 @@ def age(path: Path, seconds: float) -> None:
     os.utime(path, (t, t))
 
 
+#: an mtime long past, the same in every process: a summary then says when its runs were written ("idle since" a
+#: date), not how long ago (two runs of one command a second apart said "upd 0s ago" and "upd 1s ago")
+LONG_AGO = 1_700_000_000.0
+
+
+def written_long_ago(*paths: Path) -> None:
+    """``paths`` last written at ``LONG_AGO`` (their mtime)."""
+    for path in paths:
+        os.utime(path, (LONG_AGO, LONG_AGO))
+
+
 def spy_forks(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """The pids forked from this process from now on (``os.fork`` spied on), in order."""
     pids: list[int] = []

@@ -81,6 +81,7 @@ class Feed:
         self.alerts = alerts
         self._lock = threading.Lock()
         self._building = threading.Lock()
+        self._telling = threading.Lock()
         self._pending: set[str] = set()
         self._posted = False
         self._post: Post = lambda m: None
@@ -140,10 +141,10 @@ class Feed:
         except Exception as e:  # the UI shows it; the thread must not die silently
             send(FeedProblem(f"follower stopped: {type(e).__name__}: {e}"))
         finally:
-            with self._lock:
-                settled, self._heap = self._heap == "settled", "over"
-            if settled:
-                heap.release()
+            with self._lock:  # (the UI's take freezes under this lock: a thaw here comes after that freeze)
+                if self._heap == "settled":
+                    heap.release()
+                self._heap = "over"
 
     def prepare(self) -> None:
         """Start reading ahead (a thread) before the app runs: import ingest, find the runs, parse the tails of the
@@ -282,17 +283,19 @@ class Feed:
 
     def _tell_internal_errors(self) -> None:
         """A reader that raised on a file is only an entry in the follower's errors, and its run looks stalled: each
-        distinct one is posted as a problem. (A poll that raised reports its runs changed, so this runs after it.)"""
-        f = self._follower
-        count = int(getattr(f, "error_count", 0) or 0)
-        new, self._errors_seen = count - self._errors_seen, count
-        if new <= 0:
+        distinct one is posted as a problem. (A poll that raised reports its runs changed, so this runs after it.)
+        The follower's thread and a thread reading runs opened from a sweep's list both come here."""
+        after = getattr(self._follower, "errors_after", None)
+        if after is None:
             return
-        for e in getattr(f, "errors", [])[-new:]:
-            text = sanitize(str(e)[:500])
-            if INTERNAL_ERROR in text and text not in self._told and len(self._told) < MAX_TOLD:
-                self._told.add(text)
-                self._post(FeedProblem(text, lasting=False))
+        with self._telling:
+            count, new = after(self._errors_seen)
+            self._errors_seen = count
+            for e in new:
+                text = sanitize(str(e)[:500])
+                if INTERNAL_ERROR in text and text not in self._told and len(self._told) < MAX_TOLD:
+                    self._told.add(text)
+                    self._post(FeedProblem(text, lasting=False))
 
     # ------------------------------------------------------------------------------------------ UI thread
 
@@ -318,9 +321,8 @@ class Feed:
         with self._lock:
             ids, self._pending = self._pending, set()
             self._posted = False
-            settle = self._heap == "shown"
+            if self._heap == "shown":  # (under the lock: ``run`` ending now thaws after this, not before)
+                heap.settle()
             self._heap = {"read": "shown", "shown": "settled"}.get(self._heap, self._heap)
-        if settle:
-            heap.settle()
         return ids
 

@@ -167,6 +167,50 @@ def test_a_readers_internal_error_is_told_once(tmp_path: Path, monkeypatch: pyte
     assert follower.error_count == 2
 
 
+def test_an_internal_error_reported_while_another_thread_tells_is_told(tmp_path: Path) -> None:
+    """A pass on one thread (a run opened from a sweep's list is read on a thread of its own) reports a reader's
+    internal error while the follower's thread tells the errors so far: it is still told (it was counted before it
+    was listed, and the teller took the count as told)."""
+    import collections
+    import sys
+
+    from steptable.ingest.parse import BadLine
+
+    root = make_runs(tmp_path, steps=5, arms=("solo",))
+    follower = Follower([str(root)])
+    feed = Feed([str(root)], follower=follower, preview_min_bytes=0, alerts=False)
+    posted: list[Any] = []
+    feed._post = posted.append
+    feed._changed(follower.scan())
+    listing, listed = threading.Event(), threading.Event()
+
+    class Held(collections.deque):  # type: ignore[type-arg]
+        def append(self, item: Any) -> None:  # (the reporting pass, between its count and its listing)
+            listing.set()
+            assert listed.wait(10)
+            super().append(item)
+
+    follower._errors = Held(follower._errors, maxlen=follower._errors.maxlen)
+    bad = BadLine(str(root / "solo" / "metrics.jsonl"), 0, "internal error (KeyError: 'reader bug')")
+    reporter = threading.Thread(target=follower._report, args=(bad,))
+    teller = threading.Thread(target=feed._changed, args=({"solo/metrics.jsonl"},))
+    reporter.start()
+    assert listing.wait(10)
+    teller.start()
+    for _ in range(1000):  # the teller is done, or waits for the report to end
+        frame = sys._current_frames().get(teller.ident or 0)
+        waiting = frame is not None and frame.f_code.co_name == "errors_after"
+        if not teller.is_alive() or waiting:
+            break
+        threading.Event().wait(0.01)
+    listed.set()
+    reporter.join(10)
+    teller.join(10)
+    feed._changed({"solo/metrics.jsonl"})
+    problems = [m.text for m in posted if isinstance(m, FeedProblem)]
+    assert len(problems) == 1 and "KeyError: 'reader bug'" in problems[0]
+
+
 def test_the_follower_is_built_once_when_two_threads_ask_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
     """The read-ahead thread and the feed's thread both ask for the follower as the app starts: one is built."""
     import time as time_mod

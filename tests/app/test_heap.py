@@ -68,17 +68,22 @@ class _OneChange:
         return set()
 
 
+def _start(worker: threading.Thread, posted: list[Any]) -> None:
+    """Start the feed's thread and wait (bounded) for its first post."""
+    worker.start()
+    for _ in range(500):
+        if posted:
+            return
+        threading.Event().wait(0.01)
+
+
 def test_the_feed_freezes_after_the_ui_took_its_first_rows_and_thaws_when_it_stops(spy: _Spy) -> None:
     feed = Feed([], follower=_OneChange(), preview_min_bytes=0, alerts=False)
     stop = threading.Event()
     posted: list[Any] = []
     worker = threading.Thread(target=feed.run, args=(stop, posted.append))
-    worker.start()
     try:
-        for _ in range(500):
-            if posted:
-                break
-            threading.Event().wait(0.01)
+        _start(worker, posted)
         assert posted and spy.calls == []  # the rows are read, the tables not made yet
         assert feed.take() == {"r"}
         assert spy.calls == []  # the UI makes its tables of them now
@@ -101,3 +106,41 @@ def test_a_feed_that_does_not_run_never_freezes(spy: _Spy) -> None:
         feed._changed({"r"})
         feed.take()
     assert spy.calls == []
+
+
+def test_a_feed_that_stops_while_the_ui_freezes_thaws_after(spy: _Spy, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The feed's thread ends between the UI's take that decides to freeze and the freeze itself: the thaw still
+    comes after the freeze (else the heap stays frozen for the rest of the process)."""
+    feed = Feed([], follower=_OneChange(), preview_min_bytes=0, alerts=False)
+    stop = threading.Event()
+    posted: list[Any] = []
+    worker = threading.Thread(target=feed.run, args=(stop, posted.append))
+    real_lock, real_settle = feed._lock, heap.settle
+    ending = threading.Event()  # the feed's thread, stopped, reached its end's look at the heap's state
+
+    class Lock:
+        def __enter__(self) -> None:
+            if threading.current_thread() is worker and stop.is_set():
+                ending.set()
+            real_lock.acquire()
+
+        def __exit__(self, *exc: object) -> None:
+            real_lock.release()
+
+    def settle() -> None:  # the feed's thread runs to its end (or waits there) just before the UI's freeze
+        stop.set()
+        assert ending.wait(10)
+        worker.join(0.01 if real_lock.locked() else 10)
+        real_settle()
+
+    feed._lock = Lock()  # type: ignore[assignment]
+    monkeypatch.setattr(heap, "settle", settle)
+    try:
+        _start(worker, posted)
+        assert posted and feed.take() == {"r"}
+        feed.take()  # (the freeze)
+    finally:
+        stop.set()
+        worker.join(10)
+    assert not worker.is_alive()
+    assert spy.calls == ["freeze", "unfreeze"] and heap._holders == 0

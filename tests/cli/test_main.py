@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from steptable.cli.main import COMMANDS, _parser, main
-from tests.helpers import write_rows
+from tests.helpers import write_rows, written_long_ago
 
 
 class _LeftReader(io.StringIO):
@@ -60,6 +60,7 @@ def test_a_stderr_that_cannot_be_written_costs_neither_the_output_nor_the_status
         write_rows(tmp_path / arm / "metrics.jsonl", [{"step": i, "loss": 1.0 / (i + 1)} for i in range(3)])
     with open(tmp_path / "a" / "metrics.jsonl", "ab") as f:
         f.write(b"not json\n")
+    written_long_ago(*tmp_path.glob("*/metrics.jsonl"))  # (the two runs below say the same: no "upd 0s ago")
     cmd = [sys.executable, "-m", "steptable", *argv, str(tmp_path)]
     with open(os.devnull, "w") as null, open("/dev/full", "w") as full:
         said = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=null, text=True)

@@ -31,6 +31,10 @@ from steptable.table.formatting import sanitize
 
 @dataclass
 class IndexReady(Message):
+    """The index of the side files ``paths`` (an arm's): shown only while that arm is (its build may end after the
+    next arm's)."""
+
+    paths: list[Path]
     index: SideIndex
     problem: str = ""
 
@@ -176,6 +180,7 @@ class GenerationsScreen(Screen[None]):
         self.next_start: int | None = None
         self.finder: Finder[tuple[int, int]] = Finder()
         self._go_to: int | None = None  # the sample the next step shown starts at (a search's match)
+        self._searching: str | None = None  # the text of the last search asked for (an earlier one may end later)
 
     def compose(self) -> ComposeResult:
         yield Static("", id="gen-title", markup=False)
@@ -202,11 +207,14 @@ class GenerationsScreen(Screen[None]):
     @work(thread=True, exclusive=True, group="gen-index", exit_on_error=False)
     def _index(self, paths: list[Path]) -> None:
         try:
-            self.post_message(IndexReady(build_index(paths)))
+            self.post_message(IndexReady(paths, build_index(paths)))
         except Exception as e:  # the files are untrusted: a failure to index them is shown, it does not end the app
-            self.post_message(IndexReady(SideIndex(), f"could not index: {type(e).__name__}: {e}"[:500]))
+            self.post_message(IndexReady(paths, SideIndex(), f"could not index: {type(e).__name__}: {e}"[:500]))
 
     def on_index_ready(self, message: IndexReady) -> None:
+        # (an exclusive worker's thread is not stopped by the next one: the arm left may finish indexing last)
+        if not self.sources or message.paths != self.sources[self.arm_i][1]:
+            return
         self.index = idx = message.index
         steps = self.query_one("#gen-steps", OptionList)
         steps.clear_options()
@@ -266,6 +274,7 @@ class GenerationsScreen(Screen[None]):
         def done(text: str | None) -> None:
             if text is not None and self.index is not None:
                 self._title(f"searching {text.strip()!r}…")
+                self._searching = text
                 self._search(self.index, text)
 
         self.app.push_screen(PromptScreen("Search this arm's samples (ignoring case; n / N: next, previous):",
@@ -276,7 +285,7 @@ class GenerationsScreen(Screen[None]):
         self.post_message(SearchDone(index, text, sample_matches(index, text)))
 
     def on_search_done(self, message: SearchDone) -> None:
-        if message.index is not self.index:  # another arm since
+        if message.index is not self.index or message.text != self._searching:  # another arm, or search, since
             return
         first = next((n for n, (st, _) in enumerate(message.matches) if self.step is None or st >= self.step), 0)
         self._go(self.finder.start(message.text, message.matches, first))

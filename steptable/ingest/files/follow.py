@@ -67,6 +67,7 @@ class Follower:
         self.mode = "idle"  # "notify" | "poll" while run() runs
         self.error_count = 0
         self._errors: deque[str] = deque(maxlen=MAX_ERRORS)
+        self._reporting = threading.Lock()  # the count and the list change together (``errors_after``)
         self._bad_lines: dict[str, int] = {}  # file -> bad lines reported in it
         self._sources: dict[Path, Source] = {}
         self._by_file: dict[str, Source] = {}  # absolute path -> source (watchfiles reports absolute paths)
@@ -95,6 +96,13 @@ class Follower:
     def errors(self) -> list[str]:
         """Every reported problem so far (the latest ``MAX_ERRORS``), as ``path:line: reason``."""
         return list(self._errors)
+
+    def errors_after(self, count: int) -> tuple[int, list[str]]:
+        """``error_count`` and the problems reported after the first ``count`` (of the latest ``MAX_ERRORS``), read
+        together: a pass on another thread (``scan`` while ``run`` follows) may be reporting meanwhile."""
+        with self._reporting:
+            new = self.error_count - count
+            return self.error_count, list(self._errors)[-new:] if new > 0 else []
 
     def read_nothing(self) -> bool:
         """Problems were reported and no run holds a row: what the paths hold could not be read (garbage, a
@@ -333,8 +341,9 @@ class Follower:
                 return
             if n > BAD_TOLD:
                 text = f"{bad.path}: more than {BAD_TOLD} bad lines; the rest are counted, not told (summary: bad N)"
-        self.error_count += 1
-        self._errors.append(text)
+        with self._reporting:
+            self.error_count += 1
+            self._errors.append(text)
 
     def note(self, message: str) -> None:
         """Report a problem of the follower's own (not of a file's line) as its files' are reported."""

@@ -4,7 +4,8 @@ completions clipped, malformed rows and failures shown, not fatal."""
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+import threading
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,7 @@ from textual.widgets import Static
 
 from steptable.app.screens import generations as gen_screen
 from steptable.app.screens.generations import GenerationsScreen
-from steptable.app.sidefiles import SideIndex
+from steptable.app.sidefiles import SideIndex, build_index
 from steptable.app.widgets.arm import ArmPanel
 from tests.app.helpers import (
     HOSTILE,
@@ -233,3 +234,94 @@ async def test_another_arm_forgets_the_search(tmp_path: Path) -> None:
         await pilot.press("n")  # no matches of the other arm's samples to go to
         await pilot.pause()
         assert screen.finder.text == "" and "of 3" not in _title(screen) and screen.step is not None
+
+
+async def _until(pilot: Any, done: Callable[[], bool]) -> None:
+    """Let the app run until ``done()`` (bounded: a generous wait for a worker's thread, never a timed assertion)."""
+    for _ in range(2000):
+        if done():
+            return
+        await pilot.pause(0.01)
+    raise AssertionError("the viewer's worker did not report")
+
+
+async def test_an_index_that_ends_after_the_next_arms_is_not_shown(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """``a`` while the arm's side files are being indexed: that index, ending after the next arm's, is not shown
+    in its place (the title naming one arm over the other arm's samples)."""
+    root = make_runs(tmp_path)
+    write_generations(root / "routeA")
+    write_generations(root / "absorb")
+    with open(root / "absorb" / "emergence" / "generations.jsonl", "a", encoding="utf-8") as fh:
+        fh.write(json.dumps({"step": 30, "prompt": "p", "completion": "absorb only", "reward": 0.5}) + "\n")
+    real_build, real_ready = build_index, GenerationsScreen.on_index_ready
+    release = threading.Event()
+    built: dict[tuple[Path, ...], SideIndex] = {}
+    handled: list[Any] = []
+
+    def build(paths: list[Path]) -> SideIndex:
+        if not built and not release.is_set():  # the first arm's: ends once the test says so
+            built[tuple(paths)] = SideIndex()
+            assert release.wait(30)
+        idx = built[tuple(paths)] = real_build(paths)
+        return idx
+
+    def on_ready(self: GenerationsScreen, message: Any) -> None:
+        handled.append(message)
+        real_ready(self, message)
+
+    monkeypatch.setattr(gen_screen, "build_index", build)
+    monkeypatch.setattr(GenerationsScreen, "on_index_ready", on_ready)
+    app, follower, _ = manual_app(root)
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            await sync(pilot, follower)
+            await pilot.press("v")
+            screen = app.screen
+            assert isinstance(screen, GenerationsScreen) and len(screen.sources) == 2
+            await _until(pilot, lambda: len(built) == 1)
+            await pilot.press("a")
+            await _until(pilot, lambda: len(handled) == 1)
+            release.set()
+            await _until(pilot, lambda: len(handled) == 2)
+            await pilot.pause()
+            shown = built[tuple(screen.sources[1][1])]
+            assert screen.arm_i == 1 and screen.index is shown
+            assert f"{len(shown.steps)} steps with samples" in _title(screen) and screen.step == shown.steps[-1]
+    finally:
+        release.set()
+
+
+async def test_a_search_that_ends_after_the_next_one_is_not_shown(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """A second search while the first still reads the samples: the first's matches, ending last, do not replace
+    the second's."""
+    real_matches, real_done = gen_screen.sample_matches, GenerationsScreen.on_search_done
+    release = threading.Event()
+    asked: list[str] = []
+    handled: list[Any] = []
+
+    def matches(index: SideIndex, text: str) -> list[tuple[int, int]]:
+        asked.append(text)
+        if len(asked) == 1:
+            assert release.wait(30)
+        return real_matches(index, text)
+
+    def on_done(self: GenerationsScreen, message: Any) -> None:
+        handled.append(message)
+        real_done(self, message)
+
+    monkeypatch.setattr(gen_screen, "sample_matches", matches)
+    monkeypatch.setattr(GenerationsScreen, "on_search_done", on_done)
+    try:
+        async with _viewer(tmp_path) as (pilot, screen):
+            await pilot.press("slash", "ctrl+a", "ctrl+k", *"answer 1", "enter")
+            await _until(pilot, lambda: len(asked) == 1)
+            await pilot.press("slash", "ctrl+a", "ctrl+k", *"step 20", "enter")
+            await _until(pilot, lambda: len(handled) == 1)
+            release.set()
+            await _until(pilot, lambda: len(handled) == 2)
+            await pilot.pause()
+            assert screen.finder.text == "step 20" and "search 'step 20': 1 of 2" in _title(screen)
+    finally:
+        release.set()
