@@ -132,6 +132,16 @@ async def sync(pilot: Any, follower: ManualFollower) -> None:
     await pilot.pause()
 
 
+
+async def until(pilot: Any, done: Callable[[], bool]) -> None:
+    """Let the app run until ``done()`` (bounded: a generous wait for a worker's thread, never a timed assertion)."""
+    for _ in range(3000):
+        if done():
+            return
+        await pilot.pause(0.01)
+    raise AssertionError("the condition waited for never came")
+
+
 def screen_text(app: StepTableApp) -> str:
     """What the terminal shows, as plain text (one line per row)."""
     strips = app.screen._compositor.render_strips()

@@ -19,7 +19,7 @@ from steptable.app.seedmeans import N_KEY, SeedMeans
 from steptable.app.widgets.status import StatusBar
 from steptable.ingest.parsed import Parsed
 from steptable.ingest.store import RunStore
-from tests.app.helpers import manual_app, sync
+from tests.app.helpers import manual_app, sync, until
 
 LOSS = {"routeA_seed1": 1.0, "routeA_seed2": 2.0, "routeA_seed3": 6.0, "vanilla": 10.0}
 
@@ -146,13 +146,6 @@ def write_seeds(root: Path, rows: int, metrics: int, seeds: tuple[int, ...] = (1
     return root
 
 
-async def _until(pilot: Any, done: Any) -> None:
-    for _ in range(3000):  # bounded: no fixed sleep
-        if done():
-            return
-        await pilot.pause(0.01)
-
-
 @pytest.mark.anyio
 async def test_a_large_group_is_built_off_the_ui_thread_and_keys_work_meanwhile(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -175,7 +168,7 @@ async def test_a_large_group_is_built_off_the_ui_thread_and_keys_work_meanwhile(
     app, follower, _ = manual_app(write_seeds(tmp_path, 12_000, 20))
     async with app.run_test(size=(160, 40)) as pilot:
         await sync(pilot, follower)
-        await _until(pilot, held.is_set)  # (the build's thread reaches the end of its first chunk)
+        await until(pilot, held.is_set)  # (the build's thread reaches the end of its first chunk)
         gid = GROUP_PREFIX + "routeA"
         means = app.seedgroups.means[gid]
         assert held.is_set() and means.building is not None
@@ -186,7 +179,7 @@ async def test_a_large_group_is_built_off_the_ui_thread_and_keys_work_meanwhile(
         await pilot.press("k")  # handled while the build is under way
         assert not app.lockstep.on and means.building is not None
         go.set()
-        await _until(pilot, lambda: gid in app.panels)
+        await until(pilot, lambda: gid in app.panels)
         await pilot.pause()
         assert means.building is None
         assert {rid for rid, p in app.panels.items() if p.display} == {gid}
@@ -201,14 +194,14 @@ async def test_a_large_group_is_built_off_the_ui_thread_and_keys_work_meanwhile(
         go.clear()
         write_seeds(tmp_path, 11_000, 20, seeds=(2,), salt=7)  # seed 2 rewritten: shorter, other values
         await sync(pilot, follower)
-        await _until(pilot, held.is_set)
+        await until(pilot, held.is_set)
         assert held.is_set() and means.building is not None and means.building.fresh
         assert app.panels[gid].grid.store is store and app.panels[gid].display  # the old table meanwhile
         assert "computing the mean of 3 seeds of routeA..." in str(app.query_one(StatusBar).render())
         await pilot.press("k")
         assert app.lockstep.on and means.building is not None
         go.set()
-        await _until(pilot, lambda: app.panels[gid].grid.store is not store)
+        await until(pilot, lambda: app.panels[gid].grid.store is not store)
         await pilot.pause()
         stores = [app.session.runs[rid].store for rid in seeds]
         at_once = SeedMeans("routeA", stores)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -27,6 +27,7 @@ from tests.app.helpers import (
     open_generations,
     static_text,
     sync,
+    until,
     write_generations,
     write_side_file,
 )
@@ -236,15 +237,6 @@ async def test_another_arm_forgets_the_search(tmp_path: Path) -> None:
         assert screen.finder.text == "" and "of 3" not in _title(screen) and screen.step is not None
 
 
-async def _until(pilot: Any, done: Callable[[], bool]) -> None:
-    """Let the app run until ``done()`` (bounded: a generous wait for a worker's thread, never a timed assertion)."""
-    for _ in range(2000):
-        if done():
-            return
-        await pilot.pause(0.01)
-    raise AssertionError("the viewer's worker did not report")
-
-
 async def test_an_index_that_ends_after_the_next_arms_is_not_shown(tmp_path: Path,
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     """``a`` while the arm's side files are being indexed: that index, ending after the next arm's, is not shown
@@ -279,11 +271,11 @@ async def test_an_index_that_ends_after_the_next_arms_is_not_shown(tmp_path: Pat
             await pilot.press("v")
             screen = app.screen
             assert isinstance(screen, GenerationsScreen) and len(screen.sources) == 2
-            await _until(pilot, lambda: len(built) == 1)
+            await until(pilot, lambda: len(built) == 1)
             await pilot.press("a")
-            await _until(pilot, lambda: len(handled) == 1)
+            await until(pilot, lambda: len(handled) == 1)
             release.set()
-            await _until(pilot, lambda: len(handled) == 2)
+            await until(pilot, lambda: len(handled) == 2)
             await pilot.pause()
             shown = built[tuple(screen.sources[1][1])]
             assert screen.arm_i == 1 and screen.index is shown
@@ -316,11 +308,11 @@ async def test_a_search_that_ends_after_the_next_one_is_not_shown(tmp_path: Path
     try:
         async with _viewer(tmp_path) as (pilot, screen):
             await pilot.press("slash", "ctrl+a", "ctrl+k", *"answer 1", "enter")
-            await _until(pilot, lambda: len(asked) == 1)
+            await until(pilot, lambda: len(asked) == 1)
             await pilot.press("slash", "ctrl+a", "ctrl+k", *"step 20", "enter")
-            await _until(pilot, lambda: len(handled) == 1)
+            await until(pilot, lambda: len(handled) == 1)
             release.set()
-            await _until(pilot, lambda: len(handled) == 2)
+            await until(pilot, lambda: len(handled) == 2)
             await pilot.pause()
             assert screen.finder.text == "step 20" and "search 'step 20': 1 of 2" in _title(screen)
     finally:
