@@ -27,17 +27,17 @@ from steptable.alerts.rules import Alert
 from steptable.logger import process, tablefile
 from steptable.logger.alertfeed import AlertFeed
 from steptable.logger.autocols import auto_columns
-from steptable.logger.backlog import NUMBERS, Backlog, row_view, step_number
+from steptable.logger.backlog import Backlog, row_view, step_number
 from steptable.logger.closing import Closer
 from steptable.logger.consolecols import ConsoleLayout
 from steptable.logger.rank import LazyRank
+from steptable.logger.rowrecord import read_row, record_of
 from steptable.logger.setup import emit, warn
 from steptable.logger.sinks import report_once
 from steptable.logger.writer import RunWriter, error_text
 from steptable.logger.writerlock import WriterLock
 from steptable.table import render, runinfo
 from steptable.table.columns import Col, fit_to, streamed, validate
-from steptable.table.formatting import sanitize
 from steptable.table.rowvalues import flat, freeze, kept
 
 JSONL_NAME = "metrics.jsonl"
@@ -45,8 +45,6 @@ TABLE_NAME = tablefile.TABLE_NAME
 
 #: each logger's number, for its report topics (an id() can come back once a logger is collected)
 _NUMBERS = itertools.count()
-#: a row of these value types alone is written as it is, every value (no None to leave out)
-_WRITTEN = frozenset({float, int, str, bool})
 
 
 class StepLogger:
@@ -235,43 +233,12 @@ class StepLogger:
         report_once(f"{self._topic}-closed", "steptable: StepLogger.log called after close(); row not recorded")
 
     def _log(self, raw: Mapping[str, Any], show: bool = True) -> str:
-        # Each value read once, now: a device tensor costs one sync here rather than one each for the JSONL, the
-        # rendered row and the dump, and a value the loop updates in place later shows as it was at this step.
-        # A dict of floats and ints (the common row) is copied as it is: nothing to read, no None to leave out.
-        if type(raw) is dict:
-            cells = raw.copy()  # (one step no other thread interleaves, as in freeze)
-            numbers = NUMBERS.issuperset(map(type, cells.values()))
-            if not numbers:
-                cells = freeze(cells)
-        else:
-            cells, numbers = freeze(raw), False
+        cells, numbers = read_row(raw)
         # (a None is "not given" here too: the row's position, this logger's arm, our clock)
         step = self._rows if cells.get("step") is None else cells["step"]
-        if type(step) is float and not step.is_integer():
-            report_once(f"{self._topic}-float-step", f"steptable: step {step!r} is not a whole number: readers of "
-                        "the JSONL (tail, summary, watch, table.txt) keep such a row under the step before it; log "
-                        "an integer step and the fraction as a column of its own")
-        record: dict[str, Any] = {"step": step}
-        if self.arm is not None:  # a row that names its own arm keeps it, as ``ts`` does
-            own = cells.get("arm")
-            record["arm"] = self.arm if own is None else own
-            if own is not None and own != self.arm:
-                report_once(f"{self._topic}-arm", f"steptable: a row's 'arm' ({sanitize(repr(own)):.40}) is filed "
-                            f"as its arm, not this logger's ({sanitize(repr(self.arm)):.40}): readers show it as "
-                            "another arm's row; a metric named 'arm' needs another name")
         ns = time.time_ns()
         now = ns / 1e9
-        # The caller's own timestamp (e.g. the step's start, or a clock of its own) wins over ours. Ours is to the
-        # millisecond by integer division (round(now, 3) goes through decimal text: microseconds a row in a loop)
-        record["ts"] = ns // 1_000_000 / 1000 if cells.get("ts") is None else cells["ts"]
-        if numbers or _WRITTEN.issuperset(map(type, cells.values())):  # (in C: the loop below, where no None is)
-            record.update(cells)
-        else:
-            for k, v in cells.items():
-                # None is "not measured this step": left out, since JSON's null is also what a NaN becomes, and a
-                # reader would take it for one (a NaN alert from the file that the loop rightly never raised).
-                if k not in record and v is not None:
-                    record[k] = v
+        record = record_of(cells, step, self.arm, ns, numbers, self._topic)
         first = self._rows == 0
         if self._auto and first:  # (before the description: it names the columns)
             self._set_cols(self._first_cols(cells, step))
