@@ -193,6 +193,9 @@ class FileTail:
             yield from self._fail(f"unreadable ({e.strerror or e})")
             return
         with f:
+            # the file opened, not the one stat saw: a rotation in between must read as one, not as a rewrite
+            st = os.fstat(f.fileno())
+            sig = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
             ident = (st.st_dev, st.st_ino)
             known = self._ident is not None
             if known and ident != self._ident and (st.st_size < self.offset or not self._same_bytes(f)):

@@ -83,6 +83,33 @@ def test_rotation_rename_and_new_file(tmp_path: Path) -> None:
     assert steps(f) == list(range(14))
 
 
+def test_a_rotation_between_the_stat_and_the_open_loses_nothing_and_says_nothing(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """logrotate renames the file away and a new one is made at the path after the tail's stat and before its
+    open: the rest of the old file and the new one are read, with no "lost" notice and no reset."""
+    path = tmp_path / "metrics.jsonl"
+    path.write_bytes(b"".join(line(i) for i in range(10)))
+    t = FileTail(path)
+    assert [e for e in t.poll() if not isinstance(e, Lines)] == []
+    append(path, b"".join(line(i) for i in range(10, 12)))
+    real_stat = os.stat
+
+    def stat_then_rotate(p: Any, *a: Any, **kw: Any) -> os.stat_result:
+        st = real_stat(p, *a, **kw)
+        if Path(p) == path and not path.with_name("metrics.jsonl.1").exists():
+            path.rename(path.with_name("metrics.jsonl.1"))
+            path.write_bytes(b"".join(line(i) for i in range(12, 15)))
+        return st
+
+    monkeypatch.setattr(tail_mod.os, "stat", stat_then_rotate)
+    events = list(t.poll()) + list(t.poll())
+    monkeypatch.setattr(tail_mod.os, "stat", real_stat)
+    events += list(t.poll())
+    assert [e for e in events if not isinstance(e, Lines)] == []
+    read = [json.loads(raw)["step"] for e in events if isinstance(e, Lines) for raw in e.data.splitlines()]
+    assert read == list(range(10, 15))
+
+
 def test_a_copy_renamed_over_the_file_goes_on_from_where_it_was(tmp_path: Path) -> None:
     """rsync (and other copiers) write a new file and rename it over the old one: the same rows and more. That is
     the log grown, not a new run: no reset (tail -f reprinted the whole history and repeated its alerts)."""
