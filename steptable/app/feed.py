@@ -199,6 +199,10 @@ class Feed:
                         store = preview_tail(cand.path, PREVIEW_BYTES, cand.kind, rows)
                     except OSError:  # unreadable: the follower reports it; the preview just does without it
                         continue
+                    except Exception as e:  # one file's preview failing keeps neither the others nor the read back
+                        out.put(FeedProblem(f"preview of {cand.run_id} failed: {type(e).__name__}: {e}",
+                                            lasting=False))
+                        continue
                     if not len(store):
                         continue
                     if store.meta.get("arms", 0) > 1:
@@ -210,6 +214,8 @@ class Feed:
                     note = f"last {len(store):,} rows of {size / 1e9:.2g} GB" if gb else \
                         f"last {len(store):,} rows of {size / 1e6:.0f} MB"
                     out.put(PreviewReady(cand.run_id, store, note))
+        except Exception as e:  # (not to stderr, under the app): the follower finds and reads the runs anyway
+            out.put(FeedProblem(f"reading ahead stopped: {type(e).__name__}: {e}", lasting=False))
         finally:
             out.put(None)
 
@@ -261,7 +267,7 @@ class Feed:
                 break
             self.drawn.clear()
             self._post(message)
-            shown += 1
+            shown += isinstance(message, PreviewReady)
         if self.sweep is not None:
             threading.Thread(target=self.sweep.run, args=(stop, self._post), name="steptable-index",
                              daemon=True).start()

@@ -106,6 +106,53 @@ def test_previews_only_for_what_the_follower_will_show(tmp_path: Path, monkeypat
     assert feed._prepared is not None and feed._prepared.get(timeout=30) is None
 
 
+def test_a_preview_that_fails_is_told_and_the_other_files_are_still_previewed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import steptable.ingest as ingest
+
+    root = make_runs(tmp_path, steps=300, arms=("big", "broken"))
+    real = ingest.preview_tail
+
+    def preview(path: Any, *a: Any, **kw: Any) -> Any:
+        if Path(path).parent.name == "broken":
+            raise ValueError("a bug in the preview")
+        return real(path, *a, **kw)
+
+    monkeypatch.setattr(ingest, "preview_tail", preview)
+    feed = Feed([str(root)], follower=Follower([root]), preview_min_bytes=1)
+    feed.prepare()
+    assert feed._prepared is not None
+    got = []
+    while (msg := feed._prepared.get(timeout=30)) is not None:
+        got.append(msg)
+    problems = [m for m in got if isinstance(m, FeedProblem)]
+    assert [m.run for m in got if not isinstance(m, FeedProblem)] == ["big/metrics.jsonl"]
+    assert len(problems) == 1 and not problems[0].lasting
+    assert "broken/metrics.jsonl" in problems[0].text and "ValueError: a bug in the preview" in problems[0].text
+
+
+def test_a_read_ahead_that_fails_is_told_and_not_written_to_stderr(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    import steptable.ingest as ingest
+
+    root = make_runs(tmp_path, steps=30, arms=("a",))
+
+    def discover(paths: Any) -> Any:
+        raise RuntimeError("cannot list the runs")
+
+    monkeypatch.setattr(ingest, "discover", discover)
+    caught: list[threading.ExceptHookArgs] = []
+    monkeypatch.setattr(threading, "excepthook", caught.append)
+    feed = Feed([str(root)], follower=Follower([root]), preview_min_bytes=1)
+    feed.prepare()
+    assert feed._prepared is not None
+    first = feed._prepared.get(timeout=30)
+    assert isinstance(first, FeedProblem) and not first.lasting
+    assert first.text == "reading ahead stopped: RuntimeError: cannot list the runs"
+    assert feed._prepared.get(timeout=30) is None
+    assert caught == [] and capsys.readouterr().err == ""
+
+
 def test_feed_coalesces_changes_and_scans_alerts(tmp_path: Path) -> None:
     root = make_runs(tmp_path, steps=30, arms=("solo",))
     path = root / "solo" / "metrics.jsonl"
