@@ -46,6 +46,7 @@ class SearchDone(Message):
     index: SideIndex
     text: str
     matches: list[tuple[int, int]]
+    asked: int  # which search this is (the screen's count of searches asked for)
 
 
 def sample_matches(index: SideIndex, text: str) -> list[tuple[int, int]]:
@@ -180,7 +181,7 @@ class GenerationsScreen(Screen[None]):
         self.next_start: int | None = None
         self.finder: Finder[tuple[int, int]] = Finder()
         self._go_to: int | None = None  # the sample the next step shown starts at (a search's match)
-        self._searching: str | None = None  # the text of the last search asked for (an earlier one may end later)
+        self._asked = 0  # searches asked for: only the last one's matches are shown (an earlier one may end later)
 
     def compose(self) -> ComposeResult:
         yield Static("", id="gen-title", markup=False)
@@ -274,18 +275,18 @@ class GenerationsScreen(Screen[None]):
         def done(text: str | None) -> None:
             if text is not None and self.index is not None:
                 self._title(f"searching {text.strip()!r}…")
-                self._searching = text
-                self._search(self.index, text)
+                self._asked += 1
+                self._search(self.index, text, self._asked)
 
         self.app.push_screen(PromptScreen("Search this arm's samples (ignoring case; n / N: next, previous):",
                                           self.finder.text, "e.g. boxed, error"), done)
 
     @work(thread=True, exclusive=True, group="gen-search", exit_on_error=False)
-    def _search(self, index: SideIndex, text: str) -> None:
-        self.post_message(SearchDone(index, text, sample_matches(index, text)))
+    def _search(self, index: SideIndex, text: str, asked: int) -> None:
+        self.post_message(SearchDone(index, text, sample_matches(index, text), asked))
 
     def on_search_done(self, message: SearchDone) -> None:
-        if message.index is not self.index or message.text != self._searching:  # another arm, or search, since
+        if message.index is not self.index or message.asked != self._asked:  # another arm, or search, since
             return
         first = next((n for n, (st, _) in enumerate(message.matches) if self.step is None or st >= self.step), 0)
         self._go(self.finder.start(message.text, message.matches, first))
