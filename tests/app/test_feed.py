@@ -65,22 +65,16 @@ async def test_live_follower_thread(tmp_path: Path) -> None:
         assert grid.rows == 45 and grid.scroll_y == grid.max_scroll_y
 
 
-def test_previews_only_for_what_the_follower_will_show(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A big dataset JSONL and a big server log beside a run are not previewed as runs (they would stay "loading"
-    and lend their keys to the real run's layout), and a big file that cannot be read is passed over."""
+def _read_ahead(root: Path, monkeypatch: pytest.MonkeyPatch, fails: str, error: Exception) -> list[Any]:
+    """What the read-ahead of ``root`` posts where the preview of each file under an arm named ``fails`` raises
+    ``error``."""
     import steptable.ingest as ingest
-    from steptable.app.feed import Feed
 
-    root = make_runs(tmp_path, steps=300, arms=("big", "locked"))
-    (root / "data").mkdir()
-    (root / "data" / "prompts.jsonl").write_text(json.dumps({"prompt": "Solve " + "x" * 300, "answer": "42"}) + "\n"
-                                                 * 300)
-    (root / "vllm_server.log").write_text("INFO metrics.py:351] Avg prompt throughput: 0.0 tokens/s\n" * 3000)
     real = ingest.preview_tail
 
     def preview(path: Any, *a: Any, **kw: Any) -> Any:
-        if Path(path).parent.name == "locked":
-            raise PermissionError(13, "Permission denied", str(path))
+        if Path(path).parent.name == fails:
+            raise error
         return real(path, *a, **kw)
 
     monkeypatch.setattr(ingest, "preview_tail", preview)
@@ -89,7 +83,19 @@ def test_previews_only_for_what_the_follower_will_show(tmp_path: Path, monkeypat
     assert feed._prepared is not None
     got = []
     while (msg := feed._prepared.get(timeout=30)) is not None:
-        got.append(msg.run)
+        got.append(msg)
+    return got
+
+
+def test_previews_only_for_what_the_follower_will_show(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A big dataset JSONL and a big server log beside a run are not previewed as runs (they would stay "loading"
+    and lend their keys to the real run's layout), and a big file that cannot be read is passed over."""
+    root = make_runs(tmp_path, steps=300, arms=("big", "locked"))
+    (root / "data").mkdir()
+    (root / "data" / "prompts.jsonl").write_text(json.dumps({"prompt": "Solve " + "x" * 300, "answer": "42"}) + "\n"
+                                                 * 300)
+    (root / "vllm_server.log").write_text("INFO metrics.py:351] Avg prompt throughput: 0.0 tokens/s\n" * 3000)
+    got = [m.run for m in _read_ahead(root, monkeypatch, "locked", PermissionError(13, "Permission denied"))]
     assert got == ["big/metrics.jsonl"]
     # a file several arms' StepLoggers share: no preview (it would show their rows merged under one name)
     from steptable import Col, StepLogger
@@ -108,23 +114,8 @@ def test_previews_only_for_what_the_follower_will_show(tmp_path: Path, monkeypat
 
 def test_a_preview_that_fails_is_told_and_the_other_files_are_still_previewed(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import steptable.ingest as ingest
-
     root = make_runs(tmp_path, steps=300, arms=("big", "broken"))
-    real = ingest.preview_tail
-
-    def preview(path: Any, *a: Any, **kw: Any) -> Any:
-        if Path(path).parent.name == "broken":
-            raise ValueError("a bug in the preview")
-        return real(path, *a, **kw)
-
-    monkeypatch.setattr(ingest, "preview_tail", preview)
-    feed = Feed([str(root)], follower=Follower([root]), preview_min_bytes=1)
-    feed.prepare()
-    assert feed._prepared is not None
-    got = []
-    while (msg := feed._prepared.get(timeout=30)) is not None:
-        got.append(msg)
+    got = _read_ahead(root, monkeypatch, "broken", ValueError("a bug in the preview"))
     problems = [m for m in got if isinstance(m, FeedProblem)]
     assert [m.run for m in got if not isinstance(m, FeedProblem)] == ["big/metrics.jsonl"]
     assert len(problems) == 1 and not problems[0].lasting

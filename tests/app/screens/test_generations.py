@@ -284,50 +284,15 @@ async def test_an_index_that_ends_after_the_next_arms_is_not_shown(tmp_path: Pat
         release.set()
 
 
-async def test_a_search_that_ends_after_the_next_one_is_not_shown(tmp_path: Path,
-                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("first", ["answer 1", "step 20"])
+async def test_a_search_that_ends_after_the_next_one_is_not_shown(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                  first: str) -> None:
     """A second search while the first still reads the samples: the first's matches, ending last, do not replace
-    the second's."""
+    the second's, also where both asked for the same text (the files may have changed between)."""
     real_matches, real_done = gen_screen.sample_matches, GenerationsScreen.on_search_done
     release = threading.Event()
     asked: list[str] = []
     handled: list[Any] = []
-
-    def matches(index: SideIndex, text: str) -> list[tuple[int, int]]:
-        asked.append(text)
-        if len(asked) == 1:
-            assert release.wait(30)
-        return real_matches(index, text)
-
-    def on_done(self: GenerationsScreen, message: Any) -> None:
-        handled.append(message)
-        real_done(self, message)
-
-    monkeypatch.setattr(gen_screen, "sample_matches", matches)
-    monkeypatch.setattr(GenerationsScreen, "on_search_done", on_done)
-    try:
-        async with _viewer(tmp_path) as (pilot, screen):
-            await pilot.press("slash", "ctrl+a", "ctrl+k", *"answer 1", "enter")
-            await until(pilot, lambda: len(asked) == 1)
-            await pilot.press("slash", "ctrl+a", "ctrl+k", *"step 20", "enter")
-            await until(pilot, lambda: len(handled) == 1)
-            release.set()
-            await until(pilot, lambda: len(handled) == 2)
-            await pilot.pause()
-            assert screen.finder.text == "step 20" and "search 'step 20': 1 of 2" in _title(screen)
-    finally:
-        release.set()
-
-
-async def test_a_search_for_the_same_text_that_ends_after_the_next_one_is_not_shown(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The same text asked again while the first search still reads (the files may have changed between): the
-    first's matches, ending last, do not replace the second's."""
-    real_matches = gen_screen.sample_matches
-    release = threading.Event()
-    asked: list[str] = []
-    handled: list[Any] = []
-    real_done = GenerationsScreen.on_search_done
 
     def matches(index: SideIndex, text: str) -> list[tuple[int, int]]:
         asked.append(text)
@@ -345,14 +310,13 @@ async def test_a_search_for_the_same_text_that_ends_after_the_next_one_is_not_sh
     monkeypatch.setattr(GenerationsScreen, "on_search_done", on_done)
     try:
         async with _viewer(tmp_path) as (pilot, screen):
-            await pilot.press("slash", "ctrl+a", "ctrl+k", *"step 20", "enter")
+            await pilot.press("slash", "ctrl+a", "ctrl+k", *first, "enter")
             await until(pilot, lambda: len(asked) == 1)
             await pilot.press("slash", "ctrl+a", "ctrl+k", *"step 20", "enter")
             await until(pilot, lambda: len(handled) == 1)
-            assert "search 'step 20': 1 of 2" in _title(screen)
             release.set()
             await until(pilot, lambda: len(handled) == 2)
             await pilot.pause()
-            assert "search 'step 20': 1 of 2" in _title(screen)
+            assert screen.finder.text == "step 20" and "search 'step 20': 1 of 2" in _title(screen)
     finally:
         release.set()
