@@ -79,6 +79,7 @@ class FileTail:
         self._restart()
         self._ident: tuple[int, int] | None = None
         self._sig: tuple[int, int, int, int] | None = None
+        self._reading: BinaryIO | None = None  # the file a read is under way in (lines are counted there)
 
     def _restart(self) -> None:
         self.offset = 0  # bytes read, including a pending partial line
@@ -108,16 +109,26 @@ class FileTail:
         return mark_line
 
     def _count(self, start: int, end: int) -> int:
-        n = 0
+        """Newlines in bytes [``start``, ``end``) of the file being read (a moved file's rest, a copy) while a read is
+        under way, else of the file at the path."""
+        if self._reading is not None:  # (pread: the read's own position is left where it is)
+            return self._count_in(self._reading.fileno(), start, end)
         try:
             with open_binary(self.path) as f:
-                f.seek(start)
-                while start < end:
-                    block = f.read(min(end - start, 1 << 20))
-                    if not block:
-                        break
-                    n += block.count(b"\n")
-                    start += len(block)
+                return self._count_in(f.fileno(), start, end)
+        except OSError:
+            return 0
+
+    @staticmethod
+    def _count_in(fd: int, start: int, end: int) -> int:
+        n = 0
+        try:
+            while start < end:
+                block = os.pread(fd, min(end - start, 1 << 20), start)
+                if not block:
+                    break
+                n += block.count(b"\n")
+                start += len(block)
         except OSError:
             pass
         return n
@@ -343,6 +354,13 @@ class FileTail:
         return True
 
     def _read(self, f: BinaryIO) -> Iterator[TailEvent]:
+        self._reading = f
+        try:
+            yield from self._read_in(f)
+        finally:
+            self._reading = None
+
+    def _read_in(self, f: BinaryIO) -> Iterator[TailEvent]:
         while True:
             data = f.read(self.block if self.stop is None else max(0, min(self.block, self.stop - self.offset)))
             if not data:
