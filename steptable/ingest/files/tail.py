@@ -315,23 +315,31 @@ class FileTail:
                         found.append((st.st_mtime_ns, ident, Path(e.path)))
         except OSError:
             return False
-        made = [path for _, ident, path in sorted(found) if self._made_after(path, ident)]
-        for path in made:
-            try:
-                f = open_binary(path)
-            except OSError:
-                continue
-            with f:
+        made: list[BinaryIO] = []  # (held open: the file judged is the file read, whatever is renamed meanwhile)
+        try:
+            for _, ident, path in sorted(found):
+                try:
+                    f = open_binary(path)
+                except OSError:
+                    continue
+                if self._made_after(f, ident):
+                    made.append(f)
+                else:
+                    f.close()
+            for f in made:
                 self._restart()
+                f.seek(0)
                 yield from self._read(f)
+        finally:
+            for f in made:
+                f.close()
         return bool(made)
 
-    def _made_after(self, path: Path, ident: tuple[int, int]) -> bool:
-        """Is the file at ``path`` still ``ident``, text, and not holding what we read (a copy of the old file)?"""
+    def _made_after(self, f: BinaryIO, ident: tuple[int, int]) -> bool:
+        """Is ``f`` still ``ident``, text, and not holding what we read (a copy of the old file)?"""
         try:
-            with open_binary(path) as f:
-                st = os.fstat(f.fileno())
-                return (st.st_dev, st.st_ino) == ident and _text(f.read(HEAD)) and not self._same_bytes(f)
+            st = os.fstat(f.fileno())
+            return (st.st_dev, st.st_ino) == ident and _text(f.read(HEAD)) and not self._same_bytes(f)
         except OSError:
             return False
 
