@@ -332,8 +332,10 @@ class Follower:
         self._forget(src)
         tail = getattr(src, "tail", None)
         # (from the start of a line it has not finished: a metrics line cut by the read must be found whole)
-        searched = tail.offset - tail.pending if tail is not None and src.cand.kind == "console" else None
-        self._reject(src.cand.path, searched, tail.offset if searched is not None else None)
+        if tail is not None and src.cand.kind == "console":
+            self._reject(src.cand.path, tail.offset - tail.pending, tail.offset)
+        else:
+            self._reject(src.cand.path)
 
     def _report(self, bad: BadLine) -> None:
         text = str(bad)
