@@ -62,24 +62,31 @@ def test_live_growth_cut_record_waits(request: pytest.FixtureRequest, tmp_path: 
     assert store.arm == "grpo-a"
 
 
-def test_an_event_file_replaced_between_the_stat_and_the_open_is_read_as_a_new_file(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Another run's event file renamed over the one followed after the poll's stat and before its open: the poll
-    reads the new file from its start (a reset), never its bytes from the old file's offset (a spurious "damaged
-    record" notice, a record searched for in the middle of another run's file)."""
-    pytest.importorskip("tensorboard")
+def _grown_run(tmp_path: Path) -> tuple[Follower, Path]:
+    """A follower that read half of a TensorBoard run's event file (torch's SummaryWriter, steps 0-5), the rest
+    written since (the next poll reads); and the file's path."""
     torch_run(tmp_path / "first", range(6))
-    torch_run(tmp_path / "other", range(100, 140))
     data = event_file(tmp_path / "first").read_bytes()
     dst = tmp_path / "live" / "exp" / event_file(tmp_path / "first").name
     dst.parent.mkdir(parents=True)
     dst.write_bytes(data[: len(data) // 2])
     f = Follower([tmp_path / "live"])
     f.scan()
-    store = only(f)
-    assert len(store) and not f.errors
+    assert len(only(f)) and not f.errors
     with open(dst, "ab") as fh:
-        fh.write(data[len(data) // 2 :])  # (grown: the next poll reads)
+        fh.write(data[len(data) // 2 :])
+    return f, dst
+
+
+def test_an_event_file_replaced_between_the_stat_and_the_open_is_read_as_a_new_file(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Another run's event file renamed over the one followed after the poll's stat and before its open: the poll
+    reads the new file from its start (a reset), never its bytes from the old file's offset (a spurious "damaged
+    record" notice, a record searched for in the middle of another run's file)."""
+    pytest.importorskip("tensorboard")
+    f, dst = _grown_run(tmp_path)
+    store = only(f)
+    torch_run(tmp_path / "other", range(100, 140))
     real_stat = os.stat
 
     def stat_then_replace(p: Any, *a: Any, **kw: Any) -> os.stat_result:
@@ -103,17 +110,9 @@ def test_an_event_file_deleted_between_the_stat_and_the_open_is_missing_not_unre
     """A run directory deleted after the poll's stat and before its open: the run is missing (as when the stat
     finds no file), not reported unreadable; its rows stay shown."""
     pytest.importorskip("tensorboard")
-    torch_run(tmp_path / "first", range(6))
-    data = event_file(tmp_path / "first").read_bytes()
-    dst = tmp_path / "live" / "exp" / event_file(tmp_path / "first").name
-    dst.parent.mkdir(parents=True)
-    dst.write_bytes(data[: len(data) // 2])
-    f = Follower([tmp_path / "live"])
-    f.scan()
+    f, dst = _grown_run(tmp_path)
     store = only(f)
     shown = list(store.steps)
-    with open(dst, "ab") as fh:
-        fh.write(data[len(data) // 2 :])
     real_stat = os.stat
     deleted: list[Path] = []
 
@@ -128,5 +127,5 @@ def test_an_event_file_deleted_between_the_stat_and_the_open_is_missing_not_unre
     f.scan()
     monkeypatch.setattr(bytetail.os, "stat", real_stat)
     assert f.errors == [] and not store.bad and list(store.steps) == shown
-    src = next(iter(f._sources.values()))
+    (src,) = f._sources.values()
     assert src.missing
