@@ -55,6 +55,14 @@ def _text(head: bytes) -> bool:
     return True
 
 
+def _newlines(fd: int, start: int, end: int) -> int:
+    n = 0
+    while start < end and (block := os.pread(fd, min(end - start, 1 << 20), start)):
+        n += block.count(b"\n")
+        start += len(block)
+    return n
+
+
 def open_binary(path: Path) -> BinaryIO:
     """The one place a tailed file is opened (tests replace it to simulate an unreadable file)."""
     return open(path, "rb")
@@ -109,29 +117,15 @@ class FileTail:
         return mark_line
 
     def _count(self, start: int, end: int) -> int:
-        """Newlines in bytes [``start``, ``end``) of the file being read (a moved file's rest, a copy) while a read is
-        under way, else of the file at the path."""
-        if self._reading is not None:  # (pread: the read's own position is left where it is)
-            return self._count_in(self._reading.fileno(), start, end)
+        """Newlines in bytes [``start``, ``end``) of the file a read is under way in (a moved file's rest, a copy),
+        else of the file at the path."""
         try:
+            if self._reading is not None:  # (pread: the read's own position stays where it is)
+                return _newlines(self._reading.fileno(), start, end)
             with open_binary(self.path) as f:
-                return self._count_in(f.fileno(), start, end)
+                return _newlines(f.fileno(), start, end)
         except OSError:
             return 0
-
-    @staticmethod
-    def _count_in(fd: int, start: int, end: int) -> int:
-        n = 0
-        try:
-            while start < end:
-                block = os.pread(fd, min(end - start, 1 << 20), start)
-                if not block:
-                    break
-                n += block.count(b"\n")
-                start += len(block)
-        except OSError:
-            pass
-        return n
 
     def position(self) -> tuple[int, int, bytes, bytes, bool]:
         """(bytes read, where the unfinished line starts, its bytes read so far, the last bytes read, whether an
