@@ -22,6 +22,7 @@ inert (sanitize + Rich Text).
 from __future__ import annotations
 
 import math
+import os
 import re
 from bisect import bisect_left
 from collections.abc import Iterable, Mapping
@@ -83,10 +84,15 @@ class SideIndex:
         return self.steps[i - 1] if i > 0 else self.steps[0]
 
     def samples(self, step: int) -> list[Sample]:
+        """The samples of ``step``, read now. A file of one step is read whole as it is now, not as it was when
+        indexed (a trainer may have been writing it); its last line, without its newline and not decoding, is one
+        being written and is passed over (a bad line otherwise says where it is)."""
         out: list[Sample] = []
         for path, off, length in self.where.get(step, ()):
             try:
                 with open(path, "rb") as fh:
+                    if _file_step(path) is not None:  # the whole file, as it is now (it was indexed by name)
+                        length = os.fstat(fh.fileno()).st_size
                     fh.seek(off)
                     data = fh.read(min(length, MAX_READ))
             except OSError as e:
@@ -101,10 +107,13 @@ class SideIndex:
             if length > MAX_READ:  # whole lines only
                 data = data[: data.rfind(b"\n") + 1]
             pos = off
-            for line in data.split(b"\n"):
+            lines = data.split(b"\n")
+            for i, line in enumerate(lines):
                 try:
                     obj = decode_line(line)
                 except LineError as e:
+                    if i == len(lines) - 1:  # a last line without its newline that does not decode: being written
+                        break
                     out.append(Sample(step, f"{path.name}: bad line at byte {pos}", None, "", str(e)))
                     obj = None
                 if obj is not None:
@@ -176,9 +185,7 @@ def build_index(paths: Iterable[Path]) -> SideIndex:
     """Index the given side files (generations.jsonl by the step of each line; rollout summaries by directory)."""
     idx = SideIndex()
     for path in paths:
-        rollouts = path.name.endswith("_rollout_summaries.jsonl")
-        m = _ITER_DIR.search(path.parent.name) if rollouts else _rich_step(path)
-        step = int(m.group(1)) if m is not None else dump_step(path)
+        step = _file_step(path)
         if step is not None:  # one file, one step: the whole file
             try:
                 size = path.stat().st_size
@@ -189,6 +196,13 @@ def build_index(paths: Iterable[Path]) -> SideIndex:
             _index_lines(path, idx)
     idx.steps = sorted(idx.where)
     return idx
+
+
+def _file_step(path: Path) -> int | None:
+    """The step of a file that holds one step's samples (named by it, or by its directory), else None."""
+    rollouts = path.name.endswith("_rollout_summaries.jsonl")
+    m = _ITER_DIR.search(path.parent.name) if rollouts else _rich_step(path)
+    return int(m.group(1)) if m is not None else dump_step(path)
 
 
 def _index_lines(path: Path, idx: SideIndex) -> None:

@@ -192,6 +192,9 @@ class TrackioSource(_Base):
         except sqlite3.Error as e:  # locked by a writer: read at the next poll
             if "locked" in str(e) or "busy" in str(e):
                 return False
+            if not os.path.exists(self.cand.path):  # deleted since it was looked at: missing, not unreadable
+                self.missing = True
+                return False
             self._tell(self.store, BadLine(str(self.cand.path), 0, f"unreadable ({e})"))
             return True
         now = None if self._live else math.nan

@@ -93,3 +93,26 @@ def test_generations_values_and_bad_lines(tmp_path: Path) -> None:
     assert good.reward == math.inf
     second = path.read_bytes().index(b"\n") + 1
     assert bad.title == f"generations.jsonl: bad line at byte {second}"
+
+
+def test_a_rollout_dump_indexed_while_verl_wrote_it_is_read_whole_once_written(tmp_path: Path) -> None:
+    """verl writes a step's dump line by line: indexed while it was half-written (cut inside a line), the step is
+    read as the file is when shown, all of its samples and no bad line; shown while still cut, the line being
+    written is passed over, not reported."""
+    from tests.ingest.dumpwriters import write_verl_dumps
+
+    write_verl_dumps(tmp_path / "done", range(3, 4))
+    whole = (tmp_path / "done" / "rollouts" / "3.jsonl").read_bytes()
+    path = tmp_path / "exp" / "rollouts" / "3.jsonl"
+    path.parent.mkdir(parents=True)
+    cut = whole.index(b"\n", len(whole) // 2) - 5  # (inside a line, after some whole ones)
+    path.write_bytes(whole[:cut])
+    idx = build_index(side_paths({"generations": [path]}))
+    assert idx.steps == [3]
+    early = idx.samples(3)
+    assert len(early) == whole[:cut].count(b"\n") and all("bad line" not in s.title for s in early)
+    with open(path, "ab") as fh:
+        fh.write(whole[cut:])
+    late = idx.samples(3)
+    assert len(late) == whole.count(b"\n") == 12 and all("bad line" not in s.title for s in late)
+    assert [s.completion for s in late] == [f"answer {i}" for i in range(12)]

@@ -4,10 +4,14 @@ its start. On a TensorBoard event file written by torch and a W&B run file writt
 
 from __future__ import annotations
 
+import os
+import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from steptable.ingest.files import bytetail
 from steptable.ingest.files.follow import Follower
 from tests.ingest import writers
 from tests.ingest.writers import WANDB_STEPS, copy_dir, event_file, only, torch_run, wandb_file
@@ -56,3 +60,72 @@ def test_live_growth_cut_record_waits(request: pytest.FixtureRequest, tmp_path: 
     f.scan()
     assert list(store.steps) == list(range(WANDB_STEPS + 1)) and not f.errors
     assert store.arm == "grpo-a"
+
+
+def _grown_run(tmp_path: Path) -> tuple[Follower, Path]:
+    """A follower that read half of a TensorBoard run's event file (torch's SummaryWriter, steps 0-5), the rest
+    written since (the next poll reads); and the file's path."""
+    torch_run(tmp_path / "first", range(6))
+    data = event_file(tmp_path / "first").read_bytes()
+    dst = tmp_path / "live" / "exp" / event_file(tmp_path / "first").name
+    dst.parent.mkdir(parents=True)
+    dst.write_bytes(data[: len(data) // 2])
+    f = Follower([tmp_path / "live"])
+    f.scan()
+    assert len(only(f)) and not f.errors
+    with open(dst, "ab") as fh:
+        fh.write(data[len(data) // 2 :])
+    return f, dst
+
+
+def test_an_event_file_replaced_between_the_stat_and_the_open_is_read_as_a_new_file(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Another run's event file renamed over the one followed after the poll's stat and before its open: the poll
+    reads the new file from its start (a reset), never its bytes from the old file's offset (a spurious "damaged
+    record" notice, a record searched for in the middle of another run's file)."""
+    pytest.importorskip("tensorboard")
+    f, dst = _grown_run(tmp_path)
+    store = only(f)
+    torch_run(tmp_path / "other", range(100, 140))
+    real_stat = os.stat
+
+    def stat_then_replace(p: Any, *a: Any, **kw: Any) -> os.stat_result:
+        st = real_stat(p, *a, **kw)
+        if Path(p) == dst and not (tmp_path / "new").exists():
+            shutil.copy(event_file(tmp_path / "other"), tmp_path / "new")
+            os.replace(tmp_path / "new", dst)
+            (tmp_path / "new").touch()
+        return st
+
+    monkeypatch.setattr(bytetail.os, "stat", stat_then_replace)
+    f.scan()
+    monkeypatch.setattr(bytetail.os, "stat", real_stat)
+    f.scan()
+    assert list(store.steps) == list(range(100, 140)) and store.generation == 1
+    assert f.errors == [] and not store.bad
+
+
+def test_an_event_file_deleted_between_the_stat_and_the_open_is_missing_not_unreadable(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run directory deleted after the poll's stat and before its open: the run is missing (as when the stat
+    finds no file), not reported unreadable; its rows stay shown."""
+    pytest.importorskip("tensorboard")
+    f, dst = _grown_run(tmp_path)
+    store = only(f)
+    shown = list(store.steps)
+    real_stat = os.stat
+    deleted: list[Path] = []
+
+    def stat_then_delete(p: Any, *a: Any, **kw: Any) -> os.stat_result:
+        st = real_stat(p, *a, **kw)
+        if Path(p) == dst and not deleted:
+            deleted.append(dst)
+            shutil.rmtree(dst.parent)
+        return st
+
+    monkeypatch.setattr(bytetail.os, "stat", stat_then_delete)
+    f.scan()
+    monkeypatch.setattr(bytetail.os, "stat", real_stat)
+    assert f.errors == [] and not store.bad and list(store.steps) == shown
+    (src,) = f._sources.values()
+    assert src.missing

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+import steptable.ingest.files.tail as tail_mod
 from steptable.ingest import Follower
 from steptable.ingest.gaps import Gap
 from steptable.logger import writer
@@ -120,6 +121,36 @@ def test_a_file_made_and_renamed_away_between_two_reads_is_read_and_the_rest_los
     assert store.gaps == [Gap(str(path), read, "deleted or replaced", 9, 12)]
     assert [e for e in f.errors if "rows lost" in e] == [f"{path}: {store.gaps[0].message()}"]
     assert "steps 10-11" in f.errors[-1] and f"byte {read}" in f.errors[-1]
+
+
+def test_a_file_made_between_two_reads_is_read_as_it_was_found_though_rotated_again_meanwhile(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file made at the path and rotated away before any read is found beside it; rotated once more after it was
+    found and before it was read (logrotate: ``.3`` -> ``.4``, the file at the path -> ``.3``, a new one made), the
+    file found is the one read, not the file now under its old name (the one at the path, read next: its rows were
+    read twice)."""
+    path = tmp_path / "metrics.jsonl"
+    path.write_bytes(rows(0, 10))
+    f = Follower([path])
+    f.scan()
+    # (each made while the first lives: neither gets its inode number, which would read as the same file)
+    (tmp_path / "metrics.jsonl.3").write_bytes(rows(12, 20))
+    (tmp_path / "new").write_bytes(rows(20, 25))
+    os.replace(tmp_path / "new", path)
+    real_text = tail_mod._text
+
+    def judge_then_rotate(head: bytes) -> bool:  # (the file found is judged by its first bytes)
+        if head.startswith(b'{"step": 12') and not (tmp_path / "metrics.jsonl.4").exists():
+            (tmp_path / "metrics.jsonl.3").rename(tmp_path / "metrics.jsonl.4")
+            path.rename(tmp_path / "metrics.jsonl.3")
+            path.write_bytes(rows(25, 30))
+        return real_text(head)
+
+    monkeypatch.setattr(tail_mod, "_text", judge_then_rotate)
+    f.scan()
+    monkeypatch.setattr(tail_mod, "_text", real_text)
+    f.scan()
+    assert steps(f) == [*range(10), *range(12, 30)]
 
 
 def test_a_replaced_file_that_goes_on_past_the_next_step_is_a_gap_a_relaunch_is_not(tmp_path: Path) -> None:

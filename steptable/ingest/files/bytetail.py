@@ -44,14 +44,23 @@ class ByteTail:
         self.missing = False
         if not stat.S_ISREG(st.st_mode):
             raise OSError(0, "not a regular file", str(self.path))
-        ino = (st.st_dev, st.st_ino)
-        reset = self._ino is not None and (ino != self._ino or st.st_size < self.read_to)
-        if reset:
-            self.pending, self.base, self.read_to = b"", 0, 0
-        self._ino = ino
-        if st.st_size <= self.read_to:
-            return reset, False
-        with open(self.path, "rb") as f:
+        if (st.st_dev, st.st_ino) == self._ino and st.st_size == self.read_to:
+            return False, False  # (nothing new: a quiet poll costs no open)
+        try:
+            f = open(self.path, "rb")
+        except FileNotFoundError:  # deleted or renamed away since the stat
+            self.missing = True
+            return False, False
+        with f:
+            # the file opened, not the one stat saw: one put in its place in between is read as a new file
+            st = os.fstat(f.fileno())
+            ino = (st.st_dev, st.st_ino)
+            reset = self._ino is not None and (ino != self._ino or st.st_size < self.read_to)
+            if reset:
+                self.pending, self.base, self.read_to = b"", 0, 0
+            self._ino = ino
+            if st.st_size <= self.read_to:
+                return reset, False
             self.opened = True
             f.seek(self.read_to)
             data = f.read(min(self.chunk, st.st_size - self.read_to))

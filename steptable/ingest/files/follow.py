@@ -308,15 +308,17 @@ class Follower:
         ino, size, _, console = seen
         return st.st_ino == ino and (st.st_size == size or (st.st_size > size and not console))
 
-    def _reject(self, path: Path, searched: int | None = None) -> None:
-        """Remember ``path`` as not a run; ``searched``: a console log read up to there (its growth is searched)."""
+    def _reject(self, path: Path, searched: int | None = None, read: int | None = None) -> None:
+        """Remember ``path`` as not a run; ``searched``: a console log read up to there (its growth is searched);
+        ``read``: the bytes that read took, where the file may have grown since (what it grew by is judged)."""
         try:
             st = path.stat()
         except OSError:
             return
         console = searched is not None
         self._walked.add(path)
-        self._rejected[path] = (st.st_ino, st.st_size, min(searched or 0, st.st_size), console)
+        size = st.st_size if read is None else min(read, st.st_size)
+        self._rejected[path] = (st.st_ino, size, min(searched or 0, size), console)
 
     def _forget(self, src: Source) -> None:
         self._missing.pop(src.cand.key, None)
@@ -330,8 +332,10 @@ class Follower:
         self._forget(src)
         tail = getattr(src, "tail", None)
         # (from the start of a line it has not finished: a metrics line cut by the read must be found whole)
-        searched = tail.offset - tail.pending if tail is not None and src.cand.kind == "console" else None
-        self._reject(src.cand.path, searched)
+        if tail is not None and src.cand.kind == "console":
+            self._reject(src.cand.path, tail.offset - tail.pending, tail.offset)
+        else:
+            self._reject(src.cand.path)
 
     def _report(self, bad: BadLine) -> None:
         text = str(bad)

@@ -55,6 +55,14 @@ def _text(head: bytes) -> bool:
     return True
 
 
+def _newlines(fd: int, start: int, end: int) -> int:
+    n = 0
+    while start < end and (block := os.pread(fd, min(end - start, 1 << 20), start)):
+        n += block.count(b"\n")
+        start += len(block)
+    return n
+
+
 def open_binary(path: Path) -> BinaryIO:
     """The one place a tailed file is opened (tests replace it to simulate an unreadable file)."""
     return open(path, "rb")
@@ -79,6 +87,7 @@ class FileTail:
         self._restart()
         self._ident: tuple[int, int] | None = None
         self._sig: tuple[int, int, int, int] | None = None
+        self._reading: BinaryIO | None = None  # the file a read is under way in (lines are counted there)
 
     def _restart(self) -> None:
         self.offset = 0  # bytes read, including a pending partial line
@@ -108,19 +117,15 @@ class FileTail:
         return mark_line
 
     def _count(self, start: int, end: int) -> int:
-        n = 0
+        """Newlines in bytes [``start``, ``end``) of the file a read is under way in (a moved file's rest, a copy),
+        else of the file at the path."""
         try:
+            if self._reading is not None:  # (pread: the read's own position stays where it is)
+                return _newlines(self._reading.fileno(), start, end)
             with open_binary(self.path) as f:
-                f.seek(start)
-                while start < end:
-                    block = f.read(min(end - start, 1 << 20))
-                    if not block:
-                        break
-                    n += block.count(b"\n")
-                    start += len(block)
+                return _newlines(f.fileno(), start, end)
         except OSError:
-            pass
-        return n
+            return 0
 
     def position(self) -> tuple[int, int, bytes, bytes, bool]:
         """(bytes read, where the unfinished line starts, its bytes read so far, the last bytes read, whether an
@@ -304,23 +309,31 @@ class FileTail:
                         found.append((st.st_mtime_ns, ident, Path(e.path)))
         except OSError:
             return False
-        made = [path for _, ident, path in sorted(found) if self._made_after(path, ident)]
-        for path in made:
-            try:
-                f = open_binary(path)
-            except OSError:
-                continue
-            with f:
+        made: list[BinaryIO] = []  # (held open: the file judged is the file read, whatever is renamed meanwhile)
+        try:
+            for _, ident, path in sorted(found):
+                try:
+                    f = open_binary(path)
+                except OSError:
+                    continue
+                if self._made_after(f, ident):
+                    made.append(f)
+                else:
+                    f.close()
+            for f in made:
                 self._restart()
+                f.seek(0)
                 yield from self._read(f)
+        finally:
+            for f in made:
+                f.close()
         return bool(made)
 
-    def _made_after(self, path: Path, ident: tuple[int, int]) -> bool:
-        """Is the file at ``path`` still ``ident``, text, and not holding what we read (a copy of the old file)?"""
+    def _made_after(self, f: BinaryIO, ident: tuple[int, int]) -> bool:
+        """Is ``f`` still ``ident``, text, and not holding what we read (a copy of the old file)?"""
         try:
-            with open_binary(path) as f:
-                st = os.fstat(f.fileno())
-                return (st.st_dev, st.st_ino) == ident and _text(f.read(HEAD)) and not self._same_bytes(f)
+            st = os.fstat(f.fileno())
+            return (st.st_dev, st.st_ino) == ident and _text(f.read(HEAD)) and not self._same_bytes(f)
         except OSError:
             return False
 
@@ -343,6 +356,13 @@ class FileTail:
         return True
 
     def _read(self, f: BinaryIO) -> Iterator[TailEvent]:
+        self._reading = f
+        try:
+            yield from self._read_in(f)
+        finally:
+            self._reading = None
+
+    def _read_in(self, f: BinaryIO) -> Iterator[TailEvent]:
         while True:
             data = f.read(self.block if self.stop is None else max(0, min(self.block, self.stop - self.offset)))
             if not data:

@@ -136,10 +136,12 @@ class TrackioReader:
 
     def read(self) -> tuple[dict[str, list[Parsed]], list[BadLine]]:
         """Rows added since the last read: run name -> parsed batches (step key ``step``, the row's time as
-        ``_timestamp``), and problems. Raises sqlite3.OperationalError while the database is locked (read again at
-        the next poll)."""
+        ``_timestamp``), and problems (none when the file is gone). Raises sqlite3.OperationalError while the
+        database is locked (read again at the next poll)."""
         sig = self._signature()
         bad: list[BadLine] = []
+        if sig[0] == 0:  # gone since the caller looked (deleted): nothing to read, nothing to say
+            return {}, []
         if sig[1] == 0:
             self._sig = sig
             return {}, [BadLine(self.label, 0, "empty file (no trackio database yet)")]

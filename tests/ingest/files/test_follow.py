@@ -8,6 +8,7 @@ import json
 import os
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -79,6 +80,30 @@ def test_a_console_log_cut_inside_its_first_metrics_line_shows_when_the_line_end
         f.write("5 - actor/pg_loss:0.1\nsaving a checkpoint\n")
     fol.scan()
     assert [list(st.steps) for st in fol.stores.values()] == [[0]]
+
+
+def test_a_console_log_whose_first_metrics_line_came_while_it_was_judged_is_a_run(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A log read to its end with no metrics line, the trainer's first metrics line (and its last: the run ended)
+    written after that read and before the follower noted the file's size as judged: the line is found at the next
+    pass, not passed over for as long as the file does not grow."""
+    log = tmp_path / "tz" / "train.log"
+    log.parent.mkdir()
+    log.write_text("loading the model\n")
+    fol = Follower([tmp_path])
+    real_reject = fol._reject
+
+    def write_then_reject(*args: Any) -> None:
+        with open(log, "a") as f:
+            f.write("(main_task pid=1) step:0 - critic/score/mean:0.5 - actor/pg_loss:0.1\n")
+        monkeypatch.setattr(fol, "_reject", real_reject)
+        real_reject(*args)
+
+    monkeypatch.setattr(fol, "_reject", write_then_reject)
+    fol.scan()
+    assert fol.stores == {}
+    fol.scan()
+    assert [list(st.steps) for st in fol.stores.values()] == [[0]] and fol.errors == []
 
 
 def test_a_deleted_run_is_forgotten_after_the_grace_and_its_store_stays_readable(

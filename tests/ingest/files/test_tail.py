@@ -110,6 +110,26 @@ def test_a_rotation_between_the_stat_and_the_open_loses_nothing_and_says_nothing
     assert read == list(range(10, 15))
 
 
+@pytest.mark.parametrize("rotation", ["rename", "copytruncate"])
+def test_a_bad_line_in_the_rest_of_a_rotated_file_is_numbered_in_that_file(tmp_path: Path, rotation: str) -> None:
+    """A bad line read from the rest of a rotated file (renamed away, or logrotate's copy before a truncation) is
+    numbered by its place in that file, not counted in the new file at the path (it was said to be line 4 of 12)."""
+    f, path = follow(tmp_path)
+    path.write_bytes(b"".join(line(i) for i in range(10)))
+    f.scan()
+    append(path, line(10) + b"{not json\n" + line(11))  # the bad line is the file's 12th
+    rotated = path.with_name("metrics.jsonl.1")
+    if rotation == "rename":
+        path.rename(rotated)
+        path.write_bytes(b"".join(line(i) for i in range(12, 14)))
+    else:
+        rotated.write_bytes(path.read_bytes())
+        path.write_bytes(b"".join(line(i) for i in range(12, 14)))  # (truncated, then written on)
+    f.scan()
+    assert steps(f) == list(range(14))
+    assert [e.split(": ")[0] for e in f.errors] == [f"{path}:12"]
+
+
 def test_a_copy_renamed_over_the_file_goes_on_from_where_it_was(tmp_path: Path) -> None:
     """rsync (and other copiers) write a new file and rename it over the old one: the same rows and more. That is
     the log grown, not a new run: no reset (tail -f reprinted the whole history and repeated its alerts)."""

@@ -276,3 +276,45 @@ def test_rows_read_in_pieces_read_as_row_by_row(tmp_path: Path, monkeypatch: pyt
     assert not bad
     assert {run: [s for p in parsed for s in p.steps] for run, parsed in got.items()} == {
         "pieces": list(range(400)), "after": list(range(90))}
+
+
+@pytest.mark.parametrize("when", ["before its stat", "before its connection"])
+def test_a_database_deleted_while_a_poll_reads_it_is_missing_not_unreadable(
+        trackio_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, when: str) -> None:
+    """The project's database deleted after the poll found it there and before it read it: no "empty file" nor
+    "unreadable" notice (the file is gone, which the next poll finds), and the rows read stay shown."""
+    db = _copy(trackio_dir, tmp_path / "t")
+    f = Follower([tmp_path])
+    f.scan()
+    shown = {arm: list(s.steps) for arm, s in _by_arm(f).items()}
+    w = sqlite3.connect(db)
+    w.execute("INSERT INTO metrics (run_id, timestamp, run_name, step, metrics) VALUES "
+              "('x', '2026-01-01T00:00:00+00:00', 'run-a', 5, '{\"loss\": 1}')")
+    w.commit()
+    w.close()
+    src = next(iter(f._sources.values()))
+    assert isinstance(src, TrackioSource)
+    if when == "before its stat":
+        real_sig = trackio.TrackioReader._signature
+        calls: list[int] = []
+
+        def delete_then_stat(self: trackio.TrackioReader) -> tuple[int, ...]:
+            calls.append(1)
+            if len(calls) == 2:  # (the first: whether it changed; the second: the read's own)
+                db.unlink()
+            return real_sig(self)
+
+        monkeypatch.setattr(trackio.TrackioReader, "_signature", delete_then_stat)
+    else:
+        real_connect = trackio.connect
+
+        def delete_then_connect(path: Path) -> contextlib.AbstractContextManager[sqlite3.Connection]:
+            db.unlink()
+            return real_connect(path)
+
+        monkeypatch.setattr(trackio, "connect", delete_then_connect)
+    f.scan()
+    monkeypatch.undo()
+    f.scan()
+    assert f.errors == [] and src.missing
+    assert {arm: list(s.steps) for arm, s in _by_arm(f).items()} == shown
