@@ -26,6 +26,7 @@ from typing import Any, Generic, TypeVar
 from steptable.ingest.files.discover import Candidate, discover
 from steptable.ingest.files.preview import preview_tail
 from steptable.ingest.files.sniff import sniff_jsonl
+from steptable.ingest.sidefiles import read_regular
 from steptable.ingest.store import RunStore
 from steptable.table import runinfo
 
@@ -105,10 +106,8 @@ def read_config(cand: Candidate) -> dict[str, Any]:
                 paths.append(p)
     out: dict[str, Any] = {}
     for p in paths:
-        try:
-            if os.stat(p).st_size > MAX_CONFIG_BYTES:
-                continue
-            data = p.read_bytes()
+        try:  # (a FIFO or device put at the path, or a file grown past the limit since the look: not read)
+            data = read_regular(p, MAX_CONFIG_BYTES)
         except OSError:
             continue
         doc: Any

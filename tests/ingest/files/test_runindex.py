@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from steptable.ingest.files.runindex import RunIndex, flat, read_config
 
@@ -103,3 +107,35 @@ def test_read_config_hparams(tmp_path: Path) -> None:
 
     cand = discover([tmp_path])[0]
     assert read_config(cand) == {"lr": 0.001, "layers": 4}
+
+
+def test_a_config_that_is_a_fifo_or_over_the_limit_is_not_read(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """A config that is a FIFO where a regular file was found (its read would wait for a writer forever) or is over
+    the limit is passed over; the other configs are still read."""
+    import threading
+
+    from steptable.ingest.files import runindex
+    from steptable.ingest.files.discover import discover
+
+    (tmp_path / "hparams.yaml").write_text("lr: 0.001\n")
+    (tmp_path / "config.json").write_text('{"seed": 3}')
+    _rows(tmp_path / "metrics.jsonl", 0, 1)
+    cand = discover([tmp_path])[0]
+    fifo = tmp_path / "args.json"
+    os.mkfifo(fifo)
+    cand.side_files.setdefault("config", []).append(fifo)
+    got: list[dict[str, Any]] = []
+    reader = threading.Thread(target=lambda: got.append(read_config(cand)), daemon=True)
+    reader.start()
+    reader.join(10)
+    if reader.is_alive():  # (let the blocked read end, so the test process does not keep the thread)
+        with open(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK), "wb"):
+            pass
+        reader.join(10)
+        pytest.fail("read_config waited on a FIFO")
+    assert got == [{"lr": 0.001, "seed": 3}]
+    monkeypatch.setattr(runindex, "MAX_CONFIG_BYTES", 12)
+    (tmp_path / "config.json").write_text('{"seed": 3, "x": 10}')
+    fifo.unlink()
+    assert read_config(cand) == {"lr": 0.001}
