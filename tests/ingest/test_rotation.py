@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-import steptable.ingest.files.tail as tail_mod
+import steptable.ingest.files.rotated as rotated_mod
 from steptable.ingest import Follower
 from steptable.ingest.gaps import Gap
 from steptable.logger import writer
@@ -137,7 +137,7 @@ def test_a_file_made_between_two_reads_is_read_as_it_was_found_though_rotated_ag
     (tmp_path / "metrics.jsonl.3").write_bytes(rows(12, 20))
     (tmp_path / "new").write_bytes(rows(20, 25))
     os.replace(tmp_path / "new", path)
-    real_text = tail_mod._text
+    real_text = rotated_mod._text
 
     def judge_then_rotate(head: bytes) -> bool:  # (the file found is judged by its first bytes)
         if head.startswith(b'{"step": 12') and not (tmp_path / "metrics.jsonl.4").exists():
@@ -146,9 +146,9 @@ def test_a_file_made_between_two_reads_is_read_as_it_was_found_though_rotated_ag
             path.write_bytes(rows(25, 30))
         return real_text(head)
 
-    monkeypatch.setattr(tail_mod, "_text", judge_then_rotate)
+    monkeypatch.setattr(rotated_mod, "_text", judge_then_rotate)
     f.scan()
-    monkeypatch.setattr(tail_mod, "_text", real_text)
+    monkeypatch.setattr(rotated_mod, "_text", real_text)
     f.scan()
     assert steps(f) == [*range(10), *range(12, 30)]
 

@@ -18,13 +18,13 @@ The file is opened per poll, never kept open, so renames, deletions and many run
 from __future__ import annotations
 
 import os
-import re
 import stat
 from collections import deque
 from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
+from steptable.ingest.files import rotated
 from steptable.ingest.files.tailevents import RESET as RESET
 from steptable.ingest.files.tailevents import Lines as Lines
 from steptable.ingest.files.tailevents import Lost as Lost
@@ -38,21 +38,6 @@ HEAD = 512
 TAIL = 64
 #: bytes remembered from the ends of this many earlier polls, to tell a copy of the file (plus more) from a new file
 SAMPLES = 16
-
-
-#: what a rotation adds to a file's name: logrotate's ``.1`` (``.1.gz``), its dateext ``-20261128``
-_ROTATED = re.compile(r"[.-][0-9][\w.-]*")
-
-
-def _text(head: bytes) -> bool:
-    """Do the first bytes of a file read as text (not a compressed or binary file)?"""
-    if b"\0" in head:
-        return False
-    try:
-        head.decode("utf-8")
-    except UnicodeDecodeError as e:
-        return e.start >= len(head) - 3  # (a character cut by the end of the sample)
-    return True
 
 
 def _newlines(fd: int, start: int, end: int) -> int:
@@ -237,89 +222,37 @@ class FileTail:
             self._sig = sig
 
     def _drain_moved(self) -> Generator[TailEvent, None, bool]:
-        """Read the rest of the file we were reading if it was renamed within its directory (found there by its
-        inode, one directory listing); True (the generator's value) when it was found."""
-        old = self._ident
-        if old is None:
+        """Read the rest of the file we were reading if it was renamed within its directory
+        (steptable.ingest.files.rotated.moved); True (the generator's value) when it was found."""
+        if self._ident is None:
             return False
-        try:
-            with os.scandir(self.path.parent) as it:
-                found = [Path(e.path) for e in it if e.inode() == old[1] and e.name != self.path.name]
-        except OSError:
-            return False
-        for path in found:
-            try:
-                f = open_binary(path)
-            except OSError:
-                continue
-            with f:
-                st = os.fstat(f.fileno())
-                if (st.st_dev, st.st_ino) != old or st.st_size < self.offset or not self._same_bytes(f):
-                    continue  # (another file that got the deleted one's inode number)
-                f.seek(self.offset)
-                yield from self._read(f)
-            return True
-        return False
+        return (yield from self._drain(rotated.moved(self.path, self._ident, self.offset, self._same_bytes,
+                                                     open_binary)))
 
     def _drain_copy(self) -> Generator[TailEvent, None, bool]:
-        """Read the rest of the file we were reading from a copy of it beside it (logrotate's copytruncate copies
-        ``metrics.jsonl`` to ``metrics.jsonl.1`` or ``metrics.jsonl-DATE``, then truncates it): a file whose name
-        starts with ours and that holds the bytes we read where we looked (the newest such, one directory listing);
-        True (the generator's value) when one was found."""
+        """Read the rest of the file we were reading from a copy of it beside it (logrotate's copytruncate:
+        steptable.ingest.files.rotated.copy_of); True (the generator's value) when one was found."""
         if self._ident is None or not self.offset:
             return False
-        try:
-            with os.scandir(self.path.parent) as it:
-                found = [(e.stat().st_mtime_ns, Path(e.path)) for e in it
-                         if e.name.startswith(self.path.name) and e.name != self.path.name and e.is_file()]
-        except OSError:
+        return (yield from self._drain(rotated.copy_of(self.path, self.offset, self._same_bytes, open_binary)))
+
+    def _drain(self, f: BinaryIO | None) -> Generator[TailEvent, None, bool]:
+        """Read ``f`` on from our offset and close it; False for no file."""
+        if f is None:
             return False
-        for _, path in sorted(found, reverse=True):
-            try:
-                f = open_binary(path)
-            except OSError:
-                continue
-            with f:
-                if os.fstat(f.fileno()).st_size < self.offset or not self._same_bytes(f):
-                    continue
-                f.seek(self.offset)
-                yield from self._read(f)
-            return True
-        return False
+        with f:
+            f.seek(self.offset)
+            yield from self._read(f)
+        return True
 
     def _drain_unseen(self, new: tuple[int, int]) -> Generator[TailEvent, None, bool]:
-        """Read whole, oldest first, the files beside ours that a writer made at our path after we last read it and
-        that were renamed away before we ever opened them (a file rotated twice between two polls): named as a
-        rotation of ours (``metrics.jsonl.3``, ``metrics.jsonl-20261128``), last written after our last read, not
-        holding what we read (an inode number is used again once its file is deleted), not ``new`` (the file at the
-        path now), text (a compressed rotation is not); True (the generator's value) when one was read."""
+        """Read whole, oldest first, the files a writer made at our path after we last read it and that were renamed
+        away before we ever opened them (steptable.ingest.files.rotated.made_since); True (the generator's value)
+        when one was read."""
         if self._sig is None:
             return False
-        since = self._sig[3]
+        made = rotated.made_since(self.path, self._sig[3], new, self._same_bytes, open_binary)
         try:
-            with os.scandir(self.path.parent) as it:
-                found = []
-                for e in it:
-                    if not _ROTATED.fullmatch(e.name[len(self.path.name) :]) or not e.name.startswith(
-                            self.path.name) or not e.is_file():
-                        continue
-                    st = e.stat()
-                    ident = (st.st_dev, st.st_ino)
-                    if st.st_mtime_ns >= since and st.st_size and ident != new:
-                        found.append((st.st_mtime_ns, ident, Path(e.path)))
-        except OSError:
-            return False
-        made: list[BinaryIO] = []  # (held open: the file judged is the file read, whatever is renamed meanwhile)
-        try:
-            for _, ident, path in sorted(found):
-                try:
-                    f = open_binary(path)
-                except OSError:
-                    continue
-                if self._made_after(f, ident):
-                    made.append(f)
-                else:
-                    f.close()
             for f in made:
                 self._restart()
                 f.seek(0)
@@ -328,14 +261,6 @@ class FileTail:
             for f in made:
                 f.close()
         return bool(made)
-
-    def _made_after(self, f: BinaryIO, ident: tuple[int, int]) -> bool:
-        """Is ``f`` still ``ident``, text, and not holding what we read (a copy of the old file)?"""
-        try:
-            st = os.fstat(f.fileno())
-            return (st.st_dev, st.st_ino) == ident and _text(f.read(HEAD)) and not self._same_bytes(f)
-        except OSError:
-            return False
 
     def _fail(self, reason: str) -> Iterator[BadLine]:
         if reason != self.error:
