@@ -13,6 +13,7 @@ went (into the renamed file, or with the deleted one); the first row after the c
 
 from __future__ import annotations
 
+import errno
 import math
 import os
 import stat
@@ -97,6 +98,7 @@ class RunWriter:
         self.moved = 0
         self._failing: str | None = None
         self._encode_reported = False
+        self._close_reported = False
         self._checked = -math.inf  # monotonic() of the last check that the path leads to the open file
 
     @property
@@ -183,8 +185,12 @@ class RunWriter:
                 if here:
                     size = self._size + n
                 else:
-                    st = os.fstat(fh.fileno())
-                    if st.st_nlink == 0 and self._replaced(st):  # the file (or its directory) was deleted
+                    try:
+                        st = os.fstat(fh.fileno())
+                    except OSError:  # (ESTALE) the row is in the open file all the same: the check made next row
+                        self._checked = -math.inf
+                        st = None
+                    if st is not None and st.st_nlink == 0 and self._replaced(st):  # the file (or its dir) was deleted
                         self._close_fh()
                         if reopened:
                             raise OSError("the new file vanished too")
@@ -193,7 +199,7 @@ class RunWriter:
                         self._warn(f"{self._shown} was deleted during the run; rows from this one on go to a new "
                                    "file")
                         continue
-                    size = st.st_size
+                    size = self._size + n if st is None else st.st_size
                 self._pending.popleft()
                 self._pending_bytes -= len(data)
                 self._size = size
@@ -333,21 +339,30 @@ class RunWriter:
         self._partial = None
 
     def _ends_line(self) -> bool:
-        """Does the file end with a newline? (True when it cannot be read: then there is nothing to repair.)"""
+        """Does the file opened end with a newline? True when it cannot be read (nothing to repair); False when the
+        path no longer leads to it (rotated right after the open): a blank line at worst, never a row glued on."""
         try:
             with open(self.path, "rb") as f:
-                f.seek(-1, os.SEEK_END)
-                return f.read(1) == b"\n"
+                st = os.fstat(f.fileno())
+                if (st.st_dev, st.st_ino) == self._ident:
+                    f.seek(-1, os.SEEK_END)
+                    return f.read(1) == b"\n"
+        except FileNotFoundError:
+            pass
         except OSError:
             return True
+        return False
 
     def _close_fh(self) -> None:
-        if self._fh is not None:
+        fh, self._fh = self._fh, None
+        if fh is not None:
             try:
-                self._fh.close()
-            except OSError:
-                pass
-            self._fh = None
+                fh.close()
+            except OSError as e:  # NFS, a quota: close(2) reports the rows the cache could not write
+                if e.errno != errno.EBADF and not self._close_reported:  # (EBADF: nothing was open to close)
+                    self._close_reported = True
+                    self._warn(f"closing {self._shown} failed ({sanitize(str(e))}); rows written to it may be "
+                               "missing from it (reported once)")
 
     def close(self) -> None:
         """Try the pending rows a last time, report those that could not be written, check a last time that the

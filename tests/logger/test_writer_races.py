@@ -1,0 +1,115 @@
+"""steptable.logger.writer: the file changed between two of the writer's calls, and those calls failing. Each test
+forces its interleaving: the os call monkeypatched so the change (or the failure) comes exactly between the two."""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from steptable.logger import writer
+from steptable.logger.writer import RunWriter
+from tests.logger.helpers import Clock
+
+
+def _lines(path: Path) -> list[bytes]:
+    return path.read_bytes().splitlines()
+
+
+def _steps(path: Path) -> list[int]:
+    return [json.loads(line)["step"] for line in _lines(path) if line]
+
+
+def _writer(path: Path) -> tuple[RunWriter, list[str]]:
+    warned: list[str] = []
+    return RunWriter(path, warned.append), warned
+
+
+def test_a_row_written_after_a_rotation_is_not_written_again_when_the_fstat_after_it_fails(
+        tmp_path: Path, clock: Clock, monkeypatch: pytest.MonkeyPatch) -> None:
+    """At the check after a rotation the row goes to the new file; the fstat that follows the write fails (ESTALE
+    from NFS): the row is in the file all the same, so it is not kept for retry (that wrote it a second time)."""
+    path, old = tmp_path / "metrics.jsonl", tmp_path / "metrics.jsonl.1"
+    w, warned = _writer(path)
+    w.write({"step": 0})
+    path.rename(old)
+    path.touch()  # (logrotate's create)
+    clock.advance()
+    real_fstat = os.fstat
+    wrote: list[int] = []
+
+    def open_watched(*a: Any, **kw: Any) -> Any:
+        fh = open(*a, **kw)  # (handed to the writer, which closes it)
+        write = fh.write
+
+        def write_then_fail_next_fstat(data: bytes) -> Any:
+            n = write(data)
+            wrote.append(fh.fileno())
+            return n
+
+        fh.write = write_then_fail_next_fstat
+        return fh
+
+    def fstat(fd: int) -> os.stat_result:
+        if wrote and wrote[-1] == fd:
+            wrote.clear()
+            raise OSError(errno.ESTALE, "Stale file handle")
+        return real_fstat(fd)
+
+    monkeypatch.setattr(writer, "open", open_watched, raising=False)
+    monkeypatch.setattr(writer.os, "fstat", fstat)
+    w.write({"step": 1})
+    monkeypatch.setattr(writer.os, "fstat", real_fstat)
+    w.write({"step": 2})
+    w.close()
+    assert _steps(old) == [0] and _steps(path) == [1, 2]
+    assert w.written == 3 and w.moved == 1 and len(warned) == 1 and "moved or replaced" in warned[0]
+
+
+def test_a_failing_close_of_the_file_is_said(tmp_path: Path) -> None:
+    """close(2) of a file on NFS (or under a quota) reports the rows its cache could not write (EIO, EDQUOT): rows
+    counted written may not be in the file, and that is said once, not swallowed."""
+    path = tmp_path / "metrics.jsonl"
+    w, warned = _writer(path)
+    w.write({"step": 0})
+    fh = w._fh
+    assert fh is not None
+    close = fh.close
+
+    def close_failing() -> None:
+        close()
+        raise OSError(errno.EIO, "Input/output error")
+
+    fh.close = close_failing  # type: ignore[method-assign]
+    w.close()
+    assert len(warned) == 1 and "Input/output error" in warned[0] and str(path) in warned[0]
+    assert w._fh is None
+
+
+def test_a_rotation_between_the_open_and_the_look_at_the_last_line_glues_no_row_to_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A crash left a partial last line, which the next writer ends before its first row. The file is rotated right
+    after that writer opened it: the look at the last line must be at the file opened, or the row is glued to the
+    partial line (one bad line: the row lost)."""
+    path, old = tmp_path / "metrics.jsonl", tmp_path / "metrics.jsonl.1"
+    path.write_bytes(b'{"step": 0}\n{"step": 1, "lo')
+    real = writer.open_append
+
+    def open_then_rotate(p: Any) -> int:
+        fd = real(p)
+        if not old.exists():
+            path.rename(old)
+            path.write_bytes(b'{"step": 9}\n')  # (a new file at the path that ends its line)
+        return fd
+
+    monkeypatch.setattr(writer, "open_append", open_then_rotate)
+    w, _ = _writer(path)
+    w.write({"step": 2})
+    w.close()
+    lines = _lines(old)
+    assert lines[:2] == [b'{"step": 0}', b'{"step": 1, "lo'] and [json.loads(x)["step"] for x in lines[2:]] == [2]
+    assert _steps(path) == [9]
