@@ -108,6 +108,14 @@ class WriterLock:
             pass
         return None
 
+    def again(self, topic: str) -> int | None:
+        """:meth:`take` again where the lock file at the path is not the one held (asked where the JSONL was found
+        deleted: its directory deleted and made again, maybe by a second run of the arm, which found the lock free)."""
+        if self._fd is not None and self._at_path(self._fd):
+            return None
+        self.release()
+        return self.take(topic)
+
     def after_fork(self) -> None:
         """In a child made by fork() (a DataLoader worker): its copy of the lock's descriptor closed, or the flock
         (held by the open file, which the child shares) would outlive the parent's release and the parent itself.

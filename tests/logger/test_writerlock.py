@@ -6,10 +6,12 @@ from __future__ import annotations
 import errno
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 from typing import Any
 
@@ -193,3 +195,32 @@ def test_a_lock_file_replaced_between_its_open_and_its_lock_is_not_taken_for_the
     finally:
         mine.release()
         other.release()
+
+
+def test_a_run_directory_deleted_and_made_again_by_a_second_run_is_two_writers(tmp_path: Path) -> None:
+    """The run directory deleted under a live writer and a new run of the arm started in it: the new run finds the
+    lock free (the first's went with the directory), and the first, finding its file deleted, goes on in the new
+    run's file. The first takes the lock at the path again then: it is told of the new run, once, and its rows from
+    there on are marked as a second writer's."""
+    from steptable.logger import writer
+
+    run = tmp_path / "run"
+    a = start(run)
+    try:
+        shutil.rmtree(run)
+        time.sleep(writer.CHECK_S)  # (a's next row checks its file)
+        b = start(run, first=100)
+        try:
+            err_a = finish(a)
+            err_b = finish(b)
+        finally:
+            reap(b)
+    finally:
+        reap(a)
+    assert err_a.count("writing this arm's rows") == 1 and f"process {b.pid} " in err_a, err_a
+    assert "writing this arm's rows" not in err_b
+    rows = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines()]
+    assert sorted(r["step"] for r in rows) == [1, 2, 3, 100, 101, 102, 103]
+    # (the row that found the file deleted was written before the lock was looked at again)
+    assert [r["step"] for r in rows if r.get(runinfo.WRITER_KEY) == a.pid] == [2, 3]
+    assert not any(runinfo.WRITER_KEY in r for r in rows if r["step"] >= 100)
