@@ -182,15 +182,15 @@ class RunWriter:
                 n = fh.write(data)  # unbuffered: one write(2) per row
                 if n is None or n < len(data):
                     self._cut(fh, data, n)
-                if here:
-                    size = self._size + n
-                else:
+                if not here:
                     try:
                         st = os.fstat(fh.fileno())
                     except OSError:  # (ESTALE) the row is in the open file all the same: the check made next row
-                        self._checked = -math.inf
-                        st = None
-                    if st is not None and st.st_nlink == 0 and self._replaced(st):  # the file (or its dir) was deleted
+                        self._checked, here = -math.inf, True
+                if here:
+                    size = self._size + n
+                else:
+                    if st.st_nlink == 0 and self._replaced(st):  # the file (or its directory) was deleted
                         self._close_fh()
                         if reopened:
                             raise OSError("the new file vanished too")
@@ -199,7 +199,7 @@ class RunWriter:
                         self._warn(f"{self._shown} was deleted during the run; rows from this one on go to a new "
                                    "file")
                         continue
-                    size = self._size + n if st is None else st.st_size
+                    size = st.st_size
                 self._pending.popleft()
                 self._pending_bytes -= len(data)
                 self._size = size
