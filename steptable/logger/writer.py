@@ -282,8 +282,10 @@ class RunWriter:
             now = os.stat(self.path)
             if (now.st_dev, now.st_ino) == self._ident:
                 return False
-        except OSError:
+        except (FileNotFoundError, NotADirectoryError):
             pass
+        except OSError:  # (EACCES, EIO: where the path leads is not known, which is no sign of a rotation)
+            return False
         try:
             st = os.fstat(fh.fileno())
         except OSError:

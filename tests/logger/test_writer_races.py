@@ -113,3 +113,31 @@ def test_a_rotation_between_the_open_and_the_look_at_the_last_line_glues_no_row_
     lines = _lines(old)
     assert lines[:2] == [b'{"step": 0}', b'{"step": 1, "lo'] and [json.loads(x)["step"] for x in lines[2:]] == [2]
     assert _steps(path) == [9]
+
+
+def test_a_path_that_cannot_be_looked_at_is_no_rotation(
+        tmp_path: Path, clock: Clock, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The run directory's search permission taken away mid-run (or the path's stat failing with EIO): the check
+    cannot say where the path leads, which is not the file moved away. The rows go on into the open file, which is
+    still at the path, and nothing is said (a "moved" notice, the file closed and its path failing to open again,
+    the rows kept for retry until close and lost)."""
+    path = tmp_path / "metrics.jsonl"
+    w, warned = _writer(path)
+    w.write({"step": 0})
+
+    def denied(real: Any) -> Any:
+        def call(p: Any, *a: Any, **kw: Any) -> Any:
+            if Path(p) == path:
+                raise PermissionError(errno.EACCES, "Permission denied", str(p))
+            return real(p, *a, **kw)
+        return call
+
+    monkeypatch.setattr(writer.os, "stat", denied(os.stat))
+    monkeypatch.setattr(writer.os, "open", denied(os.open))
+    for step in (1, 2, 3):
+        clock.advance()
+        w.write({"step": step})
+    w.close()
+    monkeypatch.undo()
+    assert _steps(path) == [0, 1, 2, 3]
+    assert (warned, w.moved, w.deleted, w.pending) == ([], 0, 0, 0)
