@@ -61,9 +61,9 @@ def test_a_row_written_after_a_rotation_is_not_written_again_when_the_fstat_afte
         return real_fstat(fd)
 
     monkeypatch.setattr(writer, "open", open_watched, raising=False)
-    monkeypatch.setattr(writer.os, "fstat", fstat)
+    monkeypatch.setattr(os, "fstat", fstat)
     w.write({"step": 1})
-    monkeypatch.setattr(writer.os, "fstat", real_fstat)
+    monkeypatch.setattr(os, "fstat", real_fstat)
     w.write({"step": 2})
     w.close()
     assert _steps(old) == [0] and _steps(path) == [1, 2]
@@ -132,8 +132,8 @@ def test_a_path_that_cannot_be_looked_at_is_no_rotation(
             return real(p, *a, **kw)
         return call
 
-    monkeypatch.setattr(writer.os, "stat", denied(os.stat))
-    monkeypatch.setattr(writer.os, "open", denied(os.open))
+    monkeypatch.setattr(os, "stat", denied(os.stat))
+    monkeypatch.setattr(os, "open", denied(os.open))
     for step in (1, 2, 3):
         clock.advance()
         w.write({"step": step})
