@@ -65,7 +65,7 @@ def open_append(path: str | os.PathLike[str]) -> int:
 
 
 def _dir_id(path: Path) -> tuple[int, int] | None:
-    """(device, inode) of the directory at ``path`` (symlinks followed), None when there is none."""
+    """(device, inode) of the directory (or file) at ``path`` (symlinks followed), None when there is none."""
     try:
         st = os.stat(path)
     except OSError:
@@ -313,6 +313,9 @@ class RunWriter:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             fh = open(open_append(self.path), "ab", buffering=0)
             opened = os.fstat(fh.fileno())
+            if self._real is not None and _dir_id(Path(real, self.path.name)) != (opened.st_dev, opened.st_ino):
+                fh.close()  # (the link re-pointed between the look above and the open: the file is another run's)
+                raise OSError(f"the run directory now leads to another directory than the run's {self._real}")
             self._ident = (opened.st_dev, opened.st_ino)
             self._checked = monotonic()  # (the path leads to the file just opened)
             self._dir = _dir_id(self.path.parent)  # (the directory it was opened in, through any symlink)

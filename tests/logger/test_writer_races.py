@@ -141,3 +141,34 @@ def test_a_path_that_cannot_be_looked_at_is_no_rotation(
     monkeypatch.undo()
     assert _steps(path) == [0, 1, 2, 3]
     assert (warned, w.moved, w.deleted, w.pending) == ([], 0, 0, 0)
+
+
+def test_a_link_re_pointed_between_its_look_and_the_open_sends_no_row_to_the_other_run(
+        tmp_path: Path, clock: Clock, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``run_dir=latest`` and the run's file deleted: the writer opens the file at the path again, after making
+    sure ``latest`` still leads to its run. The next launch re-points ``latest`` to its own run between that look
+    and the open: the rows must not go into the other run's file (they are kept, and said, as when the look itself
+    finds ``latest`` re-pointed)."""
+    a, b, latest = tmp_path / "run-a", tmp_path / "run-b", tmp_path / "latest"
+    a.mkdir()
+    b.mkdir()
+    (b / "metrics.jsonl").write_bytes(b'{"step": 100}\n')
+    latest.symlink_to(a)
+    w, warned = _writer(latest / "metrics.jsonl")
+    w.write({"step": 0})
+    (a / "metrics.jsonl").unlink()
+    real = writer.open_append
+
+    def re_point_then_open(p: Any) -> int:
+        if latest.resolve() == a:
+            latest.unlink()
+            latest.symlink_to(b)
+        return real(p)
+
+    monkeypatch.setattr(writer, "open_append", re_point_then_open)
+    clock.advance()
+    w.write({"step": 1})
+    w.write({"step": 2})
+    w.close()
+    assert _steps(b / "metrics.jsonl") == [100]
+    assert w.pending == 2 and any("another directory than the run's" in x for x in warned)
