@@ -318,7 +318,7 @@ class RunWriter:
                 raise OSError(f"the run directory now leads to another directory than the run's {self._real}")
             self._ident = (opened.st_dev, opened.st_ino)
             self._checked = monotonic()  # (the path leads to the file just opened)
-            self._dir = _dir_id(self.path.parent)  # (the directory it was opened in, through any symlink)
+            self._dir = _dir_id(Path(real))  # (the directory it was opened in: not where a link leads by now)
             self._real = real
             try:
                 st = os.fstat(fh.fileno())

@@ -172,3 +172,38 @@ def test_a_link_re_pointed_between_its_look_and_the_open_sends_no_row_to_the_oth
     w.close()
     assert _steps(b / "metrics.jsonl") == [100]
     assert w.pending == 2 and any("another directory than the run's" in x for x in warned)
+
+
+def test_a_link_re_pointed_right_after_the_open_is_no_rotation(
+        tmp_path: Path, clock: Clock, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``run_dir=latest``: the next launch re-points ``latest`` to its own run right after this run opened its file,
+    before the writer noted the directory it was opened in. A re-pointed link is no rotation: the rows go on into
+    this run's file, nothing is said, and the other run's file is not touched (the writer took the link's new
+    directory for its own, read the other run's file as a rotation of its file, and kept the rows until close)."""
+    a, b, latest = tmp_path / "run-a", tmp_path / "run-b", tmp_path / "latest"
+    a.mkdir()
+    b.mkdir()
+    (b / "metrics.jsonl").write_bytes(b'{"step": 100}\n')
+    latest.symlink_to(a)
+    real_open, real_stat = writer.open_append, os.stat
+    opened: list[bool] = []
+
+    def open_append(p: Any) -> int:
+        opened.append(True)
+        return real_open(p)
+
+    def stat(p: Any, *args: Any, **kw: Any) -> os.stat_result:
+        if opened and Path(p) == latest and latest.resolve() == a:  # (the first look after the open)
+            latest.unlink()
+            latest.symlink_to(b)
+        return real_stat(p, *args, **kw)
+
+    monkeypatch.setattr(writer, "open_append", open_append)
+    monkeypatch.setattr(os, "stat", stat)
+    w, warned = _writer(latest / "metrics.jsonl")
+    for step in range(3):
+        clock.advance()
+        w.write({"step": step})
+    w.close()
+    assert _steps(a / "metrics.jsonl") == [0, 1, 2] and _steps(b / "metrics.jsonl") == [100]
+    assert (warned, w.moved, w.pending) == ([], 0, 0)
