@@ -221,10 +221,10 @@ class FileSink:
         told = []
         try:
             if self._where is not None and (path := self._where()) != self.path:
-                self._close()
+                told += self._close()
                 self.path = path
             if self._fh is not None and self._gone():
-                self._close()
+                told += self._close()
                 told.append((f"logfile-gone:{self.path}", f"steptable: the verbose log {self.path} was deleted or "
                              "moved during the run; lines from here on go to a new file at that path"))
             if self._fh is None:
@@ -234,7 +234,7 @@ class FileSink:
             self._fh.write(text)
             self._fh.flush()
         except (OSError, ValueError) as e:
-            self._close()
+            self._close()  # (its close fails the same way: the failure is this one)
             told.append((f"logfile-write:{self.path}", f"steptable: cannot write the verbose log {self.path} ({e})"))
         return told
 
@@ -258,15 +258,22 @@ class FileSink:
     def stop(self) -> None:
         """(loguru, when the handler is removed: notices stop too)"""
         self.stopped = True
-        self._close()
+        for topic, text in self._close():
+            report_once(topic, text, to_file=False)
 
-    def _close(self) -> None:
-        if self._fh is not None:
+    def _close(self) -> list[tuple[str, str]]:
+        """The file closed; what to tell: a close(2) that failed (NFS, a quota: lines its cache could not write)."""
+        fh, self._fh = self._fh, None
+        if fh is not None:
             try:
-                self._fh.close()
-            except (OSError, ValueError):
+                fh.close()
+            except OSError as e:
+                if e.errno != errno.EBADF:  # (nothing was open to close)
+                    return [(f"logfile-close:{self.path}", f"steptable: closing the verbose log {self.path} failed "
+                             f"({e}); its last lines may be missing from it")]
+            except ValueError:
                 pass
-            self._fh = None
+        return []
 
 
 _file_lock = threading.RLock()

@@ -249,7 +249,10 @@ class StepLogger:
                     self._second = self._writer_lock.take(f"{self._topic}-two-writers")
             if self._second is not None:  # readers show this process's rows apart from the lock holder's
                 record[runinfo.WRITER_KEY] = self._second
+            deleted = self._writer.deleted
             self._writer.write(record)
+            if self._writer.deleted != deleted and self._writer_lock is not None:  # (its lock may be gone too)
+                self._second = self._second or self._writer_lock.again(f"{self._topic}-two-writers")
         if not show:  # (what only the alerts and the end of the run need of the row waits for a batch)
             self._rows += 1
             self._backlog.add(step, cells, now, self._rows - 1, numbers)

@@ -75,7 +75,11 @@ def write_table(cols: Sequence[Col], jsonl: Path, run_dir: Path, arm: Any, heade
     from steptable.logger.endofrun import Plan  # (at the end of a run only: the loop never pays for the readers)
 
     every = header_every * 5
-    with open(jsonl, "rb") as src:
+    # non-blocking: a FIFO put at the path since the look above must not hold up the close waiting for its writer
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
+    with open(os.open(jsonl, flags), "rb") as src:
+        if not stat.S_ISREG(os.fstat(src.fileno()).st_mode):
+            return None
         plan = Plan(str(jsonl), arm)
         plan.read(src)
         n = len(plan.steps)

@@ -13,6 +13,7 @@ went (into the renamed file, or with the deleted one); the first row after the c
 
 from __future__ import annotations
 
+import errno
 import math
 import os
 import stat
@@ -64,7 +65,7 @@ def open_append(path: str | os.PathLike[str]) -> int:
 
 
 def _dir_id(path: Path) -> tuple[int, int] | None:
-    """(device, inode) of the directory at ``path`` (symlinks followed), None when there is none."""
+    """(device, inode) of the directory (or file) at ``path`` (symlinks followed), None when there is none."""
     try:
         st = os.stat(path)
     except OSError:
@@ -97,6 +98,7 @@ class RunWriter:
         self.moved = 0
         self._failing: str | None = None
         self._encode_reported = False
+        self._close_reported = False
         self._checked = -math.inf  # monotonic() of the last check that the path leads to the open file
 
     @property
@@ -180,10 +182,14 @@ class RunWriter:
                 n = fh.write(data)  # unbuffered: one write(2) per row
                 if n is None or n < len(data):
                     self._cut(fh, data, n)
+                if not here:
+                    try:
+                        st = os.fstat(fh.fileno())
+                    except OSError:  # (ESTALE) the row is in the open file all the same: the check made next row
+                        self._checked, here = -math.inf, True
                 if here:
                     size = self._size + n
                 else:
-                    st = os.fstat(fh.fileno())
                     if st.st_nlink == 0 and self._replaced(st):  # the file (or its directory) was deleted
                         self._close_fh()
                         if reopened:
@@ -276,8 +282,10 @@ class RunWriter:
             now = os.stat(self.path)
             if (now.st_dev, now.st_ino) == self._ident:
                 return False
-        except OSError:
+        except (FileNotFoundError, NotADirectoryError):
             pass
+        except OSError:  # (EACCES, EIO: where the path leads is not known, which is no sign of a rotation)
+            return False
         try:
             st = os.fstat(fh.fileno())
         except OSError:
@@ -305,9 +313,12 @@ class RunWriter:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             fh = open(open_append(self.path), "ab", buffering=0)
             opened = os.fstat(fh.fileno())
+            if self._real is not None and _dir_id(Path(real, self.path.name)) != (opened.st_dev, opened.st_ino):
+                fh.close()  # (the link re-pointed between the look above and the open: the file is another run's)
+                raise OSError(f"the run directory now leads to another directory than the run's {self._real}")
             self._ident = (opened.st_dev, opened.st_ino)
             self._checked = monotonic()  # (the path leads to the file just opened)
-            self._dir = _dir_id(self.path.parent)  # (the directory it was opened in, through any symlink)
+            self._dir = _dir_id(Path(real))  # (the directory it was opened in: not where a link leads by now)
             self._real = real
             try:
                 st = os.fstat(fh.fileno())
@@ -333,21 +344,30 @@ class RunWriter:
         self._partial = None
 
     def _ends_line(self) -> bool:
-        """Does the file end with a newline? (True when it cannot be read: then there is nothing to repair.)"""
+        """Does the file opened end with a newline? True when it cannot be read (nothing to repair); False when the
+        path no longer leads to it (rotated right after the open): a blank line at worst, never a row glued on."""
         try:
             with open(self.path, "rb") as f:
-                f.seek(-1, os.SEEK_END)
-                return f.read(1) == b"\n"
+                st = os.fstat(f.fileno())
+                if (st.st_dev, st.st_ino) == self._ident:
+                    f.seek(-1, os.SEEK_END)
+                    return f.read(1) == b"\n"
+        except FileNotFoundError:
+            pass
         except OSError:
             return True
+        return False
 
     def _close_fh(self) -> None:
-        if self._fh is not None:
+        fh, self._fh = self._fh, None
+        if fh is not None:
             try:
-                self._fh.close()
-            except OSError:
-                pass
-            self._fh = None
+                fh.close()
+            except OSError as e:  # NFS, a quota: close(2) reports the rows the cache could not write
+                if e.errno != errno.EBADF and not self._close_reported:  # (EBADF: nothing was open to close)
+                    self._close_reported = True
+                    self._warn(f"closing {self._shown} failed ({sanitize(str(e))}); rows written to it may be "
+                               "missing from it (reported once)")
 
     def close(self) -> None:
         """Try the pending rows a last time, report those that could not be written, check a last time that the

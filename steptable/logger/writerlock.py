@@ -6,7 +6,8 @@ arms sharing a directory each hold their own) until it closes; the lock file nam
 the lock held is told once, with the holder's pid, and writes on: a training run's rows are never dropped for this
 (its rows interleave with the first's in the one file, each marked with its pid under ``runinfo.WRITER_KEY``, so
 readers show them apart and say "two writers"). Where ``flock`` is missing
-(Windows) or the lock file cannot be made, there is no check. Nothing here raises.
+(Windows), refused by the file system (ENOLCK) or the lock file cannot be made, there is no check. Nothing here
+raises.
 """
 
 from __future__ import annotations
@@ -49,22 +50,23 @@ class WriterLock:
         process holds it."""
         if fcntl is None or self._fd is not None:
             return None
-        try:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
-        except OSError:
-            return None
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
+        for _ in range(3):  # (a lock file replaced between the open and the flock: the one at the path, again)
             try:
-                holder = os.read(fd, 32).decode("ascii", "replace").strip()
+                fd = os.open(self.path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
             except OSError:
-                holder = ""
-            os.close(fd)
-            self.holder = int(holder) if holder.isdigit() else None
-            who = f"process {sanitize(holder)}" if holder.isdigit() else "another process"
-            return (f"{who} is writing this arm's rows to {sanitize(str(self._jsonl))} too (lock "
-                    f"{sanitize(str(self.path))}); both write on, their rows interleaved in that file")
+                return None
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return self._busy(fd)
+            except OSError:  # (ENOLCK: a file system without locks, NFS with no lock daemon: no way to check)
+                os.close(fd)
+                return None
+            if self._at_path(fd):
+                break
+            os.close(fd)  # a lock on a file no other writer will look at is no lock
+        else:
+            return None
         try:
             os.ftruncate(fd, 0)
             os.write(fd, f"{os.getpid()}\n".encode())
@@ -72,6 +74,26 @@ class WriterLock:
             pass  # (the lock holds without the pid: the message then says "another process")
         self._fd = fd
         return None
+
+    def _at_path(self, fd: int) -> bool:
+        """Is the file ``fd`` locks still the lock file at the path?"""
+        try:
+            st, now = os.fstat(fd), os.stat(self.path)
+        except OSError:
+            return False
+        return (st.st_dev, st.st_ino) == (now.st_dev, now.st_ino)
+
+    def _busy(self, fd: int) -> str:
+        """The lock file ``fd`` is locked by another process: ``fd`` closed, what to tell the user."""
+        try:
+            holder = os.read(fd, 32).decode("ascii", "replace").strip()
+        except OSError:
+            holder = ""
+        os.close(fd)
+        self.holder = int(holder) if holder.isdigit() else None
+        who = f"process {sanitize(holder)}" if holder.isdigit() else "another process"
+        return (f"{who} is writing this arm's rows to {sanitize(str(self._jsonl))} too (lock "
+                f"{sanitize(str(self.path))}); both write on, their rows interleaved in that file")
 
     def take(self, topic: str) -> int | None:
         """:meth:`acquire`, another live process holding the lock told once (report topic ``topic``; never
@@ -85,6 +107,14 @@ class WriterLock:
         except Exception:
             pass
         return None
+
+    def again(self, topic: str) -> int | None:
+        """:meth:`take` again where the lock file at the path is not the one held (asked where the JSONL was found
+        deleted: its directory deleted and made again, maybe by a second run of the arm, which found the lock free)."""
+        if self._fd is not None and self._at_path(self._fd):
+            return None
+        self.release()
+        return self.take(topic)
 
     def after_fork(self) -> None:
         """In a child made by fork() (a DataLoader worker): its copy of the lock's descriptor closed, or the flock

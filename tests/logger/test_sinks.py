@@ -4,6 +4,7 @@ a forked worker, a stdout that fails for a moment."""
 
 from __future__ import annotations
 
+import errno
 import io
 import os
 import shutil
@@ -442,3 +443,23 @@ def test_rows_between_bars_write_the_bytes_tqdms_external_write_mode_writes(wher
     assert _bar_and_lines(st_sinks.write_between_bars, where, monkeypatch) == want
     monkeypatch.setattr(st_sinks, "_last_len", lambda bar: None)  # (a status printer of another shape)
     assert _bar_and_lines(st_sinks.write_between_bars, where, monkeypatch) == want
+
+
+def test_a_failing_close_of_the_verbose_log_is_said(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """close(2) of a file on NFS (or under a quota) reports the lines its cache could not write (EIO, EDQUOT): the
+    verbose log's last lines may be missing, and that is said once, not swallowed."""
+    path = tmp_path / "run.log"
+    sink = st_sinks.FileSink(path)
+    sink.write("one\n")
+    fh = sink._fh
+    close = fh.close
+
+    def close_failing() -> None:
+        close()
+        raise OSError(errno.EIO, "Input/output error")
+
+    fh.close = close_failing
+    sink.stop()
+    err = capsys.readouterr().err
+    assert err.count("Input/output error") == 1 and str(path) in err and sink._fh is None
+    assert path.read_text() == "one\n"

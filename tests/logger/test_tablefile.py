@@ -3,7 +3,13 @@ the crashed ones, a late evaluation joins its step), one table per arm."""
 
 from __future__ import annotations
 
+import os
+import stat
+import threading
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from steptable import Col, StepLogger
 
@@ -60,3 +66,45 @@ def test_two_arms_in_one_run_dir_keep_their_own_tables(tmp_path: Path) -> None:
     alone.log({"step": 0, "loss": 3.0})
     alone.close()
     assert (tmp_path / "solo" / "table.txt").exists() and not list((tmp_path / "solo").glob(".*tmp"))
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
+def test_a_fifo_put_at_the_jsonl_after_its_stat_does_not_hold_up_the_table(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The JSONL is a regular file when table.txt's writer looks, and a FIFO by the time it opens it: the open must
+    not wait for a writer of the FIFO (close() would hang there); the FIFO is no file to read back, as a FIFO found
+    by the look is not."""
+    from steptable.logger import tablefile
+
+    jsonl = tmp_path / "metrics.jsonl"
+    jsonl.write_text('{"step": 0, "loss": 1.0}\n')
+    real_stat = os.stat
+
+    def stat_then_fifo(p: Any, *a: Any, **kw: Any) -> os.stat_result:
+        st = real_stat(p, *a, **kw)
+        if Path(p) == jsonl and not stat.S_ISFIFO(real_stat(jsonl).st_mode):
+            jsonl.unlink()
+            os.mkfifo(jsonl)
+        return st
+
+    done = threading.Event()
+
+    def feeder() -> None:  # (a writer of the FIFO, for an open that waits for one: the test ends either way)
+        while not done.wait(0.05):
+            try:
+                fd = os.open(jsonl, os.O_WRONLY | os.O_NONBLOCK)
+            except OSError:  # (ENXIO: nobody is reading it)
+                continue
+            os.write(fd, b'{"step": 1, "loss": 1.0}\n')
+            os.close(fd)
+            return
+
+    monkeypatch.setattr(tablefile.os, "stat", stat_then_fifo)
+    t = threading.Thread(target=feeder, daemon=True)
+    t.start()
+    try:
+        got = tablefile.write_table([Col("step", 5, "step", "d")], jsonl, tmp_path, None, 25)
+    finally:
+        done.set()
+        t.join(10)
+    assert got is None and not (tmp_path / tablefile.TABLE_NAME).exists()

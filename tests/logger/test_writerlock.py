@@ -3,16 +3,21 @@ pid) and writes on; another arm, a later process, or one after the holder was ki
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from steptable.table import runinfo
 from tests.helpers import readline_within, reap
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="flock")
@@ -138,3 +143,84 @@ def test_a_forked_worker_does_not_hold_the_lock_past_close(tmp_path: Path) -> No
         os.close(go_w)
         os.close(ready_r)
         os.waitpid(pid, 0)
+
+
+def test_a_file_system_without_locks_is_no_check_not_a_second_writer(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """NFS mounted without a lock daemon refuses every flock with ENOLCK ("No locks available"): nobody holds the
+    lock, so nothing is said and the rows are not marked as a second writer's."""
+    from steptable.logger import writerlock
+    from steptable.logger.steplogger import StepLogger
+
+    def no_locks(fd: int, op: int) -> None:
+        raise OSError(errno.ENOLCK, "No locks available")
+
+    monkeypatch.setattr(writerlock.fcntl, "flock", no_locks)
+    sl = StepLogger(None, run_dir=tmp_path, console=False, alerts=False)
+    for s in range(3):
+        sl.log({"step": s, "loss": 1.0})
+    sl.close()
+    rows = [json.loads(x) for x in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in rows] == [0, 1, 2] and not any(runinfo.WRITER_KEY in r for r in rows)
+    assert "writing this arm's rows" not in capsys.readouterr().err
+
+
+def test_a_lock_file_replaced_between_its_open_and_its_lock_is_not_taken_for_the_lock(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The run directory cleaned and a new run started in it between a writer's open of the lock file and its flock:
+    the flock the writer gets is on a file no other writer will ever look at, while the new run holds the lock at
+    the path. The writer is told of that run, as it is when it finds the lock held."""
+    from steptable.logger import writerlock
+
+    jsonl = tmp_path / "metrics.jsonl"
+    other = writerlock.WriterLock(jsonl, None)
+    lock = writerlock.lock_path(jsonl, None)
+    lock.write_text("")  # (a stale lock file of an earlier run)
+    real_open = os.open
+    replaced: list[bool] = []
+
+    def open_then_replace(path: Any, *a: Any, **kw: Any) -> int:
+        fd = real_open(path, *a, **kw)
+        if Path(path) == lock and not replaced:
+            replaced.append(True)
+            lock.unlink()  # (the directory cleaned) and the new run takes the lock in it
+            assert other.acquire() is None
+        return fd
+
+    monkeypatch.setattr(writerlock.os, "open", open_then_replace)
+    mine = writerlock.WriterLock(jsonl, None)
+    try:
+        told = mine.acquire()
+        assert told is not None and "writing this arm's rows" in told and not mine.held
+    finally:
+        mine.release()
+        other.release()
+
+
+def test_a_run_directory_deleted_and_made_again_by_a_second_run_is_two_writers(tmp_path: Path) -> None:
+    """The run directory deleted under a live writer and a new run of the arm started in it: the new run finds the
+    lock free (the first's went with the directory), and the first, finding its file deleted, goes on in the new
+    run's file. The first takes the lock at the path again then: it is told of the new run, once, and its rows from
+    there on are marked as a second writer's."""
+    from steptable.logger import writer
+
+    run = tmp_path / "run"
+    a = start(run)
+    try:
+        shutil.rmtree(run)
+        time.sleep(writer.CHECK_S)  # (a's next row checks its file)
+        b = start(run, first=100)
+        try:
+            err_a = finish(a)
+            err_b = finish(b)
+        finally:
+            reap(b)
+    finally:
+        reap(a)
+    assert err_a.count("writing this arm's rows") == 1 and f"process {b.pid} " in err_a, err_a
+    assert "writing this arm's rows" not in err_b
+    rows = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines()]
+    assert sorted(r["step"] for r in rows) == [1, 2, 3, 100, 101, 102, 103]
+    # (the row that found the file deleted was written before the lock was looked at again)
+    assert [r["step"] for r in rows if r.get(runinfo.WRITER_KEY) == a.pid] == [2, 3]
+    assert not any(runinfo.WRITER_KEY in r for r in rows if r["step"] >= 100)
