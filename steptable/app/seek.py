@@ -9,6 +9,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from steptable.app.model import change_mark
+from steptable.table.formatting import sanitize
 
 if TYPE_CHECKING:
     from steptable.app.tables import Tables
@@ -95,7 +96,7 @@ class Seek:
             if cached is None or cached[0] != seen:
                 cached = self._regimes[id(g)] = (seen, regime_steps(g, key))
             steps += cached[1]
-        return self._go(steps, forward, f"regime change of {key}")
+        return self._go(steps, forward, f"regime change of {sanitize(key)}")
 
     def _go(self, steps: Iterable[int], forward: bool, what: str) -> str | None:
         grid = self.tables.focused_grid()

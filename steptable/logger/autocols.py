@@ -19,6 +19,7 @@ from typing import Any
 from steptable.schemafiles.resolve import detect, get_schema
 from steptable.schemas.arrange import layout
 from steptable.table.columns import Col
+from steptable.table.formatting import sanitize
 
 #: cells of a printed row when stdout is not a terminal (as ``steptable tail``)
 PIPE_WIDTH = 200
@@ -71,7 +72,7 @@ def auto_columns(
             out.append(c.with_(width=max(c.width, STEP_WIDTH), fmt=c.fmt or "d"))
         elif c.key in present:
             # "loss (as logged)" says nothing a legend line should be paid for (a short header still gets its key)
-            out.append(c.with_(desc="") if c.desc == f"{c.key} (as logged)" else c)
+            out.append(c.with_(desc="") if c.desc == f"{sanitize(c.key)} (as logged)" else c)
         else:  # a declared column read through an alias (StepLogger renders its keys as logged)
             alias = next((a for a in c.aliases if a in present), None)
             if alias is not None:

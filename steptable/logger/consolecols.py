@@ -21,7 +21,7 @@ from typing import Any
 from steptable.schemas.headers import abbreviate, look
 from steptable.table import render
 from steptable.table.columns import FIT_MAX, Col
-from steptable.table.formatting import display_width, fill_digits, fmt_auto, format_value
+from steptable.table.formatting import display_width, fill_digits, fmt_auto, format_value, sanitize
 from steptable.table.notation import Notation, Running, unit
 
 #: the least room an abbreviation gets (``ent`` over ``.5``, not ``en``)
@@ -249,7 +249,8 @@ class ConsoleLayout:
         out = []
         for c, shown in zip(self.declared, self.bare, strict=True):
             if shown.header != c.header and shown.header.strip() != c.key:
-                desc = c.desc if _names(c.desc, c.key) else f"{c.key}: {c.desc}" if c.desc else c.key
+                key = sanitize(c.key)  # untrusted: a newline in it would split the legend line
+                desc = c.desc if _names(c.desc, c.key) else f"{key}: {c.desc}" if c.desc else key
                 out.append(c.with_(header=shown.header, desc=desc, width=shown.width))
             else:
                 out.append(c)

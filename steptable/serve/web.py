@@ -18,6 +18,7 @@ from textual_serve.app_service import AppService
 from textual_serve.server import Server, to_int
 
 from steptable.serve.guard import Gate, is_loopback
+from steptable.table.formatting import sanitize
 
 log = logging.getLogger("textual-serve")
 
@@ -59,7 +60,8 @@ class WatchServer(Server):
         return app
 
     async def on_startup(self, app: web.Application) -> None:
-        print(f"steptable serve: {self.command}\n  open {self.url()}\n  (Ctrl-C to stop)", flush=True)
+        # the command quotes the paths given, whose names may hold escape sequences (a shell glob over log dirs)
+        print(f"steptable serve: {sanitize(self.command)}\n  open {self.url()}\n  (Ctrl-C to stop)", flush=True)
 
     async def on_shutdown(self, app: web.Application) -> None:
         """The server stops (Ctrl-C, TERM): every session's app ends with it."""

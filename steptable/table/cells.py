@@ -60,8 +60,26 @@ def sanitize(text: str, *, keep_newlines: bool = False) -> str:
     if keep_newlines:
         text = text.replace("\r\n", "\n").replace("\u2028", "\n").replace("\u2029", "\n")
         parts = text.split("\n")
-        return "\n".join(_CONTROLS.sub(_control_repl, p) for p in parts)
-    return _CONTROLS.sub(_control_repl, text.replace("\r\n", "\n"))
+        text = "\n".join(_CONTROLS.sub(_control_repl, p) for p in parts)
+    else:
+        text = _CONTROLS.sub(_control_repl, text.replace("\r\n", "\n"))
+    return _joiners(text) if "\u200d" in text else text
+
+
+def _joiners(text: str) -> str:
+    """``text`` without the zero-width joiners that join no two emoji (Unicode's rule GB11: an emoji, its selectors
+    and modifiers, one joiner, an emoji). Anywhere else the cells of the character after one are disputed (Rich and
+    wcwidth count it 0, a terminal 1 or 2): a key of them would shift every column after it."""
+    out = []
+    for i, ch in enumerate(text):
+        if ch == "\u200d":
+            j = i - 1
+            while j >= 0 and (text[j] == "\ufe0f" or _SKIN_TONES[0] <= text[j] <= _SKIN_TONES[1]):
+                j -= 1
+            if j < 0 or i + 1 == len(text) or not (_pictographic(text[j]) and _pictographic(text[i + 1])):
+                continue
+        out.append(ch)
+    return "".join(out)
 
 
 #: every blank (no-break, em, ideographic spaces, the braille blank): Python's ``str.split`` splits at a no-break space

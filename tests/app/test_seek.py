@@ -9,7 +9,7 @@ import pytest
 
 from steptable.app.app import StepTableApp
 from steptable.app.seek import nearest
-from tests.app.helpers import SIZE, manual_app, row, sync, write_rows
+from tests.app.helpers import SIZE, manual_app, row, screen_text, sync, write_rows
 
 
 def two_nans(root: Path) -> Path:
@@ -116,3 +116,27 @@ async def test_next_and_previous_regime_change_of_the_lit_column(tmp_path: Path)
         assert _tops(app) == [100, 100]
         keys = dict(app.key_help())
         assert keys[")"].startswith("Next regime") and keys["("].startswith("Prev regime")
+
+
+@pytest.mark.anyio
+async def test_the_regime_notice_names_a_hostile_key_as_inert_text(tmp_path: Path) -> None:
+    """The notice quotes the lit column's key: escape sequences, C1 controls, bidi overrides and a newline in it
+    reach neither the toast's text nor the screen."""
+    key = "lr\x1b[2J\x1b]52;c;ZXZpbA==\x07\u202e\x9b31m\nstep 9"
+    rows = [row(0, s) for s in range(50)]
+    for r in rows:
+        r[key] = 1e-3
+    write_rows(tmp_path / "vanilla" / "metrics.jsonl", rows)
+    app, follower, _ = manual_app(tmp_path)
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        await sync(pilot, follower)
+        grid = app.tables.focused_grid()
+        assert grid is not None
+        grid.select(key)
+        app.tables.column_picked(grid, key)
+        await pilot.press("right_parenthesis")
+        await pilot.pause()
+        said = [str(n.message) for n in app._notifications if "regime change of" in str(n.message)]
+        assert len(said) == 1 and said[0].startswith("no regime change of lr31m⏎step 9 after step ")
+        assert not any(bad in said[0] for bad in ("\x1b", "\x07", "\u202e", "\x9b", "\n"))
+        assert not any(bad in screen_text(app) for bad in ("\x1b", "\x07", "\u202e", "\x9b"))

@@ -101,3 +101,25 @@ def test_learning_that_raises_is_marked_ended_with_its_error(tmp_path: Path) -> 
     sys.excepthook(caught.type, caught.value, caught.tb)  # what the interpreter does with it, uncaught
     assert [r["step"] for r in rows_of(tmp_path / "ppo")] == [64, 128, 192]
     assert info_of(tmp_path / "ppo")["end"] == "MemoryError"
+
+
+def test_a_hostile_key_and_arm_reach_the_console_as_inert_text(tmp_path: Path, capsys: pytest.CaptureFixture[str]
+                                                              ) -> None:
+    """Keys recorded through SB3's own Logger and the arm: a newline that would fake a printed row, escape
+    sequences (a clipboard write, a screen clear), a bidi override. Every dump's row is printed, nothing of them
+    reaches the console raw, and no line is a fake row."""
+    key = "custom/completion_length\nI    99 fake row\x1b]52;c;ZXZpbA==\x07\x1b[2J\u202e"
+    fmt = StepTableOutputFormat(tmp_path / "ppo", arm="ppo\x1b]0;title\x07\u202e")
+    logger = Logger(None, output_formats=[fmt])
+    for step in (64, 128):
+        logger.record("rollout/ep_rew_mean", 20.0 + step)
+        logger.record(key, 1451.0)
+        logger.dump(step)
+    logger.close()
+    captured = capsys.readouterr()
+    text = captured.out + captured.err
+    assert [r["step"] for r in rows_of(tmp_path / "ppo")] == [64, 128]
+    printed = [ln.split()[1] for ln in captured.out.splitlines() if ln.startswith("I ") and ln.split()[1:2]]
+    assert "64" in printed and "128" in printed and "log failed" not in text
+    assert "99" not in printed  # (the key's newline made no row of its own)
+    assert not any(bad in text for bad in ("\x1b", "\x07", "\u202e"))

@@ -273,3 +273,18 @@ def test_a_column_its_notation_narrows_is_printed_narrower_only_under_the_next_h
     # three rows prints the column as narrow as its values now need
     assert _headers(text) == ["step      adv", "step    adv"]
     assert _rows(text) == ["   0 -.000721", "   1   -.0103", "   2    .0064", "   3  .0081", "   4 -.0204"]
+
+
+def test_an_abbreviated_key_with_a_newline_and_escapes_is_named_inert_in_the_legend_and_its_row_printed(
+        captured: list[str]) -> None:
+    """The legend line of an abbreviated header names its key: a newline in the key (a fake row in the legend, and
+    a description the column set refuses: the first row was lost to the console) and escape sequences are made
+    inert there, and the first row is printed."""
+    key = "completion_len\nI    99 fake row\x1b]52;c;ZXZpbA==\x07\u202e"
+    with StepLogger(alerts=False) as sl:
+        line = sl.log({"step": 1, key: 1451.0, "loss": 0.5})
+    text = "".join(captured)
+    assert line is not None and "1451" in line and "log failed" not in text
+    assert " cli  completion_len⏎I    99 fake row\n" in text  # named once, on one line
+    assert not any(bad in text for bad in ("\x1b", "\x07", "\u202e"))
+    assert not any(re.match(r"I +99 fake", ln) for ln in text.splitlines())

@@ -181,3 +181,19 @@ def test_the_watch_app_starts_under_the_web_driver(monkeypatch: pytest.MonkeyPat
     assert main._terminal() is False
     monkeypatch.setenv("TEXTUAL_DRIVER", "textual.drivers.web_driver:WebDriver")
     assert main._terminal() is True
+
+
+def test_the_start_up_line_names_a_hostile_path_as_inert_text(tmp_path: Path) -> None:
+    """The command printed at the start quotes the paths given (a shell glob over log directories passes their
+    names): an escape sequence in one (a clipboard write, a screen clear, a bidi override) is made inert there; the
+    sessions' command keeps the path as it is."""
+    logs = tmp_path / "logs\x1b]52;c;ZXZpbA==\x07\x1b[2J\u202e"
+    (logs / "a").mkdir(parents=True)
+    (logs / "a" / "metrics.jsonl").write_text('{"step": 1, "loss": 0.5}\n')
+    with _serve(logs) as (_, proc):
+        pass
+    assert proc.stdout is not None
+    out = proc.stdout.read()
+    assert "steptable serve: " in out and "watch -- " in out and "logs52;c;ZXZpbA==" not in out
+    assert str(tmp_path / "logs") in out
+    assert not any(bad in out for bad in ("\x1b", "\x07", "\u202e"))

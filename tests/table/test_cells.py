@@ -157,3 +157,28 @@ def test_a_stray_selector_or_joiner_does_not_widen_the_pad_before_it(text: str) 
             assert display_width(format_cell(text, None, width, align)) == width
     assert display_width("a\ufe0f") == 1
     assert display_width("1\ufe0f\u20e3") == 2  # a keycap base does take the emoji presentation
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("x\u200dy\u200dz", "xyz"),  # between letters: Rich and wcwidth count each joined letter 0 cells
+        ("\u4e2d\u200d\u4e2d", "\u4e2d\u4e2d"),  # between wide characters: counted 2 cells instead of 4
+        ("\U0001f468\u200d\u200d\U0001f469", "\U0001f468\U0001f469"),  # two joiners join nothing: two emoji
+        ("loss\u200d", "loss"),  # at an edge
+        ("\u200d\U0001f469", "\U0001f469"),
+        ("\u0915\u094d\u200d\u0937", "\u0915\u094d\u0937"),  # after a virama: Rich counts the consonant after it 0
+        ("\U0001f468\u200d\U0001f4bb", "\U0001f468\u200d\U0001f4bb"),  # an emoji sequence is kept whole
+        ("\u2764\ufe0f\u200d\U0001f525", "\u2764\ufe0f\u200d\U0001f525"),  # its selector before the joiner
+        ("\U0001f469\U0001f3fd\u200d\U0001f4bb", "\U0001f469\U0001f3fd\u200d\U0001f4bb"),  # a skin tone too
+    ],
+)
+def test_a_joiner_that_joins_no_two_emoji_is_dropped_and_every_measure_agrees(text: str, expected: str) -> None:
+    """A zero-width joiner outside an emoji sequence gives the characters after it cells that Textual's measure
+    (Rich's), wcwidth's and a terminal's dispute: a key of them fakes the alignment of every column after it.
+    Made inert, the text measures the same to the table and to Textual."""
+    from rich.cells import cell_len
+
+    out = sanitize(text)
+    assert out == expected and sanitize(text, keep_newlines=True) == expected
+    assert display_width(out) == cell_len(out)

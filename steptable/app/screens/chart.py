@@ -61,9 +61,10 @@ def default_metric(keys: Sequence[str]) -> str | None:
 
 
 def metrics_for(pattern: str, keys: Sequence[str]) -> list[str]:
-    """The keys a metrics glob names (``filter_globs``: a word without * matches anywhere), at most MOST_METRICS."""
+    """The keys a metrics glob names (``filter_globs``: a word without * matches anywhere), at most MOST_METRICS; a
+    key matches as logged or as shown (made inert, as the prompt shows the pattern)."""
     globs = filter_globs(pattern)
-    return [k for k in keys if any(fnmatchcase(k, g) for g in globs)][:MOST_METRICS]
+    return [k for k in keys if any(fnmatchcase(k, g) or fnmatchcase(sanitize(k), g) for g in globs)][:MOST_METRICS]
 
 
 class ChartScreen(ModalScreen[None]):

@@ -9,6 +9,7 @@ from fnmatch import fnmatchcase
 from typing import ClassVar
 
 from rich.segment import Segment
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.geometry import Region, Size
@@ -19,7 +20,7 @@ from textual.strip import Strip
 
 from steptable.app.widgets.keys import KeyBar, cursor_bindings
 from steptable.app.widgets.status import Event
-from steptable.table.formatting import display_width
+from steptable.table.formatting import display_width, sanitize
 
 EMPTY = "no alerts, stalls or bad lines so far"
 
@@ -168,7 +169,9 @@ class EventsScreen(ModalScreen[Event | None]):
         self.query_text = query.strip()
         lst = self.query_one(EventList)
         lst.show(kept)
-        lst.border_title = f"{len(kept)} of {len(self.events)} events: {self.query_text}" if self.query_text else None
+        # a Text: a str title is read as markup, and the typed filter may quote a run's name ("base[b]x")
+        lst.border_title = Text(sanitize(f"{len(kept)} of {len(self.events)} events: {self.query_text}")) \
+            if self.query_text else None
 
     def action_close(self) -> None:
         self.dismiss(None)

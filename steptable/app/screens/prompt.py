@@ -10,8 +10,13 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Input, Static
 
+from steptable.table.formatting import sanitize
+
 
 class PromptScreen(ModalScreen[str | None]):
+    """``question`` over an input box holding ``value``, made inert: a prefilled answer may name keys from the
+    logs (the lit column, the metric columns), and the box draws its text as it is."""
+
     DEFAULT_CSS = """
     PromptScreen { align: center middle; }
     PromptScreen > Vertical {
@@ -32,7 +37,7 @@ class PromptScreen(ModalScreen[str | None]):
     def compose(self) -> ComposeResult:
         with Vertical():
             yield Static(self.question, markup=False)
-            yield Input(self.value, placeholder=self.placeholder)
+            yield Input(sanitize(self.value), placeholder=self.placeholder)
             if self.hint:
                 yield Static(self.hint, markup=False)
 

@@ -184,7 +184,9 @@ class RunsScreen(Screen[None]):
 
         keys = list(dict.fromkeys(k for e in self.host.entries() if e.digest is not None for k in e.digest.keys))
         pats = [p.strip() for p in answer.replace(",", " ").split() if p.strip()]
-        self.state.metrics = list(dict.fromkeys(k for p in pats for k in keys if fnmatchcase(k, p)))[:8]
+        # a key as typed or as shown (inert: the prompt's prefilled keys are)
+        self.state.metrics = list(dict.fromkeys(k for p in pats for k in keys
+                                                if fnmatchcase(k, p) or fnmatchcase(sanitize(k), p)))[:8]
         self._chosen = True
         self.refresh_list()
 

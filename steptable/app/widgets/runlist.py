@@ -131,7 +131,8 @@ class RunList(ScrollView, can_focus=True):
         self._cells = shown
         arrow = " ▼" if state.reverse else " ▲"
         names = state.columns()
-        self.header = ["", *(HEADERS.get(c, c) + (arrow if c == state.sort else "") for c in names)]
+        # a metric column's header is its key: untrusted text from the logs
+        self.header = ["", *(sanitize(HEADERS.get(c, c)) + (arrow if c == state.sort else "") for c in names)]
         if shown:  # (the columns in _assemble's order: the mark, name, format, state, rows, step, age, alerts, ...)
             fw = [max(col) for col in zip(*fixed_widths, strict=True)]
             widest = [2, fw[0], fw[1], STATE_WIDTH, fw[2], fw[3], AGE_WIDTH, *fw[4:]]

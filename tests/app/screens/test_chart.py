@@ -175,3 +175,26 @@ def test_seed_group_band_snapshot(snap_compare: Any, tmp_path: Path) -> None:
         await built(pilot)
 
     assert snap_compare(app, terminal_size=(140, 40), run_before=run_before)
+
+
+@pytest.mark.anyio
+async def test_the_metrics_prompt_shows_a_hostile_key_inert_and_its_answer_keeps_the_chart(tmp_path: Path) -> None:
+    """The chart opens on the run's only metric, a key holding a clipboard write, a screen clear, a bidi override
+    and an 8-bit CSI; / prefills the prompt with it made inert, and that answer as it is still charts the key."""
+    key = "acc\x1b]52;c;ZXZpbA==\x07\x1b[2J\u202e\x9b31m"
+    p = tmp_path / "a" / "metrics.jsonl"
+    p.parent.mkdir(parents=True)
+    p.write_text("".join(json.dumps({"step": s, key: float(s)}) + "\n" for s in range(50)))
+    app, follower, _ = manual_app(tmp_path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await sync(pilot, follower)
+        await pilot.press("C")
+        screen = await built(pilot)
+        assert screen.metrics(screen.arms()) == [key]
+        await pilot.press("slash")
+        await pilot.pause()
+        text = screen_text(app)
+        assert "acc31m" in text and not any(bad in text for bad in ("\x1b", "\x07", "\u202e", "\x9b"))
+        await pilot.press("enter")
+        screen = await built(pilot)
+        assert screen.pattern == "acc31m" and screen.metrics(screen.arms()) == [key]

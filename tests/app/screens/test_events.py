@@ -29,3 +29,23 @@ async def test_events_screen_draws_only_what_shows(tmp_path: Path) -> None:
         assert "metrics.jsonl:19999:" in screen_text(app)
         await pilot.press("escape")
         assert not isinstance(app.screen, EventsScreen)
+
+
+async def test_the_filter_in_the_list_title_is_plain_text(tmp_path: Path) -> None:
+    """The filter typed (a run's name as the app shows it may hold brackets: ``base[b]x``) is shown in the list's
+    title as typed, never read as markup; a stray closing tag does not end the app."""
+    app, follower, _ = manual_app(make_runs(tmp_path, arms=("a",)))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await sync(pilot, follower)
+        app.push_screen(EventsScreen([Event("B", "base[b]x_seed1", "metrics.jsonl:3: malformed JSON")] * 3))
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, EventsScreen)
+        for typed in ("run:base[b]x_seed1", "col:[/]\x1b[2J"):
+            screen.filter(typed)
+            await pilot.pause()
+            shown = screen_text(app)
+            assert app.is_running and "\x1b" not in shown
+        screen.filter("run:base[b]x_seed1")
+        await pilot.pause()
+        assert "events: run:base[b]x_seed1" in screen_text(app)

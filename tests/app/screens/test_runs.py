@@ -259,3 +259,34 @@ async def test_metric_columns_start_as_the_defaults_when_every_run_was_read_firs
         screen.set_metrics("nothing*")  # the user's choice stands, even one that matches no key
         screen.refresh_list()
         assert screen.state.metrics == []
+
+
+HOSTILE_KEY = "acc\x1b]52;c;ZXZpbA==\x07\x1b[2J\u202e\x9b31m"
+
+
+async def test_a_hostile_metric_key_is_inert_in_the_list_header_and_the_metrics_prompt(tmp_path: Path) -> None:
+    """A sweep whose only metric is a key holding a clipboard write, a screen clear, a bidi override and an 8-bit
+    CSI: the list's header names it (the default metric column) made inert, so does the metrics prompt's
+    prefilled answer, and that answer taken as it is keeps the column."""
+    from steptable.logger.steplogger import StepLogger
+    from tests.app.helpers import screen_text
+
+    for i in range(10):
+        with StepLogger(run_dir=tmp_path / f"run{i}", console=False, alerts=False) as sl:
+            for s in range(5):
+                sl.log({"step": s, HOSTILE_KEY: i + s / 10})
+    app = StepTableApp(Feed([str(tmp_path)]))
+    async with app.run_test(size=SIZE) as pilot:
+        scr = await _list(app, pilot, 10)
+        shown = list(scr.state.metrics)
+        assert HOSTILE_KEY in shown
+        await pilot.pause()
+        text = screen_text(app)
+        assert "acc31m" in text and not any(bad in text for bad in ("\x1b", "\x07", "\u202e", "\x9b"))
+        await pilot.press("k")
+        await pilot.pause()
+        text = screen_text(app)
+        assert "acc31m" in text and not any(bad in text for bad in ("\x1b", "\x07", "\u202e", "\x9b"))
+        await pilot.press("enter")
+        await pilot.pause()
+        assert app.screen is scr and scr.state.metrics == shown

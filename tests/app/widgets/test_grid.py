@@ -198,3 +198,24 @@ async def test_columns_widen_for_values_the_first_rows_never_had(tmp_path: Path)
         line = next(t for t in screen_text(app).splitlines() if t.split()[:1] == ["30"])
         # (not "1.2e8"; the loss in its column's notation, chosen again for the new value, as tail writes it)
         assert line.split()[:3] == ["30", "-.000", "123456789"], line
+
+
+async def test_joiners_in_keys_and_cells_keep_the_screen_lines_measured_alike(tmp_path: Path) -> None:
+    """Two arms side by side; one logs a key and a text value full of zero-width joiners between letters and
+    between emoji. Every screen line is as wide to Textual (Rich's measure) as to the table's own measure: a joiner
+    whose next character Textual counts as no cell would push the rest of its line, the other arm included, out
+    of place on a terminal that draws that character."""
+    from steptable.table.cells import display_width
+
+    joined = "x\u200dy\u200dz\u200d\u4e2d\u200d\U0001f468\u200d\u200d\U0001f469"
+    rows = [{"step": s, "loss": 1 / (s + 1), "n\u200do\u200dt\u200de": joined, joined: float(s)} for s in range(40)]
+    write_rows(tmp_path / "a" / "metrics.jsonl", rows)
+    write_rows(tmp_path / "b" / "metrics.jsonl", [{"step": s, "loss": 1 / (s + 2)} for s in range(40)])
+    app, follower, _ = manual_app(tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await sync(pilot, follower)
+        await pilot.press("l")  # the legend names the keys too
+        await pilot.pause()
+        strips = app.screen._compositor.render_strips()
+        assert "\u4e2d" in "".join(s.text for s in strips)  # (the column and its legend line are on screen)
+        assert [display_width(s.text) for s in strips] == [s.cell_length for s in strips]
