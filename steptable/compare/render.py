@@ -11,8 +11,8 @@ import math
 from collections.abc import Sequence
 
 from steptable.compare.core import Arm, Result, Window
-from steptable.table.columns import MAX_WIDTH
-from steptable.table.formatting import display_width, fmt_auto, md_escape, pad, sanitize
+from steptable.table.columns import aligned_width
+from steptable.table.formatting import fmt_auto, md_escape, pad, sanitize
 
 
 def _digits(center: float, lo: float | None, hi: float | None) -> int:
@@ -79,16 +79,9 @@ def _rows(results: Sequence[Result], baseline: str) -> tuple[list[str], list[lis
     return head, rows
 
 
-def column_widths(table: Sequence[Sequence[str]]) -> list[int]:
-    """Each column's width in an aligned table: its widest cell's, at most MAX_WIDTH. A wider cell (a metric
-    named by a megabyte key) stands out on its own line instead of padding every other line to its width: the
-    table's text stays linear in its cells."""
-    return [min(max(display_width(r[j]) for r in table), MAX_WIDTH) for j in range(len(table[0]))]
-
-
 def text_report(arms: Sequence[Arm], window: Window, baseline: str, results: Sequence[Result]) -> str:
     head, rows = _rows(results, baseline)
-    widths = column_widths([head, *rows])
+    widths = [aligned_width(r[j] for r in [head, *rows]) for j in range(len(head))]
     right = {2, 3} | ({4} if head[4] == "missing" else set())
     lines = [" ".join(pad(c, w, "right" if j in right else "left") for j, (c, w) in enumerate(zip(r, widths,
              strict=True))).rstrip() for r in [head, *rows]]
