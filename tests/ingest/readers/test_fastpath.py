@@ -98,3 +98,27 @@ def test_fast_path_resume_and_merge_in_later_chunks() -> None:
     assert parser.fast_chunks >= 4 and store.resumes == [30]
     assert list(store.steps) == list(range(60)) and store.value(30, "loss") == 130.0
     assert store.row(19) == {"step": 19, "loss": 19.0, "lr": 0.1, "test/acc": 0.5}
+
+
+def test_no_typed_decoder_for_more_keys_than_a_run_keeps() -> None:
+    """msgspec finds a row's key by scanning the Struct's fields on from the last one found, so rows of many keys in
+    changing orders cost keys x keys each (6 rows of 50 000 shuffled keys: 35 s). A shape of more than MAX_KEYS
+    leaves (nested ones counted) gets no typed decoder: the rows are read the line-by-line way, keys past MAX_KEYS
+    not stored, as before. Up to MAX_KEYS the typed path still runs."""
+    from steptable.ingest.table import MAX_KEYS
+
+    def rows(n_keys: int) -> list[dict[str, Any]]:
+        rng = random.Random(n_keys)
+        keys = [f"m{j}" for j in range(n_keys - 2)]
+        out = []
+        for s in range(40):
+            rng.shuffle(keys)
+            out.append({"step": s, **{k: s + 0.5 for k in keys}, "data": {"x/y": float(s)}})
+        return out
+
+    store, parser = feed_chunks(_chunks(rows(MAX_KEYS), 10))
+    assert parser.fast_chunks >= 3 and len(store.keys) == MAX_KEYS
+    store, parser = feed_chunks(_chunks(rows(MAX_KEYS + 1), 10))
+    assert parser.fast_chunks == 0 and parser.slow_chunks == 4
+    assert list(store.steps) == list(range(40)) and len(store.keys) == MAX_KEYS
+    assert all(store.value(39, k) == 39.5 for k in store.keys if k.startswith("m"))
