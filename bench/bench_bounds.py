@@ -8,6 +8,9 @@ wide rows: ``steptable tail -n 1`` (a subprocess, as users run it) and the JSONL
 a file whose rows hold the same keys, shuffled in every row, against the anchor: the same rows with the keys in one
 order, in the same run. Reported per seed and the worst: seconds and the ratio shuffled / ordered.
 
+new keys: rows of 20 keys never seen before, one row a chunk through the parser (as ``tail -f`` meets them), against
+the same rows with one set of keys.
+
 long key: ``steptable compare`` and ``steptable legend`` (text) on two arms of 30 metrics beside one key of
 ``--key-mb`` MB (a hiding rule describes the key in the legend); the anchor: the same runs with a short key. The
 output's bytes past the anchor's, in copies of the key: the key's own line (and its description) should be all;
@@ -86,6 +89,26 @@ def wide(base: Path, seeds: list[int], n_keys: int, rows: int) -> None:
     print(f"worst ratio: tail {worst[0]:.2f}, parse {worst[1]:.2f}\n")
 
 
+def one_row_chunks(rows: list[bytes]) -> float:
+    """Seconds the JSONL parser and a RunStore take over ``rows`` given one a chunk (as ``tail -f`` meets them)."""
+    store, parser = RunStore("r", "r.jsonl"), JsonlParser("r.jsonl")
+    t0 = time.perf_counter()
+    for i, line in enumerate(rows):
+        store.add(parser.parse(line, i + 1))
+    return time.perf_counter() - t0
+
+
+def new_keys(rows: int) -> None:
+    """Every row 20 keys never seen before (per-sample metrics), one row a chunk; the anchor: the same 20 keys in every
+    row. Past 2,000 keys a run stores no more (MAX_KEYS): the rest of the cost is the parse."""
+    def dump(fresh: bool) -> list[bytes]:
+        return [json.dumps({"step": i, "loss": 1 / (i + 1), **{f"k{i if fresh else 0}_{j}": j for j in range(20)}})
+                .encode() + b"\n" for i in range(rows)]
+    anchor, fresh = one_row_chunks(dump(False)), one_row_chunks(dump(True))
+    print(f"new keys every row, {rows} one-row chunks: anchor {anchor:.2f} s, new keys {fresh:.2f} s, "
+          f"ratio {fresh / anchor:.1f}\n")
+
+
 def _arms(root: Path, key: str) -> None:
     """Two arms of 30 metrics and ``key`` under ``root``, and a schema file whose rule describes the key."""
     for arm, lift in (("a", 0.0), ("b", 0.1)):
@@ -117,11 +140,13 @@ def main() -> None:
     ap.add_argument("--keys", type=int, default=50_000)
     ap.add_argument("--rows", type=int, default=6)
     ap.add_argument("--key-mb", type=float, default=1.0)
+    ap.add_argument("--new-key-rows", type=int, default=1000)
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp)
         wide(base, args.seeds, args.keys, args.rows)
         wide(base, args.seeds, 1990, 500)
+        new_keys(args.new_key_rows)
         long_key(base, args.key_mb)
 
 
