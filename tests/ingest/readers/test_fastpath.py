@@ -8,6 +8,8 @@ import math
 import random
 from typing import Any
 
+import pytest
+
 from steptable.ingest.readers.jsonl import JsonlParser
 from steptable.ingest.store import RunStore
 from tests.ingest.helpers import feed_chunks
@@ -122,3 +124,27 @@ def test_no_typed_decoder_for_more_keys_than_a_run_keeps() -> None:
     assert parser.fast_chunks == 0 and parser.slow_chunks == 4
     assert list(store.steps) == list(range(40)) and len(store.keys) == MAX_KEYS
     assert all(store.value(39, k) == 39.5 for k in store.keys if k.startswith("m"))
+
+
+def test_new_keys_on_every_row_build_no_struct_past_max_keys(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rows that each bring new keys (per-sample metrics), one row a chunk as ``tail -f`` meets them: the shape
+    changes every chunk, and a typed decoder was rebuilt over all the keys seen each time (1,000 rows of 20 new keys:
+    70 s). No Struct is built with more than MAX_KEYS fields."""
+    import msgspec
+
+    from steptable.ingest.readers import fastpath
+    from steptable.ingest.table import MAX_KEYS
+
+    sizes: list[int] = []
+    build = msgspec.defstruct
+
+    def defstruct(name: str, fields: list[Any], **kw: Any) -> Any:
+        sizes.append(len(fields))
+        return build(name, fields, **kw)
+
+    monkeypatch.setattr(fastpath.msgspec, "defstruct", defstruct)
+    rows = [{"step": i, "loss": 1 / (i + 1), **{f"k{i}_{j}": j for j in range(20)}} for i in range(300)]
+    store, _ = feed_chunks(_chunks(rows, 1))
+    assert sizes and max(sizes) <= MAX_KEYS
+    assert list(store.steps) == list(range(300)) and len(store.keys) == MAX_KEYS
+    assert store.value(50, "k50_19") == 19 and store.value(299, "loss") == 1 / 300
