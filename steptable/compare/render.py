@@ -11,7 +11,8 @@ import math
 from collections.abc import Sequence
 
 from steptable.compare.core import Arm, Result, Window
-from steptable.table.formatting import display_width, fmt_auto, md_escape, pad, sanitize
+from steptable.table.columns import aligned_width
+from steptable.table.formatting import fmt_auto, md_escape, pad, sanitize
 
 
 def _digits(center: float, lo: float | None, hi: float | None) -> int:
@@ -80,7 +81,7 @@ def _rows(results: Sequence[Result], baseline: str) -> tuple[list[str], list[lis
 
 def text_report(arms: Sequence[Arm], window: Window, baseline: str, results: Sequence[Result]) -> str:
     head, rows = _rows(results, baseline)
-    widths = [max(display_width(r[j]) for r in [head, *rows]) for j in range(len(head))]
+    widths = [aligned_width(r[j] for r in [head, *rows]) for j in range(len(head))]
     right = {2, 3} | ({4} if head[4] == "missing" else set())
     lines = [" ".join(pad(c, w, "right" if j in right else "left") for j, (c, w) in enumerate(zip(r, widths,
              strict=True))).rstrip() for r in [head, *rows]]

@@ -23,6 +23,7 @@ from pathlib import Path
 from time import monotonic
 from typing import Any, BinaryIO
 
+from steptable.ingest.files.tail import MAX_LINE
 from steptable.logger.rowjson import encode_row
 from steptable.table.formatting import sanitize
 
@@ -98,6 +99,7 @@ class RunWriter:
         self.moved = 0
         self._failing: str | None = None
         self._encode_reported = False
+        self._long_reported = False
         self._close_reported = False
         self._checked = -math.inf  # monotonic() of the last check that the path leads to the open file
 
@@ -115,6 +117,11 @@ class RunWriter:
                 self._encode_reported = True
                 self._warn(f"a row could not be encoded ({error_text(e)}); skipped (reported once)")
             return not self._pending
+        if len(line) > MAX_LINE and not self._long_reported:  # (the line's newline is not counted against it)
+            self._long_reported = True
+            self._warn(f"a row of {len(line) / (1 << 20):.0f} MiB was written to {self._shown}; readers skip a line of "
+                       f"{MAX_LINE >> 20} MiB or more, so tail, watch and summary leave that row out: a large value "
+                       "belongs in a file of its own (reported once)")
         pending = self._pending
         pending.append(line)
         self._pending_bytes += len(line)

@@ -9,6 +9,7 @@ from steptable.schemas.arrange import hidden_keys, layout
 from steptable.schemas.base import RunView, Schema
 from steptable.schemas.registry import by_schema
 from steptable.table import direction, render
+from steptable.table.columns import aligned_width
 from steptable.table.formatting import display_width, pad, sanitize
 
 #: the mark of a cell that raised an alert in ``watch`` (ASCII: any terminal writes it, and it stays under NO_COLOR)
@@ -62,11 +63,11 @@ def _schema_text(schema: Schema) -> str:
     parts = [render.legend(schema.cols, title=title) if schema.cols else f"{title}\n (no declared columns)"]
     described = [r for r in schema.rules if r.desc and not r.hide]
     if described:
-        w = max(len(r.pattern) for r in described)
+        w = aligned_width(r.pattern for r in described)
         parts.append("keys matched by pattern:")
         for r in described:
             text = r.desc.replace(" ({key})", "").replace("{key}", "the key")
-            parts.append(f" {r.pattern:<{w}}  {text}{render.DIRECTION.get(r.better or '', '')}")
+            parts.append(f" {pad(r.pattern, w, 'left')}  {text}{render.DIRECTION.get(r.better or '', '')}")
     hidden = [r.pattern for r in schema.rules if r.hide]
     if hidden:
         parts.append("kept out of the default layout (a column filter shows them): " + ", ".join(hidden))
@@ -117,7 +118,7 @@ def _runs_text(runs: Sequence[RunView], schema: Schema | None, whose: str) -> st
     # keys a rule keeps out of the table but describes (timings, dump-only columns): their meaning too
     described = [(k, r) for k in rest if schema is not None and (r := schema.rule(k)) is not None and r.hide and r.desc]
     if described:
-        hw = max(display_width(sanitize(k)) for k, _ in described)
+        hw = aligned_width(sanitize(k) for k, _ in described)
         text += "\nkept out of the table (a column filter shows them):"
         text += "".join(f"\n {pad(sanitize(k), hw, 'left')}  {sanitize(r.describe(k))}" for k, r in described)
         rest = [k for k in rest if k not in dict(described)]

@@ -19,6 +19,13 @@ _FMT_KINDS = ("frac",)
 #: the widest column, and the largest width or precision inside a format spec: beyond these a spec from a user's
 #: schema file would only cost memory (``format(1.5, ">999999999")`` builds a gigabyte string)
 MAX_WIDTH = 1000
+
+
+def aligned_width(cells: Iterable[str]) -> int:
+    """The width a column of aligned text pads its cells to: its widest cell's, at most MAX_WIDTH (0 for none). A
+    wider cell (a key of a megabyte) stands out on its own line instead of padding every other line to its width:
+    the text stays linear in its cells."""
+    return min(max(map(display_width, cells), default=0), MAX_WIDTH)
 class _Fit(int):
     """The type of :data:`FIT`: a width left out is told apart from any width given (a -1 or a 0 from a schema
     file is still an error)."""

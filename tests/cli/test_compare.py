@@ -164,3 +164,24 @@ def test_help(capsys: pytest.CaptureFixture[str]) -> None:
     assert e.value.code == 0
     out = " ".join(capsys.readouterr().out.split())  # (wrapped to the terminal's width)
     assert "--baseline" in out and "%%" not in out and "last 10% of the x range" in out
+
+
+def test_a_huge_metric_name_pads_no_other_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A key of 200 000 characters among 30 metrics: its own line carries it, the other lines are padded to at
+    most MAX_WIDTH cells (padded to the key, the text was 30 metrics x 2 arms x 200 000 = 12 MB)."""
+    from steptable.table.columns import MAX_WIDTH
+
+    huge = "k" * 200_000
+    for arm, lift in (("a", 0.0), ("b", 0.1)):
+        path = tmp_path / arm / "metrics.jsonl"
+        path.parent.mkdir(parents=True)
+        with open(path, "w") as f:
+            for i in range(50):
+                f.write(json.dumps({"step": i, "loss": 1 / (i + 1) + lift, huge: i * 0.5,
+                                    **{f"m{j}": j + i * 0.01 for j in range(30)}}) + "\n")
+    rc, out, _ = cli(["compare", str(tmp_path), "--baseline", "a"], capsys)
+    assert rc == 0
+    lines = out.splitlines()
+    assert sum(huge in line for line in lines) == 1  # the name once, whole
+    assert max(len(line) for line in lines if huge not in line) <= 2 * MAX_WIDTH
+    assert len(out) < 2 * len(huge)

@@ -17,7 +17,7 @@ from steptable import StepLogger
 from steptable.logger import rowjson, writer
 from steptable.logger.writer import RunWriter, encode_row, open_append
 from steptable.table.jsonvalues import jsonable
-from tests.helpers import repoint
+from tests.helpers import repoint, run_cli
 from tests.logger.helpers import EMA_COLS, SIGNED_LOSS_COLS, Clock, jsonl_steps, strict_loads
 
 needs_fifo = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
@@ -632,3 +632,28 @@ def test_a_row_costs_no_stat_within_the_interval_and_one_stat_after_it(
     monkeypatch.undo()
     w.close()
     assert jsonl_steps(path) == list(range(15))
+
+
+def test_a_row_too_long_for_the_readers_is_said_once(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A row whose line is MAX_LINE bytes or more (a whole completion logged as a value) is written, and said once:
+    every reader skips it, and the rows around it stay. A line one byte shorter is read and not warned about."""
+    from steptable.ingest.files.tail import MAX_LINE
+
+    def row(step: int, size: int) -> dict[str, Any]:
+        """A row whose line is ``size`` bytes without its newline."""
+        base = len(encode_row({"step": step, "s": ""})) - 1
+        return {"step": step, "s": "x" * (size - base)}
+
+    path = tmp_path / "run" / "metrics.jsonl"
+    warned: list[str] = []
+    w = RunWriter(path, warned.append)
+    for r in ({"step": 0, "loss": 1.0}, row(1, MAX_LINE - 1), {"step": 2, "loss": 0.5}):
+        w.write(r)
+    assert warned == []
+    for r in (row(3, MAX_LINE), row(4, 2 * MAX_LINE), {"step": 5, "loss": 0.25}):
+        w.write(r)
+    w.close()
+    assert len(warned) == 1 and "readers skip a line of 8 MiB or more" in warned[0] and "reported once" in warned[0]
+    rc, out, err = run_cli(["tail", "-n", "0", "--format", "jsonl", str(path)], capsys)
+    assert rc == 0 and [json.loads(line)["step"] for line in out.splitlines()] == [0, 1, 2, 5]
+    assert "metrics.jsonl:4: line of 8 MiB or more skipped" in err and "metrics.jsonl:5: line of 8 MiB" in err

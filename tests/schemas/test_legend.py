@@ -53,3 +53,20 @@ Golden = Callable[[str, str], None]
 def test_builtin_legends(golden: Golden) -> None:
 
     golden("schema_legends.txt", "\n\n".join(legend_for(s) for s in SCHEMAS.values()) + "\n")
+
+
+def test_a_huge_key_or_pattern_pads_no_other_line() -> None:
+    """A described key (or pattern) of 200 000 characters among 100: its own line carries it, every other line is
+    padded to at most MAX_WIDTH cells (padded to it, the legend held 100 x 200 000 cells)."""
+    from steptable.schemas.base import Schema
+    from steptable.schemas.parts import Rule
+    from steptable.table.columns import MAX_WIDTH, Col
+
+    huge = "t/" + "k" * 200_000
+    schema = Schema("mine", (Col("step", 4, "step", "d", "step"),), rules=(Rule("t/*", "timing ({key})", hide=True),))
+    run = Rows([{"step": 0, huge: 1.0, **{f"t/a{j}": 1.0 for j in range(100)}}], path="proj/exp.jsonl")
+    rules = (*(Rule(f"p{j}/*", "a pattern") for j in range(100)), Rule(huge, "a huge pattern"))
+    for text in (legend_for(run, schema=schema), legend_for(Schema("pats", (), rules=rules))):
+        lines = text.splitlines()
+        assert sum(huge in line for line in lines) == 1
+        assert max(len(line) for line in lines if huge not in line) <= MAX_WIDTH + 100

@@ -20,7 +20,8 @@ from steptable.app.widgets.keys import KeyBar
 from steptable.compare import X_NAMES, CompareError, Result
 from steptable.compare.live import LiveCompare
 from steptable.compare.render import interval_text
-from steptable.table.formatting import display_width, fmt_auto, pad, sanitize
+from steptable.table.columns import aligned_width
+from steptable.table.formatting import fmt_auto, pad, sanitize
 
 PERIOD = 1.0
 _STYLE = {"better": "bold green", "worse": "bold red", "differs": "bold"}
@@ -51,7 +52,7 @@ def compare_text(live: LiveCompare, results: Sequence[Result]) -> Text:
                 row.append((cell, _STYLE.get(r.verdict or "", "")))
         rows.append(row)
     table = [head, *([c for c, _ in r] for r in rows)]
-    widths = [max(display_width(r[j]) for r in table) for j in range(len(head))]
+    widths = [aligned_width(r[j] for r in table) for j in range(len(head))]
     out = Text(title + "\n\n", no_wrap=True)
     out.append("  ".join(pad(h, wd, "left") for h, wd in zip(head, widths, strict=True)).rstrip() + "\n", style="bold")
     for cells in rows:

@@ -56,3 +56,28 @@ async def test_compare_view_one_arm(tmp_path: Path) -> None:
         await pilot.press("w")
         await pilot.pause()
         assert "one arm only: nothing to compare" in screen_text(app)
+
+
+def test_compare_text_a_huge_metric_name_pads_no_other_line() -> None:
+    """The view's table: a metric named by a 200 000-character key is on its own line; every other line stays
+    within MAX_WIDTH cells a column (padded to the key, the text held 20 x 200 000 cells)."""
+    import math
+
+    from steptable.app.screens.compare import compare_text
+    from steptable.compare.live import LiveCompare
+    from steptable.ingest import RunStore
+    from steptable.ingest.parsed import Parsed
+    from steptable.table.columns import MAX_WIDTH
+
+    huge = "k" * 200_000
+    stores = []
+    for arm, lift in (("base", 0.0), ("new", 0.1)):
+        st = RunStore(f"{arm}/metrics.jsonl", f"/nonexistent/{arm}/metrics.jsonl", arm=arm)
+        rows = [{"loss": 1 / (i + 1) + lift, huge: i * 0.5, **{f"m{j}": j + i * 0.01 + lift for j in range(20)}}
+                for i in range(50)]
+        st.add(Parsed(steps=list(range(50)), rows=rows), now=math.nan)
+        stores.append(st)
+    live = LiveCompare(stores, "base")
+    lines = compare_text(live, live.update()).plain.splitlines()
+    assert sum(huge in line for line in lines) == 1
+    assert max(len(line) for line in lines if huge not in line) <= 3 * MAX_WIDTH

@@ -8,6 +8,8 @@ import math
 import random
 from typing import Any
 
+import pytest
+
 from steptable.ingest.readers.jsonl import JsonlParser
 from steptable.ingest.store import RunStore
 from tests.ingest.helpers import feed_chunks
@@ -98,3 +100,51 @@ def test_fast_path_resume_and_merge_in_later_chunks() -> None:
     assert parser.fast_chunks >= 4 and store.resumes == [30]
     assert list(store.steps) == list(range(60)) and store.value(30, "loss") == 130.0
     assert store.row(19) == {"step": 19, "loss": 19.0, "lr": 0.1, "test/acc": 0.5}
+
+
+def test_no_typed_decoder_for_more_keys_than_a_run_keeps() -> None:
+    """msgspec finds a row's key by scanning the Struct's fields on from the last one found, so rows of many keys in
+    changing orders cost keys x keys each (6 rows of 50 000 shuffled keys: 35 s). A shape of more than MAX_KEYS
+    leaves (nested ones counted) gets no typed decoder: the rows are read the line-by-line way, keys past MAX_KEYS
+    not stored, as before. Up to MAX_KEYS the typed path still runs."""
+    from steptable.ingest.table import MAX_KEYS
+
+    def rows(n_keys: int) -> list[dict[str, Any]]:
+        rng = random.Random(n_keys)
+        keys = [f"m{j}" for j in range(n_keys - 2)]
+        out = []
+        for s in range(40):
+            rng.shuffle(keys)
+            out.append({"step": s, **{k: s + 0.5 for k in keys}, "data": {"x/y": float(s)}})
+        return out
+
+    store, parser = feed_chunks(_chunks(rows(MAX_KEYS), 10))
+    assert parser.fast_chunks >= 3 and len(store.keys) == MAX_KEYS
+    store, parser = feed_chunks(_chunks(rows(MAX_KEYS + 1), 10))
+    assert parser.fast_chunks == 0 and parser.slow_chunks == 4
+    assert list(store.steps) == list(range(40)) and len(store.keys) == MAX_KEYS
+    assert all(store.value(39, k) == 39.5 for k in store.keys if k.startswith("m"))
+
+
+def test_new_keys_on_every_row_build_no_struct_past_max_keys(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rows that each bring new keys (per-sample metrics), one row a chunk as ``tail -f`` meets them: the shape
+    changes every chunk, and a typed decoder was rebuilt over all the keys seen each time (1,000 rows of 20 new keys:
+    70 s). No Struct is built with more than MAX_KEYS fields."""
+    import msgspec
+
+    from steptable.ingest.readers import fastpath
+    from steptable.ingest.table import MAX_KEYS
+
+    sizes: list[int] = []
+    build = msgspec.defstruct
+
+    def defstruct(name: str, fields: list[Any], **kw: Any) -> Any:
+        sizes.append(len(fields))
+        return build(name, fields, **kw)
+
+    monkeypatch.setattr(fastpath.msgspec, "defstruct", defstruct)
+    rows = [{"step": i, "loss": 1 / (i + 1), **{f"k{i}_{j}": j for j in range(20)}} for i in range(300)]
+    store, _ = feed_chunks(_chunks(rows, 1))
+    assert sizes and max(sizes) <= MAX_KEYS
+    assert list(store.steps) == list(range(300)) and len(store.keys) == MAX_KEYS
+    assert store.value(50, "k50_19") == 19 and store.value(299, "loss") == 1 / 300
