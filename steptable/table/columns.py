@@ -26,6 +26,8 @@ def aligned_width(cells: Iterable[str]) -> int:
     wider cell (a key of a megabyte) stands out on its own line instead of padding every other line to its width:
     the text stays linear in its cells."""
     return min(max(map(display_width, cells), default=0), MAX_WIDTH)
+
+
 class _Fit(int):
     """The type of :data:`FIT`: a width left out is told apart from any width given (a -1 or a 0 from a schema
     file is still an error)."""
