@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from steptable.table.columns import Col
-from steptable.table.formatting import to_float
+from steptable.table.formatting import sanitize, to_float
 
 if TYPE_CHECKING:
     from steptable.ingest.pyramid import Pyramid
@@ -312,6 +312,11 @@ def filter_globs(pattern: str) -> list[str]:
     """The globs of a comma/space separated filter (``kl*,rew*``); a pattern without glob characters matches as a
     substring (``/loss`` finds ``actor/pg_loss``)."""
     return [p if any(ch in p for ch in "*?[") else f"*{p}*" for p in pattern.replace(",", " ").split()]
+
+
+def key_matches(key: str, glob: str) -> bool:
+    """Does ``key`` match ``glob`` as logged or as shown (made inert, as a prompt prefilled with keys shows them)?"""
+    return fnmatchcase(key, glob) or fnmatchcase(sanitize(key), glob)
 
 
 def filter_cols(cols: Sequence[Col], pattern: str, keep: Sequence[str] = ()) -> tuple[Col, ...]:

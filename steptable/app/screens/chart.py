@@ -12,7 +12,6 @@ import math
 from bisect import bisect_right
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from fnmatch import fnmatchcase
 from typing import ClassVar
 
 from rich.console import Group
@@ -27,7 +26,7 @@ from textual.widgets import Static
 from steptable.app.charts.bands import BAND_WORDS, Band, Seed, Sums
 from steptable.app.charts.draw import MARKER, Line, Styles, chart, x_range
 from steptable.app.charts.series import Feeds, Series
-from steptable.app.model import Store, filter_globs
+from steptable.app.model import Store, filter_globs, key_matches
 from steptable.app.widgets.keys import KeyBar
 from steptable.compare import X_NAMES, XError, group_runs
 from steptable.table.formatting import fmt_auto, sanitize
@@ -64,7 +63,7 @@ def metrics_for(pattern: str, keys: Sequence[str]) -> list[str]:
     """The keys a metrics glob names (``filter_globs``: a word without * matches anywhere), at most MOST_METRICS; a
     key matches as logged or as shown (made inert, as the prompt shows the pattern)."""
     globs = filter_globs(pattern)
-    return [k for k in keys if any(fnmatchcase(k, g) or fnmatchcase(sanitize(k), g) for g in globs)][:MOST_METRICS]
+    return [k for k in keys if any(key_matches(k, g) for g in globs)][:MOST_METRICS]
 
 
 class ChartScreen(ModalScreen[None]):

@@ -13,6 +13,7 @@ from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.widgets import Input, Static
 
+from steptable.app.model import key_matches
 from steptable.app.runrows import STATS, Entry, FilterError, Judge, ListState, StateMemo, patched, shown
 from steptable.app.widgets.keys import KeyBar
 from steptable.app.widgets.runlist import RunList
@@ -180,13 +181,10 @@ class RunsScreen(Screen[None]):
                                           "globs over the runs' keys"), done)
 
     def set_metrics(self, answer: str) -> None:
-        from fnmatch import fnmatchcase
 
         keys = list(dict.fromkeys(k for e in self.host.entries() if e.digest is not None for k in e.digest.keys))
         pats = [p.strip() for p in answer.replace(",", " ").split() if p.strip()]
-        # a key as typed or as shown (inert: the prompt's prefilled keys are)
-        self.state.metrics = list(dict.fromkeys(k for p in pats for k in keys
-                                                if fnmatchcase(k, p) or fnmatchcase(sanitize(k), p)))[:8]
+        self.state.metrics = list(dict.fromkeys(k for p in pats for k in keys if key_matches(k, p)))[:8]
         self._chosen = True
         self.refresh_list()
 
