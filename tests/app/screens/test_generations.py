@@ -237,6 +237,19 @@ async def test_another_arm_forgets_the_search(tmp_path: Path) -> None:
         assert screen.finder.text == "" and "of 3" not in _title(screen) and screen.step is not None
 
 
+def _handled(monkeypatch: pytest.MonkeyPatch, handler: str) -> list[Any]:
+    """The messages GenerationsScreen's ``handler`` gets from now on, each handled as before."""
+    real = getattr(GenerationsScreen, handler)
+    handled: list[Any] = []
+
+    def record(self: GenerationsScreen, message: Any) -> None:
+        handled.append(message)
+        real(self, message)
+
+    monkeypatch.setattr(GenerationsScreen, handler, record)
+    return handled
+
+
 async def test_an_index_that_ends_after_the_next_arms_is_not_shown(tmp_path: Path,
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     """``a`` while the arm's side files are being indexed: that index, ending after the next arm's, is not shown
@@ -246,10 +259,9 @@ async def test_an_index_that_ends_after_the_next_arms_is_not_shown(tmp_path: Pat
     write_generations(root / "absorb")
     with open(root / "absorb" / "emergence" / "generations.jsonl", "a", encoding="utf-8") as fh:
         fh.write(json.dumps({"step": 30, "prompt": "p", "completion": "absorb only", "reward": 0.5}) + "\n")
-    real_build, real_ready = build_index, GenerationsScreen.on_index_ready
+    real_build = build_index
     release = threading.Event()
     built: dict[tuple[Path, ...], SideIndex] = {}
-    handled: list[Any] = []
 
     def build(paths: list[Path]) -> SideIndex:
         if not built and not release.is_set():  # the first arm's: ends once the test says so
@@ -258,12 +270,8 @@ async def test_an_index_that_ends_after_the_next_arms_is_not_shown(tmp_path: Pat
         idx = built[tuple(paths)] = real_build(paths)
         return idx
 
-    def on_ready(self: GenerationsScreen, message: Any) -> None:
-        handled.append(message)
-        real_ready(self, message)
-
     monkeypatch.setattr(gen_screen, "build_index", build)
-    monkeypatch.setattr(GenerationsScreen, "on_index_ready", on_ready)
+    handled = _handled(monkeypatch, "on_index_ready")
     app, follower, _ = manual_app(root)
     try:
         async with app.run_test(size=SIZE) as pilot:
@@ -289,10 +297,9 @@ async def test_a_search_that_ends_after_the_next_one_is_not_shown(tmp_path: Path
                                                                   first: str) -> None:
     """A second search while the first still reads the samples: the first's matches, ending last, do not replace
     the second's, also where both asked for the same text (the files may have changed between)."""
-    real_matches, real_done = gen_screen.sample_matches, GenerationsScreen.on_search_done
+    real_matches = gen_screen.sample_matches
     release = threading.Event()
     asked: list[str] = []
-    handled: list[Any] = []
 
     def matches(index: SideIndex, text: str) -> list[tuple[int, int]]:
         asked.append(text)
@@ -302,12 +309,8 @@ async def test_a_search_that_ends_after_the_next_one_is_not_shown(tmp_path: Path
             return found[:1]  # what the files held when the first search read them
         return found
 
-    def on_done(self: GenerationsScreen, message: Any) -> None:
-        handled.append(message)
-        real_done(self, message)
-
     monkeypatch.setattr(gen_screen, "sample_matches", matches)
-    monkeypatch.setattr(GenerationsScreen, "on_search_done", on_done)
+    handled = _handled(monkeypatch, "on_search_done")
     try:
         async with _viewer(tmp_path) as (pilot, screen):
             await pilot.press("slash", "ctrl+a", "ctrl+k", *first, "enter")
