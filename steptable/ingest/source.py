@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable
 from typing import Protocol
 
 from steptable.ingest.files.discover import Candidate
-from steptable.ingest.files.tail import MAX_LINE, RESET, FileTail, Lines, Lost
+from steptable.ingest.files.tail import MAX_LINE, FileTail, Lines, Lost, Reset
 from steptable.ingest.gaps import GapWatch
 from steptable.ingest.parse import BadLine
 from steptable.ingest.parsed import Parsed
@@ -22,6 +22,7 @@ from steptable.ingest.readers.arms import ArmSplit, writer_groups
 from steptable.ingest.readers.console import ConsoleParser
 from steptable.ingest.readers.csvlog import CsvParser
 from steptable.ingest.readers.jsonl import JsonlParser, LineNo
+from steptable.ingest.rewrite import Rewrite
 from steptable.ingest.sidefiles import load_meta, read_regular
 from steptable.ingest.store import ResumeReader, RunStore
 from steptable.table import runinfo
@@ -35,18 +36,6 @@ HELD_QUIET_S = 1.0
 
 def _now() -> float:
     return time.monotonic()
-
-
-def _same_cells(old: dict[str, object], new: dict[str, object]) -> bool:
-    """Every cell of ``old`` is in ``new`` with the same value (NaN equal to NaN); ``new`` may hold more keys."""
-    for key, x in old.items():
-        y = new.get(key, _ABSENT)
-        if not (x == y or (x != x and y != y)):
-            return False
-    return True
-
-
-_ABSENT = object()
 
 
 class _Parser(Protocol):
@@ -107,6 +96,7 @@ class TailSource(Source):
         self._quiet: tuple[int, float] | None = None
         self._shown_held: dict[int, tuple[RunStore, int]] = {}
         self._gaps = GapWatch()  # the file went with its rest unread: do the next rows show rows lost?
+        self._rewrite: Rewrite | None = None  # a CSV rewritten from the top, read aside until it settles
 
     def stores(self) -> list[RunStore]:
         # (dict order: an arm's store never goes away)
@@ -150,23 +140,22 @@ class TailSource(Source):
 
     def poll(self) -> bool:
         changed = False
-        store = self.store
+        store = self.store if self._rewrite is None else self._rewrite.store
         # Rows already in the file when it is first read (or re-read after a reset) have no known arrival time.
-        now = None if self._live else math.nan
+        now = None if self._live or self._rewrite is not None else math.nan
         offset = self.tail.offset
         for ev in self.tail.poll():  # (read lazily: a chunk that fails costs that chunk, not the blocks after it)
             if self._shown_held:
                 self._take_back_held()  # the held line ended or the file was reset: read again as it is now
                 changed = True
-            if ev is RESET and self.cand.kind == "csv" and len(store):
-                # SB3 and Lightning rewrite a CSV from the top when they add a key: read it aside, and keep the
-                # rows shown when the new file only adds to them (_settle)
+            if isinstance(ev, Reset) and self.cand.kind == "csv" and (len(self.store) or self._rewrite is not None):
+                # SB3 and Lightning rewrite a CSV from the top when they add a key: read it aside while the rows
+                # shown stay, until it settles (steptable.ingest.rewrite)
                 self.parser.reset()
-                store = RunStore(self.store.run, self.store.path, "csv", self.store.arm, self.store.on_resume,
-                                 self.store.keep)
+                self._rewrite = Rewrite(self.store, ev.in_place, self.tail.offset, _now())
+                store = self._rewrite.store
                 now = math.nan
-                changed = True
-            elif ev is RESET:
+            elif isinstance(ev, Reset):
                 self.parser.reset()
                 store.reset()
                 for other in [*self.arm_stores.values(), *self.writer_stores.values()]:
@@ -183,10 +172,13 @@ class TailSource(Source):
                 parsed = self.parser.parse(ev.data, ev.first_line)  # lines are counted only if needed
                 if parsed.steps or parsed.bad:
                     self._add(store, parsed, now)
-                    self._bad(parsed.bad)
-                    changed = True
-        if store is not self.store:
-            self._settle(store)
+                    if store is self.store:
+                        self._bad(parsed.bad)
+                        changed = True
+                    elif self._rewrite is not None:
+                        self._rewrite.bad += parsed.bad
+        if self._rewrite is not None:
+            changed = self._settle() or changed
         for st, gap in self._gaps.judge():
             st.add_gap(gap)
             said = gap.message() if st is self.store else f"arm {st.arm}: {gap.message()}"
@@ -203,31 +195,16 @@ class TailSource(Source):
             changed = any([self._runinfo(st) for st in self.stores()]) or changed
         return self._expose(changed)
 
-    def _settle(self, new: RunStore) -> None:
-        """A rewritten CSV, read into ``new``: when its rows start with the rows shown (the same steps and cells,
-        new keys aside), only what it adds is applied (cells of new keys merged, rows after appended), so viewers
-        see the columns arrive instead of a new file; otherwise it replaces them. Rows are copied as stored
-        (``stored_rows``), never with the ``step`` a store shows for a file whose step key is another."""
-        old = self.store
-        with old.lock:
-            n = len(old)
-            got = new.stored_rows()
-            extends = len(new) >= n and list(new.steps[:n]) == list(old.steps) and all(
-                map(_same_cells, old.stored_rows(), got[:n])
-            )
-            if not extends:
-                old.reset()
-                old.add(Parsed(steps=list(new.steps), rows=got, bad=list(new.bad), step_key=new.step_key), math.nan)
-                return
-            keys = [k for k in new.keys if k not in old.keys]
-            steps = list(new.steps)
-            for i, row in enumerate(got[:n]):
-                cells = {k: row[k] for k in keys if k in row}
-                if cells:
-                    old.add(Parsed(steps=[steps[i]], rows=[cells], step_key=new.step_key), math.nan)
-            if len(new) > n:
-                old.add(Parsed(steps=steps[n:], rows=got[n:], step_key=new.step_key), math.nan)
-        old.add_bad(new.bad)
+    def _settle(self, final: bool = False) -> bool:
+        """Apply a rewritten CSV's content to the rows shown once it settles (:meth:`Rewrite.verdict`; ``final``:
+        the read ends); True when it did."""
+        rw = self._rewrite
+        if rw is None or (verdict := rw.verdict(self.tail.offset, _now(), final)) is None:
+            return False
+        self._rewrite = None
+        rw.apply(verdict)
+        self._bad(rw.bad)
+        return True
 
     def _runinfo(self, store: RunStore) -> bool:
         """Read the StepLogger's description of ``store``'s rows (table.runinfo) when it appears or changes: two
@@ -341,13 +318,18 @@ class TailSource(Source):
         return self.poll()
 
     def _flush_csv(self) -> bool:
-        """A CSV record still open at the end of a one-shot read (:meth:`CsvParser.flush`)."""
+        """A CSV record still open at the end of a one-shot read (:meth:`CsvParser.flush`), and a rewritten CSV's
+        content, which nothing more will add to, applied as it is."""
         parsed = self.parser.flush() if isinstance(self.parser, CsvParser) else None
-        if parsed is None or not (parsed.steps or parsed.bad):
-            return False
-        self._add(self.store, parsed, math.nan)
-        self._bad(parsed.bad)
-        return self._expose(True)
+        if parsed is not None and (parsed.steps or parsed.bad):
+            if self._rewrite is not None:
+                self._add(self._rewrite.store, parsed, math.nan)
+                self._rewrite.bad += parsed.bad
+            else:
+                self._add(self.store, parsed, math.nan)
+                self._bad(parsed.bad)
+                return self._expose(True)
+        return self._settle(final=True) and self._expose(True)
 
     def _expose(self, changed: bool) -> bool:
         store = self.store

@@ -16,14 +16,15 @@ from steptable.ingest.files.discover import Candidate
 from steptable.ingest.parse import BadLine
 from steptable.ingest.parsed import Parsed
 from steptable.ingest.readers.hf import MAX_STATE, newest_modified, parse_trainer_state, trainer_states
+from steptable.ingest.rewrite import same_cells
 from steptable.ingest.sidefiles import read_regular
-from steptable.ingest.source import Report, Source, _same_cells
+from steptable.ingest.source import Report, Source
 from steptable.ingest.store import ResumeReader
 
 
 def _same_row(a: dict[str, object], b: dict[str, object]) -> bool:
     """Equal rows, a NaN equal to a NaN (a logged NaN loss is the same entry when the file is read again)."""
-    return a.keys() == b.keys() and _same_cells(a, b)
+    return a.keys() == b.keys() and same_cells(a, b)
 
 
 class StateSource(Source):

@@ -26,6 +26,7 @@ from typing import BinaryIO
 
 from steptable.ingest.files import rotated
 from steptable.ingest.files.tailevents import RESET as RESET
+from steptable.ingest.files.tailevents import RESET_IN_PLACE as RESET_IN_PLACE
 from steptable.ingest.files.tailevents import Lines as Lines
 from steptable.ingest.files.tailevents import Lost as Lost
 from steptable.ingest.files.tailevents import Reset as Reset
@@ -202,12 +203,13 @@ class FileTail:
                 if not (moved or made):  # deleted, or replaced by another file: the run is read again from the new one
                     yield RESET
             elif known and (st.st_size < self.offset or not self._same_bytes(f)):
+                in_place = st.st_size >= self.offset
                 copied = yield from self._drain_copy()  # logrotate's copytruncate: the rest is in the copy
                 if self.offset:  # (rows written between the copy and the truncation are in neither)
                     yield Lost(self.offset, "truncated or rewritten")
                 self._restart()
                 if not copied:  # truncated with no copy beside it (verl's relaunch): the run is read again
-                    yield RESET
+                    yield RESET_IN_PLACE if in_place else RESET
             self._ident = ident
             self.missing = False
             self.error = None

@@ -26,12 +26,21 @@ class Lines:
 
 
 class Reset:
-    """Yielded first when the file must be read again from the start."""
+    """Yielded first when the file must be read again from the start. ``in_place``: the same file, no shorter, with
+    bytes already read changed (a writer that writes it again over itself, as SB3 does its CSV: read midway, it is
+    part new lines, part old ones); else it was truncated or replaced (what is read is the new content so far)."""
 
-    __slots__ = ()
+    __slots__ = ("in_place",)
+
+    def __init__(self, in_place: bool) -> None:
+        self.in_place = in_place
+
+    def __repr__(self) -> str:
+        return "RESET_IN_PLACE" if self.in_place else "RESET"
 
 
-RESET = Reset()
+RESET = Reset(False)
+RESET_IN_PLACE = Reset(True)
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,16 +1,16 @@
 """CsvParser: a CSV metrics log (Lightning's CSVLogger ``metrics.csv``, stable-baselines3's ``progress.csv``).
 
-The first line is the header (a key may hold a space); each later line is a row. Before the header, a BOM, blank
-lines and ``#`` comment lines are skipped (SB3's ``monitor.csv`` starts with ``#{"t_start": ...}``); when the first
-line after comments holds a number, it is a row and the last comment, as wide and without numbers, is the header
-(numpy's ``savetxt`` writes ``# step,loss``). An empty cell is absent (Lightning writes the union of all keys and
-leaves the others empty), ``nan`` / ``inf`` are non-finite numbers, an integer or a decimal is a number
-(``parse.number``: not ``007`` or ``0x10``), anything else is text. Both writers rewrite the file from the top when
-keys are added; the tail sees the changed first bytes, resets, and the parser reads the new header. The step key is
-the first of ``STEP_KEYS`` in the header (``step`` for Lightning, ``time/total_timesteps`` for SB3), else rows are
-numbered by position. A row with more cells than the header is a bad line. A quoted cell may hold newlines (Python's
-``csv.writer`` quotes any text with one): its record is read whole, also when a read cut it, up to
-``MAX_RECORD_LINES`` lines (a stray quote costs its own line, not the rows after it).
+The first line is the header (a key may hold a space); each later line is a row. Before the header, a BOM, blank lines
+and ``#`` comment lines are skipped (SB3's ``monitor.csv`` starts with ``#{"t_start": ...}``); when the first line after
+comments holds a number, it is a row and the last comment, as wide and without numbers, is the header (numpy's
+``savetxt`` writes ``# step,loss``). An empty cell is absent (Lightning writes the union of all keys and leaves the
+others empty), ``nan`` / ``inf`` are non-finite numbers, an integer or a decimal is a number (``parse.number``: not
+``007`` or ``0x10``), anything else is text. Both writers rewrite the file from the top when keys are added; the tail
+sees the changed first bytes, resets, and the parser reads the new header (the new content is read aside until it
+settles: steptable.ingest.rewrite). The step key is the first of ``STEP_KEYS`` in the header (``step`` for Lightning,
+``time/total_timesteps`` for SB3), else rows are numbered by position. A row with more cells than the header is a bad
+line. A quoted cell may hold newlines (Python's ``csv.writer`` quotes any text with one): its record is read whole, also
+when a read cut it, up to ``MAX_RECORD_LINES`` lines (a stray quote costs its own line, not the rows after it).
 """
 
 from __future__ import annotations

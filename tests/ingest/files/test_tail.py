@@ -12,7 +12,7 @@ import pytest
 
 import steptable.ingest.files.tail as tail_mod
 from steptable.ingest import Follower
-from steptable.ingest.files.tail import RESET, FileTail, Lines, Lost
+from steptable.ingest.files.tail import RESET, RESET_IN_PLACE, FileTail, Lines, Lost
 from tests.ingest.helpers import assert_rows, train_line
 
 
@@ -68,6 +68,21 @@ def test_rewrite_that_grows_past_offset_is_noticed(tmp_path: Path) -> None:
         fh.write(b"".join(line(i + 100) for i in range(10)))
     f.scan()
     assert steps(f) == list(range(100, 110))
+
+
+def test_a_reset_says_whether_the_file_was_written_over_in_place(tmp_path: Path) -> None:
+    """Written over itself (same file, no shorter: it may be part new, part old bytes) or truncated."""
+    path = tmp_path / "m.csv"
+    path.write_bytes(b"a,b\n1,2\n3,4\n")
+    tail = FileTail(path)
+    list(tail.poll())
+    with open(path, "r+b") as fh:
+        fh.write(b"a,b,c\n1,2,\n")
+    events = list(tail.poll())
+    assert events[1] is RESET_IN_PLACE and events[1].in_place, events
+    path.write_bytes(b"a\n")
+    events = list(tail.poll())
+    assert events[1] is RESET and not events[1].in_place, events
 
 
 def test_rotation_rename_and_new_file(tmp_path: Path) -> None:
