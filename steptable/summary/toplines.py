@@ -7,21 +7,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from steptable.summary.sweep import RunDigest, ranked, run_state, sweep_line
+from steptable.table.cells import cut_middle
 from steptable.table.formatting import sanitize
 
 #: the whole answer's length (about 300 tokens)
 MAX_CHARS = 1150
-#: a run's name is cut to this many characters (the middle left out)
+#: a run's name is cut to this many cells (the middle left out)
 MAX_NAME = 36
 STAT_WORDS = {"last": "last value", "mean": "mean of the newest rows", "best": "best value of the newest rows"}
-
-
-def short_name(name: str, width: int = MAX_NAME) -> str:
-    """``name`` cut in the middle to ``width`` characters (a sweep's names differ at their ends: seeds, lrs)."""
-    if len(name) <= width:
-        return name
-    half = (width - 1) // 2
-    return f"{name[:half]}…{name[len(name) - (width - 1 - half):]}"
 
 
 def _num(x: float) -> str:
@@ -31,7 +24,7 @@ def _num(x: float) -> str:
 def _line(rank: int, d: RunDigest, value: float, name: str, now: float) -> str:
     marks = "".join(f" {n}{c}" for n, c in ((d.errors, "E"), (d.warnings, "W")) if n)
     step = f" @{d.last_step}" if d.last_step is not None else ""
-    return f"{rank}. {sanitize(short_name(name))} {_num(value)}{step} {run_state(d, now)}{marks}"
+    return f"{rank}. {cut_middle(sanitize(name), MAX_NAME)} {_num(value)}{step} {run_state(d, now)}{marks}"
 
 
 def names_of(digests: Sequence[RunDigest]) -> dict[str, str]:

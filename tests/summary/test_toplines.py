@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from steptable.summary.sweep import RunDigest
-from steptable.summary.toplines import MAX_CHARS, short_name, top_text
+from steptable.summary.toplines import MAX_CHARS, MAX_NAME, top_text
+from steptable.table.formatting import display_width
 
 
 def test_top_text_stays_short_for_any_sweep() -> None:
@@ -16,7 +17,18 @@ def test_top_text_stays_short_for_any_sweep() -> None:
     assert lines[0].startswith("5000 runs: 5000 ended; 3333 with errors")
     assert lines[2] == "best:" and lines[3].startswith("1. ") and " 0 " in lines[3]
     assert "runs between" in text and "worst:" in text
-    assert short_name("a" * 100).count("…") == 1 and len(short_name("a" * 100)) == 36
+
+
+def test_a_run_name_is_made_inert_then_cut_in_the_middle_to_its_cells() -> None:
+    """Cut first, an escape sequence across the cut showed as text, and a wide name took twice its cells."""
+    names = ["a" * 100, "a" * 16 + "\x1b]0;EVIL-TITLE\x07" + "b" * 40, "実験" * 30]
+    ds = [RunDigest(n, n, "jsonl", 1, 1, True, 10**9, 0.0, None, "", 1, last={"loss": 1.0}, mean={"loss": 1.0})
+          for n in names]
+    shown = [line.split(" ")[1] for line in top_text(ds, "loss", 3, "mean", False, 0.0).splitlines()[3:6]]
+    # (two-cell characters fill 35 of the 36 cells)
+    assert sorted(map(display_width, shown)) == [MAX_NAME - 1, MAX_NAME, MAX_NAME], shown
+    assert all(s.count("…") == 1 for s in shown)
+    assert not any("\x1b" in s or "EVI" in s or "0;" in s for s in shown)
 
 
 def test_top_text_says_when_which_way_is_better_is_not_known() -> None:

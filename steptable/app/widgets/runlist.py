@@ -21,6 +21,7 @@ from steptable.app.runrows import Entry, Judge, ListState, metric, state_of
 from steptable.app.widgets.keys import cursor_bindings
 from steptable.app.widgets.scrollrange import set_scroll_range
 from steptable.summary.sweep import run_state
+from steptable.table.cells import cut_middle
 from steptable.table.formatting import display_width, fmt_auto, pad, sanitize
 
 #: a run's name is cut (in the middle) to this many cells
@@ -34,13 +35,6 @@ STATE_WIDTH = max(map(display_width, STATE_STYLES))
 AGE_WIDTH = 5
 
 
-def cut(name: str, width: int = NAME_MAX) -> str:
-    if display_width(name) <= width:
-        return name
-    half = (width - 1) // 2
-    return f"{name[:half]}…{name[len(name) - (width - 1 - half):]}"
-
-
 def cells(e: Entry, state: ListState, now: float, judge: Judge = run_state) -> list[tuple[str, str]]:
     """(text, style name) of each column of ``e``'s line (``ListState.columns`` order, the mark first)."""
     return _assemble(e, state, fixed_cells(e, state), _clock_cells(e, now, judge))
@@ -50,7 +44,7 @@ def fixed_cells(e: Entry, state: ListState) -> list[tuple[str, str]]:
     """The cells of ``e``'s line that change only with its digest and the metric columns: name, format, rows, step,
     alerts, the metrics (the mark, state and age change with the selection and the clock)."""
     d = e.digest
-    out = [(sanitize(cut(e.run_id)), ""), (sanitize(d.kind) if d else "", "dim")]
+    out = [(cut_middle(sanitize(e.run_id), NAME_MAX), ""), (sanitize(d.kind) if d else "", "dim")]
     if d is None:
         out += [(f"{e.size / 1e6:.1f} MB", "dim"), ("", ""), ("", "")]
     else:

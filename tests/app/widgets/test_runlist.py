@@ -6,15 +6,28 @@ from __future__ import annotations
 import pytest
 
 from steptable.app.runrows import ListState
-from steptable.app.widgets.runlist import NAME_MAX, cells, cut
+from steptable.app.widgets.runlist import NAME_MAX, cells
 from steptable.summary.sweep import RunDigest
+from steptable.table.formatting import display_width
 from tests.app.sweephelpers import Row
 
 
-def test_a_long_name_is_cut_in_the_middle() -> None:
-    assert cut("short") == "short"
-    name = "a" * 30 + "MIDDLE" + "z" * 30
-    assert len(cut(name)) == NAME_MAX and cut(name).startswith("a" * 23 + "…") and cut(name).endswith("z" * 24)
+def _name_cell(run: str) -> str:
+    return cells(Row(f"exp/{run}", run, size=1), ListState(), 0.0)[1][0]
+
+
+def test_a_long_name_is_cut_in_the_middle_to_its_cells() -> None:
+    assert _name_cell("short") == "exp/short"
+    name = _name_cell("a" * 30 + "MIDDLE" + "z" * 30)
+    assert len(name) == NAME_MAX and name.startswith("exp/" + "a" * 20) and name.endswith("z" * 23) and "…" in name
+    wide = _name_cell("実験" * 30)  # two cells a character
+    assert display_width(wide) <= NAME_MAX and wide.endswith("実験" * 5)
+
+
+def test_a_name_is_made_inert_before_it_is_cut() -> None:
+    """An escape sequence across the cut: cut first, the rest of it showed as text (``0;EVI``)."""
+    name = _name_cell("a" * 16 + "\x1b]0;EVIL-TITLE\x07" + "b" * 40)
+    assert "\x1b" not in name and "EVI" not in name and "0;" not in name and display_width(name) == NAME_MAX
 
 
 def test_cells_of_a_run() -> None:
