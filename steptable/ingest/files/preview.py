@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import os
 from pathlib import Path
+from typing import BinaryIO
 
 from steptable.ingest.files.discover import CONSOLE_SUFFIXES
 from steptable.ingest.files.tail import BLOCK, MAX_LINE
@@ -44,8 +45,15 @@ def preview_tail(path: str | Path, max_bytes: int = PREVIEW_BYTES, kind: str | N
                 store.add_bad([BadLine(str(path), 0, str(e))])
             return store
         start = max(0, size - max_bytes)
-        f.seek(start)
-        data = f.read(size - start)
+        head: list[bytes] = []
+        for _ in range(3):
+            # a CSV's header is at the top, not in the window: the one before the window was read and the one after
+            # must agree (a file rewritten in between, as Lightning's is for a new key, has other columns)
+            head = _header_lines(f) if kind == "csv" and start > 0 else []
+            f.seek(start)
+            data = f.read(size - start)
+            if not head or _header_lines(f) == head:
+                break
     if start > 0:
         data = data[data.find(b"\n") + 1 :] if b"\n" in data else b""
     data = data[: data.rfind(b"\n") + 1]
@@ -55,18 +63,11 @@ def preview_tail(path: str | Path, max_bytes: int = PREVIEW_BYTES, kind: str | N
     store.meta["preview_offset"] = size - len(data) if start > 0 or len(data) < whole else 0
     label = str(path)
     parser: ConsoleParser | CsvParser | JsonlParser
-    if kind == "csv":  # the header is at the top, not in the window
+    if kind == "csv":
         parser = CsvParser(label)
-        if start > 0:
-            with open(path, "rb") as f:
-                for no in range(1, 1001):  # the header, after any blank and comment lines
-                    line = f.readline(MAX_LINE)  # (a header of thousands of keys is long)
-                    if not line:
-                        break
-                    parser.parse(line, no)
-                    if parser.header is not None:
-                        break
-            parser.ordinal, parser.last_step = 0, None  # a row read with its header is not in the window
+        for no, line in enumerate(head, 1):
+            parser.parse(line, no)
+        parser.ordinal, parser.last_step = 0, None  # a row read with its header is not in the window
     else:
         parser = ConsoleParser(label) if kind == "console" else JsonlParser(label)
     pos, lineno = 0, 1
@@ -92,3 +93,19 @@ def _last_lines(data: bytes, n: int) -> bytes:
         if cut < 0:
             return data
     return data[cut + 1 :]
+
+
+def _header_lines(f: BinaryIO) -> list[bytes]:
+    """The lines of the CSV ``f`` up to its header: blank and comment lines before it, at most 1000 lines."""
+    f.seek(0)
+    parser = CsvParser("")
+    lines = []
+    for no in range(1, 1001):
+        line = f.readline(MAX_LINE)  # (a header of thousands of keys is long)
+        if not line:
+            break
+        lines.append(line)
+        parser.parse(line, no)
+        if parser.header is not None:
+            break
+    return lines

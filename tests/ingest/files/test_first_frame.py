@@ -4,6 +4,9 @@ its top)."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from steptable.ingest import preview_tail
 from tests.helpers import write_rows
@@ -49,3 +52,45 @@ def test_preview_tail_max_lines_leaves_a_csv_window_whole(tmp_path: Path) -> Non
     path = tmp_path / "0.monitor.csv"
     write_sb3_monitor(path, 2000)
     assert len(preview_tail(path, max_bytes=1000, max_lines=3)) == len(preview_tail(path, max_bytes=1000))
+
+
+def test_a_csv_rewritten_during_the_preview_gets_the_columns_of_the_rows_read(tmp_path: Path,
+                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """Lightning writes metrics.csv again, its columns re-sorted, when a key appears: rewritten right after the
+    preview read its window, the header read after it named other columns (``a_new`` took each row's step)."""
+    from lightning.fabric.loggers import CSVLogger
+
+    import steptable.ingest.files.preview as preview_mod
+
+    logger = CSVLogger(str(tmp_path), name="exp", version=0, flush_logs_every_n_steps=10**9)
+    for s in range(2000):
+        logger.log_metrics({"train_loss": s / 4}, step=s)
+    logger.save()
+    path = Path(logger.log_dir) / "metrics.csv"
+
+    class Rewritten:  # the file the preview opens: Lightning rewrites it as the window's read returns
+        def __init__(self, f: Any) -> None:
+            self.f = f
+
+        def read(self, n: int = -1) -> bytes:
+            data = self.f.read(n)
+            if len(data) > 1000 and not done:
+                done.append(True)
+                logger.log_metrics({"a_new": 1.0}, step=2000)
+                logger.save()
+            return data
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self.f, name)
+
+        def __enter__(self) -> Rewritten:
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            self.f.close()
+
+    done: list[bool] = []
+    monkeypatch.setattr(preview_mod, "open", lambda *a, **k: Rewritten(open(*a, **k)), raising=False)
+    store = preview_tail(path, max_bytes=4000)
+    assert done and len(store) > 100 and not store.bad
+    assert list(store.column("train_loss")) == [s / 4 for s in store.steps]  # (up to the size it found)
