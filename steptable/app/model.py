@@ -315,8 +315,12 @@ def filter_globs(pattern: str) -> list[str]:
 
 
 def key_matches(key: str, glob: str) -> bool:
-    """Does ``key`` match ``glob`` as logged or as shown (made inert, as a prompt prefilled with keys shows them)?"""
-    return fnmatchcase(key, glob) or fnmatchcase(sanitize(key), glob)
+    """Does ``key`` match ``glob`` as logged or as shown (made inert, as a prompt prefilled with keys shows them)?
+    A glob that is the key itself names it too: a key holding glob characters (``acc[0]``, ``loss*``) as written."""
+    if key == glob or fnmatchcase(key, glob):
+        return True
+    shown = sanitize(key)
+    return shown == glob or fnmatchcase(shown, glob)
 
 
 def filter_cols(cols: Sequence[Col], pattern: str, keep: Sequence[str] = ()) -> tuple[Col, ...]:
@@ -327,7 +331,7 @@ def filter_cols(cols: Sequence[Col], pattern: str, keep: Sequence[str] = ()) -> 
     return tuple(
         c
         for i, c in enumerate(cols)
-        if i == 0 or c.key in keep or any(fnmatchcase(c.key, g) or fnmatchcase(c.header.strip(), g) for g in globs)
+        if i == 0 or c.key in keep or any(key_matches(c.key, g) or fnmatchcase(c.header.strip(), g) for g in globs)
     )
 
 

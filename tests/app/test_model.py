@@ -86,6 +86,15 @@ def test_display_order_and_filter() -> None:
     assert filter_cols(COLS, "  ") == COLS
 
 
+def test_a_key_holding_glob_characters_is_named_as_written() -> None:
+    """``acc[0]`` as a glob is ``acc0``: the key itself, typed or prefilled, names it too."""
+    cols = (Col("step", 5, "step"), Col("acc[0]", 6, "acc[0]"), Col("loss*", 5, "loss*"), Col("lossy", 5, "lossy"))
+    assert [c.key for c in filter_cols(cols, "acc[0]")] == ["step", "acc[0]"]
+    assert model.key_matches("loss*", "loss*") and model.key_matches("lossy", "loss*")
+    assert model.key_matches("a\x1b[31mb[1]", "ab[1]")  # as shown: made inert
+    assert not model.key_matches("acc[1]", "acc[0]")
+
+
 def test_summary_of_a_numeric_column_matches_the_general_path() -> None:
     """The array path (C loops: a chart of 200k rows value by value would block the UI for a second a column)
     gives what the per-value path gives, non-finite values and appended rows included."""
