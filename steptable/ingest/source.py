@@ -142,7 +142,7 @@ class TailSource(Source):
         changed = False
         store = self.store if self._rewrite is None else self._rewrite.store
         # Rows already in the file when it is first read (or re-read after a reset) have no known arrival time.
-        now = None if self._live or self._rewrite is not None else math.nan
+        now = None if self._live else math.nan
         offset = self.tail.offset
         for ev in self.tail.poll():  # (read lazily: a chunk that fails costs that chunk, not the blocks after it)
             if self._shown_held:
