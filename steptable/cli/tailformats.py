@@ -19,7 +19,7 @@ from typing import Any, TextIO
 from steptable.alerts.engine import Alert
 from steptable.ingest import RunStore
 from steptable.ingest.gaps import Gap
-from steptable.ingest.table import WALL_KEYS, epoch_seconds
+from steptable.ingest.parsed import WALL_KEYS, epoch_seconds
 from steptable.logger.rowjson import json_line
 from steptable.schemas import Schema
 from steptable.schemas.headers import look

@@ -17,7 +17,7 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
-from steptable.ingest.table import WALL_KEYS
+from steptable.ingest.parsed import WALL_KEYS
 from steptable.schemafiles.files import files_below
 from steptable.schemafiles.resolve import by_schema, get_schema, user_schemas
 from steptable.schemas import Schema

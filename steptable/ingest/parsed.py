@@ -1,6 +1,8 @@
-"""The vocabulary of parsed input: the :class:`Parsed` chunk every reader hands a store, and the test of which cells
-are measurements (:func:`measured`, :func:`counter`, ``BOOKKEEPING_KEYS``) that the resume rule of
-:class:`~steptable.ingest.store.RunStore` and :mod:`steptable.logger.endofrun` share. Pure; free of the store."""
+"""The vocabulary of parsed input: the :class:`Parsed` chunk every reader hands a store (its rows as rows or as
+columns: :func:`rows_to_cols`, :func:`cols_to_rows`), the cells that are a row's clock (``WALL_KEYS``,
+:func:`epoch_seconds`), and the test of which cells are measurements (:func:`measured`, :func:`counter`,
+``BOOKKEEPING_KEYS``) that the resume rule of :class:`~steptable.ingest.store.RunStore` and
+:mod:`steptable.logger.endofrun` share. Pure; free of the store."""
 
 from __future__ import annotations
 
@@ -10,9 +12,10 @@ from typing import Any
 
 from steptable.ingest.cellmarks import measured as measured  # (the resume test's)
 from steptable.ingest.parse import MISSING, BadLine
-from steptable.ingest.table import WALL_KEYS
 from steptable.table.stepkeys import is_step_key
 
+#: keys a row's clock may be in (unix seconds or milliseconds: :func:`epoch_seconds`)
+WALL_KEYS = ("ts", "timestamp", "_timestamp", "time", "wall_time")
 #: keys that say nothing about whether two rows are the same measurement (resume vs merge test; endofrun's too)
 BOOKKEEPING_KEYS = frozenset(WALL_KEYS) | {"arm", "run", "writer_pid"}
 
@@ -53,3 +56,40 @@ def stepless(label: str, lineno: int, key: str, got: Any, last: int | None, ordi
                                             "placed the same way, not reported again)"), True
     step = ordinal if last is None else last
     return step, BadLine(label, lineno, f"step {key!r} not an integer ({got!r:.40}): row kept under step {step}"), False
+
+
+def epoch_seconds(v: Any) -> float | None:
+    """A unix time in seconds from a cell that looks like one (seconds or milliseconds since 2001..2286), else None."""
+    if type(v) is float or type(v) is int:
+        if 1e9 <= v < 1e10:
+            return float(v)
+        if 1e12 <= v < 1e13:
+            return v / 1000.0
+    return None
+
+
+def rows_to_cols(rows: list[dict[str, Any]]) -> dict[str, list[Any]]:
+    """``rows`` as columns: every key any row holds, in first-seen order, MISSING where a row lacks it."""
+    if len(rows) == 1:
+        return {k: [v] for k, v in rows[0].items()}
+    # cell by cell, not key by row: where rows each name keys of their own (per-sample metrics), key by row would
+    # cost keys x rows dictionary look-ups per chunk
+    n = len(rows)
+    cols: dict[str, list[Any]] = {}
+    for i, r in enumerate(rows):
+        for k, v in r.items():
+            col = cols.get(k)
+            if col is None:
+                col = cols[k] = [MISSING] * n
+            col[i] = v
+    return cols
+
+
+def cols_to_rows(cols: dict[str, Sequence[Any]], n: int) -> list[dict[str, Any]]:
+    """``n`` rows from columns of ``n`` cells each, MISSING cells left out."""
+    rows: list[dict[str, Any]] = [{} for _ in range(n)]
+    for key, vals in cols.items():
+        for r, v in zip(rows, vals, strict=True):
+            if v is not MISSING:
+                r[key] = v
+    return rows

@@ -28,8 +28,8 @@ from itertools import islice
 from operator import lt
 from typing import Any
 
-from steptable.ingest.parsed import BOOKKEEPING_KEYS, counter, measured
-from steptable.ingest.table import MAX_KEYS, ColumnTable, rows_to_cols
+from steptable.ingest.parsed import BOOKKEEPING_KEYS, counter, measured, rows_to_cols
+from steptable.ingest.table import MAX_KEYS, ColumnTable
 
 
 class RowPlacement(ColumnTable, ABC):

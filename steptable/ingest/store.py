@@ -35,10 +35,10 @@ from typing import Any, TypeAlias
 from steptable.ingest.edits import EditLog
 from steptable.ingest.gaps import MAX_GAPS, Gap
 from steptable.ingest.parse import BadLine
-from steptable.ingest.parsed import Parsed
+from steptable.ingest.parsed import Parsed, cols_to_rows
 from steptable.ingest.placement import RowPlacement
 from steptable.ingest.rowcut import RowCut
-from steptable.ingest.table import MAX_KEYS, cols_to_rows
+from steptable.ingest.table import MAX_KEYS
 
 MAX_BAD_KEPT = 1000
 #: the newest bad lines, kept apart (a viewer shows what went wrong last, not only first)

@@ -26,13 +26,13 @@ from typing import Any
 
 from steptable.ingest.cellmarks import ABSENT, MEASURED, mark, marks_of, measured
 from steptable.ingest.parse import MISSING, NONFINITE, norm_value
+from steptable.ingest.parsed import WALL_KEYS, epoch_seconds
 
 NAN = math.nan
 #: distinct keys a run keeps. Every column holds a cell for every row, so a log that names a new key on every row
 #: (per-sample metrics: sample/0, sample/1, ...) would cost rows x keys cells: gigabytes for a file of a few MB.
 #: Keys first seen after this many are not stored (RunStore reports it once); real trainers log tens to hundreds.
 MAX_KEYS = 2000
-WALL_KEYS = ("ts", "timestamp", "_timestamp", "time", "wall_time")
 #: what a numeric column may receive: numbers, null, absent cells, non-finite spellings (checked per value)
 _NUMERIC_CELLS = frozenset({int, float, type(None), type(MISSING), str})
 #: integers past this are not all exact as doubles: a column that holds one is kept as a list of ints
@@ -45,18 +45,9 @@ SHORT_TEXT = 64
 _GAPS: dict[Any, float] = {None: NAN, MISSING: NAN, "NaN": NAN, "Infinity": math.inf, "-Infinity": -math.inf}
 
 
-def epoch_seconds(v: Any) -> float | None:
-    """A unix time in seconds from a cell that looks like one (seconds or milliseconds since 2001..2286), else None."""
-    if type(v) is float or type(v) is int:
-        if 1e9 <= v < 1e10:
-            return float(v)
-        if 1e12 <= v < 1e13:
-            return v / 1000.0
-    return None
-
-
-def _as_float(v: Any) -> float | None:
-    """A numeric cell as float; None when the value is not a number (the column must become a list)."""
+def as_float(v: Any) -> float | None:
+    """A numeric cell as a float (NaN for null and absent cells, non-finite spellings read); None when the value is
+    not a number (its column must become a list)."""
     t = type(v)
     if t is float:
         return v  # type: ignore[no-any-return]
@@ -201,7 +192,7 @@ class ColumnTable:
                     continue
             arr = self._num.get(key)
             if arr is not None:
-                f = _as_float(v)
+                f = as_float(v)
                 if f is None or (type(v) is int and not -EXACT_INT <= v <= EXACT_INT):
                     self._to_obj(key)
                 else:
@@ -240,7 +231,7 @@ class ColumnTable:
             self._gone[key] = bytearray(base)
             self.keys.append(key)
             return
-        number = _as_float(sample) is not None and type(sample) is not bool
+        number = as_float(sample) is not None and type(sample) is not bool
         exact = type(sample) is not int or -EXACT_INT <= sample <= EXACT_INT
         if sample is MISSING or sample is None or (number and exact):
             self._num[key] = array("d", [NAN]) * base
@@ -329,7 +320,7 @@ class ColumnTable:
         try:
             arr.frombytes(_doubles(len(conv)).pack(*conv))
         except (struct.error, OverflowError):  # text that is not a number, another NaN spelling, a huge int
-            floats = [_as_float(v) for v in vals]
+            floats = [as_float(v) for v in vals]
             if None in floats:
                 self._to_obj(key)
                 return
@@ -398,30 +389,3 @@ class ColumnTable:
 @lru_cache(maxsize=64)
 def _doubles(n: int) -> struct.Struct:
     return struct.Struct(f"{n}d")
-
-
-def rows_to_cols(rows: list[dict[str, Any]]) -> dict[str, list[Any]]:
-    """``rows`` as columns: every key any row holds, in first-seen order, MISSING where a row lacks it."""
-    if len(rows) == 1:
-        return {k: [v] for k, v in rows[0].items()}
-    # cell by cell, not key by row: where rows each name keys of their own (per-sample metrics), key by row would
-    # cost keys x rows dictionary look-ups per chunk
-    n = len(rows)
-    cols: dict[str, list[Any]] = {}
-    for i, r in enumerate(rows):
-        for k, v in r.items():
-            col = cols.get(k)
-            if col is None:
-                col = cols[k] = [MISSING] * n
-            col[i] = v
-    return cols
-
-
-def cols_to_rows(cols: dict[str, Sequence[Any]], n: int) -> list[dict[str, Any]]:
-    """``n`` rows from columns of ``n`` cells each, MISSING cells left out."""
-    rows: list[dict[str, Any]] = [{} for _ in range(n)]
-    for key, vals in cols.items():
-        for r, v in zip(rows, vals, strict=True):
-            if v is not MISSING:
-                r[key] = v
-    return rows

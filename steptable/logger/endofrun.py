@@ -22,9 +22,9 @@ from operator import lt
 from typing import IO, Any
 
 from steptable.ingest.parse import MISSING, norm_value
-from steptable.ingest.parsed import BOOKKEEPING_KEYS, Parsed, counter, measured
+from steptable.ingest.parsed import BOOKKEEPING_KEYS, Parsed, cols_to_rows, counter, measured, rows_to_cols
 from steptable.ingest.readers.jsonl import JsonlParser
-from steptable.ingest.table import MAX_KEYS, ColumnTable, _as_float, cols_to_rows, rows_to_cols
+from steptable.ingest.table import MAX_KEYS, ColumnTable, as_float
 
 _CHUNK = 1 << 20
 def _select(parsed: Parsed, arm: Any) -> tuple[Sequence[int], list[dict[str, Any]] | None,
@@ -93,7 +93,7 @@ def _obj_cell(v: Any) -> Any:
 
 def _stored(v: Any, ints: bool) -> Any:
     """A cell of a numeric column as the store keeps it: a double (an int again for an integer column)."""
-    f = _as_float(v)
+    f = as_float(v)
     if f is None:
         return norm_value(v)
     return int(f) if ints and math.isfinite(f) else f

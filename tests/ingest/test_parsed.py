@@ -9,8 +9,7 @@ from typing import Any
 import pytest
 
 from steptable.ingest.parse import STEP_KEYS
-from steptable.ingest.parsed import BOOKKEEPING_KEYS, Parsed, counter, measured
-from steptable.ingest.table import WALL_KEYS
+from steptable.ingest.parsed import BOOKKEEPING_KEYS, WALL_KEYS, Parsed, counter, measured
 
 
 @pytest.mark.parametrize("value", [None, math.nan, "NaN", "nan"])

@@ -119,10 +119,9 @@ def test_table_txt_equals_a_whole_file_store_on_random_runs(tmp_path: Path, monk
 def _reader_table(cols: list[Col], jsonl: Path, arm: str) -> list[str]:
     """The rows as the readers place them: the file through JsonlParser into a RunStore, chunk by chunk, as a
     follower reads it."""
-    from steptable.ingest.parsed import Parsed
+    from steptable.ingest.parsed import Parsed, cols_to_rows
     from steptable.ingest.readers.jsonl import JsonlParser
     from steptable.ingest.store import RunStore
-    from steptable.ingest.table import cols_to_rows
 
     store = RunStore("t", jsonl, "jsonl", arm)
     parser = JsonlParser(str(jsonl))

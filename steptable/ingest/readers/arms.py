@@ -14,8 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from steptable.ingest.parse import MISSING
-from steptable.ingest.parsed import Parsed
-from steptable.ingest.table import cols_to_rows
+from steptable.ingest.parsed import Parsed, cols_to_rows
 from steptable.table import runinfo
 
 #: arm names a file's rows may name (a file whose rows name more is not a StepLogger's: no more are split off)
