@@ -26,7 +26,6 @@ Quirks reproduced (see /work/shared/formats.md):
 
 from __future__ import annotations
 
-import csv
 import json
 import math
 import random
@@ -38,9 +37,9 @@ from steptable.logger.rowjson import encode_row
 from tests.helpers import write_rows
 
 __all__ = [
-    "routing_row", "trainer_state", "write_all", "write_generic", "write_lightning", "write_maxent_state",
-    "write_retrain", "write_routing", "write_sb3", "write_tinker", "write_tinyzero_console", "write_trl_state",
-    "write_verl",
+    "routing_row", "write_all", "write_generic", "write_lightning", "write_maxent_state", "write_retrain",
+    "write_routing", "write_sb3", "write_sb3_monitor", "write_tinker", "write_tinyzero_console", "write_trainer_state",
+    "write_trl_state", "write_verl",
 ]
 
 NAN = float("nan")
@@ -371,15 +370,18 @@ def write_all(dir: Path) -> dict[str, Path]:
     }
 
 
-def trainer_state(log_history: Sequence[Mapping[str, Any]], steps: int, extra: Mapping[str, Any]) -> dict[str, Any]:
-    return {
-        "best_global_step": None, "best_metric": None, "best_model_checkpoint": None, "epoch": extra.get("epoch"),
-        "eval_steps": extra.get("eval_steps"), "global_step": steps, "is_hyper_param_search": False,
-        "is_local_process_zero": True, "is_world_process_zero": True, "log_history": list(log_history),
-        "logging_steps": 1, "max_steps": steps, "num_input_tokens_seen": 0, "num_train_epochs": 1,
-        "save_steps": steps, "stateful_callbacks": {}, "total_flos": 0.0, "train_batch_size": 8, "trial_name": None,
-        "trial_params": None,
-    }
+def write_trainer_state(path: Path, log_history: Sequence[Mapping[str, Any]], steps: int, epoch: float = 1.0,
+                        eval_steps: int | None = None, logging_steps: int = 1) -> Path:
+    """``path`` written by ``transformers.TrainerState.save_to_json`` (HF's own writer: every key sorted, indent=2,
+    bare NaN, null for None) for a run of ``steps`` steps that logged ``log_history``."""
+    from transformers import TrainerState
+
+    every = {} if eval_steps is None else {"eval_steps": eval_steps}  # (HF leaves its default when none is set)
+    state = TrainerState(epoch=epoch, global_step=steps, max_steps=steps, logging_steps=logging_steps, save_steps=steps,
+                         train_batch_size=8, num_train_epochs=1, log_history=[dict(e) for e in log_history], **every)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    state.save_to_json(str(path))
+    return path
 
 
 def write_trl_state(dir: Path, steps: int = 6, eval_every: int = 3, seed: int = 4) -> Path:
@@ -417,10 +419,8 @@ def write_trl_state(dir: Path, steps: int = 6, eval_every: int = 3, seed: int = 
         "epoch": 1.0, "step": steps, "total_flos": 0.0, "train_loss": 0.0012, "train_runtime": 812.4,
         "train_samples_per_second": 0.59, "train_steps_per_second": 0.007,
     })
-    path = Path(dir) / f"checkpoint-{steps}" / "trainer_state.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(trainer_state(hist, steps, {"epoch": 1.0, "eval_steps": eval_every}), indent=2))
-    return path
+    return write_trainer_state(Path(dir) / f"checkpoint-{steps}" / "trainer_state.json", hist, steps,
+                               eval_steps=eval_every)
 
 
 def write_maxent_state(dir: Path, steps: int = 6, eval_every: int = 3, seed: int = 5) -> dict[str, Path]:
@@ -447,8 +447,7 @@ def write_maxent_state(dir: Path, steps: int = 6, eval_every: int = 3, seed: int
         if step % eval_every == 0:
             hist.append({"eval/reward": _r(0.28 + 0.05 * step, 4), "eval/loss": 0.011, "step": step})
     out = {"dir": d, "state": d / "trainer_state.json"}
-    d.mkdir(parents=True, exist_ok=True)
-    out["state"].write_text(json.dumps(trainer_state(hist, steps, {"epoch": 1.0}), indent=2))
+    write_trainer_state(out["state"], hist, steps)
     rc = d / "rich_completions" / "completions_step_000002.json"
     rc.parent.mkdir(parents=True, exist_ok=True)
     rc.write_text(json.dumps({"columns": ["step", "prompt", "completion", "reward"],
@@ -527,35 +526,51 @@ def write_generic(path: Path, steps: int = 10, step_key: str = "iteration", eval
         lines.append(text)
     return _write_lines(Path(path), lines)
 
-SB3_KEYS = ["rollout/ep_len_mean", "rollout/ep_rew_mean", "time/fps", "time/iterations", "time/total_timesteps",
-            "train/approx_kl", "train/clip_fraction", "train/entropy_loss", "train/loss", "train/value_loss"]
-
-
 def write_sb3(dir: Path, seed: int = 0, iters: int = 12) -> Path:
-    """``progress.csv`` as Stable-Baselines3's CSV logger writes it (train/ values empty on the first row)."""
+    """``dir/progress.csv`` written by Stable-Baselines3's own CSV logger (``logger.configure(dir, ["csv"])``), dumped
+    at ``time/total_timesteps`` as PPO's ``learn`` does: ``train/*`` only from the second iteration (PPO's ``train()``
+    records them after the first dump), which makes SB3 rewrite the file from the top. SB3 orders the new keys of a
+    dump by a set difference, so the column order varies from one Python process to the next."""
+    from stable_baselines3.common.logger import configure
+
     rng = random.Random(seed)
-    dir.mkdir(parents=True, exist_ok=True)
-    with open(dir / "progress.csv", "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(SB3_KEYS)
-        for it in range(1, iters + 1):
-            train = ["" if it == 1 else round(rng.random() * x, 4) for x in (0.02, 0.2, -1.4, 50, 100)]
-            w.writerow([200 + it, round(-100 + 3 * it + rng.random(), 3), 1500, it, 2048 * it, *train])
-    return dir / "progress.csv"
+    log = configure(str(dir), ["csv"])
+    for it in range(1, iters + 1):
+        log.record("rollout/ep_len_mean", float(200 + it))
+        log.record("rollout/ep_rew_mean", round(-100 + 3 * it + rng.random(), 3))
+        log.record("time/fps", 1500)
+        log.record("time/iterations", it)
+        log.record("time/total_timesteps", 2048 * it)
+        if it > 1:  # what the previous iteration's train() recorded
+            for key, x in (("approx_kl", 0.02), ("clip_fraction", 0.2), ("entropy_loss", -1.4), ("loss", 50),
+                           ("value_loss", 100)):
+                log.record(f"train/{key}", round(rng.random() * x, 4))
+        log.dump(step=2048 * it)
+    log.close()
+    return Path(dir) / "progress.csv"
 
 
 def write_lightning(dir: Path, seed: int = 10, epochs: int = 4) -> Path:
-    """``metrics.csv`` as Lightning's CSVLogger writes it: train rows, and a val row per epoch."""
+    """``dir/metrics.csv`` written by Lightning's ``CSVLogger`` (its ``log_dir`` is ``dir``), called as the Trainer
+    calls it: ``log_metrics(metrics, step)`` then ``save()``, the values float32 tensors as ``self.log`` makes them,
+    ``epoch`` added by the Trainer. Train rows, then a val row per epoch: its first one brings ``val_acc`` and
+    ``val_loss``, and the logger rewrites the file from the top with the new (sorted) header."""
+    import torch
+    from lightning.fabric.loggers import CSVLogger
+
     rng = random.Random(seed)
-    dir.mkdir(parents=True, exist_ok=True)
-    with open(dir / "metrics.csv", "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["epoch", "step", "train_loss", "val_loss", "val_acc"])
-        for ep in range(epochs):
-            for s in range(10 * ep + 4, 10 * ep + 10, 5):
-                w.writerow([ep, s, round(2 - 0.03 * s + rng.random() / 10, 4), "", ""])
-            w.writerow([ep, 10 * ep + 9, "", round(1.8 - 0.1 * ep, 4), round(0.5 + 0.08 * ep, 4)])
-    return dir / "metrics.csv"
+    dir = Path(dir)
+    logger = CSVLogger(root_dir=dir.parent, name=None, version=dir.name)
+    for ep in range(epochs):
+        for s in range(10 * ep + 4, 10 * ep + 10, 5):
+            logger.log_metrics({"train_loss": torch.tensor(round(2 - 0.03 * s + rng.random() / 10, 4)), "epoch": ep},
+                               step=s)
+            logger.save()
+        logger.log_metrics({"val_loss": torch.tensor(round(1.8 - 0.1 * ep, 4)),
+                            "val_acc": torch.tensor(round(0.5 + 0.08 * ep, 4)), "epoch": ep}, step=10 * ep + 9)
+        logger.save()
+    logger.finalize("success")
+    return Path(logger.log_dir) / "metrics.csv"
 
 
 def tinker_iteration_row(s: int) -> dict[str, Any]:
@@ -573,12 +588,18 @@ def tinker_evaluation_row(s: int) -> dict[str, Any]:
 
 
 def write_sb3_monitor(path: Path, episodes: int, head: str = "") -> None:
-    """stable_baselines3.common.monitor.Monitor's file: a JSON comment line, then r,l,t."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w") as f:
-        f.write(head + '#{"t_start": 1700000000.123, "env_id": "CartPole-v1"}\n' + "r,l,t\n")
-        for i in range(episodes):
-            f.write(f"{10.0 + i},{10 + i},{0.5 * i:.6f}\n")
+    """``path`` (a name ending in ``monitor.csv``) written by Stable-Baselines3's ``monitor.ResultsWriter``, as its
+    ``Monitor`` writes it: a ``#{json}`` comment line, the header ``r,l,t``, one row per episode (the csv module's
+    ``\\r\\n`` line ends after the ``\\n`` of the comment line). ``head``, for the hostile-input tests, is text
+    prepended afterwards to the real file (a BOM, blank lines, a comment): no SB3 writes it."""
+    from stable_baselines3.common.monitor import ResultsWriter
+
+    writer = ResultsWriter(str(path), header={"t_start": 1700000000.123, "env_id": "CartPole-v1"})
+    for i in range(episodes):
+        writer.write_row({"r": round(10.0 + i, 6), "l": 10 + i, "t": round(0.5 * i, 6)})
+    writer.close()
+    if head:
+        path.write_bytes(head.encode() + path.read_bytes())
 
 
 def write_clockless_verl(path: Path, n: int = 200, step_s: float = 72.0) -> Path:

@@ -15,7 +15,7 @@ import pytest
 
 from steptable.ingest import load
 from tests.helpers import printed_steps, run_cli, write_rows
-from tests.trainer_logs import write_sb3_monitor
+from tests.trainer_logs import write_sb3_monitor, write_trainer_state
 
 
 def test_a_deeply_nested_line_is_one_bad_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -44,10 +44,11 @@ def test_console_log_step_past_int64_is_skipped(tmp_path: Path, capsys: pytest.C
 
 
 def _trainer_state(path: Path, steps: range, cut_at: int | None = None) -> None:
+    """Written by transformers' ``TrainerState.save_to_json``; ``cut_at``: then cut there, as found mid-write."""
     hist = [{"step": s, "loss": 1.0 / s, "grad_norm": 0.5, "learning_rate": 1e-6, "epoch": s / 100} for s in steps]
-    text = json.dumps({"log_history": hist, "global_step": steps[-1]}, indent=2)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text[:cut_at] if cut_at else text)
+    write_trainer_state(path, hist, steps[-1], epoch=steps[-1] / 100)
+    if cut_at:
+        path.write_text(path.read_text()[:cut_at])
 
 
 def test_half_written_trainer_state_is_reported_and_the_older_one_shown(

@@ -4,7 +4,6 @@ clockless runs, labels of runs that share an arm."""
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import random
@@ -21,13 +20,13 @@ from tests.cli.helpers import run_summary
 from tests.helpers import age, grpo_rows, run_cli, write_rows
 from tests.summary.helpers import held, lattice, summary_table
 from tests.trainer_logs import (
-    trainer_state,
     write_clockless_verl,
     write_lightning,
     write_routing,
     write_sb3,
     write_tinker,
     write_tinyzero_console,
+    write_trainer_state,
     write_trl_state,
     write_verl,
 )
@@ -95,10 +94,7 @@ def write_trl_noisy(root: Path, steps: int = 40, nan_at: int = 20) -> None:
         if step % 50 == 0:
             hist.append({"epoch": round(step / 400, 4), "eval_loss": _noisy(rng, 0.02), "eval_runtime": 60.1,
                          "eval_reward": 0.4 + step / 1000, "eval_samples_per_second": 2.1, "step": step})
-    state = {"global_step": 5 * steps, "log_history": hist, "max_steps": 5 * steps, "logging_steps": 5}
-    path = root / f"checkpoint-{5 * steps}" / "trainer_state.json"
-    path.parent.mkdir(parents=True)
-    path.write_text(json.dumps(state))
+    write_trainer_state(root / f"checkpoint-{5 * steps}" / "trainer_state.json", hist, 5 * steps, logging_steps=5)
 
 
 def _names(text: str) -> list[str]:
@@ -242,9 +238,7 @@ def _write_trl(d: Path, steps: int, every: int, held: float | None = None) -> No
             hist.append({"step": step, "epoch": round(step / steps, 4), "eval_loss": round(rng.uniform(-0.01, 0.01), 5),
                          "eval_reward": held if held is not None else round(acc + 0.45 + rng.uniform(0, 0.05), 4),
                          "eval_kl": round(0.0004 * step, 6), "eval_entropy": round(0.7 - 0.002 * step, 4)})
-    p = d / f"checkpoint-{steps}" / "trainer_state.json"
-    p.parent.mkdir(parents=True)
-    p.write_text(json.dumps(trainer_state(hist, steps, {"epoch": 1.0, "eval_steps": every})))
+    write_trainer_state(d / f"checkpoint-{steps}" / "trainer_state.json", hist, steps, eval_steps=every)
 
 
 def _summary(d: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, list[str]]:
@@ -342,9 +336,7 @@ def _write_trl_grpo(d: Path, steps: int = 40, every: int = 5) -> None:
                          "eval_kl": round(0.0004 * step, 6), "eval_entropy": round(0.7 - 0.002 * step, 4),
                          "eval_runtime": round(12.5 + rng.uniform(0, 1), 3), "eval_samples_per_second": 10.24,
                          **{f"eval_clip_ratio/{k}": 0.0 for k in _CLIPS}})
-    p = d / f"checkpoint-{steps}" / "trainer_state.json"
-    p.parent.mkdir(parents=True)
-    p.write_text(json.dumps(trainer_state(hist, steps, {"epoch": 1.0, "eval_steps": every})))
+    write_trainer_state(d / f"checkpoint-{steps}" / "trainer_state.json", hist, steps, eval_steps=every)
 
 
 _CLIPS = ("low_mean", "low_min", "high_mean", "high_max", "region_mean")
