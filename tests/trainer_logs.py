@@ -10,7 +10,8 @@ Quirks reproduced (see /work/shared/formats.md):
 - retrain: orjson-compact lines (non-finite -> null), one json.dumps fallback line with a bare NaN, bool and string
   columns, surprisal keys only from step 2 with ``*_entropy_*`` mirrors, resume duplicates of the last steps;
   emergence/steps.jsonl counts; emergence/generations.jsonl with several completions per step.
-- verl: ``{"step": N, "data": {...}}`` envelope, step 0 with validation keys only, an extra top-level key, bare NaN.
+- verl: written by verl's own file logger: the ``{"step":N,"data":{...}}`` envelope (orjson: compact, NaN as null),
+  step 0 with validation keys only.
 - TinyZero: console ``step:N - key:value`` lines behind Ray's ``(main_task pid=N)`` prefix, among unrelated lines
   and a traceback; NaN printed as ``nan``.
 - tinker: json.dumps with spaces and bare NaN; step-0 evaluation inside the training row, later evaluations as
@@ -26,15 +27,21 @@ Quirks reproduced (see /work/shared/formats.md):
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import importlib.util
+import io
 import json
 import math
+import os
 import random
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from steptable.logger.rowjson import encode_row
-from tests.helpers import write_rows
 
 __all__ = [
     "routing_row", "write_all", "write_generic", "write_lightning", "write_maxent_state", "write_retrain",
@@ -167,9 +174,10 @@ def _val(step: int) -> dict[str, float]:
 
 
 def write_verl(path: Path, steps: int = 6, val_every: int = 3, seed: int = 1) -> Path:
-    """verl's file logger output: step 0 validation only, then one enveloped line per step."""
+    """``path`` written by verl's own file logger (``verl_tracking``): step 0 validation only, then one line per step
+    (a NaN grad norm at step 2, written null by its orjson)."""
     rng = random.Random(seed)
-    lines = [json.dumps({"step": 0, "data": _val(0)})]
+    rows: list[tuple[int, dict[str, Any]]] = [(0, _val(0))]
     for step in range(1, steps + 1):
         score = _r(0.2 + 0.06 * step + rng.uniform(-0.02, 0.02), 3)
         data: dict[str, Any] = {
@@ -211,14 +219,53 @@ def write_verl(path: Path, steps: int = 6, val_every: int = 3, seed: int = 1) ->
             "training/epoch": 0,
         }
         if step == 2:
-            data["actor/grad_norm"] = NAN  # json.dumps writes a bare NaN
+            data["actor/grad_norm"] = NAN
         if step % val_every == 0:
             data.update(_val(step))
-        line: dict[str, Any] = {"step": step, "data": data}
-        if step % 2:
-            line["elapsed_seconds"] = _r(75.0 * step, 1)
-        lines.append(json.dumps(line))
-    return _write_lines(Path(path), lines)
+        rows.append((step, data))
+    return write_verl_rows(Path(path), rows)
+
+
+def verl_package() -> Path:
+    """The installed verl package's directory, found without running its ``__init__`` (which imports verl's own
+    dependencies: tensordict, ray...; CI installs verl with ``--no-deps``). Skips the test when verl is missing."""
+    spec = importlib.util.find_spec("verl")
+    if spec is None or not spec.submodule_search_locations:
+        pytest.skip("verl is not installed (pip install --no-deps verl)")
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+@functools.cache
+def verl_tracking() -> Any:
+    """verl's ``verl.utils.tracking`` module (its ``Tracking`` with the ``file`` backend is what the trainer logs
+    through), loaded from the installed source alone: it needs only orjson and packaging."""
+    src = verl_package() / "utils" / "tracking.py"
+    spec = importlib.util.spec_from_file_location("verl_utils_tracking", src)
+    assert spec is not None and spec.loader is not None, src
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def write_verl_rows(path: Path, rows: Iterable[tuple[int, Mapping[str, Any]]]) -> Path:
+    """``path`` written by verl's ``Tracking(default_backend=["file"])`` as its trainer calls it,
+    ``log(data=metrics, step=step)`` for each ``(step, metrics)`` of ``rows``; the file logger finds its path in
+    ``VERL_FILE_LOGGER_PATH`` (set for the call) and prints it (kept out of the test's output)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    before = os.environ.get("VERL_FILE_LOGGER_PATH")
+    os.environ["VERL_FILE_LOGGER_PATH"] = str(path)
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            tracker = verl_tracking().Tracking(path.parent.name, path.stem, default_backend=["file"])
+    finally:
+        if before is None:
+            del os.environ["VERL_FILE_LOGGER_PATH"]
+        else:
+            os.environ["VERL_FILE_LOGGER_PATH"] = before
+    for step, data in rows:
+        tracker.log(data=dict(data), step=step)
+    tracker.finish()
+    return path
 
 
 # ---------------------------------------------------------------------------------------------------- TinyZero
@@ -605,7 +652,6 @@ def write_sb3_monitor(path: Path, episodes: int, head: str = "") -> None:
 def write_clockless_verl(path: Path, n: int = 200, step_s: float = 72.0) -> Path:
     """verl's file logger rows without a clock (``timing_s/step`` says a step takes ``step_s``)."""
     rng = random.Random(0)
-    write_rows(path, [{"step": s, "data": {"actor/pg_loss": rng.gauss(0, 0.1),
-                                           "critic/score/mean": 0.5 + rng.gauss(0, 0.05),
-                                           "timing_s/step": step_s + rng.gauss(0, 2)}} for s in range(1, n + 1)])
-    return path
+    return write_verl_rows(path, [(s, {"actor/pg_loss": rng.gauss(0, 0.1),
+                                       "critic/score/mean": 0.5 + rng.gauss(0, 0.05),
+                                       "timing_s/step": step_s + rng.gauss(0, 2)}) for s in range(1, n + 1)])
