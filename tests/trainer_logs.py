@@ -44,9 +44,9 @@ import pytest
 from steptable.logger.rowjson import encode_row
 
 __all__ = [
-    "routing_row", "write_all", "write_generic", "write_lightning", "write_maxent_state", "write_retrain",
-    "write_routing", "write_sb3", "write_sb3_monitor", "write_tinker", "write_tinyzero_console", "write_trainer_state",
-    "write_trl_state", "write_verl",
+    "routing_row", "write_all", "write_generic", "write_lightning", "write_lightning_rows", "write_maxent_state",
+    "write_retrain", "write_routing", "write_sb3", "write_sb3_monitor", "write_sb3_rows", "write_tinker",
+    "write_tinyzero_console", "write_trainer_state", "write_trl_state", "write_verl", "write_verl_rows",
 ]
 
 NAN = float("nan")
@@ -573,51 +573,68 @@ def write_generic(path: Path, steps: int = 10, step_key: str = "iteration", eval
         lines.append(text)
     return _write_lines(Path(path), lines)
 
-def write_sb3(dir: Path, seed: int = 0, iters: int = 12) -> Path:
-    """``dir/progress.csv`` written by Stable-Baselines3's own CSV logger (``logger.configure(dir, ["csv"])``), dumped
-    at ``time/total_timesteps`` as PPO's ``learn`` does: ``train/*`` only from the second iteration (PPO's ``train()``
-    records them after the first dump), which makes SB3 rewrite the file from the top. SB3 orders the new keys of a
-    dump by a set difference, so the column order varies from one Python process to the next."""
+def write_sb3_rows(dir: Path, rows: Iterable[Mapping[str, Any]], step_key: str = "time/total_timesteps") -> Path:
+    """``dir/progress.csv`` written by Stable-Baselines3's own CSV logger (``logger.configure(dir, ["csv"])``): each
+    row recorded key by key and dumped at its ``step_key`` value, as an algorithm's ``learn`` does. A row bringing
+    keys the file lacks makes SB3 rewrite the file from the top; it orders the new keys of a dump by a set
+    difference, so the column order varies from one Python process to the next."""
     from stable_baselines3.common.logger import configure
 
-    rng = random.Random(seed)
     log = configure(str(dir), ["csv"])
-    for it in range(1, iters + 1):
-        log.record("rollout/ep_len_mean", float(200 + it))
-        log.record("rollout/ep_rew_mean", round(-100 + 3 * it + rng.random(), 3))
-        log.record("time/fps", 1500)
-        log.record("time/iterations", it)
-        log.record("time/total_timesteps", 2048 * it)
-        if it > 1:  # what the previous iteration's train() recorded
-            for key, x in (("approx_kl", 0.02), ("clip_fraction", 0.2), ("entropy_loss", -1.4), ("loss", 50),
-                           ("value_loss", 100)):
-                log.record(f"train/{key}", round(rng.random() * x, 4))
-        log.dump(step=2048 * it)
+    for row in rows:
+        for key, value in row.items():
+            log.record(key, value)
+        log.dump(step=int(row.get(step_key, 0)))
     log.close()
     return Path(dir) / "progress.csv"
 
 
-def write_lightning(dir: Path, seed: int = 10, epochs: int = 4) -> Path:
+def write_sb3(dir: Path, seed: int = 0, iters: int = 12) -> Path:
+    """``dir/progress.csv`` of a PPO run (``write_sb3_rows``): ``train/*`` only from the second iteration, as PPO's
+    ``train()`` records them after the first dump, which makes SB3 rewrite the file from the top."""
+    rng = random.Random(seed)
+    rows: list[dict[str, Any]] = []
+    for it in range(1, iters + 1):
+        row: dict[str, Any] = {"rollout/ep_len_mean": float(200 + it),
+                               "rollout/ep_rew_mean": round(-100 + 3 * it + rng.random(), 3), "time/fps": 1500,
+                               "time/iterations": it, "time/total_timesteps": 2048 * it}
+        if it > 1:  # what the previous iteration's train() recorded
+            for key, x in (("approx_kl", 0.02), ("clip_fraction", 0.2), ("entropy_loss", -1.4), ("loss", 50),
+                           ("value_loss", 100)):
+                row[f"train/{key}"] = round(rng.random() * x, 4)
+        rows.append(row)
+    return write_sb3_rows(dir, rows)
+
+
+def write_lightning_rows(dir: Path, rows: Iterable[tuple[int, Mapping[str, Any]]]) -> Path:
     """``dir/metrics.csv`` written by Lightning's ``CSVLogger`` (its ``log_dir`` is ``dir``), called as the Trainer
-    calls it: ``log_metrics(metrics, step)`` then ``save()``, the values float32 tensors as ``self.log`` makes them,
-    ``epoch`` added by the Trainer. Train rows, then a val row per epoch: its first one brings ``val_acc`` and
-    ``val_loss``, and the logger rewrites the file from the top with the new (sorted) header."""
-    import torch
+    calls it for each ``(step, metrics)`` of ``rows``: ``log_metrics(metrics, step)`` then ``save()``. A row bringing
+    a new key makes the logger rewrite the file from the top with the new header (sorted)."""
     from lightning.fabric.loggers import CSVLogger
 
-    rng = random.Random(seed)
     dir = Path(dir)
     logger = CSVLogger(root_dir=dir.parent, name=None, version=dir.name)
-    for ep in range(epochs):
-        for s in range(10 * ep + 4, 10 * ep + 10, 5):
-            logger.log_metrics({"train_loss": torch.tensor(round(2 - 0.03 * s + rng.random() / 10, 4)), "epoch": ep},
-                               step=s)
-            logger.save()
-        logger.log_metrics({"val_loss": torch.tensor(round(1.8 - 0.1 * ep, 4)),
-                            "val_acc": torch.tensor(round(0.5 + 0.08 * ep, 4)), "epoch": ep}, step=10 * ep + 9)
+    for step, metrics in rows:
+        logger.log_metrics(dict(metrics), step=step)
         logger.save()
     logger.finalize("success")
     return Path(logger.log_dir) / "metrics.csv"
+
+
+def write_lightning(dir: Path, seed: int = 10, epochs: int = 4) -> Path:
+    """``dir/metrics.csv`` of a Lightning run (``write_lightning_rows``): the values float32 tensors as ``self.log``
+    makes them, ``epoch`` added by the Trainer. Train rows, then a val row per epoch: its first one brings ``val_acc``
+    and ``val_loss``, which rewrites the file from the top."""
+    import torch
+
+    rng = random.Random(seed)
+    rows: list[tuple[int, dict[str, Any]]] = []
+    for ep in range(epochs):
+        for s in range(10 * ep + 4, 10 * ep + 10, 5):
+            rows.append((s, {"train_loss": torch.tensor(round(2 - 0.03 * s + rng.random() / 10, 4)), "epoch": ep}))
+        rows.append((10 * ep + 9, {"val_loss": torch.tensor(round(1.8 - 0.1 * ep, 4)),
+                                   "val_acc": torch.tensor(round(0.5 + 0.08 * ep, 4)), "epoch": ep}))
+    return write_lightning_rows(dir, rows)
 
 
 def tinker_iteration_row(s: int) -> dict[str, Any]:

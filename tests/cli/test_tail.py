@@ -14,6 +14,7 @@ import pytest
 from tests.cli.helpers import Live, block_titles, write_wide_run
 from tests.helpers import run_cli, write_rows
 from tests.schemas.helpers import seen
+from tests.trainer_logs import write_lightning_rows, write_trainer_state
 
 HOSTILE = "evil\x1b[2J\x1b]0;title\x07\x1b]52;c;ZXZpbA==\x07\u202e[bold red]markup[/]"
 
@@ -99,9 +100,9 @@ def test_steps_are_shown_exactly(tmp_path: Path, capsys: pytest.CaptureFixture[s
 
 
 def test_trainer_state_steps_are_shown_exactly(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    state = {"log_history": [{"step": s, "loss": 2e-6, "grad_norm": 0.5, "learning_rate": 1e-5}
-                             for s in (499_998, 499_999, 500_000)]}
-    (tmp_path / "trainer_state.json").write_text(json.dumps(state))
+    write_trainer_state(tmp_path / "trainer_state.json", [{"step": s, "loss": 2e-6, "grad_norm": 0.5,
+                                                           "learning_rate": 1e-5} for s in (499_998, 499_999, 500_000)],
+                        500_000)
     rc, out, _ = run_cli(["tail", str(tmp_path)], capsys)
     assert rc == 0 and all(f"\n{s} " in out for s in (499_998, 499_999, 500_000)), out
 
@@ -381,18 +382,14 @@ def test_tail_keeps_number_like_text_as_written(tmp_path: Path, capsys: pytest.C
 SWEEP = Path("exps/2024-06-01_resnet50_cifar10_sweep/lr_0.001/lightning_logs")
 
 
-def _lightning(path: Path, steps: range) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    lines = ["epoch,step,train_loss", *(f"0,{s},{1 / (s + 1)}" for s in steps)]
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
 def test_tail_tells_two_lightning_versions_apart(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    _lightning(SWEEP / "version_0" / "metrics.csv", range(0, 10))
-    _lightning(SWEEP / "version_1" / "metrics.csv", range(10, 20))
+    for version, steps in (("version_0", range(0, 10)), ("version_1", range(10, 20))):
+        write_lightning_rows(SWEEP / version, [(s, {"train_loss": 1 / (s + 1), "epoch": 0}) for s in steps])
     rc, out, _ = run_cli(["tail", "-n", "2", "exps"], capsys)
     titles = block_titles(out)
     assert rc == 0 and len(titles) == 2, out
