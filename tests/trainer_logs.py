@@ -44,9 +44,24 @@ import pytest
 from steptable.logger.rowjson import encode_row
 
 __all__ = [
-    "routing_row", "write_all", "write_generic", "write_lightning", "write_lightning_rows", "write_maxent_state",
-    "write_retrain", "write_routing", "write_sb3", "write_sb3_monitor", "write_sb3_rows", "write_tinker",
-    "write_tinyzero_console", "write_trainer_state", "write_trl_state", "write_verl", "write_verl_rows",
+    "append_verl_row",
+    "routing_row",
+    "write_all",
+    "write_generic",
+    "write_lightning",
+    "write_lightning_rows",
+    "write_maxent_state",
+    "write_retrain",
+    "write_routing",
+    "write_sb3",
+    "write_sb3_monitor",
+    "write_sb3_rows",
+    "write_tinker",
+    "write_tinyzero_console",
+    "write_trainer_state",
+    "write_trl_state",
+    "write_verl",
+    "write_verl_rows",
 ]
 
 NAN = float("nan")
@@ -266,6 +281,17 @@ def write_verl_rows(path: Path, rows: Iterable[tuple[int, Mapping[str, Any]]]) -
         tracker.log(data=dict(data), step=step)
     tracker.finish()
     return path
+
+
+def append_verl_row(path: Path, step: int, data: Mapping[str, Any]) -> None:
+    """One more line on ``path`` by verl's ``FileLogger.log``, as a running trainer adds it (the logger's own
+    constructor would truncate the file: the method is run on the file opened for appending)."""
+    logger = object.__new__(verl_tracking().FileLogger)
+    logger.fp = open(path, "ab", buffering=0)
+    try:
+        logger.log(dict(data), step)
+    finally:
+        logger.fp.close()
 
 
 # ---------------------------------------------------------------------------------------------------- TinyZero
@@ -573,20 +599,21 @@ def write_generic(path: Path, steps: int = 10, step_key: str = "iteration", eval
         lines.append(text)
     return _write_lines(Path(path), lines)
 
-def write_sb3_rows(dir: Path, rows: Iterable[Mapping[str, Any]], step_key: str = "time/total_timesteps") -> Path:
-    """``dir/progress.csv`` written by Stable-Baselines3's own CSV logger (``logger.configure(dir, ["csv"])``): each
-    row recorded key by key and dumped at its ``step_key`` value, as an algorithm's ``learn`` does. A row bringing
-    keys the file lacks makes SB3 rewrite the file from the top; it orders the new keys of a dump by a set
+def write_sb3_rows(dir: Path, rows: Iterable[Mapping[str, Any]], step_key: str = "time/total_timesteps",
+                   fmt: str = "csv") -> Path:
+    """``dir/progress.<fmt>`` written by Stable-Baselines3's own logger (``logger.configure(dir, [fmt])``, ``csv`` or
+    ``json``): each row recorded key by key and dumped at its ``step_key`` value, as an algorithm's ``learn`` does.
+    A row bringing keys a CSV lacks makes SB3 rewrite it from the top; it orders the new keys of a dump by a set
     difference, so the column order varies from one Python process to the next."""
     from stable_baselines3.common.logger import configure
 
-    log = configure(str(dir), ["csv"])
+    log = configure(str(dir), [fmt])
     for row in rows:
         for key, value in row.items():
             log.record(key, value)
         log.dump(step=int(row.get(step_key, 0)))
     log.close()
-    return Path(dir) / "progress.csv"
+    return Path(dir) / f"progress.{fmt}"
 
 
 def write_sb3(dir: Path, seed: int = 0, iters: int = 12) -> Path:

@@ -15,7 +15,7 @@ import pytest
 from steptable.alerts.engine import AlertEngine
 from tests.alerts.helpers import diverged
 from tests.helpers import age, run_cli, write, write_rows
-from tests.trainer_logs import write_trainer_state
+from tests.trainer_logs import write_trainer_state, write_verl_rows
 
 
 @pytest.mark.parametrize("case", ["done", "supervised_done", "eval_row_last", "clockless_no_step_time",
@@ -36,8 +36,8 @@ def test_no_stall_where_the_run_says_it_finished_or_nothing_tells_its_pace(tmp_p
         write_rows(path, rows)
     elif case == "long_steps":  # validation and a checkpoint every 50th step: 1,300 s; 15 minutes into one
         path = tmp_path / "v" / "exp.jsonl"
-        write_rows(path, [{"step": s, "data": {"actor/pg_loss": 0.1 * (s % 3), "timing_s/step":
-                                               1300.0 if s % 50 == 0 else 60.0}} for s in range(1, 200)])
+        write_verl_rows(path, [(s, {"actor/pg_loss": 0.1 * (s % 3), "timing_s/step": 1300.0 if s % 50 == 0 else 60.0})
+                               for s in range(1, 200)])
         age(path, 15 * 60)
         rc, out, err = run_cli(["summary", str(tmp_path)], capsys)
         assert rc == 0 and "stalled" not in out, (out, err)

@@ -29,6 +29,7 @@ from tests.trainer_logs import (
     write_trainer_state,
     write_trl_state,
     write_verl,
+    write_verl_rows,
 )
 
 Cap = pytest.CaptureFixture[str]
@@ -46,7 +47,7 @@ def write_verl_real(path: Path, steps: int = 40, val_every: int = 10, seed: int 
         return {"val-core/openai/gsm8k/reward/mean@1": _noisy(rng, 0.4 + s / 200),
                 "val-aux/openai/gsm8k/score/mean@1": _noisy(rng, 0.4 + s / 200)}
 
-    rows: list[dict[str, Any]] = [{"step": 0, "data": val(0)}]
+    rows: list[tuple[int, dict[str, Any]]] = [(0, val(0))]
     for s in range(1, steps + 1):
         d: dict[str, Any] = {}
         for key, x in [("actor/entropy", 0.5), ("actor/kl_loss", 0.001 * s), ("actor/pg_loss", -0.01),
@@ -66,8 +67,8 @@ def write_verl_real(path: Path, steps: int = 40, val_every: int = 10, seed: int 
         d.update({"actor/lr": 1e-6, "actor/kl_coef": 0.001, "training/global_step": s, "training/epoch": s // 20})
         if s % val_every == 0:
             d.update(val(s))
-        rows.append({"step": s, "data": d})
-    write_rows(path, rows)
+        rows.append((s, d))
+    write_verl_rows(path, rows)
 
 
 def write_trl_noisy(root: Path, steps: int = 40, nan_at: int = 20) -> None:
@@ -389,8 +390,8 @@ def test_summary_of_a_clockless_run_reads_stalled_within_the_window_and_idle_aft
     step times, within the stall window) stalled; one last written 3 hours ago is idle since then, not an alert."""
     path = tmp_path / "verl" / "exp.jsonl"
     rng = random.Random(3)
-    write_rows(path, [{"step": s, "data": {"actor/pg_loss": rng.gauss(0.1, 0.02), "timing_s/step": 72.0 + rng.random()}}
-                      for s in range(1, 201)])
+    write_verl_rows(path, [(s, {"actor/pg_loss": rng.gauss(0.1, 0.02), "timing_s/step": 72.0 + rng.random()})
+                           for s in range(1, 201)])
     t = time.time() - 20 * 60
     os.utime(path, (t, t))
     out = run_summary(tmp_path, capsys)
@@ -624,7 +625,7 @@ def test_summary_leaves_out_keys_a_schema_keeps_out_of_its_table(
 ) -> None:
     """verl's training/global_step and tinker's progress/batch are the step again: rows an agent pays for."""
     verl = {"critic/score/mean": 0.5, "actor/pg_loss": 0.1, "actor/entropy": 0.6, "critic/rewards/mean": 0.5}
-    rows = [{"step": s, "data": {**verl, "actor/pg_loss": 0.1 * s, "training/global_step": s}} for s in range(30)]
-    write_rows(tmp_path / "v" / "exp.jsonl", rows)
+    write_verl_rows(tmp_path / "v" / "exp.jsonl",
+                    [(s, {**verl, "actor/pg_loss": 0.1 * s, "training/global_step": s}) for s in range(30)])
     rc, out, _ = run_cli(["summary", str(tmp_path)], capsys)
     assert rc == 0 and "pg_loss" in out and "global_step" not in out, out
