@@ -1,7 +1,11 @@
 """Generators of training-log fixtures in each trainer's real on-disk format, quirks included.
 
 Every writer is deterministic (seeded) and writes into a directory the caller owns (``tmp_path``). Values are
-rounded so rendered output is stable across platforms. Shared by the schema, ingest, command and app tests::
+rounded so rendered output is stable across platforms. Where the trainer's own library is a test dependency (the
+``[test]`` extra; verl: CI's ``pip install --no-deps verl``) the file is written by that library's writer, never
+imitated: Stable-Baselines3, Lightning, transformers' TrainerState, verl's file logger. The others (retrain,
+TinyZero, tinker-cookbook, MaxEnt's tables) are not installable here and are written as their code writes them.
+Shared by the schema, ingest, command and app tests::
 
     from tests.trainer_logs import write_verl
     path = write_verl(tmp_path / "proj" / "exp.jsonl", steps=6)
@@ -16,52 +20,32 @@ Quirks reproduced (see /work/shared/formats.md):
   and a traceback; NaN printed as ``nan``.
 - tinker: json.dumps with spaces and bare NaN; step-0 evaluation inside the training row, later evaluations as
   separate sparse rows repeating a step; config.json, checkpoints.jsonl, rollout summaries, timing spans.
-- TRL: checkpoint-N/trainer_state.json (indent=2) whose log_history mixes train, eval and the final summary entry;
-  bare NaN and null.
+- TRL: checkpoint-N/trainer_state.json (TrainerState.save_to_json: every key sorted, indent=2) whose log_history
+  mixes train, eval and the final summary entry; bare NaN and null.
 - MaxEnt-GRPO: trainer_state.json with train/ and eval/ keys, non-finite values dropped; rich_completions tables.
 - routing: one metrics.jsonl per arm written the way StepLogger's RunWriter writes it, fractions as [n, d].
 - generic: an ``iteration`` step key, sparse evaluation keys, a string phase, nested dicts, list values, a key with
   a space, and the three spellings of NaN.
-- Stable-Baselines3's ``progress.csv`` and Lightning's CSVLogger ``metrics.csv``.
+- Stable-Baselines3's ``progress.csv`` (rewritten from the top when ``train/*`` appears, columns in set order) and
+  ``monitor.csv``; Lightning's CSVLogger ``metrics.csv`` (sorted header, rewritten when the val keys appear).
 """
 
 from __future__ import annotations
 
-import contextlib
-import functools
-import importlib.util
-import io
 import json
 import math
-import os
 import random
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from steptable.logger.rowjson import encode_row
+from tests.library_logs import write_lightning_rows, write_sb3_rows, write_trainer_state, write_verl_rows
 
 __all__ = [
-    "append_verl_row",
-    "routing_row",
-    "write_all",
-    "write_generic",
-    "write_lightning",
-    "write_lightning_rows",
-    "write_maxent_state",
-    "write_retrain",
-    "write_routing",
-    "write_sb3",
-    "write_sb3_monitor",
-    "write_sb3_rows",
-    "write_tinker",
-    "write_tinyzero_console",
-    "write_trainer_state",
-    "write_trl_state",
+    "routing_row", "write_all", "write_generic", "write_lightning", "write_maxent_state", "write_retrain",
+    "write_routing", "write_sb3", "write_sb3_monitor", "write_tinker", "write_tinyzero_console", "write_trl_state",
     "write_verl",
-    "write_verl_rows",
 ]
 
 NAN = float("nan")
@@ -241,59 +225,6 @@ def write_verl(path: Path, steps: int = 6, val_every: int = 3, seed: int = 1) ->
     return write_verl_rows(Path(path), rows)
 
 
-def verl_package() -> Path:
-    """The installed verl package's directory, found without running its ``__init__`` (which imports verl's own
-    dependencies: tensordict, ray...; CI installs verl with ``--no-deps``). Skips the test when verl is missing."""
-    spec = importlib.util.find_spec("verl")
-    if spec is None or not spec.submodule_search_locations:
-        pytest.skip("verl is not installed (pip install --no-deps verl)")
-    return Path(next(iter(spec.submodule_search_locations)))
-
-
-@functools.cache
-def verl_tracking() -> Any:
-    """verl's ``verl.utils.tracking`` module (its ``Tracking`` with the ``file`` backend is what the trainer logs
-    through), loaded from the installed source alone: it needs only orjson and packaging."""
-    src = verl_package() / "utils" / "tracking.py"
-    spec = importlib.util.spec_from_file_location("verl_utils_tracking", src)
-    assert spec is not None and spec.loader is not None, src
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def write_verl_rows(path: Path, rows: Iterable[tuple[int, Mapping[str, Any]]]) -> Path:
-    """``path`` written by verl's ``Tracking(default_backend=["file"])`` as its trainer calls it,
-    ``log(data=metrics, step=step)`` for each ``(step, metrics)`` of ``rows``; the file logger finds its path in
-    ``VERL_FILE_LOGGER_PATH`` (set for the call) and prints it (kept out of the test's output)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    before = os.environ.get("VERL_FILE_LOGGER_PATH")
-    os.environ["VERL_FILE_LOGGER_PATH"] = str(path)
-    try:
-        with contextlib.redirect_stdout(io.StringIO()):
-            tracker = verl_tracking().Tracking(path.parent.name, path.stem, default_backend=["file"])
-    finally:
-        if before is None:
-            del os.environ["VERL_FILE_LOGGER_PATH"]
-        else:
-            os.environ["VERL_FILE_LOGGER_PATH"] = before
-    for step, data in rows:
-        tracker.log(data=dict(data), step=step)
-    tracker.finish()
-    return path
-
-
-def append_verl_row(path: Path, step: int, data: Mapping[str, Any]) -> None:
-    """One more line on ``path`` by verl's ``FileLogger.log``, as a running trainer adds it (the logger's own
-    constructor would truncate the file: the method is run on the file opened for appending)."""
-    logger = object.__new__(verl_tracking().FileLogger)
-    logger.fp = open(path, "ab", buffering=0)
-    try:
-        logger.log(dict(data), step)
-    finally:
-        logger.fp.close()
-
-
 # ---------------------------------------------------------------------------------------------------- TinyZero
 
 
@@ -443,20 +374,6 @@ def write_all(dir: Path) -> dict[str, Path]:
     }
 
 
-def write_trainer_state(path: Path, log_history: Sequence[Mapping[str, Any]], steps: int, epoch: float = 1.0,
-                        eval_steps: int | None = None, logging_steps: int = 1) -> Path:
-    """``path`` written by ``transformers.TrainerState.save_to_json`` (HF's own writer: every key sorted, indent=2,
-    bare NaN, null for None) for a run of ``steps`` steps that logged ``log_history``."""
-    from transformers import TrainerState
-
-    every = {} if eval_steps is None else {"eval_steps": eval_steps}  # (HF leaves its default when none is set)
-    state = TrainerState(epoch=epoch, global_step=steps, max_steps=steps, logging_steps=logging_steps, save_steps=steps,
-                         train_batch_size=8, num_train_epochs=1, log_history=[dict(e) for e in log_history], **every)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    state.save_to_json(str(path))
-    return path
-
-
 def write_trl_state(dir: Path, steps: int = 6, eval_every: int = 3, seed: int = 4) -> Path:
     """``dir/checkpoint-<steps>/trainer_state.json`` of a TRL GRPOTrainer run (train, eval and summary entries)."""
     rng = random.Random(seed)
@@ -599,23 +516,6 @@ def write_generic(path: Path, steps: int = 10, step_key: str = "iteration", eval
         lines.append(text)
     return _write_lines(Path(path), lines)
 
-def write_sb3_rows(dir: Path, rows: Iterable[Mapping[str, Any]], step_key: str = "time/total_timesteps",
-                   fmt: str = "csv") -> Path:
-    """``dir/progress.<fmt>`` written by Stable-Baselines3's own logger (``logger.configure(dir, [fmt])``, ``csv`` or
-    ``json``): each row recorded key by key and dumped at its ``step_key`` value, as an algorithm's ``learn`` does.
-    A row bringing keys a CSV lacks makes SB3 rewrite it from the top; it orders the new keys of a dump by a set
-    difference, so the column order varies from one Python process to the next."""
-    from stable_baselines3.common.logger import configure
-
-    log = configure(str(dir), [fmt])
-    for row in rows:
-        for key, value in row.items():
-            log.record(key, value)
-        log.dump(step=int(row.get(step_key, 0)))
-    log.close()
-    return Path(dir) / f"progress.{fmt}"
-
-
 def write_sb3(dir: Path, seed: int = 0, iters: int = 12) -> Path:
     """``dir/progress.csv`` of a PPO run (``write_sb3_rows``): ``train/*`` only from the second iteration, as PPO's
     ``train()`` records them after the first dump, which makes SB3 rewrite the file from the top."""
@@ -631,21 +531,6 @@ def write_sb3(dir: Path, seed: int = 0, iters: int = 12) -> Path:
                 row[f"train/{key}"] = round(rng.random() * x, 4)
         rows.append(row)
     return write_sb3_rows(dir, rows)
-
-
-def write_lightning_rows(dir: Path, rows: Iterable[tuple[int, Mapping[str, Any]]]) -> Path:
-    """``dir/metrics.csv`` written by Lightning's ``CSVLogger`` (its ``log_dir`` is ``dir``), called as the Trainer
-    calls it for each ``(step, metrics)`` of ``rows``: ``log_metrics(metrics, step)`` then ``save()``. A row bringing
-    a new key makes the logger rewrite the file from the top with the new header (sorted)."""
-    from lightning.fabric.loggers import CSVLogger
-
-    dir = Path(dir)
-    logger = CSVLogger(root_dir=dir.parent, name=None, version=dir.name)
-    for step, metrics in rows:
-        logger.log_metrics(dict(metrics), step=step)
-        logger.save()
-    logger.finalize("success")
-    return Path(logger.log_dir) / "metrics.csv"
 
 
 def write_lightning(dir: Path, seed: int = 10, epochs: int = 4) -> Path:
@@ -675,7 +560,6 @@ def tinker_evaluation_row(s: int) -> dict[str, Any]:
     of its own (``time/total`` is the evaluation's)."""
     return {"step": s, "test/env/all/reward/total": 0.75, "test/env/all/correct": 0.7,
             "time/run_evaluations_parallel": 75.0, "time/total": 75.3}
-
 
 
 def write_sb3_monitor(path: Path, episodes: int, head: str = "") -> None:

@@ -23,9 +23,9 @@ from steptable.ingest import Follower
 from steptable.schemafiles.resolve import by_schema
 from steptable.schemas import layout
 from tests.app.helpers import manual_app, static_text, sync
+from tests.library_logs import append_verl_row
 from tests.logger.helpers import CUSTOM_COLS, log_rows
 from tests.trainer_logs import (
-    append_verl_row,
     write_lightning,
     write_maxent_state,
     write_routing,

@@ -20,7 +20,7 @@ from steptable.cli.tail import whole_if_needed
 from steptable.cli.tailout import Tail
 from steptable.ingest import Follower
 from tests.helpers import run_cli, write_rows
-from tests.trainer_logs import write_verl_rows
+from tests.library_logs import write_verl_rows
 
 
 class Live:

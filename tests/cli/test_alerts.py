@@ -15,7 +15,7 @@ import pytest
 from steptable.alerts.engine import AlertEngine
 from tests.alerts.helpers import diverged
 from tests.helpers import age, run_cli, write, write_rows
-from tests.trainer_logs import write_trainer_state, write_verl_rows
+from tests.library_logs import write_trainer_state, write_verl_rows
 
 
 @pytest.mark.parametrize("case", ["done", "supervised_done", "eval_row_last", "clockless_no_step_time",

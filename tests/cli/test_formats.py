@@ -16,13 +16,8 @@ import pytest
 
 from steptable.ingest import load
 from tests.helpers import printed_steps, run_cli, write_rows
-from tests.trainer_logs import (
-    write_lightning_rows,
-    write_sb3_monitor,
-    write_sb3_rows,
-    write_trainer_state,
-    write_verl_rows,
-)
+from tests.library_logs import write_lightning_rows, write_sb3_rows, write_trainer_state, write_verl_rows
+from tests.trainer_logs import write_sb3_monitor
 
 
 def test_a_deeply_nested_line_is_one_bad_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

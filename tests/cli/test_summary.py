@@ -18,6 +18,7 @@ from steptable.cli.main import main
 from steptable.table.formatting import display_width
 from tests.cli.helpers import run_summary
 from tests.helpers import age, grpo_rows, run_cli, write_rows
+from tests.library_logs import write_trainer_state, write_verl_rows
 from tests.summary.helpers import held, lattice, summary_table
 from tests.trainer_logs import (
     write_clockless_verl,
@@ -26,10 +27,8 @@ from tests.trainer_logs import (
     write_sb3,
     write_tinker,
     write_tinyzero_console,
-    write_trainer_state,
     write_trl_state,
     write_verl,
-    write_verl_rows,
 )
 
 Cap = pytest.CaptureFixture[str]

@@ -19,15 +19,8 @@ from steptable.schemafiles.resolve import by_schema
 from steptable.schemas import SCHEMAS
 from steptable.schemas.headers import short_headers
 from tests.helpers import run_cli, write_rows
-from tests.trainer_logs import (
-    tinker_evaluation_row,
-    tinker_iteration_row,
-    write_retrain,
-    write_tinker,
-    write_trainer_state,
-    write_verl,
-    write_verl_rows,
-)
+from tests.library_logs import write_trainer_state, write_verl_rows
+from tests.trainer_logs import tinker_evaluation_row, tinker_iteration_row, write_retrain, write_tinker, write_verl
 
 NAN = float("nan")
 

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from tests.ingest.writers import run_writer
-from tests.trainer_logs import verl_package
+from tests.library_logs import verl_package
 
 
 def verl_write_generations() -> Callable[..., None]:

@@ -13,7 +13,7 @@ from steptable.alerts.replaced import read_replaced
 from steptable.ingest import Follower, RunStore
 from steptable.ingest.parsed import Parsed
 from steptable.ingest.readers.jsonl import JsonlParser
-from tests.trainer_logs import write_trainer_state
+from tests.library_logs import write_trainer_state
 
 
 def followed(root: Path) -> tuple[Follower, RunStore]:

@@ -9,7 +9,7 @@ import pytest
 
 from steptable.ingest.files.follow import load
 from steptable.table.stepkeys import is_step_key, norm_step_key, step_key_among
-from tests.trainer_logs import write_sb3_rows
+from tests.library_logs import write_sb3_rows
 
 
 @pytest.mark.parametrize("key", ["total timesteps", "Total-Timesteps", "total_timesteps", "totalTimesteps",

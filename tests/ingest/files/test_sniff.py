@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 
 from steptable.ingest.files.sniff import log_kind, sniff_jsonl, starts_like_jsonl
-from tests.trainer_logs import write_verl_rows
+from tests.library_logs import write_verl_rows
 
 
 def _w(path: Path, text: str) -> Path:
