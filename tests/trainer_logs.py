@@ -1,7 +1,11 @@
 """Generators of training-log fixtures in each trainer's real on-disk format, quirks included.
 
 Every writer is deterministic (seeded) and writes into a directory the caller owns (``tmp_path``). Values are
-rounded so rendered output is stable across platforms. Shared by the schema, ingest, command and app tests::
+rounded so rendered output is stable across platforms. Where the trainer's own library is a test dependency (the
+``[test]`` extra; verl: CI's ``pip install --no-deps verl``) the file is written by that library's writer, never
+imitated: Stable-Baselines3, Lightning, transformers' TrainerState, verl's file logger. The others (retrain,
+TinyZero, tinker-cookbook, MaxEnt's tables) are not installable here and are written as their code writes them.
+Shared by the schema, ingest, command and app tests::
 
     from tests.trainer_logs import write_verl
     path = write_verl(tmp_path / "proj" / "exp.jsonl", steps=6)
@@ -10,23 +14,24 @@ Quirks reproduced (see /work/shared/formats.md):
 - retrain: orjson-compact lines (non-finite -> null), one json.dumps fallback line with a bare NaN, bool and string
   columns, surprisal keys only from step 2 with ``*_entropy_*`` mirrors, resume duplicates of the last steps;
   emergence/steps.jsonl counts; emergence/generations.jsonl with several completions per step.
-- verl: ``{"step": N, "data": {...}}`` envelope, step 0 with validation keys only, an extra top-level key, bare NaN.
+- verl: written by verl's own file logger: the ``{"step":N,"data":{...}}`` envelope (orjson: compact, NaN as null),
+  step 0 with validation keys only.
 - TinyZero: console ``step:N - key:value`` lines behind Ray's ``(main_task pid=N)`` prefix, among unrelated lines
   and a traceback; NaN printed as ``nan``.
 - tinker: json.dumps with spaces and bare NaN; step-0 evaluation inside the training row, later evaluations as
   separate sparse rows repeating a step; config.json, checkpoints.jsonl, rollout summaries, timing spans.
-- TRL: checkpoint-N/trainer_state.json (indent=2) whose log_history mixes train, eval and the final summary entry;
-  bare NaN and null.
+- TRL: checkpoint-N/trainer_state.json (TrainerState.save_to_json: every key sorted, indent=2) whose log_history
+  mixes train, eval and the final summary entry; bare NaN and null.
 - MaxEnt-GRPO: trainer_state.json with train/ and eval/ keys, non-finite values dropped; rich_completions tables.
 - routing: one metrics.jsonl per arm written the way StepLogger's RunWriter writes it, fractions as [n, d].
 - generic: an ``iteration`` step key, sparse evaluation keys, a string phase, nested dicts, list values, a key with
   a space, and the three spellings of NaN.
-- Stable-Baselines3's ``progress.csv`` and Lightning's CSVLogger ``metrics.csv``.
+- Stable-Baselines3's ``progress.csv`` (rewritten from the top when ``train/*`` appears, columns in set order) and
+  ``monitor.csv``; Lightning's CSVLogger ``metrics.csv`` (sorted header, rewritten when the val keys appear).
 """
 
 from __future__ import annotations
 
-import csv
 import json
 import math
 import random
@@ -35,11 +40,11 @@ from pathlib import Path
 from typing import Any
 
 from steptable.logger.rowjson import encode_row
-from tests.helpers import write_rows
+from tests.library_logs import write_lightning_rows, write_sb3_rows, write_trainer_state, write_verl_rows
 
 __all__ = [
-    "routing_row", "trainer_state", "write_all", "write_generic", "write_lightning", "write_maxent_state",
-    "write_retrain", "write_routing", "write_sb3", "write_tinker", "write_tinyzero_console", "write_trl_state",
+    "routing_row", "write_all", "write_generic", "write_lightning", "write_maxent_state", "write_retrain",
+    "write_routing", "write_sb3", "write_sb3_monitor", "write_tinker", "write_tinyzero_console", "write_trl_state",
     "write_verl",
 ]
 
@@ -168,9 +173,10 @@ def _val(step: int) -> dict[str, float]:
 
 
 def write_verl(path: Path, steps: int = 6, val_every: int = 3, seed: int = 1) -> Path:
-    """verl's file logger output: step 0 validation only, then one enveloped line per step."""
+    """``path`` written by verl's own file logger (``verl_tracking``): step 0 validation only, then one line per step
+    (a NaN grad norm at step 2, written null by its orjson)."""
     rng = random.Random(seed)
-    lines = [json.dumps({"step": 0, "data": _val(0)})]
+    rows: list[tuple[int, dict[str, Any]]] = [(0, _val(0))]
     for step in range(1, steps + 1):
         score = _r(0.2 + 0.06 * step + rng.uniform(-0.02, 0.02), 3)
         data: dict[str, Any] = {
@@ -212,14 +218,11 @@ def write_verl(path: Path, steps: int = 6, val_every: int = 3, seed: int = 1) ->
             "training/epoch": 0,
         }
         if step == 2:
-            data["actor/grad_norm"] = NAN  # json.dumps writes a bare NaN
+            data["actor/grad_norm"] = NAN
         if step % val_every == 0:
             data.update(_val(step))
-        line: dict[str, Any] = {"step": step, "data": data}
-        if step % 2:
-            line["elapsed_seconds"] = _r(75.0 * step, 1)
-        lines.append(json.dumps(line))
-    return _write_lines(Path(path), lines)
+        rows.append((step, data))
+    return write_verl_rows(Path(path), rows)
 
 
 # ---------------------------------------------------------------------------------------------------- TinyZero
@@ -371,17 +374,6 @@ def write_all(dir: Path) -> dict[str, Path]:
     }
 
 
-def trainer_state(log_history: Sequence[Mapping[str, Any]], steps: int, extra: Mapping[str, Any]) -> dict[str, Any]:
-    return {
-        "best_global_step": None, "best_metric": None, "best_model_checkpoint": None, "epoch": extra.get("epoch"),
-        "eval_steps": extra.get("eval_steps"), "global_step": steps, "is_hyper_param_search": False,
-        "is_local_process_zero": True, "is_world_process_zero": True, "log_history": list(log_history),
-        "logging_steps": 1, "max_steps": steps, "num_input_tokens_seen": 0, "num_train_epochs": 1,
-        "save_steps": steps, "stateful_callbacks": {}, "total_flos": 0.0, "train_batch_size": 8, "trial_name": None,
-        "trial_params": None,
-    }
-
-
 def write_trl_state(dir: Path, steps: int = 6, eval_every: int = 3, seed: int = 4) -> Path:
     """``dir/checkpoint-<steps>/trainer_state.json`` of a TRL GRPOTrainer run (train, eval and summary entries)."""
     rng = random.Random(seed)
@@ -417,10 +409,8 @@ def write_trl_state(dir: Path, steps: int = 6, eval_every: int = 3, seed: int = 
         "epoch": 1.0, "step": steps, "total_flos": 0.0, "train_loss": 0.0012, "train_runtime": 812.4,
         "train_samples_per_second": 0.59, "train_steps_per_second": 0.007,
     })
-    path = Path(dir) / f"checkpoint-{steps}" / "trainer_state.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(trainer_state(hist, steps, {"epoch": 1.0, "eval_steps": eval_every}), indent=2))
-    return path
+    return write_trainer_state(Path(dir) / f"checkpoint-{steps}" / "trainer_state.json", hist, steps,
+                               eval_steps=eval_every)
 
 
 def write_maxent_state(dir: Path, steps: int = 6, eval_every: int = 3, seed: int = 5) -> dict[str, Path]:
@@ -447,8 +437,7 @@ def write_maxent_state(dir: Path, steps: int = 6, eval_every: int = 3, seed: int
         if step % eval_every == 0:
             hist.append({"eval/reward": _r(0.28 + 0.05 * step, 4), "eval/loss": 0.011, "step": step})
     out = {"dir": d, "state": d / "trainer_state.json"}
-    d.mkdir(parents=True, exist_ok=True)
-    out["state"].write_text(json.dumps(trainer_state(hist, steps, {"epoch": 1.0}), indent=2))
+    write_trainer_state(out["state"], hist, steps)
     rc = d / "rich_completions" / "completions_step_000002.json"
     rc.parent.mkdir(parents=True, exist_ok=True)
     rc.write_text(json.dumps({"columns": ["step", "prompt", "completion", "reward"],
@@ -527,35 +516,37 @@ def write_generic(path: Path, steps: int = 10, step_key: str = "iteration", eval
         lines.append(text)
     return _write_lines(Path(path), lines)
 
-SB3_KEYS = ["rollout/ep_len_mean", "rollout/ep_rew_mean", "time/fps", "time/iterations", "time/total_timesteps",
-            "train/approx_kl", "train/clip_fraction", "train/entropy_loss", "train/loss", "train/value_loss"]
-
-
 def write_sb3(dir: Path, seed: int = 0, iters: int = 12) -> Path:
-    """``progress.csv`` as Stable-Baselines3's CSV logger writes it (train/ values empty on the first row)."""
+    """``dir/progress.csv`` of a PPO run (``write_sb3_rows``): ``train/*`` only from the second iteration, as PPO's
+    ``train()`` records them after the first dump, which makes SB3 rewrite the file from the top."""
     rng = random.Random(seed)
-    dir.mkdir(parents=True, exist_ok=True)
-    with open(dir / "progress.csv", "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(SB3_KEYS)
-        for it in range(1, iters + 1):
-            train = ["" if it == 1 else round(rng.random() * x, 4) for x in (0.02, 0.2, -1.4, 50, 100)]
-            w.writerow([200 + it, round(-100 + 3 * it + rng.random(), 3), 1500, it, 2048 * it, *train])
-    return dir / "progress.csv"
+    rows: list[dict[str, Any]] = []
+    for it in range(1, iters + 1):
+        row: dict[str, Any] = {"rollout/ep_len_mean": float(200 + it),
+                               "rollout/ep_rew_mean": round(-100 + 3 * it + rng.random(), 3), "time/fps": 1500,
+                               "time/iterations": it, "time/total_timesteps": 2048 * it}
+        if it > 1:  # what the previous iteration's train() recorded
+            for key, x in (("approx_kl", 0.02), ("clip_fraction", 0.2), ("entropy_loss", -1.4), ("loss", 50),
+                           ("value_loss", 100)):
+                row[f"train/{key}"] = round(rng.random() * x, 4)
+        rows.append(row)
+    return write_sb3_rows(dir, rows)
 
 
 def write_lightning(dir: Path, seed: int = 10, epochs: int = 4) -> Path:
-    """``metrics.csv`` as Lightning's CSVLogger writes it: train rows, and a val row per epoch."""
+    """``dir/metrics.csv`` of a Lightning run (``write_lightning_rows``): the values float32 tensors as ``self.log``
+    makes them, ``epoch`` added by the Trainer. Train rows, then a val row per epoch: its first one brings ``val_acc``
+    and ``val_loss``, which rewrites the file from the top."""
+    import torch
+
     rng = random.Random(seed)
-    dir.mkdir(parents=True, exist_ok=True)
-    with open(dir / "metrics.csv", "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["epoch", "step", "train_loss", "val_loss", "val_acc"])
-        for ep in range(epochs):
-            for s in range(10 * ep + 4, 10 * ep + 10, 5):
-                w.writerow([ep, s, round(2 - 0.03 * s + rng.random() / 10, 4), "", ""])
-            w.writerow([ep, 10 * ep + 9, "", round(1.8 - 0.1 * ep, 4), round(0.5 + 0.08 * ep, 4)])
-    return dir / "metrics.csv"
+    rows: list[tuple[int, dict[str, Any]]] = []
+    for ep in range(epochs):
+        for s in range(10 * ep + 4, 10 * ep + 10, 5):
+            rows.append((s, {"train_loss": torch.tensor(round(2 - 0.03 * s + rng.random() / 10, 4)), "epoch": ep}))
+        rows.append((10 * ep + 9, {"val_loss": torch.tensor(round(1.8 - 0.1 * ep, 4)),
+                                   "val_acc": torch.tensor(round(0.5 + 0.08 * ep, 4)), "epoch": ep}))
+    return write_lightning_rows(dir, rows)
 
 
 def tinker_iteration_row(s: int) -> dict[str, Any]:
@@ -571,20 +562,24 @@ def tinker_evaluation_row(s: int) -> dict[str, Any]:
             "time/run_evaluations_parallel": 75.0, "time/total": 75.3}
 
 
-
 def write_sb3_monitor(path: Path, episodes: int, head: str = "") -> None:
-    """stable_baselines3.common.monitor.Monitor's file: a JSON comment line, then r,l,t."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w") as f:
-        f.write(head + '#{"t_start": 1700000000.123, "env_id": "CartPole-v1"}\n' + "r,l,t\n")
-        for i in range(episodes):
-            f.write(f"{10.0 + i},{10 + i},{0.5 * i:.6f}\n")
+    """``path`` (a name ending in ``monitor.csv``) written by Stable-Baselines3's ``monitor.ResultsWriter``, as its
+    ``Monitor`` writes it: a ``#{json}`` comment line, the header ``r,l,t``, one row per episode (the csv module's
+    ``\\r\\n`` line ends after the ``\\n`` of the comment line). ``head``, for the hostile-input tests, is text
+    prepended afterwards to the real file (a BOM, blank lines, a comment): no SB3 writes it."""
+    from stable_baselines3.common.monitor import ResultsWriter
+
+    writer = ResultsWriter(str(path), header={"t_start": 1700000000.123, "env_id": "CartPole-v1"})
+    for i in range(episodes):
+        writer.write_row({"r": round(10.0 + i, 6), "l": 10 + i, "t": round(0.5 * i, 6)})
+    writer.close()
+    if head:
+        path.write_bytes(head.encode() + path.read_bytes())
 
 
 def write_clockless_verl(path: Path, n: int = 200, step_s: float = 72.0) -> Path:
     """verl's file logger rows without a clock (``timing_s/step`` says a step takes ``step_s``)."""
     rng = random.Random(0)
-    write_rows(path, [{"step": s, "data": {"actor/pg_loss": rng.gauss(0, 0.1),
-                                           "critic/score/mean": 0.5 + rng.gauss(0, 0.05),
-                                           "timing_s/step": step_s + rng.gauss(0, 2)}} for s in range(1, n + 1)])
-    return path
+    return write_verl_rows(path, [(s, {"actor/pg_loss": rng.gauss(0, 0.1),
+                                       "critic/score/mean": 0.5 + rng.gauss(0, 0.05),
+                                       "timing_s/step": step_s + rng.gauss(0, 2)}) for s in range(1, n + 1)])

@@ -96,9 +96,12 @@ class Layouts:
         promoted = [k for k in auto if (r := rules[k]) is not None and r.promote]
         ranked = [k for k in auto if k not in promoted]
         having = [(r, set(r.keys)) for r in runs]
-        for k in ranked:
+        for k in auto:
             if k not in self.scores:
                 self.scores[k] = max((informative(r, k) for r, ks in having if k in ks), default=0.0)
+        # promoted keys ranked among themselves as schemas.layout ranks them (a constant evaluation loss after the
+        # evaluation reward, whichever the file names first)
+        promoted.sort(key=lambda k: -self.scores[k])
         # ranked by score when first seen (stable: equal scores keep file order), then kept in that place, so that
         # a key arriving moves no column on screen sideways
         for k in sorted((k for k in ranked if k not in self.placed), key=lambda k: -self.scores[k]):

@@ -23,6 +23,7 @@ from steptable.ingest import Follower
 from steptable.schemafiles.resolve import by_schema
 from steptable.schemas import layout
 from tests.app.helpers import manual_app, static_text, sync
+from tests.library_logs import append_verl_row
 from tests.logger.helpers import CUSTOM_COLS, log_rows
 from tests.trainer_logs import (
     write_lightning,
@@ -314,8 +315,7 @@ def test_runs_arriving_one_by_one_are_each_detected_once(tmp_path: Path, monkeyp
     # the steptable.toml files looked for once a layout made; not again for each arm that joins one as it is
     assert len(looked) == made < 9
     path = tmp_path / "sweep" / "lr0.jsonl"
-    with open(path, "a") as f:
-        f.write(json.dumps({"step": 5, "data": {"actor/new_metric": 1.0}}) + "\n")
+    append_verl_row(path, 5, {"actor/new_metric": 1.0})
     fol.scan()
     assert session.update("sweep/lr0.jsonl", fol.stores["sweep/lr0.jsonl"])  # a key more: that run only
     assert len(detected) == 10 and "actor/new_metric" in [c.key for c in session.columns("sweep/lr0.jsonl")[0]]

@@ -12,6 +12,7 @@ from steptable.ingest.files.follow import load
 from steptable.schemafiles.resolve import get_schema
 from steptable.schemas import layout
 from tests.app.helpers import keyed_stores, session_counting_measures, write_rows
+from tests.trainer_logs import write_maxent_state
 
 
 def test_layouts_first_layout_is_schemas_layout(tmp_path: Path) -> None:
@@ -25,6 +26,17 @@ def test_layouts_first_layout_is_schemas_layout(tmp_path: Path) -> None:
         path.write_text("".join(json.dumps({key: s, "loss": 1 / (s + 1)}) + "\n" for s in range(5)))
     mixed = list(load(tmp_path / "mix").values())
     assert [c.key for c in Layouts().layout(mixed, get_schema("generic"))] == ["step", "loss"]
+
+
+def test_promoted_keys_are_ranked_as_the_schemas_layout_ranks_them(tmp_path: Path) -> None:
+    """HF's TrainerState.save_to_json sorts every key: MaxEnt's constant ``eval/loss`` comes before ``eval/reward``
+    in the file, and both are promoted; the varying reward goes first in both layouts."""
+    stores = list(load(write_maxent_state(tmp_path / "maxent")["state"].parent).values())
+    schema = get_schema("maxent-grpo")
+    keys = [c.key for c in Layouts().layout(stores, schema)]
+    assert keys == [c.key for c in layout(stores, schema)]
+    assert keys.index("eval/reward") < keys.index("eval/loss") and stores[0].keys.index("eval/loss") < stores[
+        0].keys.index("eval/reward")
 
 
 def test_a_new_key_measures_only_that_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -20,6 +20,7 @@ from steptable.cli.tail import whole_if_needed
 from steptable.cli.tailout import Tail
 from steptable.ingest import Follower
 from tests.helpers import run_cli, write_rows
+from tests.library_logs import write_verl_rows
 
 
 class Live:
@@ -105,5 +106,5 @@ def write_wide_run(tmp_path: Path) -> Path:
 def write_mixed_runs(root: Path, steps: range) -> None:
     """A verl run and a generic run under ``root``, both logging ``steps``."""
     verl = {"actor/pg_loss": 0.1, "critic/score/mean": 0.2, "actor/entropy": 0.5}
-    write_rows(root / "verl" / "exp.jsonl", [{"step": s, "data": verl} for s in steps])
+    write_verl_rows(root / "verl" / "exp.jsonl", [(s, verl) for s in steps])
     write_rows(root / "gen" / "metrics.jsonl", [{"step": s, "foo": 0.1, "bar": s} for s in steps])

@@ -15,6 +15,7 @@ import pytest
 from steptable.alerts.engine import AlertEngine
 from tests.alerts.helpers import diverged
 from tests.helpers import age, run_cli, write, write_rows
+from tests.library_logs import write_trainer_state, write_verl_rows
 
 
 @pytest.mark.parametrize("case", ["done", "supervised_done", "eval_row_last", "clockless_no_step_time",
@@ -35,8 +36,8 @@ def test_no_stall_where_the_run_says_it_finished_or_nothing_tells_its_pace(tmp_p
         write_rows(path, rows)
     elif case == "long_steps":  # validation and a checkpoint every 50th step: 1,300 s; 15 minutes into one
         path = tmp_path / "v" / "exp.jsonl"
-        write_rows(path, [{"step": s, "data": {"actor/pg_loss": 0.1 * (s % 3), "timing_s/step":
-                                               1300.0 if s % 50 == 0 else 60.0}} for s in range(1, 200)])
+        write_verl_rows(path, [(s, {"actor/pg_loss": 0.1 * (s % 3), "timing_s/step": 1300.0 if s % 50 == 0 else 60.0})
+                               for s in range(1, 200)])
         age(path, 15 * 60)
         rc, out, err = run_cli(["summary", str(tmp_path)], capsys)
         assert rc == 0 and "stalled" not in out, (out, err)
@@ -45,10 +46,8 @@ def test_no_stall_where_the_run_says_it_finished_or_nothing_tells_its_pace(tmp_p
         path = tmp_path / "g" / "metrics.jsonl"
         write_rows(path, [{"step": s, "loss": 0.5} for s in range(100)])
     else:  # written at checkpoints only: its age says nothing of the run's
-        path = tmp_path / "checkpoint-100" / "trainer_state.json"
-        path.parent.mkdir()
-        path.write_text('{"global_step": 100, "log_history": ['
-                        + ",".join(f'{{"step": {s}, "loss": 0.5, "step_time": 60.0}}' for s in range(1, 101)) + "]}")
+        path = write_trainer_state(tmp_path / "checkpoint-100" / "trainer_state.json",
+                                   [{"step": s, "loss": 0.5, "step_time": 60.0} for s in range(1, 101)], 100)
     age(path, 1200)
     rc, out, err = run_cli(["summary", str(tmp_path)], capsys)
     assert rc == 0 and "stalled" not in out, (out, err)

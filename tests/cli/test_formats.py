@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 import os
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ import pytest
 
 from steptable.ingest import load
 from tests.helpers import printed_steps, run_cli, write_rows
+from tests.library_logs import write_lightning_rows, write_sb3_rows, write_trainer_state, write_verl_rows
 from tests.trainer_logs import write_sb3_monitor
 
 
@@ -44,10 +46,11 @@ def test_console_log_step_past_int64_is_skipped(tmp_path: Path, capsys: pytest.C
 
 
 def _trainer_state(path: Path, steps: range, cut_at: int | None = None) -> None:
+    """Written by transformers' ``TrainerState.save_to_json``; ``cut_at``: then cut there, as found mid-write."""
     hist = [{"step": s, "loss": 1.0 / s, "grad_norm": 0.5, "learning_rate": 1e-6, "epoch": s / 100} for s in steps]
-    text = json.dumps({"log_history": hist, "global_step": steps[-1]}, indent=2)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text[:cut_at] if cut_at else text)
+    write_trainer_state(path, hist, steps[-1], epoch=steps[-1] / 100)
+    if cut_at:
+        path.write_text(path.read_text()[:cut_at])
 
 
 def test_half_written_trainer_state_is_reported_and_the_older_one_shown(
@@ -140,10 +143,9 @@ def test_a_named_file_of_json_rows_is_read_whatever_its_name(
 
 
 def test_a_trainer_state_with_a_bom_is_read(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    state = {"log_history": [{"step": 1, "loss": 0.5}, {"step": 2, "loss": 0.4}]}
-    path = tmp_path / "run" / "trainer_state.json"
-    path.parent.mkdir()
-    path.write_bytes(b"\xef\xbb\xbf" + json.dumps(state).encode())
+    path = write_trainer_state(tmp_path / "run" / "trainer_state.json", [{"step": 1, "loss": 0.5},
+                                                                          {"step": 2, "loss": 0.4}], 2)
+    path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())  # (HF writes none: a file that went through an editor)
     rc, out, _ = run_cli(["tail", str(path.parent), "--format", "jsonl"], capsys)
     assert rc == 0 and printed_steps(out) == [1, 2]
 
@@ -166,9 +168,10 @@ def test_integers_past_two_to_the_53_stay_exact(tmp_path: Path, capsys: pytest.C
 def test_lightning_csv_logger_metrics_are_read(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Lightning's CSVLogger: the union of keys, empty cells, a train row and a val row at one step, a key with a
     space, and the file rewritten from the top when a key is added."""
-    path = tmp_path / "lightning_logs" / "version_0" / "metrics.csv"
-    path.parent.mkdir(parents=True)
-    path.write_text("epoch,step,train_loss,val_loss,val acc\n0,49,0.9,,\n0,49,,0.85,0.6\n0,99,nan,,\n")
+    path = write_lightning_rows(tmp_path / "lightning_logs" / "version_0", [
+        (49, {"train_loss": 0.9, "epoch": 0}), (49, {"val_loss": 0.85, "val acc": 0.6, "epoch": 0}),
+        (99, {"train_loss": math.nan, "epoch": 0})])
+    assert path.read_text().splitlines()[0] == "epoch,step,train_loss,val acc,val_loss"  # (the logger sorts keys)
     rc, out, _ = run_cli(["tail", str(tmp_path), "--format", "jsonl"], capsys)
     rows = [json.loads(line) for line in out.splitlines()]
     assert rc == 0 and [r["step"] for r in rows] == [49, 99]
@@ -177,9 +180,9 @@ def test_lightning_csv_logger_metrics_are_read(tmp_path: Path, capsys: pytest.Ca
 
 
 def test_sb3_progress_csv_is_read_by_its_timesteps(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    path = tmp_path / "ppo" / "progress.csv"
-    path.parent.mkdir()
-    path.write_text("time/total_timesteps,rollout/ep_rew_mean,train/loss\n2048,-120.5,\n4096,-80.25,0.5\n")
+    path = write_sb3_rows(tmp_path / "ppo", [{"time/total_timesteps": 2048, "rollout/ep_rew_mean": -120.5},
+                                             {"time/total_timesteps": 4096, "rollout/ep_rew_mean": -80.25,
+                                              "train/loss": 0.5}])
     rc, out, err = run_cli(["tail", str(tmp_path), "--format", "jsonl"], capsys)
     rows = [json.loads(line) for line in out.splitlines()]
     assert rc == 0 and [r["time/total_timesteps"] for r in rows] == [2048, 4096], err
@@ -192,9 +195,8 @@ def test_sb3_progress_csv_is_read_by_its_timesteps(tmp_path: Path, capsys: pytes
 def test_a_log_file_of_json_rows_is_jsonl_and_a_console_log_opening_with_a_dict_is_not(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    verl = tmp_path / "verl" / "metrics.log"  # $VERL_FILE_LOGGER_PATH=.../metrics.log
-    verl.parent.mkdir()
-    verl.write_text("".join(json.dumps({"step": s, "data": {"actor/pg_loss": 0.1 * s}}) + "\n" for s in range(3)))
+    # $VERL_FILE_LOGGER_PATH=.../metrics.log
+    write_verl_rows(tmp_path / "verl" / "metrics.log", [(s, {"actor/pg_loss": 0.1 * s}) for s in range(3)])
     console = tmp_path / "tz" / "train.log"
     console.parent.mkdir()
     console.write_text("{'actor': {'lr': 1e-6}}\n(main_task pid=1) step:1 - critic/kl:0.04 - actor/pg_loss:0.1\n")
@@ -230,10 +232,9 @@ def test_a_live_log_cut_mid_line_shows_no_wrong_value(tmp_path: Path, capsys: py
         "(main_task pid=1) step:1 - critic/score/mean:0.5 - actor/lr:1e-06\n"
         "(main_task pid=1) step:2 - critic/score/mean:0.6 - actor/lr:1"
     )
-    (tmp_path / "sb3").mkdir()
-    (tmp_path / "sb3" / "progress.csv").write_text(
-        "rollout/ep_rew_mean,time/total_timesteps\n1.0,2048\n1.5,4096\n2.0,61"
-    )
+    sb3 = write_sb3_rows(tmp_path / "sb3", [{"rollout/ep_rew_mean": 1.0 + i / 2, "time/total_timesteps": 2048 * (i + 1)}
+                                            for i in range(3)])
+    sb3.write_bytes(sb3.read_bytes()[:-3])  # its last row cut to "2.0,61" or "6144,2" (SB3 orders the columns)
     (tmp_path / "j").mkdir()
     (tmp_path / "j" / "metrics.jsonl").write_text('{"step":0,"loss":1}\n{"step":1,"loss":0.5}\n{"step":2,"lo')
     rc, out, err = run_cli(["tail", str(tmp_path), "--format", "jsonl", "-n", "0"], capsys)
@@ -257,8 +258,8 @@ def test_runs_that_name_their_steps_differently_share_one_step_column(
     wb = tmp_path / "exp" / "wandb" / "run-1" / "files" / "wandb-history.jsonl"
     write_rows(wb, [{"_step": s, "_runtime": 10.0 * s, "train/loss": 1 / (s + 1)} for s in range(3)])
     write_rows(tmp_path / "exp" / "logs" / "metrics.jsonl", [{"step": 10 * s, "train/loss": 0.5} for s in range(3)])
-    (tmp_path / "sb3").mkdir()
-    (tmp_path / "sb3" / "progress.csv").write_text("rollout/ep_rew_mean,time/total_timesteps\n1.0,2048\n1.5,4096\n")
+    write_sb3_rows(tmp_path / "sb3", [{"rollout/ep_rew_mean": 1.0, "time/total_timesteps": 2048},
+                                      {"rollout/ep_rew_mean": 1.5, "time/total_timesteps": 4096}])
     rc, out, err = run_cli(["tail", str(tmp_path), "--format", "csv", "-n", "0"], capsys)
     assert rc == 0 and err == ""
     lines = out.splitlines()

@@ -4,7 +4,6 @@ clockless runs, labels of runs that share an arm."""
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import random
@@ -19,9 +18,9 @@ from steptable.cli.main import main
 from steptable.table.formatting import display_width
 from tests.cli.helpers import run_summary
 from tests.helpers import age, grpo_rows, run_cli, write_rows
+from tests.library_logs import write_trainer_state, write_verl_rows
 from tests.summary.helpers import held, lattice, summary_table
 from tests.trainer_logs import (
-    trainer_state,
     write_clockless_verl,
     write_lightning,
     write_routing,
@@ -47,7 +46,7 @@ def write_verl_real(path: Path, steps: int = 40, val_every: int = 10, seed: int 
         return {"val-core/openai/gsm8k/reward/mean@1": _noisy(rng, 0.4 + s / 200),
                 "val-aux/openai/gsm8k/score/mean@1": _noisy(rng, 0.4 + s / 200)}
 
-    rows: list[dict[str, Any]] = [{"step": 0, "data": val(0)}]
+    rows: list[tuple[int, dict[str, Any]]] = [(0, val(0))]
     for s in range(1, steps + 1):
         d: dict[str, Any] = {}
         for key, x in [("actor/entropy", 0.5), ("actor/kl_loss", 0.001 * s), ("actor/pg_loss", -0.01),
@@ -67,8 +66,8 @@ def write_verl_real(path: Path, steps: int = 40, val_every: int = 10, seed: int 
         d.update({"actor/lr": 1e-6, "actor/kl_coef": 0.001, "training/global_step": s, "training/epoch": s // 20})
         if s % val_every == 0:
             d.update(val(s))
-        rows.append({"step": s, "data": d})
-    write_rows(path, rows)
+        rows.append((s, d))
+    write_verl_rows(path, rows)
 
 
 def write_trl_noisy(root: Path, steps: int = 40, nan_at: int = 20) -> None:
@@ -95,10 +94,7 @@ def write_trl_noisy(root: Path, steps: int = 40, nan_at: int = 20) -> None:
         if step % 50 == 0:
             hist.append({"epoch": round(step / 400, 4), "eval_loss": _noisy(rng, 0.02), "eval_runtime": 60.1,
                          "eval_reward": 0.4 + step / 1000, "eval_samples_per_second": 2.1, "step": step})
-    state = {"global_step": 5 * steps, "log_history": hist, "max_steps": 5 * steps, "logging_steps": 5}
-    path = root / f"checkpoint-{5 * steps}" / "trainer_state.json"
-    path.parent.mkdir(parents=True)
-    path.write_text(json.dumps(state))
+    write_trainer_state(root / f"checkpoint-{5 * steps}" / "trainer_state.json", hist, 5 * steps, logging_steps=5)
 
 
 def _names(text: str) -> list[str]:
@@ -242,9 +238,7 @@ def _write_trl(d: Path, steps: int, every: int, held: float | None = None) -> No
             hist.append({"step": step, "epoch": round(step / steps, 4), "eval_loss": round(rng.uniform(-0.01, 0.01), 5),
                          "eval_reward": held if held is not None else round(acc + 0.45 + rng.uniform(0, 0.05), 4),
                          "eval_kl": round(0.0004 * step, 6), "eval_entropy": round(0.7 - 0.002 * step, 4)})
-    p = d / f"checkpoint-{steps}" / "trainer_state.json"
-    p.parent.mkdir(parents=True)
-    p.write_text(json.dumps(trainer_state(hist, steps, {"epoch": 1.0, "eval_steps": every})))
+    write_trainer_state(d / f"checkpoint-{steps}" / "trainer_state.json", hist, steps, eval_steps=every)
 
 
 def _summary(d: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, list[str]]:
@@ -342,9 +336,7 @@ def _write_trl_grpo(d: Path, steps: int = 40, every: int = 5) -> None:
                          "eval_kl": round(0.0004 * step, 6), "eval_entropy": round(0.7 - 0.002 * step, 4),
                          "eval_runtime": round(12.5 + rng.uniform(0, 1), 3), "eval_samples_per_second": 10.24,
                          **{f"eval_clip_ratio/{k}": 0.0 for k in _CLIPS}})
-    p = d / f"checkpoint-{steps}" / "trainer_state.json"
-    p.parent.mkdir(parents=True)
-    p.write_text(json.dumps(trainer_state(hist, steps, {"epoch": 1.0, "eval_steps": every})))
+    write_trainer_state(d / f"checkpoint-{steps}" / "trainer_state.json", hist, steps, eval_steps=every)
 
 
 _CLIPS = ("low_mean", "low_min", "high_mean", "high_max", "region_mean")
@@ -397,8 +389,8 @@ def test_summary_of_a_clockless_run_reads_stalled_within_the_window_and_idle_aft
     step times, within the stall window) stalled; one last written 3 hours ago is idle since then, not an alert."""
     path = tmp_path / "verl" / "exp.jsonl"
     rng = random.Random(3)
-    write_rows(path, [{"step": s, "data": {"actor/pg_loss": rng.gauss(0.1, 0.02), "timing_s/step": 72.0 + rng.random()}}
-                      for s in range(1, 201)])
+    write_verl_rows(path, [(s, {"actor/pg_loss": rng.gauss(0.1, 0.02), "timing_s/step": 72.0 + rng.random()})
+                           for s in range(1, 201)])
     t = time.time() - 20 * 60
     os.utime(path, (t, t))
     out = run_summary(tmp_path, capsys)
@@ -632,7 +624,7 @@ def test_summary_leaves_out_keys_a_schema_keeps_out_of_its_table(
 ) -> None:
     """verl's training/global_step and tinker's progress/batch are the step again: rows an agent pays for."""
     verl = {"critic/score/mean": 0.5, "actor/pg_loss": 0.1, "actor/entropy": 0.6, "critic/rewards/mean": 0.5}
-    rows = [{"step": s, "data": {**verl, "actor/pg_loss": 0.1 * s, "training/global_step": s}} for s in range(30)]
-    write_rows(tmp_path / "v" / "exp.jsonl", rows)
+    write_verl_rows(tmp_path / "v" / "exp.jsonl",
+                    [(s, {**verl, "actor/pg_loss": 0.1 * s, "training/global_step": s}) for s in range(30)])
     rc, out, _ = run_cli(["summary", str(tmp_path)], capsys)
     assert rc == 0 and "pg_loss" in out and "global_step" not in out, out

@@ -13,6 +13,7 @@ import pytest
 
 from tests.cli.helpers import Live, block_titles, write_wide_run
 from tests.helpers import run_cli, write_rows
+from tests.library_logs import write_lightning_rows, write_sb3_rows, write_trainer_state, write_verl_rows
 from tests.schemas.helpers import seen
 
 HOSTILE = "evil\x1b[2J\x1b]0;title\x07\x1b]52;c;ZXZpbA==\x07\u202e[bold red]markup[/]"
@@ -87,7 +88,10 @@ def test_hostile_keys_are_inert_everywhere(tmp_path: Path, capsys: pytest.Captur
 def test_steps_are_shown_exactly(tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str,
                                  rows: list[dict[str, object]]) -> None:
     """A step never degrades to a compact form (two rows reading 1.2e5 would look like one step)."""
-    write_rows(tmp_path / name, rows)
+    if name.startswith("v1/"):  # through verl's own file logger
+        write_verl_rows(tmp_path / name, [(r["step"], r["data"]) for r in rows])
+    else:
+        write_rows(tmp_path / name, rows)
     for fmt in ("text", "md"):
         rc, out, err = run_cli(["tail", str(tmp_path), "--format", fmt], capsys)
         assert rc == 0, err
@@ -99,9 +103,9 @@ def test_steps_are_shown_exactly(tmp_path: Path, capsys: pytest.CaptureFixture[s
 
 
 def test_trainer_state_steps_are_shown_exactly(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    state = {"log_history": [{"step": s, "loss": 2e-6, "grad_norm": 0.5, "learning_rate": 1e-5}
-                             for s in (499_998, 499_999, 500_000)]}
-    (tmp_path / "trainer_state.json").write_text(json.dumps(state))
+    write_trainer_state(tmp_path / "trainer_state.json", [{"step": s, "loss": 2e-6, "grad_norm": 0.5,
+                                                           "learning_rate": 1e-5} for s in (499_998, 499_999, 500_000)],
+                        500_000)
     rc, out, _ = run_cli(["tail", str(tmp_path)], capsys)
     assert rc == 0 and all(f"\n{s} " in out for s in (499_998, 499_999, 500_000)), out
 
@@ -136,9 +140,10 @@ def test_runs_of_different_trainers_are_laid_out_each_as_its_own(tmp_path: Path,
     """A root holding a verl run and an SB3 run: each block has its own schema's layout (SB3's step is
     time/total_timesteps, verl's score column comes first), not the first run's layout applied to both."""
     verl = {"critic/score/mean": 0.5, "actor/pg_loss": 0.1, "actor/entropy": 0.6, "critic/rewards/mean": 0.5}
-    write_rows(tmp_path / "verl" / "proj" / "exp1.jsonl", [{"step": s, "data": verl} for s in range(3)])
-    write_rows(tmp_path / "sb3" / "ppo_1" / "progress.json",
-               [{"time/total_timesteps": 2048 * (i + 1), "rollout/ep_rew_mean": -100.0 + i} for i in range(3)])
+    write_verl_rows(tmp_path / "verl" / "proj" / "exp1.jsonl", [(s, verl) for s in range(3)])
+    write_sb3_rows(tmp_path / "sb3" / "ppo_1",
+                   [{"time/total_timesteps": 2048 * (i + 1), "rollout/ep_rew_mean": -100.0 + i} for i in range(3)],
+                   fmt="json")
     rc, out, _ = run_cli(["tail", str(tmp_path)], capsys)
     assert rc == 0
     sb3, verl_block = out.split("── exp1")[0], out.split("── exp1")[1]
@@ -150,7 +155,7 @@ def test_runs_of_different_trainers_are_laid_out_each_as_its_own(tmp_path: Path,
 def test_column_filters_take_globs_and_say_when_nothing_matches(tmp_path: Path,
                                                                 capsys: pytest.CaptureFixture[str]) -> None:
     verl = {"critic/score/mean": 0.5, "actor/pg_loss": 0.1, "actor/entropy": 0.6, "critic/rewards/mean": 0.5}
-    write_rows(tmp_path / "verl" / "proj" / "exp1.jsonl", [{"step": s, "data": verl} for s in range(3)])
+    write_verl_rows(tmp_path / "verl" / "proj" / "exp1.jsonl", [(s, verl) for s in range(3)])
     rc, out, err = run_cli(["summary", str(tmp_path), "--columns", "entropy,pg*,nomatch"], capsys)
     rows = [line.split()[0] for line in out.splitlines()[2:4]]
     assert rc == 0 and rows == ["entropy", "pg_loss"], out  # by header, by glob, in the order asked
@@ -381,18 +386,14 @@ def test_tail_keeps_number_like_text_as_written(tmp_path: Path, capsys: pytest.C
 SWEEP = Path("exps/2024-06-01_resnet50_cifar10_sweep/lr_0.001/lightning_logs")
 
 
-def _lightning(path: Path, steps: range) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    lines = ["epoch,step,train_loss", *(f"0,{s},{1 / (s + 1)}" for s in steps)]
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
 def test_tail_tells_two_lightning_versions_apart(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    _lightning(SWEEP / "version_0" / "metrics.csv", range(0, 10))
-    _lightning(SWEEP / "version_1" / "metrics.csv", range(10, 20))
+    for version, steps in (("version_0", range(0, 10)), ("version_1", range(10, 20))):
+        write_lightning_rows(SWEEP / version, [(s, {"train_loss": 1 / (s + 1), "epoch": 0}) for s in steps])
     rc, out, _ = run_cli(["tail", "-n", "2", "exps"], capsys)
     titles = block_titles(out)
     assert rc == 0 and len(titles) == 2, out

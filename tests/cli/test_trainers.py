@@ -19,6 +19,7 @@ from steptable.schemafiles.resolve import by_schema
 from steptable.schemas import SCHEMAS
 from steptable.schemas.headers import short_headers
 from tests.helpers import run_cli, write_rows
+from tests.library_logs import write_trainer_state, write_verl_rows
 from tests.trainer_logs import tinker_evaluation_row, tinker_iteration_row, write_retrain, write_tinker, write_verl
 
 NAN = float("nan")
@@ -39,10 +40,7 @@ def _ppo_entry(step: int, rng: random.Random, kl: float) -> dict[str, Any]:
 
 
 def _write_state(path: Path, entries: list[dict[str, Any]]) -> Path:
-    path.mkdir(parents=True, exist_ok=True)
-    state = {"global_step": entries[-1]["step"], "log_history": entries, "max_steps": 300}
-    (path / "trainer_state.json").write_text(json.dumps(state, indent=2, sort_keys=True) + "\n")  # bare NaN, as HF
-    return path / "trainer_state.json"
+    return write_trainer_state(path / "trainer_state.json", entries, entries[-1]["step"])
 
 
 def _ppo_run(path: Path, diverge: bool, seed: int = 0) -> Path:
@@ -127,17 +125,14 @@ def test_current_verl_reward_kl_penalty_is_the_kl_column_and_watched(
 ) -> None:
     """verl logs the in-reward KL as actor/reward_kl_penalty (critic/kl in older versions): shown as kl, watched."""
     rng = random.Random(3)
-    lines = []
+    rows = []
     for step in range(1, 121):
         kl = 0.01 + rng.gauss(0, 0.001) if step != 100 else 1.6
-        data = {"actor/pg_loss": rng.gauss(0, 0.01), "actor/entropy": 0.8, "actor/grad_norm": 0.3,
-                "actor/ppo_kl": 1e-4, "actor/reward_kl_penalty": kl, "actor/reward_kl_penalty_coeff": 0.001,
-                "critic/score/mean": 0.5, "response_length/mean": 400.0, "timing_s/step": 70.0,
-                "training/global_step": step}
-        lines.append(json.dumps({"step": step, "data": data}))
-    path = tmp_path / "verl" / "qwen-ppo.jsonl"
-    path.parent.mkdir()
-    path.write_text("\n".join(lines) + "\n")
+        rows.append((step, {"actor/pg_loss": rng.gauss(0, 0.01), "actor/entropy": 0.8, "actor/grad_norm": 0.3,
+                            "actor/ppo_kl": 1e-4, "actor/reward_kl_penalty": kl, "actor/reward_kl_penalty_coeff": 0.001,
+                            "critic/score/mean": 0.5, "response_length/mean": 400.0, "timing_s/step": 70.0,
+                            "training/global_step": step}))
+    path = write_verl_rows(tmp_path / "verl" / "qwen-ppo.jsonl", rows)
     rc, out, _ = run_cli(["tail", str(path), "-n", "1", "--columns", "step,kl"], capsys)
     assert rc == 0 and out.splitlines()[-2].split() == ["step", "kl"] and not math.isnan(float(out.split()[-1]))
     rc, out, _ = run_cli(["tail", str(path), "--alerts-only"], capsys)
@@ -349,9 +344,7 @@ def _trl_state(path: Path) -> Path:
                 "eval_loss": 0.001 * step, "eval_reward": 0.4 + t,
                 "eval_rewards/accuracy_reward/mean": 0.1 + 0.6 * t, "eval_runtime": 180.0, "step": step,
             })
-    path.mkdir(parents=True)
-    state = {"global_step": 200, "log_history": history, "max_steps": 200}
-    (path / "trainer_state.json").write_text(json.dumps(state, indent=2, sort_keys=True) + "\n")
+    write_trainer_state(path / "trainer_state.json", history, 200)
     return path
 
 
@@ -378,7 +371,8 @@ def test_verl_perf_rules_say_what_mfu_and_time_per_step_are(
                                  "perf/total_num_tokens": 1000 * s})
         return line
 
-    _rewrite(path, edit)
+    rows = [edit(json.loads(line)) for line in path.read_text().splitlines()]
+    write_verl_rows(path, [(r["step"], r["data"]) for r in rows])  # again through verl's file logger
     rc, out, _ = run_cli(["legend", str(path)], capsys)
     assert rc == 0
     lines = _legend_lines(out)

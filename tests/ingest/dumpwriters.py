@@ -6,7 +6,6 @@ trainer needs ray and a GPU stack) and TRL's GRPOTrainer run for two steps on a 
 from __future__ import annotations
 
 import ast
-import importlib.util
 import json
 import os
 from collections.abc import Callable
@@ -16,16 +15,14 @@ from typing import Any
 import pytest
 
 from tests.ingest.writers import run_writer
+from tests.library_logs import verl_package
 
 
 def verl_write_generations() -> Callable[..., None]:
     """verl's ``RayPPOTrainer._write_generations(inputs, outputs, gts, scores, reward_extra_infos_dict,
     dump_path, global_steps)``, compiled from verl's source as installed (skips when verl is not installed:
     ``pip install --no-deps verl``)."""
-    spec = importlib.util.find_spec("verl")  # (finds the package without running its __init__)
-    if spec is None or not spec.submodule_search_locations:
-        pytest.skip("verl is not installed (pip install --no-deps verl)")
-    src = Path(next(iter(spec.submodule_search_locations))) / "trainer" / "ppo" / "ray_trainer.py"
+    src = verl_package() / "trainer" / "ppo" / "ray_trainer.py"
     tree = ast.parse(src.read_text())
     fn = next((n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == "_write_generations"),
               None)

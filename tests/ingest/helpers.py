@@ -13,6 +13,7 @@ from steptable.alerts.replaced import read_replaced
 from steptable.ingest import Follower, RunStore
 from steptable.ingest.parsed import Parsed
 from steptable.ingest.readers.jsonl import JsonlParser
+from tests.library_logs import write_trainer_state
 
 
 def followed(root: Path) -> tuple[Follower, RunStore]:
@@ -132,12 +133,12 @@ def add_rows(store: RunStore, rows: list[dict[str, Any]], step_key: str = "step"
 
 
 def trainer_state(path: Path, steps: int, nan: bool = True) -> None:
-    """An HF Trainer state file of ``steps`` logged steps (a NaN grad norm at step 2, an evaluation every 2nd)."""
+    """An HF Trainer state file of ``steps`` logged steps (a NaN grad norm at step 2, an evaluation every 2nd), written
+    by transformers' own ``TrainerState.save_to_json``."""
     history: list[dict[str, Any]] = []
     for s in range(1, steps + 1):
         history.append({"loss": 1.0 / s, "grad_norm": float("nan") if nan and s == 2 else 0.5,
                         "learning_rate": 1e-5, "epoch": s / 10, "step": s})
         if s % 2 == 0:
             history.append({"eval_loss": 0.9, "eval_runtime": 1.0, "epoch": s / 10, "step": s})
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"global_step": steps, "log_history": history}, indent=2))
+    write_trainer_state(path, history, steps, epoch=steps / 10)

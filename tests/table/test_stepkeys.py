@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import csv
 import json
 from pathlib import Path
 
@@ -10,6 +9,7 @@ import pytest
 
 from steptable.ingest.files.follow import load
 from steptable.table.stepkeys import is_step_key, norm_step_key, step_key_among
+from tests.library_logs import write_sb3_rows
 
 
 @pytest.mark.parametrize("key", ["total timesteps", "Total-Timesteps", "total_timesteps", "totalTimesteps",
@@ -40,13 +40,8 @@ def _steps(path: Path) -> list[int]:
 
 
 def test_sb3_spaced_key_is_the_step(tmp_path: Path) -> None:
-    path = tmp_path / "progress.csv"
-    with path.open("w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["rollout/ep_rew_mean", "total timesteps", "train/loss"])
-        for i in range(1, 4):
-            w.writerow([0.5 * i, 2048 * i, 1.0 / i])
-    assert _steps(path) == [2048, 4096, 6144]
+    rows = [{"rollout/ep_rew_mean": 0.5 * i, "total timesteps": 2048 * i, "train/loss": 1.0 / i} for i in range(1, 4)]
+    assert _steps(write_sb3_rows(tmp_path, rows, step_key="total timesteps")) == [2048, 4096, 6144]
 
 
 def test_ray_tune_training_iteration_is_the_step(tmp_path: Path) -> None:

@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 from steptable.ingest.files.sniff import log_kind, sniff_jsonl, starts_like_jsonl
+from tests.library_logs import write_verl_rows
 
 
 def _w(path: Path, text: str) -> Path:
@@ -30,7 +31,7 @@ def test_a_fifo_is_never_opened(tmp_path: Path) -> None:
 
 
 def test_log_kind_tells_jsonl_rows_from_console_lines(tmp_path: Path) -> None:
-    assert log_kind(_w(tmp_path / "metrics.log", '{"step": 3, "data": {"actor/loss": 0.1}}\n')) == "jsonl"
+    assert log_kind(write_verl_rows(tmp_path / "metrics.log", [(3, {"actor/loss": 0.1})])) == "jsonl"
     assert log_kind(_w(tmp_path / "train.log", "step:1 - loss:0.5\n")) == "console"
     assert log_kind(_w(tmp_path / "cfg.log", '{"data": {"train_files": "x"}}\n')) == "console"  # no step
     assert log_kind(_w(tmp_path / "cut.log", '{"step": 3')) is None

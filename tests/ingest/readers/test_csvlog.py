@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from stable_baselines3.common.logger import CSVOutputFormat
 
 import steptable.ingest.readers.csvlog as csvlog
 from steptable.ingest import Follower
@@ -21,35 +22,13 @@ from tests.ingest.helpers import NOT_NUMBERS, NUMBERS, check_steps, follower_sto
 from tests.trainer_logs import write_sb3_monitor
 
 
-class Sb3Csv:
-    """stable_baselines3.common.logger.CSVOutputFormat.write: a key not seen before rewrites the file from the top,
-    the older rows getting empty cells for it."""
-
-    def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self.f = open(path, "w+")  # kept open across writes, as SB3 does
-        self.keys: list[str] = []
-
-    def write(self, kv: dict[str, Any]) -> None:
-        extra = sorted(k for k in kv if k not in self.keys)
-        if extra:
-            self.keys.extend(extra)
-            self.f.seek(0)
-            lines = self.f.readlines()
-            self.f.seek(0)
-            self.f.write(",".join(self.keys) + "\n")
-            for line in lines[1:]:
-                self.f.write(line[:-1] + "," * len(extra) + "\n")
-        self.f.write(",".join("" if kv.get(k) is None else str(kv[k]) for k in self.keys) + "\n")
-        self.f.flush()
-
-
 @pytest.mark.parametrize("step_key", ["time/total_timesteps", "global_step", "_step", None])
 def test_a_followed_csv_rewritten_from_the_top_keeps_its_steps(tmp_path: Path, step_key: str | None) -> None:
     """SB3's start-up: train/* appears at iteration 2, rollout/* at 4, each rewriting the file (the step column
     read nan after every rewrite: the copied rows carried the ``step`` the store shows, which became a real key)."""
     path = tmp_path / "PPO_1" / "progress.csv"
-    writer = Sb3Csv(path)
+    path.parent.mkdir()
+    writer = CSVOutputFormat(str(path))  # SB3's own: kept open across writes, rewritten from the top on new keys
     fo = Follower([tmp_path])
     want: list[int] = []
     for it in range(1, 9):
@@ -60,19 +39,19 @@ def test_a_followed_csv_rewritten_from_the_top_keeps_its_steps(tmp_path: Path, s
             kv["train/loss"] = 5.0 - it / 10
         if it >= 4:
             kv["rollout/ep_rew_mean"] = 20.0 + it
-        writer.write(kv)
+        writer.write(kv, dict.fromkeys(kv), it)
         fo.scan()
         want.append(2048 * it if step_key is not None else it - 1)
         store = follower_store(fo)
         check_steps(store, want)
-    writer.f.close()
+    writer.close()
     assert store.generation == 0 and list(store.column("time/fps")) == [1500.0 + it for it in range(1, 9)]
     assert list(store.column("rollout/ep_rew_mean"))[3:] == [24.0, 25.0, 26.0, 27.0, 28.0]
 
 
 @pytest.mark.parametrize("head", ["\ufeff", "\ufeff\n\n", "\n  \n", "# written by hand\n\n"])
 def test_a_bom_blank_and_comment_lines_before_the_header(tmp_path: Path, head: str) -> None:
-    path = tmp_path / "m.csv"
+    path = tmp_path / "0.monitor.csv"
     write_sb3_monitor(path, 3, head)
     parser = CsvParser(str(path))
     parsed = parser.parse(path.read_bytes(), 1)
