@@ -56,8 +56,11 @@ def _unordered(pairs: tuple[Any, ...]) -> Shape:
 class JsonlParser:
     """A JSONL file read chunk by chunk: its step key, row count and learned shape carry over between chunks."""
 
-    def __init__(self, label: str) -> None:
+    def __init__(self, label: str, step_keys: tuple[str, ...] = ()) -> None:
+        """``step_keys``: the step key is the first of these the first row with a step holds (a tracker's row
+        counter last, after the trainer's own step it may carry); none: any candidate (table.stepkeys)."""
         self.label = label
+        self.step_keys = step_keys
         self.reset()
 
     def reset(self) -> None:
@@ -209,9 +212,15 @@ class JsonlParser:
             rows.append(row)
         return Parsed(steps=steps, rows=rows, bad=bad, step_key=self.step_key)
 
+    def pick_step_key(self, row: dict[str, Any]) -> str | None:
+        """The key of ``row`` that would be this parser's step key (its value an integer step), else None."""
+        if self.step_keys:
+            return next((k for k in self.step_keys if step_of(row.get(k)) is not None), None)
+        return step_key_among(row, lambda k: step_of(row[k]) is not None)
+
     def _step(self, row: dict[str, Any], lineno: int, bad: list[BadLine]) -> int:
         if self.step_key is None:
-            k = step_key_among(row, lambda k: step_of(row[k]) is not None)
+            k = self.pick_step_key(row)
             if k is not None:
                 self.step_key = k
                 self._stale = True  # the typed decoder must now require it

@@ -23,9 +23,10 @@ from typing import Any
 
 import msgspec
 
-from steptable.ingest.parse import BadLine, flatten
+from steptable.ingest.parse import BadLine, flatten, step_of
 from steptable.ingest.parsed import Parsed
 from steptable.ingest.readers.jsonl import PIECE, JsonlParser
+from steptable.table.stepkeys import TRACKER_STEP_KEYS
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 #: rows read per poll at most (a large database is read over a few polls)
@@ -36,7 +37,7 @@ _DECODE = msgspec.json.Decoder()
 #: lines of a run's first chunk handed on first (the JSONL reader learns the keys; its typed decode takes the rest)
 FIRST_LINES = 64
 #: the row's own keys: a ``data`` object (verl's envelope, unwrapped by the JSONL reader) must not hold them
-_CLASHES = frozenset({"step", "_timestamp"})
+_CLASHES = frozenset({"step", "_step", "_timestamp"})
 #: rows fetched at first, then about :data:`PIECE` bytes of metrics at a time within these bounds: each fetch is
 #: decoded while its rows are still in the CPU's cache (20,000 rows of 2 KB fetched at once read 1.6x slower)
 FETCH, FETCH_MIN, FETCH_MAX = 128, 32, 4096
@@ -97,6 +98,18 @@ def is_trackio(path: Path) -> bool:
     return {"id", "run_name", "step", "metrics"} <= cols
 
 
+def _own_step_key(blob: Any) -> str | None:
+    """The trainer's own step key (table.stepkeys.TRACKER_STEP_KEYS) a run's first ``metrics`` object holds as an
+    integer, else None."""
+    try:
+        obj = _DECODE.decode(blob)
+    except (msgspec.DecodeError, TypeError):
+        return None
+    if type(obj) is not dict:
+        return None
+    return next((k for k in TRACKER_STEP_KEYS if step_of(obj.get(k)) is not None), None)
+
+
 def _unix(ts: Any) -> float | None:
     if not isinstance(ts, (str, bytes)):
         return None
@@ -116,6 +129,7 @@ class TrackioReader:
         self._sig: tuple[int, ...] | None = None
         self.configs: dict[str, Any] = {}
         self._parsers: dict[str, JsonlParser] = {}
+        self._counters: dict[str, bytes] = {}  # run -> the key trackio's step is kept under
         self._clocks: dict[Any, float | None] = {}  # timestamp text -> Unix time (trackio stamps rows in batches)
         self._ends: dict[Any, bytes] = {}
         self._fetch = FETCH
@@ -213,20 +227,24 @@ class TrackioReader:
         parser = self._parsers.get(run)
         if parser is None:
             parser = self._parsers[run] = JsonlParser(self.label)
-            parser.step_key = "step"
+            own = _own_step_key(rows[0][4])
+            # the trainer's step where it logs one; trackio's row count then stays in the row as ``_step``
+            parser.step_key = own or "step"
+            self._counters[run] = b"step" if own is None else b"_step"
+        counter = self._counters[run]
         first = FIRST_LINES if parser.fast_chunks + parser.slow_chunks == 0 else 0
-        chunks = self._lines(rows[:first]) + self._lines(rows[first:])
+        chunks = self._lines(rows[:first], counter) + self._lines(rows[first:], counter)
         if None in chunks:
-            return [self._rows(rows, bad)]
+            return [self._rows(rows, bad, parser)]
         out = [parser.parse(chunk, 1) for chunk in chunks if chunk]
         # an object that is not one, or verl's envelope holding the row's own keys (unwrapped, they would stand
         # beside them; every key is in the shape: the typed decode fails on one it has not learned): row by row
         data = parser.shape.get("data")
         if any(p.bad for p in out) or (type(data) is dict and not data.keys().isdisjoint(_CLASHES)):
-            return [self._rows(rows, bad)]
+            return [self._rows(rows, bad, parser)]
         return out
 
-    def _lines(self, rows: list[Any]) -> list[bytes | None]:
+    def _lines(self, rows: list[Any], counter: bytes) -> list[bytes | None]:
         """Rows as chunks of JSON lines of about :data:`PIECE` bytes each; [None] when a row cannot be one (its
         step not an integer, its metrics no JSON object's text)."""
         chunks: list[bytes | None] = []
@@ -237,7 +255,8 @@ class TrackioReader:
         for _, _, step, ts, blob in rows:
             if type(step) is not int or type(blob) is not bytes or blob[-1:] != b"}":
                 return [None]
-            add((blob[:-1], b',"step":%d' % step if len(blob) > 2 else b'"step":%d' % step, ends.get(ts) or end(ts)))
+            add((blob[:-1], b',"%s":%d' % (counter, step) if len(blob) > 2 else b'"%s":%d' % (counter, step),
+                 ends.get(ts) or end(ts)))
             size += len(blob)
             if size >= PIECE:
                 chunks.append(b"".join(parts))
@@ -247,10 +266,13 @@ class TrackioReader:
             chunks.append(b"".join(parts))
         return chunks
 
-    def _rows(self, got: list[Any], bad: list[BadLine]) -> Parsed:
-        """Rows one by one (each unreadable one reported by its id)."""
+    def _rows(self, got: list[Any], bad: list[BadLine], parser: JsonlParser | None = None) -> Parsed:
+        """Rows one by one (each unreadable one reported by its id), stepped by the run's ``parser``'s step key
+        (none: the first row's) -- the trainer's step where the run's first row carries one, else trackio's."""
         steps: list[int] = []
         rows: list[dict[str, Any]] = []
+        key = (parser.step_key if parser is not None else _own_step_key(got[0][4]) if got else None) or "step"
+        counter = "step" if key == "step" else "_step"
         for rid, _, step, ts, blob in got:
             try:
                 obj = _DECODE.decode(blob)
@@ -261,16 +283,20 @@ class TrackioReader:
                 continue
             row = flatten(obj)
             if isinstance(step, int):
-                row["step"] = step
+                row[counter] = step
             else:
                 bad.append(BadLine(self.label, 0, f"row id {rid}: step {step!r:.40} is not an integer; skipped"))
+                continue
+            own = step_of(row.get(key))
+            if own is None:
+                bad.append(BadLine(self.label, 0, f"row id {rid}: no integer {key!r}; skipped"))
                 continue
             t = self._clock(ts)
             if t is not None:
                 row["_timestamp"] = t
-            steps.append(step)
+            steps.append(own)
             rows.append(row)
-        return Parsed(steps=steps, rows=rows, step_key="step")
+        return Parsed(steps=steps, rows=rows, step_key=key)
 
     def _around_damage(self, con: sqlite3.Connection, err: Exception) -> tuple[list[Any], list[BadLine]]:
         """Rows past ``last_id`` read one id at a time (a damaged page costs the rows on it, not the rest)."""

@@ -4,6 +4,7 @@ read-only, damaged copies. The databases are written by trackio itself."""
 from __future__ import annotations
 
 import contextlib
+import json
 import math
 import shutil
 import sqlite3
@@ -18,6 +19,7 @@ from tests.ingest import writers
 from tests.ingest.writers import read_once, rows_of, same
 
 trackio_dir = writers.trackio_dir  # (a session fixture of real runs)
+hf_tracked = writers.hf_tracked  # (a session fixture of real runs)
 
 pytest.importorskip("trackio")
 
@@ -35,6 +37,23 @@ def test_one_run_per_run_name(trackio_dir: Path) -> None:
     assert [r["train/loss"] for r in rows] == pytest.approx([1.0 / (i + 1) for i in range(5)])
     assert math.isnan(rows[1]["x"]) and rows[2]["x"] == 2.0 and rows[3]["nested/a"] == 3
     assert a.has_clock and a.meta["config"]["lr"] == 0.1 and not a.bad
+
+
+def test_a_trainers_run_is_stepped_by_its_global_step_not_trackios_log_count(hf_tracked: Path) -> None:
+    """transformers' trackio callback logs ``train/global_step`` in each row and no step (trackio counts ``log``
+    calls; an evaluation is one): the rows are the trainer's steps, its evaluation in the row of its step, and
+    trackio's count is kept as ``_step``."""
+    history = json.loads((hf_tracked / "history.json").read_text())
+    store = _by_arm(read_once(hf_tracked / "trackio"))["hf-a"]
+    assert list(store.steps) == sorted({e["step"] for e in history})
+    rows = {r["train/global_step"]: r for r in rows_of(store)}
+    for e in history:
+        if "loss" in e:
+            assert rows[e["step"]]["train/loss"] == pytest.approx(e["loss"])
+        if "eval_loss" in e:
+            assert rows[e["step"]]["eval/loss"] == pytest.approx(e["eval_loss"])
+    assert [r["_step"] for r in rows_of(store)][:2] == [0, 1] and "step" not in rows[2]
+    assert not store.bad
 
 
 def _copy(trackio_dir: Path, dst: Path) -> Path:

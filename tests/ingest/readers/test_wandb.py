@@ -4,6 +4,7 @@ damaged copies (live growth: tests/ingest/test_recordsource.py). Every file here
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from tests.ingest.writers import WANDB_STEPS, copy_dir, only, read_once, rows_of
 
 wandb_crashed = writers.wandb_crashed  # (a session fixture of real runs)
 wandb_run = writers.wandb_run  # (a session fixture of real runs)
+hf_tracked = writers.hf_tracked  # (a session fixture of real runs)
 
 pytest.importorskip("wandb")
 
@@ -47,6 +49,21 @@ def test_history_rows_steps_values_and_name(wandb_run: Path) -> None:
     assert store.has_clock  # _timestamp is a wall clock
     assert store.meta["config"] == {"lr": 0.001}
     assert store.meta["runinfo"]["closed"] > 1.6e9 and "end" not in store.meta["runinfo"]
+    assert not store.bad
+
+
+def test_a_trainers_run_is_stepped_by_its_global_step_not_wandbs_log_count(hf_tracked: Path) -> None:
+    """transformers' W&B callback logs ``train/global_step`` in each row; an evaluation is a ``log`` call of its
+    own (W&B's ``_step`` counts calls): the rows are the trainer's steps, its evaluation in the row of its step."""
+    history = json.loads((hf_tracked / "history.json").read_text())
+    store = only(read_once(wandb_file(hf_tracked)))
+    assert list(store.steps) == sorted({e["step"] for e in history})
+    rows = {r["train/global_step"]: r for r in rows_of(store)}
+    for e in history:
+        if "loss" in e:
+            assert rows[e["step"]]["train/loss"] == pytest.approx(e["loss"])
+        if "eval_loss" in e:
+            assert rows[e["step"]]["eval/loss"] == pytest.approx(e["eval_loss"])
     assert not store.bad
 
 
