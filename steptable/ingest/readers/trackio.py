@@ -4,8 +4,9 @@ trackio keeps a project in SQLite (WAL journal): table ``metrics(id, run_id, tim
 ``metrics`` a JSON object (a non-finite value stored as the string ``"NaN"``/``"Infinity"``: read as non-finite),
 ``configs(run_name, config)``. Rows are read by one query on ids; the ``metrics`` objects of a run are handed to the
 JSONL reader as one chunk of lines (its typed batch decode makes columns in C), each with the row's step and clock
-added, and read one by one only when one is unreadable (then each bad row is reported by its id) or holds those
-keys inside a ``data`` object. The database is opened read-only (``mode=ro``): a reader never
+added (the step: the trainer's own ``train/global_step`` where the row holds it, trackio's count kept as ``_step``;
+else trackio's ``step``), and read one by one only when one is unreadable (then each bad row is reported by its id)
+or holds those keys inside a ``data`` object. The database is opened read-only (``mode=ro``): a reader never
 takes a write lock, and in WAL mode never blocks the writer; each poll is one short read of the rows past the last id
 seen. A database that is busy (a writer in rollback-journal mode) is read at the next poll; one that is damaged is
 read row by row around the damage, each unreadable id range reported.
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import sqlite3
 from collections.abc import Iterator
 from datetime import datetime
@@ -38,6 +40,9 @@ _DECODE = msgspec.json.Decoder()
 FIRST_LINES = 64
 #: the row's own keys: a ``data`` object (verl's envelope, unwrapped by the JSONL reader) must not hold them
 _CLASHES = frozenset({"step", "_step", "_timestamp"})
+#: the trainer's own step in a row's JSON text (compact, as trackio stores it): its integer value
+_OWN_KEY = b'"%s"' % TRACKER_STEP_KEYS[0].encode()
+_OWN_VALUE = re.compile(rb'\s*:\s*(-?\d{1,18})\s*[,}]')
 #: rows fetched at first, then about :data:`PIECE` bytes of metrics at a time within these bounds: each fetch is
 #: decoded while its rows are still in the CPU's cache (20,000 rows of 2 KB fetched at once read 1.6x slower)
 FETCH, FETCH_MIN, FETCH_MAX = 128, 32, 4096
@@ -98,16 +103,15 @@ def is_trackio(path: Path) -> bool:
     return {"id", "run_name", "step", "metrics"} <= cols
 
 
-def _own_step_key(blob: Any) -> str | None:
-    """The trainer's own step key (table.stepkeys.TRACKER_STEP_KEYS) a run's first ``metrics`` object holds as an
-    integer, else None."""
-    try:
-        obj = _DECODE.decode(blob)
-    except (msgspec.DecodeError, TypeError):
+def own_step(blob: bytes) -> int | None:
+    """The trainer's own step a row's ``metrics`` JSON holds (table.stepkeys.TRACKER_STEP_KEYS: transformers' and
+    TRL's callbacks log it in each row and leave trackio to count its ``log`` calls, an evaluation one more), else
+    None. A JSON string holds no unescaped quote, so the key found is a key."""
+    at = blob.rfind(_OWN_KEY)
+    if at < 0:
         return None
-    if type(obj) is not dict:
-        return None
-    return next((k for k in TRACKER_STEP_KEYS if step_of(obj.get(k)) is not None), None)
+    m = _OWN_VALUE.match(blob, at + len(_OWN_KEY))
+    return None if m is None else int(m.group(1))
 
 
 def _unix(ts: Any) -> float | None:
@@ -129,7 +133,6 @@ class TrackioReader:
         self._sig: tuple[int, ...] | None = None
         self.configs: dict[str, Any] = {}
         self._parsers: dict[str, JsonlParser] = {}
-        self._counters: dict[str, bytes] = {}  # run -> the key trackio's step is kept under
         self._clocks: dict[Any, float | None] = {}  # timestamp text -> Unix time (trackio stamps rows in batches)
         self._ends: dict[Any, bytes] = {}
         self._fetch = FETCH
@@ -223,28 +226,25 @@ class TrackioReader:
     def _batch(self, run: str, rows: list[Any], bad: list[BadLine]) -> list[Parsed]:
         """One run's new rows as JSON lines for the JSONL reader's batch decode: each ``metrics`` object with
         ``"step":N,"_timestamp":T`` added last (a key of the same name in it is read over, as row by row: JSON's
-        last one wins), else (a bad object, a ``data`` envelope holding those keys) row by row."""
+        last one wins), else (a bad object, a ``data`` envelope holding those keys) row by row. The step is the
+        trainer's own where the row holds it (:func:`own_step`; trackio's then kept as ``_step``), else trackio's."""
         parser = self._parsers.get(run)
         if parser is None:
             parser = self._parsers[run] = JsonlParser(self.label)
-            own = _own_step_key(rows[0][4])
-            # the trainer's step where it logs one; trackio's row count then stays in the row as ``_step``
-            parser.step_key = own or "step"
-            self._counters[run] = b"step" if own is None else b"_step"
-        counter = self._counters[run]
+            parser.step_key = "step"
         first = FIRST_LINES if parser.fast_chunks + parser.slow_chunks == 0 else 0
-        chunks = self._lines(rows[:first], counter) + self._lines(rows[first:], counter)
+        chunks = self._lines(rows[:first]) + self._lines(rows[first:])
         if None in chunks:
-            return [self._rows(rows, bad, parser)]
+            return [self._rows(rows, bad)]
         out = [parser.parse(chunk, 1) for chunk in chunks if chunk]
         # an object that is not one, or verl's envelope holding the row's own keys (unwrapped, they would stand
         # beside them; every key is in the shape: the typed decode fails on one it has not learned): row by row
         data = parser.shape.get("data")
         if any(p.bad for p in out) or (type(data) is dict and not data.keys().isdisjoint(_CLASHES)):
-            return [self._rows(rows, bad, parser)]
+            return [self._rows(rows, bad)]
         return out
 
-    def _lines(self, rows: list[Any], counter: bytes) -> list[bytes | None]:
+    def _lines(self, rows: list[Any]) -> list[bytes | None]:
         """Rows as chunks of JSON lines of about :data:`PIECE` bytes each; [None] when a row cannot be one (its
         step not an integer, its metrics no JSON object's text)."""
         chunks: list[bytes | None] = []
@@ -255,8 +255,9 @@ class TrackioReader:
         for _, _, step, ts, blob in rows:
             if type(step) is not int or type(blob) is not bytes or blob[-1:] != b"}":
                 return [None]
-            add((blob[:-1], b',"%s":%d' % (counter, step) if len(blob) > 2 else b'"%s":%d' % (counter, step),
-                 ends.get(ts) or end(ts)))
+            own = own_step(blob)
+            steps = b'"step":%d' % step if own is None else b'"step":%d,"_step":%d' % (own, step)
+            add((blob[:-1], b"," + steps if len(blob) > 2 else steps, ends.get(ts) or end(ts)))
             size += len(blob)
             if size >= PIECE:
                 chunks.append(b"".join(parts))
@@ -266,13 +267,10 @@ class TrackioReader:
             chunks.append(b"".join(parts))
         return chunks
 
-    def _rows(self, got: list[Any], bad: list[BadLine], parser: JsonlParser | None = None) -> Parsed:
-        """Rows one by one (each unreadable one reported by its id), stepped by the run's ``parser``'s step key
-        (none: the first row's) -- the trainer's step where the run's first row carries one, else trackio's."""
+    def _rows(self, got: list[Any], bad: list[BadLine]) -> Parsed:
+        """Rows one by one (each unreadable one reported by its id)."""
         steps: list[int] = []
         rows: list[dict[str, Any]] = []
-        key = (parser.step_key if parser is not None else _own_step_key(got[0][4]) if got else None) or "step"
-        counter = "step" if key == "step" else "_step"
         for rid, _, step, ts, blob in got:
             try:
                 obj = _DECODE.decode(blob)
@@ -283,20 +281,19 @@ class TrackioReader:
                 continue
             row = flatten(obj)
             if isinstance(step, int):
-                row[counter] = step
+                own = step_of(row.get(TRACKER_STEP_KEYS[0]))
+                if own is not None:
+                    row["_step"] = step
+                row["step"] = step if own is None else own
             else:
                 bad.append(BadLine(self.label, 0, f"row id {rid}: step {step!r:.40} is not an integer; skipped"))
-                continue
-            own = step_of(row.get(key))
-            if own is None:
-                bad.append(BadLine(self.label, 0, f"row id {rid}: no integer {key!r}; skipped"))
                 continue
             t = self._clock(ts)
             if t is not None:
                 row["_timestamp"] = t
-            steps.append(own)
+            steps.append(row["step"])
             rows.append(row)
-        return Parsed(steps=steps, rows=rows, step_key=key)
+        return Parsed(steps=steps, rows=rows, step_key="step")
 
     def _around_damage(self, con: sqlite3.Connection, err: Exception) -> tuple[list[Any], list[BadLine]]:
         """Rows past ``last_id`` read one id at a time (a damaged page costs the rows on it, not the rest)."""

@@ -52,8 +52,37 @@ def test_a_trainers_run_is_stepped_by_its_global_step_not_trackios_log_count(hf_
             assert rows[e["step"]]["train/loss"] == pytest.approx(e["loss"])
         if "eval_loss" in e:
             assert rows[e["step"]]["eval/loss"] == pytest.approx(e["eval_loss"])
-    assert [r["_step"] for r in rows_of(store)][:2] == [0, 1] and "step" not in rows[2]
+    assert rows[2]["_step"] == 0 and rows[4]["_step"] == 1  # (the eval at step 4 is trackio's row 2)
     assert not store.bad
+
+
+def test_rows_without_the_trainers_step_keep_trackios(tmp_path: Path) -> None:
+    """TRL's profiling logs to trackio with the trainer's step as trackio's and no ``train/global_step``;
+    transformers' callback logs that key and no step (trackio counts on: an evaluation is one more): each row lands
+    on the trainer's step."""
+    pytest.importorskip("trackio")
+    writers.run_writer("""
+        import trackio
+        trackio.init(project="proj", name="grpo")
+        for s in range(3):
+            trackio.log({"profiling/Time taken: generate": 0.5 + s}, step=s)
+            trackio.log({"train/reward": float(s), "train/global_step": s + 1})
+            trackio.log({"eval/reward": 10.0 + s, "train/global_step": s + 1})
+        trackio.finish()
+    """, {"TRACKIO_DIR": str(tmp_path)})
+    store = _by_arm(read_once(tmp_path))["grpo"]
+    assert list(store.steps) == [0, 1, 2, 3]
+    rows = rows_of(store)
+    assert [r.get("profiling/Time taken: generate") for r in rows] == [0.5, 1.5, 2.5, None]
+    assert [r.get("train/reward") for r in rows] == [None, 0.0, 1.0, 2.0]
+    assert [r.get("eval/reward") for r in rows] == [None, 10.0, 11.0, 12.0] and not store.bad
+    (db,) = tmp_path.glob("*.db")
+    batch, _ = trackio.TrackioReader(db, str(db)).read()
+    with trackio.connect(db) as con:
+        got = con.execute("SELECT id, run_name, step, timestamp, metrics FROM metrics ORDER BY id").fetchall()
+    alone = trackio.TrackioReader(db, str(db))._rows(got, [])
+    want = [0, 1, 1, 1, 2, 2, 2, 3, 3]
+    assert [int(s) for p in batch["grpo"] for s in p.steps] == [int(s) for s in alone.steps] == want
 
 
 def _copy(trackio_dir: Path, dst: Path) -> Path:
