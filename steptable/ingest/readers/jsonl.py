@@ -212,15 +212,12 @@ class JsonlParser:
             rows.append(row)
         return Parsed(steps=steps, rows=rows, bad=bad, step_key=self.step_key)
 
-    def pick_step_key(self, row: dict[str, Any]) -> str | None:
-        """The key of ``row`` that would be this parser's step key (its value an integer step), else None."""
-        if self.step_keys:
-            return next((k for k in self.step_keys if step_of(row.get(k)) is not None), None)
-        return step_key_among(row, lambda k: step_of(row[k]) is not None)
-
     def _step(self, row: dict[str, Any], lineno: int, bad: list[BadLine]) -> int:
         if self.step_key is None:
-            k = self.pick_step_key(row)
+            if self.step_keys:
+                k = next((c for c in self.step_keys if step_of(row.get(c)) is not None), None)
+            else:
+                k = step_key_among(row, lambda k: step_of(row[k]) is not None)
             if k is not None:
                 self.step_key = k
                 self._stale = True  # the typed decoder must now require it
