@@ -140,6 +140,24 @@ def _load_runinfo(cand: Candidate, tail: RunStore) -> None:
             return
 
 
+#: kinds whose newest rows are no tail of bytes: a W&B run file is one log of records, a TensorBoard run a directory
+#: of event files, an HF run the furthest of its checkpoints' ``trainer_state.json`` (not the one discovery named)
+_WHOLE = frozenset({"wandb", "tensorboard", "trainer_state"})
+
+
+def _whole_run(cand: Candidate) -> RunStore:
+    """The store of a W&B, TensorBoard or HF run, read once as a one-shot command reads it (problems in ``bad``)."""
+    from steptable.ingest.source import make_source  # (a format's reader: imported for a run of its kind only)
+
+    src = make_source(cand, lambda bad: None)
+    src.poll()
+    finish = getattr(src, "finish", None)  # (the sources of one-shot reads that differ from a poll have one)
+    if finish is not None:
+        finish()
+    src.store.meta["preview_offset"] = 0
+    return src.store
+
+
 class RunIndex(Generic[D]):
     """The runs under ``paths``, each as ``digest(tail store, candidate)`` of its last ``tail_bytes``.
 
@@ -234,7 +252,7 @@ class RunIndex(Generic[D]):
         cand = entry.cand
         try:
             st = os.stat(cand.path)
-            tail = preview_tail(cand.path, self.tail_bytes, cand.kind)
+            tail = _whole_run(cand) if cand.kind in _WHOLE else preview_tail(cand.path, self.tail_bytes, cand.kind)
         except (OSError, ValueError) as e:
             if len(self.errors) < 100:
                 self.errors.append(f"{cand.path}: {e}")

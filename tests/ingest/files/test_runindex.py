@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from steptable.ingest.files.runindex import RunIndex, flat, read_config
+from tests.ingest import writers
+from tests.ingest.writers import WANDB_STEPS, copy_dir, torch_run, wandb_file
+
+wandb_run = writers.wandb_run  # (a session fixture of real runs)
 
 
 def _rows(path: Path, start: int, stop: int) -> None:
@@ -139,3 +144,25 @@ def test_a_config_that_is_a_fifo_or_over_the_limit_is_not_read(tmp_path: Path,
     (tmp_path / "config.json").write_text('{"seed": 3, "x": 10}')
     fifo.unlink()
     assert read_config(cand) == {"lr": 0.001}
+
+
+def test_record_runs_and_an_hf_runs_furthest_checkpoint_are_read_whole(tmp_path: Path, wandb_run: Path) -> None:
+    """A W&B run file, a TensorBoard run and an HF run have no tail of lines: each is read as a one-shot command
+    reads it (the HF run's furthest checkpoint, not the first one discovery names)."""
+    pytest.importorskip("transformers")
+    pytest.importorskip("tensorboard")
+    from transformers import TrainerState
+
+    shutil.copyfile(wandb_file(wandb_run), copy_dir(wandb_run, tmp_path / "w"))
+    torch_run(tmp_path / "tb" / "armA", range(5))
+    for n in (2, 4):
+        ckpt = tmp_path / "hf" / f"checkpoint-{n}"
+        ckpt.mkdir(parents=True)
+        TrainerState(global_step=n, log_history=[{"loss": 1.0 / s, "step": s} for s in range(1, n + 1)]).save_to_json(
+            str(ckpt / "trainer_state.json"))
+    idx = _index(tmp_path)
+    idx.refresh()
+    got = {e.cand.kind: e.digest for e in idx.runs.values()}
+    assert got["wandb"] == (WANDB_STEPS + 1, WANDB_STEPS, 0)  # (+ the step of the table)
+    assert got["tensorboard"] == (5, 4, 0)
+    assert got["trainer_state"] == (4, 4, 0)
