@@ -34,9 +34,11 @@ WINDOW_ROWS = 100
 #: the order states are told in
 STATES = ("live", "stalled", "idle", "ended", "crashed")
 INTERRUPTED = "interrupted"
-#: the metrics a sweep is ranked and listed by when none is named, the first ones a run logs (score, reward, loss)
-RANK_KEYS = ("eval/score", "score", "reward/mean", "reward", "env/all/reward/total", "rewards/mean", "loss",
-             "train/loss", "kl", "entropy")
+#: the metrics a sweep is ranked and listed by when none is named, the first ones a run logs (score, reward, loss):
+#: ``train/reward`` is TRL's reward as transformers' W&B, trackio and TensorBoard callbacks name it;
+#: ``eval/mean_reward`` and ``rollout/ep_rew_mean`` stable-baselines3's evaluation and training episode return
+RANK_KEYS = ("eval/score", "score", "reward/mean", "reward", "train/reward", "env/all/reward/total", "rewards/mean",
+             "eval/mean_reward", "rollout/ep_rew_mean", "loss", "train/loss", "kl", "entropy")
 
 
 @dataclass
