@@ -94,3 +94,17 @@ def test_a_trl_sweep_logged_by_transformers_callbacks_is_ranked_by_its_reward(
             w.add_scalar("train/reward", gain * step, step)
         w.close()
     assert _top_line(capsys, tmp_path).startswith("by train/reward "), capsys
+
+
+def test_a_sweep_without_a_known_metric_is_not_ranked_by_its_epoch(tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """Lightning's CSVLogger writes ``epoch`` first: a counter, no metric to rank runs by."""
+    pytest.importorskip("lightning")
+    from lightning.pytorch.loggers import CSVLogger
+
+    for name, gain in (("lit_a", 1.0), ("lit_b", 2.0)):
+        log = CSVLogger(str(tmp_path), name=name)
+        for step in range(4):
+            log.log_metrics({"epoch": step // 2, "val_acc": gain * step / 10}, step)
+        log.save()
+    assert _top_line(capsys, tmp_path).startswith("by val_acc "), capsys
