@@ -4,7 +4,6 @@ read-only, damaged copies. The databases are written by trackio itself."""
 from __future__ import annotations
 
 import contextlib
-import json
 import math
 import shutil
 import sqlite3
@@ -16,6 +15,7 @@ from steptable.ingest.files.follow import Follower
 from steptable.ingest.readers import trackio
 from steptable.ingest.recordsource import TrackioSource
 from tests.ingest import writers
+from tests.ingest.readers.helpers import on_trainer_steps
 from tests.ingest.writers import read_once, rows_of, same
 
 trackio_dir = writers.trackio_dir  # (a session fixture of real runs)
@@ -43,17 +43,8 @@ def test_a_trainers_run_is_stepped_by_its_global_step_not_trackios_log_count(hf_
     """transformers' trackio callback logs ``train/global_step`` in each row and no step (trackio counts ``log``
     calls; an evaluation is one): the rows are the trainer's steps, its evaluation in the row of its step, and
     trackio's count is kept as ``_step``."""
-    history = json.loads((hf_tracked / "history.json").read_text())
-    store = _by_arm(read_once(hf_tracked / "trackio"))["hf-a"]
-    assert list(store.steps) == sorted({e["step"] for e in history})
-    rows = {r["train/global_step"]: r for r in rows_of(store)}
-    for e in history:
-        if "loss" in e:
-            assert rows[e["step"]]["train/loss"] == pytest.approx(e["loss"])
-        if "eval_loss" in e:
-            assert rows[e["step"]]["eval/loss"] == pytest.approx(e["eval_loss"])
+    rows = on_trainer_steps(_by_arm(read_once(hf_tracked / "trackio"))["hf-a"], hf_tracked)
     assert rows[2]["_step"] == 0 and rows[4]["_step"] == 1  # (the eval at step 4 is trackio's row 2)
-    assert not store.bad
 
 
 def test_rows_without_the_trainers_step_keep_trackios(tmp_path: Path) -> None:

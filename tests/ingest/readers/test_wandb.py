@@ -4,7 +4,6 @@ damaged copies (live growth: tests/ingest/test_recordsource.py). Every file here
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
@@ -13,7 +12,7 @@ import pytest
 from steptable.ingest import recordsource
 from steptable.ingest.readers.wandb import WandbParser
 from tests.ingest import writers
-from tests.ingest.readers.helpers import wandb_records
+from tests.ingest.readers.helpers import on_trainer_steps, wandb_records
 from tests.ingest.writers import WANDB_STEPS, copy_dir, only, read_once, rows_of, same, wandb_file
 
 wandb_crashed = writers.wandb_crashed  # (a session fixture of real runs)
@@ -55,16 +54,7 @@ def test_history_rows_steps_values_and_name(wandb_run: Path) -> None:
 def test_a_trainers_run_is_stepped_by_its_global_step_not_wandbs_log_count(hf_tracked: Path) -> None:
     """transformers' W&B callback logs ``train/global_step`` in each row; an evaluation is a ``log`` call of its
     own (W&B's ``_step`` counts calls): the rows are the trainer's steps, its evaluation in the row of its step."""
-    history = json.loads((hf_tracked / "history.json").read_text())
-    store = only(read_once(wandb_file(hf_tracked)))
-    assert list(store.steps) == sorted({e["step"] for e in history})
-    rows = {r["train/global_step"]: r for r in rows_of(store)}
-    for e in history:
-        if "loss" in e:
-            assert rows[e["step"]]["train/loss"] == pytest.approx(e["loss"])
-        if "eval_loss" in e:
-            assert rows[e["step"]]["eval/loss"] == pytest.approx(e["eval_loss"])
-    assert not store.bad
+    on_trainer_steps(only(read_once(wandb_file(hf_tracked))), hf_tracked)
 
 
 def test_exit_code_marks_how_the_run_ended(wandb_crashed: Path) -> None:
