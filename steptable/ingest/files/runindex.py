@@ -19,7 +19,7 @@ import json
 import os
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
@@ -27,6 +27,7 @@ from steptable.ingest.files.discover import Candidate, discover
 from steptable.ingest.files.preview import preview_tail
 from steptable.ingest.files.sniff import sniff_jsonl
 from steptable.ingest.sidefiles import read_regular
+from steptable.ingest.source import make_source
 from steptable.ingest.store import RunStore
 from steptable.table import runinfo
 
@@ -147,8 +148,6 @@ _WHOLE = frozenset({"wandb", "tensorboard", "trainer_state"})
 
 def _whole_run(cand: Candidate) -> RunStore:
     """The store of a W&B, TensorBoard or HF run, read once as a one-shot command reads it (problems in ``bad``)."""
-    from steptable.ingest.source import make_source  # (a format's reader: imported for a run of its kind only)
-
     src = make_source(cand, lambda bad: None)
     src.poll()
     finish = getattr(src, "finish", None)  # (the sources of one-shot reads that differ from a poll have one)
@@ -180,6 +179,7 @@ class RunIndex(Generic[D]):
         # not metrics, a console log (``table.txt``, NCCL output) whose last lines hold no ``step:N`` metrics line
         self._last_discovery: float | None = None
         self.errors: list[str] = []
+        self._project_of: dict[str, str] = {}  # a trackio run's id -> its project database's (the candidate's)
 
     def discover(self, found: Iterable[Candidate] | None = None) -> set[str]:
         """Find runs not known yet (listed with their size, ``digest`` None until read); returns their ids.
@@ -192,6 +192,8 @@ class RunIndex(Generic[D]):
         metrics; returns the ids of the runs new to the index."""
         new: set[str] = set()
         for cand in cands:
+            if cand.run_id in self._project_of.values():  # (a trackio project already split into its runs)
+                continue
             old = self.runs.get(cand.run_id)
             if old is not None:
                 old.cand.side_files = cand.side_files
@@ -250,6 +252,8 @@ class RunIndex(Generic[D]):
     def _read(self, entry: Indexed[D | None]) -> bool:
         """Read the entry's tail and config; False when the file cannot be read (said in ``errors``)."""
         cand = entry.cand
+        if cand.kind == "trackio":
+            return self._read_project(entry)
         try:
             st = os.stat(cand.path)
             tail = _whole_run(cand) if cand.kind in _WHOLE else preview_tail(cand.path, self.tail_bytes, cand.kind)
@@ -271,4 +275,39 @@ class RunIndex(Generic[D]):
         tail.meta.setdefault("size", st.st_size)
         entry.size, entry.mtime, entry.sig = st.st_size, st.st_mtime, (st.st_size, st.st_mtime)
         entry.digest = self._digest(tail, cand)
+        return True
+
+    def _read_project(self, entry: Indexed[D | None]) -> bool:
+        """A trackio project database's runs, each an entry of its own (``<db>#<run name>``, the ids a follower
+        gives them), from one read of the whole database; the project's own entry gives way to them. False when
+        the database cannot be read or was read already at its present size and time."""
+        cand = entry.cand
+        try:
+            st = os.stat(cand.path)
+            if entry.digest is not None and entry.sig == (st.st_size, st.st_mtime):
+                return False  # (another run of the project read it in this refresh)
+            src = make_source(cand, lambda bad: None)
+            src.poll()
+            stores = src.stores()
+        except (OSError, ValueError) as e:
+            if len(self.errors) < 100:
+                self.errors.append(f"{cand.path}: {e}")
+            entry.sig = (-1, -1.0)
+            return False
+        base = self._project_of.get(cand.run_id, cand.run_id)
+        runs = {k: v for k, v in self.runs.items() if k != base}
+        for store in stores:
+            sub = runs.get(store.run)
+            if sub is None:
+                sub = Indexed(replace(cand, run_id=store.run, arm=store.arm or cand.arm), st.st_size, st.st_mtime,
+                              None)
+            self._project_of[store.run] = base
+            store.side_files = cand.side_files
+            store.meta["preview_offset"] = 0
+            store.meta.setdefault("size", st.st_size)
+            sub.config = flat(store.meta.get("config") or {})
+            sub.size, sub.mtime, sub.sig = st.st_size, st.st_mtime, (st.st_size, st.st_mtime)
+            sub.digest = self._digest(store, sub.cand)
+            runs[store.run] = sub
+        self.runs = runs  # (replaced, not changed: readers in other threads)
         return True

@@ -15,6 +15,7 @@ from tests.ingest import writers
 from tests.ingest.writers import WANDB_STEPS, copy_dir, torch_run, wandb_file
 
 wandb_run = writers.wandb_run  # (a session fixture of real runs)
+trackio_dir = writers.trackio_dir  # (a session fixture of real runs)
 
 
 def _rows(path: Path, start: int, stop: int) -> None:
@@ -166,3 +167,15 @@ def test_record_runs_and_an_hf_runs_furthest_checkpoint_are_read_whole(tmp_path:
     assert got["wandb"] == (WANDB_STEPS + 1, WANDB_STEPS, 0)  # (+ the step of the table)
     assert got["tensorboard"] == (5, 4, 0)
     assert got["trainer_state"] == (4, 4, 0)
+
+
+def test_a_trackio_projects_runs_are_each_a_run(tmp_path: Path, trackio_dir: Path) -> None:
+    """A trackio database holds a project's runs: each is an entry as a follower names it (``<db>#<run name>``),
+    read from one read of the database, with its config; a later discovery does not list the database again."""
+    shutil.copytree(trackio_dir, tmp_path / "tk")
+    idx = RunIndex([tmp_path], lambda st, c: (st.arm, len(st), st.step_at(len(st) - 1)), recheck=0.0)
+    idx.refresh()
+    assert {k: e.digest for k, e in idx.runs.items()} == {"tk/proj.db#run-a": ("run-a", 5, 4),
+                                                           "tk/proj.db#run-b": ("run-b", 3, 2)}
+    assert idx.runs["tk/proj.db#run-a"].config["lr"] == 0.1
+    assert idx.refresh() == set() and sorted(idx.runs) == ["tk/proj.db#run-a", "tk/proj.db#run-b"]
