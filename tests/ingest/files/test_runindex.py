@@ -179,3 +179,30 @@ def test_a_trackio_projects_runs_are_each_a_run(tmp_path: Path, trackio_dir: Pat
                                                            "tk/proj.db#run-b": ("run-b", 3, 2)}
     assert idx.runs["tk/proj.db#run-a"].config["lr"] == 0.1
     assert idx.refresh() == set() and sorted(idx.runs) == ["tk/proj.db#run-a", "tk/proj.db#run-b"]
+    writers.run_writer("""
+        import trackio
+        trackio.init(project="proj", name="run-c")
+        trackio.log({"train/loss": 0.5})
+        trackio.finish()
+    """, {"TRACKIO_DIR": str(tmp_path / "tk")})
+    idx.refresh()
+    assert idx.runs["tk/proj.db#run-c"].digest == ("run-c", 1, 0) and len(idx.runs) == 3
+
+
+def test_a_trackio_project_without_runs_yet_is_read_again_when_it_gets_one(tmp_path: Path) -> None:
+    pytest.importorskip("trackio")
+    writers.run_writer("""
+        from trackio.sqlite_storage import SQLiteStorage
+        SQLiteStorage.init_db("proj")
+    """, {"TRACKIO_DIR": str(tmp_path)})
+    idx = RunIndex([tmp_path], lambda st, c: (st.arm, len(st)), recheck=0.0)
+    idx.refresh()
+    assert [(k, e.digest) for k, e in idx.runs.items()] == [("proj.db", ("proj", 0))]  # (the database: no rows yet)
+    writers.run_writer("""
+        import trackio
+        trackio.init(project="proj", name="r1")
+        trackio.log({"train/loss": 0.5})
+        trackio.finish()
+    """, {"TRACKIO_DIR": str(tmp_path)})
+    idx.refresh()
+    assert [e.digest for e in idx.runs.values()] == [("r1", 1)], idx.runs
