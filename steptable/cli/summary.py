@@ -38,7 +38,8 @@ def add_parser(sub: Any) -> None:
                    help="a schema file (TOML) to apply; a log directory's steptable.toml applies only "
                    "at or below the paths given")
     s.add_argument("--top", type=int, default=None, metavar="K",
-                   help="a sweep: the K best and K worst runs by --by, one line each (reads only each file's end)")
+                   help="a sweep: the K best and K worst runs by --by, one line each (reads only each file's end; "
+                        "W&B, TensorBoard, trackio and HF runs whole)")
     s.add_argument("--by", default=None, metavar="METRIC", help="the metric --top ranks by (default: the sweep's "
                    "first reward/score key, else loss)")
     s.add_argument("--stat", choices=("last", "mean", "best"), default="mean",

@@ -31,7 +31,7 @@ __all__ = [
 ]
 
 #: keys that are bookkeeping, not metrics (never auto-columns)
-META_KEYS = frozenset({"arm", "ts", "timestamp", "_timestamp", "wall_time", "run", "_runtime", "writer_pid"})
+META_KEYS = frozenset({"arm", "ts", "timestamp", "_timestamp", "wall_time", "run", "_runtime", "_step", "writer_pid"})
 
 
 

@@ -27,6 +27,9 @@ from steptable.alerts.engine import STEP_TIME_KEYS, end_alert
 from steptable.alerts.history import scan
 from steptable.alerts.rules import AlertConfig, cell_float
 from steptable.ingest.files.siblings import newest_sibling
+from steptable.ingest.parsed import counter
+from steptable.schemas import META_KEYS
+from steptable.summary.keycols import SKIP_KEYS
 from steptable.table.runinfo import closed_at, ended_by
 
 #: rows of the tail the window mean spans (the newest)
@@ -34,9 +37,11 @@ WINDOW_ROWS = 100
 #: the order states are told in
 STATES = ("live", "stalled", "idle", "ended", "crashed")
 INTERRUPTED = "interrupted"
-#: the metrics a sweep is ranked and listed by when none is named, the first ones a run logs (score, reward, loss)
-RANK_KEYS = ("eval/score", "score", "reward/mean", "reward", "env/all/reward/total", "rewards/mean", "loss",
-             "train/loss", "kl", "entropy")
+#: the metrics a sweep is ranked and listed by when none is named, the first ones a run logs (score, reward, loss):
+#: ``train/reward`` is TRL's reward as transformers' W&B, trackio and TensorBoard callbacks name it;
+#: ``eval/mean_reward`` and ``rollout/ep_rew_mean`` stable-baselines3's evaluation and training episode return
+RANK_KEYS = ("eval/score", "score", "reward/mean", "reward", "train/reward", "env/all/reward/total", "rewards/mean",
+             "eval/mean_reward", "rollout/ep_rew_mean", "loss", "train/loss", "kl", "entropy")
 
 
 @dataclass
@@ -204,6 +209,8 @@ def config_matches(config: Mapping[str, Any], key: str, want: str) -> bool:
 
 
 def default_keys(keys: Sequence[str], most: int = 1) -> list[str]:
-    """The first ``most`` of ``RANK_KEYS`` among ``keys``, else the first keys."""
+    """The first ``most`` of ``RANK_KEYS`` among ``keys``, else the first keys that are metrics (not an epoch or
+    another counter, a clock or a run's name: Lightning logs ``epoch`` first)."""
     have = dict.fromkeys(keys)
-    return [k for k in RANK_KEYS if k in have][:most] or list(have)[:most]
+    return [k for k in RANK_KEYS if k in have][:most] or [
+        k for k in have if not counter(k) and k not in SKIP_KEYS and k not in META_KEYS][:most]

@@ -13,8 +13,11 @@ import pytest
 
 from tests.cli.helpers import Live, block_titles, write_wide_run
 from tests.helpers import run_cli, write_rows
+from tests.ingest import writers
 from tests.library_logs import write_lightning_rows, write_sb3_rows, write_trainer_state, write_verl_rows
 from tests.schemas.helpers import seen
+
+hf_tracked = writers.hf_tracked  # (a session fixture of real runs)
 
 HOSTILE = "evil\x1b[2J\x1b]0;title\x07\x1b]52;c;ZXZpbA==\x07\u202e[bold red]markup[/]"
 
@@ -108,6 +111,19 @@ def test_trainer_state_steps_are_shown_exactly(tmp_path: Path, capsys: pytest.Ca
                         500_000)
     rc, out, _ = run_cli(["tail", str(tmp_path)], capsys)
     assert rc == 0 and all(f"\n{s} " in out for s in (499_998, 499_999, 500_000)), out
+
+
+@pytest.mark.parametrize("tracker", ["wandb", "trackio"])
+def test_a_trainers_tracker_run_shows_the_trainers_steps_not_the_trackers_count(
+        hf_tracked: Path, capsys: pytest.CaptureFixture[str], tracker: str) -> None:
+    steps = sorted({e["step"] for e in json.loads((hf_tracked / "history.json").read_text())})
+    rc, out, _ = run_cli(["tail", "--format", "jsonl", str(hf_tracked / tracker)], capsys)
+    assert rc == 0 and [json.loads(line)["step"] for line in out.splitlines()] == steps, out
+    rc, out, _ = run_cli(["tail", str(hf_tracked / tracker)], capsys)
+    lines = [line for line in out.splitlines() if not line.startswith("──")]
+    header = lines[0].split()
+    assert rc == 0 and header[0] == "step" and "_step" not in header, out  # (the tracker's count is bookkeeping)
+    assert [int(line.split()[0]) for line in lines[1:]] == steps, out
 
 
 def test_rows_of_a_file_without_a_step_key_are_numbered(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -78,6 +78,34 @@ def trackio_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
+@pytest.fixture(scope="session")
+def hf_tracked(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A transformers ``Trainer`` run (a tiny GPT-2 built from its config, 8 steps, a log every 2 and an evaluation
+    every 4) reporting to W&B (offline) and trackio, as ``report_to`` makes it. Beside them ``history.json``: the
+    trainer's own ``state.log_history``. Returns the directory holding ``wandb/``, ``trackio/`` and the history."""
+    for lib in ("torch", "transformers", "wandb", "trackio"):
+        pytest.importorskip(lib)
+    root = tmp_path_factory.mktemp("hf_tracked")
+    run_writer(f"""
+        import json, torch
+        from transformers import GPT2Config, GPT2LMHeadModel, Trainer, TrainingArguments
+
+        torch.manual_seed(0)
+        ids = torch.randint(0, 32, (32, 8))
+        data = [{{"input_ids": x, "labels": x}} for x in ids]
+        model = GPT2LMHeadModel(GPT2Config(vocab_size=32, n_positions=8, n_embd=8, n_layer=1, n_head=1,
+                                           bos_token_id=0, eos_token_id=0))
+        args = TrainingArguments(output_dir={str(root / "out")!r}, max_steps=8, per_device_train_batch_size=4,
+                                 logging_steps=2, eval_strategy="steps", eval_steps=4, save_strategy="no",
+                                 report_to=["wandb", "trackio"], run_name="hf-a", use_cpu=True, disable_tqdm=True)
+        trainer = Trainer(model=model, args=args, train_dataset=data, eval_dataset=data[:8])
+        trainer.train()
+        with open({str(root / "history.json")!r}, "w") as f:
+            json.dump(trainer.state.log_history, f)
+    """, {"WANDB_DIR": str(root), "TRACKIO_DIR": str(root / "trackio"), "WANDB_PROJECT": "p"}, timeout=300)
+    return root
+
+
 RAY_STEPS = 5
 
 

@@ -6,9 +6,12 @@ import json
 import time
 from pathlib import Path
 
+import pytest
+
 from steptable.ingest.files.preview import preview_tail
 from steptable.summary.sweep import RunDigest, config_matches, digest, matches, ranked, run_state, sweep_line
 from tests.app.sweephelpers import write_run
+from tests.helpers import run_cli
 
 
 def _digest(run: Path) -> RunDigest:
@@ -54,3 +57,54 @@ def test_ranked_and_filters() -> None:
     assert matches("LR1e-5_seed3", "*seed[34]") and matches("lr1e-5_seed3", "SEED") and not matches("a", "b*")
     assert config_matches({"optim.lr": 1e-05}, "lr", "1e-5") and not config_matches({"lr": 1e-05}, "lr", "2e-5")
     assert config_matches({"model": "qwen-7b"}, "model", "qwen*") and not config_matches({}, "lr", "1")
+
+
+def _top_line(capsys: pytest.CaptureFixture[str], root: Path) -> str:
+    rc, out, _ = run_cli(["summary", "--top", "1", str(root)], capsys)
+    assert rc == 0, out
+    return next(line for line in out.splitlines() if line.startswith("by "))
+
+
+def test_an_sb3_sweep_is_ranked_by_its_episode_return(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """stable-baselines3's reward is ``rollout/ep_rew_mean`` (its PPO ``train/loss`` is no objective)."""
+    pytest.importorskip("stable_baselines3")
+    from stable_baselines3.common.logger import configure
+
+    for name, gain in (("ppo_a", 1.0), ("ppo_b", 2.0)):
+        log = configure(str(tmp_path / name), ["json"])
+        for step in (256, 512, 768):
+            log.record("rollout/ep_rew_mean", gain * step / 10)
+            log.record("train/loss", 50.0 / gain)
+            log.record("time/total_timesteps", step)
+            log.dump(step)
+        log.close()
+    assert _top_line(capsys, tmp_path).startswith("by rollout/ep_rew_mean "), capsys
+
+
+def test_a_trl_sweep_logged_by_transformers_callbacks_is_ranked_by_its_reward(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """transformers' TensorBoard (W&B, trackio) callbacks log TRL's ``reward`` as ``train/reward``."""
+    pytest.importorskip("tensorboard")
+    from torch.utils.tensorboard import SummaryWriter
+
+    for name, gain in (("grpo_a", 1.0), ("grpo_b", 2.0)):
+        w = SummaryWriter(str(tmp_path / name / "runs"))
+        for step in range(1, 6):
+            w.add_scalar("train/loss", 0.1 * gain, step)
+            w.add_scalar("train/reward", gain * step, step)
+        w.close()
+    assert _top_line(capsys, tmp_path).startswith("by train/reward "), capsys
+
+
+def test_a_sweep_without_a_known_metric_is_not_ranked_by_its_epoch(tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """Lightning's CSVLogger writes ``epoch`` first: a counter, no metric to rank runs by."""
+    pytest.importorskip("lightning")
+    from lightning.pytorch.loggers import CSVLogger
+
+    for name, gain in (("lit_a", 1.0), ("lit_b", 2.0)):
+        log = CSVLogger(str(tmp_path), name=name)
+        for step in range(4):
+            log.log_metrics({"epoch": step // 2, "val_acc": gain * step / 10}, step)
+        log.save()
+    assert _top_line(capsys, tmp_path).startswith("by val_acc "), capsys

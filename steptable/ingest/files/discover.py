@@ -18,6 +18,9 @@ What is a metrics file (by name first, then by content where the name does not s
   torchtune's ``Step N | key:value ...``, its DiskLogger's ``log_<ts>.txt``); one
   whose first line is a JSON object with a step is JSONL (``$VERL_FILE_LOGGER_PATH=...metrics.log``);
 - ``metrics.csv`` (Lightning), ``progress.csv`` (SB3), and any ``*.csv`` named on the command line: CSV logs;
+  stable-baselines3's logger writes the same rows to each format it is given, in one folder: of its ``progress.json``,
+  ``progress.csv`` and TensorBoard events there, the first present is the run and the others are passed over (one
+  run, not three runs of one arm that would be taken for seeds);
 - a file named on the command line that starts with a JSON object: JSONL, whatever its name;
 - ``run-<id>.wandb`` (W&B, online or offline): kind "wandb", its run directory the one it is in;
 - ``events.out.tfevents.*`` (TensorBoard): kind "tensorboard", one run per directory (its event files together);
@@ -66,6 +69,8 @@ GENERIC_STEMS: Final = frozenset({
 #: Ray Tune's trial files: metrics (JSONL), the config, and the same rows again as CSV
 RAY_RESULT: Final = "result.json"
 RAY_PARAMS: Final = "params.json"
+#: stable-baselines3's files of the same rows, the most faithful first (see :func:`sb3_copy`)
+SB3_FORMATS: Final = ("progress.json", "progress.csv")
 _GENERIC_PATTERN: Final = re.compile(
     r"^(?:log_\d+|version_\d+|checkpoint-\d+|global_step_?\d+|iteration_\d+|step_?\d+|run-\d{8}_\d{6}-\w+|\d+)$")
 _TORCHTUNE: Final = re.compile(r"^log_\d+\.jsonl$")
@@ -110,6 +115,14 @@ class Candidate:
     side_files: dict[str, list[Path]] = field(default_factory=dict)
     linked: bool = False  # reached through a symbolic link below the root given
     real: str = ""  # the key's path with every link resolved (set by discovery)
+
+
+def sb3_copy(path: Path, low: str) -> bool:
+    """Is ``path`` (its lowercased name ``low``) a stable-baselines3 output whose rows a better one beside it holds:
+    ``progress.csv`` beside ``progress.json`` (JSONL: NaN and every row as written), TensorBoard events beside
+    either (float32 values)?"""
+    better = SB3_FORMATS[: SB3_FORMATS.index(low)] if low in SB3_FORMATS else SB3_FORMATS
+    return any(os.path.isfile(path.parent / name) for name in better)
 
 
 def is_ray_trial(directory: Path) -> bool:
@@ -268,6 +281,8 @@ def classify(path: Path, root: Path, label: str | None = None, *, explicit: bool
     if not explicit and (low == "progress.csv" or low.startswith("events.out.tfevents.")) and is_ray_trial(
             path.parent):
         return None  # (a Ray trial's progress.csv and TensorBoard events: its result.json's rows again)
+    if not explicit and (low == "progress.csv" or low.startswith("events.out.tfevents.")) and sb3_copy(path, low):
+        return None
     if (rec := _record_kind(path, root, label, explicit)) is not None:
         return rec
     suffix = path.suffix.lower()

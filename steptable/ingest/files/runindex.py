@@ -6,7 +6,9 @@ complete lines of its last ``tail_bytes`` (:func:`preview_tail`) and its config 
 ``digest`` callback supplied by the layer above (the index keeps only what the digest returns, so a sweep of 2,000
 runs holds 2,000 small digests, not 2,000 tails). ``refresh`` stats every file again and reads the tail of those
 that changed; discovery runs again every ``recheck`` seconds. One caller thread does it all: no thread, watch or
-open descriptor per run.
+open descriptor per run. Runs with no tail of lines are read whole, as a one-shot command reads them: a W&B run
+file, a TensorBoard run, an HF run (its furthest checkpoint), a trackio project (one read for all its runs, each an
+entry of its own).
 
 Config (hyper-parameters, flattened to dotted keys): a ``config.json`` / ``args.json`` beside the run (tinker, many
 scripts), a W&B ``config.yaml`` (``{key: {value: ...}}`` unwrapped) and a Lightning ``hparams.yaml`` when PyYAML is
@@ -19,7 +21,7 @@ import json
 import os
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
@@ -27,6 +29,7 @@ from steptable.ingest.files.discover import Candidate, discover
 from steptable.ingest.files.preview import preview_tail
 from steptable.ingest.files.sniff import sniff_jsonl
 from steptable.ingest.sidefiles import read_regular
+from steptable.ingest.source import make_source
 from steptable.ingest.store import RunStore
 from steptable.table import runinfo
 
@@ -140,6 +143,31 @@ def _load_runinfo(cand: Candidate, tail: RunStore) -> None:
             return
 
 
+#: kinds whose newest rows are no tail of bytes: a W&B run file is one log of records, a TensorBoard run a directory
+#: of event files, an HF run the furthest of its checkpoints' ``trainer_state.json`` (not the one discovery named)
+_WHOLE = frozenset({"wandb", "tensorboard", "trainer_state"})
+
+
+def _whole_run(cand: Candidate) -> RunStore:
+    """The store of a W&B, TensorBoard or HF run, read once as a one-shot command reads it (problems in ``bad``)."""
+    src = make_source(cand, lambda bad: None)
+    src.poll()
+    finish = getattr(src, "finish", None)  # (the sources of one-shot reads that differ from a poll have one)
+    if finish is not None:
+        finish()
+    src.store.meta["preview_offset"] = 0
+    return src.store
+
+
+def _project_sig(path: Path, st: os.stat_result) -> tuple[int, float]:
+    """A trackio database's signature with its write-ahead log's (new rows sit in the log until a checkpoint)."""
+    try:
+        wal = os.stat(f"{path}-wal")
+    except OSError:
+        return st.st_size, st.st_mtime
+    return st.st_size + wal.st_size, max(st.st_mtime, wal.st_mtime)
+
+
 class RunIndex(Generic[D]):
     """The runs under ``paths``, each as ``digest(tail store, candidate)`` of its last ``tail_bytes``.
 
@@ -162,6 +190,8 @@ class RunIndex(Generic[D]):
         # not metrics, a console log (``table.txt``, NCCL output) whose last lines hold no ``step:N`` metrics line
         self._last_discovery: float | None = None
         self.errors: list[str] = []
+        self._project_of: dict[str, str] = {}  # a trackio run's id -> its project database's (the candidate's)
+        self._projects: dict[str, Candidate] = {}  # a trackio project database's run id -> its candidate
 
     def discover(self, found: Iterable[Candidate] | None = None) -> set[str]:
         """Find runs not known yet (listed with their size, ``digest`` None until read); returns their ids.
@@ -174,6 +204,9 @@ class RunIndex(Generic[D]):
         metrics; returns the ids of the runs new to the index."""
         new: set[str] = set()
         for cand in cands:
+            if cand.run_id in self._projects:  # (a trackio project already split into its runs)
+                self._projects[cand.run_id].side_files = cand.side_files
+                continue
             old = self.runs.get(cand.run_id)
             if old is not None:
                 old.cand.side_files = cand.side_files
@@ -227,14 +260,17 @@ class RunIndex(Generic[D]):
         except OSError:
             return False
         entry.size, entry.mtime = st.st_size, st.st_mtime
-        return (st.st_size, st.st_mtime) != entry.sig
+        sig = _project_sig(entry.cand.path, st) if entry.cand.kind == "trackio" else (st.st_size, st.st_mtime)
+        return sig != entry.sig
 
     def _read(self, entry: Indexed[D | None]) -> bool:
         """Read the entry's tail and config; False when the file cannot be read (said in ``errors``)."""
         cand = entry.cand
+        if cand.kind == "trackio":
+            return self._read_project(entry)
         try:
             st = os.stat(cand.path)
-            tail = preview_tail(cand.path, self.tail_bytes, cand.kind)
+            tail = _whole_run(cand) if cand.kind in _WHOLE else preview_tail(cand.path, self.tail_bytes, cand.kind)
         except (OSError, ValueError) as e:
             if len(self.errors) < 100:
                 self.errors.append(f"{cand.path}: {e}")
@@ -253,4 +289,46 @@ class RunIndex(Generic[D]):
         tail.meta.setdefault("size", st.st_size)
         entry.size, entry.mtime, entry.sig = st.st_size, st.st_mtime, (st.st_size, st.st_mtime)
         entry.digest = self._digest(tail, cand)
+        return True
+
+    def _read_project(self, entry: Indexed[D | None]) -> bool:
+        """A trackio project database's runs, each an entry of its own (``<db>#<run name>``, the ids a follower
+        gives them), from one read of the whole database; the project's own entry gives way to them. False when
+        the database cannot be read or was read already at its present size and time."""
+        base = self._project_of.get(entry.run_id, entry.run_id)
+        cand = self._projects.get(base, entry.cand)
+        try:
+            st = os.stat(cand.path)
+            sig = _project_sig(cand.path, st)
+            if entry.digest is not None and entry.sig == sig:
+                return False  # (another run of the project read it in this refresh)
+            src = make_source(cand, lambda bad: None)
+            src.poll()
+            stores = src.stores()
+        except (OSError, ValueError) as e:
+            if len(self.errors) < 100:
+                self.errors.append(f"{cand.path}: {e}")
+            entry.sig = (-1, -1.0)
+            return False
+        if not stores:  # no run in it yet (or only problems): listed as the database, read again when it changes
+            entry.size, entry.mtime, entry.sig = st.st_size, st.st_mtime, sig
+            src.store.meta["preview_offset"] = 0
+            entry.digest = self._digest(src.store, cand)
+            return True
+        self._projects[base] = cand
+        runs = {k: v for k, v in self.runs.items() if k != base}
+        for store in stores:
+            sub = runs.get(store.run)
+            if sub is None:
+                sub = Indexed(replace(cand, run_id=store.run, arm=store.arm or cand.arm), st.st_size, st.st_mtime,
+                              None)
+            self._project_of[store.run] = base
+            store.side_files = cand.side_files
+            store.meta["preview_offset"] = 0
+            store.meta.setdefault("size", st.st_size)
+            sub.config = flat(store.meta.get("config") or {})
+            sub.size, sub.mtime, sub.sig = st.st_size, st.st_mtime, sig
+            sub.digest = self._digest(store, sub.cand)
+            runs[store.run] = sub
+        self.runs = runs  # (replaced, not changed: readers in other threads)
         return True

@@ -56,8 +56,11 @@ def _unordered(pairs: tuple[Any, ...]) -> Shape:
 class JsonlParser:
     """A JSONL file read chunk by chunk: its step key, row count and learned shape carry over between chunks."""
 
-    def __init__(self, label: str) -> None:
+    def __init__(self, label: str, step_keys: tuple[str, ...] = ()) -> None:
+        """``step_keys``: the step key is the first of these the first row with a step holds (a tracker's row
+        counter last, after the trainer's own step it may carry); none: any candidate (table.stepkeys)."""
         self.label = label
+        self.step_keys = step_keys
         self.reset()
 
     def reset(self) -> None:
@@ -211,7 +214,10 @@ class JsonlParser:
 
     def _step(self, row: dict[str, Any], lineno: int, bad: list[BadLine]) -> int:
         if self.step_key is None:
-            k = step_key_among(row, lambda k: step_of(row[k]) is not None)
+            if self.step_keys:
+                k = next((c for c in self.step_keys if step_of(row.get(c)) is not None), None)
+            else:
+                k = step_key_among(row, lambda k: step_of(row[k]) is not None)
             if k is not None:
                 self.step_key = k
                 self._stale = True  # the typed decoder must now require it

@@ -4,8 +4,9 @@ trackio keeps a project in SQLite (WAL journal): table ``metrics(id, run_id, tim
 ``metrics`` a JSON object (a non-finite value stored as the string ``"NaN"``/``"Infinity"``: read as non-finite),
 ``configs(run_name, config)``. Rows are read by one query on ids; the ``metrics`` objects of a run are handed to the
 JSONL reader as one chunk of lines (its typed batch decode makes columns in C), each with the row's step and clock
-added, and read one by one only when one is unreadable (then each bad row is reported by its id) or holds those
-keys inside a ``data`` object. The database is opened read-only (``mode=ro``): a reader never
+added (the step: the trainer's own ``train/global_step`` where the row holds it, trackio's count kept as ``_step``;
+else trackio's ``step``), and read one by one only when one is unreadable (then each bad row is reported by its id)
+or holds those keys inside a ``data`` object. The database is opened read-only (``mode=ro``): a reader never
 takes a write lock, and in WAL mode never blocks the writer; each poll is one short read of the rows past the last id
 seen. A database that is busy (a writer in rollback-journal mode) is read at the next poll; one that is damaged is
 read row by row around the damage, each unreadable id range reported.
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import sqlite3
 from collections.abc import Iterator
 from datetime import datetime
@@ -23,9 +25,10 @@ from typing import Any
 
 import msgspec
 
-from steptable.ingest.parse import BadLine, flatten
+from steptable.ingest.parse import BadLine, flatten, step_of
 from steptable.ingest.parsed import Parsed
 from steptable.ingest.readers.jsonl import PIECE, JsonlParser
+from steptable.table.stepkeys import TRACKER_STEP_KEYS
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 #: rows read per poll at most (a large database is read over a few polls)
@@ -36,7 +39,10 @@ _DECODE = msgspec.json.Decoder()
 #: lines of a run's first chunk handed on first (the JSONL reader learns the keys; its typed decode takes the rest)
 FIRST_LINES = 64
 #: the row's own keys: a ``data`` object (verl's envelope, unwrapped by the JSONL reader) must not hold them
-_CLASHES = frozenset({"step", "_timestamp"})
+_CLASHES = frozenset({"step", "_step", "_timestamp"})
+#: the trainer's own step in a row's JSON text (compact, as trackio stores it): its integer value
+_OWN_KEY = b'"%s"' % TRACKER_STEP_KEYS[0].encode()
+_OWN_VALUE = re.compile(rb'\s*:\s*(-?\d{1,18})\s*[,}]')
 #: rows fetched at first, then about :data:`PIECE` bytes of metrics at a time within these bounds: each fetch is
 #: decoded while its rows are still in the CPU's cache (20,000 rows of 2 KB fetched at once read 1.6x slower)
 FETCH, FETCH_MIN, FETCH_MAX = 128, 32, 4096
@@ -95,6 +101,17 @@ def is_trackio(path: Path) -> bool:
     except DAMAGED:  # damaged where its schema is: the reader reports what it can read
         return True
     return {"id", "run_name", "step", "metrics"} <= cols
+
+
+def own_step(blob: bytes) -> int | None:
+    """The trainer's own step a row's ``metrics`` JSON holds (table.stepkeys.TRACKER_STEP_KEYS: transformers' and
+    TRL's callbacks log it in each row and leave trackio to count its ``log`` calls, an evaluation one more), else
+    None. A JSON string holds no unescaped quote, so the key found is a key."""
+    at = blob.rfind(_OWN_KEY)
+    if at < 0:
+        return None
+    m = _OWN_VALUE.match(blob, at + len(_OWN_KEY))
+    return None if m is None else int(m.group(1))
 
 
 def _unix(ts: Any) -> float | None:
@@ -209,7 +226,8 @@ class TrackioReader:
     def _batch(self, run: str, rows: list[Any], bad: list[BadLine]) -> list[Parsed]:
         """One run's new rows as JSON lines for the JSONL reader's batch decode: each ``metrics`` object with
         ``"step":N,"_timestamp":T`` added last (a key of the same name in it is read over, as row by row: JSON's
-        last one wins), else (a bad object, a ``data`` envelope holding those keys) row by row."""
+        last one wins), else (a bad object, a ``data`` envelope holding those keys) row by row. The step is the
+        trainer's own where the row holds it (:func:`own_step`; trackio's then kept as ``_step``), else trackio's."""
         parser = self._parsers.get(run)
         if parser is None:
             parser = self._parsers[run] = JsonlParser(self.label)
@@ -237,7 +255,9 @@ class TrackioReader:
         for _, _, step, ts, blob in rows:
             if type(step) is not int or type(blob) is not bytes or blob[-1:] != b"}":
                 return [None]
-            add((blob[:-1], b',"step":%d' % step if len(blob) > 2 else b'"step":%d' % step, ends.get(ts) or end(ts)))
+            own = own_step(blob)
+            steps = b'"step":%d' % step if own is None else b'"step":%d,"_step":%d' % (own, step)
+            add((blob[:-1], b"," + steps if len(blob) > 2 else steps, ends.get(ts) or end(ts)))
             size += len(blob)
             if size >= PIECE:
                 chunks.append(b"".join(parts))
@@ -261,14 +281,17 @@ class TrackioReader:
                 continue
             row = flatten(obj)
             if isinstance(step, int):
-                row["step"] = step
+                own = step_of(row.get(TRACKER_STEP_KEYS[0]))
+                if own is not None:
+                    row["_step"] = step
+                row["step"] = step if own is None else own
             else:
                 bad.append(BadLine(self.label, 0, f"row id {rid}: step {step!r:.40} is not an integer; skipped"))
                 continue
             t = self._clock(ts)
             if t is not None:
                 row["_timestamp"] = t
-            steps.append(step)
+            steps.append(row["step"])
             rows.append(row)
         return Parsed(steps=steps, rows=rows, step_key="step")
 

@@ -32,6 +32,7 @@ from steptable.ingest.parsed import Parsed
 from steptable.ingest.readers.jsonl import PIECE, JsonlParser
 from steptable.ingest.readers.protowire import WireError, varint
 from steptable.ingest.readers.wandbwire import history_line, history_lines, wandb_record
+from steptable.table.stepkeys import TRACKER_STEP_KEYS
 
 if TYPE_CHECKING:
     from steptable.ingest.readers import _wandbwalk
@@ -81,8 +82,9 @@ class WandbParser:
         self._frag_at = 0
         self._start = 0.0
         self._last_time: float | None = None
-        self.jsonl = JsonlParser(self.label)
-        self.jsonl.step_key = "_step"  # the step of every row (a user key named ``step`` is a metric here)
+        # the step of every row: the trainer's own where it logs it in every row (HF's ``train/global_step``), else
+        # W&B's count of ``log`` calls (a user key named ``step`` is a metric here)
+        self.jsonl = JsonlParser(self.label, step_keys=(*TRACKER_STEP_KEYS, "_step"))
         self._skip_until = 0
         self.more = False  # the last call stopped early: call again on the bytes left
         self._keys: dict[bytes, bytes] = {}  # key -> its JSON text and colon

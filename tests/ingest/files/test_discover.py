@@ -195,3 +195,32 @@ def test_a_fifo_named_like_a_log_does_not_hang_discovery(tmp_path: Path) -> None
     p = subprocess.run([sys.executable, "-m", "steptable", "tail", str(tmp_path), "--format", "jsonl"],
                        capture_output=True, text=True, timeout=30)
     assert p.returncode == 0 and printed_steps(p.stdout) == [0]
+
+
+@pytest.mark.parametrize("formats", [["json", "csv", "tensorboard"], ["csv", "tensorboard"], ["tensorboard"]])
+def test_sb3_formats_of_one_logger_are_one_run(tmp_path: Path, formats: list[str]) -> None:
+    """stable-baselines3's logger writes the same rows to each format in one folder: the run is its progress.json,
+    else its progress.csv, else its events (not two or three runs of one arm, taken for seeds); a file named on the
+    command line is read whatever is beside it."""
+    pytest.importorskip("stable_baselines3")
+    pytest.importorskip("tensorboard")
+    from stable_baselines3.common.logger import configure
+
+    folder = tmp_path / "ppo1"
+    log = configure(str(folder), formats)
+    for step in (256, 512, 768):
+        log.record("rollout/ep_rew_mean", step / 10)
+        log.record("time/total_timesteps", step)
+        log.dump(step)
+    log.close()
+    want = {"json": "progress.json", "csv": "progress.csv"}.get(formats[0])
+    found = discover([tmp_path])
+    assert len(found) == 1 and found[0].arm == "ppo1", found
+    assert found[0].path.name == want if want else found[0].kind == "tensorboard", found
+    f = Follower([tmp_path])
+    f.scan()
+    f.finish()
+    (store,) = f.stores.values()
+    assert list(store.steps) == [256, 512, 768]
+    if "csv" in formats:
+        assert discover([folder / "progress.csv"])[0].path.name == "progress.csv"

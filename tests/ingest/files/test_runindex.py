@@ -4,12 +4,18 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from steptable.ingest.files.runindex import RunIndex, flat, read_config
+from tests.ingest import writers
+from tests.ingest.writers import WANDB_STEPS, copy_dir, torch_run, wandb_file
+
+wandb_run = writers.wandb_run  # (a session fixture of real runs)
+trackio_dir = writers.trackio_dir  # (a session fixture of real runs)
 
 
 def _rows(path: Path, start: int, stop: int) -> None:
@@ -139,3 +145,64 @@ def test_a_config_that_is_a_fifo_or_over_the_limit_is_not_read(tmp_path: Path,
     (tmp_path / "config.json").write_text('{"seed": 3, "x": 10}')
     fifo.unlink()
     assert read_config(cand) == {"lr": 0.001}
+
+
+def test_record_runs_and_an_hf_runs_furthest_checkpoint_are_read_whole(tmp_path: Path, wandb_run: Path) -> None:
+    """A W&B run file, a TensorBoard run and an HF run have no tail of lines: each is read as a one-shot command
+    reads it (the HF run's furthest checkpoint, not the first one discovery names)."""
+    pytest.importorskip("transformers")
+    pytest.importorskip("tensorboard")
+    from transformers import TrainerState
+
+    shutil.copyfile(wandb_file(wandb_run), copy_dir(wandb_run, tmp_path / "w"))
+    torch_run(tmp_path / "tb" / "armA", range(5))
+    for n in (2, 4):
+        ckpt = tmp_path / "hf" / f"checkpoint-{n}"
+        ckpt.mkdir(parents=True)
+        TrainerState(global_step=n, log_history=[{"loss": 1.0 / s, "step": s} for s in range(1, n + 1)]).save_to_json(
+            str(ckpt / "trainer_state.json"))
+    idx = _index(tmp_path)
+    idx.refresh()
+    got = {e.cand.kind: e.digest for e in idx.runs.values()}
+    assert got["wandb"] == (WANDB_STEPS + 1, WANDB_STEPS, 0)  # (+ the step of the table)
+    assert got["tensorboard"] == (5, 4, 0)
+    assert got["trainer_state"] == (4, 4, 0)
+
+
+def test_a_trackio_projects_runs_are_each_a_run(tmp_path: Path, trackio_dir: Path) -> None:
+    """A trackio database holds a project's runs: each is an entry as a follower names it (``<db>#<run name>``),
+    read from one read of the database, with its config; a later discovery does not list the database again."""
+    shutil.copytree(trackio_dir, tmp_path / "tk")
+    idx = RunIndex([tmp_path], lambda st, c: (st.arm, len(st), st.step_at(len(st) - 1)), recheck=0.0)
+    idx.refresh()
+    assert {k: e.digest for k, e in idx.runs.items()} == {"tk/proj.db#run-a": ("run-a", 5, 4),
+                                                           "tk/proj.db#run-b": ("run-b", 3, 2)}
+    assert idx.runs["tk/proj.db#run-a"].config["lr"] == 0.1
+    assert idx.refresh() == set() and sorted(idx.runs) == ["tk/proj.db#run-a", "tk/proj.db#run-b"]
+    writers.run_writer("""
+        import trackio
+        trackio.init(project="proj", name="run-c")
+        trackio.log({"train/loss": 0.5})
+        trackio.finish()
+    """, {"TRACKIO_DIR": str(tmp_path / "tk")})
+    idx.refresh()
+    assert idx.runs["tk/proj.db#run-c"].digest == ("run-c", 1, 0) and len(idx.runs) == 3
+
+
+def test_a_trackio_project_without_runs_yet_is_read_again_when_it_gets_one(tmp_path: Path) -> None:
+    pytest.importorskip("trackio")
+    writers.run_writer("""
+        from trackio.sqlite_storage import SQLiteStorage
+        SQLiteStorage.init_db("proj")
+    """, {"TRACKIO_DIR": str(tmp_path)})
+    idx = RunIndex([tmp_path], lambda st, c: (st.arm, len(st)), recheck=0.0)
+    idx.refresh()
+    assert [(k, e.digest) for k, e in idx.runs.items()] == [("proj.db", ("proj", 0))]  # (the database: no rows yet)
+    writers.run_writer("""
+        import trackio
+        trackio.init(project="proj", name="r1")
+        trackio.log({"train/loss": 0.5})
+        trackio.finish()
+    """, {"TRACKIO_DIR": str(tmp_path)})
+    idx.refresh()
+    assert [e.digest for e in idx.runs.values()] == [("r1", 1)], idx.runs

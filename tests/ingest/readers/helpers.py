@@ -1,9 +1,31 @@
-"""Helpers of the reader tests: the records of a W&B run file, for wandb's own classes to decode."""
+"""Helpers of the reader tests: the records of a W&B run file, for wandb's own classes to decode; a tracker's run of
+a transformers Trainer checked against the trainer's own history."""
 
 from __future__ import annotations
 
+import json
 import struct
 from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.ingest.writers import rows_of
+
+
+def on_trainer_steps(store: Any, root: Path) -> dict[int, dict[str, Any]]:
+    """Check that a tracker's run of :func:`tests.ingest.writers.hf_tracked` is on the trainer's steps, each loss and
+    evaluation loss of its ``history.json`` in the row of its step; returns the rows by step."""
+    history = json.loads((root / "history.json").read_text())
+    assert list(store.steps) == sorted({e["step"] for e in history})
+    rows = {r["train/global_step"]: r for r in rows_of(store)}
+    for e in history:
+        if "loss" in e:
+            assert rows[e["step"]]["train/loss"] == pytest.approx(e["loss"])
+        if "eval_loss" in e:
+            assert rows[e["step"]]["eval/loss"] == pytest.approx(e["eval_loss"])
+    assert not store.bad
+    return rows
 
 
 def wandb_records(path: Path) -> list[bytes]:

@@ -15,9 +15,11 @@ from steptable.ingest.files.follow import Follower
 from steptable.ingest.readers import trackio
 from steptable.ingest.recordsource import TrackioSource
 from tests.ingest import writers
+from tests.ingest.readers.helpers import on_trainer_steps
 from tests.ingest.writers import read_once, rows_of, same
 
 trackio_dir = writers.trackio_dir  # (a session fixture of real runs)
+hf_tracked = writers.hf_tracked  # (a session fixture of real runs)
 
 pytest.importorskip("trackio")
 
@@ -35,6 +37,43 @@ def test_one_run_per_run_name(trackio_dir: Path) -> None:
     assert [r["train/loss"] for r in rows] == pytest.approx([1.0 / (i + 1) for i in range(5)])
     assert math.isnan(rows[1]["x"]) and rows[2]["x"] == 2.0 and rows[3]["nested/a"] == 3
     assert a.has_clock and a.meta["config"]["lr"] == 0.1 and not a.bad
+
+
+def test_a_trainers_run_is_stepped_by_its_global_step_not_trackios_log_count(hf_tracked: Path) -> None:
+    """transformers' trackio callback logs ``train/global_step`` in each row and no step (trackio counts ``log``
+    calls; an evaluation is one): the rows are the trainer's steps, its evaluation in the row of its step, and
+    trackio's count is kept as ``_step``."""
+    rows = on_trainer_steps(_by_arm(read_once(hf_tracked / "trackio"))["hf-a"], hf_tracked)
+    assert rows[2]["_step"] == 0 and rows[4]["_step"] == 1  # (the eval at step 4 is trackio's row 2)
+
+
+def test_rows_without_the_trainers_step_keep_trackios(tmp_path: Path) -> None:
+    """TRL's profiling logs to trackio with the trainer's step as trackio's and no ``train/global_step``;
+    transformers' callback logs that key and no step (trackio counts on: an evaluation is one more): each row lands
+    on the trainer's step."""
+    pytest.importorskip("trackio")
+    writers.run_writer("""
+        import trackio
+        trackio.init(project="proj", name="grpo")
+        for s in range(3):
+            trackio.log({"profiling/Time taken: generate": 0.5 + s}, step=s)
+            trackio.log({"train/reward": float(s), "train/global_step": s + 1})
+            trackio.log({"eval/reward": 10.0 + s, "train/global_step": s + 1})
+        trackio.finish()
+    """, {"TRACKIO_DIR": str(tmp_path)})
+    store = _by_arm(read_once(tmp_path))["grpo"]
+    assert list(store.steps) == [0, 1, 2, 3]
+    rows = rows_of(store)
+    assert [r.get("profiling/Time taken: generate") for r in rows] == [0.5, 1.5, 2.5, None]
+    assert [r.get("train/reward") for r in rows] == [None, 0.0, 1.0, 2.0]
+    assert [r.get("eval/reward") for r in rows] == [None, 10.0, 11.0, 12.0] and not store.bad
+    (db,) = tmp_path.glob("*.db")
+    batch, _ = trackio.TrackioReader(db, str(db)).read()
+    with trackio.connect(db) as con:
+        got = con.execute("SELECT id, run_name, step, timestamp, metrics FROM metrics ORDER BY id").fetchall()
+    alone = trackio.TrackioReader(db, str(db))._rows(got, [])
+    want = [0, 1, 1, 1, 2, 2, 2, 3, 3]
+    assert [int(s) for p in batch["grpo"] for s in p.steps] == [int(s) for s in alone.steps] == want
 
 
 def _copy(trackio_dir: Path, dst: Path) -> Path:

@@ -12,11 +12,12 @@ import pytest
 from steptable.ingest import recordsource
 from steptable.ingest.readers.wandb import WandbParser
 from tests.ingest import writers
-from tests.ingest.readers.helpers import wandb_records
+from tests.ingest.readers.helpers import on_trainer_steps, wandb_records
 from tests.ingest.writers import WANDB_STEPS, copy_dir, only, read_once, rows_of, same, wandb_file
 
 wandb_crashed = writers.wandb_crashed  # (a session fixture of real runs)
 wandb_run = writers.wandb_run  # (a session fixture of real runs)
+hf_tracked = writers.hf_tracked  # (a session fixture of real runs)
 
 pytest.importorskip("wandb")
 
@@ -48,6 +49,12 @@ def test_history_rows_steps_values_and_name(wandb_run: Path) -> None:
     assert store.meta["config"] == {"lr": 0.001}
     assert store.meta["runinfo"]["closed"] > 1.6e9 and "end" not in store.meta["runinfo"]
     assert not store.bad
+
+
+def test_a_trainers_run_is_stepped_by_its_global_step_not_wandbs_log_count(hf_tracked: Path) -> None:
+    """transformers' W&B callback logs ``train/global_step`` in each row; an evaluation is a ``log`` call of its
+    own (W&B's ``_step`` counts calls): the rows are the trainer's steps, its evaluation in the row of its step."""
+    on_trainer_steps(only(read_once(wandb_file(hf_tracked))), hf_tracked)
 
 
 def test_exit_code_marks_how_the_run_ended(wandb_crashed: Path) -> None:
