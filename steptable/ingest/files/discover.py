@@ -9,6 +9,10 @@ What is a metrics file (by name first, then by content where the name does not s
   metrics, step ``training_iteration``; the trial's ``progress.csv`` and TensorBoard events hold the same rows again
   and are passed over, its ``params.json`` is the run's config;
 - ``trainer_state.json`` (HF / TRL): the run is its directory (the parent of ``checkpoint-N/``), read whole;
+  where steptable's own ``metrics.jsonl`` (with its ``steptable*.json`` description) is in that directory, as the HF
+  callback writes it into the trainer's output directory, it is the run, every row as logged and live, and the
+  trainer's ``trainer_state.json`` and the TensorBoard events of its default ``runs/<time>_<host>/`` there are passed
+  over (the same rows; not three runs of one training, which compare would take for seeds);
 - any other ``*.jsonl``: metrics when its first line is an object with a step key or mostly numbers (``sniff``),
   except the known non-metric JSONL, which are side files of the run: ``checkpoints.jsonl``, ``*generations*.jsonl``,
   ``*rollout_summaries.jsonl``, ``timing_spans.jsonl``, and rollout dumps (``files.dumps``: verl's
@@ -123,6 +127,31 @@ def sb3_copy(path: Path, low: str) -> bool:
     either (float32 values)?"""
     better = SB3_FORMATS[: SB3_FORMATS.index(low)] if low in SB3_FORMATS else SB3_FORMATS
     return any(os.path.isfile(path.parent / name) for name in better)
+
+
+def steptable_run_in(directory: Path) -> bool:
+    """Does ``directory`` hold a ``metrics.jsonl`` that steptable wrote (its description ``steptable*.json`` beside
+    it: the HF callback's, in the trainer's output directory)?"""
+    if not os.path.isfile(directory / "metrics.jsonl"):
+        return False
+    try:
+        return any(n.startswith("steptable") and n.endswith(".json") for n in os.listdir(directory))
+    except OSError:
+        return False
+
+
+def hf_copy(path: Path, low: str, root: Path) -> bool:
+    """Is ``path`` an HF trainer's ``trainer_state.json`` (in its output directory or a ``checkpoint-N/`` of it), or
+    the TensorBoard events of its default logging directory (``<output>/runs/<time>_<host>/``), whose rows steptable's
+    own ``metrics.jsonl`` in the output directory holds? Only an output directory inside ``root`` counts (asked for
+    ``<output>/runs``, the user gets its events)."""
+    if low == "trainer_state.json":
+        out = path.parent.parent if _GENERIC_PATTERN.match(path.parent.name) else path.parent
+    elif path.parent.parent.name == "runs":
+        out = path.parent.parent.parent
+    else:
+        return False
+    return out.is_relative_to(root) and steptable_run_in(out)
 
 
 def is_ray_trial(directory: Path) -> bool:
@@ -268,6 +297,9 @@ def classify(path: Path, root: Path, label: str | None = None, *, explicit: bool
     """The candidate run a file stands for, or None (not metrics, or a side file)."""
     name = path.name
     low = name.lower()
+    if not explicit and (low == "trainer_state.json" or low.startswith("events.out.tfevents.")) and hf_copy(
+            path, low, root):
+        return None
     if low == "trainer_state.json":
         run_dir = path.parent.parent if _GENERIC_PATTERN.match(path.parent.name) else path.parent
         if not run_dir.is_relative_to(root if os.path.isdir(root) else root.parent):

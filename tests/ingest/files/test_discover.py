@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from steptable.ingest import Follower, discover
+from steptable.ingest import Follower, discover, load
 from tests.helpers import printed_steps, write_rows
 from tests.ingest.helpers import assert_rows, rew_rows, train_line
 
@@ -224,3 +224,29 @@ def test_sb3_formats_of_one_logger_are_one_run(tmp_path: Path, formats: list[str
     assert list(store.steps) == [256, 512, 768]
     if "csv" in formats:
         assert discover([folder / "progress.csv"])[0].path.name == "progress.csv"
+
+
+def test_an_hf_run_with_steptables_callback_is_one_run(tmp_path: Path) -> None:
+    """steptable's HF callback writes metrics.jsonl into the trainer's output directory, where the trainer's
+    checkpoints (trainer_state.json) and its TensorBoard callback (runs/<time>_<host>/) hold the same rows: one run,
+    the callback's (three before, which compare took for seeds of one arm). Asked for by name or by their directory,
+    the others are read; without the callback's file they are the runs, as before."""
+    pytest.importorskip("transformers")
+    pytest.importorskip("tensorboard")
+    from transformers.integrations import TensorBoardCallback
+    from transformers.trainer_utils import SaveStrategy
+
+    from steptable.integrations.hf import StepTableCallback
+    from tests.integrations.helpers import tiny_trainer
+
+    out = tmp_path / "grpo-a"
+    trainer = tiny_trainer(out, [StepTableCallback(), TensorBoardCallback()], max_steps=10)
+    trainer.args.save_strategy, trainer.args.save_steps = SaveStrategy.STEPS, 5
+    trainer.train()
+    assert {p.name for p in out.glob("checkpoint-*/trainer_state.json")} and list(out.glob("runs/*/events.*"))
+    runs = load([tmp_path])
+    assert [(s.kind, s.arm, len(s)) for s in runs.values()] == [("jsonl", "grpo-a", 2)], list(runs)
+    assert [s.kind for s in load([out / "runs"]).values()] == ["tensorboard"]
+    assert [s.kind for s in load([out / "checkpoint-10" / "trainer_state.json"]).values()] == ["trainer_state"]
+    (out / "metrics.jsonl").unlink()
+    assert sorted(s.kind for s in load([tmp_path]).values()) == ["tensorboard", "trainer_state"]
