@@ -50,6 +50,11 @@ MAX_RETIRED = 10_000  # runs no longer followed whose generation is remembered f
 _WATCHED_SUFFIXES = frozenset({".jsonl", ".json", ".log", ".txt", ".out", ".wandb", ".db"})
 
 
+#: kinds of run discovery passes over where a file beside holds the same rows better (an SB3 logger folder's other
+#: formats, a Ray trial's progress.csv and events, an HF output directory's trainer_state.json and default
+#: TensorBoard events beside steptable's metrics.jsonl): a followed one it passes over later is retired
+COPY_KINDS = frozenset({"tensorboard", "trainer_state", "csv"})
+
 class Follower:
     def __init__(self, paths: Iterable[str | Path] | str | Path, poll: float | None = None, recheck: float = 2.0,
                  *, max_line: int = MAX_LINE, on_resume: ResumeReader | None = None,
@@ -149,9 +154,7 @@ class Follower:
         """One pass: discovery first when ``discover``, then a poll of ``only`` (default: every source); returns the
         ids of the runs viewers see changed."""
         with self._pass:
-            if discover:
-                self._discover()
-            changed: set[str] = set()
+            changed: set[str] = self._discover() if discover else set()
             for src in list(self._sources.values()) if only is None else only:
                 if self._poll(src):
                     changed.update(st.run for st in src.stores())
@@ -228,17 +231,20 @@ class Follower:
         wait = min(max(self.recheck, RECHECK_SHARE * self._discover_s), RECHECK_MAX)
         return time.monotonic() - since >= wait
 
-    def _discover(self) -> None:
+    def _discover(self) -> set[str]:
+        """A discovery pass; the runs it retired."""
         t0 = time.monotonic()
         try:
-            self._discover_pass()
+            return self._discover_pass()
         finally:
             self._discover_s = time.monotonic() - t0
 
-    def _discover_pass(self) -> None:
+    def _discover_pass(self) -> set[str]:
         self._failing = set()
         self._walked = set()
+        found: set[Path] = set()
         for cand in discover(self.roots, self._unreadable, self._settled):
+            found.add(cand.key)
             src = self._sources.get(cand.key)
             if src is not None:
                 src.store.side_files = cand.side_files
@@ -247,8 +253,15 @@ class Follower:
                 continue
             self._add(cand)
         self._unlisted = self._failing  # what reads again is reported again if it fails later
+        retired: set[str] = set()
         if not self._failing:  # files judged not a run that are gone now (a whole pass met the rest)
             self._rejected = {p: v for p, v in self._rejected.items() if p in self._walked}
+            # a followed copy of a run that discovery now passes over, its better file having appeared beside it (an
+            # HF output directory's TensorBoard events once steptable's callback wrote its metrics.jsonl): retired
+            for key, src in list(self._sources.items()):
+                if src.cand.kind in COPY_KINDS and key not in found and os.path.exists(key):
+                    retired |= self._retire(src)
+        return retired
 
     def _unreadable(self, path: Path, e: OSError) -> None:
         """A directory discovery could not list or a file it could not sniff: reported once while it keeps failing."""

@@ -226,11 +226,8 @@ def test_sb3_formats_of_one_logger_are_one_run(tmp_path: Path, formats: list[str
         assert discover([folder / "progress.csv"])[0].path.name == "progress.csv"
 
 
-def test_an_hf_run_with_steptables_callback_is_one_run(tmp_path: Path) -> None:
-    """steptable's HF callback writes metrics.jsonl into the trainer's output directory, where the trainer's
-    checkpoints (trainer_state.json) and its TensorBoard callback (runs/<time>_<host>/) hold the same rows: one run,
-    the callback's (three before, which compare took for seeds of one arm). Asked for by name or by their directory,
-    the others are read; without the callback's file they are the runs, as before."""
+def _hf_output(tmp_path: Path) -> Path:
+    """A real Trainer's output directory: steptable's callback, the TensorBoard callback, a checkpoint every 5 steps."""
     pytest.importorskip("transformers")
     pytest.importorskip("tensorboard")
     from transformers.integrations import TensorBoardCallback
@@ -244,9 +241,37 @@ def test_an_hf_run_with_steptables_callback_is_one_run(tmp_path: Path) -> None:
     trainer.args.save_strategy, trainer.args.save_steps = SaveStrategy.STEPS, 5
     trainer.train()
     assert {p.name for p in out.glob("checkpoint-*/trainer_state.json")} and list(out.glob("runs/*/events.*"))
+    return out
+
+
+def test_an_hf_run_with_steptables_callback_is_one_run(tmp_path: Path) -> None:
+    """steptable's HF callback writes metrics.jsonl into the trainer's output directory, where the trainer's
+    checkpoints (trainer_state.json) and its TensorBoard callback (runs/<time>_<host>/) hold the same rows: one run,
+    the callback's (three before, which compare took for seeds of one arm). Asked for by name or by their directory,
+    the others are read; without the callback's file they are the runs, as before."""
+    out = _hf_output(tmp_path)
     runs = load([tmp_path])
     assert [(s.kind, s.arm, len(s)) for s in runs.values()] == [("jsonl", "grpo-a", 2)], list(runs)
     assert [s.kind for s in load([out / "runs"]).values()] == ["tensorboard"]
     assert [s.kind for s in load([out / "checkpoint-10" / "trainer_state.json"]).values()] == ["trainer_state"]
     (out / "metrics.jsonl").unlink()
     assert sorted(s.kind for s in load([tmp_path]).values()) == ["tensorboard", "trainer_state"]
+
+
+def test_a_followed_copy_is_retired_when_steptables_file_appears_beside_it(tmp_path: Path) -> None:
+    """Watched from before the training: the trainer's TensorBoard events (and a checkpoint) came before the
+    callback's first row. Once its metrics.jsonl is there, the copies leave the runs followed."""
+    out = _hf_output(tmp_path / "logs")
+    held = tmp_path / "held"  # (outside the tree watched)
+    held.mkdir()
+    mine = [p for p in out.iterdir() if p.name == "metrics.jsonl" or p.name.startswith("steptable")]
+    for p in mine:
+        p.rename(held / p.name)
+    fo = Follower([tmp_path / "logs"])
+    fo.scan()
+    assert sorted(s.kind for s in fo.stores.values()) == ["tensorboard", "trainer_state"], list(fo.stores)
+    copies = set(fo.stores)
+    for p in mine:
+        (held / p.name).rename(out / p.name)
+    changed = fo.scan()
+    assert [s.kind for s in fo.stores.values()] == ["jsonl"] and copies <= changed
