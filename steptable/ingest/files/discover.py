@@ -154,6 +154,23 @@ def hf_copy(path: Path, low: str, root: Path) -> bool:
     return out.is_relative_to(root) and steptable_run_in(out)
 
 
+#: the kinds of run whose rows a better file beside may hold (:func:`held_beside`): a follower retires a followed one
+#: that discovery passes over later, its better file having appeared
+COPY_KINDS: Final = frozenset({"tensorboard", "trainer_state", "csv"})
+
+
+def held_beside(path: Path, low: str, root: Path) -> bool:
+    """Are the rows of ``path`` (its lowercased name ``low``) held by a better file beside it, so that it is passed
+    over unless named: a Ray trial's ``progress.csv`` and TensorBoard events (its ``result.json``), a
+    stable-baselines3 folder's less faithful formats (:func:`sb3_copy`), an HF output directory's
+    ``trainer_state.json`` and default TensorBoard events beside steptable's ``metrics.jsonl`` (:func:`hf_copy`)?"""
+    if low == "trainer_state.json":
+        return hf_copy(path, low, root)
+    if low != "progress.csv" and not low.startswith("events.out.tfevents."):
+        return False
+    return is_ray_trial(path.parent) or sb3_copy(path, low) or (low != "progress.csv" and hf_copy(path, low, root))
+
+
 def is_ray_trial(directory: Path) -> bool:
     """Is ``directory`` a Ray Tune trial directory (its ``params.json`` and ``result.json`` both there)?"""
     return os.path.isfile(directory / RAY_PARAMS) and os.path.isfile(directory / RAY_RESULT)
@@ -297,8 +314,7 @@ def classify(path: Path, root: Path, label: str | None = None, *, explicit: bool
     """The candidate run a file stands for, or None (not metrics, or a side file)."""
     name = path.name
     low = name.lower()
-    if not explicit and (low == "trainer_state.json" or low.startswith("events.out.tfevents.")) and hf_copy(
-            path, low, root):
+    if not explicit and held_beside(path, low, root):
         return None
     if low == "trainer_state.json":
         run_dir = path.parent.parent if _GENERIC_PATTERN.match(path.parent.name) else path.parent
@@ -309,11 +325,6 @@ def classify(path: Path, root: Path, label: str | None = None, *, explicit: bool
         arm, _ = arm_and_run_dir(run_dir / "trainer_state.json", root, run_dir=run_dir)
         return Candidate(run_dir, path, "trainer_state", rid, arm, run_dir, True)
     if side_category(path) is not None and not explicit:
-        return None
-    if not explicit and (low == "progress.csv" or low.startswith("events.out.tfevents.")) and is_ray_trial(
-            path.parent):
-        return None  # (a Ray trial's progress.csv and TensorBoard events: its result.json's rows again)
-    if not explicit and (low == "progress.csv" or low.startswith("events.out.tfevents.")) and sb3_copy(path, low):
         return None
     if (rec := _record_kind(path, root, label, explicit)) is not None:
         return rec

@@ -22,7 +22,7 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from steptable.ingest.files.discover import Candidate, discover, discover_at
+from steptable.ingest.files.discover import COPY_KINDS, Candidate, discover, discover_at
 from steptable.ingest.files.sniff import sniff_jsonl
 from steptable.ingest.files.tail import MAX_LINE
 from steptable.ingest.parse import BadLine
@@ -49,11 +49,6 @@ GONE_AFTER, GONE_POLLS = 600.0, 3
 MAX_RETIRED = 10_000  # runs no longer followed whose generation is remembered for that (the oldest forgotten first)
 _WATCHED_SUFFIXES = frozenset({".jsonl", ".json", ".log", ".txt", ".out", ".wandb", ".db"})
 
-
-#: kinds of run discovery passes over where a file beside holds the same rows better (an SB3 logger folder's other
-#: formats, a Ray trial's progress.csv and events, an HF output directory's trainer_state.json and default
-#: TensorBoard events beside steptable's metrics.jsonl): a followed one it passes over later is retired
-COPY_KINDS = frozenset({"tensorboard", "trainer_state", "csv"})
 
 class Follower:
     def __init__(self, paths: Iterable[str | Path] | str | Path, poll: float | None = None, recheck: float = 2.0,
