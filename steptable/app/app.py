@@ -89,7 +89,7 @@ class StepTableApp(Actions):
         self.search = Search(self.tables, self.call_from_thread, self._refresh_status)
         self.sweep = Sweep(self, clock)
         self._stop = threading.Event()
-        self.seedgroups = SeedGroups(self.session, self.post_message, self._stop)
+        self.seedgroups = SeedGroups(self.session, self.post_message, self._stop, feed.paths)
         self._new_panels = False
         self._preview_panels: dict[str, ArmPanel] = {}  # panels of the first frame's previews, not taken yet
         self._first: list[PreviewReady] = []

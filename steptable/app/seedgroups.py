@@ -1,8 +1,9 @@
 """Seed groups in watch: the runs that differ only by a seed part (``steptable.compare.groups``) are shown as one
 table of per-step means across the seeds, with ``n_seeds`` per row (:class:`~steptable.app.seedmeans.SeedMeans`);
-``o`` on that table opens it into the seeds' own tables, and ``o`` on one of them folds them back. The group's table
-is an arm of the session like a run's (its own run id, ``GROUP_PREFIX`` + the group's name), brought up to date
-after every batch of the seeds' rows; a folded group's seeds, and an open group's table, are hidden arms.
+a run with the same rows as another (one training through several loggers, steptable.ingest.copies) is no seed: it
+is hidden. ``o`` on that table opens it into the seeds' own tables, and ``o`` on one of them folds them back. The
+group's table is an arm of the session like a run's (its own run id, ``GROUP_PREFIX`` + the group's name), brought
+up to date after every batch of the seeds' rows; a folded group's seeds, and an open group's table, are hidden arms.
 
 A build of more than ``INLINE_ROWS`` rows of means (a group seen for the first time, a seed rewritten) runs on its
 own thread and is taken when it is done (:class:`MeansReady`, then :meth:`SeedGroups.finished`): until then a new
@@ -12,8 +13,8 @@ computed; the few rows of means a live run adds at a time are made at once."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, cast
 
 from textual.message import Message
 
@@ -21,6 +22,7 @@ from steptable.app.model import Store
 from steptable.table.cells import sanitize
 
 if TYPE_CHECKING:
+    from steptable.ingest.copies import Rows
     from steptable.app.seedmeans import Build, SeedMeans
     from steptable.app.session import Session
 
@@ -50,10 +52,16 @@ class SeedGroups:
     """The session's seed groups: their tables of means, and which are open (shown as their seeds)."""
 
     def __init__(self, session: Session, post: Callable[[Message], Any] | None = None,
-                 stop: threading.Event | None = None) -> None:
+                 stop: threading.Event | None = None, roots: Sequence[str] = ()) -> None:
         """``post``: how a build's thread hands back its result (thread-safe, e.g. ``App.post_message``); without
-        it every build is made at once. ``stop``: set when the app quits (a build stops between chunks)."""
+        it every build is made at once. ``stop``: set when the app quits (a build stops between chunks). ``roots``:
+        the paths watched (a file named there is kept over its copies)."""
+        from steptable.ingest.copies import Copies  # (ingest is read after the first frame)
+
         self.session = session
+        self.roots = roots
+        self.copies = Copies()
+        self._copies_told: set[str] = set()
         self._post = post
         self._stop = stop or threading.Event()
         self._done: set[str] = set()  # groups whose build finished since the last update
@@ -67,6 +75,10 @@ class SeedGroups:
         """Run id -> store of the runs read from files (not the groups' tables), in the session's order."""
         return {rid: r.store for rid, r in self.session.runs.items() if not is_group(rid)}
 
+    def distinct_runs(self) -> dict[str, Store]:
+        """:meth:`real_runs` but the copies of another run (as of the last :meth:`update`)."""
+        return {rid: s for rid, s in self.real_runs().items() if rid not in self.copies.of}
+
     def update(self) -> list[tuple[str, Store, str | None]]:
         """The groups' tables brought up to date with their seeds (a new group gets its table), as a batch for the
         session: (group run id, its store, None) for each table that changed or is new; the hidden arms set for
@@ -74,12 +86,16 @@ class SeedGroups:
         # (imported here, after the first frame: the preview is not grouped; the means read with ingest's stores)
         from steptable.app.seedmeans import SeedMeans
         from steptable.compare.groups import group_runs
+        from steptable.ingest.copies import named_runs
 
         runs = self.real_runs()
         by_id = {id(s): rid for rid, s in runs.items()}
         batch: list[tuple[str, Store, str | None]] = []
         current: dict[str, list[str]] = {}
-        for name, members in group_runs([s for s in runs.values() if len(s)]).items():
+        filled = {rid: cast("Rows", s) for rid, s in runs.items() if len(s)}  # (the runs read from files: RunStores)
+        copy_of = self.copies.update(filled, named_runs(filled.values(), self.roots))
+        self._tell_copies()
+        for name, members in group_runs([runs[rid] for rid in filled if rid not in copy_of]).items():
             if len(members) < 2:
                 continue
             gid = GROUP_PREFIX + name
@@ -140,11 +156,18 @@ class SeedGroups:
                  for m in self.means.values() if m.building is not None]
         return " · ".join(parts)
 
+    def _tell_copies(self) -> None:
+        from steptable.ingest.copies import left_out
+
+        if new := self.copies.of.keys() - self._copies_told:
+            self._copies_told |= new
+            self.session.problems.append(left_out(len(new)).replace("left out", "hidden"))
+
     def _fold(self) -> None:
-        """Hide each folded group's seeds and each open group's table (and nothing this part hid before that
-        should now show)."""
+        """Hide each folded group's seeds, each open group's table and each copy of another run (and nothing this
+        part hid before that should now show)."""
         hidden = self.session.hidden
-        want = set()
+        want = set(self.copies.of)
         for gid, seeds in self.members.items():
             want |= {gid} if gid in self.opened else set(seeds)
         hidden -= self._folded - want

@@ -107,7 +107,7 @@ class Viewers:
         """Which arm wins: window means and differences against a baseline arm, brought up to date live."""
         from steptable.app.screens.compare import CompareScreen
 
-        self.app.push_screen(CompareScreen(lambda: list(self.app.seedgroups.real_runs().values())))
+        self.app.push_screen(CompareScreen(lambda: list(self.app.seedgroups.distinct_runs().values())))
 
     def chart(self) -> None:
         """The chart view of the picked column (else the run's reward or loss), every shown arm overlaid; its

@@ -42,11 +42,14 @@ def positive_seconds(text: str) -> float:
 
 
 def read_runs(paths: Sequence[str], err: TextIO, on_resume: Callable[..., Any] | None = None,
-              split: bool = False) -> tuple[Any, list[Any]]:
+              split: bool = False, keep_copies: bool = False) -> tuple[Any, list[Any]]:
     """Read every run under ``paths`` once (a Follower's scan to the end of each file); the follower's problems go
     to ``err``, a line each. ``split``: a big JSONL read in two processes where that is safe and pays
-    (steptable.ingest.splitread: the same stores). Returns the follower and its stores in name order."""
+    (steptable.ingest.splitread: the same stores). Returns the follower and its stores in name order, the copies of
+    another run left out unless ``keep_copies`` (steptable.ingest.copies: one training through several loggers; said
+    on ``err``)."""
     from steptable.ingest import Follower
+    from steptable.ingest.copies import Copies, left_out
 
     follower = Follower(paths, on_resume=on_resume)
     follower.split = split
@@ -54,4 +57,7 @@ def read_runs(paths: Sequence[str], err: TextIO, on_resume: Callable[..., Any] |
     follower.finish()
     for line in follower.errors:
         err.write(sanitize(line) + "\n")
-    return follower, [follower.stores[k] for k in sorted(follower.stores)]
+    stores = follower.stores if keep_copies else Copies().distinct(follower.stores, paths)
+    if left := len(follower.stores) - len(stores):
+        err.write(f"steptable: {left_out(left)}\n")
+    return follower, [stores[k] for k in sorted(stores)]

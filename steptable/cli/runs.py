@@ -18,16 +18,18 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     """Exit status: 0 when runs were found (with or without rows), 2 when none was or a path is missing."""
     from steptable.alerts.engine import fmt_age
     from steptable.cli.reading import read_runs
+    from steptable.ingest.copies import Copies, named_runs
     from steptable.ingest.files.discover import missing_paths, nothing_found
     from steptable.table import runinfo
     from steptable.table.formatting import sanitize
 
     out, err = out or sys.stdout, err or sys.stderr
-    follower, _ = read_runs(args.paths, err)
+    follower, _ = read_runs(args.paths, err, keep_copies=True)
     if not follower.stores:
         err.write(f"steptable runs: {sanitize(nothing_found(args.paths))}\n")
         return 2
     now = time.time()
+    copy_of = Copies().update(follower.stores, named_runs(follower.stores.values(), args.paths))
     for key in sorted(follower.stores):
         s = follower.stores[key]
         with s.lock:
@@ -43,6 +45,8 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
         if runinfo.closed_at(info) is not None:
             end = runinfo.ended_by(info)
             parts.append("ended" if end is None else runinfo.end_words(end))
+        if key in copy_of:
+            parts.append(f"same rows as {sanitize(copy_of[key])}: left out")
         out.write("  ".join(parts) + "\n")
     status = 0
     for p in missing_paths(args.paths):

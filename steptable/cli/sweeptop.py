@@ -17,6 +17,7 @@ def run_top(args: argparse.Namespace, out: TextIO, err: TextIO, more_than: int =
     ``more_than``: only for more runs than that; None (nothing printed) for fewer. ``found``: the candidates a
     discovery of ``args.paths`` just gave (not walked again)."""
     from steptable.cli.tail import missing_paths
+    from steptable.ingest.copies import Copies, Sample, left_out, named_runs
     from steptable.ingest.files.discover import nothing_found
     from steptable.ingest.files.runindex import RunIndex
     from steptable.summary.sweep import default_keys, digest, direction
@@ -24,10 +25,12 @@ def run_top(args: argparse.Namespace, out: TextIO, err: TextIO, more_than: int =
     from steptable.table.formatting import sanitize
 
     first: list[Any] = []
+    samples: dict[str, Sample] = {}  # each run's newest rows: a copy of another run is ranked once
 
     def make(store: Any, cand: Any) -> Any:
         if not first and len(store):
             first.append(store)  # (its schema says which way the metric is better)
+        samples[store.run] = Sample(store)
         return digest(store, store.meta.get("size", 0), alerts=False)
 
     index = RunIndex(args.paths, make)
@@ -37,10 +40,16 @@ def run_top(args: argparse.Namespace, out: TextIO, err: TextIO, more_than: int =
     for line in index.errors:
         err.write(sanitize(line) + "\n")
     digests = [e.digest for e in index.runs.values() if e.digest is not None]
+    copy_of = Copies().update({d.run: samples[d.run] for d in digests if d.run in samples},
+                              named_runs(samples.values(), args.paths))
+    if copy_of:
+        digests = [d for d in digests if d.run not in copy_of]
     if getattr(args, "run", None):
         digests = [d for d in digests if args.run in (d.run, d.arm)]
     if more_than and len(digests) <= more_than:
         return None
+    if copy_of:
+        err.write(f"steptable summary: {left_out(len(copy_of))}\n")
     status = 0
     for p in missing_paths(args.paths):
         err.write(f"steptable summary: no such path: {sanitize(p)}\n")

@@ -18,6 +18,7 @@ from steptable.cli.tailformats import Layout, Printer
 from steptable.cli.tailjsonl import jsonl_lines, plain
 from steptable.cli.tailkeep import for_args, holds_for, needed
 from steptable.ingest import Follower, RunStore
+from steptable.ingest.copies import Copies, left_out
 from steptable.schemafiles.resolve import by_schema, get_schema, schema_file_notes, unused_files
 from steptable.schemas import (
     Schema,
@@ -71,6 +72,8 @@ class Tail:
         self.since: int | None = getattr(args, "since", None)  # only rows and alerts at steps after it
         self.alerts = TailAlerts(self.printer, self.since)
         self.only: str | None = getattr(args, "run", None)  # only the runs of this id or arm
+        self.copies = Copies()  # (one training through several loggers is printed once)
+        self.copies_told: set[str] = set()
         # -n: 20 by default, every row past the cursor with --since
         self.last: int = args.last if args.last is not None else (0 if self.since is not None else 20)
 
@@ -88,9 +91,14 @@ class Tail:
         return holds_for(self.args, self.patterns, stores)
 
     def chosen(self, follower: Follower) -> list[RunStore]:
-        """The runs to print (all, or those --run names by id or arm), by id."""
+        """The runs to print (all, or those --run names by id or arm), by id; a run with the same rows as another
+        (steptable.ingest.copies) only where its file or its id is named."""
         only = self.only
-        return [s for k, s in sorted(follower.stores.items()) if only is None or only in (s.run, s.arm)]
+        stores = self.copies.distinct(follower.stores, self.args.paths, () if only is None else (only,))
+        if new := self.copies.of.keys() - self.copies_told:
+            self.copies_told |= new
+            self.err.write(f"steptable tail: {left_out(len(new))}\n")
+        return [s for k, s in sorted(stores.items()) if only is None or only in (s.run, s.arm)]
 
     def cursor(self, follower: Follower) -> int | None:
         """The step to read on from: the lowest over the chosen runs of the highest step read (a run without a row

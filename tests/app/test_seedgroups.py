@@ -20,6 +20,9 @@ from steptable.app.widgets.status import StatusBar
 from steptable.ingest.parsed import Parsed
 from steptable.ingest.store import RunStore
 from tests.app.helpers import manual_app, sync, until
+from tests.ingest import writers
+
+hf_every_tracker = writers.hf_every_tracker  # (a session fixture of real runs)
 
 LOSS = {"routeA_seed1": 1.0, "routeA_seed2": 2.0, "routeA_seed3": 6.0, "vanilla": 10.0}
 
@@ -233,3 +236,24 @@ def test_a_failed_build_is_not_tried_again_until_a_seed_changes() -> None:
     again.run()
     m.finish(again)
     assert [m.store.row(i)["loss"] for i in range(len(m.store))] == [2.0, 3.0]
+
+
+@pytest.mark.anyio
+async def test_copies_of_one_training_are_hidden_and_no_seeds(hf_every_tracker: Path) -> None:
+    app, follower, _ = manual_app(hf_every_tracker)
+    told: list[str] = []
+    notify = app.notify
+    app.notify = lambda message, **kw: (told.append(str(message)), notify(message, **kw))[1]  # type: ignore[method-assign]
+    async with app.run_test(size=(160, 40)) as pilot:
+        await sync(pilot, follower)
+        await pilot.pause()
+        shown = {rid for rid, p in app.panels.items() if p.display}
+        assert shown == {GROUP_PREFIX + "hi", GROUP_PREFIX + "lo"}  # 16 files, 4 trainings, 2 arms of 2 seeds
+        assert {app.panels[g].label for g in shown} == {"hi · mean of 2 seeds", "lo · mean of 2 seeds"}
+        assert [t for t in told if "same rows" in t] == [
+            "12 runs hidden, the same rows as another run (one training through several loggers; `steptable runs` says"
+            " which)"]
+        await pilot.press("w")  # the compare view: two seeds an arm, not eight
+        await pilot.pause()
+        live = app.screen.live  # type: ignore[attr-defined]
+        assert live is not None and {g: len(m) for g, m in live.groups.items()} == {"hi": 2, "lo": 2}

@@ -106,6 +106,42 @@ def hf_tracked(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
+
+#: the trainings of :func:`hf_every_tracker`: (arm, seed, learning rate)
+HF_TRAININGS = (("hi", 0, 1e-3), ("hi", 1, 1e-3), ("lo", 0, 1e-4), ("lo", 1, 1e-4))
+
+
+@pytest.fixture(scope="session")
+def hf_every_tracker(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Four transformers ``Trainer`` runs (:data:`HF_TRAININGS`: two arms of two seeds, a tiny GPT-2 built from its
+    config, 16 steps, a log every 2, an evaluation every 8, a checkpoint every 8), each run named ``<arm>_seed<N>`` and
+    reporting to W&B (offline), trackio and TensorBoard: one training in five files (W&B's, a trackio run, the events
+    of ``<arm>_seed<N>/runs/<time>_<host>/``, the checkpoints' ``trainer_state.json``). Returns the directory holding
+    the output directories, ``wandb/`` and ``trackio/``."""
+    for lib in ("torch", "transformers", "wandb", "trackio", "tensorboard"):
+        pytest.importorskip(lib)
+    root = tmp_path_factory.mktemp("hf_every")
+    run_writer(f"""
+        import torch, wandb
+        from transformers import GPT2Config, GPT2LMHeadModel, Trainer, TrainingArguments
+
+        for arm, seed, lr in {HF_TRAININGS!r}:
+            torch.manual_seed(seed)
+            ids = torch.randint(0, 32, (64, 8))
+            data = [{{"input_ids": x, "labels": x}} for x in ids]
+            model = GPT2LMHeadModel(GPT2Config(vocab_size=32, n_positions=8, n_embd=8, n_layer=1, n_head=1,
+                                               bos_token_id=0, eos_token_id=0))
+            args = TrainingArguments(output_dir=f"{root}/{{arm}}_seed{{seed}}", run_name=f"{{arm}}_seed{{seed}}",
+                                     max_steps=16, per_device_train_batch_size=4, logging_steps=2,
+                                     eval_strategy="steps", eval_steps=8, save_strategy="steps", save_steps=8,
+                                     report_to=["wandb", "trackio", "tensorboard"], learning_rate=lr, seed=seed,
+                                     use_cpu=True, disable_tqdm=True)
+            Trainer(model=model, args=args, train_dataset=data, eval_dataset=data[:8]).train()
+            wandb.finish()  # (a notebook's way: the next Trainer would log on into the same W&B run)
+    """, {"WANDB_DIR": str(root), "TRACKIO_DIR": str(root / "trackio"), "WANDB_PROJECT": "p"}, timeout=600)
+    return root
+
+
 RAY_STEPS = 5
 
 

@@ -75,8 +75,11 @@ RAY_RESULT: Final = "result.json"
 RAY_PARAMS: Final = "params.json"
 #: stable-baselines3's files of the same rows, the most faithful first (see :func:`sb3_copy`)
 SB3_FORMATS: Final = ("progress.json", "progress.csv")
+#: directory names that say nothing of the run; ``Nov29_16-45-24_<host>``: transformers' default logging directory
+#: (``<output>/runs/<%b%d_%H-%M-%S>_<host>``), whose run is the output directory's
 _GENERIC_PATTERN: Final = re.compile(
-    r"^(?:log_\d+|version_\d+|checkpoint-\d+|global_step_?\d+|iteration_\d+|step_?\d+|run-\d{8}_\d{6}-\w+|\d+)$")
+    r"^(?:log_\d+|version_\d+|checkpoint-\d+|global_step_?\d+|iteration_\d+|step_?\d+|run-\d{8}_\d{6}-\w+|\d+"
+    r"|[A-Z][a-z]{2}\d{2}_\d{2}-\d{2}-\d{2}_.+)$")
 _TORCHTUNE: Final = re.compile(r"^log_\d+\.jsonl$")
 
 

@@ -1,0 +1,340 @@
+"""Which runs are copies of one training: the same rows written by several loggers. Pure.
+
+A training that reports to several trackers at once (transformers' ``report_to=["wandb", "trackio",
+"tensorboard"]``, its checkpoints' ``trainer_state.json`` beside them) is found as one run per file. Taken as
+separate runs, ``compare`` counts them as seeds of one arm (an interval narrowed by duplicates) and the watch shows
+each training several times. Two runs are copies when
+
+- every value both hold agrees (the same step, the same metric once transformers' tracker names are undone:
+  ``train/loss`` is ``loss``, ``eval/loss`` is ``eval_loss``) to float32 precision (TensorBoard keeps float32), at
+  up to :data:`SAMPLED` steps spread over the steps both hold, and
+- what they share includes a metric that goes up and down more than once over those steps (a loss, a reward): a
+  schedule or a counter (a learning rate, even warmed up then decayed; an epoch) agrees across seeds too, a measured
+  metric does not.
+
+Seeds that agree in every shared value are no independent draws either: treated as one run, they are not counted
+twice. Of a set of copies one is kept (:func:`keep_order`): a file named on the command line first, then steptable's
+own JSONL, W&B's (its run record names the run and says how it ended), the other trackers' files, TensorBoard
+(float32), and last a ``trainer_state.json`` (as far as its last checkpoint); among equals the first run id.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import os
+import struct
+import threading
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Protocol, TypeVar
+
+from steptable.ingest.parsed import BOOKKEEPING_KEYS
+
+#: shared steps compared at most (spread over the steps both runs hold, the last included)
+SAMPLED = 256
+#: the first and the last rows whose values find the runs worth comparing
+END_ROWS = 3
+#: a first value held by more runs than this is a schedule's or a counter's (every seed has it): it finds no pair
+SHARED_BY = 8
+#: the newest rows a :class:`Sample` keeps
+SAMPLE_ROWS = 64
+#: values closer than this (relative) agree: float32 keeps 24 bits (6e-8)
+TOLERANCE = 1e-6
+#: which of a set of copies is kept, by kind (others: 2): W&B's run record names the run and says how it ended
+_KIND_ORDER = {"jsonl": 0, "wandb": 1, "tensorboard": 3, "trainer_state": 4}
+
+
+class Rows(Protocol):
+    """What is compared of a run (a ``RunStore``)."""
+
+    keys: list[str]
+    step_key: str | None
+
+    @property
+    def run(self) -> str: ...
+    @property
+    def kind(self) -> str: ...
+    @property
+    def path(self) -> Any: ...
+    @property
+    def generation(self) -> int: ...
+    @property
+    def edit_count(self) -> int: ...
+    @property
+    def resumes(self) -> Sequence[int]: ...
+    @property
+    def steps(self) -> Sequence[int]: ...
+    def __len__(self) -> int: ...
+    def is_numeric(self, key: str) -> bool: ...
+    def column(self, key: str) -> Sequence[Any]: ...
+    def column_between(self, key: str, start: int = 0, stop: int | None = None) -> Sequence[Any]: ...
+    def steps_between(self, start: int = 0, stop: int | None = None) -> Sequence[int]: ...
+
+
+R = TypeVar("R", bound=Rows)
+
+
+def canonical(key: str) -> str:
+    """``key`` with transformers' tracker renaming undone (``train/loss`` -> ``loss``, ``eval/loss`` ->
+    ``eval_loss``, ``test/x`` -> ``test_x``): how ``trainer_state.json`` names what W&B, trackio and TensorBoard
+    name with a prefix."""
+    if key.startswith("train/"):
+        return key[6:]
+    if key.startswith(("eval/", "test/")):
+        return key[:4] + "_" + key[5:]
+    return key
+
+
+def _f32(x: float) -> float:
+    try:
+        return float(struct.unpack("f", struct.pack("f", x))[0])
+    except (OverflowError, struct.error):
+        return x
+
+
+def _compared(store: Rows) -> dict[str, str]:
+    """Canonical name -> the store's key, for its numeric metrics (no step, clock or tracker bookkeeping)."""
+    out: dict[str, str] = {}
+    for key in store.keys:
+        if key == "step" or key == store.step_key or key in BOOKKEEPING_KEYS or key.startswith("_"):
+            continue
+        if store.is_numeric(key):
+            out.setdefault(canonical(key), key)
+    return out
+
+
+def _end_items(store: Rows) -> set[tuple[int, str, float]]:
+    """(step, canonical key, float32 value) of the finite numbers of the store's first and last rows (copies read
+    from their start meet at their first rows; a sweep's windows of their newest rows, at their last)."""
+    n = len(store)
+    spans = [(0, min(n, END_ROWS)), (max(END_ROWS, n - END_ROWS), n)]
+    items: set[tuple[int, str, float]] = set()
+    for name, key in _compared(store).items():
+        for a, b in spans:
+            for step, v in zip(store.steps_between(a, b), store.column_between(key, a, b), strict=True):
+                if isinstance(v, float) and math.isfinite(v):
+                    items.add((step, name, _f32(v)))
+    return items
+
+
+def _agree(a: float, b: float) -> bool:
+    return a == b or abs(a - b) <= TOLERANCE * max(abs(a), abs(b))
+
+
+def _turns(values: Sequence[float]) -> int:
+    """How often the values change direction (equal neighbours skipped)."""
+    turns, last = 0, 0
+    for x, y in itertools.pairwise(values):
+        d = (y > x) - (y < x)
+        if d:
+            if last and d != last:
+                turns += 1
+            last = d
+    return turns
+
+
+def _check(a: Rows, b: Rows) -> str:
+    """"same", "different", or "unsure" (too few shared steps, or no metric moving over them yet) of two runs."""
+    rows_a = {st: i for i, st in enumerate(a.steps)}
+    rows_b = {st: i for i, st in enumerate(b.steps)}
+    shared = sorted(rows_a.keys() & rows_b.keys())
+    if len(shared) > SAMPLED:
+        shared = [shared[(len(shared) - 1) * i // (SAMPLED - 1)] for i in range(SAMPLED)]
+    if len(shared) < 4:
+        return "unsure"
+    keys_a, keys_b = _compared(a), _compared(b)
+    moving = False
+    for name in keys_a.keys() & keys_b.keys():
+        col_a, col_b = a.column(keys_a[name]), b.column(keys_b[name])
+        both = []
+        for step in shared:
+            x, y = col_a[rows_a[step]], col_b[rows_b[step]]
+            if math.isfinite(x) and math.isfinite(y):
+                if not _agree(x, y):
+                    return "different"
+                both.append(x)
+        moving = moving or _turns(both) >= 2
+    # (as many shared steps as are compared, and nothing moved: no measured metric is shared)
+    return "same" if moving else "different" if len(shared) >= SAMPLED else "unsure"
+
+
+def same_training(a: Rows, b: Rows) -> bool:
+    """Are ``a`` and ``b`` copies of one training (see the module docstring)?"""
+    return a.kind != b.kind and _check(a, b) == "same"
+
+
+def _new_rows_agree(a: Rows, a_from: int, b: Rows, b_rows: Mapping[int, int]) -> bool:
+    """Do the rows of ``a`` from ``a_from`` agree with ``b``'s rows of the same steps (``b_rows``: step -> row)?"""
+    n = len(a)
+    steps = a.steps_between(a_from, n)
+    at = [(i, b_rows[st]) for i, st in enumerate(steps) if st in b_rows]
+    if not at:
+        return True
+    keys_b = _compared(b)
+    for name, key in _compared(a).items():
+        other = keys_b.get(name)
+        if other is None:
+            continue
+        new = a.column_between(key, a_from, n)
+        for i, j in at:
+            x, y = new[i], b.column_between(other, j, j + 1)[0]
+            if math.isfinite(x) and math.isfinite(y) and not _agree(x, y):
+                return False
+    return True
+
+
+def keep_order(store: Rows, named: Collection[str]) -> tuple[int, str]:
+    """Which of a set of copies is kept: the smallest (a named file, steptable's JSONL, W&B's, the other trackers',
+    TensorBoard, ``trainer_state.json``; then the run id)."""
+    return (-1 if store.run in named else _KIND_ORDER.get(store.kind, 2), store.run)
+
+
+#: (generation, rows, edits, resumes) of a run: what says whether it only grew since
+_State = tuple[int, int, int, int]
+
+
+def _state(st: Rows) -> _State:
+    return (st.generation, len(st), st.edit_count, len(st.resumes))
+
+
+def _grown(before: _State, now: _State) -> bool:
+    """Only rows added since (no rewrite, edit or resume: rows already compared are as they were)?"""
+    return before[0] == now[0] and before[2:] == now[2:] and before[1] <= now[1]
+
+
+class Copies:
+    """The copies among a changing set of runs (a follower's), found again as they grow: ``update`` compares only
+    the pairs of runs of different kinds whose first or last rows share a value; a pair found the same is then
+    checked on its new rows alone (a followed run's whole history is not read again for a row more)."""
+
+    def __init__(self) -> None:
+        self._items: dict[str, tuple[int, int, set[tuple[int, str, float]]]] = {}  # run -> (generation, rows, items)
+        self._rows: dict[str, tuple[int, int, dict[int, int]]] = {}  # run -> (generation, rows, step -> last row)
+        #: (run, run) -> (:func:`_state` of each when checked, "same" / "different" / "unsure")
+        self._pairs: dict[tuple[str, str], tuple[_State, _State, str]] = {}
+        #: run id of each copy -> the run id kept for it
+        self.of: dict[str, str] = {}
+        self._lock = threading.Lock()  # (a UI thread and a worker may both ask)
+
+    def distinct(self, stores: Mapping[str, R], roots: Iterable[str | Path] = (),
+                 keep: Collection[str] = ()) -> dict[str, R]:
+        """``stores`` (run id -> store) without the copies of another run; files named in ``roots`` and the runs
+        in ``keep`` are kept over their copies."""
+        named = named_runs(stores.values(), roots) | set(keep)
+        of = self.update(stores, named)
+        return {k: s for k, s in stores.items() if k not in of} if of else dict(stores)
+
+    def update(self, stores: Mapping[str, Rows], named: Collection[str] = ()) -> dict[str, str]:
+        """Find the copies among ``stores`` (run id -> store); runs in ``named`` (files named on the command line)
+        are kept over their copies. Returns (and keeps in ``of``) each copy's run id -> the kept run's id."""
+        with self._lock:
+            return self._update(stores, named)
+
+    def _update(self, stores: Mapping[str, Rows], named: Collection[str]) -> dict[str, str]:
+        by_item: dict[tuple[int, str, float], list[str]] = {}
+        for run, st in stores.items():
+            got = self._items.get(run)
+            if got is None or got[:2] != (st.generation, len(st)):
+                got = (st.generation, len(st), _end_items(st))
+                self._items[run] = got
+            for item in got[2]:
+                by_item.setdefault(item, []).append(run)
+        for gone in self._items.keys() - stores.keys():
+            del self._items[gone]
+            self._rows.pop(gone, None)
+        candidates = {(a, b) for runs in by_item.values() if 1 < len(runs) <= SHARED_BY
+                      for i, a in enumerate(runs) for b in runs[i + 1:] if stores[a].kind != stores[b].kind}
+        parent = {run: run for run in stores}
+        pairs: dict[tuple[str, str], tuple[_State, _State, str]] = {}
+        for a, b in sorted(candidates):
+            pairs[(a, b)] = checked = self._pair(a, stores[a], b, stores[b])
+            if checked[2] == "same":
+                parent[_root(parent, a)] = _root(parent, b)
+        self._pairs = pairs
+        groups: dict[str, list[str]] = {}
+        for run in stores:
+            groups.setdefault(_root(parent, run), []).append(run)
+        self.of = {}
+        for members in groups.values():
+            if len(members) > 1:
+                kept = min(members, key=lambda r: keep_order(stores[r], named))
+                self.of.update({r: kept for r in members if r != kept and r not in named})
+        return self.of
+
+    def _pair(self, a: str, sa: Rows, b: str, sb: Rows) -> tuple[_State, _State, str]:
+        now = (_state(sa), _state(sb))
+        got = self._pairs.get((a, b))
+        if got is not None and got[:2] == now:
+            return got
+        if got is None or got[2] == "unsure" or not (_grown(got[0], now[0]) and _grown(got[1], now[1])):
+            return (*now, _check(sa, sb))
+        if got[2] == "different":
+            return (*now, "different")
+        # the same so far: their new rows decide
+        same = (_new_rows_agree(sa, got[0][1], sb, self._rows_of(b, sb))
+                and _new_rows_agree(sb, got[1][1], sa, self._rows_of(a, sa)))
+        return (*now, "same" if same else "different")
+
+    def _rows_of(self, run: str, st: Rows) -> dict[int, int]:
+        """Step -> its last row of ``st``, brought up to date with its new rows only."""
+        gen, n, rows = self._rows.get(run, (-1, 0, {}))
+        if gen != st.generation or n > len(st):  # (rewritten, or rows withdrawn by a resume: mapped again)
+            n, rows = 0, {}
+        for i, step in enumerate(st.steps_between(n, len(st)), n):
+            rows[step] = i
+        self._rows[run] = (st.generation, len(st), rows)
+        return rows
+
+
+class Sample:
+    """A run's newest rows (at most ``rows``), kept to find its copies where the run itself is not kept (a sweep's
+    index keeps a digest of each run)."""
+
+    def __init__(self, store: Rows, rows: int = SAMPLE_ROWS) -> None:
+        n = len(store)
+        start = max(0, n - rows)
+        self.run, self.kind, self.path, self.generation = store.run, store.kind, store.path, store.generation
+        self.step_key = store.step_key
+        self.edit_count, self.resumes = 0, ()  # (a sample is not followed: no edits to tell)
+        self._steps = store.steps_between(start, n)
+        self._cols = {key: store.column_between(key, start, n) for key in _compared(store).values()}
+        self.keys = list(self._cols)
+
+    @property
+    def steps(self) -> Sequence[int]:
+        return self._steps
+
+    def __len__(self) -> int:
+        return len(self._steps)
+
+    def is_numeric(self, key: str) -> bool:
+        return key in self._cols
+
+    def column(self, key: str) -> Sequence[Any]:
+        return self._cols[key]
+
+    def column_between(self, key: str, start: int = 0, stop: int | None = None) -> Sequence[Any]:
+        return self._cols[key][start:stop]
+
+    def steps_between(self, start: int = 0, stop: int | None = None) -> Sequence[int]:
+        return self._steps[start:stop]
+
+
+def _root(parent: dict[str, str], run: str) -> str:
+    while parent[run] != run:
+        parent[run] = parent[parent[run]]
+        run = parent[run]
+    return run
+
+
+def named_runs(stores: Iterable[Rows], roots: Iterable[str | Path]) -> set[str]:
+    """The runs of ``stores`` whose file is one of ``roots`` given as a file (named on the command line)."""
+    files = {os.path.abspath(r) for r in roots if os.path.isfile(r)}
+    return {st.run for st in stores if os.path.abspath(st.path) in files} if files else set()
+
+
+def left_out(n: int) -> str:
+    """What a command says of the ``n`` copies it left out."""
+    return (f"{n} run{'s' if n > 1 else ''} left out, the same rows as another run (one training through several"
+            " loggers; `steptable runs` says which)")
