@@ -22,9 +22,9 @@ from steptable.app.model import Store
 from steptable.table.cells import sanitize
 
 if TYPE_CHECKING:
-    from steptable.ingest.copies import Rows
     from steptable.app.seedmeans import Build, SeedMeans
     from steptable.app.session import Session
+    from steptable.ingest.copies import Rows
 
 #: the run id of a group's table: this and the group's name (no file's run id starts with it)
 GROUP_PREFIX = "\0group:"
