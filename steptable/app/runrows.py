@@ -159,12 +159,19 @@ def state_of(e: Entry, now: float, judge: Judge = run_state) -> str:
     return "…" if e.digest is None else judge(e.digest, now)
 
 
+def label(e: Entry) -> str:
+    """The run's name in the list: its id, with its arm before it where the id does not hold it (a W&B run's
+    ``wandb/offline-run-<time>-<id>/run-<id>.wandb``, named ``hi_seed0`` by its run record)."""
+    arm = e.digest.arm if e.digest is not None else ""
+    return e.run_id if not arm or arm in e.run_id else f"{arm} · {e.run_id}"
+
+
 def sort_key(e: Entry, column: str, state: ListState, now: float, judge: Judge = run_state) -> tuple[int, Any]:
     """(absent last, value) of ``e``'s cell in ``column``."""
     d = e.digest
     value: Any
     if column == "name":
-        value = e.run_id.lower()
+        value = label(e).lower()
     elif column == "format":
         value = d.kind if d is not None else ""
     elif column == "state":

@@ -60,12 +60,23 @@ class SweepIndex:
 
     def __init__(self, paths: Sequence[str], period: float = PERIOD) -> None:
         from steptable.app.runrows import StateMemo
+        from steptable.ingest.copies import Copies, Sample
         from steptable.ingest.files.runindex import RunIndex
         from steptable.summary.sweep import digest
 
+        self._samples: dict[str, Sample] = {}  # each run's newest rows: its copies (steptable.ingest.copies)
+
+        def make(store: Any, cand: Any) -> Any:
+            self._samples = {**self._samples, store.run: Sample(store)}  # (replaced: the UI thread reads it)
+            return digest(store, store.meta.get("size", 0))
+
+        self._copies = Copies()
+        #: run id of each copy of another run in the index -> the run kept (as of the last change)
+        self.copy_of: dict[str, str] = {}
         # (no discovery of its own after the first: the follower's passes, every few seconds, name every run they
         # turn down to ``poke``; a second walk of thousands of runs would compete with the UI for the GIL)
-        self.index = RunIndex(paths, lambda store, cand: digest(store, store.meta.get("size", 0)), recheck=math.inf)
+        self.index = RunIndex(paths, make, recheck=math.inf)
+        self._named = paths
         self.judge = StateMemo()  # the status line's, on the UI thread (thousands of runs at every status refresh)
         self.period = period
         self._posted = threading.Event()
@@ -93,7 +104,17 @@ class SweepIndex:
         return len(self.index.runs)
 
     def entries(self) -> list[Entry]:
-        return list(self.index.runs.values())  # type: ignore[arg-type]  # (the index replaces its dict, see there)
+        """The index's runs but the copies of another (``copy_of``)."""
+        copy_of = self.copy_of
+        # (the index replaces its dict, see there)
+        return [e for e in self.index.runs.values() if e.run_id not in copy_of]  # type: ignore[misc]
+
+    def _find_copies(self) -> None:
+        from steptable.ingest.copies import named_runs
+
+        samples = self._samples
+        runs = {rid: samples[rid] for rid in self.index.runs if rid in samples}
+        self.copy_of = dict(self._copies.update(runs, named_runs(runs.values(), self._named)))
 
     def line(self, now: float, judge: Any = None) -> str:
         """The sweep's status line (steptable.summary.sweep.sweep_line), with the runs whose tails are not read yet;
@@ -104,6 +125,8 @@ class SweepIndex:
         es = self.entries()
         ds = [e.digest for e in es if e.digest is not None]
         more = f" (reading {len(es) - len(ds)} more)" if len(ds) < len(es) else ""
+        if copies := len(self.copy_of):
+            more += f" · {copies} cop{'ies' if copies > 1 else 'y'} of these runs by other loggers left out"
         return sweep_line(ds, now, judge or self.judge) + more
 
     def taken(self) -> None:
@@ -128,6 +151,8 @@ class SweepIndex:
                     changed |= self.index.refresh(budget=SLICE)
                     took = time.monotonic() - t0
                     next_pass = t0 + took + max(self.period, min(SHARE * took, PERIOD_MAX))
+                if changed:
+                    self._find_copies()
                 if changed and not self._posted.is_set():
                     self._posted.set()
                     post(IndexChanged())

@@ -39,6 +39,7 @@ END_ROWS = 3
 SHARED_BY = 8
 #: the newest rows a :class:`Sample` keeps
 SAMPLE_ROWS = 64
+_SAMPLES = itertools.count()
 #: values closer than this (relative) agree: float32 keeps 24 bits (6e-8)
 TOLERANCE = 1e-6
 #: which of a set of copies is kept, by kind (others: 2): W&B's run record names the run and says how it ended
@@ -104,12 +105,16 @@ def _compared(store: Rows) -> dict[str, str]:
     return out
 
 
-def _end_items(store: Rows) -> set[tuple[int, str, float]]:
+#: (step, canonical key, float32 value) of a cell
+_Item = tuple[int, str, float]
+
+
+def _end_items(store: Rows) -> set[_Item]:
     """(step, canonical key, float32 value) of the finite numbers of the store's first and last rows (copies read
     from their start meet at their first rows; a sweep's windows of their newest rows, at their last)."""
     n = len(store)
     spans = [(0, min(n, END_ROWS)), (max(END_ROWS, n - END_ROWS), n)]
-    items: set[tuple[int, str, float]] = set()
+    items: set[_Item] = set()
     for name, key in _compared(store).items():
         for a, b in spans:
             for step, v in zip(store.steps_between(a, b), store.column_between(key, a, b), strict=True):
@@ -209,7 +214,8 @@ class Copies:
     checked on its new rows alone (a followed run's whole history is not read again for a row more)."""
 
     def __init__(self) -> None:
-        self._items: dict[str, tuple[int, int, set[tuple[int, str, float]]]] = {}  # run -> (generation, rows, items)
+        self._items: dict[str, tuple[_State, set[_Item]]] = {}  # run -> (its state, its first and last rows' items)
+        self._by_item: dict[_Item, set[str]] = {}  # item -> the runs holding it
         self._rows: dict[str, tuple[int, int, dict[int, int]]] = {}  # run -> (generation, rows, step -> last row)
         #: (run, run) -> (:func:`_state` of each when checked, "same" / "different" / "unsure")
         self._pairs: dict[tuple[str, str], tuple[_State, _State, str]] = {}
@@ -232,26 +238,27 @@ class Copies:
             return self._update(stores, named)
 
     def _update(self, stores: Mapping[str, Rows], named: Collection[str]) -> dict[str, str]:
-        by_item: dict[tuple[int, str, float], list[str]] = {}
+        changed: set[str] = set()
         for run, st in stores.items():
             got = self._items.get(run)
-            if got is None or got[:2] != (st.generation, len(st)):
-                got = (st.generation, len(st), _end_items(st))
-                self._items[run] = got
-            for item in got[2]:
-                by_item.setdefault(item, []).append(run)
+            state = _state(st)
+            if got is None or got[0] != state:
+                self._index(run, None if got is None else got[1], items := _end_items(st))
+                self._items[run] = (state, items)
+                changed.add(run)
         for gone in self._items.keys() - stores.keys():
-            del self._items[gone]
+            self._index(gone, self._items.pop(gone)[1], set())
             self._rows.pop(gone, None)
-        candidates = {(a, b) for runs in by_item.values() if 1 < len(runs) <= SHARED_BY
-                      for i, a in enumerate(runs) for b in runs[i + 1:] if stores[a].kind != stores[b].kind}
+            changed.add(gone)
+        if changed:  # the pairs of the runs that changed are found and checked again; the others' stand
+            pairs = {k: v for k, v in self._pairs.items() if k[0] not in changed and k[1] not in changed}
+            for a, b in sorted(self._candidates(changed, stores)):
+                pairs[(a, b)] = self._pair(a, stores[a], b, stores[b])
+            self._pairs = pairs
         parent = {run: run for run in stores}
-        pairs: dict[tuple[str, str], tuple[_State, _State, str]] = {}
-        for a, b in sorted(candidates):
-            pairs[(a, b)] = checked = self._pair(a, stores[a], b, stores[b])
+        for (a, b), checked in self._pairs.items():
             if checked[2] == "same":
                 parent[_root(parent, a)] = _root(parent, b)
-        self._pairs = pairs
         groups: dict[str, list[str]] = {}
         for run in stores:
             groups.setdefault(_root(parent, run), []).append(run)
@@ -261,6 +268,28 @@ class Copies:
                 kept = min(members, key=lambda r: keep_order(stores[r], named))
                 self.of.update({r: kept for r in members if r != kept and r not in named})
         return self.of
+
+    def _index(self, run: str, old: set[_Item] | None, new: set[_Item]) -> None:
+        """The item index (value -> the runs holding it) with ``run``'s items ``old`` replaced by ``new``."""
+        for item in (old or set()) - new:
+            runs = self._by_item[item]
+            runs.discard(run)
+            if not runs:
+                del self._by_item[item]
+        for item in new - (old or set()):
+            self._by_item.setdefault(item, set()).add(run)
+
+    def _candidates(self, changed: set[str], stores: Mapping[str, Rows]) -> set[tuple[str, str]]:
+        """The pairs, with a run of ``changed`` in each, of runs of different kinds whose first or last rows share
+        a value held by at most :data:`SHARED_BY` runs."""
+        out: set[tuple[str, str]] = set()
+        for run in changed & stores.keys():
+            kind = stores[run].kind
+            for item in self._items[run][1]:
+                runs = self._by_item.get(item, ())
+                if 1 < len(runs) <= SHARED_BY:
+                    out.update((min(run, o), max(run, o)) for o in runs if o != run and stores[o].kind != kind)
+        return out
 
     def _pair(self, a: str, sa: Rows, b: str, sb: Rows) -> tuple[_State, _State, str]:
         now = (_state(sa), _state(sb))
@@ -294,7 +323,8 @@ class Sample:
     def __init__(self, store: Rows, rows: int = SAMPLE_ROWS) -> None:
         n = len(store)
         start = max(0, n - rows)
-        self.run, self.kind, self.path, self.generation = store.run, store.kind, store.path, store.generation
+        self.run, self.kind, self.path = store.run, store.kind, store.path
+        self.generation = next(_SAMPLES)  # (each sample is new rows: its pairs are checked again)
         self.step_key = store.step_key
         self.edit_count, self.resumes = 0, ()  # (a sample is not followed: no edits to tell)
         self._steps = store.steps_between(start, n)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from steptable.app.runrows import FilterError, ListState, parse_filter, shown
+from steptable.app.runrows import FilterError, ListState, label, parse_filter, shown
 from steptable.summary.sweep import RunDigest
 from tests.app.sweephelpers import Row
 
@@ -86,3 +86,17 @@ def test_state_memo_judges_a_settled_run_once_and_a_live_one_each_second(monkeyp
     assert seen == ["live", "live", "stalled", "stalled", "idle", "idle", "idle"]
     assert [t for r, t in judged if r == "ended"] == [1001.0] == [t for r, t in judged if r == "crashed"]
     assert [t for r, t in judged if r == "live"] == [1001.0, 1002.0, 1200.0, 1201.0, 3000.0]  # idle: settled
+
+
+def test_a_run_named_by_its_record_shows_and_sorts_by_that_name() -> None:
+    """W&B runs' ids are their files (``wandb/offline-run-<time>-<id>/run-<id>.wandb``); their record names them."""
+    def wandb_run(rid: str, arm: str) -> Row:
+        path = f"wandb/offline-run-2026112{rid}/run-{rid}.wandb"
+        return Row(path, "offline-run", digest=RunDigest(path, arm, "wandb", 1, 1, True, 0, 0.0, None, None, 1))
+
+    rows = [wandb_run("1-zz", "lo_seed0"), wandb_run("2-aa", "hi_seed1"), Row("hi_seed0/metrics.jsonl", "hi_seed0",
+                                                                             digest=_digest("hi_seed0", 1.0))]
+    assert [label(r) for r in rows] == ["lo_seed0 · wandb/offline-run-20261121-zz/run-1-zz.wandb",
+                                        "hi_seed1 · wandb/offline-run-20261122-aa/run-2-aa.wandb",
+                                        "hi_seed0/metrics.jsonl"]  # (its id holds its name)
+    assert [r.digest.arm for r in shown(rows, ListState(), 0.0) if r.digest] == ["hi_seed0", "hi_seed1", "lo_seed0"]

@@ -11,6 +11,9 @@ from typing import Any
 from steptable.app.runrows import ListState
 from steptable.app.sweep import IndexChanged, SweepIndex, default_metrics
 from tests.app.sweephelpers import index_running, read_all, write_sweep
+from tests.ingest import writers
+
+hf_every_tracker = writers.hf_every_tracker  # (a session fixture of real runs)
 
 
 def test_the_index_thread_reads_every_run(tmp_path: Path) -> None:
@@ -132,3 +135,14 @@ def test_a_failure_of_the_index_thread_is_posted(tmp_path: Path) -> None:
             time.sleep(0.01)
     problems = [m for m in posts if isinstance(m, FeedProblem)]
     assert len(problems) == 1 and "KeyError" in problems[0].text
+
+
+def test_copies_of_one_training_are_left_out_of_the_list(hf_every_tracker: Path) -> None:
+    """Four trainings reported to W&B, trackio and TensorBoard with checkpoints: 16 files, 4 runs in the list."""
+    index = SweepIndex([str(hf_every_tracker)], period=0.05)
+    index.discover()
+    read_all(index, lambda m: None)
+    assert len(index.index.runs) == 16  # (trackio's database: a run per run name once read)
+    assert sorted((e.digest.kind, e.digest.arm) for e in index.entries() if e.digest is not None) == [
+        ("wandb", name) for name in ("hi_seed0", "hi_seed1", "lo_seed0", "lo_seed1")]
+    assert index.line(time.time()).endswith(" · 12 copies of these runs by other loggers left out")

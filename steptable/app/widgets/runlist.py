@@ -17,7 +17,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from steptable.alerts.engine import fmt_age
-from steptable.app.runrows import Entry, Judge, ListState, metric, state_of
+from steptable.app.runrows import Entry, Judge, ListState, label, metric, state_of
 from steptable.app.widgets.keys import cursor_bindings
 from steptable.app.widgets.scrollrange import set_scroll_range
 from steptable.summary.sweep import run_state
@@ -44,7 +44,7 @@ def fixed_cells(e: Entry, state: ListState) -> list[tuple[str, str]]:
     """The cells of ``e``'s line that change only with its digest and the metric columns: name, format, rows, step,
     alerts, the metrics (the mark, state and age change with the selection and the clock)."""
     d = e.digest
-    out = [(cut_middle(sanitize(e.run_id), NAME_MAX), ""), (sanitize(d.kind) if d else "", "dim")]
+    out = [(cut_middle(sanitize(label(e)), NAME_MAX), ""), (sanitize(d.kind) if d else "", "dim")]
     if d is None:
         out += [(f"{e.size / 1e6:.1f} MB", "dim"), ("", ""), ("", "")]
     else:
