@@ -109,18 +109,35 @@ def _compared(store: Rows) -> dict[str, str]:
 _Item = tuple[int, str, float]
 
 
-def _end_items(store: Rows) -> set[_Item]:
-    """(step, canonical key, float32 value) of the finite numbers of the store's first and last rows (copies read
-    from their start meet at their first rows; a sweep's windows of their newest rows, at their last)."""
-    n = len(store)
-    spans = [(0, min(n, END_ROWS)), (max(END_ROWS, n - END_ROWS), n)]
+#: (generation, rows, edits, resumes) of a run: what says whether it only grew since
+_State = tuple[int, int, int, int]
+
+
+def _state(st: Rows) -> _State:
+    return (st.generation, len(st), st.edit_count, len(st.resumes))
+
+
+def _grown(before: _State, now: _State) -> bool:
+    """Only rows added since (no rewrite, edit or resume: rows already compared are as they were)?"""
+    return before[0] == now[0] and before[2:] == now[2:] and before[1] <= now[1]
+
+
+def _items(store: Rows, start: int, stop: int) -> set[_Item]:
+    """(step, canonical key, float32 value) of the finite numbers of the store's rows ``[start, stop)``."""
     items: set[_Item] = set()
+    steps = store.steps_between(start, stop)
     for name, key in _compared(store).items():
-        for a, b in spans:
-            for step, v in zip(store.steps_between(a, b), store.column_between(key, a, b), strict=True):
-                if isinstance(v, float) and math.isfinite(v):
-                    items.add((step, name, _f32(v)))
+        for step, v in zip(steps, store.column_between(key, start, stop), strict=True):
+            if isinstance(v, float) and math.isfinite(v):
+                items.add((step, name, _f32(v)))
     return items
+
+
+def _end_items(store: Rows) -> set[_Item]:
+    """The items of the store's first and of its last :data:`END_ROWS` rows: copies read from their start meet at
+    their first rows, a sweep's windows of their newest rows (:class:`Sample`) at their last."""
+    n = len(store)
+    return _items(store, 0, min(n, END_ROWS)) | _items(store, max(END_ROWS, n - END_ROWS), n)
 
 
 def _agree(a: float, b: float) -> bool:
@@ -195,26 +212,15 @@ def keep_order(store: Rows, named: Collection[str]) -> tuple[int, str]:
     return (-1 if store.run in named else _KIND_ORDER.get(store.kind, 2), store.run)
 
 
-#: (generation, rows, edits, resumes) of a run: what says whether it only grew since
-_State = tuple[int, int, int, int]
-
-
-def _state(st: Rows) -> _State:
-    return (st.generation, len(st), st.edit_count, len(st.resumes))
-
-
-def _grown(before: _State, now: _State) -> bool:
-    """Only rows added since (no rewrite, edit or resume: rows already compared are as they were)?"""
-    return before[0] == now[0] and before[2:] == now[2:] and before[1] <= now[1]
-
-
 class Copies:
     """The copies among a changing set of runs (a follower's), found again as they grow: ``update`` compares only
-    the pairs of runs of different kinds whose first or last rows share a value; a pair found the same is then
-    checked on its new rows alone (a followed run's whole history is not read again for a row more)."""
+    the pairs of runs of different kinds whose first or last rows, as they were when the run was new (or rewritten),
+    share a value; a pair is then checked again on its new rows alone (a followed run's history is not read again
+    for a row more)."""
 
     def __init__(self) -> None:
-        self._items: dict[str, tuple[_State, set[_Item]]] = {}  # run -> (its state, its first and last rows' items)
+        #: run -> (its state, its first and last rows' items when it was new)
+        self._items: dict[str, tuple[_State, set[_Item]]] = {}
         self._by_item: dict[_Item, set[str]] = {}  # item -> the runs holding it
         self._rows: dict[str, tuple[int, int, dict[int, int]]] = {}  # run -> (generation, rows, step -> last row)
         #: (run, run) -> (:func:`_state` of each when checked, "same" / "different" / "unsure")
@@ -238,21 +244,28 @@ class Copies:
             return self._update(stores, named)
 
     def _update(self, stores: Mapping[str, Rows], named: Collection[str]) -> dict[str, str]:
-        changed: set[str] = set()
+        anew: set[str] = set()  # runs new, rewritten or gone: their pairs are found again from their values
+        grew: set[str] = set()  # runs that only grew: their pairs stand, checked on their new rows
         for run, st in stores.items():
             got = self._items.get(run)
             state = _state(st)
-            if got is None or got[0] != state:
-                self._index(run, None if got is None else got[1], items := _end_items(st))
+            if got is not None and got[0] != state and got[0][1] >= END_ROWS and _grown(got[0], state):
+                # (a followed run's first rows stand, and its copies meet it there: its values are not read again)
+                self._items[run] = (state, got[1])
+                grew.add(run)
+            elif got is None or got[0] != state:
+                items = _end_items(st)
+                self._index(run, None if got is None else got[1], items)
                 self._items[run] = (state, items)
-                changed.add(run)
+                anew.add(run)
         for gone in self._items.keys() - stores.keys():
             self._index(gone, self._items.pop(gone)[1], set())
             self._rows.pop(gone, None)
-            changed.add(gone)
-        if changed:  # the pairs of the runs that changed are found and checked again; the others' stand
-            pairs = {k: v for k, v in self._pairs.items() if k[0] not in changed and k[1] not in changed}
-            for a, b in sorted(self._candidates(changed, stores)):
+            anew.add(gone)
+        if anew or grew:
+            pairs = {k: v for k, v in self._pairs.items() if k[0] not in anew and k[1] not in anew}
+            found = self._candidates({run: self._items[run][1] for run in anew if run in stores}, stores)
+            for a, b in sorted(found | {k for k in pairs if k[0] in grew or k[1] in grew}):
                 pairs[(a, b)] = self._pair(a, stores[a], b, stores[b])
             self._pairs = pairs
         parent = {run: run for run in stores}
@@ -279,13 +292,13 @@ class Copies:
         for item in new - (old or set()):
             self._by_item.setdefault(item, set()).add(run)
 
-    def _candidates(self, changed: set[str], stores: Mapping[str, Rows]) -> set[tuple[str, str]]:
-        """The pairs, with a run of ``changed`` in each, of runs of different kinds whose first or last rows share
-        a value held by at most :data:`SHARED_BY` runs."""
+    def _candidates(self, values: Mapping[str, set[_Item]], stores: Mapping[str, Rows]) -> set[tuple[str, str]]:
+        """The pairs of each run of ``values`` with the runs of another kind that share one of those values, held
+        by at most :data:`SHARED_BY` runs."""
         out: set[tuple[str, str]] = set()
-        for run in changed & stores.keys():
+        for run, items in values.items():
             kind = stores[run].kind
-            for item in self._items[run][1]:
+            for item in items:
                 runs = self._by_item.get(item, ())
                 if 1 < len(runs) <= SHARED_BY:
                     out.update((min(run, o), max(run, o)) for o in runs if o != run and stores[o].kind != kind)
