@@ -8,7 +8,8 @@ import stat
 from collections.abc import Callable
 from pathlib import Path
 
-from steptable.ingest.files.discover import RAY_PARAMS, RAY_RESULT, Candidate
+from steptable.ingest.files.beside import RAY_PARAMS, RAY_RESULT
+from steptable.ingest.files.discover import Candidate
 from steptable.ingest.parse import BadLine
 from steptable.ingest.store import RunStore
 from steptable.table import sidejson

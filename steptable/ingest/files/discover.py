@@ -27,7 +27,9 @@ What is a metrics file (by name first, then by content where the name does not s
   run, not three runs of one arm that would be taken for seeds);
 - a file named on the command line that starts with a JSON object: JSONL, whatever its name;
 - ``run-<id>.wandb`` (W&B, online or offline): kind "wandb", its run directory the one it is in;
-- ``events.out.tfevents.*`` (TensorBoard): kind "tensorboard", one run per directory (its event files together);
+- ``events.out.tfevents.*`` (TensorBoard): kind "tensorboard", one run per directory (its event files together); the
+  ``<time.time()>/`` directory ``SummaryWriter.add_hparams`` writes inside a run's (Accelerate's tracker) is its
+  hyper-parameters and passed over;
 - ``*.db`` holding trackio's ``metrics`` table (``$TRACKIO_DIR/<project>.db``): kind "trackio", a run per run name.
 
 What is walked: every directory under a root but hidden ones and ``SKIP_DIRS``; directory links in the top
@@ -50,6 +52,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
+from steptable.ingest.files.beside import RAY_PARAMS, RAY_RESULT, held_beside, is_ray_trial
 from steptable.ingest.files.dumps import is_dump
 from steptable.ingest.files.sniff import is_trackio_db, log_kind, starts_like_jsonl
 from steptable.ingest.files.walk import LINK_DEPTH as LINK_DEPTH
@@ -70,11 +73,6 @@ GENERIC_STEMS: Final = frozenset({
     "metrics", "progress", "steps", "log", "logs", "train", "training", "history", "wandb-history", "events",
     "scalars", "trainer_state", "output", "out", "stdout", "stderr", "console", "nohup", "result",
 })
-#: Ray Tune's trial files: metrics (JSONL), the config, and the same rows again as CSV
-RAY_RESULT: Final = "result.json"
-RAY_PARAMS: Final = "params.json"
-#: stable-baselines3's files of the same rows, the most faithful first (see :func:`sb3_copy`)
-SB3_FORMATS: Final = ("progress.json", "progress.csv")
 #: directory names that say nothing of the run; ``Nov29_16-45-24_<host>``: transformers' default logging directory
 #: (``<output>/runs/<%b%d_%H-%M-%S>_<host>``), whose run is the output directory's
 _GENERIC_PATTERN: Final = re.compile(
@@ -122,61 +120,6 @@ class Candidate:
     side_files: dict[str, list[Path]] = field(default_factory=dict)
     linked: bool = False  # reached through a symbolic link below the root given
     real: str = ""  # the key's path with every link resolved (set by discovery)
-
-
-def sb3_copy(path: Path, low: str) -> bool:
-    """Is ``path`` (its lowercased name ``low``) a stable-baselines3 output whose rows a better one beside it holds:
-    ``progress.csv`` beside ``progress.json`` (JSONL: NaN and every row as written), TensorBoard events beside
-    either (float32 values)?"""
-    better = SB3_FORMATS[: SB3_FORMATS.index(low)] if low in SB3_FORMATS else SB3_FORMATS
-    return any(os.path.isfile(path.parent / name) for name in better)
-
-
-def steptable_run_in(directory: Path) -> bool:
-    """Does ``directory`` hold a ``metrics.jsonl`` that steptable wrote (its description ``steptable*.json`` beside
-    it: the HF callback's, in the trainer's output directory)?"""
-    if not os.path.isfile(directory / "metrics.jsonl"):
-        return False
-    try:
-        return any(n.startswith("steptable") and n.endswith(".json") for n in os.listdir(directory))
-    except OSError:
-        return False
-
-
-def hf_copy(path: Path, low: str, root: Path) -> bool:
-    """Is ``path`` an HF trainer's ``trainer_state.json`` (in its output directory or a ``checkpoint-N/`` of it), or
-    the TensorBoard events of its default logging directory (``<output>/runs/<time>_<host>/``), whose rows steptable's
-    own ``metrics.jsonl`` in the output directory holds? Only an output directory inside ``root`` counts (asked for
-    ``<output>/runs``, the user gets its events)."""
-    if low == "trainer_state.json":
-        out = path.parent.parent if _GENERIC_PATTERN.match(path.parent.name) else path.parent
-    elif path.parent.parent.name == "runs":
-        out = path.parent.parent.parent
-    else:
-        return False
-    return out.is_relative_to(root) and steptable_run_in(out)
-
-
-#: the kinds of run whose rows a better file beside may hold (:func:`held_beside`): a follower retires a followed one
-#: that discovery passes over later, its better file having appeared
-COPY_KINDS: Final = frozenset({"tensorboard", "trainer_state", "csv"})
-
-
-def held_beside(path: Path, low: str, root: Path) -> bool:
-    """Are the rows of ``path`` (its lowercased name ``low``) held by a better file beside it, so that it is passed
-    over unless named: a Ray trial's ``progress.csv`` and TensorBoard events (its ``result.json``), a
-    stable-baselines3 folder's less faithful formats (:func:`sb3_copy`), an HF output directory's
-    ``trainer_state.json`` and default TensorBoard events beside steptable's ``metrics.jsonl`` (:func:`hf_copy`)?"""
-    if low == "trainer_state.json":
-        return hf_copy(path, low, root)
-    if low != "progress.csv" and not low.startswith("events.out.tfevents."):
-        return False
-    return is_ray_trial(path.parent) or sb3_copy(path, low) or (low != "progress.csv" and hf_copy(path, low, root))
-
-
-def is_ray_trial(directory: Path) -> bool:
-    """Is ``directory`` a Ray Tune trial directory (its ``params.json`` and ``result.json`` both there)?"""
-    return os.path.isfile(directory / RAY_PARAMS) and os.path.isfile(directory / RAY_RESULT)
 
 
 def is_generic(name: str) -> bool:

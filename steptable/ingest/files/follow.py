@@ -22,7 +22,8 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from steptable.ingest.files.discover import COPY_KINDS, Candidate, discover, discover_at
+from steptable.ingest.files.beside import COPY_KINDS
+from steptable.ingest.files.discover import Candidate, discover, discover_at
 from steptable.ingest.files.sniff import sniff_jsonl
 from steptable.ingest.files.tail import MAX_LINE
 from steptable.ingest.parse import BadLine

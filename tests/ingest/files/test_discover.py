@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -275,3 +276,22 @@ def test_a_followed_copy_is_retired_when_steptables_file_appears_beside_it(tmp_p
         (held / p.name).rename(out / p.name)
     changed = fo.scan()
     assert [s.kind for s in fo.stores.values()] == ["jsonl"] and copies <= changed
+
+
+def test_accelerates_tensorboard_hyper_parameters_are_no_run_of_their_own(tmp_path: Path) -> None:
+    """Accelerate's TensorBoard tracker stores the config with ``SummaryWriter.add_hparams``, which writes events
+    into ``<project>/<run>/<time.time()>/``: the run's hyper-parameters, no rows; the run is the directory above."""
+    pytest.importorskip("accelerate")
+    pytest.importorskip("tensorboard")
+    subprocess.run([sys.executable, "-c", textwrap.dedent(f"""
+        from accelerate import Accelerator
+        acc = Accelerator(log_with="tensorboard", project_dir={str(tmp_path)!r}, cpu=True)
+        acc.init_trackers("proj", config={{"lr": 0.1, "batch": 8}})
+        for step in range(4):
+            acc.log({{"loss": 1.0 / (step + 1)}}, step=step)
+        acc.end_training()
+    """)], check=True, capture_output=True, timeout=120)
+    events = sorted(p.relative_to(tmp_path).parent.as_posix() for p in tmp_path.rglob("events.out.tfevents.*"))
+    assert len(events) == 2 and events[1].startswith(events[0] + "/")  # the run's, and add_hparams' inside it
+    assert [(c.run_id, c.kind) for c in discover([tmp_path])] == [("proj", "tensorboard")]
+    assert [c.run_id for c in discover([tmp_path / events[1]])] == []  # (its directory asked for: no rows there)
