@@ -5,6 +5,8 @@ A training that reports to several trackers at once (transformers' ``report_to=[
 separate runs, ``compare`` counts them as seeds of one arm (an interval narrowed by duplicates) and the watch shows
 each training several times. Two runs are copies when
 
+- they were written by different loggers (kinds of file): two runs of one logger are two runs, even with the same
+  rows so far (an arm whose change starts later logs its baseline's rows until then);
 - every value both hold agrees (the same step, the same metric once transformers' tracker names are undone:
   ``train/loss`` is ``loss``, ``eval/loss`` is ``eval_loss``) to float32 precision (TensorBoard keeps float32), at
   up to :data:`SAMPLED` steps spread over the steps both hold, and
@@ -12,9 +14,8 @@ each training several times. Two runs are copies when
   schedule or a counter (a learning rate, even warmed up then decayed; an epoch) agrees across seeds too, a measured
   metric does not.
 
-Seeds that agree in every shared value are no independent draws either: treated as one run, they are not counted
-twice. Of a set of copies one is kept (:func:`keep_order`): a file named on the command line first, then steptable's
-own JSONL, W&B's (its run record names the run and says how it ended), the other trackers' files, TensorBoard
+Of a set of copies one is kept (:func:`keep_order`): a file named on the command line first, then steptable's own
+JSONL, W&B's (its run record names the run and says how it ended), the other trackers' files, TensorBoard
 (float32), and last a ``trainer_state.json`` (as far as its last checkpoint); among equals the first run id.
 """
 
@@ -33,6 +34,8 @@ from steptable.ingest.parsed import BOOKKEEPING_KEYS
 
 #: shared steps compared at most (spread over the steps both runs hold, the last included)
 SAMPLED = 256
+#: shared steps needed to say anything: a metric going up and down twice takes four values
+MIN_SHARED = 4
 #: the first and the last rows whose values find the runs worth comparing
 END_ROWS = 3
 #: a first value held by more runs than this is a schedule's or a counter's (every seed has it): it finds no pair
@@ -163,7 +166,7 @@ def _check(a: Rows, b: Rows) -> str:
     shared = sorted(rows_a.keys() & rows_b.keys())
     if len(shared) > SAMPLED:
         shared = [shared[(len(shared) - 1) * i // (SAMPLED - 1)] for i in range(SAMPLED)]
-    if len(shared) < 4:
+    if len(shared) < MIN_SHARED:
         return "unsure"
     keys_a, keys_b = _compared(a), _compared(b)
     moving = False
