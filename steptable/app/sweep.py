@@ -209,6 +209,7 @@ class Sweep:
         self.clock = clock
         self.screen: Any = None
         self.opened: list[str] = []
+        self._few_opened = False  # (a sweep that was few trainings written by several loggers: opened once)
 
     @property
     def index(self) -> SweepIndex | None:
@@ -235,6 +236,18 @@ class Sweep:
         if self.screen is not None and self.screen.is_attached:
             self.screen.refresh_list()
             self.screen.call_after_refresh(idx.drawn.set)
+        self._open_if_few(idx)
+
+    def _open_if_few(self, idx: SweepIndex) -> None:
+        """Once every run is read: files that are few runs once the copies of one training by other loggers are
+        left out (a handful of trainings reporting to W&B, trackio and TensorBoard) open as tables, as few runs
+        are shown; the list stays a key away. Once, and only before a run was opened from the list."""
+        if self._few_opened or self.opened or not idx.copy_of or idx.index.pending():
+            return
+        entries = idx.entries()
+        if 0 < len(entries) <= getattr(self.app.feed, "sweep_min", 0):
+            self._few_opened = True
+            self.open_runs([e.run_id for e in entries])
 
     # ListHost
     def entries(self) -> list[Entry]:

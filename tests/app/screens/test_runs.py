@@ -15,6 +15,9 @@ from steptable.app.screens.compare import CompareScreen
 from steptable.app.screens.runs import RunsScreen
 from steptable.app.sweep import SweepIndex, default_metrics
 from tests.app.sweephelpers import read_all, write_sweep
+from tests.ingest import writers
+
+hf_every_tracker = writers.hf_every_tracker  # (a session fixture of real runs)
 
 SIZE = (160, 40)
 pytestmark = pytest.mark.anyio
@@ -290,3 +293,19 @@ async def test_a_hostile_metric_key_is_inert_in_the_list_header_and_the_metrics_
         await pilot.press("enter")
         await pilot.pause()
         assert app.screen is scr and scr.state.metrics == shown
+
+
+async def test_a_few_trainings_each_written_by_several_loggers_open_as_tables(hf_every_tracker: Path) -> None:
+    """16 files (4 trainings to W&B, trackio, TensorBoard, with checkpoints) start the list; once read they are 4
+    runs, fewer than a list is for: the 4 open as tables (seed groups of 2), the list a key away."""
+    app = StepTableApp(Feed([str(hf_every_tracker)]))
+    async with app.run_test(size=SIZE) as pilot:
+        for _ in range(500):
+            await pilot.pause(0.02)
+            shown = {rid for rid, p in app.panels.items() if p.display}
+            if len(shown) == 2:
+                break
+        assert not isinstance(app.screen, RunsScreen)
+        assert {app.panels[r].label for r in shown} == {"hi · mean of 2 seeds", "lo · mean of 2 seeds"}
+        assert sorted(app.sweep.opened) == sorted(e.run_id for e in app.feed.sweep.entries())
+        assert len(app.sweep.opened) == 4 and all(r.startswith("wandb/") for r in app.sweep.opened)
