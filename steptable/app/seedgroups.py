@@ -161,7 +161,7 @@ class SeedGroups:
 
         if new := self.copies.of.keys() - self._copies_told:
             self._copies_told |= new
-            self.session.problems.append(left_out(len(new)).replace("left out", "hidden"))
+            self.session.problems.append(left_out(len(new), "hidden"))
 
     def _fold(self) -> None:
         """Hide each folded group's seeds, each open group's table and each copy of another run (and nothing this

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any, TextIO
 
 from steptable.table.formatting import sanitize
@@ -42,12 +42,12 @@ def positive_seconds(text: str) -> float:
 
 
 def read_runs(paths: Sequence[str], err: TextIO, on_resume: Callable[..., Any] | None = None,
-              split: bool = False, keep_copies: bool = False) -> tuple[Any, list[Any]]:
+              split: bool = False, keep_copies: bool = False, keep: Collection[str] = ()) -> tuple[Any, list[Any]]:
     """Read every run under ``paths`` once (a Follower's scan to the end of each file); the follower's problems go
     to ``err``, a line each. ``split``: a big JSONL read in two processes where that is safe and pays
     (steptable.ingest.splitread: the same stores). Returns the follower and its stores in name order, the copies of
     another run left out unless ``keep_copies`` (steptable.ingest.copies: one training through several loggers; said
-    on ``err``)."""
+    on ``err``); runs whose id is in ``keep`` (asked for by name) are kept over their copies."""
     from steptable.ingest import Follower
     from steptable.ingest.copies import Copies, left_out
 
@@ -57,7 +57,7 @@ def read_runs(paths: Sequence[str], err: TextIO, on_resume: Callable[..., Any] |
     follower.finish()
     for line in follower.errors:
         err.write(sanitize(line) + "\n")
-    stores = follower.stores if keep_copies else Copies().distinct(follower.stores, paths)
+    stores = follower.stores if keep_copies else Copies().distinct(follower.stores, paths, keep)
     if left := len(follower.stores) - len(stores):
         err.write(f"steptable: {left_out(left)}\n")
     return follower, [stores[k] for k in sorted(stores)]

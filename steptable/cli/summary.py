@@ -78,11 +78,12 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
         if len(cands) > ARM_ROWS and (status := run_top(args, out, err, ARM_ROWS, cands)) is not None:
             out.write("(each run's block and its alerts: --all; one run's: --run NAME)\n")
             return status
-    follower, stores = read_runs(args.paths, err, read_replaced, split=True)
+    only = getattr(args, "run", None)
+    follower, stores = read_runs(args.paths, err, read_replaced, split=True, keep=() if only is None else (only,))
     if not stores:
         err.write(f"steptable summary: {sanitize(nothing_found(args.paths))}\n")
         return 2
-    if (only := getattr(args, "run", None)) is not None:  # --run: the runs of that id or arm
+    if only is not None:  # --run: the runs of that id or arm
         found = ", ".join(sanitize(k) for k in sorted(follower.stores))
         stores = [s for s in stores if only in (s.run, s.arm)]
         if not stores:

@@ -94,10 +94,12 @@ class Tail:
         """The runs to print (all, or those --run names by id or arm), by id; a run with the same rows as another
         (steptable.ingest.copies) only where its file or its id is named."""
         only = self.only
-        stores = self.copies.distinct(follower.stores, self.args.paths, () if only is None else (only,))
-        if new := self.copies.of.keys() - self.copies_told:
-            self.copies_told |= new
-            self.err.write(f"steptable tail: {left_out(len(new))}\n")
+        every = follower.stores
+        stores = self.copies.distinct(every, self.args.paths, () if only is None else (only,))
+        asked = {k for k in self.copies.of.keys() - self.copies_told if only is None or only in (k, every[k].arm)}
+        if asked:  # (the copies of the runs --run asks for)
+            self.copies_told |= asked
+            self.err.write(f"steptable tail: {left_out(len(asked))}\n")
         return [s for k, s in sorted(stores.items()) if only is None or only in (s.run, s.arm)]
 
     def cursor(self, follower: Follower) -> int | None:

@@ -380,7 +380,7 @@ def named_runs(stores: Iterable[Rows], roots: Iterable[str | Path]) -> set[str]:
     return {st.run for st in stores if os.path.abspath(st.path) in files} if files else set()
 
 
-def left_out(n: int) -> str:
-    """What a command says of the ``n`` copies it left out."""
-    return (f"{n} run{'s' if n > 1 else ''} left out, the same rows as another run (one training through several"
+def left_out(n: int, done: str = "left out") -> str:
+    """What a command says of the ``n`` copies it left out (or hid: ``done``)."""
+    return (f"{n} run{'s' if n > 1 else ''} {done}, the same rows as another run (one training through several"
             " loggers; `steptable runs` says which)")

@@ -47,3 +47,12 @@ def test_summary_and_tail_show_each_training_once(hf_every_tracker: Path, capsys
     state = next(hf_every_tracker.glob("hi_seed0/checkpoint-16/trainer_state.json"))
     rc, out, err = run_cli(["tail", "-n", "1", str(state), str(wandb_file)], capsys)  # named: both shown
     assert rc == 0 and out.count("── ") == 2 and "left out" not in err
+
+
+def test_a_copy_asked_for_by_its_id_is_read(hf_every_tracker: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rc, out, _ = run_cli(["runs", str(hf_every_tracker)], capsys)
+    copy = next(ln.split()[0] for ln in out.splitlines() if ln.startswith("hi_seed0/runs/"))
+    rc, out, err = run_cli(["summary", "--run", copy, str(hf_every_tracker)], capsys)
+    assert rc == 0 and out.startswith("hi_seed0: steps 2-16 (8 rows)")
+    rc, out, err = run_cli(["tail", "-n", "1", "--run", copy, str(hf_every_tracker)], capsys)
+    assert rc == 0 and out.startswith("step loss") and len(out.splitlines()) == 2 and "left out" not in err
