@@ -14,9 +14,10 @@ each training several times. Two runs are copies when
   schedule or a counter (a learning rate, even warmed up then decayed; an epoch) agrees across seeds too, a measured
   metric does not.
 
-Of a set of copies one is kept (:func:`keep_order`): a file named on the command line first, then steptable's own
-JSONL, W&B's (its run record names the run and says how it ended), the other trackers' files, TensorBoard
-(float32), and last a ``trainer_state.json`` (as far as its last checkpoint); among equals the first run id.
+Of a set of copies one is kept (:func:`keep_order`): a file named on the command line first, then, followed live, the
+run already shown (with rows, before its copies were known), then steptable's own JSONL, W&B's (its run record names
+the run and says how it ended), the other trackers' files, TensorBoard (float32), and last a ``trainer_state.json``
+(as far as its last checkpoint); among equals the first run id.
 """
 
 from __future__ import annotations
@@ -231,6 +232,7 @@ class Copies:
         #: run id of each copy -> the run id kept for it
         self.of: dict[str, str] = {}
         self._lock = threading.Lock()  # (a UI thread and a worker may both ask)
+        self._shown: set[str] = set()  # runs that had rows while no copy: the one kept of their copies later
 
     def distinct(self, stores: Mapping[str, R], roots: Iterable[str | Path] = (),
                  keep: Collection[str] = ()) -> dict[str, R]:
@@ -279,10 +281,14 @@ class Copies:
         for run in stores:
             groups.setdefault(_root(parent, run), []).append(run)
         self.of = {}
+        shown = self._shown
         for members in groups.values():
             if len(members) > 1:
-                kept = min(members, key=lambda r: keep_order(stores[r], named))
+                # (a run shown with rows before its copies were known stays the one shown: a follower of the
+                # output would otherwise get the same rows again, from the other file)
+                kept = min(members, key=lambda r: (r not in named, r not in shown, keep_order(stores[r], named)))
                 self.of.update({r: kept for r in members if r != kept and r not in named})
+        self._shown = {r for r, st in stores.items() if r not in self.of and len(st)} | (shown & stores.keys())
         return self.of
 
     def _index(self, run: str, old: set[_Item] | None, new: set[_Item]) -> None:
