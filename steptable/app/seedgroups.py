@@ -164,10 +164,11 @@ class SeedGroups:
             self.session.problems.append(left_out(len(new), "hidden"))
 
     def _fold(self) -> None:
-        """Hide each folded group's seeds, each open group's table and each copy of another run (and nothing this
-        part hid before that should now show)."""
+        """Hide each folded group's seeds, each open group's table, each copy of another run and the table of a
+        group that is no more (and nothing this part hid before that should now show)."""
         hidden = self.session.hidden
-        want = set(self.copies.of)
+        # (a group whose members turned out to be copies of one run is no group: its table is hidden)
+        want = set(self.copies.of) | {gid for gid in self.means if gid not in self.members}
         for gid, seeds in self.members.items():
             want |= {gid} if gid in self.opened else set(seeds)
         hidden -= self._folded - want

@@ -257,3 +257,29 @@ async def test_copies_of_one_training_are_hidden_and_no_seeds(hf_every_tracker: 
         await pilot.pause()
         live = app.screen.live  # type: ignore[attr-defined]
         assert live is not None and {g: len(m) for g, m in live.groups.items()} == {"hi": 2, "lo": 2}
+
+
+@pytest.mark.anyio
+async def test_a_group_whose_seeds_turn_out_to_be_copies_of_one_run_is_no_more(tmp_path: Path) -> None:
+    """Two loggers of one training, ``a_seed0`` both: a group of two while three rows cannot tell (its table of
+    means shown), one run once the copies are known (the table hidden, the kept run shown)."""
+    losses = [3.0, 2.9, 3.1, 2.8, 3.05, 2.85]
+    jsonl, csv_path = tmp_path / "a_seed0" / "metrics.jsonl", tmp_path / "a_seed0" / "tb" / "metrics.csv"
+    csv_path.parent.mkdir(parents=True)
+
+    def write(rows: range) -> None:
+        with jsonl.open("a") as f:
+            f.writelines(json.dumps({"step": s, "loss": losses[s]}) + "\n" for s in rows)
+        with csv_path.open("a") as f:
+            f.writelines(("step,loss\n" if rows.start == 0 else "") + "".join(f"{s},{losses[s]!r}\n" for s in rows))
+
+    write(range(3))
+    app, follower, _ = manual_app(tmp_path)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await sync(pilot, follower)
+        await pilot.pause()
+        assert {rid for rid, p in app.panels.items() if p.display} == {GROUP_PREFIX + "a"}
+        write(range(3, 6))
+        await sync(pilot, follower)
+        await pilot.pause()
+        assert {rid for rid, p in app.panels.items() if p.display} == {"a_seed0/metrics.jsonl"}
