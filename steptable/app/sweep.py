@@ -70,7 +70,7 @@ class SweepIndex:
             self._samples = {**self._samples, store.run: Sample(store)}  # (replaced: the UI thread reads it)
             return digest(store, store.meta.get("size", 0))
 
-        self._copies = Copies()
+        self._copies = Copies(stay=False)  # (a list: the runs kept are keep_order's, whatever was read first)
         #: run id of each copy of another run in the index -> the run kept (as of the last change)
         self.copy_of: dict[str, str] = {}
         # (no discovery of its own after the first: the follower's passes, every few seconds, name every run they

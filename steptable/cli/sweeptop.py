@@ -40,7 +40,7 @@ def run_top(args: argparse.Namespace, out: TextIO, err: TextIO, more_than: int =
     for line in index.errors:
         err.write(sanitize(line) + "\n")
     digests = [e.digest for e in index.runs.values() if e.digest is not None]
-    copy_of = Copies().update({d.run: samples[d.run] for d in digests if d.run in samples},
+    copy_of = Copies(stay=False).update({d.run: samples[d.run] for d in digests if d.run in samples},
                               named_runs(samples.values(), args.paths))
     if copy_of:
         digests = [d for d in digests if d.run not in copy_of]

@@ -220,9 +220,12 @@ class Copies:
     """The copies among a changing set of runs (a follower's), found again as they grow: ``update`` compares only
     the pairs of runs of different kinds whose first or last rows, as they were when the run was new (or rewritten),
     share a value; a pair is then checked again on its new rows alone (a followed run's history is not read again
-    for a row more)."""
+    for a row more). ``stay``: a run shown (with rows, no copy) stays the one kept of the copies found for it later
+    (what prints rows as they come must not print them again from another file); without it, the kept is
+    :func:`keep_order`'s alone (a list of runs, whatever order they were read in)."""
 
-    def __init__(self) -> None:
+    def __init__(self, stay: bool = True) -> None:
+        self.stay = stay
         #: run -> (its state, its first and last rows' items when it was new)
         self._items: dict[str, tuple[_State, set[_Item]]] = {}
         self._by_item: dict[_Item, set[str]] = {}  # item -> the runs holding it
@@ -281,7 +284,7 @@ class Copies:
         for run in stores:
             groups.setdefault(_root(parent, run), []).append(run)
         self.of = {}
-        shown = self._shown
+        shown = self._shown if self.stay else set()
         for members in groups.values():
             if len(members) > 1:
                 # (a run shown with rows before its copies were known stays the one shown: a follower of the

@@ -177,13 +177,15 @@ def test_a_real_trainer_reporting_to_every_tracker_is_one_run_per_training(hf_ev
 
 def test_the_run_shown_first_stays_the_one_shown_when_a_better_copy_turns_up() -> None:
     """Followed live: W&B's offline file fills in chunks, after trackio's rows were printed; the rows shown go on
-    from trackio (W&B's would print them again), while a fresh read keeps W&B."""
+    from trackio (W&B's would print them again), while a fresh read, or a list, keeps W&B."""
     full = as_tracker(training(0, steps=40))
     trackio = store("trackio/p.db#a", full[:8], kind="trackio")
     wandb = RunStore("wandb/run-a.wandb", "/nonexistent/w", kind="wandb", arm="a")
-    copies = Copies()
-    assert copies.update({s.run: s for s in (trackio, wandb)}) == {}
+    copies, listed = Copies(), Copies(stay=False)
+    assert copies.update({s.run: s for s in (trackio, wandb)}) == listed.update({s.run: s for s in (trackio, wandb)})
     wandb.add(Parsed(steps=[r["step"] for r in full[:15]], rows=[{k: v for k, v in r.items() if k != "step"}
                                                                  for r in full[:15]]), now=math.nan)
     assert copies.update({s.run: s for s in (trackio, wandb)}) == {wandb.run: trackio.run}
     assert Copies().update({s.run: s for s in (trackio, wandb)}) == {trackio.run: wandb.run}
+    # a list of runs (the watch's run list, summary --top) keeps the same one whatever order they were read in
+    assert listed.update({s.run: s for s in (trackio, wandb)}) == {trackio.run: wandb.run}
