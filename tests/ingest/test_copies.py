@@ -70,12 +70,13 @@ def test_the_same_rows_in_float32_under_tracker_names_are_one_training() -> None
 
 
 def test_seeds_are_not_copies_even_where_their_schedules_agree() -> None:
-    a, b = store("a_seed0", training(0)), store("a_seed1", training(1))
+    """Seeds through two loggers (one seed's W&B run beside another's JSONL, as a sweep of mixed loggers has)."""
+    a, b = store("a_seed0", training(0)), store("a_seed1", as_tracker(training(1)), kind="wandb")
     assert not same_training(a, b)
     only_schedules = [{k: v for k, v in r.items() if k in ("step", "learning_rate", "epoch")} for r in training(0)]
-    a2, b2 = store("a_seed0", only_schedules), store("a_seed1", only_schedules)
+    a2, b2 = store("x_seed0", only_schedules), store("x_seed1", only_schedules, kind="wandb")
     assert not same_training(a2, b2)  # a warmed-up then decayed rate and the epoch agree across seeds
-    assert Copies().update({s.run: s for s in (a, b)}) == {}
+    assert Copies().update({s.run: s for s in (a, b, a2, b2)}) == {}
 
 
 def test_one_value_apart_is_another_run() -> None:
