@@ -37,12 +37,13 @@ from steptable.ingest.parsed import BOOKKEEPING_KEYS
 SAMPLED = 256
 #: shared steps needed to say anything: a metric going up and down twice takes four values
 MIN_SHARED = 4
-#: the first and the last rows whose values find the runs worth comparing
-END_ROWS = 3
+#: the first and the last rows whose values find the runs worth comparing (copies start at the same step, and a
+#: sweep's copies that ended end at one; a sweep of 2,000 runs indexes 40 values a run)
+END_ROWS = 1
 #: a first value held by more runs than this is a schedule's or a counter's (every seed has it): it finds no pair
 SHARED_BY = 8
 #: the newest rows a :class:`Sample` keeps
-SAMPLE_ROWS = 64
+SAMPLE_ROWS = 16
 _SAMPLES = itertools.count()
 #: values closer than this (relative) agree: float32 keeps 24 bits (6e-8)
 TOLERANCE = 1e-6
@@ -109,8 +110,8 @@ def _compared(store: Rows) -> dict[str, str]:
     return out
 
 
-#: (step, canonical key, float32 value) of a cell
-_Item = tuple[int, str, float]
+#: the hash of (step, canonical key, float32 value) of a cell (two that collide only make a pair to compare)
+_Item = int
 
 
 #: (generation, rows, edits, resumes) of a run: what says whether it only grew since
@@ -127,13 +128,13 @@ def _grown(before: _State, now: _State) -> bool:
 
 
 def _items(store: Rows, start: int, stop: int) -> set[_Item]:
-    """(step, canonical key, float32 value) of the finite numbers of the store's rows ``[start, stop)``."""
+    """The items of the finite numbers of the store's rows ``[start, stop)``."""
     items: set[_Item] = set()
     steps = store.steps_between(start, stop)
     for name, key in _compared(store).items():
         for step, v in zip(steps, store.column_between(key, start, stop), strict=True):
             if isinstance(v, float) and math.isfinite(v):
-                items.add((step, name, _f32(v)))
+                items.add(hash((step, name, _f32(v))))
     return items
 
 
@@ -228,7 +229,7 @@ class Copies:
         self.stay = stay
         #: run -> (its state, its first and last rows' items when it was new)
         self._items: dict[str, tuple[_State, set[_Item]]] = {}
-        self._by_item: dict[_Item, set[str]] = {}  # item -> the runs holding it
+        self._by_item: dict[_Item, list[str]] = {}  # item -> the runs holding it
         self._rows: dict[str, tuple[int, int, dict[int, int]]] = {}  # run -> (generation, rows, step -> last row)
         #: (run, run) -> (:func:`_state` of each when checked, "same" / "different" / "unsure")
         self._pairs: dict[tuple[str, str], tuple[_State, _State, str]] = {}
@@ -298,11 +299,11 @@ class Copies:
         """The item index (value -> the runs holding it) with ``run``'s items ``old`` replaced by ``new``."""
         for item in (old or set()) - new:
             runs = self._by_item[item]
-            runs.discard(run)
+            runs.remove(run)
             if not runs:
                 del self._by_item[item]
         for item in new - (old or set()):
-            self._by_item.setdefault(item, set()).add(run)
+            self._by_item.setdefault(item, []).append(run)
 
     def _candidates(self, values: Mapping[str, set[_Item]], stores: Mapping[str, Rows]) -> set[tuple[str, str]]:
         """The pairs of each run of ``values`` with the runs of another kind that share one of those values, held
