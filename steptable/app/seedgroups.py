@@ -59,8 +59,7 @@ class SeedGroups:
         from steptable.ingest.copies import Copies  # (ingest is read after the first frame)
 
         self.session = session
-        self.roots = roots
-        self.copies = Copies()
+        self.copies = Copies(roots)
         self._copies_told: set[str] = set()
         self._post = post
         self._stop = stop or threading.Event()
@@ -86,14 +85,13 @@ class SeedGroups:
         # (imported here, after the first frame: the preview is not grouped; the means read with ingest's stores)
         from steptable.app.seedmeans import SeedMeans
         from steptable.compare.groups import group_runs
-        from steptable.ingest.copies import named_runs
 
         runs = self.real_runs()
         by_id = {id(s): rid for rid, s in runs.items()}
         batch: list[tuple[str, Store, str | None]] = []
         current: dict[str, list[str]] = {}
         filled = {rid: cast("Rows", s) for rid, s in runs.items() if len(s)}  # (the runs read from files: RunStores)
-        copy_of = self.copies.update(filled, named_runs(filled.values(), self.roots))
+        copy_of = self.copies.update(filled)
         self._tell_copies()
         for name, members in group_runs([runs[rid] for rid in filled if rid not in copy_of]).items():
             if len(members) < 2:

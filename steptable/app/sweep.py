@@ -70,13 +70,12 @@ class SweepIndex:
             self._samples = {**self._samples, store.run: Sample(store)}  # (replaced: the UI thread reads it)
             return digest(store, store.meta.get("size", 0))
 
-        self._copies = Copies(stay=False)  # (a list: the runs kept are keep_order's, whatever was read first)
+        self._copies = Copies(paths, stay=False)  # (a list: the runs kept are keep_order's, whatever was read first)
         #: run id of each copy of another run in the index -> the run kept (as of the last change)
         self.copy_of: dict[str, str] = {}
         # (no discovery of its own after the first: the follower's passes, every few seconds, name every run they
         # turn down to ``poke``; a second walk of thousands of runs would compete with the UI for the GIL)
         self.index = RunIndex(paths, make, recheck=math.inf)
-        self._named = paths
         self.judge = StateMemo()  # the status line's, on the UI thread (thousands of runs at every status refresh)
         self.period = period
         self._posted = threading.Event()
@@ -110,11 +109,8 @@ class SweepIndex:
         return [e for e in self.index.runs.values() if e.run_id not in copy_of]  # type: ignore[misc]
 
     def _find_copies(self) -> None:
-        from steptable.ingest.copies import named_runs
-
         samples = self._samples
-        runs = {rid: samples[rid] for rid in self.index.runs if rid in samples}
-        self.copy_of = dict(self._copies.update(runs, named_runs(runs.values(), self._named)))
+        self.copy_of = dict(self._copies.update({rid: samples[rid] for rid in self.index.runs if rid in samples}))
 
     def line(self, now: float, judge: Any = None) -> str:
         """The sweep's status line (steptable.summary.sweep.sweep_line), with the runs whose tails are not read yet;

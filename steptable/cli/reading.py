@@ -57,7 +57,7 @@ def read_runs(paths: Sequence[str], err: TextIO, on_resume: Callable[..., Any] |
     follower.finish()
     for line in follower.errors:
         err.write(sanitize(line) + "\n")
-    stores = follower.stores if keep_copies else Copies().distinct(follower.stores, paths, keep)
+    stores = follower.stores if keep_copies else Copies(paths).distinct(follower.stores, keep)
     if left := len(follower.stores) - len(stores):
         err.write(f"steptable: {left_out(left)}\n")
     return follower, [stores[k] for k in sorted(stores)]

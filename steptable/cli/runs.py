@@ -18,7 +18,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     """Exit status: 0 when runs were found (with or without rows), 2 when none was or a path is missing."""
     from steptable.alerts.engine import fmt_age
     from steptable.cli.reading import read_runs
-    from steptable.ingest.copies import Copies, named_runs
+    from steptable.ingest.copies import Copies
     from steptable.ingest.files.discover import missing_paths, nothing_found
     from steptable.table import runinfo
     from steptable.table.formatting import sanitize
@@ -29,7 +29,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
         err.write(f"steptable runs: {sanitize(nothing_found(args.paths))}\n")
         return 2
     now = time.time()
-    copy_of = Copies().update(follower.stores, named_runs(follower.stores.values(), args.paths))
+    copy_of = Copies(args.paths).update(follower.stores)
     for key in sorted(follower.stores):
         s = follower.stores[key]
         with s.lock:

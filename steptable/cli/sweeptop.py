@@ -17,7 +17,7 @@ def run_top(args: argparse.Namespace, out: TextIO, err: TextIO, more_than: int =
     ``more_than``: only for more runs than that; None (nothing printed) for fewer. ``found``: the candidates a
     discovery of ``args.paths`` just gave (not walked again)."""
     from steptable.cli.tail import missing_paths
-    from steptable.ingest.copies import Copies, Sample, left_out, named_runs
+    from steptable.ingest.copies import Copies, Sample, left_out
     from steptable.ingest.files.discover import nothing_found
     from steptable.ingest.files.runindex import RunIndex
     from steptable.summary.sweep import default_keys, digest, direction
@@ -40,10 +40,8 @@ def run_top(args: argparse.Namespace, out: TextIO, err: TextIO, more_than: int =
     for line in index.errors:
         err.write(sanitize(line) + "\n")
     digests = [e.digest for e in index.runs.values() if e.digest is not None]
-    copy_of = Copies(stay=False).update({d.run: samples[d.run] for d in digests if d.run in samples},
-                              named_runs(samples.values(), args.paths))
-    if copy_of:
-        digests = [d for d in digests if d.run not in copy_of]
+    copy_of = Copies(args.paths, stay=False).update({d.run: samples[d.run] for d in digests if d.run in samples})
+    digests = [d for d in digests if d.run not in copy_of]
     if getattr(args, "run", None):
         digests = [d for d in digests if args.run in (d.run, d.arm)]
     if more_than and len(digests) <= more_than:

@@ -72,7 +72,7 @@ class Tail:
         self.since: int | None = getattr(args, "since", None)  # only rows and alerts at steps after it
         self.alerts = TailAlerts(self.printer, self.since)
         self.only: str | None = getattr(args, "run", None)  # only the runs of this id or arm
-        self.copies = Copies()  # (one training through several loggers is printed once)
+        self.copies = Copies(args.paths)  # (one training through several loggers is printed once)
         self.copies_told: set[str] = set()
         # -n: 20 by default, every row past the cursor with --since
         self.last: int = args.last if args.last is not None else (0 if self.since is not None else 20)
@@ -95,7 +95,7 @@ class Tail:
         (steptable.ingest.copies) only where its file or its id is named."""
         only = self.only
         every = follower.stores
-        stores = self.copies.distinct(every, self.args.paths, () if only is None else (only,))
+        stores = self.copies.distinct(every, () if only is None else (only,))
         asked = {k for k in self.copies.of.keys() - self.copies_told if only is None or only in (k, every[k].arm)}
         if asked:  # (the copies of the runs --run asks for)
             self.copies_told |= asked

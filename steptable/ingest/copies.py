@@ -225,8 +225,11 @@ class Copies:
     (what prints rows as they come must not print them again from another file); without it, the kept is
     :func:`keep_order`'s alone (a list of runs, whatever order they were read in)."""
 
-    def __init__(self, stay: bool = True) -> None:
+    def __init__(self, roots: Iterable[str | Path] = (), stay: bool = True) -> None:
+        """``roots``: the paths the runs were found under; a run whose file is one of them (named on the command
+        line) is kept over its copies."""
         self.stay = stay
+        self._files = {os.path.abspath(r) for r in roots if os.path.isfile(r)}  # (looked at once)
         #: run -> (its state, its first and last rows' items when it was new)
         self._items: dict[str, tuple[_State, set[_Item]]] = {}
         self._by_item: dict[_Item, list[str]] = {}  # item -> the runs holding it
@@ -238,19 +241,19 @@ class Copies:
         self._lock = threading.Lock()  # (a UI thread and a worker may both ask)
         self._shown: set[str] = set()  # runs that had rows while no copy: the one kept of their copies later
 
-    def distinct(self, stores: Mapping[str, R], roots: Iterable[str | Path] = (),
-                 keep: Collection[str] = ()) -> dict[str, R]:
-        """``stores`` (run id -> store) without the copies of another run; files named in ``roots`` and the runs
-        in ``keep`` are kept over their copies."""
-        named = named_runs(stores.values(), roots) | set(keep)
-        of = self.update(stores, named)
+    def distinct(self, stores: Mapping[str, R], keep: Collection[str] = ()) -> dict[str, R]:
+        """``stores`` (run id -> store) without the copies of another run (see :meth:`update`)."""
+        of = self.update(stores, keep)
         return {k: s for k, s in stores.items() if k not in of} if of else dict(stores)
 
-    def update(self, stores: Mapping[str, Rows], named: Collection[str] = ()) -> dict[str, str]:
-        """Find the copies among ``stores`` (run id -> store); runs in ``named`` (files named on the command line)
-        are kept over their copies. Returns (and keeps in ``of``) each copy's run id -> the kept run's id."""
+    def update(self, stores: Mapping[str, Rows], keep: Collection[str] = ()) -> dict[str, str]:
+        """Find the copies among ``stores`` (run id -> store); runs named on the command line (``roots``) and
+        those in ``keep`` (asked for by id) are kept over their copies. Returns (and keeps in ``of``) each copy's
+        run id -> the kept run's id."""
+        files = self._files
+        named = {r for r, st in stores.items() if os.path.abspath(st.path) in files} if files else set()
         with self._lock:
-            return self._update(stores, named)
+            return self._update(stores, named | set(keep))
 
     def _update(self, stores: Mapping[str, Rows], named: Collection[str]) -> dict[str, str]:
         anew: set[str] = set()  # runs new, rewritten or gone: their pairs are found again from their values
@@ -383,11 +386,6 @@ def _root(parent: dict[str, str], run: str) -> str:
         run = parent[run]
     return run
 
-
-def named_runs(stores: Iterable[Rows], roots: Iterable[str | Path]) -> set[str]:
-    """The runs of ``stores`` whose file is one of ``roots`` given as a file (named on the command line)."""
-    files = {os.path.abspath(r) for r in roots if os.path.isfile(r)}
-    return {st.run for st in stores if os.path.abspath(st.path) in files} if files else set()
 
 
 def left_out(n: int, done: str = "left out") -> str:

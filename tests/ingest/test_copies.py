@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from steptable.ingest.copies import SAMPLED, Copies, canonical, named_runs, same_training
+from steptable.ingest.copies import SAMPLED, Copies, canonical, same_training
 from steptable.ingest.files.follow import Follower
 from steptable.ingest.parsed import Parsed
 from steptable.ingest.store import RunStore
@@ -135,8 +135,8 @@ def test_a_named_file_is_kept_over_its_copies(tmp_path: Path) -> None:
         {k: v for k, v in r.items() if k != "step"} for r in training(0)]), now=math.nan)
     wandb = store("w", as_tracker(training(0)), kind="wandb")
     stores = {"s.jsonl": named, "w": wandb}
-    assert named_runs(stores.values(), [str(path), str(tmp_path)]) == {"s.jsonl"}
-    assert Copies().distinct(stores, [str(path)]) == {"s.jsonl": named}
+    assert Copies([str(path), str(tmp_path)]).distinct(stores) == {"s.jsonl": named}  # the file names it
+    assert Copies([str(tmp_path)]).distinct(stores) == {"w": wandb}  # (a directory names none of its runs)
     assert Copies().distinct(stores) == {"w": wandb}
     assert Copies().distinct(stores, keep=["w", "s.jsonl"]) == stores  # both named: both kept
 
