@@ -161,10 +161,14 @@ def _turns(values: Sequence[float]) -> int:
     return turns
 
 
-def _check(a: Rows, b: Rows) -> str:
-    """"same", "different", or "unsure" (too few shared steps, or no metric moving over them yet) of two runs."""
-    rows_a = {st: i for i, st in enumerate(a.steps)}
-    rows_b = {st: i for i, st in enumerate(b.steps)}
+def _row_map(store: Rows) -> dict[int, int]:
+    """Step -> its last row."""
+    return {st: i for i, st in enumerate(store.steps)}
+
+
+def _check(a: Rows, b: Rows, rows_a: Mapping[int, int], rows_b: Mapping[int, int]) -> str:
+    """"same", "different", or "unsure" (too few shared steps, or no metric moving over them yet) of two runs
+    (``rows_a``, ``rows_b``: step -> row of each)."""
     shared = sorted(rows_a.keys() & rows_b.keys())
     if len(shared) > SAMPLED:
         shared = [shared[(len(shared) - 1) * i // (SAMPLED - 1)] for i in range(SAMPLED)]
@@ -188,7 +192,7 @@ def _check(a: Rows, b: Rows) -> str:
 
 def same_training(a: Rows, b: Rows) -> bool:
     """Are ``a`` and ``b`` copies of one training (see the module docstring)?"""
-    return a.kind != b.kind and _check(a, b) == "same"
+    return a.kind != b.kind and _check(a, b, _row_map(a), _row_map(b)) == "same"
 
 
 def _new_rows_agree(a: Rows, a_from: int, b: Rows, b_rows: Mapping[int, int]) -> bool:
@@ -233,7 +237,7 @@ class Copies:
         #: run -> (its state, its first and last rows' items when it was new)
         self._items: dict[str, tuple[_State, set[_Item]]] = {}
         self._by_item: dict[_Item, list[str]] = {}  # item -> the runs holding it
-        self._rows: dict[str, tuple[int, int, dict[int, int]]] = {}  # run -> (generation, rows, step -> last row)
+        self._rows: dict[str, tuple[_State, dict[int, int]]] = {}  # run -> (its state, step -> its last row)
         #: (run, run) -> (:func:`_state` of each when checked, "same" / "different" / "unsure")
         self._pairs: dict[tuple[str, str], tuple[_State, _State, str]] = {}
         #: run id of each copy -> the run id kept for it
@@ -326,7 +330,7 @@ class Copies:
         if got is not None and got[:2] == now:
             return got
         if got is None or got[2] == "unsure" or not (_grown(got[0], now[0]) and _grown(got[1], now[1])):
-            return (*now, _check(sa, sb))
+            return (*now, _check(sa, sb, self._rows_of(a, sa), self._rows_of(b, sb)))
         if got[2] == "different":
             return (*now, "different")
         # the same so far: their new rows decide
@@ -335,13 +339,16 @@ class Copies:
         return (*now, "same" if same else "different")
 
     def _rows_of(self, run: str, st: Rows) -> dict[int, int]:
-        """Step -> its last row of ``st``, brought up to date with its new rows only."""
-        gen, n, rows = self._rows.get(run, (-1, 0, {}))
-        if gen != st.generation or n > len(st):  # (rewritten, or rows withdrawn by a resume: mapped again)
-            n, rows = 0, {}
-        for i, step in enumerate(st.steps_between(n, len(st)), n):
+        """Step -> its last row of ``st``, brought up to date with its new rows only (mapped again after a
+        rewrite, an edit or a resume)."""
+        now = _state(st)
+        got = self._rows.get(run)
+        if got is None or not _grown(got[0], now):
+            got = ((now[0], 0, now[2], now[3]), {})
+        rows = got[1]
+        for i, step in enumerate(st.steps_between(got[0][1], now[1]), got[0][1]):
             rows[step] = i
-        self._rows[run] = (st.generation, len(st), rows)
+        self._rows[run] = (now, rows)
         return rows
 
 
