@@ -316,6 +316,19 @@ def _after_cut(line: bytes) -> dict[str, Any] | None:
     return None
 
 
+def _is_utf8(line: bytes) -> bool:
+    try:
+        line.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _replace_invalid_utf8(line: bytes, repairs: list[str]) -> bytes:
+    repairs.append("invalid UTF-8 replaced with U+FFFD (row kept)")
+    return line.decode("utf-8", "replace").encode("utf-8")
+
+
 def decode_line(line: bytes, warn: Callable[[str], None] | None = None) -> dict[str, Any] | None:
     """Decode one JSONL line (without its newline) to a raw (unflattened) object.
 
@@ -341,8 +354,7 @@ def decode_line(line: bytes, warn: Callable[[str], None] | None = None) -> dict[
             obj = _DECODER.decode(line)
             break
         except UnicodeDecodeError:
-            line = line.decode("utf-8", "replace").encode("utf-8")
-            repairs.append("invalid UTF-8 replaced with U+FFFD (row kept)")
+            line = _replace_invalid_utf8(line, repairs)
         except msgspec.ValidationError as e:  # msgspec's word for a number out of range
             repaired = quote_bignums(line)
             if repaired == line:
@@ -352,6 +364,9 @@ def decode_line(line: bytes, warn: Callable[[str], None] | None = None) -> dict[
         except RecursionError:
             raise LineError("JSON nested too deeply") from None
         except msgspec.DecodeError as e:
+            if not _is_utf8(line):  # (msgspec 0.23 says so with a DecodeError, older ones with UnicodeDecodeError)
+                line = _replace_invalid_utf8(line, repairs)
+                continue
             if not fixed and has_nonfinite(line):
                 line, fixed = quote_nonfinite(line), True
                 continue
