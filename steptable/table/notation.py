@@ -15,7 +15,7 @@ column reads ``-.0300 -.0001 .0041`` (not ``-.03 -.00011 .00408``), a gradient n
   again (:meth:`Notation.holds`).
 - A reader with every value (``tail``, the watch app, table.txt) chooses from them all (:func:`of_values`), its
   largest 1% (a spike) left out: such a value is written on its own; the live logger cannot look ahead and
-  chooses from the values seen so far (:class:`Running`).
+  chooses from the values seen so far (:class:`Running`), a lone value past the top (one in a hundred) left out.
 - The console logger writes a shared exponent once, in the column's header (:meth:`Notation.in_header`, :func:`unit`:
   ``100`` under ``lr e-8``); readers that show a whole table keep it in each cell.
 NaN, inf and text are not numbers of the notation: they show as the automatic format shows them.
@@ -220,6 +220,9 @@ class Range:
 #: single spike of 1000 among losses of .5 is written on its own ("1000"), not every other value as "1" or "0"
 OUTLIER_SHARE = 0.01
 OUTLIERS_FROM = 100
+#: the live logger's spike (:class:`Running`): a value past its notation's top with no other in this many values
+#: before it, the readers' share of a column left out (one in a hundred)
+SPIKE_APART = round(1 / OUTLIER_SHARE)
 
 
 class Column(Range):
@@ -284,10 +287,14 @@ def of_values(values: Iterable[Any], width: int) -> Notation | None:
 class Running:
     """A column's notation from the values seen so far (the live logger: it cannot look ahead).
 
-    Chosen at the first number; kept while values stay inside it; chosen again, once, when one leaves it (bigger
-    than its top, more decimal places than exact values had, a first negative that needs its sign cell), from
-    every value seen. A column whose last :data:`LOW_RUN` values all show at most one significant digit (a loss
-    that decayed by decades) is chosen again from those values alone.
+    Chosen at the first number; kept while values stay inside it; chosen again, once, when one leaves it (more
+    decimal places than exact values had, a first negative that needs its sign cell, a value past its top that is
+    not a spike), from every value seen. A spike is a value past the top with no other one in the
+    :data:`SPIKE_APART` values before it: it is written on its own and left out of the range, as the readers leave
+    a column's largest 1% out, so that one gradient-norm spike does not cost the values after it their digits
+    (``.4`` for .412); a second within that many values is a change of range, chosen from with the first. A column
+    whose last :data:`LOW_RUN` values all show at most one significant digit (a loss that decayed by decades) is
+    chosen again from those values alone.
     """
 
     def __init__(self, width: int) -> None:
@@ -302,9 +309,13 @@ class Running:
         #: values the current notation held, none of them low: one seen again changes nothing (an exact column's
         #: lengths and fractions repeat; its notation has no band, and each check measures the value's places)
         self._known: set[float] = set()
+        self._count = 0  # values taken in
+        self._spike: tuple[int, float] | None = None  # (its count, value): the last spike left out of the range
 
     def see(self, x: float) -> bool:
-        """Take the finite float ``x`` in; True when the notation changed."""
+        """Take the finite float ``x`` in; True when the notation changed (``held``: whether ``x`` is written in
+        it)."""
+        self._count += 1
         if x in self._known:  # (taken in before: the range and the notation already hold it)
             if self._low:
                 self._low = 0
@@ -340,6 +351,13 @@ class Running:
                     self._known.add(x)
             seen.add(x)
             return False
+        if n is not None and ax >= n.top and (x >= 0 or seen.negative):
+            last = self._spike
+            if last is None or self._count - last[0] > SPIKE_APART:
+                self._spike = (self._count, x)
+                self.held = False
+                return False
+            seen.add(last[1])
         seen.add(x)
         changed = self._choose()
         self.held = self.notation is not None and self.notation.holds(x)
@@ -347,6 +365,7 @@ class Running:
 
     def _choose(self) -> bool:
         new = self.seen.notation(self.width)
+        self._spike = None
         self._low = 0
         self._recent = Range(floats=True)
         self._known = set()

@@ -5,6 +5,7 @@ short key joined, the legend naming its key."""
 from __future__ import annotations
 
 import math
+import random
 import re
 from pathlib import Path
 
@@ -34,19 +35,33 @@ def test_a_long_header_over_narrow_values_is_abbreviated_and_the_legend_names_it
 
 def test_a_column_widens_up_to_its_declared_width_and_the_header_comes_again(captured: list[str]) -> None:
     cols = [Col("step", 4, "step", "d"), Col("kl", 6, "kl"), Col("reward_std", 10, "reward_std")]
-    values = [0.0030001, 0.00298, 0.5, -0.000123456, 12345678.0]
+    values = [0.0030001, 0.00298, 0.5, 0.41, -0.000123456, 12345678.0, 23456789.0]
     with StepLogger(cols, alerts=False, header_every=0) as sl:
         for i, kl in enumerate(values):
-            sl.log({"step": i, "kl": kl, "reward_std": 0.25 if i < 3 else 0.123456})
+            sl.log({"step": i, "kl": kl, "reward_std": 0.25 if i < 4 else 0.123456})
     text = "".join(captured).split("end of run")[0]
     rows, headers = _rows(text), _headers(text)
-    # .00300 (the 3-digit form) from the first row: the next value's .00298 needs no new header; .5 leaves that
-    # notation (thousandths now), printed in the wider column until a header is due anyway: rs widens at the next
-    # row, and under that header kl is as narrow as its values need (-.000123 rounds away with its sign, which
-    # needs its cell); 1.2e7 leaves it for an exponent, written once in the header (12 under "kl e6")
-    assert rows == ["   0 .00300 .25", "   1 .00298 .25", "   2   .500 .25", "   3 -.000 .123", "   4    12 .123"]
-    assert headers == ["step     kl  rs", "step    kl   rs", "step kl e6   rs"]
+    # .00300 (the 3-digit form) from the first row: the next value's .00298 needs no new header; .5, a lone value
+    # past the notation's top, is written on its own, and .41 after it leaves that notation (thousandths now, .5
+    # among them), printed in the wider column until a header is due anyway: rs widens at the next row, and under
+    # that header kl is as narrow as its values need (-.000123 rounds away with its sign, which needs its cell);
+    # 1.2e7, on its own, widens it again, and 2.3e7 leaves the notation for an exponent, written once in the
+    # header (23 under "kl e6")
+    assert rows == ["   0 .00300 .25", "   1 .00298 .25", "   2     .5 .25", "   3   .410 .25", "   4 -.000 .123",
+                    "   5 1.23e7 .123", "   6    23 .123"]
+    assert headers == ["step     kl  rs", "step    kl   rs", "step     kl   rs", "step kl e6   rs"]
     assert sl.header() == headers[-1]
+
+
+def test_the_rows_after_a_gradient_norm_spike_keep_their_digits(captured: list[str]) -> None:
+    cols = [Col("step", 5, "step", "d"), Col("grad_norm", 9, "grad_norm")]
+    rnd = random.Random(3)
+    with StepLogger(cols, alerts=False, header_every=0) as sl:
+        for step in range(1, 61):
+            sl.log({"step": step, "grad_norm": 12.37 if step == 30 else rnd.uniform(0.3, 0.6)})
+    rows = [line.split() for line in _rows("".join(captured).split("end of run")[0])]
+    assert rows[29] == ["30", "12.4"]  # the spike, on its own: it still reads 30x bigger
+    assert all(re.fullmatch(r"\.\d{3}", gn) for _, gn in rows[:29] + rows[30:]), rows
 
 
 def test_columns_never_narrow_and_a_header_is_shown_whole_once_it_fits(captured: list[str]) -> None:
@@ -173,10 +188,10 @@ def test_a_shared_exponent_is_printed_once_in_the_header_and_each_change_of_it_b
             sl.log({"step": step, "learning_rate": lr})
     text = "".join(captured)
     printed = text.split("end of run")[0]
-    # 1e-6 is "1" under "lr e-6" (its exact digits), 2e-5 "20" in the same notation; 1.25e-5 needs a finer unit: the
-    # header comes again with the new power of ten
+    # 1e-6 is "1" under "lr e-6" (its exact digits); 2e-5, a lone value past that notation, is written on its own;
+    # 1.25e-5 after it needs a finer unit: the header comes again with the new power of ten
     assert _headers(printed) == ["step lr e-6", "step lr e-7"]
-    assert [line.split()[1] for line in _rows(printed)] == ["1", "1", "20", "125", "125", "0"]
+    assert [line.split()[1] for line in _rows(printed)] == ["1", "1", "2e-5", "125", "125", "0"]
     # the legend, printed once, names the column without a power of ten (that is the header's)
     assert re.search(r"^ lr +learning_rate: learning rate$", printed, flags=re.M)
     # without table.txt the console gets the dump, which chooses its own notation under the bare header

@@ -35,7 +35,7 @@ def test_the_row_is_compiled_once_its_layout_holds_and_reads_the_same(monkeypatc
     sl.close()
     assert compiled and all(c in [x[2] for x in lines] for c in compiled)  # (the layouts printed)
     assert any(by_cell for *_, by_cell in lines) and not lines[-1][3]  # (both paths wrote rows here)
-    assert lines[20][3]  # (a new layout: cell by cell)
+    assert lines[21][3]  # (a new layout: cell by cell)
     for line, row, cols, _ in lines:
         assert line == render.SEP.join(render.cells(cols, row))
         assert line == real(cols)(row)

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from steptable.logger.consolecols import ConsoleLayout
 from steptable.table import render
 from steptable.table.columns import Col, with_notations
-from steptable.table.notation import LOW_RUN, Column, Running, choose, of_values, unit
+from steptable.table.notation import LOW_RUN, SPIKE_APART, Column, Running, choose, of_values, unit
 
 
 def texts(values: list[float | None], width: int = 8, key: str = "x") -> list[str]:
@@ -84,9 +84,39 @@ def test_the_live_notation_comes_from_the_values_seen_so_far() -> None:
     assert changed == [True, False, False, False, False]  # the first negative fits the width: kept
     n = running.notation
     assert n is not None and [n.text(v) for v in (0.4137, -0.0731, 0.00512)] == [".414", "-.073", ".005"]
-    assert running.see(15.3) is True  # far outside: chosen again, once
+    assert running.see(15.3) is False and not running.held  # a lone value past the top: written on its own
+    assert running.see(0.4137) is False and running.held and running.notation == n
+    assert running.see(12.01) is True  # a second within 100 values: chosen again, once, with the first
     assert running.notation is not None and running.notation.text(15.3) == "15.3"
     assert [running.see(v) for v in (0.4137, 12.01, -3.2213)] == [False, False, False]
+
+
+def test_a_lone_spike_leaves_the_live_notation_and_its_digits_as_they_were() -> None:
+    """A gradient norm of .3-.6 with one spike of 12: the values after it keep their 3 digits (chosen again with
+    the spike, they would read .4 until LOW_RUN of them had passed)."""
+    running = Running(4)
+    for i in range(40):
+        running.see(0.3 + (i % 7) / 23)
+    before = running.notation
+    assert before is not None and before.text(0.4123) == ".412"
+    assert running.see(12.0) is False and not running.held
+    for i in range(SPIKE_APART):
+        assert running.see(0.35 + (i % 5) / 31) is False and running.held
+    assert running.notation == before
+    # more than SPIKE_APART values later a spike is lone again; two within them are a new range
+    assert running.see(14.0) is False and not running.held
+    assert running.see(0.41) is False
+    assert running.see(13.0) is True and running.held
+    assert running.notation is not None and running.notation.text(14.0) == "14.0"
+    assert running.notation.text(0.4123) == ".4"
+
+
+def test_a_spike_below_zero_in_a_column_that_never_was_is_a_new_range() -> None:
+    running = Running(8)
+    for v in (0.41, 0.37, 0.52):
+        running.see(v)
+    assert running.see(-7.5) is True  # its sign cell: the notation is chosen again at once
+    assert running.held and running.notation is not None and running.notation.text(-7.5) == "-7.50"
 
 
 def test_the_live_notation_follows_a_loss_that_decayed_by_decades() -> None:
@@ -113,8 +143,8 @@ def test_the_live_row_writes_each_column_in_its_running_notation() -> None:
     for step, gn in enumerate([1.0123, 1.2, 12.1, 1.05]):
         layout.update({"step": step, "gn": gn})
         shown.append(render.cells(layout.cols, {"step": step, "gn": gn})[1].strip())
-    # before the spike, from the values seen so far (3 digits); the spike leaves that notation, once
-    assert shown == ["1.01", "1.20", "12.1", "1.1"]
+    # from the values seen so far (3 digits); a lone spike is written on its own, the notation kept
+    assert shown == ["1.01", "1.20", "12.1", "1.05"]
 
 
 def test_of_values_takes_numbers_only() -> None:
