@@ -103,7 +103,8 @@ class ConsoleLayout:
         self._changed = False  # the last _build changed a printed width or header
         self._most = [max(FIT_MAX, c.width) if c.fit else c.width for c in self.declared]
         #: (column, key, its running notation) of each automatic-format column
-        self._runs = [(i, c.key, Running(self._most[i])) for i, c in enumerate(self.declared) if c.fmt is None]
+        self._runs = [(i, c.key, Running(self._most[i], scaled=True))
+                      for i, c in enumerate(self.declared) if c.fmt is None]
         self._notes: list[Notation | None] = [None] * len(self.declared)
         #: per noted column, the (largest magnitude, negative) its width was last measured for
         self._reach: dict[int, tuple[float, bool]] = {}

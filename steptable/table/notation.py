@@ -15,7 +15,8 @@ column reads ``-.0300 -.0001 .0041`` (not ``-.03 -.00011 .00408``), a gradient n
   again (:meth:`Notation.holds`).
 - A reader with every value (``tail``, the watch app, table.txt) chooses from them all (:func:`of_values`), its
   largest 1% (a spike) left out: such a value is written on its own; the live logger cannot look ahead and
-  chooses from the values seen so far (:class:`Running`), a lone value past the top (one in a hundred) left out.
+  chooses from the values seen so far (:class:`Running`), a lone value past the top (one in a hundred) left out,
+  unless the unit in the column's header writes it (an lr warmup's ``10`` under ``lr e-8``: a schedule grows).
 - The console logger writes a shared exponent once, in the column's header (:meth:`Notation.in_header`, :func:`unit`:
   ``100`` under ``lr e-8``); readers that show a whole table keep it in each cell.
 NaN, inf and text are not numbers of the notation: they show as the automatic format shows them.
@@ -292,13 +293,17 @@ class Running:
     not a spike), from every value seen. A spike is a value past the top with no other one in the
     :data:`SPIKE_APART` values before it: it is written on its own and left out of the range, as the readers leave
     a column's largest 1% out, so that one gradient-norm spike does not cost the values after it their digits
-    (``.4`` for .412); a second within that many values is a change of range, chosen from with the first. A column
-    whose last :data:`LOW_RUN` values all show at most one significant digit (a loss that decayed by decades) is
-    chosen again from those values alone.
+    (``.4`` for .412); a second within that many values is a change of range, chosen from with the first. With
+    ``scaled`` (the notation shown as :meth:`Notation.in_header` shows it, its cells whole numbers of one unit), a
+    value past the top that the unit writes in at most :data:`DIGITS` digits is a change of range at once, never a
+    spike: an lr warmup's 1e-7 after 8e-8 is ``10`` under ``lr e-8`` (the unit stays), not ``1e-7`` written on its
+    own. A column whose last :data:`LOW_RUN` values all show at most one significant digit (a loss that decayed by
+    decades) is chosen again from those values alone.
     """
 
-    def __init__(self, width: int) -> None:
+    def __init__(self, width: int, scaled: bool = False) -> None:
         self.width = width
+        self.scaled = scaled
         self.notation: Notation | None = None
         self.seen = Range(floats=True)
         #: whether the notation holds the last value taken in (one it does not hold is written on its own)
@@ -351,7 +356,7 @@ class Running:
                     self._known.add(x)
             seen.add(x)
             return False
-        if n is not None and ax >= n.top and (x >= 0 or seen.negative):
+        if n is not None and ax >= n.top and (x >= 0 or seen.negative) and not self._in_unit(n, ax):
             last = self._spike
             if last is None or self._count - last[0] > SPIKE_APART:
                 self._spike = (self._count, x)
@@ -362,6 +367,13 @@ class Running:
         changed = self._choose()
         self.held = self.notation is not None and self.notation.holds(x)
         return changed
+
+    def _in_unit(self, n: Notation, ax: float) -> bool:
+        """Whether ``n`` shown scaled writes the magnitude ``ax`` in at most :data:`DIGITS` digits of its unit."""
+        if not self.scaled or n.exp is None:
+            return False
+        unit = n.exp - n.decimals  # (the power of ten of a cell's last digit: in_header's exponent)
+        return ax < _pow10(unit + DIGITS) - 0.5 * _pow10(unit)
 
     def _choose(self) -> bool:
         new = self.seen.notation(self.width)

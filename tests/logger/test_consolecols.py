@@ -64,6 +64,18 @@ def test_the_rows_after_a_gradient_norm_spike_keep_their_digits(captured: list[s
     assert all(re.fullmatch(r"\.\d{3}", gn) for _, gn in rows[:29] + rows[30:]), rows
 
 
+def test_an_lr_warmup_reads_in_the_unit_of_its_header_on_every_row(captured: list[str]) -> None:
+    cols = [Col("step", 5, "step", "d"), Col("learning_rate", 13, "learning_rate")]
+    with StepLogger(cols, alerts=False, header_every=0) as sl:
+        for step in range(1, 81):
+            sl.log({"step": step, "learning_rate": 1e-6 * min(1.0, step / 50)})
+    printed = "".join(captured).split("end of run")[0]
+    assert _headers(printed) == ["step lr e-8"]
+    lrs = [line.split()[1] for line in _rows(printed)]
+    # 2e-8 a step, crossing 1e-7 and reaching 1e-6: whole numbers of e-8, never one with its own exponent
+    assert lrs == [str(2 * min(step, 50)) for step in range(1, 81)], lrs
+
+
 def test_columns_never_narrow_and_a_header_is_shown_whole_once_it_fits(captured: list[str]) -> None:
     layout = ConsoleLayout([Col("step", 5, "step", "d"), Col("entropy", 8, "entropy")])
     assert layout.update({"step": 0, "entropy": 0.5})
@@ -188,10 +200,10 @@ def test_a_shared_exponent_is_printed_once_in_the_header_and_each_change_of_it_b
             sl.log({"step": step, "learning_rate": lr})
     text = "".join(captured)
     printed = text.split("end of run")[0]
-    # 1e-6 is "1" under "lr e-6" (its exact digits); 2e-5, a lone value past that notation, is written on its own;
-    # 1.25e-5 after it needs a finer unit: the header comes again with the new power of ten
+    # 1e-6 is "1" under "lr e-6" (its exact digits); 2e-5, past that notation's top, is a change of range the same
+    # unit writes (a schedule grows; it is no spike); 1.25e-5 after it needs a finer unit: the header comes again
     assert _headers(printed) == ["step lr e-6", "step lr e-7"]
-    assert [line.split()[1] for line in _rows(printed)] == ["1", "1", "2e-5", "125", "125", "0"]
+    assert [line.split()[1] for line in _rows(printed)] == ["1", "1", "20", "125", "125", "0"]
     # the legend, printed once, names the column without a power of ten (that is the header's)
     assert re.search(r"^ lr +learning_rate: learning rate$", printed, flags=re.M)
     # without table.txt the console gets the dump, which chooses its own notation under the bare header

@@ -111,6 +111,29 @@ def test_a_lone_spike_leaves_the_live_notation_and_its_digits_as_they_were() -> 
     assert running.notation.text(0.4123) == ".4"
 
 
+def test_a_schedule_past_its_top_is_a_new_range_in_the_same_unit_where_the_unit_is_in_the_header() -> None:
+    """An lr warmup (exact values, 2e-8 a step): 1e-7 after 8e-8 is past the notation's top. Shown scaled (the
+    console's ``lr e-8``), the unit writes it as ``10``: a change of range, chosen at once with the unit kept.
+    Unscaled (each cell with its exponent), the same value is a lone spike, as before."""
+    warmup = [2e-8 * k for k in range(1, 5)]
+    scaled, plain = Running(13, scaled=True), Running(13)
+    for v in warmup:
+        scaled.see(v)
+        plain.see(v)
+    assert scaled.notation == plain.notation and scaled.notation is not None
+    unit = scaled.notation.in_header()
+    assert unit.text(8e-8) == "8" and not unit.holds(1e-7)
+    assert scaled.see(1e-7) is True and scaled.held
+    assert scaled.notation is not None and scaled.notation.in_header().exp == unit.exp
+    assert scaled.notation.in_header().text(1e-7) == "10"
+    assert plain.see(1e-7) is False and not plain.held  # (unscaled: written on its own, the notation kept)
+    # a measured column's spike stays a spike scaled too: its unit already writes the biggest in 3 digits
+    kl = Running(13, scaled=True)
+    for i in range(30):
+        kl.see(3.1e-5 + i * 1.7e-7)
+    assert kl.see(4.2e-3) is False and not kl.held
+
+
 def test_a_spike_below_zero_in_a_column_that_never_was_is_a_new_range() -> None:
     running = Running(8)
     for v in (0.41, 0.37, 0.52):
@@ -222,7 +245,7 @@ def test_a_float_array_taken_in_bulk_gives_what_taking_each_value_gives(values: 
 def test_the_running_notation_remembering_held_values_decides_as_it_does_without_them() -> None:
     """Values seen again (an exact column's lengths) are not checked again: on sequences with repeats, low runs,
     first negatives and values past the top, each step's notation and ``held`` are those of a Running that
-    remembers nothing."""
+    remembers nothing, scaled or not."""
     import random
 
     from steptable.table import notation as nt
@@ -235,9 +258,9 @@ def test_the_running_notation_remembering_held_values_decides_as_it_does_without
                 [rng.randint(-8, 8) / 4 for _ in range(6)])
         odd = [round(rng.choice([1, -1]) * 10 ** rng.uniform(-6, 4), rng.randint(0, 4)), 0.0, 1e-7, 2e-7, 0.5]
         values = [rng.choice(odd if rng.random() < 0.03 else pool) for _ in range(rng.randint(1, 120))]
-        width = rng.randint(3, 10)
-        fast = Running(width)
-        ref = Running(width)
+        width, scaled = rng.randint(3, 10), trial % 3 == 0  # (scaled: the console's unit in the header)
+        fast = Running(width, scaled)
+        ref = Running(width, scaled)
         for v in values:
             changed = fast.see(v)
             known_max, nt.KNOWN_MAX = nt.KNOWN_MAX, 0
