@@ -151,10 +151,13 @@ def _decade(x: float) -> int:
     return d
 
 
-def choose(biggest: float, width: int, negative: bool = False, places: int = PLACES_MAX) -> Notation | None:
+def choose(biggest: float, width: int, negative: bool = False, places: int = PLACES_MAX,
+           scaled: bool = False) -> Notation | None:
     """The notation for a column whose largest magnitude is ``biggest`` and whose values need at most ``places``
-    decimal places, in at most ``width`` cells (a sign cell more where ``negative``). None where no number needs
-    one (only zeros) or none fits."""
+    decimal places, in at most ``width`` cells (a sign cell more where ``negative``). With ``scaled``, a shared
+    exponent's cells are measured as :meth:`Notation.in_header` writes them (``990`` under ``lr e-9``, 3 cells, not
+    ``9.90e-7``'s 7), so that a narrow column keeps its digits. None where no number needs one (only zeros) or none
+    fits."""
     if not (biggest > 0 and math.isfinite(biggest)):
         return None
     sign = 1 if negative else 0
@@ -172,7 +175,7 @@ def choose(biggest: float, width: int, negative: bool = False, places: int = PLA
                 return Notation(dec, None, top, dec == places < cap)
     mantissa = DIGITS - 1 if d >= 0 else min(DIGITS - 1, max(places + d, 0))
     for dec in range(mantissa, -1, -1):
-        cells = sign + 1 + (dec + 1 if dec else 0) + len(f"e{d}")
+        cells = sign + 1 + dec if scaled else sign + 1 + (dec + 1 if dec else 0) + len(f"e{d}")
         if cells <= width:
             return Notation(dec, d, _pow10(d + 1) - 0.5 * _pow10(d - dec), dec == mantissa < DIGITS - 1)
     return None
@@ -212,9 +215,10 @@ class Range:
         if self.places <= self._cap:
             self.places = places_of(x, self.places)
 
-    def notation(self, width: int) -> Notation | None:
-        """The notation of the numbers taken in, ``width`` cells wide; None without a float."""
-        return choose(self.biggest, width, self.negative, self.places) if self.floats else None
+    def notation(self, width: int, scaled: bool = False) -> Notation | None:
+        """The notation of the numbers taken in, ``width`` cells wide (``scaled``: see :func:`choose`); None without
+        a float."""
+        return choose(self.biggest, width, self.negative, self.places, scaled) if self.floats else None
 
 
 #: a whole column's notation leaves out its largest values up to this share (at least OUTLIERS_FROM values): a
@@ -270,11 +274,11 @@ class Column(Range):
         if not self.negative and min(finite[i:]) < 0:
             self.negative = True
 
-    def notation(self, width: int) -> Notation | None:
+    def notation(self, width: int, scaled: bool = False) -> Notation | None:
         n = len(self.magnitudes)
         if n >= OUTLIERS_FROM:
             self.biggest = heapq.nlargest(int(n * OUTLIER_SHARE) + 1, self.magnitudes)[-1]
-        return super().notation(width)
+        return super().notation(width, scaled)
 
 
 def of_values(values: Iterable[Any], width: int) -> Notation | None:
@@ -294,7 +298,8 @@ class Running:
     :data:`SPIKE_APART` values before it: it is written on its own and left out of the range, as the readers leave
     a column's largest 1% out, so that one gradient-norm spike does not cost the values after it their digits
     (``.4`` for .412); a second within that many values is a change of range, chosen from with the first. With
-    ``scaled`` (the notation shown as :meth:`Notation.in_header` shows it, its cells whole numbers of one unit), a
+    ``scaled`` (the notation shown as :meth:`Notation.in_header` shows it, its cells whole numbers of one unit and
+    measured so, :func:`choose`), a
     value past the top that the unit writes in at most :data:`DIGITS` digits is a change of range at once, never a
     spike: an lr warmup's 1e-7 after 8e-8 is ``10`` under ``lr e-8`` (the unit stays), not ``1e-7`` written on its
     own. A column whose last :data:`LOW_RUN` values all show at most one significant digit (a loss that decayed by
@@ -376,7 +381,7 @@ class Running:
         return ax < _pow10(unit + DIGITS) - 0.5 * _pow10(unit)
 
     def _choose(self) -> bool:
-        new = self.seen.notation(self.width)
+        new = self.seen.notation(self.width, self.scaled)
         self._spike = None
         self._low = 0
         self._recent = Range(floats=True)

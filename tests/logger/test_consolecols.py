@@ -46,10 +46,10 @@ def test_a_column_widens_up_to_its_declared_width_and_the_header_comes_again(cap
     # among them), printed in the wider column until a header is due anyway: rs widens at the next row, and under
     # that header kl is as narrow as its values need (-.000123 rounds away with its sign, which needs its cell);
     # 1.2e7, on its own, widens it again, and 2.3e7 leaves the notation for an exponent, written once in the
-    # header (23 under "kl e6")
+    # header, its 3 digits measured as the cell shows them (235 under "kl e5", not 2.35e7's 7 cells with the sign)
     assert rows == ["   0 .00300 .25", "   1 .00298 .25", "   2     .5 .25", "   3   .410 .25", "   4 -.000 .123",
-                    "   5 1.23e7 .123", "   6    23 .123"]
-    assert headers == ["step     kl  rs", "step    kl   rs", "step     kl   rs", "step kl e6   rs"]
+                    "   5 1.23e7 .123", "   6   235 .123"]
+    assert headers == ["step     kl  rs", "step    kl   rs", "step     kl   rs", "step kl e5   rs"]
     assert sl.header() == headers[-1]
 
 
@@ -74,6 +74,18 @@ def test_an_lr_warmup_reads_in_the_unit_of_its_header_on_every_row(captured: lis
     lrs = [line.split()[1] for line in _rows(printed)]
     # 2e-8 a step, crossing 1e-7 and reaching 1e-6: whole numbers of e-8, never one with its own exponent
     assert lrs == [str(2 * min(step, 50)) for step in range(1, 81)], lrs
+
+
+def test_an_lr_decay_in_a_narrow_column_shows_each_step_of_its_schedule(captured: list[str]) -> None:
+    """A schema's 6-cell lr column, decaying linearly from 1e-6 (TRL's default schedule): 9.9e-7 needs 7 cells with
+    its exponent, but its cell under "lr e-8" is 99 (2 cells): the cells are measured as they are printed."""
+    cols = [Col("step", 5, "step", "d"), Col("learning_rate", 6, "lr")]
+    with StepLogger(cols, alerts=False, header_every=0) as sl:
+        for step in range(30):
+            sl.log({"step": step, "learning_rate": 1e-6 * (100 - step) / 100})
+    printed = "".join(captured).split("end of run")[0]
+    assert _headers(printed)[-1] == "step lr e-8"
+    assert [line.split()[1] for line in _rows(printed)][1:] == [str(100 - step) for step in range(1, 30)]
 
 
 def test_columns_never_narrow_and_a_header_is_shown_whole_once_it_fits(captured: list[str]) -> None:

@@ -111,6 +111,19 @@ def test_a_lone_spike_leaves_the_live_notation_and_its_digits_as_they_were() -> 
     assert running.notation.text(0.4123) == ".4"
 
 
+def test_a_shared_exponent_shown_in_the_header_is_measured_by_the_cells_it_prints() -> None:
+    """9.87e-7 in 6 cells: written with its exponent in each cell, 2 significant digits fit (9.9e-7); shown as
+    whole units under the header's power of ten, all 3 do (987 under e-9)."""
+    alone = choose(9.87e-7, 6)
+    shown = choose(9.87e-7, 6, scaled=True)
+    assert alone is not None and alone.text(9.87e-7) == "9.9e-7"
+    assert shown is not None and shown.in_header().text(9.87e-7) == "987" and shown.in_header().exp == -9
+    # the sign cell counts too; a positional column is not affected
+    negative = choose(9.87e-7, 4, negative=True, scaled=True)
+    assert negative is not None and negative.in_header().text(-9.87e-7) == "-987"
+    assert choose(0.412, 4, scaled=True) == choose(0.412, 4)
+
+
 def test_a_schedule_past_its_top_is_a_new_range_in_the_same_unit_where_the_unit_is_in_the_header() -> None:
     """An lr warmup (exact values, 2e-8 a step): 1e-7 after 8e-8 is past the notation's top. Shown scaled (the
     console's ``lr e-8``), the unit writes it as ``10``: a change of range, chosen at once with the unit kept.
