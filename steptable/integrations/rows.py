@@ -4,7 +4,8 @@
 the train log, Lightning's validation, tinker's test metrics) joins it: one JSONL row and one printed row a step. The
 row goes out when a log of another step arrives, at ``flush()`` (an adapter calls it where the framework's step
 ends) and at ``close()``. Columns are chosen at the first row (steptable.logger.autocols: the trl schema for
-HF/TRL keys, generic otherwise), with room for the keys an adapter expects later (evaluation metrics).
+HF/TRL keys, generic otherwise), with room for the keys an adapter expects later (evaluation metrics), and laid out
+again when a row brings keys none before it had.
 
 Only the writing rank does anything: another rank's ``RunLog`` makes no file and prints nothing. A run that training
 leaves by an uncaught exception is closed with it (marked ended with the error) by a ``sys.excepthook`` installed
@@ -26,12 +27,13 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from steptable.logger.autocols import auto_columns
+from steptable.logger.autocols import AutoColumns
 from steptable.logger.rank import LazyRank
 from steptable.logger.setup import installed, setup_logging
 from steptable.logger.sinks import report_once
 from steptable.logger.steplogger import JSONL_NAME, StepLogger
 from steptable.logger.writer import error_text
+from steptable.schemafiles.resolve import get_schema
 from steptable.table import runinfo
 
 #: hyperparameters beside the run (discovery files ``args.json`` as the run's config side file)
@@ -172,12 +174,15 @@ class RunLog:
         if self.console and not installed():  # loguru's default handler prints every row to stderr, long-form
             where = self.log_dir or self.run_dir or Path(tempfile.gettempdir()) / "steptable"
             setup_logging(self.arm or Path(where).name or "run", log_dir=where)
-        try:
-            cols = auto_columns({**row, "step": row.get("step", 0)}, self.jsonl_path or JSONL_NAME, expect=self.expect,
-                                schema=self.schema)
-        except Exception as e:  # (an unknown schema name, a value no column can be made of)
-            report_once(f"runlog-{id(self)}-cols", f"steptable: automatic columns failed ({error_text(e)})")
-            cols = None
+        path = self.jsonl_path or JSONL_NAME
+        schema = self.schema
+        if schema is not None:
+            try:  # (the first row and every row with new keys are laid out with it)
+                get_schema(schema, Path(path).parent)
+            except Exception as e:  # an unknown schema name, a user schema file that cannot be read
+                report_once(f"runlog-{id(self)}-cols", f"steptable: schema {schema!r} not used ({error_text(e)})")
+                schema = None
+        cols = AutoColumns(path, expect=self.expect, schema=schema)
         self._logger = StepLogger(cols, self.run_dir, self.arm, rank=0, console=self.console)
         return self._logger
 

@@ -4,8 +4,10 @@ The first row's keys pick the schema the readers would pick for the file (``sche
 schema for HF/TRL keys, tinker's, verl's..., a ``steptable.toml`` beside the run; generic otherwise), and
 ``steptable.schemas.layout`` lays the row out as ``steptable tail`` lays the file out: the step, the schema's
 declared columns present, then the other keys ranked by how much they tell, each as wide as its value needs, fitted
-to the terminal's width (200 cells when stdout is not a terminal, as ``tail``). Keys first logged later are not in
-the printed row (the JSONL keeps them; readers show them); ``expect`` names such keys up front (an evaluation's).
+to the terminal's width (200 cells when stdout is not a terminal, as ``tail``). ``expect`` names keys later rows
+carry (an evaluation's) so that they have columns from the start. A key first logged later (SB3's losses from PPO's
+first update on, Lightning's validation at the end of an epoch) lays the row out again with it
+(:class:`AutoColumns`): the printed row shows it from then on, under a header printed again.
 """
 
 from __future__ import annotations
@@ -78,3 +80,55 @@ def auto_columns(
             if alias is not None:
                 out.append(c.with_(key=alias, aliases=()))
     return tuple(out)
+
+
+#: rows with new keys an AutoColumns lays out again, at most
+MAX_GROWS = 32
+
+
+class AutoColumns:
+    """The automatic columns of one logger, kept up with the keys its rows bring.
+
+    ``first(row, flat_row)`` lays out the first row (:func:`auto_columns`, with ``expect`` and ``schema``).
+    ``knows(row)``: whether every top-level key of ``row`` was seen before (one set check a row).
+    ``grow(row, flat_row)`` takes a row that brings new keys: the layout of every key seen so far (this row's values
+    where it has them), or None where that prints the same columns (the new keys past the row's width). A nested key
+    first seen under a known top-level key does not count. After :data:`MAX_GROWS` such rows (keys new on every
+    row: per-sample names) the columns stay as they are and every row is known: a layout costs a pass over every
+    key seen, and a header each time.
+    """
+
+    def __init__(self, path: str | os.PathLike[str] = "metrics.jsonl", *, expect: Sequence[str] = (),
+                 schema: str | None = None, max_width: int | None = None) -> None:
+        self.path = path
+        self.expect = tuple(expect)
+        self.schema = schema
+        self.max_width = max_width
+        self._known: set[str] = set()  # top-level keys of the rows seen
+        self._values: dict[str, Any] = {}  # the latest value of each flat key laid out
+        self._keys: tuple[str, ...] = ()  # the columns of the last layout
+        self._grows = 0
+
+    def knows(self, row: Mapping[str, Any]) -> bool:
+        return self._grows >= MAX_GROWS or self._known.issuperset(row)
+
+    def first(self, row: Mapping[str, Any], flat_row: Mapping[str, Any]) -> tuple[Col, ...]:
+        """The columns of the first row (``row`` as logged; ``flat_row``: nested keys spread, the step in it)."""
+        self._known.update(row)
+        self._values = dict(flat_row)
+        return self._lay_out()
+
+    def grow(self, row: Mapping[str, Any], flat_row: Mapping[str, Any]) -> tuple[Col, ...] | None:
+        """The columns once ``row`` (with keys not seen before) is seen, where they differ from the last layout's."""
+        self._grows += 1
+        self._known.update(row)
+        self._values.update(flat_row)
+        before = self._keys
+        cols = self._lay_out()
+        return None if self._keys == before else cols
+
+    def _lay_out(self) -> tuple[Col, ...]:
+        cols = auto_columns(self._values, self.path, expect=self.expect, schema=self.schema,
+                            max_width=self.max_width)
+        self._keys = tuple(c.key for c in cols)
+        return cols

@@ -26,7 +26,7 @@ from steptable.alerts.engine import AlertEngine
 from steptable.alerts.rules import Alert
 from steptable.logger import process, tablefile
 from steptable.logger.alertfeed import AlertFeed
-from steptable.logger.autocols import auto_columns
+from steptable.logger.autocols import AutoColumns, auto_columns
 from steptable.logger.backlog import Backlog, row_view, step_number
 from steptable.logger.closing import Closer
 from steptable.logger.consolecols import ConsoleLayout
@@ -52,7 +52,9 @@ class StepLogger:
 
     cols          the column set (``routing_columns(...)`` or your own ``Col`` list); None: automatic columns,
                   chosen from the first row's keys and values (steptable.logger.autocols: the schema the readers
-                  would detect, the rest ranked by how much they tell, fitted to the terminal's width)
+                  would detect, the rest ranked by how much they tell, fitted to the terminal's width) and laid out
+                  again when a row brings a key none before it had (its legend line and the header printed then);
+                  an ``AutoColumns`` for automatic columns with its own expected keys or schema
     run_dir       where ``metrics.jsonl`` (and at close ``table.txt``) go; None = console only. A file renamed away
                   (a log rotation) or deleted mid-run is noticed at the first row written 0.25 s or more after the
                   writer's last check (steptable.logger.writer.CHECK_S), and at close: rows before that go where the
@@ -73,7 +75,7 @@ class StepLogger:
 
     def __init__(
         self,
-        cols: Sequence[Col] | None = None,
+        cols: Sequence[Col] | AutoColumns | None = None,
         run_dir: str | os.PathLike[str] | None = None,
         arm: str | None = None,
         *,
@@ -83,8 +85,15 @@ class StepLogger:
         rank: int | None = None,
         console: bool = True,
     ) -> None:
-        self._auto = cols is None  # the columns are chosen at the first row
-        self._set_cols(() if cols is None else validate(cols))
+        #: automatic columns: chosen at the first row, laid out again for new keys (None: the caller's columns)
+        self._auto: AutoColumns | None
+        if cols is None or isinstance(cols, AutoColumns):
+            self._auto = AutoColumns() if cols is None else cols
+            self._set_cols(())
+        else:
+            self._auto = None
+            self._set_cols(validate(cols))
+        self._explained: set[tuple[str, str]] = set()  # (key, header) of the legend lines printed
         self.arm = arm
         self.header_every = max(int(header_every), 0)
         self.dump_rows = max(int(dump_rows), 0)
@@ -240,10 +249,14 @@ class StepLogger:
         now = ns / 1e9
         record = record_of(cells, step, self.arm, ns, numbers, self._topic)
         first = self._rows == 0
-        if self._auto and first:  # (before the description: it names the columns)
-            self._set_cols(self._first_cols(cells, step))
+        grown = False
+        if self._auto is not None:  # (before the description: it names the columns)
+            if first:
+                self._set_cols(self._first_cols(self._auto, cells, step))
+            elif not self._auto.knows(cells):
+                grown = self._grow(self._auto, cells, step)
         if self._writer is not None:
-            if first:  # before the first row: a reader that sees the row sees whose arm it is
+            if first or grown:  # before the first row: a reader that sees the row sees whose arm it is
                 self._closer.describe(None)
                 if self._writer_lock is not None:
                     self._second = self._writer_lock.take(f"{self._topic}-two-writers")
@@ -260,18 +273,22 @@ class StepLogger:
         self._backlog.catch_up()  # (rows record() wrote before this one: in order)
         view = row_view(cells, step)
         self._recent.append(kept(view))
-        line = self._show(view, first)
+        line = self._show(view, first, grown)
         if self._alerts is not None:
             self._say(self._alerts.add(step_number(step, self._rows - 1), view, now))
         return line
 
-    def _show(self, view: Mapping[str, Any], first: bool) -> str:
-        """Print ``view``'s row (the legend and the header as due); the row's line."""
+    def _show(self, view: Mapping[str, Any], first: bool, grown: bool = False) -> str:
+        """Print ``view``'s row (the legend and the header as due: the legend's lines of columns new to it where
+        the automatic columns grew); the row's line."""
         widened = self._fit(view)  # a column grows to this row's value: its header again
         header_due = first or widened or bool(self.header_every and self._since_header >= self.header_every)
         # (the row is counted by _fit, before printing: a failure below must not bring the legend back next step)
-        if first and any(render.explained(c) for c in self._legend_cols()):
-            self._emit(self.legend())  # a legend with nothing to explain is only a line to pay for
+        if first or grown:
+            new = [c for c in self._legend_cols() if (c.key, c.header) not in self._explained and render.explained(c)]
+            self._explained.update((c.key, c.header) for c in new)
+            if new:  # a legend with nothing to explain is only a line to pay for
+                self._emit(render.legend(new))
         if header_due:
             self._layout.settle()  # columns waiting to print narrower do so under this header
             self._since_header = 0
@@ -286,15 +303,32 @@ class StepLogger:
             self._since_header += 1  # a line of the log too: the header's cadence counts lines
             self._emit(alert.message_line(), level="ERROR" if alert.level == "E" else "WARNING")
 
-    def _first_cols(self, cells: Mapping[str, Any], step: Any) -> tuple[Col, ...]:
-        """Automatic columns from the first row; a row that cannot be laid out (a value that cannot be walked)
-        gets the step alone, and its values still reach the JSONL."""
+    def _first_cols(self, auto: AutoColumns, cells: Mapping[str, Any], step: Any) -> tuple[Col, ...]:
+        """Automatic columns from the first row; a row that cannot be laid out (a value that cannot be walked, a
+        schema not known) gets the step alone, and its values still reach the JSONL."""
+        if self.jsonl_path is not None and auto.path == JSONL_NAME:
+            auto.path = self.jsonl_path  # (user schemas beside the run apply)
         try:
-            return auto_columns({**flat(dict(cells)), "step": step}, self.jsonl_path or JSONL_NAME)
+            return auto.first(cells, {**flat(dict(cells)), "step": step})
         except Exception as e:
             report_once(f"{self._topic}-autocols",
                         f"steptable: no automatic columns from the first row ({error_text(e)}); the step only")
             return auto_columns({"step": step}, self.jsonl_path or JSONL_NAME)
+
+    def _grow(self, auto: AutoColumns, cells: Mapping[str, Any], step: Any) -> bool:
+        """Lay the automatic columns out again for a row with keys none before it had; True where the printed
+        columns changed (a new layout: its widths and notations start from this row). A failure keeps the columns
+        and is reported once."""
+        try:
+            cols = auto.grow(cells, {**flat(dict(cells)), "step": step})
+        except Exception as e:
+            report_once(f"{self._topic}-autocols-grow",
+                        f"steptable: new keys could not be laid out ({error_text(e)}); the columns stay as they were")
+            return False
+        if cols is None:
+            return False
+        self._set_cols(cols)
+        return True
 
     def _emit(self, text: str, level: str = "INFO") -> None:
         emit(text, level, self.console)

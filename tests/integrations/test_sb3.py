@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -86,6 +87,18 @@ def test_rows_instead_of_boxes(tmp_path: Path, capsys: pytest.CaptureFixture[str
     assert "| time/" not in out and "-----" not in out
     steps = [ln.split()[1] for ln in out.splitlines() if ln.startswith("I ") and ln.split()[1:2]]
     assert "step" in steps and "64" in steps and "128" in steps
+
+
+def test_the_losses_from_the_first_update_on_are_printed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """PPO records its train/* metrics from its second dump on (after the first update): the console's columns,
+    laid out from the first dump, take them in at the row that brings them."""
+    ppo([StepTableOutputFormat(tmp_path / "ppo")], steps=192).logger.close()
+    out = capsys.readouterr().out.split("end of run")[0]
+    headers = [ln.split()[1:] for ln in out.splitlines() if ln.startswith("I step")]
+    assert "loss" not in headers[0] and "loss" in headers[-1]
+    assert "train/value_loss" in out and "train/approx_kl" in out  # (their legend lines)
+    rows = [ln.split()[1:] for ln in out.splitlines() if re.match(r"I +\d+ ", ln)]
+    assert [r[0] for r in rows] == ["64", "128", "192"] and len(rows[2]) > len(rows[0]) + 5
 
 
 @pytest.mark.usefixtures("rank_one")

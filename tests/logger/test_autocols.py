@@ -1,11 +1,13 @@
-"""StepLogger without a column set: its columns come from the first row."""
+"""StepLogger without a column set: its columns come from the first row, and from each row that brings new keys."""
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from steptable import StepLogger
+from steptable.logger.autocols import MAX_GROWS, AutoColumns
 
 
 def test_a_logger_without_columns_prints_the_first_rows_keys(tmp_path: Path) -> None:
@@ -13,12 +15,58 @@ def test_a_logger_without_columns_prints_the_first_rows_keys(tmp_path: Path) -> 
         first = lg.log({"step": 0, "loss": 2.5, "reward": 0.25, "nested": {"kl": 0.01}})
         lg.log({"step": 1, "loss": 2.25, "reward": 0.5, "nested": {"kl": 0.02}, "late": 1.0})
     # "reward" over a 3-cell value is abbreviated (steptable.logger.consolecols)
-    assert lg.header().split() == ["step", "loss", "rew", "kl"]
     assert first is not None and first.split() == ["0", "2.5", ".25", ".01"]
+    # a key first logged later is laid out with the others from its row on, and the description names it
+    assert lg.header().split() == ["step", "loss", "rew", "kl", "late"]
     info = json.loads((tmp_path / "steptable.json").read_text())
-    assert [c["key"] for c in info["columns"]] == ["step", "loss", "reward", "nested/kl"]
+    assert [c["key"] for c in info["columns"]] == ["step", "loss", "reward", "nested/kl", "late"]
     rows = [json.loads(x) for x in (tmp_path / "metrics.jsonl").read_text().splitlines()]
-    assert rows[1]["late"] == 1.0  # a key first logged later: in the file, not a column
+    assert rows[1]["late"] == 1.0
+
+
+def test_a_key_first_logged_later_gets_its_column_its_legend_line_and_the_header_again(
+        captured: list[str]) -> None:
+    """An algorithm's losses from its first update on (SB3's train/* after the first rollout): the rows before
+    print without them, the row that brings them prints under a header that has them, with a legend line for
+    each abbreviated header new to the legend; rows with the same keys print no further legend."""
+    rows = [{"step": 64, "rollout/ep_rew_mean": 25.0, "time/fps": 1243.0}]
+    rows += [{"step": 64 * k, "rollout/ep_rew_mean": 25.0 + k, "time/fps": 1200.0 + k, "train/value_loss": 112.0 / k,
+              "train/approx_kl": 1.5e-6 * k} for k in range(2, 6)]
+    with StepLogger(header_every=0, alerts=False) as lg:
+        for row in rows:
+            lg.log(row)
+    printed = "".join(captured).split("end of run")[0].splitlines()
+    headers = [i for i, line in enumerate(printed) if line.startswith("I step")]
+    legends = [i for i, line in enumerate(printed) if line == "I columns:"]
+    assert len(legends) == 2 and headers[0] == legends[0] + 3 and headers[1] == legends[1] + 3
+    first, second = (printed[i][2:].split() for i in headers[:2])
+    assert first == ["step", "erm", "t/fps"] and second[:5] == ["step", "erm", "t/fps", "vl", "ak"]
+    new_lines = printed[legends[1] + 1:headers[1]]
+    assert any("train/value_loss" in line for line in new_lines)
+    assert not any("rollout/ep_rew_mean" in line for line in new_lines)  # (explained already)
+    assert printed[headers[1] + 1].split()[1] == "128"  # the row that brought the keys, under the new header
+    later = [line.split() for line in printed[headers[1] + 1:] if re.match(r"I +\d+ ", line)]
+    assert [row[1] for row in later] == ["128", "192", "256", "320"] and {len(row) for row in later} == {6}
+
+
+def test_new_keys_past_the_rows_width_change_nothing_printed() -> None:
+    """An AutoColumns that has no room for a new key lays out the same columns: no new header for it."""
+    auto = AutoColumns(max_width=24)
+    first = {"step": 1, "loss": 0.5, "reward": 0.25}
+    cols = auto.first(first, first)
+    assert [c.key for c in cols] == ["step", "loss", "reward"]
+    assert auto.knows({"loss": 1.0}) and not auto.knows({"loss": 1.0, "eval/a_long_metric_name": 2.0})
+    later = {"step": 2, "loss": 0.4, "reward": 0.3, "eval/a_long_metric_name": 2.0}
+    assert auto.grow(later, later) is None  # (no room in 24 cells: the same columns, no new header)
+    assert auto.knows(later)  # and the key is not laid out again at every row
+
+
+def test_a_record_only_logger_keeps_later_keys_in_its_table_file(tmp_path: Path) -> None:
+    with StepLogger(run_dir=tmp_path, console=False, alerts=False) as lg:
+        lg.record({"step": 0, "loss": 2.5})
+        lg.record({"step": 1, "loss": 2.25, "val/acc": 0.5})
+    assert [c.key for c in lg.cols] == ["step", "loss", "val/acc"]
+    assert "val/acc" in (tmp_path / "table.txt").read_text() or "acc" in (tmp_path / "table.txt").read_text()
 
 
 def test_a_first_row_that_cannot_be_walked_still_reaches_the_file(tmp_path: Path) -> None:
@@ -29,3 +77,14 @@ def test_a_first_row_that_cannot_be_walked_still_reaches_the_file(tmp_path: Path
     with StepLogger(run_dir=tmp_path, console=False) as lg:
         lg.log({"step": 0, "loss": 1.0, "odd": Odd(a=1)})
     assert lg.cols and lg.cols[0].key == "step"
+
+
+def test_keys_new_on_every_row_are_laid_out_a_bounded_number_of_times(captured: list[str]) -> None:
+    """Per-sample keys (a new name on every row): after MAX_GROWS such rows the columns stay as they are, and no
+    further header is printed for them."""
+    with StepLogger(header_every=0, alerts=False) as lg:
+        for step in range(3 * MAX_GROWS):
+            lg.log({"step": step, "loss": 0.5, f"sample_{step}": 1.0})
+    printed = "".join(captured).split("end of run")[0]
+    headers = [line for line in printed.splitlines() if line.startswith("I step")]
+    assert MAX_GROWS // 2 < len(headers) <= MAX_GROWS + 1
