@@ -66,3 +66,17 @@ def test_auto_columns_rank_generic_keys_and_fit_the_width() -> None:
     assert cols[0].key == "step" and sum(c.width + 1 for c in cols) - 1 <= 80
     assert all(c.desc == "" for c in cols[1:])  # "as logged" says nothing: no legend line paid for it
     assert auto_columns(row, max_width=400)[-1].key == "note"  # text ranks after numbers
+
+
+def test_a_run_log_with_an_unknown_schema_says_so_and_lays_out_its_rows_as_detected(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from steptable.integrations.rows import RunLog
+
+    run = RunLog(tmp_path / "run", schema="no-such-schema", expect=("eval_loss",), rank=0)
+    run.add({"loss": 0.5, "learning_rate": 1e-6}, step=1)
+    run.add({"loss": 0.25, "learning_rate": 1e-6}, step=2)
+    run.close()
+    out = capsys.readouterr()
+    assert "schema 'no-such-schema' not used" in out.out + out.err
+    assert run.logger is not None and [c.key for c in run.logger.cols][:2] == ["step", "loss"]
+    assert "eval_loss" in [c.key for c in run.logger.cols]  # (the expected key kept)
