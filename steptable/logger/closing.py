@@ -42,12 +42,12 @@ class Closer:
 
     def describe(self, closed: float | None) -> None:
         """``steptable.json`` beside the JSONL: the logger's columns, and whether the run has ended (``closed``: when;
-        None at the first row; see steptable.table.runinfo). Readers do without it, so a failure is reported once
-        and nothing else happens."""
+        None at the first row, and where the automatic columns grew; see steptable.table.runinfo). The start is the
+        first description's. Readers do without it, so a failure is reported once and nothing else happens."""
         sl = self._sl
         if sl.run_dir is None or sl.jsonl_path is None:
             return
-        if closed is None:
+        if closed is None and not self._started:
             self._started = time.time()
         self._closed_at = closed
         try:  # (anything: the description must never cost a row)

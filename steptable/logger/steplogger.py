@@ -256,10 +256,12 @@ class StepLogger:
             elif not self._auto.knows(cells):
                 grown = self._grow(self._auto, cells, step)
         if self._writer is not None:
-            if first or grown:  # before the first row: a reader that sees the row sees whose arm it is
+            if first:  # before the first row: a reader that sees the row sees whose arm it is
                 self._closer.describe(None)
                 if self._writer_lock is not None:
                     self._second = self._writer_lock.take(f"{self._topic}-two-writers")
+            elif grown:  # (the description names the columns)
+                self._closer.describe(None)
             if self._second is not None:  # readers show this process's rows apart from the lock holder's
                 record[runinfo.WRITER_KEY] = self._second
             deleted = self._writer.deleted

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from pathlib import Path
 
 from steptable import StepLogger
 from steptable.logger.autocols import MAX_GROWS, AutoColumns
+from steptable.table.runinfo import WRITER_KEY
 
 
 def test_a_logger_without_columns_prints_the_first_rows_keys(tmp_path: Path) -> None:
@@ -22,6 +24,20 @@ def test_a_logger_without_columns_prints_the_first_rows_keys(tmp_path: Path) -> 
     assert [c["key"] for c in info["columns"]] == ["step", "loss", "reward", "nested/kl", "late"]
     rows = [json.loads(x) for x in (tmp_path / "metrics.jsonl").read_text().splitlines()]
     assert rows[1]["late"] == 1.0
+
+
+def test_columns_laid_out_again_keep_the_runs_start_and_its_writer(tmp_path: Path) -> None:
+    """The description written again for the new columns keeps the first row's start, and the logger does not take
+    its own arm's lock a second time (its rows would be marked as a second writer's)."""
+    with StepLogger(run_dir=tmp_path, console=False, alerts=False) as lg:
+        lg.log({"step": 0, "loss": 2.5})
+        started = json.loads((tmp_path / "steptable.json").read_text())["started"]
+        time.sleep(0.02)
+        lg.log({"step": 1, "loss": 2.25, "val/acc": 0.5})
+        info = json.loads((tmp_path / "steptable.json").read_text())
+    assert info["started"] == started and [c["key"] for c in info["columns"]] == ["step", "loss", "val/acc"]
+    rows = [json.loads(x) for x in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    assert not any(WRITER_KEY in r for r in rows)
 
 
 def test_a_key_first_logged_later_gets_its_column_its_legend_line_and_the_header_again(
