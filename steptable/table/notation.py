@@ -297,13 +297,14 @@ class Running:
     not a spike), from every value seen. A spike is a value past the top with no other one in the
     :data:`SPIKE_APART` values before it: it is written on its own and left out of the range, as the readers leave
     a column's largest 1% out, so that one gradient-norm spike does not cost the values after it their digits
-    (``.4`` for .412); a second within that many values is a change of range, chosen from with the first. With
-    ``scaled`` (the notation shown as :meth:`Notation.in_header` shows it, its cells whole numbers of one unit and
-    measured so, :func:`choose`), a
-    value past the top that the unit writes in at most :data:`DIGITS` digits is a change of range at once, never a
-    spike: an lr warmup's 1e-7 after 8e-8 is ``10`` under ``lr e-8`` (the unit stays), not ``1e-7`` written on its
-    own. A column whose last :data:`LOW_RUN` values all show at most one significant digit (a loss that decayed by
-    decades) is chosen again from those values alone.
+    (``.4`` for .412); a second within that many values is a change of range, chosen from with the first. A column
+    whose last :data:`LOW_RUN` values all show at most one significant digit (a loss that decayed by decades) is
+    chosen again from those values alone.
+
+    With ``scaled``, the notation is shown as :meth:`Notation.in_header` shows it (cells are whole numbers of one
+    unit, measured so: :func:`choose`), and a value past the top that the unit writes in at most :data:`DIGITS`
+    digits is a change of range at once, never a spike: an lr warmup's 1e-7 after 8e-8 is ``10`` under ``lr e-8``
+    (the unit stays), not ``1e-7`` written on its own.
     """
 
     def __init__(self, width: int, scaled: bool = False) -> None:
