@@ -18,10 +18,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from steptable.logger.sinks import report_once
+from steptable.logger.writer import error_text
 from steptable.schemafiles.resolve import detect, get_schema
 from steptable.schemas.arrange import layout
 from steptable.table.columns import Col
 from steptable.table.formatting import sanitize
+from steptable.table.rowvalues import flat
 
 #: cells of a printed row when stdout is not a terminal (as ``steptable tail``)
 PIPE_WIDTH = 200
@@ -126,6 +129,22 @@ class AutoColumns:
         before = self._keys
         cols = self._lay_out()
         return None if self._keys == before else cols
+
+    def columns(self, cells: Mapping[str, Any], step: Any, first: bool, topic: str) -> tuple[Col, ...] | None:
+        """The columns for a logged row (``cells`` as read, its ``step``): the first row's (a row that cannot be laid
+        out, a value that cannot be walked, gets the step alone), or a later row's with new keys where they change
+        the columns (None: they stay; a failure keeps them too). Failures are reported once a topic."""
+        try:
+            row = {**flat(dict(cells)), "step": step}
+            return self.first(cells, row) if first else self.grow(cells, row)
+        except Exception as e:
+            if not first:
+                report_once(f"{topic}-autocols-grow", f"steptable: new keys could not be laid out ({error_text(e)});"
+                            " the columns stay as they were")
+                return None
+            report_once(f"{topic}-autocols",
+                        f"steptable: no automatic columns from the first row ({error_text(e)}); the step only")
+            return auto_columns({"step": step}, self.path)
 
     def _lay_out(self) -> tuple[Col, ...]:
         cols = auto_columns(self._values, self.path, expect=self.expect, schema=self.schema,

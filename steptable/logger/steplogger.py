@@ -26,7 +26,7 @@ from steptable.alerts.engine import AlertEngine
 from steptable.alerts.rules import Alert
 from steptable.logger import process, tablefile
 from steptable.logger.alertfeed import AlertFeed
-from steptable.logger.autocols import AutoColumns, auto_columns
+from steptable.logger.autocols import AutoColumns
 from steptable.logger.backlog import Backlog, row_view, step_number
 from steptable.logger.closing import Closer
 from steptable.logger.consolecols import ConsoleLayout
@@ -38,7 +38,7 @@ from steptable.logger.writer import RunWriter, error_text
 from steptable.logger.writerlock import WriterLock
 from steptable.table import render, runinfo
 from steptable.table.columns import Col, fit_to, streamed, validate
-from steptable.table.rowvalues import flat, freeze, kept
+from steptable.table.rowvalues import freeze, kept
 
 JSONL_NAME = "metrics.jsonl"
 TABLE_NAME = tablefile.TABLE_NAME
@@ -250,11 +250,14 @@ class StepLogger:
         record = record_of(cells, step, self.arm, ns, numbers, self._topic)
         first = self._rows == 0
         grown = False
-        if self._auto is not None:  # (before the description: it names the columns)
-            if first:
-                self._set_cols(self._first_cols(self._auto, cells, step))
-            elif not self._auto.knows(cells):
-                grown = self._grow(self._auto, cells, step)
+        # automatic columns: from the first row, again for a row with new keys (before the description: it names them)
+        if self._auto is not None and (first or not self._auto.knows(cells)):
+            if first and self.jsonl_path is not None and self._auto.path == JSONL_NAME:
+                self._auto.path = self.jsonl_path  # (user schemas beside the run apply)
+            cols = self._auto.columns(cells, step, first, self._topic)
+            if cols is not None:
+                self._set_cols(cols)
+                grown = not first
         if self._writer is not None:
             if first:  # before the first row: a reader that sees the row sees whose arm it is
                 self._closer.describe(None)
@@ -304,33 +307,6 @@ class StepLogger:
         for alert in alerts:
             self._since_header += 1  # a line of the log too: the header's cadence counts lines
             self._emit(alert.message_line(), level="ERROR" if alert.level == "E" else "WARNING")
-
-    def _first_cols(self, auto: AutoColumns, cells: Mapping[str, Any], step: Any) -> tuple[Col, ...]:
-        """Automatic columns from the first row; a row that cannot be laid out (a value that cannot be walked, a
-        schema not known) gets the step alone, and its values still reach the JSONL."""
-        if self.jsonl_path is not None and auto.path == JSONL_NAME:
-            auto.path = self.jsonl_path  # (user schemas beside the run apply)
-        try:
-            return auto.first(cells, {**flat(dict(cells)), "step": step})
-        except Exception as e:
-            report_once(f"{self._topic}-autocols",
-                        f"steptable: no automatic columns from the first row ({error_text(e)}); the step only")
-            return auto_columns({"step": step}, self.jsonl_path or JSONL_NAME)
-
-    def _grow(self, auto: AutoColumns, cells: Mapping[str, Any], step: Any) -> bool:
-        """Lay the automatic columns out again for a row with keys none before it had; True where the printed
-        columns changed (a new layout: its widths and notations start from this row). A failure keeps the columns
-        and is reported once."""
-        try:
-            cols = auto.grow(cells, {**flat(dict(cells)), "step": step})
-        except Exception as e:
-            report_once(f"{self._topic}-autocols-grow",
-                        f"steptable: new keys could not be laid out ({error_text(e)}); the columns stay as they were")
-            return False
-        if cols is None:
-            return False
-        self._set_cols(cols)
-        return True
 
     def _emit(self, text: str, level: str = "INFO") -> None:
         emit(text, level, self.console)
