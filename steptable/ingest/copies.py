@@ -394,7 +394,6 @@ def _root(parent: dict[str, str], run: str) -> str:
     return run
 
 
-
 def left_out(n: int, done: str = "left out") -> str:
     """What a command says of the ``n`` copies it left out (or hid: ``done``)."""
     return (f"{n} run{'s' if n > 1 else ''} {done}, the same rows as another run (one training through several"

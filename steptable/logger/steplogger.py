@@ -283,7 +283,7 @@ class StepLogger:
             self._say(self._alerts.add(step_number(step, self._rows - 1), view, now))
         return line
 
-    def _show(self, view: Mapping[str, Any], first: bool, grown: bool = False) -> str:
+    def _show(self, view: Mapping[str, Any], first: bool, grown: bool) -> str:
         """Print ``view``'s row (the legend and the header as due: the legend's lines of columns new to it where
         the automatic columns grew); the row's line."""
         widened = self._fit(view)  # a column grows to this row's value: its header again
