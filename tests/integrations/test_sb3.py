@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from tests.helpers import run_cli
 from tests.integrations.helpers import close_enough, info_of, rows_of
 
 pytest.importorskip("torch")
@@ -99,6 +100,29 @@ def test_the_losses_from_the_first_update_on_are_printed(tmp_path: Path, capsys:
     assert "train/value_loss" in out and "train/approx_kl" in out  # (their legend lines)
     rows = [ln.split()[1:] for ln in out.splitlines() if re.match(r"I +\d+ ", ln)]
     assert [r[0] for r in rows] == ["64", "128", "192"] and len(rows[2]) > len(rows[0]) + 5
+
+
+def test_the_evaluation_reward_is_printed_from_the_first_evaluation_on(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """EvalCallback's eval/mean_reward is on one dump in two here (in a real run, one in hundreds): the console and
+    ``tail`` show it, ahead of PPO's constant settings (clip_range, a fixed learning rate)."""
+    rec = Recorder()
+    ppo([StepTableOutputFormat(tmp_path / "ppo"), rec]).logger.close()
+    out = capsys.readouterr().out.split("end of run")[0]
+    lines = out.splitlines()
+    header = next(ln.split()[0] for ln in lines if ln.endswith("(eval/mean_reward)"))  # its legend line
+    want = {step: kv["eval/mean_reward"] for step, kv in rec.dumps if "eval/mean_reward" in kv}
+    assert sorted(want) == [128, 256]
+    for step, value in want.items():
+        at = next(i for i, ln in enumerate(lines) if re.match(rf"I +{step} ", ln))
+        head = next(ln for ln in reversed(lines[:at]) if ln.startswith("I step"))
+        end = re.search(rf" {re.escape(header)}(?= |$)", head)
+        assert end is not None, head  # the header the row is printed under has the column
+        cell = lines[at][: end.end()].split()[-1]  # right-aligned under its header
+        assert float(cell) == pytest.approx(value, rel=5e-3), (step, cell)
+    capsys.readouterr()
+    rc, table, _ = run_cli(["tail", str(tmp_path)], capsys)
+    assert rc == 0 and "eval/mean_reward" in table.splitlines()[0].split()
 
 
 @pytest.mark.usefixtures("rank_one")

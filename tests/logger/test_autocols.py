@@ -35,7 +35,7 @@ def test_columns_laid_out_again_keep_the_runs_start_and_its_writer(tmp_path: Pat
         time.sleep(0.02)
         lg.log({"step": 1, "loss": 2.25, "val/acc": 0.5})
         info = json.loads((tmp_path / "steptable.json").read_text())
-    assert info["started"] == started and [c["key"] for c in info["columns"]] == ["step", "loss", "val/acc"]
+    assert info["started"] == started and [c["key"] for c in info["columns"]] == ["step", "val/acc", "loss"]
     rows = [json.loads(x) for x in (tmp_path / "metrics.jsonl").read_text().splitlines()]
     assert not any(WRITER_KEY in r for r in rows)
 
@@ -71,8 +71,8 @@ def test_new_keys_past_the_rows_width_change_nothing_printed() -> None:
     first = {"step": 1, "loss": 0.5, "reward": 0.25}
     cols = auto.first(first, first)
     assert [c.key for c in cols] == ["step", "loss", "reward"]
-    assert auto.knows({"loss": 1.0}) and not auto.knows({"loss": 1.0, "eval/a_long_metric_name": 2.0})
-    later = {"step": 2, "loss": 0.4, "reward": 0.3, "eval/a_long_metric_name": 2.0}
+    assert auto.knows({"loss": 1.0}) and not auto.knows({"loss": 1.0, "a_long_metric_name_of_a_kind": 2.0})
+    later = {"step": 2, "loss": 0.4, "reward": 0.3, "a_long_metric_name_of_a_kind": 2.0}
     assert auto.grow(later, later) is None  # (no room in 24 cells: the same columns, no new header)
     assert auto.knows(later)  # and the key is not laid out again at every row
 
@@ -81,7 +81,7 @@ def test_a_record_only_logger_keeps_later_keys_in_its_table_file(tmp_path: Path)
     with StepLogger(run_dir=tmp_path, console=False, alerts=False) as lg:
         lg.record({"step": 0, "loss": 2.5})
         lg.record({"step": 1, "loss": 2.25, "val/acc": 0.5})
-    assert [c.key for c in lg.cols] == ["step", "loss", "val/acc"]
+    assert [c.key for c in lg.cols] == ["step", "val/acc", "loss"]  # (an evaluation leads)
     assert "val/acc" in (tmp_path / "table.txt").read_text() or "acc" in (tmp_path / "table.txt").read_text()
 
 
