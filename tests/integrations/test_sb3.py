@@ -104,7 +104,7 @@ def test_the_losses_from_the_first_update_on_are_printed(tmp_path: Path, capsys:
 
 def test_the_evaluation_reward_is_printed_from_the_first_evaluation_on(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """EvalCallback's eval/mean_reward is on one dump in two here (in a real run, one in hundreds): the console and
+    """EvalCallback's eval/mean_reward is on two dumps of five here (in a real run, one in hundreds): the console and
     ``tail`` show it, ahead of PPO's constant settings (clip_range, a fixed learning rate)."""
     rec = Recorder()
     ppo([StepTableOutputFormat(tmp_path / "ppo"), rec]).logger.close()
