@@ -10,9 +10,7 @@ filter (``layout(..., patterns=[...])``).
 from __future__ import annotations
 
 from steptable.schemas.base import Schema
-from steptable.schemas.parts import Rule
-
-_EVAL = "evaluation metric, present on evaluation steps only ({key})"
+from steptable.schemas.parts import EVALUATION, Rule
 
 #: An evaluation is logged every so many steps, so its metrics are on few rows and would rank below a constant
 #: setting (SB3's ``eval/mean_reward`` behind ``train/clip_range``); they are the run's headline, so they lead. The
@@ -20,7 +18,7 @@ _EVAL = "evaluation metric, present on evaluation steps only ({key})"
 RULES = (
     *(Rule(p, "seconds the evaluation took") for p in ("eval/runtime", "eval_runtime")),
     *(Rule(p, "evaluation throughput ({key})") for p in ("eval/*_per_second", "eval_*_per_second")),
-    *(Rule(p, _EVAL, promote=True) for p in ("eval/*", "eval_*", "val/*", "val_*", "test/*", "test_*")),
+    *(Rule(p, EVALUATION, promote=True) for p in ("eval/*", "eval_*", "val/*", "val_*", "test/*", "test_*")),
 )
 
 SCHEMA = Schema("generic", (), "any JSONL: columns chosen from the data", rules=RULES)

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from steptable.schemas.base import Rule, Schema, SideFile
+from steptable.schemas.parts import EVALUATION
 from steptable.table.columns import Col
 
 MARKERS = frozenset({
@@ -67,7 +68,7 @@ COLS = (
 RULES = (
     Rule("progress/batch", "iteration index (same as step)", hide=True),
     Rule("training_client/step", "iteration index of the asynchronous loop (same as step)", hide=True),
-    Rule("test/*", "evaluation metric, present on evaluation steps only ({key})", promote=True),
+    Rule("test/*", EVALUATION, promote=True),
     # metric_util sums these over the iteration's trajectories (total_episodes, total_ac_tokens...): not averages
     Rule("env/*/total_*", "count or sum over the iteration's trajectories, not an average ({key})"),
     Rule("env/all/*", "environment metric averaged over all trajectories ({key})"),

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from steptable.schemas.base import Rule, Schema, SideFile
+from steptable.schemas.parts import EVALUATION
 from steptable.table.columns import Col
 
 # ------------------------------------------------------------------------------------------------ detection
@@ -103,7 +104,7 @@ TRL_RULES = (
     Rule("clip_ratio/*", "share of tokens clipped by the probability-ratio bounds ({key})"),
     Rule("eval_runtime", "seconds the evaluation took", hide=True),
     Rule("eval_*_per_second", "evaluation throughput ({key})", hide=True),
-    Rule("eval_*", "evaluation metric, present on evaluation steps only ({key})", promote=True),
+    Rule("eval_*", EVALUATION, promote=True),
     Rule("num_tokens", "tokens processed so far"),
     Rule("train_*", "end-of-training summary value ({key})", hide=True),
     Rule("total_flos", "floating-point operations of the whole run", hide=True),
@@ -145,7 +146,7 @@ MAXENT_RULES = (
     Rule("train/epoch", "fractional epoch over the training data"),
     Rule("eval/reward_std", "spread of the evaluation rewards; evaluation steps only", promote=True),
     Rule("eval/reward*", "evaluation reward ({key}); evaluation steps only", "higher", promote=True),
-    Rule("eval/*", "evaluation metric, present on evaluation steps only ({key})", promote=True),
+    Rule("eval/*", EVALUATION, promote=True),
     Rule("train/rewards/*/mean", "mean reward of one reward function ({key})", "higher"),
     Rule("train/rewards/*", "reward function statistic ({key})"),
     Rule("train/loss/total", "the whole loss (the same number as train/loss)", hide=True),
