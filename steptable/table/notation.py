@@ -135,6 +135,12 @@ def _pow10(e: int) -> float:
         return math.inf
 
 
+def _rounds_up(e: int, last: int) -> float:
+    """The least magnitude whose text with its last digit at ``10 ** last`` reads ``10 ** e`` (a digit more): a
+    hair under the exact half, so that a double at it (9.5e-11, 10e-11 at no decimals) counts as rounding up."""
+    return (_pow10(e) - 0.5 * _pow10(last)) * (1 - 1e-12)
+
+
 def _scale(x: float, e: int) -> float:
     """``x`` / 10 ** ``e`` for any decade a double has (5e-324's -324 too: 10 ** -324 alone is 0)."""
     if -300 <= e <= 300:
@@ -166,18 +172,48 @@ def choose(biggest: float, width: int, negative: bool = False, places: int = PLA
         cap = max(DIGITS - 1 - d, 0)
         ints = max(d + 1, 0)  # digits before the point (none for .0xyz)
         for dec in range(min(cap, places), -1, -1):
-            cells = sign + ints + (dec + 1 if dec else 0)
-            if dec == 0 and ints == 0:
-                break  # '0' / '1' for a fraction column says nothing: the exponent form instead
-            if cells <= width:
+            if dec + d < 0:
+                break  # the biggest would show no digit of its own ('.00' for .0001): the exponent form instead
+            if sign + ints + (dec + 1 if dec else 0) <= width:
+                if biggest >= _rounds_up(d + 1, -dec):  # written as the next decade (.00099 as .0010)
+                    return choose(_pow10(d + 1), width, negative, places, scaled)
                 # (the top: where a value's text would round up into the next decade, a 4th digit)
-                top = _pow10(d + 1) - 0.5 * 10.0**-dec if cap > 0 else POSITIONAL_TOP
+                top = _rounds_up(d + 1, -dec) if cap > 0 else POSITIONAL_TOP
                 return Notation(dec, None, top, dec == places < cap)
     mantissa = DIGITS - 1 if d >= 0 else min(DIGITS - 1, max(places + d, 0))
     for dec in range(mantissa, -1, -1):
         cells = sign + 1 + dec if scaled else sign + 1 + (dec + 1 if dec else 0) + len(f"e{d}")
         if cells <= width:
-            return Notation(dec, d, _pow10(d + 1) - 0.5 * _pow10(d - dec), dec == mantissa < DIGITS - 1)
+            top = _rounds_up(d + 1, d - dec)
+            if biggest >= top:  # (9.96 at no decimals is 1e1: the next decade's)
+                return choose(_pow10(d + 1), width, negative, places, scaled)
+            return Notation(dec, d, top, dec == mantissa < DIGITS - 1)
+    return None
+    sign = 1 if negative else 0
+    d = _decade(biggest)
+    if POSITIONAL_LOW <= biggest and 10.0**d < POSITIONAL_TOP:
+        cap = max(DIGITS - 1 - d, 0)
+        ints = max(d + 1, 0)  # digits before the point (none for .0xyz)
+        if cap == 0 and biggest >= _rounds_up(d + 1, 0):
+            ints += 1  # (whole numbers: 999.5 is written 1000)
+        for dec in range(min(cap, places), -1, -1):
+            cells = sign + ints + (dec + 1 if dec else 0)
+            # (the top: where a value's text would round up into the next decade, a 4th digit)
+            top = _rounds_up(d + 1, -dec) if cap > 0 else POSITIONAL_TOP
+            if dec + d < 0 or biggest >= top:
+                # the biggest would show no digit of its own ('.00' for .0001) or round past the notation ('1.0'
+                # for .96 at one decimal): fewer decimals do no better; the exponent form instead
+                break
+            if cells <= width:
+                return Notation(dec, None, top, dec == places < cap)
+    mantissa = DIGITS - 1 if d >= 0 else min(DIGITS - 1, max(places + d, 0))
+    for dec in range(mantissa, -1, -1):
+        cells = sign + 1 + dec if scaled else sign + 1 + (dec + 1 if dec else 0) + len(f"e{d}")
+        top = _rounds_up(d + 1, d - dec)
+        if biggest >= top:
+            break  # (9.6 written 1e1 at no decimals: in no notation of this decade)
+        if cells <= width:
+            return Notation(dec, d, top, dec == mantissa < DIGITS - 1)
     return None
 
 

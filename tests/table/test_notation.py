@@ -221,6 +221,40 @@ def test_the_extreme_decades_of_a_double_have_a_notation() -> None:
         assert n.half() >= 0 and n.low() > 0
 
 
+@settings(max_examples=500, deadline=None)
+@given(st.floats(1e-12, 1e12), st.integers(1, 12), st.booleans(), st.integers(0, 12), st.booleans())
+def test_a_chosen_notation_writes_the_biggest_value_in_its_width_with_a_digit_of_its_own(
+        biggest: float, width: int, negative: bool, places: int, scaled: bool) -> None:
+    """A column's notation holds the value it was chosen from, in the cells it was chosen for, and shows at least
+    one of its digits: a KL column of 1.04e-4 in 3 cells got '.00' decimals, held none of its values and printed
+    every one as ``###``."""
+    from steptable.table.notation import places_of
+
+    places = max(places, places_of(biggest))
+    n = choose(biggest, width, negative, places, scaled)
+    if n is None:
+        return
+    shown = n.in_header() if scaled else n
+    for x in (biggest, -biggest) if negative else (biggest,):
+        assert shown.holds(x), (n, x)
+        text = shown.text(x)
+        assert len(text) <= width, (n, text)
+        assert any(ch in "123456789" for ch in text), (n, text)
+
+
+def test_a_kl_growing_past_the_positional_range_in_a_narrow_column_keeps_its_digits() -> None:
+    """The console's KL column, 3 cells wide at its first row (0), growing from 3e-6 to 1.2e-4: the unit in the
+    header follows it (``kl e-6`` over ``104``), never a column of ``###``."""
+    lay = ConsoleLayout([Col("kl", 3, "kl")])
+    cells = []
+    for s in range(40):
+        v = 0.001 * (1 - math.exp(-s / 300))
+        lay.update({"kl": v})
+        cells.append((lay.cols[0].header, lay.row({"kl": v}).strip()))
+    assert all("#" not in c for _, c in cells)
+    assert cells[33] == ("kl e-6", "104")
+
+
 def test_a_shared_exponent_moved_to_the_header_leaves_whole_numbers_that_mean_the_same() -> None:
     n = choose(1e-6, 13)
     assert n is not None and n.text(1e-6) == "1.00e-6"
