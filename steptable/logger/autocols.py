@@ -71,13 +71,18 @@ def auto_columns(
     chosen = get_schema(schema, p.parent) if schema is not None else detect(p, view.keys)
     cols = layout([view], chosen, max_width=row_width() if max_width is None else max_width)
     present = set(view.keys)
+    declared = {c.key for c in chosen.cols} if chosen is not None else set()
     out: list[Col] = []
     for c in cols:
         if c.key == "step":
             out.append(c.with_(width=max(c.width, STEP_WIDTH), fmt=c.fmt or "d"))
         elif c.key in present:
             # "loss (as logged)" says nothing a legend line should be paid for (a short header still gets its key)
-            out.append(c.with_(desc="") if c.desc == f"{sanitize(c.key)} (as logged)" else c)
+            if c.desc == f"{sanitize(c.key)} (as logged)":
+                c = c.with_(desc="")
+            # an undeclared key's width is its first value's: fitted to the later ones as they arrive (a loss from
+            # 2.3 to .0623 keeps its digits), as a Col declared without a width is
+            out.append(c if c.key in declared else c.with_(fit=True))
         else:  # a declared column read through an alias (StepLogger renders its keys as logged)
             alias = next((a for a in c.aliases if a in present), None)
             if alias is not None:

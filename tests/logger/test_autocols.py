@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import re
 import time
 from pathlib import Path
@@ -104,3 +105,23 @@ def test_keys_new_on_every_row_are_laid_out_a_bounded_number_of_times(captured: 
     printed = "".join(captured).split("end of run")[0]
     headers = [line for line in printed.splitlines() if line.startswith("I step")]
     assert MAX_GROWS // 2 < len(headers) <= MAX_GROWS + 1
+
+
+def test_an_undeclared_keys_column_widens_for_the_digits_its_later_values_need(captured: list[str]) -> None:
+    """The width of a key no schema declares comes from its first value only: a loss from 2.3 that decays to .021
+    and a KL from 0 that grows to 1e-3 are printed with 3 significant digits at the end of the run (the columns
+    widen, as a ``Col`` declared without a width does), not as ``.02`` and ``###``."""
+    with StepLogger(alerts=False) as lg:
+        want = []
+        for step in range(300):
+            row = {"step": step, "loss": 2.3 * math.exp(-step / 40) + 0.02, "kl": 1e-3 * (1 - math.exp(-step / 90))}
+            lg.log(row)
+            want.append(row)
+    printed = "".join(captured).split("end of run")[0].splitlines()
+    rows = [line.split() for line in printed if re.match(r"I +\d+ ", line)]
+    assert len(rows) == 300 and not any("#" in cell for row in rows for cell in row)
+    header = next(line for line in reversed(printed) if line.startswith("I step")).split()
+    assert header == ["I", "step", "loss", "kl"]  # (no unit: the cells are the numbers)
+    for row, logged in zip(rows[-50:], want[-50:], strict=True):
+        for key, cell in zip(("loss", "kl"), row[2:], strict=True):
+            assert abs(float(cell) - logged[key]) <= 0.005 * logged[key], (key, cell, logged[key])
