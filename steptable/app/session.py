@@ -46,6 +46,7 @@ class Session:
     _tried: dict[str, int] = field(default_factory=dict)  # key -> the widest value a new layout was made for
     # id(store) -> key -> the largest magnitude its notation was asked again for (schemas.notation_left)
     _extremes: dict[int, dict[str, float]] = field(default_factory=dict)
+    _lows: dict[int, dict[str, int]] = field(default_factory=dict)  # the same, the row a decay was asked about at
     _named: Schema | None = None
     _bad_turn: int = 0
     problems: list[str] = field(default_factory=list)  # to be said once each (the app takes them as notices)
@@ -140,7 +141,7 @@ class Session:
             if before:  # a live run's few new rows
                 # a number outside its column's notation: the notation is chosen again over the column
                 left = notation_left(group.layout, store, max(before, n - 200), n,
-                                     self._extremes.setdefault(id(store), {}))
+                                     self._extremes.setdefault(id(store), {}), self._lows.setdefault(id(store), {}))
                 grown = cells_outgrown(group.layout, store, max(before, n - 200), n)
             else:  # a run seen for the first time: rows across it (first_look)
                 grown = first_look(group.layout, store, n)

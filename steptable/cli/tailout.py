@@ -62,6 +62,7 @@ class Tail:
         self.unused_told: set[str] = set()  # steptable.toml files said to apply to none of their runs
         self.tried: dict[str, int] = {}  # key -> the widest value a layout was made again for
         self.extremes: dict[str, dict[str, float]] = {}  # run -> key -> the largest magnitude a notation was asked for
+        self.lows: dict[str, dict[str, int]] = {}  # run -> key -> the row a decayed column was asked about at
         self.looked: set[str] = set()  # runs whose rows were looked at across (_first_look)
         self.gaps_told: dict[str, int] = {}  # run -> its store's gaps printed
         self.replaced_seen: dict[str, int] = {}  # a run's RunStore.replaced alerts looked at so far
@@ -187,7 +188,7 @@ class Tail:
             n = len(s)
             if seen is not None and 0 <= seen[1] < n:
                 out = out or notation_left(lay.cols, s, max(seen[1], n - 200), n,
-                                           self.extremes.setdefault(s.run, {}))
+                                           self.extremes.setdefault(s.run, {}), self.lows.setdefault(s.run, {}))
                 grown = cells_outgrown(lay.cols, s, max(seen[1], n - 200), n)
                 grown = {k: w for k, w in grown.items() if w > self.tried.get(k, 0)}
                 self.tried.update(grown)

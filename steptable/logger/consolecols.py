@@ -22,7 +22,8 @@ from steptable.schemas.headers import abbreviate, look
 from steptable.table import render
 from steptable.table.columns import FIT_MAX, Col
 from steptable.table.formatting import display_width, fill_digits, fmt_auto, format_value, sanitize
-from steptable.table.notation import Notation, Running, unit
+from steptable.table.notation import Notation, unit
+from steptable.table.running import Running
 
 #: the least room an abbreviation gets (``ent`` over ``.5``, not ``en``)
 MIN_ABBREV = 3

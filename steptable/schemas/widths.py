@@ -9,7 +9,7 @@ from typing import Any, Protocol
 
 from steptable.table.columns import Col
 from steptable.table.formatting import fmt_auto, format_value
-from steptable.table.notation import Column, of_values
+from steptable.table.notation import LOW_RUN, Column, of_values
 
 
 def narrowest(value: Any, fmt: str | None, start: int = 1, limit: int = 12) -> int:
@@ -136,20 +136,27 @@ def _newest(run: ColumnView, key: str) -> Sequence[Any]:
 
 
 def notation_left(cols: Sequence[Col], run: RowView, start: int, stop: int,
-                  extremes: dict[str, float] | None = None) -> bool:
-    """Rows ``[start, stop)`` of ``run`` (a live run's new rows) hold a number too big for its column's notation:
-    the notation is to be chosen again. ``extremes`` (the caller's, one per run): the largest magnitude each column
-    held when last asked; with it, only a number past that asks again (the notation leaves a column's top 1% out on
-    purpose). A number the notation does not hold for another reason (more decimal places than its exact values, a
-    magnitude that would round to zero) is written on its own and asks nothing: a clock column's every new value is
-    such a one, and asking would lay the runs out again at every row."""
+                  extremes: dict[str, float] | None = None, lows: dict[str, int] | None = None) -> bool:
+    """Rows ``[start, stop)`` of ``run`` (a live run's new rows) hold a number too big for its column's notation,
+    or end a run of :data:`LOW_RUN` numbers that show at most one significant digit in it (a loss that decayed by
+    decades): the notation is to be chosen again. ``extremes`` (the caller's, one per run): the largest magnitude
+    each column held when last asked; with it, only a number past that asks again (the notation leaves a column's
+    top 1% out on purpose). ``lows`` (the caller's, one per run; without it a decay does not ask): the columns
+    whose run of such numbers was asked about, asked again only once a bigger number has broken it. Where ``run``'s
+    newest rows alone give the column the notation it has, nothing is asked (a column shared with runs that did not
+    decay keeps theirs). A number the notation does not hold for another reason (more decimal places than its
+    exact values, a magnitude that would round to zero) is written on its own and asks nothing: a clock column's
+    every new value is such a one, and asking would lay the runs out again at every row."""
     for c in cols:
         n = c.notation
         if c.fmt is not None or n is None:
             continue
+        low, fell = n.low(), False
         for i in range(start, stop):
             v = run.value(i, c.key)
-            if type(v) is float and v - v == 0 and abs(v) >= n.top:
+            if type(v) is not float or v - v != 0:
+                continue
+            if abs(v) >= n.top:
                 if extremes is None:
                     return True
                 top = extremes.get(c.key)
@@ -159,7 +166,24 @@ def notation_left(cols: Sequence[Col], run: RowView, start: int, stop: int,
                     extremes[c.key] = abs(v)
                     if not _same_notation(run, c, stop):
                         return True
+            if lows is not None:
+                if 0 < abs(v) < low:
+                    fell = True
+                else:
+                    lows.pop(c.key, None)  # (the run of low numbers broken: a new one may ask)
+        if fell and lows is not None and c.key not in lows and _decayed(run, c.key, stop, low):
+            lows[c.key] = stop
+            if not _same_notation(run, c, stop):
+                return True
     return False
+
+
+def _decayed(run: RowView, key: str, stop: int, low: float) -> bool:
+    """Whether ``run``'s newest :data:`LOW_RUN` numbers of ``key`` before ``stop`` are all below ``low``, none 0."""
+    column = getattr(run, "column", None)
+    newest = (column(key)[max(0, stop - LOW_RUN):stop] if column is not None else
+              [run.value(i, key) for i in range(max(0, stop - LOW_RUN), stop)])
+    return len(newest) == LOW_RUN and all(type(v) is float and 0 < abs(v) < low for v in newest)
 
 
 def _same_notation(run: RowView, c: Col, stop: int) -> bool:

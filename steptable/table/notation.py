@@ -15,8 +15,9 @@ column reads ``-.0300 -.0001 .0041`` (not ``-.03 -.00011 .00408``), a gradient n
   again (:meth:`Notation.holds`).
 - A reader with every value (``tail``, the watch app, table.txt) chooses from them all (:func:`of_values`), its
   largest 1% (a spike) left out: such a value is written on its own; the live logger cannot look ahead and
-  chooses from the values seen so far (:class:`Running`), a lone value past the top (one in a hundred) left out,
-  unless the unit in the column's header writes it (an lr warmup's ``10`` under ``lr e-8``: a schedule grows).
+  chooses from the values seen so far (steptable.table.running), a lone value past the top (one in a hundred) left
+  out, unless the unit in the column's header writes it (an lr warmup's ``10`` under ``lr e-8``: a schedule grows).
+  A column whose newest values decayed by decades is chosen for from those values, by both (:data:`LOW_RUN`).
 - The console logger writes a shared exponent once, in the column's header (:meth:`Notation.in_header`, :func:`unit`:
   ``100`` under ``lr e-8``); readers that show a whole table keep it in each cell.
 NaN, inf and text are not numbers of the notation: they show as the automatic format shows them.
@@ -29,6 +30,7 @@ import math
 from array import array
 from collections.abc import Iterable
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import Any
 
 #: the largest magnitude shown positionally (the automatic format's own band: 1e-4 <= |x| < 999999.5)
@@ -36,9 +38,7 @@ POSITIONAL_TOP = 999_999.5
 POSITIONAL_LOW = 1e-4
 #: significant digits the largest value of a column shows
 DIGITS = 3
-#: values of an exact column the live logger remembers as held by its notation (lengths, fractions of a batch)
-KNOWN_MAX = 256
-#: consecutive values of the live logger shown with at most one significant digit after which it chooses again
+#: consecutive values shown with at most one significant digit after which a column's notation is chosen again
 #: from them (a loss that decayed by decades); a column that merely crosses zero never has that many
 LOW_RUN = 20
 
@@ -114,11 +114,11 @@ class Notation:
 
     def half(self) -> float:
         """Magnitudes below this round to zero."""
-        return 0.5 * _pow10((self.exp or 0) - self.decimals)
+        return 0.5 * pow10((self.exp or 0) - self.decimals)
 
     def low(self) -> float:
         """Magnitudes below this show at most one significant digit."""
-        return _pow10((self.exp or 0) + 1 - self.decimals)
+        return pow10((self.exp or 0) + 1 - self.decimals)
 
 
 def unit(header: str, n: Notation | None) -> str:
@@ -127,7 +127,7 @@ def unit(header: str, n: Notation | None) -> str:
     return f"{header} e{n.exp}" if n is not None and n.scaled else header
 
 
-def _pow10(e: int) -> float:
+def pow10(e: int) -> float:
     """10 ** ``e`` as a float: inf past the largest double (a column holding 1e308), 0 below the smallest."""
     try:
         return 10.0**e
@@ -138,7 +138,7 @@ def _pow10(e: int) -> float:
 def _rounds_up(e: int, last: int) -> float:
     """The least magnitude whose text with its last digit at ``10 ** last`` reads ``10 ** e`` (a digit more): a
     hair under the exact half, so that a double at it (9.5e-11, 10e-11 at no decimals) counts as rounding up."""
-    return (_pow10(e) - 0.5 * _pow10(last)) * (1 - 1e-12)
+    return (pow10(e) - 0.5 * pow10(last)) * (1 - 1e-12)
 
 
 def _scale(x: float, e: int) -> float:
@@ -176,7 +176,7 @@ def choose(biggest: float, width: int, negative: bool = False, places: int = PLA
                 break  # the biggest would show no digit of its own ('.00' for .0001): the exponent form instead
             if sign + ints + (dec + 1 if dec else 0) <= width:
                 if biggest >= _rounds_up(d + 1, -dec):  # written as the next decade (.00099 as .0010)
-                    return choose(_pow10(d + 1), width, negative, places, scaled)
+                    return choose(pow10(d + 1), width, negative, places, scaled)
                 # (the top: where a value's text would round up into the next decade, a 4th digit)
                 top = _rounds_up(d + 1, -dec) if cap > 0 else POSITIONAL_TOP
                 return Notation(dec, None, top, dec == places < cap)
@@ -186,7 +186,7 @@ def choose(biggest: float, width: int, negative: bool = False, places: int = PLA
         if cells <= width:
             top = _rounds_up(d + 1, d - dec)
             if biggest >= top:  # (9.96 at no decimals is 1e1: the next decade's)
-                return choose(_pow10(d + 1), width, negative, places, scaled)
+                return choose(pow10(d + 1), width, negative, places, scaled)
             return Notation(dec, d, top, dec == mantissa < DIGITS - 1)
     return None
     sign = 1 if negative else 0
@@ -261,19 +261,23 @@ class Range:
 #: single spike of 1000 among losses of .5 is written on its own ("1000"), not every other value as "1" or "0"
 OUTLIER_SHARE = 0.01
 OUTLIERS_FROM = 100
-#: the live logger's spike (:class:`Running`): a value past its notation's top with no other in this many values
-#: before it, the readers' share of a column left out (one in a hundred)
-SPIKE_APART = round(1 / OUTLIER_SHARE)
 
 
 class Column(Range):
     """The range of a whole column, as a reader that has every value sees it: its largest magnitudes up to
     :data:`OUTLIER_SHARE` of them (a spike) left out of ``biggest``; a value the notation then does not hold is
-    written on its own, wider (the spike still reads as bigger)."""
+    written on its own, wider (the spike still reads as bigger).
+
+    A column whose newest values decayed by decades is read as the live logger reads it (steptable.table.running,
+    :data:`LOW_RUN`): where the last :data:`LOW_RUN` values or more of each run taken in (each ``take_all`` call is
+    one run; values taken one by one are one run) would all show at most one significant digit, the notation is
+    chosen from those values (``.0623``, not ``.06`` beside a first row's ``2.32``); the earlier, bigger ones are
+    then written on their own."""
 
     def __init__(self) -> None:
         super().__init__()
         self.magnitudes = array("d")
+        self._ends: list[int] = []  # where each run taken in by take_all ends in ``magnitudes``
 
     def add(self, x: float) -> None:
         super().add(x)
@@ -283,6 +287,13 @@ class Column(Range):
         """``take`` each of ``values`` in turn, with the same outcome; a float array (a store's numeric column) in
         bulk: the values' own places are measured one by one only until the cap stops them (see ``Range.add``),
         the rest is the magnitudes, the sign and the largest of them."""
+        try:
+            self._take_all(values)
+        finally:
+            if len(self.magnitudes) > (self._ends[-1] if self._ends else 0):
+                self._ends.append(len(self.magnitudes))
+
+    def _take_all(self, values: Iterable[Any]) -> None:
         if not (isinstance(values, array) and values.typecode == "d"):
             for v in values:
                 self.take(v)
@@ -314,7 +325,23 @@ class Column(Range):
         n = len(self.magnitudes)
         if n >= OUTLIERS_FROM:
             self.biggest = heapq.nlargest(int(n * OUTLIER_SHARE) + 1, self.magnitudes)[-1]
-        return super().notation(width, scaled)
+        out = super().notation(width, scaled)
+        ends = [0, *self._ends] if self._ends and self._ends[-1] == n else [0, *self._ends, n]
+        runs = [(a, b) for a, b in pairwise(ends) if b > a]
+        while out is not None and runs:
+            low, mags = out.low(), self.magnitudes
+            recent = []
+            for a, b in runs:  # each run's newest values that show at most one significant digit
+                i = b
+                while i > a and 0 < mags[i - 1] < low:
+                    i -= 1
+                recent.append((i, b))
+            if any(b - i < LOW_RUN for i, b in recent) or recent == runs:
+                break
+            runs = recent
+            biggest = max(max(mags[i:b]) for i, b in runs)
+            out = Range(biggest, self.negative, self.places, True).notation(width, scaled)
+        return out
 
 
 def of_values(values: Iterable[Any], width: int) -> Notation | None:
@@ -323,109 +350,3 @@ def of_values(values: Iterable[Any], width: int) -> Notation | None:
     r = Column()
     r.take_all(values)
     return r.notation(width)
-
-
-class Running:
-    """A column's notation from the values seen so far (the live logger: it cannot look ahead).
-
-    Chosen at the first number; kept while values stay inside it; chosen again, once, when one leaves it (more
-    decimal places than exact values had, a first negative that needs its sign cell, a value past its top that is
-    not a spike), from every value seen. A spike is a value past the top with no other one in the
-    :data:`SPIKE_APART` values before it: it is written on its own and left out of the range, as the readers leave
-    a column's largest 1% out, so that one gradient-norm spike does not cost the values after it their digits
-    (``.4`` for .412); a second within that many values is a change of range, chosen from with the first. A column
-    whose last :data:`LOW_RUN` values all show at most one significant digit (a loss that decayed by decades) is
-    chosen again from those values alone.
-
-    With ``scaled``, the notation is shown as :meth:`Notation.in_header` shows it (cells are whole numbers of one
-    unit, measured so: :func:`choose`), and a value past the top that the unit writes in at most :data:`DIGITS`
-    digits is a change of range at once, never a spike: an lr warmup's 1e-7 after 8e-8 is ``10`` under ``lr e-8``
-    (the unit stays), not ``1e-7`` written on its own.
-    """
-
-    def __init__(self, width: int, scaled: bool = False) -> None:
-        self.width = width
-        self.scaled = scaled
-        self.notation: Notation | None = None
-        self.seen = Range(floats=True)
-        #: whether the notation holds the last value taken in (one it does not hold is written on its own)
-        self.held = False
-        self._low = 0
-        self._recent = Range(floats=True)  # the values of the current run of low ones
-        self._band = (math.inf, 0.0)  # magnitudes a notation holds without another check: [low, top)
-        #: values the current notation held, none of them low: one seen again changes nothing (an exact column's
-        #: lengths and fractions repeat; its notation has no band, and each check measures the value's places)
-        self._known: set[float] = set()
-        self._count = 0  # values taken in
-        self._spike: tuple[int, float] | None = None  # (its count, value): the last spike left out of the range
-
-    def see(self, x: float) -> bool:
-        """Take the finite float ``x`` in; True when the notation changed (``held``: whether ``x`` is written in
-        it)."""
-        self._count += 1
-        if x in self._known:  # (taken in before: the range and the notation already hold it)
-            if self._low:
-                self._low = 0
-                self._recent = Range(floats=True)
-            self.held = True
-            return False
-        seen = self.seen
-        ax = x if x >= 0 else -x
-        lo, top = self._band
-        if lo <= ax < top and (x >= 0 or seen.negative):  # the common case: inside, not a low value
-            if self._low:
-                self._low = 0
-                self._recent = Range(floats=True)
-            seen.add(x)
-            self.held = True
-            return False
-        n = self.notation
-        if n is not None and n.holds(x) and not (x < 0 and not seen.negative):
-            self.held = True
-            if x != 0 and ax < n.low():
-                self._low += 1
-                self._recent.add(x)
-                if self._low >= LOW_RUN:
-                    self.seen = self._recent  # the range starts again from the recent values
-                    changed = self._choose()
-                    self.held = self.notation is not None and self.notation.holds(x)
-                    return changed
-            else:
-                if self._low:
-                    self._low = 0
-                    self._recent = Range(floats=True)
-                if n.exact and len(self._known) < KNOWN_MAX:
-                    self._known.add(x)
-            seen.add(x)
-            return False
-        if n is not None and ax >= n.top and (x >= 0 or seen.negative) and not self._in_unit(n, ax):
-            last = self._spike
-            if last is None or self._count - last[0] > SPIKE_APART:
-                self._spike = (self._count, x)
-                self.held = False
-                return False
-            seen.add(last[1])
-        seen.add(x)
-        changed = self._choose()
-        self.held = self.notation is not None and self.notation.holds(x)
-        return changed
-
-    def _in_unit(self, n: Notation, ax: float) -> bool:
-        """Whether ``n`` shown scaled writes the magnitude ``ax`` in at most :data:`DIGITS` digits of its unit."""
-        if not self.scaled or n.exp is None:
-            return False
-        unit = n.exp - n.decimals  # (the power of ten of a cell's last digit: in_header's exponent)
-        return ax < _pow10(unit + DIGITS) - 0.5 * _pow10(unit)
-
-    def _choose(self) -> bool:
-        new = self.seen.notation(self.width, self.scaled)
-        self._spike = None
-        self._low = 0
-        self._recent = Range(floats=True)
-        self._known = set()
-        if new == self.notation:
-            return False
-        self.notation = new
-        # an exact notation checks each value's places: no band
-        self._band = (new.low(), new.top) if new is not None and not new.exact else (math.inf, 0.0)
-        return True

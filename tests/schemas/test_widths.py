@@ -79,3 +79,36 @@ def test_a_spike_its_columns_notation_leaves_out_asks_nothing() -> None:
     rows.append({"loss": 5.0})  # one spike in 1,001 values: in the top 1%
     assert not notation_left(cols, run, 1000, 1001, extremes) and extremes["loss"] == 5.0
     assert notation_left(cols, run, 1000, 1001)  # (asked without the caller's extremes: past the top, it asks)
+
+
+def test_a_live_column_that_decayed_by_decades_asks_once_for_its_notation() -> None:
+    """A live run's loss laid out at 2.3 that decays below .1 asks for its notation again once LOW_RUN new values
+    show one significant digit in it, as the live logger chooses again; the layout made again writes them with
+    their digits. Without a run of them (a value back above, a zero) it does not ask, and the same run of low values
+    asks once: a layout shared with runs that did not decay keeps theirs without being made again at every row."""
+    import math
+
+    from steptable.schemas.widths import notation_left, noted
+    from steptable.table.notation import LOW_RUN
+
+    rows = [{"loss": 2.3 - 0.01 * i} for i in range(100)]
+    run = _Rows(rows)
+    cols = noted([Col("loss", 8, "loss")], [run])  # type: ignore[list-item]
+    assert cols[0].notation is not None and cols[0].notation.text(0.0623) == ".06"
+    lows: dict[str, int] = {}
+    decay = [0.02 + 0.05 * math.exp(-i / 30) for i in range(3 * LOW_RUN)]
+    for v in decay[:LOW_RUN - 1]:
+        rows.append({"loss": v})
+        assert not notation_left(cols, run, len(rows) - 1, len(rows), {}, lows)
+    rows.append({"loss": 0.5})  # a value back above: the run of low ones starts again
+    assert not notation_left(cols, run, len(rows) - 1, len(rows), {}, lows)
+    for v in decay[:LOW_RUN - 1]:
+        rows.append({"loss": v})
+    assert not notation_left(cols, run, len(rows) - LOW_RUN + 1, len(rows), {}, lows)
+    rows.append({"loss": decay[LOW_RUN - 1]})
+    assert notation_left(cols, run, len(rows) - 1, len(rows), {}, lows)  # the LOW_RUN-th in a row
+    again = noted(cols, [run])
+    assert again[0].notation is not None and again[0].notation.text(0.0465) == ".0465"
+    rows.append({"loss": decay[LOW_RUN]})  # the same run, not laid out again (a layout that kept its notation)
+    assert not notation_left(cols, run, len(rows) - 1, len(rows), {}, lows)
+    assert not notation_left(cols, run, 100, len(rows), {})  # (without the caller's lows: a decay asks nothing)

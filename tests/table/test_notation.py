@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 from steptable.logger.consolecols import ConsoleLayout
 from steptable.table import render
 from steptable.table.columns import Col, with_notations
-from steptable.table.notation import LOW_RUN, SPIKE_APART, Column, Running, choose, of_values, unit
+from steptable.table.notation import LOW_RUN, Column, choose, of_values, unit
+from steptable.table.running import SPIKE_APART, Running
 
 
 def texts(values: list[float | None], width: int = 8, key: str = "x") -> list[str]:
@@ -164,6 +165,31 @@ def test_the_live_notation_follows_a_loss_that_decayed_by_decades() -> None:
     assert running.notation is not None and running.notation.text(0.00131) == ".00131"
 
 
+def test_a_reader_follows_a_loss_that_decayed_by_decades_as_the_live_logger_does() -> None:
+    """A whole column whose newest LOW_RUN values would show one significant digit in the notation of its first,
+    bigger ones is written in the notation of those newest values, as the live logger writes it: ``tail -n 5`` at
+    the end of a run reads the loss still falling (.0630 .0628 ...), not ``.06`` five times."""
+    loss = [2.3 * math.exp(-s / 250) + 0.02 for s in range(1000)]
+    n = of_values(loss, 8)
+    assert n is not None and [n.text(x) for x in loss[-3:]] == [".0626", ".0625", ".0623"]
+    live = Running(8)
+    for x in loss:
+        live.see(x)
+    assert live.notation == n  # the same digits as the console's row
+    # the first rows, outside it, are written on their own
+    shown = texts(loss)
+    assert not n.holds(loss[0]) and (shown[0], shown[-1]) == ("2.32", ".0623")
+    # one run of the column not decayed (another arm): the notation is chosen from every run's values
+    both, still = Column(), [0.5 + 0.01 * math.sin(s) for s in range(1000)]
+    both.take_all(array("d", loss))
+    both.take_all(array("d", still))
+    kept = both.notation(8)
+    assert kept == of_values(loss + still, 8) != n and kept is not None and kept.text(loss[-1]) == ".06"
+    # fewer than LOW_RUN low values at the end, or a zero among them: as before
+    for tail in (loss[-(LOW_RUN - 1):], [*loss[-LOW_RUN:-5], 0.0, *loss[-5:]]):
+        assert of_values(loss[:1] + tail, 8) == of_values(loss[:1], 8)
+
+
 def test_a_column_crossing_zero_keeps_its_notation() -> None:
     running = Running(8)
     running.see(0.0513)
@@ -295,7 +321,7 @@ def test_the_running_notation_remembering_held_values_decides_as_it_does_without
     remembers nothing, scaled or not."""
     import random
 
-    from steptable.table import notation as nt
+    from steptable.table import running as nt
 
     rng = random.Random(5)
     remembered = 0
