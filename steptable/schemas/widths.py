@@ -49,17 +49,22 @@ def first_look(cols: Sequence[Col], run: RowView, n: int) -> dict[str, int]:
     return cells_outgrown(cols, sample, 0, len(sample.rows))
 
 
+#: the newest rows a live column's drift is measured over (:func:`cells_outgrown`), whatever rows a read brought:
+#: a live run's rows come one or two a read
+DRIFT_ROWS = 20
+
+
 def cells_outgrown(cols: Sequence[Col], run: RowView, start: int, stop: int) -> dict[str, int]:
     """Columns of the automatic format that rows ``[start, stop)`` of ``run`` outgrew: a number with no form in its
-    column (``####``) or an integer wider than it (shown in a compact form, it would lose digits). Key -> the cells
-    the widest such value needs. A live run meets values its first rows never had (a loss of -1.2e-05, a token
-    count past 1e8): the layout is made again for them."""
+    column (``####``) or an integer wider than it (shown in a compact form, it would lose digits), or floats that
+    drifted out of its measure (a loss from .5 to .0125: see :func:`_drift`). Key -> the cells the widest such
+    value needs. A live run meets values its first rows never had (a loss of -1.2e-05, a token count past 1e8): the
+    layout is made again for them."""
     out: dict[str, int] = {}
     for c in cols:
         if c.fmt is not None and c.fmt != "frac":
             continue  # a declared format: its width is part of the declaration
-        floats = short = 0  # finite floats seen; those shown with fewer than their 3 significant digits
-        natural: list[int] = []
+        short = False  # a finite float of these rows is shown with fewer than its 3 significant digits
         for i in range(start, stop):
             v = run.value(i, c.key)
             if v is None or isinstance(v, (str, bool)):
@@ -69,23 +74,32 @@ def cells_outgrown(cols: Sequence[Col], run: RowView, start: int, stop: int) -> 
             elif "#" in format_value(v, c.fmt, c.width, fill=False):
                 need = narrowest(v, c.fmt, c.width + 1)
             else:
-                if c.fmt is None and isinstance(v, float) and math.isfinite(v):
-                    floats += 1
-                    n = len(fmt_auto(v))
-                    if n > c.width:
-                        short += 1
-                        natural.append(n)
+                short = short or (c.fmt is None and isinstance(v, float) and math.isfinite(v)
+                                  and len(fmt_auto(v)) > c.width)
                 continue
             if need > c.width:
                 out[c.key] = max(out.get(c.key, 0), need)
-        # Values that drifted out of the column's measure (a loss from .5 to .0125): where more than a tenth of the
-        # rows lose digits, the column grows to the width nine in ten of them need, as a layout measures a column.
-        if short > 1 and short * 10 > floats:
-            natural.sort()
-            need = natural[max(len(natural) - 1 - floats // 10, 0)]
-            if need > c.width:
-                out[c.key] = max(out.get(c.key, 0), need)
+        if short and (need := _drift(c, run, min(start, max(0, stop - DRIFT_ROWS)), stop)) > c.width:
+            out[c.key] = max(out.get(c.key, 0), need)
     return out
+
+
+def _drift(c: Col, run: RowView, start: int, stop: int) -> int:
+    """Values that drifted out of ``c``'s measure in rows ``[start, stop)``: where more than a tenth of its finite
+    floats lose digits, the width nine in ten of them need (as a layout measures a column); else 0. The rows are a
+    read's new ones or the newest :data:`DRIFT_ROWS`, whichever are more."""
+    floats = 0
+    natural: list[int] = []
+    for i in range(start, stop):
+        v = run.value(i, c.key)
+        if isinstance(v, float) and math.isfinite(v) and "#" not in format_value(v, c.fmt, c.width, fill=False):
+            floats += 1
+            if (n := len(fmt_auto(v))) > c.width:
+                natural.append(n)
+    if len(natural) > 1 and len(natural) * 10 > floats:
+        natural.sort()
+        return natural[max(len(natural) - 1 - floats // 10, 0)]
+    return 0
 
 
 def widened(cols: Sequence[Col], need: Mapping[str, int], limit: int = 12) -> tuple[Col, ...]:

@@ -112,3 +112,21 @@ def test_a_live_column_that_decayed_by_decades_asks_once_for_its_notation() -> N
     rows.append({"loss": decay[LOW_RUN]})  # the same run, not laid out again (a layout that kept its notation)
     assert not notation_left(cols, run, len(rows) - 1, len(rows), {}, lows)
     assert not notation_left(cols, run, 100, len(rows), {})  # (without the caller's lows: a decay asks nothing)
+
+
+def test_a_live_loss_drifting_one_row_a_read_grows_its_column() -> None:
+    """A live watch reads a training's rows one or two at a time: the drift is measured over the newest DRIFT_ROWS
+    rows, not the read's one row, or a loss measured at 2.3 and decaying to .0465 stays at 4 cells (.047) for
+    good. One odd row among steady ones still does not widen it."""
+    from steptable.schemas import cells_outgrown
+    from steptable.schemas.widths import DRIFT_ROWS
+
+    col = (Col("loss", 4, "loss"),)
+    rows = [{"loss": 2.3 - 0.01 * i} for i in range(100)]
+    grown: dict[str, int] = {}
+    for i in range(DRIFT_ROWS):
+        rows.append({"loss": 0.02 + 0.05 * 0.97**i})
+        grown = grown or cells_outgrown(col, _Rows(rows), len(rows) - 1, len(rows))
+    assert grown == {"loss": 5}
+    steady = [{"loss": 0.5 + 0.001 * (i % 9)} for i in range(100)] + [{"loss": 0.0125}]
+    assert cells_outgrown(col, _Rows(steady), 100, 101) == {}
