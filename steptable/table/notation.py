@@ -189,32 +189,6 @@ def choose(biggest: float, width: int, negative: bool = False, places: int = PLA
                 return choose(pow10(d + 1), width, negative, places, scaled)
             return Notation(dec, d, top, dec == mantissa < DIGITS - 1)
     return None
-    sign = 1 if negative else 0
-    d = _decade(biggest)
-    if POSITIONAL_LOW <= biggest and 10.0**d < POSITIONAL_TOP:
-        cap = max(DIGITS - 1 - d, 0)
-        ints = max(d + 1, 0)  # digits before the point (none for .0xyz)
-        if cap == 0 and biggest >= _rounds_up(d + 1, 0):
-            ints += 1  # (whole numbers: 999.5 is written 1000)
-        for dec in range(min(cap, places), -1, -1):
-            cells = sign + ints + (dec + 1 if dec else 0)
-            # (the top: where a value's text would round up into the next decade, a 4th digit)
-            top = _rounds_up(d + 1, -dec) if cap > 0 else POSITIONAL_TOP
-            if dec + d < 0 or biggest >= top:
-                # the biggest would show no digit of its own ('.00' for .0001) or round past the notation ('1.0'
-                # for .96 at one decimal): fewer decimals do no better; the exponent form instead
-                break
-            if cells <= width:
-                return Notation(dec, None, top, dec == places < cap)
-    mantissa = DIGITS - 1 if d >= 0 else min(DIGITS - 1, max(places + d, 0))
-    for dec in range(mantissa, -1, -1):
-        cells = sign + 1 + dec if scaled else sign + 1 + (dec + 1 if dec else 0) + len(f"e{d}")
-        top = _rounds_up(d + 1, d - dec)
-        if biggest >= top:
-            break  # (9.6 written 1e1 at no decimals: in no notation of this decade)
-        if cells <= width:
-            return Notation(dec, d, top, dec == mantissa < DIGITS - 1)
-    return None
 
 
 @dataclass
