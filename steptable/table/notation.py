@@ -162,8 +162,9 @@ def choose(biggest: float, width: int, negative: bool = False, places: int = PLA
     """The notation for a column whose largest magnitude is ``biggest`` and whose values need at most ``places``
     decimal places, in at most ``width`` cells (a sign cell more where ``negative``). With ``scaled``, a shared
     exponent's cells are measured as :meth:`Notation.in_header` writes them (``990`` under ``lr e-9``, 3 cells, not
-    ``9.90e-7``'s 7), so that a narrow column keeps its digits. None where no number needs one (only zeros) or none
-    fits."""
+    ``9.90e-7``'s 7), so that a narrow column keeps its digits. The notation holds ``biggest`` and writes at least
+    one digit of it in ``width`` cells (a value that would round into the next decade is chosen for as that decade:
+    .00099 as .0010). None where no number needs one (only zeros) or none fits."""
     if not (biggest > 0 and math.isfinite(biggest)):
         return None
     sign = 1 if negative else 0
@@ -313,8 +314,11 @@ class Column(Range):
             if any(b - i < LOW_RUN for i, b in recent) or recent == runs:
                 break
             runs = recent
-            biggest = max(max(mags[i:b]) for i, b in runs)
-            out = Range(biggest, self.negative, self.places, True).notation(width, scaled)
+            again = Range(max(max(mags[i:b]) for i, b in runs), self.negative, self.places, True)
+            chosen = again.notation(width, scaled)
+            if chosen is None:
+                break  # (no form of those values in the width: the notation stays)
+            out = chosen
         return out
 
 
