@@ -165,7 +165,7 @@ def notation_left(cols: Sequence[Col], run: RowView, start: int, stop: int,
         n = c.notation
         if c.fmt is not None or n is None:
             continue
-        low, fell = n.low(), False
+        low, fell, broke = n.low(), False, False
         for i in range(start, stop):
             v = run.value(i, c.key)
             if type(v) is not float or v - v != 0:
@@ -180,12 +180,15 @@ def notation_left(cols: Sequence[Col], run: RowView, start: int, stop: int,
                     extremes[c.key] = abs(v)
                     if not _same_notation(run, c, stop):
                         return True
-            if lows is not None:
-                if 0 < abs(v) < low:
-                    fell = True
-                else:
-                    lows.pop(c.key, None)  # (the run of low numbers broken: a new one may ask)
-        if fell and lows is not None and c.key not in lows and _decayed(run, c.key, stop, low):
+            if 0 < abs(v) < low:
+                fell = True
+            else:
+                broke = True
+        if lows is None:
+            continue
+        if broke:
+            lows.pop(c.key, None)  # (the run of low numbers broken: a new one may ask)
+        if fell and c.key not in lows and _decayed(run, c.key, stop, low):
             lows[c.key] = stop
             if not _same_notation(run, c, stop):
                 return True

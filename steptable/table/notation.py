@@ -262,11 +262,9 @@ class Column(Range):
         """``take`` each of ``values`` in turn, with the same outcome; a float array (a store's numeric column) in
         bulk: the values' own places are measured one by one only until the cap stops them (see ``Range.add``),
         the rest is the magnitudes, the sign and the largest of them."""
-        try:
-            self._take_all(values)
-        finally:
-            if len(self.magnitudes) > (self._ends[-1] if self._ends else 0):
-                self._ends.append(len(self.magnitudes))
+        self._take_all(values)
+        if len(self.magnitudes) > (self._ends[-1] if self._ends else 0):
+            self._ends.append(len(self.magnitudes))
 
     def _take_all(self, values: Iterable[Any]) -> None:
         if not (isinstance(values, array) and values.typecode == "d"):
