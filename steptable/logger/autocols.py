@@ -4,10 +4,12 @@ The first row's keys pick the schema the readers would pick for the file (``sche
 schema for HF/TRL keys, tinker's, verl's..., a ``steptable.toml`` beside the run; generic otherwise), and
 ``steptable.schemas.layout`` lays the row out as ``steptable tail`` lays the file out: the step, the schema's
 declared columns present, then the other keys ranked by how much they tell, each as wide as its value needs, fitted
-to the terminal's width (200 cells when stdout is not a terminal, as ``tail``). ``expect`` names keys later rows
-carry (an evaluation's) so that they have columns from the start. A key first logged later (SB3's losses from PPO's
-first update on, Lightning's validation at the end of an epoch) lays the row out again with it
-(:class:`AutoColumns`): the printed row shows it from then on, under a header printed again.
+to the terminal's width (200 cells when stdout is not a terminal, as ``tail``). The console prints them narrower
+(``steptable.logger.consolecols``); a column that widens past the line (:attr:`AutoColumns.room`) leaves out the
+columns that no longer fit. ``expect`` names keys later rows carry (an evaluation's) so that they have columns from
+the start. A key first logged later (SB3's losses from PPO's first update on, Lightning's
+validation at the end of an epoch) lays the row out again with it (:class:`AutoColumns`): the printed row shows it
+from then on, under a header printed again.
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ from steptable.table.rowvalues import flat
 
 #: cells of a printed row when stdout is not a terminal (as ``steptable tail``)
 PIPE_WIDTH = 200
+#: cells the console's level icon and the space after it take before a row (``setup_logging``'s format)
+ICON_CELLS = 2
 #: the step column's least width: a run passing step 99999 must not push its row out of line before then
 STEP_WIDTH = 5
 
@@ -47,8 +51,13 @@ class _OneRow:
 
 
 def row_width() -> int:
-    """Cells a row may take: the terminal's width, else PIPE_WIDTH (``COLUMNS`` overrides both)."""
+    """Cells a printed line may take: the terminal's width, else PIPE_WIDTH (``COLUMNS`` overrides both)."""
     return shutil.get_terminal_size((PIPE_WIDTH, 24)).columns
+
+
+def room(max_width: int | None = None) -> int:
+    """Cells a row may take after its level icon on a line of ``max_width`` cells (default :func:`row_width`)."""
+    return max((row_width() if max_width is None else max_width) - ICON_CELLS, 1)
 
 
 def auto_columns(
@@ -64,7 +73,7 @@ def auto_columns(
     path       where the rows go: user schemas (``steptable.toml``) beside it apply, and its name counts in detection
     expect     keys not in this row that later rows will carry (evaluation metrics): given columns now
     schema     a schema name to lay out with instead of detecting one
-    max_width  cells the row may take (default :func:`row_width`)
+    max_width  cells the row may take (default :func:`row_width`), counted as ``tail`` prints it
     """
     view = _OneRow(row, [k for k in expect if k not in row])
     p = Path(path)
@@ -116,6 +125,8 @@ class AutoColumns:
         self._values: dict[str, Any] = {}  # the latest value of each flat key laid out
         self._keys: tuple[str, ...] = ()  # the columns of the last layout
         self._grows = 0
+        #: cells the last layout's rows may take after the level icon (None before the first)
+        self.room: int | None = None
 
     def knows(self, row: Mapping[str, Any]) -> bool:
         return self._grows >= MAX_GROWS or self._known.issuperset(row)
@@ -152,7 +163,8 @@ class AutoColumns:
             return auto_columns({"step": step}, self.path)
 
     def _lay_out(self) -> tuple[Col, ...]:
-        cols = auto_columns(self._values, self.path, expect=self.expect, schema=self.schema,
-                            max_width=self.max_width)
+        width = row_width() if self.max_width is None else self.max_width
+        cols = auto_columns(self._values, self.path, expect=self.expect, schema=self.schema, max_width=width)
+        self.room = room(width)
         self._keys = tuple(c.key for c in cols)
         return cols

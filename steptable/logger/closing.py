@@ -60,12 +60,15 @@ class Closer:
                         f"steptable: cannot write {runinfo.file_name(sl.arm)} ({error_text(e)})")
 
     def dump(self) -> str:
-        """Every column (streamed and dump-only) for the last ``dump_rows`` rows, with the legend of the dump."""
+        """Every column (streamed and dump-only, but those the console left out to fit its width) for the last
+        ``dump_rows`` rows, with the legend of the dump."""
         sl = self._sl
         rows = list(sl._recent)[-sl.dump_rows :] if sl.dump_rows else []
         parts = [self._end_words()]
         if rows:
-            parts.append(render.table(sl._shown(sl._layout.bare), rows))  # (its own notations: bare headers)
+            # (its own notations: bare headers; the columns left out to keep the rows within the terminal stay out)
+            cols = [c for c in sl._shown(sl._layout.bare) if c.key not in sl._layout.hidden]
+            parts.append(render.table(cols, rows))
         extra = [c for c in sl.cols if not c.stream]
         if extra:
             parts.append(render.legend(extra, title="dump-only columns:"))

@@ -18,6 +18,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from steptable.schemas.arrange import fit
 from steptable.schemas.headers import abbreviate, look
 from steptable.table import render
 from steptable.table.columns import FIT_MAX, Col
@@ -94,11 +95,21 @@ class ConsoleLayout:
     (``lr e-8`` over ``100``): a change of it is a change of the header (``bare``: the columns without it, for a
     table that chooses its own notations). ``row(cells)`` renders a row in ``cols``: cell by cell while the layout is
     new, by ``steptable.table.render.compile_row`` once it has held :data:`COMPILE_AFTER` rows (the same text).
+
+    ``room``: cells a printed row may take (None: every column is printed, however wide). At the first row the
+    columns are kept in order while their printed widths fit it (``steptable.schemas.arrange.fit``: one that does not
+    is skipped); where a column widens past it later, the same fit leaves out the columns that no longer fit. A
+    column left out (its key in ``hidden``) is not printed again by this layout.
     """
 
-    def __init__(self, declared: Sequence[Col]) -> None:
+    def __init__(self, declared: Sequence[Col], room: int | None = None) -> None:
         self.declared = tuple(declared)
         self.cols = self.declared
+        self.room = room
+        #: the keys of the columns left out to keep a row within ``room``
+        self.hidden: frozenset[str] = frozenset()
+        self._shown = set(range(len(self.declared)))  # the declared columns printed
+        self._at = sorted(self._shown)  # the declared column of each of ``cols``
         #: ``cols`` without their notations, each header without a power of ten: for a table that chooses its own
         self.bare = self.declared
         self._changed = False  # the last _build changed a printed width or header
@@ -238,7 +249,7 @@ class ConsoleLayout:
 
     def _reopen(self) -> None:
         """The columns still below their widest, each with the band of automatic-format floats that fit it."""
-        self._open = [i for i, w in enumerate(self._widths) if w < self._most[i]]
+        self._open = [i for i, w in enumerate(self._widths) if w < self._most[i] and i in self._shown]
         self._bands = []
         for i in self._open:
             c, w = self.declared[i], self._widths[i]
@@ -249,7 +260,8 @@ class ConsoleLayout:
     def legend_cols(self) -> tuple[Col, ...]:
         """The declared columns, with the printed header, and the key named beside an abbreviation's meaning."""
         out = []
-        for c, shown in zip(self.declared, self.bare, strict=True):
+        for i, shown in zip(self._at, self.bare, strict=True):
+            c = self.declared[i]
             if shown.header != c.header and shown.header.strip() != c.key:
                 key = sanitize(c.key)  # untrusted: a newline in it would split the legend line
                 desc = c.desc if _names(c.desc, c.key) else f"{key}: {c.desc}" if c.desc else key
@@ -290,9 +302,36 @@ class ConsoleLayout:
         self._reopen()
 
     def _build(self) -> None:
-        cols, bare = [], []
         before = [(c.width, c.header) for c in self.cols]
-        for i, (c, w, a, n) in enumerate(zip(self.declared, self._widths, self._short, self._notes, strict=True)):
+        self._make()
+        if self.room is not None:
+            kept = fit(self.cols, self.room)
+            if len(kept) < len(self.cols):
+                left = iter(kept)
+                nxt = next(left, None)
+                for at, c in zip(self._at, self.cols, strict=True):
+                    if c is nxt:
+                        nxt = next(left, None)
+                    else:
+                        self._shown.discard(at)
+                self.hidden = frozenset(self.declared[i].key for i in range(len(self.declared))
+                                        if i not in self._shown)
+                # (a column left out costs nothing more: its notation and width are not followed)
+                self._runs = [r for r in self._runs if r[0] in self._shown]
+                self._open = [i for i in self._open if i in self._shown]
+                self._bands = [b for b in self._bands if b[0] in self._shown]
+                self._narrower &= self._shown
+                self._make()
+        self._compiled, self._held = None, 0  # (a new layout: cell by cell until it holds)
+        # (a column widened under a wider header, lr e-8 over 2 digits then 3, prints as before: no header for it)
+        self._changed = [(c.width, c.header) for c in self.cols] != before
+
+    def _make(self) -> None:
+        """``cols`` and ``bare`` from the widths, headers and notations of the columns shown."""
+        cols, bare = [], []
+        self._at = sorted(self._shown)
+        for i in self._at:
+            c, w, a, n = self.declared[i], self._widths[i], self._short[i], self._notes[i]
             header = c.header if display_width(c.header) <= w else a
             shown = unit(header, n)  # a scaled notation's power of ten after it: the column as wide as both
             w = max(w, display_width(shown))
@@ -303,6 +342,3 @@ class ConsoleLayout:
             bare.append(c if (w, header) == (c.width, c.header) else c.with_(width=w, header=header))
         self.cols = tuple(cols)
         self.bare = tuple(bare)
-        self._compiled, self._held = None, 0  # (a new layout: cell by cell until it holds)
-        # (a column widened under a wider header, lr e-8 over 2 digits then 3, prints as before: no header for it)
-        self._changed = [(c.width, c.header) for c in cols] != before

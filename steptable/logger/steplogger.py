@@ -131,7 +131,8 @@ class StepLogger:
         self.cols = tuple(cols)
         self._fits = any(c.fit for c in self.cols)  # (fit_to keeps each column's fit: asked once, not per row)
         self.stream_cols = streamed(self.cols)
-        self._layout = ConsoleLayout(self.stream_cols)
+        # automatic columns are kept within the row's room as they widen (the caller's are printed as declared)
+        self._layout = ConsoleLayout(self.stream_cols, room=None if self._auto is None else self._auto.room)
 
     # ------------------------------------------------------------------------------------------------ rendering
     def header(self) -> str:
@@ -169,7 +170,9 @@ class StepLogger:
         return render.legend(self._legend_cols())
 
     def _legend_cols(self) -> list[Col]:
-        return [c for c in self._shown(self._layout.legend_cols()) if not c.stream or c.header.strip() != c.key]
+        hidden = self._layout.hidden
+        return [c for c in self._shown(self._layout.legend_cols())
+                if not c.stream or (c.header.strip() != c.key and c.key not in hidden)]
 
     # ------------------------------------------------------------------------------------------------ the loop
     @property

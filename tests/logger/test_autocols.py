@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import re
@@ -125,3 +126,24 @@ def test_an_undeclared_keys_column_widens_for_the_digits_its_later_values_need(c
     for row, logged in zip(rows[-50:], want[-50:], strict=True):
         for key, cell in zip(("loss", "kl"), row[2:], strict=True):
             assert abs(float(cell) - logged[key]) <= 0.005 * logged[key], (key, cell, logged[key])
+
+
+def test_a_widening_column_leaves_out_the_columns_that_no_longer_fit_the_line(captured: list[str]) -> None:
+    """Automatic columns fill the line as the console prints them; where one widens past it, the columns that no
+    longer fit are left out (for good: none comes back to shift the others), so no line wraps in its terminal."""
+    width = 40
+    lg = StepLogger(AutoColumns(max_width=width), alerts=False)
+    for step in range(40):
+        row = {"step": step, "grow": -0.5 * 10 ** (step / 4), **{f"m{i}": 0.25 + i / 100 for i in range(12)}}
+        lg.log(row)
+    lg.close()
+    printed = [line.rstrip("\n") for line in captured if line.startswith("I ")]
+    header_lines = [line for line in printed if line.split()[1:2] == ["step"]]
+    headers = [[h for h in line.split()[1:] if not re.fullmatch(r"e-?\d+", h)] for line in header_lines]  # (grow e4)
+    rows = [line for line in printed if re.match(r"I +\d+ ", line)]
+    assert len(rows) == 40 and max(len(line) for line in rows + header_lines) <= width
+    assert max(len(line) for message in captured for line in message.splitlines()) <= width  # the end's dump too
+    assert "grow" in headers[0] and len(headers[0]) >= 9  # (the line filled: 2-cell headers over 3-cell values)
+    assert len(headers[-1]) < len(headers[0]) and "grow" in headers[-1]
+    shown = [set(h) for h in headers]
+    assert all(later <= before for before, later in itertools.pairwise(shown))  # left out for good
