@@ -29,8 +29,8 @@ Definitions
   differences of successive runs' values (a 0 for each update hidden in a run, the slope out), read over at least
   20 holds, each window counting k / h updates (at least one), the t threshold on the updates' count. A series
   that wanders otherwise (autocorrelated) shows its wandering.
-- rate: median over the last 200 row pairs of seconds per step: ``1.93s/step`` at 1 s/step or slower, else
-  ``120 step/min``.
+- rate: median seconds per step over the last 200 spans between the rows where the clock moves forward (a tracker
+  that stamps rows in batches is timed by its batches): ``1.93s/step`` at 1 s/step or slower, else ``120 step/min``.
 - key columns (when ``columns`` is None; step / time keys excluded), at most ``max_columns`` per group of runs
   that share a layout (``by_schema``: each trainer, the arms of one experiment; a run gets rows only in its group's
   columns, the groups' columns in the order of their first run), in this order: the columns each run's schema
@@ -47,6 +47,7 @@ Definitions
 
 from __future__ import annotations
 
+import itertools
 import math
 import time
 from collections.abc import Collection, Mapping, Sequence
@@ -123,16 +124,29 @@ def run_label(run: RunLike, unique_arm: bool = True) -> str:
 
 
 def rate_text(steps: Sequence[int], wall_times: Sequence[float], pairs: int = 200) -> str | None:
-    """Median seconds per step over the last ``pairs`` row pairs with both clocks moving forward."""
+    """Median seconds per step over the last ``pairs`` spans between the rows where the clock moves forward: each
+    span from the last row of one time to the last row of the next later time, over the steps between them. A
+    tracker that stamps its rows in batches (trackio: every row of a flush gets the flush's time, every 0.5 s) is
+    timed by its batches, the steps of a batch over the time since the batch before; rows with a clock each are
+    timed row by row."""
     n = min(len(steps), len(wall_times))
-    per: list[float] = []
-    for i in range(max(1, n - pairs), n):
+    ends: list[tuple[float, float]] = []  # (step, time) of the last row of each time, oldest first
+    for i in range(n - 1, -1, -1):
         try:
-            ds = float(steps[i]) - float(steps[i - 1])
-            dt = float(wall_times[i]) - float(wall_times[i - 1])
+            step, t = float(steps[i]), float(wall_times[i])
         except (TypeError, ValueError):
             continue
-        if ds > 0 and dt > 0 and math.isfinite(dt):
+        if not math.isfinite(t):
+            continue
+        if ends and t == ends[-1][1]:
+            continue  # (an earlier row of the same time: the time's last row is taken)
+        ends.append((step, t))
+        if len(ends) > pairs:
+            break
+    per: list[float] = []
+    for (s1, t1), (s0, t0) in itertools.pairwise(ends):
+        ds, dt = s1 - s0, t1 - t0
+        if ds > 0 and dt > 0:
             per.append(dt / ds)
     if not per:
         return None

@@ -628,3 +628,29 @@ def test_summary_leaves_out_keys_a_schema_keeps_out_of_its_table(
                     [(s, {**verl, "actor/pg_loss": 0.1 * s, "training/global_step": s}) for s in range(30)])
     rc, out, _ = run_cli(["summary", str(tmp_path)], capsys)
     assert rc == 0 and "pg_loss" in out and "global_step" not in out, out
+
+
+def test_summary_rate_of_a_trackio_run_is_its_logging_pace(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """trackio stamps a flush's rows with one time (every 0.5 s): the rate is the pace the run logged at, as its own
+    clock measured it (within 2x: the bug this guards against read 20x slow, one step a flush)."""
+    pytest.importorskip("trackio")
+    from tests.ingest.writers import run_writer
+
+    root = tmp_path / "trackio"
+    run_writer(f"""
+        import time, trackio
+        trackio.init(project="pace", name="run")
+        t0 = time.time()
+        for i in range(150):
+            trackio.log({{"loss": 1.0 / (i + 1)}})
+            time.sleep(0.02)
+        per = (time.time() - t0) / 150
+        trackio.finish()
+        open({str(tmp_path / "pace.txt")!r}, "w").write(repr(per))
+    """, {"TRACKIO_DIR": str(root)})
+    code, out, err = run_cli(["summary", str(root)], capsys)
+    assert code == 0, err
+    got = re.search(r"(\d+) step/min", out.splitlines()[0])
+    assert got is not None, out
+    want = 60 / float((tmp_path / "pace.txt").read_text())
+    assert want / 2 < int(got.group(1)) < want * 2, (out, want)

@@ -311,6 +311,15 @@ def test_trend_and_rate() -> None:
     assert rate_text([0, 1], []) is None and rate_text([0, 0, 0], [1.0, 2.0, 3.0]) is None
 
 
+def test_rate_of_rows_stamped_in_batches_is_timed_by_the_batches() -> None:
+    """trackio stamps every row of a flush with the flush's time (every 0.5 s): 10 steps a batch at 0.5 s a batch
+    is 1200 step/min, not the 120 that the one step from a batch's last row to the next batch's first would give."""
+    steps = list(range(200))
+    assert rate_text(steps, [1000.0 + (i // 10) * 0.5 for i in steps]) == "1200 step/min"
+    assert rate_text(steps, [1000.0 + i * 0.05 for i in steps]) == "1200 step/min"  # (a clock a row: the same)
+    assert rate_text(steps, [1000.0] * 200) is None  # one batch: no span to time
+
+
 def test_alerts_given_selected_and_limited() -> None:
     run = make_run("v", 5, n=60)
     found = [Alert("W", s, "gn", "spike", f"spike {s}") for s in (1, 2, 3, 4)] + [Alert("E", 9, "loss", "nonfinite",
