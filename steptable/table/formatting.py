@@ -78,7 +78,8 @@ def fmt_auto(x: float, digits: int = 3) -> str:
     if x == 0:
         return "0"
     ax = abs(x)
-    if ax >= 999_999.5 or ax < 1e-4:
+    # (each bound as rounded to ``digits``: a float32 1e-4, 9.9999997e-05, reads .0001 as the float64 one does)
+    if ax >= 999_999.5 or ax < 1e-4 - 0.5 * 10.0 ** (-4 - digits):
         return _exp(x, digits)
     if ax >= 10 ** (digits - 1):
         # Enough integer digits: show the integer (1234 reads better than 1.23e3 for a step time).

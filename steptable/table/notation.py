@@ -169,7 +169,7 @@ def choose(biggest: float, width: int, negative: bool = False, places: int = PLA
         return None
     sign = 1 if negative else 0
     d = _decade(biggest)
-    if POSITIONAL_LOW <= biggest and 10.0**d < POSITIONAL_TOP:
+    if POSITIONAL_LOW <= 10.0**d < POSITIONAL_TOP:  # (its decade as rounded: a float32 1e-4 is in 1e-4's)
         cap = max(DIGITS - 1 - d, 0)
         ints = max(d + 1, 0)  # digits before the point (none for .0xyz)
         for dec in range(min(cap, places), -1, -1):

@@ -4,6 +4,7 @@ automatic format, number fitting and filling, fractions, hostile objects."""
 from __future__ import annotations
 
 import math
+import struct
 from decimal import Decimal
 
 import pytest
@@ -23,6 +24,7 @@ from steptable.table.formatting import (
     to_float,
     unique_name,
 )
+from steptable.table.notation import choose
 
 
 @pytest.mark.parametrize(
@@ -52,7 +54,8 @@ from steptable.table.formatting import (
         (0.09996, ".1"),
         (-0.0009996, "-.001"),
         (1e-4, ".0001"),
-        (9.9999e-5, "1e-4"),
+        (9.9999e-5, ".0001"),  # (rounded to 3 digits it is 1e-4: positional, as .09996 is .1)
+        (9.994e-5, "9.99e-5"),
         (math.nan, "NaN"),
         (math.inf, "inf"),
         (-math.inf, "-inf"),
@@ -275,6 +278,23 @@ def test_positional_form_stops_below_a_million() -> None:
     # 999999.5 rounds to 7 digits: past the positional range, so the exponent is the shorter honest form
     assert fmt_auto(999999.5) == "1e6"
     assert fit_number(999999.5, 7) == "1e6"
+
+
+def _float32(x: float) -> float:
+    return float(struct.unpack("f", struct.pack("f", x))[0])
+
+
+@pytest.mark.parametrize("x", [1e-4, 1e-3, 0.1, 5e-5, 3e-4, 999999.0, 2e-5])
+def test_a_float32_copy_of_a_value_is_written_as_the_float64_one(x: float) -> None:
+    """TensorBoard keeps scalars as float32 (1e-4 is stored as 9.9999997e-05), W&B and JSONL as float64: one
+    training's lr read from both must read the same at 3 significant digits, on both sides of the positional band."""
+    y = _float32(x)
+    assert y != x or x == 999999.0
+    assert fmt_auto(y) == fmt_auto(x)
+    assert [fit_number(y, w) for w in range(4, 9)] == [fit_number(x, w) for w in range(4, 9)]
+    for width in range(4, 9):
+        nx, ny = choose(x, width, scaled=True), choose(y, width, scaled=True)
+        assert nx is not None and ny is not None and ny.text(y) == nx.text(x)
 
 
 @pytest.mark.parametrize(
