@@ -64,7 +64,16 @@ from steptable.summary.trend import column_glance
 from steptable.summary.trend import column_stats as column_stats
 from steptable.summary.trend import trend_pct as trend_pct
 from steptable.table.cells import one_word
-from steptable.table.formatting import cut, display_width, fit_number, fmt_auto, md_escape, pad, sanitize
+from steptable.table.formatting import (
+    cut,
+    display_width,
+    fit_number,
+    fmt_auto,
+    md_escape,
+    pad,
+    reads_as,
+    sanitize,
+)
 from steptable.table.runinfo import closed_at, end_words, ended_by
 
 _HEAD = ("first", "last", "min", "max", "tr%")
@@ -83,7 +92,7 @@ def _trend_text(t: float | None) -> str:
 
 def _short(x: float, digits: int) -> str:
     """fmt_auto, but positional for 1e-5 <= |x| < 1e-3: ``.00077`` is 3 o200k tokens where ``7.7e-4`` is 7."""
-    if not 1e-5 <= abs(x) < 1e-3:
+    if not reads_as(1e-5, digits) <= abs(x) < reads_as(1e-3, digits):  # (a float32 1e-5 is .00001 too)
         return fmt_auto(x, digits)
     s = f"{x:.{digits - 1 - math.floor(math.log10(abs(x)))}f}".rstrip("0")
     return s.replace("0.", ".", 1)

@@ -79,7 +79,7 @@ def fmt_auto(x: float, digits: int = 3) -> str:
         return "0"
     ax = abs(x)
     # (each bound as rounded to ``digits``: a float32 1e-4, 9.9999997e-05, reads .0001 as the float64 one does)
-    if ax >= 999_999.5 or ax < 1e-4 - 0.5 * 10.0 ** (-4 - digits):
+    if ax >= 999_999.5 or ax < reads_as(1e-4, digits):
         return _exp(x, digits)
     if ax >= 10 ** (digits - 1):
         # Enough integer digits: show the integer (1234 reads better than 1.23e3 for a step time).
@@ -87,6 +87,12 @@ def fmt_auto(x: float, digits: int = 3) -> str:
     # 1e-4 <= |x| < 10**(digits-1): "g" is positional here (its exponent, after rounding, is -4 .. digits-1) and
     # drops trailing zeros itself; one C-level conversion instead of a log10 and a second format
     return strip_zero(f"{x:.{digits}g}")
+
+
+def reads_as(power: float, digits: int) -> float:
+    """The least magnitude written as ``power`` (a power of ten) at ``digits`` significant digits: a band of forms
+    that starts at ``power`` holds what rounds to it (9.9999997e-05, a float32 1e-4, at 3 digits)."""
+    return power * (1 - 0.5 * 10.0**-digits)
 
 
 def fmt_age(seconds: float) -> str:

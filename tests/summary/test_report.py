@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 import random
 import re
+import struct
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,7 +17,7 @@ from typing import Any, Literal
 import pytest
 
 from steptable.alerts.engine import Alert
-from steptable.summary.report import _arm_tag, alerts_text, rate_text, run_label, summarize, trend_pct
+from steptable.summary.report import _arm_tag, _short, alerts_text, rate_text, run_label, summarize, trend_pct
 from tests.alerts.helpers import spike
 from tests.helpers import grpo_row, run_cli, store_of, write_rows
 from tests.summary.helpers import FakeRun, summary_table
@@ -459,3 +460,10 @@ def test_arms_in_one_state_share_a_line_and_clean_arms_one_alerts_line() -> None
     lines = summarize([runs[0], late, runs[1]], now=NOW, alerts={"exp7/late": [spike(250)]}).splitlines()
     assert lines[0].startswith("a: vanilla, c: routeA: steps 0-399") and lines[1].startswith("b: late: steps 0-299")
     assert lines[-3:-1] == ["a c alerts 0", "b alerts 1 (1W):"]
+
+
+@pytest.mark.parametrize("x", [1e-5, 2e-5, 5e-5, 1e-4, 1e-3, 3e-6])
+def test_summary_cells_write_a_float32_copy_as_its_float64_value(x: float) -> None:
+    """An lr of 1e-5 read from TensorBoard (float32: 9.99999974737875e-06) and from W&B (float64) reads the same."""
+    y = float(struct.unpack("f", struct.pack("f", x))[0])
+    assert y != x and [_short(y, d) for d in (2, 3)] == [_short(x, d) for d in (2, 3)]
