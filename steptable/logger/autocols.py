@@ -7,9 +7,9 @@ declared columns present, then the other keys ranked by how much they tell, each
 to the terminal's width (200 cells when stdout is not a terminal, as ``tail``). The console prints them narrower
 (``steptable.logger.consolecols``); a column that widens past the line (:attr:`AutoColumns.room`) leaves out the
 columns that no longer fit. ``expect`` names keys later rows carry (an evaluation's) so that they have columns from
-the start. A key first logged later (SB3's losses from PPO's first update on, Lightning's
-validation at the end of an epoch) lays the row out again with it (:class:`AutoColumns`): the printed row shows it
-from then on, under a header printed again.
+the start. A key first logged later (SB3's losses from PPO's first update on, Lightning's validation at the end of
+an epoch) lays the row out again with it (:class:`AutoColumns`): the printed row shows it from then on, under a
+header printed again.
 """
 
 from __future__ import annotations

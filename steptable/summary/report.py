@@ -139,7 +139,7 @@ def rate_text(steps: Sequence[int], wall_times: Sequence[float], pairs: int = 20
     timed by its batches, the steps of a batch over the time since the batch before; rows with a clock each are
     timed row by row."""
     n = min(len(steps), len(wall_times))
-    ends: list[tuple[float, float]] = []  # (step, time) of the last row of each time, oldest first
+    ends: list[tuple[float, float]] = []  # (step, time) of the last row of each time, newest first
     for i in range(n - 1, -1, -1):
         try:
             step, t = float(steps[i]), float(wall_times[i])

@@ -632,7 +632,7 @@ def test_summary_leaves_out_keys_a_schema_keeps_out_of_its_table(
 
 def test_summary_rate_of_a_trackio_run_is_its_logging_pace(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """trackio stamps a flush's rows with one time (every 0.5 s): the rate is the pace the run logged at, as its own
-    clock measured it (within 2x: the bug this guards against read 20x slow, one step a flush)."""
+    clock measured it, within 2x (one step a flush would read about 20x slow)."""
     pytest.importorskip("trackio")
     from tests.ingest.writers import run_writer
 

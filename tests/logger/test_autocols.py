@@ -129,8 +129,8 @@ def test_an_undeclared_keys_column_widens_for_the_digits_its_later_values_need(c
 
 
 def test_a_widening_column_leaves_out_the_columns_that_no_longer_fit_the_line(captured: list[str]) -> None:
-    """Automatic columns fill the line as the console prints them; where one widens past it, the columns that no
-    longer fit are left out (for good: none comes back to shift the others), so no line wraps in its terminal."""
+    """Automatic columns are laid out to the line; where one widens past it, the columns that no longer fit are left
+    out (for good: none comes back to shift the others), so no line wraps in its terminal, the end's dump included."""
     width = 40
     lg = StepLogger(AutoColumns(max_width=width), alerts=False)
     for step in range(40):
