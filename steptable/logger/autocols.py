@@ -3,13 +3,13 @@
 The first row's keys pick the schema the readers would pick for the file (``schemafiles.resolve.detect``: the trl
 schema for HF/TRL keys, tinker's, verl's..., a ``steptable.toml`` beside the run; generic otherwise), and
 ``steptable.schemas.layout`` lays the row out as ``steptable tail`` lays the file out: the step, the schema's
-declared columns present, then the other keys ranked by how much they tell, each as wide as its value needs, fitted
-to the terminal's width (200 cells when stdout is not a terminal, as ``tail``). The console prints them narrower
-(``steptable.logger.consolecols``); a column that widens past the line (:attr:`AutoColumns.room`) leaves out the
-columns that no longer fit. ``expect`` names keys later rows carry (an evaluation's) so that they have columns from
-the start. A key first logged later (SB3's losses from PPO's first update on, Lightning's validation at the end of
-an epoch) lays the row out again with it (:class:`AutoColumns`): the printed row shows it from then on, under a
-header printed again.
+declared columns present, then the other keys ranked by how much they tell. In a terminal, as many as fit its width
+as the console prints them (``steptable.logger.consolecols``: abbreviated headers, each column as wide as its
+value); in a pipe, those ``tail`` shows in 200 cells (full headers), so that an agent reads one column set either
+way. A column that widens past the line (:attr:`AutoColumns.room`) leaves out the columns that no longer fit.
+``expect`` names keys later rows carry (an evaluation's) so that they have columns from the start. A key first
+logged later (SB3's losses from PPO's first update on, Lightning's validation at the end of an epoch) lays the row
+out again with it (:class:`AutoColumns`): the printed row shows it from then on, under a header printed again.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from steptable.logger.consolecols import ConsoleLayout
 from steptable.logger.sinks import report_once
 from steptable.logger.writer import error_text
 from steptable.schemafiles.resolve import detect, get_schema
@@ -50,9 +51,14 @@ class _OneRow:
         return 1
 
 
+def terminal_width() -> int | None:
+    """The width of the terminal stdout is (``COLUMNS`` where set), else None (a pipe, a file)."""
+    return shutil.get_terminal_size((0, 0)).columns or None
+
+
 def row_width() -> int:
     """Cells a printed line may take: the terminal's width, else PIPE_WIDTH (``COLUMNS`` overrides both)."""
-    return shutil.get_terminal_size((PIPE_WIDTH, 24)).columns
+    return terminal_width() or PIPE_WIDTH
 
 
 def room(max_width: int | None = None) -> int:
@@ -67,6 +73,7 @@ def auto_columns(
     expect: Sequence[str] = (),
     schema: str | None = None,
     max_width: int | None = None,
+    terminal: int | None = None,
 ) -> tuple[Col, ...]:
     """The columns for a run whose first row is ``row`` (flat: ``{"train/loss": ...}``).
 
@@ -74,11 +81,18 @@ def auto_columns(
     expect     keys not in this row that later rows will carry (evaluation metrics): given columns now
     schema     a schema name to lay out with instead of detecting one
     max_width  cells the row may take (default :func:`row_width`), counted as ``tail`` prints it
+    terminal   the width of a terminal the rows are printed in: the columns kept are those a ``ConsoleLayout`` prints
+               of this row within it, after the level icon (abbreviated headers, each column as wide as its value);
+               ``max_width`` is then not used. A pipe's 200 cells are counted as ``tail`` prints them, so that the
+               console and ``tail`` show an agent one column set
     """
     view = _OneRow(row, [k for k in expect if k not in row])
     p = Path(path)
     chosen = get_schema(schema, p.parent) if schema is not None else detect(p, view.keys)
-    cols = layout([view], chosen, max_width=row_width() if max_width is None else max_width)
+    if terminal is None:
+        cols = layout([view], chosen, max_width=row_width() if max_width is None else max_width)
+    else:
+        cols = layout([view], chosen)
     present = set(view.keys)
     declared = {c.key for c in chosen.cols} if chosen is not None else set()
     out: list[Col] = []
@@ -96,7 +110,11 @@ def auto_columns(
             alias = next((a for a in c.aliases if a in present), None)
             if alias is not None:
                 out.append(c.with_(key=alias, aliases=()))
-    return tuple(out)
+    if terminal is None:
+        return tuple(out)
+    printed = ConsoleLayout(out, room=room(terminal))
+    printed.update(row)
+    return tuple(c for c in out if c.key not in printed.hidden)
 
 
 #: rows with new keys an AutoColumns lays out again, at most
@@ -163,8 +181,11 @@ class AutoColumns:
             return auto_columns({"step": step}, self.path)
 
     def _lay_out(self) -> tuple[Col, ...]:
-        width = row_width() if self.max_width is None else self.max_width
-        cols = auto_columns(self._values, self.path, expect=self.expect, schema=self.schema, max_width=width)
+        # (a width given is counted as tail prints; a terminal's by what the console prints in it)
+        terminal = terminal_width() if self.max_width is None else None
+        width = self.max_width or terminal or PIPE_WIDTH
+        cols = auto_columns(self._values, self.path, expect=self.expect, schema=self.schema, max_width=width,
+                            terminal=terminal)
         self.room = room(width)
         self._keys = tuple(c.key for c in cols)
         return cols

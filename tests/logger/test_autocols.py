@@ -9,8 +9,11 @@ import re
 import time
 from pathlib import Path
 
+import pytest
+
 from steptable import StepLogger
-from steptable.logger.autocols import MAX_GROWS, AutoColumns
+from steptable.logger.autocols import MAX_GROWS, AutoColumns, auto_columns
+from steptable.logger.consolecols import ConsoleLayout
 from steptable.table.runinfo import WRITER_KEY
 
 
@@ -147,3 +150,24 @@ def test_a_widening_column_leaves_out_the_columns_that_no_longer_fit_the_line(ca
     assert len(headers[-1]) < len(headers[0]) and "grow" in headers[-1]
     shown = [set(h) for h in headers]
     assert all(later <= before for before, later in itertools.pairwise(shown))  # left out for good
+
+
+def test_in_a_terminal_the_columns_fill_its_width_as_the_console_prints_them(
+        captured: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """In a terminal (``COLUMNS`` here) the first row keeps the columns whose printed widths fit the line: abbreviated
+    headers over narrow values leave room for more than ``tail``'s full headers do in a pipe of the same width."""
+    row = {"step": 0, **{f"metric_{i:02d}": 0.25 + i / 100 for i in range(30)}}
+    piped = auto_columns(row, max_width=80)
+    monkeypatch.setenv("COLUMNS", "80")
+    lg = StepLogger(alerts=False)
+    for step in range(5):
+        lg.log({**row, "step": step})
+    lg.close()
+    lines = [line.rstrip("\n") for line in captured if re.match(r"I +(step|\d+) ", line)]
+    assert lines and max(len(line) for line in lines) <= 80
+    shown = [c.key for c in lg.cols]
+    assert len(shown) > len(piped) and shown[: len(piped)] == [c.key for c in piped]
+    everything = auto_columns(row, max_width=10_000)
+    nxt = ConsoleLayout(everything[: len(shown) + 1])  # the next column by rank, printed after the kept ones
+    nxt.update(row)
+    assert sum(c.width + 1 for c in nxt.cols) - 1 > 80 - 2  # (it would not have fit after the level icon)
