@@ -112,7 +112,9 @@ def auto_columns(
                 out.append(c.with_(key=alias, aliases=()))
     if terminal is None:
         return tuple(out)
-    printed = ConsoleLayout(out, room=room(terminal))
+    cells = room(terminal)
+    out = out[: cells // 2 + 1]  # (each printed column takes a cell and a space at least: no more can fit)
+    printed = ConsoleLayout(out, room=cells)
     printed.update(row)
     return tuple(c for c in out if c.key not in printed.hidden)
 
