@@ -83,8 +83,9 @@ def auto_columns(
     max_width  cells the row may take (default :func:`row_width`), counted as ``tail`` prints it
     terminal   the width of a terminal the rows are printed in: the columns kept are those a ``ConsoleLayout`` prints
                of this row within it, after the level icon (abbreviated headers, each column as wide as its value);
-               ``max_width`` is then not used. A pipe's 200 cells are counted as ``tail`` prints them, so that the
-               console and ``tail`` show an agent one column set
+               ``max_width`` is then not used; the candidates are the first ``room // 2 + 1`` by rank (no more fit).
+               A pipe's 200 cells are counted as ``tail`` prints them, so that the console and ``tail`` show an agent
+               one column set
     """
     view = _OneRow(row, [k for k in expect if k not in row])
     p = Path(path)
@@ -113,7 +114,7 @@ def auto_columns(
     if terminal is None:
         return tuple(out)
     cells = room(terminal)
-    out = out[: cells // 2 + 1]  # (each printed column takes a cell and a space at least: no more can fit)
+    out = out[: cells // 2 + 1]  # (a printed column takes a cell and a space at least: no more than these fit)
     printed = ConsoleLayout(out, room=cells)
     printed.update(row)
     return tuple(c for c in out if c.key not in printed.hidden)
