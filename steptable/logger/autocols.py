@@ -61,9 +61,9 @@ def row_width() -> int:
     return terminal_width() or PIPE_WIDTH
 
 
-def room(max_width: int | None = None) -> int:
-    """Cells a row may take after its level icon on a line of ``max_width`` cells (default :func:`row_width`)."""
-    return max((row_width() if max_width is None else max_width) - ICON_CELLS, 1)
+def room(line: int) -> int:
+    """Cells a row may take after its level icon on a line of ``line`` cells."""
+    return max(line - ICON_CELLS, 1)
 
 
 def auto_columns(

@@ -18,6 +18,7 @@ SIDE_KINDS = frozenset({"generations", "rollout_summaries", "logtree", "checkpoi
 #: the legend of an evaluation key a rule promotes (on evaluation steps only: nan between them)
 EVALUATION = "evaluation metric, present on evaluation steps only ({key})"
 
+
 @dataclass(frozen=True)
 class Rule:
     """What a schema says about every key matching ``pattern`` (an ``fnmatch`` glob over the whole key).
