@@ -95,7 +95,7 @@ class _Arm:
         # Without torch: numbers of the same shape, made up here (the real ones need steptable[torch]).
         r = self.rng
         warm = step < 8
-        rout = 0.0 if warm else min(0.9, hack_p * 0.9 + r.gauss(0, 0.02))
+        rout = 0.0 if warm else min(0.9, max(0.0, hack_p * 0.9 + r.gauss(0, 0.02)))  # a share: never below 0
         keep = 0.0 if warm else max(0.0, 0.45 + r.gauss(0, 0.03))
         return {
             "auroc": min(1.0, 0.85 + r.gauss(0, 0.03)), "cos": 0.08 + r.gauss(0, 0.01),

@@ -22,7 +22,15 @@ from steptable.schemas.arrange import fit
 from steptable.schemas.headers import abbreviate, look
 from steptable.table import render
 from steptable.table.columns import FIT_MAX, Col
-from steptable.table.formatting import display_width, fill_digits, fmt_auto, format_value, sanitize
+from steptable.table.formatting import (
+    display_width,
+    fill_digits,
+    fmt_auto,
+    format_value,
+    numeric_pair,
+    reads_zero,
+    sanitize,
+)
 from steptable.table.notation import Notation, unit
 from steptable.table.running import Running
 
@@ -37,11 +45,20 @@ KEEP_HEADER = 5
 COMPILE_AFTER = 128
 
 
-def need(value: Any, fmt: str | None, most: int, notation: Notation | None = None) -> int:
+def need(value: Any, fmt: str | None, most: int, notation: Notation | None = None, room: int = 0) -> int:
     """Cells ``value``'s text takes in a column of at most ``most`` cells: in the column's notation where it holds
     the value, else its 3-significant-digit form with the trailing zeros kept (.340, .00300), so that a column is as
-    wide as its values' usual form from the start."""
+    wide as its values' usual form from the start. A value that a fixed-point spec rounds to zero is written as its
+    magnitude (steptable.table.formatting.reads_zero): in the ``room`` cells the column has where that shows it
+    (``.0024`` in a ``+.2f`` column of 5 cells), so that a loss of .00238 does not widen the column and its header."""
     if notation is not None or fmt is not None:
+        if room and fmt and fmt[-1:] in "fF%" and isinstance(value, float) and value - value == 0:
+            try:
+                zero = reads_zero(value, format(value, fmt))
+            except ValueError:  # (a spec that is not a float's: the text below says what it prints)
+                zero = False
+            if zero and "#" not in (text := format_value(value, fmt, room)):
+                return display_width(text)
         return display_width(format_value(value, fmt, most, notation=notation))
     if type(value) is float:
         text = fmt_auto(value)  # what the automatic format prints where it fits (ASCII)
@@ -73,6 +90,21 @@ def _names(desc: str, key: str) -> bool:
     ("mean reward of one reward function (rewards/acc/mean)"): the legend then does not name it twice. A word of
     the description that is the key ("mean reward" for ``reward``) does not say which key the header stands for."""
     return f"({key})" in desc
+
+
+def _least(fmt: str | None, first: Any, most: int) -> int:
+    """Cells every value of a column will take, known from its spec and its first value (0: nothing known): a
+    fixed spec's form of zero, the narrowest it writes a number (``+0.00`` for ``+.2f``: a first NaN or a missing
+    first value does not start the column narrower than its numbers); ``d/d`` for a first fraction ``n/d`` of up to
+    ``d`` (passes out of ``d`` rollouts grow to ``d``'s digits)."""
+    if numeric_pair(first) and 0 <= first[0] <= first[1]:
+        return display_width(format_value((first[1], first[1]), fmt, most))
+    if fmt and fmt[-1:] in "fFeEgG%":
+        try:
+            return display_width(format_value(0.0, fmt, most))
+        except ValueError:
+            return 0
+    return 0
 
 
 def _band(w: int) -> tuple[float, float]:
@@ -185,7 +217,7 @@ class ConsoleLayout:
                     (notes[i] is not None and v - v == 0 and i not in outside)
                     or lo <= v < hi or -nhi < v <= -nlo or v == 0.0):
                 continue
-            if (w := need(v, self.declared[i].fmt, self._most[i], notes[i])) > widths[i]:
+            if (w := need(v, self.declared[i].fmt, self._most[i], notes[i], widths[i])) > widths[i]:
                 widths[i] = w
                 widened = True
         if widened or noted:
@@ -276,7 +308,9 @@ class ConsoleLayout:
         for c, most in zip(self.declared, self._most, strict=True):
             hw = display_width(c.header)
             floor = display_width(_short(c)) if hw <= KEEP_HEADER else 0
-            shown = need(row[c.key], c.fmt, most, notes[len(widths)]) if c.key in row else 3  # "nan" until it comes
+            least = _least(c.fmt, row.get(c.key), most)
+            shown = need(row[c.key], c.fmt, most, notes[len(widths)], least) if c.key in row else 3  # "nan" till then
+            shown = max(shown, least)
             n = notes[len(widths)]
             if n is not None:
                 shown = max(shown, self._noted_width(len(widths), n))

@@ -202,6 +202,12 @@ def unique_name(name: str, taken: Container[str], alike: Callable[[str], str] | 
     return f"{name}~{n}"
 
 
+def reads_zero(value: float, text: str) -> bool:
+    """Whether ``text``, a fixed spec's form of ``value``, reads as zero where ``value`` is not (``+0.00`` for 3e-4
+    at ``+.2f``, ``0.0%`` for 6e-5 at ``.1%``): the value's magnitude is written instead."""
+    return value != 0 and text.lstrip("+-").rstrip("%").strip("0.") == ""
+
+
 def numeric_pair(value: Any) -> bool:
     """An ``(n, d)`` pair of real numbers (tuple or JSON list): what the automatic format shows as ``n/d``. Any
     other list, a pair of words included, is shown as text."""
@@ -331,7 +337,7 @@ def _format_value(value: Any, fmt: str | None, width: int, fill: bool = True) ->
                 return s if len(s) <= width else fit_number(value, width)
             return fit_number(value, width)
         s = _compact_exponent(format(value, fmt)) if fmt[-1:] in "eEgG" else format(value, fmt)
-        if len(s) > width or (s.lstrip("+-").rstrip("%").strip("0.") == "" and value != 0):
+        if len(s) > width or reads_zero(value, s):
             # Too wide, or rounded to zero by a fixed spec (.2f of 3e-4): show the magnitude instead,
             # still in percent for a percent spec.
             if fmt.endswith("%") and width >= 2:

@@ -1,5 +1,5 @@
 """steptable.cli.demo: ``steptable demo`` ends quietly when its reader leaves, on TERM and on a hang-up, leaves no
-directory behind without --dir, and refuses bad numbers."""
+directory behind without --dir, refuses bad numbers, and prints its rows under one header until the header is due."""
 
 from __future__ import annotations
 
@@ -101,6 +101,26 @@ def test_the_demo_without_dir_leaves_no_files_behind(tmp_path: Path, capsys: pyt
     kept = tmp_path / "kept"
     rc, _, _ = run_cli(["demo", "--stdout", "--steps", "3", "--interval", "0", "--dir", str(kept)], capsys)
     assert rc == 0 and list(kept.rglob("metrics.jsonl"))
+
+
+@pytest.mark.parametrize("torch", [True, False], ids=["torch-diagnostics", "made-up-diagnostics"])
+def test_the_demo_rows_keep_one_header_until_it_is_due_again(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                             monkeypatch: pytest.MonkeyPatch, torch: bool) -> None:
+    """The routing arm's columns (``+.2f`` diagnostics absent at step 0, thresholds NaN while the gate warms up,
+    tiny cosines and losses, passes out of 32) keep their widths: the header is printed once before the 25 lines
+    after which it is due again."""
+    from steptable.demo import run as demo_run
+
+    if torch:
+        pytest.importorskip("torch")
+    else:
+        monkeypatch.setattr(demo_run, "_torch_installed", lambda: False)
+    rc, out, _ = run_cli(["demo", "--stdout", "--steps", "24", "--interval", "0", "--dir", str(tmp_path)], capsys)
+    lines = out.splitlines()
+    rows = [line for line in lines if line.split()[1:2] and line.split()[1].isdigit()]
+    assert rc == 0 and len(rows) == 24
+    assert sum(line.startswith("I step ") for line in lines) == 1
+    assert len({len(row) for row in rows}) == 1  # (no column widened)
 
 
 @pytest.mark.parametrize("argv", [["demo", "--stdout", "--steps", "-1"], ["demo", "--stdout", "--interval", "-2"],

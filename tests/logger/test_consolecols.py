@@ -327,3 +327,36 @@ def test_an_abbreviated_key_with_a_newline_and_escapes_is_named_inert_in_the_leg
     assert " cli  completion_len⏎I    99 fake row\n" in text  # named once, on one line
     assert not any(bad in text for bad in ("\x1b", "\x07", "\u202e"))
     assert not any(re.match(r"I +99 fake", ln) for ln in text.splitlines())
+
+
+def test_a_value_a_fixed_spec_rounds_to_zero_is_written_within_its_column(captured: list[str]) -> None:
+    """A tiny loss in a ``+.2f`` column reads as its magnitude in the cells the column has (``-.005``, never
+    ``-0.00``), not at 3 digits in a wider column with its header again; a value that is too wide still widens."""
+    cols = [Col("step", 4, "step", "d"), Col("loss", 7, "loss", "+.2f"), Col("cos", 6, "cos", "+.2f")]
+    values = [(0.05, 0.08), (-0.00474, 0.00238), (0.03, -0.0007), (0.00196, 3e-9), (-0.02, 0.01)]
+    with StepLogger(cols, alerts=False, header_every=0) as sl:
+        for i, (loss, cos) in enumerate(values):
+            sl.log({"step": i, "loss": loss, "cos": cos})
+        sl.log({"step": 5, "loss": -12.345, "cos": 0.0})
+    text = "".join(captured)
+    rows, headers = _rows(text), _headers(text)
+    assert rows[:5] == ["   0 +0.05 +0.08", "   1 -.005 .0024", "   2 +0.03 -7e-4", "   3  .002  3e-9",
+                        "   4 -0.02 +0.01"]
+    assert rows[5] == "   5 -12.35 +0.00" and len(headers) == 2  # (too wide for 5 cells: the column widens)
+
+
+def test_a_fixed_spec_column_starts_as_wide_as_its_spec_writes_a_number(captured: list[str]) -> None:
+    """A ``+.2f`` column whose first value is NaN or not logged yet (a gate warming up) is printed as wide as
+    ``+0.00`` from the first row, and a fraction ``n/d`` as wide as ``d/d``: the numbers that follow need no header
+    again. A column of the automatic format has no such width before its numbers come."""
+    cols = [Col("step", 4, "step", "d"), Col("tlo", 6, "tlo", "+.2f"), Col("auroc", 6, "auroc", ".2f"),
+            Col("hs", 6, "hs", "frac"), Col("kl", 6, "kl")]
+    with StepLogger(cols, alerts=False, header_every=0) as sl:
+        sl.log({"step": 0, "tlo": math.nan, "hs": (1, 32)})
+        for i in range(1, 12):
+            sl.log({"step": i, "tlo": -0.51, "auroc": 0.84, "hs": (i, 32), "kl": 0.25})
+    text = "".join(captured)
+    headers = _headers(text)
+    assert headers == ["step   tlo auroc    hs  kl"], headers
+    assert _rows(text)[0] == "   0   NaN        1/32    "  # (auroc and kl not logged: blank)
+    assert _rows(text)[-1] == "  11 -0.51  0.84 11/32 .25"
