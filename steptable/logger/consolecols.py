@@ -57,7 +57,8 @@ def need(value: Any, fmt: str | None, most: int, notation: Notation | None = Non
                 zero = reads_zero(value, format(value, fmt))
             except ValueError:  # (a spec that is not a float's: the text below says what it prints)
                 zero = False
-            if zero and "#" not in (text := format_value(value, fmt, room)):
+            # (where no form shows the magnitude in ``room``, the spec's own zero is written there: not that)
+            if zero and "#" not in (text := format_value(value, fmt, room)) and not reads_zero(value, text):
                 return display_width(text)
         return display_width(format_value(value, fmt, most, notation=notation))
     if type(value) is float:

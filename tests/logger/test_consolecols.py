@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 
 from steptable import Col, StepLogger
-from steptable.logger.consolecols import KEEP_HEADER, ConsoleLayout, joined
+from steptable.logger.consolecols import KEEP_HEADER, ConsoleLayout, joined, need
 from steptable.table import render
 
 
@@ -360,3 +360,14 @@ def test_a_fixed_spec_column_starts_as_wide_as_its_spec_writes_a_number(captured
     assert headers == ["step   tlo auroc    hs  kl"], headers
     assert _rows(text)[0] == "   0   NaN        1/32    "  # (auroc and kl not logged: blank)
     assert _rows(text)[-1] == "  11 -0.51  0.84 11/32 .25"
+
+
+def test_a_value_rounded_away_is_measured_where_its_magnitude_shows() -> None:
+    """Cells a value needs in a column of ``room`` cells (at most 7): its magnitude where it shows there, else its own
+    form; never a text that reads as zero for a value that is not."""
+    assert need(-0.00474, "+.2f", 7, room=5) == 5  # -.005
+    assert need(0.00474, "+.2f", 7, room=6) == 6  # .00474 where the column has the cells
+    assert need(0.004, ".0f", 6, room=1) == 4  # "0" would read as zero: .004
+    assert need(6e-5, ".1%", 8, room=4) == 5  # "0.0%" would: .006%
+    assert need(12.345, "+.2f", 7, room=5) == 6  # too wide, not rounded away: the spec's +12.35
+    assert need(0.0, "+.2f", 7, room=3) == 5  # a true zero: the spec's +0.00
