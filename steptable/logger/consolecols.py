@@ -53,8 +53,8 @@ def need(value: Any, fmt: str | None, most: int, notation: Notation | None = Non
     (``.0024`` in a ``+.2f`` column of 5 cells), so that a loss of .00238 does not widen the column and its header."""
     if notation is not None or fmt is not None:
         if room and fmt and fmt[-1:] in "fF%" and isinstance(value, float) and value - value == 0:
-            try:
-                zero = reads_zero(value, format(value, fmt))
+            try:  # (a float subclass by its value, as formatting writes it: its own __format__ is not asked)
+                zero = reads_zero(value, format(float(value), fmt))
             except ValueError:  # (a spec that is not a float's: the text below says what it prints)
                 zero = False
             # (where no form shows the magnitude in ``room``, the spec's own zero is written there: not that)

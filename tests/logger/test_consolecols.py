@@ -371,3 +371,17 @@ def test_a_value_rounded_away_is_measured_where_its_magnitude_shows() -> None:
     assert need(6e-5, ".1%", 8, room=4) == 5  # "0.0%" would: .006%
     assert need(12.345, "+.2f", 7, room=5) == 6  # too wide, not rounded away: the spec's +12.35
     assert need(0.0, "+.2f", 7, room=3) == 5  # a true zero: the spec's +0.00
+
+
+def test_a_float_subclass_rounded_away_is_measured_by_its_value(captured: list[str]) -> None:
+    """A float subclass's own ``__format__`` is never asked (it could raise, or print anything): a tiny one in a
+    ``+.2f`` column is measured and written by its value, and the row is logged."""
+
+    class Sneaky(float):
+        def __format__(self, spec: str) -> str:
+            raise RuntimeError("not asked")
+
+    cols = [Col("step", 4, "step", "d"), Col("loss", 7, "loss", "+.2f")]
+    with StepLogger(cols, alerts=False, header_every=0) as sl:
+        lines = [sl.log({"step": i, "loss": Sneaky(v)}) for i, v in enumerate([0.05, -0.00474, 0.03])]
+    assert lines == ["   0 +0.05", "   1 -.005", "   2 +0.03"]
