@@ -52,13 +52,14 @@ def need(value: Any, fmt: str | None, most: int, notation: Notation | None = Non
     magnitude (steptable.table.formatting.reads_zero): in the ``room`` cells the column has where that shows it
     (``.0024`` in a ``+.2f`` column of 5 cells), so that a loss of .00238 does not widen the column and its header."""
     if notation is not None or fmt is not None:
-        if room and fmt and fmt[-1:] in "fF%" and isinstance(value, float) and value - value == 0:
-            try:  # (a float subclass by its value, as formatting writes it: its own __format__ is not asked)
-                zero = reads_zero(value, format(float(value), fmt))
+        # (a float subclass by its value, as formatting writes it: its own operators and __format__ are not asked)
+        if room and fmt and fmt[-1:] in "fF%" and isinstance(value, float) and (f := float(value)) - f == 0:
+            try:
+                zero = reads_zero(f, format(f, fmt))
             except ValueError:  # (a spec that is not a float's: the text below says what it prints)
                 zero = False
             # (where no form shows the magnitude in ``room``, the spec's own zero is written there: not that)
-            if zero and "#" not in (text := format_value(value, fmt, room)) and not reads_zero(value, text):
+            if zero and "#" not in (text := format_value(f, fmt, room)) and not reads_zero(f, text):
                 return display_width(text)
         return display_width(format_value(value, fmt, most, notation=notation))
     if type(value) is float:
@@ -98,8 +99,12 @@ def _least(fmt: str | None, first: Any, most: int) -> int:
     fixed spec's form of zero, the narrowest it writes a number (``+0.00`` for ``+.2f``: a first NaN or a missing
     first value does not start the column narrower than its numbers); ``d/d`` for a first fraction ``n/d`` of up to
     ``d`` (passes out of ``d`` rollouts grow to ``d``'s digits)."""
-    if numeric_pair(first) and 0 <= first[0] <= first[1]:
-        return display_width(format_value((first[1], first[1]), fmt, most))
+    if numeric_pair(first):
+        try:  # (by value, as the cell is written: a subclass's own comparisons are not asked)
+            n, d = float(first[0]), float(first[1])
+        except (TypeError, ValueError, OverflowError):
+            return 0
+        return display_width(format_value((first[1], first[1]), fmt, most)) if 0 <= n <= d else 0
     if fmt and fmt[-1:] in "fFeEgG%":
         try:
             return display_width(format_value(0.0, fmt, most))

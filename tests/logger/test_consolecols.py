@@ -374,14 +374,32 @@ def test_a_value_rounded_away_is_measured_where_its_magnitude_shows() -> None:
 
 
 def test_a_float_subclass_rounded_away_is_measured_by_its_value(captured: list[str]) -> None:
-    """A float subclass's own ``__format__`` is never asked (it could raise, or print anything): a tiny one in a
-    ``+.2f`` column is measured and written by its value, and the row is logged."""
+    """A float subclass's own ``__format__`` and operators are never asked (they could raise, or print anything):
+    a tiny one in a ``+.2f`` column is measured and written by its value, and the row is logged."""
 
     class Sneaky(float):
         def __format__(self, spec: str) -> str:
+            raise RuntimeError("not asked")
+
+        def __sub__(self, other: object) -> float:
             raise RuntimeError("not asked")
 
     cols = [Col("step", 4, "step", "d"), Col("loss", 7, "loss", "+.2f")]
     with StepLogger(cols, alerts=False, header_every=0) as sl:
         lines = [sl.log({"step": i, "loss": Sneaky(v)}) for i, v in enumerate([0.05, -0.00474, 0.03])]
     assert lines == ["   0 +0.05", "   1 -.005", "   2 +0.03"]
+
+
+def test_a_fraction_of_int_subclasses_is_measured_by_its_value(captured: list[str]) -> None:
+    """Passes given as int subclasses whose comparisons raise are laid out by their values: every row logged."""
+
+    class Sneaky(int):
+        def __le__(self, other: object) -> bool:
+            raise RuntimeError("not asked")
+
+        __ge__ = __lt__ = __gt__ = __le__
+
+    cols = [Col("step", 4, "step", "d"), Col("hs", 6, "hs", "frac")]
+    with StepLogger(cols, alerts=False, header_every=0) as sl:
+        lines = [sl.log({"step": i, "hs": (Sneaky(i), Sneaky(32))}) for i in (0, 10)]
+    assert lines == ["   0  0/32", "  10 10/32"]
