@@ -52,16 +52,18 @@ def need(value: Any, fmt: str | None, most: int, notation: Notation | None = Non
     magnitude (steptable.table.formatting.reads_zero): in the ``room`` cells the column has where that shows it
     (``.0024`` in a ``+.2f`` column of 5 cells), so that a loss of .00238 does not widen the column and its header."""
     if notation is not None or fmt is not None:
-        # (a float subclass by its value, as formatting writes it: its own operators and __format__ are not asked)
-        if room and fmt and fmt[-1:] in "fF%" and isinstance(value, float) and (f := float(value)) - f == 0:
+        w = display_width(format_value(value, fmt, most, notation=notation))
+        # only a value that would widen the column is asked whether the spec rounded it away (a float subclass by
+        # its value, as formatting writes it: its own operators and __format__ are not asked)
+        if w > room > 0 and fmt and fmt[-1:] in "fF%" and isinstance(value, float) and (f := float(value)) - f == 0:
             try:
                 zero = reads_zero(f, format(f, fmt))
-            except ValueError:  # (a spec that is not a float's: the text below says what it prints)
+            except ValueError:  # (a spec that is not a float's: its text above is what it prints)
                 zero = False
             # (where no form shows the magnitude in ``room``, the spec's own zero is written there: not that)
             if zero and "#" not in (text := format_value(f, fmt, room)) and not reads_zero(f, text):
                 return display_width(text)
-        return display_width(format_value(value, fmt, most, notation=notation))
+        return w
     if type(value) is float:
         text = fmt_auto(value)  # what the automatic format prints where it fits (ASCII)
         if len(text) <= most:
