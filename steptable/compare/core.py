@@ -25,10 +25,12 @@ from typing import Any
 from steptable.compare.groups import Member
 from steptable.compare.stats import Spread, seeds_spread, single_spread, welch
 from steptable.compare.xaxis import XAxis, XError, x_values
+from steptable.ingest.parsed import counter
 from steptable.table.formatting import fmt_auto
 
 WINDOW_SHARE = 0.1
-#: keys never compared (steps, clocks, bookkeeping)
+#: keys never compared (steps, clocks, bookkeeping); nor is a counter in any namespace (:func:`counter`: HF's
+#: ``train/global_step`` and ``train/epoch``, SB3's ``time/total_timesteps``), a function of the step itself
 NOT_METRICS = frozenset({"step", "_step", "global_step", "ts", "time", "timestamp", "_timestamp", "wall_time",
                          "_runtime", "run", "arm", "epoch"})
 
@@ -160,7 +162,7 @@ def _num(v: float) -> str:
 def pick_metrics(arms: Sequence[Arm], globs: Sequence[str] = (), skip: Sequence[str] = ()) -> list[str]:
     """Numeric keys to compare, in the baseline's (first arm's) order then the others': those matching ``globs``
     (fnmatch over keys), or by default every key the first arm and at least one other arm log, but step, clock and
-    bookkeeping keys, the x keys and ``skip``."""
+    bookkeeping keys, counters, the x keys and ``skip``."""
     xkeys = {ax.key for a in arms for ax in a.axes if ax.key is not None}
     per_arm = [{k for m in a.members for k in m.run.keys if m.run.is_numeric(k)} for a in arms]
     order = dict.fromkeys(k for a in arms for m in a.members for k in m.run.keys)
@@ -168,7 +170,7 @@ def pick_metrics(arms: Sequence[Arm], globs: Sequence[str] = (), skip: Sequence[
         return [k for k in order if any(k in s for s in per_arm) and any(fnmatchcase(k, g) for g in globs)]
     out = []
     for k in order:
-        if k in NOT_METRICS or k in xkeys or k in skip or k not in per_arm[0]:
+        if k in NOT_METRICS or counter(k) or k in xkeys or k in skip or k not in per_arm[0]:
             continue
         if len(arms) == 1 or any(k in s for s in per_arm[1:]):
             out.append(k)

@@ -243,3 +243,17 @@ def test_too_few_values_give_no_interval() -> None:
     assert (a.delta, a.delta_lo, a.delta_hi, a.verdict) == (1.0, None, None, None)
     b = by(res, "b", "m")  # a constant: an interval of no width
     assert (b.mean, b.lo, b.hi, b.ci) == (1.0, 1.0, 1.0, "batches")
+
+
+def test_counters_in_any_namespace_are_not_compared() -> None:
+    """The step and epoch counters trainers log beside their metrics (HF's ``train/global_step`` and ``train/epoch``
+    in W&B and trackio, SB3's ``time/total_timesteps``) are functions of the step: never a compared metric."""
+    n = 50
+    steps, epochs = [float(i) for i in range(n)], [i / 10 for i in range(n)]
+    counters = {"train/global_step": steps, "train/epoch": epochs, "time/total_timesteps": [256 * s for s in steps],
+                "training/global_step": steps, "epoch": epochs}
+    runs = [MemRun(arm, range(n), {**counters, "train/reward": [lift + i / n for i in range(n)]})
+            for arm, lift in (("a", 0.0), ("b", 0.1))]
+    arms = make_arms(group_runs(runs), "step")
+    assert pick_metrics(arms) == ["train/reward"]
+    assert pick_metrics(arms, ["train/*"]) == ["train/global_step", "train/epoch", "train/reward"]  # asked for by name
