@@ -18,13 +18,15 @@ from steptable.table.stepkeys import is_step_key
 WALL_KEYS = ("ts", "timestamp", "_timestamp", "time", "wall_time")
 #: keys that say nothing about whether two rows are the same measurement (resume vs merge test; endofrun's too)
 BOOKKEEPING_KEYS = frozenset(WALL_KEYS) | {"arm", "run", "writer_pid"}
+#: counters of the step by other names: SB3's rollouts, episodes and gradient updates so far
+_COUNTERS = frozenset({"time/iterations", "time/episodes", "train/n_updates"})
 
 
 def counter(key: str) -> bool:
     """A counter an evaluation row carries as well as a training row (the epoch, a second step key, HF's
-    ``train/epoch`` and ``train/global_step``): alone it is no sign of a resume (an eval of an earlier step logged
-    late with one score and the epoch would read as one, and drop the rows after it)."""
-    return is_step_key(key) or key == "epoch" or key.endswith(("/epoch", "/global_step"))
+    ``train/epoch`` and ``train/global_step``, SB3's ``time/iterations``): alone it is no sign of a resume (an eval
+    of an earlier step logged late with one score and the epoch would read as one, and drop the rows after it)."""
+    return is_step_key(key) or key == "epoch" or key.endswith(("/epoch", "/global_step")) or key in _COUNTERS
 
 
 @dataclass(slots=True)

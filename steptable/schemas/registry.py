@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path, PurePath
 from typing import Protocol, TypeVar
 
-from steptable.schemas import generic, retrain, tinker, tinyzero, trl, verl
+from steptable.schemas import generic, retrain, sb3, tinker, tinyzero, trl, verl
 from steptable.schemas.base import META_KEYS, Rule, Schema, SideFile
 from steptable.schemas.routing import DIAGNOSTIC_KEYS, routing_columns
 from steptable.table import runinfo
@@ -47,7 +47,8 @@ GENERIC = generic.SCHEMA
 #: built-in schemas, by name
 SCHEMAS: dict[str, Schema] = {
     s.name: s
-    for s in (ROUTING, retrain.SCHEMA, verl.SCHEMA, tinyzero.SCHEMA, tinker.SCHEMA, trl.TRL, trl.MAXENT, GENERIC)
+    for s in (ROUTING, retrain.SCHEMA, verl.SCHEMA, tinyzero.SCHEMA, tinker.SCHEMA, trl.TRL, trl.MAXENT, sb3.SCHEMA,
+              GENERIC)
 }
 
 
@@ -66,6 +67,7 @@ def detect(path: str | os.PathLike[str], keys: Sequence[str], users: Sequence[Sc
     tinker    progress/*, env/all/*, optim/* keys
     trl       trainer_state.json, and HF/TRL keys (loss, learning_rate, reward, completions/..., eval_loss)
     maxent-grpo  train/ prefixed keys that only MaxEnt-GRPO logs (train/tau, train/beta, train/weight_entropy, ...)
+    sb3       three or more keys only Stable-Baselines3 records (time/total_timesteps, rollout/ep_rew_mean, ...)
     """
     p = Path(path)
     fallback = next((s for s in users if s.name == GENERIC.name), GENERIC)

@@ -32,14 +32,14 @@ def test_legend_of_a_directory_of_several_trainers_has_one_legend_each(
     assert rc == 0 and out.startswith("verl columns:\n")
 
 
-def test_legend_gives_each_unrelated_generic_log_its_own(
+def test_legend_gives_each_unrelated_log_its_own(
     lightning_sb3: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     rc, out, _ = run_cli(["legend", str(lightning_sb3)], capsys)
     assert rc == 0
     light, sb3, _ = out.split("\n\n")
     assert "metrics.csv" in light.splitlines()[0] and "val_loss" in light and "ep_rew_mean" not in light
-    assert "progress.csv" in sb3.splitlines()[0] and "ep_rew_mean" in sb3 and "val_loss" not in sb3
+    assert sb3.splitlines()[0] == "sb3 columns (sb3_ppo/progress.csv):" and "ep_rew" in sb3 and "val_loss" not in sb3
 
 
 def test_legend_of_a_run_and_of_a_schema_by_name(demo_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:

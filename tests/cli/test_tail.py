@@ -430,5 +430,5 @@ def test_tail_lays_a_lightning_run_and_an_sb3_run_out_apart(
     (light, light_head), (sb3, sb3_head) = _sections(out)
     assert "sb3_ppo" in sb3 and "sb3_ppo" not in light  # (a narrow table's title is cut)
     assert "val_loss" in light_head.split() and "val_acc" in light_head.split()
-    assert not {"ep_rew_mean", "approx_kl", "value_loss"} & set(light_head.split())  # no SB3 column of nans
-    assert "ep_rew_mean" in sb3_head.split() and not {"val_loss", "train_loss"} & set(sb3_head.split())
+    assert not {"ep_rew", "kl", "vf_loss"} & set(light_head.split())  # no SB3 column of nans
+    assert "ep_rew" in sb3_head.split() and not {"val_loss", "train_loss"} & set(sb3_head.split())

@@ -15,7 +15,7 @@ from steptable.schemafiles.resolve import by_schema, detect, get_schema, load_sc
 from steptable.schemas import Schema, SchemaFileError, layout
 from steptable.schemas import user as user_module
 from tests.helpers import plain_run, write, write_rows
-from tests.trainer_logs import write_sb3, write_verl
+from tests.trainer_logs import write_lightning, write_verl
 
 pytestmark = pytest.mark.usefixtures("xdg")  # (no user's schema directory leaks in)
 
@@ -200,7 +200,7 @@ def test_by_schema_keeps_arms_of_one_generic_experiment_together(tmp_path: Path)
                    [{"iteration": i, "loss": 1.0 / (i + 1), "gnorm": 0.5, "tok_s": 900.0 + i, **extra}
                     for i in range(5)])
     write_rows(tmp_path / "c" / "log.jsonl", [{"iteration": 0, "loss": 2.0}])
-    write_sb3(tmp_path / "d")
+    write_lightning(tmp_path / "d")
     fol = Follower([str(tmp_path)])
     fol.scan()
     fol.finish()
