@@ -97,7 +97,7 @@ def test_the_losses_from_the_first_update_on_are_printed(tmp_path: Path, capsys:
     out = capsys.readouterr().out.split("end of run")[0]
     headers = [ln.split()[1:] for ln in out.splitlines() if ln.startswith("I step")]
     assert "loss" not in headers[0] and "loss" in headers[-1]
-    assert "train/value_loss" in out and "train/approx_kl" in out  # (their legend lines)
+    assert "train/value_loss" in out and "approximate KL" in out  # (their legend lines)
     rows = [ln.split()[1:] for ln in out.splitlines() if re.match(r"I +\d+ ", ln)]
     assert [r[0] for r in rows] == ["64", "128", "192"] and len(rows[2]) > len(rows[0]) + 5
 
@@ -110,7 +110,7 @@ def test_the_evaluation_reward_is_printed_from_the_first_evaluation_on(
     ppo([StepTableOutputFormat(tmp_path / "ppo"), rec]).logger.close()
     out = capsys.readouterr().out.split("end of run")[0]
     lines = out.splitlines()
-    header = next(ln.split()[0] for ln in lines if ln.endswith("(eval/mean_reward)"))  # its legend line
+    header = next(ln.split()[0] for ln in lines if ln.split()[1:2] == ["eval/mean_reward:"])  # its legend line
     want = {step: kv["eval/mean_reward"] for step, kv in rec.dumps if "eval/mean_reward" in kv}
     assert sorted(want) == [128, 256]
     for step, value in want.items():
@@ -122,7 +122,7 @@ def test_the_evaluation_reward_is_printed_from_the_first_evaluation_on(
         assert float(cell) == pytest.approx(value, rel=5e-3), (step, cell)
     capsys.readouterr()
     rc, table, _ = run_cli(["tail", str(tmp_path)], capsys)
-    assert rc == 0 and "eval/mean_reward" in table.splitlines()[0].split()
+    assert rc == 0 and "eval_rew" in table.splitlines()[0].split()
 
 
 @pytest.mark.usefixtures("rank_one")
