@@ -13,6 +13,7 @@ from steptable.schemafiles.resolve import by_schema, run_schema
 from steptable.schemas import Schema
 from steptable.schemas.registry import Located
 from steptable.summary.trend import ColStats
+from steptable.table.stepkeys import is_step_key
 
 
 class RunLike(Protocol):
@@ -102,8 +103,10 @@ def _pick_group(
     """Up to ``max_columns`` key columns of one group: ``lead``'s (key -> tier, :func:`lead_columns`) first, then the
     most present varying ones (see the module doc)."""
     order = dict.fromkeys(k for r in runs for k in r.keys)
-    # each run's own step key too (iteration, training/global_step...): the header already gives the steps
+    # each run's own step key too (iteration, training/global_step...), and any other spelling of a step a row
+    # carries beside it (trackio's rows of an HF run: its step and train/global_step): the header gives the steps
     skip = SKIP_KEYS | set(skip) | {k for r in runs if isinstance(k := getattr(r, "step_key", None), str)}
+    skip |= {k for k in order if is_step_key(k)}
     lead = lead_columns(runs, schema) if lead is None else lead
     lists: tuple[list[str], list[str]] = ([], [])
     score: dict[str, float] = {}

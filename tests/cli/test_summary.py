@@ -18,6 +18,7 @@ from steptable.cli.main import main
 from steptable.table.formatting import display_width
 from tests.cli.helpers import run_summary
 from tests.helpers import age, grpo_rows, run_cli, write_rows
+from tests.ingest import writers
 from tests.library_logs import write_trainer_state, write_verl_rows
 from tests.summary.helpers import held, lattice, summary_table
 from tests.trainer_logs import (
@@ -31,6 +32,7 @@ from tests.trainer_logs import (
     write_verl,
 )
 
+hf_tracked = writers.hf_tracked  # (a session fixture of real runs)
 Cap = pytest.CaptureFixture[str]
 
 
@@ -628,6 +630,16 @@ def test_summary_leaves_out_keys_a_schema_keeps_out_of_its_table(
                     [(s, {**verl, "actor/pg_loss": 0.1 * s, "training/global_step": s}) for s in range(30)])
     rc, out, _ = run_cli(["summary", str(tmp_path)], capsys)
     assert rc == 0 and "pg_loss" in out and "global_step" not in out, out
+
+
+def test_summary_of_hf_runs_in_trackio_leaves_out_their_step_counter(
+    hf_tracked: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """transformers' trackio callback logs train/global_step in every row beside trackio's own step: the step
+    again, which the header gives."""
+    rc, out, _ = run_cli(["summary", str(hf_tracked / "trackio")], capsys)
+    names = [line.split()[0] for line in out.splitlines()[1:] if line and line[0] != " "]
+    assert rc == 0 and "loss" in names and not any("global_step" in n for n in names), out
 
 
 def test_summary_rate_of_a_trackio_run_is_its_logging_pace(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
