@@ -47,12 +47,12 @@ def test_columns_laid_out_again_keep_the_runs_start_and_its_writer(tmp_path: Pat
 
 def test_a_key_first_logged_later_gets_its_column_its_legend_line_and_the_header_again(
         captured: list[str]) -> None:
-    """An algorithm's losses from its first update on (SB3's train/* after the first rollout): the rows before
-    print without them, the row that brings them prints under a header that has them, with a legend line for
-    each abbreviated header new to the legend; rows with the same keys print no further legend."""
-    rows = [{"step": 64, "rollout/ep_rew_mean": 25.0, "time/fps": 1243.0}]
-    rows += [{"step": 64 * k, "rollout/ep_rew_mean": 25.0 + k, "time/fps": 1200.0 + k, "train/value_loss": 112.0 / k,
-              "train/approx_kl": 1.5e-6 * k} for k in range(2, 6)]
+    """An algorithm's losses from its first update on (CleanRL's PPO logs losses/* after the first rollout): the
+    rows before print without them, the row that brings them prints under a header that has them, with a legend line
+    for each abbreviated header new to the legend; rows with the same keys print no further legend."""
+    rows = [{"step": 64, "charts/episodic_return": 25.0, "charts/SPS": 1243.0}]
+    rows += [{"step": 64 * k, "charts/episodic_return": 25.0 + k, "charts/SPS": 1200.0 + k,
+              "losses/value_loss": 112.0 / k, "losses/approx_kl": 1.5e-6 * k} for k in range(2, 6)]
     with StepLogger(header_every=0, alerts=False) as lg:
         for row in rows:
             lg.log(row)
@@ -61,10 +61,10 @@ def test_a_key_first_logged_later_gets_its_column_its_legend_line_and_the_header
     legends = [i for i, line in enumerate(printed) if line == "I columns:"]
     assert len(legends) == 2 and headers[0] == legends[0] + 3 and headers[1] == legends[1] + 3
     first, second = (printed[i][2:].split() for i in headers[:2])
-    assert first == ["step", "erm", "t/fps"] and second[:5] == ["step", "erm", "t/fps", "vl", "ak"]
+    assert first == ["step", "er", "SPS"] and second[:5] == ["step", "er", "SPS", "vl", "ak"]
     new_lines = printed[legends[1] + 1:headers[1]]
-    assert any("train/value_loss" in line for line in new_lines)
-    assert not any("rollout/ep_rew_mean" in line for line in new_lines)  # (explained already)
+    assert any("losses/value_loss" in line for line in new_lines)
+    assert not any("charts/episodic_return" in line for line in new_lines)  # (explained already)
     assert printed[headers[1] + 1].split()[1] == "128"  # the row that brought the keys, under the new header
     later = [line.split() for line in printed[headers[1] + 1:] if re.match(r"I +\d+ ", line)]
     assert [row[1] for row in later] == ["128", "192", "256", "320"] and {len(row) for row in later} == {6}
