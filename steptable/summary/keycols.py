@@ -9,6 +9,7 @@ from collections.abc import Collection, Mapping, Sequence
 from typing import Any, Protocol, cast
 
 from steptable.alerts.engine import AlertConfig
+from steptable.ingest.parsed import counter
 from steptable.schemafiles.resolve import by_schema, run_schema
 from steptable.schemas import Schema
 from steptable.schemas.registry import Located
@@ -111,10 +112,10 @@ def _pick_group(
     lists: tuple[list[str], list[str]] = ([], [])
     score: dict[str, float] = {}
     for key in [*(k for k in lead if k in order), *(k for k in order if k not in lead)]:
-        if key in skip:
+        tier = lead.get(key)
+        if key in skip or (tier is None and counter(key)):  # (an epoch a schema declares is one of its columns)
             continue
         sts = [(st, len(r.steps)) for i, r in enumerate(runs) if (st := stats.get((i, key))) is not None]
-        tier = lead.get(key)
         # not a dense constant (a fixed lr is a setting), but an evaluation score that did not move is a headline,
         # and so is a NaN or a single value; and an alert role's column stays whatever it does (a reward or a grad
         # norm stuck at 0 is the news of a dead run, not a setting)

@@ -621,6 +621,15 @@ def test_summary_leaves_out_a_step_key_of_another_name(tmp_path: Path, capsys: p
     assert rc == 0 and "loss" in names and not {"iteration", "step"} & set(names), out
 
 
+def test_summary_leaves_out_an_undeclared_epoch(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Lightning's CSVLogger writes the epoch in every row: a counter of the steps the header gives, not a key
+    column an agent pays for."""
+    write_lightning(tmp_path / "lightning_logs" / "version_0")
+    rc, out, _ = run_cli(["summary", str(tmp_path)], capsys)
+    names = [line.split()[0] for line in out.splitlines()[1:] if line and line[0] != " "]
+    assert rc == 0 and {"val_loss", "train_loss"} <= set(names) and "epoch" not in names, out
+
+
 def test_summary_leaves_out_keys_a_schema_keeps_out_of_its_table(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
