@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from steptable.app.model import INTERVAL_WINDOW, ended, usual_interval
 from steptable.app.widgets.status import Event, bad_line
@@ -19,6 +19,7 @@ if TYPE_CHECKING:  # (imported when first needed: the first frame does not wait 
     from steptable.app.session import Run
 
 MAX_ALERTS = 5000
+_V = TypeVar("_V")
 
 
 @dataclass
@@ -28,9 +29,13 @@ class EventLog:
     runs: Mapping[str, Run]
     _labels: Callable[[], dict[str, str]]
     alerts: list[Event] = field(default_factory=list)
-    counts: dict[str, int] = field(default_factory=dict)
     stalls: dict[str, float] = field(default_factory=dict)
     idle: dict[str, Activity] = field(default_factory=dict)  # runs long quiet with nothing saying they still run
+    #: runs whose events are neither counted nor listed (their panels are still marked): a copy of another run (one
+    #: training through several loggers; the run it copies is counted) and a seed group's table of means (its seeds
+    #: are). The app's seed groups keep it.
+    uncounted: set[str] = field(default_factory=set)
+    _run_counts: dict[str, dict[str, int]] = field(default_factory=dict)  # run id -> level -> alerts
     _alerted: set[tuple[str, str, int, str, str, str, float | None]] = field(default_factory=set)
 
 
@@ -46,7 +51,8 @@ class EventLog:
             if len(self._alerted) >= 4 * MAX_ALERTS:
                 self._alerted.clear()
             self._alerted.add(seen)
-            self.counts[a.level] = self.counts.get(a.level, 0) + 1
+            counts = self._run_counts.setdefault(run_id, {})
+            counts[a.level] = counts.get(a.level, 0) + 1
             self.alerts.append(Event(a.level, label, a.message_line(), run_id, a.step, a.column))
         del self.alerts[:-MAX_ALERTS]
 
@@ -65,23 +71,34 @@ class EventLog:
                     self.idle[rid] = act
         return self.stalls
 
+    @property
+    def counts(self) -> dict[str, int]:
+        """Level -> alerts of the counted runs (each alert once)."""
+        out: dict[str, int] = {}
+        for rid, counts in self._run_counts.items():
+            if rid not in self.uncounted:
+                for level, n in counts.items():
+                    out[level] = out.get(level, 0) + n
+        return out
+
     def bad_total(self) -> int:
-        return sum(r.store.bad_count for r in self.runs.values())
+        return sum(r.store.bad_count for rid, r in self.runs.items() if rid not in self.uncounted)
 
     def events(self, recent: int | None = None) -> list[Event]:
         """Stalled runs first, then errors, bad lines and warnings, newest first within each (all when no limit)."""
         labels = self._labels()
         out = []
-        for rid, gap in self.stalls.items():
+        for rid, gap in self._counted(self.stalls).items():
             r = self.runs[rid]
             med = usual_interval(r.store.wall_times_between(-INTERVAL_WINDOW - 1))
             usual = f" (usual {med:.3g}s/row)" if med is not None and math.isfinite(med) else ""
             out.append(Event("S", labels[rid], f"stalled: no row for {fmt_age(gap)}{usual}", rid))
-        errors = [e for e in reversed(self.alerts) if e.level == "E"]
-        warnings = [e for e in reversed(self.alerts) if e.level != "E"]
+        counted = [e for e in reversed(self.alerts) if e.run not in self.uncounted]
+        errors = [e for e in counted if e.level == "E"]
+        warnings = [e for e in counted if e.level != "E"]
         bad: list[Event] = []
         # the runs whose bad lines came last first
-        by_age = sorted(self.runs.items(), key=lambda item: -item[1].bad_turn)
+        by_age = sorted(self._counted(self.runs).items(), key=lambda item: -item[1].bad_turn)
         for rid, r in by_age:
             kept, newest, total = r.store.bad_lines()
             # the store keeps the first bad lines and the newest: newest first, then a line for the ones between
@@ -98,5 +115,9 @@ class EventLog:
         return out if recent is None else out[:recent]
 
     def status_counts(self) -> dict[str, int]:
-        idle = {"idle": len(self.idle)} if self.idle else {}
-        return {**self.counts, "S": len(self.stalls), **idle, "B": self.bad_total()}
+        idle = self._counted(self.idle)
+        return {**self.counts, "S": len(self._counted(self.stalls)), **({"idle": len(idle)} if idle else {}),
+                "B": self.bad_total()}
+
+    def _counted(self, by_run: Mapping[str, _V]) -> dict[str, _V]:
+        return {rid: v for rid, v in by_run.items() if rid not in self.uncounted}

@@ -163,7 +163,8 @@ class SeedGroups:
 
     def _fold(self) -> None:
         """Hide each folded group's seeds, each open group's table, each copy of another run and the table of a
-        group that is no more (and nothing this part hid before that should now show)."""
+        group that is no more (and nothing this part hid before that should now show); the copies and the groups'
+        tables are not counted in the events."""
         hidden = self.session.hidden
         # (a group whose members turned out to be copies of one run is no group: its table is hidden)
         want = set(self.copies.of) | {gid for gid in self.means if gid not in self.members}
@@ -172,6 +173,8 @@ class SeedGroups:
         hidden -= self._folded - want
         hidden |= want
         self._folded = want
+        # (a copy's alerts and stalls are its original's again; a group's table has its seeds')
+        self.session.log.uncounted = set(self.copies.of) | set(self.means)
 
     def folded_seeds(self) -> set[str]:
         """The seeds hidden because their group is folded (shown as its table)."""

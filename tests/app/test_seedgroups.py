@@ -19,7 +19,7 @@ from steptable.app.seedmeans import N_KEY, SeedMeans
 from steptable.app.widgets.status import StatusBar
 from steptable.ingest.parsed import Parsed
 from steptable.ingest.store import RunStore
-from tests.app.helpers import manual_app, sync, until
+from tests.app.helpers import T0, manual_app, sync, until
 from tests.ingest import writers
 
 hf_every_tracker = writers.hf_every_tracker  # (a session fixture of real runs)
@@ -283,3 +283,47 @@ async def test_a_group_whose_seeds_turn_out_to_be_copies_of_one_run_is_no_more(t
         await sync(pilot, follower)
         await pilot.pause()
         assert {rid for rid, p in app.panels.items() if p.display} == {"a_seed0/metrics.jsonl"}
+
+
+@pytest.mark.anyio
+async def test_a_copys_alert_is_not_counted_again(tmp_path: Path) -> None:
+    """One training logged by Lightning's CSV and TensorBoard loggers, its loss NaN from step 25: the status bar
+    counts one error, the events list names the run shown (not the hidden copy), as ``summary`` counts it."""
+    pytest.importorskip("lightning")
+    pytest.importorskip("tensorboard")
+    from lightning.fabric.loggers import CSVLogger, TensorBoardLogger
+
+    rng = random.Random(0)
+    loggers = [CSVLogger(tmp_path, name="csv", version=0), TensorBoardLogger(tmp_path, name="tb", version=0)]
+    for step in range(40):
+        loss = 2.0 - step / 40 + rng.gauss(0, 0.1) if step < 25 else math.nan
+        for lg in loggers:
+            lg.log_metrics({"loss": loss}, step=step)
+    for lg in loggers:
+        lg.finalize("success")
+    app, follower, _ = manual_app(tmp_path)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await sync(pilot, follower)
+        # (each file's alert comes, the copy's too: the list keeps both, the counts and the events one)
+        await until(pilot, lambda: len(app.session.alerts) == 2 and bool(app.seedgroups.copies.of))
+        await pilot.pause()
+        assert app.session.status_counts()["E"] == 1
+        assert [(e.level, e.run) for e in app.session.events()] == [("E", "csv/version_0/metrics.csv")]
+
+
+@pytest.mark.anyio
+async def test_a_seed_groups_table_is_not_counted_as_an_idle_run(tmp_path: Path) -> None:
+    """Two seeds quiet for hours: two idle runs in the status bar, not three (the table of their means is no run)."""
+    for seed in (1, 2):
+        p = tmp_path / f"ppo_seed{seed}" / "metrics.jsonl"
+        p.parent.mkdir()
+        p.write_text("".join(json.dumps({"step": s, "ts": T0 + 10 * s, "loss": 1.0 / (s + 1)}) + "\n"
+                             for s in range(30)))
+    app, follower, _ = manual_app(tmp_path, now=T0 + 6 * 3600)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await sync(pilot, follower)
+        await pilot.pause()
+        assert {rid for rid, p in app.panels.items() if p.display} == {GROUP_PREFIX + "ppo"}
+        app._on_tick()
+        assert set(app.session.idle) >= {"ppo_seed1/metrics.jsonl", "ppo_seed2/metrics.jsonl"}
+        assert app.session.status_counts()["idle"] == 2
