@@ -21,9 +21,9 @@ Level = Literal["W", "E"]
 # TRL's PPO/RLOO trainers log objective/* and loss/policy_avg; objective/kl is summed over a response's tokens (see
 # SUMMED_KL), objective/entropy too, and it is not watched: it follows the response length (OnlineDPO logs no other
 # entropy; PPO's per-token policy/entropy_avg is). Current verl logs the in-reward KL as actor/reward_kl_penalty
-# (critic/kl in the verl of TinyZero's time).
+# (critic/kl in the verl of TinyZero's time). Lightning's docs and templates log the loss as train_loss.
 DEFAULT_ROLES: Mapping[str, tuple[str, ...]] = MappingProxyType({
-    "loss": ("loss", "train/loss", "actor/pg_loss", "loss/policy_avg"),
+    "loss": ("loss", "train/loss", "train_loss", "actor/pg_loss", "loss/policy_avg"),
     "grad_norm": ("gn", "grad_norm", "actor/grad_norm", "train/grad_norm", "optim/grad_norm"),
     "reward": ("rew", "reward", "mean_reward", "env/all/reward/total", "critic/score/mean", "train/reward",
                "critic/rewards/mean", "objective/scores"),

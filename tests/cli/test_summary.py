@@ -19,7 +19,7 @@ from steptable.table.formatting import display_width
 from tests.cli.helpers import run_summary
 from tests.helpers import age, grpo_rows, run_cli, write_rows
 from tests.ingest import writers
-from tests.library_logs import write_trainer_state, write_verl_rows
+from tests.library_logs import write_lightning_rows, write_trainer_state, write_verl_rows
 from tests.summary.helpers import held, lattice, summary_table
 from tests.trainer_logs import (
     write_clockless_verl,
@@ -628,6 +628,18 @@ def test_summary_leaves_out_an_undeclared_epoch(tmp_path: Path, capsys: pytest.C
     rc, out, _ = run_cli(["summary", str(tmp_path)], capsys)
     names = [line.split()[0] for line in out.splitlines()[1:] if line and line[0] != " "]
     assert rc == 0 and {"val_loss", "train_loss"} <= set(names) and "epoch" not in names, out
+
+
+def test_summary_alerts_on_the_loss_lightning_logs_as_train_loss(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``self.log("train_loss", loss)`` (Lightning's docs and templates) is the run's loss: its NaN is an error."""
+    rng = random.Random(0)
+    write_lightning_rows(tmp_path / "lightning_logs" / "version_0",
+                         [(s, {"train_loss": 2 - s / 40 + rng.gauss(0, 0.1) if s < 30 else math.nan, "epoch": s // 10})
+                          for s in range(40)])
+    rc, out, _ = run_cli(["summary", str(tmp_path)], capsys)
+    assert rc == 0 and "E step 30 train_loss non-finite (NaN)" in out, out
 
 
 def test_summary_leaves_out_keys_a_schema_keeps_out_of_its_table(
