@@ -6,7 +6,8 @@ Three shapes are read:
   (the step is the iteration number of the directory);
 - MaxEnt-GRPO ``rich_completions/<table>_step_NNNNNN.json``: one table per step ``{columns: [...], data: [[...]]}``
   whose rows name ``prompt``, ``completion``, ``reward_total`` (and advantage, ranks, weights...);
-- a ``wandb.Table`` logged in a W&B run, ``files/media/table/<key>_<step>_<hash>.table.json``: the same shape;
+- a ``wandb.Table`` logged in a W&B run, ``files/media/table/[<folders>/]<key>_<n>_<hash>.table.json``: the same
+  shape, at the step of the record that logged it where the run file was read (:func:`table_steps`), else ``n``;
 - verl's rollout dumps ``<rollout_data_dir or validation_data_dir>/<step>.jsonl``: one row per generation
   ``{input, output, gts, score, step, ...}`` (titled by their directory, so rollouts and validation stay apart);
 - TRL's ``completions/completions_<step>.parquet`` (read with pyarrow: the ``steptable[parquet]`` extra): one row per
@@ -30,13 +31,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from steptable.ingest.files.dumps import dump_step
+from steptable.ingest.files.dumps import dump_step, wandb_table
 from steptable.ingest.parse import NONFINITE, LineError, decode_line
 from steptable.ingest.readers.hf import decode_document
 
 _ITER_DIR = re.compile(r"iteration_(\d+)$")
 _RICH = re.compile(r"_step_(\d+)\.json$")
 _WANDB_TABLE = re.compile(r"_(\d+)_[0-9a-f]+\.table\.json$")
+_WANDB_SAME = re.compile(r"_\d+(_[0-9a-f]+)\.table\.json$")  # (the hash of its content: a table logged again)
 _STEP_RE = re.compile(rb'"(?:step|iteration)"\s*:\s*(-?\d+)')
 #: bytes of one step's rows read at most (a single-step file can be any size; the viewer shows a page anyway)
 MAX_READ = 32 << 20
@@ -45,10 +47,10 @@ MAX_READ = 32 << 20
 def _rich_step(path: Path) -> re.Match[str] | None:
     """The step match of a ``{columns, data}`` table of one step, else None: MaxEnt-GRPO's
     ``rich_completions/<table>_step_N.json``, or a ``wandb.Table`` beside a W&B run
-    (``files/media/table/<key>_<step>_<hash>.table.json``)."""
+    (``files/media/table/[<folders>/]<key>_<n>_<hash>.table.json``)."""
     if path.parent.name == "rich_completions":
         return _RICH.search(path.name)
-    if path.parent.name == "table" and path.parent.parent.name == "media":
+    if wandb_table(path):
         return _WANDB_TABLE.search(path.name)
     return None
 
@@ -126,7 +128,10 @@ class SideIndex:
 
 
 def _table_samples(step: int, data: bytes, path: Path) -> list[Sample]:
-    """The rows of a ``{columns, data}`` table (MaxEnt-GRPO's rich_completions), each a sample."""
+    """The rows of a ``{columns, data}`` table (MaxEnt-GRPO's rich_completions, a ``wandb.Table``), each a sample;
+    of a table that holds a ``step`` column, the rows of ``step`` where it has any (verl logs its validation table
+    again with every earlier step's row); a row of ``input_<i>``, ``output_<i>``, ``score_<i>`` columns (verl's: one
+    row a step) is a sample for each ``i``."""
     try:
         doc = decode_document(data)
     except Exception as e:  # malformed, cut short by MAX_READ, nested too deeply
@@ -136,12 +141,20 @@ def _table_samples(step: int, data: bytes, path: Path) -> list[Sample]:
     if not isinstance(cols, list) or not isinstance(rows, list):
         return [Sample(step, f"{path.name}: not a {{columns, data}} table", None, "", "")]
     names = [_text(c) for c in cols]
+    if "step" in names:
+        at = names.index("step")
+        steps = [_num(r[at]) if isinstance(r, list) and len(r) > at else None for r in rows]
+        if step in steps:  # (a row that is no list, or has no step, stays: it is shown as what it is)
+            rows = [r for r, x in zip(rows, steps, strict=True) if x is None or x == step]
+    wide = [i for i in range(1, len(names) + 1) if f"input_{i}" in names and f"output_{i}" in names]
     out = []
     for row in rows:
-        if isinstance(row, list):
-            out.append(_sample_or_error(step, dict(zip(names, row, strict=False)), path, "a table row"))
-        else:
+        if not isinstance(row, list):
             out.append(Sample(step, f"{path.name}: a row that is not a list", None, "", _text(row)[:500]))
+            continue
+        obj = dict(zip(names, row, strict=False))
+        for one in [{k: obj.get(f"{k}_{i}") for k in ("input", "output", "score")} for i in wide] or [obj]:
+            out.append(_sample_or_error(step, one, path, "a table row"))
     return out
 
 
@@ -181,11 +194,30 @@ def side_paths(side_files: Mapping[str, Iterable[Path]]) -> list[Path]:
     return sorted(set(out))
 
 
-def build_index(paths: Iterable[Path]) -> SideIndex:
-    """Index the given side files (generations.jsonl by the step of each line; rollout summaries by directory)."""
+def table_steps(run_path: str | os.PathLike[str], meta: Mapping[str, Any]) -> dict[Path, int]:
+    """Each ``wandb.Table`` file beside the W&B run file ``run_path`` -> the step of the record that logged it (the
+    reader's ``meta["tables"]``); {} for any other run."""
+    tables = meta.get("tables")
+    if not isinstance(tables, Mapping):
+        return {}
+    files = Path(run_path).parent / "files"
+    return {files / rel: step for rel, step in tables.items() if isinstance(rel, str) and type(step) is int}
+
+
+def build_index(paths: Iterable[Path], steps: Mapping[Path, int] | None = None) -> SideIndex:
+    """Index the given side files (generations.jsonl by the step of each line; rollout summaries by directory; a
+    file of one step by ``steps`` (:func:`table_steps`) where it names it, else by its name)."""
     idx = SideIndex()
+    seen: set[tuple[int, Path, str]] = set()
     for path in paths:
-        step = _file_step(path)
+        step = steps.get(path) if steps else None
+        if step is None:
+            step = _file_step(path)
+        if step is not None and (m := _WANDB_SAME.search(path.name)) is not None and wandb_table(path):
+            same = (step, path.parent, path.name[: m.start()] + m.group(1))
+            if same in seen:  # one table logged twice at a step (TRL's last completions, again at the end)
+                continue
+            seen.add(same)
         if step is not None:  # one file, one step: the whole file
             try:
                 size = path.stat().st_size
@@ -287,7 +319,8 @@ def to_sample(step: int, obj: dict[str, Any], path: Path) -> Sample:
         prompt = _text(obj.get("input"))
         return Sample(step, path.parent.name, _num(obj.get("score")), prompt, _text(obj.get("output")),
                       " · ".join(bits), prompt)
-    if path.suffix == ".parquet" and "completion" in obj and "reward" not in obj:  # TRL: one column per reward
+    if "completion" in obj and "reward" not in obj and (path.suffix == ".parquet" or "advantage" in obj):
+        # TRL's completions (its parquet, or the wandb.Table it logs): one column per reward function
         rewards = _numbers(obj)
         total = sum(x for _, x in rewards) if rewards else None
         bits = [f"{k} {_short(x)}" for k, x in rewards[:8]]

@@ -128,7 +128,7 @@ class Viewers:
     def generations(self) -> None:
         """Completions of the shown arms that have generations side files, at the step on screen."""
         from steptable.app.screens.generations import GenerationsScreen
-        from steptable.app.sidefiles import side_paths
+        from steptable.app.sidefiles import side_paths, table_steps
 
         session = self.app.session
         labels = session.labels()
@@ -136,11 +136,12 @@ class Viewers:
         for rid, run in session.runs.items():
             files = side_paths(run.store.side_files or {})
             if files and rid not in session.hidden:
-                sources.append((labels.get(rid, rid), files))
+                steps = table_steps(run.store.path, getattr(run.store, "meta", {}))  # (a W&B run's tables)
+                sources.append((labels.get(rid, rid), files, steps))
         if not sources:
             self.app.notify("no generations side files (generations.jsonl, *_rollout_summaries.jsonl, "
                             "rich_completions/*.json, verl's <rollout_data_dir>/<step>.jsonl, TRL's "
-                            "completions/*.parquet) in these runs")
+                            "completions/*.parquet, a W&B run's tables) in these runs")
             return
         grid = self.tables.focused_grid()
         step = None

@@ -63,6 +63,8 @@ class _Base(Source):
                     store.meta["config"] = meta["config"]
                 if "runinfo" in meta:
                     store.meta["runinfo"] = meta["runinfo"]
+                if "tables" in meta:  # (a W&B run's: each wandb.Table file's step)
+                    store.meta["tables"] = meta["tables"]
             parsed.meta = {}
             changed = True
         if parsed.steps or parsed.bad:

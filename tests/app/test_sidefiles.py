@@ -9,10 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from steptable.app.sidefiles import build_index, side_paths
+from steptable.app.sidefiles import SideIndex, build_index, side_paths, table_steps
 from tests.app.helpers import HOSTILE, write_generations, write_side_file
+from tests.ingest import dumpwriters
 
 pytestmark = pytest.mark.anyio
+trl_wandb_run = dumpwriters.trl_wandb_run  # (session fixtures: real runs)
+verl_wandb_run = dumpwriters.verl_wandb_run
 
 
 def test_a_steps_field_that_is_not_a_list(tmp_path: Path) -> None:
@@ -116,3 +119,38 @@ def test_a_rollout_dump_indexed_while_verl_wrote_it_is_read_whole_once_written(t
     late = idx.samples(3)
     assert len(late) == whole.count(b"\n") == 12 and all("bad line" not in s.title for s in late)
     assert [s.completion for s in late] == [f"answer {i}" for i in range(12)]
+
+
+def _wandb_index(root: Path) -> SideIndex:
+    from tests.ingest.writers import only, read_once
+
+    store = only(read_once(root / "wandb"))
+    return build_index(side_paths(store.side_files), table_steps(store.path, store.meta))
+
+
+def test_trls_completions_logged_to_wandb_are_at_their_training_steps(trl_wandb_run: Path) -> None:
+    """W&B names each table by its count of log calls (completions_8, _17...); the record that logs it carries the
+    trainer's step. Each step's samples once (the last table, logged again at the end, is the same table), with
+    their reward functions summed as TRL's parquet is read."""
+    idx = _wandb_index(trl_wandb_run)
+    assert idx.steps == [1, 2, 3]
+    for step in idx.steps:
+        samples = idx.samples(step)
+        assert len(samples) == 4 and all(s.step == step for s in samples)  # 4 completions a step
+        assert all(s.reward is not None and "length_reward" in s.extra and "advantage" in s.extra for s in samples)
+    names = sorted(p.name for p in (next(trl_wandb_run.glob("wandb/offline-run-*")) / "files").rglob("*.table.json"))
+    assert len(names) == 4 and not {n.split("_")[1] for n in names} <= {"1", "2", "3"}  # (what the names say)
+
+
+def test_verls_validation_generations_logged_to_wandb_are_each_steps_own(verl_wandb_run: Path) -> None:
+    """verl logs val/generations (a folder under media/table) with step=N, which W&B names N-1, and each time with
+    every earlier validation's row, one row a step of input_i, output_i, score_i columns: each validation step shows
+    its own samples, one per column triple, scored."""
+    from tests.ingest.dumpwriters import VERL_VAL_SAMPLES, VERL_VAL_STEPS
+
+    idx = _wandb_index(verl_wandb_run)
+    assert idx.steps == list(VERL_VAL_STEPS)
+    for step in VERL_VAL_STEPS:
+        samples = idx.samples(step)
+        assert [(s.prompt, s.completion, s.reward) for s in samples] == [
+            (f"question {i} at {step}", f"answer {i} at {step}", float(i % 2)) for i in range(VERL_VAL_SAMPLES)]

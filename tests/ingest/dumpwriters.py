@@ -86,3 +86,52 @@ def trl_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("trl") / "grpo-out"
     run_writer(f"import sys; sys.argv = ['x', {str(out)!r}]\n" + TRL_CODE, {"CUDA_VISIBLE_DEVICES": ""})
     return out
+
+
+@pytest.fixture(scope="session")
+def trl_wandb_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The same GRPOTrainer for 3 steps reporting to W&B (offline): its completions ``wandb.Table`` once a step
+    (files named by W&B's count of ``log`` calls, not by the step), the last one logged again at the end. Returns
+    the directory holding ``wandb/``."""
+    pytest.importorskip("trl")
+    pytest.importorskip("wandb")
+    root = tmp_path_factory.mktemp("trl_wandb")
+    code = TRL_CODE.replace("report_to=[]", 'report_to=["wandb"]').replace("max_steps=2", "max_steps=3")
+    assert code != TRL_CODE
+    run_writer(f"import sys; sys.argv = ['x', {str(root / 'out')!r}]\n" + code,
+               {"CUDA_VISIBLE_DEVICES": "", "WANDB_DIR": str(root), "WANDB_PROJECT": "p"}, timeout=300)
+    return root
+
+
+#: validation steps of :func:`verl_wandb_run` (its training steps: 1-12) and samples logged at each
+VERL_VAL_STEPS, VERL_VAL_SAMPLES = (0, 4, 8, 12), 3
+
+
+@pytest.fixture(scope="session")
+def verl_wandb_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A verl run logged to W&B (offline) by verl's own ``Tracking`` and ``ValidationGenerationsLogger`` (from the
+    installed verl source), as its trainer calls them: at each validation step the generations table, logged again
+    with every earlier validation's row (``val/generations``: a folder), and the validation score, then the step's
+    metrics, each with ``step=``. Returns the directory holding ``wandb/``."""
+    pytest.importorskip("wandb")
+    src = verl_package() / "utils" / "tracking.py"
+    root = tmp_path_factory.mktemp("verl_wandb")
+    run_writer(f"""
+        import importlib.util
+        spec = importlib.util.spec_from_file_location("verl_tracking", {str(src)!r})
+        vt = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(vt)
+        tracking = vt.Tracking("proj", "verl-exp", default_backend=["wandb"], config={{"trainer": {{}}}})
+        generations = vt.ValidationGenerationsLogger()
+        for step in range(13):
+            if step in {VERL_VAL_STEPS!r}:
+                samples = [(f"question {{i}} at {{step}}", f"answer {{i}} at {{step}}", float(i % 2))
+                           for i in range({VERL_VAL_SAMPLES})]
+                generations.log(["wandb"], samples, step)
+                tracking.log({{"val-core/acc/mean@1": step / 20}}, step=step)
+            if step:
+                tracking.log({{"actor/pg_loss": 1.0 / step, "critic/score/mean": step / 10}}, step=step)
+        import wandb
+        wandb.finish()
+    """, {"WANDB_DIR": str(root)}, timeout=300)
+    return root

@@ -7,7 +7,7 @@ Completions are untrusted text: every string goes through ``sanitize(..., keep_n
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
@@ -168,8 +168,9 @@ class GenerationsScreen(Screen[None]):
         Binding("N", "search_next(False)", "Prev match", show=False),
     ]
 
-    def __init__(self, sources: Sequence[tuple[str, list[Path]]], step: int | None = None) -> None:
-        """``sources``: (arm label, its generations side files), arms with at least one file."""
+    def __init__(self, sources: Sequence[tuple[str, list[Path], Mapping[Path, int]]], step: int | None = None) -> None:
+        """``sources``: (arm label, its generations side files, the steps its run file gives some of them:
+        steptable.app.sidefiles.table_steps), arms with at least one file."""
         super().__init__()
         self.sources = list(sources)
         self.arm_i = 0
@@ -203,12 +204,13 @@ class GenerationsScreen(Screen[None]):
         self.finder.start("", [])  # (a search's matches are of one arm's samples)
         self.query_one("#gen-title", Static).update(Text(sanitize(f" Generations · {self.arm} · indexing…")))
         if self.sources:
-            self._index(self.sources[self.arm_i][1])
+            _, paths, steps = self.sources[self.arm_i]
+            self._index(paths, steps)
 
     @work(thread=True, exclusive=True, group="gen-index", exit_on_error=False)
-    def _index(self, paths: list[Path]) -> None:
+    def _index(self, paths: list[Path], steps: Mapping[Path, int]) -> None:
         try:
-            self.post_message(IndexReady(paths, build_index(paths)))
+            self.post_message(IndexReady(paths, build_index(paths, steps)))
         except Exception as e:  # the files are untrusted: a failure to index them is shown, it does not end the app
             self.post_message(IndexReady(paths, SideIndex(), f"could not index: {type(e).__name__}: {e}"[:500]))
 

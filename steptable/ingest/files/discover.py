@@ -53,7 +53,7 @@ from pathlib import Path
 from typing import Final
 
 from steptable.ingest.files.beside import RAY_PARAMS, RAY_RESULT, held_beside, is_ray_trial
-from steptable.ingest.files.dumps import is_dump
+from steptable.ingest.files.dumps import is_dump, wandb_table
 from steptable.ingest.files.sniff import is_trackio_db, log_kind, starts_like_jsonl
 from steptable.ingest.files.walk import LINK_DEPTH as LINK_DEPTH
 from steptable.ingest.files.walk import SKIP_DIRS as SKIP_DIRS
@@ -96,8 +96,8 @@ def side_category(path: Path) -> str | None:
         return "logtree"
     if is_dump(path) is not False:  # verl's rollout_data_dir/{step}.jsonl, TRL's completions_{step}.parquet
         return "generations"  # (a verl-named file not yet judged waits as one: judged again when it changes)
-    if name.endswith(".table.json") and path.parent.name == "table" and path.parent.parent.name == "media":
-        return "generations"  # a wandb.Table logged beside a W&B run (files/media/table/<key>_<step>_<hash>)
+    if wandb_table(path):
+        return "generations"  # a wandb.Table logged beside a W&B run (files/media/table/[<folders>/]<key>_<n>_<hash>)
     if name in ("config.json", "config.yaml", "config.yml", "hparams.yaml", "args.json") or (
             name == RAY_PARAMS and is_ray_trial(path.parent)):
         return "config"

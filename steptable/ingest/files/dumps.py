@@ -4,8 +4,12 @@
   per line ``{"input", "output", "gts", "score", "step", <reward extra info>...}``. The name alone (``12.jsonl``)
   could be anyone's metrics, so the first line decides: an object with ``input`` and ``output`` is a dump;
 - TRL: ``log_completions=True`` writes ``<output_dir>/completions/completions_{step:05d}.parquet`` (by its name).
+- W&B: a logged ``wandb.Table`` is ``files/media/table/<key>_<n>_<hash>.table.json`` beside the run file (a key
+  with slashes makes folders: ``media/table/val/generations_<n>_<hash>.table.json``); ``n`` is not always the
+  row's step (steptable.ingest.readers.wandbmedia: the run file says which step each table is of).
 
-:func:`dump_step` gives the step a dump holds (from its name); :func:`is_dump` whether a file is one.
+:func:`dump_step` gives the step a dump holds (from its name); :func:`is_dump` whether a file is one;
+:func:`wandb_table` whether a file is a W&B table.
 """
 
 from __future__ import annotations
@@ -34,6 +38,14 @@ def dump_step(path: Path) -> int | None:
     if m is None and path.parent.name == "completions":
         m = TRL_DUMP.match(path.name)
     return int(m.group(1)) if m is not None else None
+
+
+def wandb_table(path: Path) -> bool:
+    """Is ``path`` a ``wandb.Table`` file of a W&B run (``.../media/table/[<folders>/]<name>.table.json``)?"""
+    if not path.name.endswith(".table.json"):
+        return False
+    parts = path.parent.parts
+    return any(parts[i] == "media" and parts[i + 1] == "table" for i in range(len(parts) - 1))
 
 
 def is_dump(path: Path) -> bool | None:

@@ -31,6 +31,7 @@ from steptable.ingest.parse import BadLine, LineError, decode_line
 from steptable.ingest.parsed import Parsed
 from steptable.ingest.readers.jsonl import PIECE, JsonlParser
 from steptable.ingest.readers.protowire import WireError, varint
+from steptable.ingest.readers.wandbmedia import TableSteps
 from steptable.ingest.readers.wandbwire import history_line, history_lines, wandb_record
 from steptable.table.stepkeys import TRACKER_STEP_KEYS
 
@@ -70,7 +71,8 @@ _WALK_AT_CHUNK, _WALK_END, _WALK_BUDGET = 0, 1, 2
 class WandbParser:
     """Bytes of a ``.wandb`` file (from its start, in pieces) -> :class:`Parsed` rows and run facts in ``meta``:
     ``name`` (the display name), ``config``, ``runinfo`` (``closed``, ``end``: as a StepLogger's description says a
-    run ended) and ``tables`` (files of ``wandb.Table`` values, relative to the run's ``files/``)."""
+    run ended) and ``tables`` (each ``wandb.Table`` file, relative to the run's ``files/``, -> its step:
+    :mod:`~steptable.ingest.readers.wandbmedia`)."""
 
     def __init__(self, label: str) -> None:
         self.label = label
@@ -89,6 +91,7 @@ class WandbParser:
         self.more = False  # the last call stopped early: call again on the bytes left
         self._keys: dict[bytes, bytes] = {}  # key -> its JSON text and colon
         self._media_keys: set[bytes] = set()  # keys that name a media value's type (``samples/_type``)
+        self._tables = TableSteps()
         self._first = True  # the first call: FIRST_ROWS rows, then PIECE bytes of rows a call
         # groups read one by one without trying them all at once, after one that was not (doubling up to MAX_REST:
         # a run that logs text every step pays for the try once in a while, one with a table now and then little)
@@ -307,6 +310,8 @@ class WandbParser:
         return None
 
     def _parsed(self, lines: list[bytes], meta: dict[str, Any], bad: list[BadLine]) -> Parsed:
+        if (tables := self._tables.take()) is not None:
+            meta["tables"] = tables
         if not lines:
             return Parsed(steps=[], bad=bad, meta=meta)
         lines.append(b"")  # (a newline after the last line, in the one join)
@@ -392,6 +397,7 @@ class WandbParser:
         if stamp is not None:
             self._last_line = b'{"_timestamp":' + stamp + b"}"
         if media:  # a wandb.Table, an image...: its cells are no metrics
+            self._tables.note(items)
             prefixes = tuple(media)
             out = [o for o in out if not o.startswith(prefixes)]
         return b"{" + b",".join(out) + b"}" if out else None

@@ -137,7 +137,7 @@ async def test_the_viewer_over_a_malformed_row_keeps_the_app(tmp_path: Path) -> 
     assert app.return_code is None
 
 
-def _index_fails(paths: Any) -> SideIndex:
+def _index_fails(paths: Any, steps: Any = None) -> SideIndex:
     raise RuntimeError("index bug")
 
 
@@ -263,11 +263,11 @@ async def test_an_index_that_ends_after_the_next_arms_is_not_shown(tmp_path: Pat
     release = threading.Event()
     built: dict[tuple[Path, ...], SideIndex] = {}
 
-    def build(paths: list[Path]) -> SideIndex:
+    def build(paths: list[Path], steps: Any = None) -> SideIndex:
         if not built and not release.is_set():  # the first arm's: ends once the test says so
             built[tuple(paths)] = SideIndex()
             assert release.wait(30)
-        idx = built[tuple(paths)] = real_build(paths)
+        idx = built[tuple(paths)] = real_build(paths, steps)
         return idx
 
     monkeypatch.setattr(gen_screen, "build_index", build)
