@@ -93,6 +93,7 @@ R = TypeVar("R", bound=Located)
 
 
 _LOGGED: dict[tuple[Col, ...], Schema] = {}
+_LOGGED_PATH = Path("metrics.jsonl")  # (a StepLogger's rows: no file name a schema is detected by)
 _LOGGED_NAMES = itertools.count(1)
 _CHECKED: dict[int, tuple[dict[str, object], tuple[Col, ...] | None]] = {}
 
@@ -125,6 +126,11 @@ def logged_schema(run: object) -> Schema | None:
     else:
         n = next(_LOGGED_NAMES)  # never reused: by_schema groups runs by name
         rules = tuple(Rule(c.key, c.desc, c.better, c.fmt, hide=True) for c in hidden)
+        # the keys it did not print are described (and kept out) as the trainer its columns are of says: SB3's
+        # counters stay out of tail and watch as they stayed out of the console
+        trainer = detect(_LOGGED_PATH, [c.key for c in cols])
+        if trainer is not GENERIC:
+            rules += trainer.rules
         found = Schema("steplogger" if n == 1 else f"steplogger-{n}", shown, "the columns the run's StepLogger "
                        "printed with", rules=rules, extra=tuple(hidden))
     if len(_LOGGED) >= 256:  # a long watch whose runs change columns: forget the oldest

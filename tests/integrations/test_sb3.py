@@ -160,3 +160,20 @@ def test_a_hostile_key_and_arm_reach_the_console_as_inert_text(tmp_path: Path, c
     assert "64" in printed and "128" in printed and "log failed" not in text
     assert "99" not in printed  # (the key's newline made no row of its own)
     assert not any(bad in text for bad in ("\x1b", "\x07", "\u202e"))
+
+
+def test_tail_shows_the_columns_the_console_printed_without_the_counters(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The console leaves SB3's counters of the step out (time/iterations, time/total_timesteps, train/n_updates);
+    ``tail`` and ``legend`` of the run keep them out too (a column filter still shows them)."""
+    ppo([StepTableOutputFormat(tmp_path / "ppo")], steps=192).logger.close()
+    capsys.readouterr()
+    rc, table, _ = run_cli(["tail", "-n", "1", str(tmp_path)], capsys)
+    header = table.splitlines()[0].split()
+    assert rc == 0 and {"ep_rew", "loss", "kl"} <= set(header)
+    assert not {"t/iterations", "t/total_timesteps", "n_updates"} & set(header), header
+    rc, legend, _ = run_cli(["legend", str(tmp_path)], capsys)
+    kept_out = legend.split("kept out of the table")[1].split("\n\n")[0]
+    assert rc == 0 and all(k in kept_out for k in ("time/iterations", "time/total_timesteps", "train/n_updates"))
+    rc, filtered, _ = run_cli(["tail", "-n", "1", "--columns", "time/*", str(tmp_path)], capsys)
+    assert rc == 0 and "t/iterations" in filtered.splitlines()[0].split()
