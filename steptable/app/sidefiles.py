@@ -37,8 +37,7 @@ from steptable.ingest.readers.hf import decode_document
 
 _ITER_DIR = re.compile(r"iteration_(\d+)$")
 _RICH = re.compile(r"_step_(\d+)\.json$")
-_WANDB_TABLE = re.compile(r"_(\d+)_[0-9a-f]+\.table\.json$")
-_WANDB_SAME = re.compile(r"_\d+(_[0-9a-f]+)\.table\.json$")  # (the hash of its content: a table logged again)
+_WANDB_TABLE = re.compile(r"_(\d+)(_[0-9a-f]+)\.table\.json$")  # (its name's step, the hash of its content)
 _STEP_RE = re.compile(rb'"(?:step|iteration)"\s*:\s*(-?\d+)')
 #: bytes of one step's rows read at most (a single-step file can be any size; the viewer shows a page anyway)
 MAX_READ = 32 << 20
@@ -213,8 +212,8 @@ def build_index(paths: Iterable[Path], steps: Mapping[Path, int] | None = None) 
         step = steps.get(path) if steps else None
         if step is None:
             step = _file_step(path)
-        if step is not None and (m := _WANDB_SAME.search(path.name)) is not None and wandb_table(path):
-            same = (step, path.parent, path.name[: m.start()] + m.group(1))
+        if step is not None and wandb_table(path) and (m := _WANDB_TABLE.search(path.name)) is not None:
+            same = (step, path.parent, path.name[: m.start()] + m.group(2))
             if same in seen:  # one table logged twice at a step (TRL's last completions, again at the end)
                 continue
             seen.add(same)

@@ -29,10 +29,9 @@ from steptable.ingest.parsed import counter
 from steptable.table.formatting import fmt_auto
 
 WINDOW_SHARE = 0.1
-#: keys never compared (steps, clocks, bookkeeping); nor is a counter in any namespace (:func:`counter`: HF's
-#: ``train/global_step`` and ``train/epoch``, SB3's ``time/total_timesteps``), a function of the step itself
-NOT_METRICS = frozenset({"step", "_step", "global_step", "ts", "time", "timestamp", "_timestamp", "wall_time",
-                         "_runtime", "run", "arm", "epoch"})
+#: keys never compared (clocks, bookkeeping); nor is a step or a counter in any namespace (:func:`counter`: the
+#: epoch, HF's ``train/global_step``, SB3's ``time/total_timesteps``), a function of the step itself
+NOT_METRICS = frozenset({"ts", "time", "timestamp", "_timestamp", "wall_time", "_runtime", "run", "arm"})
 
 
 class CompareError(ValueError):

@@ -104,16 +104,16 @@ def _pick_group(
     """Up to ``max_columns`` key columns of one group: ``lead``'s (key -> tier, :func:`lead_columns`) first, then the
     most present varying ones (see the module doc)."""
     order = dict.fromkeys(k for r in runs for k in r.keys)
-    # each run's own step key too (iteration, training/global_step...), and any other spelling of a step a row
-    # carries beside it (trackio's rows of an HF run: its step and train/global_step): the header gives the steps
+    # each run's own step key too (iteration, training/global_step...), and below any other spelling of a step a
+    # row carries beside it (trackio's rows of an HF run: its step and train/global_step): the header gives the steps
     skip = SKIP_KEYS | set(skip) | {k for r in runs if isinstance(k := getattr(r, "step_key", None), str)}
-    skip |= {k for k in order if is_step_key(k)}
     lead = lead_columns(runs, schema) if lead is None else lead
     lists: tuple[list[str], list[str]] = ([], [])
     score: dict[str, float] = {}
     for key in [*(k for k in lead if k in order), *(k for k in order if k not in lead)]:
         tier = lead.get(key)
-        if key in skip or (tier is None and counter(key)):  # (an epoch a schema declares is one of its columns)
+        # (an epoch a schema declares is one of its columns; a step in any spelling never is)
+        if key in skip or is_step_key(key) or (tier is None and counter(key)):
             continue
         sts = [(st, len(r.steps)) for i, r in enumerate(runs) if (st := stats.get((i, key))) is not None]
         # not a dense constant (a fixed lr is a setting), but an evaluation score that did not move is a headline,
