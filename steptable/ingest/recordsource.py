@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import math
 import os
-import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from steptable.ingest.files.bytetail import CHUNK, ByteTail
 from steptable.ingest.files.discover import Candidate
 from steptable.ingest.parse import BadLine
-from steptable.ingest.parsed import Parsed
+from steptable.ingest.parsed import WALL_KEYS, Parsed
+from steptable.ingest.readers.tbcurves import Curve, curve_dirs, event_names, event_order
 from steptable.ingest.source import Report, Source
 from steptable.ingest.store import ResumeReader, RunStore
 
@@ -28,13 +28,39 @@ RECORD_KINDS = frozenset({"wandb", "tensorboard", "trackio"})
 #: bytes of a W&B run file read at a time (a read is parsed while it is still in the CPU's cache: a 70 MB run reads
 #: about 10% faster than in one read)
 WANDB_READ = 1 << 20
-_EVENTS = re.compile(r"^events\.out\.tfevents\.")
 
 
 class _RecordParser(Protocol):
     def reset(self) -> None: ...
 
     def parse(self, data: bytes | memoryview, base: int, final: bool = False) -> tuple[int, Parsed]: ...
+
+
+class _CurveParser:
+    """An ``add_scalars`` curve's event parser: its tags become the run's columns for that curve (``loss/train``)."""
+
+    def __init__(self, parser: _RecordParser, curve: Curve) -> None:
+        self._parser = parser
+        self._curve = curve
+
+    @property
+    def more(self) -> bool:
+        return bool(getattr(self._parser, "more", False))
+
+    def reset(self) -> None:
+        self._parser.reset()
+
+    def parse(self, data: bytes | memoryview, base: int, final: bool = False) -> tuple[int, Parsed]:
+        used, parsed = self._parser.parse(data, base, final)
+        keep = {parsed.step_key, *WALL_KEYS}
+        column = self._curve.column
+        if parsed.rows is not None:
+            parsed.rows = [{(k if k in keep else column(k)): v for k, v in row.items()} for row in parsed.rows]
+        if parsed.cols is not None:
+            parsed.cols = {(k if k in keep else column(k)): v for k, v in parsed.cols.items()}
+            if parsed.int_keys is not None:
+                parsed.int_keys = frozenset(k if k in keep else column(k) for k in parsed.int_keys)
+        return used, parsed
 
 
 class _Base(Source):
@@ -80,7 +106,9 @@ class RecordSource(_Base):
     def __init__(self, cand: Candidate, report: Report, on_resume: ResumeReader | None = None) -> None:
         super().__init__(cand, report, on_resume)
         self._files: dict[Path, tuple[ByteTail, _RecordParser]] = {}
-        self._dir_sig: int | None = None
+        self._dir_sig: tuple[int, ...] | None = None
+        self._curves: dict[Path, Curve | None] = {}  # a TensorBoard run's add_scalars directories (None: pending)
+        self._curve_of: dict[Path, Curve] = {}
         self.tail: ByteTail | None = None  # the file read last (the follower checks its progress)
 
     def watch_paths(self) -> list[Path]:
@@ -91,18 +119,31 @@ class RecordSource(_Base):
         if self.cand.kind == "wandb":
             return [self.cand.path]
         d = Path(self.cand.key)
+        pending = None in self._curves.values()  # (a pending curve's first scalar changes no directory's time)
         try:
-            sig = os.stat(d).st_mtime_ns
+            sig = (os.stat(d).st_mtime_ns, *(os.stat(c).st_mtime_ns for c in self._curves))
         except OSError:
             return list(self._files)
-        if sig == self._dir_sig:
+        if sig == self._dir_sig and not pending:
             return list(self._files)
         self._dir_sig = sig
         try:
-            names = sorted(e.name for e in os.scandir(d) if _EVENTS.match(e.name) and e.is_file())
+            self._curves = curve_dirs(d)
+            found = [d / n for n in event_names(d)]
         except OSError:
             return list(self._files)
-        return [*self._files, *(d / n for n in names if d / n not in self._files)]
+        for c, curve in self._curves.items():
+            if curve is None:
+                continue
+            try:
+                names = event_names(c)
+            except OSError:
+                continue
+            for n in names:
+                self._curve_of[c / n] = curve
+                found.append(c / n)
+        new = sorted((p for p in found if p not in self._files), key=lambda p: event_order(p.name))
+        return [*self._files, *new]
 
     def _parser(self, path: Path) -> tuple[ByteTail, _RecordParser]:
         got = self._files.get(path)
@@ -114,6 +155,8 @@ class RecordSource(_Base):
             else:
                 from steptable.ingest.readers.tensorboard import EventParser
                 parser = EventParser(str(path))
+                if (curve := self._curve_of.get(path)) is not None:
+                    parser = _CurveParser(parser, curve)
             got = self._files[path] = (ByteTail(path, WANDB_READ if self.cand.kind == "wandb" else CHUNK), parser)
         return got
 

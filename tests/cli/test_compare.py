@@ -185,3 +185,26 @@ def test_a_huge_metric_name_pads_no_other_line(tmp_path: Path, capsys: pytest.Ca
     assert sum(huge in line for line in lines) == 1  # the name once, whole
     assert max(len(line) for line in lines if huge not in line) <= 2 * MAX_WIDTH
     assert len(out) < 2 * len(huge)
+
+
+def test_add_scalars_curves_are_compared_between_arms(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Two seeds of two arms written by torch's SummaryWriter, the losses with ``add_scalars`` (a directory per curve
+    inside each run's): four runs of two arms, each curve a metric compared between them (not an arm of its own
+    that pools both arms' curves as its seeds)."""
+    pytest.importorskip("tensorboard")
+    from torch.utils.tensorboard import SummaryWriter
+
+    for arm, lift in (("vanilla", 0.0), ("routeA", 0.5)):
+        for seed in (1, 2):
+            w = SummaryWriter(str(tmp_path / f"{arm}_seed{seed}"))
+            for s in range(40):
+                w.add_scalars("loss", {"train": 1.0 + lift + 0.01 * seed, "val": 2.0}, s)
+                w.add_scalar("reward", 0.5, s)
+            w.close()
+    rc, out, err = cli(["compare", str(tmp_path), "--baseline", "vanilla", "--format", "jsonl"], capsys)
+    assert rc == 0, err
+    recs = [json.loads(line) for line in out.splitlines()]
+    assert {r["arm"] for r in recs} == {"vanilla", "routeA"} and {r["n_seeds"] for r in recs} == {2}
+    train = next(r for r in recs if r["metric"] == "loss/train" and r["arm"] == "routeA")
+    assert train["delta"] == pytest.approx(0.5)
+    assert {r["metric"] for r in recs} == {"loss/train", "loss/val", "reward"}

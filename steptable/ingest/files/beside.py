@@ -4,7 +4,9 @@ One training is often written more than once in one place: a Ray Tune trial's ``
 ``progress.csv`` and events; a stable-baselines3 logger's formats of one folder; an HF output directory's
 ``trainer_state.json`` and default TensorBoard events beside steptable's own ``metrics.jsonl``; TensorBoard's
 ``add_hparams`` directory inside a run's. These are known by where they are, before any row is read (copies by other
-loggers elsewhere are found by their rows: steptable.ingest.copies).
+loggers elsewhere are found by their rows: steptable.ingest.copies). And the curves ``add_scalars`` writes in
+directories inside a run's, which are its columns (:mod:`steptable.ingest.readers.tbcurves`), known by where they are
+and their first tag.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ import os
 import re
 from pathlib import Path
 from typing import Final
+
+from steptable.ingest.readers.tbcurves import curve_of
 
 #: Ray Tune's trial files: metrics (JSONL), the config, and the same rows again as CSV
 RAY_RESULT: Final = "result.json"
@@ -81,12 +85,15 @@ def held_beside(path: Path, low: str, root: Path) -> bool:
     stable-baselines3 folder's less faithful formats (:func:`sb3_copy`), an HF output directory's
     ``trainer_state.json`` and default TensorBoard events beside steptable's ``metrics.jsonl`` (:func:`hf_copy`)?
     And TensorBoard's ``add_hparams`` directory inside a run's (:func:`hparams_events`): no rows, the run's
-    hyper-parameters."""
+    hyper-parameters; an ``add_scalars`` curve's directory inside a run's under ``root``, or one that may be (no
+    scalar in it yet, judged again when it grows): the run's columns."""
     if low == "trainer_state.json":
         return hf_copy(path, low, root)
     if low != "progress.csv" and not low.startswith("events.out.tfevents."):
         return False
     if low != "progress.csv" and (hparams_events(path) or hf_copy(path, low, root)):
+        return True
+    if low != "progress.csv" and path.parent.parent.is_relative_to(root) and curve_of(path) is not False:
         return True
     return is_ray_trial(path.parent) or sb3_copy(path, low)
 

@@ -370,7 +370,11 @@ class Follower:
             for p in sorted(paths):  # (a set: in its order, runs found together came in a new order each launch)
                 src = self._by_file.get(os.path.abspath(p))
                 if src is None and p.name.startswith("events.out.tfevents."):  # a new file of a TensorBoard run
-                    src = self._by_file.get(os.path.dirname(os.path.abspath(p)))
+                    where = os.path.dirname(os.path.abspath(p))
+                    # (or of an add_scalars curve's directory inside the run's)
+                    src = self._by_file.get(where) or self._by_file.get(os.path.dirname(where))
+                elif src is None and p.is_dir() and (up := self._by_file.get(os.path.dirname(os.path.abspath(p)))):
+                    hit.append(up)  # a directory made in a TensorBoard run's (a new curve; or a run of its own)
                 if src is None and p.name == "trainer_state.json":
                     src = next((s for s in self._sources.values() if s.cand.kind == "trainer_state"
                                 and p.is_relative_to(s.cand.run_dir.absolute())), None)

@@ -1,0 +1,132 @@
+"""``SummaryWriter.add_scalars`` curves read as columns of their run: every file is written by torch's SummaryWriter
+in the test (its curves in directories of their own inside the run's), read whole, resumed, named on the command
+line, and followed while they appear."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+
+from steptable.ingest.files.follow import Follower
+from steptable.ingest.readers.tbcurves import Curve, curve_name, event_order, first_tag
+from tests.ingest.writers import read_once, rows_of
+
+pytest.importorskip("tensorboard")
+torch_tb = pytest.importorskip("torch.utils.tensorboard")
+
+TUTORIAL_TAG = "Training vs. Validation Loss"  # (the PyTorch TensorBoard tutorial's add_scalars)
+
+
+def _write(logdir: Path, steps: range, shift: float = 0.0) -> None:
+    w = torch_tb.SummaryWriter(str(logdir))
+    for s in steps:
+        w.add_scalar("train/reward", 0.1 * s + shift, s)
+        w.add_scalars("loss", {"train": 1 / (s + 1), "val": 2 / (s + 1)}, s)
+        w.add_scalars(TUTORIAL_TAG, {"Training": s + shift, "Validation": -s}, s)
+    w.close()
+
+
+def test_each_curve_is_a_column_of_the_run_that_wrote_it(tmp_path: Path) -> None:
+    _write(tmp_path / "vanilla", range(6))
+    _write(tmp_path / "routeA", range(6), shift=0.5)
+    f = read_once(tmp_path)
+    stores = {s.arm: s for s in f.stores.values()}
+    assert sorted(stores) == ["routeA", "vanilla"]  # not six more runs, one a curve directory
+    for arm, shift in (("vanilla", 0.0), ("routeA", 0.5)):
+        store = stores[arm]
+        rows = rows_of(store)
+        assert list(store.steps) == list(range(6))
+        assert [r["loss/train"] for r in rows] == pytest.approx([1 / (s + 1) for s in range(6)])
+        assert [r["loss/val"] for r in rows] == pytest.approx([2 / (s + 1) for s in range(6)])
+        assert [r[f"{TUTORIAL_TAG}/Training"] for r in rows] == pytest.approx([s + shift for s in range(6)])
+        assert [r[f"{TUTORIAL_TAG}/Validation"] for r in rows] == pytest.approx([-s for s in range(6)])
+        assert "loss" not in store.keys and not store.bad and not store.resumes
+
+
+def test_a_resumed_run_keeps_each_curve_of_the_session_that_wrote_the_step(tmp_path: Path) -> None:
+    """The second launch (another writer on the same directory, from step 3) writes new files beside the first's, in
+    the run's directory and in each curve's: the steps it logged again hold its values, in every column."""
+    run = tmp_path / "run"
+    _write(run, range(6))
+    _write(run, range(3, 9), shift=100.0)
+    store = next(iter(read_once(tmp_path).stores.values()))
+    rows = rows_of(store)
+    assert list(store.steps) == list(range(9)) and store.resumes == [3]
+    assert [r["train/reward"] for r in rows] == pytest.approx([0.1 * s + (100 if s >= 3 else 0) for s in range(9)])
+    assert [r[f"{TUTORIAL_TAG}/Training"] for r in rows] == pytest.approx([s + (100 if s >= 3 else 0)
+                                                                          for s in range(9)])
+
+
+def test_a_curve_directory_named_on_its_own_is_a_run(tmp_path: Path) -> None:
+    _write(tmp_path / "run", range(4))
+    store = next(iter(read_once(tmp_path / "run" / "loss_train").stores.values()))
+    assert [r["loss"] for r in rows_of(store)] == pytest.approx([1 / (s + 1) for s in range(4)])
+
+
+def test_a_run_inside_a_run_that_is_no_curve_stays_a_run(tmp_path: Path) -> None:
+    """``exp_2`` inside a run directory, its tag not the ``exp`` its name would take for add_scalars' main tag."""
+    _write(tmp_path / "base", range(3))
+    w = torch_tb.SummaryWriter(str(tmp_path / "base" / "exp_2"))
+    for s in range(3):
+        w.add_scalar("eval/acc", 0.5, s)
+    w.close()
+    arms = sorted(s.arm for s in read_once(tmp_path).stores.values())
+    assert arms == ["base", "exp_2"]
+
+
+def test_curves_that_appear_while_followed_join_their_run(tmp_path: Path) -> None:
+    """A run followed before its first add_scalars: the curve directories it then makes (their first file holding no
+    scalar until the writer flushes) are read into the run as they fill, and are never runs of their own."""
+    run = tmp_path / "run"
+    w = torch_tb.SummaryWriter(str(run), max_queue=1000, flush_secs=10_000)
+    for s in range(3):
+        w.add_scalar("train/reward", s, s)
+    w.flush()
+    f = Follower([tmp_path])
+    f.scan()
+    curve = torch_tb.SummaryWriter(str(run / "loss_train"), max_queue=1000, flush_secs=10_000)  # made, not written
+    f.on_events({run / "loss_train"})
+    f.scan()
+    assert len(f.stores) == 1 and "loss/train" not in next(iter(f.stores.values())).keys
+    for s in range(3, 6):
+        w.add_scalar("train/reward", s, s)
+        curve.add_scalar("loss", 1 / (s + 1), s)
+    w.flush()
+    curve.flush()
+    (event,) = (run / "loss_train").glob("events.out.tfevents.*")
+    f.on_events({event})
+    (store,) = f.stores.values()
+    rows = rows_of(store)
+    assert [r.get("loss/train", math.nan) for r in rows][3:] == pytest.approx([1 / (s + 1) for s in range(3, 6)])
+    assert list(store.steps) == list(range(6))
+    f.scan()  # a full discovery agrees
+    assert len(f.stores) == 1
+    w.close()
+    curve.close()
+
+
+def test_the_curve_name_is_what_add_scalars_appends_to_the_main_tag() -> None:
+    assert curve_name("loss_train", "loss") == "train"
+    assert curve_name("train_loss_a_b", "train/loss") == "a_b"
+    assert curve_name("loss_", "loss") is None and curve_name("lossy_train", "loss") is None
+    assert Curve("train/loss", "val").column("train/loss") == "train/loss/val"
+
+
+def test_event_files_are_ordered_by_the_numbers_in_their_names() -> None:
+    names = ["events.out.tfevents.1700000001.h.9.10", "events.out.tfevents.1700000001.h.9.2",
+             "events.out.tfevents.1700000000.h.9.11"]
+    assert sorted(names, key=event_order) == [names[2], names[1], names[0]]
+
+
+def test_first_tag_waits_for_a_scalar(tmp_path: Path) -> None:
+    w = torch_tb.SummaryWriter(str(tmp_path))
+    w.flush()
+    (event,) = tmp_path.glob("events.out.tfevents.*")
+    assert first_tag(event) is None  # the file_version event alone
+    w.add_scalar("a/b", 1.0, 0)
+    w.flush()
+    assert first_tag(event) == "a/b"
+    w.close()
+    assert first_tag(tmp_path / "gone") is None
