@@ -11,7 +11,9 @@ Three shapes are read:
 - verl's rollout dumps ``<rollout_data_dir or validation_data_dir>/<step>.jsonl``: one row per generation
   ``{input, output, gts, score, step, ...}`` (titled by their directory, so rollouts and validation stay apart);
 - TRL's ``completions/completions_<step>.parquet`` (read with pyarrow: the ``steptable[parquet]`` extra): one row per
-  completion ``{step, prompt, completion, <one column per reward function>, advantage}``; the reward is their sum.
+  completion ``{step, prompt, completion, <one column per reward function>, advantage}``; the reward is their sum;
+- a trackio run's traces (verl's validation generations): rows of its database's ``traces`` table, a conversation
+  and metadata each (:mod:`steptable.ingest.readers.trackiotraces`); the reward is the metadata's ``score``.
 
 Samples of one prompt make a group (GRPO's group: several completions of one prompt); ``Sample.group`` names it.
 
@@ -25,6 +27,7 @@ from __future__ import annotations
 import math
 import os
 import re
+import sqlite3
 from bisect import bisect_left
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -34,11 +37,14 @@ from typing import Any
 from steptable.ingest.files.dumps import dump_step, wandb_table
 from steptable.ingest.parse import NONFINITE, LineError, decode_line
 from steptable.ingest.readers.hf import decode_document
+from steptable.ingest.readers.trackiotraces import trace_steps, traces_at
 
 _ITER_DIR = re.compile(r"iteration_(\d+)$")
 _RICH = re.compile(r"_step_(\d+)\.json$")
 _WANDB_TABLE = re.compile(r"_(\d+)(_[0-9a-f]+)\.table\.json$")  # (its name's step, the hash of its content)
 _STEP_RE = re.compile(rb'"(?:step|iteration)"\s*:\s*(-?\d+)')
+#: the offset of a step's traces in a SideIndex entry (read from the database, not at an offset of a file)
+TRACES = -1
 #: bytes of one step's rows read at most (a single-step file can be any size; the viewer shows a page anyway)
 MAX_READ = 32 << 20
 
@@ -67,13 +73,25 @@ class Sample:
     group: str = ""  # samples of one group share it (one prompt's completions); "": in no group
 
 
+@dataclass(frozen=True)
+class GenSource:
+    """An arm's generations: its side files, the steps its run file gives some of them (:func:`table_steps`), and
+    the trackio database and run name whose traces it logged (None: none)."""
+
+    label: str
+    files: list[Path]
+    steps: Mapping[Path, int] = field(default_factory=dict)
+    traces: tuple[Path, str] | None = None
+
+
 @dataclass
 class SideIndex:
     """Steps with samples and where each step's rows live."""
 
-    # step -> [(path, offset, length)]
+    # step -> [(path, offset, length)]; offset TRACES: the step's traces in the trackio database ``path``
     where: dict[int, list[tuple[Path, int, int]]] = field(default_factory=dict)
     steps: list[int] = field(default_factory=list)
+    trace_run: str = ""  # the run whose traces the TRACES entries are
 
     def nearest(self, step: int) -> int | None:
         """The step with samples closest to ``step`` at or before it (else the first after it)."""
@@ -90,6 +108,9 @@ class SideIndex:
         being written and is passed over (a bad line otherwise says where it is)."""
         out: list[Sample] = []
         for path, off, length in self.where.get(step, ()):
+            if off == TRACES:
+                out += _trace_samples(step, path, self.trace_run)
+                continue
             try:
                 with open(path, "rb") as fh:
                     if _file_step(path) is not None:  # the whole file, as it is now (it was indexed by name)
@@ -172,6 +193,40 @@ def _parquet_samples(step: int, path: Path) -> list[Sample]:
     return [_sample_or_error(step, row, path, "a row") for row in rows]
 
 
+def _trace_samples(step: int, db: Path, run: str) -> list[Sample]:
+    """A trackio run's traces of ``step``, each a sample: the assistant's messages are the completion, the others
+    the prompt (``role: content`` lines where there are several), the metadata's ``score`` the reward and its other
+    values the notes."""
+    try:
+        traces = traces_at(db, run, step)
+    except sqlite3.Error as e:
+        return [Sample(step, f"{db.name}: traces unreadable", None, "", str(e)[:500])]
+    out = []
+    for t in traces:
+        title = f"{t.key} #{t.index}"
+        if t.error or not isinstance(t.messages, list):
+            out.append(Sample(step, f"{title}: not a list of messages", None, "", t.error or _text(t.messages)[:500]))
+            continue
+        msgs = [m for m in t.messages if isinstance(m, dict)]
+        asked = [m for m in msgs if m.get("role") != "assistant"]
+        said = [m for m in msgs if m.get("role") == "assistant"]
+        meta = t.metadata if isinstance(t.metadata, dict) else {}
+        notes = [f"{k} {_short(x)}" for k, v in meta.items()
+                 if k not in ("score", "sample_index") and (x := _num(v)) is not None][:8]
+        prompt = "\n".join(f"{_text(m.get('role'))}: {_content(m.get('content'))}" for m in asked) \
+            if len(asked) > 1 else _content(asked[0].get("content")) if asked else ""
+        out.append(Sample(step, title, _num(meta.get("score")), prompt,
+                          "\n\n".join(_content(m.get("content")) for m in said), " · ".join(notes), prompt))
+    return out
+
+
+def _content(v: Any) -> str:
+    """A message's content: text, or a list of parts (``{type: text, text}``: their text)."""
+    if isinstance(v, list):
+        return "\n".join(_text(p.get("text")) if isinstance(p, dict) and "text" in p else _text(p) for p in v)
+    return _text(v)
+
+
 def _sample_or_error(step: int, obj: dict[str, Any], path: Path, where: str) -> Sample:
     """``to_sample``, or an error sample for a row whose values it cannot show: one hostile row of a side file must
     not take the viewer (and the app) down."""
@@ -203,10 +258,16 @@ def table_steps(run_path: str | os.PathLike[str], meta: Mapping[str, Any]) -> di
     return {files / rel: step for rel, step in tables.items() if isinstance(rel, str) and type(step) is int}
 
 
-def build_index(paths: Iterable[Path], steps: Mapping[Path, int] | None = None) -> SideIndex:
+def build_index(paths: Iterable[Path], steps: Mapping[Path, int] | None = None,
+                traces: tuple[Path, str] | None = None) -> SideIndex:
     """Index the given side files (generations.jsonl by the step of each line; rollout summaries by directory; a
-    file of one step by ``steps`` (:func:`table_steps`) where it names it, else by its name)."""
+    file of one step by ``steps`` (:func:`table_steps`) where it names it, else by its name), and the traces of
+    ``traces`` (a trackio database, a run name). Raises sqlite3.Error where the database cannot be read."""
     idx = SideIndex()
+    if traces is not None:
+        db, idx.trace_run = traces
+        for at in trace_steps(db, idx.trace_run):
+            idx.where.setdefault(at, []).append((db, TRACES, 0))
     seen: set[tuple[int, Path, str]] = set()
     for path in paths:
         step = steps.get(path) if steps else None

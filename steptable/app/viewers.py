@@ -5,6 +5,7 @@ the way to the first frame."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from textual.notifications import SeverityLevel
@@ -128,20 +129,27 @@ class Viewers:
     def generations(self) -> None:
         """Completions of the shown arms that have generations side files, at the step on screen."""
         from steptable.app.screens.generations import GenerationsScreen
-        from steptable.app.sidefiles import side_paths, table_steps
+        from steptable.app.sidefiles import GenSource, side_paths, table_steps
+        from steptable.ingest.readers.trackiotraces import has_traces
 
         session = self.app.session
         labels = session.labels()
         sources = []
         for rid, run in session.runs.items():
+            if rid in session.hidden:
+                continue
             files = side_paths(run.store.side_files or {})
-            if files and rid not in session.hidden:
-                steps = table_steps(run.store.path, getattr(run.store, "meta", {}))  # (a W&B run's tables)
-                sources.append((labels.get(rid, rid), files, steps))
+            meta = getattr(run.store, "meta", {})
+            name = meta.get("trackio_run")  # (a trackio run's)
+            traces = (Path(run.store.path), name) if isinstance(name, str) and has_traces(run.store.path, name) \
+                else None
+            if files or traces:
+                steps = table_steps(run.store.path, meta)  # (a W&B run's tables)
+                sources.append(GenSource(labels.get(rid, rid), files, steps, traces))
         if not sources:
             self.app.notify("no generations side files (generations.jsonl, *_rollout_summaries.jsonl, "
                             "rich_completions/*.json, verl's <rollout_data_dir>/<step>.jsonl, TRL's "
-                            "completions/*.parquet, a W&B run's tables) in these runs")
+                            "completions/*.parquet, a W&B run's tables, a trackio run's traces) in these runs")
             return
         grid = self.tables.focused_grid()
         step = None

@@ -266,6 +266,7 @@ class TrackioSource(_Base):
         if store is None:
             store = RunStore(f"{self.cand.run_id}#{name}", self.cand.path, "trackio", name, self.store.on_resume)
             store.side_files = self.cand.side_files
+            store.meta["trackio_run"] = name  # (its traces are looked up by it: steptable.ingest.readers.trackiotraces)
             config: Any = self.reader.configs.get(name)
             if isinstance(config, dict):
                 store.meta["config"] = config

@@ -1,5 +1,6 @@
 """steptable.app.sidefiles: generations side files indexed and read per step (retrain, tinker rollouts, MaxEnt
-rich_completions), hostile rows (steps that are not a list, numbers past range) and bad lines."""
+rich_completions, W&B tables, trackio traces), hostile rows (steps that are not a list, numbers past range) and bad
+lines."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from tests.ingest import dumpwriters
 pytestmark = pytest.mark.anyio
 trl_wandb_run = dumpwriters.trl_wandb_run  # (session fixtures: real runs)
 verl_wandb_run = dumpwriters.verl_wandb_run
+verl_trackio_run = dumpwriters.verl_trackio_run
 
 
 def test_a_steps_field_that_is_not_a_list(tmp_path: Path) -> None:
@@ -154,3 +156,49 @@ def test_verls_validation_generations_logged_to_wandb_are_each_steps_own(verl_wa
         samples = idx.samples(step)
         assert [(s.prompt, s.completion, s.reward) for s in samples] == [
             (f"question {i} at {step}", f"answer {i} at {step}", float(i % 2)) for i in range(VERL_VAL_SAMPLES)]
+
+
+def test_verls_validation_generations_logged_to_trackio_are_each_steps_traces(verl_trackio_run: Path) -> None:
+    """verl logs each validation sample to trackio as a Trace (user: input, assistant: output, metadata score) under
+    val/generations with step=N: the run's store names its traces, each validation step shows its own samples."""
+    from steptable.ingest.readers.trackiotraces import has_traces
+    from tests.ingest.dumpwriters import VERL_VAL_SAMPLES, VERL_VAL_STEPS
+    from tests.ingest.writers import only, read_once
+
+    store = only(read_once(verl_trackio_run))
+    run = store.meta["trackio_run"]
+    assert run == "verl-exp" and has_traces(store.path, run) and not has_traces(store.path, "another")
+    idx = build_index(side_paths(store.side_files), traces=(store.path, run))
+    assert idx.steps == list(VERL_VAL_STEPS)
+    for step in VERL_VAL_STEPS:
+        samples = idx.samples(step)
+        assert [(s.prompt, s.completion, s.reward) for s in samples] == [
+            (f"question {i} at {step}", f"answer {i} at {step}", float(i % 2)) for i in range(VERL_VAL_SAMPLES)]
+        assert [s.title for s in samples] == [f"val/generations #{i}" for i in range(VERL_VAL_SAMPLES)]
+
+
+def test_hostile_traces_are_shown_as_what_they_are(tmp_path: Path) -> None:
+    """Traces trackio itself stored whose messages are no conversation (a string, parts, a number), whose metadata
+    is no object, or whose score is text: each is a sample that says what it holds; none takes the index down."""
+    pytest.importorskip("trackio")
+    from tests.ingest.writers import run_writer
+
+    run_writer("""
+        import trackio
+        trackio.init(project="p", name="r")
+        trackio.log({"loss": 1.0}, step=1)
+        trackio.log({"t": [trackio.Trace(messages=[{"role": "system", "content": "be brief"},
+                                                   {"role": "user", "content": [{"type": "text", "text": "hi"}]},
+                                                   {"role": "assistant", "content": "\\x1b[31mred"}],
+                                         metadata={"score": "high", "len": 3}),
+                           trackio.Trace(messages=[], metadata={})]}, step=1)
+        trackio.finish()
+    """, {"TRACKIO_DIR": str(tmp_path)})
+    idx = build_index([], traces=(tmp_path / "p.db", "r"))
+    first, empty = idx.samples(1)
+    assert first.prompt == "system: be brief\nuser: hi" and first.completion == "\x1b[31mred"
+    assert first.reward is None and first.extra == "len 3"  # (text is made inert by the viewer, as every sample's)
+    assert (empty.prompt, empty.completion, empty.reward) == ("", "", None)
+    assert build_index([], traces=(tmp_path / "p.db", "nobody")).steps == []
+    (gone,) = SideIndex(where={1: [(tmp_path / "gone.db", -1, 0)]}, steps=[1], trace_run="r").samples(1)
+    assert "traces unreadable" in gone.title

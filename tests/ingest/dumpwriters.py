@@ -114,24 +114,37 @@ def verl_wandb_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     with every earlier validation's row (``val/generations``: a folder), and the validation score, then the step's
     metrics, each with ``step=``. Returns the directory holding ``wandb/``."""
     pytest.importorskip("wandb")
-    src = verl_package() / "utils" / "tracking.py"
     root = tmp_path_factory.mktemp("verl_wandb")
+    _verl_run("wandb", "import wandb; wandb.finish()", {"WANDB_DIR": str(root)})
+    return root
+
+
+@pytest.fixture(scope="session")
+def verl_trackio_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The same verl run logged to trackio (project ``proj``, run ``verl-exp``): its validation generations are
+    traces (``trackio.Trace``, one a sample, under ``val/generations``). Returns its TRACKIO_DIR."""
+    pytest.importorskip("trackio")
+    root = tmp_path_factory.mktemp("verl_trackio")
+    _verl_run("trackio", "import trackio; trackio.finish()", {"TRACKIO_DIR": str(root)})
+    return root
+
+
+def _verl_run(backend: str, finish: str, env: dict[str, str]) -> None:
+    src = verl_package() / "utils" / "tracking.py"
     run_writer(f"""
         import importlib.util
         spec = importlib.util.spec_from_file_location("verl_tracking", {str(src)!r})
         vt = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(vt)
-        tracking = vt.Tracking("proj", "verl-exp", default_backend=["wandb"], config={{"trainer": {{}}}})
+        tracking = vt.Tracking("proj", "verl-exp", default_backend=[{backend!r}], config={{"trainer": {{}}}})
         generations = vt.ValidationGenerationsLogger()
         for step in range(13):
             if step in {VERL_VAL_STEPS!r}:
                 samples = [(f"question {{i}} at {{step}}", f"answer {{i}} at {{step}}", float(i % 2))
                            for i in range({VERL_VAL_SAMPLES})]
-                generations.log(["wandb"], samples, step)
+                generations.log([{backend!r}], samples, step)
                 tracking.log({{"val-core/acc/mean@1": step / 20}}, step=step)
             if step:
                 tracking.log({{"actor/pg_loss": 1.0 / step, "critic/score/mean": step / 10}}, step=step)
-        import wandb
-        wandb.finish()
-    """, {"WANDB_DIR": str(root)}, timeout=300)
-    return root
+        {finish}
+    """, env, timeout=300)

@@ -7,9 +7,8 @@ Completions are untrusted text: every string goes through ``sanitize(..., keep_n
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import ClassVar
 
 from rich.text import Text
@@ -24,17 +23,16 @@ from textual.widgets.option_list import Option
 
 from steptable.app.groups import grouped, groups_of, rewards_text
 from steptable.app.search import Finder, pattern
-from steptable.app.sidefiles import Sample, SideIndex, build_index
+from steptable.app.sidefiles import GenSource, Sample, SideIndex, build_index
 from steptable.app.widgets.keys import KeyBar
 from steptable.table.formatting import sanitize
 
 
 @dataclass
 class IndexReady(Message):
-    """The index of the side files ``paths`` (an arm's): shown only while that arm is (its build may end after the
-    next arm's)."""
+    """The index of ``source`` (an arm's): shown only while that arm is (its build may end after the next arm's)."""
 
-    paths: list[Path]
+    source: GenSource
     index: SideIndex
     problem: str = ""
 
@@ -168,9 +166,8 @@ class GenerationsScreen(Screen[None]):
         Binding("N", "search_next(False)", "Prev match", show=False),
     ]
 
-    def __init__(self, sources: Sequence[tuple[str, list[Path], Mapping[Path, int]]], step: int | None = None) -> None:
-        """``sources``: (arm label, its generations side files, the steps its run file gives some of them:
-        steptable.app.sidefiles.table_steps), arms with at least one file."""
+    def __init__(self, sources: Sequence[GenSource], step: int | None = None) -> None:
+        """``sources``: the arms with generations (side files or traces)."""
         super().__init__()
         self.sources = list(sources)
         self.arm_i = 0
@@ -197,26 +194,25 @@ class GenerationsScreen(Screen[None]):
 
     @property
     def arm(self) -> str:
-        return self.sources[self.arm_i][0] if self.sources else ""
+        return self.sources[self.arm_i].label if self.sources else ""
 
     def _load(self) -> None:
         self.index = None
         self.finder.start("", [])  # (a search's matches are of one arm's samples)
         self.query_one("#gen-title", Static).update(Text(sanitize(f" Generations · {self.arm} · indexing…")))
         if self.sources:
-            _, paths, steps = self.sources[self.arm_i]
-            self._index(paths, steps)
+            self._index(self.sources[self.arm_i])
 
     @work(thread=True, exclusive=True, group="gen-index", exit_on_error=False)
-    def _index(self, paths: list[Path], steps: Mapping[Path, int]) -> None:
+    def _index(self, source: GenSource) -> None:
         try:
-            self.post_message(IndexReady(paths, build_index(paths, steps)))
+            self.post_message(IndexReady(source, build_index(source.files, source.steps, source.traces)))
         except Exception as e:  # the files are untrusted: a failure to index them is shown, it does not end the app
-            self.post_message(IndexReady(paths, SideIndex(), f"could not index: {type(e).__name__}: {e}"[:500]))
+            self.post_message(IndexReady(source, SideIndex(), f"could not index: {type(e).__name__}: {e}"[:500]))
 
     def on_index_ready(self, message: IndexReady) -> None:
         # (an exclusive worker's thread is not stopped by the next one: the arm left may finish indexing last)
-        if not self.sources or message.paths != self.sources[self.arm_i][1]:
+        if not self.sources or message.source is not self.sources[self.arm_i]:
             return
         self.index = idx = message.index
         steps = self.query_one("#gen-steps", OptionList)

@@ -1,5 +1,5 @@
 """steptable.app.screens.generations: the generations viewer: hostile text inert, a big step paged, long
-completions clipped, malformed rows and failures shown, not fatal."""
+completions clipped, malformed rows and failures shown, not fatal; a trackio run's traces beside side files."""
 
 from __future__ import annotations
 
@@ -31,8 +31,10 @@ from tests.app.helpers import (
     write_generations,
     write_side_file,
 )
+from tests.ingest import dumpwriters
 
 pytestmark = pytest.mark.anyio
+verl_trackio_run = dumpwriters.verl_trackio_run  # (a session fixture: a real run)
 
 
 async def test_generations_viewer_hostile_text(tmp_path: Path) -> None:
@@ -137,7 +139,7 @@ async def test_the_viewer_over_a_malformed_row_keeps_the_app(tmp_path: Path) -> 
     assert app.return_code is None
 
 
-def _index_fails(paths: Any, steps: Any = None) -> SideIndex:
+def _index_fails(paths: Any, steps: Any = None, traces: Any = None) -> SideIndex:
     raise RuntimeError("index bug")
 
 
@@ -263,11 +265,11 @@ async def test_an_index_that_ends_after_the_next_arms_is_not_shown(tmp_path: Pat
     release = threading.Event()
     built: dict[tuple[Path, ...], SideIndex] = {}
 
-    def build(paths: list[Path], steps: Any = None) -> SideIndex:
+    def build(paths: list[Path], steps: Any = None, traces: Any = None) -> SideIndex:
         if not built and not release.is_set():  # the first arm's: ends once the test says so
             built[tuple(paths)] = SideIndex()
             assert release.wait(30)
-        idx = built[tuple(paths)] = real_build(paths, steps)
+        idx = built[tuple(paths)] = real_build(paths, steps, traces)
         return idx
 
     monkeypatch.setattr(gen_screen, "build_index", build)
@@ -285,7 +287,7 @@ async def test_an_index_that_ends_after_the_next_arms_is_not_shown(tmp_path: Pat
             release.set()
             await until(pilot, lambda: len(handled) == 2)
             await pilot.pause()
-            shown = built[tuple(screen.sources[1][1])]
+            shown = built[tuple(screen.sources[1].files)]
             assert screen.arm_i == 1 and screen.index is shown
             assert f"{len(shown.steps)} steps with samples" in _title(screen) and screen.step == shown.steps[-1]
     finally:
@@ -323,3 +325,32 @@ async def test_a_search_that_ends_after_the_next_one_is_not_shown(tmp_path: Path
             assert screen.finder.text == "step 20" and "search 'step 20': 1 of 2" in _title(screen)
     finally:
         release.set()
+
+
+async def test_a_trackio_runs_traces_are_its_generations(verl_trackio_run: Path, tmp_path: Path) -> None:
+    """verl's validation generations logged to trackio (traces) are shown for its run, as side files are for the
+    arms beside it, each arm its own samples."""
+    import shutil
+
+    from tests.ingest.dumpwriters import VERL_VAL_SAMPLES, VERL_VAL_STEPS
+
+    root = make_runs(tmp_path)
+    write_generations(root / "routeA")
+    shutil.copytree(verl_trackio_run, root / "trackio")
+    app, follower, _ = manual_app(root)
+    async with app.run_test(size=SIZE) as pilot:
+        await sync(pilot, follower)
+        screen = await open_generations(pilot)
+        labels = [s.label for s in screen.sources]
+        assert len(labels) == 2 and "verl-exp" in labels
+        while screen.arm != "verl-exp":
+            await pilot.press("a")
+            indexing = [w for w in app.workers if w.group == "gen-index"]
+            if indexing:
+                await app.workers.wait_for_complete(indexing)
+            await pilot.pause()
+        assert screen.index is not None and screen.index.steps == list(VERL_VAL_STEPS)
+        assert screen.step == VERL_VAL_STEPS[-1]
+        shown = viewer_text(screen)
+        assert all(f"answer {i} at {VERL_VAL_STEPS[-1]}" in shown for i in range(VERL_VAL_SAMPLES))
+        assert "val/generations #0" in shown

@@ -1,0 +1,79 @@
+"""trackio traces: the ``trackio.Trace`` objects a run logged (verl's validation generations), by step.
+
+``trackio.log({"val/generations": [trackio.Trace(messages=[...], metadata={...})]}, step=s)`` stores each trace as a
+row of the project database's ``traces`` table: ``(run_name, step, key, trace_index, messages, metadata)``, the last
+two JSON (a list of ``{role, content}`` and an object). That table is trackio's record of them (the session files
+under ``traces/`` are a copy for the Hub). A database from a trackio that predates traces has no such table: no
+traces. Read-only, as the metrics are (:func:`steptable.ingest.readers.trackio.connect`); the JSON is decoded without
+trusting it.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from steptable.ingest.readers.trackio import DAMAGED, connect, text
+
+_DECODE = msgspec.json.Decoder()
+#: traces of one step read at most (a viewer shows a page of them; a step is not a whole run's)
+MAX_TRACES = 2000
+
+
+@dataclass(frozen=True, slots=True)
+class Trace:
+    """One logged trace: the key it was logged under, its place in that list, its messages and metadata as decoded
+    (any JSON value: the viewer checks their shape), or ``error`` where they could not be decoded."""
+
+    key: str
+    index: int
+    messages: Any
+    metadata: Any
+    error: str = ""
+
+
+def has_traces(db: Path, run: str) -> bool:
+    """Did run ``run`` of database ``db`` log any trace? False where it cannot be told (no table, locked)."""
+    try:
+        with connect(db) as con:
+            return con.execute("SELECT 1 FROM traces WHERE run_name = ? LIMIT 1", (run,)).fetchone() is not None
+    except (sqlite3.Error, *DAMAGED):
+        return False
+
+
+def trace_steps(db: Path, run: str) -> list[int]:
+    """The steps at which run ``run`` logged traces, ascending. Raises sqlite3.Error (no table: [])."""
+    try:
+        with connect(db) as con:
+            rows = con.execute("SELECT DISTINCT step FROM traces WHERE run_name = ? ORDER BY step", (run,))
+            return [r[0] for r in rows if type(r[0]) is int]
+    except sqlite3.OperationalError as e:
+        if "no such table" in str(e):
+            return []
+        raise
+
+
+def traces_at(db: Path, run: str, step: int) -> list[Trace]:
+    """The traces run ``run`` logged at ``step``, by key and place (at most :data:`MAX_TRACES`). Raises
+    sqlite3.Error."""
+    with connect(db) as con:
+        rows = con.execute(
+            "SELECT key, trace_index, messages, metadata FROM traces WHERE run_name = ? AND step = ?"
+            " ORDER BY key, trace_index LIMIT ?", (run, step, MAX_TRACES)).fetchall()
+    out = []
+    for key, index, messages, metadata in rows:
+        try:
+            out.append(Trace(text(key), index if type(index) is int else 0, _decode(messages), _decode(metadata)))
+        except (msgspec.DecodeError, TypeError, ValueError) as e:
+            out.append(Trace(text(key), index if type(index) is int else 0, None, None, str(e)[:500]))
+    return out
+
+
+def _decode(v: Any) -> Any:
+    if v is None:
+        return None
+    return _DECODE.decode(v if isinstance(v, bytes) else str(v).encode())
