@@ -12,8 +12,8 @@ Three shapes are read:
   ``{input, output, gts, score, step, ...}`` (titled by their directory, so rollouts and validation stay apart);
 - TRL's ``completions/completions_<step>.parquet`` (read with pyarrow: the ``steptable[parquet]`` extra): one row per
   completion ``{step, prompt, completion, <one column per reward function>, advantage}``; the reward is their sum;
-- a trackio run's traces (verl's validation generations): rows of its database's ``traces`` table, a conversation
-  and metadata each (:mod:`steptable.ingest.readers.trackiotraces`); the reward is the metadata's ``score``.
+- a trackio run's traces and a TensorBoard run's text summaries (verl's validation generations in either): read from
+  the tracker's files as :mod:`steptable.app.trackergens` says.
 
 Samples of one prompt make a group (GRPO's group: several completions of one prompt); ``Sample.group`` names it.
 
@@ -27,17 +27,19 @@ from __future__ import annotations
 import math
 import os
 import re
-import sqlite3
 from bisect import bisect_left
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from steptable.app.samples import Sample as Sample
+from steptable.app.samples import chat, num, short, text
+from steptable.app.trackergens import event_texts, trace_samples
 from steptable.ingest.files.dumps import dump_step, wandb_table
-from steptable.ingest.parse import NONFINITE, LineError, decode_line
+from steptable.ingest.parse import LineError, decode_line
 from steptable.ingest.readers.hf import decode_document
-from steptable.ingest.readers.trackiotraces import trace_steps, traces_at
+from steptable.ingest.readers.trackiotraces import trace_steps
 
 _ITER_DIR = re.compile(r"iteration_(\d+)$")
 _RICH = re.compile(r"_step_(\d+)\.json$")
@@ -45,6 +47,8 @@ _WANDB_TABLE = re.compile(r"_(\d+)(_[0-9a-f]+)\.table\.json$")  # (its name's st
 _STEP_RE = re.compile(rb'"(?:step|iteration)"\s*:\s*(-?\d+)')
 #: the offset of a step's traces in a SideIndex entry (read from the database, not at an offset of a file)
 TRACES = -1
+#: the name of a TensorBoard event file, whose SideIndex entries are text summary records
+EVENTS_PREFIX = "events.out.tfevents."
 #: bytes of one step's rows read at most (a single-step file can be any size; the viewer shows a page anyway)
 MAX_READ = 32 << 20
 
@@ -61,19 +65,6 @@ def _rich_step(path: Path) -> re.Match[str] | None:
 
 
 @dataclass(frozen=True)
-class Sample:
-    """One generation: what was asked, what came back, what it scored."""
-
-    step: int
-    title: str
-    reward: float | None
-    prompt: str
-    completion: str
-    extra: str = ""
-    group: str = ""  # samples of one group share it (one prompt's completions); "": in no group
-
-
-@dataclass(frozen=True)
 class GenSource:
     """An arm's generations: its side files, the steps its run file gives some of them (:func:`table_steps`), and
     the trackio database and run name whose traces it logged (None: none)."""
@@ -82,6 +73,7 @@ class GenSource:
     files: list[Path]
     steps: Mapping[Path, int] = field(default_factory=dict)
     traces: tuple[Path, str] | None = None
+    texts: Sequence[tuple[str, int, int, int, str]] = ()  # a TensorBoard run's text summaries: meta["texts"]
 
 
 @dataclass
@@ -109,7 +101,10 @@ class SideIndex:
         out: list[Sample] = []
         for path, off, length in self.where.get(step, ()):
             if off == TRACES:
-                out += _trace_samples(step, path, self.trace_run)
+                out += trace_samples(step, path, self.trace_run)
+                continue
+            if path.name.startswith(EVENTS_PREFIX):  # a text summary where the TensorBoard reader found it
+                out += event_texts(step, path, off, length)
                 continue
             try:
                 with open(path, "rb") as fh:
@@ -160,17 +155,17 @@ def _table_samples(step: int, data: bytes, path: Path) -> list[Sample]:
     rows = doc.get("data") if isinstance(doc, dict) else None
     if not isinstance(cols, list) or not isinstance(rows, list):
         return [Sample(step, f"{path.name}: not a {{columns, data}} table", None, "", "")]
-    names = [_text(c) for c in cols]
+    names = [text(c) for c in cols]
     if "step" in names:
         at = names.index("step")
-        steps = [_num(r[at]) if isinstance(r, list) and len(r) > at else None for r in rows]
+        steps = [num(r[at]) if isinstance(r, list) and len(r) > at else None for r in rows]
         if step in steps:  # (a row that is no list, or has no step, stays: it is shown as what it is)
             rows = [r for r, x in zip(rows, steps, strict=True) if x is None or x == step]
     wide = [i for i in range(1, len(names) + 1) if f"input_{i}" in names and f"output_{i}" in names]
     out = []
     for row in rows:
         if not isinstance(row, list):
-            out.append(Sample(step, f"{path.name}: a row that is not a list", None, "", _text(row)[:500]))
+            out.append(Sample(step, f"{path.name}: a row that is not a list", None, "", text(row)[:500]))
             continue
         obj = dict(zip(names, row, strict=False))
         for one in [{k: obj.get(f"{k}_{i}") for k in ("input", "output", "score")} for i in wide] or [obj]:
@@ -191,40 +186,6 @@ def _parquet_samples(step: int, path: Path) -> list[Sample]:
     except Exception as e:  # (ArrowInvalid, OSError: damaged, cut short, being written)
         return [Sample(step, f"{path.name}: not a readable parquet file", None, "", f"{type(e).__name__}: {e}"[:500])]
     return [_sample_or_error(step, row, path, "a row") for row in rows]
-
-
-def _trace_samples(step: int, db: Path, run: str) -> list[Sample]:
-    """A trackio run's traces of ``step``, each a sample: the assistant's messages are the completion, the others
-    the prompt (``role: content`` lines where there are several), the metadata's ``score`` the reward and its other
-    values the notes."""
-    try:
-        traces = traces_at(db, run, step)
-    except sqlite3.Error as e:
-        return [Sample(step, f"{db.name}: traces unreadable", None, "", str(e)[:500])]
-    out = []
-    for t in traces:
-        title = f"{t.key} #{t.index}"
-        if t.error or not isinstance(t.messages, list):
-            out.append(Sample(step, f"{title}: not a list of messages", None, "", t.error or _text(t.messages)[:500]))
-            continue
-        msgs = [m for m in t.messages if isinstance(m, dict)]
-        asked = [m for m in msgs if m.get("role") != "assistant"]
-        said = [m for m in msgs if m.get("role") == "assistant"]
-        meta = t.metadata if isinstance(t.metadata, dict) else {}
-        notes = [f"{k} {_short(x)}" for k, v in meta.items()
-                 if k not in ("score", "sample_index") and (x := _num(v)) is not None][:8]
-        prompt = "\n".join(f"{_text(m.get('role'))}: {_content(m.get('content'))}" for m in asked) \
-            if len(asked) > 1 else _content(asked[0].get("content")) if asked else ""
-        out.append(Sample(step, title, _num(meta.get("score")), prompt,
-                          "\n\n".join(_content(m.get("content")) for m in said), " · ".join(notes), prompt))
-    return out
-
-
-def _content(v: Any) -> str:
-    """A message's content: text, or a list of parts (``{type: text, text}``: their text)."""
-    if isinstance(v, list):
-        return "\n".join(_text(p.get("text")) if isinstance(p, dict) and "text" in p else _text(p) for p in v)
-    return _text(v)
 
 
 def _sample_or_error(step: int, obj: dict[str, Any], path: Path, where: str) -> Sample:
@@ -259,11 +220,15 @@ def table_steps(run_path: str | os.PathLike[str], meta: Mapping[str, Any]) -> di
 
 
 def build_index(paths: Iterable[Path], steps: Mapping[Path, int] | None = None,
-                traces: tuple[Path, str] | None = None) -> SideIndex:
+                traces: tuple[Path, str] | None = None,
+                texts: Iterable[tuple[str, int, int, int, str]] = ()) -> SideIndex:
     """Index the given side files (generations.jsonl by the step of each line; rollout summaries by directory; a
-    file of one step by ``steps`` (:func:`table_steps`) where it names it, else by its name), and the traces of
-    ``traces`` (a trackio database, a run name). Raises sqlite3.Error where the database cannot be read."""
+    file of one step by ``steps`` (:func:`table_steps`) where it names it, else by its name), the traces of
+    ``traces`` (a trackio database, a run name) and the text summaries ``texts`` (where a TensorBoard run's reader
+    found them: ``meta["texts"]``). Raises sqlite3.Error where the database cannot be read."""
     idx = SideIndex()
+    for file, at, length, step_at, _ in texts:
+        idx.where.setdefault(step_at, []).append((Path(file), at, length))
     if traces is not None:
         db, idx.trace_run = traces
         for at in trace_steps(db, idx.trace_run):
@@ -332,35 +297,7 @@ def _line_step(line: bytes, cur: int | None) -> int | None:
         return cur
 
 
-def _num(v: Any) -> float | None:
-    if isinstance(v, str):  # the decoder's spelling of a bare NaN / Infinity
-        return NONFINITE.get(v.lower())
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        return None
-    try:
-        return float(v)
-    except OverflowError:  # an integer beyond the double range: infinite, as the decoder reads 1e999
-        return math.inf if v > 0 else -math.inf
-
-
 _TEXT_KEYS = frozenset({"step", "prompt", "completion", "reward", "reward_total"})
-
-
-def _short(x: float | None) -> str:
-    return "nan" if x is None else f"{x:.4g}"
-
-
-def _text(v: Any) -> str:
-    if v is None:
-        return ""
-    return v if isinstance(v, str) else str(v)
-
-
-def _chat(v: Any) -> str:
-    """A prompt or completion: text, or a conversation (TRL's ``[{role, content}]``) as ``role: content`` lines."""
-    if isinstance(v, list) and v and all(isinstance(m, dict) and "content" in m for m in v):
-        return "\n".join(f"{_text(m.get('role'))}: {_text(m.get('content'))}" for m in v)
-    return _text(v)
 
 
 #: columns of a verl dump or a TRL completions row that are no extra information
@@ -368,59 +305,59 @@ _DUMP_TEXT = frozenset({"input", "output", "score", "step", "prompt", "completio
 
 
 def _numbers(obj: dict[str, Any]) -> list[tuple[str, float]]:
-    return [(k, x) for k, v in obj.items() if k not in _DUMP_TEXT and (x := _num(v)) is not None]
+    return [(k, x) for k, v in obj.items() if k not in _DUMP_TEXT and (x := num(v)) is not None]
 
 
 def to_sample(step: int, obj: dict[str, Any], path: Path) -> Sample:
     if "input" in obj and "output" in obj:  # verl's rollout dump: titled by its directory (rollouts, validation)
-        bits = [f"{k} {_short(x)}" for k, x in _numbers(obj)[:8]]
+        bits = [f"{k} {short(x)}" for k, x in _numbers(obj)[:8]]
         if obj.get("gts") is not None:
-            bits.insert(0, f"answer {_text(obj.get('gts'))[:200]}")
-        prompt = _text(obj.get("input"))
-        return Sample(step, path.parent.name, _num(obj.get("score")), prompt, _text(obj.get("output")),
+            bits.insert(0, f"answer {text(obj.get('gts'))[:200]}")
+        prompt = text(obj.get("input"))
+        return Sample(step, path.parent.name, num(obj.get("score")), prompt, text(obj.get("output")),
                       " · ".join(bits), prompt)
     if "completion" in obj and "reward" not in obj and (path.suffix == ".parquet" or "advantage" in obj):
         # TRL's completions (its parquet, or the wandb.Table it logs): one column per reward function
         rewards = _numbers(obj)
         total = sum(x for _, x in rewards) if rewards else None
-        bits = [f"{k} {_short(x)}" for k, x in rewards[:8]]
-        if (adv := _num(obj.get("advantage"))) is not None:
-            bits.append(f"advantage {_short(adv)}")
-        prompt = _chat(obj.get("prompt"))
-        return Sample(step, "completion", total, prompt, _chat(obj.get("completion")), " · ".join(bits), prompt)
+        bits = [f"{k} {short(x)}" for k, x in rewards[:8]]
+        if (adv := num(obj.get("advantage"))) is not None:
+            bits.append(f"advantage {short(adv)}")
+        prompt = chat(obj.get("prompt"))
+        return Sample(step, "completion", total, prompt, chat(obj.get("completion")), " · ".join(bits), prompt)
     if "completion" in obj or "prompt" in obj:
         bits = []
         if "reward" not in obj and "reward_total" in obj:  # a rich_completions row: its numbers say where it ranks
             obj = {**obj, "reward": obj["reward_total"]}
-            shown = [(k, v) for k, v in obj.items() if k not in _TEXT_KEYS and _num(v) is not None]
-            bits += [f"{k} {_short(_num(v))}" for k, v in shown[:8]]
+            shown = [(k, v) for k, v in obj.items() if k not in _TEXT_KEYS and num(v) is not None]
+            bits += [f"{k} {short(num(v))}" for k, v in shown[:8]]
         if obj.get("num_tokens") is not None:
-            bits.append(f"{_text(obj.get('num_tokens'))} tokens")
+            bits.append(f"{text(obj.get('num_tokens'))} tokens")
         tops = obj.get("top_surprisal_tokens")
         if isinstance(tops, list) and tops:
             toks = [t for t in tops[:5] if isinstance(t, dict)]
-            bits.append("surprising: " + ", ".join(f"{_text(t.get('token'))!r}" for t in toks))
-        prompt = _text(obj.get("prompt"))
-        return Sample(step, "generation", _num(obj.get("reward")), prompt, _text(obj.get("completion")),
+            bits.append("surprising: " + ", ".join(f"{text(t.get('token'))!r}" for t in toks))
+        prompt = text(obj.get("prompt"))
+        return Sample(step, "generation", num(obj.get("reward")), prompt, text(obj.get("completion")),
                       " · ".join(bits), prompt)
     if "total_reward" in obj or "steps" in obj:
-        title = f"{_text(obj.get('split') or 'rollout')} group {_text(obj.get('group_idx'))} " \
-                f"traj {_text(obj.get('traj_idx'))}"
+        title = f"{text(obj.get('split') or 'rollout')} group {text(obj.get('group_idx'))} " \
+                f"traj {text(obj.get('traj_idx'))}"
         lines = []
         steps = obj.get("steps")
         for st in steps if isinstance(steps, list) else ():
             if not isinstance(st, dict):
                 continue
-            r = _num(st.get("reward"))
+            r = num(st.get("reward"))
             rs = "nan" if r is None or math.isnan(r) else f"{r:g}"
-            lines.append(f"turn {_text(st.get('step_idx'))}: observation {_text(st.get('ob_len'))} tok, "
-                         f"action {_text(st.get('ac_len'))} tok, reward {rs}")
+            lines.append(f"turn {text(st.get('step_idx'))}: observation {text(st.get('ob_len'))} tok, "
+                         f"action {text(st.get('ac_len'))} tok, reward {rs}")
             logs = st.get("logs")
             if isinstance(logs, dict):
-                lines.extend(f"  {_text(k)}: {_text(v)}" for k, v in logs.items())
+                lines.extend(f"  {text(k)}: {text(v)}" for k, v in logs.items())
         metrics = obj.get("trajectory_metrics")
-        extra = ", ".join(f"{k}={_text(v)}" for k, v in metrics.items()) if isinstance(metrics, dict) else ""
-        group = f"{_text(obj.get('split') or 'rollout')} group {_text(obj.get('group_idx'))}" \
+        extra = ", ".join(f"{k}={text(v)}" for k, v in metrics.items()) if isinstance(metrics, dict) else ""
+        group = f"{text(obj.get('split') or 'rollout')} group {text(obj.get('group_idx'))}" \
             if obj.get("group_idx") is not None else ""
-        return Sample(step, title, _num(obj.get("total_reward")), "", "\n".join(lines), extra, group)
-    return Sample(step, path.name, _num(obj.get("reward")), "", "\n".join(f"{k}: {_text(v)}" for k, v in obj.items()))
+        return Sample(step, title, num(obj.get("total_reward")), "", "\n".join(lines), extra, group)
+    return Sample(step, path.name, num(obj.get("reward")), "", "\n".join(f"{k}: {text(v)}" for k, v in obj.items()))

@@ -143,13 +143,15 @@ class Viewers:
             name = meta.get("trackio_run")  # (a trackio run's)
             traces = (Path(run.store.path), name) if isinstance(name, str) and has_traces(run.store.path, name) \
                 else None
-            if files or traces:
+            texts = meta.get("texts") or ()  # (a TensorBoard run's text summaries)
+            if files or traces or texts:
                 steps = table_steps(run.store.path, meta)  # (a W&B run's tables)
-                sources.append(GenSource(labels.get(rid, rid), files, steps, traces))
+                sources.append(GenSource(labels.get(rid, rid), files, steps, traces, texts))
         if not sources:
             self.app.notify("no generations side files (generations.jsonl, *_rollout_summaries.jsonl, "
                             "rich_completions/*.json, verl's <rollout_data_dir>/<step>.jsonl, TRL's "
-                            "completions/*.parquet, a W&B run's tables, a trackio run's traces) in these runs")
+                            "completions/*.parquet, a W&B run's tables, a trackio run's traces, TensorBoard "
+                            "text) in these runs")
             return
         grid = self.tables.focused_grid()
         step = None

@@ -91,6 +91,8 @@ class _Base(Source):
                     store.meta["runinfo"] = meta["runinfo"]
                 if "tables" in meta:  # (a W&B run's: each wandb.Table file's step)
                     store.meta["tables"] = meta["tables"]
+                if "texts" in meta:  # (a TensorBoard run's text summaries: a new list, so a reader's copy holds)
+                    store.meta["texts"] = [*store.meta.get("texts", ()), *meta["texts"]]
             parsed.meta = {}
             changed = True
         if parsed.steps or parsed.bad:
@@ -187,6 +189,7 @@ class RecordSource(_Base):
                             t.pending, t.base, t.read_to = b"", 0, 0
                         p.reset()
                     store.reset()
+                    store.meta.pop("texts", None)  # (found again as the files are read again)
                     now = math.nan
                     changed = True
                 if not (grew or reset or final):

@@ -1,6 +1,6 @@
 """steptable.app.sidefiles: generations side files indexed and read per step (retrain, tinker rollouts, MaxEnt
-rich_completions, W&B tables, trackio traces), hostile rows (steps that are not a list, numbers past range) and bad
-lines."""
+rich_completions, W&B tables, trackio traces, TensorBoard text), hostile rows (steps that are not a list, numbers
+past range) and bad lines."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ pytestmark = pytest.mark.anyio
 trl_wandb_run = dumpwriters.trl_wandb_run  # (session fixtures: real runs)
 verl_wandb_run = dumpwriters.verl_wandb_run
 verl_trackio_run = dumpwriters.verl_trackio_run
+verl_tensorboard_run = dumpwriters.verl_tensorboard_run
 
 
 def test_a_steps_field_that_is_not_a_list(tmp_path: Path) -> None:
@@ -202,3 +203,44 @@ def test_hostile_traces_are_shown_as_what_they_are(tmp_path: Path) -> None:
     assert build_index([], traces=(tmp_path / "p.db", "nobody")).steps == []
     (gone,) = SideIndex(where={1: [(tmp_path / "gone.db", -1, 0)]}, steps=[1], trace_run="r").samples(1)
     assert "traces unreadable" in gone.title
+
+
+def test_verls_validation_generations_logged_to_tensorboard_are_each_steps_samples(verl_tensorboard_run: Path) -> None:
+    """verl writes each validation step's samples as one markdown text (add_text, by a second SummaryWriter in the
+    run's directory): the run's reader notes where each is, and each section is a sample with its score."""
+    from tests.ingest.dumpwriters import VERL_VAL_SAMPLES, VERL_VAL_STEPS
+    from tests.ingest.writers import only, read_once
+
+    store = only(read_once(verl_tensorboard_run))
+    assert "actor/pg_loss" in store.keys and all(k != "val/generations" for k in store.keys)
+    idx = build_index([], texts=store.meta["texts"])
+    assert idx.steps == list(VERL_VAL_STEPS)
+    for step in VERL_VAL_STEPS:
+        samples = idx.samples(step)
+        assert [(s.prompt, s.completion, s.reward) for s in samples] == [
+            (f"question {i} at {step}", f"answer {i} at {step}", float(i % 2)) for i in range(VERL_VAL_SAMPLES)]
+        assert [s.title for s in samples] == [f"val/generations sample {i + 1}" for i in range(VERL_VAL_SAMPLES)]
+
+
+def test_tensorboard_text_that_is_not_verls_is_one_sample_and_a_replaced_file_says_so(tmp_path: Path) -> None:
+    pytest.importorskip("tensorboard")
+    from torch.utils.tensorboard import SummaryWriter
+
+    from tests.ingest.writers import only, read_once
+
+    w = SummaryWriter(str(tmp_path / "run"))
+    w.add_scalar("loss", 1.0, 5)
+    w.add_text("notes", "### Sample 1\nnot after a blank line, \x1b]0;title\x07 kept raw", 5)
+    w.add_text("notes", "\n\n### Sample 1\n**Input:** q\n\n**Output:** a", 6)  # (no score: shown as it is)
+    w.close()
+    store = only(read_once(tmp_path))
+    idx = build_index([], texts=store.meta["texts"])
+    (five,) = idx.samples(5)
+    assert five.title == "notes" and five.completion.startswith("### Sample 1") and five.reward is None
+    (six,) = idx.samples(6)
+    assert six.title == "notes sample 1" and "**Output:** a" in six.completion
+    (path,) = (tmp_path / "run").glob("events.out.tfevents.*")
+    data = path.read_bytes()
+    path.write_bytes(data[:100])  # (replaced by a shorter file since it was read)
+    (gone,) = idx.samples(5)
+    assert "unreadable" in gone.title and gone.completion

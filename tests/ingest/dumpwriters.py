@@ -129,6 +129,17 @@ def verl_trackio_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
+@pytest.fixture(scope="session")
+def verl_tensorboard_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The same verl run logged to TensorBoard ($TENSORBOARD_DIR): its validation generations are one markdown text
+    a step (``add_text("val/generations", ...)``, by a second SummaryWriter in the same directory). Returns the
+    directory."""
+    pytest.importorskip("tensorboard")
+    root = tmp_path_factory.mktemp("verl_tensorboard")
+    _verl_run("tensorboard", "tracking.finish(); generations.writer.close()", {"TENSORBOARD_DIR": str(root / "tb")})
+    return root / "tb"
+
+
 def _verl_run(backend: str, finish: str, env: dict[str, str]) -> None:
     src = verl_package() / "utils" / "tracking.py"
     run_writer(f"""

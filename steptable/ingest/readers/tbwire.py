@@ -1,7 +1,7 @@
 """TensorBoard events (``tensorboard/compat/proto``) decoded from the wire (stdlib only): ``Event{wall_time=1,
 step=2, summary=5}``, ``Summary{value=1}``, ``Summary.Value{tag=1, simple_value=2, tensor=8}``,
-``TensorProto{dtype=1, tensor_shape=2, tensor_content=4, float_val=5, double_val=6, int_val=7, int64_val=10,
-bool_val=11, half_val=13}``, ``TensorShapeProto{dim=2}``, ``Dim{size=1}``.
+``TensorProto{dtype=1, tensor_shape=2, tensor_content=4, float_val=5, double_val=6, int_val=7, string_val=8,
+int64_val=10, bool_val=11, half_val=13}``, ``TensorShapeProto{dim=2}``, ``Dim{size=1}``.
 
 Other fields are skipped by their wire type, as protobuf does. Malformed bytes raise
 :class:`~.protowire.WireError`. The tests check these decoders against tensorboard's own classes on files
@@ -23,6 +23,7 @@ _PACKED = {5: ("f", 4), 6: ("d", 8), 7: ("i", 0), 10: ("q", 0), 11: ("?", 0), 13
 #: tensorflow DataType -> (struct format of one element of tensor_content, the repeated field of its values)
 DTYPES = {1: ("<f", 5), 2: ("<d", 6), 3: ("<i", 7), 9: ("<q", 10), 19: ("<e", 13), 10: ("<?", 11), 4: ("<B", 7),
           6: ("<b", 7)}
+_DT_STRING = 7
 
 
 def tb_event(buf: bytes) -> tuple[float, int, list[tuple[str, float | int | bool]]] | None:
@@ -85,6 +86,46 @@ def _tb_event(buf: bytes) -> tuple[float, int, list[tuple[str, float | int | boo
         if value is not None:
             values.append((tag, value))
     return wall, step, values
+
+
+def tb_texts(buf: bytes) -> tuple[int, list[tuple[str, str]]] | None:
+    """(step, text by tag) of an Event whose summary holds string tensors (``SummaryWriter.add_text``: the text
+    plugin's DT_STRING tensor; several elements are joined by a blank line); None for one that holds none."""
+    step = 0
+    summary: tuple[int, int] | None = None
+    for num, wire, a, b in fields(buf, 0, len(buf)):
+        if num == 2 and wire == 0:
+            step = signed(varint(buf, a)[0])
+        elif num == 5 and wire == 2:
+            summary = (a, b)
+    if summary is None:
+        return None
+    out = []
+    for num, wire, a, b in fields(buf, *summary):
+        if num != 1 or wire != 2:
+            continue
+        tag = ""
+        strings: list[str] | None = None
+        for n2, w2, c, d in fields(buf, a, b):
+            if n2 == 1 and w2 == 2:
+                tag = buf[c:d].decode("utf-8", "replace")
+            elif n2 == 8 and w2 == 2:
+                strings = _strings(buf, c, d)
+        if strings:
+            out.append((tag, "\n\n".join(strings)))
+    return (step, out) if out else None
+
+
+def _strings(buf: bytes, i: int, end: int) -> list[str] | None:
+    """The elements of a DT_STRING TensorProto (``string_val``, field 8), else None."""
+    dtype = 0
+    got = []
+    for num, wire, a, b in fields(buf, i, end):
+        if num == 1 and wire == 0:
+            dtype = varint(buf, a)[0]
+        elif num == 8 and wire == 2:
+            got.append(buf[a:b].decode("utf-8", "replace"))
+    return got if dtype == _DT_STRING else None
 
 
 def _tensor_scalar(buf: bytes, i: int, end: int) -> float | int | bool | None:

@@ -14,7 +14,9 @@ fails a check (and reports the damage as it always does).
 Each scalar summary value is a cell named by its tag (``train/loss`` kept as is): ``simple_value`` (torch's
 SummaryWriter, tensorboardX) or a scalar tensor (tensorboard's and TF2's ``tf.summary.scalar``). Events of one step
 written one after another make one row; ``wall_time`` of its first event is the row's clock. A step absent on the
-wire (protobuf leaves 0 out) is step 0.
+wire (protobuf leaves 0 out) is step 0. A text summary (``add_text``: verl logs its validation generations so) is no
+cell: where it is (file, offset, step, tag) goes to the chunk's ``meta["texts"]``, and :func:`event_at` reads it
+again when it is shown.
 
 Damage: a record whose data checksum fails is reported with its byte offset and skipped; a length whose checksum
 fails is searched past for the next record whose length checksum holds; a record cut by a concurrent write waits for
@@ -25,20 +27,38 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from steptable.ingest.parse import BadLine
 from steptable.ingest.parsed import Parsed
 from steptable.ingest.readers import tbsteps
 from steptable.ingest.readers.crc32c import crc32c_py
-from steptable.ingest.readers.tbwire import tb_event
+from steptable.ingest.readers.tbwire import tb_event, tb_texts
 
 _LEN = struct.Struct("<QI")
 _CRC = struct.Struct("<I")
-__all__ = ["MAX_RECORD", "EventParser", "crc32c_py"]
+__all__ = ["MAX_RECORD", "EventParser", "crc32c_py", "event_at"]
 
 #: a record longer than this is taken for a damaged length (a scalar event is ~50 bytes; an image summary MBs)
 MAX_RECORD = 256 << 20
+
+
+def event_at(path: str | Path, offset: int, length: int) -> bytes:
+    """The Event bytes of the record of ``length`` bytes at ``offset`` in event file ``path`` (a text summary
+    :attr:`EventParser.texts` noted). Raises OSError, or ValueError where no whole record with good checksums is
+    there (the file was replaced since)."""
+    with open(path, "rb") as f:
+        f.seek(offset)
+        data = f.read(length)
+    if len(data) != length or length < 16:
+        raise ValueError(f"byte {offset}: the record is not there")
+    n, len_crc = _LEN.unpack_from(data, 0)
+    masked = _masker(_crc32c())
+    payload = data[12:-4]
+    if n != length - 16 or masked(data[:8]) != len_crc or masked(payload) != _CRC.unpack_from(data, length - 4)[0]:
+        raise ValueError(f"byte {offset}: not the record read before (checksum mismatch)")
+    return payload
 
 
 def _crc32c() -> Callable[[bytes], int]:
@@ -78,6 +98,8 @@ class EventParser:
 
     def reset(self) -> None:
         self.pos = 0
+        #: (file, byte offset, length, step, tag) of each text summary (``add_text``) read since the last parse
+        self.texts: list[tuple[str, int, int, int, str]] = []
         self.more = False
         self._resync = False  # searching for the next record whose length checksum holds
         self._layout: tbsteps.Layout | None = None
@@ -148,7 +170,10 @@ class EventParser:
             what = "damaged data" if self._resync else "record cut short"
             bad.append(BadLine(self.label, 0, f"byte {base + i}: {what} ({n - i} bytes at the end); not read"))
         self.pos = base + i
-        return i, Parsed(steps=steps, rows=rows, bad=bad, step_key="step")
+        meta: dict[str, Any] = {}
+        if self.texts:
+            meta["texts"], self.texts = self.texts, []
+        return i, Parsed(steps=steps, rows=rows, bad=bad, step_key="step", meta=meta)
 
     def _ran(self, run: tuple[int, Parsed], base: int, n: int) -> tuple[int, Parsed]:
         end, parsed = run
@@ -198,9 +223,12 @@ class EventParser:
 
     def _event(self, raw: bytes, at: int, bad: list[BadLine]) -> \
             tuple[float, int, list[tuple[str, float | int | bool]]] | None:
-        """(wall time, step, values) of an event with scalar values, else None (an unreadable one reported)."""
+        """(wall time, step, values) of an event with scalar values, else None (an unreadable one reported). An
+        event of text summaries is noted in :attr:`texts`."""
         try:
             ev = tb_event(raw)
+            if ev is not None and not ev[2] and (got := tb_texts(raw)) is not None:
+                self.texts.extend((self.label, at, len(raw) + 16, got[0], tag) for tag, _ in got[1])
         except (ValueError, IndexError, struct.error) as e:  # checksums passed but the record is not an Event
             bad.append(BadLine(self.label, 0, f"byte {at}: not a readable event ({type(e).__name__}); skipped"))
             return None

@@ -1,5 +1,5 @@
 """steptable.app.screens.generations: the generations viewer: hostile text inert, a big step paged, long
-completions clipped, malformed rows and failures shown, not fatal; a trackio run's traces beside side files."""
+completions clipped, malformed rows and failures shown, not fatal; a tracker's generations beside side files."""
 
 from __future__ import annotations
 
@@ -34,7 +34,8 @@ from tests.app.helpers import (
 from tests.ingest import dumpwriters
 
 pytestmark = pytest.mark.anyio
-verl_trackio_run = dumpwriters.verl_trackio_run  # (a session fixture: a real run)
+verl_trackio_run = dumpwriters.verl_trackio_run  # (session fixtures: real runs)
+verl_tensorboard_run = dumpwriters.verl_tensorboard_run
 
 
 async def test_generations_viewer_hostile_text(tmp_path: Path) -> None:
@@ -139,7 +140,7 @@ async def test_the_viewer_over_a_malformed_row_keeps_the_app(tmp_path: Path) -> 
     assert app.return_code is None
 
 
-def _index_fails(paths: Any, steps: Any = None, traces: Any = None) -> SideIndex:
+def _index_fails(paths: Any, steps: Any = None, traces: Any = None, texts: Any = ()) -> SideIndex:
     raise RuntimeError("index bug")
 
 
@@ -265,11 +266,11 @@ async def test_an_index_that_ends_after_the_next_arms_is_not_shown(tmp_path: Pat
     release = threading.Event()
     built: dict[tuple[Path, ...], SideIndex] = {}
 
-    def build(paths: list[Path], steps: Any = None, traces: Any = None) -> SideIndex:
+    def build(paths: list[Path], steps: Any = None, traces: Any = None, texts: Any = ()) -> SideIndex:
         if not built and not release.is_set():  # the first arm's: ends once the test says so
             built[tuple(paths)] = SideIndex()
             assert release.wait(30)
-        idx = built[tuple(paths)] = real_build(paths, steps, traces)
+        idx = built[tuple(paths)] = real_build(paths, steps, traces, texts)
         return idx
 
     monkeypatch.setattr(gen_screen, "build_index", build)
@@ -327,23 +328,28 @@ async def test_a_search_that_ends_after_the_next_one_is_not_shown(tmp_path: Path
         release.set()
 
 
-async def test_a_trackio_runs_traces_are_its_generations(verl_trackio_run: Path, tmp_path: Path) -> None:
-    """verl's validation generations logged to trackio (traces) are shown for its run, as side files are for the
-    arms beside it, each arm its own samples."""
+@pytest.mark.parametrize(("fixture", "arm", "title"), [
+    ("verl_trackio_run", "verl-exp", "val/generations #0"),
+    ("verl_tensorboard_run", "verl-tb", "val/generations sample 1"),
+])
+async def test_a_trackers_generations_are_its_runs(request: pytest.FixtureRequest, tmp_path: Path, fixture: str,
+                                                   arm: str, title: str) -> None:
+    """verl's validation generations logged to trackio (traces) or TensorBoard (text) are shown for its run, as
+    side files are for the arms beside it, each arm its own samples."""
     import shutil
 
     from tests.ingest.dumpwriters import VERL_VAL_SAMPLES, VERL_VAL_STEPS
 
     root = make_runs(tmp_path)
     write_generations(root / "routeA")
-    shutil.copytree(verl_trackio_run, root / "trackio")
+    shutil.copytree(request.getfixturevalue(fixture), root / arm)
     app, follower, _ = manual_app(root)
     async with app.run_test(size=SIZE) as pilot:
         await sync(pilot, follower)
         screen = await open_generations(pilot)
         labels = [s.label for s in screen.sources]
-        assert len(labels) == 2 and "verl-exp" in labels
-        while screen.arm != "verl-exp":
+        assert len(labels) == 2 and arm in labels
+        while screen.arm != arm:
             await pilot.press("a")
             indexing = [w for w in app.workers if w.group == "gen-index"]
             if indexing:
@@ -353,4 +359,4 @@ async def test_a_trackio_runs_traces_are_its_generations(verl_trackio_run: Path,
         assert screen.step == VERL_VAL_STEPS[-1]
         shown = viewer_text(screen)
         assert all(f"answer {i} at {VERL_VAL_STEPS[-1]}" in shown for i in range(VERL_VAL_SAMPLES))
-        assert "val/generations #0" in shown
+        assert title in shown

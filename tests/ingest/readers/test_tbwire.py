@@ -1,5 +1,6 @@
 """The stdlib TensorBoard wire decoder reads the same events as tensorboard's own protobuf classes, on files
-SummaryWriter and tensorboard's writer wrote: scalars as simple values and as tensors of each numeric dtype."""
+SummaryWriter and tensorboard's writer wrote: scalars as simple values and as tensors of each numeric dtype, and
+text summaries (``add_text``, a string tensor of several elements)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from steptable.ingest.readers.tbwire import tb_event
+from steptable.ingest.readers.tbwire import tb_event, tb_texts
 
 
 def _events(path: Path) -> list[bytes]:
@@ -74,3 +75,30 @@ def test_tensorboard_events_decode_as_tensorboards_classes_do(tmp_path: Path) ->
                 assert a == b or (math.isnan(a) and math.isnan(b))
             seen += 1
     assert seen == 4 * 2 + len(dtypes)  # (torch writes one event per add_scalar)
+
+
+def test_text_summaries_decode_as_tensorboards_classes_do(tmp_path: Path) -> None:
+    pytest.importorskip("tensorboard")
+    import numpy as np
+    from tensorboard.compat.proto import event_pb2, summary_pb2
+    from tensorboard.summary.writer.event_file_writer import EventFileWriter
+    from tensorboard.util import tensor_util
+    from torch.utils.tensorboard import SummaryWriter
+
+    w = SummaryWriter(str(tmp_path / "torch"))
+    w.add_text("val/generations", "**Input:** é\n\n**Output:** \x1b[2J", 7)
+    w.add_scalar("loss", 1.0, 7)
+    w.close()
+    ew = EventFileWriter(str(tmp_path / "tb"))  # (a text tensor of two elements, tf.summary.text's form)
+    value = summary_pb2.Summary.Value(tag="notes", tensor=tensor_util.make_tensor_proto(np.array([b"a", b"b"])))
+    ew.add_event(event_pb2.Event(step=3, summary=summary_pb2.Summary(value=[value])))
+    ew.close()
+    got = []
+    for path in sorted(tmp_path.rglob("events.out.tfevents.*")):
+        for raw in _events(path):
+            ev = event_pb2.Event.FromString(raw)
+            texts = [(v.tag, "\n\n".join(s.decode() for s in v.tensor.string_val)) for v in ev.summary.value
+                     if v.HasField("tensor") and v.tensor.dtype == 7]
+            assert tb_texts(raw) == ((ev.step, texts) if texts else None)
+            got += texts
+    assert got == [("notes", "a\n\nb"), ("val/generations/text_summary", "**Input:** é\n\n**Output:** \x1b[2J")]
