@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import os
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -28,6 +29,8 @@ RECORD_KINDS = frozenset({"wandb", "tensorboard", "trackio"})
 #: bytes of a W&B run file read at a time (a read is parsed while it is still in the CPU's cache: a 70 MB run reads
 #: about 10% faster than in one read)
 WANDB_READ = 1 << 20
+#: a TensorBoard run's directory changed this recently (seconds) is listed again at the next poll
+RECENT_S = 1.0
 
 
 class _RecordParser(Protocol):
@@ -109,7 +112,8 @@ class RecordSource(_Base):
         super().__init__(cand, report, on_resume)
         self._files: dict[Path, tuple[ByteTail, _RecordParser]] = {}
         self._dir_sig: tuple[int, ...] | None = None
-        self._curves: dict[Path, Curve | None] = {}  # a TensorBoard run's add_scalars directories (None: pending)
+        self._curves: dict[Path, Curve] = {}  # a TensorBoard run's add_scalars directories
+        self._below: list[Path] = []  # the directories below its own looked in for them
         self._curve_of: dict[Path, Curve] = {}
         self.tail: ByteTail | None = None  # the file read last (the follower checks its progress)
 
@@ -121,21 +125,22 @@ class RecordSource(_Base):
         if self.cand.kind == "wandb":
             return [self.cand.path]
         d = Path(self.cand.key)
-        pending = None in self._curves.values()  # (a pending curve's first scalar changes no directory's time)
+        pending = any(c.pending for c in self._curves.values())  # (its first scalar changes no directory's time)
         try:
-            sig = (os.stat(d).st_mtime_ns, *(os.stat(c).st_mtime_ns for c in self._curves))
+            sig = (os.stat(d).st_mtime_ns, *(os.stat(c).st_mtime_ns for c in self._below))
         except OSError:
-            return list(self._files)
+            sig = ()
         if sig == self._dir_sig and not pending:
             return list(self._files)
-        self._dir_sig = sig
+        # (a directory changed again within the clock tick of this look keeps its time: looked at until it is older)
+        self._dir_sig = sig if sig and time.time() - max(sig) / 1e9 > RECENT_S else None
         try:
-            self._curves = curve_dirs(d)
+            self._curves, self._below = curve_dirs(d)
             found = [d / n for n in event_names(d)]
         except OSError:
             return list(self._files)
         for c, curve in self._curves.items():
-            if curve is None:
+            if curve.pending:
                 continue
             try:
                 names = event_names(c)

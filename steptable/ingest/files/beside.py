@@ -93,7 +93,7 @@ def held_beside(path: Path, low: str, root: Path) -> bool:
         return False
     if low != "progress.csv" and (hparams_events(path) or hf_copy(path, low, root)):
         return True
-    if low != "progress.csv" and path.parent.parent.is_relative_to(root) and curve_of(path) is not False:
+    if low != "progress.csv" and (curve := curve_of(path)) is not None and curve.run.is_relative_to(root):
         return True
     return is_ray_trial(path.parent) or sb3_copy(path, low)
 

@@ -29,8 +29,9 @@ What is a metrics file (by name first, then by content where the name does not s
 - ``run-<id>.wandb`` (W&B, online or offline): kind "wandb", its run directory the one it is in;
 - ``events.out.tfevents.*`` (TensorBoard): kind "tensorboard", one run per directory (its event files together); the
   ``<time.time()>/`` directory ``SummaryWriter.add_hparams`` writes inside a run's (Accelerate's tracker) is its
-  hyper-parameters and passed over; the ``<tag>_<curve>/`` directories ``add_scalars`` writes inside a run's are its
-  columns (:mod:`steptable.ingest.readers.tbcurves`), read with it and passed over;
+  hyper-parameters and passed over; the ``<tag>_<curve>/`` (tensorboardX: ``<tag>/<curve>/``) directories
+  ``add_scalars`` writes inside a run's are its columns (:mod:`steptable.ingest.readers.tbcurves`), read with it
+  and passed over;
 - ``*.db`` holding trackio's ``metrics`` table (``$TRACKIO_DIR/<project>.db``): kind "trackio", a run per run name.
 
 What is walked: every directory under a root but hidden ones and ``SKIP_DIRS``; directory links in the top

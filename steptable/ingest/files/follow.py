@@ -28,6 +28,7 @@ from steptable.ingest.files.sniff import sniff_jsonl
 from steptable.ingest.files.tail import MAX_LINE
 from steptable.ingest.parse import BadLine
 from steptable.ingest.readers.console import metrics_between
+from steptable.ingest.readers.tbcurves import DEPTH as CURVE_DEPTH
 from steptable.ingest.sidefiles import load_meta
 from steptable.ingest.source import Source, make_source
 from steptable.ingest.store import ResumeReader, RunStore
@@ -362,6 +363,13 @@ class Follower:
         """Report a problem of the follower's own (not of a file's line) as its files' are reported."""
         self._report(BadLine("steptable", 0, message))
 
+    def _run_above(self, path: Path, levels: int) -> Source | None:
+        """The followed TensorBoard run whose directory is within ``levels`` directories above ``path``."""
+        for d in Path(os.path.abspath(path)).parents[:levels] if levels else ():
+            if (src := self._by_file.get(str(d))) is not None and src.cand.kind == "tensorboard":
+                return src
+        return None
+
     def on_events(self, paths: set[Path]) -> set[str]:
         """Read the sources the events name; classify new files and directories where they appeared (a full
         discovery would walk every root on every burst of events)."""
@@ -370,11 +378,9 @@ class Follower:
             for p in sorted(paths):  # (a set: in its order, runs found together came in a new order each launch)
                 src = self._by_file.get(os.path.abspath(p))
                 if src is None and p.name.startswith("events.out.tfevents."):  # a new file of a TensorBoard run
-                    where = os.path.dirname(os.path.abspath(p))
-                    # (or of an add_scalars curve's directory inside the run's)
-                    src = self._by_file.get(where) or self._by_file.get(os.path.dirname(where))
-                elif src is None and p.is_dir() and (up := self._by_file.get(os.path.dirname(os.path.abspath(p)))):
-                    hit.append(up)  # a directory made in a TensorBoard run's (a new curve; or a run of its own)
+                    src = self._run_above(p, 1 + CURVE_DEPTH)  # (or of an add_scalars curve's below the run's)
+                elif src is None and p.is_dir() and (up := self._run_above(p, CURVE_DEPTH)) is not None:
+                    hit.append(up)  # a directory made below a TensorBoard run's (a new curve; or a run of its own)
                 if src is None and p.name == "trainer_state.json":
                     src = next((s for s in self._sources.values() if s.cand.kind == "trainer_state"
                                 and p.is_relative_to(s.cand.run_dir.absolute())), None)

@@ -1,16 +1,19 @@
-"""``SummaryWriter.add_scalars`` curves read as columns of their run: every file is written by torch's SummaryWriter
-in the test (its curves in directories of their own inside the run's), read whole, resumed, named on the command
-line, and followed while they appear."""
+"""``SummaryWriter.add_scalars`` curves read as columns of their run: every file is written in the test by torch's
+SummaryWriter or tensorboardX's (each lays its curves out in directories of its own below the run's), read whole,
+resumed, named on the command line, and followed while they appear."""
 
 from __future__ import annotations
 
 import math
+import os
+import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from steptable.ingest.files.follow import Follower
-from steptable.ingest.readers.tbcurves import Curve, curve_name, event_order, first_tag
+from steptable.ingest.readers.tbcurves import Curve, curve_at, event_order, first_tag
 from tests.ingest.writers import read_once, rows_of
 
 pytest.importorskip("tensorboard")
@@ -19,8 +22,21 @@ torch_tb = pytest.importorskip("torch.utils.tensorboard")
 TUTORIAL_TAG = "Training vs. Validation Loss"  # (the PyTorch TensorBoard tutorial's add_scalars)
 
 
-def _write(logdir: Path, steps: range, shift: float = 0.0) -> None:
-    w = torch_tb.SummaryWriter(str(logdir))
+@pytest.fixture(params=["torch", "tensorboardX"])
+def writer(request: pytest.FixtureRequest) -> Any:
+    """A SummaryWriter class: torch's (curves in ``<run>/<tag>_<curve>``), tensorboardX's (``<run>/<tag>/<curve>``)."""
+    if request.param == "torch":
+        return torch_tb.SummaryWriter
+    return pytest.importorskip("tensorboardX").SummaryWriter
+
+
+def _tutorial(writer: Any) -> str:
+    """TUTORIAL_TAG as ``writer`` writes it (tensorboardX cleans a tag: its spaces become "_")."""
+    return TUTORIAL_TAG if writer is torch_tb.SummaryWriter else TUTORIAL_TAG.replace(" ", "_")
+
+
+def _write(logdir: Path, steps: range, shift: float = 0.0, writer: Any = None) -> None:
+    w = (writer or torch_tb.SummaryWriter)(str(logdir))
     for s in steps:
         w.add_scalar("train/reward", 0.1 * s + shift, s)
         w.add_scalars("loss", {"train": 1 / (s + 1), "val": 2 / (s + 1)}, s)
@@ -28,9 +44,9 @@ def _write(logdir: Path, steps: range, shift: float = 0.0) -> None:
     w.close()
 
 
-def test_each_curve_is_a_column_of_the_run_that_wrote_it(tmp_path: Path) -> None:
-    _write(tmp_path / "vanilla", range(6))
-    _write(tmp_path / "routeA", range(6), shift=0.5)
+def test_each_curve_is_a_column_of_the_run_that_wrote_it(tmp_path: Path, writer: Any) -> None:
+    _write(tmp_path / "vanilla", range(6), writer=writer)
+    _write(tmp_path / "routeA", range(6), shift=0.5, writer=writer)
     f = read_once(tmp_path)
     stores = {s.arm: s for s in f.stores.values()}
     assert sorted(stores) == ["routeA", "vanilla"]  # not six more runs, one a curve directory
@@ -40,23 +56,24 @@ def test_each_curve_is_a_column_of_the_run_that_wrote_it(tmp_path: Path) -> None
         assert list(store.steps) == list(range(6))
         assert [r["loss/train"] for r in rows] == pytest.approx([1 / (s + 1) for s in range(6)])
         assert [r["loss/val"] for r in rows] == pytest.approx([2 / (s + 1) for s in range(6)])
-        assert [r[f"{TUTORIAL_TAG}/Training"] for r in rows] == pytest.approx([s + shift for s in range(6)])
-        assert [r[f"{TUTORIAL_TAG}/Validation"] for r in rows] == pytest.approx([-s for s in range(6)])
+        assert [r[f"{_tutorial(writer)}/Training"] for r in rows] == pytest.approx([s + shift for s in range(6)])
+        assert [r[f"{_tutorial(writer)}/Validation"] for r in rows] == pytest.approx([-s for s in range(6)])
         assert "loss" not in store.keys and not store.bad and not store.resumes
 
 
-def test_a_resumed_run_keeps_each_curve_of_the_session_that_wrote_the_step(tmp_path: Path) -> None:
+def test_a_resumed_run_keeps_each_curve_of_the_session_that_wrote_the_step(tmp_path: Path, writer: Any) -> None:
     """The second launch (another writer on the same directory, from step 3) writes new files beside the first's, in
     the run's directory and in each curve's: the steps it logged again hold its values, in every column."""
     run = tmp_path / "run"
-    _write(run, range(6))
-    _write(run, range(3, 9), shift=100.0)
+    _write(run, range(6), writer=writer)
+    time.sleep(1.1)  # (tensorboardX names a file by the second it was made in: a relaunch within it would replace it)
+    _write(run, range(3, 9), shift=100.0, writer=writer)
     store = next(iter(read_once(tmp_path).stores.values()))
     rows = rows_of(store)
     assert list(store.steps) == list(range(9)) and store.resumes == [3]
     assert [r["train/reward"] for r in rows] == pytest.approx([0.1 * s + (100 if s >= 3 else 0) for s in range(9)])
-    assert [r[f"{TUTORIAL_TAG}/Training"] for r in rows] == pytest.approx([s + (100 if s >= 3 else 0)
-                                                                          for s in range(9)])
+    assert [r[f"{_tutorial(writer)}/Training"] for r in rows] == pytest.approx([s + (100 if s >= 3 else 0)
+                                                                               for s in range(9)])
 
 
 def test_a_curve_directory_named_on_its_own_is_a_run(tmp_path: Path) -> None:
@@ -76,18 +93,20 @@ def test_a_run_inside_a_run_that_is_no_curve_stays_a_run(tmp_path: Path) -> None
     assert arms == ["base", "exp_2"]
 
 
-def test_curves_that_appear_while_followed_join_their_run(tmp_path: Path) -> None:
-    """A run followed before its first add_scalars: the curve directories it then makes (their first file holding no
-    scalar until the writer flushes) are read into the run as they fill, and are never runs of their own."""
+def test_curves_that_appear_while_followed_join_their_run(tmp_path: Path, writer: Any) -> None:
+    """A run followed before its first add_scalars: the curve directories it then makes where its writer makes them
+    (their first file holding no scalar until the writer flushes) are read into the run as they fill, and are never
+    runs of their own."""
     run = tmp_path / "run"
-    w = torch_tb.SummaryWriter(str(run), max_queue=1000, flush_secs=10_000)
+    w = writer(str(run), max_queue=1000, flush_secs=10_000)
     for s in range(3):
         w.add_scalar("train/reward", s, s)
     w.flush()
     f = Follower([tmp_path])
     f.scan()
-    curve = torch_tb.SummaryWriter(str(run / "loss_train"), max_queue=1000, flush_secs=10_000)  # made, not written
-    f.on_events({run / "loss_train"})
+    made = [run / "loss_train"] if writer is torch_tb.SummaryWriter else [run / "loss", run / "loss" / "train"]
+    curve = writer(str(made[-1]), max_queue=1000, flush_secs=10_000)  # made, not written (add_scalars' own writer)
+    f.on_events(set(made))
     f.scan()
     assert len(f.stores) == 1 and "loss/train" not in next(iter(f.stores.values())).keys
     for s in range(3, 6):
@@ -95,7 +114,7 @@ def test_curves_that_appear_while_followed_join_their_run(tmp_path: Path) -> Non
         curve.add_scalar("loss", 1 / (s + 1), s)
     w.flush()
     curve.flush()
-    (event,) = (run / "loss_train").glob("events.out.tfevents.*")
+    (event,) = made[-1].glob("events.out.tfevents.*")
     f.on_events({event})
     (store,) = f.stores.values()
     rows = rows_of(store)
@@ -107,11 +126,17 @@ def test_curves_that_appear_while_followed_join_their_run(tmp_path: Path) -> Non
     curve.close()
 
 
-def test_the_curve_name_is_what_add_scalars_appends_to_the_main_tag() -> None:
-    assert curve_name("loss_train", "loss") == "train"
-    assert curve_name("train_loss_a_b", "train/loss") == "a_b"
-    assert curve_name("loss_", "loss") is None and curve_name("lossy_train", "loss") is None
-    assert Curve("train/loss", "val").column("train/loss") == "train/loss/val"
+def test_a_curve_is_named_as_add_scalars_names_its_directory(tmp_path: Path) -> None:
+    """torch's ``<run>/<tag, / as _>_<curve>``, tensorboardX's ``<run>/<tag>/<curve>``, each below a directory with
+    event files of its own; a directory named so below one without them is no curve."""
+    run = tmp_path / "run"
+    _write(run, range(1))
+    assert curve_at(run / "loss_train", "loss") == Curve(run, "loss", "train")
+    assert curve_at(run / "train_loss_a_b", "train/loss") == Curve(run, "train/loss", "a_b")
+    assert curve_at(run / "train" / "loss" / "a", "train/loss") == Curve(run, "train/loss", "a")
+    assert curve_at(run / "loss_", "loss") is None and curve_at(run / "lossy_train", "loss") is None
+    assert curve_at(tmp_path / "loss_train", "loss") is None  # (tmp_path holds no event files)
+    assert Curve(run, "train/loss", "val").column("train/loss") == "train/loss/val" and Curve(run).pending
 
 
 def test_event_files_are_ordered_by_the_numbers_in_their_names() -> None:
@@ -130,3 +155,24 @@ def test_first_tag_waits_for_a_scalar(tmp_path: Path) -> None:
     assert first_tag(event) == "a/b"
     w.close()
     assert first_tag(tmp_path / "gone") is None
+
+
+def test_a_curve_made_within_the_clock_tick_of_the_last_look_is_found(tmp_path: Path) -> None:
+    """A directory's time moves in clock ticks (milliseconds): a curve made in the tick the run's directory was last
+    looked at leaves it the time it had. The next look lists it again all the same (its time is recent)."""
+    run = tmp_path / "run"
+    w = torch_tb.SummaryWriter(str(run))
+    for s in range(3):
+        w.add_scalar("train/reward", s, s)
+    w.close()
+    f = Follower([tmp_path])
+    f.scan()
+    st = os.stat(run)
+    w = torch_tb.SummaryWriter(str(run / "loss_train"))
+    w.add_scalar("loss", 0.5, 2)
+    w.close()
+    os.utime(run, ns=(st.st_atime_ns, st.st_mtime_ns))  # (as if made within that tick)
+    (event,) = (run / "loss_train").glob("events.out.tfevents.*")
+    f.on_events({event})
+    (store,) = f.stores.values()
+    assert rows_of(store)[2].get("loss/train") == 0.5 and len(f.stores) == 1
