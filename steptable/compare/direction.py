@@ -1,4 +1,5 @@
-"""Which way is better for a metric: ``Col.better`` (or a rule's) of the schema its runs are shown with. Pure."""
+"""What the schema a run is shown with says of its metrics: which way is better (``Col.better``, or a rule's), and in
+which order they are laid out. Pure."""
 
 from __future__ import annotations
 
@@ -14,12 +15,7 @@ from steptable.schemas.registry import Located
 def directions(arms: Sequence[Arm], metrics: Sequence[str]) -> dict[str, str | None]:
     """Metric -> "higher" / "lower" / None, from the schema of the first run that says one (the baseline first)."""
     out: dict[str, str | None] = dict.fromkeys(metrics)
-    runs = [m.run for a in arms for m in a.members if hasattr(m.run, "path")]
-    schemas: list[Schema] = []
-    for r in runs:
-        s = run_schema(cast(Located, r))
-        if all(s is not t for t in schemas):
-            schemas.append(s)
+    schemas = _schemas(arms)
     for key in metrics:
         for s in schemas:
             col = s.col(key) or next((c for c in s.cols if key in c.aliases), None)
@@ -28,4 +24,27 @@ def directions(arms: Sequence[Arm], metrics: Sequence[str]) -> dict[str, str | N
             if better:
                 out[key] = better
                 break
+    return out
+
+
+def schema_order(arms: Sequence[Arm], metrics: Sequence[str]) -> list[str]:
+    """``metrics`` in the order the baseline's schema lays its columns out (a column's aliases at its place: an SB3
+    run's return first), those it has no column for after them, in their own order."""
+    schemas = _schemas(arms[:1])
+    if not schemas:
+        return list(metrics)
+    rank: dict[str, int] = {}
+    for i, c in enumerate(schemas[0].cols):
+        for k in (c.key, *c.aliases):
+            rank.setdefault(k, i)
+    return sorted((m for m in metrics if m in rank), key=rank.__getitem__) + [m for m in metrics if m not in rank]
+
+
+def _schemas(arms: Sequence[Arm]) -> list[Schema]:
+    """The schemas the runs of ``arms`` are shown with, each once, the baseline's first."""
+    out: list[Schema] = []
+    for r in (m.run for a in arms for m in a.members if hasattr(m.run, "path")):
+        s = run_schema(cast(Located, r))
+        if all(s is not t for t in out):
+            out.append(s)
     return out

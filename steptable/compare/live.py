@@ -32,7 +32,7 @@ from steptable.compare.core import (
     parse_window,
     pick_metrics,
 )
-from steptable.compare.direction import directions
+from steptable.compare.direction import directions, schema_order
 from steptable.compare.groups import group_runs
 from steptable.compare.stats import Spread, batch_bounds, batches_spread, seeds_spread, welch
 from steptable.compare.xaxis import XAxis, XError, x_values
@@ -153,6 +153,13 @@ class LiveCompare:
         self.baseline = baseline if baseline is not None else next(iter(self.groups), "")
         self.index: dict[int, _RunIndex] = {}
         self.window: Window | None = None
+        self._order: tuple[tuple[str, ...], list[str]] = ((), [])  # metrics picked -> as the schema lays them out
+
+    def _laid_out(self, arms: Sequence[Arm], metrics: list[str]) -> list[str]:
+        """``metrics`` in the baseline schema's order (looked up again only when the metrics picked change)."""
+        if tuple(metrics) != self._order[0]:
+            self._order = (tuple(metrics), schema_order(arms, metrics))
+        return self._order[1]
 
     def _indexed(self, run: Any) -> _RunIndex:
         ix = self.index.get(id(run))
@@ -183,7 +190,7 @@ class LiveCompare:
                 if start < ix.anchor:  # the window moved back: index again from its start
                     ix = ixs[k] = self.index[id(ix.run)] = _RunIndex(ix.run, self.x, start)
                 ix.compact(start)
-        metrics = self.metrics or pick_metrics(arms)
+        metrics = self.metrics or self._laid_out(arms, pick_metrics(arms))
         if self.better is None or any(k not in self.better for k in metrics):  # (the schemas' directions, once)
             self.better = {**directions(arms, metrics), **(self.better or {})}
         better = self.better

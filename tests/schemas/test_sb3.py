@@ -3,13 +3,14 @@ in each of its logger's formats, read and laid out as SB3 runs; summary and comp
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from steptable.compare import group_runs, make_arms, pick_metrics
-from steptable.compare.direction import directions
+from steptable.compare.direction import directions, schema_order
 from steptable.ingest import load
 from steptable.schemafiles.resolve import run_schema
 from steptable.schemas import layout, sb3
@@ -96,3 +97,18 @@ def test_compare_of_ppo_arms_knows_which_way_the_return_is_better(runs: Path) ->
     better = directions(arms, metrics)
     assert better["rollout/ep_rew_mean"] == "higher" and better["train/explained_variance"] == "higher"
     assert better["train/loss"] is None
+
+
+def test_compare_lists_the_return_first_as_the_schema_lays_it_out(runs: Path,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """SB3 logs time/fps and the rollout's keys in an order of its own; compare lists the metrics as the sb3 schema
+    lays its columns out (the returns first), and the keys asked for by --metrics in the order they were logged."""
+    stores = [one(runs / arm / "progress.csv") for arm in ("ppo_fast", "ppo_slow")]
+    arms = make_arms(group_runs(stores), "step")
+    metrics = pick_metrics(arms)
+    ordered = schema_order(arms, metrics)
+    assert sorted(ordered) == sorted(metrics) and ordered[:2] == ["rollout/ep_rew_mean", "rollout/ep_len_mean"]
+    assert metrics[:2] != ordered[:2]  # (not how SB3 wrote them)
+    code, out, _ = run_cli(["compare", str(runs / "ppo_fast"), str(runs / "ppo_slow"), "--format", "jsonl"], capsys)
+    listed = list(dict.fromkeys(json.loads(line)["metric"] for line in out.splitlines()))
+    assert code == 0 and listed == ordered
