@@ -143,7 +143,7 @@ class Viewers:
             name = meta.get("trackio_run")  # (a trackio run's)
             traces = (Path(run.store.path), name) if isinstance(name, str) and has_traces(run.store.path, name) \
                 else None
-            texts = meta.get("texts") or ()  # (a TensorBoard run's text summaries)
+            texts = list(meta.get("texts") or ())  # (a TensorBoard run's text summaries, as they are now)
             if files or traces or texts:
                 steps = table_steps(run.store.path, meta)  # (a W&B run's tables)
                 sources.append(GenSource(labels.get(rid, rid), files, steps, traces, texts))

@@ -94,8 +94,8 @@ class _Base(Source):
                     store.meta["runinfo"] = meta["runinfo"]
                 if "tables" in meta:  # (a W&B run's: each wandb.Table file's step)
                     store.meta["tables"] = meta["tables"]
-                if "texts" in meta:  # (a TensorBoard run's text summaries: a new list, so a reader's copy holds)
-                    store.meta["texts"] = [*store.meta.get("texts", ()), *meta["texts"]]
+                if "texts" in meta:  # (a TensorBoard run's text summaries; a reader takes a copy)
+                    store.meta.setdefault("texts", []).extend(meta["texts"])
             parsed.meta = {}
             changed = True
         if parsed.steps or parsed.bad:
