@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -149,33 +150,34 @@ def test_verls_validation_generations_logged_to_wandb_are_each_steps_own(verl_wa
     """verl logs val/generations (a folder under media/table) with step=N, which W&B names N-1, and each time with
     every earlier validation's row, one row a step of input_i, output_i, score_i columns: each validation step shows
     its own samples, one per column triple, scored."""
+    _each_validation_steps_samples(_wandb_index(verl_wandb_run))
+
+
+def _each_validation_steps_samples(idx: SideIndex, title: Callable[[int], str] | None = None) -> None:
+    """verl's validation samples as tests.ingest.dumpwriters logs them: each at its step, in order, scored (and
+    titled ``title(i)``)."""
     from tests.ingest.dumpwriters import VERL_VAL_SAMPLES, VERL_VAL_STEPS
 
-    idx = _wandb_index(verl_wandb_run)
     assert idx.steps == list(VERL_VAL_STEPS)
     for step in VERL_VAL_STEPS:
         samples = idx.samples(step)
         assert [(s.prompt, s.completion, s.reward) for s in samples] == [
             (f"question {i} at {step}", f"answer {i} at {step}", float(i % 2)) for i in range(VERL_VAL_SAMPLES)]
+        if title is not None:
+            assert [s.title for s in samples] == [title(i) for i in range(VERL_VAL_SAMPLES)]
 
 
 def test_verls_validation_generations_logged_to_trackio_are_each_steps_traces(verl_trackio_run: Path) -> None:
     """verl logs each validation sample to trackio as a Trace (user: input, assistant: output, metadata score) under
     val/generations with step=N: the run's store names its traces, each validation step shows its own samples."""
     from steptable.ingest.readers.trackiotraces import has_traces
-    from tests.ingest.dumpwriters import VERL_VAL_SAMPLES, VERL_VAL_STEPS
     from tests.ingest.writers import only, read_once
 
     store = only(read_once(verl_trackio_run))
     run = store.meta["trackio_run"]
     assert run == "verl-exp" and has_traces(store.path, run) and not has_traces(store.path, "another")
     idx = build_index(side_paths(store.side_files), traces=(store.path, run))
-    assert idx.steps == list(VERL_VAL_STEPS)
-    for step in VERL_VAL_STEPS:
-        samples = idx.samples(step)
-        assert [(s.prompt, s.completion, s.reward) for s in samples] == [
-            (f"question {i} at {step}", f"answer {i} at {step}", float(i % 2)) for i in range(VERL_VAL_SAMPLES)]
-        assert [s.title for s in samples] == [f"val/generations #{i}" for i in range(VERL_VAL_SAMPLES)]
+    _each_validation_steps_samples(idx, lambda i: f"val/generations #{i}")
 
 
 def test_hostile_traces_are_shown_as_what_they_are(tmp_path: Path) -> None:
@@ -208,18 +210,12 @@ def test_hostile_traces_are_shown_as_what_they_are(tmp_path: Path) -> None:
 def test_verls_validation_generations_logged_to_tensorboard_are_each_steps_samples(verl_tensorboard_run: Path) -> None:
     """verl writes each validation step's samples as one markdown text (add_text, by a second SummaryWriter in the
     run's directory): the run's reader notes where each is, and each section is a sample with its score."""
-    from tests.ingest.dumpwriters import VERL_VAL_SAMPLES, VERL_VAL_STEPS
     from tests.ingest.writers import only, read_once
 
     store = only(read_once(verl_tensorboard_run))
     assert "actor/pg_loss" in store.keys and all(k != "val/generations" for k in store.keys)
     idx = build_index([], texts=store.meta["texts"])
-    assert idx.steps == list(VERL_VAL_STEPS)
-    for step in VERL_VAL_STEPS:
-        samples = idx.samples(step)
-        assert [(s.prompt, s.completion, s.reward) for s in samples] == [
-            (f"question {i} at {step}", f"answer {i} at {step}", float(i % 2)) for i in range(VERL_VAL_SAMPLES)]
-        assert [s.title for s in samples] == [f"val/generations sample {i + 1}" for i in range(VERL_VAL_SAMPLES)]
+    _each_validation_steps_samples(idx, lambda i: f"val/generations sample {i + 1}")
 
 
 def test_tensorboard_text_that_is_not_verls_is_one_sample_and_a_replaced_file_says_so(tmp_path: Path) -> None:
