@@ -194,6 +194,12 @@ class TrackioReader:
         if not rows:
             return
         self.last_id = max(self.last_id, rows[-1][0])
+        size = sum(len(r[4]) for r in rows if isinstance(r[4], (bytes, str)))
+        self._fetch = max(FETCH_MIN, min(FETCH_MAX, PIECE * len(rows) // max(size, 1)))
+        # (a log call of traces alone leaves a row of no metrics: trackio keeps the traces in a table of their own)
+        rows = [r for r in rows if r[4] != b"{}"]
+        if not rows:
+            return
         names = {r[1] for r in rows}
         by_run: dict[str, list[Any]] = {}
         if len(names) == 1:
@@ -203,8 +209,6 @@ class TrackioReader:
                 by_run.setdefault(text(r[1]), []).append(r)
         for run, got in by_run.items():
             out.setdefault(run, []).extend(self._batch(run, got, bad))
-        size = sum(len(r[4]) for r in rows if isinstance(r[4], (bytes, str)))
-        self._fetch = max(FETCH_MIN, min(FETCH_MAX, PIECE * len(rows) // max(size, 1)))
 
     def _clock(self, ts: Any) -> float | None:
         t = self._clocks.get(ts, False)

@@ -76,6 +76,25 @@ def test_rows_without_the_trainers_step_keep_trackios(tmp_path: Path) -> None:
     assert [int(s) for p in batch["grpo"] for s in p.steps] == [int(s) for s in alone.steps] == want
 
 
+def test_a_log_of_traces_alone_adds_no_row(tmp_path: Path) -> None:
+    """trackio keeps traces in a table of their own and the log call that held them as a row of no metrics: a step
+    with traces and no metrics is no row of the run (it was a blank one)."""
+    pytest.importorskip("trackio")
+    writers.run_writer("""
+        import trackio
+        trackio.init(project="proj", name="r")
+        trackio.log({"loss": 1.0}, step=1)
+        trackio.log({"val/generations": [trackio.Trace(messages=[{"role": "user", "content": "q"}])]}, step=2)
+        trackio.log({"loss": 0.5}, step=3)
+        trackio.finish()
+    """, {"TRACKIO_DIR": str(tmp_path)})
+    (db,) = tmp_path.glob("*.db")
+    with trackio.connect(db) as con:
+        assert [r[0] for r in con.execute("SELECT metrics FROM metrics ORDER BY id")][1] == b"{}"
+    store = _by_arm(read_once(tmp_path))["r"]
+    assert list(store.steps) == [1, 3] and [r["loss"] for r in rows_of(store)] == [1.0, 0.5]
+
+
 def _copy(trackio_dir: Path, dst: Path) -> Path:
     dst.mkdir(parents=True, exist_ok=True)
     out = dst / "proj.db"
