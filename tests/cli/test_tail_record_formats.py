@@ -44,7 +44,7 @@ def test_tail_prints_every_row_of_each_run(mixed: Path, capsys: pytest.CaptureFi
         rec = json.loads(line)
         by_arm.setdefault(str(rec["arm"]), []).append(rec)
     assert sorted(by_arm) == ["grpo-a", "jsonl-arm", "ppo-tb", "run-a", "run-b"]
-    assert [r["step"] for r in by_arm["grpo-a"]] == list(range(7))
+    assert [r["step"] for r in by_arm["grpo-a"]] == list(range(6))  # (the table's own step: no row)
     assert by_arm["grpo-a"][1]["train/loss"] == 0.5 and by_arm["grpo-a"][3]["y"] is None  # inf: not JSON
     assert [(r["step"], r["train/loss"]) for r in by_arm["ppo-tb"]] == [(i, 10.0 + i) for i in range(4)]
     assert [r["step"] for r in by_arm["run-a"]] == [0, 1, 2, 3, 4] and by_arm["run-b"][2]["train/loss"] == 1 / 3
@@ -56,6 +56,6 @@ def test_summary_names_each_run(mixed: Path, capsys: pytest.CaptureFixture[str])
     assert code == 0, err
     for name in ("grpo-a", "ppo-tb", "run-a", "run-b", "jsonl-arm"):  # "x: name:" or, shared, "x: name, y: ..."
         assert f": {name}:" in out or f": {name}," in out, name
-    # (runs in the same state share one header line: "a: grpo-a, b: ppo-tb: steps 0-6, ..., ended")
+    # (runs in the same state share one header line: "a: grpo-a, b: ...: steps 0-5, ..., ended")
     line = next(ln for ln in out.splitlines() if "grpo-a" in ln and "steps" in ln)
-    assert "steps 0-6" in line and ", ended" in line, line
+    assert "steps 0-5" in line and ", ended" in line, line

@@ -9,7 +9,8 @@ run facts and reports are those the loop alone gives (tests/ingest/readers/test_
 
 - ``history``: one row per record; ``_step`` is the step, ``_timestamp`` (a wall clock) and ``_runtime`` are kept;
   nested keys are joined with ``/``; ``NaN``/``Infinity`` values are read as non-finite floats. A media value (a
-  ``wandb.Table``, an image: an object with ``_type``) is no metric: its cells are left out.
+  ``wandb.Table``, an image: an object with ``_type``) is no metric: its cells are left out, and a record of media
+  and W&B's own keys alone (a counter besides) is no row.
 - ``run``: the display name (the run's arm) and config; ``exit``: the run ended, and how (a non-zero exit code).
 
 Damage: a chunk whose checksum fails is reported with its byte offset and skipped (the chunk after it is tried, else
@@ -28,7 +29,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from steptable.ingest.parse import BadLine, LineError, decode_line
-from steptable.ingest.parsed import Parsed
+from steptable.ingest.parsed import Parsed, counter
 from steptable.ingest.readers.jsonl import PIECE, JsonlParser
 from steptable.ingest.readers.protowire import WireError, varint
 from steptable.ingest.readers.wandbmedia import TableSteps
@@ -52,6 +53,8 @@ FULL, FIRST, MIDDLE, LAST = 1, 2, 3, 4
 _TYPE_CRC = [zlib.crc32(bytes([t])) for t in range(256)]
 _UNPACK = struct.Struct("<IHB").unpack_from
 _LINE_POSITION = re.compile(r" \(byte \d+\)")
+#: W&B's own keys of a history record (with the counters, all a record of media alone holds)
+_OWN = frozenset({b"_step", b"_runtime", b"_timestamp"})
 #: tags of the Record kinds no row or run fact comes from (summary, output, config, files, stats, artifact, tbrecord,
 #: alert, telemetry, metric, output_raw: fields 3-13): a whole record of one is passed over unread
 _UNREAD = frozenset((n << 3) | 2 for n in range(3, 14))
@@ -400,4 +403,7 @@ class WandbParser:
             self._tables.note(items)
             prefixes = tuple(media)
             out = [o for o in out if not o.startswith(prefixes)]
+            kept = (k for k, _ in items if not heads[k].startswith(prefixes))
+            if all(k in _OWN or counter(k.decode("utf-8", "replace")) for k in kept):
+                return None  # (logged alone, at a step of its own: no row of metrics)
         return b"{" + b",".join(out) + b"}" if out else None

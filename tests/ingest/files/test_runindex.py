@@ -164,7 +164,7 @@ def test_record_runs_and_an_hf_runs_furthest_checkpoint_are_read_whole(tmp_path:
     idx = _index(tmp_path)
     idx.refresh()
     got = {e.cand.kind: e.digest for e in idx.runs.values()}
-    assert got["wandb"] == (WANDB_STEPS + 1, WANDB_STEPS, 0)  # (+ the step of the table)
+    assert got["wandb"] == (WANDB_STEPS, WANDB_STEPS - 1, 0)  # (the table's own step: no row)
     assert got["tensorboard"] == (5, 4, 0)
     assert got["trainer_state"] == (4, 4, 0)
 

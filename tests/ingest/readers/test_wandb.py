@@ -36,7 +36,7 @@ def _reader(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> 
 def test_history_rows_steps_values_and_name(wandb_run: Path) -> None:
     store = only(read_once(wandb_run))
     assert store.kind == "wandb" and store.arm == "grpo-a"
-    assert list(store.steps) == list(range(WANDB_STEPS + 1))  # (+ the step of the table)
+    assert list(store.steps) == list(range(WANDB_STEPS))  # (the table, logged alone at a step of its own: no row)
     rows = rows_of(store)
     for i in range(WANDB_STEPS):
         r = rows[i]
@@ -55,6 +55,27 @@ def test_a_trainers_run_is_stepped_by_its_global_step_not_wandbs_log_count(hf_tr
     """transformers' W&B callback logs ``train/global_step`` in each row; an evaluation is a ``log`` call of its
     own (W&B's ``_step`` counts calls): the rows are the trainer's steps, its evaluation in the row of its step."""
     on_trainer_steps(only(read_once(wandb_file(hf_tracked))), hf_tracked)
+
+
+def test_media_logged_without_a_metric_adds_no_row(tmp_path: Path) -> None:
+    """A table or an image logged in a call of its own (with the trainer's step or nothing else) leaves a history
+    record of W&B's own keys: no row of the run's (it was a blank one). Logged beside a metric, the row stays."""
+    pytest.importorskip("wandb")
+    writers.run_writer("""
+        import numpy as np, wandb
+        run = wandb.init(project="p", name="media")
+        def table(step):
+            return wandb.Table(columns=["prompt", "completion"], data=[["q", f"a at {step}"]])
+        run.log({"loss": 1.0}, step=1)
+        run.log({"samples": table(2)}, step=2)
+        run.log({"samples": table(3), "train/global_step": 3}, step=3)
+        run.log({"image": wandb.Image(np.zeros((4, 4, 3), dtype=np.uint8))}, step=4)
+        run.log({"samples": table(5), "loss": 0.5}, step=5)
+        run.finish()
+    """, {"WANDB_DIR": str(tmp_path)})
+    store = only(read_once(tmp_path))
+    assert list(store.steps) == [1, 5] and [r["loss"] for r in rows_of(store)] == [1.0, 0.5]
+    assert sorted(store.meta["tables"].values()) == [2, 3, 5]  # (each table's step is still known)
 
 
 def test_exit_code_marks_how_the_run_ended(wandb_crashed: Path) -> None:
@@ -100,7 +121,7 @@ def test_damaged_copy_reported_with_position_good_rows_kept(wandb_run: Path, tmp
     assert reasons and all(r.startswith("byte ") for r in reasons), reasons
     assert any(("cut short" if where == "cut" else "checksum") in r for r in reasons)
     kept = {r["_step"]: r for r in rows_of(store)}
-    expect = [0, 1] if where == "cut" else [s for s in range(WANDB_STEPS + 1) if s != 2]
+    expect = [0, 1] if where == "cut" else [s for s in range(WANDB_STEPS) if s != 2]
     assert sorted(kept) == expect
     for r in good:
         if r["_step"] in kept:
@@ -212,4 +233,4 @@ def test_record_with_good_checksum_but_unreadable_reported(wandb_run: Path, tmp_
     store = only(read_once(tmp_path))
     reasons = [b.reason for b in store.bad]
     assert reasons == [f"byte {at}: not a readable record (WireError); skipped"], reasons
-    assert len(store) == WANDB_STEPS  # (of the 6 steps and the table's, one history record lost)
+    assert len(store) == WANDB_STEPS - 1  # (of the 6 steps, one history record lost)
