@@ -4,6 +4,7 @@ steptable.ingest.readers.hf, tells its train, eval and summary entries apart).""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from steptable.schemas.base import Rule, Schema, SideFile
@@ -35,19 +36,32 @@ def maxent_match(path: Path, keys: Sequence[str]) -> float:
     return min(0.5 + 0.1 * specific + 0.1 * len(ks & MAXENT_COMMON) + state, 1.0)
 
 
+def tracked(key: str) -> str:
+    """``key`` (or a pattern of keys) as transformers' tracker callbacks (W&B, trackio, TensorBoard...) log it:
+    ``eval_x`` as ``eval/x``, ``test_x`` as ``test/x``, any other as ``train/<key>`` (their ``rewrite_logs``)."""
+    for prefix in ("eval_", "test_"):
+        if key.startswith(prefix):
+            return f"{prefix[:-1]}/{key[len(prefix):]}"
+    return f"train/{key}"
+
+
+#: TRL's markers as the state file and the trackers spell them
+_MARKERS = TRL_MARKERS | {tracked(k) for k in TRL_MARKERS}
+
+
 def trl_match(path: Path, keys: Sequence[str]) -> float:
-    """How well a file fits HF/TRL (0..1): a trainer_state.json and TRL's keys; little where MaxEnt-GRPO fits."""
+    """How well a file fits HF/TRL (0..1): a trainer_state.json and TRL's keys, as the state file or a tracker
+    spells them; little where MaxEnt-GRPO fits."""
     state = path.name == "trainer_state.json"
     if maxent_match(path, keys) >= 0.5:
         return 0.3 if state else 0.0
-    hits = len(set(keys) & TRL_MARKERS)
+    hits = len(set(keys) & _MARKERS)
     return min((0.6 if state else 0.0) + 0.1 * hits, 1.0)
 
 
 # ---------------------------------------------------------------------------------------------------- TRL
 
-TRL_COLS = (
-    Col("step", 5, "step", "d", "optimizer step (global_step) of the logging window"),
+_STATE_COLS = (
     Col(
         "loss", 7, "loss", None,
         "training loss averaged over the logging window (for GRPO it follows the advantages: no good direction)",
@@ -71,6 +85,11 @@ TRL_COLS = (
     Col("epoch", 5, "epoch", None, "fractional epoch over the training data"),
     Col("eval_loss", 9, "eval_loss", None, "loss on the evaluation set (evaluation steps only)"),
     Col("eval_reward", 8, "eval_rew", None, "mean reward on the evaluation prompts (evaluation steps only)", "higher"),
+)
+#: the state file's columns, each reading the key a tracker logs where the state file's is absent
+TRL_COLS = (
+    Col("step", 5, "step", "d", "optimizer step (global_step) of the logging window"),
+    *(c.with_(aliases=(*c.aliases, tracked(c.key))) for c in _STATE_COLS),
 )
 
 #: keys every HF Trainer logs, whichever trainer (SFT, DPO, PPO, GRPO...): they tell no trainer from another
@@ -110,12 +129,17 @@ TRL_RULES = (
     Rule("total_flos", "floating-point operations of the whole run", hide=True),
 )
 
+#: TRL's timings of its own functions, logged to the trackers as they are (``profiling/Time taken:
+#: GRPOTrainer._generate``): out of the default table, where a dozen of them led the trainer's metrics
+_PROFILING = Rule("profiling/*", "seconds one call of a TRL function took ({key})", hide=True)
+
 TRL = Schema(
     "trl",
     TRL_COLS,
-    "Hugging Face Trainer / TRL trainers: trainer_state.json log_history (train and eval entries)",
+    "Hugging Face Trainer / TRL trainers: trainer_state.json log_history (train and eval entries), or the same rows "
+    "as its tracker callbacks log them (train/ and eval/ keys: W&B, trackio, TensorBoard)",
     trl_match,
-    rules=TRL_RULES,
+    rules=(*TRL_RULES, *(replace(r, pattern=tracked(r.pattern)) for r in TRL_RULES), _PROFILING),
     several=HF_COMMON,  # SFT, DPO, PPO and GRPO state files log different keys: one layout each
 )
 

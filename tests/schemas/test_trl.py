@@ -1,14 +1,24 @@
 """steptable.schemas.trl: HF Trainer / TRL and MaxEnt-GRPO trainer states (golden), detection without telling
-keys, losses without a direction."""
+keys, losses without a direction; the same trainers' rows as their tracker callbacks log them (W&B, trackio,
+TensorBoard, written by transformers and TRL in the test)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
 
-from steptable.schemafiles.resolve import detect, get_schema
+import pytest
+
+from steptable.ingest import load
+from steptable.schemafiles.resolve import detect, get_schema, run_schema
+from steptable.schemas import layout
+from tests.helpers import run_cli
+from tests.ingest import dumpwriters, writers
 from tests.schemas.helpers import check_layout
 from tests.trainer_logs import write_maxent_state, write_trl_state
+
+hf_every_tracker = writers.hf_every_tracker  # (session fixtures: real runs)
+trl_wandb_run = dumpwriters.trl_wandb_run
 
 
 def test_pg_losses_have_no_direction() -> None:
@@ -37,3 +47,32 @@ def test_trl(tmp_path: Path, golden: Golden) -> None:
 
 def test_maxent(tmp_path: Path, golden: Golden) -> None:
     check_layout(golden, "maxent", write_maxent_state(tmp_path)["state"], "maxent-grpo")
+
+
+def test_hf_trainer_runs_in_every_tracker_are_laid_out_as_hf_runs(hf_every_tracker: Path) -> None:
+    """transformers' W&B, trackio and TensorBoard callbacks log ``train/loss``, ``eval/loss``...: the trl schema
+    reads them (it read only the state file's spelling: the trackers' runs were generic, their loss behind the
+    evaluation's), the loss first, the evaluation's loss under its own column."""
+    stores = load(hf_every_tracker)
+    kinds = {}
+    for store in stores.values():
+        if not len(store):
+            continue
+        assert run_schema(store).name == "trl", (store.kind, store.keys)
+        shown = [c.key for c in layout([store], run_schema(store), step_key=store.step_key or "step")]
+        kinds[store.kind] = shown
+        assert shown[1] == "loss" and "eval_loss" in shown, (store.kind, shown)
+    assert {"wandb", "trackio", "tensorboard", "trainer_state"} <= kinds.keys()
+
+
+def test_a_trl_grpo_run_in_wandb_leads_with_its_metrics_not_its_timings(trl_wandb_run: Path,
+                                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    """A GRPOTrainer reporting to W&B: ``train/reward``, ``train/loss``... under TRL's headers, its profiling timings
+    out of the default table (a dozen of them led it, and the 200 cells left the reward out)."""
+    code, out, _ = run_cli(["tail", "-n", "0", str(trl_wandb_run / "wandb")], capsys)
+    header = out.splitlines()[0].split()
+    assert code == 0 and header[:4] == ["step", "loss", "reward", "rew_std"], header
+    assert not any(h.startswith("Time_take") for h in header)
+    code, out, _ = run_cli(["legend", str(trl_wandb_run / "wandb")], capsys)
+    kept_out = out.split("kept out of the table")[1].split("\n\n")[0]
+    assert out.startswith("trl columns:") and "profiling/Time taken: GRPOTrainer.compute_loss" in kept_out
