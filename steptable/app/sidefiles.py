@@ -24,7 +24,6 @@ inert (sanitize + Rich Text).
 
 from __future__ import annotations
 
-import math
 import os
 import re
 from bisect import bisect_left
@@ -34,8 +33,8 @@ from pathlib import Path
 from typing import Any
 
 from steptable.app.samples import Sample as Sample
-from steptable.app.samples import chat, num, short, text
-from steptable.app.trackergens import event_texts, trace_samples
+from steptable.app.samples import num, sample_or_error, text
+from steptable.app.trackergens import event_texts, table_samples, trace_samples
 from steptable.ingest.files.dumps import dump_step, wandb_table
 from steptable.ingest.parse import LineError, decode_line
 from steptable.ingest.readers.hf import decode_document
@@ -47,6 +46,8 @@ _WANDB_TABLE = re.compile(r"_(\d+)(_[0-9a-f]+)\.table\.json$")  # (its name's st
 _STEP_RE = re.compile(rb'"(?:step|iteration)"\s*:\s*(-?\d+)')
 #: the offset of a step's traces in a SideIndex entry (read from the database, not at an offset of a file)
 TRACES = -1
+#: the offset of a trackio table in a SideIndex entry: its length is the metrics row that holds it
+TRACKIO_TABLE = -2
 #: the name of a TensorBoard event file, whose SideIndex entries are text summary records
 EVENTS_PREFIX = "events.out.tfevents."
 #: bytes of one step's rows read at most (a single-step file can be any size; the viewer shows a page anyway)
@@ -66,14 +67,15 @@ def _rich_step(path: Path) -> re.Match[str] | None:
 
 @dataclass(frozen=True)
 class GenSource:
-    """An arm's generations: its side files, the steps its run file gives some of them (:func:`table_steps`), and
-    the trackio database and run name whose traces it logged (None: none)."""
+    """An arm's generations: its side files, the steps its run file gives some of them (:func:`table_steps`), the
+    trackio database and run name whose traces and tables it logged (None: none), a TensorBoard run's texts."""
 
     label: str
     files: list[Path]
     steps: Mapping[Path, int] = field(default_factory=dict)
     traces: tuple[Path, str] | None = None
     texts: Sequence[tuple[str, int, int, int, str]] = ()  # a TensorBoard run's text summaries: meta["texts"]
+    tables: Sequence[tuple[int, str, int]] = ()  # the trackio run's tables: meta["trackio_tables"]
 
 
 @dataclass
@@ -102,6 +104,9 @@ class SideIndex:
         for path, off, length in self.where.get(step, ()):
             if off == TRACES:
                 out += trace_samples(step, path, self.trace_run)
+                continue
+            if off == TRACKIO_TABLE:
+                out += table_samples(step, path, length)
                 continue
             if path.name.startswith(EVENTS_PREFIX):  # a text summary where the TensorBoard reader found it
                 out += event_texts(step, path, off, length)
@@ -134,7 +139,7 @@ class SideIndex:
                     out.append(Sample(step, f"{path.name}: bad line at byte {pos}", None, "", str(e)))
                     obj = None
                 if obj is not None:
-                    out.append(_sample_or_error(step, obj, path, f"a row at byte {pos}"))
+                    out.append(sample_or_error(step, obj, path, f"a row at byte {pos}"))
                 pos += len(line) + 1
             if length > MAX_READ:
                 out.append(Sample(step, f"{path.name}: {length - len(data):,} more bytes of this step not read",
@@ -169,7 +174,7 @@ def _table_samples(step: int, data: bytes, path: Path) -> list[Sample]:
             continue
         obj = dict(zip(names, row, strict=False))
         for one in [{k: obj.get(f"{k}_{i}") for k in ("input", "output", "score")} for i in wide] or [obj]:
-            out.append(_sample_or_error(step, one, path, "a table row"))
+            out.append(sample_or_error(step, one, path, "a table row"))
     return out
 
 
@@ -185,16 +190,7 @@ def _parquet_samples(step: int, path: Path) -> list[Sample]:
         rows = pq.read_table(path).to_pylist()
     except Exception as e:  # (ArrowInvalid, OSError: damaged, cut short, being written)
         return [Sample(step, f"{path.name}: not a readable parquet file", None, "", f"{type(e).__name__}: {e}"[:500])]
-    return [_sample_or_error(step, row, path, "a row") for row in rows]
-
-
-def _sample_or_error(step: int, obj: dict[str, Any], path: Path, where: str) -> Sample:
-    """``to_sample``, or an error sample for a row whose values it cannot show: one hostile row of a side file must
-    not take the viewer (and the app) down."""
-    try:
-        return to_sample(step, obj, path)
-    except Exception as e:  # (values are untrusted; each known hostile shape is handled in to_sample)
-        return Sample(step, f"{path.name}: {where} not shown", None, "", f"{type(e).__name__}: {e}"[:500])
+    return [sample_or_error(step, row, path, "a row") for row in rows]
 
 
 def side_paths(side_files: Mapping[str, Iterable[Path]]) -> list[Path]:
@@ -221,12 +217,19 @@ def table_steps(run_path: str | os.PathLike[str], meta: Mapping[str, Any]) -> di
 
 def build_index(paths: Iterable[Path], steps: Mapping[Path, int] | None = None,
                 traces: tuple[Path, str] | None = None,
-                texts: Iterable[tuple[str, int, int, int, str]] = ()) -> SideIndex:
+                texts: Iterable[tuple[str, int, int, int, str]] = (),
+                tables: Iterable[tuple[int, str, int]] = ()) -> SideIndex:
     """Index the given side files (generations.jsonl by the step of each line; rollout summaries by directory; a
     file of one step by ``steps`` (:func:`table_steps`) where it names it, else by its name), the traces of
     ``traces`` (a trackio database, a run name) and the text summaries ``texts`` (where a TensorBoard run's reader
-    found them: ``meta["texts"]``). Raises sqlite3.Error where the database cannot be read."""
+    found them: ``meta["texts"]``) and the tables of that trackio run (``meta["trackio_tables"]``: (row, key, step);
+    a key's table logged again at a step, TRL's last, once). Raises sqlite3.Error where the database cannot be
+    read."""
     idx = SideIndex()
+    if traces is not None:
+        last = {(key, at): row for row, key, at in sorted(tables)}
+        for (_, at), row in sorted(last.items(), key=lambda kv: kv[1]):
+            idx.where.setdefault(at, []).append((traces[0], TRACKIO_TABLE, row))
     for file, at, length, step_at, _ in texts:
         idx.where.setdefault(step_at, []).append((Path(file), at, length))
     if traces is not None:
@@ -295,69 +298,3 @@ def _line_step(line: bytes, cur: int | None) -> int | None:
         return int(m.group(1))
     except ValueError:  # more digits than int() converts (4300): no real step
         return cur
-
-
-_TEXT_KEYS = frozenset({"step", "prompt", "completion", "reward", "reward_total"})
-
-
-#: columns of a verl dump or a TRL completions row that are no extra information
-_DUMP_TEXT = frozenset({"input", "output", "score", "step", "prompt", "completion", "advantage", "gts"})
-
-
-def _numbers(obj: dict[str, Any]) -> list[tuple[str, float]]:
-    return [(k, x) for k, v in obj.items() if k not in _DUMP_TEXT and (x := num(v)) is not None]
-
-
-def to_sample(step: int, obj: dict[str, Any], path: Path) -> Sample:
-    if "input" in obj and "output" in obj:  # verl's rollout dump: titled by its directory (rollouts, validation)
-        bits = [f"{k} {short(x)}" for k, x in _numbers(obj)[:8]]
-        if obj.get("gts") is not None:
-            bits.insert(0, f"answer {text(obj.get('gts'))[:200]}")
-        prompt = text(obj.get("input"))
-        return Sample(step, path.parent.name, num(obj.get("score")), prompt, text(obj.get("output")),
-                      " · ".join(bits), prompt)
-    if "completion" in obj and "reward" not in obj and (path.suffix == ".parquet" or "advantage" in obj):
-        # TRL's completions (its parquet, or the wandb.Table it logs): one column per reward function
-        rewards = _numbers(obj)
-        total = sum(x for _, x in rewards) if rewards else None
-        bits = [f"{k} {short(x)}" for k, x in rewards[:8]]
-        if (adv := num(obj.get("advantage"))) is not None:
-            bits.append(f"advantage {short(adv)}")
-        prompt = chat(obj.get("prompt"))
-        return Sample(step, "completion", total, prompt, chat(obj.get("completion")), " · ".join(bits), prompt)
-    if "completion" in obj or "prompt" in obj:
-        bits = []
-        if "reward" not in obj and "reward_total" in obj:  # a rich_completions row: its numbers say where it ranks
-            obj = {**obj, "reward": obj["reward_total"]}
-            shown = [(k, v) for k, v in obj.items() if k not in _TEXT_KEYS and num(v) is not None]
-            bits += [f"{k} {short(num(v))}" for k, v in shown[:8]]
-        if obj.get("num_tokens") is not None:
-            bits.append(f"{text(obj.get('num_tokens'))} tokens")
-        tops = obj.get("top_surprisal_tokens")
-        if isinstance(tops, list) and tops:
-            toks = [t for t in tops[:5] if isinstance(t, dict)]
-            bits.append("surprising: " + ", ".join(f"{text(t.get('token'))!r}" for t in toks))
-        prompt = text(obj.get("prompt"))
-        return Sample(step, "generation", num(obj.get("reward")), prompt, text(obj.get("completion")),
-                      " · ".join(bits), prompt)
-    if "total_reward" in obj or "steps" in obj:
-        title = f"{text(obj.get('split') or 'rollout')} group {text(obj.get('group_idx'))} " \
-                f"traj {text(obj.get('traj_idx'))}"
-        lines = []
-        steps = obj.get("steps")
-        for st in steps if isinstance(steps, list) else ():
-            if not isinstance(st, dict):
-                continue
-            r = num(st.get("reward"))
-            rs = "nan" if r is None or math.isnan(r) else f"{r:g}"
-            lines.append(f"turn {text(st.get('step_idx'))}: observation {text(st.get('ob_len'))} tok, "
-                         f"action {text(st.get('ac_len'))} tok, reward {rs}")
-            logs = st.get("logs")
-            if isinstance(logs, dict):
-                lines.extend(f"  {text(k)}: {text(v)}" for k, v in logs.items())
-        metrics = obj.get("trajectory_metrics")
-        extra = ", ".join(f"{k}={text(v)}" for k, v in metrics.items()) if isinstance(metrics, dict) else ""
-        group = f"{text(obj.get('split') or 'rollout')} group {text(obj.get('group_idx'))}" \
-            if obj.get("group_idx") is not None else ""
-        return Sample(step, title, num(obj.get("total_reward")), "", "\n".join(lines), extra, group)
-    return Sample(step, path.name, num(obj.get("reward")), "", "\n".join(f"{k}: {text(v)}" for k, v in obj.items()))

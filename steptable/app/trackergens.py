@@ -4,7 +4,7 @@ text summaries. Pure (no textual).
 - trackio: ``trackio.Trace`` rows of the project database (:mod:`steptable.ingest.readers.trackiotraces`): the
   assistant's messages are the completion, the others the prompt (``role: content`` lines where there are several),
   the metadata's ``score`` the reward, its other numbers the notes. verl's ``ValidationGenerationsLogger`` logs each
-  validation sample so.
+  validation sample so. And ``trackio.Table`` rows (TRL's completions), each read as a side file's row is.
 - TensorBoard: ``add_text`` records (:func:`steptable.ingest.readers.tensorboard.event_at`, where the reader noted
   them). verl logs a validation step's samples as one markdown text (``### Sample i``, ``**Input:**``,
   ``**Output:**``, ``**Score:**``): each section is a sample. Any other text is one sample, titled by its tag.
@@ -18,10 +18,12 @@ import struct
 from pathlib import Path
 from typing import Any
 
-from steptable.app.samples import Sample, num, short, text
+import msgspec
+
+from steptable.app.samples import Sample, num, sample_or_error, short, text
 from steptable.ingest.readers.tbwire import tb_texts
 from steptable.ingest.readers.tensorboard import event_at
-from steptable.ingest.readers.trackiotraces import traces_at
+from steptable.ingest.readers.trackiotraces import table_rows, traces_at
 
 #: a section of verl's validation text: ``### Sample <i>`` on a line of its own after a blank line
 _VERL_SECTION = re.compile(r"(?<=\n\n)### Sample (\d+)\n")
@@ -53,6 +55,16 @@ def trace_samples(step: int, db: Path, run: str) -> list[Sample]:
         out.append(Sample(step, title, num(meta.get("score")), prompt,
                           "\n\n".join(_content(m.get("content")) for m in said), " · ".join(notes), prompt))
     return out
+
+
+def table_samples(step: int, db: Path, row_id: int) -> list[Sample]:
+    """The rows of the tables trackio database ``db`` holds in metrics row ``row_id``, each a sample."""
+    try:
+        rows = table_rows(db, row_id)
+    except (sqlite3.Error, msgspec.DecodeError) as e:
+        return [Sample(step, f"{db.name}: the table of row {row_id} is unreadable", None, "", str(e)[:500])]
+    return [sample_or_error(step, r, db, "a table row") if isinstance(r, dict)
+            else Sample(step, f"{db.name}: a table row that is no object", None, "", text(r)[:500]) for r in rows]
 
 
 def _content(v: Any) -> str:

@@ -140,18 +140,18 @@ class Viewers:
                 continue
             files = side_paths(run.store.side_files or {})
             meta = getattr(run.store, "meta", {})
-            name = meta.get("trackio_run")  # (a trackio run's)
-            traces = (Path(run.store.path), name) if isinstance(name, str) and has_traces(run.store.path, name) \
-                else None
-            texts = list(meta.get("texts") or ())  # (a TensorBoard run's text summaries, as they are now)
+            name = meta.get("trackio_run")  # (a trackio run's; its tables and texts, as they are now)
+            tables, texts = list(meta.get("trackio_tables") or ()), list(meta.get("texts") or ())
+            traces = (Path(run.store.path), name) if isinstance(name, str) and (
+                tables or has_traces(run.store.path, name)) else None
             if files or traces or texts:
                 steps = table_steps(run.store.path, meta)  # (a W&B run's tables)
-                sources.append(GenSource(labels.get(rid, rid), files, steps, traces, texts))
+                sources.append(GenSource(labels.get(rid, rid), files, steps, traces, texts, tables))
         if not sources:
             self.app.notify("no generations side files (generations.jsonl, *_rollout_summaries.jsonl, "
                             "rich_completions/*.json, verl's <rollout_data_dir>/<step>.jsonl, TRL's "
-                            "completions/*.parquet, a W&B run's tables, a trackio run's traces, TensorBoard "
-                            "text) in these runs")
+                            "completions/*.parquet, a W&B run's tables, a trackio run's traces and tables, "
+                            "TensorBoard text) in these runs")
             return
         grid = self.tables.focused_grid()
         step = None

@@ -94,8 +94,9 @@ class _Base(Source):
                     store.meta["runinfo"] = meta["runinfo"]
                 if "tables" in meta:  # (a W&B run's: each wandb.Table file's step)
                     store.meta["tables"] = meta["tables"]
-                if "texts" in meta:  # (a TensorBoard run's text summaries; a reader takes a copy)
-                    store.meta.setdefault("texts", []).extend(meta["texts"])
+                for many in ("texts", "trackio_tables"):  # (TensorBoard's text summaries, trackio's tables)
+                    if many in meta:  # (a reader takes a copy)
+                        store.meta.setdefault(many, []).extend(meta[many])
             parsed.meta = {}
             changed = True
         if parsed.steps or parsed.bad:

@@ -20,6 +20,7 @@ trl_wandb_run = dumpwriters.trl_wandb_run  # (session fixtures: real runs)
 verl_wandb_run = dumpwriters.verl_wandb_run
 verl_trackio_run = dumpwriters.verl_trackio_run
 verl_tensorboard_run = dumpwriters.verl_tensorboard_run
+trl_trackio_run = dumpwriters.trl_trackio_run
 
 
 def test_a_steps_field_that_is_not_a_list(tmp_path: Path) -> None:
@@ -240,3 +241,43 @@ def test_tensorboard_text_that_is_not_verls_is_one_sample_and_a_replaced_file_sa
     path.write_bytes(data[:100])  # (replaced by a shorter file since it was read)
     (gone,) = idx.samples(5)
     assert "unreadable" in gone.title and gone.completion
+
+
+def test_trls_completions_logged_to_trackio_are_at_their_training_steps(trl_trackio_run: Path) -> None:
+    """TRL logs its completions to trackio as a table alone, at trackio's count of log calls (steps 4, 6, 8 of a
+    3-step run: they were blank rows) and the last again at the end: no rows of the run's; each table at the step
+    its rows name, its completions grouped by prompt with their reward functions summed, the last step's once."""
+    from tests.ingest.writers import only, read_once
+
+    store = only(read_once(trl_trackio_run))
+    assert list(store.steps) == [0, 1, 2, 3]  # (step 0: TRL's first profiling timings)
+    tables = store.meta["trackio_tables"]
+    assert [t[2] for t in tables] == [1, 2, 3, 3] and {t[1] for t in tables} == {"completions"}
+    idx = build_index([], traces=(store.path, store.meta["trackio_run"]), tables=tables)
+    assert idx.steps == [1, 2, 3]
+    for step in idx.steps:
+        samples = idx.samples(step)
+        assert len(samples) == 4 and all(s.title == "completion" and s.group for s in samples)
+        assert all(s.reward is not None and "length_reward" in s.extra and "advantage" in s.extra for s in samples)
+
+
+def test_hostile_trackio_tables_are_shown_as_what_they_are(tmp_path: Path) -> None:
+    """A table of no trainer's shape trackio itself stored: each row shown as its fields; a table whose metrics row
+    is gone (the database replaced since): nothing."""
+    pytest.importorskip("trackio")
+    from tests.ingest.writers import only, read_once, run_writer
+
+    run_writer("""
+        import trackio
+        trackio.init(project="p", name="r")
+        trackio.log({"loss": 1.0}, step=1)
+        trackio.log({"t": trackio.Table(columns=["a"], data=[[1], [2]])}, step=2)
+        trackio.log({"loss": 0.5}, step=3)
+        trackio.finish()
+    """, {"TRACKIO_DIR": str(tmp_path)})
+    store = only(read_once(tmp_path))
+    (row, key, step), = store.meta["trackio_tables"]
+    assert list(store.steps) == [1, 3] and (key, step) == ("t", 2)
+    idx = build_index([], traces=(store.path, "r"), tables=[(row, key, step), (row + 100, key, 9)])
+    assert [s.completion for s in idx.samples(2)] == ["a: 1", "a: 2"]
+    assert idx.samples(9) == []  # (a row that is gone holds no table)

@@ -103,6 +103,21 @@ def trl_wandb_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
+@pytest.fixture(scope="session")
+def trl_trackio_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The same GRPOTrainer for 3 steps reporting to trackio: its completions a ``trackio.Table`` logged alone once
+    a step (at trackio's own count of log calls; its rows name the trainer's step), the last one logged again at the
+    end. Returns its TRACKIO_DIR."""
+    pytest.importorskip("trl")
+    pytest.importorskip("trackio")
+    root = tmp_path_factory.mktemp("trl_trackio")
+    code = TRL_CODE.replace("report_to=[]", 'report_to=["trackio"]').replace("max_steps=2", "max_steps=3")
+    assert code != TRL_CODE
+    run_writer(f"import sys; sys.argv = ['x', {str(root / 'out')!r}]\n" + code,
+               {"CUDA_VISIBLE_DEVICES": "", "TRACKIO_DIR": str(root / "trackio")}, timeout=300)
+    return root / "trackio"
+
+
 #: validation steps of :func:`verl_wandb_run` (its training steps: 1-12) and samples logged at each
 VERL_VAL_STEPS, VERL_VAL_SAMPLES = (0, 4, 8, 12), 3
 

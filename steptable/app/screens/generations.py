@@ -206,7 +206,8 @@ class GenerationsScreen(Screen[None]):
     @work(thread=True, exclusive=True, group="gen-index", exit_on_error=False)
     def _index(self, source: GenSource) -> None:
         try:
-            self.post_message(IndexReady(source, build_index(source.files, source.steps, source.traces, source.texts)))
+            self.post_message(IndexReady(source, build_index(source.files, source.steps, source.traces, source.texts,
+                                                             source.tables)))
         except Exception as e:  # the files are untrusted: a failure to index them is shown, it does not end the app
             self.post_message(IndexReady(source, SideIndex(), f"could not index: {type(e).__name__}: {e}"[:500]))
 

@@ -26,7 +26,7 @@ from typing import Any
 import msgspec
 
 from steptable.ingest.parse import BadLine, flatten, step_of
-from steptable.ingest.parsed import Parsed
+from steptable.ingest.parsed import Parsed, counter
 from steptable.ingest.readers.jsonl import PIECE, JsonlParser
 from steptable.table.stepkeys import TRACKER_STEP_KEYS
 
@@ -40,6 +40,8 @@ _DECODE = msgspec.json.Decoder()
 FIRST_LINES = 64
 #: the row's own keys: a ``data`` object (verl's envelope, unwrapped by the JSONL reader) must not hold them
 _CLASHES = frozenset({"step", "_step", "_timestamp"})
+#: a media value's type in a row's JSON text (compact, as trackio stores it): a table, an image...
+_MEDIA = b'"_type":"trackio.'
 #: the trainer's own step in a row's JSON text (compact, as trackio stores it): its integer value
 _OWN_KEY = b'"%s"' % TRACKER_STEP_KEYS[0].encode()
 _OWN_VALUE = re.compile(rb'\s*:\s*(-?\d{1,18})\s*[,}]')
@@ -103,6 +105,11 @@ def is_trackio(path: Path) -> bool:
     return {"id", "run_name", "step", "metrics"} <= cols
 
 
+def _is_media(v: Any) -> bool:
+    """A trackio media value (``trackio.Table``, ``trackio.Image``... as logged: an object with its ``_type``)."""
+    return isinstance(v, dict) and isinstance(t := v.get("_type"), str) and t.startswith("trackio.")
+
+
 def own_step(blob: bytes) -> int | None:
     """The trainer's own step a row's ``metrics`` JSON holds (table.stepkeys.TRACKER_STEP_KEYS: transformers' and
     TRL's callbacks log it in each row and leave trackio to count its ``log`` calls, an evaluation one more), else
@@ -132,6 +139,8 @@ class TrackioReader:
         self.last_id = 0
         self._sig: tuple[int, ...] | None = None
         self.configs: dict[str, Any] = {}
+        #: run -> (row id, key, step) of each table logged alone since the last read (handed on as meta)
+        self.tables: dict[str, list[tuple[int, str, int]]] = {}
         self._parsers: dict[str, JsonlParser] = {}
         self._clocks: dict[Any, float | None] = {}  # timestamp text -> Unix time (trackio stamps rows in batches)
         self._ends: dict[Any, bytes] = {}
@@ -187,6 +196,9 @@ class TrackioReader:
             self._read_configs(con)
         if done and taken < BATCH:
             self._sig = sig
+        for run, noted in self.tables.items():
+            out.setdefault(run, []).append(Parsed(steps=[], meta={"trackio_tables": noted}))
+        self.tables = {}
         return {run: parsed for run, parsed in out.items() if parsed}, bad
 
     def _take(self, rows: list[Any], out: dict[str, list[Parsed]], bad: list[BadLine]) -> None:
@@ -196,8 +208,9 @@ class TrackioReader:
         self.last_id = max(self.last_id, rows[-1][0])
         size = sum(len(r[4]) for r in rows if isinstance(r[4], (bytes, str)))
         self._fetch = max(FETCH_MIN, min(FETCH_MAX, PIECE * len(rows) // max(size, 1)))
-        # (a log call of traces alone leaves a row of no metrics: trackio keeps the traces in a table of their own)
-        rows = [r for r in rows if r[4] != b"{}"]
+        # (a log call of traces alone leaves a row of no metrics: trackio keeps the traces in a table of their own;
+        # one of tables or images alone, a row of media: no row of the run's either, its tables noted)
+        rows = [r for r in rows if r[4] != b"{}" and not (type(r[4]) is bytes and _MEDIA in r[4] and self._media(r))]
         if not rows:
             return
         names = {r[1] for r in rows}
@@ -209,6 +222,23 @@ class TrackioReader:
                 by_run.setdefault(text(r[1]), []).append(r)
         for run, got in by_run.items():
             out.setdefault(run, []).extend(self._batch(run, got, bad))
+
+    def _media(self, row: Any) -> bool:
+        """Does ``row`` hold media values alone (a counter besides)? Its tables are noted in :attr:`tables` (row id,
+        key, step: the step its rows name, as TRL's completions do, else the row's)."""
+        try:
+            obj = _DECODE.decode(row[4])
+        except msgspec.DecodeError:
+            return False  # (read row by row, and reported, as any bad object)
+        if not isinstance(obj, dict) or not all(_is_media(v) or counter(k) for k, v in obj.items()):
+            return False
+        own = own_step(row[4])
+        for key, v in obj.items():
+            if isinstance(v, dict) and v.get("_type") == "trackio.table":
+                named = {r.get("step") for r in v.get("_value") or () if isinstance(r, dict)}
+                step = named.pop() if len(named) == 1 and type(next(iter(named))) is int else own
+                self.tables.setdefault(text(row[1]), []).append((row[0], key, row[2] if step is None else step))
+        return True
 
     def _clock(self, ts: Any) -> float | None:
         t = self._clocks.get(ts, False)

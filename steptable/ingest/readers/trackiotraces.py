@@ -1,11 +1,13 @@
-"""trackio traces: the ``trackio.Trace`` objects a run logged (verl's validation generations), by step.
+"""trackio traces and tables: the ``trackio.Trace`` objects a run logged (verl's validation generations), by step,
+and the ``trackio.Table`` rows it logged (TRL's completions).
 
 ``trackio.log({"val/generations": [trackio.Trace(messages=[...], metadata={...})]}, step=s)`` stores each trace as a
 row of the project database's ``traces`` table: ``(run_name, step, key, trace_index, messages, metadata)``, the last
 two JSON (a list of ``{role, content}`` and an object). That table is trackio's record of them (the session files
 under ``traces/`` are a copy for the Hub). A database from a trackio that predates traces has no such table: no
-traces. Read-only, as the metrics are (:func:`steptable.ingest.readers.trackio.connect`); the JSON is decoded without
-trusting it.
+traces. A table is a value of its metrics row, ``{"_type": "trackio.table", "_value": [row objects]}`` (where it is:
+:attr:`steptable.ingest.readers.trackio.TrackioReader.tables`). Read-only, as the metrics are
+(:func:`steptable.ingest.readers.trackio.connect`); the JSON is decoded without trusting it.
 """
 
 from __future__ import annotations
@@ -77,3 +79,17 @@ def _decode(v: Any) -> Any:
     if v is None:
         return None
     return _DECODE.decode(v if isinstance(v, bytes) else str(v).encode())
+
+
+def table_rows(db: Path, row_id: int) -> list[Any]:
+    """The rows of the tables logged in metrics row ``row_id`` of ``db``, each a JSON value as decoded (TRL's: an
+    object of step, prompt, completion, one value per reward function, advantage). Raises sqlite3.Error, or
+    msgspec.DecodeError for a row that is no JSON."""
+    with connect(db) as con:
+        got = con.execute("SELECT metrics FROM metrics WHERE id = ?", (row_id,)).fetchone()
+    obj = _decode(got[0]) if got is not None else None
+    out: list[Any] = []
+    for v in obj.values() if isinstance(obj, dict) else ():
+        if isinstance(v, dict) and v.get("_type") == "trackio.table" and isinstance(rows := v.get("_value"), list):
+            out += rows
+    return out

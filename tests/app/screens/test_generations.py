@@ -36,6 +36,7 @@ from tests.ingest import dumpwriters
 pytestmark = pytest.mark.anyio
 verl_trackio_run = dumpwriters.verl_trackio_run  # (session fixtures: real runs)
 verl_tensorboard_run = dumpwriters.verl_tensorboard_run
+trl_trackio_run = dumpwriters.trl_trackio_run
 
 
 async def test_generations_viewer_hostile_text(tmp_path: Path) -> None:
@@ -140,7 +141,7 @@ async def test_the_viewer_over_a_malformed_row_keeps_the_app(tmp_path: Path) -> 
     assert app.return_code is None
 
 
-def _index_fails(paths: Any, steps: Any = None, traces: Any = None, texts: Any = ()) -> SideIndex:
+def _index_fails(*_: Any) -> SideIndex:
     raise RuntimeError("index bug")
 
 
@@ -266,11 +267,11 @@ async def test_an_index_that_ends_after_the_next_arms_is_not_shown(tmp_path: Pat
     release = threading.Event()
     built: dict[tuple[Path, ...], SideIndex] = {}
 
-    def build(paths: list[Path], steps: Any = None, traces: Any = None, texts: Any = ()) -> SideIndex:
+    def build(paths: list[Path], *rest: Any) -> SideIndex:
         if not built and not release.is_set():  # the first arm's: ends once the test says so
             built[tuple(paths)] = SideIndex()
             assert release.wait(30)
-        idx = built[tuple(paths)] = real_build(paths, steps, traces, texts)
+        idx = built[tuple(paths)] = real_build(paths, *rest)
         return idx
 
     monkeypatch.setattr(gen_screen, "build_index", build)
@@ -360,3 +361,17 @@ async def test_a_trackers_generations_are_its_runs(request: pytest.FixtureReques
         shown = viewer_text(screen)
         assert all(f"answer {i} at {VERL_VAL_STEPS[-1]}" in shown for i in range(VERL_VAL_SAMPLES))
         assert title in shown
+
+
+async def test_a_trl_runs_trackio_tables_are_its_generations(trl_trackio_run: Path, tmp_path: Path) -> None:
+    """TRL's completions logged to trackio as tables (no traces) open for its run, each step's grouped."""
+    import shutil
+
+    shutil.copytree(trl_trackio_run, tmp_path / "trackio")
+    app, follower, _ = manual_app(tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await sync(pilot, follower)
+        screen = await open_generations(pilot)
+        assert len(screen.sources) == 1 and screen.index is not None and screen.index.steps == [1, 2, 3]
+        shown = viewer_text(screen)
+        assert screen.step == 3 and "completion · reward" in shown and "group 1/" in shown
