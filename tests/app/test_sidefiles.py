@@ -273,11 +273,12 @@ def test_hostile_trackio_tables_are_shown_as_what_they_are(tmp_path: Path) -> No
         trackio.log({"loss": 1.0}, step=1)
         trackio.log({"t": trackio.Table(columns=["a"], data=[[1], [2]])}, step=2)
         trackio.log({"loss": 0.5}, step=3)
+        trackio.log({"u": trackio.Table(columns=["step", "b"], data=[[[1], {"x": 1}], [None, "z"]])}, step=4)
         trackio.finish()
     """, {"TRACKIO_DIR": str(tmp_path)})
     store = only(read_once(tmp_path))
-    (row, key, step), = store.meta["trackio_tables"]
-    assert list(store.steps) == [1, 3] and (key, step) == ("t", 2)
+    (row, key, step), (_, other, odd) = store.meta["trackio_tables"]
+    assert list(store.steps) == [1, 3] and (key, step, other, odd) == ("t", 2, "u", 4)  # (u: its row's step)
     idx = build_index([], traces=(store.path, "r"), tables=[(row, key, step), (row + 100, key, 9)])
     assert [s.completion for s in idx.samples(2)] == ["a: 1", "a: 2"]
     assert idx.samples(9) == []  # (a row that is gone holds no table)

@@ -233,11 +233,14 @@ class TrackioReader:
         if not isinstance(obj, dict) or not all(_is_media(v) or counter(k) for k, v in obj.items()):
             return False
         own = own_step(row[4])
+        own = own if own is not None else row[2]
         for key, v in obj.items():
             if isinstance(v, dict) and v.get("_type") == "trackio.table":
-                named = {r.get("step") for r in v.get("_value") or () if isinstance(r, dict)}
-                step = named.pop() if len(named) == 1 and type(next(iter(named))) is int else own
-                self.tables.setdefault(text(row[1]), []).append((row[0], key, row[2] if step is None else step))
+                rows = v.get("_value") if isinstance(v.get("_value"), list) else []
+                named = {x for r in rows if isinstance(r, dict) and type(x := r.get("step")) is int}
+                step = named.pop() if len(named) == 1 else own
+                if type(step) is int:
+                    self.tables.setdefault(text(row[1]), []).append((row[0], key, step))
         return True
 
     def _clock(self, ts: Any) -> float | None:
