@@ -93,13 +93,8 @@ def trl_wandb_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The same GRPOTrainer for 3 steps reporting to W&B (offline): its completions ``wandb.Table`` once a step
     (files named by W&B's count of ``log`` calls, not by the step), the last one logged again at the end. Returns
     the directory holding ``wandb/``."""
-    pytest.importorskip("trl")
-    pytest.importorskip("wandb")
     root = tmp_path_factory.mktemp("trl_wandb")
-    code = TRL_CODE.replace("report_to=[]", 'report_to=["wandb"]').replace("max_steps=2", "max_steps=3")
-    assert code != TRL_CODE
-    run_writer(f"import sys; sys.argv = ['x', {str(root / 'out')!r}]\n" + code,
-               {"CUDA_VISIBLE_DEVICES": "", "WANDB_DIR": str(root), "WANDB_PROJECT": "p"}, timeout=300)
+    _grpo_to("wandb", root, {"WANDB_DIR": str(root), "WANDB_PROJECT": "p"})
     return root
 
 
@@ -108,14 +103,19 @@ def trl_trackio_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The same GRPOTrainer for 3 steps reporting to trackio: its completions a ``trackio.Table`` logged alone once
     a step (at trackio's own count of log calls; its rows name the trainer's step), the last one logged again at the
     end. Returns its TRACKIO_DIR."""
-    pytest.importorskip("trl")
-    pytest.importorskip("trackio")
     root = tmp_path_factory.mktemp("trl_trackio")
-    code = TRL_CODE.replace("report_to=[]", 'report_to=["trackio"]').replace("max_steps=2", "max_steps=3")
+    _grpo_to("trackio", root, {"TRACKIO_DIR": str(root / "trackio")})
+    return root / "trackio"
+
+
+def _grpo_to(tracker: str, root: Path, env: dict[str, str]) -> None:
+    """TRL_CODE's GRPOTrainer for 3 steps, its output directory ``root/out``, reporting to ``tracker``."""
+    pytest.importorskip("trl")
+    pytest.importorskip(tracker)
+    code = TRL_CODE.replace("report_to=[]", f"report_to=[{tracker!r}]").replace("max_steps=2", "max_steps=3")
     assert code != TRL_CODE
     run_writer(f"import sys; sys.argv = ['x', {str(root / 'out')!r}]\n" + code,
-               {"CUDA_VISIBLE_DEVICES": "", "TRACKIO_DIR": str(root / "trackio")}, timeout=300)
-    return root / "trackio"
+               {"CUDA_VISIBLE_DEVICES": "", **env}, timeout=300)
 
 
 #: validation steps of :func:`verl_wandb_run` (its training steps: 1-12) and samples logged at each
