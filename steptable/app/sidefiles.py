@@ -227,15 +227,14 @@ def build_index(paths: Iterable[Path], steps: Mapping[Path, int] | None = None,
     read."""
     idx = SideIndex()
     if traces is not None:
+        db, idx.trace_run = traces
         last = {(key, at): row for row, key, at in sorted(tables)}
         for (_, at), row in sorted(last.items(), key=lambda kv: kv[1]):
-            idx.where.setdefault(at, []).append((traces[0], TRACKIO_TABLE, row))
-    for file, at, length, step_at, _ in texts:
-        idx.where.setdefault(step_at, []).append((Path(file), at, length))
-    if traces is not None:
-        db, idx.trace_run = traces
+            idx.where.setdefault(at, []).append((db, TRACKIO_TABLE, row))
         for at in trace_steps(db, idx.trace_run):
             idx.where.setdefault(at, []).append((db, TRACES, 0))
+    for file, at, length, step_at, _ in texts:
+        idx.where.setdefault(step_at, []).append((Path(file), at, length))
     seen: set[tuple[int, Path, str]] = set()
     for path in paths:
         step = steps.get(path) if steps else None

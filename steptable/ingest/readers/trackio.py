@@ -236,8 +236,9 @@ class TrackioReader:
         own = own if own is not None else row[2]
         for key, v in obj.items():
             if isinstance(v, dict) and v.get("_type") == "trackio.table":
-                rows = v.get("_value") if isinstance(v.get("_value"), list) else []
-                named = {x for r in rows if isinstance(r, dict) and type(x := r.get("step")) is int}
+                rows = v.get("_value")
+                named = {x for r in (rows if isinstance(rows, list) else ())
+                         if isinstance(r, dict) and type(x := r.get("step")) is int}
                 step = named.pop() if len(named) == 1 else own
                 if type(step) is int:
                     self.tables.setdefault(text(row[1]), []).append((row[0], key, step))
