@@ -11,6 +11,7 @@ SummaryWriter wrote.
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterator
 from typing import Any
 
 from steptable.ingest.readers.protowire import fields, signed, varint
@@ -58,28 +59,15 @@ def _tb_simple(buf: bytes) -> tuple[float, int, list[tuple[str, float | int | bo
 
 
 def _tb_event(buf: bytes) -> tuple[float, int, list[tuple[str, float | int | bool]]] | None:
-    wall = 0.0
-    step = 0
-    summary: tuple[int, int] | None = None
-    for num, wire, a, b in fields(buf, 0, len(buf)):
-        if num == 1 and wire == 1:
-            wall = _DOUBLE(buf, a)[0]
-        elif num == 2 and wire == 0:
-            step = signed(varint(buf, a)[0])
-        elif num == 5 and wire == 2:
-            summary = (a, b)
-    if summary is None:
+    head = _event_summary(buf)
+    if head is None:
         return None
+    wall, step, summary = head
     values = []
-    for num, wire, a, b in fields(buf, *summary):
-        if num != 1 or wire != 2:
-            continue
-        tag = ""
+    for tag, parts in _summary_values(buf, summary):
         value: float | int | bool | None = None
-        for n2, w2, c, d in fields(buf, a, b):
-            if n2 == 1 and w2 == 2:
-                tag = buf[c:d].decode("utf-8", "replace")
-            elif n2 == 2 and w2 == 5:
+        for n2, w2, c, d in parts:
+            if n2 == 2 and w2 == 5:
                 value = _FLOAT(buf, c)[0]
             elif n2 == 8 and w2 == 2:
                 value = _tensor_scalar(buf, c, d)
@@ -91,29 +79,49 @@ def _tb_event(buf: bytes) -> tuple[float, int, list[tuple[str, float | int | boo
 def tb_texts(buf: bytes) -> tuple[int, list[tuple[str, str]]] | None:
     """(step, text by tag) of an Event whose summary holds string tensors (``SummaryWriter.add_text``: the text
     plugin's DT_STRING tensor; several elements are joined by a blank line); None for one that holds none."""
-    step = 0
-    summary: tuple[int, int] | None = None
-    for num, wire, a, b in fields(buf, 0, len(buf)):
-        if num == 2 and wire == 0:
-            step = signed(varint(buf, a)[0])
-        elif num == 5 and wire == 2:
-            summary = (a, b)
-    if summary is None:
+    head = _event_summary(buf)
+    if head is None:
         return None
+    _, step, summary = head
     out = []
-    for num, wire, a, b in fields(buf, *summary):
-        if num != 1 or wire != 2:
-            continue
-        tag = ""
+    for tag, parts in _summary_values(buf, summary):
         strings: list[str] | None = None
-        for n2, w2, c, d in fields(buf, a, b):
-            if n2 == 1 and w2 == 2:
-                tag = buf[c:d].decode("utf-8", "replace")
-            elif n2 == 8 and w2 == 2:
+        for n2, w2, c, d in parts:
+            if n2 == 8 and w2 == 2:
                 strings = _strings(buf, c, d)
         if strings:
             out.append((tag, "\n\n".join(strings)))
     return (step, out) if out else None
+
+
+def _event_summary(buf: bytes) -> tuple[float, int, tuple[int, int]] | None:
+    """(wall_time, step, where its summary is) of an Event; None for one without a summary."""
+    wall = 0.0
+    step = 0
+    summary: tuple[int, int] | None = None
+    for num, wire, a, b in fields(buf, 0, len(buf)):
+        if num == 1 and wire == 1:
+            wall = _DOUBLE(buf, a)[0]
+        elif num == 2 and wire == 0:
+            step = signed(varint(buf, a)[0])
+        elif num == 5 and wire == 2:
+            summary = (a, b)
+    return None if summary is None else (wall, step, summary)
+
+
+def _summary_values(buf: bytes, summary: tuple[int, int]) -> Iterator[tuple[str, list[tuple[int, int, int, int]]]]:
+    """(tag, its other fields) of each ``Summary.Value`` of the summary at ``summary``."""
+    for num, wire, a, b in fields(buf, *summary):
+        if num != 1 or wire != 2:
+            continue
+        tag = ""
+        parts = []
+        for n2, w2, c, d in fields(buf, a, b):
+            if n2 == 1 and w2 == 2:
+                tag = buf[c:d].decode("utf-8", "replace")
+            else:
+                parts.append((n2, w2, c, d))
+        yield tag, parts
 
 
 def _strings(buf: bytes, i: int, end: int) -> list[str] | None:
