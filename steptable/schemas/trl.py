@@ -119,12 +119,25 @@ TRL_RULES = (
     Rule("eps", "episodes per second"),
     Rule("rewards/*/mean", "mean reward of one reward function ({key})", "higher", promote=True),
     Rule("rewards/*", "reward function statistic ({key})"),
+    Rule("completions/*terminated_length", "length in tokens of the completions that ended (EOS) within the limit"
+         " ({key})"),
     Rule("completions/*", "completion length statistic in tokens ({key})"),
+    Rule("clip_ratio/low_mean", "share of tokens clipped at the ratio's lower bound (negative advantages)"),
+    Rule("clip_ratio/high_mean", "share of tokens clipped at the ratio's upper bound (positive advantages)"),
+    # the least and the most over processes: on one process the same numbers as the means
+    Rule("clip_ratio/low_min", "clip_ratio/low_mean of the process with the least", hide=True),
+    Rule("clip_ratio/high_max", "clip_ratio/high_mean of the process with the most", hide=True),
     Rule("clip_ratio/*", "share of tokens clipped by the probability-ratio bounds ({key})"),
     Rule("eval_runtime", "seconds the evaluation took", hide=True),
     Rule("eval_*_per_second", "evaluation throughput ({key})", hide=True),
     Rule("eval_*", EVALUATION, promote=True),
     Rule("num_tokens", "tokens processed so far"),
+    Rule("step_time", "seconds the optimizer step took: generation, scoring and update", "lower"),
+    # GRPO with vLLM generating: how far the sampler's token log-probabilities are from the trainer's
+    Rule("sampling/sampling_logp_difference/*", "trainer minus sampler (vLLM) token log-probability ({key})"),
+    Rule("sampling/importance_sampling_ratio/*", "trainer/sampler probability ratio that reweights tokens ({key})"),
+    Rule("tools/call_frequency", "tool calls per completion"),
+    Rule("tools/failure_frequency", "share of tool calls that failed", "lower"),
     Rule("train_*", "end-of-training summary value ({key})", hide=True),
     Rule("total_flos", "floating-point operations of the whole run", hide=True),
 )

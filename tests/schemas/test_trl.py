@@ -76,3 +76,18 @@ def test_a_trl_grpo_run_in_wandb_leads_with_its_metrics_not_its_timings(trl_wand
     code, out, _ = run_cli(["legend", str(trl_wandb_run / "wandb")], capsys)
     kept_out = out.split("kept out of the table")[1].split("\n\n")[0]
     assert out.startswith("trl columns:") and "profiling/Time taken: GRPOTrainer.compute_loss" in kept_out
+
+
+def test_a_trl_grpo_runs_own_keys_are_described(trl_wandb_run: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Every key TRL's GRPOTrainer logs has a legend line of its own (its step time and terminated lengths read
+    "as logged" or as any length statistic), and the clipped shares of the process with the least and the most are
+    kept out: on one process they repeat the means."""
+    code, out, _ = run_cli(["legend", str(trl_wandb_run / "wandb")], capsys)
+    shown, kept_out = out.split("\n\n")[0].split("kept out of the table")
+    lines = {line.split()[0]: line for line in shown.splitlines()[1:] if line.startswith(" ")}
+    assert code == 0 and "as logged" not in shown, shown
+    assert "seconds the optimizer step took" in lines["step_time"]
+    assert "ended (EOS) within the limit" in next(v for k, v in lines.items() if "mean_termin" in k)
+    assert "lower bound" in lines["clip/low_mean"] and "upper bound" in lines["clip/high_mean"]
+    assert "train/clip_ratio/low_min" in kept_out and "train/clip_ratio/high_max" in kept_out
+    assert "clip/high_max" not in shown
