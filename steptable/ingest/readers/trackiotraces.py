@@ -38,11 +38,28 @@ class Trace:
     error: str = ""
 
 
+def _of_run(con: sqlite3.Connection, run: str, what: str, more: str = "", args: tuple[Any, ...] = ()) -> list[Any]:
+    """``SELECT what FROM traces`` of run ``run`` (then ``more``, with ``args`` after the run's parameters).
+
+    trackio indexes traces by run id, not by name: a name's ids come from the ``configs`` table (indexed by name;
+    trackio writes a run's row with its first log, and renames it with the run), so a step's traces, and the steps
+    that have some, are read from the index, not by scanning every run's text.
+    A database whose ``configs`` has no run ids, or no row for this name, is read by name."""
+    by_id = f"SELECT {what} FROM traces WHERE run_id IN (SELECT run_id FROM configs WHERE run_name = ?)"
+    try:
+        if con.execute("SELECT 1 FROM configs WHERE run_name = ? LIMIT 1", (run,)).fetchone() is not None:
+            return con.execute(f"{by_id} {more}", (run, *args)).fetchall()
+    except sqlite3.OperationalError as e:
+        if "no such column" not in str(e) and "no such table: configs" not in str(e):
+            raise
+    return con.execute(f"SELECT {what} FROM traces WHERE run_name = ? {more}", (run, *args)).fetchall()
+
+
 def has_traces(db: Path, run: str) -> bool:
     """Did run ``run`` of database ``db`` log any trace? False where it cannot be told (no table, locked)."""
     try:
         with connect(db) as con:
-            return con.execute("SELECT 1 FROM traces WHERE run_name = ? LIMIT 1", (run,)).fetchone() is not None
+            return bool(_of_run(con, run, "1", "LIMIT 1"))
     except (sqlite3.Error, *DAMAGED):
         return False
 
@@ -51,10 +68,9 @@ def trace_steps(db: Path, run: str) -> list[int]:
     """The steps at which run ``run`` logged traces, ascending. Raises sqlite3.Error (no table: [])."""
     try:
         with connect(db) as con:
-            rows = con.execute("SELECT DISTINCT step FROM traces WHERE run_name = ? ORDER BY step", (run,))
-            return [r[0] for r in rows if type(r[0]) is int]
+            return [r[0] for r in _of_run(con, run, "DISTINCT step", "ORDER BY step") if type(r[0]) is int]
     except sqlite3.OperationalError as e:
-        if "no such table" in str(e):
+        if "no such table: traces" in str(e):
             return []
         raise
 
@@ -63,9 +79,8 @@ def traces_at(db: Path, run: str, step: int) -> list[Trace]:
     """The traces run ``run`` logged at ``step``, by key and place (at most :data:`MAX_TRACES`). Raises
     sqlite3.Error."""
     with connect(db) as con:
-        rows = con.execute(
-            "SELECT key, trace_index, messages, metadata FROM traces WHERE run_name = ? AND step = ?"
-            " ORDER BY key, trace_index LIMIT ?", (run, step, MAX_TRACES)).fetchall()
+        rows = _of_run(con, run, "key, trace_index, messages, metadata", "AND step = ? ORDER BY key, trace_index"
+                       " LIMIT ?", (step, MAX_TRACES))
     out = []
     for key, index, messages, metadata in rows:
         try:
