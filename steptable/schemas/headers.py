@@ -14,8 +14,9 @@ tail of the path that still tells the key apart from every other key on screen:
    (``eval_clip_ratio/high_max`` -> ``eval/clip/high_max``). Namespaces that only group (``env``, ``all``,
    ``train``, ``perf``) are skipped, also in front of a lead (verl's ``perf/mfu/ref`` -> ``mfu/ref``, not ``ref``).
 3. Start from the last segment (with the name before trailing statistics: ``critic/score/max`` -> ``score/max``,
-   ``val-core/src/acc/best@4/std`` -> ``val/acc/best@4/std``), and give every key that still shares a header one
-   more segment, until all headers differ (``critic/rewards/max`` vs ``critic/score/max``;
+   ``val-core/src/acc/best@4/std`` -> ``val/acc/best@4/std``; and before a data split, which names no metric:
+   ``add_scalars`` curves ``loss/train``, ``loss/val`` -> ``loss``, ``loss/val``), and give every key that still
+   shares a header one more segment, until all headers differ (``critic/rewards/max`` vs ``critic/score/max``;
    ``test/env/all/reward/total`` -> ``test/reward``).
 4. Long words get a fixed abbreviation (``response_length`` -> ``resp_len``, ``grad_norm`` -> ``gnorm``).
 5. Keys come from files and are untrusted: headers are made terminal-safe and at most ``MAX_HEADER`` cells wide.
@@ -80,7 +81,8 @@ _ABBREV = {
     "clip_ratio": "clip",
 }
 
-_STAT = re.compile(r"^(max|min|std|var|sum|count|median|p\d+|clip_ratio|dl\d+|(mean|std|best|worst|maj)@\d+.*)$")
+_STAT = re.compile(r"^(max|min|std|var|sum|count|median|p\d+|clip_ratio|dl\d+|(mean|std|best|worst|maj)@\d+.*"
+                   r"|(?i:val|valid|validation|test|eval))$")
 #: Lightning's metric of one of several dataloaders: it reads as a statistic of the name before it
 _DATALOADER = re.compile(r"^dataloader_idx_(\d+)$")
 _MEAN_AT = re.compile(r"^mean(@\d+)$")

@@ -291,6 +291,9 @@ def test_lightning_dataloader_metrics_keep_their_name() -> None:
         (["val-core/openai/gsm8k/reward/mean@4"], ["val/reward@4"]),
         (["prompt_length/clip_ratio"], ["prompt_len/clip"]),
         (["a/x/loss", "b/x/loss"], ["a/x/loss", "b/x/loss"]),
+        # a data split names no metric: add_scalars("loss", {"train", "val"}) curves are loss/train, loss/val
+        (["loss/train", "loss/val"], ["loss", "loss/val"]),
+        (["accuracy/Test", "f1/validation"], ["accuracy/Test", "f1/validation"]),
     ],
 )
 def test_short_headers(keys: list[str], expected: list[str]) -> None:

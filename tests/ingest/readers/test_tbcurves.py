@@ -14,6 +14,7 @@ import pytest
 
 from steptable.ingest.files.follow import Follower
 from steptable.ingest.readers.tbcurves import Curve, curve_at, event_order, first_tag
+from tests.helpers import run_cli
 from tests.ingest.writers import read_once, rows_of
 
 pytest.importorskip("tensorboard")
@@ -59,6 +60,17 @@ def test_each_curve_is_a_column_of_the_run_that_wrote_it(tmp_path: Path, writer:
         assert [r[f"{_tutorial(writer)}/Training"] for r in rows] == pytest.approx([s + shift for s in range(6)])
         assert [r[f"{_tutorial(writer)}/Validation"] for r in rows] == pytest.approx([-s for s in range(6)])
         assert "loss" not in store.keys and not store.bad and not store.resumes
+
+
+def test_a_curve_of_a_split_is_headed_with_its_metric(tmp_path: Path, writer: Any,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """``add_scalars("loss", {"train", "val"})``: the table heads the curves ``loss`` and ``loss/val``, not ``loss``
+    and ``val`` (a validation of nothing it names)."""
+    _write(tmp_path / "run", range(3), writer=writer)
+    code, out, _ = run_cli(["tail", str(tmp_path / "run"), "-n", "1", "--width", "0"], capsys)
+    header = out.splitlines()[0].split()
+    assert code == 0
+    assert "loss" in header and "loss/val" in header and "val" not in header, header
 
 
 def test_a_resumed_run_keeps_each_curve_of_the_session_that_wrote_the_step(tmp_path: Path, writer: Any) -> None:
