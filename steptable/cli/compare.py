@@ -53,7 +53,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
         parse_window,
         pick_metrics,
     )
-    from steptable.compare.direction import directions, schema_order
+    from steptable.compare.direction import default_metrics, directions
     from steptable.compare.render import jsonl_report, md_report, text_report
     from steptable.ingest.files.discover import nothing_found
     from steptable.schemafiles.files import compare_settings
@@ -92,7 +92,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
         window = choose_window(arms, spec)
         globs = [g.strip() for g in args.metrics.split(",") if g.strip()]
         metrics = pick_metrics(arms, globs)
-        metrics = metrics if globs else schema_order(arms, metrics)  # (the keys asked for: in the order logged)
+        metrics = metrics if globs else default_metrics(arms, metrics)  # (the keys asked for: as logged)
         if not metrics:
             return fail(f"--metrics {args.metrics!r} matches no numeric key" if globs else "no metric to compare")
         results = compare(arms, baseline, metrics, window, directions(arms, metrics))

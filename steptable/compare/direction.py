@@ -40,6 +40,19 @@ def schema_order(arms: Sequence[Arm], metrics: Sequence[str]) -> list[str]:
     return sorted((m for m in metrics if m in rank), key=rank.__getitem__) + [m for m in metrics if m not in rank]
 
 
+def default_metrics(arms: Sequence[Arm], metrics: Sequence[str]) -> list[str]:
+    """``metrics`` as :func:`schema_order` lays them out, less the keys the baseline's schema keeps out of its table
+    by a rule and declares no column for (TRL's profiling timings, a trainer's counters and end-of-run summaries):
+    what ``tail`` leaves out by default, ``compare`` does too (``--metrics`` names them). A declared column kept out
+    of the table (a StepLogger's dump-only timings) is a metric still."""
+    schemas = _schemas(arms[:1])
+    if schemas:
+        s = schemas[0]
+        declared = {k for c in (*s.cols, *s.extra) for k in (c.key, *c.aliases)}
+        metrics = [m for m in metrics if m in declared or not s.hidden(m)]
+    return schema_order(arms, metrics)
+
+
 def _schemas(arms: Sequence[Arm]) -> list[Schema]:
     """The schemas the runs of ``arms`` are shown with, each once, the baseline's first."""
     out: list[Schema] = []

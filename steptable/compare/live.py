@@ -32,7 +32,7 @@ from steptable.compare.core import (
     parse_window,
     pick_metrics,
 )
-from steptable.compare.direction import directions, schema_order
+from steptable.compare.direction import default_metrics, directions
 from steptable.compare.groups import group_runs
 from steptable.compare.stats import Spread, batch_bounds, batches_spread, seeds_spread, welch
 from steptable.compare.xaxis import XAxis, XError, x_values
@@ -156,9 +156,10 @@ class LiveCompare:
         self._order: tuple[tuple[str, ...], list[str]] = ((), [])  # metrics picked -> as the schema lays them out
 
     def _laid_out(self, arms: Sequence[Arm], metrics: list[str]) -> list[str]:
-        """``metrics`` in the baseline schema's order (looked up again only when the metrics picked change)."""
+        """``metrics`` as the baseline's schema lays them out (looked up again only when the metrics picked change):
+        its order, less the keys it keeps out of its table (:func:`steptable.compare.direction.default_metrics`)."""
         if tuple(metrics) != self._order[0]:
-            self._order = (tuple(metrics), schema_order(arms, metrics))
+            self._order = (tuple(metrics), default_metrics(arms, metrics))
         return self._order[1]
 
     def _indexed(self, run: Any) -> _RunIndex:

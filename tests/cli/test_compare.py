@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.ingest import dumpwriters
+
 CONTRACT = {"arm", "metric", "x", "x_from", "x_to", "n_seeds", "n_points", "mean", "lo", "hi", "baseline", "delta",
             "delta_lo", "delta_hi"}
 
@@ -208,3 +210,29 @@ def test_add_scalars_curves_are_compared_between_arms(tmp_path: Path, capsys: py
     train = next(r for r in recs if r["metric"] == "loss/train" and r["arm"] == "routeA")
     assert train["delta"] == pytest.approx(0.5)
     assert {r["metric"] for r in recs} == {"loss/train", "loss/val", "reward"}
+
+
+trl_wandb_run = dumpwriters.trl_wandb_run
+
+
+def _metrics(argv: list[str], capsys: pytest.CaptureFixture[str]) -> list[str]:
+    rc, out, err = cli(["compare", *argv, "--format", "jsonl"], capsys)
+    assert rc == 0, err
+    return list(dict.fromkeys(json.loads(line)["metric"] for line in out.splitlines()))
+
+
+def test_keys_a_schema_keeps_out_of_its_table_are_compared_when_named(trl_wandb_run: Path,
+                                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    """A GRPOTrainer's W&B run: its seven profiling timings and the per-process clip extrema, which its table leaves
+    out, are out of the comparison too (they led it with rows of no point in the window); ``--metrics`` names them."""
+    shown = _metrics([str(trl_wandb_run / "wandb")], capsys)
+    assert shown[:2] == ["train/loss", "train/reward"] and "train/step_time" in shown, shown
+    assert not any(m.startswith("profiling/") or m.endswith(("/low_min", "/high_max")) for m in shown), shown
+    named = _metrics([str(trl_wandb_run / "wandb"), "--metrics", "profiling/*"], capsys)
+    assert len(named) == 7 and all(m.startswith("profiling/Time taken: GRPOTrainer.") for m in named), named
+
+
+def test_a_loggers_dump_only_columns_are_compared(demo_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The routing arms' timings are printed to table.txt, not to the console: declared, they are metrics still."""
+    shown = _metrics([str(demo_dir), "--baseline", "vanilla"], capsys)
+    assert {"gen", "fb", "t_rew", "sec", "rew", "loss"} <= set(shown), shown

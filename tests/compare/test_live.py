@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import random
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,6 +13,7 @@ from steptable.compare import choose_window, compare, group_runs, make_arms, par
 from steptable.compare.live import LiveCompare
 from steptable.ingest import RunStore
 from steptable.ingest.parsed import Parsed
+from tests.ingest import dumpwriters
 
 
 def _store(name: str) -> RunStore:
@@ -93,3 +95,17 @@ def test_live_unknown_baseline() -> None:
     _add(st, list(range(10)), random.Random(1), 0.0)
     with pytest.raises(CompareError, match="no arm 'zzz'"):
         LiveCompare([st], "zzz").update()
+
+
+trl_wandb_run = dumpwriters.trl_wandb_run
+
+
+def test_live_leaves_out_what_the_schema_keeps_out_of_its_table(trl_wandb_run: Path) -> None:
+    """The watch's comparison of a GRPOTrainer's W&B run: its metrics in the trl schema's order, without the
+    profiling timings its table leaves out (``steptable compare`` picks the same)."""
+    from tests.ingest.writers import only, read_once
+
+    store = only(read_once(trl_wandb_run / "wandb"))
+    metrics = list(dict.fromkeys(r.metric for r in LiveCompare([store], store.arm or store.name).update()))
+    assert metrics[:2] == ["train/loss", "train/reward"] and "train/step_time" in metrics, metrics
+    assert not any(m.startswith("profiling/") for m in metrics), metrics
