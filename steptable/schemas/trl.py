@@ -1,5 +1,6 @@
-"""HF Trainer / TRL (GRPOTrainer) and MaxEnt-GRPO: the rows of ``trainer_state.json`` ``log_history`` (the reader,
-steptable.ingest.readers.hf, tells its train, eval and summary entries apart)."""
+"""HF Trainer / TRL (GRPOTrainer, DPOTrainer, SFTTrainer) and MaxEnt-GRPO: the rows of ``trainer_state.json``
+``log_history`` (the reader, steptable.ingest.readers.hf, tells its train, eval and summary entries apart) or of
+their tracker callbacks."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from steptable.table.columns import Col
 TRL_MARKERS = frozenset({
     "loss", "grad_norm", "learning_rate", "epoch", "reward", "reward_std", "kl", "entropy", "frac_reward_zero_std",
     "completions/mean_length", "completions/clipped_ratio", "clip_ratio/region_mean", "num_tokens", "eval_loss",
+    "rewards/accuracies", "rewards/margins", "mean_token_accuracy",
 })
 MAXENT_COMMON = frozenset({
     "train/loss", "train/reward", "train/reward_std", "train/kl", "train/grad_norm", "train/learning_rate",
@@ -61,6 +63,28 @@ def trl_match(path: Path, keys: Sequence[str]) -> float:
 
 # ---------------------------------------------------------------------------------------------------- TRL
 
+# DPO's (and SFT's token accuracy): the implicit reward of a response is beta times its log-probability ratio to the
+# reference model's
+_DPO_COLS = (
+    Col(
+        "rewards/accuracies", 7, "rew_acc", None,
+        "share of preference pairs whose chosen response gets the higher implicit reward (DPO)", "higher",
+    ),
+    Col(
+        "rewards/margins", 6, "margin", None, "implicit reward of the chosen minus the rejected response (DPO)",
+        "higher",
+    ),
+    Col("rewards/chosen", 6, "rew_ch", None, "implicit reward of the chosen responses (DPO)"),
+    Col("rewards/rejected", 7, "rew_rej", None, "implicit reward of the rejected responses (DPO)"),
+    Col("logps/chosen", 6, "lp_ch", None, "log-probability of the chosen responses under the policy (DPO)"),
+    Col("logps/rejected", 6, "lp_rej", None, "log-probability of the rejected responses under the policy (DPO)"),
+    Col("logits/chosen", 6, "lg_ch", None, "mean logit of the chosen responses' tokens under the policy (DPO)"),
+    Col("logits/rejected", 6, "lg_rej", None, "mean logit of the rejected responses' tokens under the policy (DPO)"),
+    Col(
+        "mean_token_accuracy", 7, "tok_acc", None,
+        "share of response tokens that are the policy's most likely next token (SFT, DPO)", "higher",
+    ),
+)
 _STATE_COLS = (
     Col(
         "loss", 7, "loss", None,
@@ -80,11 +104,15 @@ _STATE_COLS = (
         "share of completions cut at the maximum completion length", "lower",
     ),
     Col("clip_ratio/region_mean", 6, "clip", None, "share of tokens whose probability ratio was clipped"),
+    *_DPO_COLS,
     Col("grad_norm", 6, "gnorm", None, "gradient norm before clipping"),
     Col("learning_rate", 6, "lr", None, "learning rate from the scheduler"),
     Col("epoch", 5, "epoch", None, "fractional epoch over the training data"),
     Col("eval_loss", 9, "eval_loss", None, "loss on the evaluation set (evaluation steps only)"),
     Col("eval_reward", 8, "eval_rew", None, "mean reward on the evaluation prompts (evaluation steps only)", "higher"),
+    # (``ev_``: a built-in header is at most 10 cells)
+    *(Col(f"eval_{c.key}", max(c.width, len(c.header)) + 3, f"ev_{c.header}", None,
+          f"{c.header} on the evaluation set (evaluation steps only)", c.better) for c in _DPO_COLS),
 )
 #: the state file's columns, each reading the key a tracker logs where the state file's is absent
 TRL_COLS = (

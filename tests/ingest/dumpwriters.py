@@ -51,12 +51,12 @@ def write_verl_dumps(run_dir: Path, steps: range, prompts: int = 3, n: int = 4) 
     write(["val q"] * 2, ["val a", "val b"], ["1", "1"], [0.0, 1.0], {}, str(run_dir / "val"), steps[0])
 
 
-TRL_CODE = """
+#: a tiny Llama and its word-level tokenizer (``model``, ``tk``) for TRL's trainers to train on the CPU in seconds
+_TINY_MODEL = """
 import sys
 from tokenizers import Tokenizer, models, pre_tokenizers
 from transformers import PreTrainedTokenizerFast, LlamaConfig, LlamaForCausalLM
 from datasets import Dataset
-from trl import GRPOConfig, GRPOTrainer
 words = ["<pad>", "<eos>", "<unk>"] + [f"w{i}" for i in range(60)]
 tok = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="<unk>"))
 tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
@@ -64,6 +64,10 @@ tk = PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="<pad>", eos_token=
 model = LlamaForCausalLM(LlamaConfig(vocab_size=len(words), hidden_size=16, intermediate_size=32, num_hidden_layers=1,
                                      num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=64,
                                      pad_token_id=0, eos_token_id=1, bos_token_id=1))
+"""
+
+TRL_CODE = _TINY_MODEL + """
+from trl import GRPOConfig, GRPOTrainer
 ds = Dataset.from_dict({"prompt": ["w1 w2", "w3 w4", "w5 w6", "w7 w8"] * 4})
 def length_reward(completions, **kw):
     return [float(len(c)) for c in completions]
@@ -106,6 +110,32 @@ def trl_trackio_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("trl_trackio")
     _grpo_to("trackio", root, {"TRACKIO_DIR": str(root / "trackio")})
     return root / "trackio"
+
+
+DPO_CODE = _TINY_MODEL + """
+import copy
+from trl import DPOConfig, DPOTrainer
+ds = Dataset.from_dict({"prompt": ["w1 w2", "w3 w4", "w5 w6", "w7 w8"] * 4, "chosen": ["w9 w10"] * 16,
+                       "rejected": ["w11"] * 16})
+args = DPOConfig(output_dir=sys.argv[1], per_device_train_batch_size=4, max_steps=4, logging_steps=1,
+                 report_to=["trackio"], save_strategy="steps", save_steps=4, use_cpu=True, bf16=False,
+                 disable_tqdm=True, seed=0, learning_rate=1e-3, eval_strategy="steps", eval_steps=2,
+                 per_device_eval_batch_size=4)
+DPOTrainer(model=model, ref_model=copy.deepcopy(model), processing_class=tk, args=args, train_dataset=ds,
+           eval_dataset=ds.select(range(4))).train()
+"""
+
+
+@pytest.fixture(scope="session")
+def trl_dpo_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """TRL's DPOTrainer for 4 steps (an evaluation every 2) reporting to trackio, checkpointed at the end: the
+    directory holding ``trackio/`` (TRACKIO_DIR) and ``out/checkpoint-4/trainer_state.json``."""
+    pytest.importorskip("trl")
+    pytest.importorskip("trackio")
+    root = tmp_path_factory.mktemp("trl_dpo")
+    run_writer(f"import sys; sys.argv = ['x', {str(root / 'out')!r}]\n" + DPO_CODE,
+               {"CUDA_VISIBLE_DEVICES": "", "TRACKIO_DIR": str(root / "trackio")}, timeout=300)
+    return root
 
 
 def _grpo_to(tracker: str, root: Path, env: dict[str, str]) -> None:

@@ -19,6 +19,7 @@ from tests.trainer_logs import write_maxent_state, write_trl_state
 
 hf_every_tracker = writers.hf_every_tracker  # (session fixtures: real runs)
 trl_wandb_run = dumpwriters.trl_wandb_run
+trl_dpo_run = dumpwriters.trl_dpo_run
 
 
 def test_pg_losses_have_no_direction() -> None:
@@ -91,3 +92,25 @@ def test_a_trl_grpo_runs_own_keys_are_described(trl_wandb_run: Path, capsys: pyt
     assert "lower bound" in lines["clip/low_mean"] and "upper bound" in lines["clip/high_mean"]
     assert "train/clip_ratio/low_min" in kept_out and "train/clip_ratio/high_max" in kept_out
     assert "clip/high_max" not in shown
+
+
+#: a DPO table's lead: its preference metrics under TRL's names, then the trainer's, then their evaluation
+DPO_LEAD = ["step", "loss", "entropy", "rew_acc", "margin", "rew_ch", "rew_rej", "lp_ch", "lp_rej", "lg_ch", "lg_rej",
+            "tok_acc", "gnorm", "lr", "epoch", "eval_loss", "ev_rew_acc", "ev_margin"]
+
+
+@pytest.mark.parametrize("where", ["out", "trackio"])
+def test_a_dpo_run_leads_with_its_preference_metrics(trl_dpo_run: Path, where: str,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """TRL's DPOTrainer, read from its trainer_state.json and from trackio: its preference accuracy, margin and
+    implicit rewards lead under headers of their own, each evaluation metric beside them. They read "reward function
+    statistic" (GRPO's ``rewards/*``) behind a dozen evaluation columns headed ``eval/rew…/rejected``,
+    ``eval/chosen``."""
+    code, out, _ = run_cli(["tail", "-n", "1", "--width", "0", str(trl_dpo_run / where)], capsys)
+    header = out.splitlines()[0].split()
+    assert code == 0 and header[: len(DPO_LEAD)] == DPO_LEAD, header
+    assert not any("…" in h or h in ("chosen", "rejected", "eval/chosen") for h in header), header
+    code, out, _ = run_cli(["legend", str(trl_dpo_run / where)], capsys)
+    lines = {line.split()[0]: line for line in out.split("\n\n")[0].splitlines()[1:] if line.startswith(" ")}
+    assert out.startswith("trl columns:") and "reward function statistic" not in out
+    assert "preference pairs" in lines["rew_acc"] and "higher is better" in lines["ev_margin"], lines
