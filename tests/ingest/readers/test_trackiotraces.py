@@ -4,8 +4,9 @@ itself writes."""
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -39,7 +40,7 @@ def _project(root: Path, other_steps: int) -> Path:
     return root / "p.db"
 
 
-def _work(monkeypatch: pytest.MonkeyPatch, read: object) -> int:
+def _work(monkeypatch: pytest.MonkeyPatch, read: Callable[[], None]) -> int:
     """SQLite virtual-machine steps the reads of ``read()`` take (a count of work, the same on every machine)."""
     steps = [0]
     inner = trackio_connect
@@ -52,7 +53,7 @@ def _work(monkeypatch: pytest.MonkeyPatch, read: object) -> int:
 
     with monkeypatch.context() as m:
         m.setattr(trackiotraces, "connect", counted)
-        read()  # type: ignore[operator]
+        read()
     return steps[0]
 
 
@@ -67,7 +68,7 @@ def test_a_runs_traces_are_read_without_reading_other_runs(tmp_path: Path, monke
         (trace,) = traces_at(db, "a", 2)
         assert trace.messages == [{"role": "user", "content": "a2"}] and trace.metadata == {"score": 2}
 
-    work = {db: _work(monkeypatch, lambda db=db: reads(db)) for db in (small, big)}
+    work = {db: _work(monkeypatch, partial(reads, db)) for db in (small, big)}
     assert work[big] < 1.5 * work[small], work
     assert len(trace_steps(big, "b")) == 200 and len(traces_at(big, "b", 7)) == 4
 
