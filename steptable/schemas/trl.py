@@ -166,6 +166,14 @@ TRL_RULES = (
     Rule("sampling/importance_sampling_ratio/*", "trainer/sampler probability ratio that reweights tokens ({key})"),
     Rule("tools/call_frequency", "tool calls per completion"),
     Rule("tools/failure_frequency", "share of tool calls that failed", "lower"),
+    # RewardTrainer: a reward model scored on preference pairs
+    Rule("accuracy", "share of pairs whose chosen response the reward model scores higher (RewardTrainer)", "higher",
+         promote=True),
+    Rule("margin", "score of the chosen minus the rejected response, averaged (RewardTrainer)", "higher",
+         promote=True),
+    Rule("mean_reward", "mean reward-model score of the batch's responses (RewardTrainer)"),
+    Rule("min_reward", "lowest reward-model score of the batch's responses (RewardTrainer)"),
+    Rule("max_reward", "highest reward-model score of the batch's responses (RewardTrainer)"),
     Rule("train_*", "end-of-training summary value ({key})", hide=True),
     Rule("total_flos", "floating-point operations of the whole run", hide=True),
 )
@@ -173,6 +181,8 @@ TRL_RULES = (
 #: TRL's timings of its own functions, logged to the trackers as they are (``profiling/Time taken:
 #: GRPOTrainer._generate``): out of the default table, where a dozen of them led the trainer's metrics
 _PROFILING = Rule("profiling/*", "seconds one call of a TRL function took ({key})", hide=True)
+#: the trainer's step a tracker row holds (trackio's own step counts log calls: the row's step is read from it)
+_GLOBAL_STEP = Rule("train/global_step", "the trainer's step counter (the same number as step)", hide=True)
 
 TRL = Schema(
     "trl",
@@ -180,7 +190,7 @@ TRL = Schema(
     "Hugging Face Trainer / TRL trainers: trainer_state.json log_history (train and eval entries), or the same rows "
     "as its tracker callbacks log them (train/ and eval/ keys: W&B, trackio, TensorBoard)",
     trl_match,
-    rules=(*TRL_RULES, *(replace(r, pattern=tracked(r.pattern)) for r in TRL_RULES), _PROFILING),
+    rules=(*TRL_RULES, *(replace(r, pattern=tracked(r.pattern)) for r in TRL_RULES), _PROFILING, _GLOBAL_STEP),
     several=HF_COMMON,  # SFT, DPO, PPO and GRPO state files log different keys: one layout each
 )
 

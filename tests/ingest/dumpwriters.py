@@ -112,28 +112,36 @@ def trl_trackio_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root / "trackio"
 
 
-DPO_CODE = _TINY_MODEL + """
+PREFERENCE_CODE = _TINY_MODEL + """
 import copy
-from trl import DPOConfig, DPOTrainer
+from transformers import LlamaForSequenceClassification
+from trl import DPOConfig, DPOTrainer, RewardConfig, RewardTrainer
+out = sys.argv[1]
 ds = Dataset.from_dict({"prompt": ["w1 w2", "w3 w4", "w5 w6", "w7 w8"] * 4, "chosen": ["w9 w10"] * 16,
                        "rejected": ["w11"] * 16})
-args = DPOConfig(output_dir=sys.argv[1], per_device_train_batch_size=4, max_steps=4, logging_steps=1,
-                 report_to=["trackio"], save_strategy="steps", save_steps=4, use_cpu=True, bf16=False,
-                 disable_tqdm=True, seed=0, learning_rate=1e-3, eval_strategy="steps", eval_steps=2,
-                 per_device_eval_batch_size=4)
+common = dict(per_device_train_batch_size=4, max_steps=4, logging_steps=1, report_to=["trackio"], use_cpu=True,
+              bf16=False, disable_tqdm=True, seed=0, learning_rate=1e-3, eval_strategy="steps", eval_steps=2,
+              per_device_eval_batch_size=4)
+args = DPOConfig(output_dir=f"{out}/dpo", project="dpo", save_strategy="steps", save_steps=4, **common)
 DPOTrainer(model=model, ref_model=copy.deepcopy(model), processing_class=tk, args=args, train_dataset=ds,
            eval_dataset=ds.select(range(4))).train()
+scorer = LlamaForSequenceClassification(LlamaConfig(**{**model.config.to_dict(), "num_labels": 1}))
+pairs = Dataset.from_dict({"chosen": ["w1 w2 w9"] * 16, "rejected": ["w1 w2 w11"] * 16})
+args = RewardConfig(output_dir=f"{out}/rm", project="rm", save_strategy="no", **common)
+RewardTrainer(model=scorer, processing_class=tk, args=args, train_dataset=pairs,
+              eval_dataset=pairs.select(range(4))).train()
 """
 
 
 @pytest.fixture(scope="session")
-def trl_dpo_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """TRL's DPOTrainer for 4 steps (an evaluation every 2) reporting to trackio, checkpointed at the end: the
-    directory holding ``trackio/`` (TRACKIO_DIR) and ``out/checkpoint-4/trainer_state.json``."""
+def trl_preference_runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """TRL's DPOTrainer and RewardTrainer for 4 steps each (an evaluation every 2) reporting to trackio, in one
+    interpreter: the directory holding ``trackio/dpo.db`` and ``trackio/rm.db`` (a project each) and the DPO run's
+    ``out/dpo/checkpoint-4/trainer_state.json``."""
     pytest.importorskip("trl")
     pytest.importorskip("trackio")
-    root = tmp_path_factory.mktemp("trl_dpo")
-    run_writer(f"import sys; sys.argv = ['x', {str(root / 'out')!r}]\n" + DPO_CODE,
+    root = tmp_path_factory.mktemp("trl_preference")
+    run_writer(f"import sys; sys.argv = ['x', {str(root / 'out')!r}]\n" + PREFERENCE_CODE,
                {"CUDA_VISIBLE_DEVICES": "", "TRACKIO_DIR": str(root / "trackio")}, timeout=300)
     return root
 

@@ -19,7 +19,7 @@ from tests.trainer_logs import write_maxent_state, write_trl_state
 
 hf_every_tracker = writers.hf_every_tracker  # (session fixtures: real runs)
 trl_wandb_run = dumpwriters.trl_wandb_run
-trl_dpo_run = dumpwriters.trl_dpo_run
+trl_preference_runs = dumpwriters.trl_preference_runs
 
 
 def test_pg_losses_have_no_direction() -> None:
@@ -63,6 +63,7 @@ def test_hf_trainer_runs_in_every_tracker_are_laid_out_as_hf_runs(hf_every_track
         shown = [c.key for c in layout([store], run_schema(store), step_key=store.step_key or "step")]
         kinds[store.kind] = shown
         assert shown[1] == "loss" and "eval_loss" in shown, (store.kind, shown)
+        assert "train/global_step" not in shown[1:], (store.kind, shown)  # (the step again, in trackio's rows)
     assert {"wandb", "trackio", "tensorboard", "trainer_state"} <= kinds.keys()
 
 
@@ -99,18 +100,30 @@ DPO_LEAD = ["step", "loss", "entropy", "rew_acc", "margin", "rew_ch", "rew_rej",
             "tok_acc", "gnorm", "lr", "epoch", "eval_loss", "ev_rew_acc", "ev_margin"]
 
 
-@pytest.mark.parametrize("where", ["out", "trackio"])
-def test_a_dpo_run_leads_with_its_preference_metrics(trl_dpo_run: Path, where: str,
+@pytest.mark.parametrize("where", ["out/dpo", "trackio/dpo.db"])
+def test_a_dpo_run_leads_with_its_preference_metrics(trl_preference_runs: Path, where: str,
                                                      capsys: pytest.CaptureFixture[str]) -> None:
     """TRL's DPOTrainer, read from its trainer_state.json and from trackio: its preference accuracy, margin and
     implicit rewards lead under headers of their own, each evaluation metric beside them. They read "reward function
     statistic" (GRPO's ``rewards/*``) behind a dozen evaluation columns headed ``eval/rew…/rejected``,
-    ``eval/chosen``."""
-    code, out, _ = run_cli(["tail", "-n", "1", "--width", "0", str(trl_dpo_run / where)], capsys)
+    ``eval/chosen``; trackio's run showed the trainer's ``global_step`` again beside its step."""
+    code, out, _ = run_cli(["tail", "-n", "1", "--width", "0", str(trl_preference_runs / where)], capsys)
     header = out.splitlines()[0].split()
     assert code == 0 and header[: len(DPO_LEAD)] == DPO_LEAD, header
-    assert not any("…" in h or h in ("chosen", "rejected", "eval/chosen") for h in header), header
-    code, out, _ = run_cli(["legend", str(trl_dpo_run / where)], capsys)
+    assert not any("…" in h or h in ("chosen", "rejected", "eval/chosen", "global_step") for h in header), header
+    code, out, _ = run_cli(["legend", str(trl_preference_runs / where)], capsys)
     lines = {line.split()[0]: line for line in out.split("\n\n")[0].splitlines()[1:] if line.startswith(" ")}
     assert out.startswith("trl columns:") and "reward function statistic" not in out
     assert "preference pairs" in lines["rew_acc"] and "higher is better" in lines["ev_margin"], lines
+
+
+def test_a_reward_model_run_says_what_its_metrics_are(trl_preference_runs: Path,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """TRL's RewardTrainer in trackio: its pairwise accuracy and margin are described (they read "as logged"), and
+    the trainer's ``global_step`` is kept out of the table (it repeated the step)."""
+    code, out, _ = run_cli(["legend", str(trl_preference_runs / "trackio" / "rm.db")], capsys)
+    shown, kept_out = out.split("\n\n")[0].split("kept out of the table")
+    lines = {line.split()[0]: line for line in shown.splitlines()[1:] if line.startswith(" ")}
+    assert code == 0 and "as logged" not in shown, shown
+    assert "RewardTrainer" in lines["accuracy"] and "higher is better" in lines["margin"], lines
+    assert "reward-model score" in lines["mean_reward"] and "train/global_step" in kept_out
