@@ -63,23 +63,26 @@ def trl_match(path: Path, keys: Sequence[str]) -> float:
 
 # ---------------------------------------------------------------------------------------------------- TRL
 
-# DPO's (and SFT's token accuracy): the implicit reward of a response is beta times its log-probability ratio to the
-# reference model's
+# DPO's and KTO's (and SFT's token accuracy): the implicit reward of a response is beta times its log-probability
+# ratio to the reference model's
 _DPO_COLS = (
     Col(
         "rewards/accuracies", 7, "rew_acc", None,
         "share of preference pairs whose chosen response gets the higher implicit reward (DPO)", "higher",
     ),
     Col(
-        "rewards/margins", 6, "margin", None, "implicit reward of the chosen minus the rejected response (DPO)",
+        "rewards/margins", 6, "margin", None, "implicit reward of the chosen minus the rejected response (DPO, KTO)",
         "higher",
     ),
-    Col("rewards/chosen", 6, "rew_ch", None, "implicit reward of the chosen responses (DPO)"),
-    Col("rewards/rejected", 7, "rew_rej", None, "implicit reward of the rejected responses (DPO)"),
-    Col("logps/chosen", 6, "lp_ch", None, "log-probability of the chosen responses under the policy (DPO)"),
-    Col("logps/rejected", 6, "lp_rej", None, "log-probability of the rejected responses under the policy (DPO)"),
-    Col("logits/chosen", 6, "lg_ch", None, "mean logit of the chosen responses' tokens under the policy (DPO)"),
-    Col("logits/rejected", 6, "lg_rej", None, "mean logit of the rejected responses' tokens under the policy (DPO)"),
+    Col("rewards/chosen", 6, "rew_ch", None, "implicit reward of the chosen responses (DPO, KTO)"),
+    Col("rewards/rejected", 7, "rew_rej", None, "implicit reward of the rejected responses (DPO, KTO)"),
+    Col("logps/chosen", 6, "lp_ch", None, "log-probability of the chosen responses under the policy (DPO, KTO)"),
+    Col("logps/rejected", 6, "lp_rej", None, "log-probability of the rejected responses under the policy (DPO, KTO)"),
+    Col("logits/chosen", 6, "lg_ch", None, "mean logit of the chosen responses' tokens under the policy (DPO, KTO)"),
+    Col(
+        "logits/rejected", 6, "lg_rej", None,
+        "mean logit of the rejected responses' tokens under the policy (DPO, KTO)",
+    ),
     Col(
         "mean_token_accuracy", 7, "tok_acc", None,
         "share of response tokens that are the policy's most likely next token (SFT, DPO)", "higher",
