@@ -224,7 +224,7 @@ def _metrics(argv: list[str], capsys: pytest.CaptureFixture[str]) -> list[str]:
 def test_keys_a_schema_keeps_out_of_its_table_are_compared_when_named(trl_wandb_run: Path,
                                                                        capsys: pytest.CaptureFixture[str]) -> None:
     """A GRPOTrainer's W&B run: its seven profiling timings and the per-process clip extrema, which its table leaves
-    out, are out of the comparison too (they led it with rows of no point in the window); ``--metrics`` names them."""
+    out, are out of the comparison too; ``--metrics`` names them."""
     shown = _metrics([str(trl_wandb_run / "wandb")], capsys)
     assert shown[:2] == ["train/loss", "train/reward"] and "train/step_time" in shown, shown
     assert not any(m.startswith("profiling/") or m.endswith(("/low_min", "/high_max")) for m in shown), shown

@@ -81,9 +81,9 @@ def test_a_trl_grpo_run_in_wandb_leads_with_its_metrics_not_its_timings(trl_wand
 
 
 def test_a_trl_grpo_runs_own_keys_are_described(trl_wandb_run: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """Every key TRL's GRPOTrainer logs has a legend line of its own (its step time and terminated lengths read
-    "as logged" or as any length statistic), and the clipped shares of the process with the least and the most are
-    kept out: on one process they repeat the means."""
+    """Every key TRL's GRPOTrainer logs has a legend line that says what it is (its step time, its terminated
+    lengths), and the clipped shares of the process with the least and the most are kept out: on one process they
+    repeat the means."""
     code, out, _ = run_cli(["legend", str(trl_wandb_run / "wandb")], capsys)
     shown, kept_out = out.split("\n\n")[0].split("kept out of the table")
     lines = {line.split()[0]: line for line in shown.splitlines()[1:] if line.startswith(" ")}
@@ -104,9 +104,8 @@ DPO_LEAD = ["step", "loss", "entropy", "rew_acc", "margin", "rew_ch", "rew_rej",
 def test_a_dpo_run_leads_with_its_preference_metrics(trl_preference_runs: Path, where: str,
                                                      capsys: pytest.CaptureFixture[str]) -> None:
     """TRL's DPOTrainer, read from its trainer_state.json and from trackio: its preference accuracy, margin and
-    implicit rewards lead under headers of their own, each evaluation metric beside them. They read "reward function
-    statistic" (GRPO's ``rewards/*``) behind a dozen evaluation columns headed ``eval/rew…/rejected``,
-    ``eval/chosen``; trackio's run showed the trainer's ``global_step`` again beside its step."""
+    implicit rewards lead under headers of their own (none cut, none a bare ``chosen``), each evaluation metric
+    beside them, described as DPO's (not as GRPO's reward functions), and the step shown once."""
     code, out, _ = run_cli(["tail", "-n", "1", "--width", "0", str(trl_preference_runs / where)], capsys)
     header = out.splitlines()[0].split()
     assert code == 0 and header[: len(DPO_LEAD)] == DPO_LEAD, header
@@ -119,8 +118,8 @@ def test_a_dpo_run_leads_with_its_preference_metrics(trl_preference_runs: Path, 
 
 def test_a_reward_model_run_says_what_its_metrics_are(trl_preference_runs: Path,
                                                       capsys: pytest.CaptureFixture[str]) -> None:
-    """TRL's RewardTrainer in trackio: its pairwise accuracy and margin are described (they read "as logged"), and
-    the trainer's ``global_step`` is kept out of the table (it repeated the step)."""
+    """TRL's RewardTrainer in trackio: its pairwise accuracy, margin and scores are described, and the trainer's
+    ``global_step`` (the step again, in trackio's rows) is kept out of the table."""
     code, out, _ = run_cli(["legend", str(trl_preference_runs / "trackio" / "rm.db")], capsys)
     shown, kept_out = out.split("\n\n")[0].split("kept out of the table")
     lines = {line.split()[0]: line for line in shown.splitlines()[1:] if line.startswith(" ")}

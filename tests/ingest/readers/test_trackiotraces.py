@@ -59,8 +59,8 @@ def _work(monkeypatch: pytest.MonkeyPatch, read: Callable[[], None]) -> int:
 
 def test_a_runs_traces_are_read_without_reading_other_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Whether run ``a`` logged traces, at which steps, and one step's: the same work beside another run of 10 steps
-    of traces as beside one of 200 (read by name, every other run's trace was read each time: the viewer asked on
-    its thread, and a project of long validation runs holds gigabytes of them)."""
+    of traces as beside one of 200 (a read by name reads every run's traces: the viewer asks on its thread, and a
+    project of long validation runs holds gigabytes of them)."""
     small, big = _project(tmp_path / "small", 10), _project(tmp_path / "big", 200)
 
     def reads(db: Path) -> None:
