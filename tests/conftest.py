@@ -1,5 +1,6 @@
 """Fixtures every test folder uses: the hypothesis profile, goldens, captured log lines, a private schema
-directory, the follower's clock, every trainer's logs."""
+directory, the follower's clock, every trainer's logs, and the runs the real libraries write (each once a session,
+shared by every module)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,25 @@ from hypothesis import HealthCheck, settings
 
 import steptable.ingest.files.follow as follow_mod
 from tests.helpers import check_golden
+from tests.ingest.dumpwriters import (  # noqa: F401  (fixtures: found here, each written once a session)
+    trl_preference_runs,
+    trl_run,
+    trl_trackio_run,
+    trl_wandb_run,
+    verl_tensorboard_run,
+    verl_trackio_run,
+    verl_wandb_run,
+)
 from tests.ingest.helpers import FollowerClock
+from tests.ingest.writers import (  # noqa: F401  (fixtures: found here, each written once a session)
+    hf_every_tracker,
+    hf_tracked,
+    ray_trials,
+    torchtune_log,
+    trackio_dir,
+    wandb_crashed,
+    wandb_run,
+)
 from tests.trainer_logs import write_all
 
 # Property tests check values, not speed: on a loaded 2-core CI machine one slow draw (a GC pause, another process)

@@ -12,11 +12,8 @@ from steptable.app.groups import Group, grouped, groups_of
 from steptable.app.screens.generations import sample_text
 from steptable.app.sidefiles import Sample, build_index, side_paths
 from steptable.ingest.files.discover import discover
-from tests.ingest import dumpwriters
 from tests.ingest.dumpwriters import write_verl_dumps
 from tests.trainer_logs import write_verl
-
-trl_run = dumpwriters.trl_run  # (a session fixture: a real TRL run)
 
 
 def _s(group: str, reward: float | None, completion: str = "c") -> Sample:

@@ -20,9 +20,6 @@ from steptable.app.widgets.status import StatusBar
 from steptable.ingest.parsed import Parsed
 from steptable.ingest.store import RunStore
 from tests.app.helpers import T0, manual_app, sync, until
-from tests.ingest import writers
-
-hf_every_tracker = writers.hf_every_tracker  # (a session fixture of real runs)
 
 LOSS = {"routeA_seed1": 1.0, "routeA_seed2": 2.0, "routeA_seed3": 6.0, "vanilla": 10.0}
 

@@ -13,14 +13,8 @@ import pytest
 
 from steptable.app.sidefiles import SideIndex, build_index, side_paths, table_steps
 from tests.app.helpers import HOSTILE, write_generations, write_side_file
-from tests.ingest import dumpwriters
 
 pytestmark = pytest.mark.anyio
-trl_wandb_run = dumpwriters.trl_wandb_run  # (session fixtures: real runs)
-verl_wandb_run = dumpwriters.verl_wandb_run
-verl_trackio_run = dumpwriters.verl_trackio_run
-verl_tensorboard_run = dumpwriters.verl_tensorboard_run
-trl_trackio_run = dumpwriters.trl_trackio_run
 
 
 def test_a_steps_field_that_is_not_a_list(tmp_path: Path) -> None:

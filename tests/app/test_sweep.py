@@ -11,9 +11,6 @@ from typing import Any
 from steptable.app.runrows import ListState
 from steptable.app.sweep import IndexChanged, SweepIndex, default_metrics
 from tests.app.sweephelpers import index_running, read_all, write_sweep
-from tests.ingest import writers
-
-hf_every_tracker = writers.hf_every_tracker  # (a session fixture of real runs)
 
 
 def test_the_index_thread_reads_every_run(tmp_path: Path) -> None:

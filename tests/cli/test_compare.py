@@ -8,8 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.ingest import dumpwriters
-
 CONTRACT = {"arm", "metric", "x", "x_from", "x_to", "n_seeds", "n_points", "mean", "lo", "hi", "baseline", "delta",
             "delta_lo", "delta_hi"}
 
@@ -212,7 +210,6 @@ def test_add_scalars_curves_are_compared_between_arms(tmp_path: Path, capsys: py
     assert {r["metric"] for r in recs} == {"loss/train", "loss/val", "reward"}
 
 
-trl_wandb_run = dumpwriters.trl_wandb_run
 
 
 def _metrics(argv: list[str], capsys: pytest.CaptureFixture[str]) -> list[str]:

@@ -9,9 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import run_cli
-from tests.ingest import writers
 
-hf_every_tracker = writers.hf_every_tracker  # (a session fixture of real runs)
 NOTE = "12 runs left out, the same rows as another run"
 
 

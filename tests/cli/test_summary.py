@@ -18,7 +18,6 @@ from steptable.cli.main import main
 from steptable.table.formatting import display_width
 from tests.cli.helpers import run_summary
 from tests.helpers import age, grpo_rows, run_cli, write_rows
-from tests.ingest import writers
 from tests.library_logs import write_lightning_rows, write_trainer_state, write_verl_rows
 from tests.summary.helpers import held, lattice, summary_table
 from tests.trainer_logs import (
@@ -32,7 +31,6 @@ from tests.trainer_logs import (
     write_verl,
 )
 
-hf_tracked = writers.hf_tracked  # (a session fixture of real runs)
 Cap = pytest.CaptureFixture[str]
 
 

@@ -13,11 +13,8 @@ import pytest
 
 from tests.cli.helpers import Live, block_titles, write_wide_run
 from tests.helpers import run_cli, write_rows
-from tests.ingest import writers
 from tests.library_logs import write_lightning_rows, write_sb3_rows, write_trainer_state, write_verl_rows
 from tests.schemas.helpers import seen
-
-hf_tracked = writers.hf_tracked  # (a session fixture of real runs)
 
 HOSTILE = "evil\x1b[2J\x1b]0;title\x07\x1b]52;c;ZXZpbA==\x07\u202e[bold red]markup[/]"
 

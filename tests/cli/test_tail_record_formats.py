@@ -10,10 +10,6 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import run_cli, write_rows
-from tests.ingest import writers
-
-trackio_dir = writers.trackio_dir  # (a session fixture of real runs)
-wandb_run = writers.wandb_run  # (a session fixture of real runs)
 
 pytest.importorskip("wandb")
 pytest.importorskip("tensorboard")

@@ -11,8 +11,6 @@ import pytest
 from tests.helpers import run_cli
 from tests.ingest import writers
 
-trackio_dir = writers.trackio_dir  # (a session fixture of real runs)
-
 pytest.importorskip("trackio")
 
 

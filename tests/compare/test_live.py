@@ -13,7 +13,6 @@ from steptable.compare import choose_window, compare, group_runs, make_arms, par
 from steptable.compare.live import LiveCompare
 from steptable.ingest import RunStore
 from steptable.ingest.parsed import Parsed
-from tests.ingest import dumpwriters
 
 
 def _store(name: str) -> RunStore:
@@ -97,7 +96,6 @@ def test_live_unknown_baseline() -> None:
         LiveCompare([st], "zzz").update()
 
 
-trl_wandb_run = dumpwriters.trl_wandb_run
 
 
 def test_live_leaves_out_what_the_schema_keeps_out_of_its_table(trl_wandb_run: Path) -> None:

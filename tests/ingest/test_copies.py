@@ -18,8 +18,6 @@ from steptable.ingest.store import RunStore
 from tests.helpers import spy_whole_copies
 from tests.ingest import writers
 
-hf_every_tracker = writers.hf_every_tracker  # (a session fixture of real runs)
-
 
 def f32(x: float) -> float:
     return float(struct.unpack("f", struct.pack("f", x))[0])

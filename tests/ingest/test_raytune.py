@@ -13,10 +13,7 @@ import pytest
 
 from steptable.ingest.files.follow import Follower
 from tests.helpers import run_cli
-from tests.ingest import writers
 from tests.ingest.writers import RAY_STEPS, read_once, rows_of
-
-ray_trials = writers.ray_trials  # (a session fixture of real runs)
 
 pytest.importorskip("ray.tune")
 

@@ -13,10 +13,7 @@ import pytest
 
 from steptable.ingest.files import bytetail
 from steptable.ingest.files.follow import Follower
-from tests.ingest import writers
 from tests.ingest.writers import WANDB_STEPS, copy_dir, event_file, only, torch_run, wandb_file
-
-wandb_run = writers.wandb_run  # (a session fixture of real runs)
 
 
 def test_growing_file_read_incrementally_cut_record_waits(tmp_path: Path) -> None:

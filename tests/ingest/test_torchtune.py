@@ -13,10 +13,7 @@ import pytest
 
 from steptable.ingest.files.follow import Follower
 from tests.helpers import run_cli
-from tests.ingest import writers
 from tests.ingest.writers import TUNE_STEPS, read_once, rows_of
-
-torchtune_log = writers.torchtune_log  # (a session fixture of a real run)
 
 pytest.importorskip("torchtune")
 

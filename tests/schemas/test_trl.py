@@ -13,13 +13,8 @@ from steptable.ingest import load
 from steptable.schemafiles.resolve import detect, get_schema, run_schema
 from steptable.schemas import layout
 from tests.helpers import run_cli
-from tests.ingest import dumpwriters, writers
 from tests.schemas.helpers import check_layout
 from tests.trainer_logs import write_maxent_state, write_trl_state
-
-hf_every_tracker = writers.hf_every_tracker  # (session fixtures: real runs)
-trl_wandb_run = dumpwriters.trl_wandb_run
-trl_preference_runs = dumpwriters.trl_preference_runs
 
 
 def test_pg_losses_have_no_direction() -> None:

@@ -31,12 +31,8 @@ from tests.app.helpers import (
     write_generations,
     write_side_file,
 )
-from tests.ingest import dumpwriters
 
 pytestmark = pytest.mark.anyio
-verl_trackio_run = dumpwriters.verl_trackio_run  # (session fixtures: real runs)
-verl_tensorboard_run = dumpwriters.verl_tensorboard_run
-trl_trackio_run = dumpwriters.trl_trackio_run
 
 
 async def test_generations_viewer_hostile_text(tmp_path: Path) -> None:

@@ -15,9 +15,6 @@ from steptable.app.screens.compare import CompareScreen
 from steptable.app.screens.runs import RunsScreen
 from steptable.app.sweep import SweepIndex, default_metrics
 from tests.app.sweephelpers import read_all, write_sweep
-from tests.ingest import writers
-
-hf_every_tracker = writers.hf_every_tracker  # (a session fixture of real runs)
 
 SIZE = (160, 40)
 pytestmark = pytest.mark.anyio

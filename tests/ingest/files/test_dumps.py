@@ -12,11 +12,8 @@ import pytest
 from steptable.ingest.files.discover import discover
 from steptable.ingest.files.dumps import dump_step, is_dump
 from tests.helpers import run_cli, write_rows
-from tests.ingest import dumpwriters
 from tests.ingest.dumpwriters import write_verl_dumps
 from tests.trainer_logs import write_verl
-
-trl_run = dumpwriters.trl_run  # (a session fixture: a real TRL run)
 
 
 @pytest.fixture

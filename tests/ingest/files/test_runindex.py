@@ -14,9 +14,6 @@ from steptable.ingest.files.runindex import RunIndex, flat, read_config
 from tests.ingest import writers
 from tests.ingest.writers import WANDB_STEPS, copy_dir, torch_run, wandb_file
 
-wandb_run = writers.wandb_run  # (a session fixture of real runs)
-trackio_dir = writers.trackio_dir  # (a session fixture of real runs)
-
 
 def _rows(path: Path, start: int, stop: int) -> None:
     with open(path, "a") as f:

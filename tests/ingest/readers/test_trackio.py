@@ -18,9 +18,6 @@ from tests.ingest import writers
 from tests.ingest.readers.helpers import on_trainer_steps
 from tests.ingest.writers import read_once, rows_of, same
 
-trackio_dir = writers.trackio_dir  # (a session fixture of real runs)
-hf_tracked = writers.hf_tracked  # (a session fixture of real runs)
-
 pytest.importorskip("trackio")
 
 

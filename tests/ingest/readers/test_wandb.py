@@ -15,10 +15,6 @@ from tests.ingest import writers
 from tests.ingest.readers.helpers import on_trainer_steps, wandb_records
 from tests.ingest.writers import WANDB_STEPS, copy_dir, only, read_once, rows_of, same, wandb_file
 
-wandb_crashed = writers.wandb_crashed  # (a session fixture of real runs)
-wandb_run = writers.wandb_run  # (a session fixture of real runs)
-hf_tracked = writers.hf_tracked  # (a session fixture of real runs)
-
 pytest.importorskip("wandb")
 
 

@@ -27,7 +27,6 @@ from tests.ingest.writers import copy_dir, read_once, rows_of, wandb_file
 pytest.importorskip("wandb")
 walkmod = pytest.importorskip("steptable.ingest.readers._wandbwalk", reason="the C walk is not built here")
 
-wandb_run = writers.wandb_run  # (a session fixture of real runs)
 
 STEPS = 400
 

@@ -13,12 +13,8 @@ import pytest
 
 from steptable.ingest.readers.protowire import WireError, fields
 from steptable.ingest.readers.wandbwire import history_line, history_lines, wandb_record
-from tests.ingest import writers
 from tests.ingest.readers.helpers import wandb_records
 from tests.ingest.writers import wandb_file
-
-wandb_run = writers.wandb_run  # (a session fixture of real runs)
-wandb_crashed = writers.wandb_crashed  # (a session fixture of real runs)
 
 
 @pytest.mark.parametrize("fixture", ["wandb_run", "wandb_crashed"])
