@@ -31,13 +31,7 @@ def schema_order(arms: Sequence[Arm], metrics: Sequence[str]) -> list[str]:
     """``metrics`` in the order the baseline's schema lays its columns out (a column's aliases at its place: an SB3
     run's return first), those it has no column for after them, in their own order."""
     schemas = _schemas(arms[:1])
-    if not schemas:
-        return list(metrics)
-    rank: dict[str, int] = {}
-    for i, c in enumerate(schemas[0].cols):
-        for k in (c.key, *c.aliases):
-            rank.setdefault(k, i)
-    return sorted((m for m in metrics if m in rank), key=rank.__getitem__) + [m for m in metrics if m not in rank]
+    return _ordered(schemas[0], metrics) if schemas else list(metrics)
 
 
 def default_metrics(arms: Sequence[Arm], metrics: Sequence[str]) -> list[str]:
@@ -46,11 +40,19 @@ def default_metrics(arms: Sequence[Arm], metrics: Sequence[str]) -> list[str]:
     what ``tail`` leaves out by default, ``compare`` does too (``--metrics`` names them). A declared column kept out
     of the table (a StepLogger's dump-only timings) is a metric still."""
     schemas = _schemas(arms[:1])
-    if schemas:
-        s = schemas[0]
-        declared = {k for c in (*s.cols, *s.extra) for k in (c.key, *c.aliases)}
-        metrics = [m for m in metrics if m in declared or not s.hidden(m)]
-    return schema_order(arms, metrics)
+    if not schemas:
+        return list(metrics)
+    s = schemas[0]
+    declared = {k for c in (*s.cols, *s.extra) for k in (c.key, *c.aliases)}
+    return _ordered(s, [m for m in metrics if m in declared or not s.hidden(m)])
+
+
+def _ordered(schema: Schema, metrics: Sequence[str]) -> list[str]:
+    rank: dict[str, int] = {}
+    for i, c in enumerate(schema.cols):
+        for k in (c.key, *c.aliases):
+            rank.setdefault(k, i)
+    return sorted((m for m in metrics if m in rank), key=rank.__getitem__) + [m for m in metrics if m not in rank]
 
 
 def _schemas(arms: Sequence[Arm]) -> list[Schema]:
