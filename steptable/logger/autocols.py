@@ -5,8 +5,9 @@ schema for HF/TRL keys, tinker's, verl's..., a ``steptable.toml`` beside the run
 ``steptable.schemas.layout`` lays the row out as ``steptable tail`` lays the file out: the step, the schema's
 declared columns present, then the other keys ranked by how much they tell. In a terminal, as many as fit its width
 as the console prints them (``steptable.logger.consolecols``: abbreviated headers, each column as wide as its
-value); in a pipe, those ``tail`` shows in 200 cells (full headers), so that an agent reads one column set either
-way. A column that widens past the line (:attr:`AutoColumns.room`) leaves out the columns that no longer fit.
+value), also where stdout is a pipe with a terminal beside it (``| tee log``); in a pipe read by no one's terminal
+(an agent's, CI's) or a file, those ``tail`` shows in 200 cells (full headers), so that an agent reads one column set
+either way. A column that widens past the line (:attr:`AutoColumns.room`) leaves out the columns that no longer fit.
 ``expect`` names keys later rows carry (an evaluation's) so that they have columns from the start. A key first
 logged later (SB3's losses from PPO's first update on, Lightning's validation at the end of an epoch) lays the row
 out again with it (:class:`AutoColumns`): the printed row shows it from then on, under a header printed again.
@@ -16,6 +17,8 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -52,8 +55,29 @@ class _OneRow:
 
 
 def terminal_width() -> int | None:
-    """The width of the terminal stdout is (``COLUMNS`` where set), else None (a pipe, a file)."""
-    return shutil.get_terminal_size((0, 0)).columns or None
+    """The width of the terminal the printed rows reach (``COLUMNS`` where set), else None (a file; a pipe with no
+    terminal beside it: an agent's, CI's).
+
+    stdout's terminal; where stdout is a pipe and stderr or stdin is a terminal, that terminal's: ``python train.py
+    | tee log`` (or ``2>&1 | tee``) is read by a person through the pipe, and 200-cell rows wrap there. A stdout
+    redirected to a file keeps the pipe's width whatever the other two are.
+    """
+    width = shutil.get_terminal_size((0, 0)).columns
+    if width or not _stdout_is_pipe():
+        return width or None
+    for stream in (sys.__stderr__, sys.__stdin__):
+        try:
+            return os.get_terminal_size(stream.fileno()).columns or None  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):
+            continue
+    return None
+
+
+def _stdout_is_pipe() -> bool:
+    try:
+        return stat.S_ISFIFO(os.fstat(sys.__stdout__.fileno()).st_mode)  # type: ignore[union-attr]
+    except (AttributeError, ValueError, OSError):
+        return False
 
 
 def row_width() -> int:

@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+import fcntl
 import itertools
 import json
 import math
+import os
+import pty
 import re
+import struct
+import subprocess
+import sys
+import termios
 import time
 from pathlib import Path
 
@@ -171,3 +178,53 @@ def test_in_a_terminal_the_columns_fill_its_width_as_the_console_prints_them(
     nxt = ConsoleLayout(everything[: len(shown) + 1])  # the next column by rank, printed after the kept ones
     nxt.update(row)
     assert sum(c.width + 1 for c in nxt.cols) - 1 > 80 - 2  # (it would not have fit after the level icon)
+
+
+_WIDE_RUN = """
+import sys
+from steptable import StepLogger, setup_logging
+setup_logging("wide", log_dir=sys.argv[1])
+with StepLogger(run_dir=sys.argv[1], alerts=False) as lg:
+    for step in range(3):
+        lg.log({"step": step, **{f"k{i:02d}": 0.25 + i / 100 + step / 1000 for i in range(50)}})
+"""
+
+
+def _printed_rows(tmp_path: Path, stdout: int | str, stdin_tty: bool, stderr_tty: bool) -> list[str]:
+    """The row lines the run above prints with ``stdout`` a pipe (``subprocess.PIPE``) or a file (a path), and a
+    pseudo-terminal 90 columns wide on stdin and/or stderr."""
+    main, side = pty.openpty()
+    fcntl.ioctl(side, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 90, 0, 0))
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    out = open(stdout, "w") if isinstance(stdout, str) else stdout
+    try:
+        done = subprocess.run([sys.executable, "-c", _WIDE_RUN, str(tmp_path / "run")], env=env, timeout=120,
+                              stdin=side if stdin_tty else subprocess.DEVNULL, stdout=out,
+                              stderr=side if stderr_tty else subprocess.DEVNULL)
+    finally:
+        os.close(side)
+        os.close(main)
+        if not isinstance(out, int):
+            out.close()
+    assert done.returncode == 0
+    text = done.stdout.decode() if isinstance(stdout, int) else Path(stdout).read_text()
+    return [line for line in text.splitlines() if re.match(r"I +(step|\d+) ", line)]
+
+
+@pytest.mark.parametrize(("stdin_tty", "stderr_tty"), [(False, True), (True, False)])
+def test_rows_piped_to_a_person_fit_the_terminal_beside_the_pipe(
+        tmp_path: Path, stdin_tty: bool, stderr_tty: bool) -> None:
+    """``python train.py | tee log`` (stderr the terminal) and ``2>&1 | tee log`` (stdin the terminal): the rows
+    reach a person through the pipe and are fitted to that terminal, not to the 200 cells of a pipe."""
+    rows = _printed_rows(tmp_path, subprocess.PIPE, stdin_tty, stderr_tty)
+    assert len(rows) >= 4 and max(len(r) for r in rows) <= 90  # a header and three rows
+    assert len(rows[-1].split()) > 10  # (fitted, not emptied)
+
+
+def test_rows_piped_with_no_terminal_or_written_to_a_file_keep_the_pipes_width(tmp_path: Path) -> None:
+    """An agent's or CI's pipe (no terminal on stdin or stderr) and a stdout redirected to a file (``> log``, even
+    from a terminal) get the 200 cells ``tail`` shows."""
+    for rows in (_printed_rows(tmp_path, subprocess.PIPE, False, False),
+                 _printed_rows(tmp_path, str(tmp_path / "out.log"), True, True)):
+        assert max(len(r) for r in rows) > 150
+        assert max(len(r) for r in rows) <= 200
