@@ -116,6 +116,7 @@ _STATE_COLS = (
     # (``ev_``: a built-in header is at most 10 cells)
     *(Col(f"eval_{c.key}", max(c.width, len(c.header)) + 3, f"ev_{c.header}", None,
           f"{c.header} on the evaluation set (evaluation steps only)", c.better) for c in _DPO_COLS),
+    Col("eval_entropy", 10, "ev_entropy", None, "mean token entropy on the evaluation set (evaluation steps only)"),
 )
 #: the state file's columns, each reading the key a tracker logs where the state file's is absent
 TRL_COLS = (
@@ -160,6 +161,8 @@ TRL_RULES = (
     Rule("clip_ratio/high_max", "clip_ratio/high_mean of the process with the most", hide=True),
     Rule("clip_ratio/*", "share of tokens clipped by the probability-ratio bounds ({key})"),
     Rule("eval_runtime", "seconds the evaluation took", hide=True),
+    # (SFT: the training's count logged again with each evaluation, not a measure of it)
+    Rule("eval_num_tokens", "tokens processed so far, as num_tokens", hide=True),
     Rule("eval_*_per_second", "evaluation throughput ({key})", hide=True),
     Rule("eval_*", EVALUATION, promote=True),
     Rule("num_tokens", "tokens processed so far"),

@@ -115,7 +115,7 @@ def trl_trackio_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
 PREFERENCE_CODE = _TINY_MODEL + """
 import copy
 from transformers import LlamaForSequenceClassification
-from trl import DPOConfig, DPOTrainer, RewardConfig, RewardTrainer
+from trl import DPOConfig, DPOTrainer, RewardConfig, RewardTrainer, SFTConfig, SFTTrainer
 out = sys.argv[1]
 ds = Dataset.from_dict({"prompt": ["w1 w2", "w3 w4", "w5 w6", "w7 w8"] * 4, "chosen": ["w9 w10"] * 16,
                        "rejected": ["w11"] * 16})
@@ -130,14 +130,18 @@ pairs = Dataset.from_dict({"chosen": ["w1 w2 w9"] * 16, "rejected": ["w1 w2 w11"
 args = RewardConfig(output_dir=f"{out}/rm", project="rm", save_strategy="no", **common)
 RewardTrainer(model=scorer, processing_class=tk, args=args, train_dataset=pairs,
               eval_dataset=pairs.select(range(4))).train()
+texts = Dataset.from_dict({"text": ["w1 w2 w3 w4 w5", "w3 w4 w5 w6", "w5 w6 w7", "w7 w8 w9 w10"] * 4})
+args = SFTConfig(output_dir=f"{out}/sft", project="sft", save_strategy="no", **common)
+SFTTrainer(model=model, processing_class=tk, args=args, train_dataset=texts,
+           eval_dataset=texts.select(range(4))).train()
 """
 
 
 @pytest.fixture(scope="session")
 def trl_preference_runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """TRL's DPOTrainer and RewardTrainer for 4 steps each (an evaluation every 2) reporting to trackio, in one
-    interpreter: the directory holding ``trackio/dpo.db`` and ``trackio/rm.db`` (a project each) and the DPO run's
-    ``out/dpo/checkpoint-4/trainer_state.json``."""
+    """TRL's DPOTrainer, RewardTrainer and SFTTrainer for 4 steps each (an evaluation every 2) reporting to trackio,
+    in one interpreter: the directory holding ``trackio/dpo.db``, ``trackio/rm.db`` and ``trackio/sft.db`` (a project
+    each) and the DPO run's ``out/dpo/checkpoint-4/trainer_state.json``."""
     pytest.importorskip("trl")
     pytest.importorskip("trackio")
     root = tmp_path_factory.mktemp("trl_preference")

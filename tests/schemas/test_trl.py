@@ -121,3 +121,19 @@ def test_a_reward_model_run_says_what_its_metrics_are(trl_preference_runs: Path,
     assert code == 0 and "as logged" not in shown, shown
     assert "RewardTrainer" in lines["accuracy"] and "higher is better" in lines["margin"], lines
     assert "reward-model score" in lines["mean_reward"] and "train/global_step" in kept_out
+
+
+def test_an_sft_runs_evaluation_shows_its_scores_not_the_token_count(trl_preference_runs: Path,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """TRL's SFTTrainer in trackio logs the training's token count again with each evaluation (``eval_num_tokens``,
+    the same number as ``num_tokens``): it is kept out of the table, where it led as an evaluation metric, and the
+    evaluation's entropy is described as the entropy on the evaluation set."""
+    db = str(trl_preference_runs / "trackio" / "sft.db")
+    code, out, _ = run_cli(["tail", "-n", "1", "--width", "0", db], capsys)
+    header = out.splitlines()[0].split()
+    assert code == 0 and header[:6] == ["step", "loss", "entropy", "tok_acc", "gnorm", "lr"], header
+    assert "ev_tok_acc" in header and "ev_entropy" in header and "eval/num_tokens" not in header, header
+    code, out, _ = run_cli(["legend", db], capsys)
+    shown, kept_out = out.split("\n\n")[0].split("kept out of the table")
+    lines = {line.split()[0]: line for line in shown.splitlines()[1:] if line.startswith(" ")}
+    assert "evaluation set" in lines["ev_entropy"] and "eval/num_tokens" in kept_out, (shown, kept_out)
