@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from steptable.alerts.rules import DEFAULT_ROLES
-from steptable.compare.core import CompareError, choose_window, compare, make_arms
+from steptable.compare.core import CompareError, choose_window, comparable, compare, make_arms
 from steptable.compare.direction import directions, schema_order
 from steptable.compare.groups import group_runs
 from steptable.compare.render import compact_line
@@ -34,7 +34,7 @@ _ROLE_BETTER = {"reward": "higher", "loss": "lower"}
 
 
 def _key_metrics(arms: Sequence[Any], better: Mapping[str, str | None]) -> list[str]:
-    common = set.intersection(*({k for m in a.members for k in m.run.keys if m.run.is_numeric(k)} for a in arms))
+    common = set.intersection(*({k for m in a.members for k in m.run.keys if comparable(m.run, k)} for a in arms))
     out = [next((k for k in DEFAULT_ROLES[role] if k in common), "") for role in _ROLE_BETTER]
     order = schema_order(arms, list(dict.fromkeys(k for m in arms[0].members for k in m.run.keys)))
     out += [k for k in order if k in common and better.get(k)]

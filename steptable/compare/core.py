@@ -22,9 +22,10 @@ from dataclasses import asdict, dataclass
 from fnmatch import fnmatchcase
 from typing import Any
 
+from steptable.alerts.rules import cell_frac
 from steptable.compare.groups import Member
 from steptable.compare.stats import Spread, seeds_spread, single_spread, welch
-from steptable.compare.xaxis import XAxis, XError, x_values
+from steptable.compare.xaxis import XAxis, XError, XRun, x_values
 from steptable.ingest.parsed import counter
 from steptable.table.formatting import fmt_auto
 
@@ -158,12 +159,39 @@ def _num(v: float) -> str:
     return fmt_auto(v, 4)
 
 
+#: rows looked at, a batch at a time, for a key's first value (a fraction logged every few steps starts blank)
+_PEEK = 256
+
+
+def comparable(run: XRun, key: str) -> bool:
+    """Whether ``run``'s ``key`` is a metric: numbers, or ``(n, d)`` fractions (its first value one), compared as
+    the rates n/d (the routing arms' ``hack_s``: rollouts flagged of those sampled)."""
+    if run.is_numeric(key):
+        return True
+    if key not in run.keys:
+        return False
+    n = len(run.steps)
+    for lo in range(0, n, _PEEK):
+        first = next((v for v in run.column_between(key, lo, min(lo + _PEEK, n)) if v is not None), None)
+        if first is not None:
+            return cell_frac(first) is not None
+    return False
+
+
+def metric_values(run: XRun, key: str, start: int, stop: int) -> Sequence[Any]:
+    """Rows ``start:stop`` of a :func:`comparable` key as floats (NaN where absent); a fraction's rows as rates."""
+    seg = run.column_between(key, start, stop)
+    if run.is_numeric(key):
+        return seg
+    return [fr[0] / fr[1] if (fr := cell_frac(v)) is not None else math.nan for v in seg]
+
+
 def pick_metrics(arms: Sequence[Arm], globs: Sequence[str] = (), skip: Sequence[str] = ()) -> list[str]:
-    """Numeric keys to compare, in the baseline's (first arm's) order then the others': those matching ``globs``
-    (fnmatch over keys), or by default every key the first arm and at least one other arm log, but step, clock and
-    bookkeeping keys, counters, the x keys and ``skip``."""
+    """Metrics (:func:`comparable` keys) to compare, in the baseline's (first arm's) order then the others': those
+    matching ``globs`` (fnmatch over keys), or by default every key the first arm and at least one other arm log, but
+    step, clock and bookkeeping keys, counters, the x keys and ``skip``."""
     xkeys = {ax.key for a in arms for ax in a.axes if ax.key is not None}
-    per_arm = [{k for m in a.members for k in m.run.keys if m.run.is_numeric(k)} for a in arms]
+    per_arm = [{k for m in a.members for k in m.run.keys if comparable(m.run, k)} for a in arms]
     order = dict.fromkeys(k for a in arms for m in a.members for k in m.run.keys)
     if globs:
         return [k for k in order if any(k in s for s in per_arm) and any(fnmatchcase(k, g) for g in globs)]
@@ -194,7 +222,7 @@ def _cell(arm: Arm, metric: str, window: Window) -> _Cell:
     for m, ax in zip(arm.members, arm.axes, strict=True):
         i, j = ax.rows(window.lo, window.hi)
         run = m.run
-        seg = run.column_between(metric, i, j) if metric in run.keys and run.is_numeric(metric) else ()
+        seg = metric_values(run, metric, i, j) if comparable(run, metric) else ()
         vals = _finite(seg)
         missing += (j - i) - len(vals)
         if vals:

@@ -29,6 +29,8 @@ from steptable.compare.core import (
     Window,
     _verdict,
     choose_window,
+    comparable,
+    metric_values,
     parse_window,
     pick_metrics,
 )
@@ -85,14 +87,15 @@ class _RunIndex:
         self.n = len(self.axis.values)
         if self.n > n0:
             for key, p in self.prefix.items():
-                p.extend(self.run.column_between(key, n0, self.n))
+                got = comparable(self.run, key)
+                p.extend(metric_values(self.run, key, n0, self.n) if got else [None] * (self.n - n0))
 
     def metric(self, key: str) -> _Prefix:
         p = self.prefix.get(key)
         if p is None:
             p = self.prefix[key] = _Prefix()
-            if self.run.is_numeric(key) and key in self.run.keys:
-                p.extend(self.run.column_between(key, self.anchor, self.n))
+            if comparable(self.run, key):
+                p.extend(metric_values(self.run, key, self.anchor, self.n))
             else:
                 p.extend([None] * (self.n - self.anchor))
         return p

@@ -233,3 +233,19 @@ def test_a_loggers_dump_only_columns_are_compared(demo_dir: Path, capsys: pytest
     """The routing arms' timings are printed to table.txt, not to the console: declared, they are metrics still."""
     shown = _metrics([str(demo_dir), "--baseline", "vanilla"], capsys)
     assert {"gen", "fb", "t_rew", "sec", "rew", "loss"} <= set(shown), shown
+
+
+def test_fractions_are_compared_as_rates(demo_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The routing arms log their hack and pass counts as ``[n, total]`` pairs (``hack_s``: the number to watch):
+    they are compared as the rates n/total, each arm's mean the mean of its rows' rates in the window."""
+    rc, out, err = cli(["compare", str(demo_dir), "--baseline", "vanilla", "--format", "jsonl"], capsys)
+    got = {(r["arm"], r["metric"]): r for line in out.splitlines() if (r := json.loads(line))}
+    assert rc == 0 and {"hack_s", "gt_s", "hack_t", "gt_t"} <= {m for _, m in got}, (sorted(got), err)
+    row = got[("routeA", "hack_s")]
+    rates = []
+    for line in (demo_dir / "routeA" / "metrics.jsonl").read_text().splitlines():
+        r = json.loads(line)
+        if row["x_from"] <= r["step"] <= row["x_to"] and r.get("hack_s"):
+            rates.append(r["hack_s"][0] / r["hack_s"][1])
+    assert row["n_points"] == len(rates) > 0 and row["mean"] == pytest.approx(sum(rates) / len(rates))
+    assert got[("vanilla", "hack_s")]["delta"] is None and got[("routeA", "hack_s")]["delta"] is not None
