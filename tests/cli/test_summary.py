@@ -274,7 +274,7 @@ def test_a_single_evaluation_shows_what_it_measured(tmp_path: Path, capsys: pyte
     # one evaluation at the end of the run: its KL and entropy are single values, each the news of that evaluation
     _write_trl(tmp_path / "grpo", 40, 40)
     rows = _summary(tmp_path / "grpo", capsys)
-    assert rows["eval_kl"][:2] == [".016", ".016"] and "eval_entropy" in rows, rows
+    assert rows["eval_kl"][:2] == [".016", ".016"] and "ev_entropy" in rows, rows
 
 
 def _tinker_eval(acc: float) -> dict[str, float]:
@@ -351,7 +351,7 @@ def test_eval_bookkeeping_held_at_zero_does_not_push_out_varying_columns(
     rc, out, _ = run_cli(["summary", str(tmp_path / "grpo")], capsys)
     rows = summary_table(out)
     assert rc == 0 and not [k for k in rows if "clip" in k and rows[k][:4] == ["0"] * 4], out
-    assert {"eval_kl", "eval_entropy", "num_tokens"} <= set(rows), out
+    assert {"eval_kl", "ev_entropy", "num_tokens"} <= set(rows), out
 
 
 NAN = float("nan")
