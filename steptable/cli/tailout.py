@@ -50,6 +50,7 @@ class Tail:
         self.args = args
         self.out, self.err = out, err
         self.printed: dict[str, int | None] = {}  # run -> the highest step printed (None: none yet)
+        self.back: set[str] = set()  # runs whose rows went back before --since (printed from there)
         self.seen_version: dict[str, int] = {}  # run -> store.version when it was last printed (for its edits)
         self.printer = Printer(args, out, err)  # the rows and alerts in the chosen format, and what it printed last
         self.versions: dict[str, tuple[int, int, int]] = {}  # run -> (resumes, len, generation) seen: resets
@@ -104,12 +105,19 @@ class Tail:
         return [s for k, s in sorted(stores.items()) if only is None or only in (s.run, s.arm)]
 
     def cursor(self, follower: Follower) -> int | None:
-        """The step to read on from: the lowest over the chosen runs of the highest step read (a run without a row
-        yet counts as --since itself); None when nothing was read and no --since given."""
-        marks = [self.printed.get(s.run) if s.run in self.printed else None for s in self.chosen(follower)]
-        marks = [self.since if m is None else (m if self.since is None else max(m, self.since)) for m in marks]
-        known = [m for m in marks if m is not None]
-        return min(known) if known else self.since
+        """The step to read on from: the lowest over the chosen runs still going of the highest step read, at least
+        --since (a run without a row yet counts as --since itself; one that went back before it, as its last step:
+        :meth:`_went_back`); where every run has ended, the highest (an ended run holds no step back: the rows and
+        alerts of the others past it would be printed again on every call). None when nothing was read and no
+        --since given."""
+        live: list[int] = []
+        ended: list[int] = []
+        for s in self.chosen(follower):
+            m = self.printed.get(s.run)
+            m = self.since if m is None else m if self.since is None or s.run in self.back else max(m, self.since)
+            if m is not None:
+                (ended if s.run in self.alerts.ended else live).append(m)
+        return min(live) if live else max(ended) if ended else self.since
 
     # -------------------------------------------------------------------------------------------- layout
     def _layouts(self, stores: Sequence[RunStore]) -> dict[str, Layout]:
@@ -274,7 +282,7 @@ class Tail:
 
     def _emit_run(self, store: RunStore, multi: bool, first_view: bool) -> None:
         a, run = self.args, store.run
-        note = ""
+        note = aside = ""
         walls: Sequence[float] = ()
         steps: Sequence[int] = ()
         # One consistent view: the follower thread may add a batch meanwhile. Only the rows to print are copied (a
@@ -290,7 +298,15 @@ class Tail:
             redo_upto: int | None = None  # rows printed before and changed since, up to this step, are printed again
             if run not in self.printed:
                 first = max(n - self.last, 0) if (self.last and first_view and not a.alerts_only) else 0
-                if self.since is not None and not a.alerts_only:  # (alerts: every row is fed, those after it told)
+                back = None if a.alerts_only else self._went_back(store, n)
+                if back is not None:
+                    self.back.add(run)
+                    first = max(first, store.index_of_step(back[0]))
+                    if a.format == "text":
+                        note = f"── {back[1]} ──\n"
+                    else:  # (in-band it would break JSONL and CSV)
+                        aside = f"steptable tail: {back[1]}\n"
+                elif self.since is not None and not a.alerts_only:  # (alerts: every row fed, those after it told)
                     first = max(first, store.index_of_step(self.since + 1))
                 last = store.step_at(first - 1) if first else None
             else:
@@ -334,6 +350,8 @@ class Tail:
                 cut = store.cut(self._printed_keys(self.of[run]), first, n)
         if note:
             self.out.write(note)
+        if aside:
+            self.err.write(aside)
         for gap in gaps if not a.alerts_only else ():
             self.printer.gap(store, gap)
         if a.alerts_only:  # the rows as stored, as summary and the app scan them (not derived: an alias the layout
@@ -355,6 +373,19 @@ class Tail:
                 self.printer.jsonl_text(text)
             else:
                 self.printer.rows(store, [derive(r) for r in cut.rows(lo, lo + ROW_BATCH)], lay, multi)
+
+    def _went_back(self, store: RunStore, n: int) -> tuple[int, str] | None:
+        """For a run still going that resumed from a checkpoint at or before --since and whose rows now end before
+        it (the rows after its resume replaced rows the cursor was taken from): the step of that resume, to print
+        its rows from, and the note that says so. Called under the store's lock."""
+        since = self.since
+        if since is None or not n or store.run in self.alerts.ended or (last := store.step_at(n - 1)) >= since:
+            return None
+        back = store.resumes[-1] if store.resumes else None
+        if back is None or back > since:
+            return None
+        label = sanitize(run_label(store, self.printer.arm_runs.get(store.arm, 0) <= 1))
+        return back, f"{label}: resumed at step {back}, its rows end at {last}, before --since {since}"
 
     def _printed_keys(self, lay: Layout) -> set[str] | None:
         """The stored keys the printed rows are made of (None: all of them, jsonl without --columns): the layout's

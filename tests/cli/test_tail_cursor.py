@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
 import pytest
 
+from steptable import StepLogger
 from tests.helpers import run_cli, write_rows
 
 
@@ -66,3 +68,46 @@ def test_alerts_since_tells_only_later_ones(tmp_path: Path, capsys: pytest.Captu
     assert rc == 1 and "cursor 39" in err
     rc, out, err = run_cli(["tail", str(tmp_path), "--alerts-only", "--since", "30"], capsys)
     assert rc == 0 and out == ""  # the error alerts were at or before the cursor
+
+
+def test_a_run_resumed_behind_the_cursor_prints_its_rows_from_the_resume(tmp_path: Path,
+                                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """The cursor was taken at step 10; the run then restarted from its step-6 checkpoint and is at step 8: its new
+    rows 6-8 are printed under a note saying so, and the cursor is its last step (not 10, past which they would wait
+    unseen until the run passed step 10 again). A resume the cursor is already past is not told again."""
+    write_rows(tmp_path / "r" / "metrics.jsonl", [{"step": s, "loss": 1.0 - s / 100} for s in range(11)])
+    write_rows(tmp_path / "r" / "metrics.jsonl", [{"step": s, "loss": 2.0 + s / 100} for s in range(6, 9)])
+    rc, out, err = run_cli(["tail", str(tmp_path), "--since", "10"], capsys)
+    assert rc == 0 and _steps(out) == [6, 7, 8] and "2.08" in out
+    assert "r: resumed at step 6, its rows end at 8, before --since 10" in out and "cursor 8 " in err
+    rc, out, err = run_cli(["tail", str(tmp_path), "--since", "8"], capsys)
+    assert rc == 0 and _steps(out) == [] and "resumed" not in out and "cursor 8 " in err
+    rc, out, err = run_cli(["tail", str(tmp_path), "--since", "10", "--format", "jsonl"], capsys)
+    assert [json.loads(ln)["step"] for ln in out.splitlines()] == [6, 7, 8] and "resumed at step 6" in err
+    write_rows(tmp_path / "r" / "metrics.jsonl", [{"step": s, "loss": 2.0} for s in range(9, 21)])
+    rc, out, err = run_cli(["tail", str(tmp_path), "--since", "20"], capsys)
+    assert rc == 0 and out == "" and "cursor 20 " in err
+
+
+def test_a_run_that_ended_holds_the_cursor_back_no_longer(tmp_path: Path,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """Arm a crashed at step 5 (its logger closed on the exception); arm b goes on to step 11. The cursor is b's
+    last step: at a's, every call would print b's rows and alerts past it again, for as long as b runs."""
+    with pytest.raises(RuntimeError), StepLogger(run_dir=tmp_path / "a", console=False, alerts=False) as lg:
+        for s in range(6):
+            lg.log({"step": s, "loss": 0.5})
+        raise RuntimeError("out of memory")
+    lg = StepLogger(run_dir=tmp_path / "b", console=False, alerts=False)
+    try:
+        for s in range(12):
+            lg.log({"step": s, "loss": math.nan if s == 9 else 0.5})
+        rc, out, err = run_cli(["tail", str(tmp_path), "--since", "5"], capsys)
+        assert _steps(out) == [6, 7, 8, 9, 10, 11] and "cursor 11 " in err, (out, err)
+        rc, out, err = run_cli(["tail", str(tmp_path), "--alerts-only", "--since", "5"], capsys)
+        assert rc == 1 and "step 9 loss non-finite" in out and "cursor 11 " in err
+        rc, out, err = run_cli(["tail", str(tmp_path), "--alerts-only", "--since", "11"], capsys)
+        assert "step 9 " not in out and "cursor 11 " in err
+    finally:
+        lg.close()
+    rc, out, err = run_cli(["tail", str(tmp_path), "--since", "11"], capsys)  # both ended: the highest
+    assert _steps(out) == [] and "cursor 11 " in err
