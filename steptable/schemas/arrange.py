@@ -86,8 +86,13 @@ def auto_col(
             if w > data_w and not isinstance(v, str) and "#" in format_value(v, fmt, data_w, fill=False):
                 data_w = narrowest(v, fmt, data_w)
     w = max(display_width(h), min(data_w, 12 if is_str else 8) if measure else 0, 3)
-    text = sanitize(desc or f"{key} (as logged)")  # keys come from files: one line, nothing a terminal obeys
+    text = sanitize(desc) if desc else as_logged(key)  # keys come from files: one line, nothing a terminal obeys
     return Col(key, w, h, fmt, text, better, align="left" if is_str else "right")
+
+
+def as_logged(key: str) -> str:
+    """The description of a key no schema or rule describes."""
+    return sanitize(f"{key} (as logged)")
 
 
 def informative(run: RunView, key: str) -> float:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, cast
 
-from steptable.schemas.arrange import hidden_keys, layout
+from steptable.schemas.arrange import as_logged, hidden_keys, layout
 from steptable.schemas.base import RunView, Schema
 from steptable.schemas.registry import by_schema
 from steptable.table import direction, render
@@ -110,7 +110,10 @@ def _runs_text(runs: Sequence[RunView], schema: Schema | None, whose: str) -> st
     cols = layout(runs, schema)
     name = schema.name if schema is not None else "generic"
     source = f" (schema file {sanitize(schema.source)})" if schema is not None and schema.source != "built-in" else ""
-    text = render.legend(cols, title=f"{name} columns{whose}{source}:")
+    plain = [c.key for c in cols if c.header.strip() == c.key and c.desc in ("", as_logged(c.key))]
+    text = render.legend([c for c in cols if c.key not in plain], title=f"{name} columns{whose}{source}:")
+    if plain:  # (a header that is its key, no meaning known: one line for them all)
+        text += "\nno description (the header is the key, as logged): " + ", ".join(sanitize(k) for k in plain)
     rest = hidden_keys(runs, schema, cols)
     if "" in rest:  # a column needs a key: the empty one is in the JSONL and in `summary`, never a column
         rest.remove("")

@@ -63,3 +63,24 @@ def test_legend_explains_every_mark_and_colour(tmp_path: Path, capsys: pytest.Ca
                      "err", "…", "!", "green", "bold red", "red NaN / inf", "accent", "tinted column"):
             assert any(line.startswith(f" {mark}") for line in lines), mark
         assert "colours in watch:" in lines and "median of the values before those in the last 58 rows" in out
+
+
+def test_every_column_of_the_table_is_in_the_legend(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A StepLogger run's own columns with no description (``lr``, ``mem_gb``) were left out of its legend, while
+    keys outside its column set were listed "as logged": each column the table shows is named, those whose header
+    is their key and whose meaning is not known on one line."""
+    from steptable import StepLogger
+
+    with StepLogger(run_dir=tmp_path / "run", console=False, alerts=False) as lg:
+        for s in range(5):
+            lg.log({"step": s, "loss": 1.0 / (s + 1), "lr": 1e-5, "mem_gb": 3.2 + s, "train/nested": {"a": 0.5}})
+        lg.log({"step": 5, "loss": 0.1, "lr": 1e-5, "mem_gb": 8.0, "train/nested": {"a": 0.5}, "late": 1.0})
+    rc, out, _ = run_cli(["tail", str(tmp_path), "-n", "1"], capsys)
+    shown = out.splitlines()[0].split()
+    rc, out, _ = run_cli(["legend", str(tmp_path)], capsys)
+    legend = out.split("\n\n")[0]
+    named = {line.split()[0] for line in legend.splitlines()[1:] if line.startswith(" ")}
+    plain = next(line for line in legend.splitlines() if line.startswith("no description"))
+    plain_keys = set(plain.split(": ", 1)[1].split(", "))
+    assert rc == 0 and {"lr", "mem_gb", "late"} <= plain_keys and "a" in named, legend
+    assert set(shown) <= named | plain_keys, (shown, legend)
