@@ -94,6 +94,11 @@ def _main(argv: Sequence[str] | None) -> int:
     if args.cmd is None:  # a command is required: the help, and the status of a usage error
         parser.print_help(sys.stderr)
         return 2
+    paths = getattr(args, "paths", None)
+    if isinstance(paths, list) and any(not str(x).strip() for x in paths):
+        # (a shell variable that expanded to nothing: "" would be read as the current directory, all of it)
+        sys.stderr.write(f"steptable {args.cmd}: an empty path (for the current directory, pass .)\n")
+        return 2
     if getattr(args, "schema", None) is not None and not args.schema.strip():
         sys.stderr.write(f"steptable {args.cmd}: --schema needs a name (leave it out to detect the schema)\n")
         return 2

@@ -99,3 +99,14 @@ def test_a_file_named_beside_a_directory_is_named_once(
 def test_alerts_only_on_a_missing_path_is_an_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     rc, _, err = run_cli(["tail", "--alerts-only", str(tmp_path / "typo")], capsys)
     assert rc == 2 and "no such path" in err
+
+
+@pytest.mark.parametrize("cmd", [["runs"], ["tail"], ["summary"], ["legend"], ["compare", "--baseline", "a"]])
+def test_an_empty_path_is_refused_not_read_as_the_current_directory(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, cmd: list[str]
+) -> None:
+    """``steptable runs "$LOGDIR"`` with the variable unset read the whole working directory, then failed."""
+    write_rows(tmp_path / "a" / "metrics.jsonl", [{"step": s, "reward": 1.5} for s in range(3)])
+    monkeypatch.chdir(tmp_path)
+    rc, out, err = run_cli([*cmd, ""], capsys)
+    assert rc == 2 and out == "" and "an empty path" in err, (out, err)
