@@ -244,6 +244,8 @@ class Tail:
             for s in stores:
                 self._tell_unkept(s, unkept.get(s.run, ()))
             self.printer.laid_out([self.of[s.run] for s in stores])  # (the columns of the CSV header)
+        if self.filter_missed() and not self.args.follow:
+            return  # (a typo in --columns: a table of the step alone is not an answer; the status says so)
         for store in stores:
             self.alerts.arm_of[store.run] = store.arm
             self._emit_run(store, len(stores) > 1, first_view)

@@ -282,8 +282,9 @@ def test_an_empty_metrics_file_is_no_check(tmp_path: Path, capsys: pytest.Captur
 def test_a_column_filter_that_matches_nothing_is_no_answer(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """`tail --columns nomatch` printed a step-only table and exited 0 (and said "(yet)" of a one-shot read)."""
     write_rows(tmp_path / "a" / "metrics.jsonl", [{"step": s, "loss": 0.5, "kl": 0.1} for s in range(3)])
-    rc, _, err = run_cli(["tail", str(tmp_path), "--columns", "nomatch"], capsys)
+    rc, out, err = run_cli(["tail", str(tmp_path), "--columns", "nomatch"], capsys)
     assert rc == 2 and "matches no column\n" in err and "(yet)" not in err
+    assert out == ""  # (not a table of the step alone before the error: an agent's tool reply held it)
     rc, out, err = run_cli(["tail", str(tmp_path), "--columns", "nomatch,loss"], capsys)  # one pattern hit
     assert rc == 0 and "loss" in out and "'nomatch' matches no column" in err
     rc, _, _ = run_cli(["summary", str(tmp_path), "--columns", "nomatch"], capsys)
