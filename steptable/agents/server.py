@@ -60,11 +60,12 @@ def build(runner: Runner) -> Any:
     @server.tool()
     @said
     def tail(path: str, run: str, since_step: int | None = None, columns: str | None = None,
-             last: int | None = None) -> str:
-        """The run's rows as a fixed-width table: those at steps after since_step (all of them; `last` keeps the last
-        N), or without since_step the last `last` rows (default 20). columns: comma-separated globs of keys or
-        headers. The last line gives the cursor: pass it as since_step next time to get only the new rows."""
-        return tools.tail(runner, path, run, since_step, columns, last)
+             last: int | None = None, max_rows: int = tools.PAGE_ROWS) -> str:
+        """The run's rows as a fixed-width table: those at steps after since_step, the earliest max_rows of them
+        (default 100; 0 = all; a line says how many are left), or without since_step the last `last` rows (default
+        20). columns: comma-separated globs of keys or headers. The last line gives the cursor: pass it as
+        since_step next time to get the rows after those returned."""
+        return tools.tail(runner, path, run, since_step, columns, last, max_rows)
 
     @server.tool()
     @said

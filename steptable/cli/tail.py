@@ -58,6 +58,11 @@ def add_parser(sub: Any) -> None:
         "--since", type=int, default=None, metavar="STEP",
         help="only rows (and alerts) at steps after STEP; the last line on stderr gives the cursor to pass next time",
     )
+    t.add_argument(
+        "--page", type=non_negative, default=None, metavar="N",
+        help="with --since: at most N rows per run, the earliest after it (the cursor line gives where the next page "
+        "starts; stderr says how many rows are left); 0 = all",
+    )
     t.add_argument("--run", default=None, metavar="NAME", help="only the run with this id or arm (see steptable runs)")
     t.add_argument("--columns", default="", help="comma-separated globs of keys/headers to show (step is kept)")
     t.add_argument(

@@ -78,6 +78,7 @@ class Tail:
         self.copies_told: set[str] = set()
         # -n: 20 by default, every row past the cursor with --since
         self.last: int = args.last if args.last is not None else (0 if self.since is not None else 20)
+        self.page: int = getattr(args, "page", None) or 0  # with --since: at most this many rows a run (0: all)
 
     def check_stalls(self, now: float, stores: Collection[RunStore] = ()) -> None:
         """Tell the stalls of ``stores`` against ``now`` (TailAlerts.check_stalls), then flush."""
@@ -343,13 +344,19 @@ class Tail:
             self.versions[run] = (len(resumes), n, generation)
             self.seen_version[run] = version
             first = 0 if last is None else min(store.index_of_step(last + 1), n)  # the first row past ``last``
-            self.printed[run] = store.step_at(n - 1) if first < n else last
+            stop = n
+            if self.page and self.since is not None and not a.alerts_only and not a.follow:
+                stop = min(n, first + self.page)  # (the earliest rows after the cursor: the next page starts after)
+                if stop < n:
+                    aside += (f"steptable tail: {n - stop} more row(s) of {sanitize(run)} after step "
+                              f"{store.step_at(stop - 1)}\n")
+            self.printed[run] = store.step_at(stop - 1) if first < stop else last
             again = {} if since is None or redo_upto is None else store.rows_edited(since, redo_upto, until=version)
             if a.alerts_only:
                 new = store.rows(first, n)
                 steps, walls = store.steps_between(first, n), store.wall_times_between(first, n)
             else:  # only the keys printed, copied now; their rows are built a batch at a time below
-                cut = store.cut(self._printed_keys(self.of[run]), first, n)
+                cut = store.cut(self._printed_keys(self.of[run]), first, stop)
         if note:
             self.out.write(note)
         if aside:

@@ -73,6 +73,8 @@ def test_tools_return_the_cli_text_and_tail_follows_a_cursor(tmp_path: Path, cap
         for name in ("summary", "legend", "runs"):
             seen[name] = _text(await client.call_tool(name, {"path": root}))
         seen["tail"] = _text(await client.call_tool("tail", {"path": root, "run": "armA", "since_step": 24}))
+        seen["page"] = _text(await client.call_tool("tail", {"path": root, "run": "armA", "since_step": 24,
+                                                             "max_rows": 2}))
         _log_more()  # the run goes on: the cursor gives the new rows only
         seen["next"] = _text(await client.call_tool("tail", {"path": root, "run": "armA", "since_step": 29}))
         seen["none"] = _text(await client.call_tool("tail", {"path": root, "run": "armA", "since_step": 34}))
@@ -89,6 +91,10 @@ def test_tools_return_the_cli_text_and_tail_follows_a_cursor(tmp_path: Path, cap
     steps = [int(line.split()[0]) for line in seen["tail"].splitlines() if line.split()[0].isdigit()]
     assert steps == [25, 26, 27, 28, 29]
     assert seen["tail"].rstrip().endswith("cursor 29 (--since 29 prints what follows)")
+    # a page: the earliest rows after the cursor, how many are left, and the cursor where the next page starts
+    steps = [int(line.split()[0]) for line in seen["page"].splitlines() if line.split()[0].isdigit()]
+    assert steps == [25, 26] and "3 more row(s) of armA/metrics.jsonl after step 26" in seen["page"]
+    assert seen["page"].rstrip().endswith("cursor 26 (--since 26 prints what follows)")
     steps = [int(line.split()[0]) for line in seen["next"].splitlines() if line.split()[0].isdigit()]
     assert steps == [30, 31, 32, 33, 34]
     assert "cursor 34" in seen["next"]

@@ -33,7 +33,7 @@ def test_each_tool_builds_its_commands_arguments() -> None:
     tools.legend(r, "-exp")
     tools.compare(r, "exp", "vanilla", x="tokens", window="0.2")
     assert r.argvs == [
-        ["tail", "--run=armA", "--since=4", "--columns=loss", "--last=2", "--", "exp"],
+        ["tail", "--run=armA", "--since=4", "--page=100", "--columns=loss", "--last=2", "--", "exp"],
         ["runs", "--", "exp"],
         ["summary", "--run=armA", "--", "exp"],
         ["tail", "--alerts-only", "--since=3", "--", "exp"],

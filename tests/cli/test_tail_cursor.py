@@ -111,3 +111,21 @@ def test_a_run_that_ended_holds_the_cursor_back_no_longer(tmp_path: Path,
         lg.close()
     rc, out, err = run_cli(["tail", str(tmp_path), "--since", "11"], capsys)  # both ended: the highest
     assert _steps(out) == [] and "cursor 11 " in err
+
+
+def test_page_prints_the_earliest_rows_after_the_cursor_and_where_the_next_page_starts(
+        two_runs: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``--since 10 --page 5``: each run's first 5 rows after step 10 (a: 11-15, b: 12-20 by twos), how many are
+    left, and a cursor from which the next page misses none of them."""
+    rc, out, err = run_cli(["tail", str(two_runs), "--since", "10", "--page", "5"], capsys)
+    assert rc == 0 and _steps(out) == [11, 12, 13, 14, 15, 12, 14, 16, 18, 20]
+    assert "34 more row(s) of a/metrics.jsonl after step 15" in err and "cursor 15 " in err
+    seen: list[int] = []
+    cursor = 10
+    for _ in range(20):
+        rc, out, err = run_cli(["tail", str(two_runs / "a"), "--since", str(cursor), "--page", "7"], capsys)
+        seen += _steps(out)
+        cursor = int(err.rsplit("cursor ", 1)[1].split()[0])
+        if cursor == 49:
+            break
+    assert seen == list(range(11, 50))  # page by page: every row once
