@@ -7,7 +7,6 @@ steptable.cli.tail.
 from __future__ import annotations
 
 import argparse
-import shutil
 from collections import Counter
 from collections.abc import Collection, Sequence
 from typing import Any, TextIO
@@ -17,29 +16,16 @@ from steptable.cli.tailalerts import TailAlerts
 from steptable.cli.tailformats import Layout, Printer
 from steptable.cli.tailjsonl import jsonl_lines, plain
 from steptable.cli.tailkeep import for_args, holds_for, needed
+from steptable.cli.taillayout import DEFAULT_WIDTH, TailLayouts
 from steptable.ingest import Follower, RunStore
 from steptable.ingest.copies import Copies, left_out
-from steptable.schemafiles.resolve import by_schema, get_schema, schema_file_notes, unused_files
-from steptable.schemas import (
-    Schema,
-    cells_outgrown,
-    first_look,
-    fit,
-    layout,
-    notation_left,
-    noted,
-    steps_outgrown,
-    widened,
-)
-from steptable.schemas.arrange import auto_col, own_step_keys, sample_values, step_key_of, unmatched
-from steptable.schemas.headers import short_headers
 from steptable.schemas.registry import logged_schema
 from steptable.summary.report import run_label
 from steptable.table import runinfo
-from steptable.table.columns import Col
 from steptable.table.formatting import sanitize
 
-DEFAULT_WIDTH = 200  # cells, when stdout is not a terminal (an agent pays for every column)
+__all__ = ["DEFAULT_WIDTH", "ROW_BATCH", "Tail"]
+
 ROW_BATCH = 2048  # rows built and printed at a time
 
 
@@ -54,17 +40,11 @@ class Tail:
         self.seen_version: dict[str, int] = {}  # run -> store.version when it was last printed (for its edits)
         self.printer = Printer(args, out, err)  # the rows and alerts in the chosen format, and what it printed last
         self.versions: dict[str, tuple[int, int, int]] = {}  # run -> (resumes, len, generation) seen: resets
-        self.fit_told = False
         self.errors_seen = 0
         self.of: dict[str, Layout] = {}  # run -> the layout of its schema group
+        self.layouts = TailLayouts(args, out, err)
+        self.patterns = self.layouts.patterns
         self.keys_seen: set[str] = set()
-        self.patterns = [p for p in args.columns.split(",") if p.strip()] if args.columns else []  # --columns
-        self.unmatched_told: set[str] = set()  # of them, those that matched nothing when laid out
-        self.unused_told: set[str] = set()  # steptable.toml files said to apply to none of their runs
-        self.tried: dict[str, int] = {}  # key -> the widest value a layout was made again for
-        self.extremes: dict[str, dict[str, float]] = {}  # run -> key -> the largest magnitude a notation was asked for
-        self.lows: dict[str, dict[str, int]] = {}  # run -> key -> the row a decayed column was asked about at
-        self.looked: set[str] = set()  # runs whose rows were looked at across (_first_look)
         self.gaps_told: dict[str, int] = {}  # run -> its store's gaps printed
         self.replaced_seen: dict[str, int] = {}  # a run's RunStore.replaced alerts looked at so far
         self.end_told: dict[str, float] = {}  # run -> when it was closed, for the crash or interruption told
@@ -120,91 +100,11 @@ class Tail:
                 (ended if s.run in self.alerts.ended else live).append(m)
         return min(live) if live else max(ended) if ended else self.since
 
-    # -------------------------------------------------------------------------------------------- layout
-    def _layouts(self, stores: Sequence[RunStore]) -> dict[str, Layout]:
-        """One layout per schema the runs are detected as (arms of one experiment share it), by run."""
-        a = self.args
-        named = get_schema(a.schema, near=a.paths) if a.schema else None
-        patterns = self.patterns or None
-        width = a.width
-        if width is None:
-            width = shutil.get_terminal_size((DEFAULT_WIDTH, 24)).columns if self.out.isatty() else DEFAULT_WIDTH
-        # Only the fixed-width table is fitted: csv, jsonl and md are read by programs and carry every column.
-        fitting = a.format == "text" and bool(width) and width > 0
-        out: dict[str, Layout] = {}
-        names: list[tuple[str, str]] = []
-        left_out = 0
-        groups = by_schema(stores, named)
-        for note in schema_file_notes(groups):  # a file that changes what the columns mean is said (once each)
-            if note not in self.unused_told:
-                self.unused_told.add(note)
-                self.err.write(f"steptable tail: {sanitize(note)}\n")
-        for schema, group in groups:
-            all_cols = widened(layout(group, schema, patterns=patterns), self.tried)
-            if self._first_look(all_cols, group):
-                all_cols = widened(all_cols, self.tried)
-            names += [(c.key, c.header.strip()) for c in all_cols]
-            cols = tuple(fit(all_cols, width)) if fitting else tuple(all_cols)
-            left_out += len(all_cols) - len(cols)
-            if a.format in ("csv", "md") and not patterns:  # every key the jsonl rows carry, the table's first
-                cols += widened(_rest(group, schema, cols), self.tried)
-            cols = noted(cols, group)  # (last: a column's notation is chosen for the width it is shown in)
-            old = next((self.of[s.run] for s in group if s.run in self.of), None)
-            lay = old if old is not None and old.cols == cols and old.schema is schema else Layout(
-                schema, cols, step_key_of(group))
-            out.update((s.run, lay) for s in group)
-        if left_out and not self.fit_told and not a.alerts_only:  # once: an agent must know columns are hidden
-            self.fit_told = True
-            self.err.write(f"steptable tail: {left_out} column(s) left out to fit {width} cells; --width 0 shows "
-                           "all, --columns picks them\n")
-        for e in unused_files(stores) if not a.schema else []:
-            if str(e) not in self.unused_told:  # (said once, as the patterns are)
-                self.unused_told.add(str(e))
-                self.err.write(f"steptable tail: {sanitize(str(e))} (the file is not used)\n")
-        for p in unmatched(patterns or [], names):
-            if p not in self.unmatched_told:  # told once; a key that appears later may still match it
-                self.unmatched_told.add(p)
-                yet = " (yet)" if a.follow else ""
-                self.err.write(f"steptable tail: --columns {sanitize(p)!r} matches no column{yet}\n")
-        return out
-
+    # -------------------------------------------------------------------------------------------- output
     def filter_missed(self) -> bool:
         """Every --columns pattern matched nothing (a typo: the table shows the step column alone)."""
-        return bool(self.patterns) and set(self.patterns) <= self.unmatched_told
+        return self.layouts.filter_missed()
 
-    def _first_look(self, cols: Sequence[Col], group: Sequence[RunStore]) -> bool:
-        """Values of runs laid out for the first time that their columns have no room for, across each run (as the
-        watch app looks at a run it has not seen): True when a column is to be widened."""
-        grown: dict[str, int] = {}
-        for s in group:
-            if s.run not in self.looked and (n := len(s)):
-                self.looked.add(s.run)
-                for k, w in first_look(cols, s, n).items():
-                    grown[k] = max(w, grown.get(k, 0))
-        grown = {k: w for k, w in grown.items() if w > self.tried.get(k, 0)}
-        self.tried.update(grown)
-        return bool(grown)
-
-    def _outgrown(self, stores: Sequence[RunStore]) -> bool:
-        """Steps past the step column, or new rows with a value their column has no room for (once per width)."""
-        out = False
-        for s in stores:
-            lay = self.of.get(s.run)
-            if lay is None:
-                continue
-            out = out or steps_outgrown(lay.cols, [s])
-            seen = self.versions.get(s.run)
-            n = len(s)
-            if seen is not None and 0 <= seen[1] < n:
-                out = out or notation_left(lay.cols, s, max(seen[1], n - 200), n,
-                                           self.extremes.setdefault(s.run, {}), self.lows.setdefault(s.run, {}))
-                grown = cells_outgrown(lay.cols, s, max(seen[1], n - 200), n)
-                grown = {k: w for k, w in grown.items() if w > self.tried.get(k, 0)}
-                self.tried.update(grown)
-                out = out or bool(grown)
-        return out
-
-    # -------------------------------------------------------------------------------------------- output
     def emit(self, follower: Follower) -> None:
         """Print what changed in ``follower``'s runs since the last call: new bad lines (stderr), then per run its
         new rows, rows edited or replaced since, and how its logger ended (or, with --alerts-only, their alerts),
@@ -225,7 +125,7 @@ class Tail:
         if not stores:
             return
         keys = {k for s in stores for k in s.keys}
-        outgrown = self._outgrown(stores)  # (first: it notes the widths new rows need)
+        outgrown = self.layouts.outgrown(stores, self.of, self.versions)  # (first: it notes the widths new rows need)
         logged = {s.run: ls.name if (ls := logged_schema(s)) is not None else None for s in stores}
         if keys != self.keys_seen or any(s.run not in self.of for s in stores) or outgrown or logged != self.logged:
             # (a StepLogger's description that arrived or changed lays its run out with its own columns)
@@ -241,11 +141,12 @@ class Tail:
                     with s.lock:
                         unkept[s.run] = s.keep_every_key()
             self.keys_seen = keys
-            self.of = self._layouts(stores)  # (a changed layout gets its header: the printer's head_of is not it)
+            # (a changed layout gets its header: the printer's head_of is not it)
+            self.of = self.layouts.lay_out(stores, self.of)
             for s in stores:
                 self._tell_unkept(s, unkept.get(s.run, ()))
             self.printer.laid_out([self.of[s.run] for s in stores])  # (the columns of the CSV header)
-        if self.filter_missed() and not self.args.follow:
+        if self.layouts.filter_missed() and not self.args.follow:
             return  # (a typo in --columns: a table of the step alone is not an answer; the status says so)
         for store in stores:
             self.alerts.arm_of[store.run] = store.arm
@@ -406,18 +307,3 @@ class Tail:
         csv = [*self.printer.csv_want, *(self.printer.csv_keys or ())] if a.format == "csv" else []
         return needed(lay.cols, lay.schema, lay.step_key, csv)
 
-
-def _rest(group: Sequence[RunStore], schema: Schema, cols: tuple[Col, ...]) -> tuple[Col, ...]:
-    """Columns for the keys the rows carry that ``cols`` leave out (hidden by a rule, bookkeeping such as ``ts``), in
-    first-seen order, headed apart from ``cols``. A run's own step key (``_step``, SB3's ``time/total_timesteps``) is
-    not repeated: the step column holds it."""
-    have = {c.key for c in cols} | own_step_keys(group) | {"step", "arm"}
-    keys = [k for k in dict.fromkeys(k for s in group for k in s.keys) if k and k not in have]
-    heads = short_headers(keys, reserved=[c.header for c in cols])
-    out: list[Col] = []
-    for k in keys:
-        samples = [v for s in group if k in s.keys for v in sample_values(s, k)]
-        rule = schema.rule(k)  # (a StepLogger's dump-only columns are hidden rules with their words and format)
-        out.append(auto_col(k, samples, heads[k]) if rule is None
-                   else auto_col(k, samples, heads[k], rule.describe(k), rule.better, rule.fmt))
-    return tuple(out)
