@@ -17,9 +17,9 @@ ALERT_MARK = "!"
 
 #: what a mark in a header or a cell means, in every view: (mark, meaning)
 MARKS: tuple[tuple[str, str], ...] = (
-    ("↑ ↓ after a header", "the good direction of the metric, as the schema's header marks it (routing's rew_s↑, "
-                           "lp_s↓); watch colours a column by the direction its legend line declares "
-                           "(\"higher/lower is better\"), where it has one"),
+    ("↑ ↓ after a header", "a direction the schema's author wrote into the header (routing's rew_s↑, lp_s↓); "
+                           "it is the good one only where the column's legend line says \"higher/lower is "
+                           "better\" (rew_s: yes; lp_s, a diagnostic: no), and watch colours by that line alone"),
     ("? after a header", "the column to watch first (routing's hack_s?)"),
     ("? as a header", "a key with no printable character"),
     ("blank cell", "not logged at this step"),

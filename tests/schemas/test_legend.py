@@ -70,3 +70,15 @@ def test_a_huge_key_or_pattern_pads_no_other_line() -> None:
         lines = text.splitlines()
         assert sum(huge in line for line in lines) == 1
         assert max(len(line) for line in lines if huge not in line) <= MAX_WIDTH + 100
+
+
+def test_a_header_arrow_is_called_the_good_direction_only_where_the_column_declares_one() -> None:
+    """Routing's ``lp_s↓`` marks a diagnostic with no good direction (its column declares none, watch does not colour
+    it): the marks' legend must not call every arrow "the good direction"."""
+    from steptable.schemas.legend import marks_text
+
+    arrows = [c for s in SCHEMAS for c in s.cols if c.header.strip().endswith(("↑", "↓"))]
+    undirected = [c.header for c in arrows if c.better is None]
+    assert "lp_s↓" in undirected
+    line = next(ln for ln in marks_text().splitlines() if "↑ ↓ after a header" in ln)
+    assert "the good direction of the metric" not in line and "only where" in line, line
