@@ -77,7 +77,7 @@ def test_a_header_arrow_is_called_the_good_direction_only_where_the_column_decla
     it): the marks' legend must not call every arrow "the good direction"."""
     from steptable.schemas.legend import marks_text
 
-    arrows = [c for s in SCHEMAS for c in s.cols if c.header.strip().endswith(("↑", "↓"))]
+    arrows = [c for s in SCHEMAS.values() for c in s.cols if c.header.strip().endswith(("↑", "↓"))]
     undirected = [c.header for c in arrows if c.better is None]
     assert "lp_s↓" in undirected
     line = next(ln for ln in marks_text().splitlines() if "↑ ↓ after a header" in ln)
