@@ -62,8 +62,9 @@ class StatusBar(Static):
         ``idle``: runs long quiet (told apart from the alerts); ``filtered``: the column filter in force and how
         many columns it shows; ``search``: the search's "k of m" (or that nothing matched)."""
         out = Text(no_wrap=True, overflow="ellipsis")
-        names = {"E": "errors", "W": "warnings", "S": "stalled", "B": "bad lines"}
-        parts = [f"{counts.get(k, 0)} {names[k]}" for k in ("E", "W", "S", "B") if counts.get(k)]
+        names = {"E": ("error", "errors"), "W": ("warning", "warnings"), "S": ("stalled", "stalled"),
+                 "B": ("bad line", "bad lines")}
+        parts = [f"{n} {names[k][n != 1]}" for k in ("E", "W", "S", "B") if (n := counts.get(k, 0))]
         idle = f"{counts['idle']} idle" if counts.get("idle") else ""  # a state, not an alert
         head = " · ".join(parts) if parts else "no alerts"
         out.append("● " + head, self._style("I" if not parts else "W"))

@@ -22,7 +22,7 @@ async def test_status_shows_bad_lines_alerts_and_stalls(tmp_path: Path) -> None:
     async with app.run_test(size=SIZE) as pilot:
         await sync(pilot, follower)
         status = static_text(app.query_one(StatusBar))
-        assert "bad lines" in status and "1 run" in status
+        assert "1 bad line " in status and "1 run" in status  # (one: "1 bad lines" read as a slip)
         assert f"{path}:41:" in status
 
         write_rows(path, [{"step": 41, "loss": None, "ts": T0 + 82}, {"step": 42, "loss": float("nan"), "ts": T0 + 84}])
