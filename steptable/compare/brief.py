@@ -22,7 +22,7 @@ from typing import Any
 
 from steptable.alerts.rules import DEFAULT_ROLES
 from steptable.compare.core import CompareError, choose_window, comparable, compare, make_arms
-from steptable.compare.direction import directions, schema_order
+from steptable.compare.direction import declared, directions, schema_order
 from steptable.compare.groups import group_runs
 from steptable.compare.render import compact_line
 from steptable.table.formatting import sanitize
@@ -35,7 +35,7 @@ _ROLE_BETTER = {"reward": "higher", "loss": "lower"}
 
 def _key_metrics(arms: Sequence[Any], better: Mapping[str, str | None]) -> list[str]:
     common = set.intersection(*({k for m in a.members for k in m.run.keys if comparable(m.run, k)} for a in arms))
-    out = [next((k for k in DEFAULT_ROLES[role] if k in common), "") for role in _ROLE_BETTER]
+    out = [next((k for k in DEFAULT_ROLES[role] if k in common and better.get(k)), "") for role in _ROLE_BETTER]
     order = schema_order(arms, list(dict.fromkeys(k for m in arms[0].members for k in m.run.keys)))
     out += [k for k in order if k in common and better.get(k)]
     return list(dict.fromkeys(k for k in out if k))[:MAX_METRICS]
@@ -62,9 +62,10 @@ def summary_lines(runs: Sequence[Any], tags: Mapping[str, str] | None = None,
         return []  # too short to say anything (a window of a few rows per run)
     every = {k for a in arms for m in a.members for k in m.run.keys}
     better = directions(arms, sorted(every))
-    for role, way in _ROLE_BETTER.items():
+    known = declared(arms, sorted(every))
+    for role, way in _ROLE_BETTER.items():  # (a key its schema declares has the column's direction, or none)
         for k in DEFAULT_ROLES[role]:
-            better[k] = better.get(k) or way
+            better[k] = better.get(k) or (None if k in known else way)
     metrics = _key_metrics(arms, better)
     if not metrics:
         return []

@@ -27,6 +27,13 @@ def directions(arms: Sequence[Arm], metrics: Sequence[str]) -> dict[str, str | N
     return out
 
 
+def declared(arms: Sequence[Arm], metrics: Sequence[str]) -> set[str]:
+    """The metrics a column of a run's schema declares (its key or an alias): their direction is the column's, none
+    where it gives none (a GRPO loss follows the advantages: no direction is better)."""
+    schemas = _schemas(arms)
+    return {k for k in metrics if any(s.col(k) or any(k in c.aliases for c in s.cols) for s in schemas)}
+
+
 def schema_order(arms: Sequence[Arm], metrics: Sequence[str]) -> list[str]:
     """``metrics`` in the order the baseline's schema lays its columns out (a column's aliases at its place: an SB3
     run's return first), those it has no column for after them, in their own order."""

@@ -89,3 +89,17 @@ def test_one_arm_short_runs_and_runs_that_never_overlap() -> None:
     apart = [MemRun("a", range(100), {"reward": [1.0] * 100}), MemRun("b", range(200, 300), {"reward": [1.0] * 100})]
     assert summary_lines(apart) == ["compare: no common range of x=step: arm 'a' (a) ends at 99 before arm 'b' (b) "
                                     "starts at 200"]
+
+
+def test_a_loss_its_schema_gives_no_direction_is_not_judged(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The routing arms' GRPO loss follows the advantages (its column declares no direction): it is neither given a
+    "best" nor picked before the metrics that have one; a generic run's loss still reads lower-is-better (above)."""
+    from steptable.demo.run import run_demo
+
+    run_demo(tmp_path / "demo", steps=120, interval=0, console=False)  # (10 rows in the last 10%)
+    rc, out = cli(["summary", str(tmp_path / "demo")], capsys)
+    lines = out.splitlines()
+    i = next(j for j, ln in enumerate(lines) if ln.startswith("Δ vs "))
+    brief = lines[i + 1: i + 4]
+    assert rc == 0 and [ln.split()[0] for ln in brief] == ["rew", "rew_s", "gt_s"], brief
+    assert all(" best " in ln for ln in brief), brief
