@@ -55,8 +55,12 @@ def header_lines(arms: Sequence[Arm], window: Window, baseline: str) -> list[str
     keys = sorted({sanitize(ax.key) for a in arms for ax in a.axes if ax.key is not None})
     read = f" ({', '.join(keys)})" if keys and keys != [xname] else ""
     lo, hi = window.common
+    if x is None or x.mode == "step":  # the steps in it (2699.1-2999 holds 2700-2999: "2699" read as one more)
+        span = f"steps {math.ceil(window.lo)}-{math.floor(window.hi)}"
+    else:
+        span = f"{fmt_auto(window.lo, 4)}-{fmt_auto(window.hi, 4)}"
     return [
-        f"baseline {sanitize(baseline)}; x {xname}{read}, window {fmt_auto(window.lo, 4)}-{fmt_auto(window.hi, 4)} "
+        f"baseline {sanitize(baseline)}; x {xname}{read}, window {span} "
         f"({window.how} of the common range {fmt_auto(lo, 4)}-{fmt_auto(hi, 4)})",
         _arms_line(arms),
     ]
