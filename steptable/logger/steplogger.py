@@ -30,6 +30,7 @@ from steptable.logger.autocols import AutoColumns
 from steptable.logger.backlog import Backlog, row_view, step_number
 from steptable.logger.closing import Closer
 from steptable.logger.consolecols import ConsoleLayout
+from steptable.logger.consolenotes import ConsoleNotes
 from steptable.logger.rank import LazyRank
 from steptable.logger.rowrecord import read_row, record_of
 from steptable.logger.setup import emit, warn
@@ -93,7 +94,6 @@ class StepLogger:
         else:
             self._auto = None
             self._set_cols(validate(cols))
-        self._explained: set[tuple[str, str]] = set()  # (key, header) of the legend lines printed
         self.arm = arm
         self.header_every = max(int(header_every), 0)
         self.dump_rows = max(int(dump_rows), 0)
@@ -109,7 +109,7 @@ class StepLogger:
         self._second: int | None = None  # our pid, where another live process held the lock: it marks our rows
         self._recent: deque[dict[str, Any]] = deque(maxlen=max(self.dump_rows, 1))
         self._rows = 0
-        self._since_header = 0  # lines (rows, alerts) printed since the last header
+        self._notes = ConsoleNotes(self.header_every)  # the legend, the header and the columns left out
         self._lost = 0  # rows log() failed on (each failure kind is reported once; close() says how many)
         self._closed = False
         # log() may be called from several threads (an eval thread beside the loop): rows, header cadence and the
@@ -287,28 +287,20 @@ class StepLogger:
         return line
 
     def _show(self, view: Mapping[str, Any], first: bool, grown: bool) -> str:
-        """Print ``view``'s row (the legend and the header as due: the legend's lines of columns new to it where
-        the automatic columns grew); the row's line."""
+        """Print ``view``'s row (the legend, the columns left out and the header as due: see ConsoleNotes); the
+        row's line."""
         widened = self._fit(view)  # a column grows to this row's value: its header again
-        header_due = first or widened or bool(self.header_every and self._since_header >= self.header_every)
         # (the row is counted by _fit, before printing: a failure below must not bring the legend back next step)
-        if first or grown:
-            new = [c for c in self._legend_cols() if (c.key, c.header) not in self._explained and render.explained(c)]
-            self._explained.update((c.key, c.header) for c in new)
-            if new:  # a legend with nothing to explain is only a line to pay for
-                self._emit(render.legend(new))
-        if header_due:
-            self._layout.settle()  # columns waiting to print narrower do so under this header
-            self._since_header = 0
-            self._emit(self.header())
-        self._since_header += 1
+        room = self._auto.room if self._auto is not None else None
+        for text in self._notes.before_row(self._layout, self._legend_cols(), first, grown, widened, room):
+            self._emit(text)
         line = self.row(view)
         self._emit(line)
         return line
 
     def _say(self, alerts: Sequence[Alert]) -> None:
         for alert in alerts:
-            self._since_header += 1  # a line of the log too: the header's cadence counts lines
+            self._notes.since_header += 1  # a line of the log too: the header's cadence counts lines
             self._emit(alert.message_line(), level="ERROR" if alert.level == "E" else "WARNING")
 
     def _emit(self, text: str, level: str = "INFO") -> None:
