@@ -49,18 +49,22 @@ def _arms_line(arms: Sequence[Arm]) -> str:
     return "arms: " + ", ".join(parts)
 
 
+def window_span(window: Window, steps: bool) -> str:
+    """A window as a reader counts it: on the step axis the steps in it (2699.1-2999 holds 2700-2999: "2699" read
+    as one step more), on another its bounds."""
+    if steps:
+        return f"steps {math.ceil(window.lo)}-{math.floor(window.hi)}"
+    return f"{fmt_auto(window.lo, 4)}-{fmt_auto(window.hi, 4)}"
+
+
 def header_lines(arms: Sequence[Arm], window: Window, baseline: str) -> list[str]:
     x = arms[0].axes[0] if arms and arms[0].axes else None
     xname = sanitize(x.name if x is not None else "step")
     keys = sorted({sanitize(ax.key) for a in arms for ax in a.axes if ax.key is not None})
     read = f" ({', '.join(keys)})" if keys and keys != [xname] else ""
     lo, hi = window.common
-    if x is None or x.mode == "step":  # the steps in it (2699.1-2999 holds 2700-2999: "2699" read as one more)
-        span = f"steps {math.ceil(window.lo)}-{math.floor(window.hi)}"
-    else:
-        span = f"{fmt_auto(window.lo, 4)}-{fmt_auto(window.hi, 4)}"
     return [
-        f"baseline {sanitize(baseline)}; x {xname}{read}, window {span} "
+        f"baseline {sanitize(baseline)}; x {xname}{read}, window {window_span(window, x is None or x.mode == 'step')} "
         f"({window.how} of the common range {fmt_auto(lo, 4)}-{fmt_auto(hi, 4)})",
         _arms_line(arms),
     ]

@@ -19,9 +19,9 @@ from textual.widgets import Static
 from steptable.app.widgets.keys import KeyBar
 from steptable.compare import X_NAMES, CompareError, Result
 from steptable.compare.live import LiveCompare
-from steptable.compare.render import interval_text
+from steptable.compare.render import interval_text, window_span
 from steptable.table.columns import aligned_width
-from steptable.table.formatting import fmt_auto, pad, sanitize
+from steptable.table.formatting import pad, sanitize
 
 PERIOD = 1.0
 _STYLE = {"better": "bold green", "worse": "bold red", "differs": "bold"}
@@ -34,7 +34,7 @@ def compare_text(live: LiveCompare, results: Sequence[Result]) -> Text:
     seeds = {g: len(ms) for g, ms in live.groups.items()}
     title = f"baseline {sanitize(live.baseline)}; x {sanitize(live.x)}"
     if w is not None:
-        title += f", window {fmt_auto(w.lo, 4)}-{fmt_auto(w.hi, 4)} ({w.how} of the common range)"
+        title += f", window {window_span(w, live.x == 'step')} ({w.how} of the common range)"
     head = ["metric", *(f"{sanitize(a)} (n={seeds.get(a, 0)})" + (" mean [95% CI]" if a == live.baseline else
                                                                " Δ [95% CI]") for a in arms)]
     rows: list[list[tuple[str, str]]] = []
@@ -69,6 +69,7 @@ class CompareScreen(ModalScreen[None]):
     CompareScreen { align: center middle; }
     CompareScreen > VerticalScroll { width: 95%; height: 85%; border: round $primary; background: $panel; }
     CompareScreen #compare-table { width: auto; }
+    CompareScreen #compare-table.-message { width: 100%; }
     """
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -102,6 +103,7 @@ class CompareScreen(ModalScreen[None]):
         if self.live is None or ids != self._ids:
             self.live, self._ids = LiveCompare(runs, self.baseline, x=self.x), ids
         table = self.query_one("#compare-table", Static)
+        table.set_class(True, "-message")  # (a message wraps in the box; the table is as wide as it is, scrolled)
         if len(self.live.groups) < 2:
             table.update(Text("one arm only: nothing to compare (seeds of one arm are grouped)"))
             return
@@ -110,6 +112,7 @@ class CompareScreen(ModalScreen[None]):
         except CompareError as e:
             table.update(Text(f"x {sanitize(self.x)}: {sanitize(str(e))}\n(x: another x axis, b: another baseline)"))
             return
+        table.set_class(False, "-message")
         table.update(compare_text(self.live, results))
 
     def action_next_x(self) -> None:

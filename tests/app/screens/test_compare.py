@@ -28,7 +28,8 @@ async def test_compare_view_live(tmp_path: Path) -> None:
         assert isinstance(screen, CompareScreen)
         text = screen_text(app)
         # arms in discovery order (sorted directories): absorb, routeA, vanilla
-        assert "baseline absorb; x step, window 179.1-199 (last 10% of the common range)" in text
+        # the steps in the window (179.1-199 holds 180-199)
+        assert "baseline absorb; x step, window steps 180-199 (last 10% of the common range)" in text
         assert "absorb (n=1) mean [95% CI]" in text and "routeA (n=1) Δ [95% CI]" in text
         rew = next(line for line in text.splitlines() if line.lstrip("│ ").startswith("rew "))
         assert rew.count("[") == 3  # the baseline's mean and two differences
@@ -37,13 +38,15 @@ async def test_compare_view_live(tmp_path: Path) -> None:
         await sync(pilot, follower)
         screen.update_table()
         await pilot.pause()
-        assert "window 269.1-299" in screen_text(app)
+        assert "window steps 270-299" in screen_text(app)
         await pilot.press("b")  # the next arm is the baseline
         await pilot.pause()
         assert "baseline routeA;" in screen_text(app) and "absorb (n=1) Δ [95% CI]" in screen_text(app)
         await pilot.press("x")  # tokens: these runs log none, which the view says
         await pilot.pause()
         assert "x tokens: arm" in screen_text(app) and "no numeric any of num_tokens" in screen_text(app)
+        said = " ".join(line.strip("│ ") for line in screen_text(app).splitlines())
+        assert "n_tokens to use as x" in said  # (the message wraps in the box: its end was cut off)
         await pilot.press("escape")
         await pilot.pause()
         assert not isinstance(app.screen, CompareScreen)
