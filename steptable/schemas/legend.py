@@ -9,11 +9,22 @@ from steptable.schemas.arrange import as_logged, hidden_keys, layout
 from steptable.schemas.base import RunView, Schema
 from steptable.schemas.registry import by_schema
 from steptable.table import direction, render
-from steptable.table.columns import aligned_width
+from steptable.table.columns import Col, aligned_width
 from steptable.table.formatting import display_width, pad, sanitize
 
 #: the mark of a cell that raised an alert in ``watch`` (ASCII: any terminal writes it, and it stays under NO_COLOR)
 ALERT_MARK = "!"
+
+#: the mark after a header that makes its column the one to watch first (routing's ``hack_s?``)
+WATCH_MARK = "?"
+
+
+def watched_first(col: Col) -> bool:
+    """Whether the schema marks ``col`` as the column to watch first (its header ends with :data:`WATCH_MARK`; a
+    header that is the mark alone is a key with no printable character)."""
+    head = col.header.strip()
+    return len(head) > 1 and head.endswith(WATCH_MARK)
+
 
 #: what a mark in a header or a cell means, in every view: (mark, meaning)
 MARKS: tuple[tuple[str, str], ...] = (

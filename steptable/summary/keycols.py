@@ -12,6 +12,7 @@ from steptable.alerts.engine import AlertConfig
 from steptable.ingest.parsed import counter
 from steptable.schemafiles.resolve import by_schema, run_schema
 from steptable.schemas import Schema
+from steptable.schemas.legend import watched_first
 from steptable.schemas.registry import Located
 from steptable.summary.trend import ColStats
 from steptable.table.stepkeys import is_step_key
@@ -56,7 +57,9 @@ def lead_columns(runs: Sequence[RunLike], schema: Schema | None = None) -> dict[
     for r in (r for r in runs if hasattr(r, "path")):
         s = schema if schema is not None else run_schema(cast(Located, r))
         groups.setdefault(s.name, (s, set()))[1].update(r.keys)
-    declared = (next((a for a in (c.key, *c.aliases) if a in keys), "") for s, keys in groups.values() for c in s.cols)
+    # (the column a schema marks as the one to watch first leads: the routing arms' hack_s?)
+    declared = (next((a for a in (c.key, *c.aliases) if a in keys), "") for s, keys in groups.values()
+                for c in sorted(s.cols, key=lambda c: not watched_first(c)))
     order = dict.fromkeys(k for r in runs for k in r.keys)
     tiers = dict.fromkeys([k for k in declared if k] + [k for k in order if k in _ROLE_KEYS], 0)
     promoted = (k for k in order if any(k in keys and (u := s.rule(k)) is not None and u.promote for s, keys in

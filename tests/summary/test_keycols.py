@@ -34,3 +34,19 @@ def test_lead_columns_detects_the_schema_when_none_is_given(tmp_path: Path) -> N
     f = Follower([tmp_path])
     f.scan()
     assert lead_columns(list(f.stores.values())) == {"loss": 0, "reward": 0}
+
+
+def test_the_column_a_schema_marks_to_watch_first_leads_the_summary(tmp_path: Path,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """The routing arms' ``hack_s?`` (the schema's mark: the column to watch first) came sixth in the table's order,
+    past summary's five-column budget for three arms: it was only named under "more columns". It leads now."""
+    from steptable.demo.run import run_demo
+    from tests.helpers import run_cli
+
+    run_demo(tmp_path, steps=40, interval=0, console=False)
+    rc, out, _ = run_cli(["summary", str(tmp_path)], capsys)
+    lines = out.splitlines()
+    table = lines[lines.index("col arm first last min max tr%") + 1:]  # (after the runs' lines: one or more)
+    rows = [line.split()[0] for line in table if line and not line.startswith((" ", "more", "Δ"))]
+    assert rc == 0 and rows[0] == "hack_s?", out
+    assert "hack_s" not in next(line for line in out.splitlines() if line.startswith("more columns:")), out
