@@ -71,7 +71,8 @@ def build(runner: Runner) -> Any:
     @said
     def alerts(path: str, since_step: int | None = None) -> str:
         """Alert lines of the runs under path (level E or W, run, step, column, what happened): all, or those at
-        steps after since_step (a stall or an end is always told); the last line gives the cursor."""
+        steps after since_step (a stall, a crash or an interruption is always told; a run that ended normally raises
+        none: runs says "ended"); the last line gives the cursor."""
         return tools.alerts(runner, path, since_step)
 
     @server.tool()
