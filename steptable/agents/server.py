@@ -15,7 +15,8 @@ from steptable.agents.tools import CommandFailed, Runner
 INSTRUCTIONS = (
     "steptable reads the per-step metrics of ML training runs (JSONL, CSV, console logs, TensorBoard, W&B/trackio "
     "exports...). Start with runs(path), then summary(path) for a compact overview of every run; follow a run with "
-    "tail(path, run, since_step=<cursor>) which returns only the rows after the cursor and ends with the next cursor; "
+    "tail(path, run, since_step=<cursor>) which returns the rows after the cursor (the first 100: max_rows) and ends "
+    "with the next cursor; "
     "alerts(path, since_step) says what went wrong (NaN, blow-ups, stalls, crashes); legend(path) explains the "
     "column names."
 )
