@@ -97,6 +97,9 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     default); returns the exit status (:func:`_status`). Under ``-f`` it returns only when the watch ends."""
     out = out or sys.stdout
     err = err or sys.stderr
+    if getattr(args, "page", None) and (args.since is None or args.follow):
+        _say(err, "steptable tail: --page needs --since and no -f (pages of rows after a cursor)\n")
+        return 2
     if args.follow:
         return _follow(args, out, err)
     status, cursor = tail_once(args, out, err)

@@ -129,3 +129,6 @@ def test_page_prints_the_earliest_rows_after_the_cursor_and_where_the_next_page_
         if cursor == 49:
             break
     assert seen == list(range(11, 50))  # page by page: every row once
+    for argv in (["--page", "5"], ["--page", "5", "--since", "3", "-f"]):  # (pages are of rows after a cursor)
+        rc, out, err = run_cli(["tail", str(two_runs), *argv], capsys)
+        assert rc == 2 and out == "" and "--page needs --since" in err
