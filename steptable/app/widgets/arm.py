@@ -85,7 +85,7 @@ class ArmPanel(Vertical):
         if store is not None and ended(store):  # (and how, when not normally: "run ended with RuntimeError")
             end = ended_by(getattr(store, "meta", {}).get("runinfo"))
             parts.append("run " + end_words(end) if end is not None else "run ended")
-        parts.append("following" if self.grid.follow else "paused (End/G follows)")
+        parts.append("following" if self.grid.follow else "paused (End/G follows; f: every table)")
         state = sanitize(" · ".join(parts))
         first, last, total = self.grid.columns_in_view()  # a hint after the state: what a narrow title loses first
         hint = f" · columns {first}-{last} of {total} (◀ ▶)" if first > 1 or last < total else ""

@@ -51,7 +51,8 @@ async def test_follow_mode_append_scroll_up_end(tmp_path: Path) -> None:
         append(root, "solo", 80, 90)
         await sync(pilot, follower)
         assert grid.rows == 90 and grid.scroll_y == top and not grid.follow  # stays where the user put it
-        assert "paused" in static_text(app.query_one(ArmPanel).title_bar)
+        # (a jump pauses every table: the hint names the key that resumes them all too)
+        assert "paused (End/G follows; f: every table)" in static_text(app.query_one(ArmPanel).title_bar)
 
         await pilot.press("end")
         assert grid.follow and grid.scroll_y == grid.max_scroll_y
