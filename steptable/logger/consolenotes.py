@@ -42,7 +42,7 @@ class ConsoleNotes:
             if gone:
                 self._told_gone.update(gone)
                 out.append(left_out(gone, room))
-            self._printed.update(dict.fromkeys(shown - self._printed.keys()))
+            self._printed.update((c.key, None) for c in layout.cols if c.key not in self._printed)  # (their order)
             layout.settle()  # columns waiting to print narrower do so under this header
             self.since_header = 0
             out.append(render.header(layout.cols))
