@@ -43,7 +43,6 @@ class Tail:
         self.errors_seen = 0
         self.of: dict[str, Layout] = {}  # run -> the layout of its schema group
         self.layouts = TailLayouts(args, out, err)
-        self.patterns = self.layouts.patterns
         self.keys_seen: set[str] = set()
         self.gaps_told: dict[str, int] = {}  # run -> its store's gaps printed
         self.replaced_seen: dict[str, int] = {}  # a run's RunStore.replaced alerts looked at so far
@@ -67,11 +66,11 @@ class Tail:
 
     def projection(self) -> Any:
         """The keep test of the stores to read (None: every key's; steptable.cli.tailkeep.for_args)."""
-        return for_args(self.args, self.patterns)
+        return for_args(self.args, self.layouts.patterns)
 
     def projection_holds(self, stores: Sequence[RunStore]) -> bool:
         """Stores read under :meth:`projection` print what stores of every key would (tailkeep.holds_for)."""
-        return holds_for(self.args, self.patterns, stores)
+        return holds_for(self.args, self.layouts.patterns, stores)
 
     def chosen(self, follower: Follower) -> list[RunStore]:
         """The runs to print (all, or those --run names by id or arm), by id; a run with the same rows as another
@@ -146,7 +145,7 @@ class Tail:
             for s in stores:
                 self._tell_unkept(s, unkept.get(s.run, ()))
             self.printer.laid_out([self.of[s.run] for s in stores])  # (the columns of the CSV header)
-        if self.layouts.filter_missed() and not self.args.follow:
+        if self.filter_missed() and not self.args.follow:
             return  # (a typo in --columns: a table of the step alone is not an answer; the status says so)
         for store in stores:
             self.alerts.arm_of[store.run] = store.arm
