@@ -36,6 +36,23 @@ def _tutorial(writer: Any) -> str:
     return TUTORIAL_TAG if writer is torch_tb.SummaryWriter else TUTORIAL_TAG.replace(" ", "_")
 
 
+def _flush(w: Any, logdir: Path, scalars: int) -> None:
+    """``w.flush()``, then wait (30 s at most) until ``logdir``'s event file holds ``scalars`` scalars, as TensorBoard's
+    own loader reads it: tensorboardX's flush writes out only what its writer thread has taken off its queue."""
+    from tensorboard.backend.event_processing.event_file_loader import EventFileLoader
+
+    w.flush()
+    deadline = time.monotonic() + 30
+    while True:
+        (path,) = logdir.glob("events.out.tfevents.*")
+        held = sum(len(e.summary.value) for e in EventFileLoader(str(path)).Load())
+        if held >= scalars or time.monotonic() > deadline:
+            assert held == scalars
+            return
+        time.sleep(0.01)
+        w.flush()
+
+
 def _write(logdir: Path, steps: range, shift: float = 0.0, writer: Any = None) -> None:
     w = (writer or torch_tb.SummaryWriter)(str(logdir))
     for s in steps:
@@ -113,7 +130,7 @@ def test_curves_that_appear_while_followed_join_their_run(tmp_path: Path, writer
     w = writer(str(run), max_queue=1000, flush_secs=10_000)
     for s in range(3):
         w.add_scalar("train/reward", s, s)
-    w.flush()
+    _flush(w, run, 3)
     f = Follower([tmp_path])
     f.scan()
     made = [run / "loss_train"] if writer is torch_tb.SummaryWriter else [run / "loss", run / "loss" / "train"]
@@ -124,8 +141,8 @@ def test_curves_that_appear_while_followed_join_their_run(tmp_path: Path, writer
     for s in range(3, 6):
         w.add_scalar("train/reward", s, s)
         curve.add_scalar("loss", 1 / (s + 1), s)
-    w.flush()
-    curve.flush()
+    _flush(w, run, 6)
+    _flush(curve, made[-1], 3)
     (event,) = made[-1].glob("events.out.tfevents.*")
     f.on_events({event})
     (store,) = f.stores.values()
