@@ -167,7 +167,7 @@ def label(e: Entry) -> str:
 
 
 def sort_key(e: Entry, column: str, state: ListState, now: float, judge: Judge = run_state) -> tuple[int, Any]:
-    """(absent last, value) of ``e``'s cell in ``column``."""
+    """(absent or NaN/inf last, value) of ``e``'s cell in ``column``."""
     d = e.digest
     value: Any
     if column == "name":
@@ -186,7 +186,7 @@ def sort_key(e: Entry, column: str, state: ListState, now: float, judge: Judge =
         value = (-(d.errors), -(d.warnings)) if d is not None else None
     else:
         value = metric(e, column, state)
-    return (1, 0) if value is None or (isinstance(value, float) and math.isnan(value)) else (0, value)
+    return (1, 0) if value is None or (isinstance(value, float) and not math.isfinite(value)) else (0, value)
 
 
 def shown(entries: Sequence[Entry], state: ListState, now: float, judge: Judge = run_state) -> list[Entry]:

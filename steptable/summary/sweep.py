@@ -3,8 +3,9 @@ best and worst runs by a metric. Pure (the caller reads the files: steptable.ing
 
 A :class:`RunDigest` is made from a store of a run's last rows (its tail) and the file's size: the last step, when
 the run was last written, its usual row interval, how its StepLogger ended it (``steptable.json``), and per numeric
-key the last value, the mean of the rows read (the *window*: at most ``WINDOW_ROWS``, the newest), the lowest and the
-highest value read. It holds no rows, so a list of thousands of runs stays small.
+key the newest value (NaN or inf where the run logged that last), then the mean, the lowest and the highest of the
+finite values of the rows read (the *window*: at most ``WINDOW_ROWS``, the newest). It holds no rows, so a list of
+thousands of runs stays small.
 
 States (:func:`run_state`): ``crashed`` (its StepLogger was closed by an exception), ``ended`` (closed normally or
 by an interruption), ``stalled`` / ``idle`` as steptable.alerts.activity judges a run quiet past its threshold (the
@@ -88,6 +89,16 @@ def _interval(store: Any, n: int) -> float | None:
     return None
 
 
+def _newest(store: Any, key: str, col: Sequence[float], start: int) -> float | None:
+    """The newest value of ``key`` the rows ``col`` (from row ``start``) hold: NaN or inf where the run logged that
+    last; None where none of them holds the key."""
+    for i in range(len(col) - 1, -1, -1):
+        v = col[i]
+        if not math.isnan(v) or store.value(start + i, key) is not None:  # (a NaN cell: absent, or logged so)
+            return float(v)
+    return None
+
+
 def digest(store: Any, size: int, *, alerts: bool = True, config: AlertConfig | None = None) -> RunDigest:
     """The digest of a run from ``store``, its newest rows (``store.meta["preview_offset"]``: where in a file of
     ``size`` bytes they start; 0 or absent: the whole file). ``alerts``: run the detectors over the rows read (a
@@ -105,11 +116,13 @@ def digest(store: Any, size: int, *, alerts: bool = True, config: AlertConfig | 
                 continue
             col = store.column_between(key, start, n)
             cols[key] = col
-            vals = [v for v in col if math.isfinite(v)]
-            if not vals:
+            newest = _newest(store, key, col, start)
+            if newest is None:
                 continue
-            last[key], mean[key] = vals[-1], math.fsum(vals) / len(vals)
-            low[key], high[key] = min(vals), max(vals)
+            last[key] = newest
+            vals = [v for v in col if math.isfinite(v)]
+            if vals:
+                mean[key], low[key], high[key] = math.fsum(vals) / len(vals), min(vals), max(vals)
         offset = int(store.meta.get("preview_offset", 0) or 0)
         read = size - offset
         rows = n if offset <= 0 or read <= 0 else round(n * size / read)
@@ -166,15 +179,19 @@ def sweep_line(digests: Iterable[RunDigest], now: float,
 
 
 def best_value(d: RunDigest, key: str, stat: str, higher: bool) -> float | None:
-    """The value of ``key`` a run is ranked by: ``last``, ``mean`` (the window) or ``best`` (of the rows read)."""
-    table = {"last": d.last, "mean": d.mean}.get(stat) or (d.high if higher else d.low)
-    v = table.get(key)
-    return v if v is not None and math.isfinite(v) else None
+    """The value of ``key`` a run is ranked by: ``last``, ``mean`` (the window) or ``best`` (of the rows read); None
+    where the run has no value of it. Where its newest value is NaN or inf, that value whatever ``stat``: a run that
+    diverged is judged by where it ended, not by the finite rows before it."""
+    last = d.last.get(key)
+    if last is None or not math.isfinite(last):
+        return last
+    table = {"last": d.last, "mean": d.mean}.get(stat, d.high if higher else d.low)
+    return table.get(key)
 
 
 def ranked(digests: Iterable[RunDigest], key: str, stat: str, higher: bool) -> list[tuple[RunDigest, float]]:
-    """The runs that have ``key``, best first."""
-    have = [(d, v) for d in digests if (v := best_value(d, key, stat, higher)) is not None]
+    """The runs whose ``key`` has a finite value to rank by (:func:`best_value`), best first."""
+    have = [(d, v) for d in digests if (v := best_value(d, key, stat, higher)) is not None and math.isfinite(v)]
     have.sort(key=lambda dv: -dv[1] if higher else dv[1])
     return have
 

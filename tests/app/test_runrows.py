@@ -47,6 +47,18 @@ def test_sort_pins_and_runs_without_a_value() -> None:
     assert state.selected == {"c"}
 
 
+def test_runs_whose_metric_ended_nan_or_inf_sort_last_either_way() -> None:
+    """A diverged run (its newest loss NaN, or inf) is at the end of the list sorted by loss, in both orders."""
+    import math
+
+    rows = [Row(r, r, digest=_digest(r, v)) for r, v in (("inf", math.inf), ("a", 0.1), ("nan", math.nan), ("b", 0.2))]
+    state = ListState(metrics=["loss"])
+    state.sort_by("loss")
+    assert [r.run_id for r in shown(rows, state, 0.0)] == ["a", "b", "inf", "nan"]
+    state.sort_by("loss")
+    assert [r.run_id for r in shown(rows, state, 0.0)] == ["b", "a", "inf", "nan"]
+
+
 def test_state_memo_judges_each_digest_once_a_second(monkeypatch: pytest.MonkeyPatch) -> None:
     import steptable.app.runrows as runrows
 

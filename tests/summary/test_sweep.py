@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import math
 import time
 from pathlib import Path
 
 import pytest
 
 from steptable.ingest.files.preview import preview_tail
+from steptable.logger.steplogger import StepLogger
 from steptable.summary.sweep import RunDigest, config_matches, digest, matches, ranked, run_state, sweep_line
 from tests.app.sweephelpers import write_run
 from tests.helpers import run_cli
@@ -57,6 +59,53 @@ def test_ranked_and_filters() -> None:
     assert matches("LR1e-5_seed3", "*seed[34]") and matches("lr1e-5_seed3", "SEED") and not matches("a", "b*")
     assert config_matches({"optim.lr": 1e-05}, "lr", "1e-5") and not config_matches({"lr": 1e-05}, "lr", "2e-5")
     assert config_matches({"model": "qwen-7b"}, "model", "qwen*") and not config_matches({}, "lr", "1")
+
+
+def _diverging(root: Path, name: str, good: int, steps: int = 30, bad: float = math.nan) -> Path:
+    """A run of ``good`` rows of finite loss and reward then ``bad`` losses to ``steps``, an ``eval_acc`` every 10
+    rows, and a ``skipped`` key logged as NaN only: written by StepLogger (which writes a non-finite value as null),
+    or where ``bad`` is infinite by Python's json as verl's file logger writes (``Infinity``)."""
+    run = root / name
+    rows = [{"step": s, "reward": s / steps, "loss": -0.1 if s < good else bad, "skipped": math.nan}
+            | ({"eval_acc": 0.5} if s % 10 == 0 else {}) for s in range(steps)]
+    if math.isinf(bad):
+        run.mkdir()
+        (run / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+        return run
+    sl = StepLogger(run_dir=run, console=False, alerts=False)
+    for r in rows:
+        sl.log(r)
+    sl.close()
+    return run
+
+
+def test_the_newest_value_of_a_diverged_run_is_its_nan_or_inf(tmp_path: Path) -> None:
+    """A loss that went NaN (or inf) is the run's last loss and ranks it nowhere, whatever the statistic; a key
+    logged only every tenth row keeps its newest logged value; one logged only as NaN is the run's, as NaN."""
+    nan, inf = _digest(_diverging(tmp_path, "nan", 20)), _digest(_diverging(tmp_path, "inf", 20, bad=math.inf))
+    fine = _digest(_diverging(tmp_path, "fine", 30))
+    assert math.isnan(nan.last["loss"]) and nan.last["eval_acc"] == 0.5 and math.isnan(nan.last["skipped"])
+    assert inf.last["loss"] == math.inf
+    assert nan.mean["loss"] == -0.1 and "skipped" not in nan.mean  # (the finite rows' mean, for what it shows)
+    for stat in ("last", "mean", "best"):
+        assert [d.run for d, _ in ranked([nan, inf, fine], "loss", stat, False)] == [fine.run]
+    assert [d.run for d, _ in ranked([nan, fine], "reward", "last", True)] == [fine.run, nan.run]
+
+
+def test_summary_top_names_the_diverged_runs_and_counts_their_alerts(tmp_path: Path,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """A sweep's summary: the runs whose loss ended NaN are named, not ranked among the best by their last finite
+    loss, and their non-finite alert counts them among the runs with errors."""
+    for i in range(3):
+        _diverging(tmp_path, f"bad{i}", 10 + i)
+    for i in range(4):
+        _diverging(tmp_path, f"good{i}", 30)
+    rc, out, _ = run_cli(["summary", "--top", "2", "--by", "loss", "--lower", "--stat", "last", str(tmp_path)], capsys)
+    assert rc == 0, out
+    lines = out.splitlines()
+    assert lines[0] == "7 runs: 7 ended; 3 with errors", out
+    assert not any("bad" in line for line in lines[2:-1]), out
+    assert lines[-1] == "3 runs with loss NaN or inf at the newest row: bad0, bad1, bad2", out
 
 
 def _top_line(capsys: pytest.CaptureFixture[str], root: Path) -> str:
