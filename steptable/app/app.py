@@ -331,8 +331,10 @@ class StepTableApp(Actions):
         now = self.clock()
         stalls = self.session.check_stalls(now)
         for rid, panel in self.panels.items():
-            panel.stalled = stalls.get(rid)
-            panel.idle = self.session.idle.get(rid)
+            if rid in self.seedgroups.members:  # (a group's table is judged by its seeds, never by its own rows)
+                panel.stalled, panel.idle = self.seedgroups.quiet(rid, stalls, self.session.idle)
+            else:
+                panel.stalled, panel.idle = stalls.get(rid), self.session.idle.get(rid)
             store = panel.grid.store
             panel.gone = store is not None and not os.path.exists(store.path)  # deleted, or its directory renamed
             panel.refresh_title(now)

@@ -324,3 +324,33 @@ async def test_a_seed_groups_table_is_not_counted_as_an_idle_run(tmp_path: Path)
         app._on_tick()
         assert set(app.session.idle) >= {"ppo_seed1/metrics.jsonl", "ppo_seed2/metrics.jsonl"}
         assert app.session.status_counts()["idle"] == 2
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("end", ["ended", "live"])
+async def test_a_seed_groups_table_is_as_stalled_as_its_seeds(tmp_path: Path, end: str) -> None:
+    """Seeds written by StepLogger one row a second, two minutes quiet: closed, neither they nor the table of their
+    means is stalled; never closed, the table is stalled as its seeds are (its rows stop where theirs do)."""
+    import time
+
+    from tests.app.sweephelpers import write_run
+
+    for seed in (1, 2):
+        write_run(tmp_path, f"grpo_seed{seed}", 1e-5, 30, end=end)
+    app, follower, clock = manual_app(tmp_path, now=time.time() + 120)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await sync(pilot, follower)
+        await pilot.pause()
+        gid = GROUP_PREFIX + "grpo"
+        assert {rid for rid, p in app.panels.items() if p.display} == {gid}
+        app._on_tick()
+        seeds = {"grpo_seed1/metrics.jsonl", "grpo_seed2/metrics.jsonl"}
+        group = app.panels[gid]
+        if end == "ended":
+            assert not seeds & set(app.session.stalls) and group.stalled is None and group.idle is None
+            assert "S" not in {e.level for e in app.session.events()}
+        else:
+            assert set(app.session.stalls) >= seeds
+            assert group.stalled == max(app.session.stalls[s] for s in seeds)
+        title = group.title_text(group.grid.store, len(group.grid.store or ()), clock())
+        assert ("STALLED" in title) == (end == "live"), title
