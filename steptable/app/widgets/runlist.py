@@ -123,6 +123,7 @@ class RunList(ScrollView, can_focus=True):
             shown.append(hit[2])
             fixed_widths.append(hit[3])
         self._cells = shown
+        columns = (self.widths, self.header)  # (what is on screen: a new arrow alone redraws the header)
         arrow = " ▼" if state.reverse else " ▲"
         names = state.columns()
         # a metric column's header is its key: untrusted text from the logs
@@ -132,7 +133,6 @@ class RunList(ScrollView, can_focus=True):
             widest = [2, fw[0], fw[1], STATE_WIDTH, fw[2], fw[3], AGE_WIDTH, *fw[4:]]
         else:
             widest = [0] * len(self.header)
-        columns = (self.widths, self.header)
         self.widths = [max(display_width(h), w) for h, w in zip(self.header, widest, strict=True)]
         self.cursor = self._place(current)
         set_scroll_range(self, Size(sum(self.widths) + 2 * len(self.widths), len(shown) + 1))

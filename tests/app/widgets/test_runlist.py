@@ -108,3 +108,29 @@ async def test_a_run_added_off_screen_redraws_no_line_and_a_changed_one_only_its
         widget.show(rows, state, 130.8)
         assert whole == [1]
         assert widget.lines[5] == runlist.cells(rows[5], state, 130.8)
+
+
+@pytest.mark.anyio
+async def test_the_sort_arrow_on_screen_follows_a_reversed_order() -> None:
+    """``O`` reverses the order: the rows moved and the header's arrow, drawn again, turns (it stayed ▲)."""
+    from textual.app import App, ComposeResult
+
+    import steptable.app.widgets.runlist as runlist
+
+    class Host(App[None]):
+        def compose(self) -> ComposeResult:
+            yield runlist.RunList(id="runs")
+
+    rows = [Row(f"r{i}", f"r{i}", digest=RunDigest(f"r{i}", f"r{i}", "jsonl", 1, 1, True, 0, 100.0, None, None, 1,
+                                                  last={"loss": i / 4})) for i in range(4)]
+    state = ListState(metrics=["loss"])
+    state.sort_by("loss")
+    app = Host()
+    async with app.run_test(size=(100, 10)) as pilot:
+        widget = app.query_one(runlist.RunList)
+        for arrow in ("▲", "▼", "▲"):
+            widget.show(sorted(rows, key=lambda r: r.run_id, reverse=state.reverse), state, 130.0)
+            await pilot.pause()
+            shot = app.export_screenshot()  # (what the terminal has: lines not refreshed keep what they showed)
+            assert shot.count(arrow) == 1 and shot.count("▲▼".replace(arrow, "")) == 0
+            state.sort_by("loss")
