@@ -185,11 +185,17 @@ def _warm_tables() -> None:
     import steptable.schemas  # noqa: F401
 
 
+#: the run list's screen, installed under this name for the app's life
+RUNS_SCREEN = "steptable-runs"
+
+
 class SweepHost(Protocol):
     session: Any
     feed: Any
 
     def push_screen(self, screen: Any, callback: Any = None) -> Any: ...
+
+    def install_screen(self, screen: Any, name: str) -> None: ...
 
     @property
     def screen_stack(self) -> list[Any]: ...
@@ -221,6 +227,8 @@ class Sweep:
             return
         if self.screen is None:
             self.screen = RunsScreen(self, clock=self.clock)
+            # (installed: a screen dismissed is otherwise removed, and pushed again it drew nothing until a resize)
+            self.app.install_screen(self.screen, RUNS_SCREEN)
         if self.screen not in self.app.screen_stack:
             self.app.push_screen(self.screen)
 

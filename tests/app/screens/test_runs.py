@@ -3,6 +3,7 @@ tables; filter, sort, select-to-open and compare, pins, the state column, on a s
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -140,7 +141,7 @@ async def test_select_open_and_compare(sweep: tuple[Path, list[str]]) -> None:
         await pilot.press("escape")
         await pilot.press("r")  # back to the list: open another run, the first two's tables hide
         await pilot.pause(0.1)
-        assert isinstance(app.screen, RunsScreen)
+        assert app.screen is scr
         scr.state.selected.clear()
         scr.runlist.move_to(len(names) - 1)
         await pilot.press("enter")
@@ -306,3 +307,34 @@ async def test_a_few_trainings_each_written_by_several_loggers_open_as_tables(hf
         assert {app.panels[r].label for r in shown} == {"hi · mean of 2 seeds", "lo · mean of 2 seeds"}
         assert sorted(app.sweep.opened) == sorted(e.run_id for e in app.feed.sweep.entries())
         assert len(app.sweep.opened) == 4 and all(r.startswith("wandb/") for r in app.sweep.opened)
+
+
+@pytest.mark.skipif(not hasattr(os, "openpty"), reason="no ptys here")
+def test_the_list_shown_again_is_drawn_in_a_real_terminal(tmp_path: Path) -> None:
+    """In a pty: open a run from the list, then ``r``: the list is drawn again (it was pushed back undrawn, the
+    table left on the terminal and the keys going to a list not shown, until a resize)."""
+    import time
+
+    from tests.app.helpers import PtyWatch
+
+    write_sweep(tmp_path, runs=12)
+    w = PtyWatch(tmp_path, tmp_path)
+
+    def drawn(text: bytes, since: int, within: float) -> bool:
+        deadline = time.monotonic() + within
+        while text not in w.out[since:] and time.monotonic() < deadline:
+            w.read(0.1)
+        return text in w.out[since:]
+
+    try:
+        assert drawn(b"12 of 12 shown", 0, 30), w.out[-2000:]  # (the list's own line: the status bar names the runs)
+        os.write(w.master, b" \r")  # select the run under the cursor, open it
+        mark = len(w.out)
+        assert drawn(b" rows ", mark, 30), w.out[-2000:]  # its table's title
+        time.sleep(0.5)
+        w.read(0.2)
+        mark = len(w.out)
+        os.write(w.master, b"r")
+        assert drawn(b"12 of 12 shown", mark, 10), w.out[mark:][-2000:]
+    finally:
+        w.close()
