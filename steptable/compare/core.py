@@ -5,8 +5,9 @@ The window. Every run compared (each seed of each arm) spans x from its first to
 range* is [the largest first x, the smallest last x]. Default window: the last 10% of the common range, ends
 included, so every arm is read at the same progress. A fraction ``f`` (``0.25``, ``25%``) takes the last ``f`` of
 the common range; ``A:B`` is a range of x (``A:`` up to the common end, ``:B`` from the common start). A window some
-run has not reached (its x ends before B, or starts after A) is an error naming the arm and the run, never a
-shorter window. A common range that is empty (a run ends before another starts) is an error too.
+run has not reached (its x ends before B, or starts after A) is an error naming the runs, never a shorter
+window. The window names the run whose end is the common range's where another run goes further. A common range
+that is empty (a run ends before another starts) is an error too.
 
 Values: a run's rows with x in the window; NaN, inf and absent cells are left out of the statistics and counted
 (``n_missing``); ``n_points`` counts the finite values used, over the arm's seeds. A seed without one finite value
@@ -54,6 +55,9 @@ class Window:
     hi: float
     common: tuple[float, float]
     how: str  # "last 10%", "x 100:200"
+    #: "RUN ends at X": the run whose last x ends the common range, where another run goes further ("" where all
+    #: end together): one crashed run of a sweep puts every arm's window early, and the header says which
+    ended_by: str = ""
 
 
 @dataclass(frozen=True)
@@ -119,6 +123,15 @@ def parse_window(text: str | None) -> float | tuple[float | None, float | None]:
     return share
 
 
+#: the runs an error names (the rest counted)
+_NAMED = 3
+
+
+def _run_name(arm: Arm, m: Member) -> str:
+    """A run as a window's words name it: its name, with its arm's where that is not part of it."""
+    return m.name if arm.name in m.name else f"{m.name} (arm {arm.name})"
+
+
 def _runs(arms: Sequence[Arm]) -> list[tuple[Arm, Member, XAxis]]:
     return [(arm, m, ax) for arm in arms for m, ax in zip(arm.members, arm.axes, strict=True)]
 
@@ -139,20 +152,24 @@ def choose_window(arms: Sequence[Arm], spec: float | tuple[float | None, float |
     if lo > hi:
         raise CompareError(f"no common range of x={x}: arm {end[2].name!r} ({end[3].name}) ends at {_num(hi)} "
                            f"before arm {start[2].name!r} ({start[3].name}) starts at {_num(lo)}")
+    cut = f"{_run_name(end[2], end[3])} ends at {_num(hi)}" if max(s[1] for s in spans) > hi else ""
     if isinstance(spec, float):
-        return Window(hi - spec * (hi - lo), hi, (lo, hi), f"last {_num(100 * spec)}%")
+        return Window(hi - spec * (hi - lo), hi, (lo, hi), f"last {_num(100 * spec)}%", cut)
     start_at, end_at = spec
     w_lo, w_hi = (lo if start_at is None else start_at), (hi if end_at is None else end_at)
-    for first, last, arm, m in spans:
-        if last < w_hi:
-            raise CompareError(f"arm {arm.name!r} ({m.name}) has not reached the window's end: its x={x} ends at "
-                               f"{_num(last)}, the window ends at {_num(w_hi)}")
+    if short := [(arm, m, last) for first, last, arm, m in spans if last < w_hi]:
+        named = ", ".join(f"{_run_name(arm, m)} at {_num(last)}" for arm, m, last in short[:_NAMED])
+        more = f" and {len(short) - _NAMED} more" if len(short) > _NAMED else ""
+        many = len(short) > 1
+        raise CompareError(f"{len(short)} run{'s' if many else ''} of the arms end{'' if many else 's'} before the "
+                           f"window does (at {x} {_num(w_hi)}): {named}{more}")
+    for first, _last, arm, m in spans:
         if first > w_lo:
             raise CompareError(f"arm {arm.name!r} ({m.name}) starts after the window's start: its x={x} starts at "
                                f"{_num(first)}, the window starts at {_num(w_lo)}")
     if w_lo > w_hi:
         raise CompareError(f"window {_num(w_lo)}:{_num(w_hi)}: its start is after its end")
-    return Window(w_lo, w_hi, (lo, hi), f"x {_num(w_lo)}:{_num(w_hi)}")
+    return Window(w_lo, w_hi, (lo, hi), f"x {_num(w_lo)}:{_num(w_hi)}", cut)
 
 
 def _num(v: float) -> str:

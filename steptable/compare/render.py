@@ -65,7 +65,8 @@ def header_lines(arms: Sequence[Arm], window: Window, baseline: str) -> list[str
     lo, hi = window.common
     return [
         f"baseline {sanitize(baseline)}; x {xname}{read}, window {window_span(window, x is None or x.mode == 'step')} "
-        f"({window.how} of the common range {fmt_auto(lo, 4)}-{fmt_auto(hi, 4)})",
+        f"({window.how} of the common range {fmt_auto(lo, 4)}-{fmt_auto(hi, 4)}"
+        + (f": {sanitize(window.ended_by)})" if window.ended_by else ")"),
         _arms_line(arms),
     ]
 

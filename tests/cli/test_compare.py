@@ -95,7 +95,8 @@ def test_group_pattern(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> No
 
 @pytest.mark.parametrize(("args", "message"), [
     (["--baseline", "nope"], "no arm 'nope' (arms: absorb, routeA, vanilla)"),
-    (["--baseline", "vanilla", "--window", "0:1000"], "arm 'vanilla' (vanilla_seed1) has not reached the window's end"),
+    (["--baseline", "vanilla", "--window", "0:1000"],
+     "7 runs of the arms end before the window does (at step 1000): vanilla_seed1 at 399"),
     (["--window", "bad"], "window 'bad'"),
     (["--x", "samples"], "arm 'absorb' (absorb): no numeric any of samples"),
     (["--metrics", "nothing*"], "--metrics 'nothing*' matches no numeric key"),

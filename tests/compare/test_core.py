@@ -193,8 +193,13 @@ def test_nan_and_missing_values_are_left_out_and_counted() -> None:
 def test_window_an_arm_has_not_reached_is_an_error_naming_it() -> None:
     runs = [MemRun("a_seed1", range(100), {"m": [1.0] * 100}), MemRun("a_seed2", range(100), {"m": [1.0] * 100}),
             MemRun("slow_seed1", range(60), {"m": [1.0] * 60})]
-    with pytest.raises(CompareError, match=r"arm 'slow' \(slow_seed1\) has not reached the window's end"):
+    with pytest.raises(CompareError, match=r"^1 run of the arms ends before the window does \(at step 99\): "
+                                           r"slow_seed1 at 59$"):
         run_compare(runs, "a", window="80:99")
+    many = [MemRun(f"s{i}_seed1", range(50 + i), {"m": [1.0] * (50 + i)}) for i in range(5)]
+    with pytest.raises(CompareError, match=r"^5 runs of the arms end before the window does \(at step 99\): "
+                                           r"s0_seed1 at 49, s1_seed1 at 50, s2_seed1 at 51 and 2 more$"):
+        run_compare([*runs[:2], *many], "a", window="80:99")
     late = MemRun("late", range(30, 100), {"m": [1.0] * 70})
     with pytest.raises(CompareError, match=r"arm 'late' \(late\) starts after the window's start"):
         run_compare([*runs[:2], late], "a", window="0:50")
@@ -202,9 +207,11 @@ def test_window_an_arm_has_not_reached_is_an_error_naming_it() -> None:
     with pytest.raises(CompareError, match=r"no common range of x=step: arm 'a' \(a_seed1\) ends at 99 before "
                        r"arm 'gone' \(gone\) starts at 200"):
         run_compare([*runs[:2], gone], "a")
-    # the default window is where every run has been: the slow arm's end
+    # the default window is where every run has been: the slow arm's end, which the window names
     r = run_compare(runs, "a")[0]
     assert (r.x_from, r.x_to) == pytest.approx((59 - 5.9, 59))
+    assert choose_window(make_arms(group_runs(runs), "step"), parse_window(None)).ended_by == "slow_seed1 ends at 59"
+    assert choose_window(make_arms(group_runs(runs[:2]), "step"), parse_window(None)).ended_by == ""  # (both at 99)
 
 
 def test_window_spec_parsing() -> None:

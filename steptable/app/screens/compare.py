@@ -34,7 +34,8 @@ def compare_text(live: LiveCompare, results: Sequence[Result]) -> Text:
     seeds = {g: len(ms) for g, ms in live.groups.items()}
     title = f"baseline {sanitize(live.baseline)}; x {sanitize(live.x)}"
     if w is not None:
-        title += f", window {window_span(w, live.x == 'step')} ({w.how} of the common range)"
+        title += f", window {window_span(w, live.x == 'step')} ({w.how} of the common range" + (
+            f": {sanitize(w.ended_by)})" if w.ended_by else ")")
     head = ["metric", *(f"{sanitize(a)} (n={seeds.get(a, 0)})" + (" mean [95% CI]" if a == live.baseline else
                                                                " Δ [95% CI]") for a in arms)]
     rows: list[list[tuple[str, str]]] = []
