@@ -9,11 +9,13 @@ on concurrent sessions. aiohttp only (no textual-serve), so the rules are tested
 - Origin: a websocket's ``Origin`` must be the page's own (``http(s)://`` + the request's ``Host``): another site's
   page cannot drive a session from a visitor's browser. A websocket without an ``Origin`` (not a browser: a script
   that holds the token) is let through.
+- Every response says the page loads nothing from another host and sends no Referer (:func:`page_headers`).
 """
 
 from __future__ import annotations
 
 import ipaddress
+import re
 import secrets
 from collections.abc import Awaitable, Callable
 from urllib.parse import urlsplit
@@ -23,6 +25,19 @@ from aiohttp import web
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 COOKIE = "steptable-serve-{port}"  # one per port: cookies are shared across the ports of a host
+_HOST = re.compile(r"[A-Za-z0-9.\-]+(:[0-9]+)?|\[[0-9A-Fa-f:.]+\](:[0-9]+)?")
+
+
+def page_headers(host: str) -> dict[str, str]:
+    """The headers of every response to a request for ``host`` (its Host header): the page loads nothing from another
+    host (textual-serve's links a web font's stylesheet: a third party asked each time a run is watched, and a
+    failed request on a machine without internet) and sends no Referer (the page's URL carries the token)."""
+    own = f"ws://{host} wss://{host}" if _HOST.fullmatch(host) else ""  # (the header is the client's text)
+    return {
+        "Content-Security-Policy": f"default-src 'self'; script-src 'self' 'unsafe-inline'; style-src 'self' "
+                                   f"'unsafe-inline'; connect-src 'self' {own}; img-src 'self' data:; font-src 'self'",
+        "Referrer-Policy": "no-referrer",
+    }
 
 
 def new_token() -> str:
@@ -85,6 +100,8 @@ class Gate:
             status, reason = refused
             return web.Response(status=status, text=reason + "\n")
         response = await handler(request)
+        if not response.prepared:  # (a websocket's response is sent by its handler)
+            response.headers.update(page_headers(request.host))
         _, from_query = self._token_of(request)
         if from_query and not response.prepared:  # the page: its assets and websocket come with the cookie
             response.set_cookie(self.cookie, self.token, httponly=True, samesite="Strict", path="/")

@@ -197,3 +197,34 @@ def test_the_start_up_line_names_a_hostile_path_as_inert_text(tmp_path: Path) ->
     assert "steptable serve: " in out and "watch -- " in out and "logs52;c;ZXZpbA==" not in out
     assert str(tmp_path / "logs") in out
     assert not any(bad in out for bad in ("\x1b", "\x07", "\u202e"))
+
+
+def test_the_page_fetches_nothing_from_another_host_and_sends_no_referer(server: tuple[int, Any]) -> None:
+    """textual-serve's page links a web font's stylesheet on fonts.googleapis.com: each watch asked a third party
+    (and failed offline). Every URL the page names off its own host is one the policy the response carries forbids,
+    and its URL (with the token) goes to no one as a Referer."""
+    import re
+
+    port, _ = server
+
+    async def go() -> tuple[Any, str]:
+        async with aiohttp.ClientSession() as s, s.get(f"http://localhost:{port}/?token={TOKEN}") as r:
+            return r.headers, await r.text()
+
+    headers, page = _run(go())
+    policy = dict(d.strip().split(" ", 1) for d in headers["Content-Security-Policy"].split(";"))
+    assert policy["default-src"] == "'self'" and headers["Referrer-Policy"] == "no-referrer"
+    assert policy["connect-src"] == f"'self' ws://localhost:{port} wss://localhost:{port}"
+    kinds = {"link": "style-src", "script": "script-src", "img": "img-src"}
+    foreign = [(tag, url) for tag, url in re.findall(r"<(link|script|img)\b[^>]*?(?:href|src)=\"([^\"]+)\"", page)
+               if not url.startswith((f"http://localhost:{port}/", "/"))]
+    for tag, url in foreign:
+        allowed = policy.get(kinds[tag], policy["default-src"]).split()
+        assert all(a in ("'self'", "'unsafe-inline'", "data:") for a in allowed), (tag, url, allowed)
+    _, css = _run(_status_and_headers(f"http://localhost:{port}/static/css/xterm.css", port))
+    assert "Content-Security-Policy" in css  # (the assets too)
+
+
+async def _status_and_headers(url: str, port: int) -> tuple[int, Any]:
+    async with aiohttp.ClientSession() as s, s.get(url, headers={"Cookie": f"steptable-serve-{port}={TOKEN}"}) as r:
+        return int(r.status), r.headers
