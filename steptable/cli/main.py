@@ -79,6 +79,17 @@ def _end_now(status: int) -> NoReturn:
     os._exit(status)
 
 
+def refused(args: argparse.Namespace) -> str | None:
+    """Why parsed arguments are refused before anything is read (a line), or None: an empty path (a shell variable
+    that expanded to nothing: "" would be read as the current directory, all of it), an empty --schema."""
+    paths = getattr(args, "paths", None)
+    if isinstance(paths, list) and any(not str(x).strip() for x in paths):
+        return f"steptable {args.cmd}: an empty path (for the current directory, pass .)\n"
+    if getattr(args, "schema", None) is not None and not args.schema.strip():
+        return f"steptable {args.cmd}: --schema needs a name (leave it out to detect the schema)\n"
+    return None
+
+
 def _main(argv: Sequence[str] | None) -> int:
     if sys.stdout is None:  # started with stdout closed (`>&-`): nothing can be written; say so where possible
         if sys.stderr is not None:
@@ -94,13 +105,8 @@ def _main(argv: Sequence[str] | None) -> int:
     if args.cmd is None:  # a command is required: the help, and the status of a usage error
         parser.print_help(sys.stderr)
         return 2
-    paths = getattr(args, "paths", None)
-    if isinstance(paths, list) and any(not str(x).strip() for x in paths):
-        # (a shell variable that expanded to nothing: "" would be read as the current directory, all of it)
-        sys.stderr.write(f"steptable {args.cmd}: an empty path (for the current directory, pass .)\n")
-        return 2
-    if getattr(args, "schema", None) is not None and not args.schema.strip():
-        sys.stderr.write(f"steptable {args.cmd}: --schema needs a name (leave it out to detect the schema)\n")
+    if (why := refused(args)) is not None:
+        sys.stderr.write(why)
         return 2
     if (args.cmd == "watch" or (args.cmd == "demo" and not args.stdout)) and not _terminal():
         # Textual would draw to a pipe and wait for keys that never come: say so instead of hanging.

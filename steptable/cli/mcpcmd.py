@@ -33,12 +33,15 @@ def run(args: argparse.Namespace) -> int:
 def run_argv(argv: list[str], out: TextIO, err: TextIO) -> int:
     """Run ``steptable *argv`` (runs, summary, tail without -f, legend, compare) writing on ``out`` and ``err``;
     the exit status. ``tail`` ends with its cursor line whether or not --since was given."""
-    from steptable.cli.main import _parser
+    from steptable.cli.main import _parser, refused
 
     try:  # (the tools build argv from typed arguments: argparse refuses none of them; its own words go to stderr)
         args = _parser().parse_args(argv)
     except SystemExit:
         err.write(f"steptable: invalid arguments: {argv}\n")
+        return 2
+    if (why := refused(args)) is not None:
+        err.write(why)
         return 2
     if args.cmd == "tail" and not args.follow:
         from steptable.cli.tail import cursor_line, tail_once

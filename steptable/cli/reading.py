@@ -41,6 +41,27 @@ def positive_seconds(text: str) -> float:
     return x
 
 
+#: runs an unknown name's error lists (a sweep of hundreds listed all of them: 7,318 characters to an agent)
+NAMED_RUNS = 10
+
+
+def no_run(cmd: str, name: str, runs: Collection[str]) -> str:
+    """The line for a ``--run`` that names none of ``runs``: the names closest to it, else the first few, and how
+    many there are (all of them where they are few)."""
+    import difflib
+
+    ordered = sorted(runs)
+    close = difflib.get_close_matches(name, ordered, n=3, cutoff=0.6)
+    if len(ordered) <= NAMED_RUNS:
+        listed = f"runs: {', '.join(sanitize(k) for k in ordered)}"
+    elif close:
+        listed = f"closest: {', '.join(sanitize(k) for k in close)}; {len(ordered)} runs (steptable runs lists them)"
+    else:
+        first = ", ".join(sanitize(k) for k in ordered[:NAMED_RUNS])
+        listed = f"runs: {first} and {len(ordered) - NAMED_RUNS} more (steptable runs lists them)"
+    return f"steptable {cmd}: no run {sanitize(name)!r} ({listed})\n"
+
+
 def read_runs(paths: Sequence[str], err: TextIO, on_resume: Callable[..., Any] | None = None,
               split: bool = False, keep_copies: bool = False, keep: Collection[str] = ()) -> tuple[Any, list[Any]]:
     """Read every run under ``paths`` once (a Follower's scan to the end of each file); the follower's problems go

@@ -84,10 +84,11 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
         err.write(f"steptable summary: {sanitize(nothing_found(args.paths))}\n")
         return 2
     if only is not None:  # --run: the runs of that id or arm
-        found = ", ".join(sanitize(k) for k in sorted(follower.stores))
         stores = [s for s in stores if only in (s.run, s.arm)]
         if not stores:
-            err.write(f"steptable summary: no run {sanitize(only)!r} (runs: {found})\n")
+            from steptable.cli.reading import no_run
+
+            err.write(no_run("summary", only, follower.stores))
             return 2
     now = time.time()
     alerts = AlertsAhead(stores, now)  # (in worker processes where that pays, while the rest is worked out)

@@ -16,7 +16,7 @@ import time
 from typing import Any, TextIO, cast
 
 from steptable.alerts.replaced import read_replaced
-from steptable.cli.reading import non_negative, positive_seconds
+from steptable.cli.reading import no_run, non_negative, positive_seconds
 from steptable.cli.tailout import DEFAULT_WIDTH, Tail
 from steptable.ingest import Follower
 from steptable.ingest.files.discover import missing_paths, nothing_found
@@ -159,8 +159,7 @@ def _status(args: argparse.Namespace, follower: Follower, tail: Tail, err: TextI
         _say(err, f"steptable tail: {sanitize(nothing_found(args.paths))}\n")
         return 2
     if not chosen:  # --run named none of the runs found
-        names = ", ".join(sanitize(k) for k in sorted(follower.stores))
-        _say(err, f"steptable tail: no run {sanitize(args.run)!r} (runs: {names})\n")
+        _say(err, no_run("tail", args.run, follower.stores))
         return 2
     paths = ", ".join(sanitize(str(s.path)) for s in chosen)
     if not read and follower.read_nothing():  # not a quiet success, even for --alerts-only

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from tests.helpers import run_cli
@@ -14,3 +16,21 @@ def test_without_the_sdk_a_one_line_hint(monkeypatch: pytest.MonkeyPatch, capsys
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "mcp" else real(name, *a))
     rc, out, err = run_cli(["mcp"], capsys)
     assert rc == 2 and out == "" and err == "steptable mcp: needs the MCP SDK: pip install 'steptable[mcp]'\n"
+
+
+def test_the_tools_runner_refuses_an_empty_path_as_the_command_line_does(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """An agent's ``runs(path="")`` read the server's working directory, all of it; the command line said why not."""
+    import io
+
+    from steptable.cli.mcpcmd import run_argv
+
+    (tmp_path / "r").mkdir()
+    (tmp_path / "r" / "metrics.jsonl").write_text('{"step": 0, "loss": 1}\n')
+    monkeypatch.chdir(tmp_path)
+    for argv in (["runs", "--", ""], ["summary", "--", ""], ["tail", "--since=0", "--", ""], ["legend", "--", ""],
+                 ["compare", "--baseline=r", "--", ""]):
+        out, err = io.StringIO(), io.StringIO()
+        assert run_argv(argv, out, err) == 2, argv
+        assert out.getvalue() == "" and err.getvalue() == f"steptable {argv[0]}: an empty path (for the current " \
+                                                          "directory, pass .)\n", argv

@@ -132,3 +132,18 @@ def test_page_prints_the_earliest_rows_after_the_cursor_and_where_the_next_page_
     for argv in (["--page", "5"], ["--page", "5", "--since", "3", "-f"]):  # (pages are of rows after a cursor)
         rc, out, err = run_cli(["tail", str(two_runs), *argv], capsys)
         assert rc == 2 and out == "" and "--page needs --since" in err
+
+
+def test_a_wrong_run_name_in_a_sweep_names_the_closest_or_the_first_few(tmp_path: Path,
+                                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    """30 runs: the error named all 30 (200 runs: 7,318 characters to an agent); now the names closest to the one
+    given, else the first ten and how many more."""
+    for i in range(30):
+        write_rows(tmp_path / f"lr1e-5_seed{i}" / "metrics.jsonl", [{"step": s, "loss": 0.5} for s in range(3)])
+    for cmd in ("tail", "summary"):
+        rc, _, err = run_cli([cmd, str(tmp_path), "--run", "lr1e-5_seed77"], capsys)
+        assert rc == 2 and err.startswith(f"steptable {cmd}: no run 'lr1e-5_seed77' (closest: lr1e-5_seed7"), err
+        assert err.endswith("; 30 runs (steptable runs lists them))\n") and err.count("seed") == 4, err
+        rc, _, err = run_cli([cmd, str(tmp_path), "--run", "zz"], capsys)
+        assert rc == 2 and err.count("/metrics.jsonl") == 10 and err.endswith(" and 20 more (steptable runs lists"
+                                                                               " them))\n"), err
