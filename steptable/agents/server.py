@@ -1,6 +1,6 @@
 """``steptable mcp``: an MCP server over stdio (the official ``mcp`` SDK, extra ``steptable[mcp]``) whose tools return
 the same text as the CLI commands they run: ``runs``, ``summary``, ``tail`` (rows after a cursor, and the new
-cursor), ``alerts`` and ``legend``.
+cursor), ``alerts``, ``legend`` and ``compare``.
 """
 
 from __future__ import annotations
@@ -18,7 +18,9 @@ INSTRUCTIONS = (
     "tail(path, run, since_step=<cursor>) which returns the rows after the cursor (the first 100: max_rows) and ends "
     "with the next cursor; "
     "alerts(path, since_step) says what went wrong (NaN, blow-ups, stalls, crashes); legend(path) explains the "
-    "column names."
+    "column names; compare(path, baseline) says which arm (runs grouped by name, seeds together) wins each metric "
+    "and whether beyond chance. Replies are the CLI's text: where it names an option, the tool's parameter does "
+    "that (--since: since_step, --run: run, --all: every_run, --metrics: metrics, --window: window)."
 )
 
 
@@ -52,11 +54,12 @@ def build(runner: Runner) -> Any:
 
     @server.tool()
     @said
-    def summary(path: str, run: str | None = None) -> str:
+    def summary(path: str, run: str | None = None, every_run: bool = False) -> str:
         """A compact summary of each run under path (or only `run`, an id or arm from runs): steps, rate, age,
         then first/last/min/max/tr% (recent trend in percent; = within the noise) of its key columns, then
-        its alerts."""
-        return tools.summary(runner, path, run)
+        its alerts. Many runs (a sweep): their ranking by a metric instead, and how many diverged, crashed or
+        stalled; every_run=True gives each run's block all the same."""
+        return tools.summary(runner, path, run, every_run)
 
     @server.tool()
     @said
@@ -84,11 +87,14 @@ def build(runner: Runner) -> Any:
 
     @server.tool()
     @said
-    def compare(path: str, baseline: str, x: str | None = None, window: str | None = None) -> str:
+    def compare(path: str, baseline: str, x: str | None = None, window: str | None = None,
+                metrics: str | None = None) -> str:
         """Which arm wins: per metric, each arm's mean over a window of x (default: the last 10% of the range every
-        run reached) with its 95% interval, and its difference from the baseline arm (better/worse where the interval
-        excludes 0). x: step (default), tokens, samples, time or a key; window: a fraction (0.2) or a range (A:B)."""
-        return tools.compare(runner, path, baseline, x, window)
+        run reached; the header names the run that ends it) with its 95% interval, and its difference from the
+        baseline arm (better/worse where the interval excludes 0); then, per metric with a good direction, the best
+        arm and how many arms beat the baseline beyond chance. x: step (default), tokens, samples, time or a key;
+        window: a fraction (0.2) or a range (A:B); metrics: comma-separated globs of the keys to compare."""
+        return tools.compare(runner, path, baseline, x, window, metrics)
 
     return server
 

@@ -38,8 +38,9 @@ def runs(runner: Runner, path: str) -> str:
     return run(runner, ["runs", "--", path])
 
 
-def summary(runner: Runner, path: str, run_name: str | None = None) -> str:
-    return run(runner, ["summary", *([f"--run={run_name}"] if run_name else []), "--", path])
+def summary(runner: Runner, path: str, run_name: str | None = None, every_run: bool = False) -> str:
+    argv = ["summary", *([f"--run={run_name}"] if run_name else []), *(["--all"] if every_run else [])]
+    return run(runner, [*argv, "--", path])
 
 
 #: rows a tail after a cursor returns by default (a 3,000-row run after cursor 0 was 634,305 characters of reply)
@@ -70,7 +71,9 @@ def legend(runner: Runner, path: str) -> str:
     return run(runner, ["legend", "--", path])
 
 
-def compare(runner: Runner, path: str, baseline: str, x: str | None = None, window: str | None = None) -> str:
+def compare(runner: Runner, path: str, baseline: str, x: str | None = None, window: str | None = None,
+            metrics: str | None = None) -> str:
     argv = ["compare", f"--baseline={baseline}", *([f"--x={x}"] if x else [])]
     argv += [f"--window={window}"] if window else []
+    argv += [f"--metrics={metrics}"] if metrics else []
     return run(runner, [*argv, "--", path])

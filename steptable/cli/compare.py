@@ -95,15 +95,16 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
         metrics = metrics if globs else default_metrics(arms, metrics)  # (the keys asked for: as logged)
         if not metrics:
             return fail(f"--metrics {args.metrics!r} matches no numeric key" if globs else "no metric to compare")
-        results = compare(arms, baseline, metrics, window, directions(arms, metrics))
+        dirs = directions(arms, metrics)
+        results = compare(arms, baseline, metrics, window, dirs)
     except CompareError as e:
         return fail(str(e))
     if args.format == "jsonl":
         text = jsonl_report(results)
     elif args.format == "md":
-        text = md_report(arms, window, baseline, results)
+        text = md_report(arms, window, baseline, results, dirs)
     else:
-        text = text_report(arms, window, baseline, results)
+        text = text_report(arms, window, baseline, results, dirs)
     out_.write(text)
     if unread := follower.unreadable():
         return fail(f"could not read {', '.join(unread)}")

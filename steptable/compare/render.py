@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from steptable.compare.core import Arm, Result, Window
 from steptable.table.columns import aligned_width
@@ -88,22 +88,60 @@ def _rows(results: Sequence[Result], baseline: str) -> tuple[list[str], list[lis
     return head, rows
 
 
-def text_report(arms: Sequence[Arm], window: Window, baseline: str, results: Sequence[Result]) -> str:
+def verdict_lines(results: Sequence[Result], baseline: str, dirs: Mapping[str, str | None]) -> list[str]:
+    """One line per metric whose direction ``dirs`` gives (``higher`` / ``lower``) and that two arms have a mean of:
+    the arm of the best mean (a point estimate), its difference from the baseline and whether that is beyond chance,
+    and how many arms are better, worse or not told apart from the baseline (the 95% interval of the difference
+    excludes 0, or not): which arm wins, and how sure that is."""
+    by: dict[str, list[Result]] = {}
+    for r in results:
+        by.setdefault(r.metric, []).append(r)
+    out = []
+    for metric, rs in by.items():
+        way = dirs.get(metric)
+        have = [r for r in rs if r.mean is not None]
+        if way not in ("higher", "lower") or len(have) < 2:
+            continue
+        best = (max if way == "higher" else min)(have, key=lambda r: r.mean or 0.0)
+        mean = interval_text(best.mean, best.lo, best.hi)
+        line = f"{sanitize(metric)} ({way} is better): best {sanitize(best.arm)} {mean}"
+        if best.arm == baseline:
+            line += " (the baseline)"
+        elif best.delta is not None:
+            beyond = "beyond chance" if best.verdict == "better" else "not beyond chance"
+            delta = interval_text(best.delta, best.delta_lo, best.delta_hi, signed=True)
+            line += f", {delta} vs the baseline ({beyond})"
+        others = [r for r in rs if r.arm != baseline]
+        counts = [(sum(r.verdict == v for r in others), v) for v in ("better", "worse")]
+        apart = len(others) - sum(n for n, _ in counts)
+        told = [f"{n} {v}" for n, v in counts if n] + ([f"{apart} not told apart"] if apart else [])
+        out.append(f"{line}; against {sanitize(baseline)}: {', '.join(told) or 'no other arm'}")
+    return out
+
+
+def text_report(arms: Sequence[Arm], window: Window, baseline: str, results: Sequence[Result],
+                dirs: Mapping[str, str | None] | None = None) -> str:
+    """The header, the table, then (where ``dirs`` gives metrics a direction) the verdicts (:func:`verdict_lines`)."""
     head, rows = _rows(results, baseline)
     widths = [aligned_width(r[j] for r in [head, *rows]) for j in range(len(head))]
     right = {2, 3} | ({4} if head[4] == "missing" else set())
     lines = [" ".join(pad(c, w, "right" if j in right else "left") for j, (c, w) in enumerate(zip(r, widths,
              strict=True))).rstrip() for r in [head, *rows]]
-    return "\n".join([*header_lines(arms, window, baseline), "", *lines]) + "\n"
+    verdicts = verdict_lines(results, baseline, dirs or {})
+    return "\n".join([*header_lines(arms, window, baseline), "", *lines, *(["", *verdicts] if verdicts else [])]) + "\n"
 
 
-def md_report(arms: Sequence[Arm], window: Window, baseline: str, results: Sequence[Result]) -> str:
+def md_report(arms: Sequence[Arm], window: Window, baseline: str, results: Sequence[Result],
+              dirs: Mapping[str, str | None] | None = None) -> str:
+    """:func:`text_report` as Markdown: the verdicts a list under the table."""
     head, rows = _rows(results, baseline)
     head[-1] = "verdict"
     num = {"n", "points", "missing"}
     sep = ["--:" if h in num else "---" for h in head]
     table = ["| " + " | ".join(md_escape(c) or " " for c in r) + " |" for r in [head, sep, *rows]]
-    return "\n".join([*(md_escape(h) for h in header_lines(arms, window, baseline)), "", *table]) + "\n"
+    verdicts = [f"- {md_escape(v)}" for v in verdict_lines(results, baseline, dirs or {})]
+    return "\n".join([*(md_escape(h) for h in header_lines(arms, window, baseline)), "", *table,
+                      *(["", *verdicts] if verdicts else [])]) + "\n"
 
 
 def jsonl_report(results: Sequence[Result]) -> str:

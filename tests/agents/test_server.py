@@ -144,7 +144,15 @@ def test_compare_returns_the_commands_text(tmp_path: Path, capsys: pytest.Captur
         seen["compare"] = _text(got)
         bad = await client.call_tool("compare", {"path": root, "baseline": "nosucharm"})
         seen["bad"] = _text(bad) if bad.is_error else ""
+        some = await client.call_tool("compare", {"path": root, "baseline": "vanilla", "window": "0.2",
+                                                  "metrics": "rew*"})
+        seen["some"] = _text(some)
+        none = await client.call_tool("compare", {"path": root, "baseline": "vanilla", "metrics": "nothing*"})
+        seen["none"] = _text(none) if none.is_error else ""
 
     _session(body)
     assert seen["compare"] == cli + err and "routeA" in seen["compare"]
+    assert seen["compare"].splitlines()[-1].startswith("reward (higher is better): best routeA ")
+    assert seen["compare"].endswith("against vanilla: 1 better\n")
     assert "nosucharm" in seen["bad"]
+    assert seen["some"] == seen["compare"] and "--metrics 'nothing*' matches no numeric key" in seen["none"]

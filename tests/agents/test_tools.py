@@ -32,6 +32,8 @@ def test_each_tool_builds_its_commands_arguments() -> None:
     tools.alerts(r, "exp", since_step=3)
     tools.legend(r, "-exp")
     tools.compare(r, "exp", "vanilla", x="tokens", window="0.2")
+    tools.summary(r, "exp", every_run=True)
+    tools.compare(r, "exp", "vanilla", metrics="rew*,loss")
     assert r.argvs == [
         ["tail", "--run=armA", "--since=4", "--page=100", "--columns=loss", "--last=2", "--", "exp"],
         ["runs", "--", "exp"],
@@ -39,6 +41,8 @@ def test_each_tool_builds_its_commands_arguments() -> None:
         ["tail", "--alerts-only", "--since=3", "--", "exp"],
         ["legend", "--", "-exp"],  # a path that looks like an option stays a path
         ["compare", "--baseline=vanilla", "--x=tokens", "--window=0.2", "--", "exp"],
+        ["summary", "--all", "--", "exp"],
+        ["compare", "--baseline=vanilla", "--metrics=rew*,loss", "--", "exp"],
     ]
 
 
