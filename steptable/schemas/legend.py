@@ -95,7 +95,8 @@ def legend_for(
     """The legend of a schema (every declared column, pattern rules and side files), or of runs: the columns the
     runs actually have, in layout order, under the given schema or the one ``schema_of`` finds for each run (default:
     the built-in it is detected as; steptable.schemafiles.resolve.run_schema adds the user's files). Runs of
-    different trainers (a verl run beside an SB3 run) get one legend each, as tail and the app lay them out."""
+    different trainers (a verl run beside an SB3 run) get one legend each, as tail and the app lay them out; runs
+    whose legends would read the same (column sets that differ only in a width) share one."""
     if isinstance(target, Schema):
         return _schema_text(target)
     runs = _runs(target)
@@ -106,14 +107,20 @@ def legend_for(
         groups = [(schema, runs)]  # (a run without a file has no trainer to detect: the generic layout)
     else:
         groups = [(s, g) for s, g in by_schema(cast("list[Any]", runs), schema_of=schema_of)]  # each has a path
-    if len(groups) == 1:
-        return _runs_text(groups[0][1], groups[0][0], "")
-    return "\n\n".join(_runs_text(g, s, f" ({_names(g)})") for s, g in groups)
+    # groups whose legends read the same (StepLogger column sets that differ in a width) are one, for all their runs
+    same: dict[str, tuple[Schema | None, list[RunView]]] = {}
+    for s, g in groups:
+        body = _runs_text(g, s, "").split("\n", 1)[-1]
+        same.setdefault(body, (s, []))[1].extend(g)
+    if len(same) == 1:
+        s, g = next(iter(same.values()))
+        return _runs_text(g, s, "")
+    return "\n\n".join(_runs_text(g, s, f" ({_names(g)})") for s, g in same.values())
 
 
 def _names(runs: Sequence[RunView]) -> str:
     """Which runs a legend is for, when a directory holds several trainers' (the first three by name)."""
-    names = [sanitize(str(getattr(r, "run", "") or getattr(r, "path", ""))) for r in runs]
+    names = sorted(sanitize(str(getattr(r, "run", "") or getattr(r, "path", ""))) for r in runs)
     return ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
 
 

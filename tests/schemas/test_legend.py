@@ -4,6 +4,7 @@ present, keys as the trainers' docs spell them, the built-in schemas' legends (g
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -82,3 +83,28 @@ def test_a_header_arrow_is_called_the_good_direction_only_where_the_column_decla
     assert "lp_s↓" in undirected
     line = next(ln for ln in marks_text().splitlines() if "↑ ↓ after a header" in ln)
     assert "the good direction of the metric" not in line and "only where" in line, line
+
+
+def test_runs_whose_column_sets_differ_only_in_a_width_share_one_legend(tmp_path: Path,
+                                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    """A sweep's StepLogger runs whose ``lr`` column was 4, 5 or 6 cells wide (three column sets, three schemas
+    ``steplogger``, ``steplogger-2``...) had three identical legends; one now, for all the runs. Another column set
+    (a column more) keeps its own."""
+    from steptable.logger.steplogger import StepLogger
+    from steptable.table.columns import Col
+    from tests.helpers import run_cli
+
+    for i, width in enumerate((4, 5, 6, 5)):
+        cols = [Col("step", 5, "step", "d", "step"), Col("reward", 6, "rew", None, "mean reward", "higher"),
+                Col("lr", width, "lr", ".0e", "learning rate")]
+        with StepLogger(cols, run_dir=tmp_path / "sweep" / f"run{i}", console=False, alerts=False) as sl:
+            for s in range(3):
+                sl.log({"step": s, "reward": 0.5, "lr": 1e-5})
+    rc, out, _ = run_cli(["legend", str(tmp_path / "sweep")], capsys)
+    assert rc == 0 and out.count("columns") == 1 and out.count(" rew ") == 1, out
+    cols = [*cols, Col("kl", 5, "kl", None, "KL to the reference")]
+    with StepLogger(cols, run_dir=tmp_path / "sweep" / "other", console=False, alerts=False) as sl:
+        sl.log({"step": 0, "reward": 0.5, "lr": 1e-5, "kl": 0.1})
+    rc, out, _ = run_cli(["legend", str(tmp_path / "sweep")], capsys)
+    assert rc == 0 and out.count("columns (") == 2 and out.count(" rew ") == 2, out
+    assert "columns (run0/metrics.jsonl, run1/metrics.jsonl, run2/metrics.jsonl and 1 more)" in out, out
