@@ -44,11 +44,11 @@ def run_argv(argv: list[str], out: TextIO, err: TextIO) -> int:
         err.write(why)
         return 2
     if args.cmd == "tail" and not args.follow:
-        from steptable.cli.tail import cursor_line, tail_once
+        from steptable.cli.tail import tail_once
 
         status, cursor = tail_once(args, out, err)
         if status != 2:
-            err.write(cursor_line(cursor))
+            err.write(cursor)
         return status
     if args.cmd == "summary":
         from steptable.cli import summary

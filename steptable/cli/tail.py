@@ -104,22 +104,27 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
         return _follow(args, out, err)
     status, cursor = tail_once(args, out, err)
     if getattr(args, "since", None) is not None and status != 2:
-        _say(err, cursor_line(cursor))
+        _say(err, cursor)
     return status
 
 
-def cursor_line(cursor: int | None) -> str:
+def cursor_line(cursor: int | None, short_of: tuple[int, bool] | None = None) -> str:
     """The line that gives the cursor after a one-shot tail: the step to pass as ``--since`` next time (the lowest
-    over the runs printed, so that no run's new row is missed)."""
+    over the runs printed, so that no run's new row is missed). ``short_of``: (the runs' last step, whether they all
+    ended) where the cursor given is past it (Tail.short_of), said after it."""
     if cursor is None:
         return "steptable tail: no rows yet: cursor none (leave out --since next time)\n"
-    return f"steptable tail: cursor {cursor} (--since {cursor} prints what follows)\n"
+    past = ""
+    if short_of is not None:
+        last, ended = short_of
+        past = f"; no run has a step past {last}" + (", and every run has ended" if ended else "")
+    return f"steptable tail: cursor {cursor} (--since {cursor} prints what follows{past})\n"
 
 
-def tail_once(args: argparse.Namespace, out: TextIO, err: TextIO) -> tuple[int, int | None]:
-    """One read of the runs (no -f): what is printed, then the exit status and the cursor, the highest step read
-    of the runs chosen (the lowest of them over several runs; ``--since`` itself when no row is past it; None when
-    no run has a row)."""
+def tail_once(args: argparse.Namespace, out: TextIO, err: TextIO) -> tuple[int, str]:
+    """One read of the runs (no -f): what is printed, then the exit status and the cursor's line
+    (:func:`cursor_line`): the highest step read of the runs chosen (the lowest of them over several runs; ``--since``
+    itself when no row is past it, with the runs' last step; none when no run has a row)."""
     tail = Tail(args, out, err)
     # --columns: only the keys they need are stored (steptable.cli.tailkeep)
     follower = Follower(args.paths, poll=args.poll, on_resume=read_replaced, keep=tail.projection())
@@ -132,7 +137,7 @@ def tail_once(args: argparse.Namespace, out: TextIO, err: TextIO) -> tuple[int, 
             tail.check_stalls(time.time(), tail.chosen(follower))
     except BrokenPipeError:  # the reader left (`| head`): not an error in itself; the status of what was read
         _quiet(out)  # stands (an error alert seen, a --columns typo, a missing path: `set -o pipefail` sees it)
-    return _status(args, follower, tail, err, live=False), tail.cursor(follower)
+    return _status(args, follower, tail, err, live=False), cursor_line(tail.cursor(follower), tail.short_of(follower))
 
 
 def whole_if_needed(tail: Tail, follower: Follower, args: argparse.Namespace, finish: bool) -> Follower:

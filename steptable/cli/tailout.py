@@ -99,6 +99,15 @@ class Tail:
                 (ended if s.run in self.alerts.ended else live).append(m)
         return min(live) if live else max(ended) if ended else self.since
 
+    def short_of(self, follower: Follower) -> tuple[int, bool] | None:
+        """(the highest last step of the chosen runs, whether they all ended) where --since is past every run's
+        last step (a cursor from another run, or a typo: an agent polling it would wait for rows that never come);
+        else None."""
+        ends = [s.step_at(len(s) - 1) for s in self.chosen(follower) if len(s)]
+        if self.since is None or not ends or max(ends) >= self.since:
+            return None
+        return max(ends), all(s.run in self.alerts.ended for s in self.chosen(follower))
+
     # -------------------------------------------------------------------------------------------- output
     def filter_missed(self) -> bool:
         """Every --columns pattern matched nothing (a typo: the table shows the step column alone)."""

@@ -147,3 +147,19 @@ def test_a_wrong_run_name_in_a_sweep_names_the_closest_or_the_first_few(tmp_path
         rc, _, err = run_cli([cmd, str(tmp_path), "--run", "zz"], capsys)
         assert rc == 2 and err.count("/metrics.jsonl") == 10 and err.endswith(" and 20 more (steptable runs lists"
                                                                                " them))\n"), err
+
+
+def test_a_cursor_past_every_runs_last_step_says_so(two_runs: Path, tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """An agent polling with a cursor from another run (or a typo) waited for rows that would never come: the line
+    says the runs' last step, and whether they have all ended (StepLogger closed them)."""
+    rc, out, err = run_cli(["tail", str(two_runs), "--since", "100000"], capsys)
+    assert rc == 0 and _steps(out) == []
+    assert err.endswith("cursor 100000 (--since 100000 prints what follows; no run has a step past 49)\n"), err
+    rc, _, err = run_cli(["tail", str(two_runs), "--since", "49"], capsys)  # at the end, not past it
+    assert err.endswith("cursor 49 (--since 49 prints what follows)\n"), err
+    with StepLogger(run_dir=tmp_path / "done", console=False, alerts=False) as sl:
+        for s in range(5):
+            sl.log({"step": s, "loss": 1.0})
+    rc, _, err = run_cli(["tail", str(tmp_path / "done"), "--since", "9"], capsys)
+    assert err.endswith("(--since 9 prints what follows; no run has a step past 4, and every run has ended)\n"), err
