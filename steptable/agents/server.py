@@ -14,13 +14,14 @@ from steptable.agents.tools import CommandFailed, Runner
 
 INSTRUCTIONS = (
     "steptable reads the per-step metrics of ML training runs (JSONL, CSV, console logs, TensorBoard, W&B/trackio "
-    "exports...). Start with runs(path), then summary(path) for a compact overview of every run; follow a run with "
+    "exports...). Start with summary(path) for a compact overview (of a sweep: its best, worst and diverged runs), "
+    "runs(path) for the runs' names; follow a run with "
     "tail(path, run, since_step=<cursor>) which returns the rows after the cursor (the first 100: max_rows) and ends "
     "with the next cursor; "
     "alerts(path, since_step) says what went wrong (NaN, blow-ups, stalls, crashes); legend(path) explains the "
     "column names; compare(path, baseline) says which arm (runs grouped by name, seeds together) wins each metric "
     "and whether beyond chance. Replies are the CLI's text: where it names an option, the tool's parameter does "
-    "that (--since: since_step, --run: run, --all: every_run, --metrics: metrics, --window: window)."
+    "that (--since: since_step, --run: run, --all: every_run, --metrics: metrics, --window: window, --limit: max_runs)."
 )
 
 
@@ -47,10 +48,11 @@ def build(runner: Runner) -> Any:
 
     @server.tool()
     @said
-    def runs(path: str) -> str:
-        """The runs under path (a directory or metrics file), one line each: id, arm, rows, steps, age of the last
-        row, how it ended. The id or the arm names a run for tail and summary."""
-        return tools.runs(runner, path)
+    def runs(path: str, max_runs: int = tools.RUN_LINES) -> str:
+        """The runs under path (a directory or metrics file), one line each, the first max_runs by id (default 50;
+        0 = all; a line says how many more): id, arm, rows, steps, age of the last row, how it ended. The id or the
+        arm names a run for tail and summary. For a sweep's best, worst and diverged runs, summary is shorter."""
+        return tools.runs(runner, path, max_runs)
 
     @server.tool()
     @said

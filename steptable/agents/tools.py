@@ -34,8 +34,14 @@ def _since(since_step: int | None) -> list[str]:
     return [] if since_step is None else [f"--since={since_step}"]
 
 
-def runs(runner: Runner, path: str) -> str:
-    return run(runner, ["runs", "--", path])
+#: runs the runs tool lists by default (a 200-run sweep was 21,422 characters)
+RUN_LINES = 50
+
+
+def runs(runner: Runner, path: str, max_runs: int = RUN_LINES) -> str:
+    if max_runs < 0:
+        raise CommandFailed(f"max_runs must be 0 or more, got {max_runs}")
+    return run(runner, ["runs", f"--limit={max_runs}", "--", path])
 
 
 def summary(runner: Runner, path: str, run_name: str | None = None, every_run: bool = False) -> str:

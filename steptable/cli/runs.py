@@ -8,10 +8,14 @@ import sys
 import time
 from typing import Any, TextIO
 
+from steptable.cli.reading import non_negative
+
 
 def add_parser(sub: Any) -> None:
     r = sub.add_parser("runs", help="list the runs found under paths: id, arm, rows, steps, age, end")
     r.add_argument("paths", nargs="+", help="metrics files or directories (searched recursively)")
+    r.add_argument("--limit", type=non_negative, default=0, metavar="N",
+                   help="the first N runs by id, and how many more (default 0: all)")
 
 
 def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
@@ -30,7 +34,9 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
         return 2
     now = time.time()
     copy_of = Copies(args.paths).update(follower.stores)
-    for key in sorted(follower.stores):
+    keys = sorted(follower.stores)
+    limit = getattr(args, "limit", 0) or len(keys)
+    for key in keys[:limit]:
         s = follower.stores[key]
         with s.lock:
             n = len(s)
@@ -48,6 +54,8 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
         if key in copy_of:
             parts.append(f"same rows as {sanitize(copy_of[key])}: left out")
         out.write("  ".join(parts) + "\n")
+    if len(keys) > limit:
+        out.write(f"({len(keys) - limit} more runs: --limit 0 lists all)\n")
     status = 0
     for p in missing_paths(args.paths):
         err.write(f"steptable runs: no such path: {sanitize(p)}\n")

@@ -36,7 +36,7 @@ def test_each_tool_builds_its_commands_arguments() -> None:
     tools.compare(r, "exp", "vanilla", metrics="rew*,loss")
     assert r.argvs == [
         ["tail", "--run=armA", "--since=4", "--page=100", "--columns=loss", "--last=2", "--", "exp"],
-        ["runs", "--", "exp"],
+        ["runs", "--limit=50", "--", "exp"],
         ["summary", "--run=armA", "--", "exp"],
         ["tail", "--alerts-only", "--since=3", "--", "exp"],
         ["legend", "--", "-exp"],  # a path that looks like an option stays a path

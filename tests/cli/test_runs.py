@@ -21,3 +21,21 @@ def test_one_line_per_run_and_missing_paths(tmp_path: Path, capsys: pytest.Captu
     assert rc == 2 and len(out.splitlines()) == 2 and "no such path" in err
     rc, out, err = run_cli(["runs", str(tmp_path / "missing")], capsys)
     assert rc == 2 and out == "" and err.startswith("steptable runs: ")
+
+
+def test_limit_lists_the_first_runs_by_id_and_counts_the_rest(tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """A sweep of 12 runs: --limit 5 lists a/ to e/ and says 7 more; 0 (the default) and a limit past the runs list
+    them all, with no count."""
+    for name in "lkjihgfedcba":
+        write_rows(tmp_path / name / "metrics.jsonl", [{"step": 0, "loss": 1.0}])
+    rc, out, _ = run_cli(["runs", str(tmp_path), "--limit", "5"], capsys)
+    lines = out.splitlines()
+    assert rc == 0 and [ln.split("/")[0] for ln in lines[:-1]] == list("abcde")
+    assert lines[-1] == "(7 more runs: --limit 0 lists all)"
+    for extra in ([], ["--limit", "0"], ["--limit", "12"]):
+        rc, out, _ = run_cli(["runs", str(tmp_path), *extra], capsys)
+        assert rc == 0 and len(out.splitlines()) == 12 and "more runs" not in out, extra
+    with pytest.raises(SystemExit) as e:  # (argparse's usage error)
+        run_cli(["runs", str(tmp_path), "--limit", "-1"], capsys)
+    assert e.value.code == 2 and "must be 0 or more" in capsys.readouterr().err
