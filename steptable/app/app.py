@@ -215,6 +215,8 @@ class StepTableApp(Actions):
     def on_alerts_found(self, message: AlertsFound) -> None:
         self.session.add_alerts(message.run, message.alerts, message.closed)
         self.tables.mark_alerts(message.run, message.alerts)
+        if (gid := self.seedgroups.group_of(message.run)) not in (None, message.run):  # (a seed: its group's too)
+            self.tables.mark_alerts(gid, message.alerts)
         self._refresh_status()
 
     def on_feed_problem(self, message: FeedProblem) -> None:
@@ -243,7 +245,7 @@ class StepTableApp(Actions):
                     if len(self.panels) == 1:  # styled as focused from its mount: no second styling pass
                         panel.add_class("-focused", update=False)
                     arms.mount(panel)
-                self.tables.mark_alerts(rid)  # (alerts found before its table was made)
+                self.tables.mark_alerts(rid, seeds=self.seedgroups.members.get(rid, ()))  # (alerts found before)
                 relayout = True
         if relayout:
             self.apply_columns()
@@ -251,7 +253,10 @@ class StepTableApp(Actions):
         for rid, store, preview in batch:
             panel = self.panels[rid]
             panel.preview = preview
+            made = panel.grid.store is not store
             panel.grid.set_rows(store, self.session.runs[rid].rows)
+            if made and rid in self.seedgroups.members:  # (a group's table made again: its seeds' marks again)
+                self.tables.mark_alerts(rid, seeds=self.seedgroups.members[rid])
             panel.refresh_title(now)
 
     def on_means_ready(self, message: MeansReady) -> None:

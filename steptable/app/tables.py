@@ -102,14 +102,17 @@ class Tables:
 
     # ---------------------------------------------------------------------------------------------- alert marks
 
-    def mark_alerts(self, rid: str, alerts: Iterable[Any] | None = None) -> None:
+    def mark_alerts(self, rid: str, alerts: Iterable[Any] | None = None, seeds: Iterable[str] = ()) -> None:
         """Run ``rid``'s table marks the cells ``alerts`` name (steptable.alerts.rules.Alert, or the session's
-        events); None: every alert of the run the session holds (a table made after its alerts were found)."""
+        events); None: every alert the session holds of the run and of ``seeds`` (a table made after its alerts were
+        found; the table of a seed group's means marks its seeds': a seed gone NaN leaves the mean of the others
+        finite, and the mark is what shows it)."""
         panel = self.app.panels.get(rid)
         if panel is None:  # (its table is made later: it takes them from the session then)
             return
         if alerts is None:
-            alerts = [e for e in self.app.session.log.alerts if e.run == rid and e.step is not None]
+            of = {rid, *seeds}
+            alerts = [e for e in self.app.session.log.alerts if e.run in of and e.step is not None]
         panel.grid.mark_alerts(list(alerts))
 
     # ---------------------------------------------------------------------------------------------- actions

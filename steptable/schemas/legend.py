@@ -37,7 +37,8 @@ MARKS: tuple[tuple[str, str], ...] = (
     ("NaN inf -inf", "logged, but not a finite number"),
     ("err (? if narrow)", "a value that could not be written as text"),
     ("…", "text cut to the column's width"),
-    (ALERT_MARK, "watch: this cell raised an alert (the alert lines of tail and the e list say which)"),
+    (ALERT_MARK, "watch: this cell raised an alert (the alert lines of tail and the e list say which; in a seed "
+                 "group's table, a seed's cell at that step did)"),
 )
 
 #: the colours of a watch table: (colour, rule)

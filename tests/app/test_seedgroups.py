@@ -354,3 +354,31 @@ async def test_a_seed_groups_table_is_as_stalled_as_its_seeds(tmp_path: Path, en
             assert group.stalled == max(app.session.stalls[s] for s in seeds)
         title = group.title_text(group.grid.store, len(group.grid.store or ()), clock())
         assert ("STALLED" in title) == (end == "live"), title
+
+
+@pytest.mark.anyio
+async def test_a_seeds_alert_marks_its_groups_table(tmp_path: Path) -> None:
+    """Seed 2's loss goes NaN at step 20: the table of means shows the other seeds' finite mean there, and marks the
+    cell with the seed's alert (it looked healthy while a seed diverged); the mark stays when new rows make the
+    table again."""
+    for seed in (1, 2, 3):
+        p = tmp_path / f"grpo_seed{seed}" / "metrics.jsonl"
+        p.parent.mkdir()
+        p.write_text("".join(json.dumps({"step": s, "loss": None if seed == 2 and s >= 20 else 1.0 / (s + 1)}) + "\n"
+                             for s in range(30)))
+    app, follower, _ = manual_app(tmp_path)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await sync(pilot, follower)
+        gid = GROUP_PREFIX + "grpo"
+        await until(pilot, lambda: gid in app.panels and any(e.run == "grpo_seed2/metrics.jsonl" and e.step == 20
+                                                             for e in app.session.log.alerts))
+        await pilot.pause()
+        grid = app.panels[gid].grid
+        assert grid.store is not None and math.isfinite(grid.store.row(20)["loss"])
+        assert grid.paint.alerts.get(20, {}).get("loss") == "E"
+        with (tmp_path / "grpo_seed1" / "metrics.jsonl").open("w") as f:  # rewritten: the table is made again
+            f.write("".join(json.dumps({"step": s, "loss": 2.0}) + "\n" for s in range(30)))
+        await sync(pilot, follower)
+        await until(pilot, lambda: app.panels[gid].grid.store is not None
+                    and app.panels[gid].grid.store.row(0)["loss"] == (2.0 + 1.0 + 1.0) / 3)
+        assert app.panels[gid].grid.paint.alerts.get(20, {}).get("loss") == "E"
