@@ -159,11 +159,19 @@ def state_of(e: Entry, now: float, judge: Judge = run_state) -> str:
     return "…" if e.digest is None else judge(e.digest, now)
 
 
+#: the file a directory is named by in the list (StepLogger's): ``lr1e-5_seed3/`` for ``lr1e-5_seed3/metrics.jsonl``
+#: (14 cells of every name of a sweep, the part that tells the runs apart cut from a narrow list)
+DIRECTORY_FILE = "metrics.jsonl"
+
+
 def label(e: Entry) -> str:
-    """The run's name in the list: its id, with its arm before it where the id does not hold it (a W&B run's
-    ``wandb/offline-run-<time>-<id>/run-<id>.wandb``, named ``hi_seed0`` by its run record)."""
+    """The run's name in the list: its id (``dir/`` for ``dir/metrics.jsonl``), with its arm before it where the id
+    does not hold it (a W&B run's ``wandb/offline-run-<time>-<id>/run-<id>.wandb``, named ``hi_seed0`` by its run
+    record)."""
     arm = e.digest.arm if e.digest is not None else ""
-    return e.run_id if not arm or arm in e.run_id else f"{arm} · {e.run_id}"
+    head, sep, name = e.run_id.rpartition("/")
+    shown = f"{head}/" if sep and name == DIRECTORY_FILE else e.run_id
+    return shown if not arm or arm in e.run_id else f"{arm} · {shown}"
 
 
 def sort_key(e: Entry, column: str, state: ListState, now: float, judge: Judge = run_state) -> tuple[int, Any]:

@@ -100,6 +100,15 @@ def test_state_memo_judges_a_settled_run_once_and_a_live_one_each_second(monkeyp
     assert [t for r, t in judged if r == "live"] == [1001.0, 1002.0, 1200.0, 1201.0, 3000.0]  # idle: settled
 
 
+def test_a_directorys_metrics_jsonl_is_listed_as_the_directory() -> None:
+    """A sweep's StepLogger runs: ``lr1e-4_beta0.04_seed0/metrics.jsonl`` was 14 cells of file name a line, the seed
+    cut from a narrow list; now ``lr1e-4_beta0.04_seed0/``. Another file in a directory, or a file given alone, keeps
+    its name."""
+    assert [label(Row(rid, "x")) for rid in ("a/b/metrics.jsonl", "a/metrics.routeA.jsonl", "metrics.jsonl",
+                                             "tb/events.out.tfevents.1.host")] == [
+        "a/b/", "a/metrics.routeA.jsonl", "metrics.jsonl", "tb/events.out.tfevents.1.host"]
+
+
 def test_a_run_named_by_its_record_shows_and_sorts_by_that_name() -> None:
     """W&B runs' ids are their files (``wandb/offline-run-<time>-<id>/run-<id>.wandb``); their record names them."""
     def wandb_run(rid: str, arm: str) -> Row:
@@ -110,5 +119,5 @@ def test_a_run_named_by_its_record_shows_and_sorts_by_that_name() -> None:
                                                                              digest=_digest("hi_seed0", 1.0))]
     assert [label(r) for r in rows] == ["lo_seed0 · wandb/offline-run-20261121-zz/run-1-zz.wandb",
                                         "hi_seed1 · wandb/offline-run-20261122-aa/run-2-aa.wandb",
-                                        "hi_seed0/metrics.jsonl"]  # (its id holds its name)
+                                        "hi_seed0/"]  # (its id holds its name; its metrics.jsonl: the directory's)
     assert [r.digest.arm for r in shown(rows, ListState(), 0.0) if r.digest] == ["hi_seed0", "hi_seed1", "lo_seed0"]
