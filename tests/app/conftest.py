@@ -16,7 +16,7 @@ def anyio_backend() -> str:
 def notifications_outlast_the_test(monkeypatch: pytest.MonkeyPatch) -> None:
     """Toasts stay for the whole test, so a test that counts them does not depend on the machine's speed.
 
-    Textual drops a notification from ``App._notifications`` once its timeout (5 s by default) has passed; on a
-    loaded 2-core CI runner a test that raises four warnings took longer than that and counted three.
+    Textual drops a notification from ``App._notifications`` once its timeout (5 s by default) has passed: a test
+    whose key presses take longer than that on a loaded runner would count fewer than it raised.
     """
     monkeypatch.setattr(App, "NOTIFICATION_TIMEOUT", 3600.0)
