@@ -13,6 +13,7 @@ from steptable.app.grouping import Group, RunSchemas, group_runs, groups_for
 from steptable.app.layouts import named_columns
 from steptable.app.model import Store, display_order, filter_cols, filter_globs
 from steptable.app.widgets.status import Event
+from steptable.table.cells import first_few
 from steptable.table.columns import Col
 
 if TYPE_CHECKING:  # (imported when first needed: the first frame does not wait for them)
@@ -218,9 +219,7 @@ class Session:
     def group_title(self, group: Group) -> str:
         """``verl columns (lr1e6, lr3e6)``: whose a legend is, where the runs are of several trainers."""
         labels = self.labels()
-        names = [labels.get(rid, rid) for rid in group.runs]
-        more = f" and {len(names) - 3} more" if len(names) > 3 else ""
-        return f"{group.schema.name} columns ({', '.join(names[:3])}{more}):"
+        return f"{group.schema.name} columns ({first_few([labels.get(rid, rid) for rid in group.runs])}):"
 
     def labels(self) -> dict[str, str]:
         names = [r.store.arm or rid for rid, r in self.runs.items()]

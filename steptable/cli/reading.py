@@ -7,6 +7,7 @@ import math
 from collections.abc import Callable, Collection, Sequence
 from typing import Any, TextIO
 
+from steptable.table.cells import first_few
 from steptable.table.formatting import sanitize
 
 
@@ -57,8 +58,7 @@ def no_run(cmd: str, name: str, runs: Collection[str]) -> str:
     elif close:
         listed = f"closest: {', '.join(sanitize(k) for k in close)}; {len(ordered)} runs (steptable runs lists them)"
     else:
-        first = ", ".join(sanitize(k) for k in ordered[:NAMED_RUNS])
-        listed = f"runs: {first} and {len(ordered) - NAMED_RUNS} more (steptable runs lists them)"
+        listed = f"runs: {first_few([sanitize(k) for k in ordered], NAMED_RUNS)} (steptable runs lists them)"
     return f"steptable {cmd}: no run {sanitize(name)!r} ({listed})\n"
 
 

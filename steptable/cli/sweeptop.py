@@ -31,7 +31,7 @@ def run_top(args: argparse.Namespace, out: TextIO, err: TextIO, more_than: int =
         if not first and len(store):
             first.append(store)  # (its schema says which way the metric is better)
         samples[store.run] = Sample(store)
-        return digest(store, store.meta.get("size", 0), alerts=True)
+        return digest(store, store.meta.get("size", 0))
 
     index = RunIndex(args.paths, make)
     if found is not None:

@@ -22,6 +22,7 @@ from steptable.ingest.copies import Copies, left_out
 from steptable.schemas.registry import logged_schema
 from steptable.summary.report import run_label
 from steptable.table import runinfo
+from steptable.table.cells import first_few
 from steptable.table.formatting import sanitize
 
 __all__ = ["DEFAULT_WIDTH", "ROW_BATCH", "Tail"]
@@ -103,10 +104,11 @@ class Tail:
         """(the highest last step of the chosen runs, whether they all ended) where --since is past every run's
         last step (a cursor from another run, or a typo: an agent polling it would wait for rows that never come);
         else None."""
-        ends = [s.step_at(len(s) - 1) for s in self.chosen(follower) if len(s)]
+        chosen = self.chosen(follower)
+        ends = [s.step_at(len(s) - 1) for s in chosen if len(s)]
         if self.since is None or not ends or max(ends) >= self.since:
             return None
-        return max(ends), all(s.run in self.alerts.ended for s in self.chosen(follower))
+        return max(ends), all(s.run in self.alerts.ended for s in chosen)
 
     # -------------------------------------------------------------------------------------------- output
     def filter_missed(self) -> bool:
@@ -168,8 +170,7 @@ class Tail:
         printed = self._printed_keys(self.of[store.run])
         shown = sorted(k for k in gone if printed is None or k in printed)
         if shown:
-            more = f" and {len(shown) - 3} more" if len(shown) > 3 else ""
-            names = ", ".join(sanitize(k) for k in shown[:3]) + more
+            names = first_few([sanitize(k) for k in shown])
             self.err.write(f"steptable tail: {sanitize(store.arm or store.run)}: {names} now printed but not kept "
                            "before: empty in the rows read so far (a one-shot tail reads them)\n")
 

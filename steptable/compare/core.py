@@ -28,6 +28,7 @@ from steptable.compare.groups import Member
 from steptable.compare.stats import Spread, seeds_spread, single_spread, welch
 from steptable.compare.xaxis import XAxis, XError, XRun, x_values
 from steptable.ingest.parsed import counter
+from steptable.table.cells import first_few
 from steptable.table.formatting import fmt_auto
 
 WINDOW_SHARE = 0.1
@@ -123,10 +124,6 @@ def parse_window(text: str | None) -> float | tuple[float | None, float | None]:
     return share
 
 
-#: the runs an error names (the rest counted)
-_NAMED = 3
-
-
 def _run_name(arm: Arm, m: Member) -> str:
     """A run as a window's words name it: its name, with its arm's where that is not part of it."""
     return m.name if arm.name in m.name else f"{m.name} (arm {arm.name})"
@@ -158,11 +155,10 @@ def choose_window(arms: Sequence[Arm], spec: float | tuple[float | None, float |
     start_at, end_at = spec
     w_lo, w_hi = (lo if start_at is None else start_at), (hi if end_at is None else end_at)
     if short := [(arm, m, last) for first, last, arm, m in spans if last < w_hi]:
-        named = ", ".join(f"{_run_name(arm, m)} at {_num(last)}" for arm, m, last in short[:_NAMED])
-        more = f" and {len(short) - _NAMED} more" if len(short) > _NAMED else ""
+        named = first_few([f"{_run_name(arm, m)} at {_num(last)}" for arm, m, last in short])
         many = len(short) > 1
         raise CompareError(f"{len(short)} run{'s' if many else ''} of the arms end{'' if many else 's'} before the "
-                           f"window does (at {x} {_num(w_hi)}): {named}{more}")
+                           f"window does (at {x} {_num(w_hi)}): {named}")
     for first, _last, arm, m in spans:
         if first > w_lo:
             raise CompareError(f"arm {arm.name!r} ({m.name}) starts after the window's start: its x={x} starts at "

@@ -9,6 +9,7 @@ from steptable.schemas.arrange import as_logged, hidden_keys, layout
 from steptable.schemas.base import RunView, Schema
 from steptable.schemas.registry import by_schema
 from steptable.table import direction, render
+from steptable.table.cells import first_few
 from steptable.table.columns import Col, aligned_width
 from steptable.table.formatting import display_width, pad, sanitize
 
@@ -122,7 +123,7 @@ def legend_for(
 def _names(runs: Sequence[RunView]) -> str:
     """Which runs a legend is for, when a directory holds several trainers' (the first three by name)."""
     names = sorted(sanitize(str(getattr(r, "run", "") or getattr(r, "path", ""))) for r in runs)
-    return ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+    return first_few(names)
 
 
 def _runs_text(runs: Sequence[RunView], schema: Schema | None, whose: str) -> str:

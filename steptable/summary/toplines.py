@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from steptable.summary.sweep import RunDigest, ranked, run_state, sweep_line
-from steptable.table.cells import cut_middle
+from steptable.table.cells import cut_middle, first_few
 from steptable.table.formatting import sanitize
 
 #: the whole answer's length (about 300 tokens)
@@ -36,10 +36,9 @@ def _unranked(digests: Sequence[RunDigest], key: str, ranked_: Sequence[RunDiges
     off = [d for d in digests if d.run not in kept and key in d.last]
     out = []
     if off:
-        shown = ", ".join(cut_middle(sanitize(names[d.run]), MAX_NAME) for d in off[:NAMED])
-        more = f" and {len(off) - NAMED} more" if len(off) > NAMED else ""
+        shown = first_few([cut_middle(sanitize(names[d.run]), MAX_NAME) for d in off], NAMED)
         out.append(f"{len(off)} run{'s' if len(off) != 1 else ''} with {sanitize(key)} NaN or inf at the newest row:"
-                   f" {shown}{more}")
+                   f" {shown}")
     if missing := len(digests) - len(kept) - len(off):
         out.append(f"{missing} run{'s' if missing != 1 else ''} without {sanitize(key)}")
     return out

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from functools import lru_cache
 from typing import Any
 
@@ -221,6 +221,12 @@ def pad(text: str, width: int, align: str = "right") -> str:
         left = gap // 2
         return " " * left + text + " " * (gap - left)
     return " " * gap + text
+
+
+def first_few(names: Sequence[str], n: int = 3) -> str:
+    """``a, b, c and 4 more``: the first ``n`` of ``names`` (as given: sanitize them first), the rest counted."""
+    more = f" and {len(names) - n} more" if len(names) > n else ""
+    return ", ".join(names[:n]) + more
 
 
 def cut_middle(text: str, width: int) -> str:

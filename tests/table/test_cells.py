@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from steptable.table.cells import cut, cut_middle, display_width, md_escape, sanitize
+from steptable.table.cells import cut, cut_middle, display_width, first_few, md_escape, sanitize
 from steptable.table.formatting import format_cell
 
 
@@ -182,3 +182,8 @@ def test_a_joiner_that_joins_no_two_emoji_is_dropped_and_every_measure_agrees(te
     out = sanitize(text)
     assert out == expected and sanitize(text, keep_newlines=True) == expected
     assert display_width(out) == cell_len(out)
+
+
+def test_first_few_names_the_first_and_counts_the_rest() -> None:
+    assert first_few([]) == "" and first_few(["a", "b", "c"]) == "a, b, c"
+    assert first_few(list("abcdefg")) == "a, b, c and 4 more" and first_few(list("abc"), 1) == "a and 2 more"
