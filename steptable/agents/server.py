@@ -32,8 +32,6 @@ def build(runner: Runner) -> Any:
 
     from steptable import __version__
 
-    server = MCPServer("steptable", instructions=INSTRUCTIONS, version=__version__, log_level="WARNING")
-
     def said(fn: Callable[..., str]) -> Callable[..., str]:
         """A failed command's own words reach the agent (any other exception is the SDK's opaque crash)."""
 
@@ -46,7 +44,6 @@ def build(runner: Runner) -> Any:
 
         return wrapper
 
-    @server.tool()
     @said
     def runs(path: str, max_runs: int = tools.RUN_LINES) -> str:
         """The runs under path (a directory or metrics file), one line each, the first max_runs by id (default 50;
@@ -54,7 +51,6 @@ def build(runner: Runner) -> Any:
         arm names a run for tail and summary. For a sweep's best, worst and diverged runs, summary is shorter."""
         return tools.runs(runner, path, max_runs)
 
-    @server.tool()
     @said
     def summary(path: str, run: str | None = None, every_run: bool = False) -> str:
         """A compact summary of each run under path (or only `run`, an id or arm from runs): steps, rate, age,
@@ -63,7 +59,6 @@ def build(runner: Runner) -> Any:
         stalled; every_run=True gives each run's block all the same."""
         return tools.summary(runner, path, run, every_run)
 
-    @server.tool()
     @said
     def tail(path: str, run: str, since_step: int | None = None, columns: str | None = None,
              last: int | None = None, max_rows: int = tools.PAGE_ROWS) -> str:
@@ -73,7 +68,6 @@ def build(runner: Runner) -> Any:
         since_step next time to get the rows after those returned."""
         return tools.tail(runner, path, run, since_step, columns, last, max_rows)
 
-    @server.tool()
     @said
     def alerts(path: str, since_step: int | None = None) -> str:
         """Alert lines of the runs under path (level E or W, run, step, column, what happened): all, or those at
@@ -81,13 +75,11 @@ def build(runner: Runner) -> Any:
         none: runs says "ended"); the last line gives the cursor."""
         return tools.alerts(runner, path, since_step)
 
-    @server.tool()
     @said
     def legend(path: str) -> str:
         """What each column of the runs under path means (header, key, meaning, whether higher is better)."""
         return tools.legend(runner, path)
 
-    @server.tool()
     @said
     def compare(path: str, baseline: str, x: str | None = None, window: str | None = None,
                 metrics: str | None = None) -> str:
@@ -98,7 +90,36 @@ def build(runner: Runner) -> Any:
         window: a fraction (0.2) or a range (A:B); metrics: comma-separated globs of the keys to compare."""
         return tools.compare(runner, path, baseline, x, window, metrics)
 
-    return server
+    return MCPServer("steptable", instructions=INSTRUCTIONS, version=__version__, log_level="WARNING",
+                     tools=[_strict(fn) for fn in (runs, summary, tail, alerts, legend, compare)])
+
+
+def _strict(fn: Callable[..., str]) -> Any:
+    """The SDK's tool for ``fn``, refusing an argument ``fn`` does not take: the SDK drops one silently, so an
+    agent that wrote ``since`` for ``since_step`` got every row back as if it had asked for them. The schema the
+    client reads says so too (``additionalProperties: false``)."""
+    from mcp.server.mcpserver.tools import Tool
+    from pydantic import ConfigDict, model_validator
+
+    tool = Tool.from_function(fn)
+    base = tool.fn_metadata.arg_model
+    known = list(base.model_fields)
+
+    # (a subclass of the model the SDK made for this tool at run time)
+    class Strict(base):  # type: ignore[misc, valid-type]
+        model_config = ConfigDict(**{**base.model_config, "extra": "forbid", "title": base.__name__})
+
+        @model_validator(mode="before")
+        @classmethod
+        def _no_unknown(cls, data: Any) -> Any:
+            if isinstance(data, dict) and (unknown := [k for k in data if k not in known]):
+                raise ValueError(f"{tool.name} has no parameter {', '.join(map(repr, unknown))}; "
+                                 f"its parameters: {', '.join(known)}")
+            return data
+
+    tool.fn_metadata.arg_model = Strict
+    tool.parameters = Strict.model_json_schema(by_alias=True)
+    return tool
 
 
 def serve_stdio(runner: Runner) -> None:

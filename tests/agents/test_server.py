@@ -115,13 +115,18 @@ def test_alerts_since_a_cursor_and_failures_in_the_commands_words(tmp_path: Path
         seen["bad_run"] = await client.call_tool("tail", {"path": root, "run": "nope"})
         seen["no_path"] = await client.call_tool("summary", {"path": str(tmp_path / "missing")})
         seen["bad_last"] = await client.call_tool("tail", {"path": root, "run": "armA", "last": -1})
+        seen["unknown"] = await client.call_tool("tail", {"path": root, "run": "armA", "since": 30})
+        seen["schema"] = {t.name: t.input_schema for t in (await client.list_tools()).tools}
 
     _session(body)
     assert any(ln.startswith("E ") and "loss" in ln for ln in seen["all"].splitlines()), seen["all"]
     assert not any(ln.startswith("E ") for ln in seen["after"].splitlines()), seen["after"]  # told before the cursor
     assert "cursor 39" in seen["after"]
-    for key, words in (("bad_run", "no run 'nope'"), ("no_path", "missing"), ("bad_last", "last must be 0 or more")):
+    for key, words in (("bad_run", "no run 'nope'"), ("no_path", "missing"), ("bad_last", "last must be 0 or more"),
+                       ("unknown", "tail has no parameter 'since'; its parameters: path, run, since_step")):
         assert seen[key].is_error and words in _text(seen[key]), (key, _text(seen[key]))
+    # an argument a tool does not take is refused, not dropped (the rows before the cursor were sent as if asked)
+    assert all(schema.get("additionalProperties") is False for schema in seen["schema"].values())
 
 
 def test_compare_returns_the_commands_text(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
