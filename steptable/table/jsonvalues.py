@@ -36,6 +36,20 @@ def _text(value: Any, short: bool = False) -> str:
         return f"<unprintable {name}>"
 
 
+def key_text(key: Any, taken: dict[str, Any]) -> str:
+    """A mapping's key as its JSON line names it, beside the names ``taken`` already: its text (``0`` -> ``"0"``),
+    a name already taken (``3`` beside ``"3"``) as ``3~2``."""
+    return unique_name(key if type(key) is str else _text(key), taken)
+
+
+def text_keys(row: Mapping[Any, Any]) -> dict[str, Any]:
+    """``row`` with every key as its JSON line names it (:func:`key_text`), the values as they are."""
+    out: dict[str, Any] = {}
+    for k, v in row.items():
+        out[key_text(k, out)] = v
+    return out
+
+
 def jsonable(value: Any) -> Any:
     """A JSON-safe copy of a raw value: non-finite -> None, tuples -> lists, scalars of numpy/torch (and their
     one-element arrays) -> float, anything else -> its text. Never raises, and takes time linear in what it writes (a
@@ -107,7 +121,7 @@ class _Converter:
         later ones as ``key~2``, ``key~3``..."""
         out: dict[str, Any] = {}
         for k, v in list(value.items()):
-            out[unique_name(k if type(k) is str else _text(k), out)] = self.convert(v, depth + 1)
+            out[key_text(k, out)] = self.convert(v, depth + 1)
         return out
 
     def _scalar(self, value: Any, depth: int) -> Any:

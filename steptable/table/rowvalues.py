@@ -7,10 +7,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from steptable.table.jsonvalues import MAX_ARRAY, array_size, masked, numeric_array
+from steptable.table.jsonvalues import MAX_ARRAY, array_size, masked, numeric_array, text_keys
 
 #: value types kept as they are for the end-of-run dump (immutable: a later in-place update cannot change them)
 _PLAIN = frozenset({int, float, str, bool, type(None), bytes})
+_TEXT = frozenset({str})
 
 
 def frozen(value: Any) -> Any:
@@ -49,7 +50,10 @@ def _nested(v: Any) -> bool:
 def flat(cells: dict[str, Any]) -> dict[str, Any]:
     """The row as every reader of its JSONL names it: nested mappings spread out under ``a/b`` keys (the leaves read
     now), a later key winning over an earlier one of the same name; the row itself when nothing is nested (the
-    common case costs one pass over the values). A mapping that holds itself is spread once along each path."""
+    common case costs one pass over the values). A mapping that holds itself is spread once along each path. A key
+    that is not text is named as the JSONL names it (``0`` -> ``"0"``)."""
+    if not _TEXT.issuperset(map(type, cells)):
+        cells = text_keys(cells)
     if not any(_nested(v) for v in cells.values()):
         return cells
     out: dict[str, Any] = {}

@@ -77,6 +77,21 @@ def test_a_key_first_logged_later_gets_its_column_its_legend_line_and_the_header
     assert [row[1] for row in later] == ["128", "192", "256", "320"] and {len(row) for row in later} == {6}
 
 
+def test_a_key_that_is_not_text_is_named_as_the_file_names_it_and_later_keys_still_get_columns(
+        captured: list[str]) -> None:
+    """A row with a key 0 (a per-class metric logged by its index) beside a new metric: the console names it "0",
+    as its JSONL line does, and the keys after it still get their columns (the layout used to fail on the int key and
+    keep the first row's columns for the rest of the run)."""
+    with StepLogger(header_every=0, alerts=False) as lg:
+        lg.log({"step": 0, "loss": 1.0})
+        lg.log({"step": 1, "loss": 0.9, 0: 0.7, "reward": 0.5})
+        lg.log({"step": 2, "loss": 0.8, "reward": 0.6, "kl": 0.1})
+    printed = "".join(captured).split("end of run")[0]
+    assert "could not be laid out" not in printed
+    headers = [line[2:].split() for line in printed.splitlines() if line.startswith("I step")]
+    assert headers[-1] == ["step", "loss", "0", "rew", "kl"]
+
+
 def test_new_keys_past_the_rows_width_change_nothing_printed() -> None:
     """An AutoColumns that has no room for a new key lays out the same columns: no new header for it."""
     auto = AutoColumns(max_width=24)

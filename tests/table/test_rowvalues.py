@@ -22,3 +22,16 @@ def test_a_config_dict_that_holds_itself_is_spread_once() -> None:
     big = {"counts": {str(i): i for i in range(20_000)}}  # a token histogram logged each step
     view = flat({"step": 1, **big})
     assert len(view) == 1 + MAX_LEAVES and view["counts/0"] == 0
+
+
+def test_keys_that_are_not_text_are_named_as_the_jsonl_names_them() -> None:
+    """A row's int or None key reads as its text, as the JSONL line writes it; one whose text another key has is
+    kept under ``~2``, as the writer keeps it."""
+    import json
+
+    from steptable.logger.rowjson import json_line
+    from steptable.table.rowvalues import flat
+
+    row = {"step": 3, 0: 0.7, None: 1, "0": 0.1, "acc": {1: 0.5}}
+    assert flat(row) == {"step": 3, "0": 0.7, "None": 1, "0~2": 0.1, "acc/1": 0.5}
+    assert set(json.loads(json_line(row))) == {"step", "0", "None", "0~2", "acc"}
