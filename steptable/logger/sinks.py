@@ -8,6 +8,7 @@ Ctrl-C excepted). Which sinks are installed, with what filter, format and path, 
 
 from __future__ import annotations
 
+import atexit
 import errno
 import itertools
 import os
@@ -47,11 +48,13 @@ class ConsoleSink:
     def __call__(self, message: Any) -> None:
         out = sys.stdout
         if self.failed is not None:
+            _on_stderr(message)
             return
         if out is None:  # started with stdout closed (`python train.py >&-`): Python gives no stream at all
             self.failed = OSError(errno.EBADF, "no standard output")
             report_once(self._topic, "steptable: console output failed (stdout is closed); rows continue "
                         "in the JSONL and log file")
+            _on_stderr(message)
             return
         text = "\n" + str(message) if self.torn else str(message)
         handling = sys.exc_info()[1]  # (a line logged by the trainer's own ``except KeyboardInterrupt:``)
@@ -70,11 +73,50 @@ class ConsoleSink:
                 isinstance(e, ValueError) and not isinstance(e, UnicodeError))  # ("I/O operation on closed file")
             if gone:
                 self.failed = e
+            _failed_on.add(id(out))
             what = "" if gone else "; lines are dropped while it fails"
             report_once(
                 self._topic,
                 f"steptable: console output failed ({e!r}){what}; rows continue in the JSONL and log file",
             )
+            _on_stderr(message)
+
+
+def _on_stderr(message: Any) -> None:
+    """A warning or error the console could not print is said on stderr instead: the run's own files failing (the
+    JSONL on a full disk) must not be told only to the stdout that is gone too. Rows and information lines are not."""
+    try:
+        if message.record["level"].no < _WARNING:
+            return
+    except Exception:  # (not a loguru message)
+        return
+    say(str(message).rstrip("\n"), to_file=False)  # (the verbose file has it from its own sink)
+
+
+_WARNING = 30  # loguru's WARNING level number
+
+_failed_on: set[int] = set()  # id() of each stdout a console sink failed to write to
+
+
+def _unwritable_stdout_at_exit() -> None:
+    """At exit, a stdout the console failed on that still cannot take what is left in its buffer (a full disk, a
+    closed pipe) is set aside for os.devnull: Python's own last flush would fail on it and end the process with status
+    120, so a run whose every step ran would read as failed to its scheduler. Those lines were told lost already."""
+    out = sys.stdout
+    if out is None or id(out) not in _failed_on:
+        return
+    try:
+        out.flush()
+    except Exception:
+        try:
+            sys.stdout = open(os.devnull, "w")  # (open until the interpreter ends)
+        except OSError:
+            pass
+
+
+# (registered at import, before the logger's own exit hook, so it runs after it: atexit runs the last registered
+# first, and that hook may print end-of-run lines to the same stdout)
+atexit.register(_unwritable_stdout_at_exit)
 
 
 #: errors after which stdout will not come back (any other OSError, e.g. EAGAIN or ENOSPC, may pass)

@@ -326,6 +326,59 @@ def test_a_stdout_that_fails_for_a_moment_loses_only_that_line(
     assert capsys.readouterr().err.count("lines are dropped while it fails") == 1
 
 
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+def test_with_stdout_failing_the_runs_own_file_failing_is_said_on_stderr_and_the_run_ends_well(
+        tmp_path: Path) -> None:
+    """stdout on a full disk (``> /dev/full``) and then the run directory replaced by a file: the JSONL's failure
+    is a warning the console cannot print, so it is said on stderr (it was told only to the dead stdout, while the
+    one stderr line said the rows continued in the JSONL). Rows and information lines stay off stderr. The run ends
+    with status 0: the lines left in stdout's buffer made Python's last flush fail (status 120, a failed job)."""
+    code = textwrap.dedent(
+        f"""
+        import shutil
+        from steptable import StepLogger, setup_logging
+        setup_logging("full", log_dir={str(tmp_path / "logs")!r})
+        run = {str(tmp_path / "arm")!r}
+        with StepLogger(run_dir=run, alerts=False) as lg:
+            for step in range(6):
+                if step == 3:
+                    shutil.rmtree(run)
+                    open(run, "w").close()
+                lg.log({{"step": step, "loss": 0.5}})
+        """
+    )
+    with open("/dev/full", "w") as full:
+        done = subprocess.run([sys.executable, "-c", code], stdout=full, stderr=subprocess.PIPE, text=True,
+                              timeout=120, env=_env())
+    assert done.returncode == 0, done.stderr
+    err = done.stderr.splitlines()
+    assert sum("console output failed" in line for line in err) == 1
+    assert any(line.startswith("W steptable:") and "metrics.jsonl was deleted" in line for line in err), done.stderr
+    assert all(line.startswith(("W steptable:", "steptable:")) for line in err), done.stderr
+
+
+def test_a_pipe_closed_by_its_reader_leaves_the_runs_exit_status_alone(tmp_path: Path) -> None:
+    """``python train.py | head -2``: the rows after the reader left stay in stdout's buffer; the run still ends
+    with status 0 (Python's last flush of them set 120)."""
+    code = textwrap.dedent(
+        f"""
+        from steptable import StepLogger, setup_logging
+        setup_logging("head", log_dir={str(tmp_path / "logs")!r})
+        with StepLogger(run_dir={str(tmp_path / "arm")!r}, alerts=False) as lg:
+            for step in range(10_000):  # (more than a pipe's 64 KiB: the writes after the reader left fail)
+                lg.log({{"step": step, "loss": 0.5}})
+        """
+    )
+    child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env())
+    assert child.stdout is not None and child.stderr is not None
+    child.stdout.readline()
+    child.stdout.close()  # the reader goes, as head does
+    err = child.stderr.read().decode()
+    assert child.wait(timeout=120) == 0, err
+    assert err.count("console output failed") == 1 and "Exception ignored" not in err, err
+    assert jsonl_steps(tmp_path / "arm" / "metrics.jsonl") == list(range(10_000))
+
+
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
 def test_logging_from_a_forked_child_is_reported_once(tmp_path: Path) -> None:
     code = textwrap.dedent(
