@@ -4,12 +4,12 @@ run's ``config.json``, or a Ray Tune trial's ``params.json``, into its store's `
 from __future__ import annotations
 
 import os
-import stat
 from collections.abc import Callable
 from pathlib import Path
 
 from steptable.ingest.files.beside import RAY_PARAMS, RAY_RESULT
 from steptable.ingest.files.discover import Candidate
+from steptable.ingest.files.regular import open_regular
 from steptable.ingest.parse import BadLine
 from steptable.ingest.store import RunStore
 from steptable.table import sidejson
@@ -21,11 +21,8 @@ MAX_META = 4 * 1024 * 1024
 def read_regular(path: str | os.PathLike[str], limit: int) -> bytes:
     """A whole small file. OSError for anything but a regular file (a FIFO would block the read, a device such as
     /dev/zero never end it: it is opened without blocking and checked before a byte is read) or one over ``limit``."""
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
-    with open(fd, "rb", closefd=True) as f:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise OSError(0, "not a regular file", str(path))
+    with open_regular(path) as f:
+        st = os.fstat(f.fileno())
         if st.st_size > limit:
             raise OSError(0, f"{st.st_size / 1e6:.0f} MB: too large to read whole", str(path))
         data = f.read(limit + 1)

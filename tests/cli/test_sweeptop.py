@@ -63,3 +63,25 @@ def test_summary_of_a_sweep_gives_its_ranking_unless_every_run_is_asked_for(tmp_
     write_sweep(tmp_path / "small", runs=ARM_ROWS)
     assert main(["summary", str(tmp_path / "small")]) == 0
     assert "runs between" not in capsys.readouterr().out
+
+
+def test_a_fifo_or_a_device_among_a_sweeps_runs_is_named_and_the_rest_ranked(tmp_path: Path) -> None:
+    """A FIFO named metrics.jsonl blocked the sweep's read at its open (summary never returned; the watch app's run
+    list stayed at "reading"); a link to /dev/zero was counted as a live run. Each is now named as not a regular
+    file, the others are ranked, and the exit status is 2 (a run that could not be read)."""
+    import os
+    import subprocess
+    import sys
+
+    names = write_sweep(tmp_path, runs=16)
+    (tmp_path / "zfifo").mkdir()
+    os.mkfifo(tmp_path / "zfifo" / "metrics.jsonl")
+    (tmp_path / "zdev").mkdir()
+    os.symlink("/dev/zero", tmp_path / "zdev" / "metrics.jsonl")
+    done = subprocess.run([sys.executable, "-m", "steptable", "summary", str(tmp_path), "--top", "2"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2, done.stderr
+    assert done.stdout.startswith("16 runs: "), done.stdout
+    assert names[-1] in done.stdout and "zdev" not in done.stdout
+    for name in ("zfifo", "zdev"):
+        assert f"{tmp_path / name / 'metrics.jsonl'}: not a regular file" in done.stderr.splitlines(), done.stderr

@@ -20,6 +20,7 @@ import stat
 from pathlib import Path
 from typing import Final
 
+from steptable.ingest.files.regular import open_regular
 from steptable.ingest.parse import LineError, decode_line
 
 VERL_DUMP: Final = re.compile(r"^(\d+)\.jsonl$")
@@ -74,7 +75,7 @@ def is_dump(path: Path) -> bool | None:
 
 def _first_line_is_dump(path: Path) -> bool | None:
     try:
-        with open(path, "rb") as f:
+        with open_regular(path) as f:
             line = f.readline(FIRST_LINE_MAX)
     except OSError:
         return False

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from steptable.ingest.files.discover import CONSOLE_SUFFIXES
+from steptable.ingest.files.regular import open_regular
 from steptable.ingest.files.tail import BLOCK, MAX_LINE
 from steptable.ingest.parse import BadLine
 from steptable.ingest.readers.arms import arm_values
@@ -35,7 +36,7 @@ def preview_tail(path: str | Path, max_bytes: int = PREVIEW_BYTES, kind: str | N
                 else "csv" if path.suffix.lower() == ".csv"
                 else "console" if path.suffix.lower() in CONSOLE_SUFFIXES else "jsonl")
     store = RunStore(path.name, path, kind)
-    with open(path, "rb") as f:
+    with open_regular(path) as f:
         size = os.fstat(f.fileno()).st_size
         if kind == "trainer_state":  # one JSON document: there is no tail to take
             store.meta["preview_offset"] = 0

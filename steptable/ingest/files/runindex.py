@@ -27,6 +27,7 @@ from typing import Any, Generic, TypeVar
 
 from steptable.ingest.files.discover import Candidate, discover
 from steptable.ingest.files.preview import preview_tail
+from steptable.ingest.files.regular import open_regular
 from steptable.ingest.files.sniff import sniff_jsonl
 from steptable.ingest.sidefiles import read_regular
 from steptable.ingest.source import make_source
@@ -134,7 +135,7 @@ def _load_runinfo(cand: Candidate, tail: RunStore) -> None:
     ``tail.meta["runinfo"]``, as the follower keeps it: the run's state reads it."""
     for path in runinfo.candidates(cand.path, tail.arm or cand.arm):
         try:
-            with open(path, "rb") as f:
+            with open_regular(path) as f:
                 info = runinfo.parse(f.read(runinfo.MAX_BYTES), cand.path)
         except OSError:
             continue
@@ -273,7 +274,7 @@ class RunIndex(Generic[D]):
             tail = _whole_run(cand) if cand.kind in _WHOLE else preview_tail(cand.path, self.tail_bytes, cand.kind)
         except (OSError, ValueError) as e:
             if len(self.errors) < 100:
-                self.errors.append(f"{cand.path}: {e}")
+                self.errors.append(f"{cand.path}: {getattr(e, 'strerror', None) or e}")
             entry.sig = (-1, -1.0)
             return False
         if cand.kind == "console" and not len(tail):  # a log with no metrics line (yet): not a run
@@ -307,7 +308,7 @@ class RunIndex(Generic[D]):
             stores = src.stores()
         except (OSError, ValueError) as e:
             if len(self.errors) < 100:
-                self.errors.append(f"{cand.path}: {e}")
+                self.errors.append(f"{cand.path}: {getattr(e, 'strerror', None) or e}")
             entry.sig = (-1, -1.0)
             return False
         if not stores:  # no run in it yet (or only problems): listed as the database, read again when it changes

@@ -10,6 +10,7 @@ import os
 import stat
 from pathlib import Path
 
+from steptable.ingest.files.regular import open_regular
 from steptable.ingest.files.walk import OnError
 from steptable.ingest.parse import LineError, decode_line, flatten, step_of
 from steptable.table.stepkeys import step_key_among
@@ -66,7 +67,7 @@ def log_kind(path: Path, limit: int = 1 << 20) -> str | None:
 
 def _first_line_kind(path: Path, limit: int) -> str | None:
     try:
-        with open(path, "rb") as f:
+        with open_regular(path) as f:
             line = f.readline(limit)
     except OSError:
         return "console"  # let the reader report it

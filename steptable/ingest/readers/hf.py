@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 import msgspec
 
+from steptable.ingest.files.regular import open_regular
 from steptable.ingest.parse import (
     BOM,
     MISSING,
@@ -112,7 +113,7 @@ def _progress(path: str, ino: int, size: int, mtime_ns: int) -> tuple[int, int]:
     if size > MAX_STATE:
         return -1, 0
     try:
-        with open(path, "rb") as f:
+        with open_regular(path) as f:
             doc = decode_document(f.read(MAX_STATE + 1))
     except (OSError, msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError, RecursionError):
         return -1, 0

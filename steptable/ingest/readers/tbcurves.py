@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+from steptable.ingest.files.regular import open_regular
+
 EVENTS: Final = re.compile(r"^events\.out\.tfevents\.")
 #: bytes of an event file read for its first tag, then more (the file_version event and a first scalar take ~130)
 _SNIFF: Final = (512, 1 << 14)
@@ -93,7 +95,7 @@ def _read_first_tag(path: Path) -> str | None:
     from steptable.ingest.readers.tensorboard import EventParser
 
     try:
-        with open(path, "rb") as f:
+        with open_regular(path) as f:
             for size in _SNIFF:  # (a few records hold the first scalar; parsing 4 KB of them is 10x the cost)
                 f.seek(0)
                 data = f.read(size)

@@ -30,6 +30,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from steptable.ingest.files.regular import open_regular
 from steptable.ingest.parse import BadLine
 from steptable.ingest.parsed import Parsed
 from steptable.ingest.readers import tbsteps
@@ -48,7 +49,7 @@ def event_at(path: str | Path, offset: int, length: int) -> bytes:
     """The Event bytes of the record of ``length`` bytes at ``offset`` in event file ``path`` (a text summary
     :attr:`EventParser.texts` noted). Raises OSError, or ValueError where no whole record with good checksums is
     there (the file was replaced since)."""
-    with open(path, "rb") as f:
+    with open_regular(path) as f:
         f.seek(offset)
         data = f.read(length)
     if len(data) != length or length < 16:

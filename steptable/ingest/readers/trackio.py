@@ -25,6 +25,7 @@ from typing import Any
 
 import msgspec
 
+from steptable.ingest.files.regular import open_regular
 from steptable.ingest.parse import BadLine, flatten, step_of
 from steptable.ingest.parsed import Parsed, counter
 from steptable.ingest.readers.jsonl import PIECE, JsonlParser
@@ -87,7 +88,7 @@ def is_trackio(path: Path) -> bool:
     """A SQLite file with trackio's ``metrics`` table: its schema text near the start (a damaged database is still
     recognised, and reported by the reader), else asked of SQLite."""
     try:
-        with open(path, "rb") as f:
+        with open_regular(path) as f:
             head = f.read(1 << 16)
     except OSError:
         return False

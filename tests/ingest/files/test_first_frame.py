@@ -90,7 +90,8 @@ def test_a_csv_rewritten_during_the_preview_gets_the_columns_of_the_rows_read(tm
             self.f.close()
 
     done: list[bool] = []
-    monkeypatch.setattr(preview_mod, "open", lambda *a, **k: Rewritten(open(*a, **k)), raising=False)
+    opened = preview_mod.open_regular
+    monkeypatch.setattr(preview_mod, "open_regular", lambda path: Rewritten(opened(path)))
     store = preview_tail(path, max_bytes=4000)
     assert done and len(store) > 100 and not store.bad
     assert list(store.column("train_loss")) == [s / 4 for s in store.steps]  # (up to the size it found)
