@@ -166,7 +166,7 @@ def explained(col: Col) -> bool:
 def legend(cols: Iterable[Col], title: str | None = "columns:", indent: int = 1) -> str:
     """One line per column that has a description: ``header  meaning``. Headers aligned for reading. A column
     without one whose header is not its key says its key (``gn  grad_norm``): what a short header stands for."""
-    described = [c if c.desc else c.with_(desc=c.key) for c in cols if explained(c)]
+    described = [c if c.desc else c.with_(desc=sanitize(c.key)) for c in cols if explained(c)]
     title = None if title is None else sanitize(title)  # it may name a schema from a user's file
     if not described:
         return "" if title is None else title.rstrip(":") + ": (none described)"

@@ -229,6 +229,13 @@ def test_legend_names_the_key_of_a_renamed_column_without_a_description() -> Non
     assert render.legend([Col("loss", 6, "loss")]) == "columns: (none described)"
 
 
+def test_legend_names_a_key_with_a_line_break_on_one_line() -> None:
+    """A logged key "a\nb" (its header shown "a⏎b") without a description: the legend names the key as the header
+    shows it (the line break made the legend's own description invalid: `steptable legend` and watch's l crashed)."""
+    text = render.legend([Col("step", 4, "step", "d", "optimizer step"), Col("a\nb", 5, "a⏎b")])
+    assert text.splitlines() == ["columns:", " step  optimizer step", " a⏎b   a⏎b"]
+
+
 def per_cell(cols: list[Col], values: dict[str, Any]) -> str:
     """The reference text of a row: every cell through format_cell (what the fast paths must reproduce)."""
     return render.SEP.join(render.cells(cols, values))
