@@ -6,7 +6,7 @@
 Passed with ``callbacks=[...]``: transformers accepts only its own ``report_to`` names. Each ``on_log`` goes into the
 row of its step (the evaluation logged at that step and the end-of-training summary join it); the row is written when
 the next step begins or training ends, which closes the run. A training that raises is marked
-ended with its error (steptable.integrations.rows). Rows go to ``<run_dir>/metrics.jsonl`` on the world's main process
+ended with its error, or interrupted where a wrapper caught it (steptable.integrations.rows). Rows go to ``<run_dir>/metrics.jsonl`` on the world's main process
 only; the trl schema lays out TRL's keys, the generic one anything else.
 """
 
@@ -83,7 +83,8 @@ class StepTableCallback(transformers.TrainerCallback):  # type: ignore[misc]
             evaluating = str(getattr(args, "eval_strategy", "no")) not in ("no", "IntervalStrategy.NO")
             self.run = RunLog(run_dir or "trainer_output", arm, console=self.console,
                               rank=0 if main else max(int(getattr(args, "process_index", 1)), 1),
-                              expect=("eval_loss",) if evaluating else ())
+                              expect=("eval_loss",) if evaluating else (),
+                              framework_ends=new)  # (begun by train(): its end is on_train_end)
         return self.run
 
     def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:

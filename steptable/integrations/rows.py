@@ -9,7 +9,10 @@ again when a row brings keys none before it had.
 
 Only the writing rank does anything: another rank's ``RunLog`` makes no file and prints nothing. A run that training
 leaves by an uncaught exception is closed with it (marked ended with the error) by a ``sys.excepthook`` installed
-beside the one in place; one still open at interpreter exit is closed there. Nothing here raises into training.
+beside the one in place, or by an adapter's close called while the error passes (a ``finally``); one still open at
+interpreter exit is closed there, and one dropped open (its trainer collected after a caught error) when it is
+collected; where the framework closes the run at training's end (HF's on_train_end), those two are marked
+interrupted. Nothing here raises into training.
 """
 
 from __future__ import annotations
@@ -65,7 +68,22 @@ def _install_hooks() -> None:
 
 def _close_all() -> None:
     for run in list(_OPEN):
-        run.close()
+        # (a run whose framework says when training ends that is open at exit never got there: a caught exception
+        # and sys.exit(1), hydra's way; marked as a non-zero exit is)
+        run.close(SystemExit(1) if run.framework_ends else None)
+
+
+def _close_collected(last: list[StepLogger], framework_ends: bool) -> None:
+    """A RunLog collected open: its StepLogger closed, marked interrupted where the framework would have closed it
+    at training's end (its open row, not flushed, is not written)."""
+    for lg in last:
+        try:
+            if framework_ends:
+                lg.__exit__(SystemExit, SystemExit(1), None)
+            else:
+                lg.close()
+        except Exception as e:  # (at any point of the program: a collection)
+            report_once("runlog-collected", f"steptable: closing a run dropped open failed ({error_text(e)})")
 
 
 def _number(v: Any) -> Any:
@@ -90,6 +108,8 @@ class RunLog:
     schema    lay out with this schema instead of the one the first row's keys detect
     log_dir   where steptable's verbose log goes when its sinks are installed here (default: run_dir, else the
               temporary directory)
+    framework_ends  the framework closes the run where training ends (HF's on_train_end): one still open when the
+              interpreter exits did not get there, and is marked interrupted
     """
 
     def __init__(
@@ -102,8 +122,10 @@ class RunLog:
         expect: Sequence[str] = (),
         schema: str | None = None,
         log_dir: str | os.PathLike[str] | None = None,
+        framework_ends: bool = False,
     ) -> None:
         self.run_dir = None if run_dir is None else Path(run_dir).absolute()
+        self.framework_ends = framework_ends
         self.log_dir = log_dir
         self.arm = arm
         self.console = console
@@ -117,6 +139,11 @@ class RunLog:
         self._lock = threading.RLock()
         _OPEN.add(self)
         _install_hooks()
+        # (a run dropped open, its trainer collected after a caught exception, is closed then: held weakly, it
+        # would never be, and read as live for ever)
+        self._last: list[StepLogger] = []
+        self._collected = weakref.finalize(self, _close_collected, self._last, framework_ends)
+        self._collected.atexit = False  # (one alive at exit is _close_all's: its open row written first)
 
     @property
     def is_writer(self) -> bool:
@@ -184,6 +211,7 @@ class RunLog:
                 schema = None
         cols = AutoColumns(path, expect=self.expect, schema=schema)
         self._logger = StepLogger(cols, self.run_dir, self.arm, rank=0, console=self.console)
+        self._last.append(self._logger)
         return self._logger
 
     def hparams(self, params: Mapping[str, Any]) -> Path | None:
@@ -209,12 +237,15 @@ class RunLog:
 
     def close(self, exc: BaseException | None = None) -> None:
         """The open row out, then the run closed: marked ended, and with ``exc`` when training raised it
-        (steptable.table.runinfo.end_of). Idempotent."""
+        (steptable.table.runinfo.end_of; without ``exc``, the exception being handled where close is called: an
+        adapter's close in the user's ``finally``). Idempotent."""
+        exc = sys.exc_info()[1] if exc is None else exc
         with self._lock:
             if self._closed:
                 return
             self._closed = True
             _OPEN.discard(self)
+            self._collected.detach()
             if not self.is_writer:
                 return
             try:

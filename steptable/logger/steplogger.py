@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import sys
 import threading
 import time
 from collections import deque
@@ -341,7 +342,11 @@ class StepLogger:
 
     def close(self) -> None:
         """Final flush, the run marked ended, ``table.txt``, the end-of-run dump. Idempotent; raises nothing of its
-        own, but an interrupt (Ctrl-C) during it is raised again once the run is marked ended (not the table)."""
+        own, but an interrupt (Ctrl-C) during it is raised again once the run is marked ended (not the table).
+        Called while an exception is being handled (from a ``finally`` it passes through, or an ``except``: a sweep
+        that catches an OOM and goes on), the run is marked ended by it, as ``with StepLogger(...)`` marks it."""
+        if not self._closed and self._end is None:
+            self._end = runinfo.end_of(sys.exc_info()[1])
         self._closer.close()
 
     def after_fork(self) -> None:

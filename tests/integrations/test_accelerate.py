@@ -94,3 +94,17 @@ def test_a_loop_that_raises_is_marked_ended_with_its_error(tmp_path: Path) -> No
     sys.excepthook(caught.type, caught.value, caught.tb)  # what the interpreter does with it, uncaught
     assert [r["step"] for r in rows_of(tmp_path / "run4")] == list(range(6))
     assert info_of(tmp_path / "run4")["end"] == "OverflowError"
+
+
+def test_a_loop_that_raises_through_end_training_in_a_finally_is_marked_ended_with_its_error(tmp_path: Path) -> None:
+    """``try: train() finally: acc.end_training()``: the tracker's finish runs while the error passes through, and
+    the run ends with its name (it read as a run that ended well)."""
+    acc = accelerate.Accelerator(log_with="steptable", project_dir=str(tmp_path), cpu=True)
+    acc.init_trackers("run5")
+    with pytest.raises(OverflowError):
+        try:
+            train(acc, break_at=6)
+        finally:
+            acc.end_training()
+    assert [r["step"] for r in rows_of(tmp_path / "run5")] == list(range(6))
+    assert info_of(tmp_path / "run5")["end"] == "OverflowError"

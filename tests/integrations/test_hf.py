@@ -120,7 +120,11 @@ def test_a_console_callback_leaves_another_trainers_prints(tmp_path: Path, capsy
     assert "{'loss'" in capsys.readouterr().out
 
 
-def test_training_that_raises_is_marked_ended_with_its_error(tmp_path: Path) -> None:
+@pytest.mark.parametrize("wrapper", ["uncaught", "reported_then_exit_1"])
+def test_training_that_raises_is_marked_ended_with_its_error(tmp_path: Path, wrapper: str) -> None:
+    """Uncaught, the run ends with the error's name. Caught by a wrapper that prints it and exits 1 (hydra's way),
+    no hook sees the error, but the run never reached on_train_end: at exit it is marked interrupted (it read as a
+    run that ended well)."""
     script = textwrap.dedent("""
         import sys
         from transformers import GPT2LMHeadModel
@@ -136,14 +140,23 @@ def test_training_that_raises_is_marked_ended_with_its_error(tmp_path: Path) -> 
                 return super().forward(input_ids=input_ids, labels=labels, **kwargs)
 
         model = Breaks(tiny_config())
-        tiny_trainer(sys.argv[1], [StepTableCallback()], eval_steps=0, model=model).train()
+        if sys.argv[2] == "uncaught":
+            tiny_trainer(sys.argv[1], [StepTableCallback()], eval_steps=0, model=model).train()
+        else:
+            import traceback
+            try:
+                tiny_trainer(sys.argv[1], [StepTableCallback()], eval_steps=0, model=model).train()
+            except Exception:
+                traceback.print_exc()
+                sys.exit(1)
     """)
     out = tmp_path / "out"
     root = Path(__file__).resolve().parents[2]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), str(Path(__file__).parent)])}
-    done = subprocess.run([sys.executable, "-c", script, str(out)], capture_output=True, text=True, timeout=300,
-                          cwd=root, env=env)
+    done = subprocess.run([sys.executable, "-c", script, str(out), wrapper], capture_output=True, text=True,
+                          timeout=300, cwd=root, env=env)
     assert done.returncode == 1 and "FloatingPointError" in done.stderr
     assert [r["step"] for r in rows_of(out)] == [5]
     info = info_of(out)
-    assert info["end"] == "FloatingPointError" and info["closed"] is not None
+    want = "FloatingPointError" if wrapper == "uncaught" else "interrupted"
+    assert info["end"] == want and info["closed"] is not None

@@ -61,6 +61,39 @@ def test_a_handler_s_close_then_exit_1_records_the_interruption(tmp_path: Path) 
     assert description(tmp_path / "b")["end"] == "interrupted"
 
 
+def test_close_in_a_finally_or_an_except_marks_the_run_ended_by_the_exception_in_flight(tmp_path: Path) -> None:
+    """``try: loop() finally: sl.close()`` and a sweep's ``except MemoryError: sl.close()`` mark the run as
+    ``with StepLogger`` does (they read as runs that ended well); a close() with nothing in flight marks none, and
+    one after an exception was handled and left behind neither."""
+
+    def loop(sl: StepLogger) -> None:
+        for step in range(3):
+            sl.log({"step": step, "loss": 0.5})
+        raise MemoryError("CUDA out of memory")
+
+    sl = StepLogger(RUN_COLS, run_dir=tmp_path / "finally", console=False, alerts=False)
+    with pytest.raises(MemoryError):
+        try:
+            loop(sl)
+        finally:
+            sl.close()
+    assert description(tmp_path / "finally")["end"] == "MemoryError"
+    sl = StepLogger(RUN_COLS, run_dir=tmp_path / "except", console=False, alerts=False)
+    try:
+        loop(sl)
+    except MemoryError:
+        sl.close()
+    assert description(tmp_path / "except")["end"] == "MemoryError"
+    sl = StepLogger(RUN_COLS, run_dir=tmp_path / "handled", console=False, alerts=False)
+    try:
+        loop(sl)
+    except MemoryError:
+        pass
+    sl.close()
+    info = description(tmp_path / "handled")
+    assert info.get("end") is None and info["closed"] is not None
+
+
 def test_the_end_of_run_dump_says_how_the_run_ended(tmp_path: Path, captured: list[str]) -> None:
     with pytest.raises(ValueError), StepLogger(RUN_COLS, run_dir=tmp_path, arm="A", alerts=False) as sl:
         sl.log({"step": 0, "loss": 0.5})
