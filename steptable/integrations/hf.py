@@ -5,9 +5,9 @@
 
 Passed with ``callbacks=[...]``: transformers accepts only its own ``report_to`` names. Each ``on_log`` goes into the
 row of its step (the evaluation logged at that step and the end-of-training summary join it); the row is written when
-the next step begins or training ends, which closes the run. A training that raises is marked
-ended with its error, or interrupted where a wrapper caught it (steptable.integrations.rows). Rows go to ``<run_dir>/metrics.jsonl`` on the world's main process
-only; the trl schema lays out TRL's keys, the generic one anything else.
+the next step begins or training ends, which closes the run. A training that raises is marked ended with its error,
+or interrupted where a wrapper caught it (steptable.integrations.rows). Rows go to ``<run_dir>/metrics.jsonl`` on the
+world's main process only; the trl schema lays out TRL's keys, the generic one anything else.
 """
 
 from __future__ import annotations

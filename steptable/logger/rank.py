@@ -37,10 +37,16 @@ def dist_rank() -> int | None:
 
 def env_rank() -> int | None:
     """The rank a launcher (torchrun, SLURM, MPI) put in the environment; None where none did."""
+    found = _env_rank_var()
+    return None if found is None else int(os.environ[found].strip())
+
+
+def _env_rank_var() -> str | None:
+    """The variable :func:`env_rank` reads its rank from."""
     for var in _RANK_VARS:
         value = os.environ.get(var, "").strip()
         if value.isascii() and value.isdigit():  # "²" and "٣" are digits to str.isdigit, not to a launcher
-            return int(value)
+            return var
     return None
 
 
@@ -54,6 +60,21 @@ class LazyRank:
         known = known_rank() if given is None else int(given)  # (RANK from the environment is text: "0")
         self.value = 0 if known is None else known
         self.unknown = known is None
+        self._noted = given is not None  # (a rank the caller gave is the caller's to know)
+
+    def note(self) -> str | None:
+        """Once, on a rank other than 0 that only a launcher's variable says (no process group: ``srun -n4`` of
+        four independent seeds, a subprocess that inherited torchrun's RANK), the line that says this process
+        writes no rows; None after that, and where a process group or the caller said the rank."""
+        if self._noted:
+            return None
+        self._noted = True
+        var = _env_rank_var()
+        if var is None or dist_rank() is not None:
+            return None
+        return (f"steptable: this process is rank {self.value} ({var}={os.environ[var].strip()}) and only rank 0 "
+                "prints and writes rows, so it writes none; a process of its own (a seed of a sweep) gives "
+                "StepLogger(rank=0)")
 
     def __call__(self) -> int:
         if self.unknown and (found := dist_rank()) is not None:

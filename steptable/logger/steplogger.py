@@ -202,6 +202,8 @@ class StepLogger:
 
     def _take(self, cells: Mapping[str, Any], show: bool) -> str | None:
         if not self.is_writer:
+            if (note := self._rank.note()) is not None:
+                report_once(f"{self._topic}-rank", note)
             return None
         if self._forked:
             report_once(

@@ -136,3 +136,22 @@ def test_a_known_rank_is_not_asked_again(monkeypatch: pytest.MonkeyPatch) -> Non
     rank = st_rank.LazyRank()  # nothing says it yet (spawn, before init_process_group): asked at each message
     monkeypatch.setattr(st_rank, "dist_rank", lambda: asked.append(1))
     assert [rank() for _ in range(3)] == [0] * 3 and len(asked) == 3
+
+
+def test_a_rank_only_a_launchers_variable_gives_is_said_once_on_stderr(
+        tmp_path: Path, fake_dist: _FakeDist, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``srun -n4 python train.py --seed $SLURM_PROCID`` (four independent seeds): three of them are rank 1-3 by
+    SLURM_PROCID and wrote nothing, silently. Once a logger, stderr says so and how to write; a process group's
+    rank, or one the caller gives, says nothing (a distributed run's other ranks are meant to be quiet)."""
+    monkeypatch.setenv("SLURM_PROCID", "2")
+    sl = StepLogger(LOSS_COLS, run_dir=tmp_path / "seed2", alerts=False)
+    assert [sl.log({"step": s, "loss": 0.5}) for s in range(3)] == [None] * 3
+    sl.close()
+    err = capsys.readouterr().err
+    assert err.count("this process is rank 2 (SLURM_PROCID=2)") == 1 and "StepLogger(rank=0)" in err, err
+    assert not (tmp_path / "seed2").exists()
+    fake_dist.rank = 3  # a process group says it
+    StepLogger(LOSS_COLS, run_dir=tmp_path / "ddp", alerts=False).log({"step": 0, "loss": 0.5})
+    StepLogger(LOSS_COLS, run_dir=tmp_path / "given", rank=1, alerts=False).log({"step": 0, "loss": 0.5})
+    assert "rank" not in capsys.readouterr().err
