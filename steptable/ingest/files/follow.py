@@ -189,6 +189,11 @@ class Follower:
         return failed
 
     def _internal(self, src: Source, e: Exception) -> None:
+        if isinstance(e, OSError):  # a read of the open file failed (EIO on a network mount): the file's, not ours
+            bad = BadLine(str(src.cand.path), 0, f"unreadable ({e.strerror or e})")
+            src.stores()[0].add_bad([bad])  # (a run without a row and with this: one a command could not read)
+            self._report(bad)
+            return
         self._report(BadLine(str(src.cand.path), 0, f"internal error ({type(e).__name__}: {e})"))
 
     def _expose(self, store: RunStore) -> bool:

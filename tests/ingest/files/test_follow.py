@@ -69,6 +69,45 @@ def test_a_failing_source_does_not_stop_the_others(tmp_path: Path, monkeypatch: 
     assert f.errors == [f"{tmp_path / 'a' / 'metrics.jsonl'}: internal error (RuntimeError: boom)"]
 
 
+def test_a_read_that_fails_is_the_files_failure_not_an_internal_error(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file that opens but whose read fails (EIO on a network mount): said as unreadable with the system's words,
+    and counted as a run that could not be read (summary exited 0 after an "internal error")."""
+    import errno
+
+    import steptable.ingest.files.tail as tail_mod
+
+    write_rows(tmp_path / "a" / "metrics.jsonl", rew_rows(0, 2))
+    write_rows(tmp_path / "b" / "metrics.jsonl", rew_rows(0, 2))
+    real_open = tail_mod.open_binary
+
+    class Failing:
+        def __init__(self, f: Any) -> None:
+            self.f = f
+
+        def read(self, *a: Any) -> bytes:
+            raise OSError(errno.EIO, os.strerror(errno.EIO))
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self.f, name)
+
+        def __enter__(self) -> Any:
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            self.f.close()
+
+    def opened(path: Path) -> Any:
+        return Failing(real_open(path)) if path.parent.name == "a" else real_open(path)
+
+    monkeypatch.setattr(tail_mod, "open_binary", opened)
+    f = Follower([tmp_path])
+    f.scan()
+    assert len(f.stores["b/metrics.jsonl"]) == 2
+    assert f.errors == [f"{tmp_path / 'a' / 'metrics.jsonl'}: unreadable ({os.strerror(errno.EIO)})"]
+    assert f.unreadable() == [str(tmp_path / "a" / "metrics.jsonl")]
+
+
 def test_a_console_log_cut_inside_its_first_metrics_line_shows_when_the_line_ends(tmp_path: Path) -> None:
     log = tmp_path / "tz" / "train.log"
     log.parent.mkdir()
