@@ -89,8 +89,9 @@ def to_sample(step: int, obj: dict[str, Any], path: Path) -> Sample:
         bits = []
         if "reward" not in obj and "reward_total" in obj:  # a rich_completions row: its numbers say where it ranks
             obj = {**obj, "reward": obj["reward_total"]}
-            shown = [(k, v) for k, v in obj.items() if k not in _TEXT_KEYS and num(v) is not None]
-            bits += [f"{k} {short(num(v))}" for k, v in shown[:8]]
+        # (its other numbers: a rich_completions row's parts, a table's own score column)
+        shown = [(k, v) for k, v in obj.items() if k not in _TEXT_KEYS and k != "num_tokens" and num(v) is not None]
+        bits += [f"{k} {short(num(v))}" for k, v in shown[:8]]
         if obj.get("num_tokens") is not None:
             bits.append(f"{text(obj.get('num_tokens'))} tokens")
         tops = obj.get("top_surprisal_tokens")

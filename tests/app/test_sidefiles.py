@@ -141,6 +141,28 @@ def test_trls_completions_logged_to_wandb_are_at_their_training_steps(trl_wandb_
     assert len(names) == 4 and not {n.split("_")[1] for n in names} <= {"1", "2", "3"}  # (what the names say)
 
 
+def test_a_wandb_table_with_a_score_and_no_reward_shows_its_score(tmp_path: Path) -> None:
+    """A wandb.Table of prompt, completion, score: each sample shows its score, and the viewer's heading claims no
+    reward (it read "reward nan" with the score nowhere)."""
+    pytest.importorskip("wandb")
+    from steptable.app.screens.generations import sample_text
+    from tests.ingest.writers import run_writer
+
+    run_writer("""
+        import wandb
+        run = wandb.init(project="p", name="scored")
+        run.log({"loss": 0.5}, step=0)
+        run.log({"generations": wandb.Table(columns=["prompt", "completion", "score"],
+                                            data=[["p1", "c1", 1.0], ["p2", "c2", 0.25]])}, step=1)
+        run.finish()
+    """, {"WANDB_DIR": str(tmp_path)})
+    idx = _wandb_index(tmp_path)
+    samples = idx.samples(idx.steps[-1])
+    assert [(s.reward, s.extra) for s in samples] == [(None, "score 1"), (None, "score 0.25")]
+    text = sample_text(samples, "scored", idx.steps[-1])[0].plain
+    assert "score 1" in text and "reward" not in text
+
+
 def test_verls_validation_generations_logged_to_wandb_are_each_steps_own(verl_wandb_run: Path) -> None:
     """verl logs val/generations (a folder under media/table) with step=N, which W&B names N-1, and each time with
     every earlier validation's row, one row a step of input_i, output_i, score_i columns: each validation step shows

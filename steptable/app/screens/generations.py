@@ -104,8 +104,7 @@ def sample_text(samples: Sequence[Sample], arm: str, step: int, start: int = 0) 
     k = start
     while k < n:
         s = samples[k]
-        reward = "nan" if s.reward is None else f"{s.reward:+.3g}"
-        head = f"── {k + 1}/{n} {s.title} · reward {reward}"
+        head = f"── {k + 1}/{n} {s.title}" + ("" if s.reward is None else f" · reward {s.reward:+.3g}")  # (none logged)
         if s.extra:
             head += f" · {s.extra}"
         group = groups.get(s.group) if s.group else None
