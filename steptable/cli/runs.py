@@ -12,14 +12,17 @@ from steptable.cli.reading import non_negative
 
 
 def add_parser(sub: Any) -> None:
-    r = sub.add_parser("runs", help="list the runs found under paths: id, arm, rows, steps, age, end")
+    r = sub.add_parser("runs", help="list the runs found under paths: id, arm, rows, steps, age, end",
+                       epilog="Exit status: 0 when runs were found (with or without rows); 2 when none was, a path "
+                              "is missing or a run could not be read (its line says so; the others are listed).")
     r.add_argument("paths", nargs="+", help="metrics files or directories (searched recursively)")
     r.add_argument("--limit", type=non_negative, default=0, metavar="N",
                    help="the first N runs by id, and how many more (default 0: all)")
 
 
 def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
-    """Exit status: 0 when runs were found (with or without rows), 2 when none was or a path is missing."""
+    """Exit status: 0 when runs were found (with or without rows), 2 when none was, a path is missing or a run
+    could not be read."""
     from steptable.alerts.engine import fmt_age
     from steptable.cli.reading import read_runs
     from steptable.ingest.copies import Copies
@@ -36,11 +39,13 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     copy_of = Copies(args.paths).update(follower.stores)
     keys = sorted(follower.stores)
     limit = getattr(args, "limit", 0) or len(keys)
+    unread = set(follower.unreadable())
     for key in keys[:limit]:
         s = follower.stores[key]
         with s.lock:
             n = len(s)
-            steps = f"steps {s.step_at(0)}-{s.step_at(n - 1)}" if n else "no rows yet"
+            steps = (f"steps {s.step_at(0)}-{s.step_at(n - 1)}" if n
+                     else "could not be read" if str(s.path) in unread else "no rows yet")
             info, updated = s.meta.get("runinfo"), s.last_update
         parts = [sanitize(s.run)]
         if s.arm:
@@ -56,7 +61,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
         out.write("  ".join(parts) + "\n")
     if len(keys) > limit:
         out.write(f"({len(keys) - limit} more runs: --limit 0 lists all)\n")
-    status = 0
+    status = 2 if unread else 0
     for p in missing_paths(args.paths):
         err.write(f"steptable runs: no such path: {sanitize(p)}\n")
         status = 2

@@ -1,4 +1,5 @@
-"""`steptable runs PATH...` (steptable.cli.runs): one line per run found, status 2 when none is or a path is missing."""
+"""`steptable runs PATH...` (steptable.cli.runs): one line per run found, status 2 when none is, a path is missing or a
+run could not be read."""
 
 from __future__ import annotations
 
@@ -39,3 +40,21 @@ def test_limit_lists_the_first_runs_by_id_and_counts_the_rest(tmp_path: Path,
     with pytest.raises(SystemExit) as e:  # (argparse's usage error)
         run_cli(["runs", str(tmp_path), "--limit", "-1"], capsys)
     assert e.value.code == 2 and "must be 0 or more" in capsys.readouterr().err
+
+
+def test_a_run_that_could_not_be_read_says_so_and_the_status_is_2(tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """A FIFO named metrics.jsonl beside a good run: its line said "no rows yet" (a run just begun) and the status
+    was 0; it says it could not be read, the good run is listed, and the status is 2 (as summary's)."""
+    import os
+
+    write_rows(tmp_path / "good" / "metrics.jsonl", [{"step": s, "loss": 1.0} for s in range(3)])
+    (tmp_path / "pipe").mkdir()
+    os.mkfifo(tmp_path / "pipe" / "metrics.jsonl")
+    write_rows(tmp_path / "new" / "metrics.jsonl", [])
+    rc, out, err = run_cli(["runs", str(tmp_path)], capsys)
+    assert rc == 2 and "not a regular file" in err
+    lines = {ln.split()[0]: ln for ln in out.splitlines()}
+    assert lines["pipe/metrics.jsonl"].endswith("0 rows  could not be read")
+    assert "3 rows  steps 0-2" in lines["good/metrics.jsonl"]
+    assert lines["new/metrics.jsonl"].endswith("0 rows  no rows yet")  # (empty: begun, not unreadable)
