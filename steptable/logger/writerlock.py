@@ -91,7 +91,8 @@ class WriterLock:
             holder = ""
         os.close(fd)
         self.holder = int(holder) if holder.isdigit() else None
-        who = f"process {sanitize(holder)}" if holder.isdigit() else "another process"
+        who = (f"another StepLogger of this process ({holder})" if self.holder == os.getpid()
+               else f"process {sanitize(holder)}" if holder.isdigit() else "another process")
         return (f"{who} is writing this arm's rows to {sanitize(str(self._jsonl))} too (lock "
                 f"{sanitize(str(self.path))}); both write on, their rows interleaved in that file")
 

@@ -224,3 +224,19 @@ def test_a_run_directory_deleted_and_made_again_by_a_second_run_is_two_writers(t
     # (the row that found the file deleted was written before the lock was looked at again)
     assert [r["step"] for r in rows if r.get(runinfo.WRITER_KEY) == a.pid] == [2, 3]
     assert not any(runinfo.WRITER_KEY in r for r in rows if r["step"] >= 100)
+
+
+def test_two_loggers_of_one_process_on_one_arm_are_told_as_such(tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """Two StepLoggers of this process on one run directory: the notice named this process's own pid as "process N
+    is writing ... too", which reads as a stranger; it says another StepLogger of this process."""
+    from steptable import StepLogger
+
+    first = StepLogger(run_dir=tmp_path, console=False, alerts=False)
+    second = StepLogger(run_dir=tmp_path, console=False, alerts=False)
+    first.log({"step": 0, "loss": 1.0})
+    second.log({"step": 0, "loss": 2.0})
+    first.close()
+    second.close()
+    err = capsys.readouterr().err
+    assert f"another StepLogger of this process ({os.getpid()}) is writing this arm's rows" in err, err
