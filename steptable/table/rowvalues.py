@@ -52,10 +52,15 @@ def flat(cells: dict[str, Any]) -> dict[str, Any]:
     now), a later key winning over an earlier one of the same name; the row itself when nothing is nested (the
     common case costs one pass over the values). A mapping that holds itself is spread once along each path. A key
     that is not text is named as the JSONL names it (``0`` -> ``"0"``)."""
+    for k, v in cells.items():  # (one pass for both: the common row, text keys and plain values, costs no more)
+        if type(k) is not str or _nested(v):
+            break
+    else:
+        return cells
     if not _TEXT.issuperset(map(type, cells)):
         cells = text_keys(cells)
-    if not any(_nested(v) for v in cells.values()):
-        return cells
+        if not any(_nested(v) for v in cells.values()):
+            return cells
     out: dict[str, Any] = {}
     left = [0]
 
