@@ -8,7 +8,8 @@ from typing import Any, TextIO
 
 DESCRIPTION = (
     "Compare arms: per metric and arm the mean over a window of x with its 95% interval (Student t over the seeds' "
-    "window means; one seed: from 10 batch means of its window), and each arm's difference from the baseline with "
+    "window means; one seed: from 10 batch means of its window, none where those drift), and each arm's difference "
+    "from the baseline with "
     "its 95% Welch interval, marked better/worse (by the metric's direction) when it excludes 0. Runs whose names "
     "differ only by a seed part (routeA_seed1, routeA-s2, routeA/seed3) are one arm. Default window: the last 10% "
     "of the x range every run has reached."

@@ -80,7 +80,9 @@ class Result:
     delta: float | None
     delta_lo: float | None
     delta_hi: float | None
-    ci: str | None  # "seeds" (t over the seeds' means) or "batches" (batch means of one seed); None: no interval
+    # "seeds" (t over the seeds' means) or "batches" (batch means of one seed); "drift": one seed whose batch means
+    # drift, so no interval (lo/hi null); None: no interval for another reason (too few values)
+    ci: str | None
     verdict: str | None  # "better" / "worse" (by the metric's direction), "differs" (no direction); None: not shown
 
     def record(self) -> dict[str, Any]:
@@ -248,6 +250,14 @@ def _cell(arm: Arm, metric: str, window: Window) -> _Cell:
     return _Cell(spread, n, points, missing)
 
 
+def interval_method(sp: Spread | None, lo: float | None) -> str | None:
+    """A Result's ``ci``: how its interval was made ("seeds", "batches"), "drift" where one seed's batch means
+    drift (no interval), None where there is none for another reason (too few values)."""
+    if sp is None:
+        return None
+    return sp.method if lo is not None or sp.method == "drift" else None
+
+
 def _verdict(lo: float | None, hi: float | None, better: str | None) -> str | None:
     if lo is None or hi is None or lo <= 0 <= hi:
         return None
@@ -281,7 +291,7 @@ def compare(
             out.append(Result(
                 a.name, metric, x, window.lo, window.hi, c.n_seeds, c.n_points, c.n_missing,
                 sp.mean if sp is not None else None, lo, hi, baseline, d, d_lo, d_hi,
-                sp.method if sp is not None and lo is not None else None,
+                interval_method(sp, lo),
                 _verdict(d_lo, d_hi, better.get(metric)) if a.name != baseline else None))
     return out
 

@@ -30,6 +30,7 @@ from steptable.compare.core import (
     _verdict,
     choose_window,
     comparable,
+    interval_method,
     metric_values,
     parse_window,
     pick_metrics,
@@ -211,7 +212,7 @@ class LiveCompare:
                 out.append(Result(
                     g, key, self.x, window.lo, window.hi, seeds, points, missing,
                     sp.mean if sp is not None else None, lo, hi, self.baseline, d, d_lo, d_hi,
-                    sp.method if sp is not None and lo is not None else None,
+                    interval_method(sp, lo),
                     _verdict(d_lo, d_hi, better.get(key)) if g != self.baseline else None))
         return out
 

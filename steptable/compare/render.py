@@ -82,10 +82,19 @@ def _rows(results: Sequence[Result], baseline: str) -> tuple[list[str], list[lis
             sanitize(r.metric) if r.metric != prev else "", sanitize(r.arm), str(r.n_seeds), str(r.n_points),
             *([str(r.n_missing)] if missing else []), interval_text(r.mean, r.lo, r.hi),
             "" if r.arm == baseline else interval_text(r.delta, r.delta_lo, r.delta_hi, signed=True),
-            r.verdict or "",
+            r.verdict or ("drifts" if r.ci == "drift" else ""),
         ])
         prev = r.metric
     return head, rows
+
+
+#: what a "drifts" cell means, under the table that has one
+DRIFT_NOTE = ("drifts: one seed whose values wander over longer than its window's 10 batches (their means correlated "
+              "beyond chance), so the window gives no interval and no verdict; seeds give one")
+
+
+def _notes(results: Sequence[Result]) -> list[str]:
+    return [DRIFT_NOTE] if any(r.ci == "drift" for r in results) else []
 
 
 def verdict_lines(results: Sequence[Result], baseline: str, dirs: Mapping[str, str | None]) -> list[str]:
@@ -128,7 +137,8 @@ def text_report(arms: Sequence[Arm], window: Window, baseline: str, results: Seq
     lines = [" ".join(pad(c, w, "right" if j in right else "left") for j, (c, w) in enumerate(zip(r, widths,
              strict=True))).rstrip() for r in [head, *rows]]
     verdicts = verdict_lines(results, baseline, dirs or {})
-    return "\n".join([*header_lines(arms, window, baseline), "", *lines, *(["", *verdicts] if verdicts else [])]) + "\n"
+    return "\n".join([*header_lines(arms, window, baseline), "", *lines, *_notes(results),
+                      *(["", *verdicts] if verdicts else [])]) + "\n"
 
 
 def md_report(arms: Sequence[Arm], window: Window, baseline: str, results: Sequence[Result],
@@ -140,7 +150,8 @@ def md_report(arms: Sequence[Arm], window: Window, baseline: str, results: Seque
     sep = ["--:" if h in num else "---" for h in head]
     table = ["| " + " | ".join(md_escape(c) or " " for c in r) + " |" for r in [head, sep, *rows]]
     verdicts = [f"- {md_escape(v)}" for v in verdict_lines(results, baseline, dirs or {})]
-    return "\n".join([*(md_escape(h) for h in header_lines(arms, window, baseline)), "", *table,
+    notes = ["", *(md_escape(n) for n in _notes(results))] if _notes(results) else []
+    return "\n".join([*(md_escape(h) for h in header_lines(arms, window, baseline)), "", *table, *notes,
                       *(["", *verdicts] if verdicts else [])]) + "\n"
 
 
