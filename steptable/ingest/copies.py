@@ -14,10 +14,12 @@ each training several times. Two runs are copies when
   schedule or a counter (a learning rate, even warmed up then decayed; an epoch) agrees across seeds too, a measured
   metric does not.
 
-Of a set of copies one is kept (:func:`keep_order`): a file named on the command line first, then, followed live, the
-run already shown (with rows, before its copies were known), then steptable's own JSONL, W&B's (its run record names
-the run and says how it ended), the other trackers' files, TensorBoard (float32), and last a ``trainer_state.json``
-(as far as its last checkpoint); among equals the first run id.
+Of a set of copies one is kept: a file named on the command line first, then, followed live, the run already shown
+(with rows, before its copies were known), then the one that goes furthest (its newest step, then its rows: of a
+training killed and resumed, the state that holds both event files' rows), then by kind (:func:`keep_order`):
+steptable's own JSONL, W&B's (its run record names the run and says how it ended), the other trackers' files,
+TensorBoard (float32), and last a ``trainer_state.json`` (as far as its last checkpoint); among equals the first run
+id.
 """
 
 from __future__ import annotations
@@ -215,6 +217,15 @@ def _new_rows_agree(a: Rows, a_from: int, b: Rows, b_rows: Mapping[int, int]) ->
     return True
 
 
+def _short_of(store: Rows) -> tuple[float, int]:
+    """How far a copy falls short, to sort by: minus its newest row's step, then minus its rows. Of copies that
+    stop at different steps (a ``trainer_state.json`` at its last checkpoint; the event file of a training's first
+    process beside the resumed one's, each a copy of the state) the one that goes furthest is kept: the others'
+    rows are in it."""
+    n = len(store)
+    return (-store.steps_between(n - 1, n)[0] if n else math.inf), -n  # (the newest step alone, not a copy of all)
+
+
 def keep_order(store: Rows, named: Collection[str]) -> tuple[int, str]:
     """Which of a set of copies is kept: the smallest (a named file, steptable's JSONL, W&B's, the other trackers',
     TensorBoard, ``trainer_state.json``; then the run id)."""
@@ -297,7 +308,8 @@ class Copies:
             if len(members) > 1:
                 # (a run shown with rows before its copies were known stays the one shown: a follower of the
                 # output would otherwise get the same rows again, from the other file)
-                kept = min(members, key=lambda r: (r not in named, r not in shown, keep_order(stores[r], named)))
+                kept = min(members, key=lambda r: (r not in named, r not in shown, _short_of(stores[r]),
+                                                   keep_order(stores[r], named)))
                 self.of.update({r: kept for r in members if r != kept and r not in named})
         self._shown = {r for r, st in stores.items() if r not in self.of and len(st)} | (shown & stores.keys())
         return self.of

@@ -113,6 +113,21 @@ def test_a_copy_behind_the_other_is_a_copy_while_it_agrees_and_another_run_once_
     assert copies.update({"w": wandb, "s": state}) == {}
 
 
+def test_of_copies_that_stop_at_different_steps_the_one_that_goes_furthest_is_kept() -> None:
+    """A trainer reporting to TensorBoard, killed and resumed: the first process's event file holds the rows to the
+    kill, the resumed one's from the checkpoint on, the trainer state all of them. Each event file is a copy of the
+    state, so the three are one training; the first event file (the crashed piece) was kept by kind, the rest of the
+    training hidden. The one that goes furthest (then has most rows) is kept; among equals the kind decides."""
+    full = training(0, steps=32)
+    first = store("runs/a", as_tracker(full[:10], float32=True), kind="tensorboard")
+    resumed = store("runs/b", as_tracker(full[8:], float32=True), kind="tensorboard")
+    state = store("trainer_state.json", full, kind="trainer_state")
+    runs = {"runs/a": first, "runs/b": resumed, "trainer_state.json": state}
+    assert Copies(stay=False).update(runs) == {"runs/a": "trainer_state.json", "runs/b": "trainer_state.json"}
+    whole = store("runs/c", as_tracker(full, float32=True), kind="tensorboard")  # as far as the state: by kind
+    assert Copies(stay=False).update({"runs/c": whole, "trainer_state.json": state}) == {"trainer_state.json": "runs/c"}
+
+
 def test_copies_need_a_metric_that_went_up_and_down_twice_over_what_they_share() -> None:
     def rows(losses: list[float]) -> list[dict[str, Any]]:
         return [{"step": 2 * i, "loss": v, "learning_rate": 1e-4} for i, v in enumerate(losses)]
