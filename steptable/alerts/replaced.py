@@ -55,7 +55,7 @@ def replaced_alerts(store: Any, start: int, config: AlertConfig | None = None, b
         found += feed_store(eng, store, first, end, resumes, stalls=True)
         read = end - first + sum(b - a for a, b in spans)
     at = store.step_at(start)
-    return [Alert(x.level, x.step, x.column, x.kind, f"{x.message} (a row the resume at step {at} replaced)")
+    return [Alert(x.level, x.step, x.column, x.kind, f"{x.message} (a row the resume at step {at} replaced)", at)
             for x in found], read
 
 

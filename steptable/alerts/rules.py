@@ -109,6 +109,8 @@ class Alert:
     kind: str  # nonfinite, spike, grad_rise, reward_collapse, entropy_collapse, entropy_rise, kl_blowup, saturation,
     # flat, stall, hack_auroc, ended (a crash or an interruption: steptable.alerts.engine.end_alert)
     message: str
+    #: the step of the resume that replaced the row this alert is of (its cell now holds the new row's value)
+    replaced: int | None = None
 
     def line(self) -> str:
         """One ASCII line: ``E step 812 loss non-finite (nan) after 811 finite steps``."""

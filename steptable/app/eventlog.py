@@ -53,7 +53,8 @@ class EventLog:
             self._alerted.add(seen)
             counts = self._run_counts.setdefault(run_id, {})
             counts[a.level] = counts.get(a.level, 0) + 1
-            self.alerts.append(Event(a.level, label, a.message_line(), run_id, a.step, a.column))
+            self.alerts.append(Event(a.level, label, a.message_line(), run_id, a.step, a.column,
+                                     a.replaced is not None))
         del self.alerts[:-MAX_ALERTS]
 
     def check_stalls(self, now: float) -> dict[str, float]:

@@ -83,7 +83,10 @@ class ManualFollower:
     """The real Follower; ``run`` only waits, the test calls ``tick`` to scan and report as ``run`` would."""
 
     def __init__(self, paths: list[Path]) -> None:
-        self.real = Follower([str(p) for p in paths])
+        from steptable.alerts.replaced import read_replaced
+
+        # (as the app's feed makes it: a resume's dropped rows read for their alerts)
+        self.real = Follower([str(p) for p in paths], on_resume=read_replaced)
         self.on_change: Callable[[set[str]], None] | None = None
         self.ready = threading.Event()
 

@@ -76,6 +76,23 @@ async def test_alerts_found_before_the_table_mark_it(tmp_path: Path) -> None:
         assert grid.paint.alerts == {SPIKE: {"gn": app.session.alerts[0].level}}
 
 
+async def test_an_alert_of_a_row_a_resume_replaced_marks_no_cell(tmp_path: Path) -> None:
+    """The grad norm spiked at step 30, the run crashed at 39 and resumed from step 25: the spike is still said (of a
+    row the resume replaced), but the cell at step 30 is the resumed run's, an ordinary value: no mark on it (the
+    table said the new value raised the alert)."""
+    rows = [row(0, s) for s in range(40)]
+    rows[SPIKE]["gn"] = 12.0
+    write_rows(tmp_path / "solo" / "metrics.jsonl", rows + [row(0, s) for s in range(25, 45)])
+    app, follower, _ = manual_app(tmp_path)
+    async with app.run_test(size=(160, 50)) as pilot:
+        await sync(pilot, follower)
+        said = [e for e in app.session.alerts if e.step == SPIKE and e.column == "gn"]
+        assert said and all("the resume at step 25 replaced" in e.text for e in said)
+        grid = app.query_one(StepGrid)
+        assert SPIKE not in grid.paint.alerts
+        assert ALERT_MARK not in _line_of(app, SPIKE)
+
+
 async def test_the_legend_pane_and_the_help_name_every_mark_and_colour(tmp_path: Path) -> None:
     app, follower, _ = manual_app(_spiked_run(tmp_path))
     async with app.run_test(size=(200, 100)) as pilot:

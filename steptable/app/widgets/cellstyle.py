@@ -124,11 +124,12 @@ class CellPaint:
         self.moves = Moves()
 
     def add_alerts(self, alerts: Iterable[Any]) -> bool:
-        """Take the cells ``alerts`` (steptable.alerts.rules.Alert) name (run-level ones name none); True when a
-        cell is newly marked or its level rose."""
+        """Take the cells ``alerts`` (steptable.alerts.rules.Alert) name (run-level ones name none, nor one of a row a
+        resume replaced: the cell at its step is the new row's); True when a cell is newly marked or its level
+        rose."""
         changed = False
         for a in alerts:
-            if not a.column or a.step is None:
+            if not a.column or a.step is None or a.replaced:
                 continue
             row = self.alerts.setdefault(a.step, {})
             if row.get(a.column) != "E" and row.get(a.column) != a.level:

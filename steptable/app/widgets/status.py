@@ -24,6 +24,7 @@ class Event:
     run: str | None = None
     step: int | None = None
     column: str = ""
+    replaced: bool = False  # an alert of a row a resume replaced: it names no cell of the table
 
     def line(self) -> str:
         return sanitize(f"{self.level} {self.arm}: {self.text}")

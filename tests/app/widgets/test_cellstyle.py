@@ -39,6 +39,7 @@ class _Alert:
     level: str
     step: int | None
     column: str
+    replaced: bool = False
 
 
 def test_cell_kinds() -> None:
