@@ -180,7 +180,7 @@ class Closer:
         sl = self._sl
         if not sl._closed:
             sl._end = end
-            sl.close()
+            self.close()  # (not StepLogger.close: a block that ended well says so, whatever an outer except handles)
             return
         if end is None:
             return

@@ -92,6 +92,12 @@ def test_close_in_a_finally_or_an_except_marks_the_run_ended_by_the_exception_in
     sl.close()
     info = description(tmp_path / "handled")
     assert info.get("end") is None and info["closed"] is not None
+    try:  # a with block that ends well inside an except (a retry): the block's end, not the handled error's
+        raise MemoryError("first attempt")
+    except MemoryError:
+        with StepLogger(RUN_COLS, run_dir=tmp_path / "retry", console=False, alerts=False) as sl:
+            sl.log({"step": 0, "loss": 0.5})
+    assert description(tmp_path / "retry").get("end") is None
 
 
 def test_the_end_of_run_dump_says_how_the_run_ended(tmp_path: Path, captured: list[str]) -> None:
