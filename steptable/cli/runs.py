@@ -1,5 +1,6 @@
 """`steptable runs PATH...`: one line per run found (its id, arm, rows, steps, age of its last row, whether it
-ended): the names ``tail --run`` and ``summary --run`` take, and what the MCP server's ``runs`` tool returns."""
+ended, where it was resumed): the names ``tail --run`` and ``summary --run`` take, and what the MCP server's
+``runs`` tool returns."""
 
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     from steptable.cli.reading import read_runs
     from steptable.ingest.copies import Copies
     from steptable.ingest.files.discover import missing_paths, nothing_found
+    from steptable.summary.report import resumed_words
     from steptable.table import runinfo
     from steptable.table.formatting import sanitize
 
@@ -46,7 +48,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
             n = len(s)
             steps = (f"steps {s.step_at(0)}-{s.step_at(n - 1)}" if n
                      else "could not be read" if str(s.path) in unread else "no rows yet")
-            info, updated = s.meta.get("runinfo"), s.last_update
+            info, updated, resumes = s.meta.get("runinfo"), s.last_update, list(s.resumes)
         parts = [sanitize(s.run)]
         if s.arm:
             parts.append(f"arm {sanitize(s.arm)}")
@@ -56,6 +58,8 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
         if runinfo.closed_at(info) is not None:
             end = runinfo.ended_by(info)
             parts.append("ended" if end is None else runinfo.end_words(end))
+        if resumes:
+            parts.append(resumed_words(resumes))
         if key in copy_of:
             parts.append(f"same rows as {sanitize(copy_of[key])}: left out")
         out.write("  ".join(parts) + "\n")

@@ -195,9 +195,7 @@ def header_text(run: RunLike, now: float) -> str:
     if isinstance(meta, dict) and isinstance(two := meta.get("two_writers"), str):  # (not resumes: readers.arms)
         parts.append(f"two writers: {sanitize(two)}")
     if run.resumes:
-        shown = ",".join(str(r) for r in run.resumes[:5])
-        more = f" +{len(run.resumes) - 5}" if len(run.resumes) > 5 else ""
-        parts.append(f"resumed {shown}{more}")
+        parts.append(resumed_words(run.resumes))
     if run.bad_count:
         parts.append(f"bad {run.bad_count}")
     return ", ".join(parts)
@@ -392,3 +390,10 @@ def _arm_tag(i: int) -> str:
         i, r = divmod(i - 1, 26)
         tag = "abcdefghijklmnopqrstuvwxyz"[r] + tag
     return tag
+
+
+def resumed_words(resumes: Sequence[int]) -> str:
+    """The steps a run was resumed at, as summary and ``runs`` say them: ``resumed 80,120`` (the first five, then
+    how many more)."""
+    more = f" +{len(resumes) - 5}" if len(resumes) > 5 else ""
+    return f"resumed {','.join(str(r) for r in resumes[:5])}{more}"

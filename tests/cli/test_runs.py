@@ -58,3 +58,13 @@ def test_a_run_that_could_not_be_read_says_so_and_the_status_is_2(tmp_path: Path
     assert lines["pipe/metrics.jsonl"].endswith("0 rows  could not be read")
     assert "3 rows  steps 0-2" in lines["good/metrics.jsonl"]
     assert lines["new/metrics.jsonl"].endswith("0 rows  no rows yet")  # (empty: begun, not unreadable)
+
+
+def test_a_resumed_run_says_where(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A run that crashed at step 9 and was resumed from step 5 (its steps go back in the file): its line says
+    "resumed 5", as summary says it (it said nothing of it)."""
+    rows = [{"step": s, "loss": 1.0} for s in range(10)] + [{"step": s, "loss": 0.5} for s in range(5, 12)]
+    write_rows(tmp_path / "a" / "metrics.jsonl", rows)
+    rc, out, err = run_cli(["runs", str(tmp_path)], capsys)
+    assert rc == 0, err
+    assert "12 rows  steps 0-11" in out and out.rstrip().endswith("resumed 5")
