@@ -312,6 +312,16 @@ def merge_nonfinite(found: list[Alert]) -> list[Alert]:
     return [merged if a is first else a for a in found if a.kind != "nonfinite" or a is first]
 
 
+def earlier_end_alerts(info: dict[str, Any] | None, told: Collection[float] = ()) -> list[Alert]:
+    """How the run's earlier processes ended where not normally (steptable.table.runinfo.earlier), each at the step
+    the next process resumed at, as :func:`end_alert` says the last one's: a crash before a resume is not forgotten
+    when the resumed process describes the run again. Those whose close is in ``told`` (a follower said them as
+    they happened) are left out."""
+    return [Alert("W" if end == runinfo.INTERRUPTED else "E", at, "", "ended",
+                  f"run {runinfo.end_words(end)}; resumed at this step")
+            for end, at, closed in runinfo.earlier(info) if closed not in told]
+
+
 def end_alert(info: dict[str, Any] | None, step: int) -> Alert | None:
     """At the run's last ``step``, how its StepLogger's ``with`` block ended, from its description ``info``
     (steptable.table.runinfo): E on an exception (a crash: "run ended with RuntimeError"), W when interrupted (Ctrl-C, a

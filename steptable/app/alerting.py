@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from textual.message import Message
@@ -113,6 +113,7 @@ class AlertScanner:
             replaced = list(getattr(store, "replaced", ())[fed.replaced:])
             missed = [a for a in replaced if last is None or a.step > last]
             fed.replaced += len(replaced)
+            missed += self._earlier(fed, store)
             if last is not None and len(resumes) > fed.resumes:  # rows from the earliest new resume step on are new
                 at = min(resumes[fed.resumes :])
                 last = min(last, at - 1)
@@ -175,6 +176,18 @@ class AlertScanner:
         alert = end_alert(info, int(store.steps_between(n - 1, n)[0]))
         return None if alert is None else (alert, closed)
 
+    @staticmethod
+    def _earlier(fed: _Fed, store: Any) -> list[Alert]:
+        """How the processes before the run's resumes ended (alerts.earlier_end_alerts), those not said yet. The
+        store's lock is held."""
+        from steptable.alerts.engine import earlier_end_alerts
+
+        meta = getattr(store, "meta", None)
+        new = [a for a in earlier_end_alerts(meta.get("runinfo") if isinstance(meta, dict) else None, fed.closes)
+               if (a.step, a.message) not in fed.earlier]
+        fed.earlier.update((a.step, a.message) for a in new)
+        return new
+
     def _say_end(self, rid: str, fed: _Fed, ended: tuple[Alert, float] | None) -> list[Alert]:
         """Post the end alert once a close, after the rows' alerts (it is the run's last event, and the status bar
         lists the latest first), as summary and ``tail --alerts-only`` say it. It is posted with the close
@@ -182,6 +195,7 @@ class AlertScanner:
         if ended is None:
             return []
         alert, fed.ended = ended
+        fed.closes.add(fed.ended)  # (told as it happened: not again as an earlier end once the run resumes)
         self._post(AlertsFound(rid, [alert], closed=fed.ended))
         return [alert]
 
@@ -198,3 +212,5 @@ class _Fed:
     version: int = -1
     ended: float | None = None  # the close an end alert was said for (a resumed run that dies again: again)
     replaced: int = 0  # the store's alerts of replaced rows looked at so far (RunStore.replaced)
+    earlier: set[tuple[int, str]] = field(default_factory=set)  # the earlier processes' ends said (step, message)
+    closes: set[float] = field(default_factory=set)  # the closes whose end alert was said

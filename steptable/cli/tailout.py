@@ -11,7 +11,7 @@ from collections import Counter
 from collections.abc import Collection, Sequence
 from typing import Any, TextIO
 
-from steptable.alerts.engine import Alert, end_alert
+from steptable.alerts.engine import Alert, earlier_end_alerts, end_alert
 from steptable.cli.tailalerts import TailAlerts
 from steptable.cli.tailformats import Layout, Printer
 from steptable.cli.tailjsonl import jsonl_lines, plain
@@ -48,6 +48,8 @@ class Tail:
         self.gaps_told: dict[str, int] = {}  # run -> its store's gaps printed
         self.replaced_seen: dict[str, int] = {}  # a run's RunStore.replaced alerts looked at so far
         self.end_told: dict[str, float] = {}  # run -> when it was closed, for the crash or interruption told
+        self.earlier_told: set[tuple[str, int, str]] = set()  # (run, step, message) of earlier ends told
+        self.closes_told: dict[str, set[float]] = {}  # run -> the closes told as they happened (-f)
         self.logged: dict[str, str | None] = {}  # run -> the name of its logged schema when the layout was made
         self.first_view = True  # -n is for the runs found at the start: a run found later is new output in full
         self.read_rows = False  # a row was read (the status of a -f that ends: was anything readable found?)
@@ -182,9 +184,15 @@ class Tail:
             info = store.meta.get("runinfo")
             end, closed, n = runinfo.ended_by(info), runinfo.closed_at(info), len(store)
             last = store.step_at(n - 1) if n else 0
+        if self.args.alerts_only:  # how the process before a resume ended (the resumed one rewrote the description)
+            for before in earlier_end_alerts(info, self.closes_told.get(store.run, ())):
+                if (said := (store.run, before.step, before.message)) not in self.earlier_told:
+                    self.earlier_told.add(said)
+                    self.alerts.tell(store.run, before)
         if end is None or closed is None or not n or self.end_told.get(store.run) == closed:
             return
         self.end_told[store.run] = closed
+        self.closes_told.setdefault(store.run, set()).add(closed)
         if self.args.alerts_only:
             if (alert := end_alert(info, last)) is not None:
                 self.alerts.tell(store.run, alert)

@@ -14,8 +14,9 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from steptable.ingest.sidefiles import read_regular
 from steptable.logger import tablefile
 from steptable.logger.sinks import report_once
 from steptable.logger.wholefile import write_description
@@ -39,25 +40,47 @@ class Closer:
         self._table_note = "all rows"
         self._started = 0.0  # when the first row came (the description's start)
         self._closed_at: float | None = None  # when the description said the run ended
+        self._earlier: list[tuple[str, int, float]] = []  # how earlier processes of the run ended (runinfo.earlier)
 
-    def describe(self, closed: float | None) -> None:
+    def describe(self, closed: float | None, first_step: Any = None) -> None:
         """``steptable.json`` beside the JSONL: the logger's columns, and whether the run has ended (``closed``: when;
         None at the first row, and where the automatic columns grew; see steptable.table.runinfo). The start is the
-        first description's. Readers do without it, so a failure is reported once and nothing else happens."""
+        first description's. At the first row (its step ``first_step``) the description an earlier process left is
+        read first: where it ended with an error or an interruption, that end and this resume are kept in the new
+        one (it would be forgotten). Readers do without it, so a failure is reported once and nothing else happens."""
         sl = self._sl
         if sl.run_dir is None or sl.jsonl_path is None:
             return
         if closed is None and not self._started:
             self._started = time.time()
+            self._earlier = self._ends_before(first_step)
         self._closed_at = closed
         try:  # (anything: the description must never cost a row)
             arm = None if sl.arm is None else str(sl.arm)
             sl.run_dir.mkdir(parents=True, exist_ok=True)
-            info = runinfo.describe(sl.cols, arm, sl.jsonl_path.name, self._started, closed, sl._rows, sl._end)
+            info = runinfo.describe(sl.cols, arm, sl.jsonl_path.name, self._started, closed, sl._rows, sl._end,
+                                    self._earlier)
             write_description(sl.run_dir, info)
         except Exception as e:
             report_once(f"{sl._topic}-runinfo",
                         f"steptable: cannot write {runinfo.file_name(sl.arm)} ({error_text(e)})")
+
+    def _ends_before(self, first_step: Any) -> list[tuple[str, int, float]]:
+        """The earlier ends the run's description holds, and the one of the process before this (resumed at
+        ``first_step``) where it did not end normally; none where there is no description of this JSONL."""
+        sl = self._sl
+        if sl.run_dir is None or sl.jsonl_path is None:
+            return []
+        try:
+            data = read_regular(sl.run_dir / runinfo.file_name(sl.arm), runinfo.MAX_BYTES)
+        except OSError:  # (none yet: a new run)
+            return []
+        info = runinfo.parse(data, sl.jsonl_path)
+        ends = runinfo.earlier(info)
+        end, closed = runinfo.ended_by(info), runinfo.closed_at(info)
+        if end is not None and closed is not None and type(first_step) is int:
+            ends.append((end, first_step, closed))
+        return ends[-runinfo.MAX_EARLIER:]
 
     def dump(self) -> str:
         """Every column (streamed and dump-only, but those the console left out to fit its width) for the last

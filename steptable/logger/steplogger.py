@@ -266,7 +266,7 @@ class StepLogger:
                 grown = not first
         if self._writer is not None:
             if first:  # before the first row: a reader that sees the row sees whose arm it is
-                self._closer.describe(None)
+                self._closer.describe(None, step)
                 if self._writer_lock is not None:
                     self._second = self._writer_lock.take(f"{self._topic}-two-writers")
             elif grown:  # (the description names the columns)

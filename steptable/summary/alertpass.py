@@ -22,7 +22,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from steptable.alerts import history, parts
-from steptable.alerts.engine import Alert, AlertConfig, end_alert
+from steptable.alerts.engine import Alert, AlertConfig, earlier_end_alerts, end_alert
 from steptable.ingest import forkgate
 
 #: watched cells (rows x watched keys, all runs) under which the pass stays in this process: a worker costs ~20 ms
@@ -57,7 +57,8 @@ def _finish(store: Any, now: float, stalled: bool, found: list[Alert]) -> list[A
     from steptable.alerts.engine import clockless_stall
 
     end = end_alert(store.meta.get("runinfo"), store.steps[-1]) if len(store.steps) else None
-    found = [*store.replaced, *found]  # the rows a resume replaced came first (why the run was restarted)
+    # the rows a resume replaced and how the process before a resume ended came first (why it was restarted)
+    found = [*store.replaced, *earlier_end_alerts(store.meta.get("runinfo")), *found]
     if stalled and (stall := clockless_stall(store, now)) is not None:  # rows without a clock of their own
         found.append(stall)
     return found if end is None else [*found, end]

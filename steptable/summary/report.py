@@ -53,7 +53,7 @@ import time
 from collections.abc import Collection, Mapping, Sequence
 from typing import Literal
 
-from steptable.alerts.engine import Alert, AlertConfig, end_alert, fmt_age
+from steptable.alerts.engine import Alert, AlertConfig, earlier_end_alerts, end_alert, fmt_age
 from steptable.alerts.history import scan
 from steptable.alerts.text import MAX_ALERTS as MAX_ALERTS
 from steptable.alerts.text import alert_groups as alert_groups
@@ -208,8 +208,10 @@ def _alerts_for(run: RunLike, alerts: Mapping[str, Sequence[Alert]] | None) -> S
     cols = {k: run.column(k) for k in run.keys if k in _ROLE_KEYS}
     walls = run.wall_times if len(run.wall_times) == len(run.steps) else None
     found = scan(run.steps, cols, walls, AlertConfig(nan_missing=True), resumes=set(run.resumes))
-    found = [*getattr(run, "replaced", ()), *found]  # a RunStore's alerts of rows a resume replaced
     meta = getattr(run, "meta", None)  # a crash or an interruption of its StepLogger's ``with`` block
+    # a RunStore's alerts of rows a resume replaced, and how the process before a resume ended
+    earlier = earlier_end_alerts(meta.get("runinfo")) if isinstance(meta, dict) else []
+    found = [*getattr(run, "replaced", ()), *earlier, *found]
     end = end_alert(meta.get("runinfo"), run.steps[-1]) if isinstance(meta, dict) and len(run.steps) else None
     return found if end is None else [*found, end]
 

@@ -24,7 +24,7 @@ from fnmatch import translate
 from typing import Any
 
 from steptable.alerts.activity import judge, stall_after
-from steptable.alerts.engine import STEP_TIME_KEYS, end_alert
+from steptable.alerts.engine import STEP_TIME_KEYS, earlier_end_alerts, end_alert
 from steptable.alerts.history import scan
 from steptable.alerts.rules import AlertConfig, cell_float
 from steptable.ingest.files.siblings import newest_sibling
@@ -135,6 +135,7 @@ def digest(store: Any, size: int, *, alerts: bool = True, config: AlertConfig | 
             running_at=newest_sibling(store.path) if isinstance(info, dict) and end is None else None,
         )
         found = scan(store.steps_between(start, n), cols, None, config) if alerts and n else []
+        found = [*earlier_end_alerts(info), *found]  # (how the process before a resume ended)
         if (ea := end_alert(info, out.last_step or 0)) is not None:
             found.append(ea)
         if found:

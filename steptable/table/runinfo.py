@@ -57,10 +57,12 @@ def name_part(text: str) -> str:
 
 def describe(
     cols: Sequence[Col], arm: str | None, jsonl: str, started: float, closed: float | None, rows: int,
-    end: str | None = None,
+    end: str | None = None, earlier: Sequence[tuple[str, int, float]] = (),
 ) -> dict[str, Any]:
     """The description of a run: its columns, arm, JSONL's file name, when it started and was closed (None while
-    it runs), its rows, and ``end`` only where it did not end normally (:func:`end_of`)."""
+    it runs), its rows, ``end`` only where it did not end normally (:func:`end_of`), and ``earlier`` only where an
+    earlier process of the run did not: (its end, the step the next process resumed at, when it was closed)
+    (:func:`earlier`)."""
     info: dict[str, Any] = {
         "steptable": VERSION,
         "arm": arm,
@@ -70,7 +72,29 @@ def describe(
         "rows": rows,
         "columns": [{f: getattr(c, f) for f in _FIELDS} for c in cols],
     }
+    if earlier:
+        info["earlier"] = [{"end": e, "resumed_at": at, "closed": t} for e, at, t in earlier[-MAX_EARLIER:]]
     return info if end is None else {**info, "end": end}  # (a normal end: no ``end`` field)
+
+
+#: earlier ends a description keeps (the newest)
+MAX_EARLIER = 20
+
+
+def earlier(info: dict[str, Any] | None) -> list[tuple[str, int, float]]:
+    """How the run's earlier processes ended where not normally, each with the step the next one resumed at and
+    when it was closed (a reader that told that close live need not tell it again): a crash told before a resume is
+    not forgotten when the resumed process describes the run again. Entries that do not validate are left out (the
+    file is text from the disk)."""
+    got = info.get("earlier") if info else None
+    out = []
+    for e in got[-MAX_EARLIER:] if type(got) is list else ():
+        if type(e) is not dict:
+            continue
+        end, at, t = e.get("end"), e.get("resumed_at"), closed_at(e)
+        if type(end) is str and _END.fullmatch(end) and type(at) is int and t is not None:
+            out.append((end, at, t))
+    return out
 
 
 def end_of(exc: BaseException | None) -> str | None:

@@ -327,3 +327,19 @@ def test_the_alert_scan_waits_between_chunks_while_the_user_acts() -> None:
     finally:
         stop.set()
         th.join(5)
+
+
+@pytest.mark.anyio
+async def test_watch_says_a_crash_before_a_resume_once(tmp_path: Path) -> None:
+    """A process that died of an error, then one resumed from step 40 that ended well: the watch says the crash at
+    the resume (the resumed process's description holds it), once, however many passes read the run."""
+    from tests.cli.test_resume import _attempt
+
+    _attempt(tmp_path / "a", range(0, 50), crash=True)
+    _attempt(tmp_path / "a", range(40, 60), crash=False)
+    app, follower, _ = manual_app(tmp_path)
+    async with app.run_test() as pilot:
+        await sync(pilot, follower)
+        await sync(pilot, follower)
+        said = [e for e in app.session.alerts if "resumed at this step" in e.text]
+        assert [(e.level, e.step) for e in said] == [("E", 40)], [e.line() for e in app.session.alerts]

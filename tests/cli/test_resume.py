@@ -33,6 +33,59 @@ def test_a_nan_before_a_restart_is_still_said(tmp_path: Path, capsys: pytest.Cap
     assert rc == 1 and "step 1090 loss non-finite (NaN)" in out and "the resume at step 1000 replaced" in out, err
 
 
+def _attempt(run: Path, steps: range, crash: bool) -> None:
+    """One process of a run: StepLogger's rows of ``steps``, its ``with`` block left by a RuntimeError (``crash``)."""
+    from steptable import StepLogger
+
+    try:
+        with StepLogger(run_dir=run, console=False, alerts=False) as sl:
+            for s in steps:
+                sl.log({"step": s, "loss": 1.0 / (s + 1)})
+            if crash:
+                raise RuntimeError("CUDA out of memory")
+    except RuntimeError:
+        pass
+
+
+def test_a_crash_before_a_resume_is_still_said_once_the_run_resumed(tmp_path: Path,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """The first process died of an error at step 49, the second resumed from step 40 and ended well: its
+    description replaced the one that said the crash, and --alerts-only exited 0 (summary: "ended, resumed 40").
+    The crash is kept with the resume it led to, told at that step, by tail and summary alike; a second crash
+    and resume adds to it; a process that ended well before a resume adds nothing."""
+    run = tmp_path / "a"
+    _attempt(run, range(0, 50), crash=True)
+    _attempt(run, range(40, 60), crash=False)
+    rc, out, err = run_cli(["tail", str(tmp_path), "--alerts-only"], capsys)
+    assert rc == 1 and out.splitlines() == ["E [a] step 40 run ended with RuntimeError; resumed at this step"], err
+    _attempt(run, range(55, 70), crash=True)
+    _attempt(run, range(65, 80), crash=False)
+    rc, out, err = run_cli(["summary", str(tmp_path)], capsys)
+    assert rc == 0 and "E steps 40-65 x2, last run ended with RuntimeError; resumed at this step" in out, out + err
+    clean = tmp_path / "b"
+    _attempt(clean, range(0, 30), crash=False)
+    _attempt(clean, range(20, 40), crash=False)
+    rc, out, _ = run_cli(["tail", str(clean), "--alerts-only"], capsys)
+    assert rc == 0 and out == "", out
+
+
+def test_tail_f_that_saw_the_crash_says_it_once_after_the_resume(tmp_path: Path) -> None:
+    """tail -f --alerts-only following the run through its crash and its resume says the crash once, as it
+    happened (not again as the end before the resume); one started after the resume says it at the resume."""
+    run = tmp_path / "a"
+    _attempt(run, range(0, 50), crash=True)
+    live = Live(tmp_path, ["--alerts-only"])
+    live.step()
+    _attempt(run, range(40, 60), crash=False)
+    live.step()
+    live.step()
+    said = [line for line in live.out.getvalue().splitlines() if "RuntimeError" in line]
+    assert said == ["E [a] step 49 run ended with RuntimeError"], live.out.getvalue()
+    later = Live(tmp_path, ["--alerts-only"])
+    later.step()
+    assert later.out.getvalue().splitlines() == ["E [a] step 40 run ended with RuntimeError; resumed at this step"]
+
+
 def test_a_clean_restart_says_nothing_and_replaced_alerts_are_bounded(tmp_path: Path,
                                                                         capsys: pytest.CaptureFixture[str]) -> None:
     rng = random.Random(1)

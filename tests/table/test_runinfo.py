@@ -32,3 +32,19 @@ def test_arm_names_that_read_alike_or_are_empty_get_their_own_files() -> None:
     names = ["", ".", "arm", "lr 1e-4", "lr/1e-4", "lr_1e-4"]
     parts = [runinfo.name_part(n) for n in names]
     assert len(set(parts)) == len(names) and all(p and not p.startswith(".") and ".." not in p for p in parts)
+
+
+def test_earlier_ends_are_read_as_written_and_bad_entries_left_out() -> None:
+    """The description keeps how earlier processes ended, each with the step the next resumed at and when it was
+    closed; entries that are not of that form (the file is text from the disk) are left out, and at most MAX_EARLIER
+    are kept."""
+    ends = [("RuntimeError", 40, 1.5), ("interrupted", 65, 2.5)]
+    info = runinfo.describe([], None, "m.jsonl", 0.0, None, 0, earlier=ends)
+    assert runinfo.earlier(info) == ends
+    info["earlier"] += [{"end": "x y", "resumed_at": 3, "closed": 1.0}, {"end": "E", "resumed_at": "3", "closed": 1.0},
+                        "junk", {"end": "E", "resumed_at": 3}, {"end": "E", "resumed_at": 3, "closed": True}]
+    assert runinfo.earlier(info) == ends
+    assert runinfo.earlier(None) == [] and runinfo.earlier({"earlier": {"end": "E"}}) == []
+    many = runinfo.describe([], None, "m.jsonl", 0.0, None, 0, earlier=[("E", i, 1.0) for i in range(50)])
+    assert [at for _, at, _ in runinfo.earlier(many)] == list(range(50 - runinfo.MAX_EARLIER, 50))
+    assert "earlier" not in runinfo.describe([], None, "m.jsonl", 0.0, None, 0)  # (none: no field)
