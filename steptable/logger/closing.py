@@ -73,9 +73,9 @@ class Closer:
             return []
         try:
             data = read_regular(sl.run_dir / runinfo.file_name(sl.arm), runinfo.MAX_BYTES)
-        except OSError:  # (none yet: a new run)
+            info = runinfo.parse(data, sl.jsonl_path)
+        except Exception:  # (none yet: a new run; or one that cannot be read: nothing to keep, and no row lost)
             return []
-        info = runinfo.parse(data, sl.jsonl_path)
         ends = runinfo.earlier(info)
         end, closed = runinfo.ended_by(info), runinfo.closed_at(info)
         if end is not None and closed is not None and type(first_step) is int:
