@@ -171,7 +171,7 @@ class AlertScanner:
         meta = getattr(store, "meta", None)
         info = meta.get("runinfo") if isinstance(meta, dict) else None
         closed = closed_at(info)
-        if not n or closed is None or closed == fed.ended:
+        if not n or closed is None or closed in fed.closes:
             return None
         alert = end_alert(info, int(store.steps_between(n - 1, n)[0]))
         return None if alert is None else (alert, closed)
@@ -194,9 +194,9 @@ class AlertScanner:
         it is for, so that a resumed run that dies again at the same step is told again."""
         if ended is None:
             return []
-        alert, fed.ended = ended
-        fed.closes.add(fed.ended)  # (told as it happened: not again as an earlier end once the run resumes)
-        self._post(AlertsFound(rid, [alert], closed=fed.ended))
+        alert, closed = ended
+        fed.closes.add(closed)  # (told as it happened: not again as an earlier end once the run resumes)
+        self._post(AlertsFound(rid, [alert], closed=closed))
         return [alert]
 
 
@@ -210,7 +210,7 @@ class _Fed:
     last: int | None = None
     resumes: int = 0
     version: int = -1
-    ended: float | None = None  # the close an end alert was said for (a resumed run that dies again: again)
     replaced: int = 0  # the store's alerts of replaced rows looked at so far (RunStore.replaced)
     earlier: set[tuple[int, str]] = field(default_factory=set)  # the earlier processes' ends said (step, message)
-    closes: set[float] = field(default_factory=set)  # the closes whose end alert was said
+    # the closes whose end alert was said (a resumed run that dies again: a new close, said again)
+    closes: set[float] = field(default_factory=set)

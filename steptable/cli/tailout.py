@@ -47,9 +47,8 @@ class Tail:
         self.keys_seen: set[str] = set()
         self.gaps_told: dict[str, int] = {}  # run -> its store's gaps printed
         self.replaced_seen: dict[str, int] = {}  # a run's RunStore.replaced alerts looked at so far
-        self.end_told: dict[str, float] = {}  # run -> when it was closed, for the crash or interruption told
         self.earlier_told: set[tuple[str, int, str]] = set()  # (run, step, message) of earlier ends told
-        self.closes_told: dict[str, set[float]] = {}  # run -> the closes told as they happened (-f)
+        self.closes_told: dict[str, set[float]] = {}  # run -> the closes whose crash or interruption was told
         self.logged: dict[str, str | None] = {}  # run -> the name of its logged schema when the layout was made
         self.first_view = True  # -n is for the runs found at the start: a run found later is new output in full
         self.read_rows = False  # a row was read (the status of a -f that ends: was anything readable found?)
@@ -189,10 +188,10 @@ class Tail:
                 if (said := (store.run, before.step, before.message)) not in self.earlier_told:
                     self.earlier_told.add(said)
                     self.alerts.tell(store.run, before)
-        if end is None or closed is None or not n or self.end_told.get(store.run) == closed:
+        told = self.closes_told.setdefault(store.run, set())
+        if end is None or closed is None or not n or closed in told:
             return
-        self.end_told[store.run] = closed
-        self.closes_told.setdefault(store.run, set()).add(closed)
+        told.add(closed)
         if self.args.alerts_only:
             if (alert := end_alert(info, last)) is not None:
                 self.alerts.tell(store.run, alert)

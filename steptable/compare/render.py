@@ -150,7 +150,8 @@ def md_report(arms: Sequence[Arm], window: Window, baseline: str, results: Seque
     sep = ["--:" if h in num else "---" for h in head]
     table = ["| " + " | ".join(md_escape(c) or " " for c in r) + " |" for r in [head, sep, *rows]]
     verdicts = [f"- {md_escape(v)}" for v in verdict_lines(results, baseline, dirs or {})]
-    notes = ["", *(md_escape(n) for n in _notes(results))] if _notes(results) else []
+    notes = [md_escape(n) for n in _notes(results)]
+    notes = ["", *notes] if notes else []
     return "\n".join([*(md_escape(h) for h in header_lines(arms, window, baseline)), "", *table, *notes,
                       *(["", *verdicts] if verdicts else [])]) + "\n"
 
