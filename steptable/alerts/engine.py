@@ -317,7 +317,7 @@ def earlier_end_alerts(info: dict[str, Any] | None, told: Collection[float] = ()
     the next process resumed at, as :func:`end_alert` says the last one's: a crash before a resume is not forgotten
     when the resumed process describes the run again. Those whose close is in ``told`` (a follower said them as
     they happened) are left out."""
-    return [Alert("W" if end == runinfo.INTERRUPTED else "E", at, "", "ended",
+    return [Alert("W" if runinfo.warns(end) else "E", at, "", "ended",
                   f"run {runinfo.end_words(end)}; resumed at this step")
             for end, at, closed in runinfo.earlier(info) if closed not in told]
 

@@ -10,6 +10,7 @@ did, and a failed step is reported once.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -42,18 +43,20 @@ class Closer:
         self._closed_at: float | None = None  # when the description said the run ended
         self._earlier: list[tuple[str, int, float]] = []  # how earlier processes of the run ended (runinfo.earlier)
 
-    def describe(self, closed: float | None, first_step: Any = None) -> None:
+    def describe(self, closed: float | None, first_step: Any = None, alone: bool = False) -> None:
         """``steptable.json`` beside the JSONL: the logger's columns, and whether the run has ended (``closed``: when;
         None at the first row, and where the automatic columns grew; see steptable.table.runinfo). The start is the
         first description's. At the first row (its step ``first_step``) the description an earlier process left is
-        read first: where it ended with an error or an interruption, that end and this resume are kept in the new
-        one (it would be forgotten). Readers do without it, so a failure is reported once and nothing else happens."""
+        read first: where it ended with an error or an interruption, or never closed its logger though this process
+        ``alone`` writes the arm now (it holds the writer lock: that process is gone), that end and this resume are
+        kept in the new one (it would be forgotten). Readers do without it, so a failure is reported once and nothing
+        else happens."""
         sl = self._sl
         if sl.run_dir is None or sl.jsonl_path is None:
             return
         if closed is None and not self._started:
             self._started = time.time()
-            self._earlier = self._ends_before(first_step)
+            self._earlier = self._ends_before(first_step, alone)
         self._closed_at = closed
         try:  # (anything: the description must never cost a row)
             arm = None if sl.arm is None else str(sl.arm)
@@ -65,9 +68,11 @@ class Closer:
             report_once(f"{sl._topic}-runinfo",
                         f"steptable: cannot write {runinfo.file_name(sl.arm)} ({error_text(e)})")
 
-    def _ends_before(self, first_step: Any) -> list[tuple[str, int, float]]:
+    def _ends_before(self, first_step: Any, alone: bool) -> list[tuple[str, int, float]]:
         """The earlier ends the run's description holds, and the one of the process before this (resumed at
-        ``first_step``) where it did not end normally; none where there is no description of this JSONL."""
+        ``first_step``) where it did not end normally: its end, or, never closed while this process is ``alone``,
+        runinfo.UNCLOSED at the JSONL's last change (its last row); none where there is no description of this
+        JSONL."""
         sl = self._sl
         if sl.run_dir is None or sl.jsonl_path is None:
             return []
@@ -78,8 +83,11 @@ class Closer:
             return []
         ends = runinfo.earlier(info)
         end, closed = runinfo.ended_by(info), runinfo.closed_at(info)
-        if end is not None and closed is not None and type(first_step) is int:
-            ends.append((end, first_step, closed))
+        if type(first_step) is int:
+            if end is not None and closed is not None:
+                ends.append((end, first_step, closed))
+            elif closed is None and alone and (last := _changed(sl.jsonl_path)) is not None:
+                ends.append((runinfo.UNCLOSED, first_step, last))
         return ends[-runinfo.MAX_EARLIER:]
 
     def dump(self) -> str:
@@ -211,3 +219,11 @@ class Closer:
             sl._end = end
             if self._closed_at is not None and sl.is_writer and not sl._forked:
                 self.describe(self._closed_at)
+
+
+def _changed(path: Path) -> float | None:
+    """When ``path`` last changed; None where it cannot be told."""
+    try:
+        return os.stat(path).st_mtime
+    except OSError:
+        return None

@@ -266,9 +266,9 @@ class StepLogger:
                 grown = not first
         if self._writer is not None:
             if first:  # before the first row: a reader that sees the row sees whose arm it is
-                self._closer.describe(None, step)
                 if self._writer_lock is not None:
                     self._second = self._writer_lock.take(f"{self._topic}-two-writers")
+                self._closer.describe(None, step, self._writer_lock is not None and self._writer_lock.held)
             elif grown:  # (the description names the columns)
                 self._closer.describe(None)
             if self._second is not None:  # readers show this process's rows apart from the lock holder's

@@ -51,7 +51,8 @@ class WriterLock:
         if fcntl is None or self._fd is not None:
             return None
         for _ in range(3):  # (a lock file replaced between the open and the flock: the one at the path, again)
-            try:
+            try:  # (taken before the first row is written: the run's directory may not be there yet)
+                self.path.parent.mkdir(parents=True, exist_ok=True)
                 fd = os.open(self.path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
             except OSError:
                 return None

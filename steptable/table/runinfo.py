@@ -33,6 +33,10 @@ _FIELDS = ("key", "width", "header", "fmt", "desc", "better", "align", "stream")
 #: of. (The version stays 1: a reader that predates the field ignores it; a file without it is a run that ended
 #: normally.)
 INTERRUPTED = "interrupted"
+#: an earlier process's end (:func:`earlier` only) where it never closed its logger and no longer held the writer
+#: lock when the run resumed: killed (SIGKILL, the OOM killer, a lost node) or gone without close()
+UNCLOSED = "unclosed"
+_OURS = (INTERRUPTED, UNCLOSED)
 _END = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
 
 
@@ -106,7 +110,7 @@ def end_of(exc: BaseException | None) -> str | None:
         return None
     if not isinstance(exc, Exception):
         return INTERRUPTED
-    return next(n for c in type(exc).__mro__ if _END.fullmatch(n := c.__name__) and n != INTERRUPTED)
+    return next(n for c in type(exc).__mro__ if _END.fullmatch(n := c.__name__) and n not in _OURS)
 
 
 def candidates(jsonl: Path, arm: object) -> list[Path]:
@@ -169,5 +173,14 @@ def ended_by(info: dict[str, Any] | None) -> str | None:
 
 
 def end_words(end: str) -> str:
-    """An ``end`` (:func:`ended_by`) in words: ``interrupted``, ``ended with RuntimeError``."""
+    """An ``end`` (:func:`ended_by`, :func:`earlier`) in words: ``interrupted``, ``ended with RuntimeError``,
+    ``stopped without a close``."""
+    if end == UNCLOSED:
+        return "stopped without a close"
     return end if end == INTERRUPTED else f"ended with {end}"
+
+
+def warns(end: str) -> bool:
+    """Is ``end`` told as a warning (W), not an error (E): an interruption, or a process that stopped without a close
+    (nothing says it was the run's own failure)."""
+    return end in _OURS

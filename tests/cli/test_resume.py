@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import json
 import random
+import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -67,6 +70,50 @@ def test_a_crash_before_a_resume_is_still_said_once_the_run_resumed(tmp_path: Pa
     _attempt(clean, range(20, 40), crash=False)
     rc, out, _ = run_cli(["tail", str(clean), "--alerts-only"], capsys)
     assert rc == 0 and out == "", out
+
+
+_KILLED = """
+import os, signal, sys, time
+from steptable import StepLogger
+sl = StepLogger(run_dir=sys.argv[1], console=False, alerts=False)
+for s in range(50):
+    sl.log({"step": s, "loss": 1.0 / (s + 1)})
+print("logged", flush=True)
+if sys.argv[2] == "kill":
+    os.kill(os.getpid(), signal.SIGKILL)
+time.sleep(60)
+"""
+
+
+def _first_process(run: Path, how: str) -> subprocess.Popen[str]:
+    """A process that logs steps 0-49 and is then killed by SIGKILL (``kill``: as the OOM killer or a preempting
+    scheduler ends it) or stays alive holding the arm (``live``), once its rows are written."""
+    proc = subprocess.Popen([sys.executable, "-c", _KILLED, str(run), how], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None and proc.stdout.readline() == "logged\n"
+    return proc
+
+
+def test_a_kill_before_a_resume_is_said_at_the_resume(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The first process was killed (SIGKILL: no close, no exception) after step 49 and the run resumed from step
+    40: the resumed process's description said nothing of it. It is kept as a process that stopped without a
+    close, a warning at the resume step; a process still alive beside a second writer is no such end."""
+    run = tmp_path / "a"
+    killed = _first_process(run, "kill")
+    assert killed.wait(timeout=60) == -signal.SIGKILL
+    _attempt(run, range(40, 60), crash=False)
+    rc, out, err = run_cli(["tail", str(tmp_path), "--alerts-only"], capsys)
+    assert out.splitlines() == ["W [a] step 40 run stopped without a close; resumed at this step"], out + err
+    rc, out, err = run_cli(["summary", str(tmp_path)], capsys)
+    assert "W step 40 run stopped without a close; resumed at this step" in out, out + err
+    live_run = tmp_path / "b"
+    live = _first_process(live_run, "live")
+    try:
+        _attempt(live_run, range(40, 60), crash=False)
+    finally:
+        live.kill()
+        live.wait()
+    rc, out, err = run_cli(["tail", str(live_run), "--alerts-only"], capsys)
+    assert "without a close" not in out, out + err
 
 
 def test_tail_f_that_saw_the_crash_says_it_once_after_the_resume(tmp_path: Path) -> None:

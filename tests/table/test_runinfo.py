@@ -12,14 +12,19 @@ def test_how_a_with_block_ended_is_named_plainly() -> None:
     class interrupted(Exception):  # a user's exception must not read as an interruption
         pass
 
+    class unclosed(ValueError):  # nor as a process that never closed its logger
+        pass
+
     def closed_generator() -> BaseException:
         try:
             raise GeneratorExit
         except GeneratorExit as e:
             return e
 
-    got = [runinfo.end_of(e) for e in (None, 显存不足(), interrupted(), closed_generator(), SystemExit(2), OSError())]
-    assert got == [None, "RuntimeError", "Exception", None, "interrupted", "OSError"]
+    got = [runinfo.end_of(e) for e in (None, 显存不足(), interrupted(), unclosed(), closed_generator(), SystemExit(2),
+                                        OSError())]
+    assert got == [None, "RuntimeError", "Exception", "ValueError", None, "interrupted", "OSError"]
+    assert [runinfo.warns(e) for e in ("interrupted", "unclosed", "RuntimeError")] == [True, True, False]
 
 
 def test_arm_names_that_read_alike_as_file_names_keep_their_descriptions_apart() -> None:
