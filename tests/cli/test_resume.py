@@ -102,9 +102,9 @@ def test_a_kill_before_a_resume_is_said_at_the_resume(tmp_path: Path, capsys: py
     assert killed.wait(timeout=60) == -signal.SIGKILL
     _attempt(run, range(40, 60), crash=False)
     rc, out, err = run_cli(["tail", str(tmp_path), "--alerts-only"], capsys)
-    assert out.splitlines() == ["W [a] step 40 run stopped without a close; resumed at this step"], out + err
+    assert rc == 0 and out.splitlines() == ["W [a] step 40 run stopped without a close; resumed at this step"], err
     rc, out, err = run_cli(["summary", str(tmp_path)], capsys)
-    assert "W step 40 run stopped without a close; resumed at this step" in out, out + err
+    assert rc == 0 and "W step 40 run stopped without a close; resumed at this step" in out, out + err
     live_run = tmp_path / "b"
     live = _first_process(live_run, "live")
     try:
@@ -113,7 +113,7 @@ def test_a_kill_before_a_resume_is_said_at_the_resume(tmp_path: Path, capsys: py
         live.kill()
         live.wait()
     rc, out, err = run_cli(["tail", str(live_run), "--alerts-only"], capsys)
-    assert "without a close" not in out, out + err
+    assert rc == 0 and "without a close" not in out, out + err
 
 
 def test_tail_f_that_saw_the_crash_says_it_once_after_the_resume(tmp_path: Path) -> None:
