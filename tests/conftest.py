@@ -29,6 +29,7 @@ from tests.ingest.writers import (  # noqa: F401  (fixtures: found here, each wr
     torchtune_log,
     trackio_dir,
     wandb_crashed,
+    wandb_resumed,
     wandb_run,
 )
 from tests.trainer_logs import write_all

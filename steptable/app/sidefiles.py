@@ -205,14 +205,13 @@ def side_paths(side_files: Mapping[str, Iterable[Path]]) -> list[Path]:
     return sorted(set(out))
 
 
-def table_steps(run_path: str | os.PathLike[str], meta: Mapping[str, Any]) -> dict[Path, int]:
-    """Each ``wandb.Table`` file beside the W&B run file ``run_path`` -> the step of the record that logged it (the
-    reader's ``meta["tables"]``); {} for any other run."""
+def table_steps(meta: Mapping[str, Any]) -> dict[Path, int]:
+    """Each ``wandb.Table`` file of a W&B run (in the directory of the run file that logged it) -> the step of the
+    record that logged it (the run's ``meta["tables"]``); {} for any other run."""
     tables = meta.get("tables")
     if not isinstance(tables, Mapping):
         return {}
-    files = Path(run_path).parent / "files"
-    return {files / rel: step for rel, step in tables.items() if isinstance(rel, str) and type(step) is int}
+    return {Path(p): step for p, step in tables.items() if isinstance(p, str) and type(step) is int}
 
 
 def build_index(paths: Iterable[Path], steps: Mapping[Path, int] | None = None,

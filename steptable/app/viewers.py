@@ -145,7 +145,7 @@ class Viewers:
             traces = (Path(run.store.path), name) if isinstance(name, str) and (
                 tables or has_traces(run.store.path, name)) else None
             if files or traces or texts:
-                steps = table_steps(run.store.path, meta)  # (a W&B run's tables)
+                steps = table_steps(meta)  # (a W&B run's tables)
                 sources.append(GenSource(labels.get(rid, rid), files, steps, traces, texts, tables))
         if not sources:
             self.app.notify("no generations side files (generations.jsonl, *_rollout_summaries.jsonl, "

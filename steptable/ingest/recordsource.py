@@ -16,11 +16,13 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from steptable.ingest.files.bytetail import CHUNK, ByteTail
 from steptable.ingest.files.discover import Candidate
+from steptable.ingest.files.wandbpieces import pieces
 from steptable.ingest.parse import BadLine
 from steptable.ingest.parsed import WALL_KEYS, Parsed
 from steptable.ingest.readers.tbcurves import Curve, curve_dirs, event_names, event_order
 from steptable.ingest.source import Report, Source
 from steptable.ingest.store import ResumeReader, RunStore
+from steptable.table import runinfo
 
 if TYPE_CHECKING:
     from steptable.ingest.readers.trackio import TrackioReader
@@ -92,8 +94,8 @@ class _Base(Source):
                     store.meta["config"] = meta["config"]
                 if "runinfo" in meta:
                     store.meta["runinfo"] = meta["runinfo"]
-                if "tables" in meta:  # (a W&B run's: each wandb.Table file's step)
-                    store.meta["tables"] = meta["tables"]
+                if "tables" in meta:  # (a W&B run's: each wandb.Table file's step; of each of its files)
+                    store.meta["tables"] = {**store.meta.get("tables", {}), **meta["tables"]}
                 for many in ("texts", "trackio_tables"):  # (TensorBoard's text summaries, trackio's tables)
                     if many in meta:  # (a reader takes a copy)
                         store.meta.setdefault(many, []).extend(meta[many])
@@ -107,7 +109,8 @@ class _Base(Source):
 
 
 class RecordSource(_Base):
-    """A W&B run file, or a TensorBoard run directory (its event files read in name order, merged by step)."""
+    """A W&B run file (with those of the processes that resumed it: steptable.ingest.files.wandbpieces), or a
+    TensorBoard run directory (its event files read in name order, merged by step)."""
 
     def __init__(self, cand: Candidate, report: Report, on_resume: ResumeReader | None = None) -> None:
         super().__init__(cand, report, on_resume)
@@ -117,6 +120,8 @@ class RecordSource(_Base):
         self._below: list[Path] = []  # the directories below its own looked in for them
         self._curve_of: dict[Path, Curve] = {}
         self.tail: ByteTail | None = None  # the file read last (the follower checks its progress)
+        self._begun: list[Path] = []  # a W&B run's files whose rows have begun, in order
+        self._earlier: list[dict[str, Any]] = []  # how the processes before its resumes ended (runinfo.earlier)
 
     def watch_paths(self) -> list[Path]:
         """Paths whose change events concern this run (a TensorBoard run's directory gains new files)."""
@@ -124,7 +129,7 @@ class RecordSource(_Base):
 
     def _paths(self) -> list[Path]:
         if self.cand.kind == "wandb":
-            return [self.cand.path]
+            return self._wandb_paths()
         d = Path(self.cand.key)
         pending = any(c.pending for c in self._curves.values())  # (its first scalar changes no directory's time)
         try:
@@ -152,6 +157,43 @@ class RecordSource(_Base):
                 found.append(c / n)
         new = sorted((p for p in found if p not in self._files), key=lambda p: event_order(p.name))
         return [*self._files, *new]
+
+    def _wandb_paths(self) -> list[Path]:
+        """The W&B run's file and those of the processes that resumed it (listed again where a directory was made
+        beside it since: a resume that starts while the run is followed)."""
+        path = self.cand.path
+        if self.cand.alone:
+            return [path]
+        try:
+            sig: tuple[int, ...] = (os.stat(path.parent.parent).st_mtime_ns,)
+        except OSError:
+            sig = ()
+        if self._files and sig == self._dir_sig:
+            return list(self._files)
+        self._dir_sig = sig if sig and time.time() - sig[0] / 1e9 > RECENT_S else None
+        return [*self._files, *(p for p in pieces(path) if p not in self._files)]
+
+    def _piece(self, store: RunStore, path: Path, parsed: Parsed) -> None:
+        """What one file of a W&B run says, as the run's: its tables' paths under its own directory; where it is a
+        resume's first rows, how the file before it ended kept as an earlier end (an exit code; no exit record: a
+        process that stopped without a close) at the step resumed at, and the run no longer ended; its own end
+        with those earlier ones."""
+        meta = parsed.meta
+        if tables := meta.get("tables"):
+            meta["tables"] = {str(path.parent / "files" / rel): step for rel, step in tables.items()}
+        if parsed.steps and path not in self._begun:
+            if self._begun:
+                before = store.meta.get("runinfo")
+                closed, end = runinfo.closed_at(before), runinfo.ended_by(before)
+                if closed is None:
+                    end, closed = runinfo.UNCLOSED, _changed(self._begun[-1])
+                if end is not None and closed is not None and type(at := parsed.steps[0]) is int:
+                    self._earlier.append({"end": end, "resumed_at": at, "closed": closed})
+                with store.lock:
+                    store.meta["runinfo"] = {"closed": None, "earlier": self._earlier[-runinfo.MAX_EARLIER:]}
+            self._begun.append(path)
+        if "runinfo" in meta and self._earlier:
+            meta["runinfo"] = {**meta["runinfo"], "earlier": self._earlier[-runinfo.MAX_EARLIER:]}
 
     def _parser(self, path: Path) -> tuple[ByteTail, _RecordParser]:
         got = self._files.get(path)
@@ -196,6 +238,7 @@ class RecordSource(_Base):
                         p.reset()
                     store.reset()
                     store.meta.pop("texts", None)  # (found again as the files are read again)
+                    self._begun, self._earlier = [], []
                     now = math.nan
                     changed = True
                 if not (grew or reset or final):
@@ -205,6 +248,8 @@ class RecordSource(_Base):
                     view = data if off == 0 else memoryview(data)[off:]
                     used, parsed = parser.parse(view, tail.base + off, final and not tail.more)
                     off += used
+                    if self.cand.kind == "wandb":
+                        self._piece(store, path, parsed)
                     changed = self._apply(store, parsed, now) or changed
                     if not (getattr(parser, "more", False) and used):
                         break
@@ -281,3 +326,11 @@ class TrackioSource(_Base):
                 store.meta["config"] = config
             self.runs[name] = store
         return store
+
+
+def _changed(path: Path) -> float | None:
+    """When ``path`` last changed; None where it cannot be told."""
+    try:
+        return os.stat(path).st_mtime
+    except OSError:
+        return None

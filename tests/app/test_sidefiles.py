@@ -124,7 +124,7 @@ def _wandb_index(root: Path) -> SideIndex:
     from tests.ingest.writers import only, read_once
 
     store = only(read_once(root / "wandb"))
-    return build_index(side_paths(store.side_files), table_steps(store.path, store.meta))
+    return build_index(side_paths(store.side_files), table_steps(store.meta))
 
 
 def test_trls_completions_logged_to_wandb_are_at_their_training_steps(trl_wandb_run: Path) -> None:

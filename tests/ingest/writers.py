@@ -61,6 +61,47 @@ def wandb_crashed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
+_RESUMABLE = """
+    import os, signal, sys, time, wandb
+    name, run_id, first, last, how = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
+    run = wandb.init(project="p", name=name, id=run_id, resume="allow")
+    for s in range(first, last):
+        run.log({"loss": 1.0 / (s + 1) + 0.01 * (s % 3), "reward": 0.5 + 0.001 * s}, step=s)
+        if s in (45, 60):
+            run.log({"samples": wandb.Table(columns=["prompt", "completion", "reward"],
+                                             data=[[f"p{s}", f"c{s}", 1.0]])}, step=s)
+    if how == "kill":  # once the service has written the rows out: killed as the OOM killer or a scheduler kills
+        time.sleep(3)
+        os.kill(os.getpid(), signal.SIGKILL)
+    run.finish(exit_code=1 if how == "crash" else 0)
+"""
+
+
+def resumable_run(root: Path, name: str, run_id: str, steps: range, how: str) -> None:
+    """One process of an offline W&B run ``run_id`` (``resume="allow"``) under ``root``: loss and reward at
+    ``steps``, a wandb.Table at steps 45 and 60 where logged; finished (``ok``), finished with exit code 1
+    (``crash``) or killed with SIGKILL (``kill``) after its rows."""
+    full = {**os.environ, "WANDB_DIR": str(root), "WANDB_SILENT": "true", "WANDB_MODE": "offline"}
+    subprocess.run([sys.executable, "-c", textwrap.dedent(_RESUMABLE), name, run_id, str(steps.start),
+                    str(steps.stop), how], env=full, check=False, timeout=120, capture_output=True)
+
+
+@pytest.fixture(scope="session")
+def wandb_resumed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Offline W&B runs resumed by later processes (``resume="allow"``: a directory per process): ``grpo`` (id
+    g1) crashed at step 49 (exit code 1) and resumed from step 40 to 79; ``oom`` (id k1) killed with SIGKILL after
+    step 2999 and resumed from 2500 to 2599; ``base`` (id b1), one process, steps 0-79. Returns the directory
+    holding ``wandb/``."""
+    pytest.importorskip("wandb")
+    root = tmp_path_factory.mktemp("wandb_resumed")
+    resumable_run(root, "grpo", "g1", range(0, 50), "crash")
+    resumable_run(root, "grpo", "g1", range(40, 80), "ok")
+    resumable_run(root, "oom", "k1", range(0, 3000), "kill")
+    resumable_run(root, "oom", "k1", range(2500, 2600), "ok")
+    resumable_run(root, "base", "b1", range(0, 80), "ok")
+    return root
+
+
 @pytest.fixture(scope="session")
 def trackio_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A trackio project with two runs (one logs a NaN) in its own TRACKIO_DIR."""

@@ -26,7 +26,9 @@ What is a metrics file (by name first, then by content where the name does not s
   ``progress.csv`` and TensorBoard events there, the first present is the run and the others are passed over (one
   run, not three runs of one arm that would be taken for seeds);
 - a file named on the command line that starts with a JSON object: JSONL, whatever its name;
-- ``run-<id>.wandb`` (W&B, online or offline): kind "wandb", its run directory the one it is in;
+- ``run-<id>.wandb`` (W&B, online or offline): kind "wandb", its run directory the one it is in; the files of a run
+  resumed by later processes (``run-<time>-<id>/`` beside it, same id) are one run, named by the first
+  (:mod:`steptable.ingest.files.wandbpieces`);
 - ``events.out.tfevents.*`` (TensorBoard): kind "tensorboard", one run per directory (its event files together); the
   ``<time.time()>/`` directory ``SummaryWriter.add_hparams`` writes inside a run's (Accelerate's tracker) is its
   hyper-parameters and passed over; the ``<tag>_<curve>/`` (tensorboardX: ``<tag>/<curve>/``) directories
@@ -61,6 +63,7 @@ from steptable.ingest.files.walk import LINK_DEPTH as LINK_DEPTH
 from steptable.ingest.files.walk import SKIP_DIRS as SKIP_DIRS
 from steptable.ingest.files.walk import OnError as OnError
 from steptable.ingest.files.walk import walk
+from steptable.ingest.files.wandbpieces import pieces
 
 JSONL_NAMES: Final = frozenset({"metrics.jsonl", "progress.json", "steps.jsonl", "wandb-history.jsonl"})
 CONSOLE_SUFFIXES: Final = frozenset({".log", ".txt", ".out"})
@@ -122,6 +125,7 @@ class Candidate:
     side_files: dict[str, list[Path]] = field(default_factory=dict)
     linked: bool = False  # reached through a symbolic link below the root given
     real: str = ""  # the key's path with every link resolved (set by discovery)
+    alone: bool = False  # a W&B run file named on the command line: read without its resumes' files
 
 
 def is_generic(name: str) -> bool:
@@ -199,7 +203,8 @@ def discover(paths: Iterable[str | Path], on_error: OnError | None = None,
     cands = _one_per_file(list(found.values()))
     by_dir: dict[Path, list[Candidate]] = {}
     for c in cands:
-        by_dir.setdefault(c.run_dir, []).append(c)
+        for d in [p.parent for p in pieces(c.path)] if c.kind == "wandb" and not c.alone else [c.run_dir]:
+            by_dir.setdefault(d, []).append(c)  # (each directory of a resumed W&B run: its tables are the run's)
     for cat, path in sides:
         # the runs of the directories above the file (looked up by directory: a sweep's hundreds of runs are not
         # each tried against every side file); a W&B run directory owns what is under it (its
@@ -304,8 +309,11 @@ def _record_kind(path: Path, root: Path, label: str | None, explicit: bool) -> C
     """A W&B run file, a TensorBoard event file (its directory is the run) or a trackio database, else None."""
     name = path.name
     if _WANDB_FILE.match(name) or (explicit and name.endswith(".wandb")):
+        if not explicit:  # (a resumed run's pieces are one run, named by its first: steptable.ingest.files.wandbpieces)
+            path = pieces(path)[0]
         run_dir = path.parent  # (offline-run-<date>-<id>: the run's display name becomes its arm once read)
-        return Candidate(path, path, "wandb", _run_id(path, root, label), run_dir.absolute().name, run_dir, True)
+        return Candidate(path, path, "wandb", _run_id(path, root, label), run_dir.absolute().name, run_dir, True,
+                         alone=explicit)
     if name.startswith("events.out.tfevents."):
         run_dir = path.parent
         arm, _ = arm_and_run_dir(path, root, run_dir=run_dir)

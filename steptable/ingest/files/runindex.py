@@ -29,6 +29,7 @@ from steptable.ingest.files.discover import Candidate, discover
 from steptable.ingest.files.preview import preview_tail
 from steptable.ingest.files.regular import open_regular
 from steptable.ingest.files.sniff import sniff_jsonl
+from steptable.ingest.files.wandbpieces import pieces
 from steptable.ingest.sidefiles import read_regular
 from steptable.ingest.source import make_source
 from steptable.ingest.store import RunStore
@@ -160,6 +161,14 @@ def _whole_run(cand: Candidate) -> RunStore:
     return src.store
 
 
+def _size_time(cand: Candidate, st: os.stat_result) -> tuple[int, float]:
+    """The run's bytes and last change (``st``: its file's): of every file of a resumed W&B run. Raises OSError."""
+    if cand.kind != "wandb" or cand.alone or len(files := pieces(cand.path)) < 2:
+        return st.st_size, st.st_mtime
+    more = [os.stat(p) for p in files if p != cand.path]
+    return st.st_size + sum(m.st_size for m in more), max(st.st_mtime, *(m.st_mtime for m in more))
+
+
 def _project_sig(path: Path, st: os.stat_result) -> tuple[int, float]:
     """A trackio database's signature with its write-ahead log's (new rows sit in the log until a checkpoint)."""
     try:
@@ -258,10 +267,11 @@ class RunIndex(Generic[D]):
     def _stale(self, entry: Indexed[D | None]) -> bool:
         try:
             st = os.stat(entry.cand.path)
+            size, mtime = _size_time(entry.cand, st)
         except OSError:
             return False
-        entry.size, entry.mtime = st.st_size, st.st_mtime
-        sig = _project_sig(entry.cand.path, st) if entry.cand.kind == "trackio" else (st.st_size, st.st_mtime)
+        entry.size, entry.mtime = size, mtime
+        sig = _project_sig(entry.cand.path, st) if entry.cand.kind == "trackio" else (size, mtime)
         return sig != entry.sig
 
     def _read(self, entry: Indexed[D | None]) -> bool:
@@ -270,7 +280,7 @@ class RunIndex(Generic[D]):
         if cand.kind == "trackio":
             return self._read_project(entry)
         try:
-            st = os.stat(cand.path)
+            size, mtime = _size_time(cand, os.stat(cand.path))
             tail = _whole_run(cand) if cand.kind in _WHOLE else preview_tail(cand.path, self.tail_bytes, cand.kind)
         except (OSError, ValueError) as e:
             if len(self.errors) < 100:
@@ -278,7 +288,7 @@ class RunIndex(Generic[D]):
             entry.sig = (-1, -1.0)
             return False
         if cand.kind == "console" and not len(tail):  # a log with no metrics line (yet): not a run
-            self._rejected[cand.path] = st.st_size
+            self._rejected[cand.path] = size
             self.runs = {k: v for k, v in self.runs.items() if k != cand.run_id}
             return False
         tail.run = cand.run_id
@@ -287,8 +297,8 @@ class RunIndex(Generic[D]):
         if not entry.config:
             entry.config = read_config(cand)
         _load_runinfo(cand, tail)
-        tail.meta.setdefault("size", st.st_size)
-        entry.size, entry.mtime, entry.sig = st.st_size, st.st_mtime, (st.st_size, st.st_mtime)
+        tail.meta.setdefault("size", size)
+        entry.size, entry.mtime, entry.sig = size, mtime, (size, mtime)
         entry.digest = self._digest(tail, cand)
         return True
 

@@ -121,9 +121,11 @@ class _Counted:
 
 
 def _facts(f: Follower) -> list[Any]:
-    """What a read gives: each run's name, steps, rows (their keys in order; str: NaN == NaN), meta and reports."""
-    return [(s.arm, list(s.steps), str(rows_of(s)), str(s.meta), [b.reason for b in s.bad])
-            for s in f.stores.values()] + [sorted(f.errors)]
+    """What a read gives: each run's name, steps, rows (their keys in order; str: NaN == NaN), meta (its paths
+    under the root read) and reports."""
+    (root,) = f.roots
+    return [(s.arm, list(s.steps), str(rows_of(s)), str(s.meta).replace(str(root), "<root>"),
+             [b.reason for b in s.bad]) for s in f.stores.values()] + [sorted(f.errors)]
 
 
 def _both(read: Any, monkeypatch: pytest.MonkeyPatch) -> tuple[Any, Any]:

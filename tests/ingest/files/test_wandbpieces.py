@@ -1,0 +1,101 @@
+"""steptable.ingest.files.wandbpieces: a W&B run resumed by later processes (``resume="allow"``: a directory per
+process) is one run to every reader: its rows, its resumes and how each process ended, its tables, one seed."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from steptable.ingest.files.runindex import RunIndex
+from steptable.ingest.files.wandbpieces import pieces
+from tests.helpers import run_cli
+from tests.ingest.writers import read_once, resumable_run
+
+pytest.importorskip("wandb")
+
+
+def _files(root: Path, run_id: str) -> list[Path]:
+    return sorted(root.glob(f"wandb/*run-*-{run_id}/run-{run_id}.wandb"))
+
+
+def test_the_files_of_one_run_id_are_its_pieces_in_order(wandb_resumed: Path, tmp_path: Path) -> None:
+    """Each file of a resumed run names every piece, the first process's first; an id that only ends like it, a
+    directory made before its file, and a file named otherwise are not pieces."""
+    first, second = _files(wandb_resumed, "g1")
+    assert pieces(first) == pieces(second) == [first, second]
+    assert pieces(_files(wandb_resumed, "b1")[0]) == _files(wandb_resumed, "b1")
+    copy = tmp_path / "wandb"
+    shutil.copytree(wandb_resumed / "wandb", copy, symlinks=True)
+    (copy / "offline-run-20991231_235959-g1").mkdir()  # a resume starting: no run file yet
+    (copy / "offline-run-20000101_000000-xg1").mkdir()  # another run's id that ends like this one's
+    (copy / first.parent.name / "run-g1.wandb").rename(copy / first.parent.name / "other.wandb")
+    copied = copy / second.parent.name / second.name
+    assert pieces(copied) == [copied]
+
+
+def test_a_resumed_run_is_one_run_with_its_resume_and_how_the_first_process_ended(
+        wandb_resumed: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Read as three runs before (the crashed piece and its resume, each its own), compare counted the resumed
+    arm twice and cut its window at the crash. Now: one run each, steps as the resume left them, the crash told
+    at the step resumed at, a SIGKILLed process as one that stopped without a close."""
+    f = read_once(wandb_resumed)
+    by_arm = {st.arm: st for st in f.stores.values()}
+    assert sorted(by_arm) == ["base", "grpo", "oom"]
+    assert list(by_arm["grpo"].steps) == list(range(80))
+    rc, out, err = run_cli(["runs", str(wandb_resumed)], capsys)
+    assert rc == 0 and len(out.splitlines()) == 3 and "resumed 40" in out and "resumed 2500" in out, out + err
+    rc, out, err = run_cli(["tail", str(wandb_resumed), "--alerts-only"], capsys)
+    ends = [line for line in out.splitlines() if "resumed at this step" in line]
+    assert ends == ["E [grpo] step 40 run ended with exit_code_1; resumed at this step",
+                    "W [oom] step 2500 run stopped without a close; resumed at this step"], out + err
+    assert rc == 1
+    rc, out, err = run_cli(["compare", str(wandb_resumed), "--baseline", "base"], capsys)
+    assert rc == 0 and "grpo 1 seed" in out and "2 seeds" not in out, out + err
+
+
+def test_a_resumed_runs_tables_are_at_their_steps_in_each_process(wandb_resumed: Path) -> None:
+    from steptable.app.sidefiles import build_index, side_paths, table_steps
+
+    (store,) = [st for st in read_once(wandb_resumed).stores.values() if st.arm == "grpo"]
+    idx = build_index(side_paths(store.side_files), table_steps(store.meta))
+    assert idx.steps == [45, 60]
+    assert [s.completion for s in idx.samples(60)] == ["c60"]
+
+
+def test_a_run_file_named_on_the_command_line_is_read_alone(wandb_resumed: Path) -> None:
+    first, _ = _files(wandb_resumed, "g1")
+    (store,) = read_once(first).stores.values()
+    assert list(store.steps) == list(range(50))
+
+
+def test_a_resume_that_starts_while_the_run_is_followed_joins_it(tmp_path: Path) -> None:
+    """A follower that read the first process's file reads the resume's into the same run (not a second run),
+    and the run no longer reads ended: its first process's end is an earlier one."""
+    from steptable.ingest import Follower
+    from steptable.table import runinfo
+
+    resumable_run(tmp_path, "grpo", "g1", range(0, 30), "crash")
+    f = Follower([tmp_path])
+    f.scan()
+    (run,) = f.stores
+    assert runinfo.ended_by(f.stores[run].meta.get("runinfo")) == "exit_code_1"
+    resumable_run(tmp_path, "grpo", "g1", range(20, 40), "ok")
+    f.scan()
+    assert list(f.stores) == [run]
+    store = f.stores[run]
+    assert list(store.steps) == list(range(40))
+    info = store.meta["runinfo"]
+    assert runinfo.ended_by(info) is None and runinfo.earlier(info)[0][:2] == ("exit_code_1", 20)
+
+
+def test_a_sweep_list_sees_a_resume_write_on(wandb_resumed: Path, tmp_path: Path) -> None:
+    """The run list's entry of a resumed run counts every piece's bytes and its newest change: a resume writing
+    is a run that changed, not an idle first file."""
+    root = tmp_path / "sweep"
+    shutil.copytree(wandb_resumed, root, symlinks=True)
+    index: RunIndex[int] = RunIndex([root], lambda store, cand: len(store))
+    index.refresh()
+    (entry,) = [e for e in index.runs.values() if "g1" in e.cand.run_id]
+    assert entry.digest == 80 and entry.size == sum(p.stat().st_size for p in _files(root, "g1"))
