@@ -203,8 +203,10 @@ def discover(paths: Iterable[str | Path], on_error: OnError | None = None,
     cands = _one_per_file(list(found.values()))
     by_dir: dict[Path, list[Candidate]] = {}
     for c in cands:
-        for d in [p.parent for p in pieces(c.path)] if c.kind == "wandb" and not c.alone else [c.run_dir]:
-            by_dir.setdefault(d, []).append(c)  # (each directory of a resumed W&B run: its tables are the run's)
+        by_dir.setdefault(c.run_dir, []).append(c)
+        if c.kind == "wandb" and not c.alone and len(more := pieces(c.path)) > 1:
+            for p in more[1:]:  # (each directory of a resumed W&B run: its tables are the run's)
+                by_dir.setdefault(p.parent, []).append(c)
     for cat, path in sides:
         # the runs of the directories above the file (looked up by directory: a sweep's hundreds of runs are not
         # each tried against every side file); a W&B run directory owns what is under it (its
