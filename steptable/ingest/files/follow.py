@@ -395,9 +395,9 @@ class Follower:
                     for cand in discover_at(p, self.roots, self._unreadable, self._settled):
                         if cand.key not in self._sources:
                             self._add(cand)
-                            new = self._sources.get(cand.key)
-                            if new is not None:
-                                hit.append(new)
+                        # (or a run followed already: a resumed W&B run's new file is that run's)
+                        if (got := self._sources.get(cand.key)) is not None:
+                            hit.append(got)
             return self.tick(discover=False, only=list(dict.fromkeys(hit)))
 
 

@@ -71,8 +71,8 @@ def test_a_run_file_named_on_the_command_line_is_read_alone(wandb_resumed: Path)
 
 
 def test_a_resume_that_starts_while_the_run_is_followed_joins_it(tmp_path: Path) -> None:
-    """A follower that read the first process's file reads the resume's into the same run (not a second run),
-    and the run no longer reads ended: its first process's end is an earlier one."""
+    """A follower that read the first process's file reads the resume's into the same run (not a second run) on
+    the new file's event, and the run no longer reads ended: its first process's end is an earlier one."""
     from steptable.ingest import Follower
     from steptable.table import runinfo
 
@@ -82,7 +82,7 @@ def test_a_resume_that_starts_while_the_run_is_followed_joins_it(tmp_path: Path)
     (run,) = f.stores
     assert runinfo.ended_by(f.stores[run].meta.get("runinfo")) == "exit_code_1"
     resumable_run(tmp_path, "grpo", "g1", range(20, 40), "ok")
-    f.scan()
+    assert f.on_events({_files(tmp_path, "g1")[1]}) == {run}  # (the event of the resume's file: the run read)
     assert list(f.stores) == [run]
     store = f.stores[run]
     assert list(store.steps) == list(range(40))
