@@ -43,14 +43,16 @@ class Closer:
         self._closed_at: float | None = None  # when the description said the run ended
         self._earlier: list[tuple[str, int, float]] = []  # how earlier processes of the run ended (runinfo.earlier)
 
-    def describe(self, closed: float | None, first_step: Any = None, alone: bool = False) -> None:
+    def describe(self, closed: float | None, first_step: Any = None, alone: bool = False,
+                 exited: float | None = None) -> None:
         """``steptable.json`` beside the JSONL: the logger's columns, and whether the run has ended (``closed``: when;
         None at the first row, and where the automatic columns grew; see steptable.table.runinfo). The start is the
         first description's. At the first row (its step ``first_step``) the description an earlier process left is
-        read first: where it ended with an error or an interruption, or never closed its logger though this process
-        ``alone`` writes the arm now (it holds the writer lock: that process is gone), that end and this resume are
-        kept in the new one (it would be forgotten). Readers do without it, so a failure is reported once and nothing
-        else happens."""
+        read first: where it ended with an error or an interruption, or was killed (it neither closed its logger
+        nor exited, though this process ``alone`` writes the arm now: it holds the writer lock, that process is
+        gone), that end and this resume are kept in the new one (it would be forgotten). ``exited``: the process
+        exits without close() (when). Readers do without it, so a failure is reported once and nothing else
+        happens."""
         sl = self._sl
         if sl.run_dir is None or sl.jsonl_path is None:
             return
@@ -62,11 +64,18 @@ class Closer:
             arm = None if sl.arm is None else str(sl.arm)
             sl.run_dir.mkdir(parents=True, exist_ok=True)
             info = runinfo.describe(sl.cols, arm, sl.jsonl_path.name, self._started, closed, sl._rows, sl._end,
-                                    self._earlier)
+                                    self._earlier, exited)
             write_description(sl.run_dir, info)
         except Exception as e:
             report_once(f"{sl._topic}-runinfo",
                         f"steptable: cannot write {runinfo.file_name(sl.arm)} ({error_text(e)})")
+
+    def exiting(self) -> None:
+        """The process exits and the run was not closed: its description says it exited (``exited``: a process
+        that resumes the run then knows this one was not killed). Called with the logger's lock held."""
+        sl = self._sl
+        if not sl._closed and sl.is_writer and not sl._forked and sl._rows:
+            self.describe(None, exited=time.time())
 
     def _ends_before(self, first_step: Any, alone: bool) -> list[tuple[str, int, float]]:
         """The earlier ends the run's description holds, and the one of the process before this (resumed at
@@ -86,7 +95,8 @@ class Closer:
         if type(first_step) is int:
             if end is not None and closed is not None:
                 ends.append((end, first_step, closed))
-            elif closed is None and alone and (last := _changed(sl.jsonl_path)) is not None:
+            elif closed is None and alone and not (info or {}).get("exited") and \
+                    (last := _changed(sl.jsonl_path)) is not None:
                 ends.append((runinfo.UNCLOSED, first_step, last))
         return ends[-runinfo.MAX_EARLIER:]
 

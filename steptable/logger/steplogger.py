@@ -359,16 +359,18 @@ class StepLogger:
             self._writer_lock.after_fork()
 
     def at_exit(self) -> None:
-        """The process exits: the rows logged from inside a row that an exception then left are logged, and the
-        alerts of rows still waiting for their batch said, where close() did not (steptable.logger.process)."""
+        """The process exits: the rows logged from inside a row that an exception then left are logged, the run's
+        description marked exited (not killed), and the alerts of rows still waiting for their batch said, where
+        close() did not (steptable.logger.process)."""
         if self._closed or self._forked:
             return
-        if self._deferred and self._lock.acquire(timeout=1.0):  # (a lock held at exit: not waited for long)
+        if self._lock.acquire(timeout=1.0):  # (a lock held at exit: not waited for long)
             try:  # rows a signal handler logged inside a row that its sys.exit() then left
                 self._log_deferred()
             except Exception as e:
                 self._failed(e)
             finally:
+                self._closer.exiting()  # (raises nothing)
                 self._lock.release()
         self._backlog.say_waiting(self._lock, wait=1.0)
 

@@ -33,8 +33,9 @@ _FIELDS = ("key", "width", "header", "fmt", "desc", "better", "align", "stream")
 #: of. (The version stays 1: a reader that predates the field ignores it; a file without it is a run that ended
 #: normally.)
 INTERRUPTED = "interrupted"
-#: an earlier process's end (:func:`earlier` only) where it never closed its logger and no longer held the writer
-#: lock when the run resumed: killed (SIGKILL, the OOM killer, a lost node) or gone without close()
+#: an earlier process's end (:func:`earlier` only) where it never closed its logger nor exited (its description
+#: has no ``exited``), and no longer held the writer lock when the run resumed: killed (SIGKILL, the OOM killer, a
+#: lost node); a W&B run file without an exit record
 UNCLOSED = "unclosed"
 _OURS = (INTERRUPTED, UNCLOSED)
 _END = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
@@ -61,12 +62,13 @@ def name_part(text: str) -> str:
 
 def describe(
     cols: Sequence[Col], arm: str | None, jsonl: str, started: float, closed: float | None, rows: int,
-    end: str | None = None, earlier: Sequence[tuple[str, int, float]] = (),
+    end: str | None = None, earlier: Sequence[tuple[str, int, float]] = (), exited: float | None = None,
 ) -> dict[str, Any]:
     """The description of a run: its columns, arm, JSONL's file name, when it started and was closed (None while
-    it runs), its rows, ``end`` only where it did not end normally (:func:`end_of`), and ``earlier`` only where an
+    it runs), its rows, ``end`` only where it did not end normally (:func:`end_of`), ``earlier`` only where an
     earlier process of the run did not: (its end, the step the next process resumed at, when it was closed)
-    (:func:`earlier`)."""
+    (:func:`earlier`), and ``exited`` only where the process exited without closing its logger (when: it was not
+    killed; readers still read the run as not closed, how it ended being unknown)."""
     info: dict[str, Any] = {
         "steptable": VERSION,
         "arm": arm,
@@ -78,6 +80,8 @@ def describe(
     }
     if earlier:
         info["earlier"] = [{"end": e, "resumed_at": at, "closed": t} for e, at, t in earlier[-MAX_EARLIER:]]
+    if exited is not None:
+        info["exited"] = exited
     return info if end is None else {**info, "end": end}  # (a normal end: no ``end`` field)
 
 

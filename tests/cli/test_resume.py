@@ -81,13 +81,15 @@ for s in range(50):
 print("logged", flush=True)
 if sys.argv[2] == "kill":
     os.kill(os.getpid(), signal.SIGKILL)
-time.sleep(60)
+if sys.argv[2] == "live":
+    time.sleep(60)
 """
 
 
 def _first_process(run: Path, how: str) -> subprocess.Popen[str]:
     """A process that logs steps 0-49 and is then killed by SIGKILL (``kill``: as the OOM killer or a preempting
-    scheduler ends it) or stays alive holding the arm (``live``), once its rows are written."""
+    scheduler ends it), stays alive holding the arm (``live``) or exits without closing its logger (``exit``),
+    once its rows are written."""
     proc = subprocess.Popen([sys.executable, "-c", _KILLED, str(run), how], stdout=subprocess.PIPE, text=True)
     assert proc.stdout is not None and proc.stdout.readline() == "logged\n"
     return proc
@@ -96,7 +98,8 @@ def _first_process(run: Path, how: str) -> subprocess.Popen[str]:
 def test_a_kill_before_a_resume_is_said_at_the_resume(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """The first process was killed (SIGKILL: no close, no exception) after step 49 and the run resumed from step
     40: the resumed process's description said nothing of it. It is kept as a process that stopped without a
-    close, a warning at the resume step; a process still alive beside a second writer is no such end."""
+    close, a warning at the resume step; a process still alive beside a second writer is no such end, nor one that
+    exited without calling close() (a script run again into its directory)."""
     run = tmp_path / "a"
     killed = _first_process(run, "kill")
     assert killed.wait(timeout=60) == -signal.SIGKILL
@@ -113,6 +116,11 @@ def test_a_kill_before_a_resume_is_said_at_the_resume(tmp_path: Path, capsys: py
         live.kill()
         live.wait()
     rc, out, err = run_cli(["tail", str(live_run), "--alerts-only"], capsys)
+    assert rc == 0 and "without a close" not in out, out + err
+    exited = tmp_path / "c"
+    assert _first_process(exited, "exit").wait(timeout=60) == 0
+    _attempt(exited, range(40, 60), crash=False)
+    rc, out, err = run_cli(["tail", str(exited), "--alerts-only"], capsys)
     assert rc == 0 and "without a close" not in out, out + err
 
 
