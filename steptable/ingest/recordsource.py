@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from steptable.ingest.files.bytetail import CHUNK, ByteTail
 from steptable.ingest.files.discover import Candidate
-from steptable.ingest.files.wandbpieces import pieces
+from steptable.ingest.files.wandbpieces import pieces_of
 from steptable.ingest.parse import BadLine
 from steptable.ingest.parsed import WALL_KEYS, Parsed
 from steptable.ingest.readers.tbcurves import Curve, curve_dirs, event_names, event_order
@@ -122,6 +122,7 @@ class RecordSource(_Base):
         self.tail: ByteTail | None = None  # the file read last (the follower checks its progress)
         self._begun: list[Path] = []  # a W&B run's files whose rows have begun, in order
         self._earlier: list[dict[str, Any]] = []  # how the processes before its resumes ended (runinfo.earlier)
+        self._now: float | None = None  # the arrival time given to rows read now (NaN: read before the run was live)
 
     def watch_paths(self) -> list[Path]:
         """Paths whose change events concern this run (a TensorBoard run's directory gains new files)."""
@@ -160,7 +161,7 @@ class RecordSource(_Base):
 
     def _wandb_paths(self) -> list[Path]:
         """The W&B run's file and those of the processes that resumed it (listed again where a directory was made
-        beside it since: a resume that starts while the run is followed)."""
+        beside it since, or one of its id was not judged yet: a resume that starts while the run is followed)."""
         path = self.cand.path
         if self.cand.alone:
             return [path]
@@ -170,8 +171,9 @@ class RecordSource(_Base):
             sig = ()
         if self._files and sig == self._dir_sig:
             return list(self._files)
-        self._dir_sig = sig if sig and time.time() - sig[0] / 1e9 > RECENT_S else None
-        return [*self._files, *(p for p in pieces(path) if p not in self._files)]
+        found, settled = pieces_of(path)
+        self._dir_sig = sig if settled and sig and time.time() - sig[0] / 1e9 > RECENT_S else None
+        return [*self._files, *(p for p in found if p not in self._files)]
 
     def _piece(self, store: RunStore, path: Path, parsed: Parsed) -> None:
         """What one file of a W&B run says, as the run's: its tables' paths under its own directory; where it is a
@@ -218,48 +220,63 @@ class RecordSource(_Base):
         return self._read(final=True)
 
     def _read(self, final: bool) -> bool:
-        store = self.store
         changed = False
-        now = None if self._live else math.nan
-        missing = True
-        for path in self._paths():
-            tail, parser = self._parser(path)
-            self.tail = tail
-            while True:
-                try:
-                    reset, grew = tail.read()
-                except OSError as e:
-                    self._tell(store, BadLine(str(path), 0, f"unreadable ({e.strerror or e})"))
+        self._now = None if self._live else math.nan
+        for _ in range(2):  # (a later file found reset: the run read again from its first file, once a call)
+            missing, again = True, False
+            for path in self._paths():
+                got, again = self._read_file(path, final)
+                changed = changed or got
+                if again:
                     break
-                if reset:
-                    for t, p in self._files.values():  # the run is read again from its first file
-                        if t is not tail:
-                            t.pending, t.base, t.read_to = b"", 0, 0
-                        p.reset()
-                    store.reset()
-                    store.meta.pop("texts", None)  # (found again as the files are read again)
-                    self._begun, self._earlier = [], []
-                    now = math.nan
-                    changed = True
-                if not (grew or reset or final):
-                    break
-                data, off = tail.pending, 0
-                while True:  # (a parser may stop early on a large read: ``more``; it reads on past ``off``)
-                    view = data if off == 0 else memoryview(data)[off:]
-                    used, parsed = parser.parse(view, tail.base + off, final and not tail.more)
-                    off += used
-                    if self.cand.kind == "wandb":
-                        self._piece(store, path, parsed)
-                    changed = self._apply(store, parsed, now) or changed
-                    if not (getattr(parser, "more", False) and used):
-                        break
-                tail.consume(off)
-                if not grew:
-                    break
-            missing = missing and tail.missing
+                missing = missing and self._files[path][0].missing
+            if not again:
+                break
         self.missing = missing and bool(self._files)
         self._live = True
         return changed
+
+    def _read_file(self, path: Path, final: bool) -> tuple[bool, bool]:
+        """Read what ``path`` (one of the run's files) gained: (whether the run changed, whether the run is to be
+        read again from its first file: this file, not the first, was found truncated or replaced)."""
+        store = self.store
+        tail, parser = self._parser(path)
+        self.tail = tail
+        changed = False
+        while True:
+            try:
+                reset, grew = tail.read()
+            except OSError as e:
+                self._tell(store, BadLine(str(path), 0, f"unreadable ({e.strerror or e})"))
+                break
+            if reset:
+                for t, p in self._files.values():  # the run is read again from its first file
+                    if t is not tail or path != next(iter(self._files)):
+                        t.pending, t.base, t.read_to = b"", 0, 0
+                    p.reset()
+                store.reset()
+                store.meta.pop("texts", None)  # (found again as the files are read again)
+                self._begun, self._earlier = [], []
+                self._now = math.nan
+                if path != next(iter(self._files)):  # (its rows go after the files before it)
+                    return True, True
+                changed = True
+            if not (grew or reset or final):
+                break
+            data, off = tail.pending, 0
+            while True:  # (a parser may stop early on a large read: ``more``; it reads on past ``off``)
+                view = data if off == 0 else memoryview(data)[off:]
+                used, parsed = parser.parse(view, tail.base + off, final and not tail.more)
+                off += used
+                if self.cand.kind == "wandb":
+                    self._piece(store, path, parsed)
+                changed = self._apply(store, parsed, self._now) or changed
+                if not (getattr(parser, "more", False) and used):
+                    break
+            tail.consume(off)
+            if not grew:
+                break
+        return changed, False
 
 
 class TrackioSource(_Base):

@@ -64,7 +64,7 @@ def wandb_crashed(tmp_path_factory: pytest.TempPathFactory) -> Path:
 _RESUMABLE = """
     import os, signal, sys, time, wandb
     name, run_id, first, last, how = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
-    run = wandb.init(project="p", name=name, id=run_id, resume="allow")
+    run = wandb.init(project=os.environ.get("PROJECT", "p"), name=name, id=run_id, resume="allow")
     for s in range(first, last):
         run.log({"loss": 1.0 / (s + 1) + 0.01 * (s % 3), "reward": 0.5 + 0.001 * s}, step=s)
         if s in (45, 60):
@@ -77,11 +77,12 @@ _RESUMABLE = """
 """
 
 
-def resumable_run(root: Path, name: str, run_id: str, steps: range, how: str) -> None:
-    """One process of an offline W&B run ``run_id`` (``resume="allow"``) under ``root``: loss and reward at
-    ``steps``, a wandb.Table at steps 45 and 60 where logged; finished (``ok``), finished with exit code 1
+def resumable_run(root: Path, name: str, run_id: str, steps: range, how: str, project: str = "p") -> None:
+    """One process of an offline W&B run ``run_id`` of ``project`` (``resume="allow"``) under ``root``: loss and
+    reward at ``steps``, a wandb.Table at steps 45 and 60 where logged; finished (``ok``), finished with exit code 1
     (``crash``) or killed with SIGKILL (``kill``) after its rows."""
-    full = {**os.environ, "WANDB_DIR": str(root), "WANDB_SILENT": "true", "WANDB_MODE": "offline"}
+    full = {**os.environ, "WANDB_DIR": str(root), "WANDB_SILENT": "true", "WANDB_MODE": "offline",
+            "PROJECT": project}
     subprocess.run([sys.executable, "-c", textwrap.dedent(_RESUMABLE), name, run_id, str(steps.start),
                     str(steps.stop), how], env=full, check=False, timeout=120, capture_output=True)
 

@@ -125,7 +125,7 @@ class Candidate:
     side_files: dict[str, list[Path]] = field(default_factory=dict)
     linked: bool = False  # reached through a symbolic link below the root given
     real: str = ""  # the key's path with every link resolved (set by discovery)
-    alone: bool = False  # a W&B run file named on the command line: read without its resumes' files
+    alone: bool = False  # a W&B run file named (or its directory): read without its resumes' other files
 
 
 def is_generic(name: str) -> bool:
@@ -311,11 +311,14 @@ def _record_kind(path: Path, root: Path, label: str | None, explicit: bool) -> C
     """A W&B run file, a TensorBoard event file (its directory is the run) or a trackio database, else None."""
     name = path.name
     if _WANDB_FILE.match(name) or (explicit and name.endswith(".wandb")):
-        if not explicit:  # (a resumed run's pieces are one run, named by its first: steptable.ingest.files.wandbpieces)
-            path = pieces(path)[0]
+        # (a resumed run's pieces are one run, named by its first: steptable.ingest.files.wandbpieces; a piece whose
+        # first is outside the root given, one of its later directories named, is read alone as a file named is)
+        first = path if explicit else pieces(path)[0]
+        alone = explicit or not first.is_relative_to(root)
+        path = path if alone else first
         run_dir = path.parent  # (offline-run-<date>-<id>: the run's display name becomes its arm once read)
         return Candidate(path, path, "wandb", _run_id(path, root, label), run_dir.absolute().name, run_dir, True,
-                         alone=explicit)
+                         alone=alone)
     if name.startswith("events.out.tfevents."):
         run_dir = path.parent
         arm, _ = arm_and_run_dir(path, root, run_dir=run_dir)

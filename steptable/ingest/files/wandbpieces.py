@@ -1,11 +1,15 @@
-"""The files of one W&B run that later processes resumed. Pure (a directory listing).
+"""The files of one W&B run that later processes resumed.
 
 ``wandb.init(id=..., resume="allow" | "must")`` in a new process (a job requeued after a preemption, a crash resumed
 from its checkpoint) does not append to the first process's file: it makes a directory of its own beside the first,
 ``run-<time>-<id>`` (``offline-run-<time>-<id>`` offline), with its own ``run-<id>.wandb`` holding what that process
 logged, from the step it resumed at. They are one run: read as one (the pieces in the order of their processes,
 the later one's rows replacing those it logged again), it is one seed to ``compare``, one line to ``runs``, and its
-resume is told as a resume.
+resume is told as a resume. A run id is a project's: directories of one id whose run records name other projects
+are other runs (a fixed id such as ``baseline`` reused in two projects).
+
+Lookups only (a directory listing, kept while the directory is unchanged; the first bytes of a run file whose
+directory shares its id with another, for its project, kept by file).
 """
 
 from __future__ import annotations
@@ -16,8 +20,11 @@ import time
 from pathlib import Path
 from typing import Final
 
+from steptable.ingest.files.regular import open_regular
+
 #: a W&B run directory's name: ``run-20261130_162857-<id>`` (``offline-`` before it when offline)
 _RUN_DIR: Final = re.compile(r"^(?:offline-)?run-(\d{8}_\d{6})-(.+)$")
+_AGAIN: Final = re.compile(r"^(.+)-\d+$")
 #: entries of a wandb directory looked at for the pieces of a run (a directory of many thousand runs is read no
 #: further than this)
 MAX_ENTRIES = 100_000
@@ -28,7 +35,13 @@ MAX_KEPT = 64
 RECENT_S = 1.0
 RECENT_KEEP = 0.25
 
+#: bytes of a run file read for its run record (wandb writes it first)
+HEAD_BYTES = 1 << 16
+#: run files whose project is kept
+MAX_PROJECTS = 4096
+
 _kept: dict[str, tuple[int, float, dict[str, list[tuple[str, str]]]]] = {}
+_projects: dict[tuple[int, int], str] = {}  # (device, inode) of a run file -> its project
 
 
 def run_dir_id(name: str) -> tuple[str, str] | None:
@@ -37,26 +50,73 @@ def run_dir_id(name: str) -> tuple[str, str] | None:
     return (m.group(1), m.group(2)) if m else None
 
 
+def _ids(tail: str) -> tuple[str, ...]:
+    """The run ids a run directory's name may be of, from what follows its time: that, and that without a ``-<n>``
+    wandb adds where a directory of the same second and id is there already (two processes started together)."""
+    m = _AGAIN.match(tail)
+    return (tail, m.group(1)) if m else (tail,)
+
+
 def pieces(path: Path) -> list[Path]:
+    """The run files of ``path``'s W&B run, the first process's first (:func:`pieces_of`)."""
+    return pieces_of(path)[0]
+
+
+def pieces_of(path: Path) -> tuple[list[Path], bool]:
     """The run files of ``path``'s W&B run, the first process's first: the ``run-<id>.wandb`` of every directory
-    beside ``path``'s own named for the same id, by the time in their names (offline and online alike). ``[path]``
-    where its directory is not named so, holds another file name, or its parent cannot be listed."""
+    beside ``path``'s own named for the same id, by the time in their names (offline and online alike), whose run
+    record names the same project; and whether every such directory was judged (False while one has no run file or
+    no run record yet: it may be a piece soon). ``[path]`` where its directory is not named so, holds another file
+    name, or its parent cannot be listed."""
     run_dir, name = os.path.split(path)
     parent, dir_name = os.path.split(run_dir)
     got = run_dir_id(dir_name)
-    if got is None or name != f"run-{got[1]}.wandb":
-        return [path]
+    run_id = name[4:-6] if name.startswith("run-") and name.endswith(".wandb") else None
+    if got is None or run_id is None or run_id not in _ids(got[1]):
+        return [path], True
     by_id = _listing(parent or os.curdir)
-    found = by_id.get(got[1], []) if by_id is not None else []
+    found = by_id.get(run_id, []) if by_id is not None else []
     if len(found) < 2:
-        return [path]
-    up = path.parent.parent
-    out = []
+        return [path], True
+    up, settled = path.parent.parent, True
+    files: list[tuple[Path, str]] = []
     for _, d in found:
         p = path if d == dir_name else up / d / name
-        if p is path or os.path.isfile(p):  # (a directory made before its file: not a piece yet)
-            out.append(p)
-    return out
+        project = _project(p)
+        if project is not None:
+            files.append((p, project))
+        elif d.endswith(f"-{run_id}"):  # (not ``<id>-1``: a run whose id ends so has another file name)
+            settled = False  # (a directory of this id without its run record yet: it may be a piece soon)
+    own = next((pr for p, pr in files if p == path), None)
+    if own is None:  # (its own run record not written yet: alone until it is)
+        return [path], False
+    return [p for p, pr in files if pr == own], settled
+
+
+def _project(path: Path) -> str | None:
+    """The project a run file's run record names ("" where it names none); None where the file or its run record
+    cannot be read yet."""
+    try:
+        with open_regular(path) as f:
+            st = os.fstat(f.fileno())
+            if (got := _projects.get((st.st_dev, st.st_ino))) is not None:
+                return got
+            head = f.read(HEAD_BYTES)
+    except OSError:
+        return None
+    from steptable.ingest.readers.wandb import WandbParser  # (only where two directories share an id)
+
+    try:
+        meta = WandbParser(str(path)).parse(head, 0)[1].meta
+    except Exception:  # (a damaged head: the reader reports it when the run is read)
+        return None
+    if "project" not in meta:
+        return None  # (no run record in what is written so far)
+    project = str(meta["project"])
+    if len(_projects) >= MAX_PROJECTS:
+        del _projects[next(iter(_projects))]
+    _projects[(st.st_dev, st.st_ino)] = project
+    return project
 
 
 def _listing(parent: str) -> dict[str, list[tuple[str, str]]] | None:
@@ -75,7 +135,8 @@ def _listing(parent: str) -> dict[str, list[tuple[str, str]]] | None:
                 if i >= MAX_ENTRIES:
                     break
                 if (got := run_dir_id(e.name)) is not None:
-                    by_id.setdefault(got[1], []).append((got[0], e.name))
+                    for run_id in _ids(got[1]):
+                        by_id.setdefault(run_id, []).append((got[0], e.name))
     except OSError:
         return None
     for runs in by_id.values():

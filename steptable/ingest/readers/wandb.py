@@ -73,9 +73,9 @@ _WALK_AT_CHUNK, _WALK_END, _WALK_BUDGET = 0, 1, 2
 
 class WandbParser:
     """Bytes of a ``.wandb`` file (from its start, in pieces) -> :class:`Parsed` rows and run facts in ``meta``:
-    ``name`` (the display name), ``config``, ``runinfo`` (``closed``, ``end``: as a StepLogger's description says a
-    run ended) and ``tables`` (each ``wandb.Table`` file, relative to the run's ``files/``, -> its step:
-    :mod:`~steptable.ingest.readers.wandbmedia`)."""
+    ``name`` (the display name), ``project``, ``config``, ``runinfo`` (``closed``, ``end``: as a StepLogger's
+    description says a run ended) and ``tables`` (each ``wandb.Table`` file, relative to the run's ``files/``, -> its
+    step: :mod:`~steptable.ingest.readers.wandbmedia`)."""
 
     def __init__(self, label: str) -> None:
         self.label = label
@@ -346,6 +346,7 @@ class WandbParser:
         elif which == "run":
             if got["name"]:
                 meta["name"] = got["name"]
+            meta["project"] = got["project"]  # (even "": a run record was read)
             if got["start"]:
                 self._start = got["start"]
             config = {}

@@ -1,7 +1,7 @@
 """W&B records (``wandb/proto/wandb_internal.proto``) decoded from the wire (stdlib only): ``Record{num=1,
 history=2, run=17, exit=18}``, ``HistoryRecord{item=1}``, ``HistoryItem{key=1, nested_key=2, value_json=16}`` (and
 the typed values 3-8 some writers use: none, boolean, integer (sint64), number (double), text, json),
-``RunRecord{config=4, display_name=8, start_time=17}``, ``ConfigRecord{update=1}``, ``ConfigItem{key=1,
+``RunRecord{project=3, config=4, display_name=8, start_time=17}``, ``ConfigRecord{update=1}``, ``ConfigItem{key=1,
 nested_key=2, value_json=16}``, ``RunExitRecord{exit_code=1, runtime=2}``, ``Timestamp{seconds=1, nanos=2}``.
 
 Other fields are skipped by their wire type, as protobuf does. Malformed bytes raise :class:`WireError`. The tests
@@ -194,9 +194,9 @@ def _marked(s: bytes, records: int, items: int) -> bool:
 
 
 def wandb_record(buf: bytes, lines: bool = False) -> tuple[str, Any]:
-    """The kind of a Record and what the readers need of it: ("history", items), ("run", {name, start, config}),
-    ("exit", (exit_code, runtime)), or (other, None). ``lines``: a history record of the usual layout comes as
-    ("line", its JSON object line) (:func:`history_line`)."""
+    """The kind of a Record and what the readers need of it: ("history", items), ("run", {name, project, start,
+    config}), ("exit", (exit_code, runtime)), or (other, None). ``lines``: a history record of the usual layout comes
+    as ("line", its JSON object line) (:func:`history_line`)."""
     for num, wire, a, b in fields(buf, 0, len(buf)):
         if wire != 2:
             continue
@@ -222,12 +222,14 @@ def wandb_record(buf: bytes, lines: bool = False) -> tuple[str, Any]:
 
 
 def _run(buf: bytes, i: int, end: int) -> dict[str, Any]:
-    out: dict[str, Any] = {"name": "", "start": 0.0, "config": []}
+    out: dict[str, Any] = {"name": "", "project": "", "start": 0.0, "config": []}
     for num, wire, a, b in fields(buf, i, end):
         if wire != 2:
             continue
         if num == 8:
             out["name"] = buf[a:b].decode("utf-8", "replace")
+        elif num == 3:
+            out["project"] = buf[a:b].decode("utf-8", "replace")
         elif num == 17:
             secs = nanos = 0
             for n2, w2, c, _ in fields(buf, a, b):

@@ -3,7 +3,9 @@ process) is one run to every reader: its rows, its resumes and how each process 
 
 from __future__ import annotations
 
+import os
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -99,3 +101,64 @@ def test_a_sweep_list_sees_a_resume_write_on(wandb_resumed: Path, tmp_path: Path
     index.refresh()
     (entry,) = [e for e in index.runs.values() if "g1" in e.cand.run_id]
     assert entry.digest == 80 and entry.size == sum(p.stat().st_size for p in _files(root, "g1"))
+
+
+def test_a_later_directory_of_a_resumed_run_named_is_read_alone(wandb_resumed: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """The directory wandb printed for the resume (its first piece outside what was named): an internal error
+    (exit 70) before; now that process's rows alone, as a file named is read."""
+    _, second = _files(wandb_resumed, "g1")
+    rc, out, err = run_cli(["runs", str(second.parent)], capsys)
+    assert rc == 0 and len(out.splitlines()) == 1 and "steps 40-79" in out, out + err
+
+
+def test_one_id_in_two_projects_is_two_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A fixed id reused in another project is another run (merged before: one of them vanished)."""
+    resumable_run(tmp_path, "base", "baseline", range(0, 30), "ok", project="p")
+    resumable_run(tmp_path, "other", "baseline", range(0, 20), "ok", project="q")
+    f = read_once(tmp_path)
+    assert sorted((st.arm, len(st)) for st in f.stores.values()) == [("base", 30), ("other", 20)]
+    rc, out, err = run_cli(["runs", str(tmp_path)], capsys)
+    assert rc == 0 and len(out.splitlines()) == 2 and "resumed" not in out, out + err
+
+
+def test_a_resume_whose_file_comes_after_its_directory_is_read(wandb_resumed: Path, tmp_path: Path) -> None:
+    """The resume's directory was made, and looked at, before its run file was written (a slow file system): the
+    file is read into the run once it is there (before, the run's listing was kept by the wandb directory's time,
+    which the file's creation does not change)."""
+    from steptable.ingest import Follower
+
+    first, second = _files(wandb_resumed, "g1")
+    root = tmp_path / "run"
+    shutil.copytree(first.parent, root / "wandb" / first.parent.name)
+    later = root / "wandb" / second.parent.name
+    later.mkdir()
+    os.utime(root / "wandb", (time.time() - 5, time.time() - 5))  # (the directory made a while ago)
+    f = Follower([root])
+    f.scan()
+    (run,) = f.stores
+    assert list(f.stores[run].steps) == list(range(50))
+    shutil.copy(second, later / second.name)  # (the wandb directory's time stays as it was)
+    f.scan()
+    assert list(f.stores) == [run] and list(f.stores[run].steps) == list(range(80))
+
+
+def test_a_later_file_found_rewritten_reads_the_run_again_in_order(wandb_resumed: Path, tmp_path: Path) -> None:
+    """The resume's file replaced by a copy while followed: the run is read again from its first file (its rows
+    after the first's, one earlier end), not from the file found replaced."""
+    from steptable.ingest import Follower
+    from steptable.table import runinfo
+
+    root = tmp_path / "run"
+    shutil.copytree(wandb_resumed / "wandb", root / "wandb", symlinks=True)
+    _, second = _files(root, "g1")
+    f = Follower([root])
+    f.scan()
+    (store,) = [st for st in f.stores.values() if st.arm == "grpo"]
+    copy = second.with_name("copy")
+    shutil.copy(second, copy)
+    os.replace(copy, second)
+    f.scan()
+    (store,) = [st for st in f.stores.values() if st.arm == "grpo"]
+    assert list(store.steps) == list(range(80)) and store.resumes[-1:] == [40]
+    assert [e[:2] for e in runinfo.earlier(store.meta["runinfo"])] == [("exit_code_1", 40)]

@@ -44,7 +44,7 @@ def test_wandb_records_decode_as_wandbs_classes_do(fixture: str, request: pytest
             else:  # (keys of several parts: only the general walk reads their lengths)
                 assert fast[0] == "history"
         elif which == "run":
-            assert got["name"] == rec.run.display_name
+            assert got["name"] == rec.run.display_name and got["project"] == rec.run.project == "p"
             assert got["start"] == rec.run.start_time.seconds + rec.run.start_time.nanos / 1e9
             assert [(k.decode(), v.decode()) for k, v in got["config"]] == \
                 [("/".join(it.nested_key) or it.key, it.value_json) for it in rec.run.config.update]
