@@ -126,6 +126,7 @@ class Candidate:
     linked: bool = False  # reached through a symbolic link below the root given
     real: str = ""  # the key's path with every link resolved (set by discovery)
     alone: bool = False  # a W&B run file named (or its directory): read without its resumes' other files
+    later: tuple[Path, ...] = ()  # the files of the processes that resumed a W&B run, as discovery found them
 
 
 def is_generic(name: str) -> bool:
@@ -204,9 +205,8 @@ def discover(paths: Iterable[str | Path], on_error: OnError | None = None,
     by_dir: dict[Path, list[Candidate]] = {}
     for c in cands:
         by_dir.setdefault(c.run_dir, []).append(c)
-        if c.kind == "wandb" and not c.alone and len(more := pieces(c.path)) > 1:
-            for p in more[1:]:  # (each directory of a resumed W&B run: its tables are the run's)
-                by_dir.setdefault(p.parent, []).append(c)
+        for p in c.later:  # (each directory of a resumed W&B run: its tables are the run's)
+            by_dir.setdefault(p.parent, []).append(c)
     for cat, path in sides:
         # the runs of the directories above the file (looked up by directory: a sweep's hundreds of runs are not
         # each tried against every side file); a W&B run directory owns what is under it (its
@@ -313,12 +313,12 @@ def _record_kind(path: Path, root: Path, label: str | None, explicit: bool) -> C
     if _WANDB_FILE.match(name) or (explicit and name.endswith(".wandb")):
         # (a resumed run's pieces are one run, named by its first: steptable.ingest.files.wandbpieces; a piece whose
         # first is outside the root given, one of its later directories named, is read alone as a file named is)
-        first = path if explicit else pieces(path)[0]
-        alone = explicit or not first.is_relative_to(root)
-        path = path if alone else first
+        found = [path] if explicit else pieces(path)
+        alone = explicit or (found[0] != path and not found[0].is_relative_to(root))
+        path = path if alone else found[0]
         run_dir = path.parent  # (offline-run-<date>-<id>: the run's display name becomes its arm once read)
         return Candidate(path, path, "wandb", _run_id(path, root, label), run_dir.absolute().name, run_dir, True,
-                         alone=alone)
+                         alone=alone, later=() if alone else tuple(found[1:]))
     if name.startswith("events.out.tfevents."):
         run_dir = path.parent
         arm, _ = arm_and_run_dir(path, root, run_dir=run_dir)

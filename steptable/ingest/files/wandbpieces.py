@@ -97,10 +97,11 @@ def _project(path: Path) -> str | None:
     """The project a run file's run record names ("" where it names none); None where the file or its run record
     cannot be read yet."""
     try:
+        st = os.stat(path)
+        if (got := _projects.get((st.st_dev, st.st_ino))) is not None:
+            return got
         with open_regular(path) as f:
             st = os.fstat(f.fileno())
-            if (got := _projects.get((st.st_dev, st.st_ino))) is not None:
-                return got
             head = f.read(HEAD_BYTES)
     except OSError:
         return None
