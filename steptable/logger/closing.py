@@ -79,9 +79,9 @@ class Closer:
 
     def _ends_before(self, first_step: Any, alone: bool) -> list[tuple[str, int, float]]:
         """The earlier ends the run's description holds, and the one of the process before this (resumed at
-        ``first_step``) where it did not end normally: its end, or, never closed while this process is ``alone``,
-        runinfo.UNCLOSED at the JSONL's last change (its last row); none where there is no description of this
-        JSONL."""
+        ``first_step``) where it did not end normally: its end, or, neither closed nor exited while this process is
+        ``alone``, runinfo.UNCLOSED at the JSONL's last change (when it was last heard of; with arms sharing the
+        file, maybe another arm's row); none where there is no description of this JSONL."""
         sl = self._sl
         if sl.run_dir is None or sl.jsonl_path is None:
             return []
