@@ -29,6 +29,7 @@ from steptable.ingest.files.regular import open_regular
 from steptable.ingest.parse import BadLine, flatten, step_of
 from steptable.ingest.parsed import Parsed, counter
 from steptable.ingest.readers.jsonl import PIECE, JsonlParser
+from steptable.ingest.readers.trackernulls import drop_nulls, without_nones
 from steptable.table.stepkeys import TRACKER_STEP_KEYS
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -275,7 +276,7 @@ class TrackioReader:
         chunks = self._lines(rows[:first]) + self._lines(rows[first:])
         if None in chunks:
             return [self._rows(rows, bad)]
-        out = [parser.parse(chunk, 1) for chunk in chunks if chunk]
+        out = [parser.parse(drop_nulls(chunk), 1) for chunk in chunks if chunk]  # (a None logged: no value)
         # an object that is not one, or verl's envelope holding the row's own keys (unwrapped, they would stand
         # beside them; every key is in the shape: the typed decode fails on one it has not learned): row by row
         data = parser.shape.get("data")
@@ -318,7 +319,7 @@ class TrackioReader:
             except (msgspec.DecodeError, ValueError, TypeError) as e:
                 bad.append(BadLine(self.label, 0, f"row id {rid}: unreadable metrics ({e}); skipped"))
                 continue
-            row = flatten(obj)
+            row = without_nones(flatten(obj))
             if isinstance(step, int):
                 own = step_of(row.get(TRACKER_STEP_KEYS[0]))
                 if own is not None:

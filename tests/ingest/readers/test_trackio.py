@@ -73,6 +73,33 @@ def test_rows_without_the_trainers_step_keep_trackios(tmp_path: Path) -> None:
     assert [int(s) for p in batch["grpo"] for s in p.steps] == [int(s) for s in alone.steps] == want
 
 
+def test_a_metric_logged_as_none_is_no_value_and_a_nan_stays_one(tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """trackio stores a metric logged as None as null and a NaN apart from it: the None is an absent cell (it read
+    as NaN, with an error alert), the NaN a NaN; batch and row by row alike."""
+    from tests.helpers import run_cli
+
+    writers.run_writer("""
+        import trackio
+        trackio.init(project="proj", name="nulls")
+        for s in range(12):
+            trackio.log({"loss": 1.0 / (s + 1), "grad_norm": None if s % 5 == 4 else 1.0,
+                         "reward": float("nan") if s == 10 else 0.5}, step=s)
+        trackio.finish()
+    """, {"TRACKIO_DIR": str(tmp_path)})
+    store = _by_arm(read_once(tmp_path))["nulls"]
+    rows = rows_of(store)
+    assert [r.get("grad_norm") for r in rows] == [1.0 if s % 5 != 4 else None for s in range(12)]
+    assert math.isnan(rows[10]["reward"])
+    (db,) = tmp_path.glob("*.db")
+    with trackio.connect(db) as con:
+        got = con.execute("SELECT id, run_name, step, timestamp, metrics FROM metrics ORDER BY id").fetchall()
+    alone = trackio.TrackioReader(db, str(db))._rows(got, [])
+    assert [r.get("grad_norm") for r in alone.rows or []] == [r.get("grad_norm") for r in rows]
+    rc, out, err = run_cli(["summary", str(tmp_path)], capsys)
+    assert rc == 0 and "grad_norm non-finite" not in out and "reward non-finite" in out, out + err
+
+
 def test_a_log_of_traces_alone_adds_no_row(tmp_path: Path) -> None:
     """trackio keeps traces in a table of their own and the log call that held them as a row of no metrics: a step
     with traces and no metrics is no row of the run (it was a blank one)."""

@@ -74,6 +74,27 @@ def test_media_logged_without_a_metric_adds_no_row(tmp_path: Path) -> None:
     assert sorted(store.meta["tables"].values()) == [2, 3, 5]  # (each table's step is still known)
 
 
+def test_a_metric_logged_as_none_is_no_value_and_a_nan_stays_one(tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """W&B writes a metric logged as None as null and a NaN apart from it ("NaN"): the None is an absent cell (it
+    read as NaN, and summary said "E step 4 grad_norm non-finite (NaN)"), the NaN a NaN."""
+    from tests.helpers import run_cli
+
+    writers.run_writer("""
+        import wandb
+        run = wandb.init(project="p", name="nulls")
+        for s in range(12):
+            run.log({"loss": 1.0 / (s + 1), "grad_norm": None if s % 5 == 4 else 1.0,
+                     "reward": float("nan") if s == 10 else 0.5, "nested": {"a": None, "b": s}}, step=s)
+        run.finish()
+    """, {"WANDB_DIR": str(tmp_path)})
+    rows = rows_of(only(read_once(tmp_path)))
+    assert [r.get("grad_norm") for r in rows] == [1.0 if s % 5 != 4 else None for s in range(12)]
+    assert "nested/a" not in rows[0] and rows[3]["nested/b"] == 3 and math.isnan(rows[10]["reward"])
+    rc, out, err = run_cli(["summary", str(tmp_path)], capsys)
+    assert rc == 0 and "grad_norm non-finite" not in out and "reward non-finite" in out, out + err
+
+
 def test_exit_code_marks_how_the_run_ended(wandb_crashed: Path) -> None:
     from steptable.table.runinfo import end_words, ended_by
 
