@@ -1,5 +1,5 @@
 """``?`` / F1: every key of the tables' screen, one line each (the footer has room for some of them, and e, f, 0-9
-are not in it at all), then what each mark and colour of the tables means."""
+are not in it at all), then what each mark and colour of the tables means; on the run list, its keys."""
 
 from __future__ import annotations
 
@@ -55,15 +55,17 @@ class HelpScreen(ModalScreen[None]):
         Binding("q", "app.quit", "Quit"),  # (a modal screen takes the app's keys away; q still quits here)
     ]
 
-    def __init__(self, lines: Sequence[tuple[str, str]]) -> None:
+    def __init__(self, lines: Sequence[tuple[str, str]], marks: bool = True) -> None:
+        """``lines``: (keys, what they do); ``marks``: the tables' marks and colours after them."""
         super().__init__()
         self.lines = list(lines)
+        self.marks = marks
 
     def text(self) -> str:
         """The keys, one per line, then what each mark and colour of the tables means (``steptable legend``'s)."""
         kw = max((display_width(k) for k, _ in self.lines), default=0)
         keys = "\n".join(k + " " * (kw - display_width(k)) + "  " + what for k, what in self.lines)
-        return keys + "\n\n" + marks_text(indent=0)
+        return keys + "\n\n" + marks_text(indent=0) if self.marks else keys
 
     def compose(self) -> ComposeResult:
         box = VerticalScroll(Static(self.text(), markup=False))

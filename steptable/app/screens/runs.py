@@ -46,6 +46,7 @@ class RunsScreen(Screen[None]):
         Binding("p", "pin", "Pin", tooltip="keep the run at the top (again: unpin)"),
         Binding("a", "select_shown", "Select shown", show=False, tooltip="select every run the filter shows"),
         Binding("escape", "close", "Tables", tooltip="back to the open tables"),
+        Binding("question_mark,f1", "help", "Help", tooltip="this list of keys"),
     ]
     DEFAULT_CSS = """
     RunsScreen #sweep { height: 1; width: 1fr; background: $panel; color: $text-muted; padding: 0 1; }
@@ -195,6 +196,12 @@ class RunsScreen(Screen[None]):
             self.state.selected.add(chosen[0])
         if chosen:
             self.host.open_runs(chosen)
+
+    def action_help(self) -> None:
+        from steptable.app.screens.help import HelpScreen, key_lines
+
+        own = [b for b in self.BINDINGS if isinstance(b, Binding)]
+        self.app.push_screen(HelpScreen(key_lines(own, self.app.get_key_display), marks=False))
 
     def action_close(self) -> None:
         box = self.query_one("#filter", Input)

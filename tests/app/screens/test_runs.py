@@ -338,3 +338,21 @@ def test_the_list_shown_again_is_drawn_in_a_real_terminal(tmp_path: Path) -> Non
         assert drawn(b"12 of 12 shown", mark, 10), w.out[mark:][-2000:]
     finally:
         w.close()
+
+
+async def test_help_on_the_run_list_lists_its_keys(sweep: tuple[Path, list[str]]) -> None:
+    """? on a sweep's first screen did nothing (the app's help is the tables'): it lists the run list's keys."""
+    from steptable.app.screens.help import HelpScreen
+
+    root, names = sweep
+    app = StepTableApp(Feed([str(root)]))
+    async with app.run_test(size=SIZE) as pilot:
+        await _list(app, pilot, len(names))
+        await pilot.press("question_mark")
+        await pilot.pause()
+        assert isinstance(app.screen, HelpScreen)
+        text = app.screen.text()
+        assert "Filter: runs by name" in text and "Select shown" in text and "Chart" not in text
+        await pilot.press("escape")
+        await pilot.pause()
+        assert isinstance(app.screen, RunsScreen)
