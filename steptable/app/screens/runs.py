@@ -48,6 +48,8 @@ class RunsScreen(Screen[None]):
         Binding("escape", "close", "Tables", tooltip="back to the open tables"),
         Binding("question_mark,f1", "help", "Help", tooltip="this list of keys"),
     ]
+    #: seconds between two redraws of the ages and states where no run changed
+    AGES_S = 5.0
     DEFAULT_CSS = """
     RunsScreen #sweep { height: 1; width: 1fr; background: $panel; color: $text-muted; padding: 0 1; }
     RunsScreen #filter { display: none; }
@@ -77,6 +79,13 @@ class RunsScreen(Screen[None]):
     def on_mount(self) -> None:
         self.query_one(RunList).focus()
         self.refresh_list()
+        self.set_interval(self.AGES_S, self._aged)
+
+    def _aged(self) -> None:
+        """Time passed: the ages and states shown again (a sweep whose runs all ended changes no file, and its list
+        kept the ages and states of its last change)."""
+        if self.is_current:
+            self.refresh_list()
 
     @property
     def runlist(self) -> RunList:

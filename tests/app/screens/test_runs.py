@@ -4,6 +4,7 @@ tables; filter, sort, select-to-open and compare, pins, the state column, on a s
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -356,3 +357,24 @@ async def test_help_on_the_run_list_lists_its_keys(sweep: tuple[Path, list[str]]
         await pilot.press("escape")
         await pilot.pause()
         assert isinstance(app.screen, RunsScreen)
+
+
+async def test_ages_and_states_move_on_where_no_run_changes(sweep: tuple[Path, list[str]],
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """No file changed, time passed: the list showed the ages and states of its last change (a sweep whose runs all
+    ended read "3.35m" at 6.2 minutes, and a run that stopped writing stayed live)."""
+    root, names = sweep
+    monkeypatch.setattr(RunsScreen, "AGES_S", 0.05, raising=False)
+    now = [time.time()]
+    app = StepTableApp(Feed([str(root)]), clock=lambda: now[0])
+    async with app.run_test(size=SIZE) as pilot:
+        scr = await _list(app, pilot, len(names))
+
+        def line(name: str) -> str:
+            i = next(i for i, e in enumerate(scr.listed) if e.run_id.startswith(name + "/"))
+            return str(scr.runlist.render_line(1 + i).text)
+
+        assert " live " in line(names[5])
+        now[0] += 3600
+        await pilot.pause(0.3)
+        assert " live " not in line(names[5]) and ("60m" in line(names[0]) or "1h" in line(names[0])), line(names[0])
