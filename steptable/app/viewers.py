@@ -127,7 +127,9 @@ class Viewers:
         self.app.push_screen(ChartScreen(arms, None, self.tables.show_steps))
 
     def generations(self) -> None:
-        """Completions of the shown arms that have generations side files, at the step on screen."""
+        """Completions of the shown arms that have generations side files, at the step on screen; those of a run
+        hidden as a copy of a shown one (the same training through another logger: its TensorBoard text beside
+        its W&B run) are that run's."""
         from steptable.app.screens.generations import GenerationsScreen
         from steptable.app.sidefiles import GenSource, side_paths, table_steps
         from steptable.ingest.readers.trackiotraces import has_traces
@@ -135,8 +137,10 @@ class Viewers:
         session = self.app.session
         labels = session.labels()
         sources = []
+        copy_of = self.app.seedgroups.copies.of
         for rid, run in session.runs.items():
-            if rid in session.hidden:
+            kept = copy_of.get(rid)
+            if (rid in session.hidden and kept is None) or (kept is not None and kept in session.hidden):
                 continue
             files = side_paths(run.store.side_files or {})
             meta = getattr(run.store, "meta", {})
@@ -146,7 +150,7 @@ class Viewers:
                 tables or has_traces(run.store.path, name)) else None
             if files or traces or texts:
                 steps = table_steps(meta)  # (a W&B run's tables)
-                sources.append(GenSource(labels.get(rid, rid), files, steps, traces, texts, tables))
+                sources.append(GenSource(labels.get(kept or rid, kept or rid), files, steps, traces, texts, tables))
         if not sources:
             self.app.notify("no generations side files (generations.jsonl, *_rollout_summaries.jsonl, "
                             "rich_completions/*.json, verl's <rollout_data_dir>/<step>.jsonl, TRL's "

@@ -371,3 +371,35 @@ async def test_a_trl_runs_trackio_tables_are_its_generations(trl_trackio_run: Pa
         assert len(screen.sources) == 1 and screen.index is not None and screen.index.steps == [1, 2, 3]
         shown = viewer_text(screen)
         assert screen.step == 3 and "completion · reward" in shown and "group 1/" in shown
+
+
+async def test_the_text_of_a_run_hidden_as_a_copy_opens_with_the_run_it_copies(tmp_path: Path) -> None:
+    """One training logged to W&B and to TensorBoard, its samples as TensorBoard text: the TensorBoard run is hidden
+    as the W&B run's copy, and v said "no generations side files" (the samples went with it). They open with the
+    run kept."""
+    pytest.importorskip("torch")
+    pytest.importorskip("wandb")
+    from tests.ingest.writers import run_writer
+
+    run_writer("""
+        import math, os, random, wandb
+        from torch.utils.tensorboard import SummaryWriter
+        rng = random.Random(0)
+        run = wandb.init(project="grpo", name="grpo")
+        tb = SummaryWriter(os.environ["TB_DIR"])
+        for s in range(60):
+            m = {"train/loss": 0.7 * math.exp(-s / 30) + rng.gauss(0, 0.02), "train/reward": rng.random()}
+            run.log(m, step=s)
+            for k, v in m.items():
+                tb.add_scalar(k, v, s)
+            if s % 20 == 0:
+                tb.add_text("generations", f"sample at {s}", s)
+        tb.close()
+        run.finish()
+    """, {"WANDB_DIR": str(tmp_path), "TB_DIR": str(tmp_path / "tb" / "grpo")})
+    app, follower, _ = manual_app(tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await sync(pilot, follower)
+        await until(pilot, lambda: bool(app.seedgroups.copies.of))
+        screen = await open_generations(pilot)
+        assert screen.step == 40 and "sample at 40" in viewer_text(screen)
