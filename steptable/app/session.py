@@ -222,9 +222,14 @@ class Session:
         return f"{group.schema.name} columns ({first_few([labels.get(rid, rid) for rid in group.runs])}):"
 
     def labels(self) -> dict[str, str]:
+        """Run id -> the name its table goes by: its arm; where arms are shared (seeds of one arm), its run id, less
+        a file name that says nothing (``absorb_seed1``, not ``absorb_seed1/metrics.jsonl``: a title cut to its
+        width kept the file name and lost the seed) where that leaves the names apart."""
         names = [r.store.arm or rid for rid, r in self.runs.items()]
         dup = {n for n in names if names.count(n) > 1}
-        return {rid: (rid if n in dup else n) for (rid, r), n in zip(self.runs.items(), names, strict=True)}
+        out = {rid: (_short_id(rid) if n in dup else n) for (rid, r), n in zip(self.runs.items(), names, strict=True)}
+        taken = list(out.values())
+        return {rid: (rid if taken.count(label) > 1 else label) for rid, label in out.items()}
 
     def visible(self) -> list[str]:
         return [rid for rid in self.runs if rid not in self.hidden]
@@ -370,3 +375,12 @@ class Session:
 
     def status_counts(self) -> dict[str, int]:
         return self.log.status_counts()
+
+
+def _short_id(run_id: str) -> str:
+    """``run_id`` without its last part where that is a metrics file of a generic name (``metrics.jsonl``)."""
+    from steptable.ingest.files.discover import GENERIC_STEMS  # (only where arms are shared)
+
+    head, _, name = run_id.rpartition("/")
+    stem, dot, _ = name.partition(".")
+    return head if head and dot and stem.lower() in GENERIC_STEMS else run_id

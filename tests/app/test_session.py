@@ -124,13 +124,26 @@ def store(run: str, n: int, arm: str = "", **extra: Any) -> RunStore:
     return s
 
 
+def test_tables_of_one_arm_go_by_what_tells_them_apart() -> None:
+    """Seeds of one arm were labelled by their run ids, and a title cut to its width kept the file name and lost
+    the seed (``absor…jsonl`` twice): the generic file name goes where the directories tell them apart."""
+    s = Session()
+    for rid in ("absorb_seed1/metrics.jsonl", "absorb_seed2/metrics.jsonl", "x/metrics.jsonl", "x/metrics.csv",
+                "solo/metrics.jsonl", "routeA/seed1/run.log", "routeA/seed1/train.log"):
+        s.update(rid, store(rid, 3, arm="solo" if rid.startswith("solo") else "shared"))
+    assert s.labels() == {
+        "absorb_seed1/metrics.jsonl": "absorb_seed1", "absorb_seed2/metrics.jsonl": "absorb_seed2",
+        "x/metrics.jsonl": "x/metrics.jsonl", "x/metrics.csv": "x/metrics.csv", "solo/metrics.jsonl": "solo",
+        "routeA/seed1/run.log": "routeA/seed1/run.log", "routeA/seed1/train.log": "routeA/seed1"}
+
+
 def test_session_layout_pins_arms_and_events() -> None:
     s = Session()
     assert not s.update("a/metrics.jsonl", store("a/metrics.jsonl", 0, arm="x"))  # no rows: no layout yet
     assert s.update("a/metrics.jsonl", store("a/metrics.jsonl", 5, arm="x"))
     assert s.update("b/metrics.jsonl", store("b/metrics.jsonl", 5, arm="x", extra_key=1.5))  # new key
     assert not s.update("b/metrics.jsonl", s.runs["b/metrics.jsonl"].store)
-    assert s.labels() == {"a/metrics.jsonl": "a/metrics.jsonl", "b/metrics.jsonl": "b/metrics.jsonl"}  # same arm
+    assert s.labels() == {"a/metrics.jsonl": "a", "b/metrics.jsonl": "b"}  # same arm: by directory
     assert s.schema().name == "routing"
     cols, fixed = s.columns()
     assert cols[0].key == "step" and fixed == 1 and "extra_key" in {c.key for c in cols}
