@@ -73,6 +73,10 @@ def _clock_cells(e: Entry, now: float, judge: Judge) -> tuple[str, str]:
     return state_of(e, now, judge), fmt_age(now - d.updated) if d is not None and d.updated is not None else ""
 
 
+#: the columns that stay when the list is scrolled sideways: the mark and the run's name
+PINNED = 2
+
+
 class RunList(ScrollView, can_focus=True):
     """The runs ``show`` was given, one line each; the cursor line is the one ``space`` / ``enter`` act on."""
 
@@ -200,8 +204,15 @@ class RunList(ScrollView, can_focus=True):
         for j, (t, st) in enumerate(zip(text, styles, strict=True)):
             align = "right" if j >= 5 else "left"
             segs.append(Segment(pad(t, self.widths[j], align) + "  ", base + Style.parse(st) if st else base))
-        strip = Strip(segs).crop(sx, sx + self.size.width)
-        return strip.extend_cell_length(self.size.width)
+        width = self.size.width
+        # scrolled sideways, the mark and the name stay (the metrics scrolled into view name no run otherwise),
+        # where they take at most half the width
+        pinned = sum(self.widths[:PINNED]) + 2 * PINNED
+        if sx and len(segs) > PINNED and pinned <= width // 2:
+            strip = Strip.join([Strip(segs[:PINNED]), Strip(segs[PINNED:]).crop(sx, sx + width - pinned)])
+        else:
+            strip = Strip(segs).crop(sx, sx + width)
+        return strip.extend_cell_length(width)
 
     def action_cursor(self, by: int) -> None:
         self.move_to(self.cursor + by)

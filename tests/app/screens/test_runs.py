@@ -378,3 +378,22 @@ async def test_ages_and_states_move_on_where_no_run_changes(sweep: tuple[Path, l
         now[0] += 3600
         await pilot.pause(0.3)
         assert " live " not in line(names[5]) and ("60m" in line(names[0]) or "1h" in line(names[0])), line(names[0])
+
+
+async def test_the_run_name_stays_when_the_list_scrolls_sideways(sweep: tuple[Path, list[str]]) -> None:
+    """In a narrow terminal the metrics are off to the right; scrolled to them, the name column scrolled away too
+    and the values named no run. The mark and the name stay; the last metric comes into view beside them."""
+    root, names = sweep
+    app = StepTableApp(Feed([str(root)]))
+    async with app.run_test(size=(50, 24)) as pilot:
+        scr = await _list(app, pilot, len(names))
+        rl = scr.runlist
+        assert rl.virtual_size.width > 50  # (the metrics do not fit)
+        rl.scroll_to(x=rl.virtual_size.width, animate=False)
+        await pilot.pause()
+        assert rl.scroll_offset.x > 0
+        for i, e in enumerate(scr.listed[:3]):
+            text = str(rl.render_line(1 + i).text)
+            assert text.lstrip(" *+").startswith(e.run_id.split("/")[0]), text
+            assert text.rstrip().endswith(rl.line(i)[-1][0].strip()), text
+        assert str(rl.render_line(0).text).rstrip().endswith(rl.header[-1].strip())
