@@ -280,7 +280,8 @@ class RecordSource(_Base):
 
 
 class TrackioSource(_Base):
-    """A trackio project database: one store per run name (``<project>.db#<run_name>``, armed with the name)."""
+    """A trackio project database: one store per run (``<project>.db#<key>``: its name, ``<name>#2`` for a later run
+    of that name; armed with the name)."""
 
     def __init__(self, cand: Candidate, report: Report, on_resume: ResumeReader | None = None) -> None:
         super().__init__(cand, report, on_resume)
@@ -332,16 +333,17 @@ class TrackioSource(_Base):
             return True
         return False
 
-    def _run(self, name: str) -> RunStore:
-        store = self.runs.get(name)
+    def _run(self, key: str) -> RunStore:
+        store = self.runs.get(key)
         if store is None:
-            store = RunStore(f"{self.cand.run_id}#{name}", self.cand.path, "trackio", name, self.store.on_resume)
+            name = self.reader.names.get(key, key)
+            store = RunStore(f"{self.cand.run_id}#{key}", self.cand.path, "trackio", name, self.store.on_resume)
             store.side_files = self.cand.side_files
             store.meta["trackio_run"] = name  # (its traces are looked up by it: steptable.ingest.readers.trackiotraces)
-            config: Any = self.reader.configs.get(name)
+            config: Any = self.reader.configs.get(key)
             if isinstance(config, dict):
                 store.meta["config"] = config
-            self.runs[name] = store
+            self.runs[key] = store
         return store
 
 

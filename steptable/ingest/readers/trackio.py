@@ -1,8 +1,10 @@
-"""trackio databases (``<project>.db`` under ``$TRACKIO_DIR``): one run per ``run_name``, new rows by id.
+"""trackio databases (``<project>.db`` under ``$TRACKIO_DIR``): one run per run, new rows by id.
 
 trackio keeps a project in SQLite (WAL journal): table ``metrics(id, run_id, timestamp, run_name, step, metrics)``,
 ``metrics`` a JSON object (a non-finite value stored as the string ``"NaN"``/``"Infinity"``: read as non-finite),
-``configs(run_name, config)``. Rows are read by one query on ids; the ``metrics`` objects of a run are handed to the
+``configs(run_id, run_name, config)``. A run is a ``run_id`` where the table has one (a run started again under
+its name without ``resume`` is another run: its key is ``<name>#2``; a resumed one keeps its id), else a
+``run_name``. Rows are read by one query on ids; the ``metrics`` objects of a run are handed to the
 JSONL reader as one chunk of lines (its typed batch decode makes columns in C), each with the row's step and clock
 added (the step: the trainer's own ``train/global_step`` where the row holds it, trackio's count kept as ``_step``;
 else trackio's ``step``), and read one by one only when one is unreadable (then each bad row is reported by its id)
@@ -133,14 +135,18 @@ def _unix(ts: Any) -> float | None:
 
 
 class TrackioReader:
-    """New rows of a trackio database, by run name."""
+    """New rows of a trackio database, by run (its key: :meth:`key`; :attr:`names` gives its name)."""
 
     def __init__(self, path: Path, label: str) -> None:
         self.path = path
         self.label = label
         self.last_id = 0
         self._sig: tuple[int, ...] | None = None
-        self.configs: dict[str, Any] = {}
+        self.configs: dict[str, Any] = {}  # run key -> its config
+        self.names: dict[str, str] = {}  # run key -> its run name
+        self._keys: dict[str, str] = {}  # trackio run id -> run key
+        self._named: dict[str, int] = {}  # run name -> the runs of that name so far
+        self._id_col: bool | None = None  # the metrics table has run_id (older trackio: runs by name)
         #: run -> (row id, key, step) of each table logged alone since the last read (handed on as meta)
         self.tables: dict[str, list[tuple[int, str, int]]] = {}
         self._parsers: dict[str, JsonlParser] = {}
@@ -178,9 +184,9 @@ class TrackioReader:
         done = True  # (False: stopped before the rows it could read: read again at the next poll)
         with connect(self.path) as con:
             try:
-                cur = con.execute(
-                    "SELECT id, run_name, step, timestamp, metrics FROM metrics WHERE id > ? ORDER BY id LIMIT ?",
-                    (self.last_id, BATCH))
+                self._read_configs(con)  # (first: runs are keyed in the order they were made)
+                cur = con.execute(f"SELECT {self._columns(con)} FROM metrics WHERE id > ? ORDER BY id LIMIT ?",
+                                  (self.last_id, BATCH))
                 while rows := cur.fetchmany(self._fetch):
                     taken += len(rows)
                     self._take(rows, out, bad)
@@ -195,7 +201,6 @@ class TrackioReader:
                     raise
                 else:  # (the rows taken so far are kept)
                     done = False
-            self._read_configs(con)
         if done and taken < BATCH:
             self._sig = sig
         for run, noted in self.tables.items():
@@ -215,13 +220,13 @@ class TrackioReader:
         rows = [r for r in rows if r[4] != b"{}" and not (type(r[4]) is bytes and _MEDIA in r[4] and self._media(r))]
         if not rows:
             return
-        names = {r[1] for r in rows}
+        runs = {(r[1], r[5] if len(r) > 5 else None) for r in rows}
         by_run: dict[str, list[Any]] = {}
-        if len(names) == 1:
-            by_run[text(names.pop())] = rows
+        if len(runs) == 1:
+            by_run[self.key(*runs.pop())] = rows
         else:
             for r in rows:
-                by_run.setdefault(text(r[1]), []).append(r)
+                by_run.setdefault(self.key(r[1], r[5] if len(r) > 5 else None), []).append(r)
         for run, got in by_run.items():
             out.setdefault(run, []).extend(self._batch(run, got, bad))
 
@@ -243,7 +248,8 @@ class TrackioReader:
                          if isinstance(r, dict) and type(x := r.get("step")) is int}
                 step = named.pop() if len(named) == 1 else own
                 if type(step) is int:
-                    self.tables.setdefault(text(row[1]), []).append((row[0], key, step))
+                    self.tables.setdefault(self.key(row[1], row[5] if len(row) > 5 else None), []).append(
+                        (row[0], key, step))
         return True
 
     def _clock(self, ts: Any) -> float | None:
@@ -292,7 +298,7 @@ class TrackioReader:
         add = parts.extend
         ends, end = self._ends, self._end
         size = 0
-        for _, _, step, ts, blob in rows:
+        for _, _, step, ts, blob, *_ in rows:
             if type(step) is not int or type(blob) is not bytes or blob[-1:] != b"}":
                 return [None]
             own = own_step(blob)
@@ -311,7 +317,7 @@ class TrackioReader:
         """Rows one by one (each unreadable one reported by its id)."""
         steps: list[int] = []
         rows: list[dict[str, Any]] = []
-        for rid, _, step, ts, blob in got:
+        for rid, _, step, ts, blob, *_ in got:
             try:
                 obj = _DECODE.decode(blob)
                 if type(obj) is not dict:
@@ -353,8 +359,7 @@ class TrackioReader:
         while rid < stop:
             rid += 1
             try:
-                r = con.execute("SELECT id, run_name, step, timestamp, metrics FROM metrics WHERE id = ?",
-                                (rid,)).fetchone()
+                r = con.execute(f"SELECT {self._columns(con)} FROM metrics WHERE id = ?", (rid,)).fetchone()
             except DAMAGED:
                 lost.append(rid)
                 if hi is None and len(lost) >= MAX_PROBE and (not rows or rid - rows[-1][0] >= MAX_PROBE):
@@ -368,11 +373,39 @@ class TrackioReader:
             self.last_id = max([self.last_id, *lost, *(r[0] for r in rows)])
         return rows, bad
 
+    def key(self, name: Any, run_id: Any = None) -> str:
+        """The key of the run named ``name`` with trackio's ``run_id`` (None: runs by name): its name, and for a
+        later run of that name ``<name>#<n>``, in the order the runs were first seen."""
+        named = text(name)
+        if run_id is None:
+            self.names.setdefault(named, named)
+            return named
+        ident = text(run_id)
+        got = self._keys.get(ident)
+        if got is not None:
+            return got
+        n = self._named[named] = self._named.get(named, 0) + 1
+        key = self._keys[ident] = named if n == 1 else f"{named}#{n}"
+        self.names[key] = named
+        return key
+
+    def _columns(self, con: sqlite3.Connection) -> str:
+        """The columns a row is read with: ``run_id`` last where the table has it."""
+        if self._id_col is None:
+            self._id_col = b"run_id" in {r[1] for r in con.execute("PRAGMA table_info(metrics)")}
+        return "id, run_name, step, timestamp, metrics" + (", run_id" if self._id_col else "")
+
     def _read_configs(self, con: sqlite3.Connection) -> None:
         try:
-            for run, blob in con.execute("SELECT run_name, config FROM configs"):
-                if text(run) not in self.configs:
+            ids = self._columns(con).endswith("run_id")
+            try:
+                got = con.execute("SELECT run_name, config" + (", run_id" if ids else "") + " FROM configs ORDER BY id")
+            except sqlite3.OperationalError:  # (a configs table of an older trackio: by name)
+                got = con.execute("SELECT run_name, config FROM configs ORDER BY id")
+            for run, blob, *rid in got:
+                key = self.key(run, rid[0] if rid else None)
+                if key not in self.configs:
                     with contextlib.suppress(msgspec.DecodeError, TypeError):
-                        self.configs[text(run)] = _DECODE.decode(blob)
+                        self.configs[key] = _DECODE.decode(blob)
         except (sqlite3.Error, UnicodeDecodeError):
             pass

@@ -100,6 +100,38 @@ def test_a_metric_logged_as_none_is_no_value_and_a_nan_stays_one(tmp_path: Path,
     assert rc == 0 and "grad_norm non-finite" not in out and "reward non-finite" in out, out + err
 
 
+def test_a_run_started_again_under_its_name_is_another_run(tmp_path: Path,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """trackio.init(name="a") again without resume makes a run of its own (another run id): it was read into the
+    first, which then read "resumed 0" with its rows gone and the other run's config. A run resumed
+    (resume="allow") keeps its id: one run."""
+    from tests.helpers import run_cli
+
+    writers.run_writer("""
+        import trackio
+        trackio.init(project="p", name="a", config={"lr": 0.1})
+        for s in range(5):
+            trackio.log({"loss": 1.0}, step=s)
+        trackio.finish()
+        trackio.init(project="p", name="a", resume="allow", config={"lr": 0.1})
+        for s in range(5, 8):
+            trackio.log({"loss": 0.5}, step=s)
+        trackio.finish()
+        trackio.init(project="p", name="a", config={"lr": 0.2})
+        for s in range(3):
+            trackio.log({"loss": 0.2}, step=s)
+        trackio.finish()
+    """, {"TRACKIO_DIR": str(tmp_path)})
+    f = read_once(tmp_path)
+    got = {st.run.split("#", 1)[1]: st for st in f.stores.values()}
+    assert sorted(got) == ["a", "a#2"] and {st.arm for st in got.values()} == {"a"}
+    assert list(got["a"].steps) == list(range(8)) and not got["a"].resumes
+    assert list(got["a#2"].steps) == [0, 1, 2]
+    assert got["a"].meta["config"]["lr"] == 0.1 and got["a#2"].meta["config"]["lr"] == 0.2
+    rc, out, err = run_cli(["runs", str(tmp_path)], capsys)
+    assert rc == 0 and len(out.splitlines()) == 2 and "resumed" not in out, out + err
+
+
 def test_a_log_of_traces_alone_adds_no_row(tmp_path: Path) -> None:
     """trackio keeps traces in a table of their own and the log call that held them as a row of no metrics: a step
     with traces and no metrics is no row of the run (it was a blank one)."""
@@ -134,8 +166,9 @@ def test_new_rows_by_id_while_the_writer_holds_a_transaction(trackio_dir: Path, 
     assert len(a) == 5
     w = sqlite3.connect(db, timeout=0.1)
     w.execute("PRAGMA journal_mode=WAL")
+    (run_a,) = w.execute("SELECT run_id FROM metrics WHERE run_name = 'run-a' LIMIT 1").fetchone()
     w.execute("INSERT INTO metrics (run_id, timestamp, run_name, step, metrics) VALUES "
-              "('x', '2026-01-01T00:00:00+00:00', 'run-a', 5, '{\"train/loss\": \"NaN\"}')")
+              "(?, '2026-01-01T00:00:00+00:00', 'run-a', 5, '{\"train/loss\": \"NaN\"}')", (run_a,))
     w.commit()
     w.execute("BEGIN IMMEDIATE")  # the writer holds its write lock: the reader must neither block nor fail
     w.execute("INSERT INTO metrics (run_id, timestamp, run_name, step, metrics) VALUES "
@@ -209,8 +242,8 @@ def test_flipped_byte_in_a_row_reported_other_rows_kept(trackio_dir: Path, tmp_p
 def test_text_that_is_not_utf8_read_with_its_row(trackio_dir: Path, tmp_path: Path) -> None:
     db = _copy(trackio_dir, tmp_path / "t")
     with contextlib.closing(sqlite3.connect(db)) as w:  # a damaged page's bytes, stored as TEXT by SQLite itself
-        w.execute("UPDATE metrics SET run_name = CAST(X'ff2d62' AS TEXT), timestamp = CAST(X'c3' AS TEXT) "
-                  "WHERE run_name = 'run-b' AND step = 1")
+        w.execute("UPDATE metrics SET run_name = CAST(X'ff2d62' AS TEXT), timestamp = CAST(X'c3' AS TEXT), "
+                  "run_id = 'damaged' WHERE run_name = 'run-b' AND step = 1")
         w.commit()
     f = read_once(tmp_path)
     runs = _by_arm(f)
