@@ -2,7 +2,8 @@
 the other arms' ``Δ [lo, hi]`` against it, green where the difference is better, red where worse (by the column's
 direction; bold where there is none and it excludes 0). Seeds are grouped into arms; each arm's header gives its
 seeds (n). Brought up to date every ``PERIOD`` seconds by :class:`steptable.compare.live.LiveCompare` (its cost does
-not grow with the runs). ``x`` cycles the x axis (step, tokens, samples, time), ``b`` the baseline."""
+not grow with the runs). ``x`` cycles the x axis (step, tokens, samples, time), ``b`` the baseline; the arrows
+scroll a table wider or longer than the screen."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from typing import Any, ClassVar
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import VerticalScroll
+from textual.containers import ScrollableContainer
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
@@ -68,7 +69,9 @@ def compare_text(live: LiveCompare, results: Sequence[Result]) -> Text:
 class CompareScreen(ModalScreen[None]):
     DEFAULT_CSS = """
     CompareScreen { align: center middle; }
-    CompareScreen > VerticalScroll { width: 95%; height: 85%; border: round $primary; background: $panel; }
+    CompareScreen > ScrollableContainer {
+        width: 95%; height: 85%; border: round $primary; background: $panel;
+    }
     CompareScreen #compare-table { width: auto; }
     CompareScreen #compare-table.-message { width: 100%; }
     """
@@ -89,7 +92,7 @@ class CompareScreen(ModalScreen[None]):
         self._ids: tuple[int, ...] = ()
 
     def compose(self) -> ComposeResult:
-        with VerticalScroll():
+        with ScrollableContainer():  # (both ways: arms past the width are scrolled to with the arrows)
             yield Static(id="compare-table")
         yield KeyBar()
 

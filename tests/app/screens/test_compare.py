@@ -52,6 +52,25 @@ async def test_compare_view_live(tmp_path: Path) -> None:
         assert not isinstance(app.screen, CompareScreen)
 
 
+async def test_a_compare_view_wider_than_the_terminal_scrolls_to_its_last_arm(tmp_path: Path) -> None:
+    """At 80x24 the third arm's column was cut off and no key scrolled to it: the arrows scroll the table."""
+    from textual.containers import ScrollableContainer
+
+    root = make_runs(tmp_path, steps=200)
+    app, follower, _ = manual_app(root)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await sync(pilot, follower)
+        await pilot.press("w")
+        await pilot.pause()
+        assert isinstance(app.screen, CompareScreen)
+        assert "vanilla (n=1)" not in screen_text(app)  # (off to the right)
+        for _ in range(60):
+            await pilot.press("right")
+        await pilot.pause()
+        assert app.screen.query_one(ScrollableContainer).scroll_x > 0
+        assert "vanilla (n=1)" in screen_text(app)
+
+
 async def test_compare_view_one_arm(tmp_path: Path) -> None:
     app, follower, _ = manual_app(make_runs(tmp_path, steps=50, arms=("solo",)))
     async with app.run_test(size=SIZE) as pilot:
