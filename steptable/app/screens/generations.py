@@ -95,7 +95,7 @@ def sample_text(samples: Sequence[Sample], arm: str, step: int, start: int = 0) 
     groups = groups_of(samples)
     if all(len(g.rewards) == 1 for g in groups.values()):  # every prompt asked once: no groups to show
         groups = {}
-    title = f"{arm} · step {step} · {n} samples"
+    title = f"{arm} · step {step} · {n} sample{'' if n == 1 else 's'}"
     if groups:
         flat = sum(g.flat for g in groups.values())
         title += f" · {len(groups)} groups" + (f", {flat} with all rewards equal (no learning signal)" if flat else "")

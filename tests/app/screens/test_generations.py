@@ -118,6 +118,8 @@ def test_long_completions_are_clipped_and_paged() -> None:
         text, nxt = sample_text(samples, "arm", 7, nxt)
         pages += 1
     assert pages > 1 and "128/128" in text.plain
+    one, _ = sample_text(samples[:1], "arm", 7)
+    assert "step 7 · 1 sample\n" in one.plain and "step 7 · 128 samples" in sample_text(samples, "arm", 7)[0].plain
 
 
 def viewer_text(screen: GenerationsScreen) -> str:
