@@ -335,9 +335,11 @@ class StepTableApp(Actions):
             return
         now = self.clock()
         stalls = self.session.check_stalls(now)
+        labels = self.session.labels() if self.seedgroups.members else {}
         for rid, panel in self.panels.items():
             if rid in self.seedgroups.members:  # (a group's table is judged by its seeds, never by its own rows)
-                panel.stalled, panel.idle = self.seedgroups.quiet(rid, stalls, self.session.idle)
+                panel.stalled, panel.idle, seed = self.seedgroups.quiet(rid, stalls, self.session.idle)
+                panel.quiet_seed = labels.get(seed, seed) if seed is not None else None
             else:
                 panel.stalled, panel.idle = stalls.get(rid), self.session.idle.get(rid)
             store = panel.grid.store

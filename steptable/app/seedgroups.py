@@ -180,15 +180,20 @@ class SeedGroups:
         """The seeds hidden because their group is folded (shown as its table)."""
         return {rid for gid, seeds in self.members.items() if gid not in self.opened for rid in seeds}
 
-    def quiet(self, gid: str, stalls: dict[str, float], idle: dict[str, Any]) -> tuple[float | None, Any]:
-        """(seconds stalled, idle activity) of group ``gid``'s table, which is as quiet as its seeds (its rows stop at
-        the slowest one's): the longest gap of a seed stalled, else the longest of a seed idle; neither when none is
-        (seeds that all ended: the group ended). ``stalls``, ``idle``: the session's, of every run."""
+    def quiet(self, gid: str, stalls: dict[str, float], idle: dict[str, Any]) -> tuple[float | None, Any, str | None]:
+        """(seconds stalled, idle activity, the seed that is so) of group ``gid``'s table, which is as quiet as its
+        seeds (its rows stop at the slowest one's): the longest gap of a seed stalled, else the longest of a seed
+        idle; neither (and no seed) when none is (seeds that all ended: the group ended). ``stalls``, ``idle``: the
+        session's, of every run."""
         seeds = self.members.get(gid, [])
-        if gaps := [stalls[s] for s in seeds if s in stalls]:
-            return max(gaps), None
-        quiet = [idle[s] for s in seeds if s in idle]
-        return None, max(quiet, key=lambda a: a.gap or 0.0) if quiet else None
+        if gaps := [(stalls[s], s) for s in seeds if s in stalls]:
+            gap, seed = max(gaps)
+            return gap, None, seed
+        quiet = [(idle[s], s) for s in seeds if s in idle]
+        if not quiet:
+            return None, None, None
+        act, seed = max(quiet, key=lambda a: a[0].gap or 0.0)
+        return None, act, seed
 
     def group_of(self, run_id: str) -> str | None:
         """The group run id ``run_id`` is (a group's table) or belongs to (a seed); None for a run on its own."""

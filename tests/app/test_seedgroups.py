@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from steptable.alerts.engine import fmt_age
 from steptable.app import seedgroups, seedmeans
 from steptable.app.seedgroups import GROUP_PREFIX
 from steptable.app.seedmeans import N_KEY, SeedMeans
@@ -330,7 +331,8 @@ async def test_a_seed_groups_table_is_not_counted_as_an_idle_run(tmp_path: Path)
 @pytest.mark.parametrize("end", ["ended", "live"])
 async def test_a_seed_groups_table_is_as_stalled_as_its_seeds(tmp_path: Path, end: str) -> None:
     """Seeds written by StepLogger one row a second, two minutes quiet: closed, neither they nor the table of their
-    means is stalled; never closed, the table is stalled as its seeds are (its rows stop where theirs do)."""
+    means is stalled; never closed, the table is stalled as its seeds are (its rows stop where theirs do), and its
+    title names the seed that holds it back (it did not: e or o had to find it)."""
     import time
 
     from tests.app.sweephelpers import write_run
@@ -354,6 +356,9 @@ async def test_a_seed_groups_table_is_as_stalled_as_its_seeds(tmp_path: Path, en
             assert group.stalled == max(app.session.stalls[s] for s in seeds)
         title = group.title_text(group.grid.store, len(group.grid.store or ()), clock())
         assert ("STALLED" in title) == (end == "live"), title
+        if end == "live":
+            worst = max(seeds, key=lambda s: app.session.stalls[s])
+            assert f"STALLED {fmt_age(group.stalled)} ({app.session.labels()[worst]})" in title, title
 
 
 @pytest.mark.anyio

@@ -39,6 +39,7 @@ class ArmPanel(Vertical):
         self.stalled: float | None = None
         self.idle: Activity | None = None  # long quiet, nothing saying it still runs: a state, not an alert
         self.gone = False  # its file no longer exists (deleted, rotated away, its directory renamed)
+        self.quiet_seed: str | None = None  # a seed group's table: the seed it is stalled or idle by
         self.grid = StepGrid()
         self.title_bar = Static("", classes="arm-title", markup=False)
         self._title = ""
@@ -74,10 +75,11 @@ class ArmPanel(Vertical):
             resumes = list(getattr(store, "resumes", ()))
             if resumes:  # rows from there were replaced by a relaunch's (as summary says it; the last three)
                 parts.append("resumed " + ",".join(str(r) for r in resumes[-3:]) + (" …" if len(resumes) > 3 else ""))
+        by = f" ({self.quiet_seed})" if self.quiet_seed else ""  # (a seed group's: which seed holds it back)
         if self.stalled is not None:
-            parts.append(f"STALLED {fmt_age(self.stalled)}")
+            parts.append(f"STALLED {fmt_age(self.stalled)}{by}")
         elif self.idle is not None:
-            parts.append(self.idle.words())
+            parts.append(self.idle.words() + by)
         if self.gone:
             parts.append("FILE GONE (rows as last read)")
         if self.preview:
