@@ -340,7 +340,7 @@ class TrackioSource(_Base):
             store = RunStore(f"{self.cand.run_id}#{key}", self.cand.path, "trackio", name, self.store.on_resume)
             store.side_files = self.cand.side_files
             store.meta["trackio_run"] = name  # (its traces are looked up by it: steptable.ingest.readers.trackiotraces)
-            config: Any = self.reader.configs.get(key)
+            config: Any = self.reader.config(key)
             if isinstance(config, dict):
                 store.meta["config"] = config
             self.runs[key] = store

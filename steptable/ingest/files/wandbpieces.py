@@ -35,8 +35,9 @@ MAX_KEPT = 64
 RECENT_S = 1.0
 RECENT_KEEP = 0.25
 
-#: bytes of a run file read for its run record (wandb writes it first)
-HEAD_BYTES = 1 << 16
+#: bytes of a run file read for its run record (wandb writes it first; its config, a trainer's arguments among it,
+#: can take tens of KB)
+HEAD_BYTES = 1 << 20
 #: run files whose project is kept
 MAX_PROJECTS = 4096
 
@@ -85,7 +86,7 @@ def pieces_of(path: Path) -> tuple[list[Path], bool]:
         project = _project(p)
         if project is not None:
             files.append((p, project))
-        elif d.endswith(f"-{run_id}"):  # (not ``<id>-1``: a run whose id ends so has another file name)
+        elif d.endswith(f"-{run_id}") or os.path.isfile(p):  # (``<id>-1`` without our file: another run's id)
             settled = False  # (a directory of this id without its run record yet: it may be a piece soon)
     own = next((pr for p, pr in files if p == path), None)
     if own is None:  # (its own run record not written yet: alone until it is)

@@ -142,9 +142,10 @@ class TrackioReader:
         self.label = label
         self.last_id = 0
         self._sig: tuple[int, ...] | None = None
-        self.configs: dict[str, Any] = {}  # run key -> its config
+        self._configs: dict[str, Any] = {}  # trackio run id (older trackio: run name) -> its config
         self.names: dict[str, str] = {}  # run key -> its run name
         self._keys: dict[str, str] = {}  # trackio run id -> run key
+        self._ids: dict[str, str] = {}  # run key -> trackio run id
         self._named: dict[str, int] = {}  # run name -> the runs of that name so far
         self._id_col: bool | None = None  # the metrics table has run_id (older trackio: runs by name)
         #: run -> (row id, key, step) of each table logged alone since the last read (handed on as meta)
@@ -184,7 +185,7 @@ class TrackioReader:
         done = True  # (False: stopped before the rows it could read: read again at the next poll)
         with connect(self.path) as con:
             try:
-                self._read_configs(con)  # (first: runs are keyed in the order they were made)
+                self._read_configs(con)  # (first: a run's config is there when its store is made)
                 cur = con.execute(f"SELECT {self._columns(con)} FROM metrics WHERE id > ? ORDER BY id LIMIT ?",
                                   (self.last_id, BATCH))
                 while rows := cur.fetchmany(self._fetch):
@@ -373,9 +374,14 @@ class TrackioReader:
             self.last_id = max([self.last_id, *lost, *(r[0] for r in rows)])
         return rows, bad
 
+    def config(self, key: str) -> Any:
+        """The config of the run ``key`` (None where there is none)."""
+        return self._configs.get(self._ids.get(key, key))
+
     def key(self, name: Any, run_id: Any = None) -> str:
         """The key of the run named ``name`` with trackio's ``run_id`` (None: runs by name): its name, and for a
-        later run of that name ``<name>#<n>``, in the order the runs were first seen."""
+        later run of that name ``<name>#<n>``, in the order of their first rows (ids only grow: every reader, at
+        any time, names them alike; a config rewritten by a resume moves in its table, so it does not count)."""
         named = text(name)
         if run_id is None:
             self.names.setdefault(named, named)
@@ -386,7 +392,7 @@ class TrackioReader:
             return got
         n = self._named[named] = self._named.get(named, 0) + 1
         key = self._keys[ident] = named if n == 1 else f"{named}#{n}"
-        self.names[key] = named
+        self.names[key], self._ids[key] = named, ident
         return key
 
     def _columns(self, con: sqlite3.Connection) -> str:
@@ -403,9 +409,9 @@ class TrackioReader:
             except sqlite3.OperationalError:  # (a configs table of an older trackio: by name)
                 got = con.execute("SELECT run_name, config FROM configs ORDER BY id")
             for run, blob, *rid in got:
-                key = self.key(run, rid[0] if rid else None)
-                if key not in self.configs:
+                ident = text(rid[0] if rid else run)
+                if ident not in self._configs:
                     with contextlib.suppress(msgspec.DecodeError, TypeError):
-                        self.configs[key] = _DECODE.decode(blob)
+                        self._configs[ident] = _DECODE.decode(blob)
         except (sqlite3.Error, UnicodeDecodeError):
             pass
