@@ -162,3 +162,21 @@ def test_a_later_file_found_rewritten_reads_the_run_again_in_order(wandb_resumed
     (store,) = [st for st in f.stores.values() if st.arm == "grpo"]
     assert list(store.steps) == list(range(80)) and store.resumes[-1:] == [40]
     assert [e[:2] for e in runinfo.earlier(store.meta["runinfo"])] == [("exit_code_1", 40)]
+
+
+def test_a_resumed_run_with_a_large_config_is_one_run(tmp_path: Path) -> None:
+    """Its run record (the config: a trainer's arguments, here 200 KB) passed the first 64 KB of the file, so its
+    project was never found and its resume stayed a run of its own."""
+    from tests.ingest.writers import run_writer
+
+    for first, last in ((0, 20), (10, 30)):
+        run_writer(f"""
+            import wandb
+            run = wandb.init(project="p", name="big", id="big1", resume="allow",
+                             config={{"args": "x" * 200_000, "lr": 1e-5}})
+            for s in range({first}, {last}):
+                run.log({{"loss": 1.0 / (s + 1)}}, step=s)
+            run.finish()
+        """, {"WANDB_DIR": str(tmp_path)})
+    f = read_once(tmp_path)
+    assert [list(st.steps) for st in f.stores.values()] == [list(range(30))]
