@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from steptable.ingest.files.bytetail import CHUNK, ByteTail
 from steptable.ingest.files.discover import Candidate
+from steptable.ingest.files.siblings import last_change
 from steptable.ingest.files.wandbpieces import pieces_of
 from steptable.ingest.parse import BadLine
 from steptable.ingest.parsed import WALL_KEYS, Parsed
@@ -188,7 +189,7 @@ class RecordSource(_Base):
                 before = store.meta.get("runinfo")
                 closed, end = runinfo.closed_at(before), runinfo.ended_by(before)
                 if closed is None:
-                    end, closed = runinfo.UNCLOSED, _changed(self._begun[-1])
+                    end, closed = runinfo.UNCLOSED, last_change(self._begun[-1])
                 if end is not None and closed is not None and type(at := parsed.steps[0]) is int:
                     self._earlier.append({"end": end, "resumed_at": at, "closed": closed})
                 with store.lock:
@@ -345,11 +346,3 @@ class TrackioSource(_Base):
                 store.meta["config"] = config
             self.runs[key] = store
         return store
-
-
-def _changed(path: Path) -> float | None:
-    """When ``path`` last changed; None where it cannot be told."""
-    try:
-        return os.stat(path).st_mtime
-    except OSError:
-        return None

@@ -10,13 +10,13 @@ did, and a failed step is reported once.
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from steptable.ingest.files.siblings import last_change
 from steptable.ingest.sidefiles import read_regular
 from steptable.logger import tablefile
 from steptable.logger.sinks import report_once
@@ -96,7 +96,7 @@ class Closer:
             if end is not None and closed is not None:
                 ends.append((end, first_step, closed))
             elif closed is None and alone and not (info or {}).get("exited") and \
-                    (last := _changed(sl.jsonl_path)) is not None:
+                    (last := last_change(sl.jsonl_path)) is not None:
                 ends.append((runinfo.UNCLOSED, first_step, last))
         return ends[-runinfo.MAX_EARLIER:]
 
@@ -229,11 +229,3 @@ class Closer:
             sl._end = end
             if self._closed_at is not None and sl.is_writer and not sl._forked:
                 self.describe(self._closed_at)
-
-
-def _changed(path: Path) -> float | None:
-    """When ``path`` last changed; None where it cannot be told."""
-    try:
-        return os.stat(path).st_mtime
-    except OSError:
-        return None

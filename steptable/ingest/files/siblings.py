@@ -1,5 +1,5 @@
-"""When the files beside a run's own file were last written: a sign that a run which stopped writing rows still runs
-(its verbose log, its checkpoints)."""
+"""When a run's file, and the files beside it, were last written: a sign that a run which stopped writing rows still
+runs (its verbose log, its checkpoints), and when a process that stopped without a word was last heard of."""
 
 from __future__ import annotations
 
@@ -31,3 +31,11 @@ def newest_sibling(path: str | os.PathLike[str]) -> float | None:
     except OSError:
         return None
     return newest
+
+
+def last_change(path: str | os.PathLike[str]) -> float | None:
+    """When ``path`` itself last changed (its modification time); None where it cannot be told."""
+    try:
+        return os.stat(path).st_mtime
+    except OSError:
+        return None
