@@ -25,7 +25,7 @@ from typing import Any
 
 from steptable.alerts.rules import cell_frac
 from steptable.compare.groups import Member
-from steptable.compare.stats import Spread, seeds_spread, single_spread, welch
+from steptable.compare.stats import Spread, mean, seeds_spread, single_spread, welch
 from steptable.compare.xaxis import XAxis, XError, XRun, x_values
 from steptable.ingest.parsed import counter
 from steptable.table.cells import first_few
@@ -246,7 +246,7 @@ def _cell(arm: Arm, metric: str, window: Window) -> _Cell:
     points = sum(map(len, per_seed))
     if n == 0:
         return _Cell(None, 0, 0, missing)
-    spread = single_spread(per_seed[0]) if n == 1 else seeds_spread([math.fsum(v) / len(v) for v in per_seed])
+    spread = single_spread(per_seed[0]) if n == 1 else seeds_spread([mean(v) for v in per_seed])
     return _Cell(spread, n, points, missing)
 
 

@@ -20,6 +20,7 @@ from array import array
 from bisect import bisect_left
 from collections.abc import Mapping, Sequence
 from itertools import accumulate, pairwise
+from operator import ne
 from typing import Any
 
 from steptable.compare.core import (
@@ -46,13 +47,17 @@ COMPACT_MIN = 4096
 
 class _Prefix:
     """Running sums and counts of one metric's finite values over rows [anchor, n): ``s[k]``, ``c[k]`` = over rows
-    [anchor, anchor + k)."""
+    [anchor, anchor + k); ``d[k]``: how many of those values differ from the finite value before them (the first
+    one counts), so a window whose values are all equal is known from two entries (its mean is then that value
+    exactly: running sums would give it with the rounding of every row before it)."""
 
-    __slots__ = ("c", "s")
+    __slots__ = ("c", "d", "last", "s")
 
     def __init__(self) -> None:
         self.s = array("d", [0.0])
         self.c = array("q", [0])
+        self.d = array("q", [0])
+        self.last = math.nan  # the last finite value (none yet: NaN, unequal to every value)
 
     def extend(self, vals: Sequence[Any]) -> None:
         fin = [v if type(v) is float and math.isfinite(v) else None for v in vals]
@@ -60,6 +65,14 @@ class _Prefix:
         del self.s[-len(fin) - 1]
         self.c.extend(accumulate((v is not None for v in fin), initial=self.c[-1]))
         del self.c[-len(fin) - 1]
+        held = list(accumulate(fin, _hold, initial=self.last))  # the last finite value at each row
+        self.d.extend(accumulate(map(ne, held[1:], held), initial=self.d[-1]))
+        del self.d[-len(fin) - 1]
+        self.last = held[-1]
+
+
+def _hold(last: float, v: float | None) -> float:
+    return last if v is None else v
 
 
 class _RunIndex:
@@ -110,29 +123,39 @@ class _RunIndex:
         if dead < COMPACT_MIN or dead < self.n - row:
             return
         for p in self.prefix.values():
-            s0, c0 = p.s[dead], p.c[dead]
+            s0, c0, d0 = p.s[dead], p.c[dead], p.d[dead]
             p.s = array("d", (v - s0 for v in p.s[dead:]))
             p.c = array("q", (v - c0 for v in p.c[dead:]))
+            p.d = array("q", (v - d0 for v in p.d[dead:]))
         self.anchor = row
 
     def window(self, lo: float, hi: float, key: str) -> _Span:
         i, j = self.axis.rows(lo, hi)
         p = self.metric(key)
         a, b = i - self.anchor, j - self.anchor
-        return _Span(p, a, b, j - i)
+        span = _Span(p, a, b, j - i)
+        if span.n and p.d[b] == p.d[first := bisect_left(p.c, span.c0 + 1, a)]:  # no change after its first value
+            span.flat = float(metric_values(self.run, key, self.anchor + first - 1, self.anchor + first)[0])
+        return span
 
 
 class _Span:
     """One run's window of one metric: its finite values' count and sum, and (asked for one seed only) the means of
-    its batches, read from the prefixes."""
+    its batches, read from the prefixes; ``flat``: the value, where they are all one value."""
 
-    __slots__ = ("a", "c0", "n", "p", "rows", "total")
+    __slots__ = ("a", "c0", "flat", "n", "p", "rows", "total")
 
     def __init__(self, p: _Prefix, a: int, b: int, rows: int) -> None:
         self.p, self.a, self.c0, self.n, self.rows = p, a, p.c[a], p.c[b] - p.c[a], rows
         self.total = p.s[b] - p.s[a]
+        self.flat: float | None = None
+
+    def mean(self) -> float:
+        return self.flat if self.flat is not None else self.total / self.n
 
     def batch_means(self) -> list[float]:
+        if self.flat is not None:
+            return [self.flat] * (len(batch_bounds(self.n)) - 1)
         p, out = self.p, []
         for g0, g1 in pairwise(batch_bounds(self.n)):
             r0 = bisect_left(p.c, self.c0 + g0, self.a)  # the first row with g0 of the window's values before it
@@ -225,5 +248,5 @@ class LiveCompare:
         if not have:
             return None, 0, 0, missing
         if len(have) == 1:
-            return batches_spread(have[0].total / have[0].n, have[0].batch_means()), 1, points, missing
-        return seeds_spread([p.total / p.n for p in have]), len(have), points, missing
+            return batches_spread(have[0].mean(), have[0].batch_means()), 1, points, missing
+        return seeds_spread([p.mean() for p in have]), len(have), points, missing

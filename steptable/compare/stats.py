@@ -25,7 +25,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from itertools import pairwise
+from itertools import pairwise, repeat
+from operator import sub
 from statistics import NormalDist
 
 from steptable.compare.tdist import t_ppf
@@ -55,7 +56,10 @@ class Spread:
 
 
 def mean(xs: Sequence[float]) -> float:
-    return math.fsum(xs) / len(xs)
+    """The mean of one or more values, taken about the first (equal values give that value, not a neighbour of it:
+    ``fsum([c] * n) / n`` differs from ``c`` in its last bit for about one ``n`` in eight)."""
+    x0 = xs[0]
+    return x0 + math.fsum(map(sub, xs, repeat(x0))) / len(xs)
 
 
 def sample_var(xs: Sequence[float]) -> float:
@@ -67,7 +71,7 @@ def sample_var(xs: Sequence[float]) -> float:
 def batch_means(xs: Sequence[float], batches: int = BATCHES) -> list[float]:
     """The means of ``min(batches, len(xs))`` consecutive batches of ``xs`` (numpy.array_split's sizes)."""
     cuts = batch_bounds(len(xs), batches)
-    return [math.fsum(xs[a:b]) / (b - a) for a, b in pairwise(cuts)]
+    return [mean(xs[a:b]) for a, b in pairwise(cuts)]
 
 
 def seeds_spread(means: Sequence[float]) -> Spread:

@@ -190,6 +190,19 @@ def test_nan_and_missing_values_are_left_out_and_counted() -> None:
     assert r.record()["mean"] is None and r.record()["delta_lo"] is None
 
 
+def test_arms_logging_one_constant_do_not_differ(tmp_path: Path) -> None:
+    """Arms that log the same constant (a clip range, a temperature) with different numbers of points in the window
+    have the same mean: no difference, no verdict (13 and 12 values of .0123 once gave -1.73e-18, "differs")."""
+    rng = random.Random(1)
+    runs = [MemRun(name, range(130), {"clip": [0.0123 if i != hole else math.nan for i in range(130)],
+                                      "reward": [rng.random() for _ in range(130)]})
+            for name, hole in (("a", -1), ("b", 125))]
+    res = run_compare(runs, "a")
+    a, b = by(res, "a", "clip"), by(res, "b", "clip")
+    assert (a.n_points, b.n_points) == (13, 12)
+    assert a.mean == b.mean == 0.0123 and (b.delta, b.delta_lo, b.delta_hi, b.verdict) == (0.0, 0.0, 0.0, None)
+
+
 def test_window_an_arm_has_not_reached_is_an_error_naming_it() -> None:
     runs = [MemRun("a_seed1", range(100), {"m": [1.0] * 100}), MemRun("a_seed2", range(100), {"m": [1.0] * 100}),
             MemRun("slow_seed1", range(60), {"m": [1.0] * 60})]

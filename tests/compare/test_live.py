@@ -87,6 +87,34 @@ def test_live_compacts_and_stays_right(monkeypatch: pytest.MonkeyPatch) -> None:
     assert all(ix.anchor > 1000 for ix in live.index.values())  # the prefix before the window was dropped
 
 
+def test_live_constant_after_varied_rows_is_that_value(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A metric constant in the window after rows that varied (a warm-up, then a fixed value): its running sums
+    carry those rows' rounding, but the live mean is the value itself, as compare()'s is: no spread, no difference
+    between arms that log it, no verdict. Before, arms of one constant differed by 1e-14 and were called "differs"."""
+    import steptable.compare.live as live_mod
+
+    monkeypatch.setattr(live_mod, "COMPACT_MIN", 64)  # compaction rebases the sums too
+    rng = random.Random(0)
+    names = ["base_seed1", "base_seed2", "other_seed1", "solo"]
+    stores = [_store(n) for n in names]
+    live = LiveCompare(stores, "base")
+    ends = [0] * len(stores)
+    for _ in range(60):
+        for i, st in enumerate(stores):
+            n, a = rng.randrange(1, 40), ends[i]
+            rows = [{"c": 0.0123 if t > 300 else rng.random(), "m": rng.random()} for t in range(a, a + n)]
+            st.add(Parsed(steps=list(range(a, a + n)), rows=rows), now=math.nan)
+            ends[i] += n
+        results = live.update()
+        _same(results, _batch(stores, "step", None))
+        assert live.window is not None
+        if live.window.lo > 300:
+            for r in (r for r in results if r.metric == "c"):
+                assert (r.mean, r.lo, r.hi, r.verdict) == (0.0123, 0.0123, 0.0123, None), r
+                assert r.arm == "base" or (r.delta, r.delta_lo, r.delta_hi) == (0.0, 0.0, 0.0), r
+    assert live.window is not None and live.window.lo > 300
+
+
 def test_live_unknown_baseline() -> None:
     from steptable.compare import CompareError
 

@@ -14,6 +14,7 @@ from steptable.compare.stats import (
     batch_bounds,
     batch_means,
     drifts,
+    mean,
     seeds_spread,
     single_spread,
     welch,
@@ -39,6 +40,16 @@ def test_spreads_and_intervals() -> None:
     empty = single_spread([])
     assert math.isnan(empty.mean) and empty.var is None
     assert Spread(5.0, 0.0, 3.0, "seeds").interval() == (5.0, 5.0)  # no spread: the point itself
+
+
+@pytest.mark.parametrize("c", [0.0123, 0.7, 1e-6, 1 / 3, 2.5e-5, -0.04])
+def test_equal_values_have_that_mean_and_no_spread(c: float) -> None:
+    for n in range(1, 200):  # (fsum([c] * n) / n misses c in its last bit for about one n in eight)
+        assert mean([c] * n) == c
+        assert batch_means([c] * n) == [c] * min(n, 10)
+        if n > 1:
+            assert single_spread([c] * n).var == 0.0 and seeds_spread([c] * n) == Spread(c, 0.0, n - 1.0, "seeds")
+    assert welch(single_spread([c] * 13), single_spread([c] * 12)) == (0.0, 0.0, 0.0)
 
 
 def test_welch_difference() -> None:
