@@ -3,7 +3,7 @@ the other arms' ``Δ [lo, hi]`` against it, green where the difference is better
 direction; bold where there is none and it excludes 0). Seeds are grouped into arms; each arm's header gives its
 seeds (n). Brought up to date every ``PERIOD`` seconds by :class:`steptable.compare.live.LiveCompare` (its cost does
 not grow with the runs). ``x`` cycles the x axis (step, tokens, samples, time), ``b`` the baseline; the arrows
-scroll a table wider or longer than the screen."""
+scroll a table wider or longer than the screen, the metric names staying in view."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import ScrollableContainer
+from textual.containers import Horizontal, HorizontalScroll, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
@@ -21,6 +21,7 @@ from steptable.app.widgets.keys import KeyBar
 from steptable.compare import X_NAMES, CompareError, Result
 from steptable.compare.live import LiveCompare
 from steptable.compare.render import interval_text, window_span
+from steptable.table.cells import cut_middle
 from steptable.table.columns import aligned_width
 from steptable.table.formatting import pad, sanitize
 
@@ -28,8 +29,13 @@ PERIOD = 1.0
 _STYLE = {"better": "bold green", "worse": "bold red", "differs": "bold"}
 
 
-def compare_text(live: LiveCompare, results: Sequence[Result]) -> Text:
-    """The table (see the module doc) as one Text: a title line, a header of arms, a row per metric."""
+#: the most cells the pinned metric column takes (a longer name loses its middle: ``rewards/…/mean``)
+NAME_MAX = 32
+
+
+def compare_parts(live: LiveCompare, results: Sequence[Result]) -> tuple[Text, Text, Text]:
+    """The table (see the module doc) as three Texts: a title line; the metric column (a header then a name a
+    row), which stays while the arms scroll sideways; and the arms' columns, line for line beside it."""
     w = live.window
     arms = list(dict.fromkeys(r.arm for r in results)) or list(live.groups)
     seeds = {g: len(ms) for g, ms in live.groups.items()}
@@ -37,12 +43,13 @@ def compare_text(live: LiveCompare, results: Sequence[Result]) -> Text:
     if w is not None:
         title += f", window {window_span(w, live.x == 'step')} ({w.how} of the common range" + (
             f": {sanitize(w.ended_by)})" if w.ended_by else ")")
-    head = ["metric", *(f"{sanitize(a)} (n={seeds.get(a, 0)})" + (" mean [95% CI]" if a == live.baseline else
-                                                               " Δ [95% CI]") for a in arms)]
+    head = [f"{sanitize(a)} (n={seeds.get(a, 0)})" + (" mean [95% CI]" if a == live.baseline else " Δ [95% CI]")
+            for a in arms]
+    metrics = list(dict.fromkeys(r.metric for r in results))
     rows: list[list[tuple[str, str]]] = []
     by = {(r.metric, r.arm): r for r in results}
-    for metric in dict.fromkeys(r.metric for r in results):
-        row = [(sanitize(metric), "")]
+    for metric in metrics:
+        row = []
         for a in arms:
             r = by.get((metric, a))
             if r is None:
@@ -53,33 +60,46 @@ def compare_text(live: LiveCompare, results: Sequence[Result]) -> Text:
                 cell = interval_text(r.delta, r.delta_lo, r.delta_hi, signed=True)
                 row.append((cell, _STYLE.get(r.verdict or "", "")))
         rows.append(row)
-    table = [head, *([c for c, _ in r] for r in rows)]
-    widths = [aligned_width(r[j] for r in table) for j in range(len(head))]
-    out = Text(title + "\n\n", no_wrap=True)
-    out.append("  ".join(pad(h, wd, "left") for h, wd in zip(head, widths, strict=True)).rstrip() + "\n", style="bold")
+    names = [cut_middle(sanitize(m), NAME_MAX) for m in metrics]
+    name_w = aligned_width(["metric", *names])
+    left = Text(pad("metric", name_w, "left") + "  \n", style="bold", no_wrap=True)  # (the gap stays with it)
+    for name in names:
+        left.append(pad(name, name_w, "left") + "  \n")
+    widths = [aligned_width([h, *(r[j][0] for r in rows)]) for j, h in enumerate(head)]
+    right = Text(no_wrap=True)
+    right.append("  ".join(pad(h, wd, "left") for h, wd in zip(head, widths, strict=True)).rstrip() + "\n",
+                 style="bold")
     for cells in rows:
         for j, ((cell, style), wd) in enumerate(zip(cells, widths, strict=True)):
-            out.append(("  " if j else "") + pad(cell, wd, "left"), style=style)
-        out.append("\n")
+            right.append(("  " if j else "") + pad(cell, wd, "left"), style=style)
+        right.append("\n")
     if not rows:
-        out.append("no metric every arm logs yet\n")
-    return out
+        right.append("no metric every arm logs yet\n")
+    return Text(title, no_wrap=False), left, right
 
 
 class CompareScreen(ModalScreen[None]):
     DEFAULT_CSS = """
     CompareScreen { align: center middle; }
-    CompareScreen > ScrollableContainer {
-        width: 95%; height: 85%; border: round $primary; background: $panel;
-    }
+    CompareScreen > Vertical { width: 95%; height: 85%; border: round $primary; background: $panel; }
+    CompareScreen #compare-title { width: 100%; height: auto; margin-bottom: 1; }
+    CompareScreen #compare-rows { height: 1fr; }
+    CompareScreen #compare-line { height: auto; }
+    CompareScreen #compare-names { width: auto; }
+    CompareScreen #compare-arms { width: 1fr; height: auto; }
     CompareScreen #compare-table { width: auto; }
-    CompareScreen #compare-table.-message { width: 100%; }
     """
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape,w,q", "close", "Close"),
         Binding("x", "next_x", "X axis", tooltip="step, tokens, samples, time"),
         Binding("b", "next_baseline", "Baseline", tooltip="the arm the others are compared with"),
+        Binding("left", "sideways(-1)", "", show=False),
+        Binding("right", "sideways(1)", "", show=False),
+        Binding("up", "rows(-1)", "", show=False),
+        Binding("down", "rows(1)", "", show=False),
+        Binding("pageup", "rows(-10)", "", show=False),
+        Binding("pagedown", "rows(10)", "", show=False),
     ]
 
     def __init__(self, runs: Callable[[], list[Any]], period: float = PERIOD) -> None:
@@ -92,8 +112,13 @@ class CompareScreen(ModalScreen[None]):
         self._ids: tuple[int, ...] = ()
 
     def compose(self) -> ComposeResult:
-        with ScrollableContainer():  # (both ways: arms past the width are scrolled to with the arrows)
-            yield Static(id="compare-table")
+        with Vertical():
+            yield Static(id="compare-title")
+            # the metric names stay while the arms' columns scroll sideways; both scroll up and down together
+            with VerticalScroll(id="compare-rows", can_focus=False), Horizontal(id="compare-line"):
+                yield Static(id="compare-names")
+                with HorizontalScroll(id="compare-arms", can_focus=False):
+                    yield Static(id="compare-table")
         yield KeyBar()
 
     def on_mount(self) -> None:
@@ -106,18 +131,29 @@ class CompareScreen(ModalScreen[None]):
         ids = tuple(map(id, runs))
         if self.live is None or ids != self._ids:
             self.live, self._ids = LiveCompare(runs, self.baseline, x=self.x), ids
-        table = self.query_one("#compare-table", Static)
-        table.set_class(True, "-message")  # (a message wraps in the box; the table is as wide as it is, scrolled)
         if len(self.live.groups) < 2:
-            table.update(Text("one arm only: nothing to compare (seeds of one arm are grouped)"))
+            self._show(Text("one arm only: nothing to compare (seeds of one arm are grouped)"))
             return
         try:
             results = self.live.update()
         except CompareError as e:
-            table.update(Text(f"x {sanitize(self.x)}: {sanitize(str(e))}\n(x: another x axis, b: another baseline)"))
+            self._show(Text(f"x {sanitize(self.x)}: {sanitize(str(e))}\n(x: another x axis, b: another baseline)"))
             return
-        table.set_class(False, "-message")
-        table.update(compare_text(self.live, results))
+        self._show(*compare_parts(self.live, results))
+
+    def _show(self, title: Text, names: Text | None = None, table: Text | None = None) -> None:
+        """The title (or a message: it wraps in the box) and, with a table, its two parts."""
+        self.query_one("#compare-title", Static).update(title)
+        self.query_one("#compare-names", Static).update(names or "")
+        self.query_one("#compare-table", Static).update(table or "")
+
+    def action_sideways(self, by: int) -> None:
+        arms = self.query_one("#compare-arms", HorizontalScroll)
+        arms.scroll_to(x=arms.scroll_x + 4 * by, animate=False)
+
+    def action_rows(self, by: int) -> None:
+        rows = self.query_one("#compare-rows", VerticalScroll)
+        rows.scroll_to(y=rows.scroll_y + by, animate=False)
 
     def action_next_x(self) -> None:
         self.x = X_NAMES[(X_NAMES.index(self.x) + 1) % len(X_NAMES)] if self.x in X_NAMES else "step"

@@ -53,8 +53,9 @@ async def test_compare_view_live(tmp_path: Path) -> None:
 
 
 async def test_a_compare_view_wider_than_the_terminal_scrolls_to_its_last_arm(tmp_path: Path) -> None:
-    """At 80x24 the third arm's column was cut off and no key scrolled to it: the arrows scroll the table."""
-    from textual.containers import ScrollableContainer
+    """At 80x24 the third arm's column was cut off and no key scrolled to it: the arrows scroll the arms' columns,
+    and the metric names stay in view beside them (they scrolled away with the arms before)."""
+    from textual.containers import HorizontalScroll
 
     root = make_runs(tmp_path, steps=200)
     app, follower, _ = manual_app(root)
@@ -67,8 +68,13 @@ async def test_a_compare_view_wider_than_the_terminal_scrolls_to_its_last_arm(tm
         for _ in range(60):
             await pilot.press("right")
         await pilot.pause()
-        assert app.screen.query_one(ScrollableContainer).scroll_x > 0
-        assert "vanilla (n=1)" in screen_text(app)
+        assert app.screen.query_one("#compare-arms", HorizontalScroll).scroll_x > 0
+        text = screen_text(app)
+        assert "vanilla (n=1)" in text
+        assert "absorb (n=1)" not in text  # (scrolled off to the left)
+        rew = next(line for line in text.splitlines() if "│rew " in line)  # (the box's left edge, then the name)
+        assert "[" in rew  # the name, and beside it the differences of the arms scrolled to
+        assert any("│metric " in line and "vanilla (n=1)" in line for line in text.splitlines())
 
 
 async def test_compare_view_one_arm(tmp_path: Path) -> None:
@@ -80,12 +86,13 @@ async def test_compare_view_one_arm(tmp_path: Path) -> None:
         assert "one arm only: nothing to compare" in screen_text(app)
 
 
-def test_compare_text_a_huge_metric_name_pads_no_other_line() -> None:
-    """The view's table: a metric named by a 200 000-character key is on its own line; every other line stays
-    within MAX_WIDTH cells a column (padded to the key, the text held 20 x 200 000 cells)."""
+def test_compare_parts_a_huge_metric_name_pads_no_other_line() -> None:
+    """The view's table: a metric named by a 200 000-character key is cut in its middle in the pinned name column
+    (which then stays narrow); the arms' lines stay within MAX_WIDTH cells a column (padded to the key, the text
+    held 20 x 200 000 cells)."""
     import math
 
-    from steptable.app.screens.compare import compare_text
+    from steptable.app.screens.compare import NAME_MAX, compare_parts
     from steptable.compare.live import LiveCompare
     from steptable.ingest import RunStore
     from steptable.ingest.parsed import Parsed
@@ -100,6 +107,8 @@ def test_compare_text_a_huge_metric_name_pads_no_other_line() -> None:
         st.add(Parsed(steps=list(range(50)), rows=rows), now=math.nan)
         stores.append(st)
     live = LiveCompare(stores, "base")
-    lines = compare_text(live, live.update()).plain.splitlines()
-    assert sum(huge in line for line in lines) == 1
-    assert max(len(line) for line in lines if huge not in line) <= 3 * MAX_WIDTH
+    _, names, table = compare_parts(live, live.update())
+    assert max(len(line) for line in names.plain.splitlines()) == NAME_MAX + 2  # (and the gap)
+    assert "kkk…kkk" in names.plain
+    assert len(names.plain.splitlines()) == len(table.plain.splitlines())  # line for line
+    assert max(len(line) for line in table.plain.splitlines()) <= 3 * MAX_WIDTH
