@@ -46,13 +46,20 @@ class StepTableLogger(Logger):  # type: ignore[misc]
                               rank=int(getattr(rank_zero_only, "rank", 0) or 0))
         return self.run
 
+    # Lightning puts checkpoints in <save_dir>/<name>/<version>/checkpoints and calls save_dir the trainer's
+    # log_dir: the run's directory, with no name or version below it, keeps them with the run (not in one
+    # ./steptable/version_0 that every run shares, where ckpt_path="last" resumed another run)
     @property
-    def name(self) -> str:
-        return self.arm or "steptable"
+    def save_dir(self) -> str:
+        return self.run_dir
 
     @property
-    def version(self) -> int:
-        return 0
+    def name(self) -> str:
+        return ""
+
+    @property
+    def version(self) -> str:
+        return ""
 
     @property
     def root_dir(self) -> str:
@@ -76,8 +83,9 @@ class StepTableLogger(Logger):  # type: ignore[misc]
 
     @rank_zero_only  # type: ignore[untyped-decorator]
     def finalize(self, status: str) -> None:
-        """The run closed; a ``failed`` fit marked ended with the exception Lightning is handling."""
+        """The run closed; a ``failed`` fit marked ended with the exception Lightning is handling (interrupted
+        where that is its SIGTERMException: a preempted job)."""
         if self.run is None:
             return
-        handling = sys.exc_info()[1] if status == "failed" else None
-        self.run.close(handling)
+        failed = status == "failed"
+        self.run.close(sys.exc_info()[1] if failed else None, failed=failed)

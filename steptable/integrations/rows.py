@@ -235,10 +235,12 @@ class RunLog:
             report_once(f"runlog-{id(self)}-hparams", f"steptable: cannot write {path.name} ({error_text(e)})")
             return None
 
-    def close(self, exc: BaseException | None = None) -> None:
+    def close(self, exc: BaseException | None = None, failed: bool = False) -> None:
         """The open row out, then the run closed: marked ended, and with ``exc`` when training raised it
         (steptable.table.runinfo.end_of; without ``exc``, the exception being handled where close is called: an
-        adapter's close in the user's ``finally``). Idempotent."""
+        adapter's close in the user's ``finally``). ``failed``: the trainer says the run failed, so it is marked
+        interrupted where ``exc`` reads as a normal end (Lightning's SIGTERMException is a ``SystemExit()``).
+        Idempotent."""
         exc = sys.exc_info()[1] if exc is None else exc
         with self._lock:
             if self._closed:
@@ -255,10 +257,8 @@ class RunLog:
             lg = self._logger
             if lg is None:
                 return
-            if exc is None or runinfo.end_of(exc) is None:
-                lg.close()
-            else:
-                lg.__exit__(type(exc), exc, exc.__traceback__)
+            end = runinfo.end_of(exc)
+            lg.close(end or (runinfo.INTERRUPTED if failed else None))
 
     @property
     def closed(self) -> bool:

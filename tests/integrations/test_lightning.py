@@ -121,3 +121,42 @@ def test_console_rows(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
     assert any(ln[1:2] == ["step"] and "tl" in ln for ln in lines)
     assert " tl  train_loss" in out.split("I step")[0]
     assert [ln[1] for ln in lines if ln[1:2] and ln[1].isdigit()][:2] == ["4", "9"]
+
+
+def test_checkpoints_are_kept_in_the_runs_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Lightning's checkpoints (on by default) go where the logger says: each run's own ``checkpoints/``. They went
+    to ``./steptable/version_0/checkpoints`` for every run, where a new run's ``ckpt_path="last"`` loaded another's."""
+    monkeypatch.chdir(tmp_path)
+    seen = []
+    for name, lr in (("a", 0.05), ("b", 0.001)):
+        torch.manual_seed(0)
+        model = Regress(lr=lr)
+        trainer = L.Trainer(max_steps=12, logger=StepTableLogger(tmp_path / "runs" / name, console=False),
+                            callbacks=[L.callbacks.ModelCheckpoint(save_last=True)], enable_progress_bar=False,
+                            enable_model_summary=False, accelerator="cpu", devices=1, limit_val_batches=1)
+        trainer.fit(model, loader(), loader(), ckpt_path="last")  # (a requeued job's call: no checkpoint yet)
+        seen.append(trainer.log_dir)
+        ckpts = sorted(p.name for p in (tmp_path / "runs" / name / "checkpoints").iterdir())
+        assert "last.ckpt" in ckpts
+        saved = torch.load(tmp_path / "runs" / name / "checkpoints" / "last.ckpt", weights_only=False)
+        assert saved["hyper_parameters"]["lr"] == lr
+    assert seen == [str(tmp_path / "runs" / "a"), str(tmp_path / "runs" / "b")]
+    assert not (tmp_path / "steptable").exists()
+
+
+def test_a_fit_stopped_by_sigterm_is_marked_interrupted(tmp_path: Path) -> None:
+    """SIGTERM (a preempted or cancelled job): Lightning stops the fit with its SIGTERMException, a ``SystemExit()``
+    without a code, and finalizes its loggers as failed; the run was marked as a normal end."""
+    import os
+    import signal
+
+    class Preempted(Regress):
+        def training_step(self, batch: Any, i: int) -> Any:
+            if self.global_step == 5:
+                os.kill(os.getpid(), signal.SIGTERM)
+            return super().training_step(batch, i)
+
+    with pytest.raises(SystemExit):
+        fit(StepTableLogger(tmp_path / "run", console=False), Preempted())
+    assert info_of(tmp_path / "run")["end"] == "interrupted"
+    assert [r["step"] for r in rows_of(tmp_path / "run")] == [4]
