@@ -173,6 +173,10 @@ class AutoColumns:
         #: cells the last layout's rows may take after the level icon (None before the first)
         self.room: int | None = None
 
+    def expect_more(self, keys: Iterable[str]) -> None:
+        """Expect ``keys`` too (before the first row: a resumed run's columns of its earlier process)."""
+        self.expect = tuple(dict.fromkeys([*self.expect, *keys]))
+
     def knows(self, row: Mapping[str, Any]) -> bool:
         return self._grows >= MAX_GROWS or self._known.issuperset(row)
 

@@ -42,6 +42,8 @@ class Closer:
         self._started = 0.0  # when the first row came (the description's start)
         self._closed_at: float | None = None  # when the description said the run ended
         self._earlier: list[tuple[str, int, float]] = []  # how earlier processes of the run ended (runinfo.earlier)
+        self._before: dict[str, Any] | None = None  # the description an earlier process left (see :meth:`before`)
+        self._read_before = False
 
     def describe(self, closed: float | None, first_step: Any = None, alone: bool = False,
                  exited: float | None = None) -> None:
@@ -83,12 +85,8 @@ class Closer:
         ``alone``, runinfo.UNCLOSED at the JSONL's last change (when it was last heard of; with arms sharing the
         file, maybe another arm's row); none where there is no description of this JSONL."""
         sl = self._sl
-        if sl.run_dir is None or sl.jsonl_path is None:
-            return []
-        try:
-            data = read_regular(sl.run_dir / runinfo.file_name(sl.arm), runinfo.MAX_BYTES)
-            info = runinfo.parse(data, sl.jsonl_path)
-        except Exception:  # (none yet: a new run; or one that cannot be read: nothing to keep, and no row lost)
+        info = self.before()
+        if info is None or sl.jsonl_path is None:
             return []
         ends = runinfo.earlier(info)
         end, closed = runinfo.ended_by(info), runinfo.closed_at(info)
@@ -99,6 +97,19 @@ class Closer:
                     (last := last_change(sl.jsonl_path)) is not None:
                 ends.append((runinfo.UNCLOSED, first_step, last))
         return ends[-runinfo.MAX_EARLIER:]
+
+    def before(self) -> dict[str, Any] | None:
+        """The description of this JSONL that an earlier process of the run left (read once, before this process
+        writes its own at the first row), or None (a new run, or one that cannot be read)."""
+        sl = self._sl
+        if not self._read_before and sl.run_dir is not None and sl.jsonl_path is not None:
+            self._read_before = True
+            try:
+                data = read_regular(sl.run_dir / runinfo.file_name(sl.arm), runinfo.MAX_BYTES)
+                self._before = runinfo.parse(data, sl.jsonl_path)
+            except Exception:  # (nothing to keep, and no row lost)
+                self._before = None
+        return self._before
 
     def dump(self) -> str:
         """Every column (streamed and dump-only, but those the console left out to fit its width) for the last

@@ -260,6 +260,8 @@ class StepLogger:
         if self._auto is not None and (first or not self._auto.knows(cells)):
             if first and self.jsonl_path is not None and self._auto.path == JSONL_NAME:
                 self._auto.path = self.jsonl_path  # (user schemas beside the run apply)
+            if first and self._writer is not None:  # a resumed run keeps the columns its earlier process had
+                self._auto.expect_more(runinfo.column_keys(self._closer.before()))
             cols = self._auto.columns(cells, step, first, self._topic)
             if cols is not None:
                 self._set_cols(cols)

@@ -135,6 +135,12 @@ def parse(data: bytes, jsonl: Path) -> dict[str, Any] | None:
     return info if columns(info) is not None else None
 
 
+def column_keys(info: dict[str, Any] | None) -> list[str]:
+    """The keys of a description's columns but the step (none without a valid description)."""
+    cols = columns(info) if info is not None else None
+    return [c.key for c in cols or () if c.key != "step"]
+
+
 def columns(info: dict[str, Any]) -> tuple[Col, ...] | None:
     """The column set of a description, validated (None when any part is not a valid column set)."""
     raw = info.get("columns")

@@ -160,3 +160,22 @@ def test_a_fit_stopped_by_sigterm_is_marked_interrupted(tmp_path: Path) -> None:
         fit(StepTableLogger(tmp_path / "run", console=False), Preempted())
     assert info_of(tmp_path / "run")["end"] == "interrupted"
     assert [r["step"] for r in rows_of(tmp_path / "run")] == [4]
+
+
+def test_a_test_after_fit_keeps_the_fits_columns_in_the_table_file(tmp_path: Path) -> None:
+    """``trainer.test()`` after ``fit`` opens the run again and closes it last: its table.txt and description had
+    the test's columns only (``step test_loss``) over every row."""
+
+    class Tested(Regress):
+        def test_step(self, batch: Any, i: int) -> None:
+            x, y = batch
+            self.log("test_loss", torch.nn.functional.mse_loss(self.layer(x), y))
+
+    model = Tested()
+    trainer = fit(StepTableLogger(tmp_path / "run", console=False), model, steps=20)
+    trainer.test(model, loader(), verbose=False)
+    head = (tmp_path / "run" / "table.txt").read_text().splitlines()[0].split()
+    assert {"train_loss", "val_loss", "test_loss"} <= set(head)
+    keys = {c["key"] for c in info_of(tmp_path / "run")["columns"]}
+    assert {"train_loss", "val_loss", "test_loss"} <= keys
+    assert rows_of(tmp_path / "run")[-1]["test_loss"] > 0

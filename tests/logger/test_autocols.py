@@ -112,6 +112,24 @@ def test_a_record_only_logger_keeps_later_keys_in_its_table_file(tmp_path: Path)
     assert "val/acc" in (tmp_path / "table.txt").read_text() or "acc" in (tmp_path / "table.txt").read_text()
 
 
+def test_a_run_opened_again_keeps_the_columns_of_its_earlier_process(tmp_path: Path) -> None:
+    """A logger that opens a run again (Lightning's test() after fit, a resume) with rows of other keys lays out
+    the earlier process's columns with its own: the run's description and table.txt had the test's columns only."""
+    from steptable.table import runinfo
+
+    with StepLogger(run_dir=tmp_path, console=False, alerts=False) as lg:
+        for step in range(3):
+            lg.log({"step": step, "train_loss": 1.0 / (step + 1), "val_loss": 0.5})
+    with StepLogger(run_dir=tmp_path, console=False, alerts=False) as lg:
+        lg.log({"step": 3, "test_loss": 0.25})
+    keys = [c.key for c in lg.cols]
+    assert {"train_loss", "val_loss", "test_loss"} <= set(keys)
+    info = json.loads((tmp_path / "steptable.json").read_text())
+    assert {"train_loss", "val_loss", "test_loss"} <= set(runinfo.column_keys(info))
+    head = (tmp_path / "table.txt").read_text().splitlines()[0].split()
+    assert {"train_loss", "val_loss", "test_loss"} <= set(head)
+
+
 def test_a_first_row_that_cannot_be_walked_still_reaches_the_file(tmp_path: Path) -> None:
     class Odd(dict):  # type: ignore[type-arg]
         def items(self):  # type: ignore[no-untyped-def,override]
