@@ -5,9 +5,11 @@
 
 Passed with ``callbacks=[...]``: transformers accepts only its own ``report_to`` names. Each ``on_log`` goes into the
 row of its step (the evaluation logged at that step and the end-of-training summary join it); the row is written when
-the next step begins or training ends, which closes the run. A training that raises is marked ended with its error,
-or interrupted where a wrapper caught it (steptable.integrations.rows). Rows go to ``<run_dir>/metrics.jsonl`` on the
-world's main process only; the trl schema lays out TRL's keys, the generic one anything else.
+the next step begins or training ends, which closes the run. A ``trainer.evaluate()`` after ``train()`` opens the run
+again and closes it when the evaluation ends (its row at the last step). A training that raises is marked ended with
+its error, or interrupted where a wrapper caught it (steptable.integrations.rows). Rows go to
+``<run_dir>/metrics.jsonl`` on the world's main process only; the trl schema lays out TRL's keys, the generic one
+anything else.
 """
 
 from __future__ import annotations
@@ -18,7 +20,6 @@ from collections.abc import Callable
 from typing import Any
 
 from steptable.integrations.rows import RunLog, need
-from steptable.logger.sinks import report_once
 
 need("transformers", "hf", "steptable.integrations.hf")  # without it: one line naming the extra
 
@@ -67,13 +68,16 @@ class StepTableCallback(transformers.TrainerCallback):  # type: ignore[misc]
         self.console = console
         self.run: RunLog | None = None
         self._state: Any = None
+        self._after = False  # the run was opened again after training ended
         if console:
             _silence_printers()
             _CONSOLE.add(self)
 
-    def _run(self, args: Any, state: Any, new: bool = False) -> RunLog:
-        """The run of this training (a new one for a ``train()`` after the last one ended)."""
+    def _run(self, args: Any, state: Any, new: bool = False, after: bool = False) -> RunLog:
+        """The run of this training (a new one for a ``train()`` after the last one ended; ``after``: opened again for
+        a log after training ended, closed by the next evaluation's end)."""
         self._state = state
+        self._after = after
         if self.run is None or (new and self.run.closed):
             run_dir = self.run_dir if self.run_dir is not None else args.output_dir
             arm = self.arm
@@ -84,7 +88,7 @@ class StepTableCallback(transformers.TrainerCallback):  # type: ignore[misc]
             self.run = RunLog(run_dir or "trainer_output", arm, console=self.console,
                               rank=0 if main else max(int(getattr(args, "process_index", 1)), 1),
                               expect=("eval_loss",) if evaluating else (),
-                              framework_ends=new)  # (begun by train(): its end is on_train_end)
+                              framework_ends=new and not after)  # (begun by train(): its end is on_train_end)
         return self.run
 
     def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
@@ -98,12 +102,13 @@ class StepTableCallback(transformers.TrainerCallback):  # type: ignore[misc]
         if not logs:
             return
         run = self.run if self.run is not None and state is self._state else self._run(args, state)
-        if run.closed:
-            if run.is_writer:  # (trainer.evaluate() after train(): the run was closed when training ended)
-                report_once(f"hf-closed-{id(self)}", "steptable: a log after training ended is not in the run's "
-                            "rows (the run is closed at train end; evaluate before it ends, or with eval_strategy)")
-            return
+        if run.closed:  # (trainer.evaluate() after train(), the example scripts' final evaluation: the run again)
+            run = self._run(args, state, new=True, after=True)
         run.add(logs, state.global_step)
+
+    def on_evaluate(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        if self.run is not None and self._after:
+            self.run.close()
 
     def on_train_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         if self.run is not None:

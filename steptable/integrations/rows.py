@@ -44,26 +44,51 @@ HPARAMS_NAME = "args.json"
 
 _OPEN: weakref.WeakSet[RunLog] = weakref.WeakSet()
 _NUMBERS = frozenset({float, int})
+_SCALARS = (bool, int, float, str)
 _hooked = False
 _hook_lock = threading.Lock()
 
 
 def _install_hooks() -> None:
-    """Once a process: close open runs with an uncaught exception (then the hook in place runs) and at exit."""
+    """Once a process: close open runs with an uncaught exception (then the hook in place runs) and at exit; once an
+    IPython shell, with a cell's exception (:func:`_hook_ipython`)."""
     global _hooked
     with _hook_lock:
-        if _hooked:
-            return
-        _hooked = True
-        previous = sys.excepthook
+        if not _hooked:
+            _hooked = True
+            previous = sys.excepthook
 
-        def hook(kind: type[BaseException], exc: BaseException, tb: TracebackType | None) -> None:
+            def hook(kind: type[BaseException], exc: BaseException, tb: TracebackType | None) -> None:
+                for run in list(_OPEN):
+                    run.close(exc)
+                previous(kind, exc, tb)
+
+            sys.excepthook = hook
+            atexit.register(_close_all)
+        _hook_ipython()
+
+
+def _hook_ipython() -> None:
+    """In IPython (Jupyter), where a cell's exception never reaches ``sys.excepthook``: once a shell, a cell that
+    raised closes with its exception the runs its framework ends (HF's train() raised inside the cell: its
+    on_train_end never comes). Other open runs stay open: a loop logged over several cells goes on."""
+    ipython = sys.modules.get("IPython")
+    shell = getattr(ipython, "get_ipython", lambda: None)() if ipython is not None else None
+    if shell is None or getattr(shell, "_steptable_hooked", False):
+        return
+    shell._steptable_hooked = True
+
+    def after_cell(result: Any) -> None:
+        exc = getattr(result, "error_in_exec", None)
+        if exc is not None:
             for run in list(_OPEN):
-                run.close(exc)
-            previous(kind, exc, tb)
+                if run.framework_ends:
+                    run.close(exc)
 
-        sys.excepthook = hook
-        atexit.register(_close_all)
+    try:
+        shell.events.register("post_run_cell", after_cell)
+    except Exception as e:  # (an IPython without these events: the run is closed at exit, as before)
+        report_once("runlog-ipython", f"steptable: cannot follow IPython's cells ({error_text(e)})")
 
 
 def _close_all() -> None:
@@ -173,10 +198,23 @@ class RunLog:
                 if _NUMBERS.issuperset(map(type, metrics.values())):  # (in C: a log of plain numbers as it is)
                     self._pending.update(metrics)
                 else:
-                    self._pending.update({k: v if type(v) is float or type(v) is int else _number(v)
-                                          for k, v in metrics.items()})
+                    self._pending.update(self._scalars(metrics))
         except Exception as e:  # (the loop must survive a value we cannot read)
             report_once(f"runlog-{id(self)}-add", f"steptable: a row could not be taken ({error_text(e)})")
+
+    def _scalars(self, metrics: Mapping[str, Any]) -> dict[str, Any]:
+        """The values of ``metrics`` that are one value (a 0-d tensor or numpy number as its item); a list, an
+        array or a dict (per-class scores from ``compute_metrics``) is left out, once said: in a row, two numbers
+        in a list read as a fraction (n, d). TensorBoard's callback drops them too."""
+        out = {}
+        for k, v in metrics.items():
+            v = v if type(v) is float or type(v) is int else _number(v)
+            if v is None or isinstance(v, _SCALARS):
+                out[k] = v
+            else:
+                report_once(f"runlog-{id(self)}-value-{k}", f"steptable: {k} is not one value "
+                            f"({type(v).__name__}): not in the rows")
+        return out
 
     def flush(self) -> None:
         """The open row goes out now (the framework's step is over)."""
