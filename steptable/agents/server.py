@@ -64,8 +64,9 @@ def build(runner: Runner) -> Any:
              last: int | None = None, max_rows: int = tools.PAGE_ROWS) -> str:
         """The run's rows as a fixed-width table: those at steps after since_step, the earliest max_rows of them
         (default 100; 0 = all; a line says how many are left), or without since_step the last `last` rows (default
-        20). columns: comma-separated globs of keys or headers. The last line gives the cursor: pass it as
-        since_step next time to get the rows after those returned."""
+        20; refused with since_step: the rows between would be lost). columns: comma-separated globs of keys or
+        headers. The last line gives the cursor: pass it as since_step next time to get the rows after those
+        returned."""
         return tools.tail(runner, path, run, since_step, columns, last, max_rows)
 
     @said

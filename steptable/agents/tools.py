@@ -8,10 +8,13 @@ line would run ``steptable *argv``; ``tail`` also writes its cursor line on ``er
 from __future__ import annotations
 
 import io
+import re
 from collections.abc import Callable
 from typing import TextIO
 
 Runner = Callable[[list[str], TextIO, TextIO], int]
+#: the cursor line ``tail --since`` ends with (steptable.cli.tail.cursor_line)
+CURSOR = re.compile(r"^steptable tail: cursor -?\d+ ", re.MULTILINE)
 
 
 class CommandFailed(Exception):
@@ -21,11 +24,12 @@ class CommandFailed(Exception):
 
 def run(runner: Runner, argv: list[str]) -> str:
     """``steptable *argv``'s stdout and stderr text; CommandFailed on status 2. Status 1 (an error alert under
-    --alerts-only) is an answer, not a failure."""
+    --alerts-only) is an answer, not a failure; so is a status 2 that came with a cursor (alerts of the runs read,
+    where another run has no rows yet: its line says so)."""
     out, err = io.StringIO(), io.StringIO()
     status = runner(argv, out, err)
     text = out.getvalue() + err.getvalue()
-    if status == 2:
+    if status == 2 and not CURSOR.search(err.getvalue()):
         raise CommandFailed(text.strip() or f"steptable {argv[0]} failed")
     return text if text.strip() else "(nothing)\n"
 
@@ -59,6 +63,10 @@ def tail(runner: Runner, path: str, run_name: str, since_step: int | None = None
         raise CommandFailed(f"last must be 0 or more, got {last}")
     if max_rows < 0:
         raise CommandFailed(f"max_rows must be 0 or more, got {max_rows}")
+    if last is not None and since_step is not None:  # (the newest `last` after the cursor: the rows between lost)
+        raise CommandFailed("last and since_step do not go together: with since_step the rows after it come "
+                            "max_rows at a time, the cursor where the next ones start; last is the newest rows "
+                            "without a cursor")
     argv = ["tail", f"--run={run_name}", *_since(since_step)]
     if since_step is not None:
         argv.append(f"--page={max_rows}")

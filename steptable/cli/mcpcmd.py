@@ -47,8 +47,7 @@ def run_argv(argv: list[str], out: TextIO, err: TextIO) -> int:
         from steptable.cli.tail import tail_once
 
         status, cursor = tail_once(args, out, err)
-        if status != 2:
-            err.write(cursor)
+        err.write(cursor)  # (none where status 2 leaves none to go on from)
         return status
     if args.cmd == "summary":
         from steptable.cli import summary

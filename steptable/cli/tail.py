@@ -103,7 +103,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     if args.follow:
         return _follow(args, out, err)
     status, cursor = tail_once(args, out, err)
-    if getattr(args, "since", None) is not None and status != 2:
+    if getattr(args, "since", None) is not None and cursor:
         _say(err, cursor)
     return status
 
@@ -124,7 +124,8 @@ def cursor_line(cursor: int | None, short_of: tuple[int, bool] | None = None) ->
 def tail_once(args: argparse.Namespace, out: TextIO, err: TextIO) -> tuple[int, str]:
     """One read of the runs (no -f): what is printed, then the exit status and the cursor's line
     (:func:`cursor_line`): the highest step read of the runs chosen (the lowest of them over several runs; ``--since``
-    itself when no row is past it, with the runs' last step; none when no run has a row)."""
+    itself when no row is past it, with the runs' last step; none when no run has a row). With status 2 no line,
+    but for the alerts of the runs read where others could not be checked (no rows yet, a path missing)."""
     tail = Tail(args, out, err)
     # --columns: only the keys they need are stored (steptable.cli.tailkeep)
     follower = Follower(args.paths, poll=args.poll, on_resume=read_replaced, keep=tail.projection())
@@ -137,7 +138,10 @@ def tail_once(args: argparse.Namespace, out: TextIO, err: TextIO) -> tuple[int, 
             tail.check_stalls(time.time(), tail.chosen(follower))
     except BrokenPipeError:  # the reader left (`| head`): not an error in itself; the status of what was read
         _quiet(out)  # stands (an error alert seen, a --columns typo, a missing path: `set -o pipefail` sees it)
-    return _status(args, follower, tail, err, live=False), cursor_line(tail.cursor(follower), tail.short_of(follower))
+    status, cursor = _status(args, follower, tail, err, live=False), tail.cursor(follower)
+    if status == 2 and not (args.alerts_only and cursor is not None):
+        return status, ""  # (a cursor past rows not shown as asked, or none read: none to go on from)
+    return status, cursor_line(cursor, tail.short_of(follower))
 
 
 def whole_if_needed(tail: Tail, follower: Follower, args: argparse.Namespace, finish: bool) -> Follower:

@@ -117,8 +117,16 @@ def test_alerts_since_a_cursor_and_failures_in_the_commands_words(tmp_path: Path
         seen["bad_last"] = await client.call_tool("tail", {"path": root, "run": "armA", "last": -1})
         seen["unknown"] = await client.call_tool("tail", {"path": root, "run": "armA", "since": 30})
         seen["schema"] = {t.name: t.input_schema for t in (await client.list_tools()).tools}
+        (tmp_path / "starting").mkdir()  # a run whose trainer has not logged its first row (a model loading)
+        (tmp_path / "starting" / "metrics.jsonl").write_text("")
+        seen["starting"] = await client.call_tool("alerts", {"path": root, "since_step": 10})
 
     _session(body)
+    # a run with no rows yet does not turn the others' alerts into a failure without a cursor
+    assert not seen["starting"].is_error, _text(seen["starting"])
+    said = _text(seen["starting"])
+    assert any(ln.startswith("E ") and "loss" in ln for ln in said.splitlines()), said
+    assert "no rows yet in" in said and "starting" in said and "cursor 10 " in said  # (it holds the cursor back)
     assert any(ln.startswith("E ") and "loss" in ln for ln in seen["all"].splitlines()), seen["all"]
     assert not any(ln.startswith("E ") for ln in seen["after"].splitlines()), seen["after"]  # told before the cursor
     assert "cursor 39" in seen["after"]

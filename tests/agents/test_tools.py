@@ -26,7 +26,8 @@ class Recorder:
 
 def test_each_tool_builds_its_commands_arguments() -> None:
     r = Recorder(out="rows\n", err="cursor 9\n")
-    assert tools.tail(r, "exp", "armA", since_step=4, columns="loss", last=2) == "rows\ncursor 9\n"
+    assert tools.tail(r, "exp", "armA", since_step=4, columns="loss") == "rows\ncursor 9\n"
+    tools.tail(r, "exp", "armA", last=2)
     tools.runs(r, "exp")
     tools.summary(r, "exp", "armA")
     tools.alerts(r, "exp", since_step=3)
@@ -35,7 +36,8 @@ def test_each_tool_builds_its_commands_arguments() -> None:
     tools.summary(r, "exp", every_run=True)
     tools.compare(r, "exp", "vanilla", metrics="rew*,loss")
     assert r.argvs == [
-        ["tail", "--run=armA", "--since=4", "--page=100", "--columns=loss", "--last=2", "--", "exp"],
+        ["tail", "--run=armA", "--since=4", "--page=100", "--columns=loss", "--", "exp"],
+        ["tail", "--run=armA", "--last=2", "--", "exp"],
         ["runs", "--limit=50", "--", "exp"],
         ["summary", "--run=armA", "--", "exp"],
         ["tail", "--alerts-only", "--since=3", "--", "exp"],
@@ -57,3 +59,12 @@ def test_status_two_fails_and_status_one_answers() -> None:
     with pytest.raises(tools.CommandFailed, match="last must be 0 or more"):
         tools.tail(r, "exp", "armA", last=-1)
     assert r.argvs == []  # refused before any command ran
+
+
+def test_tail_refuses_last_with_a_cursor() -> None:
+    """since_step=50 with last=5 gave the 5 newest rows after 50 and a cursor at the newest: the rows between were
+    never served to an agent that capped its reply with last."""
+    r = Recorder()
+    with pytest.raises(tools.CommandFailed, match="last and since_step do not go together"):
+        tools.tail(r, "exp", "armA", since_step=50, last=5)
+    assert r.argvs == []

@@ -163,3 +163,18 @@ def test_a_cursor_past_every_runs_last_step_says_so(two_runs: Path, tmp_path: Pa
             sl.log({"step": s, "loss": 1.0})
     rc, _, err = run_cli(["tail", str(tmp_path / "done"), "--since", "9"], capsys)
     assert err.endswith("(--since 9 prints what follows; no run has a step past 4, and every run has ended)\n"), err
+
+
+def test_alerts_since_with_a_run_not_started_give_the_others_alerts_and_a_cursor(
+        two_runs: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A run with no row yet (its trainer loading a model) keeps the status 2 of a check of nothing, but the alerts
+    of the others and the cursor come all the same (an agent's poll got no cursor); a cursor past a mistyped
+    --columns' rows is still not given."""
+    write_rows(two_runs / "c" / "metrics.jsonl", [])
+    write_rows(two_runs / "d" / "metrics.jsonl", [{"step": s, "loss": math.nan if s == 15 else 0.5} for s in range(30)])
+    rc, out, err = run_cli(["tail", str(two_runs), "--alerts-only", "--since", "10"], capsys)
+    assert any(ln.startswith("E ") and "step 15 loss" in ln for ln in out.splitlines()), out
+    assert rc == 2 and "no rows yet in" in err and "c/metrics.jsonl: nothing checked there" in err
+    assert err.endswith("steptable tail: cursor 10 (--since 10 prints what follows)\n")  # (c holds it at 10)
+    rc, _, err = run_cli(["tail", str(two_runs / "a"), "--since", "10", "--columns", "nosuchkey"], capsys)
+    assert rc == 2 and "cursor" not in err
