@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 from collections.abc import Callable, Collection, Sequence
 from typing import Any, TextIO
 
@@ -62,6 +63,33 @@ def no_run(cmd: str, name: str, runs: Collection[str]) -> str:
     return f"steptable {cmd}: no run {sanitize(name)!r} ({listed})\n"
 
 
+#: files whose bad lines a command tells line by line; the other files' are counted on one line
+BAD_FILES_TOLD = 3
+
+
+def tell_problems(problems: Sequence[tuple[str, str]], err: TextIO, runs: Sequence[Any] | None = None) -> None:
+    """Tell ``problems`` (``Follower.problems_after``: (file, text)) on ``err``, a line each: the follower's own
+    always; of files, only those of ``runs`` where given (a command about one run: the others' damage is not its
+    answer; a run's file, or one in its directory), the first :data:`BAD_FILES_TOLD` files' line by line and one
+    line counting the rest (a sweep of 300 runs with a torn line each was 300 lines on every poll of an agent)."""
+    mine = None if runs is None else {p for r in runs for p in (str(r.path), os.path.dirname(str(r.path)))}
+    told: list[str] = []
+    more: dict[str, int] = {}
+    for path, text in problems:
+        if path != "steptable" and mine is not None and path not in mine and os.path.dirname(path) not in mine:
+            continue
+        if path == "steptable" or path in told or len(told) < BAD_FILES_TOLD:
+            if path != "steptable" and path not in told:
+                told.append(path)
+            err.write(sanitize(text) + "\n")
+        else:
+            more[path] = more.get(path, 0) + 1
+    if more:
+        names = first_few([sanitize(p) for p in more], 2)
+        err.write(f"steptable: bad lines in {len(more)} more file(s) too: {names} ({sum(more.values())} lines "
+                  "not told; summary counts each run's: bad N)\n")
+
+
 def read_runs(paths: Sequence[str], err: TextIO, on_resume: Callable[..., Any] | None = None,
               split: bool = False, keep_copies: bool = False, keep: Collection[str] = ()) -> tuple[Any, list[Any]]:
     """Read every run under ``paths`` once (a Follower's scan to the end of each file); the follower's problems go
@@ -76,8 +104,7 @@ def read_runs(paths: Sequence[str], err: TextIO, on_resume: Callable[..., Any] |
     follower.split = split
     follower.scan()
     follower.finish()
-    for line in follower.errors:
-        err.write(sanitize(line) + "\n")
+    tell_problems(follower.problems_after(0)[1], err)
     stores = follower.stores if keep_copies else Copies(paths).distinct(follower.stores, keep)
     if left := len(follower.stores) - len(stores):
         err.write(f"steptable: {left_out(left)}\n")

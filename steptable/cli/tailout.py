@@ -12,6 +12,7 @@ from collections.abc import Collection, Sequence
 from typing import Any, TextIO
 
 from steptable.alerts.engine import Alert, earlier_end_alerts, end_alert
+from steptable.cli.reading import tell_problems
 from steptable.cli.tailalerts import TailAlerts
 from steptable.cli.tailformats import Layout, Printer
 from steptable.cli.tailjsonl import jsonl_lines, plain
@@ -125,14 +126,12 @@ class Tail:
         self.alerts.keep_only(follower.stores)
         self.printer.arm_runs = Counter(s.arm for s in stores)
         self.alerts.ended = {s.run for s in stores if runinfo.closed_at(s.meta.get("runinfo")) is not None}
-        new = follower.error_count - self.errors_seen  # a count, not a cursor: the list keeps only the latest
-        if new > 0:
-            kept = list(follower.errors)[-new:]
-            if new > len(kept):
-                self.err.write(f"steptable: {new - len(kept)} more bad line(s) before these not shown\n")
-            for line in kept:
-                self.err.write(sanitize(line) + "\n")
-        self.errors_seen = follower.error_count
+        count, kept = follower.problems_after(self.errors_seen)  # (the list keeps only the latest)
+        if count - self.errors_seen > len(kept):
+            self.err.write(f"steptable: {count - self.errors_seen - len(kept)} more bad line(s) before these not "
+                           "shown\n")
+        tell_problems(kept, self.err, stores if getattr(self.args, "run", None) else None)
+        self.errors_seen = count
         if not stores:
             return
         keys = {k for s in stores for k in s.keys}

@@ -33,3 +33,29 @@ def test_read_runs_gives_stores_in_name_order_and_says_the_followers_problems(tm
     follower, stores = read_runs([str(tmp_path)], err)
     assert [s.run for s in stores] == ["a/metrics.jsonl", "b/metrics.jsonl"] and len(stores[0]) == 2
     assert "malformed JSON" in err.getvalue() and follower.stores.keys() == {s.run for s in stores}
+
+
+def test_bad_lines_of_many_files_are_counted_and_a_run_asked_for_hears_only_its_own(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A sweep of 40 runs, 39 with a torn line: every command told 39 lines, every poll of an agent following one
+    clean run too. The first BAD_FILES_TOLD files are told line by line and the rest counted on one line; tail
+    --run tells the lines of that run only (its own still told)."""
+    from steptable.cli.reading import BAD_FILES_TOLD
+    from tests.helpers import run_cli
+
+    for i in range(40):
+        f = tmp_path / f"sweep{i:02d}" / "metrics.jsonl"
+        write_rows(f, [{"step": s, "loss": 0.5} for s in range(30)])
+        if i:
+            with f.open("a") as fh:
+                fh.write('{"step": 30, "lo\n')
+    _, _, err = run_cli(["legend", str(tmp_path)], capsys)
+    told = [ln for ln in err.splitlines() if "malformed JSON" in ln]
+    assert len(told) == BAD_FILES_TOLD
+    assert f"bad lines in {39 - BAD_FILES_TOLD} more file(s) too" in err
+    assert f"({39 - BAD_FILES_TOLD} lines not told; summary counts each run's: bad N)" in err
+    rc, _, err = run_cli(["tail", str(tmp_path), "--run", "sweep00", "--since", "25"], capsys)
+    assert rc == 0 and "malformed" not in err and "bad lines" not in err and "cursor 29" in err
+    _, _, err = run_cli(["tail", str(tmp_path), "--run", "sweep07", "--since", "25"], capsys)
+    assert [ln for ln in err.splitlines() if "malformed" in ln] == [
+        f"{tmp_path / 'sweep07' / 'metrics.jsonl'}:31: malformed JSON (Input data was truncated)"]

@@ -68,7 +68,7 @@ class Follower:
         self.stores: dict[str, RunStore] = {}
         self.mode = "idle"  # "notify" | "poll" while run() runs
         self.error_count = 0
-        self._errors: deque[str] = deque(maxlen=MAX_ERRORS)
+        self._errors: deque[tuple[str, str]] = deque(maxlen=MAX_ERRORS)  # (the file, or "steptable"; the text)
         self._reporting = threading.Lock()  # the count and the list change together (``errors_after``)
         self._bad_lines: dict[str, int] = {}  # file -> bad lines reported in it
         self._sources: dict[Path, Source] = {}
@@ -97,11 +97,17 @@ class Follower:
     @property
     def errors(self) -> list[str]:
         """Every reported problem so far (the latest ``MAX_ERRORS``), as ``path:line: reason``."""
-        return list(self._errors)
+        return [text for _, text in self._errors]
 
     def errors_after(self, count: int) -> tuple[int, list[str]]:
         """``error_count`` and the problems reported after the first ``count`` (of the latest ``MAX_ERRORS``), read
         together: a pass on another thread (``scan`` while ``run`` follows) may be reporting meanwhile."""
+        count, found = self.problems_after(count)
+        return count, [text for _, text in found]
+
+    def problems_after(self, count: int) -> tuple[int, list[tuple[str, str]]]:
+        """:meth:`errors_after` with the file of each problem: (its path as discovery found it, or ``steptable``
+        for the follower's own; the text)."""
         with self._reporting:
             new = self.error_count - count
             return self.error_count, list(self._errors)[-new:] if new > 0 else []
@@ -362,7 +368,7 @@ class Follower:
                 text = f"{bad.path}: more than {BAD_TOLD} bad lines; the rest are counted, not told (summary: bad N)"
         with self._reporting:
             self.error_count += 1
-            self._errors.append(text)
+            self._errors.append((bad.path, text))
 
     def note(self, message: str) -> None:
         """Report a problem of the follower's own (not of a file's line) as its files' are reported."""
