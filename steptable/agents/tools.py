@@ -86,8 +86,9 @@ def legend(runner: Runner, path: str) -> str:
 
 
 def compare(runner: Runner, path: str, baseline: str, x: str | None = None, window: str | None = None,
-            metrics: str | None = None) -> str:
+            metrics: str | None = None, every_arm: bool = False) -> str:
     argv = ["compare", f"--baseline={baseline}", *([f"--x={x}"] if x else [])]
     argv += [f"--window={window}"] if window else []
     argv += [f"--metrics={metrics}"] if metrics else []
+    argv += ["--all"] if every_arm else []
     return run(runner, [*argv, "--", path])

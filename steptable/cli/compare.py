@@ -36,6 +36,8 @@ def add_parser(sub: Any) -> None:
                    help="the seed part of a run's name (taken out to name its arm; a named group 'arm' names it). "
                    "A [compare] table in the runs' steptable.toml may set group, x and baseline")
     c.add_argument("--format", choices=("text", "md", "jsonl"), default="text", help="output format (default text)")
+    c.add_argument("--all", action="store_true",
+                   help="list every arm in the table (text and md list those of the best means where there are many)")
 
 
 def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
@@ -55,7 +57,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
         pick_metrics,
     )
     from steptable.compare.direction import default_metrics, directions
-    from steptable.compare.render import jsonl_report, md_report, text_report
+    from steptable.compare.render import ARMS_LISTED, jsonl_report, md_report, text_report
     from steptable.ingest.files.discover import nothing_found
     from steptable.schemafiles.files import compare_settings
     from steptable.schemas.userdoc import SchemaFileError
@@ -103,9 +105,9 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     if args.format == "jsonl":
         text = jsonl_report(results)
     elif args.format == "md":
-        text = md_report(arms, window, baseline, results, dirs)
+        text = md_report(arms, window, baseline, results, dirs, None if args.all else ARMS_LISTED)
     else:
-        text = text_report(arms, window, baseline, results, dirs)
+        text = text_report(arms, window, baseline, results, dirs, None if args.all else ARMS_LISTED)
     out_.write(text)
     if unread := follower.unreadable():
         return fail(f"could not read {', '.join(unread)}")

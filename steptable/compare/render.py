@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections import Counter
 from collections.abc import Mapping, Sequence
 
 from steptable.compare.core import Arm, Result, Window
@@ -41,6 +42,12 @@ def interval_text(center: float | None, lo: float | None, hi: float | None, sign
 
 
 def _arms_line(arms: Sequence[Arm]) -> str:
+    if len(arms) > ARMS_LISTED:  # (a sweep: how many arms of how many seeds, not each by name)
+        sizes = Counter(len(a.members) for a in arms)
+        return f"arms: {len(arms)}, " + ", ".join(
+            ("each" if k == len(arms) else f"{k}") + (f" of {n} seeds" if n > 1 else
+                                                      " of 1 seed (interval from 10 batch means)")
+            for n, k in sorted(sizes.items(), reverse=True))
     parts = []
     for a in arms:
         n = len(a.members)
@@ -128,29 +135,65 @@ def verdict_lines(results: Sequence[Result], baseline: str, dirs: Mapping[str, s
     return out
 
 
+#: arms a text or markdown table lists per metric, the baseline's included, before it keeps to the best (a sweep of
+#: 100 arms compared as one table was 41,640 characters)
+ARMS_LISTED = 10
+
+
+def listed(results: Sequence[Result], baseline: str, dirs: Mapping[str, str | None],
+           limit: int | None) -> tuple[list[Result], str | None]:
+    """The results a table lists where more than ``limit`` arms (None: no limit) have them: per metric the baseline
+    and the ``limit - 1`` arms of the best means (by the metric's direction; of the largest differences from the
+    baseline where it has none), in the arms' order; and the line that says so (None where every arm is listed)."""
+    by: dict[str, list[Result]] = {}
+    for r in results:
+        by.setdefault(r.metric, []).append(r)
+    n_arms = max((len(rs) for rs in by.values()), default=0)
+    if limit is None or n_arms <= limit:
+        return list(results), None
+    out: list[Result] = []
+    for metric, rs in by.items():
+        way = dirs.get(metric)
+
+        def rank(r: Result, way: str | None = way) -> float:
+            if r.mean is None:
+                return math.inf
+            if way in ("higher", "lower"):
+                return -r.mean if way == "higher" else r.mean
+            return -abs(r.delta or 0.0)
+
+        best = {id(r) for r in sorted((r for r in rs if r.arm != baseline), key=rank)[:max(limit - 1, 0)]}
+        out += [r for r in rs if r.arm == baseline or id(r) in best]
+    return out, (f"per metric the baseline and the {limit - 1} arms of the best means of {n_arms} (the largest "
+                 "differences where the metric has no direction; the lines below count every arm; --all lists them)")
+
+
 def text_report(arms: Sequence[Arm], window: Window, baseline: str, results: Sequence[Result],
-                dirs: Mapping[str, str | None] | None = None) -> str:
-    """The header, the table, then (where ``dirs`` gives metrics a direction) the verdicts (:func:`verdict_lines`)."""
-    head, rows = _rows(results, baseline)
+                dirs: Mapping[str, str | None] | None = None, limit: int | None = None) -> str:
+    """The header, the table (of at most ``limit`` arms a metric: :func:`listed`), then (where ``dirs`` gives metrics
+    a direction) the verdicts (:func:`verdict_lines`) of every arm."""
+    shown, cut = listed(results, baseline, dirs or {}, limit)
+    head, rows = _rows(shown, baseline)
     widths = [aligned_width(r[j] for r in [head, *rows]) for j in range(len(head))]
     right = {2, 3} | ({4} if head[4] == "missing" else set())
     lines = [" ".join(pad(c, w, "right" if j in right else "left") for j, (c, w) in enumerate(zip(r, widths,
              strict=True))).rstrip() for r in [head, *rows]]
     verdicts = verdict_lines(results, baseline, dirs or {})
-    return "\n".join([*header_lines(arms, window, baseline), "", *lines, *_notes(results),
+    return "\n".join([*header_lines(arms, window, baseline), "", *lines, *([cut] if cut else []), *_notes(shown),
                       *(["", *verdicts] if verdicts else [])]) + "\n"
 
 
 def md_report(arms: Sequence[Arm], window: Window, baseline: str, results: Sequence[Result],
-              dirs: Mapping[str, str | None] | None = None) -> str:
+              dirs: Mapping[str, str | None] | None = None, limit: int | None = None) -> str:
     """:func:`text_report` as Markdown: the verdicts a list under the table."""
-    head, rows = _rows(results, baseline)
+    shown, cut = listed(results, baseline, dirs or {}, limit)
+    head, rows = _rows(shown, baseline)
     head[-1] = "verdict"
     num = {"n", "points", "missing"}
     sep = ["--:" if h in num else "---" for h in head]
     table = ["| " + " | ".join(md_escape(c) or " " for c in r) + " |" for r in [head, sep, *rows]]
     verdicts = [f"- {md_escape(v)}" for v in verdict_lines(results, baseline, dirs or {})]
-    notes = [md_escape(n) for n in _notes(results)]
+    notes = [md_escape(n) for n in [*([cut] if cut else []), *_notes(shown)]]
     notes = ["", *notes] if notes else []
     return "\n".join([*(md_escape(h) for h in header_lines(arms, window, baseline)), "", *table, *notes,
                       *(["", *verdicts] if verdicts else [])]) + "\n"

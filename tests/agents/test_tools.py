@@ -35,6 +35,7 @@ def test_each_tool_builds_its_commands_arguments() -> None:
     tools.compare(r, "exp", "vanilla", x="tokens", window="0.2")
     tools.summary(r, "exp", every_run=True)
     tools.compare(r, "exp", "vanilla", metrics="rew*,loss")
+    tools.compare(r, "exp", "vanilla", every_arm=True)
     assert r.argvs == [
         ["tail", "--run=armA", "--since=4", "--page=100", "--columns=loss", "--", "exp"],
         ["tail", "--run=armA", "--last=2", "--", "exp"],
@@ -45,6 +46,7 @@ def test_each_tool_builds_its_commands_arguments() -> None:
         ["compare", "--baseline=vanilla", "--x=tokens", "--window=0.2", "--", "exp"],
         ["summary", "--all", "--", "exp"],
         ["compare", "--baseline=vanilla", "--metrics=rew*,loss", "--", "exp"],
+        ["compare", "--baseline=vanilla", "--all", "--", "exp"],
     ]
 
 

@@ -51,6 +51,45 @@ def test_text(exp: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert "missing" in lines[3]  # loss is null on every 5th row
 
 
+def test_a_sweep_of_many_arms_lists_the_best_and_counts_every_arm(tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """30 arms: the table lists the baseline and the 9 arms of the best mean reward (the largest differences for
+    loss, which has no direction), a line says so, the verdict lines count all 29 others; --all and jsonl list
+    every arm. A sweep of 100 arms was a 41,640-character table for an agent."""
+    from steptable.compare.render import ARMS_LISTED
+
+    rng = random.Random(3)
+    for k in range(30):
+        path = tmp_path / f"lr{k:02d}" / "metrics.jsonl"
+        path.parent.mkdir(parents=True)
+        with open(path, "w") as f:
+            for i in range(200):
+                row = {"step": i, "reward": 0.3 + 0.01 * k + rng.gauss(0, 0.002), "loss": 1 + rng.gauss(0, 0.01) * k}
+                f.write(json.dumps(row) + "\n")
+    (tmp_path / "steptable.toml").write_text('[schema]\nname = "sweep"\n[match]\nkeys = ["reward"]\n'
+                                             '[[columns]]\nkey = "reward"\nbetter = "higher"\n')
+    rc, out, err = cli(["compare", str(tmp_path), "--baseline", "lr00"], capsys)
+    assert rc == 0, err
+    reward_arms = []
+    metric = None
+    for ln in out.splitlines():
+        parts = ln.split()
+        if parts and parts[0] in ("reward", "loss"):
+            metric = parts[0]
+            parts = parts[1:]
+        if metric == "reward" and parts and parts[0].startswith("lr"):
+            reward_arms.append(parts[0])
+    assert len(reward_arms) == ARMS_LISTED
+    assert reward_arms == ["lr00", *(f"lr{k:02d}" for k in range(21, 30))]  # the baseline and the 9 best, in order
+    assert f"the {ARMS_LISTED - 1} arms of the best means of 30" in out
+    assert out.splitlines()[1] == "arms: 30, each of 1 seed (interval from 10 batch means)"
+    assert "against lr00: 28 better, 1 not told apart" in out  # the verdicts count every arm (lr21 drifts)
+    rc, every, _ = cli(["compare", str(tmp_path), "--baseline", "lr00", "--all"], capsys)
+    assert all(f"lr{k:02d}" in every for k in range(30)) and "best means of" not in every
+    rc, jsonl, _ = cli(["compare", str(tmp_path), "--baseline", "lr00", "--format", "jsonl"], capsys)
+    assert len(jsonl.splitlines()) == 60
+
+
 def test_jsonl_contract(exp: Path, capsys: pytest.CaptureFixture[str]) -> None:
     rc, out, _ = cli(["compare", str(exp), "--baseline", "vanilla", "--x", "tokens", "--format", "jsonl",
                       "--metrics", "rew*,loss"], capsys)
