@@ -71,11 +71,12 @@ def build(runner: Runner) -> Any:
         return tools.tail(runner, path, run, since_step, columns, last, max_rows)
 
     @said
-    def alerts(path: str, since_step: int | None = None) -> str:
-        """Alert lines of the runs under path (level E or W, run, step, column, what happened): all, or those at
-        steps after since_step (a stall, a crash or an interruption is always told; a run that ended normally raises
-        none: runs says "ended"); the last line gives the cursor."""
-        return tools.alerts(runner, path, since_step)
+    def alerts(path: str, since_step: int | None = None, run: str | None = None) -> str:
+        """Alert lines of the runs under path (or only `run`, an id or arm from runs): level E or W, run, step,
+        column, what happened; all, or those at steps after since_step (a stall, a crash or an interruption is
+        always told; a run that ended normally raises none: runs says "ended"); the last line gives the cursor,
+        the lowest step the runs reached (a run that stopped early holds it back: follow such runs one by one)."""
+        return tools.alerts(runner, path, since_step, run)
 
     @said
     def legend(path: str) -> str:

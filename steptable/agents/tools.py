@@ -77,8 +77,9 @@ def tail(runner: Runner, path: str, run_name: str, since_step: int | None = None
     return run(runner, [*argv, "--", path])
 
 
-def alerts(runner: Runner, path: str, since_step: int | None = None) -> str:
-    return run(runner, ["tail", "--alerts-only", *_since(since_step), "--", path])
+def alerts(runner: Runner, path: str, since_step: int | None = None, run_name: str | None = None) -> str:
+    argv = ["tail", "--alerts-only", *([f"--run={run_name}"] if run_name else []), *_since(since_step)]
+    return run(runner, [*argv, "--", path])
 
 
 def legend(runner: Runner, path: str) -> str:

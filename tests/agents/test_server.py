@@ -120,6 +120,7 @@ def test_alerts_since_a_cursor_and_failures_in_the_commands_words(tmp_path: Path
         (tmp_path / "starting").mkdir()  # a run whose trainer has not logged its first row (a model loading)
         (tmp_path / "starting" / "metrics.jsonl").write_text("")
         seen["starting"] = await client.call_tool("alerts", {"path": root, "since_step": 10})
+        seen["one"] = await client.call_tool("alerts", {"path": root, "since_step": 10, "run": "armA"})
 
     _session(body)
     # a run with no rows yet does not turn the others' alerts into a failure without a cursor
@@ -127,6 +128,8 @@ def test_alerts_since_a_cursor_and_failures_in_the_commands_words(tmp_path: Path
     said = _text(seen["starting"])
     assert any(ln.startswith("E ") and "loss" in ln for ln in said.splitlines()), said
     assert "no rows yet in" in said and "starting" in said and "cursor 10 " in said  # (it holds the cursor back)
+    one = _text(seen["one"])  # one run followed alone: its own cursor, no other run's note
+    assert not seen["one"].is_error and "starting" not in one and "cursor 39 " in one and "step 20 loss" in one
     assert any(ln.startswith("E ") and "loss" in ln for ln in seen["all"].splitlines()), seen["all"]
     assert not any(ln.startswith("E ") for ln in seen["after"].splitlines()), seen["after"]  # told before the cursor
     assert "cursor 39" in seen["after"]

@@ -31,6 +31,7 @@ def test_each_tool_builds_its_commands_arguments() -> None:
     tools.runs(r, "exp")
     tools.summary(r, "exp", "armA")
     tools.alerts(r, "exp", since_step=3)
+    tools.alerts(r, "exp", since_step=3, run_name="armA")
     tools.legend(r, "-exp")
     tools.compare(r, "exp", "vanilla", x="tokens", window="0.2")
     tools.summary(r, "exp", every_run=True)
@@ -42,6 +43,7 @@ def test_each_tool_builds_its_commands_arguments() -> None:
         ["runs", "--limit=50", "--", "exp"],
         ["summary", "--run=armA", "--", "exp"],
         ["tail", "--alerts-only", "--since=3", "--", "exp"],
+        ["tail", "--alerts-only", "--run=armA", "--since=3", "--", "exp"],
         ["legend", "--", "-exp"],  # a path that looks like an option stays a path
         ["compare", "--baseline=vanilla", "--x=tokens", "--window=0.2", "--", "exp"],
         ["summary", "--all", "--", "exp"],
