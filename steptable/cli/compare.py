@@ -55,6 +55,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
         make_arms,
         parse_window,
         pick_metrics,
+        with_metrics,
     )
     from steptable.compare.direction import default_metrics, directions
     from steptable.compare.render import ARMS_LISTED, jsonl_report, md_report, text_report
@@ -92,12 +93,15 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     groups = {baseline: groups[baseline], **{k: v for k, v in groups.items() if k != baseline}}
     try:
         arms = make_arms(groups, x)
-        window = choose_window(arms, spec)
         globs = [g.strip() for g in args.metrics.split(",") if g.strip()]
         metrics = pick_metrics(arms, globs)
         metrics = metrics if globs else default_metrics(arms, metrics)  # (the keys asked for: as logged)
         if not metrics:
             return fail(f"--metrics {args.metrics!r} matches no numeric key" if globs else "no metric to compare")
+        arms, left = with_metrics(arms, metrics)
+        if not arms or arms[0].name != baseline:
+            return fail(f"the baseline {baseline!r} logs none of the metrics compared ({', '.join(metrics)})")
+        window = choose_window(arms, spec)
         dirs = directions(arms, metrics)
         results = compare(arms, baseline, metrics, window, dirs)
     except CompareError as e:
@@ -105,9 +109,9 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     if args.format == "jsonl":
         text = jsonl_report(results)
     elif args.format == "md":
-        text = md_report(arms, window, baseline, results, dirs, None if args.all else ARMS_LISTED)
+        text = md_report(arms, window, baseline, results, dirs, None if args.all else ARMS_LISTED, left)
     else:
-        text = text_report(arms, window, baseline, results, dirs, None if args.all else ARMS_LISTED)
+        text = text_report(arms, window, baseline, results, dirs, None if args.all else ARMS_LISTED, left)
     out_.write(text)
     if unread := follower.unreadable():
         return fail(f"could not read {', '.join(unread)}")

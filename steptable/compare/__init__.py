@@ -20,11 +20,13 @@ from steptable.compare.core import (
     make_arms,
     parse_window,
     pick_metrics,
+    with_metrics,
 )
 from steptable.compare.groups import Member, group_runs, run_name, split_name
 from steptable.compare.xaxis import X_NAMES, XAxis, XError, x_values
 
 __all__ = [
     "X_NAMES", "Arm", "CompareError", "Member", "Result", "Window", "XAxis", "XError", "choose_window", "compare",
-    "compile_group", "group_runs", "make_arms", "parse_window", "pick_metrics", "run_name", "split_name", "x_values",
+    "compile_group", "group_runs", "make_arms", "parse_window", "pick_metrics", "run_name", "split_name",
+    "with_metrics", "x_values",
 ]

@@ -135,6 +135,21 @@ def _runs(arms: Sequence[Arm]) -> list[tuple[Arm, Member, XAxis]]:
     return [(arm, m, ax) for arm in arms for m, ax in zip(arm.members, arm.axes, strict=True)]
 
 
+def with_metrics(arms: Sequence[Arm], metrics: Sequence[str]) -> tuple[list[Arm], list[str]]:
+    """``arms`` with only the runs that log one of ``metrics`` at least (an arm left without one is dropped), and the
+    runs left out, named as the window's line names a run: a run that logs none of them (a W&B copy logging
+    ``train/reward`` beside the JSONL's ``reward``) would end the common range, the window, without a point in it."""
+    kept: list[Arm] = []
+    left: list[str] = []
+    for arm in arms:
+        pairs = [(m, ax) for m, ax in zip(arm.members, arm.axes, strict=True)
+                 if any(comparable(m.run, k) for k in metrics)]
+        left += [_run_name(arm, m) for m in arm.members if all(m is not p for p, _ in pairs)]
+        if pairs:
+            kept.append(Arm(arm.name, tuple(m for m, _ in pairs), tuple(ax for _, ax in pairs)))
+    return kept, left
+
+
 def choose_window(arms: Sequence[Arm], spec: float | tuple[float | None, float | None]) -> Window:
     """The window of x (see the module doc); CompareError naming the arm that has not reached it."""
     runs = _runs(arms)

@@ -35,6 +35,7 @@ from steptable.compare.core import (
     metric_values,
     parse_window,
     pick_metrics,
+    with_metrics,
 )
 from steptable.compare.direction import default_metrics, directions
 from steptable.compare.groups import group_runs
@@ -211,21 +212,25 @@ class LiveCompare:
                 except XError as e:
                     raise CompareError(f"arm {g!r} ({m.name}): {e}") from None
         arms = [Arm(g, tuple(self.groups[g]), tuple(ix.axis for ix in idx[g])) for g in order]
-        window = self.window = choose_window(arms, self.spec)
+        metrics = self.metrics or self._laid_out(arms, pick_metrics(arms))
+        logging = with_metrics(arms, metrics)[0]
+        kept = {a.name: {id(m.run) for m in a.members} for a in logging}
+        window = self.window = choose_window(logging, self.spec)
         for ixs in idx.values():
             for k, ix in enumerate(ixs):
                 start = ix.axis.rows(window.lo, window.hi)[0]
                 if start < ix.anchor:  # the window moved back: index again from its start
                     ix = ixs[k] = self.index[id(ix.run)] = _RunIndex(ix.run, self.x, start)
                 ix.compact(start)
-        metrics = self.metrics or self._laid_out(arms, pick_metrics(arms))
         if self.better is None or any(k not in self.better for k in metrics):  # (the schemas' directions, once)
             self.better = {**directions(arms, metrics), **(self.better or {})}
         better = self.better
         out: list[Result] = []
+        order = [g for g in order if g in kept]  # (as compare: the runs that log none of the metrics left out)
+        runs = {g: [ix for ix in idx[g] if id(ix.run) in kept[g]] for g in order}
         for key in metrics:
-            cells = {g: self._cell(idx[g], key, window) for g in order}
-            base = cells[self.baseline][0]
+            cells = {g: self._cell(runs[g], key, window) for g in order}
+            base = cells[self.baseline][0] if self.baseline in cells else None
             for g in order:
                 sp, seeds, points, missing = cells[g]
                 lo, hi = sp.interval() if sp is not None else (None, None)

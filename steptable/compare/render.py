@@ -12,6 +12,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 
 from steptable.compare.core import Arm, Result, Window
+from steptable.table.cells import first_few
 from steptable.table.columns import aligned_width
 from steptable.table.formatting import fmt_auto, md_escape, pad, sanitize
 
@@ -64,7 +65,7 @@ def window_span(window: Window, steps: bool) -> str:
     return f"{fmt_auto(window.lo, 4)}-{fmt_auto(window.hi, 4)}"
 
 
-def header_lines(arms: Sequence[Arm], window: Window, baseline: str) -> list[str]:
+def header_lines(arms: Sequence[Arm], window: Window, baseline: str, left: Sequence[str] = ()) -> list[str]:
     x = arms[0].axes[0] if arms and arms[0].axes else None
     xname = sanitize(x.name if x is not None else "step")
     keys = sorted({sanitize(ax.key) for a in arms for ax in a.axes if ax.key is not None})
@@ -75,6 +76,7 @@ def header_lines(arms: Sequence[Arm], window: Window, baseline: str) -> list[str
         f"({window.how} of the common range {fmt_auto(lo, 4)}-{fmt_auto(hi, 4)}"
         + (f": {sanitize(window.ended_by)})" if window.ended_by else ")"),
         _arms_line(arms),
+        *([f"left out, logging none of the metrics: {first_few([sanitize(n) for n in left], 5)}"] if left else []),
     ]
 
 
@@ -169,7 +171,8 @@ def listed(results: Sequence[Result], baseline: str, dirs: Mapping[str, str | No
 
 
 def text_report(arms: Sequence[Arm], window: Window, baseline: str, results: Sequence[Result],
-                dirs: Mapping[str, str | None] | None = None, limit: int | None = None) -> str:
+                dirs: Mapping[str, str | None] | None = None, limit: int | None = None,
+                left: Sequence[str] = ()) -> str:
     """The header, the table (of at most ``limit`` arms a metric: :func:`listed`), then (where ``dirs`` gives metrics
     a direction) the verdicts (:func:`verdict_lines`) of every arm."""
     shown, cut = listed(results, baseline, dirs or {}, limit)
@@ -179,12 +182,13 @@ def text_report(arms: Sequence[Arm], window: Window, baseline: str, results: Seq
     lines = [" ".join(pad(c, w, "right" if j in right else "left") for j, (c, w) in enumerate(zip(r, widths,
              strict=True))).rstrip() for r in [head, *rows]]
     verdicts = verdict_lines(results, baseline, dirs or {})
-    return "\n".join([*header_lines(arms, window, baseline), "", *lines, *([cut] if cut else []), *_notes(shown),
+    return "\n".join([*header_lines(arms, window, baseline, left), "", *lines, *([cut] if cut else []), *_notes(shown),
                       *(["", *verdicts] if verdicts else [])]) + "\n"
 
 
 def md_report(arms: Sequence[Arm], window: Window, baseline: str, results: Sequence[Result],
-              dirs: Mapping[str, str | None] | None = None, limit: int | None = None) -> str:
+              dirs: Mapping[str, str | None] | None = None, limit: int | None = None,
+              left: Sequence[str] = ()) -> str:
     """:func:`text_report` as Markdown: the verdicts a list under the table."""
     shown, cut = listed(results, baseline, dirs or {}, limit)
     head, rows = _rows(shown, baseline)
@@ -195,7 +199,7 @@ def md_report(arms: Sequence[Arm], window: Window, baseline: str, results: Seque
     verdicts = [f"- {md_escape(v)}" for v in verdict_lines(results, baseline, dirs or {})]
     notes = [md_escape(n) for n in [*([cut] if cut else []), *_notes(shown)]]
     notes = ["", *notes] if notes else []
-    return "\n".join([*(md_escape(h) for h in header_lines(arms, window, baseline)), "", *table, *notes,
+    return "\n".join([*(md_escape(h) for h in header_lines(arms, window, baseline, left)), "", *table, *notes,
                       *(["", *verdicts] if verdicts else [])]) + "\n"
 
 

@@ -90,6 +90,25 @@ def test_a_sweep_of_many_arms_lists_the_best_and_counts_every_arm(tmp_path: Path
     assert len(jsonl.splitlines()) == 60
 
 
+def test_a_run_logging_none_of_the_metrics_does_not_end_the_window(tmp_path: Path,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """A run beside the arms that logs other keys (a W&B copy's ``train/reward``) ended the common range at its
+    last step, the window with it (and a window past it was refused), without a point in it: it is left out, named."""
+    for arm, steps, key in (("vanilla", 400, "reward"), ("routeA", 400, "reward"), ("wandb_copy", 100, "train/reward")):
+        path = tmp_path / arm / "metrics.jsonl"
+        path.parent.mkdir(parents=True)
+        path.write_text("".join(json.dumps({"step": i, key: 0.5 + i / 1000}) + "\n" for i in range(steps)))
+    rc, out, err = cli(["compare", str(tmp_path), "--baseline", "vanilla"], capsys)
+    assert rc == 0, err
+    lines = out.splitlines()
+    assert lines[0].startswith("baseline vanilla; x step, window steps 360-399 (last 10% of the common range 0-399)")
+    assert lines[2] == "left out, logging none of the metrics: wandb_copy"
+    rc, out, err = cli(["compare", str(tmp_path), "--baseline", "vanilla", "--window", "300:399"], capsys)
+    assert rc == 0, err
+    rc, out, err = cli(["compare", str(tmp_path), "--baseline", "wandb_copy", "--metrics", "reward"], capsys)
+    assert rc == 2 and "the baseline 'wandb_copy' logs none of the metrics compared (reward)" in err
+
+
 def test_jsonl_contract(exp: Path, capsys: pytest.CaptureFixture[str]) -> None:
     rc, out, _ = cli(["compare", str(exp), "--baseline", "vanilla", "--x", "tokens", "--format", "jsonl",
                       "--metrics", "rew*,loss"], capsys)

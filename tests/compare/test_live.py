@@ -115,6 +115,17 @@ def test_live_constant_after_varied_rows_is_that_value(monkeypatch: pytest.Monke
     assert live.window is not None and live.window.lo > 300
 
 
+def test_live_window_is_not_ended_by_a_run_without_the_metrics() -> None:
+    """As compare: a run that logs none of the metrics (other keys) does not end the common range."""
+    stores = [_store(n) for n in ("base", "other", "copy")]
+    for st, n, key in zip(stores, (300, 300, 50), ("m", "m", "train/m"), strict=True):
+        st.add(Parsed(steps=list(range(n)), rows=[{key: 1.0 + i / 100} for i in range(n)]), now=math.nan)
+    live = LiveCompare(stores, "base")
+    results = live.update()
+    assert live.window is not None and live.window.hi == 299
+    _same(results, _batch(stores[:2], "step", None))
+
+
 def test_live_unknown_baseline() -> None:
     from steptable.compare import CompareError
 
