@@ -1,15 +1,18 @@
 """The gate in front of the served app: a token on every request, a websocket only from the page's own origin, a cap
 on concurrent sessions. aiohttp only (no textual-serve), so the rules are tested on their own.
 
-- Token: ``?token=T`` (the URL printed at the start), the cookie the page sets from it (the assets and the websocket
-  a browser fetches carry no query of ours), or ``Authorization: token T``. Compared in constant time. Missing or
-  wrong: 401, nothing of the app served and no process started.
+- Token: ``?token=T`` (the URL printed at the start), ``Authorization: token T``, or the first segment after
+  ``/a/`` (the page's assets) or ``/ws/`` (its websocket): the page names those with the token in their path, as no
+  query of ours survives there (textual-serve's script adds its own). No cookie: a cookie is sent to every port of
+  a host, another local service's included. Compared in constant time. Missing or wrong: 401, nothing of the app
+  served and no process started.
 - Host: on a loopback bind the ``Host`` header must name a loopback address (a DNS-rebound name pointing at
   127.0.0.1 is refused even before the token is checked).
 - Origin: a websocket's ``Origin`` must be the page's own (``http(s)://`` + the request's ``Host``): another site's
   page cannot drive a session from a visitor's browser. A websocket without an ``Origin`` (not a browser: a script
   that holds the token) is let through.
-- Every response says the page loads nothing from another host and sends no Referer (:func:`page_headers`).
+- Every response says the page loads nothing from another host, is framed by no page, is not cached and sends no
+  Referer (:func:`page_headers`).
 """
 
 from __future__ import annotations
@@ -24,7 +27,10 @@ from aiohttp import web
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
-COOKIE = "steptable-serve-{port}"  # one per port: cookies are shared across the ports of a host
+#: the paths whose first segment after these is the token (the page's assets and websocket)
+KEYED = ("/a/", "/ws/")
+#: what a token may hold (it goes in URL paths as it is)
+TOKEN_CHARS = re.compile(r"[A-Za-z0-9_-]+")
 _HOST = re.compile(r"[A-Za-z0-9.\-]+(:[0-9]+)?|\[[0-9A-Fa-f:.]+\](:[0-9]+)?")
 
 
@@ -35,8 +41,11 @@ def page_headers(host: str) -> dict[str, str]:
     own = f"ws://{host} wss://{host}" if _HOST.fullmatch(host) else ""  # (the header is the client's text)
     return {
         "Content-Security-Policy": f"default-src 'self'; script-src 'self' 'unsafe-inline'; style-src 'self' "
-                                   f"'unsafe-inline'; connect-src 'self' {own}; img-src 'self' data:; font-src 'self'",
+                                   f"'unsafe-inline'; connect-src 'self' {own}; img-src 'self' data:; font-src 'self'; "
+                                   "frame-ancestors 'none'",
+        "X-Frame-Options": "DENY",
         "Referrer-Policy": "no-referrer",
+        "Cache-Control": "no-store",
     }
 
 
@@ -64,27 +73,31 @@ def _host_name(host_header: str) -> str:
 class Gate:
     """Checks every request (an aiohttp middleware) and counts the sessions open."""
 
-    def __init__(self, token: str, port: int, loopback: bool, max_sessions: int) -> None:
+    def __init__(self, token: str, loopback: bool, max_sessions: int) -> None:
         self.token = token
-        self.cookie = COOKIE.format(port=port)
         self.loopback = loopback
         self.max_sessions = max_sessions
         self.sessions = 0
 
-    def _token_of(self, request: web.Request) -> tuple[str | None, bool]:
-        """The token the request carries, and whether it came in the query (the page then sets the cookie)."""
+    @staticmethod
+    def _token_of(request: web.Request) -> str | None:
+        """The token the request carries (see the module doc), or None."""
         if (t := request.query.get("token")) is not None:
-            return t, True
+            return t
         auth = request.headers.get("Authorization", "")
         if auth.lower().startswith("token "):
-            return auth[6:].strip(), False
-        return request.cookies.get(self.cookie), False
+            return auth[6:].strip()
+        path = request.path
+        for prefix in KEYED:
+            if path.startswith(prefix):
+                return path[len(prefix):].split("/", 1)[0]
+        return None
 
     def allowed(self, request: web.Request) -> tuple[int, str] | None:
         """None when ``request`` may be served, else the status and the reason."""
         if self.loopback and not is_loopback(_host_name(request.host)):
             return 403, "this server answers to localhost only"
-        given, _ = self._token_of(request)
+        given = self._token_of(request)
         if given is None or not secrets.compare_digest(given.encode(), self.token.encode()):
             return 401, "a token is needed: open the URL steptable serve printed (with ?token=...)"
         if request.headers.get("Upgrade", "").lower() == "websocket":
@@ -102,9 +115,6 @@ class Gate:
         response = await handler(request)
         if not response.prepared:  # (a websocket's response is sent by its handler)
             response.headers.update(page_headers(request.host))
-        _, from_query = self._token_of(request)
-        if from_query and not response.prepared:  # the page: its assets and websocket come with the cookie
-            response.set_cookie(self.cookie, self.token, httponly=True, samesite="Strict", path="/")
         return response
 
     def open_session(self) -> bool:

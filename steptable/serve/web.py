@@ -24,16 +24,35 @@ log = logging.getLogger("textual-serve")
 
 #: seconds a session's app gets to quit after its browser left, before its process is killed
 QUIT_WAIT_S = 5.0
+#: the most cells a browser may ask for a side of its terminal (one asked for 10**30 and the app grew to 8 GB)
+MAX_CELLS = 1000
 
 
 def watch_command(paths: Sequence[str], theme: str | None = None, poll: float | None = None) -> str:
-    """The shell command each session runs: this interpreter's ``steptable watch`` over ``paths``."""
+    """The shell command each session runs: this interpreter's ``steptable watch`` over ``paths``, in place of the
+    shell (``exec``: textual-serve starts it through ``/bin/sh``, and a kill of a shell that forked it left the app
+    running, a child of init, outside the session cap)."""
     argv = [sys.executable, "-m", "steptable", "watch"]
     if theme:
         argv += ["--theme", theme]
     if poll:
         argv += ["--poll", str(poll)]
-    return shlex.join([*argv, "--", *paths])
+    return "exec " + shlex.join([*argv, "--", *paths])
+
+
+def cells(value: Any, default: int) -> int:
+    """A terminal side a browser asked for (the query's text or a message's number), as 1 to MAX_CELLS cells."""
+    n = to_int(value, default) if isinstance(value, str) else value
+    if type(n) is not int:
+        raise ValueError(f"not a number of cells: {value!r}")
+    return max(1, min(MAX_CELLS, n))
+
+
+class Session(AppService):  # type: ignore[misc]
+    """textual-serve's app of one session, its terminal's size kept within MAX_CELLS a side."""
+
+    async def set_terminal_size(self, width: int, height: int) -> None:
+        await super().set_terminal_size(cells(width, 80), cells(height, 24))
 
 
 class WatchServer(Server):
@@ -42,7 +61,7 @@ class WatchServer(Server):
     def __init__(self, command: str, host: str, port: int, token: str, max_sessions: int = 4,
                  title: str = "steptable") -> None:
         super().__init__(command, host=host, port=port, title=title)
-        self.gate = Gate(token, port, is_loopback(host), max_sessions)
+        self.gate = Gate(token, is_loopback(host), max_sessions)
         self.services: set[AppService] = set()  # the sessions' apps running now
 
     def url(self) -> str:
@@ -51,11 +70,20 @@ class WatchServer(Server):
         return f"http://{host}:{self.port}/?token={self.gate.token}"
 
     def initialize_logging(self) -> None:
-        super().initialize_logging()
-        logging.getLogger("aiohttp.access").setLevel(logging.WARNING)  # its lines carry the token (?token=...)
+        """textual-serve's logging without the local variables in tracebacks (a request's headers, its token) and
+        without the access log (its lines carry the token)."""
+        from rich.logging import RichHandler
+
+        logging.basicConfig(level="INFO", format="%(message)s", handlers=[RichHandler(
+            show_path=False, show_time=False, rich_tracebacks=True, tracebacks_show_locals=False,
+            console=self.console)])
+        logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
 
     async def _make_app(self) -> web.Application:
         app = await super()._make_app()
+        # the page's assets and websocket with the token in their path (guard.KEYED: the page passes no cookie)
+        app.add_routes([web.get("/ws/{key}", self.handle_websocket),
+                        web.static(f"/a/{self.gate.token}", self.statics_path)])
         app.middlewares.append(self.gate.middleware)
         return app
 
@@ -72,10 +100,11 @@ class WatchServer(Server):
         not the bind address."""
         scheme = "https" if request.secure else "http"
         base = f"{scheme}://{request.host}"
+        key = self.gate.token
         context: dict[str, Any] = {
             "font_size": to_int(request.query.get("fontsize", "16"), 16),
-            "app_websocket_url": f"{'wss' if request.secure else 'ws'}://{request.host}/ws",
-            "config": {"static": {"url": f"{base}/static/"}},
+            "app_websocket_url": f"{'wss' if request.secure else 'ws'}://{request.host}/ws/{key}",
+            "config": {"static": {"url": f"{base}/a/{key}/"}},
             "application": {"name": self.title},
         }
         return aiohttp_jinja2.render_template("app_index.html", request, context)
@@ -83,12 +112,13 @@ class WatchServer(Server):
     async def handle_websocket(self, request: web.Request) -> web.WebSocketResponse:
         """One session: the app in its own process for as long as the websocket is open; its process ended (killed
         if it does not quit) when the browser leaves. Past the cap: 503, no process."""
+        if request.headers.get("Upgrade", "").lower() != "websocket":  # (answered, not a traceback in the log)
+            raise web.HTTPBadRequest(text="a websocket is needed here\n")
         if not self.gate.open_session():
             raise web.HTTPServiceUnavailable(text=f"{self.gate.max_sessions} sessions open already\n")
         try:
             websocket = web.WebSocketResponse(heartbeat=15)
-            width = to_int(request.query.get("width", "80"), 80)
-            height = to_int(request.query.get("height", "24"), 24)
+            width, height = cells(request.query.get("width", "80"), 80), cells(request.query.get("height", "24"), 24)
             service: AppService | None = None
             try:
                 await websocket.prepare(request)
@@ -96,8 +126,8 @@ class WatchServer(Server):
                 async def close() -> None:
                     await websocket.close()
 
-                service = AppService(self.command, write_bytes=websocket.send_bytes, write_str=websocket.send_str,
-                                     close=close, download_manager=self.download_manager)
+                service = Session(self.command, write_bytes=websocket.send_bytes, write_str=websocket.send_str,
+                                  close=close, download_manager=self.download_manager)
                 self.services.add(service)
                 await service.start(width, height)
                 await self._process_messages(websocket, service)

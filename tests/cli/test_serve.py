@@ -1,4 +1,5 @@
-"""`steptable serve` (steptable.cli.serve): a short token, a port out of range and the missing extra refused."""
+"""`steptable serve` (steptable.cli.serve): a short token, a port out of range or taken and the missing extra
+refused."""
 
 from __future__ import annotations
 
@@ -14,7 +15,13 @@ def test_bad_arguments_and_the_missing_extra(monkeypatch: pytest.MonkeyPatch, ca
     from tests.helpers import run_cli
 
     rc, _, err = run_cli(["serve", str(tmp_path), "--token", "short"], capsys)
-    assert rc == 2 and "8 characters" in err
+    assert rc == 2 and "16 characters or more" in err
+    rc, _, err = run_cli(["serve", str(tmp_path), "--token", "long-enough-but/has-a-slash"], capsys)  # (in URL paths)
+    assert rc == 2 and "letters, digits, - and _" in err
+    monkeypatch.setenv("STEPTABLE_SERVE_TOKEN", "short")  # (read from the environment: not in the process list)
+    rc, _, err = run_cli(["serve", str(tmp_path)], capsys)
+    assert rc == 2 and "16 characters or more" in err
+    monkeypatch.delenv("STEPTABLE_SERVE_TOKEN")
     with pytest.raises(SystemExit):
         run_cli(["serve", str(tmp_path), "--port", "70000"], capsys)
     assert "a port is 1-65535" in capsys.readouterr().err
@@ -22,3 +29,19 @@ def test_bad_arguments_and_the_missing_extra(monkeypatch: pytest.MonkeyPatch, ca
     monkeypatch.setattr(importlib.util, "find_spec", lambda n, *a: None if n == "textual_serve" else real(n, *a))
     rc, _, err = run_cli(["serve", str(tmp_path)], capsys)
     assert rc == 2 and err == "steptable serve: needs textual-serve: pip install 'steptable[serve]'\n"
+
+
+def test_a_port_taken_is_said_before_any_url(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """A port in use printed a URL with a new token (which whoever holds the port would get), then a traceback and
+    exit 70."""
+    import socket
+
+    pytest.importorskip("textual_serve")
+    from tests.helpers import run_cli
+
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        port = held.getsockname()[1]
+        rc, out, err = run_cli(["serve", str(tmp_path), "--port", str(port)], capsys)
+    assert rc == 2 and out == "" and f"cannot listen on 127.0.0.1:{port} (Address already in use)" in err

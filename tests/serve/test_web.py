@@ -80,17 +80,19 @@ async def _status(url: str, **kw: Any) -> int:
 def test_http_needs_the_token_on_the_page_and_the_assets(server: tuple[int, Any]) -> None:
     port, _ = server
     base = f"http://127.0.0.1:{port}"
-    cookie = {"Cookie": f"steptable-serve-{port}={TOKEN}"}
-    for path in ("/", "/static/js/textual.js", "/static/css/xterm.css", "/ws", "/download/x"):
+    for path in ("/", "/static/js/textual.js", "/a/wrong/js/textual.js", "/static/css/xterm.css", "/ws", "/ws/wrong",
+                 "/download/x"):
         assert _run(_status(base + path)) == 401, path
         assert _run(_status(base + path + "?token=wrong")) == 401, path
-        assert _run(_status(base + path, headers={"Cookie": f"steptable-serve-{port}=wrong"})) == 401, path
+        # no cookie lets anything through (a cookie goes to every port of the host: another local service's too)
+        assert _run(_status(base + path, headers={"Cookie": f"steptable-serve-{port}={TOKEN}"})) == 401, path
     assert _run(_status(f"{base}/?token={TOKEN}")) == 200
-    assert _run(_status(f"{base}/static/js/textual.js", headers=cookie)) == 200  # what the page's cookie allows
+    assert _run(_status(f"{base}/a/{TOKEN}/js/textual.js")) == 200  # the page's assets, the token in their path
     assert _run(_status(f"{base}/", headers={"Authorization": f"token {TOKEN}"})) == 200
+    assert _run(_status(f"{base}/ws/{TOKEN}")) == 400  # not a websocket: answered, no traceback with the headers
 
 
-def test_the_page_sets_the_cookie_and_names_the_host_asked_for(server: tuple[int, Any]) -> None:
+def test_the_page_names_its_assets_and_websocket_with_the_token_and_sets_no_cookie(server: tuple[int, Any]) -> None:
     port, _ = server
 
     async def go() -> tuple[str, str]:
@@ -98,8 +100,10 @@ def test_the_page_sets_the_cookie_and_names_the_host_asked_for(server: tuple[int
             return r.headers.get("Set-Cookie", ""), await r.text()
 
     cookie, page = _run(go())
-    assert f"steptable-serve-{port}={TOKEN}" in cookie and "HttpOnly" in cookie and "SameSite=Strict" in cookie
-    assert f'data-session-websocket-url="ws://localhost:{port}/ws"' in page  # (an ssh tunnel's port too)
+    assert cookie == ""
+    # (the host the browser asked for: an ssh tunnel's port too)
+    assert f'data-session-websocket-url="ws://localhost:{port}/ws/{TOKEN}"' in page
+    assert f'src="http://localhost:{port}/a/{TOKEN}/js/textual.js"' in page
 
 
 def test_a_foreign_host_or_origin_is_refused(server: tuple[int, Any]) -> None:
@@ -144,7 +148,7 @@ def test_a_session_shows_the_demo_rows_and_its_process_ends_with_it(demo_dir: Pa
         async def go() -> tuple[str, int, list[int]]:
             screen = ""
             async with aiohttp.ClientSession() as s:
-                async with s.ws_connect(f"{origin}/ws?token={TOKEN}&width=200&height=50", origin=origin) as w:
+                async with s.ws_connect(f"{origin}/ws/{TOKEN}?width=200&height=50", origin=origin) as w:
                     await w.send_json(["resize", {"width": 200, "height": 50}])
                     second = 0
                     try:  # the cap: a second session is refused while this one is open
@@ -214,6 +218,9 @@ def test_the_page_fetches_nothing_from_another_host_and_sends_no_referer(server:
     headers, page = _run(go())
     policy = dict(d.strip().split(" ", 1) for d in headers["Content-Security-Policy"].split(";"))
     assert policy["default-src"] == "'self'" and headers["Referrer-Policy"] == "no-referrer"
+    # framed by no page (another port's page framed a live session), and not cached (the URL holds the token)
+    assert policy["frame-ancestors"] == "'none'" and headers["X-Frame-Options"] == "DENY"
+    assert headers["Cache-Control"] == "no-store"
     assert policy["connect-src"] == f"'self' ws://localhost:{port} wss://localhost:{port}"
     kinds = {"link": "style-src", "script": "script-src", "img": "img-src"}
     foreign = [(tag, url) for tag, url in re.findall(r"<(link|script|img)\b[^>]*?(?:href|src)=\"([^\"]+)\"", page)
@@ -221,10 +228,53 @@ def test_the_page_fetches_nothing_from_another_host_and_sends_no_referer(server:
     for tag, url in foreign:
         allowed = policy.get(kinds[tag], policy["default-src"]).split()
         assert all(a in ("'self'", "'unsafe-inline'", "data:") for a in allowed), (tag, url, allowed)
-    _, css = _run(_status_and_headers(f"http://localhost:{port}/static/css/xterm.css", port))
+    _, css = _run(_status_and_headers(f"http://localhost:{port}/a/{TOKEN}/css/xterm.css"))
     assert "Content-Security-Policy" in css  # (the assets too)
 
 
-async def _status_and_headers(url: str, port: int) -> tuple[int, Any]:
-    async with aiohttp.ClientSession() as s, s.get(url, headers={"Cookie": f"steptable-serve-{port}={TOKEN}"}) as r:
+async def _status_and_headers(url: str) -> tuple[int, Any]:
+    async with aiohttp.ClientSession() as s, s.get(url) as r:
         return int(r.status), r.headers
+
+
+def test_a_session_whose_app_hangs_or_asks_for_a_huge_terminal_ends_with_the_browser(demo_dir: Path) -> None:
+    """The app ran under /bin/sh, and the kill after the browser left hit the shell: a hung app (here: stopped)
+    lived on as a child of init, outside the session cap; a resize to 10**30 cells made it grow to 8 GB. The app
+    is the session's process now, and a side is at most MAX_CELLS cells."""
+    import signal
+
+    from steptable.serve.web import MAX_CELLS, QUIT_WAIT_S, cells
+
+    assert (cells(10**30, 80), cells("99999999999", 80), cells("-5", 24), cells("x", 24)) == (MAX_CELLS, MAX_CELLS,
+                                                                                              1, 24)
+    with pytest.raises(ValueError):
+        cells(1.5, 80)
+    with _serve(demo_dir, "--max-sessions", "1") as (port, _):
+        origin = f"http://127.0.0.1:{port}"
+
+        async def go() -> list[int]:
+            async with aiohttp.ClientSession() as s, s.ws_connect(f"{origin}/ws/{TOKEN}?width={10**30}&height=40",
+                                                                  origin=origin) as w:
+                await w.send_json(["resize", {"width": 10**30, "height": 10**30}])
+                deadline = time.monotonic() + 30
+                while not _watch_processes(demo_dir) and time.monotonic() < deadline:
+                    await asyncio.sleep(0.2)
+                apps = _watch_processes(demo_dir)
+                for pid in apps:
+                    os.kill(pid, signal.SIGSTOP)  # (an app that will not quit)
+                return apps
+
+        apps = _run(go())
+        assert apps
+        deadline = time.monotonic() + 3 * QUIT_WAIT_S + 10
+        while any(_alive(pid) for pid in apps) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not any(_alive(pid) for pid in apps)
+
+
+def _alive(pid: int) -> bool:
+    """The process is there and not a zombie."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False
