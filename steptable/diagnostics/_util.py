@@ -26,13 +26,19 @@ def check_nan_policy(policy: str) -> NanPolicy:
     raise ValueError(f"nan_policy must be 'propagate' or 'drop', got {policy!r}")
 
 
+def check_int(value: int, name: str, least: int, why: str = "") -> int:
+    """``value`` as an int >= ``least``: TypeError for any other type (a float size fails deep inside a later step,
+    inside the training loop, in torch's words), ValueError below ``least``."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
+    if value < least:
+        raise ValueError(f"{name} must be >= {least}{why}, got {value}")
+    return int(value)
+
+
 def check_nbins(nbins: int) -> int:
     """A histogram bin count as an int >= 3 (a float count would fail deep inside as an index error)."""
-    if isinstance(nbins, bool) or not isinstance(nbins, numbers.Integral):
-        raise TypeError(f"nbins must be an int, got {type(nbins).__name__} {nbins!r}")
-    if nbins < 3:
-        raise ValueError(f"nbins must be >= 3 for a 3-class split, got {nbins}")
-    return int(nbins)
+    return check_int(nbins, "nbins", 3, " for a 3-class split")
 
 
 def as_1d(t: Tensor, name: str, n: int | None = None) -> Tensor:

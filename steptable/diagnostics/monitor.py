@@ -32,6 +32,7 @@ from steptable.diagnostics._util import (
     STAT_DTYPE,
     as_1d,
     as_stat,
+    check_int,
     check_nan_policy,
     check_nbins,
     labels_to_bool,
@@ -141,14 +142,12 @@ class RoutingMonitor(GraphedCompute):
         sharded_grads: bool = False,
         cuda_graph: bool = True,
     ) -> None:
-        if capacity < 1:
-            raise ValueError(f"capacity must be >= 1, got {capacity}")
-        warm = min(1024, capacity) if warmup is None else warmup
+        capacity = check_int(capacity, "capacity", 1)
+        warm = min(1024, capacity) if warmup is None else check_int(warmup, "warmup", 0)
         if not 0 <= warm <= capacity:
             raise ValueError(f"warmup must be in [0, capacity={capacity}], got {warm}")
         nbins = check_nbins(nbins)
-        if pad_to is not None and pad_to < 0:
-            raise ValueError(f"pad_to must be >= 0, got {pad_to}")
+        pad_to = None if pad_to is None else check_int(pad_to, "pad_to", 0)
         self.capacity = capacity
         self.warmup = warm
         self.nan_policy = check_nan_policy(nan_policy)

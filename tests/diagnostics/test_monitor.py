@@ -205,3 +205,19 @@ def test_gradients_in_the_wrong_container_say_what_is_wanted() -> None:
     assert flat["qmass"] == pytest.approx(0.5)
     scalar = mon.step(act, v, hack, adv, g_keep=torch.tensor(1.0), g_quar=torch.tensor(3.0))  # a 0-d one too
     assert scalar["qmass"] == pytest.approx(0.75)
+
+
+@pytest.mark.parametrize(("kwargs", "error", "words"), [
+    ({"capacity": 1e4}, TypeError, "capacity must be an int, got float 10000.0"),
+    ({"capacity": 0}, ValueError, "capacity must be >= 1, got 0"),
+    ({"warmup": 10.5}, TypeError, "warmup must be an int"),
+    ({"pad_to": 64.0}, TypeError, "pad_to must be an int"),
+    ({"pad_to": -1}, ValueError, "pad_to must be >= 0"),
+])
+def test_sizes_that_are_not_ints_are_refused_when_the_monitor_is_made(kwargs: dict[str, Any], error: type,
+                                                                      words: str) -> None:
+    """RoutingMonitor(capacity=1e4) was accepted, then its first step raised torch's 'zeros(): argument size must
+    be tuple of ints, not float' inside the training loop."""
+    with pytest.raises(error, match=words):
+        RoutingMonitor(**kwargs)
+    assert RoutingMonitor(capacity=np.int64(64), warmup=8).capacity == 64
