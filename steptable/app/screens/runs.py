@@ -1,6 +1,7 @@
 """The run list: the home screen of a path that holds more runs than fit as tables (a sweep). One line per run
 (steptable.app.widgets.runlist), the sweep's status line above it; filter by name or config, sort by any column,
-select runs and open them as tables (their histories are read then, in the background), pin runs to the top."""
+select runs and open them as tables (their histories are read then, in the background) or compare them (``w``), pin
+runs to the top."""
 
 from __future__ import annotations
 
@@ -39,6 +40,7 @@ class RunsScreen(Screen[None]):
         Binding("slash", "filter", "Filter", tooltip="runs by name (glob, substring, re:REGEX) or config (lr=1e-5)"),
         Binding("space", "select", "Select", tooltip="select the run (again: unselect)"),
         Binding("enter", "open", "Open", tooltip="the selected runs (or this one) as tables, charts, compare"),
+        Binding("w", "compare", "Compare", tooltip="open the selected runs (two or more) and say which arm wins"),
         Binding("o", "sort", "Sort", tooltip="by the next column (O: this column the other way)"),
         Binding("O", "reverse", "Reverse", show=False),
         Binding("m", "stat", "Stat", tooltip="metric columns: last value, mean of the newest rows, best"),
@@ -205,6 +207,17 @@ class RunsScreen(Screen[None]):
             self.state.selected.add(chosen[0])
         if chosen:
             self.host.open_runs(chosen)
+
+    def action_compare(self) -> None:
+        """The selected runs opened, then the compare view over them (it fills in as their histories are read)."""
+        chosen = [e.run_id for e in self.host.entries() if e.run_id in self.state.selected]
+        if len(chosen) < 2:
+            self.notify("select two runs or more to compare (space; a: every run the filter shows)")
+            return
+        self.host.open_runs(chosen)
+        compare = getattr(self.app, "action_compare", None)
+        if compare is not None:
+            self.app.call_after_refresh(compare)
 
     def action_help(self) -> None:
         from steptable.app.screens.help import HelpScreen, key_lines

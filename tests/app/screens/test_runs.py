@@ -153,6 +153,34 @@ async def test_select_open_and_compare(sweep: tuple[Path, list[str]]) -> None:
         assert app.session.visible() == [f"{names[-1]}/metrics.jsonl"]
 
 
+async def test_w_compares_the_selected_runs_from_the_list(sweep: tuple[Path, list[str]]) -> None:
+    """The run list had no w: comparing runs of a sweep took Enter, then w over the tables. Now w opens the
+    selected runs and the compare view over them (which fills in as their histories are read); fewer than two
+    selected is told."""
+    root, names = sweep
+    app = StepTableApp(Feed([str(root)]))
+    async with app.run_test(size=SIZE) as pilot:
+        scr = await _list(app, pilot, len(names))
+        await pilot.press("w")
+        await pilot.pause(0.1)
+        assert app.screen is scr  # nothing selected: said, nothing opened
+        scr.sort_by("reward")
+        await pilot.press("home", "space", "space", "space")
+        await pilot.press("w")
+        for _ in range(300):
+            await pilot.pause(0.02)
+            if isinstance(app.screen, CompareScreen) and all(len(r.store) == 30 for r in app.session.runs.values()) \
+                    and len(app.session.runs) == 3:
+                break
+        assert isinstance(app.screen, CompareScreen)
+        screen = app.screen
+        screen.update_table()
+        await pilot.pause(0.1)
+        live = screen.live
+        assert live is not None and len(live.groups) == 3
+        assert sorted(app.panels) == sorted(scr.state.selected)
+
+
 async def test_few_runs_show_as_tables(tmp_path: Path) -> None:
     write_sweep(tmp_path, runs=3)
     app = StepTableApp(Feed([str(tmp_path)]))
