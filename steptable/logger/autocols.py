@@ -99,7 +99,21 @@ def auto_columns(
     max_width: int | None = None,
     terminal: int | None = None,
 ) -> tuple[Col, ...]:
-    """The columns for a run whose first row is ``row`` (flat: ``{"train/loss": ...}``).
+    """:func:`auto_layout`'s columns."""
+    return auto_layout(row, path, expect=expect, schema=schema, max_width=max_width, terminal=terminal)[0]
+
+
+def auto_layout(
+    row: Mapping[str, Any],
+    path: str | os.PathLike[str] = "metrics.jsonl",
+    *,
+    expect: Sequence[str] = (),
+    schema: str | None = None,
+    max_width: int | None = None,
+    terminal: int | None = None,
+) -> tuple[tuple[Col, ...], list[str]]:
+    """The columns for a run whose first row is ``row`` (flat: ``{"train/loss": ...}``), and the keys of ``row``
+    that the layout would show but the width leaves out (for the line that names them).
 
     path       where the rows go: user schemas (``steptable.toml``) beside it apply, and its name counts in detection
     expect     keys not in this row that later rows will carry (evaluation metrics): given columns now
@@ -120,6 +134,22 @@ def auto_columns(
         cols = layout([view], chosen)
     present = set(view.keys)
     declared = {c.key for c in chosen.cols} if chosen is not None else set()
+    out = _as_logged(cols, present, declared)
+    wanted = [c.key for c in _as_logged(layout([view], chosen), present, declared)] if terminal is None else \
+        [c.key for c in out]
+    if terminal is not None:
+        cells = room(terminal)
+        out = out[: cells // 2 + 1]  # (a printed column takes a cell and a space at least: no more than these fit)
+        printed = ConsoleLayout(out, room=cells)
+        printed.update(row)
+        out = [c for c in out if c.key not in printed.hidden]
+    shown = {c.key for c in out}
+    return tuple(out), [k for k in wanted if k not in shown and k in row]
+
+
+def _as_logged(cols: Sequence[Col], present: set[str], declared: set[str]) -> list[Col]:
+    """A layout's columns as StepLogger prints them: the step at least :data:`STEP_WIDTH` wide, the keys present as
+    logged (an alias's column under the alias), undeclared ones fitted to their values."""
     out: list[Col] = []
     for c in cols:
         if c.key == "step":
@@ -135,13 +165,7 @@ def auto_columns(
             alias = next((a for a in c.aliases if a in present), None)
             if alias is not None:
                 out.append(c.with_(key=alias, aliases=()))
-    if terminal is None:
-        return tuple(out)
-    cells = room(terminal)
-    out = out[: cells // 2 + 1]  # (a printed column takes a cell and a space at least: no more than these fit)
-    printed = ConsoleLayout(out, room=cells)
-    printed.update(row)
-    return tuple(c for c in out if c.key not in printed.hidden)
+    return out
 
 
 #: rows with new keys an AutoColumns lays out again, at most
@@ -172,6 +196,8 @@ class AutoColumns:
         self._grows = 0
         #: cells the last layout's rows may take after the level icon (None before the first)
         self.room: int | None = None
+        #: keys the last layout would show but its width leaves out
+        self.dropped: list[str] = []
 
     def expect_more(self, keys: Iterable[str]) -> None:
         """Expect ``keys`` too (before the first row: a resumed run's columns of its earlier process)."""
@@ -215,8 +241,8 @@ class AutoColumns:
         # (a width given is counted as tail prints; a terminal's by what the console prints in it)
         terminal = terminal_width() if self.max_width is None else None
         width = self.max_width or terminal or PIPE_WIDTH
-        cols = auto_columns(self._values, self.path, expect=self.expect, schema=self.schema, max_width=width,
-                            terminal=terminal)
+        cols, self.dropped = auto_layout(self._values, self.path, expect=self.expect, schema=self.schema,
+                                         max_width=width, terminal=terminal)
         self.room = room(width)
         self._keys = tuple(c.key for c in cols)
         return cols

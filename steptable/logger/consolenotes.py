@@ -23,10 +23,11 @@ class ConsoleNotes:
         self._told_gone: set[str] = set()  # of them, those said to be left out of the line since
 
     def before_row(self, layout: ConsoleLayout, legend_cols: Sequence[Col], first: bool, grown: bool, widened: bool,
-                   room: int | None) -> list[str]:
+                   room: int | None, unshown: Sequence[str] = ()) -> list[str]:
         """The lines to print before a row: ``legend_cols``' lines not printed yet (the first row, or one that
         brought new keys: ``grown``), then where a header is due (the first row, a column ``widened``, the cadence)
-        the columns printed before that it leaves out, within ``room`` cells, and the header. The row is counted."""
+        the columns it leaves out, within ``room`` cells: those printed before, and ``unshown`` (logged keys the
+        automatic layout had no room for), each said once; then the header. The row is counted."""
         out: list[str] = []
         header_due = first or widened or bool(self.header_every and self.since_header >= self.header_every)
         if first or grown:
@@ -38,7 +39,7 @@ class ConsoleNotes:
             # a column printed on the rows above that this header leaves out (no room left as others widened or
             # new keys came): said once, or it would seem never logged again
             shown = {c.key for c in layout.cols}
-            gone = [k for k in self._printed if k not in shown and k not in self._told_gone]
+            gone = [k for k in dict.fromkeys([*self._printed, *unshown]) if k not in shown and k not in self._told_gone]
             if gone:
                 self._told_gone.update(gone)
                 out.append(left_out(gone, room))

@@ -296,8 +296,8 @@ class StepLogger:
         row's line."""
         widened = self._fit(view)  # a column grows to this row's value: its header again
         # (the row is counted by _fit, before printing: a failure below must not bring the legend back next step)
-        room = self._auto.room if self._auto is not None else None
-        for text in self._notes.before_row(self._layout, self._legend_cols(), first, grown, widened, room):
+        room, unshown = (self._auto.room, self._auto.dropped) if self._auto is not None else (None, [])
+        for text in self._notes.before_row(self._layout, self._legend_cols(), first, grown, widened, room, unshown):
             self._emit(text)
         line = self.row(view)
         self._emit(line)
