@@ -202,6 +202,8 @@ class SweepHost(Protocol):
 
     def notify(self, message: str, *, severity: Any = "information", markup: bool = True) -> None: ...
 
+    def call_after_refresh(self, callback: Any, *args: Any) -> bool: ...
+
 
 class Sweep:
     """The app's part for a sweep: the run list screen, opening runs from it, the status line."""
@@ -275,6 +277,16 @@ class Sweep:
         arrangement = getattr(self.app, "arrangement", None)
         if arrangement is not None:
             arrangement.set_hidden(self.app.session.hidden)
+
+    def compare_runs(self, run_ids: Sequence[str]) -> None:
+        """:meth:`open_runs`, then the compare view over those runs alone (it fills in as their histories are read;
+        runs opened before and the seeds' groups are not in it)."""
+        from steptable.app.screens.compare import CompareScreen
+
+        self.open_runs(run_ids)
+        runs = self.app.session.runs
+        self.app.call_after_refresh(self.app.push_screen, CompareScreen(
+            lambda: [runs[r].store for r in run_ids if r in runs]))
 
     def can_close_list(self) -> bool:
         return bool(self.opened)

@@ -213,7 +213,7 @@ class LiveCompare:
                     raise CompareError(f"arm {g!r} ({m.name}): {e}") from None
         arms = [Arm(g, tuple(self.groups[g]), tuple(ix.axis for ix in idx[g])) for g in order]
         metrics = self.metrics or self._laid_out(arms, pick_metrics(arms))
-        logging = with_metrics(arms, metrics)[0]
+        logging = with_metrics(arms, metrics)[0] or arms  # (no metric: no result, the window of every run)
         kept = {a.name: {id(m.run) for m in a.members} for a in logging}
         window = self.window = choose_window(logging, self.spec)
         for ixs in idx.values():

@@ -59,7 +59,11 @@ def mean(xs: Sequence[float]) -> float:
     """The mean of one or more values, taken about the first (equal values give that value, not a neighbour of it:
     ``fsum([c] * n) / n`` differs from ``c`` in its last bit for about one ``n`` in eight)."""
     x0 = xs[0]
-    return x0 + math.fsum(map(sub, xs, repeat(x0))) / len(xs)
+    try:
+        m = x0 + math.fsum(map(sub, xs, repeat(x0))) / len(xs)
+        return m if math.isfinite(m) else math.fsum(xs) / len(xs)
+    except (OverflowError, ValueError):  # (values near the largest float: their differences or sums overflow)
+        return sum(x / len(xs) for x in xs)
 
 
 def sample_var(xs: Sequence[float]) -> float:

@@ -59,3 +59,22 @@ def test_bad_lines_of_many_files_are_counted_and_a_run_asked_for_hears_only_its_
     _, _, err = run_cli(["tail", str(tmp_path), "--run", "sweep07", "--since", "25"], capsys)
     assert [ln for ln in err.splitlines() if "malformed" in ln] == [
         f"{tmp_path / 'sweep07' / 'metrics.jsonl'}:31: malformed JSON (Input data was truncated)"]
+
+
+def test_tail_run_of_files_in_one_directory_hears_only_its_own_bad_lines(tmp_path: Path,
+                                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """A sweep of files side by side (sweep/lr1.jsonl, sweep/lr2.jsonl): a run's directory is every run's, so the
+    filter let the others' bad lines through."""
+    from tests.helpers import run_cli
+
+    for name in ("lr1", "lr2", "lr3"):
+        f = tmp_path / "sweep" / f"{name}.jsonl"
+        write_rows(f, [{"step": s, "loss": 0.5} for s in range(6)])
+        if name != "lr1":
+            with f.open("a") as fh:
+                fh.write('{"step": 6, "lo\n')
+    rc, _, err = run_cli(["tail", str(tmp_path / "sweep"), "--run", "lr1", "-n", "2"], capsys)
+    assert rc == 0 and "malformed" not in err, err
+    _, _, err = run_cli(["tail", str(tmp_path / "sweep"), "--run", "lr2", "-n", "2"], capsys)
+    assert [ln for ln in err.splitlines() if "malformed" in ln] == [
+        f"{tmp_path / 'sweep' / 'lr2.jsonl'}:7: malformed JSON (Input data was truncated)"]

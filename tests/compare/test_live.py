@@ -126,6 +126,15 @@ def test_live_window_is_not_ended_by_a_run_without_the_metrics() -> None:
     _same(results, _batch(stores[:2], "step", None))
 
 
+def test_live_with_no_metric_in_common_gives_no_result() -> None:
+    """Two arms whose keys differ (rew, train/rew): no metric, no result, and no error out of the window."""
+    stores = [_store(n) for n in ("base", "copy")]
+    for st, key in zip(stores, ("rew", "train/rew"), strict=True):
+        st.add(Parsed(steps=list(range(50)), rows=[{key: 1.0 + i / 100} for i in range(50)]), now=math.nan)
+    assert LiveCompare(stores, "base").update() == []
+    assert LiveCompare(stores, "copy").update() == []
+
+
 def test_live_unknown_baseline() -> None:
     from steptable.compare import CompareError
 

@@ -52,6 +52,11 @@ def test_equal_values_have_that_mean_and_no_spread(c: float) -> None:
     assert welch(single_spread([c] * 13), single_spread([c] * 12)) == (0.0, 0.0, 0.0)
 
 
+def test_means_near_the_largest_float_do_not_overflow() -> None:
+    assert mean([1e308, -1e308, 1e308, -1e308]) == 0.0  # (differences from the first value overflow)
+    assert mean([1e308, 1e308]) == 1e308 and mean([-1e308, -1e308, -1e308]) == -1e308
+
+
 def test_welch_difference() -> None:
     s = seeds_spread([1.0, 2.0, 3.0])
     d, lo, hi = welch(s, s)

@@ -28,6 +28,8 @@ class ListHost(Protocol):
 
     def open_runs(self, run_ids: Sequence[str]) -> None: ...
 
+    def compare_runs(self, run_ids: Sequence[str]) -> None: ...
+
     def can_close_list(self) -> bool: ...
 
     def metric_defaults(self) -> list[str]: ...
@@ -209,15 +211,13 @@ class RunsScreen(Screen[None]):
             self.host.open_runs(chosen)
 
     def action_compare(self) -> None:
-        """The selected runs opened, then the compare view over them (it fills in as their histories are read)."""
+        """The selected runs opened, then the compare view over them alone (it fills in as their histories are
+        read)."""
         chosen = [e.run_id for e in self.host.entries() if e.run_id in self.state.selected]
         if len(chosen) < 2:
             self.notify("select two runs or more to compare (space; a: every run the filter shows)")
             return
-        self.host.open_runs(chosen)
-        compare = getattr(self.app, "action_compare", None)
-        if compare is not None:
-            self.app.call_after_refresh(compare)
+        self.host.compare_runs(chosen)
 
     def action_help(self) -> None:
         from steptable.app.screens.help import HelpScreen, key_lines

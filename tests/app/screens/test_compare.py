@@ -77,6 +77,29 @@ async def test_a_compare_view_wider_than_the_terminal_scrolls_to_its_last_arm(tm
         assert any("│metric " in line and "vanilla (n=1)" in line for line in text.splitlines())
 
 
+async def test_arms_with_no_metric_in_common_or_a_copy_as_baseline_say_so(tmp_path: Path) -> None:
+    """A JSONL logging rew beside a W&B-style copy logging train/rew: the view said "no metric every arm logs yet"
+    until the window left out runs without the metrics, when its update raised out of the app (ValueError); b onto
+    the copy likewise."""
+    import json
+
+    for name, key in (("a_jsonl", "rew"), ("b_copy", "train/rew"), ("c_jsonl", "rew")):
+        path = tmp_path / name / "metrics.jsonl"
+        path.parent.mkdir(parents=True)
+        path.write_text("".join(json.dumps({"step": s, key: 1.0 + s / 100}) + "\n" for s in range(50)))
+    app, follower, _ = manual_app(tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await sync(pilot, follower)
+        await pilot.press("w")
+        await pilot.pause()
+        assert isinstance(app.screen, CompareScreen)
+        assert "baseline a_jsonl" in screen_text(app) and "rew " in screen_text(app)
+        await pilot.press("b")  # the copy as the baseline: no metric the others log
+        await pilot.pause()
+        assert isinstance(app.screen, CompareScreen) and app.return_code is None
+        assert "baseline b_copy" in screen_text(app)
+
+
 async def test_compare_view_one_arm(tmp_path: Path) -> None:
     app, follower, _ = manual_app(make_runs(tmp_path, steps=50, arms=("solo",)))
     async with app.run_test(size=SIZE) as pilot:

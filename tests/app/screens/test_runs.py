@@ -179,6 +179,21 @@ async def test_w_compares_the_selected_runs_from_the_list(sweep: tuple[Path, lis
         live = screen.live
         assert live is not None and len(live.groups) == 3
         assert sorted(app.panels) == sorted(scr.state.selected)
+        first = set(scr.state.selected)
+        await pilot.press("escape", "r")  # back to the list: w on two others compares those two only
+        await pilot.pause(0.1)
+        assert app.screen is scr
+        scr.state.selected.clear()
+        await pilot.press("end", "space", "up", "space", "w")
+        for _ in range(300):
+            await pilot.pause(0.02)
+            if isinstance(app.screen, CompareScreen) and len(app.session.runs) == 5 \
+                    and all(len(r.store) == 30 for r in app.session.runs.values()):
+                break
+        app.screen.update_table()
+        await pilot.pause(0.1)
+        compared = {m.run.run for ms in app.screen.live.groups.values() for m in ms}
+        assert compared == scr.state.selected and not compared & first  # (the runs opened before: hidden)
 
 
 async def test_few_runs_show_as_tables(tmp_path: Path) -> None:
