@@ -90,17 +90,10 @@ def room(line: int) -> int:
     return max(line - ICON_CELLS, 1)
 
 
-def auto_columns(
-    row: Mapping[str, Any],
-    path: str | os.PathLike[str] = "metrics.jsonl",
-    *,
-    expect: Sequence[str] = (),
-    schema: str | None = None,
-    max_width: int | None = None,
-    terminal: int | None = None,
-) -> tuple[Col, ...]:
-    """:func:`auto_layout`'s columns."""
-    return auto_layout(row, path, expect=expect, schema=schema, max_width=max_width, terminal=terminal)[0]
+def auto_columns(row: Mapping[str, Any], path: str | os.PathLike[str] = "metrics.jsonl", **options: Any
+                 ) -> tuple[Col, ...]:
+    """:func:`auto_layout`'s columns (``options``: its keyword arguments)."""
+    return auto_layout(row, path, **options)[0]
 
 
 def auto_layout(
