@@ -73,10 +73,8 @@ def _hook_ipython() -> None:
     raised closes with its exception the runs its framework ends (HF's train() raised inside the cell: its
     on_train_end never comes). Other open runs stay open: a loop logged over several cells goes on."""
     ipython = sys.modules.get("IPython")
-    shell = getattr(ipython, "get_ipython", lambda: None)() if ipython is not None else None
-    if shell is None or getattr(shell, "_steptable_hooked", False):
+    if ipython is None:
         return
-    shell._steptable_hooked = True
 
     def after_cell(result: Any) -> None:
         exc = getattr(result, "error_in_exec", None)
@@ -85,7 +83,11 @@ def _hook_ipython() -> None:
                 if run.framework_ends:
                     run.close(exc)
 
-    try:
+    try:  # (made from inside training: nothing here may raise into it)
+        shell = ipython.get_ipython()
+        if shell is None or getattr(shell, "_steptable_hooked", False):
+            return
+        shell._steptable_hooked = True
         shell.events.register("post_run_cell", after_cell)
     except Exception as e:  # (an IPython without these events: the run is closed at exit, as before)
         report_once("runlog-ipython", f"steptable: cannot follow IPython's cells ({error_text(e)})")
