@@ -70,14 +70,16 @@ BAD_FILES_TOLD = 3
 def tell_problems(problems: Sequence[tuple[str, str]], err: TextIO, runs: Sequence[Any] | None = None) -> None:
     """Tell ``problems`` (``Follower.problems_after``: (file, text)) on ``err``, a line each: the follower's own
     always; of files, only those of ``runs`` where given (a command about one run: the others' damage is not its
-    answer; a run's file, or a file in a run that is a directory), the first :data:`BAD_FILES_TOLD` files' line by
+    answer; a run's file, or one in a TensorBoard run's directory), the first :data:`BAD_FILES_TOLD` files' line by
     line and one line counting the rest (a sweep of 300 runs with a torn line each was 300 lines on every poll)."""
-    mine = None if runs is None else {str(r.path) for r in runs}
+    # (a TensorBoard run is its directory: each of its event files is the run's)
+    mine = None if runs is None else {p for r in runs for p in (str(r.path), *(
+        [os.path.dirname(str(r.path))] if getattr(r, "kind", None) == "tensorboard" else []))}
     told: list[str] = []
     more: dict[str, int] = {}
     for path, text in problems:
         if path != "steptable" and mine is not None and path not in mine and os.path.dirname(path) not in mine:
-            continue  # (not the run's file, nor a file in the run's directory: a TensorBoard run's events)
+            continue
         if path == "steptable" or path in told or len(told) < BAD_FILES_TOLD:
             if path != "steptable" and path not in told:
                 told.append(path)

@@ -78,3 +78,30 @@ def test_tail_run_of_files_in_one_directory_hears_only_its_own_bad_lines(tmp_pat
     _, _, err = run_cli(["tail", str(tmp_path / "sweep"), "--run", "lr2", "-n", "2"], capsys)
     assert [ln for ln in err.splitlines() if "malformed" in ln] == [
         f"{tmp_path / 'sweep' / 'lr2.jsonl'}:7: malformed JSON (Input data was truncated)"]
+
+
+def test_tail_run_of_a_tensorboard_run_tells_the_bad_records_of_each_of_its_event_files(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A TensorBoard run is its directory (a restart writes a second event file): a bad record in its second file is
+    the run's, told to tail --run; another run's is not."""
+    import time
+
+    pytest.importorskip("tensorboard")
+    writer = pytest.importorskip("torch.utils.tensorboard").SummaryWriter
+    from tests.helpers import run_cli
+
+    for run, spans in (("run1", (range(5), range(5, 10))), ("run2", (range(5),))):
+        for steps in spans:
+            w = writer(str(tmp_path / run))
+            for i in steps:
+                w.add_scalar("loss", 1 / (i + 1), i)
+            w.close()
+            time.sleep(1.05)  # (a new event file a second: its name holds the time)
+    second = sorted((tmp_path / "run1").glob("events.out.tfevents.*"))[1]
+    data = bytearray(second.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    second.write_bytes(bytes(data))
+    _, _, err = run_cli(["tail", str(tmp_path), "--run", "run1", "-n", "2"], capsys)
+    assert f"{second}: byte" in err and "checksum mismatch" in err
+    _, _, err = run_cli(["tail", str(tmp_path), "--run", "run2", "-n", "2"], capsys)
+    assert "checksum" not in err
