@@ -29,8 +29,20 @@ PERIOD = 1.0
 _STYLE = {"better": "bold green", "worse": "bold red", "differs": "bold"}
 
 
-#: the most cells the pinned metric column takes (a longer name loses its middle: ``rewards/…/mean``)
+#: the cells the pinned metric column takes at most (a longer name loses its middle: ``rewards/…/mean``), and how
+#: far it grows where names cut to it read alike
 NAME_MAX = 32
+NAME_MAX_ALL = 96
+
+
+def _names(metrics: Sequence[str]) -> list[str]:
+    """The metric names as the pinned column shows them: cut in their middle to NAME_MAX cells, or to as many more
+    as tell them apart (``actor/very_long_…_mean`` twice tells nothing), up to NAME_MAX_ALL."""
+    for cells in range(NAME_MAX, NAME_MAX_ALL + 1, 8):
+        names = [cut_middle(m, cells) for m in metrics]
+        if len(set(names)) == len(set(metrics)):
+            break
+    return names
 
 
 def compare_parts(live: LiveCompare, results: Sequence[Result]) -> tuple[Text, Text, Text]:
@@ -60,7 +72,7 @@ def compare_parts(live: LiveCompare, results: Sequence[Result]) -> tuple[Text, T
                 cell = interval_text(r.delta, r.delta_lo, r.delta_hi, signed=True)
                 row.append((cell, _STYLE.get(r.verdict or "", "")))
         rows.append(row)
-    names = [cut_middle(sanitize(m), NAME_MAX) for m in metrics]
+    names = _names([sanitize(m) for m in metrics])
     name_w = aligned_width(["metric", *names])
     left = Text(pad("metric", name_w, "left") + "  \n", style="bold", no_wrap=True)  # (the gap stays with it)
     for name in names:
@@ -147,13 +159,15 @@ class CompareScreen(ModalScreen[None]):
         self.query_one("#compare-names", Static).update(names or "")
         self.query_one("#compare-table", Static).update(table or "")
 
+    # (at once, not at the next refresh: keys that come together, pasted or over a slow link, each move on from the
+    # one before)
     def action_sideways(self, by: int) -> None:
         arms = self.query_one("#compare-arms", HorizontalScroll)
-        arms.scroll_to(x=arms.scroll_x + 4 * by, animate=False)
+        arms.scroll_to(x=arms.scroll_x + 4 * by, animate=False, immediate=True)
 
     def action_rows(self, by: int) -> None:
         rows = self.query_one("#compare-rows", VerticalScroll)
-        rows.scroll_to(y=rows.scroll_y + by, animate=False)
+        rows.scroll_to(y=rows.scroll_y + by, animate=False, immediate=True)
 
     def action_next_x(self) -> None:
         self.x = X_NAMES[(X_NAMES.index(self.x) + 1) % len(X_NAMES)] if self.x in X_NAMES else "step"

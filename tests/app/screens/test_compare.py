@@ -135,3 +135,35 @@ def test_compare_parts_a_huge_metric_name_pads_no_other_line() -> None:
     assert "kkk…kkk" in names.plain
     assert len(names.plain.splitlines()) == len(table.plain.splitlines())  # line for line
     assert max(len(line) for line in table.plain.splitlines()) <= 3 * MAX_WIDTH
+
+
+def test_long_metric_names_alike_when_cut_stay_apart_in_the_pinned_column() -> None:
+    """40 metrics named actor/very_long_metric_name_<i>_clipped_ratio_mean all read
+    `actor/very_long_…pped_ratio_mean` cut to 32 cells: the column grows until they differ."""
+    from steptable.app.screens.compare import NAME_MAX_ALL, _names
+
+    long = [f"actor/very_long_metric_name_{i}_clipped_ratio_mean" for i in range(40)]
+    names = _names(long)
+    assert len(set(names)) == 40 and max(map(len, names)) <= NAME_MAX_ALL
+    assert _names(["loss", "reward"]) == ["loss", "reward"]
+    alike = _names(["k" * 250 + c + "k" * 250 for c in "ab"])  # (different only past NAME_MAX_ALL: cut to it)
+    assert len(alike[0]) == NAME_MAX_ALL
+
+
+async def test_arrow_keys_that_come_together_each_scroll(tmp_path: Path) -> None:
+    """Ten Right keys sent at once moved the arms one step (each moved on from a position not yet updated)."""
+    from textual.containers import HorizontalScroll
+
+    root = make_runs(tmp_path, steps=200)
+    app, follower, _ = manual_app(root)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await sync(pilot, follower)
+        await pilot.press("w")
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, CompareScreen)
+        arms = screen.query_one("#compare-arms", HorizontalScroll)
+        for _ in range(5):  # (handled one after another with no refresh between: keys that came together)
+            screen.action_sideways(1)
+        await pilot.pause()
+        assert arms.scroll_x == min(20, arms.max_scroll_x) > 4
