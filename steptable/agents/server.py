@@ -61,17 +61,18 @@ def build(runner: Runner) -> Any:
         return tools.summary(runner, path, run, every_run)
 
     @said
-    def tail(path: str, run: str, since_step: int | None = None, columns: str | None = None,
+    def tail(path: str, run: str, since_step: int | str | None = None, columns: str | None = None,
              last: int | None = None, max_rows: int = tools.PAGE_ROWS) -> str:
         """The run's rows as a fixed-width table: those at steps after since_step, the earliest max_rows of them
         (default 100; 0 = all; a line says how many are left), or without since_step the last `last` rows (default
         20; refused with since_step: the rows between would be lost). columns: comma-separated globs of keys or
         headers. The last line gives the cursor: pass it as since_step next time to get the rows after those
-        returned."""
+        returned (as written: 120, or 120:14 where the run is still going, so that a row whose evaluation came
+        after it was returned comes again, whole)."""
         return tools.tail(runner, path, run, since_step, columns, last, max_rows)
 
     @said
-    def alerts(path: str, since_step: int | None = None, run: str | None = None) -> str:
+    def alerts(path: str, since_step: int | str | None = None, run: str | None = None) -> str:
         """Alert lines of the runs under path (or only `run`, an id or arm from runs): level E or W, run, step,
         column, what happened; all, or those at steps after since_step (a stall, a crash or an interruption is
         always told; a run that ended normally raises none: runs says "ended"); the last line gives the cursor,

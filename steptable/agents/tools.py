@@ -14,7 +14,9 @@ from typing import TextIO
 
 Runner = Callable[[list[str], TextIO, TextIO], int]
 #: the cursor line ``tail --since`` ends with (steptable.cli.tail.cursor_line)
-CURSOR = re.compile(r"^steptable tail: cursor -?\d+ ", re.MULTILINE)
+CURSOR = re.compile(r"^steptable tail: cursor -?\d+(?::\d+)? ", re.MULTILINE)
+#: a cursor as tail gives it: a step, or step:cells for the last row of a run still going (steptable.cli.tail)
+Cursor = int | str
 
 
 class CommandFailed(Exception):
@@ -34,7 +36,7 @@ def run(runner: Runner, argv: list[str]) -> str:
     return text if text.strip() else "(nothing)\n"
 
 
-def _since(since_step: int | None) -> list[str]:
+def _since(since_step: Cursor | None) -> list[str]:
     return [] if since_step is None else [f"--since={since_step}"]
 
 
@@ -57,7 +59,7 @@ def summary(runner: Runner, path: str, run_name: str | None = None, every_run: b
 PAGE_ROWS = 100
 
 
-def tail(runner: Runner, path: str, run_name: str, since_step: int | None = None, columns: str | None = None,
+def tail(runner: Runner, path: str, run_name: str, since_step: Cursor | None = None, columns: str | None = None,
          last: int | None = None, max_rows: int = PAGE_ROWS) -> str:
     if last is not None and last < 0:
         raise CommandFailed(f"last must be 0 or more, got {last}")
@@ -77,7 +79,7 @@ def tail(runner: Runner, path: str, run_name: str, since_step: int | None = None
     return run(runner, [*argv, "--", path])
 
 
-def alerts(runner: Runner, path: str, since_step: int | None = None, run_name: str | None = None) -> str:
+def alerts(runner: Runner, path: str, since_step: Cursor | None = None, run_name: str | None = None) -> str:
     argv = ["tail", "--alerts-only", *([f"--run={run_name}"] if run_name else []), *_since(since_step)]
     return run(runner, [*argv, "--", path])
 

@@ -55,8 +55,10 @@ def add_parser(sub: Any) -> None:
         "is printed whole",
     )  # fmt: skip
     t.add_argument(
-        "--since", type=int, default=None, metavar="STEP",
-        help="only rows (and alerts) at steps after STEP; the last line on stderr gives the cursor to pass next time",
+        "--since", action=_Cursor, default=None, metavar="STEP[:CELLS]",
+        help="only rows (and alerts) at steps after STEP; the last line on stderr gives the cursor to pass next time "
+        "(STEP:CELLS for a run still going: its row at STEP had CELLS cells when printed, and comes again whole if "
+        "more were merged into it since, as an evaluation logged after the step's training metrics is)",
     )
     t.add_argument(
         "--page", type=non_negative, default=None, metavar="N",
@@ -92,6 +94,17 @@ def add_parser(sub: Any) -> None:
     )
 
 
+class _Cursor(argparse.Action):
+    """``--since STEP[:CELLS]``: ``args.since`` the step, ``args.since_cells`` the cells (None: not given)."""
+
+    def __call__(self, parser: Any, namespace: argparse.Namespace, values: Any, option: str | None = None) -> None:
+        step, sep, cells = str(values).partition(":")
+        try:
+            namespace.since, namespace.since_cells = int(step), (non_negative(cells) if sep else None)
+        except (ValueError, argparse.ArgumentTypeError):
+            raise argparse.ArgumentError(self, f"not a cursor (STEP or STEP:CELLS): {values!r}") from None
+
+
 def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
     """Run ``steptable tail`` with the parsed ``args``, printing to ``out`` and ``err`` (stdout and stderr by
     default); returns the exit status (:func:`_status`). Under ``-f`` it returns only when the watch ends."""
@@ -108,9 +121,10 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     return status
 
 
-def cursor_line(cursor: int | None, short_of: tuple[int, bool] | None = None) -> str:
+def cursor_line(cursor: int | None, short_of: tuple[int, bool] | None = None, cells: int | None = None) -> str:
     """The line that gives the cursor after a one-shot tail: the step to pass as ``--since`` next time (the lowest
-    over the runs printed, so that no run's new row is missed). ``short_of``: (the runs' last step, whether they all
+    over the runs printed, so that no run's new row is missed), with ``:cells`` where ``cells`` is given (the
+    cells of that step's row printed: Tail.cursor_cells). ``short_of``: (the runs' last step, whether they all
     ended) where the cursor given is past it (Tail.short_of), said after it."""
     if cursor is None:
         return "steptable tail: no rows yet: cursor none (leave out --since next time)\n"
@@ -118,7 +132,8 @@ def cursor_line(cursor: int | None, short_of: tuple[int, bool] | None = None) ->
     if short_of is not None:
         last, ended = short_of
         past = f"; no run has a step past {last}" + (", and every run has ended" if ended else "")
-    return f"steptable tail: cursor {cursor} (--since {cursor} prints what follows{past})\n"
+    at = f"{cursor}" if cells is None else f"{cursor}:{cells}"
+    return f"steptable tail: cursor {at} (--since {at} prints what follows{past})\n"
 
 
 def tail_once(args: argparse.Namespace, out: TextIO, err: TextIO) -> tuple[int, str]:
@@ -141,7 +156,7 @@ def tail_once(args: argparse.Namespace, out: TextIO, err: TextIO) -> tuple[int, 
     status, cursor = _status(args, follower, tail, err, live=False), tail.cursor(follower)
     if status == 2 and not (args.alerts_only and cursor is not None):
         return status, ""  # (a cursor past rows not shown as asked, or none read: none to go on from)
-    return status, cursor_line(cursor, tail.short_of(follower))
+    return status, cursor_line(cursor, tail.short_of(follower), tail.cursor_cells(follower, cursor))
 
 
 def whole_if_needed(tail: Tail, follower: Follower, args: argparse.Namespace, finish: bool) -> Follower:

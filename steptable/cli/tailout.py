@@ -54,6 +54,7 @@ class Tail:
         self.first_view = True  # -n is for the runs found at the start: a run found later is new output in full
         self.read_rows = False  # a row was read (the status of a -f that ends: was anything readable found?)
         self.since: int | None = getattr(args, "since", None)  # only rows and alerts at steps after it
+        self.since_cells: int | None = getattr(args, "since_cells", None)  # ...and the row at it, grown past these
         self.alerts = TailAlerts(self.printer, self.since)
         self.only: str | None = getattr(args, "run", None)  # only the runs of this id or arm
         self.copies = Copies(args.paths)  # (one training through several loggers is printed once)
@@ -101,6 +102,28 @@ class Tail:
             if m is not None:
                 (ended if s.run in self.alerts.ended else live).append(m)
         return min(live) if live else max(ended) if ended else self.since
+
+    def cursor_cells(self, follower: Follower, cursor: int | None) -> int | None:
+        """The cells of the row at ``cursor`` where it is the last row printed of the one run chosen and that run is
+        still going (cells may yet be merged into it: an evaluation logged after the step's training metrics);
+        else None. Given back with ``--since``, a row grown since is printed again (:meth:`_after_cursor`)."""
+        chosen = self.chosen(follower)
+        if cursor is None or self.args.alerts_only or len(chosen) != 1:
+            return None
+        store = chosen[0]
+        if store.run in self.alerts.ended or self.printed.get(store.run) != cursor:
+            return None
+        return _cells_at(store, cursor)
+
+    def _after_cursor(self, store: RunStore) -> int:
+        """The index of the first row to print after --since: the row at its step again when it holds more cells
+        than ``--since STEP:CELLS`` says were printed."""
+        i = store.index_of_step(self.since + 1) if self.since is not None else 0
+        if self.since is not None and self.since_cells is not None and i:
+            cells = _cells_at(store, self.since)
+            if cells is not None and cells > self.since_cells:
+                return i - 1
+        return i
 
     def short_of(self, follower: Follower) -> tuple[int, bool] | None:
         """(the highest last step of the chosen runs, whether they all ended) where --since is past every run's
@@ -226,7 +249,7 @@ class Tail:
                     else:  # (in-band it would break JSONL and CSV)
                         aside = f"steptable tail: {back[1]}\n"
                 elif self.since is not None and not a.alerts_only:  # (alerts: every row fed, those after it told)
-                    first = max(first, store.index_of_step(self.since + 1))
+                    first = max(first, self._after_cursor(store))
                 last = store.step_at(first - 1) if first else None
             else:
                 last = self.printed[run]
@@ -322,3 +345,9 @@ class Tail:
         csv = [*self.printer.csv_want, *(self.printer.csv_keys or ())] if a.format == "csv" else []
         return needed(lay.cols, lay.schema, lay.step_key, csv)
 
+
+def _cells_at(store: RunStore, step: int) -> int | None:
+    """How many cells ``store``'s row at ``step`` holds (None: no row at it)."""
+    with store.lock:
+        i = store.index_of_step(step)
+        return len(store.row(i)) if i < len(store) and store.step_at(i) == step else None

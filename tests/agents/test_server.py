@@ -172,3 +172,28 @@ def test_compare_returns_the_commands_text(tmp_path: Path, capsys: pytest.Captur
     assert seen["compare"].endswith("against vanilla: 1 better\n")
     assert "nosucharm" in seen["bad"]
     assert seen["some"] == seen["compare"] and "--metrics 'nothing*' matches no numeric key" in seen["none"]
+
+
+def test_tail_takes_the_cursor_of_a_run_still_going_as_written(tmp_path: Path) -> None:
+    """A run still going ends its reply with a cursor such as ``4:3`` (its last row's cells): given back as it is
+    (a string), the row comes again once an evaluation was merged into it; a plain step still goes as an integer."""
+    from tests.helpers import write_rows
+
+    path = tmp_path / "exp" / "live" / "metrics.jsonl"
+    write_rows(path, [{"step": s, "loss": 0.5, "grad_norm": 0.4} for s in range(5)])
+    root = str(tmp_path / "exp")
+    seen: dict[str, str] = {}
+
+    async def body(client: Any) -> None:
+        seen["first"] = _text(await client.call_tool("tail", {"path": root, "run": "live", "since_step": 0}))
+        cursor = re.findall(r"cursor (\S+) ", seen["first"])[-1]
+        write_rows(path, [{"step": 4, "val_loss": 0.375}])
+        seen["again"] = _text(await client.call_tool("tail", {"path": root, "run": "live", "since_step": cursor}))
+        cursor = re.findall(r"cursor (\S+) ", seen["again"])[-1]
+        seen["none"] = _text(await client.call_tool("tail", {"path": root, "run": "live", "since_step": cursor}))
+
+    _session(body)
+    assert seen["first"].rstrip().endswith("cursor 4:3 (--since 4:3 prints what follows)"), seen["first"]
+    rows = [ln.split() for ln in seen["again"].splitlines() if ln.split()[0].isdigit()]
+    assert [r[0] for r in rows] == ["4"] and "val_loss" in seen["again"] and "cursor 4:4 " in seen["again"]
+    assert not [ln for ln in seen["none"].splitlines() if ln.split()[0].isdigit()] and "cursor 4:4 " in seen["none"]

@@ -27,7 +27,7 @@ def test_since_prints_every_row_after_the_cursor_and_the_next_cursor(two_runs: P
                                                                      capsys: pytest.CaptureFixture[str]) -> None:
     rc, out, err = run_cli(["tail", str(two_runs / "a"), "--since", "17"], capsys)
     assert rc == 0 and _steps(out) == list(range(18, 50))  # all of them: -n 20 is not applied after a cursor
-    assert err.endswith("steptable tail: cursor 49 (--since 49 prints what follows)\n")
+    assert err.endswith("steptable tail: cursor 49:2 (--since 49:2 prints what follows)\n")  # (its row's cells)
     rc, out, err = run_cli(["tail", str(two_runs / "a"), "--since", "49"], capsys)
     assert rc == 0 and _steps(out) == [] and "cursor 49" in err  # nothing new: the cursor stays
     rc, out, _ = run_cli(["tail", str(two_runs / "a"), "--since", "17", "-n", "3"], capsys)
@@ -79,14 +79,14 @@ def test_a_run_resumed_behind_the_cursor_prints_its_rows_from_the_resume(tmp_pat
     write_rows(tmp_path / "r" / "metrics.jsonl", [{"step": s, "loss": 2.0 + s / 100} for s in range(6, 9)])
     rc, out, err = run_cli(["tail", str(tmp_path), "--since", "10"], capsys)
     assert rc == 0 and _steps(out) == [6, 7, 8] and "2.08" in out
-    assert "r: resumed at step 6, its rows end at 8, before --since 10" in out and "cursor 8 " in err
+    assert "r: resumed at step 6, its rows end at 8, before --since 10" in out and "cursor 8:2 " in err
     rc, out, err = run_cli(["tail", str(tmp_path), "--since", "8"], capsys)
-    assert rc == 0 and _steps(out) == [] and "resumed" not in out and "cursor 8 " in err
+    assert rc == 0 and _steps(out) == [] and "resumed" not in out and "cursor 8:2 " in err
     rc, out, err = run_cli(["tail", str(tmp_path), "--since", "10", "--format", "jsonl"], capsys)
     assert [json.loads(ln)["step"] for ln in out.splitlines()] == [6, 7, 8] and "resumed at step 6" in err
     write_rows(tmp_path / "r" / "metrics.jsonl", [{"step": s, "loss": 2.0} for s in range(9, 21)])
     rc, out, err = run_cli(["tail", str(tmp_path), "--since", "20"], capsys)
-    assert rc == 0 and out == "" and "cursor 20 " in err
+    assert rc == 0 and out == "" and "cursor 20:2 " in err
 
 
 def test_a_run_that_ended_holds_the_cursor_back_no_longer(tmp_path: Path,
@@ -121,12 +121,12 @@ def test_page_prints_the_earliest_rows_after_the_cursor_and_where_the_next_page_
     assert rc == 0 and _steps(out) == [11, 12, 13, 14, 15, 12, 14, 16, 18, 20]
     assert "34 more row(s) of a/metrics.jsonl after step 15" in err and "cursor 15 " in err
     seen: list[int] = []
-    cursor = 10
+    cursor = "10"
     for _ in range(20):
-        rc, out, err = run_cli(["tail", str(two_runs / "a"), "--since", str(cursor), "--page", "7"], capsys)
+        rc, out, err = run_cli(["tail", str(two_runs / "a"), "--since", cursor, "--page", "7"], capsys)
         seen += _steps(out)
-        cursor = int(err.rsplit("cursor ", 1)[1].split()[0])
-        if cursor == 49:
+        cursor = _cursor(err)
+        if not _steps(out):
             break
     assert seen == list(range(11, 50))  # page by page: every row once
     for argv in (["--page", "5"], ["--page", "5", "--since", "3", "-f"]):  # (pages are of rows after a cursor)
@@ -178,3 +178,82 @@ def test_alerts_since_with_a_run_not_started_give_the_others_alerts_and_a_cursor
     assert err.endswith("steptable tail: cursor 10 (--since 10 prints what follows)\n")  # (c holds it at 10)
     rc, _, err = run_cli(["tail", str(two_runs / "a"), "--since", "10", "--columns", "nosuchkey"], capsys)
     assert rc == 2 and "cursor" not in err
+
+
+def _cursor(err: str) -> str:
+    return err.rsplit("steptable tail: cursor ", 1)[1].split()[0]
+
+
+def test_cells_merged_into_the_cursors_row_come_with_the_next_poll(tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """A validation logged after its step's training row (merged into that row) came after the row was served: a
+    poll from cursor 9 never returned it. The cursor of a run still going carries the cells its row held
+    (``9:2``): the row comes again, whole, once it holds more; then the cursor moves on and the next poll is empty
+    (a reader paging until nothing is new stops). A plain step still means every cell at it was seen."""
+    path = tmp_path / "r" / "metrics.jsonl"
+    write_rows(path, [{"step": s, "loss": 1 / (s + 1)} for s in range(10)])
+    rc, out, err = run_cli(["tail", str(tmp_path), "--since", "5"], capsys)
+    assert rc == 0 and _steps(out) == [6, 7, 8, 9] and _cursor(err) == "9:2", err
+    assert err.endswith("cursor 9:2 (--since 9:2 prints what follows)\n")
+    rc, out, err = run_cli(["tail", str(tmp_path), "--since", "9:2"], capsys)
+    assert _steps(out) == [] and _cursor(err) == "9:2"
+    write_rows(path, [{"step": 9, "val_loss": 0.25}])
+    rc, out, err = run_cli(["tail", str(tmp_path), "--since", "9:2"], capsys)
+    assert rc == 0 and _steps(out) == [9] and "val_loss" in out and ".25" in out and _cursor(err) == "9:3"
+    rc, out, err = run_cli(["tail", str(tmp_path), "--since", "9:3", "--format", "jsonl"], capsys)
+    assert out == "" and _cursor(err) == "9:3"
+    rc, out, err = run_cli(["tail", str(tmp_path), "--since", "9"], capsys)
+    assert _steps(out) == [] and _cursor(err) == "9:3"
+    write_rows(path, [{"step": 9, "val_acc": 0.5}, {"step": 10, "loss": 0.1}])
+    rc, out, err = run_cli(["tail", str(tmp_path), "--since", "9:3", "--format", "jsonl"], capsys)
+    got = [json.loads(ln) for ln in out.splitlines()]
+    assert [r["step"] for r in got] == [9, 10] and got[0]["val_acc"] == 0.5 and _cursor(err) == "10:2"
+
+
+def test_a_tensorboard_evaluation_after_its_steps_training_scalars_is_not_lost(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """HF's Trainer writes eval/* to TensorBoard after the train/* scalars of the same step: an agent polling in
+    between got the step's training row and, from the next cursor on, never its evaluation. Written with torch's
+    SummaryWriter, read as it grows."""
+    pytest.importorskip("tensorboard")
+    from torch.utils.tensorboard import SummaryWriter
+
+    w = SummaryWriter(str(tmp_path / "run"))
+    try:
+        for s in range(1, 6):
+            w.add_scalar("train/loss", 1 / s, s)
+            w.add_scalar("train/learning_rate", 1e-5, s)
+        w.flush()
+        rc, out, err = run_cli(["tail", str(tmp_path), "--since", "0"], capsys)
+        assert rc == 0 and _steps(out) == [1, 2, 3, 4, 5], out
+        cursor = _cursor(err)
+        assert cursor.startswith("5:"), err
+        w.add_scalar("eval/loss", 0.75, 5)
+        w.flush()
+        rc, out, err = run_cli(["tail", str(tmp_path), "--since", cursor, "--format", "jsonl"], capsys)
+        got = [json.loads(ln) for ln in out.splitlines()]
+        assert [r["step"] for r in got] == [5] and got[0]["eval/loss"] == 0.75, out
+        assert _cursor(err) == f"5:{int(cursor[2:]) + 1}"
+    finally:
+        w.close()
+
+
+def test_an_ended_runs_cursor_is_its_step_alone(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """No cell comes into an ended run's rows: its cursor is the plain step, as it is over several runs (one count
+    cannot stand for several rows)."""
+    with StepLogger(run_dir=tmp_path / "done", console=False, alerts=False) as sl:
+        for s in range(5):
+            sl.log({"step": s, "loss": 1.0})
+    rc, _, err = run_cli(["tail", str(tmp_path / "done"), "--since", "1"], capsys)
+    assert rc == 0 and _cursor(err) == "4"
+    write_rows(tmp_path / "live" / "metrics.jsonl", [{"step": s, "loss": 0.5} for s in range(3)])
+    rc, _, err = run_cli(["tail", str(tmp_path), "--since", "1"], capsys)
+    assert rc == 0 and _cursor(err) == "2"
+
+
+@pytest.mark.parametrize("bad", ["9:x", "9:-1", "x", "9:", ":2", "9:2:1"])
+def test_a_cursor_that_is_not_one_is_a_usage_error(two_runs: Path, capsys: pytest.CaptureFixture[str],
+                                                   bad: str) -> None:
+    with pytest.raises(SystemExit) as e:
+        run_cli(["tail", str(two_runs / "a"), f"--since={bad}"], capsys)
+    assert e.value.code == 2 and "not a cursor (STEP or STEP:CELLS)" in capsys.readouterr().err
