@@ -32,7 +32,7 @@ from typing import Any
 
 from steptable.logger.autocols import AutoColumns
 from steptable.logger.rank import LazyRank
-from steptable.logger.setup import installed, setup_logging
+from steptable.logger.setup import installation, setup_logging
 from steptable.logger.sinks import report_once
 from steptable.logger.steplogger import JSONL_NAME, StepLogger
 from steptable.logger.writer import error_text
@@ -238,9 +238,8 @@ class RunLog:
             lg.record(row)
 
     def _start(self, row: Mapping[str, Any]) -> StepLogger:
-        if self.console and not installed():  # loguru's default handler prints every row to stderr, long-form
-            where = self.log_dir or self.run_dir or Path(tempfile.gettempdir()) / "steptable"
-            setup_logging(self.arm or Path(where).name or "run", log_dir=where)
+        if self.console:  # (loguru's default handler would print every row to stderr, long-form)
+            _own_sinks(self.log_dir or self.run_dir or Path(tempfile.gettempdir()) / "steptable", self.arm)
         path = self.jsonl_path or JSONL_NAME
         schema = self.schema
         if schema is not None:
@@ -327,3 +326,18 @@ def need(module: str, extra: str, adapter: str) -> Any:
         return importlib.import_module(module)
     except ImportError:
         raise ImportError(f"{adapter} needs {module.split('.')[0]}: pip install 'steptable[{extra}]'") from None
+
+
+_ours = 0  # the setup_logging installation a RunLog made last (steptable.logger.setup.installation)
+
+
+def _own_sinks(where: str | os.PathLike[str], arm: str | None) -> None:
+    """setup_logging's sinks for a run logging to ``where``: installed when none are, and again for each new run
+    while the ones in place are those a RunLog installed (a second trainer in one process, a notebook's next
+    training, gets its own verbose log); sinks the user installed are left alone."""
+    global _ours
+    now = installation()
+    if now and now != _ours:
+        return
+    setup_logging(arm or Path(where).name or "run", log_dir=where)
+    _ours = installation()

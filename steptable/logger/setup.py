@@ -80,6 +80,15 @@ def installed() -> bool:
     return bool(_handler_ids)
 
 
+_installs = 0  # setup_logging calls so far: tells one installation from another
+
+
+def installation() -> int:
+    """Which call of setup_logging put the sinks in place now (0: none did): a caller that installed them can tell
+    later whether they are still its own."""
+    return _installs if _handler_ids else 0
+
+
 _log_paths: dict[tuple[str, str, int], Path] = {}
 
 
@@ -96,7 +105,8 @@ def setup_logging(
     keep writing to the same verbose file within a process. On a non-zero distributed rank the
     console shows warnings and errors only, prefixed with the rank, and the file is suffixed with it.
     """
-    global _removed_default, _direct
+    global _removed_default, _direct, _installs
+    _installs += 1
     for hid in _handler_ids:
         try:
             logger.remove(hid)

@@ -234,3 +234,35 @@ def test_a_notebook_cell_whose_training_raised_marks_the_run_ended_with_its_erro
     from steptable.table import runinfo
 
     assert [end for end, _, _ in runinfo.earlier(info)] == ["ValueError"]  # (kept by the rerun: told by tail)
+
+
+def test_two_trainers_in_one_process_each_keep_their_own_verbose_log(tmp_path: Path) -> None:
+    """A notebook trains one model, then another (new output_dir): the second run's verbose log went on into the
+    first run's file, since the console sinks a callback installed were taken for the user's own. Each run's
+    directory now holds its own log; sinks the user installed are still left alone."""
+    script = textwrap.dedent("""
+        import sys
+        from tests.integrations.helpers import tiny_trainer
+        from steptable.integrations.hf import StepTableCallback
+        tiny_trainer(sys.argv[1] + "/first", [StepTableCallback(console=True)], max_steps=10, eval_steps=0).train()
+        tiny_trainer(sys.argv[1] + "/second", [StepTableCallback(console=True)], max_steps=15, eval_steps=0).train()
+        from steptable import setup_logging
+        setup_logging("mine", log_dir=sys.argv[1] + "/own")
+        tiny_trainer(sys.argv[1] + "/third", [StepTableCallback(console=True)], max_steps=5, eval_steps=0).train()
+    """)
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), str(Path(__file__).parent)])}
+    done = subprocess.run([sys.executable, "-c", script, str(tmp_path)], capture_output=True, text=True, timeout=300,
+                          cwd=root, env=env)
+    assert done.returncode == 0, done.stderr
+
+    def rows_in(directory: Path) -> list[int]:
+        logs = list(directory.glob("*.log"))
+        assert len(logs) == 1, logs
+        text = logs[0].read_text()
+        return [int(m) for m in re.findall(r"\| INFO +\| [^|]+\| +(\d+) ", text)]
+
+    assert rows_in(tmp_path / "first") == [5, 10]
+    assert rows_in(tmp_path / "second") == [5, 10, 15]
+    assert rows_in(tmp_path / "own") == [5]  # the user's own sinks: the third run's rows go there
+    assert not list((tmp_path / "third").glob("*.log"))
