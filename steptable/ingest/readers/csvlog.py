@@ -9,8 +9,10 @@ others empty), ``nan`` / ``inf`` are non-finite numbers, an integer or a decimal
 sees the changed first bytes, resets, and the parser reads the new header (the new content is read aside until it
 settles: steptable.ingest.rewrite). The step key is the first of ``STEP_KEYS`` in the header (``step`` for Lightning,
 ``time/total_timesteps`` for SB3), else rows are numbered by position. A row with more cells than the header is a bad
-line. A quoted cell may hold newlines (Python's ``csv.writer`` quotes any text with one): its record is read whole, also
-when a read cut it, up to ``MAX_RECORD_LINES`` lines (a stray quote costs its own line, not the rows after it).
+line. A quoted cell may hold newlines (Python's ``csv.writer`` quotes any text with one), in a row or in the header
+(Lightning's CSVLogger writes a key holding a newline as such a cell): its record is read whole, also when a read cut
+it, up to ``MAX_RECORD_LINES`` lines (a stray quote costs its own line, not the rows after it; in the header, the
+header is its line alone, so that the rows after it keep their columns).
 """
 
 from __future__ import annotations
@@ -63,6 +65,7 @@ class CsvParser:
         self._held: list[str] = []  # the lines of a record whose quoted cell is still open (the next read ends it)
         self._held_at = 0  # the number of its first line
         self._held_chars = 0
+        self._alone: int | None = None  # the number of a line given up as a record's start: read without the next
 
     def parse(self, chunk: bytes, lineno: LineNo) -> Parsed:
         """The rows of ``chunk`` (complete lines, the first of them line ``lineno``) and its bad lines; a record
@@ -120,33 +123,35 @@ class CsvParser:
         held after it are read as the rows they are (nothing would end them: a last read had them unshown, unsaid)."""
         if not self._held:
             return Parsed(steps=[], rows=[], bad=[], step_key=self.step_key)
-        held, at = self._held, self._held_at
-        self._held = []
-        if not self._stray(held[1:]):  # a record still being written (a live file read once): not a row yet
+        if not self._stray(self._held):  # a record still being written (a live file read once): not a row yet
+            self._held = []
             return Parsed(steps=[], rows=[], bad=[], step_key=self.step_key)
-        bad = [BadLine(self.label, at, "quote not closed by the end of the file: line skipped")]
-        parsed = self.parse("\n".join(held[1:]).encode() + b"\n", at + 1)
+        bad: list[BadLine] = []
+        again = self._let_go("quote not closed by the end of the file", bad)
+        parsed = self.parse("".join(line + "\n" for _, line in again).encode(), again[0][0])
         parsed.bad[:0] = bad
         return parsed
 
-    def _stray(self, lines: Sequence[str]) -> bool:
-        """Do ``lines`` (held after an open quote) each read as a whole row, of steps rising from the last row's?
-        Then the quote was a stray one, not a cell with newlines (whose lines are parts of one cell: ``42``,
-        ``the end``)."""
+    def _stray(self, held: Sequence[str]) -> bool:
+        """Do the lines after the first of ``held`` (the lines of a record whose quote is open) each read as a whole
+        row, of steps rising from the last row's? Then the quote was a stray one, not a cell with newlines (whose lines
+        are parts of one cell: ``42``, ``the end``). Before the header, rows of the header the first line makes
+        alone."""
+        header, key = self.header, self.step_key
+        if header is None:
+            header = [c.strip() for c in _cells(held[0]) or []]
+            key = step_key_among(k for k in header if k)
         last = self.last_step if self.last_step is not None else -1
-        for line in lines:
-            try:
-                cells = next(csv.reader([line]), [])
-            except csv.Error:
+        for line in held[1:]:
+            cells = _cells(line)
+            if cells is None or len(cells) != len(header):
                 return False
-            if self.header is None or len(cells) != len(self.header):
-                return False
-            if self.step_key is not None:
-                step = step_of(cell(cells[self.header.index(self.step_key)]))
+            if key is not None:
+                step = step_of(cell(cells[header.index(key)]))
                 if step is None or step <= last:
                     return False
                 last = step
-        return bool(lines)
+        return len(held) > 1
 
     def _records(self, text: str, first: int, bad: list[BadLine]) -> Iterable[tuple[int, str]]:
         """The records of a chunk whose first line is line ``first``, each with the number of its first line: a line,
@@ -166,9 +171,10 @@ class CsvParser:
         while todo:
             no, line = todo.popleft()
             if not self._held:
-                if self.header is not None and ends_quoted(line):  # (before the header: comments and blanks)
+                if no != self._alone and self._opens(line):
                     self._held, self._held_at, self._held_chars = [line], no, len(line)
                 else:
+                    self._alone = None
                     yield no, line
                 continue
             self._held.append(line)
@@ -177,11 +183,30 @@ class CsvParser:
                 yield self._held_at, "\n".join(self._held)
                 self._held = []
             elif (len(self._held) >= MAX_RECORD_LINES or self._held_chars > MAX_RECORD_CHARS
-                  or (len(self._held) > STRAY_ROWS and self._stray(self._held[1:]))):
-                why = f"quote not closed within {len(self._held)} lines: line skipped"
-                bad.append(BadLine(self.label, self._held_at, why))
-                todo.extendleft(reversed(list(enumerate(self._held[1:], self._held_at + 1))))
-                self._held = []
+                  or (len(self._held) > STRAY_ROWS and self._stray(self._held))):
+                todo.extendleft(reversed(self._let_go(f"quote not closed within {len(self._held)} lines", bad)))
+
+    def _opens(self, line: str) -> bool:
+        """Does ``line``, read as the start of a record, leave a quoted cell open? Never a comment or blank line
+        before the header (nor the BOM before it: the csv module would read its quote as a character)."""
+        if self.header is None:
+            line = line.removeprefix("\ufeff")
+            if line.lstrip().startswith("#"):
+                return False
+        return ends_quoted(line)
+
+    def _let_go(self, why: str, bad: list[BadLine]) -> list[tuple[int, str]]:
+        """Give up the held record (said in ``bad`` as ``why``): the numbered lines to read again, as lines of their
+        own. A row's first line is skipped; the header's is kept, read alone (the names before its open quote, and
+        the rest of the line as the last name: the rows after it keep their columns)."""
+        held, at = self._held, self._held_at
+        self._held = []
+        if self.header is None:
+            bad.append(BadLine(self.label, at, f"{why}: line read alone"))
+            self._alone = at
+            return list(enumerate(held, at))
+        bad.append(BadLine(self.label, at, f"{why}: line skipped"))
+        return list(enumerate(held[1:], at + 1))
 
     def _header_in_comment(self, cells: list[str], bad: list[BadLine]) -> list[str] | None:
         """The first line after ``#`` lines is a row (a number in it: a header names, it holds no number) and the
@@ -190,11 +215,8 @@ class CsvParser:
         if self._comment is None or not any(type(cell(c)) in (int, float) for c in cells):
             return None
         text, at = self._comment
-        try:
-            named = next(csv.reader([text]), [])
-        except csv.Error:
-            return None
-        if len(named) != len(cells) or any(type(cell(c)) in (int, float) for c in named):
+        named = _cells(text)
+        if named is None or len(named) != len(cells) or any(type(cell(c)) in (int, float) for c in named):
             return None
         return self._read_header(named, at, bad)
 
@@ -209,6 +231,14 @@ class CsvParser:
         self.header = header
         self.step_key = step_key_among(k for k in header if k)
         return header
+
+
+def _cells(line: str) -> list[str] | None:
+    """The cells of one record as the csv module reads them; None where it refuses it."""
+    try:
+        return next(csv.reader([line]), [])
+    except csv.Error:
+        return None
 
 
 def ends_quoted(line: str, quoted: bool = False) -> bool:

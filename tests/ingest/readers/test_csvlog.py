@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from stable_baselines3.common.logger import CSVOutputFormat
 
 import steptable.ingest.readers.csvlog as csvlog
-from steptable.ingest import Follower
+from steptable.ingest import Follower, load
 from steptable.ingest.parse import number
 from steptable.ingest.readers.csvlog import CsvParser, cell, ends_quoted
 from tests.ingest.helpers import NOT_NUMBERS, NUMBERS, check_steps, follower_store
@@ -145,3 +145,116 @@ def test_rows_after_a_stray_quote_are_shown_live_after_a_few_lines() -> None:
     q = CsvParser("q.csv")
     rows = q.parse(b'step,loss,note\n1,0.5,"a\n2,0.4,b\n3,0.3,c\nend"\n4,0.2,ok\n', 1)
     assert rows.steps == [1, 4] and rows.rows is not None and rows.rows[0]["note"] == "a\n2,0.4,b\n3,0.3,c\nend"
+
+
+def _read_as_the_csv_module_does(text: str) -> list[dict[str, Any]]:
+    """The rows of a CSV text as ``csv.DictReader`` reads them, each cell by the number rule, empty cells absent."""
+    return [{k: cell(v) for k, v in r.items() if v} for r in csv.DictReader(io.StringIO(text, newline=""))]
+
+
+def test_lightning_keys_with_a_newline_a_comma_or_a_quote_read_as_the_csv_module_reads_them(tmp_path: Path) -> None:
+    """``self.log("val\\nloss", ...)`` makes Lightning's CSVLogger write that key as a quoted cell over two lines of
+    the header: every row was misread (the header cut at the newline, the rest of it read as a row). Now ``tail`` and
+    ``summary`` read each key and cell as the csv module does."""
+    torch = pytest.importorskip("torch")
+    L = pytest.importorskip("lightning.pytorch")
+    from lightning.pytorch.loggers import CSVLogger
+
+    class Fit(L.LightningModule):  # type: ignore[misc,name-defined]
+        def __init__(self) -> None:
+            super().__init__()
+            self.layer = torch.nn.Linear(1, 1)
+
+        def training_step(self, batch: Any, i: int) -> Any:
+            loss = torch.nn.functional.mse_loss(self.layer(batch[0]), batch[1])
+            self.log("train\nloss", loss)
+            self.log('lr,"base"', 0.05)
+            return loss
+
+        def validation_step(self, batch: Any, i: int) -> None:
+            self.log("val\nloss", torch.nn.functional.mse_loss(self.layer(batch[0]), batch[1]))
+
+        def configure_optimizers(self) -> Any:
+            return torch.optim.SGD(self.parameters(), lr=0.05)
+
+    torch.manual_seed(0)
+    x = torch.randn(64, 1)
+    data = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x, 2 * x + 1), batch_size=8)
+    trainer = L.Trainer(max_steps=12, log_every_n_steps=2, val_check_interval=4, limit_val_batches=2,
+                        logger=CSVLogger(tmp_path, name="run"), enable_checkpointing=False,
+                        enable_progress_bar=False, enable_model_summary=False, accelerator="cpu", devices=1)
+    trainer.fit(Fit(), data, data)
+    text = (Path(trainer.logger.log_dir) / "metrics.csv").read_bytes().decode()
+    keys = {"epoch", "step", "train\nloss", 'lr,"base"', "val\nloss"}
+    assert set(csv.DictReader(io.StringIO(text, newline="")).fieldnames or ()) == keys
+    want: dict[int, dict[str, Any]] = {}
+    for row in _read_as_the_csv_module_does(text):  # (a train row and a val row at one step are one step)
+        want.setdefault(row["step"], {}).update(row)
+    (store,) = load([tmp_path]).values()
+    assert not store.bad and store.step_key == "step" and set(store.keys) == keys
+    assert store.rows() == list(want.values())
+
+
+@pytest.mark.parametrize("piece", [1, 7, 64])
+@pytest.mark.parametrize("encoding", ["utf-8", "utf-8-sig"])
+def test_a_growing_csv_with_quoted_newlines_shows_whole_rows_only(tmp_path: Path, piece: int, encoding: str) -> None:
+    """A CSV that ``csv.DictWriter`` writes (quoted newlines, commas and quotes in the header and in cells; a BOM
+    with ``utf-8-sig``, before a quoted first name), followed as it grows ``piece`` characters at a time: a record
+    cut by a read waits for its rest, in the header too (its first line was the header, and every row was misread).
+    Every poll shows rows as the csv module reads them, and the whole file all of them."""
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, ["train\nloss", "step", 'lr,"base"', "note"])
+    w.writeheader()
+    notes = ["ok", "multi\nline", 'say "hi", bye', "two\n\nblank lines", "", "end\n", ",\n,"]
+    w.writerows({"step": s, "train\nloss": 1 / s, 'lr,"base"': 0.1, "note": n} for s, n in enumerate(notes, 1))
+    text = buf.getvalue()
+    want = _read_as_the_csv_module_does(text)
+    path = tmp_path / "r" / "metrics.csv"
+    path.parent.mkdir()
+    path.write_bytes(b"")
+    data = text.encode(encoding)
+    fo = Follower([tmp_path])
+    for at in range(0, len(data), piece):
+        with open(path, "ab") as fh:
+            fh.write(data[at : at + piece])
+        fo.scan()
+        if fo.stores:
+            shown = follower_store(fo).rows()
+            assert shown == want[: len(shown)], at
+    store = follower_store(fo)
+    assert store.rows() == want and not store.bad
+
+
+def test_a_header_quote_never_closed_is_said_and_its_rows_keep_their_columns(tmp_path: Path) -> None:
+    """A header whose quote never closes (a hand-made file): its record is held a few lines at most, then said as a
+    bad line; the header is its line alone and the rows after it are shown live, each as it comes."""
+    path = tmp_path / "r" / "metrics.csv"
+    path.parent.mkdir()
+    path.write_text('step,loss,"note\n', encoding="utf-8")
+    fo = Follower([tmp_path])
+    fo.scan()
+    for s in range(1, 9):
+        with open(path, "a") as fh:
+            fh.write(f"{s},0.{s},x\n")
+        fo.scan()
+        if s > csvlog.STRAY_ROWS:
+            assert list(follower_store(fo).steps) == list(range(1, s + 1)), s
+    store = follower_store(fo)
+    assert store.rows()[0] == {"step": 1, "loss": 0.1, "note": "x"}
+    assert [str(b) for b in store.bad] == [f"{path}:1: quote not closed within 4 lines: line read alone"]
+
+
+def test_a_header_quote_before_lines_that_are_no_rows_is_held_only_so_long(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Lines that do not read as rows after a header's open quote are its cell's lines up to MAX_RECORD_LINES (or
+    MAX_RECORD_CHARS): past that, the header is its line alone (said) and those lines are read again on their own."""
+    monkeypatch.setattr(csvlog, "MAX_RECORD_LINES", 5)
+    p = CsvParser("m.csv")
+    seen = [p.parse(b'step,"note\n', 1), *(p.parse(f"{n},x,y\n".encode(), n) for n in range(2, 6))]
+    assert p.header == ["step", "note"] and [str(b) for b in seen[-1].bad] == [
+        "m.csv:1: quote not closed within 5 lines: line read alone",
+        *(f"m.csv:{n}: 3 cells under a header of 2" for n in range(2, 6))]
+    monkeypatch.setattr(csvlog, "MAX_RECORD_CHARS", 100)
+    q = CsvParser("q.csv")
+    got = q.parse(b'step,"note\n' + b"x" * 101 + b"\n3,a\n", 1)
+    assert [str(b) for b in got.bad][:1] == ["q.csv:1: quote not closed within 2 lines: line read alone"]
+    assert got.steps[-1:] == [3] and got.rows is not None and got.rows[-1] == {"step": 3, "note": "a"}
