@@ -47,7 +47,7 @@ class HelpScreen(ModalScreen[None]):
         width: auto; max-width: 96%; height: auto; max-height: 90%; padding: 0 1; background: $panel;
         border: round $primary; border-title-color: $text;
     }
-    HelpScreen Static { width: auto; max-width: 100%; }
+    HelpScreen #help-text { width: auto; max-width: 100%; }
     """
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -68,7 +68,7 @@ class HelpScreen(ModalScreen[None]):
         return keys + "\n\n" + marks_text(indent=0) if self.marks else keys
 
     def compose(self) -> ComposeResult:
-        box = VerticalScroll(Static(self.text(), markup=False))
+        box = VerticalScroll(Static(self.text(), markup=False, id="help-text"))
         box.border_title = "Keys (? or esc closes)"
         yield box
         yield KeyBar()

@@ -47,8 +47,38 @@ async def test_the_help_quits_on_q_names_tab_and_wraps_at_80_columns(tmp_path: P
         assert any(k.startswith("tab") for k in keys), keys
         box = screen.query_one("VerticalScroll")
         assert box.outer_size.width <= 80
-        text = screen.query_one(Static)
+        text = screen.query_one("#help-text", Static)
         assert text.size.width <= box.size.width  # wrapped inside its box, not cut at its edge
         await pilot.press("q")
         await pilot.pause()
     assert app.return_code == 0 and not app.is_running
+
+
+@pytest.mark.parametrize("home", ["tables", "run list"])
+async def test_the_helps_footer_takes_the_whole_bottom_line(tmp_path: Path, home: str) -> None:
+    """On the run list at 80x24 the help's footer read ``esc Close  q Quit ect ⏎ Open w Compare ...``: it was as
+    wide as its own keys, and the footer of the screen under it showed through beside it (the tables': ``^p
+    palette``). It takes the whole line, and the screen's own footer is back once the help closes."""
+    from steptable.app.app import StepTableApp
+    from steptable.app.feed import Feed
+    from tests.app.helpers import screen_text, until
+    from tests.app.sweephelpers import write_sweep
+
+    if home == "tables":
+        app, follower, _ = manual_app(make_runs(tmp_path))
+    else:
+        write_sweep(tmp_path, runs=12)
+        app = StepTableApp(Feed([str(tmp_path)]))
+    async with app.run_test(size=(80, 24)) as pilot:
+        if home == "tables":
+            await sync(pilot, follower)
+        else:
+            await until(pilot, lambda: "12 of 12 shown" in screen_text(app))
+        before = screen_text(app).splitlines()[-1]
+        await pilot.press("question_mark")
+        await pilot.pause()
+        assert isinstance(app.screen, HelpScreen)
+        assert screen_text(app).splitlines()[-1].split() == ["esc", "Close", "q", "Quit"]
+        await pilot.press("escape")
+        await pilot.pause()
+        assert screen_text(app).splitlines()[-1] == before
