@@ -3,7 +3,7 @@ the other arms' ``Δ [lo, hi]`` against it, green where the difference is better
 direction; bold where there is none and it excludes 0). Seeds are grouped into arms; each arm's header gives its
 seeds (n). Brought up to date every ``PERIOD`` seconds by :class:`steptable.compare.live.LiveCompare` (its cost does
 not grow with the runs). ``x`` cycles the x axis (step, tokens, samples, time), ``b`` the baseline; the arrows
-scroll a table wider or longer than the screen, the metric names staying in view."""
+scroll a table wider or longer than the screen, the metric names staying in view; ``?`` lists the keys."""
 
 from __future__ import annotations
 
@@ -106,12 +106,13 @@ class CompareScreen(ModalScreen[None]):
         Binding("escape,w,q", "close", "Close"),
         Binding("x", "next_x", "X axis", tooltip="step, tokens, samples, time"),
         Binding("b", "next_baseline", "Baseline", tooltip="the arm the others are compared with"),
-        Binding("left", "sideways(-1)", "", show=False),
-        Binding("right", "sideways(1)", "", show=False),
-        Binding("up", "rows(-1)", "", show=False),
-        Binding("down", "rows(1)", "", show=False),
-        Binding("pageup", "rows(-10)", "", show=False),
-        Binding("pagedown", "rows(10)", "", show=False),
+        Binding("left", "sideways(-1)", "Scroll left", show=False, tooltip="the metric names stay"),
+        Binding("right", "sideways(1)", "Scroll right", show=False),
+        Binding("up", "rows(-1)", "Scroll up", show=False),
+        Binding("down", "rows(1)", "Scroll down", show=False),
+        Binding("pageup", "rows(-10)", "Page up", show=False),
+        Binding("pagedown", "rows(10)", "Page down", show=False),
+        Binding("question_mark,f1", "help", "Help", tooltip="this list of keys"),
     ]
 
     def __init__(self, runs: Callable[[], list[Any]], period: float = PERIOD) -> None:
@@ -181,6 +182,11 @@ class CompareScreen(ModalScreen[None]):
         self.baseline = names[(names.index(self.live.baseline) + 1) % len(names)]
         self.live = None
         self.update_table()
+
+    def action_help(self) -> None:
+        from steptable.app.screens.help import own_keys_help
+
+        self.app.push_screen(own_keys_help(self))
 
     def action_close(self) -> None:
         self.dismiss(None)

@@ -1,15 +1,16 @@
 """``?`` / F1: every key of the tables' screen, one line each (the footer has room for some of them, and e, f, 0-9
-are not in it at all), then what each mark and colour of the tables means; on the run list, its keys."""
+are not in it at all), then what each mark and colour of the tables means; on the run list and the compare view, their
+own keys."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
-from textual.screen import ModalScreen
+from textual.screen import ModalScreen, Screen
 from textual.widgets import Static
 
 from steptable.app.widgets.keys import KeyBar
@@ -75,3 +76,9 @@ class HelpScreen(ModalScreen[None]):
 
     def action_close(self) -> None:
         self.dismiss(None)
+
+
+def own_keys_help(screen: Screen[Any]) -> HelpScreen:
+    """The help of ``screen``'s own keys (its ``BINDINGS``, not the tables'), without the tables' marks."""
+    own = [b for b in screen.BINDINGS if isinstance(b, Binding)]
+    return HelpScreen(key_lines(own, screen.app.get_key_display), marks=False)

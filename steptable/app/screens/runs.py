@@ -220,10 +220,9 @@ class RunsScreen(Screen[None]):
         self.host.compare_runs(chosen)
 
     def action_help(self) -> None:
-        from steptable.app.screens.help import HelpScreen, key_lines
+        from steptable.app.screens.help import own_keys_help
 
-        own = [b for b in self.BINDINGS if isinstance(b, Binding)]
-        self.app.push_screen(HelpScreen(key_lines(own, self.app.get_key_display), marks=False))
+        self.app.push_screen(own_keys_help(self))
 
     def action_close(self) -> None:
         box = self.query_one("#filter", Input)

@@ -88,6 +88,28 @@ async def test_a_compare_view_wider_than_the_terminal_scrolls_to_its_last_arm(tm
         assert arms.scroll_x == min(12, arms.max_scroll_x) > 4
 
 
+async def test_help_on_the_compare_view_lists_its_keys(tmp_path: Path) -> None:
+    """? in the compare view did nothing (every other screen's ? opens the help): it lists the view's keys, the
+    arrows that scroll it among them, and esc brings the view back."""
+    from steptable.app.screens.help import HelpScreen
+
+    app, follower, _ = manual_app(make_runs(tmp_path, steps=50))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await sync(pilot, follower)
+        await pilot.press("w")
+        await pilot.pause()
+        assert isinstance(app.screen, CompareScreen)
+        await pilot.press("question_mark")
+        await pilot.pause()
+        assert isinstance(app.screen, HelpScreen)
+        keys = dict(app.screen.lines)
+        assert keys["x"].startswith("X axis") and keys["b"].startswith("Baseline")
+        assert keys["←"] and keys["↓"] and keys["pgdn"] and "Chart" not in app.screen.text()
+        await pilot.press("escape")
+        await pilot.pause()
+        assert isinstance(app.screen, CompareScreen)
+
+
 async def test_arms_with_no_metric_in_common_or_a_copy_as_baseline_say_so(tmp_path: Path) -> None:
     """A JSONL logging rew beside a W&B-style copy logging train/rew: the view said "no metric every arm logs yet"
     until the window left out runs without the metrics, when its update raised out of the app (ValueError); b onto
