@@ -3,7 +3,8 @@ the other arms' ``Δ [lo, hi]`` against it, green where the difference is better
 direction; bold where there is none and it excludes 0). Seeds are grouped into arms; each arm's header gives its
 seeds (n). Brought up to date every ``PERIOD`` seconds by :class:`steptable.compare.live.LiveCompare` (its cost does
 not grow with the runs). ``x`` cycles the x axis (step, tokens, samples, time), ``b`` the baseline; the arrows
-scroll a table wider or longer than the screen, the metric names staying in view; ``?`` lists the keys."""
+scroll a table wider or longer than the screen, the metric names and the arms' names staying in view; ``?`` lists the
+keys."""
 
 from __future__ import annotations
 
@@ -13,11 +14,12 @@ from typing import Any, ClassVar
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Horizontal, HorizontalScroll, Vertical, VerticalScroll
+from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from steptable.app.widgets.keys import KeyBar
+from steptable.app.widgets.pinned import PinnedTable
 from steptable.compare import X_NAMES, CompareError, Result
 from steptable.compare.live import LiveCompare
 from steptable.compare.render import interval_text, window_span
@@ -47,7 +49,8 @@ def _names(metrics: Sequence[str]) -> list[str]:
 
 def compare_parts(live: LiveCompare, results: Sequence[Result]) -> tuple[Text, Text, Text]:
     """The table (see the module doc) as three Texts: a title line; the metric column (a header then a name a
-    row), which stays while the arms scroll sideways; and the arms' columns, line for line beside it."""
+    row), which stays while the arms scroll sideways; and the arms' columns, line for line beside it (their names
+    first, which stay while the rows scroll)."""
     w = live.window
     arms = list(dict.fromkeys(r.arm for r in results)) or list(live.groups)
     seeds = {g: len(ms) for g, ms in live.groups.items()}
@@ -95,11 +98,6 @@ class CompareScreen(ModalScreen[None]):
     CompareScreen { align: center middle; }
     CompareScreen > Vertical { width: 95%; height: 85%; border: round $primary; background: $panel; }
     CompareScreen #compare-title { width: 100%; height: auto; margin-bottom: 1; }
-    CompareScreen #compare-rows { height: 1fr; }
-    CompareScreen #compare-line { height: auto; }
-    CompareScreen #compare-names { width: auto; }
-    CompareScreen #compare-arms { width: 1fr; height: auto; }
-    CompareScreen #compare-table { width: auto; }
     """
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -127,11 +125,8 @@ class CompareScreen(ModalScreen[None]):
     def compose(self) -> ComposeResult:
         with Vertical():
             yield Static(id="compare-title")
-            # the metric names stay while the arms' columns scroll sideways; both scroll up and down together
-            with VerticalScroll(id="compare-rows", can_focus=False), Horizontal(id="compare-line"):
-                yield Static(id="compare-names")
-                with HorizontalScroll(id="compare-arms", can_focus=False):
-                    yield Static(id="compare-table")
+            # the metric names stay while the arms' columns scroll sideways, the arms' names while the rows scroll
+            yield PinnedTable(id="compare-table")
         yield KeyBar()
 
     def on_mount(self) -> None:
@@ -157,18 +152,17 @@ class CompareScreen(ModalScreen[None]):
     def _show(self, title: Text, names: Text | None = None, table: Text | None = None) -> None:
         """The title (or a message: it wraps in the box) and, with a table, its two parts."""
         self.query_one("#compare-title", Static).update(title)
-        self.query_one("#compare-names", Static).update(names or "")
-        self.query_one("#compare-table", Static).update(table or "")
+        self.query_one(PinnedTable).show(names or Text(), table or Text())
 
     # (at once, not at the next refresh: keys that come together, pasted or over a slow link, each move on from the
     # one before)
     def action_sideways(self, by: int) -> None:
-        arms = self.query_one("#compare-arms", HorizontalScroll)
-        arms.scroll_to(x=arms.scroll_x + 4 * by, animate=False, immediate=True)
+        table = self.query_one(PinnedTable)
+        table.scroll_to(x=table.scroll_x + 4 * by, animate=False, immediate=True)
 
     def action_rows(self, by: int) -> None:
-        rows = self.query_one("#compare-rows", VerticalScroll)
-        rows.scroll_to(y=rows.scroll_y + by, animate=False, immediate=True)
+        table = self.query_one(PinnedTable)
+        table.scroll_to(y=table.scroll_y + by, animate=False, immediate=True)
 
     def action_next_x(self) -> None:
         self.x = X_NAMES[(X_NAMES.index(self.x) + 1) % len(X_NAMES)] if self.x in X_NAMES else "step"

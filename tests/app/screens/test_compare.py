@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from steptable.app.screens.compare import CompareScreen
-from tests.app.helpers import ARMS, SIZE, append, make_runs, manual_app, screen_text, sync
+from tests.app.helpers import ARMS, SIZE, append, make_runs, manual_app, screen_text, sync, write_rows
 
 pytestmark = pytest.mark.anyio
 
@@ -56,7 +56,7 @@ async def test_a_compare_view_wider_than_the_terminal_scrolls_to_its_last_arm(tm
     """At 80x24 the third arm's column was cut off and no key scrolled to it: the arrows scroll the arms' columns,
     and the metric names stay in view beside them (they scrolled away with the arms before); keys that come
     together each scroll."""
-    from textual.containers import HorizontalScroll
+    from steptable.app.widgets.pinned import PinnedTable
 
     root = make_runs(tmp_path, steps=200)
     app, follower, _ = manual_app(root)
@@ -69,7 +69,7 @@ async def test_a_compare_view_wider_than_the_terminal_scrolls_to_its_last_arm(tm
         for _ in range(60):
             await pilot.press("right")
         await pilot.pause()
-        assert app.screen.query_one("#compare-arms", HorizontalScroll).scroll_x > 0
+        assert app.screen.query_one(PinnedTable).scroll_x > 0
         text = screen_text(app)
         assert "vanilla (n=1)" in text
         assert "absorb (n=1)" not in text  # (scrolled off to the left)
@@ -80,12 +80,41 @@ async def test_a_compare_view_wider_than_the_terminal_scrolls_to_its_last_arm(tm
         # the next refresh (ten Down keys moved one row)
         screen = app.screen
         assert isinstance(screen, CompareScreen)
-        arms = screen.query_one("#compare-arms", HorizontalScroll)
+        arms = screen.query_one(PinnedTable)
         arms.scroll_to(x=0, animate=False, immediate=True)
         for _ in range(3):  # (handled one after another with no refresh between)
             screen.action_sideways(1)
         await pilot.pause()
         assert arms.scroll_x == min(12, arms.max_scroll_x) > 4
+
+
+async def test_the_arms_names_stay_when_the_compare_view_scrolls_down(tmp_path: Path) -> None:
+    """At 80x24, 40 metrics: scrolled down, the header line (the arms' names over their columns) scrolled away
+    with the rows, and the numbers under it named no arm. It stays, over the rows scrolled to, and scrolls
+    sideways with the arms' columns."""
+    for i, arm in enumerate(("armA", "armB", "armC")):
+        write_rows(tmp_path / arm / "metrics.jsonl",
+                   ({"step": s, **{f"m{k:02d}": k + i / 10 + (s % 7) / 100 for k in range(40)}} for s in range(200)))
+    app, follower, _ = manual_app(tmp_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await sync(pilot, follower)
+        await pilot.press("w")
+        await pilot.pause()
+        assert isinstance(app.screen, CompareScreen)
+        for _ in range(30):
+            await pilot.press("down")
+        await pilot.pause()
+        lines = screen_text(app).splitlines()
+        assert not any("│m00 " in line for line in lines)  # (scrolled off the top)
+        head = next(i for i, line in enumerate(lines) if "│metric " in line)
+        assert "armA (n=1) mean [95% CI]" in lines[head]
+        assert lines[head + 1].split("│")[1].split()[0] > "m00"  # a row scrolled to, right under the header
+        for _ in range(20):
+            await pilot.press("right")
+        await pilot.pause()
+        lines = screen_text(app).splitlines()
+        head = next(line for line in lines if "│metric " in line)
+        assert "armC (n=1) Δ [95% CI]" in head and "armA (n=1)" not in head
 
 
 async def test_help_on_the_compare_view_lists_its_keys(tmp_path: Path) -> None:
