@@ -74,6 +74,7 @@ class SeedMeans:
         if marks != self._marks:
             self.seeds = list(seeds)
             self._marks = marks
+        _describe(self.store, self.seeds)  # (a seed's StepLogger may describe its columns anew: it widened one)
         target = _means_store(self.name, self.seeds) if fresh else self.store
         start = self.store.step_at(len(self.store) - 1) + 1 if len(self.store) and not fresh else -math.inf
         end = -math.inf
@@ -99,7 +100,22 @@ class SeedMeans:
 
 def _means_store(name: str, seeds: Sequence[Store]) -> RunStore:
     label = run_label(name, len(seeds))
-    return RunStore(label, seeds[0].path, arm=label)  # (the arm names its table)
+    store = RunStore(label, seeds[0].path, arm=label)  # (the arm names its table)
+    _describe(store, seeds)
+    return store
+
+
+def _describe(store: RunStore, seeds: Sequence[Store]) -> None:
+    """``store`` described as its first seed's StepLogger described that seed's columns (``runinfo``'s columns,
+    nothing of how the seed ended), none where the seed has no such description: the table of means is laid out
+    with its seeds and writes its numbers as their tables do (steptable.schemas.registry.logged_schema)."""
+    meta = getattr(seeds[0], "meta", None) if seeds else None
+    info = meta.get("runinfo") if isinstance(meta, dict) else None
+    cols = info.get("columns") if isinstance(info, dict) else None
+    if cols is None:
+        store.meta.pop("runinfo", None)
+    elif store.meta.get("runinfo", {}).get("columns") is not cols:  # (a new description only when it changed)
+        store.meta["runinfo"] = {"columns": cols}
 
 
 #: the steps of the first seed one batch of a build averages and appends (its columns' copies, the target's lock

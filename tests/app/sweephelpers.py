@@ -21,16 +21,19 @@ LRS = (1e-6, 3e-6, 1e-5)
 OPEN: list[StepLogger] = []
 
 
-def write_run(root: Path, name: str, lr: float, steps: int, *, end: str = "live", level: float = 0.0) -> Path:
-    """One run under ``root/name``: ``steps`` rows of reward and loss; ``end``: "ended" (closed), "crashed" (an
-    exception left the ``with`` block) or "live" (left open: its logger never closed)."""
+def write_run(root: Path, name: str, lr: float, steps: int, *, end: str = "live", level: float = 0.0,
+              log_lr: bool = False) -> Path:
+    """One run under ``root/name``: ``steps`` rows of reward and loss (and with ``log_lr`` its learning rate, decaying
+    from ``lr`` to half of it); ``end``: "ended" (closed), "crashed" (an exception left the ``with`` block) or "live"
+    (left open: its logger never closed)."""
     run = root / name
     run.mkdir(parents=True)
     (run / "config.json").write_text(json.dumps({"lr": lr, "optim": {"beta1": 0.9}, "seed": int(level * 10)}))
     t0 = time.time() - steps
     sl = StepLogger(run_dir=run, console=False, alerts=False)
     for s in range(steps):
-        sl.log({"step": s, "ts": t0 + s, "reward": level + s / steps, "loss": 2.0 - level - s / steps})
+        row = {"step": s, "ts": t0 + s, "reward": level + s / steps, "loss": 2.0 - level - s / steps}
+        sl.log({**row, "learning_rate": lr * (1 - s / steps / 2)} if log_lr else row)
     if end == "ended":
         sl.close()
     elif end == "crashed":

@@ -21,6 +21,7 @@ from steptable.app.widgets.status import StatusBar
 from steptable.ingest.parsed import Parsed
 from steptable.ingest.store import RunStore
 from tests.app.helpers import T0, manual_app, sync, until
+from tests.app.sweephelpers import write_run
 
 LOSS = {"routeA_seed1": 1.0, "routeA_seed2": 2.0, "routeA_seed3": 6.0, "vanilla": 10.0}
 
@@ -387,3 +388,28 @@ async def test_a_seeds_alert_marks_its_groups_table(tmp_path: Path) -> None:
         await until(pilot, lambda: app.panels[gid].grid.store is not None
                     and app.panels[gid].grid.store.row(0)["loss"] == (2.0 + 1.0 + 1.0) / 3)
         assert app.panels[gid].grid.paint.alerts.get(20, {}).get("loss") == "E"
+
+
+@pytest.mark.anyio
+async def test_a_groups_table_writes_its_numbers_as_its_seeds_tables_do(tmp_path: Path) -> None:
+    """Two seed groups logged by StepLogger, one at a learning rate of 1e-6 and one at 2e-2: the table of means of
+    the first showed 1e-6 as ``.000001`` or ``.0000`` (read as zero), each seed's table as ``1.00e-6``; the tables
+    of means were laid out together, apart from their seeds. Now a group's table is laid out with its seeds (their
+    StepLogger's columns), so it writes the same numbers the same way."""
+    for lr in (1e-6, 2e-2):
+        for seed in range(3):
+            write_run(tmp_path, f"lr{lr:g}_s{seed}", lr, 30, end="ended", log_lr=True)
+    app, follower, _ = manual_app(tmp_path)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await sync(pilot, follower)
+        gids = [GROUP_PREFIX + "lr1e-06", GROUP_PREFIX + "lr0.02"]
+        await until(pilot, lambda: all(g in app.panels and app.panels[g].grid.store is not None for g in gids))
+        await pilot.pause()
+
+        def lr_cells(rid: str) -> list[str]:
+            grid = app.panels[rid].grid
+            at = next(i for i, c in enumerate(grid.cols) if c.key == "learning_rate")
+            return [grid.texts(i)[at].strip() for i in (0, 29)]
+
+        assert lr_cells(gids[0]) == lr_cells("lr1e-06_s0/metrics.jsonl") == ["1.00e-6", ".52e-6"]
+        assert lr_cells(gids[1]) == lr_cells("lr0.02_s0/metrics.jsonl")
