@@ -84,6 +84,7 @@ class Actions(App[int]):
         self.arrangement.toggle_arm(index)
 
     def action_show_all_arms(self) -> None:
+        self.sweep.bring_back()
         self.arrangement.show_all_arms()
 
     def action_pin(self) -> None:

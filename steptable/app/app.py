@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any, ClassVar
 
 from textual import events, on
@@ -257,11 +257,21 @@ class StepTableApp(Actions):
             panel.grid.set_rows(store, self.session.runs[rid].rows)
             if made and rid in self.seedgroups.members:  # (a group's table made again: its seeds' marks again)
                 self.tables.mark_alerts(rid, seeds=self.seedgroups.members[rid])
+                self._new_panels = True  # (its label names how many seeds)
             panel.refresh_title(now)
 
     def on_means_ready(self, message: MeansReady) -> None:
         self.seedgroups.finished(message)
         self._take_groups()
+        self._after_data()
+
+    def put_away(self, run_ids: Collection[str]) -> None:
+        """Put these runs away (``Session.put_away``: a sweep's runs opened before and not picked now): their tables
+        hide, the seed groups are made again without them; the other runs opened show again."""
+        self.session.put_away = set(run_ids)
+        self.session.hidden = set(run_ids)  # (the seed groups' folds are added back by their update)
+        self._take(self.seedgroups.update())
+        self.arrangement.set_hidden(self.session.hidden)
         self._after_data()
 
     def _take_groups(self) -> None:

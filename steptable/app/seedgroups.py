@@ -75,13 +75,15 @@ class SeedGroups:
         return {rid: r.store for rid, r in self.session.runs.items() if not is_group(rid)}
 
     def distinct_runs(self) -> dict[str, Store]:
-        """:meth:`real_runs` but the copies of another run (as of the last :meth:`update`)."""
-        return {rid: s for rid, s in self.real_runs().items() if rid not in self.copies.of}
+        """:meth:`real_runs` but the copies of another run (as of the last :meth:`update`) and the runs put away
+        (``Session.put_away``): the runs the tables' compare view compares."""
+        gone = self.session.put_away
+        return {rid: s for rid, s in self.real_runs().items() if rid not in self.copies.of and rid not in gone}
 
     def update(self) -> list[tuple[str, Store, str | None]]:
         """The groups' tables brought up to date with their seeds (a new group gets its table), as a batch for the
         session: (group run id, its store, None) for each table that changed or is new; the hidden arms set for
-        the groups' folds."""
+        the groups' folds. A run put away (``Session.put_away``) is no seed: a group of the others, or none."""
         # (imported here, after the first frame: the preview is not grouped; the means read with ingest's stores)
         from steptable.app.seedmeans import SeedMeans
         from steptable.compare.groups import group_runs
@@ -93,7 +95,9 @@ class SeedGroups:
         filled = {rid: cast("Rows", s) for rid, s in runs.items() if len(s)}  # (the runs read from files: RunStores)
         copy_of = self.copies.update(filled)
         self._tell_copies()
-        for name, members in group_runs([runs[rid] for rid in filled if rid not in copy_of]).items():
+        gone = self.session.put_away
+        kept = [runs[rid] for rid in filled if rid not in copy_of and rid not in gone]
+        for name, members in group_runs(kept).items():
             if len(members) < 2:
                 continue
             gid = GROUP_PREFIX + name
@@ -163,14 +167,14 @@ class SeedGroups:
 
     def _fold(self) -> None:
         """Hide each folded group's seeds, each open group's table, each copy of another run and the table of a
-        group that is no more (and nothing this part hid before that should now show); the copies and the groups'
-        tables are not counted in the events."""
+        group that is no more (what this part hid before shows again where it should, a run put away excepted);
+        the copies and the groups' tables are not counted in the events."""
         hidden = self.session.hidden
         # (a group whose members turned out to be copies of one run is no group: its table is hidden)
         want = set(self.copies.of) | {gid for gid in self.means if gid not in self.members}
         for gid, seeds in self.members.items():
             want |= {gid} if gid in self.opened else set(seeds)
-        hidden -= self._folded - want
+        hidden -= self._folded - want - self.session.put_away  # (a seed put away stays hidden as such)
         hidden |= want
         self._folded = want
         # (a copy's alerts and stalls are its original's again; a group's table has its seeds')

@@ -41,6 +41,9 @@ class Session:
     pattern: str = ""
     pins: list[str] = field(default_factory=list)
     hidden: set[str] = field(default_factory=set)
+    #: runs the user put away (opened from a sweep's list, not picked since): hidden, and counted in no seed
+    #: group's means and no compare view of the tables
+    put_away: set[str] = field(default_factory=set)
     selected: str | None = None  # the column picked last (the chart's); a table without it keeps its own
     _group_of: dict[str, Group] = field(default_factory=dict)
     _grouped: tuple[tuple[str, int, int, int, int], ...] = ()  # what the runs were grouped for (see _regroup)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -204,6 +204,8 @@ class SweepHost(Protocol):
 
     def call_after_refresh(self, callback: Any, *args: Any) -> bool: ...
 
+    def put_away(self, run_ids: Collection[str]) -> None: ...
+
 
 class Sweep:
     """The app's part for a sweep: the run list screen, opening runs from it, the status line."""
@@ -265,18 +267,22 @@ class Sweep:
         return idx.line(now, judge) if idx is not None else ""
 
     def open_runs(self, run_ids: Sequence[str]) -> None:
-        """Show ``run_ids`` as tables (their histories are read now, in the background), hide the others opened."""
+        """Show ``run_ids`` as tables (their histories are read now, in the background), put the others opened away
+        (hidden, in no seed group's means and no compare view)."""
         for rid in run_ids:
             if rid not in self.opened:
                 self.opened.append(rid)
-        self.app.session.hidden = {rid for rid in self.opened if rid not in run_ids}
         runs = {e.run_id: e for e in self.entries()}
         self.app.feed.open(run_ids, {runs[r].path.parent for r in run_ids if r in runs})
         if self.screen is not None and self.screen in self.app.screen_stack:
             self.screen.dismiss(None)
-        arrangement = getattr(self.app, "arrangement", None)
-        if arrangement is not None:
-            arrangement.set_hidden(self.app.session.hidden)
+        self.app.put_away([rid for rid in self.opened if rid not in run_ids])
+
+    def bring_back(self) -> None:
+        """The runs put away by :meth:`open_runs` count again (their seed groups, the compare view): every arm is
+        shown again."""
+        if self.app.session.put_away:
+            self.app.put_away(())
 
     def compare_runs(self, run_ids: Sequence[str]) -> None:
         """:meth:`open_runs`, then the compare view over those runs alone (it fills in as their histories are read;

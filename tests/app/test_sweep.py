@@ -1,5 +1,6 @@
 """The sweep's index in the watch app (steptable.app.sweep): the runs found, their digests read by the index's own
-thread, one IndexChanged posted until the UI has taken it, the status line, the metric columns a list starts with."""
+thread, one IndexChanged posted until the UI has taken it, the status line, the metric columns a list starts with;
+the runs opened from the list and put away by a later pick."""
 
 from __future__ import annotations
 
@@ -8,8 +9,16 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from steptable.app.app import StepTableApp
+from steptable.app.feed import Feed
 from steptable.app.runrows import ListState
+from steptable.app.screens.compare import CompareScreen
+from steptable.app.screens.runs import RunsScreen
+from steptable.app.seedgroups import GROUP_PREFIX
 from steptable.app.sweep import IndexChanged, SweepIndex, default_metrics
+from tests.app.helpers import until
 from tests.app.sweephelpers import index_running, read_all, write_sweep
 
 
@@ -143,3 +152,52 @@ def test_copies_of_one_training_are_left_out_of_the_list(hf_every_tracker: Path)
     assert sorted((e.digest.kind, e.digest.arm) for e in index.entries() if e.digest is not None) == [
         ("wandb", name) for name in ("hi_seed0", "hi_seed1", "lo_seed0", "lo_seed1")]
     assert index.line(time.time()).endswith(" · 12 copies of these runs by other loggers left out")
+
+
+@pytest.mark.anyio
+async def test_runs_put_away_by_a_later_pick_count_in_no_seed_group_and_no_compare(tmp_path: Path) -> None:
+    """Three seeds of lr 1e-6 opened from the run list show as one table of means; the list then opened two of them:
+    the third's table hid, but it still counted in the group's means ("mean of 3 seeds") and in the tables' w
+    (compare), and once two runs of another learning rate were opened the first group's table still showed. Now
+    the runs opened before and not picked now (put away, as their tables are hidden) count in no group's means
+    and no compare view: the group is the mean of the two seeds picked, then hidden with them."""
+    names = write_sweep(tmp_path, runs=12)
+    ids = {n: f"{n}/metrics.jsonl" for n in names}
+    app = StepTableApp(Feed([str(tmp_path)]))
+    gid = GROUP_PREFIX + "lr1e-06"
+    async with app.run_test(size=(160, 40)) as pilot:
+        runs = app.session.runs
+
+        async def pick(*picked: str) -> None:
+            await until(pilot, lambda: isinstance(app.screen, RunsScreen) and app.feed.sweep is not None
+                        and not app.feed.sweep.index.pending() and len(app.screen.listed) == len(names))
+            scr = app.screen
+            assert isinstance(scr, RunsScreen)
+            scr.state.selected = {ids[n] for n in picked}
+            await pilot.press("enter")
+            await until(pilot, lambda: all(ids[n] in runs and len(runs[ids[n]].store) == 30 for n in picked)
+                        and not isinstance(app.screen, RunsScreen))
+            await pilot.pause()
+
+        def shown() -> set[str]:
+            return {rid for rid, p in app.panels.items() if p.display}
+
+        await pick("lr1e-06_s0", "lr1e-06_s3", "lr1e-06_s6")
+        await until(pilot, lambda: gid in app.panels)
+        assert app.panels[gid].label == "lr1e-06 · mean of 3 seeds"
+        await pilot.press("r")
+        await pick("lr1e-06_s0", "lr1e-06_s3")
+        assert app.seedgroups.members[gid] == [ids["lr1e-06_s0"], ids["lr1e-06_s3"]]
+        assert shown() == {gid} and app.panels[gid].label == "lr1e-06 · mean of 2 seeds"
+        await pilot.press("w")  # the tables' compare: the two seeds picked
+        await until(pilot, lambda: isinstance(app.screen, CompareScreen))
+        app.screen.update_table()
+        live = app.screen.live
+        assert live is not None and {m.run.run for ms in live.groups.values() for m in ms} == {
+            runs[ids["lr1e-06_s0"]].store.run, runs[ids["lr1e-06_s3"]].store.run}
+        await pilot.press("escape", "r")
+        await pick("lr3e-06_s4", "lr3e-06_s7")  # the first group's seeds all put away: its table too
+        assert shown() == {GROUP_PREFIX + "lr3e-06"}
+        await pilot.press("0")  # every arm shown again: the runs put away count again
+        await pilot.pause()
+        assert app.seedgroups.members[gid] == [ids[n] for n in ("lr1e-06_s0", "lr1e-06_s3", "lr1e-06_s6")]
