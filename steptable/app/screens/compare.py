@@ -47,10 +47,12 @@ def _names(metrics: Sequence[str]) -> list[str]:
     return names
 
 
-def compare_parts(live: LiveCompare, results: Sequence[Result]) -> tuple[Text, Text, Text]:
+def compare_parts(live: LiveCompare, results: Sequence[Result],
+                  widths: dict[str, int] | None = None) -> tuple[Text, Text, Text]:
     """The table (see the module doc) as three Texts: a title line; the metric column (a header then a name a
     row), which stays while the arms scroll sideways; and the arms' columns, line for line beside it (their names
-    first, which stay while the rows scroll)."""
+    first, which stay while the rows scroll). ``widths``: each arm's column width so far, kept and updated (a
+    column only widens: the columns stand still as digits come and go with each update)."""
     w = live.window
     arms = list(dict.fromkeys(r.arm for r in results)) or list(live.groups)
     seeds = {g: len(ms) for g, ms in live.groups.items()}
@@ -80,12 +82,15 @@ def compare_parts(live: LiveCompare, results: Sequence[Result]) -> tuple[Text, T
     left = Text(pad("metric", name_w, "left") + "  \n", style="bold", no_wrap=True)  # (the gap stays with it)
     for name in names:
         left.append(pad(name, name_w, "left") + "  \n")
-    widths = [aligned_width([h, *(r[j][0] for r in rows)]) for j, h in enumerate(head)]
+    least = widths if widths is not None else {}
+    for j, (a, h) in enumerate(zip(arms, head, strict=True)):
+        least[a] = max(least.get(a, 0), aligned_width([h, *(r[j][0] for r in rows)]))
+    cols = [least[a] for a in arms]
     right = Text(no_wrap=True)
-    right.append("  ".join(pad(h, wd, "left") for h, wd in zip(head, widths, strict=True)).rstrip() + "\n",
+    right.append("  ".join(pad(h, wd, "left") for h, wd in zip(head, cols, strict=True)).rstrip() + "\n",
                  style="bold")
     for cells in rows:
-        for j, ((cell, style), wd) in enumerate(zip(cells, widths, strict=True)):
+        for j, ((cell, style), wd) in enumerate(zip(cells, cols, strict=True)):
             right.append(("  " if j else "") + pad(cell, wd, "left"), style=style)
         right.append("\n")
     if not rows:
@@ -121,6 +126,7 @@ class CompareScreen(ModalScreen[None]):
         self.baseline: str | None = None
         self.live: LiveCompare | None = None
         self._ids: tuple[int, ...] = ()
+        self._widths: dict[str, int] = {}  # each arm's column width for this LiveCompare (compare_parts)
 
     def compose(self) -> ComposeResult:
         with Vertical():
@@ -139,6 +145,7 @@ class CompareScreen(ModalScreen[None]):
         ids = tuple(map(id, runs))
         if self.live is None or ids != self._ids:
             self.live, self._ids = LiveCompare(runs, self.baseline, x=self.x), ids
+            self._widths.clear()
         if len(self.live.groups) < 2:
             self._show(Text("one arm only: nothing to compare (seeds of one arm are grouped)"))
             return
@@ -147,7 +154,7 @@ class CompareScreen(ModalScreen[None]):
         except CompareError as e:
             self._show(Text(f"x {sanitize(self.x)}: {sanitize(str(e))}\n(x: another x axis, b: another baseline)"))
             return
-        self._show(*compare_parts(self.live, results))
+        self._show(*compare_parts(self.live, results, self._widths))
 
     def _show(self, title: Text, names: Text | None = None, table: Text | None = None) -> None:
         """The title (or a message: it wraps in the box) and, with a table, its two parts."""

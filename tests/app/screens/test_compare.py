@@ -210,3 +210,31 @@ def test_long_metric_names_alike_when_cut_stay_apart_in_the_pinned_column() -> N
     assert _names(["loss", "reward"]) == ["loss", "reward"]
     alike = _names(["k" * 250 + c + "k" * 250 for c in "ab"])  # (different only past NAME_MAX_ALL: cut to it)
     assert len(alike[0]) == NAME_MAX_ALL
+
+
+def test_the_arms_columns_stand_still_as_their_digits_come_and_go() -> None:
+    """The compare view updates every second; an interval losing a digit (``[.51, .63]`` after ``[.512, .634]``)
+    narrowed its column and moved every column right of it. Given the widths so far, a column only widens."""
+    import math
+
+    from steptable.app.screens.compare import compare_parts
+    from steptable.compare.live import LiveCompare
+    from steptable.ingest import RunStore
+    from steptable.ingest.parsed import Parsed
+
+    stores = []
+    for arm, lift in (("b", 0.0), ("n", 0.1), ("t", 0.2)):  # (short names: the cells, not the names, set widths)
+        st = RunStore(f"{arm}/metrics.jsonl", f"/nonexistent/{arm}/metrics.jsonl", arm=arm)
+        st.add(Parsed(steps=list(range(50)), rows=[{"loss": 0.5 + lift + 0.0137 * ((i * 7) % 5)} for i in range(50)]),
+               now=math.nan)
+        stores.append(st)
+    live = LiveCompare(stores, "b")
+    widths: dict[str, int] = {}
+    _, _, wide = compare_parts(live, live.update(), widths)
+    for st in stores:  # the same value from now on: the intervals narrow to a point, their text to a few cells
+        st.add(Parsed(steps=list(range(50, 2000)), rows=[{"loss": 0.5} for _ in range(1950)]), now=math.nan)
+    _, _, narrow = compare_parts(live, live.update(), widths)
+    fresh = compare_parts(live, live.update())[2]
+    head = wide.plain.splitlines()[0]
+    assert narrow.plain.splitlines()[0] == head  # the arms' names where they were
+    assert fresh.plain.splitlines()[0] != head  # (without the widths so far: the columns moved)
