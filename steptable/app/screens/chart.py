@@ -27,6 +27,7 @@ from steptable.app.charts.bands import BAND_WORDS, Band, Seed, Sums
 from steptable.app.charts.draw import MARKER, Line, Styles, chart, x_range
 from steptable.app.charts.series import Feeds, Series
 from steptable.app.model import Store, filter_globs, key_matches
+from steptable.app.screens.help import HELP_KEYS, OwnKeysHelp
 from steptable.app.widgets.keys import KeyBar
 from steptable.compare import X_NAMES, XError, group_runs
 from steptable.table.formatting import fmt_auto, sanitize
@@ -66,7 +67,7 @@ def metrics_for(pattern: str, keys: Sequence[str]) -> list[str]:
     return [k for k in keys if any(key_matches(k, g) for g in globs)][:MOST_METRICS]
 
 
-class ChartScreen(ModalScreen[None]):
+class ChartScreen(OwnKeysHelp, ModalScreen[None]):
     DEFAULT_CSS = """
     ChartScreen { align: center top; }
     ChartScreen > #chart-body { width: 100%; height: 75%; background: $panel; color: $foreground; padding: 0 1; }
@@ -74,6 +75,7 @@ class ChartScreen(ModalScreen[None]):
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape,q,C", "close", "Close"),
+        HELP_KEYS,
         Binding("left", "cross(-1)", "◀", show=False, tooltip="crosshair left: reads each arm, moves the tables"),
         Binding("right", "cross(1)", "▶", show=False, tooltip="crosshair right"),
         Binding("shift+left", "pan(-1)", "Pan ◀", show=False, tooltip="the view a quarter width left"),

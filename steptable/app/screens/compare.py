@@ -18,6 +18,7 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
+from steptable.app.screens.help import HELP_KEYS, OwnKeysHelp
 from steptable.app.widgets.keys import KeyBar
 from steptable.app.widgets.pinned import PinnedTable
 from steptable.compare import X_NAMES, CompareError, Result
@@ -98,7 +99,7 @@ def compare_parts(live: LiveCompare, results: Sequence[Result],
     return Text(title, no_wrap=False), left, right
 
 
-class CompareScreen(ModalScreen[None]):
+class CompareScreen(OwnKeysHelp, ModalScreen[None]):
     DEFAULT_CSS = """
     CompareScreen { align: center middle; }
     CompareScreen > Vertical { width: 95%; height: 85%; border: round $primary; background: $panel; }
@@ -115,7 +116,7 @@ class CompareScreen(ModalScreen[None]):
         Binding("down", "rows(1)", "Scroll down", show=False),
         Binding("pageup", "rows(-10)", "Page up", show=False),
         Binding("pagedown", "rows(10)", "Page down", show=False),
-        Binding("question_mark,f1", "help", "Help", tooltip="this list of keys"),
+        HELP_KEYS,
     ]
 
     def __init__(self, runs: Callable[[], list[Any]], period: float = PERIOD) -> None:
@@ -183,11 +184,6 @@ class CompareScreen(ModalScreen[None]):
         self.baseline = names[(names.index(self.live.baseline) + 1) % len(names)]
         self.live = None
         self.update_table()
-
-    def action_help(self) -> None:
-        from steptable.app.screens.help import own_keys_help
-
-        self.app.push_screen(own_keys_help(self))
 
     def action_close(self) -> None:
         self.dismiss(None)

@@ -18,6 +18,7 @@ from textual.screen import ModalScreen
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from steptable.app.screens.help import HELP_KEYS, OwnKeysHelp
 from steptable.app.widgets.keys import KeyBar, cursor_bindings
 from steptable.app.widgets.status import Event
 from steptable.table.formatting import display_width, sanitize
@@ -118,7 +119,7 @@ def matching(events: Sequence[Event], query: str) -> list[Event] | str:
     ]
 
 
-class EventsScreen(ModalScreen[Event | None]):
+class EventsScreen(OwnKeysHelp, ModalScreen[Event | None]):
     """Dismissed with the event Enter was pressed on (None when closed)."""
 
     DEFAULT_CSS = """
@@ -128,6 +129,7 @@ class EventsScreen(ModalScreen[Event | None]):
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape,e,q", "close", "Close"),
+        HELP_KEYS,
         Binding("enter", "go", "Go to step", tooltip="every table shows the event's step"),
         Binding("f,slash", "filter", "Filter", tooltip="by level (E W S B), run:GLOB, col:GLOB"),
     ]

@@ -22,6 +22,7 @@ from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
 from steptable.app.groups import grouped, groups_of, rewards_text
+from steptable.app.screens.help import HELP_KEYS, OwnKeysHelp
 from steptable.app.search import Finder, pattern
 from steptable.app.sidefiles import GenSource, Sample, SideIndex, build_index
 from steptable.app.widgets.keys import KeyBar
@@ -146,7 +147,7 @@ def _read_samples(index: SideIndex, step: int) -> list[Sample]:
         return [Sample(step, "could not read this step's samples", None, "", f"{type(e).__name__}: {e}"[:500])]
 
 
-class GenerationsScreen(Screen[None]):
+class GenerationsScreen(OwnKeysHelp, Screen[None]):
     DEFAULT_CSS = """
     GenerationsScreen #gen-title { height: 1; background: $panel; color: $text; }
     GenerationsScreen OptionList { width: 16; height: 1fr; }
@@ -155,6 +156,7 @@ class GenerationsScreen(Screen[None]):
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape,q,v", "close", "Close"),
+        HELP_KEYS,
         Binding("a", "next_arm", "Next arm"),
         Binding("left,[", "step(-1)", "Prev step"),
         Binding("right,]", "step(1)", "Next step"),

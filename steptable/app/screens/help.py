@@ -5,7 +5,7 @@ own keys."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -82,3 +82,16 @@ def own_keys_help(screen: Screen[Any]) -> HelpScreen:
     """The help of ``screen``'s own keys (its ``BINDINGS``, not the tables'), without the tables' marks."""
     own = [b for b in screen.BINDINGS if isinstance(b, Binding)]
     return HelpScreen(key_lines(own, screen.app.get_key_display), marks=False)
+
+
+#: ``?`` / F1 on a screen with keys of its own (:class:`OwnKeysHelp`)
+HELP_KEYS = Binding("question_mark,f1", "help", "Help", tooltip="this list of keys")
+
+
+class OwnKeysHelp:
+    """Mixed into a screen whose BINDINGS hold :data:`HELP_KEYS`: its help lists the screen's own keys (the app's
+    ``?`` would list the tables')."""
+
+    def action_help(self) -> None:
+        screen = cast("Screen[Any]", self)
+        screen.app.push_screen(own_keys_help(screen))

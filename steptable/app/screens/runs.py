@@ -16,6 +16,7 @@ from textual.widgets import Input, Static
 
 from steptable.app.model import key_matches
 from steptable.app.runrows import STATS, Entry, FilterError, Judge, ListState, StateMemo, patched, shown
+from steptable.app.screens.help import HELP_KEYS, OwnKeysHelp
 from steptable.app.widgets.keys import KeyBar
 from steptable.app.widgets.runlist import RunList
 from steptable.table.formatting import sanitize
@@ -35,7 +36,7 @@ class ListHost(Protocol):
     def metric_defaults(self) -> list[str]: ...
 
 
-class RunsScreen(Screen[None]):
+class RunsScreen(OwnKeysHelp, Screen[None]):
     """See the module docstring. ``refresh_list`` shows the index as it is now (the app calls it as it changes)."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -50,7 +51,7 @@ class RunsScreen(Screen[None]):
         Binding("p", "pin", "Pin", tooltip="keep the run at the top (again: unpin)"),
         Binding("a", "select_shown", "Select shown", show=False, tooltip="select every run the filter shows"),
         Binding("escape", "close", "Tables", tooltip="back to the open tables"),
-        Binding("question_mark,f1", "help", "Help", tooltip="this list of keys"),
+        HELP_KEYS,
     ]
     #: seconds between two redraws of the ages and states where no run changed
     AGES_S = 5.0
@@ -218,11 +219,6 @@ class RunsScreen(Screen[None]):
             self.notify("select two runs or more to compare (space; a: every run the filter shows)")
             return
         self.host.compare_runs(chosen)
-
-    def action_help(self) -> None:
-        from steptable.app.screens.help import own_keys_help
-
-        self.app.push_screen(own_keys_help(self))
 
     def action_close(self) -> None:
         box = self.query_one("#filter", Input)

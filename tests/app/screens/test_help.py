@@ -82,3 +82,37 @@ async def test_the_helps_footer_takes_the_whole_bottom_line(tmp_path: Path, home
         await pilot.press("escape")
         await pilot.pause()
         assert screen_text(app).splitlines()[-1] == before
+
+
+@pytest.mark.parametrize("view", ["chart", "events", "generations"])
+async def test_help_over_a_view_lists_that_views_keys(tmp_path: Path, view: str) -> None:
+    """? in the chart, the events list or the generations viewer did nothing (or, where the app's key reached it,
+    listed the tables' keys, which do nothing there): it lists the view's own keys, and esc brings the view back."""
+    from steptable.app.screens.chart import ChartScreen
+    from steptable.app.screens.events import EventsScreen
+    from steptable.app.screens.generations import GenerationsScreen
+    from tests.app.helpers import open_generations, write_generations
+
+    root = make_runs(tmp_path)
+    write_generations(root / "routeA")
+    app, follower, _ = manual_app(root)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await sync(pilot, follower)
+        if view == "generations":
+            screen = await open_generations(pilot)
+        else:
+            await pilot.press({"chart": "C", "events": "e"}[view])
+            await pilot.pause()
+            screen = app.screen
+        kind = {"chart": ChartScreen, "events": EventsScreen, "generations": GenerationsScreen}[view]
+        assert isinstance(screen, kind)
+        await pilot.press("question_mark")
+        await pilot.pause()
+        assert isinstance(app.screen, HelpScreen)
+        keys = dict(app.screen.lines)
+        own = {"chart": ("y", "Log y"), "events": ("⏎", "Go to step"), "generations": ("a", "Next arm")}[view]
+        assert keys[own[0]].startswith(own[1]), keys
+        assert "Legend" not in app.screen.text()  # (the tables' keys are not listed)
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.screen is screen
