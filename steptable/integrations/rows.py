@@ -239,7 +239,7 @@ class RunLog:
 
     def _start(self, row: Mapping[str, Any]) -> StepLogger:
         if self.console:  # (loguru's default handler would print every row to stderr, long-form)
-            _own_sinks(self.log_dir or self.run_dir or Path(tempfile.gettempdir()) / "steptable", self.arm)
+            _own_sinks(self, self.log_dir or self.run_dir or Path(tempfile.gettempdir()) / "steptable")
         path = self.jsonl_path or JSONL_NAME
         schema = self.schema
         if schema is not None:
@@ -329,15 +329,18 @@ def need(module: str, extra: str, adapter: str) -> Any:
 
 
 _ours = 0  # the setup_logging installation a RunLog made last (steptable.logger.setup.installation)
+_owner: weakref.ref[RunLog] | None = None  # ... and that RunLog
 
 
-def _own_sinks(where: str | os.PathLike[str], arm: str | None) -> None:
-    """setup_logging's sinks for a run logging to ``where``: installed when none are, and again for each new run
-    while the ones in place are those a RunLog installed (a second trainer in one process, a notebook's next
-    training, gets its own verbose log); sinks the user installed are left alone."""
-    global _ours
+def _own_sinks(run: RunLog, where: str | os.PathLike[str]) -> None:
+    """setup_logging's sinks for ``run``, logging to ``where``: installed when none are, and again for each new run
+    while the ones in place are those a RunLog installed whose run has ended (a second trainer in one process, a
+    notebook's next training, gets its own verbose log). Sinks the user installed are left alone, and so are those
+    of a run still going (runs at the same time share its verbose log: the sinks are the process's)."""
+    global _ours, _owner
     now = installation()
-    if now and now != _ours:
+    owner = _owner() if _owner is not None else None
+    if now and (now != _ours or (owner is not None and owner is not run and not owner.closed)):
         return
-    setup_logging(arm or Path(where).name or "run", log_dir=where)
-    _ours = installation()
+    setup_logging(run.arm or Path(where).name or "run", log_dir=where)
+    _ours, _owner = installation(), weakref.ref(run)

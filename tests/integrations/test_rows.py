@@ -4,8 +4,10 @@ automatic columns of the first row."""
 from __future__ import annotations
 
 import importlib
+import re
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -80,3 +82,36 @@ def test_a_run_log_with_an_unknown_schema_says_so_and_lays_out_its_rows_as_detec
     assert "schema 'no-such-schema' not used" in out.out + out.err
     # as the generic schema lays them out: the expected evaluation key kept, and leading
     assert run.logger is not None and [c.key for c in run.logger.cols] == ["step", "eval_loss", "loss", "learning_rate"]
+
+
+def test_runs_going_at_the_same_time_keep_the_first_runs_verbose_log(tmp_path: Path) -> None:
+    """Two RunLogs open at once (the sinks are the process's): the second does not take the verbose log over, so
+    the first run's later rows never land in the second run's file, read as the second run's; one run after the
+    other, each has its own (tests/integrations/test_hf.py)."""
+    script = textwrap.dedent("""
+        import sys
+        from pathlib import Path
+        from steptable.integrations.rows import RunLog
+        root = Path(sys.argv[1])
+        a = RunLog(root / "a", "a", console=True, rank=0)
+        for s in range(3):
+            a.add({"loss_a": 101 + s}, s)
+        b = RunLog(root / "b", "b", console=True, rank=0)
+        for s in range(3):
+            b.add({"loss_b": 201 + s}, s)
+        for s in range(3, 6):
+            a.add({"loss_a": 101 + s}, s)
+        a.close()
+        b.close()
+        c = RunLog(root / "c", "c", console=True, rank=0)
+        c.add({"loss_c": 301}, 0)
+        c.close()
+    """)
+    done = subprocess.run([sys.executable, "-c", script, str(tmp_path)], capture_output=True, text=True, timeout=120,
+                          cwd=Path(__file__).resolve().parents[2])
+    assert done.returncode == 0, done.stderr
+    a_log = "".join(p.read_text() for p in (tmp_path / "a").glob("*.log"))
+    b_log = "".join(p.read_text() for p in (tmp_path / "b").glob("*.log"))
+    assert sorted(re.findall(r"\b(10\d)\n", a_log)) == [str(101 + s) for s in range(6)], a_log
+    assert not re.findall(r"\b(10\d)\n", b_log), b_log
+    assert "301" in "".join(p.read_text() for p in (tmp_path / "c").glob("*.log"))  # (both ended: its own again)
