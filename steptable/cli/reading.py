@@ -43,6 +43,18 @@ def positive_seconds(text: str) -> float:
     return x
 
 
+class CursorArg(argparse.Action):
+    """argparse action of tail's cursor, ``--since STEP[:CELLS]``: sets ``args.since`` (the step) and
+    ``args.since_cells`` (the cells; None when not given)."""
+
+    def __call__(self, parser: Any, namespace: argparse.Namespace, values: Any, option: str | None = None) -> None:
+        step, sep, cells = str(values).partition(":")
+        try:
+            namespace.since, namespace.since_cells = int(step), (non_negative(cells) if sep else None)
+        except (ValueError, argparse.ArgumentTypeError):
+            raise argparse.ArgumentError(self, f"not a cursor (STEP or STEP:CELLS): {values!r}") from None
+
+
 #: runs an unknown name's error lists (a sweep of hundreds listed all of them: 7,318 characters to an agent)
 NAMED_RUNS = 10
 

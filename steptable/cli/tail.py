@@ -16,7 +16,7 @@ import time
 from typing import Any, TextIO, cast
 
 from steptable.alerts.replaced import read_replaced
-from steptable.cli.reading import no_run, non_negative, positive_seconds
+from steptable.cli.reading import CursorArg, no_run, non_negative, positive_seconds
 from steptable.cli.tailout import DEFAULT_WIDTH, Tail
 from steptable.ingest import Follower
 from steptable.ingest.files.discover import missing_paths, nothing_found
@@ -55,7 +55,7 @@ def add_parser(sub: Any) -> None:
         "is printed whole",
     )  # fmt: skip
     t.add_argument(
-        "--since", action=_Cursor, default=None, metavar="STEP[:CELLS]",
+        "--since", action=CursorArg, default=None, metavar="STEP[:CELLS]",
         help="only rows (and alerts) at steps after STEP; the last line on stderr gives the cursor to pass next time "
         "(STEP:CELLS for a run still going: its row at STEP had CELLS cells when printed, and comes again whole if "
         "more were merged into it since, as an evaluation logged after the step's training metrics is)",
@@ -92,17 +92,6 @@ def add_parser(sub: Any) -> None:
     t.add_argument(
         "--poll", type=positive_seconds, default=None, help="poll files every SECONDS instead of notifications"
     )
-
-
-class _Cursor(argparse.Action):
-    """``--since STEP[:CELLS]``: ``args.since`` the step, ``args.since_cells`` the cells (None: not given)."""
-
-    def __call__(self, parser: Any, namespace: argparse.Namespace, values: Any, option: str | None = None) -> None:
-        step, sep, cells = str(values).partition(":")
-        try:
-            namespace.since, namespace.since_cells = int(step), (non_negative(cells) if sep else None)
-        except (ValueError, argparse.ArgumentTypeError):
-            raise argparse.ArgumentError(self, f"not a cursor (STEP or STEP:CELLS): {values!r}") from None
 
 
 def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:

@@ -55,6 +55,7 @@ class Tail:
         self.read_rows = False  # a row was read (the status of a -f that ends: was anything readable found?)
         self.since: int | None = getattr(args, "since", None)  # only rows and alerts at steps after it
         self.since_cells: int | None = getattr(args, "since_cells", None)  # ...and the row at it, grown past these
+        self.alone = False  # one run chosen (a cursor's cells are of its row: steptable.cli.tail.cursor_line)
         self.alerts = TailAlerts(self.printer, self.since)
         self.only: str | None = getattr(args, "run", None)  # only the runs of this id or arm
         self.copies = Copies(args.paths)  # (one training through several loggers is printed once)
@@ -117,9 +118,9 @@ class Tail:
 
     def _after_cursor(self, store: RunStore) -> int:
         """The index of the first row to print after --since: the row at its step again when it holds more cells
-        than ``--since STEP:CELLS`` says were printed."""
+        than ``--since STEP:CELLS`` says were printed, where one run is chosen (the cells are its row's)."""
         i = store.index_of_step(self.since + 1) if self.since is not None else 0
-        if self.since is not None and self.since_cells is not None and i:
+        if self.since is not None and self.since_cells is not None and self.alone and i:
             cells = _cells_at(store, self.since)
             if cells is not None and cells > self.since_cells:
                 return i - 1
@@ -145,6 +146,7 @@ class Tail:
         new rows, rows edited or replaced since, and how its logger ended (or, with --alerts-only, their alerts),
         laying the runs out again first where keys, widths or a logged schema changed."""
         stores = self.chosen(follower)
+        self.alone = len(stores) == 1
         first_view, self.first_view = self.first_view, False
         self.alerts.keep_only(follower.stores)
         self.printer.arm_runs = Counter(s.arm for s in stores)
@@ -347,7 +349,7 @@ class Tail:
 
 
 def _cells_at(store: RunStore, step: int) -> int | None:
-    """How many cells ``store``'s row at ``step`` holds (None: no row at it)."""
+    """How many cells ``store``'s row at ``step`` holds, whatever --columns (None: no row at it)."""
     with store.lock:
         i = store.index_of_step(step)
-        return len(store.row(i)) if i < len(store) and store.step_at(i) == step else None
+        return store.cells_in(i) if i < len(store) and store.step_at(i) == step else None

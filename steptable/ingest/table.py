@@ -127,6 +127,11 @@ class ColumnTable:
             self._ints.add(key)  # (until a value that is not an integer arrives, as for a new column)
         return list(gone)
 
+    def cells_in(self, i: int) -> int:
+        """How many keys row ``i`` holds a cell of (a logged null or NaN too), their values kept or left out by the
+        projection: the same count whichever keys' values the file was read for."""
+        return sum(1 for key in self.keys if self._present(i, key))
+
     def held_keys(self) -> list[str]:
         """The keys whose values are stored (all of ``keys`` but those the projection leaves out)."""
         return [k for k in self.keys if k not in self._gone]

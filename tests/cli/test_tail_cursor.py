@@ -257,3 +257,31 @@ def test_a_cursor_that_is_not_one_is_a_usage_error(two_runs: Path, capsys: pytes
     with pytest.raises(SystemExit) as e:
         run_cli(["tail", str(two_runs / "a"), f"--since={bad}"], capsys)
     assert e.value.code == 2 and "not a cursor (STEP or STEP:CELLS)" in capsys.readouterr().err
+
+
+def test_the_cursors_cells_are_counted_whatever_columns_are_asked_for(tmp_path: Path,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """--columns reads only the values of the keys it shows: the cells were counted over those, so a cursor taken
+    with other columns (an agent changing them between polls) missed a merged evaluation or repeated a row."""
+    path = tmp_path / "r" / "metrics.jsonl"
+    write_rows(path, [{"step": s, "loss": 0.5, "grad_norm": 0.25} for s in range(10)])
+    _, _, err = run_cli(["tail", str(tmp_path), "--since", "5"], capsys)
+    whole = _cursor(err)
+    _, _, err = run_cli(["tail", str(tmp_path), "--since", "5", "--columns", "loss"], capsys)
+    assert _cursor(err) == whole  # (the same row, the same count)
+    _, out, err = run_cli(["tail", str(tmp_path), "--since", whole, "--columns", "loss"], capsys)
+    assert _steps(out) == [] and _cursor(err) == whole  # nothing merged: nothing again
+    write_rows(path, [{"step": 9, "val_loss": 0.125}])
+    _, out, err = run_cli(["tail", str(tmp_path), "--since", whole, "--columns", "loss,val*"], capsys)
+    assert _steps(out) == [9] and ".125" in out and _cursor(err) != whole
+
+
+def test_a_cursors_cells_bring_back_no_row_of_another_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A run that appeared after a one-run cursor was taken: its row at the cursor's step is not printed for having
+    more cells than the cursor's run had (the count is of that run's row alone)."""
+    write_rows(tmp_path / "a" / "metrics.jsonl", [{"step": s, "loss": 0.5} for s in range(10)])
+    _, _, err = run_cli(["tail", str(tmp_path), "--since", "5"], capsys)
+    assert _cursor(err) == "9:2"
+    write_rows(tmp_path / "b" / "metrics.jsonl", [{"step": s, "loss": 0.5, "kl": 0.1, "lr": 0.01} for s in range(10)])
+    _, out, err = run_cli(["tail", str(tmp_path), "--since", "9:2"], capsys)
+    assert _steps(out) == [] and _cursor(err) == "9", (out, err)
