@@ -120,10 +120,11 @@ class CsvParser:
 
     def flush(self) -> Parsed:
         """The end of a one-shot read: a record whose quote never closed costs its first line (said), and the lines
-        held after it are read as the rows they are (nothing would end them: a last read had them unshown, unsaid)."""
+        held after it are read as the rows they are (nothing would end them: a last read had them unshown, unsaid);
+        a header's is always given up so (the file's rows would all go unread)."""
         if not self._held:
             return Parsed(steps=[], rows=[], bad=[], step_key=self.step_key)
-        if not self._stray(self._held):  # a record still being written (a live file read once): not a row yet
+        if self.header is not None and not self._stray(self._held):  # a row still being written: not a row yet
             self._held = []
             return Parsed(steps=[], rows=[], bad=[], step_key=self.step_key)
         bad: list[BadLine] = []

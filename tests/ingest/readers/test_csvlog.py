@@ -258,3 +258,19 @@ def test_a_header_quote_before_lines_that_are_no_rows_is_held_only_so_long(monke
     got = q.parse(b'step,"note\n' + b"x" * 101 + b"\n3,a\n", 1)
     assert [str(b) for b in got.bad][:1] == ["q.csv:1: quote not closed within 2 lines: line read alone"]
     assert got.steps[-1:] == [3] and got.rows is not None and got.rows[-1] == {"step": 3, "note": "a"}
+
+
+def test_a_finished_files_header_quote_never_closed_is_said_and_its_rows_read(tmp_path: Path) -> None:
+    """A whole file read once whose header quote never closes, its rows not reading as rows of that header: the
+    held header was dropped at the end without a word (`tail` said "no rows yet", status 0); it is given up as a
+    header read alone, said, and the lines after it are read (here: bad lines, each said)."""
+    path = tmp_path / "r" / "metrics.csv"
+    path.parent.mkdir()
+    path.write_text('step,"val,loss\n' + "".join(f"{s},0.{s},1\n" for s in range(1, 51)), encoding="utf-8")
+    fo = Follower([tmp_path])
+    fo.scan()
+    fo.finish()  # (a file that will not grow, as tail and summary read it)
+    store = follower_store(fo)
+    said = [str(b) for b in store.bad]
+    assert said[0] == f"{path}:1: quote not closed by the end of the file: line read alone", said
+    assert said[1] == f"{path}:2: 3 cells under a header of 2" and store.bad_count == 51
