@@ -82,6 +82,7 @@ class Actions(App[int]):
 
     def action_toggle_arm(self, index: int) -> None:
         self.arrangement.toggle_arm(index)
+        self.sweep.bring_back(self.session.put_away - self.session.hidden)  # (a run put away, shown by its key)
 
     def action_show_all_arms(self) -> None:
         self.sweep.bring_back()

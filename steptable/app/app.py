@@ -265,11 +265,13 @@ class StepTableApp(Actions):
         self._take_groups()
         self._after_data()
 
-    def put_away(self, run_ids: Collection[str]) -> None:
+    def put_away(self, run_ids: Collection[str], hidden: Collection[str] | None = None) -> None:
         """Put these runs away (``Session.put_away``: a sweep's runs opened before and not picked now): their tables
-        hide, the seed groups are made again without them; the other runs opened show again."""
+        hide, the seed groups are made again without them; the other runs opened show again (``hidden``: the runs
+        hidden instead, the others shown)."""
         self.session.put_away = set(run_ids)
-        self.session.hidden = set(run_ids)  # (the seed groups' folds are added back by their update)
+        # (the seed groups' folds are added back by their update)
+        self.session.hidden = set(run_ids) if hidden is None else set(hidden)
         self._take(self.seedgroups.update())
         self.arrangement.set_hidden(self.session.hidden)
         self._after_data()

@@ -204,7 +204,7 @@ class SweepHost(Protocol):
 
     def call_after_refresh(self, callback: Any, *args: Any) -> bool: ...
 
-    def put_away(self, run_ids: Collection[str]) -> None: ...
+    def put_away(self, run_ids: Collection[str], hidden: Collection[str] | None = None) -> None: ...
 
 
 class Sweep:
@@ -278,11 +278,15 @@ class Sweep:
             self.screen.dismiss(None)
         self.app.put_away([rid for rid in self.opened if rid not in run_ids])
 
-    def bring_back(self) -> None:
-        """The runs put away by :meth:`open_runs` count again (their seed groups, the compare view): every arm is
-        shown again."""
-        if self.app.session.put_away:
-            self.app.put_away(())
+    def bring_back(self, run_ids: Collection[str] | None = None) -> None:
+        """Runs put away by :meth:`open_runs` count again (their seed groups, the compare view): those of
+        ``run_ids`` (shown again by their keys), or every one (every arm is shown again)."""
+        gone = self.app.session.put_away
+        if run_ids is None:
+            if gone:
+                self.app.put_away(())
+        elif back := gone & set(run_ids):
+            self.app.put_away(gone - back, hidden=self.app.session.hidden)
 
     def compare_runs(self, run_ids: Sequence[str]) -> None:
         """:meth:`open_runs`, then the compare view over those runs alone (it fills in as their histories are read;
