@@ -25,10 +25,12 @@ def _module(name: str) -> Any:
     return importlib.import_module(f"steptable.cli.{COMMANDS[name]}")
 
 
-def _parser(only: str | None = None) -> argparse.ArgumentParser:
+def _parser(only: str | None = None, cls: type[argparse.ArgumentParser] = argparse.ArgumentParser
+            ) -> argparse.ArgumentParser:
     """The command line's parser: every command's, or only command ``only``'s (what a command line naming it can
-    reach: each command's module, imported to register its arguments, costs its imports, ~55 ms for all nine)."""
-    p = argparse.ArgumentParser(
+    reach: each command's module, imported to register its arguments, costs its imports, ~55 ms for all nine);
+    ``cls`` the parsers' class (the commands' too)."""
+    p = cls(
         prog="steptable",
         description="The per-step metrics table of a training run: live viewer, plain-text tail, agent summaries.",
     )

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import sys
-from typing import Any, TextIO
+from typing import Any, NoReturn, TextIO
 
 HINT = "steptable mcp: needs the MCP SDK: pip install 'steptable[mcp]'\n"
 
@@ -30,13 +30,27 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+class _Refused(Exception):
+    """argparse's refusal, in its words."""
+
+
+class _SaysWhy(argparse.ArgumentParser):
+    """A parser whose refusal comes back to the tool call (the server's stderr reaches no agent)."""
+
+    def error(self, message: str) -> NoReturn:
+        raise _Refused(f"{self.prog}: {message}")
+
+
 def run_argv(argv: list[str], out: TextIO, err: TextIO) -> int:
     """Run ``steptable *argv`` (runs, summary, tail without -f, legend, compare) writing on ``out`` and ``err``;
     the exit status. ``tail`` ends with its cursor line whether or not --since was given."""
     from steptable.cli.main import _parser, refused
 
-    try:  # (the tools build argv from typed arguments: argparse refuses none of them; its own words go to stderr)
-        args = _parser().parse_args(argv)
+    try:  # (the tools build argv from typed arguments; a value argparse refuses is an agent's, as a cursor)
+        args = _parser(cls=_SaysWhy).parse_args(argv)
+    except _Refused as e:
+        err.write(f"{e}\n")
+        return 2
     except SystemExit:
         err.write(f"steptable: invalid arguments: {argv}\n")
         return 2

@@ -34,3 +34,17 @@ def test_the_tools_runner_refuses_an_empty_path_as_the_command_line_does(tmp_pat
         assert run_argv(argv, out, err) == 2, argv
         assert out.getvalue() == "" and err.getvalue() == f"steptable {argv[0]}: an empty path (for the current " \
                                                           "directory, pass .)\n", argv
+
+
+@pytest.mark.parametrize("cursor", ["3:-1", "abc"])
+def test_the_tools_runner_says_why_argparse_refused_a_value(tmp_path: Path, cursor: str) -> None:
+    """An agent's tail(since_step="3:-1") came back as "invalid arguments: [...]": argparse's reason went to the
+    server's stderr, which no agent reads. The reason is the reply's."""
+    import io
+
+    from steptable.cli.mcpcmd import run_argv
+
+    out, err = io.StringIO(), io.StringIO()
+    assert run_argv(["tail", "--run=r", f"--since={cursor}", "--", str(tmp_path)], out, err) == 2
+    assert out.getvalue() == "" and err.getvalue() == (
+        f"steptable tail: argument --since: not a cursor (STEP or STEP:CELLS): {cursor!r}\n")
