@@ -36,24 +36,52 @@ _STYLE = {"better": "bold green", "worse": "bold red", "differs": "bold"}
 #: far it grows where names cut to it read alike
 NAME_MAX = 32
 NAME_MAX_ALL = 96
+NAME_ROOM_LEAST = 12  # ... and the least they are cut to in a narrow view
 
 
-def _names(metrics: Sequence[str]) -> list[str]:
+def _names(metrics: Sequence[str], most: int = NAME_MAX_ALL) -> list[str]:
     """The metric names as the pinned column shows them: cut in their middle to NAME_MAX cells, or to as many more
-    as tell them apart (``actor/very_long_…_mean`` twice tells nothing), up to NAME_MAX_ALL."""
-    for cells in range(NAME_MAX, NAME_MAX_ALL + 1, 8):
+    as tell them apart (``actor/very_long_…_mean`` twice tells nothing), up to NAME_MAX_ALL and to ``most`` (the
+    room the arms leave it)."""
+    most = max(1, min(most, NAME_MAX_ALL))
+    for cells in [*range(min(NAME_MAX, most), most, 8), most]:
         names = [cut_middle(m, cells) for m in metrics]
         if len(set(names)) == len(set(metrics)):
-            break
-    return names
+            return names
+    return _apart(metrics, most)
 
 
-def compare_parts(live: LiveCompare, results: Sequence[Result],
-                  widths: dict[str, int] | None = None) -> tuple[Text, Text, Text]:
+def _common_start(texts: Sequence[str]) -> str:
+    """The characters every one of ``texts`` starts with."""
+    first, last = min(texts, default=""), max(texts, default="")  # (the two furthest apart: what they share, all do)
+    same = next((i for i, (x, y) in enumerate(zip(first, last, strict=False)) if x != y), None)
+    return first if same is None else first[:same]
+
+
+def _apart(metrics: Sequence[str], most: int) -> list[str]:
+    """Names alike when cut to ``most`` cells, each shown by where they differ, what they all share before and
+    after it cut down to the room left (``…policy_0_clipped…``)."""
+    pre = _common_start(metrics)
+    suf = _common_start([m[len(pre) :][::-1] for m in metrics])[::-1]
+    out = []
+    for m in metrics:
+        mid = m[len(pre) : len(m) - len(suf)]
+        room = max(0, most - 2 - len(mid))  # (two ellipses)
+        b = min(len(suf), room // 2)
+        a = min(len(pre), room - b)
+        b = min(len(suf), room - a)
+        shown = ("…" if a < len(pre) else "") + pre[len(pre) - a :] + mid + suf[:b] + ("…" if b < len(suf) else "")
+        out.append(cut_middle(shown, most))
+    return out
+
+
+def compare_parts(live: LiveCompare, results: Sequence[Result], widths: dict[str, int] | None = None,
+                  name_room: int = NAME_MAX_ALL) -> tuple[Text, Text, Text]:
     """The table (see the module doc) as three Texts: a title line; the metric column (a header then a name a
     row), which stays while the arms scroll sideways; and the arms' columns, line for line beside it (their names
     first, which stay while the rows scroll). ``widths``: each arm's column width so far, kept and updated (a
-    column only widens: the columns stand still as digits come and go with each update)."""
+    column only widens: the columns stand still as digits come and go with each update). ``name_room``: the most
+    cells the metric names take (:func:`_names`)."""
     w = live.window
     arms = list(dict.fromkeys(r.arm for r in results)) or list(live.groups)
     seeds = {g: len(ms) for g, ms in live.groups.items()}
@@ -78,7 +106,7 @@ def compare_parts(live: LiveCompare, results: Sequence[Result],
                 cell = interval_text(r.delta, r.delta_lo, r.delta_hi, signed=True)
                 row.append((cell, _STYLE.get(r.verdict or "", "")))
         rows.append(row)
-    names = _names([sanitize(m) for m in metrics])
+    names = _names([sanitize(m) for m in metrics], name_room)
     name_w = aligned_width(["metric", *names])
     left = Text(pad("metric", name_w, "left") + "  \n", style="bold", no_wrap=True)  # (the gap stays with it)
     for name in names:
@@ -155,7 +183,10 @@ class CompareScreen(OwnKeysHelp, ModalScreen[None]):
         except CompareError as e:
             self._show(Text(f"x {sanitize(self.x)}: {sanitize(str(e))}\n(x: another x axis, b: another baseline)"))
             return
-        self._show(*compare_parts(self.live, results, self._widths))
+        view = self.query_one(PinnedTable).scrollable_content_region.width
+        # (the pinned names take half the view at most: past it, alike long names hid every arm, pinned off-screen)
+        room = max(NAME_ROOM_LEAST, view // 2 - 2) if view else NAME_MAX_ALL
+        self._show(*compare_parts(self.live, results, self._widths, room))
 
     def _show(self, title: Text, names: Text | None = None, table: Text | None = None) -> None:
         """The title (or a message: it wraps in the box) and, with a table, its two parts."""

@@ -117,6 +117,31 @@ async def test_the_arms_names_stay_when_the_compare_view_scrolls_down(tmp_path: 
         assert "armC (n=1) Δ [95% CI]" in head and "armA (n=1)" not in head
 
 
+async def test_long_alike_metric_names_leave_the_arms_room_at_80_columns(tmp_path: Path) -> None:
+    """Twelve 78-character names alike but for a number in their middle: the pinned name column grew to the whole
+    80-column view and every arm was off-screen for good (the names do not scroll). The names take half the view
+    at most, each shown by where it differs, and the first arm's numbers show beside them."""
+    long = [f"actor/very_long_metric_name_for_the_policy_{k}_clipped_ratio_mean_over_tokens" for k in range(12)]
+    for i, arm in enumerate(("base", "new")):
+        write_rows(tmp_path / arm / "metrics.jsonl",
+                   ({"step": s, **{m: k + i / 10 + (s % 7) / 100 for k, m in enumerate(long)}} for s in range(100)))
+    app, follower, _ = manual_app(tmp_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await sync(pilot, follower)
+        await pilot.press("w")
+        await pilot.pause()
+        assert isinstance(app.screen, CompareScreen)
+        app.screen.update_table()
+        await pilot.pause()
+        lines = screen_text(app).splitlines()
+        head = next(line for line in lines if "│metric " in line)
+        assert "base (n=1) mean [95% CI]" in head
+        rows = [line for line in lines if "policy_" in line]
+        assert len(rows) == 12 and all("[" in line for line in rows)  # the baseline's intervals beside the names
+        assert len({line.split("│")[1].split()[0] for line in rows}) == 12  # names told apart
+        assert "policy_11_clipped" in rows[-1]
+
+
 async def test_help_on_the_compare_view_lists_its_keys(tmp_path: Path) -> None:
     """? in the compare view did nothing (every other screen's ? opens the help): it lists the view's keys, the
     arrows that scroll it among them, and esc brings the view back."""
