@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -15,6 +16,15 @@ pytestmark = pytest.mark.anyio
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
+
+
+async def _compare_view(app: Any, follower: Any, pilot: Any) -> CompareScreen:
+    """The compare view, opened with w once the runs are read."""
+    await sync(pilot, follower)
+    await pilot.press("w")
+    await pilot.pause()
+    assert isinstance(app.screen, CompareScreen)
+    return app.screen
 
 
 async def test_compare_view_live(tmp_path: Path) -> None:
@@ -61,10 +71,7 @@ async def test_a_compare_view_wider_than_the_terminal_scrolls_to_its_last_arm(tm
     root = make_runs(tmp_path, steps=200)
     app, follower, _ = manual_app(root)
     async with app.run_test(size=(80, 24)) as pilot:
-        await sync(pilot, follower)
-        await pilot.press("w")
-        await pilot.pause()
-        assert isinstance(app.screen, CompareScreen)
+        await _compare_view(app, follower, pilot)
         assert "vanilla (n=1)" not in screen_text(app)  # (off to the right)
         for _ in range(60):
             await pilot.press("right")
@@ -97,10 +104,7 @@ async def test_the_arms_names_stay_when_the_compare_view_scrolls_down(tmp_path: 
                    ({"step": s, **{f"m{k:02d}": k + i / 10 + (s % 7) / 100 for k in range(40)}} for s in range(200)))
     app, follower, _ = manual_app(tmp_path)
     async with app.run_test(size=(80, 24)) as pilot:
-        await sync(pilot, follower)
-        await pilot.press("w")
-        await pilot.pause()
-        assert isinstance(app.screen, CompareScreen)
+        await _compare_view(app, follower, pilot)
         for _ in range(30):
             await pilot.press("down")
         await pilot.pause()
@@ -127,10 +131,7 @@ async def test_long_alike_metric_names_leave_the_arms_room_at_80_columns(tmp_pat
                    ({"step": s, **{m: k + i / 10 + (s % 7) / 100 for k, m in enumerate(long)}} for s in range(100)))
     app, follower, _ = manual_app(tmp_path)
     async with app.run_test(size=(80, 24)) as pilot:
-        await sync(pilot, follower)
-        await pilot.press("w")
-        await pilot.pause()
-        assert isinstance(app.screen, CompareScreen)
+        await _compare_view(app, follower, pilot)
         app.screen.update_table()
         await pilot.pause()
         lines = screen_text(app).splitlines()
@@ -149,10 +150,7 @@ async def test_help_on_the_compare_view_lists_its_keys(tmp_path: Path) -> None:
 
     app, follower, _ = manual_app(make_runs(tmp_path, steps=50))
     async with app.run_test(size=(80, 24)) as pilot:
-        await sync(pilot, follower)
-        await pilot.press("w")
-        await pilot.pause()
-        assert isinstance(app.screen, CompareScreen)
+        await _compare_view(app, follower, pilot)
         await pilot.press("question_mark")
         await pilot.pause()
         assert isinstance(app.screen, HelpScreen)
@@ -176,10 +174,7 @@ async def test_arms_with_no_metric_in_common_or_a_copy_as_baseline_say_so(tmp_pa
         path.write_text("".join(json.dumps({"step": s, key: 1.0 + s / 100}) + "\n" for s in range(50)))
     app, follower, _ = manual_app(tmp_path)
     async with app.run_test(size=SIZE) as pilot:
-        await sync(pilot, follower)
-        await pilot.press("w")
-        await pilot.pause()
-        assert isinstance(app.screen, CompareScreen)
+        await _compare_view(app, follower, pilot)
         assert "baseline a_jsonl" in screen_text(app) and "rew " in screen_text(app)
         await pilot.press("b")  # the copy as the baseline: no metric the others log
         await pilot.pause()
