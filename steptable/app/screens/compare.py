@@ -8,6 +8,7 @@ keys."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
@@ -60,18 +61,48 @@ def _common_start(texts: Sequence[str]) -> str:
 
 def _apart(metrics: Sequence[str], most: int) -> list[str]:
     """Names alike when cut to ``most`` cells, each shown by where they differ, what they all share before and
-    after it cut down to the room left (``…policy_0_clipped…``)."""
+    after it cut down to the room left (``…policy_0_clipped…``); where they differ in several places too far apart
+    for the room, the words they all hold in the same place between are left out too (``train/…_0_…_a``)."""
     pre = _common_start(metrics)
     suf = _common_start([m[len(pre) :][::-1] for m in metrics])[::-1]
+    mids = [m[len(pre) : len(m) - len(suf)] for m in metrics]
+    if max(map(len, mids), default=0) > most - 2:
+        mids = _collapsed(mids) or mids
     out = []
-    for m in metrics:
-        mid = m[len(pre) : len(m) - len(suf)]
+    for mid in mids:
         room = max(0, most - 2 - len(mid))  # (two ellipses)
         b = min(len(suf), room // 2)
         a = min(len(pre), room - b)
         b = min(len(suf), room - a)
         shown = ("…" if a < len(pre) else "") + pre[len(pre) - a :] + mid + suf[:b] + ("…" if b < len(suf) else "")
         out.append(cut_middle(shown, most))
+    return out
+
+
+_WORDS = re.compile(r"([/_.\-])")
+
+
+def _collapsed(texts: Sequence[str]) -> list[str] | None:
+    """``texts`` with each run of words (split at ``/ _ . -``) that all of them hold in the same place made one
+    ``…`` (the separators at its ends kept); None where their words do not line up."""
+    parts = [_WORDS.split(t) for t in texts]
+    if len({len(p) for p in parts}) != 1:
+        return None
+    same = [len({p[i] for p in parts}) == 1 for i in range(len(parts[0]))]
+    out = []
+    for words in parts:
+        shown, run = [], []
+        for word, shared in zip([*words, ""], [*same, False], strict=True):
+            if shared:
+                run.append(word)
+                continue
+            text = "".join(run)
+            if len(text) > 3:
+                text = (text[0] if _WORDS.fullmatch(text[0]) else "") + "…" + (
+                    text[-1] if _WORDS.fullmatch(text[-1]) else "")
+            shown += [text, word]
+            run = []
+        out.append("".join(shown))
     return out
 
 
@@ -183,9 +214,10 @@ class CompareScreen(OwnKeysHelp, ModalScreen[None]):
         except CompareError as e:
             self._show(Text(f"x {sanitize(self.x)}: {sanitize(str(e))}\n(x: another x axis, b: another baseline)"))
             return
-        view = self.query_one(PinnedTable).scrollable_content_region.width
+        # (before its first layout, the box's width as its CSS makes it: 95% of the screen, less its border)
+        view = self.query_one(PinnedTable).scrollable_content_region.width or self.app.size.width * 95 // 100 - 2
         # (the pinned names take half the view at most: past it, alike long names hid every arm, pinned off-screen)
-        room = max(NAME_ROOM_LEAST, view // 2 - 2) if view else NAME_MAX_ALL
+        room = max(NAME_ROOM_LEAST, view // 2 - 2)
         self._show(*compare_parts(self.live, results, self._widths, room))
 
     def _show(self, title: Text, names: Text | None = None, table: Text | None = None) -> None:

@@ -131,9 +131,7 @@ async def test_long_alike_metric_names_leave_the_arms_room_at_80_columns(tmp_pat
                    ({"step": s, **{m: k + i / 10 + (s % 7) / 100 for k, m in enumerate(long)}} for s in range(100)))
     app, follower, _ = manual_app(tmp_path)
     async with app.run_test(size=(80, 24)) as pilot:
-        await _compare_view(app, follower, pilot)
-        app.screen.update_table()
-        await pilot.pause()
+        await _compare_view(app, follower, pilot)  # (its first frame, drawn before its first layout)
         lines = screen_text(app).splitlines()
         head = next(line for line in lines if "│metric " in line)
         assert "base (n=1) mean [95% CI]" in head
@@ -221,7 +219,8 @@ def test_compare_parts_a_huge_metric_name_pads_no_other_line() -> None:
 
 def test_long_metric_names_alike_when_cut_stay_apart_in_the_pinned_column() -> None:
     """40 metrics named actor/very_long_metric_name_<i>_clipped_ratio_mean all read
-    `actor/very_long_…pped_ratio_mean` cut to 32 cells: the column grows until they differ."""
+    `actor/very_long_…pped_ratio_mean` cut to 32 cells: the column grows until they differ. Names that differ in
+    several places, alike in the room the arms leave, show those places (a cut in their middle dropped them)."""
     from steptable.app.screens.compare import NAME_MAX_ALL, _names
 
     long = [f"actor/very_long_metric_name_{i}_clipped_ratio_mean" for i in range(40)]
@@ -230,6 +229,10 @@ def test_long_metric_names_alike_when_cut_stay_apart_in_the_pinned_column() -> N
     assert _names(["loss", "reward"]) == ["loss", "reward"]
     alike = _names(["k" * 250 + c + "k" * 250 for c in "ab"])  # (different only past NAME_MAX_ALL: cut to it)
     assert len(alike[0]) == NAME_MAX_ALL
+    several = [f"{p}/very_long_metric_name_for_the_policy_{k}_clipped_ratio_mean_over_tokens_{s}"
+               for p in ("train", "eval") for k in range(2) for s in "ab"]  # (alike in 34 cells, apart in 3 places)
+    shown = _names(several, 34)
+    assert len(set(shown)) == 8 and max(map(len, shown)) <= 34 and shown[0].startswith("train/")
 
 
 def test_the_arms_columns_stand_still_as_their_digits_come_and_go() -> None:
