@@ -280,7 +280,8 @@ class Sweep:
 
     def bring_back(self, run_ids: Collection[str] | None = None) -> None:
         """Runs put away by :meth:`open_runs` count again (their seed groups, the compare view): those of
-        ``run_ids`` (shown again by their keys), or every one (every arm is shown again)."""
+        ``run_ids`` (shown again by their keys: a seed of a folded group is folded into its table of means again,
+        as its other seeds are), or every one (every arm is shown again)."""
         gone = self.app.session.put_away
         if run_ids is None:
             if gone:
