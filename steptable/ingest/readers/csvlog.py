@@ -121,7 +121,8 @@ class CsvParser:
     def flush(self) -> Parsed:
         """The end of a one-shot read: a record whose quote never closed costs its first line (said), and the lines
         held after it are read as the rows they are (nothing would end them: a last read had them unshown, unsaid);
-        a header's is always given up so (the file's rows would all go unread)."""
+        a header's is always given up so (the file's rows would all go unread), also where the read caught the
+        header being written (a quoted name with a newline, cut there): that read says it, the next reads it."""
         if not self._held:
             return Parsed(steps=[], rows=[], bad=[], step_key=self.step_key)
         if self.header is not None and not self._stray(self._held):  # a row still being written: not a row yet
