@@ -57,8 +57,8 @@ def add_parser(sub: Any) -> None:
     t.add_argument(
         "--since", action=CursorArg, default=None, metavar="STEP[:CELLS]",
         help="only rows (and alerts) at steps after STEP; the last line on stderr gives the cursor to pass next time "
-        "(STEP:CELLS for a run still going: its row at STEP had CELLS cells when printed, and comes again whole if "
-        "more were merged into it since, as an evaluation logged after the step's training metrics is)",
+        "(STEP:CELLS for one run still going, alone: its row at STEP had CELLS cells when printed, and comes again "
+        "whole if more were merged into it since, as an evaluation logged after the step's training metrics is)",
     )
     t.add_argument(
         "--page", type=non_negative, default=None, metavar="N",

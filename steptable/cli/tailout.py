@@ -108,10 +108,9 @@ class Tail:
         """The cells of the row at ``cursor`` where it is the last row printed of the one run chosen and that run is
         still going (cells may yet be merged into it: an evaluation logged after the step's training metrics);
         else None. Given back with ``--since``, a row grown since is printed again (:meth:`_after_cursor`)."""
-        chosen = self.chosen(follower)
-        if cursor is None or self.args.alerts_only or len(chosen) != 1:
+        if cursor is None or self.args.alerts_only or not self.alone:
             return None
-        store = chosen[0]
+        store = self.chosen(follower)[0]  # (the one emit saw)
         if store.run in self.alerts.ended or self.printed.get(store.run) != cursor:
             return None
         return _cells_at(store, cursor)
