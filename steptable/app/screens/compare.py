@@ -165,6 +165,13 @@ class CompareScreen(OwnKeysHelp, ModalScreen[None]):
     CompareScreen #compare-title { width: 100%; height: auto; margin-bottom: 1; }
     """
 
+    HELP_NOTES: ClassVar[str] = (
+        "mean [95% CI]: the baseline's mean over the window, its 95% interval; Δ [95% CI]: an arm's mean less the\n"
+        "baseline's, with its 95% interval; n: the arm's seeds (runs alike but for a seed part of their names)\n"
+        "green: better than the baseline beyond chance (the interval excludes 0, in the metric's good direction)\n"
+        "red: worse than the baseline beyond chance\n"
+        "bold: different from the baseline beyond chance, for a metric without a good direction")
+
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape,w,q", "close", "Close"),
         Binding("x", "next_x", "X axis", tooltip="step, tokens, samples, time"),

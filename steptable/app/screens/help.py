@@ -56,17 +56,21 @@ class HelpScreen(ModalScreen[None]):
         Binding("q", "app.quit", "Quit"),  # (a modal screen takes the app's keys away; q still quits here)
     ]
 
-    def __init__(self, lines: Sequence[tuple[str, str]], marks: bool = True) -> None:
-        """``lines``: (keys, what they do); ``marks``: the tables' marks and colours after them."""
+    def __init__(self, lines: Sequence[tuple[str, str]], marks: bool = True, notes: str = "") -> None:
+        """``lines``: (keys, what they do); ``marks``: the tables' marks and colours after them; ``notes``: what
+        another screen's marks and colours mean, after them instead."""
         super().__init__()
         self.lines = list(lines)
         self.marks = marks
+        self.notes = notes
 
     def text(self) -> str:
-        """The keys, one per line, then what each mark and colour of the tables means (``steptable legend``'s)."""
+        """The keys, one per line, then what each mark and colour of the tables means (``steptable legend``'s), or
+        the notes given."""
         kw = max((display_width(k) for k, _ in self.lines), default=0)
         keys = "\n".join(k + " " * (kw - display_width(k)) + "  " + what for k, what in self.lines)
-        return keys + "\n\n" + marks_text(indent=0) if self.marks else keys
+        after = marks_text(indent=0) if self.marks else self.notes
+        return keys + "\n\n" + after if after else keys
 
     def compose(self) -> ComposeResult:
         box = VerticalScroll(Static(self.text(), markup=False, id="help-text"))
@@ -79,9 +83,11 @@ class HelpScreen(ModalScreen[None]):
 
 
 def own_keys_help(screen: Screen[Any]) -> HelpScreen:
-    """The help of ``screen``'s own keys (its ``BINDINGS``, not the tables'), without the tables' marks."""
+    """The help of ``screen``'s own keys (its ``BINDINGS``, not the tables'), without the tables' marks; then its
+    ``HELP_NOTES`` where it has them."""
     own = [b for b in screen.BINDINGS if isinstance(b, Binding)]
-    return HelpScreen(key_lines(own, screen.app.get_key_display), marks=False)
+    return HelpScreen(key_lines(own, screen.app.get_key_display), marks=False,
+                      notes=getattr(screen, "HELP_NOTES", ""))
 
 
 #: ``?`` / F1 on a screen with keys of its own (:class:`OwnKeysHelp`)
@@ -90,7 +96,10 @@ HELP_KEYS = Binding("question_mark,f1", "help", "Help", tooltip="this list of ke
 
 class OwnKeysHelp:
     """Mixed into a screen whose BINDINGS hold :data:`HELP_KEYS`: its help lists the screen's own keys (the app's
-    ``?`` would list the tables')."""
+    ``?`` would list the tables'), then its ``HELP_NOTES``."""
+
+    #: what the screen's marks and colours mean, said after its keys
+    HELP_NOTES: ClassVar[str] = ""
 
     def action_help(self) -> None:
         screen = cast("Screen[Any]", self)

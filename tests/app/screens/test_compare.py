@@ -143,7 +143,7 @@ async def test_long_alike_metric_names_leave_the_arms_room_at_80_columns(tmp_pat
 
 async def test_help_on_the_compare_view_lists_its_keys(tmp_path: Path) -> None:
     """? in the compare view did nothing (every other screen's ? opens the help): it lists the view's keys, the
-    arrows that scroll it among them, and esc brings the view back."""
+    arrows that scroll it among them, then what its green, red and bold mean; esc brings the view back."""
     from steptable.app.screens.help import HelpScreen
 
     app, follower, _ = manual_app(make_runs(tmp_path, steps=50))
@@ -155,6 +155,9 @@ async def test_help_on_the_compare_view_lists_its_keys(tmp_path: Path) -> None:
         keys = dict(app.screen.lines)
         assert keys["x"].startswith("X axis") and keys["b"].startswith("Baseline")
         assert keys["←"] and keys["↓"] and keys["pgdn"] and "Chart" not in app.screen.text()
+        said = app.screen.text()  # what the colours mean, not the tables' marks
+        assert "green: better than the baseline beyond chance" in said and "red: worse" in said
+        assert "bold: different" in said and "colours in watch:" not in said
         await pilot.press("escape")
         await pilot.pause()
         assert isinstance(app.screen, CompareScreen)
