@@ -62,6 +62,12 @@ def index_running(index: SweepIndex, post: Callable[[Any], Any]) -> Iterator[Non
     assert not worker.is_alive()
 
 
+def written_at(root: Path) -> float:
+    """When the newest file under ``root`` was last written: the "now" a sweep's status line is judged at, as just
+    after the runs were written (the machine's clock would make a slow run's live runs read stalled)."""
+    return max(p.stat().st_mtime for p in root.rglob("*") if p.is_file())
+
+
 def read_all(index: SweepIndex, post: Callable[[Any], Any]) -> None:
     """Run ``index``'s own thread until every run's digest is read, then stop it."""
     with index_running(index, post):

@@ -19,19 +19,19 @@ from steptable.app.screens.runs import RunsScreen
 from steptable.app.seedgroups import GROUP_PREFIX
 from steptable.app.sweep import IndexChanged, SweepIndex, default_metrics
 from tests.app.helpers import until
-from tests.app.sweephelpers import index_running, read_all, write_sweep
+from tests.app.sweephelpers import index_running, read_all, write_sweep, written_at
 
 
 def test_the_index_thread_reads_every_run(tmp_path: Path) -> None:
     write_sweep(tmp_path, runs=5)
     index = SweepIndex([str(tmp_path)], period=0.05)
     assert index.discover() == 5
-    assert index.line(time.time()).endswith("(reading 5 more)")  # nothing read yet: known by their files
+    assert index.line(written_at(tmp_path)).endswith("(reading 5 more)")  # nothing read yet: known by their files
     posted: list[Any] = []
     read_all(index, posted.append)
     assert posted and all(isinstance(m, IndexChanged) for m in posted)
     assert len(posted) <= 2  # the first post, then one more at most: the UI never took the first
-    assert index.line(time.time()) == "5 runs: 3 live, 1 ended, 1 crashed; 1 with errors"
+    assert index.line(written_at(tmp_path)) == "5 runs: 3 live, 1 ended, 1 crashed; 1 with errors"
     assert default_metrics(index.entries()) == ["reward", "loss"]  # the ranking keys the runs log
     assert default_metrics(index.entries(), most=1) == ["reward"]
 
@@ -151,7 +151,7 @@ def test_copies_of_one_training_are_left_out_of_the_list(hf_every_tracker: Path)
     assert len(index.index.runs) == 16  # (trackio's database: a run per run name once read)
     assert sorted((e.digest.kind, e.digest.arm) for e in index.entries() if e.digest is not None) == [
         ("wandb", name) for name in ("hi_seed0", "hi_seed1", "lo_seed0", "lo_seed1")]
-    assert index.line(time.time()).endswith(" · 12 copies of these runs by other loggers left out")
+    assert index.line(written_at(hf_every_tracker)).endswith(" · 12 copies of these runs by other loggers left out")
 
 
 @pytest.mark.anyio
