@@ -33,6 +33,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
+from steptable.ingest.edits import GrowState, grow_state, only_grew
 from steptable.ingest.parsed import BOOKKEEPING_KEYS
 
 #: shared steps compared at most (spread over the steps both runs hold, the last included)
@@ -116,17 +117,6 @@ def _compared(store: Rows) -> dict[str, str]:
 _Item = int
 
 
-#: (generation, rows, edits, resumes) of a run: what says whether it only grew since
-_State = tuple[int, int, int, int]
-
-
-def _state(st: Rows) -> _State:
-    return (st.generation, len(st), st.edit_count, len(st.resumes))
-
-
-def _grown(before: _State, now: _State) -> bool:
-    """Only rows added since (no rewrite, edit or resume: rows already compared are as they were)?"""
-    return before[0] == now[0] and before[2:] == now[2:] and before[1] <= now[1]
 
 
 def _items(store: Rows, start: int, stop: int) -> set[_Item]:
@@ -246,11 +236,11 @@ class Copies:
         self.stay = stay
         self._files = {os.path.abspath(r) for r in roots if os.path.isfile(r)}  # (looked at once)
         #: run -> (its state, its first and last rows' items when it was new)
-        self._items: dict[str, tuple[_State, set[_Item]]] = {}
+        self._items: dict[str, tuple[GrowState, set[_Item]]] = {}
         self._by_item: dict[_Item, list[str]] = {}  # item -> the runs holding it
-        self._rows: dict[str, tuple[_State, dict[int, int]]] = {}  # run -> (its state, step -> its last row)
+        self._rows: dict[str, tuple[GrowState, dict[int, int]]] = {}  # run -> (its state, step -> its last row)
         #: (run, run) -> (:func:`_state` of each when checked, "same" / "different" / "unsure")
-        self._pairs: dict[tuple[str, str], tuple[_State, _State, str]] = {}
+        self._pairs: dict[tuple[str, str], tuple[GrowState, GrowState, str]] = {}
         #: run id of each copy -> the run id kept for it
         self.of: dict[str, str] = {}
         self._lock = threading.Lock()  # (a UI thread and a worker may both ask)
@@ -275,8 +265,8 @@ class Copies:
         grew: set[str] = set()  # runs that only grew: their pairs stand, checked on their new rows
         for run, st in stores.items():
             got = self._items.get(run)
-            state = _state(st)
-            if got is not None and got[0] != state and got[0][1] >= END_ROWS and _grown(got[0], state):
+            state = grow_state(st)
+            if got is not None and got[0] != state and got[0][1] >= END_ROWS and only_grew(got[0], state):
                 # (a followed run's first rows stand, and its copies meet it there: its values are not read again)
                 self._items[run] = (state, got[1])
                 grew.add(run)
@@ -336,12 +326,12 @@ class Copies:
                     out.update((min(run, o), max(run, o)) for o in runs if o != run and stores[o].kind != kind)
         return out
 
-    def _pair(self, a: str, sa: Rows, b: str, sb: Rows) -> tuple[_State, _State, str]:
-        now = (_state(sa), _state(sb))
+    def _pair(self, a: str, sa: Rows, b: str, sb: Rows) -> tuple[GrowState, GrowState, str]:
+        now = (grow_state(sa), grow_state(sb))
         got = self._pairs.get((a, b))
         if got is not None and got[:2] == now:
             return got
-        if got is None or got[2] == "unsure" or not (_grown(got[0], now[0]) and _grown(got[1], now[1])):
+        if got is None or got[2] == "unsure" or not (only_grew(got[0], now[0]) and only_grew(got[1], now[1])):
             return (*now, _check(sa, sb, self._rows_of(a, sa), self._rows_of(b, sb)))
         if got[2] == "different":
             return (*now, "different")
@@ -353,9 +343,9 @@ class Copies:
     def _rows_of(self, run: str, st: Rows) -> dict[int, int]:
         """Step -> its last row of ``st``, brought up to date with its new rows only (mapped again after a
         rewrite, an edit or a resume)."""
-        now = _state(st)
+        now = grow_state(st)
         got = self._rows.get(run)
-        if got is None or not _grown(got[0], now):
+        if got is None or not only_grew(got[0], now):
             got = ((now[0], 0, now[2], now[3]), {})
         rows = got[1]
         for i, step in enumerate(st.steps_between(got[0][1], now[1]), got[0][1]):

@@ -1,8 +1,23 @@
-"""EditLog: which rows of a store were changed in place, by batch version, for viewers that show rows again."""
+"""What changed in a store since a reader last looked: :class:`EditLog`, which rows were changed in place, by batch
+version, for viewers that show rows again; :func:`grow_state` and :func:`only_grew`, whether it only grew."""
 
 from __future__ import annotations
 
 from collections import deque
+from typing import Any, TypeAlias
+
+#: (generation, rows, edits, resumes) of a run: what says whether it only grew since (:func:`only_grew`)
+GrowState: TypeAlias = tuple[int, int, int, int]
+
+
+def grow_state(st: Any) -> GrowState:
+    """:data:`GrowState` of a RunStore (or of anything with its ``generation``, ``edit_count``, ``resumes``)."""
+    return (st.generation, len(st), st.edit_count, len(st.resumes))
+
+
+def only_grew(before: GrowState, now: GrowState) -> bool:
+    """Only rows added since (no rewrite, edit or resume: the rows there before are as they were)?"""
+    return before[0] == now[0] and before[2:] == now[2:] and before[1] <= now[1]
 
 
 class EditLog:
