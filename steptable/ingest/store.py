@@ -287,12 +287,14 @@ class RunStore(RowPlacement):
             self._edited(step, None)
             self.version += 1
 
-    def succeed(self, generation: int, version: int) -> None:
-        """This store takes the place of an earlier one of the same run (whose file was deleted and is written again,
-        a resumed run): ``generation`` and ``version`` go past that one's, so a reader that knows the run by its id
-        starts it over, as after a reset."""
+    def succeed(self, generation: int, version: int, reset: bool = True) -> None:
+        """This store takes the place of an earlier one of the same run (of ``generation``, at ``version``): its
+        ``version`` goes past that one's. Where its rows are another content (``reset``: a file deleted and written
+        again) so does its ``generation``: a reader that knows the run by its id starts it over. Otherwise it holds
+        that one's rows as they were up to the steps of the resumes it holds past that one's (a training found in
+        pieces as it goes on: steptable.ingest.resumes), and a reader sees those resumes."""
         with self.lock:
-            self.generation += generation + 1
+            self.generation = generation + (self.generation + 1 if reset else 0)
             self.version += version + 1
 
     def add_gap(self, gap: Gap) -> None:

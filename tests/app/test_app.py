@@ -97,3 +97,26 @@ def test_panels_are_not_refreshed_once_the_screens_are_gone() -> None:
     app = StepTableApp(Feed([]))
     assert app.screen_stack == []
     app.refresh_panels()
+
+
+@pytest.mark.anyio
+async def test_a_fit_resumed_in_a_new_logger_version_goes_on_in_its_runs_table(tmp_path: Path) -> None:
+    """Lightning's CSVLogger writes the resumed process to ``version_1``: the watch shows one table going on from the
+    resume's step (steptable.ingest.resumes), not a second run."""
+    import math
+
+    from tests.app.helpers import screen_text
+    from tests.library_logs import write_lightning_rows
+
+    arm = tmp_path / "armA"
+    write_lightning_rows(arm / "version_0", [(s, {"loss": 1 + math.sin(s)}) for s in range(20)])
+    app, follower, _ = manual_app(tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await sync(pilot, follower)
+        assert list(app.panels) == ["armA/version_0/metrics.csv"]
+        write_lightning_rows(arm / "version_1", [(s, {"loss": 7.0}) for s in range(15, 25)])
+        await sync(pilot, follower)
+        await pilot.pause()
+        assert list(app.panels) == ["armA/version_0/metrics.csv"]
+        text = screen_text(app)
+        assert "25 rows" in text and "resumed 15" in text and "7.00" in text

@@ -406,8 +406,9 @@ def test_tail_tells_two_lightning_versions_apart(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    for version, steps in (("version_0", range(0, 10)), ("version_1", range(10, 20))):
-        write_lightning_rows(SWEEP / version, [(s, {"train_loss": 1 / (s + 1), "epoch": 0}) for s in steps])
+    # (two fits, each from step 0: a version going on from the other's steps would be its resume, one run)
+    for version, scale in (("version_0", 1), ("version_1", 2)):
+        write_lightning_rows(SWEEP / version, [(s, {"train_loss": scale / (s + 1), "epoch": 0}) for s in range(10)])
     rc, out, _ = run_cli(["tail", "-n", "2", "exps"], capsys)
     titles = block_titles(out)
     assert rc == 0 and len(titles) == 2, out

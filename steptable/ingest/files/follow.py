@@ -29,6 +29,7 @@ from steptable.ingest.files.tail import MAX_LINE
 from steptable.ingest.parse import BadLine
 from steptable.ingest.readers.console import metrics_between
 from steptable.ingest.readers.tbcurves import DEPTH as CURVE_DEPTH
+from steptable.ingest.resumes import Joiner
 from steptable.ingest.sidefiles import load_meta
 from steptable.ingest.source import Source, make_source
 from steptable.ingest.store import ResumeReader, RunStore
@@ -65,7 +66,9 @@ class Follower:
         self.recheck = recheck
         self._discover_s = 0.0  # how long the last discovery pass took
         self.max_line = max_line
+        self._runs: dict[str, RunStore] = {}  # every file's runs; ``stores`` shows them with resumes joined
         self.stores: dict[str, RunStore] = {}
+        self._joiner = Joiner()  # (steptable.ingest.resumes: a training resumed in a new logger directory is one run)
         self.mode = "idle"  # "notify" | "poll" while run() runs
         self.error_count = 0
         self._errors: deque[tuple[str, str]] = deque(maxlen=MAX_ERRORS)  # (the file, or "steptable"; the text)
@@ -115,12 +118,12 @@ class Follower:
     def read_nothing(self) -> bool:
         """Problems were reported and no run holds a row: what the paths hold could not be read (garbage, a
         permission), which a one-shot command must not pass off as an empty run."""
-        return bool(self._errors) and not any(len(s) for s in self.stores.values())
+        return bool(self._errors) and not any(len(s) for s in self._runs.values())
 
     def unreadable(self) -> list[str]:
         """What a one-shot command could not read although it was there: runs without a row that reported problems
         (permission, garbage, not a regular file) and paths that could not be listed. (A follower retries them.)"""
-        out = [str(s.path) for s in self.stores.values() if not len(s) and s.bad_count]
+        out = [str(s.path) for s in self._runs.values() if not len(s) and s.bad_count]
         return out + [str(p) for p in sorted(self._unlisted)]
 
     def scan(self) -> set[str]:
@@ -143,7 +146,7 @@ class Follower:
                     for st in src.stores():
                         changed.add(st.run)
                         self._expose(st)
-            return changed
+            return self._publish(changed)
 
     def run(self, stop: threading.Event, on_change: Callable[[set[str]], None]) -> None:
         """Follow until ``stop`` is set (blocking: call it in a worker thread); see steptable.ingest.files.wake."""
@@ -172,7 +175,14 @@ class Follower:
                     self._missing.pop(src.cand.key, None)
                 if src.exposed:
                     changed.update(st.run for st in src.stores() if self._expose(st))
-            return changed
+            return self._publish(changed)
+
+    def _publish(self, changed: set[str]) -> set[str]:
+        """Show the runs read (``stores``), each training resumed in pieces as one; returns ``changed`` (the runs
+        read that changed) as the ids shown."""
+        shown, piece_of, joined = self._joiner.view(self._runs, changed)
+        self.stores = shown if isinstance(shown, dict) else dict(shown)
+        return {piece_of.get(r, r) for r in changed} | joined
 
     def _poll(self, src: Source) -> bool:
         """``src.poll()``, True when its runs changed. A bug of ours costs the chunk it failed on (the tail has read
@@ -205,12 +215,12 @@ class Follower:
     def _expose(self, store: RunStore) -> bool:
         """Show ``store`` in ``stores`` (True if it was not there). The file of a run no longer followed, written
         again: to readers, the run was reset."""
-        if store.run in self.stores:
+        if store.run in self._runs:
             return False
         old = self._retired.pop(store.run, None)
         if old is not None:
             store.succeed(*old)
-        self.stores = {**self.stores, store.run: store}
+        self._runs = {**self._runs, store.run: store}
         return True
 
     def _gone(self, key: Path) -> bool:
@@ -224,8 +234,8 @@ class Follower:
         """Stop following ``src`` (its file is gone); its runs leave ``stores``, their stores left as they are for
         the readers that hold them. Returns those runs."""
         self._forget(src)
-        gone = {st.run: st for st in src.stores() if self.stores.get(st.run) is st}
-        self.stores = {k: v for k, v in self.stores.items() if k not in gone}
+        gone = {st.run: st for st in src.stores() if self._runs.get(st.run) is st}
+        self._runs = {k: v for k, v in self._runs.items() if k not in gone}
         for run, st in gone.items():
             with st.lock:
                 self._retired[run] = (st.generation, st.version)
