@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from pathlib import Path
 from typing import Any, TextIO
 
 from steptable.cli.reading import non_negative
@@ -60,6 +61,9 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
             parts.append("ended" if end is None else runinfo.end_words(end))
         if resumes:
             parts.append(resumed_words(resumes))
+        if isinstance(pieces := s.meta.get("pieces"), list) and len(pieces) > 1:  # (steptable.ingest.resumes)
+            parts.append("pieces " + " + ".join(sanitize(Path(p).parent.name) for p in pieces[:4])
+                         + (f" + {len(pieces) - 4} more" if len(pieces) > 4 else ""))
         if key in copy_of:
             parts.append(f"same rows as {sanitize(copy_of[key])}: left out")
         out.write("  ".join(parts) + "\n")

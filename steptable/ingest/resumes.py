@@ -88,10 +88,10 @@ class Training:
     """A training's pieces (in order) and the one run they are read as (``store``): named, placed and described as
     the first (its arm, config, side files), its rows each piece's from its first step on, the rows before that of
     the pieces before it, every later piece's first step a resume; the last piece's description of how the run ended;
-    every piece's bad lines and gaps; arrival times unknown (NaN), as for any re-read. Kept up to date as its last
-    piece is followed (:meth:`sync`): rows it adds are added; anything else (a piece rewritten, reset or resumed within
-    its file, a row changed in place, an earlier piece changed) fills the run again, as a reset readers start over
-    from."""
+    every piece's bad lines and gaps; the pieces' paths in ``meta["pieces"]``; arrival times unknown (NaN), as for
+    any re-read. Kept up to date as its last piece is followed (:meth:`sync`): rows it adds are added; anything else
+    (a piece rewritten, reset or resumed within its file, a row changed in place, an earlier piece changed) fills the
+    run again, as a reset readers start over from."""
 
     def __init__(self, pieces: Sequence[RunStore]) -> None:
         self.pieces = list(pieces)
@@ -128,6 +128,7 @@ class Training:
 
     def _fill(self) -> None:
         out = self.store
+        out.meta["pieces"] = [str(st.path) for st in self.pieces]
         for i, st in enumerate(self.pieces):
             with st.lock:
                 steps, rows, step_key = list(st.steps), st.stored_rows(), st.step_key

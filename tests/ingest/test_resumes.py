@@ -121,7 +121,7 @@ def test_compare_of_arms_resumed_in_new_versions(fits: Path, capsys: pytest.Capt
 def test_runs_lists_a_resumed_fit_once_with_its_resume(fits: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["runs", str(fits / "csv" / "resumed")]) == 0
     (line,) = capsys.readouterr().out.splitlines()
-    assert "rows  steps 4-59" in line and "resumed 24" in line
+    assert "rows  steps 4-59" in line and "resumed 24  pieces version_0 + version_1" in line
 
 
 def _csv(dir: Path, steps: range, scale: float = 1.0) -> None:
