@@ -50,6 +50,16 @@ class RowPlacement(ColumnTable, ABC):
     def _edited(self, step: int, keys: frozenset[str] | None) -> None:
         """Row ``step`` was changed in place (``keys`` set, None: inserted)."""
 
+    def resume_at(self, step: int) -> None:
+        """A resume to ``step`` that another file logs (a training resumed in a new logger directory,
+        steptable.ingest.resumes): the rows from ``step`` on dropped as a resume in one file drops them (what the
+        store keeps of them kept), ``step`` recorded in ``resumes``. The caller holds the lock and adds the rows."""
+        i = bisect_left(self._steps, step)
+        if i < len(self._steps):
+            self._note_replaced(i)
+            self._truncate(i)
+        self.resumes.append(step)
+
     def _appendable(self, steps: Sequence[int]) -> bool:
         if self._steps and steps[0] <= self._steps[-1]:
             return False

@@ -1,42 +1,60 @@
 """Runs that are one training resumed in a new logger directory. Pure.
 
 Lightning's CSVLogger and TensorBoardLogger write each process to a new ``version_N`` directory, transformers'
-TensorBoard callback to a new ``runs/<date>_<host>`` and Stable-Baselines3 to a new ``PPO_N``: a fit resumed from
-its checkpoint in a new process (a job requeued after a preemption, ``Trainer.fit(ckpt_path=...)``) is a second
-file whose steps go on from the checkpoint's. Taken apart they are two runs of one arm that never overlap: two
-seeds to ``compare`` (which then finds no common range), two tables in the watch. One training's pieces are found
-from what they hold, as the W&B pieces are from their names (steptable.ingest.files.wandbpieces):
+TensorBoard callback to a new ``runs/<date>_<host>``: a fit resumed from its checkpoint in a new process (a job
+requeued after a preemption, ``Trainer.fit(ckpt_path=...)``) is a second file whose steps go on from the
+checkpoint's. Taken apart they are two runs of one arm that never overlap: two seeds to ``compare`` (which then finds
+no common range), two tables in the watch. One training's pieces are found from what they hold, as the W&B pieces
+are from their names (steptable.ingest.files.wandbpieces):
 
 - they are files of one kind (CSV or TensorBoard) and one arm, in sibling directories (``armA/version_0``,
-  ``armA/version_1``), taken in the order of those directories' names (numbers by value);
-- a piece continues the training before it when its first step is later than that training's first: a new seed, or
-  a run started again from scratch, starts where the first did (step 0) and stays a run of its own;
+  ``armA/version_1``), in the order they were begun (a TensorBoard file's name holds the time it was made; other
+  directories are taken by name, numbers by value);
+- a piece's first step is that of its first row of metrics (Lightning's TensorBoardLogger logs a placeholder
+  ``hp_metric`` at step 0 in every version); it continues the training before it when that is later than the
+  training's first: a new seed, or a run started again from scratch, starts where the first did and stays a run of
+  its own;
 - exactly one training before it may be the one it continues: with two trainings begun in the same directory and
   both resumed, which piece goes on which is not known, and each stays a run of its own;
 - it logs what the training logs (a metric of both: not a step counter nor a clock) and more than one row: a
-  checkpoint evaluated in a process of its own (``trainer.validate``, ``trainer.test``) logs its scores once, at
-  the checkpoint's step, and must not take the place of the training's rows from there on.
+  checkpoint evaluated in a process of its own logs its scores once and must not take the place of the training's
+  rows from there on;
+- where its steps and the training's overlap, it logs the same steps (a resumed process runs the same code from
+  the checkpoint: a fit with another batch size or logging interval that merely starts logging later does not), and
+  a counter both log (the epoch) does not go back at its first step (a fresh fit counts from 0 again).
 
-One training's pieces are read as one run (:class:`Training`): each piece's rows from its first step on replace those of
-the pieces before it (a process resumed from a checkpoint older than its predecessor's last row logs those steps
-again), and each step a piece began at is a resume of the run, as a resume within one file is.
+One training's pieces are read as one run (:class:`Training`): each piece's rows from its first step on replace
+those of the pieces before it (a process resumed from a checkpoint older than its predecessor's last row logs those
+steps again) as a resume within one file replaces them (what the alerts found in them kept), and each step a piece
+began at is a resume of the run.
 """
 
 from __future__ import annotations
 
 import math
 import re
+from array import array
+from bisect import bisect_left, bisect_right
 from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from steptable.ingest.edits import grow_state, only_grew
+from steptable.ingest.edits import grow_state
+from steptable.ingest.parse import MISSING
 from steptable.ingest.parsed import BOOKKEEPING_KEYS, Parsed, counter
+from steptable.ingest.rowcut import RowCut
 from steptable.ingest.store import RunStore
 
 #: kinds of file a logger writes to a new directory for each process
 KINDS = frozenset({"csv", "tensorboard"})
+#: keys that are no metric of a training: Lightning's TensorBoardLogger logs ``hp_metric`` -1 at step 0 in every
+#: version (log_hyperparams), as a placeholder for the hyper-parameters view
+PLACEHOLDERS = frozenset({"hp_metric"})
+#: rows of a piece looked through for its first row of metrics
+HEAD_ROWS = 16
 _NUMBER = re.compile(r"(\d+)")
+_TB_TIME = re.compile(r"^events\.out\.tfevents\.(\d+)")
 
 
 def piece_dir(store: RunStore) -> Path:
@@ -46,102 +64,226 @@ def piece_dir(store: RunStore) -> Path:
 
 
 def _metric(key: str) -> bool:
-    """A key whose values are measured (not the step, an epoch or another counter, a clock)."""
-    return key not in BOOKKEEPING_KEYS and not counter(key)
+    """A key whose values are measured (not the step, an epoch or another counter, a clock, a placeholder)."""
+    return key not in BOOKKEEPING_KEYS and key not in PLACEHOLDERS and not counter(key)
 
 
-def _name_order(name: str) -> tuple[tuple[int, int | str], ...]:
-    """A directory name's sort key, its numbers by value (``version_10`` after ``version_9``)."""
-    return tuple((0, int(p)) if p.isdigit() else (1, p) for p in _NUMBER.split(name) if p)
+def _begun(store: RunStore) -> tuple[int, tuple[tuple[int, int | str], ...]]:
+    """The order pieces were begun in: a TensorBoard file's time (its name's), then its directory's name with its
+    numbers by value (``version_10`` after ``version_9``)."""
+    m = _TB_TIME.match(store.path.name) if store.kind == "tensorboard" else None
+    name = piece_dir(store).name
+    return (int(m.group(1)) if m else 0,
+            tuple((0, int(p)) if p.isdigit() else (1, p) for p in _NUMBER.split(name) if p))
 
 
-def trainings(stores: Mapping[str, RunStore]) -> list[list[str]]:
-    """The run ids of each training found in more than one piece, its pieces in order (see the module docstring);
-    runs that are one piece are left out."""
+@dataclass
+class _Piece:
+    """What the rule reads of one run: its first row of metrics (index and step), its steps, its metrics."""
+
+    store: RunStore
+    start: int
+    first: int
+    steps: array[int]
+    logs: set[str]
+
+    def steps_in(self, lo: int, hi: int) -> array[int]:
+        """Its steps from its first row of metrics on, within ``[lo, hi]``."""
+        steps = self.steps
+        return steps[max(self.start, bisect_left(steps, lo)):bisect_right(steps, hi)]
+
+
+def _piece(st: RunStore) -> _Piece | None:
+    """``st`` as a piece (its lock held); None when its first rows hold no metric."""
+    for i in range(min(len(st), HEAD_ROWS)):
+        if any(map(_metric, st.row(i))):
+            return _Piece(st, i, st.step_at(i), st.steps, {k for k in st.keys if _metric(k)})
+    return None
+
+
+class _Begun:
+    """A training found so far: its pieces, each shown up to the next one's first step."""
+
+    def __init__(self, first: _Piece) -> None:
+        self.pieces = [first]
+        self.logs = set(first.logs)
+
+    @property
+    def first(self) -> int:
+        return self.pieces[0].first
+
+    def _shown(self) -> list[tuple[_Piece, int]]:
+        """Each piece with the step its rows are shown up to (the next piece's first, past its last)."""
+        return [(p, nxt.first - 1 if nxt is not None else p.steps[-1])
+                for p, nxt in zip(self.pieces, [*self.pieces[1:], None], strict=True)]
+
+    def steps_in(self, lo: int, hi: int) -> list[int]:
+        """The training's steps within ``[lo, hi]``, as its pieces show them."""
+        return [s for p, top in self._shown() for s in p.steps_in(lo, min(hi, top))]
+
+    def value_before(self, step: int, key: str) -> Any:
+        """``key``'s value in the last of the training's last ``HEAD_ROWS`` rows before ``step`` that holds it (None:
+        none does)."""
+        looked = 0
+        for p, top in reversed(self._shown()):
+            i = bisect_left(p.steps, min(step, top + 1)) - 1
+            while i >= p.start and looked < HEAD_ROWS:
+                if (v := p.store.value(i, key)) is not None:
+                    return v
+                i, looked = i - 1, looked + 1
+        return None
+
+    def goes_on(self, p: _Piece) -> bool:
+        """Does ``p`` continue this training (see the module docstring)?"""
+        if len(p.steps) - p.start < 2 or not self.logs & p.logs:
+            return False
+        last = self.pieces[-1].steps[-1]
+        hi = min(last, p.steps[-1])
+        if p.first <= hi and list(self.steps_in(p.first, hi)) != list(p.steps_in(p.first, hi)):
+            return False
+        for key in p.store.keys:
+            if counter(key) and key != p.store.step_key and key != "step":
+                now, before = p.store.value(p.start, key), self.value_before(p.first, key)
+                if isinstance(now, (int, float)) and isinstance(before, (int, float)) and now < before:
+                    return False
+        return True
+
+
+def trainings(stores: Mapping[str, RunStore]) -> list[list[tuple[str, int]]]:
+    """Each training found in more than one piece: its pieces in order, each as (run id, index of its first row of
+    metrics); runs that are one piece are left out (see the module docstring)."""
     groups: dict[tuple[str, str, Path, str | None], list[RunStore]] = {}
     for st in stores.values():
         with st.lock:
             if st.kind not in KINDS or not len(st):
                 continue
-            place = piece_dir(st)
-            groups.setdefault((st.kind, st.arm, place.parent, st.step_key), []).append(st)
-    found: list[list[str]] = []
+            groups.setdefault((st.kind, st.arm, piece_dir(st).parent, st.step_key), []).append(st)
+    found: list[list[tuple[str, int]]] = []
     for group in groups.values():
         if len(group) < 2:
             continue
-        group.sort(key=lambda st: (_name_order(piece_dir(st).name), st.run))
-        begun: list[tuple[int, list[str], set[str]]] = []  # (first step, pieces, metrics) of each training so far
+        group.sort(key=lambda st: (_begun(st), st.run))
+        begun: list[_Begun] = []
         for st in group:
             with st.lock:
-                first, n, logs = st.step_at(0), len(st), {k for k in st.keys if _metric(k)}
-            before = [t for t in begun if t[0] < first]
-            if len(before) == 1 and n > 1 and before[0][2] & logs:
-                before[0][1].append(st.run)
-                before[0][2].update(logs)
-            else:
-                begun.append((first, [st.run], logs))
-        found += [pieces for _, pieces, _ in begun if len(pieces) > 1]
+                p = _piece(st)
+                if p is None:
+                    continue
+                before = [t for t in begun if t.first < p.first]
+                if len(before) == 1 and before[0].goes_on(p):
+                    before[0].pieces.append(p)
+                    before[0].logs |= p.logs
+                else:
+                    begun.append(_Begun(p))
+        found += [[(p.store.run, p.start) for p in t.pieces] for t in begun if len(t.pieces) > 1]
     return found
 
 
 class Training:
-    """A training's pieces (in order) and the one run they are read as (``store``): named, placed and described as
-    the first (its arm, config, side files), its rows each piece's from its first step on, the rows before that of
-    the pieces before it, every later piece's first step a resume; the last piece's description of how the run ended;
-    every piece's bad lines and gaps; the pieces' paths in ``meta["pieces"]``; arrival times unknown (NaN), as for
-    any re-read. Kept up to date as its last piece is followed (:meth:`sync`): rows it adds are added; anything else
-    (a piece rewritten, reset or resumed within its file, a row changed in place, an earlier piece changed) fills the
-    run again, as a reset readers start over from."""
+    """A training's pieces (in order, each with the index of its first row of metrics) and the one run they are read
+    as (``store``): named, placed and described as the first (its arm, config, side files), its rows each piece's
+    from its first row of metrics on, the rows before that of the pieces before it, every later piece's first step
+    a resume; the last piece's description of how the run ended; every piece's bad lines and gaps; the pieces' paths
+    in ``meta["pieces"]``; arrival times unknown (NaN), as for any re-read. Kept up to date as its last piece is
+    followed (:meth:`sync`): rows it adds are added, cells merged into its rows (a validation's) merged; anything
+    else (a piece rewritten, reset or resumed within its file, an earlier piece changed) fills the run again, as a
+    reset readers start over from."""
 
-    def __init__(self, pieces: Sequence[RunStore]) -> None:
-        self.pieces = list(pieces)
-        self.ids = tuple(st.run for st in pieces)
-        first = pieces[0]
+    def __init__(self, pieces: Sequence[tuple[RunStore, int]]) -> None:
+        self.pieces = [st for st, _ in pieces]
+        self.starts = [start for _, start in pieces]
+        self.ids = tuple(st.run for st in self.pieces)
+        first = self.pieces[0]
         self.store = RunStore(first.run, first.path, first.kind, first.arm, first.on_resume, first.keep)
         self.store.side_files = first.side_files
-        self._seen: list[tuple[int, int, int, int, int]] = []  # each piece's state and bad lines when read
+        # each piece's (generation, rows, edits, resumes), bad lines, version and last step when read
+        self._seen: list[tuple[tuple[int, int, int, int], int, int, int | None]] = []
         self.sync()
+
+    def _state(self) -> list[tuple[tuple[int, int, int, int], int, int, int | None]]:
+        out = []
+        for st in self.pieces:
+            with st.lock:
+                out.append((grow_state(st), len(st.bad), st.version, st.step_at(len(st) - 1) if len(st) else None))
+        return out
 
     def sync(self) -> bool:
         """Bring ``store`` up to date with the pieces; True when it changed."""
-        now = [(*grow_state(st), len(st.bad)) for st in self.pieces]
+        now = self._state()
         if now == self._seen:
             return False
-        out, last = self.store, self.pieces[-1]
-        if self._seen and self._seen[:-1] == now[:-1] and only_grew(self._seen[-1][:4], now[-1][:4]):
-            with last.lock:
-                n, had_bad = self._seen[-1][1], self._seen[-1][4]
-                steps, rows = list(last.steps_between(n)), last.stored_rows(n)
-                meta, bad, step_key = dict(last.meta), last.bad[had_bad:], last.step_key
-            with out.lock:
-                out.add(Parsed(steps=steps, rows=rows, step_key=step_key), None)
-                _take_meta(out, meta, list_too=False)
-                out.add_bad(bad)
-        else:
+        if not (self._seen and self._seen[:-1] == now[:-1] and self._went_on(now[-1])):
             if self._seen:
-                out.reset()
+                self.store.reset()
             self._fill()
-        with out.lock:  # (rows without a clock are as old as their file: the newest piece's, not the first's)
-            out.last_update = last.last_update if last.last_update is not None else out.last_update
+        with self.store.lock:  # (rows without a clock are as old as their file: the newest piece's, not the first's)
+            self.store.last_update = self.pieces[-1].last_update or self.store.last_update
         self._seen = now
+        return True
+
+    def _went_on(self, now: tuple[tuple[int, int, int, int], int, int, int | None]) -> bool:
+        """The last piece only went on since it was read (rows added, cells merged into its rows, rows inserted
+        among them): do the same to the run and say True; else (reset, rewritten, resumed within its file, more
+        edits than its log keeps) False, the run untouched."""
+        (gen, _, _, resumes), bad_seen, version, last_step = self._seen[-1]
+        st, out = self.pieces[-1], self.store
+        with st.lock:
+            if now[0][0] != gen or now[0][3] != resumes or st.lost_since(version) is not None:
+                return False
+            first = self.starts[-1]
+            after = len(st) if last_step is None else st.index_of_step(last_step + 1)
+            edited: dict[int, frozenset[str] | None] = {}
+            for step, keys in st.edits_since(version):
+                if last_step is not None and step <= last_step:
+                    had = edited.get(step, frozenset())
+                    edited[step] = None if had is None or keys is None else had | keys
+            merges = []
+            for step, keys in sorted(edited.items()):
+                i = st.index_of_step(step)
+                if first <= i < after and st.step_at(i) == step:
+                    row = st.stored_rows(i, i + 1)[0]
+                    merges.append(Parsed(steps=[step], rows=[row if keys is None else
+                                                            {k: row[k] for k in keys if k in row}],
+                                         step_key=st.step_key))
+            rows, meta, bad = _rows_of(st, max(after, first)), dict(st.meta), st.bad[bad_seen:]
+        with out.lock:
+            for m in merges:
+                out.add(m, None)
+            out.add(rows, None)
+            _take_meta(out, meta, list_too=False)
+            out.add_bad(bad)
         return True
 
     def _fill(self) -> None:
         out = self.store
         out.meta["pieces"] = [str(st.path) for st in self.pieces]
-        for i, st in enumerate(self.pieces):
+        for i, (st, start) in enumerate(zip(self.pieces, self.starts, strict=True)):
             with st.lock:
-                steps, rows, step_key = list(st.steps), st.stored_rows(), st.step_key
-                meta, bad, gaps = dict(st.meta), list(st.bad), list(st.gaps)
-            if i and steps:
-                out.withdraw(out.index_of_step(steps[0]))
-                out.resumes.append(steps[0])
-            out.add(Parsed(steps=steps, rows=rows, step_key=step_key), math.nan)
-            out.resumes += st.resumes  # (a piece's resumes within its own file)
-            _take_meta(out, meta)
-            out.add_bad(bad)
-            for gap in gaps:
-                out.add_gap(gap)
+                rows, meta, bad, gaps = _rows_of(st, start if i else 0), dict(st.meta), list(st.bad), list(st.gaps)
+            with out.lock:
+                if i and rows.steps:
+                    out.resume_at(rows.steps[0])
+                out.add(rows, math.nan)
+                out.resumes += st.resumes  # (a piece's resumes within its own file)
+                _take_meta(out, meta)
+                out.add_bad(bad)
+                for gap in gaps:
+                    out.add_gap(gap)
+
+
+def _rows_of(st: RunStore, start: int) -> Parsed:
+    """``st``'s rows from ``start`` on as stored (its lock held), column by column: a copy of each column (a memcpy
+    for a numeric one), never a dict a row (a 100k-row piece as dicts is hundreds of MB)."""
+    cut = RowCut(st, None, start, len(st), False)
+    cols: dict[str, Any] = {}
+    for key, vals, pres, ints in cut.columns():
+        cells: Any = vals  # (a numeric column's array: NaN a logged null; an object column's list: None one)
+        if type(vals) is array and ints:
+            cells = [int(v) if math.isfinite(v) else v for v in vals]
+        if pres is not None:
+            cells = [v if p else MISSING for v, p in zip(cells, pres, strict=True)]
+        cols[key] = cells
+    return Parsed(steps=cut.steps, cols=cols, step_key=st.step_key)
 
 
 def _take_meta(out: RunStore, meta: Mapping[str, Any], list_too: bool = True) -> None:
@@ -183,11 +325,12 @@ class Joiner:
             return runs, {}, set()
         kept: dict[str, Training] = {}
         changed: set[str] = set()
-        for ids in found:
+        for pieces in found:
+            ids = [key for key, _ in pieces]
             t = self._by_first.get(ids[0])
             if t is None or t.ids != tuple(ids):
                 before = t.store if t is not None else runs[ids[0]]
-                t = Training([runs[key] for key in ids])
+                t = Training([(runs[key], start) for key, start in pieces])
                 with before.lock:
                     # (its rows are the run's shown up to the new piece's first step: a resume there to a reader,
                     # as where a resume in one file replaced them; but where a resume it held is lost, a reset)

@@ -4,6 +4,7 @@ loggers write: a real Trainer fit resumed from its checkpoint, and CSVLogger cal
 from __future__ import annotations
 
 import math
+import time
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,7 @@ import pytest
 from steptable.cli.main import main
 from steptable.ingest.files.follow import Follower
 from steptable.ingest.resumes import Joiner
+from tests.helpers import run_cli
 from tests.ingest.writers import read_once, run_writer
 from tests.library_logs import write_lightning_rows
 
@@ -223,3 +225,130 @@ def test_a_transformers_training_resumed_from_a_checkpoint_is_one_run(tmp_path: 
     (run,) = [st for st in read_once(out / "runs").stores.values()]
     logged = [r["step"] for r in run.rows() if "train/loss" in r]
     assert logged == list(range(1, 13)) and run.resumes == [5]
+
+
+def _same_rows(got: list[dict[str, Any]], want: list[dict[str, Any]]) -> bool:
+    def norm(r: dict[str, Any]) -> dict[str, Any]:
+        return {k: ("nan" if isinstance(v, float) and math.isnan(v) else v) for k, v in r.items()}
+    return [norm(r) for r in got] == [norm(r) for r in want]
+
+
+def test_the_joined_run_holds_each_pieces_cells_as_its_own_run_does(tmp_path: Path) -> None:
+    # absent cells (a validation every 5th step), a NaN, integer columns: cell for cell, types included
+    def rows(steps: range, scale: float) -> list[tuple[int, dict[str, Any]]]:
+        return [(s, {"loss": math.nan if s == 7 else scale * s, **({"val_loss": scale} if s % 5 == 0 else {}),
+                     "epoch": s // 4}) for s in steps]
+    write_lightning_rows(tmp_path / "arm" / "version_0", rows(range(0, 12), 1.0))
+    write_lightning_rows(tmp_path / "arm" / "version_1", rows(range(10, 22), 2.0))
+    v0, v1 = (read_once(tmp_path / "arm" / f"version_{v}") for v in (0, 1))
+    (first,), (second,) = v0.stores.values(), v1.stores.values()
+    (run,) = read_once(tmp_path).stores.values()
+    want = [r for r in first.rows() if r["step"] < 10] + second.rows()
+    assert _same_rows(run.rows(), want)
+    assert run.is_integer("epoch") and type(run.rows()[3]["epoch"]) is int and "val_loss" not in run.rows()[1]
+
+
+def _append(logger: Any, step: int, metrics: dict[str, float]) -> None:
+    """One ``log_metrics`` and ``save`` of a Lightning CSVLogger, as the Trainer calls them."""
+    logger.log_metrics(metrics, step=step)
+    logger.save()
+
+
+def test_a_validation_row_of_the_resumed_piece_is_not_a_reset_of_the_joined_run(tmp_path: Path) -> None:
+    """Lightning writes a validation's metrics on a line of their own at the step of the training row before it.
+    While followed, that merges into the resumed piece's last row (an edit): the joined run must not be reset (tail -f
+    prints the whole training again from step 0 on every validation)."""
+    from lightning.fabric.loggers import CSVLogger
+
+    arm = tmp_path / "arm"
+    write_lightning_rows(arm / "version_0", [(s, {"train_loss": 1 / (s + 1)}) for s in range(30)])
+    f = Follower([tmp_path])
+    f.scan()
+    lg = CSVLogger(root_dir=arm, name=None, version="version_1")
+    for s in range(20, 25):
+        _append(lg, s, {"train_loss": 2 / (s + 1)})
+    f.scan()
+    (run,) = f.stores.values()
+    assert run.resumes == [20]
+    gen = run.generation
+    _append(lg, 24, {"val_loss": 0.1})  # (a key new to the file: CSVLogger rewrites it whole)
+    f.scan()
+    _append(lg, 25, {"train_loss": 0.5})
+    f.scan()
+    _append(lg, 25, {"val_loss": 0.05})  # (no new key: one line appended, merged into step 25's row)
+    f.scan()
+    (run,) = f.stores.values()
+    assert run.value(run.index_of_step(25), "val_loss") == pytest.approx(0.05)
+    assert run.generation == gen, "the joined run was reset: readers start it over from its first row"
+
+
+def test_a_batch_size_sweep_logging_per_epoch_is_two_runs(tmp_path: Path) -> None:
+    """Two fresh fits (batch 64, then batch 32) logging once an epoch (``self.log(..., on_epoch=True)``): the second's
+    first row is at a later step than the first's, so it is taken for its resume and replaces the first's rows, though
+    its epoch counts from 0 again (a resumed fit goes on with its checkpoint's epoch)."""
+    arm = tmp_path / "sweep"
+    write_lightning_rows(arm / "version_0", [(8 * e + 7, {"train_loss_epoch": 2.0 / (e + 1), "epoch": e})
+                                             for e in range(4)])
+    write_lightning_rows(arm / "version_1", [(16 * e + 15, {"train_loss_epoch": 1.0 / (e + 1), "epoch": e})
+                                             for e in range(4)])
+    assert sorted(len(st) for st in read_once(tmp_path).stores.values()) == [4, 4]
+
+
+def test_nan_in_rows_a_resumed_piece_replaced_is_still_alerted(tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """The first process diverged (NaN at step 25) and was resumed from its step-20 checkpoint in version_1: as for a
+    resume within one file, the NaN in the rows the resume replaced is still said (it was, before the join)."""
+    write_lightning_rows(tmp_path / "arm" / "version_0",
+                         [(s, {"loss": math.nan if s >= 25 else 1 / (s + 1)}) for s in range(27)])
+    write_lightning_rows(tmp_path / "arm" / "version_1", [(s, {"loss": 1 / (s + 1)}) for s in range(20, 40)])
+    rc, out, _ = run_cli(["tail", "--alerts-only", str(tmp_path)], capsys)
+    assert rc == 1 and "step 25 loss non-finite" in out, out
+
+
+def test_a_lightning_tensorboard_fit_with_hparams_resumed_is_one_run(tmp_path: Path) -> None:
+    """TensorBoardLogger.log_hyperparams (the Trainer calls it for a module that saved its hyper-parameters) logs
+    ``hp_metric`` -1 at step 0 in every version: the resumed version's first step is then 0, not the checkpoint's."""
+    from lightning.pytorch.loggers import TensorBoardLogger
+
+    for version, steps in (("version_0", range(4, 30, 5)), ("version_1", range(24, 60, 5))):
+        lg = TensorBoardLogger(tmp_path / "tb", name="arm", version=version)
+        lg.log_hyperparams({"lr": 0.05})
+        for s in steps:
+            lg.log_metrics({"train_loss": 1 / (s + 1), "epoch": 0}, step=s)
+        lg.finalize("success")
+    (run,) = read_once(tmp_path / "tb").stores.values()
+    assert run.resumes == [24]
+
+
+def test_transformers_run_dirs_across_a_month_are_joined_in_time_order(tmp_path: Path) -> None:
+    """transformers names its TensorBoard directory ``%b%d_%H-%M-%S_<host>``: a training begun on Nov 30 and resumed on
+    Dec 1 has ``Dec01_...`` sort before ``Nov30_...`` by name."""
+    from torch.utils.tensorboard import SummaryWriter
+
+    runs = tmp_path / "out" / "runs"
+    for name, steps in (("Nov30_23-59-50_host", range(1, 9)), ("Dec01_00-00-05_host", range(5, 13))):
+        time.sleep(1.05)  # (an event file's name holds the second it was made: the resume is made after)
+        w = SummaryWriter(str(runs / name))
+        for s in steps:
+            w.add_scalar("train/loss", 1 / s, s)
+        w.close()
+    (run,) = read_once(runs).stores.values()
+    assert list(run.steps) == list(range(1, 13)) and run.resumes == [5]
+
+
+def test_two_experiments_under_torchs_default_summarywriter_dir_stay_apart(tmp_path: Path) -> None:
+    """torch's ``SummaryWriter()`` logs each process to ``runs/<Mon><day>_<H-M-S>_<host>``: a project's unrelated
+    experiments pile up there as siblings. B logs every 10th step from 10, A every step from 0: B is taken for A's
+    resume and A's rows from step 10 on are replaced (A is left with 10 of its 100 rows)."""
+    from torch.utils.tensorboard import SummaryWriter
+
+    runs = tmp_path / "runs"
+    w = SummaryWriter(str(runs / "Nov30_22-33-17_host"))
+    for s in range(100):
+        w.add_scalar("loss", 1 / (s + 1), s)
+    w.close()
+    w = SummaryWriter(str(runs / "Nov30_22-40-02_host"))
+    for s in range(10, 200, 10):
+        w.add_scalar("loss", 5 + math.sin(s), s)
+    w.close()
+    assert sorted(len(st) for st in read_once(runs).stores.values()) == [19, 100]
