@@ -15,7 +15,8 @@ import math
 import threading
 import time
 from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from textual.message import Message
@@ -27,6 +28,8 @@ if TYPE_CHECKING:  # (the run list's rows, and the digests under them, load with
     from steptable.app.runrows import Entry
 
 #: seconds between the index's stat passes over every run (at least)
+#: first rows of runs kept, of those that may be pieces of one training resumed in new directories
+MAX_HEADS = 10_000
 PERIOD = 1.0
 #: ... and at least this many times as long as the last pass took (up to PERIOD_MAX): a pass over 2,000 runs takes
 #: ~0.1 s of the GIL, which a pass once a second took from the UI thread (a new run's way to the list) 10% of the time
@@ -62,17 +65,25 @@ class SweepIndex:
         from steptable.app.runrows import StateMemo
         from steptable.ingest.copies import Copies, Sample
         from steptable.ingest.files.runindex import RunIndex
+        from steptable.ingest.resumes import KINDS, newest
         from steptable.summary.sweep import digest
 
         self._samples: dict[str, Sample] = {}  # each run's newest rows: its copies (steptable.ingest.copies)
+        self._newest: dict[str, Any] = {}  # the same of the runs that may be pieces of a training (ingest.resumes)
+        self._heads: dict[Path, Any] = {}  # their first rows, once they hold as many as are looked at
 
         def make(store: Any, cand: Any) -> Any:
             self._samples = {**self._samples, store.run: Sample(store)}  # (replaced: the UI thread reads it)
+            if store.kind in KINDS:
+                self._newest[store.run] = newest(store)
             return digest(store, store.meta.get("size", 0))
 
         self._copies = Copies(paths, stay=False)  # (a list: the runs kept are keep_order's, whatever was read first)
         #: run id of each copy of another run in the index -> the run kept (as of the last change)
         self.copy_of: dict[str, str] = {}
+        #: each training resumed in new directories (steptable.ingest.resumes): its first piece's run id (the one
+        #: the follower shows it under, and the list) -> its pieces' run ids, the first first
+        self.pieces: dict[str, list[str]] = {}
         # (no discovery of its own after the first: the follower's passes, every few seconds, name every run they
         # turn down to ``poke``; a second walk of thousands of runs would compete with the UI for the GIL)
         self.index = RunIndex(paths, make, recheck=math.inf)
@@ -103,14 +114,39 @@ class SweepIndex:
         return len(self.index.runs)
 
     def entries(self) -> list[Entry]:
-        """The index's runs but the copies of another (``copy_of``)."""
-        copy_of = self.copy_of
-        # (the index replaces its dict, see there)
-        return [e for e in self.index.runs.values() if e.run_id not in copy_of]  # type: ignore[misc]
+        """The index's runs but the copies of another (``copy_of``), a training resumed in new directories as one:
+        its first piece with its last piece's newest rows (``pieces``)."""
+        copy_of, pieces = self.copy_of, self.pieces
+        runs = self.index.runs  # (the index replaces its dict, see there)
+        later = {key for ids in pieces.values() for key in ids[1:]}
+        out = []
+        for e in runs.values():
+            if e.run_id in copy_of or e.run_id in later:
+                continue
+            if e.run_id in pieces and (last := runs.get(pieces[e.run_id][-1])) is not None:
+                e = replace(e, digest=last.digest, size=last.size, mtime=last.mtime)
+            out.append(e)
+        return out  # type: ignore[return-value]
 
     def _find_copies(self) -> None:
+        from steptable.ingest.resumes import index_trainings
+
         samples = self._samples
         self.copy_of = dict(self._copies.update({rid: samples[rid] for rid in self.index.runs if rid in samples}))
+        newest = {rid: self._newest[rid] for rid in self.index.runs if rid in self._newest}
+        self.pieces = {ids[0]: ids for ids in index_trainings(newest, self._head)}
+
+    def _head(self, tail: Any) -> Any:
+        """The first rows of a run that may be a piece of a training (kept once they are as many as are read)."""
+        from steptable.ingest.files.runindex import head_of
+        from steptable.ingest.resumes import HEAD_ROWS
+
+        got = self._heads.get(tail.path)
+        if got is None:
+            got = head_of(tail.path, tail.kind)
+            if got is not None and len(got) >= HEAD_ROWS and len(self._heads) < MAX_HEADS:
+                self._heads[tail.path] = got
+        return got
 
     def line(self, now: float, judge: Any = None) -> str:
         """The sweep's status line (steptable.summary.sweep.sweep_line), with the runs whose tails are not read yet;
@@ -272,8 +308,10 @@ class Sweep:
         for rid in run_ids:
             if rid not in self.opened:
                 self.opened.append(rid)
-        runs = {e.run_id: e for e in self.entries()}
-        self.app.feed.open(run_ids, {runs[r].path.parent for r in run_ids if r in runs})
+        runs = self.index.index.runs if self.index is not None else {}
+        pieces = self.index.pieces if self.index is not None else {}
+        read = [key for r in run_ids for key in pieces.get(r, [r])]  # (a training's pieces, read as one run)
+        self.app.feed.open(read, {runs[r].path.parent for r in read if r in runs})
         if self.screen is not None and self.screen in self.app.screen_stack:
             self.screen.dismiss(None)
         self.app.put_away([rid for rid in self.opened if rid not in run_ids])

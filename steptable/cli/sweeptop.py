@@ -19,18 +19,22 @@ def run_top(args: argparse.Namespace, out: TextIO, err: TextIO, more_than: int =
     from steptable.cli.tail import missing_paths
     from steptable.ingest.copies import Copies, Sample, left_out
     from steptable.ingest.files.discover import nothing_found
-    from steptable.ingest.files.runindex import RunIndex
+    from steptable.ingest.files.runindex import RunIndex, head_of
+    from steptable.ingest.resumes import KINDS, index_trainings, newest
     from steptable.summary.sweep import default_keys, digest, direction
     from steptable.summary.toplines import top_text
     from steptable.table.formatting import sanitize
 
     first: list[Any] = []
     samples: dict[str, Sample] = {}  # each run's newest rows: a copy of another run is ranked once
+    tails: dict[str, Any] = {}  # the newest rows of the runs a training resumed in a new directory may be pieces of
 
     def make(store: Any, cand: Any) -> Any:
         if not first and len(store):
             first.append(store)  # (its schema says which way the metric is better)
         samples[store.run] = Sample(store)
+        if store.kind in KINDS:
+            tails[store.run] = newest(store)
         return digest(store, store.meta.get("size", 0))
 
     index = RunIndex(args.paths, make)
@@ -39,7 +43,9 @@ def run_top(args: argparse.Namespace, out: TextIO, err: TextIO, more_than: int =
     index.refresh()
     for line in index.errors:
         err.write(sanitize(line) + "\n")
-    digests = [e.digest for e in index.runs.values() if e.digest is not None]
+    # (a training resumed in a new directory is ranked once, by its last piece's rows: steptable.ingest.resumes)
+    earlier = {key for ids in index_trainings(tails, lambda t: head_of(t.path, t.kind)) for key in ids[:-1]}
+    digests = [e.digest for e in index.runs.values() if e.digest is not None and e.run_id not in earlier]
     copy_of = Copies(args.paths, stay=False).update({d.run: samples[d.run] for d in digests if d.run in samples})
     digests = [d for d in digests if d.run not in copy_of]
     if getattr(args, "run", None):

@@ -35,7 +35,7 @@ import math
 import re
 from array import array
 from bisect import bisect_left, bisect_right
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -177,6 +177,54 @@ def trainings(stores: Mapping[str, RunStore]) -> list[list[tuple[str, int]]]:
                     begun.append(_Begun(p))
         found += [[(p.store.run, p.start) for p in t.pieces] for t in begun if len(t.pieces) > 1]
     return found
+
+
+#: newest rows of a run a sweep's index keeps for :func:`index_trainings` (it keeps no tail of its own)
+INDEX_ROWS = 64
+
+
+def newest(store: RunStore) -> RunStore:
+    """``store``'s newest ``INDEX_ROWS`` rows (the store itself where it holds no more), as a sweep's index keeps
+    them for :func:`index_trainings`; ``meta["preview_offset"]`` 0 only where they are its file from the start."""
+    if len(store) <= INDEX_ROWS:
+        return store
+    out = RunStore(store.run, store.path, store.kind, store.arm)
+    with store.lock:
+        out.add(_rows_of(store, len(store) - INDEX_ROWS), math.nan)
+    out.meta["preview_offset"] = 1
+    return out
+
+
+def index_trainings(tails: Mapping[str, RunStore], head: Callable[[RunStore], RunStore | None]) -> list[list[str]]:
+    """:func:`trainings` of runs known by their newest rows (``tails``, each :func:`newest`: a sweep's index reads
+    no more), as run ids. ``head(tail)`` gives the store of a run's first rows (None: it cannot be read), asked for
+    only where a run shares its directory with another of its kind and arm. The rule reads each run's first rows and
+    newest rows: where the steps a resume logged again fall between the two (a gap neither holds), they do not
+    agree, and the pieces stay runs of their own."""
+    groups: dict[tuple[str, str, Path, str | None], list[RunStore]] = {}
+    for st in tails.values():
+        if st.kind in KINDS and len(st):
+            groups.setdefault((st.kind, st.arm, piece_dir(st).parent, st.step_key), []).append(st)
+    known: dict[str, RunStore] = {}
+    for group in groups.values():
+        for st in group if len(group) > 1 else ():
+            first = head(st) if st.meta.get("preview_offset") != 0 else st
+            if first is not None and len(first):
+                known[st.run] = _ends(first, st)
+    return [[key for key, _ in pieces] for pieces in trainings(known)]
+
+
+def _ends(first: RunStore, tail: RunStore) -> RunStore:
+    """A store of ``first``'s rows and then ``tail``'s after them, named, placed and keyed as ``tail``."""
+    if first is tail:
+        return tail
+    out = RunStore(tail.run, tail.path, tail.kind, tail.arm)
+    with first.lock:
+        out.add(_rows_of(first, 0), math.nan)
+    with tail.lock:
+        last = out.step_at(len(out) - 1) if len(out) else None
+        out.add(_rows_of(tail, 0 if last is None else tail.index_of_step(last + 1)), math.nan)
+    return out
 
 
 class Training:

@@ -85,3 +85,20 @@ def test_a_fifo_or_a_device_among_a_sweeps_runs_is_named_and_the_rest_ranked(tmp
     assert names[-1] in done.stdout and "zdev" not in done.stdout
     for name in ("zfifo", "zdev"):
         assert f"{tmp_path / name / 'metrics.jsonl'}: not a regular file" in done.stderr.splitlines(), done.stderr
+
+
+def test_a_sweep_ranks_a_fit_resumed_in_a_new_version_once(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    """20 arms each resumed from step 20 in ``version_1`` (Lightning's CSVLogger), one seed not resumed: ranked by
+    their trainings' newest rows, 21 runs (not 40 pieces and the seed); the resumed pieces' first rows are read
+    from their files' starts (steptable.ingest.resumes.continued)."""
+    from tests.library_logs import write_lightning_rows
+
+    for a in range(20):
+        write_lightning_rows(tmp_path / f"lr{a}" / "version_0", [(s, {"loss": (1 + a) / (s + 1)}) for s in range(30)])
+        write_lightning_rows(tmp_path / f"lr{a}" / "version_1",
+                             [(s, {"loss": (100 + a) / (s + 1)}) for s in range(20, 60)])
+    write_lightning_rows(tmp_path / "lr0" / "version_2", [(s, {"loss": 7.0 / (s + 1)}) for s in range(60)])
+    assert main(["summary", str(tmp_path), "--top", "2", "--by", "loss", "--stat", "last"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("21 runs")
+    assert lines[3].startswith("1. lr19 ") and "@59" in lines[3]  # (its last piece's 119/60, not its first's 20/30)

@@ -1,4 +1,5 @@
-"""preview_tail: rows from the end of a huge file, for a first frame before the full parse is done. Pure."""
+"""preview_tail: rows from the end of a huge file, for a first frame before the full parse is done; preview_head:
+rows from its start. Pure."""
 
 from __future__ import annotations
 
@@ -83,6 +84,22 @@ def preview_tail(path: str | Path, max_bytes: int = PREVIEW_BYTES, kind: str | N
         lineno += chunk.count(b"\n")
         pos = end
     store.meta["arms"] = len(arms)
+    return store
+
+
+def preview_head(path: str | Path, max_bytes: int, kind: str) -> RunStore:
+    """A store of the complete lines within the first ``max_bytes`` of the ``kind`` (csv, jsonl, console) file
+    ``path``: its first rows (a resumed process's first steps: steptable.ingest.resumes). Raises OSError."""
+    path = Path(path)
+    with open_regular(path) as f:
+        data = f.read(max_bytes)
+    if len(data) == max_bytes:
+        data = data[: data.rfind(b"\n") + 1]
+    store = RunStore(path.name, path, kind)
+    label = str(path)
+    parser = CsvParser(label) if kind == "csv" else ConsoleParser(label) if kind == "console" else JsonlParser(label)
+    store.add(parser.parse(data, 1), math.nan)
+    store.meta["preview_offset"] = 0
     return store
 
 

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 from steptable.ingest.files.discover import Candidate, discover
-from steptable.ingest.files.preview import preview_tail
+from steptable.ingest.files.preview import preview_head, preview_tail
 from steptable.ingest.files.regular import open_regular
 from steptable.ingest.files.sniff import sniff_jsonl
 from steptable.ingest.files.wandbpieces import pieces
@@ -159,6 +159,14 @@ def _whole_run(cand: Candidate) -> RunStore:
         finish()
     src.store.meta["preview_offset"] = 0
     return src.store
+
+
+def head_of(path: Path, kind: str) -> RunStore | None:
+    """The store of the first ``TAIL_BYTES`` of a run's file (its first rows), None when it cannot be read."""
+    try:
+        return preview_head(path, TAIL_BYTES, kind)
+    except OSError:
+        return None
 
 
 def _size_time(cand: Candidate, st: os.stat_result) -> tuple[int, float]:

@@ -449,3 +449,27 @@ async def test_the_run_name_stays_when_the_list_scrolls_sideways(sweep: tuple[Pa
             assert text.lstrip(" *+").startswith(e.run_id.split("/")[0]), text
             assert text.rstrip().endswith(rl.line(i)[-1][0].strip()), text
         assert str(rl.render_line(0).text).rstrip().endswith(rl.header[-1].strip())
+
+
+async def test_a_fit_resumed_in_a_new_version_is_one_entry_that_opens_as_one_run(tmp_path: Path) -> None:
+    """Ten arms each resumed from step 20 in ``version_1`` (Lightning's CSVLogger): ten entries, each with its
+    training's newest rows (its last piece's); opened, one table of both pieces (steptable.ingest.resumes)."""
+    from tests.library_logs import write_lightning_rows
+
+    for a in range(10):
+        write_lightning_rows(tmp_path / f"lr{a}" / "version_0", [(s, {"loss": 1 / (s + 1)}) for s in range(30)])
+        write_lightning_rows(tmp_path / f"lr{a}" / "version_1", [(s, {"loss": 2 / (s + 1)}) for s in range(20, 60)])
+    app = StepTableApp(Feed([str(root := tmp_path)]))
+    async with app.run_test(size=SIZE) as pilot:
+        scr = await _list(app, pilot, 10)
+        first = "lr3/version_0/metrics.csv"
+        assert sorted(e.run_id for e in scr.listed) == sorted(f"lr{a}/version_0/metrics.csv" for a in range(10))
+        assert {e.digest.last_step for e in scr.listed} == {59}
+        scr.runlist.move_to(next(i for i, e in enumerate(scr.listed) if e.run_id == first))
+        await pilot.press("enter")
+        for _ in range(300):
+            await pilot.pause(0.02)
+            if first in app.session.runs and len(app.session.runs[first].store) == 60:
+                break
+        assert list(app.panels) == [first] and app.session.runs[first].store.resumes == [20]
+        assert str(root) in str(app.session.runs[first].store.path)
