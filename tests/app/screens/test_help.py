@@ -72,8 +72,9 @@ async def test_the_helps_footer_takes_the_whole_bottom_line(tmp_path: Path, home
     async with app.run_test(size=(80, 24)) as pilot:
         if home == "tables":
             await sync(pilot, follower)
-        else:
-            await until(pilot, lambda: "12 of 12 shown" in screen_text(app))
+        else:  # (and the list focused, its keys in the footer: on a loaded runner that came after the rows)
+            await until(pilot, lambda: "12 of 12 shown" in screen_text(app)
+                        and type(app.focused).__name__ == "RunList" and "Select" in screen_text(app))
         before = screen_text(app).splitlines()[-1]
         await pilot.press("question_mark")
         await pilot.pause()
