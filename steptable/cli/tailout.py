@@ -20,6 +20,7 @@ from steptable.cli.tailkeep import for_args, holds_for, needed
 from steptable.cli.taillayout import DEFAULT_WIDTH, TailLayouts
 from steptable.ingest import Follower, RunStore
 from steptable.ingest.copies import Copies, left_out
+from steptable.ingest.resumes import goes_by
 from steptable.schemas.registry import logged_schema
 from steptable.summary.report import run_label
 from steptable.table import runinfo
@@ -87,7 +88,7 @@ class Tail:
         if asked:  # (the copies of the runs --run asks for)
             self.copies_told |= asked
             self.err.write(f"steptable tail: {left_out(len(asked))}\n")
-        return [s for k, s in sorted(stores.items()) if only is None or only in (s.run, s.arm)]
+        return [s for k, s in sorted(stores.items()) if only is None or goes_by(s, only)]
 
     def cursor(self, follower: Follower) -> int | None:
         """The step to read on from: the lowest over the chosen runs still going of the highest step read, at least

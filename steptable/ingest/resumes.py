@@ -57,6 +57,12 @@ _NUMBER = re.compile(r"(\d+)")
 _TB_TIME = re.compile(r"^events\.out\.tfevents\.(\d+)")
 
 
+def goes_by(store: RunStore, name: str) -> bool:
+    """Is ``name`` one ``store``'s run goes by (``--run``): its id, its arm, or the id of a piece it was read from (the
+    name a reader knew it by before the piece it began in was joined)?"""
+    return name in (store.run, store.arm) or name in store.meta.get("piece_runs", ())
+
+
 def piece_dir(store: RunStore) -> Path:
     """The directory a run's logger made for its process: its file's (a TensorBoard run's is its first event
     file)."""
@@ -232,10 +238,10 @@ class Training:
     as (``store``): named, placed and described as the first (its arm, config, side files), its rows each piece's
     from its first row of metrics on, the rows before that of the pieces before it, every later piece's first step
     a resume; the last piece's description of how the run ended; every piece's bad lines and gaps; the pieces' paths
-    in ``meta["pieces"]``; arrival times unknown (NaN), as for any re-read. Kept up to date as its last piece is
-    followed (:meth:`sync`): rows it adds are added, cells merged into its rows (a validation's) merged; anything
-    else (a piece rewritten, reset or resumed within its file, an earlier piece changed) fills the run again, as a
-    reset readers start over from."""
+    in ``meta["pieces"]``, their run ids in ``meta["piece_runs"]``; arrival times unknown (NaN), as for any re-read.
+    Kept up to date as its last piece is followed (:meth:`sync`): rows it adds are added, cells merged into its rows
+    (a validation's) merged; anything else (a piece rewritten, reset or resumed within its file, an earlier piece
+    changed) fills the run again, as a reset readers start over from."""
 
     def __init__(self, pieces: Sequence[tuple[RunStore, int]]) -> None:
         self.pieces = [st for st, _ in pieces]
@@ -305,6 +311,7 @@ class Training:
     def _fill(self) -> None:
         out = self.store
         out.meta["pieces"] = [str(st.path) for st in self.pieces]
+        out.meta["piece_runs"] = list(self.ids)
         for i, (st, start) in enumerate(zip(self.pieces, self.starts, strict=True)):
             with st.lock:
                 rows, meta, bad, gaps = _rows_of(st, start if i else 0), dict(st.meta), list(st.bad), list(st.gaps)

@@ -352,3 +352,13 @@ def test_two_experiments_under_torchs_default_summarywriter_dir_stay_apart(tmp_p
         w.add_scalar("loss", 5 + math.sin(s), s)
     w.close()
     assert sorted(len(st) for st in read_once(runs).stores.values()) == [19, 100]
+
+
+def test_a_resumed_piece_s_own_id_names_its_training(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # (an agent that polled ``--run arm/version_1/metrics.csv`` before the join keeps the name it knew)
+    _csv(tmp_path / "arm" / "version_0", range(0, 10))
+    _csv(tmp_path / "arm" / "version_1", range(8, 14), 3.0)
+    rc, out, _ = run_cli(["tail", str(tmp_path), "--run", "arm/version_1/metrics.csv", "-n", "3"], capsys)
+    assert rc == 0 and [ln.split()[0] for ln in out.splitlines()[-3:]] == ["11", "12", "13"], out
+    rc, out, _ = run_cli(["summary", str(tmp_path), "--run", "arm/version_1/metrics.csv"], capsys)
+    assert rc == 0 and "resumed 8" in out, out
