@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import math
 import re
+import time
 from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Collection, Mapping, Sequence
@@ -53,6 +54,9 @@ KINDS = frozenset({"csv", "tensorboard"})
 PLACEHOLDERS = frozenset({"hp_metric"})
 #: rows of a piece looked through for its first row of metrics
 HEAD_ROWS = 16
+#: seconds a piece that would go on a training but for holding one row of metrics is held back (not shown as a run
+#: of its own) after its last write: a resumed process logs its second row within a logging interval
+HOLD_S = 600.0
 _NUMBER = re.compile(r"(\d+)")
 _TB_TIME = re.compile(r"^events\.out\.tfevents\.(\d+)")
 
@@ -139,9 +143,10 @@ class _Begun:
                 i, looked = i - 1, looked + 1
         return None
 
-    def goes_on(self, p: _Piece) -> bool:
-        """Does ``p`` continue this training (see the module docstring)?"""
-        if len(p.steps) - p.start < 2 or not self.logs & p.logs:
+    def goes_on(self, p: _Piece, one_row: bool = False) -> bool:
+        """Does ``p`` continue this training (see the module docstring)? ``one_row``: would it, were it not for
+        holding one row of metrics only?"""
+        if len(p.steps) - p.start < (1 if one_row else 2) or not self.logs & p.logs:
             return False
         last = self.pieces[-1].steps[-1]
         hi = min(last, p.steps[-1])
@@ -155,9 +160,13 @@ class _Begun:
         return True
 
 
-def trainings(stores: Mapping[str, RunStore]) -> list[list[tuple[str, int]]]:
+def trainings(stores: Mapping[str, RunStore], held: list[str] | None = None,
+              now: float | None = None) -> list[list[tuple[str, int]]]:
     """Each training found in more than one piece: its pieces in order, each as (run id, index of its first row of
-    metrics); runs that are one piece are left out (see the module docstring)."""
+    metrics); runs that are one piece are left out (see the module docstring). ``held``: where given, gets the ids of
+    the runs that would go on a training but for holding one row of metrics, written within ``HOLD_S`` of ``now``
+    (a resumed process's first row: a follower that showed it as a run of its own would take it back at its second
+    row), left out of the trainings too."""
     groups: dict[tuple[str, str, Path, str | None], list[RunStore]] = {}
     for st in stores.values():
         with st.lock:
@@ -179,8 +188,12 @@ def trainings(stores: Mapping[str, RunStore]) -> list[list[tuple[str, int]]]:
                 if len(before) == 1 and before[0].goes_on(p):
                     before[0].pieces.append(p)
                     before[0].logs |= p.logs
-                else:
-                    begun.append(_Begun(p))
+                    continue
+                if held is not None and len(before) == 1 and before[0].goes_on(p, one_row=True) and (
+                        (now if now is not None else time.time()) - (st.last_update or 0.0) < HOLD_S):
+                    held.append(st.run)
+                    continue
+                begun.append(_Begun(p))
         found += [[(p.store.run, p.start) for p in t.pieces] for t in begun if len(t.pieces) > 1]
     return found
 
@@ -362,6 +375,8 @@ class Joiner:
 
     def __init__(self) -> None:
         self._by_first: dict[str, Training] = {}
+        #: runs held back as the first row of a training's resumed piece (:func:`trainings`' ``held``): not shown
+        self.held: set[str] = set()
         self._last: tuple[Mapping[str, RunStore], Mapping[str, RunStore], dict[str, str]] | None = None
 
     def view(self, runs: Mapping[str, RunStore], changed_runs: Collection[str] | None = None
@@ -371,13 +386,15 @@ class Joiner:
         last call, where the caller knows (None: any may have): with the same ``runs`` and none of a kind that is
         joined, the answer is the last one, at no cost (a follower's pass that found nothing new)."""
         last = self._last
-        if last is not None and last[0] is runs and changed_runs is not None and not any(
+        if last is not None and last[0] is runs and changed_runs is not None and not self.held and not any(
                 (st := runs.get(r)) is not None and st.kind in KINDS for r in changed_runs):
             return last[1], last[2], set()
-        found = trainings(runs) if any(st.kind in KINDS for st in runs.values()) else []
-        if not found and not self._by_first:
+        held: list[str] = []  # (a resumed piece's first row, until its second joins it to its training)
+        found = trainings(runs, held) if any(st.kind in KINDS for st in runs.values()) else []
+        came_back, self.held = self.held - set(held), set(held)
+        if not found and not self._by_first and not held:
             self._last = (runs, runs, {})
-            return runs, {}, set()
+            return runs, {}, came_back
         kept: dict[str, Training] = {}
         changed: set[str] = set()
         for pieces in found:
@@ -402,7 +419,8 @@ class Joiner:
                 changed.add(first)
         self._by_first = kept
         piece_of = {key: t.ids[0] for t in kept.values() for key in t.ids}
-        shown = {k: (kept[k].store if k in kept else v) for k, v in runs.items() if k in kept or k not in piece_of}
+        shown = {k: (kept[k].store if k in kept else v) for k, v in runs.items()
+                 if k in kept or (k not in piece_of and k not in self.held)}
         self._last = (runs, shown, piece_of)
-        return shown, piece_of, changed
+        return shown, piece_of, changed | {k for k in came_back if k in shown}
 

@@ -4,6 +4,7 @@ loggers write: a real Trainer fit resumed from its checkpoint, and CSVLogger cal
 from __future__ import annotations
 
 import math
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -12,7 +13,7 @@ import pytest
 
 from steptable.cli.main import main
 from steptable.ingest.files.follow import Follower
-from steptable.ingest.resumes import Joiner
+from steptable.ingest.resumes import HOLD_S, Joiner
 from tests.helpers import run_cli
 from tests.ingest.writers import read_once, run_writer
 from tests.library_logs import write_lightning_rows
@@ -192,6 +193,11 @@ def test_a_checkpoint_evaluated_in_a_process_of_its_own_stays_apart(tmp_path: Pa
     _csv(tmp_path / "arm" / "version_0", range(0, 20))
     write_lightning_rows(tmp_path / "arm" / "version_1", [(10, {"loss": 0.5})])
     write_lightning_rows(tmp_path / "arm" / "version_2", [(10, {"test_acc": 0.9}), (11, {"test_acc": 0.8})])
+    # (a row of scores just written is held back a while, as a resumed process's first row is: never joined)
+    runs = read_once(tmp_path).stores.values()
+    assert sorted(len(st) for st in runs) == [2, 20] and not any(st.resumes for st in runs)
+    old = time.time() - 2 * HOLD_S
+    os.utime(tmp_path / "arm" / "version_1" / "metrics.csv", (old, old))
     assert sorted(len(st) for st in read_once(tmp_path).stores.values()) == [1, 2, 20]
 
 
@@ -362,3 +368,23 @@ def test_a_resumed_piece_s_own_id_names_its_training(tmp_path: Path, capsys: pyt
     assert rc == 0 and [ln.split()[0] for ln in out.splitlines()[-3:]] == ["11", "12", "13"], out
     rc, out, _ = run_cli(["summary", str(tmp_path), "--run", "arm/version_1/metrics.csv"], capsys)
     assert rc == 0 and "resumed 8" in out, out
+
+
+def test_a_resumed_pieces_first_row_waits_for_its_second_to_join_it(tmp_path: Path) -> None:
+    # (shown at once, it was a run of its own for a logging interval, then taken back: a panel come and gone)
+    _csv(tmp_path / "arm" / "version_0", range(0, 10))
+    f = Follower([tmp_path])
+    f.scan()
+    (first,) = f.stores
+    _csv(tmp_path / "arm" / "version_1", range(8, 9), 3.0)
+    assert f.scan() == set() and list(f.stores) == [first] and len(f.stores[first]) == 10
+    _csv(tmp_path / "arm" / "version_1", range(8, 10), 3.0)
+    assert f.scan() == {first} and list(f.stores) == [first] and f.stores[first].resumes == [8]
+
+
+def test_a_one_row_piece_long_written_is_a_run_of_its_own(tmp_path: Path) -> None:
+    _csv(tmp_path / "arm" / "version_0", range(0, 10))
+    _csv(tmp_path / "arm" / "version_1", range(8, 9), 3.0)
+    old = time.time() - 2 * HOLD_S
+    os.utime(tmp_path / "arm" / "version_1" / "metrics.csv", (old, old))
+    assert sorted(len(st) for st in read_once(tmp_path).stores.values()) == [1, 10]

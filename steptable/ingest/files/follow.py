@@ -182,7 +182,7 @@ class Follower:
         read that changed) as the ids shown."""
         shown, piece_of, joined = self._joiner.view(self._runs, changed)
         self.stores = shown if isinstance(shown, dict) else dict(shown)
-        return {piece_of.get(r, r) for r in changed} | joined
+        return {piece_of.get(r, r) for r in changed if r not in self._joiner.held} | joined
 
     def _poll(self, src: Source) -> bool:
         """``src.poll()``, True when its runs changed. A bug of ours costs the chunk it failed on (the tail has read
