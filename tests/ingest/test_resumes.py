@@ -205,18 +205,10 @@ def _hf(out: Path, steps: int, resume: bool) -> None:
     """A transformers Trainer of ``steps`` steps (a tiny GPT-2 from its config) reporting to TensorBoard under its
     default ``out/runs/<time>_<host>``, a checkpoint every 4 steps; ``resume``: from the step-4 checkpoint."""
     run_writer(f"""
-        import torch
-        from transformers import GPT2Config, GPT2LMHeadModel, Trainer, TrainingArguments
+        from tests.ingest.hftiny import tiny_trainer
 
-        torch.manual_seed(0)
-        ids = torch.randint(0, 32, (32, 8))
-        data = [{{"input_ids": x, "labels": x}} for x in ids]
-        model = GPT2LMHeadModel(GPT2Config(vocab_size=32, n_positions=8, n_embd=8, n_layer=1, n_head=1,
-                                           bos_token_id=0, eos_token_id=0))
-        args = TrainingArguments(output_dir={str(out)!r}, max_steps={steps}, per_device_train_batch_size=4,
-                                 logging_steps=1, save_steps=4, report_to=["tensorboard"], use_cpu=True,
-                                 disable_tqdm=True)
-        Trainer(model=model, args=args, train_dataset=data).train(
+        tiny_trainer(output_dir={str(out)!r}, max_steps={steps}, logging_steps=1, save_steps=4,
+                     report_to=["tensorboard"]).train(
             resume_from_checkpoint={str(out / "checkpoint-4") if resume else None!r})
     """, {}, timeout=300)
 

@@ -22,7 +22,8 @@ WANDB_STEPS = 6
 def run_writer(code: str, env: dict[str, str], timeout: float = 120) -> None:
     """Run ``code`` in a fresh interpreter with ``env`` added (no network: the writers are offline / local)."""
     full = {**os.environ, **env, "WANDB_SILENT": "true", "WANDB_MODE": "offline", "NO_PROXY": "*",
-            "HF_HUB_OFFLINE": "1", "TRACKIO_DISABLE_TELEMETRY": "1"}
+            "HF_HUB_OFFLINE": "1", "TRACKIO_DISABLE_TELEMETRY": "1",
+            "PYTHONPATH": os.pathsep.join([str(Path(__file__).parents[2]), os.environ.get("PYTHONPATH", "")])}
     subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=full, check=True, timeout=timeout,
                    capture_output=True)
 
@@ -129,18 +130,12 @@ def hf_tracked(tmp_path_factory: pytest.TempPathFactory) -> Path:
         pytest.importorskip(lib)
     root = tmp_path_factory.mktemp("hf_tracked")
     run_writer(f"""
-        import json, torch
-        from transformers import GPT2Config, GPT2LMHeadModel, Trainer, TrainingArguments
+        import json
+        from tests.ingest.hftiny import tiny_trainer
 
-        torch.manual_seed(0)
-        ids = torch.randint(0, 32, (32, 8))
-        data = [{{"input_ids": x, "labels": x}} for x in ids]
-        model = GPT2LMHeadModel(GPT2Config(vocab_size=32, n_positions=8, n_embd=8, n_layer=1, n_head=1,
-                                           bos_token_id=0, eos_token_id=0))
-        args = TrainingArguments(output_dir={str(root / "out")!r}, max_steps=8, per_device_train_batch_size=4,
-                                 logging_steps=2, eval_strategy="steps", eval_steps=4, save_strategy="no",
-                                 report_to=["wandb", "trackio"], run_name="hf-a", use_cpu=True, disable_tqdm=True)
-        trainer = Trainer(model=model, args=args, train_dataset=data, eval_dataset=data[:8])
+        trainer = tiny_trainer(eval_rows=8, output_dir={str(root / "out")!r}, max_steps=8, logging_steps=2,
+                               eval_strategy="steps", eval_steps=4, save_strategy="no",
+                               report_to=["wandb", "trackio"], run_name="hf-a")
         trainer.train()
         with open({str(root / "history.json")!r}, "w") as f:
             json.dump(trainer.state.log_history, f)
@@ -164,21 +159,14 @@ def hf_every_tracker(tmp_path_factory: pytest.TempPathFactory) -> Path:
         pytest.importorskip(lib)
     root = tmp_path_factory.mktemp("hf_every")
     run_writer(f"""
-        import torch, wandb
-        from transformers import GPT2Config, GPT2LMHeadModel, Trainer, TrainingArguments
+        import wandb
+        from tests.ingest.hftiny import tiny_trainer
 
         for arm, seed, lr in {HF_TRAININGS!r}:
-            torch.manual_seed(seed)
-            ids = torch.randint(0, 32, (64, 8))
-            data = [{{"input_ids": x, "labels": x}} for x in ids]
-            model = GPT2LMHeadModel(GPT2Config(vocab_size=32, n_positions=8, n_embd=8, n_layer=1, n_head=1,
-                                               bos_token_id=0, eos_token_id=0))
-            args = TrainingArguments(output_dir=f"{root}/{{arm}}_seed{{seed}}", run_name=f"{{arm}}_seed{{seed}}",
-                                     max_steps=16, per_device_train_batch_size=4, logging_steps=2,
-                                     eval_strategy="steps", eval_steps=8, save_strategy="steps", save_steps=8,
-                                     report_to=["wandb", "trackio", "tensorboard"], learning_rate=lr, seed=seed,
-                                     use_cpu=True, disable_tqdm=True)
-            Trainer(model=model, args=args, train_dataset=data, eval_dataset=data[:8]).train()
+            tiny_trainer(seed, rows=64, eval_rows=8, output_dir=f"{root}/{{arm}}_seed{{seed}}",
+                         run_name=f"{{arm}}_seed{{seed}}", max_steps=16, logging_steps=2, eval_strategy="steps",
+                         eval_steps=8, save_strategy="steps", save_steps=8,
+                         report_to=["wandb", "trackio", "tensorboard"], learning_rate=lr, seed=seed).train()
             wandb.finish()  # (a notebook's way: the next Trainer would log on into the same W&B run)
     """, {"WANDB_DIR": str(root), "TRACKIO_DIR": str(root / "trackio"), "WANDB_PROJECT": "p"}, timeout=600)
     return root
