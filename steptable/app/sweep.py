@@ -251,6 +251,7 @@ class Sweep:
         self.clock = clock
         self.screen: Any = None
         self.opened: list[str] = []
+        self._read: set[str] = set()  # the runs the feed was asked to read (an opened training's pieces among them)
         self._few_opened = False  # (a sweep that was few trainings written by several loggers: opened once)
 
     @property
@@ -281,6 +282,13 @@ class Sweep:
             self.screen.refresh_list()
             self.screen.call_after_refresh(idx.drawn.set)
         self._open_if_few(idx)
+        # a training opened from the list that the index finds resumed again since (a requeued job's new version, or
+        # a run opened before its resume began): its new pieces are read too, into the table shown
+        more = [key for rid in self.opened for key in idx.pieces.get(rid, ()) if key not in self._read]
+        if more:
+            runs = idx.index.runs
+            self._read.update(more)
+            self.app.feed.open(more, {runs[r].path.parent for r in more if r in runs})
 
     def _open_if_few(self, idx: SweepIndex) -> None:
         """Once every run is read: files that are few runs once the copies of one training by other loggers are
@@ -311,6 +319,7 @@ class Sweep:
         runs = self.index.index.runs if self.index is not None else {}
         pieces = self.index.pieces if self.index is not None else {}
         read = [key for r in run_ids for key in pieces.get(r, [r])]  # (a training's pieces, read as one run)
+        self._read.update(read)
         self.app.feed.open(read, {runs[r].path.parent for r in read if r in runs})
         if self.screen is not None and self.screen in self.app.screen_stack:
             self.screen.dismiss(None)

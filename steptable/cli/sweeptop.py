@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TextIO
 
 if TYPE_CHECKING:
@@ -44,12 +45,18 @@ def run_top(args: argparse.Namespace, out: TextIO, err: TextIO, more_than: int =
     for line in index.errors:
         err.write(sanitize(line) + "\n")
     # (a training resumed in a new directory is ranked once, by its last piece's rows: steptable.ingest.resumes)
-    earlier = {key for ids in index_trainings(tails, lambda t: head_of(t.path, t.kind)) for key in ids[:-1]}
-    digests = [e.digest for e in index.runs.values() if e.digest is not None and e.run_id not in earlier]
-    copy_of = Copies(args.paths, stay=False).update({d.run: samples[d.run] for d in digests if d.run in samples})
+    # (a training resumed in new directories is ranked once: its last piece's newest rows, under its first piece's
+    # id as every other command names it; steptable.ingest.resumes)
+    pieces = {ids[-1]: ids for ids in index_trainings(tails, lambda t: head_of(t.path, t.kind))}
+    earlier = {key for ids in pieces.values() for key in ids[:-1]}
+    digests = [replace(e.digest, run=pieces[e.run_id][0]) if e.run_id in pieces else e.digest
+               for e in index.runs.values() if e.digest is not None and e.run_id not in earlier]
+    names = {ids[0]: ids for ids in pieces.values()}
+    copy_of = Copies(args.paths, stay=False).update({d.run: samples[names.get(d.run, [d.run])[-1]] for d in digests
+                                                     if names.get(d.run, [d.run])[-1] in samples})
     digests = [d for d in digests if d.run not in copy_of]
     if getattr(args, "run", None):
-        digests = [d for d in digests if args.run in (d.run, d.arm)]
+        digests = [d for d in digests if args.run in (d.run, d.arm, *names.get(d.run, ()))]
     if more_than and len(digests) <= more_than:
         return None
     if copy_of:

@@ -96,6 +96,7 @@ class _Piece:
     first: int
     steps: array[int]
     logs: set[str]
+    unknown: tuple[int, int] | None = None  # steps (exclusive) it may lack (a sweep index's run: index_trainings)
 
     def steps_in(self, lo: int, hi: int) -> array[int]:
         """Its steps from its first row of metrics on, within ``[lo, hi]``."""
@@ -103,11 +104,16 @@ class _Piece:
         return steps[max(self.start, bisect_left(steps, lo)):bisect_right(steps, hi)]
 
 
+def _known(steps: Sequence[int], gaps: Sequence[tuple[int, int]]) -> list[int]:
+    """``steps`` but those within a gap (exclusive) of steps a run may lack."""
+    return [s for s in steps if not any(lo < s < hi for lo, hi in gaps)]
+
+
 def _piece(st: RunStore) -> _Piece | None:
     """``st`` as a piece (its lock held); None when its first rows hold no metric."""
     for i in range(min(len(st), HEAD_ROWS)):
         if any(map(_metric, st.row(i))):
-            return _Piece(st, i, st.step_at(i), st.steps, {k for k in st.keys if _metric(k)})
+            return _Piece(st, i, st.step_at(i), st.steps, {k for k in st.keys if _metric(k)}, st.meta.get("unknown"))
     return None
 
 
@@ -150,7 +156,8 @@ class _Begun:
             return False
         last = self.pieces[-1].steps[-1]
         hi = min(last, p.steps[-1])
-        if p.first <= hi and list(self.steps_in(p.first, hi)) != list(p.steps_in(p.first, hi)):
+        gaps = [q.unknown for q in (*self.pieces, p) if q.unknown is not None]
+        if p.first <= hi and _known(self.steps_in(p.first, hi), gaps) != _known(p.steps_in(p.first, hi), gaps):
             return False
         for key in p.store.keys:
             if counter(key) and key != p.store.step_key and key != "step":
@@ -203,23 +210,29 @@ INDEX_ROWS = 64
 
 
 def newest(store: RunStore) -> RunStore:
-    """``store``'s newest ``INDEX_ROWS`` rows (the store itself where it holds no more), as a sweep's index keeps
-    them for :func:`index_trainings`; ``meta["preview_offset"]`` 0 only where they are its file from the start."""
-    if len(store) <= INDEX_ROWS:
+    """What a sweep's index keeps of a run for :func:`index_trainings`: ``store`` itself where it holds few rows,
+    else its newest ``INDEX_ROWS`` rows, after its first ``HEAD_ROWS`` where it holds its file from the start (a run
+    the index reads whole: TensorBoard's); ``meta["preview_offset"]`` 0 only where the first rows are its file's."""
+    n = len(store)
+    if n <= INDEX_ROWS + HEAD_ROWS:
         return store
+    whole = store.meta.get("preview_offset") == 0
     out = RunStore(store.run, store.path, store.kind, store.arm)
     with store.lock:
-        out.add(_rows_of(store, len(store) - INDEX_ROWS), math.nan)
-    out.meta["preview_offset"] = 1
+        if whole:
+            out.add(_rows_of(store, 0, HEAD_ROWS), math.nan)
+            out.meta["unknown"] = (store.step_at(HEAD_ROWS - 1), store.step_at(n - INDEX_ROWS))
+        out.add(_rows_of(store, n - INDEX_ROWS), math.nan)
+    out.meta["preview_offset"] = 0 if whole else 1
     return out
 
 
 def index_trainings(tails: Mapping[str, RunStore], head: Callable[[RunStore], RunStore | None]) -> list[list[str]]:
-    """:func:`trainings` of runs known by their newest rows (``tails``, each :func:`newest`: a sweep's index reads
-    no more), as run ids. ``head(tail)`` gives the store of a run's first rows (None: it cannot be read), asked for
-    only where a run shares its directory with another of its kind and arm. The rule reads each run's first rows and
-    newest rows: where the steps a resume logged again fall between the two (a gap neither holds), they do not
-    agree, and the pieces stay runs of their own."""
+    """:func:`trainings` of runs known by their first and newest rows (``tails``, each :func:`newest`: a sweep's
+    index reads no more), as run ids. ``head(tail)`` gives the store of a run's first rows (None: it cannot be read),
+    asked for only where a run shares its directory with another of its kind and arm and its first rows are not
+    kept. The steps between a run's first and newest rows are not known: the rule compares the steps a resume logged
+    again where both runs know them."""
     groups: dict[tuple[str, str, Path, str | None], list[RunStore]] = {}
     for st in tails.values():
         if st.kind in KINDS and len(st):
@@ -227,14 +240,15 @@ def index_trainings(tails: Mapping[str, RunStore], head: Callable[[RunStore], Ru
     known: dict[str, RunStore] = {}
     for group in groups.values():
         for st in group if len(group) > 1 else ():
-            first = head(st) if st.meta.get("preview_offset") != 0 else st
+            first = st if st.meta.get("preview_offset") == 0 else head(st)
             if first is not None and len(first):
                 known[st.run] = _ends(first, st)
     return [[key for key, _ in pieces] for pieces in trainings(known)]
 
 
 def _ends(first: RunStore, tail: RunStore) -> RunStore:
-    """A store of ``first``'s rows and then ``tail``'s after them, named, placed and keyed as ``tail``."""
+    """A store of ``first``'s rows and then ``tail``'s after them, named, placed and keyed as ``tail``;
+    ``meta["unknown"]``: the steps between them (exclusive) it may lack."""
     if first is tail:
         return tail
     out = RunStore(tail.run, tail.path, tail.kind, tail.arm)
@@ -243,6 +257,8 @@ def _ends(first: RunStore, tail: RunStore) -> RunStore:
     with tail.lock:
         last = out.step_at(len(out) - 1) if len(out) else None
         out.add(_rows_of(tail, 0 if last is None else tail.index_of_step(last + 1)), math.nan)
+        if last is not None and len(tail) and tail.step_at(0) > last:
+            out.meta["unknown"] = (last, tail.step_at(0))
     return out
 
 
@@ -260,6 +276,10 @@ class Training:
         self.pieces = [st for st, _ in pieces]
         self.starts = [start for _, start in pieces]
         self.ids = tuple(st.run for st in self.pieces)
+        self.key = tuple((st.run, start) for st, start in pieces)  # (a piece beginning elsewhere: another)
+        last = self.pieces[-1]
+        with last.lock:  # (the step its last piece begins at: a row logged before it is no edit to replay)
+            self.first_step = last.step_at(self.starts[-1]) if self.starts[-1] < len(last) else None
         first = self.pieces[0]
         self.store = RunStore(first.run, first.path, first.kind, first.arm, first.on_resume, first.keep)
         self.store.side_files = first.side_files
@@ -298,9 +318,13 @@ class Training:
             if now[0][0] != gen or now[0][3] != resumes or st.lost_since(version) is not None:
                 return False
             first = self.starts[-1]
+            if first >= len(st) or st.step_at(first) != self.first_step:
+                return False  # (a row came before its first row of metrics: where it begins is read again)
             after = len(st) if last_step is None else st.index_of_step(last_step + 1)
             edited: dict[int, frozenset[str] | None] = {}
             for step, keys in st.edits_since(version):
+                if step < self.first_step:
+                    return False
                 if last_step is not None and step <= last_step:
                     had = edited.get(step, frozenset())
                     edited[step] = None if had is None or keys is None else had | keys
@@ -339,10 +363,10 @@ class Training:
                     out.add_gap(gap)
 
 
-def _rows_of(st: RunStore, start: int) -> Parsed:
-    """``st``'s rows from ``start`` on as stored (its lock held), column by column: a copy of each column (a memcpy
+def _rows_of(st: RunStore, start: int, stop: int | None = None) -> Parsed:
+    """``st``'s rows ``[start, stop)`` as stored (its lock held), column by column: a copy of each column (a memcpy
     for a numeric one), never a dict a row (a 100k-row piece as dicts is hundreds of MB)."""
-    cut = RowCut(st, None, start, len(st), False)
+    cut = RowCut(st, None, start, len(st) if stop is None else stop, False)
     cols: dict[str, Any] = {}
     for key, vals, pres, ints in cut.columns():
         cells: Any = vals  # (a numeric column's array: NaN a logged null; an object column's list: None one)
@@ -400,7 +424,7 @@ class Joiner:
         for pieces in found:
             ids = [key for key, _ in pieces]
             t = self._by_first.get(ids[0])
-            if t is None or t.ids != tuple(ids):
+            if t is None or t.key != tuple(pieces):
                 before = t.store if t is not None else runs[ids[0]]
                 t = Training([(runs[key], start) for key, start in pieces])
                 with before.lock:

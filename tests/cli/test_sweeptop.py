@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import io
+import time
 from pathlib import Path
 
 from steptable.cli.main import main
@@ -102,3 +103,61 @@ def test_a_sweep_ranks_a_fit_resumed_in_a_new_version_once(tmp_path: Path, capsy
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith("21 runs")
     assert lines[3].startswith("1. lr19 ") and "@59" in lines[3]  # (its last piece's 119/60, not its first's 20/30)
+
+
+def _arms(root: Path, rows: int) -> None:
+    """17 Lightning CSV runs of ``rows`` rows, ``a00``..``a16``, none resumed."""
+    from tests.library_logs import write_lightning_rows
+
+    for a in range(17):
+        write_lightning_rows(root / f"a{a:02d}" / "version_0", [(s, {"loss": 1 + a + 1 / (s + 1)})
+                                                                 for s in range(rows)])
+
+
+def _tb_sweep(root: Path, rows: int) -> None:
+    """17 TensorBoard runs and one, ``res``, resumed 10 steps before its end in a new ``runs/<time>_<host>``."""
+    from torch.utils.tensorboard import SummaryWriter
+
+    for a in range(17):
+        w = SummaryWriter(str(root / f"a{a:02d}" / "runs" / "Nov30_10-00-00_host"))
+        for s in range(rows):
+            w.add_scalar("loss", 1 + a + 1 / (s + 1), s)
+        w.close()
+    for i, (name, steps, base) in enumerate((("Nov30_10-00-00_host", range(rows), 100.0),
+                                             ("Nov30_11-00-00_host", range(rows - 10, 2 * rows), 0.0))):
+        if i:
+            time.sleep(1.05)  # (an event file's name holds the second it was made: the resume is made after)
+        w = SummaryWriter(str(root / "res" / "runs" / name))
+        for s in steps:
+            w.add_scalar("loss", base + 0.5 / (s + 1), s)
+        w.close()
+
+
+def test_a_sweep_ranks_a_resumed_tensorboard_training_once(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    _tb_sweep(tmp_path, 100)  # (more rows than the index keeps of a run: its first rows are kept apart)
+    assert main(["summary", str(tmp_path), "--lower"]) == 0
+    assert capsys.readouterr().out.startswith("18 runs")
+
+
+def test_a_sweep_ranks_a_resume_from_a_checkpoint_far_before_the_crash_once(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    """Logged every step, crashed at step 2199, resumed from the step-2000 checkpoint: the 200 steps logged again
+    lie past what the index holds of either piece; where both hold steps they agree."""
+    from tests.library_logs import write_lightning_rows
+
+    _arms(tmp_path, 50)
+    write_lightning_rows(tmp_path / "res" / "version_0", [(s, {"loss": 100 + 1 / (s + 1)}) for s in range(2200)])
+    write_lightning_rows(tmp_path / "res" / "version_1", [(s, {"loss": 0.5 / (s + 1)}) for s in range(2000, 2500)])
+    assert main(["summary", str(tmp_path)]) == 0
+    assert capsys.readouterr().out.startswith("18 runs")
+
+
+def test_summary_top_takes_a_resumed_trainings_names(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    from tests.library_logs import write_lightning_rows
+
+    _arms(tmp_path, 40)
+    write_lightning_rows(tmp_path / "res" / "version_0", [(s, {"loss": 100 + 1 / (s + 1)}) for s in range(40)])
+    write_lightning_rows(tmp_path / "res" / "version_1", [(s, {"loss": 0.5 / (s + 1)}) for s in range(30, 80)])
+    for name in ("res/version_0/metrics.csv", "res/version_1/metrics.csv"):  # (its first piece's, as runs says)
+        assert main(["summary", str(tmp_path), "--top", "3", "--run", name]) == 0, name
+        out = capsys.readouterr().out
+        assert out.startswith("1 run") and "1. res " in out and "@79" in out, out

@@ -380,3 +380,19 @@ def test_a_one_row_piece_long_written_is_a_run_of_its_own(tmp_path: Path) -> Non
     old = time.time() - 2 * HOLD_S
     os.utime(tmp_path / "arm" / "version_1" / "metrics.csv", (old, old))
     assert sorted(len(st) for st in read_once(tmp_path).stores.values()) == [1, 10]
+
+
+def test_a_row_logged_before_the_resumed_pieces_first_step_reads_live_as_read_once(tmp_path: Path) -> None:
+    from lightning.fabric.loggers import CSVLogger
+
+    arm = tmp_path / "arm"
+    write_lightning_rows(arm / "version_0", [(s, {"train_loss": 1 / (s + 1)}) for s in range(30)])
+    f = Follower([tmp_path])
+    f.scan()
+    lg = CSVLogger(root_dir=arm, name=None, version="version_1")
+    for s in [*range(20, 25), 19, 25, 26]:  # (a row at step 19 after 24: inserted in its file, before its first)
+        _append(lg, s, {"train_loss": 2 / (s + 1)})
+        f.scan()
+        live = {k: (list(st.steps), list(st.resumes)) for k, st in f.stores.items()}
+        once = {k: (list(st.steps), list(st.resumes)) for k, st in read_once(tmp_path).stores.items()}
+        assert live == once, s

@@ -473,3 +473,31 @@ async def test_a_fit_resumed_in_a_new_version_is_one_entry_that_opens_as_one_run
                 break
         assert list(app.panels) == [first] and app.session.runs[first].store.resumes == [20]
         assert str(root) in str(app.session.runs[first].store.path)
+
+
+async def test_an_opened_training_resumed_again_grows_in_its_table(tmp_path: Path) -> None:
+    """A training opened from the list, then requeued again (``version_2`` resumes from step 50) while shown: the
+    index finds the new piece and the table reads it too."""
+    from tests.library_logs import write_lightning_rows
+
+    for a in range(10):
+        write_lightning_rows(tmp_path / f"lr{a}" / "version_0", [(s, {"loss": 1 / (s + 1)}) for s in range(30)])
+        write_lightning_rows(tmp_path / f"lr{a}" / "version_1", [(s, {"loss": 2 / (s + 1)}) for s in range(20, 60)])
+    app = StepTableApp(Feed([str(tmp_path)]))
+    async with app.run_test(size=SIZE) as pilot:
+        scr = await _list(app, pilot, 10)
+        first = "lr3/version_0/metrics.csv"
+        scr.runlist.move_to(next(i for i, e in enumerate(scr.listed) if e.run_id == first))
+        await pilot.press("enter")
+        for _ in range(300):
+            await pilot.pause(0.02)
+            if first in app.session.runs and len(app.session.runs[first].store) == 60:
+                break
+        assert app.session.runs[first].store.resumes == [20]
+        write_lightning_rows(tmp_path / "lr3" / "version_2", [(s, {"loss": 3 / (s + 1)}) for s in range(50, 80)])
+        for _ in range(600):
+            await pilot.pause(0.05)
+            if len(app.session.runs[first].store) == 80:
+                break
+        store = app.session.runs[first].store
+        assert len(store) == 80 and store.resumes == [20, 50] and list(app.panels) == [first]
