@@ -13,9 +13,9 @@ import pytest
 
 from steptable.cli.main import main
 from steptable.ingest.files.follow import Follower
-from steptable.ingest.resumes import HOLD_S, Joiner
+from steptable.ingest.resumes import HOLD_S
 from tests.helpers import run_cli
-from tests.ingest.writers import read_once, run_writer
+from tests.ingest.writers import read_once, run_writer, sine_csv
 from tests.library_logs import write_lightning_rows
 
 torch = pytest.importorskip("torch")
@@ -126,71 +126,24 @@ def test_runs_lists_a_resumed_fit_once_with_its_resume(fits: Path, capsys: pytes
     (line,) = capsys.readouterr().out.splitlines()
     assert "rows  steps 4-59" in line and "resumed 24  pieces version_0 + version_1" in line
 
-
-def _csv(dir: Path, steps: range, scale: float = 1.0) -> None:
-    write_lightning_rows(dir, [(s, {"loss": scale * (1 + math.sin(s))}) for s in steps])
-
-
 def test_two_trainings_both_resumed_beside_each_other_stay_apart(tmp_path: Path) -> None:
     # which resumed piece goes on which training is not known from the steps
-    _csv(tmp_path / "arm" / "version_0", range(0, 10))
-    _csv(tmp_path / "arm" / "version_1", range(0, 10), 2.0)
-    _csv(tmp_path / "arm" / "version_2", range(10, 20))
+    sine_csv(tmp_path / "arm" / "version_0", range(0, 10))
+    sine_csv(tmp_path / "arm" / "version_1", range(0, 10), 2.0)
+    sine_csv(tmp_path / "arm" / "version_2", range(10, 20))
     assert sorted(len(st) for st in read_once(tmp_path).stores.values()) == [10, 10, 10]
 
 
 def test_pieces_join_in_the_order_of_their_directories_numbers(tmp_path: Path) -> None:
     for v, steps in [(0, range(0, 5)), (2, range(5, 10)), (10, range(10, 15))]:
-        _csv(tmp_path / "arm" / f"version_{v}", steps)
+        sine_csv(tmp_path / "arm" / f"version_{v}", steps)
     (run,) = read_once(tmp_path).stores.values()
     assert list(run.steps) == list(range(15)) and run.resumes == [5, 10]
 
 
-def test_a_resume_begun_while_followed_joins_the_run_shown(tmp_path: Path) -> None:
-    _csv(tmp_path / "arm" / "version_0", range(0, 10))
-    f = Follower([tmp_path])
-    f.scan()
-    (before,) = f.stores.values()
-    shown = (before.generation, before.version)
-
-    _csv(tmp_path / "arm" / "version_1", range(8, 12), 3.0)
-    changed = f.scan()
-    (run,) = f.stores.values()
-    assert changed == {before.run} and run.run == before.run and run is not before
-    assert run.last_update == (tmp_path / "arm" / "version_1" / "metrics.csv").stat().st_mtime  # (not version_0's)
-    # a reader that knows the run by its id sees a resume at step 8: the rows before it are those it showed
-    assert run.generation == shown[0] and run.version > shown[1]
-    assert list(run.steps) == list(range(12)) and run.resumes == [8]
-    assert run.value(8, "loss") == pytest.approx(3 * (1 + math.sin(8)))
-
-    # the resumed process logs on: rows added to the same run, which only grows
-    gen = run.generation
-    _csv(tmp_path / "arm" / "version_1", range(8, 15), 3.0)
-    assert f.scan() == {before.run}
-    (again,) = f.stores.values()
-    assert again is run and run.generation == gen and list(run.steps) == list(range(15))
-    assert run.value(14, "loss") == pytest.approx(3 * (1 + math.sin(14)))
-
-
-def test_a_training_no_longer_in_pieces_shows_its_first_piece_as_a_reset(tmp_path: Path) -> None:
-    _csv(tmp_path / "arm" / "version_0", range(0, 10))
-    _csv(tmp_path / "arm" / "version_1", range(10, 12))
-    runs = read_once(tmp_path)._runs
-    joiner = Joiner()
-    shown, piece_of, changed = joiner.view(runs)
-    (first, second) = runs
-    assert list(shown) == [first] and piece_of == {first: first, second: first} and changed == {first}
-    assert joiner.view(runs) == (shown, piece_of, set())  # (nothing new: the same run, unchanged)
-
-    alone = {first: runs[first]}  # (the resumed piece's file gone)
-    gen = runs[first].generation
-    assert joiner.view(alone) == (alone, {}, {first})
-    assert runs[first].generation > gen and len(runs[first]) == 10
-
-
 def test_a_checkpoint_evaluated_in_a_process_of_its_own_stays_apart(tmp_path: Path) -> None:
     # (trainer.validate / trainer.test of the step-10 checkpoint: one row of scores at its step)
-    _csv(tmp_path / "arm" / "version_0", range(0, 20))
+    sine_csv(tmp_path / "arm" / "version_0", range(0, 20))
     write_lightning_rows(tmp_path / "arm" / "version_1", [(10, {"loss": 0.5})])
     write_lightning_rows(tmp_path / "arm" / "version_2", [(10, {"test_acc": 0.9}), (11, {"test_acc": 0.8})])
     # (a row of scores just written is held back a while, as a resumed process's first row is: never joined)
@@ -225,61 +178,6 @@ def test_a_transformers_training_resumed_from_a_checkpoint_is_one_run(tmp_path: 
     assert logged == list(range(1, 13)) and run.resumes == [5]
 
 
-def _same_rows(got: list[dict[str, Any]], want: list[dict[str, Any]]) -> bool:
-    def norm(r: dict[str, Any]) -> dict[str, Any]:
-        return {k: ("nan" if isinstance(v, float) and math.isnan(v) else v) for k, v in r.items()}
-    return [norm(r) for r in got] == [norm(r) for r in want]
-
-
-def test_the_joined_run_holds_each_pieces_cells_as_its_own_run_does(tmp_path: Path) -> None:
-    # absent cells (a validation every 5th step), a NaN, integer columns: cell for cell, types included
-    def rows(steps: range, scale: float) -> list[tuple[int, dict[str, Any]]]:
-        return [(s, {"loss": math.nan if s == 7 else scale * s, **({"val_loss": scale} if s % 5 == 0 else {}),
-                     "epoch": s // 4}) for s in steps]
-    write_lightning_rows(tmp_path / "arm" / "version_0", rows(range(0, 12), 1.0))
-    write_lightning_rows(tmp_path / "arm" / "version_1", rows(range(10, 22), 2.0))
-    v0, v1 = (read_once(tmp_path / "arm" / f"version_{v}") for v in (0, 1))
-    (first,), (second,) = v0.stores.values(), v1.stores.values()
-    (run,) = read_once(tmp_path).stores.values()
-    want = [r for r in first.rows() if r["step"] < 10] + second.rows()
-    assert _same_rows(run.rows(), want)
-    assert run.is_integer("epoch") and type(run.rows()[3]["epoch"]) is int and "val_loss" not in run.rows()[1]
-
-
-def _append(logger: Any, step: int, metrics: dict[str, float]) -> None:
-    """One ``log_metrics`` and ``save`` of a Lightning CSVLogger, as the Trainer calls them."""
-    logger.log_metrics(metrics, step=step)
-    logger.save()
-
-
-def test_a_validation_row_of_the_resumed_piece_is_not_a_reset_of_the_joined_run(tmp_path: Path) -> None:
-    """Lightning writes a validation's metrics on a line of their own at the step of the training row before it.
-    While followed, that merges into the resumed piece's last row (an edit): the joined run must not be reset (tail -f
-    prints the whole training again from step 0 on every validation)."""
-    from lightning.fabric.loggers import CSVLogger
-
-    arm = tmp_path / "arm"
-    write_lightning_rows(arm / "version_0", [(s, {"train_loss": 1 / (s + 1)}) for s in range(30)])
-    f = Follower([tmp_path])
-    f.scan()
-    lg = CSVLogger(root_dir=arm, name=None, version="version_1")
-    for s in range(20, 25):
-        _append(lg, s, {"train_loss": 2 / (s + 1)})
-    f.scan()
-    (run,) = f.stores.values()
-    assert run.resumes == [20]
-    gen = run.generation
-    _append(lg, 24, {"val_loss": 0.1})  # (a key new to the file: CSVLogger rewrites it whole)
-    f.scan()
-    _append(lg, 25, {"train_loss": 0.5})
-    f.scan()
-    _append(lg, 25, {"val_loss": 0.05})  # (no new key: one line appended, merged into step 25's row)
-    f.scan()
-    (run,) = f.stores.values()
-    assert run.value(run.index_of_step(25), "val_loss") == pytest.approx(0.05)
-    assert run.generation == gen, "the joined run was reset: readers start it over from its first row"
-
-
 def test_a_batch_size_sweep_logging_per_epoch_is_two_runs(tmp_path: Path) -> None:
     """Two fresh fits (batch 64, then batch 32) logging once an epoch (``self.log(..., on_epoch=True)``): the second's
     first row is at a later step than the first's, so it is taken for its resume and replaces the first's rows, though
@@ -290,17 +188,6 @@ def test_a_batch_size_sweep_logging_per_epoch_is_two_runs(tmp_path: Path) -> Non
     write_lightning_rows(arm / "version_1", [(16 * e + 15, {"train_loss_epoch": 1.0 / (e + 1), "epoch": e})
                                              for e in range(4)])
     assert sorted(len(st) for st in read_once(tmp_path).stores.values()) == [4, 4]
-
-
-def test_nan_in_rows_a_resumed_piece_replaced_is_still_alerted(tmp_path: Path,
-                                                                capsys: pytest.CaptureFixture[str]) -> None:
-    """The first process diverged (NaN at step 25) and was resumed from its step-20 checkpoint in version_1: as for a
-    resume within one file, the NaN in the rows the resume replaced is still said (it was, before the join)."""
-    write_lightning_rows(tmp_path / "arm" / "version_0",
-                         [(s, {"loss": math.nan if s >= 25 else 1 / (s + 1)}) for s in range(27)])
-    write_lightning_rows(tmp_path / "arm" / "version_1", [(s, {"loss": 1 / (s + 1)}) for s in range(20, 40)])
-    rc, out, _ = run_cli(["tail", "--alerts-only", str(tmp_path)], capsys)
-    assert rc == 1 and "step 25 loss non-finite" in out, out
 
 
 def test_a_lightning_tensorboard_fit_with_hparams_resumed_is_one_run(tmp_path: Path) -> None:
@@ -354,45 +241,17 @@ def test_two_experiments_under_torchs_default_summarywriter_dir_stay_apart(tmp_p
 
 def test_a_resumed_piece_s_own_id_names_its_training(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     # (an agent that polled ``--run arm/version_1/metrics.csv`` before the join keeps the name it knew)
-    _csv(tmp_path / "arm" / "version_0", range(0, 10))
-    _csv(tmp_path / "arm" / "version_1", range(8, 14), 3.0)
+    sine_csv(tmp_path / "arm" / "version_0", range(0, 10))
+    sine_csv(tmp_path / "arm" / "version_1", range(8, 14), 3.0)
     rc, out, _ = run_cli(["tail", str(tmp_path), "--run", "arm/version_1/metrics.csv", "-n", "3"], capsys)
     assert rc == 0 and [ln.split()[0] for ln in out.splitlines()[-3:]] == ["11", "12", "13"], out
     rc, out, _ = run_cli(["summary", str(tmp_path), "--run", "arm/version_1/metrics.csv"], capsys)
     assert rc == 0 and "resumed 8" in out, out
 
 
-def test_a_resumed_pieces_first_row_waits_for_its_second_to_join_it(tmp_path: Path) -> None:
-    # (shown at once, it was a run of its own for a logging interval, then taken back: a panel come and gone)
-    _csv(tmp_path / "arm" / "version_0", range(0, 10))
-    f = Follower([tmp_path])
-    f.scan()
-    (first,) = f.stores
-    _csv(tmp_path / "arm" / "version_1", range(8, 9), 3.0)
-    assert f.scan() == set() and list(f.stores) == [first] and len(f.stores[first]) == 10
-    _csv(tmp_path / "arm" / "version_1", range(8, 10), 3.0)
-    assert f.scan() == {first} and list(f.stores) == [first] and f.stores[first].resumes == [8]
-
-
 def test_a_one_row_piece_long_written_is_a_run_of_its_own(tmp_path: Path) -> None:
-    _csv(tmp_path / "arm" / "version_0", range(0, 10))
-    _csv(tmp_path / "arm" / "version_1", range(8, 9), 3.0)
+    sine_csv(tmp_path / "arm" / "version_0", range(0, 10))
+    sine_csv(tmp_path / "arm" / "version_1", range(8, 9), 3.0)
     old = time.time() - 2 * HOLD_S
     os.utime(tmp_path / "arm" / "version_1" / "metrics.csv", (old, old))
     assert sorted(len(st) for st in read_once(tmp_path).stores.values()) == [1, 10]
-
-
-def test_a_row_logged_before_the_resumed_pieces_first_step_reads_live_as_read_once(tmp_path: Path) -> None:
-    from lightning.fabric.loggers import CSVLogger
-
-    arm = tmp_path / "arm"
-    write_lightning_rows(arm / "version_0", [(s, {"train_loss": 1 / (s + 1)}) for s in range(30)])
-    f = Follower([tmp_path])
-    f.scan()
-    lg = CSVLogger(root_dir=arm, name=None, version="version_1")
-    for s in [*range(20, 25), 19, 25, 26]:  # (a row at step 19 after 24: inserted in its file, before its first)
-        _append(lg, s, {"train_loss": 2 / (s + 1)})
-        f.scan()
-        live = {k: (list(st.steps), list(st.resumes)) for k, st in f.stores.items()}
-        once = {k: (list(st.steps), list(st.resumes)) for k, st in read_once(tmp_path).stores.items()}
-        assert live == once, s

@@ -271,3 +271,11 @@ def copy_dir(wandb_run: Path, tmp_path: Path) -> Path:
     dst = tmp_path / "wandb" / src.parent.name / src.name
     dst.parent.mkdir(parents=True)
     return dst
+
+
+def sine_csv(dir: Path, steps: range, scale: float = 1.0) -> None:
+    """``dir/metrics.csv`` written by Lightning's CSVLogger: ``loss`` ``scale * (1 + sin(step))`` at each of
+    ``steps`` (a run, or a piece of one resumed in a new version directory)."""
+    from tests.library_logs import write_lightning_rows
+
+    write_lightning_rows(dir, [(s, {"loss": scale * (1 + math.sin(s))}) for s in steps])

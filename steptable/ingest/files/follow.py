@@ -26,10 +26,10 @@ from steptable.ingest.files.beside import COPY_KINDS
 from steptable.ingest.files.discover import Candidate, discover, discover_at
 from steptable.ingest.files.sniff import sniff_jsonl
 from steptable.ingest.files.tail import MAX_LINE
+from steptable.ingest.joined import Joiner
 from steptable.ingest.parse import BadLine
 from steptable.ingest.readers.console import metrics_between
 from steptable.ingest.readers.tbcurves import DEPTH as CURVE_DEPTH
-from steptable.ingest.resumes import Joiner
 from steptable.ingest.sidefiles import load_meta
 from steptable.ingest.source import Source, make_source
 from steptable.ingest.store import ResumeReader, RunStore
@@ -68,7 +68,7 @@ class Follower:
         self.max_line = max_line
         self._runs: dict[str, RunStore] = {}  # every file's runs; ``stores`` shows them with resumes joined
         self.stores: dict[str, RunStore] = {}
-        self._joiner = Joiner()  # (steptable.ingest.resumes: a training resumed in a new logger directory is one run)
+        self._joiner = Joiner()  # (steptable.ingest.joined: a training resumed in a new logger directory is one run)
         self.mode = "idle"  # "notify" | "poll" while run() runs
         self.error_count = 0
         self._errors: deque[tuple[str, str]] = deque(maxlen=MAX_ERRORS)  # (the file, or "steptable"; the text)

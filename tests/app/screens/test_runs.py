@@ -451,28 +451,40 @@ async def test_the_run_name_stays_when_the_list_scrolls_sideways(sweep: tuple[Pa
         assert str(rl.render_line(0).text).rstrip().endswith(rl.header[-1].strip())
 
 
-async def test_a_fit_resumed_in_a_new_version_is_one_entry_that_opens_as_one_run(tmp_path: Path) -> None:
-    """Ten arms each resumed from step 20 in ``version_1`` (Lightning's CSVLogger): ten entries, each with its
-    training's newest rows (its last piece's); opened, one table of both pieces (steptable.ingest.resumes)."""
+RESUMED = "lr3/version_0/metrics.csv"
+
+
+def _resumed_arms(root: Path) -> None:
+    """Ten arms each resumed from step 20 in ``version_1`` (Lightning's CSVLogger), steps 0-59."""
     from tests.library_logs import write_lightning_rows
 
     for a in range(10):
-        write_lightning_rows(tmp_path / f"lr{a}" / "version_0", [(s, {"loss": 1 / (s + 1)}) for s in range(30)])
-        write_lightning_rows(tmp_path / f"lr{a}" / "version_1", [(s, {"loss": 2 / (s + 1)}) for s in range(20, 60)])
-    app = StepTableApp(Feed([str(root := tmp_path)]))
+        write_lightning_rows(root / f"lr{a}" / "version_0", [(s, {"loss": 1 / (s + 1)}) for s in range(30)])
+        write_lightning_rows(root / f"lr{a}" / "version_1", [(s, {"loss": 2 / (s + 1)}) for s in range(20, 60)])
+
+
+async def _open_resumed(app: StepTableApp, pilot, scr: RunsScreen) -> Any:  # type: ignore[no-untyped-def]
+    """Open ``RESUMED`` from the list; its run once its 60 rows are read."""
+    scr.runlist.move_to(next(i for i, e in enumerate(scr.listed) if e.run_id == RESUMED))
+    await pilot.press("enter")
+    for _ in range(300):
+        await pilot.pause(0.02)
+        if RESUMED in app.session.runs and len(app.session.runs[RESUMED].store) == 60:
+            break
+    return app.session.runs[RESUMED].store
+
+
+async def test_a_fit_resumed_in_a_new_version_is_one_entry_that_opens_as_one_run(tmp_path: Path) -> None:
+    """Ten arms each resumed in ``version_1``: ten entries, each with its training's newest rows (its last
+    piece's); opened, one table of both pieces (steptable.ingest.resumes)."""
+    _resumed_arms(tmp_path)
+    app = StepTableApp(Feed([str(tmp_path)]))
     async with app.run_test(size=SIZE) as pilot:
         scr = await _list(app, pilot, 10)
-        first = "lr3/version_0/metrics.csv"
         assert sorted(e.run_id for e in scr.listed) == sorted(f"lr{a}/version_0/metrics.csv" for a in range(10))
         assert {e.digest.last_step for e in scr.listed} == {59}
-        scr.runlist.move_to(next(i for i, e in enumerate(scr.listed) if e.run_id == first))
-        await pilot.press("enter")
-        for _ in range(300):
-            await pilot.pause(0.02)
-            if first in app.session.runs and len(app.session.runs[first].store) == 60:
-                break
-        assert list(app.panels) == [first] and app.session.runs[first].store.resumes == [20]
-        assert str(root) in str(app.session.runs[first].store.path)
+        store = await _open_resumed(app, pilot, scr)
+        assert list(app.panels) == [RESUMED] and store.resumes == [20] and str(tmp_path) in str(store.path)
 
 
 async def test_an_opened_training_resumed_again_grows_in_its_table(tmp_path: Path) -> None:
@@ -480,24 +492,15 @@ async def test_an_opened_training_resumed_again_grows_in_its_table(tmp_path: Pat
     index finds the new piece and the table reads it too."""
     from tests.library_logs import write_lightning_rows
 
-    for a in range(10):
-        write_lightning_rows(tmp_path / f"lr{a}" / "version_0", [(s, {"loss": 1 / (s + 1)}) for s in range(30)])
-        write_lightning_rows(tmp_path / f"lr{a}" / "version_1", [(s, {"loss": 2 / (s + 1)}) for s in range(20, 60)])
+    _resumed_arms(tmp_path)
     app = StepTableApp(Feed([str(tmp_path)]))
     async with app.run_test(size=SIZE) as pilot:
         scr = await _list(app, pilot, 10)
-        first = "lr3/version_0/metrics.csv"
-        scr.runlist.move_to(next(i for i, e in enumerate(scr.listed) if e.run_id == first))
-        await pilot.press("enter")
-        for _ in range(300):
-            await pilot.pause(0.02)
-            if first in app.session.runs and len(app.session.runs[first].store) == 60:
-                break
-        assert app.session.runs[first].store.resumes == [20]
+        assert (await _open_resumed(app, pilot, scr)).resumes == [20]
         write_lightning_rows(tmp_path / "lr3" / "version_2", [(s, {"loss": 3 / (s + 1)}) for s in range(50, 80)])
         for _ in range(600):
             await pilot.pause(0.05)
-            if len(app.session.runs[first].store) == 80:
+            if len(app.session.runs[RESUMED].store) == 80:
                 break
-        store = app.session.runs[first].store
-        assert len(store) == 80 and store.resumes == [20, 50] and list(app.panels) == [first]
+        store = app.session.runs[RESUMED].store
+        assert len(store) == 80 and store.resumes == [20, 50] and list(app.panels) == [RESUMED]
