@@ -31,7 +31,7 @@ class Training:
         self.key = tuple((st.run, start) for st, start in pieces)  # (a piece beginning elsewhere: another)
         last = self.pieces[-1]
         with last.lock:  # (the step its last piece begins at: a row logged before it is no edit to replay)
-            self.first_step = last.step_at(self.starts[-1]) if self.starts[-1] < len(last) else None
+            self.first_step: int = last.step_at(self.starts[-1])
         first = self.pieces[0]
         self.store = RunStore(first.run, first.path, first.kind, first.arm, first.on_resume, first.keep)
         self.store.side_files = first.side_files
@@ -160,14 +160,15 @@ class Joiner:
         changed: set[str] = set()
         for pieces in found:
             ids = [key for key, _ in pieces]
-            t = self._by_first.get(ids[0])
+            t = old = self._by_first.get(ids[0])
             if t is None or t.key != tuple(pieces):
-                before = t.store if t is not None else runs[ids[0]]
+                before = old.store if old is not None else runs[ids[0]]
                 t = Training([(runs[key], start) for key, start in pieces])
+                # (a new piece after those shown: the run's rows up to its first step are those shown, a resume
+                # there to a reader, as where a resume in one file replaced them; anything else is a reset)
+                more = old is None or (len(pieces) > len(old.key) and old.key == tuple(pieces[:len(old.key)]))
                 with before.lock:
-                    # (its rows are the run's shown up to the new piece's first step: a resume there to a reader,
-                    # as where a resume in one file replaced them; but where a resume it held is lost, a reset)
-                    grown = before.resumes == t.store.resumes[:len(before.resumes)]
+                    grown = more and before.resumes == t.store.resumes[:len(before.resumes)]
                     t.store.succeed(before.generation, before.version, reset=not grown)
                 changed.add(ids[0])
             elif t.sync():
