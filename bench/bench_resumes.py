@@ -33,7 +33,7 @@ from unittest import mock
 from steptable.cli.main import main as steptable
 from steptable.ingest import resumes
 from steptable.ingest.files.follow import Follower
-from steptable.ingest.resumes import Joiner
+from steptable.ingest.joined import Joiner
 
 
 def write(dir: Path, steps: range, rewrite: bool = True) -> None:
