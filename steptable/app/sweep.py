@@ -292,9 +292,10 @@ class Sweep:
 
     def _open_if_few(self, idx: SweepIndex) -> None:
         """Once every run is read: files that are few runs once the copies of one training by other loggers are
-        left out (a handful of trainings reporting to W&B, trackio and TensorBoard) open as tables, as few runs
-        are shown; the list stays a key away. Once, and only before a run was opened from the list."""
-        if self._few_opened or self.opened or not idx.copy_of or idx.index.pending():
+        left out (a handful of trainings reporting to W&B, trackio and TensorBoard) or its pieces are one run (a few
+        fits, each resumed in a new version directory) open as tables, as few runs are shown; the list stays a key
+        away. Once, and only before a run was opened from the list."""
+        if self._few_opened or self.opened or not (idx.copy_of or idx.pieces) or idx.index.pending():
             return
         entries = idx.entries()
         if 0 < len(entries) <= getattr(self.app.feed, "sweep_min", 0):

@@ -504,3 +504,22 @@ async def test_an_opened_training_resumed_again_grows_in_its_table(tmp_path: Pat
                 break
         store = app.session.runs[RESUMED].store
         assert len(store) == 80 and store.resumes == [20, 50] and list(app.panels) == [RESUMED]
+
+
+async def test_a_few_fits_each_resumed_in_a_new_version_open_as_tables(tmp_path: Path) -> None:
+    """Five arms resumed in ``version_1``: ten files start the list; once read they are five runs, fewer than a list
+    is for: they open as tables, each its two pieces."""
+    from tests.library_logs import write_lightning_rows
+
+    for a in range(5):
+        write_lightning_rows(tmp_path / f"lr{a}" / "version_0", [(s, {"loss": 1 / (s + 1)}) for s in range(30)])
+        write_lightning_rows(tmp_path / f"lr{a}" / "version_1", [(s, {"loss": 2 / (s + 1)}) for s in range(20, 60)])
+    app = StepTableApp(Feed([str(tmp_path)]))
+    async with app.run_test(size=SIZE) as pilot:
+        for _ in range(500):
+            await pilot.pause(0.02)
+            if len(app.panels) == 5 and all(len(r.store) == 60 for r in app.session.runs.values()):
+                break
+        assert not isinstance(app.screen, RunsScreen)
+        assert sorted(app.panels) == [f"lr{a}/version_0/metrics.csv" for a in range(5)]
+        assert all(r.store.resumes == [20] for r in app.session.runs.values())
