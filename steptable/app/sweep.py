@@ -27,9 +27,9 @@ from steptable.app.messages import FeedProblem
 if TYPE_CHECKING:  # (the run list's rows, and the digests under them, load with the list)
     from steptable.app.runrows import Entry
 
-#: seconds between the index's stat passes over every run (at least)
 #: first rows of runs kept, of those that may be pieces of one training resumed in new directories
 MAX_HEADS = 10_000
+#: seconds between the index's stat passes over every run (at least)
 PERIOD = 1.0
 #: ... and at least this many times as long as the last pass took (up to PERIOD_MAX): a pass over 2,000 runs takes
 #: ~0.1 s of the GIL, which a pass once a second took from the UI thread (a new run's way to the list) 10% of the time
@@ -71,6 +71,7 @@ class SweepIndex:
         self._samples: dict[str, Sample] = {}  # each run's newest rows: its copies (steptable.ingest.copies)
         self._newest: dict[str, Any] = {}  # the same of the runs that may be pieces of a training (ingest.resumes)
         self._heads: dict[Path, Any] = {}  # their first rows, once they hold as many as are looked at
+        self._ends: dict[str, Any] = {}  # their first and newest rows together (resumes.index_trainings' cache)
 
         def make(store: Any, cand: Any) -> Any:
             self._samples = {**self._samples, store.run: Sample(store)}  # (replaced: the UI thread reads it)
@@ -134,7 +135,7 @@ class SweepIndex:
         samples = self._samples
         self.copy_of = dict(self._copies.update({rid: samples[rid] for rid in self.index.runs if rid in samples}))
         newest = {rid: self._newest[rid] for rid in self.index.runs if rid in self._newest}
-        self.pieces = {ids[0]: ids for ids in index_trainings(newest, self._head)}
+        self.pieces = {ids[0]: ids for ids in index_trainings(newest, self._head, self._ends)}
 
     def _head(self, tail: Any) -> Any:
         """The first rows of a run that may be a piece of a training (kept once they are as many as are read)."""
@@ -286,9 +287,13 @@ class Sweep:
         # a run opened before its resume began): its new pieces are read too, into the table shown
         more = [key for rid in self.opened for key in idx.pieces.get(rid, ()) if key not in self._read]
         if more:
-            runs = idx.index.runs
-            self._read.update(more)
-            self.app.feed.open(more, {runs[r].path.parent for r in more if r in runs})
+            self._read_runs(more)
+
+    def _read_runs(self, run_ids: Sequence[str]) -> None:
+        """Ask the feed to read ``run_ids`` (looking in their directories alone)."""
+        runs = self.index.index.runs if self.index is not None else {}
+        self._read.update(run_ids)
+        self.app.feed.open(run_ids, {runs[r].path.parent for r in run_ids if r in runs})
 
     def _open_if_few(self, idx: SweepIndex) -> None:
         """Once every run is read: files that are few runs once the copies of one training by other loggers are
@@ -317,11 +322,8 @@ class Sweep:
         for rid in run_ids:
             if rid not in self.opened:
                 self.opened.append(rid)
-        runs = self.index.index.runs if self.index is not None else {}
         pieces = self.index.pieces if self.index is not None else {}
-        read = [key for r in run_ids for key in pieces.get(r, [r])]  # (a training's pieces, read as one run)
-        self._read.update(read)
-        self.app.feed.open(read, {runs[r].path.parent for r in read if r in runs})
+        self._read_runs([key for r in run_ids for key in pieces.get(r, [r])])  # (a training's pieces: one run)
         if self.screen is not None and self.screen in self.app.screen_stack:
             self.screen.dismiss(None)
         self.app.put_away([rid for rid in self.opened if rid not in run_ids])

@@ -225,22 +225,33 @@ def newest(store: RunStore) -> RunStore:
     return out
 
 
-def index_trainings(tails: Mapping[str, RunStore], head: Callable[[RunStore], RunStore | None]) -> list[list[str]]:
+def index_trainings(tails: Mapping[str, RunStore], head: Callable[[RunStore], RunStore | None],
+                    kept: dict[str, tuple[RunStore, RunStore, RunStore]] | None = None) -> list[list[str]]:
     """:func:`trainings` of runs known by their first and newest rows (``tails``, each :func:`newest`: a sweep's
     index reads no more), as run ids. ``head(tail)`` gives the store of a run's first rows (None: it cannot be read),
     asked for only where a run shares its directory with another of its kind and arm and its first rows are not
     kept. The steps between a run's first and newest rows are not known: the rule compares the steps a resume logged
-    again where both runs know them."""
+    again where both runs know them. ``kept``: where given, each run's two ends together from the last call, made
+    again only for a run whose tail or first rows are other objects now (an index asks on each of its changes)."""
     groups: dict[tuple[str, str, Path, str | None], list[RunStore]] = {}
     for st in tails.values():
         if st.kind in KINDS and len(st):
             groups.setdefault((st.kind, st.arm, piece_dir(st).parent, st.step_key), []).append(st)
     known: dict[str, RunStore] = {}
+    ends: dict[str, tuple[RunStore, RunStore, RunStore]] = {}
     for group in groups.values():
         for st in group if len(group) > 1 else ():
             first = st if st.meta.get("preview_offset") == 0 else head(st)
-            if first is not None and len(first):
-                known[st.run] = _ends(first, st)
+            if first is None or not len(first):
+                continue
+            had = kept.get(st.run) if kept is not None else None
+            if had is None or had[0] is not st or had[1] is not first:
+                had = (st, first, _ends(first, st))
+            ends[st.run] = had
+            known[st.run] = had[2]
+    if kept is not None:
+        kept.clear()
+        kept.update(ends)
     return [[key for key, _ in pieces] for pieces in trainings(known)]
 
 

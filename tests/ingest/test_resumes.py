@@ -255,3 +255,28 @@ def test_a_one_row_piece_long_written_is_a_run_of_its_own(tmp_path: Path) -> Non
     old = time.time() - 2 * HOLD_S
     os.utime(tmp_path / "arm" / "version_1" / "metrics.csv", (old, old))
     assert sorted(len(st) for st in read_once(tmp_path).stores.values()) == [1, 10]
+
+
+def test_an_index_asking_again_reuses_the_ends_of_runs_it_read_before(tmp_path: Path) -> None:
+    # (a sweep's index asks on each of its changes: only a run read again is put together again)
+    from steptable.ingest.files.preview import preview_tail
+    from steptable.ingest.files.runindex import head_of
+    from steptable.ingest.resumes import index_trainings, newest
+
+    sine_csv(tmp_path / "arm" / "version_0", range(0, 200))
+    sine_csv(tmp_path / "arm" / "version_1", range(190, 400), 3.0)
+
+    def tail(v: int) -> Any:
+        st = preview_tail(tmp_path / "arm" / f"version_{v}" / "metrics.csv", 2048, "csv")
+        st.run, st.arm = f"v{v}", "arm"
+        return newest(st)
+
+    tails, kept = {"v0": tail(0), "v1": tail(1)}, {}  # type: ignore[var-annotated]
+    heads = {st.run: head_of(st.path, "csv") for st in tails.values()}
+    assert index_trainings(tails, lambda t: heads[t.run], kept) == [["v0", "v1"]]
+    before = {k: v[2] for k, v in kept.items()}
+    assert index_trainings(tails, lambda t: heads[t.run], kept) == [["v0", "v1"]]
+    assert all(kept[k][2] is before[k] for k in before)
+    tails["v1"] = tail(1)
+    assert index_trainings(tails, lambda t: heads[t.run], kept) == [["v0", "v1"]]
+    assert kept["v0"][2] is before["v0"] and kept["v1"][2] is not before["v1"]

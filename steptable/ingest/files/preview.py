@@ -63,15 +63,11 @@ def preview_tail(path: str | Path, max_bytes: int = PREVIEW_BYTES, kind: str | N
     if max_lines is not None and kind != "csv":  # (a CSV's header is read apart: its window keeps its rows)
         data = _last_lines(data, max(max_lines, 1))
     store.meta["preview_offset"] = size - len(data) if start > 0 or len(data) < whole else 0
-    label = str(path)
-    parser: ConsoleParser | CsvParser | JsonlParser
-    if kind == "csv":
-        parser = CsvParser(label)
+    parser = _parser(kind, str(path))
+    if isinstance(parser, CsvParser):
         for no, line in enumerate(head, 1):
             parser.parse(line, no)
         parser.ordinal, parser.last_step = 0, None  # a row read with its header is not in the window
-    else:
-        parser = ConsoleParser(label) if kind == "console" else JsonlParser(label)
     pos, lineno = 0, 1
     arms: set[str] = set()  # the arms the rows name (several: StepLoggers of several arms share the file)
     while pos < len(data):
@@ -96,11 +92,14 @@ def preview_head(path: str | Path, max_bytes: int, kind: str) -> RunStore:
     if len(data) == max_bytes:
         data = data[: data.rfind(b"\n") + 1]
     store = RunStore(path.name, path, kind)
-    label = str(path)
-    parser = CsvParser(label) if kind == "csv" else ConsoleParser(label) if kind == "console" else JsonlParser(label)
-    store.add(parser.parse(data, 1), math.nan)
+    store.add(_parser(kind, str(path)).parse(data, 1), math.nan)
     store.meta["preview_offset"] = 0
     return store
+
+
+def _parser(kind: str, label: str) -> ConsoleParser | CsvParser | JsonlParser:
+    """The line parser of a ``kind`` (csv, console, else jsonl) file."""
+    return CsvParser(label) if kind == "csv" else ConsoleParser(label) if kind == "console" else JsonlParser(label)
 
 
 def _last_lines(data: bytes, n: int) -> bytes:
