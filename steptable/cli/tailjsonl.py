@@ -13,17 +13,17 @@ from json.encoder import encode_basestring  # type: ignore[attr-defined]
 from steptable.ingest.rowcut import RowCut
 from steptable.schemas import Schema
 
-_NONFINITE = frozenset({"nan", "inf", "-inf"})
+_NONFINITE = {"nan": "null", "inf": "1e999", "-inf": "-1e999"}
 
 
 def _numbers(vals: array[float], ints: bool) -> list[str]:
-    """JSON numbers as json_line writes them: ``float.__repr__`` (an integer column's as ints), null when not
-    finite."""
+    """JSON numbers as json_line writes them: ``float.__repr__`` (an integer column's as ints), a NaN as null and
+    an infinity as ``1e999``."""
     if ints:
-        return [int.__repr__(int(v)) if math.isfinite(v) else "null" for v in vals]
+        return [int.__repr__(int(v)) if math.isfinite(v) else _NONFINITE[repr(v)] for v in vals]
     out = list(map(float.__repr__, vals))
     if not math.isfinite(sum(vals)):  # (rare, or a sum past the largest double: only then is each cell looked at)
-        out = ["null" if x in _NONFINITE else x for x in out]
+        out = [_NONFINITE.get(x, x) for x in out]
     return out
 
 

@@ -15,6 +15,7 @@ import math
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Final
 
 import msgspec
@@ -66,11 +67,13 @@ class LineError(ValueError):
 
 # --- non-finite and out-of-range tokens -------------------------------------------------------------------------
 
-NONFINITE_TOKENS: Final = (b"NaN", b"Infinity")
+#: ``1e999``: an infinity as strict JSON spells it (our own row writer does): read as ``Infinity`` without a word
+INF_NUMBER: Final = b"1e999"
+NONFINITE_TOKENS: Final = (b"NaN", b"Infinity", INF_NUMBER)
 #: a JSON string, closed or running to the end (an unclosed one must not make the scan start again at each quote
 #: inside it); unrolled so that each byte is looked at once
 _STRING: Final = rb'"[^"\\]*(?:\\.[^"\\]*)*"?'
-_TOKEN_OR_STRING: Final = re.compile(_STRING + rb"|(-?Infinity|NaN)", re.DOTALL)
+_TOKEN_OR_STRING: Final = re.compile(_STRING + rb"|(-?Infinity|NaN|(?<![\w.+-])-?1e999(?![\w.]))", re.DOTALL)
 #: a number; the look-behind keeps a match from starting inside a run of digits (each start would rescan the run)
 _NUMBER_OR_STRING: Final = re.compile(_STRING + rb"|(?<![\w.+-])(-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?)", re.DOTALL)
 #: msgspec decodes integers in [-2**63, 2**64 - 1]: one of fewer digits than 2**64 is in range
@@ -79,7 +82,9 @@ _INT_DIGITS: Final = 20
 
 def _quote_token(m: re.Match[bytes]) -> bytes:
     tok = m.group(1)
-    return m.group(0) if tok is None else b'"' + tok + b'"'
+    if tok is None:
+        return m.group(0)
+    return b'"' + tok.replace(INF_NUMBER, b"Infinity") + b'"'
 
 
 def _big_to_sentinel(m: re.Match[bytes]) -> bytes:
@@ -97,18 +102,31 @@ def _big_to_sentinel(m: re.Match[bytes]) -> bytes:
     return repr(value).encode() if integer else tok  # an integer past the decoder's range: its float
 
 
+def _whole_number(data: bytes, i: int) -> bool:
+    """Is the ``1e999`` at ``i`` a whole JSON number (not the end of ``21e999`` nor the start of ``1e9990``)?"""
+    j = i - 1 if i > 0 and data[i - 1] == 0x2D else i
+    return (j == 0 or data[j - 1] in _BEFORE_NUMBER) and (i + 5 == len(data) or data[i + 5] in _AFTER_NUMBER)
+
+
+_BEFORE_NUMBER: Final = frozenset(b":,[ \t\r\n")
+_AFTER_NUMBER: Final = frozenset(b",]} \t\r\n")
+
+
 def quote_nonfinite(data: bytes, needles: Iterable[bytes] = NONFINITE_TOKENS) -> bytes:
-    """Bare ``NaN`` / ``Infinity`` / ``-Infinity`` outside strings -> quoted sentinels read back as floats.
+    """Bare ``NaN`` / ``Infinity`` / ``-Infinity`` / ``1e999`` / ``-1e999`` outside strings -> quoted sentinels
+    read back as floats (``1e999`` as ``"Infinity"``; another number past the double range is :func:`quote_bignums`').
 
     Works on one line or a chunk of lines; returns ``data`` itself when nothing changed. Tokens are found with
     ``bytes.find`` (a regex scan costs more than decoding the chunk) and told from text by the parity of the quotes
     before them on their line; a line with backslashes (escaped quotes) is tokenised properly instead."""
     hits: list[int] = []
     for needle in needles:
-        i = find_token(data, needle)
+        find = data.find if needle == INF_NUMBER else partial(find_token, data)  # ("1" is common: no memchr on it)
+        i = find(needle)
         while i >= 0:
-            hits.append(i)
-            i = find_token(data, needle, i + len(needle))
+            if needle != INF_NUMBER or _whole_number(data, i):
+                hits.append(i)
+            i = find(needle, i + len(needle))
     if not hits:
         return data
     hits.sort()
@@ -132,7 +150,12 @@ def quote_nonfinite(data: bytes, needles: Iterable[bytes] = NONFINITE_TOKENS) ->
         counted = i
         if quotes % 2:  # inside a string
             continue
-        start = i - 1 if i > 0 and data[i - 1] == 0x2D else i  # "-Infinity"
+        minus = i > 0 and data[i - 1] == 0x2D
+        start = i - 1 if minus else i  # "-Infinity"
+        if data[i] == 0x31:  # "1e999"
+            parts += (data[pos:start], b'"-Infinity"' if minus else b'"Infinity"')
+            pos = i + 5
+            continue
         end = i + (3 if data[i] == 0x4E else 8)  # "NaN" | "Infinity"
         parts += (data[pos:start], b'"', data[start:end], b'"')
         pos = end
@@ -349,13 +372,17 @@ def decode_line(line: bytes, warn: Callable[[str], None] | None = None) -> dict[
     if not line:
         return None
     fixed = False
-    for _ in range(5):  # each pass repairs one kind of problem; five kinds at most
+    for _ in range(6):  # each pass repairs one kind of problem; six kinds at most
         try:
             obj = _DECODER.decode(line)
             break
         except UnicodeDecodeError:
             line = _replace_invalid_utf8(line, repairs)
         except msgspec.ValidationError as e:  # msgspec's word for a number out of range
+            repaired = quote_nonfinite(line, (INF_NUMBER,))
+            if repaired != line:  # an infinity as strict JSON spells it: nothing repaired
+                line = repaired
+                continue
             repaired = quote_bignums(line)
             if repaired == line:
                 raise LineError(f"invalid JSON ({e})") from None

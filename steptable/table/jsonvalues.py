@@ -5,7 +5,6 @@ Pure: no torch or numpy import (their values are read through duck typing)."""
 
 from __future__ import annotations
 
-import math
 import reprlib
 from collections.abc import Mapping
 from typing import Any
@@ -51,8 +50,9 @@ def text_keys(row: Mapping[Any, Any]) -> dict[str, Any]:
 
 
 def jsonable(value: Any) -> Any:
-    """A JSON-safe copy of a raw value: non-finite -> None, tuples -> lists, scalars of numpy/torch (and their
-    one-element arrays) -> float, anything else -> its text. Never raises, and takes time linear in what it writes (a
+    """A JSON-safe copy of a raw value: NaN -> None (an infinity stays a float: a diverged loss is not a missing
+    value, and the row's writer spells it ``1e999``), tuples -> lists, scalars of numpy/torch (and their one-element
+    arrays) -> float, anything else -> its text. Never raises, and takes time linear in what it writes (a
     container that holds itself is written as "<cycle>", one nested past MAX_DEPTH as its short text, and past
     MAX_NODES containers the rest as "<omitted>"): one odd value must not cost the row its other metrics."""
     return _Converter().convert(value, 0)
@@ -70,7 +70,7 @@ class _Converter:
             return value
         t = type(value)
         if t is float:
-            return value if math.isfinite(value) else None
+            return None if value != value else value
         if t is int:
             return self._int(value)
         try:
@@ -96,7 +96,7 @@ class _Converter:
             return self._int(int(value))
         if isinstance(value, float):
             f = float(value)
-            return f if math.isfinite(f) else None
+            return None if f != f else f
         container = isinstance(value, (Mapping, list, tuple))
         if container:
             self.budget -= 1

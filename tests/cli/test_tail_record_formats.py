@@ -4,6 +4,7 @@ beside a JSONL run: every row with its step and values, the arms named after the
 from __future__ import annotations
 
 import json
+import math
 import shutil
 from pathlib import Path
 
@@ -41,7 +42,7 @@ def test_tail_prints_every_row_of_each_run(mixed: Path, capsys: pytest.CaptureFi
         by_arm.setdefault(str(rec["arm"]), []).append(rec)
     assert sorted(by_arm) == ["grpo-a", "jsonl-arm", "ppo-tb", "run-a", "run-b"]
     assert [r["step"] for r in by_arm["grpo-a"]] == list(range(6))  # (the table's own step: no row)
-    assert by_arm["grpo-a"][1]["train/loss"] == 0.5 and by_arm["grpo-a"][3]["y"] is None  # inf: not JSON
+    assert by_arm["grpo-a"][1]["train/loss"] == 0.5 and by_arm["grpo-a"][3]["y"] == math.inf  # (1e999)
     assert [(r["step"], r["train/loss"]) for r in by_arm["ppo-tb"]] == [(i, 10.0 + i) for i in range(4)]
     assert [r["step"] for r in by_arm["run-a"]] == [0, 1, 2, 3, 4] and by_arm["run-b"][2]["train/loss"] == 1 / 3
     assert [r["step"] for r in by_arm["jsonl-arm"]] == [0, 1, 2]

@@ -98,15 +98,26 @@ def test_json_value_that_is_not_an_object(tmp_path: Path) -> None:
 
 
 def test_number_out_of_range(tmp_path: Path) -> None:
-    _, store, _ = ingest(tmp_path, train_line(0) + b'{"step": 1, "loss": 1.5, "big": 1e999}\n' + train_line(2))
+    _, store, _ = ingest(tmp_path, train_line(0) + b'{"step": 1, "loss": 1.5, "big": 2e400}\n' + train_line(2))
     assert_rows(store, [0, 1, 2])
     assert store.value(1, "big") == math.inf and math.isnan(store.column("big")[0])
     assert [(b.lineno, b.reason) for b in store.bad] == [(2, "number out of range read as inf (row kept)")]
 
 
+def test_1e999_is_an_infinity_read_without_a_word(tmp_path: Path) -> None:
+    """``1e999`` is how strict JSON writes an infinity (StepLogger does): no repair to report, on the line path
+    and the typed chunk path alike, outside strings only; ``21e999`` beside it is still a repair."""
+    body = b"".join(b'{"step": %d, "loss": %s, "kl": -1e999, "t": "1e999"}\n' % (i, b"1e999" if i % 2 else b"0.5")
+                    for i in range(400))
+    _, store, _ = ingest(tmp_path, body + b'{"step": 400, "loss": 21e999, "kl": 1, "t": "x"}\n')
+    assert store.value(1, "loss") == math.inf and store.value(399, "kl") == -math.inf
+    assert store.value(2, "loss") == 0.5 and store.value(3, "t") == "1e999" and store.value(400, "loss") == math.inf
+    assert [(b.lineno, b.reason) for b in store.bad] == [(401, "number out of range read as inf (row kept)")]
+
+
 def test_rows_without_a_step_are_placed_after_the_last_step(tmp_path: Path) -> None:
     """A row without a step never lands in (or overwrites) the previous step's row: placed after it, said once."""
-    _, store, path = ingest(tmp_path, b'{"step": 0, "loss": 1.0}\n{"step": 1, "loss": 1e999}\n'
+    _, store, path = ingest(tmp_path, b'{"step": 0, "loss": 1.0}\n{"step": 1, "loss": 1e400}\n'
                             b'{"loss": 0.3, "extra": 7}\n{"loss": 0.2}\n')
     assert list(store.steps) == [0, 1, 2, 3]
     assert store.value(1, "loss") == math.inf and store.value(1, "extra") is None

@@ -1,6 +1,6 @@
 """steptable.logger.rowjson: a row's JSONL line is strict JSON on one line, the same text on msgspec's path and the
 stdlib's, whatever the values (non-finite, huge ints, escapes, lone surrogates, numpy scalars and arrays, keys that
-are not text or that read alike, objects that raise)."""
+are not text or that read alike, objects that raise); an infinity is read back as one, by Python's json and ours."""
 
 from __future__ import annotations
 
@@ -18,8 +18,9 @@ from tests.logger.helpers import strict_loads
 
 
 def _dumped(record: dict[Any, Any]) -> bytes:
-    """The line as the writer wrote it before its plain-row path: every value through jsonable, then json.dumps."""
-    text = json.dumps(jsonable(record), allow_nan=False, ensure_ascii=False, separators=(",", ":"))
+    """The line as json.dumps writes jsonable's copy, its bare ``Infinity`` spelt as strict JSON can (``1e999``; no
+    text of the rows below holds the word)."""
+    text = json.dumps(jsonable(record), ensure_ascii=False, separators=(",", ":")).replace("Infinity", "1e999")
     return text.encode("utf-8", "replace") + b"\n"
 
 
@@ -56,7 +57,17 @@ def test_keys_that_read_alike_are_all_kept() -> None:
 
 def test_numpy_longdouble_is_written_as_a_number() -> None:
     row = json.loads(encode_row({"lr": np.longdouble(3e-4), "x": np.longdouble("inf"), "y": np.float16(0.5)}))
-    assert row == {"lr": pytest.approx(3e-4), "x": None, "y": 0.5}
+    assert row == {"lr": pytest.approx(3e-4), "x": math.inf, "y": 0.5}
+
+
+def test_an_infinity_is_written_as_a_number_past_the_double_range_and_nan_as_null() -> None:
+    """Strict JSON has no infinity: ``1e999`` is one to every strict parser; a NaN (no value to compare) is null,
+    on each path: a plain row (msgspec), a row of other values (the stdlib), nested values."""
+    plain = encode_row({"loss": math.inf, "kl": -math.inf, "r": math.nan})
+    other = encode_row({"loss": np.float32("inf"), "kl": [-math.inf, (math.nan,)], "r": math.nan})
+    assert plain == b'{"loss":1e999,"kl":-1e999,"r":null}\n'
+    assert other == b'{"loss":1e999,"kl":[-1e999,[null]],"r":null}\n'
+    assert strict_loads(plain.decode())["loss"] == math.inf
 
 
 def test_small_arrays_are_written_as_json_lists() -> None:

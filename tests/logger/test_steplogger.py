@@ -46,7 +46,7 @@ def test_log_writes_strict_jsonl_and_prints_rows(tmp_path: Path, captured: list[
     assert all(isinstance(r, dict) for r in rows)
     r2 = rows[2]
     assert isinstance(r2, dict)
-    assert r2["loss"] is None and r2["extra"] is None and r2["arm"] == "armA" and r2["step"] == 2
+    assert r2["loss"] is None and r2["extra"] == math.inf and r2["arm"] == "armA" and r2["step"] == 2
     assert r2["frac"] == [2, 8] and isinstance(r2["ts"], float)
     text = "".join(captured)
     # header at rows 0, 3, 6; each column as wide as its values so far (a declared width is a maximum)
