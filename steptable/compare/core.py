@@ -25,7 +25,16 @@ from typing import Any
 
 from steptable.alerts.rules import cell_frac
 from steptable.compare.groups import Member
-from steptable.compare.stats import Spread, mean, seeds_spread, single_spread, welch
+from steptable.compare.stats import (
+    Spread,
+    mean,
+    one_of_seeds,
+    pooled_difference,
+    pooled_seeds,
+    seeds_spread,
+    single_spread,
+    welch,
+)
 from steptable.compare.xaxis import XAxis, XError, XRun, x_values
 from steptable.ingest.parsed import counter
 from steptable.table.cells import first_few
@@ -80,8 +89,9 @@ class Result:
     delta: float | None
     delta_lo: float | None
     delta_hi: float | None
-    # "seeds" (t over the seeds' means) or "batches" (batch means of one seed); "drift": one seed whose batch means
-    # drift, so no interval (lo/hi null); None: no interval for another reason (too few values)
+    # "seeds" (t over the seeds' means), "pooled" (one seed, the seed spread of the arms of several), "batches" (one
+    # seed where every arm has one: batch means); "drift": one seed whose batch means drift, so no interval (lo/hi
+    # null); None: no interval for another reason (too few values)
     ci: str | None
     verdict: str | None  # "better" / "worse" (by the metric's direction), "differs" (no direction); None: not shown
 
@@ -235,7 +245,9 @@ def pick_metrics(arms: Sequence[Arm], globs: Sequence[str] = (), skip: Sequence[
 
 
 @dataclass
-class _Cell:
+class Cell:
+    """One arm's window of one metric: its spread (None: no finite value), seeds with a value, values, gaps."""
+
     spread: Spread | None
     n_seeds: int
     n_points: int
@@ -246,7 +258,7 @@ def _finite(seg: Sequence[Any]) -> list[float]:
     return [v for v in seg if type(v) is float and math.isfinite(v)]
 
 
-def _cell(arm: Arm, metric: str, window: Window) -> _Cell:
+def _cell(arm: Arm, metric: str, window: Window) -> Cell:
     per_seed: list[list[float]] = []
     missing = 0
     for m, ax in zip(arm.members, arm.axes, strict=True):
@@ -260,9 +272,9 @@ def _cell(arm: Arm, metric: str, window: Window) -> _Cell:
     n = len(per_seed)
     points = sum(map(len, per_seed))
     if n == 0:
-        return _Cell(None, 0, 0, missing)
+        return Cell(None, 0, 0, missing)
     spread = single_spread(per_seed[0]) if n == 1 else seeds_spread([mean(v) for v in per_seed])
-    return _Cell(spread, n, points, missing)
+    return Cell(spread, n, points, missing)
 
 
 def interval_method(sp: Spread | None, lo: float | None) -> str | None:
@@ -295,19 +307,33 @@ def compare(
     out = []
     for metric in metrics:
         cells = {a.name: _cell(a, metric, window) for a in arms}
-        base = cells[baseline].spread
-        for a in arms:
-            c = cells[a.name]
-            sp = c.spread
-            lo, hi = sp.interval() if sp is not None else (None, None)
-            d = d_lo = d_hi = None
-            if a.name != baseline and sp is not None and base is not None:
-                d, d_lo, d_hi = welch(sp, base)
-            out.append(Result(
-                a.name, metric, x, window.lo, window.hi, c.n_seeds, c.n_points, c.n_missing,
-                sp.mean if sp is not None else None, lo, hi, baseline, d, d_lo, d_hi,
-                interval_method(sp, lo),
-                _verdict(d_lo, d_hi, better.get(metric)) if a.name != baseline else None))
+        out += metric_results(metric, cells, baseline, better.get(metric), x, window)
+    return out
+
+
+def metric_results(metric: str, cells: Mapping[str, Cell], baseline: str, better: str | None, x: str,
+                   window: Window) -> list[Result]:
+    """One metric's Results, one per arm of ``cells`` (name -> its window, in the arms' order): an arm of one seed
+    spread as one seed of the others where an arm has several (:func:`steptable.compare.stats.pooled_seeds`), each
+    other arm's difference from ``baseline`` (absent: none) with its interval (Welch's; the pooled t where a side is
+    one seed of those) and its verdict by ``better``."""
+    pooled = pooled_seeds([c.spread for c in cells.values() if c.spread is not None])
+    spreads = {g: one_of_seeds(c.spread.mean, pooled) if pooled and c.n_seeds == 1 and c.spread is not None
+               else c.spread for g, c in cells.items()}
+    base = spreads.get(baseline)
+    n_base = cells[baseline].n_seeds if baseline in cells else 0
+    out = []
+    for g, c in cells.items():
+        sp = spreads[g]
+        lo, hi = sp.interval() if sp is not None else (None, None)
+        d = d_lo = d_hi = None
+        if g != baseline and sp is not None and base is not None:
+            d, d_lo, d_hi = (pooled_difference(sp, c.n_seeds, base, n_base, pooled)
+                             if pooled and 1 in (c.n_seeds, n_base) else welch(sp, base))
+        out.append(Result(
+            g, metric, x, window.lo, window.hi, c.n_seeds, c.n_points, c.n_missing,
+            sp.mean if sp is not None else None, lo, hi, baseline, d, d_lo, d_hi,
+            interval_method(sp, lo), _verdict(d_lo, d_hi, better) if g != baseline else None))
     return out
 
 

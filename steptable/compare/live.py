@@ -25,13 +25,13 @@ from typing import Any
 
 from steptable.compare.core import (
     Arm,
+    Cell,
     CompareError,
     Result,
     Window,
-    _verdict,
     choose_window,
     comparable,
-    interval_method,
+    metric_results,
     metric_values,
     parse_window,
     pick_metrics,
@@ -39,7 +39,7 @@ from steptable.compare.core import (
 )
 from steptable.compare.direction import default_metrics, directions
 from steptable.compare.groups import group_runs
-from steptable.compare.stats import Spread, batch_bounds, batches_spread, seeds_spread, welch
+from steptable.compare.stats import batch_bounds, batches_spread, seeds_spread
 from steptable.compare.xaxis import XAxis, XError, x_values
 
 #: a run's dead prefix (rows before its window) is dropped once it is this long and at least as long as the rest
@@ -230,28 +230,17 @@ class LiveCompare:
         runs = {g: [ix for ix in idx[g] if id(ix.run) in kept[g]] for g in order}
         for key in metrics:
             cells = {g: self._cell(runs[g], key, window) for g in order}
-            base = cells[self.baseline][0] if self.baseline in cells else None
-            for g in order:
-                sp, seeds, points, missing = cells[g]
-                lo, hi = sp.interval() if sp is not None else (None, None)
-                d = d_lo = d_hi = None
-                if g != self.baseline and sp is not None and base is not None:
-                    d, d_lo, d_hi = welch(sp, base)
-                out.append(Result(
-                    g, key, self.x, window.lo, window.hi, seeds, points, missing,
-                    sp.mean if sp is not None else None, lo, hi, self.baseline, d, d_lo, d_hi,
-                    interval_method(sp, lo),
-                    _verdict(d_lo, d_hi, better.get(key)) if g != self.baseline else None))
+            out += metric_results(key, cells, self.baseline, better.get(key), self.x, window)
         return out
 
     @staticmethod
-    def _cell(ixs: Sequence[_RunIndex], key: str, w: Window) -> tuple[Spread | None, int, int, int]:
+    def _cell(ixs: Sequence[_RunIndex], key: str, w: Window) -> Cell:
         per = [ix.window(w.lo, w.hi, key) for ix in ixs]
         have = [p for p in per if p.n > 0]
         missing = sum(p.rows - p.n for p in per)
         points = sum(p.n for p in have)
         if not have:
-            return None, 0, 0, missing
+            return Cell(None, 0, 0, missing)
         if len(have) == 1:
-            return batches_spread(have[0].mean(), have[0].batch_means()), 1, points, missing
-        return seeds_spread([p.mean() for p in have]), len(have), points, missing
+            return Cell(batches_spread(have[0].mean(), have[0].batch_means()), 1, points, missing)
+        return Cell(seeds_spread([p.mean() for p in have]), len(have), points, missing)

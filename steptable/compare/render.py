@@ -43,18 +43,15 @@ def interval_text(center: float | None, lo: float | None, hi: float | None, sign
 
 
 def _arms_line(arms: Sequence[Arm]) -> str:
+    one = ("1 seed (interval from the other arms' seed spread)" if any(len(a.members) > 1 for a in arms)
+           else "1 seed (interval from 10 batch means)")
     if len(arms) > ARMS_LISTED:  # (a sweep: how many arms of how many seeds, not each by name)
         sizes = Counter(len(a.members) for a in arms)
         return f"arms: {len(arms)}, " + ", ".join(
-            ("each" if k == len(arms) else f"{k}") + (f" of {n} seeds" if n > 1 else
-                                                      " of 1 seed (interval from 10 batch means)")
+            ("each" if k == len(arms) else f"{k}") + (f" of {n} seeds" if n > 1 else f" of {one}")
             for n, k in sorted(sizes.items(), reverse=True))
-    parts = []
-    for a in arms:
-        n = len(a.members)
-        seeds = f"{n} seeds" if n > 1 else "1 seed (interval from 10 batch means)"
-        parts.append(f"{sanitize(a.name)} {seeds}")
-    return "arms: " + ", ".join(parts)
+    return "arms: " + ", ".join(f"{sanitize(a.name)} {f'{n} seeds' if (n := len(a.members)) > 1 else one}"
+                                for a in arms)
 
 
 def window_span(window: Window, steps: bool) -> str:
@@ -106,11 +103,28 @@ def _notes(results: Sequence[Result]) -> list[str]:
     return [DRIFT_NOTE] if any(r.ci == "drift" for r in results) else []
 
 
+def within_runs(results: Sequence[Result]) -> bool:
+    """Are ``results`` (one metric's) intervals from within runs (every arm one seed: batch means), so that a
+    difference beyond them is one of these runs, the seeds' spread unknown?"""
+    return any(r.ci in ("batches", "drift") for r in results)
+
+
+def _told(others: Sequence[Result]) -> list[str]:
+    """How the arms ``others`` stand against the baseline: better / worse (the interval of the difference excludes
+    0), not told apart (it holds 0), no interval (one seed drifting, too few values), no value (the arm or the
+    baseline has none in the window)."""
+    counts = Counter(r.verdict if r.verdict in ("better", "worse") else
+                     "no value" if r.delta is None else "no interval" if r.delta_lo is None else "not told apart"
+                     for r in others)
+    order = ("better", "worse", "not told apart", "no interval", "no value")
+    return [f"{counts[k]} {k}" for k in order if counts[k]]
+
+
 def verdict_lines(results: Sequence[Result], baseline: str, dirs: Mapping[str, str | None]) -> list[str]:
     """One line per metric whose direction ``dirs`` gives (``higher`` / ``lower``) and that two arms have a mean of:
-    the arm of the best mean (a point estimate), its difference from the baseline and whether that is beyond chance,
-    and how many arms are better, worse or not told apart from the baseline (the 95% interval of the difference
-    excludes 0, or not): which arm wins, and how sure that is."""
+    the arm of the best mean (a point estimate), its difference from the baseline and whether that is beyond chance
+    (no interval: said so), and how the other arms stand against the baseline (:func:`_told`): which arm wins, and
+    how sure that is. Where every arm is one seed, chance is the runs' own noise, and the line says so."""
     by: dict[str, list[Result]] = {}
     for r in results:
         by.setdefault(r.metric, []).append(r)
@@ -126,14 +140,14 @@ def verdict_lines(results: Sequence[Result], baseline: str, dirs: Mapping[str, s
         if best.arm == baseline:
             line += " (the baseline)"
         elif best.delta is not None:
-            beyond = "beyond chance" if best.verdict == "better" else "not beyond chance"
+            chance = "the runs' own noise" if within_runs(rs) else "chance"
+            beyond = ("no interval" if best.delta_lo is None else f"beyond {chance}" if best.verdict == "better"
+                      else f"not beyond {chance}")
             delta = interval_text(best.delta, best.delta_lo, best.delta_hi, signed=True)
             line += f", {delta} vs the baseline ({beyond})"
-        others = [r for r in rs if r.arm != baseline]
-        counts = [(sum(r.verdict == v for r in others), v) for v in ("better", "worse")]
-        apart = len(others) - sum(n for n, _ in counts)
-        told = [f"{n} {v}" for n, v in counts if n] + ([f"{apart} not told apart"] if apart else [])
-        out.append(f"{line}; against {sanitize(baseline)}: {', '.join(told) or 'no other arm'}")
+        told = _told([r for r in rs if r.arm != baseline])
+        seeds = "; one seed each: the seeds' spread unknown" if within_runs(rs) else ""
+        out.append(f"{line}; against {sanitize(baseline)}: {', '.join(told) or 'no other arm'}{seeds}")
     return out
 
 
@@ -212,7 +226,8 @@ def pm_text(center: float, lo: float | None, hi: float | None) -> str:
     """``+.030±.012``: a signed value and the half-width of its (symmetric) interval, the value to the half-width's
     last place; the half-width rounded as the Particle Data Group rounds errors: its three leading digits 100-354
     keep two significant digits (``.012``), 355-949 one (``.0056`` -> ``.006``), 950-999 go up to two (``.0097`` ->
-    ``.010``). The value alone without an interval."""
+    ``.010``); a place more where an interval off 0 would read as reaching it. The value alone without an
+    interval."""
     if lo is None or hi is None:
         return _fmt(center, 3, signed=True)
     half = (hi - lo) / 2
@@ -221,6 +236,9 @@ def pm_text(center: float, lo: float | None, hi: float | None) -> str:
     power = math.floor(math.log10(half))
     lead = half / 10.0 ** (power - 2)  # the three leading digits, 100 <= lead < 1000
     places = 1 - power if lead < 355 else -power
+    if lo > 0 or hi < 0:  # an interval off 0 must read so (+.005±.005 would not): a place more where it would
+        while places < 6 and round(abs(center), places) <= round(half, places):
+            places += 1
     if not 0 <= places <= 6 or abs(center) >= 1e6:
         return f"{_fmt(center, 3, signed=True)}±{fmt_auto(half, 2)}"
 

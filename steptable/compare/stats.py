@@ -14,7 +14,19 @@ Definitions (what the tests recompute with numpy/scipy):
   time than its batches and the spread is not estimable from it (no interval, no verdict). Without that check a
   curve that wanders as AR(1) with 0.9 (0.99) was called better or worse in 44% (85%) of comparisons of two runs of
   one process; with it, 2.5-7.8% over 400 such pairs at each of AR(1) 0, .5, .9, .99 (tests/compare/test_stats.py).
+- An arm of one seed beside arms of several (of one metric): its spread is the seed-to-seed variance of a window
+  mean pooled over the arms of two seeds or more (sum of (n - 1) s^2 over sum of (n - 1), that many degrees of
+  freedom): one run's window mean is as far from its arm's mean as another arm's seeds are from theirs (the arms'
+  seeds are taken as alike in spread). Batch means measure noise within one run only: with them, arms that
+  differ by nothing but their seeds were called apart in 12-24% of 1000 comparisons (3 or 5 seeds against 1, a
+  seed's level spread 1/10-1/4 of the within-run noise); pooled, in 4.5-5.1% (tests/compare/test_core.py). Where
+  every arm has one seed, batch means it is: a difference beyond them is one between these runs, and the seeds'
+  spread is not known.
 - The interval of a mean: mean +- t(0.975, df) * sqrt(spread); none with fewer than 2 seeds / 2 values.
+- The difference of an arm and the baseline where one of them is one seed beside arms of several: the pooled t
+  (the seeds taken as alike in spread, as that seed's interval takes them): spread = the pooled variance times
+  (1/n + 1/n'), its degrees of freedom the pool's. (Welch's here would count the pool's estimate as independent of
+  the arm of several it came from, and called 10.5% of 1 seed against 3 apart at the 5% level.)
 - The difference of an arm and the baseline: the difference of their means, its interval Welch's: spread = the sum
   of the two spreads, df by Welch-Satterthwaite (each side's spread and df as above). A zero spread gives the
   point itself as its interval.
@@ -44,7 +56,9 @@ class Spread:
     mean: float
     var: float | None  # squared standard error of ``mean``
     df: float | None
-    method: str  # "seeds" (between-seed spread), "batches" (batch means of one seed), "drift" (those correlated)
+    #: "seeds" (between-seed spread), "pooled" (one seed, the other arms' seed spread), "batches" (batch means of
+    #: one seed), "drift" (those correlated)
+    method: str
 
     def interval(self, level: float = LEVEL) -> tuple[float | None, float | None]:
         if self.var is None or self.df is None:
@@ -67,9 +81,10 @@ def mean(xs: Sequence[float]) -> float:
 
 
 def sample_var(xs: Sequence[float]) -> float:
-    """The sample variance (n - 1 in the denominator) of two or more values."""
+    """The sample variance (n - 1 in the denominator) of two or more values; inf where it is past the largest
+    float (values of 1e200: a diverged metric is shown, not a crash)."""
     m = mean(xs)
-    return math.fsum((x - m) ** 2 for x in xs) / (len(xs) - 1)
+    return math.fsum((x - m) * (x - m) for x in xs) / (len(xs) - 1)  # (``**`` raises past 1e154; ``*`` gives inf)
 
 
 def batch_means(xs: Sequence[float], batches: int = BATCHES) -> list[float]:
@@ -83,7 +98,25 @@ def seeds_spread(means: Sequence[float]) -> Spread:
     n = len(means)
     if n < 2:
         return Spread(means[0] if n else math.nan, None, None, "seeds")
-    return Spread(mean(means), sample_var(means) / n, float(n - 1), "seeds")
+    var = sample_var(means) / n
+    return Spread(mean(means), var if math.isfinite(var) else None, float(n - 1), "seeds")
+
+
+def pooled_seeds(arms: Sequence[Spread]) -> tuple[float, float] | None:
+    """(the seed-to-seed variance of a window mean, its degrees of freedom) pooled over ``arms``' spreads of two
+    seeds or more ("seeds": ``var`` is s^2 / n, ``df`` n - 1); None where there is none."""
+    num = den = 0.0
+    for sp in arms:
+        if sp.method == "seeds" and sp.var is not None and sp.df is not None:
+            num += sp.var * (sp.df + 1.0) * sp.df
+            den += sp.df
+    return (num / den, den) if den and math.isfinite(num) else None
+
+
+def one_of_seeds(m: float, pooled: tuple[float, float]) -> Spread:
+    """An arm of one seed, of window mean ``m``, spread as one seed of arms whose seed-to-seed variance is
+    ``pooled`` (:func:`pooled_seeds`)."""
+    return Spread(m, pooled[0], pooled[1], "pooled")
 
 
 def single_spread(values: Sequence[float], batches: int = BATCHES) -> Spread:
@@ -100,7 +133,8 @@ def batches_spread(m: float, bm: Sequence[float]) -> Spread:
         return Spread(m, None, None, "batches")
     if drifts(bm):
         return Spread(m, None, None, "drift")
-    return Spread(m, sample_var(bm) / len(bm), float(len(bm) - 1), "batches")
+    var = sample_var(bm) / len(bm)
+    return Spread(m, var if math.isfinite(var) else None, float(len(bm) - 1), "batches")
 
 
 def drifts(bm: Sequence[float], level: float = DRIFT_LEVEL) -> bool:
@@ -113,7 +147,8 @@ def drifts(bm: Sequence[float], level: float = DRIFT_LEVEL) -> bool:
     m = mean(bm)
     d = [x - m for x in bm]
     ss = math.fsum(x * x for x in d)
-    if ss <= b * (1e-12 * max(map(abs, bm))) ** 2:
+    tiny = 1e-12 * max(map(abs, bm))
+    if ss <= b * tiny * tiny or not math.isfinite(ss):
         return False
     r = math.fsum(x * y for x, y in pairwise(d)) / ss
     z = (r + 1.0 / b) / math.sqrt((b - 2) ** 2 / (b * b * (b - 1)))
@@ -132,6 +167,18 @@ def batch_bounds(n: int, batches: int = BATCHES) -> list[int]:
     return out
 
 
+def pooled_difference(arm: Spread, n_arm: int, base: Spread, n_base: int, pooled: tuple[float, float],
+                      level: float = LEVEL) -> tuple[float, float, float]:
+    """(difference arm - base, its interval's ends) of arms of ``n_arm`` and ``n_base`` seeds whose seed-to-seed
+    variance is ``pooled`` (:func:`pooled_seeds`)."""
+    d = arm.mean - base.mean
+    var = pooled[0] * (1.0 / n_arm + 1.0 / n_base)
+    if var == 0.0:
+        return d, d, d
+    h = t_ppf(0.5 + level / 2.0, pooled[1]) * math.sqrt(var)
+    return d, d - h, d + h
+
+
 def welch(arm: Spread, base: Spread, level: float = LEVEL) -> tuple[float, float | None, float | None]:
     """(difference arm - base, its interval's low and high ends); the ends None when a side has no spread."""
     d = arm.mean - base.mean
@@ -140,6 +187,7 @@ def welch(arm: Spread, base: Spread, level: float = LEVEL) -> tuple[float, float
     var = arm.var + base.var
     if var == 0.0:
         return d, d, d
-    df = var * var / (arm.var**2 / arm.df + base.var**2 / base.df)
+    wa, wb = arm.var / var, base.var / var  # (as shares of the sum: no square of a large spread overflows)
+    df = 1.0 / (wa * wa / arm.df + wb * wb / base.df)
     h = t_ppf(0.5 + level / 2.0, df) * math.sqrt(var)
     return d, d - h, d + h

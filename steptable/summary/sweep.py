@@ -122,7 +122,7 @@ def digest(store: Any, size: int, *, alerts: bool = True, config: AlertConfig | 
             last[key] = newest
             vals = [v for v in col if math.isfinite(v)]
             if vals:
-                mean[key], low[key], high[key] = math.fsum(vals) / len(vals), min(vals), max(vals)
+                mean[key], low[key], high[key] = _mean(vals), min(vals), max(vals)
         offset = int(store.meta.get("preview_offset", 0) or 0)
         read = size - offset
         rows = n if offset <= 0 or read <= 0 else round(n * size / read)
@@ -232,3 +232,11 @@ def default_keys(keys: Sequence[str], most: int = 1) -> list[str]:
     have = dict.fromkeys(keys)
     return [k for k in RANK_KEYS if k in have][:most] or [
         k for k in have if not counter(k) and k not in SKIP_KEYS and k not in META_KEYS][:most]
+
+
+def _mean(vals: list[float]) -> float:
+    """The mean of finite values, past whose sum the largest float lies too (a diverged run's 1e308s)."""
+    try:
+        return math.fsum(vals) / len(vals)
+    except OverflowError:
+        return math.fsum(v / len(vals) for v in vals)  # (each term at most max / n: no partial sum overflows)

@@ -45,7 +45,7 @@ def test_text(exp: Path, capsys: pytest.CaptureFixture[str]) -> None:
     lines = out.splitlines()
     # the steps in the window: 359.1-399 holds 360-399 (the 40 points of each row)
     assert lines[0].startswith("baseline vanilla; x step, window steps 360-399 (last 10% of the common range 0-399)")
-    assert lines[1] == "arms: vanilla 3 seeds, absorb 1 seed (interval from 10 batch means), routeA 3 seeds"
+    assert lines[1] == "arms: vanilla 3 seeds, absorb 1 seed (interval from the other arms' seed spread), routeA 3 seeds"
     reward = [ln for ln in lines if "routeA" in ln and "[" in ln and ln.split()[0] in ("reward", "routeA")]
     assert any(ln.rstrip().endswith("differs") for ln in reward)  # +0.1 with noise 0.02: its interval excludes 0
     assert "missing" in lines[3]  # loss is null on every 5th row
@@ -83,7 +83,7 @@ def test_a_sweep_of_many_arms_lists_the_best_and_counts_every_arm(tmp_path: Path
     assert reward_arms == ["lr00", *(f"lr{k:02d}" for k in range(21, 30))]  # the baseline and the 9 best, in order
     assert f"the {ARMS_LISTED - 1} arms of the best means of 30" in out
     assert out.splitlines()[1] == "arms: 30, each of 1 seed (interval from 10 batch means)"
-    assert "against lr00: 28 better, 1 not told apart" in out  # the verdicts count every arm (lr21 drifts)
+    assert "against lr00: 28 better, 1 no interval; one seed each" in out  # every arm counted (lr21 drifts)
     rc, every, _ = cli(["compare", str(tmp_path), "--baseline", "lr00", "--all"], capsys)
     assert all(f"lr{k:02d}" in every for k in range(30)) and "best means of" not in every
     rc, jsonl, _ = cli(["compare", str(tmp_path), "--baseline", "lr00", "--format", "jsonl"], capsys)

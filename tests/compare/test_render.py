@@ -73,3 +73,61 @@ def test_the_verdicts_name_the_best_arm_and_how_many_beat_the_baseline() -> None
     (line, _) = verdict_lines(alone, "base", dirs)
     assert line.endswith("against base: 1 not told apart") and ("best base" in line) == (line.count("(the baseline)")
                                                                                            == 1)
+
+
+def test_verdicts_say_which_arms_have_no_interval_or_no_value() -> None:
+    """An arm whose one seed drifts has a difference without an interval, one with no value in the window has no
+    difference: neither is "not told apart", and the best arm's difference without an interval is said to have
+    none, not to be "not beyond chance"."""
+    from steptable.compare.core import Result
+    from steptable.compare.render import verdict_lines
+
+    def res(arm: str, mean: float | None, delta: float | None, ci: str | None, lo: float | None = None) -> Result:
+        return Result(arm, "reward", "step", 0.0, 9.0, 1, 10, 0, mean, None, None, "base", delta, lo,
+                      None if lo is None else lo + 0.1, ci, None)
+
+    results = [res("base", .3, None, "batches"), res("drifts", .878, .578, "drift"), res("blank", None, None, None),
+               res("near", .31, .01, "batches", -.04)]
+    (line,) = verdict_lines(results, "base", {"reward": "higher"})
+    assert line.startswith("reward (higher is better): best drifts .878, +.578 vs the baseline (no interval); ")
+    assert line.endswith("against base: 1 not told apart, 1 no interval, 1 no value; one seed each: the seeds' "
+                         "spread unknown"), line
+
+
+def test_verdicts_of_runs_of_one_seed_each_say_the_seeds_spread_is_unknown() -> None:
+    """Every arm one seed: the interval is the runs' own noise (batch means), and the verdict line says a difference
+    beyond it is one of these runs; with an arm of several seeds the one-seed arm is spread as their seeds are, and
+    the line speaks of chance."""
+    import random
+
+    from steptable.compare import choose_window, compare, group_runs, make_arms, parse_window
+    from steptable.compare.render import text_report, verdict_lines
+    from tests.compare.helpers import MemRun
+
+    rng = random.Random(5)
+
+    def run(name: str, lift: float) -> MemRun:
+        return MemRun(name, range(100), {"reward": [lift + rng.gauss(0, 0.01) for _ in range(100)]})
+
+    dirs = {"reward": "higher"}
+    for runs, seeds in (([run("base", 0), run("up", .1)], "one seed each"),
+                        ([run("base", 0), run("up_seed1", .1), run("up_seed2", .1)], "")):
+        arms = make_arms(group_runs(runs), "step")
+        window = choose_window(arms, parse_window(None))
+        results = compare(arms, "base", ["reward"], window, dirs)
+        (line,) = verdict_lines(results, "base", dirs)
+        text = text_report(arms, window, "base", results, dirs)
+        if seeds:
+            assert "(beyond the runs' own noise)" in line and line.endswith("one seed each: the seeds' spread unknown")
+            assert "arms: base 1 seed (interval from 10 batch means)" in text
+        else:
+            assert "(beyond chance)" in line and "one seed each" not in line
+            assert "base 1 seed (interval from the other arms' seed spread)" in text
+
+
+def test_pm_text_of_an_interval_off_zero_never_reads_as_reaching_it() -> None:
+    """[.000269, .009467]: the PDG rounding gives ±.005 and the value .005, which reads as an interval reaching 0;
+    one more place is shown where the rounded value would not exceed the rounded half-width."""
+    assert pm_text(.004868, .000269, .009467) == "+.0049±.0046"
+    assert pm_text(-.004868, -.009467, -.000269) == "-.0049±.0046"
+    assert pm_text(.004, -.0006, .0086) == "+.004±.005"  # an interval holding 0 is shown as the PDG rounds it

@@ -100,3 +100,18 @@ def test_one_seed_against_one_seed_of_the_same_process_rarely_differs(phi: float
         _, lo, hi = welch(a, b)
         told += lo is not None and hi is not None and not lo <= 0.0 <= hi
     assert told / 400 <= 0.10, told
+
+
+def test_spreads_of_values_near_the_largest_float_are_not_estimable_not_an_error() -> None:
+    """Seeds (or one seed's batches) at 1e200: the squares of their deviations are past the largest float, so no
+    interval, and a difference from them has none either; a spread of 1e300 squared in Welch's degrees of freedom
+    does not overflow (each raised OverflowError: compare, summary and the watch's compare view exited)."""
+    seeds = seeds_spread([1.0, 1e200, -1e200])
+    assert seeds.var is None and seeds.interval() == (None, None)
+    one = single_spread([1e200 * (-1) ** i for i in range(40)])
+    assert one.var is None or math.isfinite(one.var)
+    assert not drifts([1e300, -1e300, 1e300, 5.0])
+    big = Spread(1.0, 1e300, 2.0, "seeds")
+    d, lo, hi = welch(big, Spread(0.0, 1e299, 3.0, "seeds"))
+    assert d == 1.0 and lo is not None and hi is not None and math.isfinite(lo) and lo < 0 < hi
+    assert welch(seeds, big) == (seeds.mean - 1.0, None, None)

@@ -63,8 +63,8 @@ def test_ranked_and_filters() -> None:
 
 def _diverging(root: Path, name: str, good: int, steps: int = 30, bad: float = math.nan) -> Path:
     """A run of ``good`` rows of finite loss and reward then ``bad`` losses to ``steps``, an ``eval_acc`` every 10
-    rows, and a ``skipped`` key logged as NaN only: written by StepLogger (which writes a non-finite value as null),
-    or where ``bad`` is infinite by Python's json as verl's file logger writes (``Infinity``)."""
+    rows, and a ``skipped`` key logged as NaN only: written by StepLogger (which writes a NaN as null), or where
+    ``bad`` is infinite by Python's json as verl's file logger writes (``Infinity``)."""
     run = root / name
     rows = [{"step": s, "reward": s / steps, "loss": -0.1 if s < good else bad, "skipped": math.nan}
             | ({"eval_acc": 0.5} if s % 10 == 0 else {}) for s in range(steps)]
@@ -90,6 +90,18 @@ def test_the_newest_value_of_a_diverged_run_is_its_nan_or_inf(tmp_path: Path) ->
     for stat in ("last", "mean", "best"):
         assert [d.run for d, _ in ranked([nan, inf, fine], "loss", stat, False)] == [fine.run]
     assert [d.run for d, _ in ranked([nan, fine], "reward", "last", True)] == [fine.run, nan.run]
+
+
+def test_a_run_near_the_largest_float_is_summed_without_overflow(tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """A run diverged to finite values near the largest float (1.5e308, twice: their sum is past it) among 16: its
+    mean is theirs, and ``summary`` ranks the sweep (it exited 70 on fsum's overflow)."""
+    for i in range(16):
+        _diverging(tmp_path, f"run{i:02d}", 8 if i == 3 else 10, steps=10, bad=1.5e308)
+    big = _digest(tmp_path / "run03")
+    assert big.last["loss"] == 1.5e308 and big.mean["loss"] == pytest.approx(1.5e308 / 10 * 2, rel=1e-12)
+    rc, out, _ = run_cli(["summary", str(tmp_path)], capsys)
+    assert rc == 0 and out.startswith("16 runs: "), out
 
 
 def test_summary_top_names_the_diverged_runs_and_counts_their_alerts(tmp_path: Path,

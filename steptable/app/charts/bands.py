@@ -1,6 +1,7 @@
 """A seed group on the chart: per pixel column, the mean across the seeds of each seed's mean there, and a band
 around it: the 95% Student-t interval of those seed means (n - 1 degrees of freedom) where two or more seeds have a
-value in the column, else the one seed's min to max there. Each seed's column mean comes from prefix sums of its
+value in the column (their means' span where that interval is past the largest float), else the one seed's min to
+max there. Each seed's column mean comes from prefix sums of its
 finite values (kept up to date with the rows a run appends), so a redraw costs O(width * seeds * log rows).
 Pure apart from the chart's Bucket type."""
 
@@ -12,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from steptable.app.charts.draw import Line, pixel_edges, x_range
+from steptable.compare import stats
 from steptable.compare.tdist import t_ppf
 from steptable.ingest.pyramid import Bucket, Pyramid
 from steptable.table.formatting import to_float
@@ -90,11 +92,13 @@ class Band:
                 band.append(Bucket(math.inf, -math.inf, bad))
                 line.append(_EMPTY)
                 continue
-            mean = math.fsum(means) / n
+            mean = stats.mean(means)
             if n >= 2:
-                sd = math.sqrt(math.fsum((m - mean) ** 2 for m in means) / (n - 1))
+                sd = math.sqrt(stats.sample_var(means))
                 half = t_ppf(0.975, n - 1) * sd / math.sqrt(n)
-                band.append(Bucket(mean - half, mean + half, bad))
+                # (seeds near the largest float: no interval to draw, so the span of their means)
+                band.append(Bucket(mean - half, mean + half, bad) if math.isfinite(half)
+                            else Bucket(min(means), max(means), bad))
             else:
                 assert alone is not None
                 band.append(Bucket(alone.lo, alone.hi, bad))

@@ -85,3 +85,13 @@ def test_chart_draws_the_band_faint_under_the_groups_mean_line() -> None:
     line = chart("t", [Line("a", [float(i) for i in range(10)], Pyramid([1.0] * 10))], (0.0, 9.0), 40, 10, STYLES)
     assert not any(getattr(s.style, "dim", False) for t in line[2:-2] for s in t.spans
                    if t.plain[s.start:s.end].strip())  # a plain line is not faint
+
+
+def test_seeds_near_the_largest_float_draw_a_band_without_overflow() -> None:
+    """Seeds diverged to +-1e200 (finite): the squares of their deviations are past the largest float; the band is
+    drawn (as wide as the plot) and the mean line kept, no OverflowError (the chart view exited the watch)."""
+    group = Band("g", [_seed([1e200] * 50), _seed([-1e200] * 50), _seed([1.0] * 50)])
+    band, mean = group.buckets(0.0, 50.0, 5)
+    assert all(b.lo <= m.lo <= b.hi for b, m in zip(band, mean, strict=True))
+    out = chart("t", [], (0.0, 49.0), 40, 10, STYLES, bands=[(0, group)])
+    assert len(out) > 4
