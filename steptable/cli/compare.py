@@ -8,11 +8,11 @@ from typing import Any, TextIO
 
 DESCRIPTION = (
     "Compare arms: per metric and arm the mean over a window of x with its 95% interval (Student t over the seeds' "
-    "window means; one seed: from 10 batch means of its window, none where those drift), and each arm's difference "
-    "from the baseline with "
-    "its 95% Welch interval, marked better/worse (by the metric's direction) when it excludes 0. Runs whose names "
-    "differ only by a seed part (routeA_seed1, routeA-s2, routeA/seed3) are one arm. Default window: the last 10% "
-    "of the x range every run has reached."
+    "window means; one seed beside arms of several: their pooled seed spread; every arm one seed: from 10 batch "
+    "means of its window, none where those drift), and each arm's difference from the baseline with its 95% Welch "
+    "interval (pooled t for one seed), marked better/worse (by the metric's direction) when it excludes 0. Runs "
+    "whose names differ only by a seed part (routeA_seed1, routeA-s2, routeA/seed3) are one arm. Default window: "
+    "the last 10% of the x range every run has reached."
 )
 EPILOG = (
     "Exit status: 0 when the comparison was made; 2 for a usage error, a path that does not exist, no metrics file "
