@@ -7,7 +7,8 @@ the window (the last 10% of the steps every run has reached), then one line per 
 ``MAX_METRICS``) with each other arm's difference from the baseline and the half-width of its 95% interval
 (``+.030±.012``), marked ``better`` / ``worse`` by the metric's direction (``*`` with none) when the interval
 excludes 0, led by the arm of the best mean where the metric has a direction
-(``reward best b: b +.030±.012 better, c -.020±.012``). Key metrics: the reward's and the loss's columns (the
+(``reward best b: b +.030±.012 better, c -.020±.012``); where every arm is one run, the intervals are the runs' own
+noise (batch means) and the first line says so. Key metrics: the reward's and the loss's columns (the
 alert roles' keys, first present), then columns the schema gives a direction, in the schema's order; each one
 every arm logs. Arms are named by their summary tag
 (``b``) when each is one run, else by the group's name.
@@ -22,20 +23,19 @@ from typing import Any
 
 from steptable.alerts.rules import DEFAULT_ROLES
 from steptable.compare.core import CompareError, choose_window, comparable, compare, make_arms
-from steptable.compare.direction import declared, directions, schema_order
+from steptable.compare.direction import ROLE_BETTER, directions, schema_order
 from steptable.compare.groups import group_runs
-from steptable.compare.render import compact_line
+from steptable.compare.render import compact_line, within_runs
 from steptable.table.formatting import sanitize
 
 MAX_METRICS = 3
 #: rows each run needs in the window (its 10 batch means need as many)
 MIN_WINDOW_ROWS = 10
-_ROLE_BETTER = {"reward": "higher", "loss": "lower"}
 
 
 def _key_metrics(arms: Sequence[Any], better: Mapping[str, str | None]) -> list[str]:
     common = set.intersection(*({k for m in a.members for k in m.run.keys if comparable(m.run, k)} for a in arms))
-    out = [next((k for k in DEFAULT_ROLES[role] if k in common and better.get(k)), "") for role in _ROLE_BETTER]
+    out = [next((k for k in DEFAULT_ROLES[role] if k in common and better.get(k)), "") for role in ROLE_BETTER]
     order = schema_order(arms, list(dict.fromkeys(k for m in arms[0].members for k in m.run.keys)))
     out += [k for k in order if k in common and better.get(k)]
     return list(dict.fromkeys(k for k in out if k))[:MAX_METRICS]
@@ -62,10 +62,6 @@ def summary_lines(runs: Sequence[Any], tags: Mapping[str, str] | None = None,
         return []  # too short to say anything (a window of a few rows per run)
     every = {k for a in arms for m in a.members for k in m.run.keys}
     better = directions(arms, sorted(every))
-    known = declared(arms, sorted(every))
-    for role, way in _ROLE_BETTER.items():  # (a key its schema declares has the column's direction, or none)
-        for k in DEFAULT_ROLES[role]:
-            better[k] = better.get(k) or (None if k in known else way)
     metrics = _key_metrics(arms, better)
     if not metrics:
         return []
@@ -73,7 +69,8 @@ def summary_lines(runs: Sequence[Any], tags: Mapping[str, str] | None = None,
     results = compare(arms, baseline, metrics, window, better)
     shown = {a.name: names[a.name] for a in arms}
     lo, hi = math.ceil(window.lo), math.floor(window.hi)  # the steps in it
-    lines = [f"Δ vs {sanitize(shown[baseline])} (95% CI), steps {lo}-{hi}:"]
+    within = " within runs: one seed each" if within_runs(results) else ""
+    lines = [f"Δ vs {sanitize(shown[baseline])} (95% CI{within}), steps {lo}-{hi}:"]
     for m in metrics:
         direction = better.get(m)
         text = compact_line([r for r in results if r.metric == m], shown, baseline,

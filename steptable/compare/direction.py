@@ -6,14 +6,20 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import cast
 
+from steptable.alerts.rules import DEFAULT_ROLES
 from steptable.compare.core import Arm
 from steptable.schemafiles.resolve import run_schema
 from steptable.schemas import Schema
 from steptable.schemas.registry import Located
 
+#: which way is better for the keys of the alert roles of these names, where no run's schema declares their column
+ROLE_BETTER = {"reward": "higher", "loss": "lower"}
+
 
 def directions(arms: Sequence[Arm], metrics: Sequence[str]) -> dict[str, str | None]:
-    """Metric -> "higher" / "lower" / None, from the schema of the first run that says one (the baseline first)."""
+    """Metric -> "higher" / "lower" / None, from the schema of the first run that says one (the baseline first); a
+    key of the reward's or the loss's alert role (``reward``, ``train/loss``...) that no schema declares
+    (:func:`declared`): higher, lower. The one answer for ``compare``, ``summary`` and the watch's compare view."""
     out: dict[str, str | None] = dict.fromkeys(metrics)
     schemas = _schemas(arms)
     for key in metrics:
@@ -24,14 +30,25 @@ def directions(arms: Sequence[Arm], metrics: Sequence[str]) -> dict[str, str | N
             if better:
                 out[key] = better
                 break
+    known = _declared(schemas, metrics)
+    for role, way in ROLE_BETTER.items():
+        for k in DEFAULT_ROLES[role]:
+            if k in out and out[k] is None and k not in known:
+                out[k] = way
     return out
 
 
 def declared(arms: Sequence[Arm], metrics: Sequence[str]) -> set[str]:
-    """The metrics a column of a run's schema declares (its key or an alias): their direction is the column's, none
-    where it gives none (a GRPO loss follows the advantages: no direction is better)."""
-    schemas = _schemas(arms)
-    return {k for k in metrics if any(s.col(k) or any(k in c.aliases for c in s.cols) for s in schemas)}
+    """The metrics a column of a run's schema declares (its key or an alias; a column that describes it or gives a
+    direction): their direction is the column's, none where it gives none (a GRPO loss follows the advantages: no
+    direction is better). A column with neither (a StepLogger's automatic one for a key no schema knows) declares
+    nothing."""
+    return _declared(_schemas(arms), metrics)
+
+
+def _declared(schemas: Sequence[Schema], metrics: Sequence[str]) -> set[str]:
+    return {k for k in metrics if any((c.desc or c.better) and (c.key == k or k in c.aliases)
+                                      for s in schemas for c in s.cols)}
 
 
 def schema_order(arms: Sequence[Arm], metrics: Sequence[str]) -> list[str]:

@@ -30,7 +30,7 @@ def test_three_arms_one_run_each(tmp_path: Path, capsys: pytest.CaptureFixture[s
     rc, out = cli(["summary", str(base)], capsys)
     assert rc == 0
     lines = out.splitlines()
-    i = lines.index("Δ vs a (95% CI), steps 270-299:")  # the last 10% of steps 0-299: 269.1-299
+    i = lines.index("Δ vs a (95% CI within runs: one seed each), steps 270-299:")  # last 10% of 0-299: 269.1-299
     reward, loss = lines[i + 1], lines[i + 2]
     # b (routeA) is best both ways: the alert roles' directions, higher reward and lower loss
     assert reward.startswith("reward best b: b +.09") and reward.split(",")[0].endswith(" better")
@@ -38,7 +38,7 @@ def test_three_arms_one_run_each(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert lines[i + 3].startswith("a b c alerts 0")  # two key metrics: reward, loss (other has no direction)
     rc, out = cli(["summary", "--format", "md", str(base)], capsys)
     lines = out.splitlines()
-    i = lines.index("- Δ vs a (95% CI), steps 270-299:")
+    i = lines.index("- Δ vs a (95% CI within runs: one seed each), steps 270-299:")
     assert lines[i + 1].startswith("- reward best b: b +.09") and lines[i + 3].startswith("- a b c alerts")
 
 
