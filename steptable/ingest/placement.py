@@ -28,6 +28,7 @@ from itertools import islice
 from operator import lt
 from typing import Any
 
+from steptable.ingest.keycut import rank
 from steptable.ingest.parsed import BOOKKEEPING_KEYS, counter, measured, rows_to_cols
 from steptable.ingest.table import MAX_KEYS, ColumnTable
 
@@ -96,7 +97,7 @@ class RowPlacement(ColumnTable, ABC):
         out = {k: v for k, v in row.items() if k in known}
         self.dropped_keys += len(row) - len(out)
         if self.first_dropped is None:
-            self.first_dropped = next(k for k in row if k not in known)
+            self.first_dropped = min((k for k in row if k not in known), key=rank)  # (not the row's order: random)
         return out
 
     def _place(self, step: int, row: dict[str, Any], now: float) -> None:

@@ -19,19 +19,21 @@ from __future__ import annotations
 import math
 import struct
 from array import array
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from functools import lru_cache
 from itertools import islice
 from typing import Any
 
 from steptable.ingest.cellmarks import ABSENT, MEASURED, mark, marks_of, measured
+from steptable.ingest.keycut import kept, rank
 from steptable.ingest.parse import MISSING, NONFINITE, norm_value
 from steptable.ingest.parsed import WALL_KEYS, epoch_seconds
 
 NAN = math.nan
 #: distinct keys a run keeps. Every column holds a cell for every row, so a log that names a new key on every row
 #: (per-sample metrics: sample/0, sample/1, ...) would cost rows x keys cells: gigabytes for a file of a few MB.
-#: Keys first seen after this many are not stored (RunStore reports it once); real trainers log tens to hundreds.
+#: Keys first seen after this many are not stored (RunStore reports it once); real trainers log tens to hundreds. Of
+#: a batch that brings more new keys than there is room for, those first by steptable.ingest.keycut are kept.
 MAX_KEYS = 2000
 #: what a numeric column may receive: numbers, null, absent cells, non-finite spellings (checked per value)
 _NUMERIC_CELLS = frozenset({int, float, type(None), type(MISSING), str})
@@ -189,8 +191,11 @@ class ColumnTable:
 
     def _merge(self, i: int, row: dict[str, Any], now: float) -> None:
         n = len(self._steps)
+        over = self._over_cap(row.keys())
         for key, v in row.items():
             if key not in self._num and key not in self._obj:
+                if key in over:
+                    continue
                 self._create(key, v, n)
                 if (marks := self._gone.get(key)) is not None:
                     marks[i] = mark(v)
@@ -222,15 +227,34 @@ class ColumnTable:
             pres = self._pres[key] = bytearray(b"\x01") * len(self._steps)
         return pres
 
+    def _drop_key(self, key: str) -> None:
+        self.dropped_keys += 1
+        if self.first_dropped is None:
+            self.first_dropped = key
+
+    def _over_cap(self, keys: Collection[str]) -> set[str]:
+        """The keys of a batch (``keys``) that are not stored for want of room (MAX_KEYS): of its new keys, those
+        :func:`~steptable.ingest.keycut.kept` leaves out (not the last in the batch's order, which may be random:
+        wandb-core writes a record's items in map order). Counted, the first by rank named in ``first_dropped``."""
+        if len(self.keys) + len(keys) <= MAX_KEYS:  # (the usual case: no room needed)
+            return set()
+        new = [k for k in keys if k not in self._num and k not in self._obj and k not in self._gone]
+        room = MAX_KEYS - len(self.keys)
+        if len(new) <= room:
+            return set()
+        keep = kept(new, room)
+        out = {k for k in new if k not in keep}
+        for key in sorted(out, key=rank):
+            self._drop_key(key)
+        return out
+
     def _create(self, key: str, sample: Any, base: int) -> None:
         """A new column with ``base`` absent cells; numeric unless ``sample`` says otherwise. Past MAX_KEYS keys
         nothing is created (the key's cells are not stored) and the key is counted in ``dropped_keys``."""
         if key in self._gone:
             return
         if len(self.keys) >= MAX_KEYS:
-            self.dropped_keys += 1
-            if self.first_dropped is None:
-                self.first_dropped = key
+            self._drop_key(key)
             return
         if self.keep is not None and not self.keep(key):
             self._gone[key] = bytearray(base)
@@ -264,6 +288,7 @@ class ColumnTable:
         n = len(steps)
         packer = _doubles(n)
         num, pres, ints, gone = self._num, self._pres, self._ints, self._gone
+        over = self._over_cap(cols.keys())
         for key, vals in cols.items():
             arr = num.get(key)
             if arr is not None and int_keys is not None:  # the hot path, inlined: one C call per column
@@ -281,6 +306,8 @@ class ColumnTable:
                         pres[key].extend(b"\x01" * n)
                     continue
             if arr is None and key not in self._obj:
+                if key in over:
+                    continue
                 self._create(key, next((v for v in vals if v is not MISSING and v is not None), MISSING), base)
                 if (marks := gone.get(key)) is not None:
                     marks.extend(marks_of(vals))

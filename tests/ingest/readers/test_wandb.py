@@ -251,3 +251,25 @@ def test_record_with_good_checksum_but_unreadable_reported(wandb_run: Path, tmp_
     reasons = [b.reason for b in store.bad]
     assert reasons == [f"byte {at}: not a readable record (WireError); skipped"], reasons
     assert len(store) == WANDB_STEPS - 1  # (of the 6 steps, one history record lost)
+
+
+def test_a_run_past_the_key_cap_keeps_its_headline_metrics(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """wandb-core writes a record's items in Go map order: with more keys than a run keeps, the kept ones were the
+    first in that order, so ``loss`` and ``reward`` were dropped at random. Now the same ones are kept every time."""
+    from steptable.ingest import store, table
+
+    monkeypatch.setattr(table, "MAX_KEYS", 12)
+    monkeypatch.setattr(store, "MAX_KEYS", 12)
+    writers.run_writer("""
+        import wandb
+        run = wandb.init(project="p", name="keys")
+        for i in range(3):
+            layers = {f"grad_norm/layer{k:03d}": k + i for k in range(40)}
+            run.log({"loss": 1.0 / (i + 1), "reward": float(i), **layers})
+        run.finish()
+    """, {"WANDB_DIR": str(tmp_path)})
+    s = only(read_once(tmp_path))
+    assert set(s.keys) == {"_step", "_timestamp", "_runtime", "loss", "reward",
+                           *(f"grad_norm/layer{k:03d}" for k in range(7))}, s.keys
+    assert [r["loss"] for r in rows_of(s)] == [1.0, 0.5, pytest.approx(1 / 3)]
+
