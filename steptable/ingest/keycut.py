@@ -27,3 +27,9 @@ def rank(key: str) -> tuple[bool, bool, int, int, str]:
 def kept(new: Iterable[str], room: int) -> set[str]:
     """The ``room`` keys of ``new`` (keys the table does not hold yet) it keeps: the first by :func:`rank`."""
     return set(sorted(new, key=rank)[: max(room, 0)])
+
+
+def left_out(new: Iterable[str], room: int) -> list[str]:
+    """The keys of ``new`` past the ``room`` left (not :func:`kept`), by :func:`rank`: none where all fit."""
+    ranked = sorted(new, key=rank)
+    return ranked[max(room, 0):]

@@ -25,7 +25,7 @@ from itertools import islice
 from typing import Any
 
 from steptable.ingest.cellmarks import ABSENT, MEASURED, mark, marks_of, measured
-from steptable.ingest.keycut import kept, rank
+from steptable.ingest.keycut import left_out
 from steptable.ingest.parse import MISSING, NONFINITE, norm_value
 from steptable.ingest.parsed import WALL_KEYS, epoch_seconds
 
@@ -233,20 +233,15 @@ class ColumnTable:
             self.first_dropped = key
 
     def _over_cap(self, keys: Collection[str]) -> set[str]:
-        """The keys of a batch (``keys``) that are not stored for want of room (MAX_KEYS): of its new keys, those
-        :func:`~steptable.ingest.keycut.kept` leaves out (not the last in the batch's order, which may be random:
-        wandb-core writes a record's items in map order). Counted, the first by rank named in ``first_dropped``."""
+        """The keys of a batch (``keys``) not stored for want of room (:func:`~steptable.ingest.keycut.left_out`),
+        counted, the first by rank named in ``first_dropped``."""
         if len(self.keys) + len(keys) <= MAX_KEYS:  # (the usual case: no room needed)
             return set()
-        new = [k for k in keys if k not in self._num and k not in self._obj and k not in self._gone]
-        room = MAX_KEYS - len(self.keys)
-        if len(new) <= room:
-            return set()
-        keep = kept(new, room)
-        out = {k for k in new if k not in keep}
-        for key in sorted(out, key=rank):
+        out = left_out([k for k in keys if k not in self._num and k not in self._obj and k not in self._gone],
+                       MAX_KEYS - len(self.keys))
+        for key in out:
             self._drop_key(key)
-        return out
+        return set(out)
 
     def _create(self, key: str, sample: Any, base: int) -> None:
         """A new column with ``base`` absent cells; numeric unless ``sample`` says otherwise. Past MAX_KEYS keys
