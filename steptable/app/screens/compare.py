@@ -24,7 +24,7 @@ from steptable.app.widgets.keys import KeyBar
 from steptable.app.widgets.pinned import PinnedTable
 from steptable.compare import X_NAMES, CompareError, Result
 from steptable.compare.live import LiveCompare
-from steptable.compare.render import interval_text, window_span
+from steptable.compare.render import interval_text, window_span, within_runs
 from steptable.table.cells import cut_middle
 from steptable.table.columns import aligned_width
 from steptable.table.formatting import pad, sanitize
@@ -120,6 +120,8 @@ def compare_parts(live: LiveCompare, results: Sequence[Result], widths: dict[str
     if w is not None:
         title += f", window {window_span(w, live.x == 'step')} ({w.how} of the common range" + (
             f": {sanitize(w.ended_by)})" if w.ended_by else ")")
+    if within_runs(results):
+        title += "; one seed each: intervals within runs, the seeds' spread unknown"
     head = [f"{sanitize(a)} (n={seeds.get(a, 0)})" + (" mean [95% CI]" if a == live.baseline else " Δ [95% CI]")
             for a in arms]
     metrics = list(dict.fromkeys(r.metric for r in results))
@@ -170,7 +172,9 @@ class CompareScreen(OwnKeysHelp, ModalScreen[None]):
         "baseline's, with its 95% interval; n: the arm's seeds (runs alike but for a seed part of their names)\n"
         "green: better than the baseline beyond chance (the interval excludes 0, in the metric's good direction)\n"
         "red: worse than the baseline beyond chance\n"
-        "bold: different from the baseline beyond chance, for a metric without a good direction")
+        "bold: different from the baseline beyond chance, for a metric without a good direction\n"
+        "one seed per arm: chance is the runs' own noise (10 batch means); an arm of one seed beside arms of\n"
+        "several is spread as their seeds are")
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape,w,q", "close", "Close"),

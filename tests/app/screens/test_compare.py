@@ -264,3 +264,27 @@ def test_the_arms_columns_stand_still_as_their_digits_come_and_go() -> None:
     head = wide.plain.splitlines()[0]
     assert narrow.plain.splitlines()[0] == head  # the arms' names where they were
     assert fresh.plain.splitlines()[0] != head  # (without the widths so far: the columns moved)
+
+
+def test_the_compare_views_title_says_when_every_arm_is_one_seed() -> None:
+    """Arms of one run each: the intervals are the runs' own noise, and the title says the seeds' spread is not
+    known; with an arm of two seeds it says nothing of it (the one-seed arm is spread as their seeds are)."""
+    import math
+
+    from steptable.app.screens.compare import compare_parts
+    from steptable.compare.live import LiveCompare
+    from steptable.ingest import RunStore
+    from steptable.ingest.parsed import Parsed
+
+    def store(name: str, lift: float) -> RunStore:
+        st = RunStore(f"{name}/metrics.jsonl", f"/nonexistent/{name}/metrics.jsonl", arm=name)
+        st.add(Parsed(steps=list(range(50)), rows=[{"reward": lift + 0.01 * (i % 7)} for i in range(50)]),
+               now=math.nan)
+        return st
+
+    live = LiveCompare([store("base", 0.0), store("new", 0.1)], "base")
+    title, _, _ = compare_parts(live, live.update())
+    assert title.plain.endswith("; one seed each: intervals within runs, the seeds' spread unknown")
+    live = LiveCompare([store("base", 0.0), store("new_seed1", 0.1), store("new_seed2", 0.1)], "base")
+    title, _, _ = compare_parts(live, live.update())
+    assert "one seed each" not in title.plain
