@@ -303,19 +303,31 @@ class TrackioSource(_Base):
         self.missing = False
         if not self.reader.changed():
             return False
+        now = None if self._live else math.nan
+        changed = False
+        while True:  # (a read stops at the reader's BATCH rows: one poll reads them all, each batch handed on)
+            got = self._read_batch(now)
+            if got is None:
+                return changed
+            changed = got or changed
+            if not self.reader.more:
+                return changed
+
+    def _read_batch(self, now: float | None) -> bool | None:
+        """One read of the reader handed to the runs: whether they changed; None where the database could not be
+        read now (locked by a writer: read at the next poll; deleted: missing)."""
         import sqlite3  # (imported with the reader: a no-op here)
 
         try:
             got, bad = self.reader.read()
-        except sqlite3.Error as e:  # locked by a writer: read at the next poll
+        except sqlite3.Error as e:
             if "locked" in str(e) or "busy" in str(e):
-                return False
+                return None
             if not os.path.exists(self.cand.path):  # deleted since it was looked at: missing, not unreadable
                 self.missing = True
-                return False
+                return None
             self._tell(self.store, BadLine(str(self.cand.path), 0, f"unreadable ({e})"))
             return True
-        now = None if self._live else math.nan
         self._live = True
         changed = False
         for b in bad:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.cli.helpers import Live
 from tests.helpers import run_cli
 from tests.ingest import writers
 
@@ -52,3 +53,23 @@ def test_tail_of_trackios_default_dir(tmp_path: Path, capsys: pytest.CaptureFixt
     code, out, err = run_cli(["summary", str(home)], capsys)
     assert code == 0, err
     assert "plain:" in out
+
+
+def test_tail_f_n_of_a_project_of_more_rows_than_a_read_takes_prints_its_last_rows_once(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``tail -f -n 2`` prints the last 2 rows of what is there when it starts, however many reads of the reader's
+    BATCH rows that takes (the rows past the first read came with the next polls, each printed as new)."""
+    from steptable.ingest.readers import trackio
+
+    writers.run_writer("""
+        import trackio
+        trackio.init(project="p", name="big")
+        for s in range(30):
+            trackio.log({"loss": 1.0 / (s + 1)}, step=s)
+        trackio.finish()
+    """, {"TRACKIO_DIR": str(tmp_path)})
+    monkeypatch.setattr(trackio, "BATCH", 7)
+    live = Live(tmp_path, ["-n", "2", "--format", "jsonl"])
+    for _ in range(4):
+        live.step()
+    assert [r["step"] for r in _rows_by_arm(live.out.getvalue())["big"]] == [28, 29]

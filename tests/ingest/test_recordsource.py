@@ -1,6 +1,7 @@
 """The record sources (steptable.ingest.recordsource) following a run live: each poll reads what was written since
 the last, a record cut by a concurrent write waits for its second half, a file that grew is never read again from
-its start. On a TensorBoard event file written by torch and a W&B run file written by wandb itself."""
+its start. On a TensorBoard event file written by torch, a W&B run file written by wandb itself and a trackio
+project written by trackio."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ import pytest
 
 from steptable.ingest.files import bytetail
 from steptable.ingest.files.follow import Follower
-from tests.ingest.writers import WANDB_STEPS, copy_dir, event_file, only, torch_run, wandb_file
+from tests.ingest import writers
+from tests.ingest.writers import WANDB_STEPS, copy_dir, event_file, only, read_once, torch_run, wandb_file
 
 
 def test_growing_file_read_incrementally_cut_record_waits(tmp_path: Path) -> None:
@@ -126,3 +128,30 @@ def test_an_event_file_deleted_between_the_stat_and_the_open_is_missing_not_unre
     assert f.errors == [] and not store.bad and list(store.steps) == shown
     (src,) = f._sources.values()
     assert src.missing
+
+
+def _trackio_project(root: Path, runs: dict[str, int]) -> None:
+    """A trackio project ``p`` under ``root`` written by trackio: each run of ``runs`` (name -> rows) in turn, its
+    loss 1/(step+1) at steps 0, 1..."""
+    writers.run_writer(f"""
+        import trackio
+        for name, n in {runs!r}.items():
+            trackio.init(project="p", name=name)
+            for s in range(n):
+                trackio.log({{"loss": 1.0 / (s + 1)}}, step=s)
+            trackio.finish()
+    """, {"TRACKIO_DIR": str(root)})
+
+
+def test_a_trackio_project_of_more_rows_than_a_read_takes_is_read_whole_in_one_poll(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The reader takes BATCH rows at most a read: the poll reads on until none are left (a one-shot read kept
+    the project's first BATCH rows: the runs after them were missing, and ``tail --run`` said no such run)."""
+    pytest.importorskip("trackio")
+    from steptable.ingest.readers import trackio
+
+    _trackio_project(tmp_path, {"big": 30, "second": 5})
+    monkeypatch.setattr(trackio, "BATCH", 7)
+    runs = {st.arm: st for st in read_once(tmp_path).stores.values()}
+    assert list(runs["big"].steps) == list(range(30)) and list(runs["second"].steps) == list(range(5))
+    assert [r["loss"] for r in runs["second"].stored_rows()] == [1.0 / (s + 1) for s in range(5)]

@@ -10,8 +10,9 @@ added (the step: the trainer's own ``train/global_step`` where the row holds it,
 else trackio's ``step``), and read one by one only when one is unreadable (then each bad row is reported by its id)
 or holds those keys inside a ``data`` object. The database is opened read-only (``mode=ro``): a reader never
 takes a write lock, and in WAL mode never blocks the writer; each poll is one short read of the rows past the last id
-seen. A database that is busy (a writer in rollback-journal mode) is read at the next poll; one that is damaged is
-read row by row around the damage, each unreadable id range reported.
+seen, at most :data:`BATCH` rows a read (:attr:`TrackioReader.more`: rows are left, read on at once). A database
+that is busy (a writer in rollback-journal mode) is read at the next poll; one that is damaged is read row by row
+around the damage, each unreadable id range reported.
 """
 
 from __future__ import annotations
@@ -35,7 +36,8 @@ from steptable.ingest.readers.trackernulls import drop_nulls, without_nones
 from steptable.table.stepkeys import TRACKER_STEP_KEYS
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
-#: rows read per poll at most (a large database is read over a few polls)
+#: rows read at most by one :meth:`TrackioReader.read` (its caller reads on while it says there are more: the rows
+#: parsed and not yet handed to the runs stay bounded)
 BATCH = 200_000
 #: ids tried one by one past the last readable row of a damaged database whose last id is unknown
 MAX_PROBE = 1000
@@ -154,6 +156,7 @@ class TrackioReader:
         self._clocks: dict[Any, float | None] = {}  # timestamp text -> Unix time (trackio stamps rows in batches)
         self._ends: dict[Any, bytes] = {}
         self._fetch = FETCH
+        self.more = False  # the last read stopped at BATCH rows (or ids) with more past them: read again now
 
     def _signature(self) -> tuple[int, ...]:
         sig: list[int] = []
@@ -170,11 +173,13 @@ class TrackioReader:
         return self._signature() != self._sig
 
     def read(self) -> tuple[dict[str, list[Parsed]], list[BadLine]]:
-        """Rows added since the last read: run name -> parsed batches (step key ``step``, the row's time as
-        ``_timestamp``), and problems (none when the file is gone). Raises sqlite3.OperationalError while the
-        database is locked (read again at the next poll)."""
+        """Rows added since the last read, :data:`BATCH` at most (:attr:`more` set where it stopped there: call
+        again at once): run name -> parsed batches (step key ``step``, the row's time as ``_timestamp``), and
+        problems (none when the file is gone). Raises sqlite3.OperationalError while the database is locked (read
+        again at the next poll)."""
         sig = self._signature()
         bad: list[BadLine] = []
+        self.more = False
         if sig[0] == 0:  # gone since the caller looked (deleted): nothing to read, nothing to say
             return {}, []
         if sig[1] == 0:
@@ -204,6 +209,7 @@ class TrackioReader:
                     done = False
         if done and taken < BATCH:
             self._sig = sig
+        self.more = self.more or (done and taken >= BATCH)
         for run, noted in self.tables.items():
             out.setdefault(run, []).append(Parsed(steps=[], meta={"trackio_tables": noted}))
         self.tables = {}
@@ -372,6 +378,7 @@ class TrackioReader:
             bad.append(BadLine(self.label, 0, f"rows id {lost[0]}-{lost[-1]}: {len(lost)} unreadable; skipped"))
         if rows or lost:  # (ids past the damage are read next time only if new ones come)
             self.last_id = max([self.last_id, *lost, *(r[0] for r in rows)])
+            self.more = hi is not None and self.last_id < hi
         return rows, bad
 
     def config(self, key: str) -> Any:
