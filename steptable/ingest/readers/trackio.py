@@ -8,11 +8,12 @@ its name without ``resume`` is another run: its key is ``<name>#2``; a resumed o
 JSONL reader as one chunk of lines (its typed batch decode makes columns in C), each with the row's step and clock
 added (the step: the trainer's own ``train/global_step`` where the row holds it, trackio's count kept as ``_step``;
 else trackio's ``step``), and read one by one only when one is unreadable (then each bad row is reported by its id)
-or holds those keys inside a ``data`` object. The database is opened read-only (``mode=ro``): a reader never
-takes a write lock, and in WAL mode never blocks the writer; each poll is one short read of the rows past the last id
-seen, at most :data:`BATCH` rows a read (:attr:`TrackioReader.more`: rows are left, read on at once). A database
-that is busy (a writer in rollback-journal mode) is read at the next poll; one that is damaged is read row by row
-around the damage, each unreadable id range reported.
+or holds those keys inside a ``data`` object. Media values logged in a row (an image, a table...) are left out of
+it, its tables noted (:mod:`~steptable.ingest.readers.trackiomedia`). The database is opened read-only
+(``mode=ro``): a reader never takes a write lock, and in WAL mode never blocks the writer; each poll is one short
+read of the rows past the last id seen, at most :data:`BATCH` rows a read (:attr:`TrackioReader.more`: rows are
+left, read on at once). A database that is busy (a writer in rollback-journal mode) is read at the next poll; one
+that is damaged is read row by row around the damage, each unreadable id range reported.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from steptable.ingest.parse import BadLine, flatten, step_of
 from steptable.ingest.parsed import Parsed, counter
 from steptable.ingest.readers.jsonl import PIECE, JsonlParser
 from steptable.ingest.readers.trackernulls import drop_nulls, without_nones
+from steptable.ingest.readers.trackiomedia import MEDIA, table_steps, without_media
 from steptable.table.stepkeys import TRACKER_STEP_KEYS
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -42,12 +44,11 @@ BATCH = 200_000
 #: ids tried one by one past the last readable row of a damaged database whose last id is unknown
 MAX_PROBE = 1000
 _DECODE = msgspec.json.Decoder()
+_ENCODE = msgspec.json.Encoder().encode
 #: lines of a run's first chunk handed on first (the JSONL reader learns the keys; its typed decode takes the rest)
 FIRST_LINES = 64
 #: the row's own keys: a ``data`` object (verl's envelope, unwrapped by the JSONL reader) must not hold them
 _CLASHES = frozenset({"step", "_step", "_timestamp"})
-#: a media value's type in a row's JSON text (compact, as trackio stores it): a table, an image...
-_MEDIA = b'"_type":"trackio.'
 #: the trainer's own step in a row's JSON text (compact, as trackio stores it): its integer value
 _OWN_KEY = b'"%s"' % TRACKER_STEP_KEYS[0].encode()
 _OWN_VALUE = re.compile(rb'\s*:\s*(-?\d{1,18})\s*[,}]')
@@ -111,11 +112,6 @@ def is_trackio(path: Path) -> bool:
     return {"id", "run_name", "step", "metrics"} <= cols
 
 
-def _is_media(v: Any) -> bool:
-    """A trackio media value (``trackio.Table``, ``trackio.Image``... as logged: an object with its ``_type``)."""
-    return isinstance(v, dict) and isinstance(t := v.get("_type"), str) and t.startswith("trackio.")
-
-
 def own_step(blob: bytes) -> int | None:
     """The trainer's own step a row's ``metrics`` JSON holds (table.stepkeys.TRACKER_STEP_KEYS: transformers' and
     TRL's callbacks log it in each row and leave trackio to count its ``log`` calls, an evaluation one more), else
@@ -150,7 +146,7 @@ class TrackioReader:
         self._ids: dict[str, str] = {}  # run key -> trackio run id
         self._named: dict[str, int] = {}  # run name -> the runs of that name so far
         self._id_col: bool | None = None  # the metrics table has run_id (older trackio: runs by name)
-        #: run -> (row id, key, step) of each table logged alone since the last read (handed on as meta)
+        #: run -> (row id, key, step) of each table logged since the last read (handed on as meta)
         self.tables: dict[str, list[tuple[int, str, int]]] = {}
         self._parsers: dict[str, JsonlParser] = {}
         self._clocks: dict[Any, float | None] = {}  # timestamp text -> Unix time (trackio stamps rows in batches)
@@ -222,9 +218,10 @@ class TrackioReader:
         self.last_id = max(self.last_id, rows[-1][0])
         size = sum(len(r[4]) for r in rows if isinstance(r[4], (bytes, str)))
         self._fetch = max(FETCH_MIN, min(FETCH_MAX, PIECE * len(rows) // max(size, 1)))
-        # (a log call of traces alone leaves a row of no metrics: trackio keeps the traces in a table of their own;
-        # one of tables or images alone, a row of media: no row of the run's either, its tables noted)
-        rows = [r for r in rows if r[4] != b"{}" and not (type(r[4]) is bytes and _MEDIA in r[4] and self._media(r))]
+        # (a log call of traces alone leaves a row of no metrics: trackio keeps the traces in a table of their own)
+        rows = [r for r in rows if r[4] != b"{}"]
+        if any(type(r[4]) is bytes and MEDIA in r[4] for r in rows):
+            rows = [r for r in map(self._unmedia, rows) if r is not None]
         if not rows:
             return
         runs = {(r[1], r[5] if len(r) > 5 else None) for r in rows}
@@ -237,27 +234,29 @@ class TrackioReader:
         for run, got in by_run.items():
             out.setdefault(run, []).extend(self._batch(run, got, bad))
 
-    def _media(self, row: Any) -> bool:
-        """Does ``row`` hold media values alone (a counter besides)? Its tables are noted in :attr:`tables` (row id,
-        key, step: the step its rows name, as TRL's completions do, else the row's)."""
+    def _unmedia(self, row: Any) -> Any:
+        """``row`` with the media values logged in it left out of its metrics (trackiomedia); None where it held
+        media alone (a counter besides: no row of the run's). Its tables are noted in :attr:`tables` (row id, key,
+        step)."""
+        blob = row[4]
+        if type(blob) is not bytes or MEDIA not in blob:
+            return row
         try:
-            obj = _DECODE.decode(row[4])
+            obj = _DECODE.decode(blob)
         except msgspec.DecodeError:
-            return False  # (read row by row, and reported, as any bad object)
-        if not isinstance(obj, dict) or not all(_is_media(v) or counter(k) for k, v in obj.items()):
-            return False
-        own = own_step(row[4])
-        own = own if own is not None else row[2]
-        for key, v in obj.items():
-            if isinstance(v, dict) and v.get("_type") == "trackio.table":
-                rows = v.get("_value")
-                named = {x for r in (rows if isinstance(rows, list) else ())
-                         if isinstance(r, dict) and type(x := r.get("step")) is int}
-                step = named.pop() if len(named) == 1 else own
-                if type(step) is int:
-                    self.tables.setdefault(self.key(row[1], row[5] if len(row) > 5 else None), []).append(
-                        (row[0], key, step))
-        return True
+            return row  # (read row by row, and reported, as any bad object)
+        if not isinstance(obj, dict):
+            return row
+        rest, had = without_media(obj)
+        if not had:  # (the type's text was inside a string)
+            return row
+        own = own_step(blob)
+        for key, step in table_steps(obj, own if own is not None else row[2]):
+            self.tables.setdefault(self.key(row[1], row[5] if len(row) > 5 else None), []).append(
+                (row[0], key, step))
+        if all(counter(k) for k in rest):
+            return None
+        return (*row[:4], _ENCODE(rest), *row[5:])
 
     def _clock(self, ts: Any) -> float | None:
         t = self._clocks.get(ts, False)
