@@ -282,7 +282,7 @@ class RecordSource(_Base):
 
 class TrackioSource(_Base):
     """A trackio project database: one store per run (``<project>.db#<key>``: its name, ``<name>#2`` for a later run
-    of that name; armed with the name)."""
+    of that name; armed with the name, the new one where it is renamed while read: the key stays)."""
 
     def __init__(self, cand: Candidate, report: Report, on_resume: ResumeReader | None = None) -> None:
         super().__init__(cand, report, on_resume)
@@ -338,6 +338,9 @@ class TrackioSource(_Base):
             store = self._run(run)
             for parsed in batches:
                 changed = self._apply(store, parsed, now) or changed
+            if store.meta.get("trackio_run") != (name := self.reader.names.get(run, run)):  # (renamed: its arm too)
+                with store.lock:
+                    store.meta["trackio_run"] = name
         return changed
 
     def finish(self) -> bool:

@@ -73,3 +73,20 @@ def test_tail_f_n_of_a_project_of_more_rows_than_a_read_takes_prints_its_last_ro
     for _ in range(4):
         live.step()
     assert [r["step"] for r in _rows_by_arm(live.out.getvalue())["big"]] == [28, 29]
+
+
+def test_tail_f_of_a_run_renamed_while_followed_prints_no_resume_and_no_row_again(tmp_path: Path) -> None:
+    """trackio's rename writes the run's rows again with new ids: tail -f printed "resumed at step 0" and every row
+    again under the old name; now it prints nothing for it, and the rows logged after under the new name."""
+    writers.trackio_rows(tmp_path, "before", range(4))
+    live = Live(tmp_path, ["-n", "0"])
+    live.step()
+    shown = live.out.getvalue()
+    assert [line.split()[0] for line in shown.splitlines()[-4:]] == ["0", "1", "2", "3"]
+    writers.trackio_rename(tmp_path, "before", "after")
+    live.step()
+    assert live.out.getvalue() == shown and not live.err.getvalue()
+    writers.trackio_rows(tmp_path, "after", range(4, 6), resume="must")
+    live.step()
+    new = live.out.getvalue()[len(shown):]
+    assert "resumed" not in new and [line.split()[0] for line in new.splitlines()[-2:]] == ["4", "5"]

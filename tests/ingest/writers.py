@@ -172,6 +172,33 @@ def hf_every_tracker(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
+_TRACKIO_LOG = """
+    import trackio
+    trackio.init(project="p", name={name!r}, resume={resume!r})
+    for s in range({first}, {last}):
+        trackio.log({{"loss": 1.0 / (s + 1)}}, step=s)
+        if s == 2:
+            trackio.log({{"gens": trackio.Table(columns=["prompt"], data=[["q2"]])}}, step=s)
+    trackio.finish()
+"""
+
+
+def trackio_rows(root: Path, name: str, steps: range, resume: str = "never") -> None:
+    """Rows of run ``name`` of trackio project ``p`` in TRACKIO_DIR ``root`` at ``steps`` (loss 1/(step+1); a
+    trackio.Table at step 2), logged by trackio (``resume`` as trackio.init takes it)."""
+    run_writer(_TRACKIO_LOG.format(name=name, first=steps.start, last=steps.stop, resume=resume),
+               {"TRACKIO_DIR": str(root)})
+
+
+def trackio_rename(root: Path, old: str, new: str) -> None:
+    """Run ``old`` of trackio project ``p`` in TRACKIO_DIR ``root`` renamed ``new`` by trackio's API."""
+    run_writer(f"""
+        import trackio
+        (run,) = [r for r in trackio.Api().runs("p") if r.name == {old!r}]
+        run.rename({new!r})
+    """, {"TRACKIO_DIR": str(root)})
+
+
 RAY_STEPS = 5
 
 

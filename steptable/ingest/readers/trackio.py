@@ -35,6 +35,7 @@ from steptable.ingest.parsed import Parsed, counter
 from steptable.ingest.readers.jsonl import PIECE, JsonlParser
 from steptable.ingest.readers.trackernulls import drop_nulls, without_nones
 from steptable.ingest.readers.trackiomedia import MEDIA, table_steps, without_media
+from steptable.ingest.readers.trackiorenames import Renames
 from steptable.table.stepkeys import TRACKER_STEP_KEYS
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -146,6 +147,9 @@ class TrackioReader:
         self._ids: dict[str, str] = {}  # run key -> trackio run id
         self._named: dict[str, int] = {}  # run name -> the runs of that name so far
         self._id_col: bool | None = None  # the metrics table has run_id (older trackio: runs by name)
+        self._renames = Renames()
+        self._other: set[tuple[str, Any]] = set()  # (run key, name) of rows under another name, not a rename
+        self.renamed: set[str] = set()  # runs renamed since the last read (handed on as their new name)
         #: run -> (row id, key, step) of each table logged since the last read (handed on as meta)
         self.tables: dict[str, list[tuple[int, str, int]]] = {}
         self._parsers: dict[str, JsonlParser] = {}
@@ -191,14 +195,14 @@ class TrackioReader:
                                   (self.last_id, BATCH))
                 while rows := cur.fetchmany(self._fetch):
                     taken += len(rows)
-                    self._take(rows, out, bad)
+                    self._take(con, rows, out, bad)
             except DAMAGED as e:
                 locked = isinstance(e, sqlite3.OperationalError) and ("locked" in str(e) or "busy" in str(e))
                 if not locked:
                     rows, damage = self._around_damage(con, e)
                     bad += damage
                     taken += len(rows)
-                    self._take(rows, out, bad)
+                    self._take(con, rows, out, bad)
                 elif not taken:
                     raise
                 else:  # (the rows taken so far are kept)
@@ -206,33 +210,58 @@ class TrackioReader:
         if done and taken < BATCH:
             self._sig = sig
         self.more = self.more or (done and taken >= BATCH)
+        for run in self.renamed:
+            out.setdefault(run, []).append(Parsed(steps=[], meta={"name": self.names[run]}))
         for run, noted in self.tables.items():
             out.setdefault(run, []).append(Parsed(steps=[], meta={"trackio_tables": noted}))
-        self.tables = {}
+        self.tables, self.renamed = {}, set()
         return {run: parsed for run, parsed in out.items() if parsed}, bad
 
-    def _take(self, rows: list[Any], out: dict[str, list[Parsed]], bad: list[BadLine]) -> None:
+    def _take(self, con: sqlite3.Connection, rows: list[Any], out: dict[str, list[Parsed]],
+              bad: list[BadLine]) -> None:
         """Rows fetched (in id order) parsed into ``out`` by run; the next fetch sized to about PIECE bytes."""
         if not rows:
             return
         self.last_id = max(self.last_id, rows[-1][0])
         size = sum(len(r[4]) for r in rows if isinstance(r[4], (bytes, str)))
         self._fetch = max(FETCH_MIN, min(FETCH_MAX, PIECE * len(rows) // max(size, 1)))
-        # (a log call of traces alone leaves a row of no metrics: trackio keeps the traces in a table of their own)
-        rows = [r for r in rows if r[4] != b"{}"]
-        if any(type(r[4]) is bytes and MEDIA in r[4] for r in rows):
-            rows = [r for r in map(self._unmedia, rows) if r is not None]
-        if not rows:
-            return
         runs = {(r[1], r[5] if len(r) > 5 else None) for r in rows}
         by_run: dict[str, list[Any]] = {}
         if len(runs) == 1:
-            by_run[self.key(*runs.pop())] = rows
+            by_run[self._run(con, *runs.pop())] = rows
         else:
+            keys: dict[Any, str] = {}  # (made in the order of the rows: a later run of a name is ``<name>#2``)
             for r in rows:
-                by_run.setdefault(self.key(r[1], r[5] if len(r) > 5 else None), []).append(r)
+                key = keys.get(pair := (r[1], r[5] if len(r) > 5 else None))
+                if key is None:
+                    key = keys[pair] = self._run(con, *pair)
+                by_run.setdefault(key, []).append(r)
         for run, got in by_run.items():
-            out.setdefault(run, []).extend(self._batch(run, got, bad))
+            if self._id_col:
+                copies, got = self._renames.split(run, got)
+                for r in copies:  # (not read again; their tables are noted again: their rows' ids are new)
+                    self._unmedia(r)
+            # (a log call of traces alone leaves a row of no metrics: trackio keeps the traces in a table of its own)
+            got = [r for r in got if r[4] != b"{}"]
+            if any(type(r[4]) is bytes and MEDIA in r[4] for r in got):
+                got = [r for r in map(self._unmedia, got) if r is not None]
+            if got:
+                out.setdefault(run, []).extend(self._batch(run, got, bad))
+
+    def _run(self, con: sqlite3.Connection, name: Any, run_id: Any) -> str:
+        """The key of the run of rows named ``name`` with trackio's ``run_id`` (:meth:`key`); where a run's rows
+        come under another name and those read of it are gone, it was renamed (trackiorenames): it takes the new
+        name, and its next rows are the copies."""
+        key = self.key(name, run_id)
+        if run_id is None or self.names[key] == (named := text(name)) or (key, named) in self._other:
+            return key
+        if self._renames.gone(con, key, run_id):
+            self.names[key] = named
+            self.renamed.add(key)
+            self._renames.renamed(key)
+        else:
+            self._other.add((key, named))
+        return key
 
     def _unmedia(self, row: Any) -> Any:
         """``row`` with the media values logged in it left out of its metrics (trackiomedia); None where it held
