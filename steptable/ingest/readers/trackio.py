@@ -13,7 +13,8 @@ it, its tables noted (:mod:`~steptable.ingest.readers.trackiomedia`). The databa
 (``mode=ro``): a reader never takes a write lock, and in WAL mode never blocks the writer; each poll is one short
 read of the rows past the last id seen, at most :data:`BATCH` rows a read (:attr:`TrackioReader.more`: rows are
 left, read on at once). A database that is busy (a writer in rollback-journal mode) is read at the next poll; one
-that is damaged is read row by row around the damage, each unreadable id range reported.
+that is damaged is read row by row around the damage, each unreadable id range reported
+(:mod:`~steptable.ingest.readers.trackiodamage`).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from steptable.ingest.parse import BadLine, flatten, step_of
 from steptable.ingest.parsed import Parsed, counter
 from steptable.ingest.readers.jsonl import PIECE, JsonlParser
 from steptable.ingest.readers.trackernulls import drop_nulls, without_nones
+from steptable.ingest.readers.trackiodamage import DAMAGED, around_damage, why
 from steptable.ingest.readers.trackiomedia import MEDIA, table_steps, without_media
 from steptable.ingest.readers.trackiorenames import Renames
 from steptable.table.stepkeys import TRACKER_STEP_KEYS
@@ -42,8 +44,6 @@ SQLITE_MAGIC = b"SQLite format 3\x00"
 #: rows read at most by one :meth:`TrackioReader.read` (its caller reads on while it says there are more: the rows
 #: parsed and not yet handed to the runs stay bounded)
 BATCH = 200_000
-#: ids tried one by one past the last readable row of a damaged database whose last id is unknown
-MAX_PROBE = 1000
 _DECODE = msgspec.json.Decoder()
 _ENCODE = msgspec.json.Encoder().encode
 #: lines of a run's first chunk handed on first (the JSONL reader learns the keys; its typed decode takes the rest)
@@ -56,16 +56,6 @@ _OWN_VALUE = re.compile(rb'\s*:\s*(-?\d{1,18})\s*[,}]')
 #: rows fetched at first, then about :data:`PIECE` bytes of metrics at a time within these bounds: each fetch is
 #: decoded while its rows are still in the CPU's cache (20,000 rows of 2 KB fetched at once read 1.6x slower)
 FETCH, FETCH_MIN, FETCH_MAX = 128, 32, 4096
-
-
-#: what reading a damaged database raises: SQLite's errors, and UnicodeDecodeError where SQLite's message quotes a
-#: damaged schema's bytes that are not UTF-8 (Python decodes the message before it can raise the error)
-DAMAGED = (sqlite3.DatabaseError, UnicodeDecodeError)
-
-
-def why(e: BaseException) -> str:
-    """What went wrong, for a report (a message that could not be decoded is said as what it means)."""
-    return "its schema is unreadable" if isinstance(e, UnicodeDecodeError) else str(e)
 
 
 @contextlib.contextmanager
@@ -199,7 +189,9 @@ class TrackioReader:
             except DAMAGED as e:
                 locked = isinstance(e, sqlite3.OperationalError) and ("locked" in str(e) or "busy" in str(e))
                 if not locked:
-                    rows, damage = self._around_damage(con, e)
+                    rows, damage, last, self.more = around_damage(con, self._columns, self.last_id, BATCH,
+                                                                  self.label, e)
+                    self.last_id = max(self.last_id, last)
                     bad += damage
                     taken += len(rows)
                     self._take(con, rows, out, bad)
@@ -375,39 +367,6 @@ class TrackioReader:
             steps.append(row["step"])
             rows.append(row)
         return Parsed(steps=steps, rows=rows, step_key="step")
-
-    def _around_damage(self, con: sqlite3.Connection, err: Exception) -> tuple[list[Any], list[BadLine]]:
-        """Rows past ``last_id`` read one id at a time (a damaged page costs the rows on it, not the rest)."""
-        bad = [BadLine(self.label, 0, f"database damaged ({why(err)}); reading row by row")]
-        hi = None
-        for q in ("SELECT seq FROM sqlite_sequence WHERE name = 'metrics'", "SELECT max(id) FROM metrics"):
-            try:
-                top = con.execute(q).fetchone()
-                hi = int(top[0])
-                break
-            except (*DAMAGED, TypeError, ValueError, IndexError):
-                continue
-        rows: list[Any] = []
-        lost: list[int] = []
-        rid = self.last_id
-        stop = min(hi, self.last_id + BATCH) if hi is not None else self.last_id + BATCH
-        while rid < stop:
-            rid += 1
-            try:
-                r = con.execute(f"SELECT {self._columns(con)} FROM metrics WHERE id = ?", (rid,)).fetchone()
-            except DAMAGED:
-                lost.append(rid)
-                if hi is None and len(lost) >= MAX_PROBE and (not rows or rid - rows[-1][0] >= MAX_PROBE):
-                    break  # no known last id and nothing readable for a while: the rest is gone
-                continue
-            if r is not None:
-                rows.append(r)
-        if lost:
-            bad.append(BadLine(self.label, 0, f"rows id {lost[0]}-{lost[-1]}: {len(lost)} unreadable; skipped"))
-        if rows or lost:  # (ids past the damage are read next time only if new ones come)
-            self.last_id = max([self.last_id, *lost, *(r[0] for r in rows)])
-            self.more = hi is not None and self.last_id < hi
-        return rows, bad
 
     def config(self, key: str) -> Any:
         """The config of the run ``key`` (None where there is none)."""
