@@ -49,3 +49,44 @@ class EditLog:
         """A step from which on every row shown at ``version`` may have changed; None when :meth:`since` lists every
         edit after ``version``."""
         return self._lost_step if version < self._lost_version else None
+
+
+class EarlierChanges:
+    """The changes to a run's rows before its last one, numbered in the order its file made them: cells merged into
+    an earlier row, a row inserted before the last, a resume that replaced rows. A merge into the last row is not
+    one (a line of the last step read with it or after it: the count would depend on how the file was cut into
+    chunks); so the numbers are the same in every read of the same bytes, and a reader that served rows when
+    ``count`` was ``n`` finds what changed among them since with :meth:`since`. The last ``maxlen`` are kept. Not
+    locked: its owner's lock guards it."""
+
+    def __init__(self, maxlen: int) -> None:
+        self._changes: deque[tuple[int, int, bool]] = deque(maxlen=maxlen)  # (number, step, a resume?)
+        self._lost: tuple[int, int | None] | None = None  # (lowest step, lowest resume) of those no longer kept
+        self.count = 0
+
+    def note(self, step: int, resumed: bool) -> None:
+        """A change at ``step``: rows from it on replaced (``resumed``), else the row at it changed or inserted."""
+        if len(self._changes) == self._changes.maxlen:
+            _, old, res = self._changes[0]
+            low, back = self._lost or (old, None)
+            self._lost = (min(low, old), back if not res else old if back is None else min(back, old))
+        self.count += 1
+        self._changes.append((self.count, step, resumed))
+
+    def since(self, n: int, upto: int) -> tuple[int | None, int | None, list[int]]:
+        """Of the changes after the first ``n``, those at or before step ``upto``: (the lowest step a resume replaced
+        rows from, the lowest step from which on every row may have changed (changes no longer kept), the steps of
+        the other changes). ``n`` is at most :attr:`count` (a larger one is not a count of this run's)."""
+        resumed: int | None = None
+        lost: int | None = None
+        if n < self.count - len(self._changes) and self._lost is not None and self._lost[0] <= upto:
+            lost, back = self._lost
+            resumed = back if back is not None and back <= upto else None
+        steps = []
+        for k, step, res in self._changes:
+            if k > n and step <= upto:
+                if res:
+                    resumed = step if resumed is None else min(resumed, step)
+                else:
+                    steps.append(step)
+        return resumed, lost, steps

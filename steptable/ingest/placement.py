@@ -44,8 +44,8 @@ class RowPlacement(ColumnTable, ABC):
         """After a batch: the arm a row named and the newest row's wall time."""
 
     @abstractmethod
-    def _note_replaced(self, i: int) -> None:
-        """Before a resume drops rows ``i:``: what the store keeps of them."""
+    def _note_replaced(self, i: int, step: int) -> None:
+        """Before a resume to ``step`` drops rows ``i:``: what the store keeps of them."""
 
     @abstractmethod
     def _edited(self, step: int, keys: frozenset[str] | None) -> None:
@@ -57,7 +57,7 @@ class RowPlacement(ColumnTable, ABC):
         store keeps of them kept), ``step`` recorded in ``resumes``. The caller holds the lock and adds the rows."""
         i = bisect_left(self._steps, step)
         if i < len(self._steps):
-            self._note_replaced(i)
+            self._note_replaced(i, step)
             self._truncate(i)
         self.resumes.append(step)
 
@@ -105,7 +105,7 @@ class RowPlacement(ColumnTable, ABC):
         i = bisect_left(self._steps, step)
         if i < n and self._steps[i] == step:
             if i < n - 1 and self._shares_keys(i, row):
-                self._note_replaced(i)
+                self._note_replaced(i, step)
                 self._truncate(i)
                 self.resumes.append(step)
                 self._append([step], rows_to_cols([row]), None, now)

@@ -32,7 +32,7 @@ from itertools import islice
 from pathlib import Path
 from typing import Any, TypeAlias
 
-from steptable.ingest.edits import EditLog
+from steptable.ingest.edits import EarlierChanges, EditLog
 from steptable.ingest.gaps import MAX_GAPS, Gap
 from steptable.ingest.parse import BadLine
 from steptable.ingest.parsed import Parsed, cols_to_rows
@@ -97,6 +97,8 @@ class RunStore(RowPlacement):
         self._clear_table()
         self._told_dropped = False
         self.resumes: list[int] = []
+        # (numbered as the file made them: a reader's cursor names those it served: steptable.cli.tailout)
+        self.earlier_changes = EarlierChanges(MAX_EDITS)
         self.replaced: list[Any] = []  # alerts (steptable.alerts.engine.Alert) of rows resumes replaced, the first ones
         self._replay_read = 0  # rows read for them so far (replays included)
         self._dropped = 0  # rows resumes replaced so far
@@ -356,9 +358,10 @@ class RunStore(RowPlacement):
         if known is not None:
             self.last_update = known
 
-    def _note_replaced(self, i: int) -> None:
-        """Before a resume drops rows ``i:``: what ``on_resume`` finds in them (their alerts), for a reader that meets
-        the file after the restart."""
+    def _note_replaced(self, i: int, step: int) -> None:
+        """Before a resume to ``step`` drops rows ``i:``: what ``on_resume`` finds in them (their alerts), for a
+        reader that meets the file after the restart; the resume in :attr:`earlier_changes`."""
+        self.earlier_changes.note(step, resumed=True)
         room = MAX_REPLACED_ALERTS - len(self.replaced)
         # what they may read: a fixed amount, and a fiftieth of the rows the file has held, so a file of 8 ranks'
         # rows out of step (a resume every 6 rows) or of 2,000 short runs stays within a second more (a row
@@ -373,6 +376,8 @@ class RunStore(RowPlacement):
 
     def _edited(self, step: int, keys: frozenset[str] | None) -> None:
         self._edit_log.note(self.version + 1, step, keys)  # the version this batch ends with
+        if self._steps and step < self._steps[-1]:  # (not the last row: steptable.ingest.edits.EarlierChanges)
+            self.earlier_changes.note(step, resumed=False)
 
     @property
     def edit_count(self) -> int:
