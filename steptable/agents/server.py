@@ -67,8 +67,9 @@ def build(runner: Runner) -> Any:
         (default 100; 0 = all; a line says how many are left), or without since_step the last `last` rows (default
         20; refused with since_step: the rows between would be lost). columns: comma-separated globs of keys or
         headers. The last line gives the cursor: pass it as since_step next time to get the rows after those
-        returned (as written: 120, or 120:14 where the run is still going, so that a row whose evaluation came
-        after it was returned comes again, whole)."""
+        returned (as written: 120, or 120:14 or 120:14:3 for one run, so that a row whose evaluation came after it
+        was returned comes again, whole, and so does an earlier row changed since; a resume to a step at or before
+        it is said, with the rows from there)."""
         return tools.tail(runner, path, run, since_step, columns, last, max_rows)
 
     @said

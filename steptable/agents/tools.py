@@ -14,8 +14,8 @@ from typing import TextIO
 
 Runner = Callable[[list[str], TextIO, TextIO], int]
 #: the cursor line ``tail --since`` ends with (steptable.cli.tail.cursor_line)
-CURSOR = re.compile(r"^steptable tail: cursor -?\d+(?::\d+)? ", re.MULTILINE)
-#: a cursor as tail gives it: a step, or step:cells for the last row of a run still going (steptable.cli.tail)
+CURSOR = re.compile(r"^steptable tail: cursor -?\d+(?::\d+){0,2} ", re.MULTILINE)
+#: a cursor as tail gives it: a step, or step:cells[:edits] for one run (steptable.cli.tail)
 Cursor = int | str
 
 

@@ -55,10 +55,13 @@ def add_parser(sub: Any) -> None:
         "is printed whole",
     )  # fmt: skip
     t.add_argument(
-        "--since", action=CursorArg, default=None, metavar="STEP[:CELLS]",
+        "--since", action=CursorArg, default=None, metavar="STEP[:CELLS[:EDITS]]",
         help="only rows (and alerts) at steps after STEP; the last line on stderr gives the cursor to pass next time "
-        "(STEP:CELLS for one run still going, alone: its row at STEP had CELLS cells when printed, and comes again "
-        "whole if more were merged into it since, as an evaluation logged after the step's training metrics is)",
+        "(STEP:CELLS[:EDITS] for one run alone: its row at STEP had CELLS cells when printed, and comes again whole "
+        "if more were merged into it since, as an evaluation logged after the step's training metrics is; its rows "
+        "before had been changed EDITS times, 0 when left out (a cell merged into an earlier row, a row inserted, a "
+        "resume): a row changed since comes again, and a resume since to a step at or before STEP is told, with the "
+        "rows from it)",
     )
     t.add_argument(
         "--page", type=non_negative, default=None, metavar="N",
@@ -110,18 +113,20 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     return status
 
 
-def cursor_line(cursor: int | None, short_of: tuple[int, bool] | None = None, cells: int | None = None) -> str:
+def cursor_line(cursor: int | None, short_of: tuple[int, bool] | None = None,
+                counts: tuple[int, int] | None = None) -> str:
     """The line that gives the cursor after a one-shot tail: the step to pass as ``--since`` next time (the lowest
-    over the runs printed, so that no run's new row is missed), with ``:cells`` where ``cells`` is given (the
-    cells of that step's row printed: Tail.cursor_cells). ``short_of``: (the runs' last step, whether they all
-    ended) where the cursor given is past it (Tail.short_of), said after it."""
+    over the runs printed, so that no run's new row is missed), with ``:CELLS:EDITS`` where ``counts`` is given
+    (the cells of that step's row printed, the run's earlier changes then: Tail.cursor_counts; ``:0`` left out,
+    the cursor's most common form, read back so). ``short_of``: (the
+    runs' last step, whether they all ended) where the cursor given is past it (Tail.short_of), said after it."""
     if cursor is None:
         return "steptable tail: no rows yet: cursor none (leave out --since next time)\n"
     past = ""
     if short_of is not None:
         last, ended = short_of
         past = f"; no run has a step past {last}" + (", and every run has ended" if ended else "")
-    at = f"{cursor}" if cells is None else f"{cursor}:{cells}"
+    at = f"{cursor}" if counts is None else f"{cursor}:{counts[0]}" + (f":{counts[1]}" if counts[1] else "")
     return f"steptable tail: cursor {at} (--since {at} prints what follows{past})\n"
 
 
@@ -145,7 +150,7 @@ def tail_once(args: argparse.Namespace, out: TextIO, err: TextIO) -> tuple[int, 
     status, cursor = _status(args, follower, tail, err, live=False), tail.cursor(follower)
     if status == 2 and not (args.alerts_only and cursor is not None):
         return status, ""  # (a cursor past rows not shown as asked, or none read: none to go on from)
-    return status, cursor_line(cursor, tail.short_of(follower), tail.cursor_cells(follower, cursor))
+    return status, cursor_line(cursor, tail.short_of(follower), tail.cursor_counts(follower, cursor))
 
 
 def whole_if_needed(tail: Tail, follower: Follower, args: argparse.Namespace, finish: bool) -> Follower:

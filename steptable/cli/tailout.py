@@ -56,6 +56,8 @@ class Tail:
         self.read_rows = False  # a row was read (the status of a -f that ends: was anything readable found?)
         self.since: int | None = getattr(args, "since", None)  # only rows and alerts at steps after it
         self.since_cells: int | None = getattr(args, "since_cells", None)  # ...and the row at it, grown past these
+        self.since_edits: int | None = getattr(args, "since_edits", None)  # ...and rows before it changed past these
+        self.edits_seen: dict[str, int] = {}  # run -> its earlier changes counted when its rows were printed
         self.alone = False  # one run chosen (a cursor's cells are of its row: steptable.cli.tail.cursor_line)
         self.alerts = TailAlerts(self.printer, self.since)
         self.only: str | None = getattr(args, "run", None)  # only the runs of this id or arm
@@ -105,16 +107,18 @@ class Tail:
                 (ended if s.run in self.alerts.ended else live).append(m)
         return min(live) if live else max(ended) if ended else self.since
 
-    def cursor_cells(self, follower: Follower, cursor: int | None) -> int | None:
-        """The cells of the row at ``cursor`` where it is the last row printed of the one run chosen and that run is
-        still going (cells may yet be merged into it: an evaluation logged after the step's training metrics);
-        else None. Given back with ``--since``, a row grown since is printed again (:meth:`_after_cursor`)."""
+    def cursor_counts(self, follower: Follower, cursor: int | None) -> tuple[int, int] | None:
+        """(the cells of the row at ``cursor``, the run's earlier changes counted when it was printed: RunStore's
+        ``earlier_changes``) where it is the last row printed of the one run chosen; else None. Given back with
+        ``--since``, a row grown since is printed again (:meth:`_after_cursor`), so is each row before it changed
+        since, and a resume at or before it is told with the rows from there (:meth:`_went_back`): an ended run
+        gets them too (a training that crashed is resumed)."""
         if cursor is None or self.args.alerts_only or not self.alone:
             return None
         store = self.chosen(follower)[0]  # (the one emit saw)
-        if store.run in self.alerts.ended or self.printed.get(store.run) != cursor:
+        if self.printed.get(store.run) != cursor or (cells := _cells_at(store, cursor)) is None:
             return None
-        return _cells_at(store, cursor)
+        return cells, self.edits_seen.get(store.run, 0)
 
     def _after_cursor(self, store: RunStore) -> int:
         """The index of the first row to print after --since: the row at its step again when it holds more cells
@@ -240,9 +244,11 @@ class Tail:
             gaps = store.gaps[self.gaps_told.get(run, 0) :]  # rows lost for good since the last call: said in-band
             self.gaps_told[run] = len(store.gaps)
             redo_upto: int | None = None  # rows printed before and changed since, up to this step, are printed again
+            redo: list[int] = []  # steps of rows before --since changed since its cursor was taken
             if run not in self.printed:
                 first = max(n - self.last, 0) if (self.last and first_view and not a.alerts_only) else 0
-                back = None if a.alerts_only else self._went_back(store, n)
+                changed = None if a.alerts_only else self._changed(store)
+                back = None if a.alerts_only else self._went_back(store, n, changed)
                 if back is not None:
                     self.back.add(run)
                     first = max(first, store.index_of_step(back[0]))
@@ -252,6 +258,9 @@ class Tail:
                         aside = f"steptable tail: {back[1]}\n"
                 elif self.since is not None and not a.alerts_only:  # (alerts: every row fed, those after it told)
                     first = max(first, self._after_cursor(store))
+                if changed is not None:  # (those printed from ``first`` on come once, in their place)
+                    upto = store.step_at(first) if first < n else None
+                    redo = sorted({st for st in changed[2] if upto is None or st < upto})
                 last = store.step_at(first - 1) if first else None
             else:
                 last = self.printed[run]
@@ -284,6 +293,7 @@ class Tail:
             self.read_rows = self.read_rows or n > 0
             self.versions[run] = (len(resumes), n, generation)
             self.seen_version[run] = version
+            self.edits_seen[run] = store.earlier_changes.count
             first = 0 if last is None else min(store.index_of_step(last + 1), n)  # the first row past ``last``
             stop = n
             if self.page and self.since is not None and not a.alerts_only and not a.follow:
@@ -293,6 +303,9 @@ class Tail:
                               f"{store.step_at(stop - 1)}\n")
             self.printed[run] = store.step_at(stop - 1) if first < stop else last
             again = {} if since is None or redo_upto is None else store.rows_edited(since, redo_upto, until=version)
+            for st in redo:  # (rows a cursor's count says changed after it was taken)
+                if (i := store.index_of_step(st)) < n and store.step_at(i) == st:
+                    again[st] = (store.row(i), None)
             if a.alerts_only:
                 new = store.rows(first, n)
                 steps, walls = store.steps_between(first, n), store.wall_times_between(first, n)
@@ -324,17 +337,44 @@ class Tail:
             else:
                 self.printer.rows(store, [derive(r) for r in cut.rows(lo, lo + ROW_BATCH)], lay, multi)
 
-    def _went_back(self, store: RunStore, n: int) -> tuple[int, str] | None:
-        """For a run still going that resumed from a checkpoint at or before --since and whose rows now end before
-        it (the rows after its resume replaced rows the cursor was taken from): the step of that resume, to print
-        its rows from, and the note that says so. Called under the store's lock."""
+    def _changed(self, store: RunStore) -> tuple[int | None, int | None, list[int]] | None:
+        """What changed at or before --since since its cursor was taken, where it gives the run's earlier changes
+        (``STEP:CELLS:EDITS``) and one run is chosen: RunStore's ``earlier_changes.since``; else None (a count past
+        the run's is not of this run's file as it is: a cursor of another run, a file written again). Called under
+        the store's lock."""
+        n, since = self.since_edits, self.since
+        if n is None or since is None or not self.alone or n > store.earlier_changes.count:
+            return None
+        return store.earlier_changes.since(n, since)
+
+    def _went_back(self, store: RunStore, n: int, changed: tuple[int | None, int | None, list[int]] | None
+                   ) -> tuple[int, str] | None:
+        """The step to print a run's rows from, before --since, and the note that says why, or None. Where the
+        cursor counts the run's earlier changes (``changed``: :meth:`_changed`): a resume since it was taken to a
+        step at or before it, changes too old to be listed, or more rows changed than a --page holds (printed
+        from the first of them). Else for a run still going that resumed from a checkpoint at or before --since
+        and whose rows now end before it (the rows after its resume replaced rows the cursor was taken from): the
+        step of that resume. Called under the store's lock."""
         since = self.since
-        if since is None or not n or store.run in self.alerts.ended or (last := store.step_at(n - 1)) >= since:
+        if since is None or not n:
+            return None
+        label = sanitize(run_label(store, self.printer.arm_runs.get(store.arm, 0) <= 1))
+        if changed is not None:
+            resumed, lost, steps = changed
+            many = min(steps) if self.page and len(set(steps)) > self.page else None
+            froms = [x for x in (resumed, lost, many) if x is not None]
+            if not froms:
+                return None
+            start = min(froms)
+            if resumed == start:
+                return start, f"{label}: resumed at step {start}, at or before --since {since}"
+            what = f"resumed at step {resumed}; " if resumed is not None else ""
+            return start, f"{label}: {what}rows at or before --since {since} changed since: its rows from step {start}"
+        if store.run in self.alerts.ended or (last := store.step_at(n - 1)) >= since:
             return None
         back = store.resumes[-1] if store.resumes else None
         if back is None or back > since:
             return None
-        label = sanitize(run_label(store, self.printer.arm_runs.get(store.arm, 0) <= 1))
         return back, f"{label}: resumed at step {back}, its rows end at {last}, before --since {since}"
 
     def _printed_keys(self, lay: Layout) -> set[str] | None:

@@ -90,11 +90,11 @@ def test_tools_return_the_cli_text_and_tail_follows_a_cursor(tmp_path: Path, cap
         assert _ageless(seen[name]) == _ageless(cli[name]), name  # one code path: the same text
     steps = [int(line.split()[0]) for line in seen["tail"].splitlines() if line.split()[0].isdigit()]
     assert steps == [25, 26, 27, 28, 29]
-    assert seen["tail"].rstrip().endswith("cursor 29 (--since 29 prints what follows)")
+    assert seen["tail"].rstrip().endswith("cursor 29:5 (--since 29:5 prints what follows)")
     # a page: the earliest rows after the cursor, how many are left, and the cursor where the next page starts
     steps = [int(line.split()[0]) for line in seen["page"].splitlines() if line.split()[0].isdigit()]
     assert steps == [25, 26] and "3 more row(s) of armA/metrics.jsonl after step 26" in seen["page"]
-    assert seen["page"].rstrip().endswith("cursor 26 (--since 26 prints what follows)")
+    assert seen["page"].rstrip().endswith("cursor 26:5 (--since 26:5 prints what follows)")
     steps = [int(line.split()[0]) for line in seen["next"].splitlines() if line.split()[0].isdigit()]
     assert steps == [30, 31, 32, 33, 34]
     assert "cursor 34" in seen["next"]
@@ -197,3 +197,36 @@ def test_tail_takes_the_cursor_of_a_run_still_going_as_written(tmp_path: Path) -
     rows = [ln.split() for ln in seen["again"].splitlines() if ln.split()[0].isdigit()]
     assert [r[0] for r in rows] == ["4"] and "val_loss" in seen["again"] and "cursor 4:4 " in seen["again"]
     assert not [ln for ln in seen["none"].splitlines() if ln.split()[0].isdigit()] and "cursor 4:4 " in seen["none"]
+
+
+def test_tail_serves_again_a_row_changed_before_the_cursor_and_tells_a_resume_past_it(tmp_path: Path) -> None:
+    """Following a run with the cursor each reply ends with: an evaluation merged into an older step (landing two
+    steps late) comes with the next reply, and a resume to a step before the cursor is said, with the rows from it,
+    though the resumed run has passed the cursor by then."""
+    from tests.helpers import write_rows
+
+    path = tmp_path / "exp" / "live" / "metrics.jsonl"
+    root = str(tmp_path / "exp")
+    replies: list[str] = []
+
+    async def body(client: Any) -> None:
+        cursor: str | int = -1
+
+        async def poll() -> None:
+            nonlocal cursor
+            replies.append(_text(await client.call_tool("tail", {"path": root, "run": "live", "since_step": cursor})))
+            cursor = re.findall(r"cursor (\S+) ", replies[-1])[-1]
+
+        for s in range(6):
+            write_rows(path, [{"step": s, "loss": 1 + s / 100}])
+            if s == 4:
+                write_rows(path, [{"step": 2, "eval_acc": 502}])
+            await poll()
+        write_rows(path, [{"step": s, "loss": 9 + s / 100} for s in range(3, 9)])  # resumed at step 3
+        await poll()
+
+    _session(body)
+    assert sum("502" in r for r in replies) == 1 and "502" in replies[4]  # (with the poll after it landed)
+    assert "resumed at step 3, at or before --since 5" in replies[-1]
+    rows = [ln.split() for ln in replies[-1].splitlines() if ln.split()[0].isdigit()]
+    assert [r[0] for r in rows] == [str(s) for s in range(3, 9)] and rows[0][-1] == "9.03"

@@ -79,14 +79,14 @@ def test_a_run_resumed_behind_the_cursor_prints_its_rows_from_the_resume(tmp_pat
     write_rows(tmp_path / "r" / "metrics.jsonl", [{"step": s, "loss": 2.0 + s / 100} for s in range(6, 9)])
     rc, out, err = run_cli(["tail", str(tmp_path), "--since", "10"], capsys)
     assert rc == 0 and _steps(out) == [6, 7, 8] and "2.08" in out
-    assert "r: resumed at step 6, its rows end at 8, before --since 10" in out and "cursor 8:2 " in err
-    rc, out, err = run_cli(["tail", str(tmp_path), "--since", "8"], capsys)
-    assert rc == 0 and _steps(out) == [] and "resumed" not in out and "cursor 8:2 " in err
+    assert "r: resumed at step 6, its rows end at 8, before --since 10" in out and "cursor 8:2:1 " in err
+    rc, out, err = run_cli(["tail", str(tmp_path), "--since", "8:2:1"], capsys)
+    assert rc == 0 and _steps(out) == [] and "resumed" not in out and "cursor 8:2:1 " in err
     rc, out, err = run_cli(["tail", str(tmp_path), "--since", "10", "--format", "jsonl"], capsys)
     assert [json.loads(ln)["step"] for ln in out.splitlines()] == [6, 7, 8] and "resumed at step 6" in err
     write_rows(tmp_path / "r" / "metrics.jsonl", [{"step": s, "loss": 2.0} for s in range(9, 21)])
     rc, out, err = run_cli(["tail", str(tmp_path), "--since", "20"], capsys)
-    assert rc == 0 and out == "" and "cursor 20:2 " in err
+    assert rc == 0 and out == "" and "cursor 20:2:1 " in err
 
 
 def test_a_run_that_ended_holds_the_cursor_back_no_longer(tmp_path: Path,
@@ -238,25 +238,27 @@ def test_a_tensorboard_evaluation_after_its_steps_training_scalars_is_not_lost(
         w.close()
 
 
-def test_an_ended_runs_cursor_is_its_step_alone(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """No cell comes into an ended run's rows: its cursor is the plain step, as it is over several runs (one count
-    cannot stand for several rows)."""
+def test_an_ended_runs_cursor_counts_its_row_too_and_several_runs_a_plain_step(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A run that ended alone still gets STEP:CELLS (a training that crashed is resumed by a new process: the resume
+    is told from its cursor, test_a_resume_that_passed_the_cursor_is_told_whenever_the_agent_polls); over several
+    runs the cursor is the plain step (one count cannot stand for several rows)."""
     with StepLogger(run_dir=tmp_path / "done", console=False, alerts=False) as sl:
         for s in range(5):
             sl.log({"step": s, "loss": 1.0})
     rc, _, err = run_cli(["tail", str(tmp_path / "done"), "--since", "1"], capsys)
-    assert rc == 0 and _cursor(err) == "4"
+    assert rc == 0 and _cursor(err) == "4:3"  # (step, loss and the time StepLogger writes)
     write_rows(tmp_path / "live" / "metrics.jsonl", [{"step": s, "loss": 0.5} for s in range(3)])
     rc, _, err = run_cli(["tail", str(tmp_path), "--since", "1"], capsys)
     assert rc == 0 and _cursor(err) == "2"
 
 
-@pytest.mark.parametrize("bad", ["9:x", "9:-1", "x", "9:", ":2", "9:2:1"])
+@pytest.mark.parametrize("bad", ["9:x", "9:-1", "x", "9:", ":2", "9:2:", "9::1", "9:2:-1", "9:2:1:1"])
 def test_a_cursor_that_is_not_one_is_a_usage_error(two_runs: Path, capsys: pytest.CaptureFixture[str],
                                                    bad: str) -> None:
     with pytest.raises(SystemExit) as e:
         run_cli(["tail", str(two_runs / "a"), f"--since={bad}"], capsys)
-    assert e.value.code == 2 and "not a cursor (STEP or STEP:CELLS)" in capsys.readouterr().err
+    assert e.value.code == 2 and "not a cursor (STEP, STEP:CELLS or STEP:CELLS:EDITS)" in capsys.readouterr().err
 
 
 def test_the_cursors_cells_are_counted_whatever_columns_are_asked_for(tmp_path: Path,
@@ -285,3 +287,97 @@ def test_a_cursors_cells_bring_back_no_row_of_another_run(tmp_path: Path, capsys
     write_rows(tmp_path / "b" / "metrics.jsonl", [{"step": s, "loss": 0.5, "kl": 0.1, "lr": 0.01} for s in range(10)])
     _, out, err = run_cli(["tail", str(tmp_path), "--since", "9:2"], capsys)
     assert _steps(out) == [] and _cursor(err) == "9", (out, err)
+
+
+def _jsonl(out: str) -> list[dict[str, object]]:
+    return [json.loads(ln) for ln in out.splitlines()]
+
+
+def test_an_evaluation_merged_into_an_older_row_comes_with_the_next_poll(tmp_path: Path,
+                                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """Each evaluation lands two steps late (tinker's asynchronous evaluation, merged into its own step's row): an
+    agent polling after every row got each eval's row before the eval and never again. The cursor counts the run's
+    changes to rows before its last: a row changed since comes again, once, in its new form."""
+    path = tmp_path / "lag" / "metrics.jsonl"
+    cursor, served = "-1", []
+    for s in range(12):
+        write_rows(path, [{"step": s, "loss": 1 - s / 100}])
+        if s >= 2 and s % 3 == 2:
+            write_rows(path, [{"step": s - 2, "eval/acc": 500 + s - 2}])
+        rc, out, err = run_cli(["tail", str(tmp_path), "--since", cursor, "--format", "jsonl"], capsys)
+        assert rc == 0, err
+        served += _jsonl(out)
+        cursor = _cursor(err)
+    assert cursor == "11:2:4"  # (four evaluations merged into rows before the last)
+    evals = [(r["step"], r["eval/acc"]) for r in served if "eval/acc" in r]
+    assert evals == [(0, 500), (3, 503), (6, 506), (9, 509)]  # each once, as a one-shot tail has them
+    assert [r["step"] for r in served if "eval/acc" not in r] == list(range(12))
+    rc, out, err = run_cli(["tail", str(tmp_path), "--since", cursor], capsys)
+    assert out == "" and _cursor(err) == cursor
+
+
+def test_a_resume_that_passed_the_cursor_is_told_whenever_the_agent_polls(tmp_path: Path,
+                                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """After cursor 20 the run resumed at step 15 and wrote 15..25: polled after it had passed 20, only 21..25 came,
+    without a word, and the agent kept the replaced 15..20. From the cursor's count of changes the resume is told and
+    its rows come from step 15, page by page, as when the agent polls before the run passes 20."""
+    path = tmp_path / "r" / "metrics.jsonl"
+    write_rows(path, [{"step": s, "loss": 1 + s / 100} for s in range(21)])
+    rc, out, err = run_cli(["tail", str(tmp_path), "--since", "-1"], capsys)
+    cursor = _cursor(err)
+    assert cursor == "20:2"
+    write_rows(path, [{"step": s, "loss": 9 + s / 100} for s in range(15, 26)])
+    rc, out, err = run_cli(["tail", str(tmp_path), "--since", cursor], capsys)
+    assert rc == 0 and "── r: resumed at step 15, at or before --since 20 ──" in out
+    assert _steps(out) == list(range(15, 26)) and "9.15" in out and _cursor(err) == "25:2:1"
+    rc, out, err = run_cli(["tail", str(tmp_path), "--since", cursor, "--format", "jsonl"], capsys)
+    assert [r["loss"] for r in _jsonl(out)][:2] == [9.15, 9.16] and "r: resumed at step 15" in err  # (not in-band)
+    seen, notes = [], 0
+    for _ in range(10):  # a page at a time: the note once, every row once
+        rc, out, err = run_cli(["tail", str(tmp_path), "--since", cursor, "--page", "4"], capsys)
+        seen += _steps(out)
+        notes += out.count("resumed at step 15")
+        cursor = _cursor(err)
+        if not _steps(out):
+            break
+    assert seen == list(range(15, 26)) and notes == 1 and cursor == "25:2:1"
+
+
+def test_a_crashed_run_resumed_by_a_new_process_is_told_from_its_ended_cursor(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The run crashed at step 10 (its logger closed on the exception: ended); a new process resumed it from its
+    step-6 checkpoint and passed step 10 before the agent polled again."""
+    with pytest.raises(RuntimeError), StepLogger(run_dir=tmp_path / "r", console=False, alerts=False) as lg:
+        for s in range(11):
+            lg.log({"step": s, "loss": 1.0 + s / 100})
+        raise RuntimeError("out of memory")
+    rc, out, err = run_cli(["tail", str(tmp_path), "--since", "5"], capsys)
+    assert "ended with RuntimeError" in out
+    cursor = _cursor(err)
+    with StepLogger(run_dir=tmp_path / "r", console=False, alerts=False) as lg:
+        for s in range(6, 14):
+            lg.log({"step": s, "loss": 2.0 + s / 100})
+    rc, out, err = run_cli(["tail", str(tmp_path), "--since", cursor], capsys)
+    assert rc == 0 and "resumed at step 6, at or before --since 10" in out and _steps(out) == list(range(6, 14))
+
+
+def test_more_changed_rows_than_a_page_holds_come_from_the_first_of_them(tmp_path: Path,
+                                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """Evaluations of six rows before the cursor landed since it was taken: a page of 3 cannot hold them all, so the
+    rows come from the first changed one on, a page at a time, each once."""
+    path = tmp_path / "r" / "metrics.jsonl"
+    write_rows(path, [{"step": s, "loss": 0.5} for s in range(10)])
+    _, _, err = run_cli(["tail", str(tmp_path), "--since", "-1"], capsys)
+    cursor = _cursor(err)
+    write_rows(path, [*({"step": s, "eval/acc": s / 10} for s in range(6)), {"step": 10, "loss": 0.5}])
+    rc, out, err = run_cli(["tail", str(tmp_path), "--since", cursor, "--page", "3"], capsys)
+    assert rc == 0 and _steps(out) == [0, 1, 2]
+    assert "r: rows at or before --since 9 changed since: its rows from step 0" in out
+    seen = _steps(out)
+    for _ in range(10):
+        cursor = _cursor(err)
+        _, out, err = run_cli(["tail", str(tmp_path), "--since", cursor, "--page", "3"], capsys)
+        if not _steps(out):
+            break
+        seen += _steps(out)
+    assert seen == list(range(11)) and "changed since" not in out
