@@ -81,20 +81,23 @@ def build(runner: Runner) -> Any:
         return tools.alerts(runner, path, since_step, run)
 
     @said
-    def legend(path: str) -> str:
-        """What each column of the runs under path means (header, key, meaning, whether higher is better)."""
-        return tools.legend(runner, path)
+    def legend(path: str, from_line: int = 0, max_lines: int = tools.REPLY_LINES) -> str:
+        """What each column of the runs under path means (header, key, meaning, whether higher is better): lines
+        from_line.. of it, at most max_lines (default 100; 0 = all; a line says how many are left)."""
+        return tools.legend(runner, path, from_line, max_lines)
 
     @said
     def compare(path: str, baseline: str, x: str | None = None, window: str | None = None,
-                metrics: str | None = None, every_arm: bool = False) -> str:
+                metrics: str | None = None, every_arm: bool = False, from_line: int = 0,
+                max_lines: int = tools.REPLY_LINES) -> str:
         """Which arm wins: per metric, each arm's mean over a window of x (default: the last 10% of the range every
         run reached; the header names the run that ends it) with its 95% interval, and its difference from the
         baseline arm (better/worse where the interval excludes 0); then, per metric with a good direction, the best
         arm and how many arms beat the baseline beyond chance. x: step (default), tokens, samples, time or a key;
         window: a fraction (0.2) or a range (A:B); metrics: comma-separated globs of the keys to compare. Past 10
-        arms the table lists the baseline and the arms of the best means (every_arm=True: all of them)."""
-        return tools.compare(runner, path, baseline, x, window, metrics, every_arm)
+        arms the table lists the baseline and the arms of the best means (every_arm=True: all of them). Lines
+        from_line.. of the reply, at most max_lines (default 100; 0 = all; a line says how many are left)."""
+        return tools.compare(runner, path, baseline, x, window, metrics, every_arm, from_line, max_lines)
 
     return MCPServer("steptable", instructions=INSTRUCTIONS, version=__version__, log_level="WARNING",
                      tools=[_strict(fn) for fn in (runs, summary, tail, alerts, legend, compare)])

@@ -24,16 +24,42 @@ class CommandFailed(Exception):
     why."""
 
 
-def run(runner: Runner, argv: list[str]) -> str:
-    """``steptable *argv``'s stdout and stderr text; CommandFailed on status 2. Status 1 (an error alert under
-    --alerts-only) is an answer, not a failure; so is a status 2 that came with a cursor (alerts of the runs read,
-    where another run has no rows yet: its line says so)."""
+def run(runner: Runner, argv: list[str], page: Callable[[str], str] | None = None) -> str:
+    """``steptable *argv``'s stdout and stderr text (its stdout through ``page`` where given: :func:`lines_page`);
+    CommandFailed on status 2. Status 1 (an error alert under --alerts-only) is an answer, not a failure; so is a
+    status 2 that came with a cursor (alerts of the runs read, where another run has no rows yet: its line says
+    so)."""
     out, err = io.StringIO(), io.StringIO()
     status = runner(argv, out, err)
     text = out.getvalue() + err.getvalue()
     if status == 2 and not CURSOR.search(err.getvalue()):
         raise CommandFailed(text.strip() or f"steptable {argv[0]} failed")
+    text = (page(out.getvalue()) if page is not None else out.getvalue()) + err.getvalue()
     return text if text.strip() else "(nothing)\n"
+
+
+#: lines of a legend or compare reply by default (a 3,000-key run's legend was 292,404 characters, its compare
+#: 334,516; a 200-key compare 28,819)
+REPLY_LINES = 100
+#: characters of those lines at most, whatever their number (a key name may be long)
+REPLY_CHARS = 16_000
+
+
+def lines_page(text: str, from_line: int, max_lines: int, again: str) -> str:
+    """Lines ``from_line``.. of ``text`` (0 is the first), at most ``max_lines`` of them and :data:`REPLY_CHARS`
+    characters (one line at least; 0: every line), then, where lines are left, one that says how many and how
+    to ask for them: ``again`` (``{next}`` in it: the line to start from) or max_lines=0."""
+    lines = text.splitlines(keepends=True)
+    stop, size = from_line, 0
+    while stop < len(lines) and (not max_lines or stop - from_line < max_lines):
+        size += len(lines[stop])
+        if max_lines and size > REPLY_CHARS and stop > from_line:
+            break
+        stop += 1
+    shown = "".join(lines[from_line:stop])
+    if stop >= len(lines):
+        return shown
+    return shown + f"({len(lines) - stop} more line(s) of {len(lines)}: {again.format(next=stop)}; max_lines=0 all)\n"
 
 
 def _since(since_step: Cursor | None) -> list[str]:
@@ -84,14 +110,27 @@ def alerts(runner: Runner, path: str, since_step: Cursor | None = None, run_name
     return run(runner, [*argv, "--", path])
 
 
-def legend(runner: Runner, path: str) -> str:
-    return run(runner, ["legend", "--", path])
+def _paging(from_line: int, max_lines: int) -> None:
+    if from_line < 0:
+        raise CommandFailed(f"from_line must be 0 or more, got {from_line}")
+    if max_lines < 0:
+        raise CommandFailed(f"max_lines must be 0 or more, got {max_lines}")
+
+
+def legend(runner: Runner, path: str, from_line: int = 0, max_lines: int = REPLY_LINES) -> str:
+    _paging(from_line, max_lines)
+    return run(runner, ["legend", "--", path],
+               lambda text: lines_page(text, from_line, max_lines, "from_line={next} gives the next"))
 
 
 def compare(runner: Runner, path: str, baseline: str, x: str | None = None, window: str | None = None,
-            metrics: str | None = None, every_arm: bool = False) -> str:
+            metrics: str | None = None, every_arm: bool = False, from_line: int = 0,
+            max_lines: int = REPLY_LINES) -> str:
+    _paging(from_line, max_lines)
     argv = ["compare", f"--baseline={baseline}", *([f"--x={x}"] if x else [])]
     argv += [f"--window={window}"] if window else []
     argv += [f"--metrics={metrics}"] if metrics else []
     argv += ["--all"] if every_arm else []
-    return run(runner, [*argv, "--", path])
+    return run(runner, [*argv, "--", path],
+               lambda text: lines_page(text, from_line, max_lines,
+                                       "metrics='GLOBS' compares fewer, from_line={next} gives the next"))

@@ -230,3 +230,37 @@ def test_tail_serves_again_a_row_changed_before_the_cursor_and_tells_a_resume_pa
     assert "resumed at step 3, at or before --since 5" in replies[-1]
     rows = [ln.split() for ln in replies[-1].splitlines() if ln.split()[0].isdigit()]
     assert [r[0] for r in rows] == [str(s) for s in range(3, 9)] and rows[0][-1] == "9.03"
+
+
+def test_legend_and_compare_of_many_keys_come_a_page_at_a_time(tmp_path: Path, capsys: pytest.CaptureFixture[str]
+                                                               ) -> None:
+    """Two arms of 300 keys: legend and compare replies were the whole text (a 3,000-key run's, 292,404 and 334,516
+    characters); now the CLI's first 100 lines, a line saying what is left and how to ask for it, and the next page
+    from where it says."""
+    from tests.helpers import write_rows
+
+    for arm, lift in (("base", 0.0), ("new", 0.1)):
+        write_rows(tmp_path / "exp" / arm / "metrics.jsonl",
+                   [{"step": s, **{f"actor/m{k:03d}": (s * k) % 7 + lift for k in range(300)}} for s in range(40)])
+    root = str(tmp_path / "exp")
+    cli: dict[str, list[str]] = {}
+    for name, argv in (("legend", ["legend", root]), ("compare", ["compare", root, "--baseline", "base"])):
+        rc, out, err = run_cli(argv, capsys)
+        assert rc == 0, err
+        cli[name] = out.splitlines(keepends=True)
+    seen: dict[str, str] = {}
+
+    async def body(client: Any) -> None:
+        for name, args in (("legend", {}), ("compare", {"baseline": "base"})):
+            seen[name] = _text(await client.call_tool(name, {"path": root, **args}))
+            seen[name + "2"] = _text(await client.call_tool(name, {"path": root, "from_line": 100, **args}))
+
+    _session(body)
+    assert seen["legend"] == "".join(cli["legend"][:100]) + (
+        f"({len(cli['legend']) - 100} more line(s) of {len(cli['legend'])}: from_line=100 gives the next; "
+        "max_lines=0 all)\n")
+    assert seen["legend2"].startswith("".join(cli["legend"][100:200]))
+    assert seen["compare"].startswith("".join(cli["compare"][:100])) and len(seen["compare"]) < 10_000
+    assert f"more line(s) of {len(cli['compare'])}: metrics='GLOBS' compares fewer, from_line=100" in seen["compare"]
+    assert seen["compare2"].startswith("".join(cli["compare"][100:200]))
+
