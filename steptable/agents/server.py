@@ -34,7 +34,8 @@ def build(runner: Runner) -> Any:
     from steptable import __version__
 
     def said(fn: Callable[..., str]) -> Callable[..., str]:
-        """A failed command's own words reach the agent (any other exception is the SDK's opaque crash)."""
+        """A failed command's own words reach the agent; any other exception its type and message, one line (the
+        SDK's own wrapper said "Error executing tool X" and no reason)."""
 
         @functools.wraps(fn)
         def wrapper(*args: Any, **kwargs: Any) -> str:
@@ -42,6 +43,9 @@ def build(runner: Runner) -> Any:
                 return fn(*args, **kwargs)
             except CommandFailed as e:
                 raise ToolError(str(e)) from e
+            except Exception as e:  # (a bug of steptable's: what it was, without the traceback)
+                said = " ".join(str(e).split())  # (the SDK puts "Error executing tool NAME: " before it)
+                raise ToolError(type(e).__name__ + (f": {said}" if said else "")) from e
 
         return wrapper
 

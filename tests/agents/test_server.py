@@ -264,3 +264,24 @@ def test_legend_and_compare_of_many_keys_come_a_page_at_a_time(tmp_path: Path, c
     assert f"more line(s) of {len(cli['compare'])}: metrics='GLOBS' compares fewer, from_line=100" in seen["compare"]
     assert seen["compare2"].startswith("".join(cli["compare"][100:200]))
 
+
+def test_an_unexpected_error_says_its_type_and_message(tmp_path: Path) -> None:
+    """A bug of steptable's (an OverflowError on huge values) reached the agent as "Error executing tool summary" and
+    nothing else: the tool error names the exception and its message, on one line, no traceback."""
+    from mcp import Client
+
+    from steptable.agents.server import build
+
+    def broken(argv: list[str], out: Any, err: Any) -> int:
+        raise OverflowError("(34, 'Numerical result\nout of range')")
+
+    seen: dict[str, Any] = {}
+
+    async def main() -> None:
+        async with Client(build(broken)) as client:
+            seen["summary"] = await client.call_tool("summary", {"path": str(tmp_path)})
+
+    asyncio.run(main())
+    assert seen["summary"].is_error
+    assert _text(seen["summary"]) == ("Error executing tool summary: OverflowError: (34, 'Numerical result out of "
+                                      "range')")
