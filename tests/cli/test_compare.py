@@ -45,7 +45,8 @@ def test_text(exp: Path, capsys: pytest.CaptureFixture[str]) -> None:
     lines = out.splitlines()
     # the steps in the window: 359.1-399 holds 360-399 (the 40 points of each row)
     assert lines[0].startswith("baseline vanilla; x step, window steps 360-399 (last 10% of the common range 0-399)")
-    assert lines[1] == "arms: vanilla 3 seeds, absorb 1 seed (interval from the other arms' seed spread), routeA 3 seeds"
+    assert lines[1] == ("arms: vanilla 3 seeds, absorb 1 seed (interval from the other arms' seed spread), "
+                        "routeA 3 seeds")
     reward = [ln for ln in lines if "routeA" in ln and "[" in ln and ln.split()[0] in ("reward", "routeA")]
     assert any(ln.rstrip().endswith("differs") for ln in reward)  # +0.1 with noise 0.02: its interval excludes 0
     assert "missing" in lines[3]  # loss is null on every 5th row
