@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from steptable.integrations.rows import RunLog, need
+from steptable.integrations.rows import RunLog, need, open_run
 
 need("accelerate.tracking", "accelerate", "steptable.integrations.accelerate")  # without it: one line naming the extra
 
@@ -54,9 +54,8 @@ class StepTableTracker(GeneralTracker):  # type: ignore[misc]
         return self.run
 
     def _run(self) -> RunLog:
-        if self.run is None or self.run.closed:
-            # (only the main process gets here: main_process_only)
-            self.run = RunLog(self.run_dir, self.arm, console=self.console, rank=0)
+        # (only the main process gets here: main_process_only)
+        self.run = open_run(self.run, lambda: RunLog(self.run_dir, self.arm, console=self.console, rank=0))
         return self.run
 
     @on_main_process  # type: ignore[untyped-decorator]

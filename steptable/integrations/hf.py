@@ -7,7 +7,8 @@ Passed with ``callbacks=[...]``: transformers accepts only its own ``report_to``
 row of its step (the evaluation logged at that step and the end-of-training summary join it); the row is written when
 the next step begins or training ends, which closes the run. A ``trainer.evaluate()`` after ``train()`` opens the run
 again and closes it when the evaluation ends (its row at the last step). A training that raises is marked ended with
-its error, or interrupted where a wrapper caught it (steptable.integrations.rows). Rows go to
+its error, or interrupted where a wrapper caught it (steptable.integrations.rows); caught and followed by another
+``train()`` (a retry loop, a notebook), it is closed when that one begins, which goes on as a resume. Rows go to
 ``<run_dir>/metrics.jsonl`` on the world's main process only; the trl schema lays out TRL's keys, the generic one
 anything else.
 """
@@ -19,7 +20,7 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
-from steptable.integrations.rows import RunLog, need
+from steptable.integrations.rows import RunLog, need, open_run
 
 need("transformers", "hf", "steptable.integrations.hf")  # without it: one line naming the extra
 
@@ -73,26 +74,30 @@ class StepTableCallback(transformers.TrainerCallback):  # type: ignore[misc]
             _silence_printers()
             _CONSOLE.add(self)
 
-    def _run(self, args: Any, state: Any, new: bool = False, after: bool = False) -> RunLog:
-        """The run of this training (a new one for a ``train()`` after the last one ended; ``after``: opened again for
-        a log after training ended, closed by the next evaluation's end)."""
+    def _run(self, args: Any, state: Any, begins: bool = False, after: bool = False) -> RunLog:
+        """The run of this training: the open one, else a new one. ``begins``: opened by ``train()`` (its end is
+        on_train_end; one an earlier ``train()`` left open raised and was caught, and is closed first as failed:
+        rows.open_run); ``after``: opened again for a log after training ended, closed by the next evaluation's
+        end."""
         self._state = state
         self._after = after
-        if self.run is None or (new and self.run.closed):
+
+        def make() -> RunLog:
             run_dir = self.run_dir if self.run_dir is not None else args.output_dir
             arm = self.arm
             if arm is None and args.run_name and args.run_name != args.output_dir:
                 arm = str(args.run_name)
             main = bool(state.is_world_process_zero)
             evaluating = str(getattr(args, "eval_strategy", "no")) not in ("no", "IntervalStrategy.NO")
-            self.run = RunLog(run_dir or "trainer_output", arm, console=self.console,
-                              rank=0 if main else max(int(getattr(args, "process_index", 1)), 1),
-                              expect=("eval_loss",) if evaluating else (),
-                              framework_ends=new and not after)  # (begun by train(): its end is on_train_end)
+            return RunLog(run_dir or "trainer_output", arm, console=self.console,
+                          rank=0 if main else max(int(getattr(args, "process_index", 1)), 1),
+                          expect=("eval_loss",) if evaluating else (), framework_ends=begins)
+
+        self.run = open_run(self.run, make, begins=begins)
         return self.run
 
     def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-        self._run(args, state, new=True)
+        self._run(args, state, begins=True)
 
     def on_step_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         if self.run is not None:
@@ -101,9 +106,10 @@ class StepTableCallback(transformers.TrainerCallback):  # type: ignore[misc]
     def on_log(self, args: Any, state: Any, control: Any, logs: Any = None, **kwargs: Any) -> None:
         if not logs:
             return
-        run = self.run if self.run is not None and state is self._state else self._run(args, state)
-        if run.closed:  # (trainer.evaluate() after train(), the example scripts' final evaluation: the run again)
-            run = self._run(args, state, new=True, after=True)
+        run = self.run
+        if run is None or run.closed or state is not self._state:
+            # (a closed run: trainer.evaluate() after train(), the example scripts' final evaluation: the run again)
+            run = self._run(args, state, after=run is not None and run.closed)
         run.add(logs, state.global_step)
 
     def on_evaluate(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:

@@ -12,12 +12,11 @@ when it finalizes a failed fit). ``log_hyperparams`` writes ``args.json`` beside
 from __future__ import annotations
 
 import os
-import sys
 from argparse import Namespace
 from collections.abc import Mapping
 from typing import Any
 
-from steptable.integrations.rows import RunLog, need
+from steptable.integrations.rows import RunLog, need, open_run
 
 need("lightning.pytorch", "lightning", "steptable.integrations.lightning")  # without it: one line naming the extra
 
@@ -41,9 +40,8 @@ class StepTableLogger(Logger):  # type: ignore[misc]
         self.run: RunLog | None = None
 
     def _run(self) -> RunLog:
-        if self.run is None or self.run.closed:
-            self.run = RunLog(self.run_dir, self.arm, console=self.console,
-                              rank=int(getattr(rank_zero_only, "rank", 0) or 0))
+        self.run = open_run(self.run, lambda: RunLog(self.run_dir, self.arm, console=self.console,
+                                                     rank=int(getattr(rank_zero_only, "rank", 0) or 0)))
         return self.run
 
     # Lightning puts checkpoints in <save_dir>/<name>/<version>/checkpoints and calls save_dir the trainer's
@@ -87,5 +85,4 @@ class StepTableLogger(Logger):  # type: ignore[misc]
         where that is its SIGTERMException: a preempted job)."""
         if self.run is None:
             return
-        failed = status == "failed"
-        self.run.close(sys.exc_info()[1] if failed else None, failed=failed)
+        self.run.close(failed=status == "failed")

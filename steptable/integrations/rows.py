@@ -12,7 +12,8 @@ leaves by an uncaught exception is closed with it (marked ended with the error) 
 beside the one in place, or by an adapter's close called while the error passes (a ``finally``); one still open at
 interpreter exit is closed there, and one dropped open (its trainer collected after a caught error) when it is
 collected; where the framework closes the run at training's end (HF's on_train_end), those two are marked
-interrupted. Nothing here raises into training.
+interrupted, and so is one still open when the framework begins training again (:func:`open_run`: a caught error,
+then ``train()`` again). Nothing here raises into training.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import sys
 import tempfile
 import threading
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -277,9 +278,9 @@ class RunLog:
     def close(self, exc: BaseException | None = None, failed: bool = False) -> None:
         """The open row out, then the run closed: marked ended, and with ``exc`` when training raised it
         (steptable.table.runinfo.end_of; without ``exc``, the exception being handled where close is called: an
-        adapter's close in the user's ``finally``). ``failed``: the trainer says the run failed, so it is marked
-        interrupted where ``exc`` reads as a normal end (Lightning's SIGTERMException is a ``SystemExit()``).
-        Idempotent."""
+        adapter's close in the user's ``finally``). ``failed``: the trainer says the run failed (or began again
+        before it ended: :func:`open_run`), so it is marked interrupted where ``exc`` reads as a normal end
+        (Lightning's SIGTERMException is a ``SystemExit()``). Idempotent."""
         exc = sys.exc_info()[1] if exc is None else exc
         with self._lock:
             if self._closed:
@@ -302,6 +303,17 @@ class RunLog:
     @property
     def closed(self) -> bool:
         return self._closed
+
+
+def open_run(run: RunLog | None, make: Callable[[], RunLog], begins: bool = False) -> RunLog:
+    """The run a framework's logs go to: ``run`` while it is open, else a new one from ``make`` (in the same
+    directory readers take it for a resume of the last). ``begins``: the framework begins a training (HF's
+    ``train()``); a run that an earlier training began and left open never reached its end (it raised and the
+    caller caught it: a retry loop, a notebook) and is closed first as failed (:meth:`RunLog.close`), so readers
+    tell how that attempt ended before the next one's rows."""
+    if run is not None and begins and run.framework_ends and not run.closed:
+        run.close(failed=True)
+    return run if run is not None and not run.closed else make()
 
 
 def _jsonable(v: Any) -> Any:

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from tests.helpers import run_cli
 from tests.integrations.helpers import close_enough, info_of, rows_of, tiny_grpo_trainer, tiny_trainer
 
 torch = pytest.importorskip("torch")
@@ -179,6 +180,46 @@ def test_training_that_raises_is_marked_ended_with_its_error(tmp_path: Path, wra
     info = info_of(out)
     want = "FloatingPointError" if wrapper == "uncaught" else "interrupted"
     assert info["end"] == want and info["closed"] is not None
+
+
+class _Boom(transformers.TrainerCallback):  # type: ignore[misc]
+    """Raises once, at the end of step 12 (an OOM a retry loop catches)."""
+
+    armed = True
+
+    def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        if self.armed and state.global_step == 12:
+            self.armed = False
+            raise RuntimeError("CUDA out of memory (simulated)")
+
+
+@pytest.mark.parametrize("retry", ["after_the_except"])
+def test_a_training_caught_then_run_again_keeps_how_the_first_ended(tmp_path: Path, retry: str,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """A retry loop or a notebook: train() raised, was caught, and train() was called again. The second training
+    went on in the first one's run, so the failed attempt had no end and tail said nothing. It is closed when the
+    next train() begins: with the error still being handled, else interrupted; the next reads as a resume."""
+    from steptable.table import runinfo
+
+    out = tmp_path / "out"
+    trainer = tiny_trainer(out, [_Boom(), StepTableCallback()], eval_steps=0)
+    try:
+        trainer.train()
+    except RuntimeError:
+        if retry == "inside_the_except":
+            trainer.train()
+    if retry == "after_the_except":
+        trainer.train()
+    info = info_of(out)
+    want = "RuntimeError" if retry == "inside_the_except" else "interrupted"
+    assert [(end, at) for end, at, _ in runinfo.earlier(info)] == [(want, 5)]
+    assert info["closed"] is not None and "end" not in info  # (the second attempt ended well)
+    assert [r["step"] for r in rows_of(out)] == [5, 10, 5, 10, 15, 20]
+    capsys.readouterr()
+    rc, said, _ = run_cli(["tail", "--alerts-only", str(out)], capsys)
+    assert rc == (1 if want == "RuntimeError" else 0)  # (an error alert: status 1)
+    assert "step 5 run " + ("ended with RuntimeError" if want == "RuntimeError" else "interrupted") in said
+    assert "resumed at this step" in said
 
 
 def test_an_evaluate_after_train_joins_the_last_steps_row(tmp_path: Path) -> None:
