@@ -114,8 +114,8 @@ class StepTableCallback(transformers.TrainerCallback):  # type: ignore[misc]
 
     def on_evaluate(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         if self.run is not None and self._after:
-            self.run.close()
+            self.run.close(ended_well=True)
 
     def on_train_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-        if self.run is not None:
-            self.run.close()
+        if self.run is not None:  # (ended well: an error being handled is the caller's, a retry in its except)
+            self.run.close(ended_well=True)

@@ -82,7 +82,8 @@ class StepTableLogger(Logger):  # type: ignore[misc]
     @rank_zero_only  # type: ignore[untyped-decorator]
     def finalize(self, status: str) -> None:
         """The run closed; a ``failed`` fit marked ended with the exception Lightning is handling (interrupted
-        where that is its SIGTERMException: a preempted job)."""
+        where that is its SIGTERMException: a preempted job), a ``success`` as ended well (a fit inside the
+        ``except`` of a failed one is not marked with that one's error)."""
         if self.run is None:
             return
-        self.run.close(failed=status == "failed")
+        self.run.close(failed=status == "failed", ended_well=status == "success")

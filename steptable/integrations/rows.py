@@ -275,13 +275,15 @@ class RunLog:
             report_once(f"runlog-{id(self)}-hparams", f"steptable: cannot write {path.name} ({error_text(e)})")
             return None
 
-    def close(self, exc: BaseException | None = None, failed: bool = False) -> None:
+    def close(self, exc: BaseException | None = None, failed: bool = False, ended_well: bool = False) -> None:
         """The open row out, then the run closed: marked ended, and with ``exc`` when training raised it
         (steptable.table.runinfo.end_of; without ``exc``, the exception being handled where close is called: an
         adapter's close in the user's ``finally``). ``failed``: the trainer says the run failed (or began again
         before it ended: :func:`open_run`), so it is marked interrupted where ``exc`` reads as a normal end
-        (Lightning's SIGTERMException is a ``SystemExit()``). Idempotent."""
-        exc = sys.exc_info()[1] if exc is None else exc
+        (Lightning's SIGTERMException is a ``SystemExit()``). ``ended_well``: the trainer says training ended
+        normally (HF's on_train_end), so an exception being handled is not the run's: a retry inside the
+        ``except`` of the failed attempt. Idempotent."""
+        exc = None if ended_well else sys.exc_info()[1] if exc is None else exc
         with self._lock:
             if self._closed:
                 return
@@ -298,7 +300,7 @@ class RunLog:
             if lg is None:
                 return
             end = runinfo.end_of(exc)
-            lg.close(end or (runinfo.INTERRUPTED if failed else None))
+            lg.close(end or (runinfo.INTERRUPTED if failed else None), ended_well=ended_well)
 
     @property
     def closed(self) -> bool:

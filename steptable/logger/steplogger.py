@@ -344,14 +344,16 @@ class StepLogger:
         except Exception as e:
             self._failed(e)
 
-    def close(self, end: str | None = None) -> None:
+    def close(self, end: str | None = None, *, ended_well: bool = False) -> None:
         """Final flush, the run marked ended, ``table.txt``, the end-of-run dump. Idempotent; raises nothing of its
         own, but an interrupt (Ctrl-C) during it is raised again once the run is marked ended (not the table).
         Called while an exception is being handled (from a ``finally`` it passes through, or an ``except``: a sweep
         that catches an OOM and goes on), the run is marked ended by it, as ``with StepLogger(...)`` marks it.
         ``end``: how the run ended where the caller knows better (a trainer that reports a failed run:
-        ``steptable.table.runinfo.INTERRUPTED`` or an error's type name)."""
-        if not self._closed and self._end is None:
+        ``steptable.table.runinfo.INTERRUPTED`` or an error's type name). ``ended_well``: the caller knows the run
+        ended normally (a trainer's own end of training), whatever exception is being handled around the call (a
+        retry inside the ``except`` of the failed attempt)."""
+        if not self._closed and self._end is None and not ended_well:
             self._end = end or runinfo.end_of(sys.exc_info()[1])
         self._closer.close()
 

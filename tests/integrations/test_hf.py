@@ -193,12 +193,13 @@ class _Boom(transformers.TrainerCallback):  # type: ignore[misc]
             raise RuntimeError("CUDA out of memory (simulated)")
 
 
-@pytest.mark.parametrize("retry", ["after_the_except"])
+@pytest.mark.parametrize("retry", ["after_the_except", "inside_the_except"])
 def test_a_training_caught_then_run_again_keeps_how_the_first_ended(tmp_path: Path, retry: str,
                                                                     capsys: pytest.CaptureFixture[str]) -> None:
     """A retry loop or a notebook: train() raised, was caught, and train() was called again. The second training
     went on in the first one's run, so the failed attempt had no end and tail said nothing. It is closed when the
-    next train() begins: with the error still being handled, else interrupted; the next reads as a resume."""
+    next train() begins: with the error still being handled, else interrupted; the next reads as a resume. Inside
+    the ``except``, the retry that ended well was marked ended with the error it was handling."""
     from steptable.table import runinfo
 
     out = tmp_path / "out"

@@ -113,6 +113,21 @@ def test_a_failed_fit_is_marked_ended_with_its_error(tmp_path: Path) -> None:
     assert info_of(tmp_path / "run")["end"] == "ArithmeticError"
 
 
+def test_a_fit_inside_the_except_of_a_failed_one_is_marked_ended_well(tmp_path: Path) -> None:
+    """A retry in the ``except`` of the fit that failed: the retry's run, which ended well, was marked ended with
+    the error being handled around it."""
+    from steptable.table import runinfo
+
+    logger = StepTableLogger(tmp_path / "run", console=False)
+    try:
+        fit(logger, Regress(break_at=12))
+    except ArithmeticError:
+        fit(logger, Regress())
+    info = info_of(tmp_path / "run")
+    assert info["closed"] is not None and "end" not in info
+    assert [end for end, _, _ in runinfo.earlier(info)] == ["ArithmeticError"]
+
+
 def test_console_rows(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     fit(StepTableLogger(tmp_path / "run"), Regress(), steps=10)
     out = capsys.readouterr().out
