@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from steptable.integrations.rows import RunLog, need, open_run
+from steptable.integrations.rows import RunLog, need, next_step, open_run
 
 need("accelerate.tracking", "accelerate", "steptable.integrations.accelerate")  # without it: one line naming the extra
 
@@ -68,9 +68,7 @@ class StepTableTracker(GeneralTracker):  # type: ignore[misc]
 
     @on_main_process  # type: ignore[untyped-decorator]
     def log(self, values: Mapping[str, Any], step: int | None = None, **kwargs: Any) -> None:
-        if step is None:  # (one row a call: a step-less log is the step after the last)
-            step = 0 if self._last is None else self._last + 1 if isinstance(self._last, int) else self._last
-        self._last = step
+        self._last = step = next_step(self._last, step)  # (one row a call: a step-less log is the step after)
         self._run().add(values, step)
 
     @on_main_process  # type: ignore[untyped-decorator]

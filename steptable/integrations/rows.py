@@ -318,6 +318,17 @@ def open_run(run: RunLog | None, make: Callable[[], RunLog], begins: bool = Fals
     return run if run is not None and not run.closed else make()
 
 
+def next_step(last: Any, step: Any) -> Any:
+    """The step of a log call: ``step`` where it is given, else the one after ``last`` (the last call's; 0 for the
+    first): a log without a step is a row of its own, as the frameworks' own JSON loggers write a line a call. A
+    last step that is not an int (a float, a text) is used again: there is no step after it."""
+    if step is not None:
+        return step
+    if last is None:
+        return 0
+    return last + 1 if isinstance(last, int) else last
+
+
 def _jsonable(v: Any) -> Any:
     """``v`` as JSON: containers walked, non-finite floats as text, anything else that is not JSON as its text."""
     v = _number(v)

@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from steptable.integrations.rows import RunLog, need
+from steptable.integrations.rows import RunLog, need, next_step
 
 
 def _config_dict(config: Any) -> Mapping[str, Any]:
@@ -49,17 +49,21 @@ class StepTableLogger:
     console   print the rows on stdout (steptable's sink); False writes the JSONL only
 
     ``log_metrics`` calls of one step (the training metrics and the evaluations at that step) make one row, written
-    when a later step is logged or at ``close``, which closes the run.
+    when a later step is logged or at ``close``, which closes the run. A call without a step is a row of its own at
+    the step after the last call's (0 for the first), as the cookbook's JsonLogger writes a line a call.
     """
 
     def __init__(self, run_dir: str | os.PathLike[str] | None = None, arm: str | None = None,
                  console: bool = True, log_dir: str | os.PathLike[str] | None = None) -> None:
         self.run = RunLog(run_dir, arm, console=console, log_dir=log_dir)
+        self._last: Any = None  # the step of the last log_metrics call
 
     def log_hparams(self, config: Any) -> None:
         self.run.hparams(_config_dict(config))
 
     def log_metrics(self, metrics: dict[str, Any], step: int | None = None) -> None:
+        """``metrics`` into the row of ``step``; None: a row of their own, at the step after the last call's."""
+        self._last = step = next_step(self._last, step)
         self.run.add(metrics, step)
 
     def enable_event_steps(self) -> None:

@@ -77,6 +77,21 @@ def test_alone_one_row_per_step_with_evals_merged(tmp_path: Path) -> None:
     assert info_of(tmp_path / "run", "rl")["closed"] is not None
 
 
+def test_a_log_without_a_step_is_a_row_of_its_own(tmp_path: Path) -> None:
+    """``ml_log.Logger.log_metrics(metrics, step=None)``: every step-less call went into one row, each overwriting
+    the last. Each is a row at the step after the last call's, as the cookbook's JsonLogger writes a line a call."""
+    lg = StepTableLogger(tmp_path / "run", console=False)
+    for i in range(5):
+        lg.log_metrics({"loss": 1.0 / (i + 1)})
+    lg.log_metrics({"loss": 0.1}, step=10)
+    lg.log_metrics({"reward": 0.5})
+    lg.close()
+    rows = rows_of(tmp_path / "run")
+    assert [(r["step"], r.get("loss")) for r in rows] == [(0, 1.0), (1, 0.5), (2, 1 / 3), (3, 0.25), (4, 0.2),
+                                                          (10, 0.1), (11, None)]
+    assert rows[-1]["reward"] == 0.5
+
+
 @pytest.mark.usefixtures("rank_one")
 def test_rank_one_writes_nothing(tmp_path: Path) -> None:
     lg = StepTableLogger(tmp_path / "run")
