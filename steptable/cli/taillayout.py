@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import shutil
 from collections.abc import Sequence
+from fnmatch import fnmatchcase
 from typing import TextIO
 
 from steptable.cli.tailformats import Layout
@@ -23,7 +24,7 @@ from steptable.schemas import (
     steps_outgrown,
     widened,
 )
-from steptable.schemas.arrange import auto_col, own_step_keys, sample_values, step_key_of, unmatched
+from steptable.schemas.arrange import EMPTY_KEY_NOTE, auto_col, own_step_keys, sample_values, step_key_of, unmatched
 from steptable.schemas.headers import short_headers
 from steptable.table.columns import Col
 from steptable.table.formatting import sanitize
@@ -45,6 +46,7 @@ class TailLayouts:
         self.extremes: dict[str, dict[str, float]] = {}  # run -> key -> the largest magnitude a notation was asked for
         self.lows: dict[str, dict[str, int]] = {}  # run -> key -> the row a decayed column was asked about at
         self.looked: set[str] = set()  # runs whose rows were looked at across (_first_look)
+        self.empty_told = False  # the empty key said to have no column
 
     def lay_out(self, stores: Sequence[RunStore], of: dict[str, Layout]) -> dict[str, Layout]:
         """One layout per schema the runs are detected as (arms of one experiment share it), by run; ``of``: the
@@ -83,6 +85,10 @@ class TailLayouts:
             self.fit_told = True
             self.err.write(f"steptable tail: {left_out} column(s) left out to fit {width} cells; --width 0 shows "
                            "all, --columns picks them\n")
+        if not self.empty_told and a.format != "jsonl" and not a.alerts_only and any("" in s.keys for s in stores):
+            if not patterns or any(fnmatchcase("", p) for p in patterns):  # (keys --columns left out are not missed)
+                self.empty_told = True
+                self.err.write(f"steptable tail: {EMPTY_KEY_NOTE}\n")
         for e in unused_files(stores) if not a.schema else []:
             if str(e) not in self.unused_told:  # (said once, as the patterns are)
                 self.unused_told.add(str(e))

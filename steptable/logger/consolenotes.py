@@ -21,14 +21,19 @@ class ConsoleNotes:
         self._explained: set[tuple[str, str]] = set()  # (key, header) of the legend lines printed
         self._printed: dict[str, None] = {}  # keys of the columns printed so far, in order
         self._told_gone: set[str] = set()  # of them, those said to be left out of the line since
+        self._told_empty = False  # the empty key's note was printed
 
     def before_row(self, layout: ConsoleLayout, legend_cols: Sequence[Col], first: bool, grown: bool, widened: bool,
-                   room: int | None, unshown: Sequence[str] = ()) -> list[str]:
-        """The lines to print before a row: ``legend_cols``' lines not printed yet (the first row, or one that
-        brought new keys: ``grown``), then where a header is due (the first row, a column ``widened``, the cadence)
-        the columns it leaves out, within ``room`` cells: those printed before, and ``unshown`` (logged keys the
-        automatic layout had no room for), each said once; then the header. The row is counted."""
+                   room: int | None, unshown: Sequence[str] = (), empty_key: str | None = None) -> list[str]:
+        """The lines to print before a row: ``empty_key`` (the note on the row's empty key, which no column can
+        show: None where it has none) the first time, ``legend_cols``' lines not printed yet (the first row, or one
+        that brought new keys: ``grown``), then where a header is due (the first row, a column ``widened``, the
+        cadence) the columns it leaves out, within ``room`` cells: those printed before, and ``unshown`` (logged
+        keys the automatic layout had no room for), each said once; then the header. The row is counted."""
         out: list[str] = []
+        if empty_key is not None and not self._told_empty:  # (else its values would seem never logged)
+            self._told_empty = True
+            out.append(empty_key)
         header_due = first or widened or bool(self.header_every and self.since_header >= self.header_every)
         if first or grown:
             new = [c for c in legend_cols if (c.key, c.header) not in self._explained and render.explained(c)]

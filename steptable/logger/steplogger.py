@@ -38,6 +38,7 @@ from steptable.logger.setup import emit, warn
 from steptable.logger.sinks import report_once
 from steptable.logger.writer import RunWriter, error_text
 from steptable.logger.writerlock import WriterLock
+from steptable.schemas.arrange import EMPTY_KEY, EMPTY_KEY_NOTE
 from steptable.table import render, runinfo
 from steptable.table.columns import Col, fit_to, streamed, validate
 from steptable.table.rowvalues import freeze, kept
@@ -297,7 +298,10 @@ class StepLogger:
         widened = self._fit(view)  # a column grows to this row's value: its header again
         # (the row is counted by _fit, before printing: a failure below must not bring the legend back next step)
         room, unshown = (self._auto.room, self._auto.dropped) if self._auto is not None else (None, [])
-        for text in self._notes.before_row(self._layout, self._legend_cols(), first, grown, widened, room, unshown):
+        # (an automatic layout would show every key: the empty one cannot be a column, so it is said)
+        empty = None if self._auto is None or "" not in view else EMPTY_KEY if self._writer is None else EMPTY_KEY_NOTE
+        for text in self._notes.before_row(self._layout, self._legend_cols(), first, grown, widened, room, unshown,
+                                           empty):
             self._emit(text)
         line = self.row(view)
         self._emit(line)

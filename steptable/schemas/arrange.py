@@ -20,9 +20,13 @@ from steptable.table.formatting import display_width, format_value, numeric_pair
 from steptable.table.stepkeys import step_key_among
 
 __all__ = [
-    "auto_col", "by_key", "fit", "hidden_keys", "informative", "layout", "own_step_keys", "run_keys", "sample_values",
-    "step_key_of",
+    "EMPTY_KEY", "EMPTY_KEY_NOTE", "auto_col", "by_key", "fit", "hidden_keys", "informative", "layout",
+    "own_step_keys", "run_keys", "sample_values", "step_key_of",
 ]
+
+#: what the console, ``tail`` and ``legend`` say once of the empty key: a column needs a key (Col), so it has none
+EMPTY_KEY = 'the empty key "" has values but no column'
+EMPTY_KEY_NOTE = f"{EMPTY_KEY} (tail --format jsonl and summary --columns '*' show it)"  # (where a JSONL holds it)
 
 
 def sample_values(run: RunView, key: str, limit: int = 200) -> list[Any]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, cast
 
-from steptable.schemas.arrange import as_logged, hidden_keys, layout
+from steptable.schemas.arrange import EMPTY_KEY_NOTE, as_logged, hidden_keys, layout
 from steptable.schemas.base import RunView, Schema
 from steptable.schemas.registry import by_schema
 from steptable.table import direction, render
@@ -137,7 +137,7 @@ def _runs_text(runs: Sequence[RunView], schema: Schema | None, whose: str) -> st
     rest = hidden_keys(runs, schema, cols)
     if "" in rest:  # a column needs a key: the empty one is in the JSONL and in `summary`, never a column
         rest.remove("")
-        text += '\nthe empty key "" has values but no column (tail --format jsonl and summary show it)'
+        text += f"\n{EMPTY_KEY_NOTE}"
     # keys a rule keeps out of the table but describes (timings, dump-only columns): their meaning too
     described = [(k, r) for k in rest if schema is not None and (r := schema.rule(k)) is not None and r.hide and r.desc]
     if described:

@@ -219,8 +219,12 @@ def test_the_empty_key_is_named_where_it_cannot_be_a_column(tmp_path: Path,
     write_rows(tmp_path / "run" / "metrics.jsonl", [{"step": 0, "": 1.5, "a": 2}, {"step": 1, "": 2.5, "a": 3}])
     rc, out, _ = run_cli(["legend", str(tmp_path)], capsys)
     assert rc == 0 and 'the empty key "" has values but no column' in out and "column filter shows" not in out
-    rc, out, _ = run_cli(["tail", str(tmp_path), "--format", "jsonl"], capsys)
-    assert [json.loads(line)[""] for line in out.splitlines()] == [1.5, 2.5]
+    rc, out, err = run_cli(["tail", str(tmp_path), "--format", "jsonl"], capsys)
+    assert [json.loads(line)[""] for line in out.splitlines()] == [1.5, 2.5] and "empty key" not in err
+    rc, out, err = run_cli(["tail", str(tmp_path)], capsys)  # (the table left it out without a word)
+    assert rc == 0 and err.count('steptable tail: the empty key "" has values but no column') == 1
+    rc, out, err = run_cli(["tail", str(tmp_path), "--columns", "a"], capsys)
+    assert rc == 0 and "empty key" not in err  # (not asked for)
 
 
 def test_a_run_that_cannot_be_read_fails_a_one_shot_read(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

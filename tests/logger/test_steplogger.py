@@ -271,6 +271,31 @@ def test_no_legend_line_when_no_column_has_anything_to_explain(tmp_path: Path, c
     assert captured[:2] == ["I columns:\n gn  grad_norm\n", "I step loss gn\n"]
 
 
+def test_automatic_columns_whose_headers_are_their_keys_print_no_legend_line(tmp_path: Path,
+                                                                            captured: list[str]) -> None:
+    """The adapters' way (automatic columns): no ``columns:`` line with nothing under it, at the first row nor at
+    one that brings a key whose header is the key too."""
+    with StepLogger(run_dir=tmp_path, alerts=False) as sl:
+        sl.log({"step": 0, "loss": 0.5, "acc": 0.25})
+        sl.log({"step": 1, "loss": 0.5, "acc": 0.25, "kl": 0.125})
+    assert not [line for line in captured if "columns:" in line]
+    assert captured[:2] == ["I step loss acc\n", "I    0   .5 .25\n"]
+
+
+@pytest.mark.parametrize("jsonl", [True, False])
+def test_the_empty_key_is_said_once_where_no_column_shows_it(tmp_path: Path, captured: list[str],
+                                                             jsonl: bool) -> None:
+    """A metric named "" is in the JSONL but no column can show it (a column needs a key): its values were left
+    out of the printed rows without a word. Said once, as ``tail`` and ``legend`` say it."""
+    with StepLogger(run_dir=tmp_path if jsonl else None, alerts=False) as sl:
+        for s in range(3):
+            sl.log({"step": s, "loss": 0.5, "": 3.0})
+    said = [line for line in captured if 'the empty key "" has values but no column' in line]
+    assert len(said) == 1 and ("tail --format jsonl" in said[0]) == jsonl
+    if jsonl:
+        assert [json.loads(line)[""] for line in (tmp_path / "metrics.jsonl").read_text().splitlines()] == [3.0] * 3
+
+
 ESC_DIR = "run\x1b]0;PWNED\x07\x1b[2J"  # a window title and a screen clear: "run" once made inert
 
 
