@@ -169,7 +169,7 @@ def test_compare_returns_the_commands_text(tmp_path: Path, capsys: pytest.Captur
     _session(body)
     assert seen["compare"] == cli + err and "routeA" in seen["compare"]
     assert seen["compare"].splitlines()[-1].startswith("reward (higher is better): best routeA ")
-    assert seen["compare"].endswith("against vanilla: 1 better\n")
+    assert seen["compare"].endswith("against vanilla: 1 better; one seed each: the seeds' spread unknown\n")
     assert "nosucharm" in seen["bad"]
     assert seen["some"] == seen["compare"] and "--metrics 'nothing*' matches no numeric key" in seen["none"]
 
