@@ -50,7 +50,13 @@ def need(value: Any, fmt: str | None, most: int, notation: Notation | None = Non
     the value, else its 3-significant-digit form with the trailing zeros kept (.340, .00300), so that a column is as
     wide as its values' usual form from the start. A value that a fixed-point spec rounds to zero is written as its
     magnitude (steptable.table.formatting.reads_zero): in the ``room`` cells the column has where that shows it
-    (``.0024`` in a ``+.2f`` column of 5 cells), so that a loss of .00238 does not widen the column and its header."""
+    (``.0024`` in a ``+.2f`` column of 5 cells), so that a loss of .00238 does not widen the column and its header;
+    so is one the notation's decimals would write as zero digits (:meth:`Notation.rounds_away`: ``3e-5``, not
+    ``.0000``), in the fewest cells from ``room`` that show it."""
+    if notation is not None and fmt is None and room > 0 and type(value) is float and notation.rounds_away(value):
+        # a value the notation's decimals would write as zero digits (.0000): its magnitude in the fewest cells from
+        # ``room`` that show it (3e-5 in a .0149 column), as a spec's zero below: no wider column, no header for it
+        return next((w for w in range(room, most) if "#" not in format_value(value, None, w)), most)
     if notation is not None or fmt is not None:
         w = display_width(format_value(value, fmt, most, notation=notation))
         # only a value that would widen the column is asked whether the spec rounded it away (a float subclass by

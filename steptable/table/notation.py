@@ -9,7 +9,8 @@ column reads ``-.0300 -.0001 .0041`` (not ``-.03 -.00011 .00408``), a gradient n
   have fewer (``2.5``, ``.25``, whole numbers ``1451``). Positional between 1e-4 and 1e6, one shared exponent
   outside.
 - Smaller values show fewer significant digits in the same notation (``.0001`` for 5.5e-5 among hundredths); a
-  non-zero value that rounds away keeps its sign (``-.000``); zero is ``0``.
+  non-zero value that would round away (``.0000``, ``-.000``: zero digits) is outside it, written on its own
+  (``3e-6``); zero is ``0``. (The console's header exponent writes such a value ``+0`` / ``-0``: see ``scaled``.)
 - A notation holds for magnitudes below its ``top`` (where the biggest value's decade ends): a value at or above it,
   or one with more decimal places than a column of exact values had, is outside it and the notation is chosen
   again (:meth:`Notation.holds`).
@@ -86,12 +87,22 @@ class Notation:
     scaled: bool = False
 
     def holds(self, x: float) -> bool:
-        """Whether the finite number ``x`` is inside the notation (NaN and inf never are)."""
+        """Whether the finite number ``x`` is inside the notation (NaN and inf never are): below its top, not a
+        non-zero magnitude below :meth:`half` (but for ``scaled``: ``+0``), and for ``exact``, with no more places
+        than its decimals."""
         if not -self.top < x < self.top:
             return False
-        if (self.decimals == 0 or self.exp is not None) and not self.scaled and 0 < abs(x) < self.half():
-            return False  # '0' or '0e9' would read as a true zero: such a value is written on its own (.5)
+        if not self.scaled and 0 < abs(x) <= self.half():
+            return False  # '0', '.000' or '0e9' would read as a true zero: such a value is written on its own (.5)
         return not self.exact or places_of(x, 0) <= self.decimals - (self.exp or 0)
+
+    def rounds_away(self, x: float) -> bool:
+        """Whether the finite ``x`` is outside the notation only because its fixed decimals would write it as zero
+        digits (``.0000`` for 3e-6). Written on its own, such a value still counts as a low value of the notation
+        (steptable.table.running), and the console writes it in the cells its column has
+        (steptable.logger.consolecols). False under whole numbers, an exponent or exact values: outside those, it is
+        as any other value outside them."""
+        return self.exp is None and self.decimals > 0 and not self.exact and 0 < abs(x) <= self.half()
 
     def text(self, x: float) -> str:
         """``x`` (finite) in this notation, no leading zero: ``.041``, ``-.000``, ``12.0``, ``.20e-6``; 0 is ``0``."""
@@ -113,8 +124,9 @@ class Notation:
         return Notation(0, self.exp - self.decimals, self.top, self.exact, scaled=True)
 
     def half(self) -> float:
-        """Magnitudes below this round to zero."""
-        return 0.5 * pow10((self.exp or 0) - self.decimals)
+        """Magnitudes up to this may round to zero: half the last digit, and a hair more (a double at the half, or
+        its mantissa scaled by a division, rounds either way: ``f"{5e-7:.6f}"`` is ``0.000000``)."""
+        return 0.5 * pow10((self.exp or 0) - self.decimals) * (1 + 1e-9)
 
     def low(self) -> float:
         """Magnitudes below this show at most one significant digit."""

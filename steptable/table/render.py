@@ -79,9 +79,8 @@ def compile_row(cols: tuple[Col, ...]) -> Callable[[Mapping[str, Any]], str]:
             ]
         elif fmt is None and c.notation is not None:
             n = c.notation  # a float the column's notation holds: its text (the slow path checks the rest)
-            exact = f" and HOLDS{i}(v)" if n.exact or n.decimals == 0 or n.exp is not None else ""
             lines += [
-                f"    if type(v) is float and -TOP{i} < v < TOP{i}{exact}:",
+                f"    if type(v) is float and {wholerow.held(i, n, 'v')}:",
                 f"        {name} = NOTE{i}(v).rjust({w})",
                 f"        if len({name}) != {w}: {slow}",
                 f"    else: {slow}",

@@ -69,8 +69,8 @@ class Running:
             self.held = True
             return False
         n = self.notation
-        if n is not None and n.holds(x) and not (x < 0 and not seen.negative):
-            self.held = True
+        if n is not None and not (x < 0 and not seen.negative) and (n.holds(x) or n.rounds_away(x)):
+            self.held = n.holds(x)
             if x != 0 and ax < n.low():
                 self._low += 1
                 self._recent.add(x)

@@ -21,6 +21,7 @@ from typing import Any
 
 from steptable.table.columns import Col
 from steptable.table.formatting import _compact_exponent, auto_filled, format_cell
+from steptable.table.notation import Notation
 
 SAFE_SPEC = re.compile(r"([+\- ]?)(\.[0-9]{1,2})?([fFde%])")
 
@@ -116,8 +117,19 @@ def names(cols: tuple[Col, ...], sep: str) -> dict[str, Any]:
         env[f"MEMO{i}"] = {}
         if c.notation is not None:
             env[f"NOTE{i}"], env[f"HOLDS{i}"], env[f"TOP{i}"] = c.notation.text, c.notation.holds, c.notation.top
+            env[f"HALF{i}"] = c.notation.half()
             env[f"NOTATION{i}"] = c.notation
     return env
+
+
+def held(i: int, n: Notation, v: str) -> str:
+    """Code true where column ``i``'s notation ``n`` holds the float named ``v`` (:meth:`Notation.holds`, with the
+    names of :func:`names`): its bounds inline where they are all of it (fixed decimals, not exact), else the
+    method."""
+    if n.exact or n.decimals == 0 or n.exp is not None:
+        return f"-TOP{i} < {v} < TOP{i} and HOLDS{i}({v})"
+    # (a magnitude at or below the half would read as zero digits, '.0000': written on its own)
+    return f"(HALF{i} < {v} < TOP{i} or -TOP{i} < {v} < -HALF{i} or {v} == 0)"
 
 
 def source(cols: tuple[Col, ...], sep: str) -> list[str]:
@@ -173,9 +185,8 @@ def source(cols: tuple[Col, ...], sep: str) -> list[str]:
         elif k == "note":
             n = c.notation
             assert n is not None
-            exact = f" and HOLDS{i}(v{i})" if n.exact or n.decimals == 0 or n.exp is not None else ""
             lines += [  # a float the notation does not hold (NaN, a spike) is written as the per-cell path does
-                f"        t{i} = '' if v{i} is None else NOTE{i}(v{i}) if -TOP{i} < v{i} < TOP{i}{exact} else "
+                f"        t{i} = '' if v{i} is None else NOTE{i}(v{i}) if {held(i, n, f'v{i}')} else "
                 f"cell(v{i}, None, {c.width}, 'right', NOTATION{i})",
             ]
             args[i] = f"t{i}"

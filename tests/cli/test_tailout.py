@@ -590,9 +590,9 @@ def test_follow_widens_a_column_for_values_its_first_rows_never_had(tmp_path: Pa
     write_rows(path, [{"step": 30, "loss": -1.2345e-05, "tokens": 123456789}])
     emit(follower, tail)
     last = out.getvalue().splitlines()[-1].split()  # type: ignore[attr-defined]
-    # the tokens read "1.2e8" before; the loss is written in its column's notation, chosen again for it (.5 had one
-    # decimal): thousandths, in which -1.2e-5 rounds away with its sign
-    assert last == ["30", "-.000", "123456789"]
+    # the tokens read "1.2e8" before; the loss's notation is chosen again for it (.5 had one decimal): thousandths,
+    # whose '-.000' would read as zero, so -1.2e-5 is written on its own in its cells
+    assert last == ["30", "-1e-5", "123456789"]
 
 
 def test_follow_after_two_resumes_and_an_edit_between_reads(tmp_path: Path) -> None:
@@ -658,3 +658,20 @@ def test_follow_a_csv_rewritten_from_the_top_with_a_new_key(tmp_path: Path) -> N
     emit(follower, tail)
     rows = [json.loads(line) for line in out.getvalue().splitlines()]  # type: ignore[attr-defined]
     assert [r["time/total_timesteps"] for r in rows][3:] == [100]
+
+
+def test_follow_never_writes_a_decayed_value_as_zero_digits_after_another_run_appears(tmp_path: Path) -> None:
+    """The review's trackio project, in JSONL: a run whose loss decayed to 5e-6 reads ``5.00e-6``; a second run
+    (2, 1, .667 ... .004) appears and the two share one notation, thousandths: the first run's next rows read
+    ``4.99e-6`` on their own, not ``.00000``."""
+    big = tmp_path / "big" / "metrics.jsonl"
+    write_rows(big, [{"step": s, "loss": 1 / (s + 1)} for s in range(199_000, 200_000)])
+    follower, tail, out, _ = follow_tail(tmp_path, ["-n", "2"])
+    emit(follower, tail)
+    assert [r.split()[1] for r in out.getvalue().splitlines()[-2:]] == ["5.00e-6", "5.00e-6"]
+    write_rows(tmp_path / "second" / "metrics.jsonl", [{"step": s, "loss": 2 / (s + 1)} for s in range(500)])
+    emit(follower, tail)
+    write_rows(big, [{"step": s, "loss": 1 / (s + 1)} for s in range(200_400, 200_403)])
+    emit(follower, tail)
+    last = [r.split() for r in out.getvalue().splitlines()[-3:]]
+    assert last == [["200400", "4.99e-6"], ["200401", "4.99e-6"], ["200402", "4.99e-6"]]

@@ -44,10 +44,11 @@ def test_a_column_widens_up_to_its_declared_width_and_the_header_comes_again(cap
     # .00300 (the 3-digit form) from the first row: the next value's .00298 needs no new header; .5, a lone value
     # past the notation's top, is written on its own, and .41 after it leaves that notation (thousandths now, .5
     # among them), printed in the wider column until a header is due anyway: rs widens at the next row, and under
-    # that header kl is as narrow as its values need (-.000123 rounds away with its sign, which needs its cell);
-    # 1.2e7, on its own, widens it again, and 2.3e7 leaves the notation for an exponent, written once in the
-    # header, its 3 digits measured as the cell shows them (235 under "kl e5", not 2.35e7's 7 cells with the sign)
-    assert rows == ["   0 .00300 .25", "   1 .00298 .25", "   2     .5 .25", "   3   .410 .25", "   4 -.000 .123",
+    # that header kl is as narrow as its values need (-.000123, which thousandths would write '-.000', is written on
+    # its own in the cells the column has: -1e-4); 1.2e7, on its own, widens it again, and 2.3e7 leaves the
+    # notation for an exponent, written once in the header, its 3 digits measured as the cell shows them (235 under
+    # "kl e5", not 2.35e7's 7 cells with the sign)
+    assert rows == ["   0 .00300 .25", "   1 .00298 .25", "   2     .5 .25", "   3   .410 .25", "   4 -1e-4 .123",
                     "   5 1.23e7 .123", "   6   235 .123"]
     assert headers == ["step     kl  rs", "step    kl   rs", "step     kl   rs", "step kl e5   rs"]
     assert sl.header() == headers[-1]
@@ -403,3 +404,19 @@ def test_a_fraction_of_int_subclasses_is_measured_by_its_value(captured: list[st
     with StepLogger(cols, alerts=False, header_every=0) as sl:
         lines = [sl.log({"step": i, "hs": (Sneaky(i), Sneaky(32))}) for i in (0, 10)]
     assert lines == ["   0  0/32", "  10 10/32"]
+
+
+def test_a_value_the_decimals_round_away_is_written_in_the_cells_its_column_has() -> None:
+    """A clip ratio of 9e-6 under ``.0149`` is written ``9e-6``, not ``.0000``, in the column's 5 cells: no wider
+    column, no header for it (as a fixed spec's zero is, :func:`need`); a column too narrow for any form of it is
+    widened to the fewest cells that show it."""
+    layout = ConsoleLayout([Col("step", 4, "step", "d"), Col("clip_ratio", 10, "clip"), Col("x", 8, "x")])
+    assert layout.update({"step": 0, "clip_ratio": 0.0149, "x": 0.25})
+    before = layout.cols
+    assert [c.width for c in before] == [4, 5, 3]
+    assert not layout.update({"step": 1, "clip_ratio": 9e-6, "x": 0.5})
+    assert layout.cols == before and render.row(layout.cols, {"step": 1, "clip_ratio": 9e-6, "x": 0.5}).split() == [
+        "1", "9e-6", ".50"]
+    assert layout.update({"step": 2, "clip_ratio": 0.0151, "x": 1.2e-5})  # ('.00' in 3 cells: '1e-5' needs 4)
+    assert [c.width for c in layout.cols] == [4, 5, 4]
+    assert render.row(layout.cols, {"step": 2, "clip_ratio": 0.0151, "x": 1.2e-5}).split() == ["2", ".0151", "1e-5"]

@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 from steptable.logger.consolecols import ConsoleLayout
 from steptable.table import render
 from steptable.table.columns import Col, with_notations
-from steptable.table.notation import LOW_RUN, Column, choose, of_values, unit
+from steptable.table.formatting import format_value
+from steptable.table.notation import LOW_RUN, Column, Notation, choose, of_values, unit
 from steptable.table.running import SPIKE_APART, Running
 
 
@@ -344,3 +345,35 @@ def test_the_running_notation_remembering_held_values_decides_as_it_does_without
             assert (fast.notation, fast.held) == (ref.notation, ref.held), (trial, v)
         remembered += len(fast._known)
     assert remembered  # the memo is used, not bypassed
+
+
+def test_a_non_zero_value_is_never_written_as_zero_digits() -> None:
+    """A value a column's fixed decimals would round away (``.0000``, ``-.000``: read as a true zero) is outside its
+    notation and written on its own; zero is still ``0``."""
+    assert texts([0.0123, 3e-6, -2.1e-5, 0.0]) == [".0123", "3e-6", "-2.1e-5", "0"]
+    # a double at the half of the last decimal rounds either way ('{5e-7:.6f}' is '0.000000'): outside too
+    for decimals in range(1, 13):
+        n = Notation(decimals)
+        half = 0.5 * 10.0**-decimals
+        for x in (math.nextafter(half, 0), half, math.nextafter(half, 1), -half):
+            assert not n.holds(x) or n.text(x).strip("-.0"), (decimals, x)
+    # the review's case: a run decayed to 5e-6 beside a run of thousandths, one notation chosen from both (tail -f
+    # with a second run in the project): the first run's values are written on their own, not '.00000'
+    column = Column()
+    column.take_all(array("d", [1 / (i + 1) for i in range(199_000, 200_000)]))
+    column.take_all(array("d", [2 / (i + 1) for i in range(500)]))
+    n = column.notation(7)
+    assert n is not None and not n.holds(4.99e-6)
+    assert format_value(4.99e-6, None, 7, notation=n) == "4.99e-6"
+
+
+def test_the_live_notation_writes_a_value_its_decimals_round_away_on_its_own_and_follows_the_decay() -> None:
+    running = Running(8)
+    running.see(0.0123)
+    assert running.see(3e-6) is False and not running.held  # ('.0000'): written on its own, the notation kept
+    assert running.see(0.0119) is False and running.held
+    # a loss fallen past the decimals at once: its values still count as low ones, and the notation follows them
+    for i in range(LOW_RUN - 1):
+        assert running.see(4e-6 - i * 1e-8) is False and not running.held
+    assert running.see(3.7e-6) is True and running.held
+    assert running.notation is not None and running.notation.text(3.7e-6) == "3.70e-6"

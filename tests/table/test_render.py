@@ -7,6 +7,7 @@ import math
 import random
 from collections.abc import Callable
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -363,3 +364,14 @@ def test_spec_without_precision_does_not_round_a_value_to_zero() -> None:
     cols = (Col("a", 9, "a", "f"), Col("b", 9, "b", "+f"))
     for row in ({"a": 1e-9, "b": 0.5}, {"a": 0.5, "b": -1e-9}, {"a": 0.0, "b": 0.0}):
         assert render.compile_row(cols)(row) == render.SEP.join(render.cells(cols, row))
+
+
+def test_a_compiled_row_writes_a_value_its_notation_rounds_away_on_its_own() -> None:
+    """Both compiled paths (the whole-row template and the per-cell code for a row it cannot take) write what the
+    cells write for a value fixed decimals would show as zero digits: its own form, not ``.0000``."""
+    cols = with_notations([Col("step", 4, "step", "d"), Col("x", 6, "x")], [{"step": 0, "x": 0.0123}])
+    row = render.compile_row(cols)
+    for x, text in ((3e-6, "3e-6"), (-2.1e-5, "-2e-5"), (0.0, "0"), (0.0119, ".0119")):
+        for values in ({"step": 1, "x": x}, MappingProxyType({"step": 1, "x": x})):  # (not a dict: per-cell code)
+            assert row(values).split() == ["1", text], (x, type(values))
+            assert row(values) == render.SEP.join(render.cells(cols, values))

@@ -197,8 +197,8 @@ async def test_columns_widen_for_values_the_first_rows_never_had(tmp_path: Path)
         write_rows(path, [{"step": 30, "loss": -1.2345e-05, "tokens": 123456789}])
         await sync(pilot, follower)
         line = next(t for t in screen_text(app).splitlines() if t.split()[:1] == ["30"])
-        # (not "1.2e8"; the loss in its column's notation, chosen again for the new value, as tail writes it)
-        assert line.split()[:3] == ["30", "-.000", "123456789"], line
+        # (not "1.2e8"; the loss on its own, as tail writes it: its column's new notation would write '-.000')
+        assert line.split()[:3] == ["30", "-1e-5", "123456789"], line
 
 
 async def test_joiners_in_keys_and_cells_keep_the_screen_lines_measured_alike(tmp_path: Path) -> None:
