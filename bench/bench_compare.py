@@ -14,6 +14,11 @@
    3 seeds (the event loop's lag, from a 2 ms ticker), the build on its own thread against the same build made at
    once on the UI thread (``INLINE_ROWS`` raised past the rows), interleaved.
 
+5. Rates: how often an arm that differs from the baseline by nothing but its seeds is called better or worse
+   (nominal 5%), per seeds an arm, over ``--draws`` draws of in-memory runs (1000 steps, a seed's level spread .05,
+   the within-run noise .2); the anchor is the same draws judged with the one-seed arm's interval from its own
+   batch means (the rule before pooling), and the power at a true difference of .1.
+
     python bench/bench_compare.py                      # all three; data generated once into a temp dir
     python bench/bench_compare.py --only e2e --rows 20000 --reps 1
 """
@@ -325,6 +330,43 @@ def _copy_store(st: Any) -> Any:
     return out
 
 
+def rates(draws: int) -> None:
+    """Part 5 (see the module doc)."""
+    from steptable.compare import choose_window, compare, group_runs, make_arms
+    from steptable.compare.stats import mean, seeds_spread, single_spread, welch
+    from tests.compare.helpers import MemRun
+
+    def called(lo: float | None, hi: float | None) -> bool:
+        return lo is not None and hi is not None and not lo <= 0.0 <= hi
+
+    print(f"verdicts over {draws} draws (1000 steps, the last 100 compared; seed level sd .05, noise sd .2):")
+    rng = random.Random(0)
+    for seeds in ((3, 1), (1, 3), (5, 1), (3, 3), (1, 1)):
+        false = anchor = power = 0
+        for d in range(2 * draws):
+            delta = 0.0 if d < draws else 0.1
+            runs, window = [], {}
+            for (arm, shift), n in zip((("base", 0.0), ("arm", delta)), seeds, strict=True):
+                for k in range(n):
+                    level = shift + rng.gauss(0, 0.05)
+                    vals = [level + rng.gauss(0, 0.2) for _ in range(1000)]
+                    runs.append(MemRun(f"{arm}_seed{k}" if n > 1 else arm, range(1000), {"m": vals}))
+                    window.setdefault(arm, []).append(vals[-100:])
+            arms = make_arms(group_runs(runs), "step")
+            r = next(x for x in compare(arms, "base", ["m"], choose_window(arms, 0.1), {"m": "higher"})
+                     if x.arm == "arm")
+            if delta:
+                power += r.verdict == "better"
+                continue
+            false += r.verdict in ("better", "worse")
+            old = {a: single_spread(v[0]) if len(v) == 1 else seeds_spread([mean(x) for x in v])
+                   for a, v in window.items()}
+            anchor += called(*welch(old["arm"], old["base"])[1:])
+        who = f"{seeds[0]} seed{'s' * (seeds[0] > 1)} vs {seeds[1]}"
+        print(f"  {who}: called apart {100 * false / draws:.1f}% (nominal 5%; own batch means: "
+              f"{100 * anchor / draws:.1f}%), power at +.1 {100 * power / draws:.0f}%")
+
+
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rows", type=int, default=100_000)
@@ -332,7 +374,8 @@ if __name__ == "__main__":
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--seeds", type=int, default=10, help="seeds of the summary's data (tokens)")
     ap.add_argument("--data", type=Path, default=None, help="keep the generated files here (reused when present)")
-    ap.add_argument("--only", choices=("e2e", "tokens", "live", "groups"), default=None)
+    ap.add_argument("--only", choices=("e2e", "tokens", "live", "groups", "rates"), default=None)
+    ap.add_argument("--draws", type=int, default=1000, help="draws a configuration (rates)")
     args = ap.parse_args()
     if args.only in (None, "e2e"):
         with tempfile.TemporaryDirectory() as tmp:
@@ -348,3 +391,5 @@ if __name__ == "__main__":
         live([10_000, 50_000, 200_000], args.metrics)
     if args.only in (None, "groups"):
         groups([10_000, 100_000], args.metrics)
+    if args.only in (None, "rates"):
+        rates(args.draws)
