@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections import deque
 from typing import Any, TypeAlias
 
+#: runs of numbers whose lowest step is kept, of the changes no longer listed (steptable.ingest.edits._LowestAfter)
+LOST_KEPT = 256
 #: (generation, rows, edits, resumes) of a run: what says whether it only grew since (:func:`only_grew`)
 GrowState: TypeAlias = tuple[int, int, int, int]
 
@@ -51,37 +53,68 @@ class EditLog:
         return self._lost_step if version < self._lost_version else None
 
 
+class _LowestAfter:
+    """Of changes no longer listed, the lowest step among those numbered past any ``n``: the lowest step of each run
+    of ``stride`` numbers, at most ``cap`` runs (past it the stride doubles, neighbours merged). A run that holds
+    ``n`` is counted whole: the answer may be lower than the truth by the changes of one run (``len / cap``),
+    never higher (rows served again, none missed)."""
+
+    def __init__(self, cap: int) -> None:
+        self.cap = cap
+        self.stride = 1
+        self._low: dict[int, int] = {}  # number // stride -> the lowest step of those numbers
+
+    def add(self, number: int, step: int) -> None:
+        b = number // self.stride
+        if step < self._low.get(b, step + 1):
+            self._low[b] = step
+        if len(self._low) > self.cap:
+            self.stride *= 2
+            merged: dict[int, int] = {}
+            for b, low in self._low.items():
+                if low < merged.get(b // 2, low + 1):
+                    merged[b // 2] = low
+            self._low = merged
+
+    def after(self, n: int) -> int | None:
+        """The lowest step of the changes numbered past ``n`` (None: none)."""
+        first = (n + 1) // self.stride
+        return min((low for b, low in self._low.items() if b >= first), default=None)
+
+
 class EarlierChanges:
     """The changes to a run's rows before its last one, numbered in the order its file made them: cells merged into
     an earlier row, a row inserted before the last, a resume that replaced rows. A merge into the last row is not
     one (a line of the last step read with it or after it: the count would depend on how the file was cut into
     chunks); so the numbers are the same in every read of the same bytes, and a reader that served rows when
-    ``count`` was ``n`` finds what changed among them since with :meth:`since`. The last ``maxlen`` are kept. Not
-    locked: its owner's lock guards it."""
+    ``count`` was ``n`` finds what changed among them since with :meth:`since`. The last ``maxlen`` are listed; of
+    those before, the lowest step after any count is kept (:class:`_LowestAfter`). Not locked: its owner's lock
+    guards it."""
 
     def __init__(self, maxlen: int) -> None:
         self._changes: deque[tuple[int, int, bool]] = deque(maxlen=maxlen)  # (number, step, a resume?)
-        self._lost: tuple[int, int | None] | None = None  # (lowest step, lowest resume) of those no longer kept
+        self._lost = _LowestAfter(LOST_KEPT)  # changes no longer listed
+        self._lost_resumes = _LowestAfter(LOST_KEPT)  # ... of them the resumes
         self.count = 0
 
     def note(self, step: int, resumed: bool) -> None:
         """A change at ``step``: rows from it on replaced (``resumed``), else the row at it changed or inserted."""
         if len(self._changes) == self._changes.maxlen:
-            _, old, res = self._changes[0]
-            low, back = self._lost or (old, None)
-            self._lost = (min(low, old), back if not res else old if back is None else min(back, old))
+            number, old, res = self._changes[0]
+            self._lost.add(number, old)
+            if res:
+                self._lost_resumes.add(number, old)
         self.count += 1
         self._changes.append((self.count, step, resumed))
 
     def since(self, n: int, upto: int) -> tuple[int | None, int | None, list[int]]:
         """Of the changes after the first ``n``, those at or before step ``upto``: (the lowest step a resume replaced
-        rows from, the lowest step from which on every row may have changed (changes no longer kept), the steps of
+        rows from, the lowest step from which on every row may have changed (changes no longer listed), the steps of
         the other changes). ``n`` is at most :attr:`count` (a larger one is not a count of this run's)."""
-        resumed: int | None = None
-        lost: int | None = None
-        if n < self.count - len(self._changes) and self._lost is not None and self._lost[0] <= upto:
-            lost, back = self._lost
-            resumed = back if back is not None and back <= upto else None
+        lost = self._lost.after(n) if n < self.count - len(self._changes) else None  # (else: all listed)
+        lost = lost if lost is not None and lost <= upto else None
+        resumed = self._lost_resumes.after(n) if lost is not None else None
+        resumed = resumed if resumed is not None and resumed <= upto else None
         steps = []
         for k, step, res in self._changes:
             if k > n and step <= upto:

@@ -2,16 +2,19 @@
 
 A batch's key order is no rank: wandb-core writes a history record's items in Go map order (random per run), and a
 JSONL row's order is whatever dict the trainer built (per-layer statistics may come before the loss). So the room
-left goes to the keys of :func:`rank` first: step and clock keys, then names without a numbered part (``loss``
-before ``grad_norm/layer0042``: a per-layer or per-sample family is what overflows), shallow before deep, short
-before long, then by name. The same keys then give the same columns, whatever their order.
+left goes, row by row, to the keys of :func:`rank` first: step and clock keys, then names without a numbered part
+(``loss`` before ``grad_norm/layer0042``: a per-layer or per-sample family is what overflows), shallow before deep,
+short before long, then by name. The same rows then give the same columns, whatever their keys' order and however
+the file was cut into batches.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Mapping, Sequence
+from typing import Any
 
+from steptable.ingest.parse import MISSING
 from steptable.ingest.parsed import WALL_KEYS
 from steptable.table.stepkeys import is_step_key
 
@@ -24,12 +27,14 @@ def rank(key: str) -> tuple[bool, bool, int, int, str]:
             key)
 
 
-def kept(new: Iterable[str], room: int) -> set[str]:
-    """The ``room`` keys of ``new`` (keys the table does not hold yet) it keeps: the first by :func:`rank`."""
-    return set(sorted(new, key=rank)[: max(room, 0)])
-
-
-def left_out(new: Iterable[str], room: int) -> list[str]:
-    """The keys of ``new`` past the ``room`` left (not :func:`kept`), by :func:`rank`: none where all fit."""
-    ranked = sorted(new, key=rank)
+def left_out(new: Mapping[str, int], room: int) -> list[str]:
+    """The keys of ``new`` (key -> the row of its batch it is first in) past the ``room`` left, as rows are taken
+    one by one: by that row, then by :func:`rank`; none where all fit. (Row by row, not by rank over the batch: the
+    keys kept must not depend on where a file was cut into batches.)"""
+    ranked = sorted(new, key=lambda k: (new[k], rank(k)))
     return ranked[max(room, 0):]
+
+
+def first_present(vals: Sequence[Any]) -> int:
+    """The index of the first cell of a batch's column that holds a value (not MISSING)."""
+    return next((i for i, v in enumerate(vals) if v is not MISSING), len(vals))

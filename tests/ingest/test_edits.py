@@ -62,3 +62,49 @@ def test_earlier_changes_too_many_to_keep_say_from_where_every_row_may_have_chan
     assert changes.since(0, 10) == (3, 5, [8])  # the first one is no longer kept: from step 5 on, every row
     assert changes.since(1, 10) == (3, None, [8])
     assert changes.since(2, 7) == (None, None, [])
+
+
+def test_changes_no_longer_listed_are_told_from_the_lowest_step_changed_after_the_cursor() -> None:
+    """A cursor taken after the changes at steps 0-99 (late evaluations), then 5,898 more at steps 100 on, of which
+    4,096 are listed: what changed after it is from step 100 on, not from step 0 (the lowest of every change no
+    longer listed, those the cursor had seen among them: the whole run served again)."""
+    from steptable.ingest.edits import EarlierChanges
+
+    changes = EarlierChanges(4096)
+    for step in range(6000):
+        changes.note(step, False)
+    resumed, lost, listed = changes.since(100, 101)
+    assert resumed is None and listed == [] and lost is not None and 90 <= lost <= 100  # (256 pairs kept: ~8 apart)
+    assert changes.since(100, 80) == (None, None, [])
+    assert changes.since(6000 - 4096, 10_000)[1] is None  # (every change after it listed)
+
+
+def test_the_lowest_step_changed_after_a_cursor_is_never_above_the_truth() -> None:
+    """Random changes (resumes among them) past what is listed and past the pairs kept of the rest: for every cursor
+    the lowest step told is at most the lowest step changed after it (no row missed), and exact while the pairs kept
+    hold every change no longer listed (past them it may tell a change at or before the cursor's step where none
+    is: rows served again, none missed)."""
+    import random
+
+    from steptable.ingest import edits
+
+    rng = random.Random(4)
+    for cap in (4, 10_000):
+        edits_kept, edits.LOST_KEPT = edits.LOST_KEPT, cap
+        try:
+            changes = edits.EarlierChanges(16)
+        finally:
+            edits.LOST_KEPT = edits_kept
+        made: list[tuple[int, bool]] = []
+        for _ in range(400):
+            made.append((rng.randrange(200), rng.random() < 0.1))
+            changes.note(*made[-1])
+        for n in range(0, 400, 7):
+            upto = rng.randrange(250)
+            resumed, lost, steps = changes.since(n, upto)
+            after = [(s, r) for s, r in made[n:] if s <= upto]
+            told = min([x for x in (resumed, lost, *steps) if x is not None], default=None)
+            truth = min((s for s, _ in after), default=None)
+            assert truth is None or (told is not None and told <= truth), (n, upto)
+            if cap > 400:
+                assert told == truth, (n, upto)

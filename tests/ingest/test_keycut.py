@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from steptable.ingest.keycut import kept, rank
+from steptable.ingest.keycut import left_out, rank
 from steptable.ingest.parsed import Parsed
 from steptable.ingest.store import RunStore
 
@@ -17,7 +17,32 @@ def test_step_and_clock_keys_then_plain_names_then_numbered_families() -> None:
     keys = ["grad_norm/layer0001", "train/loss", "a/b/c", "loss", "_timestamp", "step", "reward", "top5"]
     assert sorted(keys, key=rank) == ["step", "_timestamp", "loss", "reward", "train/loss", "a/b/c", "top5",
                                       "grad_norm/layer0001"]
-    assert kept(keys, 3) == {"step", "_timestamp", "loss"} and kept(keys, 0) == set() and kept(keys, -1) == set()
+    first = dict.fromkeys(keys, 0)
+    assert left_out(first, 5) == ["a/b/c", "top5", "grad_norm/layer0001"] and left_out(first, 8) == []
+    assert left_out(first, -1) == left_out(first, 0) == sorted(keys, key=rank)
+    assert left_out({"loss": 1, "grad/l1": 0, "grad/l2": 0}, 2) == ["loss"]  # (row by row: the first row's first)
+
+
+def test_the_keys_kept_past_the_cap_do_not_depend_on_how_the_file_is_cut_into_reads(
+        tmp_path: object, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rows that each bring new keys past the cap, taken in one batch or one row a batch (a follower polling after
+    each line): the same keys kept, the same first key named as left out (ranked over a batch, a key of a later row
+    could take the room a key of an earlier row had when read alone)."""
+    from steptable.ingest import store, table
+
+    monkeypatch.setattr(table, "MAX_KEYS", 8)
+    monkeypatch.setattr(store, "MAX_KEYS", 8)
+    rows = [{"step": 0, **{f"m{k}": 1.0 for k in range(5)}}, {"step": 1, **{f"grad/layer{k}": 1.0 for k in range(3)}},
+            {"step": 2, "reward": 1.0}]
+    whole, lines = RunStore("r", "/nonexistent/a.jsonl"), RunStore("r", "/nonexistent/b.jsonl")
+    whole.add(Parsed(steps=[0, 1, 2], rows=rows), now=math.nan)
+    told = []
+    for i, r in enumerate(rows):
+        p = Parsed(steps=[i], rows=[r])
+        lines.add(p, now=math.nan)
+        told += p.bad
+    assert whole.keys == lines.keys == ["step", *(f"m{k}" for k in range(5)), "grad/layer0", "grad/layer1"]
+    assert whole.first_dropped == lines.first_dropped == "grad/layer2"
 
 
 @pytest.mark.parametrize("seed", range(5))
