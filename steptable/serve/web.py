@@ -119,9 +119,13 @@ class WatchServer(Server):
         try:
             websocket = web.WebSocketResponse(heartbeat=15)
             width, height = cells(request.query.get("width", "80"), 80), cells(request.query.get("height", "24"), 24)
-            service: AppService | None = None
             try:
                 await websocket.prepare(request)
+            except web.HTTPException as e:  # a malformed handshake (no key, no version): answered, one log line
+                log.warning("websocket refused (%d): %s", e.status, sanitize((e.text or e.reason).strip()))
+                raise
+            service: AppService | None = None
+            try:
 
                 async def close() -> None:
                     await websocket.close()

@@ -278,3 +278,16 @@ def _alive(pid: int) -> bool:
         return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] != "Z"
     except OSError:
         return False
+
+
+def test_a_malformed_websocket_handshake_is_answered_400_in_one_log_line(demo_dir: Path) -> None:
+    """An upgrade with the token but no Sec-WebSocket-Key nor -Version got no answer at all (the connection
+    dropped) and a traceback of a hundred lines in the server's log."""
+    with _serve(demo_dir) as (port, proc):
+        base = f"http://127.0.0.1:{port}"
+        status = _run(_status(f"{base}/ws/{TOKEN}", headers={"Upgrade": "websocket", "Connection": "Upgrade",
+                                                             "Origin": base}))
+    assert proc.stdout is not None
+    log = proc.stdout.read()
+    assert status == 400
+    assert "Traceback" not in log and len([line for line in log.splitlines() if "refused" in line]) == 1, log
