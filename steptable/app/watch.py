@@ -33,14 +33,15 @@ def make_app(
 
 def run_watch(
     paths: list[str], poll: float | None = None, theme: str | None = None, schema: str | None = None,
-    *, gc_paused: bool = False,
+    *, gc_paused: bool = False, wait: bool = False,
 ) -> int:
-    """``steptable watch PATH...``: run the app until the user quits. Returns the exit code. ``gc_paused``: the
+    """``steptable watch PATH...``: run the app until the user quits. Returns the exit code: 2 for a path that does
+    not exist, unless ``wait`` (it is followed: the run is shown once its files appear). ``gc_paused``: the
     caller disabled garbage collection for the start (``steptable watch``): it is enabled again once the first rows
     are on screen, the objects made until then frozen (they live for the session: later collections skip them), and
     in any case before this returns."""
     try:
-        return _run_watch(paths, poll, theme, schema, _resume_gc if gc_paused else None)
+        return _run_watch(paths, poll, theme, schema, _resume_gc if gc_paused else None, wait)
     finally:
         if gc_paused and not gc.isenabled():
             gc.enable()
@@ -53,9 +54,9 @@ def _resume_gc() -> None:
 
 
 def _run_watch(paths: list[str], poll: float | None, theme: str | None, schema: str | None,
-               first_rows: Callable[[], None] | None) -> int:
+               first_rows: Callable[[], None] | None, wait: bool) -> int:
     missing = [p for p in paths if not Path(p).exists()]
-    if missing:
+    if missing and not wait:
         print(f"steptable watch: no such file or directory: {sanitize(', '.join(missing))}", file=sys.stderr)
         return 2
     # built first: the app starts reading the runs' tails in a thread, which the checks below overlap

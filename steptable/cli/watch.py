@@ -16,6 +16,9 @@ def add_parser(sub: Any) -> None:
         "--poll", type=positive_seconds, default=None, help="poll files every SECONDS instead of notifications"
     )
     w.add_argument("--theme", default=None, help="dark, light, high-contrast or any Textual theme")
+    w.add_argument("--wait", action="store_true",
+                   help="follow a path that does not exist yet (a run about to start), as tail -f and serve do, "
+                   "instead of refusing it")
     w.add_argument("--schema", default=None, help="column set to use instead of the detected one")
     w.add_argument("--schema-file", metavar="PATH", default=None,
                    help="a schema file (TOML) to apply; a log directory's steptable.toml applies only "
@@ -38,4 +41,5 @@ def run(args: argparse.Namespace) -> int:
         if paused:
             gc.enable()
         raise
-    return run_watch(list(args.paths), poll=args.poll, theme=args.theme, schema=args.schema, gc_paused=paused)
+    return run_watch(list(args.paths), poll=args.poll, theme=args.theme, schema=args.schema, gc_paused=paused,
+                     wait=args.wait)

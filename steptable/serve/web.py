@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import aiohttp_jinja2
-from aiohttp import web
+from aiohttp import WSCloseCode, web
 from textual_serve.app_service import AppService
 from textual_serve.server import Server, to_int
 
@@ -26,13 +26,18 @@ log = logging.getLogger("textual-serve")
 QUIT_WAIT_S = 5.0
 #: the most cells a browser may ask for a side of its terminal (one asked for 10**30 and the app grew to 8 GB)
 MAX_CELLS = 1000
+#: the most bytes of a websocket close frame's reason (RFC 6455: a control frame's 125, less the code's 2)
+REASON_BYTES = 123
+#: the most of a session app's stderr kept for the log (the end: a traceback's last lines)
+STDERR_KEEP = 64 * 1024
 
 
 def watch_command(paths: Sequence[str], theme: str | None = None, poll: float | None = None) -> str:
     """The shell command each session runs: this interpreter's ``steptable watch`` over ``paths``, in place of the
     shell (``exec``: textual-serve starts it through ``/bin/sh``, and a kill of a shell that forked it left the app
-    running, a child of init, outside the session cap)."""
-    argv = [sys.executable, "-m", "steptable", "watch"]
+    running, a child of init, outside the session cap). ``--wait``: a path that does not exist yet is followed, as
+    serve said at its start (each session refused it, and showed nothing)."""
+    argv = [sys.executable, "-m", "steptable", "watch", "--wait"]
     if theme:
         argv += ["--theme", theme]
     if poll:
@@ -49,10 +54,71 @@ def cells(value: Any, default: int) -> int:
 
 
 class Session(AppService):  # type: ignore[misc]
-    """textual-serve's app of one session, its terminal's size kept within MAX_CELLS a side."""
+    """textual-serve's app of one session on ``websocket``, its terminal's size kept within MAX_CELLS a side. When
+    the app's process ends by itself (it crashed, was killed, refused its paths) while the browser is there, the
+    websocket is closed with why (:func:`ended_reason`), which ends the session and frees its slot; the app's stderr
+    goes to the log once."""
+
+    def __init__(self, command: str, websocket: web.WebSocketResponse, download_manager: Any) -> None:
+        super().__init__(command, write_bytes=websocket.send_bytes, write_str=websocket.send_str,
+                         close=self._quit, download_manager=download_manager)
+        self.websocket = websocket
+        self.last_error = ""  # the app's last line of stderr
+        self._stderr: asyncio.Task[None] | None = None
 
     async def set_terminal_size(self, width: int, height: int) -> None:
         await super().set_terminal_size(cells(width, 80), cells(height, 24))
+
+    async def _quit(self) -> None:  # (the app said it exits: a normal close)
+        await self.websocket.close()
+
+    async def run(self) -> None:
+        """textual-serve's: the app's output to the browser until it ends; then, if the browser is still there, the
+        websocket closed with why the app ended."""
+        proc = self._process
+        assert proc is not None and proc.stderr is not None
+        # read here, not by textual-serve: it logs the stderr of an app that fails to start twice, and all of it
+        self._stderr = asyncio.create_task(self._say_stderr(proc.stderr))
+        quiet = asyncio.StreamReader()
+        quiet.feed_eof()
+        proc.stderr = quiet
+        await super().run()  # (until the app's output ends)
+        if not self.websocket.closed:  # (closed: the browser left or the app quit; the server ends the process)
+            await self._app_ended(proc)
+
+    async def _app_ended(self, proc: asyncio.subprocess.Process) -> None:
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(proc.wait(), QUIT_WAIT_S)
+        if self._stderr is not None:
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(asyncio.shield(self._stderr), QUIT_WAIT_S)
+        reason = ended_reason(proc.returncode, self.last_error)
+        log.warning("a session ended: %s", reason)
+        code = WSCloseCode.OK if proc.returncode == 0 else WSCloseCode.INTERNAL_ERROR
+        await self.websocket.close(code=code, message=_cut(reason, REASON_BYTES).encode())
+
+    async def _say_stderr(self, stream: asyncio.StreamReader) -> None:
+        kept = bytearray()
+        while data := await stream.read(4096):
+            kept += data
+            del kept[:-STDERR_KEEP]
+        text = kept.decode("utf-8", "replace")
+        if text.strip():
+            self.last_error = sanitize(text.strip().splitlines()[-1])
+            sys.stdout.write(sanitize(text, keep_newlines=True).rstrip("\n") + "\n")
+            sys.stdout.flush()
+
+
+def ended_reason(returncode: int | None, last_error: str) -> str:
+    """Why a session's app ended, for the browser and the log: its exit status or signal, and its last line of
+    stderr."""
+    if returncode is None:
+        why = "the app closed its output"
+    elif returncode < 0:
+        why = f"the app was killed (signal {-returncode})"
+    else:
+        why = f"the app ended (exit status {returncode})"
+    return f"{why}: {last_error}" if last_error else why
 
 
 class WatchServer(Server):
@@ -126,15 +192,10 @@ class WatchServer(Server):
                 raise
             service: AppService | None = None
             try:
-
-                async def close() -> None:
-                    await websocket.close()
-
-                service = Session(self.command, write_bytes=websocket.send_bytes, write_str=websocket.send_str,
-                                  close=close, download_manager=self.download_manager)
+                service = Session(self.command, websocket, self.download_manager)
                 self.services.add(service)
                 await service.start(width, height)
-                await self._process_messages(websocket, service)
+                await self._process_messages(websocket, service)  # (until the browser leaves or the app ends)
             except asyncio.CancelledError:
                 await websocket.close()
             except Exception as e:  # a bad message from the browser, a dead app: this session ends, not the server
@@ -146,6 +207,13 @@ class WatchServer(Server):
             return websocket
         finally:
             self.gate.close_session()
+
+
+def _cut(text: str, size: int) -> str:
+    """``text`` in at most ``size`` bytes of UTF-8, an ellipsis where it was cut."""
+    if len(text.encode()) <= size:
+        return text
+    return text.encode()[:size - 3].decode(errors="ignore") + "\u2026"
 
 
 async def _end(service: AppService) -> None:

@@ -198,7 +198,7 @@ def test_the_start_up_line_names_a_hostile_path_as_inert_text(tmp_path: Path) ->
         pass
     assert proc.stdout is not None
     out = proc.stdout.read()
-    assert "steptable serve: " in out and "watch -- " in out and "logs52;c;ZXZpbA==" not in out
+    assert "steptable serve: " in out and "watch --wait -- " in out and "logs52;c;ZXZpbA==" not in out
     assert str(tmp_path / "logs") in out
     assert not any(bad in out for bad in ("\x1b", "\x07", "\u202e"))
 
@@ -278,6 +278,132 @@ def _alive(pid: int) -> bool:
         return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] != "Z"
     except OSError:
         return False
+
+
+def _a_run(root: Path, last: int = 4321) -> Path:
+    """A finished run under ``root`` whose last row's step is ``last`` (a number no other cell shows)."""
+    import json
+
+    (root / "r").mkdir(parents=True)
+    rows = (json.dumps({"step": s, "loss": 1 / s}) + "\n" for s in range(last - 20, last + 1))
+    (root / "r" / "metrics.jsonl").write_text("".join(rows))
+    return root
+
+
+async def _apps_of(path: Path, timeout: float = 30) -> list[int]:
+    """The sessions' apps over ``path``, once there is one (none after ``timeout``)."""
+    deadline = time.monotonic() + timeout
+    while not _watch_processes(path) and time.monotonic() < deadline:
+        await asyncio.sleep(0.1)
+    return _watch_processes(path)
+
+
+async def _until_closed(w: Any, timeout: float = 30) -> tuple[int | None, str]:
+    """Read the session until the server closes it (``timeout`` in all: the server's pings restart a receive's own):
+    the close code and its reason."""
+
+    async def read() -> tuple[int | None, str]:
+        while True:
+            msg = await w.receive()
+            if msg.type in (aiohttp.WSMsgType.CLOSE, aiohttp.WSMsgType.CLOSING, aiohttp.WSMsgType.CLOSED):
+                return w.close_code, str(msg.extra or "")
+
+    return await asyncio.wait_for(read(), timeout)
+
+
+def _kill_all(pids: list[int]) -> None:
+    import signal
+
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+
+
+def test_a_session_whose_app_died_is_closed_with_why_and_frees_its_slot(tmp_path: Path) -> None:
+    """An app killed under its session (the OOM killer, a crash) left the websocket open for good, the tab frozen
+    and the session's slot taken: the next browser got 503 with nothing running. The server closes it, saying why
+    (the page shows the session ended), and the slot is free again."""
+    import signal
+
+    logs = _a_run(tmp_path / "logs")
+    with _serve(logs, "--max-sessions", "1") as (port, _):
+        origin = f"http://127.0.0.1:{port}"
+
+        async def go() -> tuple[int | None, str, int]:
+            async with aiohttp.ClientSession() as s:
+                async with s.ws_connect(f"{origin}/ws/{TOKEN}", origin=origin) as w:
+                    apps = await _apps_of(logs)
+                    assert apps
+                    for pid in apps:
+                        os.kill(pid, signal.SIGKILL)
+                    code, reason = await _until_closed(w)
+                deadline = time.monotonic() + 30  # (the slot is freed just after the close frame went out)
+                while True:
+                    try:
+                        async with s.ws_connect(f"{origin}/ws/{TOKEN}", origin=origin):
+                            return code, reason, len(await _apps_of(logs))
+                    except aiohttp.WSServerHandshakeError as e:
+                        if e.status != 503 or time.monotonic() > deadline:
+                            return code, reason, -e.status
+                        await asyncio.sleep(0.1)
+
+        try:
+            code, reason, second = _run(go())
+        finally:
+            _kill_all(_watch_processes(logs))
+    assert code == aiohttp.WSCloseCode.INTERNAL_ERROR and reason == "the app was killed (signal 9)"
+    assert second == 1  # (not -503)
+
+
+def test_a_session_whose_app_cannot_start_is_closed_with_its_error_said_once(tmp_path: Path) -> None:
+    """The app refuses what it is given (a steptable.toml it cannot use) and exits 2 at its start: the session
+    showed nothing, open for good, and the server's log said the app's error twice."""
+    logs = _a_run(tmp_path / "logs")
+    (logs / "steptable.toml").write_text('[schema]\nname = "bad name"\n')
+    with _serve(logs) as (port, proc):
+        origin = f"http://127.0.0.1:{port}"
+
+        async def go() -> tuple[int | None, str]:
+            async with aiohttp.ClientSession() as s, s.ws_connect(f"{origin}/ws/{TOKEN}", origin=origin) as w:
+                return await _until_closed(w)
+
+        code, reason = _run(go())
+    assert proc.stdout is not None
+    log = proc.stdout.read()
+    assert code == aiohttp.WSCloseCode.INTERNAL_ERROR
+    assert reason.startswith("the app ended (exit status 2): steptable watch: ")
+    assert len(reason.encode()) <= 123  # (a close frame's reason: the temporary directory's long name is cut)
+    said = re.findall(r"^steptable watch: .*", log, re.M)
+    assert len(said) == 1 and "steptable.toml" in said[0], log
+
+
+def test_a_path_that_does_not_exist_yet_is_followed_by_the_sessions(tmp_path: Path) -> None:
+    """serve says "no such path (yet)" and follows it (a training about to start makes its directory), but each
+    session's app refused the path and showed nothing. The session waits for it and shows its rows once written."""
+    later = tmp_path / "later"
+    with _serve(later) as (port, proc):
+        origin = f"http://127.0.0.1:{port}"
+
+        screen = ""
+
+        async def go() -> None:
+            nonlocal screen
+            async with aiohttp.ClientSession() as s, s.ws_connect(f"{origin}/ws/{TOKEN}?width=120&height=40",
+                                                                  origin=origin) as w:
+                while not re.search(r"\n\s*4321\s", screen):
+                    msg = await w.receive()
+                    if msg.type == aiohttp.WSMsgType.BINARY:
+                        screen += ANSI.sub("\n", msg.data.decode("utf-8", "replace"))
+                        if not later.exists():  # (the app is up and drawing: the run starts now)
+                            _a_run(later)
+                    elif msg.type in (aiohttp.WSMsgType.CLOSE, aiohttp.WSMsgType.CLOSING, aiohttp.WSMsgType.CLOSED):
+                        break
+
+        with contextlib.suppress(asyncio.TimeoutError):
+            _run(asyncio.wait_for(go(), 60))
+    assert proc.stdout is not None
+    assert "no such path (yet)" in proc.stdout.read()
+    assert re.search(r"\n\s*4321\s", screen), screen[-2000:]
 
 
 def test_a_malformed_websocket_handshake_is_answered_400_in_one_log_line(demo_dir: Path) -> None:
