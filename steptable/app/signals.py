@@ -28,13 +28,18 @@ class _Runs(_Exits, Protocol):
 def run_until_quit(app: _Runs) -> int:
     """Run ``app`` until q, TERM, HUP or its terminal going away; the exit code (128 + the signal for a signal, as a
     shell reports a killed command; a hangup's for a terminal gone without one). On Linux and macOS a Textual app runs
-    on ``GuardedDriver``, which never writes to, nor waits on, a terminal that is gone."""
+    on ``GuardedDriver``, which never writes to, nor waits on, a terminal that is gone; under textual-serve on
+    ``ServedDriver``, which ends the app when its server is gone."""
     from textual.app import App
 
     if isinstance(app, App) and app.driver_class.__name__ == "LinuxDriver":
         from steptable.app.terminal import GuardedDriver
 
         app.driver_class = GuardedDriver
+    elif isinstance(app, App) and app.driver_class.__name__ == "WebDriver":
+        from steptable.app.webdriver import ServedDriver
+
+        app.driver_class = ServedDriver
     with quit_on_signals(app) as got:
         app.run()
     return 128 + got[0] if got else app.return_code or 0

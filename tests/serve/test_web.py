@@ -311,6 +311,25 @@ async def _until_closed(w: Any, timeout: float = 30) -> tuple[int | None, str]:
     return await asyncio.wait_for(read(), timeout)
 
 
+async def _until_drawn(w: Any, pattern: str, timeout: float = 60) -> str:
+    """Read the session until its screen shows ``pattern`` (``timeout`` in all); the screen, its escapes as newlines
+    (empty if the session closed)."""
+    screen = ""
+
+    async def read() -> None:
+        nonlocal screen
+        while not re.search(pattern, screen):
+            msg = await w.receive()
+            if msg.type == aiohttp.WSMsgType.BINARY:
+                screen += ANSI.sub("\n", msg.data.decode("utf-8", "replace"))
+            elif msg.type in (aiohttp.WSMsgType.CLOSE, aiohttp.WSMsgType.CLOSING, aiohttp.WSMsgType.CLOSED):
+                return
+
+    with contextlib.suppress(asyncio.TimeoutError):
+        await asyncio.wait_for(read(), timeout)
+    return screen
+
+
 def _kill_all(pids: list[int]) -> None:
     import signal
 
@@ -404,6 +423,32 @@ def test_a_path_that_does_not_exist_yet_is_followed_by_the_sessions(tmp_path: Pa
     assert proc.stdout is not None
     assert "no such path (yet)" in proc.stdout.read()
     assert re.search(r"\n\s*4321\s", screen), screen[-2000:]
+
+
+def test_the_sessions_apps_end_when_the_server_is_killed(tmp_path: Path) -> None:
+    """serve killed with SIGKILL (the OOM killer) ran no shutdown: its sessions' apps lived on, children of init,
+    for good. Each ends by itself once its server is gone."""
+    logs = _a_run(tmp_path / "logs")
+    apps: list[int] = []
+    try:
+        with _serve(logs) as (port, proc):
+            origin = f"http://127.0.0.1:{port}"
+
+            async def go() -> None:
+                async with aiohttp.ClientSession() as s, s.ws_connect(f"{origin}/ws/{TOKEN}", origin=origin) as w:
+                    await _until_drawn(w, r"\n\s*4321\s")  # (then the app waits, writing nothing: a write to
+                    apps.extend(_watch_processes(logs))      # the dead server's pipe would end it anyway)
+                    proc.kill()
+                    proc.wait()
+
+            _run(go())
+        assert apps
+        deadline = time.monotonic() + 60
+        while any(_alive(pid) for pid in apps) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not any(_alive(pid) for pid in apps)
+    finally:
+        _kill_all(apps)
 
 
 def test_a_malformed_websocket_handshake_is_answered_400_in_one_log_line(demo_dir: Path) -> None:
