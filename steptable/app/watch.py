@@ -47,6 +47,24 @@ def run_watch(
             gc.enable()
 
 
+def schema_refusal(paths: list[str], schema: str | None = None) -> str | None:
+    """What tail says before it starts, as inert text, or None: an unknown ``--schema`` name, a ``steptable.toml``
+    near ``paths`` that cannot be used (``watch`` and ``serve`` refuse to start on it)."""
+    from steptable.schemafiles.resolve import get_schema, user_schemas
+    from steptable.schemas import SchemaFileError
+
+    try:
+        if schema is not None:
+            get_schema(schema, near=paths)
+        for p in paths:
+            user_schemas(p)
+    except SchemaFileError as e:
+        return sanitize(str(e))
+    except KeyError as e:
+        return sanitize(str(e.args[0]))
+    return None
+
+
 def _resume_gc() -> None:
     if not gc.isenabled():
         heap.settle()  # (for the session: not released)
@@ -63,19 +81,8 @@ def _run_watch(paths: list[str], poll: float | None, theme: str | None, schema: 
     app = make_app(paths, poll=poll, theme=theme, schema=schema)
     if first_rows is not None:
         app.first_rows.add(first_rows)
-    from steptable.schemafiles.resolve import get_schema, user_schemas
-    from steptable.schemas import SchemaFileError
-
-    try:  # what tail says before it starts: an unknown --schema name, a steptable.toml that cannot be used
-        if schema is not None:
-            get_schema(schema, near=paths)
-        for p in paths:
-            user_schemas(p)
-    except SchemaFileError as e:
-        print(f"steptable watch: {sanitize(str(e))}", file=sys.stderr)
-        return 2
-    except KeyError as e:
-        print(f"steptable watch: {sanitize(str(e.args[0]))}", file=sys.stderr)
+    if (refused := schema_refusal(paths, schema)) is not None:
+        print(f"steptable watch: {refused}", file=sys.stderr)
         return 2
     from steptable.app.signals import run_until_quit
 

@@ -77,6 +77,11 @@ def run(args: argparse.Namespace) -> int:
         return 2
     for p in missing_paths(args.paths):  # followed anyway: a run that has not started yet is picked up then
         sys.stderr.write(f"steptable serve: no such path (yet): {sanitize(p)}\n")
+    from steptable.app.watch import schema_refusal
+
+    if (refused := schema_refusal(args.paths)) is not None:  # (each session's watch would refuse it)
+        sys.stderr.write(f"steptable serve: {refused}\n")
+        return 2
     if not is_loopback(args.host):
         sys.stderr.write(f"steptable serve: warning: {sanitize(args.host)} is reachable from the network; anyone "
                          "who sees the URL (plain HTTP: its token too) sees the runs. Prefer the default 127.0.0.1 "

@@ -45,3 +45,23 @@ def test_a_port_taken_is_said_before_any_url(capsys: pytest.CaptureFixture[str],
         port = held.getsockname()[1]
         rc, out, err = run_cli(["serve", str(tmp_path), "--port", str(port)], capsys)
     assert rc == 2 and out == "" and f"cannot listen on 127.0.0.1:{port} (Address already in use)" in err
+
+
+def test_a_steptable_toml_watch_cannot_use_is_refused_before_any_url(capsys: pytest.CaptureFixture[str],
+                                                                      tmp_path: Path) -> None:
+    """serve refuses what each session's watch would refuse at its start (every session closed at once, the error
+    in the log), as watch and tail do: before it listens or prints a URL."""
+    pytest.importorskip("textual_serve")
+    import socket
+
+    from tests.helpers import run_cli
+
+    (tmp_path / "steptable.toml").write_text('[schema]\nname = "bad name"\n')
+    with socket.socket() as probe:  # (a port free now: the refusal comes before any listening)
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    rc, out, err = run_cli(["serve", str(tmp_path), "--port", str(port)], capsys)
+    assert rc == 2 and out == "" and err.startswith("steptable serve: ") and "steptable.toml" in err, err
+    from steptable.app.watch import schema_refusal
+
+    assert err == f"steptable serve: {schema_refusal([str(tmp_path)])}\n"  # (the words watch refuses it with)

@@ -375,11 +375,12 @@ def test_a_session_whose_app_died_is_closed_with_why_and_frees_its_slot(tmp_path
 
 
 def test_a_session_whose_app_cannot_start_is_closed_with_its_error_said_once(tmp_path: Path) -> None:
-    """The app refuses what it is given (a steptable.toml it cannot use) and exits 2 at its start: the session
-    showed nothing, open for good, and the server's log said the app's error twice."""
+    """The app refuses what it is given (a steptable.toml made unusable after serve started: serve refuses one at
+    its start) and exits 2 at its start: the session showed nothing, open for good, and the server's log said the
+    app's error twice."""
     logs = _a_run(tmp_path / "logs")
-    (logs / "steptable.toml").write_text('[schema]\nname = "bad name"\n')
     with _serve(logs) as (port, proc):
+        (logs / "steptable.toml").write_text('[schema]\nname = "bad name"\n')
         origin = f"http://127.0.0.1:{port}"
 
         async def go() -> tuple[int | None, str]:
