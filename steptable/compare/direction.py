@@ -19,7 +19,7 @@ ROLE_BETTER = {"reward": "higher", "loss": "lower"}
 def directions(arms: Sequence[Arm], metrics: Sequence[str]) -> dict[str, str | None]:
     """Metric -> "higher" / "lower" / None, from the schema of the first run that says one (the baseline first); a
     key of the reward's or the loss's alert role (``reward``, ``train/loss``...) that no schema declares
-    (:func:`declared`): higher, lower. The one answer for ``compare``, ``summary`` and the watch's compare view."""
+    (:func:`_declared`): higher, lower. The one answer for ``compare``, ``summary`` and the watch's compare view."""
     out: dict[str, str | None] = dict.fromkeys(metrics)
     schemas = _schemas(arms)
     for key in metrics:
@@ -38,15 +38,10 @@ def directions(arms: Sequence[Arm], metrics: Sequence[str]) -> dict[str, str | N
     return out
 
 
-def declared(arms: Sequence[Arm], metrics: Sequence[str]) -> set[str]:
-    """The metrics a column of a run's schema declares (its key or an alias; a column that describes it or gives a
-    direction): their direction is the column's, none where it gives none (a GRPO loss follows the advantages: no
-    direction is better). A column with neither (a StepLogger's automatic one for a key no schema knows) declares
-    nothing."""
-    return _declared(_schemas(arms), metrics)
-
-
 def _declared(schemas: Sequence[Schema], metrics: Sequence[str]) -> set[str]:
+    """The metrics a column of one of ``schemas`` declares (its key or an alias; a column that describes it or
+    gives a direction): their direction is the column's, none where it gives none (a GRPO loss follows the
+    advantages). A column with neither (a StepLogger's automatic one for a key no schema knows) declares nothing."""
     return {k for k in metrics if any((c.desc or c.better) and (c.key == k or k in c.aliases)
                                       for s in schemas for c in s.cols)}
 

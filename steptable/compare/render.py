@@ -137,16 +137,17 @@ def verdict_lines(results: Sequence[Result], baseline: str, dirs: Mapping[str, s
         best = (max if way == "higher" else min)(have, key=lambda r: r.mean or 0.0)
         mean = interval_text(best.mean, best.lo, best.hi)
         line = f"{sanitize(metric)} ({way} is better): best {sanitize(best.arm)} {mean}"
+        within = within_runs(rs)
         if best.arm == baseline:
             line += " (the baseline)"
         elif best.delta is not None:
-            chance = "the runs' own noise" if within_runs(rs) else "chance"
+            chance = "the runs' own noise" if within else "chance"
             beyond = ("no interval" if best.delta_lo is None else f"beyond {chance}" if best.verdict == "better"
                       else f"not beyond {chance}")
             delta = interval_text(best.delta, best.delta_lo, best.delta_hi, signed=True)
             line += f", {delta} vs the baseline ({beyond})"
         told = _told([r for r in rs if r.arm != baseline])
-        seeds = "; one seed each: the seeds' spread unknown" if within_runs(rs) else ""
+        seeds = "; one seed each: the seeds' spread unknown" if within else ""
         out.append(f"{line}; against {sanitize(baseline)}: {', '.join(told) or 'no other arm'}{seeds}")
     return out
 

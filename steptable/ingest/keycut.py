@@ -27,7 +27,7 @@ def rank(key: str) -> tuple[bool, bool, int, int, str]:
             key)
 
 
-def left_out(new: Mapping[str, int], room: int) -> list[str]:
+def past_room(new: Mapping[str, int], room: int) -> list[str]:
     """The keys of ``new`` (key -> the row of its batch it is first in) past the ``room`` left, as rows are taken
     one by one: by that row, then by :func:`rank`; none where all fit. (Row by row, not by rank over the batch: the
     keys kept must not depend on where a file was cut into batches.)"""

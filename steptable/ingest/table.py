@@ -25,7 +25,7 @@ from itertools import islice
 from typing import Any
 
 from steptable.ingest.cellmarks import ABSENT, MEASURED, mark, marks_of, measured
-from steptable.ingest.keycut import first_present, left_out
+from steptable.ingest.keycut import first_present, past_room
 from steptable.ingest.parse import MISSING, NONFINITE, norm_value
 from steptable.ingest.parsed import WALL_KEYS, epoch_seconds
 
@@ -234,12 +234,12 @@ class ColumnTable:
 
     def _over_cap(self, keys: Collection[str], cols: Mapping[str, Sequence[Any]] | None = None) -> set[str]:
         """The keys of a batch (``keys``; of one row, or the columns ``cols`` of rows) not stored for want of room
-        (:func:`~steptable.ingest.keycut.left_out`: by the row each is first in, then by rank, so that a file cut
+        (:func:`~steptable.ingest.keycut.past_room`: by the row each is first in, then by rank, so that a file cut
         into other batches keeps the same keys), counted, the first left out named in ``first_dropped``."""
         if len(self.keys) + len(keys) <= MAX_KEYS:  # (the usual case: no room needed)
             return set()
         new = [k for k in keys if k not in self._num and k not in self._obj and k not in self._gone]
-        out = left_out({k: 0 if cols is None else first_present(cols[k]) for k in new}, MAX_KEYS - len(self.keys))
+        out = past_room({k: 0 if cols is None else first_present(cols[k]) for k in new}, MAX_KEYS - len(self.keys))
         for key in out:
             self._drop_key(key)
         return set(out)

@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from steptable.ingest.keycut import left_out, rank
+from steptable.ingest.keycut import past_room, rank
 from steptable.ingest.parsed import Parsed
 from steptable.ingest.store import RunStore
 
@@ -18,9 +18,9 @@ def test_step_and_clock_keys_then_plain_names_then_numbered_families() -> None:
     assert sorted(keys, key=rank) == ["step", "_timestamp", "loss", "reward", "train/loss", "a/b/c", "top5",
                                       "grad_norm/layer0001"]
     first = dict.fromkeys(keys, 0)
-    assert left_out(first, 5) == ["a/b/c", "top5", "grad_norm/layer0001"] and left_out(first, 8) == []
-    assert left_out(first, -1) == left_out(first, 0) == sorted(keys, key=rank)
-    assert left_out({"loss": 1, "grad/l1": 0, "grad/l2": 0}, 2) == ["loss"]  # (row by row: the first row's first)
+    assert past_room(first, 5) == ["a/b/c", "top5", "grad_norm/layer0001"] and past_room(first, 8) == []
+    assert past_room(first, -1) == past_room(first, 0) == sorted(keys, key=rank)
+    assert past_room({"loss": 1, "grad/l1": 0, "grad/l2": 0}, 2) == ["loss"]  # (row by row: the first row's first)
 
 
 def test_the_keys_kept_past_the_cap_do_not_depend_on_how_the_file_is_cut_into_reads(
