@@ -30,6 +30,20 @@ MAX_CELLS = 1000
 REASON_BYTES = 123
 #: the most of a session app's stderr kept for the log (the end: a traceback's last lines)
 STDERR_KEEP = 64 * 1024
+#: put into textual-serve's page: its closed dialog says the reason the server closed the websocket with (the app's
+#: exit status or signal and last line of stderr) where its script says only "Session ended." (it reads no reason)
+CLOSED_REASON_JS = """(() => {
+  const Native = window.WebSocket;
+  window.WebSocket = class extends Native {
+    constructor(...args) {
+      super(...args);
+      this.addEventListener("close", (event) => {
+        const message = document.querySelector(".closed-dialog .message");
+        if (message && event.reason) message.textContent = "Session ended: " + event.reason;
+      });
+    }
+  };
+})();"""
 
 
 def watch_command(paths: Sequence[str], theme: str | None = None, poll: float | None = None) -> str:
@@ -163,7 +177,7 @@ class WatchServer(Server):
 
     async def handle_index(self, request: web.Request) -> web.StreamResponse:  # type: ignore[override]
         """The page, its asset and websocket URLs on the host the browser asked for (an ssh tunnel's local port),
-        not the bind address."""
+        not the bind address; its closed dialog says why the session ended (CLOSED_REASON_JS)."""
         scheme = "https" if request.secure else "http"
         base = f"{scheme}://{request.host}"
         key = self.gate.token
@@ -173,7 +187,9 @@ class WatchServer(Server):
             "config": {"static": {"url": f"{base}/a/{key}/"}},
             "application": {"name": self.title},
         }
-        return aiohttp_jinja2.render_template("app_index.html", request, context)
+        page = aiohttp_jinja2.render_string("app_index.html", request, context)
+        page = page.replace("</head>", f"<script>{CLOSED_REASON_JS}</script></head>", 1)
+        return web.Response(text=page, content_type="text/html")
 
     async def handle_websocket(self, request: web.Request) -> web.WebSocketResponse:
         """One session: the app in its own process for as long as the websocket is open; its process ended (killed

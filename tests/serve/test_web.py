@@ -463,3 +463,43 @@ def test_a_malformed_websocket_handshake_is_answered_400_in_one_log_line(demo_di
     log = proc.stdout.read()
     assert status == 400
     assert "Traceback" not in log and len([line for line in log.splitlines() if "refused" in line]) == 1, log
+
+
+def test_the_pages_closed_dialog_says_the_reason_the_session_was_closed_with(server: tuple[int, Any]) -> None:
+    """textual-serve's page said only "Session ended." whatever the server's close frame said (an app killed, an app
+    that refused its paths): its script reads no reason. The page's own scripts, run in node against the page's
+    dialog, put the close frame's reason there; a close without one keeps the page's words."""
+    import json
+    import shutil
+
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node is not installed")
+    port, _ = server
+
+    async def go() -> str:
+        async with aiohttp.ClientSession() as s, s.get(f"http://127.0.0.1:{port}/?token={TOKEN}") as r:
+            return await r.text()
+
+    page = _run(go())
+    assert re.search(r'class="[^"]*\bclosed-dialog\b[^"]*"[\s\S]*?<div class="message">Session ended\.</div>', page)
+    scripts = "\n".join(re.findall(r"<script>([\s\S]*?)</script>", page))
+    said = []
+    for reason in ("the app was killed (signal 9): <b>MemoryError</b>", ""):
+        program = """
+            const message = {textContent: "Session ended."};
+            globalThis.window = globalThis;
+            globalThis.document = {querySelector: (s) => s === ".closed-dialog .message" ? message : null};
+            globalThis.WebSocket = class {
+                constructor(url) { this.url = url; this.handlers = []; }
+                addEventListener(type, f) { if (type === "close") this.handlers.push(f); }
+            };
+            PAGE_SCRIPTS
+            const socket = new WebSocket("ws://127.0.0.1/ws/key?width=80&height=24");  // as textual.js makes it
+            socket.handlers.forEach((f) => f({code: 1011, reason: REASON, wasClean: true}));
+            console.log(message.textContent);
+        """.replace("PAGE_SCRIPTS", scripts).replace("REASON", json.dumps(reason))
+        out = subprocess.run([node, "-e", program], capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0, out.stderr
+        said.append(out.stdout.strip())
+    assert said == ["Session ended: the app was killed (signal 9): <b>MemoryError</b>", "Session ended."]
