@@ -323,7 +323,11 @@ class DiagnosticsPanel(_ArmPanel):
                 head = self.cols[key].header if key in self.cols else key
                 out.append("\n" + pad(cut(sanitize(head), kw), kw, "left"))
                 lo, hi = scales[key]
-                for s, line in series[key][first : first + fit]:
+                for (_, store, _), (s, line) in zip(self.arms[first : first + fit], series[key][first : first + fit],
+                                                     strict=True):
+                    if key not in store.keys:  # (an arm that never logged it: no value, not a NaN)
+                        out.append(" " + pad("", cell))
+                        continue
                     out.append(" " + pad(self._fmt(key, s.last, bound=False), 6) + " ")
                     out.append(self._spark(line, lo, hi, cell - 7))
         return out
@@ -361,8 +365,11 @@ class ChartPanel(_ArmPanel):
         spark_w = max(min(width - lw - 1 - stats_w, most), 8)
         series = [self._series(store, key, rows, spark_w) for _, store, rows in self.arms]
         lo, hi = _shared_scale(series)
-        for label, (s, line), span in zip(labels, series, spans, strict=True):
+        for label, (s, line), span, (_, store, _) in zip(labels, series, spans, self.arms, strict=True):
             out.append("\n" + pad(label, lw, "left") + " ", "bold")
+            if key not in store.keys:  # (an arm that never logged it: no value, not a NaN)
+                out.append(pad("", spark_w) + " not in this run's rows", "dim")
+                continue
             out.append(self._spark(line, lo, hi, spark_w))
             out.append(f" min {self._fmt(key, s.lo, 6)}", "dim")
             out.append(f" max {self._fmt(key, s.hi, 6)}", "dim")

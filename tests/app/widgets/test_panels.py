@@ -336,3 +336,23 @@ async def test_chart_numbers_of_a_fraction_column_in_one_form(tmp_path: Path) ->
         text = str(chart.build(110))
     numbers = re.findall(r"(?:min|max|last) (\S+)", text)
     assert len(numbers) == 9 and all(re.fullmatch(r"\d\.\d{3}", n) for n in numbers), numbers
+
+
+async def test_an_arm_that_never_logged_a_key_shows_no_nan_for_it(tmp_path: Path) -> None:
+    """vanilla logs no routing diagnostics: the diagnostics panel said NaN under every key for it, and the chart of
+    such a column min NaN max NaN last NaN, as if it had logged a NaN. Its cells are empty; the routed arms' stay."""
+    app, follower, _ = manual_app(make_runs(tmp_path))
+    async with app.run_test(size=(200, 50)) as pilot:
+        await sync(pilot, follower)
+        await pilot.press("d")
+        diag = static_text(app.query_one(DiagnosticsPanel).body).split("\n")
+        assert [line.split()[0] for line in diag[2:]] == ["auroc", "cos", "qmass", "keep", "resid", "rout", "tlo",
+                                                          "thi", "stale"]
+        assert not any("NaN" in line for line in diag), "\n".join(diag)
+        assert all(len(re.findall(r"[-+]?\d*\.?\d+ ", line)) == 2 for line in diag[2:])  # routeA's and absorb's
+        await pilot.press("d", "c")
+        await _go_to(pilot, "auroc")
+        chart = _check(app.query_one(ChartPanel)).split("\n")[1:]
+        vanilla = next(line for line in chart if line.startswith("vanilla"))
+        assert "NaN" not in vanilla and "not in this run's rows" in vanilla
+        assert all("last" in line for line in chart if not line.startswith("vanilla"))
