@@ -47,9 +47,10 @@ class Series:
         """Take rows up to ``rows``: only the new ones unless the store changed beyond appends. Raises
         ``steptable.compare.XError`` when the run has no such x axis."""
         mark = change_mark(self.store)
-        if mark != self._mark or rows < len(self.raw):
-            self._mark = mark
+        if mark != self._mark or rows < len(self.raw) or self.x is None:
+            self._mark = None  # (until the x axis is read: a run without it raises again on every call)
             self.x = x_values(cast(XRun, self.store), self.x_name)
+            self._mark = mark
             self.raw = Pyramid()
             self.smooth = None
             self._ema = math.nan

@@ -68,3 +68,21 @@ def test_a_long_build_goes_to_a_thread_and_its_failure_is_said_after(tmp_path: P
     with pytest.raises(XError):  # the run has no token counts: said by the next call, not lost in the thread
         feeds.ready(store, "loss", "tokens", 50)
     assert Feeds(background=10).ready(store, "loss", "step", 50) is not None  # no callback: built right here
+
+
+def test_a_run_without_the_x_axis_raises_on_every_call_not_only_the_first(tmp_path: Path) -> None:
+    """A run with no token counts charted on tokens: the first call raised, the next (no row appended between: a
+    redraw for another arm's row, a key) returned a series of no x and every value, drawn as nothing, and the chart
+    stopped saying why it was empty."""
+    from steptable.compare import XError
+
+    write_rows(tmp_path / "r" / "metrics.jsonl", ({"step": s, "loss": float(s)} for s in range(5)))
+    follower = Follower([tmp_path])
+    follower.scan()
+    (store,) = follower.stores.values()
+    feeds = Feeds()
+    for _ in range(3):
+        with pytest.raises(XError):
+            feeds.get(store, "loss", "tokens", 5)
+        with pytest.raises(XError):
+            feeds.ready(store, "loss", "tokens", 5)

@@ -198,3 +198,23 @@ async def test_the_metrics_prompt_shows_a_hostile_key_inert_and_its_answer_keeps
         await pilot.press("enter")
         screen = await built(pilot)
         assert screen.pattern == "acc31m" and screen.metrics(screen.arms()) == [key]
+
+
+@pytest.mark.anyio
+async def test_an_x_axis_the_runs_lack_is_said_after_every_redraw(tmp_path: Path) -> None:
+    """x to tokens on runs with no token counts: the first drawing said why each chart was empty, the next one (y, a
+    row of another arm, a resize) drew the empty chart alone, as if the runs had no values."""
+    from tests.app.helpers import make_runs
+
+    app, follower, _ = manual_app(make_runs(tmp_path))
+    async with app.run_test(size=(150, 50)) as pilot:
+        await sync(pilot, follower)
+        await pilot.press("C")
+        await built(pilot)
+        await pilot.press("x")
+        await pilot.pause()
+        assert "absorb: no numeric any of num_tokens" in screen_text(app)
+        await pilot.press("y")
+        await pilot.pause()
+        shown = screen_text(app)
+        assert "(log y)" in shown and "absorb: no numeric any of num_tokens" in shown, shown
