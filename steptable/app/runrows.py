@@ -174,12 +174,20 @@ def label(e: Entry) -> str:
     return shown if not arm or arm in e.run_id else f"{arm} · {shown}"
 
 
+def natural(name: str) -> tuple[tuple[int, int, str], ...]:
+    """``name``'s sort key, ignoring case: its runs of digits compared as numbers (seed2 before seed10)."""
+    return tuple((0, int(p), "") if p[0] in "0123456789" else (1, 0, p) for p in _DIGITS.split(name.lower()) if p)
+
+
+_DIGITS = re.compile(r"([0-9]+)")
+
+
 def sort_key(e: Entry, column: str, state: ListState, now: float, judge: Judge = run_state) -> tuple[int, Any]:
     """(absent or NaN/inf last, value) of ``e``'s cell in ``column``."""
     d = e.digest
     value: Any
     if column == "name":
-        value = label(e).lower()
+        value = natural(label(e))
     elif column == "format":
         value = d.kind if d is not None else ""
     elif column == "state":

@@ -121,3 +121,17 @@ def test_a_run_named_by_its_record_shows_and_sorts_by_that_name() -> None:
                                         "hi_seed1 · wandb/offline-run-20261122-aa/run-2-aa.wandb",
                                         "hi_seed0/"]  # (its id holds its name; its metrics.jsonl: the directory's)
     assert [r.digest.arm for r in shown(rows, ListState(), 0.0) if r.digest] == ["hi_seed0", "hi_seed1", "lo_seed0"]
+
+
+def test_names_sort_by_their_numbers_as_numbers() -> None:
+    """A sweep's seeds came seed0, seed1, seed10, seed11, ..., seed2 (the names' text); they sort as their numbers,
+    each way, and names that differ only in text keep the text's order."""
+    names = ["lr1e-5_seed10", "lr1e-5_seed2", "lr1e-5_seed1", "lr1e-5_seed0", "lr3e-6_seed1", "lr1e-5_seedb",
+             "lr1e-5_seeda"]
+    rows = [Row(n, n) for n in names]
+    state = ListState()
+    expected = ["lr1e-5_seed0", "lr1e-5_seed1", "lr1e-5_seed2", "lr1e-5_seed10", "lr1e-5_seeda", "lr1e-5_seedb",
+                "lr3e-6_seed1"]
+    assert [r.run_id for r in shown(rows, state, 0.0)] == expected
+    state.sort_by("name")
+    assert state.reverse and [r.run_id for r in shown(rows, state, 0.0)] == expected[::-1]
