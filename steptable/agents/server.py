@@ -70,18 +70,20 @@ def build(runner: Runner) -> Any:
         """The run's rows as a fixed-width table: those at steps after since_step, the earliest max_rows of them
         (default 100; 0 = all; a line says how many are left), or without since_step the last `last` rows (default
         20; refused with since_step: the rows between would be lost). columns: comma-separated globs of keys or
-        headers. The last line gives the cursor: pass it as since_step next time to get the rows after those
-        returned (as written: 120, or 120:14 or 120:14:3 for one run, so that a row whose evaluation came after it
-        was returned comes again, whole, and so does an earlier row changed since; a resume to a step at or before
-        it is said, with the rows from there)."""
+        headers. The last line gives the cursor: pass it as since_step next time, as written, to get the rows after
+        those returned (120:14:3@Kq3 for one run, a token for several: where each run was left, so that a row
+        whose evaluation came after it was returned comes again, whole, and so does an earlier row changed since;
+        a resume to a step at or before it is said, with the rows from there; a run that appeared since comes from
+        its start). A plain step (120) is every run's."""
         return tools.tail(runner, path, run, since_step, columns, last, max_rows)
 
     @said
     def alerts(path: str, since_step: int | str | None = None, run: str | None = None) -> str:
         """Alert lines of the runs under path (or only `run`, an id or arm from runs): level E or W, run, step,
         column, what happened; all, or those at steps after since_step (a stall, a crash or an interruption is
-        always told; a run that ended normally raises none: runs says "ended"); the last line gives the cursor,
-        the lowest step the runs reached (a run that stopped early holds it back: follow such runs one by one)."""
+        always told; a run that ended normally raises none: runs says "ended"); the last line gives the cursor to
+        pass back as written (where each run was left: an alert of a row changed since, as a late evaluation's, is
+        told then, and a run that appeared since is checked from its start)."""
         return tools.alerts(runner, path, since_step, run)
 
     @said

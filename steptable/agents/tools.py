@@ -13,9 +13,10 @@ from collections.abc import Callable
 from typing import TextIO
 
 Runner = Callable[[list[str], TextIO, TextIO], int]
-#: the cursor line ``tail --since`` ends with (steptable.cli.tail.cursor_line)
-CURSOR = re.compile(r"^steptable tail: cursor -?\d+(?::\d+){0,2} ", re.MULTILINE)
-#: a cursor as tail gives it: a step, or step:cells[:edits] for one run (steptable.cli.tail)
+#: the cursor line ``tail --since`` ends with (steptable.cli.tailcursor.cursor_line): a step, one run's
+#: step:cells[:edits]@key, or the token of several runs
+CURSOR = re.compile(r"^steptable tail: cursor (?:-?\d+(?::\d+){0,2}(?:@[\w-]+)?|[A-Za-z][\w-]*) ", re.MULTILINE)
+#: a cursor as tail gives it: a step, or a string (steptable.cli.tailcursor)
 Cursor = int | str
 
 

@@ -43,23 +43,6 @@ def positive_seconds(text: str) -> float:
     return x
 
 
-class CursorArg(argparse.Action):
-    """argparse action of tail's cursor, ``--since STEP[:CELLS[:EDITS]]``: sets ``args.since`` (the step),
-    ``args.since_cells`` (the cells) and ``args.since_edits`` (the run's earlier changes counted: 0 when left out
-    after CELLS, as the cursor line leaves it out; both None for a plain STEP)."""
-
-    def __call__(self, parser: Any, namespace: argparse.Namespace, values: Any, option: str | None = None) -> None:
-        step, *counts = str(values).split(":")
-        try:
-            if len(counts) > 2:
-                raise ValueError
-            cells, edits = [non_negative(c) for c in counts] + [None if not counts else 0] * (2 - len(counts))
-            namespace.since, namespace.since_cells, namespace.since_edits = int(step), cells, edits
-        except (ValueError, argparse.ArgumentTypeError):
-            raise argparse.ArgumentError(
-                self, f"not a cursor (STEP, STEP:CELLS or STEP:CELLS:EDITS): {values!r}") from None
-
-
 #: runs an unknown name's error lists (a sweep of hundreds listed all of them: 7,318 characters to an agent)
 NAMED_RUNS = 10
 

@@ -16,7 +16,8 @@ import time
 from typing import Any, TextIO, cast
 
 from steptable.alerts.replaced import read_replaced
-from steptable.cli.reading import CursorArg, no_run, non_negative, positive_seconds
+from steptable.cli.reading import no_run, non_negative, positive_seconds
+from steptable.cli.tailcursor import CursorArg, cursor_line
 from steptable.cli.tailout import DEFAULT_WIDTH, Tail
 from steptable.ingest import Follower
 from steptable.ingest.files.discover import missing_paths, nothing_found
@@ -55,13 +56,14 @@ def add_parser(sub: Any) -> None:
         "is printed whole",
     )  # fmt: skip
     t.add_argument(
-        "--since", action=CursorArg, default=None, metavar="STEP[:CELLS[:EDITS]]",
-        help="only rows (and alerts) at steps after STEP; the last line on stderr gives the cursor to pass next time "
-        "(STEP:CELLS[:EDITS] for one run alone: its row at STEP had CELLS cells when printed, and comes again whole "
-        "if more were merged into it since, as an evaluation logged after the step's training metrics is; its rows "
-        "before had been changed EDITS times, 0 when left out (a cell merged into an earlier row, a row inserted, a "
-        "resume): a row changed since comes again, and a resume since to a step at or before STEP is told, with the "
-        "rows from it)",
+        "--since", action=CursorArg, default=None, metavar="CURSOR",
+        help="only rows (and alerts) after the cursor: STEP (every run's rows at steps after it), or the one the "
+        "last line on stderr gave, to pass next time: STEP:CELLS[:EDITS]@RUN for one run (its row at STEP had CELLS "
+        "cells when printed, and comes again whole if more were merged into it since, as an evaluation logged after "
+        "the step's training metrics is; its rows before had been changed EDITS times, 0 when left out (a cell "
+        "merged into an earlier row, a row inserted, a resume): a row changed since comes again, and a resume since "
+        "to a step at or before STEP is told, with the rows from it); over several runs a token of each run's "
+        "STEP:CELLS:EDITS (a run not in it, as one that appeared since, comes from its start)",
     )
     t.add_argument(
         "--page", type=non_negative, default=None, metavar="N",
@@ -113,27 +115,11 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     return status
 
 
-def cursor_line(cursor: int | None, short_of: tuple[int, bool] | None = None,
-                counts: tuple[int, int] | None = None) -> str:
-    """The line that gives the cursor after a one-shot tail: the step to pass as ``--since`` next time (the lowest
-    over the runs printed, so that no run's new row is missed), with ``:CELLS:EDITS`` where ``counts`` is given
-    (the cells of that step's row printed, the run's earlier changes then: Tail.cursor_counts; ``:0`` left out,
-    the cursor's most common form, read back so). ``short_of``: (the
-    runs' last step, whether they all ended) where the cursor given is past it (Tail.short_of), said after it."""
-    if cursor is None:
-        return "steptable tail: no rows yet: cursor none (leave out --since next time)\n"
-    past = ""
-    if short_of is not None:
-        last, ended = short_of
-        past = f"; no run has a step past {last}" + (", and every run has ended" if ended else "")
-    at = f"{cursor}" if counts is None else f"{cursor}:{counts[0]}" + (f":{counts[1]}" if counts[1] else "")
-    return f"steptable tail: cursor {at} (--since {at} prints what follows{past})\n"
-
-
 def tail_once(args: argparse.Namespace, out: TextIO, err: TextIO) -> tuple[int, str]:
     """One read of the runs (no -f): what is printed, then the exit status and the cursor's line
-    (:func:`cursor_line`): the highest step read of the runs chosen (the lowest of them over several runs; ``--since``
-    itself when no row is past it, with the runs' last step; none when no run has a row). With status 2 no line,
+    (:func:`cursor_line`): where each run chosen was left (steptable.cli.tailsince.Places.cursor: one run's step
+    and row, or a token of every run's; ``--since`` itself when no row is past it, with the runs' last step; none
+    when no run has a row and no --since was given). With status 2 no line,
     but for the alerts of the runs read where others could not be checked (no rows yet, a path missing)."""
     tail = Tail(args, out, err)
     # --columns: only the keys they need are stored (steptable.cli.tailkeep)
@@ -150,7 +136,7 @@ def tail_once(args: argparse.Namespace, out: TextIO, err: TextIO) -> tuple[int, 
     status, cursor = _status(args, follower, tail, err, live=False), tail.cursor(follower)
     if status == 2 and not (args.alerts_only and cursor is not None):
         return status, ""  # (a cursor past rows not shown as asked, or none read: none to go on from)
-    return status, cursor_line(cursor, tail.short_of(follower), tail.cursor_counts(follower, cursor))
+    return status, cursor_line(cursor, tail.short_of(follower), len(tail.chosen(follower)))
 
 
 def whole_if_needed(tail: Tail, follower: Follower, args: argparse.Namespace, finish: bool) -> Follower:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from steptable.alerts.engine import Alert, AlertEngine, clockless_stall
@@ -16,13 +17,32 @@ from steptable.ingest import RunStore
 from steptable.summary.report import run_label
 
 
-class TailAlerts:
-    """Alert engines by run, and what was told of them. ``since``: alerts at steps up to it were told before (a
-    stall or an end is the run's state now, told whatever its step)."""
+@dataclass(frozen=True)
+class Told:
+    """What a run's cursor says was told of its alerts: those at steps up to ``upto``, but for the rows changed since
+    it was taken (``again``: an evaluation merged into an older row, cells merged into the cursor's row; from
+    ``again_from`` on: a resume, changes too old to be listed), whose alerts are told (again, where one of them
+    was told before the change)."""
 
-    def __init__(self, printer: Printer, since: int | None) -> None:
+    upto: int
+    again: frozenset[int] = frozenset()
+    again_from: int | None = None
+
+    def before(self, step: int, rows: bool = True) -> bool:
+        """Was an alert at ``step`` told before? ``rows``: of a row as it is now (not of a row a resume replaced:
+        those were told as they were)."""
+        if step > self.upto:
+            return False
+        return not rows or (step not in self.again and (self.again_from is None or step < self.again_from))
+
+
+class TailAlerts:
+    """Alert engines by run, and what was told of them: ``told`` by run, from its mark in the cursor given (a stall
+    or an end is the run's state now, told whatever its step)."""
+
+    def __init__(self, printer: Printer) -> None:
         self.printer = printer
-        self.since = since
+        self.told: dict[str, Told] = {}
         self.engines: dict[str, AlertEngine] = {}
         self.labels: dict[str, str] = {}  # run -> the name its alerts carry (the arm)
         self.arm_of: dict[str, str] = {}  # run -> its arm (alert records)
@@ -94,9 +114,11 @@ class TailAlerts:
             for alert in found:
                 self.tell(run, alert)
 
-    def tell(self, run: str, alert: Alert) -> None:
-        """One alert, in the chosen format (with ``since``: see the class)."""
-        if self.since is not None and alert.step <= self.since and alert.kind not in ("stall", "ended"):
+    def tell(self, run: str, alert: Alert, rows: bool = True) -> None:
+        """One alert, in the chosen format, unless the run's ``told`` says it was told before (see the class;
+        ``rows``: Told.before)."""
+        told = self.told.get(run)
+        if told is not None and alert.kind not in ("stall", "ended") and told.before(alert.step, rows):
             return
         if alert.level == "E":  # before the line: a SIGTERM right after it must not lose the status
             self.error_alert = True

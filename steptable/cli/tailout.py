@@ -13,11 +13,13 @@ from typing import Any, TextIO
 
 from steptable.alerts.engine import Alert, earlier_end_alerts, end_alert
 from steptable.cli.reading import tell_problems
-from steptable.cli.tailalerts import TailAlerts
+from steptable.cli.tailalerts import TailAlerts, Told
+from steptable.cli.tailcursor import Mark, Since
 from steptable.cli.tailformats import Layout, Printer
 from steptable.cli.tailjsonl import jsonl_lines, plain
 from steptable.cli.tailkeep import for_args, holds_for, needed
 from steptable.cli.taillayout import DEFAULT_WIDTH, TailLayouts
+from steptable.cli.tailsince import Changed, Places, cells_at
 from steptable.ingest import Follower, RunStore
 from steptable.ingest.copies import Copies, left_out
 from steptable.ingest.resumes import goes_by
@@ -38,8 +40,6 @@ class Tail:
     def __init__(self, args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
         self.args = args
         self.out, self.err = out, err
-        self.printed: dict[str, int | None] = {}  # run -> the highest step printed (None: none yet)
-        self.back: set[str] = set()  # runs whose rows went back before --since (printed from there)
         self.seen_version: dict[str, int] = {}  # run -> store.version when it was last printed (for its edits)
         self.printer = Printer(args, out, err)  # the rows and alerts in the chosen format, and what it printed last
         self.versions: dict[str, tuple[int, int, int]] = {}  # run -> (resumes, len, generation) seen: resets
@@ -54,18 +54,16 @@ class Tail:
         self.logged: dict[str, str | None] = {}  # run -> the name of its logged schema when the layout was made
         self.first_view = True  # -n is for the runs found at the start: a run found later is new output in full
         self.read_rows = False  # a row was read (the status of a -f that ends: was anything readable found?)
-        self.since: int | None = getattr(args, "since", None)  # only rows and alerts at steps after it
-        self.since_cells: int | None = getattr(args, "since_cells", None)  # ...and the row at it, grown past these
-        self.since_edits: int | None = getattr(args, "since_edits", None)  # ...and rows before it changed past these
-        self.edits_seen: dict[str, int] = {}  # run -> its earlier changes counted when its rows were printed
-        self.alone = False  # one run chosen (a cursor's cells are of its row: steptable.cli.tail.cursor_line)
-        self.alerts = TailAlerts(self.printer, self.since)
+        self.since: Since | None = getattr(args, "since", None)  # only rows and alerts after each run's mark in it
+        self.page: int = getattr(args, "page", None) or 0  # with --since: at most this many rows a run (0: all)
+        self.places = Places(self.since, self.page)  # where each run starts after the cursor, and is left
+        self.printed = self.places.printed
+        self.alerts = TailAlerts(self.printer)
         self.only: str | None = getattr(args, "run", None)  # only the runs of this id or arm
         self.copies = Copies(args.paths)  # (one training through several loggers is printed once)
         self.copies_told: set[str] = set()
         # -n: 20 by default, every row past the cursor with --since
         self.last: int = args.last if args.last is not None else (0 if self.since is not None else 20)
-        self.page: int = getattr(args, "page", None) or 0  # with --since: at most this many rows a run (0: all)
 
     def check_stalls(self, now: float, stores: Collection[RunStore] = ()) -> None:
         """Tell the stalls of ``stores`` against ``now`` (TailAlerts.check_stalls), then flush."""
@@ -92,53 +90,15 @@ class Tail:
             self.err.write(f"steptable tail: {left_out(len(asked))}\n")
         return [s for k, s in sorted(stores.items()) if only is None or goes_by(s, only)]
 
-    def cursor(self, follower: Follower) -> int | None:
-        """The step to read on from: the lowest over the chosen runs still going of the highest step read, at least
-        --since (a run without a row yet counts as --since itself; one that went back before it, as its last step:
-        :meth:`_went_back`); where every run has ended, the highest (an ended run holds no step back: the rows and
-        alerts of the others past it would be printed again on every call). None when nothing was read and no
-        --since given."""
-        live: list[int] = []
-        ended: list[int] = []
-        for s in self.chosen(follower):
-            m = self.printed.get(s.run)
-            m = self.since if m is None else m if self.since is None or s.run in self.back else max(m, self.since)
-            if m is not None:
-                (ended if s.run in self.alerts.ended else live).append(m)
-        return min(live) if live else max(ended) if ended else self.since
-
-    def cursor_counts(self, follower: Follower, cursor: int | None) -> tuple[int, int] | None:
-        """(the cells of the row at ``cursor``, the run's earlier changes counted when it was printed: RunStore's
-        ``earlier_changes``) where it is the last row printed of the one run chosen; else None. Given back with
-        ``--since``, a row grown since is printed again (:meth:`_after_cursor`), so is each row before it changed
-        since, and a resume at or before it is told with the rows from there (:meth:`_went_back`): an ended run
-        gets them too (a training that crashed is resumed)."""
-        if cursor is None or self.args.alerts_only or not self.alone:
-            return None
-        store = self.chosen(follower)[0]  # (the one emit saw)
-        if self.printed.get(store.run) != cursor or (cells := _cells_at(store, cursor)) is None:
-            return None
-        return cells, self.edits_seen.get(store.run, 0)
-
-    def _after_cursor(self, store: RunStore) -> int:
-        """The index of the first row to print after --since: the row at its step again when it holds more cells
-        than ``--since STEP:CELLS`` says were printed, where one run is chosen (the cells are its row's)."""
-        i = store.index_of_step(self.since + 1) if self.since is not None else 0
-        if self.since is not None and self.since_cells is not None and self.alone and i:
-            cells = _cells_at(store, self.since)
-            if cells is not None and cells > self.since_cells:
-                return i - 1
-        return i
+    def cursor(self, follower: Follower) -> str | None:
+        """The cursor to read on from, for the runs chosen (Places.cursor): one run's ``STEP:CELLS[:EDITS]@KEY``,
+        or a token of every run's mark; None when nothing was read and no --since given."""
+        return self.places.cursor(self.chosen(follower))
 
     def short_of(self, follower: Follower) -> tuple[int, bool] | None:
-        """(the highest last step of the chosen runs, whether they all ended) where --since is past every run's
-        last step (a cursor from another run, or a typo: an agent polling it would wait for rows that never come);
-        else None."""
-        chosen = self.chosen(follower)
-        ends = [s.step_at(len(s) - 1) for s in chosen if len(s)]
-        if self.since is None or not ends or max(ends) >= self.since:
-            return None
-        return max(ends), all(s.run in self.alerts.ended for s in chosen)
+        """(the highest last step of the chosen runs, whether they all ended) where each run's mark in --since is
+        past its last step (Places.short_of); else None."""
+        return self.places.short_of(self.chosen(follower), self.alerts.ended)
 
     # -------------------------------------------------------------------------------------------- output
     def filter_missed(self) -> bool:
@@ -150,7 +110,7 @@ class Tail:
         new rows, rows edited or replaced since, and how its logger ended (or, with --alerts-only, their alerts),
         laying the runs out again first where keys, widths or a logged schema changed."""
         stores = self.chosen(follower)
-        self.alone = len(stores) == 1
+        self.places.alone = len(stores) == 1
         first_view, self.first_view = self.first_view, False
         self.alerts.keep_only(follower.stores)
         self.printer.arm_runs = Counter(s.arm for s in stores)
@@ -247,18 +207,23 @@ class Tail:
             redo: list[int] = []  # steps of rows before --since changed since its cursor was taken
             if run not in self.printed:
                 first = max(n - self.last, 0) if (self.last and first_view and not a.alerts_only) else 0
-                changed = None if a.alerts_only else self._changed(store)
-                back = None if a.alerts_only else self._went_back(store, n, changed)
+                mark = self.places.mark(store)
+                changed = self.places.changed(store, mark)
+                back = None if a.alerts_only else self.places.went_back(
+                    store, n, mark, changed, run in self.alerts.ended,
+                    sanitize(run_label(store, self.printer.arm_runs.get(store.arm, 0) <= 1)))
+                if a.alerts_only and mark is not None:  # (every row is fed: those told before are not told)
+                    self.alerts.told[run] = told_of(store, mark, changed)
                 if back is not None:
-                    self.back.add(run)
+                    self.places.back.add(run)
                     first = max(first, store.index_of_step(back[0]))
                     if a.format == "text":
                         note = f"── {back[1]} ──\n"
                     else:  # (in-band it would break JSONL and CSV)
                         aside = f"steptable tail: {back[1]}\n"
-                elif self.since is not None and not a.alerts_only:  # (alerts: every row fed, those after it told)
-                    first = max(first, self._after_cursor(store))
-                if changed is not None:  # (those printed from ``first`` on come once, in their place)
+                elif mark is not None and not a.alerts_only:  # (alerts: every row fed, those after it told)
+                    first = max(first, self.places.after_cursor(store, mark))
+                if changed is not None and not a.alerts_only:  # (those printed from ``first`` on come once)
                     upto = store.step_at(first) if first < n else None
                     redo = sorted({st for st in changed[2] if upto is None or st < upto})
                 last = store.step_at(first - 1) if first else None
@@ -293,7 +258,7 @@ class Tail:
             self.read_rows = self.read_rows or n > 0
             self.versions[run] = (len(resumes), n, generation)
             self.seen_version[run] = version
-            self.edits_seen[run] = store.earlier_changes.count
+            self.places.edits_seen[run] = store.earlier_changes.count
             first = 0 if last is None else min(store.index_of_step(last + 1), n)  # the first row past ``last``
             stop = n
             if self.page and self.since is not None and not a.alerts_only and not a.follow:
@@ -322,7 +287,7 @@ class Tail:
             if missed:
                 self.alerts.label(store)
             for alert in missed:
-                self.alerts.tell(run, alert)
+                self.alerts.tell(run, alert, rows=False)
             self.alerts.feed(store, [(st, *again[st]) for st in sorted(again)], new, steps, walls, set(resumes))
             return
         derive = self.of[run].schema.derive
@@ -337,46 +302,6 @@ class Tail:
             else:
                 self.printer.rows(store, [derive(r) for r in cut.rows(lo, lo + ROW_BATCH)], lay, multi)
 
-    def _changed(self, store: RunStore) -> tuple[int | None, int | None, list[int]] | None:
-        """What changed at or before --since since its cursor was taken, where it gives the run's earlier changes
-        (``STEP:CELLS:EDITS``) and one run is chosen: RunStore's ``earlier_changes.since``; else None (a count past
-        the run's is not of this run's file as it is: a cursor of another run, a file written again). Called under
-        the store's lock."""
-        n, since = self.since_edits, self.since
-        if n is None or since is None or not self.alone or n > store.earlier_changes.count:
-            return None
-        return store.earlier_changes.since(n, since)
-
-    def _went_back(self, store: RunStore, n: int, changed: tuple[int | None, int | None, list[int]] | None
-                   ) -> tuple[int, str] | None:
-        """The step to print a run's rows from, before --since, and the note that says why, or None. Where the
-        cursor counts the run's earlier changes (``changed``: :meth:`_changed`): a resume since it was taken to a
-        step at or before it, changes too old to be listed, or more rows changed than a --page holds (printed
-        from the first of them). Else for a run still going that resumed from a checkpoint at or before --since
-        and whose rows now end before it (the rows after its resume replaced rows the cursor was taken from): the
-        step of that resume. Called under the store's lock."""
-        since = self.since
-        if since is None or not n:
-            return None
-        label = sanitize(run_label(store, self.printer.arm_runs.get(store.arm, 0) <= 1))
-        if changed is not None:
-            resumed, lost, steps = changed
-            many = min(steps) if self.page and len(set(steps)) > self.page else None
-            froms = [x for x in (resumed, lost, many) if x is not None]
-            if not froms:
-                return None
-            start = min(froms)
-            if resumed == start:
-                return start, f"{label}: resumed at step {start}, at or before --since {since}"
-            what = f"resumed at step {resumed}; " if resumed is not None else ""
-            return start, f"{label}: {what}rows at or before --since {since} changed since: its rows from step {start}"
-        if store.run in self.alerts.ended or (last := store.step_at(n - 1)) >= since:
-            return None
-        back = store.resumes[-1] if store.resumes else None
-        if back is None or back > since:
-            return None
-        return back, f"{label}: resumed at step {back}, its rows end at {last}, before --since {since}"
-
     def _printed_keys(self, lay: Layout) -> set[str] | None:
         """The stored keys the printed rows are made of (None: all of them, jsonl without --columns): the layout's
         columns, their aliases and what their derived values are computed from (closed over: an alias of a
@@ -388,8 +313,12 @@ class Tail:
         return needed(lay.cols, lay.schema, lay.step_key, csv)
 
 
-def _cells_at(store: RunStore, step: int) -> int | None:
-    """How many cells ``store``'s row at ``step`` holds, whatever --columns (None: no row at it)."""
-    with store.lock:
-        i = store.index_of_step(step)
-        return store.cells_in(i) if i < len(store) and store.step_at(i) == step else None
+def told_of(store: RunStore, mark: Mark, changed: Changed | None) -> Told:
+    """What ``mark`` says was told of the run's alerts (TailAlerts.Told): those up to its step, but for the rows
+    ``changed`` since (Places.changed) and its own row where it holds more cells than the mark counted. Called
+    under the store's lock."""
+    again = set(changed[2]) if changed is not None else set()
+    if mark.cells is not None and (cells := cells_at(store, mark.step)) is not None and cells > mark.cells:
+        again.add(mark.step)
+    froms = [x for x in changed[:2] if x is not None] if changed is not None else []
+    return Told(mark.step, frozenset(again), min(froms) if froms else None)

@@ -13,11 +13,13 @@ from typing import Any
 
 import pytest
 
+from steptable.cli.tailcursor import short_key
 from tests.helpers import run_cli
 
 mcp = pytest.importorskip("mcp")
 
 ROOT = Path(__file__).resolve().parents[2]
+KEY = short_key("armA/metrics.jsonl")  # (the key of the run the tests log, in one run's cursor)
 
 
 def _log(run_dir: Path, steps: range, nan_at: int | None = None) -> None:
@@ -90,11 +92,11 @@ def test_tools_return_the_cli_text_and_tail_follows_a_cursor(tmp_path: Path, cap
         assert _ageless(seen[name]) == _ageless(cli[name]), name  # one code path: the same text
     steps = [int(line.split()[0]) for line in seen["tail"].splitlines() if line.split()[0].isdigit()]
     assert steps == [25, 26, 27, 28, 29]
-    assert seen["tail"].rstrip().endswith("cursor 29:5 (--since 29:5 prints what follows)")
+    assert seen["tail"].rstrip().endswith(f"cursor 29:5@{KEY} (--since it prints what follows)")
     # a page: the earliest rows after the cursor, how many are left, and the cursor where the next page starts
     steps = [int(line.split()[0]) for line in seen["page"].splitlines() if line.split()[0].isdigit()]
     assert steps == [25, 26] and "3 more row(s) of armA/metrics.jsonl after step 26" in seen["page"]
-    assert seen["page"].rstrip().endswith("cursor 26:5 (--since 26:5 prints what follows)")
+    assert seen["page"].rstrip().endswith(f"cursor 26:5@{KEY} (--since it prints what follows)")
     steps = [int(line.split()[0]) for line in seen["next"].splitlines() if line.split()[0].isdigit()]
     assert steps == [30, 31, 32, 33, 34]
     assert "cursor 34" in seen["next"]
@@ -127,9 +129,10 @@ def test_alerts_since_a_cursor_and_failures_in_the_commands_words(tmp_path: Path
     assert not seen["starting"].is_error, _text(seen["starting"])
     said = _text(seen["starting"])
     assert any(ln.startswith("E ") and "loss" in ln for ln in said.splitlines()), said
-    assert "no rows yet in" in said and "starting" in said and "cursor 10 " in said  # (it holds the cursor back)
+    assert "no rows yet in" in said and "starting" in said and "(of 2 runs; " in said  # (each run's mark)
     one = _text(seen["one"])  # one run followed alone: its own cursor, no other run's note
-    assert not seen["one"].is_error and "starting" not in one and "cursor 39 " in one and "step 20 loss" in one
+    assert not seen["one"].is_error and "starting" not in one and "step 20 loss" in one
+    assert f"cursor 39:5@{KEY} " in one  # (its row's cells: alerts of cells merged into it come next time)
     assert any(ln.startswith("E ") and "loss" in ln for ln in seen["all"].splitlines()), seen["all"]
     assert not any(ln.startswith("E ") for ln in seen["after"].splitlines()), seen["after"]  # told before the cursor
     assert "cursor 39" in seen["after"]
@@ -193,10 +196,12 @@ def test_tail_takes_the_cursor_of_a_run_still_going_as_written(tmp_path: Path) -
         seen["none"] = _text(await client.call_tool("tail", {"path": root, "run": "live", "since_step": cursor}))
 
     _session(body)
-    assert seen["first"].rstrip().endswith("cursor 4:3 (--since 4:3 prints what follows)"), seen["first"]
+    key = short_key("live/metrics.jsonl")
+    assert seen["first"].rstrip().endswith(f"cursor 4:3@{key} (--since it prints what follows)"), seen["first"]
     rows = [ln.split() for ln in seen["again"].splitlines() if ln.split()[0].isdigit()]
-    assert [r[0] for r in rows] == ["4"] and "val_loss" in seen["again"] and "cursor 4:4 " in seen["again"]
-    assert not [ln for ln in seen["none"].splitlines() if ln.split()[0].isdigit()] and "cursor 4:4 " in seen["none"]
+    assert [r[0] for r in rows] == ["4"] and "val_loss" in seen["again"] and f"cursor 4:4@{key} " in seen["again"]
+    assert not [ln for ln in seen["none"].splitlines() if ln.split()[0].isdigit()]
+    assert f"cursor 4:4@{key} " in seen["none"]
 
 
 def test_tail_serves_again_a_row_changed_before_the_cursor_and_tells_a_resume_past_it(tmp_path: Path) -> None:
@@ -230,6 +235,38 @@ def test_tail_serves_again_a_row_changed_before_the_cursor_and_tells_a_resume_pa
     assert "resumed at step 3, at or before --since 5" in replies[-1]
     rows = [ln.split() for ln in replies[-1].splitlines() if ln.split()[0].isdigit()]
     assert [r[0] for r in rows] == [str(s) for s in range(3, 9)] and rows[0][-1] == "9.03"
+
+
+def test_tail_of_an_arms_seeds_serves_a_late_evaluation_and_a_new_seed(tmp_path: Path) -> None:
+    """Three seeds of one arm followed with the tail tool over stdio: the cursor of several runs was a plain step, so
+    an evaluation merged into an older row of one seed never came, and a seed that started later came from the
+    cursor's step. The token each reply ends with brings both."""
+    from tests.helpers import write_rows
+
+    def rows(k: int, steps: range) -> None:
+        write_rows(tmp_path / "exp" / f"seed{k}" / "metrics.jsonl",
+                   [{"step": s, "arm": "routeA", "loss": 0.5} for s in steps])
+
+    for k in range(3):
+        rows(k, range(10))
+    root = str(tmp_path / "exp")
+    replies: list[str] = []
+
+    async def body(client: Any) -> None:
+        args = {"path": root, "run": "routeA"}
+        replies.append(_text(await client.call_tool("tail", {**args, "since_step": -1})))
+        write_rows(tmp_path / "exp" / "seed1" / "metrics.jsonl", [{"step": 4, "eval/acc": 0.625}])
+        rows(3, range(12))
+        cursor = re.findall(r"cursor (\S+) ", replies[-1])[-1]
+        replies.append(_text(await client.call_tool("tail", {**args, "since_step": cursor})))
+
+    _session(body)
+    blocks = {b.split(")", 1)[0]: b for b in replies[1].split("── routeA (")[1:]}
+    assert set(blocks) == {"seed1/metrics.jsonl", "seed3/metrics.jsonl"}, replies[1]
+    assert [ln.split()[0] for ln in blocks["seed1/metrics.jsonl"].splitlines() if ln.split()[0].isdigit()] == ["4"]
+    assert ".625" in blocks["seed1/metrics.jsonl"]
+    assert len([ln for ln in blocks["seed3/metrics.jsonl"].splitlines() if ln.split()[0].isdigit()]) == 12
+    assert "(of 3 runs; --since it prints what follows)" in replies[0], replies[0]
 
 
 def test_legend_and_compare_of_many_keys_come_a_page_at_a_time(tmp_path: Path, capsys: pytest.CaptureFixture[str]

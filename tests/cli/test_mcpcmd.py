@@ -47,4 +47,5 @@ def test_the_tools_runner_says_why_argparse_refused_a_value(tmp_path: Path, curs
     out, err = io.StringIO(), io.StringIO()
     assert run_argv(["tail", "--run=r", f"--since={cursor}", "--", str(tmp_path)], out, err) == 2
     assert out.getvalue() == "" and err.getvalue() == (
-        f"steptable tail: argument --since: not a cursor (STEP, STEP:CELLS or STEP:CELLS:EDITS): {cursor!r}\n")
+        f"steptable tail: argument --since: not a cursor (STEP, STEP:CELLS or STEP:CELLS:EDITS), nor one tail gave: "
+        f"{cursor!r}\n")

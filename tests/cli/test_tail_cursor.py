@@ -1,4 +1,5 @@
-"""`steptable tail --since STEP` (rows after a cursor, and the next cursor) and `--run NAME`."""
+"""`steptable tail --since CURSOR` (rows after a cursor, and the next cursor) and `--run NAME`. Cursors of several
+runs: tests/cli/test_tail_cursors.py."""
 
 from __future__ import annotations
 
@@ -9,11 +10,27 @@ from pathlib import Path
 import pytest
 
 from steptable import StepLogger
+from steptable.cli.tailcursor import parse, short_key
 from tests.helpers import run_cli, write_rows
+
+ONE = "metrics.jsonl"  # the id of a run whose directory is the path given
+R = "r/metrics.jsonl"  # ... of the run in r/ under it
 
 
 def _steps(out: str) -> list[int]:
     return [int(ln.split()[0]) for ln in out.splitlines() if ln.split() and ln.split()[0].isdigit()]
+
+
+def _of(at: str, run: str = ONE) -> str:
+    """One run's cursor as tail gives it: ``at`` (STEP:CELLS[:EDITS]) and the run's key."""
+    return f"{at}@{short_key(run)}"
+
+
+def _marks(cursor: str, runs: list[str]) -> dict[str, tuple[int, int | None, int | None] | None]:
+    """Each of ``runs``' mark in a cursor of several runs: (step, cells, edits), None where it has none."""
+    since = parse(cursor)
+    assert since.marks is not None, cursor
+    return {r: None if (m := since.mark(r, alone=False)) is None else (m.step, m.cells, m.edits) for r in runs}
 
 
 @pytest.fixture
@@ -27,7 +44,7 @@ def test_since_prints_every_row_after_the_cursor_and_the_next_cursor(two_runs: P
                                                                      capsys: pytest.CaptureFixture[str]) -> None:
     rc, out, err = run_cli(["tail", str(two_runs / "a"), "--since", "17"], capsys)
     assert rc == 0 and _steps(out) == list(range(18, 50))  # all of them: -n 20 is not applied after a cursor
-    assert err.endswith("steptable tail: cursor 49:2 (--since 49:2 prints what follows)\n")  # (its row's cells)
+    assert err.endswith(f"steptable tail: cursor {_of('49:2')} (--since it prints what follows)\n")  # (its row)
     rc, out, err = run_cli(["tail", str(two_runs / "a"), "--since", "49"], capsys)
     assert rc == 0 and _steps(out) == [] and "cursor 49" in err  # nothing new: the cursor stays
     rc, out, _ = run_cli(["tail", str(two_runs / "a"), "--since", "17", "-n", "3"], capsys)
@@ -36,10 +53,18 @@ def test_since_prints_every_row_after_the_cursor_and_the_next_cursor(two_runs: P
     assert _steps(out) == list(range(50)) and "cursor 49" in err
 
 
-def test_several_runs_the_cursor_is_the_lowest(two_runs: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_several_runs_the_cursor_gives_each_run_its_own_step(two_runs: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """The cursor of several runs was the lowest step of them (b's 38): a's rows 39-49 came again on every poll, for
+    as long as b stayed behind. Each run's step, cells and earlier changes now: the next poll repeats none."""
     rc, out, err = run_cli(["tail", str(two_runs), "--since", "30"], capsys)
     assert rc == 0 and _steps(out) == [*range(31, 50), 32, 34, 36, 38]
-    assert "cursor 38 " in err  # b's last row: a's new rows after it are repeated, none is missed
+    cursor = _cursor(err)
+    assert _marks(cursor, ["a/metrics.jsonl", "b/metrics.jsonl"]) == {"a/metrics.jsonl": (49, 2, 0),
+                                                                      "b/metrics.jsonl": (38, 2, 0)}
+    assert err.endswith(f"cursor {cursor} (of 2 runs; --since it prints what follows)\n"), err
+    rc, out, err = run_cli(["tail", str(two_runs), "--since", cursor], capsys)
+    assert rc == 0 and _steps(out) == [] and _cursor(err) == cursor
 
 
 def test_run_picks_one_run_by_id_or_arm_and_a_wrong_name_says_the_runs(two_runs: Path,
@@ -79,20 +104,22 @@ def test_a_run_resumed_behind_the_cursor_prints_its_rows_from_the_resume(tmp_pat
     write_rows(tmp_path / "r" / "metrics.jsonl", [{"step": s, "loss": 2.0 + s / 100} for s in range(6, 9)])
     rc, out, err = run_cli(["tail", str(tmp_path), "--since", "10"], capsys)
     assert rc == 0 and _steps(out) == [6, 7, 8] and "2.08" in out
-    assert "r: resumed at step 6, its rows end at 8, before --since 10" in out and "cursor 8:2:1 " in err
-    rc, out, err = run_cli(["tail", str(tmp_path), "--since", "8:2:1"], capsys)
-    assert rc == 0 and _steps(out) == [] and "resumed" not in out and "cursor 8:2:1 " in err
+    assert "r: resumed at step 6, its rows end at 8, before --since 10" in out and _cursor(err) == _of("8:2:1", R)
+    for cursor in ("8:2:1", _of("8:2:1", R)):  # (as given before runs were named, and now)
+        rc, out, err = run_cli(["tail", str(tmp_path), "--since", cursor], capsys)
+        assert rc == 0 and _steps(out) == [] and "resumed" not in out and _cursor(err) == _of("8:2:1", R)
     rc, out, err = run_cli(["tail", str(tmp_path), "--since", "10", "--format", "jsonl"], capsys)
     assert [json.loads(ln)["step"] for ln in out.splitlines()] == [6, 7, 8] and "resumed at step 6" in err
     write_rows(tmp_path / "r" / "metrics.jsonl", [{"step": s, "loss": 2.0} for s in range(9, 21)])
     rc, out, err = run_cli(["tail", str(tmp_path), "--since", "20"], capsys)
-    assert rc == 0 and out == "" and "cursor 20:2:1 " in err
+    assert rc == 0 and out == "" and _cursor(err) == _of("20:2:1", R)
 
 
 def test_a_run_that_ended_holds_the_cursor_back_no_longer(tmp_path: Path,
                                                           capsys: pytest.CaptureFixture[str]) -> None:
-    """Arm a crashed at step 5 (its logger closed on the exception); arm b goes on to step 11. The cursor is b's
-    last step: at a's, every call would print b's rows and alerts past it again, for as long as b runs."""
+    """Arm a crashed at step 5 (its logger closed on the exception); arm b goes on to step 11. Each run keeps its own
+    step in the cursor: at a's, every call would print b's rows and alerts past it again, for as long as b runs."""
+    runs = ["a/metrics.jsonl", "b/metrics.jsonl"]
     with pytest.raises(RuntimeError), StepLogger(run_dir=tmp_path / "a", console=False, alerts=False) as lg:
         for s in range(6):
             lg.log({"step": s, "loss": 0.5})
@@ -102,15 +129,18 @@ def test_a_run_that_ended_holds_the_cursor_back_no_longer(tmp_path: Path,
         for s in range(12):
             lg.log({"step": s, "loss": math.nan if s == 9 else 0.5})
         rc, out, err = run_cli(["tail", str(tmp_path), "--since", "5"], capsys)
-        assert _steps(out) == [6, 7, 8, 9, 10, 11] and "cursor 11 " in err, (out, err)
+        assert _steps(out) == [6, 7, 8, 9, 10, 11], (out, err)
+        assert [m and m[0] for m in _marks(_cursor(err), runs).values()] == [5, 11]
+        rc, out, err = run_cli(["tail", str(tmp_path), "--since", _cursor(err)], capsys)
+        assert _steps(out) == []  # (b's rows: told once)
         rc, out, err = run_cli(["tail", str(tmp_path), "--alerts-only", "--since", "5"], capsys)
-        assert rc == 1 and "step 9 loss non-finite" in out and "cursor 11 " in err
-        rc, out, err = run_cli(["tail", str(tmp_path), "--alerts-only", "--since", "11"], capsys)
-        assert "step 9 " not in out and "cursor 11 " in err
+        assert rc == 1 and "step 9 loss non-finite" in out
+        rc, out, err = run_cli(["tail", str(tmp_path), "--alerts-only", "--since", _cursor(err)], capsys)
+        assert "step 9 " not in out and [m and m[0] for m in _marks(_cursor(err), runs).values()] == [5, 11]
     finally:
         lg.close()
-    rc, out, err = run_cli(["tail", str(tmp_path), "--since", "11"], capsys)  # both ended: the highest
-    assert _steps(out) == [] and "cursor 11 " in err
+    rc, out, err = run_cli(["tail", str(tmp_path), "--since", "11"], capsys)  # both ended: each its own step
+    assert _steps(out) == [] and [m and m[0] for m in _marks(_cursor(err), runs).values()] == [11, 11]
 
 
 def test_page_prints_the_earliest_rows_after_the_cursor_and_where_the_next_page_starts(
@@ -119,7 +149,9 @@ def test_page_prints_the_earliest_rows_after_the_cursor_and_where_the_next_page_
     left, and a cursor from which the next page misses none of them."""
     rc, out, err = run_cli(["tail", str(two_runs), "--since", "10", "--page", "5"], capsys)
     assert rc == 0 and _steps(out) == [11, 12, 13, 14, 15, 12, 14, 16, 18, 20]
-    assert "34 more row(s) of a/metrics.jsonl after step 15" in err and "cursor 15 " in err
+    assert "34 more row(s) of a/metrics.jsonl after step 15" in err
+    got = _marks(_cursor(err), ["a/metrics.jsonl", "b/metrics.jsonl"])
+    assert [m and m[0] for m in got.values()] == [15, 20]  # (where each run's next page starts)
     seen: list[int] = []
     cursor = "10"
     for _ in range(20):
@@ -155,14 +187,15 @@ def test_a_cursor_past_every_runs_last_step_says_so(two_runs: Path, tmp_path: Pa
     says the runs' last step, and whether they have all ended (StepLogger closed them)."""
     rc, out, err = run_cli(["tail", str(two_runs), "--since", "100000"], capsys)
     assert rc == 0 and _steps(out) == []
-    assert err.endswith("cursor 100000 (--since 100000 prints what follows; no run has a step past 49)\n"), err
+    assert err.endswith("(of 2 runs; --since it prints what follows; no run has a step past 49)\n"), err
     rc, _, err = run_cli(["tail", str(two_runs), "--since", "49"], capsys)  # at the end, not past it
-    assert err.endswith("cursor 49 (--since 49 prints what follows)\n"), err
+    assert err.endswith("(of 2 runs; --since it prints what follows)\n"), err
     with StepLogger(run_dir=tmp_path / "done", console=False, alerts=False) as sl:
         for s in range(5):
             sl.log({"step": s, "loss": 1.0})
     rc, _, err = run_cli(["tail", str(tmp_path / "done"), "--since", "9"], capsys)
-    assert err.endswith("(--since 9 prints what follows; no run has a step past 4, and every run has ended)\n"), err
+    assert err.endswith("cursor 9 (--since it prints what follows; no run has a step past 4, and every run has "
+                        "ended)\n"), err
 
 
 def test_alerts_since_with_a_run_not_started_give_the_others_alerts_and_a_cursor(
@@ -175,7 +208,10 @@ def test_alerts_since_with_a_run_not_started_give_the_others_alerts_and_a_cursor
     rc, out, err = run_cli(["tail", str(two_runs), "--alerts-only", "--since", "10"], capsys)
     assert any(ln.startswith("E ") and "step 15 loss" in ln for ln in out.splitlines()), out
     assert rc == 2 and "no rows yet in" in err and "c/metrics.jsonl: nothing checked there" in err
-    assert err.endswith("steptable tail: cursor 10 (--since 10 prints what follows)\n")  # (c holds it at 10)
+    cursor = _cursor(err)
+    assert err.endswith(f"steptable tail: cursor {cursor} (of 4 runs; --since it prints what follows)\n")
+    assert _marks(cursor, ["c/metrics.jsonl", "d/metrics.jsonl"]) == {"c/metrics.jsonl": (10, 0, 0),
+                                                                      "d/metrics.jsonl": (29, 2, 0)}
     rc, _, err = run_cli(["tail", str(two_runs / "a"), "--since", "10", "--columns", "nosuchkey"], capsys)
     assert rc == 2 and "cursor" not in err
 
@@ -193,21 +229,21 @@ def test_cells_merged_into_the_cursors_row_come_with_the_next_poll(tmp_path: Pat
     path = tmp_path / "r" / "metrics.jsonl"
     write_rows(path, [{"step": s, "loss": 1 / (s + 1)} for s in range(10)])
     rc, out, err = run_cli(["tail", str(tmp_path), "--since", "5"], capsys)
-    assert rc == 0 and _steps(out) == [6, 7, 8, 9] and _cursor(err) == "9:2", err
-    assert err.endswith("cursor 9:2 (--since 9:2 prints what follows)\n")
-    rc, out, err = run_cli(["tail", str(tmp_path), "--since", "9:2"], capsys)
-    assert _steps(out) == [] and _cursor(err) == "9:2"
+    assert rc == 0 and _steps(out) == [6, 7, 8, 9] and _cursor(err) == _of("9:2", R), err
+    assert err.endswith(f"cursor {_of('9:2', R)} (--since it prints what follows)\n")
+    rc, out, err = run_cli(["tail", str(tmp_path), "--since", _of("9:2", R)], capsys)
+    assert _steps(out) == [] and _cursor(err) == _of("9:2", R)
     write_rows(path, [{"step": 9, "val_loss": 0.25}])
-    rc, out, err = run_cli(["tail", str(tmp_path), "--since", "9:2"], capsys)
-    assert rc == 0 and _steps(out) == [9] and "val_loss" in out and ".25" in out and _cursor(err) == "9:3"
-    rc, out, err = run_cli(["tail", str(tmp_path), "--since", "9:3", "--format", "jsonl"], capsys)
-    assert out == "" and _cursor(err) == "9:3"
+    rc, out, err = run_cli(["tail", str(tmp_path), "--since", "9:2"], capsys)  # (as given before runs were named)
+    assert rc == 0 and _steps(out) == [9] and "val_loss" in out and ".25" in out and _cursor(err) == _of("9:3", R)
+    rc, out, err = run_cli(["tail", str(tmp_path), "--since", _of("9:3", R), "--format", "jsonl"], capsys)
+    assert out == "" and _cursor(err) == _of("9:3", R)
     rc, out, err = run_cli(["tail", str(tmp_path), "--since", "9"], capsys)
-    assert _steps(out) == [] and _cursor(err) == "9:3"
+    assert _steps(out) == [] and _cursor(err) == _of("9:3", R)
     write_rows(path, [{"step": 9, "val_acc": 0.5}, {"step": 10, "loss": 0.1}])
-    rc, out, err = run_cli(["tail", str(tmp_path), "--since", "9:3", "--format", "jsonl"], capsys)
+    rc, out, err = run_cli(["tail", str(tmp_path), "--since", _of("9:3", R), "--format", "jsonl"], capsys)
     got = [json.loads(ln) for ln in out.splitlines()]
-    assert [r["step"] for r in got] == [9, 10] and got[0]["val_acc"] == 0.5 and _cursor(err) == "10:2"
+    assert [r["step"] for r in got] == [9, 10] and got[0]["val_acc"] == 0.5 and _cursor(err) == _of("10:2", R)
 
 
 def test_a_tensorboard_evaluation_after_its_steps_training_scalars_is_not_lost(
@@ -227,30 +263,31 @@ def test_a_tensorboard_evaluation_after_its_steps_training_scalars_is_not_lost(
         rc, out, err = run_cli(["tail", str(tmp_path), "--since", "0"], capsys)
         assert rc == 0 and _steps(out) == [1, 2, 3, 4, 5], out
         cursor = _cursor(err)
-        assert cursor.startswith("5:"), err
+        assert cursor.startswith("5:") and cursor.endswith(f"@{short_key('run')}"), err
         w.add_scalar("eval/loss", 0.75, 5)
         w.flush()
         rc, out, err = run_cli(["tail", str(tmp_path), "--since", cursor, "--format", "jsonl"], capsys)
         got = [json.loads(ln) for ln in out.splitlines()]
         assert [r["step"] for r in got] == [5] and got[0]["eval/loss"] == 0.75, out
-        assert _cursor(err) == f"5:{int(cursor[2:]) + 1}"
+        assert _cursor(err) == f"5:{int(cursor[2:].split('@')[0]) + 1}@{short_key('run')}"
     finally:
         w.close()
 
 
-def test_an_ended_runs_cursor_counts_its_row_too_and_several_runs_a_plain_step(
+def test_an_ended_runs_cursor_counts_its_row_too_and_several_runs_each_theirs(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A run that ended alone still gets STEP:CELLS (a training that crashed is resumed by a new process: the resume
     is told from its cursor, test_a_resume_that_passed_the_cursor_is_told_whenever_the_agent_polls); over several
-    runs the cursor is the plain step (one count cannot stand for several rows)."""
+    runs each run's (it was the plain step: one count cannot stand for several rows)."""
     with StepLogger(run_dir=tmp_path / "done", console=False, alerts=False) as sl:
         for s in range(5):
             sl.log({"step": s, "loss": 1.0})
     rc, _, err = run_cli(["tail", str(tmp_path / "done"), "--since", "1"], capsys)
-    assert rc == 0 and _cursor(err) == "4:3"  # (step, loss and the time StepLogger writes)
+    assert rc == 0 and _cursor(err) == _of("4:3")  # (step, loss and the time StepLogger writes)
     write_rows(tmp_path / "live" / "metrics.jsonl", [{"step": s, "loss": 0.5} for s in range(3)])
     rc, _, err = run_cli(["tail", str(tmp_path), "--since", "1"], capsys)
-    assert rc == 0 and _cursor(err) == "2"
+    assert rc == 0 and _marks(_cursor(err), ["done/metrics.jsonl", "live/metrics.jsonl"]) == {
+        "done/metrics.jsonl": (4, 3, 0), "live/metrics.jsonl": (2, 2, 0)}
 
 
 @pytest.mark.parametrize("bad", ["9:x", "9:-1", "x", "9:", ":2", "9:2:", "9::1", "9:2:-1", "9:2:1:1"])
@@ -280,13 +317,18 @@ def test_the_cursors_cells_are_counted_whatever_columns_are_asked_for(tmp_path: 
 
 def test_a_cursors_cells_bring_back_no_row_of_another_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A run that appeared after a one-run cursor was taken: its row at the cursor's step is not printed for having
-    more cells than the cursor's run had (the count is of that run's row alone)."""
+    more cells than the cursor's run had (the count is of that run's row alone). The cursor names its run now: the
+    new run comes from its start (it came from the cursor's step: its rows before were never served)."""
     write_rows(tmp_path / "a" / "metrics.jsonl", [{"step": s, "loss": 0.5} for s in range(10)])
     _, _, err = run_cli(["tail", str(tmp_path), "--since", "5"], capsys)
-    assert _cursor(err) == "9:2"
+    assert _cursor(err) == _of("9:2", "a/metrics.jsonl")
     write_rows(tmp_path / "b" / "metrics.jsonl", [{"step": s, "loss": 0.5, "kl": 0.1, "lr": 0.01} for s in range(10)])
-    _, out, err = run_cli(["tail", str(tmp_path), "--since", "9:2"], capsys)
-    assert _steps(out) == [] and _cursor(err) == "9", (out, err)
+    _, out, err = run_cli(["tail", str(tmp_path), "--since", "9:2"], capsys)  # (as given before runs were named)
+    assert _steps(out) == [], (out, err)
+    _, out, err = run_cli(["tail", str(tmp_path), "--since", _of("9:2", "a/metrics.jsonl")], capsys)
+    assert _steps(out) == list(range(10)) and "a/metrics.jsonl" not in out, (out, err)  # (b's rows, all of them)
+    assert [m and m[:2] for m in _marks(_cursor(err), ["a/metrics.jsonl", "b/metrics.jsonl"]).values()] == [
+        (9, 2), (9, 4)]
 
 
 def _jsonl(out: str) -> list[dict[str, object]]:
@@ -308,7 +350,7 @@ def test_an_evaluation_merged_into_an_older_row_comes_with_the_next_poll(tmp_pat
         assert rc == 0, err
         served += _jsonl(out)
         cursor = _cursor(err)
-    assert cursor == "11:2:4"  # (four evaluations merged into rows before the last)
+    assert cursor == _of("11:2:4", "lag/metrics.jsonl")  # (four evaluations merged into rows before the last)
     evals = [(r["step"], r["eval/acc"]) for r in served if "eval/acc" in r]
     assert evals == [(0, 500), (3, 503), (6, 506), (9, 509)]  # each once, as a one-shot tail has them
     assert [r["step"] for r in served if "eval/acc" not in r] == list(range(12))
@@ -325,11 +367,11 @@ def test_a_resume_that_passed_the_cursor_is_told_whenever_the_agent_polls(tmp_pa
     write_rows(path, [{"step": s, "loss": 1 + s / 100} for s in range(21)])
     rc, out, err = run_cli(["tail", str(tmp_path), "--since", "-1"], capsys)
     cursor = _cursor(err)
-    assert cursor == "20:2"
+    assert cursor == _of("20:2", R)
     write_rows(path, [{"step": s, "loss": 9 + s / 100} for s in range(15, 26)])
     rc, out, err = run_cli(["tail", str(tmp_path), "--since", cursor], capsys)
     assert rc == 0 and "── r: resumed at step 15, at or before --since 20 ──" in out
-    assert _steps(out) == list(range(15, 26)) and "9.15" in out and _cursor(err) == "25:2:1"
+    assert _steps(out) == list(range(15, 26)) and "9.15" in out and _cursor(err) == _of("25:2:1", R)
     rc, out, err = run_cli(["tail", str(tmp_path), "--since", cursor, "--format", "jsonl"], capsys)
     assert [r["loss"] for r in _jsonl(out)][:2] == [9.15, 9.16] and "r: resumed at step 15" in err  # (not in-band)
     seen, notes = [], 0
@@ -340,7 +382,7 @@ def test_a_resume_that_passed_the_cursor_is_told_whenever_the_agent_polls(tmp_pa
         cursor = _cursor(err)
         if not _steps(out):
             break
-    assert seen == list(range(15, 26)) and notes == 1 and cursor == "25:2:1"
+    assert seen == list(range(15, 26)) and notes == 1 and cursor == _of("25:2:1", R)
 
 
 def test_a_crashed_run_resumed_by_a_new_process_is_told_from_its_ended_cursor(
