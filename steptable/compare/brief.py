@@ -5,8 +5,9 @@ passes one ``by_schema`` group: runs of different trainers are not arms of one e
 least MIN_WINDOW_ROWS rows in the window: one line naming the baseline (the first run's arm, or ``baseline``) and
 the window (the last 10% of the steps every run has reached), then one line per key metric (at most
 ``MAX_METRICS``) with each other arm's difference from the baseline and the half-width of its 95% interval
-(``+.030±.012``), marked ``better`` / ``worse`` by the metric's direction (``*`` with none) when the interval
-excludes 0, led by the arm of the best mean where the metric has a direction
+(``+.030±.012``), marked ``better`` / ``worse`` by the metric's direction (``*`` with none) where its verdict
+says so (the interval excludes 0; with several arms tested, Holm's procedure over them, and the first line says
+``Holm``), led by the arm of the best mean where the metric has a direction
 (``reward best b: b +.030±.012 better, c -.020±.012``); where every arm is one run, the intervals are the runs' own
 noise (batch means) and the first line says so. Key metrics: the reward's and the loss's columns (the
 alert roles' keys, first present), then columns the schema gives a direction, in the schema's order; each one
@@ -25,7 +26,7 @@ from steptable.alerts.rules import DEFAULT_ROLES
 from steptable.compare.core import CompareError, choose_window, comparable, compare, make_arms
 from steptable.compare.direction import ROLE_BETTER, directions, schema_order
 from steptable.compare.groups import group_runs
-from steptable.compare.render import compact_line, within_runs
+from steptable.compare.render import compact_line, family_words, within_runs
 from steptable.table.formatting import sanitize
 
 MAX_METRICS = 3
@@ -70,7 +71,8 @@ def summary_lines(runs: Sequence[Any], tags: Mapping[str, str] | None = None,
     shown = {a.name: names[a.name] for a in arms}
     lo, hi = math.ceil(window.lo), math.floor(window.hi)  # the steps in it
     within = " within runs: one seed each" if within_runs(results) else ""
-    lines = [f"Δ vs {sanitize(shown[baseline])} (95% CI{within}), steps {lo}-{hi}:"]
+    holm = "; Holm" if family_words(results) else ""  # (the verdicts over several arms tested: few tokens)
+    lines = [f"Δ vs {sanitize(shown[baseline])} (95% CI{within}{holm}), steps {lo}-{hi}:"]
     for m in metrics:
         direction = better.get(m)
         text = compact_line([r for r in results if r.metric == m], shown, baseline,

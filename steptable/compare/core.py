@@ -24,16 +24,18 @@ from fnmatch import fnmatchcase
 from typing import Any
 
 from steptable.alerts.rules import cell_frac
+from steptable.compare.family import holm
 from steptable.compare.groups import Member
 from steptable.compare.stats import (
+    Difference,
     Spread,
     mean,
     one_of_seeds,
-    pooled_difference,
+    pooled_diff,
     pooled_seeds,
     seeds_spread,
     single_spread,
-    welch,
+    welch_diff,
 )
 from steptable.compare.xaxis import XAxis, XError, XRun, x_values
 from steptable.ingest.parsed import counter
@@ -93,7 +95,10 @@ class Result:
     # seed where every arm has one: batch means); "drift": one seed whose batch means drift, so no interval (lo/hi
     # null); None: no interval for another reason (too few values)
     ci: str | None
-    verdict: str | None  # "better" / "worse" (by the metric's direction), "differs" (no direction); None: not shown
+    #: "better" / "worse" (by the metric's direction), "differs" (no direction): the difference is apart from 0
+    #: beyond chance once the metric's other arms are taken into account (Holm's procedure over them,
+    #: :mod:`steptable.compare.family`; with one other arm, its interval excludes 0); None: not called
+    verdict: str | None
 
     def record(self) -> dict[str, Any]:
         """The JSONL object: every field, None (null) where undefined."""
@@ -316,24 +321,32 @@ def metric_results(metric: str, cells: Mapping[str, Cell], baseline: str, better
     """One metric's Results, one per arm of ``cells`` (name -> its window, in the arms' order): an arm of one seed
     spread as one seed of the others where an arm has several (:func:`steptable.compare.stats.pooled_seeds`), each
     other arm's difference from ``baseline`` (absent: none) with its interval (Welch's; the pooled t where a side is
-    one seed of those) and its verdict by ``better``."""
+    one seed of those), and its verdict by ``better`` where Holm's procedure over the metric's other arms calls it
+    apart (:mod:`steptable.compare.family`; with one other arm: where its interval excludes 0)."""
     pooled = pooled_seeds([c.spread for c in cells.values() if c.spread is not None])
     spreads = {g: one_of_seeds(c.spread.mean, pooled) if pooled and c.n_seeds == 1 and c.spread is not None
                else c.spread for g, c in cells.items()}
     base = spreads.get(baseline)
     n_base = cells[baseline].n_seeds if baseline in cells else 0
+    diffs: dict[str, Difference] = {}
+    for g, c in cells.items():
+        sp = spreads[g]
+        if g != baseline and sp is not None and base is not None:
+            diffs[g] = (pooled_diff(sp, c.n_seeds, base, n_base, pooled) if pooled and 1 in (c.n_seeds, n_base)
+                        else welch_diff(sp, base))
+    apart = dict(zip(diffs, holm([df.p_value() for df in diffs.values()]), strict=True))
+    single = sum(df.var is not None for df in diffs.values()) <= 1  # (one test: its interval, as Holm's is)
     out = []
     for g, c in cells.items():
         sp = spreads[g]
         lo, hi = sp.interval() if sp is not None else (None, None)
-        d = d_lo = d_hi = None
-        if g != baseline and sp is not None and base is not None:
-            d, d_lo, d_hi = (pooled_difference(sp, c.n_seeds, base, n_base, pooled)
-                             if pooled and 1 in (c.n_seeds, n_base) else welch(sp, base))
+        d, d_lo, d_hi = diffs[g].interval() if g in diffs else (None, None, None)
+        # (an interval holding 0 is never called apart, whatever the p-value's last bits say)
+        verdict = _verdict(d_lo, d_hi, better) if single or apart.get(g) else None
         out.append(Result(
             g, metric, x, window.lo, window.hi, c.n_seeds, c.n_points, c.n_missing,
             sp.mean if sp is not None else None, lo, hi, baseline, d, d_lo, d_hi,
-            interval_method(sp, lo), _verdict(d_lo, d_hi, better) if g != baseline else None))
+            interval_method(sp, lo), verdict if g != baseline else None))
     return out
 
 

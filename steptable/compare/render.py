@@ -100,7 +100,8 @@ DRIFT_NOTE = ("drifts: one seed whose values wander over longer than its window'
 
 
 def _notes(results: Sequence[Result]) -> list[str]:
-    return [DRIFT_NOTE] if any(r.ci == "drift" for r in results) else []
+    return [*([DRIFT_NOTE] if any(r.ci == "drift" for r in results) else []),
+            *([HOLM_NOTE] if unmarked(results) else [])]
 
 
 def within_runs(results: Sequence[Result]) -> bool:
@@ -109,10 +110,38 @@ def within_runs(results: Sequence[Result]) -> bool:
     return any(r.ci in ("batches", "drift") for r in results)
 
 
+def tested(results: Sequence[Result]) -> int:
+    """How many arms of ``results`` (one metric's) were tested against the baseline: those with an interval of their
+    difference, the family Holm's procedure corrects for (:mod:`steptable.compare.family`); 1 or 0: no correction."""
+    return sum(1 for r in results if r.delta_lo is not None and r.arm != r.baseline)
+
+
+def family_words(results: Sequence[Result]) -> str:
+    """``Holm over 7 arms``: what a mark is judged by where several arms of a metric were tested (the most of any
+    metric of ``results``), else ``""``."""
+    by: dict[str, list[Result]] = {}
+    for r in results:
+        by.setdefault(r.metric, []).append(r)
+    m = max((tested(rs) for rs in by.values()), default=0)
+    return f"Holm over {m} arms" if m >= 2 else ""
+
+
+def unmarked(results: Sequence[Result]) -> bool:
+    """Is an arm of ``results`` apart from the baseline by its own 95% interval but not called so once the metric's
+    other arms are counted (Holm's procedure)?"""
+    return any(r.verdict is None and r.delta_lo is not None and r.delta_hi is not None
+               and not r.delta_lo <= 0.0 <= r.delta_hi for r in results)
+
+
+#: what an interval off 0 without a verdict means, under the table that has one
+HOLM_NOTE = ("a Δ interval off 0 without a verdict: not beyond chance once all the metric's arms are counted (Holm's "
+             "procedure, 5% family-wise)")
+
+
 def _told(others: Sequence[Result]) -> list[str]:
-    """How the arms ``others`` stand against the baseline: better / worse (the interval of the difference excludes
-    0), not told apart (it holds 0), no interval (one seed drifting, too few values), no value (the arm or the
-    baseline has none in the window)."""
+    """How the arms ``others`` stand against the baseline: better / worse (their verdicts: beyond chance over the
+    arms tested), not told apart (no verdict), no interval (one seed drifting, too few values), no value (the arm or
+    the baseline has none in the window)."""
     counts = Counter(r.verdict if r.verdict in ("better", "worse") else
                      "no value" if r.delta is None else "no interval" if r.delta_lo is None else "not told apart"
                      for r in others)
@@ -124,7 +153,10 @@ def verdict_lines(results: Sequence[Result], baseline: str, dirs: Mapping[str, s
     """One line per metric whose direction ``dirs`` gives (``higher`` / ``lower``) and that two arms have a mean of:
     the arm of the best mean (a point estimate), its difference from the baseline and whether that is beyond chance
     (no interval: said so), and how the other arms stand against the baseline (:func:`_told`): which arm wins, and
-    how sure that is. Where every arm is one seed, chance is the runs' own noise, and the line says so."""
+    how sure that is. Beyond chance is the Results' verdict: where several arms were tested, Holm's procedure over
+    them (:mod:`steptable.compare.family`), and the line says over how many (the best of many arms is often apart
+    from the baseline by its own interval alone). Where every arm is one seed, chance is the runs' own noise, and
+    the line says so."""
     by: dict[str, list[Result]] = {}
     for r in results:
         by.setdefault(r.metric, []).append(r)
@@ -138,17 +170,22 @@ def verdict_lines(results: Sequence[Result], baseline: str, dirs: Mapping[str, s
         mean = interval_text(best.mean, best.lo, best.hi)
         line = f"{sanitize(metric)} ({way} is better): best {sanitize(best.arm)} {mean}"
         within = within_runs(rs)
+        m = tested(rs)
+        said = False  # (how many arms were tested: said once a line, where it matters first)
         if best.arm == baseline:
             line += " (the baseline)"
         elif best.delta is not None:
             chance = "the runs' own noise" if within else "chance"
-            beyond = ("no interval" if best.delta_lo is None else f"beyond {chance}" if best.verdict == "better"
-                      else f"not beyond {chance}")
+            said = m >= 2 and best.delta_lo is not None
+            beyond = ("no interval" if best.delta_lo is None else
+                      ("beyond " if best.verdict == "better" else "not beyond ") + chance
+                      + (f" over {m} arms" if said else ""))
             delta = interval_text(best.delta, best.delta_lo, best.delta_hi, signed=True)
             line += f", {delta} vs the baseline ({beyond})"
         told = _told([r for r in rs if r.arm != baseline])
         seeds = "; one seed each: the seeds' spread unknown" if within else ""
-        out.append(f"{line}; against {sanitize(baseline)}: {', '.join(told) or 'no other arm'}{seeds}")
+        against = f"against {sanitize(baseline)}" + (f" (Holm, {m} arms)" if m >= 2 and not said else "")
+        out.append(f"{line}; {against}: {', '.join(told) or 'no other arm'}{seeds}")
     return out
 
 
@@ -252,10 +289,11 @@ def pm_text(center: float, lo: float | None, hi: float | None) -> str:
 def compact_line(results: Sequence[Result], tags: dict[str, str], baseline: str,
                  higher: bool | None = None) -> str | None:
     """``reward best b: b +.030±.012 better, c -.020±.012``: one metric's differences from ``baseline`` with the
-    half-widths of their 95% intervals, each arm by its name in ``tags``, the verdict where the interval excludes 0
-    (``*`` for a metric without a direction). ``higher``: the metric's direction (True: higher is better; None: none);
-    with one, ``best`` names the arm of the best mean (the baseline's difference is 0; the point estimates: whether
-    it is better than the baseline beyond chance is its verdict). None when no arm has a difference."""
+    half-widths of their 95% intervals, each arm by its name in ``tags``, its verdict where it has one (Holm's over
+    the arms tested: :attr:`Result.verdict`; ``*`` for a metric without a direction). ``higher``: the metric's
+    direction (True: higher is better; None: none); with one, ``best`` names the arm of the best mean (the
+    baseline's difference is 0; the point estimates: whether it is better than the baseline beyond chance is its
+    verdict). None when no arm has a difference."""
     parts = []
     metric = ""
     deltas = {baseline: 0.0}

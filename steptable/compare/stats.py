@@ -30,6 +30,9 @@ Definitions (what the tests recompute with numpy/scipy):
 - The difference of an arm and the baseline: the difference of their means, its interval Welch's: spread = the sum
   of the two spreads, df by Welch-Satterthwaite (each side's spread and df as above). A zero spread gives the
   point itself as its interval.
+- The p-value of a difference: two-sided, from the same t statistic (difference over its standard error) and
+  degrees of freedom as its interval, so that it is below 5% exactly where the 95% interval excludes 0. Which arms
+  are called better or worse out of several: :mod:`steptable.compare.family`.
 """
 
 from __future__ import annotations
@@ -41,7 +44,7 @@ from itertools import pairwise, repeat
 from operator import sub
 from statistics import NormalDist
 
-from steptable.compare.tdist import t_ppf
+from steptable.compare.tdist import t_ppf, t_sf
 
 LEVEL = 0.95
 BATCHES = 10
@@ -167,27 +170,56 @@ def batch_bounds(n: int, batches: int = BATCHES) -> list[int]:
     return out
 
 
-def pooled_difference(arm: Spread, n_arm: int, base: Spread, n_base: int, pooled: tuple[float, float],
-                      level: float = LEVEL) -> tuple[float, float, float]:
-    """(difference arm - base, its interval's ends) of arms of ``n_arm`` and ``n_base`` seeds whose seed-to-seed
-    variance is ``pooled`` (:func:`pooled_seeds`)."""
+@dataclass(frozen=True)
+class Difference:
+    """An arm's mean less the baseline's: the value, its squared standard error and that error's degrees of freedom
+    (``var``/``df`` None: a side has no spread, so no interval and no test)."""
+
+    d: float
+    var: float | None
+    df: float | None
+
+    def interval(self, level: float = LEVEL) -> tuple[float, float | None, float | None]:
+        """(the difference, its interval's low and high ends); the ends None without a spread, the point itself
+        with a zero one."""
+        if self.var is None or self.df is None:
+            return self.d, None, None
+        if self.var == 0.0:
+            return self.d, self.d, self.d
+        h = t_ppf(0.5 + level / 2.0, self.df) * math.sqrt(self.var)
+        return self.d, self.d - h, self.d + h
+
+    def p_value(self) -> float | None:
+        """The two-sided p-value of a zero difference, from the t statistic and degrees of freedom the interval is
+        made of (below ``1 - level`` exactly where the interval excludes 0, to rounding); None without a spread. A
+        zero spread: 0 for a difference, 1 for none."""
+        if self.var is None or self.df is None:
+            return None
+        if self.var == 0.0:
+            return 1.0 if self.d == 0.0 else 0.0
+        p = 2.0 * t_sf(abs(self.d) / math.sqrt(self.var), self.df)
+        return min(1.0, p) if math.isfinite(p) else 1.0
+
+
+def pooled_diff(arm: Spread, n_arm: int, base: Spread, n_base: int, pooled: tuple[float, float]) -> Difference:
+    """The difference arm - base of arms of ``n_arm`` and ``n_base`` seeds whose seed-to-seed variance is
+    ``pooled`` (:func:`pooled_seeds`)."""
+    return Difference(arm.mean - base.mean, pooled[0] * (1.0 / n_arm + 1.0 / n_base), pooled[1])
+
+
+def welch_diff(arm: Spread, base: Spread) -> Difference:
+    """The difference arm - base, its spread the sum of theirs, df by Welch-Satterthwaite (no spread where a side
+    has none)."""
     d = arm.mean - base.mean
-    var = pooled[0] * (1.0 / n_arm + 1.0 / n_base)
+    if arm.var is None or base.var is None or arm.df is None or base.df is None:
+        return Difference(d, None, None)
+    var = arm.var + base.var
     if var == 0.0:
-        return d, d, d
-    h = t_ppf(0.5 + level / 2.0, pooled[1]) * math.sqrt(var)
-    return d, d - h, d + h
+        return Difference(d, 0.0, 1.0)
+    wa, wb = arm.var / var, base.var / var  # (as shares of the sum: no square of a large spread overflows)
+    return Difference(d, var, 1.0 / (wa * wa / arm.df + wb * wb / base.df))
 
 
 def welch(arm: Spread, base: Spread, level: float = LEVEL) -> tuple[float, float | None, float | None]:
     """(difference arm - base, its interval's low and high ends); the ends None when a side has no spread."""
-    d = arm.mean - base.mean
-    if arm.var is None or base.var is None or arm.df is None or base.df is None:
-        return d, None, None
-    var = arm.var + base.var
-    if var == 0.0:
-        return d, d, d
-    wa, wb = arm.var / var, base.var / var  # (as shares of the sum: no square of a large spread overflows)
-    df = 1.0 / (wa * wa / arm.df + wb * wb / base.df)
-    h = t_ppf(0.5 + level / 2.0, df) * math.sqrt(var)
-    return d, d - h, d + h
+    return welch_diff(arm, base).interval(level)

@@ -30,7 +30,7 @@ def test_three_arms_one_run_each(tmp_path: Path, capsys: pytest.CaptureFixture[s
     rc, out = cli(["summary", str(base)], capsys)
     assert rc == 0
     lines = out.splitlines()
-    i = lines.index("Δ vs a (95% CI within runs: one seed each), steps 270-299:")  # last 10% of 0-299: 269.1-299
+    i = lines.index("Δ vs a (95% CI within runs: one seed each; Holm), steps 270-299:")  # last 10% of 0-299: 269.1-299
     reward, loss = lines[i + 1], lines[i + 2]
     # b (routeA) is best both ways: the alert roles' directions, higher reward and lower loss
     assert reward.startswith("reward best b: b +.09") and reward.split(",")[0].endswith(" better")
@@ -38,7 +38,7 @@ def test_three_arms_one_run_each(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert lines[i + 3].startswith("a b c alerts 0")  # two key metrics: reward, loss (other has no direction)
     rc, out = cli(["summary", "--format", "md", str(base)], capsys)
     lines = out.splitlines()
-    i = lines.index("- Δ vs a (95% CI within runs: one seed each), steps 270-299:")
+    i = lines.index("- Δ vs a (95% CI within runs: one seed each; Holm), steps 270-299:")
     assert lines[i + 1].startswith("- reward best b: b +.09") and lines[i + 3].startswith("- a b c alerts")
 
 
@@ -103,3 +103,16 @@ def test_a_loss_its_schema_gives_no_direction_is_not_judged(tmp_path: Path, caps
     brief = lines[i + 1: i + 4]
     assert rc == 0 and [ln.split()[0] for ln in brief] == ["rew", "rew_s", "gt_s"], brief
     assert all(" best " in ln for ln in brief), brief
+
+
+def test_the_marks_of_several_arms_are_holms() -> None:
+    """Two arms whose own intervals exclude 0 (Welch's p .0376 and .0334) but that Holm's procedure over the two does
+    not call apart: neither is marked better, and the first line says the marks are Holm's; one of them alone with
+    the baseline is marked by its interval, and the line says nothing of Holm."""
+    from tests.compare.helpers import constant_seeds
+
+    lines = summary_lines(constant_seeds({"base": 0.0, "b": 2.5, "c": 2.6}, 200, "reward"))
+    assert lines[0] == "Δ vs base (95% CI; Holm), steps 180-199:"
+    assert lines[1].startswith("reward best c: b +2.5±") and "better" not in lines[1], lines
+    lines = summary_lines(constant_seeds({"base": 0.0, "c": 2.6}, 200, "reward"))
+    assert lines[0] == "Δ vs base (95% CI), steps 180-199:" and lines[1].endswith(" better"), lines

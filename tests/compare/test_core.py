@@ -289,3 +289,52 @@ def test_counters_in_any_namespace_are_not_compared() -> None:
     arms = make_arms(group_runs(runs), "step")
     assert pick_metrics(arms) == ["train/reward"]
     assert pick_metrics(arms, ["train/*"]) == ["train/global_step", "train/epoch", "train/reward"]  # asked for by name
+
+
+def _holm_by_hand(p: dict[str, float]) -> set[str]:
+    """Holm's step-down at 5%, written out: the k-th smallest p (from 0) against .05 / (m - k), until one fails."""
+    out: set[str] = set()
+    for k, (arm, pk) in enumerate(sorted(p.items(), key=lambda kv: kv[1])):
+        if pk > 0.05 / (len(p) - k):
+            break
+        out.add(arm)
+    return out
+
+
+def test_verdicts_over_several_arms_are_holms() -> None:
+    """Three seeds an arm, each seed one constant (its window mean exact): the baseline's 0, 1, 2, and arms of the
+    same shifted by 4, 3.5, 2.5 and 0. Welch's p-values (scipy): .0080, .0128, .0376, 1. Each of the first three
+    intervals excludes 0 (the per-pair test), but Holm over m = 4 steps .0080 <= .0125, .0128 <= .0167 (past
+    Bonferroni's .0125), .0376 > .025: ``near`` is not called better."""
+    lifts = {"base": 0.0, "far": 4.0, "mid": 3.5, "near": 2.5, "flat": 0.0}
+    runs = [MemRun(f"{arm}_seed{s}", range(20), {"m": [lift + s] * 20})
+            for arm, lift in lifts.items() for s in (0, 1, 2)]
+    base = np.array([0.0, 1.0, 2.0])
+    p = {arm: stats.ttest_ind(base + lift, base, equal_var=False).pvalue
+         for arm, lift in lifts.items() if arm != "base"}
+    assert p["far"] < 0.0125 < p["mid"] < 0.05 / 3 < 0.025 < p["near"] < 0.05  # the case the docstring works
+    assert _holm_by_hand(p) == {"far", "mid"}
+    arms = make_arms(group_runs(runs), "step")
+    res = compare(arms, "base", ["m"], choose_window(arms, 0.1), {"m": "higher"})
+    assert {r.arm for r in res if r.verdict == "better"} == {"far", "mid"}
+    near = by(res, "near", "m")
+    assert near.delta_lo is not None and near.delta_lo > 0  # its own interval is off 0, as before
+    assert near.verdict is None
+    # compared alone with the baseline, near is called better by its interval, as any one arm is
+    pair = [a for a in arms if a.name in ("base", "near")]
+    assert by(compare(pair, "base", ["m"], choose_window(pair, 0.1), {"m": "higher"}), "near", "m").verdict == "better"
+
+
+def test_two_arms_are_judged_by_the_interval_alone() -> None:
+    """One arm against the baseline: its verdict is its interval's (excludes 0), as before any correction, across
+    draws near the edge (a true difference of about the interval's half-width)."""
+    rng = random.Random(23)
+    called = 0
+    for _ in range(300):
+        runs = [MemRun(f"{arm}_seed{s}", range(20), {"m": [lift + rng.gauss(0, 1)] * 20})
+                for arm, lift in (("a", 0.0), ("b", 2.0)) for s in range(3)]
+        r = by(run_compare(runs, "a", metrics=["m"]), "b", "m")
+        assert r.delta_lo is not None and r.delta_hi is not None
+        assert (r.verdict == "differs") == (not r.delta_lo <= 0.0 <= r.delta_hi)
+        called += r.verdict == "differs"
+    assert 0.2 * 300 < called < 0.8 * 300  # (draws on both sides of the edge)

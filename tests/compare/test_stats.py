@@ -115,3 +115,26 @@ def test_spreads_of_values_near_the_largest_float_are_not_estimable_not_an_error
     d, lo, hi = welch(big, Spread(0.0, 1e299, 3.0, "seeds"))
     assert d == 1.0 and lo is not None and hi is not None and math.isfinite(lo) and lo < 0 < hi
     assert welch(seeds, big) == (seeds.mean - 1.0, None, None)
+
+
+def test_p_value_is_the_intervals_t_test() -> None:
+    """The two-sided p-value of a difference from the same t statistic and degrees of freedom as its interval
+    (scipy's t distribution where installed): below .05 exactly where the 95% interval excludes 0."""
+    from steptable.compare.stats import Difference, welch_diff
+
+    t = pytest.importorskip("scipy.stats").t
+    rng = random.Random(11)
+    for _ in range(300):
+        a = seeds_spread([rng.gauss(0.5, 1.0) for _ in range(rng.randint(2, 6))])
+        b = seeds_spread([rng.gauss(0.0, 1.0) for _ in range(rng.randint(2, 6))])
+        diff = welch_diff(a, b)
+        assert diff.var is not None and diff.df is not None
+        p = diff.p_value()
+        assert p == pytest.approx(2 * t.sf(abs(diff.d) / math.sqrt(diff.var), diff.df), rel=1e-9)
+        _, lo, hi = diff.interval()
+        assert lo is not None and hi is not None and (p < 0.05) == (not lo <= 0.0 <= hi)
+    assert Difference(1.0, None, None).p_value() is None  # no spread: no test
+    assert Difference(1.0, 0.0, 1.0).p_value() == 0.0 and Difference(0.0, 0.0, 1.0).p_value() == 1.0
+    # by hand: d = 2, var 1/3 + 1/3, df 4 (as test_welch_difference), t = 2 / sqrt(2/3) = 2.449...
+    diff = welch_diff(Spread(2.0, 1 / 3, 2.0, "seeds"), Spread(0.0, 1 / 3, 2.0, "seeds"))
+    assert diff.df == pytest.approx(4.0) and diff.p_value() == pytest.approx(2 * t.sf(2 / math.sqrt(2 / 3), 4))

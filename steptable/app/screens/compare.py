@@ -1,6 +1,8 @@
 """Which arm wins, live: a table of metric rows and arm columns, the baseline's cells ``mean [lo, hi]`` (95%) and
 the other arms' ``Δ [lo, hi]`` against it, green where the difference is better, red where worse (by the column's
-direction; bold where there is none and it excludes 0). Seeds are grouped into arms; each arm's header gives its
+direction; bold where there is none): its verdict, beyond chance once the metric's arms tested are counted (Holm's
+procedure over them, which the title names; with one other arm, its interval excludes 0), as ``compare`` and
+``summary`` say it. Seeds are grouped into arms; each arm's header gives its
 seeds (n). Brought up to date every ``PERIOD`` seconds by :class:`steptable.compare.live.LiveCompare` (its cost does
 not grow with the runs). ``x`` cycles the x axis (step, tokens, samples, time), ``b`` the baseline; the arrows
 scroll a table wider or longer than the screen, the metric names and the arms' names staying in view; ``?`` lists the
@@ -24,7 +26,7 @@ from steptable.app.widgets.keys import KeyBar
 from steptable.app.widgets.pinned import PinnedTable
 from steptable.compare import X_NAMES, CompareError, Result
 from steptable.compare.live import LiveCompare
-from steptable.compare.render import interval_text, window_span, within_runs
+from steptable.compare.render import family_words, interval_text, window_span, within_runs
 from steptable.table.cells import cut_middle
 from steptable.table.columns import aligned_width
 from steptable.table.formatting import pad, sanitize
@@ -122,6 +124,8 @@ def compare_parts(live: LiveCompare, results: Sequence[Result], widths: dict[str
             f": {sanitize(w.ended_by)})" if w.ended_by else ")")
     if within_runs(results):
         title += "; one seed each: intervals within runs, the seeds' spread unknown"
+    if holm := family_words(results):
+        title += f"; colours: {holm}"
     head = [f"{sanitize(a)} (n={seeds.get(a, 0)})" + (" mean [95% CI]" if a == live.baseline else " Δ [95% CI]")
             for a in arms]
     metrics = list(dict.fromkeys(r.metric for r in results))
@@ -170,7 +174,8 @@ class CompareScreen(OwnKeysHelp, ModalScreen[None]):
     HELP_NOTES: ClassVar[str] = (
         "mean [95% CI]: the baseline's mean over the window, its 95% interval; Δ [95% CI]: an arm's mean less the\n"
         "baseline's, with its 95% interval; n: the arm's seeds (runs alike but for a seed part of their names)\n"
-        "green: better than the baseline beyond chance (the interval excludes 0, in the metric's good direction)\n"
+        "green: better than the baseline beyond chance (the interval excludes 0, in the metric's good direction;\n"
+        "several arms: beyond chance over all of the metric's arms, by Holm's procedure, as the title says)\n"
         "red: worse than the baseline beyond chance\n"
         "bold: different from the baseline beyond chance, for a metric without a good direction\n"
         "one seed per arm: chance is the runs' own noise (10 batch means); an arm of one seed beside arms of\n"

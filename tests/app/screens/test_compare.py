@@ -288,3 +288,22 @@ def test_the_compare_views_title_says_when_every_arm_is_one_seed() -> None:
     live = LiveCompare([store("base", 0.0), store("new_seed1", 0.1), store("new_seed2", 0.1)], "base")
     title, _, _ = compare_parts(live, live.update())
     assert "one seed each" not in title.plain
+
+
+def test_the_compare_views_colours_are_the_verdicts_over_every_arm() -> None:
+    """Two arms whose own intervals exclude 0 (Welch's p .0376 and .0334) but that Holm's procedure over the two
+    does not call apart: neither cell is green, as ``compare`` marks neither better, and the title says the colours
+    are Holm's over 2 arms; one of them alone with the baseline is green, the title silent on it."""
+    from steptable.app.screens.compare import compare_parts
+    from steptable.compare.live import LiveCompare
+    from tests.compare.helpers import constant_seeds
+
+    def styles(lifts: dict[str, float]) -> tuple[str, set[str]]:
+        live = LiveCompare(constant_seeds(lifts, 200, "reward"), "base", better={"reward": "higher"})
+        title, _, table = compare_parts(live, live.update())
+        return title.plain, {str(span.style) for span in table.spans}
+
+    title, seen = styles({"base": 0.0, "b": 2.5, "c": 2.6})
+    assert title.endswith("; colours: Holm over 2 arms") and "bold green" not in seen, (title, seen)
+    title, seen = styles({"base": 0.0, "c": 2.6})
+    assert "Holm" not in title and "bold green" in seen
