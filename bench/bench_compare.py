@@ -19,7 +19,14 @@
    the within-run noise .2); the anchor is the same draws judged with the one-seed arm's interval from its own
    batch means (the rule before pooling), and the power at a true difference of .1.
 
-    python bench/bench_compare.py                      # all three; data generated once into a temp dir
+6. Sweep: the share of null sweeps (10 and 100 arms, 3 seeds each and 1 seed each, none different) whose verdict
+   line calls its best arm better beyond chance (Holm's procedure over the arms: nominal 5% family-wise), against
+   the rule before it in the same draws (the best arm's own interval off 0), and the power at a true +.1 of one arm
+   among 9 / 99 nulls (that arm called better); over ``--sweep-seeds`` seeds, each printed, the worst last. Only the
+   window's values are drawn (the 100 steps of 1000 compared; seed level sd .05, noise sd .2; one seed each: level
+   sd 0, the runs of one process, as an interval of one run's batch means tests them).
+
+    python bench/bench_compare.py                      # all of them; data generated once into a temp dir
     python bench/bench_compare.py --only e2e --rows 20000 --reps 1
 """
 
@@ -367,6 +374,52 @@ def rates(draws: int) -> None:
               f"{100 * anchor / draws:.1f}%), power at +.1 {100 * power / draws:.0f}%")
 
 
+def _sweep_once(rng: random.Random, n_arms: int, seeds: int, lift: float) -> tuple[bool, bool, bool, bool]:
+    """One sweep of ``n_arms`` (the first the baseline, the second ``lift`` above the rest): (the verdict line calls
+    its best arm beyond chance, the best arm's own interval is off 0 above, the lifted arm's verdict is better, its
+    own interval is off 0 above)."""
+    from steptable.compare import choose_window, compare, group_runs, make_arms
+    from steptable.compare.render import verdict_lines
+    from tests.compare.helpers import MemRun
+
+    level_sd = 0.05 if seeds > 1 else 0.0
+    runs = []
+    for k in range(n_arms):
+        shift = lift if k == 1 else 0.0
+        for s in range(seeds):
+            level = shift + rng.gauss(0, level_sd)
+            vals = [0.0] * 900 + [level + rng.gauss(0, 0.2) for _ in range(100)]  # (only the window is read)
+            runs.append(MemRun(f"a{k:03d}_seed{s}" if seeds > 1 else f"a{k:03d}", range(1000), {"m": vals}))
+    arms = make_arms(group_runs(runs), "step")
+    rs = compare(arms, "a000", ["m"], choose_window(arms, 0.1), {"m": "higher"})
+    (line,) = verdict_lines(rs, "a000", {"m": "higher"})
+    best = max(rs, key=lambda r: r.mean if r.mean is not None else -math.inf)
+    real = rs[1]
+    off = best.arm != "a000" and best.delta_lo is not None and best.delta_lo > 0
+    return ("(beyond" in line, off, real.verdict == "better", real.delta_lo is not None and real.delta_lo > 0)
+
+
+def sweep(draws: int, seeds_run: int) -> None:
+    """Part 6 (see the module doc)."""
+    print(f"null sweeps, {draws} a configuration and seed: the best arm called beyond chance (Holm over the arms; "
+          "the best arm's own interval as the anchor), and the power of one arm +.1 among the nulls")
+    for n_arms in (10, 100):
+        for seeds in (3, 1):
+            worst = [0.0, 0.0, 100.0, 100.0]  # (rates in %: the most false calls, the least power)
+            for seed in range(seeds_run):
+                rng = random.Random(f"sweep/{n_arms}/{seeds}/{seed}")
+                null = [_sweep_once(rng, n_arms, seeds, 0.0) for _ in range(draws)]
+                real = [_sweep_once(rng, n_arms, seeds, 0.1) for _ in range(draws)]
+                got = [100 * sum(x[0] for x in null) / draws, 100 * sum(x[1] for x in null) / draws,
+                       100 * sum(x[2] for x in real) / draws, 100 * sum(x[3] for x in real) / draws]
+                worst = [max(worst[0], got[0]), max(worst[1], got[1]), min(worst[2], got[2]), min(worst[3], got[3])]
+                print(f"  {n_arms} arms x {seeds} seed{'s' * (seeds > 1)}, seed {seed}: best called {got[0]:.1f}% "
+                      f"(own interval: {got[1]:.1f}%), power at +.1 {got[2]:.0f}% (own interval: {got[3]:.0f}%)")
+            print(f"  {n_arms} arms x {seeds} seed{'s' * (seeds > 1)}, worst of {seeds_run} seeds: best called "
+                  f"{worst[0]:.1f}% (nominal <= 5%; own interval: {worst[1]:.1f}%), power at +.1 {worst[2]:.0f}% "
+                  f"(own interval: {worst[3]:.0f}%)")
+
+
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rows", type=int, default=100_000)
@@ -374,8 +427,10 @@ if __name__ == "__main__":
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--seeds", type=int, default=10, help="seeds of the summary's data (tokens)")
     ap.add_argument("--data", type=Path, default=None, help="keep the generated files here (reused when present)")
-    ap.add_argument("--only", choices=("e2e", "tokens", "live", "groups", "rates"), default=None)
+    ap.add_argument("--only", choices=("e2e", "tokens", "live", "groups", "rates", "sweep"), default=None)
     ap.add_argument("--draws", type=int, default=1000, help="draws a configuration (rates)")
+    ap.add_argument("--sweeps", type=int, default=200, help="sweeps a configuration and seed (sweep)")
+    ap.add_argument("--sweep-seeds", type=int, default=3, help="seeds of the sweeps (sweep: the worst reported)")
     args = ap.parse_args()
     if args.only in (None, "e2e"):
         with tempfile.TemporaryDirectory() as tmp:
@@ -393,3 +448,5 @@ if __name__ == "__main__":
         groups([10_000, 100_000], args.metrics)
     if args.only in (None, "rates"):
         rates(args.draws)
+    if args.only in (None, "sweep"):
+        sweep(args.sweeps, args.sweep_seeds)

@@ -6,6 +6,7 @@ and text; reading files is the caller's (``steptable compare``, ``summary``).
 - :mod:`~steptable.compare.groups`: which runs are seeds of one arm;
 - :mod:`~steptable.compare.core`: the window and the comparison (the definitions);
 - :mod:`~steptable.compare.stats` and :mod:`~steptable.compare.tdist`: the statistics, Student-t quantiles;
+- :mod:`~steptable.compare.family`: which of several arms are apart from the baseline (Holm's procedure);
 - :mod:`~steptable.compare.render`: text, markdown, JSONL.
 """
 
