@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from steptable.ingest.parse import decode_line, flatten, quote_bignums, quote_nonfinite, replace_lone_surrogates
+from steptable.ingest.jsonfix import quote_bignums, quote_nonfinite, replace_lone_surrogates
+from steptable.ingest.parse import decode_line, flatten
 from steptable.ingest.readers.console import ConsoleParser, console_value
 from steptable.ingest.readers.hf import parse_trainer_state
 from tests.helpers import readline_within, run_cli

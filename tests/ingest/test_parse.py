@@ -7,17 +7,8 @@ import math
 
 import pytest
 
-from steptable.ingest.parse import (
-    MISSING,
-    LineError,
-    decode_line,
-    fix_chunk,
-    flatten,
-    number,
-    quote_bignums,
-    quote_nonfinite,
-    step_of,
-)
+from steptable.ingest.jsonfix import quote_bignums, quote_nonfinite
+from steptable.ingest.parse import MISSING, LineError, decode_line, flatten, number, step_of
 from tests.ingest.helpers import NOT_NUMBERS, NUMBERS
 
 
@@ -77,11 +68,6 @@ def test_flatten_nested_and_verl_envelope() -> None:
                    "kl": 2.0, "eval": {"acc": [[1, 2], [3, 4]]}, "gt_s": [3, 8], "flag": True})
     assert row == {"step": 3, "actor/pg_loss": 0.5, "critic/score/mean": 1, "kl": 2.0,
                    "eval/acc": [[1, 2], [3, 4]], "gt_s": (3, 8), "flag": True}
-
-
-def test_fix_chunk_rewrites_only_lines_with_tokens() -> None:
-    chunk = b'\xef\xbb\xbf{"a": 1}\n{"a": NaN, "b": NaN}\n{"s": "NaN"}\n\xef\xbb\xbf{"a": Infinity}\n'
-    assert fix_chunk(chunk) == b'{"a": 1}\n{"a": "NaN", "b": "NaN"}\n{"s": "NaN"}\n{"a": "Infinity"}\n'
 
 
 def test_step_of() -> None:

@@ -18,16 +18,8 @@ from typing import Any, Literal
 import msgspec
 
 from steptable.ingest.files.regular import open_regular
-from steptable.ingest.parse import (
-    BOM,
-    MISSING,
-    BadLine,
-    flatten,
-    has_nonfinite,
-    quote_bignums,
-    quote_nonfinite,
-    step_of,
-)
+from steptable.ingest.jsonfix import BOM, has_nonfinite, quote_bignums, quote_nonfinite
+from steptable.ingest.parse import MISSING, BadLine, flatten, step_of
 from steptable.ingest.parsed import Parsed
 
 _CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")

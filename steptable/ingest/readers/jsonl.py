@@ -17,18 +17,8 @@ from typing import Any
 
 import msgspec
 
-from steptable.ingest.parse import (
-    MISSING,
-    NONFINITE_TOKENS,
-    BadLine,
-    LineError,
-    decode_line,
-    find_token,
-    fix_chunk,
-    flatten,
-    quote_nonfinite,
-    step_of,
-)
+from steptable.ingest.jsonfix import NONFINITE_TOKENS, find_token, fix_chunk, quote_nonfinite
+from steptable.ingest.parse import MISSING, BadLine, LineError, decode_line, flatten, step_of
 from steptable.ingest.parsed import Parsed, stepless
 from steptable.ingest.readers.fastpath import Shape, TypedDecoder, learn
 from steptable.table.stepkeys import step_key_among
