@@ -21,8 +21,9 @@ from steptable.ingest.files.wandbpieces import pieces_of
 from steptable.ingest.parse import BadLine
 from steptable.ingest.parsed import WALL_KEYS, Parsed
 from steptable.ingest.readers.tbcurves import Curve, curve_dirs, event_names, event_order
+from steptable.ingest.replacedrows import ResumeReader
 from steptable.ingest.source import Report, Source
-from steptable.ingest.store import ResumeReader, RunStore
+from steptable.ingest.store import RunStore
 from steptable.table import runinfo
 
 if TYPE_CHECKING:

@@ -22,9 +22,10 @@ from steptable.ingest.readers.arms import ArmSplit, writer_groups
 from steptable.ingest.readers.console import ConsoleParser
 from steptable.ingest.readers.csvlog import CsvParser
 from steptable.ingest.readers.jsonl import JsonlParser, LineNo
+from steptable.ingest.replacedrows import ResumeReader
 from steptable.ingest.rewrite import Rewrite
 from steptable.ingest.sidefiles import load_meta, read_regular
-from steptable.ingest.store import ResumeReader, RunStore
+from steptable.ingest.store import RunStore
 from steptable.table import runinfo
 
 Report = Callable[[BadLine], None]

@@ -16,10 +16,10 @@ from steptable.ingest.files.discover import Candidate
 from steptable.ingest.parse import BadLine
 from steptable.ingest.parsed import Parsed
 from steptable.ingest.readers.hf import MAX_STATE, newest_modified, parse_trainer_state, trainer_states
+from steptable.ingest.replacedrows import ResumeReader
 from steptable.ingest.rewrite import same_cells
 from steptable.ingest.sidefiles import read_regular
 from steptable.ingest.source import Report, Source
-from steptable.ingest.store import ResumeReader
 
 
 def _same_row(a: dict[str, object], b: dict[str, object]) -> bool:

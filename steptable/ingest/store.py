@@ -30,13 +30,14 @@ from collections import deque
 from collections.abc import Callable, Collection, Iterable, Sequence
 from itertools import islice
 from pathlib import Path
-from typing import Any, TypeAlias
+from typing import Any
 
 from steptable.ingest.edits import EarlierChanges, EditLog
 from steptable.ingest.gaps import MAX_GAPS, Gap
 from steptable.ingest.parse import BadLine
 from steptable.ingest.parsed import Parsed, cols_to_rows
 from steptable.ingest.placement import RowPlacement
+from steptable.ingest.replacedrows import ReplacedRows, ResumeReader
 from steptable.ingest.rowcut import RowCut
 from steptable.ingest.table import MAX_KEYS
 
@@ -45,17 +46,6 @@ MAX_BAD_KEPT = 1000
 MAX_BAD_RECENT = 100
 #: in-place edits remembered; a viewer further behind than this starts over from its first row
 MAX_EDITS = 4096
-#: alerts kept of the rows resumes replaced (the first ones: a run restarted over and over says why the first time)
-MAX_REPLACED_ALERTS = 100
-#: rows read for them, replays included, beyond a fiftieth of the rows read (about a second): a file of many
-#: short runs or of several ranks' rows out of step resumes thousands of times
-MAX_REPLACED_READ = 20_000
-
-
-#: Reads the rows a resume is about to drop (``store``, the index of the first one, a budget of rows to read) and
-#: returns (what it found there, rows it read). The alert layer provides one (steptable.alerts.replaced); the store
-#: only keeps its findings, so a reader that meets the file after a restart still learns why the run was restarted.
-ResumeReader: TypeAlias = "Callable[[RunStore, int, int], tuple[list[Any], int]]"
 
 
 def _too_many_keys(first: str | None) -> str:
@@ -99,9 +89,7 @@ class RunStore(RowPlacement):
         self.resumes: list[int] = []
         # (numbered as the file made them: a reader's cursor names those it served: steptable.cli.tailout)
         self.earlier_changes = EarlierChanges(MAX_EDITS)
-        self.replaced: list[Any] = []  # alerts (steptable.alerts.engine.Alert) of rows resumes replaced, the first ones
-        self._replay_read = 0  # rows read for them so far (replays included)
-        self._dropped = 0  # rows resumes replaced so far
+        self._replaced = ReplacedRows()
         self.step_key: str | None = None
         self.last_update: float | None = None
 
@@ -358,21 +346,17 @@ class RunStore(RowPlacement):
         if known is not None:
             self.last_update = known
 
+    @property
+    def replaced(self) -> list[Any]:
+        """Alerts (steptable.alerts.engine.Alert) of the rows resumes replaced, the first ones
+        (steptable.ingest.replacedrows)."""
+        return self._replaced.found
+
     def _note_replaced(self, i: int, step: int) -> None:
         """Before a resume to ``step`` drops rows ``i:``: what ``on_resume`` finds in them (their alerts), for a
         reader that meets the file after the restart; the resume in :attr:`earlier_changes`."""
         self.earlier_changes.note(step, resumed=True)
-        room = MAX_REPLACED_ALERTS - len(self.replaced)
-        # what they may read: a fixed amount, and a fiftieth of the rows the file has held, so a file of 8 ranks'
-        # rows out of step (a resume every 6 rows) or of 2,000 short runs stays within a second more (a row
-        # replayed costs ~10x a row read); past it, the rows are read once for a NaN or inf (a run on preemptible
-        # nodes restarted a hundred times still says the NaN loss it was last restarted over)
-        left = MAX_REPLACED_READ + (len(self._steps) + self._dropped) // 50 - self._replay_read
-        self._dropped += len(self._steps) - i
-        if room > 0 and self.on_resume is not None:
-            found, read = self.on_resume(self, i, left)
-            self._replay_read += read
-            self.replaced.extend(found[:room])
+        self._replaced.note(self, i, len(self._steps), self.on_resume)
 
     def _edited(self, step: int, keys: frozenset[str] | None) -> None:
         self._edit_log.note(self.version + 1, step, keys)  # the version this batch ends with

@@ -30,9 +30,10 @@ from steptable.ingest.joined import Joiner
 from steptable.ingest.parse import BadLine
 from steptable.ingest.readers.console import metrics_between
 from steptable.ingest.readers.tbcurves import DEPTH as CURVE_DEPTH
+from steptable.ingest.replacedrows import ResumeReader
 from steptable.ingest.sidefiles import load_meta
 from steptable.ingest.source import Source, make_source
-from steptable.ingest.store import ResumeReader, RunStore
+from steptable.ingest.store import RunStore
 
 #: a full re-check waits at least this many times as long as the last discovery pass took
 RECHECK_SHARE = 20
