@@ -24,11 +24,11 @@ from pathlib import Path
 
 from steptable.ingest.files.beside import COPY_KINDS
 from steptable.ingest.files.discover import Candidate, discover, discover_at
+from steptable.ingest.files.rejected import Rejected
 from steptable.ingest.files.sniff import sniff_jsonl
 from steptable.ingest.files.tail import MAX_LINE
 from steptable.ingest.joined import Joiner
 from steptable.ingest.parse import BadLine
-from steptable.ingest.readers.console import metrics_between
 from steptable.ingest.readers.tbcurves import DEPTH as CURVE_DEPTH
 from steptable.ingest.replacedrows import ResumeReader
 from steptable.ingest.sidefiles import load_meta
@@ -78,12 +78,9 @@ class Follower:
         self._sources: dict[Path, Source] = {}
         self._by_file: dict[str, Source] = {}  # absolute path -> source (watchfiles reports absolute paths)
         self._real: dict[str, Path] = {}  # the real path of each followed file -> its candidate key
-        # not metrics: path -> (inode, size when judged, where a search of its growth starts (a console log: the
-        # start of its last, unfinished line), whether it is a console log, whose growth is searched)
-        self._rejected: dict[Path, tuple[int, int, int, bool]] = {}
+        self._rejected = Rejected()  # files judged not a run (steptable.ingest.files.rejected)
         self._unlisted: set[Path] = set()  # directories and files that failed on the last discovery, reported once
         self._failing: set[Path] = set()  # the same, gathered during the pass under way
-        self._walked: set[Path] = set()  # rejected paths a discovery pass met (the rest are forgotten after it)
         self._missing: dict[Path, tuple[float, int]] = {}  # source key -> (when its file was first missed, polls)
         self._retired: dict[str, tuple[int, int]] = {}  # run no longer followed -> (generation, version) of its store
         self._pass = threading.RLock()
@@ -260,9 +257,9 @@ class Follower:
 
     def _discover_pass(self) -> set[str]:
         self._failing = set()
-        self._walked = set()
+        self._rejected.start_pass()
         found: set[Path] = set()
-        for cand in discover(self.roots, self._unreadable, self._settled):
+        for cand in discover(self.roots, self._unreadable, self._rejected.settled):
             found.add(cand.key)
             src = self._sources.get(cand.key)
             if src is not None:
@@ -274,7 +271,7 @@ class Follower:
         self._unlisted = self._failing  # what reads again is reported again if it fails later
         retired: set[str] = set()
         if not self._failing:  # files judged not a run that are gone now (a whole pass met the rest)
-            self._rejected = {p: v for p, v in self._rejected.items() if p in self._walked}
+            self._rejected.end_pass()
             # a followed copy of a run that discovery now passes over, its better file having appeared beside it (an
             # HF output directory's TensorBoard events once steptable's callback wrote its metrics.jsonl): retired
             for key, src in list(self._sources.items()):
@@ -294,28 +291,14 @@ class Follower:
             if self.passed_over is not None:
                 self.passed_over(cand)
             return
-        if not cand.confirmed and cand.path in self._rejected:
-            try:
-                st = cand.path.stat()
-            except OSError:
-                return
-            ino, size, start, console = self._rejected[cand.path]
-            if st.st_ino == ino and st.st_size >= size:  # same file, only grown: its first line is still the same
-                if not console:
-                    return
-                found, start = metrics_between(cand.path, start, st.st_size)
-                if not found:
-                    self._rejected[cand.path] = (ino, st.st_size, start, console)
-                    return
-                # a console log that printed no metrics line (NCCL debug output, a model loading) and now prints
-                # one: a run after all, read from the start
-                del self._rejected[cand.path]
+        if not cand.confirmed and self._rejected.still(cand.path):
+            return
         if cand.kind == "jsonl" and not cand.confirmed:
             verdict = sniff_jsonl(cand.path, on_error=self._unreadable)
             if verdict is None:
                 return
             if not verdict:
-                self._reject(cand.path)
+                self._rejected.add(cand.path)
                 return
             cand.confirmed = True
         if self._real.setdefault(cand.real, cand.key) != cand.key:
@@ -325,32 +308,6 @@ class Follower:
         self._by_file[os.path.abspath(cand.path)] = src
         for extra in getattr(src, "watch_paths", list)():  # (a TensorBoard run's directory, a trackio WAL)
             self._by_file[os.path.abspath(extra)] = src
-
-    def _settled(self, path: Path) -> bool:
-        """Judged not a run before and nothing to judge again: the same file, not grown (a JSONL whose first line
-        was not metrics: grown or not)."""
-        seen = self._rejected.get(path)
-        if seen is None:
-            return False
-        self._walked.add(path)
-        try:
-            st = os.stat(path)
-        except OSError:
-            return False
-        ino, size, _, console = seen
-        return st.st_ino == ino and (st.st_size == size or (st.st_size > size and not console))
-
-    def _reject(self, path: Path, searched: int | None = None, read: int | None = None) -> None:
-        """Remember ``path`` as not a run; ``searched``: a console log read up to there (its growth is searched);
-        ``read``: the bytes that read took, where the file may have grown since (what it grew by is judged)."""
-        try:
-            st = path.stat()
-        except OSError:
-            return
-        console = searched is not None
-        self._walked.add(path)
-        size = st.st_size if read is None else min(read, st.st_size)
-        self._rejected[path] = (st.st_ino, size, min(searched or 0, size), console)
 
     def _forget(self, src: Source) -> None:
         self._missing.pop(src.cand.key, None)
@@ -365,9 +322,9 @@ class Follower:
         tail = getattr(src, "tail", None)
         # (from the start of a line it has not finished: a metrics line cut by the read must be found whole)
         if tail is not None and src.cand.kind == "console":
-            self._reject(src.cand.path, tail.offset - tail.pending, tail.offset)
+            self._rejected.add(src.cand.path, tail.offset - tail.pending, tail.offset)
         else:
-            self._reject(src.cand.path)
+            self._rejected.add(src.cand.path)
 
     def _report(self, bad: BadLine) -> None:
         text = str(bad)
@@ -409,7 +366,7 @@ class Follower:
                 if src is not None:
                     hit.append(src)
                 elif p.suffix.lower() in _WATCHED_SUFFIXES or p.is_dir():
-                    for cand in discover_at(p, self.roots, self._unreadable, self._settled):
+                    for cand in discover_at(p, self.roots, self._unreadable, self._rejected.settled):
                         if cand.key not in self._sources:
                             self._add(cand)
                         # (or a run followed already: a resumed W&B run's new file is that run's)

@@ -142,7 +142,7 @@ def test_a_console_log_given_up_on_comes_back_when_it_prints_metrics(tmp_path: P
     fol = Follower([tmp_path])
     fol.scan()
     assert fol.stores == {} and fol._sources == {}  # neither log is polled while it shows no metrics
-    assert discover([tmp_path], settled=fol._settled) == []  # nor read again by discovery while unchanged
+    assert discover([tmp_path], settled=fol._rejected.settled) == []  # nor read again by discovery while unchanged
     with open(log, "a") as f:
         f.write(noise * 10)
     fol.scan()

@@ -130,15 +130,15 @@ def test_a_console_log_whose_first_metrics_line_came_while_it_was_judged_is_a_ru
     log.parent.mkdir()
     log.write_text("loading the model\n")
     fol = Follower([tmp_path])
-    real_reject = fol._reject
+    real_reject = fol._rejected.add
 
     def write_then_reject(*args: Any) -> None:
         with open(log, "a") as f:
             f.write("(main_task pid=1) step:0 - critic/score/mean:0.5 - actor/pg_loss:0.1\n")
-        monkeypatch.setattr(fol, "_reject", real_reject)
+        monkeypatch.setattr(fol._rejected, "add", real_reject)
         real_reject(*args)
 
-    monkeypatch.setattr(fol, "_reject", write_then_reject)
+    monkeypatch.setattr(fol._rejected, "add", write_then_reject)
     fol.scan()
     assert fol.stores == {}
     fol.scan()
