@@ -7,7 +7,7 @@ float objects are kept: a 100k x 43 all-numeric run holds ~34 MB of doubles and 
 
 The hot path appends a parsed chunk column by column: ``struct.pack`` of a column's values into its array (one C
 call); a column whose values are not all numbers (nulls, non-finite sentinels, absent cells) takes a slower path,
-and one that receives text or bools becomes a list.
+and one that receives text or bools becomes a list (what a numeric cell is: :mod:`steptable.ingest.numcells`).
 
 A *projection* (``keep``, a test of a key) stores the values of the kept keys only: a key it leaves out is still one
 of the table's ``keys``, in its place, and holds one byte a row (absent, present but not measured, measured), which
@@ -20,13 +20,13 @@ import math
 import struct
 from array import array
 from collections.abc import Callable, Collection, Mapping, Sequence
-from functools import lru_cache
 from itertools import islice
 from typing import Any
 
 from steptable.ingest.cellmarks import ABSENT, MEASURED, mark, marks_of, measured
 from steptable.ingest.keycut import first_present, past_room
-from steptable.ingest.parse import MISSING, NONFINITE, norm_value
+from steptable.ingest.numcells import EXACT_INT, GAPS, NUMERIC_CELLS, as_float, doubles
+from steptable.ingest.parse import MISSING, norm_value
 from steptable.ingest.parsed import WALL_KEYS, epoch_seconds
 
 NAN = math.nan
@@ -35,34 +35,10 @@ NAN = math.nan
 #: Keys first seen after this many are not stored (RunStore reports it once); real trainers log tens to hundreds. Of
 #: a batch that brings more new keys than there is room for, those first by steptable.ingest.keycut are kept.
 MAX_KEYS = 2000
-#: what a numeric column may receive: numbers, null, absent cells, non-finite spellings (checked per value)
-_NUMERIC_CELLS = frozenset({int, float, type(None), type(MISSING), str})
-#: integers past this are not all exact as doubles: a column that holds one is kept as a list of ints
-EXACT_INT = 2**53
 #: a text column shares one ``str`` among its cells for up to this many distinct texts of up to SHORT_TEXT characters
 #: (a tag logged on every row costs a pointer a row, not a string object: 8 bytes, not about 60)
 SHARED_TEXTS = 256
 SHORT_TEXT = 64
-#: the gaps of a numeric column as floats (dict.get in C is ~5x faster than a Python test per cell)
-_GAPS: dict[Any, float] = {None: NAN, MISSING: NAN, "NaN": NAN, "Infinity": math.inf, "-Infinity": -math.inf}
-
-
-def as_float(v: Any) -> float | None:
-    """A numeric cell as a float (NaN for null and absent cells, non-finite spellings read); None when the value is
-    not a number (its column must become a list)."""
-    t = type(v)
-    if t is float:
-        return v  # type: ignore[no-any-return]
-    if t is int:
-        try:
-            return float(v)
-        except OverflowError:
-            return math.inf if v > 0 else -math.inf
-    if v is None or v is MISSING:
-        return NAN
-    if t is str and len(v) <= 9:
-        return NONFINITE.get(v.lower())
-    return None
 
 
 class ColumnTable:
@@ -282,7 +258,7 @@ class ColumnTable:
                 now: float) -> None:
         base = len(self._steps)
         n = len(steps)
-        packer = _doubles(n)
+        packer = doubles(n)
         num, pres, ints, gone = self._num, self._pres, self._ints, self._gone
         over = self._over_cap(cols.keys(), cols)
         for key, vals in cols.items():
@@ -334,7 +310,7 @@ class ColumnTable:
         arr = self._num[key]
         if int_keys is None:  # nothing guaranteed: bools would pass as 1.0, so look at the types first
             types = set(map(type, vals))
-            if bool in types or not types <= _NUMERIC_CELLS:
+            if bool in types or not types <= NUMERIC_CELLS:
                 self._to_obj(key)
                 return
             all_int = float not in types or all(type(v) is not float or not math.isfinite(v) for v in vals)
@@ -344,9 +320,9 @@ class ColumnTable:
         if int in types and any(type(v) is int and not -EXACT_INT <= v <= EXACT_INT for v in vals):
             self._to_obj(key)  # a double would round it: ints kept exact in a list
             return
-        conv = list(map(_GAPS.get, vals, vals))  # None / MISSING / "NaN"... -> float, in C; the rest as is
+        conv = list(map(GAPS.get, vals, vals))  # None / MISSING / "NaN"... -> float, in C; the rest as is
         try:
-            arr.frombytes(_doubles(len(conv)).pack(*conv))
+            arr.frombytes(doubles(len(conv)).pack(*conv))
         except (struct.error, OverflowError):  # text that is not a number, another NaN spelling, a huge int
             floats = [as_float(v) for v in vals]
             if None in floats:
@@ -411,9 +387,3 @@ class ColumnTable:
                         return seg
                 return array("d", [t if (t := epoch_seconds(v)) is not None else now for v in vals])
         return array("d", [now]) * n
-
-
-
-@lru_cache(maxsize=64)
-def _doubles(n: int) -> struct.Struct:
-    return struct.Struct(f"{n}d")

@@ -21,10 +21,11 @@ from itertools import islice
 from operator import lt
 from typing import IO, Any
 
+from steptable.ingest.numcells import as_float
 from steptable.ingest.parse import MISSING, norm_value
 from steptable.ingest.parsed import BOOKKEEPING_KEYS, Parsed, cols_to_rows, counter, measured, rows_to_cols
 from steptable.ingest.readers.jsonl import JsonlParser
-from steptable.ingest.table import MAX_KEYS, ColumnTable, as_float
+from steptable.ingest.table import MAX_KEYS, ColumnTable
 
 _CHUNK = 1 << 20
 def _select(parsed: Parsed, arm: Any) -> tuple[Sequence[int], list[dict[str, Any]] | None,
