@@ -37,7 +37,8 @@ from steptable.ingest.files.follow import Follower
 from steptable.ingest.readers.fastpath import TypedDecoder, learn
 from steptable.ingest.readers.jsonl import PIECE
 from steptable.ingest.readers.protowire import fields
-from steptable.ingest.readers.wandb import BLOCK, CHUNK_HEADER, GROUP, HEADER
+from steptable.ingest.readers.wandb import GROUP
+from steptable.ingest.readers.wandblog import BLOCK, CHUNK_HEADER, HEADER
 from steptable.ingest.readers.wandbwire import history_line, history_lines
 from tests.ingest.readers.helpers import wandb_records
 

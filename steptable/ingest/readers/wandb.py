@@ -1,11 +1,12 @@
 """W&B run files (``run-<id>.wandb``): the run's history rows, name, config and end, read as they are written.
 
 The file is wandb's transaction log: a 7-byte header (``:W&B``, magic 0xBEE1, version 0), then a LevelDB-style log
-of 32 KiB blocks whose chunks (crc32 over type and data, length, type FULL/FIRST/MIDDLE/LAST) carry protobuf
-``Record``s, decoded by :mod:`~steptable.ingest.readers.wandbwire` (stdlib: reading needs no wandb). Where the
-optional extension ``steptable.ingest.readers._wandbwalk`` was built (``csrc/wandbwalk/``), it walks the chunks and
-writes the history records of the usual layout itself; the loop here reads every chunk it leaves, and the rows,
-run facts and reports are those the loop alone gives (tests/ingest/readers/test_wandbwalk.py).
+of 32 KiB blocks whose chunks (crc32 over type and data, length, type FULL/FIRST/MIDDLE/LAST: the framing is
+:mod:`~steptable.ingest.readers.wandblog`'s) carry protobuf ``Record``s, decoded by
+:mod:`~steptable.ingest.readers.wandbwire` (stdlib: reading needs no wandb). Where the optional extension
+``steptable.ingest.readers._wandbwalk`` was built (``csrc/wandbwalk/``), it walks the chunks and writes the history
+records of the usual layout itself; the loop here reads every chunk it leaves, and the rows, run facts and reports
+are those the loop alone gives (tests/ingest/readers/test_wandbwalk.py).
 
 - ``history``: one row per record; ``_step`` is the step, ``_timestamp`` (a wall clock) and ``_runtime`` are kept;
   nested keys are joined with ``/``; ``NaN``/``Infinity`` values are read as non-finite floats. A media value (a
@@ -33,6 +34,18 @@ from steptable.ingest.parsed import Parsed, counter
 from steptable.ingest.readers.jsonl import PIECE, JsonlParser
 from steptable.ingest.readers.protowire import WireError, varint
 from steptable.ingest.readers.trackernulls import drop_nulls
+from steptable.ingest.readers.wandblog import (
+    BLOCK,
+    CHUNK_HEADER,
+    FIRST,
+    FULL,
+    HEADER,
+    LAST,
+    MIDDLE,
+    TYPE_CRC,
+    UNPACK,
+    RecordParts,
+)
 from steptable.ingest.readers.wandbmedia import TableSteps
 from steptable.ingest.readers.wandbwire import history_line, history_lines, wandb_record
 from steptable.table.stepkeys import TRACKER_STEP_KEYS
@@ -47,12 +60,6 @@ try:  # the chunk walk in C, where it was built (an optional extension: the loop
 except ImportError:  # (a machine with no C compiler)
     Walker = None
 
-HEADER = b":W&B" + struct.pack("<HB", 0xBEE1, 0)
-BLOCK = 32 * 1024
-CHUNK_HEADER = 7
-FULL, FIRST, MIDDLE, LAST = 1, 2, 3, 4
-_TYPE_CRC = [zlib.crc32(bytes([t])) for t in range(256)]
-_UNPACK = struct.Struct("<IHB").unpack_from
 _LINE_POSITION = re.compile(r" \(byte \d+\)")
 #: W&B's own keys of a history record (with the counters, all a record of media alone holds)
 _OWN = frozenset({b"_step", b"_runtime", b"_timestamp"})
@@ -84,8 +91,7 @@ class WandbParser:
 
     def reset(self) -> None:
         self.pos = 0  # file offset of the next byte to parse
-        self._frags: list[bytes] = []
-        self._frag_at = 0
+        self._parts = RecordParts(self.label)  # (the framing: steptable.ingest.readers.wandblog)
         self._start = 0.0
         self._last_time: float | None = None
         # the step of every row: the trainer's own where it logs it in every row (HF's ``train/global_step``), else
@@ -132,10 +138,10 @@ class WandbParser:
                 self.pos = n
                 return n, Parsed(steps=[], bad=bad)
             i = len(HEADER)
-        unpack, crc32, type_crc, unread = _UNPACK, zlib.crc32, _TYPE_CRC, _UNREAD  # (locals: read per chunk)
+        unpack, crc32, type_crc, unread = UNPACK, zlib.crc32, TYPE_CRC, _UNREAD  # (locals: read per chunk)
         walk = self._walker.walk if self._walker is not None else None
         while True:
-            if walk is not None and not self._frags:  # whole chunks in C, up to one it leaves to the loop below
+            if walk is not None and not self._parts.waiting:  # whole chunks in C, up to one it leaves to the loop below
                 if self._walk_rest:
                     self._walk_rest -= 1
                 else:
@@ -162,7 +168,7 @@ class WandbParser:
                     i += left
                     continue
                 bad.append(BadLine(self.label, 0, f"byte {at}: damaged chunk header; rest of the block skipped"))
-                self._frags = []
+                self._parts.drop()
                 if n - i < left:  # the next block is not all here yet: skip to it over later calls
                     self._skip_until = at + left
                     i = n
@@ -174,16 +180,16 @@ class WandbParser:
             chunk = bytes(data[i + CHUNK_HEADER : end])
             if crc32(chunk, type_crc[kind]) != crc:
                 bad.append(BadLine(self.label, 0, f"byte {at}: checksum mismatch; record skipped"))
-                self._frags = []
+                self._parts.drop()
                 i = end
                 continue
             i = end
             if kind == FULL:
-                if self._frags:
-                    self._frags = []
+                if self._parts.waiting:
+                    self._parts.drop()
                 record = chunk
             else:
-                got = self._part(kind, chunk, at, bad)
+                got = self._parts.add(kind, chunk, at, bad)
                 if got is None:  # (a record's first or middle part, or a part whose start was lost)
                     continue
                 record, at = got
@@ -206,7 +212,7 @@ class WandbParser:
             else:
                 self._group(group, lines, meta, bad)
                 self._record_bytes(record, at, lines, meta, bad)
-            if (self._rows >= FIRST_ROWS if self._first else self._size >= PIECE) and not self._frags and i < n:
+            if (self._rows >= FIRST_ROWS if self._first else self._size >= PIECE) and not self._parts.waiting and i < n:
                 self._first = False
                 self.more = True  # (the JSONL reader's typed fast path takes the next batches once it knows the keys)
                 break
@@ -296,22 +302,6 @@ class WandbParser:
         lines.append(line)
         self._rows += 1
         self._size += len(line)
-
-    def _part(self, kind: int, chunk: bytes, at: int, bad: list[BadLine]) -> tuple[bytes, int] | None:
-        """A checked chunk that is part of a record (FIRST, MIDDLE, LAST) -> (the whole record, its offset) once
-        the LAST part joins the parts before it; None for a FIRST or MIDDLE part (kept for the rest) or a part whose
-        start was lost (reported)."""
-        if kind == FIRST:
-            self._frags, self._frag_at = [chunk], at
-        elif self._frags:
-            self._frags.append(chunk)
-            if kind == LAST:
-                whole = b"".join(self._frags)
-                self._frags = []
-                return whole, self._frag_at
-        else:
-            bad.append(BadLine(self.label, 0, f"byte {at}: the rest of a record whose start was lost; skipped"))
-        return None
 
     def _parsed(self, lines: list[bytes], meta: dict[str, Any], bad: list[BadLine]) -> Parsed:
         if (tables := self._tables.take()) is not None:

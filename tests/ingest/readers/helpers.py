@@ -30,7 +30,7 @@ def on_trainer_steps(store: Any, root: Path) -> dict[int, dict[str, Any]]:
 
 def wandb_records(path: Path) -> list[bytes]:
     """Every record of a .wandb file, reassembled from its chunks (the framing itself is tested with the reader)."""
-    from steptable.ingest.readers.wandb import BLOCK, CHUNK_HEADER, FIRST, FULL, HEADER, LAST
+    from steptable.ingest.readers.wandblog import BLOCK, CHUNK_HEADER, FIRST, FULL, HEADER, LAST
 
     data = path.read_bytes()
     i, out, frags = len(HEADER), [], b""

@@ -226,7 +226,7 @@ def test_record_with_good_checksum_but_unreadable_reported(wandb_run: Path, tmp_
     import struct
     import zlib
 
-    from steptable.ingest.readers.wandb import BLOCK, CHUNK_HEADER, FULL, HEADER
+    from steptable.ingest.readers.wandblog import BLOCK, CHUNK_HEADER, FULL, HEADER
 
     data = bytearray(wandb_file(wandb_run).read_bytes())
     path = copy_dir(wandb_run, tmp_path)

@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from steptable.ingest import recordsource
 from steptable.ingest.files.follow import Follower
 from steptable.ingest.readers import wandb as reader
+from steptable.ingest.readers import wandblog
 from tests.ingest import writers
 from tests.ingest.writers import copy_dir, read_once, rows_of, wandb_file
 
@@ -214,7 +215,7 @@ def _damaged(data: bytes, seed: int) -> bytes:
     rng = random.Random(seed)
     out = bytearray(data)
     how = seed % 4
-    at = rng.randrange(len(reader.HEADER), len(out))
+    at = rng.randrange(len(wandblog.HEADER), len(out))
     if how == 0:  # one byte flipped
         out[at] ^= 1 << rng.randrange(8)
     elif how == 1:  # cut
@@ -266,16 +267,17 @@ def test_live_run_read_as_the_python_loop_reads_it(hostile: Path, tmp_path: Path
 def _framed(records: list[bytes]) -> bytes:
     """Records in a run file's framing (the LevelDB log wandb writes: 32 KiB blocks, chunks of FULL, FIRST, MIDDLE,
     LAST with zlib's CRC-32 over type and data), after the file header."""
-    out = bytearray(reader.HEADER)
+    out = bytearray(wandblog.HEADER)
     for rec in records:
         first = True
         while True:
-            left = reader.BLOCK - len(out) % reader.BLOCK
-            if left < reader.CHUNK_HEADER:
+            left = wandblog.BLOCK - len(out) % wandblog.BLOCK
+            if left < wandblog.CHUNK_HEADER:
                 out += bytes(left)
                 continue
-            part, rec = rec[: left - reader.CHUNK_HEADER], rec[left - reader.CHUNK_HEADER :]
-            kind = (reader.FULL if not rec else reader.FIRST) if first else (reader.LAST if not rec else reader.MIDDLE)
+            part, rec = rec[: left - wandblog.CHUNK_HEADER], rec[left - wandblog.CHUNK_HEADER :]
+            kind = ((wandblog.FULL if not rec else wandblog.FIRST) if first
+                    else (wandblog.LAST if not rec else wandblog.MIDDLE))
             out += struct.pack("<IHB", zlib.crc32(part, zlib.crc32(bytes([kind]))), len(part), kind) + part
             first = False
             if not rec:
