@@ -21,7 +21,7 @@ _TRACKIO: dict[Path, tuple[tuple[int, int], bool]] = {}
 
 def is_trackio_db(path: Path) -> bool:
     """Does ``path`` hold trackio's ``metrics`` table? (An unreadable file: no.)"""
-    from steptable.ingest.readers.trackio import is_trackio
+    from steptable.ingest.readers.trackiodb import is_trackio
 
     try:
         st = os.stat(path)

@@ -2,19 +2,19 @@
 
 trackio keeps a project in SQLite (WAL journal): table ``metrics(id, run_id, timestamp, run_name, step, metrics)``,
 ``metrics`` a JSON object (a non-finite value stored as the string ``"NaN"``/``"Infinity"``: read as non-finite),
-``configs(run_id, run_name, config)``. A run is a ``run_id`` where the table has one (a run started again under
-its name without ``resume`` is another run: its key is ``<name>#2``; a resumed one keeps its id), else a
-``run_name``. Rows are read by one query on ids; the ``metrics`` objects of a run are handed to the
-JSONL reader as one chunk of lines (its typed batch decode makes columns in C), each with the row's step and clock
-added (the step: the trainer's own ``train/global_step`` where the row holds it, trackio's count kept as ``_step``;
-else trackio's ``step``), and read one by one only when one is unreadable (then each bad row is reported by its id)
-or holds those keys inside a ``data`` object. Media values logged in a row (an image, a table...) are left out of
-it, its tables noted (:mod:`~steptable.ingest.readers.trackiomedia`). The database is opened read-only
-(``mode=ro``): a reader never takes a write lock, and in WAL mode never blocks the writer; each poll is one short
-read of the rows past the last id seen, at most :data:`BATCH` rows a read (:attr:`TrackioReader.more`: rows are
-left, read on at once). A database that is busy (a writer in rollback-journal mode) is read at the next poll; one
-that is damaged is read row by row around the damage, each unreadable id range reported
-(:mod:`~steptable.ingest.readers.trackiodamage`).
+``configs(run_id, run_name, config)``. A run is a ``run_id`` where the table has one (a run started again under its
+name without ``resume`` is another run: its key is ``<name>#2``; a resumed one keeps its id), else a ``run_name``.
+Rows are read by one query on ids; the ``metrics`` objects of a run are handed to the JSONL reader as one chunk of
+lines (its typed batch decode makes columns in C), each with the row's step and clock added (the step: the trainer's
+own ``train/global_step`` where the row holds it, trackio's count kept as ``_step``; else trackio's ``step``), and
+read one by one only when one is unreadable (then each bad row is reported by its id) or holds those keys inside a
+``data`` object. Media values logged in a row (an image, a table...) are left out of it, its tables noted
+(:mod:`~steptable.ingest.readers.trackiomedia`). The database is opened read-only (``mode=ro``,
+:mod:`~steptable.ingest.readers.trackiodb`): a reader never takes a write lock, and in WAL mode never blocks the
+writer; each poll is one short read of the rows past the last id seen, at most :data:`BATCH` rows a read
+(:attr:`TrackioReader.more`: rows are left, read on at once). A database that is busy (a writer in rollback-journal
+mode) is read at the next poll; one that is damaged is read row by row around the damage, each unreadable id range
+reported (:mod:`~steptable.ingest.readers.trackiodamage`).
 """
 
 from __future__ import annotations
@@ -23,24 +23,22 @@ import contextlib
 import os
 import re
 import sqlite3
-from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
-from steptable.ingest.files.regular import open_regular
 from steptable.ingest.parse import BadLine, flatten, step_of
 from steptable.ingest.parsed import Parsed, counter
 from steptable.ingest.readers.jsonl import PIECE, JsonlParser
 from steptable.ingest.readers.trackernulls import drop_nulls, without_nones
-from steptable.ingest.readers.trackiodamage import DAMAGED, around_damage, why
+from steptable.ingest.readers.trackiodamage import DAMAGED, around_damage
+from steptable.ingest.readers.trackiodb import connect, text
 from steptable.ingest.readers.trackiomedia import MEDIA, table_steps, without_media
 from steptable.ingest.readers.trackiorenames import Renames
 from steptable.table.stepkeys import TRACKER_STEP_KEYS
 
-SQLITE_MAGIC = b"SQLite format 3\x00"
 #: rows read at most by one :meth:`TrackioReader.read` (its caller reads on while it says there are more: the rows
 #: parsed and not yet handed to the runs stay bounded)
 BATCH = 200_000
@@ -56,51 +54,6 @@ _OWN_VALUE = re.compile(rb'\s*:\s*(-?\d{1,18})\s*[,}]')
 #: rows fetched at first, then about :data:`PIECE` bytes of metrics at a time within these bounds: each fetch is
 #: decoded while its rows are still in the CPU's cache (20,000 rows of 2 KB fetched at once read 1.6x slower)
 FETCH, FETCH_MIN, FETCH_MAX = 128, 32, 4096
-
-
-@contextlib.contextmanager
-def connect(path: Path) -> Iterator[sqlite3.Connection]:
-    """A read-only connection that waits at most 50 ms for a lock (then the poll gives up until the next one). TEXT
-    comes back as bytes: a damaged page can hold bytes that are not UTF-8, which SQLite's own decode would raise on
-    (names and clocks go through :func:`text`; the metrics objects are handed on as bytes anyway). Any error the
-    block lets out is a ``sqlite3.Error`` (a UnicodeDecodeError of :data:`DAMAGED` becomes a DatabaseError)."""
-    uri = Path(os.path.abspath(path)).as_uri() + "?mode=ro"
-    con = sqlite3.connect(uri, uri=True, timeout=0.05, check_same_thread=False)
-    con.text_factory = bytes
-    try:
-        con.execute("PRAGMA query_only = 1")
-        yield con
-    except UnicodeDecodeError as e:
-        raise sqlite3.DatabaseError(why(e)) from e
-    finally:
-        con.close()
-
-
-def text(v: Any) -> str:
-    """A TEXT value read as bytes, as a string (bytes that are not UTF-8 replaced)."""
-    return v.decode("utf-8", "replace") if type(v) is bytes else str(v)
-
-
-def is_trackio(path: Path) -> bool:
-    """A SQLite file with trackio's ``metrics`` table: its schema text near the start (a damaged database is still
-    recognised, and reported by the reader), else asked of SQLite."""
-    try:
-        with open_regular(path) as f:
-            head = f.read(1 << 16)
-    except OSError:
-        return False
-    if not head.startswith(SQLITE_MAGIC):
-        return False
-    if b"CREATE TABLE metrics" in head and b"run_name" in head:
-        return True
-    try:
-        with connect(path) as con:
-            cols = {text(r[1]) for r in con.execute("PRAGMA table_info(metrics)")}
-    except sqlite3.OperationalError:  # locked, or not a database
-        return False
-    except DAMAGED:  # damaged where its schema is: the reader reports what it can read
-        return True
-    return {"id", "run_name", "step", "metrics"} <= cols
 
 
 def own_step(blob: bytes) -> int | None:

@@ -19,8 +19,8 @@ from typing import Any
 
 import msgspec
 
-from steptable.ingest.readers.trackio import connect, text
 from steptable.ingest.readers.trackiodamage import DAMAGED
+from steptable.ingest.readers.trackiodb import connect, text
 
 _DECODE = msgspec.json.Decoder()
 #: traces of one step read at most (a viewer shows a page of them; a step is not a whole run's)

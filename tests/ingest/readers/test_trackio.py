@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from steptable.ingest.files.follow import Follower
-from steptable.ingest.readers import trackio
+from steptable.ingest.readers import trackio, trackiodb
 from steptable.ingest.recordsource import TrackioSource
 from tests.ingest import writers
 from tests.ingest.readers.helpers import on_trainer_steps
@@ -66,7 +66,7 @@ def test_rows_without_the_trainers_step_keep_trackios(tmp_path: Path) -> None:
     assert [r.get("eval/reward") for r in rows] == [None, 10.0, 11.0, 12.0] and not store.bad
     (db,) = tmp_path.glob("*.db")
     batch, _ = trackio.TrackioReader(db, str(db)).read()
-    with trackio.connect(db) as con:
+    with trackiodb.connect(db) as con:
         got = con.execute("SELECT id, run_name, step, timestamp, metrics FROM metrics ORDER BY id").fetchall()
     alone = trackio.TrackioReader(db, str(db))._rows(got, [])
     want = [0, 1, 1, 1, 2, 2, 2, 3, 3]
@@ -92,7 +92,7 @@ def test_a_metric_logged_as_none_is_no_value_and_a_nan_stays_one(tmp_path: Path,
     assert [r.get("grad_norm") for r in rows] == [1.0 if s % 5 != 4 else None for s in range(12)]
     assert math.isnan(rows[10]["reward"])
     (db,) = tmp_path.glob("*.db")
-    with trackio.connect(db) as con:
+    with trackiodb.connect(db) as con:
         got = con.execute("SELECT id, run_name, step, timestamp, metrics FROM metrics ORDER BY id").fetchall()
     alone = trackio.TrackioReader(db, str(db))._rows(got, [])
     assert [r.get("grad_norm") for r in alone.rows or []] == [r.get("grad_norm") for r in rows]
@@ -145,7 +145,7 @@ def test_a_log_of_traces_alone_adds_no_row(tmp_path: Path) -> None:
         trackio.finish()
     """, {"TRACKIO_DIR": str(tmp_path)})
     (db,) = tmp_path.glob("*.db")
-    with trackio.connect(db) as con:
+    with trackiodb.connect(db) as con:
         assert [r[0] for r in con.execute("SELECT metrics FROM metrics ORDER BY id")][1] == b"{}"
     store = _by_arm(read_once(tmp_path))["r"]
     assert list(store.steps) == [1, 3] and [r["loss"] for r in rows_of(store)] == [1.0, 0.5]
@@ -298,12 +298,12 @@ def test_read_only(trackio_dir: Path, tmp_path: Path) -> None:
 def _one_by_one(db: Path) -> dict[str, list[dict[str, object]]]:
     """The rows as the row-by-row path reads them (each metrics object decoded and flattened alone)."""
     reader = trackio.TrackioReader(db, str(db))
-    with trackio.connect(db) as con:
+    with trackiodb.connect(db) as con:
         got = con.execute("SELECT id, run_name, step, timestamp, metrics FROM metrics ORDER BY id").fetchall()
     out: dict[str, list[dict[str, object]]] = {}
-    for run in sorted({trackio.text(r[1]) for r in got}):
+    for run in sorted({trackiodb.text(r[1]) for r in got}):
         bad: list[object] = []
-        parsed = reader._rows([r for r in got if trackio.text(r[1]) == run], bad)  # type: ignore[arg-type]
+        parsed = reader._rows([r for r in got if trackiodb.text(r[1]) == run], bad)  # type: ignore[arg-type]
         assert parsed.rows is not None and not bad
         out[run] = parsed.rows
     return out

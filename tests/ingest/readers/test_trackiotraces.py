@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from steptable.ingest.readers import trackiotraces
-from steptable.ingest.readers.trackio import connect as trackio_connect
+from steptable.ingest.readers.trackiodb import connect as trackio_connect
 from steptable.ingest.readers.trackiotraces import has_traces, trace_steps, traces_at
 from tests.ingest.writers import run_writer
 
