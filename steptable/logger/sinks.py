@@ -23,7 +23,7 @@ from typing import Any
 
 from tqdm import tqdm
 
-from steptable.logger.writer import open_append
+from steptable.logger.appendfile import open_append
 from steptable.table.cells import sanitize
 from steptable.table.formatting import char_cells
 

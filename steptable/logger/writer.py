@@ -24,6 +24,7 @@ from time import monotonic
 from typing import Any, BinaryIO
 
 from steptable.ingest.files.tail import MAX_LINE
+from steptable.logger.appendfile import dir_id, ends_line, moved, open_append, replaced
 from steptable.logger.rowjson import encode_row
 from steptable.table.formatting import sanitize
 
@@ -44,34 +45,6 @@ MAX_PENDING_BYTES = 256 << 20
 #: people and cron jobs, and at most this much of the rows after one lands in the renamed (or deleted) file; the
 #: check's stat (about 9 us in a training loop, its caches cold) is paid 4 times a second, 0.004% of the run.
 CHECK_S = 0.25
-
-
-def open_append(path: str | os.PathLike[str]) -> int:
-    """A descriptor appending to ``path`` (created if missing) that cannot stall the training loop.
-
-    A FIFO in the file's place would block a plain open() until a reader comes, and a write while its reader is
-    slow: opened non-blocking, the open fails at once (ENXIO) when nobody reads and a full pipe refuses the write
-    (EAGAIN), both ordinary failures that keep the row for retry. A regular file is made blocking again.
-    """
-    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
-    flags |= getattr(os, "O_BINARY", 0)  # (Windows: no newline translation under the bytes we count)
-    fd = os.open(path, flags, 0o666)
-    try:
-        if stat.S_ISREG(os.fstat(fd).st_mode) and hasattr(os, "set_blocking"):
-            os.set_blocking(fd, True)
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd
-
-
-def _dir_id(path: Path) -> tuple[int, int] | None:
-    """(device, inode) of the directory (or file) at ``path`` (symlinks followed), None when there is none."""
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return st.st_dev, st.st_ino
 
 
 class RunWriter:
@@ -166,7 +139,7 @@ class RunWriter:
                 fh = self._fh or self._open()
                 # Does the path lead to the open file now? Asked once CHECK_S seconds have passed since the last
                 # check (see the module): within them (the common case: a clock read a row, nothing else) the row
-                # goes into the open file. Where it does not, _moved and the check after the write tell a rotation
+                # goes into the open file. Where it does not, moved() and the check after the write tell a rotation
                 # from a deletion.
                 now = monotonic()
                 if now - self._checked < CHECK_S:
@@ -179,7 +152,7 @@ class RunWriter:
                     except OSError:
                         here = False
                 # (a log rotation renamed it, or the run directory was moved): the path wins
-                if not here and self._moved(fh):
+                if not here and moved(self.path, fh, self._ident, self._dir):
                     self._close_fh()
                     self.moved += 1
                     self._warn(f"{self._shown} was moved or replaced during the run (a log rotation?); rows from this "
@@ -197,7 +170,7 @@ class RunWriter:
                 if here:
                     size = self._size + n
                 else:
-                    if st.st_nlink == 0 and self._replaced(st):  # the file (or its directory) was deleted
+                    if st.st_nlink == 0 and replaced(self.path, st):  # the file (or its directory) was deleted
                         self._close_fh()
                         if reopened:
                             raise OSError("the new file vanished too")
@@ -279,37 +252,6 @@ class RunWriter:
         except Exception:
             pass
 
-    def _moved(self, fh: BinaryIO) -> bool:
-        """Was the open file rotated: renamed away (or replaced) inside the directory it was opened in, which still
-        holds the path? Asked where a check finds that the path does not lead to the open file, so the rows from
-        that check on go to the new file; not of a deleted file (the check after the write reopens that one). A
-        directory moved or a symlink re-pointed (``outputs/latest`` to the next run) is not a rotation: the rows go
-        on into the open file, never into another run's."""
-        try:
-            now = os.stat(self.path)
-            if (now.st_dev, now.st_ino) == self._ident:
-                return False
-        except (FileNotFoundError, NotADirectoryError):
-            pass
-        except OSError:  # (EACCES, EIO: where the path leads is not known, which is no sign of a rotation)
-            return False
-        try:
-            st = os.fstat(fh.fileno())
-        except OSError:
-            return False
-        return st.st_nlink > 0 and self._dir is not None and _dir_id(self.path.parent) == self._dir \
-            and self._replaced(st)
-
-    def _replaced(self, st: os.stat_result) -> bool:
-        """Does the path no longer lead to the open file? (/dev/stdout on a deleted file still does.)"""
-        if not stat.S_ISREG(st.st_mode):
-            return False
-        try:
-            now = os.stat(self.path)
-        except OSError:
-            return True
-        return (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino)
-
     def _open(self) -> BinaryIO:
         if self._fh is None:
             real = os.path.realpath(self.path.parent)
@@ -320,19 +262,20 @@ class RunWriter:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             fh = open(open_append(self.path), "ab", buffering=0)
             opened = os.fstat(fh.fileno())
-            if self._real is not None and _dir_id(Path(real, self.path.name)) != (opened.st_dev, opened.st_ino):
+            if self._real is not None and dir_id(Path(real, self.path.name)) != (opened.st_dev, opened.st_ino):
                 fh.close()  # (the link re-pointed between the look above and the open: the file is another run's)
                 raise OSError(f"the run directory now leads to another directory than the run's {self._real}")
             self._ident = (opened.st_dev, opened.st_ino)
             self._checked = monotonic()  # (the path leads to the file just opened)
-            self._dir = _dir_id(Path(real))  # (the directory it was opened in: not where a link leads by now)
+            self._dir = dir_id(Path(real))  # (the directory it was opened in: not where a link leads by now)
             self._real = real
             try:
                 st = os.fstat(fh.fileno())
                 self._size = st.st_size
                 if self._partial is not None and self._partial[:3] != (st.st_dev, st.st_ino, st.st_size):
                     self._restart_partial()  # the file changed under the cut row: write it whole
-                if self._partial is None and stat.S_ISREG(st.st_mode) and st.st_size and not self._ends_line():
+                if self._partial is None and stat.S_ISREG(st.st_mode) and st.st_size \
+                        and not ends_line(self.path, self._ident):
                     # A crash (or a full disk, in an earlier run) left a partial last line: end it, so the first
                     # row of this run is not glued to it (the partial line stays one bad line, not two).
                     fh.write(b"\n")
@@ -349,21 +292,6 @@ class RunWriter:
         self._pending_bytes += len(whole) - len(self._pending[0])
         self._pending[0] = whole
         self._partial = None
-
-    def _ends_line(self) -> bool:
-        """Does the file opened end with a newline? True when it cannot be read (nothing to repair); False when the
-        path no longer leads to it (rotated right after the open): a blank line at worst, never a row glued on."""
-        try:
-            with open(self.path, "rb") as f:
-                st = os.fstat(f.fileno())
-                if (st.st_dev, st.st_ino) == self._ident:
-                    f.seek(-1, os.SEEK_END)
-                    return f.read(1) == b"\n"
-        except FileNotFoundError:
-            pass
-        except OSError:
-            return True
-        return False
 
     def _close_fh(self) -> None:
         fh, self._fh = self._fh, None
@@ -399,13 +327,13 @@ class RunWriter:
                     return
             except OSError:
                 pass
-            if self._moved(fh):
+            if moved(self.path, fh, self._ident, self._dir):
                 self.moved += 1
                 self._warn(f"{self._shown} was moved or replaced during the run (a log rotation?); its last rows "
                            "are in the moved file")
                 return
             opened = os.fstat(fh.fileno())
-            if opened.st_nlink == 0 and self._replaced(opened):
+            if opened.st_nlink == 0 and replaced(self.path, opened):
                 self.deleted += 1
                 self._warn(f"{self._shown} was deleted during the run; its last rows went with it")
         except OSError:

@@ -15,7 +15,8 @@ import pytest
 
 from steptable import StepLogger
 from steptable.logger import rowjson, writer
-from steptable.logger.writer import RunWriter, encode_row, open_append
+from steptable.logger.appendfile import open_append
+from steptable.logger.writer import RunWriter, encode_row
 from steptable.table.jsonvalues import jsonable
 from tests.helpers import repoint, run_cli
 from tests.logger.helpers import EMA_COLS, SIGNED_LOSS_COLS, Clock, jsonl_steps, strict_loads
@@ -263,7 +264,7 @@ def test_a_descriptor_closed_behind_the_writers_back_is_a_failure_not_a_rotation
 def test_a_fifo_whose_reader_does_not_read_refuses_rows_instead_of_blocking(tmp_path: Path) -> None:
     """A full pipe fails the write (the rows are kept) and the loop goes on; once the reader reads, every row arrives
     once, in order. (The descriptor must be non-blocking: checked first, so that a blocking one fails the test
-    instead of hanging it.)"""
+    instead of hanging it; steptable.logger.appendfile's test checks it alone.)"""
     fifo = tmp_path / "metrics.jsonl"
     os.mkfifo(fifo)
     rfd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
@@ -272,9 +273,6 @@ def test_a_fifo_whose_reader_does_not_read_refuses_rows_instead_of_blocking(tmp_
         blocking = os.get_blocking(probe)
         os.close(probe)
         assert not blocking
-        regular = open_append(tmp_path / "plain.jsonl")
-        assert os.get_blocking(regular)  # (a regular file is made blocking again)
-        os.close(regular)
         warned: list[str] = []
         w = RunWriter(fifo, warned.append)
         pad = "x" * 1000
