@@ -119,7 +119,7 @@ class Closer:
         parts = [self._end_words()]
         if rows:
             # (its own notations: bare headers; the columns left out to keep the rows within the terminal stay out)
-            cols = [c for c in sl._shown(sl._layout.bare) if c.key not in sl._layout.hidden]
+            cols = [c for c in sl._cols.shown(sl._cols.layout.bare) if c.key not in sl._cols.layout.hidden]
             parts.append(render.table(cols, rows))
         extra = [c for c in sl.cols if not c.stream]
         if extra:

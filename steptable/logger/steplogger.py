@@ -30,8 +30,8 @@ from steptable.logger.alertfeed import AlertFeed
 from steptable.logger.autocols import AutoColumns
 from steptable.logger.backlog import Backlog, row_view, step_number
 from steptable.logger.closing import Closer
-from steptable.logger.consolecols import ConsoleLayout
 from steptable.logger.consolenotes import ConsoleNotes
+from steptable.logger.logcols import LoggerColumns
 from steptable.logger.rank import LazyRank
 from steptable.logger.rowrecord import read_row, record_of
 from steptable.logger.setup import emit, warn
@@ -40,7 +40,7 @@ from steptable.logger.writer import RunWriter, error_text
 from steptable.logger.writerlock import WriterLock
 from steptable.schemas.arrange import EMPTY_KEY, EMPTY_KEY_NOTE
 from steptable.table import render, runinfo
-from steptable.table.columns import Col, fit_to, streamed, validate
+from steptable.table.columns import Col, validate
 from steptable.table.rowvalues import freeze, kept
 
 JSONL_NAME = "metrics.jsonl"
@@ -126,55 +126,38 @@ class StepLogger:
         self._topic = f"steplogger-{next(_NUMBERS)}"  # failures are reported once per logger and kind
         self._closer = Closer(self)  # the run's description, close(), table.txt and the end-of-run dump
         # record()'s rows: their view, dump row, fit and alerts done in batches
-        self._backlog = Backlog(self._recent, self._fit_widths, self._alerts, self._say, self._topic)
+        self._backlog = Backlog(self._recent, lambda view: self._cols.fit_widths(view), self._alerts, self._say,
+                               self._topic)
         process.track(self)  # (after_fork, at_exit)
 
     def _set_cols(self, cols: Sequence[Col]) -> None:
-        self.cols = tuple(cols)
-        self._fits = any(c.fit for c in self.cols)  # (fit_to keeps each column's fit: asked once, not per row)
-        self.stream_cols = streamed(self.cols)
         # automatic columns are kept within the row's room as they widen (the caller's are printed as declared)
-        self._layout = ConsoleLayout(self.stream_cols, room=None if self._auto is None else self._auto.room)
+        self._cols = LoggerColumns(cols, room=None if self._auto is None else self._auto.room)
+
+    @property
+    def cols(self) -> tuple[Col, ...]:
+        """Every column (streamed and dump-only), those declared without a width fitted so far."""
+        return self._cols.cols
+
+    @property
+    def stream_cols(self) -> tuple[Col, ...]:
+        return self._cols.stream_cols
 
     # ------------------------------------------------------------------------------------------------ rendering
     def header(self) -> str:
         """The header of the printed rows (their columns as fitted so far: see steptable.logger.consolecols)."""
-        return render.header(self._layout.cols)
+        return render.header(self._cols.layout.cols)
 
     def row(self, cells: Mapping[str, Any]) -> str:
-        return self._layout.row(cells)
+        return self._cols.layout.row(cells)
 
-    def _fit(self, view: Mapping[str, Any]) -> bool:
-        """Fit the printed columns to ``view``'s values (and the columns declared without a width, as the run's
-        description gives them), their notations included; True when their widths or headers changed."""
-        self._fit_widths(view)
-        self._rows += 1
-        return self._layout.update(view)
-
-    def _fit_widths(self, view: Mapping[str, Any]) -> None:
-        """Fit the columns declared without a width to ``view``'s values (the run's description and table.txt
-        give them)."""
-        cols = fit_to(self.cols, view) if self._fits else None
-        if cols is not None:
-            self.cols = cols
-            self.stream_cols = streamed(cols)
-
-    def _shown(self, cols: Sequence[Col]) -> list[Col]:
-        """``self.cols`` with the streamed ones as printed (``cols``: the layout's columns or legend columns)."""
-        by_key = {c.key: c for c in cols}
-        return [by_key.get(c.key, c) if c.stream else c for c in self.cols]
 
     def legend(self) -> str:
         """The meaning of each printed column whose header is not its key (an abbreviation's line names the key) and
         of each dump-only column; one printed under its own key reads as what was logged and is left out (every
         column's meaning: ``steptable legend``, the watch app's legend pane)."""
         self._caught_up()
-        return render.legend(self._legend_cols())
-
-    def _legend_cols(self) -> list[Col]:
-        hidden = self._layout.hidden
-        return [c for c in self._shown(self._layout.legend_cols())
-                if not c.stream or (c.header.strip() != c.key and c.key not in hidden)]
+        return render.legend(self._cols.legend_cols())
 
     # ------------------------------------------------------------------------------------------------ the loop
     @property
@@ -295,12 +278,16 @@ class StepLogger:
     def _show(self, view: Mapping[str, Any], first: bool, grown: bool) -> str:
         """Print ``view``'s row (the legend, the columns left out and the header as due: see ConsoleNotes); the
         row's line."""
-        widened = self._fit(view)  # a column grows to this row's value: its header again
-        # (the row is counted by _fit, before printing: a failure below must not bring the legend back next step)
+        # The columns fitted to the row's values (those declared without a width too, as the run's description
+        # gives them), the row counted before printing: a failure below must not bring the legend back next step.
+        cols = self._cols
+        cols.fit_widths(view)
+        self._rows += 1
+        widened = cols.layout.update(view)  # a column grows to this row's value: its header again
         room, unshown = (self._auto.room, self._auto.dropped) if self._auto is not None else (None, [])
         # (an automatic layout would show every key: the empty one cannot be a column, so it is said)
         empty = None if self._auto is None or "" not in view else EMPTY_KEY if self._writer is None else EMPTY_KEY_NOTE
-        for text in self._notes.before_row(self._layout, self._legend_cols(), first, grown, widened, room, unshown,
+        for text in self._notes.before_row(cols.layout, cols.legend_cols(), first, grown, widened, room, unshown,
                                            empty):
             self._emit(text)
         line = self.row(view)

@@ -31,7 +31,7 @@ def test_the_row_is_compiled_once_its_layout_holds_and_reads_the_same(monkeypatc
         # (kl grows tenfold at row 20: its printed width changes, a new layout, cell by cell again)
         row = {"step": step, "loss": rnd.uniform(-1, 1), "gn": rnd.uniform(0, 3),
                "kl": rnd.uniform(0.001, 0.009) * (10 if step >= 20 else 1)}
-        lines.append((sl.log(row), row, sl._layout.cols, sl._layout._compiled is None))
+        lines.append((sl.log(row), row, sl._cols.layout.cols, sl._cols.layout._compiled is None))
     sl.close()
     assert compiled and all(c in [x[2] for x in lines] for c in compiled)  # (the layouts printed)
     assert any(by_cell for *_, by_cell in lines) and not lines[-1][3]  # (both paths wrote rows here)
