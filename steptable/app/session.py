@@ -159,6 +159,7 @@ class Session:
         """Make the group's layout again where its runs' keys changed or a value or step outgrew a column (``waiting``:
         runs of the batch not taken yet)."""
         from steptable.schemas import noted, steps_outgrown, widened
+        from steptable.schemas.arrange import EMPTY_KEY_NOTE
 
         stores = [self.runs[rid].store for rid in group.runs if rid not in waiting]
         keys = frozenset(k for s in stores for k in s.keys)
@@ -168,6 +169,8 @@ class Session:
             return False  # no data yet: widths would be guesses
         group.keys = keys
         group.layout = noted(widened(group.layouts.layout(stores, group.schema), self._tried), stores)
+        if "" in keys:  # no column can show it (a column needs a key): said once, as the console and tail say it
+            self._say(EMPTY_KEY_NOTE)
         return True
 
     def _laid_out(self, relaid: bool) -> None:

@@ -21,6 +21,7 @@ from typing import Any
 from steptable.schemas.arrange import fit
 from steptable.schemas.headers import abbreviate, look
 from steptable.table import render
+from steptable.table.cells import invisible, key_name
 from steptable.table.columns import FIT_MAX, Col
 from steptable.table.formatting import (
     display_width,
@@ -309,7 +310,7 @@ class ConsoleLayout:
         for i, shown in zip(self._at, self.bare, strict=True):
             c = self.declared[i]
             if shown.header != c.header and shown.header.strip() != c.key:
-                key = sanitize(c.key)  # untrusted: a newline in it would split the legend line
+                key = key_name(c.key)  # untrusted: a newline in it would split the legend line
                 desc = c.desc if _names(c.desc, c.key) else f"{key}: {c.desc}" if c.desc else key
                 out.append(c.with_(header=shown.header, desc=desc, width=shown.width))
             else:
@@ -321,7 +322,8 @@ class ConsoleLayout:
         notes = self._notes
         for c, most in zip(self.declared, self._most, strict=True):
             hw = display_width(c.header)
-            floor = display_width(_short(c)) if hw <= KEEP_HEADER else 0
+            # (a key with no visible character is headed by its escapes: no shorter text names it)
+            floor = hw if invisible(sanitize(c.key)) else display_width(_short(c)) if hw <= KEEP_HEADER else 0
             least = _least(c.fmt, row.get(c.key), most)
             shown = need(row[c.key], c.fmt, most, notes[len(widths)], least) if c.key in row else 3  # "nan" till then
             shown = max(shown, least)

@@ -40,7 +40,7 @@ import unicodedata
 from collections.abc import Callable, Collection, Iterable, Iterator
 from functools import cache
 
-from steptable.table.cells import cut_middle, one_word
+from steptable.table.cells import IGNORABLE, cut_middle, invisible, key_name, one_word
 from steptable.table.formatting import char_cells, cut, display_width, sanitize
 
 #: widest automatic header, in cells
@@ -97,6 +97,8 @@ _TAIL = re.compile(r"^(.+?)([/:@][^/:@]{1,8})$")
 
 def _parts(key: str) -> tuple[str | None, list[str]]:
     """(lead, segments) of a key, before abbreviation."""
+    if invisible(sanitize(key)):  # nothing a reader sees: named by its escapes (steptable.table.cells.key_name)
+        return None, [key_name(key)]
     segs = [s for s in key.split("/") if s]
     if not segs:
         return None, [key or "?"]
@@ -153,12 +155,6 @@ def _safe(text: str) -> str:
     return one_word(sanitize(text)) or "?"
 
 
-#: Unicode's Default_Ignorable_Code_Point: drawn as nothing (sanitize removes some; joiners, the grapheme joiner,
-#: variation selectors and the Hangul fillers stay, and some of them do change the glyph)
-_IGNORABLE = re.compile(
-    "[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e\u2060-\u206f\u3164"
-    "\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufff8\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0000-\U000e0fff]"
-)
 #: characters drawn as a blank (no-break, en, ideographic... spaces; the braille blank): read as spaces, cell for cell
 _BLANK = re.compile("[^\\S ]|\u2800")
 
@@ -169,9 +165,9 @@ def look(h: str) -> str:
         return h.strip()
     if "\u200d" in h or "\ufe0f" in h:  # the only ones that can change a glyph: read in context
         cells = list(char_cells(h))
-        h = "".join(ch for i, (ch, _) in enumerate(cells) if _IGNORABLE.match(ch) is None or _drawn(cells, i))
+        h = "".join(ch for i, (ch, _) in enumerate(cells) if IGNORABLE.match(ch) is None or _drawn(cells, i))
     else:
-        h = _IGNORABLE.sub("", h)
+        h = IGNORABLE.sub("", h)
     return unicodedata.normalize("NFC", _BLANK.sub(_spaces, h)).strip()
 
 

@@ -9,7 +9,7 @@ from steptable.schemas.arrange import EMPTY_KEY_NOTE, as_logged, hidden_keys, la
 from steptable.schemas.base import RunView, Schema
 from steptable.schemas.registry import by_schema
 from steptable.table import direction, render
-from steptable.table.cells import first_few
+from steptable.table.cells import first_few, key_name
 from steptable.table.columns import Col, aligned_width
 from steptable.table.formatting import display_width, pad, sanitize
 
@@ -22,7 +22,7 @@ WATCH_MARK = "?"
 
 def watched_first(col: Col) -> bool:
     """Whether the schema marks ``col`` as the column to watch first (its header ends with :data:`WATCH_MARK`; a
-    header that is the mark alone is a key with no printable character)."""
+    header that is the mark alone is no mark)."""
     head = col.header.strip()
     return len(head) > 1 and head.endswith(WATCH_MARK)
 
@@ -33,7 +33,7 @@ MARKS: tuple[tuple[str, str], ...] = (
                            "it is the good one only where the column's legend line says \"higher/lower is "
                            "better\" (rew_s: yes; lp_s, a diagnostic: no), and watch colours by that line alone"),
     ("? after a header", "the column to watch first (routing's hack_s?)"),
-    ("? as a header", "a key with no printable character"),
+    ('"\\u200b" as a header', 'a key with no visible character, named by its escapes ("" is the empty key)'),
     ("blank cell", "not logged at this step"),
     ("NaN inf -inf", "logged, but not a finite number"),
     ("err (? if narrow)", "a value that could not be written as text"),
@@ -133,7 +133,7 @@ def _runs_text(runs: Sequence[RunView], schema: Schema | None, whose: str) -> st
     plain = [c.key for c in cols if c.header.strip() == c.key and c.desc in ("", as_logged(c.key))]
     text = render.legend([c for c in cols if c.key not in plain], title=f"{name} columns{whose}{source}:")
     if plain:  # (a header that is its key, no meaning known: one line for them all)
-        text += "\nno description (the header is the key, as logged): " + ", ".join(sanitize(k) for k in plain)
+        text += "\nno description (the header is the key, as logged): " + ", ".join(key_name(k) for k in plain)
     rest = hidden_keys(runs, schema, cols)
     if "" in rest:  # a column needs a key: the empty one is in the JSONL and in `summary`, never a column
         rest.remove("")
@@ -141,11 +141,11 @@ def _runs_text(runs: Sequence[RunView], schema: Schema | None, whose: str) -> st
     # keys a rule keeps out of the table but describes (timings, dump-only columns): their meaning too
     described = [(k, r) for k in rest if schema is not None and (r := schema.rule(k)) is not None and r.hide and r.desc]
     if described:
-        hw = aligned_width(sanitize(k) for k, _ in described)
+        hw = aligned_width(key_name(k) for k, _ in described)
         text += "\nkept out of the table (a column filter shows them):"
-        text += "".join(f"\n {pad(sanitize(k), hw, 'left')}  {sanitize(r.describe(k))}" for k, r in described)
+        text += "".join(f"\n {pad(key_name(k), hw, 'left')}  {sanitize(r.describe(k))}" for k, r in described)
         rest = [k for k in rest if k not in dict(described)]
     if rest:
         text += f"\n{len(rest)} more key(s) kept out of the default layout (a column filter shows them): "
-        text += ", ".join(sanitize(k) or '""' for k in rest[:12]) + (" ..." if len(rest) > 12 else "")
+        text += ", ".join(key_name(k) for k in rest[:12]) + (" ..." if len(rest) > 12 else "")
     return text

@@ -63,7 +63,7 @@ from steptable.summary.trend import ColStats as ColStats
 from steptable.summary.trend import column_glance
 from steptable.summary.trend import column_stats as column_stats
 from steptable.summary.trend import trend_pct as trend_pct
-from steptable.table.cells import one_word
+from steptable.table.cells import key_name, one_word
 from steptable.table.formatting import (
     cut,
     display_width,
@@ -348,7 +348,7 @@ def _row_names(keys: Sequence[str], order: Sequence[tuple[str, int]], labels: Ma
     """Key -> the name its rows carry, in the order the names come. Two trainers' keys for one quantity under one
     short name (verl's ``actor/entropy`` and TRL's ``entropy``, both ``entropy``) share one block of rows, the name
     said once, where no run has rows under both; where one does, each is named by its own key."""
-    name = {k: sanitize(labels.get(k, k)) or '""' for k in keys}
+    name = {k: key_name(labels.get(k, k)) for k in keys}
     runs: dict[str, list[int]] = {}
     for key, i in order:
         runs.setdefault(key, []).append(i)
@@ -359,7 +359,7 @@ def _row_names(keys: Sequence[str], order: Sequence[tuple[str, int]], labels: Ma
     for shown, group in by_name.items():
         rows = [i for k in group for i in runs.get(k, [])]
         for k in group:
-            out[k] = shown if len(group) == 1 or len(rows) == len(set(rows)) else sanitize(k) or '""'
+            out[k] = shown if len(group) == 1 or len(rows) == len(set(rows)) else key_name(k)
     return out
 
 

@@ -1,6 +1,7 @@
-"""Text in cells: untrusted text made inert (:func:`sanitize`, :func:`md_escape`) and measured in terminal cells
-(:func:`display_width`, :func:`cut`, :func:`pad`: wide characters count 2, combining marks 0, an emoji sequence as
-the one glyph a terminal draws). Pure. steptable.table.formatting re-exports all of it, beside the number formats.
+"""Text in cells: untrusted text made inert (:func:`sanitize`, :func:`md_escape`; a key by :func:`key_name`) and
+measured in terminal cells (:func:`display_width`, :func:`cut`, :func:`pad`: wide characters count 2, combining
+marks 0, an emoji sequence as the one glyph a terminal draws). Pure. steptable.table.formatting re-exports all of
+it, beside the number formats.
 """
 
 from __future__ import annotations
@@ -91,6 +92,42 @@ def one_word(text: str) -> str:
     """``text`` (already sanitized) as one word: its edge blanks gone, every blank inside it a "_". A header or a
     text cell a reader splits on whitespace keeps its columns."""
     return _GAP.sub("_", _EDGES.sub("", text))
+
+
+#: Unicode's Default_Ignorable_Code_Point: drawn as nothing (sanitize removes some; joiners, the grapheme joiner,
+#: variation selectors and the Hangul fillers stay, and some of them do change the glyph)
+IGNORABLE = re.compile(
+    "[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e\u2060-\u206f\u3164"
+    "\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufff8\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0000-\U000e0fff]"
+)
+_ESCAPES = {"\t": "\\t", "\n": "\\n", "\r": "\\r", '"': '\\"', "\\": "\\\\"}
+
+
+def invisible(text: str) -> bool:
+    """Does ``text`` (already sanitized) draw nothing a reader can see: empty, or blanks and characters that are
+    drawn as nothing (ignorable, zero-width) only?"""
+    return display_width(IGNORABLE.sub("", _GAP.sub("", text))) == 0
+
+
+def key_name(key: str) -> str:
+    """A key (a metric's name, untrusted) as the text that names it wherever it is shown: :func:`sanitize`'d; where
+    that leaves no visible character (the empty key; blanks, tabs, zero-width or other invisible characters only;
+    an escape sequence alone), its escaped form: the key in double quotes with every character that is not
+    printable ASCII (and the space, the quote and the backslash) written as its escape, ``""``, ``"\\u200b"``,
+    ``"\\x20"``, ``"\\t"``. That form is one word of printable ASCII, and no two keys share one."""
+    text = sanitize(key)
+    if not invisible(text):
+        return text
+    return '"' + "".join(_escaped(ch) for ch in key) + '"'
+
+
+def _escaped(ch: str) -> str:
+    if ch in _ESCAPES:
+        return _ESCAPES[ch]
+    if ch != " " and ch.isascii() and ch.isprintable():
+        return ch
+    cp = ord(ch)
+    return f"\\x{cp:02x}" if cp < 0x100 else f"\\u{cp:04x}" if cp < 0x10000 else f"\\U{cp:08x}"
 
 
 # "&" too: "&#8238;" is a character reference, the right-to-left override again once the markdown is rendered

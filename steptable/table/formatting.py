@@ -37,6 +37,7 @@ from steptable.table.cells import NAN as NAN
 from steptable.table.cells import char_cells as char_cells
 from steptable.table.cells import cut as cut
 from steptable.table.cells import display_width as display_width
+from steptable.table.cells import key_name as key_name
 from steptable.table.cells import md_escape as md_escape
 from steptable.table.cells import pad as pad
 from steptable.table.cells import sanitize as sanitize

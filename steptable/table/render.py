@@ -13,7 +13,7 @@ from functools import lru_cache
 from typing import Any, Final
 
 from steptable.table import wholerow
-from steptable.table.cells import cut_middle
+from steptable.table.cells import cut_middle, key_name
 from steptable.table.columns import Col, with_notations
 from steptable.table.formatting import (
     cut,
@@ -157,15 +157,25 @@ DIRECTION: Final = {"higher": "; higher is better", "lower": "; lower is better"
 """What a legend line adds for a column (or a schema's pattern rule) with a better direction."""
 
 
+#: the legend's meaning of a column headed by its key's escapes
+INVISIBLE_KEY = "a key with no visible character, headed by its escapes"
+
+
 def explained(col: Col) -> bool:
     """Whether a legend has something to say of ``col``: a description, or a header that is not its key."""
     return bool(col.desc) or col.header.strip() != col.key
 
 
+def _says_key(col: Col) -> str:
+    name = key_name(col.key)
+    return INVISIBLE_KEY if name == col.header.strip() and name != sanitize(col.key) else name
+
+
 def legend(cols: Iterable[Col], title: str | None = "columns:", indent: int = 1) -> str:
     """One line per column that has a description: ``header  meaning``. Headers aligned for reading. A column
-    without one whose header is not its key says its key (``gn  grad_norm``): what a short header stands for."""
-    described = [c if c.desc else c.with_(desc=sanitize(c.key)) for c in cols if explained(c)]
+    without one whose header is not its key says its key (``gn  grad_norm``): what a short header stands for; one
+    headed by its key's escapes (a key with no visible character: steptable.table.cells.key_name) says so."""
+    described = [c if c.desc else c.with_(desc=_says_key(c)) for c in cols if explained(c)]
     title = None if title is None else sanitize(title)  # it may name a schema from a user's file
     if not described:
         return "" if title is None else title.rstrip(":") + ": (none described)"

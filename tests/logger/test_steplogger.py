@@ -685,3 +685,32 @@ def test_columns_without_widths_widen_with_their_header_printed_again() -> None:
     assert heads == ["step loss", "step  loss"]  # the first, then at the widening (1234 fits: no more)
     assert emitted.index("step  loss") == emitted.index("   2 -.012") - 1
     sl.close()
+
+
+#: keys with no visible character, and the name each is shown by (its characters escaped, in double quotes)
+INVISIBLE_KEYS = {"": '""', "\u200b": '"\\u200b"', " ": '"\\x20"', "\t": '"\\t"'}
+
+
+@pytest.mark.parametrize("key", list(INVISIBLE_KEYS))
+def test_a_key_without_a_visible_character_is_named_by_its_escapes_in_the_console(
+        tmp_path: Path, captured: list[str], key: str) -> None:
+    """Its header was ``?`` and its legend line blank (nothing told which key it was); the empty key, which no
+    column can show, is named in the line that says so."""
+    with StepLogger(run_dir=tmp_path, alerts=False) as sl:
+        for s in range(3):
+            sl.log({"step": s, "loss": 0.5, key: 2.5})
+        legend = sl.legend()
+    text = "".join(captured)
+    assert INVISIBLE_KEYS[key] in text
+    assert not [w for line in text.splitlines() for w in line.split()[1:] if w == "?" or w.startswith("?~")]
+    assert all(len(line.split()) >= 2 for line in legend.splitlines()[1:]), legend  # header and what it names
+
+
+def test_two_keys_without_a_visible_character_are_told_apart_in_the_console(tmp_path: Path,
+                                                                            captured: list[str]) -> None:
+    """``?`` and ``?~2`` said neither which key was which nor that they were keys at all."""
+    with StepLogger(run_dir=tmp_path, alerts=False) as sl:
+        for s in range(3):
+            sl.log({"step": s, "\u200b": 1.5, "\u2060": 2.5})
+    header = next(line for line in captured if line.startswith("I step"))
+    assert sorted(header.split()[2:]) == ['"\\u200b"', '"\\u2060"']

@@ -18,9 +18,15 @@ from tests.schemas.helpers import seen, verl_validation_keys
 
 
 def test_a_key_of_slashes_only_shows_its_own_text() -> None:
-    # no segment to shorten: the key itself says most, and "?" is kept for the key with no text at all
-    assert short_header("/") == "/" and short_header("//") == "//" and short_header("") == "?"
-    assert short_headers(["/", "//", ""]) == {"/": "/", "//": "//", "": "?"}
+    # no segment to shorten: the key itself says most; the key with no text at all is named by its escapes
+    assert short_header("/") == "/" and short_header("//") == "//" and short_header("") == '""'
+    assert short_headers(["/", "//", ""]) == {"/": "/", "//": "//", "": '""'}
+
+
+def test_keys_with_no_visible_character_are_headed_by_their_escapes_each_its_own() -> None:
+    keys = ["\u200b", " ", "\t", "\u2060", "\x1b[2J"]
+    assert short_headers(keys) == {"\u200b": '"\\u200b"', " ": '"\\x20"', "\t": '"\\t"', "\u2060": '"\\u2060"',
+                                   "\x1b[2J": '"\\x1b[2J"'}
 
 
 @pytest.mark.parametrize("key", ["loss", "mean", "total", "avg", "mean@4", "dataloader_idx_0", "val", "eval",

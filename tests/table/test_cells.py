@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from steptable.table.cells import cut, cut_middle, display_width, first_few, md_escape, sanitize
+from steptable.table.cells import cut, cut_middle, display_width, first_few, key_name, md_escape, sanitize
 from steptable.table.formatting import format_cell
 
 
@@ -187,3 +187,15 @@ def test_a_joiner_that_joins_no_two_emoji_is_dropped_and_every_measure_agrees(te
 def test_first_few_names_the_first_and_counts_the_rest() -> None:
     assert first_few([]) == "" and first_few(["a", "b", "c"]) == "a, b, c"
     assert first_few(list("abcdefg")) == "a, b, c and 4 more" and first_few(list("abc"), 1) == "a and 2 more"
+
+
+@pytest.mark.parametrize(("key", "name"), [
+    ("", '""'), ("\u200b", '"\\u200b"'), (" ", '"\\x20"'), ("\t", '"\\t"'), ("\u2060\u2060", '"\\u2060\\u2060"'),
+    ("\x1b[2J", '"\\x1b[2J"'), ("\U000e0041", '"\\U000e0041"'),
+])
+def test_a_key_with_no_visible_character_is_named_by_its_escapes(key: str, name: str) -> None:
+    assert key_name(key) == name and name.isascii() and name.isprintable() and " " not in name
+
+
+def test_a_key_with_a_visible_character_is_named_as_sanitize_writes_it() -> None:
+    assert [key_name(k) for k in ("loss", "a\u200bb", "\x1b[2Jkl", "中文")] == ["loss", "ab", "kl", "中文"]
