@@ -4,6 +4,7 @@ in a given way, and the files read back (rows, steps, description)."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -171,3 +172,14 @@ SIGTERM_IN_A_READ = textwrap.dedent("""
             os.kill(os.getpid(), signal.SIGTERM)
             return self.value
 """)
+
+
+def opens_non_blocking(path: Path) -> bool:
+    """Does steptable.logger.appendfile.open_append open ``path`` (a FIFO with a reader) non-blocking?"""
+    from steptable.logger.appendfile import open_append
+
+    probe = open_append(path)
+    try:
+        return not os.get_blocking(probe)
+    finally:
+        os.close(probe)

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from steptable.logger.appendfile import dir_id, ends_line, moved, open_append, replaced
+from tests.logger.helpers import opens_non_blocking
 
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
@@ -17,10 +18,7 @@ def test_a_fifo_is_opened_non_blocking_and_a_regular_file_blocking(tmp_path: Pat
     os.mkfifo(fifo)
     rfd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
     try:
-        probe = open_append(fifo)
-        blocking = os.get_blocking(probe)
-        os.close(probe)
-        assert not blocking
+        assert opens_non_blocking(fifo)
         regular = open_append(tmp_path / "plain.jsonl")
         assert os.get_blocking(regular)  # (a regular file is made blocking again)
         os.close(regular)

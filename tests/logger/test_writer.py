@@ -15,11 +15,10 @@ import pytest
 
 from steptable import StepLogger
 from steptable.logger import rowjson, writer
-from steptable.logger.appendfile import open_append
 from steptable.logger.writer import RunWriter, encode_row
 from steptable.table.jsonvalues import jsonable
 from tests.helpers import repoint, run_cli
-from tests.logger.helpers import EMA_COLS, SIGNED_LOSS_COLS, Clock, jsonl_steps, strict_loads
+from tests.logger.helpers import EMA_COLS, SIGNED_LOSS_COLS, Clock, jsonl_steps, opens_non_blocking, strict_loads
 
 needs_fifo = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
 
@@ -269,10 +268,7 @@ def test_a_fifo_whose_reader_does_not_read_refuses_rows_instead_of_blocking(tmp_
     os.mkfifo(fifo)
     rfd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
     try:
-        probe = open_append(fifo)
-        blocking = os.get_blocking(probe)
-        os.close(probe)
-        assert not blocking
+        assert opens_non_blocking(fifo)
         warned: list[str] = []
         w = RunWriter(fifo, warned.append)
         pad = "x" * 1000
