@@ -298,7 +298,7 @@ def test_a_run_restarted_a_hundred_times_still_says_the_nan_it_was_last_restarte
         r["loss"], r["grad_norm"] = math.nan, math.inf
     rows += crashed + [grpo_row(rng, s) for s in range(100, 110)]
     store = store_of(tmp_path / "r" / "metrics.jsonl", rows)
-    assert len(store.resumes) == 152 and store._replay_read < 21_000  # the budget ran out long before the crash
+    assert len(store.resumes) == 152 and store._replaced._read < 21_000  # the budget ran out long before the crash
     assert [a.line() for a in store.replaced] == [
         "E step 250 loss non-finite (NaN) after 250 finite steps; also grad_norm (inf) (a row the resume at step 100"
         " replaced)"]
@@ -407,7 +407,8 @@ def test_many_resumes_read_a_bounded_number_of_rows(tmp_path: Path, monkeypatch:
     summary 10-20x slower. The rows read for replaced alerts are bounded per run, and only watched columns are
     copied (a resume in a run of 1,500 keys built 5,000 whole rows)."""
     import steptable.alerts.replaced as replaced_mod
-    from steptable.ingest.store import MAX_REPLACED_READ, RunStore
+    from steptable.ingest.replacedrows import MAX_REPLACED_READ
+    from steptable.ingest.store import RunStore
 
     read: list[int] = []
     feed = replaced_mod.feed_store

@@ -16,7 +16,7 @@ import pytest
 
 from steptable.alerts.replaced import read_replaced
 from steptable.ingest import Follower
-from steptable.ingest.store import MAX_REPLACED_ALERTS
+from steptable.ingest.replacedrows import MAX_REPLACED_ALERTS
 from tests.alerts.helpers import loss_rows, reward_rows, write_finished_run
 from tests.cli.helpers import Live, run_summary
 from tests.helpers import grpo_rows, run_cli, write_rows
