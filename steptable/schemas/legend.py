@@ -33,7 +33,7 @@ MARKS: tuple[tuple[str, str], ...] = (
                            "it is the good one only where the column's legend line says \"higher/lower is "
                            "better\" (rew_s: yes; lp_s, a diagnostic: no), and watch colours by that line alone"),
     ("? after a header", "the column to watch first (routing's hack_s?)"),
-    ('"\\u200b" as a header', 'a key with no visible character, named by its escapes ("" is the empty key)'),
+    ('"\\t" as a header', "a key with no visible character, by its escapes"),
     ("blank cell", "not logged at this step"),
     ("NaN inf -inf", "logged, but not a finite number"),
     ("err (? if narrow)", "a value that could not be written as text"),

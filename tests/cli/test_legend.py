@@ -59,7 +59,7 @@ def test_legend_explains_every_mark_and_colour(tmp_path: Path, capsys: pytest.Ca
         rc, out, _ = run_cli(args, capsys)
         assert rc == 0
         lines = out.splitlines()
-        for mark in ("↑ ↓ after a header", "? after a header", "? as a header", "blank cell", "NaN inf -inf",
+        for mark in ("↑ ↓ after a header", "? after a header", "\"\\t\" as a header", "blank cell", "NaN inf -inf",
                      "err", "…", "!", "green", "bold red", "red NaN / inf", "accent", "tinted column"):
             assert any(line.startswith(f" {mark}") for line in lines), mark
         assert "colours in watch:" in lines and "median of the values before those in the last 58 rows" in out
