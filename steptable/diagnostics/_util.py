@@ -57,6 +57,16 @@ def as_stat(t: Tensor) -> Tensor:
     return t.to(STAT_DTYPE)
 
 
+def as_order(t: Tensor) -> Tensor:
+    """``t`` in a dtype that keeps its values' order exactly: integers (bool aside) as int64, whose values past
+    2**53 float64 would round into ties, everything else as the statistics dtype (float64). uint64 values past
+    int64's range have no such dtype in torch and go to float64."""
+    integer = not (t.is_floating_point() or t.is_complex()) and t.dtype != torch.bool
+    if integer and t.dtype != getattr(torch, "uint64", None):  # (torch.uint64: torch 2.3 on)
+        return t.to(torch.int64)
+    return as_stat(t)
+
+
 def labels_to_bool(labels: Tensor) -> tuple[Tensor, Tensor]:
     """Return ``(positive, finite)`` for binary labels: bool as is, numbers ``!= 0`` are positive.
 

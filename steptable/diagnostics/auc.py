@@ -24,7 +24,7 @@ from steptable.diagnostics._util import (
     STAT_DTYPE,
     as_1d,
     as_mask,
-    as_stat,
+    as_order,
     check_nan_policy,
     labels_to_bool,
     no_autocast,
@@ -35,14 +35,14 @@ __all__ = ["auroc"]
 
 
 def auroc_core(scores: Tensor, positive: Tensor, use: Tensor) -> Tensor:
-    """AUROC of float64 ``scores`` vs bool ``positive`` over the rows where ``use`` is True (0-d float64).
+    """AUROC of float64 or int64 ``scores`` vs bool ``positive`` over the rows where ``use`` is True (0-d float64).
 
     Rows with ``use`` False may hold anything (they are zeroed before sorting); the rows used must be finite.
     nan when the used rows hold a single class or none.
     """
     n = scores.shape[0]
     dev = scores.device
-    s = torch.where(use, scores, 0.0)
+    s = torch.where(use, scores, torch.zeros((), dtype=scores.dtype, device=dev))
     sorted_s, order = torch.sort(s)
     pos = (use & positive).index_select(0, order)
     neg = (use & ~positive).index_select(0, order)
@@ -79,7 +79,8 @@ def auroc(
     non-finite scores, and no host synchronisation (the result stays on the scores' device; call ``float()``
     yourself when you need it on the host).
 
-    scores      [N] float tensor of any floating dtype (computed in float64; bf16/fp16 ties stay ties).
+    scores      [N] tensor of any floating dtype (computed in float64; bf16/fp16 ties stay ties) or integer dtype
+                (ranked as int64: values past 2**53 one apart are no ties, as in sklearn).
     labels      [N] bool, or numbers where ``!= 0`` is positive (a nan/inf float label counts as non-finite).
                 sklearn takes the larger of two label values as positive instead: the two agree for {0, k > 0},
                 but a coding without a 0 ({-1, +1}, {1, 2}) is all positive here (nan) and {-1, 0} is inverted,
@@ -93,7 +94,7 @@ def auroc(
     n = scores.shape[0]
     as_1d(labels, "labels", n)
     with no_autocast(scores.device):
-        s = as_stat(scores)
+        s = as_order(scores)
         positive, label_ok = labels_to_bool(to_device(labels, scores.device))
         sel = as_mask(mask, n, scores.device)
         ok = torch.isfinite(s) & label_ok

@@ -107,3 +107,19 @@ def test_auroc_low_precision_inputs(dtype: torch.dtype, device: str) -> None:
     got = auroc(s, torch.from_numpy(y).to(device))
     assert got.dtype == torch.float64 and got.device == s.device
     assert same(got.item(), float(roc_auc_score(y, s.double().cpu().numpy())), 1e-12)
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int32, torch.uint8])
+def test_auroc_integer_scores_are_ranked_exactly(dtype: torch.dtype) -> None:
+    rng = np.random.default_rng(5)
+    y = rng.random(2000) < 0.4
+    base = 2**60 if dtype == torch.int64 else 0  # int64 past 2**53: neighbours are one float64 apart no longer
+    top = {torch.int64: 40, torch.int32: 2**31 - 1, torch.uint8: 255}[dtype]
+    s = rng.integers(0, top, 2000) + base
+    got = auroc(torch.from_numpy(s).to(dtype), torch.from_numpy(y))
+    assert same(got.item(), float(roc_auc_score(y, s)), 1e-12)
+
+
+def test_auroc_int64_scores_one_apart_past_2_53_are_not_ties() -> None:
+    near = torch.tensor([2**53, 2**53 + 1, 2**53 + 2, 2**53 + 3])  # sklearn ranks them apart; float64 ties them
+    assert auroc(near, torch.tensor([False, True, False, True])).item() == 0.75
