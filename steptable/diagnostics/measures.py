@@ -5,6 +5,7 @@ Every function returns device tensors and never synchronises with the host.
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Iterable
 
 import torch
@@ -15,7 +16,7 @@ from steptable.diagnostics._util import (
     STAT_DTYPE,
     as_1d,
     as_mask,
-    as_stat,
+    as_order,
     check_nan_policy,
     no_autocast,
     proj_dtype,
@@ -30,18 +31,31 @@ _ACCEL_CHUNK = 1 << 25  # and on an accelerator (128 MiB of float32; 4096 rollou
 
 
 def shares_core(z: Tensor, tlo: Tensor, thi: Tensor, use: Tensor) -> Tensor:
-    """[keep, resid, rout] shares of ``z[use]`` (float64 [3]): ``z < tlo``, ``tlo <= z < thi``, ``z >= thi``.
+    """[keep, resid, rout] shares of ``z[use]`` (float64 [3]): ``z < tlo``, ``tlo <= z < thi``, ``z >= thi``; ``z``
+    float64 or int64 (compared exactly with int64 or float64 thresholds).
 
     The bins are ``numpy.digitize(z, [tlo, max(tlo, thi)])``: a ``thi`` below ``tlo`` acts as ``tlo`` (keep wins,
     resid is empty), so the three shares always partition the used rows. ``tlo = -inf, thi = +inf`` puts
     everything in resid; a nan threshold or an empty selection gives nan shares (never a silent "all resid").
     """
-    keep = use & (z < tlo)
-    rout = use & (z >= thi) & ~keep  # by mask, not by a host-side check of tlo <= thi
+    keep = use & _below(z, tlo)
+    rout = use & ~_below(z, thi) & ~keep  # by mask, not by a host-side check of tlo <= thi
     resid = use & ~keep & ~rout
     counts = torch.stack([keep.sum(), resid.sum(), rout.sum()]).to(STAT_DTYPE)
     out = counts / use.sum().to(STAT_DTYPE)
     return torch.where(torch.isnan(tlo) | torch.isnan(thi), _NAN, out)
+
+
+def _below(z: Tensor, t: Tensor) -> Tensor:
+    """``z < t``, exact for int64 ``z`` against a float64 ``t`` too (torch compares them as float64, where 2**53 + 1
+    is 2**53). The float64 copy of ``z`` decides wherever it differs from ``t`` (it is within half a unit of ``z``,
+    and ``t`` a float64 too); where they are equal ``t`` is a whole number, compared as an int64."""
+    if z.dtype != torch.int64 or t.dtype == torch.int64:
+        return z < t
+    zf = z.to(STAT_DTYPE)
+    huge = t >= 2.0**63  # (above every int64; its int64 cast would overflow)
+    whole = torch.where(huge | ~torch.isfinite(t), 0.0, t).to(torch.int64)
+    return (zf < t) | ((zf == t) & (huge | (z < whole)))
 
 
 def shares(
@@ -65,9 +79,9 @@ def shares(
     as_1d(z, "z")
     dev = z.device
     with no_autocast(dev):
-        zz = as_stat(z)
-        lo = _threshold(tlo, dev)
-        hi = _threshold(thi, dev)
+        zz = as_order(z)  # (int64 z past 2**53: no ties made by float64)
+        lo = _threshold(tlo, dev, zz.dtype)
+        hi = _threshold(thi, dev, zz.dtype)
         sel = as_mask(mask, zz.shape[0], dev)
         ok = torch.isfinite(zz)
         out = shares_core(zz, lo, hi, sel & ok)
@@ -76,9 +90,15 @@ def shares(
         return out
 
 
-def _threshold(t: Tensor | float, device: torch.device) -> Tensor:
+def _threshold(t: Tensor | float, device: torch.device, z_dtype: torch.dtype) -> Tensor:
+    """A threshold as a 0-d tensor on ``device``: int64 where it is a whole number given as an integer and ``z`` is
+    int64 (exact), else float64."""
+    exact = z_dtype == torch.int64
     if isinstance(t, Tensor):
-        return to_device(t, device, STAT_DTYPE).reshape(())
+        whole = exact and as_order(t).dtype == torch.int64
+        return to_device(t, device, torch.int64 if whole else STAT_DTYPE).reshape(())
+    if exact and isinstance(t, numbers.Integral) and not isinstance(t, bool) and -(2**63) <= t < 2**63:
+        return torch.full((), int(t), dtype=torch.int64, device=device)
     return torch.full((), float(t), dtype=STAT_DTYPE, device=device)  # a fill kernel, not a host copy
 
 

@@ -82,6 +82,24 @@ def test_shares_tlo_above_thi_random_against_numpy() -> None:
             assert all(math.isnan(v) for v in got)
 
 
+def test_shares_of_int64_past_2_53_are_exact() -> None:
+    """int64 z (and thresholds) were compared as float64: 2**53 + 1 rounds to 2**53, so z = [2**53, 2**53 + 1] with
+    tlo = 2**53 + 1 gave [0, 1, 0] (both resid) where numpy.digitize gives [0.5, 0.5, 0]. The reference is Python's
+    own comparison of ints and floats, which is exact (numpy's digitize casts int z to float64 for float bins)."""
+    rng = np.random.default_rng(3)
+    for base in (0, 2**53, 2**62, -(2**62)):
+        z = rng.integers(0, 12, 40) + base
+        for tlo, thi in [(base + 3, base + 7), (float(base + 4), float(base + 9)), (base + 5, float(base + 2)),
+                         (-math.inf, base + 1), (float(base) + 0.5, math.inf), (2.0**63, 2.0**64)]:
+            lo = torch.tensor(tlo, dtype=torch.float64) if isinstance(tlo, float) else tlo  # tensors and numbers
+            got = shares(torch.tensor(z), lo, thi).tolist()
+            keep = [int(v) < tlo for v in z]
+            rout = [not k and int(v) >= max(tlo, thi) for k, v in zip(keep, z, strict=True)]
+            want = [sum(keep) / len(z), (len(z) - sum(keep) - sum(rout)) / len(z), sum(rout) / len(z)]
+            assert got == want, (base, tlo, thi)
+    assert shares(torch.tensor([2**53, 2**53 + 1]), 2**53 + 1, 2**60).tolist() == [0.5, 0.5, 0.0]
+
+
 def test_shares() -> None:
     z = torch.tensor([-2.0, -1.0, -0.5, 0.0, 0.5, 1.0, 2.0, 3.0], dtype=torch.float64)
     got = shares(z, -0.5, 1.0).tolist()  # digitize: z == tlo is resid, z == thi is rout
