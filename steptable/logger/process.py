@@ -8,6 +8,7 @@ still say the alerts of rows waiting for their batch. Each logger is held weakly
 from __future__ import annotations
 
 import atexit
+import mmap
 import os
 import weakref
 from typing import Protocol
@@ -34,6 +35,24 @@ def track(logger: ProcessBound) -> None:
         atexit.register(_at_exit)
         _exit_hooked = True
     _LIVE.add(logger)
+
+
+#: one byte shared (an anonymous shared mapping) by this process and every process forked from it, a child's
+#: children too: set by the first of them that says a notice meant for them all (a DataLoader forks its workers
+#: again every epoch, and each new worker's own report_once would say it again)
+_TOLD_IN_A_CHILD = mmap.mmap(-1, 1)
+
+
+def first_child_to_tell() -> bool:
+    """In a forked child: True the first time any child of this process (or of its children) asks, False after
+    that (two children asking at the same instant may both get True). Never raises."""
+    try:
+        if _TOLD_IN_A_CHILD[0]:
+            return False
+        _TOLD_IN_A_CHILD[0] = 1
+    except (ValueError, OSError):  # (a closed or missing mapping: say it, as before)
+        pass
+    return True
 
 
 def _after_fork_in_child() -> None:

@@ -190,11 +190,13 @@ class StepLogger:
                 report_once(f"{self._topic}-rank", note)
             return None
         if self._forked:
-            report_once(
-                f"{self._topic}-forked",
-                "steptable: StepLogger.log called in a forked child process (a DataLoader or pool worker); only the "
-                "process that made the logger writes its rows: make the StepLogger in the child to log from there",
-            )
+            if process.first_child_to_tell():  # (said once in all: a DataLoader forks new workers every epoch)
+                report_once(
+                    f"{self._topic}-forked",
+                    "steptable: StepLogger.log called in a forked child process (a DataLoader or pool worker); only "
+                    "the process that made the logger writes its rows: make the StepLogger in the child to log from "
+                    "there",
+                )
             return None
         if self._closed:
             self._after_close()

@@ -401,6 +401,42 @@ def test_logging_from_a_forked_child_is_reported_once(tmp_path: Path) -> None:
     assert proc.stderr.count("forked child process") == 1 and not (tmp_path / "arm" / "metrics.jsonl").exists()
 
 
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_logging_from_many_forked_children_is_reported_once_in_all(tmp_path: Path) -> None:
+    """A DataLoader forks its workers again every epoch (without persistent_workers): each worker logging from
+    its dataset said the notice once, 2 workers x 3 epochs 6 times (800 lines in a 100-epoch run of 8 workers)."""
+    code = textwrap.dedent(
+        """
+        import os, sys
+        from steptable import Col, StepLogger
+        sl = StepLogger([Col("step", 4, "step", "d")], run_dir=sys.argv[1], console=False, alerts=False)
+        for epoch in range(3):
+            workers = []
+            for worker in range(2):
+                pid = os.fork()
+                if pid == 0:
+                    if os.fork() == 0:  # (a worker's own child: a pool inside the dataset)
+                        sl.log({"step": 0})
+                        os._exit(0)
+                    os.wait()
+                    for step in range(5):
+                        sl.log({"step": step})
+                    sys.stderr.flush()
+                    os._exit(0)
+                workers.append(pid)
+            for pid in workers:
+                os.waitpid(pid, 0)
+            sl.log({"step": epoch})  # the parent's rows go on
+        sl.close()
+        """
+    )
+    proc = subprocess.run([sys.executable, "-c", code, str(tmp_path / "arm")], capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.count("forked child process") == 1, proc.stderr
+    assert jsonl_steps(tmp_path / "arm" / "metrics.jsonl") == [0, 1, 2]
+
+
 def test_console_false_without_setup_logging_keeps_alerts_off_the_terminal(tmp_path: Path) -> None:
     """`steptable demo`: loggers with console=False under the watch app, no setup_logging. loguru's default
     handler would write their alerts to stderr, over the app's screen."""
