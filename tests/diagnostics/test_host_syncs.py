@@ -109,6 +109,9 @@ def test_standalone_functions_do_not_sync() -> None:
         shares(s, lo, hi)
         cosine_mean(act, v)
         quarantine_mass([act], [v])
+        ints = torch.randint(2**60, 2**60 + 50, (500,), generator=g)  # (ranked and binned as int64)
+        auroc(ints, hack)
+        shares(ints, lo, 2**60 + 30)
     assert rec.host_bound == [] and len(rec.ops) > 50
 
 
