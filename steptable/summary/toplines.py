@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from steptable.summary.sweep import RunDigest, ranked, run_state, sweep_line
-from steptable.table.cells import cut_middle, first_few
+from steptable.table.cells import cut_middle, first_few, key_name
 from steptable.table.formatting import sanitize
 
 #: the whole answer's length (about 300 tokens)
@@ -37,10 +37,10 @@ def _unranked(digests: Sequence[RunDigest], key: str, ranked_: Sequence[RunDiges
     out = []
     if off:
         shown = first_few([cut_middle(sanitize(names[d.run]), MAX_NAME) for d in off], NAMED)
-        out.append(f"{len(off)} run{'s' if len(off) != 1 else ''} with {sanitize(key)} NaN or inf at the newest row:"
+        out.append(f"{len(off)} run{'s' if len(off) != 1 else ''} with {key_name(key)} NaN or inf at the newest row:"
                    f" {shown}")
     if missing := len(digests) - len(kept) - len(off):
-        out.append(f"{missing} run{'s' if missing != 1 else ''} without {sanitize(key)}")
+        out.append(f"{missing} run{'s' if missing != 1 else ''} without {key_name(key)}")
     return out
 
 
@@ -62,9 +62,9 @@ def top_text(digests: Sequence[RunDigest], key: str, k: int, stat: str, higher: 
     names = names_of(digests)
     way = f"{'higher' if higher else 'lower'} is better" if known else \
         f"{'highest' if higher else 'lowest'} first: which way is better is not known"
-    lines = [sweep_line(digests, now), f"by {sanitize(key)} ({STAT_WORDS[stat]}, {way}):"]
+    lines = [sweep_line(digests, now), f"by {key_name(key)} ({STAT_WORDS[stat]}, {way}):"]
     if not order:
-        return "\n".join([*lines, f"no run logs {sanitize(key)}"])
+        return "\n".join([*lines, f"no run logs {key_name(key)}"])
     k = max(1, k)
     best = [(i + 1, d, v) for i, (d, v) in enumerate(order[:k])]
     rest = order[len(best):]

@@ -43,3 +43,17 @@ def test_top_text_says_when_which_way_is_better_is_not_known() -> None:
     lower = top_text(ds, "loss", 2, "last", False, 0.0, known=True).splitlines()
     assert lower[1] == "by loss (last value, lower is better):"
     assert lower[2] == "best:" and lower[3].startswith("1. r0 ")
+
+
+def test_a_key_with_no_visible_character_is_named_by_its_escapes() -> None:
+    """``--by`` a zero-width key: the ranking's line and the lines of runs without it or with NaN named it by nothing
+    (``by  (last value ...``), as the console and the legend no longer do."""
+    ds = [RunDigest(f"r{i}", f"r{i}", "jsonl", 1, 1, True, 10**9, 0.0, None, "", 1,
+                    last={"\u200b": float(i)}, mean={"\u200b": float(i)}) for i in range(3)]
+    ds.append(RunDigest("nan", "nan", "jsonl", 1, 1, True, 10**9, 0.0, None, "", 1, last={"\u200b": float("nan")}))
+    ds.append(RunDigest("none", "none", "jsonl", 1, 1, True, 10**9, 0.0, None, "", 1, last={"loss": 1.0}))
+    lines = top_text(ds, "\u200b", 1, "last", True, 0.0).splitlines()
+    assert lines[1] == 'by "\\u200b" (last value, higher is better):'
+    assert lines[-2].startswith('1 run with "\\u200b" NaN or inf at the newest row: nan')
+    assert lines[-1] == '1 run without "\\u200b"'
+    assert top_text(ds[-1:], "\u200b", 1, "last", True, 0.0).splitlines()[-1] == 'no run logs "\\u200b"'
