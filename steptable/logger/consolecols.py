@@ -7,7 +7,7 @@ so ``step`` and ``loss`` keep theirs; one that is the column's key is printed wi
 ``t_gen``, over narrower values), and widens as later values need, up to its declared width
 (:data:`steptable.table.columns.FIT_MAX` for a column declared without one). It narrows only where its notation is
 chosen again with fewer cells, and then only under a header printed anyway (:meth:`ConsoleLayout.settle`). A
-header wider than its column is abbreviated (``steptable.schemas.headers.abbreviate``: ``clm`` for
+header wider than its column is abbreviated (``steptable.schemas.abbrev.abbreviations``: ``clm`` for
 ``completion_len_max``) and the legend names the key it stands for; once the column is as wide as its header, the
 header is shown whole.
 """
@@ -18,8 +18,9 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from steptable.schemas.abbrev import abbreviations
 from steptable.schemas.arrange import fit
-from steptable.schemas.headers import abbreviate, look
+from steptable.schemas.headers import look
 from steptable.table import render
 from steptable.table.cells import invisible, key_name
 from steptable.table.columns import FIT_MAX, Col
@@ -331,19 +332,26 @@ class ConsoleLayout:
             if n is not None:
                 shown = max(shown, self._noted_width(len(widths), n))
             widths.append(min(most, max(shown, floor)))
-        # an abbreviation reads like no other column's header: not even one shown whole only once it has widened
+        # an abbreviation reads like no other column's header: not even one shown whole only once it has widened;
+        # short headers joined first (``tgen``), then the others abbreviated together (abbreviations: a form two
+        # columns want, ``sm`` for score/max and score/min, goes to neither)
         taken = {look(c.header) for c in self.declared}
-        short = []
+        short = [""] * len(widths)
+        cut: list[int] = []
         for i, (c, w) in enumerate(zip(self.declared, widths, strict=True)):
-            hw = display_width(c.header)
-            a = "" if hw <= w else _short(c) if hw <= KEEP_HEADER else abbreviate(
-                c.header or c.key, max(w, MIN_ABBREV), taken)
-            if a and look(a) in taken:  # (a short header joined reads like another column's: cut as a long one)
-                a = abbreviate(c.header or c.key, max(w, MIN_ABBREV), taken)
-            if a and display_width(a) >= hw:  # no shorter header that is told apart: the header whole
-                a, widths[i] = "", hw
-            taken.add(look(a))
-            short.append(a)
+            if display_width(c.header) <= w:
+                continue
+            if display_width(c.header) <= KEEP_HEADER and look(a := _short(c)) not in taken:
+                short[i] = a
+                taken.add(look(a))
+            else:  # (a long header, or a short one joined that reads like another column's)
+                cut.append(i)
+        wanted = [(self.declared[i].header or self.declared[i].key, max(widths[i], MIN_ABBREV)) for i in cut]
+        for i, a in zip(cut, abbreviations(wanted, taken), strict=True):
+            short[i] = a
+        for i, (c, a) in enumerate(zip(self.declared, short, strict=True)):
+            if a and display_width(a) >= display_width(c.header):  # no shorter header told apart: the header whole
+                short[i], widths[i] = "", display_width(c.header)
         self._short = short
         self._widths = [max(w, display_width(a)) for w, a in zip(widths, short, strict=True)]
         # the narrowest each column is printed: its header whole (up to KEEP_HEADER cells) or abbreviated

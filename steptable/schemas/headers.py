@@ -348,29 +348,3 @@ def _squeeze(lead: str | None, names: list[str], keep: int) -> str | None:
         share[i] = min(w, room // (len(head) - j))
         room -= share[i]
     return "/".join([*([lead] if lead else []), *(cut(n, share[i]) for i, n in enumerate(head)), core])
-
-
-#: words split apart for an abbreviation: ``completion_len_max``, ``train/pg-loss``, ``gradNorm``
-_WORDS = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+|[^\W\d_]+")
-#: letters a one-word abbreviation keeps (``entropy`` -> ``ent``, ``accuracy`` -> ``acc``)
-_PREFIX = 3
-
-
-def abbreviate(header: str, room: int, taken: Collection[str] = ()) -> str:
-    """A header for a column narrower than ``header``: at most ``room`` cells where one fits, and none whose
-    :func:`look` is in ``taken``. The header itself where it fits; then its short header (``train/loss`` ->
-    ``loss``, ``grad_norm`` -> ``gnorm``); then the initials of its words (``completion_len_max`` -> ``clm``,
-    ``learning_rate`` -> ``lr``) or a one-word header's first letters (``entropy`` -> ``ent``); then the header cut;
-    then with a ``~N`` counter (which may be wider than ``room``: two columns must not read alike)."""
-    room = max(room, 1)
-    safe = _safe(header)
-    short = short_header(safe)
-    words = [_WORDS.findall(t) for t in (short, safe)]
-    cands = [safe, short]
-    cands += ["".join(w[0] for w in ws).lower() for ws in words if len(ws) > 1]  # initials
-    cands += [ws[0][:_PREFIX] for ws in words if len(ws) == 1]
-    cands += [safe[:n] for n in range(room, 0, -1)]
-    for c in cands:
-        if c and display_width(c) <= room and look(c) not in taken:
-            return c
-    return _suffixed(next(c for c in cands[2:] if c), taken)

@@ -9,6 +9,8 @@ import random
 import re
 from pathlib import Path
 
+import pytest
+
 from steptable import Col, StepLogger
 from steptable.logger.consolecols import KEEP_HEADER, ConsoleLayout, joined, need
 from steptable.table import render
@@ -420,3 +422,31 @@ def test_a_value_the_decimals_round_away_is_written_in_the_cells_its_column_has(
     assert layout.update({"step": 2, "clip_ratio": 0.0151, "x": 1.2e-5})  # ('.00' in 3 cells: '1e-5' needs 4)
     assert [c.width for c in layout.cols] == [4, 5, 4]
     assert render.row(layout.cols, {"step": 2, "clip_ratio": 0.0151, "x": 1.2e-5}).split() == ["2", ".0151", "1e-5"]
+
+
+def test_numbered_keys_at_80_columns_are_headed_by_their_whole_number(
+        captured: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """40 keys ``metric_0`` ... ``metric_39`` in an 80-column terminal: ``metric_10`` over 4-cell values is ``m10``,
+    not a cut of its name (``metr``, ``met``...) nor a counter on ``metric_1``'s ``m1`` (``m1~2``)."""
+    monkeypatch.setenv("COLUMNS", "80")
+    rnd = random.Random(0)
+    with StepLogger(alerts=False) as sl:
+        for step in range(30):
+            sl.log({"step": step, **{f"metric_{i}": rnd.uniform(0, 10 ** (i % 4)) for i in range(40)}})
+    text = "".join(captured)
+    legend = dict(re.findall(r"^ (\S+) +metric_(\d+)$", text, re.M))  # header -> the key's number
+    assert len(legend) > 12 and all(h == f"m{n}" for h, n in legend.items())
+    header = _headers(text)[0].split()
+    assert len(set(header)) == len(header) and set(legend) <= set(header)
+
+
+def test_sibling_statistics_over_narrow_values_keep_the_word_that_tells_them_apart() -> None:
+    """verl's ``critic/score/max`` and ``/min`` (and TRL's ``completions/min_length`` and ``/max_length``) read
+    ``smax``, ``smin``: their shared initials ``sm`` would not say which, nor would a cut ``scor``."""
+    heads = {"critic/score/max": "score/max", "critic/score/min": "score/min", "critic/rewards/max": "rewards/max",
+             "critic/rewards/min": "rewards/min", "completions/min_length": "compl/min_length",
+             "completions/max_length": "compl/max_length", "layer_11/grad_norm": "layer_11/gnorm"}
+    layout = ConsoleLayout([Col("step", 4, "step", "d"), *(Col(k, 18, h) for k, h in heads.items())])
+    values = [303.0, 4.05, 4.05, 259.0, 1024.0, 2048.0, 303.0]  # 3 or 4 cells each
+    layout.update({"step": 0, **dict(zip(heads, values, strict=True))})
+    assert [c.header for c in layout.cols] == ["step", "smax", "smin", "rmax", "rmin", "minl", "maxl", "l11"]

@@ -12,7 +12,7 @@ from steptable.schemas import (
     SCHEMAS,
     short_headers,
 )
-from steptable.schemas.headers import MAX_HEADER, abbreviate, clean, look, order_free, short_header
+from steptable.schemas.headers import MAX_HEADER, clean, look, order_free, short_header
 from steptable.table.formatting import ELLIPSIS, display_width
 from tests.schemas.helpers import seen, verl_validation_keys
 
@@ -319,21 +319,6 @@ def test_short_headers_distinct_bounded_and_inert() -> None:
         assert h and display_width(h) <= MAX_HEADER
         assert h.isprintable() and " " not in h and "\x1b" not in h
     assert hs["time/do_group_rollout:count"].endswith(":count")
-
-
-@pytest.mark.parametrize(("header", "room", "want"), [
-    ("completion_len_max", 4, "clm"), ("learning_rate", 4, "lr"), ("grad_norm", 4, "gn"), ("entropy", 4, "ent"),
-    ("throughput", 4, "thru"), ("train/loss", 5, "loss"), ("actor/pg_loss", 5, "pl"), ("gradNorm", 3, "gn"),
-    ("reward", 6, "reward"), ("中文中文", 3, "中"),
-])
-def test_abbreviate_fits_the_room(header: str, room: int, want: str) -> None:
-    assert abbreviate(header, room) == want and display_width(want) <= room
-
-
-def test_abbreviate_never_reads_like_a_taken_header() -> None:
-    assert abbreviate("reward_std", 4, {"rs"}) == "rewa"
-    assert abbreviate("reward", 1, {"r"}) == "rew~2"  # nothing else fits: a counter, wider than the room
-    assert abbreviate("x\x1b[2Jy_z", 3) == "xz"  # made terminal-safe first
 
 
 ORDER_CASES = [
