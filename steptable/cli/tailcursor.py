@@ -12,8 +12,8 @@ Forms (each read back as written):
   in the order of their steps, each run's step and cells written as the difference from the run before it (a
   run in step with it, or a few steps on, is one byte besides its key). Keys are 3 bytes of blake2b of the run's
   id (4 or more where two runs of the cursor would share them), so a run renamed or new is not taken for another
-  (odds ~1 in 16.7M for each run the cursor holds), and the order of the runs does not matter. A 2-byte check refuses a token miscopied
-  rather than serve from a wrong step.
+  (odds ~1 in 16.7M for each run the cursor holds), and the order of the runs does not matter. A 2-byte check
+  refuses a token miscopied rather than serve from a wrong step.
 """
 
 from __future__ import annotations
