@@ -23,8 +23,9 @@ _WRITTEN = frozenset({float, int, str, bool})
 def read_row(raw: Mapping[str, Any]) -> tuple[dict[str, Any], bool]:
     """``raw``'s values, each read once now, and whether they are all plain floats and ints.
 
-    A device tensor costs one sync here rather than one each for the JSONL, the rendered row and the dump, and a
-    value the loop updates in place later shows as it was at this step. A dict of floats and ints (the common row)
+    The row's tensors on a device cost one sync here, all of them together (:func:`freeze`), rather than one each
+    for the JSONL, the rendered row and the dump, and a value the loop updates in place later shows as it was at
+    this step. A dict of floats and ints (the common row)
     is copied as it is: nothing to read, no None to leave out."""
     if type(raw) is dict:
         cells = raw.copy()  # (one step no other thread interleaves, as in freeze)

@@ -1,9 +1,11 @@
-"""What StepLogger keeps of a logged row: each value read once, at log time (a device tensor costs one sync; a
-value the loop updates in place later shows as it was), nested mappings spread out under ``a/b`` keys as the readers
-of the JSONL name them, and, for the end-of-run dump, no references to big arrays. Pure: no torch import."""
+"""What StepLogger keeps of a logged row: each value read once, at log time (a row's tensors on a device cost one
+sync for that device together; a value the loop updates in place later shows as it was), nested mappings spread out
+under ``a/b`` keys as the readers of the JSONL name them, and, for the end-of-run dump, no references to big arrays.
+Pure: no torch import (a tensor is known by ``sys.modules["torch"]``: without torch loaded, no value is one)."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from typing import Any
 
@@ -105,8 +107,87 @@ def kept(view: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+#: device types whose tensors are read one by one (:func:`frozen`): a CPU tensor's ``.item()`` syncs nothing, and
+#: gathering costs more than it saves (bench_rowread.py: a row of 23 0-d CPU tensors read in 19 us one by one, 57 us
+#: gathered). Tests empty it to take a device's path on CPU tensors.
+READ_EACH = frozenset({"cpu"})
+
+#: the dtypes read together (by name; their ``.item()`` is a bool, an int or a float); others are read one by one
+_TOGETHER = ("bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32", "float64")
+_dtypes: frozenset[Any] = frozenset()  # those dtypes (made on the first row with a tensor)
+
+_Entry = tuple[str, Any, int]  # a row's key, its tensor, how many numbers it holds
+
+
+def read_together(items: Mapping[str, Any]) -> dict[str, Any]:
+    """The values of ``items`` that are tensors on a device (not in :data:`READ_EACH`) holding one number or a 1-d
+    run of at most ``MAX_ARRAY``, read as :func:`frozen` reads them (a number; a tuple of numbers), with one
+    transfer to the host a device: gathered on it by dtype, their bytes copied at once, each run read back in its own
+    dtype, so ints stay exact ints (int64 past 2**53 too), bools bools, floats their exact value (NaN and inf too).
+    A device with one such tensor, a tensor of another kind (another dtype or layout, a subclass) and a device whose
+    gathering fails are left out: :func:`frozen` reads them one by one, as before. No autograd graph is recorded."""
+    global _dtypes
+    torch = sys.modules.get("torch")
+    tensor = getattr(torch, "Tensor", None)
+    if tensor is None:
+        return {}
+    groups: dict[Any, list[_Entry]] = {}
+    try:
+        if not _dtypes:
+            _dtypes = frozenset(d for n in _TOGETHER if (d := getattr(torch, n, None)) is not None)
+        dtypes, strided, each_cpu = _dtypes, torch.strided, "cpu" in READ_EACH
+        for k, v in items.items():
+            # (is_cpu first: a row of CPU tensors, read one by one, pays one attribute a tensor here)
+            if type(v) is not tensor or (each_cpu and v.is_cpu) or v.dtype not in dtypes or v.layout is not strided:
+                continue
+            n = v.numel()
+            if n == 1 or (v.ndim == 1 and n <= MAX_ARRAY):
+                groups.setdefault(v.device, []).append((k, v, n))
+    except Exception:  # (a tensor that cannot say what it is: the row is read one value at a time)
+        return {}
+    out: dict[str, Any] = {}
+    for device, group in groups.items():
+        if len(group) > 1 and device.type not in READ_EACH:
+            try:
+                out.update(_one_transfer(torch, group))
+            except Exception:  # (a device that cannot gather them: each is read on its own)
+                continue
+    return out
+
+
+def _one_transfer(torch: Any, group: list[_Entry]) -> dict[str, Any]:
+    """The tensors of ``group``, all on one device, read with one copy to the host."""
+    runs: dict[Any, tuple[list[_Entry], list[_Entry]]] = {}  # dtype -> its 0-d tensors, its others
+    for e in group:
+        runs.setdefault(e[1].dtype, ([], []))[e[1].ndim != 0].append(e)
+    # by element size, largest first: each dtype's bytes then start on the host at a multiple of its size
+    order = sorted(((dtype, (zero or other)[0][1].element_size(), zero, other)
+                    for dtype, (zero, other) in runs.items()), key=lambda r: -r[1])
+    with torch.no_grad():
+        gathered = []
+        for _, _, zero, other in order:
+            parts = [torch.stack([v for _, v, _ in zero])] if zero else []  # (one call for a dtype's 0-d tensors)
+            parts += [v.reshape(-1) for _, v, _ in other]
+            gathered.append((parts[0] if len(parts) == 1 else torch.cat(parts)).view(torch.uint8))
+        # the row's one host sync on this device
+        host = (gathered[0] if len(gathered) == 1 else torch.cat(gathered)).to(device="cpu", copy=True)
+    out: dict[str, Any] = {}
+    at = 0
+    for dtype, size, zero, other in order:
+        count = len(zero) + sum(n for _, _, n in other)
+        values = host[at:at + count * size].view(dtype).tolist()
+        at += count * size
+        out.update(zip([k for k, _, _ in zero], values, strict=False))  # (the others follow)
+        first = len(zero)
+        for k, _, n in other:
+            out[k] = values[first] if n == 1 else tuple(values[first:first + n])
+            first += n
+    return out
+
+
 def freeze(raw: Mapping[str, Any]) -> dict[str, Any]:
-    """A snapshot of the logged ``raw`` row: its items as they are now, each value read at once (:func:`frozen`)."""
+    """A snapshot of the logged ``raw`` row: its items as they are now, each value read at once (:func:`frozen`),
+    the tensors of each device together (:func:`read_together`)."""
     # The items first, at once: another thread (an evaluation callback) may add keys to the loop's metrics dict
     # while it is logged, and iterating a dict that changes raises. dict.copy() is one step no thread interleaves.
     if type(raw) is dict:
@@ -122,4 +203,7 @@ def freeze(raw: Mapping[str, Any]) -> dict[str, Any]:
             items = dict(raw.items())
     if _PLAIN.issuperset(map(type, items.values())):  # (in C: the common row, nothing to read)
         return items
-    return {k: v if type(v) in _PLAIN else frozen(v) for k, v in items.items()}
+    read = read_together(items) if "torch" in sys.modules else {}
+    if not read:
+        return {k: v if type(v) in _PLAIN else frozen(v) for k, v in items.items()}
+    return {k: v if type(v) in _PLAIN else read[k] if k in read else frozen(v) for k, v in items.items()}
