@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import math
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -76,3 +78,39 @@ def test_an_arm_whose_text_holds_control_sequences_is_reported_inert(capsys: pyt
     cells, numbers = read_row({"arm": "\x1b[2Jevil"})
     record_of(cells, 0, "routeA", NS, numbers, "t-inert")
     assert "\x1b" not in capsys.readouterr().err
+
+
+def test_a_row_of_device_tensors_is_read_with_one_host_transfer(monkeypatch: pytest.MonkeyPatch) -> None:
+    """read_row of a GRPO loop's row of 0-d tensors: one transfer for them all (CPU tensors read as a device's:
+    READ_EACH emptied), counted by the diagnostics tests' dispatch-mode recorder."""
+    torch = pytest.importorskip("torch")
+    from steptable.table import rowvalues
+    from tests.diagnostics.test_host_syncs import HostSyncRecorder
+
+    monkeypatch.setattr(rowvalues, "READ_EACH", frozenset(), raising=False)
+    raw = {"step": 5, "loss": torch.tensor(0.5), "kl": torch.tensor(0.25), "n": torch.tensor(2**53 + 1)}
+    with HostSyncRecorder() as rec:
+        cells, numbers = read_row(raw)
+    assert [name for _, name in rec.host_bound] == ["_to_copy"]
+    assert cells == {"step": 5, "loss": 0.5, "kl": 0.25, "n": 2**53 + 1} and not numbers
+
+
+def test_logging_a_row_of_device_tensors_costs_one_host_transfer_in_all(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path, captured: list[str]) -> None:
+    """StepLogger.log of a row of tensors, the printed row, the JSONL, the alerts and the close after it: one
+    transfer in all (the row read once, at log time), and the file holds the values read."""
+    torch = pytest.importorskip("torch")
+    from steptable import StepLogger
+    from steptable.table import rowvalues
+    from tests.diagnostics.test_host_syncs import HostSyncRecorder
+
+    monkeypatch.setattr(rowvalues, "READ_EACH", frozenset(), raising=False)
+    row = {"loss": torch.tensor(0.5), "kl": torch.tensor(0.25), "entropy": torch.tensor(1.5, dtype=torch.bfloat16),
+           "tokens": torch.tensor(4096)}
+    with HostSyncRecorder() as rec, StepLogger(run_dir=tmp_path / "run") as sl:
+        sl.log({"step": 0, **row})
+    assert [name for _, name in rec.host_bound] == ["_to_copy"]
+    (line,) = (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()
+    assert {k: v for k, v in json.loads(line).items() if k in row} == {"loss": 0.5, "kl": 0.25, "entropy": 1.5,
+                                                                       "tokens": 4096}
+    assert "I    0   .5 .25 1.5 4096\n" in captured  # (the printed row: the same values)
