@@ -127,7 +127,7 @@ def read_together(items: Mapping[str, Any]) -> dict[str, Any]:
     A device with one such tensor, a tensor of another kind (another dtype or layout, a subclass) and a device whose
     gathering fails are left out: :func:`frozen` reads them one by one, as before. No autograd graph is recorded."""
     global _dtypes
-    torch = sys.modules.get("torch")
+    torch: Any = sys.modules.get("torch")
     tensor = getattr(torch, "Tensor", None)
     if tensor is None:
         return {}

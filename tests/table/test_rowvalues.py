@@ -61,12 +61,12 @@ def as_device(torch: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(rowvalues, "READ_EACH", frozenset(), raising=False)
 
 
-def host_reads(fn: Callable[[], Any]) -> tuple[Any, list[str]]:
-    """``fn()`` and the host-bound ops it ran, by name."""
+def host_reads(fn: Callable[..., Any], *args: Any) -> tuple[Any, list[str]]:
+    """``fn(*args)`` and the host-bound ops it ran, by name."""
     from tests.diagnostics.test_host_syncs import HostSyncRecorder
 
     with HostSyncRecorder() as rec:
-        out = fn()
+        out = fn(*args)
     return out, [name for _, name in rec.host_bound]
 
 
@@ -75,7 +75,7 @@ def same(a: Any, b: Any) -> bool:
     if type(a) is not type(b):
         return False
     if type(a) is tuple:
-        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
     if type(a) is float:
         return struct.pack("<d", a) == struct.pack("<d", b)
     return bool(a == b)
@@ -87,7 +87,7 @@ def test_a_rows_device_tensors_are_read_with_one_host_transfer(torch: Any, as_de
 
     loss, kl, ent = torch.tensor(0.75), torch.tensor(0.0125), torch.tensor(1.5, dtype=torch.bfloat16)
     row = {"step": 3, "loss": loss, "kl": kl, "entropy": ent, "tokens": torch.tensor(4096), "note": "ok", "lr": 1e-6}
-    cells, reads = host_reads(lambda: freeze(row))
+    cells, reads = host_reads(freeze, row)
     assert reads == ["_to_copy"]
     assert cells == {"step": 3, "loss": 0.75, "kl": kl.item(), "entropy": 1.5, "tokens": 4096, "note": "ok", "lr": 1e-6}
     assert list(cells) == list(row) and type(cells["tokens"]) is int
@@ -103,13 +103,14 @@ def test_values_read_together_are_those_read_one_by_one_for_every_dtype(torch: A
     for dtype in (torch.float16, torch.bfloat16, torch.float32, torch.float64):
         row |= {f"{dtype}-{i}": torch.tensor(x, dtype=dtype) for i, x in enumerate(floats)}
     ints = {torch.int64: [2**53 + 1, -(2**63), 2**63 - 1, -1], torch.int32: [-(2**31), 2**31 - 1],
-            torch.int16: [-(2**15), 2**15 - 1], torch.int8: [-128, 127], torch.uint8: [0, 255], torch.bool: [True, False]}
+            torch.int16: [-(2**15), 2**15 - 1], torch.int8: [-128, 127], torch.uint8: [0, 255],
+            torch.bool: [True, False]}
     for dtype, xs in ints.items():
         row |= {f"{dtype}-{i}": torch.tensor(x, dtype=dtype) for i, x in enumerate(xs)}
     row |= {"one": torch.tensor([0.1]), "one-int": torch.tensor([[2**62 + 1]]), "pair": torch.tensor([3, 16]),
             "bools": torch.tensor([True, False, True]), "halves": torch.tensor([0.1, math.nan], dtype=torch.bfloat16),
             "strided": torch.arange(10.0)[::3], "empty": torch.tensor([])}
-    cells, reads = host_reads(lambda: freeze(row))
+    cells, reads = host_reads(freeze, row)
     assert reads == ["_to_copy"]
     for k, v in row.items():
         assert same(cells[k], frozen(v)), (k, cells[k], frozen(v))
@@ -123,11 +124,12 @@ def test_values_of_other_kinds_are_read_as_before(torch: Any, as_device: None) -
 
     row = {"z": torch.tensor(1 + 2j), "p": torch.nn.Parameter(torch.tensor(0.5)), "m": torch.ones(2, 2),
            "long": torch.zeros(2000), "a": torch.tensor(1.0), "b": torch.tensor(2)}
-    cells, reads = host_reads(lambda: freeze(row))
+    cells, reads = host_reads(freeze, row)
     assert sorted(reads) == ["_local_scalar_dense", "_local_scalar_dense", "_to_copy"]
-    assert cells["z"] == 1 + 2j and type(cells["p"]) is float and cells["m"] is row["m"] and cells["long"] is row["long"]
+    assert cells["z"] == 1 + 2j and type(cells["p"]) is float
+    assert cells["m"] is row["m"] and cells["long"] is row["long"]
     assert all(same(cells[k], frozen(row[k])) for k in ("z", "p", "a", "b"))
-    lone, reads = host_reads(lambda: freeze({"loss": torch.tensor(0.5), "step": 1}))
+    lone, reads = host_reads(freeze, {"loss": torch.tensor(0.5), "step": 1})
     assert lone == {"loss": 0.5, "step": 1} and reads == ["_local_scalar_dense"]  # (one tensor: one read either way)
 
 
@@ -141,14 +143,14 @@ def test_a_tensor_that_requires_grad_is_read_without_keeping_its_graph(torch: An
 
     w = torch.tensor([0.5, 2.0], requires_grad=True)
     h = w.exp()  # saved by its graph for backward: alive as long as the graph is
-    loss, kl = h.sum(), (w * w).mean()
-    cells, reads = host_reads(lambda: freeze({"loss": loss, "kl": kl, "w0": w[0]}))
+    row = {"loss": h.sum(), "kl": (w * w).mean(), "w0": w[0]}
+    cells, reads = host_reads(freeze, row)
     assert reads == ["_to_copy"]
-    assert cells == {"loss": loss.item(), "kl": kl.item(), "w0": 0.5} and {type(v) for v in cells.values()} == {float}
-    kl.backward()
+    assert cells == {k: v.item() for k, v in row.items()} and {type(v) for v in cells.values()} == {float}
+    row["kl"].backward()
     assert w.grad is not None and w.grad.tolist() == [0.5, 2.0]
     graph = weakref.ref(h)
-    del h, loss
+    del h, row
     gc.collect()
     assert graph() is None
 
@@ -167,7 +169,7 @@ def test_tensors_on_two_devices_cost_one_transfer_each(torch: Any, monkeypatch: 
     device, is_cpu = torch.Tensor.device, torch.Tensor.is_cpu
     monkeypatch.setattr(torch.Tensor, "device", property(lambda t: placed.get(id(t)) or device.__get__(t)))
     monkeypatch.setattr(torch.Tensor, "is_cpu", property(lambda t: id(t) not in placed and is_cpu.__get__(t)))
-    cells, reads = host_reads(lambda: freeze(row))
+    cells, reads = host_reads(freeze, row)
     # cuda:0's three and cuda:1's two: a transfer each; cuda:2's one and the two CPU tensors: an .item() each
     assert sorted(reads) == ["_local_scalar_dense"] * 3 + ["_to_copy"] * 2
     assert cells == {"step": 9, "loss": 0.5, "kl": 0.25, "ent": 1.5, "r1": 7, "n1": 2.0, "gap": 0.125, "host": 3.0,
