@@ -9,7 +9,7 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
-from steptable.table.jsonvalues import MAX_ARRAY, array_size, masked, numeric_array, text_keys
+from steptable.table.jsonvalues import MAX_ARRAY, MAX_DEPTH, array_size, masked, numeric_array, text_keys
 
 #: value types kept as they are for the end-of-run dump (immutable: a later in-place update cannot change them)
 _PLAIN = frozenset({int, float, str, bool, type(None), bytes})
@@ -116,10 +116,10 @@ READ_EACH = frozenset({"cpu"})
 _TOGETHER = ("bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32", "float64")
 _dtypes: frozenset[Any] = frozenset()  # those dtypes (made on the first row with a tensor)
 
-_Entry = tuple[str, Any, int]  # a row's key, its tensor, how many numbers it holds
+_Entry = tuple[Any, Any, int]  # a key, its tensor, how many numbers it holds
 
 
-def read_together(items: Mapping[str, Any]) -> dict[str, Any]:
+def read_together(items: Mapping[Any, Any]) -> dict[Any, Any]:
     """The values of ``items`` that are tensors on a device (not in :data:`READ_EACH`) holding one number or a 1-d
     run of at most ``MAX_ARRAY``, read as :func:`frozen` reads them (a number; a tuple of numbers), with one
     transfer to the host a device: gathered on it by dtype, their bytes copied at once, each run read back in its own
@@ -145,7 +145,7 @@ def read_together(items: Mapping[str, Any]) -> dict[str, Any]:
                 groups.setdefault(v.device, []).append((k, v, n))
     except Exception:  # (a tensor that cannot say what it is: the row is read one value at a time)
         return {}
-    out: dict[str, Any] = {}
+    out: dict[Any, Any] = {}
     for device, group in groups.items():
         if len(group) > 1 and device.type not in READ_EACH:
             try:
@@ -155,7 +155,7 @@ def read_together(items: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _one_transfer(torch: Any, group: list[_Entry]) -> dict[str, Any]:
+def _one_transfer(torch: Any, group: list[_Entry]) -> dict[Any, Any]:
     """The tensors of ``group``, all on one device, read with one copy to the host."""
     runs: dict[Any, tuple[list[_Entry], list[_Entry]]] = {}  # dtype -> its 0-d tensors, its others
     for e in group:
@@ -171,7 +171,7 @@ def _one_transfer(torch: Any, group: list[_Entry]) -> dict[str, Any]:
             gathered.append((parts[0] if len(parts) == 1 else torch.cat(parts)).view(torch.uint8))
         # the row's one host sync on this device
         host = (gathered[0] if len(gathered) == 1 else torch.cat(gathered)).to(device="cpu", copy=True)
-    out: dict[str, Any] = {}
+    out: dict[Any, Any] = {}
     at = 0
     for dtype, size, zero, other in order:
         count = len(zero) + sum(n for _, _, n in other)
@@ -183,6 +183,46 @@ def _one_transfer(torch: Any, group: list[_Entry]) -> dict[str, Any]:
             out[k] = values[first] if n == 1 else tuple(values[first:first + n])
             first += n
     return out
+
+
+#: types of values found not to be mappings (tensors, numpy scalars...), a few at most
+_LEAVES: set[type] = set()
+
+
+def _copied(m: Mapping[Any, Any], leaves: list[tuple[dict[Any, Any], Any, Any]] | None) -> dict[Any, Any] | None:
+    """``m`` as dicts of its items now, nested as it is, its leaves that are not plain values read (:func:`frozen`)
+    or, given ``leaves``, added to it (the dict, the key, the value) to be read; None for a mapping that holds itself,
+    holds more than MAX_LEAVES items in all or deeper than MAX_DEPTH, or cannot be read (left as it is, for the
+    writer to say so)."""
+    left, had = MAX_LEAVES, len(leaves or ())
+
+    def copy(m: Mapping[Any, Any], path: frozenset[int]) -> dict[Any, Any]:
+        nonlocal left
+        left -= len(m)
+        if left < 0 or len(path) > MAX_DEPTH:
+            raise OverflowError
+        out = dict(m.items())
+        if _PLAIN.issuperset(map(type, out.values())):  # (in C: a mapping of numbers)
+            return out
+        for k, v in out.items():
+            if type(v) in _PLAIN:
+                continue
+            if _nested(v):
+                if id(v) in path:
+                    raise RecursionError
+                out[k] = copy(v, path | {id(v)})
+            elif leaves is None:
+                out[k] = frozen(v)
+            else:
+                leaves.append((out, k, v))
+        return out
+
+    try:
+        return copy(m, frozenset({id(m)}))
+    except Exception:
+        if leaves is not None:
+            del leaves[had:]
+        return None
 
 
 def freeze(raw: Mapping[str, Any]) -> dict[str, Any]:
@@ -203,7 +243,28 @@ def freeze(raw: Mapping[str, Any]) -> dict[str, Any]:
             items = dict(raw.items())
     if _PLAIN.issuperset(map(type, items.values())):  # (in C: the common row, nothing to read)
         return items
-    read = read_together(items) if "torch" in sys.modules else {}
-    if not read:
-        return {k: v if type(v) in _PLAIN else frozen(v) for k, v in items.items()}
-    return {k: v if type(v) in _PLAIN else read[k] if k in read else frozen(v) for k, v in items.items()}
+    # Nested mappings are copied with their leaves (a loop that updates its own dict of metrics in place later
+    # leaves this row as it was), and every leaf is read here; with torch loaded, the tensors of each device together.
+    leaves: list[tuple[dict[Any, Any], Any, Any]] | None = [] if "torch" in sys.modules else None
+    for k, v in items.items():
+        t = type(v)
+        if t in _PLAIN:
+            continue
+        try:
+            if t is dict or (t not in _LEAVES and _nested(v)):
+                if (copy := _copied(v, leaves)) is not None:
+                    items[k] = copy
+                continue
+            if len(_LEAVES) < 64:  # (the ABC check costs more than reading a number: once a type)
+                _LEAVES.add(t)
+        except Exception:  # (a value that cannot say what it is: read as a value, which never raises)
+            pass
+        if leaves is None:
+            items[k] = frozen(v)
+        else:
+            leaves.append((items, k, v))
+    if leaves:
+        read = read_together({i: v for i, (_, _, v) in enumerate(leaves)}) if len(leaves) > 1 else {}
+        for i, (d, k, v) in enumerate(leaves):
+            d[k] = read[i] if i in read else frozen(v)
+    return items

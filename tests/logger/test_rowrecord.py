@@ -97,8 +97,8 @@ def test_a_row_of_device_tensors_is_read_with_one_host_transfer(monkeypatch: pyt
 
 def test_logging_a_row_of_device_tensors_costs_one_host_transfer_in_all(
         monkeypatch: pytest.MonkeyPatch, tmp_path: Path, captured: list[str]) -> None:
-    """StepLogger.log of a row of tensors, the printed row, the JSONL, the alerts and the close after it: one
-    transfer in all (the row read once, at log time), and the file holds the values read."""
+    """StepLogger.log of a row of tensors, some in a nested mapping, the printed row, the JSONL, the alerts and the
+    close after it: one transfer in all (the row read once, at log time), and the file holds the values read."""
     torch = pytest.importorskip("torch")
     from steptable import StepLogger
     from steptable.table import rowvalues
@@ -107,10 +107,11 @@ def test_logging_a_row_of_device_tensors_costs_one_host_transfer_in_all(
     monkeypatch.setattr(rowvalues, "READ_EACH", frozenset(), raising=False)
     row = {"loss": torch.tensor(0.5), "kl": torch.tensor(0.25), "entropy": torch.tensor(1.5, dtype=torch.bfloat16),
            "tokens": torch.tensor(4096)}
+    train = {"reward": torch.tensor(0.75), "acc": torch.tensor([3, 16])}
     with HostSyncRecorder() as rec, StepLogger(run_dir=tmp_path / "run") as sl:
-        sl.log({"step": 0, **row})
+        sl.log({"step": 0, **row, "train": train})
     assert [name for _, name in rec.host_bound] == ["_to_copy"]
     (line,) = (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()
-    assert {k: v for k, v in json.loads(line).items() if k in row} == {"loss": 0.5, "kl": 0.25, "entropy": 1.5,
-                                                                       "tokens": 4096}
-    assert "I    0   .5 .25 1.5 4096\n" in captured  # (the printed row: the same values)
+    assert {k: v for k, v in json.loads(line).items() if k in row or k == "train"} == {
+        "loss": 0.5, "kl": 0.25, "entropy": 1.5, "tokens": 4096, "train": {"reward": 0.75, "acc": [3, 16]}}
+    assert "I    0   .5 .25 1.5 4096 .75  3/16\n" in captured  # (the printed row: the same values)

@@ -184,3 +184,39 @@ def test_a_device_that_cannot_gather_its_tensors_reads_each_as_before(torch: Any
     a, b = torch.empty((), device="meta"), torch.empty((), device="meta")
     cells = freeze({"a": a, "b": b, "c": torch.tensor(1.0)})
     assert cells["a"] is a and cells["b"] is b and cells["c"] == 1.0
+
+
+def test_nested_mappings_are_copied_with_their_tensors_read_with_the_rows(torch: Any, as_device: None) -> None:
+    """{"train": {"loss": t, ...}}: the nested tensors are read with the row's others, in one transfer, into a copy
+    of the mapping (the loop's own dict, updated in place later, leaves the row as it was)."""
+    from steptable.table.rowvalues import freeze
+
+    train = {"loss": torch.tensor(0.5), "kl": torch.tensor(0.25), "lr": 1e-6,
+             "per": {"reward": torch.tensor([1, 3]), "acc": torch.tensor(0.75, dtype=torch.float64)}}
+    row = {"step": 2, "train": train, "entropy": torch.tensor(1.5), 3: {"x": torch.tensor(True)}}
+    cells, reads = host_reads(freeze, row)
+    assert reads == ["_to_copy"]
+    assert cells == {"step": 2, "train": {"loss": 0.5, "kl": 0.25, "lr": 1e-6, "per": {"reward": (1, 3), "acc": 0.75}},
+                     "entropy": 1.5, 3: {"x": True}}
+    train["loss"], train["per"]["acc"] = torch.tensor(9.0), 0.0
+    assert cells["train"]["loss"] == 0.5 and cells["train"]["per"]["acc"] == 0.75
+
+
+def test_a_nested_mapping_too_big_or_holding_itself_is_left_as_it_is() -> None:
+    """A mapping that holds itself, one of more than MAX_LEAVES items (a 20k-entry Counter logged each step) and one
+    nested deeper than the JSONL writes are not copied: the writer and the row's view read them as before."""
+    from collections import Counter
+
+    from steptable.table.jsonvalues import MAX_DEPTH
+    from steptable.table.rowvalues import MAX_LEAVES, freeze
+
+    cyc: dict[str, Any] = {"lr": 0.1}
+    cyc["self"] = cyc
+    big = Counter({str(i): i for i in range(MAX_LEAVES + 1)})
+    deep: dict[str, Any] = {"v": 1}
+    for _ in range(MAX_DEPTH + 1):
+        deep = {"d": deep}
+    fits = {"a": {"b": [1, 2]}}
+    cells = freeze({"cyc": cyc, "big": big, "deep": deep, "fits": fits})
+    assert cells["cyc"] is cyc and cells["big"] is big and cells["deep"] is deep
+    assert cells["fits"] == {"a": {"b": (1, 2)}} and cells["fits"] is not fits
