@@ -169,7 +169,8 @@ def _one_transfer(torch: Any, group: list[_Entry]) -> dict[Any, Any]:
         for _, _, zero, other in order:
             parts = [torch.stack([v for _, v, _ in zero])] if zero else []  # (one call for a dtype's 0-d tensors)
             parts += [v.reshape(-1) for _, v, _ in other]
-            gathered.append((parts[0] if len(parts) == 1 else torch.cat(parts)).view(torch.uint8))
+            # (a lone slice or broadcast view is made contiguous: its bytes are viewed in place)
+            gathered.append((parts[0].contiguous() if len(parts) == 1 else torch.cat(parts)).view(torch.uint8))
         # the row's one host sync on this device
         host = (gathered[0] if len(gathered) == 1 else torch.cat(gathered)).to(device="cpu", copy=True)
     out: dict[Any, Any] = {}

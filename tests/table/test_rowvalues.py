@@ -117,6 +117,16 @@ def test_values_read_together_are_those_read_one_by_one_for_every_dtype(torch: A
     assert cells["torch.int64-0"] == 2**53 + 1 and cells["torch.bool-0"] is True and cells["pair"] == (3, 16)
 
 
+def test_a_slice_or_broadcast_view_alone_in_its_dtype_is_read_with_the_others(torch: Any, as_device: None) -> None:
+    """A 1-d slice (strided) or an expanded scalar, the only tensor of its dtype in the row: read in the same
+    transfer, not left to be read on its own."""
+    from steptable.table.rowvalues import freeze
+
+    for view, numbers in ((torch.arange(10.0)[::3], (0.0, 3.0, 6.0, 9.0)), (torch.tensor(2.0).expand(3), (2.0,) * 3)):
+        cells, reads = host_reads(freeze, {"n": torch.tensor(1), "v": view})
+        assert reads == ["_to_copy"] and cells == {"n": 1, "v": numbers}
+
+
 def test_values_of_other_kinds_are_read_as_before(torch: Any, as_device: None) -> None:
     """A complex number, a tensor subclass (a Parameter) and a device's lone tensor are read on their own; a 2-d
     tensor and a long 1-d one are not read (left for the writer to shorten), as before."""
