@@ -1,6 +1,6 @@
 """What StepLogger.log costs a row, and what reading a row of tensors costs, each against an anchor in the same run.
 
-    python bench/bench_rowread.py               # 2,000 rows a round, best of 5 interleaved rounds, CPU time
+    python bench/bench_rowread.py               # 2,000 rows a round (3. and 4.: 500), best of 5 interleaved rounds
     python bench/bench_rowread.py --rows 500
 
 The row is the 23 keys TRL's GRPOTrainer logs (bench_callback.py's). Printed, each as CPU us a row and its ratio:
