@@ -151,7 +151,6 @@ class StepLogger:
     def row(self, cells: Mapping[str, Any]) -> str:
         return self._cols.layout.row(cells)
 
-
     def legend(self) -> str:
         """The meaning of each printed column whose header is not its key (an abbreviation's line names the key) and
         of each dump-only column; one printed under its own key reads as what was logged and is left out (every
@@ -262,11 +261,12 @@ class StepLogger:
             if self._second is not None:  # readers show this process's rows apart from the lock holder's
                 record[runinfo.WRITER_KEY] = self._second
             deleted = self._writer.deleted
-            self._writer.write(record)
+            self._write(self._writer, record)
             if self._writer.deleted != deleted and self._writer_lock is not None:  # (its lock may be gone too)
                 self._second = self._second or self._writer_lock.again(f"{self._topic}-two-writers")
-        if not show:  # (what only the alerts and the end of the run need of the row waits for a batch)
+        else:
             self._rows += 1
+        if not show:  # (what only the alerts and the end of the run need of the row waits for a batch)
             self._backlog.add(step, cells, now, self._rows - 1, numbers)
             return ""
         self._backlog.catch_up()  # (rows record() wrote before this one: in order)
@@ -277,14 +277,25 @@ class StepLogger:
             self._say(self._alerts.add(step_number(step, self._rows - 1), view, now))
         return line
 
+    def _write(self, w: RunWriter, record: dict[str, Any]) -> None:
+        """Write the row and count it; a signal handler's exception in the write (``sys.exit(1)``, a Ctrl-C) counts
+        it where the writer took it (written, or kept for close), so the run's count is the JSONL's."""
+        taken = w.written + w.pending + w.dropped
+        try:
+            w.write(record)
+        except BaseException:
+            if w.written + w.pending + w.dropped > taken:
+                self._rows += 1
+            raise
+        self._rows += 1
+
     def _show(self, view: Mapping[str, Any], first: bool, grown: bool) -> str:
         """Print ``view``'s row (the legend, the columns left out and the header as due: see ConsoleNotes); the
         row's line."""
         # The columns fitted to the row's values (those declared without a width too, as the run's description
-        # gives them), the row counted before printing: a failure below must not bring the legend back next step.
+        # gives them); the row was counted at its write: a failure below must not bring the legend back next step.
         cols = self._cols
         cols.fit_widths(view)
-        self._rows += 1
         widened = cols.layout.update(view)  # a column grows to this row's value: its header again
         room, unshown = (self._auto.room, self._auto.dropped) if self._auto is not None else (None, [])
         # (an automatic layout would show every key: the empty one cannot be a column, so it is said)

@@ -714,3 +714,33 @@ def test_two_keys_without_a_visible_character_are_told_apart_in_the_console(tmp_
             sl.log({"step": s, "\u200b": 1.5, "\u2060": 2.5})
     header = next(line for line in captured if line.startswith("I step"))
     assert sorted(header.split()[2:]) == ['"\\u200b"', '"\\u2060"']
+
+
+@pytest.mark.parametrize("method", ["log", "record"])
+def test_a_handlers_exit_right_after_a_rows_write_counts_that_row(tmp_path: Path, method: str) -> None:
+    """``def on_term(s, f): sys.exit(1)`` and SIGTERM while the row's write(2) runs (the handler runs as it returns):
+    the JSONL held the row, but the run's count did not (9672 rows in the file, "end of run: 9671 rows"), as the
+    row was counted after its write. The end line, the description and the file agree."""
+    script = textwrap.dedent(f"""
+        import os, signal, sys
+        from steptable import StepLogger
+        from steptable.logger.writer import RunWriter
+
+        write = RunWriter.write
+        def signalled_write(self, record):
+            done = write(self, record)
+            if record["step"] == 5:
+                os.kill(os.getpid(), signal.SIGTERM)  # (its handler runs here, right after the row's write)
+            return done
+        RunWriter.write = signalled_write
+        signal.signal(signal.SIGTERM, lambda s, f: sys.exit(1))
+        with StepLogger(run_dir={str(tmp_path)!r}, alerts=False) as sl:
+            for step in range(10):
+                sl.{method}({{"step": step, "loss": 1.0 / (step + 1)}})
+    """)
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1, proc.stderr
+    assert jsonl_steps(tmp_path / "metrics.jsonl") == [0, 1, 2, 3, 4, 5]
+    info = json.loads((tmp_path / "steptable.json").read_text())
+    assert info["rows"] == 6 and info["end"] == "interrupted"
+    assert "end of run: 6 rows, interrupted" in proc.stderr
