@@ -1,5 +1,6 @@
 """The end of a StepLogger's run: close()'s steps, the run's description marked ended, ``table.txt`` and the
-end-of-run dump.
+end-of-run dump; and the ends without close() that steptable.logger.process tells of (the exit, an exception
+uncaught in the main thread, SIGTERM), which mark the description only.
 
 :class:`Closer` is owned by one :class:`~steptable.logger.steplogger.StepLogger` and works on its state: the loop's
 rows, lock, writer and run description stay the logger's, and close() runs its ``_final_flush`` and ``_final_dump``
@@ -72,12 +73,72 @@ class Closer:
             report_once(f"{sl._topic}-runinfo",
                         f"steptable: cannot write {runinfo.file_name(sl.arm)} ({error_text(e)})")
 
-    def exiting(self) -> None:
-        """The process exits and the run was not closed: its description says it exited (``exited``: a process
-        that resumes the run then knows this one was not killed). Called with the logger's lock held."""
+    def at_exit(self, died: BaseException | None) -> None:
+        """StepLogger.at_exit: the process exits (steptable.logger.process). Where close() did not: the rows logged
+        from inside a row that an exception then left are logged, the description marked exited (not killed), or
+        ended by ``died`` (an exception uncaught in the main thread, as a ``with`` block it left marks it), and the
+        alerts of rows still waiting for their batch said. The logger's lock is waited for 1 s at most."""
         sl = self._sl
-        if not sl._closed and sl.is_writer and not sl._forked and sl._rows:
+        if sl._closed or sl._forked:
+            return
+        if sl._lock.acquire(timeout=1.0):
+            try:  # rows a signal handler logged inside a row that its sys.exit() then left
+                sl._log_deferred()
+            except Exception as e:
+                sl._failed(e)
+            finally:
+                self.exiting(died)  # (raises nothing)
+                sl._lock.release()
+        sl._backlog.say_waiting(sl._lock, wait=1.0)
+
+    def exiting(self, died: BaseException | None = None) -> None:
+        """The process exits and the run was not closed: its description says it exited (``exited``: a process
+        that resumes the run then knows this one was not killed), or, where an exception uncaught in the main
+        thread ended it (``died``: steptable.logger.process.died_of), that the run ended by it, as a ``with`` block
+        left by it says. Called with the logger's lock held."""
+        sl = self._sl
+        end = runinfo.end_of(died)
+        if end is not None:
+            self.mark(end)
+        elif not sl._closed and sl.is_writer and not sl._forked and sl._rows:
             self.describe(None, exited=time.time())
+
+    def mark(self, end: str) -> None:
+        """The run marked ended now by ``end`` (steptable.table.runinfo.end_of), where it was not closed and a
+        process ends without close(): the description only, the rows, files and lock left as they are (an exit
+        or a signal ends the process next). Its columns fitted to the rows record() left waiting first."""
+        sl = self._sl
+        if sl._closed or not sl.is_writer or sl._forked or not sl._rows:
+            return
+        sl._end = sl._end or end
+        self._fit_waiting()
+        self.describe(time.time())
+
+    def at_sigterm(self) -> None:
+        """SIGTERM ends the process at its default action next (steptable.logger.process): the run marked
+        interrupted. Inside log() on this thread (the handler runs between two of its steps), without the logger's
+        lock: that row is written and counted, or neither, and the description is a file of its own, written whole.
+        Another thread's row in progress is waited for, 1 s at most (a thread stuck inside a row, or waiting on
+        this one, must not keep the process from dying: the run is marked all the same)."""
+        sl = self._sl
+        if sl._closed or sl._forked:
+            return
+        if sl._owner == threading.get_ident():
+            self.mark(runinfo.INTERRUPTED)
+            return
+        held = sl._lock.acquire(timeout=1.0)
+        try:
+            self.mark(runinfo.INTERRUPTED)
+        finally:
+            if held:
+                sl._lock.release()
+
+    def _fit_waiting(self) -> None:
+        try:
+            self._sl._backlog.fit_waiting()
+        except Exception as e:
+            report_once(f"{self._sl._topic}-close-fit", f"steptable: StepLogger.close: fitting the columns failed "
+                        f"({error_text(e)})")
 
     def _ends_before(self, first_step: Any, alone: bool) -> list[tuple[str, int, float]]:
         """The earlier ends the run's description holds, and the one of the process before this (resumed at
@@ -164,11 +225,7 @@ class Closer:
             if sl.is_writer and not sl._forked and sl._rows:
                 # and the run marked ended now: a handler that goes on to os._exit() never comes back to the row
                 # (its columns fitted to the rows record() left waiting first: the description gives their widths)
-                try:
-                    sl._backlog.fit_waiting()
-                except Exception as e:
-                    report_once(f"{sl._topic}-close-fit", f"steptable: StepLogger.close: fitting the columns failed "
-                                f"({error_text(e)})")
+                self._fit_waiting()
                 self.describe(time.time())
             return
         try:

@@ -1,8 +1,11 @@
-"""The StepLoggers alive in this process, told of its forks and of its exit.
+"""The StepLoggers alive in this process, told of its forks, of how it ends and of its exit.
 
 A child made by fork() (a DataLoader or pool worker) inherits the parent's loggers and must know it is not their
 writer; a process that exits without close() (a script that never calls it, an exception that ends the loop) must
-still say the alerts of rows waiting for their batch. Each logger is held weakly from :func:`track` on.
+still say the alerts of rows waiting for their batch, and how it ended where the interpreter knows: an exception
+uncaught in the main thread (:func:`died_of`). SIGTERM at its default action kills the process with no exit to
+hook: where nothing else handles it, a handler marks the runs interrupted first (:func:`_on_sigterm`). Each logger
+is held weakly from :func:`track` on.
 """
 
 from __future__ import annotations
@@ -10,31 +13,125 @@ from __future__ import annotations
 import atexit
 import mmap
 import os
+import signal
+import sys
+import threading
 import weakref
-from typing import Protocol
+from types import FrameType, TracebackType
+from typing import Any, Protocol
+
+#: ``STEPTABLE_SIGTERM=0`` (or off, false, no): no SIGTERM handler is installed (SIGTERM kills at once, as without
+#: steptable; the runs it ends read as not closed)
+SIGTERM_ENV = "STEPTABLE_SIGTERM"
 
 
 class ProcessBound(Protocol):
     def after_fork(self) -> None:
         """Called in the child after a fork(): the logger never prints or writes there."""
 
-    def at_exit(self) -> None:
-        """Called as the process exits; raises nothing."""
+    def at_exit(self, died: BaseException | None) -> None:
+        """Called as the process exits (``died``: :func:`died_of`); raises nothing."""
+
+    def at_sigterm(self) -> None:
+        """Called from the SIGTERM handler, the process killed right after (no exit follows); raises nothing, takes
+        no lock the interrupted code of this thread holds."""
 
 
 _LIVE: weakref.WeakSet[ProcessBound] = weakref.WeakSet()
 _exit_hooked = False
+_sigterm_ours = False  # our SIGTERM handler was installed in this process (never again, whoever replaces it)
+_previous_hook: Any = None  # the sys.excepthook ours passes every exception on to
+_uncaught: BaseException | None = None  # what the interpreter reported uncaught in the main thread (see _excepthook)
 
 
 def track(logger: ProcessBound) -> None:
-    """Tell ``logger`` of this process's forks and of its exit, as long as it lives."""
-    global _exit_hooked
+    """Tell ``logger`` of this process's forks, of its end and of its exit, as long as it lives. The first call
+    hooks the exit and sys.excepthook (chained: the hook found is called as before); a call in the main thread
+    installs the SIGTERM handler where SIGTERM has its default action (see :func:`_catch_sigterm`)."""
+    global _exit_hooked, _previous_hook
     if not _exit_hooked:
         # (registered at the first logger, after loguru's own exit hook: atexit runs the last registered first, and
         # the alerts said at exit go through loguru's handlers)
         atexit.register(_at_exit)
+        _previous_hook = sys.excepthook
+        sys.excepthook = _excepthook
         _exit_hooked = True
+    _catch_sigterm()
     _LIVE.add(logger)
+
+
+def _excepthook(tp: type[BaseException], value: BaseException, tb: TracebackType | None) -> None:
+    """sys.excepthook: notes an exception the interpreter reports as uncaught in the main thread, then calls the
+    hook it replaced."""
+    global _uncaught
+    try:
+        sys._getframe(1)  # a caller in Python: code that reports an error and goes on (code.interact, a GUI loop)
+    except ValueError:  # called by the interpreter itself, the stack unwound: the script (or a REPL line) died of it
+        if value is not None and threading.current_thread() is threading.main_thread() and (
+                getattr(sys, "last_exc", None) is value or getattr(sys, "last_value", None) is value):
+            _uncaught = value
+    (_previous_hook or sys.__excepthook__)(tp, value, tb)
+
+
+def died_of() -> BaseException | None:
+    """At exit: the exception that ended the process, uncaught in its main thread (an OOM, an assertion, a Ctrl-C),
+    as the interpreter reported it through sys.excepthook; None for any other end (a normal one, ``sys.exit(n)``,
+    which the interpreter reports to no hook; an interactive session, a REPL or ``python -i``, that went on after
+    an error; IPython and Jupyter, which report a cell's error themselves; an exception that ended another thread:
+    the process went on; a hook installed after ours that does not call it)."""
+    if _uncaught is None or hasattr(sys, "ps1") or sys.flags.interactive or sys.flags.inspect:
+        return None
+    return _uncaught
+
+
+def _sigterm_off() -> bool:
+    return os.environ.get(SIGTERM_ENV, "").strip().lower() in ("0", "off", "false", "no")
+
+
+def _catch_sigterm() -> None:
+    """Install :func:`_on_sigterm` once per process: in the main thread (only it can), on POSIX, where SIGTERM has
+    its default action (nothing caught it: not the user, Lightning, accelerate or a C extension), unless
+    :data:`SIGTERM_ENV` turns it off."""
+    global _sigterm_ours
+    if _sigterm_ours or os.name != "posix" or threading.current_thread() is not threading.main_thread() \
+            or _sigterm_off():
+        return
+    try:
+        if signal.getsignal(signal.SIGTERM) != signal.SIG_DFL or _caught_below_python(signal.SIGTERM):
+            return
+        signal.signal(signal.SIGTERM, _on_sigterm)
+    except (ValueError, OSError, RuntimeError):
+        return
+    _sigterm_ours = True
+
+
+def _caught_below_python(signum: int) -> bool:
+    """Does a handler Python does not know of catch ``signum`` (one a C extension set with sigaction, which
+    signal.getsignal still reports as SIG_DFL)? Read from /proc/self/status (Linux); False where it cannot be."""
+    try:
+        with open("/proc/self/status", encoding="ascii", errors="replace") as f:
+            for line in f:
+                if line.startswith("SigCgt:"):
+                    return bool(int(line.split()[1], 16) >> (signum - 1) & 1)
+    except (OSError, ValueError, IndexError):
+        pass
+    return False
+
+
+def _on_sigterm(signum: int, frame: FrameType | None) -> None:
+    """SIGTERM (a scheduler's preemption or time limit): every live logger marks its run interrupted, then SIGTERM
+    is sent again at its default action, so the process dies of it as it would have (its parent sees signal 15).
+    Called by a handler installed after this one that passes the signal on (Lightning composes its own with the
+    one it finds): nothing, as the default action it would have found is never called."""
+    if signal.getsignal(signal.SIGTERM) is not _on_sigterm:
+        return
+    for logger in list(_LIVE):
+        try:
+            logger.at_sigterm()
+        except Exception:  # (it raises nothing; the process must die of the signal all the same)
+            pass
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    os.kill(os.getpid(), signal.SIGTERM)  # (delivered before kill() returns: this thread does not block it)
 
 
 #: one byte shared (an anonymous shared mapping) by this process and every process forked from it, a child's
@@ -56,13 +153,22 @@ def first_child_to_tell() -> bool:
 
 
 def _after_fork_in_child() -> None:
+    global _sigterm_ours
     for logger in list(_LIVE):
         logger.after_fork()
+    if _sigterm_ours:  # the child's runs are not its own: SIGTERM kills it at once, as before (a logger it makes
+        _sigterm_ours = False  # there installs the handler again)
+        try:
+            if signal.getsignal(signal.SIGTERM) is _on_sigterm:
+                signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        except (ValueError, OSError, RuntimeError):
+            pass
 
 
 def _at_exit() -> None:
+    died = died_of()
     for logger in list(_LIVE):
-        logger.at_exit()
+        logger.at_exit(died)
 
 
 if hasattr(os, "register_at_fork"):

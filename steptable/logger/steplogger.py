@@ -368,21 +368,13 @@ class StepLogger:
         if self._writer_lock is not None:
             self._writer_lock.after_fork()
 
-    def at_exit(self) -> None:
-        """The process exits: the rows logged from inside a row that an exception then left are logged, the run's
-        description marked exited (not killed), and the alerts of rows still waiting for their batch said, where
-        close() did not (steptable.logger.process)."""
-        if self._closed or self._forked:
-            return
-        if self._lock.acquire(timeout=1.0):  # (a lock held at exit: not waited for long)
-            try:  # rows a signal handler logged inside a row that its sys.exit() then left
-                self._log_deferred()
-            except Exception as e:
-                self._failed(e)
-            finally:
-                self._closer.exiting()  # (raises nothing)
-                self._lock.release()
-        self._backlog.say_waiting(self._lock, wait=1.0)
+    def at_exit(self, died: BaseException | None = None) -> None:
+        """The process exits without close() (``died``: the exception that ended it): see Closer.at_exit."""
+        self._closer.at_exit(died)
+
+    def at_sigterm(self) -> None:
+        """SIGTERM kills the process next: the run marked interrupted (see Closer.at_sigterm)."""
+        self._closer.at_sigterm()
 
     def _leave(self) -> None:
         """The end of this thread's turn inside log() (or a catch-up): a close() called from inside it (a signal
