@@ -44,10 +44,11 @@ _previous_hook: Any = None  # the sys.excepthook ours passes every exception on 
 _uncaught: BaseException | None = None  # what the interpreter reported uncaught in the main thread (see _excepthook)
 
 
-def track(logger: ProcessBound) -> None:
+def track(logger: ProcessBound, sigterm: bool = True) -> None:
     """Tell ``logger`` of this process's forks, of its end and of its exit, as long as it lives. The first call
     hooks the exit and sys.excepthook (chained: the hook found is called as before); a call in the main thread
-    installs the SIGTERM handler where SIGTERM has its default action (see :func:`_catch_sigterm`)."""
+    with ``sigterm`` installs the SIGTERM handler where SIGTERM has its default action (see
+    :func:`_catch_sigterm`)."""
     global _exit_hooked, _previous_hook
     if not _exit_hooked:
         # (registered at the first logger, after loguru's own exit hook: atexit runs the last registered first, and
@@ -56,21 +57,28 @@ def track(logger: ProcessBound) -> None:
         _previous_hook = sys.excepthook
         sys.excepthook = _excepthook
         _exit_hooked = True
-    _catch_sigterm()
+    if sigterm:
+        _catch_sigterm()
     _LIVE.add(logger)
 
 
 def _excepthook(tp: type[BaseException], value: BaseException, tb: TracebackType | None) -> None:
-    """sys.excepthook: notes an exception the interpreter reports as uncaught in the main thread, then calls the
-    hook it replaced."""
+    """sys.excepthook (called by the interpreter, or by a hook installed later that passes it on: wandb's): notes
+    an exception the interpreter reports as uncaught in the main thread, then calls the hook it replaced."""
     global _uncaught
-    try:
-        sys._getframe(1)  # a caller in Python: code that reports an error and goes on (code.interact, a GUI loop)
-    except ValueError:  # called by the interpreter itself, the stack unwound: the script (or a REPL line) died of it
-        if value is not None and threading.current_thread() is threading.main_thread() and (
-                getattr(sys, "last_exc", None) is value or getattr(sys, "last_value", None) is value):
-            _uncaught = value
+    if _unwound(value, tb):
+        _uncaught = value
     (_previous_hook or sys.__excepthook__)(tp, value, tb)
+
+
+def _unwound(value: BaseException | None, tb: TracebackType | None) -> bool:
+    """Did ``value`` unwind the main thread's whole stack, the interpreter reporting it (sys.last_exc or
+    sys.last_value is it)? Its traceback starts at a frame nothing called (the script's module, runpy's for ``-m``,
+    a REPL line's), not at one a console (code.interact) or an event loop ran and then goes on; a hook called by
+    hand for an error that was handled leaves sys.last_value unset."""
+    return (value is not None and tb is not None and tb.tb_frame.f_back is None
+            and threading.current_thread() is threading.main_thread()
+            and (getattr(sys, "last_exc", None) is value or getattr(sys, "last_value", None) is value))
 
 
 def died_of() -> BaseException | None:

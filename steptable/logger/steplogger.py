@@ -128,7 +128,9 @@ class StepLogger:
         # record()'s rows: their view, dump row, fit and alerts done in batches
         self._backlog = Backlog(self._recent, lambda view: self._cols.fit_widths(view), self._alerts, self._say,
                                self._topic)
-        process.track(self)  # (after_fork, at_exit)
+        # (after_fork, at_exit, at_sigterm; a rank known to write nothing needs no SIGTERM handler: one would only
+        # keep its process alive while its main thread waits in a hung collective)
+        process.track(self, sigterm=self._rank.unknown or self._rank.value == 0)
 
     def _set_cols(self, cols: Sequence[Col]) -> None:
         # automatic columns are kept within the row's room as they widen (the caller's are printed as declared)

@@ -194,7 +194,8 @@ exit
 
 def test_sys_excepthook_is_chained_and_a_later_one_stays(tmp_path: Path) -> None:
     """A hook installed before the first logger is still called (after the run is noted as crashed); one the user
-    installs after it is never replaced by a later logger, and, not calling ours, leaves the run unmarked."""
+    installs after it is never replaced by a later logger, and leaves the run unmarked where it does not call ours,
+    marked where it passes the exception on to it."""
     before = _script("""
         def mine(tp, value, tb):
             print("mine:", tp.__name__, flush=True)
@@ -215,6 +216,16 @@ def test_sys_excepthook_is_chained_and_a_later_one_stays(tmp_path: Path) -> None
     """, tmp_path / "after")
     assert after.returncode == 1 and after.stdout == "kept: True\nmine: ValueError\n", after.stderr
     assert "end" not in description(tmp_path / "after")
+    chained = _script("""
+        found = sys.excepthook
+        def passes_on(tp, value, tb):  # (wandb's, installed at wandb.init)
+            print("passed on:", tp.__name__, flush=True)
+            found(tp, value, tb)
+        sys.excepthook = passes_on
+        raise ValueError("x")
+    """, tmp_path / "chained")
+    assert chained.returncode == 1 and chained.stdout == "passed on: ValueError\n", chained.stderr
+    assert description(tmp_path / "chained").get("end") == "ValueError"
 
 
 def test_sigterm_at_its_default_marks_the_run_interrupted_and_the_process_dies_of_it(
@@ -323,6 +334,20 @@ def test_a_sigterm_handler_installed_by_someone_else_stays_theirs(tmp_path: Path
     assert proc.wait(timeout=60) == status, proc.communicate()[1]
     info = description(run)
     assert "end" not in info and info["closed"] is None
+
+
+def test_a_rank_that_writes_nothing_leaves_sigterm_at_its_default(tmp_path: Path) -> None:
+    """torchrun's rank 1 (its RANK): it writes no run, and a handler would only delay its death where its main
+    thread waits in a hung collective; rank 0 and a rank not known yet (spawn, before the process group) get one."""
+    caught = {}
+    for rank in ("1", "0", None):
+        proc = _script(f"""
+            {f"os.environ['RANK'] = {rank!r}" if rank else "os.environ.pop('RANK', None)"}
+            StepLogger(run_dir=RUN, console=False, alerts=False)
+            print(signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL)
+        """, tmp_path / "run", head=HEAD)
+        caught[rank] = proc.stdout.strip()
+    assert caught == {"1": "False", "0": "True", None: "True"}
 
 
 def test_a_forked_child_dies_of_sigterm_at_once_and_leaves_the_parents_run(tmp_path: Path) -> None:
