@@ -96,13 +96,30 @@ def _sigterm_off() -> bool:
     return os.environ.get(SIGTERM_ENV, "").strip().lower() in ("0", "off", "false", "no")
 
 
+#: what launchers of several processes (torchrun, accelerate, deepspeed, srun, mpirun) set to their number
+WORLD_SIZE_ENV = ("WORLD_SIZE", "SLURM_NTASKS", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE")
+
+
+def one_of_several() -> bool:
+    """Is this process one of several that a launcher started (any of :data:`WORLD_SIZE_ENV` above 1)?"""
+    for name in WORLD_SIZE_ENV:
+        try:
+            if int(os.environ.get(name, "1") or "1") > 1:
+                return True
+        except ValueError:
+            continue
+    return False
+
+
 def _catch_sigterm() -> None:
     """Install :func:`_on_sigterm` once per process: in the main thread (only it can), on POSIX, where SIGTERM has
-    its default action (nothing caught it: not the user, Lightning, accelerate or a C extension), unless
-    :data:`SIGTERM_ENV` turns it off."""
+    its default action (nothing caught it: not the user, Lightning, accelerate or a C extension), in a process that
+    is not one of several (:func:`one_of_several`), unless :data:`SIGTERM_ENV` turns it off."""
     global _sigterm_ours
+    # (one of several: when a peer dies, the launcher sends SIGTERM to ranks stuck in a collective, where a Python
+    # handler cannot run: it would only hold the process until the launcher's SIGKILL)
     if _sigterm_ours or os.name != "posix" or threading.current_thread() is not threading.main_thread() \
-            or _sigterm_off():
+            or _sigterm_off() or one_of_several():
         return
     try:
         if signal.getsignal(signal.SIGTERM) != signal.SIG_DFL or _caught_below_python(signal.SIGTERM):

@@ -350,6 +350,18 @@ def test_a_rank_that_writes_nothing_leaves_sigterm_at_its_default(tmp_path: Path
     assert caught == {"1": "False", "0": "True", None: "True"}
 
 
+@pytest.mark.parametrize("env", [{"WORLD_SIZE": "2", "RANK": "0"}, {"SLURM_NTASKS": "4"}, {"WORLD_SIZE": "1"}])
+def test_a_process_of_several_leaves_sigterm_at_its_default(tmp_path: Path, env: dict[str, str]) -> None:
+    """Rank 0 of several (torchrun, srun): when a peer dies the launcher sends SIGTERM to ranks that may wait in a
+    hung collective, where a Python handler cannot run; one would only hold the process until the launcher's
+    SIGKILL. A world of one is a process alone."""
+    proc = _script("""
+        StepLogger(run_dir=RUN, console=False, alerts=False)
+        print(signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL)
+    """, tmp_path / "run", head=HEAD, env=env)
+    assert proc.stdout.strip() == str(env == {"WORLD_SIZE": "1"}), proc.stderr
+
+
 def test_a_forked_child_dies_of_sigterm_at_once_and_leaves_the_parents_run(tmp_path: Path) -> None:
     """A child made by fork() (a pool worker) is not the run's process: SIGTERM is at its default there again."""
     run = tmp_path / "run"
