@@ -30,15 +30,11 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench_callback import KEYS  # (TRL GRPOTrainer's keys)
+
 from steptable import StepLogger
 from steptable.logger.rowrecord import read_row
 from steptable.table import rowvalues
-
-KEYS = ["loss", "grad_norm", "learning_rate", "num_tokens", "completions/mean_length", "completions/min_length",
-        "completions/max_length", "completions/clipped_ratio", "completions/mean_terminated_length",
-        "completions/min_terminated_length", "completions/max_terminated_length", "rewards/length_reward/mean",
-        "rewards/length_reward/std", "reward", "reward_std", "frac_reward_zero_std", "entropy", "clip_ratio/low_mean",
-        "clip_ratio/low_min", "clip_ratio/high_mean", "clip_ratio/high_max", "clip_ratio/region_mean", "epoch"]
 
 
 def rows(n: int, seed: int = 0) -> list[dict[str, Any]]:
