@@ -106,9 +106,10 @@ class Closer:
     def mark(self, end: str) -> None:
         """The run marked ended now by ``end`` (steptable.table.runinfo.end_of), where it was not closed and a
         process ends without close(): the description only, the rows, files and lock left as they are (an exit
-        or a signal ends the process next). Its columns fitted to the rows record() left waiting first."""
+        or a signal ends the process next; inside close(), where it has not marked the run ended yet). Its columns
+        fitted to the rows record() left waiting first."""
         sl = self._sl
-        if sl._closed or not sl.is_writer or sl._forked or not sl._rows:
+        if self._marked_ended or not sl.is_writer or sl._forked or not sl._rows:
             return
         sl._end = sl._end or end
         self._fit_waiting()
@@ -119,9 +120,10 @@ class Closer:
         interrupted. Inside log() on this thread (the handler runs between two of its steps), without the logger's
         lock: that row is written and counted, or neither, and the description is a file of its own, written whole.
         Another thread's row in progress is waited for, 1 s at most (a thread stuck inside a row, or waiting on
-        this one, must not keep the process from dying: the run is marked all the same)."""
+        this one, must not keep the process from dying: the run is marked all the same). Inside close() (this
+        thread's, which holds the lock) before it marked the run ended: marked too."""
         sl = self._sl
-        if sl._closed or sl._forked:
+        if (sl._closed and self._marked_ended) or sl._forked:
             return
         if sl._owner == threading.get_ident():
             self.mark(runinfo.INTERRUPTED)

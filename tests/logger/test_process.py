@@ -262,6 +262,24 @@ def test_sigterm_inside_log_marks_the_run_and_leaves_whole_rows(tmp_path: Path) 
     assert info.get("end") == "interrupted" and info["rows"] == 6
 
 
+def test_sigterm_while_close_flushes_marks_the_run_interrupted(tmp_path: Path) -> None:
+    """SIGTERM during close(), before close() marked the run ended (its final flush: rows a slow disk or pipe
+    still holds): the run is marked interrupted, with its rows, and the process dies of signal 15."""
+    run = tmp_path / "run"
+    proc = _script("""
+        flush = sl._final_flush
+        def slow_flush():
+            os.kill(os.getpid(), signal.SIGTERM)
+            flush()
+        sl._final_flush = slow_flush
+        sl.close()
+        print("not killed", flush=True)
+    """, run)
+    assert proc.returncode == -signal.SIGTERM and "not killed" not in proc.stdout, proc.stderr
+    info = description(run)
+    assert info.get("end") == "interrupted" and info["closed"] is not None and info["rows"] == 5
+
+
 def test_sigterm_while_another_thread_holds_the_logger_is_no_deadlock(tmp_path: Path) -> None:
     """Another thread holds the logger's lock and never lets go (stuck inside a row): the handler waits for it a
     while, marks the run all the same and the process dies of signal 15."""
