@@ -114,7 +114,8 @@ def key_name(key: str) -> str:
     that leaves no visible character (the empty key; blanks, tabs, zero-width or other invisible characters only;
     an escape sequence alone), its escaped form: the key in double quotes with every character that is not
     printable ASCII (and the space, the quote and the backslash) written as its escape, ``""``, ``"\\u200b"``,
-    ``"\\x20"``, ``"\\t"``. That form is one word of printable ASCII, and no two keys share one."""
+    ``"\\x20"``, ``"\\t"``. That form is one word of printable ASCII, and no two such keys share one (a visible
+    key spelled like one, ``""`` or ``"\\t"`` with its quotes, is shown as it is, and reads alike)."""
     text = sanitize(key)
     if not invisible(text):
         return text
