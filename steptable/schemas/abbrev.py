@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from collections.abc import Collection, Iterator, Sequence
 
-from steptable.schemas.headers import _safe, _suffixed, look, short_header
+from steptable.schemas.headers import look, safe_word, short_header, suffixed
 from steptable.table.formatting import display_width
 
 #: words split apart for an abbreviation: ``completion_len_max``, ``train/pg-loss``, ``gradNorm``, ``metric_10``
@@ -28,7 +28,7 @@ def _forms(header: str) -> list[str]:
     ``loss``); the initials of either (``clm``), first those up to a number before the last word (``layer_10/gnorm``
     -> ``l10``, then ``l10g``), or a one-word header's first letters (``ent``); the initials with one word whole, the
     last first (``smin``; ``minl`` for ``min_length``: the word that tells siblings apart)."""
-    safe = _safe(header)
+    safe = safe_word(header)
     short = short_header(safe)
     splits = [ws for ws in (_WORDS.findall(t) for t in dict.fromkeys((short, safe))) if ws]
     out = [safe, short]
@@ -49,7 +49,7 @@ def _fitted(header: str, room: int) -> Iterator[tuple[str, bool]]:
     forms = _forms(header)
     yield from ((f, True) for f in forms if display_width(f) <= room)
     yield from ((f, True) for f in forms if display_width(f) == room + 1)
-    safe = _safe(header)
+    safe = safe_word(header)
     yield from ((safe[:n], False) for n in range(room, 0, -1) if display_width(safe[:n]) <= room)
 
 
@@ -105,7 +105,7 @@ def abbreviations(wanted: Sequence[tuple[str, int]], taken: Collection[str] = ()
                     pick[i] += 1
         pending = [i for i in pending if i not in out]
     for i in pending:  # nothing left that reads apart: a counter on its first short form
-        safe = _safe(wanted[i][0])
-        out[i] = _suffixed(next((f for f in _forms(safe) if f not in (safe, short_header(safe))), safe), used)
+        safe = safe_word(wanted[i][0])
+        out[i] = suffixed(next((f for f in _forms(safe) if f not in (safe, short_header(safe))), safe), used)
         used.add(look(out[i]))
     return [out[i] for i in range(len(wanted))]

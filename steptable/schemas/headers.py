@@ -137,7 +137,7 @@ def _render(lead: str | None, segs: list[str], depth: int) -> str:
 
 def clean(text: str) -> str:
     """A header made safe for a terminal and for a one-line table: no controls, no spaces, bounded width."""
-    t = _safe(text)
+    t = safe_word(text)
     if display_width(t) <= MAX_HEADER:
         return t
     m = _TAIL.match(t)
@@ -151,7 +151,8 @@ def short_header(key: str) -> str:
     return short_headers([key])[key]
 
 
-def _safe(text: str) -> str:
+def safe_word(text: str) -> str:
+    """``text`` made inert and one word (no blanks); ``?`` where nothing is left."""
     return one_word(sanitize(text)) or "?"
 
 
@@ -188,7 +189,7 @@ def _drawn(cells: list[tuple[str, int]], i: int) -> bool:
     return False
 
 
-def _suffixed(h: str, seen: Collection[str]) -> str:
+def suffixed(h: str, seen: Collection[str]) -> str:
     """``h`` with the first free ``~N`` counter, cut to keep within ``MAX_HEADER``; ``seen`` holds looks."""
     n = 2
     while True:
@@ -242,7 +243,7 @@ def short_headers(keys: Iterable[str], reserved: Collection[str] = ()) -> dict[s
                     pick[k] += 1
         pending = [k for k in pending if k not in out]
     for k in pending:  # nothing left that differs: a counter on the header it would have had
-        out[k] = _suffixed((cand(k, 0) or ("?", ""))[0], used)
+        out[k] = suffixed((cand(k, 0) or ("?", ""))[0], used)
         used.add(seen_as(out[k]))
     return {k: out[k] for k in order}
 
@@ -276,7 +277,7 @@ def _grown(keys: Iterable[str], reserved: Collection[str]) -> tuple[
 
     def whole(k: str) -> str:
         lead, segs = parts[k]
-        return _safe(_render(lead, segs, depth[k]))
+        return safe_word(_render(lead, segs, depth[k]))
 
     for _ in range(64):  # each round grows at least one key; paths are short
         by_header: dict[str, list[str]] = {}
@@ -314,19 +315,19 @@ def _candidates(key: str, parts: tuple[str | None, list[str]], depth: int) -> It
     end before the key's own text (whose start is often a shared data-source path) is tried.
     """
     lead, segs = parts
-    whole = _safe(_render(lead, segs, depth))
+    whole = safe_word(_render(lead, segs, depth))
     if display_width(whole) <= MAX_HEADER:
         yield whole
-    tail = _safe(_render(None, segs, depth))
+    tail = safe_word(_render(None, segs, depth))
     bare = bool(lead) and any(_VAL_STAT.match(s) for s in key.split("/"))  # the lead may go
     if bare and display_width(tail) <= MAX_HEADER:
         yield tail
-    names = [_safe(_ABBREV.get(s, s)) for s in segs[-depth:]]
+    names = [safe_word(_ABBREV.get(s, s)) for s in segs[-depth:]]
     for keep in range(min(_min_depth(segs), len(names)), 0, -1):  # the name before statistics may be cut too
-        if squeezed := _squeeze(None if bare or not lead else _safe(lead), names, keep):
+        if squeezed := _squeeze(None if bare or not lead else safe_word(lead), names, keep):
             yield squeezed
     yield clean(whole)
-    yield from (clean(_safe(_render(lead, segs, d))) for d in range(depth + 1, len(segs) + 1))
+    yield from (clean(safe_word(_render(lead, segs, d))) for d in range(depth + 1, len(segs) + 1))
     yield cut_middle(whole, MAX_HEADER)
     yield clean(key)
 
