@@ -146,16 +146,21 @@ def test_a_script_that_ended_well_is_not_marked_ended_by_an_exception(tmp_path: 
     assert _state(run, capsys) != "crashed"
 
 
-def test_an_error_in_an_earlier_repl_line_is_no_crash(tmp_path: Path) -> None:
-    """``python -i``, or a console a script opens: a line raised (reported through sys.excepthook, sys.last_value
-    set), the session went on and ended normally: not a run ended by that error."""
-    run = tmp_path / "run"
-    lines = f"""from steptable import StepLogger
+def _raising_session(run: Path) -> str:
+    """Lines typed into an interactive session: a logger on ``run``, a row, a line that raises, another row."""
+    return f"""from steptable import StepLogger
 sl = StepLogger(run_dir={str(run)!r}, console=False, alerts=False)
 sl.log({{"step": 0, "loss": 1.0}})
 1 / 0
 sl.log({{"step": 1, "loss": 0.5}})
 """
+
+
+def test_an_error_in_an_earlier_repl_line_is_no_crash(tmp_path: Path) -> None:
+    """``python -i``, or a console a script opens: a line raised (reported through sys.excepthook, sys.last_value
+    set), the session went on and ended normally: not a run ended by that error."""
+    run = tmp_path / "run"
+    lines = _raising_session(run)
     proc = subprocess.run([sys.executable, "-i"], input=lines, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0 and "ZeroDivisionError" in proc.stderr, proc.stderr
     info = description(run)
@@ -176,13 +181,7 @@ def test_an_error_in_an_earlier_ipython_cell_is_no_crash(tmp_path: Path) -> None
     reports a cell's error itself (sys.last_value is set, sys.excepthook is not called): not a run ended by it."""
     pytest.importorskip("IPython")
     run = tmp_path / "run"
-    cells = f"""from steptable import StepLogger
-sl = StepLogger(run_dir={str(run)!r}, console=False, alerts=False)
-sl.log({{"step": 0, "loss": 1.0}})
-1 / 0
-sl.log({{"step": 1, "loss": 0.5}})
-exit
-"""
+    cells = _raising_session(run) + "exit\n"
     proc = subprocess.run([sys.executable, "-m", "IPython", "--simple-prompt", "--no-banner", "--quick",
                            "--HistoryManager.enabled=False"], input=cells, capture_output=True, text=True,
                           timeout=120, env={**os.environ, "IPYTHONDIR": str(tmp_path / "ipython")})
