@@ -31,7 +31,8 @@ REASON_BYTES = 123
 #: the most of a session app's stderr kept for the log (the end: a traceback's last lines)
 STDERR_KEEP = 64 * 1024
 #: put into textual-serve's page: its closed dialog says the reason the server closed the websocket with (the app's
-#: exit status or signal and last line of stderr) where its script says only "Session ended." (it reads no reason)
+#: exit status or signal and last line of stderr; the session cap) where its script says only "Session ended." (it
+#: reads no reason)
 CLOSED_REASON_JS = """(() => {
   const Native = window.WebSocket;
   window.WebSocket = class extends Native {
@@ -39,7 +40,9 @@ CLOSED_REASON_JS = """(() => {
       super(...args);
       this.addEventListener("close", (event) => {
         const message = document.querySelector(".closed-dialog .message");
-        if (message && event.reason) message.textContent = "Session ended: " + event.reason;
+        if (message && event.reason) {  // (1013: no session started, the reason says why)
+          message.textContent = (event.code === 1013 ? "" : "Session ended: ") + event.reason;
+        }
       });
     }
   };
@@ -193,11 +196,14 @@ class WatchServer(Server):
 
     async def handle_websocket(self, request: web.Request) -> web.WebSocketResponse:
         """One session: the app in its own process for as long as the websocket is open; its process ended (killed
-        if it does not quit) when the browser leaves. Past the cap: 503, no process."""
+        if it does not quit) when the browser leaves. Past the cap: the websocket closed at once with why (1013), no
+        process."""
         if request.headers.get("Upgrade", "").lower() != "websocket":  # (answered, not a traceback in the log)
             raise web.HTTPBadRequest(text="a websocket is needed here\n")
         if not self.gate.open_session():
-            raise web.HTTPServiceUnavailable(text=f"{self.gate.max_sessions} sessions open already\n")
+            n = self.gate.max_sessions
+            return await _refused(request, f"{n} session{'s are' if n > 1 else ' is'} open already (serve "
+                                           f"--max-sessions {n}): close one, then Restart")
         try:
             websocket = web.WebSocketResponse(heartbeat=15)
             width, height = cells(request.query.get("width", "80"), 80), cells(request.query.get("height", "24"), 24)
@@ -223,6 +229,15 @@ class WatchServer(Server):
             return websocket
         finally:
             self.gate.close_session()
+
+
+async def _refused(request: web.Request, reason: str) -> web.WebSocketResponse:
+    """A websocket accepted and closed at once with ``reason`` (1013, try again later), no app started: a browser
+    tells its page nothing of a refused upgrade's HTTP status (the page said only "Session ended.")."""
+    websocket = web.WebSocketResponse()
+    await websocket.prepare(request)  # (a malformed handshake: answered 400 by aiohttp)
+    await websocket.close(code=WSCloseCode.TRY_AGAIN_LATER, message=_cut(reason, REASON_BYTES).encode())
+    return websocket
 
 
 def _cut(text: str, size: int) -> str:

@@ -145,17 +145,11 @@ def test_a_session_shows_the_demo_rows_and_its_process_ends_with_it(demo_dir: Pa
     with _serve(demo_dir, "--max-sessions", "1") as (port, _):
         origin = f"http://127.0.0.1:{port}"
 
-        async def go() -> tuple[str, int, list[int]]:
+        async def go() -> tuple[str, list[int]]:
             screen = ""
             async with aiohttp.ClientSession() as s:
                 async with s.ws_connect(f"{origin}/ws/{TOKEN}?width=200&height=50", origin=origin) as w:
                     await w.send_json(["resize", {"width": 200, "height": 50}])
-                    second = 0
-                    try:  # the cap: a second session is refused while this one is open
-                        async with s.ws_connect(f"{origin}/ws?token={TOKEN}", origin=origin):
-                            second = 101
-                    except aiohttp.WSServerHandshakeError as e:
-                        second = int(e.status)
                     deadline = time.monotonic() + 60
                     while time.monotonic() < deadline and not re.search(rf"\n\s*{last['step']}\s", screen):
                         msg = await w.receive(timeout=deadline - time.monotonic())
@@ -164,16 +158,41 @@ def test_a_session_shows_the_demo_rows_and_its_process_ends_with_it(demo_dir: Pa
                         elif msg.type in (aiohttp.WSMsgType.CLOSE, aiohttp.WSMsgType.CLOSED):
                             break
                     running = _watch_processes(demo_dir)
-            return screen, second, running
+            return screen, running
 
-        screen, second, running = _run(go())
-        assert second == 503
+        screen, running = _run(go())
         assert running, "the session's app ran in a process of its own"
         assert re.search(rf"\n\s*{last['step']}\s", screen), screen[-2000:]  # the last step's row was drawn
         deadline = time.monotonic() + 20
         while _watch_processes(demo_dir) and time.monotonic() < deadline:
             time.sleep(0.2)
         assert _watch_processes(demo_dir) == []  # the browser left: its app ended
+
+
+def test_a_session_past_the_cap_is_closed_with_why_and_starts_no_app(tmp_path: Path) -> None:
+    """A tab past --max-sessions got the upgrade refused with 503, which a browser does not tell its page: the page
+    said "Session ended." (or stayed blank). The websocket is accepted and closed at once (1013, try again later),
+    its reason naming the cap, and no app is started for it; the slot frees once the first session ends."""
+    logs = _a_run(tmp_path / "logs")
+    with _serve(logs, "--max-sessions", "1") as (port, _):
+        origin = f"http://127.0.0.1:{port}"
+
+        async def go() -> tuple[tuple[int | None, str], list[int], list[int]]:
+            async with aiohttp.ClientSession() as s:
+                async with s.ws_connect(f"{origin}/ws/{TOKEN}", origin=origin):
+                    first = await _apps_of(logs)
+                    async with s.ws_connect(f"{origin}/ws/{TOKEN}", origin=origin) as second:
+                        refused = await _until_closed(second)
+                    apps = _watch_processes(logs)
+                return refused, first, apps
+
+        try:
+            refused, first, apps = _run(go())
+        finally:
+            _kill_all(_watch_processes(logs))
+    assert refused == (aiohttp.WSCloseCode.TRY_AGAIN_LATER, "1 session is open already (serve --max-sessions 1): "
+                                                            "close one, then Restart")
+    assert len(first) == 1 and apps == first
 
 
 def test_the_watch_app_starts_under_the_web_driver(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -358,20 +377,19 @@ def test_a_session_whose_app_died_is_closed_with_why_and_frees_its_slot(tmp_path
                     code, reason = await _until_closed(w)
                 deadline = time.monotonic() + 30  # (the slot is freed just after the close frame went out)
                 while True:
-                    try:
-                        async with s.ws_connect(f"{origin}/ws/{TOKEN}", origin=origin):
+                    async with s.ws_connect(f"{origin}/ws/{TOKEN}", origin=origin) as again:
+                        if (await again.receive()).type == aiohttp.WSMsgType.BINARY:  # (else closed: the cap)
                             return code, reason, len(await _apps_of(logs))
-                    except aiohttp.WSServerHandshakeError as e:
-                        if e.status != 503 or time.monotonic() > deadline:
-                            return code, reason, -e.status
-                        await asyncio.sleep(0.1)
+                        if time.monotonic() > deadline:
+                            return code, reason, -1
+                    await asyncio.sleep(0.1)
 
         try:
             code, reason, second = _run(go())
         finally:
             _kill_all(_watch_processes(logs))
     assert code == aiohttp.WSCloseCode.INTERNAL_ERROR and reason == "the app was killed (signal 9)"
-    assert second == 1  # (not -503)
+    assert second == 1  # (not -1: refused past the cap)
 
 
 def test_a_session_whose_app_cannot_start_is_closed_with_its_error_said_once(tmp_path: Path) -> None:
@@ -468,7 +486,8 @@ def test_a_malformed_websocket_handshake_is_answered_400_in_one_log_line(demo_di
 def test_the_pages_closed_dialog_says_the_reason_the_session_was_closed_with(server: tuple[int, Any]) -> None:
     """textual-serve's page said only "Session ended." whatever the server's close frame said (an app killed, an app
     that refused its paths): its script reads no reason. The page's own scripts, run in node against the page's
-    dialog, put the close frame's reason there; a close without one keeps the page's words."""
+    dialog, put the close frame's reason there; a close without one keeps the page's words; a session refused past
+    the cap (1013: none started) says its reason alone."""
     import json
     import shutil
 
@@ -485,7 +504,8 @@ def test_the_pages_closed_dialog_says_the_reason_the_session_was_closed_with(ser
     assert re.search(r'class="[^"]*\bclosed-dialog\b[^"]*"[\s\S]*?<div class="message">Session ended\.</div>', page)
     scripts = "\n".join(re.findall(r"<script>([\s\S]*?)</script>", page))
     said = []
-    for reason in ("the app was killed (signal 9): <b>MemoryError</b>", ""):
+    for code, reason in ((1011, "the app was killed (signal 9): <b>MemoryError</b>"), (1011, ""),
+                         (1013, "1 session is open already (serve --max-sessions 1): close one, then Restart")):
         program = """
             const message = {textContent: "Session ended."};
             globalThis.window = globalThis;
@@ -496,10 +516,11 @@ def test_the_pages_closed_dialog_says_the_reason_the_session_was_closed_with(ser
             };
             PAGE_SCRIPTS
             const socket = new WebSocket("ws://127.0.0.1/ws/key?width=80&height=24");  // as textual.js makes it
-            socket.handlers.forEach((f) => f({code: 1011, reason: REASON, wasClean: true}));
+            socket.handlers.forEach((f) => f({code: CODE, reason: REASON, wasClean: true}));
             console.log(message.textContent);
-        """.replace("PAGE_SCRIPTS", scripts).replace("REASON", json.dumps(reason))
+        """.replace("PAGE_SCRIPTS", scripts).replace("REASON", json.dumps(reason)).replace("CODE", str(code))
         out = subprocess.run([node, "-e", program], capture_output=True, text=True, timeout=60)
         assert out.returncode == 0, out.stderr
         said.append(out.stdout.strip())
-    assert said == ["Session ended: the app was killed (signal 9): <b>MemoryError</b>", "Session ended."]
+    assert said == ["Session ended: the app was killed (signal 9): <b>MemoryError</b>", "Session ended.",
+                    "1 session is open already (serve --max-sessions 1): close one, then Restart"]
