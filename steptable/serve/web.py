@@ -14,6 +14,7 @@ from typing import Any
 
 import aiohttp_jinja2
 from aiohttp import WSCloseCode, web
+from aiohttp.http_exceptions import HttpProcessingError
 from textual_serve.app_service import AppService
 from textual_serve.server import Server, to_int
 
@@ -153,14 +154,16 @@ class WatchServer(Server):
         return f"http://{host}:{self.port}/?token={self.gate.token}"
 
     def initialize_logging(self) -> None:
-        """textual-serve's logging without the local variables in tracebacks (a request's headers, its token) and
-        without the access log (its lines carry the token)."""
+        """textual-serve's logging without the local variables in tracebacks (a request's headers, its token),
+        without the access log (its lines carry the token), and a request that cannot be parsed in one line
+        (:func:`_unreadable_request`)."""
         from rich.logging import RichHandler
 
         logging.basicConfig(level="INFO", format="%(message)s", handlers=[RichHandler(
             show_path=False, show_time=False, rich_tracebacks=True, tracebacks_show_locals=False,
             console=self.console)])
         logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
+        logging.getLogger("aiohttp.server").addFilter(_unreadable_request)
 
     async def _make_app(self) -> web.Application:
         app = await super()._make_app()
@@ -229,6 +232,20 @@ class WatchServer(Server):
             return websocket
         finally:
             self.gate.close_session()
+
+
+def _unreadable_request(record: logging.LogRecord) -> bool:
+    """aiohttp's log of a request it could not parse (answered 400 before the gate: anyone who reaches the port) as
+    one warning line, not a traceback of twenty."""
+    exc = record.exc_info[1] if record.exc_info else None
+    if isinstance(exc, HttpProcessingError):
+        first = (exc.message or "").strip().splitlines() or [""]
+        remote = record.args[0] if isinstance(record.args, tuple) and record.args else "?"
+        record.msg = "a request from %s could not be read (%d): %s"
+        record.args = (remote, exc.code, sanitize(first[0]))
+        record.exc_info, record.exc_text = None, None
+        record.levelno, record.levelname = logging.WARNING, "WARNING"
+    return True
 
 
 async def _refused(request: web.Request, reason: str) -> web.WebSocketResponse:

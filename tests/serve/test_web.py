@@ -483,6 +483,25 @@ def test_a_malformed_websocket_handshake_is_answered_400_in_one_log_line(demo_di
     assert "Traceback" not in log and len([line for line in log.splitlines() if "refused" in line]) == 1, log
 
 
+def test_a_request_that_cannot_be_parsed_is_logged_in_one_line(demo_dir: Path) -> None:
+    """A request aiohttp cannot parse (a bad header name, a bare control character), from anyone who reaches the
+    port, without the token, put a traceback of twenty lines into the server's log each time."""
+    with _serve(demo_dir) as (port, proc):
+        answers = []
+        for request in (b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Bad\x1b[31m: a\r\n\r\n",
+                        b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: \x07x\r\n\r\n"):
+            with socket.create_connection(("127.0.0.1", port)) as c:
+                c.sendall(request)
+                c.settimeout(30)
+                answers.append(c.recv(64).split(b"\r\n", 1)[0])
+    assert proc.stdout is not None
+    log = proc.stdout.read()
+    assert answers == [b"HTTP/1.0 400 Bad Request"] * 2
+    said = [line for line in log.splitlines() if "could not be read" in line]
+    assert "Traceback" not in log and len(said) == 2, log
+    assert "Invalid header token" in said[0] and "\x1b" not in log and "\x07" not in log
+
+
 def test_the_pages_closed_dialog_says_the_reason_the_session_was_closed_with(server: tuple[int, Any]) -> None:
     """textual-serve's page said only "Session ended." whatever the server's close frame said (an app killed, an app
     that refused its paths): its script reads no reason. The page's own scripts, run in node against the page's
