@@ -31,6 +31,8 @@ MAX_CELLS = 1000
 REASON_BYTES = 123
 #: the most of a session app's stderr kept for the log (the end: a traceback's last lines)
 STDERR_KEEP = 64 * 1024
+#: the close reason of every session's websocket when the server stops
+SERVER_STOPPED = "steptable serve stopped (start it again, then Restart)"
 #: put into textual-serve's page: its closed dialog says the reason the server closed the websocket with (the app's
 #: exit status or signal and last line of stderr; the session cap) where its script says only "Session ended." (it
 #: reads no reason)
@@ -178,7 +180,9 @@ class WatchServer(Server):
         print(f"steptable serve: {sanitize(self.command)}\n  open {self.url()}\n  (Ctrl-C to stop)", flush=True)
 
     async def on_shutdown(self, app: web.Application) -> None:
-        """The server stops (Ctrl-C, TERM): every session's app ends with it."""
+        """The server stops (Ctrl-C, TERM): every session's app ends with it, its page told so (1001, going away)."""
+        sessions = [s for s in self.services if isinstance(s, Session)]
+        await asyncio.gather(*(_say_stopped(s.websocket) for s in sessions), return_exceptions=True)
         await asyncio.gather(*(_end(s) for s in list(self.services)), return_exceptions=True)
 
     async def handle_index(self, request: web.Request) -> web.StreamResponse:  # type: ignore[override]
@@ -246,6 +250,13 @@ def _unreadable_request(record: logging.LogRecord) -> bool:
         record.exc_info, record.exc_text = None, None
         record.levelno, record.levelname = logging.WARNING, "WARNING"
     return True
+
+
+async def _say_stopped(websocket: web.WebSocketResponse) -> None:
+    """Close a session's websocket as the server stops, saying so: its page said "Session ended." as for an app that
+    quit, and its Restart button reloads a page that is no longer served."""
+    await asyncio.wait_for(websocket.close(code=WSCloseCode.GOING_AWAY, message=SERVER_STOPPED.encode()),
+                           QUIT_WAIT_S)
 
 
 async def _refused(request: web.Request, reason: str) -> web.WebSocketResponse:

@@ -470,6 +470,30 @@ def test_the_sessions_apps_end_when_the_server_is_killed(tmp_path: Path) -> None
         _kill_all(apps)
 
 
+def test_the_sessions_are_told_the_server_stopped(tmp_path: Path) -> None:
+    """Ctrl-C (or TERM) on the server closed each session's websocket as an app that quit does (1000, no reason):
+    the page said "Session ended." and its Restart button reloaded a page no longer served."""
+    import signal
+
+    from steptable.serve.web import SERVER_STOPPED
+
+    logs = _a_run(tmp_path / "logs")
+    with _serve(logs) as (port, proc):
+        origin = f"http://127.0.0.1:{port}"
+
+        async def go() -> tuple[int | None, str]:
+            async with aiohttp.ClientSession() as s, s.ws_connect(f"{origin}/ws/{TOKEN}", origin=origin) as w:
+                await _until_drawn(w, r"\n\s*4321\s")
+                proc.send_signal(signal.SIGINT)
+                return await _until_closed(w)
+
+        try:
+            said = _run(go())
+        finally:
+            _kill_all(_watch_processes(logs))
+    assert said == (aiohttp.WSCloseCode.GOING_AWAY, SERVER_STOPPED)
+
+
 def test_a_malformed_websocket_handshake_is_answered_400_in_one_log_line(demo_dir: Path) -> None:
     """An upgrade with the token but no Sec-WebSocket-Key nor -Version got no answer at all (the connection
     dropped) and a traceback of a hundred lines in the server's log."""
