@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import shlex
 import sys
@@ -48,6 +49,18 @@ CLOSED_REASON_JS = """(() => {
         }
       });
     }
+  };
+})();"""
+#: put into textual-serve's page: the tab its script opens for a file the app delivers (the command palette's
+#: screenshot) asks for it with the token (KEY: the page's own); its script names ``/download/KEY`` alone
+DOWNLOAD_TOKEN_JS = """(() => {
+  const open = window.open.bind(window);
+  window.open = (url, ...rest) => {
+    const target = new URL(url, window.location.href);
+    if (target.origin === window.location.origin && target.pathname.startsWith("/download/")) {
+      target.searchParams.set("token", KEY);
+    }
+    return open(target.href, ...rest);
   };
 })();"""
 
@@ -187,7 +200,8 @@ class WatchServer(Server):
 
     async def handle_index(self, request: web.Request) -> web.StreamResponse:  # type: ignore[override]
         """The page, its asset and websocket URLs on the host the browser asked for (an ssh tunnel's local port),
-        not the bind address; its closed dialog says why the session ended (CLOSED_REASON_JS)."""
+        not the bind address; its closed dialog says why the session ended (CLOSED_REASON_JS); a file the app
+        delivers is asked for with the token (DOWNLOAD_TOKEN_JS)."""
         scheme = "https" if request.secure else "http"
         base = f"{scheme}://{request.host}"
         key = self.gate.token
@@ -198,7 +212,8 @@ class WatchServer(Server):
             "application": {"name": self.title},
         }
         page = aiohttp_jinja2.render_string("app_index.html", request, context)
-        page = page.replace("</head>", f"<script>{CLOSED_REASON_JS}</script></head>", 1)
+        scripts = CLOSED_REASON_JS + "\n" + DOWNLOAD_TOKEN_JS.replace("KEY", json.dumps(key))
+        page = page.replace("</head>", f"<script>{scripts}</script></head>", 1)
         return web.Response(text=page, content_type="text/html")
 
     async def handle_websocket(self, request: web.Request) -> web.WebSocketResponse:
