@@ -12,7 +12,8 @@ on concurrent sessions. aiohttp only (no textual-serve), so the rules are tested
   page cannot drive a session from a visitor's browser. A websocket without an ``Origin`` (not a browser: a script
   that holds the token) is let through.
 - Every response says the page loads nothing from another host, is framed by no page, is not cached and sends no
-  Referer (:func:`page_headers`).
+  Referer (:func:`page_headers`), those its handler sends itself included (:meth:`Gate.on_prepare`); a file the app
+  delivers (``/download/``: a screenshot's SVG, which holds the runs' text) runs no script and loads nothing.
 """
 
 from __future__ import annotations
@@ -46,7 +47,13 @@ def page_headers(host: str) -> dict[str, str]:
         "X-Frame-Options": "DENY",
         "Referrer-Policy": "no-referrer",
         "Cache-Control": "no-store",
+        "X-Content-Type-Options": "nosniff",
     }
+
+
+#: the policy of a file the app delivers: shown in a sandbox (an origin of its own, no script), nothing loaded (a
+#: screenshot's SVG names a web font on cdnjs)
+DOWNLOAD_POLICY = "sandbox; default-src 'none'; style-src 'unsafe-inline'; img-src data:; font-src data:"
 
 
 def new_token() -> str:
@@ -112,10 +119,14 @@ class Gate:
         if refused is not None:
             status, reason = refused
             return web.Response(status=status, text=reason + "\n")
-        response = await handler(request)
-        if not response.prepared:  # (a websocket's response is sent by its handler)
-            response.headers.update(page_headers(request.host))
-        return response
+        return await handler(request)
+
+    async def on_prepare(self, request: web.Request, response: web.StreamResponse) -> None:
+        """Every response's headers, set as it is sent (aiohttp's ``on_response_prepare``): a handler that sends its
+        response itself (a download, a websocket) returns it sent, past a middleware's reach."""
+        response.headers.update(page_headers(request.host))
+        if request.path.startswith("/download/"):
+            response.headers["Content-Security-Policy"] = DOWNLOAD_POLICY
 
     def open_session(self) -> bool:
         """Count a session in; False (not counted) when the cap is reached."""

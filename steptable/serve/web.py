@@ -186,6 +186,7 @@ class WatchServer(Server):
         app.add_routes([web.get("/ws/{key}", self.handle_websocket),
                         web.static(f"/a/{self.gate.token}", self.statics_path)])
         app.middlewares.append(self.gate.middleware)
+        app.on_response_prepare.append(self.gate.on_prepare)
         return app
 
     async def on_startup(self, app: web.Application) -> None:

@@ -603,3 +603,48 @@ def test_a_file_the_app_delivers_is_asked_for_with_the_token(server: tuple[int, 
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout) == [[f"{origin}/download/k3y?instance=i1&token={TOKEN}", "_blank"],
                                       ["https://example.org/download/x", "_blank"]]
+
+
+def test_a_delivered_screenshot_is_sandboxed_and_loads_nothing(tmp_path: Path) -> None:
+    """A response its handler sends itself (textual-serve's download of a file the app delivers) went out before
+    the gate's middleware could add its headers: the screenshot's SVG, which holds the runs' text, came with no
+    policy at all (its web font fetched from cdnjs, a script in it run on the server's origin). It is sandboxed
+    now, loads nothing, and sends no Referer."""
+    logs = _a_run(tmp_path / "logs")
+    with _serve(logs) as (port, _):
+        origin = f"http://127.0.0.1:{port}"
+
+        async def go() -> tuple[int, Any, str]:
+            async with aiohttp.ClientSession() as s:
+                async with s.ws_connect(f"{origin}/ws/{TOKEN}?width=120&height=40", origin=origin) as w:
+                    await _until_drawn(w, r"\n\s*4321\s")
+                    await w.send_json(["stdin", "\x10"])  # ctrl+p: the command palette
+                    await _until_drawn(w, r"Search")
+                    await w.send_json(["stdin", "screenshot"])
+                    await _until_drawn(w, r"(?i)screenshot")
+                    await w.send_json(["stdin", "\r"])
+                    key = await asyncio.wait_for(_delivered(w), 60)
+                    async with s.get(f"{origin}/download/{key}?token={TOKEN}") as r:  # (the app sends it)
+                        return r.status, r.headers, await r.text()
+
+        try:
+            status, headers, svg = _run(go())
+        finally:
+            _kill_all(_watch_processes(logs))
+    assert status == 200 and "<svg" in svg and "https://" in svg  # (Rich's SVG names its web font's URL)
+    policy = dict(d.strip().partition(" ")[::2] for d in headers["Content-Security-Policy"].split(";"))
+    assert "sandbox" in policy and policy["default-src"] == "'none'" and "https:" not in str(policy)
+    assert policy["font-src"] == "data:" and "script-src" not in policy
+    assert headers["Referrer-Policy"] == "no-referrer" and headers["X-Content-Type-Options"] == "nosniff"
+
+
+async def _delivered(w: Any) -> str:
+    """The key of the next file the session's app delivers (textual-serve's ``deliver_file_start`` message)."""
+    import json
+
+    while True:
+        msg = await w.receive()
+        if msg.type == aiohttp.WSMsgType.TEXT and (said := json.loads(msg.data))[0] == "deliver_file_start":
+            return str(said[1])
+        if msg.type in (aiohttp.WSMsgType.CLOSE, aiohttp.WSMsgType.CLOSING, aiohttp.WSMsgType.CLOSED):
+            raise AssertionError("the session closed before its app delivered a file")
