@@ -8,6 +8,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import re
 import shlex
 import sys
 from collections.abc import Sequence
@@ -63,6 +64,10 @@ DOWNLOAD_TOKEN_JS = """(() => {
     return open(target.href, ...rest);
   };
 })();"""
+
+
+#: a ``<link>`` of textual-serve's page and its URL
+_FOREIGN_LINK = re.compile(r'<link\b[^>]*?\bhref="([^"]*)"[^>]*>\s*')
 
 
 def watch_command(paths: Sequence[str], theme: str | None = None, poll: float | None = None) -> str:
@@ -201,8 +206,8 @@ class WatchServer(Server):
 
     async def handle_index(self, request: web.Request) -> web.StreamResponse:  # type: ignore[override]
         """The page, its asset and websocket URLs on the host the browser asked for (an ssh tunnel's local port),
-        not the bind address; its closed dialog says why the session ended (CLOSED_REASON_JS); a file the app
-        delivers is asked for with the token (DOWNLOAD_TOKEN_JS)."""
+        not the bind address, and no link to another host; its closed dialog says why the session ended
+        (CLOSED_REASON_JS); a file the app delivers is asked for with the token (DOWNLOAD_TOKEN_JS)."""
         scheme = "https" if request.secure else "http"
         base = f"{scheme}://{request.host}"
         key = self.gate.token
@@ -213,6 +218,8 @@ class WatchServer(Server):
             "application": {"name": self.title},
         }
         page = aiohttp_jinja2.render_string("app_index.html", request, context)
+        # (its web font's stylesheet on fonts.googleapis.com: blocked by the policy, an error in the console each time)
+        page = _FOREIGN_LINK.sub(lambda m: m[0] if m[1].startswith(f"{base}/") else "", page)
         scripts = CLOSED_REASON_JS + "\n" + DOWNLOAD_TOKEN_JS.replace("KEY", json.dumps(key))
         page = page.replace("</head>", f"<script>{scripts}</script></head>", 1)
         return web.Response(text=page, content_type="text/html")
