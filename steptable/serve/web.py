@@ -35,6 +35,8 @@ REASON_BYTES = 123
 STDERR_KEEP = 64 * 1024
 #: the close reason of every session's websocket when the server stops
 SERVER_STOPPED = "steptable serve stopped (start it again, then Restart)"
+#: the close reason of a session whose browser sent a message textual-serve's page does not send
+BAD_MESSAGE = "the browser sent a message the server cannot read"
 #: put into textual-serve's page: its closed dialog says the reason the server closed the websocket with (the app's
 #: exit status or signal and last line of stderr; the session cap) where its script says only "Session ended." (it
 #: reads no reason)
@@ -223,6 +225,16 @@ class WatchServer(Server):
         scripts = CLOSED_REASON_JS + "\n" + DOWNLOAD_TOKEN_JS.replace("KEY", json.dumps(key))
         page = page.replace("</head>", f"<script>{scripts}</script></head>", 1)
         return web.Response(text=page, content_type="text/html")
+
+    async def _process_messages(self, websocket: web.WebSocketResponse, app_service: AppService) -> None:
+        """textual-serve's; a message its page does not send (not JSON, not of its shape) ends the session in one
+        log line, the websocket closed saying so (1003)."""
+        try:
+            await super()._process_messages(websocket, app_service)
+        except (ValueError, LookupError, TypeError, AttributeError, AssertionError) as e:
+            log.warning("a session ended: its browser sent a message the server cannot read (%s: %s)",
+                        type(e).__name__, _cut(sanitize(str(e)), 200))
+            await websocket.close(code=WSCloseCode.UNSUPPORTED_DATA, message=BAD_MESSAGE.encode())
 
     async def handle_websocket(self, request: web.Request) -> web.WebSocketResponse:
         """One session: the app in its own process for as long as the websocket is open; its process ended (killed

@@ -472,6 +472,34 @@ def test_the_sessions_apps_end_when_the_server_is_killed(tmp_path: Path) -> None
         _kill_all(apps)
 
 
+def test_a_message_the_page_does_not_send_ends_its_session_in_one_log_line(tmp_path: Path) -> None:
+    """A token holder's message that is not JSON, or not of the page's shape, ended the session with a close that
+    said nothing (1000, as a normal quit) and a traceback of twenty lines in the server's log."""
+    from steptable.serve.web import BAD_MESSAGE
+
+    logs = _a_run(tmp_path / "logs")
+    closes = []
+    with _serve(logs) as (port, proc):
+        origin = f"http://127.0.0.1:{port}"
+
+        async def go(message: str) -> tuple[int | None, str]:
+            async with aiohttp.ClientSession() as s, s.ws_connect(f"{origin}/ws/{TOKEN}", origin=origin) as w:
+                await _until_drawn(w, r"\n\s*4321\s")
+                await w.send_str(message)
+                return await _until_closed(w)
+
+        try:
+            for message in ("not json \x1b[2J", '["resize", {"width": 80}]', '["stdin", 7]'):
+                closes.append(_run(go(message)))
+        finally:
+            _kill_all(_watch_processes(logs))
+    assert proc.stdout is not None
+    log = proc.stdout.read()
+    assert closes == [(aiohttp.WSCloseCode.UNSUPPORTED_DATA, BAD_MESSAGE)] * 3
+    said = [line for line in log.splitlines() if "cannot read" in line]
+    assert "Traceback" not in log and len(said) == 3 and "\x1b" not in log, log
+
+
 def test_the_sessions_are_told_the_server_stopped(tmp_path: Path) -> None:
     """Ctrl-C (or TERM) on the server closed each session's websocket as an app that quit does (1000, no reason):
     the page said "Session ended." and its Restart button reloaded a page no longer served."""
