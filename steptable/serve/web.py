@@ -5,10 +5,7 @@ own, behind steptable.serve.guard's Gate (token, Host, Origin, session cap). Nee
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import json
 import logging
-import re
 import shlex
 import sys
 from collections.abc import Sequence
@@ -20,56 +17,17 @@ from aiohttp.http_exceptions import HttpProcessingError
 from textual_serve.app_service import AppService
 from textual_serve.server import Server, to_int
 
+from steptable.serve import page
 from steptable.serve.guard import Gate, is_loopback
+from steptable.serve.session import QUIT_WAIT_S, REASON_BYTES, Session, cells, cut, end
 from steptable.table.formatting import sanitize
 
 log = logging.getLogger("textual-serve")
 
-#: seconds a session's app gets to quit after its browser left, before its process is killed
-QUIT_WAIT_S = 5.0
-#: the most cells a browser may ask for a side of its terminal (one asked for 10**30 and the app grew to 8 GB)
-MAX_CELLS = 1000
-#: the most bytes of a websocket close frame's reason (RFC 6455: a control frame's 125, less the code's 2)
-REASON_BYTES = 123
-#: the most of a session app's stderr kept for the log (the end: a traceback's last lines)
-STDERR_KEEP = 64 * 1024
 #: the close reason of every session's websocket when the server stops
 SERVER_STOPPED = "steptable serve stopped (start it again, then Restart)"
 #: the close reason of a session whose browser sent a message textual-serve's page does not send
 BAD_MESSAGE = "the browser sent a message the server cannot read"
-#: put into textual-serve's page: its closed dialog says the reason the server closed the websocket with (the app's
-#: exit status or signal and last line of stderr; the session cap) where its script says only "Session ended." (it
-#: reads no reason)
-CLOSED_REASON_JS = """(() => {
-  const Native = window.WebSocket;
-  window.WebSocket = class extends Native {
-    constructor(...args) {
-      super(...args);
-      this.addEventListener("close", (event) => {
-        const message = document.querySelector(".closed-dialog .message");
-        if (message && event.reason) {  // (1013: no session started, the reason says why)
-          message.textContent = (event.code === 1013 ? "" : "Session ended: ") + event.reason;
-        }
-      });
-    }
-  };
-})();"""
-#: put into textual-serve's page: the tab its script opens for a file the app delivers (the command palette's
-#: screenshot) asks for it with the token (KEY: the page's own); its script names ``/download/KEY`` alone
-DOWNLOAD_TOKEN_JS = """(() => {
-  const open = window.open.bind(window);
-  window.open = (url, ...rest) => {
-    const target = new URL(url, window.location.href);
-    if (target.origin === window.location.origin && target.pathname.startsWith("/download/")) {
-      target.searchParams.set("token", KEY);
-    }
-    return open(target.href, ...rest);
-  };
-})();"""
-
-
-#: a ``<link>`` of textual-serve's page and its URL
-_FOREIGN_LINK = re.compile(r'<link\b[^>]*?\bhref="([^"]*)"[^>]*>\s*')
 
 
 def watch_command(paths: Sequence[str], theme: str | None = None, poll: float | None = None) -> str:
@@ -83,82 +41,6 @@ def watch_command(paths: Sequence[str], theme: str | None = None, poll: float | 
     if poll:
         argv += ["--poll", str(poll)]
     return "exec " + shlex.join([*argv, "--", *paths])
-
-
-def cells(value: Any, default: int) -> int:
-    """A terminal side a browser asked for (the query's text or a message's number), as 1 to MAX_CELLS cells."""
-    n = to_int(value, default) if isinstance(value, str) else value
-    if type(n) is not int:
-        raise ValueError(f"not a number of cells: {value!r}")
-    return max(1, min(MAX_CELLS, n))
-
-
-class Session(AppService):  # type: ignore[misc]
-    """textual-serve's app of one session on ``websocket``, its terminal's size kept within MAX_CELLS a side. When
-    the app's process ends by itself (it crashed, was killed, refused its paths) while the browser is there, the
-    websocket is closed with why (:func:`ended_reason`), which ends the session and frees its slot; the app's stderr
-    goes to the log once."""
-
-    def __init__(self, command: str, websocket: web.WebSocketResponse, download_manager: Any) -> None:
-        super().__init__(command, write_bytes=websocket.send_bytes, write_str=websocket.send_str,
-                         close=self._quit, download_manager=download_manager)
-        self.websocket = websocket
-        self.last_error = ""  # the app's last line of stderr
-        self._stderr: asyncio.Task[None] | None = None
-
-    async def set_terminal_size(self, width: int, height: int) -> None:
-        await super().set_terminal_size(cells(width, 80), cells(height, 24))
-
-    async def _quit(self) -> None:  # (the app said it exits: a normal close)
-        await self.websocket.close()
-
-    async def run(self) -> None:
-        """textual-serve's: the app's output to the browser until it ends; then, if the browser is still there, the
-        websocket closed with why the app ended."""
-        proc = self._process
-        assert proc is not None and proc.stderr is not None
-        # read here, not by textual-serve: it logs the stderr of an app that fails to start twice, and all of it
-        self._stderr = asyncio.create_task(self._say_stderr(proc.stderr))
-        quiet = asyncio.StreamReader()
-        quiet.feed_eof()
-        proc.stderr = quiet
-        await super().run()  # (until the app's output ends)
-        if not self.websocket.closed:  # (closed: the browser left or the app quit; the server ends the process)
-            await self._app_ended(proc)
-
-    async def _app_ended(self, proc: asyncio.subprocess.Process) -> None:
-        with contextlib.suppress(asyncio.TimeoutError):
-            await asyncio.wait_for(proc.wait(), QUIT_WAIT_S)
-        if self._stderr is not None:
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(asyncio.shield(self._stderr), QUIT_WAIT_S)
-        reason = ended_reason(proc.returncode, self.last_error)
-        log.warning("a session ended: %s", reason)
-        code = WSCloseCode.OK if proc.returncode == 0 else WSCloseCode.INTERNAL_ERROR
-        await self.websocket.close(code=code, message=_cut(reason, REASON_BYTES).encode())
-
-    async def _say_stderr(self, stream: asyncio.StreamReader) -> None:
-        kept = bytearray()
-        while data := await stream.read(4096):
-            kept += data
-            del kept[:-STDERR_KEEP]
-        text = kept.decode("utf-8", "replace")
-        if text.strip():
-            self.last_error = sanitize(text.strip().splitlines()[-1])
-            sys.stdout.write(sanitize(text, keep_newlines=True).rstrip("\n") + "\n")
-            sys.stdout.flush()
-
-
-def ended_reason(returncode: int | None, last_error: str) -> str:
-    """Why a session's app ended, for the browser and the log: its exit status or signal, and its last line of
-    stderr."""
-    if returncode is None:
-        why = "the app closed its output"
-    elif returncode < 0:
-        why = f"the app was killed (signal {-returncode})"
-    else:
-        why = f"the app ended (exit status {returncode})"
-    return f"{why}: {last_error}" if last_error else why
 
 
 class WatchServer(Server):
@@ -204,12 +86,12 @@ class WatchServer(Server):
         """The server stops (Ctrl-C, TERM): every session's app ends with it, its page told so (1001, going away)."""
         sessions = [s for s in self.services if isinstance(s, Session)]
         await asyncio.gather(*(_say_stopped(s.websocket) for s in sessions), return_exceptions=True)
-        await asyncio.gather(*(_end(s) for s in list(self.services)), return_exceptions=True)
+        await asyncio.gather(*(end(s) for s in list(self.services)), return_exceptions=True)
 
     async def handle_index(self, request: web.Request) -> web.StreamResponse:  # type: ignore[override]
         """The page, its asset and websocket URLs on the host the browser asked for (an ssh tunnel's local port),
-        not the bind address, and no link to another host; its closed dialog says why the session ended
-        (CLOSED_REASON_JS); a file the app delivers is asked for with the token (DOWNLOAD_TOKEN_JS)."""
+        not the bind address; as steptable.serve.page finishes it (no link to another host; the reason a session
+        ended said; a delivered file asked for with the token)."""
         scheme = "https" if request.secure else "http"
         base = f"{scheme}://{request.host}"
         key = self.gate.token
@@ -219,12 +101,8 @@ class WatchServer(Server):
             "config": {"static": {"url": f"{base}/a/{key}/"}},
             "application": {"name": self.title},
         }
-        page = aiohttp_jinja2.render_string("app_index.html", request, context)
-        # (its web font's stylesheet on fonts.googleapis.com: blocked by the policy, an error in the console each time)
-        page = _FOREIGN_LINK.sub(lambda m: m[0] if m[1].startswith(f"{base}/") else "", page)
-        scripts = CLOSED_REASON_JS + "\n" + DOWNLOAD_TOKEN_JS.replace("KEY", json.dumps(key))
-        page = page.replace("</head>", f"<script>{scripts}</script></head>", 1)
-        return web.Response(text=page, content_type="text/html")
+        html = aiohttp_jinja2.render_string("app_index.html", request, context)
+        return web.Response(text=page.finish(html, base, key), content_type="text/html")
 
     async def _process_messages(self, websocket: web.WebSocketResponse, app_service: AppService) -> None:
         """textual-serve's; a message its page does not send (not JSON, not of its shape) ends the session in one
@@ -233,7 +111,7 @@ class WatchServer(Server):
             await super()._process_messages(websocket, app_service)
         except (ValueError, LookupError, TypeError, AttributeError, AssertionError) as e:
             log.warning("a session ended: its browser sent a message the server cannot read (%s: %s)",
-                        type(e).__name__, _cut(sanitize(str(e)), 200))
+                        type(e).__name__, cut(sanitize(str(e)), 200))
             await websocket.close(code=WSCloseCode.UNSUPPORTED_DATA, message=BAD_MESSAGE.encode())
 
     async def handle_websocket(self, request: web.Request) -> web.WebSocketResponse:
@@ -266,7 +144,7 @@ class WatchServer(Server):
                 log.exception(e)
             finally:
                 if service is not None:
-                    await _end(service)
+                    await end(service)
                     self.services.discard(service)
             return websocket
         finally:
@@ -299,24 +177,7 @@ async def _refused(request: web.Request, reason: str) -> web.WebSocketResponse:
     tells its page nothing of a refused upgrade's HTTP status (the page said only "Session ended.")."""
     websocket = web.WebSocketResponse()
     await websocket.prepare(request)  # (a malformed handshake: answered 400 by aiohttp)
-    await websocket.close(code=WSCloseCode.TRY_AGAIN_LATER, message=_cut(reason, REASON_BYTES).encode())
+    await websocket.close(code=WSCloseCode.TRY_AGAIN_LATER, message=cut(reason, REASON_BYTES).encode())
     return websocket
 
 
-def _cut(text: str, size: int) -> str:
-    """``text`` in at most ``size`` bytes of UTF-8, an ellipsis where it was cut."""
-    if len(text.encode()) <= size:
-        return text
-    return text.encode()[:size - 3].decode(errors="ignore") + "\u2026"
-
-
-async def _end(service: AppService) -> None:
-    """Ask the app to quit, then kill its process if it is still there after QUIT_WAIT_S."""
-    with contextlib.suppress(Exception):
-        await asyncio.wait_for(service.stop(), QUIT_WAIT_S)
-    proc = service._process
-    if proc is not None and proc.returncode is None:
-        with contextlib.suppress(ProcessLookupError):
-            proc.kill()
-        with contextlib.suppress(Exception):
-            await asyncio.wait_for(proc.wait(), QUIT_WAIT_S)
