@@ -113,10 +113,14 @@ def cut(text: str, size: int) -> str:
 
 
 async def end(service: AppService) -> None:
-    """Ask the app to quit, then kill its process if it is still there after QUIT_WAIT_S."""
-    with contextlib.suppress(Exception):
-        await asyncio.wait_for(service.stop(), QUIT_WAIT_S)
+    """Ask the app to quit and wait for its process to end; kill it if it is still there after QUIT_WAIT_S."""
     proc = service._process
+    deadline = asyncio.get_running_loop().time() + QUIT_WAIT_S
+    with contextlib.suppress(Exception):
+        await asyncio.wait_for(service.stop(), QUIT_WAIT_S)  # (until the app closed its output)
+    if proc is not None and proc.returncode is None:  # (its process is still ending: a kill now cut its teardown)
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(proc.wait(), max(0.0, deadline - asyncio.get_running_loop().time()))
     if proc is not None and proc.returncode is None:
         with contextlib.suppress(ProcessLookupError):
             proc.kill()

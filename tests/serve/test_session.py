@@ -8,6 +8,7 @@ import contextlib
 import os
 import re
 import signal
+import sys
 import time
 from pathlib import Path
 
@@ -174,3 +175,28 @@ def test_the_sessions_apps_end_when_the_server_is_killed(tmp_path: Path) -> None
     finally:
         kill_all(apps)
 
+
+
+def test_an_app_that_quits_is_left_to_end_and_a_hung_one_is_killed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """textual-serve's stop returns once the app closed its output, while its process is still ending: the server
+    killed it there and then (SIGKILL in its own teardown), or, where it had just exited, the kill's poll reaped it
+    under asyncio's child watcher ("Unknown child process pid N, will report returncode 255" in the log, about every
+    other session). An app that quits is waited for; one that does not is killed after QUIT_WAIT_S."""
+    from steptable.serve import session
+
+    monkeypatch.setattr(session, "QUIT_WAIT_S", 2.0)
+
+    class Quitting:  # (the part of textual-serve's AppService that end() uses)
+        def __init__(self, process: asyncio.subprocess.Process) -> None:
+            self._process = process
+
+        async def stop(self) -> None:  # the app said it quits: its output is closed, its process ends soon after
+            pass
+
+    async def go(seconds: float) -> int | None:
+        proc = await asyncio.create_subprocess_exec(sys.executable, "-c", f"import time; time.sleep({seconds})")
+        await session.end(Quitting(proc))  # type: ignore[arg-type]
+        return proc.returncode
+
+    assert run(go(0.3)) == 0
+    assert run(go(60)) == -signal.SIGKILL
