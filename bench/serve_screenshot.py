@@ -44,7 +44,7 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def wait_port(port: int, seconds: float = 30) -> None:
+def wait_port(port: int, seconds: float = 60) -> None:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         try:
