@@ -118,7 +118,7 @@ async def end(service: AppService) -> None:
     deadline = asyncio.get_running_loop().time() + QUIT_WAIT_S
     with contextlib.suppress(Exception):
         await asyncio.wait_for(service.stop(), QUIT_WAIT_S)  # (until the app closed its output)
-    if proc is not None and proc.returncode is None:  # (its process is still ending: a kill now cut its teardown)
+    if proc is not None and proc.returncode is None:  # (its process may still be ending: a kill would cut it short)
         with contextlib.suppress(asyncio.TimeoutError):
             await asyncio.wait_for(proc.wait(), max(0.0, deadline - asyncio.get_running_loop().time()))
     if proc is not None and proc.returncode is None:

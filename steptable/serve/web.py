@@ -140,7 +140,7 @@ class WatchServer(Server):
                 await self._process_messages(websocket, service)  # (until the browser leaves or the app ends)
             except asyncio.CancelledError:
                 await websocket.close()
-            except Exception as e:  # a bad message from the browser, a dead app: this session ends, not the server
+            except Exception as e:  # a dead app, anything unforeseen: this session ends, not the server
                 log.exception(e)
             finally:
                 if service is not None:
@@ -153,7 +153,7 @@ class WatchServer(Server):
 
 def _unreadable_request(record: logging.LogRecord) -> bool:
     """aiohttp's log of a request it could not parse (answered 400 before the gate: anyone who reaches the port) as
-    one warning line, not a traceback of twenty."""
+    one warning line without its traceback, its text made inert."""
     exc = record.exc_info[1] if record.exc_info else None
     if isinstance(exc, HttpProcessingError):
         first = (exc.message or "").strip().splitlines() or [""]
@@ -166,15 +166,15 @@ def _unreadable_request(record: logging.LogRecord) -> bool:
 
 
 async def _say_stopped(websocket: web.WebSocketResponse) -> None:
-    """Close a session's websocket as the server stops, saying so: its page said "Session ended." as for an app that
-    quit, and its Restart button reloads a page that is no longer served."""
+    """Close a session's websocket as the server stops, saying so (1001): the page tells the user to start the
+    server again, its Restart button reloading the page from the server."""
     await asyncio.wait_for(websocket.close(code=WSCloseCode.GOING_AWAY, message=SERVER_STOPPED.encode()),
                            QUIT_WAIT_S)
 
 
 async def _refused(request: web.Request, reason: str) -> web.WebSocketResponse:
     """A websocket accepted and closed at once with ``reason`` (1013, try again later), no app started: a browser
-    tells its page nothing of a refused upgrade's HTTP status (the page said only "Session ended.")."""
+    passes a refused upgrade's HTTP status to no page, whose dialog would say only "Session ended."."""
     websocket = web.WebSocketResponse()
     await websocket.prepare(request)  # (a malformed handshake: answered 400 by aiohttp)
     await websocket.close(code=WSCloseCode.TRY_AGAIN_LATER, message=cut(reason, REASON_BYTES).encode())
