@@ -23,6 +23,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from steptable.ingest.keycut import past_room
+from steptable.ingest.table import MAX_KEYS
 from steptable.logger.consolecols import ConsoleLayout
 from steptable.logger.sinks import report_once
 from steptable.logger.writer import error_text
@@ -163,6 +165,8 @@ def _as_logged(cols: Sequence[Col], present: set[str], declared: set[str]) -> li
 
 #: rows with new keys an AutoColumns lays out again, at most
 MAX_GROWS = 32
+#: keys the writer adds to a row beside those logged, each a key of the run for its readers (the clock, the arm)
+WRITER_KEYS = 2
 
 
 class AutoColumns:
@@ -174,7 +178,8 @@ class AutoColumns:
     where it has them), or None where that prints the same columns (the new keys past the row's width). A nested key
     first seen under a known top-level key does not count. After :data:`MAX_GROWS` such rows (keys new on every
     row: per-sample names) the columns stay as they are and every row is known: a layout costs a pass over every
-    key seen, and a header each time.
+    key seen, and a header each time. Only the keys a reader of the run keeps are laid out: past ``MAX_KEYS`` a
+    run's store drops the keys of a row that have no room (steptable.ingest.keycut), and so does this.
     """
 
     def __init__(self, path: str | os.PathLike[str] = "metrics.jsonl", *, expect: Sequence[str] = (),
@@ -202,14 +207,16 @@ class AutoColumns:
     def first(self, row: Mapping[str, Any], flat_row: Mapping[str, Any]) -> tuple[Col, ...]:
         """The columns of the first row (``row`` as logged; ``flat_row``: nested keys spread, the step in it)."""
         self._known.update(row)
-        self._values = dict(flat_row)
+        self._values = {}
+        self._take(flat_row)
         return self._lay_out()
 
     def grow(self, row: Mapping[str, Any], flat_row: Mapping[str, Any]) -> tuple[Col, ...] | None:
         """The columns once ``row`` (with keys not seen before) is seen, where they differ from the last layout's."""
         self._grows += 1
         self._known.update(row)
-        self._values.update(flat_row)
+        if not self._take(flat_row):
+            return None  # (every new key past the room: nothing to lay out)
         before = self._keys
         cols = self._lay_out()
         return None if self._keys == before else cols
@@ -229,6 +236,20 @@ class AutoColumns:
             report_once(f"{topic}-autocols",
                         f"steptable: no automatic columns from the first row ({error_text(e)}); the step only")
             return auto_columns({"step": step}, self.path)
+
+    def _take(self, flat_row: Mapping[str, Any]) -> bool:
+        """``flat_row``'s values as the latest, but for keys new past the room a run's store has: those it drops
+        are not laid out (the console would show columns every reader shows empty, and a layout's cost grows with
+        the square of the keys: seconds at 10k). Whether a key was taken that was not there before."""
+        had = len(self._values)
+        room = MAX_KEYS - WRITER_KEYS - had
+        if len(flat_row) > room:
+            new = {k: 0 for k in flat_row if k not in self._values}  # (0: all first seen in this row)
+            if len(new) > room:
+                gone = set(past_room(new, room))
+                flat_row = {k: v for k, v in flat_row.items() if k not in gone}
+        self._values.update(flat_row)
+        return len(self._values) > had
 
     def _lay_out(self) -> tuple[Col, ...]:
         # (a width given is counted as tail prints; a terminal's by what the console prints in it)

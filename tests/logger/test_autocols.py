@@ -266,3 +266,23 @@ def test_rows_piped_with_no_terminal_or_written_to_a_file_keep_the_pipes_width(t
                  _printed_rows(tmp_path, str(tmp_path / "out.log"), True, True)):
         assert max(len(r) for r in rows) > 150
         assert max(len(r) for r in rows) <= 200
+
+
+def test_a_row_of_more_keys_than_a_run_holds_prints_only_keys_the_readers_keep(
+        tmp_path: Path, captured: list[str]) -> None:
+    """Past MAX_KEYS keys the readers keep those of :func:`steptable.ingest.keycut.rank` first (a numbered,
+    deep family is dropped before flat names): the console's columns are among the keys they keep. It laid out
+    every key logged, so it printed a dropped family that ``tail`` and ``watch`` show empty (and at 10k keys each
+    layout took seconds of the training loop)."""
+    from steptable.ingest.files.follow import load
+    from steptable.ingest.table import MAX_KEYS
+
+    row = {**{f"layers/grad/{i}": 0.5 + i for i in range(40)}, **{f"m{i}": 1.0 + i for i in range(MAX_KEYS)}}
+    with StepLogger(run_dir=tmp_path, header_every=0, alerts=False) as lg:
+        for step in range(2):
+            lg.log({"step": step, **row})
+    (store,) = load(tmp_path).values()
+    assert len(store.keys) == MAX_KEYS and "layers/grad/0" not in store.keys  # (the readers drop the family)
+    shown = [c.key for c in lg.cols if c.key != "step"]
+    assert shown and set(shown) <= set(store.keys), shown[:5]
+    assert all(store.row(1).get(k) is not None for k in shown)
