@@ -106,9 +106,10 @@ def auto_layout(
     schema: str | None = None,
     max_width: int | None = None,
     terminal: int | None = None,
-) -> tuple[tuple[Col, ...], list[str]]:
-    """The columns for a run whose first row is ``row`` (flat: ``{"train/loss": ...}``), and the keys of ``row``
-    that the layout would show but the width leaves out (for the line that names them).
+) -> tuple[tuple[Col, ...], list[Col]]:
+    """The columns for a run whose first row is ``row`` (flat: ``{"train/loss": ...}``), and the columns of the
+    keys of ``row`` that the layout would show but the width leaves out (for the line that names them, and
+    table.txt, which holds every column).
 
     path       where the rows go: user schemas (``steptable.toml``) beside it apply, and its name counts in detection
     expect     keys not in this row that later rows will carry (evaluation metrics): given columns now
@@ -130,8 +131,7 @@ def auto_layout(
     present = set(view.keys)
     declared = {c.key for c in chosen.cols} if chosen is not None else set()
     out = _as_logged(cols, present, declared)
-    wanted = [c.key for c in _as_logged(layout([view], chosen), present, declared)] if terminal is None else \
-        [c.key for c in out]
+    wanted = _as_logged(layout([view], chosen), present, declared) if terminal is None else out
     if terminal is not None:
         cells = room(terminal)
         out = out[: cells // 2 + 1]  # (a printed column takes a cell and a space at least: no more than these fit)
@@ -139,7 +139,7 @@ def auto_layout(
         printed.update(row)
         out = [c for c in out if c.key not in printed.hidden]
     shown = {c.key for c in out}
-    return tuple(out), [k for k in wanted if k not in shown and k in row]
+    return tuple(out), [c for c in wanted if c.key not in shown and c.key in row]
 
 
 def _as_logged(cols: Sequence[Col], present: set[str], declared: set[str]) -> list[Col]:
@@ -194,8 +194,8 @@ class AutoColumns:
         self._grows = 0
         #: cells the last layout's rows may take after the level icon (None before the first)
         self.room: int | None = None
-        #: keys the last layout would show but its width leaves out
-        self.dropped: list[str] = []
+        #: columns of the keys the last layout would show but its width leaves out
+        self.left_out: list[Col] = []
 
     def expect_more(self, keys: Iterable[str]) -> None:
         """Expect ``keys`` too (before the first row: a resumed run's columns of its earlier process)."""
@@ -255,8 +255,13 @@ class AutoColumns:
         # (a width given is counted as tail prints; a terminal's by what the console prints in it)
         terminal = terminal_width() if self.max_width is None else None
         width = self.max_width or terminal or PIPE_WIDTH
-        cols, self.dropped = auto_layout(self._values, self.path, expect=self.expect, schema=self.schema,
+        cols, self.left_out = auto_layout(self._values, self.path, expect=self.expect, schema=self.schema,
                                          max_width=width, terminal=terminal)
         self.room = room(width)
         self._keys = tuple(c.key for c in cols)
         return cols
+
+    @property
+    def dropped(self) -> list[str]:
+        """The keys of :attr:`left_out`."""
+        return [c.key for c in self.left_out]

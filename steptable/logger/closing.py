@@ -210,7 +210,9 @@ class Closer:
         sl = self._sl
         if sl.run_dir is None or sl.jsonl_path is None:
             return None
-        done = tablefile.write_table(sl.cols, sl.jsonl_path, sl.run_dir, sl.arm, sl.header_every)
+        # (the keys an automatic row had no room for too: the line that named them pointed here)
+        extra = () if sl._auto is None else [c for c in sl._auto.left_out if c.key not in {x.key for x in sl.cols}]
+        done = tablefile.write_table(sl.cols, sl.jsonl_path, sl.run_dir, sl.arm, sl.header_every, extra=extra)
         if done is None:
             return None
         self._table_note = done.note(sl._rows, sl._writer.why_missing(sl._rows) if sl._writer else "")

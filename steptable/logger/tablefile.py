@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
@@ -17,7 +17,7 @@ from typing import Any, TextIO
 from steptable.logger.wholefile import replace_whole
 from steptable.table import render, runinfo
 from steptable.table.cells import sanitize
-from steptable.table.columns import Col, with_notations
+from steptable.table.columns import Col, fit_to, with_notations
 
 TABLE_NAME = "table.txt"
 #: rows table.txt holds at most: the last ones of a longer run (about 5 s of rendering)
@@ -53,6 +53,14 @@ class Written:
         return note
 
 
+def _fitted(cols: Sequence[Col], rows: Iterable[Mapping[str, Any]]) -> tuple[Col, ...]:
+    """``cols``, those declared without a width widened to their values in ``rows``."""
+    out = tuple(cols)
+    for r in rows:
+        out = fit_to(out, r) or out
+    return out
+
+
 def write(cols: Sequence[Col], jsonl: Path, run_dir: Path, arm: Any, header_every: int,
           max_rows: int | None = MAX_ROWS) -> Path | None:
     """:func:`write_table`'s path."""
@@ -61,12 +69,13 @@ def write(cols: Sequence[Col], jsonl: Path, run_dir: Path, arm: Any, header_ever
 
 
 def write_table(cols: Sequence[Col], jsonl: Path, run_dir: Path, arm: Any, header_every: int,
-                max_rows: int | None = MAX_ROWS) -> Written | None:
+                max_rows: int | None = MAX_ROWS, extra: Sequence[Col] = ()) -> Written | None:
     """Render ``jsonl``'s rows of ``arm`` to ``table.txt`` in ``run_dir`` (``table.<arm>.txt`` when other arms
     write to the same file), the header again every ``5 * header_every`` rows; the last ``max_rows`` rows of a
-    longer run (None: every row), under a first line that says so. Written to a temporary file and renamed: never
-    half a table. None when there is no regular JSONL file to read (a FIFO or /dev/stdout cannot be read back).
-    Raises OSError."""
+    longer run (None: every row), under a first line that says so. ``extra``: columns after ``cols`` that no row
+    was fitted to (keys the printed row had no room for), fitted to the rows here. Written to a temporary file and
+    renamed: never half a table. None when there is no regular JSONL file to read (a FIFO or /dev/stdout cannot be
+    read back). Raises OSError."""
     try:
         if not stat.S_ISREG(os.stat(jsonl).st_mode):
             return None
@@ -84,6 +93,8 @@ def write_table(cols: Sequence[Col], jsonl: Path, run_dir: Path, arm: Any, heade
         plan.read(src)
         n = len(plan.steps)
         lo = 0 if max_rows is None else max(n - max(max_rows, 1), 0)
+        if extra:
+            cols = (*cols, *_fitted(extra, plan.rows(src, lo, [c.key for c in extra])))
         keys = [c.key for c in cols]
         cols = with_notations(cols, plan.rows(src, lo, keys))  # each column's notation, from the rows written
         render_row = render.compile_row(cols)

@@ -108,3 +108,24 @@ def test_a_fifo_put_at_the_jsonl_after_its_stat_does_not_hold_up_the_table(
         done.set()
         t.join(10)
     assert got is None and not (tmp_path / tablefile.TABLE_NAME).exists()
+
+
+def test_the_keys_the_console_leaves_out_of_an_automatic_row_are_columns_of_the_table(
+        tmp_path: Path, captured: list[str]) -> None:
+    """Keys that do not fit a pipe's 200 cells are named before the first header, "(all in table.txt)", and the
+    end of the run says table.txt has every column: it held the printed columns only."""
+    keys = [f"k{i:02d}" for i in range(60)]
+    with StepLogger(run_dir=tmp_path, alerts=False) as lg:
+        for step in range(3):
+            lg.log({"step": step, **{k: 1e3 ** step * (i + 1.5) for i, k in enumerate(keys)}})
+    said = next(line for line in "".join(captured).splitlines() if "left out:" in line)
+    assert "(all in table.txt)" in said
+    left_out = [k for k in keys if k in said]
+    printed = [c.key for c in lg.stream_cols]
+    assert left_out and not set(left_out) & set(printed)
+    lines = (tmp_path / "table.txt").read_text().splitlines()
+    head = lines[0].split()
+    assert set(keys) <= set(head), sorted(set(keys) - set(head))
+    last = dict(zip(head, lines[-1].split(), strict=True))
+    # each as wide as its values (as wide as the first row's, the last row's 42500000 read "4e7")
+    assert [float(last[k]) for k in keys] == [1e6 * (i + 1.5) for i in range(60)]
