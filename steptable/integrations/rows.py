@@ -31,6 +31,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from steptable.logger import process
 from steptable.logger.autocols import AutoColumns
 from steptable.logger.rank import LazyRank
 from steptable.logger.setup import installation, setup_logging
@@ -167,6 +168,7 @@ class RunLog:
         self._lock = threading.RLock()
         _OPEN.add(self)
         _install_hooks()
+        process.hold_rows(self)  # (SIGTERM: the open row out before the run is marked interrupted)
         # (a run dropped open, its trainer collected after a caught exception, is closed then: held weakly, it
         # would never be, and read as live for ever)
         self._last: list[StepLogger] = []
@@ -225,6 +227,21 @@ class RunLog:
             return
         with self._lock:
             self._flush()
+
+    def at_sigterm(self) -> None:
+        """SIGTERM kills the process next (steptable.logger.process): the open row goes out, so that the run is
+        marked interrupted with it. Another thread's row in progress is waited for, 1 s at most; raises nothing."""
+        if self._closed or self._pending is None or not self.is_writer:
+            return
+        held = self._lock.acquire(timeout=1.0)
+        try:
+            if held:
+                self._flush()
+        except Exception as e:
+            report_once(f"runlog-{id(self)}-sigterm", f"steptable: the last row was lost ({error_text(e)})")
+        finally:
+            if held:
+                self._lock.release()
 
     def _flush(self) -> None:
         row, self._pending = self._pending, None

@@ -4,8 +4,8 @@ A child made by fork() (a DataLoader or pool worker) inherits the parent's logge
 writer; a process that exits without close() (a script that never calls it, an exception that ends the loop) must
 still say the alerts of rows waiting for their batch, and how it ended where the interpreter knows: an exception
 uncaught in the main thread (:func:`died_of`). SIGTERM at its default action kills the process with no exit to
-hook: where nothing else handles it, a handler marks the runs interrupted first (:func:`_on_sigterm`). Each logger
-is held weakly from :func:`track` on.
+hook: where nothing else handles it, a handler marks the runs interrupted first (:func:`_on_sigterm`), after the
+rows held for them are given to them (:func:`hold_rows`). Each logger is held weakly from :func:`track` on.
 """
 
 from __future__ import annotations
@@ -37,7 +37,14 @@ class ProcessBound(Protocol):
         no lock the interrupted code of this thread holds."""
 
 
+class RowHolder(Protocol):
+    def at_sigterm(self) -> None:
+        """Called from the SIGTERM handler before the loggers are: the rows held for a logger given to it (as
+        :meth:`ProcessBound.at_sigterm`: raises nothing, takes no lock the interrupted code of this thread holds)."""
+
+
 _LIVE: weakref.WeakSet[ProcessBound] = weakref.WeakSet()
+_HOLDERS: weakref.WeakSet[RowHolder] = weakref.WeakSet()
 _exit_hooked = False
 _sigterm_ours = False  # our SIGTERM handler was installed in this process (never again, whoever replaces it)
 _previous_hook: Any = None  # the sys.excepthook ours passes every exception on to
@@ -60,6 +67,14 @@ def track(logger: ProcessBound, sigterm: bool = True) -> None:
     if sigterm:
         _catch_sigterm()
     _LIVE.add(logger)
+
+
+def hold_rows(holder: RowHolder) -> None:
+    """Tell ``holder`` (something that holds rows for a logger: an adapter's open row) of SIGTERM before the
+    loggers, so that they mark the run interrupted with its rows; installs the SIGTERM handler as :func:`track`
+    does. Held weakly."""
+    _catch_sigterm()
+    _HOLDERS.add(holder)
 
 
 def _excepthook(tp: type[BaseException], value: BaseException, tb: TracebackType | None) -> None:
@@ -150,6 +165,11 @@ def _on_sigterm(signum: int, frame: FrameType | None) -> None:
     one it finds): nothing, as the default action it would have found is never called."""
     if signal.getsignal(signal.SIGTERM) is not _on_sigterm:
         return
+    for holder in list(_HOLDERS):  # (first: a row it gives may make a logger, which marks its run below)
+        try:
+            holder.at_sigterm()
+        except Exception:
+            pass
     for logger in list(_LIVE):
         try:
             logger.at_sigterm()

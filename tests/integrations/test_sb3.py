@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import re
+import signal
+import subprocess
 import sys
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -138,6 +142,45 @@ def test_learning_that_raises_is_marked_ended_with_its_error(tmp_path: Path) -> 
     sys.excepthook(caught.type, caught.value, caught.tb)  # what the interpreter does with it, uncaught
     assert [r["step"] for r in rows_of(tmp_path / "ppo")] == [64, 128, 192]
     assert info_of(tmp_path / "ppo")["end"] == "MemoryError"
+
+
+def test_learning_stopped_by_sigterm_keeps_the_last_dumps_row(tmp_path: Path) -> None:
+    """SIGTERM (a preempted job) between two dumps: the run is marked interrupted with every dump's row, as SB3's
+    own CSV has them. The last dump's row, held open for an evaluation of its timestep, died with the process."""
+    script = textwrap.dedent("""
+        import os, signal, sys
+        import gymnasium as gym
+        import stable_baselines3 as sb3
+        from stable_baselines3.common.callbacks import BaseCallback
+        from stable_baselines3.common.logger import CSVOutputFormat, Logger
+        from steptable.integrations.sb3 import StepTableOutputFormat
+
+        class Preempted(BaseCallback):
+            def _on_step(self):
+                if self.num_timesteps == 150:
+                    os.kill(os.getpid(), signal.SIGTERM)
+                return True
+
+        out = sys.argv[1]
+        model = sb3.PPO("MlpPolicy", gym.make("CartPole-v1"), n_steps=64, batch_size=32, n_epochs=1, seed=0,
+                        device="cpu")
+        model.set_logger(Logger(None, output_formats=[StepTableOutputFormat(out, console=False),
+                                                      CSVOutputFormat(os.path.join(out, "progress.csv"))]))
+        model.learn(320, callback=Preempted())
+    """)
+    out = tmp_path / "ppo"
+    out.mkdir()
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run([sys.executable, "-c", script, str(out)], capture_output=True, text=True, timeout=120,
+                          cwd=root, env={**os.environ, "PYTHONPATH": str(root)})
+    assert done.returncode == -signal.SIGTERM, done.stderr[-2000:]
+    csv = (out / "progress.csv").read_text().splitlines()
+    dumped = [int(float(v)) for v in (line.split(",")[csv[0].split(",").index("time/total_timesteps")]
+                                      for line in csv[1:])]
+    assert dumped == [64, 128]
+    assert [r["step"] for r in rows_of(out)] == dumped
+    info = info_of(out)
+    assert info["end"] == "interrupted" and info["rows"] == 2
 
 
 def test_a_hostile_key_and_arm_reach_the_console_as_inert_text(tmp_path: Path, capsys: pytest.CaptureFixture[str]
