@@ -162,7 +162,7 @@ def setup_logging(
             sinks._file_sink = sink if _level_no(file_level) <= _WARNING else None
             if not colourise and max(level_no, _level_no(file_level)) <= _INFO:
                 _direct = _Direct(console, sink, rank, list(_handler_ids))
-    except OSError as e:
+    except (OSError, ValueError) as e:  # (ValueError: a NUL in the path)
         report_once(f"logfile:{path}", f"steptable: cannot open the verbose log {path} ({e}); console only")
     return directory / path.name
 

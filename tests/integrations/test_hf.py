@@ -78,6 +78,20 @@ def test_run_dir_and_arm(tmp_path: Path) -> None:
     assert not (tmp_path / "out" / "metrics.jsonl").exists()
 
 
+def test_a_run_dir_no_file_can_have_leaves_the_training_going(tmp_path: Path, capfd: pytest.CaptureFixture[str]
+                                                               ) -> None:
+    """A run_dir with a NUL in it (a name built from a config): no file can be made there, which is said, and the
+    training goes on with its rows printed. The console's verbose log raised ValueError into train()."""
+    cb = StepTableCallback(run_dir=f"{tmp_path}/logs\x00a", console=True)
+    trainer = tiny_trainer(tmp_path / "out", [cb], max_steps=10, eval_steps=0)
+    trainer.train()
+    assert trainer.state.global_step == 10
+    out, err = capfd.readouterr()
+    assert "cannot open the verbose log" in err
+    assert [ln.split()[1] for ln in out.splitlines() if ln.startswith("I ") and ln.split()[1:2] in (["5"], ["10"])
+            ] == ["5", "10"]
+
+
 def test_arm_defaults_to_the_run_name(tmp_path: Path) -> None:
     trainer = tiny_trainer(tmp_path / "out", [StepTableCallback()], max_steps=5, eval_steps=0,
                            run_name="grpo-7")
