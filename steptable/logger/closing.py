@@ -40,6 +40,7 @@ class Closer:
         self._marked_ended = False  # steptable.json says the run ended (close() got that far)
         self._table: Path | None = None
         self._table_note = "all rows"
+        self._table_cols = "every column"
         self._started = 0.0  # when the first row came (the description's start)
         self._closed_at: float | None = None  # when the description said the run ended
         self._earlier: list[tuple[str, int, float]] = []  # how earlier processes of the run ended (runinfo.earlier)
@@ -188,7 +189,7 @@ class Closer:
         if extra:
             parts.append(render.legend(extra, title="dump-only columns:"))
         if self._table is not None:
-            parts.append(f"{self._table_note}, every column: {sanitize(str(self._table))}")  # (run_dir's text)
+            parts.append(f"{self._table_note}, {self._table_cols}: {sanitize(str(self._table))}")  # (run_dir's text)
         return "\n".join(parts)
 
     def console_end(self) -> str:
@@ -197,7 +198,7 @@ class Closer:
         again in every log of the run); without one, :meth:`dump`."""
         if self._table is None:
             return self.dump()
-        return f"{self._end_words()}; {self._table_note}, every column: {sanitize(str(self._table))}"
+        return f"{self._end_words()}; {self._table_note}, {self._table_cols}: {sanitize(str(self._table))}"
 
     def _end_words(self) -> str:
         sl = self._sl
@@ -216,6 +217,7 @@ class Closer:
         if done is None:
             return None
         self._table_note = done.note(sl._rows, sl._writer.why_missing(sl._rows) if sl._writer else "")
+        self._table_cols = done.columns()
         return done.path
 
     def close(self) -> None:

@@ -22,6 +22,9 @@ from steptable.table.columns import Col, fit_to, with_notations
 TABLE_NAME = "table.txt"
 #: rows table.txt holds at most: the last ones of a longer run (about 5 s of rendering)
 MAX_ROWS = 100_000
+#: cells of the columns no printed row had (keys an automatic row had no room for) a table holds at most: each is
+#: fitted, noted and rendered at close (about 10 us; 500 such keys over 3000 rows made a 1.4 s close 14 s)
+EXTRA_CELLS = 500_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,6 +38,13 @@ class Written:
     # went back replaced the rows logged after it, as every reader of the file takes it)
     went_back: int = 0  # how many times a step went back so
     jsonl_name: str = "metrics.jsonl"  # the file read back
+    cut: int = 0  # columns given as ``extra`` left out of the file (past EXTRA_CELLS)
+
+    def columns(self) -> str:
+        """Which columns the table holds, for the end-of-run line: "every column", or how many were left out."""
+        if not self.cut:
+            return "every column"
+        return f"every column but {self.cut} (too many cells; every key: {sanitize(self.jsonl_name)})"
 
     def note(self, logged_here: int, why_missing: str) -> str:
         """What the table holds, for the end-of-run dump: "all rows", or which rows and why not all of them.
@@ -73,8 +83,9 @@ def write_table(cols: Sequence[Col], jsonl: Path, run_dir: Path, arm: Any, heade
     """Render ``jsonl``'s rows of ``arm`` to ``table.txt`` in ``run_dir`` (``table.<arm>.txt`` when other arms
     write to the same file), the header again every ``5 * header_every`` rows; the last ``max_rows`` rows of a
     longer run (None: every row), under a first line that says so. ``extra``: columns after ``cols`` that no row
-    was fitted to (keys the printed row had no room for), fitted to the rows here. Written to a temporary file and
-    renamed: never half a table. None when there is no regular JSONL file to read (a FIFO or /dev/stdout cannot be
+    was fitted to (keys the printed row had no room for), fitted to the rows here, the first of them only past
+    :data:`EXTRA_CELLS` (:attr:`Written.cut` counts the others). Written to a temporary file and renamed: never
+    half a table. None when there is no regular JSONL file to read (a FIFO or /dev/stdout cannot be
     read back). Raises OSError."""
     try:
         if not stat.S_ISREG(os.stat(jsonl).st_mode):
@@ -93,8 +104,9 @@ def write_table(cols: Sequence[Col], jsonl: Path, run_dir: Path, arm: Any, heade
         plan.read(src)
         n = len(plan.steps)
         lo = 0 if max_rows is None else max(n - max(max_rows, 1), 0)
-        if extra:
-            cols = (*cols, *_fitted(extra, plan.rows(src, lo, [c.key for c in extra])))
+        kept = list(extra[: EXTRA_CELLS // max(n - lo, 1)])
+        if kept:
+            cols = (*cols, *_fitted(kept, plan.rows(src, lo, [c.key for c in kept])))
         keys = [c.key for c in cols]
         cols = with_notations(cols, plan.rows(src, lo, keys))  # each column's notation, from the rows written
         render_row = render.compile_row(cols)
@@ -111,4 +123,4 @@ def write_table(cols: Sequence[Col], jsonl: Path, run_dir: Path, arm: Any, heade
                 dst.write(render_row(cells) + "\n")
 
         replace_whole(out, fill)
-    return Written(out, n, n - lo, plan.count, plan.went_back, jsonl.name)
+    return Written(out, n, n - lo, plan.count, plan.went_back, jsonl.name, len(extra) - len(kept))

@@ -129,3 +129,21 @@ def test_the_keys_the_console_leaves_out_of_an_automatic_row_are_columns_of_the_
     last = dict(zip(head, lines[-1].split(), strict=True))
     # each as wide as its values (as wide as the first row's, the last row's 42500000 read "4e7")
     assert [float(last[k]) for k in keys] == [1e6 * (i + 1.5) for i in range(60)]
+
+
+def test_the_columns_no_printed_row_had_are_bounded_by_their_cells_and_the_end_says_so(
+        tmp_path: Path, captured: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each of those columns is fitted and rendered at close for every row: past EXTRA_CELLS the table holds the
+    first of them (by the layout's rank), and the end of the run counts the others rather than say every column."""
+    from steptable.logger import tablefile
+
+    monkeypatch.setattr(tablefile, "EXTRA_CELLS", 3 * 10)
+    keys = [f"k{i:02d}" for i in range(60)]
+    with StepLogger(run_dir=tmp_path, alerts=False) as lg:
+        for step in range(3):
+            lg.log({"step": step, **{k: 10000.5 * (i + 1) for i, k in enumerate(keys)}})
+    printed = [c.key for c in lg.stream_cols]
+    head = (tmp_path / "table.txt").read_text().splitlines()[0].split()
+    assert head == printed + [k for k in keys if k not in printed][:10]
+    end = "".join(captured).split("end of run:")[1]
+    assert f"every column but {60 + 1 - len(head)} (too many cells; every key: metrics.jsonl)" in end
