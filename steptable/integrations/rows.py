@@ -175,6 +175,16 @@ class RunLog:
         self._collected = weakref.finalize(self, _close_collected, self._last, framework_ends)
         self._collected.atexit = False  # (one alive at exit is _close_all's: its open row written first)
 
+    def ends_with_training(self) -> None:
+        """From now on the framework closes this run where training ends (``framework_ends``): a run an evaluation
+        opened before the training began goes on as the training's."""
+        if self.framework_ends:
+            return
+        self.framework_ends = True
+        self._collected.detach()
+        self._collected = weakref.finalize(self, _close_collected, self._last, True)
+        self._collected.atexit = False
+
     @property
     def is_writer(self) -> bool:
         rank = self._rank  # (asked once a row: no call once the rank is known)
@@ -329,9 +339,13 @@ def open_run(run: RunLog | None, make: Callable[[], RunLog], begins: bool = Fals
     directory readers take it for a resume of the last). ``begins``: the framework begins a training (HF's
     ``train()``); a run that an earlier training began and left open never reached its end (it raised and the
     caller caught it: a retry loop, a notebook) and is closed first as failed (:meth:`RunLog.close`), so readers
-    tell how that attempt ended before the next one's rows."""
-    if run is not None and begins and run.framework_ends and not run.closed:
-        run.close(failed=True)
+    tell how that attempt ended before the next one's rows; one opened outside a training (an evaluation before
+    it) goes on as the training's (:meth:`RunLog.ends_with_training`)."""
+    if run is not None and begins and not run.closed:
+        if run.framework_ends:
+            run.close(failed=True)
+        else:
+            run.ends_with_training()
     return run if run is not None and not run.closed else make()
 
 

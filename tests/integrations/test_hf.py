@@ -254,6 +254,25 @@ def test_an_evaluate_after_train_joins_the_last_steps_row(tmp_path: Path) -> Non
     assert "train_runtime" in run.keys and "eval_loss" in run.keys
 
 
+def test_a_training_after_an_evaluate_caught_then_run_again_keeps_how_the_first_ended(tmp_path: Path) -> None:
+    """evaluate() first opened the run as one no training began, so a train() that raised, was caught and was
+    run again went on in it with no end said for the failed attempt (as train() alone once did)."""
+    from steptable.table import runinfo
+
+    out = tmp_path / "out"
+    trainer = tiny_trainer(out, [_Boom(), StepTableCallback()], eval_steps=0)
+    trainer.evaluate()
+    try:
+        trainer.train()
+    except RuntimeError:
+        pass
+    trainer.train()
+    info = info_of(out)
+    assert [(end, at) for end, at, _ in runinfo.earlier(info)] == [("interrupted", 5)]  # (where the next resumed)
+    assert info["closed"] is not None and "end" not in info
+    assert [r["step"] for r in rows_of(out)] == [0, 5, 10, 5, 10, 15, 20]
+
+
 def test_a_notebook_cell_whose_training_raised_marks_the_run_ended_with_its_error(tmp_path: Path) -> None:
     """In IPython (Jupyter) a cell's exception never reaches sys.excepthook: the run stayed open (read as live),
     a rerun in the next cell was told another logger was writing, and at exit the run read 'interrupted'."""
