@@ -6,7 +6,8 @@
 Passed with ``callbacks=[...]``: transformers accepts only its own ``report_to`` names. Each ``on_log`` goes into the
 row of its step (the evaluation logged at that step and the end-of-training summary join it); the row is written when
 the next step begins or training ends, which closes the run. A ``trainer.evaluate()`` after ``train()`` opens the run
-again and closes it when the evaluation ends (its row at the last step). A training that raises is marked ended with
+again and closes it when the evaluation ends (its row at the last step); one before any ``train()`` writes its row
+when it ends, and the training after it goes on in its run. A training that raises is marked ended with
 its error, or interrupted where a wrapper caught it (steptable.integrations.rows); caught and followed by another
 ``train()`` (a retry loop, a notebook), it is closed when that one begins, which goes on as a resume. Rows go to
 ``<run_dir>/metrics.jsonl`` on the world's main process only; the trl schema lays out TRL's keys, the generic one
@@ -113,8 +114,13 @@ class StepTableCallback(transformers.TrainerCallback):  # type: ignore[misc]
         run.add(logs, state.global_step)
 
     def on_evaluate(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-        if self.run is not None and self._after:
-            self.run.close(ended_well=True)
+        run = self.run
+        if run is None or run.closed:
+            return
+        if self._after:
+            run.close(ended_well=True)
+        elif not run.framework_ends:  # (an evaluation before any training: no step begins to write its row)
+            run.flush()
 
     def on_train_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         if self.run is not None:  # (ended well: an error being handled is the caller's, a retry in its except)

@@ -254,6 +254,20 @@ def test_an_evaluate_after_train_joins_the_last_steps_row(tmp_path: Path) -> Non
     assert "train_runtime" in run.keys and "eval_loss" in run.keys
 
 
+def test_an_evaluate_before_any_training_writes_its_row_when_it_ends(tmp_path: Path) -> None:
+    """A baseline ``trainer.evaluate()`` (or a script that only evaluates a checkpoint): its row was held for a
+    later log of its step, so nothing was written until the process exited. A training after it goes on in the
+    same run."""
+    trainer = tiny_trainer(tmp_path / "out", [StepTableCallback()], max_steps=10, eval_steps=0)
+    base = trainer.evaluate()
+    rows = rows_of(tmp_path / "out")
+    assert [r["step"] for r in rows] == [0] and close_enough(rows[0]["eval_loss"], base["eval_loss"])
+    trainer.train()
+    assert [r["step"] for r in rows_of(tmp_path / "out")] == [0, 5, 10]
+    info = info_of(tmp_path / "out")
+    assert info["closed"] is not None and "end" not in info
+
+
 def test_a_training_after_an_evaluate_caught_then_run_again_keeps_how_the_first_ended(tmp_path: Path) -> None:
     """evaluate() first opened the run as one no training began, so a train() that raised, was caught and was
     run again went on in it with no end said for the failed attempt (as train() alone once did)."""
