@@ -168,7 +168,8 @@ class RunLog:
         self._lock = threading.RLock()
         _OPEN.add(self)
         _install_hooks()
-        process.hold_rows(self)  # (SIGTERM: the open row out before the run is marked interrupted)
+        if self._rank.unknown or self._rank.value == 0:  # (a rank known to write nothing: no SIGTERM handler)
+            process.hold_rows(self)  # (SIGTERM: the open row out before the run is marked interrupted)
         # (a run dropped open, its trainer collected after a caught exception, is closed then: held weakly, it
         # would never be, and read as live for ever)
         self._last: list[StepLogger] = []

@@ -4,6 +4,7 @@ automatic columns of the first row."""
 from __future__ import annotations
 
 import importlib
+import os
 import re
 import subprocess
 import sys
@@ -115,3 +116,23 @@ def test_runs_going_at_the_same_time_keep_the_first_runs_verbose_log(tmp_path: P
     assert sorted(re.findall(r"\b(10\d)\n", a_log)) == [str(101 + s) for s in range(6)], a_log
     assert not re.findall(r"\b(10\d)\n", b_log), b_log
     assert "301" in "".join(p.read_text() for p in (tmp_path / "c").glob("*.log"))  # (both ended: its own again)
+
+
+def test_a_run_log_of_a_rank_that_writes_nothing_leaves_sigterm_at_its_default(tmp_path: Path) -> None:
+    """A RunLog holds its open row for SIGTERM only where it may write it: a rank known to write nothing (given,
+    or torchrun's RANK) gets no handler, which would only delay its death in a hung collective (as a StepLogger's)."""
+    caught = {}
+    for how in ("rank=1", "env", "rank=0"):
+        script = textwrap.dedent(f"""
+            import os, signal, sys
+            if {how!r} == "env":
+                os.environ["RANK"] = "1"
+            from steptable.integrations.rows import RunLog
+            run = RunLog(sys.argv[1], console=False{", rank=" + how[-1] if how != "env" else ""})
+            print(signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL)
+        """)
+        env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE")}
+        done = subprocess.run([sys.executable, "-c", script, str(tmp_path / how)], capture_output=True, text=True,
+                              timeout=120, cwd=Path(__file__).resolve().parents[2], env=env)
+        caught[how] = done.stdout.strip()
+    assert caught == {"rank=1": "False", "env": "False", "rank=0": "True"}
