@@ -256,7 +256,7 @@ class AutoColumns:
         terminal = terminal_width() if self.max_width is None else None
         width = self.max_width or terminal or PIPE_WIDTH
         cols, self.left_out = auto_layout(self._values, self.path, expect=self.expect, schema=self.schema,
-                                         max_width=width, terminal=terminal)
+                                          max_width=width, terminal=terminal)
         self.room = room(width)
         self._keys = tuple(c.key for c in cols)
         return cols

@@ -212,7 +212,8 @@ class Closer:
         if sl.run_dir is None or sl.jsonl_path is None:
             return None
         # (the keys an automatic row had no room for too: the line that named them pointed here)
-        extra = () if sl._auto is None else [c for c in sl._auto.left_out if c.key not in {x.key for x in sl.cols}]
+        have = {c.key for c in sl.cols}
+        extra = [] if sl._auto is None else [c for c in sl._auto.left_out if c.key not in have]
         done = tablefile.write_table(sl.cols, sl.jsonl_path, sl.run_dir, sl.arm, sl.header_every, extra=extra)
         if done is None:
             return None
