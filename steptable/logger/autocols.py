@@ -165,8 +165,9 @@ def _as_logged(cols: Sequence[Col], present: set[str], declared: set[str]) -> li
 
 #: rows with new keys an AutoColumns lays out again, at most
 MAX_GROWS = 32
-#: keys the writer adds to a row beside those logged, each a key of the run for its readers (the clock, the arm)
-WRITER_KEYS = 2
+#: keys the writer may add to a row beside those logged, each a key of the run for its readers (the clock, the arm,
+#: runinfo.WRITER_KEY on a second writer's rows)
+WRITER_KEYS = 3
 
 
 class AutoColumns:
