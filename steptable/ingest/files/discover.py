@@ -62,7 +62,7 @@ from steptable.ingest.files.sniff import is_trackio_db, log_kind, starts_like_js
 from steptable.ingest.files.walk import LINK_DEPTH as LINK_DEPTH
 from steptable.ingest.files.walk import SKIP_DIRS as SKIP_DIRS
 from steptable.ingest.files.walk import OnError as OnError
-from steptable.ingest.files.walk import walk
+from steptable.ingest.files.walk import linked_back, walk
 from steptable.ingest.files.wandbpieces import pieces
 
 JSONL_NAMES: Final = frozenset({"metrics.jsonl", "progress.json", "steps.jsonl", "wandb-history.jsonl"})
@@ -227,13 +227,17 @@ def discover_at(path: str | Path, roots: Sequence[str | Path], on_error: OnError
                 settled: Callable[[Path], bool] | None = None) -> list[Candidate]:
     """Candidates at or under ``path`` (a file or directory that just appeared, e.g. an absolute path from a file
     event), named relative to the root that holds it exactly as :func:`discover` names them; side files are left to
-    the next full discovery."""
+    the next full discovery. None where ``path`` is reached through a directory link back into the root's tree
+    (:func:`~steptable.ingest.files.walk.linked_back`): what is there is found under its real path, as
+    :func:`discover` finds it."""
     target = Path(os.path.abspath(path))
     root_paths = [Path(r) for r in roots]
     for root in root_paths:
         root_abs = Path(os.path.abspath(root))
         if target != root_abs and not target.is_relative_to(root_abs):
             continue
+        if linked_back(target, root_abs):  # (a link made into the tree, as wandb's latest-run at each init)
+            return []
         found: dict[Path, Candidate] = {}
         under = root if target == root_abs else root / target.relative_to(root_abs)
         _collect(root, under, _label(root, root_paths), found, [], on_error, settled)

@@ -74,6 +74,17 @@ def walk(root: Path, on_error: OnError | None = None) -> Iterator[tuple[Path, bo
         stack, via = [(link, depth)], True
 
 
+def linked_back(path: Path, root: Path) -> bool:
+    """Is ``path`` (at or under ``root``) reached through a directory link that leads back into ``root``'s tree
+    (wandb's ``latest-run``)? :func:`walk` passes over such a link: what is under it is found by its real path."""
+    real_root = os.path.realpath(root)
+    rel = os.path.relpath(os.path.abspath(path), os.path.abspath(root))
+    real = os.path.realpath(path)
+    if rel == "." or real == os.path.normpath(os.path.join(real_root, rel)):
+        return False  # (no link on the way down)
+    return _walked(real, {real_root})
+
+
 def _walked(target: str, trees: set[str]) -> bool:
     """Was the directory ``target`` walked: is it in one of ``trees`` (real paths), and no directory on the way
     down one a walk passes over (hidden, or in SKIP_DIRS)? A look-up per level, whatever the number of trees."""

@@ -3,6 +3,8 @@ real path."""
 
 from __future__ import annotations
 
+import os
+import shutil
 from pathlib import Path
 
 from steptable.ingest import Follower, discover
@@ -54,3 +56,19 @@ def test_links_never_hide_the_real_path(tmp_path: Path) -> None:
     write_rows(real / ".store" / "run5" / "metrics.jsonl", rew_rows(0, 2))
     (real / "exp1" / "current").symlink_to("../.store/run5", target_is_directory=True)
     assert "exp1/current/metrics.jsonl" in {c.run_id for c in discover([real])}
+
+
+def test_a_latest_run_link_made_while_followed_adds_no_second_run(wandb_run: Path, tmp_path: Path) -> None:
+    """wandb points ``wandb/latest-run`` at the new run directory at each ``init``: a link made while the tree is
+    followed is no way to a second copy of the run (the event on it made the run followed twice, by both paths)."""
+    root = tmp_path / "logs"
+    shutil.copytree(wandb_run, root, symlinks=True)
+    link = root / "wandb" / "latest-run"
+    target = os.readlink(link)
+    link.unlink()
+    fol = Follower([root])
+    fol.scan()
+    assert len(fol.stores) == 1
+    link.symlink_to(target, target_is_directory=True)
+    fol.on_events({link})
+    assert len(fol.stores) == 1
