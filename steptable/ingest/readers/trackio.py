@@ -32,6 +32,7 @@ import msgspec
 from steptable.ingest.parse import BadLine, flatten, step_of
 from steptable.ingest.parsed import Parsed, counter
 from steptable.ingest.readers.jsonl import PIECE, JsonlParser
+from steptable.ingest.readers.trackerlists import lists_as_text
 from steptable.ingest.readers.trackernulls import drop_nulls, without_nones
 from steptable.ingest.readers.trackiodamage import DAMAGED, around_damage
 from steptable.ingest.readers.trackiodb import connect, text
@@ -262,7 +263,8 @@ class TrackioReader:
         chunks = self._lines(rows[:first]) + self._lines(rows[first:])
         if None in chunks:
             return [self._rows(rows, bad)]
-        out = [parser.parse(drop_nulls(chunk), 1) for chunk in chunks if chunk]  # (a None logged: no value)
+        # (a None logged: no value; a list: its text, not a count)
+        out = [lists_as_text(parser.parse(drop_nulls(chunk), 1)) for chunk in chunks if chunk]
         # an object that is not one, or verl's envelope holding the row's own keys (unwrapped, they would stand
         # beside them; every key is in the shape: the typed decode fails on one it has not learned): row by row
         data = parser.shape.get("data")
@@ -319,7 +321,7 @@ class TrackioReader:
                 row["_timestamp"] = t
             steps.append(row["step"])
             rows.append(row)
-        return Parsed(steps=steps, rows=rows, step_key="step")
+        return lists_as_text(Parsed(steps=steps, rows=rows, step_key="step"))
 
     def config(self, key: str) -> Any:
         """The config of the run ``key`` (None where there is none)."""

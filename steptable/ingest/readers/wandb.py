@@ -33,6 +33,7 @@ from steptable.ingest.parse import BadLine, LineError, decode_line
 from steptable.ingest.parsed import Parsed, counter
 from steptable.ingest.readers.jsonl import PIECE, JsonlParser
 from steptable.ingest.readers.protowire import WireError, varint
+from steptable.ingest.readers.trackerlists import lists_as_text
 from steptable.ingest.readers.trackernulls import drop_nulls
 from steptable.ingest.readers.wandblog import (
     BLOCK,
@@ -309,7 +310,8 @@ class WandbParser:
         if not lines:
             return Parsed(steps=[], bad=bad, meta=meta)
         lines.append(b"")  # (a newline after the last line, in the one join)
-        parsed = self.jsonl.parse(drop_nulls(b"\n".join(lines)), 1)  # (a None logged: no value, not a NaN)
+        # (a None logged: no value, not a NaN; a list: its text, not a count)
+        parsed = lists_as_text(self.jsonl.parse(drop_nulls(b"\n".join(lines)), 1))
         if self._walker is not None and (keys := self.jsonl.key_order()) is not None and keys is not self._order:
             self._order = keys  # the walk writes the next lines' keys in the decoder's order
             self._walker.order([k.encode() for k in keys])

@@ -100,6 +100,26 @@ def test_a_metric_logged_as_none_is_no_value_and_a_nan_stays_one(tmp_path: Path,
     assert rc == 0 and "grad_norm non-finite" not in out and "reward non-finite" in out, out + err
 
 
+def test_a_list_logged_is_its_text_not_a_count(tmp_path: Path) -> None:
+    """A list trackio stores (two parameter groups' learning rates, a pair of ints) is what was logged, its text;
+    batch and row by row alike: it read as steptable's own ``n/d`` count (``[3, 4]`` shown as ``3/4``)."""
+    writers.run_writer("""
+        import trackio
+        trackio.init(project="proj", name="lists")
+        for s in range(3):
+            trackio.log({"loss": 1.0 / (s + 1), "lr": [1e-3, 1e-4], "counts": [3, 4], "nested": {"three": [1, 2, 3]}})
+        trackio.finish()
+    """, {"TRACKIO_DIR": str(tmp_path)})
+    rows = rows_of(_by_arm(read_once(tmp_path))["lists"])
+    want = [("[0.001, 0.0001]", "[3, 4]", "[1, 2, 3]")] * 3
+    assert [(r["lr"], r["counts"], r["nested/three"]) for r in rows] == want
+    (db,) = tmp_path.glob("*.db")
+    with trackiodb.connect(db) as con:
+        got = con.execute("SELECT id, run_name, step, timestamp, metrics FROM metrics ORDER BY id").fetchall()
+    alone = trackio.TrackioReader(db, str(db))._rows(got, [])
+    assert [(r["lr"], r["counts"], r["nested/three"]) for r in alone.rows or []] == want
+
+
 def test_a_run_started_again_under_its_name_is_another_run(tmp_path: Path,
                                                           capsys: pytest.CaptureFixture[str]) -> None:
     """trackio.init(name="a") again without resume makes a run of its own (another run id): it was read into the

@@ -95,6 +95,24 @@ def test_a_metric_logged_as_none_is_no_value_and_a_nan_stays_one(tmp_path: Path,
     assert rc == 0 and "grad_norm non-finite" not in out and "reward non-finite" in out, out + err
 
 
+def test_a_list_logged_is_its_text_not_a_count(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A list W&B stores (two parameter groups' learning rates, a pair of ints) is what was logged, shown as its
+    text: it read as steptable's own ``n/d`` count (``3/4``, ``1e-3/1e-4``), and as the ratio in summaries."""
+    from tests.helpers import run_cli
+
+    writers.run_writer("""
+        import wandb
+        run = wandb.init(project="p", name="lists")
+        for s in range(3):
+            run.log({"loss": 1.0 / (s + 1), "lr": [1e-3, 1e-4], "counts": [3, 4], "nested": {"three": [1, 2, 3]}})
+        run.finish()
+    """, {"WANDB_DIR": str(tmp_path)})
+    rows = rows_of(only(read_once(tmp_path)))
+    assert [(r["lr"], r["counts"], r["nested/three"]) for r in rows] == [("[0.001, 0.0001]", "[3, 4]", "[1, 2, 3]")] * 3
+    rc, out, err = run_cli(["tail", "--columns", "counts", str(tmp_path)], capsys)
+    assert rc == 0 and "[3, 4]" in out and "3/4" not in out, out + err
+
+
 def test_exit_code_marks_how_the_run_ended(wandb_crashed: Path) -> None:
     from steptable.table.runinfo import end_words, ended_by
 
