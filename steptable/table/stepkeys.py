@@ -15,14 +15,15 @@ from typing import Final
 
 #: candidate step keys, in priority order (the first one a row carries wins for the whole file)
 STEP_KEYS: Final = (
-    "step", "iteration", "iter", "global_step", "training/global_step", "train/global_step", "progress/batch", "_step",
+    "step", "iteration", "iter", "global_step", "training/global_step", "train/global_step", "trainer/global_step",
+    "progress/batch", "_step",
     "time/total_timesteps", "total_timesteps", "training_iteration",
 )
 
 #: the trainer's own step as trainers log it into every row of a tracker that counts rows itself (W&B's ``_step``,
 #: trackio's ``step``: one per ``log`` call, so a train and an eval log of one step are two): transformers' and TRL's
-#: W&B and trackio callbacks write ``train/global_step``
-TRACKER_STEP_KEYS: Final = ("train/global_step",)
+#: W&B and trackio callbacks write ``train/global_step``, Lightning's WandbLogger ``trainer/global_step``
+TRACKER_STEP_KEYS: Final = ("train/global_step", "trainer/global_step")
 
 _SEPARATORS = re.compile(r"[\s\-.]+|_+")
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")

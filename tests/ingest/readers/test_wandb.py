@@ -53,6 +53,52 @@ def test_a_trainers_run_is_stepped_by_its_global_step_not_wandbs_log_count(hf_tr
     on_trainer_steps(only(read_once(wandb_file(hf_tracked))), hf_tracked)
 
 
+@pytest.fixture(scope="module")
+def lightning_wandb(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A Lightning fit logged by its WandbLogger (offline) and its CSVLogger beside it (``csv/``), validating at
+    each epoch's end. Returns the directory holding both."""
+    pytest.importorskip("lightning")
+    root = tmp_path_factory.mktemp("lightning_wandb")
+    writers.run_writer(f"""
+        import torch, lightning as L
+        from lightning.pytorch.loggers import CSVLogger, WandbLogger
+        class M(L.LightningModule):
+            def __init__(self):
+                super().__init__()
+                self.lin = torch.nn.Linear(2, 1)
+            def training_step(self, batch, i):
+                loss = self.lin(batch[0]).pow(2).mean()
+                self.log("train_loss", loss)
+                return loss
+            def validation_step(self, batch, i):
+                self.log("val_loss", self.lin(batch[0]).pow(2).mean())
+            def configure_optimizers(self):
+                return torch.optim.SGD(self.parameters(), 0.1)
+        data = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(torch.randn(16, 2)), batch_size=4)
+        trainer = L.Trainer(max_epochs=2, log_every_n_steps=2, enable_progress_bar=False, enable_model_summary=False,
+                            num_sanity_val_steps=0, enable_checkpointing=False, default_root_dir={str(root)!r},
+                            logger=[WandbLogger(project="p", name="pl", save_dir={str(root)!r}),
+                                    CSVLogger({str(root / "csv")!r})])
+        trainer.fit(M(), data, data)
+    """, {"WANDB_DIR": str(root)})
+    return root
+
+
+def test_a_lightning_run_is_stepped_by_its_global_step_not_wandbs_log_count(lightning_wandb: Path,
+                                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """Lightning's WandbLogger logs ``trainer/global_step`` in each row (and tells W&B to chart every metric
+    against it); a validation is a ``log`` call of its own: the rows are the trainer's steps, those its CSVLogger
+    writes beside it (they were W&B's count of calls, 0-5, with the trainer's step a column of its own)."""
+    from tests.helpers import run_cli
+
+    (csv_file,) = lightning_wandb.glob("csv/**/metrics.csv")
+    want = sorted({int(line.split(",")[1]) for line in csv_file.read_text().splitlines()[1:]})
+    path = wandb_file(lightning_wandb)
+    assert list(only(read_once(path)).steps) == want and len(want) >= 3
+    rc, out, err = run_cli(["tail", "--columns", "val_loss", str(path)], capsys)
+    assert rc == 0 and [line.split()[0] for line in out.splitlines()[1:]] == [str(s) for s in want], out + err
+
+
 def test_media_logged_without_a_metric_adds_no_row(tmp_path: Path) -> None:
     """A table or an image logged in a call of its own (with the trainer's step or nothing else) leaves a history
     record of W&B's own keys: no row of the run's (it was a blank one). Logged beside a metric, the row stays."""
