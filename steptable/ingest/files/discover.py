@@ -28,7 +28,7 @@ What is a metrics file (by name first, then by content where the name does not s
 - a file named on the command line that starts with a JSON object: JSONL, whatever its name;
 - ``run-<id>.wandb`` (W&B, online or offline): kind "wandb", its run directory the one it is in; the files of a run
   resumed by later processes (``run-<time>-<id>/`` beside it, same id) are one run, named by the first
-  (:mod:`steptable.ingest.files.wandbpieces`);
+  (:mod:`steptable.ingest.files.wandbpieces`); a later process's file is judged once its run record is written;
 - ``events.out.tfevents.*`` (TensorBoard): kind "tensorboard", one run per directory (its event files together); the
   ``<time.time()>/`` directory ``SummaryWriter.add_hparams`` writes inside a run's (Accelerate's tracker) is its
   hyper-parameters and passed over; the ``<tag>_<curve>/`` (tensorboardX: ``<tag>/<curve>/``) directories
@@ -63,7 +63,7 @@ from steptable.ingest.files.walk import LINK_DEPTH as LINK_DEPTH
 from steptable.ingest.files.walk import SKIP_DIRS as SKIP_DIRS
 from steptable.ingest.files.walk import OnError as OnError
 from steptable.ingest.files.walk import linked_back, walk
-from steptable.ingest.files.wandbpieces import pieces
+from steptable.ingest.files.wandbpieces import pieces, undecided
 
 JSONL_NAMES: Final = frozenset({"metrics.jsonl", "progress.json", "steps.jsonl", "wandb-history.jsonl"})
 CONSOLE_SUFFIXES: Final = frozenset({".log", ".txt", ".out"})
@@ -317,6 +317,8 @@ def _record_kind(path: Path, root: Path, label: str | None, explicit: bool) -> C
     if _WANDB_FILE.match(name) or (explicit and name.endswith(".wandb")):
         # (a resumed run's pieces are one run, named by its first: steptable.ingest.files.wandbpieces; a piece whose
         # first is outside the root given, one of its later directories named, is read alone as a file named is)
+        if not explicit and undecided(path):  # (a resume's piece, or a run of its own? once its run record is there)
+            return None
         found = [path] if explicit else pieces(path)
         alone = explicit or (found[0] != path and not found[0].is_relative_to(root))
         path = path if alone else found[0]

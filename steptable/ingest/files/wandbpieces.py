@@ -69,16 +69,11 @@ def pieces_of(path: Path) -> tuple[list[Path], bool]:
     record names the same project; and whether every such directory was judged (False while one has no run file or
     no run record yet: it may be a piece soon). ``[path]`` where its directory is not named so, holds another file
     name, or its parent cannot be listed."""
-    run_dir, name = os.path.split(path)
-    parent, dir_name = os.path.split(run_dir)
-    got = run_dir_id(dir_name)
-    run_id = name[4:-6] if name.startswith("run-") and name.endswith(".wandb") else None
-    if got is None or run_id is None or run_id not in _ids(got[1]):
-        return [path], True
-    by_id = _listing(parent or os.curdir)
-    found = by_id.get(run_id, []) if by_id is not None else []
+    found = _same_id(path)
     if len(found) < 2:
         return [path], True
+    dir_name, name = path.parent.name, path.name
+    run_id = name[4:-6]
     up, settled = path.parent.parent, True
     files: list[tuple[Path, str]] = []
     for _, d in found:
@@ -92,6 +87,25 @@ def pieces_of(path: Path) -> tuple[list[Path], bool]:
     if own is None:  # (its own run record not written yet: alone until it is)
         return [path], False
     return [p for p, pr in files if pr == own], settled
+
+
+def undecided(path: Path) -> bool:
+    """Is ``path`` a run file beside other directories of its run id whose own run record is not written yet (a
+    process that resumed a run, just started)? Which run it is a piece of is known once the record is there."""
+    return len(_same_id(path)) >= 2 and _project(path) is None
+
+
+def _same_id(path: Path) -> list[tuple[str, str]]:
+    """The W&B run directories beside ``path``'s own named for its run id, its own among them, as (time, name) in
+    order; [] where its directory is not named so, it holds another file name, or its parent cannot be listed."""
+    run_dir, name = os.path.split(path)
+    parent, dir_name = os.path.split(run_dir)
+    got = run_dir_id(dir_name)
+    run_id = name[4:-6] if name.startswith("run-") and name.endswith(".wandb") else None
+    if got is None or run_id is None or run_id not in _ids(got[1]):
+        return []
+    by_id = _listing(parent or os.curdir)
+    return by_id.get(run_id, []) if by_id is not None else []
 
 
 def _project(path: Path) -> str | None:

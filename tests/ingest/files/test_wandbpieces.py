@@ -92,6 +92,28 @@ def test_a_resume_that_starts_while_the_run_is_followed_joins_it(tmp_path: Path)
     assert runinfo.ended_by(info) is None and runinfo.earlier(info)[0][:2] == ("exit_code_1", 20)
 
 
+def test_a_resume_seen_before_its_run_record_joins_the_run(wandb_resumed: Path, tmp_path: Path) -> None:
+    """The event of a resume's new file comes while it holds wandb's header alone (a process just started): the file
+    waits for its run record, then joins the run (it was a second run of its own: every row shown twice)."""
+    from steptable.ingest import Follower
+
+    first, second = _files(wandb_resumed, "g1")
+    root = tmp_path / "run"
+    shutil.copytree(first.parent, root / "wandb" / first.parent.name)
+    f = Follower([root])
+    f.scan()
+    (run,) = f.stores
+    new = root / "wandb" / second.parent.name / second.name
+    new.parent.mkdir()
+    data = second.read_bytes()
+    new.write_bytes(data[:7])  # (wandb's header: the run record is not written yet)
+    f.on_events({new.parent, new})
+    assert list(f.stores) == [run]
+    new.write_bytes(data)
+    f.on_events({new})
+    assert list(f.stores) == [run] and list(f.stores[run].steps) == list(range(80))
+
+
 def test_a_sweep_list_sees_a_resume_write_on(wandb_resumed: Path, tmp_path: Path) -> None:
     """The run list's entry of a resumed run counts every piece's bytes and its newest change: a resume writing
     is a run that changed, not an idle first file."""
