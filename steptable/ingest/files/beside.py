@@ -3,8 +3,9 @@
 One training is often written more than once in one place: a Ray Tune trial's ``result.json`` and its
 ``progress.csv`` and events; a stable-baselines3 logger's formats of one folder; an HF output directory's
 ``trainer_state.json`` and default TensorBoard events beside steptable's own ``metrics.jsonl``; TensorBoard's
-``add_hparams`` directory inside a run's. These are known by where they are, before any row is read (copies by other
-loggers elsewhere are found by their rows: steptable.ingest.copies). And the curves ``add_scalars`` writes in
+``add_hparams`` directory inside a run's; the copy of a run's TensorBoard events W&B keeps in its run's ``files/``.
+These are known by where they are, before any row is read (copies by other loggers elsewhere are found by their
+rows: steptable.ingest.copies). And the curves ``add_scalars`` writes in
 directories inside a run's, which are its columns (:mod:`steptable.ingest.readers.tbcurves`), known by where they are
 and their first tag.
 """
@@ -16,6 +17,7 @@ import re
 from pathlib import Path
 from typing import Final
 
+from steptable.ingest.files.wandbpieces import run_dir_id
 from steptable.ingest.readers.tbcurves import curve_of
 
 #: Ray Tune's trial files: metrics (JSONL), the config, and the same rows again as CSV
@@ -83,7 +85,8 @@ def held_beside(path: Path, low: str, root: Path) -> bool:
     """Are the rows of ``path`` (its lowercased name ``low``) held by a better file beside it, so that it is passed
     over unless named: a Ray trial's ``progress.csv`` and TensorBoard events (its ``result.json``), a
     stable-baselines3 folder's less faithful formats (:func:`sb3_copy`), an HF output directory's
-    ``trainer_state.json`` and default TensorBoard events beside steptable's ``metrics.jsonl`` (:func:`hf_copy`)?
+    ``trainer_state.json`` and default TensorBoard events beside steptable's ``metrics.jsonl`` (:func:`hf_copy`),
+    W&B's copy of TensorBoard events in a run's ``files/`` (:func:`wandb_copy`)?
     And TensorBoard's ``add_hparams`` directory inside a run's (:func:`hparams_events`): no rows, the run's
     hyper-parameters; an ``add_scalars`` curve's directory inside a run's under ``root``, or one that may be (no
     scalar in it yet, judged again when it grows): the run's columns."""
@@ -91,11 +94,24 @@ def held_beside(path: Path, low: str, root: Path) -> bool:
         return hf_copy(path, low, root)
     if low != "progress.csv" and not low.startswith("events.out.tfevents."):
         return False
-    if low != "progress.csv" and (hparams_events(path) or hf_copy(path, low, root)):
+    if low != "progress.csv" and (hparams_events(path) or hf_copy(path, low, root) or wandb_copy(path)):
         return True
     if low != "progress.csv" and (curve := curve_of(path)) is not None and curve.run.is_relative_to(root):
         return True
     return is_ray_trial(path.parent) or sb3_copy(path, low)
+
+
+def wandb_copy(path: Path) -> bool:
+    """Is ``path`` (an event file) W&B's copy of TensorBoard events in a run's ``files/`` (``wandb.init(
+    sync_tensorboard=True)`` copies each event file there for upload): the same rows as the file the writer wrote,
+    which are the W&B run's history too?"""
+    for files in path.parents:
+        run_dir = files.parent
+        if run_dir == files:
+            return False
+        if files.name == "files" and (got := run_dir_id(run_dir.name)) is not None:
+            return os.path.isfile(run_dir / f"run-{got[1]}.wandb")
+    return False
 
 
 def is_ray_trial(directory: Path) -> bool:

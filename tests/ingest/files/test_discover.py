@@ -295,3 +295,29 @@ def test_accelerates_tensorboard_hyper_parameters_are_no_run_of_their_own(tmp_pa
     assert len(events) == 2 and events[1].startswith(events[0] + "/")  # the run's, and add_hparams' inside it
     assert [(c.run_id, c.kind) for c in discover([tmp_path])] == [("proj", "tensorboard")]
     assert [c.run_id for c in discover([tmp_path / events[1]])] == []  # (its directory asked for: no rows there)
+
+
+def test_wandbs_copy_of_synced_tensorboard_events_is_no_run_of_its_own(tmp_path: Path) -> None:
+    """``wandb.init(sync_tensorboard=True)`` copies each event file into the run's ``files/`` for upload: the same
+    rows as the writer's own directory (and the W&B run's history), passed over unless named (it was a second
+    TensorBoard run of the arm, which compare took for a second seed)."""
+    from tests.ingest.writers import run_writer
+
+    pytest.importorskip("wandb")
+    pytest.importorskip("tensorboard")
+    run_writer(f"""
+        import os, wandb
+        from torch.utils.tensorboard import SummaryWriter
+        os.chdir({str(tmp_path)!r})  # (W&B copies a log directory named relative to the working one)
+        run = wandb.init(project="p", name="synced", sync_tensorboard=True)
+        writer = SummaryWriter("tblogs")
+        for step in range(0, 50, 5):
+            writer.add_scalar("loss", 1.0 / (step + 1), step)
+        writer.close()
+        run.finish()
+    """, {"WANDB_DIR": str(tmp_path)})
+    (copied,) = tmp_path.glob("wandb/*run-*/files/**/events.out.tfevents.*")
+    found = discover([tmp_path])
+    assert [c.run_id for c in found if c.kind == "tensorboard"] == ["tblogs"]
+    assert [c.kind for c in found].count("wandb") == 1
+    assert [c.kind for c in discover([copied])] == ["tensorboard"]  # (named: read)
