@@ -200,6 +200,8 @@ def discover(paths: Iterable[str | Path], on_error: OnError | None = None,
             if on_error is not None:
                 on_error(root, e)
             continue
+        if _gone(root):
+            continue
         _collect(root, root, _label(root, roots), found, sides, on_error, settled)
     cands = _one_per_file(list(found.values()))
     by_dir: dict[Path, list[Candidate]] = {}
@@ -346,6 +348,16 @@ def _unreachable(path: Path) -> OSError | None:
     except OSError as e:
         return e
     return None
+
+
+def _gone(root: Path) -> bool:
+    """Is ``root`` relative to a working directory deleted since (``rm -rf`` of the run directory ``tail -f .`` was
+    started in): nothing is under it, and no absolute path can be made of it."""
+    try:
+        os.path.abspath(root)
+    except FileNotFoundError:
+        return True
+    return False
 
 
 def missing_paths(paths: Sequence[str | Path]) -> list[str]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -321,3 +322,18 @@ def test_wandbs_copy_of_synced_tensorboard_events_is_no_run_of_its_own(tmp_path:
     assert [c.run_id for c in found if c.kind == "tensorboard"] == ["tblogs"]
     assert [c.kind for c in found].count("wandb") == 1
     assert [c.kind for c in discover([copied])] == ["tensorboard"]  # (named: read)
+
+
+def test_a_relative_root_in_a_working_directory_deleted_since_finds_nothing(tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """``steptable tail -f .`` in a run directory that is then removed (a relaunch's ``rm -rf``): the next discovery
+    finds nothing under it (it raised FileNotFoundError making the root absolute: tail exited, an internal error)."""
+    run = tmp_path / "run"
+    write_rows(run / "metrics.jsonl", rew_rows(0, 2))
+    monkeypatch.chdir(run)
+    f = Follower(["."])
+    f.scan()
+    assert [list(s.steps) for s in f.stores.values()] == [[0, 1]]
+    shutil.rmtree(run)
+    assert discover(["."]) == []
+    f.scan()
