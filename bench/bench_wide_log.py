@@ -3,7 +3,7 @@ first row (laid out once) and rows that bring new keys (laid out again), against
 ``--anchor`` keys, in the same run.
 
 A row of ``--keys`` keys (``layer<i>/grad_norm``: a per-layer family), then ``--grows`` rows that each bring 50 keys
-not seen before (keys that change mid-run). Printed to /dev/null (a pipe's 200 cells), written to a temporary
+not seen before (keys that change mid-run). Printed by setup_logging's sink to /dev/null (a pipe's 200 cells), written to a temporary
 run directory. Reported: seconds for the first row, seconds for the rows with new keys, and each as a ratio of the
 anchor's. Wall time of this process, best of ``--rounds``.
 
@@ -21,13 +21,14 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from steptable import StepLogger
+from steptable import StepLogger, setup_logging
 
 
 def one_run(n_keys: int, grows: int) -> tuple[float, float]:
     """Seconds of the first row and of the ``grows`` rows with new keys, for rows of ``n_keys`` keys."""
     row = {f"layer{i}/grad_norm": 1.0 / (i + 1) for i in range(n_keys)}
     with tempfile.TemporaryDirectory() as tmp, open(os.devnull, "w") as null, contextlib.redirect_stdout(null):
+        setup_logging("bench", log_dir=tmp)  # as a training script sets it up: the console sink on the pipe
         with StepLogger(run_dir=tmp, alerts=False) as lg:
             t0 = time.perf_counter()
             lg.log({"step": 0, **row})
