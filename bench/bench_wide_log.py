@@ -3,9 +3,9 @@ first row (laid out once) and rows that bring new keys (laid out again), against
 ``--anchor`` keys, in the same run.
 
 A row of ``--keys`` keys (``layer<i>/grad_norm``: a per-layer family), then ``--grows`` rows that each bring 50 keys
-not seen before (keys that change mid-run). Printed by setup_logging's sink to /dev/null (a pipe's 200 cells), written to a temporary
-run directory. Reported: seconds for the first row, seconds for the rows with new keys, and each as a ratio of the
-anchor's. Wall time of this process, best of ``--rounds``.
+not seen before (keys that change mid-run). Printed by setup_logging's sink to /dev/null (a pipe's 200 cells),
+written to a temporary run directory. Reported: seconds for the first row, seconds for the rows with new keys, and
+each as a ratio of the anchor's. Wall time of this process, best of ``--rounds``.
 
 Run: python bench/bench_wide_log.py [--keys 10000] [--anchor 20]
 """

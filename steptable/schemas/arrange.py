@@ -240,8 +240,8 @@ def _auto_cols(
 ) -> list[Col]:
     rest = [k for k in rest if k and k not in META_KEYS and (show_hidden or schema is None or not schema.hidden(k))]
     rules = {k: schema.rule(k) if schema is not None else None for k in rest}
-    keysets = [set(r.keys) for r in runs]  # RunView.keys is a list: a scan per key made wide runs quadratic
-    score = {k: max((informative(r, k) for r, ks in zip(runs, keysets) if k in ks), default=0.0) for k in rest}
+    keyed = [(r, set(r.keys)) for r in runs]  # RunView.keys is a list: a scan per key made wide runs quadratic
+    score = {k: max((informative(r, k) for r, ks in keyed if k in ks), default=0.0) for k in rest}
     # promoted keys stay ahead, but ranked among themselves too: a constant bookkeeping key (an evaluation's
     # episode count) must not take the width from the evaluation's scores
     promoted = {k for k in rest if (r := rules[k]) is not None and r.promote}
@@ -249,7 +249,7 @@ def _auto_cols(
     headers = short_headers(order, reserved=[c.header for c in declared])
     cols: list[Col] = []
     for k in order:
-        samples = [v for r, ks in zip(runs, keysets) if k in ks for v in sample_values(r, k)]
+        samples = [v for r, ks in keyed if k in ks for v in sample_values(r, k)]
         rule = rules[k]
         if rule is None:
             cols.append(auto_col(k, samples, headers[k], measure=measure))
