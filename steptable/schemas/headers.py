@@ -14,7 +14,8 @@ tail of the path that still tells the key apart from every other key on screen:
    (``eval_clip_ratio/high_max`` -> ``eval/clip/high_max``). Namespaces that only group (``env``, ``all``,
    ``train``, ``perf``) are skipped, also in front of a lead (verl's ``perf/mfu/ref`` -> ``mfu/ref``, not ``ref``).
 3. Start from the last segment (with the name before trailing statistics: ``critic/score/max`` -> ``score/max``,
-   ``val-core/src/acc/best@4/std`` -> ``val/acc/best@4/std``; and before a data split, which names no metric:
+   ``val-core/src/acc/best@4/std`` -> ``val/acc/best@4/std``; before an index: ``layers/grad/3`` -> ``grad/3``, as a
+   bare ``3`` over a column of numbers reads as a value; and before a data split, which names no metric:
    ``add_scalars`` curves ``loss/train``, ``loss/val`` -> ``loss``, ``loss/val``), and give every key that still
    shares a header one more segment, until all headers differ (``critic/rewards/max`` vs ``critic/score/max``;
    ``test/env/all/reward/total`` -> ``test/reward``).
@@ -82,7 +83,7 @@ _ABBREV = {
 }
 
 _STAT = re.compile(r"^(max|min|std|var|sum|count|median|p\d+|clip_ratio|dl\d+|(mean|std|best|worst|maj)@\d+.*"
-                   r"|(?i:val|valid|validation|test|eval))$")
+                   r"|(?i:val|valid|validation|test|eval)|[0-9]+)$")  # an index (layers/grad/3) names no metric
 #: Lightning's metric of one of several dataloaders: it reads as a statistic of the name before it
 _DATALOADER = re.compile(r"^dataloader_idx_(\d+)$")
 _MEAN_AT = re.compile(r"^mean(@\d+)$")

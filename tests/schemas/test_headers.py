@@ -300,6 +300,9 @@ def test_lightning_dataloader_metrics_keep_their_name() -> None:
         # a data split names no metric: add_scalars("loss", {"train", "val"}) curves are loss/train, loss/val
         (["loss/train", "loss/val"], ["loss", "loss/val"]),
         (["accuracy/Test", "f1/validation"], ["accuracy/Test", "f1/validation"]),
+        # an index names no metric: a bare 0 over a column of numbers reads as a value
+        (["layers/grad/0", "layers/grad/1"], ["grad/0", "grad/1"]),
+        (["grad/3"], ["grad/3"]),
     ],
 )
 def test_short_headers(keys: list[str], expected: list[str]) -> None:
