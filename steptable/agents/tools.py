@@ -82,8 +82,10 @@ def summary(runner: Runner, path: str, run_name: str | None = None, every_run: b
     return run(runner, [*argv, "--", path])
 
 
-#: rows a tail after a cursor returns by default (a 3,000-row run after cursor 0 was 634,305 characters of reply)
+#: rows a tail returns by default (a 3,000-row run after cursor 0 was 634,305 characters of reply)
 PAGE_ROWS = 100
+#: the last rows a tail without a cursor is of by default (the CLI's -n)
+LAST_ROWS = 20
 
 
 def tail(runner: Runner, path: str, run_name: str, since_step: Cursor | None = None, columns: str | None = None,
@@ -97,12 +99,11 @@ def tail(runner: Runner, path: str, run_name: str, since_step: Cursor | None = N
                             "max_rows at a time, the cursor where the next ones start; last is the newest rows "
                             "without a cursor")
     argv = ["tail", f"--run={run_name}", *_since(since_step)]
-    if since_step is not None:
-        argv.append(f"--page={max_rows}")
+    if since_step is None:  # (the last rows come a page at a time too: last=0 of a 100k-step run was 20 MB)
+        argv.append(f"--last={LAST_ROWS if last is None else last}")
+    argv.append(f"--page={max_rows}")
     if columns:
         argv.append(f"--columns={columns}")
-    if last is not None:
-        argv.append(f"--last={last}")
     return run(runner, [*argv, "--", path])
 
 

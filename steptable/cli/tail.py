@@ -67,8 +67,8 @@ def add_parser(sub: Any) -> None:
     )
     t.add_argument(
         "--page", type=non_negative, default=None, metavar="N",
-        help="with --since: at most N rows per run, the earliest after it (the cursor line gives where the next page "
-        "starts; stderr says how many rows are left); 0 = all",
+        help="with --since or -n: at most N rows per run, the earliest after the cursor (of the last -n rows) (the "
+        "cursor line gives where the next page starts; stderr says how many rows are left); 0 = all",
     )
     t.add_argument("--run", default=None, metavar="NAME", help="only the run with this id or arm (see steptable runs)")
     t.add_argument("--columns", default="", help="comma-separated globs of keys/headers to show (step is kept)")
@@ -104,14 +104,15 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     default); returns the exit status (:func:`_status`). Under ``-f`` it returns only when the watch ends."""
     out = out or sys.stdout
     err = err or sys.stderr
-    if getattr(args, "page", None) and (args.since is None or args.follow):
-        _say(err, "steptable tail: --page needs --since and no -f (pages of rows after a cursor)\n")
+    if getattr(args, "page", None) and ((args.since is None and args.last is None) or args.follow):
+        _say(err, "steptable tail: --page needs --since or -n, and no -f (pages of rows after a cursor, or of the "
+                  "last rows)\n")
         return 2
     if args.follow:
         return _follow(args, out, err)
     status, cursor = tail_once(args, out, err)
-    if getattr(args, "since", None) is not None and cursor:
-        _say(err, cursor)
+    if (getattr(args, "since", None) is not None or getattr(args, "page", None)) and cursor:
+        _say(err, cursor)  # (a page of the last rows: where the next page starts)
     return status
 
 

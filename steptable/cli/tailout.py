@@ -55,7 +55,7 @@ class Tail:
         self.first_view = True  # -n is for the runs found at the start: a run found later is new output in full
         self.read_rows = False  # a row was read (the status of a -f that ends: was anything readable found?)
         self.since: Since | None = getattr(args, "since", None)  # only rows and alerts after each run's mark in it
-        self.page: int = getattr(args, "page", None) or 0  # with --since: at most this many rows a run (0: all)
+        self.page: int = getattr(args, "page", None) or 0  # with --since or -n: at most this many rows a run (0: all)
         self.places = Places(self.since, self.page)  # where each run starts after the cursor, and is left
         self.printed = self.places.printed
         self.alerts = TailAlerts(self.printer)
@@ -261,8 +261,9 @@ class Tail:
             self.places.edits_seen[run] = store.earlier_changes.count
             first = 0 if last is None else min(store.index_of_step(last + 1), n)  # the first row past ``last``
             stop = n
-            if self.page and self.since is not None and not a.alerts_only and not a.follow:
-                stop = min(n, first + self.page)  # (the earliest rows after the cursor: the next page starts after)
+            if self.page and not a.alerts_only and not a.follow:
+                stop = min(n, first + self.page)  # (the earliest rows after the cursor or of the last -n: the next
+                # page starts after them)
                 if stop < n:
                     aside += (f"steptable tail: {n - stop} more row(s) of {sanitize(run)} after step "
                               f"{store.step_at(stop - 1)}\n")

@@ -106,6 +106,32 @@ def test_tools_return_the_cli_text_and_tail_follows_a_cursor(tmp_path: Path, cap
     assert steps == [33, 34] and "cursor 34" in seen["last2"]  # no since_step: the last rows, and the cursor
 
 
+def test_tail_of_the_last_rows_comes_a_page_at_a_time(tmp_path: Path) -> None:
+    """``last`` of more rows than ``max_rows`` (0: all of a run's) came whole (a 100k-step run's, 20 MB): now the
+    earliest max_rows of them, how many are left, and the cursor from which the next page follows on."""
+    _log(tmp_path / "armA", range(0, 250))
+    root = str(tmp_path)
+    seen: dict[str, str] = {}
+
+    async def body(client: Any) -> None:
+        seen["all"] = _text(await client.call_tool("tail", {"path": root, "run": "armA", "last": 0}))
+        seen["huge"] = _text(await client.call_tool("tail", {"path": root, "run": "armA", "last": 10**9,
+                                                             "max_rows": 40}))
+        cursor = re.findall(r"cursor (\S+) ", seen["huge"])[-1]
+        seen["next"] = _text(await client.call_tool("tail", {"path": root, "run": "armA", "since_step": cursor,
+                                                             "max_rows": 40}))
+        seen["few"] = _text(await client.call_tool("tail", {"path": root, "run": "armA", "max_rows": 3}))
+
+    def steps(text: str) -> list[int]:
+        return [int(ln.split()[0]) for ln in text.splitlines() if ln.split()[0].isdigit()]
+
+    _session(body)
+    assert steps(seen["all"]) == list(range(100)) and "150 more row(s) of armA/metrics.jsonl after step 99" in (
+        seen["all"]) and f"cursor 99:5@{KEY} " in seen["all"]
+    assert steps(seen["huge"]) == list(range(40)) and steps(seen["next"]) == list(range(40, 80))
+    assert steps(seen["few"]) == [230, 231, 232]  # (the earliest of the last 20)
+
+
 def test_alerts_since_a_cursor_and_failures_in_the_commands_words(tmp_path: Path) -> None:
     _log(tmp_path / "armA", range(0, 40), nan_at=20)
     root = str(tmp_path)

@@ -39,7 +39,7 @@ def test_each_tool_builds_its_commands_arguments() -> None:
     tools.compare(r, "exp", "vanilla", every_arm=True)
     assert r.argvs == [
         ["tail", "--run=armA", "--since=4", "--page=100", "--columns=loss", "--", "exp"],
-        ["tail", "--run=armA", "--last=2", "--", "exp"],
+        ["tail", "--run=armA", "--last=2", "--page=100", "--", "exp"],
         ["runs", "--limit=50", "--", "exp"],
         ["summary", "--run=armA", "--", "exp"],
         ["tail", "--alerts-only", "--since=3", "--", "exp"],

@@ -166,6 +166,20 @@ def test_page_prints_the_earliest_rows_after_the_cursor_and_where_the_next_page_
         assert rc == 2 and out == "" and "--page needs --since" in err
 
 
+def test_page_of_the_last_rows_prints_their_earliest_and_the_cursor_where_the_rest_start(
+        two_runs: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``-n 30 --page 10``: the earliest 10 of the last 30 rows, how many are left and the cursor to page on from
+    (--page was refused without --since, so the MCP tool's ``last`` came whole: last=0 of a 100k-step run, 20 MB)."""
+    rc, out, err = run_cli(["tail", str(two_runs / "a"), "-n", "30", "--page", "10"], capsys)
+    assert rc == 0 and _steps(out) == list(range(20, 30)), err
+    assert "20 more row(s) of metrics.jsonl after step 29" in err
+    assert err.endswith(f"steptable tail: cursor {_of('29:2')} (--since it prints what follows)\n")
+    rc, out, err = run_cli(["tail", str(two_runs / "a"), "--since", _of("29:2"), "--page", "10"], capsys)
+    assert _steps(out) == list(range(30, 40))  # the next page: none lost, none twice
+    rc, out, err = run_cli(["tail", str(two_runs / "a"), "-n", "0", "--page", "5"], capsys)
+    assert _steps(out) == list(range(5)) and "45 more row(s)" in err
+
+
 def test_a_wrong_run_name_in_a_sweep_names_the_closest_or_the_first_few(tmp_path: Path,
                                                                        capsys: pytest.CaptureFixture[str]) -> None:
     """30 runs: the error named all 30 (200 runs: 7,318 characters to an agent); now the names closest to the one
