@@ -47,20 +47,22 @@ def positive_seconds(text: str) -> float:
 NAMED_RUNS = 10
 
 
-def no_run(cmd: str, name: str, runs: Collection[str]) -> str:
-    """The line for a ``--run`` that names none of ``runs``: the names closest to it, else the first few, and how
-    many there are (all of them where they are few)."""
+def no_run(cmd: str, name: str, runs: Collection[str], kind: str = "run") -> str:
+    """The line for a ``--run`` that names none of ``runs`` (``kind`` "arm": a ``--baseline`` none of the arms
+    ``runs``): the names closest to it, else the first few, and how many there are (all of them where they are
+    few)."""
     import difflib
 
     ordered = sorted(runs)
     close = difflib.get_close_matches(name, ordered, n=3, cutoff=0.6)
     if len(ordered) <= NAMED_RUNS:
-        listed = f"runs: {', '.join(sanitize(k) for k in ordered)}"
+        listed = f"{kind}s: {', '.join(sanitize(k) for k in ordered)}"
     elif close:
-        listed = f"closest: {', '.join(sanitize(k) for k in close)}; {len(ordered)} runs (steptable runs lists them)"
+        listed = (f"closest: {', '.join(sanitize(k) for k in close)}; {len(ordered)} {kind}s (steptable runs lists "
+                  "them)")
     else:
-        listed = f"runs: {first_few([sanitize(k) for k in ordered], NAMED_RUNS)} (steptable runs lists them)"
-    return f"steptable {cmd}: no run {sanitize(name)!r} ({listed})\n"
+        listed = f"{kind}s: {first_few([sanitize(k) for k in ordered], NAMED_RUNS)} (steptable runs lists them)"
+    return f"steptable {cmd}: no {kind} {sanitize(name)!r} ({listed})\n"
 
 
 #: files whose bad lines a command tells line by line; the other files' are counted on one line

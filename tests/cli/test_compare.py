@@ -167,6 +167,21 @@ def test_bad_inputs(exp: Path, capsys: pytest.CaptureFixture[str], args: list[st
     assert message in err
 
 
+def test_an_unknown_baseline_in_a_sweep_names_the_closest_arms_not_all(tmp_path: Path,
+                                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    """A baseline none of 60 arms is (a sweep whose run names hold more than a seed part): the error named every arm
+    (300 of them: 6,277 characters to an agent); now the closest names and how many arms there are, as tail's
+    unknown --run."""
+    for i in range(60):
+        p = tmp_path / f"lr1e-06_seed{i}_r{i}" / "metrics.jsonl"
+        p.parent.mkdir(parents=True)
+        p.write_text("".join(json.dumps({"step": s, "m": float(s % 3)}) + "\n" for s in range(5)))
+    rc, out, err = cli(["compare", str(tmp_path), "--baseline", "lr1e-06"], capsys)
+    assert rc == 2 and out == ""
+    assert err.startswith("steptable compare: no arm 'lr1e-06' (closest: lr1e-06_seed"), err
+    assert err.endswith("; 60 arms (steptable runs lists them))\n") and err.count("lr1e-06_seed") == 3, err
+
+
 def test_missing_path_and_nothing_found(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     rc, _, err = cli(["compare", str(tmp_path / "nope")], capsys)
     assert rc == 2 and "no such path" in err
