@@ -78,13 +78,15 @@ def build(runner: Runner) -> Any:
         return tools.tail(runner, path, run, since_step, columns, last, max_rows)
 
     @said
-    def alerts(path: str, since_step: int | str | None = None, run: str | None = None) -> str:
+    def alerts(path: str, since_step: int | str | None = None, run: str | None = None, from_line: int = 0,
+               max_lines: int = tools.REPLY_LINES) -> str:
         """Alert lines of the runs under path (or only `run`, an id or arm from runs): level E or W, run, step,
         column, what happened; all, or those at steps after since_step (a stall, a crash or an interruption is
-        always told; a run that ended normally raises none: runs says "ended"); the last line gives the cursor to
-        pass back as written (where each run was left: an alert of a row changed since, as a late evaluation's, is
-        told then, and a run that appeared since is checked from its start)."""
-        return tools.alerts(runner, path, since_step, run)
+        always told; a run that ended normally raises none: runs says "ended"); lines from_line.. of them, at most
+        max_lines (default 100; 0 = all; a line says how many are left). The last line gives the cursor to pass
+        back as written, once every page was read (where each run was left: an alert of a row changed since, as a
+        late evaluation's, is told then, and a run that appeared since is checked from its start)."""
+        return tools.alerts(runner, path, since_step, run, from_line, max_lines)
 
     @said
     def legend(path: str, from_line: int = 0, max_lines: int = tools.REPLY_LINES) -> str:

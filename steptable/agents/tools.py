@@ -39,8 +39,8 @@ def run(runner: Runner, argv: list[str], page: Callable[[str], str] | None = Non
     return text if text.strip() else "(nothing)\n"
 
 
-#: lines of a legend or compare reply by default (a 3,000-key run's legend was 292,404 characters, its compare
-#: 334,516; a 200-key compare 28,819)
+#: lines of a legend, compare or alerts reply by default (a 3,000-key run's legend was 292,404 characters, its
+#: compare 334,516; a 200-key compare 28,819; a 300-run sweep's alerts 44,408)
 REPLY_LINES = 100
 #: characters of those lines at most, whatever their number (a key name may be long)
 REPLY_CHARS = 16_000
@@ -107,9 +107,13 @@ def tail(runner: Runner, path: str, run_name: str, since_step: Cursor | None = N
     return run(runner, [*argv, "--", path])
 
 
-def alerts(runner: Runner, path: str, since_step: Cursor | None = None, run_name: str | None = None) -> str:
+def alerts(runner: Runner, path: str, since_step: Cursor | None = None, run_name: str | None = None,
+           from_line: int = 0, max_lines: int = REPLY_LINES) -> str:
+    _paging(from_line, max_lines)
     argv = ["tail", "--alerts-only", *([f"--run={run_name}"] if run_name else []), *_since(since_step)]
-    return run(runner, [*argv, "--", path])
+    return run(runner, [*argv, "--", path],
+               lambda text: lines_page(text, from_line, max_lines, "from_line={next} with the same since_step gives "
+                                       "the next (the cursor below is past them all)"))
 
 
 def _paging(from_line: int, max_lines: int) -> None:

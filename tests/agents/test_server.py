@@ -169,6 +169,34 @@ def test_alerts_since_a_cursor_and_failures_in_the_commands_words(tmp_path: Path
     assert all(schema.get("additionalProperties") is False for schema in seen["schema"].values())
 
 
+def test_alerts_of_a_sweep_come_a_page_at_a_time(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """120 runs with an error each: the reply held every alert line (a 300-run sweep's, 44,408 characters); now the
+    CLI's first 100 lines, a line saying what is left and how to ask for it, the next page from there, and the
+    cursor after each page."""
+    from tests.helpers import write_rows
+
+    for i in range(120):
+        write_rows(tmp_path / f"run{i:03d}" / "metrics.jsonl",
+                   [{"step": s, "loss": math.nan if s == 2 else 0.5} for s in range(4)])
+    root = str(tmp_path)
+    rc, cli, _ = run_cli(["tail", "--alerts-only", root], capsys)
+    assert rc == 1
+    lines = cli.splitlines(keepends=True)
+    assert len(lines) == 120
+    seen: dict[str, str] = {}
+
+    async def body(client: Any) -> None:
+        seen["first"] = _text(await client.call_tool("alerts", {"path": root}))
+        seen["next"] = _text(await client.call_tool("alerts", {"path": root, "from_line": 100}))
+
+    _session(body)
+    first, cursor = seen["first"].rsplit("(20 more line(s) of 120: from_line=100 with the same since_step gives the "
+                                         "next (the cursor below is past them all); max_lines=0 all)\n", 1)
+    assert first == "".join(lines[:100]) and cursor.startswith("steptable tail: cursor ")
+    assert seen["next"].startswith("".join(lines[100:])) and "more line(s)" not in seen["next"]
+    assert seen["next"].splitlines()[-1] == cursor.rstrip("\n")
+
+
 def test_compare_returns_the_commands_text(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Two arms of one experiment: the compare tool's text is `steptable compare`'s, window and all."""
     from steptable.logger.steplogger import StepLogger
