@@ -111,9 +111,12 @@ def legend_for(
         groups = [(s, g) for s, g in by_schema(cast("list[Any]", runs), schema_of=schema_of)]  # each has a path
     # groups whose legends read the same (StepLogger column sets that differ in a width) are one, for all their runs
     same: dict[str, tuple[Schema | None, list[RunView]]] = {}
+    text = ""
     for s, g in groups:
-        body = _runs_text(g, s, "").split("\n", 1)[-1]
-        same.setdefault(body, (s, []))[1].extend(g)
+        text = _runs_text(g, s, "")
+        same.setdefault(text.split("\n", 1)[-1], (s, []))[1].extend(g)
+    if len(groups) == 1:  # (its text is made: a sweep's 300 runs laid out again cost as much)
+        return text
     if len(same) == 1:
         s, g = next(iter(same.values()))
         return _runs_text(g, s, "")
@@ -127,7 +130,7 @@ def _names(runs: Sequence[RunView]) -> str:
 
 
 def _runs_text(runs: Sequence[RunView], schema: Schema | None, whose: str) -> str:
-    cols = layout(runs, schema)
+    cols = layout(runs, schema, measure=False)  # (no width is shown: the values need no formatting to fit)
     name = schema.name if schema is not None else "generic"
     source = f" (schema file {sanitize(schema.source)})" if schema is not None and schema.source != "built-in" else ""
     plain = [c.key for c in cols if c.header.strip() == c.key and c.desc in ("", as_logged(c.key))]

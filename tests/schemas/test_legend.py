@@ -108,3 +108,32 @@ def test_runs_whose_column_sets_differ_only_in_a_width_share_one_legend(tmp_path
     rc, out, _ = run_cli(["legend", str(tmp_path / "sweep")], capsys)
     assert rc == 0 and out.count("columns (") == 2 and out.count(" rew ") == 2, out
     assert "columns (run0/metrics.jsonl, run1/metrics.jsonl, run2/metrics.jsonl and 1 more)" in out, out
+
+
+def test_a_legend_of_runs_lays_them_out_once_and_formats_no_value(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A legend shows headers and meanings, no width: it laid the runs out twice, formatting every sampled value to
+    measure widths it never shows (a 300-run sweep: 8.4 s of CPU, `runs` of it 2.5 s). Its text is the same."""
+    import steptable.schemas.arrange as arrange
+    import steptable.schemas.legend as legend
+
+    runs = [Rows([{"step": s, "loss": 1 / (s + 1), "acc": s / 7, "note": "ok"} for s in range(30)], path=f"r{i}.jsonl")
+            for i in range(3)]
+    want = legend_for(runs)
+    layouts: list[bool] = []
+    real = legend.layout
+
+    def counted(*args: object, **kwargs: object) -> object:
+        layouts.append(bool(kwargs.get("measure", True)))
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    real_format = arrange.format_value
+
+    def refuse(value: object, *args: object, **kwargs: object) -> str:
+        if not isinstance(value, int):  # (the step column is measured still: its values are integers here)
+            raise AssertionError(f"a value formatted for a legend: {value!r}")
+        return real_format(value, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(legend, "layout", counted)
+    monkeypatch.setattr(arrange, "format_value", refuse)
+    assert legend_for(runs) == want and "loss" in want and "acc" in want
+    assert layouts == [False]
