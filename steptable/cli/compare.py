@@ -44,7 +44,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     """``steptable compare``: each arm's window mean and its difference from the baseline, per metric; returns 0,
     or 2 for a usage error, a path or arm that is not there, or a window some arm has not reached. Writes on ``out``
     and ``err`` (default stdout and stderr)."""
-    from steptable.cli.reading import no_run, read_runs
+    from steptable.cli.reading import no_run, read_runs, shown_as
     from steptable.cli.tail import missing_paths
     from steptable.compare import (
         CompareError,
@@ -88,9 +88,10 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
         return fail(nothing_found(args.paths) if not follower.stores else "no readable rows")
     groups = group_runs(stores, pattern)
     baseline = args.baseline if args.baseline is not None else settings.get("baseline", next(iter(groups)))
-    if baseline not in groups:  # (a sweep's 300 arms were all named: 6,277 characters)
+    if (shown := shown_as(groups, baseline)) is None:  # (a sweep's 300 arms were all named: 6,277 characters)
         err_.write(no_run("compare", baseline, groups, kind="arm"))
         return 2
+    baseline = shown
     groups = {baseline: groups[baseline], **{k: v for k, v in groups.items() if k != baseline}}
     try:
         arms = make_arms(groups, x)

@@ -65,6 +65,24 @@ def no_run(cmd: str, name: str, runs: Collection[str], kind: str = "run") -> str
     return f"steptable {cmd}: no {kind} {sanitize(name)!r} ({listed})\n"
 
 
+def named(stores: Collection[Any], name: str) -> list[Any]:
+    """The runs of ``stores`` that ``name`` names (``--run``): those it is the id or arm of
+    (steptable.ingest.resumes.goes_by); where none, those whose id or arm the commands show as ``name`` (a name
+    holding a control character or a bidi override is listed without it: the name listed must name the run)."""
+    from steptable.ingest.resumes import goes_by
+
+    exact = [s for s in stores if goes_by(s, name)]
+    return exact or [s for s in stores if name in (sanitize(s.run), sanitize(s.arm))]
+
+
+def shown_as(names: Collection[str], name: str) -> str | None:
+    """The one of ``names`` (arms) that is ``name`` or is shown as it (sanitized); None where none or several."""
+    if name in names:
+        return name
+    alike = [n for n in names if sanitize(n) == name]
+    return alike[0] if len(alike) == 1 else None
+
+
 #: files whose bad lines a command tells line by line; the other files' are counted on one line
 BAD_FILES_TOLD = 3
 

@@ -57,9 +57,8 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     default stdout and stderr); returns 0, or 2 when nothing readable was found, a path is missing or unreadable,
     ``--run`` names no run, or --columns matched nothing (the summary of what was read is still printed)."""
     from steptable.alerts.replaced import read_replaced
-    from steptable.cli.reading import read_runs
+    from steptable.cli.reading import named, read_runs
     from steptable.ingest.files.discover import nothing_found
-    from steptable.ingest.resumes import goes_by
     from steptable.summary.alertpass import AlertsAhead
     from steptable.table.formatting import sanitize
 
@@ -85,7 +84,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
         err.write(f"steptable summary: {sanitize(nothing_found(args.paths))}\n")
         return 2
     if only is not None:  # --run: the runs of that id or arm
-        stores = [s for s in stores if goes_by(s, only)]
+        stores = named(stores, only)
         if not stores:
             from steptable.cli.reading import no_run
 

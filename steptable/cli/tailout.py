@@ -12,7 +12,7 @@ from collections.abc import Collection, Sequence
 from typing import Any, TextIO
 
 from steptable.alerts.engine import Alert, earlier_end_alerts, end_alert
-from steptable.cli.reading import tell_problems
+from steptable.cli.reading import named, tell_problems
 from steptable.cli.tailalerts import TailAlerts, Told
 from steptable.cli.tailcursor import Mark, Since
 from steptable.cli.tailformats import Layout, Printer
@@ -22,7 +22,6 @@ from steptable.cli.taillayout import DEFAULT_WIDTH, TailLayouts
 from steptable.cli.tailsince import Changed, Places, cells_at
 from steptable.ingest import Follower, RunStore
 from steptable.ingest.copies import Copies, left_out
-from steptable.ingest.resumes import goes_by
 from steptable.schemas.registry import logged_schema
 from steptable.summary.report import run_label
 from steptable.table import runinfo
@@ -88,7 +87,8 @@ class Tail:
         if asked:  # (the copies of the runs --run asks for)
             self.copies_told |= asked
             self.err.write(f"steptable tail: {left_out(len(asked))}\n")
-        return [s for k, s in sorted(stores.items()) if only is None or goes_by(s, only)]
+        return [s for _, s in sorted(stores.items())] if only is None else named(
+            [s for _, s in sorted(stores.items())], only)
 
     def cursor(self, follower: Follower) -> str | None:
         """The cursor to read on from, for the runs chosen (Places.cursor): one run's ``STEP:CELLS[:EDITS]@KEY``,

@@ -105,3 +105,25 @@ def test_tail_run_of_a_tensorboard_run_tells_the_bad_records_of_each_of_its_even
     assert f"{second}: byte" in err and "checksum mismatch" in err
     _, _, err = run_cli(["tail", str(tmp_path), "--run", "run2", "-n", "2"], capsys)
     assert "checksum" not in err
+
+
+def test_a_run_named_with_a_control_character_is_named_as_the_commands_list_it(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A run directory named ``ev ESC[2J il`` is listed as ``evil`` (the escape taken out): ``--run evil`` and
+    ``--baseline evil`` answered "no run 'evil' (runs: ..., evil/metrics.jsonl, ...)", so no command could name it.
+    A name that is some run's own still names that run alone."""
+    from tests.helpers import run_cli
+
+    write_rows(tmp_path / "ev\x1b[2Jil" / "metrics.jsonl", [{"step": s, "loss": 0.5 + s} for s in range(4)])
+    write_rows(tmp_path / "rt\u202el" / "metrics.jsonl", [{"step": s, "loss": 9.5} for s in range(4)])
+    rc, out, _ = run_cli(["runs", str(tmp_path)], capsys)
+    assert rc == 0 and "evil/metrics.jsonl  arm evil " in out and "rtl/metrics.jsonl  arm rtl " in out
+    for argv in (["tail", "--run", "evil", "-n", "1"], ["tail", "--run", "evil/metrics.jsonl", "-n", "1"],
+                 ["summary", "--run", "evil"], ["compare", "--baseline", "evil"]):
+        rc, out, err = run_cli([*argv, str(tmp_path)], capsys)
+        assert rc == 0 and "3.5" in out, (argv, out, err)
+    rc, out, _ = run_cli(["tail", "--run", "rtl", "-n", "1", str(tmp_path)], capsys)
+    assert rc == 0 and "9.5" in out and "3.5" not in out
+    write_rows(tmp_path / "evil" / "metrics.jsonl", [{"step": s, "loss": 7.25} for s in range(4)])
+    rc, out, _ = run_cli(["tail", "--run", "evil", "-n", "1", str(tmp_path)], capsys)
+    assert rc == 0 and "7.25" in out and "3.5" not in out  # (its own name first)
