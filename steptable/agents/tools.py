@@ -51,6 +51,8 @@ def lines_page(text: str, from_line: int, max_lines: int, again: str) -> str:
     characters (one line at least; 0: every line), then, where lines are left, one that says how many and how
     to ask for them: ``again`` (``{next}`` in it: the line to start from) or max_lines=0."""
     lines = text.splitlines(keepends=True)
+    if lines and from_line >= len(lines):  # (not "(nothing)": the reply is not empty, the page is past its end)
+        return f"(from_line={from_line} is past the end: the reply has {len(lines)} line(s); from_line=0 starts it)\n"
     stop, size = from_line, 0
     while stop < len(lines) and (not max_lines or stop - from_line < max_lines):
         size += len(lines[stop])

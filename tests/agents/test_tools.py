@@ -94,3 +94,15 @@ def test_legend_and_compare_replies_come_a_page_of_lines_at_a_time() -> None:
     assert tools.legend(Recorder(out="a\nb\n"), "exp") == "a\nb\n"
     with pytest.raises(tools.CommandFailed, match="from_line must be 0 or more"):
         tools.compare(Recorder(), "exp", "base", from_line=-1)
+
+
+def test_a_page_past_the_end_says_so_and_how_long_the_reply_is() -> None:
+    """from_line past the last line answered "(nothing)", as if the legend, compare or alerts were empty."""
+    text = "".join(f"line {i}\n" for i in range(250))
+    for got in (tools.legend(Recorder(out=text), "exp", from_line=250),
+                tools.compare(Recorder(out=text), "exp", "base", from_line=10**9),
+                tools.alerts(Recorder(out=text, err="cursor 9\n"), "exp", from_line=300)):
+        assert got.startswith("(from_line=") and (
+            "is past the end: the reply has 250 line(s); from_line=0 starts it)\n" in got)
+    assert tools.alerts(Recorder(out=text, err="cursor 9\n"), "exp", from_line=300).endswith(")\ncursor 9\n")
+    assert tools.legend(Recorder(), "exp", from_line=5) == "(nothing)\n"  # (a reply of no line: nothing it is)
