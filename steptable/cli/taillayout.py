@@ -68,15 +68,19 @@ class TailLayouts:
                 self.unused_told.add(note)
                 self.err.write(f"steptable tail: {sanitize(note)}\n")
         for schema, group in groups:
-            all_cols = widened(layout(group, schema, patterns=patterns), self.tried)
-            if self._first_look(all_cols, group):
-                all_cols = widened(all_cols, self.tried)
+            if a.alerts_only:  # (no row is printed: the columns' widths and notations would never be used)
+                all_cols = tuple(layout(group, schema, patterns=patterns, measure=False))
+            else:
+                all_cols = widened(layout(group, schema, patterns=patterns), self.tried)
+                if self._first_look(all_cols, group):
+                    all_cols = widened(all_cols, self.tried)
             names += [(c.key, c.header.strip()) for c in all_cols]
             cols = tuple(fit(all_cols, width)) if fitting else tuple(all_cols)
             left_out += len(all_cols) - len(cols)
             if a.format in ("csv", "md") and not patterns:  # every key the jsonl rows carry, the table's first
                 cols += widened(_rest(group, schema, cols), self.tried)
-            cols = noted(cols, group)  # (last: a column's notation is chosen for the width it is shown in)
+            if not a.alerts_only:  # (last: a column's notation is chosen for the width it is shown in)
+                cols = noted(cols, group)
             old = next((of[s.run] for s in group if s.run in of), None)
             lay = old if old is not None and old.cols == cols and old.schema is schema else Layout(
                 schema, cols, step_key_of(group))

@@ -167,3 +167,27 @@ def test_alerts_only_does_not_call_a_resumed_run_stalled(tmp_path: Path, capsys:
     assert (rc, out) == (0, "")
     rc, out, _ = run_cli(["summary", str(tmp_path)], capsys)
     assert "resumed 100" in out and "alerts 0" in out
+
+
+def test_alerts_only_measures_no_column(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                        capsys: pytest.CaptureFixture[str]) -> None:
+    """--alerts-only prints no row, yet it laid the runs out as the table does, formatting sampled values for widths
+    and notations never shown (a 300-run sweep: a quarter of its CPU time). The alerts are the same."""
+    import steptable.cli.taillayout as taillayout
+    import steptable.schemas.arrange as arrange
+
+    for k in range(3):
+        write_rows(tmp_path / f"r{k}" / "metrics.jsonl",
+                   [{"step": s, "loss": math.nan if s == 20 + k else 0.5 + s / 100, "kl": 0.1} for s in range(40)])
+    rc, want, _ = run_cli(["tail", "--alerts-only", str(tmp_path)], capsys)
+    assert rc == 1 and want.count("non-finite") == 3
+
+    def refuse(*args: object, **kwargs: object) -> Any:
+        raise AssertionError("a column measured for --alerts-only")
+
+    real = arrange.format_value  # (the step column is measured still: its values are whole numbers, the others not)
+    monkeypatch.setattr(arrange, "format_value", lambda value, *a, **k: refuse() if isinstance(value, float) and not (
+        value.is_integer()) else real(value, *a, **k))
+    monkeypatch.setattr(taillayout, "noted", refuse)
+    rc, got, _ = run_cli(["tail", "--alerts-only", str(tmp_path)], capsys)
+    assert rc == 1 and got == want
