@@ -69,6 +69,6 @@ def test_the_tools_runner_frees_what_a_command_read_when_it_returns(tmp_path: Pa
         for argv in (["tail", "--since=3", "--", str(tmp_path)], ["summary", "--", str(tmp_path)],
                      ["tail", "--alerts-only", "--", str(tmp_path)], ["compare", "--", str(tmp_path)]):
             assert run_argv(argv, io.StringIO(), io.StringIO()) == 0, argv
-            assert not [o for o in gc.get_objects() if isinstance(o, RunStore)], argv
+            assert not [o for o in gc.get_objects() if type(o) is RunStore], argv
     finally:
         gc.enable()
