@@ -69,7 +69,8 @@ def build(runner: Runner) -> Any:
              last: int | None = None, max_rows: int = tools.PAGE_ROWS) -> str:
         """The run's rows as a fixed-width table: those at steps after since_step, or without since_step the last
         `last` rows (default 20; 0 = all; refused with since_step: the rows between would be lost); the earliest
-        max_rows of them (default 100; 0 = all; a line says how many are left, the cursor where they start).
+        max_rows of them (default 100, shared among an arm's runs; 0 = all; a line says how many are left, the
+        cursor where they start).
         columns: comma-separated globs of keys or headers. The last line gives the cursor: pass it as since_step
         next time, as written, to get the rows after those returned (120:14:3@Kq3 for one run, a token for several:
         where each run was left, so that a row whose evaluation came after it was returned comes again, whole, and

@@ -54,7 +54,7 @@ class Tail:
         self.first_view = True  # -n is for the runs found at the start: a run found later is new output in full
         self.read_rows = False  # a row was read (the status of a -f that ends: was anything readable found?)
         self.since: Since | None = getattr(args, "since", None)  # only rows and alerts after each run's mark in it
-        self.page: int = getattr(args, "page", None) or 0  # with --since or -n: at most this many rows a run (0: all)
+        self.page: int = getattr(args, "page", None) or 0  # with --since or -n: at most this many rows (0: all)
         self.places = Places(self.since, self.page)  # where each run starts after the cursor, and is left
         self.printed = self.places.printed
         self.alerts = TailAlerts(self.printer)
@@ -147,6 +147,7 @@ class Tail:
             self.printer.laid_out([self.of[s.run] for s in stores])  # (the columns of the CSV header)
         if self.filter_missed() and not self.args.follow:
             return  # (a typo in --columns: a table of the step alone is not an answer; the status says so)
+        self.places.pages = pages(self.page, [s.run for s in stores])
         for store in stores:
             self.alerts.arm_of[store.run] = store.arm
             self._emit_run(store, len(stores) > 1, first_view)
@@ -262,8 +263,8 @@ class Tail:
             first = 0 if last is None else min(store.index_of_step(last + 1), n)  # the first row past ``last``
             stop = n
             if self.page and not a.alerts_only and not a.follow:
-                stop = min(n, first + self.page)  # (the earliest rows after the cursor or of the last -n: the next
-                # page starts after them)
+                stop = min(n, first + self.places.pages[run])  # (the earliest rows after the cursor or of the last
+                # -n: the next page starts after them)
                 if stop < n:
                     aside += (f"steptable tail: {n - stop} more row(s) of {sanitize(run)} after step "
                               f"{store.step_at(stop - 1)}\n")
@@ -312,6 +313,15 @@ class Tail:
             return None
         csv = [*self.printer.csv_want, *(self.printer.csv_keys or ())] if a.format == "csv" else []
         return needed(lay.cols, lay.schema, lay.step_key, csv)
+
+
+def pages(page: int, runs: Sequence[str]) -> dict[str, int]:
+    """Each of ``runs``' share of a page of ``page`` rows (0: all): as even as can be, the first runs' one more, at
+    least 1 each (an arm of 40 seeds paged 100 rows a run: 4,000 rows, 75,789 characters to an agent)."""
+    if not page:
+        return dict.fromkeys(runs, 0)
+    each, extra = divmod(page, max(len(runs), 1))
+    return {r: max(each + (i < extra), 1) for i, r in enumerate(runs)}
 
 
 def told_of(store: RunStore, mark: Mark, changed: Changed | None) -> Told:

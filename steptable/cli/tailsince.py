@@ -19,11 +19,13 @@ Changed = tuple[int | None, int | None, list[int]]
 
 class Places:
     """Per run: the mark the cursor ``since`` gives it, the highest step printed, whether its rows went back before
-    its mark, and its earlier changes counted when printed. ``page``: at most this many rows a run (0: all)."""
+    its mark, and its earlier changes counted when printed. ``page``: at most this many rows in all (0: all), each
+    run's share of them in ``pages`` (steptable.cli.tailout.pages)."""
 
     def __init__(self, since: Since | None, page: int) -> None:
         self.since = since
         self.page = page
+        self.pages: dict[str, int] = {}  # run -> its share of the page (0: all)
         self.printed: dict[str, int | None] = {}  # run -> the highest step printed (None: none yet)
         self.back: set[str] = set()  # runs whose rows went back before their mark (printed from there)
         self.edits_seen: dict[str, int] = {}  # run -> its earlier changes counted when its rows were printed
@@ -75,7 +77,8 @@ class Places:
         since = m.step
         if changed is not None:
             resumed, lost, steps = changed
-            many = min(steps) if self.page and len(set(steps)) > self.page else None
+            page = self.pages.get(store.run, self.page)
+            many = min(steps) if page and len(set(steps)) > page else None
             froms = [x for x in (resumed, lost, many) if x is not None]
             if not froms:
                 return None

@@ -145,13 +145,17 @@ def test_a_run_that_ended_holds_the_cursor_back_no_longer(tmp_path: Path,
 
 def test_page_prints_the_earliest_rows_after_the_cursor_and_where_the_next_page_starts(
         two_runs: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """``--since 10 --page 5``: each run's first 5 rows after step 10 (a: 11-15, b: 12-20 by twos), how many are
-    left, and a cursor from which the next page misses none of them."""
+    """``--since 10 --page 5``: 5 rows, each run's share of them the earliest after step 10 (a: 11-13, b: 12-14 by
+    twos; it was 5 a run: an arm of 40 seeds paged 4,000 rows), how many are left, and a cursor from which the next
+    page misses none of them."""
     rc, out, err = run_cli(["tail", str(two_runs), "--since", "10", "--page", "5"], capsys)
-    assert rc == 0 and _steps(out) == [11, 12, 13, 14, 15, 12, 14, 16, 18, 20]
-    assert "34 more row(s) of a/metrics.jsonl after step 15" in err
+    assert rc == 0 and _steps(out) == [11, 12, 13, 12, 14]
+    assert "36 more row(s) of a/metrics.jsonl after step 13" in err
+    assert "12 more row(s) of b/metrics.jsonl after step 14" in err
     got = _marks(_cursor(err), ["a/metrics.jsonl", "b/metrics.jsonl"])
-    assert [m and m[0] for m in got.values()] == [15, 20]  # (where each run's next page starts)
+    assert [m and m[0] for m in got.values()] == [13, 14]  # (where each run's next page starts)
+    rc, out, err = run_cli(["tail", str(two_runs), "--since", "10", "--page", "1"], capsys)
+    assert _steps(out) == [11, 12]  # (fewer rows than runs: one each, so that every run moves on)
     seen: list[int] = []
     cursor = "10"
     for _ in range(20):
