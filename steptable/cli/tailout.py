@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 from collections import Counter
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any, TextIO
 
 from steptable.alerts.engine import Alert, earlier_end_alerts, end_alert
@@ -147,7 +147,8 @@ class Tail:
             self.printer.laid_out([self.of[s.run] for s in stores])  # (the columns of the CSV header)
         if self.filter_missed() and not self.args.follow:
             return  # (a typo in --columns: a table of the step alone is not an answer; the status says so)
-        self.places.pages = pages(self.page, [s.run for s in stores])
+        if self.page and not self.args.alerts_only and not self.args.follow:
+            self.places.pages = pages(self.page, {s.run: self._pending(s, first_view) for s in stores})
         for store in stores:
             self.alerts.arm_of[store.run] = store.arm
             self._emit_run(store, len(stores) > 1, first_view)
@@ -188,6 +189,19 @@ class Tail:
             label = run_label(store, self.printer.arm_runs.get(store.arm, 0) <= 1)  # (as its alerts name it)
             self.out.write(f"── {label}: {runinfo.end_words(end)} ──\n")
             self.printer.need_head.add(store.run)  # rows of it after the note (a resume) are a table again
+
+    def _pending(self, store: RunStore, first_view: bool) -> int:
+        """About how many rows of ``store`` there are to print (after its cursor, of the last -n), for its share of
+        a page (rows a resume or an edit brings again are not counted: the share is at least 1)."""
+        with store.lock:
+            n = len(store)
+            if store.run in self.printed:
+                last = self.printed[store.run]
+                return n if last is None else n - min(store.index_of_step(last + 1), n)
+            first = max(n - self.last, 0) if self.last and first_view else 0
+            if (m := self.places.mark(store)) is not None:
+                first = max(first, self.places.after_cursor(store, m))
+            return n - first
 
     def _emit_run(self, store: RunStore, multi: bool, first_view: bool) -> None:
         a, run = self.args, store.run
@@ -315,13 +329,17 @@ class Tail:
         return needed(lay.cols, lay.schema, lay.step_key, csv)
 
 
-def pages(page: int, runs: Sequence[str]) -> dict[str, int]:
-    """Each of ``runs``' share of a page of ``page`` rows (0: all): as even as can be, the first runs' one more, at
-    least 1 each (an arm of 40 seeds paged 100 rows a run: 4,000 rows, 75,789 characters to an agent)."""
-    if not page:
-        return dict.fromkeys(runs, 0)
-    each, extra = divmod(page, max(len(runs), 1))
-    return {r: max(each + (i < extra), 1) for i, r in enumerate(runs)}
+def pages(page: int, pending: Mapping[str, int]) -> dict[str, int]:
+    """Each run's share of a page of ``page`` rows (0: all), ``pending`` the rows each has to print: as even as can
+    be, at least 1 each, what a run has no rows for going to the others (an arm of 40 seeds paged 100 rows a run:
+    4,000 rows, 75,789 characters to an agent; one seed still going among 39 ended gets the whole page)."""
+    out: dict[str, int] = {}
+    left = page
+    for i, run in enumerate(sorted(pending, key=lambda r: pending[r])):  # (the fewest first: their rest is shared)
+        share = max(left // (len(pending) - i), 1) if page else 0
+        out[run] = share
+        left = max(left - min(pending[run], share), 0)
+    return out
 
 
 def told_of(store: RunStore, mark: Mark, changed: Changed | None) -> Told:

@@ -326,12 +326,15 @@ def test_tail_of_an_arms_seeds_serves_a_late_evaluation_and_a_new_seed(tmp_path:
 def test_tail_of_an_arm_of_many_seeds_shares_max_rows_among_them(tmp_path: Path) -> None:
     """An arm of 30 seeds followed from its start: max_rows was a page per run (3,000 rows of reply for 100 asked;
     an arm of 40 seeds, 75,789 characters); now 100 rows in all, each seed's share the earliest after the cursor,
-    and page after page every row of every seed comes once."""
+    and page after page every row of every seed comes once. A seed that goes on alone gets the whole page."""
     from tests.helpers import write_rows
 
-    for k in range(30):
+    def rows(k: int, steps: range) -> None:
         write_rows(tmp_path / f"seed{k}" / "metrics.jsonl",
-                   [{"step": s, "arm": "routeA", "loss": 0.5, "tag": k * 1000 + s} for s in range(12)])
+                   [{"step": s, "arm": "routeA", "loss": 0.5, "tag": k * 1000 + s} for s in steps])
+
+    for k in range(30):
+        rows(k, range(12))
     root = str(tmp_path)
     replies: list[str] = []
 
@@ -341,13 +344,17 @@ def test_tail_of_an_arm_of_many_seeds_shares_max_rows_among_them(tmp_path: Path)
             replies.append(_text(await client.call_tool("tail", {"path": root, "run": "routeA", "since_step": cursor,
                                                                  "columns": "tag"})))
             cursor = re.findall(r"cursor (\S+) ", replies[-1])[-1]
+        rows(7, range(12, 200))  # (one seed goes on)
+        replies.append(_text(await client.call_tool("tail", {"path": root, "run": "routeA", "since_step": cursor,
+                                                             "columns": "tag"})))
 
     _session(body)
     tags = [[int(ln.split()[1]) for ln in r.splitlines() if len(ln.split()) == 2 and ln.split()[0].isdigit()]
             for r in replies]
-    assert len(tags[0]) == 100 and [len(t) for t in tags] == [100, 100, 100, 60, 0], [len(t) for t in tags]
-    seen = sorted(t for page in tags for t in page)
+    assert [len(t) for t in tags] == [100, 100, 100, 60, 0, 100], [len(t) for t in tags]
+    seen = sorted(t for page in tags[:5] for t in page)
     assert seen == sorted(k * 1000 + s for k in range(30) for s in range(12))  # every row once
+    assert tags[5] == [7000 + s for s in range(12, 112)]  # (the whole page the one seed's that has rows)
 
 
 def test_legend_and_compare_of_many_keys_come_a_page_at_a_time(tmp_path: Path, capsys: pytest.CaptureFixture[str]
