@@ -22,7 +22,7 @@ INSTRUCTIONS = (
     "column names; compare(path, baseline) says which arm (runs grouped by name, seeds together) wins each metric "
     "and whether beyond chance. Replies are the CLI's text: where it names an option, the tool's parameter does "
     "that (--since: since_step, --run: run, --all: every_run (summary) or every_arm (compare), --metrics: metrics, "
-    "--window: window, --limit: max_runs)."
+    "--window: window, --group: group, --limit: max_runs)."
 )
 
 
@@ -98,15 +98,17 @@ def build(runner: Runner) -> Any:
     @said
     def compare(path: str, baseline: str, x: str | None = None, window: str | None = None,
                 metrics: str | None = None, every_arm: bool = False, from_line: int = 0,
-                max_lines: int = tools.REPLY_LINES) -> str:
+                max_lines: int = tools.REPLY_LINES, group: str | None = None) -> str:
         """Which arm wins: per metric, each arm's mean over a window of x (default: the last 10% of the range every
         run reached; the header names the run that ends it) with its 95% interval, and its difference from the
         baseline arm (better/worse where the interval excludes 0); then, per metric with a good direction, the best
         arm and how many arms beat the baseline beyond chance. x: step (default), tokens, samples, time or a key;
         window: a fraction (0.2) or a range (A:B); metrics: comma-separated globs of the keys to compare. Past 10
-        arms the table lists the baseline and the arms of the best means (every_arm=True: all of them). Lines
+        arms the table lists the baseline and the arms of the best means (every_arm=True: all of them). group: a
+        regex of the seed part of the runs' names, where the default (routeA_seed1, routeA-s2, routeA/seed3) does
+        not find it (lr1e-5_seed3_r12: '_seed\\d+_r\\d+'); a named group 'arm' names the arm instead. Lines
         from_line.. of the reply, at most max_lines (default 100; 0 = all; a line says how many are left)."""
-        return tools.compare(runner, path, baseline, x, window, metrics, every_arm, from_line, max_lines)
+        return tools.compare(runner, path, baseline, x, window, metrics, every_arm, from_line, max_lines, group)
 
     return MCPServer("steptable", instructions=INSTRUCTIONS, version=__version__, log_level="WARNING",
                      tools=[_strict(fn) for fn in (runs, summary, tail, alerts, legend, compare)])

@@ -133,11 +133,12 @@ def legend(runner: Runner, path: str, from_line: int = 0, max_lines: int = REPLY
 
 def compare(runner: Runner, path: str, baseline: str, x: str | None = None, window: str | None = None,
             metrics: str | None = None, every_arm: bool = False, from_line: int = 0,
-            max_lines: int = REPLY_LINES) -> str:
+            max_lines: int = REPLY_LINES, group: str | None = None) -> str:
     _paging(from_line, max_lines)
     argv = ["compare", f"--baseline={baseline}", *([f"--x={x}"] if x else [])]
     argv += [f"--window={window}"] if window else []
     argv += [f"--metrics={metrics}"] if metrics else []
+    argv += [f"--group={group}"] if group else []
     argv += ["--all"] if every_arm else []
     return run(runner, [*argv, "--", path],
                lambda text: lines_page(text, from_line, max_lines,

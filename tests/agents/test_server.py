@@ -231,6 +231,26 @@ def test_compare_returns_the_commands_text(tmp_path: Path, capsys: pytest.Captur
     assert seen["some"] == seen["compare"] and "--metrics 'nothing*' matches no numeric key" in seen["none"]
 
 
+def test_compare_takes_the_seed_part_of_a_sweeps_names(tmp_path: Path) -> None:
+    """Runs named lr1e-5_seed3_r12: the default seed part leaves every run an arm of its own, and the tool had no
+    parameter for the command's --group (refused as unknown), so an agent could not compare the sweep's arms."""
+    from tests.helpers import write_rows
+
+    for r in range(6):
+        lr = ("1e-5", "3e-5")[r % 2]
+        write_rows(tmp_path / f"lr{lr}_seed{r // 2}_r{r}" / "metrics.jsonl",
+                   [{"step": s, "reward": 0.5 + (r % 2) * 0.2 + 0.01 * ((s * 7 + r) % 5)} for s in range(50)])
+    seen: dict[str, Any] = {}
+
+    async def body(client: Any) -> None:
+        seen["arms"] = await client.call_tool("compare", {"path": str(tmp_path), "baseline": "lr1e-5",
+                                                         "group": r"_seed\d+_r\d+"})
+
+    _session(body)
+    assert not seen["arms"].is_error, _text(seen["arms"])
+    assert "arms: lr1e-5 3 seeds, lr3e-5 3 seeds" in _text(seen["arms"]), _text(seen["arms"])
+
+
 def test_tail_takes_the_cursor_of_a_run_still_going_as_written(tmp_path: Path) -> None:
     """A run still going ends its reply with a cursor such as ``4:3`` (its last row's cells): given back as it is
     (a string), the row comes again once an evaluation was merged into it; a plain step still goes as an integer."""

@@ -37,6 +37,7 @@ def test_each_tool_builds_its_commands_arguments() -> None:
     tools.summary(r, "exp", every_run=True)
     tools.compare(r, "exp", "vanilla", metrics="rew*,loss")
     tools.compare(r, "exp", "vanilla", every_arm=True)
+    tools.compare(r, "exp", "lr1e-5", group=r"_seed\d+_r\d+")
     assert r.argvs == [
         ["tail", "--run=armA", "--since=4", "--page=100", "--columns=loss", "--", "exp"],
         ["tail", "--run=armA", "--last=2", "--page=100", "--", "exp"],
@@ -49,6 +50,7 @@ def test_each_tool_builds_its_commands_arguments() -> None:
         ["summary", "--all", "--", "exp"],
         ["compare", "--baseline=vanilla", "--metrics=rew*,loss", "--", "exp"],
         ["compare", "--baseline=vanilla", "--all", "--", "exp"],
+        ["compare", "--baseline=lr1e-5", r"--group=_seed\d+_r\d+", "--", "exp"],  # (a sweep's seed part)
     ]
 
 
