@@ -68,8 +68,8 @@ def add_parser(sub: Any) -> None:
     t.add_argument(
         "--page", type=non_negative, default=None, metavar="N",
         help="with --since or -n: at most N rows, the earliest after the cursor (of the last -n rows), shared among "
-        "the runs (N / runs each, at least 1; the cursor line gives where each run's next page starts; stderr says "
-        "how many rows are left); 0 = all",
+        "the runs (as evenly as their rows allow, at least 1 each; the cursor line gives where each run's next page "
+        "starts; stderr says how many rows are left); 0 = all",
     )
     t.add_argument("--run", default=None, metavar="NAME", help="only the run with this id or arm (see steptable runs)")
     t.add_argument("--columns", default="", help="comma-separated globs of keys/headers to show (step is kept)")
