@@ -88,13 +88,13 @@ class SideIndex:
     trace_run: str = ""  # the run whose traces the TRACES entries are
 
     def nearest(self, step: int) -> int | None:
-        """The step with samples closest to ``step`` at or before it (else the first after it)."""
+        """The step with samples closest to ``step`` (of two as close, the one before it); None: no samples."""
         if not self.steps:
             return None
         i = bisect_left(self.steps, step)
-        if i < len(self.steps) and self.steps[i] == step:
-            return step
-        return self.steps[i - 1] if i > 0 else self.steps[0]
+        if i == len(self.steps) or (i > 0 and step - self.steps[i - 1] <= self.steps[i] - step):
+            return self.steps[i - 1]
+        return self.steps[i]
 
     def samples(self, step: int) -> list[Sample]:
         """The samples of ``step``, read now. A file of one step is read whole as it is now, not as it was when

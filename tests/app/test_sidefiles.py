@@ -44,6 +44,8 @@ def test_generations_index_and_samples(tmp_path: Path) -> None:
     idx = build_index([path])
     assert idx.steps == [0, 10, 20]
     assert idx.nearest(15) == 10 and idx.nearest(-5) == 0 and idx.nearest(99) == 20
+    assert idx.nearest(10) == 10 and idx.nearest(16) == 20 and idx.nearest(4) == 0  # the closest, before or after
+    assert SideIndex().nearest(5) is None
     samples = idx.samples(10)
     assert len(samples) == 2 and samples[0].completion == HOSTILE and samples[0].reward == 1.0
     assert samples[0].extra == "12 tokens"

@@ -157,7 +157,7 @@ class GenerationsScreen(OwnKeysHelp, Screen[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape,q,v", "close", "Close"),
         HELP_KEYS,
-        Binding("a", "next_arm", "Next arm"),
+        Binding("a", "next_arm", "Next arm", tooltip="its samples at the step chosen, or the nearest step it has"),
         Binding("left,[", "step(-1)", "Prev step"),
         Binding("right,]", "step(1)", "Next step"),
         Binding("greater_than_sign", "page(1)", "More samples"),
@@ -168,11 +168,12 @@ class GenerationsScreen(OwnKeysHelp, Screen[None]):
     ]
 
     def __init__(self, sources: Sequence[GenSource], step: int | None = None) -> None:
-        """``sources``: the arms with generations (side files or traces)."""
+        """``sources``: the arms with generations (side files or traces); ``step``: the one to show them at (each
+        arm at the nearest it has samples for), None: each arm's newest until the user picks one."""
         super().__init__()
         self.sources = list(sources)
         self.arm_i = 0
-        self.want = step
+        self.want = step  # the step asked for: every arm is shown at the nearest it has (set by the user's moves)
         self.index: SideIndex | None = None
         self.step: int | None = None
         self.samples: list[Sample] = []
@@ -230,8 +231,11 @@ class GenerationsScreen(OwnKeysHelp, Screen[None]):
         self.show(target)
 
     def on_option_list_option_highlighted(self, event: OptionList.OptionHighlighted) -> None:
-        if event.option.id is not None:
-            self.show(int(event.option.id))
+        if event.option.id is not None and self.index is not None:
+            step = int(event.option.id)
+            if step != self.step:  # a move of the user's (an arm's own landing step is shown before its highlight)
+                self.want = step
+            self.show(step)
 
     def show(self, step: int, start: int = 0) -> None:
         if step != self.step and self._go_to is not None:
@@ -301,6 +305,7 @@ class GenerationsScreen(OwnKeysHelp, Screen[None]):
         if match is None or self.index is None:
             return
         step, k = match
+        self.want = step
         steps = self.query_one("#gen-steps", OptionList)
         self.step, self._go_to = None, k  # (drawn again even at the same step: the marks of the text change)
         where = self.index.steps.index(step)
@@ -318,7 +323,8 @@ class GenerationsScreen(OwnKeysHelp, Screen[None]):
     def action_next_arm(self) -> None:
         if len(self.sources) > 1:
             self.arm_i = (self.arm_i + 1) % len(self.sources)
-            self.want = self.step
+            if self.want is None:  # (following the newest: the next arm at the step on screen, not at its own newest)
+                self.want = self.step
             self.step = None
             self._load()
 
