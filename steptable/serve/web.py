@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import shlex
+import socket
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -24,6 +25,8 @@ from steptable.table.formatting import sanitize
 
 log = logging.getLogger("textual-serve")
 
+#: the bind addresses that mean every address of the machine
+WILDCARDS = ("0.0.0.0", "::", "")
 #: the close reason of every session's websocket when the server stops
 SERVER_STOPPED = "steptable serve stopped (start it again, then Restart)"
 #: the close reason of a session whose browser sent a message textual-serve's page does not send
@@ -43,6 +46,21 @@ def watch_command(paths: Sequence[str], theme: str | None = None, poll: float | 
     return "exec " + shlex.join([*argv, "--", *paths])
 
 
+def open_urls(host: str, port: int, token: str, machine: str) -> list[str]:
+    """The URLs that open the page when bound to ``host``: its own; bound to every address (``0.0.0.0``, ``::``),
+    whose URL opens nothing from another machine, the URL on ``machine`` (this machine's name, as another machine
+    reaches it) then the loopback one (this machine's browser; the only one where ``machine`` is no name)."""
+
+    def url(name: str) -> str:
+        return f"http://{f'[{name}]' if ':' in name else name}:{port}/?token={token}"
+
+    if host.strip("[]") not in WILDCARDS:
+        return [url(host.strip("[]"))]
+    loopback = "::1" if ":" in host else "127.0.0.1"
+    named = machine not in ("", "localhost") and not is_loopback(machine)
+    return [url(machine), url(loopback)] if named else [url(loopback)]
+
+
 class WatchServer(Server):
     """The watch app over HTTP and a websocket, every route behind the Gate."""
 
@@ -52,10 +70,9 @@ class WatchServer(Server):
         self.gate = Gate(token, is_loopback(host), max_sessions)
         self.services: set[AppService] = set()  # the sessions' apps running now
 
-    def url(self) -> str:
-        """The URL to open, with the token (printed once at the start)."""
-        host = self.host if ":" not in self.host else f"[{self.host}]"
-        return f"http://{host}:{self.port}/?token={self.gate.token}"
+    def urls(self) -> list[str]:
+        """The URLs to open, with the token (printed once at the start): see :func:`open_urls`."""
+        return open_urls(self.host, self.port, self.gate.token, socket.gethostname())
 
     def initialize_logging(self) -> None:
         """textual-serve's logging without the local variables in tracebacks (a request's headers, its token),
@@ -80,7 +97,10 @@ class WatchServer(Server):
 
     async def on_startup(self, app: web.Application) -> None:
         # the command quotes the paths given, whose names may hold escape sequences (a shell glob over log dirs)
-        print(f"steptable serve: {sanitize(self.command)}\n  open {self.url()}\n  (Ctrl-C to stop)", flush=True)
+        first, *more = (sanitize(u) for u in self.urls())  # (the machine's name: the system's text)
+        lines = [f"steptable serve: {sanitize(self.command)}", f"  open {first}",
+                 *(f"    or {u} (on this machine)" for u in more), "  (Ctrl-C to stop)"]
+        print("\n".join(lines), flush=True)
 
     async def on_shutdown(self, app: web.Application) -> None:
         """The server stops (Ctrl-C, TERM): every session's app ends with it, its page told so (1001, going away)."""

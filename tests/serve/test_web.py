@@ -166,6 +166,38 @@ def test_the_start_up_line_names_a_hostile_path_as_inert_text(tmp_path: Path) ->
     assert not any(bad in out for bad in ("\x1b", "\x07", "\u202e"))
 
 
+@pytest.mark.parametrize(("host", "machine", "urls"), [
+    ("0.0.0.0", "gpu-node-7", ["gpu-node-7:8000", "127.0.0.1:8000"]),
+    ("", "gpu-node-7.cluster.example", ["gpu-node-7.cluster.example:8000", "127.0.0.1:8000"]),
+    ("::", "gpu-node-7", ["gpu-node-7:8000", "[::1]:8000"]),
+    ("0.0.0.0", "localhost", ["127.0.0.1:8000"]),  # (no name another machine could reach it by)
+    ("0.0.0.0", "", ["127.0.0.1:8000"]),
+    ("127.0.0.1", "gpu-node-7", ["127.0.0.1:8000"]),
+    ("::1", "gpu-node-7", ["[::1]:8000"]),
+    ("192.168.1.2", "gpu-node-7", ["192.168.1.2:8000"]),
+])
+def test_the_urls_to_open_name_the_machine_on_a_wildcard_bind(host: str, machine: str, urls: list[str]) -> None:
+    """Bound to every address, the URL printed was http://0.0.0.0:PORT/..., which opens nothing from another
+    machine: the machine's name first, then the loopback URL for a browser on the machine itself."""
+    from steptable.serve.web import open_urls
+
+    assert open_urls(host, 8000, TOKEN, machine) == [f"http://{u}/?token={TOKEN}" for u in urls]
+
+
+def test_the_start_up_lines_on_a_wildcard_bind(monkeypatch: pytest.MonkeyPatch,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """``--host 0.0.0.0``: the start-up lines give the machine's name (``socket.gethostname()``, inert) and the
+    loopback URL (no address bound here)."""
+    from steptable.serve.web import WatchServer
+
+    monkeypatch.setattr(socket, "gethostname", lambda: "gpu-node-7\x1b[2J")
+    run(WatchServer("exec steptable watch -- logs", "0.0.0.0", 8123, TOKEN).on_startup(aiohttp.web.Application()))
+    out = capsys.readouterr().out
+    assert out.splitlines()[1:] == [f"  open http://gpu-node-7:8123/?token={TOKEN}",
+                                    f"    or http://127.0.0.1:8123/?token={TOKEN} (on this machine)",
+                                    "  (Ctrl-C to stop)"]
+
+
 def test_the_page_fetches_nothing_from_another_host_and_sends_no_referer(server: tuple[int, Any]) -> None:
     """textual-serve's page links a web font's stylesheet on fonts.googleapis.com: each watch asked a third party
     (and failed offline); then the policy blocked it, an error in the browser's console on each load. The page
