@@ -120,7 +120,7 @@ def _parts(key: str) -> tuple[str | None, list[str]]:
         if len(segs) > 1 and segs[0] in _KEPT_BEHIND_LEAD:
             lead, segs = f"{lead}/{_LEADS[segs[0]]}", segs[1:]
     kept = [s for s in segs if s not in _NOISE]
-    return lead, kept or segs
+    return lead, kept if any(not s.isdigit() for s in kept) else segs  # (an index alone reads as a value)
 
 
 def _min_depth(segs: list[str]) -> int:

@@ -303,6 +303,9 @@ def test_lightning_dataloader_metrics_keep_their_name() -> None:
         # an index names no metric: a bare 0 over a column of numbers reads as a value
         (["layers/grad/0", "layers/grad/1"], ["grad/0", "grad/1"]),
         (["grad/3"], ["grad/3"]),
+        # ... also behind a namespace that only groups (per-device throughput, per-shard sizes)
+        (["perf/0", "perf/1"], ["perf/0", "perf/1"]),
+        (["train/3"], ["train/3"]),
     ],
 )
 def test_short_headers(keys: list[str], expected: list[str]) -> None:
