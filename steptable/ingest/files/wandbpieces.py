@@ -91,8 +91,14 @@ def pieces_of(path: Path) -> tuple[list[Path], bool]:
 
 def undecided(path: Path) -> bool:
     """Is ``path`` a run file beside other directories of its run id whose own run record is not written yet (a
-    process that resumed a run, just started)? Which run it is a piece of is known once the record is there."""
-    return len(_same_id(path)) >= 2 and _project(path) is None
+    process that resumed a run, just started)? Which run it is a piece of is known once the record is there. A file
+    of :data:`HEAD_BYTES` or more without one in its head never gets one there: decided (read alone)."""
+    if len(_same_id(path)) < 2 or _project(path) is not None:
+        return False
+    try:
+        return os.path.getsize(path) < HEAD_BYTES
+    except OSError:  # (gone: the read says so)
+        return False
 
 
 def _same_id(path: Path) -> list[tuple[str, str]]:

@@ -114,6 +114,19 @@ def test_a_resume_seen_before_its_run_record_joins_the_run(wandb_resumed: Path, 
     assert list(f.stores) == [run] and list(f.stores[run].steps) == list(range(80))
 
 
+def test_a_resume_whose_run_record_is_past_the_head_read_is_not_hidden(wandb_resumed: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run record longer than the head read for it (a config of more than HEAD_BYTES: a model's id2label of
+    tens of thousands of classes) is never found there: the pieces are read each alone, not waited for (they were
+    undecided for good, and the run never shown)."""
+    from steptable.ingest.files import wandbpieces
+
+    monkeypatch.setattr(wandbpieces, "HEAD_BYTES", 64)  # (shorter than the fixture's run records)
+    monkeypatch.setattr(wandbpieces, "_projects", {})
+    stores = read_once(wandb_resumed).stores.values()
+    assert sorted({st for s in stores if s.arm == "grpo" for st in s.steps}) == list(range(80))
+
+
 def test_a_sweep_list_sees_a_resume_write_on(wandb_resumed: Path, tmp_path: Path) -> None:
     """The run list's entry of a resumed run counts every piece's bytes and its newest change: a resume writing
     is a run that changed, not an idle first file."""
