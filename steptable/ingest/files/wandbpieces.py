@@ -92,8 +92,12 @@ def pieces_of(path: Path) -> tuple[list[Path], bool]:
 def undecided(path: Path) -> bool:
     """Is ``path`` a run file beside other directories of its run id whose own run record is not written yet (a
     process that resumed a run, just started)? Which run it is a piece of is known once the record is there. A file
-    of :data:`HEAD_BYTES` or more without one in its head never gets one there: decided (read alone)."""
-    if len(_same_id(path)) < 2 or _project(path) is not None:
+    of :data:`HEAD_BYTES` or more without one in its head, or one whose head is damaged, never gets one there:
+    decided (read alone)."""
+    if len(_same_id(path)) < 2:
+        return False
+    project, damaged = _head(path)
+    if project is not None or damaged:  # (damaged: read alone, the reader says what it skipped)
         return False
     try:
         return os.path.getsize(path) < HEAD_BYTES
@@ -116,29 +120,35 @@ def _same_id(path: Path) -> list[tuple[str, str]]:
 
 def _project(path: Path) -> str | None:
     """The project a run file's run record names ("" where it names none); None where the file or its run record
-    cannot be read yet."""
+    cannot be read (yet)."""
+    return _head(path)[0]
+
+
+def _head(path: Path) -> tuple[str | None, bool]:
+    """(:func:`_project`, whether the head read is damaged: a record in it skipped, or not a run file's)."""
     try:
         st = os.stat(path)
         if (got := _projects.get((st.st_dev, st.st_ino))) is not None:
-            return got
+            return got, False
         with open_regular(path) as f:
             st = os.fstat(f.fileno())
             head = f.read(HEAD_BYTES)
     except OSError:
-        return None
+        return None, False
     from steptable.ingest.readers.wandb import WandbParser  # (only where two directories share an id)
 
     try:
-        meta = WandbParser(str(path)).parse(head, 0)[1].meta
+        parsed = WandbParser(str(path)).parse(head, 0)[1]
     except Exception:  # (a damaged head: the reader reports it when the run is read)
-        return None
+        return None, True
+    meta = parsed.meta
     if "project" not in meta:
-        return None  # (no run record in what is written so far)
+        return None, bool(parsed.bad)  # (no run record in what is written so far, or it was skipped)
     project = str(meta["project"])
     if len(_projects) >= MAX_PROJECTS:
         del _projects[next(iter(_projects))]
     _projects[(st.st_dev, st.st_ino)] = project
-    return project
+    return project, False
 
 
 def _listing(parent: str) -> dict[str, list[tuple[str, str]]] | None:

@@ -127,6 +127,22 @@ def test_a_resume_whose_run_record_is_past_the_head_read_is_not_hidden(wandb_res
     assert sorted({st for s in stores if s.arm == "grpo" for st in s.steps}) == list(range(80))
 
 
+def test_a_resume_whose_run_record_is_damaged_is_read_and_its_damage_told(wandb_resumed: Path,
+                                                                         tmp_path: Path) -> None:
+    """A piece whose run record is damaged (its checksum fails: the record is skipped) never gets one: it is read
+    alone and the damage reported (it was undecided for good: its rows hidden, nothing said)."""
+    second = _files(wandb_resumed, "g1")[1]
+    copy = tmp_path / "wandb"
+    shutil.copytree(wandb_resumed / "wandb", copy, symlinks=True)
+    damaged = copy / second.parent.name / second.name
+    data = bytearray(damaged.read_bytes())
+    data[data.index(b"grpo")] ^= 0xFF  # (the run's name, in its run record)
+    damaged.write_bytes(bytes(data))
+    f = read_once(tmp_path)
+    assert sorted({st for s in f.stores.values() if s.path == damaged for st in s.steps}) == list(range(40, 80))
+    assert any("checksum" in str(bad) for bad in f.problems_after(0)[1])
+
+
 def test_a_sweep_list_sees_a_resume_write_on(wandb_resumed: Path, tmp_path: Path) -> None:
     """The run list's entry of a resumed run counts every piece's bytes and its newest change: a resume writing
     is a run that changed, not an idle first file."""
