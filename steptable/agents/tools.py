@@ -101,7 +101,7 @@ def tail(runner: Runner, path: str, run_name: str, since_step: Cursor | None = N
                             "max_rows at a time, the cursor where the next ones start; last is the newest rows "
                             "without a cursor")
     argv = ["tail", f"--run={run_name}", *_since(since_step)]
-    if since_step is None:  # (the last rows come a page at a time too: last=0 of a 100k-step run was 20 MB)
+    if since_step is None:  # (the last rows come a page at a time too: last=0 of a 100k-step run is 20 MB)
         argv.append(f"--last={LAST_ROWS if last is None else last}")
     argv.append(f"--page={max_rows}")
     if columns:

@@ -88,7 +88,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
         return fail(nothing_found(args.paths) if not follower.stores else "no readable rows")
     groups = group_runs(stores, pattern)
     baseline = args.baseline if args.baseline is not None else settings.get("baseline", next(iter(groups)))
-    if (shown := shown_as(groups, baseline)) is None:  # (a sweep's 300 arms were all named: 6,277 characters)
+    if (shown := shown_as(groups, baseline)) is None:  # (the closest arms named: a sweep has hundreds)
         err_.write(no_run("compare", baseline, groups, kind="arm"))
         return 2
     baseline = shown

@@ -49,8 +49,8 @@ def run_argv(argv: list[str], out: TextIO, err: TextIO) -> int:
 
     try:
         return _run_argv(argv, out, err)
-    finally:  # (a follower and its sources refer to each other: their stores waited for a full collection, which
-        # arrays of rows do not bring on; a 148 MB run's server grew ~40 MB a call, to 634 MB in 40 calls)
+    finally:  # (a follower and its sources refer to each other: their stores wait for a full collection, which
+        # arrays of rows do not bring on; the server would grow by about a run's size each call)
         gc.collect()
 
 

@@ -331,8 +331,8 @@ class Tail:
 
 def pages(page: int, pending: Mapping[str, int]) -> dict[str, int]:
     """Each run's share of a page of ``page`` rows (0: all), ``pending`` the rows each has to print: as even as can
-    be, at least 1 each, what a run has no rows for going to the others (an arm of 40 seeds paged 100 rows a run:
-    4,000 rows, 75,789 characters to an agent; one seed still going among 39 ended gets the whole page)."""
+    be, at least 1 each, what a run has no rows for going to the others (one seed still going among 39 ended gets
+    the whole page; a page a run would be 40 pages to an agent)."""
     out: dict[str, int] = {}
     left = page
     for i, run in enumerate(sorted(pending, key=lambda r: pending[r])):  # (the fewest first: their rest is shared)

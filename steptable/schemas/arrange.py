@@ -240,7 +240,7 @@ def _auto_cols(
 ) -> list[Col]:
     rest = [k for k in rest if k and k not in META_KEYS and (show_hidden or schema is None or not schema.hidden(k))]
     rules = {k: schema.rule(k) if schema is not None else None for k in rest}
-    keyed = [(r, set(r.keys)) for r in runs]  # RunView.keys is a list: a scan per key made wide runs quadratic
+    keyed = [(r, set(r.keys)) for r in runs]  # RunView.keys is a list: a scan per key would make wide runs quadratic
     score = {k: max((informative(r, k) for r, ks in keyed if k in ks), default=0.0) for k in rest}
     # promoted keys stay ahead, but ranked among themselves too: a constant bookkeeping key (an evaluation's
     # episode count) must not take the width from the evaluation's scores

@@ -115,7 +115,7 @@ def legend_for(
     for s, g in groups:
         text = _runs_text(g, s, "")
         same.setdefault(text.split("\n", 1)[-1], (s, []))[1].extend(g)
-    if len(groups) == 1:  # (its text is made: a sweep's 300 runs laid out again cost as much)
+    if len(groups) == 1:  # (its text is made: a sweep's runs laid out again cost as much)
         return text
     if len(same) == 1:
         s, g = next(iter(same.values()))
