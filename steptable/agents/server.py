@@ -80,14 +80,15 @@ def build(runner: Runner) -> Any:
 
     @said
     def alerts(path: str, since_step: int | str | None = None, run: str | None = None, from_line: int = 0,
-               max_lines: int = tools.REPLY_LINES) -> str:
+               max_lines: int = tools.REPLY_LINES, pages_read: str | None = None) -> str:
         """Alert lines of the runs under path (or only `run`, an id or arm from runs): level E or W, run, step,
         column, what happened; all, or those at steps after since_step (a stall, a crash or an interruption is
         always told; a run that ended normally raises none: runs says "ended"); lines from_line.. of them, at most
-        max_lines (default 100; 0 = all; a line says how many are left). The last line gives the cursor to pass
+        max_lines (default 100; 0 = all; a line says how many are left, and the from_line and pages_read of the
+        next page: where new alerts moved the lines read, that page says so). The last line gives the cursor to pass
         back as written, once every page was read (where each run was left: an alert of a row changed since, as a
         late evaluation's, is told then, and a run that appeared since is checked from its start)."""
-        return tools.alerts(runner, path, since_step, run, from_line, max_lines)
+        return tools.alerts(runner, path, since_step, run, from_line, max_lines, pages_read)
 
     @said
     def legend(path: str, from_line: int = 0, max_lines: int = tools.REPLY_LINES) -> str:

@@ -7,6 +7,7 @@ line would run ``steptable *argv``; ``tail`` also writes its cursor line on ``er
 
 from __future__ import annotations
 
+import hashlib
 import io
 import re
 from collections.abc import Callable
@@ -49,7 +50,8 @@ REPLY_CHARS = 16_000
 def lines_page(text: str, from_line: int, max_lines: int, again: str) -> str:
     """Lines ``from_line``.. of ``text`` (0 is the first), at most ``max_lines`` of them and :data:`REPLY_CHARS`
     characters (one line at least; 0: every line), then, where lines are left, one that says how many and how
-    to ask for them: ``again`` (``{next}`` in it: the line to start from) or max_lines=0."""
+    to ask for them: ``again`` (``{next}`` in it: the line to start from; ``{key}``: :func:`page_key` of the lines
+    before it) or max_lines=0."""
     lines = text.splitlines(keepends=True)
     if lines and from_line >= len(lines):  # (not "(nothing)": the reply is not empty, the page is past its end)
         return f"(from_line={from_line} is past the end: the reply has {len(lines)} line(s); from_line=0 starts it)\n"
@@ -62,7 +64,14 @@ def lines_page(text: str, from_line: int, max_lines: int, again: str) -> str:
     shown = "".join(lines[from_line:stop])
     if stop >= len(lines):
         return shown
-    return shown + f"({len(lines) - stop} more line(s) of {len(lines)}: {again.format(next=stop)}; max_lines=0 all)\n"
+    more = again.format(next=stop, key=page_key(lines[:stop]))
+    return shown + f"({len(lines) - stop} more line(s) of {len(lines)}: {more}; max_lines=0 all)\n"
+
+
+def page_key(lines: list[str]) -> str:
+    """A check of ``lines`` (the pages read so far): the next page's reply tells whether they are still the
+    reply's first lines."""
+    return hashlib.blake2b("".join(lines).encode("utf-8", "surrogatepass"), digest_size=6).hexdigest()
 
 
 def _since(since_step: Cursor | None) -> list[str]:
@@ -110,12 +119,22 @@ def tail(runner: Runner, path: str, run_name: str, since_step: Cursor | None = N
 
 
 def alerts(runner: Runner, path: str, since_step: Cursor | None = None, run_name: str | None = None,
-           from_line: int = 0, max_lines: int = REPLY_LINES) -> str:
+           from_line: int = 0, max_lines: int = REPLY_LINES, pages_read: str | None = None) -> str:
+    """The alert lines from ``from_line`` (:func:`lines_page`). ``pages_read``: the key the page before gave; where
+    the lines before ``from_line`` are no longer those (a run wrote alerts between the calls, which moved the
+    lines on), CommandFailed: this page would skip some, and its cursor would pass them."""
     _paging(from_line, max_lines)
     argv = ["tail", "--alerts-only", *([f"--run={run_name}"] if run_name else []), *_since(since_step)]
-    return run(runner, [*argv, "--", path],
-               lambda text: lines_page(text, from_line, max_lines, "from_line={next} with the same since_step gives "
-                                       "the next (the cursor below is past them all)"))
+
+    def page(text: str) -> str:
+        lines = text.splitlines(keepends=True)
+        if from_line and pages_read is not None and page_key(lines[:from_line]) != pages_read:
+            raise CommandFailed(f"the alerts changed since the page before (new alerts came; {len(lines)} line(s) "
+                                "now): from_line=0 with the same since_step reads them again")
+        return lines_page(text, from_line, max_lines, "from_line={next}, pages_read={key} with the same since_step "
+                          "gives the next (the cursor below is past them all)")
+
+    return run(runner, [*argv, "--", path], page)
 
 
 def _paging(from_line: int, max_lines: int) -> None:

@@ -190,11 +190,41 @@ def test_alerts_of_a_sweep_come_a_page_at_a_time(tmp_path: Path, capsys: pytest.
         seen["next"] = _text(await client.call_tool("alerts", {"path": root, "from_line": 100}))
 
     _session(body)
-    first, cursor = seen["first"].rsplit("(20 more line(s) of 120: from_line=100 with the same since_step gives the "
-                                         "next (the cursor below is past them all); max_lines=0 all)\n", 1)
+    key = re.findall(r"pages_read=(\w+) ", seen["first"])[0]
+    first, cursor = seen["first"].rsplit(f"(20 more line(s) of 120: from_line=100, pages_read={key} with the same "
+                                         "since_step gives the next (the cursor below is past them all); max_lines=0 "
+                                         "all)\n", 1)
     assert first == "".join(lines[:100]) and cursor.startswith("steptable tail: cursor ")
     assert seen["next"].startswith("".join(lines[100:])) and "more line(s)" not in seen["next"]
     assert seen["next"].splitlines()[-1] == cursor.rstrip("\n")
+
+
+def test_alerts_written_between_two_pages_are_not_skipped(tmp_path: Path) -> None:
+    """A run's new alert between page 1 and page 2 moves the lines on: page 2 from the line page 1 left off at
+    served page 1's last line again, the new alert (among the lines already read) never, and its cursor passed
+    it. The page given pages_read says the alerts changed, and gives no cursor; read again, the alert is there."""
+    from tests.helpers import write_rows
+
+    for i in range(120):
+        write_rows(tmp_path / f"run{i:03d}" / "metrics.jsonl",
+                   [{"step": s, "loss": math.nan if s == 2 else 0.5} for s in range(4)])
+    root = str(tmp_path)
+    seen: dict[str, Any] = {}
+
+    async def body(client: Any) -> None:
+        seen["first"] = _text(await client.call_tool("alerts", {"path": root}))
+        key = re.findall(r"pages_read=(\w+) ", seen["first"])[0]
+        seen["same"] = _text(await client.call_tool("alerts", {"path": root, "from_line": 100, "pages_read": key}))
+        write_rows(tmp_path / "run010b" / "metrics.jsonl",  # (a run that started since: its lines among page 1's)
+                   [{"step": s, "loss": math.nan if s == 2 else 0.5} for s in range(4)])
+        seen["next"] = await client.call_tool("alerts", {"path": root, "from_line": 100, "pages_read": key})
+        seen["again"] = _text(await client.call_tool("alerts", {"path": root, "max_lines": 0}))
+
+    _session(body)
+    assert "run119" in seen["same"] and "changed" not in seen["same"]  # (nothing new: the next page)
+    told = _text(seen["next"])
+    assert seen["next"].is_error and "the alerts changed since the page before" in told and "tail: cursor" not in told
+    assert "[run010b] step 2" in seen["again"], seen["again"]
 
 
 def test_compare_returns_the_commands_text(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
