@@ -104,13 +104,17 @@ def held_beside(path: Path, low: str, root: Path) -> bool:
 def wandb_copy(path: Path) -> bool:
     """Is ``path`` (an event file) W&B's copy of TensorBoard events in a run's ``files/`` (``wandb.init(
     sync_tensorboard=True)`` copies each event file there for upload): the same rows as the file the writer wrote,
-    which are the W&B run's history too?"""
+    which are the W&B run's history too? Only where that file is there: at the copy's path under ``files/``, from
+    the directory holding ``wandb/`` (the working directory the run began in, by default). Events a script writes
+    into ``wandb.run.dir`` itself are the only copy. (A copy whose writer's file is elsewhere, a ``WANDB_DIR`` other
+    than the working directory, is a run of its own: its rows are the same as the writer's.)"""
     for files in path.parents:
         run_dir = files.parent
         if run_dir == files:
             return False
         if files.name == "files" and (got := run_dir_id(run_dir.name)) is not None:
-            return os.path.isfile(run_dir / f"run-{got[1]}.wandb")
+            return os.path.isfile(run_dir / f"run-{got[1]}.wandb") and os.path.isfile(
+                run_dir.parent.parent / path.relative_to(files))
     return False
 
 

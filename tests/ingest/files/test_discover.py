@@ -324,6 +324,32 @@ def test_wandbs_copy_of_synced_tensorboard_events_is_no_run_of_its_own(tmp_path:
     assert [c.kind for c in discover([copied])] == ["tensorboard"]  # (named: read)
 
 
+def test_tensorboard_events_written_into_a_wandb_runs_files_are_a_run(tmp_path: Path) -> None:
+    """``SummaryWriter(wandb.run.dir)`` (no sync_tensorboard): the events in the run's ``files/`` are the only copy of
+    what the script wrote there, none of it in the W&B run's history; they were passed over as W&B's copy of events
+    written elsewhere, and their metrics shown nowhere."""
+    from tests.ingest.writers import run_writer
+
+    pytest.importorskip("wandb")
+    pytest.importorskip("tensorboard")
+    run_writer(f"""
+        import os, wandb
+        from torch.utils.tensorboard import SummaryWriter
+        os.chdir({str(tmp_path)!r})
+        run = wandb.init(project="p", name="own")
+        writer = SummaryWriter(run.dir)
+        for step in range(0, 50, 5):
+            writer.add_scalar("tb_only", 1.0 / (step + 1), step)
+        writer.close()
+        run.log({{"loss": 1.0}})
+        run.finish()
+    """, {"WANDB_DIR": str(tmp_path)})
+    (events,) = tmp_path.glob("wandb/*run-*/files/events.out.tfevents.*")
+    found = discover([tmp_path])
+    assert [(c.run_id, c.kind) for c in found if c.kind == "tensorboard"] == [
+        (str(events.parent.relative_to(tmp_path)), "tensorboard")]
+
+
 def test_a_relative_root_in_a_working_directory_deleted_since_finds_nothing(tmp_path: Path,
                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     """``steptable tail -f .`` in a run directory that is then removed (a relaunch's ``rm -rf``): the next discovery
