@@ -1,16 +1,20 @@
-"""Fixtures every test folder uses: the hypothesis profile, goldens, captured log lines, a private schema
-directory, the follower's clock, every trainer's logs, and the runs the real libraries write (each once a session,
-shared by every module)."""
+"""Fixtures every test folder uses: the hypothesis profile, the sinks a test set up removed after it, goldens,
+captured log lines, a private schema directory, the follower's clock, every trainer's logs, and the runs the real
+libraries write (each once a session, shared by every module)."""
 
 from __future__ import annotations
 
 import types
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
+from loguru import logger
 
 import steptable.ingest.files.follow as follow_mod
+import steptable.logger.setup as st_logging
+import steptable.logger.sinks as st_sinks
 from tests.helpers import check_golden
 from tests.ingest.dumpwriters import (  # noqa: F401  (fixtures: found here, each written once a session)
     trl_preference_runs,
@@ -40,6 +44,21 @@ settings.register_profile("steptable", deadline=None, suppress_health_check=[Hea
 settings.load_profile("steptable")
 
 
+@pytest.fixture(autouse=True)
+def own_sinks() -> Iterator[None]:
+    """The sinks a test set up (setup_logging, or an adapter's console) go with it: they write to the sys.stdout of
+    the moment, a test's fake one, and a later test's adapter leaves sinks in place alone (as a user's)."""
+    yield
+    for hid in st_logging._handler_ids:
+        try:
+            logger.remove(hid)
+        except ValueError:
+            pass
+    st_logging._handler_ids.clear()
+    st_logging._direct = None
+    st_sinks._file_sink = None
+
+
 @pytest.fixture
 def golden():  # type: ignore[no-untyped-def]
     return check_golden
@@ -48,8 +67,6 @@ def golden():  # type: ignore[no-untyped-def]
 @pytest.fixture
 def captured():  # type: ignore[no-untyped-def]
     """Route loguru to a list for the test (setup_logging is tested separately)."""
-    from loguru import logger
-
     from steptable.logger.setup import ICONS
 
     lines: list[str] = []
