@@ -165,7 +165,9 @@ static PyObject *Walker_walk(Walker *w, PyObject *args) {
         if (j + 1 >= length)
             break;
         unsigned char tag = rec[j + 1];
-        if ((tag & 7) == 2 && (tag >> 3) >= 3 && (tag >> 3) <= 13) {  /* summary, output, stats...: no row */
+        /* summary, output, stats...: no row. A metric record (12, define_metric's) tells the Python reader which
+         * step the rows are keyed by: left to it, as are the few of them a run writes */
+        if ((tag & 7) == 2 && (tag >> 3) >= 3 && (tag >> 3) <= 13 && (tag >> 3) != 12) {
             i = next;
             continue;
         }

@@ -7,7 +7,8 @@ not pay for it twice; a new key or type learned line by line makes it try again 
 
 Step resolution (the store only ever sees int steps): the first candidate key (``STEP_KEYS``) a row carries becomes
 the file's step key; a file with none numbers its rows by position (0, 1, 2...). A row without the step in a file
-that has one is placed after the last step (never merged into that step's row) and reported, once a file.
+that has one is placed after the last step (never merged into that step's row) and reported, once a file; with
+``carry_step`` it is in the last step's row, unreported.
 """
 
 from __future__ import annotations
@@ -46,11 +47,14 @@ def _unordered(pairs: tuple[Any, ...]) -> Shape:
 class JsonlParser:
     """A JSONL file read chunk by chunk: its step key, row count and learned shape carry over between chunks."""
 
-    def __init__(self, label: str, step_keys: tuple[str, ...] = ()) -> None:
+    def __init__(self, label: str, step_keys: tuple[str, ...] = (), carry_step: bool = False) -> None:
         """``step_keys``: the step key is the first of these the first row with a step holds (a tracker's row
-        counter last, after the trainer's own step it may carry); none: any candidate (table.stepkeys)."""
+        counter last, after the trainer's own step it may carry); none: any candidate (table.stepkeys).
+        ``carry_step``: a row without the step key, once there is a step, is in the last step's row, unreported
+        (a tracker's record logged between steps: W&B's evaluation by a step metric of its own)."""
         self.label = label
         self.step_keys = step_keys
+        self.carry_step = carry_step
         self.reset()
 
     def reset(self) -> None:
@@ -215,7 +219,9 @@ class JsonlParser:
         if self.step_key is not None:
             got = row.get(self.step_key, MISSING)
             step = step_of(got)
-            if step is None:
+            if step is None and got is MISSING and self.carry_step and self.last_step is not None:
+                step = self.last_step
+            elif step is None:
                 step, note, once = stepless(self.label, lineno, self.step_key, got, self.last_step, self.ordinal)
                 if not (once and self._told_stepless):
                     self._told_stepless = self._told_stepless or once

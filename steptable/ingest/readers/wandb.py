@@ -8,7 +8,9 @@ of 32 KiB blocks whose chunks (crc32 over type and data, length, type FULL/FIRST
 records of the usual layout itself; the loop here reads every chunk it leaves, and the rows, run facts and reports
 are those the loop alone gives (tests/ingest/readers/test_wandbwalk.py).
 
-- ``history``: one row per record; ``_step`` is the step, ``_timestamp`` (a wall clock) and ``_runtime`` are kept;
+- ``history``: one row per record; ``_step`` is the step unless the trainer's own is in every row or the run's
+  ``define_metric`` calls declared one (``metric`` records: :mod:`~steptable.ingest.readers.wandbaxes`);
+  ``_timestamp`` (a wall clock) and ``_runtime`` are kept;
   nested keys are joined with ``/``; ``NaN``/``Infinity`` values are read as non-finite floats. A media value (a
   ``wandb.Table``, an image: an object with ``_type``) is no metric: its cells are left out, and a record of media
   and W&B's own keys alone (a counter besides) is no row.
@@ -35,6 +37,8 @@ from steptable.ingest.readers.jsonl import PIECE, JsonlParser
 from steptable.ingest.readers.protowire import WireError, varint
 from steptable.ingest.readers.trackerlists import lists_as_text
 from steptable.ingest.readers.trackernulls import drop_nulls
+from steptable.ingest.readers.wandbaxes import Axes
+from steptable.ingest.readers.wandbfacts import RunFacts
 from steptable.ingest.readers.wandblog import (
     BLOCK,
     CHUNK_HEADER,
@@ -65,8 +69,8 @@ _LINE_POSITION = re.compile(r" \(byte \d+\)")
 #: W&B's own keys of a history record (with the counters, all a record of media alone holds)
 _OWN = frozenset({b"_step", b"_runtime", b"_timestamp"})
 #: tags of the Record kinds no row or run fact comes from (summary, output, config, files, stats, artifact, tbrecord,
-#: alert, telemetry, metric, output_raw: fields 3-13): a whole record of one is passed over unread
-_UNREAD = frozenset((n << 3) | 2 for n in range(3, 14))
+#: alert, telemetry, output_raw: fields 3-13 but metric, 12): a whole record of one is passed over unread
+_UNREAD = frozenset((n << 3) | 2 for n in range(3, 14) if n != 12)
 #: history rows of the first call (the JSONL reader learns the keys; its typed decode takes the later calls, each
 #: about :data:`PIECE` bytes of rows: the rest of what was read is parsed by the next call)
 FIRST_ROWS = 64
@@ -93,11 +97,11 @@ class WandbParser:
     def reset(self) -> None:
         self.pos = 0  # file offset of the next byte to parse
         self._parts = RecordParts(self.label)  # (the framing: steptable.ingest.readers.wandblog)
-        self._start = 0.0
-        self._last_time: float | None = None
+        self._facts = RunFacts()
         # the step of every row: the trainer's own where it logs it in every row (HF's ``train/global_step``), else
         # W&B's count of ``log`` calls (a user key named ``step`` is a metric here)
         self.jsonl = JsonlParser(self.label, step_keys=(*TRACKER_STEP_KEYS, "_step"))
+        self._axes = Axes()  # what define_metric declared: the rows' step from the first row on (wandbaxes)
         self._skip_until = 0
         self.more = False  # the last call stopped early: call again on the bytes left
         self._keys: dict[bytes, bytes] = {}  # key -> its JSON text and colon
@@ -309,6 +313,8 @@ class WandbParser:
             meta["tables"] = tables
         if not lines:
             return Parsed(steps=[], bad=bad, meta=meta)
+        if self.jsonl.ordinal == 0 and (axis := self._axes.row_step(_first_keys(lines[0]))) is not None:
+            self.jsonl.step_keys, self.jsonl.carry_step = (axis,), True
         lines.append(b"")  # (a newline after the last line, in the one join)
         # (a None logged: no value, not a NaN; a list: its text, not a count)
         parsed = lists_as_text(self.jsonl.parse(drop_nulls(b"\n".join(lines)), 1))
@@ -337,41 +343,11 @@ class WandbParser:
             if line is not None:
                 self._line(line, lines)
         elif which == "run":
-            if got["name"]:
-                meta["name"] = got["name"]
-            meta["project"] = got["project"]  # (even "": a run record was read)
-            if got["start"]:
-                self._start = got["start"]
-            config = {}
-            for key, value in got["config"]:
-                name = key.decode("utf-8", "replace")
-                if name == "_wandb":
-                    continue
-                try:
-                    config[name] = json.loads(value)
-                except ValueError:
-                    config[name] = value.decode("utf-8", "replace")
-            if config:
-                meta["config"] = config
+            self._facts.run(got, meta)
+        elif which == "metric":
+            self._axes.note(*got)
         elif which == "exit":
-            code, runtime = got
-            self._stamp(self._last_line)
-            closed = self._last_time or (self._start + runtime if self._start else 0.0)
-            info: dict[str, Any] = {"closed": closed}
-            if code:
-                info["end"] = f"exit_code_{code}" if code > 0 else f"exit_code_minus_{-code}"
-            meta["runinfo"] = info
-
-    def _stamp(self, line: bytes) -> None:
-        """The run's last clock: ``_timestamp`` of its last history row (the row's own, a number; not one a value
-        holds, which may come first: the walk in C writes a row's keys in another order than its record's)."""
-        try:
-            row = decode_line(line)  # (as the JSON reader reads it)
-        except LineError:  # (a row it refuses: no clock)
-            return
-        stamp = row.get("_timestamp") if row is not None else None
-        if isinstance(stamp, (int, float)) and not isinstance(stamp, bool):
-            self._last_time = float(stamp)
+            self._facts.exit(got, self._last_line, meta)
 
     def _history_line(self, items: list[tuple[bytes, bytes]]) -> bytes | None:
         """One history record as a JSON object line (values are already JSON text: the JSONL reader does the rest,
@@ -401,3 +377,12 @@ class WandbParser:
             if all(k in _OWN or counter(k.decode("utf-8", "replace")) for k in kept):
                 return None  # (logged alone, at a step of its own: no row of metrics)
         return b"{" + b",".join(out) + b"}" if out else None
+
+
+def _first_keys(lines: bytes) -> list[str]:
+    """The keys of the first of ``lines`` (a row's JSON object lines), none where it is no object."""
+    try:
+        row = decode_line(lines.partition(b"\n")[0])
+    except LineError:
+        return []
+    return list(row) if row is not None else []

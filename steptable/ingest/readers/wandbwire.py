@@ -2,7 +2,8 @@
 history=2, run=17, exit=18}``, ``HistoryRecord{item=1}``, ``HistoryItem{key=1, nested_key=2, value_json=16}`` (and
 the typed values 3-8 some writers use: none, boolean, integer (sint64), number (double), text, json),
 ``RunRecord{project=3, config=4, display_name=8, start_time=17}``, ``ConfigRecord{update=1}``, ``ConfigItem{key=1,
-nested_key=2, value_json=16}``, ``RunExitRecord{exit_code=1, runtime=2}``, ``Timestamp{seconds=1, nanos=2}``.
+nested_key=2, value_json=16}``, ``RunExitRecord{exit_code=1, runtime=2}``, ``Timestamp{seconds=1, nanos=2}``,
+``Record.metric=12``: ``MetricRecord{name=1, glob_name=2, step_metric=4}`` (what ``define_metric`` wrote).
 
 Other fields are skipped by their wire type, as protobuf does. Malformed bytes raise :class:`WireError`. The tests
 check these decoders against wandb's own classes on files wandb wrote.
@@ -195,8 +196,8 @@ def _marked(s: bytes, records: int, items: int) -> bool:
 
 def wandb_record(buf: bytes, lines: bool = False) -> tuple[str, Any]:
     """The kind of a Record and what the readers need of it: ("history", items), ("run", {name, project, start,
-    config}), ("exit", (exit_code, runtime)), or (other, None). ``lines``: a history record of the usual layout comes
-    as ("line", its JSON object line) (:func:`history_line`)."""
+    config}), ("exit", (exit_code, runtime)), ("metric", (name or glob, step metric or "")), or (other, None).
+    ``lines``: a history record of the usual layout comes as ("line", its JSON object line) (:func:`history_line`)."""
     for num, wire, a, b in fields(buf, 0, len(buf)):
         if wire != 2:
             continue
@@ -216,6 +217,8 @@ def wandb_record(buf: bytes, lines: bool = False) -> tuple[str, Any]:
                     else:
                         runtime = v
             return "exit", (code, runtime)
+        if num == 12:
+            return "metric", _metric(buf, a, b)
         if num not in (16, 19, 200):  # (control, uuid, _info sit beside the record's one kind)
             return "other", None
     return "other", None
@@ -241,3 +244,14 @@ def _run(buf: bytes, i: int, end: int) -> dict[str, Any]:
         elif num == 4:
             out["config"] = [_item(buf, c, d) for n2, w2, c, d in fields(buf, a, b) if n2 == 1 and w2 == 2]
     return out
+
+
+def _metric(buf: bytes, i: int, end: int) -> tuple[str, str]:
+    """A MetricRecord: (its name, or its glob name: ``eval/*``; the step metric it is charted against, or "")."""
+    name = step = ""
+    for num, wire, a, b in fields(buf, i, end):
+        if wire == 2 and num in (1, 2):
+            name = buf[a:b].decode("utf-8", "replace")
+        elif wire == 2 and num == 4:
+            step = buf[a:b].decode("utf-8", "replace")
+    return name, step

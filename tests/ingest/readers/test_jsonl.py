@@ -88,3 +88,12 @@ def test_a_parser_carried_on_parses_as_the_one_that_read_everything() -> None:
     other = JsonlParser("m")  # the same keys, first seen in another order: another state (the columns' order)
     other.parse(b"".join(json.dumps({"step": s, "kl": 0.1, "loss": 0.5}).encode() + b"\n" for s in range(9)), 1)
     assert sorted(other.state()[1]) == sorted(whole.state()[1]) and other.state()[1] != whole.state()[1]
+
+
+def test_carry_step_puts_a_row_without_the_step_in_the_last_steps_row_unreported() -> None:
+    rows = [{"ev": 1}, {"s": 10, "a": 1}, {"ev": 2}, {"s": 20, "a": 2}, {"s": None, "ev": 3}]
+    carried = JsonlParser("m.jsonl", step_keys=("s",), carry_step=True).parse(_lines(rows), 1)
+    assert list(carried.steps) == [0, 10, 10, 20, 21]  # (before any step: its position; a null is no carry)
+    assert [b.reason.split(":")[0] for b in carried.bad] == ["step 's' missing"]
+    placed = JsonlParser("m.jsonl", step_keys=("s",)).parse(_lines(rows), 1)
+    assert list(placed.steps) == [0, 10, 11, 20, 21] and placed.bad

@@ -457,3 +457,16 @@ def test_the_runs_end_is_its_last_rows_clock(tmp_path: Path, last: str, monkeypa
     walked, alone = _read_both(tmp_path, records, monkeypatch)
     assert walked == alone
     assert "'closed': 1200.5" in walked[0][3] if last.startswith("{") else "'closed': 1050.0" in walked[0][3]
+
+
+def test_metric_records_are_left_to_the_loop(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A metric record (define_metric's: the step the rows are keyed by) is read by the loop in Python, also where
+    it holds no ``_info`` before its kind (the walk passes over the other kinds of its range: summary, stats...)."""
+    pb = pytest.importorskip("wandb.proto.wandb_internal_pb2")
+    records = [bytes(pb.Record(num=1, metric=pb.MetricRecord(name="it")).SerializeToString()),
+               bytes(pb.Record(num=2, metric=pb.MetricRecord(glob_name="*", step_metric="it")).SerializeToString())]
+    records += [_history(pb, _item(pb, "_step", str(s)), _item(pb, "it", str(5 * s)), _item(pb, "x", "1"), step=s)
+                for s in range(10)]
+    walked, alone = _read_both(tmp_path, records, monkeypatch)
+    assert walked == alone
+    assert walked[0][1] == [5 * s for s in range(10)]

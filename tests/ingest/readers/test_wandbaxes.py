@@ -1,0 +1,139 @@
+"""W&B runs whose ``define_metric`` calls declare step metrics are keyed by them (steptable.ingest.readers.wandbaxes):
+a run's keys by one step metric under any name and glob, two step metrics in one run (an evaluation in the row of
+the training step it was logged at), a run whose metrics are not all declared left on ``_step``. The runs are
+written by wandb itself (offline); each is read with the walk in C (tried at every record, so that none is left to
+the loop in Python by chance) and with the loop in Python alone."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from steptable.ingest.readers.wandbaxes import Axes
+from tests.ingest import writers
+from tests.ingest.writers import only, read_once, rows_of, wandb_file
+
+pytest.importorskip("wandb")
+
+
+@pytest.fixture(autouse=True, params=["walk in C", "loop in Python"])
+def _reader(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    from steptable.ingest.readers import wandb as reader
+
+    if request.param == "loop in Python":
+        monkeypatch.setattr(reader, "Walker", None)
+    elif reader.Walker is None:
+        pytest.skip("the walk in C is not built here")
+    else:
+        monkeypatch.setattr(reader, "WALK_REST", 0)
+
+
+def _run(tmp_path_factory: pytest.TempPathFactory, name: str, code: str) -> Path:
+    """The .wandb file of ``code`` run after ``run = wandb.init(...)`` and before ``run.finish()``."""
+    root = tmp_path_factory.mktemp(name)
+    body = "\n".join("    " + line for line in code.strip().splitlines())
+    writers.run_writer(f"""
+import wandb
+run = wandb.init(project="p", name={name!r})
+if True:
+{body}
+run.finish()
+""", {"WANDB_DIR": str(root)})
+    return wandb_file(root)
+
+
+def _rows(path: Path) -> tuple[list[int], dict[int, dict[str, Any]], Any]:
+    store = only(read_once(path))
+    return list(store.steps), {s: r for s, r in zip(store.steps, rows_of(store), strict=True)}, store
+
+
+@pytest.fixture(scope="module")
+def one_axis(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Every key by ``optim/step`` (a name no trainer uses), a validation score logged alone now and then."""
+    return _run(tmp_path_factory, "one_axis", """
+run.define_metric("optim/step")
+run.define_metric("*", step_metric="optim/step")
+for i in range(6):
+    run.log({"optim/step": 4 * i, "loss": 1.0 / (i + 1)})
+    if i % 2:
+        run.log({"val/acc": i / 10})
+""")
+
+
+def test_keys_declared_against_a_step_metric_are_in_its_rows(one_axis: Path) -> None:
+    steps, rows, store = _rows(one_axis)
+    assert steps == [0, 4, 8, 12, 16, 20] and store.step_key == "optim/step"
+    assert [rows[4 * i]["loss"] for i in range(6)] == pytest.approx([1.0 / (i + 1) for i in range(6)])
+    assert {s: r["val/acc"] for s, r in rows.items() if "val/acc" in r} == pytest.approx({4: 0.1, 12: 0.3, 20: 0.5})
+    assert not store.bad
+
+
+@pytest.fixture(scope="module")
+def two_axes(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """train/* by train/step, eval/* by eval/step (a count of evaluations): an evaluation before training, then
+    one every third step logged alone, and one in the same call as the last training step."""
+    return _run(tmp_path_factory, "two_axes", """
+run.define_metric("train/step")
+run.define_metric("train/*", step_metric="train/step")
+run.define_metric("eval/step")
+run.define_metric("eval/*", step_metric="eval/step")
+run.log({"eval/step": 0, "eval/loss": 2.0})
+for i in range(1, 7):
+    run.log({"train/step": 10 * i, "train/loss": 1.0 / i})
+    if i % 3 == 0:
+        run.log({"eval/step": i // 3, "eval/loss": 1.0 / i})
+run.log({"train/step": 70, "train/loss": 0.1, "eval/step": 3, "eval/loss": 0.05})
+""")
+
+
+def test_an_evaluation_by_its_own_step_metric_is_in_the_row_of_the_training_step_it_followed(two_axes: Path) -> None:
+    """The rows are the training's steps (its step metric was declared first); an evaluation keeps its own step as
+    a column. The one before training is at the first position."""
+    steps, rows, store = _rows(two_axes)
+    assert steps == [0, 10, 20, 30, 40, 50, 60, 70] and store.step_key == "train/step"
+    assert [rows[10 * i]["train/loss"] for i in range(1, 8)] == pytest.approx([1.0 / i for i in range(1, 7)] + [0.1])
+    evals = {s: (r["eval/step"], r["eval/loss"]) for s, r in rows.items() if "eval/loss" in r}
+    assert evals == {0: (0, 2.0), 30: (1, pytest.approx(1 / 3)), 60: (2, pytest.approx(1 / 6)), 70: (3, 0.05)}
+    assert not store.bad
+
+
+@pytest.fixture(scope="module")
+def undeclared(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """val/* by epoch; the loss, logged at every step with the epoch, declared against nothing."""
+    return _run(tmp_path_factory, "undeclared", """
+run.define_metric("val/*", step_metric="epoch")
+for i in range(6):
+    run.log({"loss": float(i), "epoch": i // 3})
+    if i % 3 == 2:
+        run.log({"val/loss": i / 10, "epoch": i // 3})
+""")
+
+
+def test_a_run_logging_a_metric_declared_against_no_step_metric_stays_on_wandbs_step(undeclared: Path) -> None:
+    """Keyed by the epoch, the loss of three steps would share one row: it stays on W&B's count of log calls."""
+    steps, rows, store = _rows(undeclared)
+    assert store.step_key == "_step" and len(steps) == 8
+    assert [r["loss"] for r in rows.values() if "loss" in r] == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]
+    assert not store.bad
+
+
+def test_the_first_step_metric_declared_keys_the_rows_where_every_metric_has_one() -> None:
+    axes = Axes()
+    axes.note("train/step", "")
+    axes.note("train/*", "train/step")
+    axes.note("eval/*", "eval/step")
+    axes.note("acc", "epoch")
+    assert axes.step_metrics == ["train/step", "eval/step", "epoch"]
+    assert axes.row_step(["eval/loss", "eval/step", "_step", "_timestamp"]) == "train/step"
+    assert axes.row_step(["acc", "epoch", "train/x/y"]) == "train/step"
+    assert axes.row_step(["acc", "accuracy"]) is None  # (a name is no glob)
+    assert axes.row_step(["train"]) is None  # (nor a prefix without its glob's text)
+
+
+def test_no_step_metric_declared_keys_nothing() -> None:
+    axes = Axes()
+    axes.note("loss", "")
+    axes.note("eval/*", "")
+    assert axes.step_metrics == [] and axes.row_step(["loss"]) is None
