@@ -213,3 +213,32 @@ def test_truncated_record_raises() -> None:
     raw = pb.Record(history=pb.HistoryRecord(item=[pb.HistoryItem(key="a", value_json="1")])).SerializeToString()
     with pytest.raises((WireError, IndexError)):
         wandb_record(raw[:-2])
+
+
+def test_metric_records_decode_as_wandbs_classes_do(tmp_path: Path) -> None:
+    """define_metric's records: a name or a glob, with a step metric or none, its options (step_sync, hidden,
+    summary) beside."""
+    pb = pytest.importorskip("wandb.proto.wandb_internal_pb2")
+    from tests.ingest.writers import run_writer
+
+    run_writer("""
+        import wandb
+        run = wandb.init(project="p")
+        run.define_metric("train/step")
+        run.define_metric("train/*", step_metric="train/step")
+        run.define_metric("eval/step", hidden=True)
+        run.define_metric("eval/*", step_metric="eval/step", step_sync=False, summary="min,max")
+        run.define_metric("acc", step_metric="epoch")
+        run.log({"train/step": 1, "train/loss": 0.5})
+        run.finish()
+    """, {"WANDB_DIR": str(tmp_path)})
+    got, want = [], []
+    for raw in wandb_records(wandb_file(tmp_path)):
+        rec = pb.Record.FromString(raw)
+        kind, decoded = wandb_record(raw)
+        assert (kind == "metric") == (rec.WhichOneof("record_type") == "metric")
+        if kind == "metric":
+            got.append(decoded)
+            want.append((rec.metric.name or rec.metric.glob_name, rec.metric.step_metric))
+    assert got == want == [("train/step", ""), ("train/*", "train/step"), ("eval/step", ""),
+                           ("eval/*", "eval/step"), ("acc", "epoch")]
