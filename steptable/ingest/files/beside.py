@@ -103,18 +103,34 @@ def held_beside(path: Path, low: str, root: Path) -> bool:
 
 def wandb_copy(path: Path) -> bool:
     """Is ``path`` (an event file) W&B's copy of TensorBoard events in a run's ``files/`` (``wandb.init(
-    sync_tensorboard=True)`` copies each event file there for upload): the same rows as the file the writer wrote,
-    which are the W&B run's history too? Only where that file is there: at the copy's path under ``files/``, from
+    sync_tensorboard=True)`` puts each event file there for upload): the same rows as the file the writer wrote,
+    which are the W&B run's history too? Where the writer's file is: W&B links it there (a symbolic link to it, at
+    its path from the log directories' root), so a link to a file outside ``files/`` is the copy wherever the run's
+    directory is (``WANDB_DIR`` need not be the working directory, which no record of the run names); a copy that is
+    no link (a file system without them) is one only where the writer's file is at its path under ``files/`` from
     the directory holding ``wandb/`` (the working directory the run began in, by default). Events a script writes
-    into ``wandb.run.dir`` itself are the only copy. (A copy whose writer's file is elsewhere, a ``WANDB_DIR`` other
-    than the working directory, is a run of its own: its rows are the same as the writer's.)"""
+    into ``wandb.run.dir`` itself are the only copy."""
     for files in path.parents:
         run_dir = files.parent
         if run_dir == files:
             return False
         if files.name == "files" and (got := run_dir_id(run_dir.name)) is not None:
-            return os.path.isfile(run_dir / f"run-{got[1]}.wandb") and os.path.isfile(
-                run_dir.parent.parent / path.relative_to(files))
+            if not os.path.isfile(run_dir / f"run-{got[1]}.wandb"):
+                return False
+            inside = path.relative_to(files)
+            return _linked_out(files, inside) or os.path.isfile(run_dir.parent.parent / inside)
+    return False
+
+
+def _linked_out(files: Path, inside: Path) -> bool:
+    """Is ``files / inside`` a symbolic link (or under one, below ``files``) to a file that exists outside
+    ``files``?"""
+    at = files
+    for part in inside.parts:
+        at = at / part
+        if os.path.islink(at):
+            target = Path(os.path.realpath(files / inside))
+            return target.is_file() and not target.is_relative_to(os.path.realpath(files))
     return False
 
 

@@ -324,6 +324,33 @@ def test_wandbs_copy_of_synced_tensorboard_events_is_no_run_of_its_own(tmp_path:
     assert [c.kind for c in discover([copied])] == ["tensorboard"]  # (named: read)
 
 
+def test_wandbs_copy_of_synced_tensorboard_events_is_passed_over_with_wandb_dir_elsewhere(tmp_path: Path) -> None:
+    """With ``WANDB_DIR`` other than the working directory, W&B's copy in the run's ``files/`` (a link to the
+    writer's file) is no run of its own either: it was a second TensorBoard run of the arm beside the writer's."""
+    from tests.ingest.writers import run_writer
+
+    pytest.importorskip("wandb")
+    pytest.importorskip("tensorboard")
+    (tmp_path / "work").mkdir()
+    run_writer(f"""
+        import os, wandb
+        from torch.utils.tensorboard import SummaryWriter
+        os.chdir({str(tmp_path / "work")!r})
+        run = wandb.init(project="p", name="synced", sync_tensorboard=True)
+        writer = SummaryWriter("tblogs")
+        for step in range(0, 50, 5):
+            writer.add_scalar("loss", 1.0 / (step + 1), step)
+        writer.close()
+        run.finish()
+    """, {"WANDB_DIR": str(tmp_path / "wb")})
+    (copied,) = tmp_path.glob("wb/wandb/*run-*/files/**/events.out.tfevents.*")
+    found = discover([tmp_path])
+    assert [c.run_id for c in found if c.kind == "tensorboard"] == ["work/tblogs"]
+    assert [c.kind for c in found].count("wandb") == 1
+    assert [c.kind for c in discover([tmp_path / "wb"]) if c.kind != "console"] == ["wandb"]  # (its history)
+    assert [c.kind for c in discover([copied])] == ["tensorboard"]  # (named: read)
+
+
 def test_tensorboard_events_written_into_a_wandb_runs_files_are_a_run(tmp_path: Path) -> None:
     """``SummaryWriter(wandb.run.dir)`` (no sync_tensorboard): the events in the run's ``files/`` are the only copy of
     what the script wrote there, none of it in the W&B run's history; they were passed over as W&B's copy of events
