@@ -92,12 +92,14 @@ class _Level:
 class TypedDecoder:
     """Chunk -> columns for rows that fit ``shape``; ``decode`` returns None when the chunk does not fit."""
 
-    def __init__(self, shape: Shape, step_key: str | None) -> None:
+    def __init__(self, shape: Shape, step_key: str | None, step_optional: bool = False) -> None:
+        """``step_optional``: a row without ``step_key`` decodes (to MISSING there) rather than failing the chunk."""
         if more_keys_than(shape, MAX_KEYS):
             # msgspec looks a key up from the field after the last one found: rows whose keys come in another order
             # cost fields x keys each (35 s for 6 rows of 50 000), and a run keeps MAX_KEYS keys anyway
             raise ValueError("more keys than a run keeps")
         self.step_key = step_key
+        self._step_optional = step_optional
         self.int_keys: set[str] = set()
         self._step_found = False
         root_type, self._root = self._build(shape, "", top=True)
@@ -126,7 +128,7 @@ class TypedDecoder:
             if flat == self.step_key:
                 self._step_found = True
                 # required: a row without its step (or with one beyond int64) goes the tolerant way
-                fields.append((name, _STEP))
+                fields.append((name, _STEP, MISSING) if self._step_optional else (name, _STEP))
                 self.int_keys.add(flat)
             elif kind == "int":
                 fields.append((name, _INT, MISSING))

@@ -104,7 +104,7 @@ class JsonlParser:
         self._typed = None
         if self._shape_ok and self._shape and not self._stale:  # (the decoder the other parser used last)
             try:
-                self._typed = TypedDecoder(self._shape, self.step_key)
+                self._typed = TypedDecoder(self._shape, self.step_key, self.carry_step)
             except (ValueError, TypeError):
                 pass
         self.ordinal += rows
@@ -127,14 +127,14 @@ class JsonlParser:
             if self._fix_first:  # only the tokens this file has shown so far: one scan each
                 clean = quote_nonfinite(chunk, self._needles)
                 self._fix_first, chunk = clean is not chunk, clean
-            cols = typed.decode(chunk)
+            cols = self._carried(typed.decode(chunk))
             if cols is None:
                 self._needles = tuple(n for n in NONFINITE_TOKENS if n in self._needles or find_token(chunk, n) >= 0)
                 clean = fix_chunk(chunk)
                 fixed = True
                 if clean is not chunk:
                     self._fix_first, chunk = True, clean
-                    cols = typed.decode(chunk)
+                    cols = self._carried(typed.decode(chunk))
             if cols is not None:
                 self._backoff = 1
                 self.fast_chunks += 1
@@ -149,10 +149,26 @@ class JsonlParser:
             self._stale = False
             self._rest = 0
             try:
-                self._typed = TypedDecoder(self._shape, self.step_key)
+                self._typed = TypedDecoder(self._shape, self.step_key, self.carry_step)
             except (ValueError, TypeError):
                 self._typed = None
         return self._typed if self._shape_ok else None
+
+    def _carried(self, cols: dict[str, Any] | None) -> dict[str, Any] | None:
+        """``cols`` with each step a row lacked (``carry_step``) the one before it, as :meth:`_step` gives it; None
+        where the first lacks one with no step before it (the tolerant path places and reports it)."""
+        if cols is None or not self.carry_step or self.step_key is None or MISSING not in (col := cols[self.step_key]):
+            return cols
+        last, steps = self.last_step, []
+        for s in col:
+            if s is MISSING:
+                if last is None:
+                    return None
+                s = last
+            steps.append(s)
+            last = s
+        cols[self.step_key] = steps
+        return cols
 
     def _from_cols(self, cols: dict[str, Any], typed: TypedDecoder) -> Parsed:
         n = len(next(iter(cols.values()))) if cols else 0

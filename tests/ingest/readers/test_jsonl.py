@@ -97,3 +97,15 @@ def test_carry_step_puts_a_row_without_the_step_in_the_last_steps_row_unreported
     assert [b.reason.split(":")[0] for b in carried.bad] == ["step 's' missing"]
     placed = JsonlParser("m.jsonl", step_keys=("s",)).parse(_lines(rows), 1)
     assert list(placed.steps) == [0, 10, 11, 20, 21] and placed.bad
+
+
+def test_carry_step_on_the_typed_path_gives_the_tolerant_paths_steps() -> None:
+    first = [{"s": 10, "a": 1}, {"ev": 1}, {"s": 20, "a": 2}]
+    rows = [{"ev": 2}, {"s": 30, "a": 3}, {"ev": 3}, {"ev": 4}, {"s": 40, "a": 4}]
+    fast = JsonlParser("m.jsonl", step_keys=("s",), carry_step=True)
+    fast.parse(_lines(first), 1)
+    got = fast.parse(_lines(rows), 4)
+    assert fast.fast_chunks == 1 and list(got.steps) == [20, 30, 30, 30, 40] and not got.bad
+    assert got.cols is not None and list(got.cols["s"]) == [20, 30, 30, 30, 40]
+    slow = JsonlParser("m.jsonl", step_keys=("s",), carry_step=True).parse(_lines(first + rows), 1)
+    assert list(slow.steps)[3:] == list(got.steps) and not slow.bad
