@@ -98,8 +98,9 @@ class WandbParser:
         self.pos = 0  # file offset of the next byte to parse
         self._parts = RecordParts(self.label)  # (the framing: steptable.ingest.readers.wandblog)
         self._facts = RunFacts()
-        # the step of every row: the trainer's own where it logs it in every row (HF's ``train/global_step``), else
-        # W&B's count of ``log`` calls (a user key named ``step`` is a metric here)
+        # the step of every row: the step metric define_metric declared (self._axes, read by _parsed), else the
+        # trainer's own where it logs it in every row (HF's ``train/global_step``), else W&B's count of ``log`` calls
+        # (a user key named ``step`` is a metric here)
         self.jsonl = JsonlParser(self.label, step_keys=(*TRACKER_STEP_KEYS, "_step"))
         self._axes = Axes()  # what define_metric declared: the rows' step from the first row on (wandbaxes)
         self._skip_until = 0
@@ -313,7 +314,7 @@ class WandbParser:
             meta["tables"] = tables
         if not lines:
             return Parsed(steps=[], bad=bad, meta=meta)
-        if self.jsonl.ordinal == 0 and (axis := self._axes.row_step(_first_keys(lines[0]))) is not None:
+        if self.jsonl.ordinal == 0 and (axis := self._axes.row_step(_first_row(lines[0]))) is not None:
             self.jsonl.step_keys, self.jsonl.carry_step = (axis,), True
         lines.append(b"")  # (a newline after the last line, in the one join)
         # (a None logged: no value, not a NaN; a list: its text, not a count)
@@ -379,10 +380,10 @@ class WandbParser:
         return b"{" + b",".join(out) + b"}" if out else None
 
 
-def _first_keys(lines: bytes) -> list[str]:
-    """The keys of the first of ``lines`` (a row's JSON object lines), none where it is no object."""
+def _first_row(lines: bytes) -> dict[str, Any]:
+    """The first of ``lines`` (a row's JSON object lines) as JSON reads it; empty where it is no object."""
     try:
         row = decode_line(lines.partition(b"\n")[0])
     except LineError:
-        return []
-    return list(row) if row is not None else []
+        return {}
+    return row if row is not None else {}

@@ -126,10 +126,17 @@ def test_the_first_step_metric_declared_keys_the_rows_where_every_metric_has_one
     axes.note("eval/*", "eval/step")
     axes.note("acc", "epoch")
     assert axes.step_metrics == ["train/step", "eval/step", "epoch"]
-    assert axes.row_step(["eval/loss", "eval/step", "_step", "_timestamp"]) == "train/step"
-    assert axes.row_step(["acc", "epoch", "train/x/y"]) == "train/step"
-    assert axes.row_step(["acc", "accuracy"]) is None  # (a name is no glob)
-    assert axes.row_step(["train"]) is None  # (nor a prefix without its glob's text)
+    assert axes.row_step({"eval/loss": 1.0, "eval/step": 0, "_step": 0, "_timestamp": 1.7e9}) == "train/step"
+    assert axes.row_step({"acc": 0.5, "epoch": 1, "train/x/y": 2, "train/step": 3}) == "train/step"
+    assert axes.row_step({"acc": 0.5, "accuracy": 0.5}) is None  # (a name is no glob)
+    assert axes.row_step({"train": 1}) is None  # (nor a prefix without its glob's text)
+
+
+def test_a_step_metric_logged_as_a_fraction_keys_nothing() -> None:
+    axes = Axes()
+    axes.note("*", "epoch")
+    assert axes.row_step({"loss": 1.0, "epoch": 1}) == "epoch"
+    assert axes.row_step({"loss": 1.0, "epoch": 0.25}) is None and axes.row_step({"epoch": 1.0}) is None
 
 
 def test_no_step_metric_declared_keys_nothing() -> None:
